@@ -1,0 +1,13 @@
+{
+  "targets": [
+    {
+      "target_name": "chorus_shm",
+      "sources": ["src/addon.cc"],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "cflags_cc": ["-std=c++17", "-O2", "-fexceptions"],
+      "cflags_cc!": ["-fno-exceptions"],
+      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
+      "libraries": ["-lrt"]
+    }
+  ]
+}

@@ -1,0 +1,130 @@
+/**
+ * The resolved, validated, defaulted and frozen stage graph. src/config/loadConfig.ts produces it from YAML;
+ * everything downstream reads only this shape (snake_case in YAML, camelCase here).
+ */
+
+export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder';
+export type WorkerType = 'ar' | 'generation';
+export type ConnectorKind = 'shm' | 'inproc' | 'redis';
+export type FinalOutputType = 'text' | 'audio';
+export type ProcessorName = 'thinker2talker' | 'talker2code2wav' | 'encoder2thinker';
+
+export interface ConnectorSpec {
+  readonly name: string;
+  readonly kind: ConnectorKind;
+  /** shm: ringBytes (capacity of each edge ring). redis: url, password, ttlSeconds, poolSize. */
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+export interface SamplingParams {
+  readonly temperature: number; // 0 = greedy
+  readonly topK: number; // 0 = off
+  readonly topP: number; // 1 = off
+  readonly repetitionPenalty: number; // 1 = off
+  readonly seed: number;
+  readonly maxTokens: number;
+  readonly stopTokenIds: readonly number[];
+  readonly ignoreEos: boolean;
+}
+
+/** Sizes of a generated model. Which fields apply depends on the stage kind. */
+export interface ThinkerSize {
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  readonly maxPositions: number;
+  /** The layer whose output is sent to the Talker as "accept" hidden states (0-based, < numLayers). */
+  readonly acceptLayer: number;
+  /** Scale of the output head, large enough that greedy choices are never near-ties under float noise. */
+  readonly logitScale: number;
+}
+
+export interface TalkerSize {
+  readonly codebookSize: number; // codebook-0 vocabulary, excluding the special tokens (bos, eos)
+  readonly numCodebooks: number; // 16
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  readonly maxPositions: number;
+  readonly framesPerToken: number; // codec frames generated per Thinker text token
+  /** Width of one conditioning row from the Thinker: thinker embed + accept hidden (derived, 2 * thinker hiddenSize). */
+  readonly conditionDim: number;
+  readonly logitScale: number;
+}
+
+export interface Code2WavSize {
+  readonly numCodebooks: number;
+  readonly codebookSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly kernelSize: number;
+  readonly samplesPerFrame: number; // 1920 at 24 kHz = 12.5 frames/s
+  readonly sampleRateHz: number; // 24000
+}
+
+export type GeneratedModelSpec =
+  | { readonly source: 'generated'; readonly kind: 'thinker'; readonly preset: string; readonly seed: number; readonly size: ThinkerSize }
+  | { readonly source: 'generated'; readonly kind: 'talker'; readonly preset: string; readonly seed: number; readonly size: TalkerSize }
+  | { readonly source: 'generated'; readonly kind: 'code2wav'; readonly preset: string; readonly seed: number; readonly size: Code2WavSize };
+
+export interface FileModelSpec {
+  readonly source: 'file';
+  /** Absolute path of the ONNX file (resolved against the YAML file's folder). */
+  readonly path: string;
+  /** Folder with tokenizer.json (+ tokenizer_config.json), absolute; Thinker only. */
+  readonly tokenizer?: string;
+}
+
+export type ModelSpec = GeneratedModelSpec | FileModelSpec;
+
+export interface EngineArgs {
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
+  readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
+}
+
+export interface StageInput {
+  readonly from: string; // upstream stage_id
+  readonly connector: string; // name in connectors
+}
+
+export interface StageSpec {
+  readonly stageId: string;
+  readonly kind: StageKind;
+  readonly workerType: WorkerType;
+  readonly model: ModelSpec;
+  readonly engine: EngineArgs;
+  readonly inputs: readonly StageInput[];
+  readonly nextStageProcessor: ProcessorName | null;
+  readonly finalOutput: boolean;
+  readonly finalOutputType: FinalOutputType | null;
+  readonly defaultSamplingParams: SamplingParams;
+  readonly replicas: number;
+}
+
+export interface ChunkPolicy {
+  /** null = choose from Code2Wav load (dynamic initial chunk). */
+  readonly initialCodecChunkFrames: number | null;
+  readonly codecChunkFrames: number; // 25
+  readonly codecLeftContextFrames: number; // 25
+  readonly dynamicInitialChunk: boolean;
+  /** Deadline of any wait for the next chunk of a request, ms. */
+  readonly chunkTimeoutMs: number;
+}
+
+export interface StageGraph {
+  /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
+  readonly file: string;
+  readonly asyncChunk: boolean;
+  /** Where generated models are cached (absolute). */
+  readonly modelsDir: string;
+  readonly connectors: Readonly<Record<string, ConnectorSpec>>;
+  readonly chunkPolicy: ChunkPolicy;
+  /** Topologically ordered: the entry stage first. */
+  readonly stages: readonly StageSpec[];
+  readonly entryStageId: string;
+}

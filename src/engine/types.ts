@@ -1,0 +1,85 @@
+/**
+ * The engine as the front end (src/server), the CLI and the bench see it. The Orchestrator implements it.
+ */
+import type { Observable } from 'rxjs';
+import type { SamplingParams, StageGraph } from '../config/types.ts';
+import type { SerializedError } from '../errors.ts';
+
+export type Modality = 'text' | 'audio';
+
+export interface ChatMessage {
+  readonly role: 'system' | 'user' | 'assistant';
+  readonly content: string;
+}
+
+export interface GenerateRequest {
+  /** Unique per live request; generated when absent. Must not contain whitespace. */
+  readonly requestId?: string;
+  /** The conversation; rendered to a prompt by the Thinker's chat template. */
+  readonly messages: readonly ChatMessage[];
+  /** ['text'] runs the Thinker only; ['text', 'audio'] runs the whole graph. */
+  readonly modalities: readonly Modality[];
+  /** Overrides of the Thinker's default sampling params. */
+  readonly sampling?: Partial<SamplingParams>;
+  /** Overrides of the Talker's default sampling params (seed, ignoreEos, maxTokens in frames...). */
+  readonly talkerSampling?: Partial<SamplingParams>;
+  /** Per-request override of the initial codec chunk (frames). */
+  readonly initialCodecChunkFrames?: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
+
+export interface Usage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly audioFrames: number;
+  readonly audioSeconds: number;
+}
+
+export type OutputEvent =
+  /** Text from the Thinker, already detokenized (never a broken character). */
+  | { readonly type: 'text'; readonly delta: string; readonly tokenIds: readonly number[]; readonly atMs: number }
+  /** Mono PCM in [-1, 1] at sampleRateHz, in order (seq counts audio events from 0). */
+  | {
+      readonly type: 'audio';
+      readonly pcm: Float32Array;
+      readonly sampleRateHz: number;
+      readonly seq: number;
+      readonly atMs: number;
+    }
+  /** Always the last event. */
+  | {
+      readonly type: 'done';
+      readonly finishReason: FinishReason;
+      readonly error?: SerializedError;
+      readonly usage: Usage;
+      readonly atMs: number;
+    };
+
+export interface RequestHandle {
+  readonly requestId: string;
+  /** Hot, replaying from the start for late subscribers; completes after the 'done' event. */
+  readonly events: Observable<OutputEvent>;
+  /** Ends the request in every stage; the stream ends with done(cancelled). Idempotent. */
+  cancel(): void;
+  /** Holds generation back (a slow client); resume() lets it continue. */
+  pause(): void;
+  resume(): void;
+}
+
+export interface StageHealth {
+  readonly stageId: string;
+  readonly replica: number;
+  readonly status: 'starting' | 'ready' | 'restarting' | 'failed' | 'stopped';
+  readonly pid: number | null;
+  readonly restarts: number;
+  readonly inFlight: number;
+}
+
+export interface Engine {
+  readonly graph: StageGraph;
+  generate(request: GenerateRequest): RequestHandle;
+  health(): readonly StageHealth[];
+  /** Drains in-flight requests (up to timeoutMs), then stops every stage process and unlinks shared memory. */
+  close(timeoutMs?: number): Promise<void>;
+}

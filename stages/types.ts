@@ -1,0 +1,98 @@
+/**
+ * What the stage cores (src/worker) need from the model layer. Runners only execute; schedulers decide
+ * what runs (vLLM v1's split). A runner keeps per-sequence state (KV cache, sampler RNG, last frame)
+ * keyed by seqId until free(seqId).
+ */
+import type { SamplingParams } from '../src/config/types.ts';
+
+export type { SamplingParams };
+
+// ---------------------------------------------------------------------------------------------- Thinker
+
+export interface ThinkerBatchItem {
+  readonly seqId: string;
+  /** The new positions this step: token ids, or (for spliced media) rows of inputs_embeds. */
+  readonly tokenIds?: readonly number[];
+  /** numTokens * hiddenSize floats, row-major. When given, tokenIds is ignored for the embedding. */
+  readonly inputsEmbeds?: Float32Array;
+  readonly numTokens: number;
+  /** True when this step reaches the end of the known input, so a token is sampled from its last position. */
+  readonly sample: boolean;
+  readonly sampling: SamplingParams;
+}
+
+export interface ThinkerStepOutput {
+  readonly seqId: string;
+  /** The sampled token (when item.sample). */
+  readonly tokenId: number | null;
+  /** numTokens * hiddenSize: the input embedding of each new position. */
+  readonly embeds: Float32Array;
+  /** numTokens * hiddenSize: the output of the "accept" layer at each new position. */
+  readonly hidden: Float32Array;
+}
+
+export interface ThinkerRunner {
+  readonly hiddenSize: number;
+  readonly vocabSize: number;
+  readonly eosTokenId: number;
+  /** Token ids -> input embedding rows (numTokens * hiddenSize), for splicing media and for the Talker. */
+  embed(tokenIds: readonly number[]): Float32Array;
+  /** One batched forward over the items (each extends its own sequence and KV cache). */
+  execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[];
+  /** Bytes of KV cache held for this sequence now. */
+  kvBytes(seqId: string): number;
+  free(seqId: string): void;
+  close(): Promise<void>;
+}
+
+// ----------------------------------------------------------------------------------------------- Talker
+
+export interface TalkerBatchItem {
+  readonly seqId: string;
+  /** numRows * conditionDim floats: one conditioning row per new position ([thinker embed | accept hidden]). */
+  readonly rows: Float32Array;
+  readonly numRows: number;
+  readonly sampling: SamplingParams;
+}
+
+export interface TalkerStepOutput {
+  readonly seqId: string;
+  /** One frame: numCodebooks codes (codebook 0 from the Talker, 1..15 from the residual code predictor). */
+  readonly codes: Int32Array;
+  /** Codebook 0 chose end-of-speech (never true when sampling.ignoreEos). */
+  readonly eos: boolean;
+}
+
+export interface TalkerRunner {
+  readonly conditionDim: number;
+  readonly numCodebooks: number;
+  readonly framesPerToken: number;
+  /** The conditioning row used once the Thinker's text has run out (a learned "text pad"). */
+  readonly padRow: Float32Array;
+  execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[];
+  kvBytes(seqId: string): number;
+  free(seqId: string): void;
+  close(): Promise<void>;
+}
+
+// --------------------------------------------------------------------------------------------- Code2Wav
+
+export interface Code2WavItem {
+  readonly seqId: string;
+  /** numCodebooks * numFrames codes, layout [Q][T] (the ONNX input is [B, Q, T]). */
+  readonly codes: Int32Array;
+  readonly numFrames: number;
+  /** The first contextFrames frames are left context only: their samples are not returned. */
+  readonly contextFrames: number;
+}
+
+export interface Code2WavRunner {
+  readonly numCodebooks: number;
+  readonly samplesPerFrame: number;
+  readonly sampleRateHz: number;
+  /** Frames of left context that cover the receptive field exactly (streaming == offline when context >= this). */
+  readonly receptiveFieldFrames: number;
+  /** One batched decode; returns (numFrames - contextFrames) * samplesPerFrame samples per item. */
+  decode(items: readonly Code2WavItem[]): Float32Array[];
+  close(): Promise<void>;
+}

@@ -1,0 +1,40 @@
+/**
+ * A connector moves opaque frames between stage instances. It is transport only: keys, ordering,
+ * end-of-stream, cancellation and deadlines belong to the ChunkTransferAdapter (transport/adapter).
+ *
+ * Addresses are stage *instances* ("thinker#0", "talker#1", "main"): every (from, to) pair is one edge
+ * with exactly one producer process and one consumer process, which is what lets the shm connector use
+ * a single-producer single-consumer ring per edge.
+ *
+ * Deadlines are absolute wall-clock milliseconds (Date.now() based) so they mean the same in every process.
+ */
+export interface Connector {
+  readonly kind: 'shm' | 'inproc' | 'redis';
+  /**
+   * Sends one frame. Resolves once the frame is in the edge's buffer. When the buffer is full the call
+   * waits for room (backpressure) until `deadline`, then rejects with CHORUS_ERR_BACKPRESSURE_TIMEOUT.
+   */
+  put(from: string, to: string, key: string, frame: Uint8Array, deadline: number): Promise<void>;
+  /**
+   * Receives the frame stored under `key` on the edge. Waits, without polling, until it arrives or
+   * `deadline` passes (rejects with CHORUS_ERR_CHUNK_TIMEOUT). Frames that arrive for other keys are
+   * kept for their own get().
+   */
+  get(from: string, to: string, key: string, deadline: number): Promise<Uint8Array>;
+  /** Drops everything kept for this request (keys start with `${requestId}_`) and rejects its pending gets. */
+  cleanup(requestId: string): void;
+  /** Idempotent. Pending gets and puts reject with CHORUS_ERR_CONNECTOR_CLOSED. */
+  close(): Promise<void>;
+}
+
+/** The key of chunk `seq` of a request on the edge into `toStageId`: `{requestId}_{stageId}_{seq}`. */
+export function chunkKey(requestId: string, toStageId: string, seq: number): string {
+  return `${requestId}_${toStageId}_${seq}`;
+}
+
+export function requestIdOfKey(key: string): string {
+  // requestId may itself contain '_'; stageId and seq never do (the config schema forbids '_' in stage ids).
+  const last = key.lastIndexOf('_');
+  const prev = key.lastIndexOf('_', last - 1);
+  return key.slice(0, prev);
+}
