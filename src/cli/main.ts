@@ -1,0 +1,45 @@
+/**
+ * `chorus <command> [...]`. Each command lives in its own module under ./commands and is loaded lazily,
+ * so `chorus config check` never pays for onnxruntime or fastify.
+ */
+import { ChorusError } from '../errors.ts';
+
+const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+  serve: { summary: 'serve a pipeline over HTTP and WebSocket', load: () => import('./commands/serve.ts') },
+  generate: { summary: 'run one request and stream its text (and audio to a WAV)', load: () => import('./commands/generate.ts') },
+  bench: { summary: 'measure TTFP, TTFT and friends (bench limit | bench transport)', load: () => import('./commands/bench.ts') },
+  models: { summary: 'build or describe the generated models (models build | models info)', load: () => import('./commands/models.ts') },
+  config: { summary: 'validate a stage graph (config check FILE)', load: () => import('./commands/config.ts') },
+  stage: { summary: 'run one stage standalone (scale-out)', load: () => import('./commands/stage.ts') },
+};
+
+function usage(): string {
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return `usage: chorus <command> [options]\n\ncommands:\n${rows.join('\n')}\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h') {
+    process.stdout.write(usage());
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`chorus: unknown command "${name}"\n\n${usage()}`);
+    return 2;
+  }
+  const mod = await command.load();
+  return mod.run(rest);
+}
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (err) {
+  if (err instanceof ChorusError) {
+    process.stderr.write(`chorus: ${err.code}: ${err.message}\n`);
+    process.exitCode = 1;
+  } else {
+    throw err;
+  }
+}
