@@ -1,0 +1,219 @@
+/**
+ * Continuous-batching scheduler for autoregressive stages (Thinker, Talker). Pure: no I/O, no timers, no model.
+ * The stage core tells it how many input positions of each request are known (`numAvailableTokens`: prompt +
+ * fed-back samples for the Thinker; arrived conditioning rows for the Talker) and whether more can still come;
+ * the scheduler decides which requests compute how many positions this step, within the token budget, the
+ * sequence limit and the KV byte budget.
+ *
+ * A request whose next input has not arrived is WAITING_FOR_CHUNK: it is skipped, never blocking the others.
+ */
+
+export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
+
+export interface ArSchedulerOptions {
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  /** KV bytes one position costs (all layers, key + value). */
+  readonly kvBytesPerToken: number;
+  /** Total KV budget; a step that would exceed it preempts the newest running requests (recompute). */
+  readonly kvBudgetBytes: number;
+}
+
+export interface ScheduledItem {
+  readonly requestId: string;
+  /** First position computed this step (== numComputedTokens before the step). */
+  readonly startPosition: number;
+  readonly numTokens: number;
+  /** The step reaches the last known position, so the runner samples the next output there. */
+  readonly sample: boolean;
+}
+
+export interface SchedulerPlan {
+  readonly items: readonly ScheduledItem[];
+  /** Requests whose KV was dropped this step; they restart from position 0 when scheduled again. */
+  readonly preempted: readonly string[];
+  readonly numScheduledTokens: number;
+}
+
+interface ArRequest {
+  readonly requestId: string;
+  readonly arrival: number;
+  status: ArStatus;
+  paused: boolean;
+  numComputedTokens: number;
+  numAvailableTokens: number;
+}
+
+export class ArScheduler {
+  private readonly requests = new Map<string, ArRequest>();
+  private arrivals = 0;
+
+  constructor(private readonly options: ArSchedulerOptions) {
+    if (options.maxNumSeqs < 1 || options.maxNumBatchedTokens < 1) {
+      throw new RangeError('maxNumSeqs and maxNumBatchedTokens must be >= 1');
+    }
+  }
+
+  add(requestId: string, numAvailableTokens: number): void {
+    if (this.requests.has(requestId)) throw new Error(`request ${requestId} is already scheduled`);
+    this.requests.set(requestId, {
+      requestId,
+      arrival: this.arrivals++,
+      status: 'waiting',
+      paused: false,
+      numComputedTokens: 0,
+      numAvailableTokens,
+    });
+  }
+
+  has(requestId: string): boolean {
+    return this.requests.has(requestId);
+  }
+
+  /** More input is known (a chunk arrived, or a sampled token is fed back). */
+  setAvailable(requestId: string, numAvailableTokens: number): void {
+    const r = this.get(requestId);
+    if (numAvailableTokens < r.numComputedTokens) throw new Error(`available positions cannot go below computed ones (${requestId})`);
+    r.numAvailableTokens = numAvailableTokens;
+  }
+
+  numComputed(requestId: string): number {
+    return this.get(requestId).numComputedTokens;
+  }
+
+  status(requestId: string): ArStatus | undefined {
+    const r = this.requests.get(requestId);
+    if (!r) return undefined;
+    if (r.paused) return 'paused';
+    if (r.status === 'running' && r.numAvailableTokens === r.numComputedTokens) return 'waiting_for_chunk';
+    return r.status;
+  }
+
+  pause(requestId: string): void {
+    const r = this.requests.get(requestId);
+    if (r) r.paused = true;
+  }
+
+  resume(requestId: string): void {
+    const r = this.requests.get(requestId);
+    if (r) r.paused = false;
+  }
+
+  /** Removes the request (finished, cancelled or failed). Unknown ids are ignored: aborts race with finishes. */
+  remove(requestId: string): void {
+    this.requests.delete(requestId);
+  }
+
+  get size(): number {
+    return this.requests.size;
+  }
+
+  get numWaiting(): number {
+    let n = 0;
+    for (const r of this.requests.values()) if (r.status === 'waiting') n++;
+    return n;
+  }
+
+  get numRunning(): number {
+    let n = 0;
+    for (const r of this.requests.values()) if (r.status === 'running') n++;
+    return n;
+  }
+
+  schedule(): SchedulerPlan {
+    const { maxNumSeqs, maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes } = this.options;
+    const items: ScheduledItem[] = [];
+    const preempted: string[] = [];
+    let tokenBudget = maxNumBatchedTokens;
+
+    // 1. KV held after this step by running requests, before any new admission.
+    const byArrival = [...this.requests.values()].sort((a, b) => a.arrival - b.arrival);
+    const running = byArrival.filter((r) => r.status === 'running');
+    let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
+
+    // 2. Running requests first, oldest first: they hold KV and a slot already.
+    for (const r of running) {
+      if (tokenBudget === 0) break; // budget spent; the rest run next step
+      if (r.status !== 'running') continue; // preempted by an older request earlier in this loop
+      if (r.paused) continue; // a slow client holds this one back; it keeps its KV
+      const pending = r.numAvailableTokens - r.numComputedTokens;
+      if (pending === 0) continue; // WAITING_FOR_CHUNK: nothing to compute until its next input arrives
+      const numTokens = Math.min(pending, tokenBudget);
+      // Preempt the newest running request not yet scheduled this step (possibly this one, as vLLM does) until
+      // this step fits the KV budget. Preempted requests restart from position 0 (recompute).
+      let selfPreempted = false;
+      while ((kvTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) {
+        const victim = this.newestRunning(items, preempted);
+        if (!victim) break;
+        kvTokens -= victim.numComputedTokens;
+        victim.numComputedTokens = 0;
+        victim.status = 'waiting';
+        preempted.push(victim.requestId);
+        if (victim === r) {
+          selfPreempted = true;
+          break;
+        }
+      }
+      if (selfPreempted) continue;
+      items.push(this.item(r, numTokens));
+      kvTokens += numTokens;
+      tokenBudget -= numTokens;
+    }
+
+    // 3. Admit waiting requests (FIFO) while slots, token budget and KV budget allow. A preempted request is
+    //    not re-admitted in the step that preempted it (that would thrash).
+    let numRunning = byArrival.filter((r) => r.status === 'running').length;
+    for (const r of byArrival) {
+      if (r.status !== 'waiting' || preempted.includes(r.requestId)) continue;
+      if (numRunning >= maxNumSeqs || tokenBudget === 0) break; // FIFO: nobody overtakes the head of the queue
+      if (r.paused) continue;
+      const pending = r.numAvailableTokens - r.numComputedTokens;
+      if (pending === 0) continue; // admitted lazily, on its first chunk
+      const numTokens = Math.min(pending, tokenBudget);
+      if ((kvTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV to free up
+      r.status = 'running';
+      numRunning++;
+      items.push(this.item(r, numTokens));
+      kvTokens += numTokens;
+      tokenBudget -= numTokens;
+    }
+    return { items, preempted, numScheduledTokens: maxNumBatchedTokens - tokenBudget };
+  }
+
+  /**
+   * Records that the plan ran: scheduled positions are now computed. The core then feeds back what it learned
+   * (setAvailable for sampled tokens, remove for finished requests).
+   */
+  update(plan: SchedulerPlan): void {
+    for (const item of plan.items) {
+      const r = this.requests.get(item.requestId);
+      if (!r) continue; // aborted while the step ran
+      r.numComputedTokens = item.startPosition + item.numTokens;
+    }
+  }
+
+  private item(r: ArRequest, numTokens: number): ScheduledItem {
+    return {
+      requestId: r.requestId,
+      startPosition: r.numComputedTokens,
+      numTokens,
+      sample: r.numComputedTokens + numTokens === r.numAvailableTokens,
+    };
+  }
+
+  private newestRunning(scheduled: readonly ScheduledItem[], already: readonly string[]): ArRequest | undefined {
+    let newest: ArRequest | undefined;
+    for (const r of this.requests.values()) {
+      if (r.status !== 'running' || already.includes(r.requestId)) continue;
+      if (scheduled.some((i) => i.requestId === r.requestId)) continue;
+      if (!newest || r.arrival > newest.arrival) newest = r;
+    }
+    return newest;
+  }
+
+  private get(requestId: string): ArRequest {
+    const r = this.requests.get(requestId);
+    if (!r) throw new Error(`unknown request ${requestId}`);
+    return r;
+  }
+}

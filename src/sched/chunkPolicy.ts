@@ -1,0 +1,58 @@
+/**
+ * Talker -> Code2Wav chunking: frames accumulate to an initial chunk (IC), then codecChunkFrames per chunk, each
+ * sent with up to codecLeftContextFrames of already-sent frames as left context so Code2Wav (stateless per chunk)
+ * reproduces the offline decode. Pure functions: the talker2code2wav processor holds the state.
+ */
+import type { ChunkPolicy } from '../config/types.ts';
+
+/** The IC ladder: the smallest first chunk the vocoder can keep fed at a given load. */
+const IC_BY_LOAD: readonly { maxActive: number; frames: number }[] = [
+  { maxActive: 2, frames: 4 }, // 320 ms of audio: first packet as early as possible
+  { maxActive: 8, frames: 8 },
+  { maxActive: 16, frames: 12 },
+];
+
+/**
+ * Chooses the initial chunk: a per-request override wins, then a configured value, else (dynamic) from the number
+ * of requests the Talker is running now. Under load, larger first chunks mean fewer Code2Wav launches, which keeps
+ * later chunks arriving ahead of playback (no underruns) at a small cost in TTFP.
+ */
+export function initialChunkFrames(policy: ChunkPolicy, activeRequests: number, override?: number): number {
+  if (override !== undefined) return clamp(override, policy.codecChunkFrames);
+  if (policy.initialCodecChunkFrames !== null) return clamp(policy.initialCodecChunkFrames, policy.codecChunkFrames);
+  if (!policy.dynamicInitialChunk) return policy.codecChunkFrames;
+  const step = IC_BY_LOAD.find((s) => activeRequests <= s.maxActive);
+  return clamp(step ? step.frames : policy.codecChunkFrames, policy.codecChunkFrames);
+}
+
+function clamp(frames: number, max: number): number {
+  return Math.max(1, Math.min(Math.floor(frames), max));
+}
+
+export interface CodecChunk {
+  /** First frame index included (left context starts here). */
+  readonly start: number;
+  /** Frames [start, start + contextFrames) are context only. */
+  readonly contextFrames: number;
+  /** One past the last frame included. */
+  readonly end: number;
+}
+
+/**
+ * The next chunk to send, given frames produced so far and frames already sent; null when not enough have
+ * accumulated. `final` flushes whatever remains (possibly nothing: the caller still sends an empty final chunk).
+ */
+export function nextCodecChunk(
+  policy: ChunkPolicy,
+  initialFrames: number,
+  numProduced: number,
+  numSent: number,
+  final: boolean,
+): CodecChunk | null {
+  const target = numSent === 0 ? initialFrames : policy.codecChunkFrames;
+  const pending = numProduced - numSent;
+  if (pending <= 0 || (!final && pending < target)) return null;
+  const take = final ? pending : target;
+  const contextFrames = Math.min(policy.codecLeftContextFrames, numSent);
+  return { start: numSent - contextFrames, contextFrames, end: numSent + take };
+}

@@ -1,0 +1,74 @@
+/**
+ * Every message that crosses the main <-> stage process boundary (the child_process IPC channel). Control only:
+ * tensors travel through the connector as frames; these messages stay small.
+ */
+import type { SamplingParams, StageGraph } from '../config/types.ts';
+import type { SerializedError } from '../errors.ts';
+import type { FinishReason } from '../engine/types.ts';
+
+/** How a stage process finds its peers: every edge ring it reads or writes. */
+export interface EdgeBinding {
+  readonly from: string; // instance id, e.g. "thinker#0" or "main"
+  readonly to: string;
+  readonly connector: string; // connector name in the graph
+  readonly ringName?: string; // shm only
+}
+
+/** Sent as the child's first argument (JSON) so the process can boot before any message arrives. */
+export interface StageBootArgs {
+  readonly graph: StageGraph;
+  readonly stageIndex: number;
+  readonly replica: number;
+  readonly edges: readonly EdgeBinding[];
+}
+
+export interface AddRequest {
+  readonly type: 'add';
+  readonly requestId: string;
+  /** Thinker only: the prompt as token ids. */
+  readonly promptTokenIds?: readonly number[];
+  readonly sampling: SamplingParams;
+  /** Downstream instances this request's chunks go to ([] when this stage is the last one it needs). */
+  readonly downstream: readonly string[];
+  /** Per-request override of the initial codec chunk (Talker). */
+  readonly initialCodecChunkFrames?: number;
+  /** Absolute deadline for the first input chunk (downstream stages). */
+  readonly firstChunkDeadline: number;
+}
+
+export type MainToStage =
+  | AddRequest
+  | { readonly type: 'abort'; readonly requestId: string; readonly reason: string }
+  | { readonly type: 'pause'; readonly requestId: string }
+  | { readonly type: 'resume'; readonly requestId: string }
+  /** Finish in-flight work (up to drainMs), then exit 0. */
+  | { readonly type: 'shutdown'; readonly drainMs: number }
+  /** Load report from downstream (Code2Wav queue depth), for the dynamic initial chunk. */
+  | { readonly type: 'load'; readonly stageId: string; readonly queueDepth: number };
+
+export interface StageReadySettings {
+  readonly stageId: string;
+  readonly replica: number;
+  readonly pid: number;
+  readonly threads: number;
+  readonly modelFiles: readonly string[];
+  readonly loadMs: number;
+}
+
+export interface StageStats {
+  readonly queueDepth: number; // requests waiting (not yet running)
+  readonly running: number;
+  readonly batchSize: number; // of the last step
+  readonly stepMs: number;
+}
+
+export type StageToMain =
+  | { readonly type: 'ready'; readonly settings: StageReadySettings }
+  | { readonly type: 'boot_failed'; readonly error: SerializedError }
+  /** The request is done in this stage (its last chunk, flagged final, has been put). */
+  | { readonly type: 'finished'; readonly requestId: string; readonly finishReason: FinishReason; readonly numTokens: number; readonly error?: SerializedError }
+  | { readonly type: 'stats'; readonly stats: StageStats }
+  | { readonly type: 'drained' };
+
+/** Hard limit on one IPC message, checked on both ends (a bug must not turn into a multi-MB JSON message). */
+export const MAX_CONTROL_MESSAGE_BYTES = 1 << 20; // 1 MiB

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { ArScheduler, type SchedulerPlan } from '../../src/sched/ArScheduler.ts';
+
+const opts = { maxNumSeqs: 4, maxNumBatchedTokens: 64, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
+
+/** A fake runner loop: every item that samples feeds back one token, as the Thinker core does. */
+function step(s: ArScheduler, available: Map<string, number>): SchedulerPlan {
+  const plan = s.schedule();
+  s.update(plan);
+  for (const item of plan.items) {
+    if (!item.sample) continue;
+    const n = available.get(item.requestId)! + 1;
+    available.set(item.requestId, n);
+    s.setAvailable(item.requestId, n);
+  }
+  return plan;
+}
+
+describe('ArScheduler', () => {
+  it('prefills whole prompts within the budget, then decodes one token per request per step', () => {
+    const s = new ArScheduler(opts);
+    const available = new Map([['a', 10], ['b', 20]]);
+    for (const [id, n] of available) s.add(id, n);
+    const first = step(s, available);
+    expect(first.items).toEqual([
+      { requestId: 'a', startPosition: 0, numTokens: 10, sample: true },
+      { requestId: 'b', startPosition: 0, numTokens: 20, sample: true },
+    ]);
+    const second = step(s, available);
+    expect(second.items.map((i) => [i.requestId, i.startPosition, i.numTokens])).toEqual([['a', 10, 1], ['b', 20, 1]]);
+  });
+
+  it('chunks a prefill longer than the token budget and samples only at its end', () => {
+    const s = new ArScheduler({ ...opts, maxNumBatchedTokens: 16 });
+    const available = new Map([['a', 40]]);
+    s.add('a', 40);
+    const plans = [step(s, available), step(s, available), step(s, available)];
+    expect(plans.map((p) => p.items[0].numTokens)).toEqual([16, 16, 8]);
+    expect(plans.map((p) => p.items[0].sample)).toEqual([false, false, true]);
+  });
+
+  it('shares the budget: a long prefill does not stop running requests from decoding', () => {
+    const s = new ArScheduler({ ...opts, maxNumBatchedTokens: 16 });
+    const available = new Map([['a', 4]]);
+    s.add('a', 4);
+    step(s, available);
+    available.set('b', 100);
+    s.add('b', 100);
+    const plan = step(s, available);
+    expect(plan.items).toEqual([
+      { requestId: 'a', startPosition: 4, numTokens: 1, sample: true },
+      { requestId: 'b', startPosition: 0, numTokens: 15, sample: false },
+    ]);
+  });
+
+  it('never runs more than maxNumSeqs requests and admits in FIFO order', () => {
+    const s = new ArScheduler({ ...opts, maxNumSeqs: 2 });
+    const available = new Map([['a', 2], ['b', 2], ['c', 2]]);
+    for (const [id, n] of available) s.add(id, n);
+    expect(step(s, available).items.map((i) => i.requestId)).toEqual(['a', 'b']);
+    s.remove('a');
+    expect(step(s, available).items.map((i) => i.requestId)).toEqual(['b', 'c']);
+  });
+
+  it('skips a request waiting for its next chunk without blocking the others', () => {
+    const s = new ArScheduler(opts);
+    s.add('talker-a', 5);
+    s.add('talker-b', 5);
+    const plan1 = s.schedule();
+    s.update(plan1);
+    // a's next conditioning row has not arrived; b's has.
+    s.setAvailable('talker-b', 6);
+    expect(s.status('talker-a')).toBe('waiting_for_chunk');
+    const plan2 = s.schedule();
+    expect(plan2.items.map((i) => i.requestId)).toEqual(['talker-b']);
+    s.update(plan2);
+    s.setAvailable('talker-a', 6);
+    expect(s.schedule().items.map((i) => i.requestId)).toEqual(['talker-a']);
+  });
+
+  it('does not admit a request before its first chunk (lazy admission)', () => {
+    const s = new ArScheduler(opts);
+    s.add('late', 0);
+    expect(s.schedule().items).toEqual([]);
+    expect(s.status('late')).toBe('waiting');
+    s.setAvailable('late', 3);
+    expect(s.schedule().items).toEqual([{ requestId: 'late', startPosition: 0, numTokens: 3, sample: true }]);
+  });
+
+  it('preempts the newest running request when the KV budget would be exceeded, and recomputes it later', () => {
+    const s = new ArScheduler({ ...opts, kvBudgetBytes: 25 });
+    const available = new Map([['old', 10], ['new', 10]]);
+    for (const [id, n] of available) s.add(id, n);
+    step(s, available); // both prefilled: 20 tokens of KV
+    for (let i = 0; i < 2; i++) step(s, available); // 24 tokens of KV
+    const plan = step(s, available); // old needs 1 more: fits, new does not
+    expect(plan.preempted).toEqual(['new']);
+    expect(plan.items.map((i) => i.requestId)).toEqual(['old']);
+    s.remove('old');
+    const again = s.schedule();
+    expect(again.items).toEqual([{ requestId: 'new', startPosition: 0, numTokens: available.get('new')!, sample: true }]);
+  });
+
+  it('holds back a paused request and resumes it where it stopped', () => {
+    const s = new ArScheduler(opts);
+    const available = new Map([['a', 3], ['b', 3]]);
+    for (const [id, n] of available) s.add(id, n);
+    step(s, available);
+    s.pause('a');
+    expect(step(s, available).items.map((i) => i.requestId)).toEqual(['b']);
+    s.resume('a');
+    expect(s.schedule().items.map((i) => [i.requestId, i.startPosition])).toEqual([['a', 3], ['b', 4]]);
+  });
+
+  it('ignores an abort that races with the step it was scheduled in', () => {
+    const s = new ArScheduler(opts);
+    s.add('a', 3);
+    const plan = s.schedule();
+    s.remove('a');
+    expect(() => s.update(plan)).not.toThrow();
+    expect(s.size).toBe(0);
+  });
+});

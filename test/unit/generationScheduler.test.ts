@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
+import { initialChunkFrames, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
+
+describe('GenerationScheduler', () => {
+  it('batches every request with a ready chunk, one chunk each, oldest first, up to maxNumSeqs', () => {
+    const s = new GenerationScheduler(2);
+    s.chunkArrived('a');
+    s.chunkArrived('b');
+    s.chunkArrived('a');
+    s.chunkArrived('c');
+    const first = s.schedule();
+    expect(first.map((i) => i.requestId)).toEqual(['a', 'b']);
+    s.update(first);
+    // a still has a chunk, but c has waited longer since its chunk became ready.
+    expect(s.schedule().map((i) => i.requestId)).toEqual(['c', 'a']);
+  });
+
+  it('drops a removed request and skips paused ones', () => {
+    const s = new GenerationScheduler(4);
+    s.chunkArrived('a');
+    s.chunkArrived('b');
+    s.pause('a');
+    s.remove('b');
+    expect(s.schedule()).toEqual([]);
+    s.resume('a');
+    expect(s.schedule()).toEqual([{ requestId: 'a' }]);
+    expect(s.queueDepth).toBe(1);
+  });
+});
+
+describe('chunk policy', () => {
+  const policy = {
+    initialCodecChunkFrames: null,
+    codecChunkFrames: 25,
+    codecLeftContextFrames: 25,
+    dynamicInitialChunk: true,
+    chunkTimeoutMs: 1000,
+  };
+
+  it('grows the initial chunk with load, and lets a request override it', () => {
+    expect(initialChunkFrames(policy, 1)).toBe(4);
+    expect(initialChunkFrames(policy, 6)).toBe(8);
+    expect(initialChunkFrames(policy, 100)).toBe(25);
+    expect(initialChunkFrames(policy, 100, 2)).toBe(2);
+    expect(initialChunkFrames({ ...policy, initialCodecChunkFrames: 10 }, 1)).toBe(10);
+    expect(initialChunkFrames({ ...policy, dynamicInitialChunk: false }, 1)).toBe(25);
+  });
+
+  it('cuts IC, then 25-frame chunks with 25 frames of left context, then flushes the rest at the end', () => {
+    const chunks = [];
+    let sent = 0;
+    for (let produced = 1; produced <= 60; produced++) {
+      const c = nextCodecChunk(policy, 4, produced, sent, produced === 60);
+      if (c) {
+        chunks.push(c);
+        sent = c.end;
+      }
+    }
+    expect(chunks).toEqual([
+      { start: 0, contextFrames: 0, end: 4 },
+      { start: 0, contextFrames: 4, end: 29 },
+      { start: 4, contextFrames: 25, end: 54 },
+      { start: 29, contextFrames: 25, end: 60 },
+    ]);
+    expect(nextCodecChunk(policy, 4, 60, 60, true)).toBeNull();
+  });
+});
