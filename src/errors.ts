@@ -30,6 +30,12 @@ export const ErrorCodes = {
   MEDIA_INVALID: 'CHORUS_ERR_MEDIA_INVALID',
   MEDIA_REMOTE_URL: 'CHORUS_ERR_MEDIA_REMOTE_URL',
   ENCODER_FAILED: 'CHORUS_ERR_ENCODER_FAILED',
+  // Front end (src/server): a second response.create while one is active; response.cancel with none active;
+  // a realtime client event type the server does not implement; an HTTP route that does not exist.
+  RESPONSE_ACTIVE: 'CHORUS_ERR_RESPONSE_ACTIVE',
+  NO_ACTIVE_RESPONSE: 'CHORUS_ERR_NO_ACTIVE_RESPONSE',
+  EVENT_UNKNOWN: 'CHORUS_ERR_EVENT_UNKNOWN',
+  NOT_FOUND: 'CHORUS_ERR_NOT_FOUND',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 
