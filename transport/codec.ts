@@ -138,7 +138,7 @@ export function decodeFrame<M>(input: Uint8Array): DecodedFrame<M> {
     const count = d.b / Ctor.BYTES_PER_ELEMENT;
     const expected = d.s.reduce((a, b) => a * b, 1);
     if (expected !== count) throw invalid(`tensor ${d.n} has shape [${d.s}] but ${count} elements`);
-    tensors[d.n] = { data: new Ctor(frame.buffer, frame.byteOffset + d.o, count), shape: d.s };
+    tensors[d.n] = { data: new Ctor(frame.buffer as ArrayBuffer, frame.byteOffset + d.o, count), shape: d.s };
   }
   return { meta: wire.m, tensors };
 }

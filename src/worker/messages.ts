@@ -14,12 +14,17 @@ export interface EdgeBinding {
   readonly ringName?: string; // shm only
 }
 
-/** Sent as the child's first argument (JSON) so the process can boot before any message arrives. */
+/** What a stage process needs to boot: sent as its first IPC message. */
 export interface StageBootArgs {
   readonly graph: StageGraph;
   readonly stageIndex: number;
   readonly replica: number;
   readonly edges: readonly EdgeBinding[];
+}
+
+export interface DownstreamTarget {
+  readonly instance: string; // "talker#0" or "main"
+  readonly stageId: string; // "talker" or "main"
 }
 
 export interface AddRequest {
@@ -28,8 +33,10 @@ export interface AddRequest {
   /** Thinker only: the prompt as token ids. */
   readonly promptTokenIds?: readonly number[];
   readonly sampling: SamplingParams;
-  /** Downstream instances this request's chunks go to ([] when this stage is the last one it needs). */
-  readonly downstream: readonly string[];
+  /** Where this request's chunks go: next stages it needs ([] when none) and, for final-output stages, main. */
+  readonly downstream: readonly DownstreamTarget[];
+  /** The upstream instance to receive from (absent for the entry stage). */
+  readonly upstream?: { readonly instance: string; readonly stageId: string };
   /** Per-request override of the initial codec chunk (Talker). */
   readonly initialCodecChunkFrames?: number;
   /** Absolute deadline for the first input chunk (downstream stages). */
@@ -37,6 +44,8 @@ export interface AddRequest {
 }
 
 export type MainToStage =
+  /** The first message a stage process receives. */
+  | ({ readonly type: 'boot' } & StageBootArgs)
   | AddRequest
   | { readonly type: 'abort'; readonly requestId: string; readonly reason: string }
   | { readonly type: 'pause'; readonly requestId: string }

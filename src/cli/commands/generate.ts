@@ -1,0 +1,85 @@
+/**
+ * `chorus generate --config FILE --prompt TEXT [--out a.wav] [--seed N] [--max-tokens N] [--ignore-eos] [--json]`
+ * Runs one request through the whole pipeline: text streams to stdout as it arrives, audio goes to a 24 kHz mono
+ * 16-bit WAV, and --json ends with one JSON line of timings.
+ */
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { loadConfig, defaultConfigPath } from '../../config/loadConfig.ts';
+import { Orchestrator } from '../../engine/Orchestrator.ts';
+import type { Modality, OutputEvent } from '../../engine/types.ts';
+import { encodeWav } from '../../server/wav.ts';
+import { ChorusError, ErrorCodes } from '../../errors.ts';
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string', default: defaultConfigPath() },
+      prompt: { type: 'string' },
+      out: { type: 'string' },
+      seed: { type: 'string' },
+      'max-tokens': { type: 'string' },
+      'ignore-eos': { type: 'boolean', default: false },
+      'text-only': { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  if (!values.prompt) throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--prompt TEXT is required');
+  const graph = await loadConfig(values.config!);
+  const engine = await Orchestrator.start(graph);
+  try {
+    const modalities: Modality[] = values['text-only'] ? ['text'] : ['text', 'audio'];
+    const seed = values.seed !== undefined ? Number(values.seed) : undefined;
+    const maxTokens = values['max-tokens'] !== undefined ? Number(values['max-tokens']) : undefined;
+    const startedAtMs = Date.now();
+    const handle = engine.generate({
+      messages: [{ role: 'user', content: values.prompt }],
+      modalities,
+      sampling: { ...(seed !== undefined ? { seed } : {}), ...(maxTokens !== undefined ? { maxTokens } : {}), ignoreEos: values['ignore-eos'] },
+      talkerSampling: { ...(seed !== undefined ? { seed } : {}), ignoreEos: values['ignore-eos'] },
+    });
+    const pcm: Float32Array[] = [];
+    let text = '';
+    let sampleRateHz = 24_000;
+    let ttft: number | null = null;
+    let ttfp: number | null = null;
+    const done = await new Promise<Extract<OutputEvent, { type: 'done' }>>((resolve, reject) => {
+      handle.events.subscribe({
+        next: (e) => {
+          if (e.type === 'text') {
+            ttft ??= e.atMs - startedAtMs;
+            text += e.delta;
+            if (!values.json) process.stdout.write(e.delta);
+          } else if (e.type === 'audio') {
+            ttfp ??= e.atMs - startedAtMs;
+            sampleRateHz = e.sampleRateHz;
+            pcm.push(e.pcm);
+          } else resolve(e);
+        },
+        error: reject,
+      });
+    });
+    if (!values.json) process.stdout.write('\n');
+    if (values.out) await writeFile(values.out, encodeWav(pcm, sampleRateHz));
+    const samples = pcm.reduce((n, p) => n + p.length, 0);
+    if (done.finishReason === 'error') process.stderr.write(`chorus: ${done.error?.code}: ${done.error?.message}\n`);
+    if (values.json) {
+      process.stdout.write(
+        JSON.stringify({
+          text,
+          finish_reason: done.finishReason,
+          audio_seconds: samples / sampleRateHz,
+          sample_rate: sampleRateHz,
+          ttft_ms: ttft,
+          ttfp_ms: ttfp,
+          e2e_ms: done.atMs - startedAtMs,
+          audio_chunks: pcm.length,
+        }) + '\n',
+      );
+    }
+    return done.finishReason === 'error' ? 1 : 0;
+  } finally {
+    await engine.close();
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * Runs a stage graph: provisions the edges (shared-memory rings owned here), starts one supervised process per
+ * stage replica, admits requests, routes them to replicas, assembles their output streams, and handles cancel,
+ * pause, stage death (fail that stage's in-flight requests, restart it) and shutdown (drain, stop, unlink).
+ */
+import { randomBytes } from 'node:crypto';
+import { channel } from 'node:diagnostics_channel';
+import type { StageGraph, StageSpec } from '../config/types.ts';
+import { ChorusError, ErrorCodes, serializeError } from '../errors.ts';
+import { logger, type Logger } from '../log.ts';
+import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import { createConnector, provisionEdges, type ProvisionedEdges } from '../../transport/createConnector.ts';
+import type { Connector } from '../../transport/Connector.ts';
+import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
+import type { AddRequest, DownstreamTarget, EdgeBinding, StageStats, StageToMain } from '../worker/messages.ts';
+import { StageWorker } from '../worker/StageWorker.ts';
+import { instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
+import { RequestStream } from './RequestStream.ts';
+import type { Engine, GenerateRequest, RequestHandle, StageHealth } from './types.ts';
+import { validateRequest } from './validateRequest.ts';
+
+export const diagnostics = {
+  requestStart: channel('chorus:request:start'),
+  requestEnd: channel('chorus:request:end'),
+  stageStats: channel('chorus:stage:stats'),
+  stageDied: channel('chorus:stage:died'),
+};
+
+interface Slot {
+  readonly spec: StageSpec;
+  readonly stageIndex: number;
+  readonly replica: number;
+  readonly instance: string;
+  worker: StageWorker | null;
+  status: StageHealth['status'];
+  restarts: number;
+  readonly inFlight: Set<string>;
+  stats: StageStats | null;
+}
+
+export interface OrchestratorOptions {
+  readonly log?: Logger;
+  /** Restart a stage that dies after READY (default true). */
+  readonly restartOnDeath?: boolean;
+}
+
+export class Orchestrator implements Engine {
+  private readonly slots = new Map<string, Slot>();
+  private readonly live = new Map<string, RequestStream>();
+  private adapter!: ChunkTransferAdapter;
+  private connector!: Connector;
+  private provisioned!: ProvisionedEdges;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    readonly graph: StageGraph,
+    private readonly tokenizer: Tokenizer,
+    private readonly log: Logger,
+    private readonly restartOnDeath: boolean,
+  ) {}
+
+  static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
+    const log = opts.log ?? logger.child({ component: 'orchestrator' });
+    const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
+    const tokenizer = await createTokenizer(entry.model, entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size.vocabSize : undefined);
+    const o = new Orchestrator(graph, tokenizer, log, opts.restartOnDeath ?? true);
+    o.provisioned = await provisionEdges(graph, planEdges(graph));
+    try {
+      o.connector = await createConnector(graph, MAIN, o.provisioned.edges);
+      o.adapter = new ChunkTransferAdapter(o.connector, MAIN, MAIN, () => queueMicrotask(() => o.drainOutputs()));
+      graph.stages.forEach((spec, stageIndex) => {
+        for (let replica = 0; replica < spec.replicas; replica++) {
+          const instance = instanceId(spec.stageId, replica);
+          o.slots.set(instance, { spec, stageIndex, replica, instance, worker: null, status: 'starting', restarts: 0, inFlight: new Set(), stats: null });
+        }
+      });
+      await Promise.all([...o.slots.values()].map((slot) => o.boot(slot)));
+    } catch (err) {
+      await o.close(0);
+      throw err;
+    }
+    log.info({ stages: [...o.slots.keys()], asyncChunk: graph.asyncChunk }, 'pipeline ready');
+    return o;
+  }
+
+  private async boot(slot: Slot): Promise<void> {
+    const worker = await StageWorker.start(
+      { graph: this.graph, stageIndex: slot.stageIndex, replica: slot.replica, edges: this.edgesOf(slot.instance) },
+      this.log,
+    );
+    slot.worker = worker;
+    slot.status = 'ready';
+    worker.on('message', (msg) => this.onStageMessage(slot, msg));
+    worker.on('died', (info) => this.onStageDied(slot, info));
+  }
+
+  private edgesOf(instance: string): EdgeBinding[] {
+    return this.provisioned.edges.filter((e) => e.from === instance || e.to === instance);
+  }
+
+  // ------------------------------------------------------------------------------------------------ requests
+
+  generate(request: GenerateRequest): RequestHandle {
+    if (this.closing) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'the engine is shutting down');
+    validateRequest(request);
+    const requestId = request.requestId ?? `req-${randomBytes(8).toString('hex')}`;
+    if (this.live.has(requestId)) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
+    const stages = stagesFor(this.graph, request.modalities);
+    const chosen = new Map(stages.map((s) => [s.stageId, this.pickReplica(s)]));
+    const promptTokenIds = this.tokenizer.applyChatTemplate(request.messages);
+    const outputs = stages.filter((s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType));
+    const code2wav = stages.find((s) => s.kind === 'code2wav');
+    const samplesPerFrame = code2wav?.model.source === 'generated' && code2wav.model.kind === 'code2wav' ? code2wav.model.size.samplesPerFrame : 1920;
+    const stream = new RequestStream(
+      requestId,
+      new Map([...chosen].map(([id, slot]) => [id, slot.instance])),
+      outputs.map((s) => ({ stageId: s.stageId, type: s.finalOutputType! })),
+      promptTokenIds.length,
+      new StreamingDetokenizer(this.tokenizer),
+      samplesPerFrame,
+      (s, reason) => this.onRequestEnd(s, reason),
+    );
+    this.live.set(requestId, stream);
+    const firstChunkDeadline = Date.now() + this.graph.chunkPolicy.chunkTimeoutMs;
+    for (const s of outputs) {
+      this.adapter.expect(requestId, { fromInstance: chosen.get(s.stageId)!.instance, fromStageId: s.stageId, keyStage: s.stageId, firstChunkDeadline, chunkTimeoutMs: this.graph.chunkPolicy.chunkTimeoutMs });
+    }
+    // Downstream stages first, so each is expecting chunks before its upstream can produce any.
+    for (const spec of [...stages].reverse()) {
+      const slot = chosen.get(spec.stageId)!;
+      const downstream: DownstreamTarget[] = stages
+        .filter((d) => d.inputs.some((i) => i.from === spec.stageId))
+        .map((d) => ({ instance: chosen.get(d.stageId)!.instance, stageId: d.stageId }));
+      if (outputs.includes(spec)) downstream.push({ instance: MAIN, stageId: MAIN });
+      const upstreamStage = spec.inputs.map((i) => i.from).find((id) => chosen.has(id));
+      const isTalker = spec.kind !== 'thinker';
+      const add: AddRequest = {
+        type: 'add',
+        requestId,
+        promptTokenIds: spec.stageId === this.graph.entryStageId ? promptTokenIds : undefined,
+        sampling: { ...spec.defaultSamplingParams, ...(isTalker ? request.talkerSampling : request.sampling) },
+        downstream,
+        upstream: upstreamStage ? { instance: chosen.get(upstreamStage)!.instance, stageId: upstreamStage } : undefined,
+        initialCodecChunkFrames: request.initialCodecChunkFrames,
+        firstChunkDeadline,
+      };
+      slot.inFlight.add(requestId);
+      slot.worker!.send(add);
+    }
+    diagnostics.requestStart.publish({ requestId, modalities: request.modalities, promptTokens: promptTokenIds.length });
+    return {
+      requestId,
+      events: stream.events.asObservable(),
+      cancel: () => this.cancel(requestId),
+      pause: () => this.broadcast(requestId, 'pause'),
+      resume: () => this.broadcast(requestId, 'resume'),
+    };
+  }
+
+  private pickReplica(spec: StageSpec): Slot {
+    let best: Slot | null = null;
+    for (const slot of this.slots.values()) {
+      if (slot.spec !== spec || slot.status !== 'ready') continue;
+      if (!best || slot.inFlight.size < best.inFlight.size) best = slot;
+    }
+    if (!best) throw new ChorusError(ErrorCodes.OVERLOADED, `no ready replica of stage ${spec.stageId} (restarting or failed); retry shortly`);
+    return best;
+  }
+
+  cancel(requestId: string): void {
+    const stream = this.live.get(requestId);
+    if (!stream || stream.finished) return;
+    stream.end('cancelled', { code: ErrorCodes.REQUEST_CANCELLED, message: 'cancelled by the client' });
+  }
+
+  private broadcast(requestId: string, type: 'pause' | 'resume' | 'abort'): void {
+    const stream = this.live.get(requestId);
+    if (!stream) return;
+    for (const instance of stream.stageInstances.values()) {
+      const slot = this.slots.get(instance);
+      slot?.worker?.send(type === 'abort' ? { type, requestId, reason: 'ended' } : { type, requestId });
+    }
+  }
+
+  /** Every ending goes through here once: stages drop the request's state, main drops its receive state. */
+  private onRequestEnd(stream: RequestStream, reason: string): void {
+    if (reason === 'cancelled' || reason === 'error') this.broadcast(stream.requestId, 'abort');
+    this.adapter.cancel(stream.requestId);
+    this.live.delete(stream.requestId);
+    diagnostics.requestEnd.publish({ requestId: stream.requestId, reason, startedAtMs: stream.startedAtMs, firstTextAtMs: stream.firstTextAtMs, firstAudioAtMs: stream.firstAudioAtMs });
+  }
+
+  private drainOutputs(): void {
+    for (const a of this.adapter.processPendingChunks()) {
+      const stream = this.live.get(a.requestId);
+      if (!stream) continue;
+      if (a.error) stream.end('error', serializeError(a.error));
+      else stream.onChunk(a.chunk.meta.from, a.chunk);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------- stage lifecycle
+
+  private onStageMessage(slot: Slot, msg: StageToMain): void {
+    switch (msg.type) {
+      case 'finished': {
+        slot.inFlight.delete(msg.requestId);
+        // A stage that failed a request before any chunk could carry the error (e.g. a rejected add) ends it here.
+        if (msg.error) this.live.get(msg.requestId)?.end(msg.finishReason === 'cancelled' ? 'cancelled' : 'error', msg.error);
+        return;
+      }
+      case 'stats':
+        slot.stats = msg.stats;
+        diagnostics.stageStats.publish({ stageId: slot.spec.stageId, instance: slot.instance, ...msg.stats });
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onStageDied(slot: Slot, info: { code: number | null; signal: NodeJS.Signals | null }): void {
+    this.log.error({ stage: slot.instance, ...info }, 'stage died; failing its in-flight requests');
+    diagnostics.stageDied.publish({ instance: slot.instance, ...info });
+    slot.worker = null;
+    const error = { code: ErrorCodes.STAGE_DIED, message: `stage ${slot.instance} died (code ${info.code}, signal ${info.signal}) while running this request; retry it` };
+    for (const requestId of slot.inFlight) this.live.get(requestId)?.end('error', error);
+    slot.inFlight.clear();
+    if (this.closing || !this.restartOnDeath) {
+      slot.status = 'stopped';
+      return;
+    }
+    slot.status = 'restarting';
+    slot.restarts++;
+    this.boot(slot).catch((err) => {
+      // A stage that cannot boot again stays failed: no crash loop.
+      slot.status = 'failed';
+      this.log.error({ stage: slot.instance, err: serializeError(err) }, 'stage restart failed; it stays down');
+    });
+  }
+
+  health(): StageHealth[] {
+    return [...this.slots.values()].map((s) => ({
+      stageId: s.spec.stageId,
+      replica: s.replica,
+      status: s.status,
+      pid: s.worker?.pid ?? null,
+      restarts: s.restarts,
+      inFlight: s.inFlight.size,
+    }));
+  }
+
+  /** For tests and tools: the live worker of an instance. */
+  workerOf(instance: string): StageWorker | null {
+    return this.slots.get(instance)?.worker ?? null;
+  }
+
+  close(timeoutMs = 10_000): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.slots.values()].map(async (slot) => {
+        await slot.worker?.shutdown(timeoutMs);
+        slot.status = 'stopped';
+      }));
+      for (const stream of this.live.values()) stream.end('error', { code: ErrorCodes.SHUTTING_DOWN, message: 'the engine shut down before the request finished' });
+      await this.adapter?.close();
+      await this.connector?.close();
+      this.provisioned?.release();
+    })();
+    return this.closing;
+  }
+}

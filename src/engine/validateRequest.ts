@@ -1,0 +1,21 @@
+/** Checks a GenerateRequest before any stage sees it; errors say what to change. */
+import { ChorusError, ErrorCodes } from '../errors.ts';
+import type { GenerateRequest } from './types.ts';
+
+const MODALITIES = new Set(['text', 'audio']);
+
+export function validateRequest(r: GenerateRequest): void {
+  const bad = (message: string) => new ChorusError(ErrorCodes.REQUEST_INVALID, message);
+  if (!Array.isArray(r.messages) || r.messages.length === 0) throw bad('messages must be a non-empty array');
+  for (const [i, m] of r.messages.entries()) {
+    if (typeof m?.content !== 'string') throw bad(`messages[${i}].content must be a string`);
+    if (!['system', 'user', 'assistant'].includes(m.role)) throw bad(`messages[${i}].role must be system, user or assistant`);
+  }
+  if (!Array.isArray(r.modalities) || r.modalities.length === 0) throw bad('modalities must name at least one of text, audio');
+  for (const m of r.modalities) if (!MODALITIES.has(m)) throw bad(`unknown modality "${m}": use text and/or audio`);
+  if (r.requestId !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(r.requestId)) throw bad('requestId must be 1-128 characters of [A-Za-z0-9._:-]');
+  const max = r.sampling?.maxTokens;
+  if (max !== undefined && (!Number.isInteger(max) || max < 1)) throw bad('maxTokens must be a positive integer');
+  const ic = r.initialCodecChunkFrames;
+  if (ic !== undefined && (!Number.isInteger(ic) || ic < 1)) throw bad('initialCodecChunkFrames must be a positive integer');
+}

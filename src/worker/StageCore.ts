@@ -1,0 +1,157 @@
+/**
+ * The per-stage glue between control messages, the chunk adapter, a pure scheduler and a runner. Subclasses
+ * (ThinkerCore, TalkerCore, Code2WavCore) implement admission, input arrival and one step; this base owns the
+ * request table, sending, finishing and failing, so every stage ends requests the same way:
+ *
+ *   - finish: the last chunk to every target carries final=true and the finish reason (sent even when empty);
+ *   - fail: an error final chunk goes to every target, so failure reaches every downstream stage in-band;
+ *   - abort (from main): local state is dropped silently; main aborts every stage itself.
+ *
+ * Then state is freed and main hears `finished`. Nothing here blocks: sends are queued in the adapter.
+ */
+import type { ChunkPolicy, SamplingParams, StageSpec } from '../config/types.ts';
+import type { FinishReason } from '../engine/types.ts';
+import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { Tensor } from '../../transport/codec.ts';
+import type { Arrival, ChunkTransferAdapter, ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { AddRequest, DownstreamTarget, StageStats, StageToMain } from './messages.ts';
+
+export interface StageContext {
+  readonly spec: StageSpec;
+  readonly chunkPolicy: ChunkPolicy;
+  readonly asyncChunk: boolean;
+  readonly adapter: ChunkTransferAdapter;
+  readonly post: (msg: StageToMain) => void;
+  readonly log: Logger;
+}
+
+export interface CoreRequest {
+  readonly requestId: string;
+  readonly sampling: SamplingParams;
+  readonly downstream: readonly DownstreamTarget[];
+  readonly initialCodecChunkFrames?: number;
+  numOutputs: number;
+}
+
+export interface OutgoingChunk {
+  readonly payload?: Record<string, unknown>;
+  readonly tensors?: Record<string, Tensor>;
+}
+
+export abstract class StageCore<R extends CoreRequest = CoreRequest> {
+  protected readonly requests = new Map<string, R>();
+  protected lastBatchSize = 0;
+  protected lastStepMs = 0;
+
+  constructor(protected readonly ctx: StageContext) {}
+
+  get size(): number {
+    return this.requests.size;
+  }
+
+  add(msg: AddRequest): void {
+    if (this.requests.has(msg.requestId)) {
+      this.ctx.log.warn({ requestId: msg.requestId }, 'duplicate add ignored');
+      return;
+    }
+    const req = this.admit(msg);
+    this.requests.set(msg.requestId, req);
+    if (msg.upstream) {
+      this.ctx.adapter.expect(msg.requestId, {
+        fromInstance: msg.upstream.instance,
+        fromStageId: msg.upstream.stageId,
+        keyStage: this.ctx.spec.stageId,
+        firstChunkDeadline: msg.firstChunkDeadline,
+        chunkTimeoutMs: this.ctx.chunkPolicy.chunkTimeoutMs,
+      });
+    }
+  }
+
+  /** Input chunks and receive errors, drained by the step loop before each schedule. */
+  onArrivals(arrivals: readonly Arrival[]): void {
+    for (const a of arrivals) {
+      const req = this.requests.get(a.requestId);
+      if (!req) continue; // aborted or failed meanwhile: late chunks are dropped
+      if (a.error) {
+        this.fail(req, a.error);
+        continue;
+      }
+      const m = a.chunk.meta;
+      if (m.final) this.ctx.adapter.forget(req.requestId);
+      if (m.final && (m.finishReason === 'error' || m.finishReason === 'cancelled')) {
+        // Upstream failed or was cancelled: pass it on in-band, do not compute on partial input.
+        const err = m.error ?? { code: ErrorCodes.REQUEST_CANCELLED, message: `cancelled upstream in ${m.from}` };
+        this.failWith(req, m.finishReason, err);
+        continue;
+      }
+      this.onChunk(req, a.chunk);
+    }
+  }
+
+  abort(requestId: string): void {
+    const req = this.requests.get(requestId);
+    if (!req) return;
+    this.release(req);
+    this.ctx.adapter.cancel(requestId);
+  }
+
+  abstract pause(requestId: string): void;
+  abstract resume(requestId: string): void;
+
+  /** Runs one scheduling step; returns false when there was nothing to run. */
+  abstract step(): boolean;
+
+  stats(): StageStats {
+    return { queueDepth: this.queueDepth(), running: this.requests.size, batchSize: this.lastBatchSize, stepMs: this.lastStepMs };
+  }
+
+  protected abstract admit(msg: AddRequest): R;
+  protected abstract onChunk(req: R, chunk: ReceivedChunk): void;
+  /** Frees scheduler and runner state of a request (finish, fail and abort all end here). */
+  protected abstract freeState(req: R): void;
+  protected abstract queueDepth(): number;
+
+  /** Sends a non-final chunk to the targets that match. */
+  protected send(req: R, targets: readonly DownstreamTarget[], chunk: OutgoingChunk): void {
+    for (const t of targets) this.put(req, t, { final: false, ...chunk });
+  }
+
+  /** Sends the last chunk (final=true, maybe with data) to every target, then frees the request. */
+  protected finish(req: R, reason: FinishReason, lastChunk: (t: DownstreamTarget) => OutgoingChunk = () => ({})): void {
+    const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, ...lastChunk(t) }));
+    this.release(req);
+    void Promise.allSettled(puts).then(() => this.ctx.post({ type: 'finished', requestId: req.requestId, finishReason: reason, numTokens: req.numOutputs }));
+  }
+
+  protected fail(req: R, err: unknown): void {
+    this.failWith(req, 'error', serializeError(err));
+  }
+
+  private failWith(req: R, reason: FinishReason, error: SerializedError): void {
+    this.ctx.log.debug({ requestId: req.requestId, code: error.code }, 'request ended upstream or failed here');
+    const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, error }));
+    this.release(req);
+    this.ctx.adapter.cancel(req.requestId);
+    void Promise.allSettled(puts).then(() =>
+      this.ctx.post({ type: 'finished', requestId: req.requestId, finishReason: reason, numTokens: req.numOutputs, error }),
+    );
+  }
+
+  private release(req: R): void {
+    if (!this.requests.delete(req.requestId)) return;
+    this.freeState(req);
+  }
+
+  private put(req: R, t: DownstreamTarget, chunk: Parameters<ChunkTransferAdapter['saveAsync']>[2]): Promise<void> {
+    const keyStage = t.stageId === 'main' ? this.ctx.spec.stageId : t.stageId;
+    const deadline = Date.now() + this.ctx.chunkPolicy.chunkTimeoutMs;
+    return this.ctx.adapter
+      .saveAsync(req.requestId, { toInstance: t.instance, toStageId: t.stageId, keyStage }, chunk, deadline)
+      .catch((err: unknown) => {
+        // The edge is full past its deadline or closed: the request cannot continue in this stage.
+        this.ctx.log.warn({ requestId: req.requestId, to: t.instance, err: String(err) }, 'chunk send failed');
+        if (this.requests.has(req.requestId)) this.fail(req, new ChorusError(ErrorCodes.BACKPRESSURE_TIMEOUT, `sending to ${t.instance} failed: ${String(err)}`, { cause: err }));
+      });
+  }
+}

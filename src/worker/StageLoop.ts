@@ -1,0 +1,114 @@
+/**
+ * The step loop of one stage process:
+ *
+ *   drain control (add, abort, pause) -> adapter.processPendingChunks -> core.step (schedule -> execute ->
+ *   update -> processors -> adapter.saveAsync) -> yield to the event loop
+ *
+ * When there is nothing to run, the loop sleeps on a promise that control messages and chunk arrivals resolve:
+ * no polling interval anywhere. After each step it yields with setImmediate so IPC and ring wake-ups are handled
+ * between steps, and it waits while too many sent bytes are still queued (backpressure from full edges reaches the
+ * scheduler instead of growing a queue).
+ */
+import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import { ChorusError, ErrorCodes, serializeError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { MainToStage, StageToMain } from './messages.ts';
+import type { StageCore } from './StageCore.ts';
+
+/** Queued-send bytes above which the loop stops stepping until edges drain. */
+const MAX_PENDING_SEND_BYTES = 64 << 20; // 64 MiB
+
+export class StageLoop {
+  private control: MainToStage[] = [];
+  private wakeUp: (() => void) | null = null;
+  private stopping: { drainDeadline: number } | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly core: StageCore,
+    private readonly adapter: ChunkTransferAdapter,
+    private readonly post: (msg: StageToMain) => void,
+    private readonly log: Logger,
+  ) {}
+
+  /** Called for every control message (from the IPC channel). */
+  deliver(msg: MainToStage): void {
+    this.control.push(msg);
+    this.wake();
+  }
+
+  /** Called by the adapter when a chunk arrives. */
+  wake(): void {
+    const w = this.wakeUp;
+    this.wakeUp = null;
+    w?.();
+  }
+
+  async run(): Promise<void> {
+    while (!this.stopped) {
+      this.drainControl();
+      this.core.onArrivals(this.adapter.processPendingChunks());
+      if (this.stopping && (this.core.size === 0 || Date.now() >= this.stopping.drainDeadline)) break;
+      const didWork = this.core.step();
+      if (!didWork && this.control.length === 0 && !this.adapter.hasPendingArrivals) {
+        await this.sleep();
+        continue;
+      }
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.adapter.pendingSendBytes > MAX_PENDING_SEND_BYTES) await this.adapter.whenSendsBelow(MAX_PENDING_SEND_BYTES / 2);
+    }
+  }
+
+  private sleep(): Promise<void> {
+    // With a drain in progress, wake at its deadline even if nothing arrives.
+    return new Promise<void>((resolve) => {
+      this.wakeUp = resolve;
+      if (this.stopping) setTimeout(() => this.wake(), Math.max(0, this.stopping.drainDeadline - Date.now())).unref();
+    });
+  }
+
+  private drainControl(): void {
+    const batch = this.control;
+    this.control = [];
+    for (const msg of batch) {
+      try {
+        this.handle(msg);
+      } catch (err) {
+        if ('requestId' in msg) {
+          this.post({ type: 'finished', requestId: msg.requestId, finishReason: 'error', numTokens: 0, error: serializeError(err) });
+        } else {
+          this.log.error({ err }, 'control message failed');
+        }
+      }
+    }
+  }
+
+  private handle(msg: MainToStage): void {
+    switch (msg.type) {
+      case 'add':
+        if (this.stopping) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'stage is shutting down; retry on another server');
+        this.core.add(msg);
+        return;
+      case 'abort':
+        this.core.abort(msg.requestId);
+        return;
+      case 'pause':
+        this.core.pause(msg.requestId);
+        return;
+      case 'resume':
+        this.core.resume(msg.requestId);
+        return;
+      case 'shutdown':
+        this.stopping = { drainDeadline: Date.now() + msg.drainMs };
+        return;
+      case 'load':
+      case 'boot':
+        return;
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.wake();
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Main-side supervisor of one stage process (mediasoup Worker / piscina style). start() forks the process, sends
+ * boot, and resolves on READY; a boot failure (or exit before READY) rejects with CHORUS_ERR_STAGE_BOOT carrying
+ * the stage's own error. After READY, an unexpected exit emits 'died'; the Orchestrator decides what to fail and
+ * whether to restart. The process is a child, not a worker thread: terminating a thread inside onnxruntime aborts
+ * the whole server, killing a child is safe.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { ChorusError, deserializeError, ErrorCodes } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type StageReadySettings, type StageToMain } from './messages.ts';
+
+const ENTRY = fileURLToPath(new URL('./stageMain.ts', import.meta.url));
+
+export interface StageWorkerEvents {
+  message: [StageToMain];
+  died: [{ code: number | null; signal: NodeJS.Signals | null }];
+}
+
+export class StageWorker extends EventEmitter<StageWorkerEvents> {
+  private exited = false;
+  private readonly exitPromise: Promise<void>;
+  settings: StageReadySettings | null = null;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly instance: string,
+    private readonly log: Logger,
+  ) {
+    super();
+    this.exitPromise = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  get pid(): number | null {
+    return this.exited ? null : (this.child.pid ?? null);
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  static start(args: StageBootArgs, log: Logger, bootTimeoutMs = 300_000): Promise<StageWorker> {
+    const spec = args.graph.stages[args.stageIndex];
+    const instance = `${spec.stageId}#${args.replica}`;
+    const child = fork(ENTRY, [instance], {
+      execArgv: ['--import', 'tsx'],
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, CHORUS_STAGE: instance },
+    });
+    const worker = new StageWorker(child, instance, log.child({ stage: instance }));
+    return new Promise<StageWorker>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} did not become ready within ${bootTimeoutMs} ms`));
+        child.kill('SIGKILL');
+      }, bootTimeoutMs);
+      const fail = (err: ChorusError) => {
+        clearTimeout(timer);
+        child.removeAllListeners('message');
+        reject(err);
+      };
+      child.once('exit', (code, signal) => {
+        worker.exited = true;
+        if (!worker.settings) fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} exited before it was ready (code ${code}, signal ${signal})`));
+        else worker.emit('died', { code, signal });
+      });
+      child.once('error', (err) => fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} could not start: ${err.message}`, { cause: err })));
+      child.on('message', (msg: StageToMain) => {
+        if (worker.settings) {
+          worker.emit('message', msg);
+          return;
+        }
+        if (msg.type === 'ready') {
+          clearTimeout(timer);
+          worker.settings = msg.settings;
+          resolve(worker);
+        } else if (msg.type === 'boot_failed') {
+          const cause = deserializeError(msg.error);
+          fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} failed to boot: ${cause.code}: ${cause.message}`, { cause }));
+        }
+      });
+      worker.send({ type: 'boot', ...args });
+    });
+  }
+
+  send(msg: MainToStage): void {
+    if (this.exited || !this.child.connected) return; // a dead stage's requests are failed by the 'died' handler
+    if (msg.type === 'add' && (msg.promptTokenIds?.length ?? 0) * 8 > MAX_CONTROL_MESSAGE_BYTES) {
+      throw new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, `prompt of ${msg.promptTokenIds!.length} tokens is too large for one request`);
+    }
+    this.child.send(msg);
+  }
+
+  /** Asks the stage to drain (up to drainMs) and exit; kills it if it has not exited by then + a grace period. */
+  async shutdown(drainMs: number, graceMs = 5_000): Promise<void> {
+    if (this.exited) return;
+    this.removeAllListeners('died'); // an exit we asked for is not a death
+    this.send({ type: 'shutdown', drainMs });
+    const timer = setTimeout(() => this.kill(), drainMs + graceMs);
+    await this.exitPromise;
+    clearTimeout(timer);
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    if (!this.exited) this.child.kill(signal);
+  }
+
+  waitForExit(): Promise<void> {
+    return this.exitPromise;
+  }
+}

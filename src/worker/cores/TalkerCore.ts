@@ -1,0 +1,182 @@
+/**
+ * The Talker stage: autoregressive codec frames conditioned on Thinker rows, one frame (16 codes) per step.
+ * Positions: 0..P-1 are the prompt rows, P is the first token's row (prefill ends there and samples frame 0);
+ * position P+k (k >= 1) feeds the row of text token floor(k / framesPerToken) and samples frame k. A frame whose
+ * row has not arrived yet leaves the request WAITING_FOR_CHUNK. When the Thinker has finished, the Talker stops
+ * after framesPerToken frames per text token (or at end-of-speech, or max_tokens frames).
+ */
+import { ArScheduler, type ScheduledItem } from '../../sched/ArScheduler.ts';
+import { initialChunkFrames } from '../../sched/chunkPolicy.ts';
+import type { TalkerRunner } from '../../../stages/types.ts';
+import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
+import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
+import type { FinishReason } from '../../engine/types.ts';
+import { ChorusError, ErrorCodes } from '../../errors.ts';
+import type { AddRequest } from '../messages.ts';
+import { StageCore, type CoreRequest, type StageContext } from '../StageCore.ts';
+
+interface TalkerRequest extends CoreRequest {
+  rows: Float32Array[]; // arrived conditioning chunks, concatenated lazily
+  numRows: number;
+  promptRows: number | null; // known from the first chunk
+  thinkerDone: FinishReason | null;
+  framesSampled: number;
+  toCode2Wav: Talker2Code2Wav | null;
+}
+
+export class TalkerCore extends StageCore<TalkerRequest> {
+  private readonly scheduler: ArScheduler;
+  private readonly dim: number;
+
+  constructor(ctx: StageContext, private readonly runner: TalkerRunner, kvBytesPerToken: number) {
+    super(ctx);
+    const e = ctx.spec.engine;
+    this.dim = runner.conditionDim;
+    this.scheduler = new ArScheduler({ maxNumSeqs: e.maxNumSeqs, maxNumBatchedTokens: e.maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes: e.kvCacheBytes });
+  }
+
+  protected admit(msg: AddRequest): TalkerRequest {
+    this.scheduler.add(msg.requestId, 0); // admitted lazily: nothing to compute before the first chunk
+    return {
+      requestId: msg.requestId,
+      sampling: msg.sampling,
+      downstream: msg.downstream,
+      initialCodecChunkFrames: msg.initialCodecChunkFrames,
+      numOutputs: 0,
+      rows: [],
+      numRows: 0,
+      promptRows: null,
+      thinkerDone: null,
+      framesSampled: 0,
+      toCode2Wav: null,
+    };
+  }
+
+  protected onChunk(req: TalkerRequest, chunk: ReceivedChunk): void {
+    const rows = chunk.tensors.rows;
+    if (req.promptRows === null) {
+      const p = chunk.meta.payload.promptRows;
+      if (typeof p !== 'number') return this.fail(req, new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `first chunk of ${req.requestId} lacks promptRows`));
+      req.promptRows = p;
+      const ic = initialChunkFrames(this.ctx.chunkPolicy, this.scheduler.numRunning + 1, req.initialCodecChunkFrames);
+      req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
+    }
+    if (rows) {
+      if (rows.shape[1] !== this.dim) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, `rows of width ${rows.shape[1]}, talker expects ${this.dim}`));
+      // Copy: the frame buffer belongs to the receive path; rows live as long as the request.
+      req.rows.push(Float32Array.from(rows.data as Float32Array));
+      req.numRows += rows.shape[0];
+    }
+    if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
+    this.refresh(req);
+  }
+
+  /** Text tokens known so far (rows after the prompt). */
+  private textRows(req: TalkerRequest): number {
+    return req.promptRows === null ? 0 : req.numRows - req.promptRows;
+  }
+
+  /** Updates how many positions are computable, and finishes the request when no frame is left to make. */
+  private refresh(req: TalkerRequest): void {
+    const p = req.promptRows;
+    if (p === null) return;
+    const target = this.textRows(req) * this.runner.framesPerToken; // frames coverable by rows known now
+    if (req.thinkerDone && req.framesSampled >= Math.min(target, req.sampling.maxTokens)) {
+      this.finishTalker(req, req.framesSampled >= req.sampling.maxTokens && target > req.sampling.maxTokens ? 'length' : 'stop');
+      return;
+    }
+    const canMakeNext = req.framesSampled < target;
+    this.scheduler.setAvailable(req.requestId, p + req.framesSampled + (canMakeNext ? 1 : 0));
+  }
+
+  pause(requestId: string): void {
+    this.scheduler.pause(requestId);
+  }
+
+  resume(requestId: string): void {
+    this.scheduler.resume(requestId);
+  }
+
+  protected queueDepth(): number {
+    return this.scheduler.numWaiting;
+  }
+
+  protected freeState(req: TalkerRequest): void {
+    this.scheduler.remove(req.requestId);
+    this.runner.free(req.requestId);
+  }
+
+  step(): boolean {
+    const plan = this.scheduler.schedule();
+    for (const id of plan.preempted) this.runner.free(id);
+    if (plan.items.length === 0) return false;
+    const started = performance.now();
+    const batch = plan.items.map((item) => {
+      const req = this.requests.get(item.requestId)!;
+      return { seqId: req.requestId, rows: this.rowsFor(req, item), numRows: item.numTokens, sampling: req.sampling };
+    });
+    let outputs;
+    try {
+      outputs = this.runner.execute(batch);
+    } catch (err) {
+      for (const item of plan.items) {
+        const req = this.requests.get(item.requestId);
+        if (req) this.fail(req, new ChorusError(ErrorCodes.STAGE_FAILED, `talker forward failed: ${String(err)}`, { cause: err }));
+      }
+      return true;
+    }
+    this.scheduler.update(plan);
+    plan.items.forEach((item, i) => {
+      const req = this.requests.get(item.requestId);
+      if (!req || !item.sample) return;
+      const out = outputs[i];
+      if (out.eos && !req.sampling.ignoreEos) return this.finishTalker(req, 'stop');
+      req.framesSampled++;
+      req.numOutputs++;
+      req.toCode2Wav!.push(out.codes);
+      const chunk = req.toCode2Wav!.take(false);
+      if (chunk) this.send(req, req.downstream, codesChunk(chunk));
+      if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, 'length');
+      this.refresh(req);
+    });
+    this.lastBatchSize = plan.items.length;
+    this.lastStepMs = performance.now() - started;
+    return true;
+  }
+
+  private finishTalker(req: TalkerRequest, reason: FinishReason): void {
+    const last = req.toCode2Wav?.take(true) ?? null;
+    this.finish(req, reason, () => (last ? codesChunk(last) : {}));
+  }
+
+  /** Conditioning rows for the positions of this step (see the position layout above). */
+  private rowsFor(req: TalkerRequest, item: ScheduledItem): Float32Array {
+    if (req.rows.length > 1) req.rows = [concat(req.rows, req.numRows * this.dim)];
+    const all = req.rows[0];
+    const p = req.promptRows!;
+    const out = new Float32Array(item.numTokens * this.dim);
+    for (let i = 0; i < item.numTokens; i++) {
+      const pos = item.startPosition + i;
+      const row = pos <= p ? pos : p + Math.floor((pos - p) / this.runner.framesPerToken);
+      out.set(all.subarray(row * this.dim, (row + 1) * this.dim), i * this.dim);
+    }
+    return out;
+  }
+}
+
+function concat(parts: readonly Float32Array[], length: number): Float32Array {
+  const out = new Float32Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function codesChunk(c: { codes: Int32Array; numFrames: number; contextFrames: number }) {
+  return {
+    payload: { contextFrames: c.contextFrames },
+    tensors: { codes: { data: c.codes, shape: [c.codes.length / Math.max(1, c.numFrames), c.numFrames] } },
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * The Thinker stage: continuous batching over a ThinkerRunner. Emits text token ids to main every step (text
+ * streams to clients whatever async_chunk says) and conditioning rows to the Talker through Thinker2Talker.
+ */
+import { ArScheduler, type ScheduledItem } from '../../sched/ArScheduler.ts';
+import type { ThinkerBatchItem, ThinkerRunner } from '../../../stages/types.ts';
+import { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
+import type { FinishReason } from '../../engine/types.ts';
+import { ChorusError, ErrorCodes } from '../../errors.ts';
+import type { AddRequest } from '../messages.ts';
+import { StageCore, type CoreRequest, type StageContext } from '../StageCore.ts';
+
+interface ThinkerRequest extends CoreRequest {
+  readonly promptTokenIds: readonly number[];
+  readonly generated: number[];
+  readonly toTalker: Thinker2Talker | null;
+}
+
+export class ThinkerCore extends StageCore<ThinkerRequest> {
+  private readonly scheduler: ArScheduler;
+
+  constructor(ctx: StageContext, private readonly runner: ThinkerRunner, kvBytesPerToken: number) {
+    super(ctx);
+    const e = ctx.spec.engine;
+    this.scheduler = new ArScheduler({
+      maxNumSeqs: e.maxNumSeqs,
+      maxNumBatchedTokens: e.maxNumBatchedTokens,
+      kvBytesPerToken,
+      kvBudgetBytes: e.kvCacheBytes,
+    });
+  }
+
+  protected admit(msg: AddRequest): ThinkerRequest {
+    const prompt = msg.promptTokenIds ?? [];
+    if (prompt.length === 0) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
+    const needsTalker = msg.downstream.some((t) => t.stageId !== 'main');
+    this.scheduler.add(msg.requestId, prompt.length);
+    return {
+      requestId: msg.requestId,
+      sampling: msg.sampling,
+      downstream: msg.downstream,
+      numOutputs: 0,
+      promptTokenIds: prompt,
+      generated: [],
+      toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
+    };
+  }
+
+  protected onChunk(): void {
+    // The Thinker is the entry stage: its input comes with `add`, never as chunks (encoders: see encoder2thinker).
+  }
+
+  pause(requestId: string): void {
+    this.scheduler.pause(requestId);
+  }
+
+  resume(requestId: string): void {
+    this.scheduler.resume(requestId);
+  }
+
+  protected queueDepth(): number {
+    return this.scheduler.numWaiting;
+  }
+
+  protected freeState(req: ThinkerRequest): void {
+    this.scheduler.remove(req.requestId);
+    this.runner.free(req.requestId);
+  }
+
+  step(): boolean {
+    const plan = this.scheduler.schedule();
+    for (const id of plan.preempted) this.runner.free(id); // recompute from position 0 when rescheduled
+    if (plan.items.length === 0) return false;
+    const started = performance.now();
+    const batch = plan.items.map((item) => this.batchItem(item));
+    let outputs;
+    try {
+      outputs = this.runner.execute(batch);
+    } catch (err) {
+      // A failed forward fails the requests in it, not the stage.
+      for (const item of plan.items) {
+        const req = this.requests.get(item.requestId);
+        if (req) this.fail(req, new ChorusError(ErrorCodes.STAGE_FAILED, `thinker forward failed: ${String(err)}`, { cause: err }));
+      }
+      return true;
+    }
+    this.scheduler.update(plan);
+    plan.items.forEach((item, i) => this.afterStep(item, outputs[i]));
+    this.lastBatchSize = plan.items.length;
+    this.lastStepMs = performance.now() - started;
+    return true;
+  }
+
+  private batchItem(item: ScheduledItem): ThinkerBatchItem {
+    const req = this.requests.get(item.requestId)!;
+    const all = req.promptTokenIds.length;
+    const tokenIds: number[] = [];
+    for (let p = item.startPosition; p < item.startPosition + item.numTokens; p++) {
+      tokenIds.push(p < all ? req.promptTokenIds[p] : req.generated[p - all]);
+    }
+    return { seqId: req.requestId, tokenIds, numTokens: item.numTokens, sample: item.sample, sampling: req.sampling };
+  }
+
+  private afterStep(item: ScheduledItem, out: ReturnType<ThinkerRunner['execute']>[number]): void {
+    const req = this.requests.get(item.requestId);
+    if (!req) return;
+    const token = item.sample ? out.tokenId : null;
+    const stop = token !== null ? this.stopReason(req, token) : null;
+    const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
+    if (emitsToken) {
+      req.generated.push(token);
+      req.numOutputs++;
+      this.scheduler.setAvailable(req.requestId, req.promptTokenIds.length + req.generated.length);
+    }
+    req.toTalker?.onStep(item.startPosition, item.numTokens, out.embeds, out.hidden, emitsToken ? this.runner.embed([token]) : null);
+    const main = req.downstream.filter((t) => t.stageId === 'main');
+    const talker = req.downstream.filter((t) => t.stageId !== 'main');
+    if (stop) {
+      this.finish(req, stop, (t) => {
+        if (t.stageId === 'main') return { payload: { tokenIds: emitsToken ? [token] : [] } };
+        return rowsChunk(req.toTalker!.take(true));
+      });
+      return;
+    }
+    if (emitsToken) this.send(req, main, { payload: { tokenIds: [token] } });
+    const rows = req.toTalker?.take(false);
+    if (rows) this.send(req, talker, rowsChunk(rows));
+  }
+
+  private isStopToken(req: ThinkerRequest, token: number): boolean {
+    return (!req.sampling.ignoreEos && token === this.runner.eosTokenId) || req.sampling.stopTokenIds.includes(token);
+  }
+
+  private stopReason(req: ThinkerRequest, token: number): FinishReason | null {
+    if (this.isStopToken(req, token)) return 'stop';
+    if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
+    return null;
+  }
+}
+
+function rowsChunk(rows: ReturnType<Thinker2Talker['take']>) {
+  if (!rows || rows.numRows === 0) return {};
+  return {
+    payload: rows.promptRows !== undefined ? { promptRows: rows.promptRows } : {},
+    tensors: { rows: { data: rows.rows, shape: [rows.numRows, rows.rows.length / rows.numRows] } },
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * Builds Code2Wav's input from Talker frames: frames accumulate to the initial chunk, then codecChunkFrames per
+ * chunk, each with up to codecLeftContextFrames of already-sent frames as left context (Code2Wav is stateless per
+ * chunk; context >= its receptive field makes the streamed audio equal the offline decode). With async_chunk off,
+ * everything goes in the final chunk.
+ */
+import type { ChunkPolicy } from '../../src/config/types.ts';
+import { nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
+
+export interface CodecChunkOut {
+  /** numCodebooks x numFrames, layout [Q][T] (Code2Wav's [B, Q, T] input without the batch). */
+  readonly codes: Int32Array;
+  readonly numFrames: number;
+  readonly contextFrames: number;
+}
+
+export class Talker2Code2Wav {
+  private frames: Int32Array[] = [];
+  private numSent = 0;
+
+  constructor(
+    private readonly policy: ChunkPolicy,
+    private readonly numCodebooks: number,
+    private readonly initialFrames: number,
+    private readonly asyncChunk: boolean,
+  ) {}
+
+  get numFrames(): number {
+    return this.frames.length;
+  }
+
+  push(frame: Int32Array): void {
+    this.frames.push(frame);
+  }
+
+  /** The next chunk to send, or null. With `final`, whatever remains (null when nothing does). */
+  take(final: boolean): CodecChunkOut | null {
+    if (!final && !this.asyncChunk) return null;
+    const c = nextCodecChunk(this.policy, this.initialFrames, this.frames.length, this.numSent, final);
+    if (!c) return null;
+    const numFrames = c.end - c.start;
+    const codes = new Int32Array(this.numCodebooks * numFrames);
+    for (let t = 0; t < numFrames; t++) {
+      const frame = this.frames[c.start + t];
+      for (let q = 0; q < this.numCodebooks; q++) codes[q * numFrames + t] = frame[q];
+    }
+    this.numSent = c.end;
+    // Frames before the next chunk's context window are never needed again.
+    const keepFrom = Math.max(0, this.numSent - this.policy.codecLeftContextFrames);
+    if (keepFrom > 0) this.dropBefore(keepFrom);
+    return { codes, numFrames, contextFrames: c.contextFrames };
+  }
+
+  private dropped = 0;
+
+  private dropBefore(absoluteFrame: number): void {
+    // Indices stay absolute for nextCodecChunk: replace dropped frames with an empty marker instead of shifting.
+    for (let i = this.dropped; i < absoluteFrame; i++) this.frames[i] = EMPTY;
+    this.dropped = Math.max(this.dropped, absoluteFrame);
+  }
+}
+
+const EMPTY = new Int32Array(0);

@@ -1,0 +1,74 @@
+/**
+ * Builds the Talker's input from Thinker steps. One conditioning row per position: [input embedding | accept-layer
+ * hidden state], conditionDim = 2 * hidden. Prompt positions give one row each; every sampled token gives a row of
+ * [its embedding | the hidden state of the position that sampled it], so a token's row exists as soon as it is
+ * sampled (waiting for its own forward pass would delay the Talker by one Thinker step).
+ *
+ * The first chunk carries the prompt rows and the first token's row (payload.promptRows says how many are prompt);
+ * then one row per token. With async_chunk off, rows accumulate and go out once, in the final chunk: the same
+ * chunks, only fewer of them.
+ */
+export class Thinker2Talker {
+  private pending: Float32Array[] = [];
+  private pendingRows = 0;
+  private promptRowsSent = 0;
+  private sentFirst = false;
+
+  constructor(
+    private readonly hiddenSize: number,
+    private readonly promptLength: number,
+    private readonly asyncChunk: boolean,
+  ) {}
+
+  get conditionDim(): number {
+    return 2 * this.hiddenSize;
+  }
+
+  /**
+   * Records one step of this request. `startPosition`/`numTokens` are the positions computed; `embeds`/`hidden`
+   * their rows; `sampled` the token embedding of a sampled token (null when the step did not sample).
+   */
+  onStep(startPosition: number, numTokens: number, embeds: Float32Array, hidden: Float32Array, sampledEmbed: Float32Array | null): void {
+    const d = this.hiddenSize;
+    // Prompt rows not sent yet (a recompute after preemption revisits positions already sent: skip those).
+    for (let i = 0; i < numTokens; i++) {
+      const pos = startPosition + i;
+      if (pos < this.promptRowsSent || pos >= this.promptLength) continue;
+      this.pushRow(embeds.subarray(i * d, (i + 1) * d), hidden.subarray(i * d, (i + 1) * d));
+      this.promptRowsSent = pos + 1;
+    }
+    if (sampledEmbed) {
+      const last = numTokens - 1;
+      this.pushRow(sampledEmbed, hidden.subarray(last * d, (last + 1) * d));
+    }
+  }
+
+  /** Rows ready to send now, or null. On `final` everything pending goes (possibly zero rows). */
+  take(final: boolean): { rows: Float32Array; numRows: number; promptRows?: number } | null {
+    if (!final) {
+      if (!this.asyncChunk) return null; // sync: one final chunk only
+      if (this.promptRowsSent < this.promptLength || this.pendingRows === 0) return null;
+      // The first chunk waits for the first token's row (prompt rows alone cannot start the Talker).
+      if (!this.sentFirst && this.pendingRows <= this.promptLength) return null;
+    }
+    const rows = new Float32Array(this.pendingRows * this.conditionDim);
+    let at = 0;
+    for (const r of this.pending) {
+      rows.set(r, at);
+      at += r.length;
+    }
+    const out = { rows, numRows: this.pendingRows, ...(this.sentFirst ? {} : { promptRows: this.promptLength }) };
+    this.sentFirst = true;
+    this.pending = [];
+    this.pendingRows = 0;
+    return out;
+  }
+
+  private pushRow(embed: Float32Array, hidden: Float32Array): void {
+    const row = new Float32Array(this.conditionDim);
+    row.set(embed, 0);
+    row.set(hidden, this.hiddenSize);
+    this.pending.push(row);
+    this.pendingRows++;
+  }
+}

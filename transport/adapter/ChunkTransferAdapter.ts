@@ -1,0 +1,228 @@
+/**
+ * Owns the chunk protocol on top of a transport-only Connector (vLLM-Omni's OmniChunkTransferAdapter, reworked):
+ * keys `{requestId}_{stageId}_{seq}`, in-order sends per edge, end of stream as a `final` flag on the last chunk
+ * (sent even when it carries no data), a sequence check on receive, a deadline on every wait, cancellation.
+ *
+ * Receive is event-driven: each expected request has one pending get() for its next seq; an arrival is queued and
+ * wakes the step loop, which drains the queue with processPendingChunks() before scheduling. There is no
+ * restoreQueues(): the schedulers track readiness by counts (WAITING_FOR_CHUNK is derived), so nothing has to be
+ * moved back after schedule().
+ *
+ * One protocol: async_chunk off changes only when processors emit (once, final), never this path.
+ */
+import type { Connector } from '../Connector.ts';
+import { chunkKey } from '../Connector.ts';
+import { decodeFrame, encodeFrame, frameByteLength, joinParts, type Tensor } from '../codec.ts';
+import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../../src/errors.ts';
+import type { FinishReason } from '../../src/engine/types.ts';
+
+export interface ChunkMeta<P = Record<string, unknown>> {
+  readonly requestId: string;
+  readonly from: string; // stage id of the producer
+  readonly to: string; // stage id of the consumer, or "main"
+  readonly seq: number;
+  readonly final: boolean;
+  /** On a final chunk: why the stream ended upstream (an error or cancellation reaches downstream in-band). */
+  readonly finishReason?: FinishReason;
+  readonly error?: SerializedError;
+  readonly payload: P;
+}
+
+export interface ReceivedChunk<P = Record<string, unknown>> {
+  readonly meta: ChunkMeta<P>;
+  readonly tensors: Readonly<Record<string, Tensor>>;
+  readonly bytes: number;
+  readonly receivedAtMs: number;
+}
+
+export type Arrival =
+  | { readonly requestId: string; readonly chunk: ReceivedChunk; readonly error?: undefined }
+  | { readonly requestId: string; readonly chunk?: undefined; readonly error: ChorusError };
+
+export interface ExpectOptions {
+  readonly fromInstance: string;
+  readonly fromStageId: string;
+  /** The stage-id part of the key: the consuming stage, or for outputs to main the producing stage. */
+  readonly keyStage: string;
+  readonly firstChunkDeadline: number;
+  readonly chunkTimeoutMs: number;
+}
+
+export interface SendTarget {
+  readonly toInstance: string;
+  readonly toStageId: string;
+  readonly keyStage: string;
+}
+
+export class ChunkTransferAdapter {
+  private arrivals: Arrival[] = [];
+  private readonly receiving = new Map<string, { cancelled: boolean }[]>();
+  private readonly sendSeq = new Map<string, number>(); // `${requestId} ${keyStage}` -> next seq
+  private readonly edgeTail = new Map<string, Promise<void>>(); // in-order puts per edge
+  private pendingBytes = 0;
+  private drainWaiters: { below: number; resolve: () => void }[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly connector: Connector,
+    private readonly selfInstance: string,
+    private readonly selfStageId: string,
+    /** Called whenever an arrival is queued, so the step loop wakes (no polling). */
+    private readonly onArrival: () => void,
+  ) {}
+
+  /** Starts receiving a request's chunks from one upstream edge: seq 0, 1, ... until a final chunk. */
+  expect(requestId: string, o: ExpectOptions): void {
+    const token = { cancelled: false };
+    const list = this.receiving.get(requestId) ?? [];
+    list.push(token);
+    this.receiving.set(requestId, list);
+    void this.receiveLoop(requestId, o, token);
+  }
+
+  private async receiveLoop(requestId: string, o: ExpectOptions, token: { cancelled: boolean }): Promise<void> {
+    for (let seq = 0; ; seq++) {
+      const key = chunkKey(requestId, o.keyStage, seq);
+      const deadline = seq === 0 ? o.firstChunkDeadline : Date.now() + o.chunkTimeoutMs;
+      let bytes: Uint8Array;
+      try {
+        bytes = await this.connector.get(o.fromInstance, this.selfInstance, key, deadline);
+      } catch (err) {
+        if (token.cancelled || this.closed) return;
+        const reason =
+          err instanceof ChorusError && err.code === ErrorCodes.CHUNK_TIMEOUT
+            ? new ChorusError(
+                ErrorCodes.CHUNK_TIMEOUT,
+                `chunk ${seq} of request ${requestId} from ${o.fromInstance} did not arrive in time ` +
+                  `(${seq === 0 ? 'first-chunk deadline' : `${o.chunkTimeoutMs} ms`}): the upstream stage stalled, ` +
+                  'or a chunk was lost; raise chunk_policy.chunk_timeout_ms if the stage is just slow',
+                { cause: err },
+              )
+            : err instanceof ChorusError
+              ? err
+              : new ChorusError(ErrorCodes.INTERNAL, `receiving ${key} failed`, { cause: err });
+        this.push({ requestId, error: reason });
+        return;
+      }
+      if (token.cancelled) return;
+      let chunk: ReceivedChunk;
+      try {
+        const frame = decodeFrame<ChunkMeta>(bytes);
+        const m = frame.meta;
+        if (m.requestId !== requestId || m.seq !== seq || m.from !== o.fromStageId) {
+          throw new ChorusError(
+            ErrorCodes.CHUNK_SEQUENCE,
+            `expected chunk ${seq} of ${requestId} from ${o.fromStageId} under key ${key}, ` +
+              `got chunk ${m.seq} of ${m.requestId} from ${m.from}: a gap, duplicate or misrouted chunk`,
+          );
+        }
+        chunk = { meta: m, tensors: frame.tensors, bytes: bytes.byteLength, receivedAtMs: Date.now() };
+      } catch (err) {
+        this.push({ requestId, error: err instanceof ChorusError ? err : new ChorusError(ErrorCodes.FRAME_INVALID, String(err), { cause: err }) });
+        return;
+      }
+      this.push({ requestId, chunk });
+      if (chunk.meta.final) return;
+    }
+  }
+
+  private push(a: Arrival): void {
+    this.arrivals.push(a);
+    this.onArrival();
+  }
+
+  /** Everything that arrived since the last call, in arrival order. */
+  processPendingChunks(): Arrival[] {
+    const out = this.arrivals;
+    this.arrivals = [];
+    return out;
+  }
+
+  get hasPendingArrivals(): boolean {
+    return this.arrivals.length > 0;
+  }
+
+  /**
+   * Queues the next chunk of a request to one target. Chunks of one edge are put in call order; the seq is
+   * assigned here so callers cannot create gaps. Resolves when the chunk is in the edge's buffer; rejects when the
+   * put fails (backpressure deadline, closed connector).
+   */
+  saveAsync(
+    requestId: string,
+    target: SendTarget,
+    chunk: { final: boolean; payload?: Record<string, unknown>; tensors?: Record<string, Tensor>; finishReason?: FinishReason; error?: SerializedError },
+    deadline: number,
+  ): Promise<void> {
+    if (this.closed) return Promise.reject(new ChorusError(ErrorCodes.CONNECTOR_CLOSED, 'adapter is closed'));
+    const seqKey = `${requestId} ${target.keyStage}`;
+    const seq = this.sendSeq.get(seqKey) ?? 0;
+    if (chunk.final) this.sendSeq.delete(seqKey);
+    else this.sendSeq.set(seqKey, seq + 1);
+    const meta: ChunkMeta = {
+      requestId,
+      from: this.selfStageId,
+      to: target.toStageId,
+      seq,
+      final: chunk.final,
+      finishReason: chunk.finishReason,
+      error: chunk.error,
+      payload: chunk.payload ?? {},
+    };
+    const parts = encodeFrame(meta, chunk.tensors ?? {});
+    const bytes = frameByteLength(parts);
+    const key = chunkKey(requestId, target.keyStage, seq);
+    this.pendingBytes += bytes;
+    const tail = this.edgeTail.get(target.toInstance) ?? Promise.resolve();
+    const put = tail
+      .catch(() => undefined) // one failed put must not block the edge for other requests
+      .then(() => this.connector.put(this.selfInstance, target.toInstance, key, joinParts(parts), deadline))
+      .finally(() => {
+        this.pendingBytes -= bytes;
+        this.drainWaiters = this.drainWaiters.filter((w) => {
+          if (this.pendingBytes > w.below) return true;
+          w.resolve();
+          return false;
+        });
+      });
+    this.edgeTail.set(target.toInstance, put.catch(() => undefined));
+    return put;
+  }
+
+  /** Bytes queued for sending but not yet in an edge buffer. */
+  get pendingSendBytes(): number {
+    return this.pendingBytes;
+  }
+
+  /** Resolves once queued sends are at most `bytes`: the step loop's backpressure point. */
+  whenSendsBelow(bytes: number): Promise<void> {
+    if (this.pendingBytes <= bytes) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push({ below: bytes, resolve }));
+  }
+
+  /** Stops receiving for the request and drops whatever the connector kept for it. */
+  cancel(requestId: string): void {
+    for (const token of this.receiving.get(requestId) ?? []) token.cancelled = true;
+    this.receiving.delete(requestId);
+    for (const key of [...this.sendSeq.keys()]) if (key.startsWith(`${requestId} `)) this.sendSeq.delete(key);
+    this.arrivals = this.arrivals.filter((a) => a.requestId !== requestId);
+    this.connector.cleanup(requestId);
+  }
+
+  /** The receive side is done with the request (its final chunk arrived). */
+  forget(requestId: string): void {
+    this.receiving.delete(requestId);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const list of this.receiving.values()) for (const t of list) t.cancelled = true;
+    this.receiving.clear();
+    for (const w of this.drainWaiters) w.resolve();
+    this.drainWaiters = [];
+  }
+}
+
+export function errorChunk(err: unknown): { final: true; finishReason: FinishReason; error: SerializedError } {
+  return { final: true, finishReason: 'error', error: serializeError(err) };
+}
