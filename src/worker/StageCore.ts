@@ -89,11 +89,13 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     }
   }
 
+  /** Main ended the request (cancel, or a failure elsewhere): drop everything, acknowledge with `finished`. */
   abort(requestId: string): void {
     const req = this.requests.get(requestId);
     if (!req) return;
     this.release(req);
     this.ctx.adapter.cancel(requestId);
+    this.ctx.post({ type: 'finished', requestId, finishReason: 'cancelled', numTokens: req.numOutputs });
   }
 
   abstract pause(requestId: string): void;

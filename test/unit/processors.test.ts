@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
+import { Talker2Code2Wav } from '../../stages/processors/talker2code2wav.ts';
+
+const D = 2;
+/** Rows whose values encode (position, which half) so the test can read back where each came from. */
+function rows(start: number, n: number, half: number): Float32Array {
+  return Float32Array.from({ length: n * D }, (_, i) => (start + Math.floor(i / D)) * 10 + half);
+}
+
+describe('thinker2talker', () => {
+  it('async: the first chunk holds the prompt rows and the first token row, then one row per token', () => {
+    const p = new Thinker2Talker(D, 3, true);
+    p.onStep(0, 3, rows(0, 3, 1), rows(0, 3, 2), Float32Array.of(99, 99));
+    const first = p.take(false)!;
+    expect(first.numRows).toBe(4);
+    expect(first.promptRows).toBe(3);
+    // Row 3 = [embedding of the sampled token | hidden state of the position that sampled it (2)].
+    expect(Array.from(first.rows.subarray(3 * 2 * D))).toEqual([99, 99, 22, 22]);
+    p.onStep(3, 1, rows(3, 1, 1), rows(3, 1, 2), Float32Array.of(77, 77));
+    const second = p.take(false)!;
+    expect(second.numRows).toBe(1);
+    expect(second.promptRows).toBeUndefined();
+    expect(p.take(false)).toBeNull();
+    expect(p.take(true)!.numRows).toBe(0); // the final chunk goes even when empty
+  });
+
+  it('waits for the whole chunked prefill before the first chunk', () => {
+    const p = new Thinker2Talker(D, 4, true);
+    p.onStep(0, 2, rows(0, 2, 1), rows(0, 2, 2), null);
+    expect(p.take(false)).toBeNull();
+    p.onStep(2, 2, rows(2, 2, 1), rows(2, 2, 2), Float32Array.of(5, 5));
+    expect(p.take(false)!.numRows).toBe(5);
+  });
+
+  it('does not resend prompt rows when a preempted request recomputes them', () => {
+    const p = new Thinker2Talker(D, 2, true);
+    p.onStep(0, 2, rows(0, 2, 1), rows(0, 2, 2), Float32Array.of(1, 1));
+    p.take(false);
+    p.onStep(0, 3, rows(0, 3, 1), rows(0, 3, 2), Float32Array.of(2, 2)); // recompute of prompt + token 0
+    expect(p.take(false)!.numRows).toBe(1);
+  });
+
+  it('sync: nothing until the final chunk, which carries every row', () => {
+    const p = new Thinker2Talker(D, 2, false);
+    p.onStep(0, 2, rows(0, 2, 1), rows(0, 2, 2), Float32Array.of(1, 1));
+    p.onStep(2, 1, rows(2, 1, 1), rows(2, 1, 2), Float32Array.of(2, 2));
+    expect(p.take(false)).toBeNull();
+    const all = p.take(true)!;
+    expect(all.numRows).toBe(4);
+    expect(all.promptRows).toBe(2);
+  });
+});
+
+describe('talker2code2wav', () => {
+  const policy = { initialCodecChunkFrames: null, codecChunkFrames: 5, codecLeftContextFrames: 3, dynamicInitialChunk: true, chunkTimeoutMs: 1000 };
+  const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
+
+  it('sends IC, then fixed chunks with left context in [Q][T] layout, then the rest at the end', () => {
+    const p = new Talker2Code2Wav(policy, 2, 2, true);
+    const out = [];
+    for (let t = 0; t < 13; t++) {
+      p.push(frame(t));
+      const c = p.take(false);
+      if (c) out.push(c);
+    }
+    const last = p.take(true);
+    if (last) out.push(last);
+    expect(out.map((c) => [c.numFrames, c.contextFrames])).toEqual([[2, 0], [7, 2], [8, 3], [4, 3]]);
+    // Codebook 0 of chunk 2 = frames 4..11 (3 context + 5 new).
+    expect(Array.from(out[2].codes.subarray(0, 8))).toEqual([400, 500, 600, 700, 800, 900, 1000, 1100]);
+    expect(Array.from(out[2].codes.subarray(8))).toEqual([401, 501, 601, 701, 801, 901, 1001, 1101]);
+    // Every frame's samples are produced exactly once: new frames add up to all frames.
+    expect(out.reduce((n, c) => n + c.numFrames - c.contextFrames, 0)).toBe(13);
+  });
+
+  it('sync: one final chunk with every frame and no context', () => {
+    const p = new Talker2Code2Wav(policy, 2, 2, false);
+    for (let t = 0; t < 13; t++) {
+      p.push(frame(t));
+      expect(p.take(false)).toBeNull();
+    }
+    const c = p.take(true)!;
+    expect([c.numFrames, c.contextFrames]).toEqual([13, 0]);
+  });
+});
