@@ -206,7 +206,7 @@ export class Orchestrator implements Engine {
       case 'finished': {
         slot.inFlight.delete(msg.requestId);
         // A stage that failed a request before any chunk could carry the error (e.g. a rejected add) ends it here.
-        if (msg.error && msg.finishReason !== 'cancelled') this.live.get(msg.requestId)?.end(msg.finishReason === 'cancelled' ? 'cancelled' : 'error', msg.error);
+        if (msg.error && msg.finishReason !== 'cancelled') this.live.get(msg.requestId)?.end('error', msg.error);
         return;
       }
       case 'stats':
