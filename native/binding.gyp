@@ -2,9 +2,9 @@
   "targets": [
     {
       "target_name": "chorus_shm",
-      "sources": ["src/addon.cc"],
+      "sources": ["src/addon.cc", "src/ring.cc", "src/waiter.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
-      "cflags_cc": ["-std=c++17", "-O2", "-fexceptions"],
+      "cflags_cc": ["-std=c++17", "-O2", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "cflags_cc!": ["-fno-exceptions"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
       "libraries": ["-lrt"]

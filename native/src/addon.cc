@@ -1,4 +1,201 @@
+// N-API surface of the shared-memory ring: class Ring and function unlink(name).
+// The TS declaration of this surface is transport/shm/binding.ts; keep the two in step.
 #include <napi.h>
-// Placeholder module: replaced by the shared-memory ring implementation.
-static Napi::Object Init(Napi::Env env, Napi::Object exports) { return exports; }
-NODE_API_MODULE(chorus_shm, Init)
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ring.h"
+#include "waiter.h"
+
+namespace chorus {
+namespace {
+
+[[noreturn]] void ThrowCoded(Napi::Env env, const char* code, const std::string& message) {
+  Napi::Error err = Napi::Error::New(env, message);
+  err.Set("code", Napi::String::New(env, code));
+  throw err;
+}
+
+class RingWrap : public Napi::ObjectWrap<RingWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Ring",
+                       {
+                           InstanceAccessor<&RingWrap::Name>("name"),
+                           InstanceAccessor<&RingWrap::Capacity>("capacityBytes"),
+                           InstanceAccessor<&RingWrap::MaxFrame>("maxFrameBytes"),
+                           InstanceAccessor<&RingWrap::OwnerPid>("ownerPid"),
+                           InstanceMethod<&RingWrap::UsedBytes>("usedBytes"),
+                           InstanceMethod<&RingWrap::TryWrite>("tryWrite"),
+                           InstanceMethod<&RingWrap::TryRead>("tryRead"),
+                           InstanceMethod<&RingWrap::WaitForData>("waitForData"),
+                           InstanceMethod<&RingWrap::WaitForRoom>("waitForRoom"),
+                           InstanceMethod<&RingWrap::Close>("close"),
+                       });
+  }
+
+  // new Ring(name, capacityBytes, create): create=true makes a new segment (O_EXCL), false attaches.
+  explicit RingWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RingWrap>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsBoolean()) {
+      ThrowCoded(env, "CHORUS_ERR_SHM", "Ring(name: string, capacityBytes: number, create: boolean)");
+    }
+    std::string name = info[0].As<Napi::String>();
+    try {
+      if (info[2].As<Napi::Boolean>()) {
+        double capacity = info[1].As<Napi::Number>().DoubleValue();
+        if (!(capacity >= 0)) ThrowCoded(env, "CHORUS_ERR_SHM", "capacityBytes must be a positive number");
+        ring_ = Ring::Create(name, static_cast<uint64_t>(capacity));
+      } else {
+        ring_ = Ring::Attach(name);
+      }
+    } catch (const RingError& e) {
+      ThrowCoded(env, e.code(), e.what());
+    }
+  }
+
+  ~RingWrap() override {
+    Shutdown();
+    dataWaiter_.reset();
+    roomWaiter_.reset();
+  }
+
+ private:
+  Ring& Open(Napi::Env env) {
+    if (!ring_) ThrowCoded(env, "CHORUS_ERR_SHM", "ring is closed");
+    return *ring_;
+  }
+
+  // Waiter threads read the mapping, so they are joined before it is unmapped. The Waiter objects
+  // themselves outlive close(): a settle already queued to the JS thread still needs them.
+  void Shutdown() {
+    if (dataWaiter_) dataWaiter_->Stop();
+    if (roomWaiter_) roomWaiter_->Stop();
+    ring_.reset();
+  }
+
+  Napi::Value Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), Open(info.Env()).name()); }
+  Napi::Value Capacity(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(Open(info.Env()).capacity()));
+  }
+  Napi::Value MaxFrame(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(Open(info.Env()).maxFrameBytes()));
+  }
+  Napi::Value OwnerPid(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), Open(info.Env()).ownerPid());
+  }
+  Napi::Value UsedBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(Open(info.Env()).usedBytes()));
+  }
+
+  // tryWrite(parts: Uint8Array | Uint8Array[]): boolean. The parts become ONE frame, copied straight
+  // into the ring, so a caller never concatenates a header and a payload first.
+  Napi::Value TryWrite(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Ring& ring = Open(env);
+    Slice inlineParts[8];
+    std::vector<Slice> heapParts;
+    Slice* parts = inlineParts;
+    size_t count = 0;
+    auto toSlice = [&](Napi::Value v) -> Slice {
+      if (!v.IsTypedArray()) ThrowCoded(env, "CHORUS_ERR_FRAME_INVALID", "tryWrite parts must be Uint8Arrays");
+      Napi::TypedArray t = v.As<Napi::TypedArray>();
+      auto* base = static_cast<const uint8_t*>(t.ArrayBuffer().Data());
+      return Slice{base + t.ByteOffset(), t.ByteLength()};
+    };
+    if (info[0].IsArray()) {
+      Napi::Array arr = info[0].As<Napi::Array>();
+      count = arr.Length();
+      if (count > 8) {
+        heapParts.resize(count);
+        parts = heapParts.data();
+      }
+      for (uint32_t i = 0; i < count; i++) parts[i] = toSlice(arr.Get(i));
+    } else {
+      parts[0] = toSlice(info[0]);
+      count = 1;
+    }
+    try {
+      return Napi::Boolean::New(env, ring.TryWrite(parts, count));
+    } catch (const RingError& e) {
+      ThrowCoded(env, e.code(), e.what());
+    }
+  }
+
+  // tryRead(): Buffer | null. Copies one frame out (the copy is what frees the room for the producer).
+  Napi::Value TryRead(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Ring& ring = Open(env);
+    try {
+      int64_t length = ring.PeekFrameLength();
+      if (length < 0) return env.Null();
+      Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, static_cast<size_t>(length));
+      ring.ConsumeFrame(out.Data(), static_cast<uint64_t>(length));
+      return out;
+    } catch (const RingError& e) {
+      ThrowCoded(env, e.code(), e.what());
+    }
+  }
+
+  // waitForData(deadlineMs): Promise<0 ready | 1 timeout | 2 closed>.
+  Napi::Value WaitForData(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Ring& ring = Open(env);
+    double deadlineMs = info[0].As<Napi::Number>().DoubleValue();
+    if (!dataWaiter_) dataWaiter_ = std::make_unique<Waiter>(env, &ring, Waiter::Kind::kData, AsReference());
+    return dataWaiter_->Start(env, deadlineMs, 0);
+  }
+
+  // waitForRoom(frameBytes, deadlineMs): Promise<0 ready | 1 timeout | 2 closed>.
+  Napi::Value WaitForRoom(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Ring& ring = Open(env);
+    double frameBytes = info[0].As<Napi::Number>().DoubleValue();
+    double deadlineMs = info[1].As<Napi::Number>().DoubleValue();
+    if (!(frameBytes >= 0) || frameBytes > static_cast<double>(ring.maxFrameBytes())) {
+      ThrowCoded(env, "CHORUS_ERR_FRAME_TOO_LARGE",
+                 "frame of " + std::to_string(frameBytes) + " bytes can never fit ring " + ring.name() +
+                     " (max " + std::to_string(ring.maxFrameBytes()) + " bytes)");
+    }
+    if (!roomWaiter_) roomWaiter_ = std::make_unique<Waiter>(env, &ring, Waiter::Kind::kRoom, AsReference());
+    return roomWaiter_->Start(env, deadlineMs, static_cast<uint64_t>(frameBytes));
+  }
+
+  // close(): idempotent. Pending waits settle with 2 (closed). Does not unlink the name.
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    Shutdown();
+    return info.Env().Undefined();
+  }
+
+  Napi::Reference<Napi::Object>* AsReference() { return static_cast<Napi::Reference<Napi::Object>*>(this); }
+
+  std::unique_ptr<Ring> ring_;
+  std::unique_ptr<Waiter> dataWaiter_;
+  std::unique_ptr<Waiter> roomWaiter_;
+};
+
+Napi::Value Unlink(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) ThrowCoded(env, "CHORUS_ERR_SHM", "unlink(name: string)");
+  try {
+    return Napi::Boolean::New(env, Ring::Unlink(info[0].As<Napi::String>()));
+  } catch (const RingError& e) {
+    ThrowCoded(env, e.code(), e.what());
+  }
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  // No static JS handles: the class constructor lives only on this env's exports object.
+  exports.Set("Ring", RingWrap::Define(env));
+  exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
+  exports.Set("headerBytes", Napi::Number::New(env, static_cast<double>(kHeaderBytes)));
+  return exports;
+}
+
+}  // namespace
+}  // namespace chorus
+
+static Napi::Object InitChorusShm(Napi::Env env, Napi::Object exports) { return chorus::Init(env, exports); }
+NODE_API_MODULE(chorus_shm, InitChorusShm)

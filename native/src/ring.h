@@ -1,0 +1,119 @@
+// A single-producer single-consumer byte ring in a POSIX shared-memory segment (no N-API here).
+//
+// Segment layout: one 4 KiB header page, then `capacity` data bytes (a multiple of 8).
+// Entries are [u32 length][payload][pad to 8]. Positions are 64-bit byte counters that only grow
+// (offset = pos % capacity), so "empty" is write == read and "full" is write - read == capacity with
+// no ambiguity and no ABA on wrap.
+//
+// Wrap-around: SPLIT COPY. An entry may run off the end of the data area and continue at offset 0;
+// the writer and reader copy it in two pieces. Entries start 8-aligned and capacity is a multiple of 8,
+// so the 4-byte length word itself never splits. Split copy (rather than a wrap marker) means any
+// frame up to capacity - 4 bytes fits once the ring drains; with a wrap marker, frames larger than
+// half the ring could wait forever depending on where the ring happens to be empty.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace chorus {
+
+constexpr uint32_t kRingMagic = 0x47524843;  // "CHRG" little-endian
+constexpr uint32_t kRingVersion = 1;
+constexpr uint64_t kHeaderBytes = 4096;
+constexpr uint64_t kMinCapacity = 64;
+constexpr uint64_t kMaxCapacity = uint64_t(1) << 34;  // 16 GiB: far beyond any edge, catches unit mix-ups
+
+// Lives at offset 0 of the segment. Every field the other process writes is an atomic on its own cache
+// line, so the producer's stores do not bounce the consumer's line (false sharing costs ~100 ns/frame).
+struct RingHeader {
+  std::atomic<uint32_t> magic;  // stored last (release) by the creator: attach checks it (acquire)
+  uint32_t version;
+  uint64_t capacity;
+  int32_t ownerPid;
+  uint32_t reserved;
+  alignas(64) std::atomic<uint64_t> writePos;  // written by the producer only
+  alignas(64) std::atomic<uint64_t> readPos;   // written by the consumer only
+  // The consumer sleeps on dataSeq; the producer bumps it and wakes only when readerWaiting is set,
+  // so a write costs no syscall while the consumer is busy.
+  alignas(64) std::atomic<uint32_t> dataSeq;
+  std::atomic<uint32_t> readerWaiting;
+  // The producer sleeps on roomSeq when the ring is full; symmetric to the above.
+  alignas(64) std::atomic<uint32_t> roomSeq;
+  std::atomic<uint32_t> writerWaiting;
+};
+static_assert(sizeof(RingHeader) <= kHeaderBytes, "header must fit its page");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared atomics must be lock-free");
+
+// Carries a stable CHORUS_ERR_* code to the JS layer.
+class RingError : public std::runtime_error {
+ public:
+  RingError(const char* code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  const char* code() const { return code_; }
+
+ private:
+  const char* code_;
+};
+
+enum class WaitStatus : int { kReady = 0, kTimeout = 1, kClosed = 2 };
+
+struct Slice {
+  const uint8_t* data;
+  size_t length;
+};
+
+class Ring {
+ public:
+  static std::unique_ptr<Ring> Create(const std::string& name, uint64_t capacityBytes);
+  static std::unique_ptr<Ring> Attach(const std::string& name);
+  // Removes the name; the memory lives on until every process unmaps it. False if it did not exist.
+  static bool Unlink(const std::string& name);
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint64_t capacity() const { return capacity_; }
+  int32_t ownerPid() const { return header_->ownerPid; }
+  uint64_t maxFrameBytes() const;
+  uint64_t usedBytes() const;
+  static uint64_t EntryBytes(uint64_t frameBytes) { return (4 + frameBytes + 7) & ~uint64_t(7); }
+
+  // Producer side. Writes the parts as ONE frame; false when there is no room right now.
+  // Throws CHORUS_ERR_FRAME_TOO_LARGE when the frame could never fit.
+  bool TryWrite(const Slice* parts, size_t count);
+  // Consumer side. Length of the next frame, or -1 when empty. Throws CHORUS_ERR_FRAME_INVALID when the
+  // length word is impossible (a corrupted or foreign segment), rather than reading out of bounds.
+  int64_t PeekFrameLength() const;
+  // Copies the frame PeekFrameLength() reported into dst, frees its room and wakes a sleeping producer.
+  void ConsumeFrame(uint8_t* dst, uint64_t length);
+
+  // Blocking waits: for a background thread only, never the JS thread. They return kClosed as soon as
+  // `cancel` is set and Interrupt*() called.
+  WaitStatus WaitForData(double deadlineMs, const std::atomic<bool>& cancel);
+  WaitStatus WaitForRoom(uint64_t frameBytes, double deadlineMs, const std::atomic<bool>& cancel);
+  // Wakes a local thread sleeping in the corresponding wait (used by close). Bumping the sequence word
+  // is harmless to the peer: to a sleeper it only ever means "re-check".
+  void InterruptDataWait();
+  void InterruptRoomWait();
+
+ private:
+  Ring(std::string name, int fd, void* base, uint64_t mappedBytes);
+  void CopyIn(uint64_t pos, const uint8_t* src, uint64_t n);
+  void CopyOut(uint64_t pos, uint8_t* dst, uint64_t n) const;
+  uint64_t Offset(uint64_t pos) const { return pos % capacity_; }
+
+  std::string name_;
+  int fd_;
+  void* base_;
+  uint64_t mappedBytes_;
+  RingHeader* header_;
+  uint8_t* data_;
+  uint64_t capacity_;
+};
+
+}  // namespace chorus

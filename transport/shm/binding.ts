@@ -1,0 +1,65 @@
+/**
+ * The only file that loads the native addon (native/build/Release/chorus_shm.node, built by `npm install`).
+ * It declares the whole native surface; native/src/addon.cc is the other half and must stay in step.
+ */
+import { createRequire } from 'node:module';
+import { ChorusError, ErrorCodes, type ErrorCode } from '../../src/errors.ts';
+
+/** What a native wait settles with. */
+export const WaitStatus = { Ready: 0, Timeout: 1, Closed: 2 } as const;
+export type WaitStatus = (typeof WaitStatus)[keyof typeof WaitStatus];
+
+/** One mapping of a single-producer single-consumer ring segment. */
+export interface NativeRing {
+  readonly name: string;
+  /** Data bytes (a multiple of 8); the segment adds a `headerBytes` header page. */
+  readonly capacityBytes: number;
+  /** Largest frame that can ever fit: capacityBytes - 4 (entries are [u32 len][payload][pad to 8]). */
+  readonly maxFrameBytes: number;
+  readonly ownerPid: number;
+  usedBytes(): number;
+  /** Writes the parts as one frame. false = no room now. Throws FRAME_TOO_LARGE if it can never fit. */
+  tryWrite(parts: Uint8Array | readonly Uint8Array[]): boolean;
+  /** Copies the next frame out and frees its room (waking a sleeping producer), or null when empty. */
+  tryRead(): Buffer | null;
+  /** Sleeps on a background thread until data is available or the Date.now()-based deadline passes. */
+  waitForData(deadlineMs: number): Promise<WaitStatus>;
+  /** Sleeps on a background thread until a frame of `frameBytes` fits or the deadline passes. */
+  waitForRoom(frameBytes: number, deadlineMs: number): Promise<WaitStatus>;
+  /** Idempotent. Unmaps; pending waits settle with Closed. Does not unlink the name. */
+  close(): void;
+}
+
+export interface NativeAddon {
+  /** create=true: new segment with O_CREAT|O_EXCL, mode 0600. create=false: attach (capacity ignored). */
+  Ring: new (name: string, capacityBytes: number, create: boolean) => NativeRing;
+  /** shm_unlink; false when the name did not exist. */
+  unlink(name: string): boolean;
+  readonly headerBytes: number;
+}
+
+const require = createRequire(import.meta.url);
+const addonPath = new URL('../../native/build/Release/chorus_shm.node', import.meta.url).pathname;
+
+function load(): NativeAddon {
+  try {
+    return require(addonPath) as NativeAddon;
+  } catch (cause) {
+    throw new ChorusError(ErrorCodes.SHM, `cannot load ${addonPath}: run \`npm install\` (it builds native/ with node-gyp)`, {
+      cause,
+    });
+  }
+}
+
+export const addon: NativeAddon = load();
+
+const knownCodes = new Set<string>(Object.values(ErrorCodes));
+
+/** Native errors carry a CHORUS_ERR_* `code`; rebuild them as ChorusError so callers can branch on it. */
+export function toChorusError(err: unknown): ChorusError {
+  if (err instanceof ChorusError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = err instanceof Error ? err.message : String(err);
+  const chorusCode: ErrorCode = typeof code === 'string' && knownCodes.has(code) ? (code as ErrorCode) : ErrorCodes.SHM;
+  return new ChorusError(chorusCode, message, { cause: err });
+}
