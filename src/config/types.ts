@@ -127,4 +127,6 @@ export interface StageGraph {
   /** Topologically ordered: the entry stage first. */
   readonly stages: readonly StageSpec[];
   readonly entryStageId: string;
+  /** Non-fatal findings of the loader (e.g. more threads than cores), `file:line path: message` each. */
+  readonly warnings?: readonly string[];
 }

@@ -1,0 +1,92 @@
+/**
+ * `chorus config check FILE`: validates a stage graph and prints what it resolved to (stages in start
+ * order, edges, connectors, model sizes) plus warnings. Exit 0 when valid, 1 with every problem listed.
+ */
+import { parseArgs } from 'node:util';
+import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
+import type { ModelSpec, StageGraph } from '../../config/types.ts';
+import { isChorusError } from '../../errors.ts';
+
+const usage = `usage: chorus config check [FILE] [--json]
+
+Validates a stage-graph YAML (default: configs/tiny-omni.yaml) and prints the resolved graph.
+  --json    print the resolved graph as JSON instead of a summary
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (err) {
+    process.stderr.write(`chorus config: ${(err as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  const [verb, file, ...extra] = parsed.positionals;
+  if (parsed.values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (verb !== 'check' || extra.length > 0) {
+    process.stderr.write(verb === undefined ? usage : `chorus config: unexpected "${verb === 'check' ? extra[0] : verb}"\n\n${usage}`);
+    return 2;
+  }
+  let graph: StageGraph;
+  try {
+    graph = await loadConfig(file ?? defaultConfigPath());
+  } catch (err) {
+    if (!isChorusError(err)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return 1;
+  }
+  process.stdout.write(parsed.values.json ? `${JSON.stringify(graph, null, 2)}\n` : summary(graph));
+  return 0;
+}
+
+export function summary(graph: StageGraph): string {
+  const lines = [`${graph.file}: OK`, `  async_chunk: ${graph.asyncChunk}`, `  models_dir: ${graph.modelsDir}`];
+  const cp = graph.chunkPolicy;
+  const initial =
+    cp.initialCodecChunkFrames !== null
+      ? `${cp.initialCodecChunkFrames} frames`
+      : cp.dynamicInitialChunk
+        ? 'sized from load'
+        : `${cp.codecChunkFrames} frames (= codec_chunk_frames)`;
+  lines.push(
+    `  chunk_policy: first chunk ${initial}, then ${cp.codecChunkFrames} frames + ${cp.codecLeftContextFrames} context, timeout ${cp.chunkTimeoutMs} ms`,
+    '',
+    'connectors:',
+  );
+  for (const c of Object.values(graph.connectors)) {
+    const options = Object.entries(c.options)
+      .map(([k, v]) => `${k}=${k === 'password' ? '***' : String(v)}`)
+      .join(' ');
+    lines.push(`  ${c.name.padEnd(12)} ${c.kind.padEnd(7)} ${options}`);
+  }
+  lines.push('', 'stages (start order):');
+  for (const s of graph.stages) {
+    const output = s.finalOutput ? `final ${s.finalOutputType}` : 'internal';
+    const entry = s.stageId === graph.entryStageId ? ' [entry]' : '';
+    lines.push(
+      `  ${s.stageId.padEnd(12)} ${s.kind.padEnd(8)} ${s.workerType.padEnd(10)} ${output.padEnd(11)} threads ${s.engine.threads} x ${s.replicas} replica(s)${entry}`,
+      `  ${''.padEnd(12)} model: ${describeModel(s.model)}`,
+    );
+  }
+  lines.push('', 'edges:');
+  const edges = graph.stages.flatMap((s) => s.inputs.map((i) => ({ to: s, ...i })));
+  if (edges.length === 0) lines.push('  (none)');
+  for (const e of edges) {
+    const processor = graph.stages.find((s) => s.stageId === e.from)?.nextStageProcessor ?? '?';
+    lines.push(`  ${e.from} -> ${e.to.stageId} over ${e.connector} (${processor})`);
+  }
+  const warnings = graph.warnings ?? [];
+  if (warnings.length > 0) lines.push('', 'warnings:', ...warnings.map((w) => `  ${w}`));
+  return `${lines.join('\n')}\n`;
+}
+
+function describeModel(model: ModelSpec): string {
+  if (model.source === 'file') return `file ${model.path}${model.tokenizer ? `, tokenizer ${model.tokenizer}` : ''}`;
+  const sizes = Object.entries(model.size)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  return `generated ${model.preset} seed ${model.seed}: ${sizes}`;
+}

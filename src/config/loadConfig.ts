@@ -1,0 +1,188 @@
+/**
+ * YAML -> the validated, defaulted, deeply frozen StageGraph (types.ts). Validation runs in two passes:
+ * the schema first (types, unknown keys), then the cross-field rules (graph shape, processors, model
+ * sizes), which need well-typed input. Within a pass every problem is collected and reported at once.
+ */
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Static } from '@sinclair/typebox';
+import { ChorusError, ErrorCodes } from '../errors.ts';
+import { resolveConnectors } from './connectors.ts';
+import { defaults, defaultMaxTokens, defaultWorkerType, parseByteSize } from './defaults.ts';
+import { resolveGraph, type GraphShape } from './graph.ts';
+import { resolveModel } from './models.ts';
+import { repoRoot } from './paths.ts';
+import { Problems } from './problems.ts';
+import { GraphYaml, StageYaml } from './schema.ts';
+import { checkWorkerType, resolveFinalOutput, resolveProcessor } from './stageRules.ts';
+import type { ChunkPolicy, ModelSpec, SamplingParams, StageGraph, StageSpec } from './types.ts';
+import { check } from './validate.ts';
+import { YamlSource } from './yamlSource.ts';
+
+export { defaultConfigPath } from './paths.ts';
+
+type GraphYamlValue = Static<typeof GraphYaml>;
+type StageYamlValue = Static<typeof StageYaml>;
+
+export interface ParseOptions {
+  /** Folder that relative paths in the YAML resolve against (default: the YAML file's folder, or cwd). */
+  readonly baseDir?: string;
+  /** Cores to budget threads against (default: os.availableParallelism()). */
+  readonly cores?: number;
+}
+
+export async function loadConfig(file: string, options: ParseOptions = {}): Promise<StageGraph> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (cause) {
+    throw new ChorusError(ErrorCodes.CONFIG_NOT_FOUND, `cannot read config ${file}: ${(cause as Error).message}`, { cause });
+  }
+  return parseConfig(text, file, options);
+}
+
+/** `file` names the source in messages; '<embedded>' for text that has no file. */
+export function parseConfig(text: string, file: string, options: ParseOptions = {}): StageGraph {
+  const source = new YamlSource(text);
+  const problems = new Problems(file, source);
+  for (const p of source.syntaxProblems) problems.addAtLine(p.line, p.message);
+  problems.throwIfAny();
+
+  const value = source.value;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    problems.add([], 'the file must be a mapping with at least a `stages:` list (see configs/tiny-omni.yaml)');
+    problems.throwIfAny();
+  }
+  if (!check(GraphYaml, value, [], problems)) problems.throwIfAny();
+  const yaml = value as GraphYamlValue;
+
+  const embedded = file === '<embedded>';
+  const baseDir = options.baseDir ?? (embedded ? process.cwd() : path.dirname(path.resolve(file)));
+  const connectors = resolveConnectors(yaml.connectors, problems);
+  const shape = resolveGraph(
+    yaml.stages.map((s, index) => ({ index, stageId: s.stage_id, kind: s.kind, inputs: s.inputs ?? [] })),
+    Object.keys(connectors),
+    problems,
+  );
+  const stages = shape ? resolveStages(yaml, shape, baseDir, problems) : [];
+  problems.throwIfAny();
+
+  const cores = options.cores ?? os.availableParallelism();
+  const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
+  if (threads > cores) {
+    problems.warn(['stages'], `the stages ask for ${threads} onnxruntime threads (threads x replicas) on ${cores} cores: they will time-share the CPU, so per-step latency rises under load`);
+  }
+  return deepFreeze({
+    file: embedded ? file : path.resolve(file),
+    asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
+    modelsDir: yaml.models_dir === undefined ? path.join(repoRoot(), defaults.modelsDir) : path.resolve(baseDir, yaml.models_dir),
+    connectors,
+    chunkPolicy: resolveChunkPolicy(yaml.chunk_policy),
+    stages,
+    entryStageId: stages[0].stageId,
+    warnings: problems.warnings,
+  });
+}
+
+function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string, problems: Problems): StageSpec[] {
+  const models = new Map<string, ModelSpec | null>();
+  const out: StageSpec[] = [];
+  const entry = yaml.stages[shape.order[0]];
+  if (entry.kind !== 'thinker' && entry.kind !== 'encoder') {
+    problems.add(['stages', shape.order[0], 'kind'], `the entry stage (the one without inputs) must be a thinker or an encoder, got ${entry.kind}`);
+  }
+  for (const index of shape.order) {
+    const s = yaml.stages[index];
+    const stage = { index, stageId: s.stage_id, kind: s.kind };
+    const inputs = shape.inputs[index];
+    const upstream = inputs.map((i) => {
+      const upIndex = yaml.stages.findIndex((u) => u.stage_id === i.from);
+      return { stageId: i.from, index: upIndex, kind: yaml.stages[upIndex].kind, model: models.get(i.from) ?? null };
+    });
+    const model = resolveModel(
+      { ...stage, raw: s.model, defaultPreset: yaml.model_preset ?? defaults.modelPreset, defaultSeed: yaml.model_seed ?? defaults.modelSeed, baseDir, upstream },
+      problems,
+    );
+    models.set(s.stage_id, model);
+    if (model?.source === 'file' && s.kind === 'thinker' && model.tokenizer === undefined) {
+      problems.warn(['stages', index, 'model'], 'no tokenizer folder: the byte tokenizer will be used, sized from the model vocabulary');
+    }
+
+    const workerType = s.worker_type ?? defaultWorkerType(s.kind);
+    checkWorkerType(stage, workerType, problems);
+    const consumers = (shape.consumers.get(s.stage_id) ?? []).map((i) => ({ index: i, stageId: yaml.stages[i].stage_id, kind: yaml.stages[i].kind }));
+    const nextStageProcessor = resolveProcessor(stage, s.next_stage_processor, consumers, problems);
+    const finalOutput = s.final_output ?? false;
+    const finalOutputType = resolveFinalOutput(stage, finalOutput, s.final_output_type, problems);
+    const defaultSamplingParams = resolveSampling(s, index, model, problems);
+    if (!model) continue;
+    out.push({
+      stageId: s.stage_id,
+      kind: s.kind,
+      workerType,
+      model,
+      engine: {
+        maxNumSeqs: s.engine?.max_num_seqs ?? defaults.engine.maxNumSeqs,
+        maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
+        threads: s.engine?.threads ?? defaults.engine.threads,
+        kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
+      },
+      inputs,
+      nextStageProcessor,
+      finalOutput,
+      finalOutputType,
+      defaultSamplingParams,
+      replicas: s.replicas ?? defaults.replicas,
+    });
+  }
+  if (!yaml.stages.some((s) => s.final_output)) {
+    problems.add(['stages'], 'no stage has `final_output: true`, so a request could never return anything');
+  }
+  return out;
+}
+
+function resolveSampling(s: StageYamlValue, index: number, model: ModelSpec | null, problems: Problems): SamplingParams {
+  const p = s.default_sampling_params ?? {};
+  const sampling: SamplingParams = {
+    temperature: p.temperature ?? defaults.sampling.temperature,
+    topK: p.top_k ?? defaults.sampling.topK,
+    topP: p.top_p ?? defaults.sampling.topP,
+    repetitionPenalty: p.repetition_penalty ?? defaults.sampling.repetitionPenalty,
+    seed: p.seed ?? defaults.sampling.seed,
+    maxTokens: p.max_tokens ?? defaultMaxTokens(s.kind),
+    stopTokenIds: p.stop_token_ids ?? [],
+    ignoreEos: p.ignore_eos ?? defaults.sampling.ignoreEos,
+  };
+  if (model?.source === 'generated' && model.kind === 'thinker') {
+    const at = ['stages', index, 'default_sampling_params'];
+    sampling.stopTokenIds.forEach((id, j) => {
+      if (id >= model.size.vocabSize) problems.add([...at, 'stop_token_ids', j], `token id ${id} is outside the vocabulary (vocab_size ${model.size.vocabSize})`);
+    });
+    if (sampling.maxTokens >= model.size.maxPositions) {
+      problems.warn([...at, 'max_tokens'], `${sampling.maxTokens} >= max_positions (${model.size.maxPositions}): long answers will be cut at the context length`);
+    }
+  }
+  return sampling;
+}
+
+function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
+  const d = defaults.chunkPolicy;
+  const initial = p?.initial_codec_chunk_frames;
+  return {
+    initialCodecChunkFrames: initial === undefined || initial === 'auto' ? d.initialCodecChunkFrames : initial,
+    codecChunkFrames: p?.codec_chunk_frames ?? d.codecChunkFrames,
+    codecLeftContextFrames: p?.codec_left_context_frames ?? d.codecLeftContextFrames,
+    dynamicInitialChunk: p?.dynamic_initial_chunk ?? d.dynamicInitialChunk,
+    chunkTimeoutMs: p?.chunk_timeout_ms ?? d.chunkTimeoutMs,
+  };
+}
+
+/** Freezes every nested object and array, so no stage can mutate the shared graph by accident. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,295 @@
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { defaultConfigPath, loadConfig, parseConfig } from '../../src/config/loadConfig.ts';
+import { repoRoot } from '../../src/config/paths.ts';
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { presets } from '../../stages/models/presets.ts';
+
+/** The problem lines of a config that must fail (everything after the summary line). */
+function problemsOf(yaml: string, file = 'configs/x.yaml'): string[] {
+  try {
+    parseConfig(yaml, file, { cores: 64 });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ChorusError);
+    expect((err as ChorusError).code).toBe(ErrorCodes.CONFIG_INVALID);
+    return (err as ChorusError).message.split('\n').slice(1);
+  }
+  throw new Error('expected the config to be rejected');
+}
+
+const thinker = `  - stage_id: thinker
+    kind: thinker
+    final_output: true
+    final_output_type: text
+`;
+
+const threeStages = `stages:
+${thinker}  - stage_id: talker
+    kind: talker
+    inputs: [{from: thinker}]
+  - stage_id: code2wav
+    kind: code2wav
+    inputs: [{from: talker}]
+    final_output: true
+    final_output_type: audio
+`;
+
+describe('shipped configs', () => {
+  it.each(['tiny-omni', 'tiny-omni-sync', 'text-only', 'omni-bench'])('%s.yaml loads', async (name) => {
+    const graph = await loadConfig(path.join(repoRoot(), 'configs', `${name}.yaml`));
+    expect(graph.stages[0].stageId).toBe(graph.entryStageId);
+    expect(graph.stages[0].kind).toBe('thinker');
+    expect(graph.file).toBe(path.join(repoRoot(), 'configs', `${name}.yaml`));
+  });
+
+  it('tiny-omni is the default: thinker -> talker -> code2wav over shm, async, text + audio out', async () => {
+    expect(defaultConfigPath()).toBe(path.join(repoRoot(), 'configs', 'tiny-omni.yaml'));
+    const graph = await loadConfig(defaultConfigPath(), { cores: 64 });
+    expect(graph.asyncChunk).toBe(true);
+    expect(graph.stages.map((s) => [s.stageId, s.workerType, s.nextStageProcessor, s.finalOutputType, s.engine.threads])).toEqual([
+      ['thinker', 'ar', 'thinker2talker', 'text', 1],
+      ['talker', 'ar', 'talker2code2wav', null, 1],
+      ['code2wav', 'generation', null, 'audio', 1],
+    ]);
+    expect(graph.stages[1].inputs).toEqual([{ from: 'thinker', connector: 'shm' }]);
+    expect(graph.connectors.shm).toEqual({ name: 'shm', kind: 'shm', options: { ringBytes: 16 * 1024 * 1024 } });
+    expect(graph.stages[0].engine.kvCacheBytes).toBe(256 * 1024 * 1024);
+    expect(graph.warnings).toEqual([]);
+  });
+
+  it('tiny-omni-sync differs from tiny-omni only in async_chunk', async () => {
+    const load = (n: string) => loadConfig(path.join(repoRoot(), 'configs', `${n}.yaml`), { cores: 64 });
+    const [a, b] = await Promise.all([load('tiny-omni'), load('tiny-omni-sync')]);
+    expect(b.asyncChunk).toBe(false);
+    expect({ ...b, file: a.file, asyncChunk: true }).toEqual(a);
+  });
+
+  it('omni-bench uses the omni sizes and the talker condition width follows its thinker', async () => {
+    const graph = await loadConfig(path.join(repoRoot(), 'configs', 'omni-bench.yaml'));
+    const [t, k, c] = graph.stages.map((s) => s.model);
+    if (t.source !== 'generated' || k.source !== 'generated' || c.source !== 'generated') throw new Error('expected generated models');
+    expect(t.size).toEqual(presets.omni.thinker);
+    expect(k.size).toEqual({ ...presets.omni.talker, conditionDim: 2 * presets.omni.thinker.hiddenSize });
+    expect(c.size).toEqual(presets.omni.code2wav);
+  });
+});
+
+describe('defaults and resolution', () => {
+  it('fills every default from a minimal file, and freezes the result deeply', () => {
+    const graph = parseConfig(threeStages, '/tmp/conf/min.yaml', { cores: 64 });
+    expect(graph.asyncChunk).toBe(true);
+    expect(graph.modelsDir).toBe(path.join(repoRoot(), '.chorus', 'models'));
+    expect(Object.keys(graph.connectors)).toEqual(['shm']);
+    expect(graph.chunkPolicy).toEqual({
+      initialCodecChunkFrames: null,
+      codecChunkFrames: 25,
+      codecLeftContextFrames: 25,
+      dynamicInitialChunk: true,
+      chunkTimeoutMs: 30000,
+    });
+    const [t, k, c] = graph.stages;
+    expect(t.defaultSamplingParams).toEqual({
+      temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, seed: 0, maxTokens: 256, stopTokenIds: [], ignoreEos: false,
+    });
+    expect(t.replicas).toBe(1);
+    expect([t.workerType, k.workerType, c.workerType]).toEqual(['ar', 'ar', 'generation']);
+    // Processors are inferred from the kinds at each end of an edge.
+    expect([t.nextStageProcessor, k.nextStageProcessor, c.nextStageProcessor]).toEqual(['thinker2talker', 'talker2code2wav', null]);
+    expect(t.model).toEqual({ source: 'generated', kind: 'thinker', preset: 'tiny', seed: 0, size: presets.tiny.thinker });
+
+    expect(Object.isFrozen(graph)).toBe(true);
+    expect(Object.isFrozen(graph.stages[1].model)).toBe(true);
+    expect(Object.isFrozen(t.defaultSamplingParams.stopTokenIds)).toBe(true);
+    expect(() => {
+      (graph.stages[0].engine as { threads: number }).threads = 8;
+    }).toThrow(TypeError);
+  });
+
+  it('orders stages topologically whatever the file order', () => {
+    const shuffled = `stages:
+  - stage_id: code2wav
+    kind: code2wav
+    inputs: [{from: talker}]
+    final_output: true
+    final_output_type: audio
+  - stage_id: talker
+    kind: talker
+    inputs: [{from: thinker}]
+${thinker}`;
+    const graph = parseConfig(shuffled, 'x.yaml', { cores: 64 });
+    expect(graph.stages.map((s) => s.stageId)).toEqual(['thinker', 'talker', 'code2wav']);
+    expect(graph.entryStageId).toBe('thinker');
+  });
+
+  it('applies size overrides on the preset and derives the talker condition width', () => {
+    const yaml = threeStages
+      .replace('    kind: thinker\n', '    kind: thinker\n    model: {hidden_size: 64, num_heads: 2, seed: 7}\n')
+      .replace('    kind: talker\n', '    kind: talker\n    model: {preset: omni, codebook_size: 1024}\n');
+    const graph = parseConfig(yaml, 'x.yaml', { cores: 64 });
+    const [t, k] = graph.stages.map((s) => s.model);
+    if (t.source !== 'generated' || k.source !== 'generated' || k.kind !== 'talker') throw new Error('expected generated models');
+    expect(t.seed).toBe(7);
+    expect(t.size).toMatchObject({ ...presets.tiny.thinker, hiddenSize: 64, numHeads: 2 });
+    expect(k.preset).toBe('omni');
+    expect(k.size).toEqual({ ...presets.omni.talker, codebookSize: 1024, conditionDim: 128 });
+  });
+
+  it('resolves file models against the YAML folder and accepts byte sizes with units', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'chorus-config-'));
+    writeFileSync(path.join(dir, 'thinker.onnx'), '');
+    mkdirSync(path.join(dir, 'tok'));
+    writeFileSync(path.join(dir, 'tok', 'tokenizer.json'), '{}');
+    const yaml = `models_dir: cache
+stages:
+  - stage_id: thinker
+    kind: thinker
+    model: {path: thinker.onnx, tokenizer: tok}
+    engine: {kv_cache_bytes: 1.5GiB}
+    final_output: true
+    final_output_type: text
+`;
+    const graph = parseConfig(yaml, path.join(dir, 'g.yaml'), { cores: 64 });
+    expect(graph.modelsDir).toBe(path.join(dir, 'cache'));
+    expect(graph.stages[0].model).toEqual({ source: 'file', path: path.join(dir, 'thinker.onnx'), tokenizer: path.join(dir, 'tok') });
+    expect(graph.stages[0].engine.kvCacheBytes).toBe(1.5 * 1024 ** 3);
+  });
+
+  it('warns (and still loads) when threads x replicas exceed the cores', () => {
+    const yaml = threeStages.replace('    kind: talker\n', '    kind: talker\n    replicas: 2\n    engine: {threads: 2}\n');
+    const graph = parseConfig(yaml, 'x.yaml', { cores: 4 });
+    expect(graph.warnings).toHaveLength(1);
+    expect(graph.warnings?.[0]).toMatch(/^x\.yaml:\d+ stages: the stages ask for 6 onnxruntime threads .* on 4 cores/);
+    expect(parseConfig(yaml, 'x.yaml', { cores: 6 }).warnings).toEqual([]);
+  });
+
+  it('reports a missing file with CONFIG_NOT_FOUND', async () => {
+    await expect(loadConfig('/nonexistent/chorus.yaml')).rejects.toMatchObject({ code: ErrorCodes.CONFIG_NOT_FOUND });
+  });
+});
+
+describe('precise errors', () => {
+  it('an unknown key names the line, the path and the likely key', () => {
+    const yaml = `stages:
+${thinker}    engine:
+      thread: 2
+`;
+    expect(problemsOf(yaml)).toEqual(['configs/x.yaml:7 stages[0].engine.thread: unknown key "thread" (did you mean "threads"?)']);
+  });
+
+  it('a wrong type says what was expected and what was found', () => {
+    const yaml = `async_chunk: yes
+stages:
+${thinker}    replicas: two
+`;
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:1 async_chunk: must be true or false, got "yes"',
+      'configs/x.yaml:7 stages[0].replicas: must be an integer >= 1, got "two"',
+    ]);
+  });
+
+  it('a cycle is named, at the input that closes it', () => {
+    const yaml = threeStages.replace('    inputs: [{from: thinker}]', '    inputs: [{from: thinker}, {from: code2wav}]');
+    expect(problemsOf(yaml)).toEqual(['configs/x.yaml:8 stages[1].inputs[1].from: the stages form a cycle: talker -> code2wav -> talker']);
+  });
+
+  it('an input from a stage that does not exist', () => {
+    const yaml = threeStages.replace('{from: talker}', '{from: taker}');
+    expect(problemsOf(yaml)).toEqual(['configs/x.yaml:11 stages[2].inputs[0].from: unknown stage "taker" (did you mean "talker"?) (stages: thinker, talker, code2wav)']);
+  });
+
+  it('an unknown connector', () => {
+    const yaml = `connectors:
+  shm: {kind: shm}
+${threeStages.replace('{from: talker}', '{from: talker, connector: shm2}')}`;
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:13 stages[2].inputs[0].connector: unknown connector "shm2" (did you mean "shm"?) (connectors: shm)',
+    ]);
+  });
+
+  it('two entry stages', () => {
+    const yaml = `stages:
+${thinker}${thinker.replace('stage_id: thinker', 'stage_id: thinker-2')}`;
+    const [problem] = problemsOf(yaml);
+    expect(problem).toMatch(/^configs\/x\.yaml:6 stages\[1\]: 2 entry stages \(stages without inputs\): "thinker" \(stages\[0\]\), "thinker-2" \(stages\[1\]\)/);
+  });
+
+  it('a YAML syntax error gets the line from the parser', () => {
+    const yaml = `stages:
+  - stage_id: thinker
+    kind: [thinker
+    final_output: true
+`;
+    const problems = problemsOf(yaml);
+    expect(problems.length).toBeGreaterThan(0);
+    expect(problems[0]).toMatch(/^configs\/x\.yaml:[34] YAML syntax error: /);
+  });
+
+  it('a duplicate key is a syntax error at its line', () => {
+    const yaml = `stages:\n${thinker}    kind: talker\n`;
+    expect(problemsOf(yaml)).toEqual(['configs/x.yaml:6 YAML syntax error: Map keys must be unique']);
+  });
+
+  it('lists every problem, one per line, in file order', () => {
+    const yaml = `stages:
+  - stage_id: Thinker_1
+    kind: thinker
+    final_output: true
+  - stage_id: talker
+    kind: speaker
+    replicas: 0
+`;
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:2 stages[0].stage_id: must be lowercase letters, digits and single dashes (no "_"), e.g. "thinker" or "talker-2", got "Thinker_1"',
+      'configs/x.yaml:6 stages[1].kind: must be one of thinker, talker, code2wav, encoder, got "speaker"',
+      'configs/x.yaml:7 stages[1].replicas: must be an integer >= 1, got 0',
+    ]);
+  });
+
+  it('final_output without final_output_type, and a processor that does not fit', () => {
+    const yaml = threeStages
+      .replace('    final_output_type: text\n', '    next_stage_processor: talker2code2wav\n')
+      .replace('    final_output_type: audio\n', '');
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:4 stages[0].final_output: final_output_type is required when final_output is true (text or audio)',
+      'configs/x.yaml:5 stages[0].next_stage_processor: talker2code2wav does not fit: thinker "thinker" feeds talker "talker"; use thinker2talker (or leave the key out)',
+      'configs/x.yaml:12 stages[2].final_output: final_output_type is required when final_output is true (text or audio)',
+    ]);
+  });
+
+  it('code2wav codebooks must match the talker', () => {
+    const yaml = threeStages.replace('    kind: talker\n', '    kind: talker\n    model: {codebook_size: 2048}\n');
+    expect(problemsOf(yaml)).toEqual([
+      // code2wav has no model: key, so the line is where the stage starts.
+      'configs/x.yaml:10 stages[2].model: codebook_size 1024 does not match talker "talker" (stages[1].model.codebook_size = 2048); the vocoder must decode every code the talker emits — set both to the same value',
+    ]);
+  });
+
+  it('a condition_dim that contradicts the thinker, and an unknown preset', () => {
+    const yaml = threeStages
+      .replace('    kind: talker\n', '    kind: talker\n    model: {condition_dim: 100}\n')
+      .replace('    kind: code2wav\n', '    kind: code2wav\n    model: {preset: omnii}\n');
+    expect(problemsOf(yaml)).toEqual([
+      `configs/x.yaml:8 stages[1].model.condition_dim: must be 2 x hidden_size of thinker "thinker" = ${2 * presets.tiny.thinker.hiddenSize}, got 100 (leave it out: it is derived)`,
+      'configs/x.yaml:12 stages[2].model.preset: unknown model preset "omnii" (did you mean "omni"?) (presets: tiny, omni)',
+    ]);
+  });
+
+  it('a missing model file and a stop token outside the vocabulary', () => {
+    const yaml = `stages:
+${thinker}    next_stage_processor: null
+    default_sampling_params: {stop_token_ids: [257, 512]}
+  - stage_id: talker
+    kind: talker
+    model: {path: nowhere.onnx}
+    inputs: [{from: thinker}]
+`;
+    const problems = problemsOf(yaml, '/tmp/chorus-missing/x.yaml');
+    expect(problems).toEqual([
+      '/tmp/chorus-missing/x.yaml:6 stages[0].next_stage_processor: null does not fit: thinker "thinker" feeds talker "talker"; use thinker2talker (or leave the key out)',
+      '/tmp/chorus-missing/x.yaml:7 stages[0].default_sampling_params.stop_token_ids[1]: token id 512 is outside the vocabulary (vocab_size 512)',
+      '/tmp/chorus-missing/x.yaml:10 stages[1].model.path: model file not found: /tmp/chorus-missing/nowhere.onnx (relative paths are resolved against the YAML file\'s folder)',
+    ]);
+  });
+});
