@@ -159,8 +159,10 @@ export class ShmConnector implements Connector {
       return;
     }
     const key = bytes.toString('utf8', 2, 2 + keyBytes);
+    // A plain Uint8Array view (no copy), the same type the other connectors hand out.
+    const frame = new Uint8Array(bytes.buffer, bytes.byteOffset + 2 + keyBytes, bytes.length - 2 - keyBytes);
     try {
-      inbound.mailbox.deliver(key, bytes.subarray(2 + keyBytes));
+      inbound.mailbox.deliver(key, frame);
     } catch (err) {
       this.#log.error({ err, edge: inbound.label, key }, 'dropped a frame');
     }

@@ -1,0 +1,82 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { once } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ShmRing } from '../../transport/shm/ShmRing.ts';
+import { producedFrame, type PeerCommand, type PeerReply } from './fixtures/peerProtocol.ts';
+
+const PEER = new URL('./fixtures/ringPeer.ts', import.meta.url).pathname;
+const rings: ShmRing[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const ring of rings.splice(0)) {
+    ring.close();
+    ring.unlink();
+  }
+});
+
+function ring(capacityBytes: number): ShmRing {
+  const r = ShmRing.create({ capacityBytes });
+  rings.push(r);
+  return r;
+}
+
+/** Forks the peer, sends its command and resolves with its first reply. */
+async function startPeer(cmd: PeerCommand): Promise<{ child: ChildProcess; reply: PeerReply }> {
+  const child = fork(PEER, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.push(child);
+  const replied = once(child, 'message') as Promise<[PeerReply]>;
+  child.send(cmd);
+  const [reply] = await replied;
+  if ('error' in reply) throw new Error(`peer failed: ${reply.error}`);
+  return { child, reply };
+}
+
+describe('ShmRing across processes', () => {
+  it('ping-pongs frames with a child process (futex wake-ups both ways)', async () => {
+    const toChild = ring(64 * 1024);
+    const fromChild = ring(64 * 1024);
+    const { child } = await startPeer({ mode: 'echo', inName: toChild.name, outName: fromChild.name });
+    for (let i = 0; i < 200; i++) {
+      const ping = producedFrame(i);
+      // Alternate a split (header + payload) write with a plain one.
+      if (i % 2) await toChild.write([ping.subarray(0, 4), ping.subarray(4)], Date.now() + 10_000);
+      else await toChild.write(ping, Date.now() + 10_000);
+      const pong = await fromChild.read(Date.now() + 10_000);
+      expect(pong?.equals(ping)).toBe(true);
+    }
+    await toChild.write(Buffer.alloc(0), Date.now() + 10_000); // tells the echo to stop
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+  });
+
+  it('receives 1000 frames in order from a backpressured producer', async () => {
+    // 8 KiB ring, frames up to 3 KiB: the producer blocks on a full ring over and over.
+    const inbound = ring(8 * 1024);
+    const { child } = await startPeer({ mode: 'produce', outName: inbound.name, count: 1000 });
+    const done = once(child, 'message');
+    for (let seq = 0; seq < 1000; seq++) {
+      const frame = await inbound.read(Date.now() + 10_000);
+      expect(frame?.readUInt32LE(0)).toBe(seq);
+      expect(frame?.equals(producedFrame(seq))).toBe(true);
+    }
+    expect(((await done)[0] as PeerReply)).toEqual({ done: true });
+    expect(inbound.tryRead()).toBeNull();
+  });
+
+  it('sweepStaleSegments unlinks the segment of a dead owner and keeps live ones', async () => {
+    const mine = ring(4096);
+    const { child, reply } = await startPeer({ mode: 'own', capacityBytes: 4096 });
+    const orphan = (reply as { owned: string }).owned;
+    expect(orphan).toMatch(new RegExp(`^/chorus-${child.pid}-[0-9a-f]{16}$`));
+    expect(ShmRing.sweepStaleSegments()).not.toContain(orphan); // owner alive: kept
+    child.kill('SIGKILL'); // a crash: nobody unlinks
+    await once(child, 'exit');
+    expect(existsSync(`/dev/shm${orphan}`)).toBe(true);
+    expect(ShmRing.sweepStaleSegments()).toContain(orphan);
+    expect(existsSync(`/dev/shm${orphan}`)).toBe(false);
+    expect(existsSync(`/dev/shm${mine.name}`)).toBe(true);
+  });
+});
