@@ -35,6 +35,12 @@ export interface ThinkerRunner {
   readonly hiddenSize: number;
   readonly vocabSize: number;
   readonly eosTokenId: number;
+  /**
+   * What a bring-your-own model lacks (absent or all true: everything, as for the generated models).
+   * inputsEmbeds false: items with inputsEmbeds are refused. hiddenStates / embeddings false: the
+   * `hidden` / `embeds` outputs are empty, so the model cannot condition a Talker (text only).
+   */
+  readonly supports?: { readonly inputsEmbeds: boolean; readonly hiddenStates: boolean; readonly embeddings: boolean };
   /** Token ids -> input embedding rows (numTokens * hiddenSize), for splicing media and for the Talker. */
   embed(tokenIds: readonly number[]): Float32Array;
   /** One batched forward over the items (each extends its own sequence and KV cache). */
@@ -53,6 +59,13 @@ export interface TalkerBatchItem {
   readonly rows: Float32Array;
   readonly numRows: number;
   readonly sampling: SamplingParams;
+  /**
+   * False for a chunk of a split prefill: the rows extend the cache but no frame is sampled (codes is
+   * empty). Default true. Without it, a split prefill would sample a frame the caller drops, which then
+   * becomes the "previous frame" of the next position and consumes randomness: results would depend on
+   * how the prefill was chunked.
+   */
+  readonly sample?: boolean;
 }
 
 export interface TalkerStepOutput {

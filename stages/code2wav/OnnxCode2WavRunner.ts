@@ -1,0 +1,113 @@
+/**
+ * Code2Wav over onnxruntime-node: codes [B, Q, T] -> audio [B, 1, T * samplesPerFrame]. Items of different
+ * lengths share one run by right-padding with code 0: the model is causal, so padding on the right cannot
+ * change any earlier sample. Each item's first contextFrames frames are left context and are not returned.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import type { Code2WavSize, EngineArgs, ModelSpec } from '../../src/config/types.ts';
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { code2wavReceptiveFieldFrames } from '../models/code2wavModel.ts';
+import { signatureError } from '../models/decoderSignature.ts';
+import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
+import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
+import type { Code2WavItem, Code2WavRunner } from '../types.ts';
+import { probeCode2Wav } from './probeCode2Wav.ts';
+
+const DEFAULT_SAMPLE_RATE_HZ = 24000;
+
+export class OnnxCode2WavRunner implements Code2WavRunner {
+  private constructor(
+    private readonly session: SyncSession,
+    readonly numCodebooks: number,
+    private readonly codebookSize: number,
+    readonly samplesPerFrame: number,
+    readonly sampleRateHz: number,
+    readonly receptiveFieldFrames: number,
+  ) {}
+
+  static load(files: ModelFiles, spec: ModelSpec, engine: Pick<EngineArgs, 'threads'>): OnnxCode2WavRunner {
+    const path = spec.source === 'file' ? files.files.model : files.files['code2wav.onnx'];
+    const session = SyncSession.create(path, sessionOptions(engine));
+    try {
+      const what = `code2wav model ${basename(path)}`;
+      const codes = session.inputMetadata.find((m) => m.name === 'codes');
+      const numCodebooks = codes?.shape[1];
+      if (!codes || codes.type !== 'int64' || typeof numCodebooks !== 'number') {
+        throw signatureError(what, 'needs a codes input [batch, numCodebooks, frames] (int64) with a fixed numCodebooks');
+      }
+      if (!session.outputNames.includes('audio')) throw signatureError(what, 'needs an audio output [batch, 1, samples]');
+      const size = code2wavSizeOf(spec, files);
+      if (size) {
+        return new OnnxCode2WavRunner(session, numCodebooks, size.codebookSize, size.samplesPerFrame, size.sampleRateHz, code2wavReceptiveFieldFrames(size));
+      }
+      // A foreign file: measure what the config cannot tell (codebook size must come from a manifest, else
+      // code 0 only is known valid; the probe finds samples per frame and the causal receptive field).
+      const probed = probeCode2Wav(session, numCodebooks, what);
+      return new OnnxCode2WavRunner(session, numCodebooks, Number.MAX_SAFE_INTEGER, probed.samplesPerFrame, DEFAULT_SAMPLE_RATE_HZ, probed.receptiveFieldFrames);
+    } catch (err) {
+      session.close();
+      throw err;
+    }
+  }
+
+  decode(items: readonly Code2WavItem[]): Float32Array[] {
+    const q = this.numCodebooks;
+    const spf = this.samplesPerFrame;
+    for (const item of items) this.check(item);
+    const live = items.filter((i) => i.numFrames > 0);
+    if (live.length === 0) return items.map(() => new Float32Array(0));
+    const maxFrames = Math.max(...live.map((i) => i.numFrames));
+    const codes = new BigInt64Array(live.length * q * maxFrames); // zeros: right padding
+    live.forEach((item, b) => {
+      for (let book = 0; book < q; book++) {
+        const dst = (b * q + book) * maxFrames;
+        for (let t = 0; t < item.numFrames; t++) codes[dst + t] = BigInt(item.codes[book * item.numFrames + t]);
+      }
+    });
+    const out = this.session.run({ codes: new ort.Tensor('int64', codes, [live.length, q, maxFrames]) }, ['audio']);
+    const audio = out.audio.data as Float32Array;
+    const perItem = maxFrames * spf;
+    if (audio.length !== live.length * perItem) {
+      throw new ChorusError(ErrorCodes.INTERNAL, `code2wav returned ${audio.length} samples for ${live.length} x ${maxFrames} frames of ${spf}`);
+    }
+    let next = 0;
+    return items.map((item) => {
+      if (item.numFrames === 0) return new Float32Array(0);
+      const base = next++ * perItem;
+      return audio.slice(base + item.contextFrames * spf, base + item.numFrames * spf);
+    });
+  }
+
+  private check(item: Code2WavItem): void {
+    const q = this.numCodebooks;
+    if (item.codes.length !== q * item.numFrames) {
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: ${item.codes.length} codes for ${item.numFrames} frames of ${q} codebooks`);
+    }
+    if (!(item.contextFrames >= 0 && item.contextFrames <= item.numFrames)) {
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: contextFrames ${item.contextFrames} not in [0, ${item.numFrames}]`);
+    }
+    for (const code of item.codes) {
+      if (code < 0 || code >= this.codebookSize) {
+        throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: code ${code} outside the codebook [0, ${this.codebookSize})`);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.session.close();
+  }
+}
+
+function code2wavSizeOf(spec: ModelSpec, files: ModelFiles): Code2WavSize | null {
+  if (spec.source === 'generated' && spec.kind === 'code2wav') return spec.size;
+  const manifestPath = join(files.dir, 'manifest.json');
+  if (!existsSync(manifestPath)) return null;
+  try {
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ModelManifest;
+    return manifest.kind === 'code2wav' ? (manifest.size as Code2WavSize) : null;
+  } catch {
+    return null;
+  }
+}

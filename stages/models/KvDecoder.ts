@@ -1,0 +1,88 @@
+/**
+ * Runs an Optimum-style decoder session over a group of sequences that each add the same number of new
+ * positions, with one KV cache per sequence. Sequences of different lengths share a batch by left-padding
+ * the past: padded keys get attention_mask 0 (the graph gives them exactly zero weight) and positions come
+ * from position_ids, so each sequence computes what it would alone. Grouping by numTokens (the caller's
+ * job) avoids padding the new positions as well.
+ */
+import * as ort from 'onnxruntime-node';
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import type { KvLayout } from './SeqKvCache.ts';
+import { SeqKvCache } from './SeqKvCache.ts';
+import type { SyncSession } from './SyncSession.ts';
+
+export interface KvNames {
+  /** past input names, pairing with present output names: layer l key at 2l, value at 2l + 1. */
+  readonly past: readonly string[];
+  readonly present: readonly string[];
+  readonly hasPositionIds: boolean;
+  /** Merged Optimum decoders take a use_cache_branch flag. */
+  readonly hasUseCacheBranch: boolean;
+}
+
+export class KvDecoder {
+  private readonly caches = new Map<string, SeqKvCache>();
+
+  constructor(
+    readonly session: SyncSession,
+    readonly layout: KvLayout,
+    private readonly names: KvNames,
+    /** Longest sequence the model supports (positions), for a clear error instead of garbage past it. */
+    private readonly maxPositions: number,
+  ) {}
+
+  pastLength(seqId: string): number {
+    return this.caches.get(seqId)?.length ?? 0;
+  }
+
+  kvBytes(seqId: string): number {
+    return this.caches.get(seqId)?.bytes ?? 0;
+  }
+
+  free(seqId: string): void {
+    this.caches.delete(seqId);
+  }
+
+  /**
+   * One forward: every sequence in seqIds adds numTokens positions. extraFeeds holds the model's other
+   * inputs (inputs_embeds, ...) with batch rows in seqIds order. Returns the fetched outputs; the caches
+   * have been extended when it returns.
+   */
+  run(seqIds: readonly string[], numTokens: number, extraFeeds: Record<string, ort.Tensor>, fetch: readonly string[]): Record<string, ort.Tensor> {
+    const { numKvHeads, headDim } = this.layout;
+    const caches = seqIds.map((id) => {
+      let c = this.caches.get(id);
+      if (!c) {
+        c = new SeqKvCache(this.layout);
+        this.caches.set(id, c);
+      }
+      if (c.length + numTokens > this.maxPositions) {
+        throw new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, `sequence ${id} would reach ${c.length + numTokens} positions; the model supports ${this.maxPositions}: shorten the prompt or max_tokens`);
+      }
+      return c;
+    });
+    const batch = seqIds.length;
+    const pastLen = Math.max(...caches.map((c) => c.length));
+    const totalLen = pastLen + numTokens;
+
+    const mask = new BigInt64Array(batch * totalLen);
+    const positions = new BigInt64Array(batch * numTokens);
+    caches.forEach((c, b) => {
+      mask.fill(1n, b * totalLen + (pastLen - c.length), (b + 1) * totalLen);
+      for (let i = 0; i < numTokens; i++) positions[b * numTokens + i] = BigInt(c.length + i);
+    });
+    const feeds: Record<string, ort.Tensor> = { ...extraFeeds, attention_mask: new ort.Tensor('int64', mask, [batch, totalLen]) };
+    if (this.names.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, numTokens]);
+    if (this.names.hasUseCacheBranch) feeds.use_cache_branch = new ort.Tensor('bool', new Uint8Array([pastLen > 0 ? 1 : 0]), [1]);
+    this.names.past.forEach((name, i) => {
+      const data = new Float32Array(batch * numKvHeads * pastLen * headDim);
+      caches.forEach((c, b) => c.packInto(i, data, b, pastLen));
+      feeds[name] = new ort.Tensor('float32', data, [batch, numKvHeads, pastLen, headDim]);
+    });
+
+    const out = this.session.run(feeds, [...fetch, ...this.names.present]);
+    const presents = this.names.present.map((name) => out[name].data as Float32Array);
+    caches.forEach((c, b) => c.appendFrom(presents, b, totalLen, numTokens));
+    return out;
+  }
+}

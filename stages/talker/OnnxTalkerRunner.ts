@@ -1,0 +1,206 @@
+/**
+ * The Talker over onnxruntime-node: one frame of numCodebooks codes per sampling step. Codebook 0 comes
+ * from the AR decoder, codebooks 1..Q-1 from the residual code predictor given the decoder's last hidden
+ * state and code 0. The input at position p is the conditioning row plus an embedding of the frame
+ * sampled at position p - 1, or BOS when p - 1 sampled nothing (prompt positions, a split prefill).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import type { EngineArgs, ModelSpec } from '../../src/config/types.ts';
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
+import { groupByNumTokens } from '../models/groupByNumTokens.ts';
+import { KvDecoder } from '../models/KvDecoder.ts';
+import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
+import type { TalkerSize } from '../../src/config/types.ts';
+import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
+import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
+import { readTalkerSignature, type TalkerSignature } from './talkerSignature.ts';
+
+interface TalkerSeqState {
+  lastFrame: Int32Array | null;
+  lastFramePosition: number;
+  seenCode0: Set<number>;
+}
+
+const EMPTY_CODES = new Int32Array(0);
+const DEFAULT_FRAMES_PER_TOKEN = 2;
+
+export class OnnxTalkerRunner implements TalkerRunner {
+  readonly conditionDim: number;
+  readonly numCodebooks: number;
+  readonly framesPerToken: number;
+  readonly padRow: Float32Array;
+  private readonly bos: number;
+  private readonly eos: number;
+  private readonly states = new Map<string, TalkerSeqState>();
+
+  private constructor(
+    private readonly decoder: KvDecoder,
+    private readonly predictor: SyncSession,
+    private readonly signature: TalkerSignature,
+    padRow: Float32Array,
+    framesPerToken: number,
+  ) {
+    this.conditionDim = signature.conditionDim;
+    this.numCodebooks = signature.numCodebooks;
+    this.framesPerToken = framesPerToken;
+    this.padRow = padRow;
+    this.bos = signature.codebookSize;
+    this.eos = signature.codebookSize + 1;
+  }
+
+  static load(files: ModelFiles, spec: ModelSpec, engine: Pick<EngineArgs, 'threads'>): OnnxTalkerRunner {
+    const options = sessionOptions(engine);
+    const talkerPath = spec.source === 'file' ? files.files.model : files.files['talker.onnx'];
+    const predictorPath = join(files.dir, 'code_predictor.onnx');
+    if (!existsSync(predictorPath)) {
+      throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, `talker model ${talkerPath} needs code_predictor.onnx beside it (residual codebooks)`);
+    }
+    const talker = SyncSession.create(talkerPath, options);
+    let predictor: SyncSession | null = null;
+    try {
+      predictor = SyncSession.create(predictorPath, options);
+      const signature = readTalkerSignature(talker, predictor, talkerPath);
+      const size = talkerSizeOf(spec, files);
+      const padPath = join(files.dir, 'pad_row.f32');
+      const padRow = existsSync(padPath) ? new Float32Array(new Uint8Array(readFileSync(padPath)).buffer) : new Float32Array(signature.conditionDim);
+      if (padRow.length !== signature.conditionDim) {
+        throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, `${padPath} holds ${padRow.length} floats, the talker's conditionDim is ${signature.conditionDim}`);
+      }
+      const decoder = new KvDecoder(talker, signature.layout, signature.names, size?.maxPositions ?? Number.MAX_SAFE_INTEGER);
+      return new OnnxTalkerRunner(decoder, predictor, signature, padRow, size?.framesPerToken ?? DEFAULT_FRAMES_PER_TOKEN);
+    } catch (err) {
+      talker.close();
+      predictor?.close();
+      throw err;
+    }
+  }
+
+  execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
+    const outputs = new Array<TalkerStepOutput>(items.length);
+    for (const group of groupByNumTokens(items.map((i) => ({ seqId: i.seqId, numTokens: i.numRows })))) {
+      const groupOutputs = this.runGroup(group.map((i) => items[i]));
+      group.forEach((itemIndex, k) => (outputs[itemIndex] = groupOutputs[k]));
+    }
+    return outputs;
+  }
+
+  private stateOf(seqId: string): TalkerSeqState {
+    let s = this.states.get(seqId);
+    if (!s) this.states.set(seqId, (s = { lastFrame: null, lastFramePosition: -1, seenCode0: new Set() }));
+    return s;
+  }
+
+  private runGroup(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
+    const batch = items.length;
+    const numRows = items[0].numRows;
+    const { conditionDim: c, numCodebooks: q } = this;
+    const condition = new Float32Array(batch * numRows * c);
+    const prevCodes = new BigInt64Array(batch * numRows * q).fill(BigInt(this.bos));
+    items.forEach((item, b) => {
+      if (item.rows.length !== numRows * c) {
+        throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: ${item.rows.length} condition floats, expected ${numRows} x ${c}`);
+      }
+      condition.set(item.rows, b * numRows * c);
+      const state = this.stateOf(item.seqId);
+      if (state.lastFrame && state.lastFramePosition === this.decoder.pastLength(item.seqId) - 1) {
+        state.lastFrame.forEach((code, k) => (prevCodes[b * numRows * q + k] = BigInt(code)));
+      }
+    });
+    const feeds = {
+      condition: new ort.Tensor('float32', condition, [batch, numRows, c]),
+      prev_codes: new ort.Tensor('int64', prevCodes, [batch, numRows, q]),
+    };
+    const out = this.decoder.run(items.map((i) => i.seqId), numRows, feeds, ['logits', 'last_hidden_state']);
+    const logits = out.logits.data as Float32Array;
+    const hidden = out.last_hidden_state.data as Float32Array;
+    const vocab = this.signature.codebookSize + 2;
+    const d = this.signature.hiddenSize;
+
+    const results: TalkerStepOutput[] = items.map((item) => ({ seqId: item.seqId, codes: EMPTY_CODES, eos: false }));
+    const speaking: { b: number; code0: number; rng: ReturnType<typeof drawStream> }[] = [];
+    items.forEach((item, b) => {
+      if (item.sample === false) return;
+      const last = b * numRows + numRows - 1;
+      const position = this.decoder.pastLength(item.seqId) - 1; // the position this frame is sampled from
+      const rng = drawStream(item.sampling.seed, position);
+      const state = this.stateOf(item.seqId);
+      const code0 = sampleToken(logits.subarray(last * vocab, (last + 1) * vocab), item.sampling, rng, {
+        banned: item.sampling.ignoreEos ? [this.bos, this.eos] : [this.bos],
+        seen: state.seenCode0,
+      });
+      if (code0 === this.eos) {
+        results[b] = { seqId: item.seqId, codes: new Int32Array(q), eos: true };
+        return;
+      }
+      state.seenCode0.add(code0);
+      speaking.push({ b, code0, rng });
+    });
+    if (speaking.length > 0) this.predictResidual(items, speaking, hidden, numRows, d, results);
+    return results;
+  }
+
+  /** Codebooks 1..Q-1 for the items that sampled a code 0, in one predictor run. */
+  private predictResidual(
+    items: readonly TalkerBatchItem[],
+    speaking: readonly { b: number; code0: number; rng: ReturnType<typeof drawStream> }[],
+    hidden: Float32Array,
+    numRows: number,
+    d: number,
+    results: TalkerStepOutput[],
+  ): void {
+    const n = speaking.length;
+    const q = this.numCodebooks;
+    const k = this.signature.codebookSize;
+    const lastHidden = new Float32Array(n * d);
+    speaking.forEach(({ b }, i) => {
+      const last = b * numRows + numRows - 1;
+      lastHidden.set(hidden.subarray(last * d, (last + 1) * d), i * d);
+    });
+    const code0 = BigInt64Array.from(speaking, (s) => BigInt(s.code0));
+    const out = this.predictor.run({ hidden: new ort.Tensor('float32', lastHidden, [n, d]), code0: new ort.Tensor('int64', code0, [n]) }, ['logits']);
+    const logits = out.logits.data as Float32Array;
+    speaking.forEach(({ b, code0: c0, rng }, i) => {
+      const item = items[b];
+      const codes = new Int32Array(q);
+      codes[0] = c0;
+      for (let book = 1; book < q; book++) {
+        const from = (i * (q - 1) + book - 1) * k;
+        codes[book] = sampleToken(logits.subarray(from, from + k), item.sampling, rng);
+      }
+      const state = this.stateOf(item.seqId);
+      state.lastFrame = codes;
+      state.lastFramePosition = this.decoder.pastLength(item.seqId) - 1;
+      results[b] = { seqId: item.seqId, codes, eos: false };
+    });
+  }
+
+  kvBytes(seqId: string): number {
+    return this.decoder.kvBytes(seqId);
+  }
+
+  free(seqId: string): void {
+    this.decoder.free(seqId);
+    this.states.delete(seqId);
+  }
+
+  async close(): Promise<void> {
+    this.decoder.session.close();
+    this.predictor.close();
+  }
+}
+
+/** Sizes from the spec, or from the manifest of a generated folder used as a file model. */
+function talkerSizeOf(spec: ModelSpec, files: ModelFiles): TalkerSize | null {
+  if (spec.source === 'generated' && spec.kind === 'talker') return spec.size;
+  const manifestPath = join(files.dir, 'manifest.json');
+  if (!existsSync(manifestPath)) return null;
+  try {
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ModelManifest;
+    return manifest.kind === 'talker' ? (manifest.size as TalkerSize) : null;
+  } catch {
+    return null;
+  }
+}
