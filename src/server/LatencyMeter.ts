@@ -1,0 +1,51 @@
+/**
+ * Client-visible latency of one response: TTFT, TTFP and inter-token gaps, measured when the bytes are handed
+ * to the socket (performance.now() clock), into the chorus_* histograms and onto diagnostics_channel
+ * (`chorus:<ws|http>:firstText|firstAudio`, for the bench and tracing, zero cost without subscribers).
+ */
+import { channel } from 'node:diagnostics_channel';
+import { serverMetrics } from './metrics.ts';
+
+export type Protocol = 'realtime' | 'http';
+
+const channels = {
+  realtime: { firstText: channel('chorus:ws:firstText'), firstAudio: channel('chorus:ws:firstAudio') },
+  http: { firstText: channel('chorus:http:firstText'), firstAudio: channel('chorus:http:firstAudio') },
+};
+
+export class LatencyMeter {
+  readonly #protocol: Protocol;
+  readonly #startedAtMs: number;
+  readonly #requestId: string;
+  #lastTextAtMs: number | null = null;
+  #audioSeen = false;
+
+  constructor(protocol: Protocol, requestId: string, startedAtMs: number) {
+    this.#protocol = protocol;
+    this.#requestId = requestId;
+    this.#startedAtMs = startedAtMs;
+  }
+
+  text(): void {
+    const now = performance.now();
+    const labels = { protocol: this.#protocol };
+    if (this.#lastTextAtMs === null) {
+      const ttftMs = now - this.#startedAtMs;
+      serverMetrics.ttftSeconds.observe(labels, ttftMs / 1000);
+      const ch = channels[this.#protocol].firstText;
+      if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttftMs });
+    } else {
+      serverMetrics.interTokenSeconds.observe(labels, (now - this.#lastTextAtMs) / 1000);
+    }
+    this.#lastTextAtMs = now;
+  }
+
+  audio(): void {
+    if (this.#audioSeen) return;
+    this.#audioSeen = true;
+    const ttfpMs = performance.now() - this.#startedAtMs;
+    serverMetrics.ttfpSeconds.observe({ protocol: this.#protocol }, ttfpMs / 1000);
+    const ch = channels[this.#protocol].firstAudio;
+    if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttfpMs });
+  }
+}

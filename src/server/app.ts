@@ -1,0 +1,150 @@
+/**
+ * The front end: one fastify instance serving the OpenAI-compatible HTTP API, the /v1/realtime WebSocket,
+ * /health, /v1/stages, /metrics and the playground, over any Engine.
+ *
+ *   const app = await buildServer(engine, { apiKey });
+ *   await app.listen({ host: '127.0.0.1', port: 8000 });   // or startServer(engine, opts)
+ */
+import { basename, extname } from 'node:path';
+import websocket from '@fastify/websocket';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { StageGraph } from '../config/types.ts';
+import type { Engine } from '../engine/types.ts';
+import { ChorusError, ErrorCodes } from '../errors.ts';
+import { logger as rootLogger } from '../log.ts';
+import { Admission } from './Admission.ts';
+import { registerChatCompletions } from './chat/chatCompletions.ts';
+import { errorBody, httpStatusFor, replyError, toChorusError } from './httpErrors.ts';
+import { registerInfoRoutes } from './infoRoutes.ts';
+import { countClientError } from './metrics.ts';
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
+import { RealtimeSession } from './realtime/RealtimeSession.ts';
+import { chooseSubprotocol, securityHook } from './security.ts';
+import { ClientInputError } from './validate.ts';
+
+export type { ServerOptions } from './options.ts';
+
+export function defaultModelName(graph: StageGraph): string {
+  if (graph.file === '<embedded>') return 'chorus-tiny-omni';
+  return `chorus-${basename(graph.file, extname(graph.file))}`;
+}
+
+/** Samples per codec frame of the graph's vocoder (for usage accounting of cancelled responses). */
+function samplesPerFrame(graph: StageGraph): number {
+  for (const s of graph.stages) {
+    if (s.model.source === 'generated' && s.model.kind === 'code2wav') return s.model.size.samplesPerFrame;
+  }
+  return 1920; // 24 kHz at 12.5 frames/s, the Qwen-Omni codec
+}
+
+/**
+ * Returns the configured (not yet listening) instance. Plugins load on ready()/listen()/inject(); the routes
+ * are registered in a plugin after @fastify/websocket so that its onRoute hook sees the realtime route.
+ */
+export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyInstance {
+  const options = resolveServerOptions(opts, defaultModelName(engine.graph));
+  const log = (opts.logger ?? rootLogger).child({ component: 'server' });
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    bodyLimit: options.maxBodyBytes,
+    // One line per request at info would drown the log under load; errors are still logged.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+  const admission = new Admission(options.maxSessions);
+
+  app.setErrorHandler((err, request, reply) => {
+    const e = toChorusError(err);
+    if (e.code === ErrorCodes.INTERNAL) request.log.error({ err }, 'request failed');
+    else request.log.debug({ code: e.code, message: e.message }, 'request rejected');
+    const [status, body] = replyError(e);
+    if (err instanceof ClientInputError) body.error.param = err.param;
+    if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    countClientError(ErrorCodes.NOT_FOUND);
+    const message = `no route ${request.method} ${request.url.split('?')[0]}: see GET /v1/models, POST /v1/chat/completions, /v1/realtime`;
+    return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
+  });
+  app.addHook('onRequest', securityHook(options));
+
+  app.register(websocket, {
+    options: {
+      // Frames over maxFrameBytes get an error event and the session lives on; only frames over twice that
+      // (which would have to be buffered whole) close the socket with 1009. This caps per-frame memory.
+      maxPayload: options.maxFrameBytes * 2,
+      perMessageDeflate: false, // deflate would hide bufferedAmount growth behind its own queue
+      handleProtocols: (protocols) => chooseSubprotocol(protocols),
+    },
+    errorHandler: (err, socket, request) => {
+      const code = (err as { code?: string }).code ?? '';
+      if (code.startsWith('WS_ERR_')) {
+        // ws already closes the socket with the right status (1009 too big, 1002 protocol error).
+        countClientError(code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? ErrorCodes.REQUEST_TOO_LARGE : ErrorCodes.REQUEST_INVALID);
+        request.log.debug({ code }, 'realtime frame rejected by ws');
+        return;
+      }
+      request.log.error({ err }, 'realtime session failed');
+      socket.close(1011, 'internal error');
+    },
+  });
+
+  app.register(async (routes) => {
+    registerRealtime(routes, engine, options, admission, samplesPerFrame(engine.graph));
+    registerChatCompletions(routes, { engine, options, admission });
+    registerInfoRoutes(routes, engine, options.modelName);
+  });
+  return app;
+}
+
+function registerRealtime(
+  app: FastifyInstance,
+  engine: Engine,
+  options: ResolvedServerOptions,
+  admission: Admission,
+  spf: number,
+): void {
+  app.get(
+    '/v1/realtime',
+    {
+      websocket: true,
+      // Refuse before the upgrade when full, so clients see an HTTP 503 instead of a socket that closes.
+      preValidation: async (_request, reply) => {
+        if (!admission.full) return;
+        const [status, body] = replyError(new ChorusError(ErrorCodes.OVERLOADED, 'too many sessions: retry later'));
+        return reply.code(status).send(body);
+      },
+    },
+    (socket, request) => {
+      let release: () => void;
+      try {
+        release = admission.acquire('realtime'); // exact check: upgrades in flight may have passed preValidation together
+      } catch (err) {
+        const e = err as ChorusError;
+        countClientError(e.code);
+        socket.send(JSON.stringify({ type: 'error', event_id: 'event_overloaded', error: { type: 'server_error', code: e.code, message: e.message, param: null, event_id: null } }));
+        socket.close(1013, 'try again later');
+        return;
+      }
+      const session = new RealtimeSession(socket, {
+        engine,
+        options,
+        samplesPerFrame: spf,
+        log: request.log,
+        onClosed: release,
+      });
+      request.log.debug({ sessionId: session.id }, 'realtime session opened');
+    },
+  );
+}
+
+/** Builds the server and listens (127.0.0.1:8000 unless told otherwise). Returns the app and its base URL. */
+export async function startServer(engine: Engine, opts: ServerOptions = {}): Promise<{ app: FastifyInstance; url: string }> {
+  const app = buildServer(engine, opts);
+  const host = opts.host ?? '127.0.0.1';
+  await app.listen({ host, port: opts.port ?? 8000 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : (opts.port ?? 8000);
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return { app, url: `http://${shownHost}:${port}` };
+}

@@ -1,0 +1,119 @@
+/**
+ * POST /v1/chat/completions: validates, admits, starts the request, then streams it (SSE) or collects it into
+ * one chat.completion (audio as base64 pcm16 or WAV). A client that disconnects cancels the request.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Engine, RequestHandle } from '../../engine/types.ts';
+import { ChorusError, deserializeError, ErrorCodes } from '../../errors.ts';
+import type { Admission } from '../Admission.ts';
+import { LatencyMeter } from '../LatencyMeter.ts';
+import { serverMetrics } from '../metrics.ts';
+import type { ResolvedServerOptions } from '../options.ts';
+import { floatToPcm16, wavFromPcm16 } from '../pcm.ts';
+import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
+import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
+import { streamChatCompletion } from './chatStream.ts';
+
+export interface ChatRouteContext {
+  readonly engine: Engine;
+  readonly options: ResolvedServerOptions;
+  readonly admission: Admission;
+}
+
+export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteContext): void {
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const startedAtMs = performance.now();
+    const meta: CompletionMeta = {
+      id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
+      created: Math.floor(Date.now() / 1000),
+      model: ctx.options.modelName,
+    };
+    const plan = planChatCompletion(request.body, meta.id, ctx.options.maxResponseTokens);
+    const release = ctx.admission.acquire('http');
+    let handle: RequestHandle;
+    try {
+      handle = ctx.engine.generate(plan.request);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    request.log.debug({ requestId: meta.id, modalities: plan.request.modalities, stream: plan.stream }, 'chat completion');
+    if (plan.stream) {
+      reply.hijack();
+      streamChatCompletion(reply.raw, reply.getHeaders(), {
+        meta,
+        handle,
+        audio: plan.audio !== null,
+        startedAtMs,
+        maxStreamBufferBytes: ctx.options.maxStreamBufferBytes,
+        onEnd: release,
+      });
+      return reply;
+    }
+    try {
+      return await collect(request, reply, plan, handle, meta, startedAtMs);
+    } finally {
+      release();
+    }
+  });
+}
+
+/** Gathers the whole response; resolves with the body, or rejects with a ChorusError for the error handler. */
+function collect(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  plan: ChatPlan,
+  handle: RequestHandle,
+  meta: CompletionMeta,
+  startedAtMs: number,
+): Promise<Record<string, unknown>> {
+  const meter = new LatencyMeter('http', meta.id, startedAtMs);
+  const pcm: Buffer[] = [];
+  let text = '';
+  let sampleRateHz = 24000;
+  return new Promise((resolve, reject) => {
+    const onClose = (): void => {
+      if (reply.raw.writableFinished) return;
+      subscription.unsubscribe();
+      handle.cancel();
+      serverMetrics.responsesTotal.inc({ protocol: 'http', status: 'cancelled' });
+      reject(new ChorusError(ErrorCodes.REQUEST_CANCELLED, 'the client disconnected'));
+    };
+    reply.raw.once('close', onClose);
+    const subscription = handle.events.subscribe({
+      next: (event) => {
+        if (event.type === 'text') {
+          if (event.delta.length > 0) meter.text();
+          text += event.delta;
+        } else if (event.type === 'audio') {
+          if (plan.audio === null) return;
+          meter.audio();
+          pcm.push(floatToPcm16(event.pcm));
+          sampleRateHz = event.sampleRateHz;
+        } else {
+          reply.raw.off('close', onClose);
+          if (event.finishReason === 'error' || event.finishReason === 'cancelled') {
+            serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'error' ? 'failed' : 'cancelled' });
+            const err = event.error ? deserializeError(event.error) : new ChorusError(ErrorCodes.REQUEST_CANCELLED, 'the request was cancelled by the server');
+            request.log.warn({ requestId: meta.id, code: err.code }, 'chat completion failed');
+            reject(err);
+            return;
+          }
+          serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'stop' ? 'completed' : 'incomplete' });
+          let audio: { id: string; base64: string } | null = null;
+          if (plan.audio !== null) {
+            const raw = Buffer.concat(pcm);
+            const bytes = plan.audio.format === 'wav' ? wavFromPcm16(raw, sampleRateHz) : raw;
+            audio = { id: `audio_${randomBytes(12).toString('base64url')}`, base64: bytes.toString('base64') };
+          }
+          resolve(completionBody(meta, text, audio, openAiFinishReason(event.finishReason), event.usage));
+        }
+      },
+      error: () => {
+        reply.raw.off('close', onClose);
+        reject(new ChorusError(ErrorCodes.INTERNAL, 'the engine stream failed (see the server log)'));
+      },
+    });
+  });
+}

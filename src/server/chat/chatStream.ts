@@ -1,0 +1,110 @@
+/**
+ * Streams one request as Server-Sent Events: `data: {chat.completion.chunk}` per delta, a final chunk with
+ * finish_reason and usage, then `data: [DONE]`. An engine failure mid-stream is sent as `data: {"error": ...}`
+ * (what the OpenAI SDKs turn into an APIError) and the stream ends without [DONE].
+ *
+ * A slow reader pauses the request (write buffer over maxStreamBufferBytes) until the buffer has drained;
+ * a client that disconnects cancels it.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { Subscription } from 'rxjs';
+import type { OutputEvent, RequestHandle } from '../../engine/types.ts';
+import { ErrorCodes } from '../../errors.ts';
+import { errorBody } from '../httpErrors.ts';
+import { countClientError, serverMetrics } from '../metrics.ts';
+import { pcm16ToBase64 } from '../pcm.ts';
+import { chunkBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
+import { LatencyMeter } from '../LatencyMeter.ts';
+
+export interface StreamOptions {
+  readonly meta: CompletionMeta;
+  readonly handle: RequestHandle;
+  readonly audio: boolean;
+  readonly startedAtMs: number;
+  readonly maxStreamBufferBytes: number;
+  /** Called exactly once, when the stream has ended for any reason. */
+  readonly onEnd: () => void;
+}
+
+export function streamChatCompletion(res: ServerResponse, headers: Record<string, unknown>, o: StreamOptions): void {
+  res.writeHead(200, {
+    ...headers,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no', // proxies must not hold back deltas
+  });
+  const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs);
+  const audioId = `audio_${randomBytes(12).toString('base64url')}`;
+  let ended = false;
+  let paused = false;
+  let subscription: Subscription | null = null;
+
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    subscription?.unsubscribe();
+    o.onEnd();
+  };
+  const write = (payload: unknown): void => {
+    res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
+    if (!paused && res.writableLength > o.maxStreamBufferBytes) {
+      paused = true;
+      serverMetrics.streamPausesTotal.inc({ protocol: 'http' });
+      o.handle.pause();
+      res.once('drain', () => {
+        paused = false;
+        if (!ended) o.handle.resume();
+      });
+    }
+  };
+
+  // A client that goes away before the end cancels the request.
+  res.on('close', () => {
+    if (!ended) {
+      serverMetrics.responsesTotal.inc({ protocol: 'http', status: 'cancelled' });
+      o.handle.cancel();
+      end();
+    }
+  });
+
+  write(chunkBody(o.meta, { role: 'assistant', content: '' }));
+  const onEvent = (event: OutputEvent): void => {
+    if (ended) return;
+    if (event.type === 'text') {
+      if (event.delta.length === 0) return;
+      meter.text();
+      write(chunkBody(o.meta, o.audio ? { content: event.delta, audio: { id: audioId, transcript: event.delta } } : { content: event.delta }));
+    } else if (event.type === 'audio') {
+      if (!o.audio || event.pcm.length === 0) return;
+      meter.audio();
+      write(chunkBody(o.meta, { audio: { id: audioId, data: pcm16ToBase64(event.pcm) } }));
+    } else if (event.finishReason === 'error' || event.finishReason === 'cancelled') {
+      const code = event.error?.code ?? ErrorCodes.REQUEST_CANCELLED;
+      const message = event.error?.message ?? 'the request was cancelled by the server';
+      countClientError(code);
+      serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'error' ? 'failed' : 'cancelled' });
+      write(errorBody(code, message));
+      end();
+      res.end();
+    } else {
+      serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'stop' ? 'completed' : 'incomplete' });
+      write(chunkBody(o.meta, {}, openAiFinishReason(event.finishReason), event.usage));
+      write('[DONE]');
+      end();
+      res.end();
+    }
+  };
+  subscription = o.handle.events.subscribe({
+    next: onEvent,
+    error: () => onEvent(engineStreamFailed),
+  });
+}
+
+export const engineStreamFailed: OutputEvent = {
+  type: 'done',
+  finishReason: 'error',
+  error: { code: ErrorCodes.INTERNAL, message: 'the engine stream failed (see the server log)' },
+  usage: { promptTokens: 0, completionTokens: 0, audioFrames: 0, audioSeconds: 0 },
+  atMs: 0,
+};

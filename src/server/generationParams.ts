@@ -1,0 +1,68 @@
+/**
+ * Generation knobs shared by both protocols: the OpenAI ones (temperature, top_p, seed, token limit) and the
+ * Chorus extensions (ignore_eos, initial_codec_chunk_frames), and how they become a GenerateRequest.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import type { SamplingParams } from '../config/types.ts';
+import type { GenerateRequest } from '../engine/types.ts';
+import { ClientInputError } from './validate.ts';
+
+/** Field schemas, spread into each protocol's request schema (snake_case, as on the wire). */
+export const generationFields = {
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+  top_p: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1 })),
+  seed: Type.Optional(Type.Integer({ minimum: -(2 ** 53 - 1), maximum: 2 ** 53 - 1 })),
+  /** Chorus extension: keep generating past EOS up to the token limit (fixed-length benchmarks). */
+  ignore_eos: Type.Optional(Type.Boolean()),
+  /** Chorus extension: codec frames in the first Code2Wav chunk (smaller = earlier first audio). */
+  initial_codec_chunk_frames: Type.Optional(Type.Integer({ minimum: 1, maximum: 4096 })),
+};
+
+const generationSchema = Type.Object(generationFields);
+export type GenerationFields = Static<typeof generationSchema>;
+
+/** Later sources win field by field (session defaults, then per-response overrides). */
+export function mergeGeneration(...layers: (GenerationFields | undefined)[]): GenerationFields {
+  const out: Record<string, unknown> = {};
+  for (const layer of layers) {
+    if (!layer) continue;
+    for (const key of Object.keys(generationFields)) {
+      const value = (layer as Record<string, unknown>)[key];
+      if (value !== undefined) out[key] = value;
+    }
+  }
+  return out as GenerationFields;
+}
+
+/**
+ * Checks a requested token limit against the server's cap. An explicit request above the cap is an error (the
+ * client would otherwise get silently shorter output); no request means the cap.
+ */
+export function resolveMaxTokens(requested: number | 'inf' | undefined, cap: number, param: string): number {
+  if (requested === undefined || requested === 'inf') return cap;
+  if (requested > cap) {
+    throw new ClientInputError(`${param} is ${requested}, above this server's limit of ${cap}: ask for at most ${cap}`, param);
+  }
+  return requested;
+}
+
+/**
+ * The engine-facing part of a request. Seed and ignore_eos apply to the Talker too: a seeded request must be
+ * reproducible end to end, and a fixed-length benchmark must not have its audio cut at the Talker's EOS.
+ */
+export function toEngineParams(
+  fields: GenerationFields,
+  maxTokens: number,
+): Pick<GenerateRequest, 'sampling' | 'talkerSampling' | 'initialCodecChunkFrames'> {
+  const sampling: { -readonly [K in keyof SamplingParams]?: SamplingParams[K] } = { maxTokens };
+  const talkerSampling: { -readonly [K in keyof SamplingParams]?: SamplingParams[K] } = {};
+  if (fields.temperature !== undefined) sampling.temperature = fields.temperature;
+  if (fields.top_p !== undefined) sampling.topP = fields.top_p;
+  if (fields.seed !== undefined) sampling.seed = talkerSampling.seed = fields.seed;
+  if (fields.ignore_eos !== undefined) sampling.ignoreEos = talkerSampling.ignoreEos = fields.ignore_eos;
+  return {
+    sampling,
+    ...(Object.keys(talkerSampling).length > 0 ? { talkerSampling } : {}),
+    ...(fields.initial_codec_chunk_frames !== undefined ? { initialCodecChunkFrames: fields.initial_codec_chunk_frames } : {}),
+  };
+}

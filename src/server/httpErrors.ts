@@ -1,0 +1,69 @@
+/**
+ * How errors reach clients: the OpenAI error body `{error: {message, type, code, param}}` with `code` one of
+ * the stable CHORUS_ERR_* codes, and an HTTP status chosen from that code.
+ */
+import { ChorusError, ErrorCodes, type ErrorCode } from '../errors.ts';
+import { countClientError } from './metrics.ts';
+
+const statusByCode: Partial<Record<ErrorCode, number>> = {
+  [ErrorCodes.REQUEST_INVALID]: 400,
+  [ErrorCodes.MEDIA_INVALID]: 400,
+  [ErrorCodes.MEDIA_REMOTE_URL]: 400,
+  [ErrorCodes.EVENT_UNKNOWN]: 400,
+  [ErrorCodes.UNAUTHORIZED]: 401,
+  [ErrorCodes.FORBIDDEN_ORIGIN]: 403,
+  [ErrorCodes.NOT_FOUND]: 404,
+  [ErrorCodes.RESPONSE_ACTIVE]: 409,
+  [ErrorCodes.REQUEST_TOO_LARGE]: 413,
+  [ErrorCodes.OVERLOADED]: 503,
+  [ErrorCodes.SHUTTING_DOWN]: 503,
+  [ErrorCodes.STAGE_DIED]: 503,
+  [ErrorCodes.STAGE_BOOT]: 503,
+  [ErrorCodes.KV_BUDGET]: 503,
+};
+
+export function httpStatusFor(code: ErrorCode): number {
+  return statusByCode[code] ?? 500;
+}
+
+export interface ErrorBody {
+  error: { message: string; type: string; code: ErrorCode; param: string | null };
+}
+
+/** OpenAI's error `type` vocabulary: clients branch on it before they look at our code. */
+export function errorType(code: ErrorCode): string {
+  const status = httpStatusFor(code);
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status < 500) return 'invalid_request_error';
+  return 'server_error';
+}
+
+export function errorBody(code: ErrorCode, message: string, param: string | null = null): ErrorBody {
+  return { error: { message, type: errorType(code), code, param } };
+}
+
+/** Maps anything thrown (ours, fastify's, or a bug) to a stable code and a message that says what to do. */
+export function toChorusError(err: unknown): ChorusError {
+  if (err instanceof ChorusError) return err;
+  const e = err as { code?: string; statusCode?: number; message?: string; validation?: unknown };
+  switch (e?.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, 'request body too large: send less (see --max-body-bytes)', { cause: err });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ChorusError(ErrorCodes.REQUEST_INVALID, 'unsupported Content-Type: send application/json', { cause: err });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ChorusError(ErrorCodes.REQUEST_INVALID, `request body is not valid JSON: ${e.message ?? ''}`, { cause: err });
+  }
+  if (e?.statusCode === 400 || e?.validation || err instanceof SyntaxError) {
+    return new ChorusError(ErrorCodes.REQUEST_INVALID, `invalid request: ${e?.message ?? String(err)}`, { cause: err });
+  }
+  return new ChorusError(ErrorCodes.INTERNAL, 'internal server error (see the server log)', { cause: err });
+}
+
+/** Counts the error and returns [status, body] for a reply. */
+export function replyError(err: ChorusError): [number, ErrorBody] {
+  countClientError(err.code);
+  return [httpStatusFor(err.code), errorBody(err.code, err.message)];
+}

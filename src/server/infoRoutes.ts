@@ -1,0 +1,93 @@
+/**
+ * Read-only routes: GET /v1/models, /health (503 while any stage replica is not ready), /v1/stages (the graph,
+ * without file-system paths), /metrics (Prometheus text), and the playground page.
+ */
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import type { StageGraph } from '../config/types.ts';
+import type { Engine, StageHealth } from '../engine/types.ts';
+import { metricsRegistry } from './metrics.ts';
+
+const playgroundDir = new URL('./playground/', import.meta.url);
+
+/** The page is same-origin only: scripts and connections to this server, nothing else. */
+const playgroundCsp = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "connect-src 'self' ws: wss:",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function healthBody(health: readonly StageHealth[]) {
+  const ready = health.length > 0 && health.every((h) => h.status === 'ready');
+  return {
+    ready,
+    status: ready ? 'ok' : 'unavailable',
+    stages: health.map((h) => ({
+      stage_id: h.stageId,
+      replica: h.replica,
+      status: h.status,
+      pid: h.pid,
+      restarts: h.restarts,
+      in_flight: h.inFlight,
+    })),
+  };
+}
+
+export function describeGraph(graph: StageGraph) {
+  return {
+    async_chunk: graph.asyncChunk,
+    entry_stage_id: graph.entryStageId,
+    chunk_policy: {
+      initial_codec_chunk_frames: graph.chunkPolicy.initialCodecChunkFrames,
+      codec_chunk_frames: graph.chunkPolicy.codecChunkFrames,
+      codec_left_context_frames: graph.chunkPolicy.codecLeftContextFrames,
+      dynamic_initial_chunk: graph.chunkPolicy.dynamicInitialChunk,
+    },
+    stages: graph.stages.map((s) => ({
+      stage_id: s.stageId,
+      kind: s.kind,
+      worker_type: s.workerType,
+      replicas: s.replicas,
+      final_output: s.finalOutput,
+      final_output_type: s.finalOutputType,
+      inputs: s.inputs.map((i) => ({ from: i.from, connector: i.connector })),
+      model: s.model.source === 'generated' ? { source: 'generated', preset: s.model.preset } : { source: 'file' },
+    })),
+    edges: graph.stages.flatMap((s) =>
+      s.inputs.map((i) => ({ from: i.from, to: s.stageId, connector: i.connector, kind: graph.connectors[i.connector]?.kind ?? null })),
+    ),
+  };
+}
+
+export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelName: string): void {
+  const created = Math.floor(Date.now() / 1000);
+  const page = readFileSync(new URL('index.html', playgroundDir), 'utf8');
+  const script = readFileSync(new URL('playground.js', playgroundDir), 'utf8');
+
+  app.get('/', async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').header('content-security-policy', playgroundCsp).header('cache-control', 'no-cache').send(page),
+  );
+  app.get('/playground.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(script),
+  );
+
+  app.get('/v1/models', async () => ({
+    object: 'list',
+    data: [{ id: modelName, object: 'model', created, owned_by: 'chorus' }],
+  }));
+
+  app.get('/health', async (_request, reply) => {
+    const body = healthBody(engine.health());
+    return reply.code(body.ready ? 200 : 503).send(body);
+  });
+
+  app.get('/v1/stages', async () => ({ ...describeGraph(engine.graph), health: healthBody(engine.health()).stages }));
+
+  app.get('/metrics', async (_request, reply) =>
+    reply.type(metricsRegistry.contentType).send(await metricsRegistry.metrics()),
+  );
+}

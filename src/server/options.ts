@@ -1,0 +1,77 @@
+/**
+ * Server options and their defaults. Everything that bounds memory per client lives here, so a reviewer can see
+ * at one glance what a single connection may cost.
+ */
+import type { Logger } from '../log.ts';
+
+export interface ServerOptions {
+  /** Interface to bind. Loopback by default: exposing the server is a deliberate choice. */
+  readonly host?: string;
+  readonly port?: number;
+  /** Bearer token required on HTTP and on the WebSocket upgrade. Default: CHORUS_API_KEY, else none. */
+  readonly apiKey?: string | null;
+  /**
+   * Browser origins allowed besides the server's own (same-origin is always allowed; requests without an
+   * Origin header are not from a browser page and are allowed). '*' allows every origin.
+   */
+  readonly allowedOrigins?: readonly string[];
+  /** Largest realtime client frame answered with an error event; frames up to twice this are read, bigger ones close the socket (1009). */
+  readonly maxFrameBytes?: number;
+  /** Largest HTTP request body (413 above it). */
+  readonly maxBodyBytes?: number;
+  /** Concurrent realtime sessions plus in-flight HTTP completions. */
+  readonly maxSessions?: number;
+  /** Upper bound on max_tokens / max_output_tokens a client may ask for. */
+  readonly maxResponseTokens?: number;
+  /**
+   * Per-stream buffer bound: audio bytes queued for one client (ours + the socket's). Above it the request
+   * is paused (handle.pause()) until the client has read half of it.
+   */
+  readonly maxStreamBufferBytes?: number;
+  /** Audio is only handed to the socket while its bufferedAmount is below this, so text never queues behind much audio. */
+  readonly socketHighWaterBytes?: number;
+  /** Input audio one realtime session may hold (buffer plus committed items). */
+  readonly maxInputAudioBytes?: number;
+  /** Conversation items one realtime session may hold. */
+  readonly maxConversationItems?: number;
+  /** Model id shown by /v1/models and echoed in responses. Default: chorus-<config file name>. */
+  readonly modelName?: string;
+  readonly logger?: Logger;
+}
+
+export interface ResolvedServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly apiKey: string | null;
+  readonly allowedOrigins: readonly string[];
+  readonly maxFrameBytes: number;
+  readonly maxBodyBytes: number;
+  readonly maxSessions: number;
+  readonly maxResponseTokens: number;
+  readonly maxStreamBufferBytes: number;
+  readonly socketHighWaterBytes: number;
+  readonly maxInputAudioBytes: number;
+  readonly maxConversationItems: number;
+  readonly modelName: string;
+}
+
+const MiB = 1024 * 1024;
+
+export function resolveServerOptions(opts: ServerOptions, defaultModelName: string): ResolvedServerOptions {
+  const apiKey = opts.apiKey !== undefined ? opts.apiKey : (process.env.CHORUS_API_KEY ?? null);
+  return Object.freeze({
+    host: opts.host ?? '127.0.0.1',
+    port: opts.port ?? 8000,
+    apiKey: apiKey === '' ? null : apiKey,
+    allowedOrigins: Object.freeze([...(opts.allowedOrigins ?? [])]),
+    maxFrameBytes: opts.maxFrameBytes ?? 16 * MiB, // OpenAI caps input_audio_buffer.append at 15 MiB
+    maxBodyBytes: opts.maxBodyBytes ?? 16 * MiB,
+    maxSessions: opts.maxSessions ?? 128,
+    maxResponseTokens: opts.maxResponseTokens ?? 4096,
+    maxStreamBufferBytes: opts.maxStreamBufferBytes ?? 2 * MiB, // ~40 s of 24 kHz pcm16 in base64
+    socketHighWaterBytes: opts.socketHighWaterBytes ?? 128 * 1024, // ~1 audio chunk of 25 frames
+    maxInputAudioBytes: opts.maxInputAudioBytes ?? 32 * MiB,
+    maxConversationItems: opts.maxConversationItems ?? 1000,
+    modelName: opts.modelName ?? defaultModelName,
+  });
+}

@@ -1,0 +1,51 @@
+/**
+ * Audio encodings for clients: float32 [-1, 1] -> pcm16 little-endian, base64, and a WAV container.
+ * Written out by hand because the formats are tiny and fixed (RIFF/WAVE, PCM, mono, 16-bit).
+ */
+
+/** Float PCM to 16-bit little-endian. Asymmetric scale so that n/32767 maps back to exactly n and -1 to -32768. */
+export function floatToPcm16(samples: Float32Array): Buffer {
+  const out = Buffer.allocUnsafe(samples.length * 2);
+  for (let i = 0; i < samples.length; i++) {
+    let x = samples[i];
+    if (!(x > -1)) x = -1; // also maps NaN to -1 instead of writing garbage
+    else if (x > 1) x = 1;
+    out.writeInt16LE(Math.round(x < 0 ? x * 32768 : x * 32767), i * 2);
+  }
+  return out;
+}
+
+export function pcm16ToBase64(samples: Float32Array): string {
+  return floatToPcm16(samples).toString('base64');
+}
+
+/** A complete mono 16-bit PCM WAV file around `pcm16` (little-endian sample bytes). */
+export function wavFromPcm16(pcm16: Buffer, sampleRateHz: number): Buffer {
+  const header = Buffer.alloc(44);
+  const bytesPerSample = 2;
+  header.write('RIFF', 0, 'ascii');
+  header.writeUInt32LE(36 + pcm16.length, 4);
+  header.write('WAVE', 8, 'ascii');
+  header.write('fmt ', 12, 'ascii');
+  header.writeUInt32LE(16, 16); // fmt chunk size
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(sampleRateHz, 24);
+  header.writeUInt32LE(sampleRateHz * bytesPerSample, 28); // byte rate
+  header.writeUInt16LE(bytesPerSample, 32); // block align
+  header.writeUInt16LE(16, 34); // bits per sample
+  header.write('data', 36, 'ascii');
+  header.writeUInt32LE(pcm16.length, 40);
+  return Buffer.concat([header, pcm16]);
+}
+
+const base64Pattern = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Strict base64 decoding. Buffer.from(s, 'base64') silently skips invalid characters, which would turn a
+ * client's encoding bug into noise fed to the model; this rejects it instead.
+ */
+export function decodeBase64Strict(text: string): Buffer | null {
+  if (text.length % 4 !== 0 || !base64Pattern.test(text)) return null;
+  return Buffer.from(text, 'base64');
+}

@@ -1,0 +1,270 @@
+/**
+ * One /v1/realtime connection: session configuration, the conversation, the input audio buffer, and at most
+ * one active response. Every client frame is answered or rejected with an `error` event naming the offending
+ * event_id; a bad frame never closes the session.
+ */
+import type { RawData, WebSocket } from 'ws';
+import type { Engine, Modality } from '../../engine/types.ts';
+import { ChorusError, ErrorCodes } from '../../errors.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import { mergeGeneration, resolveMaxTokens, toEngineParams } from '../generationParams.ts';
+import { countClientError } from '../metrics.ts';
+import type { ResolvedServerOptions } from '../options.ts';
+import { decodeBase64Strict } from '../pcm.ts';
+import { ClientInputError } from '../validate.ts';
+import { eventIdOf, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
+import { Conversation, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
+import { ResponseStream } from './ResponseStream.ts';
+import { newId, sessionResource, type OutputModality, type SessionState } from './serverEvents.ts';
+import { SocketWriter } from './SocketWriter.ts';
+
+export interface SessionContext {
+  readonly engine: Engine;
+  readonly options: ResolvedServerOptions;
+  readonly samplesPerFrame: number;
+  readonly log: FastifyBaseLogger;
+  /** Called once when the socket has closed and the session released everything. */
+  readonly onClosed: () => void;
+}
+
+/** Realtime output is either audio (with its transcript) or text; asking for both means audio. */
+function normalizeModalities(m: readonly OutputModality[]): OutputModality[] {
+  return m.includes('audio') ? ['audio'] : ['text'];
+}
+
+export class RealtimeSession {
+  readonly #ws: WebSocket;
+  readonly #ctx: SessionContext;
+  readonly #writer: SocketWriter;
+  readonly #state: SessionState;
+  readonly #conversation: Conversation;
+  readonly #conversationId = newId('conv');
+  #inputAudio: Buffer[] = [];
+  #inputAudioBytes = 0;
+  #active: ResponseStream | null = null;
+  #closed = false;
+
+  constructor(ws: WebSocket, ctx: SessionContext) {
+    this.#ws = ws;
+    this.#ctx = ctx;
+    const { options } = ctx;
+    this.#writer = new SocketWriter(ws, {
+      maxStreamBufferBytes: options.maxStreamBufferBytes,
+      socketHighWaterBytes: options.socketHighWaterBytes,
+      onPressure: (congested) => this.#active?.setPaused(congested),
+    });
+    this.#conversation = new Conversation({ maxItems: options.maxConversationItems, maxAudioBytes: options.maxInputAudioBytes });
+    this.#state = {
+      id: newId('sess'),
+      model: options.modelName,
+      outputModalities: ['audio'],
+      voice: 'alloy',
+      instructions: '',
+      maxOutputTokens: 'inf',
+      generation: {},
+    };
+    ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
+    ws.on('close', () => this.#onClose());
+    this.#writer.sendNow({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
+  }
+
+  get id(): string {
+    return this.#state.id;
+  }
+
+  #onFrame(data: RawData, isBinary: boolean): void {
+    if (this.#closed) return;
+    const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
+    if (bytes > this.#ctx.options.maxFrameBytes) {
+      this.#sendError(
+        new ClientInputError(`frame of ${bytes} bytes is over this server's ${this.#ctx.options.maxFrameBytes}: split audio into smaller appends`, null, ErrorCodes.REQUEST_TOO_LARGE),
+        null,
+      );
+      return;
+    }
+    if (isBinary) {
+      this.#sendError(new ClientInputError('binary frames are not supported: send each event as a JSON text frame'), null);
+      return;
+    }
+    const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as Buffer).toString('utf8');
+    let event: ClientEvent | null = null;
+    try {
+      event = parseClientEvent(text);
+      this.#dispatch(event);
+    } catch (err) {
+      this.#sendError(err, event?.event_id ?? eventIdFromText(text));
+    }
+  }
+
+  #dispatch(event: ClientEvent): void {
+    switch (event.type) {
+      case 'session.update':
+        return this.#onSessionUpdate(event);
+      case 'conversation.item.create':
+        return this.#onItemCreate(event);
+      case 'input_audio_buffer.append':
+        return this.#onAudioAppend(event);
+      case 'input_audio_buffer.commit':
+        return this.#onAudioCommit();
+      case 'input_audio_buffer.clear':
+        this.#clearInputAudio();
+        return this.#writer.sendNow({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
+      case 'response.create':
+        return this.#onResponseCreate(event);
+      case 'response.cancel':
+        return this.#onResponseCancel(event);
+    }
+  }
+
+  #onSessionUpdate(event: ClientEventOf<'session.update'>): void {
+    const s = event.session;
+    const state = this.#state;
+    if (s.max_output_tokens !== undefined) {
+      resolveMaxTokens(s.max_output_tokens, this.#ctx.options.maxResponseTokens, 'session.max_output_tokens');
+      state.maxOutputTokens = s.max_output_tokens;
+    }
+    if (s.output_modalities) state.outputModalities = normalizeModalities(s.output_modalities);
+    if (s.instructions !== undefined) state.instructions = s.instructions;
+    if (s.audio?.output?.voice !== undefined) state.voice = s.audio.output.voice;
+    state.generation = mergeGeneration(state.generation, s);
+    this.#writer.sendNow({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
+  }
+
+  #onItemCreate(event: ClientEventOf<'conversation.item.create'>): void {
+    const item = Conversation.toStored(event.item);
+    const previous = this.#conversation.insert(item, event.previous_item_id);
+    this.#announceItem(item, previous);
+  }
+
+  #announceItem(item: StoredItem, previousItemId: string | null): void {
+    const resource = storedItemResource(item);
+    this.#writer.sendNow({ type: 'conversation.item.added', event_id: newId('event'), previous_item_id: previousItemId, item: resource });
+    this.#writer.sendNow({ type: 'conversation.item.done', event_id: newId('event'), previous_item_id: previousItemId, item: resource });
+  }
+
+  #onAudioAppend(event: ClientEventOf<'input_audio_buffer.append'>): void {
+    const audio = decodeBase64Strict(event.audio);
+    if (audio === null) {
+      throw new ClientInputError('audio must be base64 of pcm16 (24 kHz mono, little-endian)', 'audio', ErrorCodes.MEDIA_INVALID);
+    }
+    this.#conversation.reserveAudio(audio.length);
+    this.#inputAudio.push(audio);
+    this.#inputAudioBytes += audio.length;
+  }
+
+  #onAudioCommit(): void {
+    if (this.#inputAudioBytes === 0) throw new ClientInputError('the input audio buffer is empty: append audio before committing');
+    if (this.#inputAudioBytes % 2 !== 0) {
+      throw new ClientInputError('the input audio buffer holds an odd number of bytes: pcm16 needs whole samples', null, ErrorCodes.MEDIA_INVALID);
+    }
+    const audio = Buffer.concat(this.#inputAudio);
+    const item: StoredItem = { id: newId('item'), role: 'user', parts: [{ type: 'input_audio', text: '', audio }] };
+    // The buffer's bytes were reserved as they arrived; move them to the item instead of counting them twice.
+    this.#clearInputAudio();
+    const previous = this.#conversation.insert(item);
+    this.#writer.sendNow({ type: 'input_audio_buffer.committed', event_id: newId('event'), previous_item_id: previous, item_id: item.id });
+    this.#announceItem(item, previous);
+  }
+
+  #clearInputAudio(): void {
+    this.#conversation.releaseAudio(this.#inputAudioBytes);
+    this.#inputAudio = [];
+    this.#inputAudioBytes = 0;
+  }
+
+  #onResponseCreate(event: ClientEventOf<'response.create'>): void {
+    const startedAtMs = performance.now();
+    if (this.#active) {
+      throw new ClientInputError(`response ${this.#active.id} is still in progress: cancel it or wait for its response.done`, null, ErrorCodes.RESPONSE_ACTIVE);
+    }
+    const r = event.response ?? {};
+    const state = this.#state;
+    const outputModalities = r.output_modalities ? normalizeModalities(r.output_modalities) : state.outputModalities;
+    const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
+    const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.options.maxResponseTokens, 'response.max_output_tokens');
+    const inConversation = r.conversation !== 'none';
+    const items = r.input ? r.input.map((it, i) => Conversation.toStored(it, `response.input[${i}]`)) : this.#conversation.items();
+    const messages = toChatMessages(r.instructions ?? state.instructions, items);
+    if (!messages.some((m) => m.role !== 'system')) {
+      throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
+    }
+    const audio = outputModalities.includes('audio');
+    const responseId = newId('resp');
+    const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
+    const generation = mergeGeneration(state.generation, r);
+    const handle = this.#ctx.engine.generate({ requestId: responseId, messages, modalities, ...toEngineParams(generation, maxTokens) });
+
+    const itemId = newId('item');
+    const previousItemId = inConversation ? this.#conversation.lastItemId : null;
+    if (inConversation) this.#conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    const stream = new ResponseStream({
+      writer: this.#writer,
+      handle,
+      inConversation,
+      previousItemId,
+      startedAtMs,
+      samplesPerFrame: this.#ctx.samplesPerFrame,
+      log: this.#ctx.log,
+      state: {
+        id: responseId,
+        conversationId: inConversation ? this.#conversationId : null,
+        outputModalities,
+        voice: r.audio?.output?.voice ?? state.voice,
+        maxOutputTokens,
+        item: { id: itemId, audio, status: 'in_progress', text: '' },
+        status: 'in_progress',
+        statusDetails: null,
+        usage: null,
+      },
+      // response.done has been handed to the socket: record the reply for later turns, accept the next one.
+      onFinished: (s) => {
+        if (inConversation) this.#conversation.setText(itemId, s.text);
+        if (this.#active === s) this.#active = null;
+      },
+    });
+    this.#active = stream;
+    this.#ctx.log.debug({ responseId, modalities }, 'response started');
+    stream.start();
+  }
+
+  #onResponseCancel(event: ClientEventOf<'response.cancel'>): void {
+    const active = this.#active;
+    if (!active || (event.response_id !== undefined && event.response_id !== active.id)) {
+      const which = event.response_id ?? 'in progress';
+      throw new ClientInputError(`no response ${which} to cancel`, 'response_id', ErrorCodes.NO_ACTIVE_RESPONSE);
+    }
+    // A response whose generation already ended is only flushing its tail: its response.done is on the way
+    // and answers the client, so cancelling it is a no-op rather than an error.
+    if (!active.finished) active.cancel();
+  }
+
+  #sendError(err: unknown, eventId: string | null): void {
+    const e = err instanceof ChorusError ? err : new ChorusError(ErrorCodes.INTERNAL, 'internal error handling the event (see the server log)', { cause: err });
+    if (e.code === ErrorCodes.INTERNAL) this.#ctx.log.error({ err, sessionId: this.id }, 'realtime event failed');
+    countClientError(e.code);
+    const param = err instanceof ClientInputError ? err.param : null;
+    const type = e.code === ErrorCodes.INTERNAL ? 'server_error' : 'invalid_request_error';
+    this.#writer.sendNow({ type: 'error', event_id: newId('event'), error: { type, code: e.code, message: e.message, param, event_id: eventId } });
+  }
+
+  /** A socket that closes mid-response cancels its request; nothing of the session outlives the socket. */
+  #onClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#active?.cancel();
+    this.#active = null;
+    this.#writer.discardQueued();
+    this.#clearInputAudio();
+    this.#ctx.log.debug({ sessionId: this.id }, 'realtime session closed');
+    this.#ctx.onClosed();
+  }
+}
+
+/** Best effort: the event_id of a frame that failed before it was parsed into an event. */
+function eventIdFromText(text: string): string | null {
+  try {
+    return eventIdOf(JSON.parse(text));
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * One realtime response: turns the engine's OutputEvents into Realtime GA server events on the SocketWriter.
+ *
+ * Text placement (one rule, kept everywhere): when the response has audio, its text is the audio's transcript
+ * and travels as response.output_audio_transcript.delta (as OpenAI does); when it is text-only, the text
+ * travels as response.output_text.delta. Never both.
+ *
+ * Ordering: the opening events and text deltas go out at once; audio deltas and everything that must follow
+ * the audio (output_audio.done, content_part.done, output_item.done, response.done) go through the writer's
+ * ordered lane. The response stays active until response.done has been handed to the socket, so a next
+ * response's events can never overtake this one's tail.
+ */
+import type { Subscription } from 'rxjs';
+import { ErrorCodes, type SerializedError } from '../../errors.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { FinishReason, OutputEvent, RequestHandle, Usage } from '../../engine/types.ts';
+import { LatencyMeter } from '../LatencyMeter.ts';
+import { countClientError, serverMetrics } from '../metrics.ts';
+import { pcm16ToBase64 } from '../pcm.ts';
+import type { SocketWriter } from './SocketWriter.ts';
+import { itemResource, newId, responseResource, type ResponseState } from './serverEvents.ts';
+
+export interface ResponseStreamContext {
+  readonly writer: SocketWriter;
+  readonly handle: RequestHandle;
+  readonly state: ResponseState;
+  /** False for out-of-band responses (conversation: 'none'). */
+  readonly inConversation: boolean;
+  readonly previousItemId: string | null;
+  /** performance.now() when the response.create frame arrived. */
+  readonly startedAtMs: number;
+  readonly samplesPerFrame: number;
+  readonly log: FastifyBaseLogger;
+  /** Called once, when response.done has been handed to the socket (or the socket is gone). */
+  readonly onFinished: (stream: ResponseStream) => void;
+}
+
+const statusByFinish: Record<FinishReason, ResponseState['status']> = {
+  stop: 'completed',
+  length: 'incomplete',
+  cancelled: 'cancelled',
+  error: 'failed',
+};
+
+export class ResponseStream {
+  readonly #ctx: ResponseStreamContext;
+  #subscription: Subscription | null = null;
+  #finished = false;
+  #paused = false;
+  #cancelling = false;
+  #sampleRateHz = 24000;
+  readonly #meter: LatencyMeter;
+  #firstAudioQueued = false;
+  #textTokens = 0;
+  #audioSamples = 0;
+
+  constructor(ctx: ResponseStreamContext) {
+    this.#ctx = ctx;
+    this.#meter = new LatencyMeter('realtime', ctx.state.id, ctx.startedAtMs);
+  }
+
+  get id(): string {
+    return this.#ctx.state.id;
+  }
+
+  /** The text (or transcript) so far. */
+  get text(): string {
+    return this.#ctx.state.item.text;
+  }
+
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  /** Sends the opening events and starts forwarding the engine's stream. */
+  start(): void {
+    const { writer, state } = this.#ctx;
+    const base = { response_id: state.id, item_id: state.item.id, output_index: 0 };
+    writer.sendNow({ type: 'response.created', event_id: newId('event'), response: responseResource(state) });
+    writer.sendNow({
+      type: 'response.output_item.added',
+      event_id: newId('event'),
+      response_id: state.id,
+      output_index: 0,
+      item: itemResource(state.item),
+    });
+    if (this.#ctx.inConversation) {
+      writer.sendNow({
+        type: 'conversation.item.added',
+        event_id: newId('event'),
+        previous_item_id: this.#ctx.previousItemId,
+        item: itemResource(state.item),
+      });
+    }
+    writer.sendNow({
+      type: 'response.content_part.added',
+      event_id: newId('event'),
+      ...base,
+      content_index: 0,
+      part: state.item.audio ? { type: 'audio', transcript: '' } : { type: 'text', text: '' },
+    });
+    if (writer.congested) this.setPaused(true);
+    this.#subscription = this.#ctx.handle.events.subscribe({
+      next: (event) => this.#onEvent(event),
+      error: (err: unknown) => {
+        this.#ctx.log.error({ err, responseId: state.id }, 'engine stream failed');
+        this.#finish('error', null, { code: ErrorCodes.INTERNAL, message: 'engine stream failed' });
+      },
+    });
+  }
+
+  /** Client cancel or socket close: no delta after this; response.done(cancelled) follows queued control events. */
+  cancel(): void {
+    if (this.#finished || this.#cancelling) return;
+    this.#cancelling = true;
+    // Unsubscribe first: an engine that emits done(cancelled) synchronously inside cancel() must not reach
+    // #finish before the queued audio is discarded (it would discard the closing events too).
+    this.#subscription?.unsubscribe();
+    this.#subscription = null;
+    this.#ctx.handle.cancel();
+    this.#ctx.writer.discardQueued();
+    this.#finish('cancelled', null);
+  }
+
+  /** Backpressure from the socket: hold the request's generation back, or let it continue. */
+  setPaused(paused: boolean): void {
+    if (this.#finished || this.#cancelling || paused === this.#paused) return;
+    this.#paused = paused;
+    if (paused) {
+      serverMetrics.streamPausesTotal.inc({ protocol: 'realtime' });
+      this.#ctx.handle.pause();
+    } else {
+      this.#ctx.handle.resume();
+    }
+  }
+
+  #onEvent(event: OutputEvent): void {
+    if (this.#finished) return;
+    const { writer, state } = this.#ctx;
+    const base = { response_id: state.id, item_id: state.item.id, output_index: 0, content_index: 0 };
+    if (event.type === 'text') {
+      if (event.delta.length === 0) return;
+      this.#meter.text();
+      state.item.text += event.delta;
+      this.#textTokens += event.tokenIds.length;
+      const type = state.item.audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta';
+      writer.sendNow({ type, event_id: newId('event'), ...base, delta: event.delta });
+    } else if (event.type === 'audio') {
+      if (!state.item.audio || event.pcm.length === 0) return;
+      this.#audioSamples += event.pcm.length;
+      this.#sampleRateHz = event.sampleRateHz;
+      const delta = { type: 'response.output_audio.delta', event_id: newId('event'), ...base, delta: pcm16ToBase64(event.pcm) };
+      // TTFP counts when the first audio is handed to the socket, not when the engine produced it.
+      writer.enqueue(delta, this.#firstAudioQueued ? undefined : () => this.#meter.audio());
+      this.#firstAudioQueued = true;
+    } else {
+      this.#finish(event.finishReason, event.usage, event.error);
+    }
+  }
+
+  #finish(reason: FinishReason, usage: Usage | null, error?: SerializedError): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#subscription?.unsubscribe();
+    this.#subscription = null;
+    const { writer, state } = this.#ctx;
+    state.status = statusByFinish[reason];
+    state.item.status = reason === 'stop' ? 'completed' : 'incomplete';
+    state.statusDetails = this.#statusDetails(reason, error);
+    state.usage = usage ?? this.#localUsage();
+    serverMetrics.responsesTotal.inc({ protocol: 'realtime', status: state.status });
+    if (error) countClientError(error.code);
+
+    const base = { response_id: state.id, item_id: state.item.id, output_index: 0, content_index: 0 };
+    // Text-side closers go out at once (they belong to the text lane); the rest queue behind the audio.
+    if (state.item.audio) {
+      writer.sendNow({ type: 'response.output_audio_transcript.done', event_id: newId('event'), ...base, transcript: state.item.text });
+      writer.enqueue({ type: 'response.output_audio.done', event_id: newId('event'), ...base });
+    } else {
+      writer.sendNow({ type: 'response.output_text.done', event_id: newId('event'), ...base, text: state.item.text });
+    }
+    const part = state.item.audio ? { type: 'audio', transcript: state.item.text } : { type: 'text', text: state.item.text };
+    writer.enqueue({ type: 'response.content_part.done', event_id: newId('event'), ...base, part });
+    const item = itemResource(state.item);
+    writer.enqueue({ type: 'response.output_item.done', event_id: newId('event'), response_id: state.id, output_index: 0, item });
+    if (this.#ctx.inConversation) {
+      writer.enqueue({ type: 'conversation.item.done', event_id: newId('event'), previous_item_id: this.#ctx.previousItemId, item });
+    }
+    const done = { type: 'response.done', event_id: newId('event'), response: responseResource(state) };
+    if (writer.open) writer.enqueue(done, () => this.#ctx.onFinished(this));
+    else this.#ctx.onFinished(this);
+  }
+
+  #statusDetails(reason: FinishReason, error?: SerializedError): Record<string, unknown> | null {
+    switch (reason) {
+      case 'stop':
+        return null;
+      case 'length':
+        return { type: 'incomplete', reason: 'max_output_tokens' };
+      case 'cancelled':
+        return { type: 'cancelled', reason: 'client_cancelled' };
+      case 'error':
+        return {
+          type: 'failed',
+          error: { type: 'server_error', code: error?.code ?? ErrorCodes.INTERNAL, message: error?.message ?? 'request failed' },
+        };
+    }
+  }
+
+  /** When we end the response ourselves (cancel), the engine's usage has not arrived: count what was sent. */
+  #localUsage(): Usage {
+    const audioSeconds = this.#audioSamples / this.#sampleRateHz;
+    return {
+      promptTokens: 0,
+      completionTokens: this.#textTokens,
+      audioFrames: Math.ceil(this.#audioSamples / this.#ctx.samplesPerFrame),
+      audioSeconds,
+    };
+  }
+}

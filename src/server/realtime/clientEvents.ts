@@ -1,0 +1,128 @@
+/**
+ * The realtime client events Chorus implements (OpenAI Realtime GA names and shapes), their schemas, and the
+ * one parse step every frame goes through. Fields OpenAI defines but Chorus ignores (tools, turn_detection,
+ * tracing...) are accepted and ignored, so OpenAI clients work unchanged.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { ErrorCodes } from '../../errors.ts';
+import { generationFields } from '../generationParams.ts';
+import { ClientInputError, compileValidator } from '../validate.ts';
+
+const Modalities = Type.Array(Type.Union([Type.Literal('text'), Type.Literal('audio')]), { minItems: 1, maxItems: 2 });
+
+/** GA shape {type: 'audio/pcm', rate: 24000}; the beta string 'pcm16' is accepted as the same thing. */
+const AudioFormat = Type.Union([
+  Type.Object({ type: Type.Literal('audio/pcm'), rate: Type.Optional(Type.Literal(24000)) }),
+  Type.Literal('pcm16'),
+]);
+
+const Voice = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Object({ id: Type.String({ maxLength: 64 }) })]);
+
+const MaxOutputTokens = Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('inf')]);
+
+const AudioConfig = Type.Object({
+  input: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat) })),
+  output: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) })),
+});
+
+export const SessionFields = Type.Object({
+  type: Type.Optional(Type.Literal('realtime')),
+  model: Type.Optional(Type.String()),
+  output_modalities: Type.Optional(Modalities),
+  instructions: Type.Optional(Type.String()),
+  max_output_tokens: Type.Optional(MaxOutputTokens),
+  audio: Type.Optional(AudioConfig),
+  ...generationFields,
+});
+export type SessionFields = Static<typeof SessionFields>;
+
+const ContentPart = Type.Object({
+  type: Type.Union([
+    Type.Literal('input_text'),
+    Type.Literal('input_audio'),
+    Type.Literal('text'),
+    Type.Literal('output_text'),
+  ]),
+  text: Type.Optional(Type.String()),
+  /** base64 pcm16 24 kHz mono (input_audio). Stored; audio encoders are not wired to the Thinker yet. */
+  audio: Type.Optional(Type.String()),
+  transcript: Type.Optional(Type.String()),
+});
+export type ContentPart = Static<typeof ContentPart>;
+
+export const MessageItem = Type.Object({
+  type: Type.Literal('message'),
+  role: Type.Union([Type.Literal('user'), Type.Literal('system'), Type.Literal('assistant')]),
+  content: Type.Array(ContentPart, { maxItems: 64 }),
+  id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' })),
+});
+export type MessageItem = Static<typeof MessageItem>;
+
+export const ResponseFields = Type.Object({
+  output_modalities: Type.Optional(Modalities),
+  instructions: Type.Optional(Type.String()),
+  max_output_tokens: Type.Optional(MaxOutputTokens),
+  audio: Type.Optional(Type.Object({ output: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) })) })),
+  /** 'none' = an out-of-band response: its output is not added to the conversation. */
+  conversation: Type.Optional(Type.String()),
+  /** When present, the response sees these items instead of the conversation. */
+  input: Type.Optional(Type.Array(MessageItem, { maxItems: 1000 })),
+  ...generationFields,
+});
+export type ResponseFields = Static<typeof ResponseFields>;
+
+const EventId = Type.Optional(Type.String({ maxLength: 128 }));
+
+const schemas = {
+  'session.update': Type.Object({ type: Type.Literal('session.update'), event_id: EventId, session: SessionFields }),
+  'conversation.item.create': Type.Object({
+    type: Type.Literal('conversation.item.create'),
+    event_id: EventId,
+    previous_item_id: Type.Optional(Type.String()),
+    item: MessageItem,
+  }),
+  'input_audio_buffer.append': Type.Object({ type: Type.Literal('input_audio_buffer.append'), event_id: EventId, audio: Type.String() }),
+  'input_audio_buffer.commit': Type.Object({ type: Type.Literal('input_audio_buffer.commit'), event_id: EventId }),
+  'input_audio_buffer.clear': Type.Object({ type: Type.Literal('input_audio_buffer.clear'), event_id: EventId }),
+  'response.create': Type.Object({ type: Type.Literal('response.create'), event_id: EventId, response: Type.Optional(ResponseFields) }),
+  'response.cancel': Type.Object({ type: Type.Literal('response.cancel'), event_id: EventId, response_id: Type.Optional(Type.String()) }),
+};
+
+type Schemas = typeof schemas;
+export type ClientEvent = { [K in keyof Schemas]: Static<Schemas[K]> }[keyof Schemas];
+export type ClientEventOf<K extends keyof Schemas> = Static<Schemas[K]>;
+
+const validators = Object.fromEntries(
+  Object.entries(schemas).map(([type, schema]) => [type, compileValidator(schema)]),
+) as { [K in keyof Schemas]: ReturnType<typeof compileValidator<Schemas[K]>> };
+
+export const supportedClientEvents = Object.keys(schemas);
+
+/** The event_id of a frame that failed to parse, if one can be read, so the error can point at it. */
+export function eventIdOf(value: unknown): string | null {
+  const id = (value as { event_id?: unknown } | null)?.event_id;
+  return typeof id === 'string' ? id : null;
+}
+
+/** Parses one text frame into a typed client event, or throws ClientInputError with a stable code. */
+export function parseClientEvent(frame: string): ClientEvent {
+  let value: unknown;
+  try {
+    value = JSON.parse(frame);
+  } catch (err) {
+    throw new ClientInputError(`frame is not valid JSON (${(err as Error).message}): send one JSON event per text frame`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ClientInputError('frame must be a JSON object with a "type" field');
+  }
+  const type = (value as { type?: unknown }).type;
+  if (typeof type !== 'string') throw new ClientInputError('event is missing its "type" field', 'type');
+  if (!Object.hasOwn(validators, type)) {
+    throw new ClientInputError(
+      `event type "${type.slice(0, 64)}" is not supported; supported: ${supportedClientEvents.join(', ')}`,
+      'type',
+      ErrorCodes.EVENT_UNKNOWN,
+    );
+  }
+  return validators[type as keyof Schemas].parse(value, type) as ClientEvent;
+}

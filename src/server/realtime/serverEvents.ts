@@ -1,0 +1,99 @@
+/**
+ * Shapes of the realtime server events' payloads (OpenAI Realtime GA): the session, response and item
+ * resources, usage, and ids. Events themselves are plain objects built where they are sent.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Usage } from '../../engine/types.ts';
+import type { GenerationFields } from '../generationParams.ts';
+
+export const PCM_FORMAT = Object.freeze({ type: 'audio/pcm', rate: 24000 });
+
+export function newId(prefix: 'sess' | 'resp' | 'item' | 'conv' | 'event'): string {
+  return `${prefix}_${randomBytes(12).toString('base64url')}`;
+}
+
+export type OutputModality = 'text' | 'audio';
+
+export interface SessionState {
+  readonly id: string;
+  readonly model: string;
+  outputModalities: OutputModality[];
+  voice: string | { id: string };
+  instructions: string;
+  maxOutputTokens: number | 'inf';
+  generation: GenerationFields;
+}
+
+export function sessionResource(s: SessionState): Record<string, unknown> {
+  return {
+    type: 'realtime',
+    object: 'realtime.session',
+    id: s.id,
+    model: s.model,
+    output_modalities: s.outputModalities,
+    instructions: s.instructions,
+    max_output_tokens: s.maxOutputTokens,
+    audio: { input: { format: PCM_FORMAT }, output: { format: PCM_FORMAT, voice: s.voice } },
+    ...s.generation, // Chorus extensions, echoed so clients see what is in effect
+  };
+}
+
+export type ResponseStatus = 'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';
+export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
+
+export interface AssistantItem {
+  readonly id: string;
+  readonly audio: boolean;
+  status: ItemStatus;
+  text: string;
+}
+
+/** An assistant item: audio responses carry the text as the audio's transcript, text responses as output_text. */
+export function itemResource(item: AssistantItem): Record<string, unknown> {
+  const content =
+    item.status === 'in_progress'
+      ? []
+      : [item.audio ? { type: 'output_audio', transcript: item.text } : { type: 'output_text', text: item.text }];
+  return { id: item.id, object: 'realtime.item', type: 'message', role: 'assistant', status: item.status, content };
+}
+
+export interface ResponseState {
+  readonly id: string;
+  readonly conversationId: string | null;
+  readonly outputModalities: OutputModality[];
+  readonly voice: string | { id: string };
+  readonly maxOutputTokens: number | 'inf';
+  readonly item: AssistantItem;
+  status: ResponseStatus;
+  statusDetails: Record<string, unknown> | null;
+  usage: Usage | null;
+}
+
+export function responseResource(r: ResponseState): Record<string, unknown> {
+  return {
+    id: r.id,
+    object: 'realtime.response',
+    status: r.status,
+    status_details: r.statusDetails,
+    output: [itemResource(r.item)],
+    conversation_id: r.conversationId,
+    output_modalities: r.outputModalities,
+    max_output_tokens: r.maxOutputTokens,
+    audio: { output: { format: PCM_FORMAT, voice: r.voice } },
+    usage: r.usage === null ? null : usageResource(r.usage),
+    metadata: null,
+  };
+}
+
+/** Audio "tokens" are codec frames, the unit the Talker generates. */
+export function usageResource(u: Usage): Record<string, unknown> {
+  const outputTokens = u.completionTokens + u.audioFrames;
+  return {
+    total_tokens: u.promptTokens + outputTokens,
+    input_tokens: u.promptTokens,
+    output_tokens: outputTokens,
+    input_token_details: { text_tokens: u.promptTokens, audio_tokens: 0, cached_tokens: 0 },
+    output_token_details: { text_tokens: u.completionTokens, audio_tokens: u.audioFrames },
+    audio_seconds: u.audioSeconds, // Chorus extension
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * Bearer-token auth and the browser Origin allow-list, as one onRequest hook that runs for plain HTTP and for
+ * the WebSocket upgrade alike (so a rejected upgrade gets an ordinary 401/403 response, never a socket).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ChorusError, ErrorCodes } from '../errors.ts';
+import { replyError } from './httpErrors.ts';
+import type { ResolvedServerOptions } from './options.ts';
+
+/** Browsers cannot set headers on a WebSocket, so OpenAI's browser SDK sends the key as this subprotocol. */
+export const KEY_SUBPROTOCOL_PREFIX = 'openai-insecure-api-key.';
+
+/** Routes a browser must reach before it can know the key: the playground page, and liveness probes. */
+const publicRoutes = new Set(['GET /', 'GET /playground.js', 'GET /health', 'HEAD /', 'HEAD /health']);
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** Constant-time comparison (over digests, so lengths never leak either). */
+function keyMatches(candidate: string, expectedDigest: Buffer): boolean {
+  return timingSafeEqual(digest(candidate), expectedDigest);
+}
+
+export function offeredSubprotocols(header: string | string[] | undefined): string[] {
+  const text = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+function presentedKeys(request: FastifyRequest): string[] {
+  const keys: string[] = [];
+  const auth = request.headers.authorization;
+  if (auth?.startsWith('Bearer ')) keys.push(auth.slice('Bearer '.length).trim());
+  for (const protocol of offeredSubprotocols(request.headers['sec-websocket-protocol'])) {
+    if (protocol.startsWith(KEY_SUBPROTOCOL_PREFIX)) keys.push(protocol.slice(KEY_SUBPROTOCOL_PREFIX.length));
+  }
+  return keys;
+}
+
+/**
+ * Same-origin is always allowed (the playground); other origins only when listed. A page on another site
+ * could otherwise drive a localhost server through the visitor's browser (cross-site WebSocket hijacking).
+ */
+export function originAllowed(origin: string, hostHeader: string | undefined, allowed: readonly string[]): boolean {
+  if (allowed.includes('*') || allowed.includes(origin)) return true;
+  try {
+    return new URL(origin).host === hostHeader;
+  } catch {
+    return false; // "null" (sandboxed frames, file://) and garbage
+  }
+}
+
+export function securityHook(options: ResolvedServerOptions) {
+  const expectedDigest = options.apiKey === null ? null : digest(options.apiKey);
+
+  return async function onRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const origin = request.headers.origin;
+    if (origin !== undefined) {
+      if (!originAllowed(origin, request.headers.host, options.allowedOrigins)) {
+        const err = new ChorusError(
+          ErrorCodes.FORBIDDEN_ORIGIN,
+          `origin ${origin} is not allowed: start the server with --allowed-origin ${origin}`,
+        );
+        request.log.warn({ origin, url: request.url }, 'rejected origin');
+        const [status, body] = replyError(err);
+        return reply.code(status).send(body);
+      }
+      // Cross-origin pages that are allowed need CORS headers to read responses and to send Authorization.
+      reply.header('access-control-allow-origin', origin);
+      reply.header('vary', 'Origin');
+      if (request.method === 'OPTIONS') {
+        reply.header('access-control-allow-methods', 'GET, POST, OPTIONS');
+        reply.header('access-control-allow-headers', 'authorization, content-type');
+        reply.header('access-control-max-age', '600');
+        return reply.code(204).send();
+      }
+    }
+    if (expectedDigest === null || request.method === 'OPTIONS') return;
+    const routeKey = `${request.method} ${request.url.split('?')[0]}`;
+    if (publicRoutes.has(routeKey)) return;
+    if (presentedKeys(request).some((key) => keyMatches(key, expectedDigest))) return;
+    const [status, body] = replyError(
+      new ChorusError(ErrorCodes.UNAUTHORIZED, 'missing or wrong API key: send "Authorization: Bearer <key>"'),
+    );
+    reply.header('www-authenticate', 'Bearer');
+    return reply.code(status).send(body);
+  };
+}
+
+/**
+ * Chooses the subprotocol to echo on the upgrade. Browsers fail the handshake when they offered protocols and
+ * the server picks none, so echo "realtime" when offered; never echo the key back unless it is all there is.
+ */
+export function chooseSubprotocol(protocols: Set<string>): string | false {
+  if (protocols.has('realtime')) return 'realtime';
+  for (const p of protocols) if (!p.startsWith(KEY_SUBPROTOCOL_PREFIX)) return p;
+  const first = protocols.values().next();
+  return first.done ? false : first.value;
+}

@@ -1,0 +1,53 @@
+/**
+ * Schema checks for client input (HTTP bodies and realtime events) with TypeBox: one compiled checker per
+ * schema, and an error that names the offending field so the client can fix it.
+ */
+import type { Static, TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import type { ValueError } from '@sinclair/typebox/errors';
+import { ChorusError, ErrorCodes } from '../errors.ts';
+
+/** A ChorusError carrying the JSON-pointer-ish path of the bad field (OpenAI's `param`). */
+export class ClientInputError extends ChorusError {
+  readonly param: string | null;
+  constructor(message: string, param: string | null = null, code: ChorusError['code'] = ErrorCodes.REQUEST_INVALID) {
+    super(code, message);
+    this.param = param;
+  }
+}
+
+export interface Validator<T extends TSchema> {
+  /** Returns the value typed, or throws ClientInputError naming the first bad field. */
+  parse(value: unknown, what: string): Static<T>;
+}
+
+function describe(error: ValueError): string {
+  const alternatives = (error.schema as { anyOf?: TSchema[] }).anyOf;
+  if (alternatives?.every((s) => 'const' in s)) {
+    return `must be one of ${alternatives.map((s) => JSON.stringify((s as unknown as { const: unknown }).const)).join(', ')}`;
+  }
+  if (alternatives) return 'is not in any accepted form (see the API reference)';
+  return error.message.replace(/^Expected/, 'expected');
+}
+
+/** JSON pointer (/messages/0/role) to a readable path (messages[0].role). */
+function readablePath(pointer: string): string {
+  return pointer
+    .split('/')
+    .filter((p) => p.length > 0)
+    .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`))
+    .join('');
+}
+
+export function compileValidator<T extends TSchema>(schema: T): Validator<T> {
+  const check: TypeCheck<T> = TypeCompiler.Compile(schema);
+  return {
+    parse(value, what) {
+      if (check.Check(value)) return value;
+      const first = check.Errors(value).First();
+      if (!first) throw new ClientInputError(`${what}: invalid`);
+      const path = readablePath(first.path);
+      throw new ClientInputError(`${what}: ${path || 'value'} ${describe(first)}`, path || null);
+    },
+  };
+}

@@ -1,0 +1,244 @@
+/**
+ * /v1/realtime over a real socket against the Engine test double: event shapes and order, the text/transcript
+ * rule, session and per-response settings reaching the engine, one active response, cancel, disconnect.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeAudioDeltas, RealtimeClient, startTestServer, type ServerEvent } from './serverClient.ts';
+import { defaultScript, expectedPcm16, type TestEngine } from './serverTestEngine.ts';
+
+let server: Awaited<ReturnType<typeof startTestServer>>;
+let engine: TestEngine;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  engine = server.engine;
+});
+afterAll(async () => {
+  await server.app.close();
+});
+
+function typesOf(events: readonly ServerEvent[]): string[] {
+  return events.map((e) => e.type);
+}
+
+describe('realtime session', () => {
+  it('announces the session with its defaults', async () => {
+    const client = await RealtimeClient.connect(server.wsUrl);
+    const created = client.events[0];
+    expect(created.type).toBe('session.created');
+    const session = created.session as Record<string, unknown>;
+    expect(session.object).toBe('realtime.session');
+    expect(session.output_modalities).toEqual(['audio']);
+    expect(session.model).toBe('chorus-test-omni');
+    expect((session.audio as { output: { format: unknown } }).output.format).toEqual({ type: 'audio/pcm', rate: 24000 });
+    client.close();
+  });
+
+  it('streams an audio response: transcript and audio interleaved, in GA order, audio intact', async () => {
+    engine.script = defaultScript({ tokens: 8, chunkSamples: 4800, tokensPerChunk: 2 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    const done = await client.respond('hello');
+    const response = done.response as Record<string, unknown>;
+    expect(response.status).toBe('completed');
+
+    const rid = response.id as string;
+    const own = client.events.filter((e) => e.response_id === rid || (e.response as { id?: string } | undefined)?.id === rid || e.type.startsWith('conversation.item'));
+    const order = typesOf(own).filter((t) => !t.endsWith('.delta'));
+    expect(order).toEqual([
+      'conversation.item.added', // the user's message
+      'conversation.item.done',
+      'response.created',
+      'response.output_item.added',
+      'conversation.item.added', // the assistant's item
+      'response.content_part.added',
+      'response.output_audio_transcript.done',
+      'response.output_audio.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'conversation.item.done',
+      'response.done',
+    ]);
+    // With audio on, text travels only as the transcript.
+    expect(client.ofType('response.output_text.delta')).toHaveLength(0);
+    const transcript = client.ofType('response.output_audio_transcript.delta').map((e) => e.delta).join('');
+    expect(transcript).toBe('w0 w1 w2 w3 w4 w5 w6 w7 ');
+    expect(client.ofType('response.output_audio_transcript.done')[0].transcript).toBe(transcript);
+
+    // Interleaved: some audio arrived before the last text delta.
+    const types = typesOf(client.events);
+    expect(types.indexOf('response.output_audio.delta')).toBeLessThan(types.lastIndexOf('response.output_audio_transcript.delta'));
+
+    const pcm = decodeAudioDeltas(client.events, rid);
+    expect(pcm.length).toBe(4 * 4800);
+    expect(pcm).toEqual(expectedPcm16(4 * 4800));
+
+    const item = (response.output as Record<string, unknown>[])[0];
+    expect(item).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_audio', transcript }] });
+    expect(response.usage).toMatchObject({ input_tokens: 5, output_token_details: { text_tokens: 8, audio_tokens: 10 } });
+    expect(engine.lastHandle.request.modalities).toEqual(['text', 'audio']);
+    client.close();
+  });
+
+  it('sends text-only responses as output_text deltas and asks the engine for text only', async () => {
+    engine.script = defaultScript({ tokens: 4 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['text'] } });
+    const updated = await client.next('session.updated');
+    expect((updated.session as { output_modalities: string[] }).output_modalities).toEqual(['text']);
+    const done = await client.respond('hi');
+    expect((done.response as { status: string }).status).toBe('completed');
+    expect(client.ofType('response.output_text.delta').map((e) => e.delta).join('')).toBe('w0 w1 w2 w3 ');
+    expect(client.ofType('response.output_text.done')[0].text).toBe('w0 w1 w2 w3 ');
+    expect(client.ofType('response.output_audio.delta')).toHaveLength(0);
+    expect(client.ofType('response.output_audio_transcript.delta')).toHaveLength(0);
+    expect(engine.lastHandle.request.modalities).toEqual(['text']);
+    client.close();
+  });
+
+  it('passes instructions, limits and Chorus extensions to the engine; per-response settings override', async () => {
+    engine.script = defaultScript({ tokens: 2 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({
+      type: 'session.update',
+      session: { instructions: 'be brief', max_output_tokens: 77, seed: 42, ignore_eos: true, initial_codec_chunk_frames: 3 },
+    });
+    await client.next('session.updated');
+    await client.respond('one');
+    const first = engine.lastHandle.request;
+    expect(first.messages[0]).toEqual({ role: 'system', content: 'be brief' });
+    expect(first.messages[1]).toEqual({ role: 'user', content: 'one' });
+    expect(first.sampling).toMatchObject({ maxTokens: 77, seed: 42, ignoreEos: true });
+    expect(first.talkerSampling).toMatchObject({ seed: 42, ignoreEos: true });
+    expect(first.initialCodecChunkFrames).toBe(3);
+
+    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'two' }] } });
+    client.send({
+      type: 'response.create',
+      response: { instructions: 'be long', max_output_tokens: 5, initial_codec_chunk_frames: 9, temperature: 0.7, output_modalities: ['text'] },
+    });
+    await client.next('response.done');
+    const second = engine.lastHandle.request;
+    expect(second.messages).toEqual([
+      { role: 'system', content: 'be long' },
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'w0 w1 ' }, // the first reply joined the conversation
+      { role: 'user', content: 'two' },
+    ]);
+    expect(second.sampling).toMatchObject({ maxTokens: 5, seed: 42, temperature: 0.7 });
+    expect(second.initialCodecChunkFrames).toBe(9);
+    expect(second.modalities).toEqual(['text']);
+    client.close();
+  });
+
+  it('answers out-of-band input without touching the conversation', async () => {
+    engine.script = defaultScript({ tokens: 1 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({
+      type: 'response.create',
+      response: { conversation: 'none', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'side' }] }] },
+    });
+    const done = await client.next('response.done');
+    expect((done.response as { conversation_id: unknown }).conversation_id).toBeNull();
+    expect(engine.lastHandle.request.messages).toEqual([{ role: 'user', content: 'side' }]);
+    // The conversation is still empty, so a normal response has nothing to answer.
+    client.send({ type: 'response.create', event_id: 'evt_empty' });
+    const err = await client.next('error');
+    expect(err.error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'evt_empty' });
+    client.close();
+  });
+
+  it('rejects a second response.create while one is active, and finishes the first', async () => {
+    engine.script = defaultScript({ tokens: 6, stepMs: 10 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] } });
+    client.send({ type: 'response.create' });
+    await client.next('response.created');
+    client.send({ type: 'response.create', event_id: 'evt_second' });
+    const err = await client.next('error');
+    expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 'CHORUS_ERR_RESPONSE_ACTIVE', event_id: 'evt_second' });
+    const done = await client.next('response.done');
+    expect((done.response as { status: string }).status).toBe('completed');
+    expect(client.ofType('response.created')).toHaveLength(1);
+    client.close();
+  });
+
+  it('cancels promptly: response.done(cancelled) within 500 ms and no delta after it', async () => {
+    engine.script = defaultScript({ tokens: 400, stepMs: 5, chunkSamples: 2400, tokensPerChunk: 1 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] } });
+    client.send({ type: 'response.create' });
+    const firstAudio = await client.next('response.output_audio.delta');
+    const handle = engine.lastHandle;
+    const sentAt = performance.now();
+    client.send({ type: 'response.cancel', response_id: firstAudio.response_id });
+    const done = await client.next('response.done');
+    const doneIndex = client.events.indexOf(done);
+    expect(client.arrivals[doneIndex] - sentAt).toBeLessThan(500);
+    expect(done.response).toMatchObject({ status: 'cancelled', status_details: { type: 'cancelled', reason: 'client_cancelled' } });
+    expect(handle.cancelCalls).toBe(1);
+    expect(await handle.finished).toBe('cancelled');
+
+    // A round trip after the cancel: anything the server still had for the old response would arrive first.
+    client.send({ type: 'session.update', session: {} });
+    await client.next('session.updated');
+    const after = client.events.slice(doneIndex + 1).filter((e) => e.type.endsWith('.delta'));
+    expect(after).toEqual([]);
+
+    // The session works on: a new response runs to completion.
+    engine.script = defaultScript({ tokens: 2 });
+    client.send({ type: 'response.create' });
+    expect(((await client.next('response.done')).response as { status: string }).status).toBe('completed');
+    client.close();
+  });
+
+  it('rejects response.cancel when nothing is in progress', async () => {
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({ type: 'response.cancel', event_id: 'evt_c' });
+    const err = await client.next('error');
+    expect(err.error).toMatchObject({ code: 'CHORUS_ERR_NO_ACTIVE_RESPONSE', event_id: 'evt_c' });
+    client.close();
+  });
+
+  it('cancels the request when the socket closes mid-response', async () => {
+    engine.script = defaultScript({ tokens: 1000, stepMs: 2 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] } });
+    client.send({ type: 'response.create' });
+    await client.next('response.output_audio_transcript.delta');
+    const handle = engine.lastHandle;
+    client.ws.terminate();
+    expect(await handle.finished).toBe('cancelled');
+    expect(handle.cancelCalls).toBe(1);
+  });
+
+  it('reports a failed request as response.done(failed) with the stable code', async () => {
+    engine.script = () => [{ kind: 'text', delta: 'a' }, { kind: 'fail', code: 'CHORUS_ERR_STAGE_DIED', message: 'talker died' }];
+    const client = await RealtimeClient.connect(server.wsUrl);
+    const done = await client.respond('x');
+    expect(done.response).toMatchObject({
+      status: 'failed',
+      status_details: { type: 'failed', error: { code: 'CHORUS_ERR_STAGE_DIED' } },
+    });
+    client.close();
+  });
+
+  it('commits input audio into a user item; rejects empty commits and bad audio', async () => {
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_empty' });
+    expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'evt_empty' });
+    client.send({ type: 'input_audio_buffer.append', event_id: 'evt_bad', audio: 'not base64!' });
+    expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', event_id: 'evt_bad' });
+    client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(4800).toString('base64') });
+    client.send({ type: 'input_audio_buffer.commit' });
+    const committed = await client.next('input_audio_buffer.committed');
+    const added = await client.next('conversation.item.added');
+    expect((added.item as { id: string }).id).toBe(committed.item_id);
+    expect(added.item).toMatchObject({ role: 'user', content: [{ type: 'input_audio', transcript: null }] });
+    client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(8).toString('base64') });
+    client.send({ type: 'input_audio_buffer.clear' });
+    await client.next('input_audio_buffer.cleared');
+    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_cleared' });
+    expect((await client.next('error')).error).toMatchObject({ event_id: 'evt_cleared' });
+    client.close();
+  });
+});
