@@ -7,13 +7,12 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
 import { presets } from '../../stages/models/presets.ts';
+import { MIN_BYTE_VOCAB_SIZE } from '../../stages/tokenizer/ByteTokenizer.ts';
 import { suggest, type Problems } from './problems.ts';
 import { FileModelYaml, GeneratedModelYaml } from './schema.ts';
 import type { Code2WavSize, ModelSpec, StageKind, TalkerSize, ThinkerSize } from './types.ts';
 import { check } from './validate.ts';
 
-/** ByteTokenizer needs 256 byte ids + 16 specials, and words to be worth reading. */
-export const MIN_BYTE_TOKENIZER_VOCAB = 512;
 
 export interface ModelContext {
   readonly index: number;
@@ -53,8 +52,8 @@ export function resolveModel(ctx: ModelContext, problems: Problems): ModelSpec |
       const size: ThinkerSize = { ...family.thinker, ...overrides };
       checkTransformer(size, at, problems);
       if (size.acceptLayer >= size.numLayers) problems.add([...at, 'accept_layer'], `must be < num_layers (${size.numLayers}), got ${size.acceptLayer}`);
-      if (size.vocabSize < MIN_BYTE_TOKENIZER_VOCAB) {
-        problems.add([...at, 'vocab_size'], `must be >= ${MIN_BYTE_TOKENIZER_VOCAB} for the built-in byte tokenizer (256 bytes + 16 specials + words), got ${size.vocabSize}`);
+      if (size.vocabSize < MIN_BYTE_VOCAB_SIZE) {
+        problems.add([...at, 'vocab_size'], `must be >= ${MIN_BYTE_VOCAB_SIZE} for the built-in byte tokenizer (256 bytes + 16 specials + words), got ${size.vocabSize}`);
       }
       return problems.count > before ? null : { source: 'generated', kind: 'thinker', preset, seed, size };
     }

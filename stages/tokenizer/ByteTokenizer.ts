@@ -1,0 +1,159 @@
+/**
+ * The tokenizer of the generated tiny-omni models. Layout (shared with the generated Thinker's logit bias
+ * in stages/models): ids 0..255 are raw bytes; 16 specials follow, end-of-text first; every id after that
+ * is a whole word with a leading space (GPT style), so a random model's greedy output reads as words.
+ * Any text round-trips: what no word covers is spelled out in bytes.
+ */
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import type { ByteLevelTokenizer, ChatTurn, DecodeOptions } from './Tokenizer.ts';
+import { COMMON_WORDS } from './words.ts';
+
+export const NUM_BYTE_TOKENS = 256;
+export const NUM_SPECIAL_TOKENS = 16;
+export const FIRST_WORD_TOKEN_ID = NUM_BYTE_TOKENS + NUM_SPECIAL_TOKENS;
+/** Below this, too few ids are left for words to matter (the config enforces it for generated thinkers). */
+export const MIN_BYTE_VOCAB_SIZE = 512;
+
+const NAMED_SPECIALS = [
+  '<|endoftext|>', // 256: end of text (eos)
+  '<|bos|>',
+  '<|pad|>',
+  '<|im_start|>',
+  '<|im_end|>', // 260: end of a chat turn
+  '<|audio|>', // placeholder rows for encoder output, spliced in by encoder2thinker
+  '<|image|>',
+  '<|audio_start|>',
+  '<|audio_end|>',
+  '<|image_start|>',
+  '<|image_end|>',
+] as const;
+export type ByteSpecialToken = (typeof NAMED_SPECIALS)[number];
+
+export const SPECIAL_TOKENS: readonly string[] = Array.from({ length: NUM_SPECIAL_TOKENS }, (_, i) =>
+  i < NAMED_SPECIALS.length ? NAMED_SPECIALS[i] : `<|reserved_${i - NAMED_SPECIALS.length}|>`,
+);
+
+const utf8 = new TextEncoder();
+
+export class ByteTokenizer implements ByteLevelTokenizer {
+  readonly vocabSize: number;
+  readonly eosTokenId = this.specialTokenId('<|endoftext|>');
+  readonly bosTokenId = this.specialTokenId('<|bos|>');
+  readonly padTokenId = this.specialTokenId('<|pad|>');
+  readonly stopTokenIds: readonly number[] = [this.eosTokenId, this.specialTokenId('<|im_end|>')];
+  /** Bytes of every id (specials: their marker text). */
+  readonly #pieces: Uint8Array[];
+  /** Word text -> its first id; longest-match lookups slice the input up to #longestWord chars. */
+  readonly #wordIds = new Map<string, number>();
+  readonly #longestWord: number;
+  readonly #decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+
+  constructor(vocabSize: number) {
+    if (!Number.isInteger(vocabSize) || vocabSize < MIN_BYTE_VOCAB_SIZE) {
+      throw new ChorusError(ErrorCodes.TOKENIZER, `the byte tokenizer needs vocabSize >= ${MIN_BYTE_VOCAB_SIZE}, got ${vocabSize}; raise the thinker's vocab_size`);
+    }
+    this.vocabSize = vocabSize;
+    this.#pieces = [];
+    for (let b = 0; b < NUM_BYTE_TOKENS; b++) this.#pieces.push(Uint8Array.of(b));
+    for (const special of SPECIAL_TOKENS) this.#pieces.push(utf8.encode(special));
+    const words = wordPieces(vocabSize - FIRST_WORD_TOKEN_ID);
+    let longest = 0;
+    words.forEach((word, i) => {
+      this.#pieces.push(utf8.encode(word));
+      if (!this.#wordIds.has(word)) this.#wordIds.set(word, FIRST_WORD_TOKEN_ID + i);
+      longest = Math.max(longest, word.length);
+    });
+    this.#longestWord = longest;
+  }
+
+  specialTokenId(name: ByteSpecialToken): number {
+    return NUM_BYTE_TOKENS + NAMED_SPECIALS.indexOf(name);
+  }
+
+  isSpecialToken(id: number): boolean {
+    return id >= NUM_BYTE_TOKENS && id < FIRST_WORD_TOKEN_ID;
+  }
+
+  /** Greedy longest match over the words; anything else (punctuation, non-ASCII) as UTF-8 bytes. */
+  encode(text: string): number[] {
+    const ids: number[] = [];
+    let i = 0;
+    while (i < text.length) {
+      let matched = 0;
+      for (let len = Math.min(this.#longestWord, text.length - i); len > 0; len--) {
+        const id = this.#wordIds.get(text.slice(i, i + len));
+        if (id !== undefined) {
+          ids.push(id);
+          matched = len;
+          break;
+        }
+      }
+      if (matched > 0) {
+        i += matched;
+        continue;
+      }
+      const codePoint = text.codePointAt(i)!;
+      const char = String.fromCodePoint(codePoint);
+      for (const byte of utf8.encode(char)) ids.push(byte);
+      i += char.length;
+    }
+    return ids;
+  }
+
+  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    const parts: Uint8Array[] = [];
+    let length = 0;
+    for (const id of ids) {
+      if (options.skipSpecialTokens && this.isSpecialToken(id)) continue;
+      const piece = this.tokenBytes(id);
+      parts.push(piece);
+      length += piece.length;
+    }
+    const bytes = new Uint8Array(length);
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(part, offset);
+      offset += part.length;
+    }
+    return this.#decoder.decode(bytes);
+  }
+
+  tokenBytes(id: number): Uint8Array {
+    const piece = Number.isInteger(id) ? this.#pieces[id] : undefined;
+    if (!piece) throw new ChorusError(ErrorCodes.TOKENIZER, `token id ${id} is outside the vocabulary (0..${this.vocabSize - 1})`);
+    return piece;
+  }
+
+  /** ChatML: <|im_start|>role\ncontent<|im_end|>\n per turn, then <|im_start|>assistant\n. */
+  applyChatTemplate(messages: readonly ChatTurn[]): number[] {
+    const start = this.specialTokenId('<|im_start|>');
+    const end = this.specialTokenId('<|im_end|>');
+    const ids: number[] = [];
+    for (const m of messages) ids.push(start, ...this.encode(`${m.role}\n${m.content}`), end, ...this.encode('\n'));
+    ids.push(start, ...this.encode('assistant\n'));
+    return ids;
+  }
+}
+
+/**
+ * `count` word strings: " word" for every list word, then " Word", then the bare forms, then two-word
+ * compounds, so any vocabulary size gets readable pieces. Deterministic: the ids are part of the model.
+ */
+function wordPieces(count: number): string[] {
+  const capital = (w: string) => w[0].toUpperCase() + w.slice(1);
+  const n = COMMON_WORDS.length;
+  const out: string[] = [];
+  for (let i = 0; out.length < count; i++) {
+    const round = Math.floor(i / n);
+    const w = COMMON_WORDS[i % n];
+    if (round === 0) out.push(` ${w}`);
+    else if (round === 1) out.push(` ${capital(w)}`);
+    else if (round === 2) out.push(w);
+    else if (round === 3) out.push(capital(w));
+    else {
+      const k = i - 4 * n;
+      out.push(` ${COMMON_WORDS[Math.floor(k / n) % n]}${COMMON_WORDS[k % n]}`);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,122 @@
+/**
+ * A Hugging Face tokenizer (tokenizer.json + tokenizer_config.json) through @huggingface/tokenizers, which
+ * takes the parsed JSON. That library does not render Jinja chat templates, so the prompt is built here:
+ * ChatML when the vocabulary has <|im_start|>/<|im_end|> (Qwen and the omni models), a plain
+ * "role: content" layout otherwise.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Tokenizer as HfCore } from '@huggingface/tokenizers';
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { logger } from '../../src/log.ts';
+import type { ChatTurn, DecodeOptions, Tokenizer } from './Tokenizer.ts';
+
+/** tokenizer_config.json fields we read; special tokens are strings or {content: ...} objects. */
+export interface TokenizerConfig {
+  bos_token?: SpecialTokenField;
+  eos_token?: SpecialTokenField;
+  pad_token?: SpecialTokenField;
+  chat_template?: unknown;
+  clean_up_tokenization_spaces?: boolean;
+  [key: string]: unknown;
+}
+type SpecialTokenField = string | { content: string } | null;
+
+/** Tried in order when tokenizer_config.json names no eos_token. */
+const EOS_CANDIDATES = ['<|endoftext|>', '<|im_end|>', '<|end_of_text|>', '</s>', '<eos>'];
+
+export class HfTokenizer implements Tokenizer {
+  readonly vocabSize: number;
+  readonly bosTokenId: number | null;
+  readonly eosTokenId: number;
+  readonly padTokenId: number;
+  readonly stopTokenIds: readonly number[];
+  readonly #core: HfCore;
+  readonly #specialIds: ReadonlySet<number>;
+  readonly #chatMarkers: { start: number; end: number } | null;
+  /**
+   * Off unless the config turns it on: the cleanup rewrites " ." to "." across token boundaries, which
+   * makes incremental decoding disagree with a full decode (recent HF configs set it false too).
+   */
+  readonly #cleanUpSpaces: boolean;
+
+  /** Reads tokenizer.json (required) and tokenizer_config.json (optional) from a folder. */
+  static fromDir(dir: string): HfTokenizer {
+    const read = (name: string, required: boolean): object | undefined => {
+      const file = path.join(dir, name);
+      if (!existsSync(file)) {
+        if (required) throw new ChorusError(ErrorCodes.TOKENIZER, `${file} not found: a tokenizer folder needs tokenizer.json`);
+        return undefined;
+      }
+      try {
+        return JSON.parse(readFileSync(file, 'utf8')) as object;
+      } catch (cause) {
+        throw new ChorusError(ErrorCodes.TOKENIZER, `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
+      }
+    };
+    return new HfTokenizer(read('tokenizer.json', true)!, (read('tokenizer_config.json', false) ?? {}) as TokenizerConfig, dir);
+  }
+
+  constructor(tokenizerJson: object, config: TokenizerConfig = {}, source = '<memory>') {
+    try {
+      this.#core = new HfCore(tokenizerJson, config);
+    } catch (cause) {
+      throw new ChorusError(ErrorCodes.TOKENIZER, `cannot load tokenizer from ${source}: ${(cause as Error).message}`, { cause });
+    }
+    let maxId = -1;
+    for (const id of this.#core.get_vocab(true).values()) maxId = Math.max(maxId, id); // no spread: 150k ids
+    this.vocabSize = maxId + 1;
+    const idOf = (field: SpecialTokenField | undefined): number | null => {
+      const content = typeof field === 'string' ? field : field?.content;
+      return content === undefined ? null : (this.#core.token_to_id(content) ?? null);
+    };
+    const eos = idOf(config.eos_token) ?? EOS_CANDIDATES.map((t) => this.#core.token_to_id(t)).find((id) => id !== undefined);
+    if (eos === undefined || eos === null) {
+      throw new ChorusError(ErrorCodes.TOKENIZER, `no end-of-text token in ${source}: set eos_token in tokenizer_config.json`);
+    }
+    this.eosTokenId = eos;
+    this.bosTokenId = idOf(config.bos_token);
+    this.padTokenId = idOf(config.pad_token) ?? eos;
+    const start = this.#core.token_to_id('<|im_start|>');
+    const end = this.#core.token_to_id('<|im_end|>');
+    this.#chatMarkers = start !== undefined && end !== undefined ? { start, end } : null;
+    this.stopTokenIds = [...new Set([eos, ...(this.#chatMarkers ? [this.#chatMarkers.end] : [])])];
+    this.#specialIds = new Set([...this.#core.get_added_tokens_decoder().values()].filter((t) => t.special).map((t) => t.id));
+    this.#cleanUpSpaces = config.clean_up_tokenization_spaces ?? false;
+    if (typeof config.chat_template === 'string' && !this.#chatMarkers) {
+      logger.warn({ source }, 'the tokenizer has a Jinja chat_template, which is not rendered: prompts use a plain "role: content" layout');
+    }
+  }
+
+  encode(text: string): number[] {
+    return text.length === 0 ? [] : this.#core.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    if (ids.length === 0) return ''; // the library throws on an empty list
+    return this.#core.decode([...ids], {
+      skip_special_tokens: options.skipSpecialTokens ?? false,
+      clean_up_tokenization_spaces: this.#cleanUpSpaces,
+    });
+  }
+
+  isSpecialToken(id: number): boolean {
+    return this.#specialIds.has(id);
+  }
+
+  applyChatTemplate(messages: readonly ChatTurn[]): number[] {
+    const ids: number[] = [];
+    if (this.#chatMarkers) {
+      const { start, end } = this.#chatMarkers;
+      // As with transformers' apply_chat_template, marker text typed inside content still encodes as the
+      // marker token (the library always splits added tokens); ByteTokenizer, by contrast, keeps it text.
+      for (const m of messages) ids.push(start, ...this.encode(`${m.role}\n${m.content}`), end, ...this.encode('\n'));
+      ids.push(start, ...this.encode('assistant\n'));
+      return ids;
+    }
+    if (this.bosTokenId !== null) ids.push(this.bosTokenId);
+    for (const m of messages) ids.push(...this.encode(`${m.role}: ${m.content}\n\n`));
+    ids.push(...this.encode('assistant:'));
+    return ids;
+  }
+}

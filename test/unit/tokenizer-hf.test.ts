@@ -1,0 +1,184 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../src/errors.ts';
+import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
+import { HfTokenizer, type TokenizerConfig } from '../../stages/tokenizer/HfTokenizer.ts';
+import { StreamingDetokenizer } from '../../stages/tokenizer/StreamingDetokenizer.ts';
+
+/**
+ * A small byte-level BPE tokenizer.json, built here (nothing can be downloaded): the 256 byte symbols of
+ * the GPT-2 byte-to-unicode alphabet, a few English merges, and merges that glue the first bytes of
+ * emoji and CJK characters, so one character's bytes end up split across tokens.
+ */
+function byteLevelAlphabet(): string[] {
+  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  const symbols: string[] = [];
+  let next = 256;
+  for (let b = 0; b < 256; b++) symbols.push(String.fromCodePoint(printable(b) ? b : next++));
+  return symbols;
+}
+
+function buildTokenizerJson(): { json: object; config: TokenizerConfig } {
+  const alphabet = byteLevelAlphabet();
+  const sym = (text: string) => [...new TextEncoder().encode(text)].map((b) => alphabet[b]).join('');
+  const vocab: Record<string, number> = {};
+  alphabet.forEach((s, i) => (vocab[s] = i));
+  const merges: [string, string][] = [];
+  const merge = (a: string, b: string) => {
+    merges.push([a, b]);
+    vocab[a + b] ??= Object.keys(vocab).length;
+  };
+  merge(sym('h'), sym('e'));
+  merge(sym(' '), sym('t'));
+  merge(sym(' t'), sym('he'));
+  merge(sym('l'), sym('l'));
+  merge(sym('e'), sym('ll'));
+  merge(sym('o'), sym('r'));
+  // First two bytes of most emoji (f0 9f) and of many CJK characters (e4 b8 / e6 96), as single tokens.
+  merge(alphabet[0xf0], alphabet[0x9f]);
+  merge(alphabet[0xe4], alphabet[0xb8]);
+  merge(alphabet[0xe6], alphabet[0x96]);
+  const firstAdded = Object.keys(vocab).length;
+  const added = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'].map((content, i) => ({
+    id: firstAdded + i,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
+  const json = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: null,
+    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+    post_processor: null,
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+  const config: TokenizerConfig = { eos_token: '<|im_end|>', pad_token: '<|endoftext|>', bos_token: null, clean_up_tokenization_spaces: false };
+  return { json, config };
+}
+
+const { json, config } = buildTokenizerJson();
+const tok = new HfTokenizer(json, config);
+const idOf = (content: string) => tok.encode(content)[0];
+
+describe('HfTokenizer', () => {
+  it('applies the BPE merges and round-trips text of every script', () => {
+    expect(tok.encode(' the')).toHaveLength(1);
+    expect(tok.encode(' the')).toEqual([idOf(' the')]);
+    for (const text of ['Hello there, the world!', '你好，中文字符 and 日本語', '😀 👨‍👩‍👧‍👦 🇯🇵 👍🏽', 'naïve café €100 𝄞', '']) {
+      expect(tok.decode(tok.encode(text))).toBe(text);
+    }
+  });
+
+  it('reads the specials from tokenizer_config.json', () => {
+    const imEnd = tok.encode('<|im_end|>');
+    expect(imEnd).toHaveLength(1);
+    expect(tok.eosTokenId).toBe(imEnd[0]);
+    expect(tok.padTokenId).toBe(tok.encode('<|endoftext|>')[0]);
+    expect(tok.bosTokenId).toBeNull();
+    expect(tok.stopTokenIds).toEqual([tok.eosTokenId]);
+    expect(tok.isSpecialToken(tok.eosTokenId)).toBe(true);
+    expect(tok.isSpecialToken(idOf(' the'))).toBe(false);
+    expect(tok.vocabSize).toBe(256 + 9 + 3);
+  });
+
+  it('renders a ChatML prompt with the generation prompt', () => {
+    const ids = tok.applyChatTemplate([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hello there' },
+    ]);
+    expect(tok.decode(ids)).toBe('<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n');
+    expect(tok.decode(ids, { skipSpecialTokens: true })).toBe('system\nBe brief.\nuser\nHello there\nassistant\n');
+  });
+
+  it('falls back to the common end-of-text names when the config names none', () => {
+    const bare = new HfTokenizer(json, {});
+    expect(bare.eosTokenId).toBe(tok.padTokenId); // <|endoftext|>
+    expect(bare.stopTokenIds).toEqual([bare.eosTokenId, tok.eosTokenId]); // plus <|im_end|>
+  });
+
+  it('loads from a folder through createTokenizer, and explains a broken folder', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'chorus-tok-'));
+    writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(json));
+    writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+    const loaded = createTokenizer({ source: 'file', path: path.join(dir, 'm.onnx'), tokenizer: dir });
+    expect(loaded).toBeInstanceOf(HfTokenizer);
+    expect(loaded.encode('Hello there')).toEqual(tok.encode('Hello there'));
+
+    const empty = mkdtempSync(path.join(os.tmpdir(), 'chorus-tok-'));
+    expect(() => HfTokenizer.fromDir(empty)).toThrow(expect.objectContaining({ code: ErrorCodes.TOKENIZER }));
+    writeFileSync(path.join(empty, 'tokenizer.json'), '{"model": ');
+    expect(() => HfTokenizer.fromDir(empty)).toThrow(/not valid JSON/);
+  });
+});
+
+describe('StreamingDetokenizer over HfTokenizer (decode mode)', () => {
+  it.each(['😀 grinning 👨‍👩‍👧‍👦 family 🇯🇵', '中文字符，新文字', 'Hello there, the world! naïve €'])(
+    '%j streams exactly, never emitting U+FFFD, though its characters are split across tokens',
+    (text) => {
+      const ids = tok.encode(text);
+      const pieces = ids.map((id) => tok.decode([id]));
+      // The fixture really does split characters: some single tokens are not valid UTF-8 on their own.
+      if (/[^\x00-\x7f]/.test(text)) expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(true);
+      const detok = new StreamingDetokenizer(tok, { promptIds: tok.applyChatTemplate([{ role: 'user', content: 'hi' }]) });
+      const deltas = ids.map((id) => detok.push(id));
+      deltas.push(detok.flush());
+      expect(deltas.join('')).toBe(text);
+      for (const d of deltas) expect(d).not.toContain('\uFFFD');
+    },
+  );
+
+  it('holds a split emoji until its last token, then stops at end-of-turn without text', () => {
+    const detok = new StreamingDetokenizer(tok);
+    const ids = tok.encode('😀');
+    expect(ids.length).toBeGreaterThan(1);
+    const deltas = ids.map((id) => detok.push(id));
+    expect(deltas.slice(0, -1).every((d) => d === '')).toBe(true);
+    expect(deltas.at(-1)).toBe('😀');
+    expect(detok.push(tok.eosTokenId)).toBe('');
+  });
+});
+
+describe('StreamingDetokenizer over a SentencePiece-style (Metaspace) tokenizer', () => {
+  // Metaspace decoders drop the leading space of the first token decoded, so decoding token by token
+  // loses every space; the detokenizer's context window keeps them.
+  const chars = ['▁', 'H', 'e', 'l', 'o', 'w', 'r', 'd'];
+  const merges = [['▁', 'H'], ['▁H', 'e'], ['l', 'l'], ['▁He', 'll'], ['▁Hell', 'o'], ['▁', 'w'], ['o', 'r'], ['▁w', 'or'], ['l', 'd'], ['▁wor', 'ld']];
+  const vocab: Record<string, number> = {};
+  for (const s of [...chars, ...merges.map(([a, b]) => a + b), '</s>']) vocab[s] ??= Object.keys(vocab).length;
+  const sp = new HfTokenizer(
+    {
+      added_tokens: [{ id: vocab['</s>'], content: '</s>', special: true, normalized: false }],
+      normalizer: null,
+      pre_tokenizer: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true },
+      post_processor: null,
+      decoder: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true },
+      model: { type: 'BPE', vocab, merges, unk_token: null },
+    },
+    { eos_token: '</s>' },
+  );
+
+  it('keeps the spaces that a per-token decode loses', () => {
+    const ids = sp.encode('Hello world world');
+    expect(ids).toHaveLength(3);
+    expect(ids.map((id) => sp.decode([id])).join('')).toBe('Helloworldworld'); // the naive way
+    const detok = new StreamingDetokenizer(sp);
+    expect(ids.map((id) => detok.push(id))).toEqual(['Hello', ' world', ' world']);
+    expect(detok.flush()).toBe('');
+  });
+
+  it('gives the first answer token its space when the prompt is passed as context', () => {
+    const [hello, world] = sp.encode('Hello world');
+    const detok = new StreamingDetokenizer(sp, { promptIds: [hello] });
+    expect(detok.push(world)).toBe(' world');
+    expect(new StreamingDetokenizer(sp).push(world)).toBe('world'); // no context: a start of text
+  });
+});

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import type { ModelSpec } from '../../src/config/types.ts';
+import { ErrorCodes } from '../../src/errors.ts';
+import { presets } from '../../stages/models/presets.ts';
+import { ByteTokenizer, FIRST_WORD_TOKEN_ID, NUM_BYTE_TOKENS, SPECIAL_TOKENS } from '../../stages/tokenizer/ByteTokenizer.ts';
+import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
+import { COMMON_WORDS } from '../../stages/tokenizer/words.ts';
+
+const tok = new ByteTokenizer(presets.tiny.thinker.vocabSize);
+
+describe('ByteTokenizer layout', () => {
+  it('bytes, then 16 specials (end-of-text first), then words', () => {
+    expect(tok.decode([72, 105])).toBe('Hi');
+    expect(tok.eosTokenId).toBe(NUM_BYTE_TOKENS);
+    expect(SPECIAL_TOKENS).toHaveLength(16);
+    expect(new Set(SPECIAL_TOKENS).size).toBe(16);
+    expect(tok.decode([tok.eosTokenId, tok.bosTokenId, tok.padTokenId])).toBe('<|endoftext|><|bos|><|pad|>');
+    expect(tok.stopTokenIds).toEqual([tok.eosTokenId, tok.specialTokenId('<|im_end|>')]);
+    for (let id = 0; id < tok.vocabSize; id++) expect(tok.isSpecialToken(id)).toBe(id >= NUM_BYTE_TOKENS && id < FIRST_WORD_TOKEN_ID);
+  });
+
+  it('the word list is lowercase ASCII without duplicates', () => {
+    expect(COMMON_WORDS.length).toBeGreaterThan(900);
+    expect(new Set(COMMON_WORDS).size).toBe(COMMON_WORDS.length);
+    for (const w of COMMON_WORDS) expect(w).toMatch(/^[a-z]+$/);
+  });
+
+  it('word ids decode to space-led words, so random word ids read as word salad', () => {
+    const ids = Array.from({ length: 10 }, (_, i) => FIRST_WORD_TOKEN_ID + i);
+    expect(tok.decode(ids)).toBe(` ${COMMON_WORDS.slice(0, 10).join(' ')}`);
+    const last = tok.decode([tok.vocabSize - 1]);
+    expect(last).toMatch(/^ [a-z]+$/);
+  });
+
+  it('a larger vocabulary continues with capitalised words and then compounds, all distinct text', () => {
+    const big = new ByteTokenizer(FIRST_WORD_TOKEN_ID + 4 * COMMON_WORDS.length + 10);
+    expect(big.decode([FIRST_WORD_TOKEN_ID + COMMON_WORDS.length])).toBe(` ${COMMON_WORDS[0][0].toUpperCase()}${COMMON_WORDS[0].slice(1)}`);
+    expect(big.decode([FIRST_WORD_TOKEN_ID + 2 * COMMON_WORDS.length])).toBe(COMMON_WORDS[0]);
+    expect(big.decode([big.vocabSize - 1])).toBe(` ${COMMON_WORDS[0]}${COMMON_WORDS[9]}`);
+  });
+
+  it('rejects a vocabulary too small for bytes + specials + words, and ids outside it', () => {
+    expect(() => new ByteTokenizer(511)).toThrow(expect.objectContaining({ code: ErrorCodes.TOKENIZER }));
+    expect(() => tok.decode([tok.vocabSize])).toThrow(expect.objectContaining({ code: ErrorCodes.TOKENIZER }));
+  });
+});
+
+describe('ByteTokenizer encode', () => {
+  it('greedy longest match over words, bytes for the rest', () => {
+    const the = FIRST_WORD_TOKEN_ID + COMMON_WORDS.indexOf('the');
+    const there = FIRST_WORD_TOKEN_ID + COMMON_WORDS.indexOf('there');
+    expect(tok.encode(' the')).toEqual([the]);
+    // " there" is a word of its own: the longer match wins over " the" + "re".
+    expect(tok.encode(' there')).toEqual([there]);
+    expect(tok.encode(' the!')).toEqual([the, 0x21]);
+    expect(tok.encode('the')).toEqual([0x74, 0x68, 0x65]); // no leading space: not a word piece in the tiny vocab
+  });
+
+  it('round-trips any text, including emoji, ZWJ sequences, CJK and marker look-alikes', () => {
+    const texts = [
+      'Hello there, how are you today?',
+      '👨‍👩‍👧‍👦 family, 🇯🇵 flag, 👍🏽 thumbs',
+      '中文字符 and 日本語のかな and 한국어',
+      'e\u0301 combining, \u0000 nul, tabs\tand\nnewlines',
+      'user text with <|im_end|> inside',
+    ];
+    for (const text of texts) expect(tok.decode(tok.encode(text))).toBe(text);
+    // Marker text typed by a user stays text: it can never forge a turn boundary.
+    expect(tok.encode('<|im_end|>')).not.toContain(tok.specialTokenId('<|im_end|>'));
+  });
+});
+
+describe('chat template', () => {
+  it('renders ChatML with the generation prompt', () => {
+    const ids = tok.applyChatTemplate([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi there' },
+    ]);
+    expect(tok.decode(ids)).toBe('<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n');
+    expect(ids[0]).toBe(tok.specialTokenId('<|im_start|>'));
+    expect(ids.filter((id) => id === tok.specialTokenId('<|im_start|>'))).toHaveLength(3);
+    expect(tok.decode(ids, { skipSpecialTokens: true })).toBe('system\nBe brief.\nuser\nHi there\nassistant\n');
+  });
+});
+
+describe('createTokenizer', () => {
+  const thinkerSpec: ModelSpec = { source: 'generated', kind: 'thinker', preset: 'omni', seed: 0, size: presets.omni.thinker };
+
+  it('gives a generated thinker the byte tokenizer of its vocabulary', () => {
+    const t = createTokenizer(thinkerSpec);
+    expect(t).toBeInstanceOf(ByteTokenizer);
+    expect(t.vocabSize).toBe(presets.omni.thinker.vocabSize);
+  });
+
+  it('sizes the byte tokenizer of a file model without a tokenizer folder from the given vocabulary', () => {
+    expect(createTokenizer({ source: 'file', path: '/m.onnx' }, { vocabSize: 1000 }).vocabSize).toBe(1000);
+    expect(() => createTokenizer({ source: 'file', path: '/m.onnx' })).toThrow(expect.objectContaining({ code: ErrorCodes.TOKENIZER }));
+  });
+
+  it('refuses models that have no tokenizer', () => {
+    const talker: ModelSpec = { source: 'generated', kind: 'talker', preset: 'tiny', seed: 0, size: { ...presets.tiny.talker, conditionDim: 512 } };
+    expect(() => createTokenizer(talker)).toThrow(/has no tokenizer/);
+  });
+});
