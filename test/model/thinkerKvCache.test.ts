@@ -1,0 +1,97 @@
+/**
+ * The KV cache must not change the math: decoding step by step from the cache gives the logits a full
+ * recompute of the whole sequence gives, alone and inside a left-padded batch.
+ */
+import * as ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureModel } from '../../stages/models/ensureModel.ts';
+import { KvDecoder } from '../../stages/models/KvDecoder.ts';
+import { SyncSession, sessionOptions } from '../../stages/models/SyncSession.ts';
+import { loadTokenEmbedder, type TokenEmbedder } from '../../stages/thinker/TokenEmbedder.ts';
+import { readThinkerSignature, type ThinkerSignature } from '../../stages/thinker/thinkerSignature.ts';
+import { maxAbsDiff, promptIds, smallThinker, tempModelsDir, thinkerSpec } from './helpers.ts';
+
+const V = smallThinker.vocabSize;
+const D = smallThinker.hiddenSize;
+let models: ReturnType<typeof tempModelsDir>;
+let session: SyncSession;
+let signature: ThinkerSignature;
+let embedder: TokenEmbedder;
+
+beforeAll(async () => {
+  models = tempModelsDir();
+  const files = await ensureModel(thinkerSpec(), models.dir);
+  session = SyncSession.create(files.files['decoder_model.onnx'], sessionOptions({ threads: 1 }));
+  signature = readThinkerSignature(session, files.files['decoder_model.onnx']);
+  embedder = loadTokenEmbedder(files.files['embed_tokens.onnx'], sessionOptions({ threads: 1 }));
+});
+
+afterAll(() => {
+  session?.close();
+  models?.cleanup();
+});
+
+const newDecoder = () => new KvDecoder(session, signature.layout, signature.names, smallThinker.maxPositions);
+
+/** One step; returns logits [B, S, V]. */
+function step(decoder: KvDecoder, seqIds: string[], ids: number[][]): Float32Array {
+  const s = ids[0].length;
+  const embeds = new Float32Array(ids.length * s * D);
+  ids.forEach((row, b) => embeds.set(embedder.embed(row), b * s * D));
+  const out = decoder.run(seqIds, s, { inputs_embeds: new ort.Tensor('float32', embeds, [ids.length, s, D]) }, ['logits']);
+  return out.logits.data as Float32Array;
+}
+
+/** Logits at position p of a full recompute of ids (one prefill of everything). */
+function fullLogits(ids: number[]): Float32Array {
+  return step(newDecoder(), ['full'], [ids]);
+}
+
+describe('thinker KV cache', () => {
+  it('decoding from the cache equals a full recompute, position by position', () => {
+    const ids = promptIds(24, 1);
+    const full = fullLogits(ids);
+    const dec = newDecoder();
+    const prefill = step(dec, ['a'], [ids.slice(0, 8)]);
+    expect(maxAbsDiff(prefill, full.subarray(0, 8 * V))).toBeLessThan(1e-4);
+    for (let p = 8; p < ids.length; p++) {
+      const logits = step(dec, ['a'], [[ids[p]]]);
+      expect(maxAbsDiff(logits, full.subarray(p * V, (p + 1) * V))).toBeLessThan(1e-4);
+    }
+    expect(dec.pastLength('a')).toBe(24);
+  });
+
+  it('a left-padded batch of sequences with different pasts equals each one recomputed alone', () => {
+    const a = promptIds(20, 2);
+    const b = promptIds(9, 3);
+    const c = promptIds(14, 4);
+    const dec = newDecoder();
+    step(dec, ['a'], [a.slice(0, 17)]);
+    step(dec, ['b'], [b.slice(0, 6)]);
+    step(dec, ['c'], [c.slice(0, 11)]);
+    const fulls = [fullLogits(a), fullLogits(b), fullLogits(c)];
+    for (let k = 0; k < 3; k++) {
+      const batch = step(dec, ['a', 'b', 'c'], [[a[17 + k]], [b[6 + k]], [c[11 + k]]]);
+      const positions = [17 + k, 6 + k, 11 + k];
+      positions.forEach((p, i) => {
+        expect(maxAbsDiff(batch.subarray(i * V, (i + 1) * V), fulls[i].subarray(p * V, (p + 1) * V))).toBeLessThan(1e-4);
+      });
+    }
+    // Two new positions each, still left-padded on the past.
+    const batch2 = step(dec, ['c', 'a'], [c.slice(0, 0).concat([5, 6]), [7, 8]]);
+    const fullC = fullLogits([...c.slice(0, 14), 5, 6]);
+    const fullA = fullLogits([...a.slice(0, 20), 7, 8]);
+    expect(maxAbsDiff(batch2.subarray(0, 2 * V), fullC.subarray(14 * V, 16 * V))).toBeLessThan(1e-4);
+    expect(maxAbsDiff(batch2.subarray(2 * V, 4 * V), fullA.subarray(20 * V, 22 * V))).toBeLessThan(1e-4);
+  });
+
+  it('frees a sequence and reports its KV bytes', () => {
+    const dec = newDecoder();
+    step(dec, ['x'], [promptIds(10, 5)]);
+    // Capacity grows in steps of 64 positions: 2 (k, v) x layers x heads x 64 x headDim floats.
+    expect(dec.kvBytes('x')).toBe(2 * smallThinker.numLayers * 64 * D * 4);
+    dec.free('x');
+    expect(dec.kvBytes('x')).toBe(0);
+    expect(dec.pastLength('x')).toBe(0);
+  });
+});
