@@ -9,9 +9,9 @@ export const THINKER_EOS_TOKEN_ID = NUM_BYTE_TOKENS; // <|endoftext|>
 export const FIRST_WORD_TOKEN_ID = NUM_BYTE_TOKENS + NUM_SPECIAL_TOKENS;
 
 /**
- * A fixed logit bias (in units of logitScale) so that a random model's greedy text looks like words:
- * letters and spaces favoured, whole words mildly favoured, and ids that would decode to invalid UTF-8
- * (bytes >= 0x80), control bytes and specials pushed far down. End-of-text is pushed down too, so a
+ * A fixed logit bias (in units of logitScale) so that a random model's greedy text reads as words:
+ * whole words (which carry their leading space) favoured, stray letters and punctuation rarer, and
+ * ids that would decode to invalid UTF-8 (bytes >= 0x80), control bytes and specials pushed far down. End-of-text is pushed down too, so a
  * random model rarely stops early and answers run to max_tokens (what the benchmarks want).
  */
 export function thinkerLogitBias(vocabSize: number, logitScale: number): Float32Array {
@@ -21,12 +21,10 @@ export function thinkerLogitBias(vocabSize: number, logitScale: number): Float32
 }
 
 function biasInSigmas(id: number): number {
-  if (id >= FIRST_WORD_TOKEN_ID) return 0.5;
+  if (id >= FIRST_WORD_TOKEN_ID) return 1; // whole words (with a leading space): the bulk of the output
   if (id >= NUM_BYTE_TOKENS) return -8;
-  if (id === 0x20) return 2; // space
-  if ((id >= 0x61 && id <= 0x7a)) return 1.2; // a-z
-  if (id >= 0x41 && id <= 0x5a) return 0.3; // A-Z
-  if (id === 0x2e || id === 0x2c) return 0.5; // . ,
-  if (id >= 0x21 && id <= 0x7e) return -1; // digits and other punctuation: rare
+  if (id === 0x2e || id === 0x2c) return 0.3; // . ,
+  if (id >= 0x61 && id <= 0x7a) return -0.5; // a-z: a few stray letters
+  if (id >= 0x20 && id <= 0x7e) return -2; // space, digits, capitals, other punctuation: rare
   return -8; // control bytes, DEL, and 0x80..0xff (lone UTF-8 continuation/lead bytes)
 }
