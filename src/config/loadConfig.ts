@@ -68,6 +68,10 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
   const stages = shape ? resolveStages(yaml, shape, baseDir, problems) : [];
   problems.throwIfAny();
 
+  const chunkPolicy = resolveChunkPolicy(yaml.chunk_policy);
+  if (chunkPolicy.initialCodecChunkFrames !== null && chunkPolicy.initialCodecChunkFrames > chunkPolicy.codecChunkFrames) {
+    problems.warn(['chunk_policy', 'initial_codec_chunk_frames'], `${chunkPolicy.initialCodecChunkFrames} is above codec_chunk_frames (${chunkPolicy.codecChunkFrames}); the first chunk is capped at ${chunkPolicy.codecChunkFrames}`);
+  }
   const cores = options.cores ?? os.availableParallelism();
   const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
   if (threads > cores) {
@@ -78,7 +82,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
     modelsDir: yaml.models_dir === undefined ? path.join(repoRoot(), defaults.modelsDir) : path.resolve(baseDir, yaml.models_dir),
     connectors,
-    chunkPolicy: resolveChunkPolicy(yaml.chunk_policy),
+    chunkPolicy,
     stages,
     entryStageId: stages[0].stageId,
     warnings: problems.warnings,

@@ -22,7 +22,8 @@ export class YamlSource {
   constructor(text: string) {
     this.#lines = new LineCounter();
     // prettyErrors off: we print our own `file:line message`, not yaml's multi-line code frame.
-    this.#doc = parseDocument(text, { lineCounter: this.#lines, prettyErrors: false, uniqueKeys: true });
+    // merge: YAML `<<: *anchor` keys, so stages can share an engine block without repeating it.
+    this.#doc = parseDocument(text, { lineCounter: this.#lines, prettyErrors: false, uniqueKeys: true, merge: true });
     this.syntaxProblems = this.#doc.errors.map((e) => {
       const [line, endLine] = [this.#lineAt(e.pos[0]), this.#lineAt(Math.max(e.pos[0], e.pos[1] - 1))];
       // A mis-indented line is often reported where the enclosing value starts: name the whole span.

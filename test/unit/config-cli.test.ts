@@ -47,6 +47,21 @@ describe('chorus config check', () => {
     expect(JSON.parse(stdout).stages.map((s: { stageId: string }) => s.stageId)).toEqual(['thinker']);
   });
 
+  it('masks connector passwords in both outputs', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'chorus-cli-'));
+    const file = path.join(dir, 'redis.yaml');
+    writeFileSync(
+      file,
+      'connectors:\n  r: {kind: redis, options: {password: hunter2}}\nstages:\n  - {stage_id: t, kind: thinker, final_output: true, final_output_type: text}\n',
+    );
+    for (const args of [['check', file], ['check', file, '--json']]) {
+      const { code, stdout } = await cli(...args);
+      expect(code).toBe(0);
+      expect(stdout).toContain('***');
+      expect(stdout).not.toContain('hunter2');
+    }
+  });
+
   it('rejects an unknown verb with usage (exit 2)', async () => {
     const { code, stderr } = await cli('lint', 'x.yaml');
     expect(code).toBe(2);

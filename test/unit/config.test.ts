@@ -156,12 +156,36 @@ stages:
     expect(graph.stages[0].engine.kvCacheBytes).toBe(1.5 * 1024 ** 3);
   });
 
+  it('lets stages share settings through YAML anchors and merge keys', () => {
+    const yaml = `stages:
+  - stage_id: thinker
+    kind: thinker
+    engine: &engine {threads: 2, max_num_seqs: 4}
+    final_output: true
+    final_output_type: text
+  - stage_id: talker
+    kind: talker
+    inputs: [{from: thinker}]
+    engine:
+      <<: *engine
+      max_num_seqs: 8
+`;
+    const graph = parseConfig(yaml, 'x.yaml', { cores: 64 });
+    expect(graph.stages.map((s) => [s.engine.threads, s.engine.maxNumSeqs])).toEqual([[2, 4], [2, 8]]);
+  });
+
   it('warns (and still loads) when threads x replicas exceed the cores', () => {
     const yaml = threeStages.replace('    kind: talker\n', '    kind: talker\n    replicas: 2\n    engine: {threads: 2}\n');
     const graph = parseConfig(yaml, 'x.yaml', { cores: 4 });
     expect(graph.warnings).toHaveLength(1);
     expect(graph.warnings?.[0]).toMatch(/^x\.yaml:\d+ stages: the stages ask for 6 onnxruntime threads .* on 4 cores/);
     expect(parseConfig(yaml, 'x.yaml', { cores: 6 }).warnings).toEqual([]);
+  });
+
+  it('warns when the first codec chunk is set above the regular chunk size', () => {
+    const graph = parseConfig(`chunk_policy:\n  initial_codec_chunk_frames: 40\n${threeStages}`, 'x.yaml', { cores: 64 });
+    expect(graph.chunkPolicy.initialCodecChunkFrames).toBe(40);
+    expect(graph.warnings).toEqual(['x.yaml:2 chunk_policy.initial_codec_chunk_frames: 40 is above codec_chunk_frames (25); the first chunk is capped at 25']);
   });
 
   it('reports a missing file with CONFIG_NOT_FOUND', async () => {

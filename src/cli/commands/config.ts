@@ -38,7 +38,9 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`${err.message}\n`);
     return 1;
   }
-  process.stdout.write(parsed.values.json ? `${JSON.stringify(graph, null, 2)}\n` : summary(graph));
+  // Connector passwords (redis) never reach the terminal or a pasted log.
+  const masked = (key: string, value: unknown) => (key === 'password' ? '***' : value);
+  process.stdout.write(parsed.values.json ? `${JSON.stringify(graph, masked, 2)}\n` : summary(graph));
   return 0;
 }
 
