@@ -2,6 +2,7 @@
 // The TS declaration of this surface is transport/shm/binding.ts; keep the two in step.
 #include <napi.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,14 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
   Ring& Open(Napi::Env env) {
     if (!ring_) ThrowCoded(env, "CHORUS_ERR_SHM", "ring is closed");
     return *ring_;
+  }
+
+  // A NaN deadline would compare false against every clock reading and wait forever.
+  static double Deadline(const Napi::CallbackInfo& info, size_t index) {
+    if (info.Length() <= index || !info[index].IsNumber() || std::isnan(info[index].As<Napi::Number>().DoubleValue())) {
+      ThrowCoded(info.Env(), "CHORUS_ERR_SHM", "deadlineMs must be a number (Date.now() milliseconds, or Infinity)");
+    }
+    return info[index].As<Napi::Number>().DoubleValue();
   }
 
   // Waiter threads read the mapping, so they are joined before it is unmapped. The Waiter objects
@@ -143,7 +152,7 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
   Napi::Value WaitForData(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Ring& ring = Open(env);
-    double deadlineMs = info[0].As<Napi::Number>().DoubleValue();
+    double deadlineMs = Deadline(info, 0);
     if (!dataWaiter_) dataWaiter_ = std::make_unique<Waiter>(env, &ring, Waiter::Kind::kData, AsReference());
     return dataWaiter_->Start(env, deadlineMs, 0);
   }
@@ -153,7 +162,7 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
     Napi::Env env = info.Env();
     Ring& ring = Open(env);
     double frameBytes = info[0].As<Napi::Number>().DoubleValue();
-    double deadlineMs = info[1].As<Napi::Number>().DoubleValue();
+    double deadlineMs = Deadline(info, 1);
     if (!(frameBytes >= 0) || frameBytes > static_cast<double>(ring.maxFrameBytes())) {
       ThrowCoded(env, "CHORUS_ERR_FRAME_TOO_LARGE",
                  "frame of " + std::to_string(frameBytes) + " bytes can never fit ring " + ring.name() +
