@@ -9,8 +9,11 @@ import { ByteTokenizer } from './ByteTokenizer.ts';
 import { HfTokenizer } from './HfTokenizer.ts';
 import type { Tokenizer } from './Tokenizer.ts';
 
-/** `size` gives the vocabulary of a file model without a tokenizer folder (read from the ONNX logits). */
-export function createTokenizer(spec: ModelSpec, size?: { readonly vocabSize: number }): Tokenizer {
+/**
+ * `size` gives the vocabulary of a file model without a tokenizer folder (read from the ONNX logits):
+ * a number, or any size object with vocabSize (a ThinkerSize).
+ */
+export function createTokenizer(spec: ModelSpec, size?: number | { readonly vocabSize: number }): Tokenizer {
   if (spec.source === 'generated') {
     if (spec.kind !== 'thinker') {
       throw new ChorusError(ErrorCodes.TOKENIZER, `a generated ${spec.kind} has no tokenizer; only the thinker's model spec does`);
@@ -21,5 +24,5 @@ export function createTokenizer(spec: ModelSpec, size?: { readonly vocabSize: nu
   if (size === undefined) {
     throw new ChorusError(ErrorCodes.TOKENIZER, `${spec.path} has no tokenizer folder: set model.tokenizer, or pass the vocabulary size for the byte tokenizer`);
   }
-  return new ByteTokenizer(size.vocabSize);
+  return new ByteTokenizer(typeof size === 'number' ? size : size.vocabSize);
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelSpec } from '../../src/config/types.ts';
 import { ErrorCodes } from '../../src/errors.ts';
 import { presets } from '../../stages/models/presets.ts';
+import * as vocab from '../../stages/models/thinkerVocab.ts';
 import { ByteTokenizer, FIRST_WORD_TOKEN_ID, NUM_BYTE_TOKENS, SPECIAL_TOKENS } from '../../stages/tokenizer/ByteTokenizer.ts';
 import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
 import { COMMON_WORDS } from '../../stages/tokenizer/words.ts';
@@ -9,6 +10,11 @@ import { COMMON_WORDS } from '../../stages/tokenizer/words.ts';
 const tok = new ByteTokenizer(presets.tiny.thinker.vocabSize);
 
 describe('ByteTokenizer layout', () => {
+  it('agrees with the layout the generated Thinker is built for', () => {
+    expect([NUM_BYTE_TOKENS, FIRST_WORD_TOKEN_ID, tok.eosTokenId]).toEqual([vocab.NUM_BYTE_TOKENS, vocab.FIRST_WORD_TOKEN_ID, vocab.THINKER_EOS_TOKEN_ID]);
+    expect(SPECIAL_TOKENS).toHaveLength(vocab.NUM_SPECIAL_TOKENS);
+  });
+
   it('bytes, then 16 specials (end-of-text first), then words', () => {
     expect(tok.decode([72, 105])).toBe('Hi');
     expect(tok.eosTokenId).toBe(NUM_BYTE_TOKENS);
@@ -94,6 +100,7 @@ describe('createTokenizer', () => {
 
   it('sizes the byte tokenizer of a file model without a tokenizer folder from the given vocabulary', () => {
     expect(createTokenizer({ source: 'file', path: '/m.onnx' }, { vocabSize: 1000 }).vocabSize).toBe(1000);
+    expect(createTokenizer({ source: 'file', path: '/m.onnx' }, 600).vocabSize).toBe(600);
     expect(() => createTokenizer({ source: 'file', path: '/m.onnx' })).toThrow(expect.objectContaining({ code: ErrorCodes.TOKENIZER }));
   });
 
