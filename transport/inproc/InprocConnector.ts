@@ -84,6 +84,10 @@ export class InprocConnector implements Connector {
     for (const edge of this.#edges.values()) edge.mailbox.close();
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   #edge(from: string, to: string): Edge {
     const label = `${from}->${to}`;
     let edge = this.#edges.get(label);

@@ -133,6 +133,10 @@ export class ShmConnector implements Connector {
     return this.#closing;
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   async #receive(inbound: Inbound): Promise<void> {
     const { ring, mailbox } = inbound;
     try {
