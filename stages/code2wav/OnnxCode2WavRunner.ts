@@ -14,6 +14,7 @@ import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import type { Code2WavItem, Code2WavRunner } from '../types.ts';
 import { probeCode2Wav } from './probeCode2Wav.ts';
+import { WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 
 const DEFAULT_SAMPLE_RATE_HZ = 24000;
 
@@ -39,13 +40,14 @@ export class OnnxCode2WavRunner implements Code2WavRunner {
       }
       if (!session.outputNames.includes('audio')) throw signatureError(what, 'needs an audio output [batch, 1, samples]');
       const size = code2wavSizeOf(spec, files);
-      if (size) {
-        return new OnnxCode2WavRunner(session, numCodebooks, size.codebookSize, size.samplesPerFrame, size.sampleRateHz, code2wavReceptiveFieldFrames(size));
-      }
-      // A foreign file: measure what the config cannot tell (codebook size must come from a manifest, else
-      // code 0 only is known valid; the probe finds samples per frame and the causal receptive field).
-      const probed = probeCode2Wav(session, numCodebooks, what);
-      return new OnnxCode2WavRunner(session, numCodebooks, Number.MAX_SAFE_INTEGER, probed.samplesPerFrame, DEFAULT_SAMPLE_RATE_HZ, probed.receptiveFieldFrames);
+      // A foreign file: measure what the config cannot tell (the probe finds samples per frame and the
+      // causal receptive field; without a manifest the codebook size is unknown and left to the model).
+      const probed = size ? null : probeCode2Wav(session, numCodebooks, what);
+      const runner = size
+        ? new OnnxCode2WavRunner(session, numCodebooks, size.codebookSize, size.samplesPerFrame, size.sampleRateHz, code2wavReceptiveFieldFrames(size))
+        : new OnnxCode2WavRunner(session, numCodebooks, Number.MAX_SAFE_INTEGER, probed!.samplesPerFrame, DEFAULT_SAMPLE_RATE_HZ, probed!.receptiveFieldFrames);
+      warmUp(what, () => runner.decode([{ seqId: WARMUP_SEQ, codes: new Int32Array(2 * numCodebooks), numFrames: 2, contextFrames: 0 }]));
+      return runner;
     } catch (err) {
       session.close();
       throw err;

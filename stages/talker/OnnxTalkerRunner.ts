@@ -11,6 +11,7 @@ import type { EngineArgs, ModelSpec } from '../../src/config/types.ts';
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
+import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import type { TalkerSize } from '../../src/config/types.ts';
@@ -70,7 +71,14 @@ export class OnnxTalkerRunner implements TalkerRunner {
         throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, `${padPath} holds ${padRow.length} floats, the talker's conditionDim is ${signature.conditionDim}`);
       }
       const decoder = new KvDecoder(talker, signature.layout, signature.names, size?.maxPositions ?? Number.MAX_SAFE_INTEGER);
-      return new OnnxTalkerRunner(decoder, predictor, signature, padRow, size?.framesPerToken ?? DEFAULT_FRAMES_PER_TOKEN);
+      const runner = new OnnxTalkerRunner(decoder, predictor, signature, padRow, size?.framesPerToken ?? DEFAULT_FRAMES_PER_TOKEN);
+      warmUp(`talker model ${talkerPath}`, () => {
+        const rows = new Float32Array(2 * signature.conditionDim);
+        runner.execute([{ seqId: WARMUP_SEQ, rows, numRows: 2, sampling: WARMUP_SAMPLING }]);
+        runner.execute([{ seqId: WARMUP_SEQ, rows: rows.subarray(signature.conditionDim), numRows: 1, sampling: WARMUP_SAMPLING }]);
+        runner.free(WARMUP_SEQ);
+      });
+      return runner;
     } catch (err) {
       talker.close();
       predictor?.close();

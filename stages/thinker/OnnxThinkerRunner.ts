@@ -15,6 +15,7 @@ import { THINKER_EOS_TOKEN_ID } from '../models/thinkerVocab.ts';
 import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
+import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { loadTokenEmbedder, type TokenEmbedder } from './TokenEmbedder.ts';
 import { readSiblingConfig, readThinkerSignature, type ThinkerSignature } from './thinkerSignature.ts';
 
@@ -61,6 +62,11 @@ export class OnnxThinkerRunner implements ThinkerRunner {
         side.eosTokenId ?? -1,
       );
       runner.warnDegraded(what, side.eosTokenId === null);
+      warmUp(what, () => {
+        const first = runner.execute([{ seqId: WARMUP_SEQ, tokenIds: [0, 1], numTokens: 2, sample: true, sampling: WARMUP_SAMPLING }]);
+        runner.execute([{ seqId: WARMUP_SEQ, tokenIds: [first[0].tokenId!], numTokens: 1, sample: true, sampling: WARMUP_SAMPLING }]);
+        runner.free(WARMUP_SEQ);
+      });
       return runner;
     } catch (err) {
       session.close();
