@@ -11,6 +11,7 @@ import { logger, type Logger } from '../log.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector, provisionEdges, type ProvisionedEdges } from '../../transport/createConnector.ts';
 import type { Connector } from '../../transport/Connector.ts';
+import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
 import type { AddRequest, DownstreamTarget, EdgeBinding, StageStats, StageToMain } from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
@@ -64,6 +65,10 @@ export class Orchestrator implements Engine {
     const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
     const tokenizer = await createTokenizer(entry.model, entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size.vocabSize : undefined);
     const o = new Orchestrator(graph, tokenizer, log, opts.restartOnDeath ?? true);
+    for (const warning of graph.warnings ?? []) log.warn({ file: graph.file }, warning);
+    // Segments left by a Chorus process that died without cleaning up (its pid is gone) are removed first.
+    const swept = ShmRing.sweepStaleSegments();
+    if (swept.length > 0) log.warn({ segments: swept }, 'removed shared memory left by dead Chorus processes');
     o.provisioned = await provisionEdges(graph, planEdges(graph));
     try {
       o.connector = await createConnector(graph, MAIN, o.provisioned.edges);
@@ -116,7 +121,7 @@ export class Orchestrator implements Engine {
       new Map([...chosen].map(([id, slot]) => [id, slot.instance])),
       outputs.map((s) => ({ stageId: s.stageId, type: s.finalOutputType! })),
       promptTokenIds.length,
-      new StreamingDetokenizer(this.tokenizer),
+      new StreamingDetokenizer(this.tokenizer, { promptIds: promptTokenIds }),
       samplesPerFrame,
       (s, reason) => this.onRequestEnd(s, reason),
     );

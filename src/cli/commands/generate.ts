@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig, defaultConfigPath } from '../../config/loadConfig.ts';
 import { Orchestrator } from '../../engine/Orchestrator.ts';
 import type { Modality, OutputEvent } from '../../engine/types.ts';
-import { encodeWav } from '../../server/wav.ts';
+import { floatToPcm16, wavFromPcm16 } from '../../server/pcm.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
 
 export async function run(argv: string[]): Promise<number> {
@@ -61,7 +61,7 @@ export async function run(argv: string[]): Promise<number> {
       });
     });
     if (!values.json) process.stdout.write('\n');
-    if (values.out) await writeFile(values.out, encodeWav(pcm, sampleRateHz));
+    if (values.out) await writeFile(values.out, wavFromPcm16(Buffer.concat(pcm.map(floatToPcm16)), sampleRateHz));
     const samples = pcm.reduce((n, p) => n + p.length, 0);
     if (done.finishReason === 'error') process.stderr.write(`chorus: ${done.error?.code}: ${done.error?.message}\n`);
     if (values.json) {

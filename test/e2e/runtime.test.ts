@@ -1,0 +1,125 @@
+/**
+ * The runtime end to end: real stage processes, real models, shared-memory rings. One engine per mode, reused
+ * across tests of that mode (starting one costs a few process boots).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import type { GenerateRequest } from '../../src/engine/types.ts';
+import { collect, configWith, maxPcm16Diff, ownSegments, waitFor, type Collected } from '../helpers/engine.ts';
+
+const request = (prompt: string, maxTokens: number, extra: Partial<GenerateRequest> = {}): GenerateRequest => ({
+  messages: [{ role: 'user', content: prompt }],
+  modalities: ['text', 'audio'],
+  sampling: { maxTokens, ignoreEos: true, seed: 7 },
+  talkerSampling: { ignoreEos: true, seed: 7 },
+  ...extra,
+});
+
+const PROMPTS = ['Tell me about the sea.', 'Hi', 'What is a chorus, and why do voices blend?', 'Count to ten', 'A', 'Speak slowly', 'Why is the sky blue at noon?', 'Sing'];
+
+describe('runtime (async_chunk on vs off)', () => {
+  let asyncEngine: Orchestrator;
+  let syncEngine: Orchestrator;
+  const alone = new Map<number, Collected>();
+
+  beforeAll(async () => {
+    [asyncEngine, syncEngine] = await Promise.all([
+      Orchestrator.start(configWith('tiny-omni.yaml')),
+      Orchestrator.start(configWith('tiny-omni-sync.yaml')),
+    ]);
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.all([asyncEngine?.close(), syncEngine?.close()]);
+    expect(ownSegments()).toEqual([]); // every ring unlinked
+  });
+
+  it('gives identical text and audio (within one pcm16 step) in async and sync modes', async () => {
+    const a = await collect(asyncEngine.generate(request(PROMPTS[0], 24)));
+    const s = await collect(syncEngine.generate(request(PROMPTS[0], 24)));
+    expect(a.done.finishReason).toBe('length');
+    expect(s.done.finishReason).toBe('length');
+    expect(a.text.length).toBeGreaterThan(0);
+    expect(a.text).toBe(s.text);
+    expect(a.done.usage.completionTokens).toBe(24);
+    expect(a.pcm.length).toBe(24 * 2 * 1920); // 2 frames per token, 1920 samples per frame
+    expect(maxPcm16Diff(a.pcm, s.pcm)).toBeLessThanOrEqual(1);
+    // async streams audio in several chunks; sync sends it as one.
+    expect(a.events.filter((e) => e.type === 'audio').length).toBeGreaterThan(1);
+    expect(s.events.filter((e) => e.type === 'audio').length).toBe(1);
+    alone.set(0, a);
+  });
+
+  it('at concurrency 8 with mixed lengths, every answer equals its concurrency-1 answer', async () => {
+    const lengths = [5, 40, 12, 33, 8, 21, 17, 28];
+    for (let i = 0; i < PROMPTS.length; i++) {
+      if (i > 0) alone.set(i, await collect(asyncEngine.generate(request(PROMPTS[i], lengths[i]))));
+    }
+    alone.set(0, await collect(asyncEngine.generate(request(PROMPTS[0], lengths[0]))));
+    const together = await Promise.all(PROMPTS.map((p, i) => collect(asyncEngine.generate(request(p, lengths[i])))));
+    together.forEach((t, i) => {
+      const ref = alone.get(i)!;
+      expect(t.done.finishReason).toBe('length');
+      expect(t.text).toBe(ref.text);
+      expect(maxPcm16Diff(t.pcm, ref.pcm)).toBeLessThanOrEqual(1);
+      // Chunk order and end of stream: audio seq counts up from 0 with no gap, done comes last.
+      const seqs = t.events.flatMap((e) => (e.type === 'audio' ? [e.seq] : []));
+      expect(seqs).toEqual(seqs.map((_, k) => k));
+      expect(t.events.at(-1)!.type).toBe('done');
+    });
+  });
+
+  it('runs only the Thinker for a text-only request', async () => {
+    const r = await collect(asyncEngine.generate({ ...request(PROMPTS[1], 6), modalities: ['text'] }));
+    expect(r.done.finishReason).toBe('length');
+    expect(r.pcm.length).toBe(0);
+    expect(r.text).toBe(alone.get(1)!.text.slice(0, r.text.length));
+  });
+
+  it('cancel mid-stream ends the request as cancelled and frees it in every stage', async () => {
+    const handle = asyncEngine.generate(request(PROMPTS[2], 200));
+    const r = await collect(handle, (e) => {
+      if (e.type === 'audio') handle.cancel();
+    });
+    expect(r.done.finishReason).toBe('cancelled');
+    const afterDone = r.events.slice(r.events.findIndex((e) => e.type === 'done') + 1);
+    expect(afterDone).toEqual([]);
+    await waitFor('every stage to drop the request', () => asyncEngine.health().every((h) => h.inFlight === 0));
+  });
+
+  it('killing the Talker mid-stream fails only its requests; the next request succeeds after the restart', async () => {
+    const talker = asyncEngine.workerOf('talker#0')!;
+    const audioReq = asyncEngine.generate(request(PROMPTS[3], 150));
+    const textOnly = asyncEngine.generate({ ...request(PROMPTS[4], 60), modalities: ['text'] });
+    const textDone = collect(textOnly);
+    const r = await collect(audioReq, (e) => {
+      if (e.type === 'audio' && e.seq === 0) talker.kill('SIGKILL');
+    });
+    expect(r.done.finishReason).toBe('error');
+    expect(r.done.error?.code).toBe('CHORUS_ERR_STAGE_DIED');
+    expect((await textDone).done.finishReason).toBe('length');
+    await waitFor('the talker to restart', () => asyncEngine.health().every((h) => h.status === 'ready'), 60_000);
+    const again = await collect(asyncEngine.generate(request(PROMPTS[0], 24)));
+    expect(again.done.finishReason).toBe('length');
+    expect(again.text).toBe(alone.get(0)!.text.slice(0, again.text.length));
+    expect(asyncEngine.health().find((h) => h.stageId === 'talker')!.restarts).toBe(1);
+  });
+});
+
+describe('runtime deadlines', () => {
+  it('a chunk wait past its deadline ends the request with a timeout error', async () => {
+    const engine = await Orchestrator.start(configWith('tiny-omni.yaml', { 'chunk_timeout_ms: 30000': 'chunk_timeout_ms: 300' }));
+    try {
+      const handle = engine.generate(request(PROMPTS[0], 100));
+      // Holding the request back upstream starves the Talker and main of chunks past the 300 ms deadline.
+      const r = await collect(handle, (e) => {
+        if (e.type === 'text') handle.pause();
+      });
+      expect(r.done.finishReason).toBe('error');
+      expect(r.done.error?.code).toBe('CHORUS_ERR_CHUNK_TIMEOUT');
+      await waitFor('every stage to drop the request', () => engine.health().every((h) => h.inFlight === 0));
+    } finally {
+      await engine.close();
+    }
+  }, 120_000);
+});
