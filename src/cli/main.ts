@@ -10,7 +10,6 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   bench: { summary: 'measure TTFP, TTFT and friends (bench limit | bench transport)', load: () => import('./commands/bench.ts') },
   models: { summary: 'build or describe the generated models (models build | models info)', load: () => import('./commands/models.ts') },
   config: { summary: 'validate a stage graph (config check FILE)', load: () => import('./commands/config.ts') },
-  stage: { summary: 'run one stage standalone (scale-out)', load: () => import('./commands/stage.ts') },
 };
 
 function usage(): string {
