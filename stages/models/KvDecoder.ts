@@ -74,15 +74,22 @@ export class KvDecoder {
     const feeds: Record<string, ort.Tensor> = { ...extraFeeds, attention_mask: new ort.Tensor('int64', mask, [batch, totalLen]) };
     if (this.names.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, numTokens]);
     if (this.names.hasUseCacheBranch) feeds.use_cache_branch = new ort.Tensor('bool', new Uint8Array([pastLen > 0 ? 1 : 0]), [1]);
+    const alone = batch === 1 && caches[0].tight;
     this.names.past.forEach((name, i) => {
-      const data = new Float32Array(batch * numKvHeads * pastLen * headDim);
-      caches.forEach((c, b) => c.packInto(i, data, b, pastLen));
+      let data: Float32Array;
+      if (alone) {
+        data = caches[0].buffer(i);
+      } else {
+        data = new Float32Array(batch * numKvHeads * pastLen * headDim);
+        caches.forEach((c, b) => c.packInto(i, data, b, pastLen));
+      }
       feeds[name] = new ort.Tensor('float32', data, [batch, numKvHeads, pastLen, headDim]);
     });
 
     const out = this.session.run(feeds, [...fetch, ...this.names.present]);
     const presents = this.names.present.map((name) => out[name].data as Float32Array);
-    caches.forEach((c, b) => c.appendFrom(presents, b, totalLen, numTokens));
+    if (batch === 1) caches[0].adopt(presents, totalLen);
+    else caches.forEach((c, b) => c.appendFrom(presents, b, totalLen, numTokens));
     return out;
   }
 }

@@ -2,6 +2,9 @@
  * One sequence's KV cache: per layer a key and a value buffer laid out [heads, capacity, headDim], so a
  * step appends its new rows per head without moving the old ones, and a batch packs each head's rows
  * with one contiguous copy. Capacity grows by 1.5x in steps of GROW_POSITIONS.
+ *
+ * A sequence decoding alone skips both copies: it adopts the step's present tensors as its buffers
+ * (capacity == length, i.e. exactly [1, heads, length, headDim]) and feeds them back as the next past.
  */
 export interface KvLayout {
   readonly numLayers: number;
@@ -42,6 +45,22 @@ export class SeqKvCache {
     }
     this.buffers = next;
     this.capacity = capacity;
+  }
+
+  /** True when buffer i is exactly [heads, length, headDim]: it can be fed as a batch-of-one past as is. */
+  get tight(): boolean {
+    return this.capacity === this.length;
+  }
+
+  buffer(i: number): Float32Array {
+    return this.buffers[i] ?? new Float32Array(0);
+  }
+
+  /** Takes a batch-of-one step's present tensors [1, heads, totalLen, headDim] as the cache (no copy). */
+  adopt(presents: readonly Float32Array[], totalLen: number): void {
+    this.buffers = [...presents];
+    this.capacity = totalLen;
+    this.length = totalLen;
   }
 
   /**

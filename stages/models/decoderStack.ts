@@ -8,7 +8,7 @@
  * position_ids, so a sequence sees the same positional code alone or in a batch.
  */
 import type { GraphBuilder } from './onnx/GraphBuilder.ts';
-import type { Weights } from './weights.ts';
+import { randomUniform, type Weights } from './weights.ts';
 
 export interface DecoderDims {
   readonly hiddenSize: number;
@@ -74,6 +74,13 @@ function attentionAllowed(g: GraphBuilder, x: string): string {
   return g.op('And', [causal, real]);
 }
 
+/** [d, 3d] fused q|k|v weights with the attention scale 1/sqrt(headDim) folded into the q columns (one node less per layer). */
+function qkvWeight(seed: number, name: string, d: number, std: number, qScale: number): Float32Array {
+  const weight = randomUniform(seed, name, d * 3 * d, std);
+  for (let row = 0; row < d; row++) for (let col = 0; col < d; col++) weight[row * 3 * d + col] *= qScale;
+  return weight;
+}
+
 function splitHeads(g: GraphBuilder, x: string, numHeads: number, headDim: number): string {
   return g.op('Transpose', [g.op('Reshape', [x, g.constI64([0, 0, numHeads, headDim])])], { perm: [0, 2, 1, 3] });
 }
@@ -96,7 +103,7 @@ export async function buildDecoderStack(
   }
   let x = g.op('Add', [embedded, positionCode(g, d)]);
   const allowed = attentionAllowed(g, x);
-  const qScale = g.constF32([1 / Math.sqrt(headDim)]);
+  const qScale = 1 / Math.sqrt(headDim);
   const masked = g.constF32([MASKED_SCORE]);
   const layerOutputs: string[] = [];
   const std = 1 / Math.sqrt(d);
@@ -104,9 +111,9 @@ export async function buildDecoderStack(
   for (let l = 0; l < numLayers; l++) {
     const p = `layers.${l}`;
     const h = layerNorm(g, w, x, `${p}.ln_1`, d);
-    const qkv = g.op('MatMul', [h, w.uniform(`${p}.attn.qkv.weight`, [d, 3 * d], std)]);
+    const qkv = g.op('MatMul', [h, w.data(`${p}.attn.qkv.weight`, [d, 3 * d], qkvWeight(w.seed, `${p}.attn.qkv.weight`, d, std, qScale))]);
     const [q, k, v] = g.node('Split', [qkv, g.constI64([d, d, d])], { axis: -1 }, 3);
-    const qh = g.op('Mul', [splitHeads(g, q, numHeads, headDim), qScale]);
+    const qh = splitHeads(g, q, numHeads, headDim);
     const presentKey = g.op('Concat', [pastKeyName(l, 'key'), splitHeads(g, k, numHeads, headDim)], { axis: 2 }, presentName(l, 'key'));
     const presentValue = g.op('Concat', [pastKeyName(l, 'value'), splitHeads(g, v, numHeads, headDim)], { axis: 2 }, presentName(l, 'value'));
     const scores = g.op('MatMul', [qh, g.op('Transpose', [presentKey], { perm: [0, 1, 3, 2] })]);

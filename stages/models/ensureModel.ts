@@ -17,7 +17,7 @@ import { buildTalker } from './talkerModel.ts';
 import { buildThinker, type BuildProgressStep, type BuiltFiles } from './thinkerModel.ts';
 
 /** Bump when a generator's graph or weights change: old folders then stop matching. */
-export const GENERATOR_VERSION = 1;
+export const GENERATOR_VERSION = 2;
 const MANIFEST = 'manifest.json';
 
 export type ModelKind = GeneratedModelSpec['kind'];

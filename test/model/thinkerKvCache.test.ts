@@ -83,12 +83,18 @@ describe('thinker KV cache', () => {
     const fullA = fullLogits([...a.slice(0, 20), 7, 8]);
     expect(maxAbsDiff(batch2.subarray(0, 2 * V), fullC.subarray(14 * V, 16 * V))).toBeLessThan(1e-4);
     expect(maxAbsDiff(batch2.subarray(2 * V, 4 * V), fullA.subarray(20 * V, 22 * V))).toBeLessThan(1e-4);
+    // Back to decoding alone after batched steps (the cache leaves its grown buffers for exact ones).
+    const aloneAgain = step(dec, ['b'], [[42]]);
+    expect(maxAbsDiff(aloneAgain, fullLogits([...b, 42]).subarray(9 * V, 10 * V))).toBeLessThan(1e-4);
   });
 
   it('frees a sequence and reports its KV bytes', () => {
     const dec = newDecoder();
     step(dec, ['x'], [promptIds(10, 5)]);
-    // Capacity grows in steps of 64 positions: 2 (k, v) x layers x heads x 64 x headDim floats.
+    // Alone, the cache is exactly the step's present tensors: 2 (k, v) x layers x 10 positions x hidden floats.
+    expect(dec.kvBytes('x')).toBe(2 * smallThinker.numLayers * 10 * D * 4);
+    // In a batch, it moves to buffers that grow in steps of 64 positions.
+    step(dec, ['x', 'y'], [[1], [2]]);
     expect(dec.kvBytes('x')).toBe(2 * smallThinker.numLayers * 64 * D * 4);
     dec.free('x');
     expect(dec.kvBytes('x')).toBe(0);
