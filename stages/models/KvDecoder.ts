@@ -62,7 +62,8 @@ export class KvDecoder {
       return c;
     });
     const batch = seqIds.length;
-    const pastLen = Math.max(...caches.map((c) => c.length));
+    const reuse = SeqKvCache.sameBatch(caches);
+    const pastLen = reuse ? caches[0].total : Math.max(...caches.map((c) => c.length));
     const totalLen = pastLen + numTokens;
 
     const mask = new BigInt64Array(batch * totalLen);
@@ -74,11 +75,10 @@ export class KvDecoder {
     const feeds: Record<string, ort.Tensor> = { ...extraFeeds, attention_mask: new ort.Tensor('int64', mask, [batch, totalLen]) };
     if (this.names.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, numTokens]);
     if (this.names.hasUseCacheBranch) feeds.use_cache_branch = new ort.Tensor('bool', new Uint8Array([pastLen > 0 ? 1 : 0]), [1]);
-    const alone = batch === 1 && caches[0].tight;
     this.names.past.forEach((name, i) => {
       let data: Float32Array;
-      if (alone) {
-        data = caches[0].buffer(i);
+      if (reuse) {
+        data = caches[0].shared(i);
       } else {
         data = new Float32Array(batch * numKvHeads * pastLen * headDim);
         caches.forEach((c, b) => c.packInto(i, data, b, pastLen));
@@ -88,8 +88,7 @@ export class KvDecoder {
 
     const out = this.session.run(feeds, [...fetch, ...this.names.present]);
     const presents = this.names.present.map((name) => out[name].data as Float32Array);
-    if (batch === 1) caches[0].adopt(presents, totalLen);
-    else caches.forEach((c, b) => c.appendFrom(presents, b, totalLen, numTokens));
+    caches.forEach((c, b) => c.adopt(presents, batch, b, totalLen, numTokens));
     return out;
   }
 }

@@ -1,10 +1,11 @@
 /**
- * One sequence's KV cache: per layer a key and a value buffer laid out [heads, capacity, headDim], so a
- * step appends its new rows per head without moving the old ones, and a batch packs each head's rows
- * with one contiguous copy. Capacity grows by 1.5x in steps of GROW_POSITIONS.
+ * Where one sequence's KV cache lives: its row of the present tensors of the last step it took part in.
+ * A step's presents [B, heads, total, headDim] hold every sequence of the batch, left-padded to `total`.
  *
- * A sequence decoding alone skips both copies: it adopts the step's present tensors as its buffers
- * (capacity == length, i.e. exactly [1, heads, length, headDim]) and feeds them back as the next past.
+ * No copy in steady state: when the next step runs exactly the same sequences in the same order (a
+ * stable decode batch, or one sequence alone), those presents are fed back as the past unchanged — each
+ * row keeps its left padding, and every row grows by the same numTokens. Only when the batch changes
+ * (a sequence joins, leaves or runs in another group) are the rows repacked into a new past, once.
  */
 export interface KvLayout {
   readonly numLayers: number;
@@ -12,87 +13,58 @@ export interface KvLayout {
   readonly headDim: number;
 }
 
-const GROW_POSITIONS = 64;
-
 export class SeqKvCache {
+  /** Real positions held (the row's last `length` positions). */
   length = 0;
-  private capacity = 0;
-  /** 2 * numLayers buffers: layer l key at 2l, value at 2l + 1. */
-  private buffers: Float32Array[] = [];
+  /** The presents of the last step: 2 * numLayers tensors, layer l key at 2l, value at 2l + 1. */
+  private presents: readonly Float32Array[] = [];
+  private batchSize = 0;
+  private row = 0;
+  /** Positions per row in `presents`, padding included. */
+  total = 0;
 
   constructor(private readonly layout: KvLayout) {}
 
-  /** Bytes allocated for this sequence (what it holds, not just what it uses). */
-  get bytes(): number {
-    return this.buffers.reduce((sum, b) => sum + b.byteLength, 0);
-  }
-
-  private ensureCapacity(positions: number): void {
-    if (positions <= this.capacity) return;
+  private get positionBytes(): number {
     const { numLayers, numKvHeads, headDim } = this.layout;
-    const wanted = Math.max(positions, Math.ceil(this.capacity * 1.5));
-    const capacity = Math.ceil(wanted / GROW_POSITIONS) * GROW_POSITIONS;
-    const next: Float32Array[] = [];
-    for (let i = 0; i < 2 * numLayers; i++) {
-      const buf = new Float32Array(numKvHeads * capacity * headDim);
-      const old = this.buffers[i];
-      if (old) {
-        for (let h = 0; h < numKvHeads; h++) {
-          buf.set(old.subarray(h * this.capacity * headDim, (h * this.capacity + this.length) * headDim), h * capacity * headDim);
-        }
-      }
-      next.push(buf);
-    }
-    this.buffers = next;
-    this.capacity = capacity;
+    return 2 * numLayers * numKvHeads * headDim * Float32Array.BYTES_PER_ELEMENT;
   }
 
-  /** True when buffer i is exactly [heads, length, headDim]: it can be fed as a batch-of-one past as is. */
-  get tight(): boolean {
-    return this.capacity === this.length;
+  /** Bytes this sequence holds: its row, padding included (the padding is memory it keeps alive). */
+  get bytes(): number {
+    return this.total * this.positionBytes;
   }
 
-  buffer(i: number): Float32Array {
-    return this.buffers[i] ?? new Float32Array(0);
+  /** True when these caches are, in this order, all the rows of one step's presents: feed them back as is. */
+  static sameBatch(caches: readonly SeqKvCache[]): boolean {
+    const first = caches[0];
+    if (first.presents.length === 0 || first.batchSize !== caches.length) return false;
+    return caches.every((c, b) => c.presents === first.presents && c.row === b);
   }
 
-  /** Takes a batch-of-one step's present tensors [1, heads, totalLen, headDim] as the cache (no copy). */
-  adopt(presents: readonly Float32Array[], totalLen: number): void {
-    this.buffers = [...presents];
-    this.capacity = totalLen;
-    this.length = totalLen;
+  /** The shared present tensor i (only meaningful when sameBatch held). */
+  shared(i: number): Float32Array {
+    return this.presents[i];
   }
 
-  /**
-   * Copies this sequence's rows of buffer i into a batch past tensor [B, heads, pastLen, headDim] at batch
-   * row b, right-aligned (left padding): rows [pastLen - length, pastLen).
-   */
+  /** Copies this sequence's real rows of tensor i into a past [B, heads, pastLen, headDim] at row b, right-aligned. */
   packInto(i: number, dst: Float32Array, b: number, pastLen: number): void {
+    if (this.length === 0) return;
     const { numKvHeads, headDim } = this.layout;
-    const src = this.buffers[i];
-    if (!src || this.length === 0) return;
-    const pad = pastLen - this.length;
+    const src = this.presents[i];
+    const pad = this.total - this.length;
     for (let h = 0; h < numKvHeads; h++) {
-      const from = h * this.capacity * headDim;
-      dst.set(src.subarray(from, from + this.length * headDim), ((b * numKvHeads + h) * pastLen + pad) * headDim);
+      const from = ((this.row * numKvHeads + h) * this.total + pad) * headDim;
+      dst.set(src.subarray(from, from + this.length * headDim), ((b * numKvHeads + h) * pastLen + (pastLen - this.length)) * headDim);
     }
   }
 
-  /**
-   * Appends the last newLen rows of batch row b of every present tensor [B, heads, totalLen, headDim]
-   * (presents[i] pairs with buffer i), then advances length.
-   */
-  appendFrom(presents: readonly Float32Array[], b: number, totalLen: number, newLen: number): void {
-    const { numKvHeads, headDim } = this.layout;
-    this.ensureCapacity(this.length + newLen);
-    for (let i = 0; i < presents.length; i++) {
-      const src = presents[i];
-      const dst = this.buffers[i];
-      for (let h = 0; h < numKvHeads; h++) {
-        const from = ((b * numKvHeads + h) * totalLen + (totalLen - newLen)) * headDim;
-        dst.set(src.subarray(from, from + newLen * headDim), (h * this.capacity + this.length) * headDim);
-      }
-    }
-    this.length += newLen;
+  /** After a step: the sequence now lives at row `row` of these presents, `newTokens` positions longer. */
+  adopt(presents: readonly Float32Array[], batchSize: number, row: number, total: number, newTokens: number): void {
+    this.presents = presents;
+    this.batchSize = batchSize;
+    this.row = row;
+    this.total = total;
+    this.length += newTokens;
   }
 }

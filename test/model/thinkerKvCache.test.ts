@@ -91,11 +91,14 @@ describe('thinker KV cache', () => {
   it('frees a sequence and reports its KV bytes', () => {
     const dec = newDecoder();
     step(dec, ['x'], [promptIds(10, 5)]);
-    // Alone, the cache is exactly the step's present tensors: 2 (k, v) x layers x 10 positions x hidden floats.
-    expect(dec.kvBytes('x')).toBe(2 * smallThinker.numLayers * 10 * D * 4);
-    // In a batch, it moves to buffers that grow in steps of 64 positions.
+    // 2 (k, v) x layers x positions x hidden floats.
+    const perPosition = 2 * smallThinker.numLayers * D * 4;
+    expect(dec.kvBytes('x')).toBe(10 * perPosition);
+    // In a batch, a row holds its left padding too: y (1 position) is padded to x's 11.
     step(dec, ['x', 'y'], [[1], [2]]);
-    expect(dec.kvBytes('x')).toBe(2 * smallThinker.numLayers * 64 * D * 4);
+    expect(dec.kvBytes('x')).toBe(11 * perPosition);
+    expect(dec.kvBytes('y')).toBe(11 * perPosition);
+    expect(dec.pastLength('y')).toBe(1);
     dec.free('x');
     expect(dec.kvBytes('x')).toBe(0);
     expect(dec.pastLength('x')).toBe(0);
