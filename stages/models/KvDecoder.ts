@@ -43,6 +43,13 @@ export class KvDecoder {
     this.caches.delete(seqId);
   }
 
+  /** Sequences left behind in the tensors the participants are leaving get rows of their own. */
+  private compactBystanders(participants: readonly SeqKvCache[]): void {
+    const leaving = new Set(participants.map((c) => c.storage));
+    const taking = new Set(participants);
+    for (const c of this.caches.values()) if (!taking.has(c) && leaving.has(c.storage)) c.compact();
+  }
+
   /**
    * One forward: every sequence in seqIds adds numTokens positions. extraFeeds holds the model's other
    * inputs (inputs_embeds, ...) with batch rows in seqIds order. Returns the fetched outputs; the caches
@@ -88,6 +95,7 @@ export class KvDecoder {
 
     const out = this.session.run(feeds, [...fetch, ...this.names.present]);
     const presents = this.names.present.map((name) => out[name].data as Float32Array);
+    if (!reuse) this.compactBystanders(caches);
     caches.forEach((c, b) => c.adopt(presents, batch, b, totalLen, numTokens));
     return out;
   }

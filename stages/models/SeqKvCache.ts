@@ -59,6 +59,29 @@ export class SeqKvCache {
     }
   }
 
+  /** The present tensors this sequence points into (identity matters: shared by the rows of one step). */
+  get storage(): readonly Float32Array[] {
+    return this.presents;
+  }
+
+  /**
+   * Copies this sequence's real rows into tensors of its own. Called when the rest of its batch moves on
+   * without it (it waits for input, or was left out of a step): otherwise it would keep the whole batch's
+   * tensors alive, padding and all, while its byte count says one row.
+   */
+  compact(): void {
+    if (this.batchSize <= 1 && this.total === this.length) return;
+    const own = this.presents.map((_, i) => {
+      const dst = new Float32Array(this.layout.numKvHeads * this.length * this.layout.headDim);
+      this.packInto(i, dst, 0, this.length);
+      return dst;
+    });
+    this.presents = own;
+    this.batchSize = 1;
+    this.row = 0;
+    this.total = this.length;
+  }
+
   /** After a step: the sequence now lives at row `row` of these presents, `newTokens` positions longer. */
   adopt(presents: readonly Float32Array[], batchSize: number, row: number, total: number, newTokens: number): void {
     this.presents = presents;

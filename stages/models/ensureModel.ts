@@ -13,6 +13,7 @@ import type { GeneratedModelSpec, ModelSpec } from '../../src/config/types.ts';
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 import { logger } from '../../src/log.ts';
 import { buildCode2Wav } from './code2wavModel.ts';
+import type { EncoderModelKind, EncoderSize } from './encoderSizes.ts';
 import { buildTalker } from './talkerModel.ts';
 import { buildThinker, type BuildProgressStep, type BuiltFiles } from './thinkerModel.ts';
 
@@ -20,7 +21,8 @@ import { buildThinker, type BuildProgressStep, type BuiltFiles } from './thinker
 export const GENERATOR_VERSION = 2;
 const MANIFEST = 'manifest.json';
 
-export type ModelKind = GeneratedModelSpec['kind'];
+/** Stage-graph kinds plus the encoders (built through ensureGeneratedModel; see stages/models/ensureEncoderModel.ts). */
+export type ModelKind = GeneratedModelSpec['kind'] | EncoderModelKind;
 
 export interface ModelBuildProgress extends BuildProgressStep {
   readonly kind: ModelKind;
@@ -31,7 +33,7 @@ export interface ModelManifest {
   readonly generatorVersion: number;
   readonly preset: string;
   readonly seed: number;
-  readonly size: GeneratedModelSpec['size'];
+  readonly size: GeneratedModelSpec['size'] | EncoderSize;
   readonly files: Readonly<Record<string, number>>; // name -> bytes
   readonly buildMs: number;
 }
@@ -47,9 +49,23 @@ export interface ModelFiles {
   readonly built: boolean;
 }
 
-export function modelDirName(spec: GeneratedModelSpec): string {
+/**
+ * Any generated model: what names its folder (kind, sizes, seed, generator version) and how to build it.
+ * ensureModel makes one from a stage's spec; the encoders make their own (their kinds are not stage kinds).
+ */
+export interface GeneratedModelRecipe {
+  readonly kind: ModelKind;
+  readonly preset: string;
+  readonly seed: number;
+  readonly size: GeneratedModelSpec['size'] | EncoderSize;
+  /** Defaults to GENERATOR_VERSION; a generator with its own version bumps only its own folders. */
+  readonly generatorVersion?: number;
+  build(progress: (s: BuildProgressStep) => void): Promise<BuiltFiles>;
+}
+
+export function modelDirName(spec: Pick<GeneratedModelRecipe, 'kind' | 'seed' | 'size' | 'generatorVersion'>): string {
   const sortedSize = Object.fromEntries(Object.entries(spec.size).sort(([a], [b]) => a.localeCompare(b)));
-  const key = JSON.stringify({ kind: spec.kind, size: sortedSize, seed: spec.seed, generator: GENERATOR_VERSION });
+  const key = JSON.stringify({ kind: spec.kind, size: sortedSize, seed: spec.seed, generator: spec.generatorVersion ?? GENERATOR_VERSION });
   return `${spec.kind}-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
 }
 
@@ -62,10 +78,15 @@ export async function ensureModel(spec: ModelSpec, modelsDir: string, onProgress
     }
     return { source: 'file', dir: dirname(spec.path), files: { model: spec.path }, manifest: null, built: false };
   }
-  const dir = join(modelsDir, modelDirName(spec));
+  return ensureGeneratedModel({ ...spec, build: (progress) => generate(spec, progress) }, modelsDir, onProgress);
+}
+
+/** Builds (once, atomically) or reuses the folder of any generated model. */
+export async function ensureGeneratedModel(recipe: GeneratedModelRecipe, modelsDir: string, onProgress?: (p: ModelBuildProgress) => void): Promise<ModelFiles> {
+  const dir = join(modelsDir, modelDirName(recipe));
   let pending = inFlight.get(dir);
   if (!pending) {
-    pending = ensureGenerated(spec, dir, onProgress).finally(() => inFlight.delete(dir));
+    pending = ensureGenerated(recipe, dir, onProgress).finally(() => inFlight.delete(dir));
     inFlight.set(dir, pending);
   }
   return pending;
@@ -83,7 +104,7 @@ function filesOf(dir: string, manifest: ModelManifest): Record<string, string> {
   return Object.fromEntries(Object.keys(manifest.files).map((name) => [name, join(dir, name)]));
 }
 
-async function ensureGenerated(spec: GeneratedModelSpec, dir: string, onProgress?: (p: ModelBuildProgress) => void): Promise<ModelFiles> {
+async function ensureGenerated(spec: GeneratedModelRecipe, dir: string, onProgress?: (p: ModelBuildProgress) => void): Promise<ModelFiles> {
   const existing = await readManifest(dir);
   if (existing) return { source: 'generated', dir, files: filesOf(dir, existing), manifest: existing, built: false };
 
@@ -92,7 +113,7 @@ async function ensureGenerated(spec: GeneratedModelSpec, dir: string, onProgress
   const started = performance.now();
   let built: BuiltFiles;
   try {
-    built = await generate(spec, (step) => onProgress?.({ kind: spec.kind, ...step }));
+    built = await spec.build((step) => onProgress?.({ kind: spec.kind, ...step }));
   } catch (err) {
     throw new ChorusError(ErrorCodes.MODEL_BUILD, `cannot build the ${spec.kind} model (preset ${spec.preset}): ${(err as Error).message}; check the model sizes in the config`, { cause: err });
   }
@@ -106,7 +127,7 @@ async function ensureGenerated(spec: GeneratedModelSpec, dir: string, onProgress
     }
     const manifest: ModelManifest = {
       kind: spec.kind,
-      generatorVersion: GENERATOR_VERSION,
+      generatorVersion: spec.generatorVersion ?? GENERATOR_VERSION,
       preset: spec.preset,
       seed: spec.seed,
       size: spec.size,

@@ -3,6 +3,9 @@
  * from the AR decoder, codebooks 1..Q-1 from the residual code predictor given the decoder's last hidden
  * state and code 0. The input at position p is the conditioning row plus an embedding of the frame
  * sampled at position p - 1, or BOS when p - 1 sampled nothing (prompt positions, a split prefill).
+ * free() drops the frame history with the cache: a sequence recomputed after a preemption restarts with
+ * BOS as its previous frame, so its later frames can differ from an uninterrupted run (greedy text is
+ * unaffected; only the audio of a preempted request).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -99,6 +99,14 @@ describe('thinker KV cache', () => {
     expect(dec.kvBytes('x')).toBe(11 * perPosition);
     expect(dec.kvBytes('y')).toBe(11 * perPosition);
     expect(dec.pastLength('y')).toBe(1);
+    // x and y leave the batch of three without z: z gets a row of its own (no padding kept alive).
+    step(dec, ['z'], [promptIds(3, 6)]);
+    step(dec, ['x', 'y', 'z'], [[3], [4], [5]]);
+    expect(dec.kvBytes('z')).toBe(12 * perPosition);
+    step(dec, ['x', 'y'], [[6], [7]]);
+    expect(dec.kvBytes('z')).toBe(4 * perPosition);
+    const zNext = step(dec, ['z'], [[8]]);
+    expect(maxAbsDiff(zNext, fullLogits([...promptIds(3, 6), 5, 8]).subarray(4 * V, 5 * V))).toBeLessThan(1e-4);
     dec.free('x');
     expect(dec.kvBytes('x')).toBe(0);
     expect(dec.pastLength('x')).toBe(0);
