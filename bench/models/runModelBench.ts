@@ -112,7 +112,7 @@ function code2wavCalls(runner: Code2WavRunner, codebookSize: number, batch: numb
 }
 
 /** One answer: Thinker prompt + tokens, Talker prompt rows + 2 frames per token, Code2Wav in streamed chunks. */
-function answer(thinker: ThinkerRunner, talker: TalkerRunner, code2wav: Code2WavRunner, codebookSize: number, tokens: number): ModelBenchResult['answer'] {
+function answer(thinker: ThinkerRunner, talker: TalkerRunner, code2wav: Code2WavRunner, tokens: number): ModelBenchResult['answer'] {
   const generated: number[] = [];
   const thinkerMs = timed(() => {
     let next = thinker.execute([{ seqId: 'ans', tokenIds: promptIds(PROMPT_TOKENS), numTokens: PROMPT_TOKENS, sample: true, sampling: greedy }])[0].tokenId!;
@@ -144,7 +144,6 @@ function answer(thinker: ThinkerRunner, talker: TalkerRunner, code2wav: Code2Wav
       code2wav.decode([{ seqId: 'ans', codes: chunk, numFrames: end - from, contextFrames: start - from }]);
     }
   });
-  void codebookSize;
   return { tokens, frames, thinkerMs, talkerMs, code2wavMs, totalMs: thinkerMs + talkerMs + code2wavMs };
 }
 
@@ -206,7 +205,7 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
         thinker: thinkerResult,
         talker: talkerResult,
         code2wav: code2wavResult,
-        answer: answer(thinker, talker, code2wav, k, tokens),
+        answer: answer(thinker, talker, code2wav, tokens),
       };
     } finally {
       await Promise.all([thinker.close(), talker.close(), code2wav.close()]);
