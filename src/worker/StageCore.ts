@@ -15,7 +15,10 @@ import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '.
 import type { Logger } from '../log.ts';
 import type { Tensor } from '../../transport/codec.ts';
 import type { Arrival, ChunkTransferAdapter, ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import type { AddRequest, DownstreamTarget, StageStats, StageToMain } from './messages.ts';
+import type { AddRequest, DownstreamTarget, EdgeSample, StageStats, StageToMain } from './messages.ts';
+
+/** Samples kept between two stats reports (250 ms apart): enough for histograms, bounded under any load. */
+const MAX_SAMPLES_PER_REPORT = 512;
 
 export interface StageContext {
   readonly spec: StageSpec;
@@ -28,7 +31,7 @@ export interface StageContext {
 
 export interface CoreRequest {
   readonly requestId: string;
-  readonly sampling: SamplingParams;
+  sampling: SamplingParams;
   readonly downstream: readonly DownstreamTarget[];
   readonly initialCodecChunkFrames?: number;
   numOutputs: number;
@@ -43,6 +46,8 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   protected readonly requests = new Map<string, R>();
   protected lastBatchSize = 0;
   protected lastStepMs = 0;
+  private batchSizes: number[] = [];
+  private edgeSamples: EdgeSample[] = [];
 
   constructor(protected readonly ctx: StageContext) {}
 
@@ -78,6 +83,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
         continue;
       }
       const m = a.chunk.meta;
+      if (this.edgeSamples.length < MAX_SAMPLES_PER_REPORT) {
+        this.edgeSamples.push({ from: m.from, to: m.to, latencyMs: a.chunk.receivedAtMs - m.sentAtMs, bytes: a.chunk.bytes });
+      }
       if (m.final) this.ctx.adapter.forget(req.requestId);
       if (m.final && (m.finishReason === 'error' || m.finishReason === 'cancelled')) {
         // Upstream failed or was cancelled: pass it on in-band, do not compute on partial input.
@@ -104,8 +112,26 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   /** Runs one scheduling step; returns false when there was nothing to run. */
   abstract step(): boolean;
 
+  /** Reports load and the samples gathered since the previous call. */
   stats(): StageStats {
-    return { queueDepth: this.queueDepth(), running: this.requests.size, batchSize: this.lastBatchSize, stepMs: this.lastStepMs };
+    const stats = {
+      queueDepth: this.queueDepth(),
+      running: this.requests.size,
+      batchSize: this.lastBatchSize,
+      stepMs: this.lastStepMs,
+      batchSizes: this.batchSizes,
+      edgeSamples: this.edgeSamples,
+    };
+    this.batchSizes = [];
+    this.edgeSamples = [];
+    return stats;
+  }
+
+  /** Subclasses call this after every executed step. */
+  protected recordStep(batchSize: number, startedAtMs: number): void {
+    this.lastBatchSize = batchSize;
+    this.lastStepMs = performance.now() - startedAtMs;
+    if (this.batchSizes.length < MAX_SAMPLES_PER_REPORT) this.batchSizes.push(batchSize);
   }
 
   protected abstract admit(msg: AddRequest): R;

@@ -64,11 +64,21 @@ export interface StageReadySettings {
   readonly loadMs: number;
 }
 
+export interface EdgeSample {
+  readonly from: string; // producing stage id
+  readonly to: string; // consuming stage id, or "main"
+  readonly latencyMs: number; // saved by the producer -> received by the consumer (same wall clock, one machine)
+  readonly bytes: number;
+}
+
 export interface StageStats {
   readonly queueDepth: number; // requests waiting (not yet running)
   readonly running: number;
   readonly batchSize: number; // of the last step
   readonly stepMs: number;
+  /** Since the previous report (bounded): batch size of every step, and received chunks. */
+  readonly batchSizes: readonly number[];
+  readonly edgeSamples: readonly EdgeSample[];
 }
 
 export type StageToMain =

@@ -22,6 +22,8 @@ export interface ChunkMeta<P = Record<string, unknown>> {
   readonly to: string; // stage id of the consumer, or "main"
   readonly seq: number;
   readonly final: boolean;
+  /** Wall-clock ms when the producer saved the chunk (per-edge latency metrics). */
+  readonly sentAtMs: number;
   /** On a final chunk: why the stream ended upstream (an error or cancellation reaches downstream in-band). */
   readonly finishReason?: FinishReason;
   readonly error?: SerializedError;
@@ -164,6 +166,7 @@ export class ChunkTransferAdapter {
       to: target.toStageId,
       seq,
       final: chunk.final,
+      sentAtMs: Date.now(),
       finishReason: chunk.finishReason,
       error: chunk.error,
       payload: chunk.payload ?? {},

@@ -92,8 +92,7 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
       if (w.chunk.final) this.finish(w.req, w.chunk.final, () => chunk);
       else if (pcm.length > 0) this.send(w.req, w.req.downstream, chunk);
     }
-    this.lastBatchSize = work.length;
-    this.lastStepMs = performance.now() - started;
+    this.recordStep(work.length, started);
     return true;
   }
 }

@@ -39,7 +39,7 @@ export class TalkerCore extends StageCore<TalkerRequest> {
     this.scheduler.add(msg.requestId, 0); // admitted lazily: nothing to compute before the first chunk
     return {
       requestId: msg.requestId,
-      sampling: msg.sampling,
+      sampling: { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, this.maxFrames()) },
       downstream: msg.downstream,
       initialCodecChunkFrames: msg.initialCodecChunkFrames,
       numOutputs: 0,
@@ -58,6 +58,8 @@ export class TalkerCore extends StageCore<TalkerRequest> {
       const p = chunk.meta.payload.promptRows;
       if (typeof p !== 'number') return this.fail(req, new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `first chunk of ${req.requestId} lacks promptRows`));
       req.promptRows = p;
+      if (p + 1 >= this.maxFrames()) return this.fail(req, new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, `prompt of ${p} rows does not fit the talker's positions: shorten it`));
+      req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
       const ic = initialChunkFrames(this.ctx.chunkPolicy, this.scheduler.numRunning + 1, req.initialCodecChunkFrames);
       req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
     }
@@ -69,6 +71,12 @@ export class TalkerCore extends StageCore<TalkerRequest> {
     }
     if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
     this.refresh(req);
+  }
+
+  /** Frames that fit the model's positions (prompt rows take positions too; checked again per request). */
+  private maxFrames(): number {
+    const m = this.ctx.spec.model;
+    return m.source === 'generated' && m.kind === 'talker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
   }
 
   /** Text tokens known so far (rows after the prompt). */
@@ -113,7 +121,7 @@ export class TalkerCore extends StageCore<TalkerRequest> {
     const started = performance.now();
     const batch = plan.items.map((item) => {
       const req = this.requests.get(item.requestId)!;
-      return { seqId: req.requestId, rows: this.rowsFor(req, item), numRows: item.numTokens, sampling: req.sampling };
+      return { seqId: req.requestId, rows: this.rowsFor(req, item), numRows: item.numTokens, sampling: req.sampling, sample: item.sample };
     });
     let outputs;
     try {
@@ -139,8 +147,7 @@ export class TalkerCore extends StageCore<TalkerRequest> {
       if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, 'length');
       this.refresh(req);
     });
-    this.lastBatchSize = plan.items.length;
-    this.lastStepMs = performance.now() - started;
+    this.recordStep(plan.items.length, started);
     return true;
   }
 

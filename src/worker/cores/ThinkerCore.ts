@@ -34,16 +34,34 @@ export class ThinkerCore extends StageCore<ThinkerRequest> {
     const prompt = msg.promptTokenIds ?? [];
     if (prompt.length === 0) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
     const needsTalker = msg.downstream.some((t) => t.stageId !== 'main');
+    const supports = this.runner.supports;
+    if (needsTalker && supports && (!supports.hiddenStates || !supports.embeddings)) {
+      throw new ChorusError(
+        ErrorCodes.MODEL_SIGNATURE,
+        `the thinker model of stage ${this.ctx.spec.stageId} exports no hidden states, which audio output needs: request text only, or export the model with hidden states`,
+      );
+    }
+    const maxPositions = this.maxPositions();
+    if (prompt.length >= maxPositions) {
+      throw new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, `prompt of ${prompt.length} tokens does not fit the thinker's ${maxPositions} positions: shorten it`);
+    }
     this.scheduler.add(msg.requestId, prompt.length);
+    // The answer may not run past the model's positions: cap max_tokens instead of failing mid-answer.
+    const sampling = { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, maxPositions - prompt.length) };
     return {
       requestId: msg.requestId,
-      sampling: msg.sampling,
+      sampling,
       downstream: msg.downstream,
       numOutputs: 0,
       promptTokenIds: prompt,
       generated: [],
       toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
     };
+  }
+
+  private maxPositions(): number {
+    const m = this.ctx.spec.model;
+    return m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
   }
 
   protected onChunk(): void {
@@ -86,8 +104,7 @@ export class ThinkerCore extends StageCore<ThinkerRequest> {
     }
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => this.afterStep(item, outputs[i]));
-    this.lastBatchSize = plan.items.length;
-    this.lastStepMs = performance.now() - started;
+    this.recordStep(plan.items.length, started);
     return true;
   }
 
