@@ -25,6 +25,8 @@ export const diagnostics = {
   requestEnd: channel('chorus:request:end'),
   stageStats: channel('chorus:stage:stats'),
   stageDied: channel('chorus:stage:died'),
+  /** Chunks received by main from output stages: {from, to: 'main', latencyMs, bytes}. */
+  edgeChunk: channel('chorus:edge:chunk'),
 };
 
 interface Slot {
@@ -199,8 +201,15 @@ export class Orchestrator implements Engine {
     for (const a of this.adapter.processPendingChunks()) {
       const stream = this.live.get(a.requestId);
       if (!stream) continue;
-      if (a.error) stream.end('error', serializeError(a.error));
-      else stream.onChunk(a.chunk.meta.from, a.chunk);
+      if (a.error) {
+        stream.end('error', serializeError(a.error));
+        continue;
+      }
+      const m = a.chunk.meta;
+      if (diagnostics.edgeChunk.hasSubscribers) {
+        diagnostics.edgeChunk.publish({ from: m.from, to: MAIN, latencyMs: a.chunk.receivedAtMs - m.sentAtMs, bytes: a.chunk.bytes });
+      }
+      stream.onChunk(m.from, a.chunk);
     }
   }
 
