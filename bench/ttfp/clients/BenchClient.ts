@@ -1,0 +1,34 @@
+/**
+ * One client connection of the load generator. Each concurrency slot opens its own before the timed run (so
+ * connection set-up is never inside TTFT) and sends its requests one after another on it.
+ */
+import type { RequestTrace } from '../trace.ts';
+
+export interface BenchRequest {
+  readonly prompt: string;
+  /** Text tokens to generate; sent with ignore_eos so every answer has exactly this many. */
+  readonly outputLen: number;
+  readonly seed: number;
+  /** The request fails (and is cancelled) if it has not ended by then. */
+  readonly timeoutMs: number;
+}
+
+export interface BenchClient {
+  /** Never rejects: a failure is a trace with ok false, so one bad request does not end the run. */
+  request(r: BenchRequest): Promise<RequestTrace>;
+  close(): Promise<void>;
+}
+
+export interface ClientTarget {
+  /** http://host:port */
+  readonly baseUrl: string;
+  readonly apiKey: string | null;
+}
+
+export type Protocol = 'realtime' | 'chat';
+
+/** Samples in a base64 pcm16 string, from its length alone (decoding every delta would load the client). */
+export function pcm16SamplesInBase64(b64: string): number {
+  const padding = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+  return Math.floor(((b64.length / 4) * 3 - padding) / 2);
+}

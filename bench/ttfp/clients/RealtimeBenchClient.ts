@@ -1,0 +1,171 @@
+/**
+ * The /v1/realtime load client: one WebSocket session per concurrency slot, one out-of-band response per
+ * request (`conversation: 'none'` with its own `input`), so requests never see each other's turns and the
+ * session's conversation does not grow over a run.
+ *
+ * Arrival times are taken first thing in the socket's message handler, before the frame is parsed.
+ */
+import { WebSocket } from 'ws';
+import type { RequestTrace, TraceEvent } from '../trace.ts';
+import { pcm16SamplesInBase64, type BenchClient, type BenchRequest, type ClientTarget } from './BenchClient.ts';
+
+const SAMPLE_RATE_HZ = 24_000; // Realtime GA audio/pcm is 24 kHz mono pcm16
+const CONNECT_TIMEOUT_MS = 10_000;
+const DRAIN_TIMEOUT_MS = 10_000; // a cancelled response that never ends: give the session up to this, then go on
+
+interface ServerEvent {
+  readonly type: string;
+  readonly delta?: string;
+  readonly response?: {
+    readonly id?: string;
+    readonly status?: string;
+    readonly status_details?: { readonly error?: { readonly code?: string; readonly message?: string } } | null;
+    readonly usage?: { readonly input_tokens?: number; readonly output_token_details?: { readonly text_tokens?: number } } | null;
+  };
+  readonly error?: { readonly code?: string; readonly message?: string };
+}
+
+interface Pending {
+  readonly startMs: number;
+  readonly events: TraceEvent[];
+  requestId?: string;
+  readonly finish: (outcome: { ok: boolean; error?: string; usage?: ServerEvent['response'] }) => void;
+}
+
+export class RealtimeBenchClient implements BenchClient {
+  #pending: Pending | null = null;
+  /** After a timeout: resolves when the cancelled response's response.done has arrived (the session is free again). */
+  #draining: Promise<void> | null = null;
+  #onDrained: (() => void) | null = null;
+
+  private constructor(private readonly ws: WebSocket) {
+    ws.on('message', (data) => this.#onMessage(performance.now(), data.toString()));
+    ws.on('close', () => {
+      this.#drained();
+      this.#pending?.finish({ ok: false, error: 'the server closed the realtime socket' });
+    });
+  }
+
+  static async connect(target: ClientTarget): Promise<RealtimeBenchClient> {
+    const url = `${target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`;
+    const ws = new WebSocket(url, { headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}, perMessageDeflate: false });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no realtime session from ${url} within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+      ws.once('error', (err) => {
+        clearTimeout(timer);
+        reject(new Error(`cannot open ${url}: ${err.message}`));
+      });
+      // The session is usable once session.created has arrived.
+      ws.once('message', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return new RealtimeBenchClient(ws);
+  }
+
+  async request(r: BenchRequest): Promise<RequestTrace> {
+    if (this.#pending) throw new Error('one request at a time per realtime session');
+    if (this.#draining) await this.#draining;
+    return new Promise<RequestTrace>((resolve) => {
+      const events: TraceEvent[] = [];
+      let timer: NodeJS.Timeout | undefined;
+      const startMs = performance.now();
+      const pending: Pending = {
+        startMs,
+        events,
+        finish: ({ ok, error, usage }) => {
+          if (this.#pending !== pending) return;
+          this.#pending = null;
+          clearTimeout(timer);
+          resolve({
+            startMs,
+            events,
+            ok,
+            ...(error !== undefined ? { error } : {}),
+            ...(pending.requestId !== undefined ? { requestId: pending.requestId } : {}),
+            ...(usage?.usage?.input_tokens !== undefined ? { promptTokens: usage.usage.input_tokens } : {}),
+            ...(usage?.usage?.output_token_details?.text_tokens !== undefined ? { textTokens: usage.usage.output_token_details.text_tokens } : {}),
+          });
+        },
+      };
+      this.#pending = pending;
+      timer = setTimeout(() => {
+        if (this.ws.readyState === WebSocket.OPEN) {
+          // A session runs one response at a time: the next request must wait for this one's response.done.
+          this.#draining = new Promise<void>((done) => {
+            const drainTimer = setTimeout(() => this.#drained(), DRAIN_TIMEOUT_MS);
+            this.#onDrained = () => {
+              clearTimeout(drainTimer);
+              done();
+            };
+          });
+          this.ws.send(JSON.stringify({ type: 'response.cancel' }));
+        }
+        pending.finish({ ok: false, error: `no response.done within ${r.timeoutMs} ms` });
+      }, r.timeoutMs);
+      this.ws.send(
+        JSON.stringify({
+          type: 'response.create',
+          response: {
+            conversation: 'none',
+            input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: r.prompt }] }],
+            output_modalities: ['audio'],
+            max_output_tokens: r.outputLen,
+            ignore_eos: true,
+            seed: r.seed,
+          },
+        }),
+      );
+    });
+  }
+
+  #drained(): void {
+    this.#draining = null;
+    const f = this.#onDrained;
+    this.#onDrained = null;
+    f?.();
+  }
+
+  #onMessage(atMs: number, text: string): void {
+    const e = JSON.parse(text) as ServerEvent;
+    const p = this.#pending;
+    if (!p) {
+      // The tail of a timed-out response: only its end matters.
+      if (e.type === 'response.done') this.#drained();
+      return;
+    }
+    switch (e.type) {
+      case 'response.created':
+        p.requestId = e.response?.id;
+        return;
+      case 'response.output_audio_transcript.delta':
+      case 'response.output_text.delta':
+        p.events.push({ type: 'text', atMs });
+        return;
+      case 'response.output_audio.delta':
+        p.events.push({ type: 'audio', atMs, samples: pcm16SamplesInBase64(e.delta ?? ''), sampleRateHz: SAMPLE_RATE_HZ });
+        return;
+      case 'response.done': {
+        p.events.push({ type: 'done', atMs });
+        const status = e.response?.status;
+        const ok = status === 'completed' || status === 'incomplete'; // incomplete = stopped at max_output_tokens
+        const err = e.response?.status_details?.error;
+        p.finish({ ok, ...(ok ? {} : { error: `response ${status}: ${err?.code ?? ''} ${err?.message ?? ''}`.trim() }), usage: e.response });
+        return;
+      }
+      case 'error':
+        p.finish({ ok: false, error: `${e.error?.code ?? 'error'}: ${e.error?.message ?? ''}` });
+        return;
+      default:
+        return;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.ws.readyState === WebSocket.CLOSED) return;
+    const closed = new Promise<void>((resolve) => this.ws.once('close', () => resolve()));
+    this.ws.close();
+    await closed;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * The shape of DIR/results.json (snake_case, as vLLM's bench writes its JSON), and the goals the issue sets.
+ * Every field a run row has is a plain number or null, so the JSON diffs and plots cleanly.
+ */
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import type { LimitResult } from '../limit/runLimit.ts';
+import type { Distribution, RunMetrics } from './metrics.ts';
+import type { RequestTrace } from './trace.ts';
+import type { ServerSideTiming } from './ServerTimings.ts';
+
+export interface RunRow {
+  readonly async_chunk: boolean;
+  readonly concurrency: number;
+  readonly num_prompts: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly input_len: number;
+  readonly output_len: number;
+  /** Code2Wav's max_num_seqs (chunks decoded together); null when the server's config is unknown. */
+  readonly code2wav_batch: number | null;
+  readonly duration_s: number;
+  readonly request_throughput: number;
+  readonly mean_ttft_ms: number | null;
+  readonly p50_ttft_ms: number | null;
+  readonly p99_ttft_ms: number | null;
+  readonly mean_tpot_ms: number | null;
+  readonly p50_tpot_ms: number | null;
+  readonly p99_tpot_ms: number | null;
+  readonly mean_itl_ms: number | null;
+  readonly p50_itl_ms: number | null;
+  readonly p99_itl_ms: number | null;
+  readonly mean_ttfp_ms: number | null;
+  readonly p50_ttfp_ms: number | null;
+  readonly p99_ttfp_ms: number | null;
+  readonly mean_e2e_ms: number | null;
+  readonly p50_e2e_ms: number | null;
+  readonly p99_e2e_ms: number | null;
+  readonly mean_rtf: number | null;
+  readonly p50_rtf: number | null;
+  readonly p99_rtf: number | null;
+  /** Stalls over 100 ms of the simulated player, summed over requests. */
+  readonly underruns: number;
+  readonly requests_with_underruns: number;
+  readonly worst_stall_ms: number;
+  readonly total_stall_ms: number;
+  readonly audio_seconds: number;
+  readonly mean_prompt_tokens: number | null;
+  readonly mean_text_tokens: number | null;
+  /** In-process server only: the engine's and the front end's share of TTFP (see ServerTimings). */
+  readonly mean_engine_ttfp_ms: number | null;
+  readonly mean_server_ttfp_ms: number | null;
+  readonly errors: readonly string[];
+}
+
+export interface Ratio {
+  readonly concurrency: number;
+  readonly ttfp_async_over_sync: number | null;
+  readonly p50_ttfp_async_over_sync: number | null;
+  readonly ttft_async_over_sync: number | null;
+  readonly e2e_async_over_sync: number | null;
+  readonly rtf_async_over_sync: number | null;
+}
+
+export interface Goal {
+  readonly name: string;
+  readonly value: number;
+  readonly target: string;
+  readonly met: boolean;
+}
+
+export interface Machine {
+  readonly node: string;
+  readonly platform: string;
+  readonly cpu_model: string;
+  readonly cpus: number;
+  readonly memory_gib: number;
+  /** 1-minute load average when the bench started and ended (the machine may be shared). */
+  readonly load_avg_start: number;
+  load_avg_end: number;
+}
+
+export interface BenchResult {
+  readonly tool: 'chorus bench';
+  readonly started_at: string;
+  finished_at: string;
+  readonly command: string;
+  readonly git_sha: string;
+  readonly machine: Machine;
+  readonly target: { readonly kind: 'config' | 'url'; readonly file?: string; readonly url?: string };
+  /** sha256 of the YAML as run, per mode (the sync one differs only in async_chunk). */
+  readonly config_sha256: { readonly async?: string; readonly sync?: string; readonly as_is?: string };
+  readonly options: {
+    readonly protocol: string;
+    readonly concurrency: readonly number[];
+    readonly num_prompts: number;
+    readonly input_len: number;
+    readonly output_len: number;
+    readonly warmup: number;
+    readonly seed: number;
+  };
+  limit: LimitResult | null;
+  readonly runs: RunRow[];
+  ratios: Ratio[];
+  goals: Goal[];
+}
+
+export function gitSha(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return dirty.length > 0 ? `${sha}-dirty` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function machineInfo(): Machine {
+  return {
+    node: process.version,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    cpu_model: os.cpus()[0]?.model ?? 'unknown',
+    cpus: os.availableParallelism(),
+    memory_gib: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    load_avg_start: os.loadavg()[0],
+    load_avg_end: os.loadavg()[0],
+  };
+}
+
+function meanOf(values: readonly (number | undefined)[]): number | null {
+  const present = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
+  return present.length === 0 ? null : present.reduce((a, b) => a + b, 0) / present.length;
+}
+
+export interface RowContext {
+  readonly asyncChunk: boolean;
+  readonly concurrency: number;
+  readonly inputLen: number;
+  readonly outputLen: number;
+  readonly code2wavBatch: number | null;
+  readonly durationMs: number;
+  readonly traces: readonly RequestTrace[];
+  readonly serverTiming?: (requestId: string | undefined) => ServerSideTiming | undefined;
+}
+
+export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
+  const d = (name: string, x: Distribution) => ({ [`mean_${name}`]: x.mean, [`p50_${name}`]: x.p50, [`p99_${name}`]: x.p99 });
+  const ok = c.traces.filter((t) => t.ok);
+  const timing = c.serverTiming ? ok.map((t) => c.serverTiming!(t.requestId)) : [];
+  return {
+    async_chunk: c.asyncChunk,
+    concurrency: c.concurrency,
+    num_prompts: c.traces.length,
+    completed: m.completed,
+    failed: m.failed,
+    input_len: c.inputLen,
+    output_len: c.outputLen,
+    code2wav_batch: c.code2wavBatch,
+    duration_s: c.durationMs / 1000,
+    request_throughput: m.completed / (c.durationMs / 1000),
+    ...d('ttft_ms', m.ttft),
+    ...d('tpot_ms', m.tpot),
+    ...d('itl_ms', m.itl),
+    ...d('ttfp_ms', m.ttfp),
+    ...d('e2e_ms', m.e2e),
+    ...d('rtf', m.rtf),
+    underruns: m.underruns,
+    requests_with_underruns: m.requestsWithUnderruns,
+    worst_stall_ms: m.worstStallMs,
+    total_stall_ms: m.totalStallMs,
+    audio_seconds: m.audioSeconds,
+    mean_prompt_tokens: meanOf(ok.map((t) => t.promptTokens)),
+    mean_text_tokens: meanOf(ok.map((t) => t.textTokens)),
+    mean_engine_ttfp_ms: meanOf(timing.map((t) => t?.engineTtfpMs)),
+    mean_server_ttfp_ms: meanOf(timing.map((t) => t?.serverTtfpMs)),
+    errors: m.errors,
+  } as RunRow;
+}

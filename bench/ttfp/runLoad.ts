@@ -1,0 +1,50 @@
+/**
+ * Closed-loop load at a fixed concurrency (vLLM's --max-concurrency with an unbounded request rate): every
+ * slot sends its next prompt as soon as its previous answer has ended, until all prompts are sent.
+ */
+import type { BenchClient, BenchRequest } from './clients/BenchClient.ts';
+import type { RequestTrace } from './trace.ts';
+
+export interface LoadOptions {
+  readonly prompts: readonly string[];
+  readonly concurrency: number;
+  readonly outputLen: number;
+  /** Request i gets seed + i, so the same prompt index gets the same seed in every run. */
+  readonly seed: number;
+  readonly timeoutMs: number;
+  /** Opens one client (a connection); called once per slot before the clock starts. */
+  readonly openClient: () => Promise<BenchClient>;
+  readonly onRequestDone?: (trace: RequestTrace) => void;
+}
+
+export interface LoadResult {
+  /** In prompt order. */
+  readonly traces: readonly RequestTrace[];
+  /** From the first send to the last answer's end. */
+  readonly durationMs: number;
+}
+
+export async function runLoad(o: LoadOptions): Promise<LoadResult> {
+  const slots = Math.max(1, Math.min(o.concurrency, o.prompts.length));
+  const clients = await Promise.all(Array.from({ length: slots }, () => o.openClient()));
+  const traces: RequestTrace[] = new Array(o.prompts.length);
+  let next = 0;
+  const startedMs = performance.now();
+  let endedMs = startedMs;
+  try {
+    await Promise.all(
+      clients.map(async (client) => {
+        // `next++` is safe: the slots interleave only at awaits, never inside this statement.
+        for (let i = next++; i < o.prompts.length; i = next++) {
+          const request: BenchRequest = { prompt: o.prompts[i], outputLen: o.outputLen, seed: o.seed + i, timeoutMs: o.timeoutMs };
+          traces[i] = await client.request(request);
+          o.onRequestDone?.(traces[i]);
+        }
+      }),
+    );
+    endedMs = performance.now();
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+  return { traces, durationMs: endedMs - startedMs };
+}

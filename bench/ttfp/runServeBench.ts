@@ -1,0 +1,188 @@
+/**
+ * The TTFP bench: for each mode (async_chunk on, and off with --compare-sync) and each concurrency, send the
+ * same seeded prompts through the real front end and measure on the client. With --config the bench starts its
+ * own server in this process (and measures the critical-path limit first, before any stage process runs);
+ * with --url it measures a running server.
+ */
+import type { StageGraph } from '../../src/config/types.ts';
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import type { Logger } from '../../src/log.ts';
+import { presets } from '../../stages/models/presets.ts';
+import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
+import { runLimit } from '../limit/runLimit.ts';
+import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
+import { ChatBenchClient } from './clients/ChatBenchClient.ts';
+import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
+import { asyncSyncRatios, evaluateGoals } from './goals.ts';
+import { readBenchConfig, startInProcessServer, type BenchConfig } from './inProcessServer.ts';
+import { summarizeRun } from './metrics.ts';
+import { ProgressBar } from './ProgressBar.ts';
+import { makePrompts } from './prompts.ts';
+import { gitSha, machineInfo, toRunRow, type BenchResult } from './results.ts';
+import { runLoad } from './runLoad.ts';
+import { ServerTimings } from './ServerTimings.ts';
+import os from 'node:os';
+
+export type BenchTarget =
+  | { readonly kind: 'config'; readonly file: string }
+  | { readonly kind: 'url'; readonly url: string; readonly syncUrl?: string; readonly apiKey: string | null };
+
+export interface ServeBenchOptions {
+  readonly target: BenchTarget;
+  readonly protocol: Protocol;
+  readonly concurrency: readonly number[];
+  readonly numPrompts: number;
+  readonly inputLen: number;
+  readonly outputLen: number;
+  readonly warmup: number;
+  readonly seed: number;
+  readonly compareSync: boolean;
+  /** Per request (default 300 s: a sync answer at c=10 on 2 cores is long). */
+  readonly timeoutMs?: number;
+  /** Measure the critical-path limit (--config only; default true). */
+  readonly limit?: boolean;
+  readonly limitRepeats?: number;
+  /** Where the progress bar goes (stderr in the CLI); null for none. */
+  readonly progress: (NodeJS.WritableStream & { isTTY?: boolean }) | null;
+  readonly log: Logger;
+  /** The command line, recorded in the results. */
+  readonly command: string;
+}
+
+/** One server to measure: its address, its async_chunk, and (in-process) how to stop it. */
+interface Mode {
+  readonly asyncChunk: boolean;
+  readonly config: BenchConfig | null;
+  readonly url: string | null;
+}
+
+export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> {
+  const modes = await planModes(o);
+  const first = modes[0].config;
+  const tokenizer = first ? tokenizerOf(first.graph) : await remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
+  // Same prompts (and seeds) for every mode and concurrency; warm-up prompts come from another stream.
+  const prompts = makePrompts({ tokenizer, count: o.numPrompts, inputLen: o.inputLen, seed: o.seed });
+  const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
+  const result: BenchResult = {
+    tool: 'chorus bench',
+    started_at: new Date().toISOString(),
+    finished_at: '',
+    command: o.command,
+    git_sha: gitSha(),
+    machine: machineInfo(),
+    target: o.target.kind === 'config' ? { kind: 'config', file: o.target.file } : { kind: 'url', url: o.target.url },
+    config_sha256: Object.fromEntries(modes.filter((m) => m.config).map((m) => [o.compareSync ? (m.asyncChunk ? 'async' : 'sync') : 'as_is', m.config!.sha256])),
+    options: { protocol: o.protocol, concurrency: o.concurrency, num_prompts: o.numPrompts, input_len: o.inputLen, output_len: o.outputLen, warmup: o.warmup, seed: o.seed },
+    limit: null,
+    runs: [],
+    ratios: [],
+    goals: [],
+  };
+  if (first && o.limit !== false) {
+    o.log.info('measuring the critical-path limit');
+    result.limit = await runLimit({ graph: first.graph, inputLen: o.inputLen, seed: o.seed, repeats: o.limitRepeats });
+  }
+  const timings = first ? new ServerTimings() : null;
+  try {
+    for (const mode of modes) await runMode(o, mode, result, prompts, warmupPrompts, timings);
+  } finally {
+    timings?.close();
+  }
+  result.ratios = asyncSyncRatios(result.runs);
+  result.goals = evaluateGoals(result.runs, result.ratios, result.limit);
+  result.finished_at = new Date().toISOString();
+  result.machine.load_avg_end = os.loadavg()[0];
+  return result;
+}
+
+async function runMode(o: ServeBenchOptions, mode: Mode, result: BenchResult, prompts: string[], warmupPrompts: string[], timings: ServerTimings | null): Promise<void> {
+  const label = mode.asyncChunk ? 'async' : 'sync';
+  const server = mode.config ? await startInProcessServer(mode.config.graph, o.log) : null;
+  try {
+    const target: ClientTarget = { baseUrl: server?.baseUrl ?? mode.url!, apiKey: o.target.kind === 'url' ? o.target.apiKey : null };
+    const openClient = (): Promise<BenchClient> => (o.protocol === 'realtime' ? RealtimeBenchClient.connect(target) : Promise.resolve(new ChatBenchClient(target)));
+    const timeoutMs = o.timeoutMs ?? 300_000;
+    const load = (name: string, list: string[], concurrency: number) => {
+      const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
+      return runLoad({ prompts: list, concurrency, outputLen: o.outputLen, seed: o.seed, timeoutMs, openClient, onRequestDone: (t) => bar?.tick(t.ok) })
+        .finally(() => bar?.finish());
+    };
+    if (warmupPrompts.length > 0) {
+      const w = await load(`${label} warm-up`, warmupPrompts, 1);
+      const failed = w.traces.find((t) => !t.ok);
+      if (failed) throw new ChorusError(ErrorCodes.STAGE_FAILED, `the warm-up request failed (${failed.error}); is the server healthy?`);
+    }
+    const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
+    for (const concurrency of o.concurrency) {
+      const run = await load(`${label} c=${concurrency}`, prompts, concurrency);
+      result.runs.push(
+        toRunRow(summarizeRun(run.traces), {
+          asyncChunk: mode.asyncChunk,
+          concurrency,
+          inputLen: o.inputLen,
+          outputLen: o.outputLen,
+          code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
+          durationMs: run.durationMs,
+          traces: run.traces,
+          ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
+        }),
+      );
+    }
+  } finally {
+    await server?.close();
+  }
+}
+
+async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
+  const t = o.target;
+  if (t.kind === 'config') {
+    if (!o.compareSync) {
+      const config = await readBenchConfig(t.file);
+      return [{ asyncChunk: config.graph.asyncChunk, config, url: null }];
+    }
+    const [a, s] = await Promise.all([readBenchConfig(t.file, true), readBenchConfig(t.file, false)]);
+    return [{ asyncChunk: true, config: a, url: null }, { asyncChunk: false, config: s, url: null }];
+  }
+  const main = await describe(t.url, t.apiKey);
+  const modes: Mode[] = [{ asyncChunk: main.async_chunk, config: null, url: t.url }];
+  if (o.compareSync) {
+    if (!t.syncUrl) throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-sync with --url needs --sync-url URL of a server running async_chunk: false (or use --config, and the bench starts both)');
+    const sync = await describe(t.syncUrl, t.apiKey);
+    if (main.async_chunk === sync.async_chunk) {
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--url and --sync-url both run async_chunk: ${main.async_chunk}; point them at an async and a sync server`);
+    }
+    modes.push({ asyncChunk: sync.async_chunk, config: null, url: t.syncUrl });
+  }
+  return modes;
+}
+
+interface StagesInfo {
+  readonly async_chunk: boolean;
+  readonly stages: readonly { readonly kind: string; readonly model: { readonly source: string; readonly preset?: string } }[];
+}
+
+async function describe(url: string, apiKey: string | null): Promise<StagesInfo> {
+  let res: Response;
+  try {
+    res = await fetch(`${url}/v1/stages`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
+  } catch (cause) {
+    throw new ChorusError(ErrorCodes.REQUEST_INVALID, `cannot reach ${url}: ${(cause as Error).message}; is \`chorus serve\` running there?`, { cause });
+  }
+  if (!res.ok) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `GET ${url}/v1/stages answered HTTP ${res.status}; pass --api-key if the server needs one`);
+  return (await res.json()) as StagesInfo;
+}
+
+function tokenizerOf(graph: StageGraph): Tokenizer {
+  const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
+  return createTokenizer(entry.model, entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size : undefined);
+}
+
+/** A remote server's generated Thinker uses the byte tokenizer of its preset's vocabulary. */
+async function remoteTokenizer(t: Extract<BenchTarget, { kind: 'url' }>, log: Logger): Promise<Tokenizer> {
+  const info = await describe(t.url, t.apiKey);
+  const thinker = info.stages.find((s) => s.kind === 'thinker');
+  const preset = thinker?.model.preset !== undefined ? presets[thinker.model.preset] : undefined;
+  if (preset) return new ByteTokenizer(preset.thinker.vocabSize);
+  log.warn('the server does not run a generated thinker preset: prompt lengths are counted with the tiny byte tokenizer and may differ on the server (results.json records the served prompt_tokens)');
+  return new ByteTokenizer(512);
+}

@@ -1,0 +1,157 @@
+/**
+ * `chorus bench`            TTFP, TTFT, TPOT, ITL, E2E, RTF and underruns across concurrency (bench/ttfp)
+ * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
+ * `chorus bench transport`  the connector microbench: shm ring vs file-per-chunk vs process.send (bench/transport)
+ *
+ * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
+ * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
+ */
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
+import { repoRoot } from '../../config/paths.ts';
+import { ChorusError, ErrorCodes } from '../../errors.ts';
+import { logger } from '../../log.ts';
+
+const USAGE = `usage:
+  chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
+               [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
+               [--compare-sync] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 300000]
+               [--skip-limit] [--limit-repeats 20] [--json]
+  chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--initial-chunk-frames N] [--json]
+  chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256] [--transports shm,file,ipc] [--json]
+
+--config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
+--compare-sync then also runs the same YAML with async_chunk: false. --url measures a running server.
+Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  // Stage processes inherit the environment: keep their start-up chatter out of the tables unless asked for.
+  process.env.CHORUS_LOG_LEVEL ??= 'warn';
+  logger.level = process.env.CHORUS_LOG_LEVEL;
+  const [sub, ...rest] = argv;
+  if (sub === 'limit') return runLimitCommand(rest);
+  if (sub === 'transport') return runTransportCommand(rest);
+  return runServeCommand(argv);
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--${name} must be an integer >= ${min}, got "${value}"`);
+  return n;
+}
+
+type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
+
+function parse<const O extends OptionSpecs>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
+  } catch (err) {
+    throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${(err as Error).message}\n\n${USAGE}`);
+  }
+}
+
+async function runServeCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    config: { type: 'string' },
+    url: { type: 'string' },
+    'sync-url': { type: 'string' },
+    'api-key': { type: 'string' },
+    protocol: { type: 'string', default: 'realtime' },
+    concurrency: { type: 'string', default: '1,4,10' },
+    'num-prompts': { type: 'string' },
+    'input-len': { type: 'string' },
+    'output-len': { type: 'string' },
+    'compare-sync': { type: 'boolean', default: false },
+    out: { type: 'string' },
+    warmup: { type: 'string' },
+    seed: { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    'skip-limit': { type: 'boolean', default: false },
+    'limit-repeats': { type: 'string' },
+    json: { type: 'boolean', default: false },
+  });
+  if (v.url !== undefined && v.config !== undefined) throw new ChorusError(ErrorCodes.REQUEST_INVALID, 'give either --url (a running server) or --config (the bench starts one), not both');
+  if (v.protocol !== 'realtime' && v.protocol !== 'chat') throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--protocol must be realtime or chat, got "${v.protocol}"`);
+  const concurrency = String(v.concurrency).split(',').map((c) => positiveInt('concurrency', c.trim(), 1));
+  const { runServeBench } = await import('../../../bench/ttfp/runServeBench.ts');
+  const { formatText } = await import('../../../bench/ttfp/report/formatReport.ts');
+  const { writeResults } = await import('../../../bench/ttfp/report/writeResults.ts');
+  const result = await runServeBench({
+    target: v.url !== undefined
+      ? { kind: 'url', url: v.url.replace(/\/+$/, ''), ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}), apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null }
+      : { kind: 'config', file: path.resolve(v.config ?? defaultConfigPath()) },
+    protocol: v.protocol,
+    concurrency,
+    numPrompts: positiveInt('num-prompts', v['num-prompts'], 50),
+    inputLen: positiveInt('input-len', v['input-len'], 100),
+    outputLen: positiveInt('output-len', v['output-len'], 100),
+    warmup: positiveInt('warmup', v.warmup, 2, 0),
+    seed: positiveInt('seed', v.seed, 0, 0),
+    compareSync: v['compare-sync'] === true,
+    timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
+    limit: v['skip-limit'] !== true,
+    limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
+    progress: process.stderr,
+    log: logger.child({ component: 'bench' }),
+    command: `chorus bench ${argv.join(' ')}`.trim(),
+  });
+  const out = path.resolve(v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`));
+  const files = await writeResults(out, result);
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result)}\n`);
+  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}\n`);
+  return result.runs.some((r) => r.failed > 0) ? 1 : 0;
+}
+
+async function runLimitCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    config: { type: 'string' },
+    'input-len': { type: 'string' },
+    repeats: { type: 'string' },
+    seed: { type: 'string' },
+    'initial-chunk-frames': { type: 'string' },
+    json: { type: 'boolean', default: false },
+  });
+  const { runLimit, formatLimit } = await import('../../../bench/limit/runLimit.ts');
+  const graph = await loadConfig(v.config ?? defaultConfigPath());
+  const ic = v['initial-chunk-frames'];
+  const result = await runLimit({
+    graph,
+    inputLen: positiveInt('input-len', v['input-len'], 100),
+    repeats: positiveInt('repeats', v.repeats, 20),
+    seed: positiveInt('seed', v.seed, 0, 0),
+    ...(ic !== undefined ? { initialChunkFrames: positiveInt('initial-chunk-frames', ic, 1) } : {}),
+  });
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatLimit(result)}\n`);
+  return 0;
+}
+
+async function runTransportCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    iterations: { type: 'string' },
+    'file-iterations': { type: 'string' },
+    frames: { type: 'string' },
+    transports: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  });
+  const { runTransportBench } = await import('../../../bench/transport/runTransportBench.ts');
+  const { formatTransportTable } = await import('../../../bench/transport/formatTransportTable.ts');
+  const transports = v.transports?.split(',').map((t) => t.trim());
+  const known = ['shm', 'file', 'ipc'];
+  const unknown = transports?.find((t) => !known.includes(t));
+  if (unknown !== undefined) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
+  const result = await runTransportBench({
+    ...(v.iterations !== undefined ? { latencyIterations: positiveInt('iterations', v.iterations, 2000) } : {}),
+    ...(v['file-iterations'] !== undefined ? { fileLatencyIterations: positiveInt('file-iterations', v['file-iterations'], 300) } : {}),
+    ...(v.frames !== undefined ? { throughputFrames: positiveInt('frames', v.frames, 256) } : {}),
+    ...(transports ? { transports: transports as ('shm' | 'file' | 'ipc')[] } : {}),
+  });
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatTransportTable(result)}\n`);
+  return 0;
+}

@@ -1,0 +1,157 @@
+/**
+ * `chorus bench` at tiny scale against real servers: the in-process server it starts itself (--config, async
+ * and sync), and a running server by URL over the chat protocol. Checks the results' shape and what must hold
+ * whatever the machine's speed (never speed goals: those live in the bench itself).
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readBenchConfig, startInProcessServer } from '../../bench/ttfp/inProcessServer.ts';
+import { writeResults } from '../../bench/ttfp/report/writeResults.ts';
+import type { BenchResult, RunRow } from '../../bench/ttfp/results.ts';
+import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
+import { defaultConfigPath } from '../../src/config/paths.ts';
+import { logger } from '../../src/log.ts';
+import { ByteTokenizer } from '../../stages/tokenizer/index.ts';
+
+const INPUT_LEN = 8;
+const OUTPUT_LEN = 8;
+const templateTokens = new ByteTokenizer(512).applyChatTemplate([{ role: 'user', content: '' }]).length;
+
+const base = {
+  concurrency: [1],
+  numPrompts: 2,
+  inputLen: INPUT_LEN,
+  outputLen: OUTPUT_LEN,
+  warmup: 1,
+  seed: 0,
+  timeoutMs: 60_000,
+  progress: null,
+  log: logger,
+  command: 'test',
+} satisfies Partial<ServeBenchOptions>;
+
+/** What must hold for any run that completed, on any machine. */
+function expectSane(r: RunRow): void {
+  expect(r.failed, r.errors.join('; ')).toBe(0);
+  expect(r.completed).toBe(r.num_prompts);
+  for (const key of ['ttft', 'tpot', 'itl', 'ttfp', 'e2e'] as const) {
+    const [mean, p50, p99] = [r[`mean_${key}_ms`], r[`p50_${key}_ms`], r[`p99_${key}_ms`]];
+    for (const v of [mean, p50, p99]) {
+      expect(Number.isFinite(v), `${key}: ${v}`).toBe(true);
+      expect(v!).toBeGreaterThanOrEqual(0);
+    }
+    expect(p99!).toBeGreaterThanOrEqual(p50!);
+  }
+  expect(r.mean_e2e_ms!).toBeGreaterThanOrEqual(r.mean_ttfp_ms!);
+  expect(r.mean_e2e_ms!).toBeGreaterThanOrEqual(r.mean_ttft_ms!);
+  expect(r.p50_ttft_ms!).toBeGreaterThan(0);
+  expect(r.mean_rtf!).toBeGreaterThan(0);
+  expect(Number.isFinite(r.mean_rtf)).toBe(true);
+  expect(r.audio_seconds).toBeGreaterThan(0);
+  expect(r.underruns).toBeGreaterThanOrEqual(0);
+  expect(r.duration_s).toBeGreaterThan(0);
+  // ignore_eos: exactly output-len text tokens, and the prompt is exactly input-len tokens plus the template.
+  expect(r.mean_text_tokens).toBe(OUTPUT_LEN);
+  expect(r.mean_prompt_tokens).toBe(INPUT_LEN + templateTokens);
+}
+
+describe('chorus bench (in-process server, async vs sync, realtime)', () => {
+  let result: BenchResult;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'chorus-bench-'));
+    result = await runServeBench({
+      ...base,
+      concurrency: [1, 2],
+      target: { kind: 'config', file: defaultConfigPath() },
+      protocol: 'realtime',
+      compareSync: true,
+      limitRepeats: 3,
+    });
+    await writeResults(dir, result);
+  }, 180_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('writes results.json with one sane run per mode and concurrency', async () => {
+    const json = JSON.parse(await readFile(path.join(dir, 'results.json'), 'utf8')) as BenchResult;
+    expect(json.runs.map((r) => [r.async_chunk, r.concurrency])).toEqual([
+      [true, 1],
+      [true, 2],
+      [false, 1],
+      [false, 2],
+    ]);
+    for (const r of json.runs) {
+      expectSane(r);
+      expect(r.num_prompts).toBe(2);
+      expect(r.code2wav_batch).toBeGreaterThan(0);
+      // The in-process server reports its share of TTFP; the client cannot see the audio before the server sent it.
+      expect(r.mean_server_ttfp_ms!).toBeGreaterThan(0);
+      expect(r.mean_ttfp_ms!).toBeGreaterThanOrEqual(r.mean_server_ttfp_ms!);
+    }
+    // Same prompts, seeds and models: the same amount of audio in both modes.
+    const audio = json.runs.map((r) => r.audio_seconds);
+    expect(new Set(audio).size).toBe(1);
+  });
+
+  it('records provenance: machine, git SHA, distinct config hashes per mode', () => {
+    expect(result.git_sha).toMatch(/^([0-9a-f]{40}(-dirty)?|unknown)$/);
+    expect(result.machine.cpus).toBeGreaterThan(0);
+    expect(result.config_sha256.async).toMatch(/^[0-9a-f]{64}$/);
+    expect(result.config_sha256.sync).toMatch(/^[0-9a-f]{64}$/);
+    expect(result.config_sha256.async).not.toBe(result.config_sha256.sync);
+  });
+
+  it('measures the critical-path limit and the async/sync ratios', () => {
+    const limit = result.limit!;
+    expect(limit.prompt_tokens).toBe(INPUT_LEN + templateTokens);
+    expect(limit.repeats).toBe(3);
+    for (const v of Object.values(limit.median)) expect(v).toBeGreaterThan(0);
+    expect(limit.median.total_ms).toBeGreaterThanOrEqual(limit.min_total_ms);
+    expect(result.ratios.map((r) => r.concurrency)).toEqual([1, 2]);
+    for (const r of result.ratios) expect(r.ttfp_async_over_sync!).toBeGreaterThan(0);
+    expect(result.goals.map((g) => g.name)).toEqual(['TTFP async/sync at c=1', 'TTFP/limit at c=1 (mean)']);
+  });
+
+  it('writes results.md and plot.svg', async () => {
+    const md = await readFile(path.join(dir, 'results.md'), 'utf8');
+    expect(md).toContain('| Input | Output | async_chunk | Code2Wav batch | Max concurrency |');
+    expect(md.match(/^\| 8 \| 8 \|/gm)).toHaveLength(4);
+    const svg = await readFile(path.join(dir, 'plot.svg'), 'utf8');
+    expect(svg).toMatch(/^<svg /);
+    expect(svg.match(/<polyline /g)).toHaveLength(4);
+  });
+});
+
+describe('chorus bench --url (a running server, chat protocol)', () => {
+  let server: Awaited<ReturnType<typeof startInProcessServer>>;
+
+  beforeAll(async () => {
+    const config = await readBenchConfig(defaultConfigPath());
+    server = await startInProcessServer(config.graph, logger);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('measures over SSE and reads async_chunk from the server', async () => {
+    const result = await runServeBench({ ...base, target: { kind: 'url', url: server.baseUrl, apiKey: null }, protocol: 'chat', compareSync: false });
+    expect(result.limit).toBeNull(); // no config, no runners to time
+    expect(result.runs).toHaveLength(1);
+    expect(result.runs[0].async_chunk).toBe(true);
+    expect(result.runs[0].code2wav_batch).toBeNull();
+    expectSane(result.runs[0]); // includes: the prompts the client built are input-len tokens on the server too
+  });
+
+  it('refuses --compare-sync without a sync server to compare with', async () => {
+    await expect(
+      runServeBench({ ...base, target: { kind: 'url', url: server.baseUrl, apiKey: null }, protocol: 'chat', compareSync: true }),
+    ).rejects.toThrow(/--sync-url/);
+  });
+});

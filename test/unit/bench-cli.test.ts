@@ -1,0 +1,38 @@
+/**
+ * `chorus bench` argument checks: bad flags fail fast with a message that names the flag, before any server,
+ * model or process is started.
+ */
+import { describe, expect, it } from 'vitest';
+import { run } from '../../src/cli/commands/bench.ts';
+import { ErrorCodes } from '../../src/errors.ts';
+
+async function failure(argv: string[]): Promise<{ code: string; message: string }> {
+  try {
+    await run(argv);
+  } catch (err) {
+    return err as { code: string; message: string };
+  }
+  throw new Error(`chorus bench ${argv.join(' ')} did not fail`);
+}
+
+describe('chorus bench arguments', () => {
+  it.each([
+    [['--protocol', 'grpc'], /--protocol must be realtime or chat/],
+    [['--concurrency', '1,0'], /--concurrency must be an integer >= 1, got "0"/],
+    [['--concurrency', '1,x'], /--concurrency must be an integer >= 1, got "x"/],
+    [['--num-prompts', '2.5'], /--num-prompts must be an integer >= 1/],
+    [['--url', 'http://127.0.0.1:1', '--config', 'x.yaml'], /either --url .* or --config/],
+    [['--no-such-flag'], /Unknown option '--no-such-flag'/],
+    [['limit', '--input-len', '0'], /--input-len must be an integer >= 1/],
+    [['transport', '--transports', 'shm,carrier-pigeon'], /unknown transport "carrier-pigeon"/],
+  ])('%j fails with a clear message', async (argv, message) => {
+    const err = await failure(argv);
+    expect(err.code).toBe(ErrorCodes.REQUEST_INVALID);
+    expect(err.message).toMatch(message);
+  });
+
+  it('--url without a server says so', async () => {
+    const err = await failure(['--url', 'http://127.0.0.1:9', '--concurrency', '1', '--num-prompts', '1']);
+    expect(err.message).toMatch(/cannot reach http:\/\/127\.0\.0\.1:9/);
+  });
+});

@@ -1,0 +1,117 @@
+/**
+ * What the bench reports from its runs: async/sync ratios, the goals, the tables, the SVG plot, and the sync
+ * variant of a config (only async_chunk changes).
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { asyncSyncRatios, evaluateGoals } from '../../bench/ttfp/goals.ts';
+import { withAsyncChunk } from '../../bench/ttfp/inProcessServer.ts';
+import type { LimitResult } from '../../bench/limit/runLimit.ts';
+import { plotSvg } from '../../bench/ttfp/report/plotSvg.ts';
+import { meanColumns, renderMarkdown, renderText } from '../../bench/ttfp/report/tables.ts';
+import { summarizeRun } from '../../bench/ttfp/metrics.ts';
+import { toRunRow, type RunRow } from '../../bench/ttfp/results.ts';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { defaultConfigPath } from '../../src/config/paths.ts';
+
+/** A run whose every request had this TTFP (ms), E2E and RTF, built through the real aggregation. */
+function run(asyncChunk: boolean, concurrency: number, ttfpMs: number, stallAtMs: number | null = null): RunRow {
+  const traces = [0, 1].map(() => ({
+    startMs: 0,
+    ok: true,
+    events: [
+      { type: 'text' as const, atMs: 10 },
+      { type: 'audio' as const, atMs: ttfpMs, samples: 2400, sampleRateHz: 24_000 }, // 100 ms
+      { type: 'audio' as const, atMs: stallAtMs ?? ttfpMs + 1, samples: 24_000, sampleRateHz: 24_000 },
+      { type: 'done' as const, atMs: (stallAtMs ?? ttfpMs) + 5 },
+    ],
+  }));
+  return toRunRow(summarizeRun(traces), { asyncChunk, concurrency, inputLen: 100, outputLen: 100, code2wavBatch: 16, durationMs: 1000, traces });
+}
+
+const limit = (totalMs: number) => ({ median: { total_ms: totalMs } }) as LimitResult;
+
+describe('asyncSyncRatios and evaluateGoals', () => {
+  const runs = [run(true, 1, 40), run(true, 10, 300, 600), run(false, 1, 1000), run(false, 10, 2000)];
+  const ratios = asyncSyncRatios(runs);
+
+  it('pairs async and sync runs of the same concurrency', () => {
+    expect(ratios.map((r) => [r.concurrency, r.ttfp_async_over_sync])).toEqual([
+      [1, 0.04],
+      [10, 0.15],
+    ]);
+  });
+
+  it('reports each goal with its value and whether it was met', () => {
+    const goals = evaluateGoals(runs, ratios, limit(32));
+    expect(goals).toEqual([
+      { name: 'TTFP async/sync at c=1', value: 0.04, target: '<= 0.05', met: true },
+      { name: 'TTFP async/sync at c=10', value: 0.15, target: '<= 0.1', met: false },
+      { name: 'TTFP/limit at c=1 (mean)', value: 40 / 32, target: '<= 1.15', met: false },
+      // Second chunk 200 ms after the first 100 ms ran out, in each of the two requests.
+      { name: 'underruns at c=10', value: 2, target: '= 0', met: false },
+    ]);
+  });
+
+  it('leaves out goals it has no data for', () => {
+    expect(evaluateGoals([run(true, 4, 50)], [], null)).toEqual([]);
+  });
+});
+
+describe('tables', () => {
+  const rows = [run(true, 1, 40), run(false, 1, 1000)];
+
+  it('renders aligned text with one line per run', () => {
+    const lines = renderText(meanColumns, rows).split('\n');
+    expect(lines).toHaveLength(4);
+    expect(new Set(lines.map((l) => l.length)).size).toBe(1);
+    expect(lines[0]).toContain('Mean TTFP (ms)');
+    expect(lines[2]).toContain('40.0');
+  });
+
+  it('renders Markdown with a header, a separator and one row per run', () => {
+    const lines = renderMarkdown(meanColumns, rows).split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[1]).toMatch(/^\|( ---: \|)+$/);
+    expect(lines[3].split('|').length).toBe(meanColumns.length + 2);
+  });
+});
+
+describe('plotSvg', () => {
+  it('draws one line per mode in each panel, with the real-time line on the RTF panel', () => {
+    const svg = plotSvg([run(true, 1, 40), run(true, 4, 90), run(false, 1, 1000), run(false, 4, 1500)], 'sub<title>');
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+    expect(svg.match(/<polyline /g)).toHaveLength(4);
+    expect(svg.match(/<circle /g)).toHaveLength(8);
+    expect(svg).toContain('real time');
+    expect(svg).toContain('sub&lt;title&gt;');
+    // Every coordinate is a finite number.
+    for (const [, v] of svg.matchAll(/(?:cx|cy|x1|x2|y1|y2)="([^"]*)"/g)) expect(Number.isFinite(Number(v))).toBe(true);
+  });
+
+  it('still produces a valid picture for a single run', () => {
+    const svg = plotSvg([run(true, 1, 40)]);
+    expect(svg.match(/<circle /g)).toHaveLength(2);
+    expect(svg).not.toContain('NaN');
+  });
+});
+
+describe('withAsyncChunk', () => {
+  it('changes only async_chunk, so the sync run uses the same models and settings', () => {
+    const file = defaultConfigPath();
+    const text = readFileSync(file, 'utf8');
+    const sync = withAsyncChunk(text, false, file);
+    const [a, s] = [parseConfig(text, file), parseConfig(sync, file)];
+    expect(a.asyncChunk).toBe(true);
+    expect(s.asyncChunk).toBe(false);
+    expect({ ...s, asyncChunk: true, warnings: [] }).toEqual({ ...a, warnings: [] });
+    expect(sync).toContain('# tiny-omni'); // comments survive
+  });
+
+  it('adds the key when the file leaves it to the default', () => {
+    const file = defaultConfigPath();
+    const text = readFileSync(file, 'utf8').replace(/^async_chunk:.*$/m, '');
+    expect(parseConfig(withAsyncChunk(text, false, file), file).asyncChunk).toBe(false);
+  });
+});
