@@ -10,6 +10,7 @@ import { Orchestrator } from '../../engine/Orchestrator.ts';
 import type { Modality, OutputEvent } from '../../engine/types.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../server/pcm.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
+import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -28,6 +29,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!values.prompt) throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--prompt TEXT is required');
   const graph = await loadConfig(values.config!);
   const engine = await Orchestrator.start(graph);
+  const unhook = shutdownOnSignal(() => engine.close(2_000));
   try {
     const modalities: Modality[] = values['text-only'] ? ['text'] : ['text', 'audio'];
     const seed = values.seed !== undefined ? Number(values.seed) : undefined;
@@ -80,6 +82,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return done.finishReason === 'error' ? 1 : 0;
   } finally {
+    unhook();
     await engine.close();
   }
 }
