@@ -17,8 +17,6 @@ import { Weights, yieldToLoop } from './weights.ts';
 export const AUDIO_ENCODER_FILE = 'audio_encoder.onnx';
 export const AUDIO_ENCODER_INPUTS = { features: 'input_features', mask: 'attention_mask' } as const;
 export const AUDIO_ENCODER_OUTPUT = 'audio_embeds';
-/** Mel frames per output embedding (two stride-2 convolutions). */
-export const AUDIO_FRAMES_PER_EMBEDDING = 4;
 
 const END = Number.MAX_SAFE_INTEGER; // Slice clamps ends to the dimension
 

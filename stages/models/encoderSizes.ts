@@ -6,6 +6,9 @@
  * two must agree. It is a parameter (not a preset field) and is always taken from the Thinker.
  */
 
+/** Mel frames per audio embedding: the audio encoder's two stride-2 convolutions (100 frames/s -> 25/s). */
+export const AUDIO_FRAMES_PER_EMBEDDING = 4;
+
 export type EncoderModelKind = 'audio_encoder' | 'vision_encoder';
 
 export interface AudioEncoderSize {
