@@ -1,0 +1,63 @@
+/** planEncoderStep: same-modality batches, flushed when full or timed out, within a per-step embedding budget. */
+import { describe, expect, it } from 'vitest';
+import { planEncoderStep, type EncodeJob, type EncoderBudgetPolicy } from '../../stages/encoders/encoderBudget.ts';
+import type { Modality } from '../../stages/encoders/types.ts';
+
+const policy: EncoderBudgetPolicy = { budgetEmbeddings: 1000, maxBatchSize: 4, batchTimeoutMs: 5 };
+
+function job(id: string, modality: Modality, numEmbeddings: number, enqueuedAtMs = 0): EncodeJob {
+  return { id, modality, numEmbeddings, enqueuedAtMs };
+}
+
+const ids = (batches: EncodeJob[][]) => batches.map((b) => b.map((j) => j.id));
+
+describe('planEncoderStep', () => {
+  it('holds a partial batch until its timeout and says when to wake', () => {
+    const queue = [job('i1', 'image', 64, 100), job('i2', 'image', 64, 102)];
+    const early = planEncoderStep(queue, policy, 103);
+    expect(early.batches).toEqual([]);
+    expect(early.nextFlushAtMs).toBe(105);
+    const due = planEncoderStep(queue, policy, 105);
+    expect(ids(due.batches)).toEqual([['i1', 'i2']]);
+    expect(due.embeddingsStarted).toBe(128);
+    expect(due.nextFlushAtMs).toBeNull();
+  });
+
+  it('starts a full batch at once, never mixes modalities, and lets a trailing partial batch wait', () => {
+    const queue = [
+      job('a1', 'audio', 25, 0),
+      ...[1, 2, 3, 4, 5].map((i) => job(`i${i}`, 'image', 64, i)),
+    ];
+    const plan = planEncoderStep(queue, policy, 3);
+    expect(ids(plan.batches)).toEqual([['i1', 'i2', 'i3', 'i4']]); // audio (1 job) and i5 wait
+    expect(plan.nextFlushAtMs).toBe(5); // a1's timeout (0 + 5) comes before i5's (5 + 5)
+    const later = planEncoderStep(queue.filter((j) => !['i1', 'i2', 'i3', 'i4'].includes(j.id)), policy, 10);
+    expect(ids(later.batches)).toEqual([['a1'], ['i5']]); // the oldest modality first
+  });
+
+  it('spends at most the budget per step, in FIFO order, cutting a batch short', () => {
+    const queue = [job('i1', 'image', 400, 0), job('i2', 'image', 400, 1), job('i3', 'image', 400, 2), job('i4', 'image', 10, 3)];
+    const plan = planEncoderStep(queue, policy, 100);
+    expect(ids(plan.batches)).toEqual([['i1', 'i2']]); // i3 does not fit; i4 would, but must not overtake it
+    expect(plan.embeddingsStarted).toBe(800);
+  });
+
+  it('lets another modality use what the first left when its next job does not fit', () => {
+    const queue = [job('a1', 'audio', 750, 0), job('a2', 'audio', 750, 1), job('i1', 'image', 64, 2)];
+    const plan = planEncoderStep(queue, policy, 100);
+    expect(ids(plan.batches)).toEqual([['a1'], ['i1']]);
+    expect(plan.embeddingsStarted).toBe(814);
+  });
+
+  it('starts an item larger than the whole budget alone in an empty step, and only then', () => {
+    const big = job('a-long', 'audio', 3000, 0);
+    expect(ids(planEncoderStep([big, job('a2', 'audio', 25, 1)], policy, 100).batches)).toEqual([['a-long']]);
+    // Behind a job that already spent budget it waits, so it never shares a step.
+    expect(ids(planEncoderStep([job('a0', 'audio', 25, -1), big], policy, 100).batches)).toEqual([['a0']]);
+  });
+
+  it('rejects nonsense policies', () => {
+    expect(() => planEncoderStep([], { ...policy, budgetEmbeddings: 0 }, 0)).toThrow(RangeError);
+    expect(() => planEncoderStep([], { ...policy, maxBatchSize: 0 }, 0)).toThrow(RangeError);
+  });
+});
