@@ -70,6 +70,11 @@ export class KeyedMailbox {
   // Request ids already cleaned up: their late frames are dropped instead of kept forever.
   readonly #cleaned = new Set<string>();
   readonly #roomWaiters = new Set<RoomWaiter>();
+  // Keys already handed out, per live request: a second frame under one of them is a duplicate even after the
+  // first was consumed. Forgotten at cleanup(), which the adapter calls when the request's streams end.
+  readonly #delivered = new Map<string, Set<string>>();
+  // Requests whose stream broke (a duplicate arrived): their gets fail with this error instead of timing out.
+  readonly #broken = new Map<string, ChorusError>();
   #closed = false;
 
   /** `label` names the edge in error messages ("talker#0->code2wav#0"). */
@@ -94,16 +99,22 @@ export class KeyedMailbox {
    * or its request was cleaned up). A second frame for a key still kept is a producer bug: thrown.
    */
   deliver(key: string, frame: Uint8Array): boolean {
-    if (this.#closed || this.#cleaned.has(requestIdOfKey(key))) return false;
+    const requestId = requestIdOfKey(key);
+    if (this.#closed || this.#cleaned.has(requestId)) return false;
+    if (this.#kept.has(key) || this.#delivered.get(requestId)?.has(key)) {
+      const err = new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `duplicate frame for key ${key} on edge ${this.#label}: the producer sent a chunk twice`);
+      this.#break(requestId, err);
+      throw err;
+    }
+    const delivered = this.#delivered.get(requestId) ?? new Set<string>();
+    delivered.add(key);
+    this.#delivered.set(requestId, delivered);
     const waiter = this.#pending.get(key);
     if (waiter !== undefined) {
       this.#pending.delete(key);
       waiter.cancelTimer();
       waiter.resolve(frame);
       return true;
-    }
-    if (this.#kept.has(key)) {
-      throw new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `duplicate frame for key ${key} on edge ${this.#label}`);
     }
     this.#kept.set(key, frame);
     this.#keptBytes += frame.byteLength;
@@ -120,6 +131,8 @@ export class KeyedMailbox {
       this.#wakeRoomWaiters();
       return Promise.resolve(frame);
     }
+    const broken = this.#broken.get(requestIdOfKey(key));
+    if (broken) return Promise.reject(broken);
     if (this.#cleaned.has(requestIdOfKey(key))) {
       return Promise.reject(
         new ChorusError(ErrorCodes.REQUEST_CANCELLED, `request of key ${key} was already cleaned up on edge ${this.#label}`),
@@ -184,6 +197,8 @@ export class KeyedMailbox {
       waiter.cancelTimer();
       waiter.reject(new ChorusError(ErrorCodes.REQUEST_CANCELLED, `request ${requestId} was cleaned up while waiting for ${key}`));
     }
+    this.#delivered.delete(requestId);
+    this.#broken.delete(requestId);
     this.#cleaned.add(requestId);
     if (this.#cleaned.size > REMEMBERED_CLEANUPS) {
       this.#cleaned.delete(this.#cleaned.values().next().value as string);
@@ -211,6 +226,18 @@ export class KeyedMailbox {
     this.#roomWaiters.clear();
     this.#kept.clear();
     this.#keptBytes = 0;
+  }
+
+  /** Fails the request's pending and future gets with `err` (until cleanup). */
+  #break(requestId: string, err: ChorusError): void {
+    this.#broken.set(requestId, err);
+    const prefix = `${requestId}_`;
+    for (const [key, waiter] of this.#pending) {
+      if (!key.startsWith(prefix)) continue;
+      this.#pending.delete(key);
+      waiter.cancelTimer();
+      waiter.reject(err);
+    }
   }
 
   #wakeRoomWaiters(): void {

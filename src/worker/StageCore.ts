@@ -86,7 +86,6 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
       if (this.edgeSamples.length < MAX_SAMPLES_PER_REPORT) {
         this.edgeSamples.push({ from: m.from, to: m.to, latencyMs: a.chunk.receivedAtMs - m.sentAtMs, bytes: a.chunk.bytes });
       }
-      if (m.final) this.ctx.adapter.forget(req.requestId);
       if (m.final && (m.finishReason === 'error' || m.finishReason === 'cancelled')) {
         // Upstream failed or was cancelled: pass it on in-band, do not compute on partial input.
         const err = m.error ?? { code: ErrorCodes.REQUEST_CANCELLED, message: `cancelled upstream in ${m.from}` };

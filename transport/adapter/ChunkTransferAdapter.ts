@@ -12,7 +12,7 @@
  */
 import type { Connector } from '../Connector.ts';
 import { chunkKey } from '../Connector.ts';
-import { decodeFrame, encodeFrame, frameByteLength, joinParts, type Tensor } from '../codec.ts';
+import { decodeFrame, encodeFrame, frameByteLength, type Tensor } from '../codec.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../../src/errors.ts';
 import type { FinishReason } from '../../src/engine/types.ts';
 
@@ -124,8 +124,24 @@ export class ChunkTransferAdapter {
         return;
       }
       this.push({ requestId, chunk });
-      if (chunk.meta.final) return;
+      if (chunk.meta.final) {
+        this.streamEnded(requestId, token);
+        return;
+      }
     }
+  }
+
+  /** One upstream stream of the request ended; when the last one has, the connector forgets the request. */
+  private streamEnded(requestId: string, token: { cancelled: boolean }): void {
+    const list = this.receiving.get(requestId);
+    if (!list) return;
+    const rest = list.filter((t) => t !== token);
+    if (rest.length > 0) {
+      this.receiving.set(requestId, rest);
+      return;
+    }
+    this.receiving.delete(requestId);
+    this.connector.cleanup(requestId);
   }
 
   private push(a: Arrival): void {
@@ -178,7 +194,7 @@ export class ChunkTransferAdapter {
     const tail = this.edgeTail.get(target.toInstance) ?? Promise.resolve();
     const put = tail
       .catch(() => undefined) // one failed put must not block the edge for other requests
-      .then(() => this.connector.put(this.selfInstance, target.toInstance, key, joinParts(parts), deadline))
+      .then(() => this.connector.put(this.selfInstance, target.toInstance, key, parts, deadline))
       .finally(() => {
         this.pendingBytes -= bytes;
         this.drainWaiters = this.drainWaiters.filter((w) => {
@@ -209,11 +225,6 @@ export class ChunkTransferAdapter {
     for (const key of [...this.sendSeq.keys()]) if (key.startsWith(`${requestId} `)) this.sendSeq.delete(key);
     this.arrivals = this.arrivals.filter((a) => a.requestId !== requestId);
     this.connector.cleanup(requestId);
-  }
-
-  /** The receive side is done with the request (its final chunk arrived). */
-  forget(requestId: string): void {
-    this.receiving.delete(requestId);
   }
 
   async close(): Promise<void> {

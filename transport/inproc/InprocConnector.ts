@@ -7,6 +7,7 @@
  */
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 import type { Connector } from '../Connector.ts';
+import { joinParts } from '../codec.ts';
 import { KeyedMailbox, raceDeadline } from '../KeyedMailbox.ts';
 
 export interface InprocConnectorOptions {
@@ -31,8 +32,9 @@ export class InprocConnector implements Connector {
     this.capacityBytes = options.capacityBytes ?? 64 * 1024 * 1024;
   }
 
-  put(from: string, to: string, key: string, frame: Uint8Array, deadline: number): Promise<void> {
+  put(from: string, to: string, key: string, parts: Uint8Array | readonly Uint8Array[], deadline: number): Promise<void> {
     if (this.#closed) return Promise.reject(this.#closedError());
+    const frame = parts instanceof Uint8Array ? parts : joinParts(parts);
     if (frame.byteLength > this.capacityBytes) {
       return Promise.reject(
         new ChorusError(

@@ -1,0 +1,126 @@
+/**
+ * ChunkTransferAdapter over a real (in-process) connector: ordering, end of stream, sequence checks, deadlines,
+ * cancellation. Two adapters play producer stage and consumer stage.
+ */
+import { describe, expect, it } from 'vitest';
+import { ChunkTransferAdapter, type Arrival } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import { InprocConnector } from '../../transport/inproc/InprocConnector.ts';
+import { chunkKey } from '../../transport/Connector.ts';
+import { encodeFrame, joinParts } from '../../transport/codec.ts';
+
+function pair(capacityBytes?: number) {
+  const connector = new InprocConnector({ capacityBytes });
+  let wake: () => void = () => undefined;
+  const producer = new ChunkTransferAdapter(connector, 'thinker#0', 'thinker', () => undefined);
+  const consumer = new ChunkTransferAdapter(connector, 'talker#0', 'talker', () => wake());
+  /** Collects arrivals until `count` have come or one is final/an error for every request listed. */
+  const arrivals = (until: (all: Arrival[]) => boolean) =>
+    new Promise<Arrival[]>((resolve) => {
+      const all: Arrival[] = [];
+      wake = () => {
+        all.push(...consumer.processPendingChunks());
+        if (until(all)) resolve(all);
+      };
+    });
+  return { connector, producer, consumer, arrivals };
+}
+
+const target = { toInstance: 'talker#0', toStageId: 'talker', keyStage: 'talker' };
+const expectOpts = (timeoutMs = 2_000) => ({ fromInstance: 'thinker#0', fromStageId: 'thinker', keyStage: 'talker', firstChunkDeadline: Date.now() + timeoutMs, chunkTimeoutMs: timeoutMs });
+const finals = (n: number) => (all: Arrival[]) => all.filter((a) => a.error || a.chunk.meta.final).length === n;
+
+describe('ChunkTransferAdapter', () => {
+  it('delivers each request in order with a final chunk, interleaved across requests', async () => {
+    const { producer, consumer, arrivals } = pair();
+    const ids = ['r1', 'r2', 'r3'];
+    for (const id of ids) consumer.expect(id, expectOpts());
+    const done = arrivals(finals(3));
+    const deadline = Date.now() + 2_000;
+    for (let seq = 0; seq < 20; seq++) {
+      for (const id of ids) {
+        const final = seq === 19;
+        void producer.saveAsync(id, target, { final, payload: { seq, id }, tensors: { x: { data: Float32Array.of(seq), shape: [1] } } }, deadline);
+      }
+    }
+    const all = await done;
+    for (const id of ids) {
+      const mine = all.filter((a) => a.requestId === id).map((a) => a.chunk!);
+      expect(mine.map((c) => c.meta.seq)).toEqual([...Array(20).keys()]);
+      expect(mine.map((c) => (c.tensors.x.data as Float32Array)[0])).toEqual([...Array(20).keys()]);
+      expect(mine.at(-1)!.meta.final).toBe(true);
+      expect(mine.slice(0, -1).every((c) => !c.meta.final)).toBe(true);
+    }
+  });
+
+  it('sends the final chunk even when it carries no data', async () => {
+    const { producer, consumer, arrivals } = pair();
+    consumer.expect('r', expectOpts());
+    const done = arrivals(finals(1));
+    await producer.saveAsync('r', target, { final: true, finishReason: 'stop' }, Date.now() + 1_000);
+    const [a] = await done;
+    expect(a.chunk!.meta).toMatchObject({ seq: 0, final: true, finishReason: 'stop', payload: {} });
+  });
+
+  it('fails a request whose chunk carries the wrong sequence number (a duplicate or gap upstream)', async () => {
+    const { connector, consumer, arrivals } = pair();
+    consumer.expect('r', expectOpts());
+    const done = arrivals(finals(1));
+    // A misbehaving producer: chunk seq 1 stored under seq 0's key.
+    const meta = { requestId: 'r', from: 'thinker', to: 'talker', seq: 1, final: false, sentAtMs: Date.now(), payload: {} };
+    await connector.put('thinker#0', 'talker#0', chunkKey('r', 'talker', 0), joinParts(encodeFrame(meta)), Date.now() + 1_000);
+    const [a] = await done;
+    expect(a.error?.code).toBe('CHORUS_ERR_CHUNK_SEQUENCE');
+  });
+
+  it('detects a duplicated chunk key', async () => {
+    const { connector, consumer, producer, arrivals } = pair();
+    consumer.expect('r', expectOpts());
+    const done = arrivals((all) => all.length >= 1);
+    await producer.saveAsync('r', target, { final: false }, Date.now() + 1_000);
+    const meta = { requestId: 'r', from: 'thinker', to: 'talker', seq: 0, final: false, sentAtMs: Date.now(), payload: {} };
+    await expect(connector.put('thinker#0', 'talker#0', chunkKey('r', 'talker', 0), joinParts(encodeFrame(meta)), Date.now() + 1_000)).rejects.toMatchObject({
+      code: 'CHORUS_ERR_CHUNK_SEQUENCE',
+    });
+    await done;
+  });
+
+  it('ends a request whose next chunk misses its deadline with a timeout naming the chunk', async () => {
+    const { producer, consumer, arrivals } = pair();
+    consumer.expect('r', expectOpts(150));
+    const done = arrivals(finals(1));
+    await producer.saveAsync('r', target, { final: false }, Date.now() + 1_000); // seq 0 arrives, seq 1 never does
+    const all = await done;
+    expect(all.map((a) => a.chunk?.meta.seq ?? a.error!.code)).toEqual([0, 'CHORUS_ERR_CHUNK_TIMEOUT']);
+    expect(all[1].error!.message).toContain('chunk 1 of request r');
+  });
+
+  it('cancel stops receiving: nothing more of the request arrives, other requests flow', async () => {
+    const { producer, consumer, arrivals } = pair();
+    consumer.expect('gone', expectOpts());
+    consumer.expect('kept', expectOpts());
+    const done = arrivals((all) => all.some((a) => a.requestId === 'kept'));
+    await producer.saveAsync('gone', target, { final: false }, Date.now() + 1_000);
+    consumer.cancel('gone');
+    expect(consumer.processPendingChunks().filter((a) => a.requestId === 'gone')).toEqual([]); // queued ones dropped
+    await producer.saveAsync('gone', target, { final: true }, Date.now() + 1_000);
+    await producer.saveAsync('kept', target, { final: true }, Date.now() + 1_000);
+    const all = await done;
+    expect(all.filter((a) => a.requestId === 'gone' && (a.error || a.chunk.meta.seq > 0))).toEqual([]);
+  });
+
+  it('a full edge holds the producer back until the consumer takes chunks (backpressure, not a queue)', async () => {
+    const { producer, consumer, arrivals } = pair(64 * 1024);
+    const big = { x: { data: new Float32Array(12 * 1024), shape: [12 * 1024] } }; // 48 KiB
+    void producer.saveAsync('r', target, { final: false, tensors: big }, Date.now() + 5_000);
+    const second = producer.saveAsync('r', target, { final: true, tensors: big }, Date.now() + 5_000);
+    let secondDone = false;
+    void second.then(() => (secondDone = true));
+    await new Promise((r) => setImmediate(r));
+    expect(secondDone).toBe(false); // 96 KiB unclaimed would exceed 64 KiB
+    expect(producer.pendingSendBytes).toBeGreaterThan(48 * 1024);
+    const done = arrivals(finals(1));
+    consumer.expect('r', expectOpts());
+    await second;
+    expect((await done).length).toBe(2);
+  });
+});
