@@ -61,12 +61,6 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     if (err instanceof ClientInputError) body.error.param = err.param;
     if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
   });
-  app.setNotFoundHandler((request, reply) => {
-    countClientError(ErrorCodes.NOT_FOUND);
-    const message = `no route ${request.method} ${request.url.split('?')[0]}: see GET /v1/models, POST /v1/chat/completions, /v1/realtime`;
-    return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
-  });
-  app.addHook('onRequest', securityHook(options));
 
   app.register(websocket, {
     options: {
@@ -90,6 +84,14 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   });
 
   app.register(async (routes) => {
+    // Added here, after @fastify/websocket loaded: its own onRequest hook must run first to mark upgrade
+    // requests, or a refused upgrade's socket is never destroyed and server.close() waits for it forever.
+    routes.addHook('onRequest', securityHook(options));
+    routes.setNotFoundHandler((request, reply) => {
+      countClientError(ErrorCodes.NOT_FOUND);
+      const message = `no route ${request.method} ${request.url.split('?')[0]}: see GET /v1/models, POST /v1/chat/completions, /v1/realtime`;
+      return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
+    });
     registerRealtime(routes, engine, options, admission, samplesPerFrame(engine.graph));
     registerChatCompletions(routes, { engine, options, admission });
     registerInfoRoutes(routes, engine, options.modelName);

@@ -55,6 +55,7 @@ export class TestHandle implements RequestHandle {
   #ended = false;
   #paused = false;
   #resumed: (() => void) | null = null;
+  readonly #pauseWaiters: (() => void)[] = [];
   #sampleCursor = 0;
   #audioSeq = 0;
   #textTokens = 0;
@@ -86,6 +87,13 @@ export class TestHandle implements RequestHandle {
   pause(): void {
     this.pauseCalls++;
     this.#paused = true;
+    for (const w of this.#pauseWaiters.splice(0)) w();
+  }
+
+  /** Resolves at the first pause() call (at once if one happened already). */
+  whenPaused(): Promise<void> {
+    if (this.pauseCalls > 0) return Promise.resolve();
+    return new Promise((resolve) => this.#pauseWaiters.push(resolve));
   }
 
   resume(): void {
