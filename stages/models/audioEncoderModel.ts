@@ -11,12 +11,9 @@
 import { GraphBuilder } from './onnx/GraphBuilder.ts';
 import { buildEncoderStack, keyAllowed, linear, silu, sinusoidCode } from './encoderStack.ts';
 import type { AudioEncoderSize } from './encoderSizes.ts';
+import { AUDIO_ENCODER_FILE, AUDIO_ENCODER_INPUTS, AUDIO_ENCODER_OUTPUT } from './encoderSignature.ts';
 import type { BuildProgressStep, BuiltFiles } from './thinkerModel.ts';
 import { Weights, yieldToLoop } from './weights.ts';
-
-export const AUDIO_ENCODER_FILE = 'audio_encoder.onnx';
-export const AUDIO_ENCODER_INPUTS = { features: 'input_features', mask: 'attention_mask' } as const;
-export const AUDIO_ENCODER_OUTPUT = 'audio_embeds';
 
 const END = Number.MAX_SAFE_INTEGER; // Slice clamps ends to the dimension
 
@@ -32,7 +29,7 @@ export async function buildAudioEncoder(size: AudioEncoderSize, seed: number, pr
   let mask = g.op('Cast', [AUDIO_ENCODER_INPUTS.mask], { to: 1 /* FLOAT */ }); // [B, T]
   let x: string = AUDIO_ENCODER_INPUTS.features;
   let inChannels = bins;
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < 2; i++) { // two stride-2 convs: AUDIO_FRAMES_PER_EMBEDDING (encoderSizes.ts) = 4
     const weight = w.uniform(`conv${i}.weight`, [c, inChannels, 3], 1 / Math.sqrt(inChannels * 3));
     const y = g.op('Conv', [x, weight, w.fill(`conv${i}.bias`, [c], 0)], { kernel_shape: [3], strides: [2], pads: [1, 1] });
     // ceil(T / 2) positions, exactly what a step-2 slice of the mask keeps: position t reads frame 2t.

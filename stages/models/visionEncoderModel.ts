@@ -12,12 +12,9 @@
 import { GraphBuilder } from './onnx/GraphBuilder.ts';
 import { buildEncoderStack, keyAllowed, linear, silu, sinusoidCode } from './encoderStack.ts';
 import type { VisionEncoderSize } from './encoderSizes.ts';
+import { VISION_ENCODER_FILE, VISION_ENCODER_INPUTS, VISION_ENCODER_OUTPUT } from './encoderSignature.ts';
 import type { BuildProgressStep, BuiltFiles } from './thinkerModel.ts';
 import { Weights, yieldToLoop } from './weights.ts';
-
-export const VISION_ENCODER_FILE = 'vision_encoder.onnx';
-export const VISION_ENCODER_INPUTS = { patches: 'pixel_patches', positions: 'patch_position_ids', mask: 'attention_mask' } as const;
-export const VISION_ENCODER_OUTPUT = 'image_embeds';
 
 export async function buildVisionEncoder(size: VisionEncoderSize, seed: number, progress: (s: BuildProgressStep) => void): Promise<BuiltFiles> {
   const { patchSize: p, mergeSize: m, hiddenSize: c, outputSize: d } = size;
