@@ -5,15 +5,16 @@
  * row has not arrived yet leaves the request WAITING_FOR_CHUNK. When the Thinker has finished, the Talker stops
  * after framesPerToken frames per text token (or at end-of-speech, or max_tokens frames).
  */
-import { ArScheduler, type ScheduledItem } from '../../sched/ArScheduler.ts';
+import type { ScheduledItem } from '../../sched/ArScheduler.ts';
 import { initialChunkFrames } from '../../sched/chunkPolicy.ts';
-import type { TalkerRunner } from '../../../stages/types.ts';
+import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../../stages/types.ts';
 import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../engine/types.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
 import type { AddRequest } from '../messages.ts';
-import { StageCore, type CoreRequest, type StageContext } from '../StageCore.ts';
+import type { CoreRequest, StageContext } from '../StageCore.ts';
+import { ArStageCore } from './ArStageCore.ts';
 
 interface TalkerRequest extends CoreRequest {
   rows: Float32Array[]; // arrived conditioning chunks, concatenated lazily
@@ -24,15 +25,12 @@ interface TalkerRequest extends CoreRequest {
   toCode2Wav: Talker2Code2Wav | null;
 }
 
-export class TalkerCore extends StageCore<TalkerRequest> {
-  private readonly scheduler: ArScheduler;
+export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, TalkerStepOutput> {
   private readonly dim: number;
 
   constructor(ctx: StageContext, private readonly runner: TalkerRunner, kvBytesPerToken: number) {
-    super(ctx);
-    const e = ctx.spec.engine;
+    super(ctx, runner, kvBytesPerToken);
     this.dim = runner.conditionDim;
-    this.scheduler = new ArScheduler({ maxNumSeqs: e.maxNumSeqs, maxNumBatchedTokens: e.maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes: e.kvCacheBytes });
   }
 
   protected admit(msg: AddRequest): TalkerRequest {
@@ -97,58 +95,20 @@ export class TalkerCore extends StageCore<TalkerRequest> {
     this.scheduler.setAvailable(req.requestId, p + req.framesSampled + (canMakeNext ? 1 : 0));
   }
 
-  pause(requestId: string): void {
-    this.scheduler.pause(requestId);
+  protected batchItem(req: TalkerRequest, item: ScheduledItem): TalkerBatchItem {
+    return { seqId: req.requestId, rows: this.rowsFor(req, item), numRows: item.numTokens, sampling: req.sampling, sample: item.sample };
   }
 
-  resume(requestId: string): void {
-    this.scheduler.resume(requestId);
-  }
-
-  protected queueDepth(): number {
-    return this.scheduler.numWaiting;
-  }
-
-  protected freeState(req: TalkerRequest): void {
-    this.scheduler.remove(req.requestId);
-    this.runner.free(req.requestId);
-  }
-
-  step(): boolean {
-    const plan = this.scheduler.schedule();
-    for (const id of plan.preempted) this.runner.free(id);
-    if (plan.items.length === 0) return false;
-    const started = performance.now();
-    const batch = plan.items.map((item) => {
-      const req = this.requests.get(item.requestId)!;
-      return { seqId: req.requestId, rows: this.rowsFor(req, item), numRows: item.numTokens, sampling: req.sampling, sample: item.sample };
-    });
-    let outputs;
-    try {
-      outputs = this.runner.execute(batch);
-    } catch (err) {
-      for (const item of plan.items) {
-        const req = this.requests.get(item.requestId);
-        if (req) this.fail(req, new ChorusError(ErrorCodes.STAGE_FAILED, `talker forward failed: ${String(err)}`, { cause: err }));
-      }
-      return true;
-    }
-    this.scheduler.update(plan);
-    plan.items.forEach((item, i) => {
-      const req = this.requests.get(item.requestId);
-      if (!req || !item.sample) return;
-      const out = outputs[i];
-      if (out.eos && !req.sampling.ignoreEos) return this.finishTalker(req, 'stop');
-      req.framesSampled++;
-      req.numOutputs++;
-      req.toCode2Wav!.push(out.codes);
-      const chunk = req.toCode2Wav!.take(false);
-      if (chunk) this.send(req, req.downstream, codesChunk(chunk));
-      if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, 'length');
-      this.refresh(req);
-    });
-    this.recordStep(plan.items.length, started);
-    return true;
+  protected afterStep(req: TalkerRequest, item: ScheduledItem, out: TalkerStepOutput): void {
+    if (!item.sample) return; // a prefill chunk: nothing sampled yet
+    if (out.eos && !req.sampling.ignoreEos) return this.finishTalker(req, 'stop');
+    req.framesSampled++;
+    req.numOutputs++;
+    req.toCode2Wav!.push(out.codes);
+    const chunk = req.toCode2Wav!.take(false);
+    if (chunk) this.send(req, req.downstream, codesChunk(chunk));
+    if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, 'length');
+    this.refresh(req);
   }
 
   private finishTalker(req: TalkerRequest, reason: FinishReason): void {

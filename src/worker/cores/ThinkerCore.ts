@@ -2,13 +2,14 @@
  * The Thinker stage: continuous batching over a ThinkerRunner. Emits text token ids to main every step (text
  * streams to clients whatever async_chunk says) and conditioning rows to the Talker through Thinker2Talker.
  */
-import { ArScheduler, type ScheduledItem } from '../../sched/ArScheduler.ts';
-import type { ThinkerBatchItem, ThinkerRunner } from '../../../stages/types.ts';
+import type { ScheduledItem } from '../../sched/ArScheduler.ts';
+import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../../stages/types.ts';
 import { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
 import type { FinishReason } from '../../engine/types.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
 import type { AddRequest } from '../messages.ts';
-import { StageCore, type CoreRequest, type StageContext } from '../StageCore.ts';
+import type { CoreRequest, StageContext } from '../StageCore.ts';
+import { ArStageCore } from './ArStageCore.ts';
 
 interface ThinkerRequest extends CoreRequest {
   readonly promptTokenIds: readonly number[];
@@ -16,18 +17,9 @@ interface ThinkerRequest extends CoreRequest {
   readonly toTalker: Thinker2Talker | null;
 }
 
-export class ThinkerCore extends StageCore<ThinkerRequest> {
-  private readonly scheduler: ArScheduler;
-
+export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, ThinkerStepOutput> {
   constructor(ctx: StageContext, private readonly runner: ThinkerRunner, kvBytesPerToken: number) {
-    super(ctx);
-    const e = ctx.spec.engine;
-    this.scheduler = new ArScheduler({
-      maxNumSeqs: e.maxNumSeqs,
-      maxNumBatchedTokens: e.maxNumBatchedTokens,
-      kvBytesPerToken,
-      kvBudgetBytes: e.kvCacheBytes,
-    });
+    super(ctx, runner, kvBytesPerToken);
   }
 
   protected admit(msg: AddRequest): ThinkerRequest {
@@ -68,48 +60,7 @@ export class ThinkerCore extends StageCore<ThinkerRequest> {
     // The Thinker is the entry stage: its input comes with `add`, never as chunks (encoders: see encoder2thinker).
   }
 
-  pause(requestId: string): void {
-    this.scheduler.pause(requestId);
-  }
-
-  resume(requestId: string): void {
-    this.scheduler.resume(requestId);
-  }
-
-  protected queueDepth(): number {
-    return this.scheduler.numWaiting;
-  }
-
-  protected freeState(req: ThinkerRequest): void {
-    this.scheduler.remove(req.requestId);
-    this.runner.free(req.requestId);
-  }
-
-  step(): boolean {
-    const plan = this.scheduler.schedule();
-    for (const id of plan.preempted) this.runner.free(id); // recompute from position 0 when rescheduled
-    if (plan.items.length === 0) return false;
-    const started = performance.now();
-    const batch = plan.items.map((item) => this.batchItem(item));
-    let outputs;
-    try {
-      outputs = this.runner.execute(batch);
-    } catch (err) {
-      // A failed forward fails the requests in it, not the stage.
-      for (const item of plan.items) {
-        const req = this.requests.get(item.requestId);
-        if (req) this.fail(req, new ChorusError(ErrorCodes.STAGE_FAILED, `thinker forward failed: ${String(err)}`, { cause: err }));
-      }
-      return true;
-    }
-    this.scheduler.update(plan);
-    plan.items.forEach((item, i) => this.afterStep(item, outputs[i]));
-    this.recordStep(plan.items.length, started);
-    return true;
-  }
-
-  private batchItem(item: ScheduledItem): ThinkerBatchItem {
-    const req = this.requests.get(item.requestId)!;
+  protected batchItem(req: ThinkerRequest, item: ScheduledItem): ThinkerBatchItem {
     const all = req.promptTokenIds.length;
     const tokenIds: number[] = [];
     for (let p = item.startPosition; p < item.startPosition + item.numTokens; p++) {
@@ -118,9 +69,7 @@ export class ThinkerCore extends StageCore<ThinkerRequest> {
     return { seqId: req.requestId, tokenIds, numTokens: item.numTokens, sample: item.sample, sampling: req.sampling };
   }
 
-  private afterStep(item: ScheduledItem, out: ReturnType<ThinkerRunner['execute']>[number]): void {
-    const req = this.requests.get(item.requestId);
-    if (!req) return;
+  protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
     const token = item.sample ? out.tokenId : null;
     const stop = token !== null ? this.stopReason(req, token) : null;
     const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
