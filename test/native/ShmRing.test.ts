@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isChorusError, type ErrorCode } from '../../src/errors.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
+import { Prng } from '../../stages/sampling/Prng.ts';
 
 const opened: ShmRing[] = [];
 function create(capacityBytes: number): ShmRing {
@@ -31,16 +32,10 @@ async function codeOf(p: Promise<unknown>): Promise<ErrorCode | 'resolved'> {
   }
 }
 
-/** Small deterministic PRNG (mulberry32) so a failure replays exactly. */
+/** Deterministic randomness (the project's seeded PRNG) so a failure replays exactly. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.nextFloat();
 }
 
 function patterned(size: number, salt: number): Buffer {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
 import { StreamingDetokenizer } from '../../stages/tokenizer/StreamingDetokenizer.ts';
 import type { Tokenizer } from '../../stages/tokenizer/Tokenizer.ts';
+import { Prng } from '../../stages/sampling/Prng.ts';
 
 const bytes = new ByteTokenizer(512);
 
@@ -27,16 +28,10 @@ function stream(tokenizer: Tokenizer, ids: readonly number[]): { deltas: string[
   return { deltas, text: deltas.join('') };
 }
 
-/** Small seeded PRNG (mulberry32) so random streams are the same on every run. */
+/** Deterministic randomness (the project's seeded PRNG) so a failure replays exactly. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.nextFloat();
 }
 
 const texts = [
