@@ -4,7 +4,7 @@
  * centred on it, with Whisper's frame count.
  */
 import { describe, expect, it } from 'vitest';
-import { FftPlan } from '../../stages/encoders/media/fft.ts';
+import { FftPlan, RealFftPlan } from '../../stages/encoders/media/fft.ts';
 import { logMelSpectrogram, melCenterHz, melFilterbank } from '../../stages/encoders/media/logMel.ts';
 import { resample, resampledLength } from '../../stages/encoders/media/resample.ts';
 
@@ -54,6 +54,24 @@ describe('FftPlan', () => {
         }
         expect(Math.abs(outRe[k] - dr)).toBeLessThan(1e-9 * n);
         expect(Math.abs(outIm[k] - di)).toBeLessThan(1e-9 * n);
+      }
+    }
+  });
+});
+
+describe('RealFftPlan', () => {
+  it('gives bins 0..n/2 of a real signal, as the complex transform does', () => {
+    for (const n of [2, 8, 18, 400]) {
+      const x = Float64Array.from({ length: n }, (_, i) => Math.sin(i * 0.9) + ((i * 7) % 5) / 5);
+      const fullRe = new Float64Array(n);
+      const fullIm = new Float64Array(n);
+      new FftPlan(n).transform(x, null, fullRe, fullIm);
+      const re = new Float64Array(n / 2 + 1);
+      const im = new Float64Array(n / 2 + 1);
+      new RealFftPlan(n).transform(x, re, im);
+      for (let k = 0; k <= n / 2; k++) {
+        expect(Math.abs(re[k] - fullRe[k])).toBeLessThan(1e-9 * n);
+        expect(Math.abs(im[k] - fullIm[k])).toBeLessThan(1e-9 * n);
       }
     }
   });

@@ -102,7 +102,8 @@ export class FftPlan {
       outIm[i] = inIm ? inIm[j] : 0;
     }
     for (const level of this.levels) {
-      if (level.p === 4) this.radix4(level, outRe, outIm);
+      if (level.p === 2) this.radix2(level, outRe, outIm);
+      else if (level.p === 4) this.radix4(level, outRe, outIm);
       else if (level.p === 5) this.radix5(level, outRe, outIm);
       else this.generic(level, outRe, outIm);
     }
@@ -116,6 +117,23 @@ export class FftPlan {
       const s = twIm[q * m + k];
       this.sRe[q] = re[idx] * c - im[idx] * s;
       this.sIm[q] = re[idx] * s + im[idx] * c;
+    }
+  }
+
+  private radix2({ m, twRe, twIm }: Level, re: Float64Array, im: Float64Array): void {
+    for (let block = 0; block < this.size; block += 2 * m) {
+      for (let k = 0; k < m; k++) {
+        const a = block + k;
+        const b = a + m;
+        const c = twRe[m + k];
+        const s = twIm[m + k];
+        const tR = re[b] * c - im[b] * s;
+        const tI = re[b] * s + im[b] * c;
+        re[b] = re[a] - tR;
+        im[b] = im[a] - tI;
+        re[a] += tR;
+        im[a] += tI;
+      }
     }
   }
 
@@ -190,6 +208,56 @@ export class FftPlan {
           im[block + k + r * m] = accI;
         }
       }
+    }
+  }
+}
+
+/**
+ * The DFT of a real signal of even length n through one complex FFT of length n/2: pack even samples as
+ * real parts and odd ones as imaginary parts, transform, then untangle the two spectra. Returns bins
+ * 0..n/2 (the rest mirror them).
+ */
+export class RealFftPlan {
+  private readonly half: FftPlan;
+  private readonly zRe: Float64Array;
+  private readonly zIm: Float64Array;
+  private readonly packRe: Float64Array;
+  private readonly packIm: Float64Array;
+  private readonly wRe: Float64Array;
+  private readonly wIm: Float64Array;
+
+  constructor(readonly size: number) {
+    if (!Number.isInteger(size) || size < 2 || size % 2 !== 0) throw new RangeError(`real FFT size must be even, got ${size}`);
+    const h = size / 2;
+    this.half = new FftPlan(h);
+    this.zRe = new Float64Array(h);
+    this.zIm = new Float64Array(h);
+    this.packRe = new Float64Array(h);
+    this.packIm = new Float64Array(h);
+    this.wRe = Float64Array.from({ length: h + 1 }, (_, k) => Math.cos((-2 * Math.PI * k) / size));
+    this.wIm = Float64Array.from({ length: h + 1 }, (_, k) => Math.sin((-2 * Math.PI * k) / size));
+  }
+
+  /** outRe/outIm receive bins 0..size/2 (length >= size/2 + 1). */
+  transform(input: ArrayLike<number>, outRe: Float64Array, outIm: Float64Array): void {
+    const h = this.size / 2;
+    for (let i = 0; i < h; i++) {
+      this.packRe[i] = input[2 * i];
+      this.packIm[i] = input[2 * i + 1];
+    }
+    const { zRe, zIm, wRe, wIm } = this;
+    this.half.transform(this.packRe, this.packIm, zRe, zIm);
+    for (let k = 0; k <= h; k++) {
+      // E[k] = (Z[k] + conj Z[h-k]) / 2 (even samples), O[k] = (Z[k] - conj Z[h-k]) / 2i (odd samples).
+      const a = k % h;
+      const b = (h - k) % h;
+      const eR = (zRe[a] + zRe[b]) / 2;
+      const eI = (zIm[a] - zIm[b]) / 2;
+      const oR = (zIm[a] + zIm[b]) / 2;
+      const oI = -(zRe[a] - zRe[b]) / 2;
+      // X[k] = E[k] + W_n^k O[k]
+      outRe[k] = eR + wRe[k] * oR - wIm[k] * oI;
+      outIm[k] = eI + wRe[k] * oI + wIm[k] * oR;
     }
   }
 }

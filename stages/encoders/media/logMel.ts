@@ -7,7 +7,7 @@
  *   mel scale with Slaney area normalisation (librosa's defaults, which Whisper's filters come from).
  * - log10 with a 1e-10 floor, clamped to (max - 8), then (x + 4) / 4: roughly [-1, 1.5].
  */
-import { FftPlan } from './fft.ts';
+import { RealFftPlan } from './fft.ts';
 
 export const MEL_SAMPLE_RATE_HZ = 16000;
 export const MEL_WINDOW_SAMPLES = 400; // 25 ms
@@ -67,7 +67,7 @@ export function melFilterbank(numMelBins = MEL_NUM_BINS, nFft = MEL_WINDOW_SAMPL
 }
 
 interface FrontEnd {
-  readonly plan: FftPlan;
+  readonly plan: RealFftPlan;
   readonly window: Float64Array;
   readonly filters: Float32Array;
   /** Each filter's non-zero bins [first, end): a triangle covers a few bins of 201, so skip the zeros. */
@@ -88,7 +88,7 @@ function frontEnd(): FrontEnd {
       first[m] = Math.max(0, row.findIndex((w) => w > 0));
       end[m] = row.findLastIndex((w) => w > 0) + 1;
     }
-    shared = { plan: new FftPlan(MEL_WINDOW_SAMPLES), window, filters, first, end };
+    shared = { plan: new RealFftPlan(MEL_WINDOW_SAMPLES), window, filters, first, end };
   }
   return shared;
 }
@@ -108,8 +108,8 @@ export function logMelSpectrogram(samples16k: Float32Array): LogMel {
   const { plan, window, filters, first, end } = frontEnd();
   const mel = new Float32Array(MEL_NUM_BINS * numFrames);
   const frame = new Float64Array(MEL_WINDOW_SAMPLES);
-  const re = new Float64Array(MEL_WINDOW_SAMPLES);
-  const im = new Float64Array(MEL_WINDOW_SAMPLES);
+  const re = new Float64Array(NUM_FREQS);
+  const im = new Float64Array(NUM_FREQS);
   const power = new Float64Array(NUM_FREQS);
   const half = MEL_WINDOW_SAMPLES / 2;
   let maxLog = -Infinity;
@@ -119,7 +119,7 @@ export function logMelSpectrogram(samples16k: Float32Array): LogMel {
       const s = start + i;
       frame[i] = window[i] * samples16k[s >= 0 && s < n ? s : reflectIndex(s, n)];
     }
-    plan.transform(frame, null, re, im);
+    plan.transform(frame, re, im);
     for (let k = 0; k < NUM_FREQS; k++) power[k] = re[k] * re[k] + im[k] * im[k];
     for (let m = 0; m < MEL_NUM_BINS; m++) {
       let acc = 0;

@@ -1,0 +1,171 @@
+/**
+ * Encoder benchmark: vision ms per image for N images in one batch vs N single runs; audio encoder ms per
+ * second of audio at several clip lengths; and the CPU front ends (WAV decode + resample + log-mel, PNG
+ * decode + resize + patches), which run before the encoder. Model compute only: no transport, no cache.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PNG } from 'pngjs';
+import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
+import { audioFeatures, decodeAudio } from '../../stages/encoders/media/audio.ts';
+import { decodeImage } from '../../stages/encoders/media/image.ts';
+import { imagePatches } from '../../stages/encoders/media/imagePatches.ts';
+import type { EncoderInput } from '../../stages/encoders/types.ts';
+import { audioEncoderSpec, visionEncoderSpec } from '../../stages/models/ensureEncoderModel.ts';
+import { presets } from '../../stages/models/presets.ts';
+
+export interface EncoderBenchOptions {
+  readonly preset?: string;
+  readonly threads?: number;
+  readonly images?: number;
+  readonly repeats?: number;
+}
+
+export interface Stats {
+  readonly n: number;
+  readonly p50: number;
+  readonly p90: number;
+}
+
+export interface EncoderBenchResult {
+  readonly machine: { readonly cpu: string; readonly cores: number; readonly node: string; readonly gitSha: string; readonly date: string };
+  readonly preset: string;
+  readonly threads: number;
+  readonly outputSize: number;
+  readonly vision: {
+    readonly images: number;
+    readonly rowsPerImage: number;
+    /** ms per image when all images run as one batch. */
+    readonly batchedMsPerImage: Stats;
+    /** ms per image when each runs alone. */
+    readonly singleMsPerImage: Stats;
+  };
+  /** Encoder ms per second of audio, by clip length in seconds. */
+  readonly audio: readonly { readonly seconds: number; readonly rows: number; readonly msPerSecond: Stats }[];
+  readonly frontEnd: {
+    /** 24 kHz pcm16 WAV -> 16 kHz samples -> log-mel, ms per second of audio (30 s clip). */
+    readonly audioMsPerSecond: Stats;
+    /** 640x480 PNG -> decode -> resize -> normalised patches, ms per image. */
+    readonly imageMs: Stats;
+  };
+}
+
+function stats(samples: readonly number[]): Stats {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  return { n: sorted.length, p50: at(0.5), p90: at(0.9) };
+}
+
+function timed(fn: () => void): number {
+  const start = performance.now();
+  fn();
+  return performance.now() - start;
+}
+
+function gitSha(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+function pngBytes(width: number, height: number, seed: number): Uint8Array {
+  const png = new PNG({ width, height });
+  for (let i = 0; i < png.data.length; i++) png.data[i] = i % 4 === 3 ? 255 : (i * (seed * 13 + 7) + seed * 31) % 256;
+  return new Uint8Array(PNG.sync.write(png));
+}
+
+/** A 24 kHz 16-bit mono WAV of a chirp. */
+function wavBytes(seconds: number): Uint8Array {
+  const rate = 24000;
+  const n = Math.round(seconds * rate);
+  const view = new DataView(new ArrayBuffer(44 + 2 * n));
+  const text = (at: number, s: string) => [...s].forEach((c, i) => view.setUint8(at + i, c.charCodeAt(0)));
+  text(0, 'RIFF');
+  view.setUint32(4, 36 + 2 * n, true);
+  text(8, 'WAVEfmt ');
+  view.setUint32(16, 16, true);
+  view.setUint16(20, 1, true);
+  view.setUint16(22, 1, true);
+  view.setUint32(24, rate, true);
+  view.setUint32(28, 2 * rate, true);
+  view.setUint16(32, 2, true);
+  view.setUint16(34, 16, true);
+  text(36, 'data');
+  view.setUint32(40, 2 * n, true);
+  for (let i = 0; i < n; i++) view.setInt16(44 + 2 * i, Math.round(8000 * Math.sin(2 * Math.PI * (200 + (i / n) * 2000) * (i / rate))), true);
+  return new Uint8Array(view.buffer);
+}
+
+export async function runEncoderBench(options: EncoderBenchOptions = {}): Promise<EncoderBenchResult> {
+  const preset = options.preset ?? 'tiny';
+  const threads = options.threads ?? 1;
+  const numImages = options.images ?? 8;
+  const repeats = options.repeats ?? 5;
+  const family = presets[preset];
+  if (!family) throw new Error(`unknown preset ${preset} (${Object.keys(presets).join(', ')})`);
+  const outputSize = family.thinker.hiddenSize;
+  const dir = mkdtempSync(join(tmpdir(), 'chorus-encoder-bench-'));
+  try {
+    const engine = { threads };
+    const vision = await createEncoderRunner(visionEncoderSpec(preset, outputSize, 1), dir, { engine });
+    const audio = await createEncoderRunner(audioEncoderSpec(preset, outputSize, 1), dir, { engine });
+
+    const images: EncoderInput[] = Array.from({ length: numImages }, (_, i) => imagePatches(decodeImage(pngBytes(224, 224, i + 1))));
+    vision.encode(images); // warm the batch shape
+    const batched: number[] = [];
+    const single: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      batched.push(timed(() => vision.encode(images)) / numImages);
+      single.push(timed(() => images.forEach((img) => vision.encode([img]))) / numImages);
+    }
+
+    const audioFigures = [];
+    for (const seconds of [1, 10, 30]) {
+      const clip = audioFeatures(decodeAudio(wavBytes(seconds), 'wav'));
+      audio.encode([clip]);
+      const perSecond = Array.from({ length: repeats }, () => timed(() => audio.encode([clip])) / seconds);
+      audioFigures.push({ seconds, rows: clip.numEmbeddings, msPerSecond: stats(perSecond) });
+    }
+
+    const wav = wavBytes(30);
+    const png = pngBytes(640, 480, 3);
+    const audioFront = Array.from({ length: repeats }, () => timed(() => audioFeatures(decodeAudio(wav, 'wav'))) / 30);
+    const imageFront = Array.from({ length: repeats }, () => timed(() => imagePatches(decodeImage(png))));
+    await vision.close();
+    await audio.close();
+    const cpu = cpus();
+    return {
+      machine: { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, node: process.version, gitSha: gitSha(), date: new Date().toISOString() },
+      preset,
+      threads,
+      outputSize,
+      vision: { images: numImages, rowsPerImage: images[0].numEmbeddings, batchedMsPerImage: stats(batched), singleMsPerImage: stats(single) },
+      audio: audioFigures,
+      frontEnd: { audioMsPerSecond: stats(audioFront), imageMs: stats(imageFront) },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const ms = (s: Stats) => `${s.p50.toFixed(2)} ms (p90 ${s.p90.toFixed(2)})`;
+
+export function formatEncoderBench(r: EncoderBenchResult): string {
+  const lines = [
+    `encoders, preset ${r.preset} (output ${r.outputSize}), ${r.threads} thread(s) — ${r.machine.cpu}, ${r.machine.cores} cores, node ${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
+    `vision: ${r.vision.images} images of 224x224 (${r.vision.rowsPerImage} rows each)`,
+    `  one batch of ${r.vision.images}: ${ms(r.vision.batchedMsPerImage)} per image`,
+    `  ${r.vision.images} single runs:  ${ms(r.vision.singleMsPerImage)} per image`,
+    `  batch speed-up: ${(r.vision.singleMsPerImage.p50 / r.vision.batchedMsPerImage.p50).toFixed(2)}x`,
+    'audio encoder, ms per second of audio:',
+    ...r.audio.map((a) => `  ${String(a.seconds).padStart(2)} s clip (${a.rows} rows): ${ms(a.msPerSecond)}`),
+    'front ends (CPU, before the encoder):',
+    `  audio (30 s 24 kHz WAV -> 16 kHz -> log-mel): ${ms(r.frontEnd.audioMsPerSecond)} per second of audio`,
+    `  image (640x480 PNG -> 224x168 patches):       ${ms(r.frontEnd.imageMs)} per image`,
+  ];
+  return lines.join('\n');
+}
