@@ -1,0 +1,113 @@
+/**
+ * Pure pieces of the front end: pcm16/WAV/base64 encoding, request planning, origin and subprotocol rules.
+ */
+import { describe, expect, it } from 'vitest';
+import { planChatCompletion } from '../../src/server/chat/chatRequest.ts';
+import { decodeBase64Strict, floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
+import { parseClientEvent } from '../../src/server/realtime/clientEvents.ts';
+import { chooseSubprotocol, originAllowed } from '../../src/server/security.ts';
+import { ClientInputError } from '../../src/server/validate.ts';
+
+describe('pcm16', () => {
+  it('maps [-1, 1] to the full int16 range, clamps, and is little-endian', () => {
+    const pcm = floatToPcm16(new Float32Array([0, 1, -1, 2, -2, 0.5, -0.5, 1 / 32767, Number.NaN]));
+    const values = Array.from({ length: 9 }, (_, i) => pcm.readInt16LE(i * 2));
+    expect(values).toEqual([0, 32767, -32768, 32767, -32768, 16384, -16384, 1, -32768]);
+    expect([...pcm.subarray(2, 4)]).toEqual([0xff, 0x7f]);
+  });
+
+  it('wraps pcm16 in a 44-byte WAV header', () => {
+    const data = Buffer.from([1, 0, 2, 0]);
+    const wav = wavFromPcm16(data, 24000);
+    expect(wav.length).toBe(48);
+    expect(wav.toString('ascii', 0, 4)).toBe('RIFF');
+    expect(wav.readUInt32LE(4)).toBe(40);
+    expect(wav.toString('ascii', 12, 16)).toBe('fmt ');
+    expect(wav.readUInt32LE(28)).toBe(48000); // byte rate
+    expect(wav.readUInt16LE(32)).toBe(2); // block align
+    expect(wav.readUInt32LE(40)).toBe(4);
+    expect(wav.subarray(44)).toEqual(data);
+  });
+
+  it('decodes only strict base64', () => {
+    expect(decodeBase64Strict('AAEC')).toEqual(Buffer.from([0, 1, 2]));
+    expect(decodeBase64Strict('AAE=')).toEqual(Buffer.from([0, 1]));
+    expect(decodeBase64Strict('')).toEqual(Buffer.alloc(0));
+    for (const bad of ['AAE', 'AA E', 'AA*=', '====', 'A===', 'AAEC\n']) expect(decodeBase64Strict(bad), bad).toBeNull();
+  });
+});
+
+describe('chat completion planning', () => {
+  const base = { messages: [{ role: 'developer', content: 'rules' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] };
+
+  it('maps messages, modalities, limits and extensions', () => {
+    const plan = planChatCompletion({ ...base, modalities: ['text', 'audio'], stream: true, max_tokens: 9, top_p: 0.5, seed: 3 }, 'r1', 100);
+    expect(plan.stream).toBe(true);
+    expect(plan.audio).toEqual({ format: 'pcm16' });
+    expect(plan.request).toMatchObject({
+      requestId: 'r1',
+      messages: [{ role: 'system', content: 'rules' }, { role: 'user', content: 'ab' }],
+      modalities: ['text', 'audio'],
+      sampling: { maxTokens: 9, topP: 0.5, seed: 3 },
+      talkerSampling: { seed: 3 },
+    });
+  });
+
+  it('defaults: text only, the server cap as the limit, WAV when not streaming', () => {
+    const plan = planChatCompletion(base, 'r2', 100);
+    expect(plan.request.modalities).toEqual(['text']);
+    expect(plan.request.sampling).toEqual({ maxTokens: 100 });
+    expect(plan.audio).toBeNull();
+    expect(planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', 100).audio).toEqual({ format: 'wav' });
+  });
+
+  it('names the bad field', () => {
+    const bad = (body: unknown) => {
+      try {
+        planChatCompletion(body, 'r', 100);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ClientInputError);
+        return [(err as ClientInputError).param, (err as ClientInputError).message];
+      }
+      throw new Error('accepted');
+    };
+    expect(bad({ ...base, max_completion_tokens: 101 })[0]).toBe('max_completion_tokens');
+    expect(bad({ ...base, top_p: 0 })[0]).toBe('top_p');
+    expect(bad({ ...base, n: 2 })[0]).toBe('n');
+    expect(bad({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] })[0]).toBe('messages[0].content');
+    expect(bad({ messages: [{ role: 'system', content: 'only rules' }] })[0]).toBe('messages');
+    expect(bad({ ...base, modalities: ['video'] })[1]).toContain('must be one of "text", "audio"');
+  });
+});
+
+describe('realtime event parsing', () => {
+  it('accepts GA and beta audio formats, and the Chorus extensions', () => {
+    const e = parseClientEvent(JSON.stringify({ type: 'session.update', session: { audio: { output: { format: 'pcm16' } }, initial_codec_chunk_frames: 2 } }));
+    expect(e.type).toBe('session.update');
+    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/pcm', rate: 24000 } } } } }))).not.toThrow();
+    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/pcm', rate: 16000 } } } } }))).toThrow(ClientInputError);
+    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { initial_codec_chunk_frames: 0 } }))).toThrow(/initial_codec_chunk_frames/);
+  });
+
+  it('ignores OpenAI fields Chorus does not implement', () => {
+    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { tools: [], tracing: 'auto', audio: { input: { turn_detection: null } } } }))).not.toThrow();
+  });
+});
+
+describe('origins and subprotocols', () => {
+  it('allows same-origin and listed origins only', () => {
+    expect(originAllowed('http://127.0.0.1:8000', '127.0.0.1:8000', [])).toBe(true);
+    expect(originAllowed('http://127.0.0.1:8001', '127.0.0.1:8000', [])).toBe(false);
+    expect(originAllowed('https://a.example', '127.0.0.1:8000', ['https://a.example'])).toBe(true);
+    expect(originAllowed('https://b.example', '127.0.0.1:8000', ['https://a.example'])).toBe(false);
+    expect(originAllowed('null', '127.0.0.1:8000', [])).toBe(false);
+    expect(originAllowed('whatever', 'x', ['*'])).toBe(true);
+  });
+
+  it('echoes realtime, never the key unless it is the only offer', () => {
+    expect(chooseSubprotocol(new Set(['openai-insecure-api-key.k', 'realtime']))).toBe('realtime');
+    expect(chooseSubprotocol(new Set(['openai-insecure-api-key.k', 'other']))).toBe('other');
+    expect(chooseSubprotocol(new Set(['openai-insecure-api-key.k']))).toBe('openai-insecure-api-key.k');
+    expect(chooseSubprotocol(new Set())).toBe(false);
+  });
+});
