@@ -1,6 +1,7 @@
 /** WAV / pcm16 decoding (headers written by hand here), downmix, limits and the errors bad audio gets. */
 import { describe, expect, it } from 'vitest';
 import { audioEmbeddingCount, decodeAudio } from '../../stages/encoders/media/audio.ts';
+import { prepareAudio, prepareAudioBase64 } from '../../stages/encoders/media/prepareMedia.ts';
 import { decodePcm16, decodeWav } from '../../stages/encoders/media/wav.ts';
 import { ErrorCodes } from '../../src/errors.ts';
 
@@ -138,5 +139,17 @@ describe('decodePcm16 and decodeAudio', () => {
     expect(audioEmbeddingCount(160)).toBe(1); // one frame still gives a row
     expect(audioEmbeddingCount(16000 + 160)).toBe(26); // 101 frames -> ceil(101 / 4)
     expect(audioEmbeddingCount(159)).toBe(0);
+  });
+
+  it('prepares audio: the same sound as WAV or as base64 pcm16 has the same cache key', () => {
+    const values = Array.from({ length: 24000 }, (_, i) => Math.round(8000 * Math.sin(i / 7)));
+    const asWav = prepareAudio(wav({ channels: 1, rate: 24000, bits: 16, frames: values.map((v) => [v]) }), 'wav');
+    const asPcm = prepareAudioBase64(Buffer.from(Int16Array.from(values).buffer).toString('base64'), 'pcm16');
+    expect(asWav.numEmbeddings).toBe(25);
+    expect(asPcm.cacheKey('enc')).toBe(asWav.cacheKey('enc'));
+    const features = asPcm.features();
+    expect([features.numMelBins, features.numFrames, features.numEmbeddings]).toEqual([80, 100, 25]);
+    expect(asPcm.features()).toBe(features); // computed once
+    expectMediaError(() => prepareAudioBase64('@@@', 'pcm16', { what: 'input_audio_buffer' }), /input_audio_buffer: data is not valid base64/);
   });
 });

@@ -5,7 +5,8 @@
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
-import { decodeImage, sniffImageFormat, type RgbImage } from '../../stages/encoders/media/image.ts';
+import { decodeImage, probeImageSize, sniffImageFormat, type RgbImage } from '../../stages/encoders/media/image.ts';
+import { prepareImageUrl } from '../../stages/encoders/media/prepareMedia.ts';
 import { CLIP_MEAN, CLIP_STD, DEFAULT_IMAGE_GRID, imageEmbeddingCount, imageGrid, imagePatches } from '../../stages/encoders/media/imagePatches.ts';
 import { resizeBilinear } from '../../stages/encoders/media/resizeBilinear.ts';
 import { ErrorCodes } from '../../src/errors.ts';
@@ -17,10 +18,11 @@ function rgba(width: number, height: number, pixel: (x: number, y: number) => [n
   return data;
 }
 
-function pngBytes(width: number, height: number, pixel: (x: number, y: number) => [number, number, number, number]): Uint8Array {
+/** colorType 6 = RGBA, 2 = RGB (the same opaque picture in another encoding). */
+function pngBytes(width: number, height: number, pixel: (x: number, y: number) => [number, number, number, number], colorType: 2 | 6 = 6): Uint8Array {
   const png = new PNG({ width, height });
   rgba(width, height, pixel).copy(png.data);
-  return new Uint8Array(PNG.sync.write(png));
+  return new Uint8Array(PNG.sync.write(png, { colorType }));
 }
 
 function jpegBytes(width: number, height: number, pixel: (x: number, y: number) => [number, number, number, number], quality = 95): Uint8Array {
@@ -66,12 +68,41 @@ describe('decodeImage', () => {
     const corrupt = png.slice();
     corrupt.fill(0x41, 40, 60); // garbage over the image data
     expectMediaError(() => decodeImage(corrupt), /cannot decode PNG/);
-    expectMediaError(() => decodeImage(jpegBytes(8, 8, () => [1, 2, 3, 255]).subarray(0, 30)), /cannot decode JPEG/);
+    const jpg = jpegBytes(64, 64, (x, y) => [x * 4, y * 4, 9, 255]);
+    expectMediaError(() => decodeImage(jpg.subarray(0, 30)), /JPEG has no frame header/);
+    expectMediaError(() => decodeImage(jpg.subarray(0, Math.floor(jpg.length * 0.8))), /cannot decode JPEG/); // truncated scan
     // A header claiming 100000 x 100000 pixels is refused before any allocation.
     const bomb = png.slice();
     new DataView(bomb.buffer).setUint32(16, 100000);
     new DataView(bomb.buffer).setUint32(20, 100000);
     expectMediaError(() => decodeImage(bomb), /limit is 40 MP/);
+  });
+});
+
+describe('probeImageSize and prepareImageUrl', () => {
+  it('reads the size from PNG and JPEG headers, so the embedding count is known before decoding', () => {
+    expect(probeImageSize(pngBytes(300, 200, () => [0, 0, 0, 255]))).toEqual({ format: 'png', width: 300, height: 200 });
+    const jpg = jpegBytes(123, 45, () => [9, 9, 9, 255]);
+    expect(probeImageSize(jpg)).toEqual({ format: 'jpeg', width: 123, height: 45 });
+    expectMediaError(() => probeImageSize(jpg.subarray(0, 4)), /no frame header/);
+  });
+
+  it('prepares a data URL image with its embedding count and a content key', () => {
+    const bytes = pngBytes(300, 200, (x, y) => [x % 256, y % 256, 0, 255]);
+    const url = `data:image/png;base64,${Buffer.from(bytes).toString('base64')}`;
+    const a = prepareImageUrl(url, [], { what: 'messages[0].content[1]' });
+    if ('remote' in a) throw new Error('expected a prepared image');
+    expect(a.numEmbeddings).toBe(imageEmbeddingCount(300, 200));
+    expect(a.patches.numEmbeddings).toBe(a.numEmbeddings);
+    // The key is over decoded pixels: re-encoding the same picture gives the same key; another encoder another.
+    const reencoded = pngBytes(300, 200, (x, y) => [x % 256, y % 256, 0, 255], 2);
+    expect(Buffer.from(reencoded).equals(Buffer.from(bytes))).toBe(false);
+    const again = prepareImageUrl(`data:image/png;base64,${Buffer.from(reencoded).toString('base64')}`);
+    if ('remote' in again) throw new Error('expected a prepared image');
+    expect(again.cacheKey('enc-1')).toBe(a.cacheKey('enc-1'));
+    expect(a.cacheKey('enc-2')).not.toBe(a.cacheKey('enc-1'));
+    expect(prepareImageUrl('https://cdn.test/x.png', ['https://cdn.test/'])).toEqual({ remote: new URL('https://cdn.test/x.png') });
+    expect(() => prepareImageUrl('data:image/png;base64,AAAA', [], { what: 'messages[0].content[2]' })).toThrow(/messages\[0\]\.content\[2\]: not a PNG or JPEG/);
   });
 });
 

@@ -54,11 +54,53 @@ function rgbaToRgb(rgba: Uint8Array, width: number, height: number): Uint8Array 
   return out;
 }
 
-function decodePng(bytes: Uint8Array, what: string): RgbImage {
-  // IHDR is always the first chunk: width and height at bytes 16..24, big-endian.
-  if (bytes.length < 24) throw mediaInvalid(what, 'PNG is truncated before its header');
+/** Width and height from a JPEG's start-of-frame segment, walking the marker segments before it. */
+function jpegSize(bytes: Uint8Array, what: string): { width: number; height: number } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  checkPixels(view.getUint32(16), view.getUint32(20), what);
+  let at = 2; // after SOI
+  while (at + 4 <= bytes.length) {
+    if (bytes[at] !== 0xff) throw mediaInvalid(what, `JPEG has no marker at byte ${at}`);
+    const marker = bytes[at + 1];
+    if (marker === 0xff) {
+      at++; // fill byte
+      continue;
+    }
+    const length = view.getUint16(at + 2);
+    // SOF0..SOF15 carry the size, except DHT (C4), JPG (C8) and DAC (CC), which share the range.
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      if (at + 9 > bytes.length) break;
+      return { height: view.getUint16(at + 5), width: view.getUint16(at + 7) };
+    }
+    if (marker === 0xd9 || marker === 0xda) break; // end of image / start of scan before any frame header
+    at += 2 + length;
+  }
+  throw mediaInvalid(what, 'JPEG has no frame header (SOF) before its image data');
+}
+
+/**
+ * The pixel size from the header alone (PNG IHDR, JPEG SOF), for counting an image's embeddings
+ * (imageEmbeddingCount) without decoding it. decodeImage checks the same limits.
+ */
+export function probeImageSize(bytes: Uint8Array, what = 'image'): { readonly format: ImageFormat; readonly width: number; readonly height: number } {
+  const format = sniffImageFormat(bytes);
+  if (format === 'png') {
+    // IHDR is always the first chunk: width and height at bytes 16..24, big-endian.
+    if (bytes.length < 24) throw mediaInvalid(what, 'PNG is truncated before its header');
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const size = { format, width: view.getUint32(16), height: view.getUint32(20) };
+    checkPixels(size.width, size.height, what);
+    return size;
+  }
+  if (format === 'jpeg') {
+    const size = { format, ...jpegSize(bytes, what) };
+    checkPixels(size.width, size.height, what);
+    return size;
+  }
+  throw mediaInvalid(what, 'not a PNG or JPEG image (unrecognised leading bytes)');
+}
+
+function decodePng(bytes: Uint8Array, what: string): RgbImage {
+  probeImageSize(bytes, what); // refuses a decompression bomb before pngjs allocates it
   let png: { width: number; height: number; data: Uint8Array };
   try {
     png = PNG.sync.read(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
@@ -69,6 +111,7 @@ function decodePng(bytes: Uint8Array, what: string): RgbImage {
 }
 
 function decodeJpeg(bytes: Uint8Array, what: string): RgbImage {
+  probeImageSize(bytes, what);
   let img: { width: number; height: number; data: Uint8Array };
   try {
     img = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: true, maxResolutionInMP: MAX_DECODED_PIXELS / 1e6, maxMemoryUsageInMB: 512 });

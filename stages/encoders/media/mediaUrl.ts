@@ -23,7 +23,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** Strict base64 (whitespace allowed): Buffer.from(s, 'base64') silently skips bad characters. */
 export function decodeBase64(text: string, what = 'base64 data'): Uint8Array {
   const compact = text.replace(/\s+/g, '');
-  if (compact.length % 4 === 1 || !BASE64.test(compact)) throw mediaInvalid(what, 'is not valid base64');
+  if (compact.length % 4 === 1 || !BASE64.test(compact)) throw mediaInvalid(what, 'data is not valid base64');
   const buf = Buffer.from(compact, 'base64');
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
 }
