@@ -20,6 +20,8 @@ export interface EncoderBenchOptions {
   readonly preset?: string;
   readonly threads?: number;
   readonly images?: number;
+  /** Side of the square test images in pixels (default 224: 64 rows each). */
+  readonly imageSize?: number;
   readonly repeats?: number;
 }
 
@@ -36,6 +38,7 @@ export interface EncoderBenchResult {
   readonly outputSize: number;
   readonly vision: {
     readonly images: number;
+    readonly imageSize: number;
     readonly rowsPerImage: number;
     /** ms per image when all images run as one batch. */
     readonly batchedMsPerImage: Stats;
@@ -104,6 +107,7 @@ export async function runEncoderBench(options: EncoderBenchOptions = {}): Promis
   const preset = options.preset ?? 'tiny';
   const threads = options.threads ?? 1;
   const numImages = options.images ?? 8;
+  const imageSize = options.imageSize ?? 224;
   const repeats = options.repeats ?? 5;
   const family = presets[preset];
   if (!family) throw new Error(`unknown preset ${preset} (${Object.keys(presets).join(', ')})`);
@@ -114,7 +118,7 @@ export async function runEncoderBench(options: EncoderBenchOptions = {}): Promis
     const vision = await createEncoderRunner(visionEncoderSpec(preset, outputSize, 1), dir, { engine });
     const audio = await createEncoderRunner(audioEncoderSpec(preset, outputSize, 1), dir, { engine });
 
-    const images: EncoderInput[] = Array.from({ length: numImages }, (_, i) => imagePatches(decodeImage(pngBytes(224, 224, i + 1))));
+    const images: EncoderInput[] = Array.from({ length: numImages }, (_, i) => imagePatches(decodeImage(pngBytes(imageSize, imageSize, i + 1))));
     vision.encode(images); // warm the batch shape
     const batched: number[] = [];
     const single: number[] = [];
@@ -143,7 +147,7 @@ export async function runEncoderBench(options: EncoderBenchOptions = {}): Promis
       preset,
       threads,
       outputSize,
-      vision: { images: numImages, rowsPerImage: images[0].numEmbeddings, batchedMsPerImage: stats(batched), singleMsPerImage: stats(single) },
+      vision: { images: numImages, imageSize, rowsPerImage: images[0].numEmbeddings, batchedMsPerImage: stats(batched), singleMsPerImage: stats(single) },
       audio: audioFigures,
       frontEnd: { audioMsPerSecond: stats(audioFront), imageMs: stats(imageFront) },
     };
@@ -157,7 +161,7 @@ const ms = (s: Stats) => `${s.p50.toFixed(2)} ms (p90 ${s.p90.toFixed(2)})`;
 export function formatEncoderBench(r: EncoderBenchResult): string {
   const lines = [
     `encoders, preset ${r.preset} (output ${r.outputSize}), ${r.threads} thread(s) — ${r.machine.cpu}, ${r.machine.cores} cores, node ${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
-    `vision: ${r.vision.images} images of 224x224 (${r.vision.rowsPerImage} rows each)`,
+    `vision: ${r.vision.images} images of ${r.vision.imageSize}x${r.vision.imageSize} (${r.vision.rowsPerImage} rows each)`,
     `  one batch of ${r.vision.images}: ${ms(r.vision.batchedMsPerImage)} per image`,
     `  ${r.vision.images} single runs:  ${ms(r.vision.singleMsPerImage)} per image`,
     `  batch speed-up: ${(r.vision.singleMsPerImage.p50 / r.vision.batchedMsPerImage.p50).toFixed(2)}x`,
