@@ -17,6 +17,7 @@
  * Every release then trims unpinned entries back under the budget. Callers that must not run over check
  * canAllocate() before starting an encode and defer the item instead (the scheduler clamps at it).
  */
+import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 
 export interface EncoderCacheStats {
   readonly hits: number;
@@ -76,7 +77,7 @@ export class EncoderCache {
   /** The encoder's rows for a pending key; returns the requests holding it (all waiting for these rows). */
   complete(key: string, embeddings: Float32Array): string[] {
     const entry = this.entries.get(key);
-    if (!entry || entry.embeddings) throw new Error(`encoder cache: complete(${key}) without a pending reservation`);
+    if (!entry || entry.embeddings) throw new ChorusError(ErrorCodes.INTERNAL, `encoder cache: complete(${key}) without a pending reservation (acquire() returned 'miss' for it?)`);
     entry.embeddings = embeddings;
     this.counters.bytes += embeddings.byteLength - entry.bytes; // the reservation was an estimate
     entry.bytes = embeddings.byteLength;
