@@ -14,9 +14,10 @@ import { ChorusError, ErrorCodes } from '../errors.ts';
 import { logger as rootLogger } from '../log.ts';
 import { Admission } from './Admission.ts';
 import { registerChatCompletions } from './chat/chatCompletions.ts';
+import type { TokenLimits } from './generationParams.ts';
 import { errorBody, httpStatusFor, replyError, toChorusError } from './httpErrors.ts';
 import { registerInfoRoutes } from './infoRoutes.ts';
-import { countClientError } from './metrics.ts';
+import { bridgeEngineDiagnostics, countClientError } from './metrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
 import { chooseSubprotocol, securityHook } from './security.ts';
@@ -27,6 +28,11 @@ export type { ServerOptions } from './options.ts';
 export function defaultModelName(graph: StageGraph): string {
   if (graph.file === '<embedded>') return 'chorus-tiny-omni';
   return `chorus-${basename(graph.file, extname(graph.file))}`;
+}
+
+function tokenLimits(graph: StageGraph, cap: number): TokenLimits {
+  const entry = graph.stages.find((s) => s.stageId === graph.entryStageId) ?? graph.stages[0];
+  return { cap, stageDefault: entry?.defaultSamplingParams.maxTokens ?? cap };
 }
 
 /** Samples per codec frame of the graph's vocoder (for usage accounting of cancelled responses). */
@@ -52,6 +58,8 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     return503OnClosing: true,
   });
   const admission = new Admission(options.maxSessions);
+  bridgeEngineDiagnostics();
+  const limits = tokenLimits(engine.graph, options.maxResponseTokens);
 
   app.setErrorHandler((err, request, reply) => {
     const e = toChorusError(err);
@@ -92,8 +100,8 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
       const message = `no route ${request.method} ${request.url.split('?')[0]}: see GET /v1/models, POST /v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, options, admission, samplesPerFrame(engine.graph));
-    registerChatCompletions(routes, { engine, options, admission });
+    registerRealtime(routes, engine, options, admission, samplesPerFrame(engine.graph), limits);
+    registerChatCompletions(routes, { engine, options, admission, tokenLimits: limits });
     registerInfoRoutes(routes, engine, options.modelName);
   });
   return app;
@@ -105,6 +113,7 @@ function registerRealtime(
   options: ResolvedServerOptions,
   admission: Admission,
   spf: number,
+  limits: TokenLimits,
 ): void {
   app.get(
     '/v1/realtime',
@@ -132,6 +141,7 @@ function registerRealtime(
         engine,
         options,
         samplesPerFrame: spf,
+        tokenLimits: limits,
         log: request.log,
         onClosed: release,
       });

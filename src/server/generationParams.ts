@@ -34,14 +34,22 @@ export function mergeGeneration(...layers: (GenerationFields | undefined)[]): Ge
   return out as GenerationFields;
 }
 
+/** The server's cap on client token limits, and the entry stage's configured default. */
+export interface TokenLimits {
+  readonly cap: number;
+  readonly stageDefault: number;
+}
+
 /**
  * Checks a requested token limit against the server's cap. An explicit request above the cap is an error (the
- * client would otherwise get silently shorter output); no request means the cap.
+ * client would otherwise get silently shorter output). No request keeps the stage's configured default
+ * (undefined: the engine applies it) unless that exceeds the cap; 'inf' asks for the cap.
  */
-export function resolveMaxTokens(requested: number | 'inf' | undefined, cap: number, param: string): number {
-  if (requested === undefined || requested === 'inf') return cap;
-  if (requested > cap) {
-    throw new ClientInputError(`${param} is ${requested}, above this server's limit of ${cap}: ask for at most ${cap}`, param);
+export function resolveMaxTokens(requested: number | 'inf' | undefined, limits: TokenLimits, param: string): number | undefined {
+  if (requested === 'inf') return limits.cap;
+  if (requested === undefined) return limits.stageDefault <= limits.cap ? undefined : limits.cap;
+  if (requested > limits.cap) {
+    throw new ClientInputError(`${param} is ${requested}, above this server's limit of ${limits.cap}: ask for at most ${limits.cap}`, param);
   }
   return requested;
 }
@@ -52,9 +60,10 @@ export function resolveMaxTokens(requested: number | 'inf' | undefined, cap: num
  */
 export function toEngineParams(
   fields: GenerationFields,
-  maxTokens: number,
+  maxTokens: number | undefined,
 ): Pick<GenerateRequest, 'sampling' | 'talkerSampling' | 'initialCodecChunkFrames'> {
-  const sampling: { -readonly [K in keyof SamplingParams]?: SamplingParams[K] } = { maxTokens };
+  const sampling: { -readonly [K in keyof SamplingParams]?: SamplingParams[K] } = {};
+  if (maxTokens !== undefined) sampling.maxTokens = maxTokens;
   const talkerSampling: { -readonly [K in keyof SamplingParams]?: SamplingParams[K] } = {};
   if (fields.temperature !== undefined) sampling.temperature = fields.temperature;
   if (fields.top_p !== undefined) sampling.topP = fields.top_p;

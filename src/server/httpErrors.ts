@@ -16,6 +16,7 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
   [ErrorCodes.REQUEST_TOO_LARGE]: 413,
   [ErrorCodes.OVERLOADED]: 503,
+  [ErrorCodes.REQUEST_CANCELLED]: 503, // cancelled by the server (shutdown): retry elsewhere or later
   [ErrorCodes.SHUTTING_DOWN]: 503,
   [ErrorCodes.STAGE_DIED]: 503,
   [ErrorCodes.STAGE_BOOT]: 503,

@@ -2,9 +2,12 @@
  * Prometheus metrics, in Chorus' own Registry (never prom-client's global one, so embedding Chorus in another
  * service does not mix metric sets). Every name starts with `chorus_`.
  *
- * This module imports nothing but prom-client: the engine imports the report* functions below to publish
- * per-stage queue depth, batch size and per-edge chunk latency/bytes without depending on the server.
+ * Engine numbers arrive two ways, both cheap: the report* / observe* functions below (this module imports
+ * nothing but prom-client and node:diagnostics_channel, so any layer may call them), and
+ * bridgeEngineDiagnostics(), which maps the Orchestrator's diagnostics_channel events (chorus:stage:stats,
+ * chorus:edge:chunk) onto the same metrics, so the engine never has to import the server.
  */
+import { subscribe } from 'node:diagnostics_channel';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export const metricsRegistry = new Registry();
@@ -108,4 +111,46 @@ export function observeEdgeChunk(fromStageId: string, toStageId: string, latency
 
 export function countClientError(code: string): void {
   serverMetrics.errorsTotal.inc({ code });
+}
+
+interface StageStatsMessage {
+  readonly stageId?: unknown;
+  readonly instance?: unknown;
+  readonly queueDepth?: unknown;
+  readonly batchSizes?: unknown;
+  readonly edgeSamples?: unknown;
+}
+
+interface EdgeSampleMessage {
+  readonly from?: unknown;
+  readonly to?: unknown;
+  readonly latencyMs?: unknown;
+  readonly bytes?: unknown;
+}
+
+function observeEdgeSample(sample: EdgeSampleMessage): void {
+  const { from, to, latencyMs, bytes } = sample;
+  if (typeof from === 'string' && typeof to === 'string' && typeof latencyMs === 'number' && typeof bytes === 'number') {
+    observeEdgeChunk(from, to, latencyMs, bytes);
+  }
+}
+
+function onStageStats(message: unknown): void {
+  const m = message as StageStatsMessage;
+  // Replicas report separately: label by instance ("talker#1") so they do not overwrite each other.
+  const stage = typeof m.instance === 'string' ? m.instance : typeof m.stageId === 'string' ? m.stageId : null;
+  if (stage === null) return;
+  if (typeof m.queueDepth === 'number') reportStageQueueDepth(stage, m.queueDepth);
+  if (Array.isArray(m.batchSizes)) for (const n of m.batchSizes) if (typeof n === 'number') observeStageBatch(stage, n);
+  if (Array.isArray(m.edgeSamples)) for (const e of m.edgeSamples) observeEdgeSample(e as EdgeSampleMessage);
+}
+
+let bridged = false;
+
+/** Subscribes the metrics to the engine's diagnostics_channel events (once per process). */
+export function bridgeEngineDiagnostics(): void {
+  if (bridged) return;
+  bridged = true;
+  subscribe('chorus:stage:stats', onStageStats);
+  subscribe('chorus:edge:chunk', (message) => observeEdgeSample(message as EdgeSampleMessage));
 }

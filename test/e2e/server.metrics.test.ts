@@ -2,6 +2,7 @@
  * /metrics is valid Prometheus text exposition (parsed properly below), every metric is chorus_*, histograms
  * are consistent, latency histograms count real responses, and the engine's hooks show up.
  */
+import { channel } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeEdgeChunk, observeStageBatch, reportStageQueueDepth } from '../../src/server/metrics.ts';
 import { RealtimeClient, startTestServer } from './serverClient.ts';
@@ -102,6 +103,12 @@ describe('/metrics', () => {
     reportStageQueueDepth('thinker', 3);
     observeStageBatch('talker', 4);
     observeEdgeChunk('thinker', 'talker', 1.5, 4096);
+    // What the Orchestrator publishes, picked up by the bridge buildServer installed.
+    channel('chorus:stage:stats').publish({
+      stageId: 'code2wav', instance: 'code2wav#0', queueDepth: 2, running: 1, batchSize: 2, stepMs: 3,
+      batchSizes: [2, 2], edgeSamples: [{ from: 'talker', to: 'code2wav', latencyMs: 0.4, bytes: 1000 }],
+    });
+    channel('chorus:edge:chunk').publish({ from: 'code2wav', to: 'main', latencyMs: 0.2, bytes: 96000 });
 
     const after = await scrape();
     for (const [name, f] of after) {
@@ -139,5 +146,9 @@ describe('/metrics', () => {
     const bytes = after.get('chorus_edge_chunk_bytes')!.samples.find((s) => s.name === 'chorus_edge_chunk_bytes_sum' && s.labels.edge === 'thinker->talker');
     expect(bytes?.value).toBeGreaterThanOrEqual(4096);
     expect(after.get('chorus_responses_total')!.type).toBe('counter');
+    expect(after.get('chorus_stage_queue_depth')!.samples).toContainEqual({ name: 'chorus_stage_queue_depth', labels: { stage: 'code2wav#0' }, value: 2 });
+    expect(histogramCount(after.get('chorus_stage_batch_size'), { stage: 'code2wav#0' })).toBe(2);
+    expect(histogramCount(after.get('chorus_edge_chunk_latency_seconds'), { edge: 'talker->code2wav' })).toBe(1);
+    expect(histogramCount(after.get('chorus_edge_chunk_bytes'), { edge: 'code2wav->main' })).toBe(1);
   });
 });

@@ -38,10 +38,11 @@ describe('pcm16', () => {
 });
 
 describe('chat completion planning', () => {
+  const limits = { cap: 100, stageDefault: 64 };
   const base = { messages: [{ role: 'developer', content: 'rules' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] };
 
   it('maps messages, modalities, limits and extensions', () => {
-    const plan = planChatCompletion({ ...base, modalities: ['text', 'audio'], stream: true, max_tokens: 9, top_p: 0.5, seed: 3 }, 'r1', 100);
+    const plan = planChatCompletion({ ...base, modalities: ['text', 'audio'], stream: true, max_tokens: 9, top_p: 0.5, seed: 3 }, 'r1', limits);
     expect(plan.stream).toBe(true);
     expect(plan.audio).toEqual({ format: 'pcm16' });
     expect(plan.request).toMatchObject({
@@ -53,18 +54,19 @@ describe('chat completion planning', () => {
     });
   });
 
-  it('defaults: text only, the server cap as the limit, WAV when not streaming', () => {
-    const plan = planChatCompletion(base, 'r2', 100);
+  it('defaults: text only, the stage default limit (capped), WAV when not streaming', () => {
+    const plan = planChatCompletion(base, 'r2', limits);
     expect(plan.request.modalities).toEqual(['text']);
-    expect(plan.request.sampling).toEqual({ maxTokens: 100 });
+    expect(plan.request.sampling).toEqual({}); // the engine applies the stage's configured max_tokens
     expect(plan.audio).toBeNull();
-    expect(planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', 100).audio).toEqual({ format: 'wav' });
+    expect(planChatCompletion(base, 'r2', { cap: 100, stageDefault: 500 }).request.sampling).toEqual({ maxTokens: 100 });
+    expect(planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', limits).audio).toEqual({ format: 'wav' });
   });
 
   it('names the bad field', () => {
     const bad = (body: unknown) => {
       try {
-        planChatCompletion(body, 'r', 100);
+        planChatCompletion(body, 'r', limits);
       } catch (err) {
         expect(err).toBeInstanceOf(ClientInputError);
         return [(err as ClientInputError).param, (err as ClientInputError).message];

@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine, RequestHandle } from '../../engine/types.ts';
 import { ChorusError, deserializeError, ErrorCodes } from '../../errors.ts';
 import type { Admission } from '../Admission.ts';
+import type { TokenLimits } from '../generationParams.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { serverMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
@@ -19,9 +20,17 @@ export interface ChatRouteContext {
   readonly engine: Engine;
   readonly options: ResolvedServerOptions;
   readonly admission: Admission;
+  readonly tokenLimits: TokenLimits;
 }
 
 export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteContext): void {
+  // In-flight requests are cancelled when the server closes: an SSE stream could otherwise hold close() open
+  // for as long as its answer takes (realtime sockets are closed by @fastify/websocket, which cancels theirs).
+  const live = new Set<RequestHandle>();
+  app.addHook('preClose', async () => {
+    for (const handle of live) handle.cancel();
+  });
+
   app.post('/v1/chat/completions', async (request, reply) => {
     const startedAtMs = performance.now();
     const meta: CompletionMeta = {
@@ -29,7 +38,7 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteCont
       created: Math.floor(Date.now() / 1000),
       model: ctx.options.modelName,
     };
-    const plan = planChatCompletion(request.body, meta.id, ctx.options.maxResponseTokens);
+    const plan = planChatCompletion(request.body, meta.id, ctx.tokenLimits);
     const release = ctx.admission.acquire('http');
     let handle: RequestHandle;
     try {
@@ -38,6 +47,11 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteCont
       release();
       throw err;
     }
+    live.add(handle);
+    const end = (): void => {
+      live.delete(handle);
+      release();
+    };
     request.log.debug({ requestId: meta.id, modalities: plan.request.modalities, stream: plan.stream }, 'chat completion');
     if (plan.stream) {
       reply.hijack();
@@ -47,14 +61,14 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteCont
         audio: plan.audio !== null,
         startedAtMs,
         maxStreamBufferBytes: ctx.options.maxStreamBufferBytes,
-        onEnd: release,
+        onEnd: end,
       });
       return reply;
     }
     try {
       return await collect(request, reply, plan, handle, meta, startedAtMs);
     } finally {
-      release();
+      end();
     }
   });
 }

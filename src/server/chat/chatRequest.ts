@@ -4,7 +4,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import type { ChatMessage, GenerateRequest, Modality } from '../../engine/types.ts';
-import { generationFields, resolveMaxTokens, toEngineParams } from '../generationParams.ts';
+import { generationFields, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
 
 const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() });
@@ -49,7 +49,7 @@ function messageText(content: Static<typeof Message>['content']): string {
 }
 
 /** Validates the body and plans the request. Throws ClientInputError naming the bad field. */
-export function planChatCompletion(body: unknown, requestId: string, maxResponseTokens: number): ChatPlan {
+export function planChatCompletion(body: unknown, requestId: string, limits: TokenLimits): ChatPlan {
   const b = validator.parse(body, 'chat completion request');
   const stream = b.stream === true;
   const wantsAudio = b.modalities?.includes('audio') ?? false;
@@ -65,7 +65,7 @@ export function planChatCompletion(body: unknown, requestId: string, maxResponse
     throw new ClientInputError('messages has no non-empty user or assistant message', 'messages');
   }
   const param = b.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
-  const maxTokens = resolveMaxTokens(b.max_completion_tokens ?? b.max_tokens, maxResponseTokens, param);
+  const maxTokens = resolveMaxTokens(b.max_completion_tokens ?? b.max_tokens, limits, param);
   const modalities: Modality[] = wantsAudio ? ['text', 'audio'] : ['text'];
   return {
     request: { requestId, messages, modalities, ...toEngineParams(b, maxTokens) },

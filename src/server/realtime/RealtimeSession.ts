@@ -7,7 +7,7 @@ import type { RawData, WebSocket } from 'ws';
 import type { Engine, Modality } from '../../engine/types.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import { mergeGeneration, resolveMaxTokens, toEngineParams } from '../generationParams.ts';
+import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { countClientError } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { decodeBase64Strict } from '../pcm.ts';
@@ -22,6 +22,7 @@ export interface SessionContext {
   readonly engine: Engine;
   readonly options: ResolvedServerOptions;
   readonly samplesPerFrame: number;
+  readonly tokenLimits: TokenLimits;
   readonly log: FastifyBaseLogger;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
@@ -120,7 +121,7 @@ export class RealtimeSession {
     const s = event.session;
     const state = this.#state;
     if (s.max_output_tokens !== undefined) {
-      resolveMaxTokens(s.max_output_tokens, this.#ctx.options.maxResponseTokens, 'session.max_output_tokens');
+      resolveMaxTokens(s.max_output_tokens, this.#ctx.tokenLimits, 'session.max_output_tokens');
       state.maxOutputTokens = s.max_output_tokens;
     }
     if (s.output_modalities) state.outputModalities = normalizeModalities(s.output_modalities);
@@ -181,7 +182,7 @@ export class RealtimeSession {
     const state = this.#state;
     const outputModalities = r.output_modalities ? normalizeModalities(r.output_modalities) : state.outputModalities;
     const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
-    const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.options.maxResponseTokens, 'response.max_output_tokens');
+    const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.tokenLimits, 'response.max_output_tokens');
     const inConversation = r.conversation !== 'none';
     const items = r.input ? r.input.map((it, i) => Conversation.toStored(it, `response.input[${i}]`)) : this.#conversation.items();
     const messages = toChatMessages(r.instructions ?? state.instructions, items);

@@ -1,0 +1,124 @@
+/**
+ * The front end over the real pipeline (configs/tiny-omni.yaml: stage processes, ONNX models, shared memory):
+ * realtime audio + transcript, prompt cancel, the official SDK streaming text + audio, HTTP streamed audio
+ * equal to the WAV of the same seeded request, health and stages; on close nothing is left in /dev/shm.
+ */
+import OpenAI from 'openai';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { ownSegments, waitFor } from '../helpers/engine.ts';
+import { decodeAudioDeltas, RealtimeClient } from './serverClient.ts';
+
+const SAMPLES_PER_TOKEN = 2 * 1920; // tiny-omni: 2 codec frames per text token, 1920 samples per frame
+
+let engine: Orchestrator;
+let app: FastifyInstance;
+let base: string;
+let wsUrl: string;
+
+beforeAll(async () => {
+  engine = await Orchestrator.start(await loadConfig(new URL('../../configs/tiny-omni.yaml', import.meta.url).pathname));
+  app = buildServer(engine, { apiKey: null });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  base = `http://127.0.0.1:${address.port}`;
+  wsUrl = `ws://127.0.0.1:${address.port}/v1/realtime`;
+}, 240_000);
+
+afterAll(async () => {
+  await app?.close();
+  await engine?.close();
+  expect(ownSegments()).toEqual([]);
+});
+
+function pcm16Of(buffer: Buffer): Int16Array {
+  return new Int16Array(buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.length));
+}
+
+function maxDiff(a: Int16Array, b: Int16Array): number {
+  if (a.length !== b.length) return Infinity;
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
+}
+
+describe('server over the real pipeline', () => {
+  it('reports every stage ready and describes the graph', async () => {
+    const health = await fetch(`${base}/health`);
+    expect(health.status).toBe(200);
+    const body = (await health.json()) as { stages: { stage_id: string; status: string }[] };
+    expect(body.stages.map((s) => [s.stage_id, s.status])).toEqual([['thinker', 'ready'], ['talker', 'ready'], ['code2wav', 'ready']]);
+    const stages = (await (await fetch(`${base}/v1/stages`)).json()) as { async_chunk: boolean; stages: { kind: string }[] };
+    expect(stages.async_chunk).toBe(true);
+    expect(stages.stages.map((s) => s.kind)).toEqual(['thinker', 'talker', 'code2wav']);
+  });
+
+  it('streams a realtime answer: transcript deltas and pcm16 audio for every token', async () => {
+    const client = await RealtimeClient.connect(wsUrl);
+    const done = await client.respond('Tell me about the sea.', { max_output_tokens: 16, ignore_eos: true, seed: 7 });
+    const response = done.response as { id: string; status: string; status_details: unknown; usage: { output_token_details: { text_tokens: number } } };
+    expect(response.status).toBe('incomplete');
+    expect(response.status_details).toEqual({ type: 'incomplete', reason: 'max_output_tokens' });
+    expect(response.usage.output_token_details.text_tokens).toBe(16);
+    const transcript = client.ofType('response.output_audio_transcript.delta').map((e) => e.delta).join('');
+    expect(transcript.length).toBeGreaterThan(0);
+    expect(client.ofType('response.output_audio_transcript.done')[0].transcript).toBe(transcript);
+    const pcm = decodeAudioDeltas(client.events, response.id);
+    expect(pcm.length).toBe(16 * SAMPLES_PER_TOKEN);
+    expect(pcm.some((v) => v !== 0)).toBe(true);
+    // async_chunk: audio arrives in several deltas. (Whether the first comes before the last text delta depends
+    // on how fast the Thinker runs on a loaded machine; interleaving is asserted with the engine double.)
+    expect(client.ofType('response.output_audio.delta').length).toBeGreaterThan(1);
+    client.close();
+  });
+
+  it('cancels a long realtime answer within 500 ms and the pipeline lets go of it', async () => {
+    const client = await RealtimeClient.connect(wsUrl);
+    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Talk forever' }] } });
+    client.send({ type: 'response.create', response: { max_output_tokens: 2000, ignore_eos: true } });
+    await client.next('response.output_audio.delta', () => true, 60_000);
+    const sentAt = performance.now();
+    client.send({ type: 'response.cancel' });
+    const done = await client.next('response.done');
+    expect(client.arrivals[client.events.indexOf(done)] - sentAt).toBeLessThan(500);
+    expect((done.response as { status: string }).status).toBe('cancelled');
+    await waitFor('stages to drop the cancelled request', () => engine.health().every((h) => h.inFlight === 0));
+    client.close();
+  });
+
+  it('streams text and audio to the official SDK; the streamed pcm16 equals the WAV of the same request', async () => {
+    const sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const params = {
+      model: 'chorus-tiny-omni',
+      messages: [{ role: 'user' as const, content: 'Why is the sky blue?' }],
+      modalities: ['text' as const, 'audio' as const],
+      seed: 11,
+      max_completion_tokens: 12,
+      ...({ ignore_eos: true } as object),
+    };
+    const stream = await sdk.chat.completions.create({ ...params, audio: { voice: 'alloy', format: 'pcm16' }, stream: true });
+    let text = '';
+    const audio: Buffer[] = [];
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string; audio?: { data?: string } } | undefined;
+      text += delta?.content ?? '';
+      if (delta?.audio?.data) audio.push(Buffer.from(delta.audio.data, 'base64'));
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(finish).toBe('length');
+    expect(text.length).toBeGreaterThan(0);
+    const streamed = pcm16Of(Buffer.concat(audio));
+    expect(streamed.length).toBe(12 * SAMPLES_PER_TOKEN);
+
+    const whole = await sdk.chat.completions.create({ ...params, audio: { voice: 'alloy', format: 'wav' } });
+    expect(whole.choices[0].message.content).toBe(text);
+    const wav = Buffer.from(whole.choices[0].message.audio!.data, 'base64');
+    expect(wav.readUInt32LE(24)).toBe(24000);
+    expect(maxDiff(pcm16Of(wav.subarray(44)), streamed)).toBeLessThanOrEqual(1);
+  });
+});

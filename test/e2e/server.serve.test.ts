@@ -1,0 +1,82 @@
+/**
+ * `chorus serve`: prints its URL, serves, and on SIGTERM/SIGINT with a request in flight closes the server and
+ * then the engine, leaving no stage process and no /dev/shm segment.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'chorus.js');
+const CONFIG = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml');
+
+/** Stage processes forked by `pid` (tsx runs an esbuild helper of its own, which is not a stage). */
+function stageProcessesOf(pid: number): number[] {
+  let out = '';
+  try {
+    out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' });
+  } catch {
+    return []; // ps exits 1 when there are none
+  }
+  return out
+    .split('\n')
+    .filter((line) => line.includes('stageMain.ts'))
+    .map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe.each(['SIGTERM', 'SIGINT'] as const)('chorus serve on %s', (signal) => {
+  it('serves, then shuts down cleanly with a request in flight', async () => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--config', CONFIG, '--port', '0', '--api-key', 'k1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+        if (m) resolve(m[1]);
+      });
+      void exited.then((code) => reject(new Error(`serve exited early with ${code}: ${stderr}`)));
+    });
+    const health = await fetch(`${url}/health`);
+    expect(health.status).toBe(200);
+    expect((await fetch(`${url}/v1/models`)).status).toBe(401);
+
+    // A long streamed answer, in flight when the signal arrives.
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer k1' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Talk for a long time' }], modalities: ['text', 'audio'], stream: true, max_tokens: 3000, ignore_eos: true }),
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toContain('chat.completion.chunk');
+
+    const stages = stageProcessesOf(child.pid!);
+    expect(stages.length).toBe(3);
+    expect(readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${child.pid}-`)).length).toBeGreaterThan(0);
+
+    child.kill(signal);
+    // The stream ends (with an error event for the cancelled request) instead of hanging the shutdown.
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+    expect(rest).toContain('CHORUS_ERR_REQUEST_CANCELLED');
+    expect(await exited).toBe(0);
+    expect(stages.filter(alive)).toEqual([]);
+    expect(readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${child.pid}-`))).toEqual([]);
+  }, 90_000);
+});
