@@ -35,6 +35,14 @@ function tokenLimits(graph: StageGraph, cap: number): TokenLimits {
   return { cap, stageDefault: entry?.defaultSamplingParams.maxTokens ?? cap };
 }
 
+/** The vocoder's output rate; both protocols promise 24 kHz pcm16 and Chorus does not resample. */
+function sampleRateHz(graph: StageGraph): number | null {
+  for (const s of graph.stages) {
+    if (s.model.source === 'generated' && s.model.kind === 'code2wav') return s.model.size.sampleRateHz;
+  }
+  return null;
+}
+
 /** Samples per codec frame of the graph's vocoder (for usage accounting of cancelled responses). */
 function samplesPerFrame(graph: StageGraph): number {
   for (const s of graph.stages) {
@@ -60,6 +68,10 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   const admission = new Admission(options.maxSessions);
   bridgeEngineDiagnostics();
   const limits = tokenLimits(engine.graph, options.maxResponseTokens);
+  const rate = sampleRateHz(engine.graph);
+  if (rate !== null && rate !== 24000) {
+    log.warn({ sampleRateHz: rate }, 'the vocoder does not produce 24 kHz: clients expecting OpenAI pcm16 (24 kHz) will play it at the wrong speed');
+  }
 
   app.setErrorHandler((err, request, reply) => {
     const e = toChorusError(err);

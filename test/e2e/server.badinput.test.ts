@@ -70,6 +70,25 @@ describe('bad realtime frames', () => {
     await again.closed;
   });
 
+  it('refuses to grow a full conversation, without starting a request', async () => {
+    const small = await startTestServer({ maxConversationItems: 2 }, { script: defaultScript({ tokens: 1 }) });
+    try {
+      const client = await RealtimeClient.connect(small.wsUrl);
+      expect(((await client.respond('one')).response as { status: string }).status).toBe('completed'); // 2 items now
+      client.send({ type: 'conversation.item.create', event_id: 'full', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] } });
+      expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'full' });
+      client.send({ type: 'response.create', event_id: 'full2' });
+      expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'full2' });
+      expect(small.engine.handles).toHaveLength(1);
+      // Out-of-band responses do not add to the conversation, so they still work.
+      client.send({ type: 'response.create', response: { conversation: 'none' } });
+      expect(((await client.next('response.done')).response as { status: string }).status).toBe('completed');
+      client.close();
+    } finally {
+      await small.app.close();
+    }
+  });
+
   it('leaves no session or request behind', async () => {
     // Closing is asynchronous on the server side too: wait until it has observed every close.
     for (let i = 0; i < 100 && (await activeSessions()) !== 0; i++) await new Promise((r) => setTimeout(r, 10));

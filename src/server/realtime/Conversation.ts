@@ -100,6 +100,11 @@ export class Conversation {
     this.#audioBytes = Math.max(0, this.#audioBytes - bytes);
   }
 
+  remove(itemId: string): void {
+    const at = this.#items.findIndex((it) => it.id === itemId);
+    if (at >= 0) this.#items.splice(at, 1);
+  }
+
   /** Sets the text of an assistant item as it finishes (it was inserted empty when its response started). */
   setText(itemId: string, text: string): void {
     const item = this.#items.find((it) => it.id === itemId);

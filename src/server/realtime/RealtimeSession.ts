@@ -4,10 +4,11 @@
  * event_id; a bad frame never closes the session.
  */
 import type { RawData, WebSocket } from 'ws';
-import type { Engine, Modality } from '../../engine/types.ts';
+import type { Engine, Modality, RequestHandle } from '../../engine/types.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
+import { errorType } from '../httpErrors.ts';
 import { countClientError } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { decodeBase64Strict } from '../pcm.ts';
@@ -193,11 +194,17 @@ export class RealtimeSession {
     const responseId = newId('resp');
     const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
     const generation = mergeGeneration(state.generation, r);
-    const handle = this.#ctx.engine.generate({ requestId: responseId, messages, modalities, ...toEngineParams(generation, maxTokens) });
-
+    // The reply's item is placed first: if the conversation is full this throws before any work starts.
     const itemId = newId('item');
     const previousItemId = inConversation ? this.#conversation.lastItemId : null;
     if (inConversation) this.#conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    let handle: RequestHandle;
+    try {
+      handle = this.#ctx.engine.generate({ requestId: responseId, messages, modalities, ...toEngineParams(generation, maxTokens) });
+    } catch (err) {
+      if (inConversation) this.#conversation.remove(itemId);
+      throw err;
+    }
     const stream = new ResponseStream({
       writer: this.#writer,
       handle,
@@ -244,7 +251,7 @@ export class RealtimeSession {
     if (e.code === ErrorCodes.INTERNAL) this.#ctx.log.error({ err, sessionId: this.id }, 'realtime event failed');
     countClientError(e.code);
     const param = err instanceof ClientInputError ? err.param : null;
-    const type = e.code === ErrorCodes.INTERNAL ? 'server_error' : 'invalid_request_error';
+    const type = errorType(e.code);
     this.#writer.sendNow({ type: 'error', event_id: newId('event'), error: { type, code: e.code, message: e.message, param, event_id: eventId } });
   }
 
