@@ -66,11 +66,11 @@ export function resolveServerOptions(opts: ServerOptions, defaultModelName: stri
     allowedOrigins: Object.freeze([...(opts.allowedOrigins ?? [])]),
     maxFrameBytes: opts.maxFrameBytes ?? 16 * MiB, // OpenAI caps input_audio_buffer.append at 15 MiB
     maxBodyBytes: opts.maxBodyBytes ?? 16 * MiB,
-    maxSessions: opts.maxSessions ?? 128,
+    maxSessions: opts.maxSessions ?? 64,
     maxResponseTokens: opts.maxResponseTokens ?? 4096,
     maxStreamBufferBytes: opts.maxStreamBufferBytes ?? 2 * MiB, // ~40 s of 24 kHz pcm16 in base64
     socketHighWaterBytes: opts.socketHighWaterBytes ?? 128 * 1024, // ~1 audio chunk of 25 frames
-    maxInputAudioBytes: opts.maxInputAudioBytes ?? 32 * MiB,
+    maxInputAudioBytes: opts.maxInputAudioBytes ?? 16 * MiB, // ~5.8 min of 24 kHz pcm16
     maxConversationItems: opts.maxConversationItems ?? 1000,
     modelName: opts.modelName ?? defaultModelName,
   });
