@@ -81,10 +81,10 @@ export class RealtimeClient {
   }
 
   /** Sends a user message and response.create; returns the response.done event. */
-  async respond(text: string, response: object = {}): Promise<ServerEvent> {
+  async respond(text: string, response: object = {}, timeoutMs = 5000): Promise<ServerEvent> {
     this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
     this.send({ type: 'response.create', response });
-    return this.next('response.done');
+    return this.next('response.done', () => true, timeoutMs);
   }
 
   close(): void {
