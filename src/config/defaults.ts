@@ -36,6 +36,14 @@ export const defaults = {
     ignoreEos: false,
   },
   replicas: 1,
+  encoder: {
+    cacheBytes: 64 * 1024 * 1024, // 64 MiB per encoder replica: ~85 thirty-second clips of the tiny thinker (768 KiB each)
+    budgetEmbeddings: 2048, // embeddings started per step; a larger item still runs, alone (vLLM floors at the largest item)
+    maxBatchSize: 8, // items per encoder run
+    batchTimeoutMs: 5, // a partial batch waits this long for company
+    onFailure: 'fail' as 'fail' | 'text_only',
+    maxAudioSeconds: 20 * 60, // 20 min
+  },
 } as const;
 
 /** code2wav is a one-shot (non-autoregressive) decode; every other kind generates step by step. */

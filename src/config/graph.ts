@@ -1,6 +1,9 @@
 /**
  * The shape of the stage graph: unique ids, inputs that name real stages and connectors, no cycles,
- * exactly one entry stage, and a topological order (entry first) that the engine starts stages in.
+ * exactly one entry stage, and a topological order that the engine starts stages in.
+ *
+ * Encoder stages are sources too, but not entries: they receive media items from main, never a prompt, so
+ * they have no inputs and do not count as entry stages. Without encoders the entry stage comes first.
  */
 import { suggest, type Problems } from './problems.ts';
 import type { StageInput, StageKind } from './types.ts';
@@ -19,6 +22,8 @@ export interface GraphShape {
   readonly inputs: readonly (readonly StageInput[])[];
   /** stageId -> the YAML indices of the stages that read from it. */
   readonly consumers: ReadonlyMap<string, readonly number[]>;
+  /** YAML index of the entry stage (the one requests enter). */
+  readonly entry: number;
 }
 
 /** Returns null when the graph is too broken to order (the problems say why). */
@@ -39,11 +44,17 @@ export function resolveGraph(nodes: readonly GraphNode[], connectorNames: readon
     for (const input of inputs[i]) consumers.set(input.from, [...(consumers.get(input.from) ?? []), node.index]);
   });
 
-  const entries = nodes.filter((n) => n.inputs.length === 0);
+  for (const node of nodes) {
+    if (node.kind === 'encoder' && node.inputs.length > 0) {
+      problems.add(['stages', node.index, 'inputs'], `encoder stage "${node.stageId}" reads its media from the request, not from another stage: remove its inputs (list it in the thinker's inputs instead)`);
+    }
+  }
+  // The entry reads from nothing but encoders (the Thinker of a multimodal graph has encoder inputs).
+  const entries = nodes.filter((n) => n.kind !== 'encoder' && n.inputs.every((i) => byId.get(i.from)?.kind === 'encoder'));
   if (entries.length > 1) {
     const names = entries.map((n) => `"${n.stageId}" (stages[${n.index}])`).join(', ');
     for (const extra of entries.slice(1)) {
-      problems.add(['stages', extra.index], `${entries.length} entry stages (stages without inputs): ${names}; exactly one stage may have no inputs — give the others \`inputs: [{from: ...}]\``);
+      problems.add(['stages', extra.index], `${entries.length} entry stages (stages with no inputs but encoders): ${names}; exactly one stage may read from nothing but encoders — give the others \`inputs: [{from: ...}]\``);
     }
   }
   // Unknown or duplicate stage ids make the order meaningless; a bad connector or a second entry does not,
@@ -54,10 +65,10 @@ export function resolveGraph(nodes: readonly GraphNode[], connectorNames: readon
   const order = topologicalOrder(nodes, byId, problems);
   if (!order) return null;
   if (entries.length === 0) {
-    problems.add(['stages'], 'no entry stage: every stage has inputs, so no stage can receive a request');
+    problems.add(['stages'], 'no entry stage: every stage other than the encoders has inputs, so no stage can receive a request (the thinker must have no inputs or only encoder inputs)');
     return null;
   }
-  return { order, inputs, consumers };
+  return { order, inputs, consumers, entry: entries[0].index };
 }
 
 function resolveInputs(

@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
 import { ChorusError, ErrorCodes } from '../errors.ts';
 import { resolveConnectors } from './connectors.ts';
+import { resolveEncoderSettings, resolveGeneratedEncoder, type EncoderContext } from './encoders.ts';
 import { defaults, defaultMaxTokens, defaultWorkerType, parseByteSize } from './defaults.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { resolveModel } from './models.ts';
@@ -84,35 +85,24 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     connectors,
     chunkPolicy,
     stages,
-    entryStageId: stages[0].stageId,
+    entryStageId: yaml.stages[shape!.entry].stage_id,
     warnings: problems.warnings,
   });
 }
 
 function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string, problems: Problems): StageSpec[] {
-  const models = new Map<string, ModelSpec | null>();
-  const out: StageSpec[] = [];
-  const entry = yaml.stages[shape.order[0]];
-  if (entry.kind !== 'thinker' && entry.kind !== 'encoder') {
-    problems.add(['stages', shape.order[0], 'kind'], `the entry stage (the one without inputs) must be a thinker or an encoder, got ${entry.kind}`);
+  const entry = yaml.stages[shape.entry];
+  if (entry.kind !== 'thinker') {
+    problems.add(['stages', shape.entry, 'kind'], `the entry stage (the one requests enter; it has no inputs but encoders) must be a thinker, got ${entry.kind}`);
   }
+  const models = resolveModels(yaml, shape, baseDir, problems);
+  checkEncoderFeeds(yaml, shape, problems);
+  const out: StageSpec[] = [];
   for (const index of shape.order) {
     const s = yaml.stages[index];
     const stage = { index, stageId: s.stage_id, kind: s.kind };
+    const model = models.get(s.stage_id) ?? null;
     const inputs = shape.inputs[index];
-    const upstream = inputs.map((i) => {
-      const upIndex = yaml.stages.findIndex((u) => u.stage_id === i.from);
-      return { stageId: i.from, index: upIndex, kind: yaml.stages[upIndex].kind, model: models.get(i.from) ?? null };
-    });
-    const model = resolveModel(
-      { ...stage, raw: s.model, defaultPreset: yaml.model_preset ?? defaults.modelPreset, defaultSeed: yaml.model_seed ?? defaults.modelSeed, baseDir, upstream },
-      problems,
-    );
-    models.set(s.stage_id, model);
-    if (model?.source === 'file' && s.kind === 'thinker' && model.tokenizer === undefined) {
-      problems.warn(['stages', index, 'model'], 'no tokenizer folder: the byte tokenizer will be used, sized from the model vocabulary');
-    }
-
     const workerType = s.worker_type ?? defaultWorkerType(s.kind);
     checkWorkerType(stage, workerType, problems);
     const consumers = (shape.consumers.get(s.stage_id) ?? []).map((i) => ({ index: i, stageId: yaml.stages[i].stage_id, kind: yaml.stages[i].kind }));
@@ -120,6 +110,9 @@ function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
     const finalOutput = s.final_output ?? false;
     const finalOutputType = resolveFinalOutput(stage, finalOutput, s.final_output_type, problems);
     const defaultSamplingParams = resolveSampling(s, index, model, problems);
+    if (s.encoder !== undefined && s.kind !== 'encoder') {
+      problems.add(['stages', index, 'encoder'], `only encoder stages take \`encoder:\` settings (this stage is a ${s.kind})`);
+    }
     if (!model) continue;
     out.push({
       stageId: s.stage_id,
@@ -138,12 +131,87 @@ function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
       finalOutputType,
       defaultSamplingParams,
       replicas: s.replicas ?? defaults.replicas,
+      ...(s.kind === 'encoder' && s.encoder ? { encoder: resolveEncoderSettings(s.encoder, model, yaml.on_encoder_failure) } : {}),
     });
   }
   if (!yaml.stages.some((s) => s.final_output)) {
     problems.add(['stages'], 'no stage has `final_output: true`, so a request could never return anything');
   }
   return out;
+}
+
+/**
+ * Every stage's model. Upstream models resolve first (topological order), since sizes flow downstream (the
+ * Talker's condition width from the Thinker); encoders go last, because their width comes from the Thinker they feed.
+ */
+function resolveModels(yaml: GraphYamlValue, shape: GraphShape, baseDir: string, problems: Problems): Map<string, ModelSpec | null> {
+  const models = new Map<string, ModelSpec | null>();
+  const isEncoder = (index: number) => yaml.stages[index].kind === 'encoder';
+  const order = [...shape.order.filter((i) => !isEncoder(i)), ...shape.order.filter(isEncoder)];
+  const defaultPreset = yaml.model_preset ?? defaults.modelPreset;
+  const defaultSeed = yaml.model_seed ?? defaults.modelSeed;
+  for (const index of order) {
+    const s = yaml.stages[index];
+    const related = (ids: readonly string[]) =>
+      ids.map((id) => {
+        const i = yaml.stages.findIndex((u) => u.stage_id === id);
+        return { stageId: id, index: i, kind: yaml.stages[i].kind, model: models.get(id) ?? null };
+      });
+    let model: ModelSpec | null;
+    if (s.kind === 'encoder') {
+      model = resolveEncoderModel(s, index, related((shape.consumers.get(s.stage_id) ?? []).map((i) => yaml.stages[i].stage_id)), { defaultPreset, defaultSeed, baseDir }, problems);
+    } else {
+      const upstream = related(shape.inputs[index].map((i) => i.from));
+      model = resolveModel({ index, stageId: s.stage_id, kind: s.kind, raw: s.model, defaultPreset, defaultSeed, baseDir, upstream }, problems);
+    }
+    models.set(s.stage_id, model);
+    if (model?.source === 'file' && s.kind === 'thinker' && model.tokenizer === undefined) {
+      problems.warn(['stages', index, 'model'], 'no tokenizer folder: the byte tokenizer will be used, sized from the model vocabulary');
+    }
+  }
+  return models;
+}
+
+function resolveEncoderModel(
+  s: StageYamlValue,
+  index: number,
+  consumers: EncoderContext['consumers'],
+  d: { defaultPreset: string; defaultSeed: number; baseDir: string },
+  problems: Problems,
+): ModelSpec | null {
+  if (!s.encoder) {
+    problems.add(['stages', index], 'an encoder stage needs `encoder: {modality: audio}` (or image): what it encodes');
+    return null;
+  }
+  const raw = s.model ?? {};
+  if ('path' in raw) {
+    return resolveModel({ index, stageId: s.stage_id, kind: s.kind, raw, defaultPreset: d.defaultPreset, defaultSeed: d.defaultSeed, baseDir: d.baseDir, upstream: [] }, problems);
+  }
+  return resolveGeneratedEncoder({ index, stageId: s.stage_id, raw, modality: s.encoder.modality, defaultPreset: d.defaultPreset, defaultSeed: d.defaultSeed, consumers }, problems);
+}
+
+/** Each encoder feeds exactly one Thinker, and a Thinker takes at most one encoder per modality. */
+function checkEncoderFeeds(yaml: GraphYamlValue, shape: GraphShape, problems: Problems): void {
+  const byThinker = new Map<string, Map<string, string>>();
+  yaml.stages.forEach((s, index) => {
+    if (s.kind !== 'encoder') return;
+    const consumers = shape.consumers.get(s.stage_id) ?? [];
+    if (consumers.length !== 1) {
+      const what = consumers.length === 0 ? 'no stage reads from it' : `${consumers.length} stages read from it`;
+      problems.add(['stages', index], `encoder "${s.stage_id}" must feed exactly one thinker (${what}): list it in the thinker's inputs`);
+      return;
+    }
+    const thinker = yaml.stages[consumers[0]].stage_id;
+    const modality = s.encoder?.modality;
+    if (!modality) return;
+    const seen = byThinker.get(thinker) ?? new Map<string, string>();
+    const other = seen.get(modality);
+    if (other) {
+      problems.add(['stages', index], `thinker "${thinker}" already reads ${modality} from encoder "${other}": one encoder per modality (use replicas for more throughput)`);
+    }
+    seen.set(modality, s.stage_id);
+    byThinker.set(thinker, seen);
+  });
 }
 
 function resolveSampling(s: StageYamlValue, index: number, model: ModelSpec | null, problems: Problems): SamplingParams {

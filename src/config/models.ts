@@ -32,7 +32,8 @@ export function resolveModel(ctx: ModelContext, problems: Problems): ModelSpec |
   const raw = ctx.raw ?? {};
   if ('path' in raw) return resolveFileModel(ctx, raw, problems);
   if (ctx.kind === 'encoder') {
-    problems.add(at, 'an encoder stage needs `model: {path: encoder.onnx}` (there is no generated encoder)');
+    // Generated encoders are sized from the Thinker they feed: see encoders.ts (loadConfig routes them there).
+    problems.add(at, 'a generated encoder is resolved with its consumer thinker; this is a bug in the config loader');
     return null;
   }
   const schema = GeneratedModelYaml[ctx.kind];

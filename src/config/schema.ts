@@ -87,6 +87,20 @@ export const SamplingYaml = Type.Object(
   closed,
 );
 
+/** `encoder:` of an encoder stage: what it encodes, its cache, its compute budget and batching. */
+export const EncoderYaml = Type.Object(
+  {
+    modality: oneOf(['audio', 'image'] as const),
+    cache_bytes: optional(ByteSize),
+    budget_embeddings: optional(int(1)),
+    max_batch_size: optional(int(1)),
+    batch_timeout_ms: optional(int(0)),
+    on_failure: optional(oneOf(['fail', 'text_only'] as const)),
+    max_audio_seconds: optional(Type.Number({ exclusiveMinimum: 0 })),
+  },
+  closed,
+);
+
 export const StageInputYaml = Type.Object(
   {
     from: Type.String({ minLength: 1 }),
@@ -118,6 +132,7 @@ export const StageYaml = Type.Object(
     ),
     default_sampling_params: optional(SamplingYaml),
     replicas: optional(int(1)),
+    encoder: optional(EncoderYaml),
   },
   closed,
 );
@@ -130,6 +145,8 @@ export const GraphYaml = Type.Object(
     model_seed: optional(int(0)),
     connectors: optional(Type.Record(Type.String(), ConnectorYaml, { errorMessage: 'must be a mapping of name -> {kind, options}' })),
     chunk_policy: optional(ChunkPolicyYaml),
+    // Default of every encoder stage's encoder.on_failure.
+    on_encoder_failure: optional(oneOf(['fail', 'text_only'] as const)),
     stages: Type.Array(StageYaml, { minItems: 1, errorMessage: 'must be a non-empty list of stages' }),
   },
   closed,
@@ -172,6 +189,24 @@ export const GeneratedModelYaml = {
       kernel_size: optional(int(1)),
       samples_per_frame: optional(int(1)),
       sample_rate_hz: optional(int(1)),
+    },
+    closed,
+  ),
+  // Encoders: output_size is derived from the Thinker they feed (needed only when that Thinker is a file model).
+  audio_encoder: Type.Object(
+    { ...generatedCommon, hidden_size: optional(int(1)), num_layers: optional(int(1)), num_heads: optional(int(1)), intermediate_size: optional(int(1)), num_mel_bins: optional(int(1)), output_size: optional(int(1)) },
+    closed,
+  ),
+  vision_encoder: Type.Object(
+    {
+      ...generatedCommon,
+      hidden_size: optional(int(1)),
+      num_layers: optional(int(1)),
+      num_heads: optional(int(1)),
+      intermediate_size: optional(int(1)),
+      patch_size: optional(int(1)),
+      merge_size: optional(int(1)),
+      output_size: optional(int(1)),
     },
     closed,
   ),

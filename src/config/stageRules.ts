@@ -39,7 +39,7 @@ export function resolveProcessor(
     if (!fit) {
       const known = processorNames.map((p) => `${processorEdges[p].from} -> ${processorEdges[p].to}`).join(', ');
       const inputIndexHint = ['stages', consumer.index, 'inputs'];
-      problems.add(inputIndexHint, `a ${consumer.kind} cannot read from "${stage.stageId}" (a ${stage.kind}): the edges that exist are ${known}`);
+      problems.add(inputIndexHint, `${article(consumer.kind)} ${consumer.kind} cannot read from "${stage.stageId}" (${article(stage.kind)} ${stage.kind}): the edges that exist are ${known}`);
       return null;
     }
     expected = fit;
@@ -84,4 +84,8 @@ export function resolveFinalOutput(
     return null;
   }
   return type;
+}
+
+function article(word: string): string {
+  return /^[aeiou]/.test(word) ? 'an' : 'a';
 }

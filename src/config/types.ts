@@ -65,10 +65,43 @@ export interface Code2WavSize {
   readonly sampleRateHz: number; // 24000
 }
 
+/**
+ * Sizes of the generated tiny-omni encoders. outputSize is the Thinker's hiddenSize: encoder rows are spliced
+ * into the Thinker's inputs_embeds, so the two must agree; the loader derives it from the downstream Thinker.
+ */
+export interface AudioEncoderSize {
+  /** Mel bins of the input features (80, as Whisper's front end). */
+  readonly numMelBins: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  /** Width of one output embedding = the Thinker's hiddenSize. */
+  readonly outputSize: number;
+}
+
+export interface VisionEncoderSize {
+  /** Side of a square patch in pixels (14, as CLIP ViT-L/14 and Qwen2-VL). */
+  readonly patchSize: number;
+  /** mergeSize x mergeSize neighbouring patches become one embedding (2, as Qwen2-VL). */
+  readonly mergeSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  /** Width of one output embedding = the Thinker's hiddenSize. */
+  readonly outputSize: number;
+}
+
+export type EncoderSize = AudioEncoderSize | VisionEncoderSize;
+export type EncoderModelKind = 'audio_encoder' | 'vision_encoder';
+
 export type GeneratedModelSpec =
   | { readonly source: 'generated'; readonly kind: 'thinker'; readonly preset: string; readonly seed: number; readonly size: ThinkerSize }
   | { readonly source: 'generated'; readonly kind: 'talker'; readonly preset: string; readonly seed: number; readonly size: TalkerSize }
-  | { readonly source: 'generated'; readonly kind: 'code2wav'; readonly preset: string; readonly seed: number; readonly size: Code2WavSize };
+  | { readonly source: 'generated'; readonly kind: 'code2wav'; readonly preset: string; readonly seed: number; readonly size: Code2WavSize }
+  | { readonly source: 'generated'; readonly kind: 'audio_encoder'; readonly preset: string; readonly seed: number; readonly size: AudioEncoderSize }
+  | { readonly source: 'generated'; readonly kind: 'vision_encoder'; readonly preset: string; readonly seed: number; readonly size: VisionEncoderSize };
 
 export interface FileModelSpec {
   readonly source: 'file';
@@ -92,6 +125,37 @@ export interface StageInput {
   readonly connector: string; // name in connectors
 }
 
+export type MediaModality = 'audio' | 'image';
+
+/** What a Thinker does when an encoder cannot deliver an item: fail the request, or answer without that item. */
+export type EncoderFailurePolicy = 'fail' | 'text_only';
+
+/** How images are cut into patches for a vision encoder; main and the encoder stage must agree on it. */
+export interface ImageGridSettings {
+  readonly patchSize: number;
+  readonly mergeSize: number;
+  readonly minPixels: number;
+  readonly maxPixels: number;
+}
+
+/** Settings of an encoder stage (kind encoder); absent on every other kind. */
+export interface EncoderSettings {
+  readonly modality: MediaModality;
+  /** Byte budget of the encoder output cache (per replica). */
+  readonly cacheBytes: number;
+  /** Embeddings that may start encoding in one step (the encoder compute budget). */
+  readonly budgetEmbeddings: number;
+  /** Items of one encoder run at most. */
+  readonly maxBatchSize: number;
+  /** How long a partial batch waits for more items before it runs anyway. */
+  readonly batchTimeoutMs: number;
+  readonly onFailure: EncoderFailurePolicy;
+  /** Audio items longer than this are refused at admission. */
+  readonly maxAudioSeconds: number;
+  /** Vision only. */
+  readonly imageGrid: ImageGridSettings | null;
+}
+
 export interface StageSpec {
   readonly stageId: string;
   readonly kind: StageKind;
@@ -104,6 +168,8 @@ export interface StageSpec {
   readonly finalOutputType: FinalOutputType | null;
   readonly defaultSamplingParams: SamplingParams;
   readonly replicas: number;
+  /** Encoder stages only (kind encoder). */
+  readonly encoder?: EncoderSettings;
 }
 
 export interface ChunkPolicy {
@@ -124,8 +190,12 @@ export interface StageGraph {
   readonly modelsDir: string;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
-  /** Topologically ordered: the entry stage first. */
+  /**
+   * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the
+   * Thinker they feed; without encoders the entry stage is first.
+   */
   readonly stages: readonly StageSpec[];
+  /** The Thinker: where requests enter (their prompt goes to it; encoders only get the media). */
   readonly entryStageId: string;
   /** Non-fatal findings of the loader (e.g. more threads than cores), `file:line path: message` each. */
   readonly warnings?: readonly string[];

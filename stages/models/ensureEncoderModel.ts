@@ -3,6 +3,7 @@
  * folder per (kind, sizes, seed, generator version), built once, atomically. The encoders carry their own
  * generator version so changing an encoder graph never rebuilds the Thinker, Talker or Code2Wav.
  */
+import type { GeneratedModelSpec } from '../../src/config/types.ts';
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 import { buildAudioEncoder } from './audioEncoderModel.ts';
 import { encoderPresets, type AudioEncoderSize, type VisionEncoderSize } from './encoderSizes.ts';
@@ -12,9 +13,8 @@ import { buildVisionEncoder } from './visionEncoderModel.ts';
 /** Bump when an encoder generator's graph or weights change. */
 export const ENCODER_GENERATOR_VERSION = 1;
 
-export type EncoderModelSpec =
-  | { readonly source: 'generated'; readonly kind: 'audio_encoder'; readonly preset: string; readonly seed: number; readonly size: AudioEncoderSize }
-  | { readonly source: 'generated'; readonly kind: 'vision_encoder'; readonly preset: string; readonly seed: number; readonly size: VisionEncoderSize };
+/** The generated encoder variants of a stage's model spec (src/config/types.ts). */
+export type EncoderModelSpec = Extract<GeneratedModelSpec, { readonly kind: 'audio_encoder' | 'vision_encoder' }>;
 
 function presetOf(preset: string) {
   const found = encoderPresets[preset];

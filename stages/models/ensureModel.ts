@@ -13,7 +13,7 @@ import type { GeneratedModelSpec, ModelSpec } from '../../src/config/types.ts';
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 import { logger } from '../../src/log.ts';
 import { buildCode2Wav } from './code2wavModel.ts';
-import type { EncoderModelKind, EncoderSize } from './encoderSizes.ts';
+import { ensureEncoderModel } from './ensureEncoderModel.ts';
 import { buildTalker } from './talkerModel.ts';
 import { buildThinker, type BuildProgressStep, type BuiltFiles } from './thinkerModel.ts';
 
@@ -21,8 +21,8 @@ import { buildThinker, type BuildProgressStep, type BuiltFiles } from './thinker
 export const GENERATOR_VERSION = 2;
 const MANIFEST = 'manifest.json';
 
-/** Stage-graph kinds plus the encoders (built through ensureGeneratedModel; see stages/models/ensureEncoderModel.ts). */
-export type ModelKind = GeneratedModelSpec['kind'] | EncoderModelKind;
+/** Every generated kind, the encoders included (built through ensureEncoderModel, with their own generator version). */
+export type ModelKind = GeneratedModelSpec['kind'];
 
 export interface ModelBuildProgress extends BuildProgressStep {
   readonly kind: ModelKind;
@@ -33,7 +33,7 @@ export interface ModelManifest {
   readonly generatorVersion: number;
   readonly preset: string;
   readonly seed: number;
-  readonly size: GeneratedModelSpec['size'] | EncoderSize;
+  readonly size: GeneratedModelSpec['size'];
   readonly files: Readonly<Record<string, number>>; // name -> bytes
   readonly buildMs: number;
 }
@@ -57,7 +57,7 @@ export interface GeneratedModelRecipe {
   readonly kind: ModelKind;
   readonly preset: string;
   readonly seed: number;
-  readonly size: GeneratedModelSpec['size'] | EncoderSize;
+  readonly size: GeneratedModelSpec['size'];
   /** Defaults to GENERATOR_VERSION; a generator with its own version bumps only its own folders. */
   readonly generatorVersion?: number;
   build(progress: (s: BuildProgressStep) => void): Promise<BuiltFiles>;
@@ -78,6 +78,7 @@ export async function ensureModel(spec: ModelSpec, modelsDir: string, onProgress
     }
     return { source: 'file', dir: dirname(spec.path), files: { model: spec.path }, manifest: null, built: false };
   }
+  if (spec.kind === 'audio_encoder' || spec.kind === 'vision_encoder') return ensureEncoderModel(spec, modelsDir, onProgress);
   return ensureGeneratedModel({ ...spec, build: (progress) => generate(spec, progress) }, modelsDir, onProgress);
 }
 
@@ -151,7 +152,7 @@ async function ensureGenerated(spec: GeneratedModelRecipe, dir: string, onProgre
   }
 }
 
-function generate(spec: GeneratedModelSpec, progress: (s: BuildProgressStep) => void): Promise<BuiltFiles> {
+function generate(spec: Exclude<GeneratedModelSpec, { kind: 'audio_encoder' | 'vision_encoder' }>, progress: (s: BuildProgressStep) => void): Promise<BuiltFiles> {
   switch (spec.kind) {
     case 'thinker':
       return buildThinker(spec.size, spec.seed, progress);

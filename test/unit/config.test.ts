@@ -37,7 +37,7 @@ ${thinker}  - stage_id: talker
 `;
 
 describe('shipped configs', () => {
-  it.each(['tiny-omni', 'tiny-omni-sync', 'text-only', 'omni-bench'])('%s.yaml loads', async (name) => {
+  it.each(['tiny-omni', 'tiny-omni-sync', 'text-only', 'omni-bench'])('%s.yaml loads (no encoders: the entry stage is first)', async (name) => {
     const graph = await loadConfig(path.join(repoRoot(), 'configs', `${name}.yaml`));
     expect(graph.stages[0].stageId).toBe(graph.entryStageId);
     expect(graph.stages[0].kind).toBe('thinker');
@@ -236,7 +236,7 @@ ${threeStages.replace('{from: talker}', '{from: talker, connector: shm2}')}`;
     const yaml = `stages:
 ${thinker}${thinker.replace('stage_id: thinker', 'stage_id: thinker-2')}`;
     const [problem] = problemsOf(yaml);
-    expect(problem).toMatch(/^configs\/x\.yaml:6 stages\[1\]: 2 entry stages \(stages without inputs\): "thinker" \(stages\[0\]\), "thinker-2" \(stages\[1\]\)/);
+    expect(problem).toMatch(/^configs\/x\.yaml:6 stages\[1\]: 2 entry stages \(stages with no inputs but encoders\): "thinker" \(stages\[0\]\), "thinker-2" \(stages\[1\]\)/);
   });
 
   it('a YAML syntax error gets the line from the parser', () => {
