@@ -81,7 +81,11 @@ export class Orchestrator implements Engine {
           o.slots.set(instance, { spec, stageIndex, replica, instance, worker: null, status: 'starting', restarts: 0, inFlight: new Set(), stats: null });
         }
       });
-      await Promise.all([...o.slots.values()].map((slot) => o.boot(slot)));
+      // Wait for every boot to settle, not just the first failure: a stage still booting when another fails must
+      // be stopped too, or it would outlive start-up as an orphan.
+      const boots = await Promise.allSettled([...o.slots.values()].map((slot) => o.boot(slot)));
+      const failed = boots.find((b): b is PromiseRejectedResult => b.status === 'rejected');
+      if (failed) throw failed.reason;
     } catch (err) {
       await o.close(0);
       throw err;
