@@ -34,6 +34,8 @@ export interface RequestMetrics {
   /** null with fewer than two text deltas (no gap to average). */
   readonly tpotMs: number | null;
   readonly audioSeconds: number;
+  /** Audio in the first delta: the initial codec chunk the server chose, as heard. */
+  readonly firstAudioMs: number | null;
   readonly rtf: number | null;
   readonly stalls: StallStats;
   readonly textDeltas: number;
@@ -93,6 +95,7 @@ export function requestMetrics(trace: RequestTrace, thresholdMs = UNDERRUN_THRES
     itlsMs,
     tpotMs: itlsMs.length > 0 ? mean(itlsMs) : null,
     audioSeconds,
+    firstAudioMs: audio.length > 0 ? audio[0].durationMs : null,
     rtf: lastAudio && audioSeconds > 0 ? (lastAudio.atMs - start) / (audioSeconds * 1000) : null,
     stalls: simulatePlayer(audio, thresholdMs),
     textDeltas: textTimes.length,
@@ -147,6 +150,7 @@ export interface RunMetrics {
   readonly worstStallMs: number;
   readonly totalStallMs: number;
   readonly audioSeconds: number;
+  readonly firstAudio: Distribution;
   readonly textDeltas: number;
 }
 
@@ -169,6 +173,7 @@ export function summarizeRun(traces: readonly RequestTrace[], thresholdMs = UNDE
     worstStallMs: per.reduce((w, m) => Math.max(w, m.stalls.worstStallMs), 0),
     totalStallMs: per.reduce((n, m) => n + m.stalls.totalStallMs, 0),
     audioSeconds: per.reduce((n, m) => n + m.audioSeconds, 0),
+    firstAudio: distribution(per.map((m) => m.firstAudioMs)),
     textDeltas: per.reduce((n, m) => n + m.textDeltas, 0),
   };
 }

@@ -45,6 +45,8 @@ export interface RunRow {
   readonly worst_stall_ms: number;
   readonly total_stall_ms: number;
   readonly audio_seconds: number;
+  /** Audio in the first delta (the initial codec chunk as heard), ms. */
+  readonly mean_first_audio_ms: number | null;
   readonly mean_prompt_tokens: number | null;
   readonly mean_text_tokens: number | null;
   /** In-process server only: the engine's and the front end's share of TTFP (see ServerTimings). */
@@ -98,6 +100,8 @@ export interface BenchResult {
     readonly output_len: number;
     readonly warmup: number;
     readonly seed: number;
+    /** The per-request override sent, or null (the server's chunk policy decided). */
+    readonly initial_codec_chunk_frames: number | null;
   };
   limit: LimitResult | null;
   readonly runs: RunRow[];
@@ -169,6 +173,7 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
     worst_stall_ms: m.worstStallMs,
     total_stall_ms: m.totalStallMs,
     audio_seconds: m.audioSeconds,
+    mean_first_audio_ms: m.firstAudio.mean,
     mean_prompt_tokens: meanOf(ok.map((t) => t.promptTokens)),
     mean_text_tokens: meanOf(ok.map((t) => t.textTokens)),
     mean_engine_ttfp_ms: meanOf(timing.map((t) => t?.engineTtfpMs)),

@@ -12,6 +12,7 @@ export interface LoadOptions {
   /** Request i gets seed + i, so the same prompt index gets the same seed in every run. */
   readonly seed: number;
   readonly timeoutMs: number;
+  readonly initialCodecChunkFrames?: number;
   /** Opens one client (a connection); called once per slot before the clock starts. */
   readonly openClient: () => Promise<BenchClient>;
   readonly onRequestDone?: (trace: RequestTrace) => void;
@@ -36,7 +37,13 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       clients.map(async (client) => {
         // `next++` is safe: the slots interleave only at awaits, never inside this statement.
         for (let i = next++; i < o.prompts.length; i = next++) {
-          const request: BenchRequest = { prompt: o.prompts[i], outputLen: o.outputLen, seed: o.seed + i, timeoutMs: o.timeoutMs };
+          const request: BenchRequest = {
+            prompt: o.prompts[i],
+            outputLen: o.outputLen,
+            seed: o.seed + i,
+            timeoutMs: o.timeoutMs,
+            ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
+          };
           traces[i] = await client.request(request);
           o.onRequestDone?.(traces[i]);
         }

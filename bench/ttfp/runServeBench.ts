@@ -18,7 +18,8 @@ import { readBenchConfig, startInProcessServer, type BenchConfig } from './inPro
 import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
 import { makePrompts } from './prompts.ts';
-import { gitSha, machineInfo, toRunRow, type BenchResult } from './results.ts';
+import { gitSha, machineInfo, toRunRow, type BenchResult, type RunRow } from './results.ts';
+import type { RequestTrace } from './trace.ts';
 import { runLoad } from './runLoad.ts';
 import { ServerTimings } from './ServerTimings.ts';
 import os from 'node:os';
@@ -37,6 +38,8 @@ export interface ServeBenchOptions {
   readonly warmup: number;
   readonly seed: number;
   readonly compareSync: boolean;
+  /** Per-request initial codec chunk (Chorus extension); default: the server's chunk policy. */
+  readonly initialCodecChunkFrames?: number;
   /** Per request (default 300 s: a sync answer at c=10 on 2 cores is long). */
   readonly timeoutMs?: number;
   /** Measure the critical-path limit (--config only; default true). */
@@ -47,6 +50,8 @@ export interface ServeBenchOptions {
   readonly log: Logger;
   /** The command line, recorded in the results. */
   readonly command: string;
+  /** Called after each run with its row and its raw traces (the CLI writes them to DIR/requests.json). */
+  readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
 }
 
 /** One server to measure: its address, its async_chunk, and (in-process) how to stop it. */
@@ -72,7 +77,16 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     machine: machineInfo(),
     target: o.target.kind === 'config' ? { kind: 'config', file: o.target.file } : { kind: 'url', url: o.target.url },
     config_sha256: Object.fromEntries(modes.filter((m) => m.config).map((m) => [o.compareSync ? (m.asyncChunk ? 'async' : 'sync') : 'as_is', m.config!.sha256])),
-    options: { protocol: o.protocol, concurrency: o.concurrency, num_prompts: o.numPrompts, input_len: o.inputLen, output_len: o.outputLen, warmup: o.warmup, seed: o.seed },
+    options: {
+      protocol: o.protocol,
+      concurrency: o.concurrency,
+      num_prompts: o.numPrompts,
+      input_len: o.inputLen,
+      output_len: o.outputLen,
+      warmup: o.warmup,
+      seed: o.seed,
+      initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
+    },
     limit: null,
     runs: [],
     ratios: [],
@@ -80,7 +94,8 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   };
   if (first && o.limit !== false) {
     o.log.info('measuring the critical-path limit');
-    result.limit = await runLimit({ graph: first.graph, inputLen: o.inputLen, seed: o.seed, repeats: o.limitRepeats });
+    const ic = o.initialCodecChunkFrames;
+    result.limit = await runLimit({ graph: first.graph, inputLen: o.inputLen, seed: o.seed, repeats: o.limitRepeats, ...(ic !== undefined ? { initialChunkFrames: ic } : {}) });
   }
   const timings = first ? new ServerTimings() : null;
   try {
@@ -104,7 +119,8 @@ async function runMode(o: ServeBenchOptions, mode: Mode, result: BenchResult, pr
     const timeoutMs = o.timeoutMs ?? 300_000;
     const load = (name: string, list: string[], concurrency: number) => {
       const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
-      return runLoad({ prompts: list, concurrency, outputLen: o.outputLen, seed: o.seed, timeoutMs, openClient, onRequestDone: (t) => bar?.tick(t.ok) })
+      const ic = o.initialCodecChunkFrames;
+      return runLoad({ prompts: list, concurrency, outputLen: o.outputLen, seed: o.seed, timeoutMs, openClient, onRequestDone: (t) => bar?.tick(t.ok), ...(ic !== undefined ? { initialCodecChunkFrames: ic } : {}) })
         .finally(() => bar?.finish());
     };
     if (warmupPrompts.length > 0) {
@@ -115,18 +131,18 @@ async function runMode(o: ServeBenchOptions, mode: Mode, result: BenchResult, pr
     const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
     for (const concurrency of o.concurrency) {
       const run = await load(`${label} c=${concurrency}`, prompts, concurrency);
-      result.runs.push(
-        toRunRow(summarizeRun(run.traces), {
-          asyncChunk: mode.asyncChunk,
-          concurrency,
-          inputLen: o.inputLen,
-          outputLen: o.outputLen,
-          code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
-          durationMs: run.durationMs,
-          traces: run.traces,
-          ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
-        }),
-      );
+      const row = toRunRow(summarizeRun(run.traces), {
+        asyncChunk: mode.asyncChunk,
+        concurrency,
+        inputLen: o.inputLen,
+        outputLen: o.outputLen,
+        code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
+        durationMs: run.durationMs,
+        traces: run.traces,
+        ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
+      });
+      result.runs.push(row);
+      o.onRun?.(row, run.traces, timings);
     }
   } finally {
     await server?.close();

@@ -33,11 +33,12 @@ describe('requestMetrics', () => {
   it('computes RTF as the last audio arrival over the audio duration', () => {
     expect(m.audioSeconds).toBeCloseTo(1, 12);
     expect(m.rtf).toBeCloseTo(400 / 1000, 12);
+    expect(m.firstAudioMs).toBeCloseTo(500, 9); // the initial chunk, as heard
   });
 
   it('leaves audio metrics null for a text-only answer and TPOT null for a single delta', () => {
     const only = requestMetrics(trace(0, [text(7), done(9)]));
-    expect(only).toMatchObject({ ttftMs: 7, ttfpMs: null, rtf: null, tpotMs: null, audioSeconds: 0, e2eMs: 9 });
+    expect(only).toMatchObject({ ttftMs: 7, ttfpMs: null, rtf: null, tpotMs: null, audioSeconds: 0, e2eMs: 9, firstAudioMs: null });
     expect(only.stalls).toEqual({ underruns: 0, worstStallMs: 0, totalStallMs: 0 });
   });
 
@@ -125,6 +126,7 @@ describe('summarizeRun', () => {
     // B: plays 200..700, next at 900: a 200 ms stall.
     expect(r).toMatchObject({ underruns: 1, requestsWithUnderruns: 1, worstStallMs: 200, totalStallMs: 200 });
     expect(r.audioSeconds).toBeCloseTo(2, 12);
+    expect(r.firstAudio.mean).toBeCloseTo((1000 + 500) / 2, 9);
   });
 
   it('reports null distributions when nothing measured the metric', () => {

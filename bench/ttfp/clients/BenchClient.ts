@@ -11,6 +11,8 @@ export interface BenchRequest {
   readonly seed: number;
   /** The request fails (and is cancelled) if it has not ended by then. */
   readonly timeoutMs: number;
+  /** Chorus extension: frames in the first Code2Wav chunk (default: the server's chunk policy). */
+  readonly initialCodecChunkFrames?: number;
 }
 
 export interface BenchClient {

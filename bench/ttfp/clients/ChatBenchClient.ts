@@ -31,6 +31,7 @@ export class ChatBenchClient implements BenchClient {
       max_tokens: r.outputLen,
       ignore_eos: true,
       seed: r.seed,
+      ...(r.initialCodecChunkFrames !== undefined ? { initial_codec_chunk_frames: r.initialCodecChunkFrames } : {}),
     });
     const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
     if (this.target.apiKey) headers.authorization = `Bearer ${this.target.apiKey}`;

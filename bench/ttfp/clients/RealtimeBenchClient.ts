@@ -114,6 +114,7 @@ export class RealtimeBenchClient implements BenchClient {
             max_output_tokens: r.outputLen,
             ignore_eos: true,
             seed: r.seed,
+            ...(r.initialCodecChunkFrames !== undefined ? { initial_codec_chunk_frames: r.initialCodecChunkFrames } : {}),
           },
         }),
       );

@@ -6,6 +6,7 @@
  * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
  * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
  */
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
@@ -17,13 +18,14 @@ const USAGE = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 300000]
-               [--skip-limit] [--limit-repeats 20] [--json]
+               [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--initial-chunk-frames N] [--json]
   chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256] [--transports shm,file,ipc] [--json]
 
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
 --compare-sync then also runs the same YAML with async_chunk: false. --url measures a running server.
-Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg.
+Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg, and requests.json
+(every request's metrics and audio arrivals, for tracing a slow first packet or a stall).
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -75,6 +77,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'timeout-ms': { type: 'string' },
     'skip-limit': { type: 'boolean', default: false },
     'limit-repeats': { type: 'string' },
+    'initial-codec-chunk-frames': { type: 'string' },
     json: { type: 'boolean', default: false },
   });
   if (v.url !== undefined && v.config !== undefined) throw new ChorusError(ErrorCodes.REQUEST_INVALID, 'give either --url (a running server) or --config (the bench starts one), not both');
@@ -83,6 +86,8 @@ async function runServeCommand(argv: string[]): Promise<number> {
   const { runServeBench } = await import('../../../bench/ttfp/runServeBench.ts');
   const { formatText } = await import('../../../bench/ttfp/report/formatReport.ts');
   const { writeResults } = await import('../../../bench/ttfp/report/writeResults.ts');
+  const { requestDetails } = await import('../../../bench/ttfp/report/requestDetails.ts');
+  const requests: unknown[] = [];
   const result = await runServeBench({
     target: v.url !== undefined
       ? { kind: 'url', url: v.url.replace(/\/+$/, ''), ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}), apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null }
@@ -95,17 +100,21 @@ async function runServeCommand(argv: string[]): Promise<number> {
     warmup: positiveInt('warmup', v.warmup, 2, 0),
     seed: positiveInt('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
+    ...(v['initial-codec-chunk-frames'] !== undefined ? { initialCodecChunkFrames: positiveInt('initial-codec-chunk-frames', v['initial-codec-chunk-frames'], 1) } : {}),
     timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
     limit: v['skip-limit'] !== true,
     limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
     progress: process.stderr,
     log: logger.child({ component: 'bench' }),
     command: `chorus bench ${argv.join(' ')}`.trim(),
+    onRun: (row, traces, timings) => requests.push(...requestDetails(row, traces, timings)),
   });
   const out = path.resolve(v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`));
   const files = await writeResults(out, result);
+  const requestsFile = path.join(out, 'requests.json');
+  await writeFile(requestsFile, `${JSON.stringify(requests)}\n`);
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result)}\n`);
-  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}\n`);
+  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}, ${requestsFile}\n`);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }
 
