@@ -6,16 +6,18 @@
 import { randomBytes } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import type { StageGraph, StageSpec } from '../config/types.ts';
-import { ChorusError, ErrorCodes, serializeError } from '../errors.ts';
+import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../errors.ts';
 import { logger, type Logger } from '../log.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector, provisionEdges, type ProvisionedEdges } from '../../transport/createConnector.ts';
 import type { Connector } from '../../transport/Connector.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
-import type { AddRequest, DownstreamTarget, EdgeBinding, StageStats, StageToMain } from '../worker/messages.ts';
+import type { AddRequest, DownstreamTarget, EdgeBinding, StageStats, StageToMain, UpstreamSource } from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
-import { instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
+import { MediaRoutes } from './MediaRoutes.ts';
+import { encodersOf, placeholderIds, preparePrompt, type PreparedPrompt, type PromptContext } from './mediaPrompt.ts';
+import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { Engine, GenerateRequest, RequestHandle, StageHealth } from './types.ts';
 import { validateRequest } from './validateRequest.ts';
@@ -54,13 +56,21 @@ export class Orchestrator implements Engine {
   private connector!: Connector;
   private provisioned!: ProvisionedEdges;
   private closing: Promise<void> | null = null;
+  private readonly promptContext: PromptContext;
+  private readonly media: MediaRoutes;
 
   private constructor(
     readonly graph: StageGraph,
     private readonly tokenizer: Tokenizer,
     private readonly log: Logger,
     private readonly restartOnDeath: boolean,
-  ) {}
+  ) {
+    const encoders = encodersOf(graph);
+    // An item travels to its encoder as one frame: it must fit the smallest ring it may cross, with room to spare.
+    const ringBytes = [...encoders.values()].map((e) => Number(graph.connectors[encoderConnector(graph, e)]?.options.ringBytes ?? 16 << 20));
+    this.promptContext = { tokenizer, placeholders: placeholderIds(tokenizer), encoders, maxItemBytes: Math.floor(Math.min(16 << 20, ...ringBytes) / 2) };
+    this.media = new MediaRoutes(log, graph.chunkPolicy.chunkTimeoutMs);
+  }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
     const log = opts.log ?? logger.child({ component: 'orchestrator' });
@@ -116,9 +126,12 @@ export class Orchestrator implements Engine {
     validateRequest(request);
     const requestId = request.requestId ?? `req-${randomBytes(8).toString('hex')}`;
     if (this.live.has(requestId)) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
-    const stages = stagesFor(this.graph, request.modalities);
+    // Media items are probed here (headers only) and refused before anything is admitted.
+    const prompt = preparePrompt(request.messages, this.promptContext);
+    this.checkFits(prompt);
+    const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
     const chosen = new Map(stages.map((s) => [s.stageId, this.pickReplica(s)]));
-    const promptTokenIds = this.tokenizer.applyChatTemplate(request.messages);
+    const promptTokenIds = prompt.promptTokenIds;
     const outputs = stages.filter((s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType));
     const code2wav = stages.find((s) => s.kind === 'code2wav');
     const samplesPerFrame = code2wav?.model.source === 'generated' && code2wav.model.kind === 'code2wav' ? code2wav.model.size.samplesPerFrame : 1920;
@@ -136,29 +149,35 @@ export class Orchestrator implements Engine {
     for (const s of outputs) {
       this.adapter.expect(requestId, { fromInstance: chosen.get(s.stageId)!.instance, fromStageId: s.stageId, keyStage: s.stageId, firstChunkDeadline, chunkTimeoutMs: this.graph.chunkPolicy.chunkTimeoutMs });
     }
-    // Downstream stages first, so each is expecting chunks before its upstream can produce any.
+    const instanceOf = (stageId: string): UpstreamSource => ({ instance: chosen.get(stageId)!.instance, stageId });
+    const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf);
+    // Downstream stages first, so each is expecting chunks before its upstream can produce any (the Thinker
+    // before its encoders).
     for (const spec of [...stages].reverse()) {
       const slot = chosen.get(spec.stageId)!;
       const downstream: DownstreamTarget[] = stages
         .filter((d) => d.inputs.some((i) => i.from === spec.stageId))
         .map((d) => ({ instance: chosen.get(d.stageId)!.instance, stageId: d.stageId }));
       if (outputs.includes(spec)) downstream.push({ instance: MAIN, stageId: MAIN });
-      const upstreamStage = spec.inputs.map((i) => i.from).find((id) => chosen.has(id));
-      const isTalker = spec.kind !== 'thinker';
+      const isEntry = spec.stageId === this.graph.entryStageId;
+      const upstreams = spec.encoder ? [{ instance: MAIN, stageId: MAIN }] : spec.inputs.filter((i) => chosen.has(i.from)).map((i) => instanceOf(i.from));
       const add: AddRequest = {
         type: 'add',
         requestId,
-        promptTokenIds: spec.stageId === this.graph.entryStageId ? promptTokenIds : undefined,
-        sampling: { ...spec.defaultSamplingParams, ...(isTalker ? request.talkerSampling : request.sampling) },
+        promptTokenIds: isEntry ? promptTokenIds : undefined,
+        sampling: { ...spec.defaultSamplingParams, ...(spec.kind === 'talker' ? request.talkerSampling : request.sampling) },
         downstream,
-        upstream: upstreamStage ? { instance: chosen.get(upstreamStage)!.instance, stageId: upstreamStage } : undefined,
+        upstreams,
+        ...(isEntry && plan ? { media: plan.thinker } : {}),
+        ...(spec.encoder && plan ? { encode: plan.encode.get(slot.instance) ?? [] } : {}),
         initialCodecChunkFrames: request.initialCodecChunkFrames,
         firstChunkDeadline,
       };
       slot.inFlight.add(requestId);
       slot.worker!.send(add);
     }
-    diagnostics.requestStart.publish({ requestId, modalities: request.modalities, promptTokens: promptTokenIds.length });
+    if (plan) this.media.sendItems(requestId, prompt, instanceOf, this.adapter, (err) => stream.end('error', serializeError(err)));
+    diagnostics.requestStart.publish({ requestId, modalities: request.modalities, promptTokens: promptTokenIds.length, mediaItems: prompt.items.length });
     return {
       requestId,
       events: stream.events.asObservable(),
@@ -166,6 +185,19 @@ export class Orchestrator implements Engine {
       pause: () => this.broadcast(requestId, 'pause'),
       resume: () => this.broadcast(requestId, 'resume'),
     };
+  }
+
+  /** A prompt longer than the Thinker's positions is refused here when it has media, naming what made it long. */
+  private checkFits(prompt: PreparedPrompt): void {
+    if (prompt.items.length === 0) return; // text-only: the Thinker refuses it in-band, as before
+    const m = this.graph.stages.find((s) => s.stageId === this.graph.entryStageId)!.model;
+    const maxPositions = m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
+    if (prompt.promptTokenIds.length < maxPositions) return;
+    const media = prompt.items.reduce((n, i) => n + i.numEmbeddings, 0);
+    throw new ChorusError(
+      ErrorCodes.REQUEST_TOO_LARGE,
+      `the prompt takes ${prompt.promptTokenIds.length} positions (${media} of them for ${prompt.items.length} media item(s): ${prompt.items.map((i) => `${i.what} ${i.numEmbeddings}`).join(', ')}); the thinker has ${maxPositions}: send shorter audio or fewer images`,
+    );
   }
 
   private pickReplica(spec: StageSpec): Slot {
@@ -196,9 +228,19 @@ export class Orchestrator implements Engine {
   /** Every ending goes through here once: stages drop the request's state, main drops its receive state. */
   private onRequestEnd(stream: RequestStream, reason: string): void {
     if (reason === 'cancelled' || reason === 'error') this.broadcast(stream.requestId, 'abort');
+    else this.abortEncoders(stream);
+    this.media.forget(stream.requestId);
     this.adapter.cancel(stream.requestId);
     this.live.delete(stream.requestId);
     diagnostics.requestEnd.publish({ requestId: stream.requestId, reason, startedAtMs: stream.startedAtMs, firstTextAtMs: stream.firstTextAtMs, firstAudioAtMs: stream.firstAudioAtMs });
+  }
+
+  /** An answer can finish while an encoder still works on it (its item was dropped, text_only): stop that work. */
+  private abortEncoders(stream: RequestStream): void {
+    for (const instance of stream.stageInstances.values()) {
+      const slot = this.slots.get(instance);
+      if (slot?.spec.encoder && slot.inFlight.has(stream.requestId)) slot.worker?.send({ type: 'abort', requestId: stream.requestId, reason: 'ended' });
+    }
   }
 
   private drainOutputs(): void {
@@ -223,8 +265,13 @@ export class Orchestrator implements Engine {
     switch (msg.type) {
       case 'finished': {
         slot.inFlight.delete(msg.requestId);
+        const stream = this.live.get(msg.requestId);
+        if (msg.warnings) stream?.addWarnings(msg.warnings);
+        if (!msg.error || msg.finishReason === 'cancelled') return;
+        // An encoder's failure may cost only its items (text_only); the routes decide and tell the Thinker.
+        if (slot.spec.encoder) this.encoderFailed(slot, msg.requestId, msg.error);
         // A stage that failed a request before any chunk could carry the error (e.g. a rejected add) ends it here.
-        if (msg.error && msg.finishReason !== 'cancelled') this.live.get(msg.requestId)?.end('error', msg.error);
+        else stream?.end('error', msg.error);
         return;
       }
       case 'stats':
@@ -241,7 +288,10 @@ export class Orchestrator implements Engine {
     diagnostics.stageDied.publish({ instance: slot.instance, ...info });
     slot.worker = null;
     const error = { code: ErrorCodes.STAGE_DIED, message: `stage ${slot.instance} died (code ${info.code}, signal ${info.signal}) while running this request; retry it` };
-    for (const requestId of slot.inFlight) this.live.get(requestId)?.end('error', error);
+    for (const requestId of slot.inFlight) {
+      if (slot.spec.encoder) this.encoderFailed(slot, requestId, error);
+      else this.live.get(requestId)?.end('error', error);
+    }
     slot.inFlight.clear();
     if (this.closing || !this.restartOnDeath) {
       slot.status = 'stopped';
@@ -254,6 +304,19 @@ export class Orchestrator implements Engine {
       slot.status = 'failed';
       this.log.error({ stage: slot.instance, err: serializeError(err) }, 'stage restart failed; it stays down');
     });
+  }
+
+  /** An encoder will not deliver a request's items: fail the request, or (text_only) let the Thinker drop them. */
+  private encoderFailed(slot: Slot, requestId: string, error: SerializedError): void {
+    const stream = this.live.get(requestId);
+    if (!stream || stream.finished) return;
+    const outcome = this.media.encoderFailed(requestId, slot.instance, error);
+    if (!outcome) return;
+    if (outcome.kind === 'fail') {
+      stream.end('error', outcome.error);
+      return;
+    }
+    this.slots.get(outcome.thinker)?.worker?.send({ type: 'media_failed', requestId, fromInstance: slot.instance, error });
   }
 
   health(): StageHealth[] {

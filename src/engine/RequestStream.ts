@@ -25,6 +25,7 @@ export class RequestStream {
   readonly startedAtMs = Date.now();
   firstTextAtMs: number | null = null;
   firstAudioAtMs: number | null = null;
+  private readonly warnings = new Set<string>();
 
   constructor(
     readonly requestId: string,
@@ -45,9 +46,15 @@ export class RequestStream {
     return this.done;
   }
 
+  /** Notes for the done event (a Thinker that dropped a media item). Reported by chunk and by message: deduplicated. */
+  addWarnings(warnings: readonly string[]): void {
+    for (const w of warnings) this.warnings.add(w);
+  }
+
   onChunk(fromStageId: string, chunk: ReceivedChunk): void {
     if (this.done) return;
     const m = chunk.meta;
+    if (m.final && Array.isArray(m.payload.warnings)) this.addWarnings(m.payload.warnings as string[]);
     if (this.kinds.get(fromStageId) === 'text') this.onText(chunk);
     else this.onAudio(chunk);
     if (!m.final) return;
@@ -96,7 +103,8 @@ export class RequestStream {
       audioSeconds: this.audioSamples / this.sampleRateHz,
     };
     const err = reason === 'error' ? (error ?? { code: ErrorCodes.INTERNAL, message: 'request failed' }) : undefined;
-    this.events.next({ type: 'done', finishReason: reason, ...(err ? { error: err } : {}), usage, atMs: Date.now() });
+    const warnings = this.warnings.size > 0 ? { warnings: [...this.warnings] } : {};
+    this.events.next({ type: 'done', finishReason: reason, ...(err ? { error: err } : {}), usage, atMs: Date.now(), ...warnings });
     this.events.complete();
     this.onEnd(this, reason);
   }

@@ -1,8 +1,9 @@
 /**
- * The edge table of a graph: one edge per (upstream replica, downstream replica) pair of every stage input, and one
- * per final-output replica to main. Each edge has exactly one producer and one consumer process (SPSC rings).
+ * The edge table of a graph: one edge per (upstream replica, downstream replica) pair of every stage input, one per
+ * final-output replica to main, and one from main to each encoder replica (main sends it the media items). Each edge
+ * has exactly one producer and one consumer process (SPSC rings).
  */
-import type { StageGraph, StageSpec } from '../config/types.ts';
+import type { MediaModality, StageGraph, StageSpec } from '../config/types.ts';
 import type { EdgeBinding } from '../worker/messages.ts';
 
 export const MAIN = 'main';
@@ -26,8 +27,20 @@ export function planEdges(graph: StageGraph): EdgeBinding[] {
     if (stage.finalOutput) {
       for (let i = 0; i < stage.replicas; i++) edges.push({ from: instanceId(stage.stageId, i), to: MAIN, connector: outputConnector(graph, stage) });
     }
+    if (stage.encoder) {
+      for (let i = 0; i < stage.replicas; i++) edges.push({ from: MAIN, to: instanceId(stage.stageId, i), connector: encoderConnector(graph, stage) });
+    }
   }
   return edges;
+}
+
+/** Media goes to an encoder over the connector its rows leave on (the consuming Thinker's input). */
+export function encoderConnector(graph: StageGraph, encoder: StageSpec): string {
+  for (const s of graph.stages) {
+    const input = s.inputs.find((i) => i.from === encoder.stageId);
+    if (input) return input.connector;
+  }
+  return Object.keys(graph.connectors)[0];
 }
 
 /** Outputs to main use the connector of the stage's first input, or the first connector for the entry stage. */
@@ -36,16 +49,17 @@ function outputConnector(graph: StageGraph, stage: StageSpec): string {
 }
 
 /**
- * The stages a request needs: every final-output stage whose output type was requested, and their ancestors.
- * Text only -> the Thinker alone; text + audio -> the whole chain.
+ * The stages a request needs: every final-output stage whose output type was requested, and their ancestors, except
+ * encoders of a modality the request has no media of. Text only -> the Thinker alone; text + audio -> the whole chain.
  */
-export function stagesFor(graph: StageGraph, modalities: readonly string[]): StageSpec[] {
+export function stagesFor(graph: StageGraph, modalities: readonly string[], media: readonly MediaModality[] = []): StageSpec[] {
   const byId = new Map(graph.stages.map((s) => [s.stageId, s]));
   const needed = new Set<string>();
   const visit = (id: string) => {
-    if (needed.has(id)) return;
+    const spec = byId.get(id)!;
+    if (needed.has(id) || (spec.encoder && !media.includes(spec.encoder.modality))) return;
     needed.add(id);
-    for (const input of byId.get(id)!.inputs) visit(input.from);
+    for (const input of spec.inputs) visit(input.from);
   };
   for (const s of graph.stages) if (s.finalOutput && s.finalOutputType && modalities.includes(s.finalOutputType)) visit(s.stageId);
   return graph.stages.filter((s) => needed.has(s.stageId)); // keeps topological order

@@ -7,9 +7,23 @@ import type { SerializedError } from '../errors.ts';
 
 export type Modality = 'text' | 'audio';
 
+/**
+ * One part of a message's content, in order. The shapes follow OpenAI's content parts so the front end maps them
+ * one to one: `text`; `input_audio` ({data: base64, format}) -> audio with the decoded bytes; `image_url` (a data:
+ * URL, or bytes the server fetched from an allowed URL) -> image. Each media part becomes that many embeddings
+ * at its place in the prompt (its placeholder expands there); the bytes are decoded in the encoder stage.
+ */
+export type ContentPart =
+  | { readonly type: 'text'; readonly text: string }
+  /** wav, or pcm16: mono little-endian 16-bit at sampleRateHz (default 24000, the Realtime API's). */
+  | { readonly type: 'audio'; readonly data: Uint8Array; readonly format: 'wav' | 'pcm16'; readonly sampleRateHz?: number }
+  /** PNG or JPEG bytes (the format is sniffed from the bytes). */
+  | { readonly type: 'image'; readonly data: Uint8Array };
+
 export interface ChatMessage {
   readonly role: 'system' | 'user' | 'assistant';
-  readonly content: string;
+  /** Plain text, or parts (text and media, in order). */
+  readonly content: string | readonly ContentPart[];
 }
 
 export interface GenerateRequest {
@@ -54,6 +68,11 @@ export type OutputEvent =
       readonly error?: SerializedError;
       readonly usage: Usage;
       readonly atMs: number;
+      /**
+       * What the answer left out although the request asked for it, one sentence each: a media item an encoder
+       * could not deliver under `on_encoder_failure: text_only`. Absent when there is nothing to say.
+       */
+      readonly warnings?: readonly string[];
     };
 
 export interface RequestHandle {

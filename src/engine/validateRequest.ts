@@ -1,6 +1,6 @@
 /** Checks a GenerateRequest before any stage sees it; errors say what to change. */
 import { ChorusError, ErrorCodes } from '../errors.ts';
-import type { GenerateRequest } from './types.ts';
+import type { ContentPart, GenerateRequest } from './types.ts';
 
 const MODALITIES = new Set(['text', 'audio']);
 
@@ -8,7 +8,8 @@ export function validateRequest(r: GenerateRequest): void {
   const bad = (message: string) => new ChorusError(ErrorCodes.REQUEST_INVALID, message);
   if (!Array.isArray(r.messages) || r.messages.length === 0) throw bad('messages must be a non-empty array');
   for (const [i, m] of r.messages.entries()) {
-    if (typeof m?.content !== 'string') throw bad(`messages[${i}].content must be a string`);
+    if (typeof m?.content !== 'string' && !Array.isArray(m?.content)) throw bad(`messages[${i}].content must be a string or a list of parts`);
+    if (Array.isArray(m.content)) (m.content as readonly ContentPart[]).forEach((part, j) => checkPart(part, `messages[${i}].content[${j}]`, bad));
     if (!['system', 'user', 'assistant'].includes(m.role)) throw bad(`messages[${i}].role must be system, user or assistant`);
   }
   if (!Array.isArray(r.modalities) || r.modalities.length === 0) throw bad('modalities must name at least one of text, audio');
@@ -18,4 +19,23 @@ export function validateRequest(r: GenerateRequest): void {
   if (max !== undefined && (!Number.isInteger(max) || max < 1)) throw bad('maxTokens must be a positive integer');
   const ic = r.initialCodecChunkFrames;
   if (ic !== undefined && (!Number.isInteger(ic) || ic < 1)) throw bad('initialCodecChunkFrames must be a positive integer');
+}
+
+/** The shape of a part; whether its bytes decode is the media probe's business (CHORUS_ERR_MEDIA_INVALID). */
+function checkPart(part: ContentPart, at: string, bad: (message: string) => ChorusError): void {
+  switch (part?.type) {
+    case 'text':
+      if (typeof part.text !== 'string') throw bad(`${at}.text must be a string`);
+      return;
+    case 'audio':
+      if (!(part.data instanceof Uint8Array)) throw bad(`${at}.data must be the audio bytes (a Uint8Array)`);
+      if (part.format !== 'wav' && part.format !== 'pcm16') throw bad(`${at}.format must be wav or pcm16`);
+      if (part.sampleRateHz !== undefined && (!Number.isInteger(part.sampleRateHz) || part.sampleRateHz < 1)) throw bad(`${at}.sampleRateHz must be a positive integer`);
+      return;
+    case 'image':
+      if (!(part.data instanceof Uint8Array)) throw bad(`${at}.data must be the image bytes (a Uint8Array)`);
+      return;
+    default:
+      throw bad(`${at}.type must be text, audio or image`);
+  }
 }

@@ -62,10 +62,10 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     }
     const req = this.admit(msg);
     this.requests.set(msg.requestId, req);
-    if (msg.upstream) {
+    for (const upstream of msg.upstreams) {
       this.ctx.adapter.expect(msg.requestId, {
-        fromInstance: msg.upstream.instance,
-        fromStageId: msg.upstream.stageId,
+        fromInstance: upstream.instance,
+        fromStageId: upstream.stageId,
         keyStage: this.ctx.spec.stageId,
         firstChunkDeadline: msg.firstChunkDeadline,
         chunkTimeoutMs: this.ctx.chunkPolicy.chunkTimeoutMs,
@@ -79,7 +79,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
       const req = this.requests.get(a.requestId);
       if (!req) continue; // aborted or failed meanwhile: late chunks are dropped
       if (a.error) {
-        this.fail(req, a.error);
+        this.onUpstreamFailure(req, 'error', serializeError(a.error), a.fromStageId);
         continue;
       }
       const m = a.chunk.meta;
@@ -89,7 +89,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
       if (m.final && (m.finishReason === 'error' || m.finishReason === 'cancelled')) {
         // Upstream failed or was cancelled: pass it on in-band, do not compute on partial input.
         const err = m.error ?? { code: ErrorCodes.REQUEST_CANCELLED, message: `cancelled upstream in ${m.from}` };
-        this.failWith(req, m.finishReason, err);
+        this.onUpstreamFailure(req, m.finishReason, err, m.from);
         continue;
       }
       this.onChunk(req, a.chunk);
@@ -103,6 +103,23 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     this.release(req);
     this.ctx.adapter.cancel(requestId);
     this.ctx.post({ type: 'finished', requestId, finishReason: 'cancelled', numTokens: req.numOutputs });
+  }
+
+  /**
+   * An upstream stream of the request broke (receive error, e.g. a deadline) or ended with an error or a cancel.
+   * By default the request ends here too, in-band to every target; the Thinker overrides it for encoder
+   * upstreams, whose failure may only cost the media item (on_encoder_failure: text_only).
+   */
+  protected onUpstreamFailure(req: R, reason: FinishReason, error: SerializedError, _fromStageId: string | undefined): void {
+    this.failWith(req, reason, error);
+  }
+
+  /** Main reports that an upstream instance will deliver nothing more for the request (the Thinker's encoders). */
+  onMediaFailed(_requestId: string, _fromInstance: string, _error: SerializedError): void {}
+
+  /** When the step loop must run again even if nothing arrives (a batch timeout); null = only on arrivals. */
+  nextWakeAtMs(): number | null {
+    return null;
   }
 
   abstract pause(requestId: string): void;
@@ -147,15 +164,23 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   /** Sends the last chunk (final=true, maybe with data) to every target, then frees the request. */
   protected finish(req: R, reason: FinishReason, lastChunk: (t: DownstreamTarget) => OutgoingChunk = () => ({})): void {
     const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, ...lastChunk(t) }));
+    const warnings = this.warningsOf(req);
     this.release(req);
-    void Promise.allSettled(puts).then(() => this.ctx.post({ type: 'finished', requestId: req.requestId, finishReason: reason, numTokens: req.numOutputs }));
+    void Promise.allSettled(puts).then(() =>
+      this.ctx.post({ type: 'finished', requestId: req.requestId, finishReason: reason, numTokens: req.numOutputs, ...(warnings.length > 0 ? { warnings } : {}) }),
+    );
+  }
+
+  /** What the request's output leaves out, reported to main with `finished` (the Thinker's dropped media). */
+  protected warningsOf(_req: R): readonly string[] {
+    return [];
   }
 
   protected fail(req: R, err: unknown): void {
     this.failWith(req, 'error', serializeError(err));
   }
 
-  private failWith(req: R, reason: FinishReason, error: SerializedError): void {
+  protected failWith(req: R, reason: FinishReason, error: SerializedError): void {
     this.ctx.log.debug({ requestId: req.requestId, code: error.code }, 'request ended upstream or failed here');
     const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, error }));
     this.release(req);

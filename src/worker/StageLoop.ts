@@ -4,8 +4,8 @@
  *   drain control (add, abort, pause) -> adapter.processPendingChunks -> core.step (schedule -> execute ->
  *   update -> processors -> adapter.saveAsync) -> yield to the event loop
  *
- * When there is nothing to run, the loop sleeps on a promise that control messages and chunk arrivals resolve:
- * no polling interval anywhere. After each step it yields with setImmediate so IPC and ring wake-ups are handled
+ * When there is nothing to run, the loop sleeps on a promise that control messages and chunk arrivals resolve, or
+ * a timer set for the core's nextWakeAtMs() (an encoder's partial batch timing out): no polling interval anywhere. After each step it yields with setImmediate so IPC and ring wake-ups are handled
  * between steps, and it waits while too many sent bytes are still queued (backpressure from full edges reaches the
  * scheduler instead of growing a queue).
  */
@@ -60,10 +60,17 @@ export class StageLoop {
   }
 
   private sleep(): Promise<void> {
-    // With a drain in progress, wake at its deadline even if nothing arrives.
+    // Wake at the core's next deadline, and with a drain in progress at its deadline, even if nothing arrives.
+    // A timer that fires early (libuv's clock lags Date.now() by up to a tick) only costs a step that finds
+    // nothing due; the core then asks for the same deadline again.
+    const deadlines = [this.core.nextWakeAtMs(), this.stopping?.drainDeadline].filter((d): d is number => typeof d === 'number');
     return new Promise<void>((resolve) => {
-      this.wakeUp = resolve;
-      if (this.stopping) setTimeout(() => this.wake(), Math.max(0, this.stopping.drainDeadline - Date.now())).unref();
+      let timer: NodeJS.Timeout | null = null;
+      this.wakeUp = () => {
+        if (timer) clearTimeout(timer);
+        resolve();
+      };
+      if (deadlines.length > 0) timer = setTimeout(() => this.wake(), Math.max(0, Math.min(...deadlines) - Date.now()));
     });
   }
 
@@ -100,6 +107,9 @@ export class StageLoop {
         return;
       case 'shutdown':
         this.stopping = { drainDeadline: Date.now() + msg.drainMs };
+        return;
+      case 'media_failed':
+        this.core.onMediaFailed(msg.requestId, msg.fromInstance, msg.error);
         return;
       case 'load':
       case 'boot':

@@ -2,7 +2,7 @@
  * Every message that crosses the main <-> stage process boundary (the child_process IPC channel). Control only:
  * tensors travel through the connector as frames; these messages stay small.
  */
-import type { SamplingParams, StageGraph } from '../config/types.ts';
+import type { EncoderFailurePolicy, MediaModality, SamplingParams, StageGraph } from '../config/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { FinishReason } from '../engine/types.ts';
 
@@ -27,6 +27,59 @@ export interface DownstreamTarget {
   readonly stageId: string; // "talker" or "main"
 }
 
+export interface UpstreamSource {
+  readonly instance: string; // "thinker#0", or "main" for an encoder (main sends it the media)
+  readonly stageId: string;
+}
+
+/** Where a media item's rows go in the Thinker's prompt (stages/encoders/positionMap.ts MediaSpan). */
+export interface MediaSpanPlan {
+  readonly item: number;
+  readonly modality: MediaModality;
+  readonly placeholderIndex: number;
+  readonly start: number;
+  readonly length: number;
+}
+
+/** One media item as the Thinker sees it: which encoder instance sends its rows, and what to do if it cannot. */
+export interface ThinkerMediaItem {
+  readonly modality: MediaModality;
+  readonly numEmbeddings: number;
+  /** Names the item in messages ("messages[0].content[1] (audio)"). */
+  readonly what: string;
+  readonly from: UpstreamSource;
+  readonly onFailure: EncoderFailurePolicy;
+}
+
+export interface ThinkerMediaPlan {
+  /** In prompt order; spans[k].item indexes items. */
+  readonly spans: readonly MediaSpanPlan[];
+  readonly items: readonly ThinkerMediaItem[];
+}
+
+/** One media item as its encoder sees it: its bytes follow as a chunk from main (payload.item = item). */
+export interface EncodeItem {
+  readonly item: number;
+  readonly modality: MediaModality;
+  /** Promised to the Thinker (main probed it): the encoder must produce exactly this many rows. */
+  readonly numEmbeddings: number;
+  readonly what: string;
+}
+
+/** Payload of the chunk main sends an encoder per item; the bytes are tensor `data` (uint8). */
+export interface MediaChunkPayload {
+  readonly item: number;
+  readonly format: 'wav' | 'pcm16' | 'image';
+  readonly sampleRateHz?: number;
+  readonly what: string;
+}
+
+/** Payload of the chunk an encoder sends the Thinker per item: rows in tensor `rows` [n, hidden], or the error. */
+export interface RowsChunkPayload {
+  readonly item: number;
+  readonly error?: SerializedError;
+}
+
 export interface AddRequest {
   readonly type: 'add';
   readonly requestId: string;
@@ -35,8 +88,12 @@ export interface AddRequest {
   readonly sampling: SamplingParams;
   /** Where this request's chunks go: next stages it needs ([] when none) and, for final-output stages, main. */
   readonly downstream: readonly DownstreamTarget[];
-  /** The upstream instance to receive from (absent for the entry stage). */
-  readonly upstream?: { readonly instance: string; readonly stageId: string };
+  /** The upstream instances to receive from: none for a text-only Thinker, one per encoder used for a Thinker with media. */
+  readonly upstreams: readonly UpstreamSource[];
+  /** Thinker only, for a request with media: the position map and which encoder sends each item. */
+  readonly media?: ThinkerMediaPlan;
+  /** Encoder only: the items of this request it encodes. */
+  readonly encode?: readonly EncodeItem[];
   /** Per-request override of the initial codec chunk (Talker). */
   readonly initialCodecChunkFrames?: number;
   /** Absolute deadline for the first input chunk (downstream stages). */
@@ -53,7 +110,9 @@ export type MainToStage =
   /** Finish in-flight work (up to drainMs), then exit 0. */
   | { readonly type: 'shutdown'; readonly drainMs: number }
   /** Load report from downstream (Code2Wav queue depth), for the dynamic initial chunk. */
-  | { readonly type: 'load'; readonly stageId: string; readonly queueDepth: number };
+  | { readonly type: 'load'; readonly stageId: string; readonly queueDepth: number }
+  /** Thinker: the encoder instance `fromInstance` will not deliver this request's items (it died or refused them). */
+  | { readonly type: 'media_failed'; readonly requestId: string; readonly fromInstance: string; readonly error: SerializedError };
 
 export interface StageReadySettings {
   readonly stageId: string;
@@ -71,6 +130,23 @@ export interface EdgeSample {
   readonly bytes: number;
 }
 
+/** Encoder stages: the encoder output cache and the encoder runs, cumulative since the process started. */
+export interface EncoderStats {
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
+  readonly cacheEvictions: number;
+  /** Bytes held now (ready rows and pending reservations), of which pinned by running requests. */
+  readonly cacheBytes: number;
+  readonly cachePinnedBytes: number;
+  readonly cacheEntries: number;
+  readonly cacheBudgetBytes: number;
+  /** Encoder runs (batches) and the items they encoded. */
+  readonly runs: number;
+  readonly itemsEncoded: number;
+  /** Items waiting to be encoded now. */
+  readonly queuedItems: number;
+}
+
 export interface StageStats {
   readonly queueDepth: number; // requests waiting (not yet running)
   readonly running: number;
@@ -79,13 +155,23 @@ export interface StageStats {
   /** Since the previous report (bounded): batch size of every step, and received chunks. */
   readonly batchSizes: readonly number[];
   readonly edgeSamples: readonly EdgeSample[];
+  /** Encoder stages only. */
+  readonly encoder?: EncoderStats;
 }
 
 export type StageToMain =
   | { readonly type: 'ready'; readonly settings: StageReadySettings }
   | { readonly type: 'boot_failed'; readonly error: SerializedError }
   /** The request is done in this stage (its last chunk, flagged final, has been put). */
-  | { readonly type: 'finished'; readonly requestId: string; readonly finishReason: FinishReason; readonly numTokens: number; readonly error?: SerializedError }
+  | {
+      readonly type: 'finished';
+      readonly requestId: string;
+      readonly finishReason: FinishReason;
+      readonly numTokens: number;
+      readonly error?: SerializedError;
+      /** Thinker: what the answer left out (a media item dropped under on_encoder_failure: text_only). */
+      readonly warnings?: readonly string[];
+    }
   | { readonly type: 'stats'; readonly stats: StageStats }
   | { readonly type: 'drained' };
 

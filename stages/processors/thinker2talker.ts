@@ -16,9 +16,20 @@ export class Thinker2Talker {
 
   constructor(
     private readonly hiddenSize: number,
-    private readonly promptLength: number,
+    private promptLength: number,
     private readonly asyncChunk: boolean,
   ) {}
+
+  /**
+   * The prompt lost positions that were never computed (a media item dropped before its span was prefilled,
+   * on_encoder_failure: text_only). Rows already pushed are for earlier positions and stay valid.
+   */
+  shrinkPrompt(promptLength: number): void {
+    if (promptLength < this.promptRowsSent || promptLength > this.promptLength) {
+      throw new RangeError(`prompt can shrink only past the rows already taken (${this.promptRowsSent}..${this.promptLength}), got ${promptLength}`);
+    }
+    this.promptLength = promptLength;
+  }
 
   get conditionDim(): number {
     return 2 * this.hiddenSize;

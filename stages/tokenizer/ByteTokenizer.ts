@@ -5,7 +5,7 @@
  * Any text round-trips: what no word covers is spelled out in bytes.
  */
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import type { ByteLevelTokenizer, ChatTurn, DecodeOptions } from './Tokenizer.ts';
+import { encodeTurn, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
 import { COMMON_WORDS } from './words.ts';
 
 export const NUM_BYTE_TOKENS = 256;
@@ -129,7 +129,7 @@ export class ByteTokenizer implements ByteLevelTokenizer {
     const start = this.specialTokenId('<|im_start|>');
     const end = this.specialTokenId('<|im_end|>');
     const ids: number[] = [];
-    for (const m of messages) ids.push(start, ...this.encode(`${m.role}\n${m.content}`), end, ...this.encode('\n'));
+    for (const m of messages) ids.push(start, ...encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content), end, ...this.encode('\n'));
     ids.push(start, ...this.encode('assistant\n'));
     return ids;
   }

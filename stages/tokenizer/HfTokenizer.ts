@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Tokenizer as HfCore } from '@huggingface/tokenizers';
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 import { logger } from '../../src/log.ts';
-import type { ChatTurn, DecodeOptions, Tokenizer } from './Tokenizer.ts';
+import { encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
 
 /** tokenizer_config.json fields we read; special tokens are strings or {content: ...} objects. */
 export interface TokenizerConfig {
@@ -110,12 +110,12 @@ export class HfTokenizer implements Tokenizer {
       const { start, end } = this.#chatMarkers;
       // As with transformers' apply_chat_template, marker text typed inside content still encodes as the
       // marker token (the library always splits added tokens); ByteTokenizer, by contrast, keeps it text.
-      for (const m of messages) ids.push(start, ...this.encode(`${m.role}\n${m.content}`), end, ...this.encode('\n'));
+      for (const m of messages) ids.push(start, ...encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content), end, ...this.encode('\n'));
       ids.push(start, ...this.encode('assistant\n'));
       return ids;
     }
     if (this.bosTokenId !== null) ids.push(this.bosTokenId);
-    for (const m of messages) ids.push(...this.encode(`${m.role}: ${m.content}\n\n`));
+    for (const m of messages) ids.push(...encodeTurn((t) => this.encode(t), `${m.role}: `, m.content, '\n\n'));
     ids.push(...this.encode('assistant:'));
     return ids;
   }

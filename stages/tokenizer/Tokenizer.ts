@@ -2,9 +2,36 @@
  * What the engine needs from a tokenizer, whichever kind backs it: the built-in ByteTokenizer of the
  * generated models, or a Hugging Face tokenizer.json (HfTokenizer) for real exports.
  */
+/** Part of a turn's content: text, or one token id inserted as is (a media placeholder such as <|audio|>). */
+export type ChatPiece = string | { readonly tokenId: number };
+
 export interface ChatTurn {
   readonly role: string; // 'system' | 'user' | 'assistant' in practice; the template does not care
-  readonly content: string;
+  /** Text, or pieces: text runs are encoded as text; token pieces go in verbatim, so user text can never forge one. */
+  readonly content: string | readonly ChatPiece[];
+}
+
+/**
+ * encode(prefix + content + suffix), where content may hold token pieces: each text run (with the prefix on the
+ * first and the suffix on the last) is encoded on its own and the tokens go between, so a placeholder splits the
+ * text exactly where it stands. Plain string content encodes exactly as before (one run).
+ */
+export function encodeTurn(encode: (text: string) => number[], prefix: string, content: ChatTurn['content'], suffix = ''): number[] {
+  if (typeof content === 'string') return encode(`${prefix}${content}${suffix}`);
+  const ids: number[] = [];
+  let text = prefix;
+  for (const piece of content) {
+    if (typeof piece === 'string') {
+      text += piece;
+      continue;
+    }
+    if (text.length > 0) ids.push(...encode(text));
+    ids.push(piece.tokenId);
+    text = '';
+  }
+  text += suffix;
+  if (text.length > 0) ids.push(...encode(text));
+  return ids;
 }
 
 export interface DecodeOptions {

@@ -38,8 +38,9 @@ export interface ReceivedChunk<P = Record<string, unknown>> {
 }
 
 export type Arrival =
-  | { readonly requestId: string; readonly chunk: ReceivedChunk; readonly error?: undefined }
-  | { readonly requestId: string; readonly chunk?: undefined; readonly error: ChorusError };
+  | { readonly requestId: string; readonly chunk: ReceivedChunk; readonly error?: undefined; readonly fromStageId?: undefined }
+  /** fromStageId: the upstream whose stream broke (a request may have several, e.g. one per encoder). */
+  | { readonly requestId: string; readonly chunk?: undefined; readonly error: ChorusError; readonly fromStageId?: string };
 
 export interface ExpectOptions {
   readonly fromInstance: string;
@@ -50,6 +51,11 @@ export interface ExpectOptions {
   readonly chunkTimeoutMs: number;
 }
 
+interface ReceiveToken {
+  cancelled: boolean;
+  readonly fromInstance: string;
+}
+
 export interface SendTarget {
   readonly toInstance: string;
   readonly toStageId: string;
@@ -58,7 +64,7 @@ export interface SendTarget {
 
 export class ChunkTransferAdapter {
   private arrivals: Arrival[] = [];
-  private readonly receiving = new Map<string, { cancelled: boolean }[]>();
+  private readonly receiving = new Map<string, ReceiveToken[]>();
   private readonly sendSeq = new Map<string, number>(); // `${requestId} ${keyStage}` -> next seq
   private readonly edgeTail = new Map<string, Promise<void>>(); // in-order puts per edge
   private pendingBytes = 0;
@@ -75,14 +81,14 @@ export class ChunkTransferAdapter {
 
   /** Starts receiving a request's chunks from one upstream edge: seq 0, 1, ... until a final chunk. */
   expect(requestId: string, o: ExpectOptions): void {
-    const token = { cancelled: false };
+    const token: ReceiveToken = { cancelled: false, fromInstance: o.fromInstance };
     const list = this.receiving.get(requestId) ?? [];
     list.push(token);
     this.receiving.set(requestId, list);
     void this.receiveLoop(requestId, o, token);
   }
 
-  private async receiveLoop(requestId: string, o: ExpectOptions, token: { cancelled: boolean }): Promise<void> {
+  private async receiveLoop(requestId: string, o: ExpectOptions, token: ReceiveToken): Promise<void> {
     for (let seq = 0; ; seq++) {
       const key = chunkKey(requestId, o.keyStage, seq);
       const deadline = seq === 0 ? o.firstChunkDeadline : Date.now() + o.chunkTimeoutMs;
@@ -103,7 +109,8 @@ export class ChunkTransferAdapter {
             : err instanceof ChorusError
               ? err
               : new ChorusError(ErrorCodes.INTERNAL, `receiving ${key} failed`, { cause: err });
-        this.push({ requestId, error: reason });
+        this.streamEnded(requestId, token); // this stream is over; the request may still have others
+        this.push({ requestId, error: reason, fromStageId: o.fromStageId });
         return;
       }
       if (token.cancelled) return;
@@ -120,7 +127,8 @@ export class ChunkTransferAdapter {
         }
         chunk = { meta: m, tensors: frame.tensors, bytes: bytes.byteLength, receivedAtMs: Date.now() };
       } catch (err) {
-        this.push({ requestId, error: err instanceof ChorusError ? err : new ChorusError(ErrorCodes.FRAME_INVALID, String(err), { cause: err }) });
+        this.streamEnded(requestId, token);
+        this.push({ requestId, error: err instanceof ChorusError ? err : new ChorusError(ErrorCodes.FRAME_INVALID, String(err), { cause: err }), fromStageId: o.fromStageId });
         return;
       }
       this.push({ requestId, chunk });
@@ -132,7 +140,7 @@ export class ChunkTransferAdapter {
   }
 
   /** One upstream stream of the request ended; when the last one has, the connector forgets the request. */
-  private streamEnded(requestId: string, token: { cancelled: boolean }): void {
+  private streamEnded(requestId: string, token: ReceiveToken): void {
     const list = this.receiving.get(requestId);
     if (!list) return;
     const rest = list.filter((t) => t !== token);
@@ -216,6 +224,18 @@ export class ChunkTransferAdapter {
   whenSendsBelow(bytes: number): Promise<void> {
     if (this.pendingBytes <= bytes) return Promise.resolve();
     return new Promise((resolve) => this.drainWaiters.push({ below: bytes, resolve }));
+  }
+
+  /**
+   * Stops receiving one upstream stream of the request (a Thinker giving up on an encoder that died); the others
+   * go on. Chunks that still come on that edge are dropped once the request's last stream ends.
+   */
+  stopReceiving(requestId: string, fromInstance: string): void {
+    for (const token of this.receiving.get(requestId) ?? []) {
+      if (token.fromInstance !== fromInstance) continue;
+      token.cancelled = true;
+      this.streamEnded(requestId, token);
+    }
   }
 
   /** Stops receiving for the request and drops whatever the connector kept for it. */

@@ -21,7 +21,7 @@ const FORMAT_PCM = 1;
 const FORMAT_FLOAT = 3;
 const FORMAT_EXTENSIBLE = 0xfffe;
 
-interface FmtChunk {
+export interface FmtChunk {
   readonly format: number;
   readonly numChannels: number;
   readonly sampleRateHz: number;
@@ -76,7 +76,18 @@ function sampleReader(view: DataView, fmt: FmtChunk): (offset: number) => number
   }
 }
 
-export function decodeWav(bytes: Uint8Array, what = 'wav audio'): DecodedPcm {
+/** Where a WAV's samples are and how to read them: the header walk, without touching the samples. */
+export interface WavLayout {
+  readonly sampleRateHz: number;
+  readonly numChannels: number;
+  /** Whole frames present (a data chunk declared longer than the file is read up to its last whole frame). */
+  readonly numFrames: number;
+  readonly dataStart: number;
+  readonly fmt: FmtChunk;
+}
+
+/** Reads and checks a WAV's header chunks (cheap: the samples are not decoded). */
+export function readWavLayout(bytes: Uint8Array, what = 'wav audio'): WavLayout {
   if (bytes.length < 12 || ascii(bytes, 0) !== 'RIFF' || ascii(bytes, 8) !== 'WAVE') {
     throw mediaInvalid(what, 'not a WAV file (no RIFF/WAVE header)');
   }
@@ -95,11 +106,17 @@ export function decodeWav(bytes: Uint8Array, what = 'wav audio'): DecodedPcm {
       if (!fmt) throw mediaInvalid(what, 'data chunk comes before the fmt chunk');
       const available = Math.min(declared, bytes.length - body);
       const numFrames = Math.floor(available / fmt.blockAlign);
-      return { samples: downmix(view, body, numFrames, fmt), sampleRateHz: fmt.sampleRateHz, numChannels: fmt.numChannels };
+      return { sampleRateHz: fmt.sampleRateHz, numChannels: fmt.numChannels, numFrames, dataStart: body, fmt };
     }
     at = body + declared + (declared & 1); // chunks are padded to an even size
   }
   throw mediaInvalid(what, fmt ? 'WAV has no data chunk' : 'WAV has no fmt chunk');
+}
+
+export function decodeWav(bytes: Uint8Array, what = 'wav audio'): DecodedPcm {
+  const layout = readWavLayout(bytes, what);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { samples: downmix(view, layout.dataStart, layout.numFrames, layout.fmt), sampleRateHz: layout.sampleRateHz, numChannels: layout.numChannels };
 }
 
 function downmix(view: DataView, start: number, numFrames: number, fmt: FmtChunk): Float32Array {

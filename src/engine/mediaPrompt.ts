@@ -1,0 +1,122 @@
+/**
+ * A request's messages -> the Thinker's prompt and its media items, on the server thread, before admission.
+ * Each media part becomes one placeholder token (<|audio|> / <|image|>) at its place in the chat template, which
+ * the position map expands to the item's embedding count. That count comes from the item's header (probeMedia):
+ * decoding runs in the encoder stage, so this costs microseconds per item. Anything wrong with an item is a
+ * CHORUS_ERR_MEDIA_INVALID naming it ("messages[0].content[1] (audio): ...") before anything is admitted.
+ */
+import type { EncoderSettings, MediaModality, StageGraph, StageSpec } from '../config/types.ts';
+import { ChorusError, ErrorCodes } from '../errors.ts';
+import { mediaInvalid } from '../../stages/encoders/media/mediaError.ts';
+import { probeAudio, probeImage } from '../../stages/encoders/media/probeMedia.ts';
+import { buildPositionMap, type MediaSpan } from '../../stages/encoders/positionMap.ts';
+import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
+import type { ChatPiece, ChatTurn, Tokenizer } from '../../stages/tokenizer/Tokenizer.ts';
+import type { ChatMessage, ContentPart } from './types.ts';
+
+export interface MediaItem {
+  readonly index: number;
+  readonly modality: MediaModality;
+  readonly part: Extract<ContentPart, { type: 'audio' | 'image' }>;
+  readonly what: string;
+  readonly numEmbeddings: number;
+  /** The encoder stage that takes it. */
+  readonly encoder: StageSpec;
+}
+
+export interface PreparedPrompt {
+  /** The prompt with each placeholder expanded to its item's embedding count. */
+  readonly promptTokenIds: readonly number[];
+  readonly items: readonly MediaItem[];
+  readonly spans: readonly MediaSpan[];
+}
+
+/** Placeholder token ids of a tokenizer, or null when it has none for a modality. */
+export type PlaceholderIds = Readonly<Record<MediaModality, number | null>>;
+
+/** Hugging Face spellings tried in order (Qwen2.5-Omni uses <|AUDIO|> and <|IMAGE|>). */
+const HF_PLACEHOLDERS: Record<MediaModality, readonly string[]> = {
+  audio: ['<|AUDIO|>', '<|audio_pad|>', '<|audio|>'],
+  image: ['<|IMAGE|>', '<|image_pad|>', '<|image|>'],
+};
+
+export function placeholderIds(tokenizer: Tokenizer): PlaceholderIds {
+  if (tokenizer instanceof ByteTokenizer) return { audio: tokenizer.specialTokenId('<|audio|>'), image: tokenizer.specialTokenId('<|image|>') };
+  // A Hugging Face tokenizer encodes an added special token's text as that one token.
+  const find = (names: readonly string[]) => {
+    for (const name of names) {
+      const ids = tokenizer.encode(name);
+      if (ids.length === 1 && tokenizer.isSpecialToken(ids[0])) return ids[0];
+    }
+    return null;
+  };
+  return { audio: find(HF_PLACEHOLDERS.audio), image: find(HF_PLACEHOLDERS.image) };
+}
+
+/** The encoder stage of each modality among the entry Thinker's inputs. */
+export function encodersOf(graph: StageGraph): ReadonlyMap<MediaModality, StageSpec> {
+  const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
+  const out = new Map<MediaModality, StageSpec>();
+  for (const input of entry.inputs) {
+    const spec = graph.stages.find((s) => s.stageId === input.from);
+    if (spec?.encoder) out.set(spec.encoder.modality, spec);
+  }
+  return out;
+}
+
+export interface PromptContext {
+  readonly tokenizer: Tokenizer;
+  readonly placeholders: PlaceholderIds;
+  readonly encoders: ReadonlyMap<MediaModality, StageSpec>;
+  /** Largest media item in bytes: it travels to its encoder as one frame through that edge's ring. */
+  readonly maxItemBytes: number;
+}
+
+export function preparePrompt(messages: readonly ChatMessage[], ctx: PromptContext): PreparedPrompt {
+  if (messages.every((m) => typeof m.content === 'string')) {
+    return { promptTokenIds: ctx.tokenizer.applyChatTemplate(messages as readonly ChatTurn[]), items: [], spans: [] };
+  }
+  const items: MediaItem[] = [];
+  const turns: ChatTurn[] = messages.map((m, i) => {
+    if (typeof m.content === 'string') return { role: m.role, content: m.content };
+    const pieces: ChatPiece[] = m.content.map((part, j) => {
+      if (part.type === 'text') return part.text;
+      const item = probeItem(part, items.length, `messages[${i}].content[${j}] (${part.type})`, ctx);
+      items.push(item);
+      return { tokenId: ctx.placeholders[item.modality]! };
+    });
+    return { role: m.role, content: pieces };
+  });
+  const ids = ctx.tokenizer.applyChatTemplate(turns);
+  const placeholderModality = new Map<number, MediaModality>();
+  for (const modality of ['audio', 'image'] as const) {
+    const id = ctx.placeholders[modality];
+    if (id !== null) placeholderModality.set(id, modality);
+  }
+  // Throws REQUEST_INVALID if text typed a placeholder token (possible with a Hugging Face tokenizer only).
+  const map = buildPositionMap(ids, placeholderModality, items);
+  return { promptTokenIds: map.tokenIds, items, spans: map.spans };
+}
+
+function probeItem(part: Extract<ContentPart, { type: 'audio' | 'image' }>, index: number, what: string, ctx: PromptContext): MediaItem {
+  const modality: MediaModality = part.type;
+  const encoder = ctx.encoders.get(modality);
+  if (!encoder) throw mediaInvalid(what, `this pipeline has no ${modality} encoder (add an encoder stage with modality ${modality} to the config, e.g. configs/tiny-omni-mm.yaml)`);
+  if (ctx.placeholders[modality] === null) {
+    throw new ChorusError(ErrorCodes.MEDIA_INVALID, `${what}: the thinker's tokenizer has no ${modality} placeholder token (${HF_PLACEHOLDERS[modality].join(', ')}), so media cannot be placed in its prompt`);
+  }
+  if (part.data.byteLength > ctx.maxItemBytes) {
+    throw mediaInvalid(what, `${size(part.data.byteLength)} is over the ${size(ctx.maxItemBytes)} limit per item (half the edge ring to the encoder: raise the connector's ring_bytes)`);
+  }
+  const settings = encoder.encoder as EncoderSettings;
+  const numEmbeddings =
+    part.type === 'audio'
+      ? probeAudio(part.data, part.format, { pcm16RateHz: part.sampleRateHz, maxSeconds: settings.maxAudioSeconds, what }).numEmbeddings
+      : probeImage(part.data, settings.imageGrid ?? undefined, what).numEmbeddings;
+  return { index, modality, part, what, numEmbeddings, encoder };
+}
+
+function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  return bytes < 1048576 ? `${Math.round(bytes / 1024)} KiB` : `${(bytes / 1048576).toFixed(1)} MiB`;
+}

@@ -1,0 +1,76 @@
+/** A stage core without a process: a recording adapter, a StageContext, and hand-made received chunks. */
+import type { StageSpec } from '../../src/config/types.ts';
+import { logger } from '../../src/log.ts';
+import type { StageToMain } from '../../src/worker/messages.ts';
+import type { StageContext } from '../../src/worker/StageCore.ts';
+import type { ChunkTransferAdapter, ExpectOptions, ReceivedChunk, SendTarget } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { Tensor } from '../../transport/codec.ts';
+import type { SerializedError } from '../../src/errors.ts';
+import type { FinishReason } from '../../src/engine/types.ts';
+
+export interface SentChunk {
+  readonly requestId: string;
+  readonly to: string;
+  readonly final: boolean;
+  readonly payload: Record<string, unknown>;
+  readonly tensors: Record<string, Tensor>;
+  readonly finishReason?: FinishReason;
+  readonly error?: SerializedError;
+}
+
+/** Records what a core sends and expects; nothing arrives by itself (tests call core.onArrivals). */
+export class FakeAdapter {
+  readonly sent: SentChunk[] = [];
+  readonly expected: { requestId: string; from: string }[] = [];
+  readonly stopped: { requestId: string; from: string }[] = [];
+  readonly cancelled: string[] = [];
+
+  expect(requestId: string, o: ExpectOptions): void {
+    this.expected.push({ requestId, from: o.fromInstance });
+  }
+
+  saveAsync(requestId: string, target: SendTarget, chunk: { final: boolean; payload?: Record<string, unknown>; tensors?: Record<string, Tensor>; finishReason?: FinishReason; error?: SerializedError }): Promise<void> {
+    this.sent.push({ requestId, to: target.toInstance, final: chunk.final, payload: chunk.payload ?? {}, tensors: chunk.tensors ?? {}, finishReason: chunk.finishReason, error: chunk.error });
+    return Promise.resolve();
+  }
+
+  stopReceiving(requestId: string, from: string): void {
+    this.stopped.push({ requestId, from });
+  }
+
+  cancel(requestId: string): void {
+    this.cancelled.push(requestId);
+  }
+
+  /** Sent chunks to one target, in order. */
+  to(instance: string): SentChunk[] {
+    return this.sent.filter((c) => c.to === instance);
+  }
+}
+
+export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContext & { readonly posted: StageToMain[] } {
+  const posted: StageToMain[] = [];
+  return {
+    spec,
+    chunkPolicy: { initialCodecChunkFrames: null, codecChunkFrames: 25, codecLeftContextFrames: 25, dynamicInitialChunk: true, chunkTimeoutMs: 30_000 },
+    asyncChunk: true,
+    adapter: adapter as unknown as ChunkTransferAdapter,
+    post: (msg) => posted.push(msg),
+    log: logger.child({ test: true }),
+    posted,
+  };
+}
+
+let seqs = new Map<string, number>();
+
+/** A chunk as the adapter would deliver it (seq counted per request and producer). */
+export function received(requestId: string, from: string, to: string, payload: Record<string, unknown>, tensors: Record<string, Tensor> = {}, final = false): ReceivedChunk {
+  const k = `${requestId} ${from}`;
+  const seq = seqs.get(k) ?? 0;
+  seqs.set(k, seq + 1);
+  return { meta: { requestId, from, to, seq, final, sentAtMs: Date.now(), payload }, tensors, bytes: 0, receivedAtMs: Date.now() };
+}
+
+export function resetSeqs(): void {
+  seqs = new Map();
+}

@@ -1,0 +1,143 @@
+/**
+ * EncoderCore with a fake encoder: a cache hit skips the encoder, same-modality items batch until the batch is full
+ * or its timeout, entries a running request references survive any eviction, and nothing outlives an abort.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { prepareImage } from '../../stages/encoders/media/prepareMedia.ts';
+import type { EncoderInput } from '../../stages/encoders/types.ts';
+import type { EncoderSettings } from '../../src/config/types.ts';
+import { ErrorCodes } from '../../src/errors.ts';
+import { EncoderCore } from '../../src/worker/cores/EncoderCore.ts';
+import type { EncodeItem, StageStats } from '../../src/worker/messages.ts';
+import { configWith } from '../helpers/engine.ts';
+import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+import { pngBytes } from '../helpers/media.ts';
+
+const D = 4;
+const ROWS_PER_IMAGE = 4; // a 56 x 56 image: 4 x 4 patches merged 2 x 2
+const ITEM_BYTES = ROWS_PER_IMAGE * D * 4;
+
+class FakeVisionRunner {
+  readonly modality = 'image' as const;
+  readonly outputSize = D;
+  readonly identity = 'fake-vision';
+  readonly batches: number[] = [];
+
+  encode(items: readonly EncoderInput[]): Float32Array[] {
+    this.batches.push(items.length);
+    // Rows that depend on the pixels, so different images give different rows.
+    return items.map((item) => new Float32Array(item.numEmbeddings * D).fill(item.modality === 'image' ? item.patches[7] : 0));
+  }
+}
+
+const graph = configWith('tiny-omni-mm.yaml');
+const baseSpec = graph.stages.find((s) => s.stageId === 'image-encoder')!;
+
+function setup(settings: Partial<EncoderSettings> = {}) {
+  const spec = { ...baseSpec, encoder: { ...baseSpec.encoder!, ...settings } };
+  const adapter = new FakeAdapter();
+  const ctx = stageContext(spec, adapter);
+  const runner = new FakeVisionRunner();
+  const core = new EncoderCore(ctx, runner);
+  const add = (requestId: string, numItems: number) =>
+    core.add({
+      type: 'add',
+      requestId,
+      sampling: spec.defaultSamplingParams,
+      downstream: [{ instance: 'thinker#0', stageId: 'thinker' }],
+      upstreams: [{ instance: 'main', stageId: 'main' }],
+      encode: Array.from({ length: numItems }, (_, item): EncodeItem => ({ item, modality: 'image', numEmbeddings: ROWS_PER_IMAGE, what: `${requestId} image ${item}` })),
+      firstChunkDeadline: Date.now() + 30_000,
+    });
+  const media = (requestId: string, item: number, bytes: Uint8Array, final = false) =>
+    core.onArrivals([{ requestId, chunk: received(requestId, 'main', 'image-encoder', { item, format: 'image', what: `${requestId} image ${item}` }, { data: { data: bytes, shape: [bytes.length] } }, final) }]);
+  const encoderStats = () => (core.stats() as StageStats).encoder!;
+  return { adapter, ctx, runner, core, add, media, encoderStats };
+}
+
+const key = (bytes: Uint8Array) => prepareImage(bytes).cacheKey('fake-vision');
+
+beforeEach(() => resetSeqs());
+afterEach(() => vi.useRealTimers());
+
+describe('EncoderCore', () => {
+  it('the same image in two requests runs the encoder once; the second is a cache hit with the same rows', () => {
+    const { adapter, runner, core, add, media, encoderStats } = setup({ batchTimeoutMs: 0 });
+    const img = pngBytes(56, 56, 3);
+    add('r1', 1);
+    media('r1', 0, img, true);
+    expect(core.step()).toBe(true);
+    add('r2', 1);
+    media('r2', 0, img, true); // answered on arrival, no step needed
+    expect(runner.batches).toEqual([1]);
+    const [a, b] = adapter.to('thinker#0');
+    expect(a).toMatchObject({ requestId: 'r1', final: true, payload: { item: 0 } });
+    expect(b).toMatchObject({ requestId: 'r2', final: true, payload: { item: 0 } });
+    expect(b.tensors.rows.shape).toEqual([ROWS_PER_IMAGE, D]);
+    expect(b.tensors.rows.data).toEqual(a.tensors.rows.data);
+    expect(encoderStats()).toMatchObject({ cacheHits: 1, cacheMisses: 1, runs: 1, itemsEncoded: 1, cachePinnedBytes: 0, cacheEntries: 1 });
+  });
+
+  it('batches items of several requests: a partial batch waits for its timeout, a full one starts at once', () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
+    const { runner, core, add, media } = setup({ maxBatchSize: 3, batchTimeoutMs: 20 });
+    for (const r of ['a', 'b']) {
+      add(r, 1);
+      media(r, 0, pngBytes(56, 56, r.charCodeAt(0)), true);
+    }
+    expect(core.step()).toBe(false); // 2 of 3: wait for company
+    expect(core.nextWakeAtMs()).toBe(1_000_020);
+    vi.setSystemTime(1_000_020);
+    expect(core.step()).toBe(true);
+    expect(runner.batches).toEqual([2]);
+    for (const r of ['c', 'd', 'e']) {
+      add(r, 1);
+      media(r, 0, pngBytes(56, 56, r.charCodeAt(0)), true);
+    }
+    expect(core.step()).toBe(true); // full: no waiting
+    expect(runner.batches).toEqual([2, 3]);
+    expect(core.nextWakeAtMs()).toBeNull();
+  });
+
+  it('under a small budget, an entry a running request references is never evicted; released ones are, oldest first', () => {
+    const { core, add, media, encoderStats } = setup({ batchTimeoutMs: 0, cacheBytes: Math.floor(1.5 * ITEM_BYTES) });
+    const [a, b, c, d] = [1, 2, 3, 4].map((seed) => pngBytes(56, 56, seed));
+    // r1 and r2 each hold one encoded image while they wait for their second: both entries are pinned.
+    add('r1', 2);
+    media('r1', 0, a);
+    core.step();
+    add('r2', 2);
+    media('r2', 0, c);
+    core.step(); // C does not fit beside pinned A: the cache runs over budget rather than drop a pinned entry
+    expect([a, c].map((x) => core.cache.has(key(x)))).toEqual([true, true]);
+    expect(encoderStats()).toMatchObject({ cacheEvictions: 0, cacheBytes: 2 * ITEM_BYTES, cachePinnedBytes: 2 * ITEM_BYTES });
+    media('r1', 1, b, true);
+    core.step(); // r1 done: A and B unpinned and trimmed (A first); C, still pinned by r2, stays
+    expect([a, b, c].map((x) => core.cache.has(key(x)))).toEqual([false, false, true]);
+    media('r2', 1, d, true);
+    core.step(); // r2 done: C is the least recently released
+    expect([c, d].map((x) => core.cache.has(key(x)))).toEqual([false, true]);
+    expect(encoderStats()).toMatchObject({ cacheEvictions: 3, cacheEntries: 1, cachePinnedBytes: 0, cacheBytes: ITEM_BYTES });
+  });
+
+  it('an abort drops the request\'s queued work and pins; an item that does not decode is answered with its error', () => {
+    const { adapter, ctx, runner, core, add, media, encoderStats } = setup({ batchTimeoutMs: 1000 });
+    add('gone', 1);
+    media('gone', 0, pngBytes(56, 56, 9), true);
+    expect(core.step()).toBe(false); // waiting for company
+    core.abort('gone');
+    expect(encoderStats()).toMatchObject({ queuedItems: 0, cacheEntries: 0, cacheBytes: 0 });
+    expect(core.step()).toBe(false);
+    expect(runner.batches).toEqual([]);
+    expect(ctx.posted).toContainEqual({ type: 'finished', requestId: 'gone', finishReason: 'cancelled', numTokens: 0 });
+
+    add('bad', 1);
+    const corrupt = pngBytes(56, 56, 1);
+    corrupt.fill(0, 60);
+    media('bad', 0, corrupt, true);
+    const sent = adapter.to('thinker#0').at(-1)!;
+    expect(sent).toMatchObject({ requestId: 'bad', final: true, finishReason: 'stop', payload: { item: 0, error: { code: ErrorCodes.MEDIA_INVALID } } });
+    expect((sent.payload.error as { message: string }).message).toMatch(/^bad image 0: cannot decode PNG/);
+    expect(core.size).toBe(0);
+  });
+});

@@ -1,0 +1,52 @@
+/** StageLoop sleeps until something arrives or the core's next deadline (no polling), then steps again. */
+import { describe, expect, it } from 'vitest';
+import { logger } from '../../src/log.ts';
+import { StageLoop } from '../../src/worker/StageLoop.ts';
+import type { StageCore } from '../../src/worker/StageCore.ts';
+import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
+
+const idleAdapter = { processPendingChunks: () => [], hasPendingArrivals: false, pendingSendBytes: 0 } as unknown as ChunkTransferAdapter;
+
+/** A core with nothing to run whose next deadline is `wakeAt`; resolves `woken` on its second step. */
+function fakeCore(wakeAt: () => number | null) {
+  const steps: number[] = [];
+  let resolveSecond!: () => void;
+  const second = new Promise<void>((r) => (resolveSecond = r));
+  const core = {
+    size: 0,
+    onArrivals: () => {},
+    step: () => {
+      steps.push(Date.now());
+      if (steps.length === 2) resolveSecond();
+      return false;
+    },
+    nextWakeAtMs: wakeAt,
+    stats: () => ({}),
+  } as unknown as StageCore;
+  return { core, steps, second };
+}
+
+describe('StageLoop', () => {
+  it('wakes at the core\'s deadline with nothing arriving', async () => {
+    const start = Date.now();
+    const { core, steps, second } = fakeCore(() => (steps.length === 1 ? start + 40 : null));
+    const loop = new StageLoop(core, idleAdapter, () => {}, logger);
+    const running = loop.run();
+    await second;
+    expect(steps[1] - start).toBeGreaterThanOrEqual(39); // libuv may round a timer down by a millisecond
+    loop.stop();
+    await running;
+  });
+
+  it('an arrival wakes it before the deadline, and the deadline timer is cleared', async () => {
+    const { core, steps, second } = fakeCore(() => Date.now() + 60_000);
+    const loop = new StageLoop(core, idleAdapter, () => {}, logger);
+    const running = loop.run();
+    const before = Date.now();
+    loop.wake();
+    await second;
+    expect(steps[1] - before).toBeLessThan(1000);
+    loop.stop();
+    await running;
+  });
+});

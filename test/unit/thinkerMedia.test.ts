@@ -1,0 +1,170 @@
+/**
+ * The Thinker's media path through ThinkerCore with a fake runner: text before the first item prefills while the
+ * encoders run, the request waits at an item's span until its rows arrive, the steps' inputs_embeds are the text
+ * embeddings with the rows spliced in, and an item that cannot be delivered fails the request or is dropped.
+ */
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
+import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
+import { ThinkerCore } from '../../src/worker/cores/ThinkerCore.ts';
+import type { EncoderFailurePolicy } from '../../src/config/types.ts';
+import type { AddRequest } from '../../src/worker/messages.ts';
+import { ErrorCodes } from '../../src/errors.ts';
+import { configWith } from '../helpers/engine.ts';
+import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+
+const D = 4;
+const IMG = 262;
+const AUD = 261;
+
+class FakeThinkerRunner implements ThinkerRunner {
+  readonly hiddenSize = D;
+  readonly vocabSize = 512;
+  readonly eosTokenId = 256;
+  readonly supports = { inputsEmbeds: true, hiddenStates: true, embeddings: true };
+  readonly batches: ThinkerBatchItem[][] = [];
+
+  embed(ids: readonly number[]): Float32Array {
+    const out = new Float32Array(ids.length * D);
+    ids.forEach((id, i) => out.set([id, id + 0.25, -id, 1], i * D));
+    return out;
+  }
+
+  execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
+    this.batches.push([...items]);
+    return items.map((it) => ({ seqId: it.seqId, tokenId: it.sample ? 300 : null, embeds: it.inputsEmbeds ?? this.embed(it.tokenIds!), hidden: new Float32Array(it.numTokens * D) }));
+  }
+
+  kvBytes(): number {
+    return 0;
+  }
+  free(): void {}
+  async close(): Promise<void> {}
+}
+
+const rowsOf = (n: number, base: number) => Float32Array.from({ length: n * D }, (_, i) => base + i / 100);
+const imageRows = rowsOf(4, 1000);
+const audioRows = rowsOf(3, 2000);
+const graph = configWith('tiny-omni-mm.yaml');
+const spec = graph.stages.find((s) => s.kind === 'thinker')!;
+// text, image, text, audio, text: [1 2 3] <image x4> [4 5] <audio x3> [6]
+const map = buildPositionMap([1, 2, 3, IMG, 4, 5, AUD, 6], new Map([[IMG, 'image'], [AUD, 'audio']] as const), [
+  { modality: 'image', numEmbeddings: 4 },
+  { modality: 'audio', numEmbeddings: 3 },
+]);
+const image = { instance: 'image-encoder#0', stageId: 'image-encoder' };
+const audio = { instance: 'audio-encoder#0', stageId: 'audio-encoder' };
+
+function setup(policy: { image: EncoderFailurePolicy; audio: EncoderFailurePolicy } = { image: 'fail', audio: 'fail' }, maxTokens = 2) {
+  const adapter = new FakeAdapter();
+  const ctx = stageContext(spec, adapter);
+  const runner = new FakeThinkerRunner();
+  const core = new ThinkerCore(ctx, runner, 1);
+  const add: AddRequest = {
+    type: 'add',
+    requestId: 'r',
+    promptTokenIds: map.tokenIds,
+    sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
+    downstream: [{ instance: 'main', stageId: 'main' }],
+    upstreams: [image, audio],
+    media: {
+      spans: map.spans,
+      items: [
+        { modality: 'image', numEmbeddings: 4, what: 'messages[0].content[1] (image)', from: image, onFailure: policy.image },
+        { modality: 'audio', numEmbeddings: 3, what: 'messages[0].content[3] (audio)', from: audio, onFailure: policy.audio },
+      ],
+    },
+    firstChunkDeadline: Date.now() + 30_000,
+  };
+  core.add(add);
+  const rows = (item: number, from: typeof image, data: Float32Array) =>
+    core.onArrivals([{ requestId: 'r', chunk: received('r', from.stageId, 'thinker', { item }, { rows: { data, shape: [data.length / D, D] } }) }]);
+  const itemError = (item: number, from: typeof image, code: string, message: string) =>
+    core.onArrivals([{ requestId: 'r', chunk: received('r', from.stageId, 'thinker', { item, error: { code, message } }) }]);
+  return { adapter, ctx, runner, core, rows, itemError };
+}
+
+/** Concatenated input rows of every step of request r: what the model saw, position by position. */
+function modelInputs(runner: FakeThinkerRunner): Float32Array {
+  const parts = runner.batches.flat().map((it) => it.inputsEmbeds ?? runner.embed(it.tokenIds!));
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+beforeEach(() => resetSeqs());
+
+describe('ThinkerCore with media', () => {
+  it('prefills the text before the first item, waits at its span, then splices the rows in (text-image-text-audio-text)', () => {
+    const { adapter, runner, core, rows } = setup();
+    expect(adapter.expected.map((e) => e.from)).toEqual([image.instance, audio.instance]);
+    expect(core.step()).toBe(true);
+    expect(runner.batches[0][0]).toMatchObject({ tokenIds: [1, 2, 3], numTokens: 3, sample: false });
+    expect(runner.batches[0][0].inputsEmbeds).toBeUndefined();
+    expect(core.step()).toBe(false); // WAITING_FOR_CHUNK at the image's span
+    rows(1, audio, audioRows);
+    expect(core.step()).toBe(false); // the audio is ready but comes after the image
+    rows(0, image, imageRows);
+    expect(core.step()).toBe(true);
+    expect(runner.batches[1][0]).toMatchObject({ numTokens: 10, sample: true });
+
+    // The merged sequence equals a splice by hand: text rows, image rows at 3..6, text, audio rows at 9..11, text.
+    const manual = new Float32Array(13 * D);
+    const textIds = [1, 2, 3, -1, -1, -1, -1, 4, 5, -1, -1, -1, 6];
+    for (let p = 0; p < 13; p++) {
+      const row = p >= 3 && p < 7 ? imageRows.subarray((p - 3) * D, (p - 2) * D) : p >= 9 && p < 12 ? audioRows.subarray((p - 9) * D, (p - 8) * D) : runner.embed([textIds[p]]);
+      manual.set(row, p * D);
+    }
+    expect(modelInputs(runner)).toEqual(manual);
+    expect(adapter.to('main').map((c) => c.payload.tokenIds)).toEqual([[300]]);
+    expect(core.step()).toBe(true); // decode: the sampled token fed back
+    expect(adapter.to('main').at(-1)).toMatchObject({ final: true, finishReason: 'length', payload: { tokenIds: [300] } });
+    expect(core.size).toBe(0);
+  });
+
+  it('with text_only, an item its encoder could not deliver is cut out of the prompt and named in the final chunk', async () => {
+    const { adapter, ctx, runner, core, rows, itemError } = setup({ image: 'fail', audio: 'text_only' }, 1);
+    core.step();
+    itemError(1, audio, ErrorCodes.MEDIA_INVALID, 'messages[0].content[3] (audio): not a WAV file (no RIFF/WAVE header)');
+    rows(0, image, imageRows);
+    expect(core.step()).toBe(true);
+    expect(runner.batches[1][0]).toMatchObject({ numTokens: 7, sample: true }); // 13 positions - 3 of audio - 3 done
+    const seen = modelInputs(runner);
+    expect(seen.length).toBe(10 * D);
+    expect(seen.subarray(7 * D)).toEqual(runner.embed([4, 5, 6])); // the audio span is gone, the text after it moved up
+    const last = adapter.to('main').at(-1)!;
+    expect(last.final).toBe(true);
+    expect(last.payload.warnings).toEqual(['messages[0].content[3] (audio) was left out of the answer: CHORUS_ERR_MEDIA_INVALID: messages[0].content[3] (audio): not a WAV file (no RIFF/WAVE header)']);
+    // `finished` follows once the final chunk is in its edge (a promise): main gets the warnings both ways.
+    await vi.waitFor(() => expect(ctx.posted.find((m) => m.type === 'finished')).toMatchObject({ finishReason: 'length', warnings: last.payload.warnings }));
+  });
+
+  it('with fail, an item error ends the request with that error, naming the item', () => {
+    const { adapter, core, itemError } = setup();
+    core.step();
+    itemError(0, image, ErrorCodes.ENCODER_FAILED, 'vision encoder run failed for a batch of 1');
+    expect(core.size).toBe(0);
+    expect(adapter.to('main').at(-1)).toMatchObject({
+      final: true,
+      finishReason: 'error',
+      error: { code: ErrorCodes.ENCODER_FAILED, message: 'messages[0].content[1] (image): vision encoder run failed for a batch of 1' },
+    });
+  });
+
+  it('an encoder that stops (deadline, or main reports it died) costs only its items under text_only', () => {
+    const { adapter, runner, core, rows } = setup({ image: 'text_only', audio: 'text_only' }, 1);
+    core.step();
+    core.onArrivals([{ requestId: 'r', error: Object.assign(new Error('chunk 0 did not arrive in time'), { code: ErrorCodes.CHUNK_TIMEOUT }) as never, fromStageId: 'audio-encoder' }]);
+    core.onMediaFailed('r', image.instance, { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' });
+    expect(adapter.stopped).toEqual([{ requestId: 'r', from: image.instance }]);
+    rows(0, image, imageRows); // late rows of a dropped item are ignored
+    expect(core.step()).toBe(true);
+    expect(runner.batches[1][0]).toMatchObject({ tokenIds: [4, 5, 6], sample: true });
+    expect(runner.batches[1][0].inputsEmbeds).toBeUndefined();
+    expect((adapter.to('main').at(-1)!.payload.warnings as string[]).length).toBe(2);
+  });
+});
