@@ -30,7 +30,12 @@ export interface LimitOptions {
   readonly repeats?: number;
   readonly warmup?: number;
   readonly seed?: number;
-  /** The initial chunk; default what the chunk policy picks for a lone request (the c=1 case). */
+  /**
+   * Sequences that arrive together and run as one batch through every step (default 1, a lone request). A
+   * burst of c requests cannot see its first packets earlier than this limit at batch c.
+   */
+  readonly batch?: number;
+  /** The initial chunk; default what the chunk policy picks when `batch` requests are running. */
   readonly initialChunkFrames?: number;
 }
 
@@ -44,6 +49,7 @@ export interface LimitParts {
 }
 
 export interface LimitResult {
+  readonly batch: number;
   readonly prompt_tokens: number;
   readonly input_len: number;
   readonly initial_chunk_frames: number;
@@ -73,8 +79,10 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
   const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
   const thinkerSize = thinkerSpec.model.source === 'generated' && thinkerSpec.model.kind === 'thinker' ? thinkerSpec.model.size : undefined;
   const tokenizer = createTokenizer(thinkerSpec.model, thinkerSize);
-  const [content] = makePrompts({ tokenizer, count: 1, inputLen: o.inputLen, seed: o.seed ?? 0 });
-  const promptIds = tokenizer.applyChatTemplate([{ role: 'user', content }]);
+  const batch = o.batch ?? 1;
+  // The bench's own first prompts (same seed), so the limit computes exactly what the bench's requests need.
+  const contents = makePrompts({ tokenizer, count: batch, inputLen: o.inputLen, seed: o.seed ?? 0 });
+  const prompts = contents.map((content) => tokenizer.applyChatTemplate([{ role: 'user', content }]));
 
   const runners: Runners = {
     thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
@@ -82,7 +90,7 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
     code2wav: await createCode2WavRunner(code2wavSpec, g.modelsDir),
   };
   try {
-    const ic = o.initialChunkFrames ?? initialChunkFrames(g.chunkPolicy, 1);
+    const ic = o.initialChunkFrames ?? initialChunkFrames(g.chunkPolicy, batch);
     const sampling = {
       thinker: { ...thinkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
       talker: { ...talkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
@@ -91,14 +99,15 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
     const repeats = o.repeats ?? 20;
     const warmup = o.warmup ?? 3;
     for (let i = 0; i < warmup + repeats; i++) {
-      const parts = firstPacket(runners, g, promptIds, ic, sampling, `limit-${i}`);
+      const parts = firstPacket(runners, g, prompts, ic, sampling, `limit-${i}`);
       if (i >= warmup) runs.push(parts);
     }
     const med = (k: keyof LimitParts) => percentile(runs.map((r) => r[k]), 50);
     const totals = runs.map((r) => r.total_ms);
     const fpt = runners.talker.framesPerToken;
     return {
-      prompt_tokens: promptIds.length,
+      batch,
+      prompt_tokens: prompts[0].length,
       input_len: o.inputLen,
       initial_chunk_frames: ic,
       thinker_decode_steps: Math.floor((ic - 1) / fpt),
@@ -120,62 +129,73 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
   }
 }
 
-/** One first packet, timed part by part. */
+/** The first packet of `prompts.length` sequences run as one batch (1 = a lone request), timed part by part. */
 function firstPacket(
   r: Runners,
   g: StageGraph,
-  promptIds: readonly number[],
+  prompts: readonly (readonly number[])[],
   ic: number,
   sampling: { thinker: SamplingParams; talker: SamplingParams },
-  seqId: string,
+  run: string,
 ): LimitParts {
-  const p = promptIds.length;
+  const p = prompts[0].length; // every prompt has the same length (inputLen tokens + the template)
   const fpt = r.talker.framesPerToken;
-  const toTalker = new Thinker2Talker(r.thinker.hiddenSize, p, true);
-  const toCode2Wav = new Talker2Code2Wav(g.chunkPolicy, r.talker.numCodebooks, ic, true);
-  const rows: Float32Array[] = [];
-  const take = () => {
-    const c = toTalker.take(false);
-    if (c) rows.push(c.rows);
+  const dim = r.talker.conditionDim;
+  const seqs = prompts.map((promptIds, i) => ({
+    seqId: `${run}-${i}`,
+    promptIds,
+    toTalker: new Thinker2Talker(r.thinker.hiddenSize, p, true),
+    toCode2Wav: new Talker2Code2Wav(g.chunkPolicy, r.talker.numCodebooks, ic, true),
+    rows: [] as Float32Array[],
+    token: -1,
+  }));
+  const take = (s: (typeof seqs)[number]) => {
+    const c = s.toTalker.take(false);
+    if (c) s.rows.push(c.rows);
   };
   try {
     // 1. Thinker: prefill samples token 0; each decode step feeds the last token and samples the next.
     let t = performance.now();
-    let out = r.thinker.execute([{ seqId, tokenIds: promptIds, numTokens: p, sample: true, sampling: sampling.thinker }])[0];
-    toTalker.onStep(0, p, out.embeds, out.hidden, r.thinker.embed([out.tokenId!]));
-    take();
+    let outs = r.thinker.execute(seqs.map((s) => ({ seqId: s.seqId, tokenIds: s.promptIds, numTokens: p, sample: true, sampling: sampling.thinker })));
+    seqs.forEach((s, i) => {
+      s.token = outs[i].tokenId!;
+      s.toTalker.onStep(0, p, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
+      take(s);
+    });
     const thinkerPrefillMs = performance.now() - t;
     // Frame k >= 1 (position p + k) reads the row of token floor(k / fpt): the IC needs tokens 0..floor((ic-1)/fpt).
     t = performance.now();
     for (let step = 0; step < Math.floor((ic - 1) / fpt); step++) {
-      out = r.thinker.execute([{ seqId, tokenIds: [out.tokenId!], numTokens: 1, sample: true, sampling: sampling.thinker }])[0];
-      toTalker.onStep(p + step, 1, out.embeds, out.hidden, r.thinker.embed([out.tokenId!]));
-      take();
+      outs = r.thinker.execute(seqs.map((s) => ({ seqId: s.seqId, tokenIds: [s.token], numTokens: 1, sample: true, sampling: sampling.thinker })));
+      seqs.forEach((s, i) => {
+        s.token = outs[i].tokenId!;
+        s.toTalker.onStep(p + step, 1, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
+        take(s);
+      });
     }
     const thinkerDecodeMs = performance.now() - t;
-    const allRows = concat(rows);
-    const dim = r.talker.conditionDim;
-    const row = (i: number) => allRows.subarray(i * dim, (i + 1) * dim);
+    const allRows = seqs.map((s) => concat(s.rows));
+    const row = (i: number, k: number) => allRows[i].subarray(k * dim, (k + 1) * dim);
 
     // 2. Talker: prefill over positions 0..p (prompt rows + token 0's row) samples frame 0; then one frame per step.
     t = performance.now();
-    let frame = r.talker.execute([{ seqId, rows: allRows.subarray(0, (p + 1) * dim), numRows: p + 1, sampling: sampling.talker }])[0];
-    toCode2Wav.push(frame.codes);
+    let frames = r.talker.execute(seqs.map((s, i) => ({ seqId: s.seqId, rows: allRows[i].subarray(0, (p + 1) * dim), numRows: p + 1, sampling: sampling.talker })));
+    seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
     const talkerPrefillMs = performance.now() - t;
     t = performance.now();
     for (let k = 1; k < ic; k++) {
-      frame = r.talker.execute([{ seqId, rows: row(p + Math.floor(k / fpt)), numRows: 1, sampling: sampling.talker }])[0];
-      toCode2Wav.push(frame.codes);
+      frames = r.talker.execute(seqs.map((s, i) => ({ seqId: s.seqId, rows: row(i, p + Math.floor(k / fpt)), numRows: 1, sampling: sampling.talker })));
+      seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
     }
-    const chunk = toCode2Wav.take(false);
+    const chunks = seqs.map((s) => s.toCode2Wav.take(false));
     const talkerDecodeMs = performance.now() - t;
-    if (!chunk) throw new ChorusError(ErrorCodes.STAGE_FAILED, `the initial chunk of ${ic} frames did not form`);
+    if (chunks.some((c) => c === null)) throw new ChorusError(ErrorCodes.STAGE_FAILED, `the initial chunk of ${ic} frames did not form`);
 
-    // 3. Code2Wav of the initial chunk.
+    // 3. Code2Wav of the initial chunks.
     t = performance.now();
-    const [pcm] = r.code2wav.decode([{ seqId, codes: chunk.codes, numFrames: chunk.numFrames, contextFrames: chunk.contextFrames }]);
+    const pcm = r.code2wav.decode(seqs.map((s, i) => ({ seqId: s.seqId, codes: chunks[i]!.codes, numFrames: chunks[i]!.numFrames, contextFrames: chunks[i]!.contextFrames })));
     const code2wavMs = performance.now() - t;
-    if (pcm.length === 0) throw new ChorusError(ErrorCodes.STAGE_FAILED, 'code2wav returned no audio for the initial chunk');
+    if (pcm.some((x) => x.length === 0)) throw new ChorusError(ErrorCodes.STAGE_FAILED, 'code2wav returned no audio for an initial chunk');
     return {
       thinker_prefill_ms: thinkerPrefillMs,
       thinker_decode_ms: thinkerDecodeMs,
@@ -185,8 +205,10 @@ function firstPacket(
       total_ms: thinkerPrefillMs + thinkerDecodeMs + talkerPrefillMs + talkerDecodeMs + code2wavMs,
     };
   } finally {
-    r.thinker.free(seqId);
-    r.talker.free(seqId);
+    for (const s of seqs) {
+      r.thinker.free(s.seqId);
+      r.talker.free(s.seqId);
+    }
   }
 }
 
@@ -202,17 +224,18 @@ function concat(parts: readonly Float32Array[]): Float32Array {
 
 export function formatLimit(r: LimitResult): string {
   const m = r.median;
+  const x = r.batch > 1 ? `${r.batch} x ` : '';
   const rows: [string, number][] = [
-    [`thinker prefill (${r.prompt_tokens} tokens)`, m.thinker_prefill_ms],
+    [`thinker prefill (${x}${r.prompt_tokens} tokens)`, m.thinker_prefill_ms],
     [`thinker decode (${r.thinker_decode_steps} step${r.thinker_decode_steps === 1 ? '' : 's'})`, m.thinker_decode_ms],
-    [`talker prefill (${r.prompt_tokens + 1} rows, frame 0)`, m.talker_prefill_ms],
+    [`talker prefill (${x}${r.prompt_tokens + 1} rows, frame 0)`, m.talker_prefill_ms],
     [`talker frames 1..${r.initial_chunk_frames - 1} (${r.talker_decode_steps} steps)`, m.talker_decode_ms],
-    [`code2wav (${r.initial_chunk_frames} frames)`, m.code2wav_ms],
+    [`code2wav (${x}${r.initial_chunk_frames} frames)`, m.code2wav_ms],
     ['limit (sum)', m.total_ms],
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
   return [
-    `critical path of the first audio packet: medians of ${r.repeats} runs on the runners, one process, no runtime (IC ${r.initial_chunk_frames} frames)`,
+    `critical path of the first audio packet${r.batch > 1 ? ` of ${r.batch} requests batched together` : ''}: medians of ${r.repeats} runs on the runners, one process, no runtime (IC ${r.initial_chunk_frames} frames)`,
     ...rows.map(([label, ms]) => `  ${label.padEnd(width)}  ${ms.toFixed(2).padStart(8)} ms`),
     `  (limit min ${r.min_total_ms.toFixed(2)} ms, p99 ${r.p99_total_ms.toFixed(2)} ms)`,
   ].join('\n');

@@ -19,7 +19,7 @@ const USAGE = `usage:
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 300000]
                [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
-  chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--initial-chunk-frames N] [--json]
+  chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1] [--initial-chunk-frames N] [--json]
   chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256] [--transports shm,file,ipc] [--json]
 
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
@@ -125,6 +125,7 @@ async function runLimitCommand(argv: string[]): Promise<number> {
     repeats: { type: 'string' },
     seed: { type: 'string' },
     'initial-chunk-frames': { type: 'string' },
+    batch: { type: 'string' },
     json: { type: 'boolean', default: false },
   });
   const { runLimit, formatLimit } = await import('../../../bench/limit/runLimit.ts');
@@ -135,6 +136,7 @@ async function runLimitCommand(argv: string[]): Promise<number> {
     inputLen: positiveInt('input-len', v['input-len'], 100),
     repeats: positiveInt('repeats', v.repeats, 20),
     seed: positiveInt('seed', v.seed, 0, 0),
+    batch: positiveInt('batch', v.batch, 1),
     ...(ic !== undefined ? { initialChunkFrames: positiveInt('initial-chunk-frames', ic, 1) } : {}),
   });
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatLimit(result)}\n`);
