@@ -103,7 +103,10 @@ export interface BenchResult {
     /** The per-request override sent, or null (the server's chunk policy decided). */
     readonly initial_codec_chunk_frames: number | null;
   };
+  /** The critical path of a lone request's first packet (the c=1 goal's denominator). */
   limit: LimitResult | null;
+  /** The same for a burst of c requests batched together, for every concurrency c > 1 measured. */
+  burst_limits: LimitResult[];
   readonly runs: RunRow[];
   ratios: Ratio[];
   goals: Goal[];

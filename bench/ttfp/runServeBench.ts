@@ -88,14 +88,19 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
       initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
     },
     limit: null,
+    burst_limits: [],
     runs: [],
     ratios: [],
     goals: [],
   };
   if (first && o.limit !== false) {
+    // Before any stage process starts, so the runners have the machine to themselves.
     o.log.info('measuring the critical-path limit');
     const ic = o.initialCodecChunkFrames;
-    result.limit = await runLimit({ graph: first.graph, inputLen: o.inputLen, seed: o.seed, repeats: o.limitRepeats, ...(ic !== undefined ? { initialChunkFrames: ic } : {}) });
+    const limitAt = (batch: number) =>
+      runLimit({ graph: first.graph, inputLen: o.inputLen, seed: o.seed, repeats: o.limitRepeats, batch, ...(ic !== undefined ? { initialChunkFrames: ic } : {}) });
+    result.limit = await limitAt(1);
+    for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b)) result.burst_limits.push(await limitAt(c));
   }
   const timings = first ? new ServerTimings() : null;
   try {

@@ -107,12 +107,15 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     expect(result.config_sha256.async).not.toBe(result.config_sha256.sync);
   });
 
-  it('measures the critical-path limit and the async/sync ratios', () => {
+  it('measures the critical-path limits and the async/sync ratios', () => {
     const limit = result.limit!;
     expect(limit.prompt_tokens).toBe(INPUT_LEN + templateTokens);
     expect(limit.repeats).toBe(3);
     for (const v of Object.values(limit.median)) expect(v).toBeGreaterThan(0);
     expect(limit.median.total_ms).toBeGreaterThanOrEqual(limit.min_total_ms);
+    expect(limit.batch).toBe(1);
+    // A burst of 2 through every step together: one limit per concurrency above 1.
+    expect(result.burst_limits.map((l) => [l.batch, l.prompt_tokens])).toEqual([[2, INPUT_LEN + templateTokens]]);
     expect(result.ratios.map((r) => r.concurrency)).toEqual([1, 2]);
     for (const r of result.ratios) expect(r.ttfp_async_over_sync!).toBeGreaterThan(0);
     expect(result.goals.map((g) => g.name)).toEqual(['TTFP async/sync at c=1', 'TTFP/limit at c=1 (mean)']);

@@ -4,6 +4,7 @@
  */
 import { formatLimit } from '../../limit/runLimit.ts';
 import { ttfpOverLimit } from '../goals.ts';
+import type { LimitResult } from '../../limit/runLimit.ts';
 import type { BenchResult } from '../results.ts';
 import { meanColumns, ms, num, percentileColumns, renderMarkdown, renderText } from './tables.ts';
 
@@ -15,14 +16,32 @@ function ratioLines(r: BenchResult): string[] {
   );
 }
 
+/** The limit a run is compared with: a lone request's at c=1, a burst of c at c > 1. */
+function limitFor(r: BenchResult, concurrency: number): LimitResult | null {
+  if (concurrency === 1) return r.limit;
+  return r.burst_limits.find((l) => l.batch === concurrency) ?? null;
+}
+
 function limitLines(r: BenchResult): string[] {
-  if (!r.limit) return [];
   const lines: string[] = [];
   for (const run of r.runs.filter((x) => x.async_chunk)) {
-    const v = ttfpOverLimit(run, r.limit);
-    if (v) lines.push(`c=${run.concurrency}: mean ${num(v.mean, 2)}, p50 ${num(v.p50, 2)}  (TTFP ${ms(run.mean_ttfp_ms)} ms over limit ${ms(r.limit.median.total_ms)} ms)`);
+    const limit = limitFor(r, run.concurrency);
+    const v = ttfpOverLimit(run, limit);
+    if (!v || !limit) continue;
+    const what = limit.batch === 1 ? 'limit' : `burst limit (${limit.batch} batched, IC ${limit.initial_chunk_frames})`;
+    lines.push(`c=${run.concurrency}: mean ${num(v.mean, 2)}, p50 ${num(v.p50, 2)}  (TTFP ${ms(run.mean_ttfp_ms)} ms over ${what} ${ms(limit.median.total_ms)} ms)`);
   }
   return lines;
+}
+
+function burstLines(r: BenchResult): string[] {
+  return r.burst_limits.map((l) => {
+    const m = l.median;
+    return (
+      `burst of ${l.batch}: ${ms(m.total_ms)} ms = thinker prefill ${ms(m.thinker_prefill_ms)} + decode ${ms(m.thinker_decode_ms)} + ` +
+      `talker prefill ${ms(m.talker_prefill_ms)} + frames ${ms(m.talker_decode_ms)} + code2wav ${ms(m.code2wav_ms)} (IC ${l.initial_chunk_frames})`
+    );
+  });
 }
 
 function goalLines(r: BenchResult): string[] {
@@ -48,6 +67,7 @@ export function formatText(r: BenchResult): string {
   };
   section('async / sync ratios (lower is better for TTFP):', ratioLines(r));
   if (r.limit) out.push('', formatLimit(r.limit));
+  section('the same for a burst of c requests batched together (medians, ms):', burstLines(r));
   section('TTFP / limit (async):', limitLines(r));
   section('goals:', goalLines(r));
   section('failed requests:', errorLines(r));
@@ -72,6 +92,7 @@ export function formatMarkdown(r: BenchResult): string {
   };
   section('async / sync ratios', ratioLines(r));
   if (r.limit) out.push('', '**Critical-path limit**', '', '```', formatLimit(r.limit), '```');
+  section('Critical path of a burst of c requests batched together', burstLines(r));
   section('TTFP / limit (async)', limitLines(r));
   section('Goals', goalLines(r));
   section('Failed requests', errorLines(r));
