@@ -43,6 +43,7 @@ export const defaults = {
     batchTimeoutMs: 5, // a partial batch waits this long for company
     onFailure: 'fail' as 'fail' | 'text_only',
     maxAudioSeconds: 20 * 60, // 20 min
+    timeoutMs: 30_000, // 30 s from admission for an item's rows to reach the Thinker
   },
 } as const;
 

@@ -94,6 +94,7 @@ export function resolveEncoderSettings(
     batchTimeoutMs: raw.batch_timeout_ms ?? d.batchTimeoutMs,
     onFailure: raw.on_failure ?? graphOnFailure ?? d.onFailure,
     maxAudioSeconds: raw.max_audio_seconds ?? d.maxAudioSeconds,
+    timeoutMs: raw.timeout_ms ?? d.timeoutMs,
     imageGrid:
       raw.modality === 'image'
         ? { patchSize: grid.patchSize, mergeSize: grid.mergeSize, minPixels: DEFAULT_IMAGE_GRID.minPixels, maxPixels: DEFAULT_IMAGE_GRID.maxPixels }

@@ -97,6 +97,7 @@ export const EncoderYaml = Type.Object(
     batch_timeout_ms: optional(int(0)),
     on_failure: optional(oneOf(['fail', 'text_only'] as const)),
     max_audio_seconds: optional(Type.Number({ exclusiveMinimum: 0 })),
+    timeout_ms: optional(int(1)),
   },
   closed,
 );

@@ -152,6 +152,8 @@ export interface EncoderSettings {
   readonly onFailure: EncoderFailurePolicy;
   /** Audio items longer than this are refused at admission. */
   readonly maxAudioSeconds: number;
+  /** From admission: an item whose rows have not reached the Thinker by then has failed (on_failure applies). */
+  readonly timeoutMs: number;
   /** Vision only. */
   readonly imageGrid: ImageGridSettings | null;
 }

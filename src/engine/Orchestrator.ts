@@ -145,11 +145,19 @@ export class Orchestrator implements Engine {
       (s, reason) => this.onRequestEnd(s, reason),
     );
     this.live.set(requestId, stream);
-    const firstChunkDeadline = Date.now() + this.graph.chunkPolicy.chunkTimeoutMs;
+    // With media, the Thinker's first output may wait for the slowest encoder's timeout first.
+    const admittedAtMs = Date.now();
+    const encoderTimeoutMs = Math.max(0, ...prompt.items.map((i) => i.encoder.encoder!.timeoutMs));
+    const firstChunkDeadline = admittedAtMs + encoderTimeoutMs + this.graph.chunkPolicy.chunkTimeoutMs;
     for (const s of outputs) {
       this.adapter.expect(requestId, { fromInstance: chosen.get(s.stageId)!.instance, fromStageId: s.stageId, keyStage: s.stageId, firstChunkDeadline, chunkTimeoutMs: this.graph.chunkPolicy.chunkTimeoutMs });
     }
-    const instanceOf = (stageId: string): UpstreamSource => ({ instance: chosen.get(stageId)!.instance, stageId });
+    const instanceOf = (stageId: string): UpstreamSource => {
+      const timeoutMs = this.graph.stages.find((s) => s.stageId === stageId)?.encoder?.timeoutMs;
+      // An encoder's rows are due within its timeout of admission (its own chunks, one per item, too).
+      const deadlines = timeoutMs === undefined ? {} : { firstChunkDeadline: admittedAtMs + timeoutMs, chunkTimeoutMs: timeoutMs };
+      return { instance: chosen.get(stageId)!.instance, stageId, ...deadlines };
+    };
     const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf);
     // Downstream stages first, so each is expecting chunks before its upstream can produce any (the Thinker
     // before its encoders).
@@ -160,7 +168,7 @@ export class Orchestrator implements Engine {
         .map((d) => ({ instance: chosen.get(d.stageId)!.instance, stageId: d.stageId }));
       if (outputs.includes(spec)) downstream.push({ instance: MAIN, stageId: MAIN });
       const isEntry = spec.stageId === this.graph.entryStageId;
-      const upstreams = spec.encoder ? [{ instance: MAIN, stageId: MAIN }] : spec.inputs.filter((i) => chosen.has(i.from)).map((i) => instanceOf(i.from));
+      const upstreams: UpstreamSource[] = spec.encoder ? [{ instance: MAIN, stageId: MAIN }] : spec.inputs.filter((i) => chosen.has(i.from)).map((i) => instanceOf(i.from));
       const add: AddRequest = {
         type: 'add',
         requestId,

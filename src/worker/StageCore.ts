@@ -67,8 +67,8 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
         fromInstance: upstream.instance,
         fromStageId: upstream.stageId,
         keyStage: this.ctx.spec.stageId,
-        firstChunkDeadline: msg.firstChunkDeadline,
-        chunkTimeoutMs: this.ctx.chunkPolicy.chunkTimeoutMs,
+        firstChunkDeadline: upstream.firstChunkDeadline ?? msg.firstChunkDeadline,
+        chunkTimeoutMs: upstream.chunkTimeoutMs ?? this.ctx.chunkPolicy.chunkTimeoutMs,
       });
     }
   }

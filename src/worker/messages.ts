@@ -30,6 +30,9 @@ export interface DownstreamTarget {
 export interface UpstreamSource {
   readonly instance: string; // "thinker#0", or "main" for an encoder (main sends it the media)
   readonly stageId: string;
+  /** This stream's own deadlines (an encoder's timeout_ms); default: the request's firstChunkDeadline and chunk_timeout_ms. */
+  readonly firstChunkDeadline?: number;
+  readonly chunkTimeoutMs?: number;
 }
 
 /** Where a media item's rows go in the Thinker's prompt (stages/encoders/positionMap.ts MediaSpan). */

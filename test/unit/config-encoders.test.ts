@@ -46,7 +46,7 @@ describe('encoder stages', () => {
     expect(audio.model).toEqual({ source: 'generated', kind: 'audio_encoder', preset: 'tiny', seed: 0, size: { ...encoderPresets.tiny.audio, outputSize: hidden } });
     expect(image.model).toEqual({ source: 'generated', kind: 'vision_encoder', preset: 'tiny', seed: 0, size: { ...encoderPresets.tiny.vision, outputSize: hidden } });
     expect(audio.encoder).toEqual({
-      modality: 'audio', cacheBytes: 64 * 1024 ** 2, budgetEmbeddings: 2048, maxBatchSize: 8, batchTimeoutMs: 5, onFailure: 'fail', maxAudioSeconds: 1200, imageGrid: null,
+      modality: 'audio', cacheBytes: 64 * 1024 ** 2, budgetEmbeddings: 2048, maxBatchSize: 8, batchTimeoutMs: 5, onFailure: 'fail', maxAudioSeconds: 1200, timeoutMs: 30000, imageGrid: null,
     });
     expect(image.encoder?.imageGrid).toEqual({ patchSize: 14, mergeSize: 2, minPixels: 56 * 56, maxPixels: 224 * 224 });
     expect(thinker.inputs).toEqual([{ from: 'audio-encoder', connector: 'shm' }, { from: 'image-encoder', connector: 'shm' }]);
