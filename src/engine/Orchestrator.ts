@@ -16,7 +16,7 @@ import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../sta
 import type { AddRequest, DownstreamTarget, EdgeBinding, StageStats, StageToMain, UpstreamSource } from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
-import { encodersOf, placeholderIds, preparePrompt, type PreparedPrompt, type PromptContext } from './mediaPrompt.ts';
+import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { Engine, GenerateRequest, RequestHandle, StageHealth } from './types.ts';
@@ -128,7 +128,7 @@ export class Orchestrator implements Engine {
     if (this.live.has(requestId)) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
     // Media items are probed here (headers only) and refused before anything is admitted.
     const prompt = preparePrompt(request.messages, this.promptContext);
-    this.checkFits(prompt);
+    checkPromptFits(prompt, this.graph);
     const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
     const chosen = new Map(stages.map((s) => [s.stageId, this.pickReplica(s)]));
     const promptTokenIds = prompt.promptTokenIds;
@@ -193,19 +193,6 @@ export class Orchestrator implements Engine {
       pause: () => this.broadcast(requestId, 'pause'),
       resume: () => this.broadcast(requestId, 'resume'),
     };
-  }
-
-  /** A prompt longer than the Thinker's positions is refused here when it has media, naming what made it long. */
-  private checkFits(prompt: PreparedPrompt): void {
-    if (prompt.items.length === 0) return; // text-only: the Thinker refuses it in-band, as before
-    const m = this.graph.stages.find((s) => s.stageId === this.graph.entryStageId)!.model;
-    const maxPositions = m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
-    if (prompt.promptTokenIds.length < maxPositions) return;
-    const media = prompt.items.reduce((n, i) => n + i.numEmbeddings, 0);
-    throw new ChorusError(
-      ErrorCodes.REQUEST_TOO_LARGE,
-      `the prompt takes ${prompt.promptTokenIds.length} positions (${media} of them for ${prompt.items.length} media item(s): ${prompt.items.map((i) => `${i.what} ${i.numEmbeddings}`).join(', ')}); the thinker has ${maxPositions}: send shorter audio or fewer images`,
-    );
   }
 
   private pickReplica(spec: StageSpec): Slot {

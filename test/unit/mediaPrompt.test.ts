@@ -1,6 +1,6 @@
 /** Main's side of media: content parts -> prompt with expanded placeholders, items, spans; routing; request checks. */
 import { describe, expect, it } from 'vitest';
-import { encodersOf, placeholderIds, preparePrompt, type PromptContext } from '../../src/engine/mediaPrompt.ts';
+import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from '../../src/engine/mediaPrompt.ts';
 import { MAIN, planEdges, stagesFor } from '../../src/engine/planEdges.ts';
 import type { ChatMessage, ContentPart } from '../../src/engine/types.ts';
 import { validateRequest } from '../../src/engine/validateRequest.ts';
@@ -78,6 +78,14 @@ describe('preparePrompt', () => {
       expect(err.code).toBe(ErrorCodes.MEDIA_INVALID);
       expect(err.message).toMatch(pattern);
     }
+  });
+
+  it('refuses a prompt that media makes longer than the thinker\'s positions, saying which item takes how many', () => {
+    const long = preparePrompt([{ role: 'user', content: [{ type: 'audio', data: new Uint8Array(170 * 16000 * 2), format: 'pcm16', sampleRateHz: 16000 }] }], ctx());
+    const err = errorOf(() => checkPromptFits(long, mm));
+    expect(err.code).toBe(ErrorCodes.REQUEST_TOO_LARGE);
+    expect(err.message).toMatch(/^the prompt takes \d+ positions \(4250 of them for 1 media item\(s\): messages\[0\]\.content\[0\] \(audio\) 4250\); the thinker has 4096/);
+    expect(() => checkPromptFits(preparePrompt([{ role: 'user', content: [{ type: 'audio', data: new Uint8Array(160 * 16000 * 2), format: 'pcm16', sampleRateHz: 16000 }] }], ctx()), mm)).not.toThrow();
   });
 });
 
