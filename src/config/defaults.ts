@@ -47,9 +47,9 @@ export const defaults = {
   },
 } as const;
 
-/** code2wav is a one-shot (non-autoregressive) decode; every other kind generates step by step. */
+/** code2wav and the encoders run one-shot (non-autoregressive) forwards; the Thinker and Talker generate step by step. */
 export function defaultWorkerType(kind: StageKind): WorkerType {
-  return kind === 'code2wav' ? 'generation' : 'ar';
+  return kind === 'code2wav' || kind === 'encoder' ? 'generation' : 'ar';
 }
 
 /** max_tokens by kind: Thinker text tokens; Talker codec frames (4096 frames = 5.5 min of audio). */

@@ -53,9 +53,9 @@ export function resolveProcessor(
   return given;
 }
 
-/** Thinker and Talker decode token by token (ar); Code2Wav decodes a chunk at once (generation). */
+/** Thinker and Talker decode token by token (ar); Code2Wav decodes a chunk, an encoder a batch of items, at once (generation). */
 export function checkWorkerType(stage: RuleStage, workerType: WorkerType, problems: Problems): void {
-  const required: Partial<Record<StageKind, WorkerType>> = { thinker: 'ar', talker: 'ar', code2wav: 'generation' };
+  const required: Partial<Record<StageKind, WorkerType>> = { thinker: 'ar', talker: 'ar', code2wav: 'generation', encoder: 'generation' };
   const want = required[stage.kind];
   if (want && workerType !== want) {
     problems.add(['stages', stage.index, 'worker_type'], `a ${stage.kind} stage runs on the ${want} worker, got ${workerType} (leave the key out to use the default)`);

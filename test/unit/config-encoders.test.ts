@@ -34,12 +34,12 @@ describe('encoder stages', () => {
     const load = (n: string) => loadConfig(path.join(repoRoot(), 'configs', `${n}.yaml`), { cores: 64 });
     const [mm, plain] = await Promise.all([load('tiny-omni-mm'), load('tiny-omni')]);
     expect(mm.entryStageId).toBe('thinker');
-    expect(mm.stages.map((s) => [s.stageId, s.kind, s.nextStageProcessor])).toEqual([
-      ['audio-encoder', 'encoder', 'encoder2thinker'],
-      ['image-encoder', 'encoder', 'encoder2thinker'],
-      ['thinker', 'thinker', 'thinker2talker'],
-      ['talker', 'talker', 'talker2code2wav'],
-      ['code2wav', 'code2wav', null],
+    expect(mm.stages.map((s) => [s.stageId, s.kind, s.workerType, s.nextStageProcessor])).toEqual([
+      ['audio-encoder', 'encoder', 'generation', 'encoder2thinker'],
+      ['image-encoder', 'encoder', 'generation', 'encoder2thinker'],
+      ['thinker', 'thinker', 'ar', 'thinker2talker'],
+      ['talker', 'talker', 'ar', 'talker2code2wav'],
+      ['code2wav', 'code2wav', 'generation', null],
     ]);
     const [audio, image, thinker] = mm.stages;
     const hidden = presets.tiny.thinker.hiddenSize;
