@@ -137,6 +137,21 @@ describe('multimodal (on_encoder_failure: fail)', () => {
     await waitFor('every stage to drop the failed request', () => engine.health().every((h) => h.inFlight === 0));
   });
 
+  it('cancelling a request while its audio is encoded frees it in every stage, the encoders included', async () => {
+    await waitFor('the first stats of the audio encoder', () => encoderStats.has('audio-encoder#0'), 5_000);
+    const base = encoderStats.get('audio-encoder#0')!;
+    const handle = engine.generate(ask([{ type: 'audio', data: wavBytes(20, 24000, 8), format: 'wav' }, { type: 'text', text: 'What was that?' }], 8, ['text', 'audio']));
+    handle.cancel();
+    const r = await collect(handle);
+    expect(r.done.finishReason).toBe('cancelled');
+    await waitFor('every stage to drop the request', () => engine.health().every((h) => h.inFlight === 0));
+    // Whether the clip was encoded before the abort landed or not, nothing of the request stays pinned or queued.
+    await waitFor('the audio encoder to report nothing pinned or queued', () => {
+      const s = encoderStats.get('audio-encoder#0')!;
+      return s !== base && s.cachePinnedBytes === 0 && s.queuedItems === 0;
+    });
+  });
+
   it('an encoder that dies fails its requests with a clear error; after its restart media works again', async () => {
     const encoder = suspend(engine, 'image-encoder#0');
     const pending = collect(engine.generate(ask([{ type: 'text', text: 'See ' }, { type: 'image', data: pngBytes(128, 128, 7) }], 4)));
