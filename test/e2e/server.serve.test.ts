@@ -2,40 +2,16 @@
  * `chorus serve`: prints its URL, serves, and on SIGTERM/SIGINT with a request in flight closes the server and
  * then the engine, leaving no stage process and no /dev/shm segment.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CHORUS_BIN, isAlive, segmentsOf, stageProcessesOf } from '../helpers/processes.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'chorus.js');
 const CONFIG = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml');
-
-/** Stage processes forked by `pid` (tsx runs an esbuild helper of its own, which is not a stage). */
-function stageProcessesOf(pid: number): number[] {
-  let out = '';
-  try {
-    out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' });
-  } catch {
-    return []; // ps exits 1 when there are none
-  }
-  return out
-    .split('\n')
-    .filter((line) => line.includes('stageMain.ts'))
-    .map((line) => Number(line.trim().split(/\s+/)[0]));
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe.each(['SIGTERM', 'SIGINT'] as const)('chorus serve on %s', (signal) => {
   it('serves, then shuts down cleanly with a request in flight', async () => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--config', CONFIG, '--port', '0', '--api-key', 'k1'], {
+    const child = spawn(process.execPath, [CHORUS_BIN, 'serve', '--config', CONFIG, '--port', '0', '--api-key', 'k1'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
     });
@@ -68,7 +44,7 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('chorus serve on %s', (signal) => 
 
     const stages = stageProcessesOf(child.pid!);
     expect(stages.length).toBe(3);
-    expect(readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${child.pid}-`)).length).toBeGreaterThan(0);
+    expect(segmentsOf(child.pid!).length).toBeGreaterThan(0);
 
     child.kill(signal);
     // The stream ends (with an error event for the cancelled request) instead of hanging the shutdown.
@@ -76,7 +52,7 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('chorus serve on %s', (signal) => 
     for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
     expect(rest).toContain('CHORUS_ERR_REQUEST_CANCELLED');
     expect(await exited).toBe(0);
-    expect(stages.filter(alive)).toEqual([]);
-    expect(readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${child.pid}-`))).toEqual([]);
+    expect(stages.filter(isAlive)).toEqual([]);
+    expect(segmentsOf(child.pid!)).toEqual([]);
   }, 90_000);
 });
