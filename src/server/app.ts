@@ -17,6 +17,8 @@ import { registerChatCompletions } from './chat/chatCompletions.ts';
 import type { TokenLimits } from './generationParams.ts';
 import { errorBody, httpStatusFor, replyError, toChorusError } from './httpErrors.ts';
 import { registerInfoRoutes } from './infoRoutes.ts';
+import { mediaParam } from './media/itemNames.ts';
+import { MediaChecker } from './media/MediaChecker.ts';
 import { bridgeEngineDiagnostics, countClientError } from './metrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
@@ -78,7 +80,8 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     if (e.code === ErrorCodes.INTERNAL) request.log.error({ err }, 'request failed');
     else request.log.debug({ code: e.code, message: e.message }, 'request rejected');
     const [status, body] = replyError(e);
-    if (err instanceof ClientInputError) body.error.param = err.param;
+    // OpenAI's `param`: the field at fault; for media, the item an error message starts with.
+    body.error.param = err instanceof ClientInputError ? err.param : mediaParam(e.message);
     if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
   });
 
@@ -112,7 +115,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
       const message = `no route ${request.method} ${request.url.split('?')[0]}: see GET /v1/models, POST /v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, options, admission, samplesPerFrame(engine.graph), limits);
+    registerRealtime(routes, engine, new MediaChecker(engine.graph), options, admission, samplesPerFrame(engine.graph), limits);
     registerChatCompletions(routes, { engine, options, admission, tokenLimits: limits });
     registerInfoRoutes(routes, engine, options.modelName);
   });
@@ -122,6 +125,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
 function registerRealtime(
   app: FastifyInstance,
   engine: Engine,
+  media: MediaChecker,
   options: ResolvedServerOptions,
   admission: Admission,
   spf: number,
@@ -154,6 +158,7 @@ function registerRealtime(
         options,
         samplesPerFrame: spf,
         tokenLimits: limits,
+        media,
         log: request.log,
         onClosed: release,
       });

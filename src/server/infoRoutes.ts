@@ -87,7 +87,14 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
 
   app.get('/v1/stages', async () => ({ ...describeGraph(engine.graph), health: healthBody(engine.health()).stages }));
 
-  app.get('/metrics', async (_request, reply) =>
-    reply.type(metricsRegistry.contentType).send(await metricsRegistry.metrics()),
-  );
+  app.get('/metrics', async (_request, reply) => reply.type(metricsRegistry.contentType).send(exposition(await metricsRegistry.metrics())));
+}
+
+/**
+ * prom-client writes a NaN sample value as "Nan"; the text format spells it "NaN" (strict parsers reject the
+ * other). It happens whenever two scrapes come within the event-loop monitor's resolution: the lag gauges'
+ * histogram has no sample yet and its mean is NaN.
+ */
+function exposition(text: string): string {
+  return text.replace(/ Nan$/gm, ' NaN');
 }

@@ -9,6 +9,7 @@
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { CumulativeCounters } from './CumulativeCounters.ts';
 
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry, prefix: 'chorus_process_' });
@@ -93,6 +94,30 @@ export const engineMetrics = {
     buckets: [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216],
     registers: [metricsRegistry],
   }),
+  encoderCacheHits: new Counter({
+    name: 'chorus_encoder_cache_hits_total',
+    help: 'Media items an encoder stage served from its cache (no encoder run).',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
+  encoderCacheMisses: new Counter({
+    name: 'chorus_encoder_cache_misses_total',
+    help: 'Media items an encoder stage had to encode (not in its cache).',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
+  encoderCacheEvictions: new Counter({
+    name: 'chorus_encoder_cache_evictions_total',
+    help: 'Encoder cache entries evicted to make room within the byte budget.',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
+  encoderCacheBytes: new Gauge({
+    name: 'chorus_encoder_cache_bytes',
+    help: 'Bytes an encoder stage cache holds now (ready rows and reservations for items being encoded).',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
 };
 
 export function reportStageQueueDepth(stageId: string, depth: number): void {
@@ -119,6 +144,47 @@ interface StageStatsMessage {
   readonly queueDepth?: unknown;
   readonly batchSizes?: unknown;
   readonly edgeSamples?: unknown;
+  readonly encoder?: unknown;
+}
+
+/** The cumulative cache totals an encoder stage reports (src/worker/messages.ts EncoderStats). */
+interface EncoderStatsMessage {
+  readonly cacheHits?: unknown;
+  readonly cacheMisses?: unknown;
+  readonly cacheEvictions?: unknown;
+  readonly cacheBytes?: unknown;
+}
+
+const encoderTotals = new CumulativeCounters();
+/** Instances that have reported encoder stats (so a death of any other stage does not create encoder series). */
+const encoderStages = new Set<string>();
+
+/**
+ * Encoder cache stats are totals per stage process; the counters take the increments (a restarted process
+ * counts from zero again: see CumulativeCounters). Labelled like the other stage metrics, by instance.
+ */
+function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
+  encoderStages.add(stage);
+  const counters = [
+    ['cacheHits', e.cacheHits, engineMetrics.encoderCacheHits],
+    ['cacheMisses', e.cacheMisses, engineMetrics.encoderCacheMisses],
+    ['cacheEvictions', e.cacheEvictions, engineMetrics.encoderCacheEvictions],
+  ] as const;
+  for (const [field, total, counter] of counters) {
+    if (typeof total !== 'number') continue;
+    const increment = encoderTotals.increment(stage, field, total);
+    // inc(0) still creates the series, so a scrape shows every encoder stage from its first report.
+    counter.inc({ stage }, increment);
+  }
+  if (typeof e.cacheBytes === 'number') engineMetrics.encoderCacheBytes.set({ stage }, e.cacheBytes);
+}
+
+function onStageDied(message: unknown): void {
+  const instance = (message as { instance?: unknown }).instance;
+  if (typeof instance !== 'string') return;
+  encoderTotals.restart(instance);
+  // Its cache died with it; a gauge left at the old value would report memory nobody holds.
+  if (encoderStages.has(instance)) engineMetrics.encoderCacheBytes.set({ stage: instance }, 0);
 }
 
 interface EdgeSampleMessage {
@@ -143,6 +209,7 @@ function onStageStats(message: unknown): void {
   if (typeof m.queueDepth === 'number') reportStageQueueDepth(stage, m.queueDepth);
   if (Array.isArray(m.batchSizes)) for (const n of m.batchSizes) if (typeof n === 'number') observeStageBatch(stage, n);
   if (Array.isArray(m.edgeSamples)) for (const e of m.edgeSamples) observeEdgeSample(e as EdgeSampleMessage);
+  if (typeof m.encoder === 'object' && m.encoder !== null) observeEncoderStats(stage, m.encoder as EncoderStatsMessage);
 }
 
 let bridged = false;
@@ -153,4 +220,5 @@ export function bridgeEngineDiagnostics(): void {
   bridged = true;
   subscribe('chorus:stage:stats', onStageStats);
   subscribe('chorus:edge:chunk', (message) => observeEdgeSample(message as EdgeSampleMessage));
+  subscribe('chorus:stage:died', onStageDied);
 }

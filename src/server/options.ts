@@ -2,6 +2,7 @@
  * Server options and their defaults. Everything that bounds memory per client lives here, so a reviewer can see
  * at one glance what a single connection may cost.
  */
+import { ChorusError, ErrorCodes } from '../errors.ts';
 import type { Logger } from '../log.ts';
 
 export interface ServerOptions {
@@ -30,12 +31,22 @@ export interface ServerOptions {
   readonly maxStreamBufferBytes?: number;
   /** Audio is only handed to the socket while its bufferedAmount is below this, so text never queues behind much audio. */
   readonly socketHighWaterBytes?: number;
-  /** Input audio one realtime session may hold (buffer plus committed items). */
+  /** Input media one realtime session may hold: its audio buffer plus the audio and images of its items. */
   readonly maxInputAudioBytes?: number;
   /** Conversation items one realtime session may hold. */
   readonly maxConversationItems?: number;
   /** Model id shown by /v1/models and echoed in responses. Default: chorus-<config file name>. */
   readonly modelName?: string;
+  /**
+   * URL prefixes (`https://cdn.example.com/images/`) the server may fetch `image_url` media from. Empty by default:
+   * remote URLs are refused (CHORUS_ERR_MEDIA_REMOTE_URL) because fetching whatever a client names would let it
+   * reach internal addresses through the server (SSRF). Matching is by exact origin, then path prefix.
+   */
+  readonly mediaUrlAllowList?: readonly string[];
+  /** A fetch from an allowed URL must complete within this, body included. */
+  readonly mediaFetchTimeoutMs?: number;
+  /** Largest media body fetched from an allowed URL. */
+  readonly mediaFetchMaxBytes?: number;
   readonly logger?: Logger;
 }
 
@@ -53,6 +64,9 @@ export interface ResolvedServerOptions {
   readonly maxInputAudioBytes: number;
   readonly maxConversationItems: number;
   readonly modelName: string;
+  readonly mediaUrlAllowList: readonly string[];
+  readonly mediaFetchTimeoutMs: number;
+  readonly mediaFetchMaxBytes: number;
 }
 
 const MiB = 1024 * 1024;
@@ -73,5 +87,29 @@ export function resolveServerOptions(opts: ServerOptions, defaultModelName: stri
     maxInputAudioBytes: opts.maxInputAudioBytes ?? 16 * MiB, // ~5.8 min of 24 kHz pcm16
     maxConversationItems: opts.maxConversationItems ?? 1000,
     modelName: opts.modelName ?? defaultModelName,
+    mediaUrlAllowList: checkMediaUrlAllowList(opts.mediaUrlAllowList ?? []),
+    mediaFetchTimeoutMs: opts.mediaFetchTimeoutMs ?? 10_000, // 10 s
+    mediaFetchMaxBytes: opts.mediaFetchMaxBytes ?? 8 * MiB, // the engine's limit per media item (half a 16 MiB ring)
   });
+}
+
+/** Each entry must be an http(s) URL prefix: a typo would otherwise silently allow nothing. */
+export function checkMediaUrlAllowList(entries: readonly string[]): readonly string[] {
+  return Object.freeze(entries.map(checkAllowEntry));
+}
+
+function checkAllowEntry(entry: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(entry);
+  } catch {
+    // reported below
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.search || url.hash) {
+    throw new ChorusError(
+      ErrorCodes.CONFIG_INVALID,
+      `media URL allow-list entry "${entry}" is not an http(s) URL prefix without credentials, query or fragment (e.g. https://cdn.example.com/images/)`,
+    );
+  }
+  return entry;
 }

@@ -39,13 +39,28 @@ function readablePath(pointer: string): string {
     .join('');
 }
 
+/**
+ * A value that matches no alternative of a union is reported at the union ("messages[0].content is not in any
+ * accepted form"). When one alternative got further into the value than the others (the content is an array,
+ * and its part 2 is what is wrong), that alternative's error names the field to fix: report it instead.
+ */
+function deepest(error: ValueError): ValueError {
+  let best: ValueError | null = null;
+  for (const variant of error.errors ?? []) {
+    const first = variant.First();
+    if (first && first.path.length > error.path.length && (!best || first.path.length > best.path.length)) best = first;
+  }
+  return best ? deepest(best) : error;
+}
+
 export function compileValidator<T extends TSchema>(schema: T): Validator<T> {
   const check: TypeCheck<T> = TypeCompiler.Compile(schema);
   return {
     parse(value, what) {
       if (check.Check(value)) return value;
-      const first = check.Errors(value).First();
-      if (!first) throw new ClientInputError(`${what}: invalid`);
+      const error = check.Errors(value).First();
+      if (!error) throw new ClientInputError(`${what}: invalid`);
+      const first = deepest(error);
       const path = readablePath(first.path);
       throw new ClientInputError(`${what}: ${path || 'value'} ${describe(first)}`, path || null);
     },

@@ -1,71 +1,13 @@
 /**
- * /metrics is valid Prometheus text exposition (parsed properly below), every metric is chorus_*, histograms
- * are consistent, latency histograms count real responses, and the engine's hooks show up.
+ * /metrics is valid Prometheus text exposition (parsed strictly: parsePrometheus in serverClient.ts), every metric
+ * is chorus_*, histograms are consistent, latency histograms count real responses, the engine's hooks show up,
+ * and the encoder stages' cumulative cache totals become counters that survive a stage restart.
  */
 import { channel } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeEdgeChunk, observeStageBatch, reportStageQueueDepth } from '../../src/server/metrics.ts';
-import { RealtimeClient, startTestServer } from './serverClient.ts';
+import { parsePrometheus, RealtimeClient, startTestServer, type Family, type Sample } from './serverClient.ts';
 import { defaultScript } from './serverTestEngine.ts';
-
-interface Sample {
-  readonly name: string;
-  readonly labels: Record<string, string>;
-  readonly value: number;
-}
-interface Family {
-  type: string;
-  help: string;
-  samples: Sample[];
-}
-
-const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-
-/** A strict parser for the text format (0.0.4): HELP/TYPE comments and `name{l="v",...} value` samples. */
-function parsePrometheus(text: string): Map<string, Family> {
-  const families = new Map<string, Family>();
-  const family = (name: string): Family => {
-    let f = families.get(name);
-    if (!f) families.set(name, (f = { type: 'untyped', help: '', samples: [] }));
-    return f;
-  };
-  const baseName = (sample: string): string => {
-    for (const suffix of ['_bucket', '_sum', '_count']) {
-      const base = sample.slice(0, -suffix.length);
-      if (sample.endsWith(suffix) && families.get(base)?.type === 'histogram') return base;
-    }
-    return sample;
-  };
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    const meta = /^# (HELP|TYPE) (\S+) (.*)$/.exec(line);
-    if (meta) {
-      expect(meta[2], line).toMatch(NAME);
-      if (meta[1] === 'TYPE') {
-        expect(['counter', 'gauge', 'histogram', 'summary', 'untyped'], line).toContain(meta[3]);
-        family(meta[2]).type = meta[3];
-      } else family(meta[2]).help = meta[3];
-      continue;
-    }
-    expect(line.startsWith('#'), `unexpected comment: ${line}`).toBe(false);
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)( \d+)?$/.exec(line);
-    expect(m, `bad sample line: ${line}`).not.toBeNull();
-    const labels: Record<string, string> = {};
-    if (m![3]) {
-      const labelRe = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)/gy;
-      let consumed = 0;
-      for (let lm = labelRe.exec(m![3]); lm; lm = labelRe.exec(m![3])) {
-        labels[lm[1]] = lm[2].replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
-        consumed = labelRe.lastIndex;
-      }
-      expect(consumed, `bad labels: ${line}`).toBe(m![3].length);
-    }
-    const value = m![4] === '+Inf' ? Infinity : m![4] === '-Inf' ? -Infinity : Number(m![4]);
-    expect(Number.isNaN(value) && m![4] !== 'NaN', `bad value: ${line}`).toBe(false);
-    family(baseName(m![1])).samples.push({ name: m![1], labels, value });
-  }
-  return families;
-}
 
 function histogramCount(f: Family | undefined, labels: Record<string, string>): number {
   const s = f?.samples.find((x) => x.name.endsWith('_count') && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
@@ -150,5 +92,44 @@ describe('/metrics', () => {
     expect(histogramCount(after.get('chorus_stage_batch_size'), { stage: 'code2wav#0' })).toBe(2);
     expect(histogramCount(after.get('chorus_edge_chunk_latency_seconds'), { edge: 'talker->code2wav' })).toBe(1);
     expect(histogramCount(after.get('chorus_edge_chunk_bytes'), { edge: 'code2wav->main' })).toBe(1);
+  });
+
+  it('turns encoder cache totals (per stage process, reset by a restart) into counters that never go down', async () => {
+    const stats = channel('chorus:stage:stats');
+    const died = channel('chorus:stage:died');
+    const report = (instance: string, cacheHits: number, cacheMisses: number, cacheEvictions: number, cacheBytes: number) =>
+      stats.publish({
+        stageId: instance.split('#')[0], instance, queueDepth: 0, running: 0, batchSize: 0, stepMs: 0, batchSizes: [], edgeSamples: [],
+        encoder: { cacheHits, cacheMisses, cacheEvictions, cacheBytes, cachePinnedBytes: 0, cacheEntries: 1, cacheBudgetBytes: 1 << 26, runs: cacheMisses, itemsEncoded: cacheMisses, queuedItems: 0 },
+      });
+    const value = (families: Map<string, Family>, name: string, stage: string) => families.get(name)?.samples.find((s) => s.labels.stage === stage)?.value;
+    const read = async (stage: string) => {
+      const m = await scrape();
+      for (const name of ['chorus_encoder_cache_hits_total', 'chorus_encoder_cache_misses_total', 'chorus_encoder_cache_evictions_total']) expect(m.get(name)?.type).toBe('counter');
+      expect(m.get('chorus_encoder_cache_bytes')?.type).toBe('gauge');
+      return {
+        hits: value(m, 'chorus_encoder_cache_hits_total', stage),
+        misses: value(m, 'chorus_encoder_cache_misses_total', stage),
+        evictions: value(m, 'chorus_encoder_cache_evictions_total', stage),
+        bytes: value(m, 'chorus_encoder_cache_bytes', stage),
+      };
+    };
+
+    report('vision#0', 0, 0, 0, 0);
+    expect(await read('vision#0')).toEqual({ hits: 0, misses: 0, evictions: 0, bytes: 0 }); // series exist from the first report
+    report('vision#0', 2, 3, 0, 4096);
+    report('vision#0', 5, 4, 1, 8192);
+    expect(await read('vision#0')).toEqual({ hits: 5, misses: 4, evictions: 1, bytes: 8192 });
+    // The stage dies: its cache is gone. Its successor counts from zero, and whatever it reports first counts whole.
+    died.publish({ instance: 'vision#0', code: null, signal: 'SIGKILL' });
+    expect((await read('vision#0')).bytes).toBe(0);
+    report('vision#0', 6, 1, 0, 1024);
+    expect(await read('vision#0')).toEqual({ hits: 11, misses: 5, evictions: 1, bytes: 1024 });
+    // A restart seen only as a drop (the death was missed) counts the same way.
+    report('vision#0', 2, 1, 0, 512);
+    expect(await read('vision#0')).toEqual({ hits: 13, misses: 5, evictions: 1, bytes: 512 });
+    // A stage that is not an encoder never gets encoder series, even when it dies.
+    died.publish({ instance: 'talker#0', code: 1, signal: null });
+    expect((await read('talker#0')).bytes).toBeUndefined();
   });
 });

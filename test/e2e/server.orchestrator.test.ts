@@ -1,7 +1,8 @@
 /**
  * The front end over the real pipeline (configs/tiny-omni.yaml: stage processes, ONNX models, shared memory):
  * realtime audio + transcript, prompt cancel, the official SDK streaming text + audio, HTTP streamed audio
- * equal to the WAV of the same seeded request, health and stages; on close nothing is left in /dev/shm.
+ * equal to the WAV of the same seeded request, health and stages, media refused by a pipeline without encoders;
+ * on close nothing is left in /dev/shm. (Media over the multimodal pipeline: serverMedia.orchestrator.test.ts.)
  */
 import OpenAI from 'openai';
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +11,7 @@ import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { ownSegments, waitFor } from '../helpers/engine.ts';
+import { pngBytes } from '../helpers/media.ts';
 import { decodeAudioDeltas, RealtimeClient } from './serverClient.ts';
 
 const SAMPLES_PER_TOKEN = 2 * 1920; // tiny-omni: 2 codec frames per text token, 1920 samples per frame
@@ -132,5 +134,19 @@ describe('server over the real pipeline', () => {
     const wav = Buffer.from(whole.choices[0].message.audio!.data, 'base64');
     expect(wav.readUInt32LE(24)).toBe(24000);
     expect(maxDiff(pcm16Of(wav.subarray(44)), streamed)).toBeLessThanOrEqual(1);
+  });
+
+  it('refuses media for which the pipeline has no encoder with a 400 naming the item', async () => {
+    const image = `data:image/png;base64,${Buffer.from(pngBytes(32, 32)).toString('base64')}`;
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'text', text: 'See ' }, { type: 'image_url', image_url: { url: image } }] }] }),
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { code: string; message: string; param: string } };
+    expect(error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', param: 'messages[0].content[1]' });
+    expect(error.message).toMatch(/^messages\[0\]\.content\[1\] \(image\): this pipeline has no image encoder/);
+    expect(engine.health().every((h) => h.inFlight === 0)).toBe(true); // refused before admission
   });
 });

@@ -222,23 +222,28 @@ describe('realtime session', () => {
     client.close();
   });
 
-  it('commits input audio into a user item; rejects empty commits and bad audio', async () => {
+  it('rejects empty commits and bad audio; on a pipeline without an audio encoder a commit is refused and the buffer dropped', async () => {
+    // The test double's graph has no encoder stages (serverMedia.double.test.ts covers commits that are taken).
+    engine.script = defaultScript({ tokens: 2 });
     const client = await RealtimeClient.connect(server.wsUrl);
     client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_empty' });
     expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'evt_empty' });
     client.send({ type: 'input_audio_buffer.append', event_id: 'evt_bad', audio: 'not base64!' });
     expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', event_id: 'evt_bad' });
     client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(4800).toString('base64') });
-    client.send({ type: 'input_audio_buffer.commit' });
-    const committed = await client.next('input_audio_buffer.committed');
-    const added = await client.next('conversation.item.added');
-    expect((added.item as { id: string }).id).toBe(committed.item_id);
-    expect(added.item).toMatchObject({ role: 'user', content: [{ type: 'input_audio', transcript: null }] });
+    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_no_encoder' });
+    const refused = (await client.next('error')).error as { code: string; message: string; event_id: string };
+    expect(refused).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', event_id: 'evt_no_encoder' });
+    expect(refused.message).toMatch(/^input_audio_buffer \(audio\): this pipeline has no audio encoder/);
+    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_dropped' }); // the refused audio is gone
+    expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'evt_dropped' });
     client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(8).toString('base64') });
     client.send({ type: 'input_audio_buffer.clear' });
     await client.next('input_audio_buffer.cleared');
     client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_cleared' });
     expect((await client.next('error')).error).toMatchObject({ event_id: 'evt_cleared' });
+    expect(client.ofType('input_audio_buffer.committed')).toHaveLength(0);
+    expect((await client.respond('still here?')).response).toMatchObject({ status: 'completed' });
     client.close();
   });
 });

@@ -1,7 +1,8 @@
 /**
- * Test helpers for the server: boot it on port 0 over a TestEngine, and a realtime client that records every
- * server event and lets a test wait for the next one that matches.
+ * Test helpers for the server: boot it on port 0 over a TestEngine, a realtime client that records every
+ * server event and lets a test wait for the next one that matches, and a strict /metrics parser.
  */
+import { expect } from 'vitest';
 import { WebSocket, type ClientOptions } from 'ws';
 import { buildServer, type ServerOptions } from '../../src/server/app.ts';
 import { TestEngine, type TestEngineOptions } from './serverTestEngine.ts';
@@ -99,4 +100,63 @@ export function decodeAudioDeltas(events: readonly ServerEvent[], responseId?: s
     .map((e) => Buffer.from(e.delta as string, 'base64'));
   const bytes = Buffer.concat(parts);
   return new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+}
+
+export interface Sample {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly value: number;
+}
+export interface Family {
+  type: string;
+  help: string;
+  samples: Sample[];
+}
+
+const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+
+/** A strict parser for the text format (0.0.4): HELP/TYPE comments and `name{l="v",...} value` samples. */
+export function parsePrometheus(text: string): Map<string, Family> {
+  const families = new Map<string, Family>();
+  const family = (name: string): Family => {
+    let f = families.get(name);
+    if (!f) families.set(name, (f = { type: 'untyped', help: '', samples: [] }));
+    return f;
+  };
+  const baseName = (sample: string): string => {
+    for (const suffix of ['_bucket', '_sum', '_count']) {
+      const base = sample.slice(0, -suffix.length);
+      if (sample.endsWith(suffix) && families.get(base)?.type === 'histogram') return base;
+    }
+    return sample;
+  };
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const meta = /^# (HELP|TYPE) (\S+) (.*)$/.exec(line);
+    if (meta) {
+      expect(meta[2], line).toMatch(NAME);
+      if (meta[1] === 'TYPE') {
+        expect(['counter', 'gauge', 'histogram', 'summary', 'untyped'], line).toContain(meta[3]);
+        family(meta[2]).type = meta[3];
+      } else family(meta[2]).help = meta[3];
+      continue;
+    }
+    expect(line.startsWith('#'), `unexpected comment: ${line}`).toBe(false);
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)( \d+)?$/.exec(line);
+    expect(m, `bad sample line: ${line}`).not.toBeNull();
+    const labels: Record<string, string> = {};
+    if (m![3]) {
+      const labelRe = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)/gy;
+      let consumed = 0;
+      for (let lm = labelRe.exec(m![3]); lm; lm = labelRe.exec(m![3])) {
+        labels[lm[1]] = lm[2].replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+        consumed = labelRe.lastIndex;
+      }
+      expect(consumed, `bad labels: ${line}`).toBe(m![3].length);
+    }
+    const value = m![4] === '+Inf' ? Infinity : m![4] === '-Inf' ? -Infinity : Number(m![4]);
+    expect(Number.isNaN(value) && m![4] !== 'NaN', `bad value: ${line}`).toBe(false);
+    family(baseName(m![1])).samples.push({ name: m![1], labels, value });
+  }
+  return families;
 }

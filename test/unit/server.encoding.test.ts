@@ -41,8 +41,8 @@ describe('chat completion planning', () => {
   const limits = { cap: 100, stageDefault: 64 };
   const base = { messages: [{ role: 'developer', content: 'rules' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] };
 
-  it('maps messages, modalities, limits and extensions', () => {
-    const plan = planChatCompletion({ ...base, modalities: ['text', 'audio'], stream: true, max_tokens: 9, top_p: 0.5, seed: 3 }, 'r1', limits);
+  it('maps messages, modalities, limits and extensions', async () => {
+    const plan = await planChatCompletion({ ...base, modalities: ['text', 'audio'], stream: true, max_tokens: 9, top_p: 0.5, seed: 3 }, 'r1', limits);
     expect(plan.stream).toBe(true);
     expect(plan.audio).toEqual({ format: 'pcm16' });
     expect(plan.request).toMatchObject({
@@ -54,31 +54,32 @@ describe('chat completion planning', () => {
     });
   });
 
-  it('defaults: text only, the stage default limit (capped), WAV when not streaming', () => {
-    const plan = planChatCompletion(base, 'r2', limits);
+  it('defaults: text only, the stage default limit (capped), WAV when not streaming', async () => {
+    const plan = await planChatCompletion(base, 'r2', limits);
     expect(plan.request.modalities).toEqual(['text']);
     expect(plan.request.sampling).toEqual({}); // the engine applies the stage's configured max_tokens
     expect(plan.audio).toBeNull();
-    expect(planChatCompletion(base, 'r2', { cap: 100, stageDefault: 500 }).request.sampling).toEqual({ maxTokens: 100 });
-    expect(planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', limits).audio).toEqual({ format: 'wav' });
+    expect((await planChatCompletion(base, 'r2', { cap: 100, stageDefault: 500 })).request.sampling).toEqual({ maxTokens: 100 });
+    expect((await planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', limits)).audio).toEqual({ format: 'wav' });
   });
 
-  it('names the bad field', () => {
-    const bad = (body: unknown) => {
+  it('names the bad field', async () => {
+    const bad = async (body: unknown) => {
       try {
-        planChatCompletion(body, 'r', limits);
+        await planChatCompletion(body, 'r', limits);
       } catch (err) {
         expect(err).toBeInstanceOf(ClientInputError);
         return [(err as ClientInputError).param, (err as ClientInputError).message];
       }
       throw new Error('accepted');
     };
-    expect(bad({ ...base, max_completion_tokens: 101 })[0]).toBe('max_completion_tokens');
-    expect(bad({ ...base, top_p: 0 })[0]).toBe('top_p');
-    expect(bad({ ...base, n: 2 })[0]).toBe('n');
-    expect(bad({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] })[0]).toBe('messages[0].content');
-    expect(bad({ messages: [{ role: 'system', content: 'only rules' }] })[0]).toBe('messages');
-    expect(bad({ ...base, modalities: ['video'] })[1]).toContain('must be one of "text", "audio"');
+    expect((await bad({ ...base, max_completion_tokens: 101 }))[0]).toBe('max_completion_tokens');
+    expect((await bad({ ...base, top_p: 0 }))[0]).toBe('top_p');
+    expect((await bad({ ...base, n: 2 }))[0]).toBe('n');
+    expect((await bad({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }))[0]).toBe('messages[0].content[0].image_url');
+    expect((await bad({ messages: [{ role: 'user', content: [{ type: 'video_url' }] }] }))[0]).toBe('messages[0].content[0].type');
+    expect((await bad({ messages: [{ role: 'system', content: 'only rules' }] }))[0]).toBe('messages');
+    expect((await bad({ ...base, modalities: ['video'] }))[1]).toContain('must be one of "text", "audio"');
   });
 });
 

@@ -1,13 +1,15 @@
 /**
- * `chorus models build|info [--config FILE]`: builds the generated models a stage graph uses (with
- * progress; they are cached under models_dir and reused), or describes them without building: sizes,
- * folder, files, and for bring-your-own files what their signature offers.
+ * `chorus models build|info [--config FILE]`: builds the generated models a stage graph uses, the audio and
+ * vision encoders included (with progress; they are cached under models_dir and reused), or describes them
+ * without building: sizes, folder, files, and for bring-your-own files what their signature offers.
  */
 import { stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
-import type { StageGraph, StageSpec } from '../../config/types.ts';
-import { isChorusError } from '../../errors.ts';
+import type { GeneratedModelSpec, StageGraph, StageSpec } from '../../config/types.ts';
+import { ChorusError, ErrorCodes, isChorusError } from '../../errors.ts';
+import { createEncoderRunner, type EncoderSpec } from '../../../stages/encoders/createEncoderRunner.ts';
+import { ENCODER_GENERATOR_VERSION } from '../../../stages/models/ensureEncoderModel.ts';
 import { ensureModel, modelDirName, type ModelBuildProgress, type ModelFiles } from '../../../stages/models/ensureModel.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../../stages/runners.ts';
 
@@ -53,12 +55,20 @@ export async function run(argv: string[]): Promise<number> {
 function uniqueModels(graph: StageGraph): StageSpec[] {
   const seen = new Set<string>();
   return graph.stages.filter((s) => {
-    if (s.kind === 'encoder') return false;
-    const key = s.model.source === 'file' ? s.model.path : modelDirName(s.model);
+    const key = s.model.source === 'file' ? s.model.path : generatedDirName(s.model);
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
   });
+}
+
+function isEncoderModel(m: GeneratedModelSpec): m is Extract<GeneratedModelSpec, { kind: 'audio_encoder' | 'vision_encoder' }> {
+  return m.kind === 'audio_encoder' || m.kind === 'vision_encoder';
+}
+
+/** The folder name ensureModel uses: the encoders carry their own generator version. */
+function generatedDirName(m: GeneratedModelSpec): string {
+  return modelDirName(isEncoderModel(m) ? { ...m, generatorVersion: ENCODER_GENERATOR_VERSION } : m);
 }
 
 function mib(bytes: number): string {
@@ -104,8 +114,9 @@ async function info(graph: StageGraph, stage: StageSpec): Promise<string> {
   const m = stage.model;
   let out = `\n${stage.stageId}: ${sizeLine(stage)}\n`;
   if (m.source === 'generated') {
-    if (m.kind !== 'code2wav') out += `  KV cache: ${2 * m.size.numLayers * m.size.hiddenSize * 4} bytes per position\n`;
-    const dir = `${graph.modelsDir}/${modelDirName(m)}`;
+    if (m.kind === 'thinker' || m.kind === 'talker') out += `  KV cache: ${2 * m.size.numLayers * m.size.hiddenSize * 4} bytes per position\n`;
+    if (isEncoderModel(m)) out += `  rows of ${m.size.outputSize} (the thinker's hidden size)\n`;
+    const dir = `${graph.modelsDir}/${generatedDirName(m)}`;
     const built = await stat(`${dir}/manifest.json`).then(() => true, () => false);
     if (!built) return `${out}  not built yet: ${dir} (chorus models build)\n`;
     out += await filesLines(await ensureModel(m, graph.modelsDir));
@@ -117,6 +128,13 @@ async function info(graph: StageGraph, stage: StageSpec): Promise<string> {
 /** Loads the model (as a stage would) and reports what its signature gives. */
 async function describeRunner(graph: StageGraph, stage: StageSpec): Promise<string> {
   const one = { ...stage, engine: { ...stage.engine, threads: 1 } };
+  if (stage.kind === 'encoder') {
+    const r = await createEncoderRunner(encoderSpecOf(stage), graph.modelsDir, { engine: one.engine });
+    const grid = r.visionGrid;
+    await r.close();
+    const shape = grid ? `${grid.patchSize} px patches merged ${grid.mergeSize}x${grid.mergeSize} per row` : '25 rows per second of audio';
+    return `  loads: ${r.modality} encoder, rows of ${r.outputSize}, ${shape}; cache identity ${r.identity}\n`;
+  }
   if (stage.kind === 'thinker') {
     const r = await createThinkerRunner(one, graph.modelsDir);
     const s = r.supports;
@@ -132,4 +150,11 @@ async function describeRunner(graph: StageGraph, stage: StageSpec): Promise<stri
   const r = await createCode2WavRunner(one, graph.modelsDir);
   await r.close();
   return `  loads: ${r.numCodebooks} codebooks, ${r.samplesPerFrame} samples per frame at ${r.sampleRateHz} Hz, receptive field ${r.receptiveFieldFrames} frames\n`;
+}
+
+function encoderSpecOf(stage: StageSpec): EncoderSpec {
+  const m = stage.model;
+  if (m.source === 'file') return { source: 'file', path: m.path, modality: stage.encoder!.modality };
+  if (!isEncoderModel(m)) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `stage ${stage.stageId} is an encoder but its model is a ${m.kind}`);
+  return m;
 }

@@ -1,6 +1,8 @@
 /**
  * `chorus serve --config FILE [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--allowed-origin URL]...
- *               [--max-sessions N] [--max-response-tokens N]`
+ *               [--max-sessions N] [--max-response-tokens N] [--media-url-allow PREFIX]...`
+ * --media-url-allow lets image_url name remote URLs under PREFIX (e.g. https://cdn.example.com/images/); without
+ * it remote media URLs are refused and clients send media inline (data: URLs, base64 audio).
  * Loads the stage graph, starts the pipeline, serves HTTP + WebSocket, prints the URL. SIGINT/SIGTERM close the
  * server first (sessions end, in-flight requests are cancelled), then the engine (stage processes stop, shared
  * memory is unlinked).
@@ -10,6 +12,7 @@ import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { Orchestrator } from '../../engine/Orchestrator.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
 import { startServer } from '../../server/app.ts';
+import { checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 
 function positiveInt(value: string | undefined, flag: string): number | undefined {
@@ -30,9 +33,11 @@ export async function run(argv: string[]): Promise<number> {
       'allowed-origin': { type: 'string', multiple: true },
       'max-sessions': { type: 'string' },
       'max-response-tokens': { type: 'string' },
+      'media-url-allow': { type: 'string', multiple: true },
     },
   });
   const port = positiveInt(values.port, '--port')!;
+  const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []); // before the pipeline's seconds of start-up
   const graph = await loadConfig(values.config!);
   const engine = await Orchestrator.start(graph);
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -44,6 +49,7 @@ export async function run(argv: string[]): Promise<number> {
       allowedOrigins: values['allowed-origin'] ?? [],
       maxSessions: positiveInt(values['max-sessions'], '--max-sessions'),
       maxResponseTokens: positiveInt(values['max-response-tokens'], '--max-response-tokens'),
+      mediaUrlAllowList,
     });
   } catch (err) {
     await engine.close(0);

@@ -12,6 +12,8 @@ import { LatencyMeter } from '../LatencyMeter.ts';
 import { serverMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { floatToPcm16, wavFromPcm16 } from '../pcm.ts';
+import { renameError, renameItems } from '../media/itemNames.ts';
+import type { MediaSources } from '../media/mediaParts.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
@@ -23,7 +25,12 @@ export interface ChatRouteContext {
   readonly tokenLimits: TokenLimits;
 }
 
-export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteContext): void {
+function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
+  return { allowList: options.mediaUrlAllowList, timeoutMs: options.mediaFetchTimeoutMs, maxBytes: options.mediaFetchMaxBytes };
+}
+
+export function registerChatCompletions(app: FastifyInstance, routeContext: ChatRouteContext): void {
+  const ctx = { ...routeContext, mediaSources: mediaSourcesOf(routeContext.options) };
   // In-flight requests are cancelled when the server closes: an SSE stream could otherwise hold close() open
   // for as long as its answer takes (realtime sockets are closed by @fastify/websocket, which cancels theirs).
   const live = new Set<RequestHandle>();
@@ -38,14 +45,14 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteCont
       created: Math.floor(Date.now() / 1000),
       model: ctx.options.modelName,
     };
-    const plan = planChatCompletion(request.body, meta.id, ctx.tokenLimits);
+    const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, ctx.mediaSources);
     const release = ctx.admission.acquire('http');
     let handle: RequestHandle;
     try {
       handle = ctx.engine.generate(plan.request);
     } catch (err) {
       release();
-      throw err;
+      throw renameError(err, plan.itemNamer); // the engine names media items by its own message indices
     }
     live.add(handle);
     const end = (): void => {
@@ -59,6 +66,7 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ChatRouteCont
         meta,
         handle,
         audio: plan.audio !== null,
+        itemNamer: plan.itemNamer,
         startedAtMs,
         maxStreamBufferBytes: ctx.options.maxStreamBufferBytes,
         onEnd: end,
@@ -111,7 +119,7 @@ function collect(
             serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'error' ? 'failed' : 'cancelled' });
             const err = event.error ? deserializeError(event.error) : new ChorusError(ErrorCodes.REQUEST_CANCELLED, 'the request was cancelled by the server');
             request.log.warn({ requestId: meta.id, code: err.code }, 'chat completion failed');
-            reject(err);
+            reject(renameError(err, plan.itemNamer));
             return;
           }
           serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'stop' ? 'completed' : 'incomplete' });
@@ -121,7 +129,8 @@ function collect(
             const bytes = plan.audio.format === 'wav' ? wavFromPcm16(raw, sampleRateHz) : raw;
             audio = { id: `audio_${randomBytes(12).toString('base64url')}`, base64: bytes.toString('base64') };
           }
-          resolve(completionBody(meta, text, audio, openAiFinishReason(event.finishReason), event.usage));
+          const warnings = event.warnings?.map((w) => renameItems(w, plan.itemNamer));
+          resolve(completionBody(meta, text, audio, openAiFinishReason(event.finishReason), event.usage, warnings));
         }
       },
       error: () => {

@@ -1,19 +1,41 @@
 /**
  * POST /v1/chat/completions request: the OpenAI body schema (the parts Chorus implements) and its mapping to
- * a GenerateRequest.
+ * a GenerateRequest. Content parts: `text`, `image_url` ({url: data:image/png|jpeg;base64,... or an
+ * allow-listed URL}) and `input_audio` ({data: base64, format: wav | pcm16}), in user messages.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { ChatMessage, GenerateRequest, Modality } from '../../engine/types.ts';
+import type { ChatMessage, ContentPart, GenerateRequest, Modality } from '../../engine/types.ts';
 import { generationFields, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
+import { bodyNamer, type ItemNamer } from '../media/itemNames.ts';
+import { fetchMedia } from '../media/fetchMedia.ts';
+import { audioPart, inlineImage, type MediaSources } from '../media/mediaParts.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
 
-const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() });
+/**
+ * One schema for every part type, with the per-type fields optional and checked in code: a union would make
+ * TypeBox report "not in any accepted form" instead of naming the missing field.
+ */
+const Part = Type.Object({
+  type: Type.Union([Type.Literal('text'), Type.Literal('image_url'), Type.Literal('input_audio')]),
+  text: Type.Optional(Type.String()),
+  image_url: Type.Optional(Type.Object({ url: Type.String({ minLength: 1 }), detail: Type.Optional(Type.String()) })),
+  input_audio: Type.Optional(
+    Type.Object({
+      data: Type.String(),
+      format: Type.Union([Type.Literal('wav'), Type.Literal('pcm16')]),
+      /** Chorus extension: the rate of pcm16 (default 24000, as on the Realtime API). */
+      sample_rate_hz: Type.Optional(Type.Integer({ minimum: 1000, maximum: 384000 })),
+    }),
+  ),
+});
+type Part = Static<typeof Part>;
 
 const Message = Type.Object({
   role: Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant')]),
-  content: Type.Union([Type.String(), Type.Array(TextPart, { maxItems: 256 }), Type.Null()]),
+  content: Type.Union([Type.String(), Type.Array(Part, { maxItems: 256 }), Type.Null()]),
   name: Type.Optional(Type.String()),
 });
+type Message = Static<typeof Message>;
 
 const ChatBody = Type.Object({
   model: Type.Optional(Type.String()),
@@ -40,16 +62,67 @@ export interface ChatPlan {
   readonly request: GenerateRequest;
   readonly stream: boolean;
   readonly audio: { readonly format: 'pcm16' | 'wav' } | null;
+  /** Rewrites the engine's media item names (its message indices) into this body's. */
+  readonly itemNamer: ItemNamer;
 }
 
-function messageText(content: Static<typeof Message>['content']): string {
+const noMedia: MediaSources = { allowList: [], timeoutMs: 0, maxBytes: 0 };
+
+/** Remote images one request may name: each is a fetch the server makes on the client's behalf. */
+export const MAX_REMOTE_IMAGES = 16;
+
+/** An image to fetch from an allowed URL, once every part of the body has passed its checks. */
+interface RemoteImage {
+  readonly url: URL;
+  readonly what: string;
+}
+
+type PlannedPart = ContentPart | RemoteImage;
+
+/** Text-only content stays one string (the prompt is exactly what it was before media existed); with media, parts. */
+function messageContent(m: Message, i: number, media: MediaSources): string | PlannedPart[] {
+  const content = m.content;
   if (content === null) return '';
   if (typeof content === 'string') return content;
-  return content.map((p) => p.text).join('');
+  if (content.every((p) => p.type === 'text')) return content.map((p, j) => textOf(p, `messages[${i}].content[${j}]`)).join('');
+  // Every part is kept, empty text included, so part j here is part j in the engine's item names.
+  return content.map((p, j) => toPart(p, m.role, `messages[${i}].content[${j}]`, media));
 }
 
-/** Validates the body and plans the request. Throws ClientInputError naming the bad field. */
-export function planChatCompletion(body: unknown, requestId: string, limits: TokenLimits): ChatPlan {
+function textOf(p: Part, at: string): string {
+  if (p.text === undefined) throw new ClientInputError(`${at}.text is required for a text part`, `${at}.text`);
+  return p.text;
+}
+
+function toPart(p: Part, role: Message['role'], at: string, media: MediaSources): PlannedPart {
+  if (p.type === 'text') return { type: 'text', text: textOf(p, at) };
+  if (role !== 'user') throw new ClientInputError(`${at}: ${p.type} parts are only allowed in user messages`, at);
+  if (p.type === 'input_audio') {
+    if (!p.input_audio) throw new ClientInputError(`${at}.input_audio is required for an input_audio part ({data: base64, format: wav | pcm16})`, `${at}.input_audio`);
+    return audioPart(p.input_audio.data, p.input_audio.format, `${at} (audio)`, p.input_audio.sample_rate_hz);
+  }
+  if (!p.image_url) throw new ClientInputError(`${at}.image_url is required for an image_url part ({url: data:image/png;base64,...})`, `${at}.image_url`);
+  const what = `${at} (image)`;
+  const image = inlineImage(p.image_url.url, what, media.allowList);
+  return image instanceof URL ? { url: image, what } : image;
+}
+
+/** Fetches the remote images (all at once: at most MAX_REMOTE_IMAGES) into their places. */
+async function fetchRemote(contents: (string | PlannedPart[])[], media: MediaSources): Promise<(string | ContentPart[])[]> {
+  const remote = contents.flatMap((c) => (typeof c === 'string' ? [] : c.filter((p): p is RemoteImage => 'url' in p)));
+  if (remote.length > MAX_REMOTE_IMAGES) {
+    throw new ClientInputError(`the request names ${remote.length} remote images; this server fetches at most ${MAX_REMOTE_IMAGES} per request: send the rest inline as data: URLs`, 'messages');
+  }
+  if (remote.length === 0) return contents as (string | ContentPart[])[];
+  const fetched = new Map(await Promise.all(remote.map(async (r) => [r, { type: 'image', data: await fetchMedia(r.url, media, r.what) }] as const)));
+  return contents.map((c) => (typeof c === 'string' ? c : c.map((p) => ('url' in p ? fetched.get(p)! : p))));
+}
+
+/**
+ * Validates the body and plans the request: media is decoded (and fetched, from an allowed URL) here, its
+ * format checked by the engine. Throws ClientInputError naming the bad field, or a media ChorusError naming the item.
+ */
+export async function planChatCompletion(body: unknown, requestId: string, limits: TokenLimits, media: MediaSources = noMedia): Promise<ChatPlan> {
   const b = validator.parse(body, 'chat completion request');
   const stream = b.stream === true;
   const wantsAudio = b.modalities?.includes('audio') ?? false;
@@ -58,9 +131,14 @@ export function planChatCompletion(body: unknown, requestId: string, limits: Tok
   if (wantsAudio && stream && format !== 'pcm16') {
     throw new ClientInputError('audio.format wav cannot be streamed: use pcm16 with stream: true', 'audio.format');
   }
-  const messages: ChatMessage[] = b.messages
-    .map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: messageText(m.content) }) as ChatMessage)
-    .filter((m) => m.content.length > 0);
+  const contents = await fetchRemote(b.messages.map((m, i) => messageContent(m, i, media)), media);
+  const messages: ChatMessage[] = [];
+  const bodyIndexOf: number[] = [];
+  b.messages.forEach((m, i) => {
+    if (contents[i].length === 0) return; // an empty message (e.g. content: null) says nothing to the model
+    messages.push({ role: m.role === 'developer' ? 'system' : m.role, content: contents[i] });
+    bodyIndexOf.push(i);
+  });
   if (!messages.some((m) => m.role !== 'system')) {
     throw new ClientInputError('messages has no non-empty user or assistant message', 'messages');
   }
@@ -71,5 +149,6 @@ export function planChatCompletion(body: unknown, requestId: string, limits: Tok
     request: { requestId, messages, modalities, ...toEngineParams(b, maxTokens) },
     stream,
     audio: wantsAudio ? { format } : null,
+    itemNamer: bodyNamer(bodyIndexOf),
   };
 }

@@ -30,11 +30,21 @@ export function openAiFinishReason(reason: FinishReason): 'stop' | 'length' {
   return reason === 'length' ? 'length' : 'stop';
 }
 
+/**
+ * Chorus extension: what the answer left out although the request asked for it (a media item dropped under
+ * on_encoder_failure: text_only), one sentence each, on the completion / its final chunk. Absent when empty,
+ * so responses without anything to report are exactly OpenAI's shape.
+ */
+function warningsField(warnings: readonly string[] | undefined): Record<string, unknown> {
+  return warnings && warnings.length > 0 ? { chorus_warnings: warnings } : {};
+}
+
 export function chunkBody(
   meta: CompletionMeta,
   delta: Record<string, unknown>,
   finishReason: 'stop' | 'length' | null = null,
   usage: Usage | null = null,
+  warnings?: readonly string[],
 ): Record<string, unknown> {
   return {
     id: meta.id,
@@ -44,6 +54,7 @@ export function chunkBody(
     system_fingerprint: null,
     choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
     ...(usage ? { usage: usageBody(usage) } : {}),
+    ...warningsField(warnings),
   };
 }
 
@@ -53,6 +64,7 @@ export function completionBody(
   audio: { readonly id: string; readonly base64: string } | null,
   finishReason: 'stop' | 'length',
   usage: Usage,
+  warnings?: readonly string[],
 ): Record<string, unknown> {
   const message: Record<string, unknown> = { role: 'assistant', content: text, refusal: null, annotations: [] };
   if (audio) {
@@ -67,5 +79,6 @@ export function completionBody(
     system_fingerprint: null,
     choices: [{ index: 0, message, finish_reason: finishReason, logprobs: null }],
     usage: usageBody(usage),
+    ...warningsField(warnings),
   };
 }

@@ -3,6 +3,11 @@
  * finish_reason and usage, then `data: [DONE]`. An engine failure mid-stream is sent as `data: {"error": ...}`
  * (what the OpenAI SDKs turn into an APIError) and the stream ends without [DONE].
  *
+ * The response head waits for the engine's first event: a request that fails before it produced anything
+ * (media that only fails to decode in the encoder stage, a stage that died) gets a real HTTP status and the
+ * JSON error body, as if it had failed before admission. The head then goes out with the first delta, so
+ * this costs a client nothing in time to first token.
+ *
  * A slow reader pauses the request (write buffer over maxStreamBufferBytes) until the buffer has drained;
  * a client that disconnects cancels it.
  */
@@ -11,7 +16,8 @@ import type { ServerResponse } from 'node:http';
 import type { Subscription } from 'rxjs';
 import type { OutputEvent, RequestHandle } from '../../engine/types.ts';
 import { ErrorCodes } from '../../errors.ts';
-import { errorBody } from '../httpErrors.ts';
+import { errorBody, httpStatusFor } from '../httpErrors.ts';
+import { mediaParam, renameItems, type ItemNamer } from '../media/itemNames.ts';
 import { countClientError, serverMetrics } from '../metrics.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
 import { chunkBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
@@ -21,6 +27,8 @@ export interface StreamOptions {
   readonly meta: CompletionMeta;
   readonly handle: RequestHandle;
   readonly audio: boolean;
+  /** Rewrites the engine's media item names in errors and warnings into the request body's. */
+  readonly itemNamer: ItemNamer;
   readonly startedAtMs: number;
   readonly maxStreamBufferBytes: number;
   /** Called exactly once, when the stream has ended for any reason. */
@@ -28,12 +36,18 @@ export interface StreamOptions {
 }
 
 export function streamChatCompletion(res: ServerResponse, headers: Record<string, unknown>, o: StreamOptions): void {
-  res.writeHead(200, {
-    ...headers,
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    'x-accel-buffering': 'no', // proxies must not hold back deltas
-  });
+  let started = false;
+  const start = (): void => {
+    if (started) return;
+    started = true;
+    res.writeHead(200, {
+      ...headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no', // proxies must not hold back deltas
+    });
+    write(chunkBody(o.meta, { role: 'assistant', content: '' }));
+  };
   const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs);
   const audioId = `audio_${randomBytes(12).toString('base64url')}`;
   let ended = false;
@@ -68,28 +82,37 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
     }
   });
 
-  write(chunkBody(o.meta, { role: 'assistant', content: '' }));
   const onEvent = (event: OutputEvent): void => {
     if (ended) return;
     if (event.type === 'text') {
       if (event.delta.length === 0) return;
+      start();
       meter.text();
       write(chunkBody(o.meta, o.audio ? { content: event.delta, audio: { id: audioId, transcript: event.delta } } : { content: event.delta }));
     } else if (event.type === 'audio') {
       if (!o.audio || event.pcm.length === 0) return;
+      start();
       meter.audio();
       write(chunkBody(o.meta, { audio: { id: audioId, data: pcm16ToBase64(event.pcm) } }));
     } else if (event.finishReason === 'error' || event.finishReason === 'cancelled') {
       const code = event.error?.code ?? ErrorCodes.REQUEST_CANCELLED;
-      const message = event.error?.message ?? 'the request was cancelled by the server';
+      const message = renameItems(event.error?.message ?? 'the request was cancelled by the server', o.itemNamer);
       countClientError(code);
       serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'error' ? 'failed' : 'cancelled' });
-      write(errorBody(code, message));
+      const body = errorBody(code, message, mediaParam(message));
       end();
-      res.end();
+      if (started) {
+        write(body);
+        res.end();
+      } else {
+        res.writeHead(httpStatusFor(code), { ...headers, 'content-type': 'application/json; charset=utf-8' });
+        res.end(JSON.stringify(body));
+      }
     } else {
+      start();
       serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'stop' ? 'completed' : 'incomplete' });
-      write(chunkBody(o.meta, {}, openAiFinishReason(event.finishReason), event.usage));
+      const warnings = event.warnings?.map((w) => renameItems(w, o.itemNamer));
+      write(chunkBody(o.meta, {}, openAiFinishReason(event.finishReason), event.usage, warnings));
       write('[DONE]');
       end();
       res.end();

@@ -1,19 +1,29 @@
 /**
  * A realtime session's conversation: ordered message items, rendered to the engine's ChatMessage list.
- * Input audio is validated and kept (counted against the session's byte budget) but contributes only its
- * client-supplied transcript for now: audio encoders are not yet wired to the Thinker.
+ * Input audio (pcm16 at 24 kHz, or a WAV) and images (data: URLs) are checked when their item is created
+ * (MediaChecker: the pipeline has an encoder for them, their headers are sound), kept against the session's
+ * byte budget, and go to the engine as audio / image parts with every response that sees the item: the
+ * encoder cache makes the repeats cheap. A client-supplied transcript is echoed, not sent to the model (the
+ * audio itself is).
  */
 import { ErrorCodes } from '../../errors.ts';
-import type { ChatMessage } from '../../engine/types.ts';
+import type { ChatMessage, ContentPart } from '../../engine/types.ts';
+import type { ItemNamer } from '../media/itemNames.ts';
+import type { MediaChecker } from '../media/MediaChecker.ts';
+import { realtimeImagePart, type MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
-import type { MessageItem } from './clientEvents.ts';
+import type { ContentPart as ClientPart, MessageItem } from './clientEvents.ts';
 import { newId } from './serverEvents.ts';
 
+/** The Realtime API's input audio: pcm16, mono, little-endian, 24 kHz. */
+export const INPUT_AUDIO_RATE_HZ = 24000;
+
 export interface StoredPart {
-  readonly type: 'input_text' | 'input_audio' | 'text' | 'output_text';
+  readonly type: 'input_text' | 'input_audio' | 'input_image' | 'text' | 'output_text';
+  /** The text, or input_audio's client-supplied transcript. */
   readonly text: string;
-  readonly audio: Buffer | null;
+  readonly media: MediaPart | null;
 }
 
 export interface StoredItem {
@@ -24,41 +34,34 @@ export interface StoredItem {
 
 export interface Budget {
   readonly maxItems: number;
-  readonly maxAudioBytes: number;
+  /** Input media bytes (the audio buffer, and the audio and images of items). */
+  readonly maxMediaBytes: number;
+}
+
+function mediaBytes(item: StoredItem): number {
+  return item.parts.reduce((n, p) => n + (p.media?.data.byteLength ?? 0), 0);
 }
 
 export class Conversation {
   readonly #items: StoredItem[] = [];
   readonly #budget: Budget;
-  #audioBytes = 0;
+  #mediaBytes = 0;
 
   constructor(budget: Budget) {
     this.#budget = budget;
   }
 
-  get audioBytes(): number {
-    return this.#audioBytes;
+  get mediaBytes(): number {
+    return this.#mediaBytes;
   }
 
   get lastItemId(): string | null {
     return this.#items.length === 0 ? null : this.#items[this.#items.length - 1].id;
   }
 
-  /** Validates a client item (ids, roles, audio encoding) without storing it. */
-  static toStored(item: MessageItem, param = 'item'): StoredItem {
-    const parts = item.content.map((part, i): StoredPart => {
-      const where = `${param}.content[${i}]`;
-      if (part.type === 'input_audio') {
-        if (item.role !== 'user') throw new ClientInputError(`${where}: input_audio is only allowed in user messages`, where);
-        const audio = decodeBase64Strict(part.audio ?? '');
-        if (audio === null || audio.length === 0 || audio.length % 2 !== 0) {
-          throw new ClientInputError(`${where}.audio must be non-empty base64 of pcm16 (24 kHz mono, little-endian)`, `${where}.audio`, ErrorCodes.MEDIA_INVALID);
-        }
-        return { type: part.type, text: part.transcript ?? '', audio };
-      }
-      if (part.text === undefined) throw new ClientInputError(`${where}.text is required for ${part.type}`, `${where}.text`);
-      return { type: part.type, text: part.text, audio: null };
-    });
+  /** Validates a client item (ids, roles, media encodings and headers) without storing it. */
+  static toStored(item: MessageItem, media: MediaChecker, param = 'item'): StoredItem {
+    const parts = item.content.map((part, i) => storedPart(part, item.role, `${param}.content[${i}]`, media));
     return { id: item.id ?? newId('item'), role: item.role, parts };
   }
 
@@ -68,14 +71,14 @@ export class Conversation {
       throw new ClientInputError(`the conversation holds ${this.#items.length} items, this server's limit: start a new session`);
     }
     if (this.#items.some((it) => it.id === item.id)) throw new ClientInputError(`item id ${item.id} already exists`, 'item.id');
-    const audioBytes = item.parts.reduce((n, p) => n + (p.audio?.length ?? 0), 0);
-    this.reserveAudio(audioBytes);
+    const bytes = mediaBytes(item);
+    this.reserveMedia(bytes);
     let index = this.#items.length;
     if (previousItemId === 'root') index = 0;
     else if (previousItemId !== undefined) {
       const at = this.#items.findIndex((it) => it.id === previousItemId);
       if (at < 0) {
-        this.#audioBytes -= audioBytes;
+        this.#mediaBytes -= bytes;
         throw new ClientInputError(`previous_item_id ${previousItemId} is not in the conversation`, 'previous_item_id');
       }
       index = at + 1;
@@ -84,31 +87,39 @@ export class Conversation {
     return index === 0 ? null : this.#items[index - 1].id;
   }
 
-  /** Counts audio bytes against the session budget (the input buffer reserves as it grows). */
-  reserveAudio(bytes: number): void {
-    if (this.#audioBytes + bytes > this.#budget.maxAudioBytes) {
+  /** Counts media bytes against the session budget (the input audio buffer reserves as it grows). */
+  reserveMedia(bytes: number): void {
+    if (this.#mediaBytes + bytes > this.#budget.maxMediaBytes) {
       throw new ClientInputError(
-        `input audio would exceed this session's ${this.#budget.maxAudioBytes} bytes: commit less audio or start a new session`,
+        `input media would exceed this session's ${this.#budget.maxMediaBytes} bytes: send less audio or fewer images, or start a new session`,
         null,
         ErrorCodes.REQUEST_TOO_LARGE,
       );
     }
-    this.#audioBytes += bytes;
+    this.#mediaBytes += bytes;
   }
 
-  releaseAudio(bytes: number): void {
-    this.#audioBytes = Math.max(0, this.#audioBytes - bytes);
+  releaseMedia(bytes: number): void {
+    this.#mediaBytes = Math.max(0, this.#mediaBytes - bytes);
   }
 
-  remove(itemId: string): void {
+  /** Removes an item (and frees its media). Returns whether it was there. */
+  remove(itemId: string): boolean {
     const at = this.#items.findIndex((it) => it.id === itemId);
-    if (at >= 0) this.#items.splice(at, 1);
+    if (at < 0) return false;
+    this.releaseMedia(mediaBytes(this.#items[at]));
+    this.#items.splice(at, 1);
+    return true;
+  }
+
+  has(itemId: string): boolean {
+    return this.#items.some((it) => it.id === itemId);
   }
 
   /** Sets the text of an assistant item as it finishes (it was inserted empty when its response started). */
   setText(itemId: string, text: string): void {
     const item = this.#items.find((it) => it.id === itemId);
-    if (item) item.parts.splice(0, item.parts.length, { type: 'output_text', text, audio: null });
+    if (item) item.parts.splice(0, item.parts.length, { type: 'output_text', text, media: null });
   }
 
   items(): readonly StoredItem[] {
@@ -116,18 +127,70 @@ export class Conversation {
   }
 }
 
-/** Renders items for the engine: instructions first as the system message; empty messages are left out. */
-export function toChatMessages(instructions: string, items: readonly StoredItem[]): ChatMessage[] {
-  const messages: ChatMessage[] = [];
-  if (instructions.length > 0) messages.push({ role: 'system', content: instructions });
-  for (const item of items) {
-    const content = item.parts.map((p) => p.text).join('');
-    if (content.length > 0) messages.push({ role: item.role, content });
+function storedPart(part: ClientPart, role: StoredItem['role'], where: string, media: MediaChecker): StoredPart {
+  if (part.type === 'input_audio' || part.type === 'input_image') {
+    if (role !== 'user') throw new ClientInputError(`${where}: ${part.type} is only allowed in user messages`, where);
+    const mediaPart = part.type === 'input_audio' ? inputAudio(part, where) : inputImage(part, where);
+    media.check(mediaPart, `${where} (${mediaPart.type})`);
+    return { type: part.type, text: part.transcript ?? '', media: mediaPart };
   }
-  return messages;
+  if (part.text === undefined) throw new ClientInputError(`${where}.text is required for ${part.type}`, `${where}.text`);
+  return { type: part.type, text: part.text, media: null };
 }
 
-/** The item as events show it: audio bytes are never echoed back (as OpenAI does). */
+function inputAudio(part: ClientPart, where: string): MediaPart {
+  const format = part.format ?? 'pcm16';
+  const data = decodeBase64Strict(part.audio ?? '');
+  if (data === null || data.length === 0) {
+    const what = format === 'wav' ? 'a WAV file' : 'pcm16 (24 kHz mono, little-endian)';
+    throw new ClientInputError(`${where}.audio must be non-empty base64 of ${what}`, `${where}.audio`, ErrorCodes.MEDIA_INVALID);
+  }
+  return format === 'wav' ? { type: 'audio', data, format } : { type: 'audio', data, format, sampleRateHz: INPUT_AUDIO_RATE_HZ };
+}
+
+function inputImage(part: ClientPart, where: string): MediaPart {
+  if (part.image_url === undefined) {
+    throw new ClientInputError(`${where}.image_url is required for input_image (a data: URL, data:image/png;base64,...)`, `${where}.image_url`);
+  }
+  return realtimeImagePart(part.image_url, `${where} (image)`);
+}
+
+export interface RenderedConversation {
+  readonly messages: ChatMessage[];
+  /** Engine message index -> the item it came from (null: the instructions). */
+  readonly itemIds: readonly (string | null)[];
+  /** Names media items in the engine's errors and warnings by item id. */
+  readonly itemNamer: ItemNamer;
+}
+
+/**
+ * Renders items for the engine: instructions first as the system message; empty messages are left out. An item
+ * without media stays one string, exactly the prompt it gave before media existed; with media it is parts, one
+ * per stored part (so the engine's part index is the item's).
+ */
+export function toChatMessages(instructions: string, items: readonly StoredItem[]): RenderedConversation {
+  const messages: ChatMessage[] = [];
+  const itemIds: (string | null)[] = [];
+  if (instructions.length > 0) {
+    messages.push({ role: 'system', content: instructions });
+    itemIds.push(null);
+  }
+  for (const item of items) {
+    const content: string | ContentPart[] = item.parts.some((p) => p.media)
+      ? item.parts.map((p): ContentPart => p.media ?? { type: 'text', text: p.text })
+      : item.parts.map((p) => p.text).join('');
+    if (content.length === 0) continue;
+    messages.push({ role: item.role, content });
+    itemIds.push(item.id);
+  }
+  const itemNamer: ItemNamer = (message, part) => {
+    const id = itemIds[message];
+    return id ? `item ${id} content[${part}]` : null;
+  };
+  return { messages, itemIds, itemNamer };
+}
+
+/** The item as events show it: media bytes are never echoed back (as OpenAI does with audio). */
 export function storedItemResource(item: StoredItem): Record<string, unknown> {
   return {
     id: item.id,
@@ -135,8 +198,10 @@ export function storedItemResource(item: StoredItem): Record<string, unknown> {
     type: 'message',
     role: item.role,
     status: 'completed',
-    content: item.parts.map((p) =>
-      p.type === 'input_audio' ? { type: 'input_audio', transcript: p.text.length > 0 ? p.text : null } : { type: p.type, text: p.text },
-    ),
+    content: item.parts.map((p) => {
+      if (p.type === 'input_audio') return { type: 'input_audio', transcript: p.text.length > 0 ? p.text : null };
+      if (p.type === 'input_image') return { type: 'input_image' };
+      return { type: p.type, text: p.text };
+    }),
   };
 }

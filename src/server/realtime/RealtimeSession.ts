@@ -5,16 +5,19 @@
  */
 import type { RawData, WebSocket } from 'ws';
 import type { Engine, Modality, RequestHandle } from '../../engine/types.ts';
-import { ChorusError, ErrorCodes } from '../../errors.ts';
+import { ChorusError, ErrorCodes, type SerializedError } from '../../errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { errorType } from '../httpErrors.ts';
 import { countClientError } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
+import { leadingItem, renameError } from '../media/itemNames.ts';
+import type { MediaChecker } from '../media/MediaChecker.ts';
+import type { MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
 import { eventIdOf, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
-import { Conversation, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
+import { Conversation, INPUT_AUDIO_RATE_HZ, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
 import { ResponseStream } from './ResponseStream.ts';
 import { newId, sessionResource, type OutputModality, type SessionState } from './serverEvents.ts';
 import { SocketWriter } from './SocketWriter.ts';
@@ -24,6 +27,8 @@ export interface SessionContext {
   readonly options: ResolvedServerOptions;
   readonly samplesPerFrame: number;
   readonly tokenLimits: TokenLimits;
+  /** Checks media in items against the pipeline (an encoder for it, sound headers) when they are created. */
+  readonly media: MediaChecker;
   readonly log: FastifyBaseLogger;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
@@ -55,7 +60,7 @@ export class RealtimeSession {
       socketHighWaterBytes: options.socketHighWaterBytes,
       onPressure: (congested) => this.#active?.setPaused(congested),
     });
-    this.#conversation = new Conversation({ maxItems: options.maxConversationItems, maxAudioBytes: options.maxInputAudioBytes });
+    this.#conversation = new Conversation({ maxItems: options.maxConversationItems, maxMediaBytes: options.maxInputAudioBytes });
     this.#state = {
       id: newId('sess'),
       model: options.modelName,
@@ -133,7 +138,7 @@ export class RealtimeSession {
   }
 
   #onItemCreate(event: ClientEventOf<'conversation.item.create'>): void {
-    const item = Conversation.toStored(event.item);
+    const item = Conversation.toStored(event.item, this.#ctx.media);
     const previous = this.#conversation.insert(item, event.previous_item_id);
     this.#announceItem(item, previous);
   }
@@ -149,7 +154,7 @@ export class RealtimeSession {
     if (audio === null) {
       throw new ClientInputError('audio must be base64 of pcm16 (24 kHz mono, little-endian)', 'audio', ErrorCodes.MEDIA_INVALID);
     }
-    this.#conversation.reserveAudio(audio.length);
+    this.#conversation.reserveMedia(audio.length);
     this.#inputAudio.push(audio);
     this.#inputAudioBytes += audio.length;
   }
@@ -159,17 +164,20 @@ export class RealtimeSession {
     if (this.#inputAudioBytes % 2 !== 0) {
       throw new ClientInputError('the input audio buffer holds an odd number of bytes: pcm16 needs whole samples', null, ErrorCodes.MEDIA_INVALID);
     }
-    const audio = Buffer.concat(this.#inputAudio);
-    const item: StoredItem = { id: newId('item'), role: 'user', parts: [{ type: 'input_audio', text: '', audio }] };
+    const media: MediaPart = { type: 'audio', data: Buffer.concat(this.#inputAudio), format: 'pcm16', sampleRateHz: INPUT_AUDIO_RATE_HZ };
     // The buffer's bytes were reserved as they arrived; move them to the item instead of counting them twice.
+    // A buffer the pipeline cannot use (no audio encoder, under 10 ms) is dropped too: keeping it would only
+    // make every later commit fail the same way.
     this.#clearInputAudio();
+    this.#ctx.media.check(media, 'input_audio_buffer (audio)');
+    const item: StoredItem = { id: newId('item'), role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
     const previous = this.#conversation.insert(item);
     this.#writer.sendNow({ type: 'input_audio_buffer.committed', event_id: newId('event'), previous_item_id: previous, item_id: item.id });
     this.#announceItem(item, previous);
   }
 
   #clearInputAudio(): void {
-    this.#conversation.releaseAudio(this.#inputAudioBytes);
+    this.#conversation.releaseMedia(this.#inputAudioBytes);
     this.#inputAudio = [];
     this.#inputAudioBytes = 0;
   }
@@ -185,8 +193,9 @@ export class RealtimeSession {
     const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
     const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.tokenLimits, 'response.max_output_tokens');
     const inConversation = r.conversation !== 'none';
-    const items = r.input ? r.input.map((it, i) => Conversation.toStored(it, `response.input[${i}]`)) : this.#conversation.items();
-    const messages = toChatMessages(r.instructions ?? state.instructions, items);
+    const items = r.input ? r.input.map((it, i) => Conversation.toStored(it, this.#ctx.media, `response.input[${i}]`)) : this.#conversation.items();
+    const rendered = toChatMessages(r.instructions ?? state.instructions, items);
+    const messages = rendered.messages;
     if (!messages.some((m) => m.role !== 'system')) {
       throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
     }
@@ -203,7 +212,7 @@ export class RealtimeSession {
       handle = this.#ctx.engine.generate({ requestId: responseId, messages, modalities, ...toEngineParams(generation, maxTokens) });
     } catch (err) {
       if (inConversation) this.#conversation.remove(itemId);
-      throw err;
+      throw renameError(err, rendered.itemNamer);
     }
     const stream = new ResponseStream({
       writer: this.#writer,
@@ -212,6 +221,7 @@ export class RealtimeSession {
       previousItemId,
       startedAtMs,
       samplesPerFrame: this.#ctx.samplesPerFrame,
+      itemNamer: rendered.itemNamer,
       log: this.#ctx.log,
       state: {
         id: responseId,
@@ -223,16 +233,31 @@ export class RealtimeSession {
         status: 'in_progress',
         statusDetails: null,
         usage: null,
+        warnings: null,
       },
       // response.done has been handed to the socket: record the reply for later turns, accept the next one.
       onFinished: (s) => {
         if (inConversation) this.#conversation.setText(itemId, s.text);
         if (this.#active === s) this.#active = null;
+        if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
       },
     });
     this.#active = stream;
     this.#ctx.log.debug({ responseId, modalities }, 'response started');
     stream.start();
+  }
+
+  /**
+   * Media that passed the header checks but failed to decode in the encoder fails its response, naming the item.
+   * Left in the conversation it would fail every later response too, so it is removed, and the client told.
+   */
+  #dropUndecodableItem(failure: SerializedError | null, itemIds: readonly (string | null)[]): void {
+    if (failure?.code !== ErrorCodes.MEDIA_INVALID || this.#closed) return;
+    const at = leadingItem(failure.message);
+    const itemId = at ? itemIds[at.message] : null;
+    if (!itemId || !this.#conversation.remove(itemId)) return;
+    this.#ctx.log.debug({ sessionId: this.id, itemId }, 'removed an item whose media cannot be decoded');
+    this.#writer.sendNow({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
   }
 
   #onResponseCancel(event: ClientEventOf<'response.cancel'>): void {

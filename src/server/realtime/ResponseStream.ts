@@ -16,6 +16,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FinishReason, OutputEvent, RequestHandle, Usage } from '../../engine/types.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { countClientError, serverMetrics } from '../metrics.ts';
+import { renameItems, renameSerialized, type ItemNamer } from '../media/itemNames.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
 import type { SocketWriter } from './SocketWriter.ts';
 import { itemResource, newId, responseResource, type ResponseState } from './serverEvents.ts';
@@ -30,6 +31,8 @@ export interface ResponseStreamContext {
   /** performance.now() when the response.create frame arrived. */
   readonly startedAtMs: number;
   readonly samplesPerFrame: number;
+  /** Names media items in the engine's errors and warnings by conversation item. */
+  readonly itemNamer: ItemNamer;
   readonly log: FastifyBaseLogger;
   /** Called once, when response.done has been handed to the socket (or the socket is gone). */
   readonly onFinished: (stream: ResponseStream) => void;
@@ -53,6 +56,7 @@ export class ResponseStream {
   #firstAudioQueued = false;
   #textTokens = 0;
   #audioSamples = 0;
+  #failure: SerializedError | null = null;
 
   constructor(ctx: ResponseStreamContext) {
     this.#ctx = ctx;
@@ -70,6 +74,11 @@ export class ResponseStream {
 
   get finished(): boolean {
     return this.#finished;
+  }
+
+  /** The engine's error when the response failed, as the engine named it (its message indices). */
+  get failure(): SerializedError | null {
+    return this.#failure;
   }
 
   /** Sends the opening events and starts forwarding the engine's stream. */
@@ -154,13 +163,16 @@ export class ResponseStream {
       writer.enqueue(delta, this.#firstAudioQueued ? undefined : () => this.#meter.audio());
       this.#firstAudioQueued = true;
     } else {
-      this.#finish(event.finishReason, event.usage, event.error);
+      this.#finish(event.finishReason, event.usage, event.error, event.warnings);
     }
   }
 
-  #finish(reason: FinishReason, usage: Usage | null, error?: SerializedError): void {
+  #finish(reason: FinishReason, usage: Usage | null, engineError?: SerializedError, warnings?: readonly string[]): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#failure = engineError ?? null;
+    const error = engineError && renameSerialized(engineError, this.#ctx.itemNamer);
+    if (warnings && warnings.length > 0) this.#ctx.state.warnings = warnings.map((w) => renameItems(w, this.#ctx.itemNamer));
     this.#subscription?.unsubscribe();
     this.#subscription = null;
     const { writer, state } = this.#ctx;

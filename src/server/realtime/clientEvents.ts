@@ -40,13 +40,19 @@ const ContentPart = Type.Object({
   type: Type.Union([
     Type.Literal('input_text'),
     Type.Literal('input_audio'),
+    Type.Literal('input_image'),
     Type.Literal('text'),
     Type.Literal('output_text'),
   ]),
   text: Type.Optional(Type.String()),
-  /** base64 pcm16 24 kHz mono (input_audio). Stored; audio encoders are not wired to the Thinker yet. */
+  /** input_audio: base64 of pcm16 (24 kHz mono, little-endian), or of a WAV file with format: 'wav'. */
   audio: Type.Optional(Type.String()),
+  /** Chorus extension (input_audio): what `audio` holds; pcm16 by default, as the session's input format says. */
+  format: Type.Optional(Type.Union([Type.Literal('pcm16'), Type.Literal('wav')])),
   transcript: Type.Optional(Type.String()),
+  /** input_image: a data: URL (data:image/png;base64,... or image/jpeg). */
+  image_url: Type.Optional(Type.String()),
+  detail: Type.Optional(Type.String()),
 });
 export type ContentPart = Static<typeof ContentPart>;
 

@@ -67,6 +67,8 @@ export interface ResponseState {
   status: ResponseStatus;
   statusDetails: Record<string, unknown> | null;
   usage: Usage | null;
+  /** What the answer left out although asked (a media item dropped under on_encoder_failure: text_only). */
+  warnings: readonly string[] | null;
 }
 
 export function responseResource(r: ResponseState): Record<string, unknown> {
@@ -82,6 +84,8 @@ export function responseResource(r: ResponseState): Record<string, unknown> {
     audio: { output: { format: PCM_FORMAT, voice: r.voice } },
     usage: r.usage === null ? null : usageResource(r.usage),
     metadata: null,
+    // Chorus extension, present only when there is something to say, so other responses are OpenAI's shape.
+    ...(r.warnings && r.warnings.length > 0 ? { chorus_warnings: r.warnings } : {}),
   };
 }
 
