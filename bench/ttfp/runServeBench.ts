@@ -4,6 +4,7 @@
  * own server in this process (and measures the critical-path limit first, before any stage process runs);
  * with --url it measures a running server.
  */
+import os from 'node:os';
 import type { StageGraph } from '../../src/config/types.ts';
 import { ChorusError, ErrorCodes } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
@@ -22,7 +23,6 @@ import { gitSha, machineInfo, toRunRow, type BenchResult, type RunRow } from './
 import type { RequestTrace } from './trace.ts';
 import { runLoad } from './runLoad.ts';
 import { ServerTimings } from './ServerTimings.ts';
-import os from 'node:os';
 
 export type BenchTarget =
   | { readonly kind: 'config'; readonly file: string }

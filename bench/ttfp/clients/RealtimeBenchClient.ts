@@ -67,6 +67,9 @@ export class RealtimeBenchClient implements BenchClient {
   async request(r: BenchRequest): Promise<RequestTrace> {
     if (this.#pending) throw new Error('one request at a time per realtime session');
     if (this.#draining) await this.#draining;
+    if (this.ws.readyState !== WebSocket.OPEN) {
+      return { startMs: performance.now(), events: [], ok: false, error: 'the realtime socket is closed' };
+    }
     return new Promise<RequestTrace>((resolve) => {
       const events: TraceEvent[] = [];
       let timer: NodeJS.Timeout | undefined;
