@@ -179,6 +179,7 @@ export class Orchestrator implements Engine {
         ...(isEntry && plan ? { media: plan.thinker } : {}),
         ...(spec.encoder && plan ? { encode: plan.encode.get(slot.instance) ?? [] } : {}),
         initialCodecChunkFrames: request.initialCodecChunkFrames,
+        liveRequests: this.live.size,
         firstChunkDeadline,
       };
       slot.inFlight.add(requestId);

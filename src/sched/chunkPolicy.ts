@@ -1,7 +1,7 @@
 /**
- * Talker -> Code2Wav chunking: frames accumulate to an initial chunk (IC), then codecChunkFrames per chunk, each
- * sent with up to codecLeftContextFrames of already-sent frames as left context so Code2Wav (stateless per chunk)
- * reproduces the offline decode. Pure functions: the talker2code2wav processor holds the state.
+ * Talker -> Code2Wav chunking: frames accumulate to an initial chunk (IC), then chunks that double up to
+ * codecChunkFrames, each sent with up to codecLeftContextFrames of already-sent frames as left context so Code2Wav
+ * (stateless per chunk) reproduces the offline decode. Pure functions: the talker2code2wav processor holds the state.
  */
 import type { ChunkPolicy } from '../config/types.ts';
 
@@ -49,7 +49,10 @@ export function nextCodecChunk(
   numSent: number,
   final: boolean,
 ): CodecChunk | null {
-  const target = numSent === 0 ? initialFrames : policy.codecChunkFrames;
+  // After the initial chunk, each chunk is at most as long as all the audio already sent (4, 4, 8, 16, 25, 25...
+  // for IC 4): it can be made while the audio before it plays, so a small IC does not turn into an underrun when
+  // the next chunk jumps straight to codecChunkFrames (measured: every c=10 underrun was at the second chunk).
+  const target = numSent === 0 ? initialFrames : Math.min(policy.codecChunkFrames, numSent);
   const pending = numProduced - numSent;
   if (pending <= 0 || (!final && pending < target)) return null;
   const take = final ? pending : target;

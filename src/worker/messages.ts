@@ -99,6 +99,9 @@ export interface AddRequest {
   readonly encode?: readonly EncodeItem[];
   /** Per-request override of the initial codec chunk (Talker). */
   readonly initialCodecChunkFrames?: number;
+  /** Requests live in the engine when this one was admitted (load for the dynamic initial chunk: a burst's first
+   *  request must not get the unloaded IC just because the Talker has not seen the others yet). */
+  readonly liveRequests?: number;
   /** Absolute deadline for the first input chunk (downstream stages). */
   readonly firstChunkDeadline: number;
 }

@@ -47,7 +47,7 @@ describe('chunk policy', () => {
     expect(initialChunkFrames({ ...policy, dynamicInitialChunk: false }, 1)).toBe(25);
   });
 
-  it('cuts IC, then 25-frame chunks with 25 frames of left context, then flushes the rest at the end', () => {
+  it('cuts IC, then chunks no longer than the audio already sent (doubling up to 25), with left context, then the rest', () => {
     const chunks = [];
     let sent = 0;
     for (let produced = 1; produced <= 60; produced++) {
@@ -59,10 +59,14 @@ describe('chunk policy', () => {
     }
     expect(chunks).toEqual([
       { start: 0, contextFrames: 0, end: 4 },
-      { start: 0, contextFrames: 4, end: 29 },
-      { start: 4, contextFrames: 25, end: 54 },
-      { start: 29, contextFrames: 25, end: 60 },
+      { start: 0, contextFrames: 4, end: 8 },
+      { start: 0, contextFrames: 8, end: 16 },
+      { start: 0, contextFrames: 16, end: 32 },
+      { start: 7, contextFrames: 25, end: 57 },
+      { start: 32, contextFrames: 25, end: 60 },
     ]);
+    // Every chunk after the first is at most as long as the audio sent before it (no underrun by construction).
+    for (let i = 1; i < chunks.length - 1; i++) expect(chunks[i].end - chunks[i - 1].end).toBeLessThanOrEqual(chunks[i - 1].end);
     expect(nextCodecChunk(policy, 4, 60, 60, true)).toBeNull();
   });
 });

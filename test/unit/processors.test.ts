@@ -56,7 +56,7 @@ describe('talker2code2wav', () => {
   const policy = { initialCodecChunkFrames: null, codecChunkFrames: 5, codecLeftContextFrames: 3, dynamicInitialChunk: true, chunkTimeoutMs: 1000 };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 
-  it('sends IC, then fixed chunks with left context in [Q][T] layout, then the rest at the end', () => {
+  it('sends IC, then growing chunks with left context in [Q][T] layout, then the rest at the end', () => {
     const p = new Talker2Code2Wav(policy, 2, 2, true);
     const out = [];
     for (let t = 0; t < 13; t++) {
@@ -66,10 +66,11 @@ describe('talker2code2wav', () => {
     }
     const last = p.take(true);
     if (last) out.push(last);
-    expect(out.map((c) => [c.numFrames, c.contextFrames])).toEqual([[2, 0], [7, 2], [8, 3], [4, 3]]);
-    // Codebook 0 of chunk 2 = frames 4..11 (3 context + 5 new).
-    expect(Array.from(out[2].codes.subarray(0, 8))).toEqual([400, 500, 600, 700, 800, 900, 1000, 1100]);
-    expect(Array.from(out[2].codes.subarray(8))).toEqual([401, 501, 601, 701, 801, 901, 1001, 1101]);
+    // New frames per chunk: 2 (IC), 2, 4, then the last 5, each after 2-3 frames of context (numFrames counts both).
+    expect(out.map((c) => [c.numFrames, c.contextFrames])).toEqual([[2, 0], [4, 2], [7, 3], [8, 3]]);
+    // Codebook 0 of chunk 2 = frames 1..7 (3 context + 4 new).
+    expect(Array.from(out[2].codes.subarray(0, 7))).toEqual([100, 200, 300, 400, 500, 600, 700]);
+    expect(Array.from(out[2].codes.subarray(7))).toEqual([101, 201, 301, 401, 501, 601, 701]);
     // Every frame's samples are produced exactly once: new frames add up to all frames.
     expect(out.reduce((n, c) => n + c.numFrames - c.contextFrames, 0)).toBe(13);
   });

@@ -17,7 +17,8 @@ import type { CoreRequest, StageContext } from '../StageCore.ts';
 import { ArStageCore } from './ArStageCore.ts';
 
 interface TalkerRequest extends CoreRequest {
-  rows: Float32Array[]; // arrived conditioning chunks, concatenated lazily
+  readonly liveAtAdmission: number;
+  rows: Float32Array; // arrived conditioning rows, row-major; grows by doubling (no re-concatenation per arrival)
   numRows: number;
   promptRows: number | null; // known from the first chunk
   thinkerDone: FinishReason | null;
@@ -40,8 +41,9 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       sampling: { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, this.maxFrames()) },
       downstream: msg.downstream,
       initialCodecChunkFrames: msg.initialCodecChunkFrames,
+      liveAtAdmission: msg.liveRequests ?? 0,
       numOutputs: 0,
-      rows: [],
+      rows: new Float32Array(0),
       numRows: 0,
       promptRows: null,
       thinkerDone: null,
@@ -58,13 +60,21 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       req.promptRows = p;
       if (p + 1 >= this.maxFrames()) return this.fail(req, new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, `prompt of ${p} rows does not fit the talker's positions: shorten it`));
       req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
-      const ic = initialChunkFrames(this.ctx.chunkPolicy, this.scheduler.numRunning + 1, req.initialCodecChunkFrames);
+      const load = Math.max(this.scheduler.numRunning + 1, req.liveAtAdmission);
+      const ic = initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
       req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
     }
     if (rows) {
       if (rows.shape[1] !== this.dim) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, `rows of width ${rows.shape[1]}, talker expects ${this.dim}`));
       // Copy: the frame buffer belongs to the receive path; rows live as long as the request.
-      req.rows.push(Float32Array.from(rows.data as Float32Array));
+      const used = req.numRows * this.dim;
+      const needed = used + rows.data.length;
+      if (needed > req.rows.length) {
+        const grown = new Float32Array(Math.max(needed, 2 * req.rows.length));
+        grown.set(req.rows.subarray(0, used));
+        req.rows = grown;
+      }
+      req.rows.set(rows.data as Float32Array, used);
       req.numRows += rows.shape[0];
     }
     if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
@@ -118,8 +128,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
 
   /** Conditioning rows for the positions of this step (see the position layout above). */
   private rowsFor(req: TalkerRequest, item: ScheduledItem): Float32Array {
-    if (req.rows.length > 1) req.rows = [concat(req.rows, req.numRows * this.dim)];
-    const all = req.rows[0];
+    const all = req.rows;
     const p = req.promptRows!;
     const out = new Float32Array(item.numTokens * this.dim);
     for (let i = 0; i < item.numTokens; i++) {
@@ -129,16 +138,6 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     }
     return out;
   }
-}
-
-function concat(parts: readonly Float32Array[], length: number): Float32Array {
-  const out = new Float32Array(length);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 function codesChunk(c: { codes: Int32Array; numFrames: number; contextFrames: number }) {
