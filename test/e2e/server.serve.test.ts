@@ -56,3 +56,18 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('chorus serve on %s', (signal) => 
     expect(segmentsOf(child.pid!)).toEqual([]);
   }, 90_000);
 });
+
+describe('chorus serve --media-url-allow', () => {
+  it('refuses a prefix that is not an http(s) URL before starting the pipeline', async () => {
+    const child = spawn(process.execPath, [CHORUS_BIN, 'serve', '--config', CONFIG, '--port', '0', '--media-url-allow', 'https://cdn.example.com/images/', '--media-url-allow', 'cdn.example.com/x'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(stderr).toContain('CHORUS_ERR_CONFIG_INVALID: media URL allow-list entry "cdn.example.com/x" is not an http(s) URL prefix');
+    expect(segmentsOf(child.pid!)).toEqual([]); // no pipeline was started
+  }, 30_000);
+});

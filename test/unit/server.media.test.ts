@@ -15,6 +15,9 @@ import { ClientInputError } from '../../src/server/validate.ts';
 import { configWith } from '../helpers/engine.ts';
 import { pcm16Bytes, pngBytes, wavBytes } from '../helpers/media.ts';
 
+/** Parts with their bytes as plain Uint8Arrays (the server may hand the engine Buffers, a subclass): compares content. */
+const plainBytes = (parts: readonly ContentPart[]) => parts.map((p) => (p.type === 'text' ? p : { ...p, data: new Uint8Array(p.data) }));
+
 const limits = { cap: 100, stageDefault: 64 };
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const png = pngBytes(32, 32, 1);
@@ -47,11 +50,17 @@ describe('chat content parts', () => {
       'r',
       limits,
     );
-    const parts = plan.request.messages[0].content as ContentPart[];
+    const parts = plainBytes(plan.request.messages[0].content as ContentPart[]);
     expect(parts.map((p) => p.type)).toEqual(['text', 'image', 'audio', 'audio']);
     expect(parts[1]).toEqual({ type: 'image', data: new Uint8Array(png) });
     expect(parts[2]).toEqual({ type: 'audio', data: new Uint8Array(wav), format: 'wav' });
     expect(parts[3]).toMatchObject({ format: 'pcm16', sampleRateHz: 16000 });
+  });
+
+  it('takes line-wrapped base64 too (the slower lenient decoder runs only when the strict one refuses)', async () => {
+    const wrapped = b64(wav).replace(/.{76}/g, '$&\n');
+    const plan = await planChatCompletion({ messages: [user({ type: 'input_audio', input_audio: { data: wrapped, format: 'wav' } })] }, 'r', limits);
+    expect(plainBytes(plan.request.messages[0].content as ContentPart[])).toEqual([{ type: 'audio', data: new Uint8Array(wav), format: 'wav' }]);
   });
 
   it('keeps text-only part lists one string (the prompt media-free requests always had)', async () => {

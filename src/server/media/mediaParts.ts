@@ -11,6 +11,7 @@ import type { ContentPart } from '../../engine/types.ts';
 import { ChorusError, ErrorCodes } from '../../errors.ts';
 import { mediaInvalid } from '../../../stages/encoders/media/mediaError.ts';
 import { decodeBase64, resolveMediaUrl } from '../../../stages/encoders/media/mediaUrl.ts';
+import { decodeBase64Strict } from '../pcm.ts';
 import type { MediaFetchLimits } from './fetchMedia.ts';
 
 export type MediaPart = Extract<ContentPart, { type: 'audio' | 'image' }>;
@@ -23,14 +24,25 @@ export interface MediaSources extends MediaFetchLimits {
 /** Media types a data: URL may declare for an image ('' = none given: the bytes are sniffed). */
 const IMAGE_TYPES = new Set(['', 'image/png', 'image/jpeg', 'image/jpg']);
 
+/**
+ * Base64 on the server thread: the fast strict decoder, and only when it refuses, the lenient one that also
+ * takes whitespace (line-wrapped base64) and throws the error naming the item.
+ */
+function decode(base64: string, what: string): Uint8Array {
+  return decodeBase64Strict(base64) ?? decodeBase64(base64, what);
+}
+
 export function audioPart(base64: string, format: 'wav' | 'pcm16', what: string, sampleRateHz?: number): MediaPart {
-  const data = decodeBase64(base64, what);
+  const data = decode(base64, what);
   if (data.byteLength === 0) throw mediaInvalid(what, 'audio data is empty');
   return { type: 'audio', data, format, ...(sampleRateHz !== undefined ? { sampleRateHz } : {}) };
 }
 
 /** An image from a data: URL; an allowed remote URL is returned for the caller to fetch (fetchMedia). */
 export function inlineImage(url: string, what: string, allowList: readonly string[]): MediaPart | URL {
+  const fast = /^data:(image\/(?:png|jpeg|jpg))?;base64,/i.exec(url);
+  const inline = fast ? decodeBase64Strict(url.slice(fast[0].length)) : null;
+  if (inline && inline.length > 0) return { type: 'image', data: inline }; // the common case, without a regex over the payload
   const resolved = resolveMediaUrl(url, allowList, what);
   if (resolved.kind === 'remote') return resolved.url;
   const { mediaType, bytes } = resolved.data;
