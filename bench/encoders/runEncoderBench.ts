@@ -3,11 +3,9 @@
  * second of audio at several clip lengths; and the CPU front ends (WAV decode + resample + log-mel, PNG
  * decode + resize + patches), which run before the encoder. Model compute only: no transport, no cache.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PNG } from 'pngjs';
 import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
 import { audioFeatures, decodeAudio } from '../../stages/encoders/media/audio.ts';
 import { decodeImage } from '../../stages/encoders/media/image.ts';
@@ -15,6 +13,9 @@ import { imagePatches } from '../../stages/encoders/media/imagePatches.ts';
 import type { EncoderInput } from '../../stages/encoders/types.ts';
 import { audioEncoderSpec, visionEncoderSpec } from '../../stages/models/ensureEncoderModel.ts';
 import { presets } from '../../stages/models/presets.ts';
+import { timed, gitSha } from '../common.ts';
+// Synthetic media, the same fixtures the tests use.
+import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
 
 export interface EncoderBenchOptions {
   readonly preset?: string;
@@ -61,47 +62,7 @@ function stats(samples: readonly number[]): Stats {
   return { n: sorted.length, p50: at(0.5), p90: at(0.9) };
 }
 
-function timed(fn: () => void): number {
-  const start = performance.now();
-  fn();
-  return performance.now() - start;
-}
-
-function gitSha(): string {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
-function pngBytes(width: number, height: number, seed: number): Uint8Array {
-  const png = new PNG({ width, height });
-  for (let i = 0; i < png.data.length; i++) png.data[i] = i % 4 === 3 ? 255 : (i * (seed * 13 + 7) + seed * 31) % 256;
-  return new Uint8Array(PNG.sync.write(png));
-}
-
 /** A 24 kHz 16-bit mono WAV of a chirp. */
-function wavBytes(seconds: number): Uint8Array {
-  const rate = 24000;
-  const n = Math.round(seconds * rate);
-  const view = new DataView(new ArrayBuffer(44 + 2 * n));
-  const text = (at: number, s: string) => [...s].forEach((c, i) => view.setUint8(at + i, c.charCodeAt(0)));
-  text(0, 'RIFF');
-  view.setUint32(4, 36 + 2 * n, true);
-  text(8, 'WAVEfmt ');
-  view.setUint32(16, 16, true);
-  view.setUint16(20, 1, true);
-  view.setUint16(22, 1, true);
-  view.setUint32(24, rate, true);
-  view.setUint32(28, 2 * rate, true);
-  view.setUint16(32, 2, true);
-  view.setUint16(34, 16, true);
-  text(36, 'data');
-  view.setUint32(40, 2 * n, true);
-  for (let i = 0; i < n; i++) view.setInt16(44 + 2 * i, Math.round(8000 * Math.sin(2 * Math.PI * (200 + (i / n) * 2000) * (i / rate))), true);
-  return new Uint8Array(view.buffer);
-}
 
 export async function runEncoderBench(options: EncoderBenchOptions = {}): Promise<EncoderBenchResult> {
   const preset = options.preset ?? 'tiny';

@@ -10,6 +10,8 @@ import { cpus } from 'node:os';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/engine/types.ts';
+// Synthetic media, the same fixtures the tests use.
+import { wavBytes } from '../../test/helpers/media.ts';
 
 export interface TtftBenchOptions {
   readonly config: string;
@@ -57,26 +59,6 @@ function done(handle: RequestHandle): Promise<{ firstTextAtMs: number; doneAtMs:
 }
 
 /** A 16-bit mono 24 kHz WAV of a chirp; `seed` shifts its phase, so every round misses the encoder cache. */
-function wavBytes(seconds: number, seed: number): Uint8Array {
-  const rate = 24000;
-  const n = Math.round(seconds * rate);
-  const view = new DataView(new ArrayBuffer(44 + 2 * n));
-  const text = (at: number, s: string) => [...s].forEach((c, i) => view.setUint8(at + i, c.charCodeAt(0)));
-  text(0, 'RIFF');
-  view.setUint32(4, 36 + 2 * n, true);
-  text(8, 'WAVEfmt ');
-  view.setUint32(16, 16, true);
-  view.setUint16(20, 1, true);
-  view.setUint16(22, 1, true);
-  view.setUint32(24, rate, true);
-  view.setUint32(28, 2 * rate, true);
-  view.setUint16(32, 2, true);
-  view.setUint16(34, 16, true);
-  text(36, 'data');
-  view.setUint32(40, 2 * n, true);
-  for (let i = 0; i < n; i++) view.setInt16(44 + 2 * i, Math.round(8000 * Math.sin(2 * Math.PI * (200 + (i / n) * 2000) * (i / rate) + seed)), true);
-  return new Uint8Array(view.buffer);
-}
 
 export async function runTtftBench(o: TtftBenchOptions): Promise<TtftBenchResult> {
   let yaml = readFileSync(o.config, 'utf8');
@@ -99,7 +81,7 @@ export async function runTtftBench(o: TtftBenchOptions): Promise<TtftBenchResult
     const loaded: number[] = [];
     const audioFirst: number[] = [];
     for (let round = 0; round < o.rounds; round++) {
-      const clip = wavBytes(o.audioSeconds, round);
+      const clip = wavBytes(o.audioSeconds, 24_000, round + 1); // a new clip every round: always a cache miss
       const sentAtMs = Date.now();
       const audio = done(engine.generate({ messages: [{ role: 'user', content: [{ type: 'text', text: `Listen ${round}: ` }, { type: 'audio', data: clip, format: 'wav' }] }], modalities: ['text'], sampling: { maxTokens: 3, ignoreEos: true } }));
       let audioFirstTextAtMs = Number.POSITIVE_INFINITY;

@@ -4,7 +4,6 @@
  * 1 and 16, and the model time of one 100-token answer with audio (Thinker 100 tokens, Talker 200 frames,
  * Code2Wav 200 frames) run stage after stage on one thread each. Model compute only: no transport.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { presets } from '../../stages/models/presets.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { Code2WavRunner, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
+import { timed, gitSha } from '../common.ts';
 
 export interface ModelBenchOptions {
   readonly preset?: string;
@@ -53,20 +53,6 @@ export function stats(samples: readonly number[]): Stats {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
   return { n: sorted.length, mean: sorted.reduce((a, b) => a + b, 0) / sorted.length, p50: at(0.5), p90: at(0.9) };
-}
-
-function timed(fn: () => void): number {
-  const start = performance.now();
-  fn();
-  return performance.now() - start;
-}
-
-function gitSha(): string {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 function promptIds(n: number): number[] {

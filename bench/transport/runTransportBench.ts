@@ -8,10 +8,10 @@
  * Throughput: the parent sends N frames back to back (with the transport's own flow control) and stops
  * the clock when the peer acknowledges the last one.
  */
-import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { openLink, type Link, type TransportKind } from './links.ts';
 import { Tag } from './protocol.ts';
+import { gitSha } from '../common.ts';
 
 export type { TransportKind };
 
@@ -109,14 +109,6 @@ async function measureThroughput(link: Link, frameBytes: number, frames: number)
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   if (ack[0] !== Tag.BulkLast) throw new Error('throughput run ended without the peer acknowledging the last frame');
   return { frameBytes, frames, seconds, mibPerSecond: (frames * frameBytes) / (1024 * 1024) / seconds };
-}
-
-function gitSha(): string {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 export async function runTransportBench(options: TransportBenchOptions = {}): Promise<TransportBenchResult> {

@@ -2,7 +2,7 @@
  * The shape of DIR/results.json (snake_case, as vLLM's bench writes its JSON), and the goals the issue sets.
  * Every field a run row has is a plain number or null, so the JSON diffs and plots cleanly.
  */
-import { execFileSync } from 'node:child_process';
+export { gitSha } from '../common.ts';
 import os from 'node:os';
 import type { LimitResult } from '../limit/runLimit.ts';
 import type { Distribution, RunMetrics } from './metrics.ts';
@@ -112,15 +112,6 @@ export interface BenchResult {
   goals: Goal[];
 }
 
-export function gitSha(): string {
-  try {
-    const sha = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    return dirty.length > 0 ? `${sha}-dirty` : sha;
-  } catch {
-    return 'unknown';
-  }
-}
 
 export function machineInfo(): Machine {
   return {

@@ -3,10 +3,11 @@
  * talking through a real ring) and the inproc connector.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isChorusError, type ErrorCode } from '../../src/errors.ts';
+import type { ErrorCode } from '../../src/errors.ts';
 import { chunkKey, type Connector } from '../../transport/Connector.ts';
 import { InprocConnector } from '../../transport/inproc/InprocConnector.ts';
 import { ShmConnector } from '../../transport/shm/ShmConnector.ts';
+import { codeOf } from '../helpers/errors.ts';
 
 interface Pair {
   producer: Connector;
@@ -37,16 +38,6 @@ const factories: Record<string, () => Pair> = {
     return { producer: c, consumer: c, dispose: () => c.close() };
   },
 };
-
-async function codeOf(p: Promise<unknown>): Promise<ErrorCode | 'resolved'> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    if (!isChorusError(err)) throw err;
-    return err.code;
-  }
-}
 
 function frame(seq: number, size: number): Uint8Array {
   const out = new Uint8Array(size);

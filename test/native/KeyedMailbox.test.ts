@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isChorusError, type ErrorCode } from '../../src/errors.ts';
 import { chunkKey } from '../../transport/Connector.ts';
 import { KeyedMailbox, onDeadline } from '../../transport/KeyedMailbox.ts';
-
-async function codeOf(p: Promise<unknown>): Promise<ErrorCode | 'resolved'> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    if (!isChorusError(err)) throw err;
-    return err.code;
-  }
-}
+import { codeOf } from '../helpers/errors.ts';
 
 const bytes = (...v: number[]) => new Uint8Array(v);
 const later = () => Date.now() + 10_000;

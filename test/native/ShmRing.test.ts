@@ -1,8 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isChorusError, type ErrorCode } from '../../src/errors.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
+import { codeOf } from '../helpers/errors.ts';
 
 const opened: ShmRing[] = [];
 function create(capacityBytes: number): ShmRing {
@@ -21,16 +21,6 @@ afterEach(() => {
     ring.unlink();
   }
 });
-
-async function codeOf(p: Promise<unknown>): Promise<ErrorCode | 'resolved'> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    if (!isChorusError(err)) throw err;
-    return err.code;
-  }
-}
 
 /** Deterministic randomness (the project's seeded PRNG) so a failure replays exactly. */
 function prng(seed: number): () => number {
