@@ -288,6 +288,7 @@ export class Orchestrator implements Engine {
       if (slot.spec.encoder) this.encoderFailed(slot, requestId, error);
       else this.live.get(requestId)?.end('error', error);
     }
+    const orphans = [...slot.inFlight];
     slot.inFlight.clear();
     if (this.closing || !this.restartOnDeath) {
       slot.status = 'stopped';
@@ -295,7 +296,11 @@ export class Orchestrator implements Engine {
     }
     slot.status = 'restarting';
     slot.restarts++;
-    this.boot(slot).catch((err) => {
+    // The rings outlive the process: chunks of the requests that died with it may still be in its input rings.
+    // The new process is told to drop them, or they would sit in its connector for good.
+    this.boot(slot).then(() => {
+      for (const requestId of orphans) slot.worker?.send({ type: 'abort', requestId, reason: 'the stage restarted' });
+    }, (err: unknown) => {
       // A stage that cannot boot again stays failed: no crash loop.
       slot.status = 'failed';
       this.log.error({ stage: slot.instance, err: serializeError(err) }, 'stage restart failed; it stays down');

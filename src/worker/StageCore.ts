@@ -99,7 +99,12 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   /** Main ended the request (cancel, or a failure elsewhere): drop everything, acknowledge with `finished`. */
   abort(requestId: string): void {
     const req = this.requests.get(requestId);
-    if (!req) return;
+    if (!req) {
+      // Not (or no longer) ours, e.g. a request of a previous incarnation of this stage: frames of it that are
+      // still in the input rings must be dropped, not kept waiting for a get() that never comes.
+      this.ctx.adapter.cancel(requestId);
+      return;
+    }
     this.release(req);
     this.ctx.adapter.cancel(requestId);
     this.ctx.post({ type: 'finished', requestId, finishReason: 'cancelled', numTokens: req.numOutputs });
