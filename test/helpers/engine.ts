@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import type { StageGraph } from '../../src/config/types.ts';
 import type { OutputEvent, RequestHandle } from '../../src/engine/types.ts';
+import { concatFloat32 } from './arrays.ts';
 
 const CONFIGS = join(import.meta.dirname, '..', '..', 'configs');
 
@@ -34,13 +35,7 @@ export function collect(handle: RequestHandle, onEvent?: (e: OutputEvent) => voi
         if (e.type !== 'done') return;
         const text = events.map((x) => (x.type === 'text' ? x.delta : '')).join('');
         const audio = events.filter((x): x is Extract<OutputEvent, { type: 'audio' }> => x.type === 'audio');
-        const pcm = new Float32Array(audio.reduce((n, a) => n + a.pcm.length, 0));
-        let at = 0;
-        for (const a of audio) {
-          pcm.set(a.pcm, at);
-          at += a.pcm.length;
-        }
-        resolve({ text, pcm, events, done: e });
+        resolve({ text, pcm: concatFloat32(audio.map((a) => a.pcm)), events, done: e });
       },
       error: reject,
     });

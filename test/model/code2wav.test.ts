@@ -8,6 +8,7 @@ import { createCode2WavRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
 import { code2wavSpec, maxAbsDiff, smallCode2Wav, tempModelsDir } from './helpers.ts';
+import { concatFloat32 } from '../helpers/arrays.ts';
 
 const Q = smallCode2Wav.numCodebooks;
 let models: ReturnType<typeof tempModelsDir>;
@@ -46,16 +47,6 @@ function chunkItems(codes: Int32Array, numFrames: number, initial: number, chunk
   return items;
 }
 
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 describe('code2wav', () => {
   const numFrames = 4 + 25 * 3 + 11;
   const codes = randomCodes(numFrames, 1);
@@ -68,7 +59,7 @@ describe('code2wav', () => {
   it('streamed chunks (4, then 25, with 25 frames of left context) concatenate to the offline decode', () => {
     const [offline] = runner.decode([{ seqId: 'off', codes, numFrames, contextFrames: 0 }]);
     expect(offline.length).toBe(numFrames * smallCode2Wav.samplesPerFrame);
-    const streamed = concat(chunkItems(codes, numFrames, 4, 25, 25, 's').map((item) => runner.decode([item])[0]));
+    const streamed = concatFloat32(chunkItems(codes, numFrames, 4, 25, 25, 's').map((item) => runner.decode([item])[0]));
     expect(streamed.length).toBe(offline.length);
     expect(maxAbsDiff(streamed, offline)).toBeLessThan(1e-5);
     // Audio, not silence, in [-1, 1].
@@ -79,7 +70,7 @@ describe('code2wav', () => {
 
   it('too little left context does change the audio (the check above is not vacuous)', () => {
     const [offline] = runner.decode([{ seqId: 'off', codes, numFrames, contextFrames: 0 }]);
-    const starved = concat(chunkItems(codes, numFrames, 4, 25, 2, 's').map((item) => runner.decode([item])[0]));
+    const starved = concatFloat32(chunkItems(codes, numFrames, 4, 25, 2, 's').map((item) => runner.decode([item])[0]));
     expect(starved.length).toBe(offline.length);
     expect(maxAbsDiff(starved, offline)).toBeGreaterThan(1e-3);
   });

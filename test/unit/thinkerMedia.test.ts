@@ -12,6 +12,7 @@ import type { AddRequest } from '../../src/worker/messages.ts';
 import { ErrorCodes } from '../../src/errors.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+import { concatFloat32 } from '../helpers/arrays.ts';
 
 const D = 4;
 const IMG = 262;
@@ -86,14 +87,7 @@ function setup(policy: { image: EncoderFailurePolicy; audio: EncoderFailurePolic
 
 /** Concatenated input rows of every step of request r: what the model saw, position by position. */
 function modelInputs(runner: FakeThinkerRunner): Float32Array {
-  const parts = runner.batches.flat().map((it) => it.inputsEmbeds ?? runner.embed(it.tokenIds!));
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatFloat32(runner.batches.flat().map((it) => it.inputsEmbeds ?? runner.embed(it.tokenIds!)));
 }
 
 beforeEach(() => resetSeqs());
