@@ -21,6 +21,7 @@ import { createTokenizer } from '../../stages/tokenizer/index.ts';
 import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
+import { concatFloat32 } from '../../src/util/arrays.ts';
 
 export interface LimitOptions {
   readonly graph: StageGraph;
@@ -174,7 +175,7 @@ function firstPacket(
       });
     }
     const thinkerDecodeMs = performance.now() - t;
-    const allRows = seqs.map((s) => concat(s.rows));
+    const allRows = seqs.map((s) => concatFloat32(s.rows));
     const row = (i: number, k: number) => allRows[i].subarray(k * dim, (k + 1) * dim);
 
     // 2. Talker: prefill over positions 0..p (prompt rows + token 0's row) samples frame 0; then one frame per step.
@@ -210,16 +211,6 @@ function firstPacket(
       r.talker.free(s.seqId);
     }
   }
-}
-
-function concat(parts: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, x) => n + x.length, 0));
-  let at = 0;
-  for (const x of parts) {
-    out.set(x, at);
-    at += x.length;
-  }
-  return out;
 }
 
 export function formatLimit(r: LimitResult): string {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import type { StageGraph } from '../../src/config/types.ts';
 import type { OutputEvent, RequestHandle } from '../../src/engine/types.ts';
-import { concatFloat32 } from './arrays.ts';
+import { concatFloat32 } from '../../src/util/arrays.ts';
 
 const CONFIGS = join(import.meta.dirname, '..', '..', 'configs');
 

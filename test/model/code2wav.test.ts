@@ -8,7 +8,7 @@ import { createCode2WavRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
 import { code2wavSpec, maxAbsDiff, smallCode2Wav, tempModelsDir } from './helpers.ts';
-import { concatFloat32 } from '../helpers/arrays.ts';
+import { concatFloat32 } from '../../src/util/arrays.ts';
 
 const Q = smallCode2Wav.numCodebooks;
 let models: ReturnType<typeof tempModelsDir>;

@@ -12,7 +12,7 @@ import type { AddRequest } from '../../src/worker/messages.ts';
 import { ErrorCodes } from '../../src/errors.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
-import { concatFloat32 } from '../helpers/arrays.ts';
+import { concatFloat32 } from '../../src/util/arrays.ts';
 
 const D = 4;
 const IMG = 262;
