@@ -11,7 +11,8 @@ export function timed(fn: () => void): number {
 /** HEAD's SHA, with `-dirty` when tracked files differ from it; 'unknown' outside a checkout. */
 export function gitSha(): string {
   try {
-    const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const sha = git('rev-parse', 'HEAD');
     return git('status', '--porcelain', '--untracked-files=no').length > 0 ? `${sha}-dirty` : sha;
   } catch {

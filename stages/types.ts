@@ -3,7 +3,7 @@
  * what runs (vLLM v1's split). A runner keeps per-sequence state (KV cache, sampler RNG, last frame)
  * keyed by seqId until free(seqId).
  */
-import type { SamplingParams } from '../src/config/types.ts';
+import type { SamplingParams } from '../src/common/graph.ts';
 
 export type { SamplingParams };
 
@@ -19,6 +19,8 @@ export interface ThinkerBatchItem {
   /** True when this step reaches the end of the known input, so a token is sampled from its last position. */
   readonly sample: boolean;
   readonly sampling: SamplingParams;
+  /** The tokens this sequence has generated so far (for the frequency and presence penalties). */
+  readonly generated?: readonly number[];
 }
 
 export interface ThinkerStepOutput {
@@ -45,6 +47,8 @@ export interface ThinkerRunner {
   embed(tokenIds: readonly number[]): Float32Array;
   /** One batched forward over the items (each extends its own sequence and KV cache). */
   execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[];
+  /** KV cache bytes one position costs (from the model's past_key_values layout: file models too). */
+  readonly kvBytesPerToken: number;
   /** Bytes of KV cache held for this sequence now. */
   kvBytes(seqId: string): number;
   free(seqId: string): void;
@@ -83,6 +87,8 @@ export interface TalkerRunner {
   /** The conditioning row used once the Thinker's text has run out (a learned "text pad"). */
   readonly padRow: Float32Array;
   execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[];
+  /** KV cache bytes one position costs (from the model's past_key_values layout). */
+  readonly kvBytesPerToken: number;
   kvBytes(seqId: string): number;
   free(seqId: string): void;
   close(): Promise<void>;

@@ -11,10 +11,17 @@
 export interface Connector {
   readonly kind: 'shm' | 'inproc' | 'redis';
   /**
-   * Sends one frame, given whole or as parts (written back to back, so callers need not concatenate). Resolves once the frame is in the edge's buffer. When the buffer is full the call
+   * Sends one frame, given whole or as parts (written back to back, so callers need not concatenate). Resolves once the
+   * frame is in the edge's buffer. When the buffer is full the call
    * waits for room (backpressure) until `deadline`, then rejects with CHORUS_ERR_BACKPRESSURE_TIMEOUT.
    */
-  put(from: string, to: string, key: string, frame: Uint8Array | readonly Uint8Array[], deadline: number): Promise<void>;
+  put(
+    from: string,
+    to: string,
+    key: string,
+    frame: Uint8Array | readonly Uint8Array[],
+    deadline: number,
+  ): Promise<void>;
   /**
    * Receives the frame stored under `key` on the edge. Waits, without polling, until it arrives or
    * `deadline` passes (rejects with CHORUS_ERR_CHUNK_TIMEOUT). Frames that arrive for other keys are

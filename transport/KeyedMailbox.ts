@@ -8,7 +8,7 @@
  * them while the kept bytes are over the limit, unless some get() is waiting (the frame it wants may be
  * behind the kept ones, and holding the producer then would deadlock until the deadline).
  */
-import { ChorusError, ErrorCodes } from '../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 import { requestIdOfKey } from './Connector.ts';
 
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout treats anything larger as 1 ms
@@ -102,7 +102,10 @@ export class KeyedMailbox {
     const requestId = requestIdOfKey(key);
     if (this.#closed || this.#cleaned.has(requestId)) return false;
     if (this.#kept.has(key) || this.#delivered.get(requestId)?.has(key)) {
-      const err = new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `duplicate frame for key ${key} on edge ${this.#label}: the producer sent a chunk twice`);
+      const err = new ChorusError(
+        ErrorCodes.CHUNK_SEQUENCE,
+        `duplicate frame for key ${key} on edge ${this.#label}: the producer sent a chunk twice`,
+      );
       this.#break(requestId, err);
       throw err;
     }
@@ -135,7 +138,10 @@ export class KeyedMailbox {
     if (broken) return Promise.reject(broken);
     if (this.#cleaned.has(requestIdOfKey(key))) {
       return Promise.reject(
-        new ChorusError(ErrorCodes.REQUEST_CANCELLED, `request of key ${key} was already cleaned up on edge ${this.#label}`),
+        new ChorusError(
+          ErrorCodes.REQUEST_CANCELLED,
+          `request of key ${key} was already cleaned up on edge ${this.#label}`,
+        ),
       );
     }
     if (this.#pending.has(key)) {
@@ -195,7 +201,9 @@ export class KeyedMailbox {
       if (!key.startsWith(prefix)) continue;
       this.#pending.delete(key);
       waiter.cancelTimer();
-      waiter.reject(new ChorusError(ErrorCodes.REQUEST_CANCELLED, `request ${requestId} was cleaned up while waiting for ${key}`));
+      waiter.reject(
+        new ChorusError(ErrorCodes.REQUEST_CANCELLED, `request ${requestId} was cleaned up while waiting for ${key}`),
+      );
     }
     this.#delivered.delete(requestId);
     this.#broken.delete(requestId);
@@ -263,7 +271,8 @@ export class KeyedMailbox {
   #backpressureError(frameBytes: number, limitBytes: number): ChorusError {
     return new ChorusError(
       ErrorCodes.BACKPRESSURE_TIMEOUT,
-      `no room for a ${frameBytes}-byte frame on edge ${this.#label} (${this.#keptBytes}/${limitBytes} bytes unclaimed) ` +
+      `no room for a ${frameBytes}-byte frame on edge ${this.#label} (${this.#keptBytes}/${limitBytes} bytes ` +
+        `unclaimed) ` +
         'before the deadline: the consumer is not calling get(); raise the deadline or the edge capacity',
     );
   }

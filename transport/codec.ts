@@ -10,7 +10,7 @@
  * Packr silently corrupts Float32Array (NODE-NOTES).
  */
 import { Packr } from 'msgpackr';
-import { ChorusError, ErrorCodes } from '../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 
 const MAGIC = 0x31464843; // "CHF1" little-endian
 const HEADER_BYTES = 8;
@@ -19,7 +19,13 @@ const packr = new Packr({ useRecords: false });
 export type DType = 'float32' | 'int32' | 'int64' | 'uint8' | 'int16';
 export type TypedArray = Float32Array | Int32Array | BigInt64Array | Uint8Array | Int16Array;
 
-const ctorOf = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, uint8: Uint8Array, int16: Int16Array } as const;
+const ctorOf = {
+  float32: Float32Array,
+  int32: Int32Array,
+  int64: BigInt64Array,
+  uint8: Uint8Array,
+  int16: Int16Array,
+} as const;
 
 function dtypeOf(a: TypedArray): DType {
   if (a instanceof Float32Array) return 'float32';

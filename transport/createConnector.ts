@@ -1,63 +1,75 @@
 /**
- * Maps the graph's connector specs onto implementations. The main process provisions every edge (creates the shm
- * rings it owns, unlinks them on release); each process then opens one Connector as its own instance.
- * A process with edges on several connector kinds gets a router that dispatches by edge.
+ * Maps the graph's connector specs onto implementations (transport/registry.ts). Main provisions every edge
+ * before the stages start, connector by connector (shm: creates the rings it owns and unlinks them on release);
+ * each process then opens one Connector as its own instance, over the edges it reads or writes. When those edges
+ * use one connector it gets that connector's Connector; when they use several (say shm to a stage on this machine
+ * and another kind to one elsewhere), it gets a RoutingConnector (transport/RoutingConnector.ts) that sends each
+ * edge's puts and gets to the connector of that edge and fans cleanup and close out to all of them.
  */
-import type { StageGraph } from '../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../src/errors.ts';
-import type { EdgeBinding } from '../src/worker/messages.ts';
+import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
+import type { ConnectorSpec, StageGraph } from '../src/common/graph.ts';
 import type { Connector } from './Connector.ts';
-import { ShmConnector } from './shm/ShmConnector.ts';
+import type { EdgeBinding } from './edges.ts';
+import { allConnectorKinds, kindEntry, type ConnectorKindEntry, type ProvisionedEdges } from './registry.ts';
+import { RoutingConnector } from './RoutingConnector.ts';
 
-const DEFAULT_RING_BYTES = 16 << 20; // 16 MiB per edge: ~80 Code2Wav chunks of 25 frames in flight
+export type { ProvisionedEdges };
 
-export interface ProvisionedEdges {
-  readonly edges: readonly EdgeBinding[];
-  /** Unlinks every shared-memory segment provisioned here. Idempotent. */
-  release(): void;
+function specOf(graph: StageGraph, edge: EdgeBinding): { spec: ConnectorSpec; entry: ConnectorKindEntry } {
+  const spec = kindEntry(graph.connectors, edge.connector);
+  const entry = spec ? kindEntry(allConnectorKinds, spec.kind) : undefined;
+  if (!spec || !entry)
+    throw new ChorusError(
+      ErrorCodes.CONFIG_INVALID,
+      spec
+        ? `edge ${edge.from}->${edge.to}: connector ${spec.name} is of kind ${spec.kind}, which is not built ` +
+            `(built: ${Object.keys(allConnectorKinds).join(', ')})`
+        : `edge ${edge.from}->${edge.to} names connector ${edge.connector}, which the graph does not define`,
+    );
+  return { spec, entry };
 }
 
-function kindOf(graph: StageGraph, edge: EdgeBinding) {
-  const spec = graph.connectors[edge.connector];
-  if (!spec) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `edge ${edge.from}->${edge.to} names unknown connector ${edge.connector}`);
-  return spec;
+/** Edges grouped by the connector (name) that carries them. */
+function byConnector(graph: StageGraph, edges: readonly EdgeBinding[]) {
+  const groups = new Map<string, { spec: ConnectorSpec; entry: ConnectorKindEntry; edges: EdgeBinding[] }>();
+  for (const edge of edges) {
+    const { spec, entry } = specOf(graph, edge);
+    const group = groups.get(spec.name) ?? { spec, entry, edges: [] };
+    group.edges.push(edge);
+    groups.set(spec.name, group);
+  }
+  return [...groups.values()];
 }
 
 export async function provisionEdges(graph: StageGraph, edges: readonly EdgeBinding[]): Promise<ProvisionedEdges> {
-  const out: EdgeBinding[] = [];
-  const rings: { from: string; to: string; ringName: string }[] = [];
+  const done: ProvisionedEdges[] = [];
+  const releaseAll = () => {
+    for (const p of done) p.release();
+  };
   try {
-    for (const edge of edges) {
-      const spec = kindOf(graph, edge);
-      if (spec.kind !== 'shm') {
-        throw new ChorusError(ErrorCodes.CONFIG_INVALID, `connector ${edge.connector} (${spec.kind}) cannot link stage processes on one machine yet; use kind: shm`);
-      }
-      const capacity = Number(spec.options.ring_bytes ?? spec.options.ringBytes ?? DEFAULT_RING_BYTES);
-      const [ring] = ShmConnector.createRings([edge], capacity);
-      rings.push(ring);
-      out.push({ ...edge, ringName: ring.ringName });
-    }
+    for (const group of byConnector(graph, edges)) done.push(group.entry.provision(group.edges, group.spec.options));
   } catch (err) {
-    ShmConnector.unlinkRings(rings);
+    releaseAll();
     throw err;
   }
-  let released = false;
-  return {
-    edges: out,
-    release() {
-      if (released) return;
-      released = true;
-      ShmConnector.unlinkRings(rings);
-    },
-  };
+  return { edges: done.flatMap((p) => p.edges), release: releaseAll };
 }
 
-export async function createConnector(graph: StageGraph, self: string, edges: readonly EdgeBinding[]): Promise<Connector> {
+export async function createConnector(
+  graph: StageGraph,
+  self: string,
+  edges: readonly EdgeBinding[],
+): Promise<Connector> {
   const mine = edges.filter((e) => e.from === self || e.to === self);
-  for (const e of mine) {
-    if (kindOf(graph, e).kind !== 'shm' || !e.ringName) {
-      throw new ChorusError(ErrorCodes.CONFIG_INVALID, `edge ${e.from}->${e.to} has no shared-memory ring (connector ${e.connector})`);
-    }
+  const groups = byConnector(graph, mine);
+  const opened: { connector: Connector; edges: readonly EdgeBinding[] }[] = [];
+  try {
+    for (const g of groups)
+      opened.push({ connector: await g.entry.open(self, g.edges, g.spec.options), edges: g.edges });
+  } catch (err) {
+    await Promise.all(opened.map((o) => o.connector.close()));
+    throw new ChorusError(ErrorCodes.CONFIG_INVALID, `${self} cannot open its edges: ${String(err)}`, { cause: err });
   }
-  return ShmConnector.open({ me: self, edges: mine.map((e) => ({ from: e.from, to: e.to, ringName: e.ringName! })) });
+  if (opened.length === 1) return opened[0].connector;
+  return new RoutingConnector(new Map(opened.flatMap((o) => o.edges.map((e) => [`${e.from}->${e.to}`, o.connector]))));
 }

@@ -1,5 +1,6 @@
 /**
- * `node --import tsx bench/encoders/run.ts [--preset tiny|omni] [--threads N] [--images N] [--image-size PX] [--repeats N] [--json]`
+ * `node --import tsx bench/encoders/run.ts [--preset tiny|omni] [--threads N] [--images N] [--image-size PX] [--repeats
+ * N] [--json]`
  * — builds the preset's encoders in a temp folder and prints the encoder figures (or JSON).
  */
 import { parseArgs } from 'node:util';
@@ -17,5 +18,11 @@ const { values } = parseArgs({
 });
 
 const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
-const result = await runEncoderBench({ preset: values.preset, threads: num(values.threads), images: num(values.images), imageSize: num(values['image-size']), repeats: num(values.repeats) });
+const result = await runEncoderBench({
+  preset: values.preset,
+  threads: num(values.threads),
+  images: num(values.images),
+  imageSize: num(values['image-size']),
+  repeats: num(values.repeats),
+});
 process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatEncoderBench(result)}\n`);

@@ -7,12 +7,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
-import { audioFeatures, decodeAudio } from '../../stages/encoders/media/audio.ts';
-import { decodeImage } from '../../stages/encoders/media/image.ts';
-import { imagePatches } from '../../stages/encoders/media/imagePatches.ts';
-import type { EncoderInput } from '../../stages/encoders/types.ts';
+import { audioFeatures, decodeAudio } from '../../src/media/audio.ts';
+import { decodeImage } from '../../src/media/image.ts';
+import { imagePatches } from '../../src/media/imagePatches.ts';
+import type { EncoderInput } from '../../src/media/types.ts';
 import { audioEncoderSpec, visionEncoderSpec } from '../../stages/models/ensureEncoderModel.ts';
-import { presets } from '../../stages/models/presets.ts';
+import { presets } from '../../stages/generator/presets.ts';
 import { timed, gitSha } from '../common.ts';
 // Synthetic media, the same fixtures the tests use.
 import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
@@ -33,7 +33,13 @@ export interface Stats {
 }
 
 export interface EncoderBenchResult {
-  readonly machine: { readonly cpu: string; readonly cores: number; readonly node: string; readonly gitSha: string; readonly date: string };
+  readonly machine: {
+    readonly cpu: string;
+    readonly cores: number;
+    readonly node: string;
+    readonly gitSha: string;
+    readonly date: string;
+  };
   readonly preset: string;
   readonly threads: number;
   readonly outputSize: number;
@@ -79,7 +85,9 @@ export async function runEncoderBench(options: EncoderBenchOptions = {}): Promis
     const vision = await createEncoderRunner(visionEncoderSpec(preset, outputSize, 1), dir, { engine });
     const audio = await createEncoderRunner(audioEncoderSpec(preset, outputSize, 1), dir, { engine });
 
-    const images: EncoderInput[] = Array.from({ length: numImages }, (_, i) => imagePatches(decodeImage(pngBytes(imageSize, imageSize, i + 1))));
+    const images: EncoderInput[] = Array.from({ length: numImages }, (_, i) =>
+      imagePatches(decodeImage(pngBytes(imageSize, imageSize, i + 1))),
+    );
     vision.encode(images); // warm the batch shape
     const batched: number[] = [];
     const single: number[] = [];
@@ -104,11 +112,23 @@ export async function runEncoderBench(options: EncoderBenchOptions = {}): Promis
     await audio.close();
     const cpu = cpus();
     return {
-      machine: { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, node: process.version, gitSha: gitSha(), date: new Date().toISOString() },
+      machine: {
+        cpu: cpu[0]?.model ?? 'unknown',
+        cores: cpu.length,
+        node: process.version,
+        gitSha: gitSha(),
+        date: new Date().toISOString(),
+      },
       preset,
       threads,
       outputSize,
-      vision: { images: numImages, imageSize, rowsPerImage: images[0].numEmbeddings, batchedMsPerImage: stats(batched), singleMsPerImage: stats(single) },
+      vision: {
+        images: numImages,
+        imageSize,
+        rowsPerImage: images[0].numEmbeddings,
+        batchedMsPerImage: stats(batched),
+        singleMsPerImage: stats(single),
+      },
       audio: audioFigures,
       frontEnd: { audioMsPerSecond: stats(audioFront), imageMs: stats(imageFront) },
     };
@@ -121,8 +141,10 @@ const ms = (s: Stats) => `${s.p50.toFixed(2)} ms (p90 ${s.p90.toFixed(2)})`;
 
 export function formatEncoderBench(r: EncoderBenchResult): string {
   const lines = [
-    `encoders, preset ${r.preset} (output ${r.outputSize}), ${r.threads} thread(s) — ${r.machine.cpu}, ${r.machine.cores} cores, node ${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
-    `vision: ${r.vision.images} images of ${r.vision.imageSize}x${r.vision.imageSize} (${r.vision.rowsPerImage} rows each)`,
+    `encoders, preset ${r.preset} (output ${r.outputSize}), ${r.threads} thread(s) — ${r.machine.cpu}, ` +
+      `${r.machine.cores} cores, node ${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
+    `vision: ${r.vision.images} images of ${r.vision.imageSize}x${r.vision.imageSize} (${r.vision.rowsPerImage} ` +
+      `rows each)`,
     `  one batch of ${r.vision.images}: ${ms(r.vision.batchedMsPerImage)} per image`,
     `  ${r.vision.images} single runs:  ${ms(r.vision.singleMsPerImage)} per image`,
     `  batch speed-up: ${(r.vision.singleMsPerImage.p50 / r.vision.batchedMsPerImage.p50).toFixed(2)}x`,

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/engine/types.ts';
+import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
 // Synthetic media, the same fixtures the tests use.
 import { wavBytes } from '../../test/helpers/media.ts';
 
@@ -30,7 +30,13 @@ export interface Percentiles {
 }
 
 export interface TtftBenchResult {
-  readonly machine: { readonly cpu: string; readonly cores: number; readonly node: string; readonly gitSha: string; readonly date: string };
+  readonly machine: {
+    readonly cpu: string;
+    readonly cores: number;
+    readonly node: string;
+    readonly gitSha: string;
+    readonly date: string;
+  };
   readonly options: TtftBenchOptions;
   readonly unloadedTtftMs: Percentiles;
   readonly loadedTtftMs: Percentiles;
@@ -68,7 +74,11 @@ export async function runTtftBench(o: TtftBenchOptions): Promise<TtftBenchResult
     yaml = yaml.replace(marker, `$1${o.audioEncoderModel}`);
   }
   const engine = await Orchestrator.start(parseConfig(yaml, o.config));
-  const text = (i: number): GenerateRequest => ({ messages: [{ role: 'user', content: `Question ${i}: why is the sky blue?` }], modalities: ['text'], sampling: { maxTokens: 3, ignoreEos: true } });
+  const text = (i: number): GenerateRequest => ({
+    messages: [{ role: 'user', content: `Question ${i}: why is the sky blue?` }],
+    modalities: ['text'],
+    sampling: { maxTokens: 3, ignoreEos: true },
+  });
   const ttft = async (i: number) => {
     const sentAtMs = Date.now();
     const r = await done(engine.generate(text(i)));
@@ -83,9 +93,26 @@ export async function runTtftBench(o: TtftBenchOptions): Promise<TtftBenchResult
     for (let round = 0; round < o.rounds; round++) {
       const clip = wavBytes(o.audioSeconds, 24_000, round + 1); // a new clip every round: always a cache miss
       const sentAtMs = Date.now();
-      const audio = done(engine.generate({ messages: [{ role: 'user', content: [{ type: 'text', text: `Listen ${round}: ` }, { type: 'audio', data: clip, format: 'wav' }] }], modalities: ['text'], sampling: { maxTokens: 3, ignoreEos: true } }));
+      const audio = done(
+        engine.generate({
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: `Listen ${round}: ` },
+                { type: 'audio', data: clip, format: 'wav' },
+              ],
+            },
+          ],
+          modalities: ['text'],
+          sampling: { maxTokens: 3, ignoreEos: true },
+        }),
+      );
       let audioFirstTextAtMs = Number.POSITIVE_INFINITY;
-      void audio.then((r) => (audioFirstTextAtMs = r.firstTextAtMs), () => {});
+      void audio.then(
+        (r) => (audioFirstTextAtMs = r.firstTextAtMs),
+        () => {},
+      );
       const during: { ttftMs: number; doneAtMs: number }[] = [];
       for (let i = 0; i < o.textRequests && Date.now() < audioFirstTextAtMs; i++) during.push(await ttft(i));
       const a = await audio;
@@ -96,9 +123,17 @@ export async function runTtftBench(o: TtftBenchOptions): Promise<TtftBenchResult
     let gitSha = 'unknown';
     try {
       gitSha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    } catch {}
+    } catch {
+      // not a git checkout: the report says 'unknown'
+    }
     return {
-      machine: { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, node: process.version, gitSha, date: new Date().toISOString() },
+      machine: {
+        cpu: cpu[0]?.model ?? 'unknown',
+        cores: cpu.length,
+        node: process.version,
+        gitSha,
+        date: new Date().toISOString(),
+      },
       options: o,
       unloadedTtftMs: percentiles(unloaded),
       loadedTtftMs: percentiles(loaded),
@@ -109,14 +144,20 @@ export async function runTtftBench(o: TtftBenchOptions): Promise<TtftBenchResult
   }
 }
 
-const ms = (p: Percentiles) => `p50 ${p.p50.toFixed(0)} ms, p90 ${p.p90.toFixed(0)} ms, max ${p.max.toFixed(0)} ms (n ${p.n})`;
+const ms = (p: Percentiles) =>
+  `p50 ${p.p50.toFixed(0)} ms, p90 ${p.p90.toFixed(0)} ms, max ${p.max.toFixed(0)} ms (n ${p.n})`;
 
 export function formatTtftBench(r: TtftBenchResult): string {
   return [
-    `text TTFT with and without concurrent audio encoding — ${r.machine.cpu}, ${r.machine.cores} cores, node ${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
-    `config ${r.options.config}${r.options.audioEncoderModel ? `, audio encoder model ${r.options.audioEncoderModel}` : ''}, ${r.options.audioSeconds} s clips`,
+    `text TTFT with and without concurrent audio encoding — ${r.machine.cpu}, ${r.machine.cores} cores, node ` +
+      `${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
+    `config ${r.options.config}${encoderNote(r)}, ${r.options.audioSeconds} s clips`,
     `  unloaded:                     ${ms(r.unloadedTtftMs)}`,
     `  while audio is being encoded: ${ms(r.loadedTtftMs)}`,
     `  audio request, first text:    ${ms(r.audioFirstTextMs)}  (decode + encode + prefill of the clip)`,
   ].join('\n');
+}
+
+function encoderNote(r: TtftBenchResult): string {
+  return r.options.audioEncoderModel ? `, audio encoder model ${r.options.audioEncoderModel}` : '';
 }

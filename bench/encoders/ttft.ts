@@ -1,7 +1,9 @@
 /**
- * `node --import tsx bench/encoders/ttft.ts [--config configs/tiny-omni-mm.yaml] [--audio-encoder-model "{num_layers: 6}"]
+ * `node --import tsx bench/encoders/ttft.ts [--config configs/tiny-omni-mm.yaml] [--audio-encoder-model "{num_layers:
+ * 6}"]
  *   [--audio-seconds 30] [--rounds 5] [--text-requests 8] [--json]`
- * — TTFT of text-only requests, unloaded and while a long audio clip is being encoded (CHORUS_LOG_LEVEL=warn to quiet logs).
+ * — TTFT of text-only requests, unloaded and while a long audio clip is being encoded (CHORUS_LOG_LEVEL=warn to quiet
+ * logs).
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';

@@ -11,8 +11,8 @@
  * are exactly what the stages compute. The steps run one after another; in the pipeline the Thinker's decode
  * overlaps the Talker's prefill, so the sum is a slightly pessimistic limit (the decode step is listed apart).
  */
-import type { StageGraph, StageSpec } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { Talker2Code2Wav } from '../../stages/processors/talker2code2wav.ts';
 import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
@@ -21,7 +21,7 @@ import { createTokenizer } from '../../stages/tokenizer/index.ts';
 import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
-import { concatFloat32 } from '../../src/util/arrays.ts';
+import { concatFloat32 } from '../../src/common/arrays.ts';
 
 export interface LimitOptions {
   readonly graph: StageGraph;
@@ -71,14 +71,21 @@ interface Runners {
 
 function stageOf(graph: StageGraph, kind: StageSpec['kind']): StageSpec {
   const s = graph.stages.find((x) => x.kind === kind);
-  if (!s) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `${graph.file} has no ${kind} stage: the limit needs thinker -> talker -> code2wav`);
+  if (!s)
+    throw new ChorusError(
+      ErrorCodes.CONFIG_INVALID,
+      `${graph.file} has no ${kind} stage: the limit needs thinker -> talker -> code2wav`,
+    );
   return s;
 }
 
 export async function runLimit(o: LimitOptions): Promise<LimitResult> {
   const g = o.graph;
   const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
-  const thinkerSize = thinkerSpec.model.source === 'generated' && thinkerSpec.model.kind === 'thinker' ? thinkerSpec.model.size : undefined;
+  const thinkerSize =
+    thinkerSpec.model.source === 'generated' && thinkerSpec.model.kind === 'thinker'
+      ? thinkerSpec.model.size
+      : undefined;
   const tokenizer = createTokenizer(thinkerSpec.model, thinkerSize);
   const batch = o.batch ?? 1;
   // The bench's own first prompts (same seed), so the limit computes exactly what the bench's requests need.
@@ -103,7 +110,11 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
       const parts = firstPacket(runners, g, prompts, ic, sampling, `limit-${i}`);
       if (i >= warmup) runs.push(parts);
     }
-    const med = (k: keyof LimitParts) => percentile(runs.map((r) => r[k]), 50);
+    const med = (k: keyof LimitParts) =>
+      percentile(
+        runs.map((r) => r[k]),
+        50,
+      );
     const totals = runs.map((r) => r.total_ms);
     const fpt = runners.talker.framesPerToken;
     return {
@@ -157,7 +168,15 @@ function firstPacket(
   try {
     // 1. Thinker: prefill samples token 0; each decode step feeds the last token and samples the next.
     let t = performance.now();
-    let outs = r.thinker.execute(seqs.map((s) => ({ seqId: s.seqId, tokenIds: s.promptIds, numTokens: p, sample: true, sampling: sampling.thinker })));
+    let outs = r.thinker.execute(
+      seqs.map((s) => ({
+        seqId: s.seqId,
+        tokenIds: s.promptIds,
+        numTokens: p,
+        sample: true,
+        sampling: sampling.thinker,
+      })),
+    );
     seqs.forEach((s, i) => {
       s.token = outs[i].tokenId!;
       s.toTalker.onStep(0, p, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
@@ -167,7 +186,15 @@ function firstPacket(
     // Frame k >= 1 (position p + k) reads the row of token floor(k / fpt): the IC needs tokens 0..floor((ic-1)/fpt).
     t = performance.now();
     for (let step = 0; step < Math.floor((ic - 1) / fpt); step++) {
-      outs = r.thinker.execute(seqs.map((s) => ({ seqId: s.seqId, tokenIds: [s.token], numTokens: 1, sample: true, sampling: sampling.thinker })));
+      outs = r.thinker.execute(
+        seqs.map((s) => ({
+          seqId: s.seqId,
+          tokenIds: [s.token],
+          numTokens: 1,
+          sample: true,
+          sampling: sampling.thinker,
+        })),
+      );
       seqs.forEach((s, i) => {
         s.token = outs[i].tokenId!;
         s.toTalker.onStep(p + step, 1, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
@@ -180,23 +207,46 @@ function firstPacket(
 
     // 2. Talker: prefill over positions 0..p (prompt rows + token 0's row) samples frame 0; then one frame per step.
     t = performance.now();
-    let frames = r.talker.execute(seqs.map((s, i) => ({ seqId: s.seqId, rows: allRows[i].subarray(0, (p + 1) * dim), numRows: p + 1, sampling: sampling.talker })));
+    let frames = r.talker.execute(
+      seqs.map((s, i) => ({
+        seqId: s.seqId,
+        rows: allRows[i].subarray(0, (p + 1) * dim),
+        numRows: p + 1,
+        sampling: sampling.talker,
+      })),
+    );
     seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
     const talkerPrefillMs = performance.now() - t;
     t = performance.now();
     for (let k = 1; k < ic; k++) {
-      frames = r.talker.execute(seqs.map((s, i) => ({ seqId: s.seqId, rows: row(i, p + Math.floor(k / fpt)), numRows: 1, sampling: sampling.talker })));
+      frames = r.talker.execute(
+        seqs.map((s, i) => ({
+          seqId: s.seqId,
+          rows: row(i, p + Math.floor(k / fpt)),
+          numRows: 1,
+          sampling: sampling.talker,
+        })),
+      );
       seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
     }
     const chunks = seqs.map((s) => s.toCode2Wav.take(false));
     const talkerDecodeMs = performance.now() - t;
-    if (chunks.some((c) => c === null)) throw new ChorusError(ErrorCodes.STAGE_FAILED, `the initial chunk of ${ic} frames did not form`);
+    if (chunks.some((c) => c === null))
+      throw new ChorusError(ErrorCodes.STAGE_FAILED, `the initial chunk of ${ic} frames did not form`);
 
     // 3. Code2Wav of the initial chunks.
     t = performance.now();
-    const pcm = r.code2wav.decode(seqs.map((s, i) => ({ seqId: s.seqId, codes: chunks[i]!.codes, numFrames: chunks[i]!.numFrames, contextFrames: chunks[i]!.contextFrames })));
+    const pcm = r.code2wav.decode(
+      seqs.map((s, i) => ({
+        seqId: s.seqId,
+        codes: chunks[i]!.codes,
+        numFrames: chunks[i]!.numFrames,
+        contextFrames: chunks[i]!.contextFrames,
+      })),
+    );
     const code2wavMs = performance.now() - t;
-    if (pcm.some((x) => x.length === 0)) throw new ChorusError(ErrorCodes.STAGE_FAILED, 'code2wav returned no audio for an initial chunk');
+    if (pcm.some((x) => x.length === 0))
+      throw new ChorusError(ErrorCodes.STAGE_FAILED, 'code2wav returned no audio for an initial chunk');
     return {
       thinker_prefill_ms: thinkerPrefillMs,
       thinker_decode_ms: thinkerDecodeMs,
@@ -226,7 +276,8 @@ export function formatLimit(r: LimitResult): string {
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
   return [
-    `critical path of the first audio packet${r.batch > 1 ? ` of ${r.batch} requests batched together` : ''}: medians of ${r.repeats} runs on the runners, one process, no runtime (IC ${r.initial_chunk_frames} frames)`,
+    `critical path of the first audio packet${r.batch > 1 ? ` of ${r.batch} requests batched together` : ''}: ` +
+      `medians of ${r.repeats} runs on the runners, one process, no runtime (IC ${r.initial_chunk_frames} frames)`,
     ...rows.map(([label, ms]) => `  ${label.padEnd(width)}  ${ms.toFixed(2).padStart(8)} ms`),
     `  (limit min ${r.min_total_ms.toFixed(2)} ms, p99 ${r.p99_total_ms.toFixed(2)} ms)`,
   ].join('\n');

@@ -16,5 +16,10 @@ const { values } = parseArgs({
 });
 
 const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
-const result = await runModelBench({ preset: values.preset, threads: num(values.threads), batch: num(values.batch), answerTokens: num(values.tokens) });
+const result = await runModelBench({
+  preset: values.preset,
+  threads: num(values.threads),
+  batch: num(values.batch),
+  answerTokens: num(values.tokens),
+});
 process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatModelBench(result)}\n`);

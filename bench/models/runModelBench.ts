@@ -7,9 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { GeneratedModelSpec, SamplingParams } from '../../src/config/types.ts';
+import { GREEDY_SAMPLING, type GeneratedModelSpec, type SamplingParams } from '../../src/common/graph.ts';
 import { ensureModel } from '../../stages/models/ensureModel.ts';
-import { presets } from '../../stages/models/presets.ts';
+import { presets } from '../../stages/generator/presets.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { Code2WavRunner, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
@@ -31,7 +31,13 @@ export interface Stats {
 }
 
 export interface ModelBenchResult {
-  readonly machine: { readonly cpu: string; readonly cores: number; readonly node: string; readonly gitSha: string; readonly date: string };
+  readonly machine: {
+    readonly cpu: string;
+    readonly cores: number;
+    readonly node: string;
+    readonly gitSha: string;
+    readonly date: string;
+  };
   readonly preset: string;
   readonly threads: number;
   readonly batch: number;
@@ -40,11 +46,24 @@ export interface ModelBenchResult {
   readonly thinker: { readonly prefill100Ms: number; readonly batch1: Stats; readonly batchN: Stats };
   readonly talker: { readonly prefill100Ms: number; readonly batch1: Stats; readonly batchN: Stats };
   /** ms per decode call of 25 new frames + 25 frames of context, per item batch. */
-  readonly code2wav: { readonly initial4Ms: Stats; readonly batch1: Stats; readonly batchN: Stats; readonly framesPerSecond1: number; readonly framesPerSecondN: number };
-  readonly answer: { readonly tokens: number; readonly frames: number; readonly thinkerMs: number; readonly talkerMs: number; readonly code2wavMs: number; readonly totalMs: number };
+  readonly code2wav: {
+    readonly initial4Ms: Stats;
+    readonly batch1: Stats;
+    readonly batchN: Stats;
+    readonly framesPerSecond1: number;
+    readonly framesPerSecondN: number;
+  };
+  readonly answer: {
+    readonly tokens: number;
+    readonly frames: number;
+    readonly thinkerMs: number;
+    readonly talkerMs: number;
+    readonly code2wavMs: number;
+    readonly totalMs: number;
+  };
 }
 
-const greedy: SamplingParams = { temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, seed: 0, maxTokens: 1 << 20, stopTokenIds: [], ignoreEos: true };
+const greedy: SamplingParams = { ...GREEDY_SAMPLING, maxTokens: 1 << 20, ignoreEos: true };
 const PROMPT_TOKENS = 100;
 const CHUNK_FRAMES = 25;
 const CONTEXT_FRAMES = 25;
@@ -72,10 +91,23 @@ function randomCodes(numCodebooks: number, numFrames: number, codebookSize: numb
 /** Decode steps of `batch` sequences after a prefill each; returns ms per step. */
 function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: string): number[] {
   const ids = Array.from({ length: batch }, (_, i) => `${tag}${i}`);
-  const last = ids.map((id) => runner.execute([{ seqId: id, tokenIds: promptIds(PROMPT_TOKENS), numTokens: PROMPT_TOKENS, sample: true, sampling: greedy }])[0].tokenId!);
+  const last = ids.map(
+    (id) =>
+      runner.execute([
+        { seqId: id, tokenIds: promptIds(PROMPT_TOKENS), numTokens: PROMPT_TOKENS, sample: true, sampling: greedy },
+      ])[0].tokenId!,
+  );
   const times: number[] = [];
   for (let s = 0; s < steps; s++) {
-    times.push(timed(() => runner.execute(ids.map((id, i) => ({ seqId: id, tokenIds: [last[i]], numTokens: 1, sample: true, sampling: greedy }))).forEach((o, i) => (last[i] = o.tokenId!))));
+    times.push(
+      timed(() =>
+        runner
+          .execute(
+            ids.map((id, i) => ({ seqId: id, tokenIds: [last[i]], numTokens: 1, sample: true, sampling: greedy })),
+          )
+          .forEach((o, i) => (last[i] = o.tokenId!)),
+      ),
+    );
   }
   ids.forEach((id) => runner.free(id));
   return times;
@@ -84,27 +116,50 @@ function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: 
 function talkerSteps(runner: TalkerRunner, batch: number, steps: number, tag: string): number[] {
   const ids = Array.from({ length: batch }, (_, i) => `${tag}${i}`);
   const c = runner.conditionDim;
-  ids.forEach((id, i) => runner.execute([{ seqId: id, rows: randomRows(PROMPT_TOKENS, c, i), numRows: PROMPT_TOKENS, sampling: greedy }]));
+  ids.forEach((id, i) =>
+    runner.execute([{ seqId: id, rows: randomRows(PROMPT_TOKENS, c, i), numRows: PROMPT_TOKENS, sampling: greedy }]),
+  );
   const row = randomRows(1, c, 99);
   const times: number[] = [];
-  for (let s = 0; s < steps; s++) times.push(timed(() => runner.execute(ids.map((id) => ({ seqId: id, rows: row, numRows: 1, sampling: greedy })))));
+  for (let s = 0; s < steps; s++)
+    times.push(timed(() => runner.execute(ids.map((id) => ({ seqId: id, rows: row, numRows: 1, sampling: greedy })))));
   ids.forEach((id) => runner.free(id));
   return times;
 }
 
-function code2wavCalls(runner: Code2WavRunner, codebookSize: number, batch: number, frames: number, context: number, reps: number): number[] {
-  const items = Array.from({ length: batch }, (_, i) => ({ seqId: `c${i}`, codes: randomCodes(runner.numCodebooks, frames + context, codebookSize, i), numFrames: frames + context, contextFrames: context }));
+function code2wavCalls(
+  runner: Code2WavRunner,
+  codebookSize: number,
+  batch: number,
+  frames: number,
+  context: number,
+  reps: number,
+): number[] {
+  const items = Array.from({ length: batch }, (_, i) => ({
+    seqId: `c${i}`,
+    codes: randomCodes(runner.numCodebooks, frames + context, codebookSize, i),
+    numFrames: frames + context,
+    contextFrames: context,
+  }));
   return Array.from({ length: reps }, () => timed(() => runner.decode(items)));
 }
 
 /** One answer: Thinker prompt + tokens, Talker prompt rows + 2 frames per token, Code2Wav in streamed chunks. */
-function answer(thinker: ThinkerRunner, talker: TalkerRunner, code2wav: Code2WavRunner, tokens: number): ModelBenchResult['answer'] {
+function answer(
+  thinker: ThinkerRunner,
+  talker: TalkerRunner,
+  code2wav: Code2WavRunner,
+  tokens: number,
+): ModelBenchResult['answer'] {
   const generated: number[] = [];
   const thinkerMs = timed(() => {
-    let next = thinker.execute([{ seqId: 'ans', tokenIds: promptIds(PROMPT_TOKENS), numTokens: PROMPT_TOKENS, sample: true, sampling: greedy }])[0].tokenId!;
+    let next = thinker.execute([
+      { seqId: 'ans', tokenIds: promptIds(PROMPT_TOKENS), numTokens: PROMPT_TOKENS, sample: true, sampling: greedy },
+    ])[0].tokenId!;
     generated.push(next);
     for (let t = 1; t < tokens; t++) {
-      next = thinker.execute([{ seqId: 'ans', tokenIds: [next], numTokens: 1, sample: true, sampling: greedy }])[0].tokenId!;
+      next = thinker.execute([{ seqId: 'ans', tokenIds: [next], numTokens: 1, sample: true, sampling: greedy }])[0]
+        .tokenId!;
       generated.push(next);
     }
   });
@@ -113,9 +168,14 @@ function answer(thinker: ThinkerRunner, talker: TalkerRunner, code2wav: Code2Wav
   const c = talker.conditionDim;
   const codes: Int32Array[] = [];
   const talkerMs = timed(() => {
-    codes.push(talker.execute([{ seqId: 'ans', rows: randomRows(PROMPT_TOKENS + 1, c, 1), numRows: PROMPT_TOKENS + 1, sampling: greedy }])[0].codes);
+    codes.push(
+      talker.execute([
+        { seqId: 'ans', rows: randomRows(PROMPT_TOKENS + 1, c, 1), numRows: PROMPT_TOKENS + 1, sampling: greedy },
+      ])[0].codes,
+    );
     const row = randomRows(1, c, 2);
-    for (let f = 1; f < frames; f++) codes.push(talker.execute([{ seqId: 'ans', rows: row, numRows: 1, sampling: greedy }])[0].codes);
+    for (let f = 1; f < frames; f++)
+      codes.push(talker.execute([{ seqId: 'ans', rows: row, numRows: 1, sampling: greedy }])[0].codes);
   });
   talker.free('ans');
   const q = code2wav.numCodebooks;
@@ -143,7 +203,13 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
   const seed = options.seed ?? 0;
   const specs = {
     thinker: { source: 'generated', kind: 'thinker', preset: presetName, seed, size: preset.thinker },
-    talker: { source: 'generated', kind: 'talker', preset: presetName, seed, size: { ...preset.talker, conditionDim: 2 * preset.thinker.hiddenSize } },
+    talker: {
+      source: 'generated',
+      kind: 'talker',
+      preset: presetName,
+      seed,
+      size: { ...preset.talker, conditionDim: 2 * preset.thinker.hiddenSize },
+    },
     code2wav: { source: 'generated', kind: 'code2wav', preset: presetName, seed, size: preset.code2wav },
   } satisfies Record<string, GeneratedModelSpec>;
 
@@ -163,14 +229,35 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
     const k = preset.code2wav.codebookSize;
     try {
       thinkerSteps(thinker, 1, 10, 'warm'); // first-shape costs out of the figures
-      const thinkerPrefill = timed(() => thinker.execute([{ seqId: 'p', tokenIds: promptIds(PROMPT_TOKENS), numTokens: PROMPT_TOKENS, sample: true, sampling: greedy }]));
+      const thinkerPrefill = timed(() =>
+        thinker.execute([
+          { seqId: 'p', tokenIds: promptIds(PROMPT_TOKENS), numTokens: PROMPT_TOKENS, sample: true, sampling: greedy },
+        ]),
+      );
       thinker.free('p');
-      const thinkerResult = { prefill100Ms: thinkerPrefill, batch1: stats(thinkerSteps(thinker, 1, 100, 't1')), batchN: stats(thinkerSteps(thinker, batch, 40, 'tn')) };
+      const thinkerResult = {
+        prefill100Ms: thinkerPrefill,
+        batch1: stats(thinkerSteps(thinker, 1, 100, 't1')),
+        batchN: stats(thinkerSteps(thinker, batch, 40, 'tn')),
+      };
 
       talkerSteps(talker, 1, 10, 'warm');
-      const talkerPrefill = timed(() => talker.execute([{ seqId: 'p', rows: randomRows(PROMPT_TOKENS, talker.conditionDim, 5), numRows: PROMPT_TOKENS, sampling: greedy }]));
+      const talkerPrefill = timed(() =>
+        talker.execute([
+          {
+            seqId: 'p',
+            rows: randomRows(PROMPT_TOKENS, talker.conditionDim, 5),
+            numRows: PROMPT_TOKENS,
+            sampling: greedy,
+          },
+        ]),
+      );
       talker.free('p');
-      const talkerResult = { prefill100Ms: talkerPrefill, batch1: stats(talkerSteps(talker, 1, 200, 'k1')), batchN: stats(talkerSteps(talker, batch, 40, 'kn')) };
+      const talkerResult = {
+        prefill100Ms: talkerPrefill,
+        batch1: stats(talkerSteps(talker, 1, 200, 'k1')),
+        batchN: stats(talkerSteps(talker, batch, 40, 'kn')),
+      };
 
       code2wavCalls(code2wav, k, 1, CHUNK_FRAMES, CONTEXT_FRAMES, 3);
       const c1 = stats(code2wavCalls(code2wav, k, 1, CHUNK_FRAMES, CONTEXT_FRAMES, 20));
@@ -183,7 +270,13 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
         framesPerSecondN: (batch * CHUNK_FRAMES * 1000) / cN.p50,
       };
       return {
-        machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.version, gitSha: gitSha(), date: new Date().toISOString() },
+        machine: {
+          cpu: cpus()[0]?.model ?? 'unknown',
+          cores: cpus().length,
+          node: process.version,
+          gitSha: gitSha(),
+          date: new Date().toISOString(),
+        },
         preset: presetName,
         threads,
         batch,
@@ -206,8 +299,10 @@ export function formatModelBench(r: ModelBenchResult): string {
   const s = (x: Stats) => `p50 ${f(x.p50)}  p90 ${f(x.p90)}  mean ${f(x.mean)}`;
   const b = r.batch;
   return [
-    `model bench: preset ${r.preset}, ${r.threads} thread(s) per stage; ${r.machine.cpu} x${r.machine.cores}, node ${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
-    `build (ms):        thinker ${f(r.buildMs.thinker)}  talker ${f(r.buildMs.talker)}  code2wav ${f(r.buildMs.code2wav)}`,
+    `model bench: preset ${r.preset}, ${r.threads} thread(s) per stage; ${r.machine.cpu} x${r.machine.cores}, node ` +
+      `${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
+    `build (ms):        thinker ${f(r.buildMs.thinker)}  talker ${f(r.buildMs.talker)}  code2wav ` +
+      `${f(r.buildMs.code2wav)}`,
     `thinker prefill ${PROMPT_TOKENS} tokens: ${f(r.thinker.prefill100Ms)} ms`,
     `thinker ms/step    batch 1:  ${s(r.thinker.batch1)}`,
     `thinker ms/step    batch ${b}: ${s(r.thinker.batchN)}  (${f(r.thinker.batchN.p50 / b)} ms/token)`,
@@ -215,8 +310,11 @@ export function formatModelBench(r: ModelBenchResult): string {
     `talker ms/frame    batch 1:  ${s(r.talker.batch1)}`,
     `talker ms/step     batch ${b}: ${s(r.talker.batchN)}  (${f(r.talker.batchN.p50 / b)} ms/frame)`,
     `code2wav first chunk (4 frames, no context): ${s(r.code2wav.initial4Ms)}`,
-    `code2wav ms/25 frames (+25 context) batch 1:  ${s(r.code2wav.batch1)}  (${r.code2wav.framesPerSecond1.toFixed(0)} frames/s)`,
-    `code2wav ms/25 frames (+25 context) batch ${b}: ${s(r.code2wav.batchN)}  (${r.code2wav.framesPerSecondN.toFixed(0)} frames/s)`,
-    `one answer (${r.answer.tokens} tokens, ${r.answer.frames} frames): thinker ${f(r.answer.thinkerMs)} + talker ${f(r.answer.talkerMs)} + code2wav ${f(r.answer.code2wavMs)} = ${f(r.answer.totalMs)} ms`,
+    `code2wav ms/25 frames (+25 context) batch 1:  ${s(r.code2wav.batch1)}  ` +
+      `(${r.code2wav.framesPerSecond1.toFixed(0)} frames/s)`,
+    `code2wav ms/25 frames (+25 context) batch ${b}: ${s(r.code2wav.batchN)}  ` +
+      `(${r.code2wav.framesPerSecondN.toFixed(0)} frames/s)`,
+    `one answer (${r.answer.tokens} tokens, ${r.answer.frames} frames): thinker ${f(r.answer.thinkerMs)} + talker ` +
+      `${f(r.answer.talkerMs)} + code2wav ${f(r.answer.code2wavMs)} = ${f(r.answer.totalMs)} ms`,
   ].join('\n');
 }

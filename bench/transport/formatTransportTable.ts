@@ -53,7 +53,10 @@ export function formatTransportTable(result: TransportBenchResult): string {
   const goals = [`shm 4 KB p50 ${us(p50)} ${p50 <= GOALS.shmP50MaxUs ? '<=' : '>'} ${GOALS.shmP50MaxUs} us goal`];
   if (file !== undefined && shm.transport === 'shm') {
     const speedup = file.latency.oneWayP50Us / p50;
-    goals.push(`${ratio(speedup)} faster than file-per-chunk (goal >= ${GOALS.minSpeedupOverFile}x: ${speedup >= GOALS.minSpeedupOverFile ? 'met' : 'missed'})`);
+    goals.push(
+      `${ratio(speedup)} faster than file-per-chunk (goal >= ${GOALS.minSpeedupOverFile}x: ` +
+        `${speedup >= GOALS.minSpeedupOverFile ? 'met' : 'missed'})`,
+    );
   }
   lines.push(`goals: ${goals.join('; ')}`);
   lines.push(`git ${result.gitSha}, node ${result.node}, ${result.cpuCount} x ${result.cpuModel}, ${result.startedAt}`);

@@ -19,7 +19,11 @@ export interface Link {
 const PEER = new URL('./benchPeer.ts', import.meta.url).pathname;
 
 async function startPeer(setup: PeerSetup, serialization: 'json' | 'advanced'): Promise<ChildProcess> {
-  const child = fork(PEER, [], { execArgv: ['--import', 'tsx'], serialization, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(PEER, [], {
+    execArgv: ['--import', 'tsx'],
+    serialization,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const ready = once(child, 'message');
   child.send(setup);
   const [msg] = await Promise.race([ready, once(child, 'exit').then(() => [null])]);

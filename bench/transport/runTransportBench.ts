@@ -79,7 +79,12 @@ function framed(tag: number, bytes: number): Uint8Array {
   return frame;
 }
 
-async function measureLatency(link: Link, frameBytes: number, warmup: number, iterations: number): Promise<LatencyStats> {
+async function measureLatency(
+  link: Link,
+  frameBytes: number,
+  warmup: number,
+  iterations: number,
+): Promise<LatencyStats> {
   const ping = framed(Tag.Ping, frameBytes);
   const oneWayUs: number[] = [];
   for (let i = 0; i < warmup + iterations; i++) {
@@ -117,7 +122,8 @@ export async function runTransportBench(options: TransportBenchOptions = {}): Pr
   const throughputFrameBytes = options.throughputFrameBytes ?? 1024 * 1024;
   const ringBytes = options.ringBytes ?? 8 * 1024 * 1024;
   const result: TransportBenchResult = {
-    method: 'one-way latency = ping-pong round trip / 2 (parent hrtime); throughput = N frames until the peer acks the last',
+    method:
+      'one-way latency = ping-pong round trip / 2 (parent hrtime); throughput = N frames until the peer acks the last',
     startedAt: new Date().toISOString(),
     gitSha: gitSha(),
     node: process.version,

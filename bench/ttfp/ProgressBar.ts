@@ -33,7 +33,10 @@ export class ProgressBar {
     const filled = this.total === 0 ? width : Math.round((this.#done / this.total) * width);
     const seconds = ((performance.now() - this.#startedMs) / 1000).toFixed(1);
     const failed = this.#failed > 0 ? `, ${this.#failed} failed` : '';
-    return `${this.label.padEnd(16)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.#done}/${this.total} ${seconds} s${failed}`;
+    return (
+      `${this.label.padEnd(16)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ` +
+      `${this.#done}/${this.total} ${seconds} s${failed}`
+    );
   }
 
   #draw(): void {

@@ -5,6 +5,7 @@
  * handed to the socket) and the rest (loopback, client parsing): where the time goes without a profiler.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { channelNames } from '../../src/common/diagnostics.ts';
 
 export interface ServerSideTiming {
   /** generate() -> first audio / text event in main (engine clock: Date.now(), so whole milliseconds). */
@@ -16,11 +17,11 @@ export interface ServerSideTiming {
 }
 
 const CHANNELS = {
-  end: 'chorus:request:end',
-  wsAudio: 'chorus:ws:firstAudio',
-  wsText: 'chorus:ws:firstText',
-  httpAudio: 'chorus:http:firstAudio',
-  httpText: 'chorus:http:firstText',
+  end: channelNames.requestEnd,
+  wsAudio: channelNames.wsFirstAudio,
+  wsText: channelNames.wsFirstText,
+  httpAudio: channelNames.httpFirstAudio,
+  httpText: channelNames.httpFirstText,
 } as const;
 
 interface EndMessage {
@@ -41,20 +42,29 @@ export class ServerTimings {
       return t;
     };
     this.#handlers = [
-      [CHANNELS.end, (m) => {
-        const e = m as EndMessage;
-        const t = entry(e.requestId);
-        if (e.firstAudioAtMs !== null) t.engineTtfpMs = e.firstAudioAtMs - e.startedAtMs;
-        if (e.firstTextAtMs !== null) t.engineTtftMs = e.firstTextAtMs - e.startedAtMs;
-      }],
-      ...[CHANNELS.wsAudio, CHANNELS.httpAudio].map((name): [string, (m: unknown) => void] => [name, (m) => {
-        const e = m as { requestId: string; ttfpMs: number };
-        entry(e.requestId).serverTtfpMs = e.ttfpMs;
-      }]),
-      ...[CHANNELS.wsText, CHANNELS.httpText].map((name): [string, (m: unknown) => void] => [name, (m) => {
-        const e = m as { requestId: string; ttftMs: number };
-        entry(e.requestId).serverTtftMs = e.ttftMs;
-      }]),
+      [
+        CHANNELS.end,
+        (m) => {
+          const e = m as EndMessage;
+          const t = entry(e.requestId);
+          if (e.firstAudioAtMs !== null) t.engineTtfpMs = e.firstAudioAtMs - e.startedAtMs;
+          if (e.firstTextAtMs !== null) t.engineTtftMs = e.firstTextAtMs - e.startedAtMs;
+        },
+      ],
+      ...[CHANNELS.wsAudio, CHANNELS.httpAudio].map((name): [string, (m: unknown) => void] => [
+        name,
+        (m) => {
+          const e = m as { requestId: string; ttfpMs: number };
+          entry(e.requestId).serverTtfpMs = e.ttfpMs;
+        },
+      ]),
+      ...[CHANNELS.wsText, CHANNELS.httpText].map((name): [string, (m: unknown) => void] => [
+        name,
+        (m) => {
+          const e = m as { requestId: string; ttftMs: number };
+          entry(e.requestId).serverTtftMs = e.ttftMs;
+        },
+      ]),
     ];
     for (const [name, handler] of this.#handlers) subscribe(name, handler);
   }

@@ -38,17 +38,39 @@ export function evaluateGoals(runs: readonly RunRow[], ratios: readonly Ratio[],
   const goals: Goal[] = [];
   const atC = (c: number) => ratios.find((r) => r.concurrency === c)?.ttfp_async_over_sync ?? null;
   const c1 = atC(1);
-  if (c1 !== null) goals.push({ name: 'TTFP async/sync at c=1', value: c1, target: `<= ${GOALS.ttfpAsyncOverSyncAtC1}`, met: c1 <= GOALS.ttfpAsyncOverSyncAtC1 });
+  if (c1 !== null)
+    goals.push({
+      name: 'TTFP async/sync at c=1',
+      value: c1,
+      target: `<= ${GOALS.ttfpAsyncOverSyncAtC1}`,
+      met: c1 <= GOALS.ttfpAsyncOverSyncAtC1,
+    });
   const c10 = atC(10);
-  if (c10 !== null) goals.push({ name: 'TTFP async/sync at c=10', value: c10, target: `<= ${GOALS.ttfpAsyncOverSyncAtC10}`, met: c10 <= GOALS.ttfpAsyncOverSyncAtC10 });
+  if (c10 !== null)
+    goals.push({
+      name: 'TTFP async/sync at c=10',
+      value: c10,
+      target: `<= ${GOALS.ttfpAsyncOverSyncAtC10}`,
+      met: c10 <= GOALS.ttfpAsyncOverSyncAtC10,
+    });
   const asyncC1 = runs.find((r) => r.async_chunk && r.concurrency === 1);
   if (limit && asyncC1?.mean_ttfp_ms != null) {
     const v = asyncC1.mean_ttfp_ms / limit.median.total_ms;
-    goals.push({ name: 'TTFP/limit at c=1 (mean)', value: v, target: `<= ${GOALS.ttfpOverLimitAtC1}`, met: v <= GOALS.ttfpOverLimitAtC1 });
+    goals.push({
+      name: 'TTFP/limit at c=1 (mean)',
+      value: v,
+      target: `<= ${GOALS.ttfpOverLimitAtC1}`,
+      met: v <= GOALS.ttfpOverLimitAtC1,
+    });
   }
   const asyncC10 = runs.find((r) => r.async_chunk && r.concurrency === 10);
   if (asyncC10) {
-    goals.push({ name: 'underruns at c=10', value: asyncC10.underruns, target: `= ${GOALS.underrunsAtC10}`, met: asyncC10.underruns <= GOALS.underrunsAtC10 });
+    goals.push({
+      name: 'underruns at c=10',
+      value: asyncC10.underruns,
+      target: `= ${GOALS.underrunsAtC10}`,
+      met: asyncC10.underruns <= GOALS.underrunsAtC10,
+    });
   }
   return goals;
 }

@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import type { StageGraph } from '../../src/config/types.ts';
+import type { StageGraph } from '../../src/common/graph.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import type { Logger } from '../../src/log.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import type { Logger } from '../../src/common/log.ts';
 import { startServer } from '../../src/server/app.ts';
 
 export interface BenchConfig {
@@ -36,7 +36,9 @@ export async function readBenchConfig(file: string, asyncChunk?: boolean): Promi
   try {
     text = await readFile(file, 'utf8');
   } catch (cause) {
-    throw new ChorusError(ErrorCodes.CONFIG_NOT_FOUND, `cannot read config ${file}: ${(cause as Error).message}`, { cause });
+    throw new ChorusError(ErrorCodes.CONFIG_NOT_FOUND, `cannot read config ${file}: ${(cause as Error).message}`, {
+      cause,
+    });
   }
   if (asyncChunk !== undefined) text = withAsyncChunk(text, asyncChunk, file);
   // Same file name: relative paths in the YAML (models_dir, model files) resolve exactly as for the original.

@@ -5,7 +5,7 @@
  * The count is checked with the server's own tokenizer, inside the chat template: a prompt of inputLen tokens
  * adds exactly inputLen tokens to the templated conversation, whatever the template adds around it.
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Tokenizer } from '../../stages/tokenizer/index.ts';
 import { COMMON_WORDS } from '../../stages/tokenizer/words.ts';
 
@@ -52,7 +52,11 @@ export function makePrompts(o: PromptOptions): string[] {
   }
   const words = singleTokenWords(o.tokenizer);
   if (words.length < MIN_WORDS) {
-    throw new ChorusError(ErrorCodes.TOKENIZER, `the server's tokenizer has only ${words.length} single-token English words; the bench needs ${MIN_WORDS} to build prompts`);
+    throw new ChorusError(
+      ErrorCodes.TOKENIZER,
+      `the server's tokenizer has only ${words.length} single-token English words; the bench needs ${MIN_WORDS} to ` +
+        `build prompts`,
+    );
   }
   const random = seededRandom(o.seed);
   const pick = () => words[Math.floor(random() * words.length)];
@@ -74,5 +78,8 @@ function fitToLength(tokenizer: Tokenizer, parts: string[], inputLen: number, pi
     else if (parts.length > 1) parts.pop();
     else parts[0] = pick();
   }
-  throw new ChorusError(ErrorCodes.TOKENIZER, `could not build a prompt of exactly ${inputLen} tokens with this tokenizer; try another --seed or --input-len`);
+  throw new ChorusError(
+    ErrorCodes.TOKENIZER,
+    `could not build a prompt of exactly ${inputLen} tokens with this tokenizer; try another --seed or --input-len`,
+  );
 }

@@ -112,7 +112,6 @@ export interface BenchResult {
   goals: Goal[];
 }
 
-
 export function machineInfo(): Machine {
   return {
     node: process.version,
@@ -142,7 +141,11 @@ export interface RowContext {
 }
 
 export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
-  const d = (name: string, x: Distribution) => ({ [`mean_${name}`]: x.mean, [`p50_${name}`]: x.p50, [`p99_${name}`]: x.p99 });
+  const d = (name: string, x: Distribution) => ({
+    [`mean_${name}`]: x.mean,
+    [`p50_${name}`]: x.p50,
+    [`p99_${name}`]: x.p99,
+  });
   const ok = c.traces.filter((t) => t.ok);
   const timing = c.serverTiming ? ok.map((t) => c.serverTiming!(t.requestId)) : [];
   return {

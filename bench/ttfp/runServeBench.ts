@@ -5,10 +5,10 @@
  * with --url it measures a running server.
  */
 import os from 'node:os';
-import type { StageGraph } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import type { Logger } from '../../src/log.ts';
-import { presets } from '../../stages/models/presets.ts';
+import type { StageGraph } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import type { Logger } from '../../src/common/log.ts';
+import { presets } from '../../stages/generator/presets.ts';
 import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
 import { runLimit } from '../limit/runLimit.ts';
 import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
@@ -64,7 +64,9 @@ interface Mode {
 export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> {
   const modes = await planModes(o);
   const first = modes[0].config;
-  const tokenizer = first ? tokenizerOf(first.graph) : await remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
+  const tokenizer = first
+    ? tokenizerOf(first.graph)
+    : await remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
   // Same prompts (and seeds) for every mode and concurrency; warm-up prompts come from another stream.
   const prompts = makePrompts({ tokenizer, count: o.numPrompts, inputLen: o.inputLen, seed: o.seed });
   const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
@@ -76,7 +78,11 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     git_sha: gitSha(),
     machine: machineInfo(),
     target: o.target.kind === 'config' ? { kind: 'config', file: o.target.file } : { kind: 'url', url: o.target.url },
-    config_sha256: Object.fromEntries(modes.filter((m) => m.config).map((m) => [o.compareSync ? (m.asyncChunk ? 'async' : 'sync') : 'as_is', m.config!.sha256])),
+    config_sha256: Object.fromEntries(
+      modes
+        .filter((m) => m.config)
+        .map((m) => [o.compareSync ? (m.asyncChunk ? 'async' : 'sync') : 'as_is', m.config!.sha256]),
+    ),
     options: {
       protocol: o.protocol,
       concurrency: o.concurrency,
@@ -98,9 +104,17 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     o.log.info('measuring the critical-path limit');
     const ic = o.initialCodecChunkFrames;
     const limitAt = (batch: number) =>
-      runLimit({ graph: first.graph, inputLen: o.inputLen, seed: o.seed, repeats: o.limitRepeats, batch, ...(ic !== undefined ? { initialChunkFrames: ic } : {}) });
+      runLimit({
+        graph: first.graph,
+        inputLen: o.inputLen,
+        seed: o.seed,
+        repeats: o.limitRepeats,
+        batch,
+        ...(ic !== undefined ? { initialChunkFrames: ic } : {}),
+      });
     result.limit = await limitAt(1);
-    for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b)) result.burst_limits.push(await limitAt(c));
+    for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b))
+      result.burst_limits.push(await limitAt(c));
   }
   const timings = first ? new ServerTimings() : null;
   try {
@@ -115,23 +129,46 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   return result;
 }
 
-async function runMode(o: ServeBenchOptions, mode: Mode, result: BenchResult, prompts: string[], warmupPrompts: string[], timings: ServerTimings | null): Promise<void> {
+async function runMode(
+  o: ServeBenchOptions,
+  mode: Mode,
+  result: BenchResult,
+  prompts: string[],
+  warmupPrompts: string[],
+  timings: ServerTimings | null,
+): Promise<void> {
   const label = mode.asyncChunk ? 'async' : 'sync';
   const server = mode.config ? await startInProcessServer(mode.config.graph, o.log) : null;
   try {
-    const target: ClientTarget = { baseUrl: server?.baseUrl ?? mode.url!, apiKey: o.target.kind === 'url' ? o.target.apiKey : null };
-    const openClient = (): Promise<BenchClient> => (o.protocol === 'realtime' ? RealtimeBenchClient.connect(target) : Promise.resolve(new ChatBenchClient(target)));
+    const target: ClientTarget = {
+      baseUrl: server?.baseUrl ?? mode.url!,
+      apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
+    };
+    const openClient = (): Promise<BenchClient> =>
+      o.protocol === 'realtime' ? RealtimeBenchClient.connect(target) : Promise.resolve(new ChatBenchClient(target));
     const timeoutMs = o.timeoutMs ?? 300_000;
     const load = (name: string, list: string[], concurrency: number) => {
       const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
       const ic = o.initialCodecChunkFrames;
-      return runLoad({ prompts: list, concurrency, outputLen: o.outputLen, seed: o.seed, timeoutMs, openClient, onRequestDone: (t) => bar?.tick(t.ok), ...(ic !== undefined ? { initialCodecChunkFrames: ic } : {}) })
-        .finally(() => bar?.finish());
+      return runLoad({
+        prompts: list,
+        concurrency,
+        outputLen: o.outputLen,
+        seed: o.seed,
+        timeoutMs,
+        openClient,
+        onRequestDone: (t) => bar?.tick(t.ok),
+        ...(ic !== undefined ? { initialCodecChunkFrames: ic } : {}),
+      }).finally(() => bar?.finish());
     };
     if (warmupPrompts.length > 0) {
       const w = await load(`${label} warm-up`, warmupPrompts, 1);
       const failed = w.traces.find((t) => !t.ok);
-      if (failed) throw new ChorusError(ErrorCodes.STAGE_FAILED, `the warm-up request failed (${failed.error}); is the server healthy?`);
+      if (failed)
+        throw new ChorusError(
+          ErrorCodes.STAGE_FAILED,
+          `the warm-up request failed (${failed.error}); is the server healthy?`,
+        );
     }
     const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
     for (const concurrency of o.concurrency) {
@@ -162,15 +199,26 @@ async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
       return [{ asyncChunk: config.graph.asyncChunk, config, url: null }];
     }
     const [a, s] = await Promise.all([readBenchConfig(t.file, true), readBenchConfig(t.file, false)]);
-    return [{ asyncChunk: true, config: a, url: null }, { asyncChunk: false, config: s, url: null }];
+    return [
+      { asyncChunk: true, config: a, url: null },
+      { asyncChunk: false, config: s, url: null },
+    ];
   }
   const main = await describe(t.url, t.apiKey);
   const modes: Mode[] = [{ asyncChunk: main.async_chunk, config: null, url: t.url }];
   if (o.compareSync) {
-    if (!t.syncUrl) throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-sync with --url needs --sync-url URL of a server running async_chunk: false (or use --config, and the bench starts both)');
+    if (!t.syncUrl)
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        '--compare-sync with --url needs --sync-url URL of a server running async_chunk: false (or use --config, ' +
+          'and the bench starts both)',
+      );
     const sync = await describe(t.syncUrl, t.apiKey);
     if (main.async_chunk === sync.async_chunk) {
-      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--url and --sync-url both run async_chunk: ${main.async_chunk}; point them at an async and a sync server`);
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        `--url and --sync-url both run async_chunk: ${main.async_chunk}; point them at an async and a sync server`,
+      );
     }
     modes.push({ asyncChunk: sync.async_chunk, config: null, url: t.syncUrl });
   }
@@ -179,7 +227,10 @@ async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
 
 interface StagesInfo {
   readonly async_chunk: boolean;
-  readonly stages: readonly { readonly kind: string; readonly model: { readonly source: string; readonly preset?: string } }[];
+  readonly stages: readonly {
+    readonly kind: string;
+    readonly model: { readonly source: string; readonly preset?: string };
+  }[];
 }
 
 async function describe(url: string, apiKey: string | null): Promise<StagesInfo> {
@@ -187,15 +238,26 @@ async function describe(url: string, apiKey: string | null): Promise<StagesInfo>
   try {
     res = await fetch(`${url}/v1/stages`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
   } catch (cause) {
-    throw new ChorusError(ErrorCodes.REQUEST_INVALID, `cannot reach ${url}: ${(cause as Error).message}; is \`chorus serve\` running there?`, { cause });
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `cannot reach ${url}: ${(cause as Error).message}; is \`chorus serve\` running there?`,
+      { cause },
+    );
   }
-  if (!res.ok) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `GET ${url}/v1/stages answered HTTP ${res.status}; pass --api-key if the server needs one`);
+  if (!res.ok)
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `GET ${url}/v1/stages answered HTTP ${res.status}; pass --api-key if the server needs one`,
+    );
   return (await res.json()) as StagesInfo;
 }
 
 function tokenizerOf(graph: StageGraph): Tokenizer {
   const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
-  return createTokenizer(entry.model, entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size : undefined);
+  return createTokenizer(
+    entry.model,
+    entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size : undefined,
+  );
 }
 
 /** A remote server's generated Thinker uses the byte tokenizer of its preset's vocabulary. */
@@ -204,6 +266,9 @@ async function remoteTokenizer(t: Extract<BenchTarget, { kind: 'url' }>, log: Lo
   const thinker = info.stages.find((s) => s.kind === 'thinker');
   const preset = thinker?.model.preset !== undefined ? presets[thinker.model.preset] : undefined;
   if (preset) return new ByteTokenizer(preset.thinker.vocabSize);
-  log.warn('the server does not run a generated thinker preset: prompt lengths are counted with the tiny byte tokenizer and may differ on the server (results.json records the served prompt_tokens)');
+  log.warn(
+    'the server does not run a generated thinker preset: prompt lengths are counted with the tiny byte tokenizer ' +
+      'and may differ on the server (results.json records the served prompt_tokens)',
+  );
   return new ByteTokenizer(512);
 }

@@ -2,13 +2,33 @@
  * `chorus <command> [...]`. Each command lives in its own module under ./commands and is loaded lazily,
  * so `chorus config check` never pays for onnxruntime or fastify.
  */
-import { ChorusError } from '../errors.ts';
+import { ChorusError } from '../common/errors.ts';
+import { isUsageError, wantsHelp } from './cliArgs.ts';
 
-const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+/** A command module: its usage text and its entry point. */
+interface Command {
+  readonly usage: string;
+  run(argv: string[]): Promise<number>;
+}
+
+const commands: Record<string, { summary: string; load: () => Promise<Command> }> = {
   serve: { summary: 'serve a pipeline over HTTP and WebSocket', load: () => import('./commands/serve.ts') },
-  generate: { summary: 'run one request and stream its text (and audio to a WAV)', load: () => import('./commands/generate.ts') },
-  bench: { summary: 'measure TTFP, TTFT and friends (bench limit | bench transport)', load: () => import('./commands/bench.ts') },
-  models: { summary: 'build or describe the generated models (models build | models info)', load: () => import('./commands/models.ts') },
+  generate: {
+    summary: 'run one request and stream its text (and audio to a WAV)',
+    load: () => import('./commands/generate.ts'),
+  },
+  bench: {
+    summary: 'measure TTFP, TTFT and friends (bench limit | bench transport)',
+    load: () => import('./commands/bench.ts'),
+  },
+  models: {
+    summary: 'build or describe the generated models (models build | models info)',
+    load: () => import('./commands/models.ts'),
+  },
+  soak: {
+    summary: 'sessions for a while, every answer checked, with chaos (kill, stop, abort storm, fuzz)',
+    load: () => import('./commands/soak.ts'),
+  },
   config: { summary: 'validate a stage graph (config check FILE)', load: () => import('./commands/config.ts') },
 };
 
@@ -29,7 +49,17 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const mod = await command.load();
-  return mod.run(rest);
+  if (wantsHelp(rest)) {
+    process.stdout.write(mod.usage);
+    return 0;
+  }
+  try {
+    return await mod.run(rest);
+  } catch (err) {
+    if (!isUsageError(err)) throw err;
+    process.stderr.write(`chorus ${name}: ${err.message}\n\n${mod.usage}`);
+    return 2;
+  }
 }
 
 try {

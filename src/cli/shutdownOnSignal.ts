@@ -3,9 +3,9 @@
  * A second signal while closing exits at once (the children still leave on their own when the IPC channel drops,
  * and the next start sweeps segments of dead processes).
  */
-import { logger } from '../log.ts';
+import { logger } from '../common/log.ts';
 
-export function shutdownOnSignal(close: () => Promise<void>): () => void {
+export function shutdownOnSignal(close: (signal: NodeJS.Signals) => Promise<void>): () => void {
   let closing = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) {
@@ -14,7 +14,7 @@ export function shutdownOnSignal(close: () => Promise<void>): () => void {
     }
     closing = true;
     logger.info({ signal }, 'shutting down');
-    close().then(
+    close(signal).then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');

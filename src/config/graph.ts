@@ -6,7 +6,8 @@
  * they have no inputs and do not count as entry stages. Without encoders the entry stage comes first.
  */
 import { suggest, type Problems } from './problems.ts';
-import type { StageInput, StageKind } from './types.ts';
+import type { StageInput, StageKind } from '../common/graph.ts';
+import { stageKinds } from '../kinds/registry.ts';
 
 export interface GraphNode {
   readonly index: number; // position in the YAML `stages` list (for error paths)
@@ -27,12 +28,20 @@ export interface GraphShape {
 }
 
 /** Returns null when the graph is too broken to order (the problems say why). */
-export function resolveGraph(nodes: readonly GraphNode[], connectorNames: readonly string[], problems: Problems): GraphShape | null {
+export function resolveGraph(
+  nodes: readonly GraphNode[],
+  connectorNames: readonly string[],
+  problems: Problems,
+): GraphShape | null {
   const before = problems.count;
   const byId = new Map<string, GraphNode>();
   for (const node of nodes) {
     const first = byId.get(node.stageId);
-    if (first) problems.add(['stages', node.index, 'stage_id'], `duplicate stage id "${node.stageId}" (also stages[${first.index}])`);
+    if (first)
+      problems.add(
+        ['stages', node.index, 'stage_id'],
+        `duplicate stage id "${node.stageId}" (also stages[${first.index}])`,
+      );
     else byId.set(node.stageId, node);
   }
   const ids = [...byId.keys()];
@@ -45,16 +54,26 @@ export function resolveGraph(nodes: readonly GraphNode[], connectorNames: readon
   });
 
   for (const node of nodes) {
-    if (node.kind === 'encoder' && node.inputs.length > 0) {
-      problems.add(['stages', node.index, 'inputs'], `encoder stage "${node.stageId}" reads its media from the request, not from another stage: remove its inputs (list it in the thinker's inputs instead)`);
+    if (readsRequest(node.kind) && node.inputs.length > 0) {
+      problems.add(
+        ['stages', node.index, 'inputs'],
+        `encoder stage "${node.stageId}" reads its media from the request, not from another stage: remove its ` +
+          `inputs (list it in the thinker's inputs instead)`,
+      );
     }
   }
   // The entry reads from nothing but encoders (the Thinker of a multimodal graph has encoder inputs).
-  const entries = nodes.filter((n) => n.kind !== 'encoder' && n.inputs.every((i) => byId.get(i.from)?.kind === 'encoder'));
+  const entries = nodes.filter(
+    (n) => !readsRequest(n.kind) && n.inputs.every((i) => readsRequest(byId.get(i.from)?.kind)),
+  );
   if (entries.length > 1) {
     const names = entries.map((n) => `"${n.stageId}" (stages[${n.index}])`).join(', ');
     for (const extra of entries.slice(1)) {
-      problems.add(['stages', extra.index], `${entries.length} entry stages (stages with no inputs but encoders): ${names}; exactly one stage may read from nothing but encoders — give the others \`inputs: [{from: ...}]\``);
+      problems.add(
+        ['stages', extra.index],
+        `${entries.length} entry stages (stages with no inputs but encoders): ${names}; exactly one stage may read ` +
+          `from nothing but encoders — give the others \`inputs: [{from: ...}]\``,
+      );
     }
   }
   // Unknown or duplicate stage ids make the order meaningless; a bad connector or a second entry does not,
@@ -65,7 +84,11 @@ export function resolveGraph(nodes: readonly GraphNode[], connectorNames: readon
   const order = topologicalOrder(nodes, byId, problems);
   if (!order) return null;
   if (entries.length === 0) {
-    problems.add(['stages'], 'no entry stage: every stage other than the encoders has inputs, so no stage can receive a request (the thinker must have no inputs or only encoder inputs)');
+    problems.add(
+      ['stages'],
+      'no entry stage: every stage other than the encoders has inputs, so no stage can receive a request (the ' +
+        'thinker must have no inputs or only encoder inputs)',
+    );
     return null;
   }
   return { order, inputs, consumers, entry: entries[0].index };
@@ -84,7 +107,10 @@ function resolveInputs(
     if (input.from === node.stageId) {
       problems.add([...path, 'from'], `stage "${node.stageId}" cannot read from itself`);
     } else if (!byId.has(input.from)) {
-      problems.add([...path, 'from'], `unknown stage "${input.from}"${suggest(input.from, ids)} (stages: ${ids.join(', ')})`);
+      problems.add(
+        [...path, 'from'],
+        `unknown stage "${input.from}"${suggest(input.from, ids)} (stages: ${ids.join(', ')})`,
+      );
     } else if (resolved.some((r) => r.from === input.from)) {
       problems.add([...path, 'from'], `stage "${input.from}" is listed twice in inputs`);
     }
@@ -94,7 +120,11 @@ function resolveInputs(
       if (connectorNames.length === 1) connector = connectorNames[0];
       else problems.add(path, `connector required: several connectors are defined (${connectorNames.join(', ')})`);
     } else if (!connectorNames.includes(connector)) {
-      problems.add([...path, 'connector'], `unknown connector "${connector}"${suggest(connector, connectorNames)} (connectors: ${connectorNames.join(', ')})`);
+      problems.add(
+        [...path, 'connector'],
+        `unknown connector "${connector}"${suggest(connector, connectorNames)} (connectors: ` +
+          `${connectorNames.join(', ')})`,
+      );
     }
     // Kept even without a connector (a problem is recorded and parsing will fail), so the checks that
     // follow still see the edge and report their own problems instead of misleading ones.
@@ -104,7 +134,11 @@ function resolveInputs(
 }
 
 /** Kahn's algorithm in file order; on a cycle, names it (a -> b -> a) at the input that closes it. */
-function topologicalOrder(nodes: readonly GraphNode[], byId: ReadonlyMap<string, GraphNode>, problems: Problems): number[] | null {
+function topologicalOrder(
+  nodes: readonly GraphNode[],
+  byId: ReadonlyMap<string, GraphNode>,
+  problems: Problems,
+): number[] | null {
   const pending = new Map(nodes.map((n) => [n.stageId, new Set(n.inputs.map((i) => i.from))]));
   const order: number[] = [];
   while (pending.size > 0) {
@@ -133,6 +167,14 @@ function topologicalOrder(nodes: readonly GraphNode[], byId: ReadonlyMap<string,
   const start = cycle.indexOf(blamed.to.stageId);
   const named = [...cycle.slice(start), ...cycle.slice(0, start), blamed.to.stageId];
   const inputIndex = blamed.to.inputs.findIndex((i) => i.from === blamed.from.stageId);
-  problems.add(['stages', blamed.to.index, 'inputs', inputIndex, 'from'], `the stages form a cycle: ${named.join(' -> ')}`);
+  problems.add(
+    ['stages', blamed.to.index, 'inputs', inputIndex, 'from'],
+    `the stages form a cycle: ${named.join(' -> ')}`,
+  );
   return null;
+}
+
+/** Encoders read their input from the request (main), never from another stage. */
+function readsRequest(kind: StageKind | undefined): boolean {
+  return kind !== undefined && stageKinds[kind].readsRequest;
 }

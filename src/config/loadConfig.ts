@@ -7,17 +7,18 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
-import { ChorusError, ErrorCodes } from '../errors.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { resolveConnectors } from './connectors.ts';
-import { resolveEncoderSettings, resolveGeneratedEncoder, type EncoderContext } from './encoders.ts';
-import { defaults, defaultMaxTokens, defaultWorkerType, parseByteSize } from './defaults.ts';
+import { resolveEncoderSettings } from './encoders.ts';
+import { defaults, parseByteSize } from './defaults.ts';
+import { stageKinds } from '../kinds/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { resolveModel } from './models.ts';
 import { repoRoot } from './paths.ts';
 import { Problems } from './problems.ts';
 import { GraphYaml, StageYaml } from './schema.ts';
-import { checkWorkerType, resolveFinalOutput, resolveProcessor } from './stageRules.ts';
-import type { ChunkPolicy, ModelSpec, SamplingParams, StageGraph, StageSpec } from './types.ts';
+import { checkFeeds, refuseKindSettings, resolveFinalOutput } from './stageRules.ts';
+import type { ChunkPolicy, ModelSpec, SamplingParams, StageGraph, StageSpec } from '../common/graph.ts';
 import { check } from './validate.ts';
 import { YamlSource } from './yamlSource.ts';
 
@@ -38,7 +39,9 @@ export async function loadConfig(file: string, options: ParseOptions = {}): Prom
   try {
     text = await readFile(file, 'utf8');
   } catch (cause) {
-    throw new ChorusError(ErrorCodes.CONFIG_NOT_FOUND, `cannot read config ${file}: ${(cause as Error).message}`, { cause });
+    throw new ChorusError(ErrorCodes.CONFIG_NOT_FOUND, `cannot read config ${file}: ${(cause as Error).message}`, {
+      cause,
+    });
   }
   return parseConfig(text, file, options);
 }
@@ -70,18 +73,33 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
   problems.throwIfAny();
 
   const chunkPolicy = resolveChunkPolicy(yaml.chunk_policy);
-  if (chunkPolicy.initialCodecChunkFrames !== null && chunkPolicy.initialCodecChunkFrames > chunkPolicy.codecChunkFrames) {
-    problems.warn(['chunk_policy', 'initial_codec_chunk_frames'], `${chunkPolicy.initialCodecChunkFrames} is above codec_chunk_frames (${chunkPolicy.codecChunkFrames}); the first chunk is capped at ${chunkPolicy.codecChunkFrames}`);
+  if (
+    chunkPolicy.initialCodecChunkFrames !== null &&
+    chunkPolicy.initialCodecChunkFrames > chunkPolicy.codecChunkFrames
+  ) {
+    problems.warn(
+      ['chunk_policy', 'initial_codec_chunk_frames'],
+      `${chunkPolicy.initialCodecChunkFrames} is above codec_chunk_frames (${chunkPolicy.codecChunkFrames}); the ` +
+        `first chunk is capped at ${chunkPolicy.codecChunkFrames}`,
+    );
   }
   const cores = options.cores ?? os.availableParallelism();
   const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
   if (threads > cores) {
-    problems.warn(['stages'], `the stages ask for ${threads} onnxruntime threads (threads x replicas) on ${cores} cores: they will time-share the CPU, so per-step latency rises under load`);
+    problems.warn(
+      ['stages'],
+      `the stages ask for ${threads} onnxruntime threads (threads x replicas) on ${cores} cores: they will ` +
+        `time-share the CPU, so per-step latency rises under load`,
+    );
   }
   return deepFreeze({
     file: embedded ? file : path.resolve(file),
     asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
-    modelsDir: yaml.models_dir === undefined ? path.join(repoRoot(), defaults.modelsDir) : path.resolve(baseDir, yaml.models_dir),
+    stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
+    modelsDir:
+      yaml.models_dir === undefined
+        ? path.join(repoRoot(), defaults.modelsDir)
+        : path.resolve(baseDir, yaml.models_dir),
     connectors,
     chunkPolicy,
     stages,
@@ -92,8 +110,11 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
 
 function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string, problems: Problems): StageSpec[] {
   const entry = yaml.stages[shape.entry];
-  if (entry.kind !== 'thinker') {
-    problems.add(['stages', shape.entry, 'kind'], `the entry stage (the one requests enter; it has no inputs but encoders) must be a thinker, got ${entry.kind}`);
+  if (!stageKinds[entry.kind].entry) {
+    problems.add(
+      ['stages', shape.entry, 'kind'],
+      `the entry stage (the one requests enter; it has no inputs but encoders) must be a thinker, got ${entry.kind}`,
+    );
   }
   const models = resolveModels(yaml, shape, baseDir, problems);
   checkEncoderFeeds(yaml, shape, problems);
@@ -103,21 +124,27 @@ function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
     const stage = { index, stageId: s.stage_id, kind: s.kind };
     const model = models.get(s.stage_id) ?? null;
     const inputs = shape.inputs[index];
-    const workerType = s.worker_type ?? defaultWorkerType(s.kind);
-    checkWorkerType(stage, workerType, problems);
-    const consumers = (shape.consumers.get(s.stage_id) ?? []).map((i) => ({ index: i, stageId: yaml.stages[i].stage_id, kind: yaml.stages[i].kind }));
-    const nextStageProcessor = resolveProcessor(stage, s.next_stage_processor, consumers, problems);
+    refuseKindSettings(index, s, problems);
+    const consumers = (shape.consumers.get(s.stage_id) ?? []).map((i) => ({
+      index: i,
+      stageId: yaml.stages[i].stage_id,
+      kind: yaml.stages[i].kind,
+    }));
+    checkFeeds(stage, consumers, problems);
     const finalOutput = s.final_output ?? false;
     const finalOutputType = resolveFinalOutput(stage, finalOutput, s.final_output_type, problems);
     const defaultSamplingParams = resolveSampling(s, index, model, problems);
-    if (s.encoder !== undefined && s.kind !== 'encoder') {
-      problems.add(['stages', index, 'encoder'], `only encoder stages take \`encoder:\` settings (this stage is a ${s.kind})`);
+    if (s.encoder !== undefined && !stageKinds[s.kind].readsRequest) {
+      problems.add(
+        ['stages', index, 'encoder'],
+        `only encoder stages take \`encoder:\` settings (this stage is a ${s.kind})`,
+      );
     }
     if (!model) continue;
     out.push({
       stageId: s.stage_id,
       kind: s.kind,
-      workerType,
+      workerType: stageKinds[s.kind].workerType,
       model,
       engine: {
         maxNumSeqs: s.engine?.max_num_seqs ?? defaults.engine.maxNumSeqs,
@@ -126,12 +153,13 @@ function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
       },
       inputs,
-      nextStageProcessor,
       finalOutput,
       finalOutputType,
       defaultSamplingParams,
       replicas: s.replicas ?? defaults.replicas,
-      ...(s.kind === 'encoder' && s.encoder ? { encoder: resolveEncoderSettings(s.encoder, model, yaml.on_encoder_failure) } : {}),
+      ...(stageKinds[s.kind].readsRequest && s.encoder
+        ? { encoder: resolveEncoderSettings(s.encoder, model, yaml.on_encoder_failure) }
+        : {}),
     });
   }
   if (!yaml.stages.some((s) => s.final_output)) {
@@ -144,10 +172,15 @@ function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
  * Every stage's model. Upstream models resolve first (topological order), since sizes flow downstream (the
  * Talker's condition width from the Thinker); encoders go last, because their width comes from the Thinker they feed.
  */
-function resolveModels(yaml: GraphYamlValue, shape: GraphShape, baseDir: string, problems: Problems): Map<string, ModelSpec | null> {
+function resolveModels(
+  yaml: GraphYamlValue,
+  shape: GraphShape,
+  baseDir: string,
+  problems: Problems,
+): Map<string, ModelSpec | null> {
   const models = new Map<string, ModelSpec | null>();
-  const isEncoder = (index: number) => yaml.stages[index].kind === 'encoder';
-  const order = [...shape.order.filter((i) => !isEncoder(i)), ...shape.order.filter(isEncoder)];
+  const afterConsumers = (index: number) => stageKinds[yaml.stages[index].kind].sizedFrom === 'consumers';
+  const order = [...shape.order.filter((i) => !afterConsumers(i)), ...shape.order.filter(afterConsumers)];
   const defaultPreset = yaml.model_preset ?? defaults.modelPreset;
   const defaultSeed = yaml.model_seed ?? defaults.modelSeed;
   for (const index of order) {
@@ -157,48 +190,52 @@ function resolveModels(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
         const i = yaml.stages.findIndex((u) => u.stage_id === id);
         return { stageId: id, index: i, kind: yaml.stages[i].kind, model: models.get(id) ?? null };
       });
-    let model: ModelSpec | null;
-    if (s.kind === 'encoder') {
-      model = resolveEncoderModel(s, index, related((shape.consumers.get(s.stage_id) ?? []).map((i) => yaml.stages[i].stage_id)), { defaultPreset, defaultSeed, baseDir }, problems);
-    } else {
-      const upstream = related(shape.inputs[index].map((i) => i.from));
-      model = resolveModel({ index, stageId: s.stage_id, kind: s.kind, raw: s.model, defaultPreset, defaultSeed, baseDir, upstream }, problems);
+    if (stageKinds[s.kind].readsRequest && !s.encoder) {
+      problems.add(
+        ['stages', index],
+        'an encoder stage needs `encoder: {modality: audio}` (or image): what it encodes',
+      );
+      models.set(s.stage_id, null);
+      continue;
     }
+    const model = resolveModel(
+      {
+        index,
+        stageId: s.stage_id,
+        kind: s.kind,
+        raw: s.model,
+        defaultPreset,
+        defaultSeed,
+        baseDir,
+        inputs: related(shape.inputs[index].map((i) => i.from)),
+        consumers: related((shape.consumers.get(s.stage_id) ?? []).map((i) => yaml.stages[i].stage_id)),
+        ...(s.encoder ? { modality: s.encoder.modality } : {}),
+      },
+      problems,
+    );
     models.set(s.stage_id, model);
-    if (model?.source === 'file' && s.kind === 'thinker' && model.tokenizer === undefined) {
-      problems.warn(['stages', index, 'model'], 'no tokenizer folder: the byte tokenizer will be used, sized from the model vocabulary');
+    if (model?.source === 'file' && stageKinds[s.kind].entry && model.tokenizer === undefined) {
+      problems.warn(
+        ['stages', index, 'model'],
+        'no tokenizer folder: the byte tokenizer will be used, sized from the model vocabulary',
+      );
     }
   }
   return models;
-}
-
-function resolveEncoderModel(
-  s: StageYamlValue,
-  index: number,
-  consumers: EncoderContext['consumers'],
-  d: { defaultPreset: string; defaultSeed: number; baseDir: string },
-  problems: Problems,
-): ModelSpec | null {
-  if (!s.encoder) {
-    problems.add(['stages', index], 'an encoder stage needs `encoder: {modality: audio}` (or image): what it encodes');
-    return null;
-  }
-  const raw = s.model ?? {};
-  if ('path' in raw) {
-    return resolveModel({ index, stageId: s.stage_id, kind: s.kind, raw, defaultPreset: d.defaultPreset, defaultSeed: d.defaultSeed, baseDir: d.baseDir, upstream: [] }, problems);
-  }
-  return resolveGeneratedEncoder({ index, stageId: s.stage_id, raw, modality: s.encoder.modality, defaultPreset: d.defaultPreset, defaultSeed: d.defaultSeed, consumers }, problems);
 }
 
 /** Each encoder feeds exactly one Thinker, and a Thinker takes at most one encoder per modality. */
 function checkEncoderFeeds(yaml: GraphYamlValue, shape: GraphShape, problems: Problems): void {
   const byThinker = new Map<string, Map<string, string>>();
   yaml.stages.forEach((s, index) => {
-    if (s.kind !== 'encoder') return;
+    if (!stageKinds[s.kind].readsRequest) return;
     const consumers = shape.consumers.get(s.stage_id) ?? [];
     if (consumers.length !== 1) {
       const what = consumers.length === 0 ? 'no stage reads from it' : `${consumers.length} stages read from it`;
-      problems.add(['stages', index], `encoder "${s.stage_id}" must feed exactly one thinker (${what}): list it in the thinker's inputs`);
+      problems.add(
+        ['stages', index],
+        `encoder "${s.stage_id}" must feed exactly one thinker (${what}): list it in the thinker's inputs`,
+      );
       return;
     }
     const thinker = yaml.stages[consumers[0]].stage_id;
@@ -207,32 +244,52 @@ function checkEncoderFeeds(yaml: GraphYamlValue, shape: GraphShape, problems: Pr
     const seen = byThinker.get(thinker) ?? new Map<string, string>();
     const other = seen.get(modality);
     if (other) {
-      problems.add(['stages', index], `thinker "${thinker}" already reads ${modality} from encoder "${other}": one encoder per modality (use replicas for more throughput)`);
+      problems.add(
+        ['stages', index],
+        `thinker "${thinker}" already reads ${modality} from encoder "${other}": one encoder per modality (use ` +
+          `replicas for more throughput)`,
+      );
     }
     seen.set(modality, s.stage_id);
     byThinker.set(thinker, seen);
   });
 }
 
-function resolveSampling(s: StageYamlValue, index: number, model: ModelSpec | null, problems: Problems): SamplingParams {
+function resolveSampling(
+  s: StageYamlValue,
+  index: number,
+  model: ModelSpec | null,
+  problems: Problems,
+): SamplingParams {
   const p = s.default_sampling_params ?? {};
   const sampling: SamplingParams = {
     temperature: p.temperature ?? defaults.sampling.temperature,
     topK: p.top_k ?? defaults.sampling.topK,
     topP: p.top_p ?? defaults.sampling.topP,
     repetitionPenalty: p.repetition_penalty ?? defaults.sampling.repetitionPenalty,
+    frequencyPenalty: defaults.sampling.frequencyPenalty,
+    presencePenalty: defaults.sampling.presencePenalty,
+    logitBias: {},
     seed: p.seed ?? defaults.sampling.seed,
-    maxTokens: p.max_tokens ?? defaultMaxTokens(s.kind),
+    maxTokens: p.max_tokens ?? stageKinds[s.kind].defaultMaxTokens,
     stopTokenIds: p.stop_token_ids ?? [],
     ignoreEos: p.ignore_eos ?? defaults.sampling.ignoreEos,
   };
   if (model?.source === 'generated' && model.kind === 'thinker') {
     const at = ['stages', index, 'default_sampling_params'];
     sampling.stopTokenIds.forEach((id, j) => {
-      if (id >= model.size.vocabSize) problems.add([...at, 'stop_token_ids', j], `token id ${id} is outside the vocabulary (vocab_size ${model.size.vocabSize})`);
+      if (id >= model.size.vocabSize)
+        problems.add(
+          [...at, 'stop_token_ids', j],
+          `token id ${id} is outside the vocabulary (vocab_size ${model.size.vocabSize})`,
+        );
     });
     if (sampling.maxTokens >= model.size.maxPositions) {
-      problems.warn([...at, 'max_tokens'], `${sampling.maxTokens} >= max_positions (${model.size.maxPositions}): long answers will be cut at the context length`);
+      problems.warn(
+        [...at, 'max_tokens'],
+        `${sampling.maxTokens} >= max_positions (${model.size.maxPositions}): long answers will be cut at the ` +
+          `context length`,
+      );
     }
   }
   return sampling;

@@ -2,15 +2,18 @@
  * Collects every problem found in a config, so one `chorus config check` run lists them all instead of
  * making the user fix them one at a time. Each line reads `file:line path: message`.
  */
-import { ChorusError, ErrorCodes } from '../errors.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import type { ProblemSink } from '../common/problems.ts';
 import { formatPath, type ConfigPath, type YamlSource } from './yamlSource.ts';
+
+export { suggest } from '../common/problems.ts';
 
 interface Problem {
   readonly line: number;
   readonly text: string;
 }
 
-export class Problems {
+export class Problems implements ProblemSink {
   readonly #file: string;
   readonly #source: YamlSource;
   readonly #problems: Problem[] = [];
@@ -46,35 +49,8 @@ export class Problems {
     const noun = lines.length === 1 ? 'problem' : 'problems';
     throw new ChorusError(
       ErrorCodes.CONFIG_INVALID,
-      `invalid stage graph (${lines.length} ${noun}; fix the file and run \`chorus config check ${this.#file}\`):\n${lines.join('\n')}`,
+      `invalid stage graph (${lines.length} ${noun}; fix the file and run \`chorus config check ` +
+        `${this.#file}\`):\n${lines.join('\n')}`,
     );
   }
-}
-
-/** "did you mean X?" for a misspelt key or name: the closest candidate within a small edit distance. */
-export function suggest(word: string, candidates: readonly string[]): string {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
-  for (const candidate of candidates) {
-    // A truncated key ("pool" for "pool_size") is a near miss however many letters are missing.
-    const d = word.length >= 3 && candidate.startsWith(word) ? 1 : editDistance(word, candidate);
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best === undefined ? '' : ` (did you mean "${best}"?)`;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min(previous[j] + 1, current[j - 1] + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length];
 }

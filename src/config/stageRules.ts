@@ -1,16 +1,10 @@
 /**
- * Rules that tie a stage's settings to its kind and its place in the graph: which processor feeds which
- * consumer, which worker type a kind can run, and which stage may produce which final output.
+ * Rules that tie a stage to its kind and its place in the graph, asked of the kind's descriptor
+ * (src/kinds): which kinds it can feed, and which final output it may produce.
  */
+import type { FinalOutputType, StageKind } from '../common/graph.ts';
+import { stageKindNames, stageKinds } from '../kinds/registry.ts';
 import type { Problems } from './problems.ts';
-import type { FinalOutputType, ProcessorName, StageKind, WorkerType } from './types.ts';
-
-const processorEdges: Readonly<Record<ProcessorName, { from: StageKind; to: StageKind }>> = {
-  thinker2talker: { from: 'thinker', to: 'talker' },
-  talker2code2wav: { from: 'talker', to: 'code2wav' },
-  encoder2thinker: { from: 'encoder', to: 'thinker' },
-};
-const processorNames = Object.keys(processorEdges) as ProcessorName[];
 
 export interface RuleStage {
   readonly index: number;
@@ -18,51 +12,34 @@ export interface RuleStage {
   readonly kind: StageKind;
 }
 
-/**
- * The processor that turns this stage's output into its consumers' input. Left out in YAML, it is
- * inferred from the two kinds; given, it must fit them. `given` is undefined when the key is absent.
- */
-export function resolveProcessor(
-  stage: RuleStage,
-  given: ProcessorName | null | undefined,
-  consumers: readonly RuleStage[],
-  problems: Problems,
-): ProcessorName | null {
-  const at = ['stages', stage.index, 'next_stage_processor'];
-  if (consumers.length === 0) {
-    if (given) problems.warn(at, `${given} is unused: no stage reads from "${stage.stageId}"`);
-    return null;
-  }
-  let expected: ProcessorName | null = null;
+/** Every consumer must be of a kind this stage's kind feeds. */
+export function checkFeeds(stage: RuleStage, consumers: readonly RuleStage[], problems: Problems): void {
   for (const consumer of consumers) {
-    const fit = processorNames.find((p) => processorEdges[p].from === stage.kind && processorEdges[p].to === consumer.kind);
-    if (!fit) {
-      const known = processorNames.map((p) => `${processorEdges[p].from} -> ${processorEdges[p].to}`).join(', ');
-      const inputIndexHint = ['stages', consumer.index, 'inputs'];
-      problems.add(inputIndexHint, `${article(consumer.kind)} ${consumer.kind} cannot read from "${stage.stageId}" (${article(stage.kind)} ${stage.kind}): the edges that exist are ${known}`);
-      return null;
-    }
-    expected = fit;
-  }
-  if (given === undefined) return expected;
-  if (given !== expected) {
-    const reader = consumers[0];
-    problems.add(at, `${given === null ? 'null' : given} does not fit: ${stage.kind} "${stage.stageId}" feeds ${reader.kind} "${reader.stageId}"; use ${expected} (or leave the key out)`);
-    return null;
-  }
-  return given;
-}
-
-/** Thinker and Talker decode token by token (ar); Code2Wav decodes a chunk, an encoder a batch of items, at once (generation). */
-export function checkWorkerType(stage: RuleStage, workerType: WorkerType, problems: Problems): void {
-  const required: Partial<Record<StageKind, WorkerType>> = { thinker: 'ar', talker: 'ar', code2wav: 'generation', encoder: 'generation' };
-  const want = required[stage.kind];
-  if (want && workerType !== want) {
-    problems.add(['stages', stage.index, 'worker_type'], `a ${stage.kind} stage runs on the ${want} worker, got ${workerType} (leave the key out to use the default)`);
+    if (stageKinds[stage.kind].feeds.includes(consumer.kind)) continue;
+    const known = stageKindNames.flatMap((k) => stageKinds[k].feeds.map((to) => `${k} -> ${to}`)).join(', ');
+    problems.add(
+      ['stages', consumer.index, 'inputs'],
+      `${article(consumer.kind)} ${consumer.kind} cannot read from "${stage.stageId}" ` +
+        `(${article(stage.kind)} ${stage.kind}): the edges that exist are ${known}`,
+    );
   }
 }
 
-/** Text comes from a thinker and audio from a code2wav; nothing else reaches the client. */
+/** Settings that used to be YAML keys and are now decided by the stage kind: refused with what to do. */
+export function refuseKindSettings(index: number, raw: Readonly<Record<string, unknown>>, problems: Problems): void {
+  if (raw.worker_type !== undefined)
+    problems.add(
+      ['stages', index, 'worker_type'],
+      'is decided by the stage kind (thinker, talker: ar; code2wav, encoder: generation): remove the key',
+    );
+  if (raw.next_stage_processor !== undefined)
+    problems.add(
+      ['stages', index, 'next_stage_processor'],
+      'is decided by the two stage kinds of the edge (thinker -> talker, talker -> code2wav): remove the key',
+    );
+}
+
+/** Each kind produces at most one final output (text comes from a thinker, audio from a code2wav). */
 export function resolveFinalOutput(
   stage: RuleStage,
   finalOutput: boolean,
@@ -71,16 +48,26 @@ export function resolveFinalOutput(
 ): FinalOutputType | null {
   const at = ['stages', stage.index];
   if (!finalOutput) {
-    if (type) problems.add([...at, 'final_output_type'], `is set but final_output is not true (add \`final_output: true\` or remove it)`);
+    if (type)
+      problems.add(
+        [...at, 'final_output_type'],
+        `is set but final_output is not true (add \`final_output: true\` or remove it)`,
+      );
     return null;
   }
   if (!type) {
     problems.add([...at, 'final_output'], 'final_output_type is required when final_output is true (text or audio)');
     return null;
   }
-  const producer: Record<FinalOutputType, StageKind> = { text: 'thinker', audio: 'code2wav' };
-  if (producer[type] !== stage.kind) {
-    problems.add([...at, 'final_output_type'], `a ${stage.kind} cannot produce ${type} output (text comes from a thinker, audio from a code2wav)`);
+  if (stageKinds[stage.kind].finalOutput !== type) {
+    const producers = stageKindNames
+      .filter((k) => stageKinds[k].finalOutput !== null)
+      .map((k) => `${stageKinds[k].finalOutput} from ${article(k)} ${k}`)
+      .join(', ');
+    problems.add(
+      [...at, 'final_output_type'],
+      `${article(stage.kind)} ${stage.kind} cannot produce ${type} output (${producers})`,
+    );
     return null;
   }
   return type;

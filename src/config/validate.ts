@@ -9,7 +9,12 @@ import { suggest, type Problems } from './problems.ts';
 import type { ConfigPath } from './yamlSource.ts';
 
 /** Reports every schema violation of `value` under `base`; returns whether the value is valid. */
-export function check<T extends TSchema>(schema: T, value: unknown, base: ConfigPath, problems: Problems): value is Static<T> {
+export function check<T extends TSchema>(
+  schema: T,
+  value: unknown,
+  base: ConfigPath,
+  problems: Problems,
+): value is Static<T> {
   const seen = new Set<string>();
   let valid = true;
   for (const error of Value.Errors(schema, value)) {
@@ -33,7 +38,12 @@ function parsePointer(pointer: string): (string | number)[] {
 }
 
 function describe(error: ValueError, siblingKeys: readonly string[]): string {
-  const schema = error.schema as TSchema & { errorMessage?: string; minimum?: number; maximum?: number; exclusiveMinimum?: number };
+  const schema = error.schema as TSchema & {
+    errorMessage?: string;
+    minimum?: number;
+    maximum?: number;
+    exclusiveMinimum?: number;
+  };
   const key = String(parsePointer(error.path).at(-1) ?? '');
   switch (error.type) {
     case ValueErrorType.ObjectAdditionalProperties: {
@@ -84,7 +94,12 @@ function bounds(schema: { minimum?: number; maximum?: number; exclusiveMinimum?:
 
 function got(value: unknown): string {
   if (value === undefined) return '';
-  const shown = typeof value === 'string' ? JSON.stringify(value) : value === null ? 'null (an empty value)' : JSON.stringify(value);
+  const shown =
+    typeof value === 'string'
+      ? JSON.stringify(value)
+      : value === null
+        ? 'null (an empty value)'
+        : JSON.stringify(value);
   return shown === undefined || shown.length > 40 ? '' : `, got ${shown}`;
 }
 

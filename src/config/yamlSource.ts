@@ -5,7 +5,8 @@
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 
-export type ConfigPath = readonly (string | number)[];
+export type { ConfigPath } from '../common/problems.ts';
+import type { ConfigPath } from '../common/problems.ts';
 
 export interface SyntaxProblem {
   readonly line: number;

@@ -4,11 +4,12 @@
  * an encoder failure means for the request: with `on_failure: fail` the request ends with an error naming the
  * items; with `text_only` the Thinker is told to go on without them (it drops their spans and says so).
  */
-import type { EncoderFailurePolicy } from '../config/types.ts';
-import { ErrorCodes, type SerializedError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import type { EncoderFailurePolicy } from '../common/graph.ts';
+import { ErrorCodes, type SerializedError } from '../common/errors.ts';
+import type { Logger } from '../common/log.ts';
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import type { EncodeItem, MediaChunkPayload, ThinkerMediaPlan, UpstreamSource } from '../worker/messages.ts';
+import type { EncodeItem, ThinkerMediaPlan, UpstreamSource } from '../worker/messages.ts';
+import type { MediaBody } from '../common/payloads.ts';
 import type { PreparedPrompt } from './mediaPrompt.ts';
 
 interface EncoderRoute {
@@ -28,7 +29,8 @@ export interface RequestMediaPlan {
   readonly encode: ReadonlyMap<string, readonly EncodeItem[]>;
 }
 
-export type EncoderFailureOutcome = { readonly kind: 'fail'; readonly error: SerializedError } | { readonly kind: 'text_only'; readonly thinker: string };
+export type EncoderFailureOutcome =
+  { readonly kind: 'fail'; readonly error: SerializedError } | { readonly kind: 'text_only'; readonly thinker: string };
 
 export class MediaRoutes {
   private readonly routes = new Map<string, RequestRoutes>();
@@ -39,7 +41,12 @@ export class MediaRoutes {
   ) {}
 
   /** The plans for the Thinker and each encoder; null for a request without media. */
-  plan(requestId: string, prompt: PreparedPrompt, thinker: UpstreamSource, instanceOf: (stageId: string) => UpstreamSource): RequestMediaPlan | null {
+  plan(
+    requestId: string,
+    prompt: PreparedPrompt,
+    thinker: UpstreamSource,
+    instanceOf: (stageId: string) => UpstreamSource,
+  ): RequestMediaPlan | null {
     if (prompt.items.length === 0) return null;
     const encoders = new Map<string, EncoderRoute>();
     const encode = new Map<string, EncodeItem[]>();
@@ -49,7 +56,10 @@ export class MediaRoutes {
       const route = encoders.get(from.instance) ?? { stageId: from.stageId, onFailure, whats: [] };
       route.whats.push(item.what);
       encoders.set(from.instance, route);
-      encode.set(from.instance, [...(encode.get(from.instance) ?? []), { item: item.index, modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what }]);
+      encode.set(from.instance, [
+        ...(encode.get(from.instance) ?? []),
+        { item: item.index, modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what },
+      ]);
       return { modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what, from, onFailure };
     });
     this.routes.set(requestId, { thinker: thinker.instance, encoders });
@@ -65,24 +75,35 @@ export class MediaRoutes {
     onError: (err: unknown) => void,
   ): void {
     const byEncoder = new Map<string, PreparedPrompt['items'][number][]>();
-    for (const item of prompt.items) byEncoder.set(item.encoder.stageId, [...(byEncoder.get(item.encoder.stageId) ?? []), item]);
+    for (const item of prompt.items)
+      byEncoder.set(item.encoder.stageId, [...(byEncoder.get(item.encoder.stageId) ?? []), item]);
     for (const [stageId, items] of byEncoder) {
       const to = instanceOf(stageId);
       items.forEach((item, k) => {
         const part = item.part;
-        const payload: MediaChunkPayload =
+        const body: MediaBody =
           part.type === 'audio'
-            ? { item: item.index, format: part.format, ...(part.sampleRateHz !== undefined ? { sampleRateHz: part.sampleRateHz } : {}), what: item.what }
-            : { item: item.index, format: 'image', what: item.what };
+            ? {
+                kind: 'media',
+                item: item.index,
+                format: part.format,
+                ...(part.sampleRateHz !== undefined ? { sampleRateHz: part.sampleRateHz } : {}),
+                what: item.what,
+                bytes: part.data,
+              }
+            : { kind: 'media', item: item.index, format: 'image', what: item.what, bytes: part.data };
         adapter
           .saveAsync(
             requestId,
             { toInstance: to.instance, toStageId: to.stageId, keyStage: to.stageId },
-            { final: k === items.length - 1, payload: { ...payload }, tensors: { data: { data: part.data, shape: [part.data.byteLength] } } },
+            { final: k === items.length - 1, body },
             Date.now() + this.chunkTimeoutMs,
           )
           .catch((err: unknown) => {
-            this.log.warn({ requestId, to: to.instance, err: String(err) }, 'sending a media item to its encoder failed');
+            this.log.warn(
+              { requestId, to: to.instance, err: String(err) },
+              'sending a media item to its encoder failed',
+            );
             onError(err);
           });
       });
@@ -99,7 +120,9 @@ export class MediaRoutes {
       kind: 'fail',
       error: {
         code: ErrorCodes.ENCODER_FAILED,
-        message: `${route.whats.join(', ')}: encoder stage ${instance} could not encode (${error.code}: ${error.message}); retry, or set on_encoder_failure: text_only to answer without the media`,
+        message:
+          `${route.whats.join(', ')}: encoder stage ${instance} could not encode (${error.code}: ` +
+          `${error.message}); retry, or set on_encoder_failure: text_only to answer without the media`,
       },
     };
   }

@@ -4,49 +4,59 @@
  * pause, stage death (fail that stage's in-flight requests, restart it) and shutdown (drain, stop, unlink).
  */
 import { randomBytes } from 'node:crypto';
-import { channel } from 'node:diagnostics_channel';
-import type { StageGraph, StageSpec } from '../config/types.ts';
-import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../errors.ts';
-import { logger, type Logger } from '../log.ts';
+import type { StageGraph, StageSpec } from '../common/graph.ts';
+import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
+import { diagnostics } from '../common/diagnostics.ts';
+import { logger, type Logger } from '../common/log.ts';
+import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector, provisionEdges, type ProvisionedEdges } from '../../transport/createConnector.ts';
 import type { Connector } from '../../transport/Connector.ts';
+import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
-import type { AddRequest, DownstreamTarget, EdgeBinding, StageStats, StageToMain, UpstreamSource } from '../worker/messages.ts';
+import type {
+  AddRequest,
+  DownstreamTarget,
+  EdgeBinding,
+  StageStats,
+  StageToMain,
+  UpstreamSource,
+} from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
+import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
+import { HangWatch, type CpuSample } from './HangWatch.ts';
+import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
 import { RequestStream } from './RequestStream.ts';
-import type { Engine, GenerateRequest, RequestHandle, StageHealth } from './types.ts';
+import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
-
-export const diagnostics = {
-  requestStart: channel('chorus:request:start'),
-  requestEnd: channel('chorus:request:end'),
-  stageStats: channel('chorus:stage:stats'),
-  stageDied: channel('chorus:stage:died'),
-  /** Chunks received by main from output stages: {from, to: 'main', latencyMs, bytes}. */
-  edgeChunk: channel('chorus:edge:chunk'),
-};
 
 interface Slot {
   readonly spec: StageSpec;
   readonly stageIndex: number;
   readonly replica: number;
   readonly instance: string;
-  worker: StageWorker | null;
+  worker: StageWorkerHandle | null;
   status: StageHealth['status'];
   restarts: number;
   readonly inFlight: Set<string>;
   stats: StageStats | null;
+  /** When main last heard from this instance, and its CPU samples (src/engine/HangWatch.ts). */
+  lastHeardMs: number;
+  cpuSamples: CpuSample[];
+  /** Requests failed when it was declared hung: its next process is told to drop their chunks. */
+  hungOrphans: string[];
 }
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
   /** Restart a stage that dies after READY (default true). */
   readonly restartOnDeath?: boolean;
+  /** How stage instances start (default: a forked process each). Tests pass in-process stand-ins. */
+  readonly startWorker?: StartStageWorker;
 }
 
 export class Orchestrator implements Engine {
@@ -56,27 +66,42 @@ export class Orchestrator implements Engine {
   private connector!: Connector;
   private provisioned!: ProvisionedEdges;
   private closing: Promise<void> | null = null;
+  private hangWatch: NodeJS.Timeout | null = null;
+  private readonly hangs: HangWatch;
   private readonly promptContext: PromptContext;
   private readonly media: MediaRoutes;
+  /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
+  private audioFacts: AudioOutputFacts | null = null;
 
   private constructor(
     readonly graph: StageGraph,
     private readonly tokenizer: Tokenizer,
     private readonly log: Logger,
     private readonly restartOnDeath: boolean,
+    private readonly startWorker: StartStageWorker,
   ) {
     const encoders = encodersOf(graph);
     // An item travels to its encoder as one frame: it must fit the smallest ring it may cross, with room to spare.
-    const ringBytes = [...encoders.values()].map((e) => Number(graph.connectors[encoderConnector(graph, e)]?.options.ringBytes ?? 16 << 20));
-    this.promptContext = { tokenizer, placeholders: placeholderIds(tokenizer), encoders, maxItemBytes: Math.floor(Math.min(16 << 20, ...ringBytes) / 2) };
+    const ringBytes = [...encoders.values()].map((e) => ringBytesOf(graph.connectors[encoderConnector(graph, e)]));
+    this.promptContext = {
+      tokenizer,
+      placeholders: placeholderIds(tokenizer),
+      encoders,
+      maxItemBytes: Math.floor(Math.min(DEFAULT_RING_BYTES, ...ringBytes) / 2),
+    };
     this.media = new MediaRoutes(log, graph.chunkPolicy.chunkTimeoutMs);
+    this.hangs = new HangWatch(graph.stageHangMs);
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
     const log = opts.log ?? logger.child({ component: 'orchestrator' });
     const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
-    const tokenizer = await createTokenizer(entry.model, entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size.vocabSize : undefined);
-    const o = new Orchestrator(graph, tokenizer, log, opts.restartOnDeath ?? true);
+    const tokenizer = await createTokenizer(
+      entry.model,
+      entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size.vocabSize : undefined,
+    );
+    const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, { entry: STAGE_ENTRY }));
+    const o = new Orchestrator(graph, tokenizer, log, opts.restartOnDeath ?? true, startWorker);
     for (const warning of graph.warnings ?? []) log.warn({ file: graph.file }, warning);
     // Segments left by a Chorus process that died without cleaning up (its pid is gone) are removed first.
     const swept = ShmRing.sweepStaleSegments();
@@ -88,7 +113,20 @@ export class Orchestrator implements Engine {
       graph.stages.forEach((spec, stageIndex) => {
         for (let replica = 0; replica < spec.replicas; replica++) {
           const instance = instanceId(spec.stageId, replica);
-          o.slots.set(instance, { spec, stageIndex, replica, instance, worker: null, status: 'starting', restarts: 0, inFlight: new Set(), stats: null });
+          o.slots.set(instance, {
+            spec,
+            stageIndex,
+            replica,
+            instance,
+            worker: null,
+            status: 'starting',
+            restarts: 0,
+            inFlight: new Set(),
+            stats: null,
+            lastHeardMs: Date.now(),
+            cpuSamples: [],
+            hungOrphans: [],
+          });
         }
       });
       // Wait for every boot to settle, not just the first failure: a stage still booting when another fails must
@@ -100,17 +138,23 @@ export class Orchestrator implements Engine {
       await o.close(0);
       throw err;
     }
+    o.hangWatch = setInterval(() => o.checkHangs(), o.hangs.intervalMs).unref();
     log.info({ stages: [...o.slots.keys()], asyncChunk: graph.asyncChunk }, 'pipeline ready');
     return o;
   }
 
   private async boot(slot: Slot): Promise<void> {
-    const worker = await StageWorker.start(
+    const worker = await this.startWorker(
       { graph: this.graph, stageIndex: slot.stageIndex, replica: slot.replica, edges: this.edgesOf(slot.instance) },
       this.log,
     );
     slot.worker = worker;
     slot.status = 'ready';
+    slot.lastHeardMs = Date.now();
+    slot.cpuSamples = [];
+    const facts = worker.settings?.facts;
+    if (facts?.kind === 'code2wav')
+      this.audioFacts ??= { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame };
     worker.on('message', (msg) => this.onStageMessage(slot, msg));
     worker.on('died', (info) => this.onStageDied(slot, info));
   }
@@ -125,23 +169,26 @@ export class Orchestrator implements Engine {
     if (this.closing) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'the engine is shutting down');
     validateRequest(request);
     const requestId = request.requestId ?? `req-${randomBytes(8).toString('hex')}`;
-    if (this.live.has(requestId)) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
+    if (this.live.has(requestId))
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
     // Media items are probed here (headers only) and refused before anything is admitted.
     const prompt = preparePrompt(request.messages, this.promptContext);
     checkPromptFits(prompt, this.graph);
     const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
     const chosen = new Map(stages.map((s) => [s.stageId, this.pickReplica(s)]));
     const promptTokenIds = prompt.promptTokenIds;
-    const outputs = stages.filter((s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType));
-    const code2wav = stages.find((s) => s.kind === 'code2wav');
-    const samplesPerFrame = code2wav?.model.source === 'generated' && code2wav.model.kind === 'code2wav' ? code2wav.model.size.samplesPerFrame : 1920;
+    const outputs = stages.filter(
+      (s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType),
+    );
+    const promptItems = prompt.items.map((i) => ({ modality: i.modality, numEmbeddings: i.numEmbeddings }));
     const stream = new RequestStream(
       requestId,
       new Map([...chosen].map(([id, slot]) => [id, slot.instance])),
       outputs.map((s) => ({ stageId: s.stageId, type: s.finalOutputType! })),
       promptTokenIds.length,
+      promptItems,
       new StreamingDetokenizer(this.tokenizer, { promptIds: promptTokenIds }),
-      samplesPerFrame,
+      request.modalities.includes('audio') ? this.audioOutput : null,
       (s, reason) => this.onRequestEnd(s, reason),
     );
     this.live.set(requestId, stream);
@@ -150,12 +197,26 @@ export class Orchestrator implements Engine {
     const encoderTimeoutMs = Math.max(0, ...prompt.items.map((i) => i.encoder.encoder!.timeoutMs));
     const firstChunkDeadline = admittedAtMs + encoderTimeoutMs + this.graph.chunkPolicy.chunkTimeoutMs;
     for (const s of outputs) {
-      this.adapter.expect(requestId, { fromInstance: chosen.get(s.stageId)!.instance, fromStageId: s.stageId, keyStage: s.stageId, firstChunkDeadline, chunkTimeoutMs: this.graph.chunkPolicy.chunkTimeoutMs });
+      this.adapter.expect(requestId, {
+        fromInstance: chosen.get(s.stageId)!.instance,
+        fromStageId: s.stageId,
+        keyStage: s.stageId,
+        firstChunkDeadline,
+        chunkTimeoutMs: this.graph.chunkPolicy.chunkTimeoutMs,
+      });
     }
     const instanceOf = (stageId: string): UpstreamSource => {
-      const timeoutMs = this.graph.stages.find((s) => s.stageId === stageId)?.encoder?.timeoutMs;
+      const index = this.graph.stages.findIndex((s) => s.stageId === stageId);
+      const timeoutMs = this.graph.stages[index]?.encoder?.timeoutMs;
       // An encoder's rows are due within its timeout of admission (its own chunks, one per item, too).
-      const deadlines = timeoutMs === undefined ? {} : { firstChunkDeadline: admittedAtMs + timeoutMs, chunkTimeoutMs: timeoutMs };
+      const deadlines =
+        timeoutMs === undefined
+          ? {}
+          : {
+              firstChunkDeadline: admittedAtMs + timeoutMs,
+              chunkTimeoutMs: timeoutMs,
+              timeoutSetting: `the encoder's timeout_ms (stage ${stageId})`,
+            };
       return { instance: chosen.get(stageId)!.instance, stageId, ...deadlines };
     };
     const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf);
@@ -168,12 +229,17 @@ export class Orchestrator implements Engine {
         .map((d) => ({ instance: chosen.get(d.stageId)!.instance, stageId: d.stageId }));
       if (outputs.includes(spec)) downstream.push({ instance: MAIN, stageId: MAIN });
       const isEntry = spec.stageId === this.graph.entryStageId;
-      const upstreams: UpstreamSource[] = spec.encoder ? [{ instance: MAIN, stageId: MAIN }] : spec.inputs.filter((i) => chosen.has(i.from)).map((i) => instanceOf(i.from));
+      const upstreams: UpstreamSource[] = spec.encoder
+        ? [{ instance: MAIN, stageId: MAIN }]
+        : spec.inputs.filter((i) => chosen.has(i.from)).map((i) => instanceOf(i.from));
       const add: AddRequest = {
         type: 'add',
         requestId,
         promptTokenIds: isEntry ? promptTokenIds : undefined,
-        sampling: { ...spec.defaultSamplingParams, ...(spec.kind === 'talker' ? request.talkerSampling : request.sampling) },
+        sampling: {
+          ...spec.defaultSamplingParams,
+          ...request[stageKinds[spec.kind].requestSampling],
+        },
         downstream,
         upstreams,
         ...(isEntry && plan ? { media: plan.thinker } : {}),
@@ -185,12 +251,21 @@ export class Orchestrator implements Engine {
       slot.inFlight.add(requestId);
       slot.worker!.send(add);
     }
-    if (plan) this.media.sendItems(requestId, prompt, instanceOf, this.adapter, (err) => stream.end('error', serializeError(err)));
-    diagnostics.requestStart.publish({ requestId, modalities: request.modalities, promptTokens: promptTokenIds.length, mediaItems: prompt.items.length });
+    if (plan)
+      this.media.sendItems(requestId, prompt, instanceOf, this.adapter, (err) =>
+        stream.end('error', serializeError(err)),
+      );
+    diagnostics.requestStart.publish({
+      requestId,
+      modalities: request.modalities,
+      promptTokens: promptTokenIds.length,
+      mediaItems: prompt.items.length,
+    });
     return {
       requestId,
-      events: stream.events.asObservable(),
-      cancel: () => this.cancel(requestId),
+      prompt: stream.promptTokenDetails(),
+      events: stream.events.events,
+      cancel: (reason?: string) => this.cancel(requestId, reason),
       pause: () => this.broadcast(requestId, 'pause'),
       resume: () => this.broadcast(requestId, 'resume'),
     };
@@ -202,14 +277,19 @@ export class Orchestrator implements Engine {
       if (slot.spec !== spec || slot.status !== 'ready') continue;
       if (!best || slot.inFlight.size < best.inFlight.size) best = slot;
     }
-    if (!best) throw new ChorusError(ErrorCodes.OVERLOADED, `no ready replica of stage ${spec.stageId} (restarting or failed); retry shortly`);
+    if (!best)
+      throw new ChorusError(
+        ErrorCodes.OVERLOADED,
+        `no ready replica of stage ${spec.stageId} (restarting or failed); retry shortly`,
+      );
     return best;
   }
 
-  cancel(requestId: string): void {
+  /** Ends a request as cancelled; `reason` says who or what cancelled it (default: the client). */
+  cancel(requestId: string, reason = 'cancelled by the client'): void {
     const stream = this.live.get(requestId);
     if (!stream || stream.finished) return;
-    stream.end('cancelled', { code: ErrorCodes.REQUEST_CANCELLED, message: 'cancelled by the client' });
+    stream.end('cancelled', { code: ErrorCodes.REQUEST_CANCELLED, message: reason });
   }
 
   private broadcast(requestId: string, type: 'pause' | 'resume' | 'abort'): void {
@@ -228,14 +308,21 @@ export class Orchestrator implements Engine {
     this.media.forget(stream.requestId);
     this.adapter.cancel(stream.requestId);
     this.live.delete(stream.requestId);
-    diagnostics.requestEnd.publish({ requestId: stream.requestId, reason, startedAtMs: stream.startedAtMs, firstTextAtMs: stream.firstTextAtMs, firstAudioAtMs: stream.firstAudioAtMs });
+    diagnostics.requestEnd.publish({
+      requestId: stream.requestId,
+      reason,
+      startedAtMs: stream.startedAtMs,
+      firstTextAtMs: stream.firstTextAtMs,
+      firstAudioAtMs: stream.firstAudioAtMs,
+    });
   }
 
   /** An answer can finish while an encoder still works on it (its item was dropped, text_only): stop that work. */
   private abortEncoders(stream: RequestStream): void {
     for (const instance of stream.stageInstances.values()) {
       const slot = this.slots.get(instance);
-      if (slot?.spec.encoder && slot.inFlight.has(stream.requestId)) slot.worker?.send({ type: 'abort', requestId: stream.requestId, reason: 'ended' });
+      if (slot?.spec.encoder && slot.inFlight.has(stream.requestId))
+        slot.worker?.send({ type: 'abort', requestId: stream.requestId, reason: 'ended' });
     }
   }
 
@@ -249,7 +336,12 @@ export class Orchestrator implements Engine {
       }
       const m = a.chunk.meta;
       if (diagnostics.edgeChunk.hasSubscribers) {
-        diagnostics.edgeChunk.publish({ from: m.from, to: MAIN, latencyMs: a.chunk.receivedAtMs - m.sentAtMs, bytes: a.chunk.bytes });
+        diagnostics.edgeChunk.publish({
+          from: m.from,
+          to: MAIN,
+          latencyMs: a.chunk.receivedAtMs - m.sentAtMs,
+          bytes: a.chunk.bytes,
+        });
       }
       stream.onChunk(m.from, a.chunk);
     }
@@ -258,6 +350,7 @@ export class Orchestrator implements Engine {
   // ---------------------------------------------------------------------------------------- stage lifecycle
 
   private onStageMessage(slot: Slot, msg: StageToMain): void {
+    slot.lastHeardMs = Date.now();
     switch (msg.type) {
       case 'finished': {
         slot.inFlight.delete(msg.requestId);
@@ -283,13 +376,14 @@ export class Orchestrator implements Engine {
     this.log.error({ stage: slot.instance, ...info }, 'stage died; failing its in-flight requests');
     diagnostics.stageDied.publish({ instance: slot.instance, ...info });
     slot.worker = null;
-    const error = { code: ErrorCodes.STAGE_DIED, message: `stage ${slot.instance} died (code ${info.code}, signal ${info.signal}) while running this request; retry it` };
-    for (const requestId of slot.inFlight) {
-      if (slot.spec.encoder) this.encoderFailed(slot, requestId, error);
-      else this.live.get(requestId)?.end('error', error);
-    }
-    const orphans = [...slot.inFlight];
-    slot.inFlight.clear();
+    const error = {
+      code: ErrorCodes.STAGE_DIED,
+      message:
+        `stage ${slot.instance} died (code ${info.code}, signal ${info.signal}) while running this request; ` +
+        `retry it`,
+    };
+    const orphans = [...slot.hungOrphans, ...this.failInFlight(slot, error)];
+    slot.hungOrphans = [];
     if (this.closing || !this.restartOnDeath) {
       slot.status = 'stopped';
       return;
@@ -298,13 +392,49 @@ export class Orchestrator implements Engine {
     slot.restarts++;
     // The rings outlive the process: chunks of the requests that died with it may still be in its input rings.
     // The new process is told to drop them, or they would sit in its connector for good.
-    this.boot(slot).then(() => {
-      for (const requestId of orphans) slot.worker?.send({ type: 'abort', requestId, reason: 'the stage restarted' });
-    }, (err: unknown) => {
-      // A stage that cannot boot again stays failed: no crash loop.
-      slot.status = 'failed';
-      this.log.error({ stage: slot.instance, err: serializeError(err) }, 'stage restart failed; it stays down');
+    this.boot(slot).then(
+      () => {
+        for (const requestId of orphans) slot.worker?.send({ type: 'abort', requestId, reason: 'the stage restarted' });
+      },
+      (err: unknown) => {
+        // A stage that cannot boot again stays failed: no crash loop.
+        slot.status = 'failed';
+        this.log.error({ stage: slot.instance, err: serializeError(err) }, 'stage restart failed; it stays down');
+      },
+    );
+  }
+
+  /** Ends every request in flight on the instance with `error`; returns their ids. */
+  private failInFlight(slot: Slot, error: SerializedError): string[] {
+    const ids = [...slot.inFlight];
+    slot.inFlight.clear();
+    for (const requestId of ids) {
+      if (slot.spec.encoder) this.encoderFailed(slot, requestId, error);
+      else this.live.get(requestId)?.end('error', error);
+    }
+    return ids;
+  }
+
+  /** The hang watch's tick: any ready instance with work that is silent and not computing is declared hung. */
+  private checkHangs(): void {
+    for (const slot of this.slots.values()) {
+      const silentMs = this.hangs.silentAndIdle(slot, Date.now());
+      if (silentMs !== null) this.declareHung(slot, silentMs);
+    }
+  }
+
+  private declareHung(slot: Slot, silentMs: number): void {
+    slot.status = 'hung'; // not ready from this moment (/health), until its replacement is
+    this.log.error({ stage: slot.instance, silentMs }, 'stage hung: failing its requests and restarting it');
+    diagnostics.stageHung.publish({ instance: slot.instance, silentMs });
+    slot.hungOrphans = this.failInFlight(slot, {
+      code: ErrorCodes.STAGE_HUNG,
+      message:
+        `stage ${slot.instance} (stage ${slot.spec.stageId}, instance ${slot.replica}) made no progress for ` +
+        `${silentMs} ms while running this request (no report, no CPU time: stopped or stuck); it is being ` +
+        'restarted: retry the request',
     });
+    slot.worker?.kill('SIGKILL'); // its 'died' restarts it like a crashed one
   }
 
   /** An encoder will not deliver a request's items: fail the request, or (text_only) let the Thinker drop them. */
@@ -317,7 +447,9 @@ export class Orchestrator implements Engine {
       stream.end('error', outcome.error);
       return;
     }
-    this.slots.get(outcome.thinker)?.worker?.send({ type: 'media_failed', requestId, fromInstance: slot.instance, error });
+    this.slots
+      .get(outcome.thinker)
+      ?.worker?.send({ type: 'media_failed', requestId, fromInstance: slot.instance, error });
   }
 
   health(): StageHealth[] {
@@ -331,18 +463,33 @@ export class Orchestrator implements Engine {
     }));
   }
 
+  /**
+   * The audio this pipeline returns, as its vocoder reported when it came up (READY facts); null without one.
+   * Replicas of one stage run one model, so the first ready instance speaks for all.
+   */
+  get audioOutput(): AudioOutputFacts | null {
+    return this.audioFacts;
+  }
+
   /** For tests and tools: the live worker of an instance. */
-  workerOf(instance: string): StageWorker | null {
+  workerOf(instance: string): StageWorkerHandle | null {
     return this.slots.get(instance)?.worker ?? null;
   }
 
   close(timeoutMs = 10_000): Promise<void> {
     this.closing ??= (async () => {
-      await Promise.all([...this.slots.values()].map(async (slot) => {
-        await slot.worker?.shutdown(timeoutMs);
-        slot.status = 'stopped';
-      }));
-      for (const stream of this.live.values()) stream.end('error', { code: ErrorCodes.SHUTTING_DOWN, message: 'the engine shut down before the request finished' });
+      if (this.hangWatch) clearInterval(this.hangWatch);
+      await Promise.all(
+        [...this.slots.values()].map(async (slot) => {
+          await slot.worker?.shutdown(timeoutMs);
+          slot.status = 'stopped';
+        }),
+      );
+      for (const stream of this.live.values())
+        stream.end('error', {
+          code: ErrorCodes.SHUTTING_DOWN,
+          message: 'the engine shut down before the request finished',
+        });
       await this.adapter?.close();
       await this.connector?.close();
       this.provisioned?.release();

@@ -3,10 +3,12 @@
  * (detokenized text, PCM audio) and ends with exactly one `done`. Text and audio are independent: each arrives on
  * its own edge and is emitted the moment it lands.
  */
-import { ReplaySubject } from 'rxjs';
+import { OutputChannel } from './OutputChannel.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import type { FinishReason, OutputEvent, Usage } from './types.ts';
-import { ErrorCodes, type SerializedError } from '../errors.ts';
+import type { AudioOutputFacts } from '../common/modelFacts.ts';
+import type { AudioBody, TextBody } from '../common/payloads.ts';
+import type { FinishReason, PromptTokens, Usage } from '../common/engine.ts';
+import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 
 export interface TextDecoderLike {
   push(tokenId: number): string;
@@ -14,26 +16,30 @@ export interface TextDecoderLike {
 }
 
 export class RequestStream {
-  readonly events = new ReplaySubject<OutputEvent>();
+  /** Delivered events are not kept (OutputChannel): a long answer's audio does not pile up in main. */
+  readonly events = new OutputChannel();
   private readonly open: Set<string>; // output stage ids whose final chunk has not arrived
   private done = false;
   private textReason: FinishReason | null = null;
   private completionTokens = 0;
   private audioSamples = 0;
   private audioSeq = 0;
-  private sampleRateHz = 24_000;
   readonly startedAtMs = Date.now();
   firstTextAtMs: number | null = null;
   firstAudioAtMs: number | null = null;
   private readonly warnings = new Set<string>();
+  private readonly droppedItems = new Set<number>();
 
   constructor(
     readonly requestId: string,
     readonly stageInstances: ReadonlyMap<string, string>, // stageId -> instance used
     outputStages: readonly { stageId: string; type: 'text' | 'audio' }[],
     private readonly promptTokens: number,
+    /** The prompt's media items in plan order: their embeddings count as audio / image input, not text. */
+    private readonly promptItems: readonly { modality: 'audio' | 'image'; numEmbeddings: number }[],
     private readonly detokenizer: TextDecoderLike,
-    private readonly samplesPerFrame: number,
+    /** The vocoder's facts from its READY report; null when the request has no audio output. */
+    private readonly audio: AudioOutputFacts | null,
     private readonly onEnd: (stream: RequestStream, reason: FinishReason) => void,
   ) {
     this.open = new Set(outputStages.map((s) => s.stageId));
@@ -54,9 +60,13 @@ export class RequestStream {
   onChunk(fromStageId: string, chunk: ReceivedChunk): void {
     if (this.done) return;
     const m = chunk.meta;
-    if (m.final && Array.isArray(m.payload.warnings)) this.addWarnings(m.payload.warnings as string[]);
-    if (this.kinds.get(fromStageId) === 'text') this.onText(chunk);
-    else this.onAudio(chunk);
+    const body = chunk.body;
+    if (body?.kind === 'text') this.onText(body, m.final);
+    else if (body?.kind === 'audio') this.onAudio(body);
+    else if (body !== null) {
+      this.end('error', { code: ErrorCodes.FRAME_INVALID, message: `${m.from} sent main a ${body.kind} chunk` });
+      return;
+    }
     if (!m.final) return;
     this.open.delete(fromStageId);
     if (m.finishReason === 'error' || m.finishReason === 'cancelled') {
@@ -67,45 +77,67 @@ export class RequestStream {
     if (this.open.size === 0) this.end(this.textReason ?? m.finishReason ?? 'stop');
   }
 
-  private onText(chunk: ReceivedChunk): void {
-    const ids = (chunk.meta.payload.tokenIds as number[] | undefined) ?? [];
+  private onText(body: TextBody, final: boolean): void {
+    if (final && body.warnings) this.addWarnings(body.warnings);
+    if (final) for (const item of body.droppedItems ?? []) this.droppedItems.add(item);
     let delta = '';
-    for (const id of ids) delta += this.detokenizer.push(id);
-    if (chunk.meta.final) delta += this.detokenizer.flush();
-    this.completionTokens += ids.length;
-    if (delta.length === 0 && ids.length === 0) return;
+    for (const id of body.tokenIds) delta += this.detokenizer.push(id);
+    if (final) delta += this.detokenizer.flush();
+    this.completionTokens += body.tokenIds.length;
+    if (delta.length === 0 && body.tokenIds.length === 0) return;
     const atMs = Date.now();
     this.firstTextAtMs ??= atMs;
-    this.events.next({ type: 'text', delta, tokenIds: ids, atMs });
+    this.events.next({ type: 'text', delta, tokenIds: body.tokenIds, atMs });
   }
 
-  private onAudio(chunk: ReceivedChunk): void {
-    const pcm = chunk.tensors.pcm;
-    const rate = chunk.meta.payload.sampleRateHz;
-    if (typeof rate === 'number') this.sampleRateHz = rate;
-    if (!pcm || pcm.data.length === 0) return;
+  private onAudio(body: AudioBody): void {
+    if (body.pcm.length === 0) return;
     // Copy out of the frame buffer: events may be held by slow consumers long after the frame is gone.
-    const samples = Float32Array.from(pcm.data as Float32Array);
+    const samples = Float32Array.from(body.pcm);
     const atMs = Date.now();
     this.firstAudioAtMs ??= atMs;
     this.audioSamples += samples.length;
-    this.events.next({ type: 'audio', pcm: samples, sampleRateHz: this.sampleRateHz, seq: this.audioSeq++, atMs });
+    this.events.next({ type: 'audio', pcm: samples, sampleRateHz: body.sampleRateHz, seq: this.audioSeq++, atMs });
+  }
+
+  /** The prompt's positions by modality; items the Thinker cut out of the prompt (text_only) do not count. */
+  promptTokenDetails(): PromptTokens {
+    const counts = { text: this.promptTokens, audio: 0, image: 0 };
+    this.promptItems.forEach((item, index) => {
+      counts.text -= item.numEmbeddings; // a placeholder position, not a text token
+      if (!this.droppedItems.has(index)) counts[item.modality] += item.numEmbeddings;
+    });
+    return counts;
   }
 
   /** Ends the stream (idempotent): a cancel, an error, or all outputs complete. */
   end(reason: FinishReason, error?: SerializedError): void {
     if (this.done) return;
     this.done = true;
+    const details = this.promptTokenDetails();
     const usage: Usage = {
-      promptTokens: this.promptTokens,
+      promptTokens: details.text + details.audio + details.image,
+      promptTokenDetails: details,
       completionTokens: this.completionTokens,
-      audioFrames: Math.round(this.audioSamples / this.samplesPerFrame),
-      audioSeconds: this.audioSamples / this.sampleRateHz,
+      audioFrames: this.audio ? Math.round(this.audioSamples / this.audio.samplesPerFrame) : 0,
+      audioSeconds: this.audio ? this.audioSamples / this.audio.sampleRateHz : 0,
     };
-    const err = reason === 'error' ? (error ?? { code: ErrorCodes.INTERNAL, message: 'request failed' }) : undefined;
+    // An error says why it failed; a cancel carries its reason too (the client, or a server shutting down).
+    const err =
+      reason === 'error'
+        ? (error ?? { code: ErrorCodes.INTERNAL, message: 'request failed' })
+        : reason === 'cancelled'
+          ? error
+          : undefined;
     const warnings = this.warnings.size > 0 ? { warnings: [...this.warnings] } : {};
-    this.events.next({ type: 'done', finishReason: reason, ...(err ? { error: err } : {}), usage, atMs: Date.now(), ...warnings });
-    this.events.complete();
+    this.events.next({
+      type: 'done',
+      finishReason: reason,
+      ...(err ? { error: err } : {}),
+      usage,
+      atMs: Date.now(),
+      ...warnings,
+    });
     this.onEnd(this, reason);
   }
 }

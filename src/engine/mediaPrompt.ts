@@ -5,14 +5,15 @@
  * decoding runs in the encoder stage, so this costs microseconds per item. Anything wrong with an item is a
  * CHORUS_ERR_MEDIA_INVALID naming it ("messages[0].content[1] (audio): ...") before anything is admitted.
  */
-import type { EncoderSettings, MediaModality, StageGraph, StageSpec } from '../config/types.ts';
-import { ChorusError, ErrorCodes } from '../errors.ts';
-import { mediaInvalid } from '../../stages/encoders/media/mediaError.ts';
-import { probeAudio, probeImage } from '../../stages/encoders/media/probeMedia.ts';
+import type { EncoderSettings, MediaModality, StageGraph, StageSpec } from '../common/graph.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { mediaInvalid } from '../media/mediaError.ts';
+import { probeAudio, probeImage } from '../media/probeMedia.ts';
 import { buildPositionMap, type MediaSpan } from '../../stages/encoders/positionMap.ts';
 import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
+import { HfTokenizer } from '../../stages/tokenizer/HfTokenizer.ts';
 import type { ChatPiece, ChatTurn, Tokenizer } from '../../stages/tokenizer/Tokenizer.ts';
-import type { ChatMessage, ContentPart } from './types.ts';
+import type { ChatMessage, ContentPart } from '../common/engine.ts';
 
 export interface MediaItem {
   readonly index: number;
@@ -41,12 +42,14 @@ const HF_PLACEHOLDERS: Record<MediaModality, readonly string[]> = {
 };
 
 export function placeholderIds(tokenizer: Tokenizer): PlaceholderIds {
-  if (tokenizer instanceof ByteTokenizer) return { audio: tokenizer.specialTokenId('<|audio|>'), image: tokenizer.specialTokenId('<|image|>') };
-  // A Hugging Face tokenizer encodes an added special token's text as that one token.
+  if (tokenizer instanceof ByteTokenizer)
+    return { audio: tokenizer.specialTokenId('<|audio|>'), image: tokenizer.specialTokenId('<|image|>') };
+  // Looked up, not encoded: encoding text a vocabulary lacks may be refused (a tokenizer without unk_token).
   const find = (names: readonly string[]) => {
+    if (!(tokenizer instanceof HfTokenizer)) return null;
     for (const name of names) {
-      const ids = tokenizer.encode(name);
-      if (ids.length === 1 && tokenizer.isSpecialToken(ids[0])) return ids[0];
+      const id = tokenizer.specialTokenId(name);
+      if (id !== null) return id;
     }
     return null;
   };
@@ -98,7 +101,8 @@ export function preparePrompt(messages: readonly ChatMessage[], ctx: PromptConte
   return { promptTokenIds: map.tokenIds, items, spans: map.spans };
 }
 
-/** A prompt longer than the Thinker's positions is refused before admission when it has media, naming what made it long. */
+/** A prompt longer than the Thinker's positions is refused before admission when it has media, naming what made ' +
+  'it long. */
 export function checkPromptFits(prompt: PreparedPrompt, graph: StageGraph): void {
   if (prompt.items.length === 0) return; // text only: the Thinker refuses it in-band, as it always has
   const m = graph.stages.find((s) => s.stageId === graph.entryStageId)!.model;
@@ -107,24 +111,48 @@ export function checkPromptFits(prompt: PreparedPrompt, graph: StageGraph): void
   const media = prompt.items.reduce((n, i) => n + i.numEmbeddings, 0);
   throw new ChorusError(
     ErrorCodes.REQUEST_TOO_LARGE,
-    `the prompt takes ${prompt.promptTokenIds.length} positions (${media} of them for ${prompt.items.length} media item(s): ${prompt.items.map((i) => `${i.what} ${i.numEmbeddings}`).join(', ')}); the thinker has ${maxPositions}: send shorter audio or fewer images`,
+    `the prompt takes ${prompt.promptTokenIds.length} positions (${media} of them for ${prompt.items.length} media ` +
+      `item(s): ${prompt.items.map((i) => `${i.what} ${i.numEmbeddings}`).join(', ')}); the thinker has ` +
+      `${maxPositions}: send shorter audio or fewer images`,
   );
 }
 
-function probeItem(part: Extract<ContentPart, { type: 'audio' | 'image' }>, index: number, what: string, ctx: PromptContext): MediaItem {
+function probeItem(
+  part: Extract<ContentPart, { type: 'audio' | 'image' }>,
+  index: number,
+  what: string,
+  ctx: PromptContext,
+): MediaItem {
   const modality: MediaModality = part.type;
   const encoder = ctx.encoders.get(modality);
-  if (!encoder) throw mediaInvalid(what, `this pipeline has no ${modality} encoder (add an encoder stage with modality ${modality} to the config, e.g. configs/tiny-omni-mm.yaml)`);
+  if (!encoder)
+    throw mediaInvalid(
+      what,
+      `this pipeline has no ${modality} encoder (add an encoder stage with modality ${modality} to the config, ` +
+        `e.g. configs/tiny-omni-mm.yaml)`,
+    );
   if (ctx.placeholders[modality] === null) {
-    throw new ChorusError(ErrorCodes.MEDIA_INVALID, `${what}: the thinker's tokenizer has no ${modality} placeholder token (${HF_PLACEHOLDERS[modality].join(', ')}), so media cannot be placed in its prompt`);
+    throw new ChorusError(
+      ErrorCodes.MEDIA_INVALID,
+      `${what}: the thinker's tokenizer has no ${modality} placeholder token ` +
+        `(${HF_PLACEHOLDERS[modality].join(', ')}), so media cannot be placed in its prompt`,
+    );
   }
   if (part.data.byteLength > ctx.maxItemBytes) {
-    throw mediaInvalid(what, `${size(part.data.byteLength)} is over the ${size(ctx.maxItemBytes)} limit per item (half the edge ring to the encoder: raise the connector's ring_bytes)`);
+    throw mediaInvalid(
+      what,
+      `${size(part.data.byteLength)} is over the ${size(ctx.maxItemBytes)} limit per item (half the edge ring to ` +
+        `the encoder: raise the connector's ring_bytes)`,
+    );
   }
   const settings = encoder.encoder as EncoderSettings;
   const numEmbeddings =
     part.type === 'audio'
-      ? probeAudio(part.data, part.format, { pcm16RateHz: part.sampleRateHz, maxSeconds: settings.maxAudioSeconds, what }).numEmbeddings
+      ? probeAudio(part.data, part.format, {
+          pcm16RateHz: part.sampleRateHz,
+          maxSeconds: settings.maxAudioSeconds,
+          what,
+        }).numEmbeddings
       : probeImage(part.data, settings.imageGrid ?? undefined, what).numEmbeddings;
   return { index, modality, part, what, numEmbeddings, encoder };
 }

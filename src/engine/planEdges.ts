@@ -3,7 +3,7 @@
  * final-output replica to main, and one from main to each encoder replica (main sends it the media items). Each edge
  * has exactly one producer and one consumer process (SPSC rings).
  */
-import type { MediaModality, StageGraph, StageSpec } from '../config/types.ts';
+import type { MediaModality, StageGraph, StageSpec } from '../common/graph.ts';
 import type { EdgeBinding } from '../worker/messages.ts';
 
 export const MAIN = 'main';
@@ -20,15 +20,21 @@ export function planEdges(graph: StageGraph): EdgeBinding[] {
       const from = byId.get(input.from)!;
       for (let i = 0; i < from.replicas; i++) {
         for (let j = 0; j < stage.replicas; j++) {
-          edges.push({ from: instanceId(from.stageId, i), to: instanceId(stage.stageId, j), connector: input.connector });
+          edges.push({
+            from: instanceId(from.stageId, i),
+            to: instanceId(stage.stageId, j),
+            connector: input.connector,
+          });
         }
       }
     }
     if (stage.finalOutput) {
-      for (let i = 0; i < stage.replicas; i++) edges.push({ from: instanceId(stage.stageId, i), to: MAIN, connector: outputConnector(graph, stage) });
+      for (let i = 0; i < stage.replicas; i++)
+        edges.push({ from: instanceId(stage.stageId, i), to: MAIN, connector: outputConnector(graph, stage) });
     }
     if (stage.encoder) {
-      for (let i = 0; i < stage.replicas; i++) edges.push({ from: MAIN, to: instanceId(stage.stageId, i), connector: encoderConnector(graph, stage) });
+      for (let i = 0; i < stage.replicas; i++)
+        edges.push({ from: MAIN, to: instanceId(stage.stageId, i), connector: encoderConnector(graph, stage) });
     }
   }
   return edges;
@@ -52,7 +58,11 @@ function outputConnector(graph: StageGraph, stage: StageSpec): string {
  * The stages a request needs: every final-output stage whose output type was requested, and their ancestors, except
  * encoders of a modality the request has no media of. Text only -> the Thinker alone; text + audio -> the whole chain.
  */
-export function stagesFor(graph: StageGraph, modalities: readonly string[], media: readonly MediaModality[] = []): StageSpec[] {
+export function stagesFor(
+  graph: StageGraph,
+  modalities: readonly string[],
+  media: readonly MediaModality[] = [],
+): StageSpec[] {
   const byId = new Map(graph.stages.map((s) => [s.stageId, s]));
   const needed = new Set<string>();
   const visit = (id: string) => {
@@ -61,6 +71,7 @@ export function stagesFor(graph: StageGraph, modalities: readonly string[], medi
     needed.add(id);
     for (const input of spec.inputs) visit(input.from);
   };
-  for (const s of graph.stages) if (s.finalOutput && s.finalOutputType && modalities.includes(s.finalOutputType)) visit(s.stageId);
+  for (const s of graph.stages)
+    if (s.finalOutput && s.finalOutputType && modalities.includes(s.finalOutputType)) visit(s.stageId);
   return graph.stages.filter((s) => needed.has(s.stageId)); // keeps topological order
 }

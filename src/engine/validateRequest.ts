@@ -1,6 +1,6 @@
 /** Checks a GenerateRequest before any stage sees it; errors say what to change. */
-import { ChorusError, ErrorCodes } from '../errors.ts';
-import type { ContentPart, GenerateRequest } from './types.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import type { ContentPart, GenerateRequest } from '../common/engine.ts';
 
 const MODALITIES = new Set(['text', 'audio']);
 
@@ -8,17 +8,23 @@ export function validateRequest(r: GenerateRequest): void {
   const bad = (message: string) => new ChorusError(ErrorCodes.REQUEST_INVALID, message);
   if (!Array.isArray(r.messages) || r.messages.length === 0) throw bad('messages must be a non-empty array');
   for (const [i, m] of r.messages.entries()) {
-    if (typeof m?.content !== 'string' && !Array.isArray(m?.content)) throw bad(`messages[${i}].content must be a string or a list of parts`);
-    if (Array.isArray(m.content)) (m.content as readonly ContentPart[]).forEach((part, j) => checkPart(part, `messages[${i}].content[${j}]`, bad));
-    if (!['system', 'user', 'assistant'].includes(m.role)) throw bad(`messages[${i}].role must be system, user or assistant`);
+    if (typeof m?.content !== 'string' && !Array.isArray(m?.content))
+      throw bad(`messages[${i}].content must be a string or a list of parts`);
+    if (Array.isArray(m.content))
+      (m.content as readonly ContentPart[]).forEach((part, j) => checkPart(part, `messages[${i}].content[${j}]`, bad));
+    if (!['system', 'user', 'assistant'].includes(m.role))
+      throw bad(`messages[${i}].role must be system, user or assistant`);
   }
-  if (!Array.isArray(r.modalities) || r.modalities.length === 0) throw bad('modalities must name at least one of text, audio');
+  if (!Array.isArray(r.modalities) || r.modalities.length === 0)
+    throw bad('modalities must name at least one of text, audio');
   for (const m of r.modalities) if (!MODALITIES.has(m)) throw bad(`unknown modality "${m}": use text and/or audio`);
-  if (r.requestId !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(r.requestId)) throw bad('requestId must be 1-128 characters of [A-Za-z0-9._:-]');
+  if (r.requestId !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(r.requestId))
+    throw bad('requestId must be 1-128 characters of [A-Za-z0-9._:-]');
   const max = r.sampling?.maxTokens;
   if (max !== undefined && (!Number.isInteger(max) || max < 1)) throw bad('maxTokens must be a positive integer');
   const ic = r.initialCodecChunkFrames;
-  if (ic !== undefined && (!Number.isInteger(ic) || ic < 1)) throw bad('initialCodecChunkFrames must be a positive integer');
+  if (ic !== undefined && (!Number.isInteger(ic) || ic < 1))
+    throw bad('initialCodecChunkFrames must be a positive integer');
 }
 
 /** The shape of a part; whether its bytes decode is the media probe's business (CHORUS_ERR_MEDIA_INVALID). */
@@ -30,7 +36,8 @@ function checkPart(part: ContentPart, at: string, bad: (message: string) => Chor
     case 'audio':
       if (!(part.data instanceof Uint8Array)) throw bad(`${at}.data must be the audio bytes (a Uint8Array)`);
       if (part.format !== 'wav' && part.format !== 'pcm16') throw bad(`${at}.format must be wav or pcm16`);
-      if (part.sampleRateHz !== undefined && (!Number.isInteger(part.sampleRateHz) || part.sampleRateHz < 1)) throw bad(`${at}.sampleRateHz must be a positive integer`);
+      if (part.sampleRateHz !== undefined && (!Number.isInteger(part.sampleRateHz) || part.sampleRateHz < 1))
+        throw bad(`${at}.sampleRateHz must be a positive integer`);
       return;
     case 'image':
       if (!(part.data instanceof Uint8Array)) throw bad(`${at}.data must be the image bytes (a Uint8Array)`);

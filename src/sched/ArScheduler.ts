@@ -42,6 +42,8 @@ interface ArRequest {
   paused: boolean;
   numComputedTokens: number;
   numAvailableTokens: number;
+  /** Whether reaching numAvailableTokens samples an output (false: the known positions are context only). */
+  sampleAtEnd: boolean;
 }
 
 export class ArScheduler {
@@ -63,6 +65,7 @@ export class ArScheduler {
       paused: false,
       numComputedTokens: 0,
       numAvailableTokens,
+      sampleAtEnd: true,
     });
   }
 
@@ -70,11 +73,17 @@ export class ArScheduler {
     return this.requests.has(requestId);
   }
 
-  /** More input is known (a chunk arrived, or a sampled token is fed back). */
-  setAvailable(requestId: string, numAvailableTokens: number): void {
+  /**
+   * More input is known (a chunk arrived, or a sampled token is fed back). `sampleAtEnd: false` lets the known
+   * positions be computed ahead as context without sampling at the last one (the Talker's prompt rows, before
+   * the row that conditions its first frame has arrived).
+   */
+  setAvailable(requestId: string, numAvailableTokens: number, sampleAtEnd = true): void {
     const r = this.get(requestId);
-    if (numAvailableTokens < r.numComputedTokens) throw new Error(`available positions cannot go below computed ones (${requestId})`);
+    if (numAvailableTokens < r.numComputedTokens)
+      throw new Error(`available positions cannot go below computed ones (${requestId})`);
     r.numAvailableTokens = numAvailableTokens;
+    r.sampleAtEnd = sampleAtEnd;
   }
 
   numComputed(requestId: string): number {
@@ -197,7 +206,7 @@ export class ArScheduler {
       requestId: r.requestId,
       startPosition: r.numComputedTokens,
       numTokens,
-      sample: r.numComputedTokens + numTokens === r.numAvailableTokens,
+      sample: r.sampleAtEnd && r.numComputedTokens + numTokens === r.numAvailableTokens,
     };
   }
 

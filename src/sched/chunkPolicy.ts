@@ -3,7 +3,7 @@
  * codecChunkFrames, each sent with up to codecLeftContextFrames of already-sent frames as left context so Code2Wav
  * (stateless per chunk) reproduces the offline decode. Pure functions: the talker2code2wav processor holds the state.
  */
-import type { ChunkPolicy } from '../config/types.ts';
+import type { ChunkPolicy } from '../common/graph.ts';
 
 /** The IC ladder: the smallest first chunk the vocoder can keep fed at a given load. */
 const IC_BY_LOAD: readonly { maxActive: number; frames: number }[] = [

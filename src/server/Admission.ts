@@ -2,7 +2,7 @@
  * Caps concurrent client work (realtime sessions plus in-flight HTTP completions) at maxSessions, and keeps
  * the chorus_active_sessions gauge. acquire() returns an idempotent release.
  */
-import { ChorusError, ErrorCodes } from '../errors.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { serverMetrics } from './metrics.ts';
 import type { Protocol } from './LatencyMeter.ts';
 
@@ -22,10 +22,13 @@ export class Admission {
     return this.#active >= this.#max;
   }
 
-  /** Throws OVERLOADED when full. */
+  /** Throws RATE_LIMITED (429) when full. */
   acquire(protocol: Protocol): () => void {
     if (this.full) {
-      throw new ChorusError(ErrorCodes.OVERLOADED, `the server is at its limit of ${this.#max} concurrent sessions: retry later`);
+      throw new ChorusError(
+        ErrorCodes.RATE_LIMITED,
+        `the server is at its limit of ${this.#max} concurrent sessions: retry after the Retry-After seconds`,
+      );
     }
     this.#active++;
     serverMetrics.activeSessions.inc({ protocol });

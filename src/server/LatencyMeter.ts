@@ -3,15 +3,12 @@
  * to the socket (performance.now() clock), into the chorus_* histograms and onto diagnostics_channel
  * (`chorus:<ws|http>:firstText|firstAudio`, for the bench and tracing, zero cost without subscribers).
  */
-import { channel } from 'node:diagnostics_channel';
+import { diagnostics } from '../common/diagnostics.ts';
 import { serverMetrics } from './metrics.ts';
 
 export type Protocol = 'realtime' | 'http';
 
-const channels = {
-  realtime: { firstText: channel('chorus:ws:firstText'), firstAudio: channel('chorus:ws:firstAudio') },
-  http: { firstText: channel('chorus:http:firstText'), firstAudio: channel('chorus:http:firstAudio') },
-};
+const channels = { realtime: diagnostics.realtime, http: diagnostics.http };
 
 export class LatencyMeter {
   readonly #protocol: Protocol;

@@ -8,14 +8,15 @@
 import { basename, extname } from 'node:path';
 import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { StageGraph } from '../config/types.ts';
-import type { Engine } from '../engine/types.ts';
-import { ChorusError, ErrorCodes } from '../errors.ts';
-import { logger as rootLogger } from '../log.ts';
+import type { StageGraph } from '../common/graph.ts';
+import type { Engine } from '../common/engine.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { logger as rootLogger } from '../common/log.ts';
 import { Admission } from './Admission.ts';
+import { RequestQueue } from './RequestQueue.ts';
 import { registerChatCompletions } from './chat/chatCompletions.ts';
 import type { TokenLimits } from './generationParams.ts';
-import { errorBody, httpStatusFor, replyError, toChorusError } from './httpErrors.ts';
+import { errorBody, httpStatusFor, replyError, toChorusError, errorType } from './httpErrors.ts';
 import { registerInfoRoutes } from './infoRoutes.ts';
 import { mediaParam } from './media/itemNames.ts';
 import { MediaChecker } from './media/MediaChecker.ts';
@@ -37,22 +38,6 @@ function tokenLimits(graph: StageGraph, cap: number): TokenLimits {
   return { cap, stageDefault: entry?.defaultSamplingParams.maxTokens ?? cap };
 }
 
-/** The vocoder's output rate; both protocols promise 24 kHz pcm16 and Chorus does not resample. */
-function sampleRateHz(graph: StageGraph): number | null {
-  for (const s of graph.stages) {
-    if (s.model.source === 'generated' && s.model.kind === 'code2wav') return s.model.size.sampleRateHz;
-  }
-  return null;
-}
-
-/** Samples per codec frame of the graph's vocoder (for usage accounting of cancelled responses). */
-function samplesPerFrame(graph: StageGraph): number {
-  for (const s of graph.stages) {
-    if (s.model.source === 'generated' && s.model.kind === 'code2wav') return s.model.size.samplesPerFrame;
-  }
-  return 1920; // 24 kHz at 12.5 frames/s, the Qwen-Omni codec
-}
-
 /**
  * Returns the configured (not yet listening) instance. Plugins load on ready()/listen()/inject(); the routes
  * are registered in a plugin after @fastify/websocket so that its onRoute hook sees the realtime route.
@@ -61,6 +46,8 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   const options = resolveServerOptions(opts, defaultModelName(engine.graph));
   const log = (opts.logger ?? rootLogger).child({ component: 'server' });
   const app = Fastify({
+    // https when given a certificate: fastify then serves the same routes, the WebSocket upgrade included, over TLS.
+    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
     loggerInstance: log as FastifyBaseLogger,
     bodyLimit: options.maxBodyBytes,
     // One line per request at info would drown the log under load; errors are still logged.
@@ -68,11 +55,20 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     return503OnClosing: true,
   });
   const admission = new Admission(options.maxSessions);
+  const queue = new RequestQueue({
+    maxRunning: options.maxRunningRequests,
+    maxQueued: options.maxQueuedRequests,
+    maxWaitMs: options.maxQueueWaitMs,
+  });
+  queues.set(app, queue);
   bridgeEngineDiagnostics();
   const limits = tokenLimits(engine.graph, options.maxResponseTokens);
-  const rate = sampleRateHz(engine.graph);
+  const rate = engine.audioOutput?.sampleRateHz ?? null;
   if (rate !== null && rate !== 24000) {
-    log.warn({ sampleRateHz: rate }, 'the vocoder does not produce 24 kHz: clients expecting OpenAI pcm16 (24 kHz) will play it at the wrong speed');
+    log.warn(
+      { sampleRateHz: rate },
+      'the vocoder does not produce 24 kHz: clients expecting OpenAI pcm16 (24 kHz) will play it at the wrong speed',
+    );
   }
 
   app.setErrorHandler((err, request, reply) => {
@@ -80,6 +76,8 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     if (e.code === ErrorCodes.INTERNAL) request.log.error({ err }, 'request failed');
     else request.log.debug({ code: e.code, message: e.message }, 'request rejected');
     const [status, body] = replyError(e);
+    // Load is temporary: say when to come back (OpenAI's SDKs wait that long before their retry).
+    if (status === 429 || status === 503) reply.header('retry-after', String(queue.retryAfterSeconds));
     // OpenAI's `param`: the field at fault; for media, the item an error message starts with.
     body.error.param = err instanceof ClientInputError ? err.param : mediaParam(e.message);
     if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
@@ -97,7 +95,9 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
       const code = (err as { code?: string }).code ?? '';
       if (code.startsWith('WS_ERR_')) {
         // ws already closes the socket with the right status (1009 too big, 1002 protocol error).
-        countClientError(code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? ErrorCodes.REQUEST_TOO_LARGE : ErrorCodes.REQUEST_INVALID);
+        countClientError(
+          code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? ErrorCodes.REQUEST_TOO_LARGE : ErrorCodes.REQUEST_INVALID,
+        );
         request.log.debug({ code }, 'realtime frame rejected by ws');
         return;
       }
@@ -112,11 +112,22 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     routes.addHook('onRequest', securityHook(options));
     routes.setNotFoundHandler((request, reply) => {
       countClientError(ErrorCodes.NOT_FOUND);
-      const message = `no route ${request.method} ${request.url.split('?')[0]}: see GET /v1/models, POST /v1/chat/completions, /v1/realtime`;
+      const message =
+        `no route ${request.method} ${request.url.split('?')[0]}: see GET /v1/models, POST ` +
+        `/v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, new MediaChecker(engine.graph), options, admission, samplesPerFrame(engine.graph), limits);
-    registerChatCompletions(routes, { engine, options, admission, tokenLimits: limits });
+    registerRealtime(
+      routes,
+      engine,
+      new MediaChecker(engine.graph),
+      options,
+      admission,
+      queue,
+      engine.audioOutput?.samplesPerFrame ?? null,
+      limits,
+    );
+    registerChatCompletions(routes, { engine, options, admission, queue, tokenLimits: limits });
     registerInfoRoutes(routes, engine, options.modelName);
   });
   return app;
@@ -128,7 +139,8 @@ function registerRealtime(
   media: MediaChecker,
   options: ResolvedServerOptions,
   admission: Admission,
-  spf: number,
+  queue: RequestQueue,
+  spf: number | null,
   limits: TokenLimits,
 ): void {
   app.get(
@@ -138,18 +150,27 @@ function registerRealtime(
       // Refuse before the upgrade when full, so clients see an HTTP 503 instead of a socket that closes.
       preValidation: async (_request, reply) => {
         if (!admission.full) return;
-        const [status, body] = replyError(new ChorusError(ErrorCodes.OVERLOADED, 'too many sessions: retry later'));
-        return reply.code(status).send(body);
+        const [status, body] = replyError(
+          new ChorusError(ErrorCodes.RATE_LIMITED, 'too many sessions: retry after the Retry-After seconds'),
+        );
+        return reply.code(status).header('retry-after', String(queue.retryAfterSeconds)).send(body);
       },
     },
     (socket, request) => {
       let release: () => void;
       try {
-        release = admission.acquire('realtime'); // exact check: upgrades in flight may have passed preValidation together
+        // exact check: upgrades in flight may have passed preValidation together
+        release = admission.acquire('realtime');
       } catch (err) {
         const e = err as ChorusError;
         countClientError(e.code);
-        socket.send(JSON.stringify({ type: 'error', event_id: 'event_overloaded', error: { type: 'server_error', code: e.code, message: e.message, param: null, event_id: null } }));
+        socket.send(
+          JSON.stringify({
+            type: 'error',
+            event_id: 'event_overloaded',
+            error: { type: errorType(e.code), code: e.code, message: e.message, param: null, event_id: null },
+          }),
+        );
         socket.close(1013, 'try again later');
         return;
       }
@@ -159,6 +180,7 @@ function registerRealtime(
         samplesPerFrame: spf,
         tokenLimits: limits,
         media,
+        queue,
         log: request.log,
         onClosed: release,
       });
@@ -168,12 +190,32 @@ function registerRealtime(
 }
 
 /** Builds the server and listens (127.0.0.1:8000 unless told otherwise). Returns the app and its base URL. */
-export async function startServer(engine: Engine, opts: ServerOptions = {}): Promise<{ app: FastifyInstance; url: string }> {
+const queues = new WeakMap<FastifyInstance, RequestQueue>();
+
+/**
+ * Drain (SIGTERM): stop admitting (chat 503 + Retry-After, Realtime error events), let the requests in the engine
+ * finish for up to timeoutMs; resolves true when they all did. The caller then closes the server, which cancels
+ * whatever is still running.
+ */
+export async function drainServer(app: FastifyInstance, timeoutMs: number, reason = 'draining'): Promise<boolean> {
+  const queue = queues.get(app);
+  if (!queue) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+  const drained = await Promise.race([queue.drain(reason).then(() => true as const), timedOut]);
+  clearTimeout(timer);
+  return drained;
+}
+
+export async function startServer(
+  engine: Engine,
+  opts: ServerOptions = {},
+): Promise<{ app: FastifyInstance; url: string }> {
   const app = buildServer(engine, opts);
   const host = opts.host ?? '127.0.0.1';
   await app.listen({ host, port: opts.port ?? 8000 });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : (opts.port ?? 8000);
   const shownHost = host.includes(':') ? `[${host}]` : host;
-  return { app, url: `http://${shownHost}:${port}` };
+  return { app, url: `${opts.tls ? 'https' : 'http'}://${shownHost}:${port}` };
 }

@@ -2,7 +2,7 @@
  * How errors reach clients: the OpenAI error body `{error: {message, type, code, param}}` with `code` one of
  * the stable CHORUS_ERR_* codes, and an HTTP status chosen from that code.
  */
-import { ChorusError, ErrorCodes, type ErrorCode } from '../errors.ts';
+import { ChorusError, ErrorCodes, type ErrorCode } from '../common/errors.ts';
 import { countClientError } from './metrics.ts';
 
 const statusByCode: Partial<Record<ErrorCode, number>> = {
@@ -14,7 +14,12 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.FORBIDDEN_ORIGIN]: 403,
   [ErrorCodes.NOT_FOUND]: 404,
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
+  [ErrorCodes.NO_ACTIVE_RESPONSE]: 400, // response.cancel with nothing to cancel: the client's mistake
   [ErrorCodes.REQUEST_TOO_LARGE]: 413,
+  // In a request, the model cannot do what was asked (audio from a text-only export, media without inputs_embeds):
+  // the client can ask for what it can do.
+  [ErrorCodes.MODEL_SIGNATURE]: 400,
+  [ErrorCodes.RATE_LIMITED]: 429, // admission: retry after the Retry-After header's seconds
   [ErrorCodes.OVERLOADED]: 503,
   [ErrorCodes.REQUEST_CANCELLED]: 503, // cancelled by the server (shutdown): retry elsewhere or later
   [ErrorCodes.SHUTTING_DOWN]: 503,
@@ -36,6 +41,7 @@ export function errorType(code: ErrorCode): string {
   const status = httpStatusFor(code);
   if (status === 401) return 'authentication_error';
   if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_exceeded';
   if (status < 500) return 'invalid_request_error';
   return 'server_error';
 }
@@ -50,12 +56,18 @@ export function toChorusError(err: unknown): ChorusError {
   const e = err as { code?: string; statusCode?: number; message?: string; validation?: unknown };
   switch (e?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, 'request body too large: send less (see --max-body-bytes)', { cause: err });
+      return new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, 'request body too large: send less (see --max-body-bytes)', {
+        cause: err,
+      });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ChorusError(ErrorCodes.REQUEST_INVALID, 'unsupported Content-Type: send application/json', { cause: err });
+      return new ChorusError(ErrorCodes.REQUEST_INVALID, 'unsupported Content-Type: send application/json', {
+        cause: err,
+      });
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ChorusError(ErrorCodes.REQUEST_INVALID, `request body is not valid JSON: ${e.message ?? ''}`, { cause: err });
+      return new ChorusError(ErrorCodes.REQUEST_INVALID, `request body is not valid JSON: ${e.message ?? ''}`, {
+        cause: err,
+      });
   }
   if (e?.statusCode === 400 || e?.validation || err instanceof SyntaxError) {
     return new ChorusError(ErrorCodes.REQUEST_INVALID, `invalid request: ${e?.message ?? String(err)}`, { cause: err });

@@ -4,8 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import type { StageGraph } from '../config/types.ts';
-import type { Engine, StageHealth } from '../engine/types.ts';
+import type { StageGraph } from '../common/graph.ts';
+import type { Engine, StageHealth } from '../common/engine.ts';
 import { metricsRegistry } from './metrics.ts';
 
 const playgroundDir = new URL('./playground/', import.meta.url);
@@ -58,7 +58,12 @@ export function describeGraph(graph: StageGraph) {
       model: s.model.source === 'generated' ? { source: 'generated', preset: s.model.preset } : { source: 'file' },
     })),
     edges: graph.stages.flatMap((s) =>
-      s.inputs.map((i) => ({ from: i.from, to: s.stageId, connector: i.connector, kind: graph.connectors[i.connector]?.kind ?? null })),
+      s.inputs.map((i) => ({
+        from: i.from,
+        to: s.stageId,
+        connector: i.connector,
+        kind: graph.connectors[i.connector]?.kind ?? null,
+      })),
     ),
   };
 }
@@ -69,7 +74,11 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
   const script = readFileSync(new URL('playground.js', playgroundDir), 'utf8');
 
   app.get('/', async (_request, reply) =>
-    reply.type('text/html; charset=utf-8').header('content-security-policy', playgroundCsp).header('cache-control', 'no-cache').send(page),
+    reply
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', playgroundCsp)
+      .header('cache-control', 'no-cache')
+      .send(page),
   );
   app.get('/playground.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(script),
@@ -87,7 +96,9 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
 
   app.get('/v1/stages', async () => ({ ...describeGraph(engine.graph), health: healthBody(engine.health()).stages }));
 
-  app.get('/metrics', async (_request, reply) => reply.type(metricsRegistry.contentType).send(exposition(await metricsRegistry.metrics())));
+  app.get('/metrics', async (_request, reply) =>
+    reply.type(metricsRegistry.contentType).send(exposition(await metricsRegistry.metrics())),
+  );
 }
 
 /**

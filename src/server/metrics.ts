@@ -8,6 +8,7 @@
  * chorus:edge:chunk) onto the same metrics, so the engine never has to import the server.
  */
 import { subscribe } from 'node:diagnostics_channel';
+import { channelNames } from '../common/diagnostics.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
 
@@ -37,6 +38,17 @@ export const serverMetrics = {
     help: 'Time between consecutive text deltas sent to the client.',
     labelNames: ['protocol'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [metricsRegistry],
+  }),
+  queueDepth: new Gauge({
+    name: 'chorus_queue_depth',
+    help: 'Requests waiting for a slot in the engine (admission queue).',
+    registers: [metricsRegistry],
+  }),
+  queueWaitSeconds: new Histogram({
+    name: 'chorus_queue_wait_seconds',
+    help: 'Time a request waited for a slot before it started (0 when one was free).',
+    buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [metricsRegistry],
   }),
   activeSessions: new Gauge({
@@ -196,7 +208,12 @@ interface EdgeSampleMessage {
 
 function observeEdgeSample(sample: EdgeSampleMessage): void {
   const { from, to, latencyMs, bytes } = sample;
-  if (typeof from === 'string' && typeof to === 'string' && typeof latencyMs === 'number' && typeof bytes === 'number') {
+  if (
+    typeof from === 'string' &&
+    typeof to === 'string' &&
+    typeof latencyMs === 'number' &&
+    typeof bytes === 'number'
+  ) {
     observeEdgeChunk(from, to, latencyMs, bytes);
   }
 }
@@ -218,7 +235,7 @@ let bridged = false;
 export function bridgeEngineDiagnostics(): void {
   if (bridged) return;
   bridged = true;
-  subscribe('chorus:stage:stats', onStageStats);
-  subscribe('chorus:edge:chunk', (message) => observeEdgeSample(message as EdgeSampleMessage));
-  subscribe('chorus:stage:died', onStageDied);
+  subscribe(channelNames.stageStats, onStageStats);
+  subscribe(channelNames.edgeChunk, (message) => observeEdgeSample(message as EdgeSampleMessage));
+  subscribe(channelNames.stageDied, onStageDied);
 }

@@ -2,13 +2,18 @@
  * Server options and their defaults. Everything that bounds memory per client lives here, so a reviewer can see
  * at one glance what a single connection may cost.
  */
-import { ChorusError, ErrorCodes } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import type { Logger } from '../common/log.ts';
 
 export interface ServerOptions {
   /** Interface to bind. Loopback by default: exposing the server is a deliberate choice. */
   readonly host?: string;
   readonly port?: number;
+  /**
+   * PEM certificate chain and private key: the server speaks https and wss on its one port (the official
+   * openai SDK's Realtime client always connects with wss://). Absent: plain http and ws.
+   */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
   /** Bearer token required on HTTP and on the WebSocket upgrade. Default: CHORUS_API_KEY, else none. */
   readonly apiKey?: string | null;
   /**
@@ -16,7 +21,10 @@ export interface ServerOptions {
    * Origin header are not from a browser page and are allowed). '*' allows every origin.
    */
   readonly allowedOrigins?: readonly string[];
-  /** Largest realtime client frame answered with an error event; frames up to twice this are read, bigger ones close the socket (1009). */
+  /**
+   * Largest realtime client frame answered with an error event; frames up to twice this are read, bigger ones close the
+   * socket (1009).
+   */
   readonly maxFrameBytes?: number;
   /** Largest HTTP request body (413 above it). */
   readonly maxBodyBytes?: number;
@@ -24,12 +32,18 @@ export interface ServerOptions {
   readonly maxSessions?: number;
   /** Upper bound on max_tokens / max_output_tokens a client may ask for. */
   readonly maxResponseTokens?: number;
+  /** Requests in the engine at once; more wait in line (maxQueuedRequests, maxQueueWaitMs), then get a 429. */
+  readonly maxRunningRequests?: number;
+  readonly maxQueuedRequests?: number;
+  readonly maxQueueWaitMs?: number;
   /**
    * Per-stream buffer bound: audio bytes queued for one client (ours + the socket's). Above it the request
    * is paused (handle.pause()) until the client has read half of it.
    */
   readonly maxStreamBufferBytes?: number;
-  /** Audio is only handed to the socket while its bufferedAmount is below this, so text never queues behind much audio. */
+  /**
+   * Audio is only handed to the socket while its bufferedAmount is below this, so text never queues behind much audio.
+   */
   readonly socketHighWaterBytes?: number;
   /** Input media one realtime session may hold: its audio buffer plus the audio and images of its items. */
   readonly maxInputAudioBytes?: number;
@@ -59,6 +73,9 @@ export interface ResolvedServerOptions {
   readonly maxBodyBytes: number;
   readonly maxSessions: number;
   readonly maxResponseTokens: number;
+  readonly maxRunningRequests: number;
+  readonly maxQueuedRequests: number;
+  readonly maxQueueWaitMs: number;
   readonly maxStreamBufferBytes: number;
   readonly socketHighWaterBytes: number;
   readonly maxInputAudioBytes: number;
@@ -82,6 +99,9 @@ export function resolveServerOptions(opts: ServerOptions, defaultModelName: stri
     maxBodyBytes: opts.maxBodyBytes ?? 16 * MiB,
     maxSessions: opts.maxSessions ?? 64,
     maxResponseTokens: opts.maxResponseTokens ?? 4096,
+    maxRunningRequests: opts.maxRunningRequests ?? 32, // the stages batch up to 16 each; more only queues inside
+    maxQueuedRequests: opts.maxQueuedRequests ?? 64,
+    maxQueueWaitMs: opts.maxQueueWaitMs ?? 10_000, // 10 s
     maxStreamBufferBytes: opts.maxStreamBufferBytes ?? 2 * MiB, // ~40 s of 24 kHz pcm16 in base64
     socketHighWaterBytes: opts.socketHighWaterBytes ?? 128 * 1024, // ~1 audio chunk of 25 frames
     maxInputAudioBytes: opts.maxInputAudioBytes ?? 16 * MiB, // ~5.8 min of 24 kHz pcm16
@@ -105,7 +125,14 @@ function checkAllowEntry(entry: string): string {
   } catch {
     // reported below
   }
-  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.search || url.hash) {
+  if (
+    !url ||
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash
+  ) {
     throw new ChorusError(
       ErrorCodes.CONFIG_INVALID,
       `media URL allow-list entry "${entry}" is not an http(s) URL prefix without credentials, query or fragment (e.g. https://cdn.example.com/images/)`,

@@ -8,7 +8,8 @@ export function floatToPcm16(samples: Float32Array): Buffer {
   const out = Buffer.allocUnsafe(samples.length * 2);
   for (let i = 0; i < samples.length; i++) {
     let x = samples[i];
-    if (!(x > -1)) x = -1; // also maps NaN to -1 instead of writing garbage
+    if (!(x > -1))
+      x = -1; // also maps NaN to -1 instead of writing garbage
     else if (x > 1) x = 1;
     out.writeInt16LE(Math.round(x < 0 ? x * 32768 : x * 32767), i * 2);
   }

@@ -4,7 +4,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ChorusError, ErrorCodes } from '../errors.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { replyError } from './httpErrors.ts';
 import type { ResolvedServerOptions } from './options.ts';
 
@@ -25,7 +25,10 @@ function keyMatches(candidate: string, expectedDigest: Buffer): boolean {
 
 export function offeredSubprotocols(header: string | string[] | undefined): string[] {
   const text = Array.isArray(header) ? header.join(',') : (header ?? '');
-  return text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 function presentedKeys(request: FastifyRequest): string[] {

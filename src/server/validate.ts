@@ -5,7 +5,7 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { ValueError } from '@sinclair/typebox/errors';
-import { ChorusError, ErrorCodes } from '../errors.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
 
 /** A ChorusError carrying the JSON-pointer-ish path of the bad field (OpenAI's `param`). */
 export class ClientInputError extends ChorusError {
@@ -24,7 +24,10 @@ export interface Validator<T extends TSchema> {
 function describe(error: ValueError): string {
   const alternatives = (error.schema as { anyOf?: TSchema[] }).anyOf;
   if (alternatives?.every((s) => 'const' in s)) {
-    return `must be one of ${alternatives.map((s) => JSON.stringify((s as unknown as { const: unknown }).const)).join(', ')}`;
+    return (
+      `must be one of ` +
+      `${alternatives.map((s) => JSON.stringify((s as unknown as { const: unknown }).const)).join(', ')}`
+    );
   }
   if (alternatives) return 'is not in any accepted form (see the API reference)';
   return error.message.replace(/^Expected/, 'expected');

@@ -9,12 +9,17 @@
  *
  * Then state is freed and main hears `finished`. Nothing here blocks: sends are queued in the adapter.
  */
-import type { ChunkPolicy, SamplingParams, StageSpec } from '../config/types.ts';
-import type { FinishReason } from '../engine/types.ts';
-import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import type { Tensor } from '../../transport/codec.ts';
-import type { Arrival, ChunkTransferAdapter, ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { ChunkPolicy, SamplingParams, StageSpec } from '../common/graph.ts';
+import type { FinishReason } from '../common/engine.ts';
+import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
+import type { Logger } from '../common/log.ts';
+import type { ChunkBody } from '../common/payloads.ts';
+import type {
+  Arrival,
+  ChunkTransferAdapter,
+  OutgoingChunk,
+  ReceivedChunk,
+} from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { AddRequest, DownstreamTarget, EdgeSample, StageStats, StageToMain } from './messages.ts';
 
 /** Samples kept between two stats reports (250 ms apart): enough for histograms, bounded under any load. */
@@ -35,11 +40,6 @@ export interface CoreRequest {
   readonly downstream: readonly DownstreamTarget[];
   readonly initialCodecChunkFrames?: number;
   numOutputs: number;
-}
-
-export interface OutgoingChunk {
-  readonly payload?: Record<string, unknown>;
-  readonly tensors?: Record<string, Tensor>;
 }
 
 export abstract class StageCore<R extends CoreRequest = CoreRequest> {
@@ -69,6 +69,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
         keyStage: this.ctx.spec.stageId,
         firstChunkDeadline: upstream.firstChunkDeadline ?? msg.firstChunkDeadline,
         chunkTimeoutMs: upstream.chunkTimeoutMs ?? this.ctx.chunkPolicy.chunkTimeoutMs,
+        ...(upstream.timeoutSetting ? { timeoutSetting: upstream.timeoutSetting } : {}),
       });
     }
   }
@@ -84,7 +85,12 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
       }
       const m = a.chunk.meta;
       if (this.edgeSamples.length < MAX_SAMPLES_PER_REPORT) {
-        this.edgeSamples.push({ from: m.from, to: m.to, latencyMs: a.chunk.receivedAtMs - m.sentAtMs, bytes: a.chunk.bytes });
+        this.edgeSamples.push({
+          from: m.from,
+          to: m.to,
+          latencyMs: a.chunk.receivedAtMs - m.sentAtMs,
+          bytes: a.chunk.bytes,
+        });
       }
       if (m.final && (m.finishReason === 'error' || m.finishReason === 'cancelled')) {
         // Upstream failed or was cancelled: pass it on in-band, do not compute on partial input.
@@ -115,7 +121,12 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
    * By default the request ends here too, in-band to every target; the Thinker overrides it for encoder
    * upstreams, whose failure may only cost the media item (on_encoder_failure: text_only).
    */
-  protected onUpstreamFailure(req: R, reason: FinishReason, error: SerializedError, _fromStageId: string | undefined): void {
+  protected onUpstreamFailure(
+    req: R,
+    reason: FinishReason,
+    error: SerializedError,
+    _fromStageId: string | undefined,
+  ): void {
     this.failWith(req, reason, error);
   }
 
@@ -162,17 +173,27 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   protected abstract queueDepth(): number;
 
   /** Sends a non-final chunk to the targets that match. */
-  protected send(req: R, targets: readonly DownstreamTarget[], chunk: OutgoingChunk): void {
-    for (const t of targets) this.put(req, t, { final: false, ...chunk });
+  protected send(req: R, targets: readonly DownstreamTarget[], body: ChunkBody): void {
+    for (const t of targets) this.put(req, t, { final: false, body });
   }
 
-  /** Sends the last chunk (final=true, maybe with data) to every target, then frees the request. */
-  protected finish(req: R, reason: FinishReason, lastChunk: (t: DownstreamTarget) => OutgoingChunk = () => ({})): void {
-    const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, ...lastChunk(t) }));
+  /** Sends the last chunk (final=true, with a body or without) to every target, then frees the request. */
+  protected finish(
+    req: R,
+    reason: FinishReason,
+    lastBody: (t: DownstreamTarget) => ChunkBody | undefined = () => undefined,
+  ): void {
+    const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, body: lastBody(t) }));
     const warnings = this.warningsOf(req);
     this.release(req);
     void Promise.allSettled(puts).then(() =>
-      this.ctx.post({ type: 'finished', requestId: req.requestId, finishReason: reason, numTokens: req.numOutputs, ...(warnings.length > 0 ? { warnings } : {}) }),
+      this.ctx.post({
+        type: 'finished',
+        requestId: req.requestId,
+        finishReason: reason,
+        numTokens: req.numOutputs,
+        ...(warnings.length > 0 ? { warnings } : {}),
+      }),
     );
   }
 
@@ -191,7 +212,13 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     this.release(req);
     this.ctx.adapter.cancel(req.requestId);
     void Promise.allSettled(puts).then(() =>
-      this.ctx.post({ type: 'finished', requestId: req.requestId, finishReason: reason, numTokens: req.numOutputs, error }),
+      this.ctx.post({
+        type: 'finished',
+        requestId: req.requestId,
+        finishReason: reason,
+        numTokens: req.numOutputs,
+        error,
+      }),
     );
   }
 
@@ -200,7 +227,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     this.freeState(req);
   }
 
-  private put(req: R, t: DownstreamTarget, chunk: Parameters<ChunkTransferAdapter['saveAsync']>[2]): Promise<void> {
+  private put(req: R, t: DownstreamTarget, chunk: OutgoingChunk): Promise<void> {
     const keyStage = t.stageId === 'main' ? this.ctx.spec.stageId : t.stageId;
     const deadline = Date.now() + this.ctx.chunkPolicy.chunkTimeoutMs;
     return this.ctx.adapter
@@ -208,7 +235,13 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
       .catch((err: unknown) => {
         // The edge is full past its deadline or closed: the request cannot continue in this stage.
         this.ctx.log.warn({ requestId: req.requestId, to: t.instance, err: String(err) }, 'chunk send failed');
-        if (this.requests.has(req.requestId)) this.fail(req, new ChorusError(ErrorCodes.BACKPRESSURE_TIMEOUT, `sending to ${t.instance} failed: ${String(err)}`, { cause: err }));
+        if (this.requests.has(req.requestId))
+          this.fail(
+            req,
+            new ChorusError(ErrorCodes.BACKPRESSURE_TIMEOUT, `sending to ${t.instance} failed: ${String(err)}`, {
+              cause: err,
+            }),
+          );
       });
   }
 }

@@ -5,13 +5,14 @@
  *   update -> processors -> adapter.saveAsync) -> yield to the event loop
  *
  * When there is nothing to run, the loop sleeps on a promise that control messages and chunk arrivals resolve, or
- * a timer set for the core's nextWakeAtMs() (an encoder's partial batch timing out): no polling interval anywhere. After each step it yields with setImmediate so IPC and ring wake-ups are handled
+ * a timer set for the core's nextWakeAtMs() (an encoder's partial batch timing out): no polling interval anywhere.
+ * After each step it yields with setImmediate so IPC and ring wake-ups are handled
  * between steps, and it waits while too many sent bytes are still queued (backpressure from full edges reaches the
  * scheduler instead of growing a queue).
  */
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import { ChorusError, ErrorCodes, serializeError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
+import type { Logger } from '../common/log.ts';
 import type { MainToStage, StageToMain } from './messages.ts';
 import type { StageCore } from './StageCore.ts';
 
@@ -55,7 +56,8 @@ export class StageLoop {
         continue;
       }
       await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.adapter.pendingSendBytes > MAX_PENDING_SEND_BYTES) await this.adapter.whenSendsBelow(MAX_PENDING_SEND_BYTES / 2);
+      if (this.adapter.pendingSendBytes > MAX_PENDING_SEND_BYTES)
+        await this.adapter.whenSendsBelow(MAX_PENDING_SEND_BYTES / 2);
     }
   }
 
@@ -63,7 +65,9 @@ export class StageLoop {
     // Wake at the core's next deadline, and with a drain in progress at its deadline, even if nothing arrives.
     // A timer that fires early (libuv's clock lags Date.now() by up to a tick) only costs a step that finds
     // nothing due; the core then asks for the same deadline again.
-    const deadlines = [this.core.nextWakeAtMs(), this.stopping?.drainDeadline].filter((d): d is number => typeof d === 'number');
+    const deadlines = [this.core.nextWakeAtMs(), this.stopping?.drainDeadline].filter(
+      (d): d is number => typeof d === 'number',
+    );
     return new Promise<void>((resolve) => {
       let timer: NodeJS.Timeout | null = null;
       this.wakeUp = () => {
@@ -82,7 +86,13 @@ export class StageLoop {
         this.handle(msg);
       } catch (err) {
         if ('requestId' in msg) {
-          this.post({ type: 'finished', requestId: msg.requestId, finishReason: 'error', numTokens: 0, error: serializeError(err) });
+          this.post({
+            type: 'finished',
+            requestId: msg.requestId,
+            finishReason: 'error',
+            numTokens: 0,
+            error: serializeError(err),
+          });
         } else {
           this.log.error({ err }, 'control message failed');
         }
@@ -93,7 +103,8 @@ export class StageLoop {
   private handle(msg: MainToStage): void {
     switch (msg.type) {
       case 'add':
-        if (this.stopping) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'stage is shutting down; retry on another server');
+        if (this.stopping)
+          throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'stage is shutting down; retry on another server');
         this.core.add(msg);
         return;
       case 'abort':
@@ -111,9 +122,12 @@ export class StageLoop {
       case 'media_failed':
         this.core.onMediaFailed(msg.requestId, msg.fromInstance, msg.error);
         return;
-      case 'load':
-      case 'boot':
+      case 'boot': // only the first message of a process; the process entry consumed it
         return;
+      default: {
+        const unknown: never = msg;
+        throw new ChorusError(ErrorCodes.INTERNAL, `unknown control message ${JSON.stringify(unknown)}`);
+      }
     }
   }
 

@@ -7,12 +7,23 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { fileURLToPath } from 'node:url';
-import { ChorusError, deserializeError, ErrorCodes } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type StageReadySettings, type StageToMain } from './messages.ts';
+import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
+import type { Logger } from '../common/log.ts';
+import type { ControlChannel } from './control/ControlChannel.ts';
+import { ipcChannelToChild } from './control/ipcChannel.ts';
+import {
+  MAX_CONTROL_MESSAGE_BYTES,
+  type MainToStage,
+  type StageBootArgs,
+  type StageReadySettings,
+  type StageToMain,
+} from './messages.ts';
 
-const ENTRY = fileURLToPath(new URL('./stageMain.ts', import.meta.url));
+export interface StageWorkerOptions {
+  /** The module the stage process runs (it calls runStageProcess; src/kinds/stageEntry.ts in Chorus). */
+  readonly entry: string;
+  readonly bootTimeoutMs?: number;
+}
 
 export interface StageWorkerEvents {
   message: [StageToMain];
@@ -26,6 +37,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
 
   private constructor(
     private readonly child: ChildProcess,
+    private readonly channel: ControlChannel<MainToStage, StageToMain>,
     readonly instance: string,
     private readonly log: Logger,
   ) {
@@ -41,33 +53,47 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
     return !this.exited;
   }
 
-  static start(args: StageBootArgs, log: Logger, bootTimeoutMs = 300_000): Promise<StageWorker> {
+  static start(args: StageBootArgs, log: Logger, options: StageWorkerOptions): Promise<StageWorker> {
+    const bootTimeoutMs = options.bootTimeoutMs ?? 300_000; // 5 min: a first boot may build the models
     const spec = args.graph.stages[args.stageIndex];
     const instance = `${spec.stageId}#${args.replica}`;
-    const child = fork(ENTRY, [instance], {
+    const child = fork(options.entry, [instance], {
       execArgv: ['--import', 'tsx'],
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, CHORUS_STAGE: instance },
     });
-    const worker = new StageWorker(child, instance, log.child({ stage: instance }));
+    const channel = ipcChannelToChild<MainToStage, StageToMain>(child);
+    const worker = new StageWorker(child, channel, instance, log.child({ stage: instance }));
     return new Promise<StageWorker>((resolve, reject) => {
       const timer = setTimeout(() => {
-        fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} did not become ready within ${bootTimeoutMs} ms`));
+        fail(
+          new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} did not become ready within ${bootTimeoutMs} ms`),
+        );
         child.kill('SIGKILL');
       }, bootTimeoutMs);
       const fail = (err: ChorusError) => {
         clearTimeout(timer);
-        child.removeAllListeners('message');
+        unsubscribe();
         reject(err);
       };
       child.once('exit', (code, signal) => {
         worker.exited = true;
-        if (!worker.settings) fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} exited before it was ready (code ${code}, signal ${signal})`));
+        if (!worker.settings)
+          fail(
+            new ChorusError(
+              ErrorCodes.STAGE_BOOT,
+              `stage ${instance} exited before it was ready (code ${code}, signal ${signal})`,
+            ),
+          );
         else worker.emit('died', { code, signal });
       });
-      child.once('error', (err) => fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} could not start: ${err.message}`, { cause: err })));
-      child.on('message', (msg: StageToMain) => {
+      child.once('error', (err) =>
+        fail(
+          new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} could not start: ${err.message}`, { cause: err }),
+        ),
+      );
+      const unsubscribe = channel.onMessage((msg) => {
         if (worker.settings) {
           worker.emit('message', msg);
           return;
@@ -78,7 +104,13 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
           resolve(worker);
         } else if (msg.type === 'boot_failed') {
           const cause = deserializeError(msg.error);
-          fail(new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} failed to boot: ${cause.code}: ${cause.message}`, { cause }));
+          fail(
+            new ChorusError(
+              ErrorCodes.STAGE_BOOT,
+              `stage ${instance} failed to boot: ${cause.code}: ${cause.message}`,
+              { cause },
+            ),
+          );
         }
       });
       worker.send({ type: 'boot', ...args });
@@ -86,11 +118,14 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
   }
 
   send(msg: MainToStage): void {
-    if (this.exited || !this.child.connected) return; // a dead stage's requests are failed by the 'died' handler
+    if (this.exited) return; // a dead stage's requests are failed by the 'died' handler
     if (msg.type === 'add' && (msg.promptTokenIds?.length ?? 0) * 8 > MAX_CONTROL_MESSAGE_BYTES) {
-      throw new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, `prompt of ${msg.promptTokenIds!.length} tokens is too large for one request`);
+      throw new ChorusError(
+        ErrorCodes.REQUEST_TOO_LARGE,
+        `prompt of ${msg.promptTokenIds!.length} tokens is too large for one request`,
+      );
     }
-    this.child.send(msg);
+    this.channel.send(msg);
   }
 
   /** Asks the stage to drain (up to drainMs) and exit; kills it if it has not exited by then + a grace period. */

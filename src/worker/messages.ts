@@ -2,17 +2,14 @@
  * Every message that crosses the main <-> stage process boundary (the child_process IPC channel). Control only:
  * tensors travel through the connector as frames; these messages stay small.
  */
-import type { EncoderFailurePolicy, MediaModality, SamplingParams, StageGraph } from '../config/types.ts';
-import type { SerializedError } from '../errors.ts';
-import type { FinishReason } from '../engine/types.ts';
+import type { EncoderFailurePolicy, MediaModality, SamplingParams, StageGraph } from '../common/graph.ts';
+import type { SerializedError } from '../common/errors.ts';
+import type { ModelFacts } from '../common/modelFacts.ts';
+import type { FinishReason } from '../common/engine.ts';
 
-/** How a stage process finds its peers: every edge ring it reads or writes. */
-export interface EdgeBinding {
-  readonly from: string; // instance id, e.g. "thinker#0" or "main"
-  readonly to: string;
-  readonly connector: string; // connector name in the graph
-  readonly ringName?: string; // shm only
-}
+import type { EdgeBinding } from '../../transport/edges.ts';
+
+export type { EdgeBinding };
 
 /** What a stage process needs to boot: sent as its first IPC message. */
 export interface StageBootArgs {
@@ -30,9 +27,12 @@ export interface DownstreamTarget {
 export interface UpstreamSource {
   readonly instance: string; // "thinker#0", or "main" for an encoder (main sends it the media)
   readonly stageId: string;
-  /** This stream's own deadlines (an encoder's timeout_ms); default: the request's firstChunkDeadline and chunk_timeout_ms. */
+  /** This stream's own deadlines (an ' +
+    'encoder's timeout_ms); default: the request's firstChunkDeadline and chunk_timeout_ms. */
   readonly firstChunkDeadline?: number;
   readonly chunkTimeoutMs?: number;
+  /** The setting behind those deadlines, for the timeout error (an encoder's `stages[i].encoder.timeout_ms`). */
+  readonly timeoutSetting?: string;
 }
 
 /** Where a media item's rows go in the Thinker's prompt (stages/encoders/positionMap.ts MediaSpan). */
@@ -60,27 +60,13 @@ export interface ThinkerMediaPlan {
   readonly items: readonly ThinkerMediaItem[];
 }
 
-/** One media item as its encoder sees it: its bytes follow as a chunk from main (payload.item = item). */
+/** One media item as its encoder sees it: its bytes follow as a `media` chunk from main (body.item = item). */
 export interface EncodeItem {
   readonly item: number;
   readonly modality: MediaModality;
   /** Promised to the Thinker (main probed it): the encoder must produce exactly this many rows. */
   readonly numEmbeddings: number;
   readonly what: string;
-}
-
-/** Payload of the chunk main sends an encoder per item; the bytes are tensor `data` (uint8). */
-export interface MediaChunkPayload {
-  readonly item: number;
-  readonly format: 'wav' | 'pcm16' | 'image';
-  readonly sampleRateHz?: number;
-  readonly what: string;
-}
-
-/** Payload of the chunk an encoder sends the Thinker per item: rows in tensor `rows` [n, hidden], or the error. */
-export interface RowsChunkPayload {
-  readonly item: number;
-  readonly error?: SerializedError;
 }
 
 export interface AddRequest {
@@ -91,7 +77,10 @@ export interface AddRequest {
   readonly sampling: SamplingParams;
   /** Where this request's chunks go: next stages it needs ([] when none) and, for final-output stages, main. */
   readonly downstream: readonly DownstreamTarget[];
-  /** The upstream instances to receive from: none for a text-only Thinker, one per encoder used for a Thinker with media. */
+  /**
+   * The upstream instances to receive from: none for a text-only Thinker, one per encoder used for a Thinker with
+   * media.
+   */
   readonly upstreams: readonly UpstreamSource[];
   /** Thinker only, for a request with media: the position map and which encoder sends each item. */
   readonly media?: ThinkerMediaPlan;
@@ -115,10 +104,13 @@ export type MainToStage =
   | { readonly type: 'resume'; readonly requestId: string }
   /** Finish in-flight work (up to drainMs), then exit 0. */
   | { readonly type: 'shutdown'; readonly drainMs: number }
-  /** Load report from downstream (Code2Wav queue depth), for the dynamic initial chunk. */
-  | { readonly type: 'load'; readonly stageId: string; readonly queueDepth: number }
   /** Thinker: the encoder instance `fromInstance` will not deliver this request's items (it died or refused them). */
-  | { readonly type: 'media_failed'; readonly requestId: string; readonly fromInstance: string; readonly error: SerializedError };
+  | {
+      readonly type: 'media_failed';
+      readonly requestId: string;
+      readonly fromInstance: string;
+      readonly error: SerializedError;
+    };
 
 export interface StageReadySettings {
   readonly stageId: string;
@@ -127,6 +119,8 @@ export interface StageReadySettings {
   readonly threads: number;
   readonly modelFiles: readonly string[];
   readonly loadMs: number;
+  /** What the loaded model is (the engine and server read these instead of guessing from the config). */
+  readonly facts: ModelFacts;
 }
 
 export interface EdgeSample {
@@ -181,5 +175,4 @@ export type StageToMain =
   | { readonly type: 'stats'; readonly stats: StageStats }
   | { readonly type: 'drained' };
 
-/** Hard limit on one IPC message, checked on both ends (a bug must not turn into a multi-MB JSON message). */
-export const MAX_CONTROL_MESSAGE_BYTES = 1 << 20; // 1 MiB
+export { MAX_CONTROL_MESSAGE_BYTES } from './control/ControlChannel.ts';

@@ -6,9 +6,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { Code2WavSize, EngineArgs, ModelSpec } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import { code2wavReceptiveFieldFrames } from '../models/code2wavModel.ts';
+import type { Code2WavSize, EngineArgs, ModelSpec } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { code2wavReceptiveFieldFrames } from '../generator/code2wavModel.ts';
 import { signatureError } from '../models/decoderSignature.ts';
 import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
@@ -36,17 +36,37 @@ export class OnnxCode2WavRunner implements Code2WavRunner {
       const codes = session.inputMetadata.find((m) => m.name === 'codes');
       const numCodebooks = codes?.shape[1];
       if (!codes || codes.type !== 'int64' || typeof numCodebooks !== 'number') {
-        throw signatureError(what, 'needs a codes input [batch, numCodebooks, frames] (int64) with a fixed numCodebooks');
+        throw signatureError(
+          what,
+          'needs a codes input [batch, numCodebooks, frames] (int64) with a fixed numCodebooks',
+        );
       }
-      if (!session.outputNames.includes('audio')) throw signatureError(what, 'needs an audio output [batch, 1, samples]');
+      if (!session.outputNames.includes('audio'))
+        throw signatureError(what, 'needs an audio output [batch, 1, samples]');
       const size = code2wavSizeOf(spec, files);
       // A foreign file: measure what the config cannot tell (the probe finds samples per frame and the
       // causal receptive field; without a manifest the codebook size is unknown and left to the model).
       const probed = size ? null : probeCode2Wav(session, numCodebooks, what);
       const runner = size
-        ? new OnnxCode2WavRunner(session, numCodebooks, size.codebookSize, size.samplesPerFrame, size.sampleRateHz, code2wavReceptiveFieldFrames(size))
-        : new OnnxCode2WavRunner(session, numCodebooks, Number.MAX_SAFE_INTEGER, probed!.samplesPerFrame, DEFAULT_SAMPLE_RATE_HZ, probed!.receptiveFieldFrames);
-      warmUp(what, () => runner.decode([{ seqId: WARMUP_SEQ, codes: new Int32Array(2 * numCodebooks), numFrames: 2, contextFrames: 0 }]));
+        ? new OnnxCode2WavRunner(
+            session,
+            numCodebooks,
+            size.codebookSize,
+            size.samplesPerFrame,
+            size.sampleRateHz,
+            code2wavReceptiveFieldFrames(size),
+          )
+        : new OnnxCode2WavRunner(
+            session,
+            numCodebooks,
+            Number.MAX_SAFE_INTEGER,
+            probed!.samplesPerFrame,
+            DEFAULT_SAMPLE_RATE_HZ,
+            probed!.receptiveFieldFrames,
+          );
+      warmUp(what, () =>
+        runner.decode([{ seqId: WARMUP_SEQ, codes: new Int32Array(2 * numCodebooks), numFrames: 2, contextFrames: 0 }]),
+      );
       return runner;
     } catch (err) {
       session.close();
@@ -72,7 +92,10 @@ export class OnnxCode2WavRunner implements Code2WavRunner {
     const audio = out.audio.data as Float32Array;
     const perItem = maxFrames * spf;
     if (audio.length !== live.length * perItem) {
-      throw new ChorusError(ErrorCodes.INTERNAL, `code2wav returned ${audio.length} samples for ${live.length} x ${maxFrames} frames of ${spf}`);
+      throw new ChorusError(
+        ErrorCodes.INTERNAL,
+        `code2wav returned ${audio.length} samples for ${live.length} x ${maxFrames} frames of ${spf}`,
+      );
     }
     let next = 0;
     return items.map((item) => {
@@ -85,14 +108,23 @@ export class OnnxCode2WavRunner implements Code2WavRunner {
   private check(item: Code2WavItem): void {
     const q = this.numCodebooks;
     if (item.codes.length !== q * item.numFrames) {
-      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: ${item.codes.length} codes for ${item.numFrames} frames of ${q} codebooks`);
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        `${item.seqId}: ${item.codes.length} codes for ${item.numFrames} frames of ${q} codebooks`,
+      );
     }
     if (!(item.contextFrames >= 0 && item.contextFrames <= item.numFrames)) {
-      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: contextFrames ${item.contextFrames} not in [0, ${item.numFrames}]`);
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        `${item.seqId}: contextFrames ${item.contextFrames} not in [0, ${item.numFrames}]`,
+      );
     }
     for (const code of item.codes) {
       if (code < 0 || code >= this.codebookSize) {
-        throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: code ${code} outside the codebook [0, ${this.codebookSize})`);
+        throw new ChorusError(
+          ErrorCodes.REQUEST_INVALID,
+          `${item.seqId}: code ${code} outside the codebook [0, ${this.codebookSize})`,
+        );
       }
     }
   }

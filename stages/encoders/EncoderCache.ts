@@ -1,6 +1,6 @@
 /**
  * The encoder output cache (vLLM's EncoderCacheManager): encoder rows keyed by media content hash + encoder
- * identity (stages/encoders/mediaKey.ts), so the same media is encoded once while it stays cached. Pure:
+ * identity (src/media/mediaKey.ts), so the same media is encoded once while it stays cached. Pure:
  * no I/O, no timers.
  *
  * Lifecycle of an entry:
@@ -17,7 +17,7 @@
  * Every release then trims unpinned entries back under the budget. Callers that must not run over check
  * canAllocate() before starting an encode and defer the item instead (the scheduler clamps at it).
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 
 export interface EncoderCacheStats {
   readonly hits: number;
@@ -77,7 +77,11 @@ export class EncoderCache {
   /** The encoder's rows for a pending key; returns the requests holding it (all waiting for these rows). */
   complete(key: string, embeddings: Float32Array): string[] {
     const entry = this.entries.get(key);
-    if (!entry || entry.embeddings) throw new ChorusError(ErrorCodes.INTERNAL, `encoder cache: complete(${key}) without a pending reservation (acquire() returned 'miss' for it?)`);
+    if (!entry || entry.embeddings)
+      throw new ChorusError(
+        ErrorCodes.INTERNAL,
+        `encoder cache: complete(${key}) without a pending reservation (acquire() returned 'miss' for it?)`,
+      );
     entry.embeddings = embeddings;
     this.counters.bytes += embeddings.byteLength - entry.bytes; // the reservation was an estimate
     entry.bytes = embeddings.byteLength;

@@ -10,16 +10,23 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { EngineArgs } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import type { EngineArgs } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { signatureError } from '../models/decoderSignature.ts';
 import type { ModelFiles } from '../models/ensureModel.ts';
-import { AUDIO_ENCODER_FILE, AUDIO_ENCODER_INPUTS, AUDIO_ENCODER_OUTPUT, VISION_ENCODER_FILE, VISION_ENCODER_INPUTS, VISION_ENCODER_OUTPUT } from '../models/encoderSignature.ts';
-import { AUDIO_FRAMES_PER_EMBEDDING } from '../models/encoderSizes.ts';
+import {
+  AUDIO_ENCODER_FILE,
+  AUDIO_ENCODER_INPUTS,
+  AUDIO_ENCODER_OUTPUT,
+  VISION_ENCODER_FILE,
+  VISION_ENCODER_INPUTS,
+  VISION_ENCODER_OUTPUT,
+} from '../models/encoderSignature.ts';
+import { AUDIO_FRAMES_PER_EMBEDDING } from '../../src/media/audio.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { warmUp } from '../models/warmUp.ts';
 import { packAudio, packImages } from './encoderBatch.ts';
-import type { AudioFeatures, EncoderInput, ImagePatches, Modality } from './types.ts';
+import type { AudioFeatures, EncoderInput, ImagePatches, Modality } from '../../src/media/types.ts';
 
 export interface EncoderRunner {
   readonly modality: Modality;
@@ -65,20 +72,37 @@ export class OnnxEncoderRunner implements EncoderRunner {
   ) {}
 
   static load(files: ModelFiles, info: EncoderModelInfo, engine: Pick<EngineArgs, 'threads'>): OnnxEncoderRunner {
-    const path = files.source === 'file' ? files.files.model : files.files[info.modality === 'audio' ? AUDIO_ENCODER_FILE : VISION_ENCODER_FILE];
+    const path =
+      files.source === 'file'
+        ? files.files.model
+        : files.files[info.modality === 'audio' ? AUDIO_ENCODER_FILE : VISION_ENCODER_FILE];
     const what = `${info.modality} encoder ${basename(path)}`;
     const session = SyncSession.create(path, sessionOptions(engine));
     try {
       const inputs = info.modality === 'audio' ? AUDIO_ENCODER_INPUTS : VISION_ENCODER_INPUTS;
       const output = info.modality === 'audio' ? AUDIO_ENCODER_OUTPUT : VISION_ENCODER_OUTPUT;
       for (const name of Object.values(inputs)) {
-        if (!session.inputNames.includes(name)) throw signatureError(what, `needs inputs ${Object.values(inputs).join(', ')}; ${name} is missing`);
+        if (!session.inputNames.includes(name))
+          throw signatureError(what, `needs inputs ${Object.values(inputs).join(', ')}; ${name} is missing`);
       }
       const out = session.outputMetadata.find((m) => m.name === output);
       const outputSize = out?.shape[2];
-      if (!out || typeof outputSize !== 'number') throw signatureError(what, `needs an output ${output} [batch, rows, hiddenSize] with a fixed hiddenSize`);
-      const inputWidth = fixedDim(session, info.modality === 'audio' ? AUDIO_ENCODER_INPUTS.features : VISION_ENCODER_INPUTS.patches, info.modality === 'audio' ? 1 : 2, what);
-      const runner = new OnnxEncoderRunner(session, info.modality, outputSize, identityOf(files, path), inputWidth, info.mergeSize ?? 0);
+      if (!out || typeof outputSize !== 'number')
+        throw signatureError(what, `needs an output ${output} [batch, rows, hiddenSize] with a fixed hiddenSize`);
+      const inputWidth = fixedDim(
+        session,
+        info.modality === 'audio' ? AUDIO_ENCODER_INPUTS.features : VISION_ENCODER_INPUTS.patches,
+        info.modality === 'audio' ? 1 : 2,
+        what,
+      );
+      const runner = new OnnxEncoderRunner(
+        session,
+        info.modality,
+        outputSize,
+        identityOf(files, path),
+        inputWidth,
+        info.mergeSize ?? 0,
+      );
       warmUp(what, () => runner.probe(what));
       return runner;
     } catch (err) {
@@ -94,17 +118,54 @@ export class OnnxEncoderRunner implements EncoderRunner {
   private probe(what: string): void {
     if (this.modality === 'audio') {
       const numFrames = 2 * AUDIO_FRAMES_PER_EMBEDDING;
-      const rows = this.rawRows(packAudio([{ modality: 'audio', mel: new Float32Array(this.inputWidth * numFrames), numMelBins: this.inputWidth, numFrames, numEmbeddings: 2 }], this.inputWidth));
-      if (rows !== 2) throw signatureError(what, `gives ${rows} rows for ${numFrames} mel frames; Chorus counts 1 row per ${AUDIO_FRAMES_PER_EMBEDDING} frames (25 per second)`);
+      const rows = this.rawRows(
+        packAudio(
+          [
+            {
+              modality: 'audio',
+              mel: new Float32Array(this.inputWidth * numFrames),
+              numMelBins: this.inputWidth,
+              numFrames,
+              numEmbeddings: 2,
+            },
+          ],
+          this.inputWidth,
+        ),
+      );
+      if (rows !== 2)
+        throw signatureError(
+          what,
+          `gives ${rows} rows for ${numFrames} mel frames; Chorus counts 1 row per ${AUDIO_FRAMES_PER_EMBEDDING} ` +
+            `frames (25 per second)`,
+        );
       return;
     }
     const numPatches = 16; // a 4 x 4 grid: one group for merge 4, four for merge 2, 16 for no merge
     const positions = Int32Array.from({ length: 32 }, (_, i) => (i % 2 === 0 ? Math.floor(i / 8) : (i >> 1) % 4));
-    const rows = this.rawRows(packImages([{ modality: 'image', patches: new Float32Array(numPatches * this.inputWidth), positions, patchSize: 0, mergeSize: 0, gridHeight: 4, gridWidth: 4, numPatches, numEmbeddings: 0 }], this.inputWidth));
+    const rows = this.rawRows(
+      packImages(
+        [
+          {
+            modality: 'image',
+            patches: new Float32Array(numPatches * this.inputWidth),
+            positions,
+            patchSize: 0,
+            mergeSize: 0,
+            gridHeight: 4,
+            gridWidth: 4,
+            numPatches,
+            numEmbeddings: 0,
+          },
+        ],
+        this.inputWidth,
+      ),
+    );
     const measured = Math.sqrt(numPatches / rows);
-    if (!Number.isInteger(measured)) throw signatureError(what, `gives ${rows} rows for ${numPatches} patches: not a square merge`);
+    if (!Number.isInteger(measured))
+      throw signatureError(what, `gives ${rows} rows for ${numPatches} patches: not a square merge`);
     if (this.mergeSize === 0) this.mergeSize = measured;
-    if (measured !== this.mergeSize) throw signatureError(what, `merges ${measured}x${measured} patches per row, but its size says ${this.mergeSize}`);
+    if (measured !== this.mergeSize)
+      throw signatureError(what, `merges ${measured}x${measured} patches per row, but its size says ${this.mergeSize}`);
   }
 
   private rawRows(feeds: ReturnType<typeof packAudio>): number {
@@ -116,22 +177,35 @@ export class OnnxEncoderRunner implements EncoderRunner {
     if (items.length === 0) return [];
     for (const item of items) this.check(item);
     const feeds =
-      this.modality === 'audio' ? packAudio(items as readonly AudioFeatures[], this.inputWidth) : packImages(items as readonly ImagePatches[], this.inputWidth);
+      this.modality === 'audio'
+        ? packAudio(items as readonly AudioFeatures[], this.inputWidth)
+        : packImages(items as readonly ImagePatches[], this.inputWidth);
     const name = this.modality === 'audio' ? AUDIO_ENCODER_OUTPUT : VISION_ENCODER_OUTPUT;
     let output;
     try {
       output = this.session.run(feeds, [name])[name];
     } catch (err) {
-      throw new ChorusError(ErrorCodes.ENCODER_FAILED, `${this.modality} encoder run failed for a batch of ${items.length}: ${(err as Error).message}`, { cause: err });
+      throw new ChorusError(
+        ErrorCodes.ENCODER_FAILED,
+        `${this.modality} encoder run failed for a batch of ${items.length}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     const [batch, rowsPerItem, width] = output.dims;
     const data = output.data as Float32Array;
     if (batch !== items.length || width !== this.outputSize) {
-      throw new ChorusError(ErrorCodes.ENCODER_FAILED, `${this.modality} encoder returned [${output.dims.join(', ')}] for ${items.length} items of width ${this.outputSize}`);
+      throw new ChorusError(
+        ErrorCodes.ENCODER_FAILED,
+        `${this.modality} encoder returned [${output.dims.join(', ')}] for ${items.length} items of width ` +
+          `${this.outputSize}`,
+      );
     }
     return items.map((item, b) => {
       if (item.numEmbeddings > rowsPerItem) {
-        throw new ChorusError(ErrorCodes.ENCODER_FAILED, `${this.modality} encoder returned ${rowsPerItem} rows; the item needs ${item.numEmbeddings}`);
+        throw new ChorusError(
+          ErrorCodes.ENCODER_FAILED,
+          `${this.modality} encoder returned ${rowsPerItem} rows; the item needs ${item.numEmbeddings}`,
+        );
       }
       const base = b * rowsPerItem * width;
       return data.slice(base, base + item.numEmbeddings * width);
@@ -139,22 +213,36 @@ export class OnnxEncoderRunner implements EncoderRunner {
   }
 
   private check(item: EncoderInput): void {
-    if (item.modality !== this.modality) throw new ChorusError(ErrorCodes.INTERNAL, `a ${item.modality} item was sent to the ${this.modality} encoder`);
+    if (item.modality !== this.modality)
+      throw new ChorusError(ErrorCodes.INTERNAL, `a ${item.modality} item was sent to the ${this.modality} encoder`);
     if (item.modality === 'audio') {
-      if (item.numMelBins !== this.inputWidth) throw new ChorusError(ErrorCodes.INTERNAL, `audio features have ${item.numMelBins} mel bins; the encoder reads ${this.inputWidth}`);
+      if (item.numMelBins !== this.inputWidth)
+        throw new ChorusError(
+          ErrorCodes.INTERNAL,
+          `audio features have ${item.numMelBins} mel bins; the encoder reads ${this.inputWidth}`,
+        );
       if (item.numEmbeddings !== Math.ceil(item.numFrames / AUDIO_FRAMES_PER_EMBEDDING)) {
-        throw new ChorusError(ErrorCodes.INTERNAL, `audio item of ${item.numFrames} frames claims ${item.numEmbeddings} embeddings`);
+        throw new ChorusError(
+          ErrorCodes.INTERNAL,
+          `audio item of ${item.numFrames} frames claims ${item.numEmbeddings} embeddings`,
+        );
       }
     } else {
       if (3 * item.patchSize * item.patchSize !== this.inputWidth || item.mergeSize !== this.mergeSize) {
-        throw new ChorusError(ErrorCodes.INTERNAL, `image patches of ${item.patchSize} px merged ${item.mergeSize}x${item.mergeSize} do not fit this encoder (patch width ${this.inputWidth}, merge ${this.mergeSize})`);
+        throw new ChorusError(
+          ErrorCodes.INTERNAL,
+          `image patches of ${item.patchSize} px merged ${item.mergeSize}x${item.mergeSize} do not fit this ` +
+            `encoder (patch width ${this.inputWidth}, merge ${this.mergeSize})`,
+        );
       }
     }
   }
 
   /** Patch size and merge of the loaded vision model (to build the matching ImageGridConfig). */
   get visionGrid(): { readonly patchSize: number; readonly mergeSize: number } | null {
-    return this.modality === 'image' ? { patchSize: Math.round(Math.sqrt(this.inputWidth / 3)), mergeSize: this.mergeSize } : null;
+    return this.modality === 'image'
+      ? { patchSize: Math.round(Math.sqrt(this.inputWidth / 3)), mergeSize: this.mergeSize }
+      : null;
   }
 
   async close(): Promise<void> {

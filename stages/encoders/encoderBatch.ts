@@ -5,7 +5,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { AUDIO_ENCODER_INPUTS, VISION_ENCODER_INPUTS } from '../models/encoderSignature.ts';
-import type { AudioFeatures, ImagePatches } from './types.ts';
+import type { AudioFeatures, ImagePatches } from '../../src/media/types.ts';
 
 export function packAudio(items: readonly AudioFeatures[], numMelBins: number): Record<string, ort.Tensor> {
   const maxFrames = Math.max(...items.map((i) => i.numFrames));

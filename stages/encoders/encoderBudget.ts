@@ -13,7 +13,7 @@
  *    the budget at the largest item), or it could never run.
  * Modalities are served in the order of their oldest waiting job.
  */
-import type { Modality } from './types.ts';
+import type { Modality } from '../../src/media/types.ts';
 
 export interface EncodeJob {
   readonly id: string;
@@ -41,11 +41,18 @@ export interface EncoderStepPlan<J extends EncodeJob = EncodeJob> {
 function checkPolicy(policy: EncoderBudgetPolicy): void {
   const { budgetEmbeddings, maxBatchSize, batchTimeoutMs } = policy;
   if (!(budgetEmbeddings > 0) || !(maxBatchSize >= 1) || !Number.isInteger(maxBatchSize) || !(batchTimeoutMs >= 0)) {
-    throw new RangeError(`encoder budget policy needs budgetEmbeddings > 0, an integer maxBatchSize >= 1 and batchTimeoutMs >= 0, got ${JSON.stringify(policy)}`);
+    throw new RangeError(
+      `encoder budget policy needs budgetEmbeddings > 0, an integer maxBatchSize >= 1 and batchTimeoutMs >= 0, got ` +
+        `${JSON.stringify(policy)}`,
+    );
   }
 }
 
-export function planEncoderStep<J extends EncodeJob>(queue: readonly J[], policy: EncoderBudgetPolicy, nowMs: number): EncoderStepPlan<J> {
+export function planEncoderStep<J extends EncodeJob>(
+  queue: readonly J[],
+  policy: EncoderBudgetPolicy,
+  nowMs: number,
+): EncoderStepPlan<J> {
   checkPolicy(policy);
   const byModality = new Map<Modality, J[]>();
   for (const job of [...queue].sort((a, b) => a.enqueuedAtMs - b.enqueuedAtMs)) {

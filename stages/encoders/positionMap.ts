@@ -9,8 +9,8 @@
  * Expanded placeholder positions keep the placeholder's id, so embedding the expanded ids is valid
  * everywhere and any code that only sees token ids still knows those positions are media.
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import type { Modality } from './types.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import type { Modality } from '../../src/media/types.ts';
 
 export interface MediaItemLayout {
   readonly modality: Modality;
@@ -39,7 +39,11 @@ export interface PositionMap {
  * placeholders maps each placeholder token id to the modality it stands for; items are in prompt order
  * (the i-th placeholder is the i-th item).
  */
-export function buildPositionMap(tokenIds: readonly number[], placeholders: ReadonlyMap<number, Modality>, items: readonly MediaItemLayout[]): PositionMap {
+export function buildPositionMap(
+  tokenIds: readonly number[],
+  placeholders: ReadonlyMap<number, Modality>,
+  items: readonly MediaItemLayout[],
+): PositionMap {
   const expanded: number[] = [];
   const spans: MediaSpan[] = [];
   tokenIds.forEach((id, index) => {
@@ -51,12 +55,17 @@ export function buildPositionMap(tokenIds: readonly number[], placeholders: Read
     const item = spans.length;
     const layout = items[item];
     if (!layout) throw invalid(`the prompt has more media placeholders than media items (${items.length})`);
-    if (layout.modality !== modality) throw invalid(`placeholder ${item} (token ${index}) stands for ${modality} but media item ${item} is ${layout.modality}`);
-    if (!(Number.isInteger(layout.numEmbeddings) && layout.numEmbeddings >= 1)) throw invalid(`media item ${item} has ${layout.numEmbeddings} embeddings`);
+    if (layout.modality !== modality)
+      throw invalid(
+        `placeholder ${item} (token ${index}) stands for ${modality} but media item ${item} is ${layout.modality}`,
+      );
+    if (!(Number.isInteger(layout.numEmbeddings) && layout.numEmbeddings >= 1))
+      throw invalid(`media item ${item} has ${layout.numEmbeddings} embeddings`);
     spans.push({ item, modality, placeholderIndex: index, start: expanded.length, length: layout.numEmbeddings });
     for (let i = 0; i < layout.numEmbeddings; i++) expanded.push(id);
   });
-  if (spans.length !== items.length) throw invalid(`the prompt has ${spans.length} media placeholders for ${items.length} media items`);
+  if (spans.length !== items.length)
+    throw invalid(`the prompt has ${spans.length} media placeholders for ${items.length} media items`);
   return { tokenIds: expanded, spans, length: expanded.length };
 }
 
@@ -89,7 +98,8 @@ export function spliceRange(
   itemEmbeds: readonly (Float32Array | null)[],
   hiddenSize: number,
 ): Float32Array {
-  if (!(start >= 0 && start <= end && end <= map.length)) throw new RangeError(`splice range [${start}, ${end}) outside [0, ${map.length})`);
+  if (!(start >= 0 && start <= end && end <= map.length))
+    throw new RangeError(`splice range [${start}, ${end}) outside [0, ${map.length})`);
   if (textEmbeds.length !== (end - start) * hiddenSize) {
     throw new RangeError(`${textEmbeds.length} text values for ${end - start} positions of ${hiddenSize}`);
   }
@@ -99,16 +109,33 @@ export function spliceRange(
     const to = Math.min(end, span.start + span.length);
     if (from >= to) continue;
     const rows = itemEmbeds[span.item];
-    if (!rows) throw new ChorusError(ErrorCodes.INTERNAL, `media item ${span.item} is not encoded yet but positions ${from}..${to - 1} were scheduled; clamp at readyLimit()`);
+    if (!rows)
+      throw new ChorusError(
+        ErrorCodes.INTERNAL,
+        `media item ${span.item} is not encoded yet but positions ${from}..${to - 1} were scheduled; clamp at ` +
+          `readyLimit()`,
+      );
     if (rows.length !== span.length * hiddenSize) {
-      throw new ChorusError(ErrorCodes.INTERNAL, `media item ${span.item} has ${rows.length / hiddenSize} rows of ${hiddenSize}; its placeholder expanded to ${span.length}`);
+      throw new ChorusError(
+        ErrorCodes.INTERNAL,
+        `media item ${span.item} has ${rows.length / hiddenSize} rows of ${hiddenSize}; its placeholder expanded ` +
+          `to ${span.length}`,
+      );
     }
-    out.set(rows.subarray((from - span.start) * hiddenSize, (to - span.start) * hiddenSize), (from - start) * hiddenSize);
+    out.set(
+      rows.subarray((from - span.start) * hiddenSize, (to - span.start) * hiddenSize),
+      (from - start) * hiddenSize,
+    );
   }
   return out;
 }
 
 /** The whole merged inputs_embeds: text rows of map.tokenIds with every media span spliced in. */
-export function spliceEmbeddings(map: PositionMap, textEmbeds: Float32Array, itemEmbeds: readonly Float32Array[], hiddenSize: number): Float32Array {
+export function spliceEmbeddings(
+  map: PositionMap,
+  textEmbeds: Float32Array,
+  itemEmbeds: readonly Float32Array[],
+  hiddenSize: number,
+): Float32Array {
   return spliceRange(map, 0, map.length, textEmbeds, itemEmbeds, hiddenSize);
 }

@@ -6,7 +6,7 @@
  * job) avoids padding the new positions as well.
  */
 import * as ort from 'onnxruntime-node';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 import { SeqKvCache } from './SeqKvCache.ts';
 import type { SyncSession } from './SyncSession.ts';
@@ -35,6 +35,12 @@ export class KvDecoder {
     return this.caches.get(seqId)?.length ?? 0;
   }
 
+  /** KV bytes one position costs: keys and values of every layer, float32 (known from the signature). */
+  get kvBytesPerToken(): number {
+    const { numLayers, numKvHeads, headDim } = this.layout;
+    return 2 * numLayers * numKvHeads * headDim * Float32Array.BYTES_PER_ELEMENT;
+  }
+
   kvBytes(seqId: string): number {
     return this.caches.get(seqId)?.bytes ?? 0;
   }
@@ -55,7 +61,12 @@ export class KvDecoder {
    * inputs (inputs_embeds, ...) with batch rows in seqIds order. Returns the fetched outputs; the caches
    * have been extended when it returns.
    */
-  run(seqIds: readonly string[], numTokens: number, extraFeeds: Record<string, ort.Tensor>, fetch: readonly string[]): Record<string, ort.Tensor> {
+  run(
+    seqIds: readonly string[],
+    numTokens: number,
+    extraFeeds: Record<string, ort.Tensor>,
+    fetch: readonly string[],
+  ): Record<string, ort.Tensor> {
     const { numKvHeads, headDim } = this.layout;
     const caches = seqIds.map((id) => {
       let c = this.caches.get(id);
@@ -64,7 +75,11 @@ export class KvDecoder {
         this.caches.set(id, c);
       }
       if (c.length + numTokens > this.maxPositions) {
-        throw new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, `sequence ${id} would reach ${c.length + numTokens} positions; the model supports ${this.maxPositions}: shorten the prompt or max_tokens`);
+        throw new ChorusError(
+          ErrorCodes.REQUEST_TOO_LARGE,
+          `sequence ${id} would reach ${c.length + numTokens} positions; the model supports ${this.maxPositions}: ` +
+            `shorten the prompt or max_tokens`,
+        );
       }
       return c;
     });
@@ -79,9 +94,13 @@ export class KvDecoder {
       mask.fill(1n, b * totalLen + (pastLen - c.length), (b + 1) * totalLen);
       for (let i = 0; i < numTokens; i++) positions[b * numTokens + i] = BigInt(c.length + i);
     });
-    const feeds: Record<string, ort.Tensor> = { ...extraFeeds, attention_mask: new ort.Tensor('int64', mask, [batch, totalLen]) };
+    const feeds: Record<string, ort.Tensor> = {
+      ...extraFeeds,
+      attention_mask: new ort.Tensor('int64', mask, [batch, totalLen]),
+    };
     if (this.names.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, numTokens]);
-    if (this.names.hasUseCacheBranch) feeds.use_cache_branch = new ort.Tensor('bool', new Uint8Array([pastLen > 0 ? 1 : 0]), [1]);
+    if (this.names.hasUseCacheBranch)
+      feeds.use_cache_branch = new ort.Tensor('bool', new Uint8Array([pastLen > 0 ? 1 : 0]), [1]);
     this.names.past.forEach((name, i) => {
       let data: Float32Array;
       if (reuse) {

@@ -55,7 +55,10 @@ export class SeqKvCache {
     const pad = this.total - this.length;
     for (let h = 0; h < numKvHeads; h++) {
       const from = ((this.row * numKvHeads + h) * this.total + pad) * headDim;
-      dst.set(src.subarray(from, from + this.length * headDim), ((b * numKvHeads + h) * pastLen + (pastLen - this.length)) * headDim);
+      dst.set(
+        src.subarray(from, from + this.length * headDim),
+        ((b * numKvHeads + h) * pastLen + (pastLen - this.length)) * headDim,
+      );
     }
   }
 

@@ -8,8 +8,8 @@
  */
 import { createRequire } from 'node:module';
 import * as ort from 'onnxruntime-node';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import type { EngineArgs } from '../../src/config/types.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import type { EngineArgs } from '../../src/common/graph.ts';
 
 interface RawValueMetadata {
   readonly name: string;
@@ -24,7 +24,11 @@ interface RawSession {
   loadModel(buffer: ArrayBufferLike, byteOffset: number, byteLength: number, options: object): void;
   readonly inputMetadata: readonly RawValueMetadata[];
   readonly outputMetadata: readonly RawValueMetadata[];
-  run(feeds: Record<string, ort.Tensor>, fetches: Record<string, ort.Tensor | null>, options: object): Record<string, ort.Tensor>;
+  run(
+    feeds: Record<string, ort.Tensor>,
+    fetches: Record<string, ort.Tensor | null>,
+    options: object,
+  ): Record<string, ort.Tensor>;
   dispose(): void;
 }
 
@@ -41,16 +45,30 @@ export interface ValueMetadata {
 }
 
 // The element type numbers of the ONNX TensorProto enum, as the binding reports them.
-const typeNames: Record<number, string> = { 1: 'float32', 2: 'uint8', 3: 'int8', 6: 'int32', 7: 'int64', 9: 'bool', 10: 'float16', 11: 'float64' };
+const typeNames: Record<number, string> = {
+  1: 'float32',
+  2: 'uint8',
+  3: 'int8',
+  6: 'int32',
+  7: 'int64',
+  9: 'bool',
+  10: 'float16',
+  11: 'float64',
+};
 
 let rawModule: RawBindingModule | undefined;
 function raw(): RawBindingModule {
   if (!rawModule) {
     try {
       rawModule = createRequire(import.meta.url)('onnxruntime-node/dist/binding.js') as RawBindingModule;
-      if (typeof rawModule.binding?.InferenceSession !== 'function') throw new Error('binding.InferenceSession is missing');
+      if (typeof rawModule.binding?.InferenceSession !== 'function')
+        throw new Error('binding.InferenceSession is missing');
     } catch (err) {
-      throw new ChorusError(ErrorCodes.MODEL_LOAD, `onnxruntime-node's binding changed shape; update stages/models/SyncSession.ts`, { cause: err });
+      throw new ChorusError(
+        ErrorCodes.MODEL_LOAD,
+        `onnxruntime-node's binding changed shape; update stages/models/SyncSession.ts`,
+        { cause: err },
+      );
     }
   }
   return rawModule;
@@ -88,7 +106,11 @@ export class SyncSession {
   }
 
   /** Loads a model from a path or bytes; synchronous, like the run. */
-  static create(source: string | Uint8Array, options: object, label = typeof source === 'string' ? source : '<bytes>'): SyncSession {
+  static create(
+    source: string | Uint8Array,
+    options: object,
+    label = typeof source === 'string' ? source : '<bytes>',
+  ): SyncSession {
     const { binding, initOrt } = raw();
     initOrt();
     const session = new binding.InferenceSession();
@@ -96,7 +118,9 @@ export class SyncSession {
       if (typeof source === 'string') session.loadModel(source, options);
       else session.loadModel(source.buffer, source.byteOffset, source.byteLength, options);
     } catch (err) {
-      throw new ChorusError(ErrorCodes.MODEL_LOAD, `cannot load ONNX model ${label}: ${(err as Error).message}`, { cause: err });
+      throw new ChorusError(ErrorCodes.MODEL_LOAD, `cannot load ONNX model ${label}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     return new SyncSession(session, label);
   }

@@ -2,7 +2,7 @@
  * Reads the KV-cache part of an Optimum-style decoder signature from session metadata and refuses files
  * that do not follow it, naming what is missing and how to export it properly.
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { KvNames } from './KvDecoder.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 import type { SyncSession, ValueMetadata } from './SyncSession.ts';
@@ -26,7 +26,10 @@ function layersOf(meta: readonly ValueMetadata[], prefix: string): number[] {
     if (!found.has(layer)) found.set(layer, new Set());
     found.get(layer)!.add(match[2]);
   }
-  return [...found.entries()].filter(([, halves]) => halves.size === 2).map(([l]) => l).sort((a, b) => a - b);
+  return [...found.entries()]
+    .filter(([, halves]) => halves.size === 2)
+    .map(([l]) => l)
+    .sort((a, b) => a - b);
 }
 
 export function readKvSignature(session: SyncSession, what: string): KvSignature {
@@ -36,11 +39,23 @@ export function readKvSignature(session: SyncSession, what: string): KvSignature
     throw signatureError(what, 'has no present.* outputs: export it with use_cache=True');
   }
   if (pastLayers.length === 0) {
-    throw signatureError(what, 'has present.* outputs but no past_key_values.* inputs: it is the first-step half of a split export; use decoder_with_past_model.onnx or decoder_model_merged.onnx');
+    throw signatureError(
+      what,
+      'has present.* outputs but no past_key_values.* inputs: it is the first-step half of a split export; use ' +
+        'decoder_with_past_model.onnx or decoder_model_merged.onnx',
+    );
   }
   const numLayers = pastLayers.length;
-  if (pastLayers.some((l, i) => l !== i) || presentLayers.length !== numLayers || presentLayers.some((l, i) => l !== i)) {
-    throw signatureError(what, `has past layers [${pastLayers.join(',')}] and present layers [${presentLayers.join(',')}]: both must be 0..N-1, each with .key and .value`);
+  if (
+    pastLayers.some((l, i) => l !== i) ||
+    presentLayers.length !== numLayers ||
+    presentLayers.some((l, i) => l !== i)
+  ) {
+    throw signatureError(
+      what,
+      `has past layers [${pastLayers.join(',')}] and present layers [${presentLayers.join(',')}]: both must be ` +
+        `0..N-1, each with .key and .value`,
+    );
   }
   if (!session.inputMetadata.some((m) => m.name === 'attention_mask')) {
     throw signatureError(what, 'has no attention_mask input: batching sequences of different lengths needs it');
@@ -51,7 +66,11 @@ export function readKvSignature(session: SyncSession, what: string): KvSignature
   }
   const [, numKvHeads, , headDim] = key0.shape;
   if (key0.shape.length !== 4 || typeof numKvHeads !== 'number' || typeof headDim !== 'number') {
-    throw signatureError(what, `has past_key_values.0.key of shape [${key0.shape.join(', ')}]: expected [batch, heads, past, head_dim] with fixed heads and head_dim`);
+    throw signatureError(
+      what,
+      `has past_key_values.0.key of shape [${key0.shape.join(', ')}]: expected [batch, heads, past, head_dim] with ` +
+        `fixed heads and head_dim`,
+    );
   }
   const past: string[] = [];
   const present: string[] = [];
@@ -64,7 +83,12 @@ export function readKvSignature(session: SyncSession, what: string): KvSignature
   const inputNames = new Set(session.inputNames);
   return {
     layout: { numLayers, numKvHeads, headDim },
-    names: { past, present, hasPositionIds: inputNames.has('position_ids'), hasUseCacheBranch: inputNames.has('use_cache_branch') },
+    names: {
+      past,
+      present,
+      hasPositionIds: inputNames.has('position_ids'),
+      hasUseCacheBranch: inputNames.has('use_cache_branch'),
+    },
   };
 }
 

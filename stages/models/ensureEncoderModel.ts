@@ -3,39 +3,56 @@
  * folder per (kind, sizes, seed, generator version), built once, atomically. The encoders carry their own
  * generator version so changing an encoder graph never rebuilds the Thinker, Talker or Code2Wav.
  */
-import type { GeneratedModelSpec } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import { buildAudioEncoder } from './audioEncoderModel.ts';
-import { encoderPresets, type AudioEncoderSize, type VisionEncoderSize } from './encoderSizes.ts';
-import { ensureGeneratedModel, type ModelBuildProgress, type ModelFiles } from './ensureModel.ts';
-import { buildVisionEncoder } from './visionEncoderModel.ts';
+import type { GeneratedModelSpec } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { buildAudioEncoder } from '../generator/audioEncoderModel.ts';
+import { encoderPresets, type AudioEncoderSize, type VisionEncoderSize } from '../generator/encoderSizes.ts';
+import { ensureGeneratedModel, type ModelBuildProgress, type ModelFiles } from './modelCache.ts';
+import { buildVisionEncoder } from '../generator/visionEncoderModel.ts';
 
 /** Bump when an encoder generator's graph or weights change. */
 export const ENCODER_GENERATOR_VERSION = 1;
 
-/** The generated encoder variants of a stage's model spec (src/config/types.ts). */
+/** The generated encoder variants of a stage's model spec (src/common/graph.ts). */
 export type EncoderModelSpec = Extract<GeneratedModelSpec, { readonly kind: 'audio_encoder' | 'vision_encoder' }>;
 
 function presetOf(preset: string) {
   const found = encoderPresets[preset];
   if (!found) {
-    throw new ChorusError(ErrorCodes.CONFIG_INVALID, `unknown encoder preset "${preset}" (presets: ${Object.keys(encoderPresets).join(', ')})`);
+    throw new ChorusError(
+      ErrorCodes.CONFIG_INVALID,
+      `unknown encoder preset "${preset}" (presets: ${Object.keys(encoderPresets).join(', ')})`,
+    );
   }
   return found;
 }
 
 /** An audio encoder spec from a preset; thinkerHiddenSize is the width of the rows it must produce. */
-export function audioEncoderSpec(preset: string, thinkerHiddenSize: number, seed: number, overrides: Partial<AudioEncoderSize> = {}): EncoderModelSpec {
+export function audioEncoderSpec(
+  preset: string,
+  thinkerHiddenSize: number,
+  seed: number,
+  overrides: Partial<AudioEncoderSize> = {},
+): EncoderModelSpec {
   const size: AudioEncoderSize = { ...presetOf(preset).audio, outputSize: thinkerHiddenSize, ...overrides };
   return { source: 'generated', kind: 'audio_encoder', preset, seed, size };
 }
 
-export function visionEncoderSpec(preset: string, thinkerHiddenSize: number, seed: number, overrides: Partial<VisionEncoderSize> = {}): EncoderModelSpec {
+export function visionEncoderSpec(
+  preset: string,
+  thinkerHiddenSize: number,
+  seed: number,
+  overrides: Partial<VisionEncoderSize> = {},
+): EncoderModelSpec {
   const size: VisionEncoderSize = { ...presetOf(preset).vision, outputSize: thinkerHiddenSize, ...overrides };
   return { source: 'generated', kind: 'vision_encoder', preset, seed, size };
 }
 
-export function ensureEncoderModel(spec: EncoderModelSpec, modelsDir: string, onProgress?: (p: ModelBuildProgress) => void): Promise<ModelFiles> {
+export function ensureEncoderModel(
+  spec: EncoderModelSpec,
+  modelsDir: string,
+  onProgress?: (p: ModelBuildProgress) => void,
+): Promise<ModelFiles> {
   return ensureGeneratedModel(
     {
       kind: spec.kind,
@@ -43,7 +60,10 @@ export function ensureEncoderModel(spec: EncoderModelSpec, modelsDir: string, on
       seed: spec.seed,
       size: spec.size,
       generatorVersion: ENCODER_GENERATOR_VERSION,
-      build: (progress) => (spec.kind === 'audio_encoder' ? buildAudioEncoder(spec.size, spec.seed, progress) : buildVisionEncoder(spec.size, spec.seed, progress)),
+      build: (progress) =>
+        spec.kind === 'audio_encoder'
+          ? buildAudioEncoder(spec.size, spec.seed, progress)
+          : buildVisionEncoder(spec.size, spec.seed, progress),
     },
     modelsDir,
     onProgress,

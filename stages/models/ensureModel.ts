@@ -1,158 +1,52 @@
 /**
- * Generated models live in `<modelsDir>/<kind>-<hash>/`, the hash covering kind, sizes, seed and the
- * generator version, so a change to any of them builds a new folder and an old one is never reused by
- * mistake. A build writes into a temp folder and renames it into place, so a crash mid-build never
- * leaves a half model that a later start would load; a concurrent builder (another stage process) that
- * loses the rename race just uses the winner's folder.
+ * A stage's model files: a bring-your-own file as it is, or a generated model from the folder cache
+ * (modelCache.ts), built on first use by the generator of its kind.
  */
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import type { GeneratedModelSpec, ModelSpec } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import { logger } from '../../src/log.ts';
-import { buildCode2Wav } from './code2wavModel.ts';
+import { stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { GeneratedModelSpec, ModelSpec } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { buildCode2Wav } from '../generator/code2wavModel.ts';
+import { buildTalker } from '../generator/talkerModel.ts';
+import { buildThinker, type BuildProgressStep, type BuiltFiles } from '../generator/thinkerModel.ts';
 import { ensureEncoderModel } from './ensureEncoderModel.ts';
-import { buildTalker } from './talkerModel.ts';
-import { buildThinker, type BuildProgressStep, type BuiltFiles } from './thinkerModel.ts';
+import { ensureGeneratedModel, type ModelBuildProgress, type ModelFiles } from './modelCache.ts';
 
-/** Bump when a generator's graph or weights change: old folders then stop matching. */
-export const GENERATOR_VERSION = 2;
-const MANIFEST = 'manifest.json';
+export {
+  ensureGeneratedModel,
+  GENERATOR_VERSION,
+  modelDirName,
+  type GeneratedModelRecipe,
+  type ModelBuildProgress,
+  type ModelFiles,
+  type ModelKind,
+  type ModelManifest,
+} from './modelCache.ts';
 
-/** Every generated kind, the encoders included (built through ensureEncoderModel, with their own generator version). */
-export type ModelKind = GeneratedModelSpec['kind'];
-
-export interface ModelBuildProgress extends BuildProgressStep {
-  readonly kind: ModelKind;
-}
-
-export interface ModelManifest {
-  readonly kind: ModelKind;
-  readonly generatorVersion: number;
-  readonly preset: string;
-  readonly seed: number;
-  readonly size: GeneratedModelSpec['size'];
-  readonly files: Readonly<Record<string, number>>; // name -> bytes
-  readonly buildMs: number;
-}
-
-export interface ModelFiles {
-  readonly source: 'generated' | 'file';
-  /** The folder holding the model (for a file model: the file's folder, where siblings are looked up). */
-  readonly dir: string;
-  /** For a generated model: file name -> absolute path. For a file model: { model: path }. */
-  readonly files: Readonly<Record<string, string>>;
-  readonly manifest: ModelManifest | null;
-  /** True when this call built the model (false when it was reused or is a file). */
-  readonly built: boolean;
-}
-
-/**
- * Any generated model: what names its folder (kind, sizes, seed, generator version) and how to build it.
- * ensureModel makes one from a stage's spec; the encoders make their own (their kinds are not stage kinds).
- */
-export interface GeneratedModelRecipe {
-  readonly kind: ModelKind;
-  readonly preset: string;
-  readonly seed: number;
-  readonly size: GeneratedModelSpec['size'];
-  /** Defaults to GENERATOR_VERSION; a generator with its own version bumps only its own folders. */
-  readonly generatorVersion?: number;
-  build(progress: (s: BuildProgressStep) => void): Promise<BuiltFiles>;
-}
-
-export function modelDirName(spec: Pick<GeneratedModelRecipe, 'kind' | 'seed' | 'size' | 'generatorVersion'>): string {
-  const sortedSize = Object.fromEntries(Object.entries(spec.size).sort(([a], [b]) => a.localeCompare(b)));
-  const key = JSON.stringify({ kind: spec.kind, size: sortedSize, seed: spec.seed, generator: spec.generatorVersion ?? GENERATOR_VERSION });
-  return `${spec.kind}-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
-}
-
-const inFlight = new Map<string, Promise<ModelFiles>>();
-
-export async function ensureModel(spec: ModelSpec, modelsDir: string, onProgress?: (p: ModelBuildProgress) => void): Promise<ModelFiles> {
+export async function ensureModel(
+  spec: ModelSpec,
+  modelsDir: string,
+  onProgress?: (p: ModelBuildProgress) => void,
+): Promise<ModelFiles> {
   if (spec.source === 'file') {
     if (!existsSync(spec.path)) {
-      throw new ChorusError(ErrorCodes.MODEL_LOAD, `model file ${spec.path} does not exist: fix model.path in the stage config`);
+      throw new ChorusError(
+        ErrorCodes.MODEL_LOAD,
+        `model file ${spec.path} does not exist: fix model.path in the stage config`,
+      );
     }
     return { source: 'file', dir: dirname(spec.path), files: { model: spec.path }, manifest: null, built: false };
   }
-  if (spec.kind === 'audio_encoder' || spec.kind === 'vision_encoder') return ensureEncoderModel(spec, modelsDir, onProgress);
+  if (spec.kind === 'audio_encoder' || spec.kind === 'vision_encoder')
+    return ensureEncoderModel(spec, modelsDir, onProgress);
   return ensureGeneratedModel({ ...spec, build: (progress) => generate(spec, progress) }, modelsDir, onProgress);
 }
 
-/** Builds (once, atomically) or reuses the folder of any generated model. */
-export async function ensureGeneratedModel(recipe: GeneratedModelRecipe, modelsDir: string, onProgress?: (p: ModelBuildProgress) => void): Promise<ModelFiles> {
-  const dir = join(modelsDir, modelDirName(recipe));
-  let pending = inFlight.get(dir);
-  if (!pending) {
-    pending = ensureGenerated(recipe, dir, onProgress).finally(() => inFlight.delete(dir));
-    inFlight.set(dir, pending);
-  }
-  return pending;
-}
-
-async function readManifest(dir: string): Promise<ModelManifest | null> {
-  try {
-    return JSON.parse(await readFile(join(dir, MANIFEST), 'utf8')) as ModelManifest;
-  } catch {
-    return null;
-  }
-}
-
-function filesOf(dir: string, manifest: ModelManifest): Record<string, string> {
-  return Object.fromEntries(Object.keys(manifest.files).map((name) => [name, join(dir, name)]));
-}
-
-async function ensureGenerated(spec: GeneratedModelRecipe, dir: string, onProgress?: (p: ModelBuildProgress) => void): Promise<ModelFiles> {
-  const existing = await readManifest(dir);
-  if (existing) return { source: 'generated', dir, files: filesOf(dir, existing), manifest: existing, built: false };
-
-  const log = logger.child({ model: spec.kind, preset: spec.preset, dir });
-  log.info('building generated model (first use)');
-  const started = performance.now();
-  let built: BuiltFiles;
-  try {
-    built = await spec.build((step) => onProgress?.({ kind: spec.kind, ...step }));
-  } catch (err) {
-    throw new ChorusError(ErrorCodes.MODEL_BUILD, `cannot build the ${spec.kind} model (preset ${spec.preset}): ${(err as Error).message}; check the model sizes in the config`, { cause: err });
-  }
-  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
-  try {
-    await mkdir(tmp, { recursive: true });
-    const sizes: Record<string, number> = {};
-    for (const [name, bytes] of Object.entries(built.files)) {
-      await writeFile(join(tmp, name), bytes);
-      sizes[name] = bytes.byteLength;
-    }
-    const manifest: ModelManifest = {
-      kind: spec.kind,
-      generatorVersion: spec.generatorVersion ?? GENERATOR_VERSION,
-      preset: spec.preset,
-      seed: spec.seed,
-      size: spec.size,
-      files: sizes,
-      buildMs: Math.round(performance.now() - started),
-    };
-    await writeFile(join(tmp, MANIFEST), JSON.stringify(manifest, null, 2));
-    try {
-      await rename(tmp, dir);
-    } catch (err) {
-      const winner = await readManifest(dir);
-      if (!winner) throw err;
-      await rm(tmp, { recursive: true, force: true }); // another process built the same model first
-      return { source: 'generated', dir, files: filesOf(dir, winner), manifest: winner, built: false };
-    }
-    log.info({ buildMs: manifest.buildMs, bytes: Object.values(sizes).reduce((a, b) => a + b, 0) }, 'built generated model');
-    return { source: 'generated', dir, files: filesOf(dir, manifest), manifest, built: true };
-  } catch (err) {
-    await rm(tmp, { recursive: true, force: true }).catch(() => {});
-    throw new ChorusError(ErrorCodes.MODEL_BUILD, `cannot write the ${spec.kind} model to ${dir}: ${(err as Error).message}; check that models_dir is writable`, { cause: err });
-  }
-}
-
-function generate(spec: Exclude<GeneratedModelSpec, { kind: 'audio_encoder' | 'vision_encoder' }>, progress: (s: BuildProgressStep) => void): Promise<BuiltFiles> {
+function generate(
+  spec: Exclude<GeneratedModelSpec, { kind: 'audio_encoder' | 'vision_encoder' }>,
+  progress: (s: BuildProgressStep) => void,
+): Promise<BuiltFiles> {
   switch (spec.kind) {
     case 'thinker':
       return buildThinker(spec.size, spec.seed, progress);

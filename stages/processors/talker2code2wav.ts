@@ -4,7 +4,7 @@
  * chunk; context >= its receptive field makes the streamed audio equal the offline decode). With async_chunk off,
  * everything goes in the final chunk.
  */
-import type { ChunkPolicy } from '../../src/config/types.ts';
+import type { ChunkPolicy } from '../../src/common/graph.ts';
 import { nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
 
 export interface CodecChunkOut {

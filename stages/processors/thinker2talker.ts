@@ -26,7 +26,10 @@ export class Thinker2Talker {
    */
   shrinkPrompt(promptLength: number): void {
     if (promptLength < this.promptRowsSent || promptLength > this.promptLength) {
-      throw new RangeError(`prompt can shrink only past the rows already taken (${this.promptRowsSent}..${this.promptLength}), got ${promptLength}`);
+      throw new RangeError(
+        `prompt can shrink only past the rows already taken (${this.promptRowsSent}..${this.promptLength}), got ` +
+          `${promptLength}`,
+      );
     }
     this.promptLength = promptLength;
   }
@@ -39,7 +42,13 @@ export class Thinker2Talker {
    * Records one step of this request. `startPosition`/`numTokens` are the positions computed; `embeds`/`hidden`
    * their rows; `sampled` the token embedding of a sampled token (null when the step did not sample).
    */
-  onStep(startPosition: number, numTokens: number, embeds: Float32Array, hidden: Float32Array, sampledEmbed: Float32Array | null): void {
+  onStep(
+    startPosition: number,
+    numTokens: number,
+    embeds: Float32Array,
+    hidden: Float32Array,
+    sampledEmbed: Float32Array | null,
+  ): void {
     const d = this.hiddenSize;
     // Prompt rows not sent yet (a recompute after preemption revisits positions already sent: skip those).
     for (let i = 0; i < numTokens; i++) {

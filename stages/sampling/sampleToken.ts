@@ -1,11 +1,12 @@
 /**
- * Token sampling: greedy, temperature, top-k, top-p, repetition penalty, banned ids.
+ * Token sampling: greedy, temperature, top-k, top-p, repetition penalty, OpenAI's frequency and presence
+ * penalties and logit bias, banned ids.
  *
  * Randomness is per (seed, position), not a running stream: the draw for the token at position p comes
  * from drawStream(seed, p). So a sequence samples the same tokens alone or in any batch, and after a
  * preemption that recomputes its cache (the stream would otherwise restart at the seed).
  */
-import type { SamplingParams } from '../../src/config/types.ts';
+import type { SamplingParams } from '../../src/common/graph.ts';
 import { Prng } from './Prng.ts';
 
 /** Candidates more than this many nats below the best have probability < e^-30 each: dropped before sorting. */
@@ -32,16 +33,29 @@ export interface SampleOptions {
   readonly banned?: readonly number[];
   /** Ids already in the sequence, for the repetition penalty (HF semantics: divide positive, multiply negative). */
   readonly seen?: Iterable<number>;
+  /** Ids generated so far (not the prompt), for the frequency and presence penalties. */
+  readonly generated?: readonly number[];
+  /**
+   * Ids at or above this are never chosen: a model whose logits are wider than its tokenizer's vocabulary
+   * (padded embedding tables) must not produce ids the tokenizer cannot decode.
+   */
+  readonly vocabLimit?: number;
 }
 
 let scratch = new Float32Array(0);
 
 /** Picks one id from logits (not modified). Greedy when temperature <= 0: the lowest id among equal maxima. */
-export function sampleToken(logits: Float32Array, params: SamplingParams, rng: Prng, options: SampleOptions = {}): number {
+export function sampleToken(
+  logits: Float32Array,
+  params: SamplingParams,
+  rng: Prng,
+  options: SampleOptions = {},
+): number {
   if (scratch.length < logits.length) scratch = new Float32Array(logits.length);
   const l = scratch.subarray(0, logits.length);
   l.set(logits);
   for (const id of options.banned ?? []) if (id >= 0 && id < l.length) l[id] = -Infinity;
+  if (options.vocabLimit !== undefined && options.vocabLimit < l.length) l.fill(-Infinity, options.vocabLimit);
   if (params.repetitionPenalty !== 1 && options.seen) {
     const p = params.repetitionPenalty;
     for (const id of options.seen) {
@@ -49,6 +63,7 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: P
       l[id] = l[id] > 0 ? l[id] / p : l[id] * p;
     }
   }
+  applyOpenAiPenalties(l, params, options.generated);
   const best = argmax(l);
   if (!(params.temperature > 0)) return best;
 
@@ -86,4 +101,18 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: P
     if (u < 0) return ids[i];
   }
   return ids[count - 1];
+}
+
+/** frequency_penalty, presence_penalty (over generated ids) and logit_bias, as OpenAI defines them. */
+function applyOpenAiPenalties(l: Float32Array, params: SamplingParams, generated: readonly number[] | undefined): void {
+  const { frequencyPenalty, presencePenalty, logitBias } = params;
+  if ((frequencyPenalty !== 0 || presencePenalty !== 0) && generated && generated.length > 0) {
+    const counts = new Map<number, number>();
+    for (const id of generated) counts.set(id, (counts.get(id) ?? 0) + 1);
+    for (const [id, n] of counts) if (id >= 0 && id < l.length) l[id] -= n * frequencyPenalty + presencePenalty;
+  }
+  for (const key in logitBias) {
+    const id = Number(key);
+    if (id >= 0 && id < l.length) l[id] += logitBias[key];
+  }
 }

@@ -2,7 +2,7 @@
  * Stop conditions, for the schedulers that own them (the runners only sample). A stop token ends the
  * sequence without being emitted; max_tokens ends it after the token that reaches it.
  */
-import type { SamplingParams } from '../../src/config/types.ts';
+import type { SamplingParams } from '../../src/common/graph.ts';
 
 export type StopReason = 'stop' | 'length';
 
@@ -11,7 +11,12 @@ export function isStopToken(tokenId: number, params: SamplingParams, eosTokenId:
 }
 
 /** Why a sequence ends after sampling tokenId as its numGenerated-th token (1-based), or null to go on. */
-export function stopReason(tokenId: number, numGenerated: number, params: SamplingParams, eosTokenId: number): StopReason | null {
+export function stopReason(
+  tokenId: number,
+  numGenerated: number,
+  params: SamplingParams,
+  eosTokenId: number,
+): StopReason | null {
   if (isStopToken(tokenId, params, eosTokenId)) return 'stop';
   if (numGenerated >= params.maxTokens) return 'length';
   return null;

@@ -10,14 +10,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { EngineArgs, ModelSpec } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import type { EngineArgs, ModelSpec } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
 import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
-import type { TalkerSize } from '../../src/config/types.ts';
+import type { TalkerSize } from '../../src/common/graph.ts';
 import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
 import { readTalkerSignature, type TalkerSignature } from './talkerSignature.ts';
@@ -60,7 +60,10 @@ export class OnnxTalkerRunner implements TalkerRunner {
     const talkerPath = spec.source === 'file' ? files.files.model : files.files['talker.onnx'];
     const predictorPath = join(files.dir, 'code_predictor.onnx');
     if (!existsSync(predictorPath)) {
-      throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, `talker model ${talkerPath} needs code_predictor.onnx beside it (residual codebooks)`);
+      throw new ChorusError(
+        ErrorCodes.MODEL_SIGNATURE,
+        `talker model ${talkerPath} needs code_predictor.onnx beside it (residual codebooks)`,
+      );
     }
     const talker = SyncSession.create(talkerPath, options);
     let predictor: SyncSession | null = null;
@@ -69,16 +72,34 @@ export class OnnxTalkerRunner implements TalkerRunner {
       const signature = readTalkerSignature(talker, predictor, talkerPath);
       const size = talkerSizeOf(spec, files);
       const padPath = join(files.dir, 'pad_row.f32');
-      const padRow = existsSync(padPath) ? new Float32Array(new Uint8Array(readFileSync(padPath)).buffer) : new Float32Array(signature.conditionDim);
+      const padRow = existsSync(padPath)
+        ? new Float32Array(new Uint8Array(readFileSync(padPath)).buffer)
+        : new Float32Array(signature.conditionDim);
       if (padRow.length !== signature.conditionDim) {
-        throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, `${padPath} holds ${padRow.length} floats, the talker's conditionDim is ${signature.conditionDim}`);
+        throw new ChorusError(
+          ErrorCodes.MODEL_SIGNATURE,
+          `${padPath} holds ${padRow.length} floats, the talker's conditionDim is ${signature.conditionDim}`,
+        );
       }
-      const decoder = new KvDecoder(talker, signature.layout, signature.names, size?.maxPositions ?? Number.MAX_SAFE_INTEGER);
-      const runner = new OnnxTalkerRunner(decoder, predictor, signature, padRow, size?.framesPerToken ?? DEFAULT_FRAMES_PER_TOKEN);
+      const decoder = new KvDecoder(
+        talker,
+        signature.layout,
+        signature.names,
+        size?.maxPositions ?? Number.MAX_SAFE_INTEGER,
+      );
+      const runner = new OnnxTalkerRunner(
+        decoder,
+        predictor,
+        signature,
+        padRow,
+        size?.framesPerToken ?? DEFAULT_FRAMES_PER_TOKEN,
+      );
       warmUp(`talker model ${talkerPath}`, () => {
         const rows = new Float32Array(2 * signature.conditionDim);
         runner.execute([{ seqId: WARMUP_SEQ, rows, numRows: 2, sampling: WARMUP_SAMPLING }]);
-        runner.execute([{ seqId: WARMUP_SEQ, rows: rows.subarray(signature.conditionDim), numRows: 1, sampling: WARMUP_SAMPLING }]);
+        runner.execute([
+          { seqId: WARMUP_SEQ, rows: rows.subarray(signature.conditionDim), numRows: 1, sampling: WARMUP_SAMPLING },
+        ]);
         runner.free(WARMUP_SEQ);
       });
       return runner;
@@ -112,7 +133,10 @@ export class OnnxTalkerRunner implements TalkerRunner {
     const prevCodes = new BigInt64Array(batch * numRows * q).fill(BigInt(this.bos));
     items.forEach((item, b) => {
       if (item.rows.length !== numRows * c) {
-        throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: ${item.rows.length} condition floats, expected ${numRows} x ${c}`);
+        throw new ChorusError(
+          ErrorCodes.REQUEST_INVALID,
+          `${item.seqId}: ${item.rows.length} condition floats, expected ${numRows} x ${c}`,
+        );
       }
       condition.set(item.rows, b * numRows * c);
       const state = this.stateOf(item.seqId);
@@ -124,7 +148,12 @@ export class OnnxTalkerRunner implements TalkerRunner {
       condition: new ort.Tensor('float32', condition, [batch, numRows, c]),
       prev_codes: new ort.Tensor('int64', prevCodes, [batch, numRows, q]),
     };
-    const out = this.decoder.run(items.map((i) => i.seqId), numRows, feeds, ['logits', 'last_hidden_state']);
+    const out = this.decoder.run(
+      items.map((i) => i.seqId),
+      numRows,
+      feeds,
+      ['logits', 'last_hidden_state'],
+    );
     const logits = out.logits.data as Float32Array;
     const hidden = out.last_hidden_state.data as Float32Array;
     const vocab = this.signature.codebookSize + 2;
@@ -171,7 +200,10 @@ export class OnnxTalkerRunner implements TalkerRunner {
       lastHidden.set(hidden.subarray(last * d, (last + 1) * d), i * d);
     });
     const code0 = BigInt64Array.from(speaking, (s) => BigInt(s.code0));
-    const out = this.predictor.run({ hidden: new ort.Tensor('float32', lastHidden, [n, d]), code0: new ort.Tensor('int64', code0, [n]) }, ['logits']);
+    const out = this.predictor.run(
+      { hidden: new ort.Tensor('float32', lastHidden, [n, d]), code0: new ort.Tensor('int64', code0, [n]) },
+      ['logits'],
+    );
     const logits = out.logits.data as Float32Array;
     speaking.forEach(({ b, code0: c0, rng }, i) => {
       const item = items[b];
@@ -186,6 +218,10 @@ export class OnnxTalkerRunner implements TalkerRunner {
       state.lastFramePosition = this.decoder.pastLength(item.seqId) - 1;
       results[b] = { seqId: item.seqId, codes, eos: false };
     });
+  }
+
+  get kvBytesPerToken(): number {
+    return this.decoder.kvBytesPerToken;
   }
 
   kvBytes(seqId: string): number {

@@ -27,10 +27,14 @@ export function readTalkerSignature(talker: SyncSession, predictor: SyncSession,
   const numCodebooks = input('prev_codes')?.shape[2];
   const vocab = output('logits')?.shape[2];
   const hiddenSize = output('last_hidden_state')?.shape[2];
-  if (typeof condition !== 'number') throw signatureError(what, 'needs a condition input [batch, seq, conditionDim] with a fixed conditionDim');
-  if (typeof numCodebooks !== 'number') throw signatureError(what, 'needs a prev_codes input [batch, seq, numCodebooks] (int64)');
-  if (typeof vocab !== 'number' || vocab < 3) throw signatureError(what, 'needs a logits output [batch, seq, codebookSize + 2] (codes, BOS, EOS)');
-  if (typeof hiddenSize !== 'number') throw signatureError(what, 'needs a last_hidden_state output [batch, seq, hidden] for the code predictor');
+  if (typeof condition !== 'number')
+    throw signatureError(what, 'needs a condition input [batch, seq, conditionDim] with a fixed conditionDim');
+  if (typeof numCodebooks !== 'number')
+    throw signatureError(what, 'needs a prev_codes input [batch, seq, numCodebooks] (int64)');
+  if (typeof vocab !== 'number' || vocab < 3)
+    throw signatureError(what, 'needs a logits output [batch, seq, codebookSize + 2] (codes, BOS, EOS)');
+  if (typeof hiddenSize !== 'number')
+    throw signatureError(what, 'needs a last_hidden_state output [batch, seq, hidden] for the code predictor');
 
   const pwhat = `code predictor ${basename(predictor.label)}`;
   const pHidden = predictor.inputMetadata.find((m) => m.name === 'hidden')?.shape[1];

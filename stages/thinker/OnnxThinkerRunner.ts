@@ -5,14 +5,15 @@
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { EngineArgs, ModelSpec } from '../../src/config/types.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import { logger } from '../../src/log.ts';
+import type { EngineArgs, ModelSpec } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { logger } from '../../src/common/log.ts';
 import type { ModelFiles } from '../models/ensureModel.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
-import { THINKER_EOS_TOKEN_ID } from '../models/thinkerVocab.ts';
+import { THINKER_EOS_TOKEN_ID } from '../generator/thinkerVocab.ts';
 import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
+import { createTokenizer } from '../tokenizer/createTokenizer.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
 import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
@@ -28,6 +29,8 @@ export class OnnxThinkerRunner implements ThinkerRunner {
   readonly supports: { readonly inputsEmbeds: boolean; readonly hiddenStates: boolean; readonly embeddings: boolean };
   /** Token ids seen per sequence (prompt and fed-back samples), for the repetition penalty. */
   private readonly seen = new Map<string, Set<number>>();
+  /** The tokenizer's vocabulary when narrower than the logits (set by load for a bring-your-own model). */
+  private vocabLimit: number | undefined;
 
   private constructor(
     private readonly decoder: KvDecoder,
@@ -38,7 +41,11 @@ export class OnnxThinkerRunner implements ThinkerRunner {
     this.vocabSize = signature.vocabSize;
     this.hiddenSize = signature.hiddenSize ?? embedder?.hiddenSize ?? 0;
     this.eosTokenId = eosTokenId;
-    this.supports = { inputsEmbeds: signature.inputMode === 'inputs_embeds', hiddenStates: signature.hiddenOutput !== null, embeddings: embedder !== null };
+    this.supports = {
+      inputsEmbeds: signature.inputMode === 'inputs_embeds',
+      hiddenStates: signature.hiddenOutput !== null,
+      embeddings: embedder !== null,
+    };
   }
 
   static load(files: ModelFiles, spec: ModelSpec, engine: Pick<EngineArgs, 'threads'>): OnnxThinkerRunner {
@@ -52,9 +59,15 @@ export class OnnxThinkerRunner implements ThinkerRunner {
       const embedder = existsSync(embedPath) ? loadTokenEmbedder(embedPath, options) : null;
       const what = `thinker model ${basename(decoderPath)}`;
       if (signature.inputMode === 'inputs_embeds' && !embedder) {
-        throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, `${what} takes inputs_embeds but there is no embed_tokens.onnx beside it: export the embedding too (Optimum multimodal layout) or export a decoder that takes input_ids`);
+        throw new ChorusError(
+          ErrorCodes.MODEL_SIGNATURE,
+          `${what} takes inputs_embeds but there is no embed_tokens.onnx beside it: export the embedding too ` +
+            `(Optimum multimodal layout) or export a decoder that takes input_ids`,
+        );
       }
-      const side = generated ? { eosTokenId: THINKER_EOS_TOKEN_ID, maxPositions: generated.size.maxPositions } : readSiblingConfig(decoderPath);
+      const side = generated
+        ? { eosTokenId: THINKER_EOS_TOKEN_ID, maxPositions: generated.size.maxPositions }
+        : readSiblingConfig(decoderPath);
       const runner = new OnnxThinkerRunner(
         new KvDecoder(session, signature.layout, signature.names, side.maxPositions ?? Number.MAX_SAFE_INTEGER),
         signature,
@@ -62,9 +75,18 @@ export class OnnxThinkerRunner implements ThinkerRunner {
         side.eosTokenId ?? -1,
       );
       runner.warnDegraded(what, side.eosTokenId === null);
+      // Exports often pad the embedding (and so the logits) past the tokenizer's vocabulary: never sample there.
+      if (spec.source === 'file' && spec.tokenizer !== undefined) {
+        const tokenizerVocab = createTokenizer(spec).vocabSize;
+        if (tokenizerVocab < runner.vocabSize) runner.vocabLimit = tokenizerVocab;
+      }
       warmUp(what, () => {
-        const first = runner.execute([{ seqId: WARMUP_SEQ, tokenIds: [0, 1], numTokens: 2, sample: true, sampling: WARMUP_SAMPLING }]);
-        runner.execute([{ seqId: WARMUP_SEQ, tokenIds: [first[0].tokenId!], numTokens: 1, sample: true, sampling: WARMUP_SAMPLING }]);
+        const first = runner.execute([
+          { seqId: WARMUP_SEQ, tokenIds: [0, 1], numTokens: 2, sample: true, sampling: WARMUP_SAMPLING },
+        ]);
+        runner.execute([
+          { seqId: WARMUP_SEQ, tokenIds: [first[0].tokenId!], numTokens: 1, sample: true, sampling: WARMUP_SAMPLING },
+        ]);
         runner.free(WARMUP_SEQ);
       });
       return runner;
@@ -76,16 +98,23 @@ export class OnnxThinkerRunner implements ThinkerRunner {
 
   private warnDegraded(what: string, noEos: boolean): void {
     const lost: string[] = [];
-    if (!this.supports.inputsEmbeds) lost.push('it takes input_ids only, so media inputs (spliced embeddings) are refused');
-    if (!this.supports.hiddenStates) lost.push(`it has no hidden_states.accept output, so it cannot drive a Talker (text only)`);
-    if (!this.supports.embeddings) lost.push('there is no embed_tokens.onnx beside it, so no embedding rows for a Talker');
-    if (noEos) lost.push('no eos_token_id in config.json beside it, so only stop_token_ids and max_tokens end an answer');
+    if (!this.supports.inputsEmbeds)
+      lost.push('it takes input_ids only, so media inputs (spliced embeddings) are refused');
+    if (!this.supports.hiddenStates)
+      lost.push(`it has no hidden_states.accept output, so it cannot drive a Talker (text only)`);
+    if (!this.supports.embeddings)
+      lost.push('there is no embed_tokens.onnx beside it, so no embedding rows for a Talker');
+    if (noEos)
+      lost.push('no eos_token_id in config.json beside it, so only stop_token_ids and max_tokens end an answer');
     if (lost.length > 0) logger.warn({ model: what }, `${what} loads with reduced features: ${lost.join('; ')}`);
   }
 
   embed(tokenIds: readonly number[]): Float32Array {
     if (!this.embedder) {
-      throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, 'this thinker model has no embed_tokens.onnx, so it cannot give embedding rows: put one beside the decoder');
+      throw new ChorusError(
+        ErrorCodes.MODEL_SIGNATURE,
+        'this thinker model has no embed_tokens.onnx, so it cannot give embedding rows: put one beside the decoder',
+      );
     }
     return this.embedder.embed(tokenIds);
   }
@@ -102,10 +131,17 @@ export class OnnxThinkerRunner implements ThinkerRunner {
   private inputRows(item: ThinkerBatchItem): Float32Array {
     if (item.inputsEmbeds) {
       if (!this.supports.inputsEmbeds) {
-        throw new ChorusError(ErrorCodes.REQUEST_INVALID, 'this thinker model takes input_ids only: media inputs need a decoder exported with inputs_embeds');
+        throw new ChorusError(
+          ErrorCodes.REQUEST_INVALID,
+          'this thinker model takes input_ids only: media inputs need a decoder exported with inputs_embeds',
+        );
       }
       if (item.inputsEmbeds.length !== item.numTokens * this.hiddenSize) {
-        throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: inputsEmbeds has ${item.inputsEmbeds.length} floats, expected ${item.numTokens} x ${this.hiddenSize}`);
+        throw new ChorusError(
+          ErrorCodes.REQUEST_INVALID,
+          `${item.seqId}: inputsEmbeds has ${item.inputsEmbeds.length} floats, expected ${item.numTokens} x ` +
+            `${this.hiddenSize}`,
+        );
       }
       return item.inputsEmbeds;
     }
@@ -114,7 +150,10 @@ export class OnnxThinkerRunner implements ThinkerRunner {
 
   private tokenIdsOf(item: ThinkerBatchItem): readonly number[] {
     if (!item.tokenIds || item.tokenIds.length !== item.numTokens) {
-      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${item.seqId}: needs ${item.numTokens} tokenIds or inputsEmbeds rows`);
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        `${item.seqId}: needs ${item.numTokens} tokenIds or inputsEmbeds rows`,
+      );
     }
     return item.tokenIds;
   }
@@ -142,7 +181,12 @@ export class OnnxThinkerRunner implements ThinkerRunner {
       for (const id of item.tokenIds) seen.add(id);
     }
     const fetch = this.signature.hiddenOutput ? ['logits', this.signature.hiddenOutput] : ['logits'];
-    const out = this.decoder.run(items.map((i) => i.seqId), numTokens, feeds, fetch);
+    const out = this.decoder.run(
+      items.map((i) => i.seqId),
+      numTokens,
+      feeds,
+      fetch,
+    );
     const logits = out.logits.data as Float32Array;
     const hidden = this.signature.hiddenOutput ? (out[this.signature.hiddenOutput].data as Float32Array) : null;
     const v = this.vocabSize;
@@ -154,6 +198,8 @@ export class OnnxThinkerRunner implements ThinkerRunner {
         tokenId = sampleToken(row, item.sampling, drawStream(item.sampling.seed, position), {
           banned: item.sampling.ignoreEos ? [this.eosTokenId] : undefined,
           seen: this.seen.get(item.seqId),
+          ...(item.generated ? { generated: item.generated } : {}),
+          ...(this.vocabLimit !== undefined ? { vocabLimit: this.vocabLimit } : {}),
         });
       }
       return {
@@ -163,6 +209,10 @@ export class OnnxThinkerRunner implements ThinkerRunner {
         hidden: hidden ? hidden.slice(b * numTokens * d, (b + 1) * numTokens * d) : EMPTY,
       };
     });
+  }
+
+  get kvBytesPerToken(): number {
+    return this.decoder.kvBytesPerToken;
   }
 
   kvBytes(seqId: string): number {

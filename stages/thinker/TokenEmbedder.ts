@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { SyncSession } from '../models/SyncSession.ts';
 
 const { onnx } = onnxProto;
@@ -53,7 +53,11 @@ class SessionEmbedder implements TokenEmbedder {
 
   embed(tokenIds: readonly number[]): Float32Array {
     if (tokenIds.length === 0) return new Float32Array(0);
-    const ids = new ort.Tensor('int64', BigInt64Array.from(tokenIds, (id) => BigInt(id)), [1, tokenIds.length]);
+    const ids = new ort.Tensor(
+      'int64',
+      BigInt64Array.from(tokenIds, (id) => BigInt(id)),
+      [1, tokenIds.length],
+    );
     return this.session.run({ input_ids: ids }, ['inputs_embeds']).inputs_embeds.data as Float32Array;
   }
 
@@ -70,7 +74,8 @@ function gatherTable(bytes: Uint8Array): { table: Float32Array; vocabSize: numbe
   const [tableName, idsName] = nodes[0].input ?? [];
   const init = (graph?.initializer ?? []).find((t) => t.name === tableName);
   const dims = (init?.dims ?? []).map(Number);
-  if (!init || idsName !== 'input_ids' || init.dataType !== onnx.TensorProto.DataType.FLOAT || dims.length !== 2) return null;
+  if (!init || idsName !== 'input_ids' || init.dataType !== onnx.TensorProto.DataType.FLOAT || dims.length !== 2)
+    return null;
   const [vocabSize, hiddenSize] = dims;
   const floatData = init.floatData ?? [];
   let table: Float32Array;
@@ -92,7 +97,9 @@ export function loadTokenEmbedder(path: string, sessionOptions: object): TokenEm
       if (found) return new TableEmbedder(found.table, found.vocabSize, found.hiddenSize);
     }
   } catch (err) {
-    throw new ChorusError(ErrorCodes.MODEL_LOAD, `cannot read embedding model ${path}: ${(err as Error).message}`, { cause: err });
+    throw new ChorusError(ErrorCodes.MODEL_LOAD, `cannot read embedding model ${path}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   const session = SyncSession.create(path, sessionOptions);
   const ids = session.inputMetadata.find((m) => m.name === 'input_ids');
@@ -100,7 +107,10 @@ export function loadTokenEmbedder(path: string, sessionOptions: object): TokenEm
   const dim = out?.shape[2];
   if (!ids || !out || typeof dim !== 'number') {
     session.close();
-    throw new ChorusError(ErrorCodes.MODEL_SIGNATURE, `embedding model ${path} must map input_ids [B, S] to inputs_embeds [B, S, D] with a fixed D`);
+    throw new ChorusError(
+      ErrorCodes.MODEL_SIGNATURE,
+      `embedding model ${path} must map input_ids [B, S] to inputs_embeds [B, S, D] with a fixed D`,
+    );
   }
   return new SessionEmbedder(session, dim);
 }

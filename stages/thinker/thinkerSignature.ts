@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { checkNoUnknownInputs, readKvSignature, signatureError, type KvSignature } from '../models/decoderSignature.ts';
 import type { SyncSession } from '../models/SyncSession.ts';
-import { THINKER_ACCEPT_OUTPUT } from '../models/thinkerModel.ts';
+import { THINKER_ACCEPT_OUTPUT } from '../generator/thinkerModel.ts';
 
 export interface ThinkerSignature extends KvSignature {
   readonly inputMode: 'inputs_embeds' | 'input_ids';
@@ -25,7 +25,11 @@ export function readThinkerSignature(session: SyncSession, path: string): Thinke
   const logits = session.outputMetadata.find((m) => m.name === 'logits');
   if (!logits) throw signatureError(what, 'has no logits output');
   const vocabSize = logits.shape[2];
-  if (typeof vocabSize !== 'number') throw signatureError(what, `has logits of shape [${logits.shape.join(', ')}]: the vocabulary size (last axis) must be fixed`);
+  if (typeof vocabSize !== 'number')
+    throw signatureError(
+      what,
+      `has logits of shape [${logits.shape.join(', ')}]: the vocabulary size (last axis) must be fixed`,
+    );
   const embedsInput = session.inputMetadata.find((m) => m.name === 'inputs_embeds');
   const idsInput = session.inputMetadata.find((m) => m.name === 'input_ids');
   if (!embedsInput && !idsInput) throw signatureError(what, 'has neither an inputs_embeds nor an input_ids input');
@@ -40,7 +44,9 @@ export function readThinkerSignature(session: SyncSession, path: string): Thinke
   };
 }
 
-/** eos_token_id and max_position_embeddings from a Hugging Face config.json / generation_config.json beside the file. */
+/**
+ * eos_token_id and max_position_embeddings from a Hugging Face config.json / generation_config.json beside the file.
+ */
 export function readSiblingConfig(path: string): { eosTokenId: number | null; maxPositions: number | null } {
   let eosTokenId: number | null = null;
   let maxPositions: number | null = null;
@@ -52,7 +58,8 @@ export function readSiblingConfig(path: string): { eosTokenId: number | null; ma
       const eos = json.eos_token_id;
       if (eosTokenId === null && typeof eos === 'number') eosTokenId = eos;
       if (eosTokenId === null && Array.isArray(eos) && typeof eos[0] === 'number') eosTokenId = eos[0];
-      if (maxPositions === null && typeof json.max_position_embeddings === 'number') maxPositions = json.max_position_embeddings;
+      if (maxPositions === null && typeof json.max_position_embeddings === 'number')
+        maxPositions = json.max_position_embeddings;
     } catch {
       // A malformed side file only loses the defaults it would have given.
     }

@@ -4,7 +4,7 @@
  * is a whole word with a leading space (GPT style), so a random model's greedy output reads as words.
  * Any text round-trips: what no word covers is spelled out in bytes.
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { encodeTurn, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
 import { COMMON_WORDS } from './words.ts';
 
@@ -50,7 +50,11 @@ export class ByteTokenizer implements ByteLevelTokenizer {
 
   constructor(vocabSize: number) {
     if (!Number.isInteger(vocabSize) || vocabSize < MIN_BYTE_VOCAB_SIZE) {
-      throw new ChorusError(ErrorCodes.TOKENIZER, `the byte tokenizer needs vocabSize >= ${MIN_BYTE_VOCAB_SIZE}, got ${vocabSize}; raise the thinker's vocab_size`);
+      throw new ChorusError(
+        ErrorCodes.TOKENIZER,
+        `the byte tokenizer needs vocabSize >= ${MIN_BYTE_VOCAB_SIZE}, got ${vocabSize}; raise the thinker's ` +
+          `vocab_size`,
+      );
     }
     this.vocabSize = vocabSize;
     this.#pieces = [];
@@ -120,7 +124,11 @@ export class ByteTokenizer implements ByteLevelTokenizer {
 
   tokenBytes(id: number): Uint8Array {
     const piece = Number.isInteger(id) ? this.#pieces[id] : undefined;
-    if (!piece) throw new ChorusError(ErrorCodes.TOKENIZER, `token id ${id} is outside the vocabulary (0..${this.vocabSize - 1})`);
+    if (!piece)
+      throw new ChorusError(
+        ErrorCodes.TOKENIZER,
+        `token id ${id} is outside the vocabulary (0..${this.vocabSize - 1})`,
+      );
     return piece;
   }
 
@@ -129,7 +137,8 @@ export class ByteTokenizer implements ByteLevelTokenizer {
     const start = this.specialTokenId('<|im_start|>');
     const end = this.specialTokenId('<|im_end|>');
     const ids: number[] = [];
-    for (const m of messages) ids.push(start, ...encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content), end, ...this.encode('\n'));
+    for (const m of messages)
+      ids.push(start, ...encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content), end, ...this.encode('\n'));
     ids.push(start, ...this.encode('assistant\n'));
     return ids;
   }

@@ -1,14 +1,16 @@
 /**
  * A Hugging Face tokenizer (tokenizer.json + tokenizer_config.json) through @huggingface/tokenizers, which
- * takes the parsed JSON. That library does not render Jinja chat templates, so the prompt is built here:
- * ChatML when the vocabulary has <|im_start|>/<|im_end|> (Qwen and the omni models), a plain
- * "role: content" layout otherwise.
+ * takes the parsed JSON. The prompt comes from the config's Jinja chat_template, rendered with @huggingface/jinja
+ * as transformers' apply_chat_template does; a conversation carrying media placeholders (token pieces that must
+ * go in verbatim) and a tokenizer without a template use ChatML when the vocabulary has <|im_start|>/<|im_end|>
+ * (Qwen and the omni models), a plain "role: content" layout otherwise.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfCore } from '@huggingface/tokenizers';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import { logger } from '../../src/log.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { logger } from '../../src/common/log.ts';
 import { encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
 
 /** tokenizer_config.json fields we read; special tokens are strings or {content: ...} objects. */
@@ -34,6 +36,11 @@ export class HfTokenizer implements Tokenizer {
   readonly #core: HfCore;
   readonly #specialIds: ReadonlySet<number>;
   readonly #chatMarkers: { start: number; end: number } | null;
+  readonly #template: Template | null;
+  readonly #templateContext: Record<string, unknown>;
+  /** The id unknown text maps to (tokenizer.json model.unk_token), or null: then unknown text is refused. */
+  readonly #unkId: number | null;
+  readonly #source: string;
   /**
    * Off unless the config turns it on: the cleanup rewrites " ." to "." across token boundaries, which
    * makes incremental decoding disagree with a full decode (recent HF configs set it false too).
@@ -45,23 +52,32 @@ export class HfTokenizer implements Tokenizer {
     const read = (name: string, required: boolean): object | undefined => {
       const file = path.join(dir, name);
       if (!existsSync(file)) {
-        if (required) throw new ChorusError(ErrorCodes.TOKENIZER, `${file} not found: a tokenizer folder needs tokenizer.json`);
+        if (required)
+          throw new ChorusError(ErrorCodes.TOKENIZER, `${file} not found: a tokenizer folder needs tokenizer.json`);
         return undefined;
       }
       try {
         return JSON.parse(readFileSync(file, 'utf8')) as object;
       } catch (cause) {
-        throw new ChorusError(ErrorCodes.TOKENIZER, `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
+        throw new ChorusError(ErrorCodes.TOKENIZER, `${file} is not valid JSON: ${(cause as Error).message}`, {
+          cause,
+        });
       }
     };
-    return new HfTokenizer(read('tokenizer.json', true)!, (read('tokenizer_config.json', false) ?? {}) as TokenizerConfig, dir);
+    return new HfTokenizer(
+      read('tokenizer.json', true)!,
+      (read('tokenizer_config.json', false) ?? {}) as TokenizerConfig,
+      dir,
+    );
   }
 
   constructor(tokenizerJson: object, config: TokenizerConfig = {}, source = '<memory>') {
     try {
       this.#core = new HfCore(tokenizerJson, config);
     } catch (cause) {
-      throw new ChorusError(ErrorCodes.TOKENIZER, `cannot load tokenizer from ${source}: ${(cause as Error).message}`, { cause });
+      throw new ChorusError(ErrorCodes.TOKENIZER, `cannot load tokenizer from ${source}: ${(cause as Error).message}`, {
+        cause,
+      });
     }
     let maxId = -1;
     for (const id of this.#core.get_vocab(true).values()) maxId = Math.max(maxId, id); // no spread: 150k ids
@@ -70,9 +86,13 @@ export class HfTokenizer implements Tokenizer {
       const content = typeof field === 'string' ? field : field?.content;
       return content === undefined ? null : (this.#core.token_to_id(content) ?? null);
     };
-    const eos = idOf(config.eos_token) ?? EOS_CANDIDATES.map((t) => this.#core.token_to_id(t)).find((id) => id !== undefined);
+    const eos =
+      idOf(config.eos_token) ?? EOS_CANDIDATES.map((t) => this.#core.token_to_id(t)).find((id) => id !== undefined);
     if (eos === undefined || eos === null) {
-      throw new ChorusError(ErrorCodes.TOKENIZER, `no end-of-text token in ${source}: set eos_token in tokenizer_config.json`);
+      throw new ChorusError(
+        ErrorCodes.TOKENIZER,
+        `no end-of-text token in ${source}: set eos_token in tokenizer_config.json`,
+      );
     }
     this.eosTokenId = eos;
     this.bosTokenId = idOf(config.bos_token);
@@ -81,15 +101,45 @@ export class HfTokenizer implements Tokenizer {
     const end = this.#core.token_to_id('<|im_end|>');
     this.#chatMarkers = start !== undefined && end !== undefined ? { start, end } : null;
     this.stopTokenIds = [...new Set([eos, ...(this.#chatMarkers ? [this.#chatMarkers.end] : [])])];
-    this.#specialIds = new Set([...this.#core.get_added_tokens_decoder().values()].filter((t) => t.special).map((t) => t.id));
+    this.#specialIds = new Set(
+      [...this.#core.get_added_tokens_decoder().values()].filter((t) => t.special).map((t) => t.id),
+    );
     this.#cleanUpSpaces = config.clean_up_tokenization_spaces ?? false;
-    if (typeof config.chat_template === 'string' && !this.#chatMarkers) {
-      logger.warn({ source }, 'the tokenizer has a Jinja chat_template, which is not rendered: prompts use a plain "role: content" layout');
+    this.#source = source;
+    const unk = (tokenizerJson as { model?: { unk_token?: unknown } }).model?.unk_token;
+    this.#unkId = typeof unk === 'string' ? (this.#core.token_to_id(unk) ?? null) : null;
+    const text = (field: SpecialTokenField | undefined) => (typeof field === 'string' ? field : (field?.content ?? ''));
+    this.#templateContext = { bos_token: text(config.bos_token), eos_token: text(config.eos_token) };
+    try {
+      this.#template = typeof config.chat_template === 'string' ? new Template(config.chat_template) : null;
+    } catch (cause) {
+      throw new ChorusError(
+        ErrorCodes.TOKENIZER,
+        `the chat_template of ${source} is not valid Jinja: ${(cause as Error).message}`,
+        { cause },
+      );
     }
+    if (config.chat_template !== undefined && this.#template === null)
+      logger.warn({ source }, 'chat_template is not a string (a list of named templates?): using the built-in layout');
   }
 
   encode(text: string): number[] {
-    return text.length === 0 ? [] : this.#core.encode(text, { add_special_tokens: false }).ids;
+    if (text.length === 0) return [];
+    const ids: (number | undefined)[] = this.#core.encode(text, { add_special_tokens: false }).ids;
+    if (ids.every((id) => id !== undefined)) return ids as number[];
+    // The library leaves text its model has no token for as a hole (even with an unk_token): fill or refuse.
+    if (this.#unkId !== null) return ids.map((id) => id ?? this.#unkId!);
+    const unknown = text
+      .split(/\s+/)
+      .filter((w) => w && this.#core.encode(w).ids.some((id: number | undefined) => id === undefined));
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `the tokenizer of this model (${this.#source}) has no token for ${unknown
+        .slice(0, 5)
+        .map((w) => `"${w}"`)
+        .join(', ')} and no unk_token to stand in: rephrase with words it knows, or add an unk_token to its ` +
+        'tokenizer.json',
+    );
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
@@ -100,17 +150,39 @@ export class HfTokenizer implements Tokenizer {
     });
   }
 
+  /** The id of a special (added) token by its text, or null when the vocabulary has no such special token. */
+  specialTokenId(text: string): number | null {
+    const id = this.#core.token_to_id(text);
+    return id !== undefined && this.#specialIds.has(id) ? id : null;
+  }
+
   isSpecialToken(id: number): boolean {
     return this.#specialIds.has(id);
   }
 
   applyChatTemplate(messages: readonly ChatTurn[]): number[] {
+    const texts = messages.every((m) => typeof m.content === 'string');
+    if (this.#template && texts) {
+      let prompt: string;
+      try {
+        prompt = this.#template.render({ ...this.#templateContext, messages, add_generation_prompt: true });
+      } catch (cause) {
+        throw new ChorusError(
+          ErrorCodes.TOKENIZER,
+          `the chat_template of ${this.#source} failed to render: ${(cause as Error).message}`,
+          { cause },
+        );
+      }
+      // Special-token text in the rendered prompt (<|im_start|>, <s>...) encodes as those tokens, as in transformers.
+      return this.encode(prompt);
+    }
     const ids: number[] = [];
     if (this.#chatMarkers) {
       const { start, end } = this.#chatMarkers;
       // As with transformers' apply_chat_template, marker text typed inside content still encodes as the
       // marker token (the library always splits added tokens); ByteTokenizer, by contrast, keeps it text.
-      for (const m of messages) ids.push(start, ...encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content), end, ...this.encode('\n'));
+      for (const m of messages)
+        ids.push(start, ...encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content), end, ...this.encode('\n'));
       ids.push(start, ...this.encode('assistant\n'));
       return ids;
     }

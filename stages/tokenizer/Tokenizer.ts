@@ -16,7 +16,12 @@ export interface ChatTurn {
  * first and the suffix on the last) is encoded on its own and the tokens go between, so a placeholder splits the
  * text exactly where it stands. Plain string content encodes exactly as before (one run).
  */
-export function encodeTurn(encode: (text: string) => number[], prefix: string, content: ChatTurn['content'], suffix = ''): number[] {
+export function encodeTurn(
+  encode: (text: string) => number[],
+  prefix: string,
+  content: ChatTurn['content'],
+  suffix = '',
+): number[] {
   if (typeof content === 'string') return encode(`${prefix}${content}${suffix}`);
   const ids: number[] = [];
   let text = prefix;

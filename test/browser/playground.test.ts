@@ -32,18 +32,37 @@ interface PageResponse {
  */
 interface PageGlobals {
   document: { querySelector(selector: string): { textContent: string | null } | null };
-  chorusPlayground: { responses: (PageResponse & { row: unknown })[]; audioContext: { state: string; currentTime: number } };
+  chorusPlayground: {
+    responses: (PageResponse & { row: unknown })[];
+    audioContext: { state: string; currentTime: number };
+  };
 }
 const responses = () =>
-  page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.responses.map((r) => ({ ...r, row: null })));
+  page.evaluate(() =>
+    (globalThis as unknown as PageGlobals).chorusPlayground.responses.map((r) => ({ ...r, row: null })),
+  );
 const statusIs = (status: string) =>
-  page.waitForFunction((s) => (globalThis as unknown as PageGlobals).document.querySelector('#status')?.textContent === s, status);
+  page.waitForFunction(
+    (s) => (globalThis as unknown as PageGlobals).document.querySelector('#status')?.textContent === s,
+    status,
+  );
 
 beforeAll(async () => {
-  server = await startTestServer({ apiKey: KEY }, { script: defaultScript({ tokens: 12, chunkSamples: CHUNK_SAMPLES, tokensPerChunk: 2 }) });
+  server = await startTestServer(
+    { apiKey: KEY },
+    { script: defaultScript({ tokens: 12, chunkSamples: CHUNK_SAMPLES, tokensPerChunk: 2 }) },
+  );
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--autoplay-policy=no-user-gesture-required'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--autoplay-policy=no-user-gesture-required',
+    ],
   });
   page = await browser.newPage();
   const pageErrors: string[] = [];
@@ -61,8 +80,14 @@ afterAll(async () => {
 describe('playground', () => {
   it('shows the stage graph with per-stage status', async () => {
     await page.waitForSelector('#stages .stage[data-stage-id="code2wav"]');
-    const stages = await page.$$eval('#stages .stage', (els) => els.map((el) => [el.getAttribute('data-stage-id'), el.getAttribute('data-status')]));
-    expect(stages).toEqual([['thinker', 'ready'], ['talker', 'ready'], ['code2wav', 'ready']]);
+    const stages = await page.$$eval('#stages .stage', (els) =>
+      els.map((el) => [el.getAttribute('data-stage-id'), el.getAttribute('data-status')]),
+    );
+    expect(stages).toEqual([
+      ['thinker', 'ready'],
+      ['talker', 'ready'],
+      ['code2wav', 'ready'],
+    ]);
   });
 
   it('streams text, plays audio back to back, and shows TTFT and TTFP', async () => {
@@ -86,7 +111,9 @@ describe('playground', () => {
     }
     for (const s of r.schedule) expect(s.duration).toBeCloseTo(CHUNK_SAMPLES / 24000, 9);
     // pcm16 decoded in the page: chunk k starts with sample value k * CHUNK_SAMPLES (see serverTestEngine).
-    expect(r.schedule.map((s) => Math.round(s.first * 32768))).toEqual([0, 1, 2, 3, 4, 5].map((k) => k * CHUNK_SAMPLES));
+    expect(r.schedule.map((s) => Math.round(s.first * 32768))).toEqual(
+      [0, 1, 2, 3, 4, 5].map((k) => k * CHUNK_SAMPLES),
+    );
 
     // The context is really playing (not suspended by an autoplay policy): its clock advances.
     const clock = () =>
@@ -96,9 +123,14 @@ describe('playground', () => {
       });
     const t0 = await clock();
     expect(t0.state).toBe('running');
-    await page.waitForFunction((t) => (globalThis as unknown as PageGlobals).chorusPlayground.audioContext.currentTime > t, t0.time);
+    await page.waitForFunction(
+      (t) => (globalThis as unknown as PageGlobals).chorusPlayground.audioContext.currentTime > t,
+      t0.time,
+    );
 
-    const row = await page.$$eval(`#responses tr[data-response-id="${r.id}"] td`, (tds) => tds.map((td) => td.textContent));
+    const row = await page.$$eval(`#responses tr[data-response-id="${r.id}"] td`, (tds) =>
+      tds.map((td) => td.textContent),
+    );
     expect(row[1]).toBe('completed');
     expect(Number(row[2])).toBeCloseTo(r.ttftMs!, 0);
     expect(Number(row[3])).toBeCloseTo(r.ttfpMs!, 0);
@@ -106,10 +138,17 @@ describe('playground', () => {
   });
 
   it('cancels a response from the Cancel button', async () => {
-    server.engine.script = defaultScript({ tokens: 100_000, stepMs: 2, chunkSamples: CHUNK_SAMPLES, tokensPerChunk: 2 });
+    server.engine.script = defaultScript({
+      tokens: 100_000,
+      stepMs: 2,
+      chunkSamples: CHUNK_SAMPLES,
+      tokensPerChunk: 2,
+    });
     await page.fill('#prompt', 'a very long answer please');
     await page.click('#send');
-    await page.waitForFunction(() => ((globalThis as unknown as PageGlobals).document.querySelector('#output')?.textContent ?? '').length > 0);
+    await page.waitForFunction(
+      () => ((globalThis as unknown as PageGlobals).document.querySelector('#output')?.textContent ?? '').length > 0,
+    );
     await page.click('#cancel');
     await statusIs('cancelled');
     const handle = server.engine.lastHandle;

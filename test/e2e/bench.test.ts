@@ -12,7 +12,7 @@ import { writeResults } from '../../bench/ttfp/report/writeResults.ts';
 import type { BenchResult, RunRow } from '../../bench/ttfp/results.ts';
 import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
 import { defaultConfigPath } from '../../src/config/paths.ts';
-import { logger } from '../../src/log.ts';
+import { logger } from '../../src/common/log.ts';
 import { ByteTokenizer } from '../../stages/tokenizer/index.ts';
 
 const INPUT_LEN = 8;
@@ -144,7 +144,12 @@ describe('chorus bench --url (a running server, chat protocol)', () => {
   });
 
   it('measures over SSE and reads async_chunk from the server', async () => {
-    const result = await runServeBench({ ...base, target: { kind: 'url', url: server.baseUrl, apiKey: null }, protocol: 'chat', compareSync: false });
+    const result = await runServeBench({
+      ...base,
+      target: { kind: 'url', url: server.baseUrl, apiKey: null },
+      protocol: 'chat',
+      compareSync: false,
+    });
     expect(result.limit).toBeNull(); // no config, no runners to time
     expect(result.runs).toHaveLength(1);
     expect(result.runs[0].async_chunk).toBe(true);
@@ -154,7 +159,12 @@ describe('chorus bench --url (a running server, chat protocol)', () => {
 
   it('refuses --compare-sync without a sync server to compare with', async () => {
     await expect(
-      runServeBench({ ...base, target: { kind: 'url', url: server.baseUrl, apiKey: null }, protocol: 'chat', compareSync: true }),
+      runServeBench({
+        ...base,
+        target: { kind: 'url', url: server.baseUrl, apiKey: null },
+        protocol: 'chat',
+        compareSync: true,
+      }),
     ).rejects.toThrow(/--sync-url/);
   });
 });

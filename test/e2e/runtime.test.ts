@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import type { GenerateRequest } from '../../src/engine/types.ts';
+import type { GenerateRequest } from '../../src/common/engine.ts';
 import { collect, configWith, maxPcm16Diff, ownSegments, waitFor, type Collected } from '../helpers/engine.ts';
 
 const request = (prompt: string, maxTokens: number, extra: Partial<GenerateRequest> = {}): GenerateRequest => ({
@@ -15,7 +15,16 @@ const request = (prompt: string, maxTokens: number, extra: Partial<GenerateReque
   ...extra,
 });
 
-const PROMPTS = ['Tell me about the sea.', 'Hi', 'What is a chorus, and why do voices blend?', 'Count to ten', 'A', 'Speak slowly', 'Why is the sky blue at noon?', 'Sing'];
+const PROMPTS = [
+  'Tell me about the sea.',
+  'Hi',
+  'What is a chorus, and why do voices blend?',
+  'Count to ten',
+  'A',
+  'Speak slowly',
+  'Why is the sky blue at noon?',
+  'Sing',
+];
 
 describe('runtime (async_chunk on vs off)', () => {
   let asyncEngine: Orchestrator;
@@ -53,7 +62,8 @@ describe('runtime (async_chunk on vs off)', () => {
 
   it('at concurrency 8 with mixed lengths, every answer equals its concurrency-1 answer', async () => {
     const lengths = [5, 40, 12, 33, 8, 21, 17, 28];
-    for (let i = 0; i < PROMPTS.length; i++) alone.set(i, await collect(asyncEngine.generate(request(PROMPTS[i], lengths[i]))));
+    for (let i = 0; i < PROMPTS.length; i++)
+      alone.set(i, await collect(asyncEngine.generate(request(PROMPTS[i], lengths[i]))));
     const together = await Promise.all(PROMPTS.map((p, i) => collect(asyncEngine.generate(request(p, lengths[i])))));
     together.forEach((t, i) => {
       const ref = alone.get(i)!;
@@ -107,7 +117,9 @@ describe('runtime (async_chunk on vs off)', () => {
 
 describe('runtime deadlines', () => {
   it('a chunk wait past its deadline ends the request with a timeout error', async () => {
-    const engine = await Orchestrator.start(configWith('tiny-omni.yaml', { 'chunk_timeout_ms: 30000': 'chunk_timeout_ms: 300' }));
+    const engine = await Orchestrator.start(
+      configWith('tiny-omni.yaml', { 'chunk_timeout_ms: 30000': 'chunk_timeout_ms: 300' }),
+    );
     try {
       const handle = engine.generate(request(PROMPTS[0], 100));
       // Holding the request back upstream starves the Talker and main of chunks past the 300 ms deadline.

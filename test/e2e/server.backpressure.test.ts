@@ -8,18 +8,23 @@ import { decodeAudioDeltas, RealtimeClient, startTestServer } from './serverClie
 import { expectedPcm16, type ScriptStep } from './serverTestEngine.ts';
 
 const CHUNK_SAMPLES = 4800; // 9.6 kB of pcm16, 12.8 kB of base64
-const MAX_CHUNKS = 1500; // ~19 MB of base64: more than the kernel buffers hold (~1.5 MB measured), so only a pause stops it
+// ~19 MB of base64: more than the kernel buffers hold (~1.5 MB measured), so only a pause stops it
+const MAX_CHUNKS = 1500;
 
 function floodScript(): ScriptStep[] {
   const steps: ScriptStep[] = [];
-  for (let i = 0; i < MAX_CHUNKS; i++) steps.push({ kind: 'audio', samples: CHUNK_SAMPLES }, { kind: 'text', delta: `t${i} ` });
+  for (let i = 0; i < MAX_CHUNKS; i++)
+    steps.push({ kind: 'audio', samples: CHUNK_SAMPLES }, { kind: 'text', delta: `t${i} ` });
   return steps;
 }
 
 let server: Awaited<ReturnType<typeof startTestServer>>;
 
 beforeAll(async () => {
-  server = await startTestServer({ maxStreamBufferBytes: 256 * 1024, socketHighWaterBytes: 32 * 1024 }, { script: floodScript });
+  server = await startTestServer(
+    { maxStreamBufferBytes: 256 * 1024, socketHighWaterBytes: 32 * 1024 },
+    { script: floodScript },
+  );
 });
 afterAll(async () => {
   await server.app.close();
@@ -28,7 +33,10 @@ afterAll(async () => {
 describe('backpressure', () => {
   it('realtime: pauses a slow reader, lets text overtake audio, resumes and delivers all audio in order', async () => {
     const client = await RealtimeClient.connect(server.wsUrl);
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] },
+    });
     client.send({ type: 'response.create' });
     client.ws.pause(); // stop reading the socket: the kernel buffers fill, then the server's queue
     const handle = await (async () => {
@@ -67,7 +75,13 @@ describe('backpressure', () => {
 
   it('http SSE: pauses while the client does not read, resumes when it does', async () => {
     const url = new URL('/v1/chat/completions', server.base);
-    const body = JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'pcm16' }, stream: true });
+    const body = JSON.stringify({
+      model: 'x',
+      messages: [{ role: 'user', content: 'x' }],
+      modalities: ['text', 'audio'],
+      audio: { voice: 'alloy', format: 'pcm16' },
+      stream: true,
+    });
     const handlesBefore = server.engine.handles.length;
     const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
       const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, resolve);
@@ -85,10 +99,18 @@ describe('backpressure', () => {
     res.resume(); // an explicitly paused stream stays paused when a 'data' listener is added
     await new Promise((resolve) => res.on('end', resolve));
     expect(handle.resumeCalls).toBeGreaterThanOrEqual(1);
-    const events = text.split('\n\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+    const events = text
+      .split('\n\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => l.slice(6));
     expect(events.at(-1)).toBe('[DONE]');
     const audio = Buffer.concat(
-      events.slice(0, -1).map((e) => JSON.parse(e)).flatMap((c) => (c.choices[0]?.delta?.audio?.data ? [Buffer.from(c.choices[0].delta.audio.data, 'base64')] : [])),
+      events
+        .slice(0, -1)
+        .map((e) => JSON.parse(e))
+        .flatMap((c) =>
+          c.choices[0]?.delta?.audio?.data ? [Buffer.from(c.choices[0].delta.audio.data, 'base64')] : [],
+        ),
     );
     expect(audio.equals(Buffer.from(expectedPcm16(MAX_CHUNKS * CHUNK_SAMPLES).buffer))).toBe(true);
   });

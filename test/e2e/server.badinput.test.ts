@@ -10,7 +10,10 @@ const MAX_FRAME = 64 * 1024;
 let server: Awaited<ReturnType<typeof startTestServer>>;
 
 beforeAll(async () => {
-  server = await startTestServer({ maxFrameBytes: MAX_FRAME, maxBodyBytes: 32 * 1024 }, { script: defaultScript({ tokens: 3 }) });
+  server = await startTestServer(
+    { maxFrameBytes: MAX_FRAME, maxBodyBytes: 32 * 1024 },
+    { script: defaultScript({ tokens: 3 }) },
+  );
 });
 afterAll(async () => {
   await server.app.close();
@@ -32,16 +35,46 @@ describe('bad realtime frames', () => {
       ['{"event_id":"e1"}', 'CHORUS_ERR_REQUEST_INVALID', 'e1'],
       ['{"type":"nope.nothing","event_id":"e2"}', 'CHORUS_ERR_EVENT_UNKNOWN', 'e2'],
       ['{"type":"conversation.item.create","event_id":"e3"}', 'CHORUS_ERR_REQUEST_INVALID', 'e3'],
-      ['{"type":"conversation.item.create","event_id":"e4","item":{"type":"message","role":"robot","content":[]}}', 'CHORUS_ERR_REQUEST_INVALID', 'e4'],
-      ['{"type":"session.update","event_id":"e5","session":{"output_modalities":["smell"]}}', 'CHORUS_ERR_REQUEST_INVALID', 'e5'],
-      ['{"type":"session.update","event_id":"e6","session":{"audio":{"output":{"format":{"type":"audio/pcmu"}}}}}', 'CHORUS_ERR_REQUEST_INVALID', 'e6'],
-      ['{"type":"session.update","event_id":"e7","session":{"max_output_tokens":1000000}}', 'CHORUS_ERR_REQUEST_INVALID', 'e7'],
+      [
+        '{"type":"conversation.item.create","event_id":"e4","item":{"type":"message","role":"robot","content":[]}}',
+        'CHORUS_ERR_REQUEST_INVALID',
+        'e4',
+      ],
+      [
+        '{"type":"session.update","event_id":"e5","session":{"output_modalities":["smell"]}}',
+        'CHORUS_ERR_REQUEST_INVALID',
+        'e5',
+      ],
+      [
+        '{"type":"session.update","event_id":"e6","session":{"audio":{"output":{"format":{"type":"audio/pcmu"}}}}}',
+        'CHORUS_ERR_REQUEST_INVALID',
+        'e6',
+      ],
+      [
+        '{"type":"session.update","event_id":"e7","session":{"max_output_tokens":1000000}}',
+        'CHORUS_ERR_REQUEST_INVALID',
+        'e7',
+      ],
       ['{"type":"input_audio_buffer.append","event_id":"e8","audio":"@@@@"}', 'CHORUS_ERR_MEDIA_INVALID', 'e8'],
       ['{"type":"input_audio_buffer.append","event_id":"e9"}', 'CHORUS_ERR_REQUEST_INVALID', 'e9'],
-      ['{"type":"conversation.item.create","event_id":"e10","item":{"type":"message","role":"user","content":[{"type":"input_audio","audio":"AAE"}]}}', 'CHORUS_ERR_MEDIA_INVALID', 'e10'],
-      ['{"type":"conversation.item.create","event_id":"e11","previous_item_id":"item_missing","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]}}', 'CHORUS_ERR_REQUEST_INVALID', 'e11'],
+      [
+        '{"type":"conversation.item.create","event_id":"e10","item":{"type":"message","role":"user",' +
+          '"content":[{"type":"input_audio","audio":"AAE"}]}}',
+        'CHORUS_ERR_MEDIA_INVALID',
+        'e10',
+      ],
+      [
+        '{"type":"conversation.item.create","event_id":"e11","previous_item_id":"item_missing",' +
+          '"item":{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]}}',
+        'CHORUS_ERR_REQUEST_INVALID',
+        'e11',
+      ],
       [Buffer.from([1, 2, 3]), 'CHORUS_ERR_REQUEST_INVALID', null],
-      [JSON.stringify({ type: 'input_audio_buffer.append', event_id: 'big', audio: 'A'.repeat(MAX_FRAME + 1000) }), 'CHORUS_ERR_REQUEST_TOO_LARGE', null],
+      [
+        JSON.stringify({ type: 'input_audio_buffer.append', event_id: 'big', audio: 'A'.repeat(MAX_FRAME + 1000) }),
+        'CHORUS_ERR_REQUEST_TOO_LARGE',
+        null,
+      ],
     ];
     for (const [frame, code, eventId] of cases) {
       client.ws.send(frame);
@@ -75,10 +108,20 @@ describe('bad realtime frames', () => {
     try {
       const client = await RealtimeClient.connect(small.wsUrl);
       expect(((await client.respond('one')).response as { status: string }).status).toBe('completed'); // 2 items now
-      client.send({ type: 'conversation.item.create', event_id: 'full', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] } });
-      expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'full' });
+      client.send({
+        type: 'conversation.item.create',
+        event_id: 'full',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] },
+      });
+      expect((await client.next('error')).error).toMatchObject({
+        code: 'CHORUS_ERR_REQUEST_INVALID',
+        event_id: 'full',
+      });
       client.send({ type: 'response.create', event_id: 'full2' });
-      expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'full2' });
+      expect((await client.next('error')).error).toMatchObject({
+        code: 'CHORUS_ERR_REQUEST_INVALID',
+        event_id: 'full2',
+      });
       expect(small.engine.handles).toHaveLength(1);
       // Out-of-band responses do not add to the conversation, so they still work.
       client.send({ type: 'response.create', response: { conversation: 'none' } });
@@ -99,8 +142,15 @@ describe('bad realtime frames', () => {
 
 describe('bad HTTP requests', () => {
   async function post(body: string, contentType = 'application/json') {
-    const res = await fetch(`${server.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': contentType }, body });
-    return { status: res.status, body: (await res.json()) as { error: { code: string; message: string; param: string | null; type: string } } };
+    const res = await fetch(`${server.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': contentType },
+      body,
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as { error: { code: string; message: string; param: string | null; type: string } },
+    };
   }
 
   it('rejects malformed JSON, wrong fields, oversized bodies and unknown routes with stable codes', async () => {
@@ -108,12 +158,51 @@ describe('bad HTTP requests', () => {
       ['{oops', 400, 'CHORUS_ERR_REQUEST_INVALID', null],
       ['{}', 400, 'CHORUS_ERR_REQUEST_INVALID', 'messages'],
       [JSON.stringify({ messages: [] }), 400, 'CHORUS_ERR_REQUEST_INVALID', 'messages'],
-      [JSON.stringify({ messages: [{ role: 'wizard', content: 'x' }] }), 400, 'CHORUS_ERR_REQUEST_INVALID', 'messages[0].role'],
-      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], temperature: 9 }), 400, 'CHORUS_ERR_REQUEST_INVALID', 'temperature'],
-      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 10 ** 7 }), 400, 'CHORUS_ERR_REQUEST_INVALID', 'max_tokens'],
-      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'], audio: { voice: 'a', format: 'mp3' } }), 400, 'CHORUS_ERR_REQUEST_INVALID', 'audio.format'],
-      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'], audio: { voice: 'a', format: 'wav' }, stream: true }), 400, 'CHORUS_ERR_REQUEST_INVALID', 'audio.format'],
-      [JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(40 * 1024) }] }), 413, 'CHORUS_ERR_REQUEST_TOO_LARGE', null],
+      [
+        JSON.stringify({ messages: [{ role: 'wizard', content: 'x' }] }),
+        400,
+        'CHORUS_ERR_REQUEST_INVALID',
+        'messages[0].role',
+      ],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: 'x' }], temperature: 9 }),
+        400,
+        'CHORUS_ERR_REQUEST_INVALID',
+        'temperature',
+      ],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 10 ** 7 }),
+        400,
+        'CHORUS_ERR_REQUEST_INVALID',
+        'max_tokens',
+      ],
+      [
+        JSON.stringify({
+          messages: [{ role: 'user', content: 'x' }],
+          modalities: ['text', 'audio'],
+          audio: { voice: 'a', format: 'mp3' },
+        }),
+        400,
+        'CHORUS_ERR_REQUEST_INVALID',
+        'audio.format',
+      ],
+      [
+        JSON.stringify({
+          messages: [{ role: 'user', content: 'x' }],
+          modalities: ['text', 'audio'],
+          audio: { voice: 'a', format: 'wav' },
+          stream: true,
+        }),
+        400,
+        'CHORUS_ERR_REQUEST_INVALID',
+        'audio.format',
+      ],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(40 * 1024) }] }),
+        413,
+        'CHORUS_ERR_REQUEST_TOO_LARGE',
+        null,
+      ],
     ];
     for (const [body, status, code, param] of cases) {
       const res = await post(body);

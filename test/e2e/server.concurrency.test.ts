@@ -12,7 +12,10 @@ const CHUNK_SAMPLES = 2400;
 let server: Awaited<ReturnType<typeof startTestServer>>;
 
 beforeAll(async () => {
-  server = await startTestServer({}, { script: defaultScript({ tokens: TOKENS, chunkSamples: CHUNK_SAMPLES, tokensPerChunk: 1 }) });
+  server = await startTestServer(
+    {},
+    { script: defaultScript({ tokens: TOKENS, chunkSamples: CHUNK_SAMPLES, tokensPerChunk: 1 }) },
+  );
 });
 afterAll(async () => {
   await server.app.close();
@@ -29,7 +32,9 @@ describe('concurrency', () => {
       expect(pcm.length).toBe(TOKENS * CHUNK_SAMPLES);
       expect(Buffer.from(pcm.buffer).equals(Buffer.from(expectedPcm16(TOKENS * CHUNK_SAMPLES).buffer))).toBe(true);
       // Only this session's response reached this socket.
-      expect(new Set(client.ofType('response.output_audio.delta').map((e) => e.response_id))).toEqual(new Set([response.id]));
+      expect(new Set(client.ofType('response.output_audio.delta').map((e) => e.response_id))).toEqual(
+        new Set([response.id]),
+      );
     }
     // Each session's request carried its own prompt.
     const prompts = server.engine.handles.map((h) => h.request.messages.at(-1)?.content).sort();

@@ -26,7 +26,10 @@ describe('chat completions', () => {
     server.engine.script = defaultScript({ tokens: 6, chunkSamples: 2400, tokensPerChunk: 2 });
     const stream = await client.chat.completions.create({
       model: 'chorus-test-omni',
-      messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'Say hi' }],
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'Say hi' },
+      ],
       modalities: ['text', 'audio'],
       audio: { voice: 'alloy', format: 'pcm16' },
       stream: true,
@@ -45,7 +48,7 @@ describe('chat completions', () => {
       chunks++;
       expect(chunk.object).toBe('chat.completion.chunk');
       expect(chunk.choices).toHaveLength(1);
-      const delta = chunk.choices[0].delta as typeof chunk.choices[0]['delta'] & AudioDelta;
+      const delta = chunk.choices[0].delta as (typeof chunk.choices)[0]['delta'] & AudioDelta;
       text += delta.content ?? '';
       transcript += delta.audio?.transcript ?? '';
       if (delta.audio?.data) audio.push(Buffer.from(delta.audio.data, 'base64'));
@@ -53,8 +56,9 @@ describe('chat completions', () => {
       usage = chunk.usage ?? usage;
     }
     expect(chunks).toBeGreaterThan(6);
-    expect(text).toBe('w0 w1 w2 w3 w4 w5 ');
-    expect(transcript).toBe(text);
+    // Each text piece once, as OpenAI sends it with audio on: in the transcript, never also in content.
+    expect(transcript).toBe('w0 w1 w2 w3 w4 w5 ');
+    expect(text).toBe('');
     expect(finish).toBe('stop');
     expect(usage).toMatchObject({ prompt_tokens: 5, completion_tokens_details: { text_tokens: 6 } });
     const pcm = Buffer.concat(audio);
@@ -62,13 +66,16 @@ describe('chat completions', () => {
     expect(pcm.equals(Buffer.from(expectedPcm16(3 * 2400).buffer))).toBe(true);
 
     const request = server.engine.lastHandle.request;
-    expect(request.messages).toEqual([{ role: 'system', content: 'sys' }, { role: 'user', content: 'Say hi' }]);
+    expect(request.messages).toEqual([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'Say hi' },
+    ]);
     expect(request.modalities).toEqual(['text', 'audio']);
     expect(request.sampling).toMatchObject({ seed: 7, maxTokens: 50, ignoreEos: true });
     expect(request.initialCodecChunkFrames).toBe(4);
   });
 
-  it('returns one message with content and a WAV file when not streaming', async () => {
+  it('returns one message with the transcript and a WAV file (content null) when not streaming', async () => {
     server.engine.script = defaultScript({ tokens: 4, chunkSamples: 1000, tokensPerChunk: 1 });
     const completion = await client.chat.completions.create({
       model: 'x',
@@ -77,8 +84,8 @@ describe('chat completions', () => {
       audio: { voice: 'alloy', format: 'wav' },
     });
     const message = completion.choices[0].message;
-    expect(message.content).toBe('w0 w1 w2 w3 ');
-    expect(message.audio?.transcript).toBe(message.content);
+    expect(message.content).toBeNull();
+    expect(message.audio?.transcript).toBe('w0 w1 w2 w3 ');
     expect(completion.choices[0].finish_reason).toBe('stop');
     const wav = Buffer.from(message.audio!.data, 'base64');
     expect(wav.toString('ascii', 0, 4)).toBe('RIFF');
@@ -96,7 +103,11 @@ describe('chat completions', () => {
     server.engine.script = defaultScript({ tokens: 3 });
     server.engine.finishReason = 'length';
     try {
-      const completion = await client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+      const completion = await client.chat.completions.create({
+        model: 'x',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 3,
+      });
       expect(completion.choices[0].message.content).toBe('w0 w1 w2 ');
       expect(completion.choices[0].message.audio).toBeUndefined();
       expect(completion.choices[0].finish_reason).toBe('length');
@@ -108,8 +119,15 @@ describe('chat completions', () => {
   });
 
   it('surfaces engine failures as API errors with the stable code, streaming or not', async () => {
-    server.engine.script = () => [{ kind: 'text', delta: 'a' }, { kind: 'fail', code: 'CHORUS_ERR_STAGE_DIED', message: 'code2wav died' }];
-    const stream = await client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'x' }], stream: true });
+    server.engine.script = () => [
+      { kind: 'text', delta: 'a' },
+      { kind: 'fail', code: 'CHORUS_ERR_STAGE_DIED', message: 'code2wav died' },
+    ];
+    const stream = await client.chat.completions.create({
+      model: 'x',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const failure = await (async () => {
       try {
         for await (const _ of stream) void _;
@@ -121,7 +139,9 @@ describe('chat completions', () => {
     expect(failure).toBeInstanceOf(OpenAI.APIError);
     expect((failure as InstanceType<typeof OpenAI.APIError>).code).toBe('CHORUS_ERR_STAGE_DIED');
 
-    const plain = await client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+    const plain = await client.chat.completions
+      .create({ model: 'x', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e: unknown) => e);
     expect(plain).toBeInstanceOf(OpenAI.APIError);
     expect((plain as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     expect((plain as InstanceType<typeof OpenAI.APIError>).code).toBe('CHORUS_ERR_STAGE_DIED');
@@ -187,7 +207,11 @@ describe('info routes', () => {
     const text = await res.text();
     expect(text).not.toContain('/nonexistent');
     expect(text).not.toContain('/tmp/models');
-    const graph = JSON.parse(text) as { async_chunk: boolean; stages: { stage_id: string; kind: string }[]; edges: unknown[] };
+    const graph = JSON.parse(text) as {
+      async_chunk: boolean;
+      stages: { stage_id: string; kind: string }[];
+      edges: unknown[];
+    };
     expect(graph.async_chunk).toBe(true);
     expect(graph.stages.map((s) => s.kind)).toEqual(['thinker', 'talker', 'code2wav']);
     expect(graph.edges).toEqual([

@@ -10,7 +10,9 @@ import { parsePrometheus, RealtimeClient, startTestServer, type Family, type Sam
 import { defaultScript } from './serverTestEngine.ts';
 
 function histogramCount(f: Family | undefined, labels: Record<string, string>): number {
-  const s = f?.samples.find((x) => x.name.endsWith('_count') && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+  const s = f?.samples.find(
+    (x) => x.name.endsWith('_count') && Object.entries(labels).every(([k, v]) => x.labels[k] === v),
+  );
   return s?.value ?? 0;
 }
 
@@ -38,8 +40,19 @@ describe('/metrics', () => {
     client.send({ type: 'response.create', event_id: 'second' });
     await client.next('response.done');
     client.close();
-    const body = { messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'], audio: { voice: 'a', format: 'pcm16' }, stream: true };
-    await (await fetch(`${server.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).text();
+    const body = {
+      messages: [{ role: 'user', content: 'x' }],
+      modalities: ['text', 'audio'],
+      audio: { voice: 'a', format: 'pcm16' },
+      stream: true,
+    };
+    await (
+      await fetch(`${server.base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+    ).text();
     await fetch(`${server.base}/v1/nothing`);
 
     reportStageQueueDepth('thinker', 3);
@@ -47,8 +60,14 @@ describe('/metrics', () => {
     observeEdgeChunk('thinker', 'talker', 1.5, 4096);
     // What the Orchestrator publishes, picked up by the bridge buildServer installed.
     channel('chorus:stage:stats').publish({
-      stageId: 'code2wav', instance: 'code2wav#0', queueDepth: 2, running: 1, batchSize: 2, stepMs: 3,
-      batchSizes: [2, 2], edgeSamples: [{ from: 'talker', to: 'code2wav', latencyMs: 0.4, bytes: 1000 }],
+      stageId: 'code2wav',
+      instance: 'code2wav#0',
+      queueDepth: 2,
+      running: 1,
+      batchSize: 2,
+      stepMs: 3,
+      batchSizes: [2, 2],
+      edgeSamples: [{ from: 'talker', to: 'code2wav', latencyMs: 0.4, bytes: 1000 }],
     });
     channel('chorus:edge:chunk').publish({ from: 'code2wav', to: 'main', latencyMs: 0.2, bytes: 96000 });
 
@@ -73,7 +92,8 @@ describe('/metrics', () => {
       }
     }
 
-    const delta = (name: string, labels: Record<string, string>) => histogramCount(after.get(name), labels) - histogramCount(before.get(name), labels);
+    const delta = (name: string, labels: Record<string, string>) =>
+      histogramCount(after.get(name), labels) - histogramCount(before.get(name), labels);
     expect(delta('chorus_ttft_seconds', { protocol: 'realtime' })).toBe(2);
     expect(delta('chorus_ttfp_seconds', { protocol: 'realtime' })).toBe(2);
     expect(delta('chorus_ttft_seconds', { protocol: 'http' })).toBe(1);
@@ -82,54 +102,100 @@ describe('/metrics', () => {
 
     const errors = after.get('chorus_errors_total')!.samples;
     expect(errors.find((s) => s.labels.code === 'CHORUS_ERR_NOT_FOUND')?.value).toBeGreaterThanOrEqual(1);
-    expect(after.get('chorus_stage_queue_depth')!.samples).toContainEqual({ name: 'chorus_stage_queue_depth', labels: { stage: 'thinker' }, value: 3 });
+    expect(after.get('chorus_stage_queue_depth')!.samples).toContainEqual({
+      name: 'chorus_stage_queue_depth',
+      labels: { stage: 'thinker' },
+      value: 3,
+    });
     expect(histogramCount(after.get('chorus_stage_batch_size'), { stage: 'talker' })).toBeGreaterThanOrEqual(1);
-    expect(histogramCount(after.get('chorus_edge_chunk_latency_seconds'), { edge: 'thinker->talker' })).toBeGreaterThanOrEqual(1);
-    const bytes = after.get('chorus_edge_chunk_bytes')!.samples.find((s) => s.name === 'chorus_edge_chunk_bytes_sum' && s.labels.edge === 'thinker->talker');
+    expect(
+      histogramCount(after.get('chorus_edge_chunk_latency_seconds'), { edge: 'thinker->talker' }),
+    ).toBeGreaterThanOrEqual(1);
+    const bytes = after
+      .get('chorus_edge_chunk_bytes')!
+      .samples.find((s) => s.name === 'chorus_edge_chunk_bytes_sum' && s.labels.edge === 'thinker->talker');
     expect(bytes?.value).toBeGreaterThanOrEqual(4096);
     expect(after.get('chorus_responses_total')!.type).toBe('counter');
-    expect(after.get('chorus_stage_queue_depth')!.samples).toContainEqual({ name: 'chorus_stage_queue_depth', labels: { stage: 'code2wav#0' }, value: 2 });
+    expect(after.get('chorus_stage_queue_depth')!.samples).toContainEqual({
+      name: 'chorus_stage_queue_depth',
+      labels: { stage: 'code2wav#0' },
+      value: 2,
+    });
     expect(histogramCount(after.get('chorus_stage_batch_size'), { stage: 'code2wav#0' })).toBe(2);
     expect(histogramCount(after.get('chorus_edge_chunk_latency_seconds'), { edge: 'talker->code2wav' })).toBe(1);
     expect(histogramCount(after.get('chorus_edge_chunk_bytes'), { edge: 'code2wav->main' })).toBe(1);
   });
 
-  it('turns encoder cache totals (per stage process, reset by a restart) into counters that never go down', async () => {
-    const stats = channel('chorus:stage:stats');
-    const died = channel('chorus:stage:died');
-    const report = (instance: string, cacheHits: number, cacheMisses: number, cacheEvictions: number, cacheBytes: number) =>
-      stats.publish({
-        stageId: instance.split('#')[0], instance, queueDepth: 0, running: 0, batchSize: 0, stepMs: 0, batchSizes: [], edgeSamples: [],
-        encoder: { cacheHits, cacheMisses, cacheEvictions, cacheBytes, cachePinnedBytes: 0, cacheEntries: 1, cacheBudgetBytes: 1 << 26, runs: cacheMisses, itemsEncoded: cacheMisses, queuedItems: 0 },
-      });
-    const value = (families: Map<string, Family>, name: string, stage: string) => families.get(name)?.samples.find((s) => s.labels.stage === stage)?.value;
-    const read = async (stage: string) => {
-      const m = await scrape();
-      for (const name of ['chorus_encoder_cache_hits_total', 'chorus_encoder_cache_misses_total', 'chorus_encoder_cache_evictions_total']) expect(m.get(name)?.type).toBe('counter');
-      expect(m.get('chorus_encoder_cache_bytes')?.type).toBe('gauge');
-      return {
-        hits: value(m, 'chorus_encoder_cache_hits_total', stage),
-        misses: value(m, 'chorus_encoder_cache_misses_total', stage),
-        evictions: value(m, 'chorus_encoder_cache_evictions_total', stage),
-        bytes: value(m, 'chorus_encoder_cache_bytes', stage),
+  it(
+    'turns encoder cache totals (per stage process, reset by a restart) into counters that never go ' + 'down',
+    async () => {
+      const stats = channel('chorus:stage:stats');
+      const died = channel('chorus:stage:died');
+      const report = (
+        instance: string,
+        cacheHits: number,
+        cacheMisses: number,
+        cacheEvictions: number,
+        cacheBytes: number,
+      ) =>
+        stats.publish({
+          stageId: instance.split('#')[0],
+          instance,
+          queueDepth: 0,
+          running: 0,
+          batchSize: 0,
+          stepMs: 0,
+          batchSizes: [],
+          edgeSamples: [],
+          encoder: {
+            cacheHits,
+            cacheMisses,
+            cacheEvictions,
+            cacheBytes,
+            cachePinnedBytes: 0,
+            cacheEntries: 1,
+            cacheBudgetBytes: 1 << 26,
+            runs: cacheMisses,
+            itemsEncoded: cacheMisses,
+            queuedItems: 0,
+          },
+        });
+      const value = (families: Map<string, Family>, name: string, stage: string) =>
+        families.get(name)?.samples.find((s) => s.labels.stage === stage)?.value;
+      const read = async (stage: string) => {
+        const m = await scrape();
+        for (const name of [
+          'chorus_encoder_cache_hits_total',
+          'chorus_encoder_cache_misses_total',
+          'chorus_encoder_cache_evictions_total',
+        ])
+          expect(m.get(name)?.type).toBe('counter');
+        expect(m.get('chorus_encoder_cache_bytes')?.type).toBe('gauge');
+        return {
+          hits: value(m, 'chorus_encoder_cache_hits_total', stage),
+          misses: value(m, 'chorus_encoder_cache_misses_total', stage),
+          evictions: value(m, 'chorus_encoder_cache_evictions_total', stage),
+          bytes: value(m, 'chorus_encoder_cache_bytes', stage),
+        };
       };
-    };
 
-    report('vision#0', 0, 0, 0, 0);
-    expect(await read('vision#0')).toEqual({ hits: 0, misses: 0, evictions: 0, bytes: 0 }); // series exist from the first report
-    report('vision#0', 2, 3, 0, 4096);
-    report('vision#0', 5, 4, 1, 8192);
-    expect(await read('vision#0')).toEqual({ hits: 5, misses: 4, evictions: 1, bytes: 8192 });
-    // The stage dies: its cache is gone. Its successor counts from zero, and whatever it reports first counts whole.
-    died.publish({ instance: 'vision#0', code: null, signal: 'SIGKILL' });
-    expect((await read('vision#0')).bytes).toBe(0);
-    report('vision#0', 6, 1, 0, 1024);
-    expect(await read('vision#0')).toEqual({ hits: 11, misses: 5, evictions: 1, bytes: 1024 });
-    // A restart seen only as a drop (the death was missed) counts the same way.
-    report('vision#0', 2, 1, 0, 512);
-    expect(await read('vision#0')).toEqual({ hits: 13, misses: 5, evictions: 1, bytes: 512 });
-    // A stage that is not an encoder never gets encoder series, even when it dies.
-    died.publish({ instance: 'talker#0', code: 1, signal: null });
-    expect((await read('talker#0')).bytes).toBeUndefined();
-  });
+      report('vision#0', 0, 0, 0, 0);
+      // series exist from the first report
+      expect(await read('vision#0')).toEqual({ hits: 0, misses: 0, evictions: 0, bytes: 0 });
+      report('vision#0', 2, 3, 0, 4096);
+      report('vision#0', 5, 4, 1, 8192);
+      expect(await read('vision#0')).toEqual({ hits: 5, misses: 4, evictions: 1, bytes: 8192 });
+      // The stage dies: its cache is gone. Its successor counts from zero, and whatever it reports first counts whole.
+      died.publish({ instance: 'vision#0', code: null, signal: 'SIGKILL' });
+      expect((await read('vision#0')).bytes).toBe(0);
+      report('vision#0', 6, 1, 0, 1024);
+      expect(await read('vision#0')).toEqual({ hits: 11, misses: 5, evictions: 1, bytes: 1024 });
+      // A restart seen only as a drop (the death was missed) counts the same way.
+      report('vision#0', 2, 1, 0, 512);
+      expect(await read('vision#0')).toEqual({ hits: 13, misses: 5, evictions: 1, bytes: 512 });
+      // A stage that is not an encoder never gets encoder series, even when it dies.
+      died.publish({ instance: 'talker#0', code: 1, signal: null });
+      expect((await read('talker#0')).bytes).toBeUndefined();
+    },
+  );
 });

@@ -22,7 +22,9 @@ let base: string;
 let wsUrl: string;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(await loadConfig(new URL('../../configs/tiny-omni.yaml', import.meta.url).pathname));
+  engine = await Orchestrator.start(
+    await loadConfig(new URL('../../configs/tiny-omni.yaml', import.meta.url).pathname),
+  );
   app = buildServer(engine, { apiKey: null });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
@@ -53,8 +55,15 @@ describe('server over the real pipeline', () => {
     const health = await fetch(`${base}/health`);
     expect(health.status).toBe(200);
     const body = (await health.json()) as { stages: { stage_id: string; status: string }[] };
-    expect(body.stages.map((s) => [s.stage_id, s.status])).toEqual([['thinker', 'ready'], ['talker', 'ready'], ['code2wav', 'ready']]);
-    const stages = (await (await fetch(`${base}/v1/stages`)).json()) as { async_chunk: boolean; stages: { kind: string }[] };
+    expect(body.stages.map((s) => [s.stage_id, s.status])).toEqual([
+      ['thinker', 'ready'],
+      ['talker', 'ready'],
+      ['code2wav', 'ready'],
+    ]);
+    const stages = (await (await fetch(`${base}/v1/stages`)).json()) as {
+      async_chunk: boolean;
+      stages: { kind: string }[];
+    };
     expect(stages.async_chunk).toBe(true);
     expect(stages.stages.map((s) => s.kind)).toEqual(['thinker', 'talker', 'code2wav']);
   });
@@ -62,11 +71,19 @@ describe('server over the real pipeline', () => {
   it('streams a realtime answer: transcript deltas and pcm16 audio for every token', async () => {
     const client = await RealtimeClient.connect(wsUrl);
     const done = await client.respond('Tell me about the sea.', { max_output_tokens: 16, ignore_eos: true, seed: 7 });
-    const response = done.response as { id: string; status: string; status_details: unknown; usage: { output_token_details: { text_tokens: number } } };
+    const response = done.response as {
+      id: string;
+      status: string;
+      status_details: unknown;
+      usage: { output_token_details: { text_tokens: number } };
+    };
     expect(response.status).toBe('incomplete');
     expect(response.status_details).toEqual({ type: 'incomplete', reason: 'max_output_tokens' });
     expect(response.usage.output_token_details.text_tokens).toBe(16);
-    const transcript = client.ofType('response.output_audio_transcript.delta').map((e) => e.delta).join('');
+    const transcript = client
+      .ofType('response.output_audio_transcript.delta')
+      .map((e) => e.delta)
+      .join('');
     expect(transcript.length).toBeGreaterThan(0);
     expect(client.ofType('response.output_audio_transcript.done')[0].transcript).toBe(transcript);
     const pcm = decodeAudioDeltas(client.events, response.id);
@@ -92,7 +109,10 @@ describe('server over the real pipeline', () => {
 
   it('cancels a long realtime answer within 500 ms and the pipeline lets go of it', async () => {
     const client = await RealtimeClient.connect(wsUrl);
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Talk forever' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Talk forever' }] },
+    });
     client.send({ type: 'response.create', response: { max_output_tokens: 2000, ignore_eos: true } });
     await client.next('response.output_audio.delta', () => true, 60_000);
     const sentAt = performance.now();
@@ -114,13 +134,19 @@ describe('server over the real pipeline', () => {
       max_completion_tokens: 12,
       ...({ ignore_eos: true } as object),
     };
-    const stream = await sdk.chat.completions.create({ ...params, audio: { voice: 'alloy', format: 'pcm16' }, stream: true });
+    const stream = await sdk.chat.completions.create({
+      ...params,
+      audio: { voice: 'alloy', format: 'pcm16' },
+      stream: true,
+    });
     let text = '';
     const audio: Buffer[] = [];
     let finish: string | null = null;
     for await (const chunk of stream) {
-      const delta = chunk.choices[0]?.delta as { content?: string; audio?: { data?: string } } | undefined;
-      text += delta?.content ?? '';
+      const delta = chunk.choices[0]?.delta as
+        { content?: string | null; audio?: { data?: string; transcript?: string } } | undefined;
+      expect(delta?.content ?? '').toBe(''); // with audio on, the text comes once, as the transcript
+      text += delta?.audio?.transcript ?? '';
       if (delta?.audio?.data) audio.push(Buffer.from(delta.audio.data, 'base64'));
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
@@ -130,7 +156,8 @@ describe('server over the real pipeline', () => {
     expect(streamed.length).toBe(12 * SAMPLES_PER_TOKEN);
 
     const whole = await sdk.chat.completions.create({ ...params, audio: { voice: 'alloy', format: 'wav' } });
-    expect(whole.choices[0].message.content).toBe(text);
+    expect(whole.choices[0].message.content).toBeNull();
+    expect(whole.choices[0].message.audio?.transcript).toBe(text);
     const wav = Buffer.from(whole.choices[0].message.audio!.data, 'base64');
     expect(wav.readUInt32LE(24)).toBe(24000);
     expect(maxDiff(pcm16Of(wav.subarray(44)), streamed)).toBeLessThanOrEqual(1);
@@ -141,7 +168,17 @@ describe('server over the real pipeline', () => {
     const res = await fetch(`${base}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'text', text: 'See ' }, { type: 'image_url', image_url: { url: image } }] }] }),
+      body: JSON.stringify({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'See ' },
+              { type: 'image_url', image_url: { url: image } },
+            ],
+          },
+        ],
+      }),
     });
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: { code: string; message: string; param: string } };

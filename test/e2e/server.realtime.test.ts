@@ -30,7 +30,10 @@ describe('realtime session', () => {
     expect(session.object).toBe('realtime.session');
     expect(session.output_modalities).toEqual(['audio']);
     expect(session.model).toBe('chorus-test-omni');
-    expect((session.audio as { output: { format: unknown } }).output.format).toEqual({ type: 'audio/pcm', rate: 24000 });
+    expect((session.audio as { output: { format: unknown } }).output.format).toEqual({
+      type: 'audio/pcm',
+      rate: 24000,
+    });
     client.close();
   });
 
@@ -42,7 +45,12 @@ describe('realtime session', () => {
     expect(response.status).toBe('completed');
 
     const rid = response.id as string;
-    const own = client.events.filter((e) => e.response_id === rid || (e.response as { id?: string } | undefined)?.id === rid || e.type.startsWith('conversation.item'));
+    const own = client.events.filter(
+      (e) =>
+        e.response_id === rid ||
+        (e.response as { id?: string } | undefined)?.id === rid ||
+        e.type.startsWith('conversation.item'),
+    );
     const order = typesOf(own).filter((t) => !t.endsWith('.delta'));
     expect(order).toEqual([
       'conversation.item.added', // the user's message
@@ -60,21 +68,34 @@ describe('realtime session', () => {
     ]);
     // With audio on, text travels only as the transcript.
     expect(client.ofType('response.output_text.delta')).toHaveLength(0);
-    const transcript = client.ofType('response.output_audio_transcript.delta').map((e) => e.delta).join('');
+    const transcript = client
+      .ofType('response.output_audio_transcript.delta')
+      .map((e) => e.delta)
+      .join('');
     expect(transcript).toBe('w0 w1 w2 w3 w4 w5 w6 w7 ');
     expect(client.ofType('response.output_audio_transcript.done')[0].transcript).toBe(transcript);
 
     // Interleaved: some audio arrived before the last text delta.
     const types = typesOf(client.events);
-    expect(types.indexOf('response.output_audio.delta')).toBeLessThan(types.lastIndexOf('response.output_audio_transcript.delta'));
+    expect(types.indexOf('response.output_audio.delta')).toBeLessThan(
+      types.lastIndexOf('response.output_audio_transcript.delta'),
+    );
 
     const pcm = decodeAudioDeltas(client.events, rid);
     expect(pcm.length).toBe(4 * 4800);
     expect(pcm).toEqual(expectedPcm16(4 * 4800));
 
     const item = (response.output as Record<string, unknown>[])[0];
-    expect(item).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_audio', transcript }] });
-    expect(response.usage).toMatchObject({ input_tokens: 5, output_token_details: { text_tokens: 8, audio_tokens: 10 } });
+    expect(item).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_audio', transcript }],
+    });
+    expect(response.usage).toMatchObject({
+      input_tokens: 5,
+      output_token_details: { text_tokens: 8, audio_tokens: 10 },
+    });
     expect(engine.lastHandle.request.modalities).toEqual(['text', 'audio']);
     client.close();
   });
@@ -87,7 +108,12 @@ describe('realtime session', () => {
     expect((updated.session as { output_modalities: string[] }).output_modalities).toEqual(['text']);
     const done = await client.respond('hi');
     expect((done.response as { status: string }).status).toBe('completed');
-    expect(client.ofType('response.output_text.delta').map((e) => e.delta).join('')).toBe('w0 w1 w2 w3 ');
+    expect(
+      client
+        .ofType('response.output_text.delta')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe('w0 w1 w2 w3 ');
     expect(client.ofType('response.output_text.done')[0].text).toBe('w0 w1 w2 w3 ');
     expect(client.ofType('response.output_audio.delta')).toHaveLength(0);
     expect(client.ofType('response.output_audio_transcript.delta')).toHaveLength(0);
@@ -100,7 +126,13 @@ describe('realtime session', () => {
     const client = await RealtimeClient.connect(server.wsUrl);
     client.send({
       type: 'session.update',
-      session: { instructions: 'be brief', max_output_tokens: 77, seed: 42, ignore_eos: true, initial_codec_chunk_frames: 3 },
+      session: {
+        instructions: 'be brief',
+        max_output_tokens: 77,
+        seed: 42,
+        ignore_eos: true,
+        initial_codec_chunk_frames: 3,
+      },
     });
     await client.next('session.updated');
     await client.respond('one');
@@ -111,10 +143,24 @@ describe('realtime session', () => {
     expect(first.talkerSampling).toMatchObject({ seed: 42, ignoreEos: true });
     expect(first.initialCodecChunkFrames).toBe(3);
 
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'two' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'two' }] },
+    });
     client.send({
       type: 'response.create',
-      response: { instructions: 'be long', max_output_tokens: 5, initial_codec_chunk_frames: 9, temperature: 0.7, output_modalities: ['text'] },
+      response: {
+        instructions: 'be long',
+        max_output_tokens: 5,
+        initial_codec_chunk_frames: 9,
+        temperature: 0.7,
+        top_k: 5,
+        repetition_penalty: 1.2,
+        frequency_penalty: 0.5,
+        presence_penalty: -0.5,
+        logit_bias: { '7': -100 },
+        output_modalities: ['text'],
+      },
     });
     await client.next('response.done');
     const second = engine.lastHandle.request;
@@ -124,9 +170,31 @@ describe('realtime session', () => {
       { role: 'assistant', content: 'w0 w1 ' }, // the first reply joined the conversation
       { role: 'user', content: 'two' },
     ]);
-    expect(second.sampling).toMatchObject({ maxTokens: 5, seed: 42, temperature: 0.7 });
+    expect(second.sampling).toMatchObject({
+      maxTokens: 5,
+      seed: 42,
+      temperature: 0.7,
+      topK: 5,
+      repetitionPenalty: 1.2,
+      frequencyPenalty: 0.5,
+      presencePenalty: -0.5,
+      logitBias: { '7': -100 },
+    });
     expect(second.initialCodecChunkFrames).toBe(9);
     expect(second.modalities).toEqual(['text']);
+    client.close();
+  });
+
+  it('max_output_tokens "inf" (the session default) keeps the stage\'s max_tokens, as chat does', async () => {
+    engine.script = defaultScript({ tokens: 2 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    expect((client.events[0].session as { max_output_tokens: unknown }).max_output_tokens).toBe('inf');
+    await client.respond('one');
+    // Left to the engine: the stage's max_tokens from the YAML (64 here), not the server's 4096-token cap.
+    expect(engine.lastHandle.request.sampling?.maxTokens).toBeUndefined();
+    client.send({ type: 'response.create', response: { max_output_tokens: 'inf' } });
+    await client.next('response.done');
+    expect(engine.lastHandle.request.sampling?.maxTokens).toBeUndefined();
     client.close();
   });
 
@@ -135,7 +203,10 @@ describe('realtime session', () => {
     const client = await RealtimeClient.connect(server.wsUrl);
     client.send({
       type: 'response.create',
-      response: { conversation: 'none', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'side' }] }] },
+      response: {
+        conversation: 'none',
+        input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'side' }] }],
+      },
     });
     const done = await client.next('response.done');
     expect((done.response as { conversation_id: unknown }).conversation_id).toBeNull();
@@ -150,12 +221,19 @@ describe('realtime session', () => {
   it('rejects a second response.create while one is active, and finishes the first', async () => {
     engine.script = defaultScript({ tokens: 6, stepMs: 10 });
     const client = await RealtimeClient.connect(server.wsUrl);
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] },
+    });
     client.send({ type: 'response.create' });
     await client.next('response.created');
     client.send({ type: 'response.create', event_id: 'evt_second' });
     const err = await client.next('error');
-    expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 'CHORUS_ERR_RESPONSE_ACTIVE', event_id: 'evt_second' });
+    expect(err.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'CHORUS_ERR_RESPONSE_ACTIVE',
+      event_id: 'evt_second',
+    });
     const done = await client.next('response.done');
     expect((done.response as { status: string }).status).toBe('completed');
     expect(client.ofType('response.created')).toHaveLength(1);
@@ -165,7 +243,10 @@ describe('realtime session', () => {
   it('cancels promptly: response.done(cancelled) within 500 ms and no delta after it', async () => {
     engine.script = defaultScript({ tokens: 400, stepMs: 5, chunkSamples: 2400, tokensPerChunk: 1 });
     const client = await RealtimeClient.connect(server.wsUrl);
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
+    });
     client.send({ type: 'response.create' });
     const firstAudio = await client.next('response.output_audio.delta');
     const handle = engine.lastHandle;
@@ -174,7 +255,12 @@ describe('realtime session', () => {
     const done = await client.next('response.done');
     const doneIndex = client.events.indexOf(done);
     expect(client.arrivals[doneIndex] - sentAt).toBeLessThan(500);
-    expect(done.response).toMatchObject({ status: 'cancelled', status_details: { type: 'cancelled', reason: 'client_cancelled' } });
+    expect(done.response).toMatchObject({
+      status: 'cancelled',
+      status_details: { type: 'cancelled', reason: 'client_cancelled' },
+      // A cancelled response still read its prompt: its input tokens are counted, by modality.
+      usage: { input_tokens: 5, input_token_details: { text_tokens: 5, audio_tokens: 0, image_tokens: 0 } },
+    });
     expect(handle.cancelCalls).toBe(1);
     expect(await handle.finished).toBe('cancelled');
 
@@ -195,14 +281,21 @@ describe('realtime session', () => {
     const client = await RealtimeClient.connect(server.wsUrl);
     client.send({ type: 'response.cancel', event_id: 'evt_c' });
     const err = await client.next('error');
-    expect(err.error).toMatchObject({ code: 'CHORUS_ERR_NO_ACTIVE_RESPONSE', event_id: 'evt_c' });
+    expect(err.error).toMatchObject({
+      type: 'invalid_request_error', // the client's mistake, not the server's
+      code: 'CHORUS_ERR_NO_ACTIVE_RESPONSE',
+      event_id: 'evt_c',
+    });
     client.close();
   });
 
   it('cancels the request when the socket closes mid-response', async () => {
     engine.script = defaultScript({ tokens: 1000, stepMs: 2 });
     const client = await RealtimeClient.connect(server.wsUrl);
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
+    });
     client.send({ type: 'response.create' });
     await client.next('response.output_audio_transcript.delta');
     const handle = engine.lastHandle;
@@ -212,7 +305,10 @@ describe('realtime session', () => {
   });
 
   it('reports a failed request as response.done(failed) with the stable code', async () => {
-    engine.script = () => [{ kind: 'text', delta: 'a' }, { kind: 'fail', code: 'CHORUS_ERR_STAGE_DIED', message: 'talker died' }];
+    engine.script = () => [
+      { kind: 'text', delta: 'a' },
+      { kind: 'fail', code: 'CHORUS_ERR_STAGE_DIED', message: 'talker died' },
+    ];
     const client = await RealtimeClient.connect(server.wsUrl);
     const done = await client.respond('x');
     expect(done.response).toMatchObject({
@@ -222,28 +318,41 @@ describe('realtime session', () => {
     client.close();
   });
 
-  it('rejects empty commits and bad audio; on a pipeline without an audio encoder a commit is refused and the buffer dropped', async () => {
-    // The test double's graph has no encoder stages (serverMedia.double.test.ts covers commits that are taken).
-    engine.script = defaultScript({ tokens: 2 });
-    const client = await RealtimeClient.connect(server.wsUrl);
-    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_empty' });
-    expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'evt_empty' });
-    client.send({ type: 'input_audio_buffer.append', event_id: 'evt_bad', audio: 'not base64!' });
-    expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', event_id: 'evt_bad' });
-    client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(4800).toString('base64') });
-    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_no_encoder' });
-    const refused = (await client.next('error')).error as { code: string; message: string; event_id: string };
-    expect(refused).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', event_id: 'evt_no_encoder' });
-    expect(refused.message).toMatch(/^input_audio_buffer \(audio\): this pipeline has no audio encoder/);
-    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_dropped' }); // the refused audio is gone
-    expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'evt_dropped' });
-    client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(8).toString('base64') });
-    client.send({ type: 'input_audio_buffer.clear' });
-    await client.next('input_audio_buffer.cleared');
-    client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_cleared' });
-    expect((await client.next('error')).error).toMatchObject({ event_id: 'evt_cleared' });
-    expect(client.ofType('input_audio_buffer.committed')).toHaveLength(0);
-    expect((await client.respond('still here?')).response).toMatchObject({ status: 'completed' });
-    client.close();
-  });
+  it(
+    'rejects empty commits and bad audio; on a pipeline without an audio encoder a commit is refused and the ' +
+      'buffer dropped',
+    async () => {
+      // The test double's graph has no encoder stages (serverMedia.double.test.ts covers commits that are taken).
+      engine.script = defaultScript({ tokens: 2 });
+      const client = await RealtimeClient.connect(server.wsUrl);
+      client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_empty' });
+      expect((await client.next('error')).error).toMatchObject({
+        code: 'CHORUS_ERR_REQUEST_INVALID',
+        event_id: 'evt_empty',
+      });
+      client.send({ type: 'input_audio_buffer.append', event_id: 'evt_bad', audio: 'not base64!' });
+      expect((await client.next('error')).error).toMatchObject({
+        code: 'CHORUS_ERR_MEDIA_INVALID',
+        event_id: 'evt_bad',
+      });
+      client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(4800).toString('base64') });
+      client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_no_encoder' });
+      const refused = (await client.next('error')).error as { code: string; message: string; event_id: string };
+      expect(refused).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', event_id: 'evt_no_encoder' });
+      expect(refused.message).toMatch(/^input_audio_buffer \(audio\): this pipeline has no audio encoder/);
+      client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_dropped' }); // the refused audio is gone
+      expect((await client.next('error')).error).toMatchObject({
+        code: 'CHORUS_ERR_REQUEST_INVALID',
+        event_id: 'evt_dropped',
+      });
+      client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(8).toString('base64') });
+      client.send({ type: 'input_audio_buffer.clear' });
+      await client.next('input_audio_buffer.cleared');
+      client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_cleared' });
+      expect((await client.next('error')).error).toMatchObject({ event_id: 'evt_cleared' });
+      expect(client.ofType('input_audio_buffer.committed')).toHaveLength(0);
+      expect((await client.respond('still here?')).response).toMatchObject({ status: 'completed' });
+      client.close();
+    },
+  );
 });

@@ -102,7 +102,11 @@ describe('origin allow-list', () => {
     expect(listed.headers.get('access-control-allow-origin')).toBe('https://app.example');
     const preflight = await fetch(`${server.base}/v1/chat/completions`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization',
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-headers')).toContain('authorization');
@@ -118,18 +122,22 @@ describe('session cap', () => {
     await server.app.close();
   });
 
-  it('refuses sessions over the cap with 503 and takes them again once one closes', async () => {
+  it('refuses sessions over the cap with 429 + Retry-After and takes them again once one closes', async () => {
     const a = await RealtimeClient.connect(server.wsUrl);
     const b = await RealtimeClient.connect(server.wsUrl);
     const third = await tryUpgrade(server.wsUrl);
-    expect(third.status).toBe(503);
-    expect(JSON.parse(third.body).error.code).toBe('CHORUS_ERR_OVERLOADED');
+    expect(third.status).toBe(429);
+    expect(JSON.parse(third.body).error).toMatchObject({
+      type: 'rate_limit_exceeded',
+      code: 'CHORUS_ERR_RATE_LIMITED',
+    });
     const http = await fetch(`${server.base}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }),
     });
-    expect(http.status).toBe(503);
+    expect(http.status).toBe(429);
+    expect(Number(http.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     a.close();
     await a.closed;
     // The server sees the close a moment after the client does; retry until the slot is free.

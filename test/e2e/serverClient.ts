@@ -35,10 +35,12 @@ export class RealtimeClient {
       this.arrivals.push(performance.now());
       for (const w of this.#waiters.splice(0)) w();
     });
-    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => {
-      for (const w of this.#waiters.splice(0)) w();
-      resolve({ code, reason: reason.toString() });
-    }));
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code, reason) => {
+        for (const w of this.#waiters.splice(0)) w();
+        resolve({ code, reason: reason.toString() });
+      }),
+    );
   }
 
   static async connect(url: string, protocols?: string | string[], options?: ClientOptions): Promise<RealtimeClient> {
@@ -57,7 +59,11 @@ export class RealtimeClient {
   }
 
   /** The next event (after the previous next() result) matching type/predicate; fails after timeoutMs. */
-  async next(type: string, predicate: (e: ServerEvent) => boolean = () => true, timeoutMs = 5000): Promise<ServerEvent> {
+  async next(
+    type: string,
+    predicate: (e: ServerEvent) => boolean = () => true,
+    timeoutMs = 5000,
+  ): Promise<ServerEvent> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       while (this.#cursor < this.events.length) {
@@ -66,7 +72,13 @@ export class RealtimeClient {
       }
       if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`socket closed while waiting for ${type}`);
       const remaining = deadline - performance.now();
-      if (remaining <= 0) throw new Error(`timed out waiting for ${type}; got ${this.events.slice(-5).map((e) => e.type).join(', ')}`);
+      if (remaining <= 0)
+        throw new Error(
+          `timed out waiting for ${type}; got ${this.events
+            .slice(-5)
+            .map((e) => e.type)
+            .join(', ')}`,
+        );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, remaining);
         this.#waiters.push(() => {
@@ -83,7 +95,10 @@ export class RealtimeClient {
 
   /** Sends a user message and response.create; returns the response.done event. */
   async respond(text: string, response: object = {}, timeoutMs = 5000): Promise<ServerEvent> {
-    this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+    this.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+    });
     this.send({ type: 'response.create', response });
     return this.next('response.done', () => true, timeoutMs);
   }
@@ -96,7 +111,9 @@ export class RealtimeClient {
 /** Concatenates the base64 pcm16 audio deltas of a response into samples. */
 export function decodeAudioDeltas(events: readonly ServerEvent[], responseId?: string): Int16Array {
   const parts = events
-    .filter((e) => e.type === 'response.output_audio.delta' && (responseId === undefined || e.response_id === responseId))
+    .filter(
+      (e) => e.type === 'response.output_audio.delta' && (responseId === undefined || e.response_id === responseId),
+    )
     .map((e) => Buffer.from(e.delta as string, 'base64'));
   const bytes = Buffer.concat(parts);
   return new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));

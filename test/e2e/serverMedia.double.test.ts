@@ -9,8 +9,8 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { map } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StageGraph, StageSpec } from '../../src/config/types.ts';
-import type { ContentPart, Engine, GenerateRequest, RequestHandle } from '../../src/engine/types.ts';
+import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
+import type { ContentPart, Engine, GenerateRequest, RequestHandle } from '../../src/common/engine.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { pcm16Bytes, pngBytes, wavBytes } from '../helpers/media.ts';
 import { RealtimeClient } from './serverClient.ts';
@@ -23,10 +23,19 @@ function encoderStage(stageId: string, modality: 'audio' | 'image'): StageSpec {
     kind: 'encoder',
     workerType: 'generation',
     inputs: [],
-    nextStageProcessor: null,
     finalOutput: false,
     finalOutputType: null,
-    encoder: { modality, cacheBytes: 1 << 20, budgetEmbeddings: 2048, maxBatchSize: 8, batchTimeoutMs: 5, onFailure: 'fail', maxAudioSeconds: 60, timeoutMs: 1000, imageGrid: null },
+    encoder: {
+      modality,
+      cacheBytes: 1 << 20,
+      budgetEmbeddings: 2048,
+      maxBatchSize: 8,
+      batchTimeoutMs: 5,
+      onFailure: 'fail',
+      maxAudioSeconds: 60,
+      timeoutMs: 1000,
+      imageGrid: null,
+    },
   };
 }
 
@@ -35,7 +44,13 @@ const mmGraph: StageGraph = {
   stages: [
     encoderStage('audio-encoder', 'audio'),
     encoderStage('image-encoder', 'image'),
-    { ...testGraph.stages[0], inputs: [{ from: 'audio-encoder', connector: 'shm0' }, { from: 'image-encoder', connector: 'shm0' }] },
+    {
+      ...testGraph.stages[0],
+      inputs: [
+        { from: 'audio-encoder', connector: 'shm0' },
+        { from: 'image-encoder', connector: 'shm0' },
+      ],
+    },
     ...testGraph.stages.slice(1),
   ],
 };
@@ -43,6 +58,7 @@ const mmGraph: StageGraph = {
 /** The test double with encoders in its graph; `warnings` are added to every done event, as the engine's are. */
 class MediaEngine implements Engine {
   readonly graph = mmGraph;
+  readonly audioOutput = { sampleRateHz: 24000, samplesPerFrame: 1920 };
   readonly inner = new TestEngine({ script: defaultScript({ tokens: 3 }) });
   warnings: ((r: GenerateRequest) => string[]) | null = null;
 
@@ -55,7 +71,14 @@ class MediaEngine implements Engine {
     const warn = this.warnings;
     if (!warn) return h;
     const events = h.events.pipe(map((e) => (e.type === 'done' ? { ...e, warnings: warn(request) } : e)));
-    return { requestId: h.requestId, events, cancel: () => h.cancel(), pause: () => h.pause(), resume: () => h.resume() };
+    return {
+      requestId: h.requestId,
+      prompt: h.prompt,
+      events,
+      cancel: () => h.cancel(),
+      pause: () => h.pause(),
+      resume: () => h.resume(),
+    };
   }
 
   health() {
@@ -77,13 +100,23 @@ function firstImageName(r: GenerateRequest): string {
   throw new Error('no image in the request');
 }
 
-const failOnImage = (r: GenerateRequest): ScriptStep[] => [{ kind: 'fail', code: 'CHORUS_ERR_MEDIA_INVALID', message: `${firstImageName(r)}: cannot decode PNG: invalid block type` }];
+const failOnImage = (r: GenerateRequest): ScriptStep[] => [
+  {
+    kind: 'fail',
+    code: 'CHORUS_ERR_MEDIA_INVALID',
+    message: `${firstImageName(r)}: cannot decode PNG: invalid block type`,
+  },
+];
 
-/** Parts with their bytes as plain Uint8Arrays (the server may hand the engine Buffers, a subclass): compares content. */
-const plainBytes = (parts: readonly ContentPart[]) => parts.map((p) => (p.type === 'text' ? p : { ...p, data: new Uint8Array(p.data) }));
+/**
+ * Parts with their bytes as plain Uint8Arrays (the server may hand the engine Buffers, a subclass): compares content.
+ */
+const plainBytes = (parts: readonly ContentPart[]) =>
+  parts.map((p) => (p.type === 'text' ? p : { ...p, data: new Uint8Array(p.data) }));
 
 const png = pngBytes(40, 30, 3);
-const dataUrl = (bytes: Uint8Array, type = 'image/png') => `data:${type};base64,${Buffer.from(bytes).toString('base64')}`;
+const dataUrl = (bytes: Uint8Array, type = 'image/png') =>
+  `data:${type};base64,${Buffer.from(bytes).toString('base64')}`;
 const FETCH_MAX_BYTES = 64 * 1024;
 
 let engine: MediaEngine;
@@ -100,7 +133,9 @@ beforeAll(async () => {
       case '/ok/cat.png':
         return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
       case '/ok/big.png':
-        return res.writeHead(200, { 'content-type': 'image/png', 'content-length': FETCH_MAX_BYTES + 1 }).end(Buffer.alloc(FETCH_MAX_BYTES + 1));
+        return res
+          .writeHead(200, { 'content-type': 'image/png', 'content-length': FETCH_MAX_BYTES + 1 })
+          .end(Buffer.alloc(FETCH_MAX_BYTES + 1));
       case '/ok/endless.png': // no content-length: only counting while reading catches it
         res.writeHead(200, { 'content-type': 'image/png' });
         for (let i = 0; i < 10; i++) res.write(Buffer.alloc(16 * 1024));
@@ -121,7 +156,12 @@ beforeAll(async () => {
   mediaBase = `http://127.0.0.1:${address.port}`;
 
   engine = new MediaEngine();
-  app = buildServer(engine, { apiKey: null, mediaUrlAllowList: [`${mediaBase}/ok/`], mediaFetchTimeoutMs: 300, mediaFetchMaxBytes: FETCH_MAX_BYTES });
+  app = buildServer(engine, {
+    apiKey: null,
+    mediaUrlAllowList: [`${mediaBase}/ok/`],
+    mediaFetchTimeoutMs: 300,
+    mediaFetchMaxBytes: FETCH_MAX_BYTES,
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as { port: number }).port;
   base = `http://127.0.0.1:${port}`;
@@ -135,7 +175,11 @@ afterAll(async () => {
 });
 
 async function chat(body: object): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
-  const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   let json: Record<string, unknown> = {};
   if ((res.headers.get('content-type') ?? '').includes('json')) json = JSON.parse(text) as Record<string, unknown>;
@@ -143,7 +187,16 @@ async function chat(body: object): Promise<{ status: number; json: Record<string
 }
 
 const withImage = (url: string, extra: object = {}) => ({
-  messages: [{ role: 'assistant', content: null }, { role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url } }] }],
+  messages: [
+    { role: 'assistant', content: null },
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is it?' },
+        { type: 'image_url', image_url: { url } },
+      ],
+    },
+  ],
   ...extra,
 });
 
@@ -160,8 +213,18 @@ describe('HTTP media', () => {
     const before = engine.requests.length;
     const cases: [string, number, string, RegExp][] = [
       [`${mediaBase}/private/cat.png`, 400, 'CHORUS_ERR_MEDIA_REMOTE_URL', /remote URLs are not fetched/],
-      [`${mediaBase}/ok/moved.png`, 400, 'CHORUS_ERR_MEDIA_INVALID', /redirects \(HTTP 302\); redirects are not followed/],
-      [`${mediaBase}/ok/big.png`, 400, 'CHORUS_ERR_MEDIA_INVALID', new RegExp(`is ${FETCH_MAX_BYTES + 1} bytes; this server fetches at most ${FETCH_MAX_BYTES}`)],
+      [
+        `${mediaBase}/ok/moved.png`,
+        400,
+        'CHORUS_ERR_MEDIA_INVALID',
+        /redirects \(HTTP 302\); redirects are not followed/,
+      ],
+      [
+        `${mediaBase}/ok/big.png`,
+        400,
+        'CHORUS_ERR_MEDIA_INVALID',
+        new RegExp(`is ${FETCH_MAX_BYTES + 1} bytes; this server fetches at most ${FETCH_MAX_BYTES}`),
+      ],
       [`${mediaBase}/ok/endless.png`, 400, 'CHORUS_ERR_MEDIA_INVALID', new RegExp(`over ${FETCH_MAX_BYTES} bytes`)],
       [`${mediaBase}/ok/slow.png`, 400, 'CHORUS_ERR_MEDIA_INVALID', /did not answer within 300 ms/],
       [`${mediaBase}/ok/missing.png`, 400, 'CHORUS_ERR_MEDIA_INVALID', /gave HTTP 404/],
@@ -195,17 +258,25 @@ describe('HTTP media', () => {
 
   it('reports warnings as chorus_warnings on the completion and on the final chunk', async () => {
     engine.inner.script = defaultScript({ tokens: 2 });
-    engine.warnings = (r) => [`${firstImageName(r)} was left out of the answer: CHORUS_ERR_CHUNK_TIMEOUT: no rows in time`];
+    engine.warnings = (r) => [
+      `${firstImageName(r)} was left out of the answer: CHORUS_ERR_CHUNK_TIMEOUT: no rows in time`,
+    ];
     try {
-      const expected = ['messages[1].content[1] (image) was left out of the answer: CHORUS_ERR_CHUNK_TIMEOUT: no rows in time'];
+      const expected = [
+        'messages[1].content[1] (image) was left out of the answer: CHORUS_ERR_CHUNK_TIMEOUT: no rows in time',
+      ];
       const whole = await chat(withImage(dataUrl(png)));
       expect(whole.json.chorus_warnings).toEqual(expected);
       const streamed = await chat(withImage(dataUrl(png), { stream: true }));
-      const chunks = streamed.text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
+      const chunks = streamed.text
+        .split('\n\n')
+        .filter((l) => l.startsWith('data: {'))
+        .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
       expect(chunks.at(-1)!.chorus_warnings).toEqual(expected);
       expect(chunks.slice(0, -1).every((c) => !('chorus_warnings' in c))).toBe(true);
       engine.warnings = () => [];
-      expect('chorus_warnings' in (await chat(withImage(dataUrl(png)))).json).toBe(false); // OpenAI's shape when there is nothing to say
+      // OpenAI's shape when there is nothing to say
+      expect('chorus_warnings' in (await chat(withImage(dataUrl(png)))).json).toBe(false);
     } finally {
       engine.warnings = null;
     }
@@ -221,75 +292,153 @@ describe('realtime media', () => {
     client.send({ type: 'input_audio_buffer.append', audio: Buffer.from(audio.subarray(4000)).toString('base64') });
     client.send({ type: 'input_audio_buffer.commit' });
     const committed = await client.next('input_audio_buffer.committed');
-    expect((await client.next('conversation.item.added')).item).toMatchObject({ id: committed.item_id, role: 'user', content: [{ type: 'input_audio', transcript: null }] });
+    expect((await client.next('conversation.item.added')).item).toMatchObject({
+      id: committed.item_id,
+      role: 'user',
+      content: [{ type: 'input_audio', transcript: null }],
+    });
     client.send({ type: 'response.create' });
     expect((await client.next('response.done')).response).toMatchObject({ status: 'completed' });
     const request = engine.requests.at(-1)!;
     expect(request.messages.map((m) => m.role)).toEqual(['user']);
-    expect(plainBytes(request.messages[0].content as ContentPart[])).toEqual([{ type: 'audio', data: new Uint8Array(audio), format: 'pcm16', sampleRateHz: 24000 }]);
+    expect(plainBytes(request.messages[0].content as ContentPart[])).toEqual([
+      { type: 'audio', data: new Uint8Array(audio), format: 'pcm16', sampleRateHz: 24000 },
+    ]);
     client.close();
   });
 
-  it('takes input_image and input_audio items; every later response sees their media; refuses bad media at once', async () => {
-    engine.inner.script = defaultScript({ tokens: 2 });
-    const client = await RealtimeClient.connect(wsUrl);
-    const wav = wavBytes(0.3, 16000, 2);
-    client.send({
-      type: 'conversation.item.create',
-      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Compare ' }, { type: 'input_image', image_url: dataUrl(png) }, { type: 'input_audio', audio: Buffer.from(wav).toString('base64'), format: 'wav', transcript: 'hi' }] },
-    });
-    const added = await client.next('conversation.item.added');
-    expect(added.item).toMatchObject({ content: [{ type: 'input_text', text: 'Compare ' }, { type: 'input_image' }, { type: 'input_audio', transcript: 'hi' }] });
-    const bad: [object, string, string, RegExp][] = [
-      [{ type: 'input_image', image_url: dataUrl(new TextEncoder().encode('not an image')) }, 'CHORUS_ERR_MEDIA_INVALID', 'bad_image', /^item\.content\[0\] \(image\): /],
-      [{ type: 'input_image', image_url: 'https://example.com/cat.png' }, 'CHORUS_ERR_MEDIA_REMOTE_URL', 'remote', /realtime sessions take images inline only/],
-      [{ type: 'input_audio', audio: Buffer.from('RIFF....WAVE').toString('base64'), format: 'wav' }, 'CHORUS_ERR_MEDIA_INVALID', 'bad_wav', /^item\.content\[0\] \(audio\): /],
-      [{ type: 'input_image' }, 'CHORUS_ERR_REQUEST_INVALID', 'no_url', /image_url is required/],
-    ];
-    for (const [part, code, eventId, message] of bad) {
-      client.send({ type: 'conversation.item.create', event_id: eventId, item: { type: 'message', role: 'user', content: [part] } });
-      const error = (await client.next('error')).error as { code: string; event_id: string; message: string };
-      expect(error, eventId).toMatchObject({ code, event_id: eventId });
-      expect(error.message, eventId).toMatch(message);
-    }
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'assistant', content: [{ type: 'input_image', image_url: dataUrl(png) }] } });
-    expect(((await client.next('error')).error as { message: string }).message).toContain('only allowed in user messages');
+  it(
+    'takes input_image and input_audio items; every later response sees their media; refuses bad media at ' + 'once',
+    async () => {
+      engine.inner.script = defaultScript({ tokens: 2 });
+      const client = await RealtimeClient.connect(wsUrl);
+      const wav = wavBytes(0.3, 16000, 2);
+      client.send({
+        type: 'conversation.item.create',
+        item: {
+          type: 'message',
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Compare ' },
+            { type: 'input_image', image_url: dataUrl(png) },
+            { type: 'input_audio', audio: Buffer.from(wav).toString('base64'), format: 'wav', transcript: 'hi' },
+          ],
+        },
+      });
+      const added = await client.next('conversation.item.added');
+      expect(added.item).toMatchObject({
+        content: [
+          { type: 'input_text', text: 'Compare ' },
+          { type: 'input_image' },
+          { type: 'input_audio', transcript: 'hi' },
+        ],
+      });
+      const bad: [object, string, string, RegExp][] = [
+        [
+          { type: 'input_image', image_url: dataUrl(new TextEncoder().encode('not an image')) },
+          'CHORUS_ERR_MEDIA_INVALID',
+          'bad_image',
+          /^item\.content\[0\] \(image\): /,
+        ],
+        [
+          { type: 'input_image', image_url: 'https://example.com/cat.png' },
+          'CHORUS_ERR_MEDIA_REMOTE_URL',
+          'remote',
+          /realtime sessions take images inline only/,
+        ],
+        [
+          { type: 'input_audio', audio: Buffer.from('RIFF....WAVE').toString('base64'), format: 'wav' },
+          'CHORUS_ERR_MEDIA_INVALID',
+          'bad_wav',
+          /^item\.content\[0\] \(audio\): /,
+        ],
+        [{ type: 'input_image' }, 'CHORUS_ERR_REQUEST_INVALID', 'no_url', /image_url is required/],
+      ];
+      for (const [part, code, eventId, message] of bad) {
+        client.send({
+          type: 'conversation.item.create',
+          event_id: eventId,
+          item: { type: 'message', role: 'user', content: [part] },
+        });
+        const error = (await client.next('error')).error as { code: string; event_id: string; message: string };
+        expect(error, eventId).toMatchObject({ code, event_id: eventId });
+        expect(error.message, eventId).toMatch(message);
+      }
+      client.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'assistant', content: [{ type: 'input_image', image_url: dataUrl(png) }] },
+      });
+      expect(((await client.next('error')).error as { message: string }).message).toContain(
+        'only allowed in user messages',
+      );
 
-    client.send({ type: 'response.create', response: { output_modalities: ['text'] } });
-    await client.next('response.done');
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'And now?' }] } });
-    client.send({ type: 'response.create', response: { output_modalities: ['text'] } });
-    await client.next('response.done');
-    const parts = plainBytes(engine.requests.at(-1)!.messages[0].content as ContentPart[]);
-    expect(parts).toEqual([{ type: 'text', text: 'Compare ' }, { type: 'image', data: new Uint8Array(png) }, { type: 'audio', data: new Uint8Array(wav), format: 'wav' }]);
-    expect(engine.requests.at(-1)!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
-    client.close();
-  });
+      client.send({ type: 'response.create', response: { output_modalities: ['text'] } });
+      await client.next('response.done');
+      client.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'And now?' }] },
+      });
+      client.send({ type: 'response.create', response: { output_modalities: ['text'] } });
+      await client.next('response.done');
+      const parts = plainBytes(engine.requests.at(-1)!.messages[0].content as ContentPart[]);
+      expect(parts).toEqual([
+        { type: 'text', text: 'Compare ' },
+        { type: 'image', data: new Uint8Array(png) },
+        { type: 'audio', data: new Uint8Array(wav), format: 'wav' },
+      ]);
+      expect(engine.requests.at(-1)!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+      client.close();
+    },
+  );
 
   it('names media by item in failures and warnings, and drops an item whose media fails to decode', async () => {
     const client = await RealtimeClient.connect(wsUrl);
     client.send({ type: 'session.update', session: { instructions: 'Be brief.', output_modalities: ['text'] } });
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', id: 'item_pic', content: [{ type: 'input_text', text: 'See' }, { type: 'input_image', image_url: dataUrl(png) }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: {
+        type: 'message',
+        role: 'user',
+        id: 'item_pic',
+        content: [
+          { type: 'input_text', text: 'See' },
+          { type: 'input_image', image_url: dataUrl(png) },
+        ],
+      },
+    });
     await client.next('conversation.item.added');
 
     engine.inner.script = defaultScript({ tokens: 2 });
-    engine.warnings = (r) => [`${firstImageName(r)} was left out of the answer: CHORUS_ERR_STAGE_DIED: image encoder died`];
+    engine.warnings = (r) => [
+      `${firstImageName(r)} was left out of the answer: CHORUS_ERR_STAGE_DIED: image encoder died`,
+    ];
     client.send({ type: 'response.create' });
     const warned = (await client.next('response.done')).response as Record<string, unknown>;
     engine.warnings = null;
     expect(warned.status).toBe('completed');
     // The engine said messages[1] (the instructions are messages[0]); the client knows the item.
-    expect(warned.chorus_warnings).toEqual(['item item_pic content[1] (image) was left out of the answer: CHORUS_ERR_STAGE_DIED: image encoder died']);
+    expect(warned.chorus_warnings).toEqual([
+      'item item_pic content[1] (image) was left out of the answer: CHORUS_ERR_STAGE_DIED: image encoder died',
+    ]);
 
     engine.inner.script = failOnImage;
     client.send({ type: 'response.create' });
-    const failed = (await client.next('response.done')).response as { status: string; status_details: { error: { code: string; message: string } } };
+    const failed = (await client.next('response.done')).response as {
+      status: string;
+      status_details: { error: { code: string; message: string } };
+    };
     expect(failed.status).toBe('failed');
-    expect(failed.status_details.error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', message: 'item item_pic content[1] (image): cannot decode PNG: invalid block type' });
+    expect(failed.status_details.error).toMatchObject({
+      code: 'CHORUS_ERR_MEDIA_INVALID',
+      message: 'item item_pic content[1] (image): cannot decode PNG: invalid block type',
+    });
     expect((await client.next('conversation.item.deleted')).item_id).toBe('item_pic');
 
     engine.inner.script = defaultScript({ tokens: 2 });
-    client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hello?' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hello?' }] },
+    });
     client.send({ type: 'response.create' });
     expect((await client.next('response.done')).response).toMatchObject({ status: 'completed' });
     const messages = engine.requests.at(-1)!.messages;

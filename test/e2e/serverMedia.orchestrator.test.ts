@@ -34,7 +34,8 @@ function makePng(width: number, height: number, seed: number): Buffer {
 /** Little-endian pcm16 of a tone. */
 function tone(seconds: number, rateHz: number, hz: number): Buffer {
   const out = Buffer.alloc(2 * Math.round(seconds * rateHz));
-  for (let i = 0; i < out.length / 2; i++) out.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rateHz)), 2 * i);
+  for (let i = 0; i < out.length / 2; i++)
+    out.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rateHz)), 2 * i);
   return out;
 }
 
@@ -65,7 +66,9 @@ let wsUrl: string;
 let sdk: OpenAI;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(await loadConfig(new URL('../../configs/tiny-omni-mm.yaml', import.meta.url).pathname));
+  engine = await Orchestrator.start(
+    await loadConfig(new URL('../../configs/tiny-omni-mm.yaml', import.meta.url).pathname),
+  );
   app = buildServer(engine, { apiKey: null });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as { port: number }).port;
@@ -86,15 +89,33 @@ async function encoderCache(instance: string) {
   expect(res.status).toBe(200);
   const m = parsePrometheus(await res.text());
   const value = (name: string) => m.get(name)?.samples.find((s) => s.labels.stage === instance)?.value ?? 0;
-  return { hits: value('chorus_encoder_cache_hits_total'), misses: value('chorus_encoder_cache_misses_total'), bytes: value('chorus_encoder_cache_bytes') };
+  return {
+    hits: value('chorus_encoder_cache_hits_total'),
+    misses: value('chorus_encoder_cache_misses_total'),
+    bytes: value('chorus_encoder_cache_bytes'),
+  };
 }
 
-async function chat(body: object): Promise<{ status: number; body: { error?: { code: string; message: string; param: string | null } } }> {
-  const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as { error?: { code: string; message: string; param: string | null } } };
+async function chat(
+  body: object,
+): Promise<{ status: number; body: { error?: { code: string; message: string; param: string | null } } }> {
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as { error?: { code: string; message: string; param: string | null } },
+  };
 }
 
-const ask = (parts: object[], extra: object = {}) => ({ messages: [{ role: 'user', content: parts }], max_completion_tokens: 4, seed: 1, ...extra });
+const ask = (parts: object[], extra: object = {}) => ({
+  messages: [{ role: 'user', content: parts }],
+  max_completion_tokens: 4,
+  seed: 1,
+  ...extra,
+});
 
 describe('media over the real multimodal pipeline', () => {
   it('the official SDK sends an image and a WAV and streams text and audio back', async () => {
@@ -106,7 +127,10 @@ describe('media over the real multimodal pipeline', () => {
           content: [
             { type: 'text', text: 'What do you see and hear? ' },
             { type: 'image_url', image_url: { url: pngUrl(makePng(96, 64, 1)) } },
-            { type: 'input_audio', input_audio: { data: makeWav(tone(1, 16000, 440), 16000).toString('base64'), format: 'wav' } },
+            {
+              type: 'input_audio',
+              input_audio: { data: makeWav(tone(1, 16000, 440), 16000).toString('base64'), format: 'wav' },
+            },
           ],
         },
       ],
@@ -122,24 +146,33 @@ describe('media over the real multimodal pipeline', () => {
     const audio: Buffer[] = [];
     let finish: string | null = null;
     let promptTokens = 0;
+    let details: { text_tokens: number; audio_tokens: number; image_tokens: number } | undefined;
     for await (const chunk of stream) {
-      const delta = chunk.choices[0]?.delta as { content?: string; audio?: { data?: string } } | undefined;
-      text += delta?.content ?? '';
+      const delta = chunk.choices[0]?.delta as { audio?: { data?: string; transcript?: string } } | undefined;
+      text += delta?.audio?.transcript ?? '';
       if (delta?.audio?.data) audio.push(Buffer.from(delta.audio.data, 'base64'));
       finish = chunk.choices[0]?.finish_reason ?? finish;
       promptTokens = chunk.usage?.prompt_tokens ?? promptTokens;
+      details = (chunk.usage?.prompt_tokens_details as typeof details) ?? details;
     }
     expect(finish).toBe('length');
     expect(text.length).toBeGreaterThan(0);
     expect(Buffer.concat(audio).length / 2).toBe(8 * SAMPLES_PER_TOKEN);
-    // The prompt holds the media's embeddings: 25 per second of audio, and the image's patch groups.
+    // The prompt holds the media's embeddings: 25 per second of audio, and the image's patch groups; usage says
+    // which positions each modality filled.
     expect(promptTokens).toBeGreaterThan(25);
+    expect(details!.audio_tokens).toBeGreaterThanOrEqual(25);
+    expect(details!.image_tokens).toBeGreaterThan(0);
+    expect(details!.text_tokens + details!.audio_tokens + details!.image_tokens).toBe(promptTokens);
   }, 30_000);
 
   it('the same image twice is one encoder run: /metrics counts a cache hit', async () => {
     const before = await encoderCache('image-encoder#0');
     const image = pngUrl(makePng(120, 80, 2));
-    const parts = [{ type: 'text', text: 'Describe: ' }, { type: 'image_url', image_url: { url: image } }];
+    const parts = [
+      { type: 'text', text: 'Describe: ' },
+      { type: 'image_url', image_url: { url: image } },
+    ];
     const first = await chat(ask(parts));
     const second = await chat(ask(parts));
     expect([first.status, second.status]).toEqual([200, 200]);
@@ -147,7 +180,10 @@ describe('media over the real multimodal pipeline', () => {
     let now = before;
     const deadline = Date.now() + 10_000;
     while (now.hits + now.misses < before.hits + before.misses + 2) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for the image encoder's stats to count both requests: ${JSON.stringify(now)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out waiting for the image encoder's stats to count both requests: ${JSON.stringify(now)}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
       now = await encoderCache('image-encoder#0');
     }
@@ -158,16 +194,38 @@ describe('media over the real multimodal pipeline', () => {
 
   it('refuses remote URLs and bad media with 400s naming the item; the server answers the next request', async () => {
     const remote = await sdk.chat.completions
-      .create({ model: 'x', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }] })
+      .create({
+        model: 'x',
+        messages: [
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] },
+        ],
+      })
       .catch((e: unknown) => e);
     expect(remote).toBeInstanceOf(OpenAI.APIError);
     expect(remote).toMatchObject({ status: 400, code: 'CHORUS_ERR_MEDIA_REMOTE_URL' });
 
-    const garbage = await chat(ask([{ type: 'text', text: 'Hear: ' }, { type: 'input_audio', input_audio: { data: '!!not base64!!', format: 'wav' } }]));
+    const garbage = await chat(
+      ask([
+        { type: 'text', text: 'Hear: ' },
+        { type: 'input_audio', input_audio: { data: '!!not base64!!', format: 'wav' } },
+      ]),
+    );
     expect(garbage.status).toBe(400);
-    expect(garbage.body.error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', param: 'messages[0].content[1]', message: 'messages[0].content[1] (audio): data is not valid base64' });
+    expect(garbage.body.error).toMatchObject({
+      code: 'CHORUS_ERR_MEDIA_INVALID',
+      param: 'messages[0].content[1]',
+      message: 'messages[0].content[1] (audio): data is not valid base64',
+    });
 
-    const notImage = await chat(ask([{ type: 'text', text: 'See: ' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${Buffer.from('just some text, no pixels').toString('base64')}` } }]));
+    const notImage = await chat(
+      ask([
+        { type: 'text', text: 'See: ' },
+        {
+          type: 'image_url',
+          image_url: { url: `data:image/png;base64,${Buffer.from('just some text, no pixels').toString('base64')}` },
+        },
+      ]),
+    );
     expect(notImage.status).toBe(400);
     expect(notImage.body.error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', param: 'messages[0].content[1]' });
     expect(notImage.body.error!.message).toMatch(/^messages\[0\]\.content\[1\] \(image\): /);
@@ -175,12 +233,24 @@ describe('media over the real multimodal pipeline', () => {
     // A PNG whose header is fine but whose pixels are not only fails in the encoder stage: still a 400, streaming too.
     const corrupt = makePng(64, 64, 3);
     corrupt.fill(0, 60);
-    const inBand = await chat(ask([{ type: 'text', text: 'See: ' }, { type: 'image_url', image_url: { url: pngUrl(corrupt) } }], { stream: true }));
+    const inBand = await chat(
+      ask(
+        [
+          { type: 'text', text: 'See: ' },
+          { type: 'image_url', image_url: { url: pngUrl(corrupt) } },
+        ],
+        { stream: true },
+      ),
+    );
     expect(inBand.status).toBe(400);
     expect(inBand.body.error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', param: 'messages[0].content[1]' });
     expect(inBand.body.error!.message).toMatch(/^messages\[0\]\.content\[1\] \(image\): cannot decode PNG/);
 
-    const next = await sdk.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'Still there?' }], max_completion_tokens: 3 });
+    const next = await sdk.chat.completions.create({
+      model: 'x',
+      messages: [{ role: 'user', content: 'Still there?' }],
+      max_completion_tokens: 3,
+    });
     expect(next.choices[0].message.content!.length).toBeGreaterThan(0);
     await waitFor('every stage to drop the failed requests', () => engine.health().every((h) => h.inFlight === 0));
   });
@@ -188,7 +258,8 @@ describe('media over the real multimodal pipeline', () => {
   it('realtime: appended and committed input audio is answered with audio', async () => {
     const client = await RealtimeClient.connect(wsUrl);
     const pcm = tone(0.8, 24000, 300);
-    for (let at = 0; at < pcm.length; at += 9600) client.send({ type: 'input_audio_buffer.append', audio: pcm.subarray(at, at + 9600).toString('base64') });
+    for (let at = 0; at < pcm.length; at += 9600)
+      client.send({ type: 'input_audio_buffer.append', audio: pcm.subarray(at, at + 9600).toString('base64') });
     client.send({ type: 'input_audio_buffer.commit' });
     await client.next('input_audio_buffer.committed');
     client.send({ type: 'response.create', response: { max_output_tokens: 6, ignore_eos: true, seed: 2 } });

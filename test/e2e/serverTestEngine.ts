@@ -7,9 +7,16 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { ReplaySubject } from 'rxjs';
-import type { StageGraph, StageSpec } from '../../src/config/types.ts';
-import type { Engine, FinishReason, GenerateRequest, OutputEvent, RequestHandle, StageHealth } from '../../src/engine/types.ts';
-import type { ErrorCode } from '../../src/errors.ts';
+import { GREEDY_SAMPLING, type StageGraph, type StageSpec } from '../../src/common/graph.ts';
+import type {
+  Engine,
+  FinishReason,
+  GenerateRequest,
+  OutputEvent,
+  RequestHandle,
+  StageHealth,
+} from '../../src/common/engine.ts';
+import type { ErrorCode } from '../../src/common/errors.ts';
 
 export type ScriptStep =
   | { readonly kind: 'text'; readonly delta: string }
@@ -27,7 +34,9 @@ export function expectedPcm16(count: number): Int16Array {
 }
 
 /** Default script: `tokens` text deltas; with audio, a chunk of `chunkSamples` after every `tokensPerChunk` tokens. */
-export function defaultScript(opts: { tokens?: number; chunkSamples?: number; tokensPerChunk?: number; stepMs?: number } = {}) {
+export function defaultScript(
+  opts: { tokens?: number; chunkSamples?: number; tokensPerChunk?: number; stepMs?: number } = {},
+) {
   const tokens = opts.tokens ?? 8;
   const chunkSamples = opts.chunkSamples ?? 4800;
   const tokensPerChunk = opts.tokensPerChunk ?? 2;
@@ -36,7 +45,8 @@ export function defaultScript(opts: { tokens?: number; chunkSamples?: number; to
     for (let i = 0; i < tokens; i++) {
       if (opts.stepMs) steps.push({ kind: 'wait', ms: opts.stepMs });
       steps.push({ kind: 'text', delta: `w${i} ` });
-      if (request.modalities.includes('audio') && (i + 1) % tokensPerChunk === 0) steps.push({ kind: 'audio', samples: chunkSamples });
+      if (request.modalities.includes('audio') && (i + 1) % tokensPerChunk === 0)
+        steps.push({ kind: 'audio', samples: chunkSamples });
     }
     return steps;
   };
@@ -45,6 +55,8 @@ export function defaultScript(opts: { tokens?: number; chunkSamples?: number; to
 export class TestHandle implements RequestHandle {
   readonly requestId: string;
   readonly request: GenerateRequest;
+  /** A scripted engine's prompt: 5 text tokens, whatever the request says. */
+  readonly prompt = { text: 5, audio: 0, image: 0 };
   readonly events = new ReplaySubject<OutputEvent>();
   cancelCalls = 0;
   pauseCalls = 0;
@@ -131,15 +143,32 @@ export class TestHandle implements RequestHandle {
     if (this.#ended) return;
     this.#ended = true;
     this.#resumed?.();
-    const usage = { promptTokens: 5, completionTokens: this.#textTokens, audioFrames: Math.ceil(this.#sampleCursor / 1920), audioSeconds: this.#sampleCursor / 24000 };
-    this.events.next({ type: 'done', finishReason: reason, usage, atMs: performance.now(), ...(error ? { error } : {}) });
+    const usage = {
+      promptTokens: 5,
+      promptTokenDetails: this.prompt,
+      completionTokens: this.#textTokens,
+      audioFrames: Math.ceil(this.#sampleCursor / 1920),
+      audioSeconds: this.#sampleCursor / 24000,
+    };
+    this.events.next({
+      type: 'done',
+      finishReason: reason,
+      usage,
+      atMs: performance.now(),
+      ...(error ? { error } : {}),
+    });
     this.events.complete();
     this.#finish(reason);
   }
 }
 
-function stage(stageId: string, kind: StageSpec['kind'], from: string | null, finalOutputType: 'text' | 'audio' | null): StageSpec {
-  const sampling = { temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, seed: 0, maxTokens: 64, stopTokenIds: [], ignoreEos: false };
+function stage(
+  stageId: string,
+  kind: StageSpec['kind'],
+  from: string | null,
+  finalOutputType: 'text' | 'audio' | null,
+): StageSpec {
+  const sampling = { ...GREEDY_SAMPLING, maxTokens: 64 };
   return {
     stageId,
     kind,
@@ -147,7 +176,6 @@ function stage(stageId: string, kind: StageSpec['kind'], from: string | null, fi
     model: { source: 'file', path: `/nonexistent/${stageId}.onnx` },
     engine: { maxNumSeqs: 8, maxNumBatchedTokens: 512, threads: 1, kvCacheBytes: 1 << 20 },
     inputs: from ? [{ from, connector: 'shm0' }] : [],
-    nextStageProcessor: kind === 'thinker' ? 'thinker2talker' : kind === 'talker' ? 'talker2code2wav' : null,
     finalOutput: finalOutputType !== null,
     finalOutputType,
     defaultSamplingParams: sampling,
@@ -158,10 +186,21 @@ function stage(stageId: string, kind: StageSpec['kind'], from: string | null, fi
 export const testGraph: StageGraph = {
   file: '/configs/test-omni.yaml',
   asyncChunk: true,
+  stageHangMs: 2_000,
   modelsDir: '/tmp/models',
   connectors: { shm0: { name: 'shm0', kind: 'shm', options: {} } },
-  chunkPolicy: { initialCodecChunkFrames: null, codecChunkFrames: 25, codecLeftContextFrames: 25, dynamicInitialChunk: true, chunkTimeoutMs: 5000 },
-  stages: [stage('thinker', 'thinker', null, 'text'), stage('talker', 'talker', 'thinker', null), stage('code2wav', 'code2wav', 'talker', 'audio')],
+  chunkPolicy: {
+    initialCodecChunkFrames: null,
+    codecChunkFrames: 25,
+    codecLeftContextFrames: 25,
+    dynamicInitialChunk: true,
+    chunkTimeoutMs: 5000,
+  },
+  stages: [
+    stage('thinker', 'thinker', null, 'text'),
+    stage('talker', 'talker', 'thinker', null),
+    stage('code2wav', 'code2wav', 'talker', 'audio'),
+  ],
   entryStageId: 'thinker',
 };
 
@@ -172,6 +211,7 @@ export interface TestEngineOptions {
 
 export class TestEngine implements Engine {
   readonly graph = testGraph;
+  readonly audioOutput = { sampleRateHz: 24000, samplesPerFrame: 1920 }; // what a 24 kHz, 12.5 frames/s vocoder reports
   readonly handles: TestHandle[] = [];
   script: (request: GenerateRequest) => ScriptStep[];
   finishReason: FinishReason;
@@ -190,7 +230,12 @@ export class TestEngine implements Engine {
   }
 
   generate(request: GenerateRequest): TestHandle {
-    const handle = new TestHandle(request.requestId ?? `req-${this.#nextId++}`, request, this.script(request), this.finishReason);
+    const handle = new TestHandle(
+      request.requestId ?? `req-${this.#nextId++}`,
+      request,
+      this.script(request),
+      this.finishReason,
+    );
     this.handles.push(handle);
     return handle;
   }

@@ -3,14 +3,19 @@
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { CHORUS_BIN, isAlive, segmentsOf, stageProcessesOf } from '../helpers/processes.ts';
+import { CHORUS_BIN, isAlive, segmentsOf, stageProcessesOf, killOnFinish } from '../helpers/processes.ts';
 
 describe.each(['SIGTERM', 'SIGINT'] as const)('chorus generate on %s', (signal) => {
   it('leaves no stage process and no /dev/shm segment behind', async () => {
-    const child = spawn(process.execPath, [CHORUS_BIN, 'generate', '--prompt', 'Tell me a very long story.', '--max-tokens', '3000', '--ignore-eos'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
-    });
+    const child = spawn(
+      process.execPath,
+      [CHORUS_BIN, 'generate', '--prompt', 'Tell me a very long story.', '--max-tokens', '3000', '--ignore-eos'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
+      },
+    );
+    killOnFinish(child);
     // The first streamed text means every stage is up and a request is in flight.
     await new Promise<void>((resolve, reject) => {
       child.stdout.once('data', () => resolve());

@@ -2,9 +2,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import type { StageGraph } from '../../src/config/types.ts';
-import type { OutputEvent, RequestHandle } from '../../src/engine/types.ts';
-import { concatFloat32 } from '../../src/util/arrays.ts';
+import type { StageGraph } from '../../src/common/graph.ts';
+import type { OutputEvent, RequestHandle } from '../../src/common/engine.ts';
+import { concatFloat32 } from '../../src/common/arrays.ts';
 
 const CONFIGS = join(import.meta.dirname, '..', '..', 'configs');
 

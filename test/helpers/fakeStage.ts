@@ -1,19 +1,25 @@
 /** A stage core without a process: a recording adapter, a StageContext, and hand-made received chunks. */
-import type { StageSpec } from '../../src/config/types.ts';
-import { logger } from '../../src/log.ts';
+import type { StageSpec } from '../../src/common/graph.ts';
+import { logger } from '../../src/common/log.ts';
 import type { StageToMain } from '../../src/worker/messages.ts';
 import type { StageContext } from '../../src/worker/StageCore.ts';
-import type { ChunkTransferAdapter, ExpectOptions, ReceivedChunk, SendTarget } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import type { Tensor } from '../../transport/codec.ts';
-import type { SerializedError } from '../../src/errors.ts';
-import type { FinishReason } from '../../src/engine/types.ts';
+import type {
+  ChunkTransferAdapter,
+  ExpectOptions,
+  OutgoingChunk,
+  ReceivedChunk,
+  SendTarget,
+} from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { ChunkBody } from '../../src/common/payloads.ts';
+import type { SerializedError } from '../../src/common/errors.ts';
+import type { FinishReason } from '../../src/common/engine.ts';
 
 export interface SentChunk {
   readonly requestId: string;
   readonly to: string;
   readonly final: boolean;
-  readonly payload: Record<string, unknown>;
-  readonly tensors: Record<string, Tensor>;
+  /** The chunk's body (undefined on an empty final chunk). */
+  readonly body: ChunkBody | undefined;
   readonly finishReason?: FinishReason;
   readonly error?: SerializedError;
 }
@@ -29,8 +35,15 @@ export class FakeAdapter {
     this.expected.push({ requestId, from: o.fromInstance });
   }
 
-  saveAsync(requestId: string, target: SendTarget, chunk: { final: boolean; payload?: Record<string, unknown>; tensors?: Record<string, Tensor>; finishReason?: FinishReason; error?: SerializedError }): Promise<void> {
-    this.sent.push({ requestId, to: target.toInstance, final: chunk.final, payload: chunk.payload ?? {}, tensors: chunk.tensors ?? {}, finishReason: chunk.finishReason, error: chunk.error });
+  saveAsync(requestId: string, target: SendTarget, chunk: OutgoingChunk): Promise<void> {
+    this.sent.push({
+      requestId,
+      to: target.toInstance,
+      final: chunk.final,
+      body: chunk.body,
+      finishReason: chunk.finishReason,
+      error: chunk.error,
+    });
     return Promise.resolve();
   }
 
@@ -52,7 +65,13 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
   const posted: StageToMain[] = [];
   return {
     spec,
-    chunkPolicy: { initialCodecChunkFrames: null, codecChunkFrames: 25, codecLeftContextFrames: 25, dynamicInitialChunk: true, chunkTimeoutMs: 30_000 },
+    chunkPolicy: {
+      initialCodecChunkFrames: null,
+      codecChunkFrames: 25,
+      codecLeftContextFrames: 25,
+      dynamicInitialChunk: true,
+      chunkTimeoutMs: 30_000,
+    },
     asyncChunk: true,
     adapter: adapter as unknown as ChunkTransferAdapter,
     post: (msg) => posted.push(msg),
@@ -63,12 +82,18 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
 
 let seqs = new Map<string, number>();
 
-/** A chunk as the adapter would deliver it (seq counted per request and producer). */
-export function received(requestId: string, from: string, to: string, payload: Record<string, unknown>, tensors: Record<string, Tensor> = {}, final = false): ReceivedChunk {
+/** A chunk as the adapter would deliver it (seq counted per request and producer); body null = empty final. */
+export function received(
+  requestId: string,
+  from: string,
+  to: string,
+  body: ChunkBody | null,
+  final = false,
+): ReceivedChunk {
   const k = `${requestId} ${from}`;
   const seq = seqs.get(k) ?? 0;
   seqs.set(k, seq + 1);
-  return { meta: { requestId, from, to, seq, final, sentAtMs: Date.now(), payload }, tensors, bytes: 0, receivedAtMs: Date.now() };
+  return { meta: { requestId, from, to, seq, final, sentAtMs: Date.now() }, body, bytes: 0, receivedAtMs: Date.now() };
 }
 
 export function resetSeqs(): void {

@@ -1,7 +1,8 @@
 /** Process checks for tests that start Chorus as a real command. */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 
 export const CHORUS_BIN = join(import.meta.dirname, '..', '..', 'bin', 'chorus.js');
 
@@ -15,7 +16,7 @@ export function stageProcessesOf(pid: number): number[] {
   }
   return out
     .split('\n')
-    .filter((line) => line.includes('stageMain.ts'))
+    .filter((line) => line.includes('stageEntry.ts'))
     .map((line) => Number(line.trim().split(/\s+/)[0]));
 }
 
@@ -31,4 +32,16 @@ export function isAlive(pid: number): boolean {
 /** Chorus segments in /dev/shm owned by `pid` (names are chorus-<ownerPid>-<random>). */
 export function segmentsOf(pid: number): string[] {
   return readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${pid}-`));
+}
+
+/**
+ * Kills a spawned chorus command and its stage processes when the test ends, if they are still alive: a failed
+ * assertion before the test's own shutdown must not leave a server running for the rest of the suite.
+ */
+export function killOnFinish(child: ChildProcess): void {
+  onTestFinished(() => {
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    for (const pid of stageProcessesOf(child.pid)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    child.kill('SIGKILL');
+  });
 }

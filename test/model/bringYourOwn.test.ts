@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureModel } from '../../stages/models/ensureModel.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
-import { isChorusError } from '../../src/errors.ts';
+import { isChorusError } from '../../src/common/errors.ts';
 import type { ThinkerRunner } from '../../stages/types.ts';
 import { optimumDecoderWithoutCache, optimumTextDecoder, type TextDecoderSize } from './fixtures.ts';
 import { code2wavSpec, promptIds, sampling, talkerSpec, tempModelsDir, thinkerSpec } from './helpers.ts';
@@ -23,8 +23,15 @@ beforeAll(() => {
 afterAll(() => models?.cleanup());
 
 function decode(runner: ThinkerRunner, prompt: number[], n: number, seqId: string): number[] {
-  const tokens = [runner.execute([{ seqId, tokenIds: prompt, numTokens: prompt.length, sample: true, sampling: sampling() }])[0].tokenId!];
-  for (let i = 1; i < n; i++) tokens.push(runner.execute([{ seqId, tokenIds: [tokens.at(-1)!], numTokens: 1, sample: true, sampling: sampling() }])[0].tokenId!);
+  const tokens = [
+    runner.execute([{ seqId, tokenIds: prompt, numTokens: prompt.length, sample: true, sampling: sampling() }])[0]
+      .tokenId!,
+  ];
+  for (let i = 1; i < n; i++)
+    tokens.push(
+      runner.execute([{ seqId, tokenIds: [tokens.at(-1)!], numTokens: 1, sample: true, sampling: sampling() }])[0]
+        .tokenId!,
+    );
   runner.free(seqId);
   return tokens;
 }
@@ -49,9 +56,17 @@ describe('bring-your-own models', () => {
       ]);
       expect(out[0].tokenId).toBe(alone[0]);
       expect(out[0].hidden.length).toBe(0);
-      expect(() => runner.execute([{ seqId: 'd', inputsEmbeds: new Float32Array(48), numTokens: 1, sample: true, sampling: sampling() }])).toThrow(/input_ids only/);
+      expect(() =>
+        runner.execute([
+          { seqId: 'd', inputsEmbeds: new Float32Array(48), numTokens: 1, sample: true, sampling: sampling() },
+        ]),
+      ).toThrow(/input_ids only/);
       // max_position_embeddings from config.json is enforced with a clear error.
-      expect(() => runner.execute([{ seqId: 'e', tokenIds: promptIds(129, 3), numTokens: 129, sample: true, sampling: sampling() }])).toThrow(/supports 128/);
+      expect(() =>
+        runner.execute([
+          { seqId: 'e', tokenIds: promptIds(129, 3), numTokens: 129, sample: true, sampling: sampling() },
+        ]),
+      ).toThrow(/supports 128/);
     } finally {
       await runner.close();
     }
@@ -66,7 +81,10 @@ describe('bring-your-own models', () => {
   });
 
   it('refuses a missing file and a model of the wrong kind', async () => {
-    const missing = await createThinkerRunner({ model: { source: 'file', path: join(models.dir, 'nope.onnx') } }, models.dir).catch((e: unknown) => e);
+    const missing = await createThinkerRunner(
+      { model: { source: 'file', path: join(models.dir, 'nope.onnx') } },
+      models.dir,
+    ).catch((e: unknown) => e);
     expect(isChorusError(missing, 'CHORUS_ERR_MODEL_LOAD')).toBe(true);
     const path = join(models.dir, 'not-a-talker.onnx');
     writeFileSync(path, await optimumTextDecoder(otherSize, 5));
@@ -79,8 +97,12 @@ describe('bring-your-own models', () => {
     const generated = await ensureModel(thinkerSpec(), models.dir);
     const dir = join(models.dir, 'copied-thinker');
     mkdirSync(dir);
-    for (const name of ['decoder_model.onnx', 'embed_tokens.onnx']) copyFileSync(generated.files[name], join(dir, name));
-    const viaFile = await createThinkerRunner({ model: { source: 'file', path: join(dir, 'decoder_model.onnx') } }, models.dir);
+    for (const name of ['decoder_model.onnx', 'embed_tokens.onnx'])
+      copyFileSync(generated.files[name], join(dir, name));
+    const viaFile = await createThinkerRunner(
+      { model: { source: 'file', path: join(dir, 'decoder_model.onnx') } },
+      models.dir,
+    );
     const viaSpec = await createThinkerRunner({ model: thinkerSpec() }, models.dir);
     try {
       expect(viaFile.supports).toEqual({ inputsEmbeds: true, hiddenStates: true, embeddings: true });
@@ -91,7 +113,10 @@ describe('bring-your-own models', () => {
     }
 
     const talker = await ensureModel(talkerSpec(), models.dir);
-    const talkerRunner = await createTalkerRunner({ model: { source: 'file', path: talker.files['talker.onnx'] } }, models.dir);
+    const talkerRunner = await createTalkerRunner(
+      { model: { source: 'file', path: talker.files['talker.onnx'] } },
+      models.dir,
+    );
     expect(talkerRunner.numCodebooks).toBe(16);
     expect(talkerRunner.padRow.length).toBe(talkerRunner.conditionDim);
     await talkerRunner.close();
@@ -102,7 +127,10 @@ describe('bring-your-own models', () => {
     const dir = join(models.dir, 'foreign-vocoder');
     mkdirSync(dir);
     copyFileSync(generated.files['code2wav.onnx'], join(dir, 'vocoder.onnx')); // no manifest beside it
-    const foreign = await createCode2WavRunner({ model: { source: 'file', path: join(dir, 'vocoder.onnx') } }, models.dir);
+    const foreign = await createCode2WavRunner(
+      { model: { source: 'file', path: join(dir, 'vocoder.onnx') } },
+      models.dir,
+    );
     const known = await createCode2WavRunner({ model: code2wavSpec() }, models.dir);
     expect(foreign.samplesPerFrame).toBe(known.samplesPerFrame);
     expect(foreign.receptiveFieldFrames).toBe(known.receptiveFieldFrames);

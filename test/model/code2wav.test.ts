@@ -8,7 +8,7 @@ import { createCode2WavRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
 import { code2wavSpec, maxAbsDiff, smallCode2Wav, tempModelsDir } from './helpers.ts';
-import { concatFloat32 } from '../../src/util/arrays.ts';
+import { concatFloat32 } from '../../src/common/arrays.ts';
 
 const Q = smallCode2Wav.numCodebooks;
 let models: ReturnType<typeof tempModelsDir>;
@@ -37,12 +37,24 @@ function sliceFrames(codes: Int32Array, numFrames: number, from: number, to: num
 }
 
 /** The streaming plan: an initial chunk, then fixed chunks, each re-sending up to leftContext frames. */
-function chunkItems(codes: Int32Array, numFrames: number, initial: number, chunk: number, leftContext: number, seqId: string): Code2WavItem[] {
+function chunkItems(
+  codes: Int32Array,
+  numFrames: number,
+  initial: number,
+  chunk: number,
+  leftContext: number,
+  seqId: string,
+): Code2WavItem[] {
   const items: Code2WavItem[] = [];
   for (let start = 0; start < numFrames; start += start === 0 ? initial : chunk) {
     const end = Math.min(numFrames, start + (start === 0 ? initial : chunk));
     const context = Math.min(leftContext, start);
-    items.push({ seqId, codes: sliceFrames(codes, numFrames, start - context, end), numFrames: end - start + context, contextFrames: context });
+    items.push({
+      seqId,
+      codes: sliceFrames(codes, numFrames, start - context, end),
+      numFrames: end - start + context,
+      contextFrames: context,
+    });
   }
   return items;
 }
@@ -59,7 +71,9 @@ describe('code2wav', () => {
   it('streamed chunks (4, then 25, with 25 frames of left context) concatenate to the offline decode', () => {
     const [offline] = runner.decode([{ seqId: 'off', codes, numFrames, contextFrames: 0 }]);
     expect(offline.length).toBe(numFrames * smallCode2Wav.samplesPerFrame);
-    const streamed = concatFloat32(chunkItems(codes, numFrames, 4, 25, 25, 's').map((item) => runner.decode([item])[0]));
+    const streamed = concatFloat32(
+      chunkItems(codes, numFrames, 4, 25, 25, 's').map((item) => runner.decode([item])[0]),
+    );
     expect(streamed.length).toBe(offline.length);
     expect(maxAbsDiff(streamed, offline)).toBeLessThan(1e-5);
     // Audio, not silence, in [-1, 1].
@@ -90,6 +104,8 @@ describe('code2wav', () => {
   it('refuses codes outside the codebook with a clear error', () => {
     const bad = randomCodes(3, 3);
     bad[5] = smallCode2Wav.codebookSize;
-    expect(() => runner.decode([{ seqId: 'bad', codes: bad, numFrames: 3, contextFrames: 0 }])).toThrow(/outside the codebook/);
+    expect(() => runner.decode([{ seqId: 'bad', codes: bad, numFrames: 3, contextFrames: 0 }])).toThrow(
+      /outside the codebook/,
+    );
   });
 });

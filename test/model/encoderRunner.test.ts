@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
 import type { OnnxEncoderRunner } from '../../stages/encoders/EncoderRunner.ts';
-import { audioEmbeddingCount, audioFeatures } from '../../stages/encoders/media/audio.ts';
-import type { RgbImage } from '../../stages/encoders/media/image.ts';
-import { imageEmbeddingCount, imagePatches } from '../../stages/encoders/media/imagePatches.ts';
-import type { ImagePatches } from '../../stages/encoders/types.ts';
+import { audioEmbeddingCount, audioFeatures } from '../../src/media/audio.ts';
+import type { RgbImage } from '../../src/media/image.ts';
+import { imageEmbeddingCount, imagePatches } from '../../src/media/imagePatches.ts';
+import type { ImagePatches } from '../../src/media/types.ts';
 import { audioEncoderSpec, ensureEncoderModel, visionEncoderSpec } from '../../stages/models/ensureEncoderModel.ts';
 import { maxAbsDiff, tempModelsDir } from './helpers.ts';
 
@@ -27,7 +27,10 @@ let vision: OnnxEncoderRunner;
 
 beforeAll(async () => {
   models = tempModelsDir();
-  [audio, vision] = await Promise.all([createEncoderRunner(audioSpec, models.dir), createEncoderRunner(visionSpec, models.dir)]);
+  [audio, vision] = await Promise.all([
+    createEncoderRunner(audioSpec, models.dir),
+    createEncoderRunner(visionSpec, models.dir),
+  ]);
 });
 
 afterAll(async () => {
@@ -38,7 +41,10 @@ afterAll(async () => {
 
 function chirp(seconds: number, startHz: number): Float32Array {
   const n = Math.round(seconds * 16000);
-  return Float32Array.from({ length: n }, (_, i) => 0.3 * Math.sin(2 * Math.PI * (startHz + (i / n) * 500) * (i / 16000)));
+  return Float32Array.from(
+    { length: n },
+    (_, i) => 0.3 * Math.sin(2 * Math.PI * (startHz + (i / n) * 500) * (i / 16000)),
+  );
 }
 
 function picture(width: number, height: number, seed: number): RgbImage {
@@ -73,7 +79,11 @@ describe('audio encoder', () => {
 
 describe('vision encoder', () => {
   it('rows = imageEmbeddingCount, and a batch of different sizes equals single runs within 1e-5', () => {
-    const sizes = [[224, 224], [300, 120], [40, 60]] as const;
+    const sizes = [
+      [224, 224],
+      [300, 120],
+      [40, 60],
+    ] as const;
     const images = sizes.map(([w, h], i) => imagePatches(picture(w, h, i + 1)));
     const batched = vision.encode(images);
     images.forEach((img, i) => {
@@ -106,7 +116,9 @@ describe('encoder models', () => {
     expect(again.built).toBe(false);
     expect(vision.identity).toMatch(/^vision_encoder-[0-9a-f]{16}$/);
     expect(audio.identity).not.toBe(vision.identity);
-    expect((await createEncoderRunner(visionEncoderSpec('tiny', D, 8, small), models.dir)).identity).not.toBe(vision.identity);
+    expect((await createEncoderRunner(visionEncoderSpec('tiny', D, 8, small), models.dir)).identity).not.toBe(
+      vision.identity,
+    );
   });
 
   it('load as bring-your-own files, measuring the merge size, with the same rows', async () => {

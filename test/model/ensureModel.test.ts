@@ -38,7 +38,10 @@ describe('ensureModel', () => {
   it('keys the folder by seed and sizes, and concurrent callers share one build', async () => {
     expect(modelDirName(code2wavSpec(2))).not.toBe(modelDirName(code2wavSpec(1)));
     expect(modelDirName(code2wavSpec(1, { ...smallCode2Wav, hiddenSize: 16 }))).not.toBe(modelDirName(code2wavSpec(1)));
-    const [a, b] = await Promise.all([ensureModel(code2wavSpec(3), models.dir), ensureModel(code2wavSpec(3), models.dir)]);
+    const [a, b] = await Promise.all([
+      ensureModel(code2wavSpec(3), models.dir),
+      ensureModel(code2wavSpec(3), models.dir),
+    ]);
     expect(a).toBe(b);
     expect(readdirSync(models.dir).filter((n) => n.includes('.tmp-'))).toEqual([]);
   });

@@ -2,9 +2,9 @@
  * Foreign ONNX files for the bring-your-own tests, built the way an Optimum text-decoder export looks:
  * input_ids in (the embedding inside the graph), logits + present.* out, no hidden states.
  */
-import { buildDecoderStack, declareCacheInputs, type DecoderDims } from '../../stages/models/decoderStack.ts';
-import { GraphBuilder } from '../../stages/models/onnx/GraphBuilder.ts';
-import { Weights } from '../../stages/models/weights.ts';
+import { buildDecoderStack, declareCacheInputs, type DecoderDims } from '../../stages/generator/decoderStack.ts';
+import { GraphBuilder } from '../../stages/generator/GraphBuilder.ts';
+import { Weights } from '../../stages/generator/weights.ts';
 
 export interface TextDecoderSize extends DecoderDims {
   readonly vocabSize: number;
@@ -19,7 +19,12 @@ export async function optimumTextDecoder(size: TextDecoderSize, seed: number): P
   g.output('logits', 'float32', ['batch_size', 'sequence_length', size.vocabSize]);
   const embedded = g.op('Gather', [w.uniform('wte', [size.vocabSize, size.hiddenSize], 1), 'input_ids'], { axis: 0 });
   const stack = await buildDecoderStack(g, w, embedded, size, async () => {});
-  g.op('MatMul', [stack.normed, w.uniform('lm_head', [size.hiddenSize, size.vocabSize], 16 / Math.sqrt(size.hiddenSize))], {}, 'logits');
+  g.op(
+    'MatMul',
+    [stack.normed, w.uniform('lm_head', [size.hiddenSize, size.vocabSize], 16 / Math.sqrt(size.hiddenSize))],
+    {},
+    'logits',
+  );
   return g.toBytes();
 }
 

@@ -2,7 +2,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Code2WavSize, GeneratedModelSpec, SamplingParams, TalkerSize, ThinkerSize } from '../../src/config/types.ts';
+import {
+  GREEDY_SAMPLING,
+  type Code2WavSize,
+  type GeneratedModelSpec,
+  type SamplingParams,
+  type TalkerSize,
+  type ThinkerSize,
+} from '../../src/common/graph.ts';
 
 export const smallThinker: ThinkerSize = {
   vocabSize: 512,
@@ -38,12 +45,30 @@ export const smallCode2Wav: Code2WavSize = {
   sampleRateHz: 24000,
 };
 
-export const thinkerSpec = (seed = 7, size: ThinkerSize = smallThinker): GeneratedModelSpec => ({ source: 'generated', kind: 'thinker', preset: 'test', seed, size });
-export const talkerSpec = (seed = 7, size: TalkerSize = smallTalker): GeneratedModelSpec => ({ source: 'generated', kind: 'talker', preset: 'test', seed, size });
-export const code2wavSpec = (seed = 7, size: Code2WavSize = smallCode2Wav): GeneratedModelSpec => ({ source: 'generated', kind: 'code2wav', preset: 'test', seed, size });
+export const thinkerSpec = (seed = 7, size: ThinkerSize = smallThinker): GeneratedModelSpec => ({
+  source: 'generated',
+  kind: 'thinker',
+  preset: 'test',
+  seed,
+  size,
+});
+export const talkerSpec = (seed = 7, size: TalkerSize = smallTalker): GeneratedModelSpec => ({
+  source: 'generated',
+  kind: 'talker',
+  preset: 'test',
+  seed,
+  size,
+});
+export const code2wavSpec = (seed = 7, size: Code2WavSize = smallCode2Wav): GeneratedModelSpec => ({
+  source: 'generated',
+  kind: 'code2wav',
+  preset: 'test',
+  seed,
+  size,
+});
 
 export function sampling(overrides: Partial<SamplingParams> = {}): SamplingParams {
-  return { temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, seed: 0, maxTokens: 64, stopTokenIds: [], ignoreEos: false, ...overrides };
+  return { ...GREEDY_SAMPLING, maxTokens: 64, ...overrides };
 }
 
 /** A fresh models folder, removed by the returned cleanup. */

@@ -54,7 +54,8 @@ describe('sampleToken', () => {
     const a = histogram(sampling({ temperature: 3, seed: 7 }), 50);
     const b = histogram(sampling({ temperature: 3, seed: 7 }), 50);
     expect(a).toEqual(b);
-    const draws = (seed: number) => Array.from({ length: 64 }, (_, p) => sampleToken(logits, sampling({ temperature: 3 }), drawStream(seed, p)));
+    const draws = (seed: number) =>
+      Array.from({ length: 64 }, (_, p) => sampleToken(logits, sampling({ temperature: 3 }), drawStream(seed, p)));
     expect(draws(1)).toEqual(draws(1));
     expect(draws(1)).not.toEqual(draws(2));
   });

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTalkerRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
-import type { SamplingParams } from '../../src/config/types.ts';
+import type { SamplingParams } from '../../src/common/graph.ts';
 import type { TalkerRunner } from '../../stages/types.ts';
 import { sampling, smallTalker, talkerSpec, tempModelsDir } from './helpers.ts';
 
@@ -35,14 +35,27 @@ interface Script {
   text: Float32Array; // one row per frame step
 }
 
-const script = (numPrompt: number, numFrames: number, seed: number): Script => ({ prompt: rows(numPrompt, seed), numPrompt, text: rows(numFrames, seed + 1000), });
+const script = (numPrompt: number, numFrames: number, seed: number): Script => ({
+  prompt: rows(numPrompt, seed),
+  numPrompt,
+  text: rows(numFrames, seed + 1000),
+});
 
 /** Runs the scripts together: a prefill each (alone), then one batched step per frame. Returns frames as strings. */
 function speak(scripts: Script[], numFrames: number, params: SamplingParams, tag: string): string[][] {
   const ids = scripts.map((_, i) => `${tag}-${i}`);
-  const frames = scripts.map((s, i) => [runner.execute([{ seqId: ids[i], rows: s.prompt, numRows: s.numPrompt, sampling: params }])[0].codes.join(',')]);
+  const frames = scripts.map((s, i) => [
+    runner.execute([{ seqId: ids[i], rows: s.prompt, numRows: s.numPrompt, sampling: params }])[0].codes.join(','),
+  ]);
   for (let f = 1; f < numFrames; f++) {
-    const outs = runner.execute(scripts.map((s, i) => ({ seqId: ids[i], rows: s.text.subarray(f * C, (f + 1) * C), numRows: 1, sampling: params })));
+    const outs = runner.execute(
+      scripts.map((s, i) => ({
+        seqId: ids[i],
+        rows: s.text.subarray(f * C, (f + 1) * C),
+        numRows: 1,
+        sampling: params,
+      })),
+    );
     outs.forEach((o, i) => frames[i].push(o.eos ? 'eos' : o.codes.join(',')));
   }
   ids.forEach((id) => runner.free(id));
@@ -80,10 +93,21 @@ describe('talker runner', () => {
   it('a prefill split into non-sampling chunks gives the same frames as one prefill', () => {
     const s = script(12, 8, 8);
     const [whole] = speak([s], 8, sampling(), 'whole');
-    const first = runner.execute([{ seqId: 'split', rows: s.prompt.subarray(0, 7 * C), numRows: 7, sampling: sampling(), sample: false }])[0];
+    const first = runner.execute([
+      { seqId: 'split', rows: s.prompt.subarray(0, 7 * C), numRows: 7, sampling: sampling(), sample: false },
+    ])[0];
     expect(first.codes.length).toBe(0);
-    const frames = [runner.execute([{ seqId: 'split', rows: s.prompt.subarray(7 * C), numRows: 5, sampling: sampling() }])[0].codes.join(',')];
-    for (let f = 1; f < 8; f++) frames.push(runner.execute([{ seqId: 'split', rows: s.text.subarray(f * C, (f + 1) * C), numRows: 1, sampling: sampling() }])[0].codes.join(','));
+    const frames = [
+      runner
+        .execute([{ seqId: 'split', rows: s.prompt.subarray(7 * C), numRows: 5, sampling: sampling() }])[0]
+        .codes.join(','),
+    ];
+    for (let f = 1; f < 8; f++)
+      frames.push(
+        runner
+          .execute([{ seqId: 'split', rows: s.text.subarray(f * C, (f + 1) * C), numRows: 1, sampling: sampling() }])[0]
+          .codes.join(','),
+      );
     runner.free('split');
     expect(frames).toEqual(whole);
   });
@@ -93,7 +117,8 @@ describe('talker runner', () => {
     const run = (params: SamplingParams, id: string) => {
       runner.execute([{ seqId: id, rows: s.prompt, numRows: s.numPrompt, sampling: params }]);
       const eos: boolean[] = [];
-      for (let f = 0; f < 20; f++) eos.push(runner.execute([{ seqId: id, rows: runner.padRow, numRows: 1, sampling: params }])[0].eos);
+      for (let f = 0; f < 20; f++)
+        eos.push(runner.execute([{ seqId: id, rows: runner.padRow, numRows: 1, sampling: params }])[0].eos);
       runner.free(id);
       return eos;
     };

@@ -38,7 +38,9 @@ function step(decoder: KvDecoder, seqIds: string[], ids: number[][]): Float32Arr
   const s = ids[0].length;
   const embeds = new Float32Array(ids.length * s * D);
   ids.forEach((row, b) => embeds.set(embedder.embed(row), b * s * D));
-  const out = decoder.run(seqIds, s, { inputs_embeds: new ort.Tensor('float32', embeds, [ids.length, s, D]) }, ['logits']);
+  const out = decoder.run(seqIds, s, { inputs_embeds: new ort.Tensor('float32', embeds, [ids.length, s, D]) }, [
+    'logits',
+  ]);
   return out.logits.data as Float32Array;
 }
 
@@ -74,7 +76,9 @@ describe('thinker KV cache', () => {
       const batch = step(dec, ['a', 'b', 'c'], [[a[17 + k]], [b[6 + k]], [c[11 + k]]]);
       const positions = [17 + k, 6 + k, 11 + k];
       positions.forEach((p, i) => {
-        expect(maxAbsDiff(batch.subarray(i * V, (i + 1) * V), fulls[i].subarray(p * V, (p + 1) * V))).toBeLessThan(1e-4);
+        expect(maxAbsDiff(batch.subarray(i * V, (i + 1) * V), fulls[i].subarray(p * V, (p + 1) * V))).toBeLessThan(
+          1e-4,
+        );
       });
     }
     // Two new positions each, still left-padded on the past.

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createThinkerRunner } from '../../stages/runners.ts';
-import type { SamplingParams } from '../../src/config/types.ts';
+import type { SamplingParams } from '../../src/common/graph.ts';
 import type { ThinkerBatchItem, ThinkerRunner } from '../../stages/types.ts';
 import { promptIds, sampling, smallThinker, tempModelsDir, thinkerSpec } from './helpers.ts';
 
@@ -25,14 +25,27 @@ afterAll(async () => {
  * Decodes every prompt for numTokens tokens. Prefills run one request per step (as a scheduler would
  * admit them), then all live sequences decode together in one batched step per token.
  */
-function decodeTogether(prompts: number[][], numTokens: number, params: (i: number) => SamplingParams, tag: string): number[][] {
+function decodeTogether(
+  prompts: number[][],
+  numTokens: number,
+  params: (i: number) => SamplingParams,
+  tag: string,
+): number[][] {
   const ids = prompts.map((_, i) => `${tag}-${i}`);
   const tokens: number[][] = prompts.map((p, i) => {
-    const [out] = runner.execute([{ seqId: ids[i], tokenIds: p, numTokens: p.length, sample: true, sampling: params(i) }]);
+    const [out] = runner.execute([
+      { seqId: ids[i], tokenIds: p, numTokens: p.length, sample: true, sampling: params(i) },
+    ]);
     return [out.tokenId!];
   });
   for (let t = 1; t < numTokens; t++) {
-    const items: ThinkerBatchItem[] = prompts.map((_, i) => ({ seqId: ids[i], tokenIds: [tokens[i].at(-1)!], numTokens: 1, sample: true, sampling: params(i) }));
+    const items: ThinkerBatchItem[] = prompts.map((_, i) => ({
+      seqId: ids[i],
+      tokenIds: [tokens[i].at(-1)!],
+      numTokens: 1,
+      sample: true,
+      sampling: params(i),
+    }));
     runner.execute(items).forEach((out, i) => tokens[i].push(out.tokenId!));
   }
   ids.forEach((id) => runner.free(id));
@@ -50,7 +63,9 @@ describe('thinker runner', () => {
   });
 
   it('mixes a prefill chunk and decodes in one execute call', () => {
-    const [first] = runner.execute([{ seqId: 'm1', tokenIds: promptIds(6, 5), numTokens: 6, sample: true, sampling: sampling() }]);
+    const [first] = runner.execute([
+      { seqId: 'm1', tokenIds: promptIds(6, 5), numTokens: 6, sample: true, sampling: sampling() },
+    ]);
     const outs = runner.execute([
       { seqId: 'm1', tokenIds: [first.tokenId!], numTokens: 1, sample: true, sampling: sampling() },
       { seqId: 'm2', tokenIds: promptIds(11, 6), numTokens: 11, sample: true, sampling: sampling() },
@@ -75,14 +90,23 @@ describe('thinker runner', () => {
     expect(b).toEqual(a);
     expect(c).not.toEqual(a);
     // And sampling is per sequence: a seeded sequence samples the same inside a batch of others.
-    const mixed = decodeTogether([prompt[0], promptIds(12, 8), promptIds(3, 9)], 32, (i) => sampling({ temperature: 24, seed: i === 0 ? 1 : 50 + i }), 'mix');
+    const mixed = decodeTogether(
+      [prompt[0], promptIds(12, 8), promptIds(3, 9)],
+      32,
+      (i) => sampling({ temperature: 24, seed: i === 0 ? 1 : 50 + i }),
+      'mix',
+    );
     expect(mixed[0]).toEqual(a);
   });
 
   it('takes inputs_embeds rows in place of token ids', () => {
     const ids = promptIds(7, 10);
-    const viaIds = runner.execute([{ seqId: 'e1', tokenIds: ids, numTokens: 7, sample: true, sampling: sampling() }])[0];
-    const viaEmbeds = runner.execute([{ seqId: 'e2', inputsEmbeds: runner.embed(ids), numTokens: 7, sample: true, sampling: sampling() }])[0];
+    const viaIds = runner.execute([
+      { seqId: 'e1', tokenIds: ids, numTokens: 7, sample: true, sampling: sampling() },
+    ])[0];
+    const viaEmbeds = runner.execute([
+      { seqId: 'e2', inputsEmbeds: runner.embed(ids), numTokens: 7, sample: true, sampling: sampling() },
+    ])[0];
     expect(viaEmbeds.tokenId).toBe(viaIds.tokenId);
     expect(viaEmbeds.hidden).toEqual(viaIds.hidden);
     runner.free('e1');

@@ -3,7 +3,7 @@
  * talking through a real ring) and the inproc connector.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ErrorCode } from '../../src/errors.ts';
+import type { ErrorCode } from '../../src/common/errors.ts';
 import { chunkKey, type Connector } from '../../transport/Connector.ts';
 import { InprocConnector } from '../../transport/inproc/InprocConnector.ts';
 import { ShmConnector } from '../../transport/shm/ShmConnector.ts';
@@ -105,12 +105,15 @@ describe.each(Object.keys(factories))('%s connector', (kind) => {
 
     const timedOut = accepted;
     let unblocked = false;
-    const blocked = producer.put(FROM, TO, key(timedOut + 1), frame(timedOut + 1, size), later()).then(() => (unblocked = true));
+    const blocked = producer
+      .put(FROM, TO, key(timedOut + 1), frame(timedOut + 1, size), later())
+      .then(() => (unblocked = true));
     await new Promise((resolve) => setImmediate(resolve));
     expect(unblocked).toBe(false);
     expect(await consumer.get(FROM, TO, key(0), later())).toEqual(frame(0, size));
     await blocked;
-    for (let seq = 1; seq < timedOut; seq++) expect(await consumer.get(FROM, TO, key(seq), later())).toEqual(frame(seq, size));
+    for (let seq = 1; seq < timedOut; seq++)
+      expect(await consumer.get(FROM, TO, key(seq), later())).toEqual(frame(seq, size));
     expect(await consumer.get(FROM, TO, key(timedOut + 1), later())).toEqual(frame(timedOut + 1, size));
     // The put that timed out left nothing behind.
     expect(await codeOf(consumer.get(FROM, TO, key(timedOut), Date.now() + 30))).toBe('CHORUS_ERR_CHUNK_TIMEOUT');

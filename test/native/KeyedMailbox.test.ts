@@ -55,14 +55,18 @@ describe('KeyedMailbox', () => {
     const box = new KeyedMailbox('a->b');
     box.deliver('r_s_0', bytes(1));
     const waiting = codeOf(box.get('r_s_1', later()));
-    expect(() => box.deliver('r_s_0', bytes(2))).toThrow(expect.objectContaining({ code: 'CHORUS_ERR_CHUNK_SEQUENCE' }));
+    expect(() => box.deliver('r_s_0', bytes(2))).toThrow(
+      expect.objectContaining({ code: 'CHORUS_ERR_CHUNK_SEQUENCE' }),
+    );
     // The request's stream is broken: its waiting and later gets fail at once instead of timing out.
     expect(await waiting).toBe('CHORUS_ERR_CHUNK_SEQUENCE');
     expect(await codeOf(box.get('r_s_2', later()))).toBe('CHORUS_ERR_CHUNK_SEQUENCE');
     // A duplicate of a frame already consumed is detected too.
     box.deliver('q_s_0', bytes(4));
     expect(await box.get('q_s_0', later())).toEqual(bytes(4));
-    expect(() => box.deliver('q_s_0', bytes(5))).toThrow(expect.objectContaining({ code: 'CHORUS_ERR_CHUNK_SEQUENCE' }));
+    expect(() => box.deliver('q_s_0', bytes(5))).toThrow(
+      expect.objectContaining({ code: 'CHORUS_ERR_CHUNK_SEQUENCE' }),
+    );
     // Other requests are unaffected; two gets for one key are an error.
     const first = box.get('p_s_1', later());
     expect(await codeOf(box.get('p_s_1', later()))).toBe('CHORUS_ERR_CHUNK_SEQUENCE');

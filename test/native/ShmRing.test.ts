@@ -86,7 +86,9 @@ describe('ShmRing', () => {
   it('accepts a frame of exactly maxFrameBytes and rejects a larger one with FRAME_TOO_LARGE', async () => {
     const ring = create(256);
     expect(ring.maxFrameBytes).toBe(252);
-    expect(() => ring.tryWrite(Buffer.alloc(253))).toThrow(expect.objectContaining({ code: 'CHORUS_ERR_FRAME_TOO_LARGE' }));
+    expect(() => ring.tryWrite(Buffer.alloc(253))).toThrow(
+      expect.objectContaining({ code: 'CHORUS_ERR_FRAME_TOO_LARGE' }),
+    );
     expect(await codeOf(ring.write([Buffer.alloc(200), Buffer.alloc(53)], Date.now() + 1000))).toBe(
       'CHORUS_ERR_FRAME_TOO_LARGE',
     );
@@ -120,7 +122,7 @@ describe('ShmRing', () => {
   it('backpressure: a small write never overtakes a blocked large one', async () => {
     const writer = create(256);
     const reader = attach(writer.name);
-    while (writer.tryWrite(Buffer.alloc(40, 1))) {}
+    while (writer.tryWrite(Buffer.alloc(40, 1))) continue;
     const large = writer.write(Buffer.alloc(200, 2), Date.now() + 10_000);
     const small = writer.write(Buffer.alloc(8, 3), Date.now() + 10_000);
     expect(reader.tryRead()?.[0]).toBe(1); // 48 bytes free: the small frame would fit, the large not
@@ -133,7 +135,7 @@ describe('ShmRing', () => {
 
   it('backpressure: a write rejects BACKPRESSURE_TIMEOUT at its deadline and writes nothing', async () => {
     const writer = create(128);
-    while (writer.tryWrite(Buffer.alloc(24))) {}
+    while (writer.tryWrite(Buffer.alloc(24))) continue;
     const used = writer.usedBytes;
     const deadline = Date.now() + 80;
     expect(await codeOf(writer.write(Buffer.alloc(24), deadline))).toBe('CHORUS_ERR_BACKPRESSURE_TIMEOUT');
@@ -165,7 +167,7 @@ describe('ShmRing', () => {
     const reader = create(128);
     const writer = attach(reader.name);
     const read = codeOf(reader.read(Date.now() + 10_000));
-    while (writer.tryWrite(Buffer.alloc(24))) {}
+    while (writer.tryWrite(Buffer.alloc(24))) continue;
     const write = codeOf(writer.write(Buffer.alloc(24), Date.now() + 10_000));
     // The reader must not drain the ring: close it first, then the writer.
     reader.close();
@@ -208,7 +210,10 @@ describe('ShmRing', () => {
 
   it('attach to a missing segment fails with CHORUS_ERR_SHM and a hint', () => {
     expect(() => ShmRing.attach(`/chorus-${process.pid}-0000000000000000`)).toThrow(
-      expect.objectContaining({ code: 'CHORUS_ERR_SHM', message: expect.stringMatching(/not created it yet|unlinked/) }),
+      expect.objectContaining({
+        code: 'CHORUS_ERR_SHM',
+        message: expect.stringMatching(/not created it yet|unlinked/),
+      }),
     );
   });
 });

@@ -62,7 +62,7 @@ describe('ShmRing across processes', () => {
       expect(frame?.readUInt32LE(0)).toBe(seq);
       expect(frame?.equals(producedFrame(seq))).toBe(true);
     }
-    expect(((await done)[0] as PeerReply)).toEqual({ done: true });
+    expect((await done)[0] as PeerReply).toEqual({ done: true });
     expect(inbound.tryRead()).toBeNull();
   });
 

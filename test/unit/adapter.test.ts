@@ -26,7 +26,13 @@ function pair(capacityBytes?: number) {
 }
 
 const target = { toInstance: 'talker#0', toStageId: 'talker', keyStage: 'talker' };
-const expectOpts = (timeoutMs = 2_000) => ({ fromInstance: 'thinker#0', fromStageId: 'thinker', keyStage: 'talker', firstChunkDeadline: Date.now() + timeoutMs, chunkTimeoutMs: timeoutMs });
+const expectOpts = (timeoutMs = 2_000) => ({
+  fromInstance: 'thinker#0',
+  fromStageId: 'thinker',
+  keyStage: 'talker',
+  firstChunkDeadline: Date.now() + timeoutMs,
+  chunkTimeoutMs: timeoutMs,
+});
 const finals = (n: number) => (all: Arrival[]) => all.filter((a) => a.error || a.chunk.meta.final).length === n;
 
 describe('ChunkTransferAdapter', () => {
@@ -39,14 +45,19 @@ describe('ChunkTransferAdapter', () => {
     for (let seq = 0; seq < 20; seq++) {
       for (const id of ids) {
         const final = seq === 19;
-        void producer.saveAsync(id, target, { final, payload: { seq, id }, tensors: { x: { data: Float32Array.of(seq), shape: [1] } } }, deadline);
+        void producer.saveAsync(
+          id,
+          target,
+          { final, body: { kind: 'audio', pcm: Float32Array.of(seq), sampleRateHz: 24_000 } },
+          deadline,
+        );
       }
     }
     const all = await done;
     for (const id of ids) {
       const mine = all.filter((a) => a.requestId === id).map((a) => a.chunk!);
       expect(mine.map((c) => c.meta.seq)).toEqual([...Array(20).keys()]);
-      expect(mine.map((c) => (c.tensors.x.data as Float32Array)[0])).toEqual([...Array(20).keys()]);
+      expect(mine.map((c) => (c.body?.kind === 'audio' ? c.body.pcm[0] : NaN))).toEqual([...Array(20).keys()]);
       expect(mine.at(-1)!.meta.final).toBe(true);
       expect(mine.slice(0, -1).every((c) => !c.meta.final)).toBe(true);
     }
@@ -58,7 +69,8 @@ describe('ChunkTransferAdapter', () => {
     const done = arrivals(finals(1));
     await producer.saveAsync('r', target, { final: true, finishReason: 'stop' }, Date.now() + 1_000);
     const [a] = await done;
-    expect(a.chunk!.meta).toMatchObject({ seq: 0, final: true, finishReason: 'stop', payload: {} });
+    expect(a.chunk!.meta).toMatchObject({ seq: 0, final: true, finishReason: 'stop' });
+    expect(a.chunk!.body).toBeNull();
   });
 
   it('fails a request whose chunk carries the wrong sequence number (a duplicate or gap upstream)', async () => {
@@ -66,10 +78,36 @@ describe('ChunkTransferAdapter', () => {
     consumer.expect('r', expectOpts());
     const done = arrivals(finals(1));
     // A misbehaving producer: chunk seq 1 stored under seq 0's key.
-    const meta = { requestId: 'r', from: 'thinker', to: 'talker', seq: 1, final: false, sentAtMs: Date.now(), payload: {} };
-    await connector.put('thinker#0', 'talker#0', chunkKey('r', 'talker', 0), joinParts(encodeFrame(meta)), Date.now() + 1_000);
+    const meta = {
+      requestId: 'r',
+      from: 'thinker',
+      to: 'talker',
+      seq: 1,
+      final: false,
+      sentAtMs: Date.now(),
+    };
+    await connector.put(
+      'thinker#0',
+      'talker#0',
+      chunkKey('r', 'talker', 0),
+      joinParts(encodeFrame(meta)),
+      Date.now() + 1_000,
+    );
     const [a] = await done;
     expect(a.error?.code).toBe('CHORUS_ERR_CHUNK_SEQUENCE');
+  });
+
+  it('fails a request whose chunk body does not match its kind (checked before any core sees it)', async () => {
+    const { connector, consumer, arrivals } = pair();
+    consumer.expect('r', expectOpts());
+    const done = arrivals(finals(1));
+    // An audio body without its pcm tensor, as a producer of another version might send.
+    const meta = { requestId: 'r', from: 'thinker', to: 'talker', seq: 0, final: false, sentAtMs: Date.now() };
+    const frame = encodeFrame({ ...meta, payload: { kind: 'audio', sampleRateHz: 24_000 } });
+    await connector.put('thinker#0', 'talker#0', chunkKey('r', 'talker', 0), joinParts(frame), Date.now() + 1_000);
+    const [a] = await done;
+    expect(a.error?.code).toBe('CHORUS_ERR_FRAME_INVALID');
+    expect(a.error?.message).toMatch(/pcm/);
   });
 
   it('detects a duplicated chunk key', async () => {
@@ -77,8 +115,23 @@ describe('ChunkTransferAdapter', () => {
     consumer.expect('r', expectOpts());
     const done = arrivals((all) => all.length >= 1);
     await producer.saveAsync('r', target, { final: false }, Date.now() + 1_000);
-    const meta = { requestId: 'r', from: 'thinker', to: 'talker', seq: 0, final: false, sentAtMs: Date.now(), payload: {} };
-    await expect(connector.put('thinker#0', 'talker#0', chunkKey('r', 'talker', 0), joinParts(encodeFrame(meta)), Date.now() + 1_000)).rejects.toMatchObject({
+    const meta = {
+      requestId: 'r',
+      from: 'thinker',
+      to: 'talker',
+      seq: 0,
+      final: false,
+      sentAtMs: Date.now(),
+    };
+    await expect(
+      connector.put(
+        'thinker#0',
+        'talker#0',
+        chunkKey('r', 'talker', 0),
+        joinParts(encodeFrame(meta)),
+        Date.now() + 1_000,
+      ),
+    ).rejects.toMatchObject({
       code: 'CHORUS_ERR_CHUNK_SEQUENCE',
     });
     await done;
@@ -110,9 +163,9 @@ describe('ChunkTransferAdapter', () => {
 
   it('a full edge holds the producer back until the consumer takes chunks (backpressure, not a queue)', async () => {
     const { producer, consumer, arrivals } = pair(64 * 1024);
-    const big = { x: { data: new Float32Array(12 * 1024), shape: [12 * 1024] } }; // 48 KiB
-    void producer.saveAsync('r', target, { final: false, tensors: big }, Date.now() + 5_000);
-    const second = producer.saveAsync('r', target, { final: true, tensors: big }, Date.now() + 5_000);
+    const big = { kind: 'audio', pcm: new Float32Array(12 * 1024), sampleRateHz: 24_000 } as const; // 48 KiB
+    void producer.saveAsync('r', target, { final: false, body: big }, Date.now() + 5_000);
+    const second = producer.saveAsync('r', target, { final: true, body: big }, Date.now() + 5_000);
     let secondDone = false;
     void second.then(() => (secondDone = true));
     await new Promise((r) => setImmediate(r));

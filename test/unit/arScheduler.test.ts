@@ -19,7 +19,10 @@ function step(s: ArScheduler, available: Map<string, number>): SchedulerPlan {
 describe('ArScheduler', () => {
   it('prefills whole prompts within the budget, then decodes one token per request per step', () => {
     const s = new ArScheduler(opts);
-    const available = new Map([['a', 10], ['b', 20]]);
+    const available = new Map([
+      ['a', 10],
+      ['b', 20],
+    ]);
     for (const [id, n] of available) s.add(id, n);
     const first = step(s, available);
     expect(first.items).toEqual([
@@ -27,7 +30,22 @@ describe('ArScheduler', () => {
       { requestId: 'b', startPosition: 0, numTokens: 20, sample: true },
     ]);
     const second = step(s, available);
-    expect(second.items.map((i) => [i.requestId, i.startPosition, i.numTokens])).toEqual([['a', 10, 1], ['b', 20, 1]]);
+    expect(second.items.map((i) => [i.requestId, i.startPosition, i.numTokens])).toEqual([
+      ['a', 10, 1],
+      ['b', 20, 1],
+    ]);
+  });
+
+  it('computes context-only positions ahead without sampling, and samples once the next input is known', () => {
+    const s = new ArScheduler(opts);
+    s.add('t', 0);
+    s.setAvailable('t', 5, false);
+    const ahead = s.schedule();
+    s.update(ahead);
+    expect(ahead.items).toEqual([{ requestId: 't', startPosition: 0, numTokens: 5, sample: false }]);
+    expect(s.status('t')).toBe('waiting_for_chunk');
+    s.setAvailable('t', 6);
+    expect(s.schedule().items).toEqual([{ requestId: 't', startPosition: 5, numTokens: 1, sample: true }]);
   });
 
   it('chunks a prefill longer than the token budget and samples only at its end', () => {
@@ -55,7 +73,11 @@ describe('ArScheduler', () => {
 
   it('never runs more than maxNumSeqs requests and admits in FIFO order', () => {
     const s = new ArScheduler({ ...opts, maxNumSeqs: 2 });
-    const available = new Map([['a', 2], ['b', 2], ['c', 2]]);
+    const available = new Map([
+      ['a', 2],
+      ['b', 2],
+      ['c', 2],
+    ]);
     for (const [id, n] of available) s.add(id, n);
     expect(step(s, available).items.map((i) => i.requestId)).toEqual(['a', 'b']);
     s.remove('a');
@@ -89,7 +111,10 @@ describe('ArScheduler', () => {
 
   it('preempts the newest running request when the KV budget would be exceeded, and recomputes it later', () => {
     const s = new ArScheduler({ ...opts, kvBudgetBytes: 25 });
-    const available = new Map([['old', 10], ['new', 10]]);
+    const available = new Map([
+      ['old', 10],
+      ['new', 10],
+    ]);
     for (const [id, n] of available) s.add(id, n);
     step(s, available); // both prefilled: 20 tokens of KV
     for (let i = 0; i < 2; i++) step(s, available); // 24 tokens of KV
@@ -98,18 +123,26 @@ describe('ArScheduler', () => {
     expect(plan.items.map((i) => i.requestId)).toEqual(['old']);
     s.remove('old');
     const again = s.schedule();
-    expect(again.items).toEqual([{ requestId: 'new', startPosition: 0, numTokens: available.get('new')!, sample: true }]);
+    expect(again.items).toEqual([
+      { requestId: 'new', startPosition: 0, numTokens: available.get('new')!, sample: true },
+    ]);
   });
 
   it('holds back a paused request and resumes it where it stopped', () => {
     const s = new ArScheduler(opts);
-    const available = new Map([['a', 3], ['b', 3]]);
+    const available = new Map([
+      ['a', 3],
+      ['b', 3],
+    ]);
     for (const [id, n] of available) s.add(id, n);
     step(s, available);
     s.pause('a');
     expect(step(s, available).items.map((i) => i.requestId)).toEqual(['b']);
     s.resume('a');
-    expect(s.schedule().items.map((i) => [i.requestId, i.startPosition])).toEqual([['a', 3], ['b', 4]]);
+    expect(s.schedule().items.map((i) => [i.requestId, i.startPosition])).toEqual([
+      ['a', 3],
+      ['b', 4],
+    ]);
   });
 
   it('ignores an abort that races with the step it was scheduled in', () => {

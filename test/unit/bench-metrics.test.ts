@@ -8,14 +8,32 @@ import type { RequestTrace, TraceEvent } from '../../bench/ttfp/trace.ts';
 
 const RATE = 24_000;
 /** An audio delta of `ms` milliseconds arriving at `atMs`. */
-const audio = (atMs: number, ms: number): TraceEvent => ({ type: 'audio', atMs, samples: (ms / 1000) * RATE, sampleRateHz: RATE });
+const audio = (atMs: number, ms: number): TraceEvent => ({
+  type: 'audio',
+  atMs,
+  samples: (ms / 1000) * RATE,
+  sampleRateHz: RATE,
+});
 const text = (atMs: number): TraceEvent => ({ type: 'text', atMs });
 const done = (atMs: number): TraceEvent => ({ type: 'done', atMs });
-const trace = (startMs: number, events: TraceEvent[], ok = true): RequestTrace => ({ startMs, events, ok, ...(ok ? {} : { error: 'boom' }) });
+const trace = (startMs: number, events: TraceEvent[], ok = true): RequestTrace => ({
+  startMs,
+  events,
+  ok,
+  ...(ok ? {} : { error: 'boom' }),
+});
 
 describe('requestMetrics', () => {
   // Sent at 1000; text at +20, +30, +45, +50; audio 500 ms at +80, 500 ms at +400; done at +420.
-  const t = trace(1000, [text(1020), text(1030), text(1045), audio(1080, 500), text(1050), audio(1400, 500), done(1420)]);
+  const t = trace(1000, [
+    text(1020),
+    text(1030),
+    text(1045),
+    audio(1080, 500),
+    text(1050),
+    audio(1400, 500),
+    done(1420),
+  ]);
   const m = requestMetrics(t);
 
   it('measures TTFT, TTFP and E2E from the send time', () => {
@@ -38,12 +56,22 @@ describe('requestMetrics', () => {
 
   it('leaves audio metrics null for a text-only answer and TPOT null for a single delta', () => {
     const only = requestMetrics(trace(0, [text(7), done(9)]));
-    expect(only).toMatchObject({ ttftMs: 7, ttfpMs: null, rtf: null, tpotMs: null, audioSeconds: 0, e2eMs: 9, firstAudioMs: null });
+    expect(only).toMatchObject({
+      ttftMs: 7,
+      ttfpMs: null,
+      rtf: null,
+      tpotMs: null,
+      audioSeconds: 0,
+      e2eMs: 9,
+      firstAudioMs: null,
+    });
     expect(only.stalls).toEqual({ underruns: 0, worstStallMs: 0, totalStallMs: 0 });
   });
 
   it('ignores empty audio deltas', () => {
-    const m2 = requestMetrics(trace(0, [{ type: 'audio', atMs: 5, samples: 0, sampleRateHz: RATE }, audio(30, 100), done(31)]));
+    const m2 = requestMetrics(
+      trace(0, [{ type: 'audio', atMs: 5, samples: 0, sampleRateHz: RATE }, audio(30, 100), done(31)]),
+    );
     expect(m2.ttfpMs).toBe(30);
   });
 });
@@ -51,7 +79,13 @@ describe('requestMetrics', () => {
 describe('simulatePlayer', () => {
   it('never stalls when every chunk arrives before the audio before it has played out', () => {
     // Plays 0..320, chunk 2 at 300 (<= 320) extends to 1320, chunk 3 at 1320 exactly: no gap.
-    expect(simulatePlayer([{ atMs: 0, durationMs: 320 }, { atMs: 300, durationMs: 1000 }, { atMs: 1320, durationMs: 10 }])).toEqual({
+    expect(
+      simulatePlayer([
+        { atMs: 0, durationMs: 320 },
+        { atMs: 300, durationMs: 1000 },
+        { atMs: 1320, durationMs: 10 },
+      ]),
+    ).toEqual({
       underruns: 0,
       worstStallMs: 0,
       totalStallMs: 0,
@@ -72,12 +106,30 @@ describe('simulatePlayer', () => {
   });
 
   it('does not count a stall of exactly the threshold', () => {
-    expect(simulatePlayer([{ atMs: 0, durationMs: 100 }, { atMs: 200, durationMs: 100 }]).underruns).toBe(0);
-    expect(simulatePlayer([{ atMs: 0, durationMs: 100 }, { atMs: 200, durationMs: 100 }], 99).underruns).toBe(1);
+    expect(
+      simulatePlayer([
+        { atMs: 0, durationMs: 100 },
+        { atMs: 200, durationMs: 100 },
+      ]).underruns,
+    ).toBe(0);
+    expect(
+      simulatePlayer(
+        [
+          { atMs: 0, durationMs: 100 },
+          { atMs: 200, durationMs: 100 },
+        ],
+        99,
+      ).underruns,
+    ).toBe(1);
   });
 
   it('starts the player at the first chunk, so a late first chunk is TTFP, not a stall', () => {
-    expect(simulatePlayer([{ atMs: 5000, durationMs: 100 }, { atMs: 5100, durationMs: 100 }]).totalStallMs).toBe(0);
+    expect(
+      simulatePlayer([
+        { atMs: 5000, durationMs: 100 },
+        { atMs: 5100, durationMs: 100 },
+      ]).totalStallMs,
+    ).toBe(0);
   });
 });
 

@@ -49,7 +49,9 @@ describe('makePrompts', () => {
   });
 
   it('rejects a non-positive length with a message naming the flag', () => {
-    expect(() => makePrompts({ tokenizer: new ByteTokenizer(512), count: 1, inputLen: 0, seed: 0 })).toThrow(/--input-len/);
+    expect(() => makePrompts({ tokenizer: new ByteTokenizer(512), count: 1, inputLen: 0, seed: 0 })).toThrow(
+      /--input-len/,
+    );
   });
 });
 

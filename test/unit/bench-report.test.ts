@@ -26,7 +26,15 @@ function run(asyncChunk: boolean, concurrency: number, ttfpMs: number, stallAtMs
       { type: 'done' as const, atMs: (stallAtMs ?? ttfpMs) + 5 },
     ],
   }));
-  return toRunRow(summarizeRun(traces), { asyncChunk, concurrency, inputLen: 100, outputLen: 100, code2wavBatch: 16, durationMs: 1000, traces });
+  return toRunRow(summarizeRun(traces), {
+    asyncChunk,
+    concurrency,
+    inputLen: 100,
+    outputLen: 100,
+    code2wavBatch: 16,
+    durationMs: 1000,
+    traces,
+  });
 }
 
 const limit = (totalMs: number) => ({ median: { total_ms: totalMs } }) as LimitResult;

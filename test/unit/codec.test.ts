@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeFrame, encodeFrame, joinParts } from '../../transport/codec.ts';
-import { isChorusError } from '../../src/errors.ts';
+import { isChorusError } from '../../src/common/errors.ts';
 
 describe('frame codec', () => {
   it('round-trips metadata and tensors of every dtype, tensors as aligned views without copying', () => {
@@ -9,7 +9,14 @@ describe('frame codec', () => {
     const ids = BigInt64Array.from([1n, -2n, 3n]);
     const pcm = Int16Array.from([-32768, 0, 32767]);
     const meta = { requestId: 'r_1', seq: 7, final: true, text: 'héllo 🎵' };
-    const frame = joinParts(encodeFrame(meta, { rows: { data: rows, shape: [3, 5] }, codes: { data: codes, shape: [16, 4] }, ids: { data: ids, shape: [3] }, pcm: { data: pcm, shape: [3] } }));
+    const frame = joinParts(
+      encodeFrame(meta, {
+        rows: { data: rows, shape: [3, 5] },
+        codes: { data: codes, shape: [16, 4] },
+        ids: { data: ids, shape: [3] },
+        pcm: { data: pcm, shape: [3] },
+      }),
+    );
     const decoded = decodeFrame<typeof meta>(frame);
     expect(decoded.meta).toEqual(meta);
     expect(Array.from(decoded.tensors.rows.data as Float32Array)).toEqual(Array.from(rows));

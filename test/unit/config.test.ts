@@ -1,11 +1,11 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultConfigPath, loadConfig, parseConfig } from '../../src/config/loadConfig.ts';
 import { repoRoot } from '../../src/config/paths.ts';
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import { presets } from '../../stages/models/presets.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { tempDir } from '../helpers/tempDir.ts';
+import { presets } from '../../stages/generator/presets.ts';
 
 /** The problem lines of a config that must fail (everything after the summary line). */
 function problemsOf(yaml: string, file = 'configs/x.yaml'): string[] {
@@ -37,21 +37,24 @@ ${thinker}  - stage_id: talker
 `;
 
 describe('shipped configs', () => {
-  it.each(['tiny-omni', 'tiny-omni-sync', 'text-only', 'omni-bench'])('%s.yaml loads (no encoders: the entry stage is first)', async (name) => {
-    const graph = await loadConfig(path.join(repoRoot(), 'configs', `${name}.yaml`));
-    expect(graph.stages[0].stageId).toBe(graph.entryStageId);
-    expect(graph.stages[0].kind).toBe('thinker');
-    expect(graph.file).toBe(path.join(repoRoot(), 'configs', `${name}.yaml`));
-  });
+  it.each(['tiny-omni', 'tiny-omni-sync', 'text-only', 'omni-bench'])(
+    '%s.yaml loads (no encoders: the entry stage is first)',
+    async (name) => {
+      const graph = await loadConfig(path.join(repoRoot(), 'configs', `${name}.yaml`));
+      expect(graph.stages[0].stageId).toBe(graph.entryStageId);
+      expect(graph.stages[0].kind).toBe('thinker');
+      expect(graph.file).toBe(path.join(repoRoot(), 'configs', `${name}.yaml`));
+    },
+  );
 
   it('tiny-omni is the default: thinker -> talker -> code2wav over shm, async, text + audio out', async () => {
     expect(defaultConfigPath()).toBe(path.join(repoRoot(), 'configs', 'tiny-omni.yaml'));
     const graph = await loadConfig(defaultConfigPath(), { cores: 64 });
     expect(graph.asyncChunk).toBe(true);
-    expect(graph.stages.map((s) => [s.stageId, s.workerType, s.nextStageProcessor, s.finalOutputType, s.engine.threads])).toEqual([
-      ['thinker', 'ar', 'thinker2talker', 'text', 1],
-      ['talker', 'ar', 'talker2code2wav', null, 1],
-      ['code2wav', 'generation', null, 'audio', 1],
+    expect(graph.stages.map((s) => [s.stageId, s.workerType, s.finalOutputType, s.engine.threads])).toEqual([
+      ['thinker', 'ar', 'text', 1],
+      ['talker', 'ar', null, 1],
+      ['code2wav', 'generation', 'audio', 1],
     ]);
     expect(graph.stages[1].inputs).toEqual([{ from: 'thinker', connector: 'shm' }]);
     expect(graph.connectors.shm).toEqual({ name: 'shm', kind: 'shm', options: { ringBytes: 16 * 1024 * 1024 } });
@@ -69,7 +72,8 @@ describe('shipped configs', () => {
   it('omni-bench uses the omni sizes and the talker condition width follows its thinker', async () => {
     const graph = await loadConfig(path.join(repoRoot(), 'configs', 'omni-bench.yaml'));
     const [t, k, c] = graph.stages.map((s) => s.model);
-    if (t.source !== 'generated' || k.source !== 'generated' || c.source !== 'generated') throw new Error('expected generated models');
+    if (t.source !== 'generated' || k.source !== 'generated' || c.source !== 'generated')
+      throw new Error('expected generated models');
     expect(t.size).toEqual(presets.omni.thinker);
     expect(k.size).toEqual({ ...presets.omni.talker, conditionDim: 2 * presets.omni.thinker.hiddenSize });
     expect(c.size).toEqual(presets.omni.code2wav);
@@ -91,13 +95,27 @@ describe('defaults and resolution', () => {
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({
-      temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, seed: 0, maxTokens: 256, stopTokenIds: [], ignoreEos: false,
+      temperature: 0,
+      topK: 0,
+      topP: 1,
+      repetitionPenalty: 1,
+      frequencyPenalty: 0,
+      presencePenalty: 0,
+      logitBias: {},
+      seed: 0,
+      maxTokens: 256,
+      stopTokenIds: [],
+      ignoreEos: false,
     });
     expect(t.replicas).toBe(1);
     expect([t.workerType, k.workerType, c.workerType]).toEqual(['ar', 'ar', 'generation']);
-    // Processors are inferred from the kinds at each end of an edge.
-    expect([t.nextStageProcessor, k.nextStageProcessor, c.nextStageProcessor]).toEqual(['thinker2talker', 'talker2code2wav', null]);
-    expect(t.model).toEqual({ source: 'generated', kind: 'thinker', preset: 'tiny', seed: 0, size: presets.tiny.thinker });
+    expect(t.model).toEqual({
+      source: 'generated',
+      kind: 'thinker',
+      preset: 'tiny',
+      seed: 0,
+      size: presets.tiny.thinker,
+    });
 
     expect(Object.isFrozen(graph)).toBe(true);
     expect(Object.isFrozen(graph.stages[1].model)).toBe(true);
@@ -129,7 +147,8 @@ ${thinker}`;
       .replace('    kind: talker\n', '    kind: talker\n    model: {preset: omni, codebook_size: 1024}\n');
     const graph = parseConfig(yaml, 'x.yaml', { cores: 64 });
     const [t, k] = graph.stages.map((s) => s.model);
-    if (t.source !== 'generated' || k.source !== 'generated' || k.kind !== 'talker') throw new Error('expected generated models');
+    if (t.source !== 'generated' || k.source !== 'generated' || k.kind !== 'talker')
+      throw new Error('expected generated models');
     expect(t.seed).toBe(7);
     expect(t.size).toMatchObject({ ...presets.tiny.thinker, hiddenSize: 64, numHeads: 2 });
     expect(k.preset).toBe('omni');
@@ -137,7 +156,7 @@ ${thinker}`;
   });
 
   it('resolves file models against the YAML folder and accepts byte sizes with units', () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'chorus-config-'));
+    const dir = tempDir('config');
     writeFileSync(path.join(dir, 'thinker.onnx'), '');
     mkdirSync(path.join(dir, 'tok'));
     writeFileSync(path.join(dir, 'tok', 'tokenizer.json'), '{}');
@@ -152,7 +171,11 @@ stages:
 `;
     const graph = parseConfig(yaml, path.join(dir, 'g.yaml'), { cores: 64 });
     expect(graph.modelsDir).toBe(path.join(dir, 'cache'));
-    expect(graph.stages[0].model).toEqual({ source: 'file', path: path.join(dir, 'thinker.onnx'), tokenizer: path.join(dir, 'tok') });
+    expect(graph.stages[0].model).toEqual({
+      source: 'file',
+      path: path.join(dir, 'thinker.onnx'),
+      tokenizer: path.join(dir, 'tok'),
+    });
     expect(graph.stages[0].engine.kvCacheBytes).toBe(1.5 * 1024 ** 3);
   });
 
@@ -171,11 +194,17 @@ stages:
       max_num_seqs: 8
 `;
     const graph = parseConfig(yaml, 'x.yaml', { cores: 64 });
-    expect(graph.stages.map((s) => [s.engine.threads, s.engine.maxNumSeqs])).toEqual([[2, 4], [2, 8]]);
+    expect(graph.stages.map((s) => [s.engine.threads, s.engine.maxNumSeqs])).toEqual([
+      [2, 4],
+      [2, 8],
+    ]);
   });
 
   it('warns (and still loads) when threads x replicas exceed the cores', () => {
-    const yaml = threeStages.replace('    kind: talker\n', '    kind: talker\n    replicas: 2\n    engine: {threads: 2}\n');
+    const yaml = threeStages.replace(
+      '    kind: talker\n',
+      '    kind: talker\n    replicas: 2\n    engine: {threads: 2}\n',
+    );
     const graph = parseConfig(yaml, 'x.yaml', { cores: 4 });
     expect(graph.warnings).toHaveLength(1);
     expect(graph.warnings?.[0]).toMatch(/^x\.yaml:\d+ stages: the stages ask for 6 onnxruntime threads .* on 4 cores/);
@@ -183,9 +212,14 @@ stages:
   });
 
   it('warns when the first codec chunk is set above the regular chunk size', () => {
-    const graph = parseConfig(`chunk_policy:\n  initial_codec_chunk_frames: 40\n${threeStages}`, 'x.yaml', { cores: 64 });
+    const graph = parseConfig(`chunk_policy:\n  initial_codec_chunk_frames: 40\n${threeStages}`, 'x.yaml', {
+      cores: 64,
+    });
     expect(graph.chunkPolicy.initialCodecChunkFrames).toBe(40);
-    expect(graph.warnings).toEqual(['x.yaml:2 chunk_policy.initial_codec_chunk_frames: 40 is above codec_chunk_frames (25); the first chunk is capped at 25']);
+    expect(graph.warnings).toEqual([
+      'x.yaml:2 chunk_policy.initial_codec_chunk_frames: 40 is above codec_chunk_frames (25); the first chunk is ' +
+        'capped at 25',
+    ]);
   });
 
   it('reports a missing file with CONFIG_NOT_FOUND', async () => {
@@ -199,7 +233,9 @@ describe('precise errors', () => {
 ${thinker}    engine:
       thread: 2
 `;
-    expect(problemsOf(yaml)).toEqual(['configs/x.yaml:7 stages[0].engine.thread: unknown key "thread" (did you mean "threads"?)']);
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:7 stages[0].engine.thread: unknown key "thread" (did you mean "threads"?)',
+    ]);
   });
 
   it('a wrong type says what was expected and what was found', () => {
@@ -214,13 +250,21 @@ ${thinker}    replicas: two
   });
 
   it('a cycle is named, at the input that closes it', () => {
-    const yaml = threeStages.replace('    inputs: [{from: thinker}]', '    inputs: [{from: thinker}, {from: code2wav}]');
-    expect(problemsOf(yaml)).toEqual(['configs/x.yaml:8 stages[1].inputs[1].from: the stages form a cycle: talker -> code2wav -> talker']);
+    const yaml = threeStages.replace(
+      '    inputs: [{from: thinker}]',
+      '    inputs: [{from: thinker}, {from: code2wav}]',
+    );
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:8 stages[1].inputs[1].from: the stages form a cycle: talker -> code2wav -> talker',
+    ]);
   });
 
   it('an input from a stage that does not exist', () => {
     const yaml = threeStages.replace('{from: talker}', '{from: taker}');
-    expect(problemsOf(yaml)).toEqual(['configs/x.yaml:11 stages[2].inputs[0].from: unknown stage "taker" (did you mean "talker"?) (stages: thinker, talker, code2wav)']);
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:11 stages[2].inputs[0].from: unknown stage "taker" (did you mean "talker"?) (stages: ' +
+        'thinker, talker, code2wav)',
+    ]);
   });
 
   it('an unknown connector', () => {
@@ -228,15 +272,50 @@ ${thinker}    replicas: two
   shm: {kind: shm}
 ${threeStages.replace('{from: talker}', '{from: talker, connector: shm2}')}`;
     expect(problemsOf(yaml)).toEqual([
-      'configs/x.yaml:13 stages[2].inputs[0].connector: unknown connector "shm2" (did you mean "shm"?) (connectors: shm)',
+      'configs/x.yaml:13 stages[2].inputs[0].connector: unknown connector "shm2" (did you mean "shm"?) ' +
+        '(connectors: shm)',
     ]);
+  });
+
+  it('connectors: a kind not built, or one that cannot link processes, is refused with why and what to use', () => {
+    const yaml = `connectors:
+  a: {kind: redis}
+  b: {kind: shmm}
+  c: {kind: shm, options: {ring_byte: 1024}}
+  d: {kind: shm, options: {ring_bytes: lots}}
+  e: {kind: inproc}
+  f: {kind: constructor}
+  g: {kind: shm, options: {ring_bytes: -1}}
+${threeStages}`;
+    const problems = problemsOf(yaml);
+    expect(problems.slice(0, 7)).toEqual([
+      'configs/x.yaml:2 connectors.a.kind: redis is not built yet (built: shm); use kind: shm (redis is the ' +
+        'cross-host connector, for stages on several machines)',
+      'configs/x.yaml:3 connectors.b.kind: unknown connector kind "shmm" (did you mean "shm"?) (built: shm)',
+      'configs/x.yaml:4 connectors.c.options.ring_byte: unknown key "ring_byte" (did you mean "ring_bytes"?)',
+      'configs/x.yaml:5 connectors.d.options.ring_bytes: must be a byte count: a positive integer or a string like ' +
+        '"64MiB" (B, KiB, MiB, GiB, KB, MB, GB), got "lots"',
+      'configs/x.yaml:6 connectors.e.kind: inproc cannot link stage processes: it passes frames within one process ' +
+        '(tests); use kind: shm',
+      'configs/x.yaml:7 connectors.f.kind: unknown connector kind "constructor" (built: shm)',
+      expect.stringMatching(/^configs\/x\.yaml:8 connectors\.g\.options\.ring_bytes: must be a byte count/),
+    ]);
+  });
+
+  it('connectors: ring_bytes is resolved once, in bytes, for the transport', () => {
+    const graph = parseConfig(
+      `connectors:\n  fast: {kind: shm, options: {ring_bytes: 4MiB}}\n${threeStages}`,
+      'x.yaml',
+    );
+    expect(graph.connectors.fast).toEqual({ name: 'fast', kind: 'shm', options: { ringBytes: 4 * 1024 * 1024 } });
   });
 
   it('two entry stages', () => {
     const yaml = `stages:
 ${thinker}${thinker.replace('stage_id: thinker', 'stage_id: thinker-2')}`;
     const [problem] = problemsOf(yaml);
-    expect(problem).toMatch(/^configs\/x\.yaml:6 stages\[1\]: 2 entry stages \(stages with no inputs but encoders\): "thinker" \(stages\[0\]\), "thinker-2" \(stages\[1\]\)/);
+    expect(problem).toMatch(/^configs\/x\.yaml:6 stages\[1\]: 2 entry stages \(stages with no inputs but encoders\): /);
+    expect(problem).toMatch(/encoders\): "thinker" \(stages\[0\]\), "thinker-2" \(stages\[1\]\)/);
   });
 
   it('a YAML syntax error gets the line from the parser', () => {
@@ -265,20 +344,24 @@ ${thinker}${thinker.replace('stage_id: thinker', 'stage_id: thinker-2')}`;
     replicas: 0
 `;
     expect(problemsOf(yaml)).toEqual([
-      'configs/x.yaml:2 stages[0].stage_id: must be lowercase letters, digits and single dashes (no "_"), e.g. "thinker" or "talker-2", got "Thinker_1"',
+      'configs/x.yaml:2 stages[0].stage_id: must be lowercase letters, digits and single dashes (no "_"), e.g. ' +
+        '"thinker" or "talker-2", got "Thinker_1"',
       'configs/x.yaml:6 stages[1].kind: must be one of thinker, talker, code2wav, encoder, got "speaker"',
       'configs/x.yaml:7 stages[1].replicas: must be an integer >= 1, got 0',
     ]);
   });
 
-  it('final_output without final_output_type, and a processor that does not fit', () => {
+  it('final_output without final_output_type, and a next_stage_processor key (decided by the kinds now)', () => {
     const yaml = threeStages
       .replace('    final_output_type: text\n', '    next_stage_processor: talker2code2wav\n')
       .replace('    final_output_type: audio\n', '');
     expect(problemsOf(yaml)).toEqual([
-      'configs/x.yaml:4 stages[0].final_output: final_output_type is required when final_output is true (text or audio)',
-      'configs/x.yaml:5 stages[0].next_stage_processor: talker2code2wav does not fit: thinker "thinker" feeds talker "talker"; use thinker2talker (or leave the key out)',
-      'configs/x.yaml:12 stages[2].final_output: final_output_type is required when final_output is true (text or audio)',
+      'configs/x.yaml:4 stages[0].final_output: final_output_type is required when final_output is true (text or ' +
+        'audio)',
+      'configs/x.yaml:5 stages[0].next_stage_processor: is decided by the two stage kinds of the edge ' +
+        '(thinker -> talker, talker -> code2wav): remove the key',
+      'configs/x.yaml:12 stages[2].final_output: final_output_type is required when final_output is true (text or ' +
+        'audio)',
     ]);
   });
 
@@ -286,7 +369,9 @@ ${thinker}${thinker.replace('stage_id: thinker', 'stage_id: thinker-2')}`;
     const yaml = threeStages.replace('    kind: talker\n', '    kind: talker\n    model: {codebook_size: 2048}\n');
     expect(problemsOf(yaml)).toEqual([
       // code2wav has no model: key, so the line is where the stage starts.
-      'configs/x.yaml:10 stages[2].model: codebook_size 1024 does not match talker "talker" (stages[1].model.codebook_size = 2048); the vocoder must decode every code the talker emits — set both to the same value',
+      'configs/x.yaml:10 stages[2].model: codebook_size 1024 does not match talker "talker" ' +
+        '(stages[1].model.codebook_size = 2048); the vocoder must decode every code the talker emits — set both to ' +
+        'the same value',
     ]);
   });
 
@@ -295,8 +380,10 @@ ${thinker}${thinker.replace('stage_id: thinker', 'stage_id: thinker-2')}`;
       .replace('    kind: talker\n', '    kind: talker\n    model: {condition_dim: 100}\n')
       .replace('    kind: code2wav\n', '    kind: code2wav\n    model: {preset: omnii}\n');
     expect(problemsOf(yaml)).toEqual([
-      `configs/x.yaml:8 stages[1].model.condition_dim: must be 2 x hidden_size of thinker "thinker" = ${2 * presets.tiny.thinker.hiddenSize}, got 100 (leave it out: it is derived)`,
-      'configs/x.yaml:12 stages[2].model.preset: unknown model preset "omnii" (did you mean "omni"?) (presets: tiny, omni)',
+      `configs/x.yaml:8 stages[1].model.condition_dim: must be 2 x hidden_size of thinker "thinker" = ` +
+        `${2 * presets.tiny.thinker.hiddenSize}, got 100 (leave it out: it is derived)`,
+      'configs/x.yaml:12 stages[2].model.preset: unknown model preset "omnii" (did you mean "omni"?) (presets: ' +
+        'tiny, omni)',
     ]);
   });
 
@@ -311,9 +398,12 @@ ${thinker}    next_stage_processor: null
 `;
     const problems = problemsOf(yaml, '/tmp/chorus-missing/x.yaml');
     expect(problems).toEqual([
-      '/tmp/chorus-missing/x.yaml:6 stages[0].next_stage_processor: null does not fit: thinker "thinker" feeds talker "talker"; use thinker2talker (or leave the key out)',
-      '/tmp/chorus-missing/x.yaml:7 stages[0].default_sampling_params.stop_token_ids[1]: token id 512 is outside the vocabulary (vocab_size 512)',
-      '/tmp/chorus-missing/x.yaml:10 stages[1].model.path: model file not found: /tmp/chorus-missing/nowhere.onnx (relative paths are resolved against the YAML file\'s folder)',
+      '/tmp/chorus-missing/x.yaml:6 stages[0].next_stage_processor: is decided by the two stage kinds of the ' +
+        'edge (thinker -> talker, talker -> code2wav): remove the key',
+      '/tmp/chorus-missing/x.yaml:7 stages[0].default_sampling_params.stop_token_ids[1]: token id 512 is outside ' +
+        'the vocabulary (vocab_size 512)',
+      '/tmp/chorus-missing/x.yaml:10 stages[1].model.path: model file not found: /tmp/chorus-missing/nowhere.onnx ' +
+        "(relative paths are resolved against the YAML file's folder)",
     ]);
   });
 });

@@ -1,7 +1,7 @@
 /** planEncoderStep: same-modality batches, flushed when full or timed out, within a per-step embedding budget. */
 import { describe, expect, it } from 'vitest';
 import { planEncoderStep, type EncodeJob, type EncoderBudgetPolicy } from '../../stages/encoders/encoderBudget.ts';
-import type { Modality } from '../../stages/encoders/types.ts';
+import type { Modality } from '../../src/media/types.ts';
 
 const policy: EncoderBudgetPolicy = { budgetEmbeddings: 1000, maxBatchSize: 4, batchTimeoutMs: 5 };
 
@@ -24,19 +24,25 @@ describe('planEncoderStep', () => {
   });
 
   it('starts a full batch at once, never mixes modalities, and lets a trailing partial batch wait', () => {
-    const queue = [
-      job('a1', 'audio', 25, 0),
-      ...[1, 2, 3, 4, 5].map((i) => job(`i${i}`, 'image', 64, i)),
-    ];
+    const queue = [job('a1', 'audio', 25, 0), ...[1, 2, 3, 4, 5].map((i) => job(`i${i}`, 'image', 64, i))];
     const plan = planEncoderStep(queue, policy, 3);
     expect(ids(plan.batches)).toEqual([['i1', 'i2', 'i3', 'i4']]); // audio (1 job) and i5 wait
     expect(plan.nextFlushAtMs).toBe(5); // a1's timeout (0 + 5) comes before i5's (5 + 5)
-    const later = planEncoderStep(queue.filter((j) => !['i1', 'i2', 'i3', 'i4'].includes(j.id)), policy, 10);
+    const later = planEncoderStep(
+      queue.filter((j) => !['i1', 'i2', 'i3', 'i4'].includes(j.id)),
+      policy,
+      10,
+    );
     expect(ids(later.batches)).toEqual([['a1'], ['i5']]); // the oldest modality first
   });
 
   it('spends at most the budget per step, in FIFO order, cutting a batch short', () => {
-    const queue = [job('i1', 'image', 400, 0), job('i2', 'image', 400, 1), job('i3', 'image', 400, 2), job('i4', 'image', 10, 3)];
+    const queue = [
+      job('i1', 'image', 400, 0),
+      job('i2', 'image', 400, 1),
+      job('i3', 'image', 400, 2),
+      job('i4', 'image', 10, 3),
+    ];
     const plan = planEncoderStep(queue, policy, 100);
     expect(ids(plan.batches)).toEqual([['i1', 'i2']]); // i3 does not fit; i4 would, but must not overtake it
     expect(plan.embeddingsStarted).toBe(800);

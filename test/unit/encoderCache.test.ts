@@ -1,7 +1,10 @@
-/** EncoderCache: hits skip the encoder, refcounts pin, unpinned entries wait in an LRU, eviction never drops a pinned entry. */
+/**
+ * EncoderCache: hits skip the encoder, refcounts pin, unpinned entries wait in an LRU, eviction never drops a pinned
+ * entry.
+ */
 import { describe, expect, it } from 'vitest';
 import { EncoderCache } from '../../stages/encoders/EncoderCache.ts';
-import { audioCacheKey } from '../../stages/encoders/mediaKey.ts';
+import { audioCacheKey } from '../../src/media/mediaKey.ts';
 
 const ROW_BYTES = 4 * 4; // rows of 4 floats
 
@@ -71,7 +74,12 @@ describe('EncoderCache', () => {
     encodeInto(cache, 'b', 'r2', 4); // cannot fit without dropping 'a': granted over budget
     expect(cache.has('a')).toBe(true);
     expect(cache.get('a')).toBe(a);
-    expect(cache.stats).toMatchObject({ bytes: 10 * ROW_BYTES, pinnedBytes: 10 * ROW_BYTES, evictions: 0, overBudgetReservations: 1 });
+    expect(cache.stats).toMatchObject({
+      bytes: 10 * ROW_BYTES,
+      pinnedBytes: 10 * ROW_BYTES,
+      evictions: 0,
+      overBudgetReservations: 1,
+    });
     // Many more pinned inserts: still nothing pinned is dropped.
     for (let i = 0; i < 5; i++) encodeInto(cache, `x${i}`, `rx${i}`, 2);
     expect(cache.stats.evictions).toBe(0);

@@ -3,11 +3,11 @@
  * or its timeout, entries a running request references survive any eviction, and nothing outlives an abort.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { prepareImage } from '../../stages/encoders/media/prepareMedia.ts';
-import type { EncoderInput } from '../../stages/encoders/types.ts';
-import type { EncoderSettings } from '../../src/config/types.ts';
-import { ErrorCodes } from '../../src/errors.ts';
-import { EncoderCore } from '../../src/worker/cores/EncoderCore.ts';
+import { prepareImage } from '../../src/media/prepareMedia.ts';
+import type { EncoderInput } from '../../src/media/types.ts';
+import type { EncoderSettings } from '../../src/common/graph.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
+import { EncoderCore } from '../../src/kinds/encoder/EncoderCore.ts';
 import type { EncodeItem, StageStats } from '../../src/worker/messages.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
@@ -26,7 +26,9 @@ class FakeVisionRunner {
   encode(items: readonly EncoderInput[]): Float32Array[] {
     this.batches.push(items.length);
     // Rows that depend on the pixels, so different images give different rows.
-    return items.map((item) => new Float32Array(item.numEmbeddings * D).fill(item.modality === 'image' ? item.patches[7] : 0));
+    return items.map((item) =>
+      new Float32Array(item.numEmbeddings * D).fill(item.modality === 'image' ? item.patches[7] : 0),
+    );
   }
 }
 
@@ -46,11 +48,27 @@ function setup(settings: Partial<EncoderSettings> = {}) {
       sampling: spec.defaultSamplingParams,
       downstream: [{ instance: 'thinker#0', stageId: 'thinker' }],
       upstreams: [{ instance: 'main', stageId: 'main' }],
-      encode: Array.from({ length: numItems }, (_, item): EncodeItem => ({ item, modality: 'image', numEmbeddings: ROWS_PER_IMAGE, what: `${requestId} image ${item}` })),
+      encode: Array.from({ length: numItems }, (_, item): EncodeItem => ({
+        item,
+        modality: 'image',
+        numEmbeddings: ROWS_PER_IMAGE,
+        what: `${requestId} image ${item}`,
+      })),
       firstChunkDeadline: Date.now() + 30_000,
     });
   const media = (requestId: string, item: number, bytes: Uint8Array, final = false) =>
-    core.onArrivals([{ requestId, chunk: received(requestId, 'main', 'image-encoder', { item, format: 'image', what: `${requestId} image ${item}` }, { data: { data: bytes, shape: [bytes.length] } }, final) }]);
+    core.onArrivals([
+      {
+        requestId,
+        chunk: received(
+          requestId,
+          'main',
+          'image-encoder',
+          { kind: 'media', item, format: 'image', what: `${requestId} image ${item}`, bytes },
+          final,
+        ),
+      },
+    ]);
   const encoderStats = () => (core.stats() as StageStats).encoder!;
   return { adapter, ctx, runner, core, add, media, encoderStats };
 }
@@ -71,11 +89,18 @@ describe('EncoderCore', () => {
     media('r2', 0, img, true); // answered on arrival, no step needed
     expect(runner.batches).toEqual([1]);
     const [a, b] = adapter.to('thinker#0');
-    expect(a).toMatchObject({ requestId: 'r1', final: true, payload: { item: 0 } });
-    expect(b).toMatchObject({ requestId: 'r2', final: true, payload: { item: 0 } });
-    expect(b.tensors.rows.shape).toEqual([ROWS_PER_IMAGE, D]);
-    expect(b.tensors.rows.data).toEqual(a.tensors.rows.data);
-    expect(encoderStats()).toMatchObject({ cacheHits: 1, cacheMisses: 1, runs: 1, itemsEncoded: 1, cachePinnedBytes: 0, cacheEntries: 1 });
+    expect(a).toMatchObject({ requestId: 'r1', final: true, body: { kind: 'encoderRows', item: 0 } });
+    expect(b).toMatchObject({ requestId: 'r2', final: true, body: { kind: 'encoderRows', item: 0 } });
+    expect(b.body).toMatchObject({ numRows: ROWS_PER_IMAGE, width: D });
+    expect(b.body?.kind === 'encoderRows' && b.body.rows).toEqual(a.body?.kind === 'encoderRows' && a.body.rows);
+    expect(encoderStats()).toMatchObject({
+      cacheHits: 1,
+      cacheMisses: 1,
+      runs: 1,
+      itemsEncoded: 1,
+      cachePinnedBytes: 0,
+      cacheEntries: 1,
+    });
   });
 
   it('batches items of several requests: a partial batch waits for its timeout, a full one starts at once', () => {
@@ -99,45 +124,71 @@ describe('EncoderCore', () => {
     expect(core.nextWakeAtMs()).toBeNull();
   });
 
-  it('under a small budget, an entry a running request references is never evicted; released ones are, oldest first', () => {
-    const { core, add, media, encoderStats } = setup({ batchTimeoutMs: 0, cacheBytes: Math.floor(1.5 * ITEM_BYTES) });
-    const [a, b, c, d] = [1, 2, 3, 4].map((seed) => pngBytes(56, 56, seed));
-    // r1 and r2 each hold one encoded image while they wait for their second: both entries are pinned.
-    add('r1', 2);
-    media('r1', 0, a);
-    core.step();
-    add('r2', 2);
-    media('r2', 0, c);
-    core.step(); // C does not fit beside pinned A: the cache runs over budget rather than drop a pinned entry
-    expect([a, c].map((x) => core.cache.has(key(x)))).toEqual([true, true]);
-    expect(encoderStats()).toMatchObject({ cacheEvictions: 0, cacheBytes: 2 * ITEM_BYTES, cachePinnedBytes: 2 * ITEM_BYTES });
-    media('r1', 1, b, true);
-    core.step(); // r1 done: A and B unpinned and trimmed (A first); C, still pinned by r2, stays
-    expect([a, b, c].map((x) => core.cache.has(key(x)))).toEqual([false, false, true]);
-    media('r2', 1, d, true);
-    core.step(); // r2 done: C is the least recently released
-    expect([c, d].map((x) => core.cache.has(key(x)))).toEqual([false, true]);
-    expect(encoderStats()).toMatchObject({ cacheEvictions: 3, cacheEntries: 1, cachePinnedBytes: 0, cacheBytes: ITEM_BYTES });
-  });
+  it(
+    'under a small budget, an entry a running request references is never evicted; released ones are, oldest ' +
+      'first',
+    () => {
+      const { core, add, media, encoderStats } = setup({ batchTimeoutMs: 0, cacheBytes: Math.floor(1.5 * ITEM_BYTES) });
+      const [a, b, c, d] = [1, 2, 3, 4].map((seed) => pngBytes(56, 56, seed));
+      // r1 and r2 each hold one encoded image while they wait for their second: both entries are pinned.
+      add('r1', 2);
+      media('r1', 0, a);
+      core.step();
+      add('r2', 2);
+      media('r2', 0, c);
+      core.step(); // C does not fit beside pinned A: the cache runs over budget rather than drop a pinned entry
+      expect([a, c].map((x) => core.cache.has(key(x)))).toEqual([true, true]);
+      expect(encoderStats()).toMatchObject({
+        cacheEvictions: 0,
+        cacheBytes: 2 * ITEM_BYTES,
+        cachePinnedBytes: 2 * ITEM_BYTES,
+      });
+      media('r1', 1, b, true);
+      core.step(); // r1 done: A and B unpinned and trimmed (A first); C, still pinned by r2, stays
+      expect([a, b, c].map((x) => core.cache.has(key(x)))).toEqual([false, false, true]);
+      media('r2', 1, d, true);
+      core.step(); // r2 done: C is the least recently released
+      expect([c, d].map((x) => core.cache.has(key(x)))).toEqual([false, true]);
+      expect(encoderStats()).toMatchObject({
+        cacheEvictions: 3,
+        cacheEntries: 1,
+        cachePinnedBytes: 0,
+        cacheBytes: ITEM_BYTES,
+      });
+    },
+  );
 
-  it('an abort drops the request\'s queued work and pins; an item that does not decode is answered with its error', () => {
-    const { adapter, ctx, runner, core, add, media, encoderStats } = setup({ batchTimeoutMs: 1000 });
-    add('gone', 1);
-    media('gone', 0, pngBytes(56, 56, 9), true);
-    expect(core.step()).toBe(false); // waiting for company
-    core.abort('gone');
-    expect(encoderStats()).toMatchObject({ queuedItems: 0, cacheEntries: 0, cacheBytes: 0 });
-    expect(core.step()).toBe(false);
-    expect(runner.batches).toEqual([]);
-    expect(ctx.posted).toContainEqual({ type: 'finished', requestId: 'gone', finishReason: 'cancelled', numTokens: 0 });
+  it(
+    "an abort drops the request's queued work and pins; an item that does not decode is answered with its " + 'error',
+    () => {
+      const { adapter, ctx, runner, core, add, media, encoderStats } = setup({ batchTimeoutMs: 1000 });
+      add('gone', 1);
+      media('gone', 0, pngBytes(56, 56, 9), true);
+      expect(core.step()).toBe(false); // waiting for company
+      core.abort('gone');
+      expect(encoderStats()).toMatchObject({ queuedItems: 0, cacheEntries: 0, cacheBytes: 0 });
+      expect(core.step()).toBe(false);
+      expect(runner.batches).toEqual([]);
+      expect(ctx.posted).toContainEqual({
+        type: 'finished',
+        requestId: 'gone',
+        finishReason: 'cancelled',
+        numTokens: 0,
+      });
 
-    add('bad', 1);
-    const corrupt = pngBytes(56, 56, 1);
-    corrupt.fill(0, 60);
-    media('bad', 0, corrupt, true);
-    const sent = adapter.to('thinker#0').at(-1)!;
-    expect(sent).toMatchObject({ requestId: 'bad', final: true, finishReason: 'stop', payload: { item: 0, error: { code: ErrorCodes.MEDIA_INVALID } } });
-    expect((sent.payload.error as { message: string }).message).toMatch(/^bad image 0: cannot decode PNG/);
-    expect(core.size).toBe(0);
-  });
+      add('bad', 1);
+      const corrupt = pngBytes(56, 56, 1);
+      corrupt.fill(0, 60);
+      media('bad', 0, corrupt, true);
+      const sent = adapter.to('thinker#0').at(-1)!;
+      expect(sent).toMatchObject({
+        requestId: 'bad',
+        final: true,
+        finishReason: 'stop',
+        body: { kind: 'encoderRows', item: 0, error: { code: ErrorCodes.MEDIA_INVALID } },
+      });
+      expect(sent.body?.kind === 'encoderRows' && sent.body.error?.message).toMatch(/^bad image 0: cannot decode PNG/);
+      expect(core.size).toBe(0);
+    },
+  );
 });

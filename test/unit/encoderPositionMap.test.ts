@@ -1,8 +1,8 @@
 /** Position map: placeholders expand to their items' rows; the splice equals a manual concatenation. */
 import { describe, expect, it } from 'vitest';
 import { buildPositionMap, readyLimit, spliceEmbeddings, spliceRange } from '../../stages/encoders/positionMap.ts';
-import type { Modality } from '../../stages/encoders/types.ts';
-import { ErrorCodes } from '../../src/errors.ts';
+import type { Modality } from '../../src/media/types.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
 
 const D = 3;
 const IMAGE = 262;
@@ -36,7 +36,23 @@ describe('position map', () => {
   it('expands placeholders and records where each item goes', () => {
     const map = buildPositionMap(prompt, placeholders, items);
     expect(map.length).toBe(6 + 4 + 5);
-    expect(map.tokenIds).toEqual([10, 11, 12, IMAGE, IMAGE, IMAGE, IMAGE, 20, 21, AUDIO, AUDIO, AUDIO, AUDIO, AUDIO, 30]);
+    expect(map.tokenIds).toEqual([
+      10,
+      11,
+      12,
+      IMAGE,
+      IMAGE,
+      IMAGE,
+      IMAGE,
+      20,
+      21,
+      AUDIO,
+      AUDIO,
+      AUDIO,
+      AUDIO,
+      AUDIO,
+      30,
+    ]);
     expect(map.spans).toEqual([
       { item: 0, modality: 'image', placeholderIndex: 3, start: 3, length: 4 },
       { item: 1, modality: 'audio', placeholderIndex: 6, start: 9, length: 5 },
@@ -50,7 +66,12 @@ describe('position map', () => {
     expect(merged).toEqual(manual);
     // Chunked prefill: any split into ranges gives the same rows.
     const chunks: Float32Array[] = [];
-    for (const [s, e] of [[0, 5], [5, 10], [10, 15]] as const) chunks.push(spliceRange(map, s, e, embed(map.tokenIds.slice(s, e)), [image, audio], D));
+    for (const [s, e] of [
+      [0, 5],
+      [5, 10],
+      [10, 15],
+    ] as const)
+      chunks.push(spliceRange(map, s, e, embed(map.tokenIds.slice(s, e)), [image, audio], D));
     expect(new Float32Array(chunks.flatMap((c) => [...c]))).toEqual(manual);
   });
 
@@ -62,7 +83,9 @@ describe('position map', () => {
     expect(readyLimit(map, [false, true], 9)).toBe(15); // past the image already
     expect(readyLimit(map, [false, false], 5)).toBe(5); // inside the image: nothing more
     // Scheduling a span whose rows are missing is a bug in the caller, said clearly.
-    expect(() => spliceRange(map, 0, 5, embed(map.tokenIds.slice(0, 5)), [null, null], D)).toThrow(/not encoded yet.*readyLimit/);
+    expect(() => spliceRange(map, 0, 5, embed(map.tokenIds.slice(0, 5)), [null, null], D)).toThrow(
+      /not encoded yet.*readyLimit/,
+    );
   });
 
   it('refuses a prompt whose placeholders do not match the items', () => {
@@ -74,8 +97,19 @@ describe('position map', () => {
       }
     };
     expect(codeOf(() => buildPositionMap(prompt, placeholders, items.slice(0, 1)))).toBe(ErrorCodes.REQUEST_INVALID);
-    expect(() => buildPositionMap(prompt, placeholders, [...items, items[0]])).toThrow(/2 media placeholders for 3 media items/);
-    expect(() => buildPositionMap(prompt, placeholders, [items[1], items[0]])).toThrow(/stands for image but media item 0 is audio/);
-    expect(() => spliceEmbeddings(buildPositionMap(prompt, placeholders, items), embed(new Array(15).fill(1)), [image, mediaRows(3, 0)], D)).toThrow(/expanded to 5/);
+    expect(() => buildPositionMap(prompt, placeholders, [...items, items[0]])).toThrow(
+      /2 media placeholders for 3 media items/,
+    );
+    expect(() => buildPositionMap(prompt, placeholders, [items[1], items[0]])).toThrow(
+      /stands for image but media item 0 is audio/,
+    );
+    expect(() =>
+      spliceEmbeddings(
+        buildPositionMap(prompt, placeholders, items),
+        embed(new Array(15).fill(1)),
+        [image, mediaRows(3, 0)],
+        D,
+      ),
+    ).toThrow(/expanded to 5/);
   });
 });

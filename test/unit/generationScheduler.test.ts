@@ -47,26 +47,31 @@ describe('chunk policy', () => {
     expect(initialChunkFrames({ ...policy, dynamicInitialChunk: false }, 1)).toBe(25);
   });
 
-  it('cuts IC, then chunks no longer than the audio already sent (doubling up to 25), with left context, then the rest', () => {
-    const chunks = [];
-    let sent = 0;
-    for (let produced = 1; produced <= 60; produced++) {
-      const c = nextCodecChunk(policy, 4, produced, sent, produced === 60);
-      if (c) {
-        chunks.push(c);
-        sent = c.end;
+  it(
+    'cuts IC, then chunks no longer than the audio already sent (doubling up to 25), with left context, then the ' +
+      'rest',
+    () => {
+      const chunks = [];
+      let sent = 0;
+      for (let produced = 1; produced <= 60; produced++) {
+        const c = nextCodecChunk(policy, 4, produced, sent, produced === 60);
+        if (c) {
+          chunks.push(c);
+          sent = c.end;
+        }
       }
-    }
-    expect(chunks).toEqual([
-      { start: 0, contextFrames: 0, end: 4 },
-      { start: 0, contextFrames: 4, end: 8 },
-      { start: 0, contextFrames: 8, end: 16 },
-      { start: 0, contextFrames: 16, end: 32 },
-      { start: 7, contextFrames: 25, end: 57 },
-      { start: 32, contextFrames: 25, end: 60 },
-    ]);
-    // Every chunk after the first is at most as long as the audio sent before it (no underrun by construction).
-    for (let i = 1; i < chunks.length - 1; i++) expect(chunks[i].end - chunks[i - 1].end).toBeLessThanOrEqual(chunks[i - 1].end);
-    expect(nextCodecChunk(policy, 4, 60, 60, true)).toBeNull();
-  });
+      expect(chunks).toEqual([
+        { start: 0, contextFrames: 0, end: 4 },
+        { start: 0, contextFrames: 4, end: 8 },
+        { start: 0, contextFrames: 8, end: 16 },
+        { start: 0, contextFrames: 16, end: 32 },
+        { start: 7, contextFrames: 25, end: 57 },
+        { start: 32, contextFrames: 25, end: 60 },
+      ]);
+      // Every chunk after the first is at most as long as the audio sent before it (no underrun by construction).
+      for (let i = 1; i < chunks.length - 1; i++)
+        expect(chunks[i].end - chunks[i - 1].end).toBeLessThanOrEqual(chunks[i - 1].end);
+      expect(nextCodecChunk(policy, 4, 60, 60, true)).toBeNull();
+    },
+  );
 });

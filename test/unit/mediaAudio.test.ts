@@ -1,9 +1,9 @@
 /** WAV / pcm16 decoding (headers written by hand here), downmix, limits and the errors bad audio gets. */
 import { describe, expect, it } from 'vitest';
-import { audioEmbeddingCount, decodeAudio } from '../../stages/encoders/media/audio.ts';
-import { prepareAudio, prepareAudioBase64 } from '../../stages/encoders/media/prepareMedia.ts';
-import { decodePcm16, decodeWav } from '../../stages/encoders/media/wav.ts';
-import { ErrorCodes } from '../../src/errors.ts';
+import { audioEmbeddingCount, decodeAudio } from '../../src/media/audio.ts';
+import { prepareAudio, prepareAudioBase64 } from '../../src/media/prepareMedia.ts';
+import { decodePcm16, decodeWav } from '../../src/media/wav.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
 
 interface WavSpec {
   readonly format?: number; // 1 PCM, 3 float, 0xfffe extensible
@@ -84,29 +84,62 @@ function expectMediaError(fn: () => unknown, pattern: RegExp): void {
 
 describe('decodeWav', () => {
   it('decodes 16-bit stereo, averaging the channels, across an odd-sized extra chunk', () => {
-    const out = decodeWav(wav({ channels: 2, rate: 44100, bits: 16, frames: [[16384, -16384], [32767, 32767], [-32768, 0]], extraChunk: true }));
+    const out = decodeWav(
+      wav({
+        channels: 2,
+        rate: 44100,
+        bits: 16,
+        frames: [
+          [16384, -16384],
+          [32767, 32767],
+          [-32768, 0],
+        ],
+        extraChunk: true,
+      }),
+    );
     expect(out.sampleRateHz).toBe(44100);
     expect(out.numChannels).toBe(2);
     expect(Array.from(out.samples)).toEqual([0, 32767 / 32768, -0.5]);
   });
 
   it('decodes 32-bit float, 24-bit and 8-bit PCM, and WAVE_FORMAT_EXTENSIBLE', () => {
-    expect(Array.from(decodeWav(wav({ format: 3, channels: 1, rate: 16000, bits: 32, frames: [[0.25], [-1]] })).samples)).toEqual([0.25, -1]);
-    expect(Array.from(decodeWav(wav({ channels: 1, rate: 8000, bits: 24, frames: [[4194304], [-8388608]] })).samples)).toEqual([0.5, -1]);
-    expect(Array.from(decodeWav(wav({ channels: 1, rate: 8000, bits: 8, frames: [[192], [128]] })).samples)).toEqual([0.5, 0]);
+    expect(
+      Array.from(decodeWav(wav({ format: 3, channels: 1, rate: 16000, bits: 32, frames: [[0.25], [-1]] })).samples),
+    ).toEqual([0.25, -1]);
+    expect(
+      Array.from(decodeWav(wav({ channels: 1, rate: 8000, bits: 24, frames: [[4194304], [-8388608]] })).samples),
+    ).toEqual([0.5, -1]);
+    expect(Array.from(decodeWav(wav({ channels: 1, rate: 8000, bits: 8, frames: [[192], [128]] })).samples)).toEqual([
+      0.5, 0,
+    ]);
     const ext = decodeWav(wav({ format: 0xfffe, subFormat: 3, channels: 1, rate: 48000, bits: 32, frames: [[0.5]] }));
     expect(Array.from(ext.samples)).toEqual([0.5]);
   });
 
   it('reads a streaming WAV (data size 0xFFFFFFFF) up to the last whole frame', () => {
-    const bytes = wav({ channels: 2, rate: 16000, bits: 16, frames: [[100, 100], [200, 200]], declaredDataSize: 0xffffffff });
+    const bytes = wav({
+      channels: 2,
+      rate: 16000,
+      bits: 16,
+      frames: [
+        [100, 100],
+        [200, 200],
+      ],
+      declaredDataSize: 0xffffffff,
+    });
     const truncated = bytes.subarray(0, bytes.length - 1); // half a sample of the last frame is gone
     expect(decodeWav(truncated).samples.length).toBe(1);
   });
 
   it('names what is wrong with bad WAV files', () => {
-    expectMediaError(() => decodeWav(new TextEncoder().encode('hello world, not audio'), 'messages[0].content[1]'), /messages\[0\]\.content\[1\]: not a WAV/);
-    expectMediaError(() => decodeWav(wav({ format: 2, channels: 1, rate: 16000, bits: 16, frames: [[0]] })), /sample format 2/);
+    expectMediaError(
+      () => decodeWav(new TextEncoder().encode('hello world, not audio'), 'messages[0].content[1]'),
+      /messages\[0\]\.content\[1\]: not a WAV/,
+    );
+    expectMediaError(
+      () => decodeWav(wav({ format: 2, channels: 1, rate: 16000, bits: 16, frames: [[0]] })),
+      /sample format 2/,
+    );
     expectMediaError(() => decodeWav(wav({ channels: 1, rate: 16000, bits: 12, frames: [] })), /12-bit/);
     expectMediaError(() => decodeWav(wav({ channels: 1, rate: 100, bits: 16, frames: [[0]] })), /sample rate 100/);
     const noData = wav({ channels: 1, rate: 16000, bits: 16, frames: [] }).subarray(0, 36);
@@ -130,7 +163,10 @@ describe('decodePcm16 and decodeAudio', () => {
     expectMediaError(() => decodeAudio(new Uint8Array(100), 'pcm16'), /at least 10 ms/);
     expectMediaError(() => decodeAudio(new Uint8Array(48000 * 2 * 3), 'pcm16', { maxSeconds: 2 }), /limit is 2 s/);
     expectMediaError(() => decodeAudio(new Uint8Array(4), 'mp3' as 'wav'), /"mp3" is not supported/);
-    expectMediaError(() => decodeAudio(wav({ format: 3, channels: 1, rate: 16000, bits: 32, frames: [[0], [Number.NaN]] }), 'wav'), /sample 1 is not a finite/);
+    expectMediaError(
+      () => decodeAudio(wav({ format: 3, channels: 1, rate: 16000, bits: 32, frames: [[0], [Number.NaN]] }), 'wav'),
+      /sample 1 is not a finite/,
+    );
   });
 
   it('counts 25 embeddings per second of 16 kHz audio', () => {
@@ -150,6 +186,9 @@ describe('decodePcm16 and decodeAudio', () => {
     const features = asPcm.features();
     expect([features.numMelBins, features.numFrames, features.numEmbeddings]).toEqual([80, 100, 25]);
     expect(asPcm.features()).toBe(features); // computed once
-    expectMediaError(() => prepareAudioBase64('@@@', 'pcm16', { what: 'input_audio_buffer' }), /input_audio_buffer: data is not valid base64/);
+    expectMediaError(
+      () => prepareAudioBase64('@@@', 'pcm16', { what: 'input_audio_buffer' }),
+      /input_audio_buffer: data is not valid base64/,
+    );
   });
 });

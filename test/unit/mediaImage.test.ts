@@ -5,27 +5,48 @@
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
-import { decodeImage, probeImageSize, sniffImageFormat, type RgbImage } from '../../stages/encoders/media/image.ts';
-import { prepareImageUrl } from '../../stages/encoders/media/prepareMedia.ts';
-import { CLIP_MEAN, CLIP_STD, DEFAULT_IMAGE_GRID, imageEmbeddingCount, imageGrid, imagePatches } from '../../stages/encoders/media/imagePatches.ts';
-import { resizeBilinear } from '../../stages/encoders/media/resizeBilinear.ts';
-import { ErrorCodes } from '../../src/errors.ts';
+import { decodeImage, probeImageSize, sniffImageFormat, type RgbImage } from '../../src/media/image.ts';
+import { prepareImageUrl } from '../../src/media/prepareMedia.ts';
+import {
+  CLIP_MEAN,
+  CLIP_STD,
+  DEFAULT_IMAGE_GRID,
+  imageEmbeddingCount,
+  imageGrid,
+  imagePatches,
+} from '../../src/media/imagePatches.ts';
+import { resizeBilinear } from '../../src/media/resizeBilinear.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
 
 /** RGBA pixels from a function of (x, y). */
-function rgba(width: number, height: number, pixel: (x: number, y: number) => [number, number, number, number]): Buffer {
+function rgba(
+  width: number,
+  height: number,
+  pixel: (x: number, y: number) => [number, number, number, number],
+): Buffer {
   const data = Buffer.alloc(width * height * 4);
   for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) data.set(pixel(x, y), (y * width + x) * 4);
   return data;
 }
 
 /** colorType 6 = RGBA, 2 = RGB (the same opaque picture in another encoding). */
-function pngBytes(width: number, height: number, pixel: (x: number, y: number) => [number, number, number, number], colorType: 2 | 6 = 6): Uint8Array {
+function pngBytes(
+  width: number,
+  height: number,
+  pixel: (x: number, y: number) => [number, number, number, number],
+  colorType: 2 | 6 = 6,
+): Uint8Array {
   const png = new PNG({ width, height });
   rgba(width, height, pixel).copy(png.data);
   return new Uint8Array(PNG.sync.write(png, { colorType }));
 }
 
-function jpegBytes(width: number, height: number, pixel: (x: number, y: number) => [number, number, number, number], quality = 95): Uint8Array {
+function jpegBytes(
+  width: number,
+  height: number,
+  pixel: (x: number, y: number) => [number, number, number, number],
+  quality = 95,
+): Uint8Array {
   return new Uint8Array(jpeg.encode({ width, height, data: rgba(width, height, pixel) }, quality).data);
 }
 
@@ -62,7 +83,10 @@ describe('decodeImage', () => {
   });
 
   it('names what is wrong with bad images', () => {
-    expectMediaError(() => decodeImage(new TextEncoder().encode('GIF89a....'), 'messages[0].content[2]'), /messages\[0\]\.content\[2\]: not a PNG or JPEG/);
+    expectMediaError(
+      () => decodeImage(new TextEncoder().encode('GIF89a....'), 'messages[0].content[2]'),
+      /messages\[0\]\.content\[2\]: not a PNG or JPEG/,
+    );
     const png = pngBytes(8, 8, () => [1, 2, 3, 255]);
     expectMediaError(() => decodeImage(png.subarray(0, 40)), /cannot decode PNG/);
     const corrupt = png.slice();
@@ -70,7 +94,8 @@ describe('decodeImage', () => {
     expectMediaError(() => decodeImage(corrupt), /cannot decode PNG/);
     const jpg = jpegBytes(64, 64, (x, y) => [x * 4, y * 4, 9, 255]);
     expectMediaError(() => decodeImage(jpg.subarray(0, 30)), /JPEG has no frame header/);
-    expectMediaError(() => decodeImage(jpg.subarray(0, Math.floor(jpg.length * 0.8))), /cannot decode JPEG/); // truncated scan
+    // truncated scan
+    expectMediaError(() => decodeImage(jpg.subarray(0, Math.floor(jpg.length * 0.8))), /cannot decode JPEG/);
     // A header claiming 100000 x 100000 pixels is refused before any allocation.
     const bomb = png.slice();
     new DataView(bomb.buffer).setUint32(16, 100000);
@@ -81,7 +106,11 @@ describe('decodeImage', () => {
 
 describe('probeImageSize and prepareImageUrl', () => {
   it('reads the size from PNG and JPEG headers, so the embedding count is known before decoding', () => {
-    expect(probeImageSize(pngBytes(300, 200, () => [0, 0, 0, 255]))).toEqual({ format: 'png', width: 300, height: 200 });
+    expect(probeImageSize(pngBytes(300, 200, () => [0, 0, 0, 255]))).toEqual({
+      format: 'png',
+      width: 300,
+      height: 200,
+    });
     const jpg = jpegBytes(123, 45, () => [9, 9, 9, 255]);
     expect(probeImageSize(jpg)).toEqual({ format: 'jpeg', width: 123, height: 45 });
     expectMediaError(() => probeImageSize(jpg.subarray(0, 4)), /no frame header/);
@@ -101,8 +130,12 @@ describe('probeImageSize and prepareImageUrl', () => {
     if ('remote' in again) throw new Error('expected a prepared image');
     expect(again.cacheKey('enc-1')).toBe(a.cacheKey('enc-1'));
     expect(a.cacheKey('enc-2')).not.toBe(a.cacheKey('enc-1'));
-    expect(prepareImageUrl('https://cdn.test/x.png', ['https://cdn.test/'])).toEqual({ remote: new URL('https://cdn.test/x.png') });
-    expect(() => prepareImageUrl('data:image/png;base64,AAAA', [], { what: 'messages[0].content[2]' })).toThrow(/messages\[0\]\.content\[2\]: not a PNG or JPEG/);
+    expect(prepareImageUrl('https://cdn.test/x.png', ['https://cdn.test/'])).toEqual({
+      remote: new URL('https://cdn.test/x.png'),
+    });
+    expect(() => prepareImageUrl('data:image/png;base64,AAAA', [], { what: 'messages[0].content[2]' })).toThrow(
+      /messages\[0\]\.content\[2\]: not a PNG or JPEG/,
+    );
   });
 });
 
@@ -118,7 +151,11 @@ describe('imageGrid and imageEmbeddingCount', () => {
     const thin = imageGrid(5000, 30);
     expect(thin.height).toBe(28);
     expect(thin.width * thin.height).toBeLessThanOrEqual(DEFAULT_IMAGE_GRID.maxPixels);
-    for (const [w, h] of [[300, 200], [17, 999], [640, 480]] as const) {
+    for (const [w, h] of [
+      [300, 200],
+      [17, 999],
+      [640, 480],
+    ] as const) {
       const g = imageGrid(w, h);
       expect(g.width % 28).toBe(0);
       expect(g.height % 28).toBe(0);
@@ -132,7 +169,8 @@ describe('imagePatches', () => {
   it('normalises with CLIP mean/std and orders patches by 2x2 merge groups', () => {
     // Left half red, right half blue: a 56 x 56 image is a 4 x 4 patch grid, 2 x 2 groups.
     const img: RgbImage = { width: 56, height: 56, data: new Uint8Array(56 * 56 * 3) };
-    for (let y = 0; y < 56; y++) for (let x = 0; x < 56; x++) img.data.set(x < 28 ? [255, 0, 0] : [0, 0, 255], (y * 56 + x) * 3);
+    for (let y = 0; y < 56; y++)
+      for (let x = 0; x < 56; x++) img.data.set(x < 28 ? [255, 0, 0] : [0, 0, 255], (y * 56 + x) * 3);
     const out = imagePatches(img);
     expect([out.gridHeight, out.gridWidth, out.numPatches, out.numEmbeddings]).toEqual([4, 4, 16, 4]);
     // Patch order: group (0,0) = patches (0,0) (0,1) (1,0) (1,1), then group (0,1) = (0,2) (0,3) (1,2) (1,3) ...
@@ -151,11 +189,16 @@ describe('imagePatches', () => {
   });
 
   it('resizes bilinearly: constant stays constant, a ramp stays a ramp, shrinking averages', () => {
-    const ramp: RgbImage = { width: 8, height: 1, data: Uint8Array.from({ length: 24 }, (_, i) => Math.floor(i / 3) * 10) };
+    const ramp: RgbImage = {
+      width: 8,
+      height: 1,
+      data: Uint8Array.from({ length: 24 }, (_, i) => Math.floor(i / 3) * 10),
+    };
     const up = resizeBilinear(ramp, 16, 1);
     for (let x = 2; x < 14; x++) expect(up[(x + 1) * 3] - up[x * 3]).toBeCloseTo(5, 4); // slope halves
     const checker: RgbImage = { width: 64, height: 64, data: new Uint8Array(64 * 64 * 3) };
-    for (let i = 0; i < 64 * 64; i++) checker.data.fill(((i % 64) + Math.floor(i / 64)) % 2 ? 255 : 0, i * 3, i * 3 + 3);
+    for (let i = 0; i < 64 * 64; i++)
+      checker.data.fill(((i % 64) + Math.floor(i / 64)) % 2 ? 255 : 0, i * 3, i * 3 + 3);
     const down = resizeBilinear(checker, 8, 8);
     // Antialiased: a 1-pixel checkerboard shrinks to mid grey, not to a sampled black or white.
     for (const v of down) expect(v).toBeCloseTo(127.5, 0);

@@ -1,9 +1,9 @@
 /** The header-only probes main runs agree with the full preprocessing the encoder stage runs. */
 import { describe, expect, it } from 'vitest';
-import { prepareAudio, prepareImage } from '../../stages/encoders/media/prepareMedia.ts';
-import { probeAudio, probeImage } from '../../stages/encoders/media/probeMedia.ts';
-import { DEFAULT_IMAGE_GRID } from '../../stages/encoders/media/imagePatches.ts';
-import { ErrorCodes } from '../../src/errors.ts';
+import { prepareAudio, prepareImage } from '../../src/media/prepareMedia.ts';
+import { probeAudio, probeImage } from '../../src/media/probeMedia.ts';
+import { DEFAULT_IMAGE_GRID } from '../../src/media/imagePatches.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
 import { jpegBytes, pcm16Bytes, pngBytes, wavBytes } from '../helpers/media.ts';
 
 function mediaError(fn: () => unknown): string {
@@ -28,12 +28,15 @@ describe('probeAudio', () => {
     expect(probe.numEmbeddings).toBe(prepareAudio(bytes, format, { pcm16RateHz: rate }).numEmbeddings);
   });
 
-  it('counts a WAV whose data chunk claims more than the file holds up to its last whole frame, as decoding does', () => {
-    const truncated = wavBytes(2, 24000, 1, 10_000_000);
-    expect(probeAudio(truncated, 'wav').numEmbeddings).toBe(prepareAudio(truncated, 'wav').numEmbeddings);
-  });
+  it(
+    'counts a WAV whose data chunk claims more than the file holds up to its last whole frame, as decoding ' + 'does',
+    () => {
+      const truncated = wavBytes(2, 24000, 1, 10_000_000);
+      expect(probeAudio(truncated, 'wav').numEmbeddings).toBe(prepareAudio(truncated, 'wav').numEmbeddings);
+    },
+  );
 
-  it('refuses what the header shows is unusable, with the decoder\'s messages', () => {
+  it("refuses what the header shows is unusable, with the decoder's messages", () => {
     const what = { what: 'messages[0].content[1] (audio)' };
     for (const [bytes, format, opts] of [
       [new Uint8Array([1, 2, 3, 4]), 'wav', what],
@@ -45,7 +48,9 @@ describe('probeAudio', () => {
       expect(probed).toMatch(/^messages\[0\]\.content\[1\] \(audio\): /);
       expect(probed).toBe(mediaError(() => prepareAudio(bytes, format, opts)));
     }
-    expect(mediaError(() => probeAudio(pcm16Bytes(1), 'pcm16', { pcm16RateHz: 22.5 }))).toMatch(/sample rate 22.5 Hz is out of range/);
+    expect(mediaError(() => probeAudio(pcm16Bytes(1), 'pcm16', { pcm16RateHz: 22.5 }))).toMatch(
+      /sample rate 22.5 Hz is out of range/,
+    );
   });
 });
 
@@ -68,8 +73,12 @@ describe('probeImage', () => {
   });
 
   it('refuses non-images and absurd shapes; a corrupt body passes the probe (the encoder stage finds it)', () => {
-    expect(mediaError(() => probeImage(new TextEncoder().encode('GIF89a....'), DEFAULT_IMAGE_GRID, 'img 0'))).toBe('img 0: not a PNG or JPEG image (unrecognised leading bytes)');
-    expect(mediaError(() => probeImage(pngBytes(1, 300), DEFAULT_IMAGE_GRID, 'img 1'))).toMatch(/^img 1: image is 1x300; the aspect ratio must be at most 200:1/);
+    expect(mediaError(() => probeImage(new TextEncoder().encode('GIF89a....'), DEFAULT_IMAGE_GRID, 'img 0'))).toBe(
+      'img 0: not a PNG or JPEG image (unrecognised leading bytes)',
+    );
+    expect(mediaError(() => probeImage(pngBytes(1, 300), DEFAULT_IMAGE_GRID, 'img 1'))).toMatch(
+      /^img 1: image is 1x300; the aspect ratio must be at most 200:1/,
+    );
     const corrupt = pngBytes(64, 64);
     corrupt.fill(0, 60); // keeps the header, destroys the compressed pixels
     expect(probeImage(corrupt, DEFAULT_IMAGE_GRID).numEmbeddings).toBe(4);

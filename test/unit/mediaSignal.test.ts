@@ -4,9 +4,9 @@
  * centred on it, with Whisper's frame count.
  */
 import { describe, expect, it } from 'vitest';
-import { FftPlan, RealFftPlan } from '../../stages/encoders/media/fft.ts';
-import { logMelSpectrogram, melCenterHz, melFilterbank } from '../../stages/encoders/media/logMel.ts';
-import { resample, resampledLength } from '../../stages/encoders/media/resample.ts';
+import { FftPlan, RealFftPlan } from '../../src/media/fft.ts';
+import { logMelSpectrogram, melCenterHz, melFilterbank } from '../../src/media/logMel.ts';
+import { resample, resampledLength } from '../../src/media/resample.ts';
 
 function tone(freqHz: number, rateHz: number, numSamples: number, amplitude = 0.5): Float32Array {
   return Float32Array.from({ length: numSamples }, (_, i) => amplitude * Math.sin((2 * Math.PI * freqHz * i) / rateHz));
@@ -79,7 +79,13 @@ describe('RealFftPlan', () => {
 
 describe('resample', () => {
   it('keeps a tone at its frequency and level for common rates', () => {
-    for (const [from, freq] of [[24000, 440], [44100, 1000], [48000, 3000], [8000, 1500], [22050, 2500]] as const) {
+    for (const [from, freq] of [
+      [24000, 440],
+      [44100, 1000],
+      [48000, 3000],
+      [8000, 1500],
+      [22050, 2500],
+    ] as const) {
       const x = tone(freq, from, from); // one second
       const y = resample(x, from, 16000);
       expect(y.length).toBe(16000);

@@ -1,7 +1,7 @@
 /** data: URLs are decoded; remote URLs are refused unless an allow-list prefix covers them. */
 import { describe, expect, it } from 'vitest';
-import { decodeBase64, isRemoteUrlAllowed, parseDataUrl, resolveMediaUrl } from '../../stages/encoders/media/mediaUrl.ts';
-import { ErrorCodes } from '../../src/errors.ts';
+import { decodeBase64, isRemoteUrlAllowed, parseDataUrl, resolveMediaUrl } from '../../src/media/mediaUrl.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -17,9 +17,13 @@ describe('parseDataUrl', () => {
     const bytes = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0, 255);
     const url = `data:image/PNG;base64,${Buffer.from(bytes).toString('base64')}`;
     expect(parseDataUrl(url)).toEqual({ mediaType: 'image/png', bytes });
-    expect(parseDataUrl('data:text/plain;charset=utf-8,a%20b')).toEqual({ mediaType: 'text/plain', bytes: new TextEncoder().encode('a b') });
+    expect(parseDataUrl('data:text/plain;charset=utf-8,a%20b')).toEqual({
+      mediaType: 'text/plain',
+      bytes: new TextEncoder().encode('a b'),
+    });
     expect(parseDataUrl('data:,x').mediaType).toBe('');
-    expect(parseDataUrl('data:image/jpeg;base64,AA\nBB').bytes).toEqual(Uint8Array.of(0, 0, 65)); // whitespace is ignored
+    // whitespace is ignored
+    expect(parseDataUrl('data:image/jpeg;base64,AA\nBB').bytes).toEqual(Uint8Array.of(0, 0, 65));
   });
 
   it('refuses malformed data URLs and base64 with stray characters', () => {
@@ -37,7 +41,9 @@ describe('resolveMediaUrl', () => {
   it('resolves data URLs and refuses remote ones by default with MEDIA_REMOTE_URL', () => {
     expect(resolveMediaUrl('data:image/png;base64,AAAA').kind).toBe('data');
     expect(codeOf(() => resolveMediaUrl('https://cdn.example.com/images/cat.png'))).toBe(ErrorCodes.MEDIA_REMOTE_URL);
-    expect(() => resolveMediaUrl('https://x.test/a.png', [], 'messages[1].content[0].image_url')).toThrow(/messages\[1\]\.content\[0\]\.image_url: remote URLs are not fetched/);
+    expect(() => resolveMediaUrl('https://x.test/a.png', [], 'messages[1].content[0].image_url')).toThrow(
+      /messages\[1\]\.content\[0\]\.image_url: remote URLs are not fetched/,
+    );
   });
 
   it('lets an allow-list prefix through and nothing that merely looks like it', () => {

@@ -53,7 +53,13 @@ describe('thinker2talker', () => {
 });
 
 describe('talker2code2wav', () => {
-  const policy = { initialCodecChunkFrames: null, codecChunkFrames: 5, codecLeftContextFrames: 3, dynamicInitialChunk: true, chunkTimeoutMs: 1000 };
+  const policy = {
+    initialCodecChunkFrames: null,
+    codecChunkFrames: 5,
+    codecLeftContextFrames: 3,
+    dynamicInitialChunk: true,
+    chunkTimeoutMs: 1000,
+  };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 
   it('sends IC, then growing chunks with left context in [Q][T] layout, then the rest at the end', () => {
@@ -67,7 +73,12 @@ describe('talker2code2wav', () => {
     const last = p.take(true);
     if (last) out.push(last);
     // New frames per chunk: 2 (IC), 2, 4, then the last 5, each after 2-3 frames of context (numFrames counts both).
-    expect(out.map((c) => [c.numFrames, c.contextFrames])).toEqual([[2, 0], [4, 2], [7, 3], [8, 3]]);
+    expect(out.map((c) => [c.numFrames, c.contextFrames])).toEqual([
+      [2, 0],
+      [4, 2],
+      [7, 3],
+      [8, 3],
+    ]);
     // Codebook 0 of chunk 2 = frames 1..7 (3 context + 4 new).
     expect(Array.from(out[2].codes.subarray(0, 7))).toEqual([100, 200, 300, 400, 500, 600, 700]);
     expect(Array.from(out[2].codes.subarray(7))).toEqual([101, 201, 301, 401, 501, 601, 701]);

@@ -33,21 +33,40 @@ describe('pcm16', () => {
     expect(decodeBase64Strict('AAEC')).toEqual(Buffer.from([0, 1, 2]));
     expect(decodeBase64Strict('AAE=')).toEqual(Buffer.from([0, 1]));
     expect(decodeBase64Strict('')).toEqual(Buffer.alloc(0));
-    for (const bad of ['AAE', 'AA E', 'AA*=', '====', 'A===', 'AAEC\n']) expect(decodeBase64Strict(bad), bad).toBeNull();
+    for (const bad of ['AAE', 'AA E', 'AA*=', '====', 'A===', 'AAEC\n'])
+      expect(decodeBase64Strict(bad), bad).toBeNull();
   });
 });
 
 describe('chat completion planning', () => {
   const limits = { cap: 100, stageDefault: 64 };
-  const base = { messages: [{ role: 'developer', content: 'rules' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] };
+  const base = {
+    messages: [
+      { role: 'developer', content: 'rules' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      },
+    ],
+  };
 
   it('maps messages, modalities, limits and extensions', async () => {
-    const plan = await planChatCompletion({ ...base, modalities: ['text', 'audio'], stream: true, max_tokens: 9, top_p: 0.5, seed: 3 }, 'r1', limits);
+    const plan = await planChatCompletion(
+      { ...base, modalities: ['text', 'audio'], stream: true, max_tokens: 9, top_p: 0.5, seed: 3 },
+      'r1',
+      limits,
+    );
     expect(plan.stream).toBe(true);
     expect(plan.audio).toEqual({ format: 'pcm16' });
     expect(plan.request).toMatchObject({
       requestId: 'r1',
-      messages: [{ role: 'system', content: 'rules' }, { role: 'user', content: 'ab' }],
+      messages: [
+        { role: 'system', content: 'rules' },
+        { role: 'user', content: 'ab' },
+      ],
       modalities: ['text', 'audio'],
       sampling: { maxTokens: 9, topP: 0.5, seed: 3 },
       talkerSampling: { seed: 3 },
@@ -59,8 +78,12 @@ describe('chat completion planning', () => {
     expect(plan.request.modalities).toEqual(['text']);
     expect(plan.request.sampling).toEqual({}); // the engine applies the stage's configured max_tokens
     expect(plan.audio).toBeNull();
-    expect((await planChatCompletion(base, 'r2', { cap: 100, stageDefault: 500 })).request.sampling).toEqual({ maxTokens: 100 });
-    expect((await planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', limits)).audio).toEqual({ format: 'wav' });
+    expect((await planChatCompletion(base, 'r2', { cap: 100, stageDefault: 500 })).request.sampling).toEqual({
+      maxTokens: 100,
+    });
+    expect((await planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', limits)).audio).toEqual({
+      format: 'wav',
+    });
   });
 
   it('names the bad field', async () => {
@@ -76,8 +99,12 @@ describe('chat completion planning', () => {
     expect((await bad({ ...base, max_completion_tokens: 101 }))[0]).toBe('max_completion_tokens');
     expect((await bad({ ...base, top_p: 0 }))[0]).toBe('top_p');
     expect((await bad({ ...base, n: 2 }))[0]).toBe('n');
-    expect((await bad({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }))[0]).toBe('messages[0].content[0].image_url');
-    expect((await bad({ messages: [{ role: 'user', content: [{ type: 'video_url' }] }] }))[0]).toBe('messages[0].content[0].type');
+    expect((await bad({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }))[0]).toBe(
+      'messages[0].content[0].image_url',
+    );
+    expect((await bad({ messages: [{ role: 'user', content: [{ type: 'video_url' }] }] }))[0]).toBe(
+      'messages[0].content[0].type',
+    );
     expect((await bad({ messages: [{ role: 'system', content: 'only rules' }] }))[0]).toBe('messages');
     expect((await bad({ ...base, modalities: ['video'] }))[1]).toContain('must be one of "text", "audio"');
   });
@@ -85,15 +112,43 @@ describe('chat completion planning', () => {
 
 describe('realtime event parsing', () => {
   it('accepts GA and beta audio formats, and the Chorus extensions', () => {
-    const e = parseClientEvent(JSON.stringify({ type: 'session.update', session: { audio: { output: { format: 'pcm16' } }, initial_codec_chunk_frames: 2 } }));
+    const e = parseClientEvent(
+      JSON.stringify({
+        type: 'session.update',
+        session: { audio: { output: { format: 'pcm16' } }, initial_codec_chunk_frames: 2 },
+      }),
+    );
     expect(e.type).toBe('session.update');
-    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/pcm', rate: 24000 } } } } }))).not.toThrow();
-    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { audio: { output: { format: { type: 'audio/pcm', rate: 16000 } } } } }))).toThrow(ClientInputError);
-    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { initial_codec_chunk_frames: 0 } }))).toThrow(/initial_codec_chunk_frames/);
+    expect(() =>
+      parseClientEvent(
+        JSON.stringify({
+          type: 'session.update',
+          session: { audio: { output: { format: { type: 'audio/pcm', rate: 24000 } } } },
+        }),
+      ),
+    ).not.toThrow();
+    expect(() =>
+      parseClientEvent(
+        JSON.stringify({
+          type: 'session.update',
+          session: { audio: { output: { format: { type: 'audio/pcm', rate: 16000 } } } },
+        }),
+      ),
+    ).toThrow(ClientInputError);
+    expect(() =>
+      parseClientEvent(JSON.stringify({ type: 'session.update', session: { initial_codec_chunk_frames: 0 } })),
+    ).toThrow(/initial_codec_chunk_frames/);
   });
 
   it('ignores OpenAI fields Chorus does not implement', () => {
-    expect(() => parseClientEvent(JSON.stringify({ type: 'session.update', session: { tools: [], tracing: 'auto', audio: { input: { turn_detection: null } } } }))).not.toThrow();
+    expect(() =>
+      parseClientEvent(
+        JSON.stringify({
+          type: 'session.update',
+          session: { tools: [], tracing: 'auto', audio: { input: { turn_detection: null } } },
+        }),
+      ),
+    ).not.toThrow();
   });
 });
 

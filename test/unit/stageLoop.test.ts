@@ -1,11 +1,15 @@
 /** StageLoop sleeps until something arrives or the core's next deadline (no polling), then steps again. */
 import { describe, expect, it } from 'vitest';
-import { logger } from '../../src/log.ts';
+import { logger } from '../../src/common/log.ts';
 import { StageLoop } from '../../src/worker/StageLoop.ts';
 import type { StageCore } from '../../src/worker/StageCore.ts';
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 
-const idleAdapter = { processPendingChunks: () => [], hasPendingArrivals: false, pendingSendBytes: 0 } as unknown as ChunkTransferAdapter;
+const idleAdapter = {
+  processPendingChunks: () => [],
+  hasPendingArrivals: false,
+  pendingSendBytes: 0,
+} as unknown as ChunkTransferAdapter;
 
 /** A core with nothing to run whose next deadline is `wakeAt`; resolves `woken` on its second step. */
 function fakeCore(wakeAt: () => number | null) {
@@ -27,7 +31,7 @@ function fakeCore(wakeAt: () => number | null) {
 }
 
 describe('StageLoop', () => {
-  it('wakes at the core\'s deadline with nothing arriving', async () => {
+  it("wakes at the core's deadline with nothing arriving", async () => {
     const start = Date.now();
     const { core, steps, second } = fakeCore(() => (steps.length === 1 ? start + 40 : null));
     const loop = new StageLoop(core, idleAdapter, () => {}, logger);

@@ -6,13 +6,13 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
 import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
-import { ThinkerCore } from '../../src/worker/cores/ThinkerCore.ts';
-import type { EncoderFailurePolicy } from '../../src/config/types.ts';
+import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
+import type { EncoderFailurePolicy } from '../../src/common/graph.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
-import { ErrorCodes } from '../../src/errors.ts';
+import { ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
-import { concatFloat32 } from '../../src/util/arrays.ts';
+import { concatFloat32 } from '../../src/common/arrays.ts';
 
 const D = 4;
 const IMG = 262;
@@ -33,8 +33,15 @@ class FakeThinkerRunner implements ThinkerRunner {
 
   execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
     this.batches.push([...items]);
-    return items.map((it) => ({ seqId: it.seqId, tokenId: it.sample ? 300 : null, embeds: it.inputsEmbeds ?? this.embed(it.tokenIds!), hidden: new Float32Array(it.numTokens * D) }));
+    return items.map((it) => ({
+      seqId: it.seqId,
+      tokenId: it.sample ? 300 : null,
+      embeds: it.inputsEmbeds ?? this.embed(it.tokenIds!),
+      hidden: new Float32Array(it.numTokens * D),
+    }));
   }
+
+  readonly kvBytesPerToken = 1;
 
   kvBytes(): number {
     return 0;
@@ -49,18 +56,28 @@ const audioRows = rowsOf(3, 2000);
 const graph = configWith('tiny-omni-mm.yaml');
 const spec = graph.stages.find((s) => s.kind === 'thinker')!;
 // text, image, text, audio, text: [1 2 3] <image x4> [4 5] <audio x3> [6]
-const map = buildPositionMap([1, 2, 3, IMG, 4, 5, AUD, 6], new Map([[IMG, 'image'], [AUD, 'audio']] as const), [
-  { modality: 'image', numEmbeddings: 4 },
-  { modality: 'audio', numEmbeddings: 3 },
-]);
+const map = buildPositionMap(
+  [1, 2, 3, IMG, 4, 5, AUD, 6],
+  new Map([
+    [IMG, 'image'],
+    [AUD, 'audio'],
+  ] as const),
+  [
+    { modality: 'image', numEmbeddings: 4 },
+    { modality: 'audio', numEmbeddings: 3 },
+  ],
+);
 const image = { instance: 'image-encoder#0', stageId: 'image-encoder' };
 const audio = { instance: 'audio-encoder#0', stageId: 'audio-encoder' };
 
-function setup(policy: { image: EncoderFailurePolicy; audio: EncoderFailurePolicy } = { image: 'fail', audio: 'fail' }, maxTokens = 2) {
+function setup(
+  policy: { image: EncoderFailurePolicy; audio: EncoderFailurePolicy } = { image: 'fail', audio: 'fail' },
+  maxTokens = 2,
+) {
   const adapter = new FakeAdapter();
   const ctx = stageContext(spec, adapter);
   const runner = new FakeThinkerRunner();
-  const core = new ThinkerCore(ctx, runner, 1);
+  const core = new ThinkerCore(ctx, runner);
   const add: AddRequest = {
     type: 'add',
     requestId: 'r',
@@ -71,17 +88,45 @@ function setup(policy: { image: EncoderFailurePolicy; audio: EncoderFailurePolic
     media: {
       spans: map.spans,
       items: [
-        { modality: 'image', numEmbeddings: 4, what: 'messages[0].content[1] (image)', from: image, onFailure: policy.image },
-        { modality: 'audio', numEmbeddings: 3, what: 'messages[0].content[3] (audio)', from: audio, onFailure: policy.audio },
+        {
+          modality: 'image',
+          numEmbeddings: 4,
+          what: 'messages[0].content[1] (image)',
+          from: image,
+          onFailure: policy.image,
+        },
+        {
+          modality: 'audio',
+          numEmbeddings: 3,
+          what: 'messages[0].content[3] (audio)',
+          from: audio,
+          onFailure: policy.audio,
+        },
       ],
     },
     firstChunkDeadline: Date.now() + 30_000,
   };
   core.add(add);
   const rows = (item: number, from: typeof image, data: Float32Array) =>
-    core.onArrivals([{ requestId: 'r', chunk: received('r', from.stageId, 'thinker', { item }, { rows: { data, shape: [data.length / D, D] } }) }]);
-  const itemError = (item: number, from: typeof image, code: string, message: string) =>
-    core.onArrivals([{ requestId: 'r', chunk: received('r', from.stageId, 'thinker', { item, error: { code, message } }) }]);
+    core.onArrivals([
+      {
+        requestId: 'r',
+        chunk: received('r', from.stageId, 'thinker', {
+          kind: 'encoderRows',
+          item,
+          rows: data,
+          numRows: data.length / D,
+          width: D,
+        }),
+      },
+    ]);
+  const itemError = (item: number, from: typeof image, code: ErrorCode, message: string) =>
+    core.onArrivals([
+      {
+        requestId: 'r',
+        chunk: received('r', from.stageId, 'thinker', { kind: 'encoderRows', item, error: { code, message } }),
+      },
+    ]);
   return { adapter, ctx, runner, core, rows, itemError };
 }
 
@@ -93,49 +138,80 @@ function modelInputs(runner: FakeThinkerRunner): Float32Array {
 beforeEach(() => resetSeqs());
 
 describe('ThinkerCore with media', () => {
-  it('prefills the text before the first item, waits at its span, then splices the rows in (text-image-text-audio-text)', () => {
-    const { adapter, runner, core, rows } = setup();
-    expect(adapter.expected.map((e) => e.from)).toEqual([image.instance, audio.instance]);
-    expect(core.step()).toBe(true);
-    expect(runner.batches[0][0]).toMatchObject({ tokenIds: [1, 2, 3], numTokens: 3, sample: false });
-    expect(runner.batches[0][0].inputsEmbeds).toBeUndefined();
-    expect(core.step()).toBe(false); // WAITING_FOR_CHUNK at the image's span
-    rows(1, audio, audioRows);
-    expect(core.step()).toBe(false); // the audio is ready but comes after the image
-    rows(0, image, imageRows);
-    expect(core.step()).toBe(true);
-    expect(runner.batches[1][0]).toMatchObject({ numTokens: 10, sample: true });
+  it(
+    'prefills the text before the first item, waits at its span, then splices the rows in ' +
+      '(text-image-text-audio-text)',
+    () => {
+      const { adapter, runner, core, rows } = setup();
+      expect(adapter.expected.map((e) => e.from)).toEqual([image.instance, audio.instance]);
+      expect(core.step()).toBe(true);
+      expect(runner.batches[0][0]).toMatchObject({ tokenIds: [1, 2, 3], numTokens: 3, sample: false });
+      expect(runner.batches[0][0].inputsEmbeds).toBeUndefined();
+      expect(core.step()).toBe(false); // WAITING_FOR_CHUNK at the image's span
+      rows(1, audio, audioRows);
+      expect(core.step()).toBe(false); // the audio is ready but comes after the image
+      rows(0, image, imageRows);
+      expect(core.step()).toBe(true);
+      expect(runner.batches[1][0]).toMatchObject({ numTokens: 10, sample: true });
 
-    // The merged sequence equals a splice by hand: text rows, image rows at 3..6, text, audio rows at 9..11, text.
-    const manual = new Float32Array(13 * D);
-    const textIds = [1, 2, 3, -1, -1, -1, -1, 4, 5, -1, -1, -1, 6];
-    for (let p = 0; p < 13; p++) {
-      const row = p >= 3 && p < 7 ? imageRows.subarray((p - 3) * D, (p - 2) * D) : p >= 9 && p < 12 ? audioRows.subarray((p - 9) * D, (p - 8) * D) : runner.embed([textIds[p]]);
-      manual.set(row, p * D);
-    }
-    expect(modelInputs(runner)).toEqual(manual);
-    expect(adapter.to('main').map((c) => c.payload.tokenIds)).toEqual([[300]]);
-    expect(core.step()).toBe(true); // decode: the sampled token fed back
-    expect(adapter.to('main').at(-1)).toMatchObject({ final: true, finishReason: 'length', payload: { tokenIds: [300] } });
-    expect(core.size).toBe(0);
-  });
+      // The merged sequence equals a splice by hand: text rows, image rows at 3..6, text, audio rows at 9..11, text.
+      const manual = new Float32Array(13 * D);
+      const textIds = [1, 2, 3, -1, -1, -1, -1, 4, 5, -1, -1, -1, 6];
+      for (let p = 0; p < 13; p++) {
+        const row =
+          p >= 3 && p < 7
+            ? imageRows.subarray((p - 3) * D, (p - 2) * D)
+            : p >= 9 && p < 12
+              ? audioRows.subarray((p - 9) * D, (p - 8) * D)
+              : runner.embed([textIds[p]]);
+        manual.set(row, p * D);
+      }
+      expect(modelInputs(runner)).toEqual(manual);
+      expect(adapter.to('main').map((c) => c.body?.kind === 'text' && c.body.tokenIds)).toEqual([[300]]);
+      expect(core.step()).toBe(true); // decode: the sampled token fed back
+      expect(adapter.to('main').at(-1)).toMatchObject({
+        final: true,
+        finishReason: 'length',
+        body: { kind: 'text', tokenIds: [300] },
+      });
+      expect(core.size).toBe(0);
+    },
+  );
 
-  it('with text_only, an item its encoder could not deliver is cut out of the prompt and named in the final chunk', async () => {
-    const { adapter, ctx, runner, core, rows, itemError } = setup({ image: 'fail', audio: 'text_only' }, 1);
-    core.step();
-    itemError(1, audio, ErrorCodes.MEDIA_INVALID, 'messages[0].content[3] (audio): not a WAV file (no RIFF/WAVE header)');
-    rows(0, image, imageRows);
-    expect(core.step()).toBe(true);
-    expect(runner.batches[1][0]).toMatchObject({ numTokens: 7, sample: true }); // 13 positions - 3 of audio - 3 done
-    const seen = modelInputs(runner);
-    expect(seen.length).toBe(10 * D);
-    expect(seen.subarray(7 * D)).toEqual(runner.embed([4, 5, 6])); // the audio span is gone, the text after it moved up
-    const last = adapter.to('main').at(-1)!;
-    expect(last.final).toBe(true);
-    expect(last.payload.warnings).toEqual(['messages[0].content[3] (audio) was left out of the answer: CHORUS_ERR_MEDIA_INVALID: messages[0].content[3] (audio): not a WAV file (no RIFF/WAVE header)']);
-    // `finished` follows once the final chunk is in its edge (a promise): main gets the warnings both ways.
-    await vi.waitFor(() => expect(ctx.posted.find((m) => m.type === 'finished')).toMatchObject({ finishReason: 'length', warnings: last.payload.warnings }));
-  });
+  it(
+    'with text_only, an item its encoder could not deliver is cut out of the prompt and named in the final ' + 'chunk',
+    async () => {
+      const { adapter, ctx, runner, core, rows, itemError } = setup({ image: 'fail', audio: 'text_only' }, 1);
+      core.step();
+      itemError(
+        1,
+        audio,
+        ErrorCodes.MEDIA_INVALID,
+        'messages[0].content[3] (audio): not a WAV file (no RIFF/WAVE header)',
+      );
+      rows(0, image, imageRows);
+      expect(core.step()).toBe(true);
+      expect(runner.batches[1][0]).toMatchObject({ numTokens: 7, sample: true }); // 13 positions - 3 of audio - 3 done
+      const seen = modelInputs(runner);
+      expect(seen.length).toBe(10 * D);
+      // the audio span is gone, the text after it moved up
+      expect(seen.subarray(7 * D)).toEqual(runner.embed([4, 5, 6]));
+      const last = adapter.to('main').at(-1)!;
+      expect(last.final).toBe(true);
+      const warnings = last.body?.kind === 'text' ? last.body.warnings : undefined;
+      expect(warnings).toEqual([
+        'messages[0].content[3] (audio) was left out of the answer: CHORUS_ERR_MEDIA_INVALID: messages[0].content[3] ' +
+          '(audio): not a WAV file (no RIFF/WAVE header)',
+      ]);
+      // `finished` follows once the final chunk is in its edge (a promise): main gets the warnings both ways.
+      await vi.waitFor(() =>
+        expect(ctx.posted.find((m) => m.type === 'finished')).toMatchObject({
+          finishReason: 'length',
+          warnings,
+        }),
+      );
+    },
+  );
 
   it('with fail, an item error ends the request with that error, naming the item', () => {
     const { adapter, core, itemError } = setup();
@@ -145,20 +221,30 @@ describe('ThinkerCore with media', () => {
     expect(adapter.to('main').at(-1)).toMatchObject({
       final: true,
       finishReason: 'error',
-      error: { code: ErrorCodes.ENCODER_FAILED, message: 'messages[0].content[1] (image): vision encoder run failed for a batch of 1' },
+      error: {
+        code: ErrorCodes.ENCODER_FAILED,
+        message: 'messages[0].content[1] (image): vision encoder run failed for a batch of 1',
+      },
     });
   });
 
   it('an encoder that stops (deadline, or main reports it died) costs only its items under text_only', () => {
     const { adapter, runner, core, rows } = setup({ image: 'text_only', audio: 'text_only' }, 1);
     core.step();
-    core.onArrivals([{ requestId: 'r', error: Object.assign(new Error('chunk 0 did not arrive in time'), { code: ErrorCodes.CHUNK_TIMEOUT }) as never, fromStageId: 'audio-encoder' }]);
+    core.onArrivals([
+      {
+        requestId: 'r',
+        error: Object.assign(new Error('chunk 0 did not arrive in time'), { code: ErrorCodes.CHUNK_TIMEOUT }) as never,
+        fromStageId: 'audio-encoder',
+      },
+    ]);
     core.onMediaFailed('r', image.instance, { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' });
     expect(adapter.stopped).toEqual([{ requestId: 'r', from: image.instance }]);
     rows(0, image, imageRows); // late rows of a dropped item are ignored
     expect(core.step()).toBe(true);
     expect(runner.batches[1][0]).toMatchObject({ tokenIds: [4, 5, 6], sample: true });
     expect(runner.batches[1][0].inputsEmbeds).toBeUndefined();
-    expect((adapter.to('main').at(-1)!.payload.warnings as string[]).length).toBe(2);
+    const last = adapter.to('main').at(-1)!.body;
+    expect(last?.kind === 'text' && last.warnings?.length).toBe(2);
   });
 });

@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelSpec } from '../../src/config/types.ts';
-import { ErrorCodes } from '../../src/errors.ts';
-import { presets } from '../../stages/models/presets.ts';
-import * as vocab from '../../stages/models/thinkerVocab.ts';
-import { ByteTokenizer, FIRST_WORD_TOKEN_ID, NUM_BYTE_TOKENS, SPECIAL_TOKENS } from '../../stages/tokenizer/ByteTokenizer.ts';
+import type { ModelSpec } from '../../src/common/graph.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
+import { presets } from '../../stages/generator/presets.ts';
+import * as vocab from '../../stages/generator/thinkerVocab.ts';
+import {
+  ByteTokenizer,
+  FIRST_WORD_TOKEN_ID,
+  NUM_BYTE_TOKENS,
+  SPECIAL_TOKENS,
+} from '../../stages/tokenizer/ByteTokenizer.ts';
 import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
 import { COMMON_WORDS } from '../../stages/tokenizer/words.ts';
 
@@ -11,7 +16,11 @@ const tok = new ByteTokenizer(presets.tiny.thinker.vocabSize);
 
 describe('ByteTokenizer layout', () => {
   it('agrees with the layout the generated Thinker is built for', () => {
-    expect([NUM_BYTE_TOKENS, FIRST_WORD_TOKEN_ID, tok.eosTokenId]).toEqual([vocab.NUM_BYTE_TOKENS, vocab.FIRST_WORD_TOKEN_ID, vocab.THINKER_EOS_TOKEN_ID]);
+    expect([NUM_BYTE_TOKENS, FIRST_WORD_TOKEN_ID, tok.eosTokenId]).toEqual([
+      vocab.NUM_BYTE_TOKENS,
+      vocab.FIRST_WORD_TOKEN_ID,
+      vocab.THINKER_EOS_TOKEN_ID,
+    ]);
     expect(SPECIAL_TOKENS).toHaveLength(vocab.NUM_SPECIAL_TOKENS);
   });
 
@@ -22,7 +31,8 @@ describe('ByteTokenizer layout', () => {
     expect(new Set(SPECIAL_TOKENS).size).toBe(16);
     expect(tok.decode([tok.eosTokenId, tok.bosTokenId, tok.padTokenId])).toBe('<|endoftext|><|bos|><|pad|>');
     expect(tok.stopTokenIds).toEqual([tok.eosTokenId, tok.specialTokenId('<|im_end|>')]);
-    for (let id = 0; id < tok.vocabSize; id++) expect(tok.isSpecialToken(id)).toBe(id >= NUM_BYTE_TOKENS && id < FIRST_WORD_TOKEN_ID);
+    for (let id = 0; id < tok.vocabSize; id++)
+      expect(tok.isSpecialToken(id)).toBe(id >= NUM_BYTE_TOKENS && id < FIRST_WORD_TOKEN_ID);
   });
 
   it('the word list is lowercase ASCII without duplicates', () => {
@@ -40,7 +50,9 @@ describe('ByteTokenizer layout', () => {
 
   it('a larger vocabulary continues with capitalised words and then compounds, all distinct text', () => {
     const big = new ByteTokenizer(FIRST_WORD_TOKEN_ID + 4 * COMMON_WORDS.length + 10);
-    expect(big.decode([FIRST_WORD_TOKEN_ID + COMMON_WORDS.length])).toBe(` ${COMMON_WORDS[0][0].toUpperCase()}${COMMON_WORDS[0].slice(1)}`);
+    expect(big.decode([FIRST_WORD_TOKEN_ID + COMMON_WORDS.length])).toBe(
+      ` ${COMMON_WORDS[0][0].toUpperCase()}${COMMON_WORDS[0].slice(1)}`,
+    );
     expect(big.decode([FIRST_WORD_TOKEN_ID + 2 * COMMON_WORDS.length])).toBe(COMMON_WORDS[0]);
     expect(big.decode([big.vocabSize - 1])).toBe(` ${COMMON_WORDS[0]}${COMMON_WORDS[9]}`);
   });
@@ -82,7 +94,9 @@ describe('chat template', () => {
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Hi there' },
     ]);
-    expect(tok.decode(ids)).toBe('<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n');
+    expect(tok.decode(ids)).toBe(
+      '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n',
+    );
     expect(ids[0]).toBe(tok.specialTokenId('<|im_start|>'));
     expect(ids.filter((id) => id === tok.specialTokenId('<|im_start|>'))).toHaveLength(3);
     expect(tok.decode(ids, { skipSpecialTokens: true })).toBe('system\nBe brief.\nuser\nHi there\nassistant\n');
@@ -90,7 +104,13 @@ describe('chat template', () => {
 });
 
 describe('createTokenizer', () => {
-  const thinkerSpec: ModelSpec = { source: 'generated', kind: 'thinker', preset: 'omni', seed: 0, size: presets.omni.thinker };
+  const thinkerSpec: ModelSpec = {
+    source: 'generated',
+    kind: 'thinker',
+    preset: 'omni',
+    seed: 0,
+    size: presets.omni.thinker,
+  };
 
   it('gives a generated thinker the byte tokenizer of its vocabulary', () => {
     const t = createTokenizer(thinkerSpec);
@@ -101,11 +121,19 @@ describe('createTokenizer', () => {
   it('sizes the byte tokenizer of a file model without a tokenizer folder from the given vocabulary', () => {
     expect(createTokenizer({ source: 'file', path: '/m.onnx' }, { vocabSize: 1000 }).vocabSize).toBe(1000);
     expect(createTokenizer({ source: 'file', path: '/m.onnx' }, 600).vocabSize).toBe(600);
-    expect(() => createTokenizer({ source: 'file', path: '/m.onnx' })).toThrow(expect.objectContaining({ code: ErrorCodes.TOKENIZER }));
+    expect(() => createTokenizer({ source: 'file', path: '/m.onnx' })).toThrow(
+      expect.objectContaining({ code: ErrorCodes.TOKENIZER }),
+    );
   });
 
   it('refuses models that have no tokenizer', () => {
-    const talker: ModelSpec = { source: 'generated', kind: 'talker', preset: 'tiny', seed: 0, size: { ...presets.tiny.talker, conditionDim: 512 } };
+    const talker: ModelSpec = {
+      source: 'generated',
+      kind: 'talker',
+      preset: 'tiny',
+      seed: 0,
+      size: { ...presets.tiny.talker, conditionDim: 512 },
+    };
     expect(() => createTokenizer(talker)).toThrow(/has no tokenizer/);
   });
 });

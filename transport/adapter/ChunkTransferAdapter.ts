@@ -12,11 +12,14 @@
  */
 import type { Connector } from '../Connector.ts';
 import { chunkKey } from '../Connector.ts';
-import { decodeFrame, encodeFrame, frameByteLength, type Tensor } from '../codec.ts';
-import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../../src/errors.ts';
-import type { FinishReason } from '../../src/engine/types.ts';
+import { decodeFrame, encodeFrame, frameByteLength } from '../codec.ts';
+import { decodeBody, encodeBody, type WirePayload } from '../payloadCodec.ts';
+import type { ChunkBody } from '../../src/common/payloads.ts';
+import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../../src/common/errors.ts';
+import type { FinishReason } from '../../src/common/engine.ts';
 
-export interface ChunkMeta<P = Record<string, unknown>> {
+/** What every chunk says about itself, whatever its body. */
+export interface ChunkMeta {
   readonly requestId: string;
   readonly from: string; // stage id of the producer
   readonly to: string; // stage id of the consumer, or "main"
@@ -27,20 +30,43 @@ export interface ChunkMeta<P = Record<string, unknown>> {
   /** On a final chunk: why the stream ended upstream (an error or cancellation reaches downstream in-band). */
   readonly finishReason?: FinishReason;
   readonly error?: SerializedError;
-  readonly payload: P;
 }
 
-export interface ReceivedChunk<P = Record<string, unknown>> {
-  readonly meta: ChunkMeta<P>;
-  readonly tensors: Readonly<Record<string, Tensor>>;
+/** On the wire: the meta plus the body's scalar fields (its arrays travel as tensors). */
+interface WireChunkMeta extends ChunkMeta {
+  readonly payload?: WirePayload;
+}
+
+export interface ReceivedChunk {
+  readonly meta: ChunkMeta;
+  /** Checked against its kind on receipt (transport/payloadCodec.ts); null for a final chunk without data. */
+  readonly body: ChunkBody | null;
   readonly bytes: number;
   readonly receivedAtMs: number;
 }
 
+/** A chunk to send: its end-of-stream flag and reason, and its body (absent on an empty final chunk). */
+export interface OutgoingChunk {
+  readonly final: boolean;
+  readonly body?: ChunkBody;
+  readonly finishReason?: FinishReason;
+  readonly error?: SerializedError;
+}
+
 export type Arrival =
-  | { readonly requestId: string; readonly chunk: ReceivedChunk; readonly error?: undefined; readonly fromStageId?: undefined }
+  | {
+      readonly requestId: string;
+      readonly chunk: ReceivedChunk;
+      readonly error?: undefined;
+      readonly fromStageId?: undefined;
+    }
   /** fromStageId: the upstream whose stream broke (a request may have several, e.g. one per encoder). */
-  | { readonly requestId: string; readonly chunk?: undefined; readonly error: ChorusError; readonly fromStageId?: string };
+  | {
+      readonly requestId: string;
+      readonly chunk?: undefined;
+      readonly error: ChorusError;
+      readonly fromStageId?: string;
+    };
 
 export interface ExpectOptions {
   readonly fromInstance: string;
@@ -49,6 +75,8 @@ export interface ExpectOptions {
   readonly keyStage: string;
   readonly firstChunkDeadline: number;
   readonly chunkTimeoutMs: number;
+  /** The setting that governs these deadlines, named in a timeout error (default chunk_policy.chunk_timeout_ms). */
+  readonly timeoutSetting?: string;
 }
 
 interface ReceiveToken {
@@ -103,7 +131,8 @@ export class ChunkTransferAdapter {
                 ErrorCodes.CHUNK_TIMEOUT,
                 `chunk ${seq} of request ${requestId} from ${o.fromInstance} did not arrive in time ` +
                   `(${seq === 0 ? 'first-chunk deadline' : `${o.chunkTimeoutMs} ms`}): the upstream stage stalled, ` +
-                  'or a chunk was lost; raise chunk_policy.chunk_timeout_ms if the stage is just slow',
+                  `or a chunk was lost; raise ${o.timeoutSetting ?? 'chunk_policy.chunk_timeout_ms'} if the stage is ` +
+                  'just slow',
                 { cause: err },
               )
             : err instanceof ChorusError
@@ -116,8 +145,8 @@ export class ChunkTransferAdapter {
       if (token.cancelled) return;
       let chunk: ReceivedChunk;
       try {
-        const frame = decodeFrame<ChunkMeta>(bytes);
-        const m = frame.meta;
+        const frame = decodeFrame<WireChunkMeta>(bytes);
+        const { payload, ...m } = frame.meta;
         if (m.requestId !== requestId || m.seq !== seq || m.from !== o.fromStageId) {
           throw new ChorusError(
             ErrorCodes.CHUNK_SEQUENCE,
@@ -125,10 +154,16 @@ export class ChunkTransferAdapter {
               `got chunk ${m.seq} of ${m.requestId} from ${m.from}: a gap, duplicate or misrouted chunk`,
           );
         }
-        chunk = { meta: m, tensors: frame.tensors, bytes: bytes.byteLength, receivedAtMs: Date.now() };
+        const body = payload === undefined ? null : decodeBody(payload, frame.tensors);
+        chunk = { meta: m, body, bytes: bytes.byteLength, receivedAtMs: Date.now() };
       } catch (err) {
         this.streamEnded(requestId, token);
-        this.push({ requestId, error: err instanceof ChorusError ? err : new ChorusError(ErrorCodes.FRAME_INVALID, String(err), { cause: err }), fromStageId: o.fromStageId });
+        this.push({
+          requestId,
+          error:
+            err instanceof ChorusError ? err : new ChorusError(ErrorCodes.FRAME_INVALID, String(err), { cause: err }),
+          fromStageId: o.fromStageId,
+        });
         return;
       }
       this.push({ requestId, chunk });
@@ -173,18 +208,14 @@ export class ChunkTransferAdapter {
    * assigned here so callers cannot create gaps. Resolves when the chunk is in the edge's buffer; rejects when the
    * put fails (backpressure deadline, closed connector).
    */
-  saveAsync(
-    requestId: string,
-    target: SendTarget,
-    chunk: { final: boolean; payload?: Record<string, unknown>; tensors?: Record<string, Tensor>; finishReason?: FinishReason; error?: SerializedError },
-    deadline: number,
-  ): Promise<void> {
+  saveAsync(requestId: string, target: SendTarget, chunk: OutgoingChunk, deadline: number): Promise<void> {
     if (this.closed) return Promise.reject(new ChorusError(ErrorCodes.CONNECTOR_CLOSED, 'adapter is closed'));
     const seqKey = `${requestId} ${target.keyStage}`;
     const seq = this.sendSeq.get(seqKey) ?? 0;
     if (chunk.final) this.sendSeq.delete(seqKey);
     else this.sendSeq.set(seqKey, seq + 1);
-    const meta: ChunkMeta = {
+    const encoded = chunk.body ? encodeBody(chunk.body) : null;
+    const meta: WireChunkMeta = {
       requestId,
       from: this.selfStageId,
       to: target.toStageId,
@@ -193,9 +224,9 @@ export class ChunkTransferAdapter {
       sentAtMs: Date.now(),
       finishReason: chunk.finishReason,
       error: chunk.error,
-      payload: chunk.payload ?? {},
+      ...(encoded ? { payload: encoded.payload } : {}),
     };
-    const parts = encodeFrame(meta, chunk.tensors ?? {});
+    const parts = encodeFrame(meta, encoded?.tensors ?? {});
     const bytes = frameByteLength(parts);
     const key = chunkKey(requestId, target.keyStage, seq);
     this.pendingBytes += bytes;
@@ -211,7 +242,10 @@ export class ChunkTransferAdapter {
           return false;
         });
       });
-    this.edgeTail.set(target.toInstance, put.catch(() => undefined));
+    this.edgeTail.set(
+      target.toInstance,
+      put.catch(() => undefined),
+    );
     return put;
   }
 

@@ -5,17 +5,22 @@
  * CHORUS_ERR_BACKPRESSURE_TIMEOUT at its deadline. Frames are handed over by reference, not copied:
  * the producer must not modify a frame after put().
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Connector } from '../Connector.ts';
 import { joinParts } from '../codec.ts';
 import { KeyedMailbox, raceDeadline } from '../KeyedMailbox.ts';
 
+/** Unclaimed bytes an inproc edge may hold before put() waits, unless the connector is given its own. */
+export const DEFAULT_INPROC_CAPACITY_BYTES = 64 * 1024 * 1024;
+
 export interface InprocConnectorOptions {
-  /** Unclaimed bytes an edge may hold before put() waits. Default 64 MiB. */
+  /** Unclaimed bytes an edge may hold before put() waits. Default DEFAULT_INPROC_CAPACITY_BYTES. */
   capacityBytes?: number;
 }
 
 interface Edge {
+  readonly from: string;
+  readonly to: string;
   readonly mailbox: KeyedMailbox;
   // Puts that had to wait, chained so frames arrive in call order.
   tail: Promise<unknown>;
@@ -29,17 +34,24 @@ export class InprocConnector implements Connector {
   #closed = false;
 
   constructor(options: InprocConnectorOptions = {}) {
-    this.capacityBytes = options.capacityBytes ?? 64 * 1024 * 1024;
+    this.capacityBytes = options.capacityBytes ?? DEFAULT_INPROC_CAPACITY_BYTES;
   }
 
-  put(from: string, to: string, key: string, parts: Uint8Array | readonly Uint8Array[], deadline: number): Promise<void> {
+  put(
+    from: string,
+    to: string,
+    key: string,
+    parts: Uint8Array | readonly Uint8Array[],
+    deadline: number,
+  ): Promise<void> {
     if (this.#closed) return Promise.reject(this.#closedError());
     const frame = parts instanceof Uint8Array ? parts : joinParts(parts);
     if (frame.byteLength > this.capacityBytes) {
       return Promise.reject(
         new ChorusError(
           ErrorCodes.FRAME_TOO_LARGE,
-          `frame of ${frame.byteLength} bytes exceeds edge ${from}->${to} capacity ${this.capacityBytes}: raise capacityBytes or split the frame`,
+          `frame of ${frame.byteLength} bytes exceeds edge ${from}->${to} capacity ${this.capacityBytes}: raise ` +
+            `capacityBytes or split the frame`,
         ),
       );
     }
@@ -61,7 +73,10 @@ export class InprocConnector implements Connector {
     const previous = edge.tail;
     const mine = (async () => {
       const timeout = () =>
-        new ChorusError(ErrorCodes.BACKPRESSURE_TIMEOUT, `put of ${key} on edge ${from}->${to} waited past its deadline behind earlier puts`);
+        new ChorusError(
+          ErrorCodes.BACKPRESSURE_TIMEOUT,
+          `put of ${key} on edge ${from}->${to} waited past its deadline behind earlier puts`,
+        );
       await raceDeadline(previous, deadline, timeout);
       await edge.mailbox.waitForRoom(frame.byteLength, limit, deadline);
       deliver();
@@ -76,8 +91,9 @@ export class InprocConnector implements Connector {
     return this.#edge(from, to).mailbox.get(key, deadline);
   }
 
-  cleanup(requestId: string): void {
-    for (const edge of this.#edges.values()) edge.mailbox.cleanup(requestId);
+  /** `onEdge`, when given, limits the cleanup to the edges it accepts (a shared hub: one instance's inbound edges). */
+  cleanup(requestId: string, onEdge?: (from: string, to: string) => boolean): void {
+    for (const edge of this.#edges.values()) if (!onEdge || onEdge(edge.from, edge.to)) edge.mailbox.cleanup(requestId);
   }
 
   async close(): Promise<void> {
@@ -94,7 +110,7 @@ export class InprocConnector implements Connector {
     const label = `${from}->${to}`;
     let edge = this.#edges.get(label);
     if (edge === undefined) {
-      edge = { mailbox: new KeyedMailbox(label), tail: Promise.resolve(), waitingPuts: 0 };
+      edge = { from, to, mailbox: new KeyedMailbox(label), tail: Promise.resolve(), waitingPuts: 0 };
       this.#edges.set(label, edge);
     }
     return edge;
@@ -104,4 +120,3 @@ export class InprocConnector implements Connector {
     return new ChorusError(ErrorCodes.CONNECTOR_CLOSED, 'inproc connector is closed');
   }
 }
-

@@ -2,15 +2,16 @@
  * Connector over shared-memory rings, one SPSC ring per edge (from-instance -> to-instance).
  *
  * Ownership: the main process creates every ring (ShmConnector.createRings), passes the edge table to
- * the stage processes, and unlinks the rings on shutdown and after a stage crash (unlinkRings). Every
+ * the stage processes, and unlinks the rings when the engine closes (unlinkRings). A stage process owns no
+ * segment, so a crashed stage leaves nothing to unlink: its restarted process attaches the same rings. Every
  * process, main included, then opens a connector as one instance ("talker#0"): it writes to the rings
  * where from == me and runs one event-driven receive loop per ring where to == me, feeding a KeyedMailbox.
  *
  * Wire format of one ring frame: [u16 keyLength LE][key utf8][frame bytes], written as one multi-part
  * frame so the payload is copied once, straight into shared memory.
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
-import { logger } from '../../src/log.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { logger } from '../../src/common/log.ts';
 import type { Connector } from '../Connector.ts';
 import { KeyedMailbox } from '../KeyedMailbox.ts';
 import { ShmRing } from './ShmRing.ts';
@@ -99,13 +100,21 @@ export class ShmConnector implements Connector {
     for (const edge of edges) ShmRing.unlinkByName(edge.ringName);
   }
 
-  put(from: string, to: string, key: string, frame: Uint8Array | readonly Uint8Array[], deadline: number): Promise<void> {
+  put(
+    from: string,
+    to: string,
+    key: string,
+    frame: Uint8Array | readonly Uint8Array[],
+    deadline: number,
+  ): Promise<void> {
     const ring = from === this.me ? this.#outbound.get(to) : undefined;
     if (ring === undefined) return Promise.reject(this.#noEdge(from, to));
     if (this.#closing) return Promise.reject(closedError(`${from}->${to}`));
     const keyBytes = Buffer.byteLength(key, 'utf8');
     if (keyBytes > MAX_KEY_BYTES) {
-      return Promise.reject(new ChorusError(ErrorCodes.FRAME_INVALID, `key of ${keyBytes} bytes exceeds ${MAX_KEY_BYTES}`));
+      return Promise.reject(
+        new ChorusError(ErrorCodes.FRAME_INVALID, `key of ${keyBytes} bytes exceeds ${MAX_KEY_BYTES}`),
+      );
     }
     // The header is padded to 8 bytes so the frame lands 8-byte aligned and decodes as views, without a copy.
     const header = Buffer.alloc(keyHeaderBytes(keyBytes));
@@ -182,7 +191,8 @@ export class ShmConnector implements Connector {
   #noEdge(from: string, to: string): ChorusError {
     return new ChorusError(
       ErrorCodes.CONFIG_INVALID,
-      `shm connector of ${this.me} has no edge ${from}->${to}: it can put only from ${this.me} and get only into ${this.me} ` +
+      `shm connector of ${this.me} has no edge ${from}->${to}: it can put only from ${this.me} and get only into ` +
+        `${this.me} ` +
         'on edges of the table it was opened with',
     );
   }

@@ -3,7 +3,7 @@
  * One process creates it and owns the name; the peer attaches. Waits run on a native background thread,
  * never on the JS thread, and wake-ups cross processes through a futex in the segment.
  */
-import { ChorusError, ErrorCodes } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { raceDeadline } from '../KeyedMailbox.ts';
 import { addon, toChorusError, WaitStatus, type NativeRing } from './binding.ts';
 import { newSegmentName, sweepStaleSegments } from './segments.ts';
@@ -183,7 +183,8 @@ export class ShmRing implements Disposable {
   #backpressureTimeout(frameBytes: number): ChorusError {
     return new ChorusError(
       ErrorCodes.BACKPRESSURE_TIMEOUT,
-      `no room for a ${frameBytes}-byte frame in ring ${this.name} (${this.capacityBytes} bytes) before the deadline: ` +
+      `no room for a ${frameBytes}-byte frame in ring ${this.name} (${this.capacityBytes} bytes) before the ` +
+        `deadline: ` +
         'the consumer is not keeping up; raise the deadline or the ring capacity',
     );
   }

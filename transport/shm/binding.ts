@@ -3,7 +3,7 @@
  * It declares the whole native surface; native/src/addon.cc is the other half and must stay in step.
  */
 import { createRequire } from 'node:module';
-import { ChorusError, ErrorCodes, type ErrorCode } from '../../src/errors.ts';
+import { ChorusError, ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
 
 /** What a native wait settles with. */
 export const WaitStatus = { Ready: 0, Timeout: 1, Closed: 2 } as const;
@@ -45,9 +45,13 @@ function load(): NativeAddon {
   try {
     return require(addonPath) as NativeAddon;
   } catch (cause) {
-    throw new ChorusError(ErrorCodes.SHM, `cannot load ${addonPath}: run \`npm install\` (it builds native/ with node-gyp)`, {
-      cause,
-    });
+    throw new ChorusError(
+      ErrorCodes.SHM,
+      `cannot load ${addonPath}: run \`npm install\` (it builds native/ with node-gyp)`,
+      {
+        cause,
+      },
+    );
   }
 }
 

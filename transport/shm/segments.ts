@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { logger } from '../../src/log.ts';
+import { logger } from '../../src/common/log.ts';
 import { addon } from './binding.ts';
 
 const SHM_DIR = '/dev/shm';

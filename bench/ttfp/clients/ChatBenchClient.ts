@@ -11,8 +11,16 @@ const SAMPLE_RATE_HZ = 24_000; // streamed chat audio is 24 kHz mono pcm16
 
 interface ChunkBody {
   readonly id?: string;
-  readonly choices?: readonly { readonly delta?: { readonly content?: string; readonly audio?: { readonly data?: string } } }[];
-  readonly usage?: { readonly prompt_tokens?: number; readonly completion_tokens_details?: { readonly text_tokens?: number } };
+  readonly choices?: readonly {
+    readonly delta?: {
+      readonly content?: string | null;
+      readonly audio?: { readonly data?: string; readonly transcript?: string };
+    };
+  }[];
+  readonly usage?: {
+    readonly prompt_tokens?: number;
+    readonly completion_tokens_details?: { readonly text_tokens?: number };
+  };
   readonly error?: { readonly code?: string; readonly message?: string };
 }
 
@@ -33,7 +41,10 @@ export class ChatBenchClient implements BenchClient {
       seed: r.seed,
       ...(r.initialCodecChunkFrames !== undefined ? { initial_codec_chunk_frames: r.initialCodecChunkFrames } : {}),
     });
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+    };
     if (this.target.apiKey) headers.authorization = `Bearer ${this.target.apiKey}`;
     return new Promise<RequestTrace>((resolve) => {
       const events: TraceEvent[] = [];
@@ -46,7 +57,11 @@ export class ChatBenchClient implements BenchClient {
         clearTimeout(timer);
         resolve({ startMs, events, ok, ...(error !== undefined ? { error } : {}), ...parsed });
       };
-      const req = http.request(`${this.target.baseUrl}/v1/chat/completions`, { method: 'POST', agent: this.#agent, headers });
+      const req = http.request(`${this.target.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        agent: this.#agent,
+        headers,
+      });
       const timer = setTimeout(() => {
         finish(false, `no [DONE] within ${r.timeoutMs} ms`);
         req.destroy(); // closing the connection cancels the request on the server
@@ -106,9 +121,10 @@ function onSseEvent(
   if (chunk.error) return { ok: false, error: `${chunk.error.code ?? 'error'}: ${chunk.error.message ?? ''}` };
   parsed.requestId ??= chunk.id;
   const delta = chunk.choices?.[0]?.delta;
-  // With audio on, the text is in content and again as audio.transcript: count it once, from content.
-  if (delta?.content) events.push({ type: 'text', atMs });
-  if (delta?.audio?.data) events.push({ type: 'audio', atMs, samples: pcm16SamplesInBase64(delta.audio.data), sampleRateHz: SAMPLE_RATE_HZ });
+  // Text-only answers put text in content; with audio on it comes (once) as the audio's transcript.
+  if (delta?.content || delta?.audio?.transcript) events.push({ type: 'text', atMs });
+  if (delta?.audio?.data)
+    events.push({ type: 'audio', atMs, samples: pcm16SamplesInBase64(delta.audio.data), sampleRateHz: SAMPLE_RATE_HZ });
   if (chunk.usage) {
     parsed.promptTokens = chunk.usage.prompt_tokens;
     parsed.textTokens = chunk.usage.completion_tokens_details?.text_tokens;

@@ -20,7 +20,10 @@ interface ServerEvent {
     readonly id?: string;
     readonly status?: string;
     readonly status_details?: { readonly error?: { readonly code?: string; readonly message?: string } } | null;
-    readonly usage?: { readonly input_tokens?: number; readonly output_token_details?: { readonly text_tokens?: number } } | null;
+    readonly usage?: {
+      readonly input_tokens?: number;
+      readonly output_token_details?: { readonly text_tokens?: number };
+    } | null;
   };
   readonly error?: { readonly code?: string; readonly message?: string };
 }
@@ -48,9 +51,15 @@ export class RealtimeBenchClient implements BenchClient {
 
   static async connect(target: ClientTarget): Promise<RealtimeBenchClient> {
     const url = `${target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`;
-    const ws = new WebSocket(url, { headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}, perMessageDeflate: false });
+    const ws = new WebSocket(url, {
+      headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},
+      perMessageDeflate: false,
+    });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no realtime session from ${url} within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`no realtime session from ${url} within ${CONNECT_TIMEOUT_MS} ms`)),
+        CONNECT_TIMEOUT_MS,
+      );
       ws.once('error', (err) => {
         clearTimeout(timer);
         reject(new Error(`cannot open ${url}: ${err.message}`));
@@ -88,7 +97,9 @@ export class RealtimeBenchClient implements BenchClient {
             ...(error !== undefined ? { error } : {}),
             ...(pending.requestId !== undefined ? { requestId: pending.requestId } : {}),
             ...(usage?.usage?.input_tokens !== undefined ? { promptTokens: usage.usage.input_tokens } : {}),
-            ...(usage?.usage?.output_token_details?.text_tokens !== undefined ? { textTokens: usage.usage.output_token_details.text_tokens } : {}),
+            ...(usage?.usage?.output_token_details?.text_tokens !== undefined
+              ? { textTokens: usage.usage.output_token_details.text_tokens }
+              : {}),
           });
         },
       };
@@ -117,7 +128,9 @@ export class RealtimeBenchClient implements BenchClient {
             max_output_tokens: r.outputLen,
             ignore_eos: true,
             seed: r.seed,
-            ...(r.initialCodecChunkFrames !== undefined ? { initial_codec_chunk_frames: r.initialCodecChunkFrames } : {}),
+            ...(r.initialCodecChunkFrames !== undefined
+              ? { initial_codec_chunk_frames: r.initialCodecChunkFrames }
+              : {}),
           },
         }),
       );
@@ -148,14 +161,23 @@ export class RealtimeBenchClient implements BenchClient {
         p.events.push({ type: 'text', atMs });
         return;
       case 'response.output_audio.delta':
-        p.events.push({ type: 'audio', atMs, samples: pcm16SamplesInBase64(e.delta ?? ''), sampleRateHz: SAMPLE_RATE_HZ });
+        p.events.push({
+          type: 'audio',
+          atMs,
+          samples: pcm16SamplesInBase64(e.delta ?? ''),
+          sampleRateHz: SAMPLE_RATE_HZ,
+        });
         return;
       case 'response.done': {
         p.events.push({ type: 'done', atMs });
         const status = e.response?.status;
         const ok = status === 'completed' || status === 'incomplete'; // incomplete = stopped at max_output_tokens
         const err = e.response?.status_details?.error;
-        p.finish({ ok, ...(ok ? {} : { error: `response ${status}: ${err?.code ?? ''} ${err?.message ?? ''}`.trim() }), usage: e.response });
+        p.finish({
+          ok,
+          ...(ok ? {} : { error: `response ${status}: ${err?.code ?? ''} ${err?.message ?? ''}`.trim() }),
+          usage: e.response,
+        });
         return;
       }
       case 'error':

@@ -11,7 +11,8 @@ import { meanColumns, ms, num, percentileColumns, renderMarkdown, renderText } f
 function ratioLines(r: BenchResult): string[] {
   return r.ratios.map(
     (x) =>
-      `c=${x.concurrency}: TTFP ${num(x.ttfp_async_over_sync)} (p50 ${num(x.p50_ttfp_async_over_sync)}), TTFT ${num(x.ttft_async_over_sync)}, ` +
+      `c=${x.concurrency}: TTFP ${num(x.ttfp_async_over_sync)} (p50 ${num(x.p50_ttfp_async_over_sync)}), TTFT ` +
+      `${num(x.ttft_async_over_sync)}, ` +
       `E2E ${num(x.e2e_async_over_sync)}, RTF ${num(x.rtf_async_over_sync)}`,
   );
 }
@@ -29,7 +30,10 @@ function limitLines(r: BenchResult): string[] {
     const v = ttfpOverLimit(run, limit);
     if (!v || !limit) continue;
     const what = limit.batch === 1 ? 'limit' : `burst limit (${limit.batch} batched, IC ${limit.initial_chunk_frames})`;
-    lines.push(`c=${run.concurrency}: mean ${num(v.mean, 2)}, p50 ${num(v.p50, 2)}  (TTFP ${ms(run.mean_ttfp_ms)} ms over ${what} ${ms(limit.median.total_ms)} ms)`);
+    lines.push(
+      `c=${run.concurrency}: mean ${num(v.mean, 2)}, p50 ${num(v.p50, 2)}  (TTFP ${ms(run.mean_ttfp_ms)} ms over ` +
+        `${what} ${ms(limit.median.total_ms)} ms)`,
+    );
   }
   return lines;
 }
@@ -38,25 +42,35 @@ function burstLines(r: BenchResult): string[] {
   return r.burst_limits.map((l) => {
     const m = l.median;
     return (
-      `burst of ${l.batch}: ${ms(m.total_ms)} ms = thinker prefill ${ms(m.thinker_prefill_ms)} + decode ${ms(m.thinker_decode_ms)} + ` +
-      `talker prefill ${ms(m.talker_prefill_ms)} + frames ${ms(m.talker_decode_ms)} + code2wav ${ms(m.code2wav_ms)} (IC ${l.initial_chunk_frames})`
+      `burst of ${l.batch}: ${ms(m.total_ms)} ms = thinker prefill ${ms(m.thinker_prefill_ms)} + decode ` +
+      `${ms(m.thinker_decode_ms)} + ` +
+      `talker prefill ${ms(m.talker_prefill_ms)} + frames ${ms(m.talker_decode_ms)} + code2wav ` +
+      `${ms(m.code2wav_ms)} (IC ${l.initial_chunk_frames})`
     );
   });
 }
 
 function goalLines(r: BenchResult): string[] {
-  return r.goals.map((g) => `${g.name}: ${Number.isInteger(g.value) ? g.value : g.value.toFixed(3)} (goal ${g.target}) ${g.met ? 'met' : 'MISSED'}`);
+  return r.goals.map(
+    (g) =>
+      `${g.name}: ${Number.isInteger(g.value) ? g.value : g.value.toFixed(3)} (goal ${g.target}) ` +
+      `${g.met ? 'met' : 'MISSED'}`,
+  );
 }
 
 function errorLines(r: BenchResult): string[] {
-  return r.runs.flatMap((run) => run.errors.map((e) => `${run.async_chunk ? 'async' : 'sync'} c=${run.concurrency}: ${e}`));
+  return r.runs.flatMap((run) =>
+    run.errors.map((e) => `${run.async_chunk ? 'async' : 'sync'} c=${run.concurrency}: ${e}`),
+  );
 }
 
 function provenance(r: BenchResult): string {
   const m = r.machine;
   return (
-    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, ${m.memory_gib} GiB, ` +
-    `load ${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; protocol ${r.options.protocol}, warm-up ${r.options.warmup}, seed ${r.options.seed}`
+    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, ${m.memory_gib} ` +
+    `GiB, ` +
+    `load ${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; protocol ${r.options.protocol}, warm-up ` +
+    `${r.options.warmup}, seed ${r.options.seed}`
   );
 }
 
@@ -96,6 +110,10 @@ export function formatMarkdown(r: BenchResult): string {
   section('TTFP / limit (async)', limitLines(r));
   section('Goals', goalLines(r));
   section('Failed requests', errorLines(r));
-  out.push('', 'TTFP engine / server: the engine\'s share (generate() to the first audio event in main) and the front end\'s (request in to audio handed to the socket); the rest of the client TTFP is loopback and client parsing.');
+  out.push(
+    '',
+    "TTFP engine / server: the engine's share (generate() to the first audio event in main) and the front end's " +
+      '(request in to audio handed to the socket); the rest of the client TTFP is loopback and client parsing.',
+  );
   return `${out.join('\n')}\n`;
 }

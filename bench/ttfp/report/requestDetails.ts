@@ -32,7 +32,11 @@ export interface RequestDetail {
 
 const round = (v: number | null) => (v === null ? null : Math.round(v * 100) / 100);
 
-export function requestDetails(row: RunRow, traces: readonly RequestTrace[], timings: ServerTimings | null): RequestDetail[] {
+export function requestDetails(
+  row: RunRow,
+  traces: readonly RequestTrace[],
+  timings: ServerTimings | null,
+): RequestDetail[] {
   const firstSend = Math.min(...traces.map((t) => t.startMs));
   return traces.map((t, index) => {
     const m = t.ok ? requestMetrics(t) : null;
@@ -53,7 +57,9 @@ export function requestDetails(row: RunRow, traces: readonly RequestTrace[], tim
       worst_stall_ms: round(m?.stalls.worstStallMs ?? 0)!,
       engine_ttfp_ms: s?.engineTtfpMs ?? null,
       server_ttfp_ms: round(s?.serverTtfpMs ?? null),
-      audio: t.events.flatMap((e) => (e.type === 'audio' ? [[round(e.atMs - t.startMs)!, round((e.samples / e.sampleRateHz) * 1000)!] as const] : [])),
+      audio: t.events.flatMap((e) =>
+        e.type === 'audio' ? [[round(e.atMs - t.startMs)!, round((e.samples / e.sampleRateHz) * 1000)!] as const] : [],
+      ),
     };
   });
 }

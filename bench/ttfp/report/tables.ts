@@ -56,10 +56,16 @@ export function renderText(columns: readonly Column[], rows: readonly RunRow[]):
   const cells = rows.map((r) => columns.map((c) => c.cell(r)));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i].length)));
   const line = (values: readonly string[]) => values.map((v, i) => v.padStart(widths[i])).join('  ');
-  return [line(columns.map((c) => c.header)), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n');
+  return [line(columns.map((c) => c.header)), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join(
+    '\n',
+  );
 }
 
 export function renderMarkdown(columns: readonly Column[], rows: readonly RunRow[]): string {
   const line = (values: readonly string[]) => `| ${values.join(' | ')} |`;
-  return [line(columns.map((c) => c.header)), line(columns.map(() => '---:')), ...rows.map((r) => line(columns.map((c) => c.cell(r))))].join('\n');
+  return [
+    line(columns.map((c) => c.header)),
+    line(columns.map(() => '---:')),
+    ...rows.map((r) => line(columns.map((c) => c.cell(r)))),
+  ].join('\n');
 }

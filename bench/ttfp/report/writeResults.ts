@@ -5,11 +5,20 @@ import type { BenchResult } from '../results.ts';
 import { formatMarkdown } from './formatReport.ts';
 import { plotSvg } from './plotSvg.ts';
 
-export async function writeResults(dir: string, result: BenchResult): Promise<{ json: string; markdown: string; svg: string }> {
+export async function writeResults(
+  dir: string,
+  result: BenchResult,
+): Promise<{ json: string; markdown: string; svg: string }> {
   await mkdir(dir, { recursive: true });
-  const files = { json: path.join(dir, 'results.json'), markdown: path.join(dir, 'results.md'), svg: path.join(dir, 'plot.svg') };
+  const files = {
+    json: path.join(dir, 'results.json'),
+    markdown: path.join(dir, 'results.md'),
+    svg: path.join(dir, 'plot.svg'),
+  };
   const o = result.options;
-  const subtitle = `input ${o.input_len}, output ${o.output_len}, ${o.num_prompts} prompts, ${o.protocol}, git ${result.git_sha.slice(0, 7)}, ${result.started_at}`;
+  const subtitle =
+    `input ${o.input_len}, output ${o.output_len}, ${o.num_prompts} prompts, ${o.protocol}, git ` +
+    `${result.git_sha.slice(0, 7)}, ${result.started_at}`;
   await Promise.all([
     writeFile(files.json, `${JSON.stringify(result, null, 2)}\n`),
     writeFile(files.markdown, formatMarkdown(result)),

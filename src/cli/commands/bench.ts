@@ -11,15 +11,16 @@ import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { repoRoot } from '../../config/paths.ts';
-import { ChorusError, ErrorCodes } from '../../errors.ts';
-import { logger } from '../../log.ts';
+import { UsageError } from '../cliArgs.ts';
+import { logger } from '../../common/log.ts';
 
-const USAGE = `usage:
+export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 300000]
                [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
-  chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1] [--initial-chunk-frames N] [--json]
+  chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
+                     [--initial-chunk-frames N] [--json]
   chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256] [--transports shm,file,ipc] [--json]
 
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
@@ -30,7 +31,7 @@ Results go to DIR (default bench/results/run-<time>): results.json, results.md, 
 
 export async function run(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(USAGE);
+    process.stdout.write(usage);
     return 0;
   }
   // Stage processes inherit the environment: keep their start-up chatter out of the tables unless asked for.
@@ -45,7 +46,7 @@ export async function run(argv: string[]): Promise<number> {
 function positiveInt(name: string, value: string | undefined, fallback: number, min = 1): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--${name} must be an integer >= ${min}, got "${value}"`);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got "${value}"`);
   return n;
 }
 
@@ -55,7 +56,7 @@ function parse<const O extends OptionSpecs>(argv: string[], options: O) {
   try {
     return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
   } catch (err) {
-    throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${(err as Error).message}\n\n${USAGE}`);
+    throw new UsageError((err as Error).message, { cause: err });
   }
 }
 
@@ -80,18 +81,28 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'initial-codec-chunk-frames': { type: 'string' },
     json: { type: 'boolean', default: false },
   });
-  if (v.url !== undefined && v.config !== undefined) throw new ChorusError(ErrorCodes.REQUEST_INVALID, 'give either --url (a running server) or --config (the bench starts one), not both');
-  if (v.protocol !== 'realtime' && v.protocol !== 'chat') throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--protocol must be realtime or chat, got "${v.protocol}"`);
-  const concurrency = String(v.concurrency).split(',').map((c) => positiveInt('concurrency', c.trim(), 1));
+  if (v.url !== undefined && v.config !== undefined)
+    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  if (v.protocol !== 'realtime' && v.protocol !== 'chat')
+    throw new UsageError(`--protocol must be realtime or chat, got "${v.protocol}"`);
+  const concurrency = String(v.concurrency)
+    .split(',')
+    .map((c) => positiveInt('concurrency', c.trim(), 1));
   const { runServeBench } = await import('../../../bench/ttfp/runServeBench.ts');
   const { formatText } = await import('../../../bench/ttfp/report/formatReport.ts');
   const { writeResults } = await import('../../../bench/ttfp/report/writeResults.ts');
   const { requestDetails } = await import('../../../bench/ttfp/report/requestDetails.ts');
   const requests: unknown[] = [];
   const result = await runServeBench({
-    target: v.url !== undefined
-      ? { kind: 'url', url: v.url.replace(/\/+$/, ''), ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}), apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null }
-      : { kind: 'config', file: path.resolve(v.config ?? defaultConfigPath()) },
+    target:
+      v.url !== undefined
+        ? {
+            kind: 'url',
+            url: v.url.replace(/\/+$/, ''),
+            ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}),
+            apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null,
+          }
+        : { kind: 'config', file: path.resolve(v.config ?? defaultConfigPath()) },
     protocol: v.protocol,
     concurrency,
     numPrompts: positiveInt('num-prompts', v['num-prompts'], 50),
@@ -100,7 +111,9 @@ async function runServeCommand(argv: string[]): Promise<number> {
     warmup: positiveInt('warmup', v.warmup, 2, 0),
     seed: positiveInt('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
-    ...(v['initial-codec-chunk-frames'] !== undefined ? { initialCodecChunkFrames: positiveInt('initial-codec-chunk-frames', v['initial-codec-chunk-frames'], 1) } : {}),
+    ...(v['initial-codec-chunk-frames'] !== undefined
+      ? { initialCodecChunkFrames: positiveInt('initial-codec-chunk-frames', v['initial-codec-chunk-frames'], 1) }
+      : {}),
     timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
     limit: v['skip-limit'] !== true,
     limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
@@ -109,7 +122,9 @@ async function runServeCommand(argv: string[]): Promise<number> {
     command: `chorus bench ${argv.join(' ')}`.trim(),
     onRun: (row, traces, timings) => requests.push(...requestDetails(row, traces, timings)),
   });
-  const out = path.resolve(v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`));
+  const out = path.resolve(
+    v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`),
+  );
   const files = await writeResults(out, result);
   const requestsFile = path.join(out, 'requests.json');
   await writeFile(requestsFile, `${JSON.stringify(requests)}\n`);
@@ -156,10 +171,13 @@ async function runTransportCommand(argv: string[]): Promise<number> {
   const transports = v.transports?.split(',').map((t) => t.trim());
   const known = ['shm', 'file', 'ipc'];
   const unknown = transports?.find((t) => !known.includes(t));
-  if (unknown !== undefined) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
+  if (unknown !== undefined)
+    throw new UsageError(`--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
   const result = await runTransportBench({
     ...(v.iterations !== undefined ? { latencyIterations: positiveInt('iterations', v.iterations, 2000) } : {}),
-    ...(v['file-iterations'] !== undefined ? { fileLatencyIterations: positiveInt('file-iterations', v['file-iterations'], 300) } : {}),
+    ...(v['file-iterations'] !== undefined
+      ? { fileLatencyIterations: positiveInt('file-iterations', v['file-iterations'], 300) }
+      : {}),
     ...(v.frames !== undefined ? { throughputFrames: positiveInt('frames', v.frames, 256) } : {}),
     ...(transports ? { transports: transports as ('shm' | 'file' | 'ipc')[] } : {}),
   });

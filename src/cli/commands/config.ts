@@ -4,19 +4,26 @@
  */
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
-import type { ModelSpec, StageGraph } from '../../config/types.ts';
-import { isChorusError } from '../../errors.ts';
+import type { ModelSpec, StageGraph } from '../../common/graph.ts';
+import { isChorusError } from '../../common/errors.ts';
+import { stageGraphJsonSchema } from '../../config/jsonSchema.ts';
 
-const usage = `usage: chorus config check [FILE] [--json]
+export const usage = `usage: chorus config check [FILE] [--json]
+       chorus config schema
 
-Validates a stage-graph YAML (default: configs/tiny-omni.yaml) and prints the resolved graph.
-  --json    print the resolved graph as JSON instead of a summary
+check    validates a stage-graph YAML (default: configs/tiny-omni.yaml) and prints the resolved graph
+         --json    print the resolved graph as JSON instead of a summary
+schema   prints the stage graph's JSON Schema (configs/schema.json is this output; editors use it)
 `;
 
 export async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (err) {
     process.stderr.write(`chorus config: ${(err as Error).message}\n\n${usage}`);
     return 2;
@@ -26,8 +33,14 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
+  if (verb === 'schema' && file === undefined) {
+    process.stdout.write(`${JSON.stringify(stageGraphJsonSchema(), null, 2)}\n`);
+    return 0;
+  }
   if (verb !== 'check' || extra.length > 0) {
-    process.stderr.write(verb === undefined ? usage : `chorus config: unexpected "${verb === 'check' ? extra[0] : verb}"\n\n${usage}`);
+    process.stderr.write(
+      verb === undefined ? usage : `chorus config: unexpected "${verb === 'check' ? extra[0] : verb}"\n\n${usage}`,
+    );
     return 2;
   }
   let graph: StageGraph;
@@ -54,7 +67,8 @@ export function summary(graph: StageGraph): string {
         ? 'sized from load'
         : `${cp.codecChunkFrames} frames (= codec_chunk_frames)`;
   lines.push(
-    `  chunk_policy: first chunk ${initial}, then ${cp.codecChunkFrames} frames + ${cp.codecLeftContextFrames} context, timeout ${cp.chunkTimeoutMs} ms`,
+    `  chunk_policy: first chunk ${initial}, then ${cp.codecChunkFrames} frames + ${cp.codecLeftContextFrames} ` +
+      `context, timeout ${cp.chunkTimeoutMs} ms`,
     '',
     'connectors:',
   );
@@ -69,7 +83,8 @@ export function summary(graph: StageGraph): string {
     const output = s.finalOutput ? `final ${s.finalOutputType}` : 'internal';
     const entry = s.stageId === graph.entryStageId ? ' [entry]' : '';
     lines.push(
-      `  ${s.stageId.padEnd(12)} ${s.kind.padEnd(8)} ${s.workerType.padEnd(10)} ${output.padEnd(11)} threads ${s.engine.threads} x ${s.replicas} replica(s)${entry}`,
+      `  ${s.stageId.padEnd(12)} ${s.kind.padEnd(8)} ${s.workerType.padEnd(10)} ${output.padEnd(11)} threads ` +
+        `${s.engine.threads} x ${s.replicas} replica(s)${entry}`,
       `  ${''.padEnd(12)} model: ${describeModel(s.model)}`,
     );
   }
@@ -77,8 +92,8 @@ export function summary(graph: StageGraph): string {
   const edges = graph.stages.flatMap((s) => s.inputs.map((i) => ({ to: s, ...i })));
   if (edges.length === 0) lines.push('  (none)');
   for (const e of edges) {
-    const processor = graph.stages.find((s) => s.stageId === e.from)?.nextStageProcessor ?? '?';
-    lines.push(`  ${e.from} -> ${e.to.stageId} over ${e.connector} (${processor})`);
+    const from = graph.stages.find((s) => s.stageId === e.from)?.kind ?? '?';
+    lines.push(`  ${e.from} -> ${e.to.stageId} over ${e.connector} (${from} -> ${e.to.kind})`);
   }
   const warnings = graph.warnings ?? [];
   if (warnings.length > 0) lines.push('', 'warnings:', ...warnings.map((w) => `  ${w}`));

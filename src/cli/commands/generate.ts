@@ -7,14 +7,23 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig, defaultConfigPath } from '../../config/loadConfig.ts';
 import { Orchestrator } from '../../engine/Orchestrator.ts';
-import type { Modality, OutputEvent } from '../../engine/types.ts';
+import type { Modality, OutputEvent } from '../../common/engine.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../server/pcm.ts';
-import { ChorusError, ErrorCodes } from '../../errors.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
+import { intFlag, UsageError } from '../cliArgs.ts';
+
+export const usage = `usage: chorus generate --prompt TEXT [--config FILE] [--out answer.wav] [--seed N]
+                       [--max-tokens N] [--ignore-eos] [--text-only] [--json]
+
+Runs one request through the pipeline of FILE (default configs/tiny-omni.yaml): the text streams to stdout, the
+audio goes to --out (a 16-bit WAV); --json prints one JSON line with the text and timings instead.
+`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
+    strict: true,
+    allowPositionals: false,
     options: {
       config: { type: 'string', default: defaultConfigPath() },
       prompt: { type: 'string' },
@@ -26,19 +35,24 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
     },
   });
-  if (!values.prompt) throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--prompt TEXT is required');
+  if (!values.prompt) throw new UsageError('--prompt TEXT is required');
+  // Checked before the pipeline's seconds of start-up.
+  const seed = intFlag('--seed', values.seed);
+  const maxTokens = intFlag('--max-tokens', values['max-tokens'], 1);
   const graph = await loadConfig(values.config!);
   const engine = await Orchestrator.start(graph);
   const unhook = shutdownOnSignal(() => engine.close(2_000));
   try {
     const modalities: Modality[] = values['text-only'] ? ['text'] : ['text', 'audio'];
-    const seed = values.seed !== undefined ? Number(values.seed) : undefined;
-    const maxTokens = values['max-tokens'] !== undefined ? Number(values['max-tokens']) : undefined;
     const startedAtMs = Date.now();
     const handle = engine.generate({
       messages: [{ role: 'user', content: values.prompt }],
       modalities,
-      sampling: { ...(seed !== undefined ? { seed } : {}), ...(maxTokens !== undefined ? { maxTokens } : {}), ignoreEos: values['ignore-eos'] },
+      sampling: {
+        ...(seed !== undefined ? { seed } : {}),
+        ...(maxTokens !== undefined ? { maxTokens } : {}),
+        ignoreEos: values['ignore-eos'],
+      },
       talkerSampling: { ...(seed !== undefined ? { seed } : {}), ignoreEos: values['ignore-eos'] },
     });
     const pcm: Float32Array[] = [];

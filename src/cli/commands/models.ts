@@ -6,14 +6,18 @@
 import { stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
-import type { GeneratedModelSpec, StageGraph, StageSpec } from '../../config/types.ts';
-import { ChorusError, ErrorCodes, isChorusError } from '../../errors.ts';
-import { createEncoderRunner, type EncoderSpec } from '../../../stages/encoders/createEncoderRunner.ts';
+import type { GeneratedModelSpec, StageGraph, StageSpec } from '../../common/graph.ts';
+import { isChorusError } from '../../common/errors.ts';
+import { descriptorOf } from '../../kinds/registry.ts';
 import { ENCODER_GENERATOR_VERSION } from '../../../stages/models/ensureEncoderModel.ts';
-import { ensureModel, modelDirName, type ModelBuildProgress, type ModelFiles } from '../../../stages/models/ensureModel.ts';
-import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../../stages/runners.ts';
+import {
+  ensureModel,
+  modelDirName,
+  type ModelBuildProgress,
+  type ModelFiles,
+} from '../../../stages/models/ensureModel.ts';
 
-const usage = `usage: chorus models <build|info> [--config FILE]
+export const usage = `usage: chorus models <build|info> [--config FILE]
 
   build   build the generated models of every stage (first use only; then they are reused)
   info    describe each stage's model without building: sizes, folder, files, signature
@@ -23,7 +27,11 @@ const usage = `usage: chorus models <build|info> [--config FILE]
 export async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (err) {
     process.stderr.write(`chorus models: ${(err as Error).message}\n\n${usage}`);
     return 2;
@@ -34,7 +42,11 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if ((verb !== 'build' && verb !== 'info') || extra.length > 0) {
-    process.stderr.write(verb === undefined ? usage : `chorus models: unexpected "${verb === 'build' || verb === 'info' ? extra[0] : verb}"\n\n${usage}`);
+    process.stderr.write(
+      verb === undefined
+        ? usage
+        : `chorus models: unexpected "${verb === 'build' || verb === 'info' ? extra[0] : verb}"\n\n${usage}`,
+    );
     return 2;
   }
   try {
@@ -62,7 +74,9 @@ function uniqueModels(graph: StageGraph): StageSpec[] {
   });
 }
 
-function isEncoderModel(m: GeneratedModelSpec): m is Extract<GeneratedModelSpec, { kind: 'audio_encoder' | 'vision_encoder' }> {
+function isEncoderModel(
+  m: GeneratedModelSpec,
+): m is Extract<GeneratedModelSpec, { kind: 'audio_encoder' | 'vision_encoder' }> {
   return m.kind === 'audio_encoder' || m.kind === 'vision_encoder';
 }
 
@@ -106,18 +120,26 @@ async function build(graph: StageGraph, stage: StageSpec): Promise<string> {
   const started = performance.now();
   const files = await ensureModel(stage.model, graph.modelsDir, progressPrinter(stage.stageId));
   const ms = Math.round(performance.now() - started);
-  const what = files.source === 'file' ? 'file model (nothing to build)' : files.built ? `built in ${ms} ms` : 'already built, reused';
-  return `\n${stage.stageId}: ${sizeLine(stage)}\n  ${what}\n${await filesLines(files)}${await describeRunner(graph, stage)}`;
+  const what =
+    files.source === 'file'
+      ? 'file model (nothing to build)'
+      : files.built
+        ? `built in ${ms} ms`
+        : 'already built, reused';
+  const header = `\n${stage.stageId}: ${sizeLine(stage)}\n  ${what}\n`;
+  return header + (await filesLines(files)) + (await describeRunner(graph, stage));
 }
 
 async function info(graph: StageGraph, stage: StageSpec): Promise<string> {
   const m = stage.model;
   let out = `\n${stage.stageId}: ${sizeLine(stage)}\n`;
   if (m.source === 'generated') {
-    if (m.kind === 'thinker' || m.kind === 'talker') out += `  KV cache: ${2 * m.size.numLayers * m.size.hiddenSize * 4} bytes per position\n`;
     if (isEncoderModel(m)) out += `  rows of ${m.size.outputSize} (the thinker's hidden size)\n`;
     const dir = `${graph.modelsDir}/${generatedDirName(m)}`;
-    const built = await stat(`${dir}/manifest.json`).then(() => true, () => false);
+    const built = await stat(`${dir}/manifest.json`).then(
+      () => true,
+      () => false,
+    );
     if (!built) return `${out}  not built yet: ${dir} (chorus models build)\n`;
     out += await filesLines(await ensureModel(m, graph.modelsDir));
     return out;
@@ -125,36 +147,11 @@ async function info(graph: StageGraph, stage: StageSpec): Promise<string> {
   return out + (await filesLines(await ensureModel(m, graph.modelsDir))) + (await describeRunner(graph, stage));
 }
 
-/** Loads the model (as a stage would) and reports what its signature gives. */
+/** Loads the model (as a stage would) and reports what it turned out to be: its READY facts. */
 async function describeRunner(graph: StageGraph, stage: StageSpec): Promise<string> {
-  const one = { ...stage, engine: { ...stage.engine, threads: 1 } };
-  if (stage.kind === 'encoder') {
-    const r = await createEncoderRunner(encoderSpecOf(stage), graph.modelsDir, { engine: one.engine });
-    const grid = r.visionGrid;
-    await r.close();
-    const shape = grid ? `${grid.patchSize} px patches merged ${grid.mergeSize}x${grid.mergeSize} per row` : '25 rows per second of audio';
-    return `  loads: ${r.modality} encoder, rows of ${r.outputSize}, ${shape}; cache identity ${r.identity}\n`;
-  }
-  if (stage.kind === 'thinker') {
-    const r = await createThinkerRunner(one, graph.modelsDir);
-    const s = r.supports;
-    const lacks = s ? Object.entries(s).filter(([, ok]) => !ok).map(([k]) => k) : [];
-    await r.close();
-    return `  loads: vocab ${r.vocabSize}, hidden ${r.hiddenSize}, eos ${r.eosTokenId}${lacks.length ? `; lacks ${lacks.join(', ')} (text only)` : ''}\n`;
-  }
-  if (stage.kind === 'talker') {
-    const r = await createTalkerRunner(one, graph.modelsDir);
-    await r.close();
-    return `  loads: condition ${r.conditionDim}, ${r.numCodebooks} codebooks, ${r.framesPerToken} frames per token\n`;
-  }
-  const r = await createCode2WavRunner(one, graph.modelsDir);
-  await r.close();
-  return `  loads: ${r.numCodebooks} codebooks, ${r.samplesPerFrame} samples per frame at ${r.sampleRateHz} Hz, receptive field ${r.receptiveFieldFrames} frames\n`;
-}
-
-function encoderSpecOf(stage: StageSpec): EncoderSpec {
-  const m = stage.model;
-  if (m.source === 'file') return { source: 'file', path: m.path, modality: stage.encoder!.modality };
-  if (!isEncoderModel(m)) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `stage ${stage.stageId} is an encoder but its model is a ${m.kind}`);
-  return m;
+  const facts = await descriptorOf(stage.kind).probe(stage, graph);
+  const fields = Object.entries(facts)
+    .filter(([key]) => key !== 'kind')
+    .map(([key, value]) => `${key} ${Array.isArray(value) ? value.join('+') : String(value)}`);
+  return `  loads: ${fields.join(', ')}\n`;
 }

@@ -7,24 +7,57 @@
  * server first (sessions end, in-flight requests are cancelled), then the engine (stage processes stop, shared
  * memory is unlinked).
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { Orchestrator } from '../../engine/Orchestrator.ts';
-import { ChorusError, ErrorCodes } from '../../errors.ts';
-import { startServer } from '../../server/app.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import { drainServer, startServer } from '../../server/app.ts';
+import { logger } from '../../common/log.ts';
 import { checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
+import { intFlag, UsageError } from '../cliArgs.ts';
 
-function positiveInt(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${flag} must be a non-negative integer, got "${value}"`);
-  return n;
+export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+                    [--allowed-origin URL]... [--max-sessions N] [--max-response-tokens N]
+                    [--media-url-allow PREFIX]... [--tls-cert FILE --tls-key FILE]
+                    [--max-running-requests N] [--max-queued-requests N] [--max-queue-wait-ms MS]
+                    [--drain-timeout S]
+
+Serves the pipeline of FILE (default configs/tiny-omni.yaml): OpenAI Realtime at /v1/realtime (WebSocket),
+chat completions at /v1/chat/completions, /metrics, /health and the playground at /.
+  --api-key KEY             bearer token required on HTTP and the WebSocket upgrade
+  --allowed-origin URL      browser origins allowed to open the WebSocket (repeatable)
+  --max-sessions N          concurrent sessions (realtime + HTTP) before 503
+  --max-response-tokens N   cap on any response's text tokens
+  --media-url-allow PREFIX  image_url may name remote URLs under PREFIX (repeatable); otherwise media is inline
+  --drain-timeout S         on SIGTERM/SIGINT, seconds running answers may take to finish (30; env CHORUS_DRAIN_TIMEOUT)
+  --max-running-requests N  requests in the engine at once (32); more wait in line...
+  --max-queued-requests N   ...this many at most (64), each up to --max-queue-wait-ms (10000), then 429
+  --tls-cert FILE           PEM certificate (chain): serve https and wss on the port (env CHORUS_TLS_CERT)
+  --tls-key FILE            its PEM private key (env CHORUS_TLS_KEY)
+`;
+
+/** Both or neither; read now, so a wrong path fails before the pipeline's seconds of start-up. */
+function readTls(certFile: string | undefined, keyFile: string | undefined): { cert: Buffer; key: Buffer } | null {
+  if (certFile === undefined && keyFile === undefined) return null;
+  if (certFile === undefined || keyFile === undefined)
+    throw new UsageError('--tls-cert and --tls-key go together: give both (or neither, for plain http)');
+  const read = (file: string, flag: string) => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new UsageError(`${flag} ${file}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  return { cert: read(certFile, '--tls-cert'), key: read(keyFile, '--tls-key') };
 }
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
+    strict: true,
+    allowPositionals: false,
     options: {
       config: { type: 'string', default: defaultConfigPath() },
       host: { type: 'string', default: '127.0.0.1' },
@@ -34,10 +67,24 @@ export async function run(argv: string[]): Promise<number> {
       'max-sessions': { type: 'string' },
       'max-response-tokens': { type: 'string' },
       'media-url-allow': { type: 'string', multiple: true },
+      'drain-timeout': { type: 'string', default: process.env.CHORUS_DRAIN_TIMEOUT ?? '30' },
+      'max-running-requests': { type: 'string' },
+      'max-queued-requests': { type: 'string' },
+      'max-queue-wait-ms': { type: 'string' },
+      'tls-cert': { type: 'string', default: process.env.CHORUS_TLS_CERT },
+      'tls-key': { type: 'string', default: process.env.CHORUS_TLS_KEY },
     },
   });
-  const port = positiveInt(values.port, '--port')!;
-  const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []); // before the pipeline's seconds of start-up
+  const port = intFlag('--port', values.port)!;
+  const maxSessions = intFlag('--max-sessions', values['max-sessions']);
+  const maxResponseTokens = intFlag('--max-response-tokens', values['max-response-tokens']);
+  const tls = readTls(values['tls-cert'], values['tls-key']);
+  const drainTimeoutMs = 1000 * intFlag('--drain-timeout', values['drain-timeout'])!;
+  const maxRunningRequests = intFlag('--max-running-requests', values['max-running-requests'], 1);
+  const maxQueuedRequests = intFlag('--max-queued-requests', values['max-queued-requests']);
+  const maxQueueWaitMs = intFlag('--max-queue-wait-ms', values['max-queue-wait-ms']);
+  // before the pipeline's seconds of start-up
+  const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
   const graph = await loadConfig(values.config!);
   const engine = await Orchestrator.start(graph);
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -47,25 +94,38 @@ export async function run(argv: string[]): Promise<number> {
       port,
       ...(values['api-key'] !== undefined ? { apiKey: values['api-key'] } : {}),
       allowedOrigins: values['allowed-origin'] ?? [],
-      maxSessions: positiveInt(values['max-sessions'], '--max-sessions'),
-      maxResponseTokens: positiveInt(values['max-response-tokens'], '--max-response-tokens'),
+      maxSessions,
+      maxResponseTokens,
+      maxRunningRequests,
+      maxQueuedRequests,
+      maxQueueWaitMs,
       mediaUrlAllowList,
+      ...(tls ? { tls } : {}),
     });
   } catch (err) {
     await engine.close(0);
     const code = (err as { code?: string }).code;
     if (code === 'EADDRINUSE' || code === 'EACCES') {
-      throw new ChorusError(ErrorCodes.INTERNAL, `cannot listen on ${values.host}:${port} (${code}): choose another --port or --host`, { cause: err });
+      throw new ChorusError(
+        ErrorCodes.INTERNAL,
+        `cannot listen on ${values.host}:${port} (${code}): choose another --port or --host`,
+        { cause: err },
+      );
     }
     throw err;
   }
   const { app, url } = server;
-  shutdownOnSignal(async () => {
-    await app.close(); // closes realtime sockets and waits for HTTP responses: their requests are cancelled
+  shutdownOnSignal(async (signal) => {
+    // Drain: no new requests (503 + Retry-After), the ones running finish for up to --drain-timeout seconds...
+    const drained = await drainServer(app, drainTimeoutMs, `${signal}: draining`);
+    if (!drained) logger.warn({ drainTimeoutMs }, 'drain timeout: cancelling the requests still running');
+    await app.close(); // ...then the sockets close and whatever still runs is cancelled
     await engine.close();
   });
   const wsUrl = url.replace(/^http/, 'ws');
-  process.stdout.write(`chorus: serving ${url}  (playground ${url}/, realtime ${wsUrl}/v1/realtime, OpenAI API ${url}/v1)\n`);
+  process.stdout.write(
+    `chorus: serving ${url}  (playground ${url}/, realtime ${wsUrl}/v1/realtime, OpenAI API ${url}/v1)\n`,
+  );
   // Runs until a signal: shutdownOnSignal exits the process once both are closed.
   return new Promise<number>(() => {});
 }

@@ -4,9 +4,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Engine, RequestHandle } from '../../engine/types.ts';
-import { ChorusError, deserializeError, ErrorCodes } from '../../errors.ts';
+import type { Engine, RequestHandle } from '../../common/engine.ts';
+import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
 import type { Admission } from '../Admission.ts';
+import type { RequestQueue } from '../RequestQueue.ts';
 import type { TokenLimits } from '../generationParams.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { serverMetrics } from '../metrics.ts';
@@ -22,11 +23,16 @@ export interface ChatRouteContext {
   readonly engine: Engine;
   readonly options: ResolvedServerOptions;
   readonly admission: Admission;
+  readonly queue: RequestQueue;
   readonly tokenLimits: TokenLimits;
 }
 
 function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
-  return { allowList: options.mediaUrlAllowList, timeoutMs: options.mediaFetchTimeoutMs, maxBytes: options.mediaFetchMaxBytes };
+  return {
+    allowList: options.mediaUrlAllowList,
+    timeoutMs: options.mediaFetchTimeoutMs,
+    maxBytes: options.mediaFetchMaxBytes,
+  };
 }
 
 export function registerChatCompletions(app: FastifyInstance, routeContext: ChatRouteContext): void {
@@ -35,7 +41,8 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
   // for as long as its answer takes (realtime sockets are closed by @fastify/websocket, which cancels theirs).
   const live = new Set<RequestHandle>();
   app.addHook('preClose', async () => {
-    for (const handle of live) handle.cancel();
+    // Whatever the drain (SIGTERM) left running: the server is going away, and the answer says so.
+    for (const handle of live) handle.cancel('the server shut down (drain timeout) before the answer finished');
   });
 
   app.post('/v1/chat/completions', async (request, reply) => {
@@ -46,9 +53,15 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
       model: ctx.options.modelName,
     };
     const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, ctx.mediaSources);
-    const release = ctx.admission.acquire('http');
+    const releaseSession = ctx.admission.acquire('http');
+    let releaseSlot: () => void = () => {};
+    const release = () => {
+      releaseSlot();
+      releaseSession();
+    };
     let handle: RequestHandle;
     try {
+      releaseSlot = await ctx.queue.acquire(); // waits in line under load; a 429 when the line is full
       handle = ctx.engine.generate(plan.request);
     } catch (err) {
       release();
@@ -59,7 +72,10 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
       live.delete(handle);
       release();
     };
-    request.log.debug({ requestId: meta.id, modalities: plan.request.modalities, stream: plan.stream }, 'chat completion');
+    request.log.debug(
+      { requestId: meta.id, modalities: plan.request.modalities, stream: plan.stream },
+      'chat completion',
+    );
     if (plan.stream) {
       reply.hijack();
       streamChatCompletion(reply.raw, reply.getHeaders(), {
@@ -116,13 +132,21 @@ function collect(
         } else {
           reply.raw.off('close', onClose);
           if (event.finishReason === 'error' || event.finishReason === 'cancelled') {
-            serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'error' ? 'failed' : 'cancelled' });
-            const err = event.error ? deserializeError(event.error) : new ChorusError(ErrorCodes.REQUEST_CANCELLED, 'the request was cancelled by the server');
+            serverMetrics.responsesTotal.inc({
+              protocol: 'http',
+              status: event.finishReason === 'error' ? 'failed' : 'cancelled',
+            });
+            const err = event.error
+              ? deserializeError(event.error)
+              : new ChorusError(ErrorCodes.REQUEST_CANCELLED, 'the request was cancelled by the server');
             request.log.warn({ requestId: meta.id, code: err.code }, 'chat completion failed');
             reject(renameError(err, plan.itemNamer));
             return;
           }
-          serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'stop' ? 'completed' : 'incomplete' });
+          serverMetrics.responsesTotal.inc({
+            protocol: 'http',
+            status: event.finishReason === 'stop' ? 'completed' : 'incomplete',
+          });
           let audio: { id: string; base64: string } | null = null;
           if (plan.audio !== null) {
             const raw = Buffer.concat(pcm);

@@ -4,7 +4,7 @@
  * allow-listed URL}) and `input_audio` ({data: base64, format: wav | pcm16}), in user messages.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { ChatMessage, ContentPart, GenerateRequest, Modality } from '../../engine/types.ts';
+import type { ChatMessage, ContentPart, GenerateRequest, Modality } from '../../common/engine.ts';
 import { generationFields, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { bodyNamer, type ItemNamer } from '../media/itemNames.ts';
 import { fetchMedia } from '../media/fetchMedia.ts';
@@ -31,7 +31,12 @@ const Part = Type.Object({
 type Part = Static<typeof Part>;
 
 const Message = Type.Object({
-  role: Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant')]),
+  role: Type.Union([
+    Type.Literal('system'),
+    Type.Literal('developer'),
+    Type.Literal('user'),
+    Type.Literal('assistant'),
+  ]),
   content: Type.Union([Type.String(), Type.Array(Part, { maxItems: 256 }), Type.Null()]),
   name: Type.Optional(Type.String()),
 });
@@ -40,7 +45,9 @@ type Message = Static<typeof Message>;
 const ChatBody = Type.Object({
   model: Type.Optional(Type.String()),
   messages: Type.Array(Message, { minItems: 1, maxItems: 4096 }),
-  modalities: Type.Optional(Type.Array(Type.Union([Type.Literal('text'), Type.Literal('audio')]), { minItems: 1, maxItems: 2 })),
+  modalities: Type.Optional(
+    Type.Array(Type.Union([Type.Literal('text'), Type.Literal('audio')]), { minItems: 1, maxItems: 2 }),
+  ),
   audio: Type.Optional(
     Type.Object({
       voice: Type.Union([Type.String({ maxLength: 64 }), Type.Object({ id: Type.String({ maxLength: 64 }) })]),
@@ -51,7 +58,9 @@ const ChatBody = Type.Object({
   stream_options: Type.Optional(Type.Object({ include_usage: Type.Optional(Type.Boolean()) })),
   max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
   max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-  n: Type.Optional(Type.Literal(1)),
+  n: Type.Optional(Type.Literal(1, { errorMessage: 'must be 1: Chorus answers with one choice' })),
+  // Stop sequences are refused when given (below): Chorus stops on token ids (stop_token_ids in the stage config).
+  stop: Type.Optional(Type.Union([Type.Null(), Type.String(), Type.Array(Type.String(), { maxItems: 4 })])),
   ...generationFields,
 });
 export type ChatBody = Static<typeof ChatBody>;
@@ -84,7 +93,8 @@ function messageContent(m: Message, i: number, media: MediaSources): string | Pl
   const content = m.content;
   if (content === null) return '';
   if (typeof content === 'string') return content;
-  if (content.every((p) => p.type === 'text')) return content.map((p, j) => textOf(p, `messages[${i}].content[${j}]`)).join('');
+  if (content.every((p) => p.type === 'text'))
+    return content.map((p, j) => textOf(p, `messages[${i}].content[${j}]`)).join('');
   // Every part is kept, empty text included, so part j here is part j in the engine's item names.
   return content.map((p, j) => toPart(p, m.role, `messages[${i}].content[${j}]`, media));
 }
@@ -98,23 +108,42 @@ function toPart(p: Part, role: Message['role'], at: string, media: MediaSources)
   if (p.type === 'text') return { type: 'text', text: textOf(p, at) };
   if (role !== 'user') throw new ClientInputError(`${at}: ${p.type} parts are only allowed in user messages`, at);
   if (p.type === 'input_audio') {
-    if (!p.input_audio) throw new ClientInputError(`${at}.input_audio is required for an input_audio part ({data: base64, format: wav | pcm16})`, `${at}.input_audio`);
+    if (!p.input_audio)
+      throw new ClientInputError(
+        `${at}.input_audio is required for an input_audio part ({data: base64, format: wav | pcm16})`,
+        `${at}.input_audio`,
+      );
     return audioPart(p.input_audio.data, p.input_audio.format, `${at} (audio)`, p.input_audio.sample_rate_hz);
   }
-  if (!p.image_url) throw new ClientInputError(`${at}.image_url is required for an image_url part ({url: data:image/png;base64,...})`, `${at}.image_url`);
+  if (!p.image_url)
+    throw new ClientInputError(
+      `${at}.image_url is required for an image_url part ({url: data:image/png;base64,...})`,
+      `${at}.image_url`,
+    );
   const what = `${at} (image)`;
   const image = inlineImage(p.image_url.url, what, media.allowList);
   return image instanceof URL ? { url: image, what } : image;
 }
 
 /** Fetches the remote images (all at once: at most MAX_REMOTE_IMAGES) into their places. */
-async function fetchRemote(contents: (string | PlannedPart[])[], media: MediaSources): Promise<(string | ContentPart[])[]> {
+async function fetchRemote(
+  contents: (string | PlannedPart[])[],
+  media: MediaSources,
+): Promise<(string | ContentPart[])[]> {
   const remote = contents.flatMap((c) => (typeof c === 'string' ? [] : c.filter((p): p is RemoteImage => 'url' in p)));
   if (remote.length > MAX_REMOTE_IMAGES) {
-    throw new ClientInputError(`the request names ${remote.length} remote images; this server fetches at most ${MAX_REMOTE_IMAGES} per request: send the rest inline as data: URLs`, 'messages');
+    throw new ClientInputError(
+      `the request names ${remote.length} remote images; this server fetches at most ${MAX_REMOTE_IMAGES} per ` +
+        `request: send the rest inline as data: URLs`,
+      'messages',
+    );
   }
   if (remote.length === 0) return contents as (string | ContentPart[])[];
-  const fetched = new Map(await Promise.all(remote.map(async (r) => [r, { type: 'image', data: await fetchMedia(r.url, media, r.what) }] as const)));
+  const fetched = new Map(
+    await Promise.all(
+      remote.map(async (r) => [r, { type: 'image', data: await fetchMedia(r.url, media, r.what) }] as const),
+    ),
+  );
   return contents.map((c) => (typeof c === 'string' ? c : c.map((p) => ('url' in p ? fetched.get(p)! : p))));
 }
 
@@ -122,8 +151,21 @@ async function fetchRemote(contents: (string | PlannedPart[])[], media: MediaSou
  * Validates the body and plans the request: media is decoded (and fetched, from an allowed URL) here, its
  * format checked by the engine. Throws ClientInputError naming the bad field, or a media ChorusError naming the item.
  */
-export async function planChatCompletion(body: unknown, requestId: string, limits: TokenLimits, media: MediaSources = noMedia): Promise<ChatPlan> {
+export async function planChatCompletion(
+  body: unknown,
+  requestId: string,
+  limits: TokenLimits,
+  media: MediaSources = noMedia,
+): Promise<ChatPlan> {
   const b = validator.parse(body, 'chat completion request');
+  const stops = b.stop === undefined || b.stop === null ? [] : typeof b.stop === 'string' ? [b.stop] : b.stop;
+  if (stops.length > 0) {
+    throw new ClientInputError(
+      "stop sequences are not supported: Chorus stops at the model's end token, at max_tokens, or at the " +
+        'stop_token_ids of the stage config (default_sampling_params); leave stop out',
+      'stop',
+    );
+  }
   const stream = b.stream === true;
   const wantsAudio = b.modalities?.includes('audio') ?? false;
   // Without an explicit audio param: pcm16 when streaming (the only streamable format), WAV otherwise.
@@ -131,7 +173,10 @@ export async function planChatCompletion(body: unknown, requestId: string, limit
   if (wantsAudio && stream && format !== 'pcm16') {
     throw new ClientInputError('audio.format wav cannot be streamed: use pcm16 with stream: true', 'audio.format');
   }
-  const contents = await fetchRemote(b.messages.map((m, i) => messageContent(m, i, media)), media);
+  const contents = await fetchRemote(
+    b.messages.map((m, i) => messageContent(m, i, media)),
+    media,
+  );
   const messages: ChatMessage[] = [];
   const bodyIndexOf: number[] = [];
   b.messages.forEach((m, i) => {

@@ -1,12 +1,11 @@
 /**
  * OpenAI chat.completion / chat.completion.chunk shapes, and the rule for where text goes.
  *
- * Text placement (HTTP): text is always in `content` (delta.content when streaming), as DESIGN.md specifies.
- * When audio is on, the same text is also the audio's transcript (message.audio.transcript, or
- * delta.audio.transcript on the same chunk), which is where OpenAI's own audio responses put it. A client
- * reads one or the other; both always agree.
+ * Text placement (HTTP), as OpenAI's API does it: a text-only answer's text is in `content` (delta.content when
+ * streaming); an answer with audio carries its text once, as the audio's transcript (message.audio.transcript /
+ * delta.audio.transcript), and `content` is null. A client never sees the same text twice.
  */
-import type { FinishReason, Usage } from '../../engine/types.ts';
+import type { FinishReason, Usage } from '../../common/engine.ts';
 
 export interface CompletionMeta {
   readonly id: string;
@@ -20,7 +19,13 @@ export function usageBody(u: Usage): Record<string, unknown> {
     prompt_tokens: u.promptTokens,
     completion_tokens: completionTokens,
     total_tokens: u.promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    // OpenAI's fields, plus image_tokens (Chorus): the prompt positions each modality filled.
+    prompt_tokens_details: {
+      cached_tokens: 0,
+      text_tokens: u.promptTokenDetails.text,
+      audio_tokens: u.promptTokenDetails.audio,
+      image_tokens: u.promptTokenDetails.image,
+    },
     completion_tokens_details: { text_tokens: u.completionTokens, audio_tokens: u.audioFrames },
   };
 }
@@ -66,7 +71,12 @@ export function completionBody(
   usage: Usage,
   warnings?: readonly string[],
 ): Record<string, unknown> {
-  const message: Record<string, unknown> = { role: 'assistant', content: text, refusal: null, annotations: [] };
+  const message: Record<string, unknown> = {
+    role: 'assistant',
+    content: audio ? null : text,
+    refusal: null,
+    annotations: [],
+  };
   if (audio) {
     // expires_at: OpenAI keeps audio for multi-turn references; Chorus keeps nothing, so "now" is honest.
     message.audio = { id: audio.id, data: audio.base64, expires_at: meta.created, transcript: text };

@@ -14,8 +14,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Subscription } from 'rxjs';
-import type { OutputEvent, RequestHandle } from '../../engine/types.ts';
-import { ErrorCodes } from '../../errors.ts';
+import type { OutputEvent, RequestHandle } from '../../common/engine.ts';
+import { ErrorCodes } from '../../common/errors.ts';
 import { errorBody, httpStatusFor } from '../httpErrors.ts';
 import { mediaParam, renameItems, type ItemNamer } from '../media/itemNames.ts';
 import { countClientError, serverMetrics } from '../metrics.ts';
@@ -46,7 +46,7 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no', // proxies must not hold back deltas
     });
-    write(chunkBody(o.meta, { role: 'assistant', content: '' }));
+    write(chunkBody(o.meta, { role: 'assistant', content: o.audio ? null : '' }));
   };
   const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs);
   const audioId = `audio_${randomBytes(12).toString('base64url')}`;
@@ -88,7 +88,9 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
       if (event.delta.length === 0) return;
       start();
       meter.text();
-      write(chunkBody(o.meta, o.audio ? { content: event.delta, audio: { id: audioId, transcript: event.delta } } : { content: event.delta }));
+      write(
+        chunkBody(o.meta, o.audio ? { audio: { id: audioId, transcript: event.delta } } : { content: event.delta }),
+      );
     } else if (event.type === 'audio') {
       if (!o.audio || event.pcm.length === 0) return;
       start();
@@ -98,7 +100,10 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
       const code = event.error?.code ?? ErrorCodes.REQUEST_CANCELLED;
       const message = renameItems(event.error?.message ?? 'the request was cancelled by the server', o.itemNamer);
       countClientError(code);
-      serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'error' ? 'failed' : 'cancelled' });
+      serverMetrics.responsesTotal.inc({
+        protocol: 'http',
+        status: event.finishReason === 'error' ? 'failed' : 'cancelled',
+      });
       const body = errorBody(code, message, mediaParam(message));
       end();
       if (started) {
@@ -110,7 +115,10 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
       }
     } else {
       start();
-      serverMetrics.responsesTotal.inc({ protocol: 'http', status: event.finishReason === 'stop' ? 'completed' : 'incomplete' });
+      serverMetrics.responsesTotal.inc({
+        protocol: 'http',
+        status: event.finishReason === 'stop' ? 'completed' : 'incomplete',
+      });
       const warnings = event.warnings?.map((w) => renameItems(w, o.itemNamer));
       write(chunkBody(o.meta, {}, openAiFinishReason(event.finishReason), event.usage, warnings));
       write('[DONE]');
@@ -128,6 +136,12 @@ export const engineStreamFailed: OutputEvent = {
   type: 'done',
   finishReason: 'error',
   error: { code: ErrorCodes.INTERNAL, message: 'the engine stream failed (see the server log)' },
-  usage: { promptTokens: 0, completionTokens: 0, audioFrames: 0, audioSeconds: 0 },
+  usage: {
+    promptTokens: 0,
+    promptTokenDetails: { text: 0, audio: 0, image: 0 },
+    completionTokens: 0,
+    audioFrames: 0,
+    audioSeconds: 0,
+  },
   atMs: 0,
 };

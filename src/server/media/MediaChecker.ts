@@ -4,17 +4,19 @@
  * item is created, so bad media is refused with an error event at once and never enters the conversation, where
  * it would fail every later response.create.
  */
-import type { EncoderSettings, MediaModality, StageGraph } from '../../config/types.ts';
+import type { EncoderSettings, MediaModality, StageGraph } from '../../common/graph.ts';
 import { encodersOf } from '../../engine/mediaPrompt.ts';
-import { mediaInvalid } from '../../../stages/encoders/media/mediaError.ts';
-import { probeAudio, probeImage } from '../../../stages/encoders/media/probeMedia.ts';
+import { mediaInvalid } from '../../media/mediaError.ts';
+import { probeAudio, probeImage } from '../../media/probeMedia.ts';
 import type { MediaPart } from './mediaParts.ts';
 
 export class MediaChecker {
   readonly #encoders: ReadonlyMap<MediaModality, EncoderSettings>;
 
   constructor(graph: StageGraph) {
-    this.#encoders = new Map([...encodersOf(graph)].flatMap(([modality, spec]) => (spec.encoder ? [[modality, spec.encoder] as const] : [])));
+    this.#encoders = new Map(
+      [...encodersOf(graph)].flatMap(([modality, spec]) => (spec.encoder ? [[modality, spec.encoder] as const] : [])),
+    );
   }
 
   /** True when the pipeline has an encoder stage for the modality. */
@@ -26,9 +28,18 @@ export class MediaChecker {
   check(part: MediaPart, what: string): void {
     const settings = this.#encoders.get(part.type);
     if (!settings) {
-      throw mediaInvalid(what, `this pipeline has no ${part.type} encoder, so ${part.type} input cannot be used (serve a config with one, e.g. configs/tiny-omni-mm.yaml)`);
+      throw mediaInvalid(
+        what,
+        `this pipeline has no ${part.type} encoder, so ${part.type} input cannot be used (serve a config with one, ` +
+          `e.g. configs/tiny-omni-mm.yaml)`,
+      );
     }
-    if (part.type === 'audio') probeAudio(part.data, part.format, { pcm16RateHz: part.sampleRateHz, maxSeconds: settings.maxAudioSeconds, what });
+    if (part.type === 'audio')
+      probeAudio(part.data, part.format, {
+        pcm16RateHz: part.sampleRateHz,
+        maxSeconds: settings.maxAudioSeconds,
+        what,
+      });
     else probeImage(part.data, settings.imageGrid ?? undefined, what);
   }
 }

@@ -4,7 +4,7 @@
  * server's memory. Redirects are not followed: the allow-list was checked for this URL only, and a redirect
  * could lead anywhere (an internal address included).
  */
-import { mediaInvalid } from '../../../stages/encoders/media/mediaError.ts';
+import { mediaInvalid } from '../../media/mediaError.ts';
 
 export interface MediaFetchLimits {
   readonly timeoutMs: number;
@@ -22,16 +22,25 @@ export async function fetchMedia(url: URL, limits: MediaFetchLimits, what: strin
     res = await fetch(url, { signal, redirect: 'manual', headers: { accept: 'image/png, image/jpeg' } });
   } catch (err) {
     if (timeout.aborted) throw timedOut();
-    throw failed(`cannot fetch the media URL: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, err);
+    throw failed(
+      `cannot fetch the media URL: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`,
+      err,
+    );
   }
   try {
     if (res.status >= 300 && res.status < 400) {
-      throw failed(`the media URL redirects (HTTP ${res.status}); redirects are not followed: send the final URL (it must be allow-listed too)`);
+      throw failed(
+        `the media URL redirects (HTTP ${res.status}); redirects are not followed: send the final URL (it must be ` +
+          `allow-listed too)`,
+      );
     }
     if (!res.ok) throw failed(`fetching the media URL gave HTTP ${res.status}`);
     const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-    if (declared > limits.maxBytes) throw failed(`the media is ${declared} bytes; this server fetches at most ${limits.maxBytes}`);
-    return await readCapped(res, limits.maxBytes, () => failed(`the media is over ${limits.maxBytes} bytes, the most this server fetches`));
+    if (declared > limits.maxBytes)
+      throw failed(`the media is ${declared} bytes; this server fetches at most ${limits.maxBytes}`);
+    return await readCapped(res, limits.maxBytes, () =>
+      failed(`the media is over ${limits.maxBytes} bytes, the most this server fetches`),
+    );
   } catch (err) {
     stop.abort(); // releases the socket of a body left unread
     if (timeout.aborted) throw timedOut();

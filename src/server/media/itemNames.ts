@@ -4,7 +4,7 @@
  * conversation is rendered from items), so before an error or warning reaches a client the name is rewritten
  * into the client's own terms: the message index in its request body, or the realtime item id.
  */
-import { ChorusError, type SerializedError } from '../../errors.ts';
+import { ChorusError, type SerializedError } from '../../common/errors.ts';
 import { ClientInputError } from '../validate.ts';
 
 /** Client name of part `part` of engine message `message`, or null to leave the engine's name. */

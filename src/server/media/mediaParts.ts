@@ -1,5 +1,5 @@
 /**
- * Client media -> the engine's content parts (src/engine/types.ts), for both protocols: base64 audio, and
+ * Client media -> the engine's content parts (src/common/engine.ts), for both protocols: base64 audio, and
  * images from data: URLs or (HTTP only) from an allow-listed remote URL. Only what the bytes' transport needs is
  * checked here (base64, the data URL, the declared media type); whether the bytes are a usable WAV, PNG or
  * JPEG is the engine's media probe's business, which names the item the same way.
@@ -7,10 +7,10 @@
  * Items are named as the engine names them, `messages[0].content[1] (image)`, so a client sees one style
  * whichever layer refused its media.
  */
-import type { ContentPart } from '../../engine/types.ts';
-import { ChorusError, ErrorCodes } from '../../errors.ts';
-import { mediaInvalid } from '../../../stages/encoders/media/mediaError.ts';
-import { decodeBase64, resolveMediaUrl } from '../../../stages/encoders/media/mediaUrl.ts';
+import type { ContentPart } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import { mediaInvalid } from '../../media/mediaError.ts';
+import { decodeBase64, resolveMediaUrl } from '../../media/mediaUrl.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import type { MediaFetchLimits } from './fetchMedia.ts';
 
@@ -42,11 +42,13 @@ export function audioPart(base64: string, format: 'wav' | 'pcm16', what: string,
 export function inlineImage(url: string, what: string, allowList: readonly string[]): MediaPart | URL {
   const fast = /^data:(image\/(?:png|jpeg|jpg))?;base64,/i.exec(url);
   const inline = fast ? decodeBase64Strict(url.slice(fast[0].length)) : null;
-  if (inline && inline.length > 0) return { type: 'image', data: inline }; // the common case, without a regex over the payload
+  // the common case, without a regex over the payload
+  if (inline && inline.length > 0) return { type: 'image', data: inline };
   const resolved = resolveMediaUrl(url, allowList, what);
   if (resolved.kind === 'remote') return resolved.url;
   const { mediaType, bytes } = resolved.data;
-  if (!IMAGE_TYPES.has(mediaType)) throw mediaInvalid(what, `the data URL holds ${mediaType}; send image/png or image/jpeg`);
+  if (!IMAGE_TYPES.has(mediaType))
+    throw mediaInvalid(what, `the data URL holds ${mediaType}; send image/png or image/jpeg`);
   if (bytes.byteLength === 0) throw mediaInvalid(what, 'the data URL holds no bytes');
   return { type: 'image', data: bytes };
 }
@@ -57,7 +59,11 @@ export function realtimeImagePart(url: string, what: string): MediaPart {
     return inlineImage(url, what, []) as MediaPart;
   } catch (err) {
     if (err instanceof ChorusError && err.code === ErrorCodes.MEDIA_REMOTE_URL) {
-      throw new ChorusError(ErrorCodes.MEDIA_REMOTE_URL, `${what}: realtime sessions take images inline only: send a data: URL (data:image/png;base64,...)`, { cause: err });
+      throw new ChorusError(
+        ErrorCodes.MEDIA_REMOTE_URL,
+        `${what}: realtime sessions take images inline only: send a data: URL (data:image/png;base64,...)`,
+        { cause: err },
+      );
     }
     throw err;
   }

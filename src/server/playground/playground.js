@@ -98,7 +98,12 @@ function playChunk(base64) {
     state.nextStartTime = ctx.currentTime + START_LEAD_S;
   }
   source.start(state.nextStartTime);
-  r.schedule.push({ start: state.nextStartTime, duration: buffer.duration, samples: samples.length, first: samples[0] });
+  r.schedule.push({
+    start: state.nextStartTime,
+    duration: buffer.duration,
+    samples: samples.length,
+    first: samples[0],
+  });
   state.nextStartTime += buffer.duration;
   state.sources.add(source);
   source.onended = () => state.sources.delete(source);
@@ -117,7 +122,14 @@ function row(r) {
     r.row.dataset.responseId = r.id;
     $('responses').prepend(r.row);
   }
-  const cells = [r.id, r.status, fmt(r.ttftMs), fmt(r.ttfpMs), (r.audioSamples / SAMPLE_RATE_HZ).toFixed(2), String(r.underruns)];
+  const cells = [
+    r.id,
+    r.status,
+    fmt(r.ttftMs),
+    fmt(r.ttfpMs),
+    (r.audioSamples / SAMPLE_RATE_HZ).toFixed(2),
+    String(r.underruns),
+  ];
   r.row.textContent = '';
   for (const text of cells) {
     const td = document.createElement('td');
@@ -188,11 +200,28 @@ async function send() {
     return;
   }
   const audio = $('audio').checked;
-  const r = { id: null, status: 'in_progress', text: '', ttftMs: null, ttfpMs: null, audioSamples: 0, underruns: 0, schedule: [], sentAt: 0, cancelled: false, row: null };
+  const r = {
+    id: null,
+    status: 'in_progress',
+    text: '',
+    ttftMs: null,
+    ttfpMs: null,
+    audioSamples: 0,
+    underruns: 0,
+    schedule: [],
+    sentAt: 0,
+    cancelled: false,
+    row: null,
+  };
   state.current = r;
   state.responses.push(r);
   $('output').textContent = '';
-  ws.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: prompt }] } }));
+  ws.send(
+    JSON.stringify({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: prompt }] },
+    }),
+  );
   r.sentAt = performance.now();
   ws.send(JSON.stringify({ type: 'response.create', response: { output_modalities: [audio ? 'audio' : 'text'] } }));
   $('cancel').disabled = false;

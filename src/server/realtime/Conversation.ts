@@ -6,14 +6,15 @@
  * encoder cache makes the repeats cheap. A client-supplied transcript is echoed, not sent to the model (the
  * audio itself is).
  */
-import { ErrorCodes } from '../../errors.ts';
-import type { ChatMessage, ContentPart } from '../../engine/types.ts';
+import { ErrorCodes } from '../../common/errors.ts';
+import type { ChatMessage, ContentPart } from '../../common/engine.ts';
 import type { ItemNamer } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
 import { realtimeImagePart, type MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
 import type { ContentPart as ClientPart, MessageItem } from './clientEvents.ts';
+import type { EchoedContent, EchoedItemResource } from './ServerEvent.ts';
 import { newId } from './serverEvents.ts';
 
 /** The Realtime API's input audio: pcm16, mono, little-endian, 24 kHz. */
@@ -68,9 +69,12 @@ export class Conversation {
   /** Inserts after previousItemId ('root' = at the start, absent = at the end). Returns the actual predecessor. */
   insert(item: StoredItem, previousItemId?: string): string | null {
     if (this.#items.length >= this.#budget.maxItems) {
-      throw new ClientInputError(`the conversation holds ${this.#items.length} items, this server's limit: start a new session`);
+      throw new ClientInputError(
+        `the conversation holds ${this.#items.length} items, this server's limit: start a new session`,
+      );
     }
-    if (this.#items.some((it) => it.id === item.id)) throw new ClientInputError(`item id ${item.id} already exists`, 'item.id');
+    if (this.#items.some((it) => it.id === item.id))
+      throw new ClientInputError(`item id ${item.id} already exists`, 'item.id');
     const bytes = mediaBytes(item);
     this.reserveMedia(bytes);
     let index = this.#items.length;
@@ -91,7 +95,8 @@ export class Conversation {
   reserveMedia(bytes: number): void {
     if (this.#mediaBytes + bytes > this.#budget.maxMediaBytes) {
       throw new ClientInputError(
-        `input media would exceed this session's ${this.#budget.maxMediaBytes} bytes: send less audio or fewer images, or start a new session`,
+        `input media would exceed this session's ${this.#budget.maxMediaBytes} bytes: send less audio or fewer ` +
+          `images, or start a new session`,
         null,
         ErrorCodes.REQUEST_TOO_LARGE,
       );
@@ -134,7 +139,8 @@ function storedPart(part: ClientPart, role: StoredItem['role'], where: string, m
     media.check(mediaPart, `${where} (${mediaPart.type})`);
     return { type: part.type, text: part.transcript ?? '', media: mediaPart };
   }
-  if (part.text === undefined) throw new ClientInputError(`${where}.text is required for ${part.type}`, `${where}.text`);
+  if (part.text === undefined)
+    throw new ClientInputError(`${where}.text is required for ${part.type}`, `${where}.text`);
   return { type: part.type, text: part.text, media: null };
 }
 
@@ -143,14 +149,23 @@ function inputAudio(part: ClientPart, where: string): MediaPart {
   const data = decodeBase64Strict(part.audio ?? '');
   if (data === null || data.length === 0) {
     const what = format === 'wav' ? 'a WAV file' : 'pcm16 (24 kHz mono, little-endian)';
-    throw new ClientInputError(`${where}.audio must be non-empty base64 of ${what}`, `${where}.audio`, ErrorCodes.MEDIA_INVALID);
+    throw new ClientInputError(
+      `${where}.audio must be non-empty base64 of ${what}`,
+      `${where}.audio`,
+      ErrorCodes.MEDIA_INVALID,
+    );
   }
-  return format === 'wav' ? { type: 'audio', data, format } : { type: 'audio', data, format, sampleRateHz: INPUT_AUDIO_RATE_HZ };
+  return format === 'wav'
+    ? { type: 'audio', data, format }
+    : { type: 'audio', data, format, sampleRateHz: INPUT_AUDIO_RATE_HZ };
 }
 
 function inputImage(part: ClientPart, where: string): MediaPart {
   if (part.image_url === undefined) {
-    throw new ClientInputError(`${where}.image_url is required for input_image (a data: URL, data:image/png;base64,...)`, `${where}.image_url`);
+    throw new ClientInputError(
+      `${where}.image_url is required for input_image (a data: URL, data:image/png;base64,...)`,
+      `${where}.image_url`,
+    );
   }
   return realtimeImagePart(part.image_url, `${where} (image)`);
 }
@@ -191,14 +206,14 @@ export function toChatMessages(instructions: string, items: readonly StoredItem[
 }
 
 /** The item as events show it: media bytes are never echoed back (as OpenAI does with audio). */
-export function storedItemResource(item: StoredItem): Record<string, unknown> {
+export function storedItemResource(item: StoredItem): EchoedItemResource {
   return {
     id: item.id,
     object: 'realtime.item',
     type: 'message',
     role: item.role,
     status: 'completed',
-    content: item.parts.map((p) => {
+    content: item.parts.map((p): EchoedContent => {
       if (p.type === 'input_audio') return { type: 'input_audio', transcript: p.text.length > 0 ? p.text : null };
       if (p.type === 'input_image') return { type: 'input_image' };
       return { type: p.type, text: p.text };

@@ -4,8 +4,8 @@
  * event_id; a bad frame never closes the session.
  */
 import type { RawData, WebSocket } from 'ws';
-import type { Engine, Modality, RequestHandle } from '../../engine/types.ts';
-import { ChorusError, ErrorCodes, type SerializedError } from '../../errors.ts';
+import type { Engine, Modality, RequestHandle } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { errorType } from '../httpErrors.ts';
@@ -17,18 +17,28 @@ import type { MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
 import { eventIdOf, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
-import { Conversation, INPUT_AUDIO_RATE_HZ, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
+import {
+  Conversation,
+  INPUT_AUDIO_RATE_HZ,
+  storedItemResource,
+  toChatMessages,
+  type StoredItem,
+} from './Conversation.ts';
 import { ResponseStream } from './ResponseStream.ts';
 import { newId, sessionResource, type OutputModality, type SessionState } from './serverEvents.ts';
+import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
 
 export interface SessionContext {
   readonly engine: Engine;
   readonly options: ResolvedServerOptions;
-  readonly samplesPerFrame: number;
+  /** Of the pipeline's vocoder (its READY facts); null when the pipeline returns no audio. */
+  readonly samplesPerFrame: number | null;
   readonly tokenLimits: TokenLimits;
   /** Checks media in items against the pipeline (an encoder for it, sound headers) when they are created. */
   readonly media: MediaChecker;
+  /** Admission into the engine: a response.create takes a slot or is refused (CHORUS_ERR_RATE_LIMITED). */
+  readonly queue: RequestQueue;
   readonly log: FastifyBaseLogger;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
@@ -40,7 +50,6 @@ function normalizeModalities(m: readonly OutputModality[]): OutputModality[] {
 }
 
 export class RealtimeSession {
-  readonly #ws: WebSocket;
   readonly #ctx: SessionContext;
   readonly #writer: SocketWriter;
   readonly #state: SessionState;
@@ -52,7 +61,6 @@ export class RealtimeSession {
   #closed = false;
 
   constructor(ws: WebSocket, ctx: SessionContext) {
-    this.#ws = ws;
     this.#ctx = ctx;
     const { options } = ctx;
     this.#writer = new SocketWriter(ws, {
@@ -60,7 +68,10 @@ export class RealtimeSession {
       socketHighWaterBytes: options.socketHighWaterBytes,
       onPressure: (congested) => this.#active?.setPaused(congested),
     });
-    this.#conversation = new Conversation({ maxItems: options.maxConversationItems, maxMediaBytes: options.maxInputAudioBytes });
+    this.#conversation = new Conversation({
+      maxItems: options.maxConversationItems,
+      maxMediaBytes: options.maxInputAudioBytes,
+    });
     this.#state = {
       id: newId('sess'),
       model: options.modelName,
@@ -72,7 +83,7 @@ export class RealtimeSession {
     };
     ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
     ws.on('close', () => this.#onClose());
-    this.#writer.sendNow({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
+    this.#writer.send({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
   }
 
   get id(): string {
@@ -81,19 +92,33 @@ export class RealtimeSession {
 
   #onFrame(data: RawData, isBinary: boolean): void {
     if (this.#closed) return;
-    const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
+    const bytes = Array.isArray(data)
+      ? data.reduce((n, b) => n + b.length, 0)
+      : data instanceof ArrayBuffer
+        ? data.byteLength
+        : data.length;
     if (bytes > this.#ctx.options.maxFrameBytes) {
       this.#sendError(
-        new ClientInputError(`frame of ${bytes} bytes is over this server's ${this.#ctx.options.maxFrameBytes}: split audio into smaller appends`, null, ErrorCodes.REQUEST_TOO_LARGE),
+        new ClientInputError(
+          `frame of ${bytes} bytes is over this server's ${this.#ctx.options.maxFrameBytes}: split audio into ` +
+            `smaller appends`,
+          null,
+          ErrorCodes.REQUEST_TOO_LARGE,
+        ),
         null,
       );
       return;
     }
     if (isBinary) {
-      this.#sendError(new ClientInputError('binary frames are not supported: send each event as a JSON text frame'), null);
+      this.#sendError(
+        new ClientInputError('binary frames are not supported: send each event as a JSON text frame'),
+        null,
+      );
       return;
     }
-    const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as Buffer).toString('utf8');
+    const text = Array.isArray(data)
+      ? Buffer.concat(data).toString('utf8')
+      : Buffer.from(data as Buffer).toString('utf8');
     let event: ClientEvent | null = null;
     try {
       event = parseClientEvent(text);
@@ -115,11 +140,16 @@ export class RealtimeSession {
         return this.#onAudioCommit();
       case 'input_audio_buffer.clear':
         this.#clearInputAudio();
-        return this.#writer.sendNow({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
+        return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
       case 'response.create':
         return this.#onResponseCreate(event);
       case 'response.cancel':
         return this.#onResponseCancel(event);
+      default: {
+        // A schema added to clientEvents.ts without a handler here fails to compile.
+        const unhandled: never = event;
+        throw new Error(`no handler for client event ${JSON.stringify(unhandled)}`);
+      }
     }
   }
 
@@ -134,7 +164,7 @@ export class RealtimeSession {
     if (s.instructions !== undefined) state.instructions = s.instructions;
     if (s.audio?.output?.voice !== undefined) state.voice = s.audio.output.voice;
     state.generation = mergeGeneration(state.generation, s);
-    this.#writer.sendNow({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
+    this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
   }
 
   #onItemCreate(event: ClientEventOf<'conversation.item.create'>): void {
@@ -145,14 +175,28 @@ export class RealtimeSession {
 
   #announceItem(item: StoredItem, previousItemId: string | null): void {
     const resource = storedItemResource(item);
-    this.#writer.sendNow({ type: 'conversation.item.added', event_id: newId('event'), previous_item_id: previousItemId, item: resource });
-    this.#writer.sendNow({ type: 'conversation.item.done', event_id: newId('event'), previous_item_id: previousItemId, item: resource });
+    this.#writer.send({
+      type: 'conversation.item.added',
+      event_id: newId('event'),
+      previous_item_id: previousItemId,
+      item: resource,
+    });
+    this.#writer.send({
+      type: 'conversation.item.done',
+      event_id: newId('event'),
+      previous_item_id: previousItemId,
+      item: resource,
+    });
   }
 
   #onAudioAppend(event: ClientEventOf<'input_audio_buffer.append'>): void {
     const audio = decodeBase64Strict(event.audio);
     if (audio === null) {
-      throw new ClientInputError('audio must be base64 of pcm16 (24 kHz mono, little-endian)', 'audio', ErrorCodes.MEDIA_INVALID);
+      throw new ClientInputError(
+        'audio must be base64 of pcm16 (24 kHz mono, little-endian)',
+        'audio',
+        ErrorCodes.MEDIA_INVALID,
+      );
     }
     this.#conversation.reserveMedia(audio.length);
     this.#inputAudio.push(audio);
@@ -160,11 +204,21 @@ export class RealtimeSession {
   }
 
   #onAudioCommit(): void {
-    if (this.#inputAudioBytes === 0) throw new ClientInputError('the input audio buffer is empty: append audio before committing');
+    if (this.#inputAudioBytes === 0)
+      throw new ClientInputError('the input audio buffer is empty: append audio before committing');
     if (this.#inputAudioBytes % 2 !== 0) {
-      throw new ClientInputError('the input audio buffer holds an odd number of bytes: pcm16 needs whole samples', null, ErrorCodes.MEDIA_INVALID);
+      throw new ClientInputError(
+        'the input audio buffer holds an odd number of bytes: pcm16 needs whole samples',
+        null,
+        ErrorCodes.MEDIA_INVALID,
+      );
     }
-    const media: MediaPart = { type: 'audio', data: Buffer.concat(this.#inputAudio), format: 'pcm16', sampleRateHz: INPUT_AUDIO_RATE_HZ };
+    const media: MediaPart = {
+      type: 'audio',
+      data: Buffer.concat(this.#inputAudio),
+      format: 'pcm16',
+      sampleRateHz: INPUT_AUDIO_RATE_HZ,
+    };
     // The buffer's bytes were reserved as they arrived; move them to the item instead of counting them twice.
     // A buffer the pipeline cannot use (no audio encoder, under 10 ms) is dropped too: keeping it would only
     // make every later commit fail the same way.
@@ -172,7 +226,12 @@ export class RealtimeSession {
     this.#ctx.media.check(media, 'input_audio_buffer (audio)');
     const item: StoredItem = { id: newId('item'), role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
     const previous = this.#conversation.insert(item);
-    this.#writer.sendNow({ type: 'input_audio_buffer.committed', event_id: newId('event'), previous_item_id: previous, item_id: item.id });
+    this.#writer.send({
+      type: 'input_audio_buffer.committed',
+      event_id: newId('event'),
+      previous_item_id: previous,
+      item_id: item.id,
+    });
     this.#announceItem(item, previous);
   }
 
@@ -185,7 +244,11 @@ export class RealtimeSession {
   #onResponseCreate(event: ClientEventOf<'response.create'>): void {
     const startedAtMs = performance.now();
     if (this.#active) {
-      throw new ClientInputError(`response ${this.#active.id} is still in progress: cancel it or wait for its response.done`, null, ErrorCodes.RESPONSE_ACTIVE);
+      throw new ClientInputError(
+        `response ${this.#active.id} is still in progress: cancel it or wait for its response.done`,
+        null,
+        ErrorCodes.RESPONSE_ACTIVE,
+      );
     }
     const r = event.response ?? {};
     const state = this.#state;
@@ -193,7 +256,9 @@ export class RealtimeSession {
     const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
     const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.tokenLimits, 'response.max_output_tokens');
     const inConversation = r.conversation !== 'none';
-    const items = r.input ? r.input.map((it, i) => Conversation.toStored(it, this.#ctx.media, `response.input[${i}]`)) : this.#conversation.items();
+    const items = r.input
+      ? r.input.map((it, i) => Conversation.toStored(it, this.#ctx.media, `response.input[${i}]`))
+      : this.#conversation.items();
     const rendered = toChatMessages(r.instructions ?? state.instructions, items);
     const messages = rendered.messages;
     if (!messages.some((m) => m.role !== 'system')) {
@@ -207,10 +272,26 @@ export class RealtimeSession {
     const itemId = newId('item');
     const previousItemId = inConversation ? this.#conversation.lastItemId : null;
     if (inConversation) this.#conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
+    const releaseSlot = this.#ctx.queue.tryAcquire();
+    if (!releaseSlot) {
+      if (inConversation) this.#conversation.remove(itemId);
+      throw new ChorusError(
+        ErrorCodes.RATE_LIMITED,
+        `the server is busy (${this.#ctx.queue.running} responses running): send response.create again in ` +
+          `${this.#ctx.queue.retryAfterSeconds} s`,
+      );
+    }
     let handle: RequestHandle;
     try {
-      handle = this.#ctx.engine.generate({ requestId: responseId, messages, modalities, ...toEngineParams(generation, maxTokens) });
+      handle = this.#ctx.engine.generate({
+        requestId: responseId,
+        messages,
+        modalities,
+        ...toEngineParams(generation, maxTokens),
+      });
     } catch (err) {
+      releaseSlot();
       if (inConversation) this.#conversation.remove(itemId);
       throw renameError(err, rendered.itemNamer);
     }
@@ -237,6 +318,7 @@ export class RealtimeSession {
       },
       // response.done has been handed to the socket: record the reply for later turns, accept the next one.
       onFinished: (s) => {
+        releaseSlot();
         if (inConversation) this.#conversation.setText(itemId, s.text);
         if (this.#active === s) this.#active = null;
         if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
@@ -257,7 +339,7 @@ export class RealtimeSession {
     const itemId = at ? itemIds[at.message] : null;
     if (!itemId || !this.#conversation.remove(itemId)) return;
     this.#ctx.log.debug({ sessionId: this.id, itemId }, 'removed an item whose media cannot be decoded');
-    this.#writer.sendNow({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
+    this.#writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
   }
 
   #onResponseCancel(event: ClientEventOf<'response.cancel'>): void {
@@ -272,12 +354,21 @@ export class RealtimeSession {
   }
 
   #sendError(err: unknown, eventId: string | null): void {
-    const e = err instanceof ChorusError ? err : new ChorusError(ErrorCodes.INTERNAL, 'internal error handling the event (see the server log)', { cause: err });
+    const e =
+      err instanceof ChorusError
+        ? err
+        : new ChorusError(ErrorCodes.INTERNAL, 'internal error handling the event (see the server log)', {
+            cause: err,
+          });
     if (e.code === ErrorCodes.INTERNAL) this.#ctx.log.error({ err, sessionId: this.id }, 'realtime event failed');
     countClientError(e.code);
     const param = err instanceof ClientInputError ? err.param : null;
     const type = errorType(e.code);
-    this.#writer.sendNow({ type: 'error', event_id: newId('event'), error: { type, code: e.code, message: e.message, param, event_id: eventId } });
+    this.#writer.send({
+      type: 'error',
+      event_id: newId('event'),
+      error: { type, code: e.code, message: e.message, param, event_id: eventId },
+    });
   }
 
   /** A socket that closes mid-response cancels its request; nothing of the session outlives the socket. */

@@ -11,14 +11,15 @@
  * response's events can never overtake this one's tail.
  */
 import type { Subscription } from 'rxjs';
-import { ErrorCodes, type SerializedError } from '../../errors.ts';
+import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import type { FinishReason, OutputEvent, RequestHandle, Usage } from '../../engine/types.ts';
+import type { FinishReason, OutputEvent, RequestHandle, Usage } from '../../common/engine.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { countClientError, serverMetrics } from '../metrics.ts';
 import { renameItems, renameSerialized, type ItemNamer } from '../media/itemNames.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
 import type { SocketWriter } from './SocketWriter.ts';
+import type { ContentPartResource, ResponseStatusDetails, ServerEvent } from './ServerEvent.ts';
 import { itemResource, newId, responseResource, type ResponseState } from './serverEvents.ts';
 
 export interface ResponseStreamContext {
@@ -30,7 +31,8 @@ export interface ResponseStreamContext {
   readonly previousItemId: string | null;
   /** performance.now() when the response.create frame arrived. */
   readonly startedAtMs: number;
-  readonly samplesPerFrame: number;
+  /** Of the pipeline's vocoder (its READY facts); null when the pipeline returns no audio. */
+  readonly samplesPerFrame: number | null;
   /** Names media items in the engine's errors and warnings by conversation item. */
   readonly itemNamer: ItemNamer;
   readonly log: FastifyBaseLogger;
@@ -85,8 +87,8 @@ export class ResponseStream {
   start(): void {
     const { writer, state } = this.#ctx;
     const base = { response_id: state.id, item_id: state.item.id, output_index: 0 };
-    writer.sendNow({ type: 'response.created', event_id: newId('event'), response: responseResource(state) });
-    writer.sendNow({
+    writer.send({ type: 'response.created', event_id: newId('event'), response: responseResource(state) });
+    writer.send({
       type: 'response.output_item.added',
       event_id: newId('event'),
       response_id: state.id,
@@ -94,14 +96,14 @@ export class ResponseStream {
       item: itemResource(state.item),
     });
     if (this.#ctx.inConversation) {
-      writer.sendNow({
+      writer.send({
         type: 'conversation.item.added',
         event_id: newId('event'),
         previous_item_id: this.#ctx.previousItemId,
         item: itemResource(state.item),
       });
     }
-    writer.sendNow({
+    writer.send({
       type: 'response.content_part.added',
       event_id: newId('event'),
       ...base,
@@ -153,26 +155,37 @@ export class ResponseStream {
       state.item.text += event.delta;
       this.#textTokens += event.tokenIds.length;
       const type = state.item.audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta';
-      writer.sendNow({ type, event_id: newId('event'), ...base, delta: event.delta });
+      writer.send({ type, event_id: newId('event'), ...base, delta: event.delta });
     } else if (event.type === 'audio') {
       if (!state.item.audio || event.pcm.length === 0) return;
       this.#audioSamples += event.pcm.length;
       this.#sampleRateHz = event.sampleRateHz;
-      const delta = { type: 'response.output_audio.delta', event_id: newId('event'), ...base, delta: pcm16ToBase64(event.pcm) };
+      const delta: ServerEvent = {
+        type: 'response.output_audio.delta',
+        event_id: newId('event'),
+        ...base,
+        delta: pcm16ToBase64(event.pcm),
+      };
       // TTFP counts when the first audio is handed to the socket, not when the engine produced it.
-      writer.enqueue(delta, this.#firstAudioQueued ? undefined : () => this.#meter.audio());
+      writer.send(delta, this.#firstAudioQueued ? undefined : () => this.#meter.audio());
       this.#firstAudioQueued = true;
     } else {
       this.#finish(event.finishReason, event.usage, event.error, event.warnings);
     }
   }
 
-  #finish(reason: FinishReason, usage: Usage | null, engineError?: SerializedError, warnings?: readonly string[]): void {
+  #finish(
+    reason: FinishReason,
+    usage: Usage | null,
+    engineError?: SerializedError,
+    warnings?: readonly string[],
+  ): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#failure = engineError ?? null;
     const error = engineError && renameSerialized(engineError, this.#ctx.itemNamer);
-    if (warnings && warnings.length > 0) this.#ctx.state.warnings = warnings.map((w) => renameItems(w, this.#ctx.itemNamer));
+    if (warnings && warnings.length > 0)
+      this.#ctx.state.warnings = warnings.map((w) => renameItems(w, this.#ctx.itemNamer));
     this.#subscription?.unsubscribe();
     this.#subscription = null;
     const { writer, state } = this.#ctx;
@@ -186,24 +199,42 @@ export class ResponseStream {
     const base = { response_id: state.id, item_id: state.item.id, output_index: 0, content_index: 0 };
     // Text-side closers go out at once (they belong to the text lane); the rest queue behind the audio.
     if (state.item.audio) {
-      writer.sendNow({ type: 'response.output_audio_transcript.done', event_id: newId('event'), ...base, transcript: state.item.text });
-      writer.enqueue({ type: 'response.output_audio.done', event_id: newId('event'), ...base });
+      writer.send({
+        type: 'response.output_audio_transcript.done',
+        event_id: newId('event'),
+        ...base,
+        transcript: state.item.text,
+      });
+      writer.send({ type: 'response.output_audio.done', event_id: newId('event'), ...base });
     } else {
-      writer.sendNow({ type: 'response.output_text.done', event_id: newId('event'), ...base, text: state.item.text });
+      writer.send({ type: 'response.output_text.done', event_id: newId('event'), ...base, text: state.item.text });
     }
-    const part = state.item.audio ? { type: 'audio', transcript: state.item.text } : { type: 'text', text: state.item.text };
-    writer.enqueue({ type: 'response.content_part.done', event_id: newId('event'), ...base, part });
+    const part: ContentPartResource = state.item.audio
+      ? { type: 'audio', transcript: state.item.text }
+      : { type: 'text', text: state.item.text };
+    writer.send({ type: 'response.content_part.done', event_id: newId('event'), ...base, part });
     const item = itemResource(state.item);
-    writer.enqueue({ type: 'response.output_item.done', event_id: newId('event'), response_id: state.id, output_index: 0, item });
+    writer.send({
+      type: 'response.output_item.done',
+      event_id: newId('event'),
+      response_id: state.id,
+      output_index: 0,
+      item,
+    });
     if (this.#ctx.inConversation) {
-      writer.enqueue({ type: 'conversation.item.done', event_id: newId('event'), previous_item_id: this.#ctx.previousItemId, item });
+      writer.send({
+        type: 'conversation.item.done',
+        event_id: newId('event'),
+        previous_item_id: this.#ctx.previousItemId,
+        item,
+      });
     }
-    const done = { type: 'response.done', event_id: newId('event'), response: responseResource(state) };
-    if (writer.open) writer.enqueue(done, () => this.#ctx.onFinished(this));
+    const done: ServerEvent = { type: 'response.done', event_id: newId('event'), response: responseResource(state) };
+    if (writer.open) writer.send(done, () => this.#ctx.onFinished(this));
     else this.#ctx.onFinished(this);
   }
 
-  #statusDetails(reason: FinishReason, error?: SerializedError): Record<string, unknown> | null {
+  #statusDetails(reason: FinishReason, error?: SerializedError): ResponseStatusDetails | null {
     switch (reason) {
       case 'stop':
         return null;
@@ -214,7 +245,11 @@ export class ResponseStream {
       case 'error':
         return {
           type: 'failed',
-          error: { type: 'server_error', code: error?.code ?? ErrorCodes.INTERNAL, message: error?.message ?? 'request failed' },
+          error: {
+            type: 'server_error',
+            code: error?.code ?? ErrorCodes.INTERNAL,
+            message: error?.message ?? 'request failed',
+          },
         };
     }
   }
@@ -222,10 +257,12 @@ export class ResponseStream {
   /** When we end the response ourselves (cancel), the engine's usage has not arrived: count what was sent. */
   #localUsage(): Usage {
     const audioSeconds = this.#audioSamples / this.#sampleRateHz;
+    const prompt = this.#ctx.handle.prompt; // what was admitted: a cancelled response still read its prompt
     return {
-      promptTokens: 0,
+      promptTokens: prompt.text + prompt.audio + prompt.image,
+      promptTokenDetails: prompt,
       completionTokens: this.#textTokens,
-      audioFrames: Math.ceil(this.#audioSamples / this.#ctx.samplesPerFrame),
+      audioFrames: this.#ctx.samplesPerFrame ? Math.ceil(this.#audioSamples / this.#ctx.samplesPerFrame) : 0,
       audioSeconds,
     };
   }

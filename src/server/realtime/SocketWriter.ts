@@ -1,8 +1,8 @@
 /**
  * Writes server events to one WebSocket in two lanes, so a client that reads audio slowly never delays text:
  *
- * - sendNow(): control events and text deltas go straight to the socket.
- * - enqueue(): audio deltas, and the events that must follow the audio (output_audio.done ... response.done),
+ * - the text lane: control events and text deltas go straight to the socket.
+ * - the audio lane: audio deltas, and the events that must follow the audio (output_audio.done ... response.done),
  *   wait in an ordered queue and are handed to the socket only while its bufferedAmount is under
  *   socketHighWaterBytes. Text sent later therefore overtakes queued audio, and waits behind at most
  *   socketHighWaterBytes of it.
@@ -12,6 +12,7 @@
  * when they fall to half of that, onPressure(false) resumes it. Draining is driven by ws send callbacks (each
  * fires when its bytes reach the kernel), never by a timer.
  */
+import { laneOf, type ServerEvent } from './ServerEvent.ts';
 import type { WebSocket } from 'ws';
 
 export interface SocketWriterOptions {
@@ -50,13 +51,18 @@ export class SocketWriter {
     return this.#ws.readyState === this.#ws.OPEN;
   }
 
-  sendNow(event: object): void {
+  /**
+   * Sends an event in its lane (laneOf): text-lane events go to the socket at once, audio-lane ones after the
+   * audio queued before them. onSent runs when the event has been handed to the socket.
+   */
+  send(event: ServerEvent, onSent?: () => void): void {
+    if (laneOf(event) === 'audio') return this.#enqueue(event, onSent);
     if (!this.open) return;
     this.#ws.send(JSON.stringify(event), this.#afterWrite);
+    onSent?.();
   }
 
-  /** onSent runs when the event has been handed to the socket (after everything queued before it). */
-  enqueue(event: object, onSent?: () => void): void {
+  #enqueue(event: ServerEvent, onSent?: () => void): void {
     const data = JSON.stringify(event);
     this.#queue.push({ data, onSent });
     this.#queuedBytes += data.length;
@@ -79,7 +85,11 @@ export class SocketWriter {
   };
 
   #drain(): void {
-    while (this.#queueHead < this.#queue.length && this.open && this.#ws.bufferedAmount < this.#options.socketHighWaterBytes) {
+    while (
+      this.#queueHead < this.#queue.length &&
+      this.open &&
+      this.#ws.bufferedAmount < this.#options.socketHighWaterBytes
+    ) {
       const next = this.#queue[this.#queueHead++];
       this.#queuedBytes -= next.data.length;
       this.#ws.send(next.data, this.#afterWrite);

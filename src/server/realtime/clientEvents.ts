@@ -4,7 +4,7 @@
  * tracing...) are accepted and ignored, so OpenAI clients work unchanged.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { ErrorCodes } from '../../errors.ts';
+import { ErrorCodes } from '../../common/errors.ts';
 import { generationFields } from '../generationParams.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
 
@@ -16,7 +16,10 @@ const AudioFormat = Type.Union([
   Type.Literal('pcm16'),
 ]);
 
-const Voice = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Object({ id: Type.String({ maxLength: 64 }) })]);
+const Voice = Type.Union([
+  Type.String({ minLength: 1, maxLength: 64 }),
+  Type.Object({ id: Type.String({ maxLength: 64 }) }),
+]);
 
 const MaxOutputTokens = Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('inf')]);
 
@@ -68,7 +71,11 @@ export const ResponseFields = Type.Object({
   output_modalities: Type.Optional(Modalities),
   instructions: Type.Optional(Type.String()),
   max_output_tokens: Type.Optional(MaxOutputTokens),
-  audio: Type.Optional(Type.Object({ output: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) })) })),
+  audio: Type.Optional(
+    Type.Object({
+      output: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) })),
+    }),
+  ),
   /** 'none' = an out-of-band response: its output is not added to the conversation. */
   conversation: Type.Optional(Type.String()),
   /** When present, the response sees these items instead of the conversation. */
@@ -87,22 +94,40 @@ const schemas = {
     previous_item_id: Type.Optional(Type.String()),
     item: MessageItem,
   }),
-  'input_audio_buffer.append': Type.Object({ type: Type.Literal('input_audio_buffer.append'), event_id: EventId, audio: Type.String() }),
+  'input_audio_buffer.append': Type.Object({
+    type: Type.Literal('input_audio_buffer.append'),
+    event_id: EventId,
+    audio: Type.String(),
+  }),
   'input_audio_buffer.commit': Type.Object({ type: Type.Literal('input_audio_buffer.commit'), event_id: EventId }),
   'input_audio_buffer.clear': Type.Object({ type: Type.Literal('input_audio_buffer.clear'), event_id: EventId }),
-  'response.create': Type.Object({ type: Type.Literal('response.create'), event_id: EventId, response: Type.Optional(ResponseFields) }),
-  'response.cancel': Type.Object({ type: Type.Literal('response.cancel'), event_id: EventId, response_id: Type.Optional(Type.String()) }),
+  'response.create': Type.Object({
+    type: Type.Literal('response.create'),
+    event_id: EventId,
+    response: Type.Optional(ResponseFields),
+  }),
+  'response.cancel': Type.Object({
+    type: Type.Literal('response.cancel'),
+    event_id: EventId,
+    response_id: Type.Optional(Type.String()),
+  }),
 };
 
 type Schemas = typeof schemas;
+/** The client events as one discriminated union on `type` (RealtimeSession dispatches it by an exhaustive switch). */
 export type ClientEvent = { [K in keyof Schemas]: Static<Schemas[K]> }[keyof Schemas];
-export type ClientEventOf<K extends keyof Schemas> = Static<Schemas[K]>;
+export type ClientEventType = ClientEvent['type'];
+export type ClientEventOf<K extends ClientEventType> = Static<Schemas[K]>;
 
 const validators = Object.fromEntries(
   Object.entries(schemas).map(([type, schema]) => [type, compileValidator(schema)]),
 ) as { [K in keyof Schemas]: ReturnType<typeof compileValidator<Schemas[K]>> };
 
 export const supportedClientEvents = Object.keys(schemas);
+
+function isClientEventType(type: string): type is ClientEventType {
+  return Object.hasOwn(validators, type);
+}
 
 /** The event_id of a frame that failed to parse, if one can be read, so the error can point at it. */
 export function eventIdOf(value: unknown): string | null {
@@ -116,19 +141,21 @@ export function parseClientEvent(frame: string): ClientEvent {
   try {
     value = JSON.parse(frame);
   } catch (err) {
-    throw new ClientInputError(`frame is not valid JSON (${(err as Error).message}): send one JSON event per text frame`);
+    throw new ClientInputError(
+      `frame is not valid JSON (${(err as Error).message}): send one JSON event per text frame`,
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ClientInputError('frame must be a JSON object with a "type" field');
   }
   const type = (value as { type?: unknown }).type;
   if (typeof type !== 'string') throw new ClientInputError('event is missing its "type" field', 'type');
-  if (!Object.hasOwn(validators, type)) {
+  if (!isClientEventType(type)) {
     throw new ClientInputError(
       `event type "${type.slice(0, 64)}" is not supported; supported: ${supportedClientEvents.join(', ')}`,
       'type',
       ErrorCodes.EVENT_UNKNOWN,
     );
   }
-  return validators[type as keyof Schemas].parse(value, type) as ClientEvent;
+  return validators[type].parse(value, type);
 }

@@ -1,12 +1,21 @@
 /**
  * Shapes of the realtime server events' payloads (OpenAI Realtime GA): the session, response and item
- * resources, usage, and ids. Events themselves are plain objects built where they are sent.
+ * resources, usage, and ids, typed by ServerEvent.ts.
  */
 import { randomBytes } from 'node:crypto';
-import type { Usage } from '../../engine/types.ts';
+import type { Usage } from '../../common/engine.ts';
+import type {
+  AssistantContent,
+  AssistantItemResource,
+  AudioFormat,
+  ResponseResource,
+  ResponseStatusDetails,
+  SessionResource,
+  UsageResource,
+} from './ServerEvent.ts';
 import type { GenerationFields } from '../generationParams.ts';
 
-export const PCM_FORMAT = Object.freeze({ type: 'audio/pcm', rate: 24000 });
+export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });
 
 export function newId(prefix: 'sess' | 'resp' | 'item' | 'conv' | 'event'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
@@ -24,7 +33,7 @@ export interface SessionState {
   generation: GenerationFields;
 }
 
-export function sessionResource(s: SessionState): Record<string, unknown> {
+export function sessionResource(s: SessionState): SessionResource {
   return {
     type: 'realtime',
     object: 'realtime.session',
@@ -49,8 +58,8 @@ export interface AssistantItem {
 }
 
 /** An assistant item: audio responses carry the text as the audio's transcript, text responses as output_text. */
-export function itemResource(item: AssistantItem): Record<string, unknown> {
-  const content =
+export function itemResource(item: AssistantItem): AssistantItemResource {
+  const content: AssistantContent[] =
     item.status === 'in_progress'
       ? []
       : [item.audio ? { type: 'output_audio', transcript: item.text } : { type: 'output_text', text: item.text }];
@@ -65,13 +74,13 @@ export interface ResponseState {
   readonly maxOutputTokens: number | 'inf';
   readonly item: AssistantItem;
   status: ResponseStatus;
-  statusDetails: Record<string, unknown> | null;
+  statusDetails: ResponseStatusDetails | null;
   usage: Usage | null;
   /** What the answer left out although asked (a media item dropped under on_encoder_failure: text_only). */
   warnings: readonly string[] | null;
 }
 
-export function responseResource(r: ResponseState): Record<string, unknown> {
+export function responseResource(r: ResponseState): ResponseResource {
   return {
     id: r.id,
     object: 'realtime.response',
@@ -90,13 +99,18 @@ export function responseResource(r: ResponseState): Record<string, unknown> {
 }
 
 /** Audio "tokens" are codec frames, the unit the Talker generates. */
-export function usageResource(u: Usage): Record<string, unknown> {
+export function usageResource(u: Usage): UsageResource {
   const outputTokens = u.completionTokens + u.audioFrames;
   return {
     total_tokens: u.promptTokens + outputTokens,
     input_tokens: u.promptTokens,
     output_tokens: outputTokens,
-    input_token_details: { text_tokens: u.promptTokens, audio_tokens: 0, cached_tokens: 0 },
+    input_token_details: {
+      text_tokens: u.promptTokenDetails.text,
+      audio_tokens: u.promptTokenDetails.audio,
+      image_tokens: u.promptTokenDetails.image,
+      cached_tokens: 0,
+    },
     output_token_details: { text_tokens: u.completionTokens, audio_tokens: u.audioFrames },
     audio_seconds: u.audioSeconds, // Chorus extension
   };

@@ -1,0 +1,140 @@
+/**
+ * One soak session: a Realtime WebSocket that asks deterministic questions one after another until told to stop,
+ * and records each answer (transcript, audio) or how it ended. With abortRate, some answers are cancelled as soon
+ * as they are created: the abort storm.
+ */
+import { WebSocket } from 'ws';
+
+export interface SoakAnswer {
+  readonly prompt: number;
+  readonly status: string; // completed | incomplete | cancelled | failed | closed
+  readonly code: string | null; // the error code of a failed answer
+  readonly transcript: string;
+  readonly audio: Buffer;
+  readonly ttfpMs: number | null;
+  readonly startedAtMs: number;
+  readonly endedAtMs: number;
+}
+
+interface ServerEventLike {
+  type: string;
+  delta?: string;
+  response_id?: string;
+  response?: { id?: string; status?: string; status_details?: { error?: { code?: string } } };
+  error?: { code?: string; event_id?: string | null };
+}
+
+export class SoakSession {
+  readonly answers: SoakAnswer[] = [];
+  #stopped = false;
+  #asked = 0;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly events: ServerEventLike[],
+    private readonly wake: { fn: (() => void) | null },
+  ) {}
+
+  static async open(url: string): Promise<SoakSession> {
+    const ws = new WebSocket(url);
+    const events: ServerEventLike[] = [];
+    const wake: { fn: (() => void) | null } = { fn: null };
+    ws.on('message', (data) => {
+      events.push(JSON.parse(String(data)) as ServerEventLike);
+      wake.fn?.();
+    });
+    ws.on('close', () => wake.fn?.());
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return new SoakSession(ws, events, wake);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  /** Asks prompts[i % n] in turn (i from `first`) until stop(); returns when the last answer has ended. */
+  async run(prompts: readonly string[], first: number, maxTokens: number, abortRate: number, rng: () => number) {
+    for (let i = first; !this.#stopped && this.ws.readyState === WebSocket.OPEN; i++) {
+      const a = await this.ask(i % prompts.length, prompts[i % prompts.length], maxTokens, rng() < abortRate);
+      this.answers.push(a);
+      // A refusal (a stage restarting, the server busy) is retried after a pause, as a client would.
+      if (a.status === 'failed') await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  async ask(prompt: number, text: string, maxTokens: number, abort: boolean): Promise<SoakAnswer> {
+    this.events.length = 0;
+    const startedAtMs = performance.now();
+    let transcript = '';
+    const audio: Buffer[] = [];
+    let ttfpMs: number | null = null;
+    const answer = (status: string, code: string | null): SoakAnswer => ({
+      prompt,
+      status,
+      code,
+      transcript,
+      audio: Buffer.concat(audio),
+      ttfpMs,
+      startedAtMs,
+      endedAtMs: performance.now(),
+    });
+    const createId = `soak_${++this.#asked}`; // the error refusing this create names it
+    this.ws.send(
+      JSON.stringify({
+        type: 'response.create',
+        event_id: createId,
+        response: {
+          input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text }] }],
+          max_output_tokens: maxTokens,
+          seed: 7,
+          conversation: 'none',
+        },
+      }),
+    );
+    // Events of this answer only: after response.created, those naming its id; before it, an error naming the
+    // create means it was refused (others are about an earlier cancel that raced its answer's end).
+    let responseId: string | null = null;
+    for (let seen = 0; ;) {
+      while (seen < this.events.length) {
+        const e = this.events[seen++];
+        if (responseId === null) {
+          if (e.type === 'response.created') {
+            responseId = e.response?.id ?? null;
+            // The storm cancels while the answer is being generated (short answers outrun a later cancel).
+            if (abort) this.ws.send(JSON.stringify({ type: 'response.cancel', response_id: responseId }));
+          } else if (e.type === 'error' && e.error?.event_id === createId)
+            return answer('failed', e.error.code ?? null);
+          continue;
+        }
+        if (e.type === 'response.done' && e.response?.id === responseId)
+          return answer(e.response.status ?? 'failed', e.response.status_details?.error?.code ?? null);
+        if (e.response_id !== responseId) continue; // an error about our cancel racing the end, or stale
+        if (e.type === 'response.output_audio_transcript.delta') transcript += e.delta ?? '';
+        else if (e.type === 'response.output_audio.delta') {
+          ttfpMs ??= performance.now() - startedAtMs;
+          audio.push(Buffer.from(e.delta ?? '', 'base64'));
+        }
+      }
+      if (this.ws.readyState !== WebSocket.OPEN) return answer('closed', null);
+      await new Promise<void>((resolve) => (this.wake.fn = resolve));
+      this.wake.fn = null;
+    }
+  }
+
+  /** Sends raw text (fuzz) and resolves with the next event's type, or 'closed'. */
+  async sendRaw(text: string): Promise<string> {
+    const before = this.events.length;
+    this.ws.send(text);
+    while (this.events.length === before && this.ws.readyState === WebSocket.OPEN)
+      await new Promise<void>((resolve) => (this.wake.fn = resolve));
+    this.wake.fn = null;
+    return this.events[before]?.type ?? 'closed';
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * `chorus soak`: N Realtime sessions for D seconds against a pipeline started in this process, every answer
+ * compared with a reference (the same seeded, greedy question asked alone first: text identical, audio within one
+ * pcm16 step), with chaos on demand: an abort storm, a stage SIGKILLed or SIGSTOPped at a given second, malformed
+ * Realtime frames and HTTP bodies. Reports answers, mismatches, failures by code, TTFP, RSS per process over time,
+ * and whatever processes or shared memory outlived the run.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { drainServer, startServer } from '../../src/server/app.ts';
+import { Prng } from '../../stages/sampling/Prng.ts';
+import { SoakSession, type SoakAnswer } from './SoakSession.ts';
+
+export interface ChaosAt {
+  readonly stageId: string;
+  readonly atSeconds: number;
+}
+
+export interface SoakOptions {
+  readonly config: string;
+  readonly seconds: number;
+  readonly sessions: number;
+  readonly maxTokens: number;
+  readonly abortStorm: boolean;
+  readonly killStage: readonly ChaosAt[];
+  readonly stopStage: readonly ChaosAt[];
+  readonly fuzz: boolean;
+  readonly seed: number;
+}
+
+export interface SoakReport {
+  readonly options: SoakOptions;
+  readonly answers: number;
+  /** Completed answers that differ from the reference (text, or audio by more than one pcm16 step). */
+  readonly mismatches: readonly { prompt: number; why: string }[];
+  /** How answers that did not complete ended: cancelled (the abort storm) and error codes (the chaos). */
+  readonly endings: Readonly<Record<string, number>>;
+  readonly ttfpMs: { readonly p50: number | null; readonly p99: number | null };
+  /** Fuzz: what each malformed frame or body got back (event type / HTTP status -> count). */
+  readonly fuzz: Readonly<Record<string, number>>;
+  /** Resident memory (MiB) of main and each stage instance: at the start, the end and the highest sample. */
+  readonly rssMiB: Readonly<Record<string, { start: number; end: number; max: number }>>;
+  readonly leftover: { readonly processes: readonly number[]; readonly segments: readonly string[] };
+}
+
+const PROMPTS = [
+  'Tell me about the sea.',
+  'What is the weather like today?',
+  'Describe a ship in a storm.',
+  'Sing me a short song.',
+];
+const FUZZ_DIR = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'fuzz');
+
+export async function runSoak(o: SoakOptions, onProgress: (line: string) => void = () => {}): Promise<SoakReport> {
+  const engine = await Orchestrator.start(await loadConfig(o.config));
+  const { app, url } = await startServer(engine, { port: 0, apiKey: null, maxRunningRequests: 4 * o.sessions });
+  const wsUrl = `${url.replace(/^http/, 'ws')}/v1/realtime`;
+  const rss = new RssSampler(engine);
+  const stagePids = () => engine.health().flatMap((h) => (h.pid === null ? [] : [h.pid]));
+  const seenPids = new Set<number>(stagePids());
+  try {
+    // References: each question asked alone, before any load or chaos.
+    const reference = await SoakSession.open(wsUrl);
+    const references: SoakAnswer[] = [];
+    for (let p = 0; p < PROMPTS.length; p++) references.push(await reference.ask(p, PROMPTS[p], o.maxTokens, false));
+    reference.close();
+    onProgress(`references ready; ${o.sessions} sessions for ${o.seconds} s`);
+
+    const rng = new Prng(o.seed);
+    const sessions = await Promise.all(Array.from({ length: o.sessions }, () => SoakSession.open(wsUrl)));
+    const runs = sessions.map((s, i) => s.run(PROMPTS, i, o.maxTokens, o.abortStorm ? 0.25 : 0, () => rng.nextFloat()));
+    const timers = [
+      ...o.killStage.map((c) => setTimeout(() => signalStage(engine, c.stageId, 'SIGKILL'), 1000 * c.atSeconds)),
+      ...o.stopStage.map((c) => setTimeout(() => signalStage(engine, c.stageId, 'SIGSTOP'), 1000 * c.atSeconds)),
+    ];
+    const fuzz: Record<string, number> = {};
+    const fuzzing = o.fuzz ? runFuzz(wsUrl, url, o.seconds, fuzz) : Promise.resolve();
+    const ticker = setInterval(() => {
+      rss.sample();
+      for (const pid of stagePids()) seenPids.add(pid);
+    }, 500);
+    await new Promise((resolve) => setTimeout(resolve, 1000 * o.seconds));
+    for (const s of sessions) s.stop();
+    await Promise.all([...runs, fuzzing]);
+    clearInterval(ticker);
+    for (const t of timers) clearTimeout(t);
+    rss.sample();
+    for (const s of sessions) s.close();
+
+    const answers = sessions.flatMap((s) => s.answers);
+    const mismatches: { prompt: number; why: string }[] = [];
+    const endings: Record<string, number> = {};
+    for (const a of answers) {
+      if (a.status !== 'incomplete' && a.status !== 'completed') {
+        const key = a.status === 'failed' ? (a.code ?? 'failed') : a.status;
+        endings[key] = (endings[key] ?? 0) + 1;
+        continue;
+      }
+      const why = compare(a, references[a.prompt]);
+      if (why) mismatches.push({ prompt: a.prompt, why });
+    }
+    const ttfps = answers.flatMap((a) => (a.ttfpMs === null ? [] : [a.ttfpMs])).sort((x, y) => x - y);
+    const pct = (q: number) =>
+      ttfps.length === 0 ? null : ttfps[Math.min(ttfps.length - 1, Math.floor(q * ttfps.length))];
+    await drainServer(app, 5_000, 'soak finished');
+    await app.close();
+    await engine.close();
+    return {
+      options: o,
+      answers: answers.length,
+      mismatches,
+      endings,
+      ttfpMs: { p50: pct(0.5), p99: pct(0.99) },
+      fuzz,
+      rssMiB: rss.summary(),
+      leftover: {
+        processes: [...seenPids].filter(isAlive),
+        segments: readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${process.pid}-`)),
+      },
+    };
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    await engine.close(0).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Why an answer differs from its reference, or null: text identical, audio within one pcm16 step. */
+function compare(a: SoakAnswer, ref: SoakAnswer): string | null {
+  if (a.transcript !== ref.transcript) return `transcript ${JSON.stringify(a.transcript)} != reference`;
+  if (a.audio.length !== ref.audio.length) return `audio of ${a.audio.length} bytes, reference ${ref.audio.length}`;
+  for (let i = 0; i + 1 < a.audio.length; i += 2) {
+    if (Math.abs(a.audio.readInt16LE(i) - ref.audio.readInt16LE(i)) > 1) return `audio differs at sample ${i / 2}`;
+  }
+  return null;
+}
+
+function signalStage(engine: Orchestrator, stageId: string, signal: NodeJS.Signals): void {
+  const pid = engine.workerOf(`${stageId}#0`)?.pid;
+  if (pid) process.kill(pid, signal);
+}
+
+/** Every second: one malformed Realtime frame on a session of its own, and one malformed chat body. */
+async function runFuzz(wsUrl: string, url: string, seconds: number, out: Record<string, number>): Promise<void> {
+  const frames = readFileSync(join(FUZZ_DIR, 'realtime.txt'), 'utf8').split('\n').filter(Boolean);
+  const bodies = readFileSync(join(FUZZ_DIR, 'http.txt'), 'utf8').split('\n').filter(Boolean);
+  const session = await SoakSession.open(wsUrl);
+  const count = (key: string) => (out[key] = (out[key] ?? 0) + 1);
+  const until = performance.now() + 1000 * seconds;
+  for (let i = 0; performance.now() < until; i++) {
+    count(`ws ${await session.sendRaw(frames[i % frames.length])}`);
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: bodies[i % bodies.length],
+    });
+    count(`http ${res.status}`);
+    await res.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  session.close();
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** RSS of main and of each stage instance over the run (from /proc; a restarted instance continues its line). */
+class RssSampler {
+  readonly #series = new Map<string, number[]>();
+
+  constructor(private readonly engine: Orchestrator) {
+    this.sample();
+  }
+
+  sample(): void {
+    this.#add('main', process.memoryUsage().rss / 2 ** 20);
+    for (const h of this.engine.health()) {
+      const kb = h.pid === null ? null : rssKiB(h.pid);
+      if (kb !== null) this.#add(`${h.stageId}#${h.replica}`, kb / 1024);
+    }
+  }
+
+  summary(): Record<string, { start: number; end: number; max: number }> {
+    const round = (x: number) => Math.round(x * 10) / 10;
+    return Object.fromEntries(
+      [...this.#series].map(([k, v]) => [k, { start: round(v[0]), end: round(v.at(-1)!), max: round(Math.max(...v)) }]),
+    );
+  }
+
+  #add(key: string, mib: number): void {
+    this.#series.set(key, [...(this.#series.get(key) ?? []), mib]);
+  }
+}
+
+function rssKiB(pid: number): number | null {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}

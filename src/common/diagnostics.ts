@@ -1,0 +1,36 @@
+/**
+ * Every lifecycle event Chorus publishes on diagnostics_channel, in one place (undici's diagnostics.js). The
+ * bench, /metrics and tracing subscribe by these names; publishing costs nothing without subscribers.
+ */
+import { channel } from 'node:diagnostics_channel';
+
+export const channelNames = {
+  /** {requestId, modalities, promptTokens, mediaItems} when the engine admits a request. */
+  requestStart: 'chorus:request:start',
+  /** {requestId, reason, startedAtMs, firstTextAtMs, firstAudioAtMs} when it ends, however it ends. */
+  requestEnd: 'chorus:request:end',
+  /** {stageId, instance, ...StageStats} every stats report of a stage instance. */
+  stageStats: 'chorus:stage:stats',
+  /** {instance, code, signal} when a stage process dies after READY. */
+  stageDied: 'chorus:stage:died',
+  /** {instance, silentMs} when a stage instance is declared hung (then killed and restarted). */
+  stageHung: 'chorus:stage:hung',
+  /** {from, to: 'main', latencyMs, bytes} per output chunk main receives. */
+  edgeChunk: 'chorus:edge:chunk',
+  /** {requestId, ms} when a response's first text / audio bytes are handed to the socket. */
+  wsFirstText: 'chorus:ws:firstText',
+  wsFirstAudio: 'chorus:ws:firstAudio',
+  httpFirstText: 'chorus:http:firstText',
+  httpFirstAudio: 'chorus:http:firstAudio',
+} as const;
+
+export const diagnostics = {
+  requestStart: channel(channelNames.requestStart),
+  requestEnd: channel(channelNames.requestEnd),
+  stageStats: channel(channelNames.stageStats),
+  stageDied: channel(channelNames.stageDied),
+  stageHung: channel(channelNames.stageHung),
+  edgeChunk: channel(channelNames.edgeChunk),
+  realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
+  http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
+};

@@ -1,0 +1,127 @@
+/**
+ * The engine as the front end (src/server), the CLI and the bench see it. The Orchestrator implements it.
+ */
+import type { Observable } from 'rxjs';
+import type { SamplingParams, StageGraph } from './graph.ts';
+import type { SerializedError } from './errors.ts';
+import type { AudioOutputFacts } from './modelFacts.ts';
+
+export type Modality = 'text' | 'audio';
+
+/**
+ * One part of a message's content, in order. The shapes follow OpenAI's content parts so the front end maps them
+ * one to one: `text`; `input_audio` ({data: base64, format}) -> audio with the decoded bytes; `image_url` (a data:
+ * URL, or bytes the server fetched from an allowed URL) -> image. Each media part becomes that many embeddings
+ * at its place in the prompt (its placeholder expands there); the bytes are decoded in the encoder stage.
+ */
+export type ContentPart =
+  | { readonly type: 'text'; readonly text: string }
+  /** wav, or pcm16: mono little-endian 16-bit at sampleRateHz (default 24000, the Realtime API's). */
+  | {
+      readonly type: 'audio';
+      readonly data: Uint8Array;
+      readonly format: 'wav' | 'pcm16';
+      readonly sampleRateHz?: number;
+    }
+  /** PNG or JPEG bytes (the format is sniffed from the bytes). */
+  | { readonly type: 'image'; readonly data: Uint8Array };
+
+export interface ChatMessage {
+  readonly role: 'system' | 'user' | 'assistant';
+  /** Plain text, or parts (text and media, in order). */
+  readonly content: string | readonly ContentPart[];
+}
+
+export interface GenerateRequest {
+  /** Unique per live request; generated when absent. Must not contain whitespace. */
+  readonly requestId?: string;
+  /** The conversation; rendered to a prompt by the Thinker's chat template. */
+  readonly messages: readonly ChatMessage[];
+  /** ['text'] runs the Thinker only; ['text', 'audio'] runs the whole graph. */
+  readonly modalities: readonly Modality[];
+  /** Overrides of the Thinker's default sampling params. */
+  readonly sampling?: Partial<SamplingParams>;
+  /** Overrides of the Talker's default sampling params (seed, ignoreEos, maxTokens in frames...). */
+  readonly talkerSampling?: Partial<SamplingParams>;
+  /** Per-request override of the initial codec chunk (frames). */
+  readonly initialCodecChunkFrames?: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
+
+/** A prompt's positions by what fills them: text tokens, and the embeddings of each media modality. */
+export interface PromptTokens {
+  readonly text: number;
+  readonly audio: number;
+  readonly image: number;
+}
+
+export interface Usage {
+  /** Every prompt position (text + audio + image); media items left out of the answer do not count. */
+  readonly promptTokens: number;
+  readonly promptTokenDetails: PromptTokens;
+  readonly completionTokens: number;
+  readonly audioFrames: number;
+  readonly audioSeconds: number;
+}
+
+export type OutputEvent =
+  /** Text from the Thinker, already detokenized (never a broken character). */
+  | { readonly type: 'text'; readonly delta: string; readonly tokenIds: readonly number[]; readonly atMs: number }
+  /** Mono PCM in [-1, 1] at sampleRateHz, in order (seq counts audio events from 0). */
+  | {
+      readonly type: 'audio';
+      readonly pcm: Float32Array;
+      readonly sampleRateHz: number;
+      readonly seq: number;
+      readonly atMs: number;
+    }
+  /** Always the last event. */
+  | {
+      readonly type: 'done';
+      readonly finishReason: FinishReason;
+      readonly error?: SerializedError;
+      readonly usage: Usage;
+      readonly atMs: number;
+      /**
+       * What the answer left out although the request asked for it, one sentence each: a media item an encoder
+       * could not deliver under `on_encoder_failure: text_only`. Absent when there is nothing to say.
+       */
+      readonly warnings?: readonly string[];
+    };
+
+export interface RequestHandle {
+  readonly requestId: string;
+  /** The prompt as admitted, by modality (usage for a response that ends before the engine reports it). */
+  readonly prompt: PromptTokens;
+  /**
+   * Hot: the first subscriber gets every event from the start; delivered events are not kept, so a later one gets
+   * the live events and, if the request already ended, its 'done'. Completes after 'done'.
+   */
+  readonly events: Observable<OutputEvent>;
+  /** Ends the request in every stage; the stream ends with done(cancelled). Idempotent. */
+  cancel(reason?: string): void;
+  /** Holds generation back (a slow client); resume() lets it continue. */
+  pause(): void;
+  resume(): void;
+}
+
+export interface StageHealth {
+  readonly stageId: string;
+  readonly replica: number;
+  /** hung: declared hung (no report, no CPU with work in flight); it is being killed and restarted. */
+  readonly status: 'starting' | 'ready' | 'hung' | 'restarting' | 'failed' | 'stopped';
+  readonly pid: number | null;
+  readonly restarts: number;
+  readonly inFlight: number;
+}
+
+export interface Engine {
+  readonly graph: StageGraph;
+  /** The audio the pipeline returns, as its vocoder reported at start-up; null when it has none. */
+  readonly audioOutput: AudioOutputFacts | null;
+  generate(request: GenerateRequest): RequestHandle;
+  health(): readonly StageHealth[];
+  /** Drains in-flight requests (up to timeoutMs), then stops every stage process and unlinks shared memory. */
+  close(timeoutMs?: number): Promise<void>;
+}

@@ -1,0 +1,80 @@
+/**
+ * Every error Chorus raises has a stable code (CHORUS_ERR_*), never reused for another meaning.
+ * Across a process boundary an error travels as {code, message, stack} and is rebuilt by code.
+ */
+export const ErrorCodes = {
+  CONFIG_INVALID: 'CHORUS_ERR_CONFIG_INVALID',
+  CONFIG_NOT_FOUND: 'CHORUS_ERR_CONFIG_NOT_FOUND',
+  MODEL_SIGNATURE: 'CHORUS_ERR_MODEL_SIGNATURE',
+  MODEL_BUILD: 'CHORUS_ERR_MODEL_BUILD',
+  MODEL_LOAD: 'CHORUS_ERR_MODEL_LOAD',
+  TOKENIZER: 'CHORUS_ERR_TOKENIZER',
+  STAGE_BOOT: 'CHORUS_ERR_STAGE_BOOT',
+  STAGE_DIED: 'CHORUS_ERR_STAGE_DIED',
+  STAGE_HUNG: 'CHORUS_ERR_STAGE_HUNG',
+  STAGE_FAILED: 'CHORUS_ERR_STAGE_FAILED',
+  CHUNK_TIMEOUT: 'CHORUS_ERR_CHUNK_TIMEOUT',
+  CHUNK_SEQUENCE: 'CHORUS_ERR_CHUNK_SEQUENCE',
+  FRAME_INVALID: 'CHORUS_ERR_FRAME_INVALID',
+  FRAME_TOO_LARGE: 'CHORUS_ERR_FRAME_TOO_LARGE',
+  SHM: 'CHORUS_ERR_SHM',
+  CONNECTOR_CLOSED: 'CHORUS_ERR_CONNECTOR_CLOSED',
+  BACKPRESSURE_TIMEOUT: 'CHORUS_ERR_BACKPRESSURE_TIMEOUT',
+  REQUEST_INVALID: 'CHORUS_ERR_REQUEST_INVALID',
+  REQUEST_CANCELLED: 'CHORUS_ERR_REQUEST_CANCELLED',
+  REQUEST_TOO_LARGE: 'CHORUS_ERR_REQUEST_TOO_LARGE',
+  KV_BUDGET: 'CHORUS_ERR_KV_BUDGET',
+  OVERLOADED: 'CHORUS_ERR_OVERLOADED',
+  RATE_LIMITED: 'CHORUS_ERR_RATE_LIMITED',
+  SHUTTING_DOWN: 'CHORUS_ERR_SHUTTING_DOWN',
+  UNAUTHORIZED: 'CHORUS_ERR_UNAUTHORIZED',
+  FORBIDDEN_ORIGIN: 'CHORUS_ERR_FORBIDDEN_ORIGIN',
+  MEDIA_INVALID: 'CHORUS_ERR_MEDIA_INVALID',
+  MEDIA_REMOTE_URL: 'CHORUS_ERR_MEDIA_REMOTE_URL',
+  ENCODER_FAILED: 'CHORUS_ERR_ENCODER_FAILED',
+  // Front end (src/server): a second response.create while one is active; response.cancel with none active;
+  // a realtime client event type the server does not implement; an HTTP route that does not exist.
+  RESPONSE_ACTIVE: 'CHORUS_ERR_RESPONSE_ACTIVE',
+  NO_ACTIVE_RESPONSE: 'CHORUS_ERR_NO_ACTIVE_RESPONSE',
+  EVENT_UNKNOWN: 'CHORUS_ERR_EVENT_UNKNOWN',
+  NOT_FOUND: 'CHORUS_ERR_NOT_FOUND',
+  INTERNAL: 'CHORUS_ERR_INTERNAL',
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+export class ChorusError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ChorusError';
+    this.code = code;
+  }
+
+  toJSON(): SerializedError {
+    return { code: this.code, message: this.message, stack: this.stack };
+  }
+}
+
+export interface SerializedError {
+  code: ErrorCode;
+  message: string;
+  stack?: string;
+}
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof ChorusError) return err.toJSON();
+  const e = err instanceof Error ? err : new Error(String(err));
+  return { code: ErrorCodes.INTERNAL, message: e.message, stack: e.stack };
+}
+
+/** Rebuilds an error sent from another process; the code survives, the remote stack is kept as text. */
+export function deserializeError(s: SerializedError): ChorusError {
+  const err = new ChorusError(s.code, s.message);
+  if (s.stack) err.stack = `${err.name} [remote]: ${s.message}\n${s.stack.split('\n').slice(1).join('\n')}`;
+  return err;
+}
+
+export function isChorusError(err: unknown, code?: ErrorCode): err is ChorusError {
+  return err instanceof ChorusError && (code === undefined || err.code === code);
+}

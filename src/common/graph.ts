@@ -1,0 +1,260 @@
+/**
+ * The resolved, validated, defaulted and frozen stage graph. src/config/loadConfig.ts produces it from YAML;
+ * everything downstream reads only this shape (snake_case in YAML, camelCase here).
+ */
+
+export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder';
+export type WorkerType = 'ar' | 'generation';
+export type ConnectorKind = 'shm' | 'inproc' | 'redis';
+export type FinalOutputType = 'text' | 'audio';
+
+export interface ConnectorSpec {
+  readonly name: string;
+  readonly kind: ConnectorKind;
+  /** shm: ringBytes (capacity of each edge ring). redis: url, password, ttlSeconds, poolSize. */
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+export interface SamplingParams {
+  readonly temperature: number; // 0 = greedy
+  readonly topK: number; // 0 = off
+  readonly topP: number; // 1 = off
+  readonly repetitionPenalty: number; // 1 = off
+  /** OpenAI's: logit -= frequencyPenalty * (times the token was generated) (0 = off, -2..2). */
+  readonly frequencyPenalty: number;
+  /** OpenAI's: logit -= presencePenalty once the token has been generated (0 = off, -2..2). */
+  readonly presencePenalty: number;
+  /** OpenAI's logit_bias: token id -> added to its logit (-100 bans it, 100 forces it). */
+  readonly logitBias: Readonly<Record<string, number>>;
+  readonly seed: number;
+  readonly maxTokens: number;
+  readonly stopTokenIds: readonly number[];
+  readonly ignoreEos: boolean;
+}
+
+/** Greedy decoding with every knob off: the base callers override (warm-up runs, benches, test stages). */
+export const GREEDY_SAMPLING: SamplingParams = Object.freeze({
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  repetitionPenalty: 1,
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+  logitBias: Object.freeze({}),
+  seed: 0,
+  maxTokens: 1,
+  stopTokenIds: Object.freeze([]),
+  ignoreEos: false,
+});
+
+/** Sizes of a generated model. Which fields apply depends on the stage kind. */
+export interface ThinkerSize {
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  readonly maxPositions: number;
+  /** The layer whose output is sent to the Talker as "accept" hidden states (0-based, < numLayers). */
+  readonly acceptLayer: number;
+  /** Scale of the output head, large enough that greedy choices are never near-ties under float noise. */
+  readonly logitScale: number;
+}
+
+export interface TalkerSize {
+  readonly codebookSize: number; // codebook-0 vocabulary, excluding the special tokens (bos, eos)
+  readonly numCodebooks: number; // 16
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  readonly maxPositions: number;
+  readonly framesPerToken: number; // codec frames generated per Thinker text token
+  /**
+   * Width of one conditioning row from the Thinker: thinker embed + accept hidden (derived, 2 * thinker hiddenSize).
+   */
+  readonly conditionDim: number;
+  readonly logitScale: number;
+}
+
+export interface Code2WavSize {
+  readonly numCodebooks: number;
+  readonly codebookSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly kernelSize: number;
+  readonly samplesPerFrame: number; // 1920 at 24 kHz = 12.5 frames/s
+  readonly sampleRateHz: number; // 24000
+}
+
+/**
+ * Sizes of the generated tiny-omni encoders. outputSize is the Thinker's hiddenSize: encoder rows are spliced
+ * into the Thinker's inputs_embeds, so the two must agree; the loader derives it from the downstream Thinker.
+ */
+export interface AudioEncoderSize {
+  /** Mel bins of the input features (80, as Whisper's front end). */
+  readonly numMelBins: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  /** Width of one output embedding = the Thinker's hiddenSize. */
+  readonly outputSize: number;
+}
+
+export interface VisionEncoderSize {
+  /** Side of a square patch in pixels (14, as CLIP ViT-L/14 and Qwen2-VL). */
+  readonly patchSize: number;
+  /** mergeSize x mergeSize neighbouring patches become one embedding (2, as Qwen2-VL). */
+  readonly mergeSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  /** Width of one output embedding = the Thinker's hiddenSize. */
+  readonly outputSize: number;
+}
+
+export type EncoderSize = AudioEncoderSize | VisionEncoderSize;
+export type EncoderModelKind = 'audio_encoder' | 'vision_encoder';
+
+export type GeneratedModelSpec =
+  | {
+      readonly source: 'generated';
+      readonly kind: 'thinker';
+      readonly preset: string;
+      readonly seed: number;
+      readonly size: ThinkerSize;
+    }
+  | {
+      readonly source: 'generated';
+      readonly kind: 'talker';
+      readonly preset: string;
+      readonly seed: number;
+      readonly size: TalkerSize;
+    }
+  | {
+      readonly source: 'generated';
+      readonly kind: 'code2wav';
+      readonly preset: string;
+      readonly seed: number;
+      readonly size: Code2WavSize;
+    }
+  | {
+      readonly source: 'generated';
+      readonly kind: 'audio_encoder';
+      readonly preset: string;
+      readonly seed: number;
+      readonly size: AudioEncoderSize;
+    }
+  | {
+      readonly source: 'generated';
+      readonly kind: 'vision_encoder';
+      readonly preset: string;
+      readonly seed: number;
+      readonly size: VisionEncoderSize;
+    };
+
+export interface FileModelSpec {
+  readonly source: 'file';
+  /** Absolute path of the ONNX file (resolved against the YAML file's folder). */
+  readonly path: string;
+  /** Folder with tokenizer.json (+ tokenizer_config.json), absolute; Thinker only. */
+  readonly tokenizer?: string;
+}
+
+export type ModelSpec = GeneratedModelSpec | FileModelSpec;
+
+export interface EngineArgs {
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
+  readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
+}
+
+export interface StageInput {
+  readonly from: string; // upstream stage_id
+  readonly connector: string; // name in connectors
+}
+
+export type MediaModality = 'audio' | 'image';
+
+/** What a Thinker does when an encoder cannot deliver an item: fail the request, or answer without that item. */
+export type EncoderFailurePolicy = 'fail' | 'text_only';
+
+/** How images are cut into patches for a vision encoder; main and the encoder stage must agree on it. */
+export interface ImageGridSettings {
+  readonly patchSize: number;
+  readonly mergeSize: number;
+  readonly minPixels: number;
+  readonly maxPixels: number;
+}
+
+/** Settings of an encoder stage (kind encoder); absent on every other kind. */
+export interface EncoderSettings {
+  readonly modality: MediaModality;
+  /** Byte budget of the encoder output cache (per replica). */
+  readonly cacheBytes: number;
+  /** Embeddings that may start encoding in one step (the encoder compute budget). */
+  readonly budgetEmbeddings: number;
+  /** Items of one encoder run at most. */
+  readonly maxBatchSize: number;
+  /** How long a partial batch waits for more items before it runs anyway. */
+  readonly batchTimeoutMs: number;
+  readonly onFailure: EncoderFailurePolicy;
+  /** Audio items longer than this are refused at admission. */
+  readonly maxAudioSeconds: number;
+  /** From admission: an item whose rows have not reached the Thinker by then has failed (on_failure applies). */
+  readonly timeoutMs: number;
+  /** Vision only. */
+  readonly imageGrid: ImageGridSettings | null;
+}
+
+export interface StageSpec {
+  readonly stageId: string;
+  readonly kind: StageKind;
+  readonly workerType: WorkerType;
+  readonly model: ModelSpec;
+  readonly engine: EngineArgs;
+  readonly inputs: readonly StageInput[];
+  readonly finalOutput: boolean;
+  readonly finalOutputType: FinalOutputType | null;
+  readonly defaultSamplingParams: SamplingParams;
+  readonly replicas: number;
+  /** Encoder stages only (kind encoder). */
+  readonly encoder?: EncoderSettings;
+}
+
+export interface ChunkPolicy {
+  /** null = choose from Code2Wav load (dynamic initial chunk). */
+  readonly initialCodecChunkFrames: number | null;
+  readonly codecChunkFrames: number; // 25
+  readonly codecLeftContextFrames: number; // 25
+  readonly dynamicInitialChunk: boolean;
+  /** Deadline of any wait for the next chunk of a request, ms. */
+  readonly chunkTimeoutMs: number;
+}
+
+export interface StageGraph {
+  /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
+  readonly file: string;
+  readonly asyncChunk: boolean;
+  /**
+   * A stage instance with requests in flight that has sent nothing (no stats heartbeat) for this long while its
+   * process used no CPU is hung: its requests fail with CHORUS_ERR_STAGE_HUNG and it is killed and restarted.
+   */
+  readonly stageHangMs: number;
+  /** Where generated models are cached (absolute). */
+  readonly modelsDir: string;
+  readonly connectors: Readonly<Record<string, ConnectorSpec>>;
+  readonly chunkPolicy: ChunkPolicy;
+  /**
+   * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the
+   * Thinker they feed; without encoders the entry stage is first.
+   */
+  readonly stages: readonly StageSpec[];
+  /** The Thinker: where requests enter (their prompt goes to it; encoders only get the media). */
+  readonly entryStageId: string;
+  /** Non-fatal findings of the loader (e.g. more threads than cores), `file:line path: message` each. */
+  readonly warnings?: readonly string[];
+}

@@ -1,0 +1,21 @@
+/**
+ * CPU time a process has used, from /proc/<pid>/stat (user + system, in clock ticks). The hang watch uses it to
+ * tell a stage that is busy in one long step (its CPU time grows) from one that is stopped or stuck waiting (it
+ * does not): both are silent, only one is hung.
+ */
+import { readFileSync } from 'node:fs';
+
+/** utime + stime of the process in clock ticks, or null when it cannot be read (gone, or not Linux). */
+export function cpuTicksOf(pid: number): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // The command name (field 2) may hold spaces and parentheses: count fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]); // field 14 of the whole line
+  const stime = Number(fields[12]); // field 15
+  return Number.isFinite(utime) && Number.isFinite(stime) ? utime + stime : null;
+}

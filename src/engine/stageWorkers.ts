@@ -1,0 +1,26 @@
+/**
+ * How the Orchestrator starts and drives stage instances: through this interface, so tests hand it in-process
+ * stand-ins and a second implementation (a stage on another machine) can plug in.
+ */
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../common/log.ts';
+import type { MainToStage, StageBootArgs, StageReadySettings } from '../worker/messages.ts';
+import type { StageWorkerEvents } from '../worker/StageWorker.ts';
+
+/** What the Orchestrator uses of a stage supervisor (StageWorker), so tests can hand it stand-ins. */
+export interface StageWorkerHandle {
+  readonly pid: number | null;
+  /** Its READY report (settings and model facts). */
+  readonly settings: StageReadySettings | null;
+  send(msg: MainToStage): void;
+  /** Drain up to drainMs, then exit; resolves when it has. */
+  shutdown(drainMs: number): Promise<void>;
+  kill(signal?: NodeJS.Signals): void;
+  on<E extends keyof StageWorkerEvents>(event: E, listener: (...args: StageWorkerEvents[E]) => void): unknown;
+}
+
+/** Starts one stage instance and resolves once it is READY (rejects with CHORUS_ERR_STAGE_BOOT). */
+export type StartStageWorker = (args: StageBootArgs, log: Logger) => Promise<StageWorkerHandle>;
+
+/** The module every stage process runs: the stage process body with the kind registry. */
+export const STAGE_ENTRY = fileURLToPath(new URL('../kinds/stageEntry.ts', import.meta.url));

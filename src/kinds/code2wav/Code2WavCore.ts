@@ -1,0 +1,125 @@
+/**
+ * The Code2Wav stage: one-shot decode per chunk. Every request with a ready chunk joins the next batch (up to
+ * max_num_seqs); each chunk's audio (minus its left-context samples) goes to main in order, the last one final.
+ */
+import { GenerationScheduler } from '../../sched/GenerationScheduler.ts';
+import type { Code2WavItem, Code2WavRunner } from '../../../stages/types.ts';
+import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
+import type { FinishReason } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import type { AudioBody } from '../../common/payloads.ts';
+import type { AddRequest } from '../../worker/messages.ts';
+import { StageCore, type CoreRequest, type StageContext } from '../../worker/StageCore.ts';
+
+interface PendingChunk {
+  readonly codes: Int32Array;
+  readonly numFrames: number;
+  readonly contextFrames: number;
+  readonly final: FinishReason | null;
+}
+
+interface Code2WavRequest extends CoreRequest {
+  readonly chunks: PendingChunk[];
+}
+
+export class Code2WavCore extends StageCore<Code2WavRequest> {
+  private readonly scheduler: GenerationScheduler;
+
+  constructor(
+    ctx: StageContext,
+    private readonly runner: Code2WavRunner,
+  ) {
+    super(ctx);
+    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs);
+  }
+
+  protected admit(msg: AddRequest): Code2WavRequest {
+    return { requestId: msg.requestId, sampling: msg.sampling, downstream: msg.downstream, numOutputs: 0, chunks: [] };
+  }
+
+  protected onChunk(req: Code2WavRequest, chunk: ReceivedChunk): void {
+    const final = chunk.meta.final ? (chunk.meta.finishReason ?? 'stop') : null;
+    const body = chunk.body;
+    if (body === null) {
+      if (!final) return this.fail(req, unexpected(`a non-final chunk of ${req.requestId} carries no codes`));
+      req.chunks.push({ codes: new Int32Array(0), numFrames: 0, contextFrames: 0, final });
+    } else {
+      if (body.kind !== 'codecFrames')
+        return this.fail(req, unexpected(`code2wav takes codec frames, got ${body.kind}`));
+      if (body.numCodebooks !== this.runner.numCodebooks) {
+        return this.fail(
+          req,
+          unexpected(`codes with ${body.numCodebooks} codebooks, code2wav expects ${this.runner.numCodebooks}`),
+        );
+      }
+      // Copy: the frame buffer belongs to the receive path; the chunk waits for a batch.
+      req.chunks.push({
+        codes: Int32Array.from(body.codes),
+        numFrames: body.numFrames,
+        contextFrames: body.contextFrames,
+        final,
+      });
+    }
+    this.scheduler.chunkArrived(req.requestId);
+  }
+
+  pause(requestId: string): void {
+    this.scheduler.pause(requestId);
+  }
+
+  resume(requestId: string): void {
+    this.scheduler.resume(requestId);
+  }
+
+  protected queueDepth(): number {
+    return this.scheduler.queueDepth;
+  }
+
+  protected freeState(req: Code2WavRequest): void {
+    this.scheduler.remove(req.requestId);
+  }
+
+  step(): boolean {
+    const items = this.scheduler.schedule();
+    if (items.length === 0) return false;
+    const started = performance.now();
+    const work: { req: Code2WavRequest; chunk: PendingChunk }[] = items.map(({ requestId }) => {
+      const req = this.requests.get(requestId)!;
+      return { req, chunk: req.chunks.shift()! };
+    });
+    this.scheduler.update(items);
+    const decodable = work.filter((w) => w.chunk.numFrames > w.chunk.contextFrames);
+    let audio: Float32Array[] = [];
+    try {
+      audio = this.runner.decode(
+        decodable.map((w): Code2WavItem => ({
+          seqId: w.req.requestId,
+          codes: w.chunk.codes,
+          numFrames: w.chunk.numFrames,
+          contextFrames: w.chunk.contextFrames,
+        })),
+      );
+    } catch (err) {
+      for (const w of work)
+        this.fail(
+          w.req,
+          new ChorusError(ErrorCodes.STAGE_FAILED, `code2wav decode failed: ${String(err)}`, { cause: err }),
+        );
+      return true;
+    }
+    for (const w of work) {
+      const i = decodable.indexOf(w);
+      const pcm = i >= 0 ? audio[i] : new Float32Array(0);
+      const body: AudioBody = { kind: 'audio', pcm, sampleRateHz: this.runner.sampleRateHz };
+      w.req.numOutputs += w.chunk.numFrames - w.chunk.contextFrames;
+      if (w.chunk.final) this.finish(w.req, w.chunk.final, () => (pcm.length > 0 ? body : undefined));
+      else if (pcm.length > 0) this.send(w.req, w.req.downstream, body);
+    }
+    this.recordStep(work.length, started);
+    return true;
+  }
+}
+
+function unexpected(message: string): ChorusError {
+  return new ChorusError(ErrorCodes.FRAME_INVALID, message);
+}

@@ -1,0 +1,83 @@
+/** Code2Wav: the vocoder, codec frames -> PCM, one forward per chunk. Audio to the client. */
+import { Type } from '@sinclair/typebox';
+import type { Code2WavSize } from '../../common/graph.ts';
+import type { ModelFacts } from '../../common/modelFacts.ts';
+import type { Code2WavRunner } from '../../../stages/types.ts';
+import type { ProblemSink } from '../../common/problems.ts';
+import { closed, generatedCommon, int, optional, camelSizes } from '../../common/yamlSchema.ts';
+import { presets } from '../../../stages/generator/presets.ts';
+import { presetOf } from '../presetFamily.ts';
+import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+
+const modelYaml = Type.Object(
+  {
+    ...generatedCommon,
+    num_codebooks: optional(int(1)),
+    codebook_size: optional(int(1)),
+    hidden_size: optional(int(1)),
+    num_layers: optional(int(1)),
+    kernel_size: optional(int(1)),
+    samples_per_frame: optional(int(1)),
+    sample_rate_hz: optional(int(1)),
+  },
+  closed,
+);
+
+export const code2wav: StageKindDescriptor = {
+  kind: 'code2wav',
+  workerType: 'generation',
+  defaultMaxTokens: 1, // does not sample; the field only keeps SamplingParams uniform
+  feeds: [],
+  finalOutput: 'audio',
+  entry: false,
+  requestSampling: 'sampling',
+  readsRequest: false,
+  sizedFrom: 'inputs',
+  modelSchema: () => modelYaml,
+
+  resolveGeneratedModel(ctx, problems) {
+    const family = presetOf(ctx, presets, 'model preset', problems);
+    if (!family) return null;
+    const before = problems.count;
+    const size: Code2WavSize = { ...family.code2wav, ...camelSizes(ctx.raw) };
+    checkCodebooksMatchTalker(ctx, size, problems);
+    if (problems.count > before) return null;
+    return { source: 'generated', kind: 'code2wav', preset: ctx.preset, seed: ctx.seed, size };
+  },
+
+  ...runnerStage({
+    load: async (spec, graph) =>
+      (await import('../../../stages/runners.ts')).createCode2WavRunner(spec, graph.modelsDir),
+    core: async (ctx, runner: Code2WavRunner) => new (await import('./Code2WavCore.ts')).Code2WavCore(ctx, runner),
+    facts: factsOf,
+  }),
+};
+
+function factsOf(runner: Code2WavRunner): ModelFacts {
+  return {
+    kind: 'code2wav',
+    numCodebooks: runner.numCodebooks,
+    sampleRateHz: runner.sampleRateHz,
+    samplesPerFrame: runner.samplesPerFrame,
+    receptiveFieldFrames: runner.receptiveFieldFrames,
+  };
+}
+
+/** The vocoder must decode every code the talker emits. */
+function checkCodebooksMatchTalker(ctx: GeneratedModelContext, size: Code2WavSize, problems: ProblemSink): void {
+  // A file-model talker's sizes are unknown here; the stage checks them against the ONNX at load.
+  const talker = ctx.inputs.find((u) => u.kind === 'talker');
+  if (talker?.model?.source !== 'generated' || talker.model.kind !== 'talker') return;
+  const theirs = talker.model.size;
+  for (const [key, mine, other] of [
+    ['codebook_size', size.codebookSize, theirs.codebookSize],
+    ['num_codebooks', size.numCodebooks, theirs.numCodebooks],
+  ] as const) {
+    if (mine === other) continue;
+    problems.add(
+      key in ctx.raw ? [...ctx.at, key] : ctx.at,
+      `${key} ${mine} does not match talker "${talker.stageId}" (stages[${talker.index}].model.${key} = ${other}); ` +
+        'the vocoder must decode every code the talker emits — set both to the same value',
+    );
+  }
+}

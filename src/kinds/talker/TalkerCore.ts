@@ -1,0 +1,191 @@
+/**
+ * The Talker stage: autoregressive codec frames conditioned on Thinker rows, one frame (16 codes) per step.
+ * Positions: 0..P-1 are the prompt rows, P is the first token's row (prefill ends there and samples frame 0);
+ * position P+k (k >= 1) feeds the row of text token floor(k / framesPerToken) and samples frame k. A frame whose
+ * row has not arrived yet leaves the request WAITING_FOR_CHUNK. When the Thinker has finished, the Talker stops
+ * after framesPerToken frames per text token (or at end-of-speech, or max_tokens frames).
+ */
+import type { ScheduledItem } from '../../sched/ArScheduler.ts';
+import { initialChunkFrames } from '../../sched/chunkPolicy.ts';
+import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../../stages/types.ts';
+import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
+import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
+import type { FinishReason } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import type { CodecFramesBody } from '../../common/payloads.ts';
+import type { AddRequest } from '../../worker/messages.ts';
+import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
+import { ArStageCore } from '../../worker/ArStageCore.ts';
+
+interface TalkerRequest extends CoreRequest {
+  readonly liveAtAdmission: number;
+  rows: Float32Array; // arrived conditioning rows, row-major; grows by doubling (no re-concatenation per arrival)
+  numRows: number;
+  promptRows: number | null; // known from the first chunk
+  thinkerDone: FinishReason | null;
+  framesSampled: number;
+  toCode2Wav: Talker2Code2Wav | null;
+}
+
+export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, TalkerStepOutput> {
+  private readonly dim: number;
+
+  constructor(
+    ctx: StageContext,
+    private readonly runner: TalkerRunner,
+  ) {
+    super(ctx, runner);
+    this.dim = runner.conditionDim;
+  }
+
+  protected admit(msg: AddRequest): TalkerRequest {
+    this.scheduler.add(msg.requestId, 0); // admitted lazily: nothing to compute before the first chunk
+    return {
+      requestId: msg.requestId,
+      sampling: { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, this.maxFrames()) },
+      downstream: msg.downstream,
+      initialCodecChunkFrames: msg.initialCodecChunkFrames,
+      liveAtAdmission: msg.liveRequests ?? 0,
+      numOutputs: 0,
+      rows: new Float32Array(0),
+      numRows: 0,
+      promptRows: null,
+      thinkerDone: null,
+      framesSampled: 0,
+      toCode2Wav: null,
+    };
+  }
+
+  protected onChunk(req: TalkerRequest, chunk: ReceivedChunk): void {
+    const body = chunk.body;
+    if (body !== null && body.kind !== 'talkerRows')
+      return this.fail(
+        req,
+        new ChorusError(ErrorCodes.FRAME_INVALID, `the talker takes thinker rows, got ${body.kind}`),
+      );
+    if (req.promptRows === null) {
+      const p = body?.promptRows;
+      if (p === undefined)
+        return this.fail(
+          req,
+          new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `first chunk of ${req.requestId} lacks promptRows`),
+        );
+      req.promptRows = p;
+      if (p + 1 >= this.maxFrames())
+        return this.fail(
+          req,
+          new ChorusError(
+            ErrorCodes.REQUEST_TOO_LARGE,
+            `prompt of ${p} rows does not fit the talker's positions: shorten it`,
+          ),
+        );
+      req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
+      const load = Math.max(this.scheduler.numRunning + 1, req.liveAtAdmission);
+      const ic = initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
+      req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
+    }
+    if (body) {
+      if (body.conditionDim !== this.dim)
+        return this.fail(
+          req,
+          new ChorusError(ErrorCodes.FRAME_INVALID, `rows of width ${body.conditionDim}, talker expects ${this.dim}`),
+        );
+      // Copy: the frame buffer belongs to the receive path; rows live as long as the request.
+      const used = req.numRows * this.dim;
+      const needed = used + body.rows.length;
+      if (needed > req.rows.length) {
+        const grown = new Float32Array(Math.max(needed, 2 * req.rows.length));
+        grown.set(req.rows.subarray(0, used));
+        req.rows = grown;
+      }
+      req.rows.set(body.rows, used);
+      req.numRows += body.numRows;
+    }
+    if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
+    this.refresh(req);
+  }
+
+  /** Frames that fit the model's positions (prompt rows take positions too; checked again per request). */
+  private maxFrames(): number {
+    const m = this.ctx.spec.model;
+    return m.source === 'generated' && m.kind === 'talker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
+  }
+
+  /** Text tokens known so far (rows after the prompt). */
+  private textRows(req: TalkerRequest): number {
+    return req.promptRows === null ? 0 : req.numRows - req.promptRows;
+  }
+
+  /** Updates how many positions are computable, and finishes the request when no frame is left to make. */
+  private refresh(req: TalkerRequest): void {
+    const p = req.promptRows;
+    if (p === null) return;
+    const target = this.targetFrames(req);
+    if (req.thinkerDone && req.framesSampled >= Math.min(target, req.sampling.maxTokens))
+      return this.finishTalker(req, this.endReason(req));
+    // Without the row of the next frame, the known positions are still computed ahead, as context only: the
+    // prompt rows prefill while the Thinker writes its first token.
+    const canMakeNext = req.framesSampled < target;
+    this.scheduler.setAvailable(req.requestId, p + req.framesSampled + (canMakeNext ? 1 : 0), canMakeNext);
+  }
+
+  /** Frames the rows known now ask for. */
+  private targetFrames(req: TalkerRequest): number {
+    return this.textRows(req) * this.runner.framesPerToken;
+  }
+
+  /** Why a request that makes no more frames ends: 'stop' when all of the finished text was voiced. */
+  private endReason(req: TalkerRequest): FinishReason {
+    return req.thinkerDone && this.targetFrames(req) <= req.sampling.maxTokens ? 'stop' : 'length';
+  }
+
+  protected batchItem(req: TalkerRequest, item: ScheduledItem): TalkerBatchItem {
+    return {
+      seqId: req.requestId,
+      rows: this.rowsFor(req, item),
+      numRows: item.numTokens,
+      sampling: req.sampling,
+      sample: item.sample,
+    };
+  }
+
+  protected afterStep(req: TalkerRequest, item: ScheduledItem, out: TalkerStepOutput): void {
+    if (!item.sample) return; // a prefill chunk: nothing sampled yet
+    if (out.eos && !req.sampling.ignoreEos) return this.finishTalker(req, 'stop');
+    req.framesSampled++;
+    req.numOutputs++;
+    req.toCode2Wav!.push(out.codes);
+    const chunk = req.toCode2Wav!.take(false);
+    if (chunk) this.send(req, req.downstream, codesChunk(chunk));
+    if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, this.endReason(req));
+    this.refresh(req);
+  }
+
+  private finishTalker(req: TalkerRequest, reason: FinishReason): void {
+    const last = req.toCode2Wav?.take(true) ?? null;
+    this.finish(req, reason, () => (last ? codesChunk(last) : undefined));
+  }
+
+  /** Conditioning rows for the positions of this step (see the position layout above). */
+  private rowsFor(req: TalkerRequest, item: ScheduledItem): Float32Array {
+    const all = req.rows;
+    const p = req.promptRows!;
+    const out = new Float32Array(item.numTokens * this.dim);
+    for (let i = 0; i < item.numTokens; i++) {
+      const pos = item.startPosition + i;
+      const row = pos <= p ? pos : p + Math.floor((pos - p) / this.runner.framesPerToken);
+      out.set(all.subarray(row * this.dim, (row + 1) * this.dim), i * this.dim);
+    }
+    return out;
+  }
+}
+
+function codesChunk(c: { codes: Int32Array; numFrames: number; contextFrames: number }): CodecFramesBody {
+  return {
+    kind: 'codecFrames',
+    codes: c.codes,
+    numCodebooks: c.codes.length / Math.max(1, c.numFrames),
+    numFrames: c.numFrames,
+    contextFrames: c.contextFrames,
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * The Thinker stage: continuous batching over a ThinkerRunner. Emits text token ids to main every step (text
+ * streams to clients whatever async_chunk says) and conditioning rows to the Talker through Thinker2Talker.
+ *
+ * Media: a request with media comes with its prompt already expanded (one placeholder id per embedding) and a
+ * position map; each item's rows arrive as a chunk from its encoder stage. Until then the request may prefill up
+ * to the item's span and waits there (ThinkerMedia.readyLimit); steps that cover spans get inputs_embeds with the
+ * rows spliced in. An item an encoder cannot deliver fails the request, or with on_encoder_failure text_only is cut
+ * out of the prompt and named in the final chunk's `warnings`.
+ */
+import type { ScheduledItem } from '../../sched/ArScheduler.ts';
+import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../../stages/types.ts';
+import { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
+import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
+import type { FinishReason } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
+import type { AddRequest } from '../../worker/messages.ts';
+import type { TalkerRowsBody } from '../../common/payloads.ts';
+import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
+import { ArStageCore } from '../../worker/ArStageCore.ts';
+import { ThinkerMedia } from './ThinkerMedia.ts';
+
+interface ThinkerRequest extends CoreRequest {
+  /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
+  readonly promptTokenIds: number[];
+  readonly generated: number[];
+  readonly toTalker: Thinker2Talker | null;
+  readonly media: ThinkerMedia | null;
+}
+
+export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, ThinkerStepOutput> {
+  constructor(
+    ctx: StageContext,
+    private readonly runner: ThinkerRunner,
+  ) {
+    super(ctx, runner);
+  }
+
+  protected admit(msg: AddRequest): ThinkerRequest {
+    const prompt = msg.promptTokenIds ?? [];
+    if (prompt.length === 0)
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
+    const needsTalker = msg.downstream.some((t) => t.stageId !== 'main');
+    const supports = this.runner.supports;
+    if (needsTalker && supports && (!supports.hiddenStates || !supports.embeddings)) {
+      throw new ChorusError(
+        ErrorCodes.MODEL_SIGNATURE,
+        `the thinker model of stage ${this.ctx.spec.stageId} exports no hidden states, which audio output needs: ` +
+          `request text only, or export the model with hidden states`,
+      );
+    }
+    const maxPositions = this.maxPositions();
+    if (prompt.length >= maxPositions) {
+      throw new ChorusError(
+        ErrorCodes.REQUEST_TOO_LARGE,
+        `prompt of ${prompt.length} tokens does not fit the thinker's ${maxPositions} positions: shorten it`,
+      );
+    }
+    if (msg.media && supports && !supports.inputsEmbeds) {
+      throw new ChorusError(
+        ErrorCodes.MODEL_SIGNATURE,
+        `the thinker model of stage ${this.ctx.spec.stageId} takes input_ids only, so it cannot take media: export ` +
+          `it with inputs_embeds, or send text`,
+      );
+    }
+    const promptTokenIds = [...prompt];
+    const media = msg.media ? new ThinkerMedia(msg.media, promptTokenIds, this.runner.hiddenSize) : null;
+    // With media, only the text before the first item can prefill until its rows arrive.
+    this.scheduler.add(msg.requestId, media ? media.readyLimit(0) : prompt.length);
+    // The answer may not run past the model's positions: cap max_tokens instead of failing mid-answer.
+    const sampling = { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, maxPositions - prompt.length) };
+    return {
+      requestId: msg.requestId,
+      sampling,
+      downstream: msg.downstream,
+      numOutputs: 0,
+      promptTokenIds,
+      generated: [],
+      toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
+      media,
+    };
+  }
+
+  private maxPositions(): number {
+    const m = this.ctx.spec.model;
+    return m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
+  }
+
+  /** The prompt comes with `add`; chunks are media rows from the encoders (one item each, or its error). */
+  protected onChunk(req: ThinkerRequest, chunk: ReceivedChunk): void {
+    const body = chunk.body;
+    if (!req.media || body?.kind !== 'encoderRows') {
+      return this.fail(
+        req,
+        new ChorusError(
+          ErrorCodes.FRAME_INVALID,
+          `unexpected chunk from ${chunk.meta.from} for ${req.requestId}: the thinker takes only media rows`,
+        ),
+      );
+    }
+    if (body.error) return this.mediaItemFailed(req, body.item, body.error);
+    const problem = req.media.setRows(body.item, chunk.meta.from, body);
+    if (problem) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, problem));
+    this.refreshAvailable(req);
+  }
+
+  /** An encoder's stream broke (deadline, bad frame) or it failed the request: that costs its items only. */
+  protected override onUpstreamFailure(
+    req: ThinkerRequest,
+    reason: FinishReason,
+    error: SerializedError,
+    fromStageId: string | undefined,
+  ): void {
+    const items = fromStageId !== undefined && reason === 'error' ? (req.media?.waitingFrom(fromStageId) ?? []) : [];
+    if (items.length === 0) return super.onUpstreamFailure(req, reason, error, fromStageId);
+    for (const item of items) if (this.requests.has(req.requestId)) this.mediaItemFailed(req, item, error);
+  }
+
+  /** Main: an encoder instance died (or refused the request) and its items will not come. */
+  override onMediaFailed(requestId: string, fromInstance: string, error: SerializedError): void {
+    const req = this.requests.get(requestId);
+    if (!req?.media) return;
+    this.ctx.adapter.stopReceiving(requestId, fromInstance);
+    for (const item of req.media.waitingFrom(fromInstance))
+      if (this.requests.has(requestId)) this.mediaItemFailed(req, item, error);
+  }
+
+  private mediaItemFailed(req: ThinkerRequest, item: number, error: SerializedError): void {
+    const media = req.media!;
+    if (!media.isWaiting(item)) return; // rows already in (or dropped): a late failure changes nothing
+    const it = media.items[item];
+    const message = error.message.startsWith(it.what) ? error.message : `${it.what}: ${error.message}`;
+    if (it.onFailure === 'fail') return this.failWith(req, 'error', { code: error.code, message });
+    const promptLength = media.drop(item, `${error.code}: ${error.message}`);
+    req.toTalker?.shrinkPrompt(promptLength);
+    this.ctx.log.warn(
+      { requestId: req.requestId, item: it.what, code: error.code },
+      'media item dropped (on_encoder_failure: text_only)',
+    );
+    this.refreshAvailable(req);
+  }
+
+  /** numAvailableTokens: the prompt up to the first item still encoding, all of it (+ answer) once none is. */
+  private refreshAvailable(req: ThinkerRequest): void {
+    const media = req.media!;
+    const limit = media.complete
+      ? req.promptTokenIds.length + req.generated.length
+      : media.readyLimit(this.scheduler.numComputed(req.requestId));
+    this.scheduler.setAvailable(req.requestId, limit);
+  }
+
+  protected override warningsOf(req: ThinkerRequest): readonly string[] {
+    return req.media?.warnings ?? [];
+  }
+
+  protected batchItem(req: ThinkerRequest, item: ScheduledItem): ThinkerBatchItem {
+    const all = req.promptTokenIds.length;
+    const start = item.startPosition;
+    const end = start + item.numTokens;
+    const tokenIds: number[] = [];
+    for (let p = start; p < end; p++) tokenIds.push(p < all ? req.promptTokenIds[p] : req.generated[p - all]);
+    // A step that stops at a media boundary reaches the end of what is available, not of the prompt: no sample.
+    const sample = item.sample && end >= all;
+    const base = {
+      seqId: req.requestId,
+      numTokens: item.numTokens,
+      sample,
+      sampling: req.sampling,
+      generated: req.generated,
+    };
+    if (req.media?.overlaps(start, Math.min(end, all))) {
+      return { ...base, tokenIds, inputsEmbeds: req.media.embeds(start, end, this.runner.embed(tokenIds)) };
+    }
+    return { ...base, tokenIds };
+  }
+
+  protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
+    const token = item.sample && item.startPosition + item.numTokens >= req.promptTokenIds.length ? out.tokenId : null;
+    const stop = token !== null ? this.stopReason(req, token) : null;
+    const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
+    if (emitsToken) {
+      req.generated.push(token);
+      req.numOutputs++;
+      this.scheduler.setAvailable(req.requestId, req.promptTokenIds.length + req.generated.length);
+    }
+    req.toTalker?.onStep(
+      item.startPosition,
+      item.numTokens,
+      out.embeds,
+      out.hidden,
+      emitsToken ? this.runner.embed([token]) : null,
+    );
+    const main = req.downstream.filter((t) => t.stageId === 'main');
+    const talker = req.downstream.filter((t) => t.stageId !== 'main');
+    if (stop) {
+      const warnings = req.media?.warnings.length
+        ? { warnings: req.media.warnings, droppedItems: req.media.dropped }
+        : {};
+      this.finish(req, stop, (t) => {
+        if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings };
+        return rowsChunk(req.toTalker!.take(true));
+      });
+      return;
+    }
+    if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token] });
+    const rows = req.toTalker?.take(false);
+    const body = rowsChunk(rows);
+    if (body) this.send(req, talker, body);
+  }
+
+  private isStopToken(req: ThinkerRequest, token: number): boolean {
+    return (!req.sampling.ignoreEos && token === this.runner.eosTokenId) || req.sampling.stopTokenIds.includes(token);
+  }
+
+  private stopReason(req: ThinkerRequest, token: number): FinishReason | null {
+    if (this.isStopToken(req, token)) return 'stop';
+    if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
+    return null;
+  }
+}
+
+function rowsChunk(rows: ReturnType<Thinker2Talker['take']> | undefined): TalkerRowsBody | undefined {
+  if (!rows || rows.numRows === 0) return undefined;
+  return {
+    kind: 'talkerRows',
+    rows: rows.rows,
+    numRows: rows.numRows,
+    conditionDim: rows.rows.length / rows.numRows,
+    ...(rows.promptRows !== undefined ? { promptRows: rows.promptRows } : {}),
+  };
+}

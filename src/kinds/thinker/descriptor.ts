@@ -1,0 +1,68 @@
+/** The Thinker: the LLM requests enter; text to the client, conditioning rows to the Talker. */
+import { Type } from '@sinclair/typebox';
+import type { ThinkerSize } from '../../common/graph.ts';
+import type { ModelFacts } from '../../common/modelFacts.ts';
+import type { ThinkerRunner } from '../../../stages/types.ts';
+import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../common/yamlSchema.ts';
+import { presets } from '../../../stages/generator/presets.ts';
+import { MIN_BYTE_VOCAB_SIZE } from '../../../stages/tokenizer/ByteTokenizer.ts';
+import { checkHeads, presetOf } from '../presetFamily.ts';
+import { runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+
+const modelYaml = Type.Object(
+  { ...generatedCommon, ...transformer, vocab_size: optional(int(1)), accept_layer: optional(int(0)) },
+  closed,
+);
+
+export const thinker: StageKindDescriptor = {
+  kind: 'thinker',
+  workerType: 'ar',
+  defaultMaxTokens: 256,
+  feeds: ['talker'],
+  finalOutput: 'text',
+  entry: true,
+  requestSampling: 'sampling',
+  readsRequest: false,
+  sizedFrom: 'inputs',
+  modelSchema: () => modelYaml,
+
+  resolveGeneratedModel(ctx, problems) {
+    const family = presetOf(ctx, presets, 'model preset', problems);
+    if (!family) return null;
+    const before = problems.count;
+    const size: ThinkerSize = { ...family.thinker, ...camelSizes(ctx.raw) };
+    checkHeads(size, ctx, problems);
+    if (size.acceptLayer >= size.numLayers)
+      problems.add([...ctx.at, 'accept_layer'], `must be < num_layers (${size.numLayers}), got ${size.acceptLayer}`);
+    if (size.vocabSize < MIN_BYTE_VOCAB_SIZE) {
+      problems.add(
+        [...ctx.at, 'vocab_size'],
+        `must be >= ${MIN_BYTE_VOCAB_SIZE} for the built-in byte tokenizer (256 bytes + 16 specials + words), ` +
+          `got ${size.vocabSize}`,
+      );
+    }
+    if (problems.count > before) return null;
+    return { source: 'generated', kind: 'thinker', preset: ctx.preset, seed: ctx.seed, size };
+  },
+
+  ...runnerStage({
+    load: async (spec, graph) =>
+      (await import('../../../stages/runners.ts')).createThinkerRunner(spec, graph.modelsDir),
+    core: async (ctx, runner: ThinkerRunner) => new (await import('./ThinkerCore.ts')).ThinkerCore(ctx, runner),
+    facts: factsOf,
+  }),
+};
+
+function factsOf(runner: ThinkerRunner): ModelFacts {
+  const lacks = Object.entries(runner.supports ?? {})
+    .filter(([, ok]) => !ok)
+    .map(([what]) => what);
+  return {
+    kind: 'thinker',
+    vocabSize: runner.vocabSize,
+    hiddenSize: runner.hiddenSize,
+    eosTokenId: runner.eosTokenId,
+    kvBytesPerToken: runner.kvBytesPerToken,
+    ...(lacks.length > 0 ? { lacks } : {}),
+  };
+}

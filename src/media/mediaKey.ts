@@ -1,0 +1,38 @@
+/**
+ * The encoder cache key: sha256 over the decoded media (not the request's bytes, so the same sound as WAV
+ * or pcm16, or the same picture re-encoded, still hits) plus the encoder's identity (a different model
+ * must never serve another model's rows). The shape goes in too: the same samples as a different grid
+ * are a different input.
+ *
+ * Audio hashes its 16 kHz samples, which come before the mel features, so a hit skips those as well.
+ * Images hash the normalised patches the encoder reads, so a change of grid settings changes the key.
+ */
+import { createHash } from 'node:crypto';
+import type { ImagePatches } from './types.ts';
+
+/** Bump when the front ends (mel features, image resize/normalise) change what a given input becomes. */
+const PREPROCESS_VERSION = 1;
+
+function bytesOf(a: Float32Array | Int32Array): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+function header(modality: string, encoderId: string, dims: readonly number[]): string {
+  // JSON keeps the fields apart: no concatenation of two fields can equal another pair's.
+  return JSON.stringify({ modality, encoderId, dims, preprocess: PREPROCESS_VERSION });
+}
+
+export function audioCacheKey(samples16k: Float32Array, encoderId: string): string {
+  return createHash('sha256')
+    .update(header('audio', encoderId, [samples16k.length]))
+    .update(bytesOf(samples16k))
+    .digest('hex');
+}
+
+export function imageCacheKey(image: ImagePatches, encoderId: string): string {
+  const dims = [image.gridHeight, image.gridWidth, image.patchSize, image.mergeSize];
+  return createHash('sha256')
+    .update(header('image', encoderId, dims))
+    .update(bytesOf(image.patches))
+    .digest('hex');
+}

@@ -1,0 +1,36 @@
+/**
+ * What flows through the encoder building blocks: preprocessed media (the encoder's input, whose embedding
+ * count is already known) and the rows the encoders produce.
+ */
+
+export type Modality = 'audio' | 'image';
+
+/** Log-mel features of one audio item (src/media/audio.ts). */
+export interface AudioFeatures {
+  readonly modality: 'audio';
+  /** [numMelBins][numFrames], row-major. */
+  readonly mel: Float32Array;
+  readonly numMelBins: number;
+  readonly numFrames: number;
+  /** Rows the audio encoder will produce: audioEmbeddingCount of the 16 kHz samples. */
+  readonly numEmbeddings: number;
+}
+
+/** Normalised patches of one image (src/media/imagePatches.ts). */
+export interface ImagePatches {
+  readonly modality: 'image';
+  /** [numPatches][3 * patchSize * patchSize], each patch channel-major; patches in merge-group order. */
+  readonly patches: Float32Array;
+  /** [numPatches][2]: (row, col) of each patch in the grid. */
+  readonly positions: Int32Array;
+  readonly patchSize: number;
+  readonly mergeSize: number;
+  /** Grid size in patches (multiples of mergeSize). */
+  readonly gridHeight: number;
+  readonly gridWidth: number;
+  readonly numPatches: number;
+  /** numPatches / mergeSize^2. */
+  readonly numEmbeddings: number;
+}
+
+export type EncoderInput = AudioFeatures | ImagePatches;

@@ -1,0 +1,276 @@
+/**
+ * Every event the Realtime endpoint sends, as one discriminated union (OpenAI Realtime GA names and fields; the
+ * Chorus extensions are marked), one interface per event type. Builders and the socket writer take a ServerEvent,
+ * so a misspelt field or an event type no lane handles is a compile error, not a client surprise; and
+ * test/types/realtimeServerEvents.ts checks every event against the openai SDK's type of the same name.
+ */
+import type { GenerationFields } from '../generationParams.ts';
+
+/** The only audio format Chorus speaks, both ways: pcm16 mono at 24 kHz. */
+export interface AudioFormat {
+  readonly type: 'audio/pcm';
+  readonly rate: 24000;
+}
+
+export type SessionResource = {
+  readonly type: 'realtime';
+  readonly object: 'realtime.session';
+  readonly id: string;
+  readonly model: string;
+  readonly output_modalities: readonly ('text' | 'audio')[];
+  readonly instructions: string;
+  readonly max_output_tokens: number | 'inf';
+  readonly audio: {
+    readonly input: { readonly format: AudioFormat };
+    readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
+  };
+} & GenerationFields; // Chorus extensions in effect, echoed
+
+/** The content of an assistant item Chorus generates: its text, or the transcript of its audio. */
+export type AssistantContent =
+  | { readonly type: 'output_audio'; readonly transcript: string }
+  | { readonly type: 'output_text'; readonly text: string };
+
+/**
+ * The content of an item a client created, echoed as stored (media bytes left out). The types are the client's,
+ * so they include the beta `text`; an input_audio's transcript is null when none was given (OpenAI sends null on
+ * the wire, where its SDK types say string).
+ */
+export type EchoedContent =
+  | { readonly type: 'input_text' | 'text' | 'output_text'; readonly text: string }
+  | { readonly type: 'input_audio'; readonly transcript: string | null }
+  | { readonly type: 'input_image' };
+
+interface ItemBase {
+  readonly id: string;
+  readonly object: 'realtime.item';
+  readonly type: 'message';
+  readonly status: 'in_progress' | 'completed' | 'incomplete';
+}
+
+/** The item a response produces (response.output_item.*, and conversation.item.* when it joins the conversation). */
+export interface AssistantItemResource extends ItemBase {
+  readonly role: 'assistant';
+  readonly content: readonly AssistantContent[];
+}
+
+/** An item from conversation.item.create or input_audio_buffer.commit. */
+export interface EchoedItemResource extends ItemBase {
+  readonly role: 'system' | 'user' | 'assistant';
+  readonly content: readonly EchoedContent[];
+}
+
+export type ItemResource = AssistantItemResource | EchoedItemResource;
+
+export interface UsageResource {
+  readonly total_tokens: number;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly input_token_details: {
+    readonly text_tokens: number;
+    readonly audio_tokens: number;
+    readonly image_tokens: number;
+    readonly cached_tokens: number;
+  };
+  readonly output_token_details: { readonly text_tokens: number; readonly audio_tokens: number };
+  /** Chorus extension: seconds of audio generated. */
+  readonly audio_seconds: number;
+}
+
+export type ResponseStatusDetails =
+  | { readonly type: 'incomplete'; readonly reason: 'max_output_tokens' }
+  | { readonly type: 'cancelled'; readonly reason: 'client_cancelled' }
+  | {
+      readonly type: 'failed';
+      /** `message` is a Chorus extension: what went wrong, with the item named when it was a media item. */
+      readonly error: { readonly type: string; readonly code: string; readonly message: string };
+    };
+
+export interface ResponseResource {
+  readonly id: string;
+  readonly object: 'realtime.response';
+  readonly status: 'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';
+  readonly status_details: ResponseStatusDetails | null;
+  readonly output: readonly AssistantItemResource[];
+  readonly conversation_id: string | null;
+  readonly output_modalities: readonly ('text' | 'audio')[];
+  readonly max_output_tokens: number | 'inf';
+  readonly audio: {
+    readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
+  };
+  readonly usage: UsageResource | null;
+  readonly metadata: null;
+  /** Chorus extension, present only when there is something to say. */
+  readonly chorus_warnings?: readonly string[];
+}
+
+export type ContentPartResource =
+  { readonly type: 'audio'; readonly transcript: string } | { readonly type: 'text'; readonly text: string };
+
+/** What every server event carries. */
+interface EventBase<T extends string> {
+  readonly type: T;
+  readonly event_id: string;
+}
+
+/** Where a content event belongs: the response, its one item, and the part. */
+interface ContentRef {
+  readonly response_id: string;
+  readonly item_id: string;
+  readonly output_index: number;
+  readonly content_index: number;
+}
+
+export interface SessionCreatedEvent extends EventBase<'session.created'> {
+  readonly session: SessionResource;
+}
+
+export interface SessionUpdatedEvent extends EventBase<'session.updated'> {
+  readonly session: SessionResource;
+}
+
+export interface ConversationItemAddedEvent extends EventBase<'conversation.item.added'> {
+  readonly previous_item_id: string | null;
+  readonly item: ItemResource;
+}
+
+export interface ConversationItemDoneEvent extends EventBase<'conversation.item.done'> {
+  readonly previous_item_id: string | null;
+  readonly item: ItemResource;
+}
+
+export interface ConversationItemDeletedEvent extends EventBase<'conversation.item.deleted'> {
+  readonly item_id: string;
+}
+
+export interface InputAudioBufferCommittedEvent extends EventBase<'input_audio_buffer.committed'> {
+  readonly previous_item_id: string | null;
+  readonly item_id: string;
+}
+
+export type InputAudioBufferClearedEvent = EventBase<'input_audio_buffer.cleared'>;
+
+export interface ResponseCreatedEvent extends EventBase<'response.created'> {
+  readonly response: ResponseResource;
+}
+
+export interface ResponseOutputItemAddedEvent extends EventBase<'response.output_item.added'> {
+  readonly response_id: string;
+  readonly output_index: number;
+  readonly item: AssistantItemResource;
+}
+
+export interface ResponseContentPartAddedEvent extends EventBase<'response.content_part.added'>, ContentRef {
+  readonly part: ContentPartResource;
+}
+
+export interface ResponseOutputTextDeltaEvent extends EventBase<'response.output_text.delta'>, ContentRef {
+  readonly delta: string;
+}
+
+export interface ResponseOutputTextDoneEvent extends EventBase<'response.output_text.done'>, ContentRef {
+  readonly text: string;
+}
+
+export interface ResponseOutputAudioTranscriptDeltaEvent
+  extends EventBase<'response.output_audio_transcript.delta'>, ContentRef {
+  readonly delta: string;
+}
+
+export interface ResponseOutputAudioTranscriptDoneEvent
+  extends EventBase<'response.output_audio_transcript.done'>, ContentRef {
+  readonly transcript: string;
+}
+
+/** `delta` is base64 of pcm16 at the session's output rate. */
+export interface ResponseOutputAudioDeltaEvent extends EventBase<'response.output_audio.delta'>, ContentRef {
+  readonly delta: string;
+}
+
+export interface ResponseOutputAudioDoneEvent extends EventBase<'response.output_audio.done'>, ContentRef {}
+
+export interface ResponseContentPartDoneEvent extends EventBase<'response.content_part.done'>, ContentRef {
+  readonly part: ContentPartResource;
+}
+
+export interface ResponseOutputItemDoneEvent extends EventBase<'response.output_item.done'> {
+  readonly response_id: string;
+  readonly output_index: number;
+  readonly item: AssistantItemResource;
+}
+
+export interface ResponseDoneEvent extends EventBase<'response.done'> {
+  readonly response: ResponseResource;
+}
+
+export interface ErrorEvent extends EventBase<'error'> {
+  readonly error: {
+    readonly type: string;
+    readonly code: string;
+    readonly message: string;
+    readonly param: string | null;
+    /** The client event this answers, when it could be read. */
+    readonly event_id: string | null;
+  };
+}
+
+export type ServerEvent =
+  | SessionCreatedEvent
+  | SessionUpdatedEvent
+  | ConversationItemAddedEvent
+  | ConversationItemDoneEvent
+  | ConversationItemDeletedEvent
+  | InputAudioBufferCommittedEvent
+  | InputAudioBufferClearedEvent
+  | ResponseCreatedEvent
+  | ResponseOutputItemAddedEvent
+  | ResponseContentPartAddedEvent
+  | ResponseOutputTextDeltaEvent
+  | ResponseOutputTextDoneEvent
+  | ResponseOutputAudioTranscriptDeltaEvent
+  | ResponseOutputAudioTranscriptDoneEvent
+  | ResponseOutputAudioDeltaEvent
+  | ResponseOutputAudioDoneEvent
+  | ResponseContentPartDoneEvent
+  | ResponseOutputItemDoneEvent
+  | ResponseDoneEvent
+  | ErrorEvent;
+
+export type ServerEventType = ServerEvent['type'];
+
+/**
+ * Which lane of the socket an event takes (SocketWriter): `text` goes to the socket at once; `audio` queues behind
+ * the audio already queued, because a client must see it after that audio (an item's done after its last delta).
+ * A user item's events have no audio to wait for.
+ */
+export function laneOf(event: ServerEvent): 'text' | 'audio' {
+  switch (event.type) {
+    case 'session.created':
+    case 'session.updated':
+    case 'conversation.item.added':
+    case 'conversation.item.deleted':
+    case 'input_audio_buffer.committed':
+    case 'input_audio_buffer.cleared':
+    case 'response.created':
+    case 'response.output_item.added':
+    case 'response.content_part.added':
+    case 'response.output_text.delta':
+    case 'response.output_text.done':
+    case 'response.output_audio_transcript.delta':
+    case 'response.output_audio_transcript.done':
+    case 'error':
+      return 'text';
+    case 'conversation.item.done':
+      return event.item.role === 'assistant' ? 'audio' : 'text';
+    case 'response.output_audio.delta':
+    case 'response.output_audio.done':
+    case 'response.content_part.done':
+    case 'response.output_item.done':
+    case 'response.done':
+      return 'audio';
+    default: {
+      const unhandled: never = event;
+      throw new Error(`no lane for server event ${JSON.stringify(unhandled)}`);
+    }
+  }
+}

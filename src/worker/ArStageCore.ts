@@ -1,0 +1,86 @@
+/**
+ * What the autoregressive stages (Thinker, Talker) share: an ArScheduler over a runner that keeps a KV cache per
+ * sequence, and the step: schedule -> free preempted KV -> build the batch -> execute -> update -> per-item
+ * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
+ */
+import { ArScheduler, type ScheduledItem } from '../sched/ArScheduler.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
+
+export interface ArRunner<B, O> {
+  /** KV bytes one position costs: the scheduler's budget unit (stage kv_cache_bytes / this = positions). */
+  readonly kvBytesPerToken: number;
+  execute(items: readonly B[]): O[];
+  free(seqId: string): void;
+}
+
+export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore<R> {
+  protected readonly scheduler: ArScheduler;
+
+  constructor(
+    ctx: StageContext,
+    private readonly arRunner: ArRunner<B, O>,
+  ) {
+    super(ctx);
+    const e = ctx.spec.engine;
+    this.scheduler = new ArScheduler({
+      maxNumSeqs: e.maxNumSeqs,
+      maxNumBatchedTokens: e.maxNumBatchedTokens,
+      kvBytesPerToken: arRunner.kvBytesPerToken,
+      kvBudgetBytes: e.kvCacheBytes,
+    });
+  }
+
+  protected abstract batchItem(req: R, item: ScheduledItem): B;
+  /** Runs after the step for every item whose request is still live. */
+  protected abstract afterStep(req: R, item: ScheduledItem, out: O): void;
+
+  pause(requestId: string): void {
+    this.scheduler.pause(requestId);
+  }
+
+  resume(requestId: string): void {
+    this.scheduler.resume(requestId);
+  }
+
+  protected queueDepth(): number {
+    return this.scheduler.numWaiting;
+  }
+
+  protected freeState(req: R): void {
+    this.scheduler.remove(req.requestId);
+    this.arRunner.free(req.requestId);
+  }
+
+  step(): boolean {
+    const plan = this.scheduler.schedule();
+    for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
+    if (plan.items.length === 0) return false;
+    const started = performance.now();
+    const batch = plan.items.map((item) => this.batchItem(this.requests.get(item.requestId)!, item));
+    let outputs: O[];
+    try {
+      outputs = this.arRunner.execute(batch);
+    } catch (err) {
+      // A failed forward fails the requests in it, not the stage.
+      for (const item of plan.items) {
+        const req = this.requests.get(item.requestId);
+        if (req)
+          this.fail(
+            req,
+            new ChorusError(ErrorCodes.STAGE_FAILED, `${this.ctx.spec.kind} forward failed: ${String(err)}`, {
+              cause: err,
+            }),
+          );
+      }
+      return true;
+    }
+    this.scheduler.update(plan);
+    plan.items.forEach((item, i) => {
+      const req = this.requests.get(item.requestId);
+      if (req) this.afterStep(req, item, outputs[i]);
+    });
+    this.recordStep(plan.items.length, started);
+    return true;
+  }
+}

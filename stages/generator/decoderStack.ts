@@ -1,0 +1,158 @@
+/**
+ * The GPT-style decoder body shared by the Thinker and the Talker, with the Hugging Face Optimum cache I/O:
+ * attention_mask [B, past+S] (int64, 0 = padding), position_ids [B, S] (int64),
+ * past_key_values.N.key|value [B, H, past, Dh] -> present.N.key|value [B, H, past+S, Dh].
+ *
+ * Left padding is what makes batches of different lengths exact: a padded key gets mask 0, so its score is
+ * replaced (Where, not added) by -1e9 and its softmax weight is exactly 0; the positions come from
+ * position_ids, so a sequence sees the same positional code alone or in a batch.
+ */
+import type { GraphBuilder } from './GraphBuilder.ts';
+import { randomUniform, type Weights } from './weights.ts';
+
+export interface DecoderDims {
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+}
+
+export interface DecoderStack {
+  /** The residual stream after every layer (index l = output of layer l), before the final norm. */
+  readonly layerOutputs: string[];
+  /** The final layer-normed hidden state [B, S, D]. */
+  readonly normed: string;
+}
+
+const MASKED_SCORE = -1e9; // finite: a row with every key masked (a padded query) gives a uniform softmax, not NaN
+
+export function pastKeyName(layer: number, which: 'key' | 'value'): string {
+  return `past_key_values.${layer}.${which}`;
+}
+
+export function presentName(layer: number, which: 'key' | 'value'): string {
+  return `present.${layer}.${which}`;
+}
+
+/** Declares attention_mask, position_ids and the past inputs (call after the model's first input). */
+export function declareCacheInputs(g: GraphBuilder, dims: DecoderDims): void {
+  const headDim = dims.hiddenSize / dims.numHeads;
+  g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
+  g.input('position_ids', 'int64', ['batch_size', 'sequence_length']);
+  for (let l = 0; l < dims.numLayers; l++) {
+    for (const which of ['key', 'value'] as const) {
+      g.input(pastKeyName(l, which), 'float32', ['batch_size', dims.numHeads, 'past_sequence_length', headDim]);
+    }
+  }
+}
+
+function layerNorm(g: GraphBuilder, w: Weights, x: string, name: string, size: number): string {
+  const gamma = w.fill(`${name}.weight`, [size], 1);
+  const beta = w.fill(`${name}.bias`, [size], 0);
+  return g.op('LayerNormalization', [x, gamma, beta], { axis: -1, epsilon: { f: 1e-5 } });
+}
+
+/** Sinusoidal position code computed from position_ids: no table, so no hard length limit in the graph. */
+function positionCode(g: GraphBuilder, hiddenSize: number): string {
+  const half = hiddenSize / 2;
+  const invFreq = Array.from({ length: half }, (_, i) => Math.pow(10000, -i / half));
+  const pos = g.op('Cast', ['position_ids'], { to: 1 /* FLOAT */ });
+  const angles = g.op('Mul', [g.op('Unsqueeze', [pos, g.constI64([-1])]), g.constF32(invFreq)]);
+  return g.op('Concat', [g.op('Sin', [angles]), g.op('Cos', [angles])], { axis: -1 });
+}
+
+/** allowed[b, 0, i, j] = key j is real (mask 1) and not in the future of query i (j <= past + i). */
+function attentionAllowed(g: GraphBuilder, x: string): string {
+  const scalar1 = g.constI64([1], []);
+  const total = g.op('Gather', [g.op('Shape', ['attention_mask']), scalar1], { axis: 0 });
+  const newLen = g.op('Gather', [g.op('Shape', [x]), scalar1], { axis: 0 });
+  const past = g.op('Sub', [total, newLen]);
+  const keyIdx = g.op('Range', [g.constI64([0], []), total, scalar1]);
+  const queryIdx = g.op('Range', [past, total, scalar1]);
+  const causal = g.op('LessOrEqual', [
+    g.op('Unsqueeze', [keyIdx, g.constI64([0])]),
+    g.op('Unsqueeze', [queryIdx, g.constI64([1])]),
+  ]);
+  const real = g.op('Unsqueeze', [g.op('Cast', ['attention_mask'], { to: 9 /* BOOL */ }), g.constI64([1, 2])]);
+  return g.op('And', [causal, real]);
+}
+
+/**
+ * [d, 3d] fused q|k|v weights with the attention scale 1/sqrt(headDim) folded into the q columns (one node less per
+ * layer).
+ */
+function qkvWeight(seed: number, name: string, d: number, std: number, qScale: number): Float32Array {
+  const weight = randomUniform(seed, name, d * 3 * d, std);
+  for (let row = 0; row < d; row++) for (let col = 0; col < d; col++) weight[row * 3 * d + col] *= qScale;
+  return weight;
+}
+
+function splitHeads(g: GraphBuilder, x: string, numHeads: number, headDim: number): string {
+  return g.op('Transpose', [g.op('Reshape', [x, g.constI64([0, 0, numHeads, headDim])])], { perm: [0, 2, 1, 3] });
+}
+
+/**
+ * Builds the stack over x [B, S, D] (already embedded; the position code is added here).
+ * onLayer runs after each layer's weights exist, for build progress.
+ */
+export async function buildDecoderStack(
+  g: GraphBuilder,
+  w: Weights,
+  embedded: string,
+  dims: DecoderDims,
+  onLayer: (layer: number) => Promise<void>,
+): Promise<DecoderStack> {
+  const { hiddenSize: d, numHeads, intermediateSize, numLayers } = dims;
+  const headDim = d / numHeads;
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0 || d % 2 !== 0) {
+    throw new Error(`hiddenSize ${d} must be even and divisible by numHeads ${numHeads}`);
+  }
+  let x = g.op('Add', [embedded, positionCode(g, d)]);
+  const allowed = attentionAllowed(g, x);
+  const qScale = 1 / Math.sqrt(headDim);
+  const masked = g.constF32([MASKED_SCORE]);
+  const layerOutputs: string[] = [];
+  const std = 1 / Math.sqrt(d);
+
+  for (let l = 0; l < numLayers; l++) {
+    const p = `layers.${l}`;
+    const h = layerNorm(g, w, x, `${p}.ln_1`, d);
+    const qkv = g.op('MatMul', [
+      h,
+      w.data(`${p}.attn.qkv.weight`, [d, 3 * d], qkvWeight(w.seed, `${p}.attn.qkv.weight`, d, std, qScale)),
+    ]);
+    const [q, k, v] = g.node('Split', [qkv, g.constI64([d, d, d])], { axis: -1 }, 3);
+    const qh = splitHeads(g, q, numHeads, headDim);
+    const presentKey = g.op(
+      'Concat',
+      [pastKeyName(l, 'key'), splitHeads(g, k, numHeads, headDim)],
+      { axis: 2 },
+      presentName(l, 'key'),
+    );
+    const presentValue = g.op(
+      'Concat',
+      [pastKeyName(l, 'value'), splitHeads(g, v, numHeads, headDim)],
+      { axis: 2 },
+      presentName(l, 'value'),
+    );
+    const scores = g.op('MatMul', [qh, g.op('Transpose', [presentKey], { perm: [0, 1, 3, 2] })]);
+    const probs = g.op('Softmax', [g.op('Where', [allowed, scores, masked])], { axis: -1 });
+    const context = g.op('Transpose', [g.op('MatMul', [probs, presentValue])], { perm: [0, 2, 1, 3] });
+    const merged = g.op('Reshape', [context, g.constI64([0, 0, d])]);
+    x = g.op('Add', [x, g.op('MatMul', [merged, w.uniform(`${p}.attn.out.weight`, [d, d], std)])]);
+
+    const h2 = layerNorm(g, w, x, `${p}.ln_2`, d);
+    const up = g.op('MatMul', [h2, w.uniform(`${p}.mlp.up.weight`, [d, intermediateSize], std)]);
+    const act = g.op('Mul', [up, g.op('Sigmoid', [up])]); // SiLU: opset 17 has no Gelu
+    x = g.op('Add', [
+      x,
+      g.op('MatMul', [act, w.uniform(`${p}.mlp.down.weight`, [intermediateSize, d], 1 / Math.sqrt(intermediateSize))]),
+    ]);
+    layerOutputs.push(x);
+    for (const which of ['key', 'value'] as const) {
+      g.output(presentName(l, which), 'float32', ['batch_size', numHeads, 'total_sequence_length', headDim]);
+    }
+    await onLayer(l);
+  }
+  return { layerOutputs, normed: layerNorm(g, w, x, 'ln_f', d) };
+}

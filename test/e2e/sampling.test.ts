@@ -1,0 +1,123 @@
+/**
+ * Every sampling field a chat request may carry, against the real Thinker (configs/text-only.yaml) through the
+ * official openai SDK: each is honored (the answer changes as the field says) or refused with a 400 naming it.
+ */
+import OpenAI from 'openai';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { configWith } from '../helpers/engine.ts';
+import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
+
+let engine: Orchestrator;
+let app: FastifyInstance;
+let sdk: OpenAI;
+
+beforeAll(async () => {
+  engine = await Orchestrator.start(configWith('text-only.yaml'));
+  app = buildServer(engine, { apiKey: null });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  sdk = new OpenAI({ baseURL: `http://127.0.0.1:${address.port}/v1`, apiKey: 'none', maxRetries: 0 });
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await engine?.close();
+});
+
+type Extra = Record<string, unknown>;
+/** 12 tokens of an answer to a fixed question (ignore_eos: random weights would stop anywhere). */
+async function answer(extra: Extra = {}): Promise<{ text: string; tokens: number }> {
+  const c = await sdk.chat.completions.create({
+    model: 'x',
+    messages: [{ role: 'user', content: 'Tell me about the sea and the ships on it.' }],
+    max_tokens: 12,
+    ...({ ignore_eos: true, ...extra } as object),
+  });
+  return { text: c.choices[0].message.content ?? '', tokens: c.usage!.completion_tokens };
+}
+
+async function refusal(extra: Extra): Promise<{ status: number; param: string | null; message: string }> {
+  try {
+    await answer(extra);
+  } catch (err) {
+    if (!(err instanceof OpenAI.APIError)) throw err;
+    const e = err.error as { param: string | null; message: string };
+    return { status: err.status ?? 0, param: e.param, message: e.message };
+  }
+  throw new Error(`${JSON.stringify(extra)} was not refused`);
+}
+
+const words = (text: string) => text.trim().split(/\s+/);
+const count = (text: string, word: string) => words(text).filter((w) => w === word).length;
+/** The token id of one word (with its leading space, as the model writes it mid-sentence). */
+function idOf(word: string): number {
+  const ids = createTokenizer(engine.graph.stages[0].model, 512).encode(` ${word}`);
+  expect(ids).toHaveLength(1);
+  return ids[0];
+}
+
+describe('sampling fields on chat completions', () => {
+  let greedy: string;
+  beforeAll(async () => {
+    greedy = (await answer()).text;
+  });
+
+  it('temperature with a seed: a different answer than greedy, the same one for the same seed', async () => {
+    const a = await answer({ temperature: 1.5, seed: 11 });
+    expect(a.text).not.toBe(greedy);
+    expect((await answer({ temperature: 1.5, seed: 11 })).text).toBe(a.text);
+    expect((await answer({ temperature: 1.5, seed: 12 })).text).not.toBe(a.text);
+  });
+
+  it('top_p and top_k narrow a hot sampler down to the greedy answer', async () => {
+    expect((await answer({ temperature: 1.5, seed: 11, top_p: 1e-6 })).text).toBe(greedy);
+    expect((await answer({ temperature: 1.5, seed: 11, top_k: 1 })).text).toBe(greedy);
+  });
+
+  it('max_tokens and max_completion_tokens bound the answer', async () => {
+    expect((await answer({ max_tokens: 5 })).tokens).toBe(5);
+    expect((await answer({ max_tokens: undefined, max_completion_tokens: 7 })).tokens).toBe(7);
+  });
+
+  it('logit_bias pushes a token up (+100) or bans it (-100)', async () => {
+    const word = words(greedy)[1]; // the greedy answer repeats its second word (random weights loop)
+    const id = String(idOf(word));
+    expect(count(greedy, word)).toBeGreaterThan(1);
+    expect(count((await answer({ logit_bias: { [id]: -100 } })).text, word)).toBe(0);
+    const other = String(idOf('not'));
+    expect(count((await answer({ logit_bias: { [other]: 100 } })).text, 'not')).toBeGreaterThanOrEqual(10);
+  });
+
+  it('frequency and repetition penalties take repeated words out of a repetitive greedy answer', async () => {
+    const word = words(greedy)[1];
+    for (const penalty of [{ frequency_penalty: 2 }, { repetition_penalty: 10 }]) {
+      const penalized = (await answer(penalty)).text;
+      expect({ ...penalty, fewer: count(penalized, word) < count(greedy, word) }).toEqual({ ...penalty, fewer: true });
+    }
+  });
+
+  it('presence penalty reshapes a sampled answer (same seed, same draws, different odds)', async () => {
+    // At this model's logit scale a penalty of 2 rarely flips a greedy choice; a sampled one it does.
+    const hot = { temperature: 1, seed: 3 };
+    const plain = (await answer(hot)).text;
+    expect((await answer({ ...hot, presence_penalty: 2 })).text).not.toBe(plain);
+    expect((await answer({ ...hot, presence_penalty: 0 })).text).toBe(plain);
+  });
+
+  it.each([
+    [{ stop: ['\n'] }, 'stop'],
+    [{ stop: 'the end' }, 'stop'],
+    [{ n: 2 }, 'n'],
+    [{ temperature: 3 }, 'temperature'],
+    [{ logit_bias: { abc: 1 } }, 'logit_bias'],
+    [{ frequency_penalty: 5 }, 'frequency_penalty'],
+  ] as const)('%j is refused with a 400 naming %s', async (extra, param) => {
+    const r = await refusal(extra);
+    expect(r.status).toBe(400);
+    expect(r.param ?? r.message).toContain(param);
+  });
+});

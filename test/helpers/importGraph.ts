@@ -1,0 +1,136 @@
+/**
+ * The project's import graph and the rules it must keep: folders are layered, a file imports only from its own
+ * layer or below, the floor (src/common) imports nothing of the project, peers of one rank stay apart, and no
+ * module cycle exists. Read with TypeScript's own scanner, so type-only and dynamic imports count.
+ */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import ts from 'typescript';
+
+export interface Layer {
+  readonly prefix: string;
+  readonly rank: number;
+}
+
+/** Lowest first. A file belongs to the longest prefix it matches. */
+export const CHORUS_LAYERS: readonly Layer[] = [
+  { prefix: 'src/common', rank: 0 },
+  { prefix: 'src/media', rank: 1 },
+  { prefix: 'src/sched', rank: 1 },
+  { prefix: 'transport', rank: 1 },
+  { prefix: 'stages', rank: 2 },
+  { prefix: 'src/worker', rank: 3 },
+  { prefix: 'src/kinds', rank: 4 },
+  { prefix: 'src/config', rank: 5 },
+  { prefix: 'src/engine', rank: 6 },
+  { prefix: 'src/server', rank: 7 },
+  { prefix: 'bench', rank: 8 },
+  { prefix: 'src/cli', rank: 9 },
+];
+
+export interface ImportEdge {
+  readonly from: string;
+  readonly to: string;
+  readonly line: number;
+}
+
+export type Rule = 'upward import' | 'floor imports nothing' | 'peer import' | 'circular import' | 'unlayered file';
+
+export interface Violation {
+  readonly rule: Rule;
+  readonly message: string;
+}
+
+function listTs(root: string, dir: string, out: string[]): void {
+  for (const name of readdirSync(join(root, dir))) {
+    const rel = join(dir, name);
+    if (statSync(join(root, rel)).isDirectory()) listTs(root, rel, out);
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(rel);
+  }
+}
+
+/** Every .ts file under `folders` and every relative module reference between them. */
+export function readImportGraph(rootDir: string, folders: readonly string[]): { files: string[]; edges: ImportEdge[] } {
+  const files: string[] = [];
+  for (const folder of folders) listTs(rootDir, folder, files);
+  const edges: ImportEdge[] = [];
+  for (const file of files) {
+    const text = readFileSync(join(rootDir, file), 'utf8');
+    const info = ts.preProcessFile(text, true, true);
+    for (const ref of info.importedFiles) {
+      if (!ref.fileName.startsWith('.')) continue; // a package
+      const to = normalize(join(dirname(file), ref.fileName));
+      const line = text.slice(0, ref.pos).split('\n').length;
+      edges.push({ from: file, to: relative('.', to), line });
+    }
+  }
+  return { files, edges };
+}
+
+function layerOf(file: string, layers: readonly Layer[]): Layer | null {
+  let best: Layer | null = null;
+  for (const l of layers) {
+    if ((file === l.prefix || file.startsWith(`${l.prefix}/`)) && (!best || l.prefix.length > best.prefix.length))
+      best = l;
+  }
+  return best;
+}
+
+export function checkImportGraph(
+  edges: readonly ImportEdge[],
+  files: readonly string[],
+  layers: readonly Layer[] = CHORUS_LAYERS,
+): Violation[] {
+  const out: Violation[] = [];
+  for (const file of files) {
+    if (!layerOf(file, layers)) out.push({ rule: 'unlayered file', message: `unlayered file: ${file} has no layer` });
+  }
+  for (const e of edges) {
+    const a = layerOf(e.from, layers);
+    const b = layerOf(e.to, layers);
+    if (!a || !b || a.prefix === b.prefix) continue;
+    const where = `${e.from}:${e.line} (${a.prefix}, rank ${a.rank}) imports ${e.to} (${b.prefix}, rank ${b.rank})`;
+    if (a.rank === 0) out.push({ rule: 'floor imports nothing', message: `floor imports nothing: ${where}` });
+    else if (b.rank > a.rank) out.push({ rule: 'upward import', message: `upward import: ${where}` });
+    else if (b.rank === a.rank) out.push({ rule: 'peer import', message: `peer import: ${where}` });
+  }
+  for (const cycle of cyclesOf(edges)) {
+    out.push({ rule: 'circular import', message: `circular import: ${[...cycle, cycle[0]].join(' -> ')}` });
+  }
+  return out;
+}
+
+/** The strongly connected components with more than one file (or a file importing itself), Tarjan's way. */
+function cyclesOf(edges: readonly ImportEdge[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  let counter = 0;
+  const visit = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (next.get(v) ?? []).includes(v)) out.push(component.reverse());
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return out;
+}

@@ -1,0 +1,67 @@
+/**
+ * The chorus command line as a user meets it: --help on every command and subcommand prints usage and exits 0;
+ * an unknown flag or a bad value exits 2 with the usage, before any stage starts.
+ */
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { CHORUS_BIN } from '../helpers/processes.ts';
+
+function chorus(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CHORUS_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
+  });
+}
+
+const helps = [
+  ['--help'],
+  ['serve', '--help'],
+  ['generate', '--help'],
+  ['bench', '--help'],
+  ['bench', 'limit', '--help'],
+  ['bench', 'transport', '-h'],
+  ['models', '--help'],
+  ['models', 'build', '--help'],
+  ['config', 'check', '--help'],
+  ['soak', '--help'],
+];
+
+describe('chorus --help', () => {
+  it('prints usage and exits 0 for every command and subcommand', async () => {
+    const results = await Promise.all(helps.map((args) => chorus(...args)));
+    results.forEach((r, i) => {
+      expect({ args: helps[i], code: r.code }).toEqual({ args: helps[i], code: 0 });
+      expect(r.stdout).toMatch(/^usage:\s+chorus/);
+      expect(r.stderr).not.toMatch(/at .*\.ts:\d+/); // no stack trace
+    });
+  });
+});
+
+describe('bad command lines', () => {
+  const bad = [
+    [['serve', '--no-such-flag'], /Unknown option '--no-such-flag'/],
+    [['serve', '--port', 'eighty'], /--port must be an integer >= 0, got "eighty"/],
+    [['generate', '--prompt', 'hi', '--max-tokens', 'abc'], /--max-tokens must be an integer >= 1, got "abc"/],
+    [['generate'], /--prompt TEXT is required/],
+    [['models', 'build', '--colour'], /Unknown option '--colour'/],
+    [['bench', '--protocol', 'grpc'], /--protocol must be realtime or chat/],
+    [['soak', '--kill-stage', 'talker'], /--kill-stage takes NAME@SECONDS/],
+  ] as const;
+
+  it('exit 2 with the message and the usage, without starting the pipeline', async () => {
+    const results = await Promise.all(bad.map(([args]) => chorus(...args)));
+    results.forEach((r, i) => {
+      const [args, message] = bad[i];
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toMatch(/usage:\s+chorus/);
+      expect(r.stderr).not.toMatch(/at .*\.ts:\d+/);
+    });
+  });
+});

@@ -1,0 +1,176 @@
+/** Code2WavCore with a fake vocoder: chunks decode in order, context is never re-emitted, errors end requests. */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
+import type { AudioBody, ChunkBody } from '../../src/common/payloads.ts';
+import { Code2WavCore } from '../../src/kinds/code2wav/Code2WavCore.ts';
+import { configWith } from '../helpers/engine.ts';
+import type { FinishReason } from '../../src/common/engine.ts';
+import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+
+const Q = 2;
+const SPF = 4; // samples per frame
+
+/** Sample s of frame t is (codebook-0 code of t) + s / 10: the audio says which frame it came from. */
+class FakeVocoder implements Code2WavRunner {
+  readonly numCodebooks = Q;
+  readonly samplesPerFrame = SPF;
+  readonly sampleRateHz = 16_000;
+  readonly receptiveFieldFrames = 2;
+  readonly batches: Code2WavItem[][] = [];
+  fail = false;
+
+  decode(items: readonly Code2WavItem[]): Float32Array[] {
+    if (this.fail) throw new Error('onnx exploded');
+    this.batches.push([...items]);
+    return items.map((it) => {
+      const out = new Float32Array((it.numFrames - it.contextFrames) * SPF);
+      for (let t = it.contextFrames; t < it.numFrames; t++)
+        for (let s = 0; s < SPF; s++) out[(t - it.contextFrames) * SPF + s] = it.codes[t] + s / 10;
+      return out;
+    });
+  }
+
+  async close(): Promise<void> {}
+}
+
+const spec = configWith('tiny-omni.yaml').stages.find((s) => s.kind === 'code2wav')!;
+/** Frames first..first+n-1 (codebook 0 = the frame number), the first `context` already decoded before. */
+const frames = (first: number, n: number, context = 0, numCodebooks = Q): ChunkBody => {
+  const codes = new Int32Array(numCodebooks * n);
+  for (let t = 0; t < n; t++) codes[t] = first + t;
+  return { kind: 'codecFrames', codes, numCodebooks, numFrames: n, contextFrames: context };
+};
+
+function setup() {
+  const adapter = new FakeAdapter();
+  const ctx = stageContext(spec, adapter);
+  const runner = new FakeVocoder();
+  const core = new Code2WavCore(ctx, runner);
+  const add = (requestId: string) =>
+    core.add({
+      type: 'add',
+      requestId,
+      sampling: spec.defaultSamplingParams,
+      downstream: [{ instance: 'main', stageId: 'main' }],
+      upstreams: [{ instance: 'talker#0', stageId: 'talker' }],
+      firstChunkDeadline: Date.now() + 30_000,
+    });
+  const arrive = (requestId: string, body: ChunkBody | null, final = false, finishReason?: FinishReason) => {
+    const chunk = received(requestId, 'talker', 'code2wav', body, final);
+    core.onArrivals([{ requestId, chunk: finishReason ? { ...chunk, meta: { ...chunk.meta, finishReason } } : chunk }]);
+  };
+  const audioOf = (requestId: string) =>
+    adapter.sent.filter((c) => c.requestId === requestId && c.body).flatMap((c) => [...(c.body as AudioBody).pcm]);
+  /** The audio main would play: frame t gives t, t + .1, t + .2, t + .3. */
+  const expectedAudio = (fromFrame: number, toFrame: number) =>
+    [...Array(toFrame - fromFrame).keys()].flatMap((i) =>
+      [...Array(SPF).keys()].map((s) => Math.fround(fromFrame + i + s / 10)),
+    );
+  return { adapter, ctx, runner, core, add, arrive, audioOf, expectedAudio };
+}
+
+beforeEach(() => resetSeqs());
+
+describe('Code2WavCore', () => {
+  it('decodes chunks in arrival order and never re-emits left context', async () => {
+    const { core, add, arrive, audioOf, expectedAudio, adapter, runner, ctx } = setup();
+    add('r');
+    expect(core.step()).toBe(false); // nothing arrived yet
+    arrive('r', frames(0, 2));
+    arrive('r', frames(0, 5, 2)); // frames 0-1 as context, 2-4 new
+    arrive('r', frames(3, 4, 2), true); // frames 3-4 as context, 5-6 new
+    expect(core.step()).toBe(true);
+    expect(core.step()).toBe(true);
+    expect(core.step()).toBe(true);
+    expect(core.step()).toBe(false);
+    // One chunk per step, in arrival order, with its context passed to the vocoder.
+    expect(runner.batches.map((b) => b.map((i) => [i.numFrames, i.contextFrames]))).toEqual([
+      [[2, 0]],
+      [[5, 2]],
+      [[4, 2]],
+    ]);
+    // Main gets exactly the non-context samples of frames 0..6, in order: nothing twice, nothing missing.
+    expect(audioOf('r')).toEqual(expectedAudio(0, 7));
+    const sent = adapter.to('main');
+    expect(sent).toHaveLength(3);
+    expect(sent.map((c) => c.final)).toEqual([false, false, true]);
+    expect(sent.at(-1)).toMatchObject({ final: true, finishReason: 'stop', body: { kind: 'audio' } });
+    expect(sent.every((c) => c.body?.kind === 'audio' && c.body.sampleRateHz === 16_000)).toBe(true);
+    await expect
+      .poll(() => ctx.posted.find((m) => m.type === 'finished'))
+      .toMatchObject({ requestId: 'r', finishReason: 'stop', numTokens: 7 });
+  });
+
+  it('an empty final chunk ends the request with an empty final chunk and the upstream reason', async () => {
+    const { core, add, arrive, adapter, audioOf, expectedAudio, runner, ctx } = setup();
+    add('r');
+    arrive('r', frames(0, 1));
+    arrive('r', null, true, 'length');
+    expect(core.step()).toBe(true);
+    expect(core.step()).toBe(true);
+    expect(core.step()).toBe(false);
+    expect(runner.batches.flat()).toHaveLength(1); // nothing to decode in the empty chunk
+    expect(audioOf('r')).toEqual(expectedAudio(0, 1));
+    const sent = adapter.to('main');
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toMatchObject({ final: true, finishReason: 'length' });
+    expect(sent[1].body).toBeUndefined();
+    expect(core.size).toBe(0);
+    await expect
+      .poll(() => ctx.posted.find((m) => m.type === 'finished'))
+      .toMatchObject({ requestId: 'r', finishReason: 'length' });
+  });
+
+  it('decodes ready chunks of several requests in one batch', () => {
+    const { core, add, arrive, runner, audioOf, expectedAudio } = setup();
+    add('a');
+    add('b');
+    arrive('a', frames(0, 2));
+    arrive('b', frames(10, 2));
+    expect(core.step()).toBe(true);
+    expect(runner.batches).toHaveLength(1);
+    expect(runner.batches[0].map((i) => i.seqId).sort()).toEqual(['a', 'b']);
+    expect(audioOf('a')).toEqual(expectedAudio(0, 2));
+    expect(audioOf('b')).toEqual(expectedAudio(10, 12));
+  });
+
+  it('codes with the wrong number of codebooks, or a body that is not frames, fail with FRAME_INVALID', () => {
+    const { core, add, arrive, adapter, runner } = setup();
+    add('q');
+    arrive('q', frames(0, 2, 0, Q + 1));
+    expect(adapter.sent.at(-1)).toMatchObject({
+      requestId: 'q',
+      final: true,
+      finishReason: 'error',
+      error: { code: 'CHORUS_ERR_FRAME_INVALID' },
+    });
+    add('t');
+    arrive('t', { kind: 'text', tokenIds: [1] });
+    expect(adapter.sent.at(-1)).toMatchObject({
+      requestId: 't',
+      final: true,
+      finishReason: 'error',
+      error: { code: 'CHORUS_ERR_FRAME_INVALID' },
+    });
+    expect(adapter.sent.at(-1)?.error?.message).toMatch(/takes codec frames, got text/);
+    expect(core.size).toBe(0);
+    expect(core.step()).toBe(false);
+    expect(runner.batches).toEqual([]);
+  });
+
+  it('a vocoder that throws fails every request of that batch with STAGE_FAILED', () => {
+    const { core, add, arrive, runner, adapter } = setup();
+    add('a');
+    add('b');
+    arrive('a', frames(0, 2));
+    arrive('b', frames(0, 2));
+    runner.fail = true;
+    expect(core.step()).toBe(true);
+    const failed = adapter.sent.filter((c) => c.error?.code === 'CHORUS_ERR_STAGE_FAILED');
+    expect(failed.map((c) => c.requestId).sort()).toEqual(['a', 'b']);
+    expect(failed.every((c) => c.final && c.finishReason === 'error')).toBe(true);
+    expect(adapter.sent.some((c) => c.body !== undefined)).toBe(false); // no audio escaped
+    expect(core.size).toBe(0);
+    expect(core.step()).toBe(false);
+  });
+});

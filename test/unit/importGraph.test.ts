@@ -1,0 +1,73 @@
+/** The layering rules over hand-made graphs (each rule fires), a graph read from disk, and the real tree. */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkImportGraph, readImportGraph, type ImportEdge } from '../helpers/importGraph.ts';
+
+const REPO = join(import.meta.dirname, '..', '..');
+const edge = (from: string, to: string, line = 1): ImportEdge => ({ from, to, line });
+const rules = (edges: ImportEdge[], files = [...new Set(edges.flatMap((e) => [e.from, e.to]))]) =>
+  checkImportGraph(edges, files).map((v) => v.rule);
+
+describe('import rules over fixture graphs', () => {
+  it('allows a downward import', () => {
+    expect(rules([edge('src/engine/Orchestrator.ts', 'src/worker/StageWorker.ts')])).toEqual([]);
+  });
+
+  it('reports an upward import with both layers and the line', () => {
+    const [v] = checkImportGraph([edge('src/sched/chunkPolicy.ts', 'src/engine/x.ts', 6)], []);
+    expect(v.rule).toBe('upward import');
+    expect(v.message).toBe(
+      'upward import: src/sched/chunkPolicy.ts:6 (src/sched, rank 1) imports src/engine/x.ts (src/engine, rank 6)',
+    );
+  });
+
+  it('reports the floor importing anything of the project', () => {
+    expect(rules([edge('src/common/errors.ts', 'transport/codec.ts')])).toEqual(['floor imports nothing']);
+  });
+
+  it('reports an import between peers of one rank', () => {
+    expect(rules([edge('src/sched/a.ts', 'transport/b.ts')])).toEqual(['peer import']);
+  });
+
+  it('reports a cycle with every file in it', () => {
+    const v = checkImportGraph(
+      [edge('stages/a.ts', 'stages/b.ts'), edge('stages/b.ts', 'stages/c.ts'), edge('stages/c.ts', 'stages/a.ts')],
+      [],
+    );
+    expect(v.map((x) => x.rule)).toEqual(['circular import']);
+    for (const f of ['stages/a.ts', 'stages/b.ts', 'stages/c.ts']) expect(v[0].message).toContain(f);
+  });
+
+  it('reports a file outside every layer', () => {
+    expect(rules([], ['src/util/x.ts'])).toEqual(['unlayered file']);
+  });
+});
+
+describe('import rules over files on disk', () => {
+  it('reads static, type-only and dynamic imports', () => {
+    const root = mkdtempSync(join(tmpdir(), 'chorus-imports-'));
+    try {
+      mkdirSync(join(root, 'src', 'sched'), { recursive: true });
+      mkdirSync(join(root, 'src', 'engine'), { recursive: true });
+      writeFileSync(join(root, 'src', 'engine', 'e.ts'), "export const e = 1;\nimport type { X } from './t.ts';\n");
+      writeFileSync(join(root, 'src', 'engine', 't.ts'), 'export type X = number;\n');
+      writeFileSync(join(root, 'src', 'sched', 's.ts'), "export const s = () => import('../engine/e.ts');\n");
+      const { files, edges } = readImportGraph(root, ['src']);
+      expect(edges).toContainEqual({ from: 'src/engine/e.ts', to: 'src/engine/t.ts', line: 2 });
+      expect(checkImportGraph(edges, files).map((v) => v.message)).toEqual([
+        'upward import: src/sched/s.ts:1 (src/sched, rank 1) imports src/engine/e.ts (src/engine, rank 6)',
+      ]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the real tree', () => {
+  it('keeps every rule', () => {
+    const { files, edges } = readImportGraph(REPO, ['src', 'stages', 'transport', 'bench']);
+    expect(checkImportGraph(edges, files).map((v) => v.message)).toEqual([]);
+  });
+});

@@ -1,0 +1,239 @@
+/** TalkerCore with a fake runner: rows in, codec frames out, driven step by step like the stage loop does. */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../stages/types.ts';
+import type { ChunkBody, CodecFramesBody } from '../../src/common/payloads.ts';
+import { TalkerCore } from '../../src/kinds/talker/TalkerCore.ts';
+import type { AddRequest } from '../../src/worker/messages.ts';
+import { configWith } from '../helpers/engine.ts';
+import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+
+const DIM = 4; // condition width
+const Q = 2; // codebooks
+
+/** Frame k of a sequence has codes [k, 100 + k]; `eosAt` makes frame k the end of speech. */
+class FakeTalkerRunner implements TalkerRunner {
+  readonly conditionDim = DIM;
+  readonly numCodebooks = Q;
+  readonly framesPerToken = 2;
+  readonly padRow = new Float32Array(DIM);
+  readonly kvBytesPerToken = 1;
+  readonly steps: TalkerBatchItem[][] = [];
+  readonly freed: string[] = [];
+  eosAt: number | null = null;
+  private readonly sampled = new Map<string, number>();
+
+  execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
+    this.steps.push([...items]);
+    return items.map((it) => {
+      const k = this.sampled.get(it.seqId) ?? 0;
+      if (it.sample !== false) this.sampled.set(it.seqId, k + 1);
+      return { seqId: it.seqId, codes: Int32Array.of(k, 100 + k), eos: this.eosAt === k };
+    });
+  }
+
+  kvBytes(): number {
+    return 0;
+  }
+
+  free(seqId: string): void {
+    this.freed.push(seqId);
+  }
+
+  async close(): Promise<void> {}
+}
+
+const spec = configWith('tiny-omni.yaml').stages.find((s) => s.kind === 'talker')!;
+/** `numRows` rows whose every value is the row's index in the request (from `firstRow`), so a step's rows say where
+ * they came from. */
+const rowsBody = (numRows: number, promptRows?: number, width = DIM, firstRow = 0): ChunkBody => {
+  const rows = new Float32Array(numRows * width);
+  for (let r = 0; r < numRows; r++) rows.fill(firstRow + r, r * width, (r + 1) * width);
+  return {
+    kind: 'talkerRows',
+    rows,
+    numRows,
+    conditionDim: width,
+    ...(promptRows !== undefined ? { promptRows } : {}),
+  };
+};
+
+function setup(ignoreEos = true, maxTokens = 100) {
+  const adapter = new FakeAdapter();
+  const ctx = stageContext(spec, adapter);
+  const runner = new FakeTalkerRunner();
+  const core = new TalkerCore(ctx, runner);
+  const add: AddRequest = {
+    type: 'add',
+    requestId: 'r',
+    sampling: { ...spec.defaultSamplingParams, ignoreEos, maxTokens },
+    downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
+    upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
+    initialCodecChunkFrames: 2,
+    firstChunkDeadline: Date.now() + 30_000,
+  };
+  core.add(add);
+  const arrive = (body: ChunkBody | null, final = false) =>
+    core.onArrivals([{ requestId: 'r', chunk: received('r', 'thinker', 'talker', body, final) }]);
+  const runAll = () => {
+    let n = 0;
+    while (core.step()) if (++n > 1_000) throw new Error('the talker never stops');
+    return n;
+  };
+  const frames = () => adapter.to('code2wav#0').map((c) => c.body as CodecFramesBody | undefined);
+  /** New frames sent to code2wav (context frames not counted). */
+  const newFrames = () => frames().reduce((n, b) => n + (b ? b.numFrames - b.contextFrames : 0), 0);
+  /** For every sampled frame, in order: the (first value of the) row fed at the sampling position. */
+  const sampledRows = () =>
+    runner.steps.flatMap((items) => items.filter((it) => it.sample !== false).map((it) => it.rows[it.rows.length - 1]));
+  return { adapter, ctx, runner, core, arrive, runAll, frames, newFrames, sampledRows };
+}
+
+beforeEach(() => resetSeqs());
+
+describe('TalkerCore', () => {
+  it('computes nothing before the first rows arrive', () => {
+    const { core, runner } = setup();
+    expect(core.step()).toBe(false);
+    expect(core.step()).toBe(false);
+    expect(runner.steps).toEqual([]);
+  });
+
+  it('makes framesPerToken frames per text row, then ends with the last chunk final', () => {
+    const { arrive, runAll, frames, newFrames, sampledRows, adapter, ctx } = setup();
+    arrive(rowsBody(3 + 1, 3)); // 3 prompt rows + the first token's row (rows 0..3)
+    arrive(rowsBody(2, undefined, DIM, 4)); // two more text tokens (rows 4, 5)
+    arrive(null, true); // the thinker is done
+    runAll();
+    // Exactly 6 frames made and sent; frame k is sampled at position 3 + k, fed the row of text token k / 2.
+    expect(sampledRows()).toEqual([3, 3, 4, 4, 5, 5]);
+    expect(newFrames()).toBe(3 * 2);
+    const sent = adapter.to('code2wav#0');
+    expect(sent.slice(0, -1).every((c) => !c.final)).toBe(true);
+    expect(sent.at(-1)).toMatchObject({ final: true, finishReason: 'stop' });
+    expect(frames().every((b) => b === undefined || (b.kind === 'codecFrames' && b.numCodebooks === Q))).toBe(true);
+    // The frames reach the vocoder in order: codebook 0 of frame k is k, codebook 1 is 100 + k.
+    const codebook = (q: number) =>
+      frames().flatMap((b) =>
+        b ? [...b.codes.subarray(q * b.numFrames + b.contextFrames, (q + 1) * b.numFrames)] : [],
+      );
+    expect(codebook(0)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(codebook(1)).toEqual([100, 101, 102, 103, 104, 105]);
+    return expect
+      .poll(() => ctx.posted.find((m) => m.type === 'finished'))
+      .toMatchObject({ requestId: 'r', finishReason: 'stop', numTokens: 6 });
+  });
+
+  it('a frame whose row has not arrived waits for it (WAITING_FOR_CHUNK)', () => {
+    const { arrive, runAll, core, runner, newFrames, sampledRows, adapter } = setup();
+    arrive(rowsBody(2 + 1, 2)); // one text row: 2 frames
+    runAll();
+    expect(sampledRows()).toEqual([2, 2]);
+    const steps = runner.steps.length;
+    expect(core.step()).toBe(false); // frame 2 needs a row that is not here yet
+    expect(core.step()).toBe(false);
+    expect(runner.steps.length).toBe(steps);
+    arrive(rowsBody(1, undefined, DIM, 3));
+    expect(core.step()).toBe(true);
+    runAll();
+    expect(sampledRows()).toEqual([2, 2, 3, 3]);
+    expect(core.step()).toBe(false); // waits again: the thinker has not said it is done
+    expect(adapter.to('code2wav#0').some((c) => c.final)).toBe(false);
+    arrive(null, true);
+    runAll();
+    expect(newFrames()).toBe(4);
+    expect(adapter.to('code2wav#0').at(-1)).toMatchObject({ final: true, finishReason: 'stop' });
+  });
+
+  it('end of speech from the model ends the request unless ignore_eos', () => {
+    const stops = setup(false);
+    stops.runner.eosAt = 1;
+    stops.arrive(rowsBody(1 + 1, 1));
+    stops.arrive(rowsBody(5, undefined, DIM, 2), true);
+    stops.runAll();
+    expect(stops.adapter.to('code2wav#0').at(-1)).toMatchObject({ final: true, finishReason: 'stop' });
+    expect(stops.newFrames()).toBe(1); // frame 0; the end-of-speech frame is not sent
+    expect(stops.runner.freed).toContain('r');
+
+    resetSeqs();
+    const goesOn = setup(true);
+    goesOn.runner.eosAt = 1;
+    goesOn.arrive(rowsBody(1 + 1, 1));
+    goesOn.arrive(rowsBody(5, undefined, DIM, 2), true);
+    goesOn.runAll();
+    expect(goesOn.newFrames()).toBe(6 * 2);
+    expect(goesOn.adapter.to('code2wav#0').at(-1)).toMatchObject({ final: true, finishReason: 'stop' });
+  });
+
+  it('max_tokens frames end the request with length when the text had more to say', () => {
+    const { arrive, runAll, newFrames, adapter } = setup(true, 4);
+    arrive(rowsBody(1 + 3, 1), true); // 3 text rows: 6 frames wanted, 4 allowed
+    runAll();
+    expect(newFrames()).toBe(4);
+    expect(adapter.to('code2wav#0').at(-1)).toMatchObject({ final: true, finishReason: 'length' });
+  });
+
+  it('all the text voiced within max_tokens is a stop, even when it takes exactly max_tokens frames', () => {
+    const { arrive, runAll, newFrames, adapter } = setup(true, 6);
+    arrive(rowsBody(1 + 3, 1), true); // 3 text rows: 6 frames, 6 allowed
+    runAll();
+    expect(newFrames()).toBe(6);
+    expect(adapter.to('code2wav#0').at(-1)).toMatchObject({ final: true, finishReason: 'stop' });
+  });
+
+  it('a first chunk of prompt rows only samples nothing until the first token row arrives', () => {
+    const { arrive, runAll, sampledRows, newFrames } = setup();
+    arrive(rowsBody(3, 3)); // the prompt rows, not yet the first token's
+    runAll();
+    expect(sampledRows()).toEqual([]); // no frame may come from a prompt position
+    arrive(rowsBody(1, undefined, DIM, 3), true);
+    runAll();
+    expect(sampledRows()).toEqual([3, 3]);
+    expect(newFrames()).toBe(2);
+  });
+
+  it('the first chunk must say how many rows are prompt rows', async () => {
+    const { arrive, adapter, ctx, runner, core } = setup();
+    arrive(rowsBody(3));
+    expect(adapter.to('code2wav#0')).toHaveLength(1);
+    expect(adapter.to('code2wav#0')[0]).toMatchObject({
+      final: true,
+      finishReason: 'error',
+      error: { code: 'CHORUS_ERR_CHUNK_SEQUENCE' },
+    });
+    expect(core.step()).toBe(false);
+    expect(runner.steps).toEqual([]);
+    await expect
+      .poll(() => ctx.posted.find((m) => m.type === 'finished'))
+      .toMatchObject({ requestId: 'r', finishReason: 'error', error: { code: 'CHORUS_ERR_CHUNK_SEQUENCE' } });
+  });
+
+  it('rows of the wrong width, or a body that is not rows, fail the request with FRAME_INVALID', () => {
+    const a = setup();
+    a.arrive(rowsBody(2, 1, DIM + 1));
+    expect(a.adapter.to('code2wav#0').at(-1)).toMatchObject({
+      final: true,
+      finishReason: 'error',
+      error: { code: 'CHORUS_ERR_FRAME_INVALID' },
+    });
+    expect(a.core.size).toBe(0);
+    expect(a.core.step()).toBe(false);
+    resetSeqs();
+    const b = setup();
+    b.arrive({ kind: 'text', tokenIds: [1] });
+    const last = b.adapter.to('code2wav#0').at(-1);
+    expect(last).toMatchObject({ final: true, finishReason: 'error', error: { code: 'CHORUS_ERR_FRAME_INVALID' } });
+    expect(last?.error?.message).toMatch(/takes thinker rows, got text/);
+    expect(b.core.size).toBe(0);
+  });
+
+  it('abort frees the runner state of the request', () => {
+    const { arrive, core, runner, ctx } = setup();
+    arrive(rowsBody(2 + 1, 2));
+    expect(core.step()).toBe(true);
+    core.abort('r');
+    expect(runner.freed).toEqual(['r']);
+    expect(core.size).toBe(0);
+    expect(core.step()).toBe(false);
+    expect(ctx.posted.find((m) => m.type === 'finished')).toMatchObject({ requestId: 'r', finishReason: 'cancelled' });
+  });
+});

@@ -1,0 +1,185 @@
+/**
+ * ChunkBody <-> (frame metadata, tensors). Scalars ride in the msgpack metadata, arrays as raw tensors; decoding
+ * checks every field against the body's kind, so a consumer receives a well-formed body or a CHORUS_ERR_FRAME_INVALID
+ * naming what was wrong (a producer of another version, a corrupt frame), never a half-read object.
+ */
+import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
+import type { ChunkBody, MediaFormat } from '../src/common/payloads.ts';
+import type { SerializedError } from '../src/common/errors.ts';
+import type { Tensor } from './codec.ts';
+
+/** What travels in the frame metadata: the body's kind and its scalar fields. */
+export type WirePayload = Readonly<Record<string, unknown>> & { readonly kind: ChunkBody['kind'] };
+
+export interface EncodedBody {
+  readonly payload: WirePayload;
+  readonly tensors: Readonly<Record<string, Tensor>>;
+}
+
+export function encodeBody(body: ChunkBody): EncodedBody {
+  switch (body.kind) {
+    case 'media': {
+      const { bytes, ...scalars } = body;
+      return { payload: scalars, tensors: { bytes: { data: bytes, shape: [bytes.byteLength] } } };
+    }
+    case 'encoderRows':
+      if (body.error) return { payload: { kind: body.kind, item: body.item, error: body.error }, tensors: {} };
+      return {
+        payload: { kind: body.kind, item: body.item },
+        tensors: { rows: { data: body.rows, shape: [body.numRows, body.width] } },
+      };
+    case 'talkerRows':
+      return {
+        payload: { kind: body.kind, ...(body.promptRows !== undefined ? { promptRows: body.promptRows } : {}) },
+        tensors: { rows: { data: body.rows, shape: [body.numRows, body.conditionDim] } },
+      };
+    case 'codecFrames':
+      return {
+        payload: { kind: body.kind, contextFrames: body.contextFrames },
+        tensors: { codes: { data: body.codes, shape: [body.numCodebooks, body.numFrames] } },
+      };
+    case 'text':
+      return {
+        payload: {
+          ...body,
+          tokenIds: [...body.tokenIds],
+          ...(body.droppedItems ? { droppedItems: [...body.droppedItems] } : {}),
+        },
+        tensors: {},
+      };
+    case 'audio':
+      return {
+        payload: { kind: body.kind, sampleRateHz: body.sampleRateHz },
+        tensors: { pcm: { data: body.pcm, shape: [body.pcm.length] } },
+      };
+    default:
+      return unknownKind(body);
+  }
+}
+
+/** The body of a received chunk; throws CHORUS_ERR_FRAME_INVALID when a field is missing or of the wrong type. */
+export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Tensor>>): ChunkBody {
+  const p = new FieldReader(payload);
+  const kind = p.string('kind') as ChunkBody['kind'];
+  switch (kind) {
+    case 'media':
+      return {
+        kind,
+        item: p.integer('item'),
+        format: p.oneOf('format', ['wav', 'pcm16', 'image'] as const satisfies readonly MediaFormat[]),
+        ...(p.has('sampleRateHz') ? { sampleRateHz: p.integer('sampleRateHz') } : {}),
+        what: p.string('what'),
+        bytes: tensorOf(tensors, 'bytes', Uint8Array, 1).data,
+      };
+    case 'encoderRows': {
+      const item = p.integer('item');
+      if (p.has('error')) return { kind, item, error: p.error('error') };
+      const rows = tensorOf(tensors, 'rows', Float32Array, 2);
+      return { kind, item, rows: rows.data, numRows: rows.shape[0], width: rows.shape[1] };
+    }
+    case 'talkerRows': {
+      const rows = tensorOf(tensors, 'rows', Float32Array, 2);
+      return {
+        kind,
+        rows: rows.data,
+        numRows: rows.shape[0],
+        conditionDim: rows.shape[1],
+        ...(p.has('promptRows') ? { promptRows: p.integer('promptRows') } : {}),
+      };
+    }
+    case 'codecFrames': {
+      const codes = tensorOf(tensors, 'codes', Int32Array, 2);
+      return {
+        kind,
+        codes: codes.data,
+        numCodebooks: codes.shape[0],
+        numFrames: codes.shape[1],
+        contextFrames: p.integer('contextFrames'),
+      };
+    }
+    case 'text':
+      return {
+        kind,
+        tokenIds: p.integers('tokenIds'),
+        ...(p.has('warnings') ? { warnings: p.strings('warnings') } : {}),
+        ...(p.has('droppedItems') ? { droppedItems: p.integers('droppedItems') } : {}),
+      };
+    case 'audio':
+      return { kind, pcm: tensorOf(tensors, 'pcm', Float32Array, 1).data, sampleRateHz: p.integer('sampleRateHz') };
+    default:
+      throw invalid(`unknown chunk body kind ${JSON.stringify(kind)}`);
+  }
+}
+
+type Ctor<A> = { new (...args: never[]): A; readonly name: string };
+
+function tensorOf<A extends Tensor['data']>(
+  tensors: Readonly<Record<string, Tensor>>,
+  name: string,
+  ctor: Ctor<A>,
+  rank: number,
+): { data: A; shape: readonly number[] } {
+  const t = tensors[name];
+  if (!t) throw invalid(`the chunk lacks tensor "${name}"`);
+  if (!(t.data instanceof ctor)) throw invalid(`tensor "${name}" is not a ${ctor.name}`);
+  if (t.shape.length !== rank) throw invalid(`tensor "${name}" has shape [${t.shape.join(', ')}], want rank ${rank}`);
+  return { data: t.data, shape: t.shape };
+}
+
+/** Reads typed fields of an untrusted msgpack object, naming the first one that is wrong. */
+class FieldReader {
+  private readonly o: Record<string, unknown>;
+
+  constructor(payload: unknown) {
+    if (typeof payload !== 'object' || payload === null) throw invalid('the chunk payload is not an object');
+    this.o = payload as Record<string, unknown>;
+  }
+
+  has(key: string): boolean {
+    return this.o[key] !== undefined;
+  }
+
+  string(key: string): string {
+    const v = this.o[key];
+    if (typeof v !== 'string') throw invalid(`payload.${key} is not a string`);
+    return v;
+  }
+
+  integer(key: string): number {
+    const v = this.o[key];
+    if (!Number.isSafeInteger(v)) throw invalid(`payload.${key} is not an integer`);
+    return v as number;
+  }
+
+  integers(key: string): number[] {
+    const v = this.o[key];
+    if (!Array.isArray(v) || !v.every((x) => Number.isSafeInteger(x))) throw invalid(`payload.${key} is not integers`);
+    return v as number[];
+  }
+
+  strings(key: string): string[] {
+    const v = this.o[key];
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw invalid(`payload.${key} is not strings`);
+    return v as string[];
+  }
+
+  oneOf<T extends string>(key: string, values: readonly T[]): T {
+    const v = this.string(key);
+    if (!(values as readonly string[]).includes(v)) throw invalid(`payload.${key} is not one of ${values.join(', ')}`);
+    return v as T;
+  }
+
+  error(key: string): SerializedError {
+    const v = this.o[key] as Partial<SerializedError> | undefined;
+    if (typeof v?.code !== 'string' || typeof v.message !== 'string') throw invalid(`payload.${key} is not an error`);
+    return v as SerializedError;
+  }
+}
+
+function unknownKind(body: never): never {
+  throw invalid(`unknown chunk body kind ${JSON.stringify((body as { kind?: unknown }).kind)}`);
+}
+
+function invalid(message: string): ChorusError {
+  return new ChorusError(ErrorCodes.FRAME_INVALID, message);
+}

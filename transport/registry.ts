@@ -1,0 +1,105 @@
+/**
+ * Connector kinds by name: each one's YAML options (snake_case, checked by `chorus config check`), whether it links
+ * separate processes, what main provisions for an edge before any stage starts, and how a process opens its end.
+ * A stage graph may name only the kinds that link processes (`connectorKinds`): config refuses the others, and
+ * kinds known but not built, with the reason, so a graph never names a transport that would fail at start.
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { ConnectorSpec } from '../src/common/graph.ts';
+import { ByteSize, closed, optional, parseByteSize } from '../src/common/yamlSchema.ts';
+import type { Connector } from './Connector.ts';
+import type { EdgeBinding } from './edges.ts';
+import { createInprocHub, openInprocHub } from './inproc/InprocHub.ts';
+import { DEFAULT_INPROC_CAPACITY_BYTES } from './inproc/InprocConnector.ts';
+import { ShmConnector } from './shm/ShmConnector.ts';
+
+export interface ProvisionedEdges {
+  readonly edges: readonly EdgeBinding[];
+  /** Frees what provision() created (shm: unlinks the rings). Idempotent. */
+  release(): void;
+}
+
+export interface ConnectorKindEntry {
+  /** Links stage instances in separate processes (every stage of a graph runs in its own): config may select it. */
+  readonly multiProcess: boolean;
+  /** The `options:` mapping of a connector of this kind (closed: a misspelt option is an error). */
+  readonly optionsSchema: TSchema;
+  /** Defaulted options, camelCase, from options already valid against optionsSchema. */
+  resolveOptions(raw: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>>;
+  /** In main, before the stages start: whatever each edge needs to exist (shm: its ring). */
+  provision(edges: readonly EdgeBinding[], options: Readonly<Record<string, unknown>>): ProvisionedEdges;
+  /** In any process: its end of its edges of this kind. */
+  open(self: string, edges: readonly EdgeBinding[], options: Readonly<Record<string, unknown>>): Promise<Connector>;
+}
+
+/** 16 MiB per edge ring: ~80 Code2Wav chunks of 25 frames in flight, or a ~4 MiB omni prompt chunk with room. */
+export const DEFAULT_RING_BYTES = 16 * 1024 * 1024;
+
+const shm: ConnectorKindEntry = {
+  multiProcess: true,
+  optionsSchema: Type.Object({ ring_bytes: optional(ByteSize) }, closed),
+  resolveOptions: (raw) => ({ ringBytes: parseByteSize((raw.ring_bytes as number | string) ?? DEFAULT_RING_BYTES) }),
+  provision(edges, options) {
+    const rings = ShmConnector.createRings(edges, Number(options.ringBytes));
+    let released = false;
+    return {
+      edges: edges.map((e, i) => ({ ...e, ringName: rings[i].ringName })),
+      release() {
+        if (released) return;
+        released = true;
+        ShmConnector.unlinkRings(rings);
+      },
+    };
+  },
+  async open(self, edges) {
+    return ShmConnector.open({
+      me: self,
+      edges: edges.map((e) => {
+        if (!e.ringName) throw new Error(`edge ${e.from}->${e.to} has no shared-memory ring`);
+        return { from: e.from, to: e.to, ringName: e.ringName };
+      }),
+    });
+  },
+};
+
+/** Stage instances within one process share a hub (transport/inproc/InprocHub.ts): tests, in-process embedding. */
+const inproc: ConnectorKindEntry = {
+  multiProcess: false,
+  optionsSchema: Type.Object({ capacity_bytes: optional(ByteSize) }, closed),
+  resolveOptions: (raw) => ({
+    capacityBytes: parseByteSize((raw.capacity_bytes as number | string) ?? DEFAULT_INPROC_CAPACITY_BYTES),
+  }),
+  provision(edges, options) {
+    const hub = createInprocHub(Number(options.capacityBytes ?? DEFAULT_INPROC_CAPACITY_BYTES));
+    return { edges: edges.map((e) => ({ ...e, hub: hub.id })), release: hub.release };
+  },
+  async open(self, edges) {
+    const hub = edges[0]?.hub;
+    if (!hub || edges.some((e) => e.hub !== hub))
+      throw new Error(`inproc edges of ${self} do not share one provisioned hub`);
+    return openInprocHub(hub, self);
+  },
+};
+
+/** Every built kind, by name: what createConnector opens. */
+export const allConnectorKinds: Readonly<Record<string, ConnectorKindEntry>> = { shm, inproc };
+
+/** The kinds a stage graph may select: the built ones that link separate processes. */
+export const connectorKinds: Readonly<Record<string, ConnectorKindEntry>> = Object.fromEntries(
+  Object.entries(allConnectorKinds).filter(([, entry]) => entry.multiProcess),
+);
+
+/** Kinds a config may name that are not built yet, and what they are for (config check says so, not "unknown"). */
+export const unbuiltConnectorKinds: Readonly<Record<string, string>> = {
+  redis: 'the cross-host connector, for stages on several machines',
+};
+
+/** The entry of `kind` in `kinds` (own keys only: "constructor" is no connector kind). */
+export function kindEntry<T>(kinds: Readonly<Record<string, T>>, kind: string): T | undefined {
+  return Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;
+}
+
+/** Capacity of each ring of an shm connector (its resolved ring_bytes). */
+export function ringBytesOf(spec: ConnectorSpec): number {
+  return Number(spec.options.ringBytes ?? DEFAULT_RING_BYTES);
+}
