@@ -12,6 +12,7 @@ import type { EdgeBinding } from './edges.ts';
 import { createInprocHub, openInprocHub } from './inproc/InprocHub.ts';
 import { DEFAULT_INPROC_CAPACITY_BYTES } from './inproc/InprocConnector.ts';
 import { ShmConnector } from './shm/ShmConnector.ts';
+import { RedisConnector, type RedisConnectorOptions } from './redis/RedisConnector.ts';
 
 export interface ProvisionedEdges {
   readonly edges: readonly EdgeBinding[];
@@ -81,8 +82,66 @@ const inproc: ConnectorKindEntry = {
   },
 };
 
+/** Defaults of the redis connector (README "Scale out" sizes them). */
+export const REDIS_DEFAULTS = {
+  url: 'redis://127.0.0.1:6379',
+  keyPrefix: 'chorus',
+  ttlSeconds: 60,
+  maxFrameBytes: 64 * 1024 * 1024,
+  maxEdgeBytes: 64 * 1024 * 1024,
+} as const;
+
+/**
+ * Stage instances on any hosts that reach one Redis (a node, or a Cluster). Nothing to provision: lists exist while
+ * they hold frames. CHORUS_REDIS_URL, when set, replaces `url` (one config file for every host).
+ */
+const redis: ConnectorKindEntry = {
+  multiProcess: true,
+  optionsSchema: Type.Object(
+    {
+      url: optional(
+        Type.Union([Type.String({ pattern: '^(redis|rediss|redis\\+clusters?)://' }), Type.Array(Type.String())], {
+          errorMessage:
+            'must be a redis://, rediss:// or redis+cluster://host:port,host:port URL, or a list of node URLs',
+        }),
+      ),
+      username: optional(Type.String()),
+      password: optional(Type.String()),
+      key_prefix: optional(
+        Type.String({ pattern: '^[A-Za-z0-9_.-]+$', errorMessage: 'must be letters, digits, _ . -' }),
+      ),
+      ttl_seconds: optional(Type.Integer({ minimum: 1 })),
+      max_frame_bytes: optional(ByteSize),
+      max_edge_bytes: optional(ByteSize),
+    },
+    closed,
+  ),
+  resolveOptions: (raw) =>
+    ({
+      url: process.env.CHORUS_REDIS_URL || clusterUrl(raw.url as string | string[] | undefined) || REDIS_DEFAULTS.url,
+      username: raw.username as string | undefined,
+      password: raw.password as string | undefined,
+      keyPrefix: (raw.key_prefix as string | undefined) ?? REDIS_DEFAULTS.keyPrefix,
+      ttlSeconds: (raw.ttl_seconds as number | undefined) ?? REDIS_DEFAULTS.ttlSeconds,
+      maxFrameBytes: parseByteSize((raw.max_frame_bytes as number | string) ?? REDIS_DEFAULTS.maxFrameBytes),
+      maxEdgeBytes: parseByteSize((raw.max_edge_bytes as number | string) ?? REDIS_DEFAULTS.maxEdgeBytes),
+    }) satisfies RedisConnectorOptions,
+  provision: (edges) => ({ edges, release() {} }),
+  open: (self, _edges, options) => RedisConnector.open(self, options as unknown as RedisConnectorOptions),
+};
+
+/** A list of node URLs is a Cluster: `redis+cluster://host:port,host:port` (credentials of the first). */
+function clusterUrl(url: string | string[] | undefined): string | undefined {
+  if (!Array.isArray(url)) return url;
+  const nodes = url.map((u) => /^(rediss?):\/\/(?:([^@/]*)@)?([^/?#]+)/.exec(u));
+  if (nodes.length === 0 || nodes.some((m) => m === null)) return undefined;
+  const [first] = nodes as RegExpExecArray[];
+  const tls = first[1] === 'rediss' ? 's' : '';
+  return `redis+cluster${tls}://${first[2] ? `${first[2]}@` : ''}${nodes.map((m) => m![3]).join(',')}`;
+}
+
 /** Every built kind, by name: what createConnector opens. */
-export const allConnectorKinds: Readonly<Record<string, ConnectorKindEntry>> = { shm, inproc };
+export const allConnectorKinds: Readonly<Record<string, ConnectorKindEntry>> = { shm, inproc, redis };
 
 /** The kinds a stage graph may select: the built ones that link separate processes. */
 export const connectorKinds: Readonly<Record<string, ConnectorKindEntry>> = Object.fromEntries(
@@ -90,9 +149,7 @@ export const connectorKinds: Readonly<Record<string, ConnectorKindEntry>> = Obje
 );
 
 /** Kinds a config may name that are not built yet, and what they are for (config check says so, not "unknown"). */
-export const unbuiltConnectorKinds: Readonly<Record<string, string>> = {
-  redis: 'the cross-host connector, for stages on several machines',
-};
+export const unbuiltConnectorKinds: Readonly<Record<string, string>> = {};
 
 /** The entry of `kind` in `kinds` (own keys only: "constructor" is no connector kind). */
 export function kindEntry<T>(kinds: Readonly<Record<string, T>>, kind: string): T | undefined {

@@ -13,6 +13,12 @@ export const ErrorCodes = {
   STAGE_DIED: 'CHORUS_ERR_STAGE_DIED',
   STAGE_HUNG: 'CHORUS_ERR_STAGE_HUNG',
   STAGE_FAILED: 'CHORUS_ERR_STAGE_FAILED',
+  // A stage instance on another machine stopped heartbeating (it died, hung, or its host or network went away).
+  STAGE_LOST: 'CHORUS_ERR_STAGE_LOST',
+  // A remote stage started from a different config than the deployment it tried to join.
+  CONFIG_MISMATCH: 'CHORUS_ERR_CONFIG_MISMATCH',
+  // The cross-host transport (Redis) is unreachable, restarting, refusing our credentials, or out of memory.
+  TRANSPORT_UNAVAILABLE: 'CHORUS_ERR_TRANSPORT_UNAVAILABLE',
   CHUNK_TIMEOUT: 'CHORUS_ERR_CHUNK_TIMEOUT',
   CHUNK_SEQUENCE: 'CHORUS_ERR_CHUNK_SEQUENCE',
   FRAME_INVALID: 'CHORUS_ERR_FRAME_INVALID',

@@ -24,6 +24,9 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.REQUEST_CANCELLED]: 503, // cancelled by the server (shutdown): retry elsewhere or later
   [ErrorCodes.SHUTTING_DOWN]: 503,
   [ErrorCodes.STAGE_DIED]: 503,
+  [ErrorCodes.STAGE_HUNG]: 503,
+  [ErrorCodes.STAGE_LOST]: 503,
+  [ErrorCodes.TRANSPORT_UNAVAILABLE]: 503,
   [ErrorCodes.STAGE_BOOT]: 503,
   [ErrorCodes.KV_BUDGET]: 503,
 };

@@ -1,0 +1,202 @@
+/**
+ * A real redis-server for one test file: Debian's binary on a free loopback port, with a password, no persistence,
+ * its own temp dir; stopped by pid (never a system service). A Cluster is three of them joined by redis-cli.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RedisServerOptions {
+  readonly password?: string;
+  readonly cluster?: boolean;
+  /** e.g. '2mb' with policy noeviction, to test a full Redis. */
+  readonly maxmemory?: string;
+  readonly port?: number;
+}
+
+export class RedisServer {
+  #child: ChildProcess | null = null;
+
+  private constructor(
+    readonly port: number,
+    readonly password: string,
+    private readonly dir: string,
+    private readonly options: RedisServerOptions,
+  ) {}
+
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    const dir = mkdtempSync(join(tmpdir(), 'chorus-redis-'));
+    const server = new RedisServer(
+      options.port ?? (await freePort()),
+      options.password ?? randomBytes(12).toString('hex'),
+      dir,
+      options,
+    );
+    try {
+      await server.#launch();
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    return server;
+  }
+
+  get pid(): number | null {
+    return this.#child?.pid ?? null;
+  }
+
+  /** redis://:password@127.0.0.1:port */
+  get url(): string {
+    return `redis://:${this.password}@127.0.0.1:${this.port}`;
+  }
+
+  /** Runs redis-cli against this server; returns its output. */
+  async cli(...args: string[]): Promise<string> {
+    const { stdout } = await run('redis-cli', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      '--no-auth-warning',
+      '-a',
+      this.password,
+      ...args,
+    ]);
+    return stdout;
+  }
+
+  /** Every key on this node. */
+  async keys(): Promise<string[]> {
+    return (await this.cli('--scan')).split('\n').filter((k) => k.length > 0);
+  }
+
+  /** SIGKILL, as a crash would. */
+  async kill(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Starts again on the same port (empty: no persistence). */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.#launch();
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  async #launch(): Promise<void> {
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--requirepass',
+      this.password,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      this.dir,
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'notice',
+    ];
+    if (this.options.cluster)
+      args.push(
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(this.dir, 'nodes.conf'),
+        '--masterauth',
+        this.password,
+      );
+    if (this.options.maxmemory) args.push('--maxmemory', this.options.maxmemory, '--maxmemory-policy', 'noeviction');
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.#child = child;
+    let output = '';
+    // Ready when it says so in its log (loglevel notice prints "Ready to accept connections").
+    await new Promise<void>((resolve, reject) => {
+      const onData = (d: Buffer) => {
+        output += d.toString();
+        if (output.includes('Ready to accept connections')) {
+          child.stdout!.off('data', onData);
+          child.off('exit', onExit);
+          resolve();
+        }
+      };
+      const onExit = (code: number | null) => reject(new Error(`redis-server exited (${code}): ${output}`));
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', onExit);
+    });
+    child.stdout!.resume();
+    child.stderr!.resume();
+  }
+}
+
+/** Three master nodes joined into a Cluster (all 16384 slots covered). */
+export class RedisCluster {
+  private constructor(readonly nodes: readonly RedisServer[]) {}
+
+  static async start(size = 3): Promise<RedisCluster> {
+    const password = randomBytes(12).toString('hex');
+    const nodes: RedisServer[] = [];
+    try {
+      for (let i = 0; i < size; i++) nodes.push(await RedisServer.start({ password, cluster: true }));
+      await nodes[0].cli('--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-yes');
+      const cluster = new RedisCluster(nodes);
+      await cluster.#waitOk();
+      return cluster;
+    } catch (err) {
+      await Promise.all(nodes.map((n) => n.stop()));
+      throw err;
+    }
+  }
+
+  get password(): string {
+    return this.nodes[0].password;
+  }
+
+  /** redis+cluster://:password@127.0.0.1:p1,127.0.0.1:p2,... */
+  get url(): string {
+    return `redis+cluster://:${this.password}@${this.nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+
+  async #waitOk(): Promise<void> {
+    for (let attempt = 0; attempt < 400; attempt++) {
+      const infos = await Promise.all(this.nodes.map((n) => n.cli('cluster', 'info')));
+      if (infos.every((i) => i.includes('cluster_state:ok'))) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('the Redis Cluster did not reach cluster_state:ok');
+  }
+}
