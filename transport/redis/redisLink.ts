@@ -44,6 +44,9 @@ export class RedisLink {
   readonly #onDown = new Set<(err: Error) => void>();
   #up = false;
   #closed = false;
+  // The connections whose last word was 'ready' (not 'error'), out of the #watched ones.
+  readonly #ready = new Set<unknown>();
+  #watched = 0;
 
   private constructor(
     readonly options: RedisLinkOptions,
@@ -147,29 +150,46 @@ export class RedisLink {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all(this.clients.map((c) => c.close().catch(() => c.destroy())));
+    await Promise.all(this.clients.map((c) => c.close().catch(() => destroyQuietly(c))));
   }
 
   #destroy(): void {
     this.#closed = true;
-    for (const c of this.clients) c.destroy();
+    for (const c of this.clients) destroyQuietly(c);
   }
 
   #watch(client: { on(event: string, fn: (...args: never[]) => void): unknown }): void {
     // 'error' must have a listener or node-redis throws it; an outage is reported once, on the way down.
     client.on('error', (err: Error) => {
+      this.#ready.delete(client);
       if (!this.#up || this.#closed) return;
       this.#up = false;
       for (const fn of this.#onDown) fn(err);
     });
+    // Up again only once EVERY connection is back ('ready' comes after node-redis resubscribed): with the command
+    // connection alone, a get would be accepted while its bell still falls on a subscriber that is reconnecting.
     client.on('ready', () => {
-      if (this.#up || this.#closed || !this.#everUp) return;
+      this.#ready.add(client);
+      if (this.#up || this.#closed || !this.#everUp || this.#ready.size < this.#watched) return;
       this.#up = true;
       for (const fn of this.#onReconnect) fn();
     });
+    this.#watched++;
   }
 
   #everUp = false;
+}
+
+/**
+ * node-redis throws ClientClosedError when destroying a client that is not open (never connected, or given up on by
+ * the reconnect strategy): that must not replace the error that made us give up.
+ */
+function destroyQuietly(client: { destroy(): void }): void {
+  try {
+    client.destroy();
+  } catch {
+    // already closed: nothing to free
+  }
 }
 
 /** `redis+cluster://a:1,b:2` -> ['redis://a:1', 'redis://b:2']; null for a single-node URL. */
