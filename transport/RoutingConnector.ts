@@ -5,16 +5,19 @@
  */
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 import type { Connector } from './Connector.ts';
+import { endMatches, type EdgeBinding } from './edges.ts';
 
 export class RoutingConnector implements Connector {
   readonly kind: Connector['kind'];
-  readonly #byEdge: ReadonlyMap<string, Connector>;
+  readonly #routes: readonly { edge: EdgeBinding; connector: Connector }[];
+  // Resolved routes by "from->to" (edges may name "stage#*": resolved once per concrete pair).
+  readonly #byEdge = new Map<string, Connector>();
   readonly #all: readonly Connector[];
 
-  /** `byEdge`: "from->to" -> the connector carrying that edge. */
-  constructor(byEdge: ReadonlyMap<string, Connector>) {
-    this.#byEdge = byEdge;
-    this.#all = [...new Set(byEdge.values())];
+  /** `routes`: each edge of this process with the connector carrying it. */
+  constructor(routes: readonly { edge: EdgeBinding; connector: Connector }[]) {
+    this.#routes = routes;
+    this.#all = [...new Set(routes.map((r) => r.connector))];
     this.kind = this.#all[0]?.kind ?? 'shm';
   }
 
@@ -35,7 +38,14 @@ export class RoutingConnector implements Connector {
   }
 
   #route(from: string, to: string): Connector {
-    const c = this.#byEdge.get(`${from}->${to}`);
+    const label = `${from}->${to}`;
+    let c = this.#byEdge.get(label);
+    if (!c) {
+      // Exact edges first: a stage's own replicas may ride shm while instances that joined ride redis.
+      const exact = this.#routes.find((r) => r.edge.from === from && r.edge.to === to);
+      c = (exact ?? this.#routes.find((r) => endMatches(r.edge.from, from) && endMatches(r.edge.to, to)))?.connector;
+      if (c) this.#byEdge.set(label, c);
+    }
     if (!c)
       throw new ChorusError(ErrorCodes.CONFIG_INVALID, `no connector carries edge ${from}->${to} in this process`);
     return c;

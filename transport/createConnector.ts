@@ -9,7 +9,7 @@
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 import type { ConnectorSpec, StageGraph } from '../src/common/graph.ts';
 import type { Connector } from './Connector.ts';
-import type { EdgeBinding } from './edges.ts';
+import { edgeTouches, type EdgeBinding } from './edges.ts';
 import { allConnectorKinds, kindEntry, type ConnectorKindEntry, type ProvisionedEdges } from './registry.ts';
 import { RoutingConnector } from './RoutingConnector.ts';
 
@@ -60,7 +60,7 @@ export async function createConnector(
   self: string,
   edges: readonly EdgeBinding[],
 ): Promise<Connector> {
-  const mine = edges.filter((e) => e.from === self || e.to === self);
+  const mine = edges.filter((e) => edgeTouches(e, self));
   const groups = byConnector(graph, mine);
   const opened: { connector: Connector; edges: readonly EdgeBinding[] }[] = [];
   try {
@@ -71,5 +71,5 @@ export async function createConnector(
     throw new ChorusError(ErrorCodes.CONFIG_INVALID, `${self} cannot open its edges: ${String(err)}`, { cause: err });
   }
   if (opened.length === 1) return opened[0].connector;
-  return new RoutingConnector(new Map(opened.flatMap((o) => o.edges.map((e) => [`${e.from}->${e.to}`, o.connector]))));
+  return new RoutingConnector(opened.flatMap((o) => o.edges.map((edge) => ({ edge, connector: o.connector }))));
 }

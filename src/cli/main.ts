@@ -29,6 +29,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'sessions for a while, every answer checked, with chaos (kill, stop, abort storm, fuzz)',
     load: () => import('./commands/soak.ts'),
   },
+  stage: {
+    summary: 'run one stage instance on this machine, joining a deployment over Redis',
+    load: () => import('./commands/stage.ts'),
+  },
   config: { summary: 'validate a stage graph (config check FILE)', load: () => import('./commands/config.ts') },
 };
 

@@ -110,10 +110,16 @@ export interface StageHealth {
   readonly stageId: string;
   readonly replica: number;
   /** hung: declared hung (no report, no CPU with work in flight); it is being killed and restarted. */
-  readonly status: 'starting' | 'ready' | 'hung' | 'restarting' | 'failed' | 'stopped';
+  /** waiting: a remote stage's instance that has not joined yet (min_replicas). */
+  readonly status: 'starting' | 'ready' | 'hung' | 'restarting' | 'failed' | 'stopped' | 'waiting';
   readonly pid: number | null;
   readonly restarts: number;
   readonly inFlight: number;
+  /** The instance id ("talker#0", or the name a remote instance joined with). */
+  readonly instance?: string;
+  /** Remote instances: the host they run on, and when main last heard their heartbeat (epoch ms). */
+  readonly host?: string;
+  readonly lastHeartbeatMs?: number;
 }
 
 export interface Engine {

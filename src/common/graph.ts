@@ -220,7 +220,17 @@ export interface StageSpec {
   readonly finalOutput: boolean;
   readonly finalOutputType: FinalOutputType | null;
   readonly defaultSamplingParams: SamplingParams;
+  /** Instances `chorus serve` spawns on this machine (0 for placement remote). */
   readonly replicas: number;
+  /** local: main spawns `replicas` processes. remote: instances on other machines join over Redis. */
+  readonly placement: 'local' | 'remote';
+  /** Joined remote instances /health waits for (remote stages; 0 for local ones). */
+  readonly minReplicas: number;
+  /**
+   * Every edge touching the stage is on a redis connector, so instances started with `chorus stage` may join it
+   * (a remote stage always is; a local one may take remote instances besides its own).
+   */
+  readonly joinable: boolean;
   /** Encoder stages only (kind encoder). */
   readonly encoder?: EncoderSettings;
 }
@@ -257,4 +267,6 @@ export interface StageGraph {
   readonly entryStageId: string;
   /** Non-fatal findings of the loader (e.g. more threads than cores), `file:line path: message` each. */
   readonly warnings?: readonly string[];
+  /** sha256 of the YAML text: instances joining from other machines must have been started from the same. */
+  readonly configHash?: string;
 }

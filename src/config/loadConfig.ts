@@ -3,6 +3,7 @@
  * the schema first (types, unknown keys), then the cross-field rules (graph shape, processors, model
  * sizes), which need well-typed input. Within a pass every problem is collected and reported at once.
  */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,7 +19,8 @@ import { repoRoot } from './paths.ts';
 import { Problems } from './problems.ts';
 import { GraphYaml, StageYaml } from './schema.ts';
 import { checkFeeds, refuseKindSettings, resolveFinalOutput } from './stageRules.ts';
-import type { ChunkPolicy, ModelSpec, SamplingParams, StageGraph, StageSpec } from '../common/graph.ts';
+import type { ChunkPolicy, ConnectorSpec, ModelSpec, SamplingParams, StageGraph, StageSpec } from '../common/graph.ts';
+import { resolvePlacement } from './placement.ts';
 import { check } from './validate.ts';
 import { YamlSource } from './yamlSource.ts';
 
@@ -69,7 +71,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     Object.keys(connectors),
     problems,
   );
-  const stages = shape ? resolveStages(yaml, shape, baseDir, problems) : [];
+  const stages = shape ? resolveStages(yaml, shape, connectors, baseDir, problems) : [];
   problems.throwIfAny();
 
   const chunkPolicy = resolveChunkPolicy(yaml.chunk_policy);
@@ -105,10 +107,17 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     stages,
     entryStageId: yaml.stages[shape!.entry].stage_id,
     warnings: problems.warnings,
+    configHash: createHash('sha256').update(text).digest('hex'),
   });
 }
 
-function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string, problems: Problems): StageSpec[] {
+function resolveStages(
+  yaml: GraphYamlValue,
+  shape: GraphShape,
+  connectors: Readonly<Record<string, ConnectorSpec>>,
+  baseDir: string,
+  problems: Problems,
+): StageSpec[] {
   const entry = yaml.stages[shape.entry];
   if (!stageKinds[entry.kind].entry) {
     problems.add(
@@ -118,7 +127,7 @@ function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
   }
   const models = resolveModels(yaml, shape, baseDir, problems);
   checkEncoderFeeds(yaml, shape, problems);
-  const out: StageSpec[] = [];
+  const out: Omit<StageSpec, 'placement' | 'minReplicas' | 'joinable'>[] = [];
   for (const index of shape.order) {
     const s = yaml.stages[index];
     const stage = { index, stageId: s.stage_id, kind: s.kind };
@@ -165,7 +174,8 @@ function resolveStages(yaml: GraphYamlValue, shape: GraphShape, baseDir: string,
   if (!yaml.stages.some((s) => s.final_output)) {
     problems.add(['stages'], 'no stage has `final_output: true`, so a request could never return anything');
   }
-  return out;
+  const raw = new Map(yaml.stages.map((s, index) => [s.stage_id, { index, yaml: s }]));
+  return resolvePlacement(out, raw, connectors, problems);
 }
 
 /**

@@ -103,6 +103,10 @@ export const StageYaml = Type.Object(
     ),
     default_sampling_params: optional(SamplingYaml),
     replicas: optional(int(1)),
+    // remote: `chorus serve` spawns none; instances join over Redis (`chorus stage`), and serve waits for
+    // min_replicas of them before /health is ready.
+    placement: optional(oneOf(['local', 'remote'] as const)),
+    min_replicas: optional(int(0)),
     encoder: optional(EncoderYaml),
   },
   closed,

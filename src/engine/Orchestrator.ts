@@ -24,6 +24,8 @@ import type {
   UpstreamSource,
 } from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
+import { edgeTouches } from '../../transport/edges.ts';
+import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
 import { HangWatch, type CpuSample } from './HangWatch.ts';
@@ -49,6 +51,8 @@ interface Slot {
   cpuSamples: CpuSample[];
   /** Requests failed when it was declared hung: its next process is told to drop their chunks. */
   hungOrphans: string[];
+  /** An instance on another machine that joined over Redis (no restart: it is lost, or it leaves). */
+  readonly remote: RemoteStageHandle | null;
 }
 
 export interface OrchestratorOptions {
@@ -67,6 +71,7 @@ export class Orchestrator implements Engine {
   private provisioned!: ProvisionedEdges;
   private closing: Promise<void> | null = null;
   private hangWatch: NodeJS.Timeout | null = null;
+  private remote: RemoteStages | null = null;
   private readonly hangs: HangWatch;
   private readonly promptContext: PromptContext;
   private readonly media: MediaRoutes;
@@ -126,6 +131,7 @@ export class Orchestrator implements Engine {
             lastHeardMs: Date.now(),
             cpuSamples: [],
             hungOrphans: [],
+            remote: null,
           });
         }
       });
@@ -134,6 +140,8 @@ export class Orchestrator implements Engine {
       const boots = await Promise.allSettled([...o.slots.values()].map((slot) => o.boot(slot)));
       const failed = boots.find((b): b is PromiseRejectedResult => b.status === 'rejected');
       if (failed) throw failed.reason;
+      o.remote = await RemoteStages.open(graph, (instance) => o.edgesOf(instance), log);
+      o.remote?.on('joined', (handle) => o.join(handle));
     } catch (err) {
       await o.close(0);
       throw err;
@@ -160,7 +168,39 @@ export class Orchestrator implements Engine {
   }
 
   private edgesOf(instance: string): EdgeBinding[] {
-    return this.provisioned.edges.filter((e) => e.from === instance || e.to === instance);
+    return this.provisioned.edges.filter((e) => edgeTouches(e, instance));
+  }
+
+  /** An instance from another machine joined (READY): it takes requests like a local replica. */
+  private join(handle: RemoteStageHandle): void {
+    const stageIndex = this.graph.stages.findIndex((s) => s.stageId === handle.heartbeat.stageId);
+    const spec = this.graph.stages[stageIndex];
+    const slot: Slot = {
+      spec,
+      stageIndex,
+      replica: spec.replicas + [...this.slots.values()].filter((s) => s.spec === spec && s.remote).length,
+      instance: handle.heartbeat.instance,
+      worker: handle,
+      status: 'ready',
+      restarts: 0,
+      inFlight: new Set(),
+      stats: null,
+      lastHeardMs: Date.now(),
+      cpuSamples: [],
+      hungOrphans: [],
+      remote: handle,
+    };
+    this.slots.set(slot.instance, slot);
+    handle.on('message', (msg) => this.onStageMessage(slot, msg));
+    handle.on('died', () => this.onRemoteLost(slot, handle));
+  }
+
+  private onRemoteLost(slot: Slot, handle: RemoteStageHandle): void {
+    const error = handle.lost ?? { code: ErrorCodes.STAGE_LOST, message: `stage ${slot.instance} was lost` };
+    this.log.error({ stage: slot.instance, host: handle.host, pid: handle.pid, reason: error.message }, 'stage lost');
+    diagnostics.stageDied.publish({ instance: slot.instance, code: null, signal: null });
+    if (this.slots.get(slot.instance) === slot) this.slots.delete(slot.instance);
+    this.failInFlight(slot, error);
   }
 
   // ------------------------------------------------------------------------------------------------ requests
@@ -418,6 +458,7 @@ export class Orchestrator implements Engine {
   /** The hang watch's tick: any ready instance with work that is silent and not computing is declared hung. */
   private checkHangs(): void {
     for (const slot of this.slots.values()) {
+      if (slot.remote) continue; // its heartbeats say whether it lives (RemoteStages)
       const silentMs = this.hangs.silentAndIdle(slot, Date.now());
       if (silentMs !== null) this.declareHung(slot, silentMs);
     }
@@ -453,14 +494,25 @@ export class Orchestrator implements Engine {
   }
 
   health(): StageHealth[] {
-    return [...this.slots.values()].map((s) => ({
+    const slots = [...this.slots.values()];
+    const instances: StageHealth[] = slots.map((s) => ({
       stageId: s.spec.stageId,
       replica: s.replica,
       status: s.status,
       pid: s.worker?.pid ?? null,
       restarts: s.restarts,
       inFlight: s.inFlight.size,
+      ...(s.remote
+        ? { instance: s.instance, host: s.remote.host, lastHeartbeatMs: s.remote.lastHeartbeatMs }
+        : { instance: s.instance }),
     }));
+    // A remote stage short of min_replicas joined instances: one waiting entry per missing instance (not ready).
+    for (const spec of this.graph.stages) {
+      const joined = slots.filter((s) => s.spec === spec && s.remote).length;
+      for (let i = joined; i < spec.minReplicas; i++)
+        instances.push({ stageId: spec.stageId, replica: i, status: 'waiting', pid: null, restarts: 0, inFlight: 0 });
+    }
+    return instances;
   }
 
   /**
@@ -490,6 +542,7 @@ export class Orchestrator implements Engine {
           code: ErrorCodes.SHUTTING_DOWN,
           message: 'the engine shut down before the request finished',
         });
+      await this.remote?.close();
       await this.adapter?.close();
       await this.connector?.close();
       this.provisioned?.release();

@@ -1,10 +1,14 @@
 /**
  * The edge table of a graph: one edge per (upstream replica, downstream replica) pair of every stage input, one per
  * final-output replica to main, and one from main to each encoder replica (main sends it the media items). Each edge
- * has exactly one producer and one consumer process (SPSC rings).
+ * has exactly one producer and one consumer process (SPSC rings). Stages that instances may join add "stage#*"
+ * edges (joinEdges).
  */
 import type { MediaModality, StageGraph, StageSpec } from '../common/graph.ts';
 import type { EdgeBinding } from '../worker/messages.ts';
+import { encoderConnector, outputConnector } from '../common/edgeConnectors.ts';
+
+export { encoderConnector };
 
 export const MAIN = 'main';
 
@@ -36,22 +40,25 @@ export function planEdges(graph: StageGraph): EdgeBinding[] {
       for (let i = 0; i < stage.replicas; i++)
         edges.push({ from: MAIN, to: instanceId(stage.stageId, i), connector: encoderConnector(graph, stage) });
     }
+    if (stage.joinable) edges.push(...joinEdges(graph, stage));
   }
   return edges;
 }
 
-/** Media goes to an encoder over the connector its rows leave on (the consuming Thinker's input). */
-export function encoderConnector(graph: StageGraph, encoder: StageSpec): string {
-  for (const s of graph.stages) {
-    const input = s.inputs.find((i) => i.from === encoder.stageId);
-    if (input) return input.connector;
-  }
-  return Object.keys(graph.connectors)[0];
-}
-
-/** Outputs to main use the connector of the stage's first input, or the first connector for the entry stage. */
-function outputConnector(graph: StageGraph, stage: StageSpec): string {
-  return stage.inputs[0]?.connector ?? Object.keys(graph.connectors)[0];
+/**
+ * The edges of instances that join a stage later (`chorus stage`): "stage#*" ends, on the stage's redis connectors
+ * (nothing to provision, so one edge covers every instance that will ever join).
+ */
+function joinEdges(graph: StageGraph, stage: StageSpec): EdgeBinding[] {
+  const any = `${stage.stageId}#*`;
+  const edges: EdgeBinding[] = stage.inputs.map((i) => ({ from: `${i.from}#*`, to: any, connector: i.connector }));
+  for (const d of graph.stages)
+    for (const i of d.inputs)
+      if (i.from === stage.stageId && !d.joinable)
+        edges.push({ from: any, to: `${d.stageId}#*`, connector: i.connector });
+  if (stage.finalOutput) edges.push({ from: any, to: MAIN, connector: outputConnector(graph, stage) });
+  if (stage.encoder) edges.push({ from: MAIN, to: any, connector: encoderConnector(graph, stage) });
+  return edges;
 }
 
 /**

@@ -33,6 +33,9 @@ function healthBody(health: readonly StageHealth[]) {
       pid: h.pid,
       restarts: h.restarts,
       in_flight: h.inFlight,
+      ...(h.instance !== undefined ? { instance: h.instance } : {}),
+      ...(h.host !== undefined ? { placement: 'remote', host: h.host } : {}),
+      ...(h.lastHeartbeatMs !== undefined ? { last_heartbeat: new Date(h.lastHeartbeatMs).toISOString() } : {}),
     })),
   };
 }
@@ -52,6 +55,8 @@ export function describeGraph(graph: StageGraph) {
       kind: s.kind,
       worker_type: s.workerType,
       replicas: s.replicas,
+      placement: s.placement,
+      ...(s.placement === 'remote' ? { min_replicas: s.minReplicas } : {}),
       final_output: s.finalOutput,
       final_output_type: s.finalOutputType,
       inputs: s.inputs.map((i) => ({ from: i.from, connector: i.connector })),

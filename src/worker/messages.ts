@@ -16,6 +16,8 @@ export interface StageBootArgs {
   readonly graph: StageGraph;
   readonly stageIndex: number;
   readonly replica: number;
+  /** The instance id; default `${stageId}#${replica}` (instances that join from other machines name themselves). */
+  readonly instance?: string;
   readonly edges: readonly EdgeBinding[];
 }
 

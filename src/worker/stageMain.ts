@@ -54,7 +54,7 @@ async function boot(
   createStage: CreateStage,
 ): Promise<void> {
   const spec = args.graph.stages[args.stageIndex];
-  const self = `${spec.stageId}#${args.replica}`;
+  const self = args.instance ?? `${spec.stageId}#${args.replica}`;
   const log = logger.child({ stage: self });
   const started = performance.now();
   let loop: StageLoop | null = null;

@@ -180,6 +180,9 @@ function stage(
     finalOutputType,
     defaultSamplingParams: sampling,
     replicas: 1,
+    placement: 'local',
+    minReplicas: 0,
+    joinable: false,
   };
 }
 

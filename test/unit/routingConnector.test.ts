@@ -12,12 +12,10 @@ describe('RoutingConnector', () => {
   it('routes puts and gets by edge; cleanup and close reach every connector', async () => {
     const local = new InprocConnector();
     const remote = new InprocConnector();
-    const router = new RoutingConnector(
-      new Map([
-        ['thinker#0->talker#0', local],
-        ['talker#0->code2wav#0', remote],
-      ]),
-    );
+    const router = new RoutingConnector([
+      { edge: { from: 'thinker#0', to: 'talker#0', connector: 'local' }, connector: local },
+      { edge: { from: 'talker#0', to: 'code2wav#0', connector: 'remote' }, connector: remote },
+    ]);
     const deadline = Date.now() + 1_000;
     await router.put('thinker#0', 'talker#0', 'r_talker_0', bytes(1), deadline);
     await router.put('talker#0', 'code2wav#0', 'r_code2wav_0', bytes(2), deadline);
@@ -37,8 +35,26 @@ describe('RoutingConnector', () => {
   });
 
   it('an edge no connector carries is a clear error', () => {
-    const router = new RoutingConnector(new Map([['a#0->b#0', new InprocConnector()]]));
+    const router = new RoutingConnector([
+      { edge: { from: 'a#0', to: 'b#0', connector: 'x' }, connector: new InprocConnector() },
+    ]);
     expect(() => router.get('b#0', 'c#0', 'k', Date.now() + 100)).toThrow(/no connector carries edge b#0->c#0/);
+  });
+
+  it('an edge to "stage#*" carries every instance of the stage, after the exact edges', async () => {
+    const shm = new InprocConnector();
+    const joined = new InprocConnector();
+    const router = new RoutingConnector([
+      { edge: { from: 'thinker#0', to: 'talker#*', connector: 'r' }, connector: joined },
+      { edge: { from: 'thinker#0', to: 'talker#0', connector: 's' }, connector: shm },
+    ]);
+    const deadline = Date.now() + 1_000;
+    await router.put('thinker#0', 'talker#0', 'a_talker_0', bytes(1), deadline);
+    await router.put('thinker#0', 'talker#hostb-7', 'b_talker_0', bytes(2), deadline);
+    expect(await shm.get('thinker#0', 'talker#0', 'a_talker_0', deadline)).toEqual(bytes(1));
+    expect(await joined.get('thinker#0', 'talker#hostb-7', 'b_talker_0', deadline)).toEqual(bytes(2));
+    expect(() => router.get('thinker#0', 'talkers#1', 'k', deadline)).toThrow(/no connector carries/);
+    await router.close();
   });
 });
 
@@ -95,9 +111,9 @@ describe('createConnector over the registry', () => {
     await expect(createConnector(graph, 'a#0', [{ from: 'a#0', to: 'b#0', connector: 'slow' }])).rejects.toThrow(
       /edge a#0->b#0 names connector slow, which the graph does not define/,
     );
-    const redis = { connectors: { r: { name: 'r', kind: 'redis', options: {} } } } as unknown as StageGraph;
-    await expect(provisionEdges(redis, [{ from: 'a#0', to: 'b#0', connector: 'r' }])).rejects.toThrow(
-      /connector r is of kind redis, which is not built \(built: shm, inproc\)/,
+    const nats = { connectors: { r: { name: 'r', kind: 'nats', options: {} } } } as unknown as StageGraph;
+    await expect(provisionEdges(nats, [{ from: 'a#0', to: 'b#0', connector: 'r' }])).rejects.toThrow(
+      /connector r is of kind nats, which is not built \(built: shm, inproc, redis\)/,
     );
   });
 

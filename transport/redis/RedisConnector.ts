@@ -262,13 +262,17 @@ export class RedisConnector implements Connector {
   }
 }
 
+/** [u16 keyLength][u16 fromLength][key][from][pad to 8][frame]: the frame 8-aligned within the element. */
 function encodeElement(key: string, from: string, parts: readonly Uint8Array[]): Buffer {
   const k = Buffer.from(key);
   const f = Buffer.from(from);
-  const header = Buffer.allocUnsafe(4);
+  const headerBytes = align8(4 + k.byteLength + f.byteLength);
+  const header = Buffer.alloc(headerBytes);
   header.writeUInt16LE(k.byteLength, 0);
   header.writeUInt16LE(f.byteLength, 2);
-  return Buffer.concat([header, k, f, ...parts], 4 + k.byteLength + f.byteLength + frameByteLength(parts));
+  k.copy(header, 4);
+  f.copy(header, 4 + k.byteLength);
+  return Buffer.concat([header, ...parts], headerBytes + frameByteLength(parts));
 }
 
 function decodeElement(element: Buffer): { key: string; from: string; frame: Uint8Array } {
@@ -276,8 +280,13 @@ function decodeElement(element: Buffer): { key: string; from: string; frame: Uin
   const fromLen = element.readUInt16LE(2);
   const key = element.toString('utf8', 4, 4 + keyLen);
   const from = element.toString('utf8', 4 + keyLen, 4 + keyLen + fromLen);
-  return { key, from, frame: element.subarray(4 + keyLen + fromLen) };
+  const frame = element.subarray(align8(4 + keyLen + fromLen));
+  // Tensors are views into the frame: it must start 8-aligned in memory. A reply Buffer may sit anywhere in the
+  // client's read buffer; then copy once into a fresh (aligned) allocation.
+  return { key, from, frame: frame.byteOffset % 8 === 0 ? frame : new Uint8Array(frame) };
 }
+
+const align8 = (n: number) => (n + 7) & ~7;
 
 function splitOnce(s: string): [string, string] {
   const i = s.indexOf('\n');

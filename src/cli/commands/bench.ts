@@ -1,7 +1,8 @@
 /**
  * `chorus bench`            TTFP, TTFT, TPOT, ITL, E2E, RTF and underruns across concurrency (bench/ttfp)
  * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
- * `chorus bench transport`  the connector microbench: shm ring vs file-per-chunk vs process.send (bench/transport)
+ * `chorus bench transport`  the connector microbench: shm ring vs file-per-chunk vs process.send vs redis
+ *                           (bench/transport)
  *
  * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
  * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
@@ -21,12 +22,15 @@ export const usage = `usage:
                [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
-  chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256] [--transports shm,file,ipc] [--json]
+  chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256]
+                         [--transports shm,file,ipc,redis] [--redis-url URL] [--json]
 
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
 --compare-sync then also runs the same YAML with async_chunk: false. --url measures a running server.
 Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg, and requests.json
 (every request's metrics and audio arrivals, for tracing a slow first packet or a stall).
+bench transport measures shm, file and ipc unless --transports says otherwise; redis goes through --redis-url (or
+CHORUS_REDIS_URL), else through a redis-server it starts on loopback for the run.
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -164,22 +168,26 @@ async function runTransportCommand(argv: string[]): Promise<number> {
     'file-iterations': { type: 'string' },
     frames: { type: 'string' },
     transports: { type: 'string' },
+    'redis-url': { type: 'string' },
     json: { type: 'boolean', default: false },
   });
-  const { runTransportBench } = await import('../../../bench/transport/runTransportBench.ts');
+  const { runTransportBench, TRANSPORT_KINDS } = await import('../../../bench/transport/runTransportBench.ts');
   const { formatTransportTable } = await import('../../../bench/transport/formatTransportTable.ts');
   const transports = v.transports?.split(',').map((t) => t.trim());
-  const known = ['shm', 'file', 'ipc'];
+  const known: readonly string[] = TRANSPORT_KINDS;
   const unknown = transports?.find((t) => !known.includes(t));
   if (unknown !== undefined)
     throw new UsageError(`--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
+  if (v['redis-url'] !== undefined && !/^rediss?:\/\//.test(v['redis-url']))
+    throw new UsageError(`--redis-url must be a redis:// or rediss:// URL, got "${v['redis-url']}"`);
   const result = await runTransportBench({
     ...(v.iterations !== undefined ? { latencyIterations: positiveInt('iterations', v.iterations, 2000) } : {}),
     ...(v['file-iterations'] !== undefined
       ? { fileLatencyIterations: positiveInt('file-iterations', v['file-iterations'], 300) }
       : {}),
     ...(v.frames !== undefined ? { throughputFrames: positiveInt('frames', v.frames, 256) } : {}),
-    ...(transports ? { transports: transports as ('shm' | 'file' | 'ipc')[] } : {}),
+    ...(transports ? { transports: transports as (typeof TRANSPORT_KINDS)[number][] } : {}),
+    ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
   });
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatTransportTable(result)}\n`);
   return 0;

@@ -1,0 +1,252 @@
+/**
+ * Main's side of stage instances on other machines (src/worker/control/redisChannel.ts has the channel layout).
+ * An instance heartbeats; main answers an unknown one of the same config with `boot`, and it joins when READY
+ * arrives. Heartbeats that stop for HEARTBEAT_TTL_MS make the instance lost; a drained instance leaves; an outage
+ * of the link loses every instance (their chunks and control messages may be gone) until they beat again.
+ */
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import type { StageGraph } from '../common/graph.ts';
+import { ErrorCodes, type SerializedError } from '../common/errors.ts';
+import type { Logger } from '../common/log.ts';
+import { RedisLink } from '../../transport/redis/redisLink.ts';
+import type { RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
+import { edgesTouching } from '../common/edgeConnectors.ts';
+import {
+  controlKeys,
+  HEARTBEAT_MS,
+  HEARTBEAT_TTL_MS,
+  packControl,
+  unpackControl,
+  type DeploymentRecord,
+  type Heartbeat,
+  type Refusal,
+} from '../worker/control/redisChannel.ts';
+import type { EdgeBinding, MainToStage, StageReadySettings, StageToMain } from '../worker/messages.ts';
+import type { StageWorkerEvents } from '../worker/StageWorker.ts';
+import type { StageWorkerHandle } from './stageWorkers.ts';
+
+/** A joined remote instance, driven like a local StageWorker. */
+const DEPLOYMENT_TTL_MS = 10_000;
+const DEPLOYMENT_REFRESH_MS = 2_000;
+
+export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> implements StageWorkerHandle {
+  settings: StageReadySettings | null = null;
+  lastHeartbeatMs: number;
+  /** Why it is gone (set when it is lost). */
+  lost: SerializedError | null = null;
+  joined = false;
+
+  constructor(
+    readonly heartbeat: Heartbeat,
+    private readonly publish: (msg: MainToStage) => void,
+  ) {
+    super();
+    this.lastHeartbeatMs = Date.now();
+  }
+
+  get pid(): number {
+    return this.heartbeat.pid;
+  }
+
+  get host(): string {
+    return this.heartbeat.host;
+  }
+
+  send(msg: MainToStage): void {
+    this.publish(msg);
+  }
+
+  /** Remote instances are not main's to stop: they drain on their own SIGTERM. */
+  async shutdown(): Promise<void> {}
+
+  /** Cannot signal another machine: main stops using it (lost), and it is fenced off by its heartbeat TTL. */
+  kill(): void {
+    this.markLost(`stage ${this.heartbeat.instance} on ${this.host} stopped making progress (main gave up on it)`);
+  }
+
+  markLost(message: string): void {
+    if (this.lost) return;
+    this.lost = { code: ErrorCodes.STAGE_LOST, message };
+    this.emit('died', { code: null, signal: null });
+  }
+}
+
+export interface RemoteStagesEvents {
+  joined: [RemoteStageHandle];
+}
+
+export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
+  readonly #handles = new Map<string, RemoteStageHandle>();
+  readonly #keys: ReturnType<typeof controlKeys>;
+  #timer: NodeJS.Timeout | null = null;
+  #publishedAtMs = 0;
+  #closed = false;
+
+  constructor(
+    private readonly link: RedisLink,
+    prefix: string,
+    private readonly graph: StageGraph,
+    private readonly configHash: string,
+    private readonly edgesOf: (instance: string) => EdgeBinding[],
+    private readonly log: Logger,
+  ) {
+    super();
+    this.#keys = controlKeys(prefix);
+  }
+
+  /**
+   * For a graph with stages instances may join: the control plane on the Redis of those stages' connectors (the
+   * first one's, when there are several). Null when no stage is joinable.
+   */
+  static async open(
+    graph: StageGraph,
+    edgesOf: (instance: string) => EdgeBinding[],
+    log: Logger,
+  ): Promise<RemoteStages | null> {
+    const options = controlPlaneOptions(graph);
+    if (!options) return null;
+    const link = await RedisLink.connect({ ...options, name: 'chorus:main' });
+    const remote = new RemoteStages(link, options.keyPrefix, graph, graph.configHash ?? '', edgesOf, log);
+    try {
+      await remote.start();
+    } catch (err) {
+      await link.close();
+      throw link.unavailable(err);
+    }
+    return remote;
+  }
+
+  async start(): Promise<void> {
+    await this.#publishDeployment();
+    await this.link.subscribe(this.#keys.heartbeat, (b) => this.#onHeartbeat(unpackControl<Heartbeat>(b)));
+    await this.link.subscribe(this.#keys.toMain, (b) => {
+      const { from, msg } = unpackControl<{ from: string; msg: StageToMain }>(b);
+      this.#onMessage(from, msg);
+    });
+    this.link.onDown((err) => {
+      for (const h of [...this.#handles.values()])
+        this.#lose(h, `Redis became unreachable (${err.message}) while stage ${h.heartbeat.instance} ran this request`);
+    });
+    this.link.onReconnect(() => void this.#publishDeployment().catch(() => undefined));
+    this.#timer = setInterval(() => this.#tick(), HEARTBEAT_MS / 2).unref();
+  }
+
+  /** Joined instances of `stageId`. */
+  joinedOf(stageId: string): RemoteStageHandle[] {
+    return [...this.#handles.values()].filter((h) => h.joined && h.heartbeat.stageId === stageId);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.link.commands.del(this.#keys.deployment).catch(() => undefined);
+    await this.link.close();
+  }
+
+  #onHeartbeat(hb: Heartbeat): void {
+    if (this.#closed) return;
+    const known = this.#handles.get(hb.instance);
+    if (known && known.heartbeat.startedAtMs === hb.startedAtMs) {
+      known.lastHeartbeatMs = Date.now();
+      return;
+    }
+    if (known) this.#lose(known, `stage ${hb.instance} on ${known.host} restarted`);
+    const index = this.graph.stages.findIndex((s) => s.stageId === hb.stageId);
+    const refuse = (reason: string) => {
+      this.log.warn({ instance: hb.instance, host: hb.host, reason }, 'refused a stage instance');
+      this.#publish(hb.instance, { type: 'refused', reason });
+    };
+    if (hb.configHash !== this.configHash)
+      return refuse(
+        `this deployment runs config ${this.configHash.slice(0, 12)} (chorus serve on ${hostname()}), the instance ` +
+          `was started with ${hb.configHash.slice(0, 12)}: start chorus stage with the same config file`,
+      );
+    if (index < 0 || !this.graph.stages[index].joinable)
+      return refuse(
+        index < 0
+          ? `stage ${hb.stageId} is not in the graph`
+          : `stage ${hb.stageId} takes no remote instances: its edges are not all on redis connectors`,
+      );
+    const handle = new RemoteStageHandle(hb, (msg) => this.#publish(hb.instance, msg));
+    this.#handles.set(hb.instance, handle);
+    handle.send({
+      type: 'boot',
+      graph: this.graph,
+      stageIndex: index,
+      replica: 0,
+      instance: hb.instance,
+      edges: this.edgesOf(hb.instance),
+    });
+  }
+
+  #onMessage(from: string, msg: StageToMain): void {
+    const handle = this.#handles.get(from);
+    if (!handle || handle.lost) return;
+    handle.lastHeartbeatMs = Date.now();
+    if (msg.type === 'ready') {
+      handle.settings = msg.settings;
+      if (!handle.joined) {
+        handle.joined = true;
+        this.log.info({ instance: from, host: handle.host, pid: handle.pid }, 'remote stage joined');
+        this.emit('joined', handle);
+      }
+      return;
+    }
+    if (msg.type === 'boot_failed') {
+      this.log.error({ instance: from, host: handle.host, err: msg.error }, 'remote stage failed to boot');
+      this.#handles.delete(from);
+      return;
+    }
+    if (msg.type === 'drained') {
+      this.log.info({ instance: from, host: handle.host }, 'remote stage drained and left');
+      this.#lose(handle, `stage ${from} on ${handle.host} left (drained)`);
+      return;
+    }
+    handle.emit('message', msg);
+  }
+
+  #tick(): void {
+    const now = Date.now();
+    if (now - this.#publishedAtMs > DEPLOYMENT_REFRESH_MS) void this.#publishDeployment().catch(() => undefined);
+    for (const h of [...this.#handles.values()]) {
+      const silentMs = now - h.lastHeartbeatMs;
+      if (silentMs > HEARTBEAT_TTL_MS)
+        this.#lose(
+          h,
+          `stage ${h.heartbeat.instance} (stage ${h.heartbeat.stageId}) on host ${h.host}, pid ${h.pid}, sent no ` +
+            `heartbeat for ${silentMs} ms: it died, hung or lost its network; retry the request`,
+        );
+    }
+  }
+
+  #lose(handle: RemoteStageHandle, message: string): void {
+    if (this.#handles.get(handle.heartbeat.instance) === handle) this.#handles.delete(handle.heartbeat.instance);
+    if (handle.joined) handle.markLost(message);
+  }
+
+  #publish(instance: string, msg: MainToStage | Refusal): void {
+    if (!this.link.up) return;
+    this.link.commands.publish(this.#keys.toInstance(instance), packControl(msg)).catch(() => undefined);
+  }
+
+  async #publishDeployment(): Promise<void> {
+    const record: DeploymentRecord = { configHash: this.configHash, host: hostname(), pid: process.pid };
+    // Refreshed while main runs, deleted by close(); a main that was killed leaves it only for its TTL.
+    this.#publishedAtMs = Date.now();
+    await this.link.commands.set(this.#keys.deployment, packControl(record), { PX: DEPLOYMENT_TTL_MS });
+  }
+}
+
+/** The Redis settings of the control plane: those of the first redis connector a joinable stage uses. */
+export function controlPlaneOptions(graph: StageGraph): RedisConnectorOptions | null {
+  for (const stage of graph.stages) {
+    if (!stage.joinable) continue;
+    for (const e of edgesTouching(graph, stage)) {
+      const spec = graph.connectors[e.connector];
+      if (spec?.kind === 'redis') return spec.options as unknown as RedisConnectorOptions;
+    }
+  }
+  return null;
+}

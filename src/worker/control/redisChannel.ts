@@ -1,0 +1,179 @@
+/**
+ * The control plane for stage instances that are not children of main: the same messages as the IPC pipe, over
+ * Redis pub/sub on the deployment's key prefix.
+ *
+ *   `{prefix}:ctl:main`        instances -> main: {from: instance, msg}
+ *   `{prefix}:ctl:{instance}`  main -> one instance
+ *   `{prefix}:hb`              every instance's heartbeat (HEARTBEAT_MS); main declares an instance lost after
+ *                              HEARTBEAT_TTL_MS without one
+ *   `{prefix}:deployment`      main's config hash (a key with a TTL it refreshes), so a stage started from another
+ *                              config refuses to join before it loads anything
+ *
+ * Messages are msgpack (binary, no JSON re-encoding of numbers), each under MAX_CONTROL_MESSAGE_BYTES. Pub/sub is
+ * fire-and-forget: a message sent while the link is down is lost, and heartbeats, which stop too, turn that into a
+ * lost instance on main's side rather than a silent hang.
+ */
+import { hostname } from 'node:os';
+import { Packr } from 'msgpackr';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import type { RedisLink } from '../../../transport/redis/redisLink.ts';
+import type { MainToStage, StageToMain } from '../messages.ts';
+import { MAX_CONTROL_MESSAGE_BYTES, type ControlChannel } from './ControlChannel.ts';
+
+export const HEARTBEAT_MS = 500;
+export const HEARTBEAT_TTL_MS = 2000;
+
+const packr = new Packr({ useRecords: false });
+
+export function controlKeys(prefix: string) {
+  return {
+    toMain: `${prefix}:ctl:main`,
+    toInstance: (instance: string) => `${prefix}:ctl:${instance}`,
+    heartbeat: `${prefix}:hb`,
+    deployment: `${prefix}:deployment`,
+  };
+}
+
+/** What an instance says about itself every HEARTBEAT_MS. */
+export interface Heartbeat {
+  readonly instance: string;
+  readonly stageId: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly configHash: string;
+  readonly startedAtMs: number;
+}
+
+/** Main refuses an instance (another config): the instance exits with this reason. */
+export interface Refusal {
+  readonly type: 'refused';
+  readonly reason: string;
+}
+
+/** What main publishes under the deployment key. */
+export interface DeploymentRecord {
+  readonly configHash: string;
+  readonly host: string;
+  readonly pid: number;
+}
+
+export function packControl(value: unknown): Buffer {
+  const bytes = packr.pack(value);
+  if (bytes.byteLength > MAX_CONTROL_MESSAGE_BYTES)
+    throw new ChorusError(
+      ErrorCodes.INTERNAL,
+      `control message of ${bytes.byteLength} bytes exceeds ${MAX_CONTROL_MESSAGE_BYTES}`,
+    );
+  return bytes;
+}
+
+export function unpackControl<T>(bytes: Buffer): T {
+  return packr.unpack(bytes) as T;
+}
+
+/**
+ * A stage instance's end. Main's `boot` is answered with this host's own graph (`localBoot`: same config hash, but
+ * model paths of this machine); a later `boot` (main restarted, or the link came back) gets the READY again.
+ */
+export class RedisStageChannel implements ControlChannel<StageToMain, MainToStage> {
+  readonly #handlers = new Set<(msg: MainToStage) => void>();
+  readonly #closeHandlers: (() => void)[] = [];
+  readonly #keys: ReturnType<typeof controlKeys>;
+  readonly #heartbeat: Heartbeat;
+  #timer: NodeJS.Timeout | null = null;
+  #ready: StageToMain | null = null;
+  #booted = false;
+  #closed = false;
+
+  constructor(
+    private readonly link: RedisLink,
+    prefix: string,
+    readonly instance: string,
+    stageId: string,
+    configHash: string,
+    private readonly localBoot: (msg: Extract<MainToStage, { type: 'boot' }>) => MainToStage,
+    private readonly onRefused: (reason: string) => void,
+  ) {
+    this.#keys = controlKeys(prefix);
+    this.#heartbeat = { instance, stageId, host: hostname(), pid: process.pid, configHash, startedAtMs: Date.now() };
+  }
+
+  /** Refuses to start against a deployment of another config; then listens and starts heartbeating. */
+  async start(): Promise<void> {
+    const current = await this.link.commands.get(this.#keys.deployment);
+    if (current) {
+      const record = unpackControl<DeploymentRecord>(current);
+      if (record.configHash !== this.#heartbeat.configHash) throw mismatch(record, this.#heartbeat.configHash);
+    }
+    await this.link.subscribe(this.#keys.toInstance(this.instance), (bytes) => this.#receive(bytes));
+    this.#beat();
+    this.#timer = setInterval(() => this.#beat(), HEARTBEAT_MS);
+  }
+
+  send(msg: StageToMain): boolean {
+    if (this.#closed || !this.link.up) return false;
+    if (msg.type === 'ready') this.#ready = msg;
+    this.link.commands.publish(this.#keys.toMain, packControl({ from: this.instance, msg })).catch(() => undefined);
+    return true;
+  }
+
+  onMessage(handler: (msg: MainToStage) => void): () => void {
+    this.#handlers.add(handler);
+    return () => this.#handlers.delete(handler);
+  }
+
+  onClose(handler: () => void): void {
+    this.#closeHandlers.push(handler);
+  }
+
+  /** Main has booted this instance. */
+  get booted(): boolean {
+    return this.#booted;
+  }
+
+  get connected(): boolean {
+    return !this.#closed && this.link.up;
+  }
+
+  /** Hands a message to the stage as if main had sent it (SIGTERM: a shutdown with drain). */
+  inject(msg: MainToStage): void {
+    for (const h of [...this.#handlers]) h(msg);
+  }
+
+  /** Stops heartbeating (main sees the instance leave once its drained message, or the TTL, arrives). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    void this.link.unsubscribe(this.#keys.toInstance(this.instance)).finally(() => {
+      for (const h of this.#closeHandlers) h();
+    });
+  }
+
+  #beat(): void {
+    if (!this.link.up) return; // node-redis reconnects; the beats resume when it has
+    this.link.commands.publish(this.#keys.heartbeat, packControl(this.#heartbeat)).catch(() => undefined);
+  }
+
+  #receive(bytes: Buffer): void {
+    const msg = unpackControl<MainToStage | Refusal>(bytes);
+    if (msg.type === 'refused') return this.onRefused(msg.reason);
+    if (msg.type === 'boot') {
+      if (this.#booted) {
+        if (this.#ready) this.send(this.#ready);
+        return;
+      }
+      this.#booted = true;
+      return this.inject(this.localBoot(msg));
+    }
+    if (this.#booted) this.inject(msg); // before boot: left over from an earlier main, nothing to act on
+  }
+}
+
+export function mismatch(record: DeploymentRecord, mine: string): ChorusError {
+  return new ChorusError(
+    ErrorCodes.CONFIG_MISMATCH,
+    `the deployment on this Redis (main on ${record.host}, pid ${record.pid}) runs config ${record.configHash.slice(0, 12)}` +
+      `, this stage was started with ${mine.slice(0, 12)}: start it with the same config file as chorus serve`,
+  );
+}
