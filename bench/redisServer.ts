@@ -1,6 +1,8 @@
 /**
- * A real redis-server for one test file: Debian's binary on a free loopback port, with a password, no persistence,
- * its own temp dir; stopped by pid (never a system service). A Cluster is three of them joined by redis-cli.
+ * A real redis-server for one test file or one bench run: Debian's binary on a free loopback port, with a random
+ * password, no persistence, its own temp dir; stopped by pid (never a system service). A Cluster is three of them
+ * joined by redis-cli. Lives in bench/ because the transport bench starts one when given no Redis (bench may not
+ * import test/); test/helpers/redisServer.ts re-exports it for the tests.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -2,9 +2,11 @@
  * The far end of the transport bench, a child process: echoes pings and swallows bulk frames on
  * whichever transport the first IPC message names, until a Stop frame.
  */
+import { chunkKey } from '../../transport/Connector.ts';
+import { RedisConnector } from '../../transport/redis/RedisConnector.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { FileChunkConnector } from './FileChunkConnector.ts';
-import { READY, Tag, WAIT_MS, type PeerSetup } from './protocol.ts';
+import { READY, REDIS_BENCH, Tag, WAIT_MS, redisBenchOptions, type PeerSetup } from './protocol.ts';
 
 const ACK = Uint8Array.of(Tag.BulkLast);
 
@@ -50,6 +52,26 @@ async function serveFile(namespace: string): Promise<void> {
   }
 }
 
+async function serveRedis(setup: Extract<PeerSetup, { transport: 'redis' }>): Promise<void> {
+  const { main, peer, requestId } = REDIS_BENCH;
+  const connector = await RedisConnector.open(peer, redisBenchOptions(setup));
+  process.send?.(READY);
+  try {
+    let down = 0;
+    let up = 0;
+    for (;;) {
+      const frame = await connector.get(main, peer, chunkKey(requestId, 'peer', down++), Date.now() + WAIT_MS);
+      const reply = answer(frame);
+      if (reply === 'stop') break;
+      if (reply !== null)
+        await connector.put(peer, main, chunkKey(requestId, 'main', up++), reply, Date.now() + WAIT_MS);
+    }
+  } finally {
+    connector.cleanup(requestId);
+    await connector.close();
+  }
+}
+
 function serveIpc(): void {
   const onMessage = (frame: Uint8Array): void => {
     const reply = answer(frame);
@@ -64,6 +86,7 @@ process.once('message', (setup: PeerSetup) => {
   let served: Promise<void>;
   if (setup.transport === 'shm') served = serveShm(setup.toPeer, setup.fromPeer);
   else if (setup.transport === 'file') served = serveFile(setup.namespace);
+  else if (setup.transport === 'redis') served = serveRedis(setup);
   else served = Promise.resolve(serveIpc());
   served.catch((err: unknown) => {
     process.stderr.write(`bench peer failed: ${String(err)}\n`);

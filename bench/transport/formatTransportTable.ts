@@ -59,6 +59,7 @@ export function formatTransportTable(result: TransportBenchResult): string {
     );
   }
   lines.push(`goals: ${goals.join('; ')}`);
+  if (result.redis !== undefined) lines.push(`redis: ${result.redis}`);
   lines.push(`git ${result.gitSha}, node ${result.node}, ${result.cpuCount} x ${result.cpuModel}, ${result.startedAt}`);
   return lines.join('\n');
 }

@@ -4,11 +4,21 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { chunkKey } from '../../transport/Connector.ts';
+import { RedisConnector } from '../../transport/redis/RedisConnector.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { FileChunkConnector } from './FileChunkConnector.ts';
-import { READY, Tag, WAIT_MS, type PeerSetup } from './protocol.ts';
+import { READY, REDIS_BENCH, Tag, WAIT_MS, redisBenchOptions, type PeerSetup } from './protocol.ts';
 
-export type TransportKind = 'shm' | 'file' | 'ipc';
+export const TRANSPORT_KINDS = ['shm', 'file', 'ipc', 'redis'] as const;
+export type TransportKind = (typeof TRANSPORT_KINDS)[number];
+
+/** What each link needs to open: the shm rings' capacity (also the redis edge budget) and where Redis is. */
+export interface LinkSettings {
+  readonly ringBytes: number;
+  /** Required for 'redis'. */
+  readonly redisUrl?: string;
+}
 
 export interface Link {
   send(frame: Uint8Array): Promise<void>;
@@ -38,9 +48,13 @@ async function stopPeer(child: ChildProcess, sendStop: () => unknown): Promise<v
   await exited;
 }
 
-export async function openLink(kind: TransportKind, ringBytes: number): Promise<Link> {
-  if (kind === 'shm') return openShmLink(ringBytes);
+export async function openLink(kind: TransportKind, settings: LinkSettings): Promise<Link> {
+  if (kind === 'shm') return openShmLink(settings.ringBytes);
   if (kind === 'file') return openFileLink();
+  if (kind === 'redis') {
+    if (settings.redisUrl === undefined) throw new Error('the redis link needs a Redis URL');
+    return openRedisLink(settings.redisUrl, settings.ringBytes);
+  }
   return openIpcLink();
 }
 
@@ -114,6 +128,42 @@ async function openIpcLink(): Promise<Link> {
     },
     async close() {
       await stopPeer(child, () => child.send(Uint8Array.of(Tag.Stop)));
+    },
+  };
+}
+
+/**
+ * Two RedisConnectors, this process's and the peer's, as stage instances use them. The edge budget (max_edge_bytes)
+ * is the shm ring's capacity, so both throughput runs have as many bytes in flight. Keys get a prefix of their own:
+ * a bench on a shared Redis never touches a deployment's lists.
+ */
+async function openRedisLink(url: string, maxEdgeBytes: number): Promise<Link> {
+  const setup = {
+    transport: 'redis' as const,
+    url,
+    keyPrefix: `chorus-bench-${process.pid}-${Date.now().toString(36)}`,
+    maxEdgeBytes,
+  };
+  const { main, peer, requestId } = REDIS_BENCH;
+  const connector = await RedisConnector.open(main, redisBenchOptions(setup));
+  let child: ChildProcess;
+  try {
+    child = await startPeer(setup, 'json');
+  } catch (err) {
+    await connector.close();
+    throw err;
+  }
+  let down = 0;
+  let up = 0;
+  const send = (frame: Uint8Array) =>
+    connector.put(main, peer, chunkKey(requestId, 'peer', down++), frame, Date.now() + WAIT_MS);
+  return {
+    send,
+    receive: () => connector.get(peer, main, chunkKey(requestId, 'main', up++), Date.now() + WAIT_MS),
+    async close() {
+      await stopPeer(child, () => send(Uint8Array.of(Tag.Stop)));
+      connector.cleanup(requestId);
+      await connector.close();
     },
   };
 }

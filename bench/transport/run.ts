@@ -1,6 +1,6 @@
 /**
  * `node --import tsx bench/transport/run.ts [--iterations N] [--file-iterations N] [--frames N]
- *  [--transports shm,file,ipc] [--json]` — prints the ratio table (or the raw result as JSON).
+ *  [--transports shm,file,ipc,redis] [--redis-url URL] [--json]` — prints the ratio table (or the raw result as JSON).
  */
 import { parseArgs } from 'node:util';
 import { formatTransportTable } from './formatTransportTable.ts';
@@ -12,6 +12,7 @@ const { values } = parseArgs({
     'file-iterations': { type: 'string' },
     frames: { type: 'string' },
     transports: { type: 'string' },
+    'redis-url': { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -22,5 +23,6 @@ const result = await runTransportBench({
   fileLatencyIterations: num(values['file-iterations']),
   throughputFrames: num(values.frames),
   transports: values.transports?.split(',') as TransportKind[] | undefined,
+  ...(values['redis-url'] !== undefined ? { redisUrl: values['redis-url'] } : {}),
 });
 process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatTransportTable(result)}\n`);

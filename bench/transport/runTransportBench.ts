@@ -1,22 +1,26 @@
 /**
  * Transport microbench between two processes: one-way latency of 4 KB frames and throughput of 1 MiB
  * frames for (a) the shm ring, (b) a file-per-chunk connector like vLLM-Omni's SharedMemoryConnector
- * (1 ms polling reader), (c) process.send with serialization: 'advanced'.
+ * (1 ms polling reader), (c) process.send with serialization: 'advanced', (d) the cross-host redis connector
+ * (a RedisConnector in each process; its own redis-server on loopback unless given a Redis URL).
  *
  * Latency method: ping-pong. One-way = round trip / 2, measured with process.hrtime on the parent only,
  * so no cross-process clock is involved; it assumes both directions cost the same (they use the same code).
  * Throughput: the parent sends N frames back to back (with the transport's own flow control) and stops
  * the clock when the peer acknowledges the last one.
  */
+import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
-import { openLink, type Link, type TransportKind } from './links.ts';
-import { Tag } from './protocol.ts';
+import { redactUrl } from '../../transport/redis/redisLink.ts';
 import { gitSha } from '../common.ts';
+import { RedisServer } from '../redisServer.ts';
+import { openLink, TRANSPORT_KINDS, type Link, type TransportKind } from './links.ts';
+import { Tag } from './protocol.ts';
 
-export type { TransportKind };
+export { TRANSPORT_KINDS, type TransportKind };
 
 export interface TransportBenchOptions {
-  /** Transports to measure, in table order. Default all three. */
+  /** Transports to measure, in table order. Default shm, file, ipc (redis when asked for). */
   transports?: TransportKind[];
   latencyFrameBytes?: number; // default 4096
   /** Ping-pongs for shm and ipc (default 2000) and for the slow file baseline (default 300). */
@@ -25,8 +29,10 @@ export interface TransportBenchOptions {
   warmupIterations?: number; // default 100, not measured
   throughputFrameBytes?: number; // default 1 MiB
   throughputFrames?: number; // default 256 (after a warm-up pass of 1/8 as many)
-  /** Capacity of each shm ring. Default 8 MiB (seven 1 MiB frames in flight). */
+  /** Capacity of each shm ring, and max_edge_bytes of the redis link. Default 8 MiB (seven 1 MiB frames in flight). */
   ringBytes?: number;
+  /** Redis for the redis transport (default CHORUS_REDIS_URL; without either, a redis-server of its own). */
+  redisUrl?: string;
 }
 
 export interface LatencyStats {
@@ -58,6 +64,8 @@ export interface TransportBenchResult {
   node: string;
   cpuModel: string;
   cpuCount: number;
+  /** Which Redis the redis transport went through (password redacted), when measured. */
+  redis?: string;
   transports: TransportMeasurement[];
 }
 
@@ -65,6 +73,7 @@ export const TRANSPORT_LABELS: Record<TransportKind, string> = {
   shm: 'shm ring (futex)',
   file: 'file per chunk + 1 ms poll',
   ipc: "process.send 'advanced'",
+  redis: 'redis connector',
 };
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -131,20 +140,49 @@ export async function runTransportBench(options: TransportBenchOptions = {}): Pr
     cpuCount: cpus().length,
     transports: [],
   };
-  for (const transport of transports) {
-    const link = await openLink(transport, ringBytes);
-    try {
-      const iterations =
-        transport === 'file' ? (options.fileLatencyIterations ?? 300) : (options.latencyIterations ?? 2000);
-      const latency = await measureLatency(link, latencyFrameBytes, options.warmupIterations ?? 100, iterations);
-      const frames = options.throughputFrames ?? 256;
-      // Warm-up pass: first touches of the mappings and of the allocator's large-buffer pool are not transport cost.
-      await measureThroughput(link, throughputFrameBytes, Math.max(2, Math.ceil(frames / 8)));
-      const throughput = await measureThroughput(link, throughputFrameBytes, frames);
-      result.transports.push({ transport, label: TRANSPORT_LABELS[transport], latency, throughput });
-    } finally {
-      await link.close();
+  const redis = transports.includes('redis') ? await openRedis(options.redisUrl) : null;
+  try {
+    if (redis) result.redis = redis.description;
+    for (const transport of transports) {
+      const link = await openLink(transport, { ringBytes, ...(redis ? { redisUrl: redis.url } : {}) });
+      try {
+        const iterations =
+          transport === 'file' ? (options.fileLatencyIterations ?? 300) : (options.latencyIterations ?? 2000);
+        const latency = await measureLatency(link, latencyFrameBytes, options.warmupIterations ?? 100, iterations);
+        const frames = options.throughputFrames ?? 256;
+        // Warm-up pass: first touches of the mappings and of the allocator's large-buffer pool are not transport cost.
+        await measureThroughput(link, throughputFrameBytes, Math.max(2, Math.ceil(frames / 8)));
+        const throughput = await measureThroughput(link, throughputFrameBytes, frames);
+        result.transports.push({ transport, label: TRANSPORT_LABELS[transport], latency, throughput });
+      } finally {
+        await link.close();
+      }
     }
+  } finally {
+    await redis?.stop();
   }
   return result;
+}
+
+/** The Redis to measure through: the one given (or CHORUS_REDIS_URL), else a redis-server of our own until the end. */
+async function openRedis(
+  givenUrl: string | undefined,
+): Promise<{ url: string; description: string; stop(): Promise<void> }> {
+  const url = givenUrl ?? (process.env.CHORUS_REDIS_URL || undefined);
+  if (url !== undefined) return { url, description: redactUrl(url), stop: async () => {} };
+  const server = await RedisServer.start();
+  return {
+    url: server.url,
+    description: `own ${redisServerVersion()} on 127.0.0.1:${server.port} (loopback, no persistence)`,
+    stop: () => server.stop(),
+  };
+}
+
+function redisServerVersion(): string {
+  try {
+    const out = execFileSync('redis-server', ['--version'], { encoding: 'utf8' });
+    return `redis-server ${/v=(\S+)/.exec(out)?.[1] ?? '?'}`;
+  } catch {
+    return 'redis-server';
+  }
 }

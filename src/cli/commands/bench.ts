@@ -178,8 +178,10 @@ async function runTransportCommand(argv: string[]): Promise<number> {
   const unknown = transports?.find((t) => !known.includes(t));
   if (unknown !== undefined)
     throw new UsageError(`--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
-  if (v['redis-url'] !== undefined && !/^rediss?:\/\//.test(v['redis-url']))
-    throw new UsageError(`--redis-url must be a redis:// or rediss:// URL, got "${v['redis-url']}"`);
+  if (v['redis-url'] !== undefined && !/^(redis|rediss|redis\+clusters?):\/\//.test(v['redis-url']))
+    throw new UsageError(`--redis-url must be a redis://, rediss:// or redis+cluster:// URL, got "${v['redis-url']}"`);
+  if (v['redis-url'] !== undefined && !transports?.includes('redis'))
+    throw new UsageError('--redis-url is for the redis transport: add redis to --transports');
   const result = await runTransportBench({
     ...(v.iterations !== undefined ? { latencyIterations: positiveInt('iterations', v.iterations, 2000) } : {}),
     ...(v['file-iterations'] !== undefined
