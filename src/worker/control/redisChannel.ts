@@ -173,7 +173,8 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
 export function mismatch(record: DeploymentRecord, mine: string): ChorusError {
   return new ChorusError(
     ErrorCodes.CONFIG_MISMATCH,
-    `the deployment on this Redis (main on ${record.host}, pid ${record.pid}) runs config ${record.configHash.slice(0, 12)}` +
-      `, this stage was started with ${mine.slice(0, 12)}: start it with the same config file as chorus serve`,
+    `the deployment on this Redis (main on ${record.host}, pid ${record.pid}) runs config ` +
+      `${record.configHash.slice(0, 12)}, this stage was started with ${mine.slice(0, 12)}: start it with the same ` +
+      'config file as chorus serve',
   );
 }

@@ -1,0 +1,150 @@
+/**
+ * Scale-out over a real redis-server: `chorus serve` with remote stages that join with `chorus stage`, each in its
+ * own IPC and mount namespace with a private /dev/shm (no shared-memory shortcut can pass), all on 127.0.0.1.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { collect, configWith } from '../helpers/engine.ts';
+import { chat, health, maxDiff, startServe, startStage, type Serve } from '../helpers/deployment.ts';
+import { RedisServer } from '../helpers/redisServer.ts';
+import { tempDir } from '../helpers/tempDir.ts';
+
+const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
+const PROMPT = 'Tell me about the sea';
+
+async function ready(serve: Serve, instances: number): Promise<void> {
+  await expect
+    .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'ready').length, {
+      timeout: 60_000,
+      interval: 100,
+    })
+    .toBe(instances);
+}
+
+/** The all-shm answer (configs/tiny-omni.yaml, same models and seeds), as pcm16. */
+async function reference(maxTokens: number): Promise<{ text: string; pcm16: Int16Array }> {
+  const engine = await Orchestrator.start(configWith('tiny-omni.yaml'));
+  try {
+    const got = await collect(
+      engine.generate({
+        messages: [{ role: 'user', content: PROMPT }],
+        modalities: ['text', 'audio'],
+        sampling: { maxTokens },
+      }),
+    );
+    const pcm16 = Int16Array.from(got.pcm, (x) => Math.round(Math.max(-1, Math.min(1, x)) * 32767));
+    return { text: got.text, pcm16 };
+  } finally {
+    await engine.close();
+  }
+}
+
+describe('scale-out over Redis', () => {
+  let redis: RedisServer;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    env = { CHORUS_REDIS_URL: redis.url };
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('remote Talker and Code2Wav in private namespaces answer like the all-shm pipeline; all leave cleanly', async () => {
+    const serve = await startServe(TWO_HOST, env);
+    // /health waits for the remote stages (min_replicas 1 each) before it is ready.
+    const before = await health(serve.url);
+    expect(before.httpStatus).toBe(503);
+    expect(before.stages.filter((s) => s.status === 'waiting').map((s) => s.stage_id)).toEqual(['talker', 'code2wav']);
+
+    const talker = startStage(TWO_HOST, 'talker', 'b1', env, { isolated: true });
+    const code2wav = startStage(TWO_HOST, 'code2wav', 'b1', env, { isolated: true });
+    await ready(serve, 3);
+    const h = await health(serve.url);
+    expect(h.httpStatus).toBe(200);
+    const remote = h.stages.filter((s) => s.placement === 'remote');
+    expect(remote.map((s) => s.instance).sort()).toEqual(['code2wav#b1', 'talker#b1']);
+    for (const s of remote) expect(Date.now() - Date.parse(s.last_heartbeat!)).toBeLessThan(2000);
+    // Their /dev/shm is a private tmpfs: this machine's segments are not in it.
+    const talkerPid = remote.find((s) => s.stage_id === 'talker')!.pid!;
+    const theirs = readdirSync(`/proc/${talkerPid}/root/dev/shm`);
+    expect(theirs.filter((n) => readdirSync('/dev/shm').includes(n))).toEqual([]);
+
+    const got = await chat(serve.url, PROMPT, { max_tokens: 12 });
+    expect(got.error).toBeNull();
+    const ref = await reference(12);
+    expect(got.text).toBe(ref.text);
+    expect(got.pcm16.length).toBe(ref.pcm16.length);
+    expect(maxDiff(got.pcm16, ref.pcm16)).toBeLessThanOrEqual(1);
+
+    // SIGTERM (to the stage: unshare ignores it): the stages drain and leave (exit 0), main sees them go; then main
+    // stops; no key is left in Redis.
+    for (const s of remote) process.kill(s.pid!, 'SIGTERM');
+    expect(await talker.exited).toBe(0);
+    expect(await code2wav.exited).toBe(0);
+    await expect
+      .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'waiting').length)
+      .toBe(2);
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+    expect(await redis.keys()).toEqual([]);
+  }, 180_000);
+
+  it('two remote Talkers and a local one share the load; a killed one fails only its requests, with STAGE_LOST', async () => {
+    // Talker local (1 replica) with its edges on redis, so instances may join it too.
+    const dir = tempDir('scaleout');
+    const config = join(dir, 'mixed.yaml');
+    const text = readFileSync(TWO_HOST, 'utf8')
+      .split('\n')
+      .filter((line) => !/^\s+(placement|min_replicas):/.test(line))
+      .join('\n');
+    expect(text).not.toMatch(/^\s+placement:/m);
+    writeFileSync(config, text);
+    const serve = await startServe(config, env);
+    await ready(serve, 3);
+    const b1 = startStage(config, 'talker', 'b1', env);
+    startStage(config, 'talker', 'b2', env);
+    await ready(serve, 5);
+
+    let started = 0;
+    const answers = Array.from({ length: 8 }, (_, i) =>
+      chat(serve.url, `${PROMPT} ${i}`, { max_tokens: 60, ignore_eos: true }, () => started++),
+    );
+    await expect.poll(() => started, { timeout: 60_000 }).toBe(8);
+    const during = (await health(serve.url)).stages.filter((s) => s.stage_id === 'talker');
+    expect(during).toHaveLength(3);
+    for (const t of during) expect(t.in_flight).toBeGreaterThan(0);
+    const victim = during.find((s) => s.instance === 'talker#b1')!;
+    const killedAt = Date.now();
+    process.kill(victim.pid!, 'SIGKILL');
+    await b1.exited;
+
+    const done = await Promise.all(answers);
+    const lost = done.filter((a) => a.error !== null);
+    expect(lost.length).toBe(victim.in_flight);
+    for (const a of lost) {
+      expect(a.error!.code).toBe('CHORUS_ERR_STAGE_LOST');
+      expect(a.error!.message).toMatch(/talker#b1.*host/);
+      expect(a.endedAtMs - killedAt).toBeLessThan(3000);
+    }
+    for (const a of done.filter((x) => x.error === null)) expect(a.pcm16.length).toBeGreaterThan(0);
+    expect((await health(serve.url)).stages.map((s) => s.instance)).not.toContain('talker#b1');
+
+    // A new instance joins and takes new work.
+    startStage(config, 'talker', 'b3', env);
+    await ready(serve, 5);
+    let again = 0;
+    const more = Array.from({ length: 3 }, (_, i) =>
+      chat(serve.url, `${PROMPT} again ${i}`, { max_tokens: 40, ignore_eos: true }, () => again++),
+    );
+    await expect.poll(() => again, { timeout: 60_000 }).toBe(3);
+    const b3 = (await health(serve.url)).stages.find((s) => s.instance === 'talker#b3')!;
+    expect(b3.in_flight).toBeGreaterThan(0);
+    for (const a of await Promise.all(more)) expect(a.error).toBeNull();
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+  }, 240_000);
+});

@@ -1,0 +1,178 @@
+/**
+ * A multi-host deployment on one machine, as users run it: `chorus serve` (host A) and `chorus stage` processes
+ * (host B), real processes against a real Redis. A stage can run in its own IPC and mount namespace with a private
+ * /dev/shm, so nothing can pass through this machine's shared memory. Everything started is killed when the test
+ * ends, whatever happened.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { onTestFinished } from 'vitest';
+import { CHORUS_BIN, isAlive, killOnFinish } from './processes.ts';
+
+export interface Started {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  output(): string;
+}
+
+function start(args: string[], env: Record<string, string>, isolated: boolean): Started {
+  const cmd = isolated
+    ? // A private /dev/shm: a fresh tmpfs in a new mount namespace, and a new IPC namespace.
+      [
+        'unshare',
+        '--ipc',
+        '--mount',
+        '--fork',
+        '--kill-child=SIGKILL',
+        'sh',
+        '-c',
+        'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$0" "$@"',
+        process.execPath,
+        CHORUS_BIN,
+        ...args,
+      ]
+    : [process.execPath, CHORUS_BIN, ...args];
+  const child = spawn(cmd[0], cmd.slice(1), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, CHORUS_LOG_LEVEL: 'warn', ...env },
+  });
+  killOnFinish(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, output: () => out };
+}
+
+export interface Serve extends Started {
+  readonly url: string;
+}
+
+/** `chorus serve --config FILE --port 0`, resolved once it prints its URL. */
+export async function startServe(config: string, env: Record<string, string>): Promise<Serve> {
+  const s = start(['serve', '--config', config, '--port', '0'], env, false);
+  const url = await new Promise<string>((resolve, reject) => {
+    s.child.stdout!.on('data', () => {
+      const m = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output());
+      if (m) resolve(m[1]);
+    });
+    void s.exited.then((code) => reject(new Error(`serve exited early with ${code}: ${s.output()}`)));
+  });
+  return { ...s, url };
+}
+
+/** `chorus stage --config FILE --stage ID --name NAME`; isolated: in its own IPC + mount namespace. */
+export function startStage(
+  config: string,
+  stageId: string,
+  name: string,
+  env: Record<string, string>,
+  opts: { isolated?: boolean; extraArgs?: string[] } = {},
+): Started {
+  const s = start(
+    ['stage', '--config', config, '--stage', stageId, '--name', name, ...(opts.extraArgs ?? [])],
+    env,
+    opts.isolated ?? false,
+  );
+  // The stage itself (under unshare it is a grandchild): killed by pid if it outlives the test.
+  onTestFinished(() => {
+    for (const pid of stagePidsNamed(`${stageId}#${name}`)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  return s;
+}
+
+const joinedPids = new Map<string, number>();
+
+/** Pids of joined instances as /health reported them (remembered by health()). */
+function stagePidsNamed(instance: string): number[] {
+  const pid = joinedPids.get(instance);
+  return pid === undefined ? [] : [pid];
+}
+
+export interface HealthStage {
+  readonly stage_id: string;
+  readonly status: string;
+  readonly pid: number | null;
+  readonly in_flight: number;
+  readonly instance?: string;
+  readonly host?: string;
+  readonly placement?: string;
+  readonly last_heartbeat?: string;
+}
+
+export async function health(url: string): Promise<{ httpStatus: number; ready: boolean; stages: HealthStage[] }> {
+  const res = await fetch(`${url}/health`);
+  const body = (await res.json()) as { ready: boolean; stages: HealthStage[] };
+  for (const s of body.stages) if (s.instance && s.pid !== null) joinedPids.set(s.instance, s.pid);
+  return { httpStatus: res.status, ready: body.ready, stages: body.stages };
+}
+
+export interface ChatAnswer {
+  readonly status: number;
+  readonly text: string;
+  readonly pcm16: Int16Array;
+  readonly error: { code: string; message: string } | null;
+  readonly endedAtMs: number;
+}
+
+/** A streamed chat completion with audio (pcm16), read to the end; errors in the stream are returned, not thrown. */
+export async function chat(
+  url: string,
+  content: string,
+  extra: Record<string, unknown> = {},
+  onFirstChunk?: () => void,
+): Promise<ChatAnswer> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      messages: [{ role: 'user', content }],
+      modalities: ['text', 'audio'],
+      audio: { voice: 'alloy', format: 'pcm16' },
+      stream: true,
+      ...extra,
+    }),
+  });
+  if (res.status !== 200) {
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    return { status: res.status, text: '', pcm16: new Int16Array(0), error: body.error, endedAtMs: Date.now() };
+  }
+  let text = '';
+  const audio: Buffer[] = [];
+  let error: ChatAnswer['error'] = null;
+  let buffered = '';
+  let first = true;
+  const decoder = new TextDecoder();
+  for await (const part of res.body!) {
+    buffered += decoder.decode(part as Uint8Array, { stream: true });
+    let nl: number;
+    while ((nl = buffered.indexOf('\n\n')) >= 0) {
+      const event = buffered.slice(0, nl).replace(/^data: /, '');
+      buffered = buffered.slice(nl + 2);
+      if (event === '[DONE]' || event.length === 0) continue;
+      const json = JSON.parse(event) as {
+        error?: { code: string; message: string };
+        choices?: { delta: { content?: string; audio?: { data?: string; transcript?: string } } }[];
+      };
+      if (first) {
+        first = false;
+        onFirstChunk?.();
+      }
+      if (json.error) error = json.error;
+      const delta = json.choices?.[0]?.delta;
+      if (delta?.content) text += delta.content;
+      if (delta?.audio?.transcript) text += delta.audio.transcript;
+      if (delta?.audio?.data) audio.push(Buffer.from(delta.audio.data, 'base64'));
+    }
+  }
+  const bytes = Buffer.concat(audio);
+  const pcm16 = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
+  return { status: 200, text, pcm16: Int16Array.from(pcm16), error, endedAtMs: Date.now() };
+}
+
+/** Largest per-sample difference of two pcm16 streams (lengths must match). */
+export function maxDiff(a: Int16Array, b: Int16Array): number {
+  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
+  let max = 0;
+  for (let i = 0; i < a.length; i++) max = Math.max(max, Math.abs(a[i] - b[i]));
+  return max;
+}
