@@ -53,7 +53,7 @@ describe('scale-out over Redis', () => {
     await redis?.stop();
   });
 
-  it('remote Talker and Code2Wav in private namespaces answer like the all-shm pipeline; all leave cleanly', async () => {
+  it('remote Talker + Code2Wav in private namespaces answer like all-shm; all leave cleanly', async () => {
     const serve = await startServe(TWO_HOST, env);
     // /health waits for the remote stages (min_replicas 1 each) before it is ready.
     const before = await health(serve.url);
@@ -93,7 +93,7 @@ describe('scale-out over Redis', () => {
     expect(await redis.keys()).toEqual([]);
   }, 180_000);
 
-  it('two remote Talkers and a local one share the load; a killed one fails only its requests, with STAGE_LOST', async () => {
+  it('2 remote Talkers + 1 local share the load; a killed one fails only its requests (STAGE_LOST)', async () => {
     // Talker local (1 replica) with its edges on redis, so instances may join it too.
     const dir = tempDir('scaleout');
     const config = join(dir, 'mixed.yaml');
