@@ -22,10 +22,13 @@ export interface RedisLinkOptions {
 const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
 const MAX_BACKOFF_MS = 2000;
 
+function reconnectDelayMs(attempt: number): number {
+  return Math.min(50 * 2 ** attempt, MAX_BACKOFF_MS);
+}
+
 /** Backoff once the link has been up; before that a failure is final (connect() rejects, saying why). */
 function reconnectStrategy(hasBeenUp: () => boolean) {
-  return (retries: number, cause: Error): number | Error =>
-    hasBeenUp() ? Math.min(50 * 2 ** retries, MAX_BACKOFF_MS) : cause;
+  return (retries: number, cause: Error): number | Error => (hasBeenUp() ? reconnectDelayMs(retries) : cause);
 }
 
 /** What the connector and the control plane use of a link (the same for one node and a Cluster). */
@@ -90,7 +93,7 @@ export class RedisLink {
         defaults: { ...auth, ...common, socket },
       }).withTypeMapping(typeMapping);
       link = new RedisLink(options, c as unknown as RedisCommands, c as never, [c as never]);
-      link.#watch(c as never);
+      link.#watchCluster(c as never);
       await connectOrExplain(() => c.connect(), where);
     } else {
       const cmd = createClient({ url: options.url, ...common, socket }).withTypeMapping(typeMapping);
@@ -156,6 +159,34 @@ export class RedisLink {
   #destroy(): void {
     this.#closed = true;
     for (const c of this.clients) destroyQuietly(c);
+  }
+
+  /**
+   * A Cluster reports errors per node ('node-error') but no 'ready' after a node came back: once down, the link
+   * probes (a GET, with backoff) until commands go through again, then resumes.
+   */
+  #watchCluster(cluster: { on(event: string, fn: (...args: never[]) => void): unknown }): void {
+    const down = (err: Error) => {
+      if (!this.#up || this.#closed || !this.#everUp) return;
+      this.#up = false;
+      for (const fn of this.#onDown) fn(err);
+      this.#probe(0);
+    };
+    cluster.on('error', down);
+    cluster.on('node-error', down);
+  }
+
+  #probe(attempt: number): void {
+    setTimeout(() => {
+      if (this.#closed) return;
+      this.commands.get('chorus:probe').then(
+        () => {
+          this.#up = true;
+          for (const fn of this.#onReconnect) fn();
+        },
+        () => this.#probe(attempt + 1),
+      );
+    }, reconnectDelayMs(attempt)).unref();
   }
 
   #watch(client: { on(event: string, fn: (...args: never[]) => void): unknown }): void {
