@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { collect, configWith } from '../helpers/engine.ts';
 import { chat, health, maxDiff, startServe, startStage, type Serve } from '../helpers/deployment.ts';
-import { RedisServer } from '../helpers/redisServer.ts';
+import { RedisCluster, RedisServer } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
@@ -23,8 +23,16 @@ async function ready(serve: Serve, instances: number): Promise<void> {
     .toBe(instances);
 }
 
+const references = new Map<number, Promise<{ text: string; pcm16: Int16Array }>>();
+
 /** The all-shm answer (configs/tiny-omni.yaml, same models and seeds), as pcm16. */
-async function reference(maxTokens: number): Promise<{ text: string; pcm16: Int16Array }> {
+function reference(maxTokens: number): Promise<{ text: string; pcm16: Int16Array }> {
+  let ref = references.get(maxTokens);
+  if (!ref) references.set(maxTokens, (ref = computeReference(maxTokens)));
+  return ref;
+}
+
+async function computeReference(maxTokens: number): Promise<{ text: string; pcm16: Int16Array }> {
   const engine = await Orchestrator.start(configWith('tiny-omni.yaml'));
   try {
     const got = await collect(
@@ -147,4 +155,93 @@ describe('scale-out over Redis', () => {
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
   }, 240_000);
+
+  it('Redis killed mid-stream: clear errors, the server stays up; Redis back: the stages rejoin and answer', async () => {
+    const serve = await startServe(TWO_HOST, env);
+    startStage(TWO_HOST, 'talker', 'k1', env);
+    startStage(TWO_HOST, 'code2wav', 'k1', env);
+    await ready(serve, 3);
+    let streaming = false;
+    const inFlight = chat(serve.url, PROMPT, { max_tokens: 200, ignore_eos: true }, () => (streaming = true));
+    await expect.poll(() => streaming, { timeout: 30_000 }).toBe(true);
+    await redis.kill();
+    const failed = await inFlight;
+    expect(['CHORUS_ERR_TRANSPORT_UNAVAILABLE', 'CHORUS_ERR_STAGE_LOST']).toContain(failed.error?.code);
+    expect(failed.error!.message).toMatch(/Redis|heartbeat/);
+    // The server is up and says what is missing; a new request gets a clear refusal, not a hang.
+    const down = await health(serve.url);
+    expect(down.httpStatus).toBe(503);
+    const refused = await chat(serve.url, PROMPT, { max_tokens: 4 });
+    expect(refused.error).not.toBeNull();
+
+    await redis.restart();
+    await ready(serve, 3);
+    const again = await chat(serve.url, PROMPT, { max_tokens: 12 });
+    expect(again.error).toBeNull();
+    const ref = await reference(12);
+    expect(again.text).toBe(ref.text);
+    expect(maxDiff(again.pcm16, ref.pcm16)).toBeLessThanOrEqual(1);
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+  }, 180_000);
+
+  it('a stage with the wrong password, or another config, refuses to join and says why', async () => {
+    const wrong = startStage(TWO_HOST, 'talker', 'w1', {
+      CHORUS_REDIS_URL: redis.url.replace(`:${redis.password}@`, ':not-the-password@'),
+    });
+    expect(await wrong.exited).toBe(1);
+    expect(wrong.output()).toMatch(/CHORUS_ERR_TRANSPORT_UNAVAILABLE.*password/);
+
+    const dir = tempDir('scaleout');
+    const other = join(dir, 'other.yaml');
+    writeFileSync(other, readFileSync(TWO_HOST, 'utf8').replace('model_seed: 0', 'model_seed: 1'));
+    // Started before main: it waits; main then refuses it (its heartbeat carries another config hash).
+    const early = startStage(other, 'talker', 'o1', env);
+    await expect.poll(() => early.output(), { timeout: 30_000 }).toContain('joining the deployment');
+    const serve = await startServe(TWO_HOST, env);
+    expect(await early.exited).toBe(2);
+    expect(early.output()).toMatch(/refused: this deployment runs config [0-9a-f]{12}.*same config file/);
+    // Started after main: it reads the deployment's config hash and refuses before loading anything.
+    const late = startStage(other, 'talker', 'o2', env);
+    expect(await late.exited).toBe(1);
+    expect(late.output()).toMatch(/CHORUS_ERR_CONFIG_MISMATCH.*same config file/);
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+    expect(await redis.keys()).toEqual([]);
+  }, 120_000);
+});
+
+describe('scale-out over a 3-node Redis Cluster', () => {
+  let cluster: RedisCluster;
+  beforeAll(async () => {
+    cluster = await RedisCluster.start();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('answers like all-shm, with the keys of requests spread over the shards', async () => {
+    const env = { CHORUS_REDIS_URL: cluster.url };
+    const serve = await startServe(TWO_HOST, env);
+    startStage(TWO_HOST, 'talker', 'c1', env, { isolated: true });
+    startStage(TWO_HOST, 'code2wav', 'c1', env, { isolated: true });
+    await ready(serve, 3);
+    const ref = await reference(12);
+    const answers = await Promise.all(Array.from({ length: 4 }, () => chat(serve.url, PROMPT, { max_tokens: 12 })));
+    for (const a of answers) {
+      expect(a.error).toBeNull();
+      expect(a.text).toBe(ref.text);
+      expect(maxDiff(a.pcm16, ref.pcm16)).toBeLessThanOrEqual(1);
+    }
+    // Every request's lists hash to its own slot: the pushes landed on more than one node.
+    const pushes = await Promise.all(
+      cluster.nodes.map(async (n) =>
+        Number(/cmdstat_rpush:calls=(\d+)/.exec(await n.cli('info', 'commandstats'))?.[1] ?? 0),
+      ),
+    );
+    expect(pushes.filter((p) => p > 0).length).toBeGreaterThan(1);
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+    for (const n of cluster.nodes) expect(await n.keys()).toEqual([]);
+  }, 180_000);
 });
