@@ -156,7 +156,7 @@ describe('scale-out over Redis', () => {
     expect(await serve.exited).toBe(0);
   }, 240_000);
 
-  it('Redis killed mid-stream: clear errors, the server stays up; Redis back: the stages rejoin and answer', async () => {
+  it('Redis killed mid-stream: clear errors, server up; Redis back: the stages rejoin and answer', async () => {
     const serve = await startServe(TWO_HOST, env);
     startStage(TWO_HOST, 'talker', 'k1', env);
     startStage(TWO_HOST, 'code2wav', 'k1', env);
