@@ -1,8 +1,8 @@
 /**
  * Connector kinds by name: each one's YAML options (snake_case, checked by `chorus config check`), whether it links
  * separate processes, what main provisions for an edge before any stage starts, and how a process opens its end.
- * A stage graph may name only the kinds that link processes (`connectorKinds`): config refuses the others, and
- * kinds known but not built, with the reason, so a graph never names a transport that would fail at start.
+ * A stage graph may name only the kinds that link processes (`connectorKinds`): config refuses the others with the
+ * reason, so a graph never names a transport that would fail at start.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { ConnectorSpec } from '../src/common/graph.ts';
@@ -147,9 +147,6 @@ export const allConnectorKinds: Readonly<Record<string, ConnectorKindEntry>> = {
 export const connectorKinds: Readonly<Record<string, ConnectorKindEntry>> = Object.fromEntries(
   Object.entries(allConnectorKinds).filter(([, entry]) => entry.multiProcess),
 );
-
-/** Kinds a config may name that are not built yet, and what they are for (config check says so, not "unknown"). */
-export const unbuiltConnectorKinds: Readonly<Record<string, string>> = {};
 
 /** The entry of `kind` in `kinds` (own keys only: "constructor" is no connector kind). */
 export function kindEntry<T>(kinds: Readonly<Record<string, T>>, kind: string): T | undefined {

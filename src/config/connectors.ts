@@ -1,11 +1,11 @@
 /**
  * `connectors:` -> ConnectorSpec per name. The kind must be one transport/registry.ts builds and that links separate
- * processes (every stage runs in its own): a kind known but not built, or one that only works within a process, is
- * refused with the reason. Its options are checked against that kind's schema and defaulted, with keys in camelCase
- * (ring_bytes -> ringBytes), the names the transport layer reads.
+ * processes (every stage runs in its own): one that only works within a process is refused with the reason. Its
+ * options are checked against that kind's schema and defaulted, with keys in camelCase (ring_bytes -> ringBytes),
+ * the names the transport layer reads.
  */
 import type { ConnectorKind, ConnectorSpec } from '../common/graph.ts';
-import { allConnectorKinds, connectorKinds, kindEntry, unbuiltConnectorKinds } from '../../transport/registry.ts';
+import { allConnectorKinds, connectorKinds, kindEntry } from '../../transport/registry.ts';
 import { defaults } from './defaults.ts';
 import { suggest, type Problems } from './problems.ts';
 import { check } from './validate.ts';
@@ -45,9 +45,6 @@ export function resolveConnectors(
 /** Why a connector kind cannot carry a stage graph's edges, and what to use instead. */
 function refusal(kind: string, built: readonly string[]): string {
   const use = `use kind: ${built.join(' or ')}`;
-  const purpose = kindEntry(unbuiltConnectorKinds, kind);
-  if (purpose !== undefined)
-    return `${kind} is not built yet (built: ${built.join(', ')}); ${use} (${kind} is ${purpose})`;
   if (kindEntry(allConnectorKinds, kind))
     return `${kind} cannot link stage processes: it passes frames within one process (tests); ${use}`;
   return `unknown connector kind "${kind}"${suggest(kind, built)} (built: ${built.join(', ')})`;

@@ -5,8 +5,7 @@
  * ends, whatever happened.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { onTestFinished } from 'vitest';
-import { CHORUS_BIN, isAlive, killOnFinish } from './processes.ts';
+import { CHORUS_BIN, killOnFinish } from './processes.ts';
 
 export interface Started {
   readonly child: ChildProcess;
@@ -16,7 +15,8 @@ export interface Started {
 
 function start(args: string[], env: Record<string, string>, isolated: boolean): Started {
   const cmd = isolated
-    ? // A private /dev/shm: a fresh tmpfs in a new mount namespace, and a new IPC namespace.
+    ? // A private /dev/shm: a fresh tmpfs in a new mount namespace, and a new IPC namespace. --kill-child makes the
+      // kernel SIGKILL the stage when unshare dies (killOnFinish kills unshare), so nothing outlives the test.
       [
         'unshare',
         '--ipc',
@@ -73,19 +73,7 @@ export function startStage(
     env,
     opts.isolated ?? false,
   );
-  // The stage itself (under unshare it is a grandchild): killed by pid if it outlives the test.
-  onTestFinished(() => {
-    for (const pid of stagePidsNamed(`${stageId}#${name}`)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-  });
   return s;
-}
-
-const joinedPids = new Map<string, number>();
-
-/** Pids of joined instances as /health reported them (remembered by health()). */
-function stagePidsNamed(instance: string): number[] {
-  const pid = joinedPids.get(instance);
-  return pid === undefined ? [] : [pid];
 }
 
 export interface HealthStage {
@@ -102,7 +90,6 @@ export interface HealthStage {
 export async function health(url: string): Promise<{ httpStatus: number; ready: boolean; stages: HealthStage[] }> {
   const res = await fetch(`${url}/health`);
   const body = (await res.json()) as { ready: boolean; stages: HealthStage[] };
-  for (const s of body.stages) if (s.instance && s.pid !== null) joinedPids.set(s.instance, s.pid);
   return { httpStatus: res.status, ready: body.ready, stages: body.stages };
 }
 

@@ -40,7 +40,8 @@ describe('configs/schema.json', () => {
     ['a misspelt model size', valid.replace('hidden_size', 'hiden_size')],
     ['worker_type, which the kind decides', valid.replace('kind: thinker', 'kind: thinker\n    worker_type: ar')],
     ['an unknown stage kind', valid.replace('kind: thinker', 'kind: thinkr')],
-    ['a connector kind that is not built', `connectors:\n  r: {kind: redis}\n${valid}`],
+    ['an unknown connector kind', `connectors:\n  r: {kind: nats}\n${valid}`],
+    ['a redis url of another scheme', `connectors:\n  r: {kind: redis, options: {url: 'http://x'}}\n${valid}`],
   ])('refuses %s, as the loader does', (_, yaml) => {
     expect(validate(parse(yaml))).toBe(false);
     expect(() => parseConfig(yaml, 'x.yaml')).toThrow(expect.objectContaining({ code: 'CHORUS_ERR_CONFIG_INVALID' }));
