@@ -68,6 +68,8 @@ export async function createConnector(
       opened.push({ connector: await g.entry.open(self, g.edges, g.spec.options), edges: g.edges });
   } catch (err) {
     await Promise.all(opened.map((o) => o.connector.close()));
+    // An unreachable transport is not a config mistake: its own error says what to check.
+    if (err instanceof ChorusError && err.code === ErrorCodes.TRANSPORT_UNAVAILABLE) throw err;
     throw new ChorusError(ErrorCodes.CONFIG_INVALID, `${self} cannot open its edges: ${String(err)}`, { cause: err });
   }
   if (opened.length === 1) return opened[0].connector;
