@@ -1,40 +1,72 @@
 /**
- * Async/sync ratios per concurrency and the issue's goals. Goals are reported, never asserted: a speed goal
- * lives in a benchmark, not in a test.
+ * Ratios between two variants of the same runs (async/sync, or --config over --compare-config) per concurrency,
+ * and the issue's goals. Goals are reported, never asserted: a speed goal lives in a benchmark, not in a test.
  */
 import type { LimitResult } from '../limit/runLimit.ts';
-import type { Goal, Ratio, RunRow } from './results.ts';
+import type { ConfigRatio, Goal, Ratio, RunRow, VariantRatio } from './results.ts';
 
 export const GOALS = {
   ttfpAsyncOverSyncAtC1: 0.05,
   ttfpAsyncOverSyncAtC10: 0.1,
   ttfpOverLimitAtC1: 1.15,
   underrunsAtC10: 0,
+  /** Scale-out: two-host (Talker and Code2Wav over Redis) against all-shm, same models. */
+  ttfpConfigOverCompareAtC1: 1.25,
 } as const;
 
 function ratio(a: number | null, b: number | null): number | null {
   return a === null || b === null || b === 0 ? null : a / b;
 }
 
-export function asyncSyncRatios(runs: readonly RunRow[]): Ratio[] {
-  const out: Ratio[] = [];
-  for (const a of runs.filter((r) => r.async_chunk)) {
-    const s = runs.find((r) => !r.async_chunk && r.concurrency === a.concurrency);
-    if (!s) continue;
+/** Each run of variant `a` over the run of variant `b` at its concurrency (none where `b` did not run it). */
+function ratiosBetween(runs: readonly RunRow[], a: (r: RunRow) => boolean, b: (r: RunRow) => boolean): VariantRatio[] {
+  const out: VariantRatio[] = [];
+  for (const x of runs.filter(a)) {
+    const y = runs.find((r) => b(r) && r.concurrency === x.concurrency);
+    if (!y) continue;
     out.push({
-      concurrency: a.concurrency,
-      ttfp_async_over_sync: ratio(a.mean_ttfp_ms, s.mean_ttfp_ms),
-      p50_ttfp_async_over_sync: ratio(a.p50_ttfp_ms, s.p50_ttfp_ms),
-      ttft_async_over_sync: ratio(a.mean_ttft_ms, s.mean_ttft_ms),
-      e2e_async_over_sync: ratio(a.mean_e2e_ms, s.mean_e2e_ms),
-      rtf_async_over_sync: ratio(a.mean_rtf, s.mean_rtf),
+      concurrency: x.concurrency,
+      ttfp: ratio(x.mean_ttfp_ms, y.mean_ttfp_ms),
+      p50_ttfp: ratio(x.p50_ttfp_ms, y.p50_ttfp_ms),
+      ttft: ratio(x.mean_ttft_ms, y.mean_ttft_ms),
+      e2e: ratio(x.mean_e2e_ms, y.mean_e2e_ms),
+      rtf: ratio(x.mean_rtf, y.mean_rtf),
     });
   }
   return out;
 }
 
+export function asyncSyncRatios(runs: readonly RunRow[]): Ratio[] {
+  return ratiosBetween(
+    runs,
+    (r) => r.async_chunk,
+    (r) => !r.async_chunk,
+  ).map((x) => ({
+    concurrency: x.concurrency,
+    ttfp_async_over_sync: x.ttfp,
+    p50_ttfp_async_over_sync: x.p50_ttfp,
+    ttft_async_over_sync: x.ttft,
+    e2e_async_over_sync: x.e2e,
+    rtf_async_over_sync: x.rtf,
+  }));
+}
+
+/** --config's runs (variant `config`) over --compare-config's (variant `compare`). */
+export function configRatios(runs: readonly RunRow[], config: string, compare: string): ConfigRatio[] {
+  return ratiosBetween(
+    runs,
+    (r) => r.variant === config,
+    (r) => r.variant === compare,
+  ).map((x) => ({ ...x, config, compare_config: compare }));
+}
+
 /** The goals that the measured data can speak to (a goal without its data is left out, not failed). */
-export function evaluateGoals(runs: readonly RunRow[], ratios: readonly Ratio[], limit: LimitResult | null): Goal[] {
+export function evaluateGoals(
+  runs: readonly RunRow[],
+  ratios: readonly Ratio[],
+  limit: LimitResult | null,
+  configRatios: readonly ConfigRatio[] = [],
+): Goal[] {
   const goals: Goal[] = [];
   const atC = (c: number) => ratios.find((r) => r.concurrency === c)?.ttfp_async_over_sync ?? null;
   const c1 = atC(1);
@@ -53,7 +85,17 @@ export function evaluateGoals(runs: readonly RunRow[], ratios: readonly Ratio[],
       target: `<= ${GOALS.ttfpAsyncOverSyncAtC10}`,
       met: c10 <= GOALS.ttfpAsyncOverSyncAtC10,
     });
-  const asyncC1 = runs.find((r) => r.async_chunk && r.concurrency === 1);
+  const byConfigC1 = configRatios.find((r) => r.concurrency === 1);
+  if (byConfigC1?.ttfp != null)
+    goals.push({
+      name: `TTFP ${byConfigC1.config}/${byConfigC1.compare_config} at c=1`,
+      value: byConfigC1.ttfp,
+      target: `<= ${GOALS.ttfpConfigOverCompareAtC1}`,
+      met: byConfigC1.ttfp <= GOALS.ttfpConfigOverCompareAtC1,
+    });
+  // Only --config's runs (the first variant: modes run in order): the limit was measured on its graph.
+  const main = (r: RunRow) => r.async_chunk && r.variant === runs[0].variant;
+  const asyncC1 = runs.find((r) => main(r) && r.concurrency === 1);
   if (limit && asyncC1?.mean_ttfp_ms != null) {
     const v = asyncC1.mean_ttfp_ms / limit.median.total_ms;
     goals.push({
@@ -63,7 +105,7 @@ export function evaluateGoals(runs: readonly RunRow[], ratios: readonly Ratio[],
       met: v <= GOALS.ttfpOverLimitAtC1,
     });
   }
-  const asyncC10 = runs.find((r) => r.async_chunk && r.concurrency === 10);
+  const asyncC10 = runs.find((r) => main(r) && r.concurrency === 10);
   if (asyncC10) {
     goals.push({
       name: 'underruns at c=10',

@@ -1,7 +1,8 @@
 /**
  * The server under test when the bench is given --config: the real Orchestrator and the real front end in this
  * process, on a loopback port chosen by the OS. The sync variant is the same YAML with only async_chunk turned
- * off, so both runs use the same models, sizes, seeds and engine settings.
+ * off, so both runs use the same models, sizes, seeds and engine settings. A config with remote stages also gets
+ * its host B here (RemoteStageHost): a Redis and the `chorus stage` processes, joined before the first request.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { startServer } from '../../src/server/app.ts';
+import { RemoteStageHost, remoteStagesOf, type RemoteStageHostOptions } from './RemoteStageHost.ts';
 
 export interface BenchConfig {
   /** The YAML text as run (async_chunk forced when asked). */
@@ -49,23 +51,47 @@ export async function readBenchConfig(file: string, asyncChunk?: boolean): Promi
 export interface InProcessServer {
   readonly baseUrl: string;
   readonly engine: Orchestrator;
+  /** Where the remote stages run (null when all are local). */
+  readonly remote: string | null;
   close(): Promise<void>;
 }
 
-export async function startInProcessServer(graph: StageGraph, log: Logger): Promise<InProcessServer> {
-  const engine = await Orchestrator.start(graph, { log: log.child({ component: 'orchestrator' }) });
+export type InProcessServerOptions = Omit<RemoteStageHostOptions, 'log'>;
+
+export async function startInProcessServer(
+  graph: StageGraph,
+  log: Logger,
+  options: InProcessServerOptions = {},
+): Promise<InProcessServer> {
+  const host = remoteStagesOf(graph).length > 0 ? await RemoteStageHost.open(graph, { ...options, log }) : null;
   try {
-    const { app, url } = await startServer(engine, { host: '127.0.0.1', port: 0, apiKey: null, logger: log });
-    return {
-      baseUrl: url,
-      engine,
-      close: async () => {
-        await app.close();
-        await engine.close();
-      },
-    };
+    const engine = await Orchestrator.start(host?.graph ?? graph, { log: log.child({ component: 'orchestrator' }) });
+    try {
+      await host?.join(engine);
+      const { app, url } = await startServer(engine, { host: '127.0.0.1', port: 0, apiKey: null, logger: log });
+      return {
+        baseUrl: url,
+        engine,
+        remote: host?.description ?? null,
+        close: async () => {
+          try {
+            await app.close();
+          } finally {
+            try {
+              // The engine first: it would report each remote instance that drains and leaves as a lost stage.
+              await engine.close();
+            } finally {
+              await host?.close();
+            }
+          }
+        },
+      };
+    } catch (err) {
+      await engine.close();
+      throw err;
+    }
   } catch (err) {
-    await engine.close();
+    await host?.close(); // idempotent; stops whatever stage processes join() started
     throw err;
   }
 }

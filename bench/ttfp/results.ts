@@ -10,6 +10,8 @@ import type { RequestTrace } from './trace.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
 
 export interface RunRow {
+  /** Which server the run measured: async or sync (--compare-sync), or the config's name (--compare-config). */
+  readonly variant: string;
   readonly async_chunk: boolean;
   readonly concurrency: number;
   readonly num_prompts: number;
@@ -64,6 +66,23 @@ export interface Ratio {
   readonly rtf_async_over_sync: number | null;
 }
 
+/** One variant's run over another's at one concurrency (means unless p50); lower is better for TTFP. */
+export interface VariantRatio {
+  readonly concurrency: number;
+  readonly ttfp: number | null;
+  readonly p50_ttfp: number | null;
+  readonly ttft: number | null;
+  readonly e2e: number | null;
+  readonly rtf: number | null;
+}
+
+/** --config over --compare-config. */
+export interface ConfigRatio extends VariantRatio {
+  /** The variant names of the two configs (RunRow.variant). */
+  readonly config: string;
+  readonly compare_config: string;
+}
+
 export interface Goal {
   readonly name: string;
   readonly value: number;
@@ -89,9 +108,25 @@ export interface BenchResult {
   readonly command: string;
   readonly git_sha: string;
   readonly machine: Machine;
-  readonly target: { readonly kind: 'config' | 'url'; readonly file?: string; readonly url?: string };
-  /** sha256 of the YAML as run, per mode (the sync one differs only in async_chunk). */
-  readonly config_sha256: { readonly async?: string; readonly sync?: string; readonly as_is?: string };
+  readonly target: {
+    readonly kind: 'config' | 'url';
+    readonly file?: string;
+    readonly url?: string;
+    /** --compare-config FILE. */
+    readonly compare_file?: string;
+  };
+  /**
+   * sha256 of the YAML as run, per variant (async and sync differ only in async_chunk; with --compare-config, one
+   * per config's name); as_is for a lone run.
+   */
+  readonly config_sha256: {
+    readonly async?: string;
+    readonly sync?: string;
+    readonly as_is?: string;
+    readonly [variant: string]: string | undefined;
+  };
+  /** Per variant with remote stages: the `chorus stage` processes the bench started, and the Redis they used. */
+  readonly remote_stages: Record<string, string>;
   readonly options: {
     readonly protocol: string;
     readonly concurrency: readonly number[];
@@ -109,6 +144,8 @@ export interface BenchResult {
   burst_limits: LimitResult[];
   readonly runs: RunRow[];
   ratios: Ratio[];
+  /** --compare-config only. */
+  config_ratios: ConfigRatio[];
   goals: Goal[];
 }
 
@@ -130,6 +167,8 @@ function meanOf(values: readonly (number | undefined)[]): number | null {
 }
 
 export interface RowContext {
+  /** Default: async or sync, after asyncChunk. */
+  readonly variant?: string;
   readonly asyncChunk: boolean;
   readonly concurrency: number;
   readonly inputLen: number;
@@ -149,6 +188,7 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
   const ok = c.traces.filter((t) => t.ok);
   const timing = c.serverTiming ? ok.map((t) => c.serverTiming!(t.requestId)) : [];
   return {
+    variant: c.variant ?? (c.asyncChunk ? 'async' : 'sync'),
     async_chunk: c.asyncChunk,
     concurrency: c.concurrency,
     num_prompts: c.traces.length,

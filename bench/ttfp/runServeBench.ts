@@ -1,10 +1,12 @@
 /**
- * The TTFP bench: for each mode (async_chunk on, and off with --compare-sync) and each concurrency, send the
- * same seeded prompts through the real front end and measure on the client. With --config the bench starts its
- * own server in this process (and measures the critical-path limit first, before any stage process runs);
- * with --url it measures a running server.
+ * The TTFP bench: for each mode (async_chunk on, and off with --compare-sync; or --config and then
+ * --compare-config) and each concurrency, send the same seeded prompts through the real front end and measure on
+ * the client. With --config the bench starts its own server in this process (and measures the critical-path limit
+ * first, before any stage process runs), with the `chorus stage` processes of its remote stages, if any; with
+ * --url it measures a running server.
  */
 import os from 'node:os';
+import path from 'node:path';
 import type { StageGraph } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
@@ -14,8 +16,9 @@ import { runLimit } from '../limit/runLimit.ts';
 import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
-import { asyncSyncRatios, evaluateGoals } from './goals.ts';
+import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
 import { readBenchConfig, startInProcessServer, type BenchConfig } from './inProcessServer.ts';
+import { remoteStagesOf } from './RemoteStageHost.ts';
 import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
 import { makePrompts } from './prompts.ts';
@@ -38,6 +41,12 @@ export interface ServeBenchOptions {
   readonly warmup: number;
   readonly seed: number;
   readonly compareSync: boolean;
+  /** A second config run after --config's (--config target only); ratios are --config over it. */
+  readonly compareConfig?: string;
+  /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */
+  readonly redisUrl?: string;
+  /** How long remote stage processes may take to join (default 180 s). */
+  readonly joinTimeoutMs?: number;
   /** Per-request initial codec chunk (Chorus extension); default: the server's chunk policy. */
   readonly initialCodecChunkFrames?: number;
   /** Per request (default 300 s: a sync answer at c=10 on 2 cores is long). */
@@ -54,8 +63,9 @@ export interface ServeBenchOptions {
   readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
 }
 
-/** One server to measure: its address, its async_chunk, and (in-process) how to stop it. */
+/** One server to measure: its name in the results, its address, its async_chunk, and (in-process) its config. */
 interface Mode {
+  readonly variant: string;
   readonly asyncChunk: boolean;
   readonly config: BenchConfig | null;
   readonly url: string | null;
@@ -77,12 +87,14 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     command: o.command,
     git_sha: gitSha(),
     machine: machineInfo(),
-    target: o.target.kind === 'config' ? { kind: 'config', file: o.target.file } : { kind: 'url', url: o.target.url },
+    target:
+      o.target.kind === 'config'
+        ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
+        : { kind: 'url', url: o.target.url },
     config_sha256: Object.fromEntries(
-      modes
-        .filter((m) => m.config)
-        .map((m) => [o.compareSync ? (m.asyncChunk ? 'async' : 'sync') : 'as_is', m.config!.sha256]),
+      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
     ),
+    remote_stages: {},
     options: {
       protocol: o.protocol,
       concurrency: o.concurrency,
@@ -97,6 +109,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     burst_limits: [],
     runs: [],
     ratios: [],
+    config_ratios: [],
     goals: [],
   };
   if (first && o.limit !== false) {
@@ -122,8 +135,10 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   } finally {
     timings?.close();
   }
-  result.ratios = asyncSyncRatios(result.runs);
-  result.goals = evaluateGoals(result.runs, result.ratios, result.limit);
+  // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
+  if (o.compareConfig) result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
+  else result.ratios = asyncSyncRatios(result.runs);
+  result.goals = evaluateGoals(result.runs, result.ratios, result.limit, result.config_ratios);
   result.finished_at = new Date().toISOString();
   result.machine.load_avg_end = os.loadavg()[0];
   return result;
@@ -137,9 +152,15 @@ async function runMode(
   warmupPrompts: string[],
   timings: ServerTimings | null,
 ): Promise<void> {
-  const label = mode.asyncChunk ? 'async' : 'sync';
-  const server = mode.config ? await startInProcessServer(mode.config.graph, o.log) : null;
+  const label = mode.variant;
+  const server = mode.config
+    ? await startInProcessServer(mode.config.graph, o.log, {
+        ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
+        ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
+      })
+    : null;
   try {
+    if (server?.remote) result.remote_stages[mode.variant] = server.remote;
     const target: ClientTarget = {
       baseUrl: server?.baseUrl ?? mode.url!,
       apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
@@ -174,6 +195,7 @@ async function runMode(
     for (const concurrency of o.concurrency) {
       const run = await load(`${label} c=${concurrency}`, prompts, concurrency);
       const row = toRunRow(summarizeRun(run.traces), {
+        variant: mode.variant,
         asyncChunk: mode.asyncChunk,
         concurrency,
         inputLen: o.inputLen,
@@ -193,19 +215,42 @@ async function runMode(
 
 async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
   const t = o.target;
+  const variant = (asyncChunk: boolean) => (asyncChunk ? 'async' : 'sync');
   if (t.kind === 'config') {
+    if (o.compareSync && o.compareConfig !== undefined)
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, 'give --compare-sync or --compare-config, not both');
+    if (o.compareConfig !== undefined) {
+      const files = [t.file, o.compareConfig];
+      const configs = await Promise.all(files.map((f) => readBenchConfig(f)));
+      const [a, b] = configVariants(files);
+      return [
+        { variant: a, asyncChunk: configs[0].graph.asyncChunk, config: configs[0], url: null },
+        { variant: b, asyncChunk: configs[1].graph.asyncChunk, config: configs[1], url: null },
+      ];
+    }
     if (!o.compareSync) {
       const config = await readBenchConfig(t.file);
-      return [{ asyncChunk: config.graph.asyncChunk, config, url: null }];
+      return [{ variant: variant(config.graph.asyncChunk), asyncChunk: config.graph.asyncChunk, config, url: null }];
     }
     const [a, s] = await Promise.all([readBenchConfig(t.file, true), readBenchConfig(t.file, false)]);
+    // Refused before the limit and the first mode spend minutes: see RemoteStageHost.open.
+    if (remoteStagesOf(a.graph).length > 0)
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        `--compare-sync runs a changed copy of ${t.file}, but its remote stages load the file as it is: write the ` +
+          'async_chunk: false variant to its own file and use --compare-config',
+      );
     return [
-      { asyncChunk: true, config: a, url: null },
-      { asyncChunk: false, config: s, url: null },
+      { variant: 'async', asyncChunk: true, config: a, url: null },
+      { variant: 'sync', asyncChunk: false, config: s, url: null },
     ];
   }
+  if (o.compareConfig !== undefined)
+    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-config needs --config (the bench starts both)');
   const main = await describe(t.url, t.apiKey);
-  const modes: Mode[] = [{ asyncChunk: main.async_chunk, config: null, url: t.url }];
+  const modes: Mode[] = [
+    { variant: variant(main.async_chunk), asyncChunk: main.async_chunk, config: null, url: t.url },
+  ];
   if (o.compareSync) {
     if (!t.syncUrl)
       throw new ChorusError(
@@ -220,9 +265,18 @@ async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
         `--url and --sync-url both run async_chunk: ${main.async_chunk}; point them at an async and a sync server`,
       );
     }
-    modes.push({ asyncChunk: sync.async_chunk, config: null, url: t.syncUrl });
+    modes.push({ variant: variant(sync.async_chunk), asyncChunk: sync.async_chunk, config: null, url: t.syncUrl });
   }
   return modes;
+}
+
+/** The two configs' names in the results: file names without .yaml, or paths from here where those collide. */
+function configVariants(files: readonly string[]): [string, string] {
+  const [a, b] = files.map((f) => path.basename(f).replace(/\.ya?ml$/, ''));
+  if (a !== b) return [a, b];
+  const [ra, rb] = files.map((f) => path.relative(process.cwd(), f) || f);
+  if (ra === rb) throw new ChorusError(ErrorCodes.REQUEST_INVALID, `--compare-config ${rb} is --config itself`);
+  return [ra, rb];
 }
 
 interface StagesInfo {

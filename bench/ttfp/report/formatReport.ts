@@ -1,20 +1,52 @@
 /**
- * The whole result as the terminal shows it and as results.md stores it: the two run tables, async/sync
- * ratios, TTFP over the critical-path limit, the goals, and where the numbers came from.
+ * The whole result as the terminal shows it and as results.md stores it: the two run tables, async/sync (or
+ * config/compare-config) ratios, TTFP over the critical-path limit, the goals, and where the numbers came from.
  */
 import { formatLimit } from '../../limit/runLimit.ts';
 import { ttfpOverLimit } from '../goals.ts';
 import type { LimitResult } from '../../limit/runLimit.ts';
-import type { BenchResult } from '../results.ts';
-import { meanColumns, ms, num, percentileColumns, renderMarkdown, renderText } from './tables.ts';
+import type { BenchResult, VariantRatio } from '../results.ts';
+import {
+  meanColumns,
+  ms,
+  num,
+  percentileColumns,
+  renderMarkdown,
+  renderText,
+  variantColumn,
+  type Column,
+} from './tables.ts';
+
+function ratioLine(x: VariantRatio): string {
+  return (
+    `c=${x.concurrency}: TTFP ${num(x.ttfp)} (p50 ${num(x.p50_ttfp)}), TTFT ${num(x.ttft)}, E2E ${num(x.e2e)}, ` +
+    `RTF ${num(x.rtf)}`
+  );
+}
 
 function ratioLines(r: BenchResult): string[] {
-  return r.ratios.map(
-    (x) =>
-      `c=${x.concurrency}: TTFP ${num(x.ttfp_async_over_sync)} (p50 ${num(x.p50_ttfp_async_over_sync)}), TTFT ` +
-      `${num(x.ttft_async_over_sync)}, ` +
-      `E2E ${num(x.e2e_async_over_sync)}, RTF ${num(x.rtf_async_over_sync)}`,
+  return r.ratios.map((x) =>
+    ratioLine({
+      concurrency: x.concurrency,
+      ttfp: x.ttfp_async_over_sync,
+      p50_ttfp: x.p50_ttfp_async_over_sync,
+      ttft: x.ttft_async_over_sync,
+      e2e: x.e2e_async_over_sync,
+      rtf: x.rtf_async_over_sync,
+    }),
   );
+}
+
+/** Title and lines of the --config / --compare-config ratios (none without --compare-config). */
+function configRatioSection(r: BenchResult): [string, string[]] {
+  const first = r.config_ratios[0];
+  const title = first ? `${first.config} / ${first.compare_config} ratios` : '';
+  return [title, r.config_ratios.map(ratioLine)];
+}
+
+/** With two configs, the tables start with the config each row ran. */
+function columns(r: BenchResult, base: readonly Column[]): readonly Column[] {
+  return r.target.compare_file !== undefined ? [variantColumn, ...base] : base;
 }
 
 /** The limit a run is compared with: a lone request's at c=1, a burst of c at c > 1. */
@@ -25,7 +57,8 @@ function limitFor(r: BenchResult, concurrency: number): LimitResult | null {
 
 function limitLines(r: BenchResult): string[] {
   const lines: string[] = [];
-  for (const run of r.runs.filter((x) => x.async_chunk)) {
+  // The limit was measured on --config's graph: only its runs are compared with it.
+  for (const run of r.runs.filter((x) => x.async_chunk && x.variant === r.runs[0].variant)) {
     const limit = limitFor(r, run.concurrency);
     const v = ttfpOverLimit(run, limit);
     if (!v || !limit) continue;
@@ -59,9 +92,7 @@ function goalLines(r: BenchResult): string[] {
 }
 
 function errorLines(r: BenchResult): string[] {
-  return r.runs.flatMap((run) =>
-    run.errors.map((e) => `${run.async_chunk ? 'async' : 'sync'} c=${run.concurrency}: ${e}`),
-  );
+  return r.runs.flatMap((run) => run.errors.map((e) => `${run.variant} c=${run.concurrency}: ${e}`));
 }
 
 function provenance(r: BenchResult): string {
@@ -74,12 +105,19 @@ function provenance(r: BenchResult): string {
   );
 }
 
+function remoteLines(r: BenchResult): string[] {
+  return Object.entries(r.remote_stages).map(([variant, where]) => `${variant}: ${where}`);
+}
+
 export function formatText(r: BenchResult): string {
-  const out = [renderText(meanColumns, r.runs), '', renderText(percentileColumns, r.runs)];
+  const out = [renderText(columns(r, meanColumns), r.runs), '', renderText(columns(r, percentileColumns), r.runs)];
   const section = (title: string, lines: string[]) => {
     if (lines.length > 0) out.push('', title, ...lines.map((l) => `  ${l}`));
   };
   section('async / sync ratios (lower is better for TTFP):', ratioLines(r));
+  const [configTitle, configLines] = configRatioSection(r);
+  section(`${configTitle} (lower is better for TTFP):`, configLines);
+  section('remote stages (started by the bench):', remoteLines(r));
   if (r.limit) out.push('', formatLimit(r.limit));
   section('the same for a burst of c requests batched together (medians, ms):', burstLines(r));
   section('TTFP / limit (async):', limitLines(r));
@@ -97,14 +135,16 @@ export function formatMarkdown(r: BenchResult): string {
     '',
     provenance(r),
     '',
-    renderMarkdown(meanColumns, r.runs),
+    renderMarkdown(columns(r, meanColumns), r.runs),
     '',
-    renderMarkdown(percentileColumns, r.runs),
+    renderMarkdown(columns(r, percentileColumns), r.runs),
   ];
   const section = (title: string, lines: string[]) => {
     if (lines.length > 0) out.push('', `**${title}**`, '', ...lines.map((l) => `- ${l}`));
   };
   section('async / sync ratios', ratioLines(r));
+  section(...configRatioSection(r));
+  section('Remote stages (started by the bench)', remoteLines(r));
   if (r.limit) out.push('', '**Critical-path limit**', '', '```', formatLimit(r.limit), '```');
   section('Critical path of a burst of c requests batched together', burstLines(r));
   section('TTFP / limit (async)', limitLines(r));

@@ -1,18 +1,30 @@
 /**
  * DIR/plot.svg: mean TTFP (log scale: async and sync differ by orders of magnitude) and mean RTF (linear, with
- * the real-time line at 1) against concurrency, one line per async_chunk value. Plain SVG written by hand: the
- * picture is two small line charts, not worth a plotting dependency.
+ * the real-time line at 1) against concurrency, one line per variant (async_chunk value, or config). Plain SVG
+ * written by hand: the picture is two small line charts, not worth a plotting dependency.
  */
 import type { RunRow } from '../results.ts';
 
 const PANEL_W = 420;
 const PANEL_H = 300;
 const M = { left: 64, right: 16, top: 36, bottom: 48 };
-const COLORS = { async: '#1f77b4', sync: '#d62728' } as const;
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd'] as const;
 
 interface Series {
-  readonly name: 'async' | 'sync';
+  readonly name: string;
+  readonly color: string;
   readonly points: readonly { readonly c: number; readonly y: number }[];
+}
+
+/** async blue and sync red whatever ran first; configs in the order they ran. */
+function colorOf(variant: string, index: number): string {
+  if (variant === 'async') return PALETTE[0];
+  if (variant === 'sync') return PALETTE[1];
+  return PALETTE[index % PALETTE.length];
+}
+
+function legendOf(variant: string): string {
+  return variant === 'async' || variant === 'sync' ? `async_chunk ${variant === 'async'}` : variant;
 }
 
 interface Scale {
@@ -90,10 +102,10 @@ function panel(
   for (const s of series) {
     const pts = s.points.filter((p) => p.y > 0 || !log).map((p) => `${xAt(p.c).toFixed(1)},${y.at(p.y).toFixed(1)}`);
     if (pts.length > 1)
-      parts.push(`<polyline points="${pts.join(' ')}" fill="none" stroke="${COLORS[s.name]}" stroke-width="2"/>`);
+      parts.push(`<polyline points="${pts.join(' ')}" fill="none" stroke="${s.color}" stroke-width="2"/>`);
     for (const p of pts) {
       const [cx, cy] = p.split(',');
-      parts.push(`<circle cx="${cx}" cy="${cy}" r="3.5" fill="${COLORS[s.name]}"/>`);
+      parts.push(`<circle cx="${cx}" cy="${cy}" r="3.5" fill="${s.color}"/>`);
     }
   }
   parts.push('</g>');
@@ -102,12 +114,14 @@ function panel(
 
 export function plotSvg(runs: readonly RunRow[], subtitle = ''): string {
   const xs = [...new Set(runs.map((r) => r.concurrency))].sort((a, b) => a - b);
+  const variants = [...new Set(runs.map((r) => r.variant))];
   const seriesOf = (pick: (r: RunRow) => number | null): Series[] =>
-    (['async', 'sync'] as const)
-      .map((name) => ({
+    variants
+      .map((name, i) => ({
         name,
+        color: colorOf(name, i),
         points: runs
-          .filter((r) => r.async_chunk === (name === 'async'))
+          .filter((r) => r.variant === name)
           .map((r) => ({ c: r.concurrency, y: pick(r) }))
           .filter((p): p is { c: number; y: number } => p.y !== null)
           .sort((a, b) => a.c - b.c),
@@ -120,7 +134,7 @@ export function plotSvg(runs: readonly RunRow[], subtitle = ''): string {
     .map(
       (s, i) =>
         `<g transform="translate(${M.left + i * 150},${PANEL_H + 14})"><rect width="14" height="4" y="-6" ` +
-        `fill="${COLORS[s.name]}"/><text x="20">async_chunk ${s.name === 'async'}</text></g>`,
+        `fill="${s.color}"/><text x="20">${esc(legendOf(s.name))}</text></g>`,
     )
     .join('');
   return [

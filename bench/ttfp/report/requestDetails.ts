@@ -9,6 +9,8 @@ import type { ServerTimings } from '../ServerTimings.ts';
 import type { RequestTrace } from '../trace.ts';
 
 export interface RequestDetail {
+  /** RunRow.variant: async/sync, or the config's name with --compare-config. */
+  readonly variant: string;
   readonly async_chunk: boolean;
   readonly concurrency: number;
   /** Prompt index (the same prompt in every run). */
@@ -42,6 +44,7 @@ export function requestDetails(
     const m = t.ok ? requestMetrics(t) : null;
     const s = timings?.get(t.requestId);
     return {
+      variant: row.variant,
       async_chunk: row.async_chunk,
       concurrency: row.concurrency,
       index,

@@ -20,6 +20,9 @@ export function num(v: number | null, digits = 3): string {
 
 const pair = (a: string, b: string) => `${a} / ${b}`;
 
+/** The config a row ran (--compare-config); its file name, or `async`/`sync`. */
+export const variantColumn: Column = { header: 'Config', cell: (r) => r.variant };
+
 /** Means, one row per run: the headline table. */
 export const meanColumns: readonly Column[] = [
   { header: 'Input', cell: (r) => String(r.input_len) },

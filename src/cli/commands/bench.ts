@@ -18,15 +18,19 @@ import { logger } from '../../common/log.ts';
 export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
-               [--compare-sync] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 300000]
-               [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
+               [--compare-sync | --compare-config FILE] [--redis-url URL] [--out DIR] [--warmup 2] [--seed 0]
+               [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
   chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256]
                          [--transports shm,file,ipc,redis] [--redis-url URL] [--json]
 
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
---compare-sync then also runs the same YAML with async_chunk: false. --url measures a running server.
+--compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
+reports the ratios of --config over FILE. --url measures a running server.
+A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
+min_replicas \`chorus stage\` processes per remote stage and waits for them to join, over --redis-url (or
+CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
 Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg, and requests.json
 (every request's metrics and audio arrivals, for tracing a slow first packet or a stall).
 bench transport measures shm, file and ipc unless --transports says otherwise; redis goes through --redis-url (or
@@ -54,6 +58,11 @@ function positiveInt(name: string, value: string | undefined, fallback: number, 
   return n;
 }
 
+function checkRedisUrl(url: string): void {
+  if (!/^(redis|rediss|redis\+clusters?):\/\//.test(url))
+    throw new UsageError(`--redis-url must be a redis://, rediss:// or redis+cluster:// URL, got "${url}"`);
+}
+
 type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
 
 function parse<const O extends OptionSpecs>(argv: string[], options: O) {
@@ -76,6 +85,8 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'input-len': { type: 'string' },
     'output-len': { type: 'string' },
     'compare-sync': { type: 'boolean', default: false },
+    'compare-config': { type: 'string' },
+    'redis-url': { type: 'string' },
     out: { type: 'string' },
     warmup: { type: 'string' },
     seed: { type: 'string' },
@@ -87,6 +98,11 @@ async function runServeCommand(argv: string[]): Promise<number> {
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  if (v['compare-config'] !== undefined && v.url !== undefined)
+    throw new UsageError('--compare-config is for --config: the bench starts both servers');
+  if (v['compare-config'] !== undefined && v['compare-sync'] === true)
+    throw new UsageError('give --compare-sync or --compare-config, not both');
+  if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   if (v.protocol !== 'realtime' && v.protocol !== 'chat')
     throw new UsageError(`--protocol must be realtime or chat, got "${v.protocol}"`);
   const concurrency = String(v.concurrency)
@@ -115,6 +131,8 @@ async function runServeCommand(argv: string[]): Promise<number> {
     warmup: positiveInt('warmup', v.warmup, 2, 0),
     seed: positiveInt('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
+    ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
+    ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
     ...(v['initial-codec-chunk-frames'] !== undefined
       ? { initialCodecChunkFrames: positiveInt('initial-codec-chunk-frames', v['initial-codec-chunk-frames'], 1) }
       : {}),
@@ -178,8 +196,7 @@ async function runTransportCommand(argv: string[]): Promise<number> {
   const unknown = transports?.find((t) => !known.includes(t));
   if (unknown !== undefined)
     throw new UsageError(`--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
-  if (v['redis-url'] !== undefined && !/^(redis|rediss|redis\+clusters?):\/\//.test(v['redis-url']))
-    throw new UsageError(`--redis-url must be a redis://, rediss:// or redis+cluster:// URL, got "${v['redis-url']}"`);
+  if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   if (v['redis-url'] !== undefined && !transports?.includes('redis'))
     throw new UsageError('--redis-url is for the redis transport: add redis to --transports');
   const result = await runTransportBench({
