@@ -46,4 +46,6 @@ export type ModelFacts =
 export interface AudioOutputFacts {
   readonly sampleRateHz: number;
   readonly samplesPerFrame: number;
+  /** Codec frames the Talker makes per text token (maps played audio back to the text it voiced); null unknown. */
+  readonly framesPerToken: number | null;
 }

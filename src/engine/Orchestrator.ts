@@ -8,7 +8,7 @@ import type { StageGraph, StageSpec } from '../common/graph.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { logger, type Logger } from '../common/log.ts';
-import type { AudioOutputFacts } from '../common/modelFacts.ts';
+import type { AudioOutputFacts, ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector, provisionEdges, type ProvisionedEdges } from '../../transport/createConnector.ts';
 import type { Connector } from '../../transport/Connector.ts';
@@ -76,7 +76,8 @@ export class Orchestrator implements Engine {
   private readonly promptContext: PromptContext;
   private readonly media: MediaRoutes;
   /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
-  private audioFacts: AudioOutputFacts | null = null;
+  private audioFacts: Omit<AudioOutputFacts, 'framesPerToken'> | null = null;
+  private framesPerToken: number | null = null;
 
   private constructor(
     readonly graph: StageGraph,
@@ -160,9 +161,7 @@ export class Orchestrator implements Engine {
     slot.status = 'ready';
     slot.lastHeardMs = Date.now();
     slot.cpuSamples = [];
-    const facts = worker.settings?.facts;
-    if (facts?.kind === 'code2wav')
-      this.audioFacts ??= { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame };
+    this.noteFacts(worker.settings?.facts);
     worker.on('message', (msg) => this.onStageMessage(slot, msg));
     worker.on('died', (info) => this.onStageDied(slot, info));
   }
@@ -171,8 +170,16 @@ export class Orchestrator implements Engine {
     return this.provisioned.edges.filter((e) => edgeTouches(e, instance));
   }
 
+  /** What the pipeline's audio is, from the first vocoder and Talker to report (replicas run one model). */
+  private noteFacts(facts: ModelFacts | undefined): void {
+    if (facts?.kind === 'talker') this.framesPerToken ??= facts.framesPerToken;
+    if (facts?.kind === 'code2wav')
+      this.audioFacts ??= { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame };
+  }
+
   /** An instance from another machine joined (READY): it takes requests like a local replica. */
   private join(handle: RemoteStageHandle): void {
+    this.noteFacts(handle.settings?.facts);
     const stageIndex = this.graph.stages.findIndex((s) => s.stageId === handle.heartbeat.stageId);
     const spec = this.graph.stages[stageIndex];
     const slot: Slot = {
@@ -520,7 +527,7 @@ export class Orchestrator implements Engine {
    * Replicas of one stage run one model, so the first ready instance speaks for all.
    */
   get audioOutput(): AudioOutputFacts | null {
-    return this.audioFacts;
+    return this.audioFacts && { ...this.audioFacts, framesPerToken: this.framesPerToken };
   }
 
   /** For tests and tools: the live worker of an instance. */

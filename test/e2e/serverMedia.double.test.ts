@@ -58,7 +58,7 @@ const mmGraph: StageGraph = {
 /** The test double with encoders in its graph; `warnings` are added to every done event, as the engine's are. */
 class MediaEngine implements Engine {
   readonly graph = mmGraph;
-  readonly audioOutput = { sampleRateHz: 24000, samplesPerFrame: 1920 };
+  readonly audioOutput = { sampleRateHz: 24000, samplesPerFrame: 1920, framesPerToken: null };
   readonly inner = new TestEngine({ script: defaultScript({ tokens: 3 }) });
   warnings: ((r: GenerateRequest) => string[]) | null = null;
 

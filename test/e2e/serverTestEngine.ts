@@ -214,7 +214,8 @@ export interface TestEngineOptions {
 
 export class TestEngine implements Engine {
   readonly graph = testGraph;
-  readonly audioOutput = { sampleRateHz: 24000, samplesPerFrame: 1920 }; // what a 24 kHz, 12.5 frames/s vocoder reports
+  // what a 24 kHz, 12.5 frames/s vocoder reports (its audio is not tied to tokens: framesPerToken unknown)
+  readonly audioOutput = { sampleRateHz: 24000, samplesPerFrame: 1920, framesPerToken: null };
   readonly handles: TestHandle[] = [];
   script: (request: GenerateRequest) => ScriptStep[];
   finishReason: FinishReason;
