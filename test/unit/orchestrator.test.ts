@@ -104,7 +104,7 @@ describe('Orchestrator with in-process stage workers', () => {
       },
     });
     engine = await Orchestrator.start(configWith('tiny-omni.yaml'), { startWorker: fakes.startWorker });
-    expect(engine.audioOutput).toEqual({ sampleRateHz: 16_000, samplesPerFrame: 640 });
+    expect(engine.audioOutput).toEqual({ sampleRateHz: 16_000, samplesPerFrame: 640, framesPerToken: 1 });
     const r = await collect(engine.generate({ ...request, modalities: ['text', 'audio'] }));
     expect(r.pcm.length).toBe(pcm.length);
     expect(r.done.usage.audioFrames).toBe(3);
