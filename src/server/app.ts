@@ -23,6 +23,7 @@ import { MediaChecker } from './media/MediaChecker.ts';
 import { bridgeEngineDiagnostics, countClientError } from './metrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
+import { VadService } from './voice/VadService.ts';
 import { chooseSubprotocol, securityHook } from './security.ts';
 import { ClientInputError } from './validate.ts';
 
@@ -117,32 +118,46 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
         `/v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(
-      routes,
-      engine,
-      new MediaChecker(engine.graph),
+    registerRealtime(routes, engine, {
+      media: new MediaChecker(engine.graph),
       options,
       admission,
       queue,
-      engine.audioOutput?.samplesPerFrame ?? null,
+      spf: engine.audioOutput?.samplesPerFrame ?? null,
       limits,
-    );
+      vad: sharedVad(app),
+    });
     registerChatCompletions(routes, { engine, options, admission, queue, tokenLimits: limits });
     registerInfoRoutes(routes, engine, options.modelName);
   });
   return app;
 }
 
-function registerRealtime(
-  app: FastifyInstance,
-  engine: Engine,
-  media: MediaChecker,
-  options: ResolvedServerOptions,
-  admission: Admission,
-  queue: RequestQueue,
-  spf: number | null,
-  limits: TokenLimits,
-): void {
+/**
+ * The server's one VAD service, started by the first session that turns server_vad on (a model in a worker
+ * thread: servers whose clients commit turns themselves never load it) and closed with the server.
+ */
+function sharedVad(app: FastifyInstance): () => Promise<VadService> {
+  let started: Promise<VadService> | null = null;
+  app.addHook('onClose', async () => {
+    const vad = await started?.catch(() => null);
+    await vad?.close();
+  });
+  return () => (started ??= VadService.start());
+}
+
+interface RealtimeDeps {
+  readonly media: MediaChecker;
+  readonly options: ResolvedServerOptions;
+  readonly admission: Admission;
+  readonly queue: RequestQueue;
+  readonly spf: number | null;
+  readonly limits: TokenLimits;
+  readonly vad: () => Promise<VadService>;
+}
+
+function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
+  const { media, options, admission, queue, spf, limits, vad } = deps;
   app.get(
     '/v1/realtime',
     {
@@ -181,6 +196,7 @@ function registerRealtime(
         tokenLimits: limits,
         media,
         queue,
+        vad,
         log: request.log,
         onClosed: release,
       });

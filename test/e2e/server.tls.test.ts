@@ -4,26 +4,16 @@
  * with a self-signed certificate made here, its CA passed as the SDK documents (ws options). A session, a
  * text + audio response, and a cancel.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { describe, expect, it } from 'vitest';
 import { CHORUS_BIN, killOnFinish } from '../helpers/processes.ts';
-import { tempDir } from '../helpers/tempDir.ts';
+import { selfSignedCert } from '../helpers/tls.ts';
 
 const CONFIG = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml');
-
-function selfSignedCert(dir: string): { cert: string; key: string } {
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert,
-  ], { stdio: 'ignore' }); // prettier-ignore
-  return { cert, key };
-}
 
 /** Resolves with the next event of `type` the connection emits. */
 function next<T>(rt: OpenAIRealtimeWS, type: string): Promise<T> {
@@ -32,7 +22,7 @@ function next<T>(rt: OpenAIRealtimeWS, type: string): Promise<T> {
 
 describe('chorus serve over TLS', () => {
   it('the openai SDK Realtime client connects over wss: session, a text + audio answer, a cancel', async () => {
-    const { cert, key } = selfSignedCert(tempDir('tls'));
+    const { certFile: cert, keyFile: key } = selfSignedCert();
     const child = spawn(
       process.execPath,
       [CHORUS_BIN, 'serve', '--config', CONFIG, '--port', '0', '--api-key', 'k1', '--tls-cert', cert, '--tls-key', key],

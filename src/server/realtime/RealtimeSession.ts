@@ -28,6 +28,12 @@ import { ResponseStream } from './ResponseStream.ts';
 import { newId, sessionResource, type OutputModality, type SessionState } from './serverEvents.ts';
 import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
+import type { SpokenText } from './ResponseStream.ts';
+import { resolveTurnDetection, voicedText, VoiceTurns } from './VoiceTurns.ts';
+import type { TurnEvent, VadService } from '../voice/VadService.ts';
+
+/** pcm16 mono at 24 kHz. */
+const BYTES_PER_MS = (INPUT_AUDIO_RATE_HZ * 2) / 1000;
 
 export interface SessionContext {
   readonly engine: Engine;
@@ -39,6 +45,8 @@ export interface SessionContext {
   readonly media: MediaChecker;
   /** Admission into the engine: a response.create takes a slot or is refused (CHORUS_ERR_RATE_LIMITED). */
   readonly queue: RequestQueue;
+  /** The server's VAD (started by the first session that turns server_vad on). */
+  readonly vad: () => Promise<VadService>;
   readonly log: FastifyBaseLogger;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
@@ -59,6 +67,15 @@ export class RealtimeSession {
   #inputAudioBytes = 0;
   #active: ResponseStream | null = null;
   #closed = false;
+  readonly #voice: VoiceTurns;
+  /** The user item the turn being spoken will be committed as (named at speech_started). */
+  #turnItemId: string | null = null;
+  /** Input audio appended in this session, ms (the VAD's timeline), and where the buffer now starts on it. */
+  #audioMs = 0;
+  #bufferStartMs = 0;
+  /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
+  readonly #spoken = new Map<string, SpokenText>();
+  readonly #truncated = new Map<string, string>();
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -80,7 +97,16 @@ export class RealtimeSession {
       instructions: '',
       maxOutputTokens: 'inf',
       generation: {},
+      turnDetection: null,
     };
+    this.#voice = new VoiceTurns(
+      ctx.vad,
+      (e) => this.#onTurn(e),
+      (err) => {
+        this.#state.turnDetection = null;
+        this.#sendError(err, null);
+      },
+    );
     ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
     ws.on('close', () => this.#onClose());
     this.#writer.send({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
@@ -140,11 +166,15 @@ export class RealtimeSession {
         return this.#onAudioCommit();
       case 'input_audio_buffer.clear':
         this.#clearInputAudio();
+        this.#voice.reset();
+        this.#turnItemId = null;
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
       case 'response.create':
         return this.#onResponseCreate(event);
       case 'response.cancel':
         return this.#onResponseCancel(event);
+      case 'conversation.item.truncate':
+        return this.#onTruncate(event);
       default: {
         // A schema added to clientEvents.ts without a handler here fails to compile.
         const unhandled: never = event;
@@ -163,6 +193,15 @@ export class RealtimeSession {
     if (s.output_modalities) state.outputModalities = normalizeModalities(s.output_modalities);
     if (s.instructions !== undefined) state.instructions = s.instructions;
     if (s.audio?.output?.voice !== undefined) state.voice = s.audio.output.voice;
+    const turns = s.audio?.input?.turn_detection !== undefined ? s.audio.input.turn_detection : s.turn_detection;
+    if (turns && !this.#ctx.media.accepts('audio'))
+      throw new ClientInputError(
+        'turn_detection needs speech input, and this pipeline has no audio encoder: serve a config with one ' +
+          '(configs/tiny-omni-mm.yaml), or keep turn_detection null and send text',
+        'session.audio.input.turn_detection',
+      );
+    state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
+    this.#voice.configure(state.turnDetection);
     state.generation = mergeGeneration(state.generation, s);
     this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
   }
@@ -201,9 +240,55 @@ export class RealtimeSession {
     this.#conversation.reserveMedia(audio.length);
     this.#inputAudio.push(audio);
     this.#inputAudioBytes += audio.length;
+    this.#audioMs += audio.length / BYTES_PER_MS;
+    this.#voice.push(audio);
   }
 
-  #onAudioCommit(): void {
+  /** A turn event of server_vad (src/server/voice): announce it; a finished turn is committed and answered. */
+  #onTurn(e: TurnEvent): void {
+    if (this.#closed) return;
+    const turns = this.#state.turnDetection;
+    if (!turns) return;
+    try {
+      if (e.type === 'speech_started') {
+        this.#turnItemId = newId('item');
+        this.#writer.send({
+          type: 'input_audio_buffer.speech_started',
+          event_id: newId('event'),
+          audio_start_ms: Math.round(e.audioStartMs),
+          item_id: this.#turnItemId,
+        });
+        // Barge-in: the user speaks over the answer, which stops at once (every stage frees the request).
+        if (turns.interrupt_response && this.#active && !this.#active.finished) this.#active.cancel('turn_detected');
+        return;
+      }
+      const itemId = this.#turnItemId ?? newId('item');
+      this.#turnItemId = null;
+      if (e.type === 'speech_stopped') {
+        this.#writer.send({
+          type: 'input_audio_buffer.speech_stopped',
+          event_id: newId('event'),
+          audio_end_ms: Math.round(e.audioEndMs),
+          item_id: itemId,
+        });
+      } else {
+        this.#writer.send({
+          type: 'input_audio_buffer.timeout_triggered',
+          event_id: newId('event'),
+          audio_start_ms: Math.round(this.#bufferStartMs),
+          audio_end_ms: Math.round(this.#audioMs),
+          item_id: itemId,
+        });
+      }
+      if (this.#inputAudioBytes === 0) return;
+      this.#onAudioCommit(itemId);
+      if (turns.create_response && !this.#active) this.#onResponseCreate({ type: 'response.create' });
+    } catch (err) {
+      this.#sendError(err, null);
+    }
+  }
+
+  #onAudioCommit(itemId = newId('item')): void {
     if (this.#inputAudioBytes === 0)
       throw new ClientInputError('the input audio buffer is empty: append audio before committing');
     if (this.#inputAudioBytes % 2 !== 0) {
@@ -224,7 +309,7 @@ export class RealtimeSession {
     // make every later commit fail the same way.
     this.#clearInputAudio();
     this.#ctx.media.check(media, 'input_audio_buffer (audio)');
-    const item: StoredItem = { id: newId('item'), role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
+    const item: StoredItem = { id: itemId, role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
     const previous = this.#conversation.insert(item);
     this.#writer.send({
       type: 'input_audio_buffer.committed',
@@ -239,6 +324,7 @@ export class RealtimeSession {
     this.#conversation.releaseMedia(this.#inputAudioBytes);
     this.#inputAudio = [];
     this.#inputAudioBytes = 0;
+    this.#bufferStartMs = this.#audioMs;
   }
 
   #onResponseCreate(event: ClientEventOf<'response.create'>): void {
@@ -319,7 +405,10 @@ export class RealtimeSession {
       // response.done has been handed to the socket: record the reply for later turns, accept the next one.
       onFinished: (s) => {
         releaseSlot();
-        if (inConversation) this.#conversation.setText(itemId, s.text);
+        const truncated = this.#truncated.get(itemId);
+        this.#truncated.delete(itemId);
+        if (inConversation) this.#conversation.setText(itemId, truncated ?? s.text);
+        if (inConversation && audio && truncated === undefined) this.#spoken.set(itemId, s.spoken);
         if (this.#active === s) this.#active = null;
         if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
       },
@@ -353,6 +442,48 @@ export class RealtimeSession {
     if (!active.finished) active.cancel();
   }
 
+  /**
+   * conversation.item.truncate: the client played `audio_end_ms` of an assistant item's audio. The item's text
+   * becomes what that audio voiced, so the next turn's context holds only what the user heard; a response still
+   * running for it is cancelled.
+   */
+  #onTruncate(event: ClientEventOf<'conversation.item.truncate'>): void {
+    const live = this.#active?.itemId === event.item_id ? this.#active : null;
+    const spoken = live?.spoken ?? this.#spoken.get(event.item_id);
+    if (!spoken)
+      throw new ClientInputError(
+        `no assistant audio item ${event.item_id} in this conversation to truncate`,
+        'item_id',
+        ErrorCodes.NOT_FOUND,
+      );
+    if (event.content_index !== 0)
+      throw new ClientInputError('content_index must be 0: an assistant item has one audio part', 'content_index');
+    if (event.audio_end_ms > Math.ceil(spoken.audioMs))
+      throw new ClientInputError(
+        `audio_end_ms ${event.audio_end_ms} is past the end of the item's audio (${Math.floor(spoken.audioMs)} ms)`,
+        'audio_end_ms',
+      );
+    const facts = this.#ctx.engine.audioOutput;
+    const msPerToken = facts?.framesPerToken
+      ? (1000 * facts.framesPerToken * facts.samplesPerFrame) / facts.sampleRateHz
+      : null;
+    const text = voicedText(spoken, event.audio_end_ms, msPerToken);
+    this.#spoken.set(event.item_id, { pieces: [{ text, tokens: 0 }], audioMs: event.audio_end_ms });
+    if (live && !live.finished) {
+      this.#truncated.set(event.item_id, text);
+      live.cancel();
+    } else {
+      this.#conversation.setText(event.item_id, text);
+    }
+    this.#writer.send({
+      type: 'conversation.item.truncated',
+      event_id: newId('event'),
+      item_id: event.item_id,
+      content_index: 0,
+      audio_end_ms: event.audio_end_ms,
+    });
+  }
+
   #sendError(err: unknown, eventId: string | null): void {
     const e =
       err instanceof ChorusError
@@ -377,6 +508,7 @@ export class RealtimeSession {
     this.#closed = true;
     this.#active?.cancel();
     this.#active = null;
+    this.#voice.close();
     this.#writer.discardQueued();
     this.#clearInputAudio();
     this.#ctx.log.debug({ sessionId: this.id }, 'realtime session closed');

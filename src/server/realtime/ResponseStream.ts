@@ -22,6 +22,17 @@ import type { SocketWriter } from './SocketWriter.ts';
 import type { ContentPartResource, ResponseStatusDetails, ServerEvent } from './ServerEvent.ts';
 import { itemResource, newId, responseResource, type ResponseState } from './serverEvents.ts';
 
+export interface SpokenPiece {
+  readonly text: string;
+  readonly tokens: number;
+}
+
+export interface SpokenText {
+  readonly pieces: readonly SpokenPiece[];
+  /** Audio sent to the client, ms. */
+  readonly audioMs: number;
+}
+
 export interface ResponseStreamContext {
   readonly writer: SocketWriter;
   readonly handle: RequestHandle;
@@ -59,6 +70,9 @@ export class ResponseStream {
   #textTokens = 0;
   #audioSamples = 0;
   #failure: SerializedError | null = null;
+  #cancelReason: 'client_cancelled' | 'turn_detected' = 'client_cancelled';
+  /** The text as it arrived, with how many tokens each piece took (truncate maps played audio back onto it). */
+  readonly #pieces: SpokenPiece[] = [];
 
   constructor(ctx: ResponseStreamContext) {
     this.#ctx = ctx;
@@ -69,6 +83,11 @@ export class ResponseStream {
     return this.#ctx.state.id;
   }
 
+  /** The assistant item this response writes. */
+  get itemId(): string {
+    return this.#ctx.state.item.id;
+  }
+
   /** The text (or transcript) so far. */
   get text(): string {
     return this.#ctx.state.item.text;
@@ -76,6 +95,11 @@ export class ResponseStream {
 
   get finished(): boolean {
     return this.#finished;
+  }
+
+  /** What was said: text pieces with their token counts, and the audio sent so far. */
+  get spoken(): SpokenText {
+    return { pieces: this.#pieces, audioMs: (1000 * this.#audioSamples) / this.#sampleRateHz };
   }
 
   /** The engine's error when the response failed, as the engine named it (its message indices). */
@@ -120,10 +144,14 @@ export class ResponseStream {
     });
   }
 
-  /** Client cancel or socket close: no delta after this; response.done(cancelled) follows queued control events. */
-  cancel(): void {
+  /**
+   * Client cancel, socket close, or the user speaking over it (turn_detected): no delta after this;
+   * response.done(cancelled) follows queued control events.
+   */
+  cancel(reason: 'client_cancelled' | 'turn_detected' = 'client_cancelled'): void {
     if (this.#finished || this.#cancelling) return;
     this.#cancelling = true;
+    this.#cancelReason = reason;
     // Unsubscribe first: an engine that emits done(cancelled) synchronously inside cancel() must not reach
     // #finish before the queued audio is discarded (it would discard the closing events too).
     this.#subscription?.unsubscribe();
@@ -154,6 +182,7 @@ export class ResponseStream {
       this.#meter.text();
       state.item.text += event.delta;
       this.#textTokens += event.tokenIds.length;
+      this.#pieces.push({ text: event.delta, tokens: event.tokenIds.length });
       const type = state.item.audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta';
       writer.send({ type, event_id: newId('event'), ...base, delta: event.delta });
     } else if (event.type === 'audio') {
@@ -241,7 +270,7 @@ export class ResponseStream {
       case 'length':
         return { type: 'incomplete', reason: 'max_output_tokens' };
       case 'cancelled':
-        return { type: 'cancelled', reason: 'client_cancelled' };
+        return { type: 'cancelled', reason: this.#cancelReason };
       case 'error':
         return {
           type: 'failed',

@@ -21,10 +21,21 @@ export type SessionResource = {
   readonly instructions: string;
   readonly max_output_tokens: number | 'inf';
   readonly audio: {
-    readonly input: { readonly format: AudioFormat };
+    readonly input: { readonly format: AudioFormat; readonly turn_detection: TurnDetectionResource | null };
     readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
   };
 } & GenerationFields; // Chorus extensions in effect, echoed
+
+/** server_vad with every parameter in effect. */
+export interface TurnDetectionResource {
+  readonly type: 'server_vad';
+  readonly threshold: number;
+  readonly prefix_padding_ms: number;
+  readonly silence_duration_ms: number;
+  readonly create_response: boolean;
+  readonly interrupt_response: boolean;
+  readonly idle_timeout_ms: number | null;
+}
 
 /** The content of an assistant item Chorus generates: its text, or the transcript of its audio. */
 export type AssistantContent =
@@ -79,7 +90,7 @@ export interface UsageResource {
 
 export type ResponseStatusDetails =
   | { readonly type: 'incomplete'; readonly reason: 'max_output_tokens' }
-  | { readonly type: 'cancelled'; readonly reason: 'client_cancelled' }
+  | { readonly type: 'cancelled'; readonly reason: 'client_cancelled' | 'turn_detected' }
   | {
       readonly type: 'failed';
       /** `message` is a Chorus extension: what went wrong, with the item named when it was a media item. */
@@ -149,6 +160,30 @@ export interface InputAudioBufferCommittedEvent extends EventBase<'input_audio_b
 }
 
 export type InputAudioBufferClearedEvent = EventBase<'input_audio_buffer.cleared'>;
+
+/** Server VAD heard speech begin; item_id names the user item the turn will be committed as. */
+export interface InputAudioBufferSpeechStartedEvent extends EventBase<'input_audio_buffer.speech_started'> {
+  readonly audio_start_ms: number;
+  readonly item_id: string;
+}
+
+export interface InputAudioBufferSpeechStoppedEvent extends EventBase<'input_audio_buffer.speech_stopped'> {
+  readonly audio_end_ms: number;
+  readonly item_id: string;
+}
+
+/** idle_timeout_ms passed without speech: the silent stretch is committed and answered. */
+export interface InputAudioBufferTimeoutTriggeredEvent extends EventBase<'input_audio_buffer.timeout_triggered'> {
+  readonly audio_start_ms: number;
+  readonly audio_end_ms: number;
+  readonly item_id: string;
+}
+
+export interface ConversationItemTruncatedEvent extends EventBase<'conversation.item.truncated'> {
+  readonly item_id: string;
+  readonly content_index: number;
+  readonly audio_end_ms: number;
+}
 
 export interface ResponseCreatedEvent extends EventBase<'response.created'> {
   readonly response: ResponseResource;
@@ -222,6 +257,10 @@ export type ServerEvent =
   | ConversationItemDeletedEvent
   | InputAudioBufferCommittedEvent
   | InputAudioBufferClearedEvent
+  | InputAudioBufferSpeechStartedEvent
+  | InputAudioBufferSpeechStoppedEvent
+  | InputAudioBufferTimeoutTriggeredEvent
+  | ConversationItemTruncatedEvent
   | ResponseCreatedEvent
   | ResponseOutputItemAddedEvent
   | ResponseContentPartAddedEvent
@@ -251,6 +290,10 @@ export function laneOf(event: ServerEvent): 'text' | 'audio' {
     case 'conversation.item.deleted':
     case 'input_audio_buffer.committed':
     case 'input_audio_buffer.cleared':
+    case 'input_audio_buffer.speech_started':
+    case 'input_audio_buffer.speech_stopped':
+    case 'input_audio_buffer.timeout_triggered':
+    case 'conversation.item.truncated':
     case 'response.created':
     case 'response.output_item.added':
     case 'response.content_part.added':

@@ -1,7 +1,7 @@
 /**
  * The realtime client events Chorus implements (OpenAI Realtime GA names and shapes), their schemas, and the
- * one parse step every frame goes through. Fields OpenAI defines but Chorus ignores (tools, turn_detection,
- * tracing...) are accepted and ignored, so OpenAI clients work unchanged.
+ * one parse step every frame goes through. Fields OpenAI defines but Chorus ignores (tools, tracing, noise
+ * reduction...) are accepted and ignored, so OpenAI clients work unchanged.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { ErrorCodes } from '../../common/errors.ts';
@@ -23,8 +23,28 @@ const Voice = Type.Union([
 
 const MaxOutputTokens = Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('inf')]);
 
+/**
+ * Voice turns detected by the server (src/server/realtime/VoiceTurns.ts); null = the client commits turns itself.
+ * semantic_vad (a turn model) is not built: refused, not silently run as server_vad.
+ */
+const TurnDetection = Type.Union([
+  Type.Object({
+    type: Type.Literal('server_vad'),
+    threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    prefix_padding_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+    silence_duration_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+    create_response: Type.Optional(Type.Boolean()),
+    interrupt_response: Type.Optional(Type.Boolean()),
+    idle_timeout_ms: Type.Optional(Type.Union([Type.Integer({ minimum: 1000, maximum: 600_000 }), Type.Null()])),
+  }),
+  Type.Null(),
+]);
+export type TurnDetectionFields = Static<typeof TurnDetection>;
+
 const AudioConfig = Type.Object({
-  input: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat) })),
+  input: Type.Optional(
+    Type.Object({ format: Type.Optional(AudioFormat), turn_detection: Type.Optional(TurnDetection) }),
+  ),
   output: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) })),
 });
 
@@ -35,6 +55,8 @@ export const SessionFields = Type.Object({
   instructions: Type.Optional(Type.String()),
   max_output_tokens: Type.Optional(MaxOutputTokens),
   audio: Type.Optional(AudioConfig),
+  /** The beta placement of audio.input.turn_detection. */
+  turn_detection: Type.Optional(TurnDetection),
   ...generationFields,
 });
 export type SessionFields = Static<typeof SessionFields>;
@@ -110,6 +132,13 @@ const schemas = {
     type: Type.Literal('response.cancel'),
     event_id: EventId,
     response_id: Type.Optional(Type.String()),
+  }),
+  'conversation.item.truncate': Type.Object({
+    type: Type.Literal('conversation.item.truncate'),
+    event_id: EventId,
+    item_id: Type.String({ minLength: 1 }),
+    content_index: Type.Integer({ minimum: 0 }),
+    audio_end_ms: Type.Integer({ minimum: 0 }),
   }),
 };
 

@@ -11,6 +11,7 @@ import type {
   ResponseResource,
   ResponseStatusDetails,
   SessionResource,
+  TurnDetectionResource,
   UsageResource,
 } from './ServerEvent.ts';
 import type { GenerationFields } from '../generationParams.ts';
@@ -31,6 +32,8 @@ export interface SessionState {
   instructions: string;
   maxOutputTokens: number | 'inf';
   generation: GenerationFields;
+  /** null: the client commits turns (input_audio_buffer.commit). */
+  turnDetection: TurnDetectionResource | null;
 }
 
 export function sessionResource(s: SessionState): SessionResource {
@@ -42,7 +45,10 @@ export function sessionResource(s: SessionState): SessionResource {
     output_modalities: s.outputModalities,
     instructions: s.instructions,
     max_output_tokens: s.maxOutputTokens,
-    audio: { input: { format: PCM_FORMAT }, output: { format: PCM_FORMAT, voice: s.voice } },
+    audio: {
+      input: { format: PCM_FORMAT, turn_detection: s.turnDetection },
+      output: { format: PCM_FORMAT, voice: s.voice },
+    },
     ...s.generation, // Chorus extensions, echoed so clients see what is in effect
   };
 }

@@ -1,0 +1,154 @@
+/**
+ * Server-side voice turns for one Realtime session (turn_detection: server_vad): the appended input audio also
+ * goes to a Silero VAD stream (src/server/voice/VadService.ts, off the main thread), whose turn events the session
+ * turns into speech_started / speech_stopped / timeout_triggered, a commit and, with create_response, a response;
+ * with interrupt_response, speech over a response cancels it (barge-in).
+ *
+ * The VAD service starts on the first session that asks for server_vad (it loads a model in a worker thread), so a
+ * server whose clients commit turns themselves never pays for it. Audio appended while it starts is kept and fed
+ * once it is up, so no speech is missed.
+ */
+import { ErrorCodes, ChorusError } from '../../common/errors.ts';
+import type { TurnDetectionFields } from './clientEvents.ts';
+import type { TurnDetectionResource } from './ServerEvent.ts';
+import type { SpokenText } from './ResponseStream.ts';
+import type { TurnEvent, TurnParams, VadService, VadStream } from '../voice/VadService.ts';
+
+/** OpenAI's server_vad defaults. */
+export const SERVER_VAD_DEFAULTS: TurnDetectionResource = {
+  type: 'server_vad',
+  threshold: 0.5,
+  prefix_padding_ms: 300,
+  silence_duration_ms: 500,
+  create_response: true,
+  interrupt_response: true,
+  idle_timeout_ms: null,
+};
+
+/** session.update's turn_detection over what is in effect (a partial update keeps the other fields). */
+export function resolveTurnDetection(
+  given: TurnDetectionFields | undefined,
+  current: TurnDetectionResource | null,
+): TurnDetectionResource | null {
+  if (given === undefined) return current;
+  if (given === null) return null;
+  const base = current ?? SERVER_VAD_DEFAULTS;
+  const pick = <K extends keyof TurnDetectionResource>(k: K) => (given as Partial<TurnDetectionResource>)[k] ?? base[k];
+  return {
+    type: 'server_vad',
+    threshold: pick('threshold'),
+    prefix_padding_ms: pick('prefix_padding_ms'),
+    silence_duration_ms: pick('silence_duration_ms'),
+    create_response: pick('create_response'),
+    interrupt_response: pick('interrupt_response'),
+    idle_timeout_ms: given.idle_timeout_ms === undefined ? base.idle_timeout_ms : given.idle_timeout_ms,
+  };
+}
+
+function turnParams(t: TurnDetectionResource): TurnParams {
+  return {
+    threshold: t.threshold,
+    prefixPaddingMs: t.prefix_padding_ms,
+    silenceDurationMs: t.silence_duration_ms,
+    idleTimeoutMs: t.idle_timeout_ms,
+  };
+}
+
+export class VoiceTurns {
+  #stream: VadStream | null = null;
+  #opening: Promise<void> | null = null;
+  #early: Int16Array[] = [];
+  #params: TurnDetectionResource | null = null;
+  #closed = false;
+
+  constructor(
+    private readonly vad: () => Promise<VadService>,
+    private readonly onEvent: (e: TurnEvent) => void,
+    private readonly onFailure: (err: ChorusError) => void,
+  ) {}
+
+  get active(): TurnDetectionResource | null {
+    return this.#params;
+  }
+
+  /** Applies turn_detection (null: manual turns, the VAD stream is closed). */
+  configure(params: TurnDetectionResource | null): void {
+    this.#params = params;
+    if (params === null) {
+      this.#stream?.close();
+      this.#stream = null;
+      this.#early = [];
+      return;
+    }
+    if (this.#stream) return this.#stream.update(turnParams(params));
+    this.#opening ??= this.vad().then(
+      (service) => {
+        this.#opening = null;
+        if (this.#closed || this.#params === null) return;
+        this.#stream = service.open(turnParams(this.#params), (e) => this.onEvent(e));
+        for (const pcm of this.#early) this.#stream.push(pcm);
+        this.#early = [];
+      },
+      (err: unknown) => {
+        this.#opening = null;
+        this.#params = null;
+        this.#early = [];
+        this.onFailure(
+          new ChorusError(
+            ErrorCodes.INTERNAL,
+            `server_vad could not start (${String(err)}): turn detection is off, commit turns with ` +
+              'input_audio_buffer.commit',
+            { cause: err },
+          ),
+        );
+      },
+    );
+  }
+
+  /** Appended input audio (pcm16 24 kHz, whole samples). */
+  push(pcm16: Buffer): void {
+    if (this.#params === null) return;
+    // A copy: the Buffer may sit at an odd offset in a pooled allocation (Int16Array needs 2-byte alignment).
+    const samples = new Int16Array(pcm16.byteLength >> 1);
+    new Uint8Array(samples.buffer).set(pcm16.subarray(0, samples.byteLength));
+    if (this.#stream) this.#stream.push(samples);
+    else this.#early.push(samples);
+  }
+
+  /** input_audio_buffer.clear: the detector forgets the audio so far. */
+  reset(): void {
+    this.#stream?.reset();
+    this.#early = [];
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#stream?.close();
+    this.#stream = null;
+    this.#early = [];
+  }
+}
+
+/**
+ * The text of an assistant item that was heard up to `endMs` of its audio (conversation.item.truncate). With the
+ * Talker's frames per token known, a token's audio is exactly framesPerToken frames, so the tokens voiced are those
+ * whose audio began before endMs; otherwise the played share of the audio is mapped onto the tokens
+ * proportionally. Pieces are whole (a detokenized piece is never split mid-character).
+ */
+export function voicedText(spoken: SpokenText, endMs: number, msPerToken: number | null): string {
+  const totalTokens = spoken.pieces.reduce((n, p) => n + p.tokens, 0);
+  const voiced =
+    msPerToken !== null && msPerToken > 0
+      ? Math.ceil(endMs / msPerToken)
+      : endMs >= spoken.audioMs
+        ? totalTokens
+        : Math.ceil((totalTokens * endMs) / Math.max(1, spoken.audioMs));
+  let text = '';
+  let tokens = 0;
+  for (const p of spoken.pieces) {
+    if (tokens >= voiced) break;
+    text += p.text;
+    tokens += p.tokens;
+  }
+  return text;
+}

@@ -1,0 +1,102 @@
+/**
+ * conversation.item.truncate through the official openai SDK: the client played part of an answer's audio; the
+ * server trims the item's transcript to what that audio voiced, so the next turn's context holds only that.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { selfSignedCert, type SelfSigned } from '../helpers/tls.ts';
+
+let engine: Orchestrator;
+let app: FastifyInstance;
+let baseURL: string;
+let tls: SelfSigned;
+let tlsDir: string;
+
+beforeAll(async () => {
+  engine = await Orchestrator.start(
+    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml')),
+  );
+  tlsDir = mkdtempSync(join(tmpdir(), 'chorus-tls-'));
+  tls = selfSignedCert(tlsDir);
+  app = buildServer(engine, { apiKey: null, tls: { cert: tls.cert, key: tls.key } });
+  baseURL = `${await app.listen({ host: '127.0.0.1', port: 0 })}/v1`;
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await engine?.close();
+  rmSync(tlsDir, { recursive: true, force: true });
+});
+
+type Event = { type: string } & Record<string, unknown>;
+
+async function session() {
+  const rt = new OpenAIRealtimeWS(
+    { model: 'chorus', options: { ca: tls.cert } },
+    new OpenAI({ baseURL, apiKey: 'none' }),
+  );
+  const events: Event[] = [];
+  const waiters: { match: (e: Event) => boolean; resolve: (e: Event) => void }[] = [];
+  rt.on('error', () => {}); // error events are asserted from the 'event' stream; the SDK re-emits them here
+  rt.on('event', (raw) => {
+    const e = raw as unknown as Event;
+    events.push(e);
+    for (const w of [...waiters])
+      if (w.match(e)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(e);
+      }
+  });
+  const next = (match: (e: Event) => boolean) => new Promise<Event>((resolve) => waiters.push({ match, resolve }));
+  await new Promise<void>((resolve) => rt.socket.once('open', () => resolve()));
+  /** One spoken answer to `text`; resolves with its response.done. */
+  const ask = async (text: string, maxTokens: number) => {
+    rt.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+    });
+    const done = next((e) => e.type === 'response.done');
+    rt.send({ type: 'response.create', response: { output_modalities: ['audio'], max_output_tokens: maxTokens } });
+    return (await done).response as {
+      status: string;
+      output: { id: string; content: { transcript: string }[] }[];
+      usage: { input_token_details: { text_tokens: number } };
+    };
+  };
+  return { rt, next, ask };
+}
+
+describe('conversation.item.truncate', () => {
+  it('trims the transcript to the audio played; the next turn sees only that', async () => {
+    const [a, b] = await Promise.all([session(), session()]);
+    const [first, same] = await Promise.all([a.ask('Tell me about the sea', 20), b.ask('Tell me about the sea', 20)]);
+    expect(first.output[0].content[0].transcript).toBe(same.output[0].content[0].transcript); // greedy, same answer
+    const itemId = first.output[0].id;
+
+    // Past the end of the item's audio: refused, nothing changes.
+    const refused = a.next((e) => e.type === 'error');
+    a.rt.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: 600_000 });
+    expect(((await refused).error as { param: string }).param).toBe('audio_end_ms');
+
+    // The user heard 400 ms (5 codec frames of 80 ms: the first 3 tokens of 2 frames each).
+    const truncated = a.next((e) => e.type === 'conversation.item.truncated');
+    a.rt.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: 400 });
+    expect(await truncated).toMatchObject({ item_id: itemId, content_index: 0, audio_end_ms: 400 });
+
+    // Same next question in both sessions: the truncated history is shorter by the unheard tokens.
+    const [after, untouched] = await Promise.all([a.ask('And then?', 4), b.ask('And then?', 4)]);
+    const heard = after.usage.input_token_details.text_tokens;
+    const whole = untouched.usage.input_token_details.text_tokens;
+    expect(whole - heard).toBe(20 - 3);
+    a.rt.close();
+    b.rt.close();
+  }, 90_000);
+});

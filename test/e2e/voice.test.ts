@@ -1,0 +1,158 @@
+/**
+ * Voice turns over Realtime, as a user talks: espeak-ng speech streamed at real-time pace by the openai SDK's
+ * Realtime client into a real pipeline with an audio encoder, turn_detection server_vad on the Silero model.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { selfSignedCert, type SelfSigned } from '../helpers/tls.ts';
+import { concatPcm, msOf, quiet, speak } from '../helpers/speech.ts';
+
+let engine: Orchestrator;
+let app: FastifyInstance;
+let baseURL: string;
+let tls: SelfSigned;
+let tlsDir: string;
+
+beforeAll(async () => {
+  engine = await Orchestrator.start(
+    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-mm.yaml')),
+  );
+  tlsDir = mkdtempSync(join(tmpdir(), 'chorus-tls-'));
+  tls = selfSignedCert(tlsDir);
+  app = buildServer(engine, { apiKey: null, tls: { cert: tls.cert, key: tls.key } });
+  const address = await app.listen({ host: '127.0.0.1', port: 0 });
+  baseURL = `${address}/v1`;
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await engine?.close();
+  rmSync(tlsDir, { recursive: true, force: true });
+});
+
+type Event = { type: string } & Record<string, unknown>;
+
+/** A Realtime session through the official SDK, recording every server event in order. */
+async function connect(turnDetection: Record<string, unknown>, maxOutputTokens = 6) {
+  const rt = new OpenAIRealtimeWS(
+    { model: 'chorus', options: { ca: tls.cert } },
+    new OpenAI({ baseURL, apiKey: 'none' }),
+  );
+  const events: Event[] = [];
+  const waiters: { match: (e: Event) => boolean; resolve: (e: Event) => void }[] = [];
+  rt.on('error', () => {}); // error events are asserted from the 'event' stream; the SDK re-emits them here
+  rt.on('event', (raw) => {
+    const e = raw as unknown as Event;
+    events.push(e);
+    for (const w of [...waiters])
+      if (w.match(e)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(e);
+      }
+  });
+  /** The next event (after those already seen, counting from `from`) that matches. */
+  const next = (match: (e: Event) => boolean, from = 0): Promise<Event> => {
+    const seen = events.slice(from).find(match);
+    return seen ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
+  };
+  await new Promise<void>((resolve) => rt.socket.once('open', () => resolve()));
+  rt.send({
+    type: 'session.update',
+    session: {
+      type: 'realtime',
+      output_modalities: ['audio'],
+      max_output_tokens: maxOutputTokens,
+      audio: { input: { turn_detection: { type: 'server_vad', ...turnDetection } } },
+    },
+  });
+  await next((e) => e.type === 'session.updated');
+  /** Streams pcm16 at real-time pace, in 20 ms appends, as a microphone would. */
+  const stream = async (pcm: Int16Array) => {
+    const chunk = 480; // 20 ms at 24 kHz
+    const start = performance.now();
+    for (let i = 0, n = 0; i < pcm.length; i += chunk, n++) {
+      const part = pcm.subarray(i, i + chunk);
+      rt.send({
+        type: 'input_audio_buffer.append',
+        audio: Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64'),
+      });
+      const due = start + (n + 1) * 20 - performance.now();
+      if (due > 0) await new Promise((r) => setTimeout(r, due)); // the pace of speech, not a synchronisation
+    }
+  };
+  return { rt, events, next, stream };
+}
+
+const ofType = (type: string) => (e: Event) => e.type === type;
+
+describe('Realtime voice turns (server_vad on Silero)', () => {
+  const hello = speak('Hello there. Can you tell me a story about the sea?');
+
+  it('speech in: speech_started, speech_stopped, committed, and an automatic spoken answer', async () => {
+    const { rt, events, next, stream } = await connect({ silence_duration_ms: 500 });
+    const lead = quiet(800);
+    await stream(concatPcm(lead, hello, quiet(1200)));
+    const done = await next(ofType('response.done'));
+    const started = events.find(ofType('input_audio_buffer.speech_started'))!;
+    const stopped = events.find(ofType('input_audio_buffer.speech_stopped'))!;
+    // Detected where the speech is (the lead-in is room noise, not speech), minus the 300 ms prefix padding.
+    expect(started.audio_start_ms as number).toBeGreaterThan(msOf(lead) - 300 - 200);
+    expect(started.audio_start_ms as number).toBeLessThan(msOf(lead) + 300);
+    expect(stopped.audio_end_ms as number).toBeGreaterThan(msOf(lead) + msOf(hello) - 400);
+    expect(stopped.item_id).toBe(started.item_id);
+    const order = events.map((e) => e.type);
+    const at = (t: string) => order.indexOf(t);
+    expect(at('input_audio_buffer.speech_started')).toBeLessThan(at('input_audio_buffer.speech_stopped'));
+    expect(at('input_audio_buffer.speech_stopped')).toBeLessThan(at('input_audio_buffer.committed'));
+    expect(at('input_audio_buffer.committed')).toBeLessThan(at('response.created'));
+    expect(events.find(ofType('input_audio_buffer.committed'))!.item_id).toBe(started.item_id);
+    expect((done.response as { status: string }).status).not.toBe('failed');
+    expect(events.filter(ofType('response.output_audio.delta')).length).toBeGreaterThan(0);
+    expect(events.filter(ofType('input_audio_buffer.speech_started'))).toHaveLength(1);
+    rt.close();
+  }, 60_000);
+
+  it('a pause shorter than silence_duration_ms stays one turn; a longer one makes two', async () => {
+    const { rt, events, next, stream } = await connect({ silence_duration_ms: 800, create_response: false });
+    const first = concatPcm(quiet(400), hello, quiet(300)); // 300 ms pause < 800 ms
+    await stream(concatPcm(first, hello, quiet(1500), hello, quiet(1500)));
+    await next((e) => e.type === 'input_audio_buffer.committed' && events.filter(ofType(e.type)).length >= 2);
+    const stops = events.filter(ofType('input_audio_buffer.speech_stopped'));
+    expect(events.filter(ofType('input_audio_buffer.speech_started'))).toHaveLength(2);
+    expect(stops).toHaveLength(2);
+    // The first turn ran through the short pause into the second utterance.
+    expect(stops[0].audio_end_ms as number).toBeGreaterThan(msOf(first) + msOf(hello) - 400);
+    expect(events.filter(ofType('response.created'))).toHaveLength(0); // create_response: false
+    rt.close();
+  }, 60_000);
+
+  it('barge-in: speech over an answer cancels it (turn_detected) and the new turn is answered', async () => {
+    const { rt, events, next, stream } = await connect({ silence_duration_ms: 500 }, 400);
+    await stream(concatPcm(quiet(300), hello, quiet(700)));
+    const created = await next(ofType('response.created'));
+    const firstId = (created.response as { id: string }).id;
+    await next(ofType('response.output_audio.delta'));
+    const interruptAt = events.length;
+    await stream(concatPcm(hello, quiet(1000)));
+    const cancelled = await next((e) => e.type === 'response.done', interruptAt);
+    expect(cancelled.response).toMatchObject({
+      id: firstId,
+      status: 'cancelled',
+      status_details: { type: 'cancelled', reason: 'turn_detected' },
+    });
+    const doneAt = events.indexOf(cancelled);
+    expect(events.slice(doneAt).filter((e) => e.type.startsWith('response.output') && e.response_id === firstId))
+      .toEqual([]); // prettier-ignore
+    const second = await next((e) => e.type === 'response.done' && e !== cancelled, doneAt + 1);
+    expect((second.response as { id: string }).id).not.toBe(firstId);
+    rt.close();
+  }, 90_000);
+});
