@@ -81,7 +81,8 @@ export class VoiceTurns {
       return;
     }
     if (this.#stream) return this.#stream.update(turnParams(params));
-    this.#opening ??= this.vad().then(
+    if (this.#opening) return; // the stream opens with the params in effect then
+    this.#opening = this.vad().then(
       (service) => {
         this.#opening = null;
         if (this.#closed || this.#params === null) return;
