@@ -1,0 +1,169 @@
+/**
+ * The VAD worker's streams: each stream's audio on its way to 16 kHz windows, its model context and state, and
+ * the batching policy that runs every stream with a whole window ready in one model call.
+ *
+ * Round r of runReady() takes the r-th ready window of every stream that has one (a stream's windows must run
+ * in order: window k+1 needs window k's state), at most maxBatch per call. At real-time pace every stream has
+ * 0 or 1 window ready, so one call covers all of them.
+ */
+import {
+  SILERO_CONTEXT_SAMPLES,
+  SILERO_INPUT_SAMPLES,
+  SILERO_RATE_HZ,
+  SILERO_STATE_SIZE,
+  SILERO_WINDOW_SAMPLES,
+  type SileroBatch,
+  type SileroOutput,
+} from './sileroIo.ts';
+import { StreamingResampler } from './StreamingResampler.ts';
+
+export interface WindowRunner {
+  run(batch: SileroBatch): Promise<SileroOutput>;
+}
+
+/** Probabilities of one stream's consecutive windows, all cut under one epoch. */
+export interface StreamWindows {
+  readonly streamId: number;
+  readonly epoch: number;
+  readonly probs: number[];
+}
+
+class StreamAudio {
+  readonly streamId: number;
+  epoch: number;
+  /** Bumped on reset: a model run that started before it must not write its state back. */
+  generation = 0;
+  readonly #resampler: StreamingResampler;
+  #pending = new Float32Array(4 * SILERO_WINDOW_SAMPLES); // 16 kHz samples not yet in a window
+  #pendingLength = 0;
+  readonly context = new Float32Array(SILERO_CONTEXT_SAMPLES);
+  readonly state = new Float32Array(SILERO_STATE_SIZE); // [2][128]
+
+  constructor(streamId: number, epoch: number, inputRateHz: number) {
+    this.streamId = streamId;
+    this.epoch = epoch;
+    this.#resampler = new StreamingResampler(inputRateHz, SILERO_RATE_HZ);
+  }
+
+  get windowsReady(): number {
+    return Math.floor(this.#pendingLength / SILERO_WINDOW_SAMPLES);
+  }
+
+  append(pcm16: Int16Array): void {
+    const input = new Float32Array(pcm16.length);
+    for (let i = 0; i < pcm16.length; i++) input[i] = pcm16[i] / 32768;
+    const resampled = this.#resampler.push(input);
+    const needed = this.#pendingLength + resampled.length;
+    if (needed > this.#pending.length) {
+      const grown = new Float32Array(Math.max(needed, 2 * this.#pending.length));
+      grown.set(this.#pending.subarray(0, this.#pendingLength));
+      this.#pending = grown;
+    }
+    this.#pending.set(resampled, this.#pendingLength);
+    this.#pendingLength = needed;
+  }
+
+  /** Writes the next window's model input (context, then 512 new samples) at dst[at..] and consumes it. */
+  takeWindow(dst: Float32Array, at: number): void {
+    dst.set(this.context, at);
+    const window = this.#pending.subarray(0, SILERO_WINDOW_SAMPLES);
+    dst.set(window, at + SILERO_CONTEXT_SAMPLES);
+    this.context.set(window.subarray(SILERO_WINDOW_SAMPLES - SILERO_CONTEXT_SAMPLES));
+    this.#pending.copyWithin(0, SILERO_WINDOW_SAMPLES, this.#pendingLength);
+    this.#pendingLength -= SILERO_WINDOW_SAMPLES;
+  }
+
+  reset(epoch: number): void {
+    this.epoch = epoch;
+    this.generation++;
+    this.#resampler.reset();
+    this.#pendingLength = 0;
+    this.context.fill(0);
+    this.state.fill(0);
+  }
+}
+
+export class SileroStreams {
+  readonly #runner: WindowRunner;
+  readonly #inputRateHz: number;
+  readonly #maxBatch: number;
+  readonly #streams = new Map<number, StreamAudio>();
+
+  constructor(runner: WindowRunner, inputRateHz: number, maxBatch: number) {
+    this.#runner = runner;
+    this.#inputRateHz = inputRateHz;
+    this.#maxBatch = maxBatch;
+  }
+
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  open(streamId: number, epoch: number): void {
+    this.#streams.set(streamId, new StreamAudio(streamId, epoch, this.#inputRateHz));
+  }
+
+  /** Audio for a stream that is not open (closed while the audio was on its way) is dropped. */
+  append(streamId: number, pcm16: Int16Array): void {
+    this.#streams.get(streamId)?.append(pcm16);
+  }
+
+  reset(streamId: number, epoch: number): void {
+    this.#streams.get(streamId)?.reset(epoch);
+  }
+
+  close(streamId: number): void {
+    const stream = this.#streams.get(streamId);
+    if (stream) stream.generation++; // a run in flight must not report for it
+    this.#streams.delete(streamId);
+  }
+
+  /** Runs every whole window ready, batched; returns what they gave and the model time spent. */
+  async runReady(): Promise<{ windows: StreamWindows[]; runs: number; runMs: number }> {
+    const byStream = new Map<StreamAudio, StreamWindows>();
+    const windows: StreamWindows[] = [];
+    let runs = 0;
+    let runMs = 0;
+    for (;;) {
+      // 1. This round: streams with a window ready, oldest-opened first (Map order), at most maxBatch.
+      const round: StreamAudio[] = [];
+      for (const stream of this.#streams.values()) {
+        if (stream.windowsReady > 0) round.push(stream);
+        if (round.length === this.#maxBatch) break;
+      }
+      if (round.length === 0) break; // nothing left whole: the rest waits for more audio
+      // 2. Gather inputs and states into the model's layout.
+      const size = round.length;
+      const half = SILERO_STATE_SIZE / 2;
+      const batch: SileroBatch = {
+        size,
+        input: new Float32Array(size * SILERO_INPUT_SAMPLES),
+        state: new Float32Array(size * SILERO_STATE_SIZE),
+      };
+      const generations = round.map((stream, b) => {
+        stream.takeWindow(batch.input, b * SILERO_INPUT_SAMPLES);
+        batch.state.set(stream.state.subarray(0, half), b * half);
+        batch.state.set(stream.state.subarray(half), (size + b) * half);
+        return stream.generation;
+      });
+      const startedAt = performance.now();
+      const out = await this.#runner.run(batch);
+      runMs += performance.now() - startedAt;
+      runs++;
+      // 3. Scatter states and collect probabilities, skipping streams reset or closed while the run was out.
+      round.forEach((stream, b) => {
+        if (stream.generation !== generations[b]) return; // its window belonged to audio it has since forgotten
+        stream.state.set(out.state.subarray(b * half, (b + 1) * half), 0);
+        stream.state.set(out.state.subarray((size + b) * half, (size + b + 1) * half), half);
+        let entry = byStream.get(stream);
+        if (!entry || entry.epoch !== stream.epoch) {
+          entry = { streamId: stream.streamId, epoch: stream.epoch, probs: [] };
+          byStream.set(stream, entry);
+          windows.push(entry);
+        }
+        entry.probs.push(out.probs[b]);
+      });
+    }
+    return { windows, runs, runMs };
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * The server thread's end of one VAD worker thread: starts it, waits for READY, sends it stream ops and audio,
+ * and hands back what it reports. Light bookkeeping only; the model never runs on this thread.
+ *
+ * Ops are coalesced: everything sent during one event-loop turn goes out as one message at the turn's check
+ * phase (setImmediate), so 64 sessions whose audio frames arrive together cost one postMessage, not 64, and
+ * reach the model as one batch.
+ */
+import { channel } from 'node:diagnostics_channel';
+import { Worker } from 'node:worker_threads';
+import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
+import type { FromVadWorker, StreamOp, ToVadWorker, VadWorkerData, WindowResults } from './vadMessages.ts';
+
+/**
+ * VAD lifecycle events on diagnostics_channel (free without subscribers). Candidates for src/common/diagnostics.ts.
+ * - windows: {worker, streams, windows, runs, runMs, latencyMs} per results message; latencyMs runs from the
+ *   ops message that completed the windows leaving this thread to their probabilities arriving back.
+ * - died: {worker, error} when a worker exits after READY without being asked to (it is replaced).
+ */
+export const vadDiagnostics = {
+  windows: channel('chorus:vad:windows'),
+  died: channel('chorus:vad:died'),
+};
+
+export interface VadWorkerEvents {
+  onWindows(results: WindowResults): void;
+  /** The worker exited after READY without being asked to. Not called for a bootstrap failure. */
+  onDied(error: ChorusError): void;
+}
+
+const BOOT_URL = new URL('./vadWorkerBoot.mjs', import.meta.url);
+
+type State = 'starting' | 'ready' | 'failed' | 'closing' | 'exited';
+
+export class VadWorkerHandle {
+  readonly index: number;
+  /** Streams assigned to this worker (VadService's balancing). */
+  streamCount = 0;
+  /** Resolves on READY; rejects with CHORUS_ERR_MODEL_LOAD if the worker fails or exits before it. */
+  readonly ready: Promise<void>;
+  readonly #worker: Worker;
+  readonly #exited: Promise<void>;
+  #state: State = 'starting';
+  #error: Error | null = null;
+  #ops: StreamOp[] = [];
+  #chunks: Int16Array[] = [];
+  #pcmLength = 0;
+  #flushScheduled = false;
+  #seq = 0;
+  readonly #sentAtMs = new Map<number, number>(); // seq -> performance.now() when posted
+
+  constructor(index: number, data: VadWorkerData, events: VadWorkerEvents) {
+    this.index = index;
+    this.#worker = new Worker(BOOT_URL, { workerData: data, name: `chorus-vad-${index}` });
+    let settle!: { resolve: () => void; reject: (err: Error) => void };
+    this.ready = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+    this.ready.catch(() => {}); // a caller that never awaits it must not see an unhandled rejection
+    this.#exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
+
+    this.#worker.on('message', (msg: FromVadWorker) => {
+      switch (msg.type) {
+        case 'ready':
+          this.#state = 'ready';
+          settle.resolve();
+          this.#scheduleFlush(); // ops sent while it was starting (a replacement for a dead worker)
+          return;
+        case 'failed':
+          this.#error = deserializeError(msg.error);
+          return; // the worker exits next; 'exit' settles
+        case 'windows':
+          this.#onWindows(msg, events);
+          return;
+      }
+    });
+    this.#worker.on('error', (err) => {
+      this.#error ??= err;
+    });
+    this.#worker.on('exit', (code) => {
+      const was = this.#state;
+      this.#state = 'exited';
+      this.#ops = [];
+      this.#chunks = [];
+      if (was === 'starting' || was === 'failed') {
+        this.#state = 'failed';
+        settle.reject(
+          new ChorusError(ErrorCodes.MODEL_LOAD, `VAD worker ${index} failed to start (exit code ${code})`, {
+            cause: this.#error ?? undefined,
+          }),
+        );
+      } else if (was === 'ready') {
+        events.onDied(
+          new ChorusError(ErrorCodes.STAGE_DIED, `VAD worker ${index} exited (code ${code})`, {
+            cause: this.#error ?? undefined,
+          }),
+        );
+      }
+    });
+  }
+
+  open(streamId: number, epoch: number): void {
+    this.#enqueue({ op: 'open', streamId, epoch });
+  }
+
+  audio(streamId: number, pcm16: Int16Array): void {
+    if (pcm16.length === 0 || !this.#accepting()) return;
+    this.#ops.push({ op: 'audio', streamId, offset: this.#pcmLength, length: pcm16.length });
+    this.#chunks.push(pcm16.slice()); // the caller may reuse its buffer once push() returns
+    this.#pcmLength += pcm16.length;
+    this.#scheduleFlush();
+  }
+
+  reset(streamId: number, epoch: number): void {
+    this.#enqueue({ op: 'reset', streamId, epoch });
+  }
+
+  closeStream(streamId: number): void {
+    this.#enqueue({ op: 'close', streamId });
+  }
+
+  /** Tests only: makes the worker throw from its message loop (the crash path). */
+  crashForTest(): void {
+    this.#post({ type: 'crashForTest' });
+  }
+
+  /**
+   * Asks the worker to finish its run in progress, release the model and exit; resolves when it has exited.
+   * Idempotent. Never terminate(): terminating a thread inside onnxruntime's run() aborts the whole process.
+   */
+  async shutdown(): Promise<void> {
+    if (this.#state === 'starting') await this.ready.catch(() => {}); // create() is not interruptible either
+    if (this.#state === 'ready') {
+      this.#flush(); // audio already pushed still gets its answer if anyone is listening
+      this.#post({ type: 'shutdown' });
+      this.#state = 'closing';
+    }
+    await this.#exited;
+  }
+
+  #accepting(): boolean {
+    return this.#state === 'starting' || this.#state === 'ready';
+  }
+
+  #enqueue(op: StreamOp): void {
+    if (!this.#accepting()) return;
+    this.#ops.push(op);
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled || this.#state !== 'ready' || this.#ops.length === 0) return;
+    this.#flushScheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (this.#state !== 'ready' || this.#ops.length === 0) return;
+    const pcm = new Int16Array(this.#pcmLength);
+    let at = 0;
+    for (const chunk of this.#chunks) {
+      pcm.set(chunk, at);
+      at += chunk.length;
+    }
+    const seq = ++this.#seq;
+    const msg: ToVadWorker = { type: 'ops', seq, ops: this.#ops, pcm };
+    this.#ops = [];
+    this.#chunks = [];
+    this.#pcmLength = 0;
+    this.#sentAtMs.set(seq, performance.now());
+    this.#worker.postMessage(msg, [pcm.buffer]);
+  }
+
+  #post(msg: ToVadWorker): void {
+    if (this.#state === 'ready') this.#worker.postMessage(msg);
+  }
+
+  #onWindows(msg: WindowResults, events: VadWorkerEvents): void {
+    const sentAtMs = this.#sentAtMs.get(msg.seq);
+    for (const seq of this.#sentAtMs.keys()) {
+      if (seq > msg.seq) break; // Map keeps insertion order: seqs ascend
+      this.#sentAtMs.delete(seq);
+    }
+    if (vadDiagnostics.windows.hasSubscribers) {
+      vadDiagnostics.windows.publish({
+        worker: this.index,
+        streams: msg.streamIds.length,
+        windows: msg.probs.length,
+        runs: msg.runs,
+        runMs: msg.runMs,
+        latencyMs: sentAtMs === undefined ? null : performance.now() - sentAtMs,
+      });
+    }
+    events.onWindows(msg);
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Every message between VadService (server thread) and a VAD worker thread, as discriminated unions. They cross
+ * by postMessage (structured clone), so typed arrays keep their type; audio travels as one transferred
+ * Int16Array per message, each op naming its slice.
+ */
+import type { SerializedError } from '../../common/errors.ts';
+
+/** workerData of a VAD worker. */
+export interface VadWorkerData {
+  readonly modelPath: string;
+  /** Most windows in one model run. */
+  readonly maxBatch: number;
+  /** Input audio rate (the Realtime API's pcm16: 24 kHz). */
+  readonly inputRateHz: number;
+}
+
+/** One stream's step, applied in order. Ops of a stream arrive in the order its methods were called. */
+export type StreamOp =
+  | { readonly op: 'open'; readonly streamId: number; readonly epoch: number }
+  /** Input samples pcm[offset, offset + length) of the carrying message. */
+  | { readonly op: 'audio'; readonly streamId: number; readonly offset: number; readonly length: number }
+  /** Forget the stream's audio and model state; its windows restart at 0 under `epoch`. */
+  | { readonly op: 'reset'; readonly streamId: number; readonly epoch: number }
+  | { readonly op: 'close'; readonly streamId: number };
+
+export type ToVadWorker =
+  /** `seq` counts ops messages (1, 2, ...); results name the newest one applied, for latency. */
+  | { readonly type: 'ops'; readonly seq: number; readonly ops: StreamOp[]; readonly pcm: Int16Array }
+  /** Finish the run in progress, release the model, and exit. Never terminate() a worker instead: terminating
+   * a thread inside onnxruntime's run() or create() aborts the whole process. */
+  | { readonly type: 'shutdown' }
+  /** Tests only: throw from the message loop, as a bug in the worker would (the crash path). */
+  | { readonly type: 'crashForTest' };
+
+/** Probabilities of consecutive windows, per stream: stream i's are probs[first_i, first_i + counts[i]). */
+export interface WindowResults {
+  readonly type: 'windows';
+  readonly seq: number;
+  readonly streamIds: Int32Array;
+  /** The stream's epoch when its windows were cut: results of an older epoch are dropped. */
+  readonly epochs: Int32Array;
+  readonly counts: Int32Array;
+  readonly probs: Float32Array;
+  /** Model runs and the time they took, for the latency report. */
+  readonly runs: number;
+  readonly runMs: number;
+}
+
+export type FromVadWorker =
+  /** The model is loaded: its window facts, as the worker resolved them. */
+  | { readonly type: 'ready'; readonly windowSamples: number; readonly modelRateHz: number }
+  /** Bootstrap failed (before ready): the worker exits after sending it. */
+  | { readonly type: 'failed'; readonly error: SerializedError }
+  | WindowResults;

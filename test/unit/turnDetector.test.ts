@@ -1,0 +1,117 @@
+/** TurnDetector as a pure function over per-window speech probabilities: no model, no clock. */
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_TURN_PARAMS,
+  detectTurns,
+  TurnDetector,
+  type TurnParams,
+} from '../../src/server/voice/TurnDetector.ts';
+
+const W = 32; // ms per window, Silero's at 16 kHz
+const params = (over: Partial<TurnParams> = {}): TurnParams => ({ ...DEFAULT_TURN_PARAMS, ...over });
+/** n windows of probability p. */
+const run = (n: number, p: number): number[] => Array<number>(n).fill(p);
+
+describe('TurnDetector', () => {
+  it('starts on the first window at the threshold, padded back by prefix_padding_ms', () => {
+    const probs = [...run(20, 0.1), 0.5, ...run(5, 0.9)];
+    expect(detectTurns(probs, params(), W)).toEqual([{ type: 'speech_started', audioStartMs: 20 * W - 300 }]);
+    expect(detectTurns([...run(20, 0.1), 0.49], params(), W)).toEqual([]);
+  });
+
+  it('clamps audio_start_ms at the start of the timeline', () => {
+    expect(detectTurns([0.1, 0.1, 0.9], params(), W)).toEqual([{ type: 'speech_started', audioStartMs: 0 }]);
+  });
+
+  it('stops after silence_duration_ms below threshold - 0.15, reporting where speech ended', () => {
+    // 16 windows (512 ms) of silence >= 500 ms: the stop fires on the 16th.
+    const probs = [...run(10, 0.05), ...run(30, 0.95), ...run(15, 0.05)];
+    expect(detectTurns(probs, params(), W).map((e) => e.type)).toEqual(['speech_started']);
+    const events = detectTurns([...probs, 0.05], params(), W);
+    expect(events).toEqual([
+      { type: 'speech_started', audioStartMs: 10 * W - 300 },
+      { type: 'speech_stopped', audioEndMs: 40 * W },
+    ]);
+  });
+
+  it('hysteresis: windows in [threshold - 0.15, threshold) neither end speech nor cancel a silence run', () => {
+    // Speaking, then 40 windows at 0.4 (>= 0.35): still speaking, no silence run opened.
+    const held = [...run(5, 0.9), ...run(40, 0.4)];
+    expect(detectTurns(held, params(), W).map((e) => e.type)).toEqual(['speech_started']);
+    // A silence run opened at 0.1 goes on through 0.4s and ends the turn where it opened.
+    const probs = [...run(5, 0.9), ...run(4, 0.1), ...run(12, 0.4)];
+    expect(detectTurns(probs, params(), W)).toEqual([
+      { type: 'speech_started', audioStartMs: 0 },
+      { type: 'speech_stopped', audioEndMs: 5 * W },
+    ]);
+  });
+
+  it('a window at the threshold cancels the silence run: one turn across a short pause', () => {
+    const pause = (n: number) => [...run(10, 0.9), ...run(n, 0.05), ...run(10, 0.9), ...run(20, 0.05)];
+    const short = detectTurns(pause(10), params({ silenceDurationMs: 500 }), W); // 320 ms pause
+    expect(short.map((e) => e.type)).toEqual(['speech_started', 'speech_stopped']);
+    const long = detectTurns(pause(20), params({ silenceDurationMs: 500 }), W); // 640 ms pause
+    expect(long.map((e) => e.type)).toEqual(['speech_started', 'speech_stopped', 'speech_started', 'speech_stopped']);
+  });
+
+  it('honours threshold and silence_duration_ms as given', () => {
+    const probs = [...run(3, 0.65), ...run(3, 0.1)];
+    expect(detectTurns(probs, params({ threshold: 0.7 }), W)).toEqual([]);
+    expect(detectTurns(probs, params({ threshold: 0.6, silenceDurationMs: 64, prefixPaddingMs: 0 }), W)).toEqual([
+      { type: 'speech_started', audioStartMs: 0 },
+      { type: 'speech_stopped', audioEndMs: 3 * W },
+    ]);
+  });
+
+  it('fires idle_timeout after idle_timeout_ms of audio with no speech since the last turn, and re-arms', () => {
+    const p = params({ silenceDurationMs: 96, idleTimeoutMs: 320 });
+    // Stop fires at the end of window 8 (3 silent windows after 5 speech): 256 ms. Idle from there: 576, 896.
+    const events = detectTurns([...run(5, 0.9), ...run(3, 0.1), ...run(20, 0.1)], p, W);
+    expect(events).toEqual([
+      { type: 'speech_started', audioStartMs: 0 },
+      { type: 'speech_stopped', audioEndMs: 160 },
+      { type: 'idle_timeout', audioStartMs: 256, audioEndMs: 576 },
+      { type: 'idle_timeout', audioStartMs: 576, audioEndMs: 896 },
+    ]);
+    // Off by default, and never before the first turn.
+    expect(detectTurns([...run(5, 0.9), ...run(30, 0.1)], params({ silenceDurationMs: 96 }), W)).toHaveLength(2);
+    expect(detectTurns(run(100, 0.1), params({ idleTimeoutMs: 100 }), W)).toEqual([]);
+  });
+
+  it('speech disarms idle_timeout', () => {
+    const p = params({ silenceDurationMs: 96, idleTimeoutMs: 320 });
+    const events = detectTurns([...run(5, 0.9), ...run(3, 0.1), ...run(5, 0.1), ...run(3, 0.9)], p, W);
+    expect(events.map((e) => e.type)).toEqual(['speech_started', 'speech_stopped', 'speech_started']);
+  });
+
+  it('update() applies from the next window; reset() forgets the turn and moves the origin', () => {
+    const d = new TurnDetector(params(), W);
+    expect(d.push(0.6)).toEqual([{ type: 'speech_started', audioStartMs: 0 }]);
+    d.update(params({ silenceDurationMs: 32 }));
+    expect(d.push(0.1)).toEqual([{ type: 'speech_stopped', audioEndMs: 32 }]);
+    d.update(params({ threshold: 0.8, prefixPaddingMs: 100 }));
+    expect(d.push(0.7)).toEqual([]);
+    d.push(0.9);
+    d.reset(1000); // a clear mid-turn: no stop for the forgotten turn, and the next window starts at 1000 ms
+    expect(d.speaking).toBe(false);
+    expect(d.push(0.1)).toEqual([]);
+    expect(d.push(0.9)).toEqual([{ type: 'speech_started', audioStartMs: 1000 }]); // padding stops at the reset
+    expect(d.positionMs).toBe(1000 + 2 * W);
+  });
+
+  it('rebase() keeps the turn and counts the gap as silence', () => {
+    const d = new TurnDetector(params({ silenceDurationMs: 200 }), W);
+    d.push(0.9);
+    d.push(0.1); // silence from 32 ms
+    d.rebase(500); // audio from 64 to 500 ms lost
+    expect(d.push(0.1)).toEqual([{ type: 'speech_stopped', audioEndMs: 32 }]);
+  });
+
+  it('rejects out-of-range params before changing anything', () => {
+    expect(() => new TurnDetector(params({ threshold: 1.5 }), W)).toThrow(/threshold must be in 0..1/);
+    const d = new TurnDetector(params(), W);
+    expect(() => d.update(params({ silenceDurationMs: -1 }))).toThrow(/silenceDurationMs/);
+    expect(() => d.update(params({ idleTimeoutMs: Number.NaN }))).toThrow(/idleTimeoutMs/);
+    expect(d.params).toEqual(params());
+  });
+});
