@@ -17,7 +17,13 @@ export class LatencyMeter {
   #lastTextAtMs: number | null = null;
   #audioSeen = false;
 
-  constructor(protocol: Protocol, requestId: string, startedAtMs: number) {
+  /** `turnEndedAtMs`: the voice turn this response answers was detected as ended then (chorus_voice_ttfp_seconds). */
+  constructor(
+    protocol: Protocol,
+    requestId: string,
+    startedAtMs: number,
+    private readonly turnEndedAtMs: number | null = null,
+  ) {
     this.#protocol = protocol;
     this.#requestId = requestId;
     this.#startedAtMs = startedAtMs;
@@ -40,8 +46,10 @@ export class LatencyMeter {
   audio(): void {
     if (this.#audioSeen) return;
     this.#audioSeen = true;
-    const ttfpMs = performance.now() - this.#startedAtMs;
+    const now = performance.now();
+    const ttfpMs = now - this.#startedAtMs;
     serverMetrics.ttfpSeconds.observe({ protocol: this.#protocol }, ttfpMs / 1000);
+    if (this.turnEndedAtMs !== null) serverMetrics.voiceTtfpSeconds.observe((now - this.turnEndedAtMs) / 1000);
     const ch = channels[this.#protocol].firstAudio;
     if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttfpMs });
   }

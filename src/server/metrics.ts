@@ -33,6 +33,14 @@ export const serverMetrics = {
     buckets: latencyBucketsSeconds,
     registers: [metricsRegistry],
   }),
+  voiceTtfpSeconds: new Histogram({
+    name: 'chorus_voice_ttfp_seconds',
+    help:
+      'Voice turns (server_vad): time from speech_stopped (the turn detected as ended, silence_duration_ms after ' +
+      'the last speech) to the first audio packet of the automatic answer sent to the client.',
+    buckets: latencyBucketsSeconds,
+    registers: [metricsRegistry],
+  }),
   interTokenSeconds: new Histogram({
     name: 'chorus_inter_token_seconds',
     help: 'Time between consecutive text deltas sent to the client.',

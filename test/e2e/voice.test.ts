@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer } from '../../src/server/app.ts';
+import { serverMetrics } from '../../src/server/metrics.ts';
 import { selfSignedCert, type SelfSigned } from '../helpers/tls.ts';
 import { concatPcm, msOf, quiet, speak } from '../helpers/speech.ts';
 
@@ -47,10 +48,12 @@ async function connect(turnDetection: Record<string, unknown>, maxOutputTokens =
     new OpenAI({ baseURL, apiKey: 'none' }),
   );
   const events: Event[] = [];
+  const arrivedAt = new Map<Event, number>();
   const waiters: { match: (e: Event) => boolean; resolve: (e: Event) => void }[] = [];
   rt.on('error', () => {}); // error events are asserted from the 'event' stream; the SDK re-emits them here
   rt.on('event', (raw) => {
     const e = raw as unknown as Event;
+    arrivedAt.set(e, performance.now());
     events.push(e);
     for (const w of [...waiters])
       if (w.match(e)) {
@@ -88,7 +91,7 @@ async function connect(turnDetection: Record<string, unknown>, maxOutputTokens =
       if (due > 0) await new Promise((r) => setTimeout(r, due)); // the pace of speech, not a synchronisation
     }
   };
-  return { rt, events, next, stream };
+  return { rt, events, next, stream, arrivedAt };
 }
 
 const ofType = (type: string) => (e: Event) => e.type === type;
@@ -117,6 +120,9 @@ describe('Realtime voice turns (server_vad on Silero)', () => {
     expect((done.response as { status: string }).status).not.toBe('failed');
     expect(events.filter(ofType('response.output_audio.delta')).length).toBeGreaterThan(0);
     expect(events.filter(ofType('input_audio_buffer.speech_started'))).toHaveLength(1);
+    // The answer's first audio after the turn ended is measured server-side.
+    const voiceTtfp = (await serverMetrics.voiceTtfpSeconds.get()).values.find((v) => v.metricName?.endsWith('_count'));
+    expect(voiceTtfp?.value).toBeGreaterThanOrEqual(1);
     rt.close();
   }, 60_000);
 
@@ -135,7 +141,7 @@ describe('Realtime voice turns (server_vad on Silero)', () => {
   }, 60_000);
 
   it('barge-in: speech over an answer cancels it (turn_detected) and the new turn is answered', async () => {
-    const { rt, events, next, stream } = await connect({ silence_duration_ms: 500 }, 400);
+    const { rt, events, next, stream, arrivedAt } = await connect({ silence_duration_ms: 500 }, 400);
     await stream(concatPcm(quiet(300), hello, quiet(700)));
     const created = await next(ofType('response.created'));
     const firstId = (created.response as { id: string }).id;
@@ -148,6 +154,9 @@ describe('Realtime voice turns (server_vad on Silero)', () => {
       status: 'cancelled',
       status_details: { type: 'cancelled', reason: 'turn_detected' },
     });
+    // Cancelled within 150 ms of the detection, as the client sees both events.
+    const detected = events.slice(interruptAt).find(ofType('input_audio_buffer.speech_started'))!;
+    expect(arrivedAt.get(cancelled)! - arrivedAt.get(detected)!).toBeLessThan(150);
     const doneAt = events.indexOf(cancelled);
     expect(events.slice(doneAt).filter((e) => e.type.startsWith('response.output') && e.response_id === firstId))
       .toEqual([]); // prettier-ignore

@@ -264,6 +264,7 @@ export class RealtimeSession {
       }
       const itemId = this.#turnItemId ?? newId('item');
       this.#turnItemId = null;
+      const turnEndedAtMs = performance.now();
       if (e.type === 'speech_stopped') {
         this.#writer.send({
           type: 'input_audio_buffer.speech_stopped',
@@ -282,7 +283,7 @@ export class RealtimeSession {
       }
       if (this.#inputAudioBytes === 0) return;
       this.#onAudioCommit(itemId);
-      if (turns.create_response && !this.#active) this.#onResponseCreate({ type: 'response.create' });
+      if (turns.create_response && !this.#active) this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs);
     } catch (err) {
       this.#sendError(err, null);
     }
@@ -327,7 +328,7 @@ export class RealtimeSession {
     this.#bufferStartMs = this.#audioMs;
   }
 
-  #onResponseCreate(event: ClientEventOf<'response.create'>): void {
+  #onResponseCreate(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
     const startedAtMs = performance.now();
     if (this.#active) {
       throw new ClientInputError(
@@ -387,6 +388,7 @@ export class RealtimeSession {
       inConversation,
       previousItemId,
       startedAtMs,
+      turnEndedAtMs,
       samplesPerFrame: this.#ctx.samplesPerFrame,
       itemNamer: rendered.itemNamer,
       log: this.#ctx.log,

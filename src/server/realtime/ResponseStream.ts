@@ -42,6 +42,8 @@ export interface ResponseStreamContext {
   readonly previousItemId: string | null;
   /** performance.now() when the response.create frame arrived. */
   readonly startedAtMs: number;
+  /** performance.now() at the speech_stopped this response answers (server_vad), else null. */
+  readonly turnEndedAtMs?: number | null;
   /** Of the pipeline's vocoder (its READY facts); null when the pipeline returns no audio. */
   readonly samplesPerFrame: number | null;
   /** Names media items in the engine's errors and warnings by conversation item. */
@@ -76,7 +78,7 @@ export class ResponseStream {
 
   constructor(ctx: ResponseStreamContext) {
     this.#ctx = ctx;
-    this.#meter = new LatencyMeter('realtime', ctx.state.id, ctx.startedAtMs);
+    this.#meter = new LatencyMeter('realtime', ctx.state.id, ctx.startedAtMs, ctx.turnEndedAtMs ?? null);
   }
 
   get id(): string {
