@@ -1,5 +1,5 @@
 /**
- * `node --import tsx bench/encoders/ttft.ts [--config configs/tiny-omni-mm.yaml] [--audio-encoder-model "{num_layers:
+ * `node --import tsx bench/encoders/ttft.ts [--config configs/tiny-omni.yaml] [--audio-encoder-model "{num_layers:
  * 6}"]
  *   [--audio-seconds 30] [--rounds 5] [--text-requests 8] [--json]`
  * — TTFT of text-only requests, unloaded and while a long audio clip is being encoded (CHORUS_LOG_LEVEL=warn to quiet
@@ -12,7 +12,7 @@ import { formatTtftBench, runTtftBench } from './runTtftBench.ts';
 
 const { values } = parseArgs({
   options: {
-    config: { type: 'string', default: path.join(repoRoot(), 'configs', 'tiny-omni-mm.yaml') },
+    config: { type: 'string', default: path.join(repoRoot(), 'configs', 'tiny-omni.yaml') },
     'audio-encoder-model': { type: 'string' },
     'audio-seconds': { type: 'string', default: '30' },
     rounds: { type: 'string', default: '5' },

@@ -21,7 +21,7 @@ export function repoRoot(): string {
   return dir;
 }
 
-/** configs/tiny-omni.yaml: the default pipeline (thinker -> talker -> code2wav, async_chunk on). */
+/** configs/tiny-omni.yaml: the default pipeline (audio + image encoders -> thinker -> talker -> code2wav). */
 export function defaultConfigPath(): string {
   return path.join(repoRoot(), 'configs', 'tiny-omni.yaml');
 }

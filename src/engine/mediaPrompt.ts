@@ -129,7 +129,7 @@ function probeItem(
     throw mediaInvalid(
       what,
       `this pipeline has no ${modality} encoder (add an encoder stage with modality ${modality} to the config, ` +
-        `e.g. configs/tiny-omni-mm.yaml)`,
+        `e.g. configs/tiny-omni.yaml)`,
     );
   if (ctx.placeholders[modality] === null) {
     throw new ChorusError(

@@ -1,5 +1,5 @@
 /**
- * `chorus bench --config configs/two-host.yaml --compare-config configs/tiny-omni.yaml` at tiny scale: the bench
+ * `chorus bench --config configs/two-host.yaml --compare-config configs/tiny-omni-text-in.yaml` at tiny scale: the bench
  * starts host B itself (a redis-server and one `chorus stage` process per remote stage), runs both configs and
  * reports two-host over all-shm; afterwards nothing it started is left (checked by pid). Never speed goals.
  */
@@ -16,7 +16,7 @@ import { isAlive } from '../helpers/processes.ts';
 
 const CONFIGS = join(import.meta.dirname, '..', '..', 'configs');
 const TWO_HOST = join(CONFIGS, 'two-host.yaml');
-const TINY_OMNI = join(CONFIGS, 'tiny-omni.yaml');
+const TINY_OMNI = join(CONFIGS, 'tiny-omni-text-in.yaml');
 
 const options = {
   target: { kind: 'config', file: TWO_HOST },
@@ -72,7 +72,7 @@ describe('chorus bench: two-host (remote stages over Redis) against all-shm', ()
   it('runs both configs and reports two-host over tiny-omni with a finite ratio', () => {
     expect(result.runs.map((r) => [r.variant, r.concurrency])).toEqual([
       ['two-host', 1],
-      ['tiny-omni', 1],
+      ['tiny-omni-text-in', 1],
     ]);
     for (const r of result.runs) {
       expect(r.failed, r.errors.join('; ')).toBe(0);
@@ -87,23 +87,23 @@ describe('chorus bench: two-host (remote stages over Redis) against all-shm', ()
     expect(result.ratios).toEqual([]); // no async/sync pair: two configs are compared as configs
     expect(result.config_ratios).toHaveLength(1);
     const ratio = result.config_ratios[0];
-    expect([ratio.concurrency, ratio.config, ratio.compare_config]).toEqual([1, 'two-host', 'tiny-omni']);
+    expect([ratio.concurrency, ratio.config, ratio.compare_config]).toEqual([1, 'two-host', 'tiny-omni-text-in']);
     for (const v of [ratio.ttfp, ratio.p50_ttfp, ratio.ttft, ratio.e2e, ratio.rtf]) {
       expect(Number.isFinite(v), String(v)).toBe(true);
       expect(v!).toBeGreaterThan(0);
     }
     expect(ratio.ttfp).toBeCloseTo(twoHost.mean_ttfp_ms! / allShm.mean_ttfp_ms!, 9);
-    expect(result.goals.map((g) => g.name)).toContain('TTFP two-host/tiny-omni at c=1');
+    expect(result.goals.map((g) => g.name)).toContain('TTFP two-host/tiny-omni-text-in at c=1');
   });
 
   it('records both configs and where the remote stages ran', () => {
     expect(result.target).toEqual({ kind: 'config', file: TWO_HOST, compare_file: TINY_OMNI });
-    expect(Object.keys(result.config_sha256).sort()).toEqual(['tiny-omni', 'two-host']);
-    expect(result.config_sha256['two-host']).not.toBe(result.config_sha256['tiny-omni']);
+    expect(Object.keys(result.config_sha256).sort()).toEqual(['tiny-omni-text-in', 'two-host']);
+    expect(result.config_sha256['two-host']).not.toBe(result.config_sha256['tiny-omni-text-in']);
     expect(Object.keys(result.remote_stages)).toEqual(['two-host']);
     expect(result.remote_stages['two-host']).toMatch(/^talker#bench-0, code2wav#bench-0 .* own redis-server/);
     const text = formatText(result);
-    expect(text).toContain('two-host / tiny-omni ratios');
+    expect(text).toContain('two-host / tiny-omni-text-in ratios');
     expect(text.split('\n')[0]).toMatch(/^\s*Config\s+Input/);
   });
 

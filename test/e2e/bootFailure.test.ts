@@ -18,7 +18,7 @@ describe('stage boot failure', () => {
     writeFileSync(file, 'this is not an ONNX model');
     // The vocoder of tiny-omni points at a file that is not a model: config checks pass (the file exists), the
     // stage process fails while loading it.
-    const yamlFile = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml');
+    const yamlFile = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-text-in.yaml');
     const text = readFileSync(yamlFile, 'utf8');
     const at = text.indexOf('model: {}', text.indexOf('stage_id: code2wav'));
     const graph = parseConfig(

@@ -24,7 +24,7 @@ const ask = (content: string, maxTokens: number, modalities: ('text' | 'audio')[
 
 describe('hung stages', () => {
   it('a stopped Talker is hung within 3 s: its request fails, /health drops it, a new one serves', async () => {
-    engine = await Orchestrator.start(configWith('tiny-omni.yaml'));
+    engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml'));
     const e = engine;
     const reference = await collect(e.generate(ask('Tell me about the sea.', 8)));
     const talker = e.workerOf('talker#0')!;

@@ -9,7 +9,7 @@ import { configWith } from '../helpers/engine.ts';
 
 let engine: Orchestrator;
 beforeAll(async () => {
-  engine = await Orchestrator.start(configWith('tiny-omni.yaml'));
+  engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml'));
 }, 120_000);
 afterAll(async () => {
   await engine?.close();

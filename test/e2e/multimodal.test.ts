@@ -51,7 +51,7 @@ describe('multimodal (on_encoder_failure: fail)', () => {
   beforeAll(async () => {
     // A heavier audio encoder than tiny's, so a 30 s clip keeps it busy for most of a second on this machine.
     engine = await Orchestrator.start(
-      configWith('tiny-omni-mm.yaml', {
+      configWith('tiny-omni.yaml', {
         'model: {} # generated from model_preset; {num_layers: 4} overrides one size; {path: x.onnx} loads a file':
           'model: {num_layers: 6, hidden_size: 384, num_heads: 6, intermediate_size: 1536}',
       }),
@@ -275,7 +275,7 @@ describe('multimodal (on_encoder_failure: text_only)', () => {
 
   beforeAll(async () => {
     engine = await Orchestrator.start(
-      configWith('tiny-omni-mm.yaml', {
+      configWith('tiny-omni.yaml', {
         'on_encoder_failure: fail': 'on_encoder_failure: text_only',
         '      modality: image\n': '      modality: image\n      timeout_ms: 1500\n',
       }),

@@ -22,7 +22,7 @@ let tlsDir: string;
 
 beforeAll(async () => {
   engine = await Orchestrator.start(
-    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml')),
+    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-text-in.yaml')),
   );
   tlsDir = mkdtempSync(join(tmpdir(), 'chorus-tls-'));
   tls = selfSignedCert(tlsDir);

@@ -34,7 +34,7 @@ describe('runtime (async_chunk on vs off)', () => {
 
   beforeAll(async () => {
     [asyncEngine, syncEngine] = await Promise.all([
-      Orchestrator.start(configWith('tiny-omni.yaml')),
+      Orchestrator.start(configWith('tiny-omni-text-in.yaml')),
       Orchestrator.start(configWith('tiny-omni-sync.yaml')),
     ]);
   }, 240_000);
@@ -118,7 +118,7 @@ describe('runtime (async_chunk on vs off)', () => {
 describe('runtime deadlines', () => {
   it('a chunk wait past its deadline ends the request with a timeout error', async () => {
     const engine = await Orchestrator.start(
-      configWith('tiny-omni.yaml', { 'chunk_timeout_ms: 30000': 'chunk_timeout_ms: 300' }),
+      configWith('tiny-omni-text-in.yaml', { 'chunk_timeout_ms: 30000': 'chunk_timeout_ms: 300' }),
     );
     try {
       const handle = engine.generate(request(PROMPTS[0], 100));

@@ -25,7 +25,7 @@ async function ready(serve: Serve, instances: number): Promise<void> {
 
 const references = new Map<number, Promise<{ text: string; pcm16: Int16Array }>>();
 
-/** The all-shm answer (configs/tiny-omni.yaml, same models and seeds), as pcm16. */
+/** The all-shm answer (configs/tiny-omni-text-in.yaml, same models and seeds), as pcm16. */
 function reference(maxTokens: number): Promise<{ text: string; pcm16: Int16Array }> {
   let ref = references.get(maxTokens);
   if (!ref) references.set(maxTokens, (ref = computeReference(maxTokens)));
@@ -33,7 +33,7 @@ function reference(maxTokens: number): Promise<{ text: string; pcm16: Int16Array
 }
 
 async function computeReference(maxTokens: number): Promise<{ text: string; pcm16: Int16Array }> {
-  const engine = await Orchestrator.start(configWith('tiny-omni.yaml'));
+  const engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml'));
   try {
     const got = await collect(
       engine.generate({

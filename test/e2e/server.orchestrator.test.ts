@@ -1,5 +1,5 @@
 /**
- * The front end over the real pipeline (configs/tiny-omni.yaml: stage processes, ONNX models, shared memory):
+ * The front end over the real pipeline (configs/tiny-omni-text-in.yaml: stage processes, ONNX models, shared memory):
  * realtime audio + transcript, prompt cancel, the official SDK streaming text + audio, HTTP streamed audio
  * equal to the WAV of the same seeded request, health and stages, media refused by a pipeline without encoders;
  * on close nothing is left in /dev/shm. (Media over the multimodal pipeline: serverMedia.orchestrator.test.ts.)
@@ -23,7 +23,7 @@ let wsUrl: string;
 
 beforeAll(async () => {
   engine = await Orchestrator.start(
-    await loadConfig(new URL('../../configs/tiny-omni.yaml', import.meta.url).pathname),
+    await loadConfig(new URL('../../configs/tiny-omni-text-in.yaml', import.meta.url).pathname),
   );
   app = buildServer(engine, { apiKey: null });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -127,7 +127,7 @@ describe('server over the real pipeline', () => {
   it('streams text and audio to the official SDK; the streamed pcm16 equals the WAV of the same request', async () => {
     const sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
     const params = {
-      model: 'chorus-tiny-omni',
+      model: 'chorus-tiny-omni-text-in',
       messages: [{ role: 'user' as const, content: 'Why is the sky blue?' }],
       modalities: ['text' as const, 'audio' as const],
       seed: 11,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CHORUS_BIN, isAlive, segmentsOf, stageProcessesOf, killOnFinish } from '../helpers/processes.ts';
 
-const CONFIG = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml');
+const CONFIG = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-text-in.yaml');
 
 describe.each(['SIGTERM', 'SIGINT'] as const)('chorus serve on %s', (signal) => {
   it('serves, then shuts down cleanly with a request in flight', async () => {

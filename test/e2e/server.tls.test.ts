@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { CHORUS_BIN, killOnFinish } from '../helpers/processes.ts';
 import { selfSignedCert } from '../helpers/tls.ts';
 
-const CONFIG = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml');
+const CONFIG = join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-text-in.yaml');
 
 /** Resolves with the next event of `type` the connection emits. */
 function next<T>(rt: OpenAIRealtimeWS, type: string): Promise<T> {

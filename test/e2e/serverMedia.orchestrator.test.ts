@@ -1,5 +1,5 @@
 /**
- * Media input through the front end over the real multimodal pipeline (configs/tiny-omni-mm.yaml: audio and image
+ * Media input through the front end over the real multimodal pipeline (configs/tiny-omni.yaml: audio and image
  * encoder stages, Thinker, Talker, Code2Wav as processes, ONNX models, shared memory): the official SDK sends an
  * image and a WAV and gets text and audio back; a repeated image is an encoder cache hit on /metrics; remote URLs
  * and bad media are 400s naming the item and the server goes on; realtime input audio is answered with audio.
@@ -67,7 +67,7 @@ let sdk: OpenAI;
 
 beforeAll(async () => {
   engine = await Orchestrator.start(
-    await loadConfig(new URL('../../configs/tiny-omni-mm.yaml', import.meta.url).pathname),
+    await loadConfig(new URL('../../configs/tiny-omni.yaml', import.meta.url).pathname),
   );
   app = buildServer(engine, { apiKey: null });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -120,7 +120,7 @@ const ask = (parts: object[], extra: object = {}) => ({
 describe('media over the real multimodal pipeline', () => {
   it('the official SDK sends an image and a WAV and streams text and audio back', async () => {
     const stream = await sdk.chat.completions.create({
-      model: 'chorus-tiny-omni-mm',
+      model: 'chorus-tiny-omni',
       messages: [
         {
           role: 'user',

@@ -24,7 +24,7 @@ let tlsDir: string;
 
 beforeAll(async () => {
   engine = await Orchestrator.start(
-    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-mm.yaml')),
+    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml')),
   );
   tlsDir = mkdtempSync(join(tmpdir(), 'chorus-tls-'));
   tls = selfSignedCert(tlsDir);

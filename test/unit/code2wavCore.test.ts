@@ -33,7 +33,7 @@ class FakeVocoder implements Code2WavRunner {
   async close(): Promise<void> {}
 }
 
-const spec = configWith('tiny-omni.yaml').stages.find((s) => s.kind === 'code2wav')!;
+const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'code2wav')!;
 /** Frames first..first+n-1 (codebook 0 = the frame number), the first `context` already decoded before. */
 const frames = (first: number, n: number, context = 0, numCodebooks = Q): ChunkBody => {
   const codes = new Int32Array(numCodebooks * n);

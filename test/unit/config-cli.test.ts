@@ -20,9 +20,9 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('chorus config check', () => {
   it('summarises a valid graph: stages in start order, edges, connectors, models', async () => {
-    const { code, stdout } = await cli('check', path.join(repoRoot(), 'configs', 'tiny-omni.yaml'));
+    const { code, stdout } = await cli('check', path.join(repoRoot(), 'configs', 'tiny-omni-text-in.yaml'));
     expect(code).toBe(0);
-    expect(stdout).toContain('tiny-omni.yaml: OK');
+    expect(stdout).toContain('tiny-omni-text-in.yaml: OK');
     expect(stdout).toMatch(/^ {2}shm +shm +ringBytes=16777216$/m);
     expect(stdout).toContain('thinker -> talker over shm (thinker -> talker)');
     expect(stdout).toContain('talker -> code2wav over shm (talker -> code2wav)');

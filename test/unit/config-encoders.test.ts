@@ -30,9 +30,9 @@ const thinkerWith = (inputs: string) => `  - stage_id: thinker
 `;
 
 describe('encoder stages', () => {
-  it('tiny-omni-mm: two encoders feed the thinker, which stays the entry; the rest is tiny-omni', async () => {
+  it('tiny-omni: two encoders feed the thinker, which stays the entry; the rest is tiny-omni-text-in', async () => {
     const load = (n: string) => loadConfig(path.join(repoRoot(), 'configs', `${n}.yaml`), { cores: 64 });
-    const [mm, plain] = await Promise.all([load('tiny-omni-mm'), load('tiny-omni')]);
+    const [mm, plain] = await Promise.all([load('tiny-omni'), load('tiny-omni-text-in')]);
     expect(mm.entryStageId).toBe('thinker');
     expect(mm.stages.map((s) => [s.stageId, s.kind, s.workerType])).toEqual([
       ['audio-encoder', 'encoder', 'generation'],

@@ -37,7 +37,7 @@ ${thinker}  - stage_id: talker
 `;
 
 describe('shipped configs', () => {
-  it.each(['tiny-omni', 'tiny-omni-sync', 'text-only', 'omni-bench'])(
+  it.each(['tiny-omni-text-in', 'tiny-omni-sync', 'text-only', 'omni-bench', 'two-host'])(
     '%s.yaml loads (no encoders: the entry stage is first)',
     async (name) => {
       const graph = await loadConfig(path.join(repoRoot(), 'configs', `${name}.yaml`));
@@ -47,24 +47,27 @@ describe('shipped configs', () => {
     },
   );
 
-  it('tiny-omni is the default: thinker -> talker -> code2wav over shm, async, text + audio out', async () => {
+  it('tiny-omni is the default: audio + image encoders -> thinker -> talker -> code2wav over shm, async', async () => {
     expect(defaultConfigPath()).toBe(path.join(repoRoot(), 'configs', 'tiny-omni.yaml'));
     const graph = await loadConfig(defaultConfigPath(), { cores: 64 });
     expect(graph.asyncChunk).toBe(true);
+    expect(graph.entryStageId).toBe('thinker');
     expect(graph.stages.map((s) => [s.stageId, s.workerType, s.finalOutputType, s.engine.threads])).toEqual([
+      ['audio-encoder', 'generation', null, 1],
+      ['image-encoder', 'generation', null, 1],
       ['thinker', 'ar', 'text', 1],
       ['talker', 'ar', null, 1],
       ['code2wav', 'generation', 'audio', 1],
     ]);
-    expect(graph.stages[1].inputs).toEqual([{ from: 'thinker', connector: 'shm' }]);
+    expect(graph.stages[2].inputs.map((i) => i.from)).toEqual(['audio-encoder', 'image-encoder']);
+    expect(graph.stages[3].inputs).toEqual([{ from: 'thinker', connector: 'shm' }]);
     expect(graph.connectors.shm).toEqual({ name: 'shm', kind: 'shm', options: { ringBytes: 16 * 1024 * 1024 } });
-    expect(graph.stages[0].engine.kvCacheBytes).toBe(256 * 1024 * 1024);
-    expect(graph.warnings).toEqual([]);
+    expect(graph.stages[2].engine.kvCacheBytes).toBe(256 * 1024 * 1024);
   });
 
-  it('tiny-omni-sync differs from tiny-omni only in async_chunk', async () => {
+  it('tiny-omni-sync differs from tiny-omni-text-in only in async_chunk', async () => {
     const load = (n: string) => loadConfig(path.join(repoRoot(), 'configs', `${n}.yaml`), { cores: 64 });
-    const [a, b] = await Promise.all([load('tiny-omni'), load('tiny-omni-sync')]);
+    const [a, b] = await Promise.all([load('tiny-omni-text-in'), load('tiny-omni-sync')]);
     expect(b.asyncChunk).toBe(false);
     expect(b.configHash).not.toBe(a.configHash); // another text: a remote stage could not join with the other file
     expect({ ...b, file: a.file, asyncChunk: true, configHash: a.configHash }).toEqual(a);

@@ -32,7 +32,7 @@ class FakeVisionRunner {
   }
 }
 
-const graph = configWith('tiny-omni-mm.yaml');
+const graph = configWith('tiny-omni.yaml');
 const baseSpec = graph.stages.find((s) => s.stageId === 'image-encoder')!;
 
 function setup(settings: Partial<EncoderSettings> = {}) {

@@ -16,7 +16,7 @@ import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
 import { configWith } from '../helpers/engine.ts';
 import { pcm16Bytes, pngBytes, wavBytes } from '../helpers/media.ts';
 
-const mm = configWith('tiny-omni-mm.yaml');
+const mm = configWith('tiny-omni.yaml');
 const tokenizer = new ByteTokenizer(512);
 const ctx = (graph = mm, maxItemBytes = 8 << 20): PromptContext => ({
   tokenizer,
@@ -135,7 +135,7 @@ describe('preparePrompt', () => {
       ],
       [
         user({ type: 'image', data: pngBytes(64, 64) }),
-        ctx(configWith('tiny-omni.yaml')),
+        ctx(configWith('tiny-omni-text-in.yaml')),
         /^messages\[0\]\.content\[1\] \(image\): this pipeline has no image encoder/,
       ],
       [

@@ -87,7 +87,7 @@ describe('Orchestrator with in-process stage workers', () => {
   it('a stage that fails to boot rejects start-up and every started stage is stopped', async () => {
     const fakes = fakeWorkers({ thinker: { facts: thinkerFacts }, talker: { facts: talkerFacts, failBoot: true } });
     await expect(
-      Orchestrator.start(configWith('tiny-omni.yaml'), { startWorker: fakes.startWorker }),
+      Orchestrator.start(configWith('tiny-omni-text-in.yaml'), { startWorker: fakes.startWorker }),
     ).rejects.toMatchObject({ code: 'CHORUS_ERR_STAGE_BOOT' });
     expect(fakes.started.length).toBeGreaterThan(0);
     expect(fakes.started.every((w) => w.stopped)).toBe(true);
@@ -103,7 +103,7 @@ describe('Orchestrator with in-process stage workers', () => {
         script: () => ({ bodies: [{ kind: 'audio', pcm, sampleRateHz: 16_000 }], finishReason: 'stop' }),
       },
     });
-    engine = await Orchestrator.start(configWith('tiny-omni.yaml'), { startWorker: fakes.startWorker });
+    engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml'), { startWorker: fakes.startWorker });
     expect(engine.audioOutput).toEqual({ sampleRateHz: 16_000, samplesPerFrame: 640, framesPerToken: 1 });
     const r = await collect(engine.generate({ ...request, modalities: ['text', 'audio'] }));
     expect(r.pcm.length).toBe(pcm.length);

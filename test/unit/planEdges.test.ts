@@ -8,7 +8,7 @@ const edgesOf = (config: string) => planEdges(configWith(config)).map((e) => `${
 
 describe('planEdges', () => {
   it('all-shm: exact edges only, one per replica pair and one per final output', () => {
-    expect(edgesOf('tiny-omni.yaml')).toEqual([
+    expect(edgesOf('tiny-omni-text-in.yaml')).toEqual([
       'thinker#0 -> main (shm)',
       'thinker#0 -> talker#0 (shm)',
       'talker#0 -> code2wav#0 (shm)',

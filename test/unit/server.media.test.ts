@@ -170,8 +170,8 @@ describe('chat content parts', () => {
 });
 
 describe('realtime media checks', () => {
-  const mm = new MediaChecker(configWith('tiny-omni-mm.yaml'));
-  const textOnly = new MediaChecker(configWith('tiny-omni.yaml'));
+  const mm = new MediaChecker(configWith('tiny-omni.yaml'));
+  const textOnly = new MediaChecker(configWith('tiny-omni-text-in.yaml'));
 
   it('accepts what the engine would admit, and refuses what it would not, naming the item', () => {
     expect(() => mm.check({ type: 'audio', data: wav, format: 'wav' }, 'a')).not.toThrow();

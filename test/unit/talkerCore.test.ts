@@ -42,7 +42,7 @@ class FakeTalkerRunner implements TalkerRunner {
   async close(): Promise<void> {}
 }
 
-const spec = configWith('tiny-omni.yaml').stages.find((s) => s.kind === 'talker')!;
+const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'talker')!;
 /** `numRows` rows whose every value is the row's index in the request (from `firstRow`), so a step's rows say where
  * they came from. */
 const rowsBody = (numRows: number, promptRows?: number, width = DIM, firstRow = 0): ChunkBody => {

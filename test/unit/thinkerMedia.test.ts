@@ -53,7 +53,7 @@ class FakeThinkerRunner implements ThinkerRunner {
 const rowsOf = (n: number, base: number) => Float32Array.from({ length: n * D }, (_, i) => base + i / 100);
 const imageRows = rowsOf(4, 1000);
 const audioRows = rowsOf(3, 2000);
-const graph = configWith('tiny-omni-mm.yaml');
+const graph = configWith('tiny-omni.yaml');
 const spec = graph.stages.find((s) => s.kind === 'thinker')!;
 // text, image, text, audio, text: [1 2 3] <image x4> [4 5] <audio x3> [6]
 const map = buildPositionMap(

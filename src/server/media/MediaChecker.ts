@@ -31,7 +31,7 @@ export class MediaChecker {
       throw mediaInvalid(
         what,
         `this pipeline has no ${part.type} encoder, so ${part.type} input cannot be used (serve a config with one, ` +
-          `e.g. configs/tiny-omni-mm.yaml)`,
+          `e.g. configs/tiny-omni.yaml)`,
       );
     }
     if (part.type === 'audio')

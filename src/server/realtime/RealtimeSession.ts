@@ -197,7 +197,7 @@ export class RealtimeSession {
     if (turns && !this.#ctx.media.accepts('audio'))
       throw new ClientInputError(
         'turn_detection needs speech input, and this pipeline has no audio encoder: serve a config with one ' +
-          '(configs/tiny-omni-mm.yaml), or keep turn_detection null and send text',
+          '(configs/tiny-omni.yaml), or keep turn_detection null and send text',
         'session.audio.input.turn_detection',
       );
     state.turnDetection = resolveTurnDetection(turns, state.turnDetection);

@@ -1,0 +1,44 @@
+/**
+ * The default pipeline (configs/tiny-omni.yaml) runs audio and image encoders next to the Thinker, Talker and
+ * Code2Wav. An encoder with nothing to encode must cost no CPU: text answers leave its CPU time where it was.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultConfigPath, loadConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { cpuTicksOf } from '../../src/engine/processCpu.ts';
+import { collect } from '../helpers/engine.ts';
+
+let engine: Orchestrator;
+
+beforeAll(async () => {
+  engine = await Orchestrator.start(await loadConfig(defaultConfigPath()));
+}, 120_000);
+
+afterAll(async () => {
+  await engine?.close();
+});
+
+describe('idle encoders in the default pipeline', () => {
+  it('use no CPU while text answers run through the Thinker, Talker and Code2Wav', async () => {
+    const pidOf = (instance: string) => engine.workerOf(instance)!.pid!;
+    const pids = Object.fromEntries(
+      ['audio-encoder#0', 'image-encoder#0', 'thinker#0'].map((i) => [i, pidOf(i)] as const),
+    );
+    const before = Object.fromEntries(Object.entries(pids).map(([i, pid]) => [i, cpuTicksOf(pid)!]));
+    for (let i = 0; i < 4; i++) {
+      const r = await collect(
+        engine.generate({
+          messages: [{ role: 'user', content: `Tell me about the sea, part ${i}` }],
+          modalities: ['text', 'audio'],
+          sampling: { maxTokens: 40, ignoreEos: true },
+        }),
+      );
+      expect(r.done.finishReason).toBe('length');
+    }
+    const used = Object.fromEntries(Object.entries(pids).map(([i, pid]) => [i, cpuTicksOf(pid)! - before[i]]));
+    expect(used['thinker#0']).toBeGreaterThan(5); // the window was long enough to see work (ticks of 10 ms)
+    // Stats reports every 250 ms cost next to nothing: at most a tick or two over the whole window.
+    expect(used['audio-encoder#0']).toBeLessThanOrEqual(2);
+    expect(used['image-encoder#0']).toBeLessThanOrEqual(2);
+  }, 60_000);
+});
