@@ -22,7 +22,7 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('chorus generate on %s', (signal) 
       child.once('exit', (code) => reject(new Error(`generate exited early with ${code}`)));
     });
     const stages = stageProcessesOf(child.pid!);
-    expect(stages.length).toBe(3);
+    expect(stages.length).toBe(5); // the default pipeline: two encoders, thinker, talker, code2wav
     const segmentsBefore = segmentsOf(child.pid!);
     expect(segmentsBefore.length).toBeGreaterThan(0);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
