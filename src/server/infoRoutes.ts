@@ -53,6 +53,8 @@ export function describeGraph(graph: StageGraph) {
     stages: graph.stages.map((s) => ({
       stage_id: s.stageId,
       kind: s.kind,
+      // What an encoder stage takes in (audio, image): the playground offers the microphone and image attach by it.
+      ...(s.encoder ? { modality: s.encoder.modality } : {}),
       worker_type: s.workerType,
       replicas: s.replicas,
       placement: s.placement,

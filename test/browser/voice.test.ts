@@ -1,0 +1,373 @@
+/**
+ * The playground as a user talks to it: headless Chromium with a fake microphone playing espeak-ng speech (quiet
+ * room, a question, quiet, an interruption, quiet), a real pipeline with an audio and an image encoder
+ * (configs/tiny-omni.yaml) behind /v1/realtime, server VAD turned on by the mic button. Also: the stage graph as a
+ * layered DAG, an image attached to a message, and the controls a pipeline without encoders cannot use.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { resample } from '../../src/media/resample.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
+import { startTestServer } from '../e2e/serverClient.ts';
+import { pngBytes } from '../helpers/media.ts';
+import { concatPcm, msOf, quiet, speak, SPEECH_RATE_HZ } from '../helpers/speech.ts';
+
+const FAKE_MIC_RATE_HZ = 48_000; // Chromium's capture rate; the file is resampled here, not by the browser
+/**
+ * The answer must still be generating when the user cuts in (~2 s after it starts) for the server to cancel it:
+ * 400 tokens take ~7 s here, and a machine 3x faster still passes. Its first audio must be playing by then too
+ * (TTFP is ~0.2 s warm, ~1.1 s cold).
+ */
+const MAX_TOKENS = 400;
+const PAUSE_MS = 2500; // between the question and the interruption
+
+let dir: string;
+let engine: Orchestrator;
+let app: FastifyInstance;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+const question = speak('Hello there. Can you tell me a story about the sea?');
+const interruption = speak('Stop. Tell me about the mountains instead.');
+const leadIn = quiet(1000, 1);
+/** What the fake microphone plays, once (%noloop, then silence), from the getUserMedia call on. */
+const micAudio = concatPcm(leadIn, question, quiet(PAUSE_MS, 2), interruption, quiet(3000, 3));
+
+interface PageEvent {
+  type: string;
+  at: number;
+  item_id?: string;
+  audio_start_ms?: number;
+  audio_end_ms?: number;
+  response_id?: string;
+  status?: string;
+  reason?: string | null;
+  item?: { id: string; role: string; content: string[] };
+}
+
+interface PageResponse {
+  id: string | null;
+  itemId: string | null;
+  source: 'text' | 'voice';
+  status: string;
+  reason: string | null;
+  usage: {
+    output_tokens: number;
+    output_token_details: { text_tokens: number };
+    input_token_details: { image_tokens: number };
+  } | null;
+  audioSamples: number;
+  schedule: { start: number; duration: number }[];
+  interrupted: boolean;
+  playedMs: number | null;
+}
+
+/**
+ * The page's globals as the functions below see them in Chromium (this project has no DOM typings). They are
+ * serialized by playwright, so each one reaches the page state itself.
+ */
+interface PageGlobals {
+  chorusPlayground: {
+    responses: (PageResponse & { row: unknown })[];
+    events: PageEvent[];
+    truncations: { itemId: string; responseId: string; audioEndMs: number; answered: boolean }[];
+    mic: { on: boolean; state: string; level: number; chunksSent: number };
+    sources: { size: number }; // audio buffers scheduled and not yet ended
+  };
+}
+
+/** playground.js's resampler: a top-level class of the page script, so functions run in the page can name it. */
+declare const Resampler: new (
+  inputRateHz: number,
+  chunkSamples: number,
+  onChunk: (pcm: Int16Array, rms: number) => void,
+) => { push(input: Float32Array): void };
+
+const snapshot = () =>
+  page.evaluate(() => {
+    const s = (globalThis as unknown as PageGlobals).chorusPlayground;
+    return {
+      responses: s.responses.map((r) => ({ ...r, row: null })),
+      events: s.events,
+      truncations: s.truncations,
+      mic: s.mic,
+    };
+  });
+
+const launchArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--autoplay-policy=no-user-gesture-required',
+];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'chorus-voice-browser-'));
+  const wav = join(dir, 'mic.wav');
+  const floats = Float32Array.from(micAudio, (x) => x / 32768);
+  writeFileSync(wav, wavFromPcm16(floatToPcm16(resample(floats, SPEECH_RATE_HZ, FAKE_MIC_RATE_HZ)), FAKE_MIC_RATE_HZ));
+
+  engine = await Orchestrator.start(
+    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml')),
+  );
+  app = buildServer(engine, { apiKey: null });
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      ...launchArgs,
+      '--use-fake-ui-for-media-stream', // grants the microphone without a prompt
+      '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${wav}%noloop`, // played once from getUserMedia on, then silence
+    ],
+  });
+  page = await browser.newPage();
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  await page.goto(base);
+  await page.waitForSelector('#stages .stage[data-stage-id="code2wav"]');
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await engine?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('playground with a real omni pipeline', () => {
+  it('draws the stage graph as a layered DAG: both encoders feed the Thinker side by side', async () => {
+    const nodes = await page.$$eval('#stages .stage', (els) =>
+      els.map((el) => ({
+        id: el.getAttribute('data-stage-id'),
+        layer: Number(el.getAttribute('data-layer')),
+        modality: el.getAttribute('data-modality'),
+        status: el.getAttribute('data-status'),
+      })),
+    );
+    expect(nodes).toEqual([
+      { id: 'audio-encoder', layer: 0, modality: 'audio', status: 'ready' },
+      { id: 'image-encoder', layer: 0, modality: 'image', status: 'ready' },
+      { id: 'thinker', layer: 1, modality: null, status: 'ready' },
+      { id: 'talker', layer: 2, modality: null, status: 'ready' },
+      { id: 'code2wav', layer: 3, modality: null, status: 'ready' },
+    ]);
+    const edges = await page.$$eval('#stages .edge', (els) =>
+      els.map((el) => `${el.getAttribute('data-from')} > ${el.getAttribute('data-to')}`),
+    );
+    expect(edges.sort()).toEqual([
+      'audio-encoder > thinker',
+      'image-encoder > thinker',
+      'talker > code2wav',
+      'thinker > talker',
+    ]);
+    // Drawn as laid out: the encoders stacked in one column, left of the Thinker, which is left of the Talker.
+    const box = async (id: string) => (await page.locator(`#stages .stage[data-stage-id="${id}"]`).boundingBox())!;
+    const [audio, image, thinker, talker] = await Promise.all(
+      ['audio-encoder', 'image-encoder', 'thinker', 'talker'].map(box),
+    );
+    expect(audio.x).toBeCloseTo(image.x, 0);
+    expect(image.y).toBeGreaterThanOrEqual(audio.y + audio.height);
+    expect(thinker.x).toBeGreaterThan(audio.x + audio.width);
+    expect(talker.x).toBeGreaterThan(thinker.x + thinker.width);
+    expect(await page.isEnabled('#mic')).toBe(true);
+    expect(await page.isEnabled('#image')).toBe(true);
+  });
+
+  it('resamples microphone audio to 24 kHz pcm16 in 20 ms chunks, continuous across blocks', async () => {
+    // A 1 kHz tone at half scale, fed in 128-sample render quanta as the worklet gets it, at the two common rates.
+    const run = (rateHz: number) =>
+      page.evaluate((inputRateHz) => {
+        const out: number[] = [];
+        const rms: number[] = [];
+        const resampler = new Resampler(inputRateHz, 480, (pcm, r) => {
+          out.push(...pcm);
+          rms.push(r);
+        });
+        const block = new Float32Array(128);
+        for (let n = 0; n < inputRateHz; n += block.length) {
+          for (let i = 0; i < block.length; i++)
+            block[i] = 0.5 * Math.sin((2 * Math.PI * 1000 * (n + i)) / inputRateHz);
+          resampler.push(block);
+        }
+        return { out, rms };
+      }, rateHz);
+    for (const rateHz of [48_000, 44_100]) {
+      const { out, rms } = await run(rateHz);
+      const ratio = rateHz / 24_000;
+      const fed = Math.ceil(rateHz / 128) * 128; // input samples
+      expect(out.length).toBe(480 * Math.floor(fed / ratio / 480)); // whole 20 ms chunks only, none lost
+      // Each output sample is the input's mean over its own 1/24000 s: the tone at the interval's centre, scaled by
+      // the averaging's response at 1 kHz. At 48 kHz that is exactly the mean of two samples (gain cos(pi f / 48k));
+      // at 44.1 kHz the fractional overlaps make it a little less exact.
+      const gain = Math.cos((Math.PI * 1000) / 48_000);
+      let worst = 0;
+      out.forEach((v, k) => {
+        const centre = ((k + 0.5) * ratio - 0.5) / rateHz; // in seconds; input sample i is at i / rate
+        worst = Math.max(worst, Math.abs(v - 0.5 * gain * 32767 * Math.sin(2 * Math.PI * 1000 * centre)));
+      });
+      expect(worst).toBeLessThan(rateHz === 48_000 ? 1.5 : 100); // pcm16 steps: rounding only, or under 0.3%
+      for (const r of rms) expect(r).toBeCloseTo((0.5 * gain) / Math.SQRT2, 2);
+    }
+  });
+
+  it('keeps the mic and image attach off, saying why, for a pipeline without encoders', async () => {
+    const textIn = await startTestServer(); // a scripted Thinker -> Talker -> Code2Wav, no encoders
+    const other = await browser.newPage();
+    try {
+      await other.goto(textIn.base);
+      await other.waitForSelector('#stages .stage[data-stage-id="code2wav"]');
+      expect(await other.isDisabled('#mic')).toBe(true);
+      expect(await other.getAttribute('#micWrap', 'title')).toContain('no audio encoder');
+      expect(await other.textContent('#micNote')).toContain('no audio encoder');
+      expect(await other.isDisabled('#image')).toBe(true);
+      expect(await other.getAttribute('#image', 'title')).toContain('no image encoder');
+      const layers = await other.$$eval('#stages .stage', (els) => els.map((el) => el.getAttribute('data-layer')));
+      expect(layers).toEqual(['0', '1', '2']);
+    } finally {
+      await other.close();
+      await textIn.app.close();
+    }
+  });
+
+  // Before the voice turns, so the pipeline is warm when the first spoken answer is timed against the interruption.
+  it('attaches an image to a message (the pipeline has an image encoder)', async () => {
+    await page.fill('#maxTokens', '8');
+    await page.fill('#prompt', 'What is in this picture?');
+    const png = Buffer.from(pngBytes(64, 48));
+    await page.setInputFiles('#image', { name: 'pattern.png', mimeType: 'image/png', buffer: png });
+    await page.waitForSelector('#imagePreview:not([hidden])');
+    await page.click('#send');
+    await page.waitForFunction(() => {
+      const r = (globalThis as unknown as PageGlobals).chorusPlayground.responses[0];
+      return r !== undefined && r.status !== 'in_progress';
+    });
+    const { responses, events } = await snapshot();
+    expect(responses).toHaveLength(1);
+    const [r] = responses;
+    expect(r.source).toBe('text');
+    expect(['completed', 'incomplete']).toContain(r.status);
+    expect(r.usage!.input_token_details.image_tokens).toBeGreaterThan(0);
+    expect(r.usage!.output_token_details.text_tokens).toBeLessThanOrEqual(8); // the max tokens control
+    expect(r.schedule.length).toBeGreaterThan(0);
+    const userItem = events.find((e) => e.type === 'conversation.item.added' && e.item?.role === 'user');
+    expect(userItem?.item?.content).toEqual(['input_text', 'input_image']);
+    expect(await page.inputValue('#image')).toBe(''); // attached once
+    expect(pageErrors).toEqual([]);
+    // The answer plays to its end: speech from the mic later would rightly cut it off (and truncate it).
+    await page.waitForFunction(() => (globalThis as unknown as PageGlobals).chorusPlayground.sources.size === 0);
+  }, 30_000);
+
+  it('talks: speech turns from the mic, a spoken answer, and barge-in that stops and truncates it', async () => {
+    await page.fill('#maxTokens', String(MAX_TOKENS));
+    const from = (await snapshot()).events.length;
+    await page.click('#mic');
+    await page.waitForFunction(() => (globalThis as unknown as PageGlobals).chorusPlayground.mic.on);
+
+    // 1. The question: speech_started, then speech_stopped once the pause after it is long enough.
+    await page.waitForFunction(() =>
+      (globalThis as unknown as PageGlobals).chorusPlayground.events.some(
+        (e) => e.type === 'input_audio_buffer.speech_stopped',
+      ),
+    );
+    // 2. The automatic answer plays: its audio is scheduled in the page's AudioContext.
+    await page.waitForFunction(() =>
+      (globalThis as unknown as PageGlobals).chorusPlayground.responses.some(
+        (r) => r.source === 'voice' && r.schedule.length > 0,
+      ),
+    );
+    // 3. The interruption: the answer is cancelled for the turn (server), stopped and truncated (page).
+    await page.waitForFunction(() => {
+      const s = (globalThis as unknown as PageGlobals).chorusPlayground;
+      return s.responses.some((r) => r.status === 'cancelled') && s.truncations.some((t) => t.answered);
+    });
+    // 4. The second turn is answered, to the end.
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as PageGlobals).chorusPlayground.responses.filter(
+          (r) => r.source === 'voice' && r.status !== 'in_progress',
+        ).length >= 2,
+      undefined,
+      { timeout: 30_000 },
+    );
+
+    const snap = await snapshot();
+    const { responses, truncations, mic } = snap;
+    const events = snap.events.slice(from);
+    const all = (type: string) => events.filter((e) => e.type === type);
+    const started = all('input_audio_buffer.speech_started');
+    const stopped = all('input_audio_buffer.speech_stopped');
+    expect(started).toHaveLength(2);
+    expect(stopped).toHaveLength(2);
+    // The VAD found the question where the fake microphone played it (less the 300 ms prefix padding; the page's
+    // first chunk is a few ms after the file starts), one turn per utterance.
+    expect(started[0].audio_start_ms!).toBeGreaterThan(msOf(leadIn) - 300 - 400);
+    expect(started[0].audio_start_ms!).toBeLessThan(msOf(leadIn) + 400);
+    expect(stopped[0].audio_end_ms!).toBeGreaterThan(msOf(leadIn) + msOf(question) - 500);
+    expect(stopped[0].item_id).toBe(started[0].item_id);
+    expect(started[1].audio_start_ms!).toBeGreaterThan(msOf(leadIn) + msOf(question) + PAUSE_MS - 300 - 400);
+    expect(mic.chunksSent).toBeGreaterThan(msOf(micAudio) / 20 / 2); // 20 ms appends
+
+    const voiced = responses.filter((r) => r.source === 'voice');
+    expect(voiced).toHaveLength(2);
+    const [first, second] = voiced;
+    // The first answer was playing when the user spoke: the server cancelled it for the turn...
+    expect(first).toMatchObject({ status: 'cancelled', reason: 'turn_detected', interrupted: true });
+    // ...after some of it had been heard, and no more than the page had received...
+    expect(first.playedMs!).toBeGreaterThan(0);
+    expect(first.playedMs!).toBeLessThanOrEqual((1000 * first.audioSamples) / 24000);
+    // ...and the page truncated the assistant item at what was heard, which the server confirmed.
+    expect(truncations).toEqual([
+      { itemId: first.itemId, responseId: first.id, audioEndMs: first.playedMs, answered: true },
+    ]);
+    const truncated = all('conversation.item.truncated');
+    expect(truncated).toHaveLength(1);
+    expect(truncated[0]).toMatchObject({ item_id: first.itemId, audio_end_ms: first.playedMs });
+
+    // The order a user lives through.
+    const at = (type: string, nth = 0) => events.indexOf(all(type)[nth]);
+    const firstDone = events.findIndex((e) => e.type === 'response.done' && e.response_id === first.id);
+    expect(at('input_audio_buffer.speech_started')).toBeLessThan(at('input_audio_buffer.speech_stopped'));
+    expect(at('input_audio_buffer.speech_stopped')).toBeLessThan(at('input_audio_buffer.committed'));
+    expect(at('input_audio_buffer.committed')).toBeLessThan(at('response.created'));
+    expect(at('response.created')).toBeLessThan(at('input_audio_buffer.speech_started', 1));
+    expect(at('input_audio_buffer.speech_started', 1)).toBeLessThan(firstDone);
+    expect(at('input_audio_buffer.speech_started', 1)).toBeLessThan(at('conversation.item.truncated'));
+    expect(at('input_audio_buffer.speech_stopped', 1)).toBeLessThan(at('response.created', 1));
+    expect(all('error')).toEqual([]);
+
+    // The second answer played, capped by the max tokens control (sent as the session's max_output_tokens).
+    expect(second.schedule.length).toBeGreaterThan(0);
+    expect(['completed', 'incomplete']).toContain(second.status);
+    expect(second.usage!.output_token_details.text_tokens).toBeLessThanOrEqual(MAX_TOKENS);
+    if (second.status === 'incomplete') expect(second.usage!.output_token_details.text_tokens).toBe(MAX_TOKENS);
+
+    // The UI shows it: the indicator, the log, the responses table.
+    expect(await page.getAttribute('#voice', 'data-state')).toBe('listening');
+    expect(await page.locator('#events li[data-type="input_audio_buffer.speech_started"]').count()).toBe(2);
+    expect(await page.locator('#events li[data-type="input_audio_buffer.speech_stopped"]').count()).toBe(2);
+    expect(await page.locator('#events li[data-type="conversation.item.truncated"]').count()).toBe(1);
+    const row = await page.$$eval(`#responses tr[data-response-id="${first.id}"] td`, (tds) =>
+      tds.map((td) => td.textContent),
+    );
+    expect(row[1]).toBe('cancelled');
+    expect(row[6]).toBe('voice');
+    expect(row[7]).toContain('turn_detected');
+
+    await page.click('#mic');
+    await page.waitForFunction(() => !(globalThis as unknown as PageGlobals).chorusPlayground.mic.on);
+    expect(await page.getAttribute('#voice', 'data-state')).toBe('off');
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});
