@@ -471,9 +471,11 @@ export class RealtimeSession {
       : null;
     const text = voicedText(spoken, event.audio_end_ms, msPerToken);
     this.#spoken.set(event.item_id, { pieces: [{ text, tokens: 0 }], audioMs: event.audio_end_ms });
-    if (live && !live.finished) {
+    if (live) {
+      // Still the active response (running, or finished with its response.done not yet out): its finish records
+      // this text instead of the whole answer.
       this.#truncated.set(event.item_id, text);
-      live.cancel();
+      if (!live.finished) live.cancel();
     } else {
       this.#conversation.setText(event.item_id, text);
     }
