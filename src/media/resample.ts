@@ -14,13 +14,13 @@ const KAISER_BETA = 8.6;
 const ROLLOFF = 0.95; // cutoff as a fraction of the lower Nyquist: room for the transition band
 const MAX_PHASES = 1024;
 
-function gcd(a: number, b: number): number {
+export function gcd(a: number, b: number): number {
   while (b) [a, b] = [b, a % b];
   return a;
 }
 
 /** Modified Bessel function of the first kind, order 0 (power series; converges fast for the betas used). */
-function besselI0(x: number): number {
+export function besselI0(x: number): number {
   let sum = 1;
   let term = 1;
   const q = (x * x) / 4;

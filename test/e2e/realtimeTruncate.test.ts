@@ -2,61 +2,23 @@
  * conversation.item.truncate through the official openai SDK: the client played part of an answer's audio; the
  * server trims the item's transcript to what that audio voiced, so the next turn's context holds only that.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import OpenAI from 'openai';
-import { OpenAIRealtimeWS } from 'openai/realtime/ws';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
-import { selfSignedCert, type SelfSigned } from '../helpers/tls.ts';
+import { sdkSession, startTlsPipeline, type Event, type TlsPipeline } from '../helpers/realtimeSdk.ts';
 
-let engine: Orchestrator;
-let app: FastifyInstance;
-let baseURL: string;
-let tls: SelfSigned;
-let tlsDir: string;
+let pipeline: TlsPipeline;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
-    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-text-in.yaml')),
-  );
-  tlsDir = mkdtempSync(join(tmpdir(), 'chorus-tls-'));
-  tls = selfSignedCert(tlsDir);
-  app = buildServer(engine, { apiKey: null, tls: { cert: tls.cert, key: tls.key } });
-  baseURL = `${await app.listen({ host: '127.0.0.1', port: 0 })}/v1`;
+  pipeline = await startTlsPipeline('tiny-omni-text-in.yaml');
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
-  rmSync(tlsDir, { recursive: true, force: true });
+  await pipeline?.close();
 });
 
-type Event = { type: string } & Record<string, unknown>;
-
 async function session() {
-  const rt = new OpenAIRealtimeWS(
-    { model: 'chorus', options: { ca: tls.cert } },
-    new OpenAI({ baseURL, apiKey: 'none' }),
-  );
-  const events: Event[] = [];
-  const waiters: { match: (e: Event) => boolean; resolve: (e: Event) => void }[] = [];
-  rt.on('error', () => {}); // error events are asserted from the 'event' stream; the SDK re-emits them here
-  rt.on('event', (raw) => {
-    const e = raw as unknown as Event;
-    events.push(e);
-    for (const w of [...waiters])
-      if (w.match(e)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(e);
-      }
-  });
-  const next = (match: (e: Event) => boolean) => new Promise<Event>((resolve) => waiters.push({ match, resolve }));
-  await new Promise<void>((resolve) => rt.socket.once('open', () => resolve()));
+  const { rt, events, next: nextFrom } = await sdkSession(pipeline);
+  /** The next matching event from now on. */
+  const next = (match: (e: Event) => boolean) => nextFrom(match, events.length);
   /** One spoken answer to `text`; resolves with its response.done. */
   const ask = async (text: string, maxTokens: number) => {
     rt.send({

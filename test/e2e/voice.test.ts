@@ -2,71 +2,25 @@
  * Voice turns over Realtime, as a user talks: espeak-ng speech streamed at real-time pace by the openai SDK's
  * Realtime client into a real pipeline with an audio encoder, turn_detection server_vad on the Silero model.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import OpenAI from 'openai';
-import { OpenAIRealtimeWS } from 'openai/realtime/ws';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { serverMetrics } from '../../src/server/metrics.ts';
-import { selfSignedCert, type SelfSigned } from '../helpers/tls.ts';
+import { ofType, sdkSession, startTlsPipeline, type TlsPipeline } from '../helpers/realtimeSdk.ts';
 import { concatPcm, msOf, quiet, speak } from '../helpers/speech.ts';
 
-let engine: Orchestrator;
-let app: FastifyInstance;
-let baseURL: string;
-let tls: SelfSigned;
-let tlsDir: string;
+let pipeline: TlsPipeline;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
-    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml')),
-  );
-  tlsDir = mkdtempSync(join(tmpdir(), 'chorus-tls-'));
-  tls = selfSignedCert(tlsDir);
-  app = buildServer(engine, { apiKey: null, tls: { cert: tls.cert, key: tls.key } });
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  baseURL = `${address}/v1`;
+  pipeline = await startTlsPipeline('tiny-omni.yaml');
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
-  rmSync(tlsDir, { recursive: true, force: true });
+  await pipeline?.close();
 });
 
-type Event = { type: string } & Record<string, unknown>;
-
-/** A Realtime session through the official SDK, recording every server event in order. */
+/** A Realtime session through the official SDK with server_vad on, and a microphone-paced audio streamer. */
 async function connect(turnDetection: Record<string, unknown>, maxOutputTokens = 6) {
-  const rt = new OpenAIRealtimeWS(
-    { model: 'chorus', options: { ca: tls.cert } },
-    new OpenAI({ baseURL, apiKey: 'none' }),
-  );
-  const events: Event[] = [];
-  const arrivedAt = new Map<Event, number>();
-  const waiters: { match: (e: Event) => boolean; resolve: (e: Event) => void }[] = [];
-  rt.on('error', () => {}); // error events are asserted from the 'event' stream; the SDK re-emits them here
-  rt.on('event', (raw) => {
-    const e = raw as unknown as Event;
-    arrivedAt.set(e, performance.now());
-    events.push(e);
-    for (const w of [...waiters])
-      if (w.match(e)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(e);
-      }
-  });
-  /** The next event (after those already seen, counting from `from`) that matches. */
-  const next = (match: (e: Event) => boolean, from = 0): Promise<Event> => {
-    const seen = events.slice(from).find(match);
-    return seen ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
-  };
-  await new Promise<void>((resolve) => rt.socket.once('open', () => resolve()));
+  const session = await sdkSession(pipeline);
+  const { rt, next } = session;
   rt.send({
     type: 'session.update',
     session: {
@@ -91,10 +45,8 @@ async function connect(turnDetection: Record<string, unknown>, maxOutputTokens =
       if (due > 0) await new Promise((r) => setTimeout(r, due)); // the pace of speech, not a synchronisation
     }
   };
-  return { rt, events, next, stream, arrivedAt };
+  return { ...session, stream };
 }
-
-const ofType = (type: string) => (e: Event) => e.type === type;
 
 describe('Realtime voice turns (server_vad on Silero)', () => {
   const hello = speak('Hello there. Can you tell me a story about the sea?');

@@ -10,26 +10,11 @@
  * what lets the VAD place its windows on the caller's clock.
  */
 
+import { besselI0, gcd } from '../../media/resample.ts';
+
 const ZERO_CROSSINGS = 8; // lobes each side of the cutoff: ~-70 dB stopband past 9 kHz, plenty for a VAD
 const KAISER_BETA = 6;
 const ROLLOFF = 0.9; // cutoff as a fraction of the lower Nyquist: room for the short filter's transition band
-
-function gcd(a: number, b: number): number {
-  while (b) [a, b] = [b, a % b];
-  return a;
-}
-
-function besselI0(x: number): number {
-  let sum = 1;
-  let term = 1;
-  const q = (x * x) / 4;
-  for (let k = 1; k < 64; k++) {
-    term *= q / (k * k);
-    sum += term;
-    if (term < sum * 1e-17) break;
-  }
-  return sum;
-}
 
 export class StreamingResampler {
   readonly fromHz: number;
