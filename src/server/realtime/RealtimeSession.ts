@@ -28,8 +28,8 @@ import { ResponseStream } from './ResponseStream.ts';
 import { newId, sessionResource, type OutputModality, type SessionState } from './serverEvents.ts';
 import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
-import type { SpokenText } from './ResponseStream.ts';
-import { resolveTurnDetection, voicedText, VoiceTurns } from './VoiceTurns.ts';
+import { SpokenItems } from './SpokenItems.ts';
+import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
 import type { TurnEvent, VadService } from '../voice/VadService.ts';
 
 /** pcm16 mono at 24 kHz. */
@@ -74,8 +74,7 @@ export class RealtimeSession {
   #audioMs = 0;
   #bufferStartMs = 0;
   /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
-  readonly #spoken = new Map<string, SpokenText>();
-  readonly #truncated = new Map<string, string>();
+  readonly #spoken = new SpokenItems();
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -407,10 +406,8 @@ export class RealtimeSession {
       // response.done has been handed to the socket: record the reply for later turns, accept the next one.
       onFinished: (s) => {
         releaseSlot();
-        const truncated = this.#truncated.get(itemId);
-        this.#truncated.delete(itemId);
-        if (inConversation) this.#conversation.setText(itemId, truncated ?? s.text);
-        if (inConversation && audio && truncated === undefined) this.#spoken.set(itemId, s.spoken);
+        const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
+        if (inConversation) this.#conversation.setText(itemId, text);
         if (this.#active === s) this.#active = null;
         if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
       },
@@ -450,35 +447,12 @@ export class RealtimeSession {
    * running for it is cancelled.
    */
   #onTruncate(event: ClientEventOf<'conversation.item.truncate'>): void {
+    // Still the active response (running, or finished with its response.done not yet out): its finish records
+    // the cut text instead of the whole answer.
     const live = this.#active?.itemId === event.item_id ? this.#active : null;
-    const spoken = live?.spoken ?? this.#spoken.get(event.item_id);
-    if (!spoken)
-      throw new ClientInputError(
-        `no assistant audio item ${event.item_id} in this conversation to truncate`,
-        'item_id',
-        ErrorCodes.NOT_FOUND,
-      );
-    if (event.content_index !== 0)
-      throw new ClientInputError('content_index must be 0: an assistant item has one audio part', 'content_index');
-    if (event.audio_end_ms > Math.ceil(spoken.audioMs))
-      throw new ClientInputError(
-        `audio_end_ms ${event.audio_end_ms} is past the end of the item's audio (${Math.floor(spoken.audioMs)} ms)`,
-        'audio_end_ms',
-      );
-    const facts = this.#ctx.engine.audioOutput;
-    const msPerToken = facts?.framesPerToken
-      ? (1000 * facts.framesPerToken * facts.samplesPerFrame) / facts.sampleRateHz
-      : null;
-    const text = voicedText(spoken, event.audio_end_ms, msPerToken);
-    this.#spoken.set(event.item_id, { pieces: [{ text, tokens: 0 }], audioMs: event.audio_end_ms });
-    if (live) {
-      // Still the active response (running, or finished with its response.done not yet out): its finish records
-      // this text instead of the whole answer.
-      this.#truncated.set(event.item_id, text);
-      if (!live.finished) live.cancel();
-    } else {
-      this.#conversation.setText(event.item_id, text);
-    }
+    const text = this.#spoken.truncate(event, live?.spoken ?? null, this.#ctx.engine.audioOutput);
+    if (!live) this.#conversation.setText(event.item_id, text);
+    else if (!live.finished) live.cancel();
     this.#writer.send({
       type: 'conversation.item.truncated',
       event_id: newId('event'),

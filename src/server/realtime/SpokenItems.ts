@@ -1,0 +1,56 @@
+/**
+ * What a session's assistant audio items said, for conversation.item.truncate: the text pieces with their token
+ * counts and the audio sent, per item; and the truncations of the response still running, applied when it
+ * finishes (its finish would otherwise record the whole answer).
+ */
+import { ErrorCodes } from '../../common/errors.ts';
+import type { AudioOutputFacts } from '../../common/modelFacts.ts';
+import { ClientInputError } from '../validate.ts';
+import type { SpokenText } from './ResponseStream.ts';
+import { voicedText } from './VoiceTurns.ts';
+
+export class SpokenItems {
+  readonly #spoken = new Map<string, SpokenText>();
+  readonly #pending = new Map<string, string>();
+
+  /** A response finished: the text its item keeps (a truncation made while it ran wins over the whole answer). */
+  finished(itemId: string, text: string, spoken: SpokenText | null): string {
+    const truncated = this.#pending.get(itemId);
+    this.#pending.delete(itemId);
+    if (truncated !== undefined) return truncated;
+    if (spoken) this.#spoken.set(itemId, spoken);
+    return text;
+  }
+
+  /**
+   * The text of `itemId` once cut to `audioEndMs` of played audio; `live` is what the response still running for
+   * the item has said (then the cut waits for its finish). Throws ClientInputError naming the field at fault.
+   */
+  truncate(
+    e: { item_id: string; content_index: number; audio_end_ms: number },
+    live: SpokenText | null,
+    facts: AudioOutputFacts | null,
+  ): string {
+    const spoken = live ?? this.#spoken.get(e.item_id);
+    if (!spoken)
+      throw new ClientInputError(
+        `no assistant audio item ${e.item_id} in this conversation to truncate`,
+        'item_id',
+        ErrorCodes.NOT_FOUND,
+      );
+    if (e.content_index !== 0)
+      throw new ClientInputError('content_index must be 0: an assistant item has one audio part', 'content_index');
+    if (e.audio_end_ms > Math.ceil(spoken.audioMs))
+      throw new ClientInputError(
+        `audio_end_ms ${e.audio_end_ms} is past the end of the item's audio (${Math.floor(spoken.audioMs)} ms)`,
+        'audio_end_ms',
+      );
+    const msPerToken = facts?.framesPerToken
+      ? (1000 * facts.framesPerToken * facts.samplesPerFrame) / facts.sampleRateHz
+      : null;
+    const text = voicedText(spoken, e.audio_end_ms, msPerToken);
+    this.#spoken.set(e.item_id, { pieces: [{ text, tokens: 0 }], audioMs: e.audio_end_ms });
+    if (live) this.#pending.set(e.item_id, text);
+    return text;
+  }
+}
