@@ -63,7 +63,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   });
   queues.set(app, queue);
   bridgeEngineDiagnostics();
-  const limits = tokenLimits(engine.graph, options.maxResponseTokens);
+  const current = graphState(engine, options.maxResponseTokens);
   const rate = engine.audioOutput?.sampleRateHz ?? null;
   if (rate !== null && rate !== 24000) {
     log.warn(
@@ -118,16 +118,17 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
         `/v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, {
-      media: new MediaChecker(engine.graph),
+    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app) });
+    registerChatCompletions(routes, {
+      engine,
       options,
       admission,
       queue,
-      spf: engine.audioOutput?.samplesPerFrame ?? null,
-      limits,
-      vad: sharedVad(app),
+      get tokenLimits() {
+        return current().limits;
+      },
     });
-    registerChatCompletions(routes, { engine, options, admission, queue, tokenLimits: limits });
+    if (opts.reload) registerReloadRoute(routes, opts.reload, options.apiKey);
     registerInfoRoutes(routes, engine, options.modelName);
   });
   return app;
@@ -146,18 +147,59 @@ function sharedVad(app: FastifyInstance): () => Promise<VadService> {
   return () => (started ??= VadService.start());
 }
 
-interface RealtimeDeps {
+interface GraphState {
+  readonly limits: TokenLimits;
   readonly media: MediaChecker;
+}
+
+/**
+ * What the front end derives from the engine's graph (token limits, which media the pipeline takes), recomputed
+ * when the graph changes (hot reload: ReloadableEngine), so new requests are checked against the graph that
+ * serves them.
+ */
+function graphState(engine: Engine, maxResponseTokens: number): () => GraphState {
+  let graph: Engine['graph'] | null = null;
+  let state!: GraphState;
+  return () => {
+    if (engine.graph !== graph) {
+      graph = engine.graph;
+      state = { limits: tokenLimits(graph, maxResponseTokens), media: new MediaChecker(graph) };
+    }
+    return state;
+  };
+}
+
+/**
+ * POST /admin/reload: the engine switches to the config as it now is on disk; the answer says which stages changed.
+ * A bad config is a 400 with the loader's line-precise errors, and the running graph keeps serving.
+ */
+function registerReloadRoute(
+  app: FastifyInstance,
+  reload: NonNullable<ServerOptions['reload']>,
+  apiKey: string | null,
+): void {
+  app.post('/admin/reload', async (request, reply) => {
+    const loopback = ['127.0.0.1', '::1', '::ffff:127.0.0.1'].includes(request.socket.remoteAddress ?? '');
+    if (apiKey === null && !loopback)
+      throw new ChorusError(
+        ErrorCodes.UNAUTHORIZED,
+        'reload from another host needs the server to run with --api-key; this one has none',
+      );
+    const result = await reload();
+    return reply.send({ reloaded: true, changed_stages: result.changedStages, start_ms: result.startMs });
+  });
+}
+
+interface RealtimeDeps {
+  readonly current: () => GraphState;
   readonly options: ResolvedServerOptions;
   readonly admission: Admission;
   readonly queue: RequestQueue;
-  readonly spf: number | null;
-  readonly limits: TokenLimits;
   readonly vad: () => Promise<VadService>;
 }
 
 function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
-  const { media, options, admission, queue, spf, limits, vad } = deps;
+  const { current, options, admission, queue, vad } = deps;
   app.get(
     '/v1/realtime',
     {
@@ -192,9 +234,15 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
       const session = new RealtimeSession(socket, {
         engine,
         options,
-        samplesPerFrame: spf,
-        tokenLimits: limits,
-        media,
+        get samplesPerFrame() {
+          return engine.audioOutput?.samplesPerFrame ?? null;
+        },
+        get tokenLimits() {
+          return current().limits;
+        },
+        get media() {
+          return current().media;
+        },
         queue,
         vad,
         log: request.log,

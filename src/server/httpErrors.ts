@@ -16,6 +16,8 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
   [ErrorCodes.NO_ACTIVE_RESPONSE]: 400, // response.cancel with nothing to cancel: the client's mistake
   [ErrorCodes.REQUEST_TOO_LARGE]: 413,
+  [ErrorCodes.CONFIG_INVALID]: 400, // a reload with a bad graph: the old one keeps serving
+  [ErrorCodes.CONFIG_NOT_FOUND]: 400,
   // In a request, the model cannot do what was asked (audio from a text-only export, media without inputs_embeds):
   // the client can ask for what it can do.
   [ErrorCodes.MODEL_SIGNATURE]: 400,

@@ -17,6 +17,11 @@ export interface ServerOptions {
   /** Bearer token required on HTTP and on the WebSocket upgrade. Default: CHORUS_API_KEY, else none. */
   readonly apiKey?: string | null;
   /**
+   * Hot reload (POST /admin/reload): re-reads the config and switches the engine to it (ReloadableEngine).
+   * Absent: no such route. Without an API key the route answers loopback clients only.
+   */
+  readonly reload?: () => Promise<{ readonly changedStages: readonly string[]; readonly startMs: number }>;
+  /**
    * Browser origins allowed besides the server's own (same-origin is always allowed; requests without an
    * Origin header are not from a browser page and are allowed). '*' allows every origin.
    */

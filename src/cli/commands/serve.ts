@@ -3,14 +3,16 @@
  *               [--max-sessions N] [--max-response-tokens N] [--media-url-allow PREFIX]...`
  * --media-url-allow lets image_url name remote URLs under PREFIX (e.g. https://cdn.example.com/images/); without
  * it remote media URLs are refused and clients send media inline (data: URLs, base64 audio).
- * Loads the stage graph, starts the pipeline, serves HTTP + WebSocket, prints the URL. SIGINT/SIGTERM close the
+ * Loads the stage graph, starts the pipeline, serves HTTP + WebSocket, prints the URL. SIGHUP (or POST
+ * /admin/reload) reloads the config: a new pipeline for the new graph, requests in flight finish on the old one
+ * (src/engine/ReloadableEngine.ts); a bad config is refused and the old graph serves on. SIGINT/SIGTERM close the
  * server first (sessions end, in-flight requests are cancelled), then the engine (stage processes stop, shared
  * memory is unlinked).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
-import { Orchestrator } from '../../engine/Orchestrator.ts';
+import { ReloadableEngine } from '../../engine/ReloadableEngine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { drainServer, startServer } from '../../server/app.ts';
 import { logger } from '../../common/log.ts';
@@ -25,7 +27,8 @@ export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--
                     [--drain-timeout S]
 
 Serves the pipeline of FILE (default configs/tiny-omni.yaml): OpenAI Realtime at /v1/realtime (WebSocket),
-chat completions at /v1/chat/completions, /metrics, /health and the playground at /.
+chat completions at /v1/chat/completions, /metrics, /health and the playground at /. SIGHUP or POST /admin/reload
+re-reads FILE and switches to it without dropping sessions (a bad file is refused; the running graph serves on).
   --api-key KEY             bearer token required on HTTP and the WebSocket upgrade
   --allowed-origin URL      browser origins allowed to open the WebSocket (repeatable)
   --max-sessions N          concurrent sessions (realtime + HTTP) before 503
@@ -86,7 +89,9 @@ export async function run(argv: string[]): Promise<number> {
   // before the pipeline's seconds of start-up
   const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
   const graph = await loadConfig(values.config!);
-  const engine = await Orchestrator.start(graph);
+  const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs);
+  // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
+  const reload = async () => engine.reload(await loadConfig(values.config!));
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(engine, {
@@ -100,6 +105,7 @@ export async function run(argv: string[]): Promise<number> {
       maxQueuedRequests,
       maxQueueWaitMs,
       mediaUrlAllowList,
+      reload,
       ...(tls ? { tls } : {}),
     });
   } catch (err) {
@@ -121,6 +127,12 @@ export async function run(argv: string[]): Promise<number> {
     if (!drained) logger.warn({ drainTimeoutMs }, 'drain timeout: cancelling the requests still running');
     await app.close(); // ...then the sockets close and whatever still runs is cancelled
     await engine.close();
+  });
+  process.on('SIGHUP', () => {
+    reload().then(
+      (r) => logger.info({ changedStages: r.changedStages, startMs: r.startMs }, 'SIGHUP: reloaded'),
+      (err: unknown) => logger.error({ err }, 'SIGHUP: reload refused; the running graph keeps serving'),
+    );
   });
   const wsUrl = url.replace(/^http/, 'ws');
   process.stdout.write(

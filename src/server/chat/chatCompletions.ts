@@ -36,7 +36,9 @@ function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
 }
 
 export function registerChatCompletions(app: FastifyInstance, routeContext: ChatRouteContext): void {
-  const ctx = { ...routeContext, mediaSources: mediaSourcesOf(routeContext.options) };
+  // Not spread: the context's token limits follow the engine's current graph (hot reload).
+  const ctx = routeContext;
+  const mediaSources = mediaSourcesOf(routeContext.options);
   // In-flight requests are cancelled when the server closes: an SSE stream could otherwise hold close() open
   // for as long as its answer takes (realtime sockets are closed by @fastify/websocket, which cancels theirs).
   const live = new Set<RequestHandle>();
@@ -52,7 +54,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
       created: Math.floor(Date.now() / 1000),
       model: ctx.options.modelName,
     };
-    const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, ctx.mediaSources);
+    const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, mediaSources);
     const releaseSession = ctx.admission.acquire('http');
     let releaseSlot: () => void = () => {};
     const release = () => {
