@@ -4,9 +4,10 @@
  */
 import type { RunRow } from '../results.ts';
 
-export interface Column {
+/** A table column over rows of type R (the TTFP bench's run rows unless said; the voice bench has its own). */
+export interface Column<R = RunRow> {
   readonly header: string;
-  readonly cell: (r: RunRow) => string;
+  readonly cell: (r: R) => string;
 }
 
 export function ms(v: number | null): string {
@@ -55,7 +56,7 @@ export const percentileColumns: readonly Column[] = [
   { header: 'Req/s', cell: (r) => num(r.request_throughput, 2) },
 ];
 
-export function renderText(columns: readonly Column[], rows: readonly RunRow[]): string {
+export function renderText<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
   const cells = rows.map((r) => columns.map((c) => c.cell(r)));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i].length)));
   const line = (values: readonly string[]) => values.map((v, i) => v.padStart(widths[i])).join('  ');
@@ -64,7 +65,7 @@ export function renderText(columns: readonly Column[], rows: readonly RunRow[]):
   );
 }
 
-export function renderMarkdown(columns: readonly Column[], rows: readonly RunRow[]): string {
+export function renderMarkdown<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
   const line = (values: readonly string[]) => `| ${values.join(' | ')} |`;
   return [
     line(columns.map((c) => c.header)),

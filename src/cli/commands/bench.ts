@@ -3,6 +3,8 @@
  * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
  * `chorus bench transport`  the connector microbench: shm ring vs file-per-chunk vs process.send vs redis
  *                           (bench/transport)
+ * `chorus bench --voice`    spoken turns (server VAD) against the same sentences typed: TTFP from the end of speech
+ *                           (bench/voice)
  *
  * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
  * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
@@ -20,6 +22,9 @@ export const usage = `usage:
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE] [--redis-url URL] [--out DIR] [--warmup 2] [--seed 0]
                [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
+  chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
+                       [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
+                       [--skip-limit] [--limit-repeats 20] [--json]
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
   chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256]
@@ -33,6 +38,9 @@ min_replicas \`chorus stage\` processes per remote stage and waits for them to j
 CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
 Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg, and requests.json
 (every request's metrics and audio arrivals, for tracing a slow first packet or a stall).
+--voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
+type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
+their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
 bench transport measures shm, file and ipc unless --transports says otherwise; redis goes through --redis-url (or
 CHORUS_REDIS_URL), else through a redis-server it starts on loopback for the run.
 `;
@@ -48,6 +56,7 @@ export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === 'limit') return runLimitCommand(rest);
   if (sub === 'transport') return runTransportCommand(rest);
+  if (argv.includes('--voice')) return runVoiceCommand(argv);
   return runServeCommand(argv);
 }
 
@@ -153,6 +162,58 @@ async function runServeCommand(argv: string[]): Promise<number> {
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result)}\n`);
   process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}, ${requestsFile}\n`);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
+}
+
+async function runVoiceCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    voice: { type: 'boolean' },
+    config: { type: 'string' },
+    url: { type: 'string' },
+    'api-key': { type: 'string' },
+    concurrency: { type: 'string', default: '1,4' },
+    'num-prompts': { type: 'string' },
+    'output-len': { type: 'string' },
+    'silence-ms': { type: 'string' },
+    out: { type: 'string' },
+    warmup: { type: 'string' },
+    seed: { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    'skip-limit': { type: 'boolean', default: false },
+    'limit-repeats': { type: 'string' },
+    json: { type: 'boolean', default: false },
+  });
+  if (v.url !== undefined && v.config !== undefined)
+    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  const { runVoiceBench } = await import('../../../bench/voice/runVoiceBench.ts');
+  const { formatVoiceText } = await import('../../../bench/voice/formatVoiceReport.ts');
+  const { writeVoiceResults } = await import('../../../bench/voice/writeVoiceResults.ts');
+  const turns: Parameters<typeof writeVoiceResults>[2][number][] = [];
+  const result = await runVoiceBench({
+    target:
+      v.url !== undefined
+        ? { kind: 'url', url: v.url.replace(/\/+$/, ''), apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null }
+        : { kind: 'config', file: path.resolve(v.config ?? defaultConfigPath()) },
+    concurrency: v.concurrency.split(',').map((c) => positiveInt('concurrency', c.trim(), 1)),
+    numPrompts: positiveInt('num-prompts', v['num-prompts'], 8),
+    outputLen: positiveInt('output-len', v['output-len'], 100),
+    silenceMs: positiveInt('silence-ms', v['silence-ms'], 500, 0),
+    warmup: positiveInt('warmup', v.warmup, 2, 0),
+    seed: positiveInt('seed', v.seed, 0, 0),
+    timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 120_000),
+    breakdown: v['skip-limit'] !== true,
+    breakdownRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
+    progress: process.stderr,
+    log: logger.child({ component: 'bench' }),
+    command: `chorus bench ${argv.join(' ')}`.trim(),
+    onRun: (concurrency, traces) => turns.push({ concurrency, traces }),
+  });
+  const out = path.resolve(
+    v.out ?? path.join(repoRoot(), 'bench', 'results', `voice-${result.started_at.replace(/[:.]/g, '-')}`),
+  );
+  const files = await writeVoiceResults(out, result, turns);
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceText(result)}\n`);
+  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.requests}\n`);
+  return result.runs.some((r) => r.voice_failed + r.text_failed > 0) ? 1 : 0;
 }
 
 async function runLimitCommand(argv: string[]): Promise<number> {

@@ -1,0 +1,68 @@
+/**
+ * Everything that crosses between the voice bench and its client process (clientProcess.ts), as one discriminated
+ * union each way. The clients run in a process of their own so that, when the bench hosts the server, streaming
+ * speech at real-time pace never runs on the event loop being measured.
+ */
+import type { RequestTrace } from '../ttfp/trace.ts';
+
+/** How a session is set up; the same for voice and text turns, so only the input differs. */
+export interface TurnSettings {
+  /** ws://host:port/v1/realtime */
+  readonly wsUrl: string;
+  readonly apiKey: string | null;
+  /** turn_detection.silence_duration_ms of the voice sessions. */
+  readonly silenceMs: number;
+  /** Audio answers of exactly this many text tokens (max_output_tokens with ignore_eos). */
+  readonly outputLen: number;
+  /** A turn that has not ended by then fails. */
+  readonly timeoutMs: number;
+}
+
+export type TurnKind = 'voice' | 'text';
+
+export interface TurnSpec {
+  /** Position in the run (the seed is seed + index in both kinds, as in the text bench). */
+  readonly index: number;
+  readonly seed: number;
+  /** The sentence: typed in a text turn, and what `wavFile` says in a voice turn. */
+  readonly text: string;
+  /** espeak-ng's WAV of `text` (voice turns). */
+  readonly wavFile: string;
+  /**
+   * Seeds the room noise around the speech. Unique per turn over the whole bench, so no two committed clips are
+   * the same bytes and the audio encoder's cache (keyed by content) never answers for a measured turn.
+   */
+  readonly noiseSeed: number;
+}
+
+/**
+ * One turn as the client saw it (performance.now() of the client process). `startMs` is when the user finished:
+ * the send of the chunk holding the last sample of speech (voice), or of conversation.item.create (text).
+ */
+export interface TurnTrace extends RequestTrace {
+  readonly kind: TurnKind;
+  /** Voice: input_audio_buffer.speech_stopped arrived. */
+  readonly speechStoppedMs?: number;
+  /** Voice: where speech ends in the audio sent, and where the server's VAD says it ended (audio_end_ms). */
+  readonly speechEndAudioMs?: number;
+  readonly vadAudioEndMs?: number;
+  /** Voice: how long the utterance is (without the room noise around it). */
+  readonly speechMs?: number;
+}
+
+export type ToClients =
+  | {
+      readonly type: 'run';
+      readonly runId: number;
+      readonly kind: TurnKind;
+      readonly concurrency: number;
+      readonly settings: TurnSettings;
+      readonly turns: readonly TurnSpec[];
+    }
+  | { readonly type: 'stop' };
+
+export type FromClients =
+  | { readonly type: 'ready' }
+  | { readonly type: 'turn'; readonly runId: number; readonly ok: boolean }
+  | { readonly type: 'run_done'; readonly runId: number; readonly traces: readonly TurnTrace[]; durationMs: number }
+  | { readonly type: 'failed'; readonly runId: number | null; readonly message: string };
