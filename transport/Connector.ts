@@ -28,6 +28,12 @@ export interface Connector {
    * kept for their own get().
    */
   get(from: string, to: string, key: string, deadline: number): Promise<Uint8Array>;
+  /**
+   * True when puts on the edge take effect in call order without the caller waiting for the previous one to
+   * resolve (the connector queues them itself). The adapter then hands each frame over at once instead of one per
+   * completed put: over a network that is a round trip per frame saved. Absent: false.
+   */
+  putsInOrder?(from: string, to: string): boolean;
   /** Drops everything kept for this request (keys start with `${requestId}_`) and rejects its pending gets. */
   cleanup(requestId: string): void;
   /** Idempotent. Pending gets and puts reject with CHORUS_ERR_CONNECTOR_CLOSED. */

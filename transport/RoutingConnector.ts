@@ -29,6 +29,10 @@ export class RoutingConnector implements Connector {
     return this.#route(from, to).get(from, to, key, deadline);
   }
 
+  putsInOrder(from: string, to: string): boolean {
+    return this.#route(from, to).putsInOrder?.(from, to) ?? false;
+  }
+
   cleanup(requestId: string): void {
     for (const c of this.#all) c.cleanup(requestId);
   }

@@ -230,18 +230,27 @@ export class ChunkTransferAdapter {
     const bytes = frameByteLength(parts);
     const key = chunkKey(requestId, target.keyStage, seq);
     this.pendingBytes += bytes;
-    const tail = this.edgeTail.get(target.toInstance) ?? Promise.resolve();
-    const put = tail
-      .catch(() => undefined) // one failed put must not block the edge for other requests
-      .then(() => this.connector.put(this.selfInstance, target.toInstance, key, parts, deadline))
-      .finally(() => {
-        this.pendingBytes -= bytes;
-        this.drainWaiters = this.drainWaiters.filter((w) => {
-          if (this.pendingBytes > w.below) return true;
-          w.resolve();
-          return false;
-        });
+    const send = () => this.connector.put(this.selfInstance, target.toInstance, key, parts, deadline);
+    // A connector that keeps call order itself gets the frame now; otherwise each put starts when the previous one
+    // on the edge is done.
+    let inOrder = false;
+    try {
+      inOrder = this.connector.putsInOrder?.(this.selfInstance, target.toInstance) ?? false;
+    } catch {
+      // an edge no connector carries: the put below rejects with why
+    }
+    // (a failed put must not block the edge for other requests)
+    const previous = inOrder
+      ? Promise.resolve()
+      : (this.edgeTail.get(target.toInstance) ?? Promise.resolve()).catch(() => undefined);
+    const put = previous.then(send).finally(() => {
+      this.pendingBytes -= bytes;
+      this.drainWaiters = this.drainWaiters.filter((w) => {
+        if (this.pendingBytes > w.below) return true;
+        w.resolve();
+        return false;
       });
+    });
     this.edgeTail.set(
       target.toInstance,
       put.catch(() => undefined),

@@ -36,7 +36,9 @@ interface OutEdge {
   inflight: number;
   readonly byRequest: Map<string, number>;
   readonly waiters: Set<() => void>;
+  /** The last put that had to wait for credit, and how many are waiting: later puts queue behind them. */
   tail: Promise<unknown>;
+  waitingPuts: number;
 }
 
 export class RedisConnector implements Connector {
@@ -86,23 +88,37 @@ export class RedisConnector implements Connector {
       );
     const edge = this.#edge(from, to);
     const requestId = requestIdOfKey(key);
-    const previous = edge.tail;
-    const mine = (async () => {
-      // Puts on one edge go out in call order, each waiting for credit in turn.
-      await raceDeadline(previous, deadline, () => backpressure(key, from, to));
-      await this.#room(edge, element.byteLength, deadline, () => backpressure(key, from, to));
+    const bytes = element.byteLength;
+    const send = async () => {
       if (this.#closed) throw closedError();
-      edge.inflight += element.byteLength;
-      edge.byRequest.set(requestId, (edge.byRequest.get(requestId) ?? 0) + element.byteLength);
+      edge.inflight += bytes;
+      edge.byRequest.set(requestId, (edge.byRequest.get(requestId) ?? 0) + bytes);
       try {
         await this.#push(requestId, to, element);
       } catch (err) {
-        this.#credit(edge, requestId, element.byteLength);
+        this.#credit(edge, requestId, bytes);
         throw this.#redisError(err);
       }
-    })();
+    };
+    // Fast path: nothing waits for credit on this edge and this frame fits. The push is written now, not after the
+    // previous put's reply: one connection keeps Redis's order, and a producer busy computing between its puts
+    // must not pay a round trip per frame.
+    if (edge.waitingPuts === 0 && this.#fits(edge, bytes)) return send();
+    edge.waitingPuts++;
+    const previous = edge.tail;
+    const mine = (async () => {
+      // Puts that wait for credit go out in call order, each waiting in turn.
+      await raceDeadline(previous, deadline, () => backpressure(key, from, to));
+      await this.#room(edge, bytes, deadline, () => backpressure(key, from, to));
+      await send();
+    })().finally(() => edge.waitingPuts--);
     edge.tail = mine.catch(() => undefined);
     return mine;
+  }
+
+  /** One connection writes the pushes in call order; puts that wait for credit queue behind each other. */
+  putsInOrder(): boolean {
+    return true;
   }
 
   get(from: string, to: string, key: string, deadline: number): Promise<Uint8Array> {
@@ -195,9 +211,14 @@ export class RedisConnector implements Connector {
     for (const wake of [...edge.waiters]) wake();
   }
 
-  /** Waits until the edge has room for `bytes` (an empty edge always admits one frame). */
+  /** An empty edge always admits one frame. */
+  #fits(edge: OutEdge, bytes: number): boolean {
+    return edge.inflight === 0 || edge.inflight + bytes <= this.options.maxEdgeBytes;
+  }
+
+  /** Waits until the edge has room for `bytes`. */
   #room(edge: OutEdge, bytes: number, deadline: number, timeout: () => Error): Promise<void> {
-    const fits = () => edge.inflight === 0 || edge.inflight + bytes <= this.options.maxEdgeBytes;
+    const fits = () => this.#fits(edge, bytes);
     if (fits()) return Promise.resolve();
     let wake!: () => void;
     const room = new Promise<void>((resolve, reject) => {
@@ -237,7 +258,7 @@ export class RedisConnector implements Connector {
     const label = `${from}->${to}`;
     let edge = this.#out.get(label);
     if (!edge) {
-      edge = { inflight: 0, byRequest: new Map(), waiters: new Set(), tail: Promise.resolve() };
+      edge = { inflight: 0, byRequest: new Map(), waiters: new Set(), tail: Promise.resolve(), waitingPuts: 0 };
       this.#out.set(label, edge);
     }
     return edge;
