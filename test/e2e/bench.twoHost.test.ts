@@ -1,7 +1,7 @@
 /**
- * `chorus bench --config configs/two-host.yaml --compare-config configs/tiny-omni-text-in.yaml` at tiny scale: the bench
- * starts host B itself (a redis-server and one `chorus stage` process per remote stage), runs both configs and
- * reports two-host over all-shm; afterwards nothing it started is left (checked by pid). Never speed goals.
+ * `chorus bench --config configs/two-host.yaml --compare-config configs/tiny-omni-text-in.yaml` at tiny scale:
+ * the bench starts host B itself (a redis-server and one `chorus stage` process per remote stage), runs both configs
+ * and reports two-host over all-shm; afterwards nothing it started is left (checked by pid). Never speed goals.
  */
 import { execFileSync } from 'node:child_process';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
