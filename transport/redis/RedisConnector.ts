@@ -46,6 +46,7 @@ export class RedisConnector implements Connector {
   readonly #in = new Map<string, KeyedMailbox>();
   readonly #out = new Map<string, OutEdge>();
   readonly #draining = new Map<string, Promise<void>>();
+  readonly #drainAgain = new Set<string>();
   readonly #sequential: boolean;
   #closed = false;
 
@@ -162,7 +163,11 @@ export class RedisConnector implements Connector {
   /** Pops every frame of `list` into its mailboxes and acks the producers. One drain per list at a time. */
   #drain(list: string): Promise<void> {
     const running = this.#draining.get(list);
-    if (running) return running.then(() => this.#drain(list));
+    if (running) {
+      // Bells that ring while a pop is out coalesce into one more pop after it, not one pop each.
+      this.#drainAgain.add(list);
+      return running;
+    }
     const run = (async () => {
       for (;;) {
         if (this.#closed || !this.link.up) return;
@@ -190,6 +195,7 @@ export class RedisConnector implements Connector {
       }
     })().finally(() => {
       if (this.#draining.get(list) === run) this.#draining.delete(list);
+      if (this.#drainAgain.delete(list)) void this.#drain(list);
     });
     this.#draining.set(list, run);
     return run;
