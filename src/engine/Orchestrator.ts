@@ -15,45 +15,20 @@ import type { Connector } from '../../transport/Connector.ts';
 import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
-import type {
-  AddRequest,
-  DownstreamTarget,
-  EdgeBinding,
-  StageStats,
-  StageToMain,
-  UpstreamSource,
-} from '../worker/messages.ts';
+import type { AddRequest, DownstreamTarget, EdgeBinding, StageToMain, UpstreamSource } from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
 import { edgeTouches } from '../../transport/edges.ts';
 import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
+import { healthOf, newSlot, type Slot } from './Slot.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
-import { HangWatch, type CpuSample } from './HangWatch.ts';
+import { HangWatch } from './HangWatch.ts';
 import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
-
-interface Slot {
-  readonly spec: StageSpec;
-  readonly stageIndex: number;
-  readonly replica: number;
-  readonly instance: string;
-  worker: StageWorkerHandle | null;
-  status: StageHealth['status'];
-  restarts: number;
-  readonly inFlight: Set<string>;
-  stats: StageStats | null;
-  /** When main last heard from this instance, and its CPU samples (src/engine/HangWatch.ts). */
-  lastHeardMs: number;
-  cpuSamples: CpuSample[];
-  /** Requests failed when it was declared hung: its next process is told to drop their chunks. */
-  hungOrphans: string[];
-  /** An instance on another machine that joined over Redis (no restart: it is lost, or it leaves). */
-  readonly remote: RemoteStageHandle | null;
-}
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -119,21 +94,7 @@ export class Orchestrator implements Engine {
       graph.stages.forEach((spec, stageIndex) => {
         for (let replica = 0; replica < spec.replicas; replica++) {
           const instance = instanceId(spec.stageId, replica);
-          o.slots.set(instance, {
-            spec,
-            stageIndex,
-            replica,
-            instance,
-            worker: null,
-            status: 'starting',
-            restarts: 0,
-            inFlight: new Set(),
-            stats: null,
-            lastHeardMs: Date.now(),
-            cpuSamples: [],
-            hungOrphans: [],
-            remote: null,
-          });
+          o.slots.set(instance, newSlot(graph, stageIndex, replica, instance));
         }
       });
       // Wait for every boot to settle, not just the first failure: a stage still booting when another fails must
@@ -182,21 +143,8 @@ export class Orchestrator implements Engine {
     this.noteFacts(handle.settings?.facts);
     const stageIndex = this.graph.stages.findIndex((s) => s.stageId === handle.heartbeat.stageId);
     const spec = this.graph.stages[stageIndex];
-    const slot: Slot = {
-      spec,
-      stageIndex,
-      replica: spec.replicas + [...this.slots.values()].filter((s) => s.spec === spec && s.remote).length,
-      instance: handle.heartbeat.instance,
-      worker: handle,
-      status: 'ready',
-      restarts: 0,
-      inFlight: new Set(),
-      stats: null,
-      lastHeardMs: Date.now(),
-      cpuSamples: [],
-      hungOrphans: [],
-      remote: handle,
-    };
+    const replica = spec.replicas + [...this.slots.values()].filter((s) => s.spec === spec && s.remote).length;
+    const slot = newSlot(this.graph, stageIndex, replica, handle.heartbeat.instance, handle);
     this.slots.set(slot.instance, slot);
     handle.on('message', (msg) => this.onStageMessage(slot, msg));
     handle.on('died', () => this.onRemoteLost(slot, handle));
@@ -501,25 +449,7 @@ export class Orchestrator implements Engine {
   }
 
   health(): StageHealth[] {
-    const slots = [...this.slots.values()];
-    const instances: StageHealth[] = slots.map((s) => ({
-      stageId: s.spec.stageId,
-      replica: s.replica,
-      status: s.status,
-      pid: s.worker?.pid ?? null,
-      restarts: s.restarts,
-      inFlight: s.inFlight.size,
-      ...(s.remote
-        ? { instance: s.instance, host: s.remote.host, lastHeartbeatMs: s.remote.lastHeartbeatMs }
-        : { instance: s.instance }),
-    }));
-    // A remote stage short of min_replicas joined instances: one waiting entry per missing instance (not ready).
-    for (const spec of this.graph.stages) {
-      const joined = slots.filter((s) => s.spec === spec && s.remote).length;
-      for (let i = joined; i < spec.minReplicas; i++)
-        instances.push({ stageId: spec.stageId, replica: i, status: 'waiting', pid: null, restarts: 0, inFlight: 0 });
-    }
-    return instances;
+    return healthOf(this.graph, [...this.slots.values()]);
   }
 
   /**

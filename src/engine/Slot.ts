@@ -1,0 +1,73 @@
+/**
+ * One stage instance as the Orchestrator tracks it: a local replica (a supervised process it restarts) or a remote
+ * instance that joined over Redis (lost or gone, never restarted); and what /health says of the whole set.
+ */
+import type { StageHealth } from '../common/engine.ts';
+import type { StageGraph, StageSpec } from '../common/graph.ts';
+import type { StageStats } from '../worker/messages.ts';
+import type { CpuSample } from './HangWatch.ts';
+import type { RemoteStageHandle } from './RemoteStages.ts';
+import type { StageWorkerHandle } from './stageWorkers.ts';
+
+export interface Slot {
+  readonly spec: StageSpec;
+  readonly stageIndex: number;
+  readonly replica: number;
+  readonly instance: string;
+  worker: StageWorkerHandle | null;
+  status: StageHealth['status'];
+  restarts: number;
+  readonly inFlight: Set<string>;
+  stats: StageStats | null;
+  /** When main last heard from this instance, and its CPU samples (src/engine/HangWatch.ts). */
+  lastHeardMs: number;
+  cpuSamples: CpuSample[];
+  /** Requests failed when it was declared hung: its next process is told to drop their chunks. */
+  hungOrphans: string[];
+  /** An instance on another machine that joined over Redis (no restart: it is lost, or it leaves). */
+  readonly remote: RemoteStageHandle | null;
+}
+
+export function newSlot(
+  graph: StageGraph,
+  stageIndex: number,
+  replica: number,
+  instance: string,
+  remote: RemoteStageHandle | null = null,
+): Slot {
+  return {
+    spec: graph.stages[stageIndex],
+    stageIndex,
+    replica,
+    instance,
+    worker: remote,
+    status: remote ? 'ready' : 'starting',
+    restarts: 0,
+    inFlight: new Set(),
+    stats: null,
+    lastHeardMs: Date.now(),
+    cpuSamples: [],
+    hungOrphans: [],
+    remote,
+  };
+}
+
+/** Every instance, then one `waiting` entry per remote instance a stage still lacks (min_replicas: not ready). */
+export function healthOf(graph: StageGraph, slots: readonly Slot[]): StageHealth[] {
+  const instances: StageHealth[] = slots.map((s) => ({
+    stageId: s.spec.stageId,
+    replica: s.replica,
+    status: s.status,
+    pid: s.worker?.pid ?? null,
+    restarts: s.restarts,
+    inFlight: s.inFlight.size,
+    instance: s.instance,
+    ...(s.remote ? { host: s.remote.host, lastHeartbeatMs: s.remote.lastHeartbeatMs } : {}),
+  }));
+  for (const spec of graph.stages) {
+    const joined = slots.filter((s) => s.spec === spec && s.remote).length;
+    for (let i = joined; i < spec.minReplicas; i++)
+      instances.push({ stageId: spec.stageId, replica: i, status: 'waiting', pid: null, restarts: 0, inFlight: 0 });
+  }
+  return instances;
+}
