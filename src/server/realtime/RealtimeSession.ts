@@ -30,7 +30,7 @@ import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { SpokenItems } from './SpokenItems.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
-import type { TurnEvent, VadService } from '../voice/VadService.ts';
+import type { VadService } from '../voice/VadService.ts';
 
 /** pcm16 mono at 24 kHz. */
 const BYTES_PER_MS = (INPUT_AUDIO_RATE_HZ * 2) / 1000;
@@ -68,8 +68,6 @@ export class RealtimeSession {
   #active: ResponseStream | null = null;
   #closed = false;
   readonly #voice: VoiceTurns;
-  /** The user item the turn being spoken will be committed as (named at speech_started). */
-  #turnItemId: string | null = null;
   /** Input audio appended in this session, ms (the VAD's timeline), and where the buffer now starts on it. */
   #audioMs = 0;
   #bufferStartMs = 0;
@@ -98,14 +96,20 @@ export class RealtimeSession {
       generation: {},
       turnDetection: null,
     };
-    this.#voice = new VoiceTurns(
-      ctx.vad,
-      (e) => this.#onTurn(e),
-      (err) => {
+    this.#voice = new VoiceTurns(ctx.vad, {
+      send: (event) => this.#writer.send(event),
+      active: () => this.#active,
+      audioMs: () => this.#audioMs,
+      bufferStartMs: () => this.#bufferStartMs,
+      hasInputAudio: () => this.#inputAudioBytes > 0,
+      commit: (itemId) => this.#onAudioCommit(itemId),
+      respond: (turnEndedAtMs) => this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs),
+      fail: (err) => this.#sendError(err, null),
+      disabled: (err) => {
         this.#state.turnDetection = null;
         this.#sendError(err, null);
       },
-    );
+    });
     ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
     ws.on('close', () => this.#onClose());
     this.#writer.send({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
@@ -166,7 +170,6 @@ export class RealtimeSession {
       case 'input_audio_buffer.clear':
         this.#clearInputAudio();
         this.#voice.reset();
-        this.#turnItemId = null;
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
       case 'response.create':
         return this.#onResponseCreate(event);
@@ -241,51 +244,6 @@ export class RealtimeSession {
     this.#inputAudioBytes += audio.length;
     this.#audioMs += audio.length / BYTES_PER_MS;
     this.#voice.push(audio);
-  }
-
-  /** A turn event of server_vad (src/server/voice): announce it; a finished turn is committed and answered. */
-  #onTurn(e: TurnEvent): void {
-    if (this.#closed) return;
-    const turns = this.#state.turnDetection;
-    if (!turns) return;
-    try {
-      if (e.type === 'speech_started') {
-        this.#turnItemId = newId('item');
-        this.#writer.send({
-          type: 'input_audio_buffer.speech_started',
-          event_id: newId('event'),
-          audio_start_ms: Math.round(e.audioStartMs),
-          item_id: this.#turnItemId,
-        });
-        // Barge-in: the user speaks over the answer, which stops at once (every stage frees the request).
-        if (turns.interrupt_response && this.#active && !this.#active.finished) this.#active.cancel('turn_detected');
-        return;
-      }
-      const itemId = this.#turnItemId ?? newId('item');
-      this.#turnItemId = null;
-      const turnEndedAtMs = performance.now();
-      if (e.type === 'speech_stopped') {
-        this.#writer.send({
-          type: 'input_audio_buffer.speech_stopped',
-          event_id: newId('event'),
-          audio_end_ms: Math.round(e.audioEndMs),
-          item_id: itemId,
-        });
-      } else {
-        this.#writer.send({
-          type: 'input_audio_buffer.timeout_triggered',
-          event_id: newId('event'),
-          audio_start_ms: Math.round(this.#bufferStartMs),
-          audio_end_ms: Math.round(this.#audioMs),
-          item_id: itemId,
-        });
-      }
-      if (this.#inputAudioBytes === 0) return;
-      this.#onAudioCommit(itemId);
-      if (turns.create_response && !this.#active) this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs);
-    } catch (err) {
-      this.#sendError(err, null);
-    }
   }
 
   #onAudioCommit(itemId = newId('item')): void {

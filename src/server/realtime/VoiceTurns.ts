@@ -10,7 +10,8 @@
  */
 import { ErrorCodes, ChorusError } from '../../common/errors.ts';
 import type { TurnDetectionFields } from './clientEvents.ts';
-import type { TurnDetectionResource } from './ServerEvent.ts';
+import type { ServerEvent, TurnDetectionResource } from './ServerEvent.ts';
+import { newId } from './serverEvents.ts';
 import type { SpokenText } from './ResponseStream.ts';
 import type { TurnEvent, TurnParams, VadService, VadStream } from '../voice/VadService.ts';
 
@@ -54,8 +55,29 @@ function turnParams(t: TurnDetectionResource): TurnParams {
   };
 }
 
+/** What the turns need of their session. */
+export interface TurnHost {
+  send(event: ServerEvent): void;
+  /** The response running now, or null. */
+  active(): { readonly finished: boolean; cancel(reason: 'turn_detected'): void } | null;
+  /** Input audio appended in the session, ms, and where the uncommitted buffer starts on that timeline. */
+  audioMs(): number;
+  bufferStartMs(): number;
+  hasInputAudio(): boolean;
+  /** Commits the input buffer as user item `itemId`. */
+  commit(itemId: string): void;
+  /** Answers the committed turn (create_response); `turnEndedAtMs` for chorus_voice_ttfp_seconds. */
+  respond(turnEndedAtMs: number): void;
+  /** A turn event could not be acted on (the client hears an error event). */
+  fail(err: unknown): void;
+  /** server_vad could not start: turn detection is off again. */
+  disabled(err: ChorusError): void;
+}
+
 export class VoiceTurns {
   #stream: VadStream | null = null;
+  /** The user item the turn being spoken will be committed as (named at speech_started). */
+  #turnItemId: string | null = null;
   #opening: Promise<void> | null = null;
   #early: Int16Array[] = [];
   #params: TurnDetectionResource | null = null;
@@ -63,8 +85,7 @@ export class VoiceTurns {
 
   constructor(
     private readonly vad: () => Promise<VadService>,
-    private readonly onEvent: (e: TurnEvent) => void,
-    private readonly onFailure: (err: ChorusError) => void,
+    private readonly host: TurnHost,
   ) {}
 
   get active(): TurnDetectionResource | null {
@@ -86,7 +107,7 @@ export class VoiceTurns {
       (service) => {
         this.#opening = null;
         if (this.#closed || this.#params === null) return;
-        this.#stream = service.open(turnParams(this.#params), (e) => this.onEvent(e));
+        this.#stream = service.open(turnParams(this.#params), (e) => this.#onTurn(e));
         for (const pcm of this.#early) this.#stream.push(pcm);
         this.#early = [];
       },
@@ -94,7 +115,7 @@ export class VoiceTurns {
         this.#opening = null;
         this.#params = null;
         this.#early = [];
-        this.onFailure(
+        this.host.disabled(
           new ChorusError(
             ErrorCodes.INTERNAL,
             `server_vad could not start (${String(err)}): turn detection is off, commit turns with ` +
@@ -120,6 +141,53 @@ export class VoiceTurns {
   reset(): void {
     this.#stream?.reset();
     this.#early = [];
+    this.#turnItemId = null;
+  }
+
+  /** A turn event of the VAD: announce it; a finished turn is committed and, with create_response, answered. */
+  #onTurn(e: TurnEvent): void {
+    const turns = this.#params;
+    if (this.#closed || !turns) return;
+    const host = this.host;
+    try {
+      if (e.type === 'speech_started') {
+        this.#turnItemId = newId('item');
+        host.send({
+          type: 'input_audio_buffer.speech_started',
+          event_id: newId('event'),
+          audio_start_ms: Math.round(e.audioStartMs),
+          item_id: this.#turnItemId,
+        });
+        // Barge-in: the user speaks over the answer, which stops at once (every stage frees the request).
+        const active = host.active();
+        if (turns.interrupt_response && active && !active.finished) active.cancel('turn_detected');
+        return;
+      }
+      const itemId = this.#turnItemId ?? newId('item');
+      this.#turnItemId = null;
+      const turnEndedAtMs = performance.now();
+      if (e.type === 'speech_stopped') {
+        host.send({
+          type: 'input_audio_buffer.speech_stopped',
+          event_id: newId('event'),
+          audio_end_ms: Math.round(e.audioEndMs),
+          item_id: itemId,
+        });
+      } else {
+        host.send({
+          type: 'input_audio_buffer.timeout_triggered',
+          event_id: newId('event'),
+          audio_start_ms: Math.round(host.bufferStartMs()),
+          audio_end_ms: Math.round(host.audioMs()),
+          item_id: itemId,
+        });
+      }
+      if (!host.hasInputAudio()) return;
+      host.commit(itemId);
+      if (turns.create_response && !host.active()) host.respond(turnEndedAtMs);
+    } catch (err) {
+      host.fail(err);
+    }
   }
 
   close(): void {
