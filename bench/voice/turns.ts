@@ -7,7 +7,7 @@
  * Arrival times are taken first thing in the socket's message handler, before the frame is parsed.
  */
 import { WebSocket } from 'ws';
-import { pcm16SamplesInBase64 } from '../ttfp/clients/BenchClient.ts';
+import { deltaTraceEvent, responseOutcome, type RealtimeEvent } from '../ttfp/clients/realtimeEvents.ts';
 import type { TraceEvent } from '../ttfp/trace.ts';
 import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 import { concatPcm, msOf, quiet, readSpeech, SPEECH_RATE_HZ, trimSilence } from './speech.ts';
@@ -16,22 +16,6 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const CHUNK_MS = 20; // what a browser's AudioWorklet client appends at a time
 const CHUNK_SAMPLES = (SPEECH_RATE_HZ * CHUNK_MS) / 1000;
 const LEAD_MS = 300; // room noise before the speech, as a microphone opened before the user speaks
-
-interface ServerEvent {
-  readonly type: string;
-  readonly delta?: string;
-  readonly audio_end_ms?: number;
-  readonly response?: {
-    readonly id?: string;
-    readonly status?: string;
-    readonly status_details?: { readonly error?: { readonly code?: string; readonly message?: string } } | null;
-    readonly usage?: {
-      readonly input_tokens?: number;
-      readonly output_token_details?: { readonly text_tokens?: number };
-    } | null;
-  };
-  readonly error?: { readonly code?: string; readonly message?: string };
-}
 
 interface Outcome {
   readonly ok: boolean;
@@ -70,7 +54,7 @@ class TurnSession {
           CONNECT_TIMEOUT_MS,
         );
         const onMessage = (data: unknown) => {
-          const e = JSON.parse(String(data)) as ServerEvent;
+          const e = JSON.parse(String(data)) as RealtimeEvent;
           if (e.type !== type && e.type !== 'error') return;
           clearTimeout(timer);
           ws.off('message', onMessage);
@@ -147,7 +131,7 @@ class TurnSession {
 
   #onMessage(atMs: number, text: string): void {
     if (this.#finished) return;
-    const e = JSON.parse(text) as ServerEvent;
+    const e = JSON.parse(text) as RealtimeEvent;
     switch (e.type) {
       case 'input_audio_buffer.speech_stopped':
         this.speechStoppedMs ??= atMs;
@@ -156,33 +140,22 @@ class TurnSession {
       case 'response.created':
         this.requestId ??= e.response?.id;
         return;
-      case 'response.output_audio_transcript.delta':
-      case 'response.output_text.delta':
-        this.events.push({ type: 'text', atMs });
-        return;
-      case 'response.output_audio.delta':
-        this.events.push({
-          type: 'audio',
-          atMs,
-          samples: pcm16SamplesInBase64(e.delta ?? ''),
-          sampleRateHz: SPEECH_RATE_HZ,
-        });
-        return;
       case 'response.done': {
         this.events.push({ type: 'done', atMs });
         const r = e.response;
         this.promptTokens = r?.usage?.input_tokens;
         this.textTokens = r?.usage?.output_token_details?.text_tokens;
-        const ok = r?.status === 'completed' || r?.status === 'incomplete'; // incomplete = stopped at the token cap
-        const err = r?.status_details?.error;
-        this.end(ok ? { ok } : { ok, error: `response ${r?.status}: ${err?.code ?? ''} ${err?.message ?? ''}`.trim() });
+        this.end(responseOutcome(e)!);
         return;
       }
       case 'error':
-        this.end({ ok: false, error: `${e.error?.code ?? 'error'}: ${e.error?.message ?? ''}` });
+        this.end(responseOutcome(e)!);
         return;
-      default:
+      default: {
+        const delta = deltaTraceEvent(e, atMs, SPEECH_RATE_HZ);
+        if (delta) this.events.push(delta);
         return;
+      }
     }
   }
 

@@ -7,32 +7,18 @@
  */
 import { WebSocket } from 'ws';
 import type { RequestTrace, TraceEvent } from '../trace.ts';
-import { pcm16SamplesInBase64, type BenchClient, type BenchRequest, type ClientTarget } from './BenchClient.ts';
+import type { BenchClient, BenchRequest, ClientTarget } from './BenchClient.ts';
+import { deltaTraceEvent, responseOutcome, type RealtimeEvent } from './realtimeEvents.ts';
 
 const SAMPLE_RATE_HZ = 24_000; // Realtime GA audio/pcm is 24 kHz mono pcm16
 const CONNECT_TIMEOUT_MS = 10_000;
 const DRAIN_TIMEOUT_MS = 10_000; // a cancelled response that never ends: give the session up to this, then go on
 
-interface ServerEvent {
-  readonly type: string;
-  readonly delta?: string;
-  readonly response?: {
-    readonly id?: string;
-    readonly status?: string;
-    readonly status_details?: { readonly error?: { readonly code?: string; readonly message?: string } } | null;
-    readonly usage?: {
-      readonly input_tokens?: number;
-      readonly output_token_details?: { readonly text_tokens?: number };
-    } | null;
-  };
-  readonly error?: { readonly code?: string; readonly message?: string };
-}
-
 interface Pending {
   readonly startMs: number;
   readonly events: TraceEvent[];
   requestId?: string;
-  readonly finish: (outcome: { ok: boolean; error?: string; usage?: ServerEvent['response'] }) => void;
+  readonly finish: (outcome: { ok: boolean; error?: string; usage?: RealtimeEvent['response'] }) => void;
 }
 
 export class RealtimeBenchClient implements BenchClient {
@@ -145,47 +131,26 @@ export class RealtimeBenchClient implements BenchClient {
   }
 
   #onMessage(atMs: number, text: string): void {
-    const e = JSON.parse(text) as ServerEvent;
+    const e = JSON.parse(text) as RealtimeEvent;
     const p = this.#pending;
     if (!p) {
       // The tail of a timed-out response: only its end matters.
       if (e.type === 'response.done') this.#drained();
       return;
     }
-    switch (e.type) {
-      case 'response.created':
-        p.requestId = e.response?.id;
-        return;
-      case 'response.output_audio_transcript.delta':
-      case 'response.output_text.delta':
-        p.events.push({ type: 'text', atMs });
-        return;
-      case 'response.output_audio.delta':
-        p.events.push({
-          type: 'audio',
-          atMs,
-          samples: pcm16SamplesInBase64(e.delta ?? ''),
-          sampleRateHz: SAMPLE_RATE_HZ,
-        });
-        return;
-      case 'response.done': {
-        p.events.push({ type: 'done', atMs });
-        const status = e.response?.status;
-        const ok = status === 'completed' || status === 'incomplete'; // incomplete = stopped at max_output_tokens
-        const err = e.response?.status_details?.error;
-        p.finish({
-          ok,
-          ...(ok ? {} : { error: `response ${status}: ${err?.code ?? ''} ${err?.message ?? ''}`.trim() }),
-          usage: e.response,
-        });
-        return;
-      }
-      case 'error':
-        p.finish({ ok: false, error: `${e.error?.code ?? 'error'}: ${e.error?.message ?? ''}` });
-        return;
-      default:
-        return;
+    if (e.type === 'response.created') {
+      p.requestId = e.response?.id;
+      return;
     }
+    const delta = deltaTraceEvent(e, atMs, SAMPLE_RATE_HZ);
+    if (delta) {
+      p.events.push(delta);
+      return;
+    }
+    const outcome = responseOutcome(e);
+    if (!outcome) return;
+    if (e.type === 'response.done') p.events.push({ type: 'done', atMs });
+    p.finish({ ...outcome, ...(e.type === 'response.done' ? { usage: e.response } : {}) });
   }
 
   async close(): Promise<void> {
