@@ -145,6 +145,8 @@ export interface EncoderStats {
   /** Encoder runs (batches) and the items they encoded. */
   readonly runs: number;
   readonly itemsEncoded: number;
+  /** Items whose bytes had been seen: their content key came without decoding them again. */
+  readonly decodesSkipped: number;
   /** Items waiting to be encoded now. */
   readonly queuedItems: number;
 }

@@ -98,9 +98,45 @@ describe('EncoderCore', () => {
       cacheMisses: 1,
       runs: 1,
       itemsEncoded: 1,
+      decodesSkipped: 1, // the second request's bytes were known: no decode, just a hash
       cachePinnedBytes: 0,
       cacheEntries: 1,
     });
+  });
+
+  it('known bytes whose rows were evicted are decoded and encoded again, with the same rows', () => {
+    // A cache of one image's rows: a second image evicts the first.
+    const { adapter, runner, core, add, media, encoderStats } = setup({
+      batchTimeoutMs: 0,
+      cacheBytes: ROWS_PER_IMAGE * D * 4,
+    });
+    const [img, other] = [pngBytes(56, 56, 3), pngBytes(56, 56, 4)];
+    for (const [r, bytes] of [
+      ['r1', img],
+      ['r2', other],
+      ['r3', img],
+    ] as const) {
+      add(r, 1);
+      media(r, 0, bytes, true);
+      core.step();
+    }
+    expect(runner.batches).toEqual([1, 1, 1]);
+    const rows = adapter.to('thinker#0').map((c) => (c.body?.kind === 'encoderRows' ? c.body.rows : null));
+    expect(rows[2]).toEqual(rows[0]);
+    expect(encoderStats()).toMatchObject({ cacheEvictions: 2, decodesSkipped: 1, itemsEncoded: 3 });
+  });
+
+  it('bytes that failed to decode are not remembered: each request gets the error', () => {
+    const { adapter, add, media, encoderStats } = setup({ batchTimeoutMs: 0 });
+    const broken = pngBytes(56, 56, 1);
+    broken.fill(0, 60);
+    for (const r of ['r1', 'r2']) {
+      add(r, 1);
+      media(r, 0, broken, true);
+    }
+    const errors = adapter.to('thinker#0').map((c) => (c.body?.kind === 'encoderRows' ? c.body.error?.code : null));
+    expect(errors).toEqual(['CHORUS_ERR_MEDIA_INVALID', 'CHORUS_ERR_MEDIA_INVALID']);
+    expect(encoderStats().decodesSkipped).toBe(0);
   });
 
   it('batches items of several requests: a partial batch waits for its timeout, a full one starts at once', () => {

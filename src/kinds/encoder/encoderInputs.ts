@@ -1,8 +1,10 @@
 /**
  * An encoder stage's preprocessing of one media item, from the bytes main sent: decode (WAV/pcm16 -> 16 kHz,
  * PNG/JPEG -> patches), the cache key (content hash + encoder identity), and the encoder input. Audio features
- * (the log-mel) are computed only when the item is actually encoded: a cache hit skips them.
+ * (the log-mel) are computed only when the item is actually encoded: a cache hit skips them. Bytes seen before
+ * skip the decode as well: ContentKeys remembers which content key they decoded to.
  */
+import { createHash } from 'node:crypto';
 import type { EncoderSettings } from '../../common/graph.ts';
 import { mediaInvalid } from '../../media/mediaError.ts';
 import { prepareAudio, prepareImage } from '../../media/prepareMedia.ts';
@@ -49,4 +51,29 @@ function checkCount(item: EncodeItem, numEmbeddings: number): void {
       `decodes to ${numEmbeddings} embeddings but its header promised ${item.numEmbeddings}: the file is inconsistent`,
     );
   }
+}
+
+/** Raw media bytes seen lately -> the content key they decoded to (bounded; the oldest entries go first). */
+export class ContentKeys {
+  readonly #byBytes = new Map<string, string>();
+
+  constructor(private readonly maxEntries = 4096) {}
+
+  get(bytesKey: string): string | undefined {
+    return this.#byBytes.get(bytesKey);
+  }
+
+  set(bytesKey: string, contentKey: string): void {
+    this.#byBytes.delete(bytesKey);
+    this.#byBytes.set(bytesKey, contentKey);
+    if (this.#byBytes.size > this.maxEntries) this.#byBytes.delete(this.#byBytes.keys().next().value!);
+  }
+}
+
+/** The bytes as sent, with how to read them (format, pcm16 rate): the same bytes decode the same way. */
+export function bytesKeyOf(media: MediaBody): string {
+  return createHash('sha256')
+    .update(JSON.stringify([media.format, media.sampleRateHz ?? null]))
+    .update(media.bytes)
+    .digest('hex');
 }
