@@ -24,8 +24,7 @@ describe('idle encoders in the default pipeline', () => {
     const pids = Object.fromEntries(
       ['audio-encoder#0', 'image-encoder#0', 'thinker#0'].map((i) => [i, pidOf(i)] as const),
     );
-    const before = Object.fromEntries(Object.entries(pids).map(([i, pid]) => [i, cpuTicksOf(pid)!]));
-    for (let i = 0; i < 4; i++) {
+    const answer = async (i: number) => {
       const r = await collect(
         engine.generate({
           messages: [{ role: 'user', content: `Tell me about the sea, part ${i}` }],
@@ -34,11 +33,16 @@ describe('idle encoders in the default pipeline', () => {
         }),
       );
       expect(r.done.finishReason).toBe('length');
-    }
+    };
+    await answer(-1); // warm-up: start-up work of every process is behind us
+    const before = Object.fromEntries(Object.entries(pids).map(([i, pid]) => [i, cpuTicksOf(pid)!]));
+    for (let i = 0; i < 4; i++) await answer(i);
     const used = Object.fromEntries(Object.entries(pids).map(([i, pid]) => [i, cpuTicksOf(pid)! - before[i]]));
     expect(used['thinker#0']).toBeGreaterThan(5); // the window was long enough to see work (ticks of 10 ms)
-    // Stats reports every 250 ms cost next to nothing: at most a tick or two over the whole window.
-    expect(used['audio-encoder#0']).toBeLessThanOrEqual(2);
-    expect(used['image-encoder#0']).toBeLessThanOrEqual(2);
+    // Stats reports every 250 ms cost next to nothing: a few ticks at most (timers, GC), however loaded the
+    // machine is, against the Thinker's work.
+    const idleBound = 3 + used['thinker#0'] / 10;
+    expect(used['audio-encoder#0']).toBeLessThanOrEqual(idleBound);
+    expect(used['image-encoder#0']).toBeLessThanOrEqual(idleBound);
   }, 60_000);
 });

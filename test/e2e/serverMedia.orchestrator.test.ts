@@ -4,12 +4,14 @@
  * image and a WAV and gets text and audio back; a repeated image is an encoder cache hit on /metrics; remote URLs
  * and bad media are 400s naming the item and the server goes on; realtime input audio is answered with audio.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import OpenAI from 'openai';
 import type { FastifyInstance } from 'fastify';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { channelNames } from '../../src/common/diagnostics.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { ownSegments, waitFor } from '../helpers/engine.ts';
 import { decodeAudioDeltas, parsePrometheus, RealtimeClient } from './serverClient.ts';
@@ -84,6 +86,18 @@ afterAll(async () => {
 });
 
 /** /metrics, parsed strictly; the encoder cache counters of an instance. */
+/** Resolves with the next stats report main receives from `instance`. */
+function nextStatsOf(instance: string): Promise<void> {
+  return new Promise((resolve) => {
+    const onStats = (m: unknown) => {
+      if ((m as { instance?: string }).instance !== instance) return;
+      unsubscribe(channelNames.stageStats, onStats);
+      resolve();
+    };
+    subscribe(channelNames.stageStats, onStats);
+  });
+}
+
 async function encoderCache(instance: string) {
   const res = await fetch(`${base}/metrics`);
   expect(res.status).toBe(200);
@@ -167,6 +181,8 @@ describe('media over the real multimodal pipeline', () => {
   }, 30_000);
 
   it('the same image twice is one encoder run: /metrics counts a cache hit', async () => {
+    // Stats reach main every 250 ms: a report sent from now on has counted every earlier request's items.
+    await nextStatsOf('image-encoder#0');
     const before = await encoderCache('image-encoder#0');
     const image = pngUrl(makePng(120, 80, 2));
     const parts = [
