@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { resample } from '../../src/media/resample.ts';
 import { decodeWav } from '../../src/media/wav.ts';
+import { afterAll, beforeAll } from 'vitest';
 import { StreamingResampler } from '../../src/server/voice/StreamingResampler.ts';
+import { VadService } from '../../src/server/voice/VadService.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 export const RATE_HZ = 24000;
@@ -136,4 +138,19 @@ export class WindowCounter {
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** A VadService and a WindowCounter for the test file, started before its tests and closed after them. */
+export function vadForFile(): { vad(): VadService; counter(): WindowCounter } {
+  let vad: VadService;
+  let counter: WindowCounter;
+  beforeAll(async () => {
+    vad = await VadService.start();
+    counter = new WindowCounter();
+  });
+  afterAll(async () => {
+    counter?.close();
+    await vad?.close();
+  });
+  return { vad: () => vad, counter: () => counter };
 }

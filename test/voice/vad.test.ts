@@ -3,33 +3,22 @@
  * noise, pauses inside and between turns. Audio goes in as 20 ms client frames; the test waits for the VAD to
  * have analysed every window (WindowCounter) before it checks that an event did NOT happen.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_TURN_PARAMS, VadService, type TurnEvent } from '../../src/server/voice/VadService.ts';
-import { concat, espeak, frames, mix, noise, silence, toPcm16, windowsFor, WindowCounter } from './speech.ts';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/server/voice/VadService.ts';
+import { concat, espeak, frames, mix, noise, silence, toPcm16, windowsFor, vadForFile } from './speech.ts';
 
 const TEXT = 'hello, how are you today';
 const TOLERANCE_MS = 150;
 
-let vad: VadService;
-let counter: WindowCounter;
-
-beforeAll(async () => {
-  vad = await VadService.start();
-  counter = new WindowCounter();
-});
-
-afterAll(async () => {
-  counter?.close();
-  await vad?.close();
-});
+const { vad, counter } = vadForFile();
 
 /** Pushes `samples` in 20 ms frames on a fresh stream and resolves with its events once every window is analysed. */
 async function run(samples: Float32Array, params = DEFAULT_TURN_PARAMS): Promise<TurnEvent[]> {
   const events: TurnEvent[] = [];
-  const stream = vad.open(params, (e) => events.push(e));
-  const target = counter.windows + windowsFor(samples.length);
+  const stream = vad().open(params, (e) => events.push(e));
+  const target = counter().windows + windowsFor(samples.length);
   for (const frame of frames(toPcm16(samples))) stream.push(frame);
-  await counter.until(target);
+  await counter().until(target);
   stream.close();
   return events;
 }
@@ -83,11 +72,11 @@ describe('VadService on espeak-ng speech', () => {
   it('reset() drops the turn in progress but keeps the session-wide timeline', async () => {
     const speech = espeak(TEXT);
     const events: TurnEvent[] = [];
-    const stream = vad.open(DEFAULT_TURN_PARAMS, (e) => events.push(e));
+    const stream = vad().open(DEFAULT_TURN_PARAMS, (e) => events.push(e));
     const push = async (samples: Float32Array) => {
-      const target = counter.windows + windowsFor(samples.length);
+      const target = counter().windows + windowsFor(samples.length);
       for (const frame of frames(toPcm16(samples))) stream.push(frame);
-      await counter.until(target);
+      await counter().until(target);
     };
     const before = concat(silence(600), speech.samples).samples; // ends mid-turn: no silence after the speech yet
     await push(before);

@@ -3,26 +3,15 @@
  * event loop stays responsive (the model runs in the worker) and every session gets its turns.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_TURN_PARAMS, VadService, type TurnEvent } from '../../src/server/voice/VadService.ts';
-import { concat, espeak, frames, percentile, silence, toPcm16, windowsFor, WindowCounter } from './speech.ts';
+import { expect, it } from 'vitest';
+import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/server/voice/VadService.ts';
+import { concat, espeak, frames, percentile, silence, toPcm16, windowsFor, vadForFile } from './speech.ts';
 
 const SESSIONS = 64;
 const FRAME_MS = 20;
 const MAX_LOOP_DELAY_P99_MS = 20;
 
-let vad: VadService;
-let counter: WindowCounter;
-
-beforeAll(async () => {
-  vad = await VadService.start();
-  counter = new WindowCounter();
-});
-
-afterAll(async () => {
-  counter?.close();
-  await vad?.close();
-});
+const { vad, counter } = vadForFile();
 
 it(`${SESSIONS} real-time sessions: loop delay p99 < ${MAX_LOOP_DELAY_P99_MS} ms, each gets its turns`, async () => {
   const speech = espeak('hello, how are you today');
@@ -34,8 +23,8 @@ it(`${SESSIONS} real-time sessions: loop delay p99 < ${MAX_LOOP_DELAY_P99_MS} ms
   });
   const numFrames = audio[0].length;
   const events = audio.map(() => [] as TurnEvent[]);
-  const streams = audio.map((_, i) => vad.open(DEFAULT_TURN_PARAMS, (e) => events[i].push(e)));
-  const target = counter.windows + SESSIONS * windowsFor(numFrames * 480);
+  const streams = audio.map((_, i) => vad().open(DEFAULT_TURN_PARAMS, (e) => events[i].push(e)));
+  const target = counter().windows + SESSIONS * windowsFor(numFrames * 480);
 
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
@@ -56,19 +45,19 @@ it(`${SESSIONS} real-time sessions: loop delay p99 < ${MAX_LOOP_DELAY_P99_MS} ms
         }),
     ),
   );
-  await counter.until(target);
+  await counter().until(target);
   loopDelay.disable();
 
   const p99Ms = loopDelay.percentile(99) / 1e6;
-  const runs = counter.runs.reduce((n, r) => n + r.runs, 0);
-  const runMs = counter.runs.reduce((n, r) => n + r.runMs, 0);
+  const runs = counter().runs.reduce((n, r) => n + r.runs, 0);
+  const runMs = counter().runs.reduce((n, r) => n + r.runMs, 0);
   console.log(
     `VAD ${SESSIONS} sessions: event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(2)} ms, ` +
       `p99 ${p99Ms.toFixed(2)} ms, max ${(loopDelay.max / 1e6).toFixed(2)} ms; ` +
-      `window latency (flush -> probabilities back) p50 ${percentile(counter.latenciesMs, 50).toFixed(2)} ms, ` +
-      `p99 ${percentile(counter.latenciesMs, 99).toFixed(2)} ms; ` +
-      `${counter.windows} windows in ${runs} model runs (${(counter.windows / runs).toFixed(1)} per run), ` +
-      `model ${((1000 * runMs) / counter.windows).toFixed(1)} us per window`,
+      `window latency (flush -> probabilities back) p50 ${percentile(counter().latenciesMs, 50).toFixed(2)} ms, ` +
+      `p99 ${percentile(counter().latenciesMs, 99).toFixed(2)} ms; ` +
+      `${counter().windows} windows in ${runs} model runs (${(counter().windows / runs).toFixed(1)} per run), ` +
+      `model ${((1000 * runMs) / counter().windows).toFixed(1)} us per window`,
   );
   expect(p99Ms).toBeLessThan(MAX_LOOP_DELAY_P99_MS);
   for (const [i, got] of events.entries()) {
@@ -78,5 +67,5 @@ it(`${SESSIONS} real-time sessions: loop delay p99 < ${MAX_LOOP_DELAY_P99_MS} ms
     ).toEqual(['speech_started', 'speech_stopped', 'speech_started', 'speech_stopped']);
   }
   for (const stream of streams) stream.close();
-  expect(vad.streams).toBe(0);
+  expect(vad().streams).toBe(0);
 });

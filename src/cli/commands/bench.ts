@@ -17,6 +17,17 @@ import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 
+/** The run options the TTFP bench and the voice bench share. */
+const RUN_OPTIONS = {
+  out: { type: 'string' },
+  warmup: { type: 'string' },
+  seed: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'skip-limit': { type: 'boolean', default: false },
+  'limit-repeats': { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const;
+
 export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
@@ -96,14 +107,8 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'compare-sync': { type: 'boolean', default: false },
     'compare-config': { type: 'string' },
     'redis-url': { type: 'string' },
-    out: { type: 'string' },
-    warmup: { type: 'string' },
-    seed: { type: 'string' },
-    'timeout-ms': { type: 'string' },
-    'skip-limit': { type: 'boolean', default: false },
-    'limit-repeats': { type: 'string' },
+    ...RUN_OPTIONS,
     'initial-codec-chunk-frames': { type: 'string' },
-    json: { type: 'boolean', default: false },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
@@ -174,13 +179,7 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     'num-prompts': { type: 'string' },
     'output-len': { type: 'string' },
     'silence-ms': { type: 'string' },
-    out: { type: 'string' },
-    warmup: { type: 'string' },
-    seed: { type: 'string' },
-    'timeout-ms': { type: 'string' },
-    'skip-limit': { type: 'boolean', default: false },
-    'limit-repeats': { type: 'string' },
-    json: { type: 'boolean', default: false },
+    ...RUN_OPTIONS,
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
