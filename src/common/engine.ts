@@ -45,6 +45,11 @@ export interface GenerateRequest {
   readonly talkerSampling?: Partial<SamplingParams>;
   /** Per-request override of the initial codec chunk (frames). */
   readonly initialCodecChunkFrames?: number;
+  /**
+   * When the first audio packet should be out (ms after admission): picks the chunk schedule under the current
+   * load; missed targets are reported (done warnings). Overrides chunk_policy.ttfp_target_ms.
+   */
+  readonly ttfpTargetMs?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';

@@ -26,6 +26,7 @@ import { HangWatch } from './HangWatch.ts';
 import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
+import { playbackPlan } from './playbackPlan.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
@@ -185,6 +186,7 @@ export class Orchestrator implements Engine {
       new StreamingDetokenizer(this.tokenizer, { promptIds: promptTokenIds }),
       request.modalities.includes('audio') ? this.audioOutput : null,
       (s, reason) => this.onRequestEnd(s, reason),
+      request.ttfpTargetMs ?? this.graph.chunkPolicy.ttfpTargetMs,
     );
     this.live.set(requestId, stream);
     // With media, the Thinker's first output may wait for the slowest encoder's timeout first.
@@ -215,6 +217,7 @@ export class Orchestrator implements Engine {
       return { instance: chosen.get(stageId)!.instance, stageId, ...deadlines };
     };
     const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf);
+    const playback = playbackPlan(request, this.graph, this.audioOutput, admittedAtMs, chosen.values());
     // Downstream stages first, so each is expecting chunks before its upstream can produce any (the Thinker
     // before its encoders).
     for (const spec of [...stages].reverse()) {
@@ -242,6 +245,7 @@ export class Orchestrator implements Engine {
         initialCodecChunkFrames: request.initialCodecChunkFrames,
         liveRequests: this.live.size,
         firstChunkDeadline,
+        ...(playback ? { playback } : {}),
       };
       slot.inFlight.add(requestId);
       slot.worker!.send(add);

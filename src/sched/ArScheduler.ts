@@ -6,7 +6,19 @@
  * sequence limit and the KV byte budget.
  *
  * A request whose next input has not arrived is WAITING_FOR_CHUNK: it is skipped, never blocking the others.
+ *
+ * Policy fifo: running requests oldest first, then waiting ones in arrival order. Policy playback (playback.ts):
+ * both by deadline, least slack first, and a request's work joins a step only as far as the step stays short
+ * enough for the more urgent requests already in it (a long prompt prefill is cut into chunks or waits a step).
  */
+import {
+  byDeadline,
+  stepBoundMs,
+  unitsWithinBound,
+  type PlaybackDeadline,
+  type ScheduleClock,
+  type SchedulingPolicy,
+} from './playback.ts';
 
 export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
 
@@ -17,6 +29,8 @@ export interface ArSchedulerOptions {
   readonly kvBytesPerToken: number;
   /** Total KV budget; a step that would exceed it preempts the newest running requests (recompute). */
   readonly kvBudgetBytes: number;
+  /** Default fifo. */
+  readonly policy?: SchedulingPolicy;
 }
 
 export interface ScheduledItem {
@@ -44,6 +58,7 @@ interface ArRequest {
   numAvailableTokens: number;
   /** Whether reaching numAvailableTokens samples an output (false: the known positions are context only). */
   sampleAtEnd: boolean;
+  playback: PlaybackDeadline | null;
 }
 
 export class ArScheduler {
@@ -66,6 +81,7 @@ export class ArScheduler {
       numComputedTokens: 0,
       numAvailableTokens,
       sampleAtEnd: true,
+      playback: null,
     });
   }
 
@@ -84,6 +100,11 @@ export class ArScheduler {
       throw new Error(`available positions cannot go below computed ones (${requestId})`);
     r.numAvailableTokens = numAvailableTokens;
     r.sampleAtEnd = sampleAtEnd;
+  }
+
+  /** Playback policy: when the request's next output is due and how many steps it needs to make it. */
+  setDeadline(requestId: string, deadline: PlaybackDeadline | null): void {
+    this.get(requestId).playback = deadline;
   }
 
   numComputed(requestId: string): number {
@@ -129,25 +150,40 @@ export class ArScheduler {
     return n;
   }
 
-  schedule(): SchedulerPlan {
+  schedule(clock?: ScheduleClock): SchedulerPlan {
     const { maxNumSeqs, maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes } = this.options;
     const items: ScheduledItem[] = [];
     const preempted: string[] = [];
     let tokenBudget = maxNumBatchedTokens;
+    const playback = this.options.policy === 'playback' && clock ? clock : null;
+    // Playback: the longest step the requests already in it allow, and how many of a request's tokens fit it.
+    let boundMs = Infinity;
+    const fitting = (wanted: number): number =>
+      playback && items.length > 0
+        ? unitsWithinBound(playback.cost, maxNumBatchedTokens - tokenBudget, wanted, boundMs)
+        : wanted;
+    const scheduled = (r: ArRequest, numTokens: number): void => {
+      items.push(this.item(r, numTokens));
+      tokenBudget -= numTokens;
+      if (playback && r.playback) boundMs = Math.min(boundMs, stepBoundMs(r.playback, playback.nowMs));
+    };
 
     // 1. KV held after this step by running requests, before any new admission.
-    const byArrival = [...this.requests.values()].sort((a, b) => a.arrival - b.arrival);
-    const running = byArrival.filter((r) => r.status === 'running');
+    const ordered = [...this.requests.values()].sort(
+      playback ? byDeadline((r) => r.playback?.deadlineMs ?? Infinity) : (a, b) => a.arrival - b.arrival,
+    );
+    const running = ordered.filter((r) => r.status === 'running');
     let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
 
-    // 2. Running requests first, oldest first: they hold KV and a slot already.
+    // 2. Running requests first, oldest (playback: most urgent) first: they hold KV and a slot already.
     for (const r of running) {
       if (tokenBudget === 0) break; // budget spent; the rest run next step
       if (r.status !== 'running') continue; // preempted by an older request earlier in this loop
       if (r.paused) continue; // a slow client holds this one back; it keeps its KV
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // WAITING_FOR_CHUNK: nothing to compute until its next input arrives
-      const numTokens = Math.min(pending, tokenBudget);
+      const numTokens = fitting(Math.min(pending, tokenBudget));
+      if (numTokens === 0) continue; // playback: it would slow the step past a more urgent request's deadline
       // Preempt the newest running request not yet scheduled this step (possibly this one, as vLLM does) until
       // this step fits the KV budget. Preempted requests restart from position 0 (recompute).
       let selfPreempted = false;
@@ -164,27 +200,26 @@ export class ArScheduler {
         }
       }
       if (selfPreempted) continue;
-      items.push(this.item(r, numTokens));
+      scheduled(r, numTokens);
       kvTokens += numTokens;
-      tokenBudget -= numTokens;
     }
 
-    // 3. Admit waiting requests (FIFO) while slots, token budget and KV budget allow. A preempted request is
-    //    not re-admitted in the step that preempted it (that would thrash).
-    let numRunning = byArrival.filter((r) => r.status === 'running').length;
-    for (const r of byArrival) {
+    // 3. Admit waiting requests (FIFO; playback: by deadline) while slots, token budget and KV budget allow. A
+    //    preempted request is not re-admitted in the step that preempted it (that would thrash).
+    let numRunning = ordered.filter((r) => r.status === 'running').length;
+    for (const r of ordered) {
       if (r.status !== 'waiting' || preempted.includes(r.requestId)) continue;
       if (numRunning >= maxNumSeqs || tokenBudget === 0) break; // FIFO: nobody overtakes the head of the queue
       if (r.paused) continue;
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
-      const numTokens = Math.min(pending, tokenBudget);
+      const numTokens = fitting(Math.min(pending, tokenBudget));
+      if (numTokens === 0) continue; // playback: admitted in a later step, when it does not delay a more urgent one
       if ((kvTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV to free up
       r.status = 'running';
       numRunning++;
-      items.push(this.item(r, numTokens));
+      scheduled(r, numTokens);
       kvTokens += numTokens;
-      tokenBudget -= numTokens;
     }
     return { items, preempted, numScheduledTokens: maxNumBatchedTokens - tokenBudget };
   }

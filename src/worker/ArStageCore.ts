@@ -4,6 +4,7 @@
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
 import { ArScheduler, type ScheduledItem } from '../sched/ArScheduler.ts';
+import { StepCostModel, type SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
 
@@ -16,10 +17,13 @@ export interface ArRunner<B, O> {
 
 export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore<R> {
   protected readonly scheduler: ArScheduler;
+  /** Step duration by tokens scheduled, measured under the current load (playback scheduling, TTFP targets). */
+  protected readonly stepCost = new StepCostModel();
 
   constructor(
     ctx: StageContext,
     private readonly arRunner: ArRunner<B, O>,
+    policy: SchedulingPolicy = 'fifo',
   ) {
     super(ctx);
     const e = ctx.spec.engine;
@@ -28,8 +32,12 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
       maxNumBatchedTokens: e.maxNumBatchedTokens,
       kvBytesPerToken: arRunner.kvBytesPerToken,
       kvBudgetBytes: e.kvCacheBytes,
+      policy,
     });
   }
+
+  /** Playback scheduling: tell the scheduler each request's deadline before a plan is made (default: none). */
+  protected updateDeadlines(): void {}
 
   protected abstract batchItem(req: R, item: ScheduledItem): B;
   /** Runs after the step for every item whose request is still live. */
@@ -53,7 +61,8 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
   }
 
   step(): boolean {
-    const plan = this.scheduler.schedule();
+    this.updateDeadlines();
+    const plan = this.scheduler.schedule({ nowMs: Date.now(), cost: this.stepCost.cost });
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;
     const started = performance.now();
@@ -80,6 +89,7 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
       const req = this.requests.get(item.requestId);
       if (req) this.afterStep(req, item, outputs[i]);
     });
+    this.stepCost.observe(plan.numScheduledTokens, performance.now() - started);
     this.recordStep(plan.items.length, started);
     return true;
   }

@@ -9,7 +9,7 @@
  *
  * Then state is freed and main hears `finished`. Nothing here blocks: sends are queued in the adapter.
  */
-import type { ChunkPolicy, SamplingParams, StageSpec } from '../common/graph.ts';
+import type { ChunkPolicy, SamplingParams, SchedulingPolicy, StageSpec } from '../common/graph.ts';
 import type { FinishReason } from '../common/engine.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
@@ -29,6 +29,8 @@ export interface StageContext {
   readonly spec: StageSpec;
   readonly chunkPolicy: ChunkPolicy;
   readonly asyncChunk: boolean;
+  /** How the Talker and Code2Wav order work (StageGraph.scheduling). */
+  readonly scheduling: SchedulingPolicy;
   readonly adapter: ChunkTransferAdapter;
   readonly post: (msg: StageToMain) => void;
   readonly log: Logger;

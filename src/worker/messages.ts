@@ -95,6 +95,22 @@ export interface AddRequest {
   readonly liveRequests?: number;
   /** Absolute deadline for the first input chunk (downstream stages). */
   readonly firstChunkDeadline: number;
+  /** Requests with audio out: what the Talker and Code2Wav schedule its audio by (src/sched/playback.ts). */
+  readonly playback?: PlaybackPlan;
+}
+
+export interface PlaybackPlan {
+  /**
+   * Epoch ms by which the first audio packet is due at main: admission + the request's TTFP target, or + the
+   * default first-packet slack when it has none.
+   */
+  readonly firstPacketDeadlineMs: number;
+  /** The request's TTFP target (ms) when it has one: the Talker then sizes the first chunk to meet it. */
+  readonly ttfpTargetMs: number | null;
+  /** Audio one codec frame plays, ms. */
+  readonly frameMs: number;
+  /** Recently measured time from the Talker sending a chunk to its audio reaching main (a Code2Wav step), ms. */
+  readonly downstreamMs: number;
 }
 
 export type MainToStage =

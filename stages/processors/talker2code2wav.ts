@@ -5,7 +5,7 @@
  * everything goes in the final chunk.
  */
 import type { ChunkPolicy } from '../../src/common/graph.ts';
-import { nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
+import { nextChunkTarget, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
 
 export interface CodecChunkOut {
   /** numCodebooks x numFrames, layout [Q][T] (Code2Wav's [B, Q, T] input without the batch). */
@@ -27,6 +27,17 @@ export class Talker2Code2Wav {
 
   get numFrames(): number {
     return this.frames.length;
+  }
+
+  /** Frames already sent to Code2Wav (the audio the listener has been given, in frames). */
+  get framesSent(): number {
+    return this.numSent;
+  }
+
+  /** Frames still to make before the next chunk goes (0: it can go now). */
+  get framesUntilNextChunk(): number {
+    const target = nextChunkTarget(this.policy, this.initialFrames, this.numSent);
+    return Math.max(0, target - (this.frames.length - this.numSent));
   }
 
   push(frame: Int32Array): void {

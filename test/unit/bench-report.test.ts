@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { asyncSyncRatios, evaluateGoals } from '../../bench/ttfp/goals.ts';
-import { withAsyncChunk } from '../../bench/ttfp/inProcessServer.ts';
+import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
 import type { LimitResult } from '../../bench/limit/runLimit.ts';
 import { plotSvg } from '../../bench/ttfp/report/plotSvg.ts';
 import { meanColumns, renderMarkdown, renderText } from '../../bench/ttfp/report/tables.ts';
@@ -105,11 +105,11 @@ describe('plotSvg', () => {
   });
 });
 
-describe('withAsyncChunk', () => {
+describe('withOverrides', () => {
   it('changes only async_chunk, so the sync run uses the same models and settings', () => {
     const file = defaultConfigPath();
     const text = readFileSync(file, 'utf8');
-    const sync = withAsyncChunk(text, false, file);
+    const sync = withOverrides(text, { async_chunk: false }, file);
     const [a, s] = [parseConfig(text, file), parseConfig(sync, file)];
     expect(a.asyncChunk).toBe(true);
     expect(s.asyncChunk).toBe(false);
@@ -120,6 +120,14 @@ describe('withAsyncChunk', () => {
   it('adds the key when the file leaves it to the default', () => {
     const file = defaultConfigPath();
     const text = readFileSync(file, 'utf8').replace(/^async_chunk:.*$/m, '');
-    expect(parseConfig(withAsyncChunk(text, false, file), file).asyncChunk).toBe(false);
+    expect(parseConfig(withOverrides(text, { async_chunk: false }, file), file).asyncChunk).toBe(false);
+  });
+
+  it('sets the scheduling policy for the fifo variant of --compare-scheduling', () => {
+    const file = defaultConfigPath();
+    const text = readFileSync(file, 'utf8');
+    const [a, f] = [parseConfig(text, file), parseConfig(withOverrides(text, { scheduling: 'fifo' }, file), file)];
+    expect([a.scheduling, f.scheduling]).toEqual(['playback', 'fifo']);
+    expect({ ...f, scheduling: 'playback', warnings: [], configHash: a.configHash }).toEqual({ ...a, warnings: [] });
   });
 });

@@ -88,6 +88,7 @@ describe('defaults and resolution', () => {
   it('fills every default from a minimal file, and freezes the result deeply', () => {
     const graph = parseConfig(threeStages, '/tmp/conf/min.yaml', { cores: 64 });
     expect(graph.asyncChunk).toBe(true);
+    expect(graph.scheduling).toBe('playback');
     expect(graph.modelsDir).toBe(path.join(repoRoot(), '.chorus', 'models'));
     expect(Object.keys(graph.connectors)).toEqual(['shm']);
     expect(graph.chunkPolicy).toEqual({
@@ -96,6 +97,7 @@ describe('defaults and resolution', () => {
       codecLeftContextFrames: 25,
       dynamicInitialChunk: true,
       chunkTimeoutMs: 30000,
+      ttfpTargetMs: null,
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({

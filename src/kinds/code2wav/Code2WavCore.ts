@@ -3,12 +3,13 @@
  * max_num_seqs); each chunk's audio (minus its left-context samples) goes to main in order, the last one final.
  */
 import { GenerationScheduler } from '../../sched/GenerationScheduler.ts';
+import { StepCostModel } from '../../sched/playback.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../../stages/types.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { AudioBody } from '../../common/payloads.ts';
-import type { AddRequest } from '../../worker/messages.ts';
+import type { AddRequest, PlaybackPlan } from '../../worker/messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../worker/StageCore.ts';
 
 interface PendingChunk {
@@ -20,21 +21,36 @@ interface PendingChunk {
 
 interface Code2WavRequest extends CoreRequest {
   readonly chunks: PendingChunk[];
+  readonly playback: PlaybackPlan | null;
+  /** When its first audio left for main (epoch ms), and how much audio (ms) has left since: the listener's buffer. */
+  firstSentAtMs: number | null;
+  audioMsSent: number;
 }
 
 export class Code2WavCore extends StageCore<Code2WavRequest> {
   private readonly scheduler: GenerationScheduler;
+  /** Decode duration by codec frames in the batch (context included), measured under the current load. */
+  private readonly stepCost = new StepCostModel();
 
   constructor(
     ctx: StageContext,
     private readonly runner: Code2WavRunner,
   ) {
     super(ctx);
-    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs);
+    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling);
   }
 
   protected admit(msg: AddRequest): Code2WavRequest {
-    return { requestId: msg.requestId, sampling: msg.sampling, downstream: msg.downstream, numOutputs: 0, chunks: [] };
+    return {
+      requestId: msg.requestId,
+      sampling: msg.sampling,
+      downstream: msg.downstream,
+      numOutputs: 0,
+      chunks: [],
+      playback: msg.playback ?? null,
+      firstSentAtMs: null,
+      audioMsSent: 0,
+    };
   }
 
   protected onChunk(req: Code2WavRequest, chunk: ReceivedChunk): void {
@@ -60,7 +76,15 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
         final,
       });
     }
-    this.scheduler.chunkArrived(req.requestId);
+    this.scheduler.chunkArrived(req.requestId, Math.max(1, req.chunks[req.chunks.length - 1].numFrames));
+    this.updateDeadline(req);
+  }
+
+  /** The listener's buffer runs dry when the audio sent so far has played (before the first packet: its deadline). */
+  private updateDeadline(req: Code2WavRequest): void {
+    const pb = req.playback;
+    if (pb)
+      this.scheduler.setDeadline(req.requestId, (req.firstSentAtMs ?? pb.firstPacketDeadlineMs) + req.audioMsSent);
   }
 
   pause(requestId: string): void {
@@ -80,7 +104,7 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
   }
 
   step(): boolean {
-    const items = this.scheduler.schedule();
+    const items = this.scheduler.schedule({ nowMs: Date.now(), cost: this.stepCost.cost });
     if (items.length === 0) return false;
     const started = performance.now();
     const work: { req: Code2WavRequest; chunk: PendingChunk }[] = items.map(({ requestId }) => {
@@ -107,9 +131,19 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
         );
       return true;
     }
+    this.stepCost.observe(
+      decodable.reduce((n, w) => n + w.chunk.numFrames, 0),
+      performance.now() - started,
+    );
+    const sentAtMs = Date.now();
     for (const w of work) {
       const i = decodable.indexOf(w);
       const pcm = i >= 0 ? audio[i] : new Float32Array(0);
+      if (pcm.length > 0) {
+        w.req.firstSentAtMs ??= sentAtMs;
+        w.req.audioMsSent += (pcm.length / this.runner.sampleRateHz) * 1000;
+        this.updateDeadline(w.req);
+      }
       const body: AudioBody = { kind: 'audio', pcm, sampleRateHz: this.runner.sampleRateHz };
       w.req.numOutputs += w.chunk.numFrames - w.chunk.contextFrames;
       if (w.chunk.final) this.finish(w.req, w.chunk.final, () => (pcm.length > 0 ? body : undefined));

@@ -6,14 +6,14 @@
  * after framesPerToken frames per text token (or at end-of-speech, or max_tokens frames).
  */
 import type { ScheduledItem } from '../../sched/ArScheduler.ts';
-import { initialChunkFrames } from '../../sched/chunkPolicy.ts';
+import { initialChunkForTarget, initialChunkFrames } from '../../sched/chunkPolicy.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../../stages/types.ts';
 import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { CodecFramesBody } from '../../common/payloads.ts';
-import type { AddRequest } from '../../worker/messages.ts';
+import type { AddRequest, PlaybackPlan } from '../../worker/messages.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
 
@@ -25,6 +25,9 @@ interface TalkerRequest extends CoreRequest {
   thinkerDone: FinishReason | null;
   framesSampled: number;
   toCode2Wav: Talker2Code2Wav | null;
+  readonly playback: PlaybackPlan | null;
+  /** When the first codec chunk left for Code2Wav (epoch ms): the listener's playback starts about then. */
+  firstSentAtMs: number | null;
 }
 
 export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, TalkerStepOutput> {
@@ -34,7 +37,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     ctx: StageContext,
     private readonly runner: TalkerRunner,
   ) {
-    super(ctx, runner);
+    super(ctx, runner, ctx.scheduling);
     this.dim = runner.conditionDim;
   }
 
@@ -53,6 +56,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       thinkerDone: null,
       framesSampled: 0,
       toCode2Wav: null,
+      playback: msg.playback ?? null,
+      firstSentAtMs: null,
     };
   }
 
@@ -80,8 +85,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
           ),
         );
       req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
-      const load = Math.max(this.scheduler.numRunning + 1, req.liveAtAdmission);
-      const ic = initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
+      const ic = this.initialChunk(req, p);
       req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
     }
     if (body) {
@@ -103,6 +107,55 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     }
     if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
     this.refresh(req);
+  }
+
+  /**
+   * The first chunk's frames: a per-request override wins; with a TTFP target, the largest chunk that can still
+   * be out by it at the step costs measured now; else the load ladder (chunkPolicy.ts).
+   */
+  private initialChunk(req: TalkerRequest, promptRows: number): number {
+    const running = this.scheduler.numRunning;
+    const pb = req.playback;
+    if (req.initialCodecChunkFrames === undefined && pb?.ttfpTargetMs != null) {
+      const prefillMs = this.stepCost.estimate(promptRows + 1 + running);
+      const frameMs = this.stepCost.estimate(running + 1);
+      if (prefillMs !== null && frameMs !== null) {
+        const budgetMs = pb.firstPacketDeadlineMs - pb.downstreamMs - Date.now();
+        const { frames, met } = initialChunkForTarget(this.ctx.chunkPolicy, budgetMs, prefillMs, frameMs);
+        if (!met)
+          this.ctx.log.debug(
+            { requestId: req.requestId, budgetMs, prefillMs, targetMs: pb.ttfpTargetMs },
+            'ttfp target out of reach at the current load: smallest first chunk',
+          );
+        return frames;
+      }
+    }
+    const load = Math.max(running + 1, req.liveAtAdmission);
+    return initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
+  }
+
+  /**
+   * When the request's next chunk must leave for its listener not to run dry (epoch ms): the first by its
+   * deadline, later ones when the audio already sent has played, each less the time Code2Wav takes.
+   */
+  private deadlineMs(req: TalkerRequest): number | null {
+    const pb = req.playback;
+    if (!pb || !req.toCode2Wav) return null;
+    const due =
+      req.firstSentAtMs === null
+        ? pb.firstPacketDeadlineMs
+        : req.firstSentAtMs + req.toCode2Wav.framesSent * pb.frameMs;
+    return due - pb.downstreamMs;
+  }
+
+  protected override updateDeadlines(): void {
+    if (this.ctx.scheduling !== 'playback') return;
+    for (const req of this.requests.values()) {
+      const deadlineMs = this.deadlineMs(req);
+      if (deadlineMs === null || !this.scheduler.has(req.requestId)) continue;
+      const stepsNeeded = Math.max(1, req.toCode2Wav!.framesUntilNextChunk);
+      this.scheduler.setDeadline(req.requestId, { deadlineMs, stepsNeeded });
+    }
   }
 
   /** Frames that fit the model's positions (prompt rows take positions too; checked again per request). */
@@ -156,7 +209,10 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     req.numOutputs++;
     req.toCode2Wav!.push(out.codes);
     const chunk = req.toCode2Wav!.take(false);
-    if (chunk) this.send(req, req.downstream, codesChunk(chunk));
+    if (chunk) {
+      req.firstSentAtMs ??= Date.now();
+      this.send(req, req.downstream, codesChunk(chunk));
+    }
     if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, this.endReason(req));
     this.refresh(req);
   }
