@@ -255,6 +255,18 @@ ${thinker}    replicas: two
     ]);
   });
 
+  it('scheduling and ttfp_target_ms say what they take', () => {
+    const yaml = `scheduling: lifo
+chunk_policy:
+  ttfp_target_ms: 0
+stages:
+${thinker}`;
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:1 scheduling: must be playback (least slack first) or fifo (oldest first), got "lifo"',
+      'configs/x.yaml:3 chunk_policy.ttfp_target_ms: must be a positive integer (ms), or null for no default target, got 0',
+    ]);
+  });
+
   it('a cycle is named, at the input that closes it', () => {
     const yaml = threeStages.replace(
       '    inputs: [{from: thinker}]',
