@@ -101,7 +101,8 @@ describe('asyncSyncRatios and evaluateGoals', () => {
       expect.objectContaining({ value: 0.75, target: '>= 0.9', met: false }),
     ]);
     expect(evaluateGoals([row(90)], [], limit(20), [], [burst])[0]).toMatchObject({ value: 1, met: true });
-    expect(evaluateGoals([row(91)], [], limit(20), [], [burst])).toEqual([]); // a target over 2x the limit is not a goal
+    // A target over 2x the limit is not a goal.
+    expect(evaluateGoals([row(91)], [], limit(20), [], [burst])).toEqual([]);
   });
 });
 

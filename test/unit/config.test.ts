@@ -263,7 +263,8 @@ stages:
 ${thinker}`;
     expect(problemsOf(yaml)).toEqual([
       'configs/x.yaml:1 scheduling: must be playback (least slack first) or fifo (oldest first), got "lifo"',
-      'configs/x.yaml:3 chunk_policy.ttfp_target_ms: must be a positive integer (ms), or null for no default target, got 0',
+      'configs/x.yaml:3 chunk_policy.ttfp_target_ms: must be a positive integer (ms), or null for no default ' +
+        'target, got 0',
     ]);
   });
 
