@@ -30,6 +30,9 @@ interface TalkerRequest extends CoreRequest {
   firstSentAtMs: number | null;
 }
 
+/** The share of the time left to a TTFP target that the first chunk is planned to fill. */
+const TARGET_PLANNING_SHARE = 0.6;
+
 export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, TalkerStepOutput> {
   private readonly dim: number;
 
@@ -120,7 +123,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       const prefillMs = this.stepCost.estimate(promptRows + 1 + running);
       const frameMs = this.stepCost.estimate(running + 1);
       if (prefillMs !== null && frameMs !== null) {
-        const budgetMs = pb.firstPacketDeadlineMs - pb.downstreamMs - Date.now();
+        // Planned with a margin: step times under shared CPU vary, and a chunk a little smaller costs little.
+        const budgetMs = TARGET_PLANNING_SHARE * (pb.firstPacketDeadlineMs - pb.downstreamMs - Date.now());
         const { frames, met } = initialChunkForTarget(this.ctx.chunkPolicy, budgetMs, prefillMs, frameMs);
         if (!met)
           this.ctx.log.debug(
