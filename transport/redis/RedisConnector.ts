@@ -2,14 +2,15 @@
  * The cross-host Connector, on Redis. Same contract as shm: opaque frames, keyed; ordering, end-of-stream, deadlines
  * and duplicates stay the adapter's.
  *
- * Layout (why lists, not streams: README "Scale out"):
- *   list   `{prefix}:{requestId}:in:{to}`  one request's frames into instance `to`: [u16 key][u16 from][frame] each.
- *          The `{requestId}` hash tag keeps a request's lists on one Cluster shard and spreads requests over shards.
- *   bell   `{prefix}:bell:{to}`            pub/sub: "that list has frames". The consumer pops them (LPOP with a
- *          count: consume-once), so no connection ever blocks per request and nothing polls.
- *   ack    `{prefix}:ack:{from}`           pub/sub: "I popped N bytes of this request": the producer's credit.
- * Each list expires ttl_seconds after its last push (TTL garbage collection of what nobody consumed); cleanup()
- * deletes the request's lists into this instance at once.
+ * Layout (transport/redis/layout.ts; why lists, not streams: README "Scale out"): each request's frames into an
+ * instance are one list; the producer pushes and rings the consumer's bell channel; the consumer pops with a count
+ * (LPOP, consume-once) and publishes an ack with the bytes it took, the producer's credit. Each list expires
+ * ttl_seconds after its last push (TTL garbage collection of what nobody consumed); cleanup() deletes the request's
+ * lists into this instance at once.
+ *
+ * Two threads: this object lives on the stage's step thread (mailboxes for get(), credit for put()); every Redis
+ * command runs on the connector's I/O thread (redisIoThread.ts), which pops frames while a model step runs here and
+ * posts them back, so a frame costs the step thread one message, not a bell, an LPOP and a reply one loop turn each.
  *
  * Bounded memory: a producer keeps at most max_edge_bytes of unpopped frames per edge in Redis; a put beyond that
  * waits for acks (backpressure) until its deadline. A Redis at maxmemory with noeviction refuses the push: the put
@@ -18,9 +19,10 @@
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { requestIdOfKey, type Connector } from '../Connector.ts';
-import { frameByteLength } from '../codec.ts';
 import { KeyedMailbox, raceDeadline } from '../KeyedMailbox.ts';
-import { RedisLink, clusterNodes, type RedisLinkOptions } from './redisLink.ts';
+import { encodeElement } from './layout.ts';
+import { RedisIo } from './RedisIo.ts';
+import { redactUrl, type RedisLinkOptions } from './redisLink.ts';
 
 export interface RedisConnectorOptions extends RedisLinkOptions {
   readonly keyPrefix: string;
@@ -29,8 +31,6 @@ export interface RedisConnectorOptions extends RedisLinkOptions {
   /** Unpopped bytes one edge may keep in Redis before puts wait. */
   readonly maxEdgeBytes: number;
 }
-
-const POP_BATCH = 64;
 
 interface OutEdge {
   inflight: number;
@@ -45,38 +45,34 @@ export class RedisConnector implements Connector {
   readonly kind = 'redis' as const;
   readonly #in = new Map<string, KeyedMailbox>();
   readonly #out = new Map<string, OutEdge>();
-  readonly #draining = new Map<string, Promise<void>>();
-  readonly #drainAgain = new Set<string>();
-  readonly #sequential: boolean;
+  #io!: RedisIo;
   #closed = false;
 
   private constructor(
-    private readonly link: RedisLink,
     private readonly self: string,
     private readonly options: RedisConnectorOptions,
-  ) {
-    // In a Cluster the bell may leave from another node than the list's shard: publish only once the push is done.
-    this.#sequential = clusterNodes(options.url) !== null;
-  }
+  ) {}
 
-  /** Connects, subscribes to this instance's bell and ack channels. */
+  /** Starts the I/O thread, which connects and subscribes to this instance's bell and ack channels. */
   static async open(self: string, options: RedisConnectorOptions): Promise<RedisConnector> {
-    const link = await RedisLink.connect({ ...options, name: `chorus:${self}` });
-    const c = new RedisConnector(link, self, options);
-    try {
-      await link.subscribe(c.#channel('bell', self), (m) => c.#drain(m.toString()));
-      await link.subscribe(c.#channel('ack', self), (m) => c.#onAck(m.toString()));
-    } catch (err) {
-      await link.close();
-      throw link.unavailable(err);
-    }
-    link.onDown((err) => c.#failAll(link.unavailable(err)));
+    const c = new RedisConnector(self, options);
+    const { keyPrefix, ttlSeconds, url, username, password } = options;
+    c.#io = await RedisIo.start(
+      { self, keyPrefix, ttlSeconds, link: { url, username, password } },
+      {
+        onFrames: (frames) => {
+          for (const { from, key, frame } of frames) c.#mailbox(from, self).deliver(key, frame);
+        },
+        onAck: (to, bytes, requestId) => c.#onAck(to, bytes, requestId),
+        onDown: (err) => c.#failAll(err),
+      },
+    );
     return c;
   }
 
   put(from: string, to: string, key: string, frame: Uint8Array | readonly Uint8Array[], deadline: number) {
     if (this.#closed) return Promise.reject(closedError());
-    if (!this.link.up) return Promise.reject(this.link.unavailable());
+    if (!this.#io.up) return Promise.reject(this.#unavailable());
     const parts = frame instanceof Uint8Array ? [frame] : frame;
     const element = encodeElement(key, from, parts);
     if (element.byteLength > this.options.maxFrameBytes)
@@ -95,10 +91,10 @@ export class RedisConnector implements Connector {
       edge.inflight += bytes;
       edge.byRequest.set(requestId, (edge.byRequest.get(requestId) ?? 0) + bytes);
       try {
-        await this.#push(requestId, to, element);
+        await this.#io.push(requestId, to, element);
       } catch (err) {
         this.#credit(edge, requestId, bytes);
-        throw this.#redisError(err);
+        throw err;
       }
     };
     // Fast path: nothing waits for credit on this edge and this frame fits. The push is written now, not after the
@@ -124,21 +120,32 @@ export class RedisConnector implements Connector {
 
   get(from: string, to: string, key: string, deadline: number): Promise<Uint8Array> {
     if (this.#closed) return Promise.reject(closedError());
-    if (!this.link.up) return Promise.reject(this.link.unavailable());
+    if (!this.#io.up) return Promise.reject(this.#unavailable());
     return this.#mailbox(from, to).get(key, deadline);
   }
 
   cleanup(requestId: string): void {
     for (const mailbox of this.#in.values()) mailbox.cleanup(requestId);
-    if (!this.#closed && this.link.up) this.link.commands.del(this.#list(requestId, this.self)).catch(() => undefined);
+    if (!this.#closed && this.#io.up) this.#io.del(requestId);
     for (const edge of this.#out.values()) this.#credit(edge, requestId, edge.byRequest.get(requestId) ?? 0);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.#io.close();
+    // After the thread is gone, so nothing is delivered past this point: what still waits is rejected now.
     this.#failAll(closedError());
-    await this.link.close();
+  }
+
+  /** The I/O thread's id while it runs, null once it has exited (tests, diagnostics). */
+  get ioThreadId(): number | null {
+    return this.#io.threadId;
+  }
+
+  /** Tests only: the I/O thread throws, as a bug in it would (the crash path). */
+  crashIoThreadForTest(): void {
+    this.#io.crashForTest();
   }
 
   /** Bytes this process has pushed and nobody has popped yet, per edge (tests, stats). */
@@ -146,66 +153,9 @@ export class RedisConnector implements Connector {
     return this.#out.get(`${from}->${to}`)?.inflight ?? 0;
   }
 
-  async #push(requestId: string, to: string, element: Buffer): Promise<void> {
-    const list = this.#list(requestId, to);
-    const c = this.link.commands;
-    const ttlMs = this.options.ttlSeconds * 1000;
-    const bell = this.#channel('bell', to);
-    if (this.#sequential) {
-      await Promise.all([c.rPush(list, element), c.pExpire(list, ttlMs)]);
-      await c.publish(bell, list);
-    } else {
-      // One connection, pipelined in order: the bell reaches Redis after the push.
-      await Promise.all([c.rPush(list, element), c.pExpire(list, ttlMs), c.publish(bell, list)]);
-    }
-  }
-
-  /** Pops every frame of `list` into its mailboxes and acks the producers. One drain per list at a time. */
-  #drain(list: string): Promise<void> {
-    const running = this.#draining.get(list);
-    if (running) {
-      // Bells that ring while a pop is out coalesce into one more pop after it, not one pop each.
-      this.#drainAgain.add(list);
-      return running;
-    }
-    const run = (async () => {
-      for (;;) {
-        if (this.#closed || !this.link.up) return;
-        let batch: Buffer[] | null;
-        try {
-          batch = await this.link.commands.lPopCount(list, POP_BATCH);
-        } catch {
-          return; // the link went down: #failAll has told the waiters
-        }
-        if (!batch || batch.length === 0) return;
-        const acks = new Map<string, number>();
-        for (const element of batch) {
-          const { key, from, frame } = decodeElement(element);
-          this.#mailbox(from, this.self).deliver(key, frame);
-          const ackKey = `${from}\n${requestIdOfKey(key)}`;
-          acks.set(ackKey, (acks.get(ackKey) ?? 0) + element.byteLength);
-        }
-        for (const [ackKey, bytes] of acks) {
-          const [from, requestId] = splitOnce(ackKey);
-          this.link.commands
-            .publish(this.#channel('ack', from), `${this.self}\n${bytes}\n${requestId}`)
-            .catch(() => undefined);
-        }
-        if (batch.length < POP_BATCH) return;
-      }
-    })().finally(() => {
-      if (this.#draining.get(list) === run) this.#draining.delete(list);
-      if (this.#drainAgain.delete(list)) void this.#drain(list);
-    });
-    this.#draining.set(list, run);
-    return run;
-  }
-
-  #onAck(message: string): void {
-    const [to, rest] = splitOnce(message);
-    const [bytes, requestId] = splitOnce(rest);
+  #onAck(to: string, bytes: number, requestId: string): void {
     const edge = this.#out.get(`${this.self}->${to}`);
-    if (edge) this.#credit(edge, requestId, Math.min(Number(bytes), edge.byRequest.get(requestId) ?? 0));
+    if (edge) this.#credit(edge, requestId, Math.min(bytes, edge.byRequest.get(requestId) ?? 0));
   }
 
   #credit(edge: OutEdge, requestId: string, bytes: number): void {
@@ -247,17 +197,12 @@ export class RedisConnector implements Connector {
     }
   }
 
-  #redisError(err: unknown): ChorusError {
-    if (err instanceof ChorusError) return err;
-    const msg = err instanceof Error ? err.message : String(err);
-    if (/^OOM/.test(msg))
-      return new ChorusError(
-        ErrorCodes.TRANSPORT_UNAVAILABLE,
-        `Redis is full (maxmemory reached, policy noeviction: ${msg}); raise maxmemory, add Cluster nodes or lower ` +
-          'the load; the request was not sent',
-        { cause: err },
-      );
-    return this.link.unavailable(err);
+  #unavailable(): ChorusError {
+    return new ChorusError(
+      ErrorCodes.TRANSPORT_UNAVAILABLE,
+      `Redis at ${redactUrl(this.options.url)} is unreachable; Chorus reconnects by itself, retry the request when ` +
+        'it is back (check redis-server and the network)',
+    );
   }
 
   #edge(from: string, to: string): OutEdge {
@@ -279,45 +224,6 @@ export class RedisConnector implements Connector {
     }
     return mailbox;
   }
-
-  #list(requestId: string, to: string): string {
-    return `${this.options.keyPrefix}:{${requestId}}:in:${to}`;
-  }
-
-  #channel(kind: 'bell' | 'ack', instance: string): string {
-    return `${this.options.keyPrefix}:${kind}:${instance}`;
-  }
-}
-
-/** [u16 keyLength][u16 fromLength][key][from][pad to 8][frame]: the frame 8-aligned within the element. */
-function encodeElement(key: string, from: string, parts: readonly Uint8Array[]): Buffer {
-  const k = Buffer.from(key);
-  const f = Buffer.from(from);
-  const headerBytes = align8(4 + k.byteLength + f.byteLength);
-  const header = Buffer.alloc(headerBytes);
-  header.writeUInt16LE(k.byteLength, 0);
-  header.writeUInt16LE(f.byteLength, 2);
-  k.copy(header, 4);
-  f.copy(header, 4 + k.byteLength);
-  return Buffer.concat([header, ...parts], headerBytes + frameByteLength(parts));
-}
-
-function decodeElement(element: Buffer): { key: string; from: string; frame: Uint8Array } {
-  const keyLen = element.readUInt16LE(0);
-  const fromLen = element.readUInt16LE(2);
-  const key = element.toString('utf8', 4, 4 + keyLen);
-  const from = element.toString('utf8', 4 + keyLen, 4 + keyLen + fromLen);
-  const frame = element.subarray(align8(4 + keyLen + fromLen));
-  // Tensors are views into the frame: it must start 8-aligned in memory. A reply Buffer may sit anywhere in the
-  // client's read buffer; then copy once into a fresh (aligned) allocation.
-  return { key, from, frame: frame.byteOffset % 8 === 0 ? frame : new Uint8Array(frame) };
-}
-
-const align8 = (n: number) => (n + 7) & ~7;
-
-function splitOnce(s: string): [string, string] {
-  const i = s.indexOf('\n');
-  return [s.slice(0, i), s.slice(i + 1)];
 }
 
 function backpressure(key: string, from: string, to: string): ChorusError {

@@ -1,0 +1,144 @@
+/**
+ * The step thread's end of a redis connector's I/O thread (redisIoThread.ts): starts it, waits until it is connected
+ * and subscribed, posts pushes (the element transferred, not copied) and hands back what it reports. Bookkeeping
+ * only; every Redis command runs on the thread.
+ */
+import { Worker } from 'node:worker_threads';
+import { ChorusError, deserializeError, ErrorCodes } from '../../src/common/errors.ts';
+import type { FromRedisIo, PoppedFrame, RedisIoData, ToRedisIo } from './ioMessages.ts';
+
+export interface RedisIoEvents {
+  onFrames(frames: readonly PoppedFrame[]): void;
+  onAck(to: string, bytes: number, requestId: string): void;
+  /** The link went down, or the thread died (then it stays down). */
+  onDown(error: ChorusError): void;
+}
+
+const BOOT_URL = new URL('./redisIoThreadBoot.mjs', import.meta.url);
+
+export class RedisIo {
+  readonly #worker: Worker;
+  readonly #exited: Promise<void>;
+  readonly #pushes = new Map<number, { resolve(): void; reject(err: Error): void }>();
+  #nextId = 0;
+  #up = false;
+  #closing = false;
+  #exitedAlready = false;
+
+  private constructor(worker: Worker) {
+    this.#worker = worker;
+    this.#exited = new Promise<void>((resolve) =>
+      worker.once('exit', () => {
+        this.#exitedAlready = true;
+        resolve();
+      }),
+    );
+  }
+
+  /** The thread's id while it runs, null once it has exited. */
+  get threadId(): number | null {
+    return this.#exitedAlready ? null : this.#worker.threadId;
+  }
+
+  /** Starts the thread; resolves once it is connected and subscribed, or rejects with why it is not. */
+  static start(data: RedisIoData, events: RedisIoEvents): Promise<RedisIo> {
+    const worker = new Worker(BOOT_URL, { workerData: data, name: `chorus-redis-io-${data.self}` });
+    const io = new RedisIo(worker);
+    return new Promise<RedisIo>((resolve, reject) => {
+      let failure: Error | null = null;
+      worker.on('message', (msg: FromRedisIo) => {
+        if (msg.type === 'ready') {
+          io.#up = true;
+          resolve(io);
+        } else if (msg.type === 'failed') failure = deserializeError(msg.error);
+        else io.#onMessage(msg, events);
+      });
+      worker.on('error', (err) => {
+        failure ??= err;
+      });
+      worker.once('exit', (code) => {
+        const wasUp = io.#up;
+        io.#up = false;
+        const error =
+          failure instanceof ChorusError
+            ? failure
+            : new ChorusError(ErrorCodes.TRANSPORT_UNAVAILABLE, `the redis I/O thread exited (code ${code})`, {
+                cause: failure ?? undefined,
+              });
+        for (const push of io.#pushes.values()) push.reject(io.#closing ? closedError() : error);
+        io.#pushes.clear();
+        reject(error); // no-op once ready
+        if (wasUp && !io.#closing) events.onDown(error);
+      });
+    });
+  }
+
+  /** False while the link is down (and for good once the thread has exited). */
+  get up(): boolean {
+    return this.#up && !this.#closing;
+  }
+
+  /** Pushes `element` (moved to the thread: the caller must not touch it again); resolves once Redis has it. */
+  push(requestId: string, to: string, element: Uint8Array): Promise<void> {
+    const id = this.#nextId++;
+    return new Promise<void>((resolve, reject) => {
+      this.#pushes.set(id, { resolve, reject });
+      this.#post({ type: 'push', id, requestId, to, element }, [element.buffer as ArrayBuffer]);
+    });
+  }
+
+  /** Deletes the request's list into this instance. */
+  del(requestId: string): void {
+    this.#post({ type: 'del', requestId });
+  }
+
+  /** Closes the thread's connections (after the replies of commands already sent) and waits until it has exited. */
+  async close(): Promise<void> {
+    if (!this.#closing) {
+      this.#closing = true;
+      this.#post({ type: 'close' });
+    }
+    await this.#exited;
+  }
+
+  /** Tests only: the thread throws, as a bug in it would. */
+  crashForTest(): void {
+    this.#post({ type: 'crashForTest' });
+  }
+
+  #post(msg: ToRedisIo, transfer: ArrayBuffer[] = []): void {
+    this.#worker.postMessage(msg, transfer);
+  }
+
+  #onMessage(msg: FromRedisIo, events: RedisIoEvents): void {
+    switch (msg.type) {
+      case 'pushed': {
+        const push = this.#pushes.get(msg.id);
+        this.#pushes.delete(msg.id);
+        if (msg.error) push?.reject(deserializeError(msg.error));
+        else push?.resolve();
+        return;
+      }
+      case 'frames':
+        events.onFrames(msg.frames);
+        return;
+      case 'ack':
+        events.onAck(msg.to, msg.bytes, msg.requestId);
+        return;
+      case 'down':
+        this.#up = false;
+        events.onDown(deserializeError(msg.error));
+        return;
+      case 'up':
+        this.#up = true;
+        return;
+      case 'ready':
+      case 'failed':
+        return; // start-up only
+    }
+  }
+}
+
+function closedError(): ChorusError {
+  return new ChorusError(ErrorCodes.CONNECTOR_CLOSED, 'redis connector is closed');
+}
