@@ -65,7 +65,8 @@ export function nextChunkTarget(policy: ChunkPolicy, initialFrames: number, numS
 
 /**
  * The next chunk to send, given frames produced so far and frames already sent; null when not enough have
- * accumulated. `final` flushes whatever remains (possibly nothing: the caller still sends an empty final chunk).
+ * accumulated. `final` flushes whatever remains (possibly nothing: the caller still sends an empty final chunk);
+ * `early` sends what is pending now, short of the chunk's size (a first chunk that would miss its TTFP target).
  */
 export function nextCodecChunk(
   policy: ChunkPolicy,
@@ -73,11 +74,12 @@ export function nextCodecChunk(
   numProduced: number,
   numSent: number,
   final: boolean,
+  early = false,
 ): CodecChunk | null {
   const target = nextChunkTarget(policy, initialFrames, numSent);
   const pending = numProduced - numSent;
-  if (pending <= 0 || (!final && pending < target)) return null;
-  const take = final ? pending : target;
+  if (pending <= 0 || (!final && !early && pending < target)) return null;
+  const take = final ? pending : Math.min(pending, target);
   const contextFrames = Math.min(policy.codecLeftContextFrames, numSent);
   return { start: numSent - contextFrames, contextFrames, end: numSent + take };
 }

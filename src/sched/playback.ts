@@ -76,6 +76,22 @@ export class StepCostModel {
   readonly cost: StepCost = (units) => this.estimate(units);
 }
 
+/** Exponentially weighted mean of a latency as it is observed (null before the first observation). */
+export class Ewma {
+  private mean: number | null = null;
+
+  constructor(private readonly weight = 0.2) {}
+
+  observe(x: number): void {
+    if (!Number.isFinite(x)) return;
+    this.mean = this.mean === null ? x : this.mean + this.weight * (x - this.mean);
+  }
+
+  get value(): number | null {
+    return this.mean;
+  }
+}
+
 /**
  * The longest step (ms) that still lets every request in it meet its deadline: each needs `stepsNeeded` steps
  * of about this length. A request that would miss even in steps of no length (its deadline has passed) does not

@@ -44,10 +44,13 @@ export class Talker2Code2Wav {
     this.frames.push(frame);
   }
 
-  /** The next chunk to send, or null. With `final`, whatever remains (null when nothing does). */
-  take(final: boolean): CodecChunkOut | null {
+  /**
+   * The next chunk to send, or null. With `final`, whatever remains (null when nothing does); with `early`, what is
+   * pending now even if short of the chunk's size.
+   */
+  take(final: boolean, early = false): CodecChunkOut | null {
     if (!final && !this.asyncChunk) return null;
-    const c = nextCodecChunk(this.policy, this.initialFrames, this.frames.length, this.numSent, final);
+    const c = nextCodecChunk(this.policy, this.initialFrames, this.frames.length, this.numSent, final, early);
     if (!c) return null;
     const numFrames = c.end - c.start;
     const codes = new Int32Array(this.numCodebooks * numFrames);

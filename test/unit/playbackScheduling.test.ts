@@ -185,3 +185,21 @@ describe('initial chunk from a TTFP target', () => {
     expect(initialChunkForTarget(policy, 15, 20, 10)).toEqual({ frames: 1, met: false });
   });
 });
+
+describe('an early first chunk', () => {
+  it('goes short of its size when asked, with no left context; later chunks keep their rule', async () => {
+    const { nextCodecChunk } = await import('../../src/sched/chunkPolicy.ts');
+    const policy = {
+      initialCodecChunkFrames: null,
+      codecChunkFrames: 25,
+      codecLeftContextFrames: 25,
+      dynamicInitialChunk: true,
+      chunkTimeoutMs: 1000,
+      ttfpTargetMs: null,
+    };
+    expect(nextCodecChunk(policy, 12, 3, 0, false)).toBeNull(); // 3 of 12 frames: waits
+    expect(nextCodecChunk(policy, 12, 3, 0, false, true)).toEqual({ start: 0, contextFrames: 0, end: 3 });
+    // The next chunk is at most as long as the audio already sent (3 frames), with those 3 as context.
+    expect(nextCodecChunk(policy, 12, 6, 3, false)).toEqual({ start: 0, contextFrames: 3, end: 6 });
+  });
+});

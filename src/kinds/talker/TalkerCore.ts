@@ -7,6 +7,7 @@
  */
 import type { ScheduledItem } from '../../sched/ArScheduler.ts';
 import { initialChunkForTarget, initialChunkFrames } from '../../sched/chunkPolicy.ts';
+import { Ewma } from '../../sched/playback.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../../stages/types.ts';
 import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
@@ -28,6 +29,9 @@ interface TalkerRequest extends CoreRequest {
   readonly playback: PlaybackPlan | null;
   /** When the first codec chunk left for Code2Wav (epoch ms): the listener's playback starts about then. */
   firstSentAtMs: number | null;
+  /** When the first rows arrived, and when the last frame was sampled (epoch ms): the measured frame latencies. */
+  rowsAtMs: number | null;
+  lastFrameAtMs: number | null;
 }
 
 /** The share of the time left to a TTFP target that the first chunk is planned to fill. */
@@ -35,6 +39,13 @@ const TARGET_PLANNING_SHARE = 0.6;
 
 export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, TalkerStepOutput> {
   private readonly dim: number;
+  /**
+   * Wall-clock latencies as requests see them (steps, the time between them, the CPU the other stages take):
+   * first rows -> frame 0 (the prompt prefill), and frame k -> frame k + 1, each per running request (they grow
+   * about linearly with the requests sharing the CPU), so a burst is planned at its own load.
+   */
+  private readonly firstFrameMs = new Ewma();
+  private readonly frameIntervalMs = new Ewma();
 
   constructor(
     ctx: StageContext,
@@ -61,6 +72,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       toCode2Wav: null,
       playback: msg.playback ?? null,
       firstSentAtMs: null,
+      rowsAtMs: null,
+      lastFrameAtMs: null,
     };
   }
 
@@ -79,6 +92,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
           new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `first chunk of ${req.requestId} lacks promptRows`),
         );
       req.promptRows = p;
+      req.rowsAtMs = Date.now();
       if (p + 1 >= this.maxFrames())
         return this.fail(
           req,
@@ -88,7 +102,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
           ),
         );
       req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
-      const ic = this.initialChunk(req, p);
+      const ic = this.initialChunk(req);
       req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
     }
     if (body) {
@@ -114,15 +128,16 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
 
   /**
    * The first chunk's frames: a per-request override wins; with a TTFP target, the largest chunk that can still
-   * be out by it at the step costs measured now; else the load ladder (chunkPolicy.ts).
+   * be out by it at the frame latencies measured now; else the load ladder (chunkPolicy.ts).
    */
-  private initialChunk(req: TalkerRequest, promptRows: number): number {
+  private initialChunk(req: TalkerRequest): number {
     const running = this.scheduler.numRunning;
+    const load = Math.max(running + 1, req.liveAtAdmission);
     const pb = req.playback;
     if (req.initialCodecChunkFrames === undefined && pb?.ttfpTargetMs != null) {
-      const prefillMs = this.stepCost.estimate(promptRows + 1 + running);
-      const frameMs = this.stepCost.estimate(running + 1);
-      if (prefillMs !== null && frameMs !== null) {
+      const [prefill, interval] = [this.firstFrameMs.value, this.frameIntervalMs.value];
+      if (prefill !== null && interval !== null) {
+        const [prefillMs, frameMs] = [prefill * load, interval * load];
         // Planned with a margin: step times under shared CPU vary, and a chunk a little smaller costs little.
         const budgetMs = TARGET_PLANNING_SHARE * (pb.firstPacketDeadlineMs - pb.downstreamMs - Date.now());
         const { frames, met } = initialChunkForTarget(this.ctx.chunkPolicy, budgetMs, prefillMs, frameMs);
@@ -134,7 +149,6 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
         return frames;
       }
     }
-    const load = Math.max(running + 1, req.liveAtAdmission);
     return initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
   }
 
@@ -150,6 +164,19 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
         ? pb.firstPacketDeadlineMs
         : req.firstSentAtMs + req.toCode2Wav.framesSent * pb.frameMs;
     return due - pb.downstreamMs;
+  }
+
+  /**
+   * A first chunk sized for a TTFP target that the frames still to make would now miss (the load rose since it was
+   * sized): it goes as it is. Only the first: it carries no left context, so sending it short costs nothing later
+   * chunks do not already pay (each is at most as long as the audio before it).
+   */
+  private firstChunkLate(req: TalkerRequest, nowMs: number): boolean {
+    const pb = req.playback;
+    const interval = this.frameIntervalMs.value;
+    if (req.firstSentAtMs !== null || pb?.ttfpTargetMs == null || interval === null) return false;
+    const frameMs = interval * Math.max(1, this.scheduler.numRunning);
+    return nowMs + req.toCode2Wav!.framesUntilNextChunk * frameMs > pb.firstPacketDeadlineMs - pb.downstreamMs;
   }
 
   protected override updateDeadlines(): void {
@@ -209,10 +236,15 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
   protected afterStep(req: TalkerRequest, item: ScheduledItem, out: TalkerStepOutput): void {
     if (!item.sample) return; // a prefill chunk: nothing sampled yet
     if (out.eos && !req.sampling.ignoreEos) return this.finishTalker(req, 'stop');
+    const nowMs = Date.now();
+    const sharing = Math.max(1, this.scheduler.numRunning);
+    if (req.lastFrameAtMs !== null) this.frameIntervalMs.observe((nowMs - req.lastFrameAtMs) / sharing);
+    else if (req.rowsAtMs !== null) this.firstFrameMs.observe((nowMs - req.rowsAtMs) / sharing);
+    req.lastFrameAtMs = nowMs;
     req.framesSampled++;
     req.numOutputs++;
     req.toCode2Wav!.push(out.codes);
-    const chunk = req.toCode2Wav!.take(false);
+    const chunk = req.toCode2Wav!.take(false, this.firstChunkLate(req, nowMs));
     if (chunk) {
       req.firstSentAtMs ??= Date.now();
       this.send(req, req.downstream, codesChunk(chunk));
