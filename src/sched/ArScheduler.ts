@@ -8,17 +8,9 @@
  * A request whose next input has not arrived is WAITING_FOR_CHUNK: it is skipped, never blocking the others.
  *
  * Policy fifo: running requests oldest first, then waiting ones in arrival order. Policy playback (playback.ts):
- * both by deadline, least slack first, and a request's work joins a step only as far as the step stays short
- * enough for the more urgent requests already in it (a long prompt prefill is cut into chunks or waits a step).
+ * both by deadline, least slack first.
  */
-import {
-  byDeadline,
-  stepBoundMs,
-  unitsWithinBound,
-  type PlaybackDeadline,
-  type ScheduleClock,
-  type SchedulingPolicy,
-} from './playback.ts';
+import { byDeadline, type SchedulingPolicy } from './playback.ts';
 
 export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
 
@@ -58,7 +50,8 @@ interface ArRequest {
   numAvailableTokens: number;
   /** Whether reaching numAvailableTokens samples an output (false: the known positions are context only). */
   sampleAtEnd: boolean;
-  playback: PlaybackDeadline | null;
+  /** Epoch ms its next output is due (playback policy); null: none. */
+  deadlineMs: number | null;
 }
 
 export class ArScheduler {
@@ -81,7 +74,7 @@ export class ArScheduler {
       numComputedTokens: 0,
       numAvailableTokens,
       sampleAtEnd: true,
-      playback: null,
+      deadlineMs: null,
     });
   }
 
@@ -102,9 +95,9 @@ export class ArScheduler {
     r.sampleAtEnd = sampleAtEnd;
   }
 
-  /** Playback policy: when the request's next output is due and how many steps it needs to make it. */
-  setDeadline(requestId: string, deadline: PlaybackDeadline | null): void {
-    this.get(requestId).playback = deadline;
+  /** Playback policy: when the request's next output is due (epoch ms); null: no deadline (served last). */
+  setDeadline(requestId: string, deadlineMs: number | null): void {
+    this.get(requestId).deadlineMs = deadlineMs;
   }
 
   numComputed(requestId: string): number {
@@ -150,27 +143,17 @@ export class ArScheduler {
     return n;
   }
 
-  schedule(clock?: ScheduleClock): SchedulerPlan {
+  schedule(): SchedulerPlan {
     const { maxNumSeqs, maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes } = this.options;
     const items: ScheduledItem[] = [];
     const preempted: string[] = [];
     let tokenBudget = maxNumBatchedTokens;
-    const playback = this.options.policy === 'playback' && clock ? clock : null;
-    // Playback: the longest step the requests already in it allow, and how many of a request's tokens fit it.
-    let boundMs = Infinity;
-    const fitting = (wanted: number): number =>
-      playback && items.length > 0
-        ? unitsWithinBound(playback.cost, maxNumBatchedTokens - tokenBudget, wanted, boundMs)
-        : wanted;
-    const scheduled = (r: ArRequest, numTokens: number): void => {
-      items.push(this.item(r, numTokens));
-      tokenBudget -= numTokens;
-      if (playback && r.playback) boundMs = Math.min(boundMs, stepBoundMs(r.playback, playback.nowMs));
-    };
 
     // 1. KV held after this step by running requests, before any new admission.
     const ordered = [...this.requests.values()].sort(
-      playback ? byDeadline((r) => r.playback?.deadlineMs ?? Infinity) : (a, b) => a.arrival - b.arrival,
+      this.options.policy === 'playback'
+        ? byDeadline((r) => r.deadlineMs ?? Infinity)
+        : (a, b) => a.arrival - b.arrival,
     );
     const running = ordered.filter((r) => r.status === 'running');
     let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
@@ -182,8 +165,7 @@ export class ArScheduler {
       if (r.paused) continue; // a slow client holds this one back; it keeps its KV
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // WAITING_FOR_CHUNK: nothing to compute until its next input arrives
-      const numTokens = fitting(Math.min(pending, tokenBudget));
-      if (numTokens === 0) continue; // playback: it would slow the step past a more urgent request's deadline
+      const numTokens = Math.min(pending, tokenBudget);
       // Preempt the newest running request not yet scheduled this step (possibly this one, as vLLM does) until
       // this step fits the KV budget. Preempted requests restart from position 0 (recompute).
       let selfPreempted = false;
@@ -200,8 +182,9 @@ export class ArScheduler {
         }
       }
       if (selfPreempted) continue;
-      scheduled(r, numTokens);
+      items.push(this.item(r, numTokens));
       kvTokens += numTokens;
+      tokenBudget -= numTokens;
     }
 
     // 3. Admit waiting requests (FIFO; playback: by deadline) while slots, token budget and KV budget allow. A
@@ -213,13 +196,13 @@ export class ArScheduler {
       if (r.paused) continue;
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
-      const numTokens = fitting(Math.min(pending, tokenBudget));
-      if (numTokens === 0) continue; // playback: admitted in a later step, when it does not delay a more urgent one
+      const numTokens = Math.min(pending, tokenBudget);
       if ((kvTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV to free up
       r.status = 'running';
       numRunning++;
-      scheduled(r, numTokens);
+      items.push(this.item(r, numTokens));
       kvTokens += numTokens;
+      tokenBudget -= numTokens;
     }
     return { items, preempted, numScheduledTokens: maxNumBatchedTokens - tokenBudget };
   }

@@ -3,32 +3,17 @@
  * batches up to maxNumSeqs of them, one chunk per request (a request's chunks must be decoded in order). Pure: the
  * core tells it when chunks arrive and are consumed.
  *
- * Policy fifo: oldest ready chunk first. Policy playback (playback.ts): least slack first, and a chunk joins the
- * batch only while the batch's estimated decode time stays within the deadline of every more urgent chunk in it
- * (a batch of sixteen 2 s chunks takes long enough to starve a listener waiting on a small one).
+ * Policy fifo: oldest ready chunk first. Policy playback (playback.ts): least slack first.
  */
-import {
-  byDeadline,
-  stepBoundMs,
-  unitsWithinBound,
-  type ScheduleClock,
-  type SchedulingPolicy,
-  type StepCost,
-} from './playback.ts';
+import { byDeadline, type SchedulingPolicy } from './playback.ts';
 
 export interface GenerationItem {
   readonly requestId: string;
 }
 
-interface ReadyRequest {
-  /** Work units (codec frames) of each ready chunk, in order. */
-  readonly units: number[];
-  /** When the oldest ready chunk became ready, for FIFO fairness. */
-  arrival: number;
-}
-
 export class GenerationScheduler {
-  private readonly ready = new Map<string, ReadyRequest>();
+  /** requestId -> number of ready chunks, plus when the oldest became ready (for FIFO fairness). */
+  private readonly ready = new Map<string, { count: number; arrival: number }>();
   private readonly paused = new Set<string>();
   private readonly deadlines = new Map<string, number>();
   private clock = 0;
@@ -40,11 +25,10 @@ export class GenerationScheduler {
     if (maxNumSeqs < 1) throw new RangeError('maxNumSeqs must be >= 1');
   }
 
-  /** A chunk of `units` work (codec frames, context included) is ready. */
-  chunkArrived(requestId: string, units = 1): void {
+  chunkArrived(requestId: string): void {
     const r = this.ready.get(requestId);
-    if (r) r.units.push(units);
-    else this.ready.set(requestId, { units: [units], arrival: this.clock++ });
+    if (r) r.count++;
+    else this.ready.set(requestId, { count: 1, arrival: this.clock++ });
   }
 
   /** Playback policy: when the request's next chunk must be out (epoch ms); null: no deadline (served last). */
@@ -72,15 +56,18 @@ export class GenerationScheduler {
     return this.ready.size;
   }
 
-  schedule(clock?: ScheduleClock): GenerationItem[] {
-    const playback = this.policy === 'playback' && clock ? clock : null;
+  schedule(): GenerationItem[] {
     const deadline = (c: { requestId: string }): number => this.deadlines.get(c.requestId) ?? Infinity;
-    const candidates = [...this.ready.entries()]
+    return [...this.ready.entries()]
       .filter(([id]) => !this.paused.has(id))
-      .map(([requestId, r]) => ({ requestId, arrival: r.arrival, units: r.units[0] }))
-      .sort(playback ? byDeadline<{ requestId: string; arrival: number }>(deadline) : (a, b) => a.arrival - b.arrival);
-    if (!playback) return candidates.slice(0, this.maxNumSeqs).map(({ requestId }) => ({ requestId }));
-    return this.fitBatch(candidates, playback.nowMs, playback.cost, deadline);
+      .map(([requestId, r]) => ({ requestId, arrival: r.arrival }))
+      .sort(
+        this.policy === 'playback'
+          ? byDeadline<{ requestId: string; arrival: number }>(deadline)
+          : (a, b) => a.arrival - b.arrival,
+      )
+      .slice(0, this.maxNumSeqs)
+      .map(({ requestId }) => ({ requestId }));
   }
 
   /** One chunk of each item was consumed; a request with more ready chunks goes to the back of the line. */
@@ -88,29 +75,8 @@ export class GenerationScheduler {
     for (const { requestId } of items) {
       const r = this.ready.get(requestId);
       if (!r) continue;
-      r.units.shift();
-      if (r.units.length === 0) this.ready.delete(requestId);
+      if (--r.count === 0) this.ready.delete(requestId);
       else r.arrival = this.clock++;
     }
-  }
-
-  /** Most urgent first; each further chunk only if the batch still decodes within every included deadline. */
-  private fitBatch(
-    candidates: readonly { requestId: string; units: number }[],
-    nowMs: number,
-    cost: StepCost,
-    deadline: (c: { requestId: string }) => number,
-  ): GenerationItem[] {
-    const batch: GenerationItem[] = [];
-    let units = 0;
-    let boundMs = Infinity;
-    for (const c of candidates) {
-      if (batch.length === this.maxNumSeqs) break;
-      if (batch.length > 0 && unitsWithinBound(cost, units, c.units, boundMs) < c.units) continue;
-      batch.push({ requestId: c.requestId });
-      units += c.units;
-      boundMs = Math.min(boundMs, stepBoundMs({ deadlineMs: deadline(c), stepsNeeded: 1 }, nowMs));
-    }
-    return batch;
   }
 }

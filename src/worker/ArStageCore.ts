@@ -4,7 +4,7 @@
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
 import { ArScheduler, type ScheduledItem } from '../sched/ArScheduler.ts';
-import { StepCostModel, type SchedulingPolicy } from '../sched/playback.ts';
+import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
 
@@ -17,8 +17,6 @@ export interface ArRunner<B, O> {
 
 export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore<R> {
   protected readonly scheduler: ArScheduler;
-  /** Step duration by tokens scheduled, measured under the current load (playback scheduling, TTFP targets). */
-  protected readonly stepCost = new StepCostModel();
 
   constructor(
     ctx: StageContext,
@@ -62,7 +60,7 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
 
   step(): boolean {
     this.updateDeadlines();
-    const plan = this.scheduler.schedule({ nowMs: Date.now(), cost: this.stepCost.cost });
+    const plan = this.scheduler.schedule();
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;
     const started = performance.now();
@@ -89,7 +87,6 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
       const req = this.requests.get(item.requestId);
       if (req) this.afterStep(req, item, outputs[i]);
     });
-    this.stepCost.observe(plan.numScheduledTokens, performance.now() - started);
     this.recordStep(plan.items.length, started);
     return true;
   }

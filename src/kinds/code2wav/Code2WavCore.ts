@@ -3,7 +3,6 @@
  * max_num_seqs); each chunk's audio (minus its left-context samples) goes to main in order, the last one final.
  */
 import { GenerationScheduler } from '../../sched/GenerationScheduler.ts';
-import { StepCostModel } from '../../sched/playback.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../../stages/types.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../common/engine.ts';
@@ -29,8 +28,6 @@ interface Code2WavRequest extends CoreRequest {
 
 export class Code2WavCore extends StageCore<Code2WavRequest> {
   private readonly scheduler: GenerationScheduler;
-  /** Decode duration by codec frames in the batch (context included), measured under the current load. */
-  private readonly stepCost = new StepCostModel();
 
   constructor(
     ctx: StageContext,
@@ -76,7 +73,7 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
         final,
       });
     }
-    this.scheduler.chunkArrived(req.requestId, Math.max(1, req.chunks[req.chunks.length - 1].numFrames));
+    this.scheduler.chunkArrived(req.requestId);
     this.updateDeadline(req);
   }
 
@@ -104,7 +101,7 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
   }
 
   step(): boolean {
-    const items = this.scheduler.schedule({ nowMs: Date.now(), cost: this.stepCost.cost });
+    const items = this.scheduler.schedule();
     if (items.length === 0) return false;
     const started = performance.now();
     const work: { req: Code2WavRequest; chunk: PendingChunk }[] = items.map(({ requestId }) => {
@@ -131,10 +128,6 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
         );
       return true;
     }
-    this.stepCost.observe(
-      decodable.reduce((n, w) => n + w.chunk.numFrames, 0),
-      performance.now() - started,
-    );
     const sentAtMs = Date.now();
     for (const w of work) {
       const i = decodable.indexOf(w);

@@ -184,8 +184,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     for (const req of this.requests.values()) {
       const deadlineMs = this.deadlineMs(req);
       if (deadlineMs === null || !this.scheduler.has(req.requestId)) continue;
-      const stepsNeeded = Math.max(1, req.toCode2Wav!.framesUntilNextChunk);
-      this.scheduler.setDeadline(req.requestId, { deadlineMs, stepsNeeded });
+      this.scheduler.setDeadline(req.requestId, deadlineMs);
     }
   }
 
