@@ -149,6 +149,9 @@ export interface EncoderStats {
   readonly decodesSkipped: number;
   /** Items waiting to be encoded now. */
   readonly queuedItems: number;
+  /** A windowed audio encoder: windows served from its window cache, and windows encoded. */
+  readonly windowHits?: number;
+  readonly windowsEncoded?: number;
 }
 
 export interface StageStats {
