@@ -141,8 +141,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     const match = matchPrefix(c.inputs, inputsOf(req), req.promptTokenIds.length - 1);
     if (!match.settled) return true; // stopped at rows still encoding, which the request would wait for anyway
     p.candidate = null;
-    const talkerRows = req.toTalker ? c.embeds && c.hidden : true;
-    if (match.length === 0 || !talkerRows) {
+    // The reused positions' rows are not computed again: a Talker (or a prefill keeping rows) takes them from c.
+    const needsRows = req.toTalker !== null || p.embeds !== null;
+    if (match.length === 0 || (needsRows && !(c.embeds && c.hidden))) {
       this.runner.free(c.seqId);
       return false;
     }
@@ -150,7 +151,13 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     this.runner.moveSequence(c.seqId, req.requestId, n);
     this.scheduler.startAt(req.requestId, n);
     const d = this.runner.hiddenSize;
-    if (req.toTalker) req.toTalker.onStep(0, n, c.embeds!.subarray(0, n * d), c.hidden!.subarray(0, n * d), null);
+    if (needsRows) {
+      const embeds = c.embeds!.subarray(0, n * d);
+      const hidden = c.hidden!.subarray(0, n * d);
+      req.toTalker?.onStep(0, n, embeds, hidden, null);
+      p.embeds?.set(embeds);
+      p.hidden?.set(hidden);
+    }
     p.cachedTokens = n;
     this.prefixes.reused(n);
     this.ctx.log.debug({ requestId: req.requestId, key: p.key, positions: n }, 'prompt prefix reused');
