@@ -139,7 +139,7 @@ describe('audio encoder, windowed (speech encoded while it is spoken)', () => {
     }
   });
 
-  it('a growing clip is encoded once per window: earlier windows come back bit for bit from the window cache', async () => {
+  it('a growing clip is encoded once per window: earlier windows come back bit for bit from its cache', async () => {
     const runner = await createEncoderRunner(audioSpec, models.dir);
     try {
       const bytes = pcm16Speechlike(3);
