@@ -30,7 +30,7 @@ import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { SpokenItems } from './SpokenItems.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
-import { VoicePrefill } from './VoicePrefill.ts';
+import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
 import type { VadService } from '../voice/VadService.ts';
 
 /** pcm16 mono at 24 kHz. */
@@ -48,6 +48,8 @@ export interface SessionContext {
   readonly queue: RequestQueue;
   /** The server's VAD (started by the first session that turns server_vad on). */
   readonly vad: () => Promise<VadService>;
+  /** Voice prefills in flight across the server (VoicePrefill). */
+  readonly prefills: PrefillSlots;
   readonly log: FastifyBaseLogger;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
@@ -208,7 +210,8 @@ export class RealtimeSession {
       );
     state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
     this.#voice.configure(state.turnDetection);
-    if (state.turnDetection) this.#prefill ??= VoicePrefill.for(this.#ctx.engine, `voice-${this.id}`, this.#ctx.log);
+    if (state.turnDetection)
+      this.#prefill ??= VoicePrefill.for(this.#ctx.engine, this.#ctx.prefills, `voice-${this.id}`, this.#ctx.log);
     else {
       this.#prefill?.close();
       this.#prefill = null;

@@ -16,6 +16,27 @@ import type { FastifyBaseLogger } from 'fastify';
 /** One attention window of the generated audio encoder (64 mel frames): a prefill per new window of speech. */
 export const PREFILL_EVERY_MS = 640;
 
+/**
+ * Prefills in flight across the server. A prefill only saves time; with many sessions speaking at once, every one of
+ * them would cost the event loop (the turn's audio copied and probed) and the encoder and Thinker work that answers
+ * need. Beyond `max` a session skips its prefill and tries again on its next append; the answer then reuses less.
+ */
+export class PrefillSlots {
+  #inFlight = 0;
+
+  constructor(readonly max = 1) {}
+
+  tryTake(): boolean {
+    if (this.#inFlight >= this.max) return false;
+    this.#inFlight++;
+    return true;
+  }
+
+  give(): void {
+    this.#inFlight--;
+  }
+}
+
 export class VoicePrefill {
   #inFlight: RequestHandle | null = null;
   #prefilledMs = 0;
@@ -24,14 +45,15 @@ export class VoicePrefill {
 
   constructor(
     private readonly engine: Engine & { releasePrefix(key: string): void },
+    private readonly slots: PrefillSlots,
     /** The session's prefix key. */
     readonly key: string,
     private readonly log: FastifyBaseLogger,
   ) {}
 
   /** An engine that can retain prefixes gets a VoicePrefill; others (test doubles) none. */
-  static for(engine: Engine, key: string, log: FastifyBaseLogger): VoicePrefill | null {
-    return canRetain(engine) ? new VoicePrefill(engine, key, log) : null;
+  static for(engine: Engine, slots: PrefillSlots, key: string, log: FastifyBaseLogger): VoicePrefill | null {
+    return canRetain(engine) ? new VoicePrefill(engine, slots, key, log) : null;
   }
 
   /**
@@ -40,8 +62,9 @@ export class VoicePrefill {
    */
   onAudio(bufferedMs: number, render: () => GenerateRequest['messages'] | null): void {
     if (this.#closed || this.#inFlight || bufferedMs - this.#prefilledMs < PREFILL_EVERY_MS) return;
+    if (!this.slots.tryTake()) return;
     const messages = render();
-    if (!messages) return;
+    if (!messages) return this.slots.give();
     let handle: RequestHandle;
     try {
       handle = this.engine.generate({
@@ -53,13 +76,15 @@ export class VoicePrefill {
     } catch (err) {
       // The answer will meet the same problem and report it; a prefill only saves time.
       this.log.debug({ err, key: this.key }, 'voice prefill not started');
-      return;
+      return this.slots.give();
     }
     this.#inFlight = handle;
     this.#prefilledMs = bufferedMs;
     handle.events.subscribe({
       next: (e) => {
-        if (e.type === 'done' && this.#inFlight === handle) this.#inFlight = null;
+        if (e.type !== 'done') return;
+        this.slots.give();
+        if (this.#inFlight === handle) this.#inFlight = null;
       },
     });
   }
