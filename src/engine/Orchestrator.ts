@@ -22,6 +22,7 @@ import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
 import { healthOf, newSlot, type Slot } from './Slot.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
+import { PrefixRoutes } from './PrefixRoutes.ts';
 import { HangWatch } from './HangWatch.ts';
 import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
@@ -51,6 +52,7 @@ export class Orchestrator implements Engine {
   private readonly hangs: HangWatch;
   private readonly promptContext: PromptContext;
   private readonly media: MediaRoutes;
+  private readonly prefixRoutes = new PrefixRoutes(this.slots);
   /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
   private audioFacts: Omit<AudioOutputFacts, 'framesPerToken'> | null = null;
   private framesPerToken: number | null = null;
@@ -171,7 +173,10 @@ export class Orchestrator implements Engine {
     const prompt = preparePrompt(request.messages, this.promptContext);
     checkPromptFits(prompt, this.graph);
     const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
-    const chosen = new Map(stages.map((s) => [s.stageId, this.pickReplica(s)]));
+    const key = (s: StageSpec) => (s.stageId === this.graph.entryStageId ? request.prefix?.key : undefined);
+    const chosen = new Map(
+      stages.map((s) => [s.stageId, this.prefixRoutes.pick(s, key(s), () => this.pickReplica(s))]),
+    );
     const promptTokenIds = prompt.promptTokenIds;
     const outputs = stages.filter(
       (s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType),
@@ -241,6 +246,7 @@ export class Orchestrator implements Engine {
         downstream,
         upstreams,
         ...(isEntry && plan ? { media: plan.thinker } : {}),
+        ...(isEntry && request.prefix ? { prefix: request.prefix } : {}),
         ...(spec.encoder && plan ? { encode: plan.encode.get(slot.instance) ?? [] } : {}),
         initialCodecChunkFrames: request.initialCodecChunkFrames,
         liveRequests: this.live.size,
@@ -282,6 +288,10 @@ export class Orchestrator implements Engine {
         `no ready replica of stage ${spec.stageId} (restarting or failed); retry shortly`,
       );
     return best;
+  }
+
+  releasePrefix(key: string): void {
+    this.prefixRoutes.release(key)?.worker?.send({ type: 'release_prefix', key });
   }
 
   /** Ends a request as cancelled; `reason` says who or what cancelled it (default: the client). */

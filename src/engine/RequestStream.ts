@@ -30,6 +30,7 @@ export class RequestStream {
   firstAudioAtMs: number | null = null;
   private readonly warnings = new Set<string>();
   private readonly droppedItems = new Set<number>();
+  private cachedTokens = 0;
 
   constructor(
     readonly requestId: string,
@@ -83,6 +84,7 @@ export class RequestStream {
   private onText(body: TextBody, final: boolean): void {
     if (final && body.warnings) this.addWarnings(body.warnings);
     if (final) for (const item of body.droppedItems ?? []) this.droppedItems.add(item);
+    if (final && body.cachedTokens) this.cachedTokens = body.cachedTokens;
     let delta = '';
     for (const id of body.tokenIds) delta += this.detokenizer.push(id);
     if (final) delta += this.detokenizer.flush();
@@ -146,6 +148,7 @@ export class RequestStream {
       promptTokens: details.text + details.audio + details.image,
       promptTokenDetails: details,
       completionTokens: this.completionTokens,
+      ...(this.cachedTokens > 0 ? { cachedTokens: this.cachedTokens } : {}),
       audioFrames: this.audio ? Math.round(this.audioSamples / this.audio.samplesPerFrame) : 0,
       audioSeconds: this.audio ? this.audioSamples / this.audio.sampleRateHz : 0,
     };

@@ -100,6 +100,18 @@ export class ArScheduler {
     this.get(requestId).deadlineMs = deadlineMs;
   }
 
+  /**
+   * Positions [0, numComputedTokens) were computed before the request ran (the Thinker reused a retained prefix's
+   * KV): it starts there. Only for a request that has not run yet.
+   */
+  startAt(requestId: string, numComputedTokens: number): void {
+    const r = this.get(requestId);
+    if (r.status !== 'waiting' || r.numComputedTokens !== 0)
+      throw new Error(`request ${requestId} has run already: it cannot start elsewhere`);
+    r.numComputedTokens = numComputedTokens;
+    r.numAvailableTokens = Math.max(r.numAvailableTokens, numComputedTokens);
+  }
+
   numComputed(requestId: string): number {
     return this.get(requestId).numComputedTokens;
   }
@@ -197,11 +209,12 @@ export class ArScheduler {
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
       const numTokens = Math.min(pending, tokenBudget);
-      if ((kvTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV to free up
+      // A request that starts past position 0 (startAt) brings its KV along.
+      if ((kvTokens + r.numComputedTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV
       r.status = 'running';
       numRunning++;
       items.push(this.item(r, numTokens));
-      kvTokens += numTokens;
+      kvTokens += r.numComputedTokens + numTokens;
       tokenBudget -= numTokens;
     }
     return { items, preempted, numScheduledTokens: maxNumBatchedTokens - tokenBudget };

@@ -135,6 +135,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   /** Main reports that an upstream instance will deliver nothing more for the request (the Thinker's encoders). */
   onMediaFailed(_requestId: string, _fromInstance: string, _error: SerializedError): void {}
 
+  /** Main frees a retained prompt prefix (the Thinker's; other stages retain none). */
+  releasePrefix(_key: string): void {}
+
   /** When the step loop must run again even if nothing arrives (a batch timeout); null = only on arrivals. */
   nextWakeAtMs(): number | null {
     return null;
