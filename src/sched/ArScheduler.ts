@@ -155,7 +155,8 @@ export class ArScheduler {
     return n;
   }
 
-  schedule(): SchedulerPlan {
+  /** `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). */
+  schedule(nowMs = Date.now()): SchedulerPlan {
     const { maxNumSeqs, maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes } = this.options;
     const items: ScheduledItem[] = [];
     const preempted: string[] = [];
@@ -164,7 +165,7 @@ export class ArScheduler {
     // 1. KV held after this step by running requests, before any new admission.
     const ordered = [...this.requests.values()].sort(
       this.options.policy === 'playback'
-        ? byDeadline((r) => r.deadlineMs ?? Infinity)
+        ? byDeadline((r) => r.deadlineMs ?? Infinity, nowMs)
         : (a, b) => a.arrival - b.arrival,
     );
     const running = ordered.filter((r) => r.status === 'running');

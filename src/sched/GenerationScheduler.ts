@@ -56,14 +56,15 @@ export class GenerationScheduler {
     return this.ready.size;
   }
 
-  schedule(): GenerationItem[] {
+  /** `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). */
+  schedule(nowMs = Date.now()): GenerationItem[] {
     const deadline = (c: { requestId: string }): number => this.deadlines.get(c.requestId) ?? Infinity;
     return [...this.ready.entries()]
       .filter(([id]) => !this.paused.has(id))
       .map(([requestId, r]) => ({ requestId, arrival: r.arrival }))
       .sort(
         this.policy === 'playback'
-          ? byDeadline<{ requestId: string; arrival: number }>(deadline)
+          ? byDeadline<{ requestId: string; arrival: number }>(deadline, nowMs)
           : (a, b) => a.arrival - b.arrival,
       )
       .slice(0, this.maxNumSeqs)

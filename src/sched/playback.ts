@@ -34,7 +34,16 @@ export class Ewma {
   }
 }
 
-/** Orders by deadline (least slack first), then by arrival; requests without a deadline last, by arrival. */
-export function byDeadline<T extends { readonly arrival: number }>(deadline: (t: T) => number): (a: T, b: T) => number {
-  return (a, b) => deadline(a) - deadline(b) || a.arrival - b.arrival;
+/**
+ * Orders by deadline (least slack first), then by arrival; requests without a deadline last, by arrival. Deadlines
+ * already past count as `nowMs`: overdue requests keep their arrival order among themselves instead of the most
+ * overdue always going first, so an overloaded stage degrades to fifo rather than to the domino effect of
+ * earliest-deadline-first under overload (every listener late, none served in turn).
+ */
+export function byDeadline<T extends { readonly arrival: number }>(
+  deadline: (t: T) => number,
+  nowMs: number,
+): (a: T, b: T) => number {
+  const key = (t: T) => Math.max(deadline(t), nowMs);
+  return (a, b) => key(a) - key(b) || a.arrival - b.arrival;
 }

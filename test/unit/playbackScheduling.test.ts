@@ -44,7 +44,7 @@ describe('ArScheduler with playback scheduling', () => {
       s.setDeadline('early', NOW + 2000); // arrived first, plenty of audio buffered
       s.setDeadline('late', NOW + 40); // its listener runs dry first
       s.setDeadline('soon', NOW + 300);
-      return s.schedule().items.map((i) => [i.requestId, i.numTokens]);
+      return s.schedule(NOW).items.map((i) => [i.requestId, i.numTokens]);
     };
     expect(plan('fifo')).toEqual([
       ['early', 2],
@@ -63,12 +63,12 @@ describe('ArScheduler with playback scheduling', () => {
     s.add('third', 10);
     s.setDeadline('second', NOW + 100);
     s.setDeadline('third', NOW + 900);
-    expect(s.schedule().items.map((i) => i.requestId)).toEqual(['second']);
+    expect(s.schedule(NOW).items.map((i) => i.requestId)).toEqual(['second']);
     const fifo = arScheduler('fifo', 1);
     fifo.add('first', 10);
     fifo.add('second', 10);
     fifo.setDeadline('second', NOW + 100);
-    expect(fifo.schedule().items.map((i) => i.requestId)).toEqual(['first']);
+    expect(fifo.schedule(NOW).items.map((i) => i.requestId)).toEqual(['first']);
   });
 });
 
@@ -84,8 +84,17 @@ describe('GenerationScheduler with playback scheduling', () => {
       s.setDeadline('big2', NOW + 3000);
       s.setDeadline('first', NOW + 30);
     }
-    expect(fifo.schedule().map((i) => i.requestId)).toEqual(['big1', 'big2']);
-    expect(playback.schedule().map((i) => i.requestId)).toEqual(['first', 'big2']);
+    expect(fifo.schedule(NOW).map((i) => i.requestId)).toEqual(['big1', 'big2']);
+    expect(playback.schedule(NOW).map((i) => i.requestId)).toEqual(['first', 'big2']);
+  });
+
+  it('serves overdue requests in arrival order, not the most overdue first (no domino under overload)', () => {
+    const s = new GenerationScheduler(2, 'playback');
+    for (const id of ['a', 'b', 'c']) s.chunkArrived(id);
+    s.setDeadline('a', NOW - 10);
+    s.setDeadline('b', NOW - 900); // the most overdue
+    s.setDeadline('c', NOW + 50);
+    expect(s.schedule(NOW).map((i) => i.requestId)).toEqual(['a', 'b']);
   });
 
   it('forgets the deadline of a removed request', () => {
@@ -95,7 +104,7 @@ describe('GenerationScheduler with playback scheduling', () => {
     s.remove('a');
     s.chunkArrived('b');
     s.chunkArrived('a');
-    expect(s.schedule()).toEqual([{ requestId: 'b' }]); // a came back without a deadline: after b's arrival
+    expect(s.schedule(NOW)).toEqual([{ requestId: 'b' }]); // a came back without a deadline: after b's arrival
   });
 });
 
