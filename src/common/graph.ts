@@ -262,7 +262,7 @@ export interface StageGraph {
   readonly modelsDir: string;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
-  /** How the Talker and Code2Wav order work: playback (least slack first, the default) or fifo. */
+  /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */
   readonly scheduling: SchedulingPolicy;
   /**
    * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the

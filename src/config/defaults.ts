@@ -5,7 +5,7 @@
 
 export const defaults = {
   asyncChunk: true,
-  scheduling: 'playback' as const, // Talker and Code2Wav: least slack first (fifo: oldest first)
+  scheduling: 'fifo' as const, // Talker and Code2Wav: oldest first (playback: least slack first; README, Design)
   stageHangMs: 2_000, // 2 s of silence from a stage with work, while its process uses no CPU
 
   /** Relative to the repo root (the folder holding package.json), not to the YAML file. */

@@ -167,7 +167,8 @@ describe('withOverrides', () => {
     const file = defaultConfigPath();
     const text = readFileSync(file, 'utf8');
     const [a, f] = [parseConfig(text, file), parseConfig(withOverrides(text, { scheduling: 'fifo' }, file), file)];
-    expect([a.scheduling, f.scheduling]).toEqual(['playback', 'fifo']);
-    expect({ ...f, scheduling: 'playback', warnings: [], configHash: a.configHash }).toEqual({ ...a, warnings: [] });
+    const p = parseConfig(withOverrides(text, { scheduling: 'playback' }, file), file);
+    expect([a.scheduling, f.scheduling, p.scheduling]).toEqual(['fifo', 'fifo', 'playback']);
+    expect({ ...p, scheduling: 'fifo', warnings: [], configHash: a.configHash }).toEqual({ ...a, warnings: [] });
   });
 });

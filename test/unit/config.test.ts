@@ -88,7 +88,7 @@ describe('defaults and resolution', () => {
   it('fills every default from a minimal file, and freezes the result deeply', () => {
     const graph = parseConfig(threeStages, '/tmp/conf/min.yaml', { cores: 64 });
     expect(graph.asyncChunk).toBe(true);
-    expect(graph.scheduling).toBe('playback');
+    expect(graph.scheduling).toBe('fifo');
     expect(graph.modelsDir).toBe(path.join(repoRoot(), '.chorus', 'models'));
     expect(Object.keys(graph.connectors)).toEqual(['shm']);
     expect(graph.chunkPolicy).toEqual({
