@@ -132,7 +132,9 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
    */
   private initialChunk(req: TalkerRequest): number {
     const running = this.scheduler.numRunning;
-    const load = Math.max(running + 1, req.liveAtAdmission);
+    // Requests this Talker knows (added, some still waiting for their first rows) count too: the first request of
+    // a burst sizes its chunk after the Thinker's prefill, when the rest of the burst has been added here.
+    const load = Math.max(running + 1, req.liveAtAdmission, this.size);
     const pb = req.playback;
     if (req.initialCodecChunkFrames === undefined && pb?.ttfpTargetMs != null) {
       const [prefill, interval] = [this.firstFrameMs.value, this.frameIntervalMs.value];
