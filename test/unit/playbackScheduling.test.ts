@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';
 import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
-import { initialChunkForTarget } from '../../src/sched/chunkPolicy.ts';
+import { initialChunkForTarget, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
 import { Ewma } from '../../src/sched/playback.ts';
 
 const NOW = 1_000_000;
@@ -108,7 +108,7 @@ describe('GenerationScheduler with playback scheduling', () => {
   });
 });
 
-describe('initial chunk from a TTFP target', () => {
+describe('the first chunk with a TTFP target', () => {
   const policy = {
     initialCodecChunkFrames: null,
     codecChunkFrames: 25,
@@ -124,19 +124,8 @@ describe('initial chunk from a TTFP target', () => {
     expect(initialChunkForTarget(policy, 10_000, 20, 10)).toEqual({ frames: 25, met: true });
     expect(initialChunkForTarget(policy, 15, 20, 10)).toEqual({ frames: 1, met: false });
   });
-});
 
-describe('an early first chunk', () => {
-  it('goes short of its size when asked, with no left context; later chunks keep their rule', async () => {
-    const { nextCodecChunk } = await import('../../src/sched/chunkPolicy.ts');
-    const policy = {
-      initialCodecChunkFrames: null,
-      codecChunkFrames: 25,
-      codecLeftContextFrames: 25,
-      dynamicInitialChunk: true,
-      chunkTimeoutMs: 1000,
-      ttfpTargetMs: null,
-    };
+  it('goes early, short of its size, when asked, with no left context; later chunks keep their rule', () => {
     expect(nextCodecChunk(policy, 12, 3, 0, false)).toBeNull(); // 3 of 12 frames: waits
     expect(nextCodecChunk(policy, 12, 3, 0, false, true)).toEqual({ start: 0, contextFrames: 0, end: 3 });
     // The next chunk is at most as long as the audio already sent (3 frames), with those 3 as context.
