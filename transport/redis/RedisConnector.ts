@@ -4,7 +4,8 @@
  *
  * Layout (transport/redis/layout.ts; why lists, not streams: README "Scale out"): each request's frames into an
  * instance are one list; the producer pushes and rings the consumer's bell channel; the consumer pops with a count
- * (LPOP, consume-once) and publishes an ack with the bytes it took, the producer's credit. Each list expires
+ * (LPOP, consume-once) and publishes an ack with the bytes it took, the producer's credit. On one node a small frame
+ * rides in its bell as well, so the consumer has it without waiting for the LPOP. Each list expires
  * ttl_seconds after its last push (TTL garbage collection of what nobody consumed); cleanup() deletes the request's
  * lists into this instance at once.
  *

@@ -3,10 +3,42 @@
  *
  *   list   `{prefix}:{requestId}:in:{to}`  one request's frames into instance `to`: [u16 key][u16 from][frame] each.
  *          The `{requestId}` hash tag keeps a request's lists on one Cluster shard and spreads requests over shards.
- *   bell   `{prefix}:bell:{to}`            pub/sub: "that list has frames".
+ *   bell   `{prefix}:bell:{to}`            pub/sub: "that list has frames": [u16 listLength][list][element?]. On one
+ *          node a small element rides in its bell too (ringsWithFrame), so the consumer has it without an LPOP round
+ *          trip; the list still holds it (consume-once, TTL, late consumers) and the LPOP that follows only acks it.
  *   ack    `{prefix}:ack:{from}`           pub/sub: "I popped N bytes of this request" (`{to}\n{bytes}\n{requestId}`).
  */
 import { frameByteLength } from '../codec.ts';
+
+/**
+ * Elements up to this size ride in their bell: Thinker rows, codec frames and the first audio chunks (4 frames of
+ * float32 at 24 kHz are ~30 KB); later audio chunks (25 frames, ~190 KB) would double Redis's traffic for no
+ * latency that matters.
+ */
+export const BELL_FRAME_MAX_BYTES = 64 * 1024; // 64 KiB
+
+/**
+ * Whether an element of `elementBytes` rides in its bell. Producer and consumer apply the same rule to the same
+ * size, so nothing in the element says it. Never in a Cluster: PUBLISH goes to every node over the cluster bus.
+ */
+export function ringsWithFrame(elementBytes: number, cluster: boolean): boolean {
+  return !cluster && elementBytes <= BELL_FRAME_MAX_BYTES;
+}
+
+export function encodeBell(list: string, element: Uint8Array | null): Buffer {
+  const l = Buffer.from(list);
+  const bell = Buffer.allocUnsafe(2 + l.byteLength + (element?.byteLength ?? 0));
+  bell.writeUInt16LE(l.byteLength, 0);
+  l.copy(bell, 2);
+  if (element) bell.set(element, 2 + l.byteLength);
+  return bell;
+}
+
+export function decodeBell(bell: Buffer): { list: string; element: Buffer | null } {
+  const listBytes = bell.readUInt16LE(0);
+  const list = bell.toString('utf8', 2, 2 + listBytes);
+  return { list, element: bell.byteLength > 2 + listBytes ? bell.subarray(2 + listBytes) : null };
+}
 
 export function listKey(prefix: string, requestId: string, to: string): string {
   return `${prefix}:{${requestId}}:in:${to}`;

@@ -9,13 +9,16 @@
  * waiting in the consumer's next loop turn, as with shm.
  *
  * Consume-once and order: one drain (LPOP with a count) per list at a time; bells that ring while a pop is out
- * coalesce into one more pop. Pushes go out in the order they are posted, on one connection.
+ * coalesce into one more pop. Pushes go out in the order they are posted, on one connection. A small frame also
+ * rides in its bell (layout.ts): it is posted on arrival, saving the LPOP round trip on the chunk's path, and
+ * CarriedFrames makes sure the pop that takes it off the list does not post it again.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ChorusError, ErrorCodes, serializeError } from '../../src/common/errors.ts';
 import { requestIdOfKey } from '../Connector.ts';
 import type { FromRedisIo, PoppedFrame, RedisIoData, ToRedisIo } from './ioMessages.ts';
-import { channelKey, decodeElement, listKey } from './layout.ts';
+import { CarriedFrames } from './CarriedFrames.ts';
+import { channelKey, decodeBell, decodeElement, encodeBell, listKey, ringsWithFrame } from './layout.ts';
 import { RedisLink, clusterNodes } from './redisLink.ts';
 
 const POP_BATCH = 64;
@@ -23,8 +26,9 @@ const POP_BATCH = 64;
 class RedisIoThread {
   readonly #draining = new Map<string, Promise<void>>();
   readonly #drainAgain = new Set<string>();
+  readonly #carried = new CarriedFrames();
   // In a Cluster the bell may leave from another node than the list's shard: publish only once the push is done.
-  readonly #sequential: boolean;
+  readonly #cluster: boolean;
   #closing = false;
 
   constructor(
@@ -32,12 +36,12 @@ class RedisIoThread {
     private readonly link: RedisLink,
     private readonly data: RedisIoData,
   ) {
-    this.#sequential = clusterNodes(data.link.url) !== null;
+    this.#cluster = clusterNodes(data.link.url) !== null;
   }
 
   async subscribe(): Promise<void> {
     const { keyPrefix, self } = this.data;
-    await this.link.subscribe(channelKey(keyPrefix, 'bell', self), (m) => void this.#drain(m.toString()));
+    await this.link.subscribe(channelKey(keyPrefix, 'bell', self), (m) => this.#onBell(m));
     await this.link.subscribe(channelKey(keyPrefix, 'ack', self), (m) => this.#onAck(m.toString()));
     this.link.onDown((err) => this.#post({ type: 'down', error: serializeError(this.link.unavailable(err)) }));
     this.link.onReconnect(() => this.#post({ type: 'up' }));
@@ -56,6 +60,7 @@ class RedisIoThread {
         );
         return;
       case 'del':
+        this.#carried.forget(msg.requestId);
         if (this.link.up)
           this.link.commands.del(listKey(this.data.keyPrefix, msg.requestId, this.data.self)).catch(() => undefined);
         return;
@@ -85,13 +90,25 @@ class RedisIoThread {
     const c = this.link.commands;
     const ttlMs = this.data.ttlSeconds * 1000;
     const bell = channelKey(this.data.keyPrefix, 'bell', to);
-    if (this.#sequential) {
+    const ring = encodeBell(list, ringsWithFrame(element.byteLength, this.#cluster) ? element : null);
+    if (this.#cluster) {
       await Promise.all([c.rPush(list, element), c.pExpire(list, ttlMs)]);
-      await c.publish(bell, list);
+      await c.publish(bell, ring);
     } else {
       // One connection, pipelined in order: the bell reaches Redis after the push.
-      await Promise.all([c.rPush(list, element), c.pExpire(list, ttlMs), c.publish(bell, list)]);
+      await Promise.all([c.rPush(list, element), c.pExpire(list, ttlMs), c.publish(bell, ring)]);
     }
+  }
+
+  /** A frame that rides in its bell goes to the step thread now; the pop that follows takes it off the list. */
+  #onBell(message: Buffer): void {
+    const { list, element } = decodeBell(message);
+    if (element) {
+      const popped = decodeElement(element);
+      if (this.#carried.firstSighting(requestIdOfKey(popped.key), popped.from, popped.key))
+        this.#post({ type: 'frames', frames: [popped] }, [popped.frame.buffer as ArrayBuffer]);
+    }
+    void this.#drain(list);
   }
 
   /** Pops every frame of `list`, posts them to the step thread and acks the producers. One drain per list. */
@@ -116,17 +133,23 @@ class RedisIoThread {
         const acks = new Map<string, { from: string; requestId: string; bytes: number }>();
         for (const element of batch) {
           const popped = decodeElement(element);
-          frames.push(popped);
           const requestId = requestIdOfKey(popped.key);
+          // A frame that rode in its bell was delivered by whichever sighting came first.
+          if (
+            !ringsWithFrame(element.byteLength, this.#cluster) ||
+            this.#carried.firstSighting(requestId, popped.from, popped.key)
+          )
+            frames.push(popped);
           const ackKey = `${popped.from}\n${requestId}`;
           const ack = acks.get(ackKey) ?? { from: popped.from, requestId, bytes: 0 };
           ack.bytes += element.byteLength;
           acks.set(ackKey, ack);
         }
-        this.#post(
-          { type: 'frames', frames },
-          frames.map((f) => f.frame.buffer as ArrayBuffer),
-        );
+        if (frames.length > 0)
+          this.#post(
+            { type: 'frames', frames },
+            frames.map((f) => f.frame.buffer as ArrayBuffer),
+          );
         for (const { from, requestId, bytes } of acks.values()) {
           this.link.commands
             .publish(channelKey(this.data.keyPrefix, 'ack', from), `${this.data.self}\n${bytes}\n${requestId}`)
