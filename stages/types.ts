@@ -52,6 +52,11 @@ export interface ThinkerRunner {
   /** Bytes of KV cache held for this sequence now. */
   kvBytes(seqId: string): number;
   free(seqId: string): void;
+  /**
+   * Hands the KV cache of sequence `from` to sequence `to`, keeping its first `keepPositions` positions (a
+   * retained prefix reused by a later request: ThinkerPrefixes). `from` is gone afterwards; `to` must hold none.
+   */
+  moveSequence(from: string, to: string, keepPositions: number): void;
   close(): Promise<void>;
 }
 

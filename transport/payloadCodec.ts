@@ -103,6 +103,7 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
         tokenIds: p.integers('tokenIds'),
         ...(p.has('warnings') ? { warnings: p.strings('warnings') } : {}),
         ...(p.has('droppedItems') ? { droppedItems: p.integers('droppedItems') } : {}),
+        ...(p.has('cachedTokens') ? { cachedTokens: p.integer('cachedTokens') } : {}),
       };
     case 'audio':
       return { kind, pcm: tensorOf(tensors, 'pcm', Float32Array, 1).data, sampleRateHz: p.integer('sampleRateHz') };

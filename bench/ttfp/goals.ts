@@ -12,6 +12,11 @@ export const GOALS = {
   underrunsAtC10: 0,
   /** Scale-out: two-host (Talker and Code2Wav over Redis) against all-shm, same models. */
   ttfpConfigOverCompareAtC1: 1.25,
+  /** --compare-scheduling: playback-aware against fifo at this concurrency (0 underruns, or worst stall halved). */
+  schedulingAtConcurrency: 16,
+  /** --ttfp-target-ms: at this concurrency, targets within 2x its critical-path limit met by 90% of requests. */
+  ttfpTargetAtConcurrency: 4,
+  ttfpTargetMetShare: 0.9,
 } as const;
 
 function ratio(a: number | null, b: number | null): number | null {
@@ -66,6 +71,7 @@ export function evaluateGoals(
   ratios: readonly Ratio[],
   limit: LimitResult | null,
   configRatios: readonly ConfigRatio[] = [],
+  burstLimits: readonly LimitResult[] = [],
 ): Goal[] {
   const goals: Goal[] = [];
   const atC = (c: number) => ratios.find((r) => r.concurrency === c)?.ttfp_async_over_sync ?? null;
@@ -114,7 +120,54 @@ export function evaluateGoals(
       met: asyncC10.underruns <= GOALS.underrunsAtC10,
     });
   }
+  goals.push(...schedulingGoals(runs), ...ttfpTargetGoals(runs, limit, burstLimits));
   return goals;
+}
+
+/**
+ * --compare-scheduling: playback 0 underruns where fifo has some, or its worst stall at most half of fifo's (both
+ * 0 when fifo never stalled: nothing to halve, and playback must not stall either).
+ */
+function schedulingGoals(runs: readonly RunRow[]): Goal[] {
+  const c = GOALS.schedulingAtConcurrency;
+  const playback = runs.find((r) => r.variant === 'playback' && r.concurrency === c);
+  const fifo = runs.find((r) => r.variant === 'fifo' && r.concurrency === c);
+  if (!playback || !fifo) return [];
+  const noUnderruns = fifo.underruns > 0 && playback.underruns === 0;
+  const halved = playback.worst_stall_ms <= fifo.worst_stall_ms / 2;
+  return [
+    {
+      name: `playback vs fifo at c=${c}: underruns ${playback.underruns} vs ${fifo.underruns}, worst stall (ms)`,
+      value: playback.worst_stall_ms,
+      target: `0 underruns where fifo has some, or <= ${(fifo.worst_stall_ms / 2).toFixed(0)} (half of fifo's)`,
+      met: noUnderruns || halved,
+    },
+  ];
+}
+
+/**
+ * --ttfp-target-ms: share of requests whose first packet met the target, where the target is within 2x the
+ * critical-path limit at that concurrency (the burst limit when measured, else the single-request one).
+ */
+function ttfpTargetGoals(
+  runs: readonly RunRow[],
+  limit: LimitResult | null,
+  burstLimits: readonly LimitResult[],
+): Goal[] {
+  const c = GOALS.ttfpTargetAtConcurrency;
+  const run = runs.find((r) => r.variant === runs[0].variant && r.concurrency === c && r.ttfp_target_met !== null);
+  const atC = burstLimits.find((l) => l.batch === c) ?? limit;
+  if (!run || !atC || run.ttfp_target_ms === null) return [];
+  const limitMs = atC.median.total_ms;
+  if (run.ttfp_target_ms > 2 * limitMs) return [];
+  return [
+    {
+      name: `TTFP target ${run.ttfp_target_ms} ms (limit ${limitMs.toFixed(1)} ms) met at c=${c}, share of requests`,
+      value: run.ttfp_target_met!,
+      target: `>= ${GOALS.ttfpTargetMetShare}`,
+      met: run.ttfp_target_met! >= GOALS.ttfpTargetMetShare,
+    },
+  ];
 }
 
 /** TTFP over the limit for every async run (the bench prints it per concurrency; the goal is at c=1). */

@@ -1,14 +1,15 @@
 /**
  * The server under test when the bench is given --config: the real Orchestrator and the real front end in this
  * process, on a loopback port chosen by the OS. The sync variant is the same YAML with only async_chunk turned
- * off, so both runs use the same models, sizes, seeds and engine settings. A config with remote stages also gets
- * its host B here (RemoteStageHost): a Redis and the `chorus stage` processes, joined before the first request.
+ * off (the fifo variant: only scheduling), so both runs use the same models, sizes, seeds and engine settings. A
+ * config with remote stages also gets its host B here (RemoteStageHost): a Redis and the `chorus stage`
+ * processes, joined before the first request.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import type { StageGraph } from '../../src/common/graph.ts';
+import type { SchedulingPolicy, StageGraph } from '../../src/common/graph.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
@@ -16,7 +17,7 @@ import { startServer } from '../../src/server/app.ts';
 import { RemoteStageHost, remoteStagesOf, type RemoteStageHostOptions } from './RemoteStageHost.ts';
 
 export interface BenchConfig {
-  /** The YAML text as run (async_chunk forced when asked). */
+  /** The YAML text as run (async_chunk or scheduling forced when asked). */
   readonly text: string;
   readonly file: string;
   readonly graph: StageGraph;
@@ -24,16 +25,22 @@ export interface BenchConfig {
   readonly sha256: string;
 }
 
-/** The YAML with async_chunk set, comments and layout kept. */
-export function withAsyncChunk(text: string, asyncChunk: boolean, file: string): string {
+/** What a bench variant changes in the YAML (top-level keys), nothing else. */
+export interface ConfigOverrides {
+  readonly async_chunk?: boolean;
+  readonly scheduling?: SchedulingPolicy;
+}
+
+/** The YAML with the given top-level keys set, comments and layout kept. */
+export function withOverrides(text: string, overrides: ConfigOverrides, file: string): string {
   const doc = parseDocument(text);
   if (doc.errors.length > 0) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `${file}: ${doc.errors[0].message}`);
-  doc.set('async_chunk', asyncChunk);
+  for (const [key, value] of Object.entries(overrides)) doc.set(key, value);
   return doc.toString();
 }
 
-/** Reads the config; `asyncChunk` (when given) overrides the file's value. */
-export async function readBenchConfig(file: string, asyncChunk?: boolean): Promise<BenchConfig> {
+/** Reads the config; `overrides` (when given) replace the file's values. */
+export async function readBenchConfig(file: string, overrides?: ConfigOverrides): Promise<BenchConfig> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -42,7 +49,7 @@ export async function readBenchConfig(file: string, asyncChunk?: boolean): Promi
       cause,
     });
   }
-  if (asyncChunk !== undefined) text = withAsyncChunk(text, asyncChunk, file);
+  if (overrides) text = withOverrides(text, overrides, file);
   // Same file name: relative paths in the YAML (models_dir, model files) resolve exactly as for the original.
   const graph = parseConfig(text, file);
   return { text, file, graph, sha256: createHash('sha256').update(text).digest('hex') };

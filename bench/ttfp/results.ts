@@ -5,7 +5,7 @@
 export { gitSha } from '../common.ts';
 import os from 'node:os';
 import type { LimitResult } from '../limit/runLimit.ts';
-import type { Distribution, RunMetrics } from './metrics.ts';
+import { requestMetrics, type Distribution, type RunMetrics } from './metrics.ts';
 import type { RequestTrace } from './trace.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
 
@@ -13,6 +13,8 @@ export interface RunRow {
   /** Which server the run measured: async or sync (--compare-sync), or the config's name (--compare-config). */
   readonly variant: string;
   readonly async_chunk: boolean;
+  /** How the server's Talker and Code2Wav ordered work (playback or fifo); null when the server did not say. */
+  readonly scheduling: string | null;
   readonly concurrency: number;
   readonly num_prompts: number;
   readonly completed: number;
@@ -54,6 +56,9 @@ export interface RunRow {
   /** In-process server only: the engine's and the front end's share of TTFP (see ServerTimings). */
   readonly mean_engine_ttfp_ms: number | null;
   readonly mean_server_ttfp_ms: number | null;
+  /** The per-request TTFP target sent (--ttfp-target-ms), and the share of completed requests that met it. */
+  readonly ttfp_target_ms: number | null;
+  readonly ttfp_target_met: number | null;
   readonly errors: readonly string[];
 }
 
@@ -137,6 +142,7 @@ export interface BenchResult {
     readonly seed: number;
     /** The per-request override sent, or null (the server's chunk policy decided). */
     readonly initial_codec_chunk_frames: number | null;
+    readonly ttfp_target_ms: number | null;
   };
   /** The critical path of a lone request's first packet (the c=1 goal's denominator). */
   limit: LimitResult | null;
@@ -170,6 +176,8 @@ export interface RowContext {
   /** Default: async or sync, after asyncChunk. */
   readonly variant?: string;
   readonly asyncChunk: boolean;
+  readonly scheduling?: string | null;
+  readonly ttfpTargetMs?: number | null;
   readonly concurrency: number;
   readonly inputLen: number;
   readonly outputLen: number;
@@ -187,9 +195,12 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
   });
   const ok = c.traces.filter((t) => t.ok);
   const timing = c.serverTiming ? ok.map((t) => c.serverTiming!(t.requestId)) : [];
+  const target = c.ttfpTargetMs ?? null;
+  const ttfps = ok.map((t) => requestMetrics(t).ttfpMs).filter((x): x is number => x !== null);
   return {
     variant: c.variant ?? (c.asyncChunk ? 'async' : 'sync'),
     async_chunk: c.asyncChunk,
+    scheduling: c.scheduling ?? null,
     concurrency: c.concurrency,
     num_prompts: c.traces.length,
     completed: m.completed,
@@ -215,6 +226,9 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
     mean_text_tokens: meanOf(ok.map((t) => t.textTokens)),
     mean_engine_ttfp_ms: meanOf(timing.map((t) => t?.engineTtfpMs)),
     mean_server_ttfp_ms: meanOf(timing.map((t) => t?.serverTtfpMs)),
+    ttfp_target_ms: target,
+    ttfp_target_met:
+      target === null || ttfps.length === 0 ? null : ttfps.filter((x) => x <= target).length / ttfps.length,
     errors: m.errors,
   } as RunRow;
 }

@@ -12,7 +12,8 @@ export interface LoadOptions {
   /** Request i gets seed + i, so the same prompt index gets the same seed in every run. */
   readonly seed: number;
   readonly timeoutMs: number;
-  readonly initialCodecChunkFrames?: number;
+  /** Chorus extensions sent with every request (initial chunk, TTFP target). */
+  readonly chunking?: Pick<BenchRequest, 'initialCodecChunkFrames' | 'ttfpTargetMs'>;
   /** Opens one client (a connection); called once per slot before the clock starts. */
   readonly openClient: () => Promise<BenchClient>;
   readonly onRequestDone?: (trace: RequestTrace) => void;
@@ -42,7 +43,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
             outputLen: o.outputLen,
             seed: o.seed + i,
             timeoutMs: o.timeoutMs,
-            ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
+            ...o.chunking,
           };
           traces[i] = await client.request(request);
           o.onRequestDone?.(traces[i]);

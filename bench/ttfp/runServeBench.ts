@@ -7,7 +7,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import type { StageGraph } from '../../src/common/graph.ts';
+import type { SchedulingPolicy, StageGraph } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { presets } from '../../stages/generator/presets.ts';
@@ -41,6 +41,8 @@ export interface ServeBenchOptions {
   readonly warmup: number;
   readonly seed: number;
   readonly compareSync: boolean;
+  /** Also run the same YAML with scheduling: fifo (the first run is scheduling: playback). */
+  readonly compareScheduling?: boolean;
   /** A second config run after --config's (--config target only); ratios are --config over it. */
   readonly compareConfig?: string;
   /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */
@@ -49,6 +51,8 @@ export interface ServeBenchOptions {
   readonly joinTimeoutMs?: number;
   /** Per-request initial codec chunk (Chorus extension); default: the server's chunk policy. */
   readonly initialCodecChunkFrames?: number;
+  /** Per-request TTFP target (Chorus extension); each run reports how many requests met it. */
+  readonly ttfpTargetMs?: number;
   /** Per request (default 300 s: a sync answer at c=10 on 2 cores is long). */
   readonly timeoutMs?: number;
   /** Measure the critical-path limit (--config only; default true). */
@@ -63,10 +67,14 @@ export interface ServeBenchOptions {
   readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
 }
 
-/** One server to measure: its name in the results, its address, its async_chunk, and (in-process) its config. */
+/**
+ * One server to measure: its name in the results, its address, its async_chunk and scheduling (null: a server
+ * that does not say), and (in-process) its config.
+ */
 interface Mode {
   readonly variant: string;
   readonly asyncChunk: boolean;
+  readonly scheduling: SchedulingPolicy | null;
   readonly config: BenchConfig | null;
   readonly url: string | null;
 }
@@ -104,6 +112,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
       warmup: o.warmup,
       seed: o.seed,
       initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
+      ttfp_target_ms: o.ttfpTargetMs ?? null,
     },
     limit: null,
     burst_limits: [],
@@ -138,7 +147,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
   if (o.compareConfig) result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
   else result.ratios = asyncSyncRatios(result.runs);
-  result.goals = evaluateGoals(result.runs, result.ratios, result.limit, result.config_ratios);
+  result.goals = evaluateGoals(result.runs, result.ratios, result.limit, result.config_ratios, result.burst_limits);
   result.finished_at = new Date().toISOString();
   result.machine.load_avg_end = os.loadavg()[0];
   return result;
@@ -170,7 +179,6 @@ async function runMode(
     const timeoutMs = o.timeoutMs ?? 300_000;
     const load = (name: string, list: string[], concurrency: number) => {
       const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
-      const ic = o.initialCodecChunkFrames;
       return runLoad({
         prompts: list,
         concurrency,
@@ -179,7 +187,10 @@ async function runMode(
         timeoutMs,
         openClient,
         onRequestDone: (t) => bar?.tick(t.ok),
-        ...(ic !== undefined ? { initialCodecChunkFrames: ic } : {}),
+        chunking: {
+          ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
+          ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
+        },
       }).finally(() => bar?.finish());
     };
     if (warmupPrompts.length > 0) {
@@ -197,6 +208,8 @@ async function runMode(
       const row = toRunRow(summarizeRun(run.traces), {
         variant: mode.variant,
         asyncChunk: mode.asyncChunk,
+        scheduling: mode.scheduling,
+        ttfpTargetMs: o.ttfpTargetMs ?? null,
         concurrency,
         inputLen: o.inputLen,
         outputLen: o.outputLen,
@@ -216,40 +229,50 @@ async function runMode(
 async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
   const t = o.target;
   const variant = (asyncChunk: boolean) => (asyncChunk ? 'async' : 'sync');
+  const of = (variantName: string, config: BenchConfig): Mode => ({
+    variant: variantName,
+    asyncChunk: config.graph.asyncChunk,
+    scheduling: config.graph.scheduling,
+    config,
+    url: null,
+  });
   if (t.kind === 'config') {
-    if (o.compareSync && o.compareConfig !== undefined)
-      throw new ChorusError(ErrorCodes.REQUEST_INVALID, 'give --compare-sync or --compare-config, not both');
+    if ([o.compareSync, o.compareConfig !== undefined, o.compareScheduling === true].filter(Boolean).length > 1)
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        'give one of --compare-sync, --compare-config and --compare-scheduling',
+      );
     if (o.compareConfig !== undefined) {
       const files = [t.file, o.compareConfig];
       const configs = await Promise.all(files.map((f) => readBenchConfig(f)));
       const [a, b] = configVariants(files);
-      return [
-        { variant: a, asyncChunk: configs[0].graph.asyncChunk, config: configs[0], url: null },
-        { variant: b, asyncChunk: configs[1].graph.asyncChunk, config: configs[1], url: null },
-      ];
+      return [of(a, configs[0]), of(b, configs[1])];
     }
-    if (!o.compareSync) {
+    if (!o.compareSync && !o.compareScheduling) {
       const config = await readBenchConfig(t.file);
-      return [{ variant: variant(config.graph.asyncChunk), asyncChunk: config.graph.asyncChunk, config, url: null }];
+      return [of(variant(config.graph.asyncChunk), config)];
     }
-    const [a, s] = await Promise.all([readBenchConfig(t.file, true), readBenchConfig(t.file, false)]);
+    const [first, second] = o.compareSync
+      ? [{ async_chunk: true }, { async_chunk: false }]
+      : [{ scheduling: 'playback' as const }, { scheduling: 'fifo' as const }];
+    const [a, b] = await Promise.all([readBenchConfig(t.file, first), readBenchConfig(t.file, second)]);
     // Refused before the limit and the first mode spend minutes: see RemoteStageHost.open.
     if (remoteStagesOf(a.graph).length > 0)
       throw new ChorusError(
         ErrorCodes.REQUEST_INVALID,
-        `--compare-sync runs a changed copy of ${t.file}, but its remote stages load the file as it is: write the ` +
-          'async_chunk: false variant to its own file and use --compare-config',
+        `--compare-${o.compareSync ? 'sync' : 'scheduling'} runs a changed copy of ${t.file}, but its remote ` +
+          'stages load the file as it is: write the variant to its own file and use --compare-config',
       );
-    return [
-      { variant: 'async', asyncChunk: true, config: a, url: null },
-      { variant: 'sync', asyncChunk: false, config: s, url: null },
-    ];
+    return o.compareSync ? [of('async', a), of('sync', b)] : [of('playback', a), of('fifo', b)];
   }
-  if (o.compareConfig !== undefined)
-    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-config needs --config (the bench starts both)');
+  if (o.compareConfig !== undefined || o.compareScheduling)
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `--compare-${o.compareScheduling ? 'scheduling' : 'config'} needs --config (the bench starts both)`,
+    );
   const main = await describe(t.url, t.apiKey);
   const modes: Mode[] = [
-    { variant: variant(main.async_chunk), asyncChunk: main.async_chunk, config: null, url: t.url },
+    { variant: variant(main.async_chunk), asyncChunk: main.async_chunk, scheduling: null, config: null, url: t.url },
   ];
   if (o.compareSync) {
     if (!t.syncUrl)
@@ -265,7 +288,13 @@ async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
         `--url and --sync-url both run async_chunk: ${main.async_chunk}; point them at an async and a sync server`,
       );
     }
-    modes.push({ variant: variant(sync.async_chunk), asyncChunk: sync.async_chunk, config: null, url: t.syncUrl });
+    modes.push({
+      variant: variant(sync.async_chunk),
+      asyncChunk: sync.async_chunk,
+      scheduling: null,
+      config: null,
+      url: t.syncUrl,
+    });
   }
   return modes;
 }

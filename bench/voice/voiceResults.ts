@@ -199,8 +199,9 @@ export function evaluateVoiceGoal(r: VoiceBenchResult): { goals: Goal[]; note: s
   const bound = vadMs !== null && text !== null && text > 0 ? (vadMs + text) / text : null;
   const note =
     `Missed: of the voice TTFP minus silence (${fixed(row.voice_ttfp_minus_silence_ms.p50)} ms), ` +
-    `${parts.join(', and ')}. Expected until the Thinker prefills while the user speaks: today encode and ` +
-    'prefill of the utterance start only at speech_stopped.' +
+    `${parts.join(', and ')}. The Thinker prefills the turn while the user speaks (up to the last 640 ms window); ` +
+    'at speech_stopped the encoder still decodes, resamples and log-mels the whole clip, and the Talker prefills ' +
+    'all its rows.' +
     (bound === null
       ? ''
       : ` That alone cannot meet the goal with this VAD: an answer as quick as a typed one after speech_stopped ` +

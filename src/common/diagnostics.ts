@@ -17,6 +17,13 @@ export const channelNames = {
   stageHung: 'chorus:stage:hung',
   /** {from, to: 'main', latencyMs, bytes} per output chunk main receives. */
   edgeChunk: 'chorus:edge:chunk',
+  /**
+   * {requestId, slackMs} per audio packet after a request's first: the audio its listener still had buffered when
+   * it was sent (audio sent before it minus time since the first packet; negative: the listener ran dry).
+   */
+  audioSlack: 'chorus:audio:slack',
+  /** {requestId, targetMs, ttfpMs, met} at the first audio packet of a request with a TTFP target. */
+  ttfpTarget: 'chorus:audio:ttfpTarget',
   /** {requestId, ms} when a response's first text / audio bytes are handed to the socket. */
   wsFirstText: 'chorus:ws:firstText',
   wsFirstAudio: 'chorus:ws:firstAudio',
@@ -31,6 +38,8 @@ export const diagnostics = {
   stageDied: channel(channelNames.stageDied),
   stageHung: channel(channelNames.stageHung),
   edgeChunk: channel(channelNames.edgeChunk),
+  audioSlack: channel(channelNames.audioSlack),
+  ttfpTarget: channel(channelNames.ttfpTarget),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

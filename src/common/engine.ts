@@ -45,6 +45,24 @@ export interface GenerateRequest {
   readonly talkerSampling?: Partial<SamplingParams>;
   /** Per-request override of the initial codec chunk (frames). */
   readonly initialCodecChunkFrames?: number;
+  /**
+   * When the first audio packet should be out (ms after admission): picks the chunk schedule under the current
+   * load; missed targets are reported (done warnings). Overrides chunk_policy.ttfp_target_ms.
+   */
+  readonly ttfpTargetMs?: number;
+  /** Reuse of the Thinker's work on an earlier prompt (voice turns prefilled while the user speaks). */
+  readonly prefix?: PromptPrefix;
+}
+
+/**
+ * A request with a prefix key starts from the longest prefix its prompt shares, input for input (token ids, and
+ * media rows bit for bit), with what the Thinker retained under that key; reuse never changes an answer. With
+ * prefillOnly the request computes its prompt, samples nothing (it ends with no text, reason stop), and its KV is
+ * retained under the key for the next request with it. Engine.releasePrefix frees it.
+ */
+export interface PromptPrefix {
+  readonly key: string;
+  readonly prefillOnly?: boolean;
 }
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
@@ -61,6 +79,8 @@ export interface Usage {
   readonly promptTokens: number;
   readonly promptTokenDetails: PromptTokens;
   readonly completionTokens: number;
+  /** Prompt positions the Thinker did not compute for this request: reused from a retained prefix. */
+  readonly cachedTokens?: number;
   readonly audioFrames: number;
   readonly audioSeconds: number;
 }
@@ -127,6 +147,8 @@ export interface Engine {
   /** The audio the pipeline returns, as its vocoder reported at start-up; null when it has none. */
   readonly audioOutput: AudioOutputFacts | null;
   generate(request: GenerateRequest): RequestHandle;
+  /** Frees what the Thinker retained under a prefix key (GenerateRequest.prefix); unknown keys are ignored. */
+  releasePrefix?(key: string): void;
   health(): readonly StageHealth[];
   /** Drains in-flight requests (up to timeoutMs), then stops every stage process and unlinks shared memory. */
   close(timeoutMs?: number): Promise<void>;

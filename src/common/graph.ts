@@ -7,6 +7,8 @@ export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder';
 export type WorkerType = 'ar' | 'generation';
 export type ConnectorKind = 'shm' | 'inproc' | 'redis';
 export type FinalOutputType = 'text' | 'audio';
+/** fifo: oldest first, every ready request in every step. playback: least slack first (src/sched/playback.ts). */
+export type SchedulingPolicy = 'playback' | 'fifo';
 
 export interface ConnectorSpec {
   readonly name: string;
@@ -243,6 +245,8 @@ export interface ChunkPolicy {
   readonly dynamicInitialChunk: boolean;
   /** Deadline of any wait for the next chunk of a request, ms. */
   readonly chunkTimeoutMs: number;
+  /** Default TTFP target of requests that name none (ms); null: none (the dynamic initial chunk decides). */
+  readonly ttfpTargetMs: number | null;
 }
 
 export interface StageGraph {
@@ -258,6 +262,8 @@ export interface StageGraph {
   readonly modelsDir: string;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
+  /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */
+  readonly scheduling: SchedulingPolicy;
   /**
    * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the
    * Thinker they feed; without encoders the entry stage is first.

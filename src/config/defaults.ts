@@ -5,6 +5,7 @@
 
 export const defaults = {
   asyncChunk: true,
+  scheduling: 'fifo' as const, // Talker and Code2Wav: oldest first (playback: least slack first; README, Design)
   stageHangMs: 2_000, // 2 s of silence from a stage with work, while its process uses no CPU
 
   /** Relative to the repo root (the folder holding package.json), not to the YAML file. */
@@ -19,6 +20,7 @@ export const defaults = {
     codecLeftContextFrames: 25,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 30_000, // 30 s
+    ttfpTargetMs: null, // no default TTFP target: the dynamic initial chunk decides
   },
   engine: {
     maxNumSeqs: 16,

@@ -97,6 +97,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
   return deepFreeze({
     file: embedded ? file : path.resolve(file),
     asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
+    scheduling: yaml.scheduling ?? defaults.scheduling,
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     modelsDir:
       yaml.models_dir === undefined
@@ -314,6 +315,7 @@ function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
     codecLeftContextFrames: p?.codec_left_context_frames ?? d.codecLeftContextFrames,
     dynamicInitialChunk: p?.dynamic_initial_chunk ?? d.dynamicInitialChunk,
     chunkTimeoutMs: p?.chunk_timeout_ms ?? d.chunkTimeoutMs,
+    ttfpTargetMs: p?.ttfp_target_ms ?? d.ttfpTargetMs,
   };
 }
 

@@ -32,6 +32,11 @@ export const ChunkPolicyYaml = Type.Object(
     codec_left_context_frames: optional(int(0)),
     dynamic_initial_chunk: optional(Type.Boolean()),
     chunk_timeout_ms: optional(int(1)),
+    ttfp_target_ms: optional(
+      Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+        errorMessage: 'must be a positive integer (ms), or null for no default target',
+      }),
+    ),
   },
   closed,
 );
@@ -115,6 +120,11 @@ export const StageYaml = Type.Object(
 export const GraphYaml = Type.Object(
   {
     async_chunk: optional(Type.Boolean()),
+    scheduling: optional(
+      Type.Union([Type.Literal('playback'), Type.Literal('fifo')], {
+        errorMessage: 'must be playback (least slack first) or fifo (oldest first)',
+      }),
+    ),
     models_dir: optional(Type.String({ minLength: 1 })),
     model_preset: optional(Type.String({ minLength: 1 })),
     model_seed: optional(int(0)),

@@ -22,10 +22,12 @@ import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
 import { healthOf, newSlot, type Slot } from './Slot.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
+import { PrefixRoutes } from './PrefixRoutes.ts';
 import { HangWatch } from './HangWatch.ts';
 import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
+import { playbackPlan } from './playbackPlan.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
@@ -50,6 +52,7 @@ export class Orchestrator implements Engine {
   private readonly hangs: HangWatch;
   private readonly promptContext: PromptContext;
   private readonly media: MediaRoutes;
+  private readonly prefixRoutes = new PrefixRoutes(this.slots);
   /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
   private audioFacts: Omit<AudioOutputFacts, 'framesPerToken'> | null = null;
   private framesPerToken: number | null = null;
@@ -170,7 +173,10 @@ export class Orchestrator implements Engine {
     const prompt = preparePrompt(request.messages, this.promptContext);
     checkPromptFits(prompt, this.graph);
     const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
-    const chosen = new Map(stages.map((s) => [s.stageId, this.pickReplica(s)]));
+    const key = (s: StageSpec) => (s.stageId === this.graph.entryStageId ? request.prefix?.key : undefined);
+    const chosen = new Map(
+      stages.map((s) => [s.stageId, this.prefixRoutes.pick(s, key(s), () => this.pickReplica(s))]),
+    );
     const promptTokenIds = prompt.promptTokenIds;
     const outputs = stages.filter(
       (s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType),
@@ -185,6 +191,7 @@ export class Orchestrator implements Engine {
       new StreamingDetokenizer(this.tokenizer, { promptIds: promptTokenIds }),
       request.modalities.includes('audio') ? this.audioOutput : null,
       (s, reason) => this.onRequestEnd(s, reason),
+      request.ttfpTargetMs ?? this.graph.chunkPolicy.ttfpTargetMs,
     );
     this.live.set(requestId, stream);
     // With media, the Thinker's first output may wait for the slowest encoder's timeout first.
@@ -215,6 +222,7 @@ export class Orchestrator implements Engine {
       return { instance: chosen.get(stageId)!.instance, stageId, ...deadlines };
     };
     const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf);
+    const playback = playbackPlan(request, this.graph, this.audioOutput, admittedAtMs, chosen.values());
     // Downstream stages first, so each is expecting chunks before its upstream can produce any (the Thinker
     // before its encoders).
     for (const spec of [...stages].reverse()) {
@@ -238,10 +246,12 @@ export class Orchestrator implements Engine {
         downstream,
         upstreams,
         ...(isEntry && plan ? { media: plan.thinker } : {}),
+        ...(isEntry && request.prefix ? { prefix: request.prefix } : {}),
         ...(spec.encoder && plan ? { encode: plan.encode.get(slot.instance) ?? [] } : {}),
         initialCodecChunkFrames: request.initialCodecChunkFrames,
         liveRequests: this.live.size,
         firstChunkDeadline,
+        ...(playback ? { playback } : {}),
       };
       slot.inFlight.add(requestId);
       slot.worker!.send(add);
@@ -278,6 +288,10 @@ export class Orchestrator implements Engine {
         `no ready replica of stage ${spec.stageId} (restarting or failed); retry shortly`,
       );
     return best;
+  }
+
+  releasePrefix(key: string): void {
+    this.prefixRoutes.release(key)?.worker?.send({ type: 'release_prefix', key });
   }
 
   /** Ends a request as cancelled; `reason` says who or what cancelled it (default: the client). */

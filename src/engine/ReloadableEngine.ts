@@ -67,6 +67,11 @@ export class ReloadableEngine implements Engine {
     return this.#current.generate(request);
   }
 
+  /** A replaced pipeline stops (and its Thinker with what it retained): only the current one holds keys. */
+  releasePrefix(key: string): void {
+    this.#current.releasePrefix(key);
+  }
+
   health(): readonly StageHealth[] {
     return this.#current.health();
   }

@@ -8,6 +8,7 @@ import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import type { AudioBody, TextBody } from '../common/payloads.ts';
 import type { FinishReason, PromptTokens, Usage } from '../common/engine.ts';
+import { diagnostics } from '../common/diagnostics.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 
 export interface TextDecoderLike {
@@ -29,6 +30,7 @@ export class RequestStream {
   firstAudioAtMs: number | null = null;
   private readonly warnings = new Set<string>();
   private readonly droppedItems = new Set<number>();
+  private cachedTokens = 0;
 
   constructor(
     readonly requestId: string,
@@ -41,6 +43,8 @@ export class RequestStream {
     /** The vocoder's facts from its READY report; null when the request has no audio output. */
     private readonly audio: AudioOutputFacts | null,
     private readonly onEnd: (stream: RequestStream, reason: FinishReason) => void,
+    /** When the first audio packet should be out (ms after the start); a miss is reported in done's warnings. */
+    private readonly ttfpTargetMs: number | null = null,
   ) {
     this.open = new Set(outputStages.map((s) => s.stageId));
     this.kinds = new Map(outputStages.map((s) => [s.stageId, s.type]));
@@ -80,6 +84,7 @@ export class RequestStream {
   private onText(body: TextBody, final: boolean): void {
     if (final && body.warnings) this.addWarnings(body.warnings);
     if (final) for (const item of body.droppedItems ?? []) this.droppedItems.add(item);
+    if (final && body.cachedTokens) this.cachedTokens = body.cachedTokens;
     let delta = '';
     for (const id of body.tokenIds) delta += this.detokenizer.push(id);
     if (final) delta += this.detokenizer.flush();
@@ -95,9 +100,33 @@ export class RequestStream {
     // Copy out of the frame buffer: events may be held by slow consumers long after the frame is gone.
     const samples = Float32Array.from(body.pcm);
     const atMs = Date.now();
+    this.reportPlayback(atMs, body.sampleRateHz);
     this.firstAudioAtMs ??= atMs;
     this.audioSamples += samples.length;
     this.events.next({ type: 'audio', pcm: samples, sampleRateHz: body.sampleRateHz, seq: this.audioSeq++, atMs });
+  }
+
+  /**
+   * The listener's buffer as main sees it: audio sent so far minus the time since the first packet (it plays from
+   * then on). The first packet checks the TTFP target instead.
+   */
+  private reportPlayback(atMs: number, sampleRateHz: number): void {
+    if (this.firstAudioAtMs !== null) {
+      if (diagnostics.audioSlack.hasSubscribers) {
+        const sentMs = (this.audioSamples / sampleRateHz) * 1000;
+        diagnostics.audioSlack.publish({ requestId: this.requestId, slackMs: sentMs - (atMs - this.firstAudioAtMs) });
+      }
+      return;
+    }
+    if (this.ttfpTargetMs === null) return;
+    const ttfpMs = atMs - this.startedAtMs;
+    const met = ttfpMs <= this.ttfpTargetMs;
+    if (!met)
+      this.warnings.add(
+        `ttfp_target_missed: the first audio came ${ttfpMs} ms after the request, over its ttfp_target_ms of ` +
+          `${this.ttfpTargetMs} (the pipeline was too loaded to meet it)`,
+      );
+    diagnostics.ttfpTarget.publish({ requestId: this.requestId, targetMs: this.ttfpTargetMs, ttfpMs, met });
   }
 
   /** The prompt's positions by modality; items the Thinker cut out of the prompt (text_only) do not count. */
@@ -119,6 +148,7 @@ export class RequestStream {
       promptTokens: details.text + details.audio + details.image,
       promptTokenDetails: details,
       completionTokens: this.completionTokens,
+      ...(this.cachedTokens > 0 ? { cachedTokens: this.cachedTokens } : {}),
       audioFrames: this.audio ? Math.round(this.audioSamples / this.audio.samplesPerFrame) : 0,
       audioSeconds: this.audio ? this.audioSamples / this.audio.sampleRateHz : 0,
     };

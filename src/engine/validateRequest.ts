@@ -25,6 +25,9 @@ export function validateRequest(r: GenerateRequest): void {
   const ic = r.initialCodecChunkFrames;
   if (ic !== undefined && (!Number.isInteger(ic) || ic < 1))
     throw bad('initialCodecChunkFrames must be a positive integer');
+  const target = r.ttfpTargetMs;
+  if (target !== undefined && !(Number.isFinite(target) && target > 0))
+    throw bad('ttfpTargetMs must be a positive number of milliseconds');
 }
 
 /** The shape of a part; whether its bytes decode is the media probe's business (CHORUS_ERR_MEDIA_INVALID). */

@@ -5,7 +5,13 @@
  *   reflect-padded by 200 samples on each side), and the last frame dropped, so numFrames = floor(n / 160).
  * - Power spectrum |X|^2 of bins 0..200 (40 Hz apart), through 80 triangular mel filters on the Slaney
  *   mel scale with Slaney area normalisation (librosa's defaults, which Whisper's filters come from).
- * - log10 with a 1e-10 floor, clamped to (max - 8), then (x + 4) / 4: roughly [-1, 1.5].
+ * - log10 with a 1e-10 floor, clamped below at a FIXED level, then (x + 4) / 4.
+ *
+ * Whisper clamps at (the clip's loudest value - 8), which makes every frame depend on the whole clip: a frame
+ * computed while the user is still speaking could change when a louder syllable comes later. Chorus clamps at
+ * MEL_LOG_FLOOR, Whisper's level for a clip whose loudest bin is that of a full-scale tone (~2), so a frame
+ * depends only on the samples under its window and speech can be featurised as it arrives (the same frames,
+ * bit for bit, as from the whole clip). Quiet clips keep a little more of their noise floor than Whisper's.
  */
 import { RealFftPlan } from './fft.ts';
 
@@ -15,7 +21,8 @@ export const MEL_HOP_SAMPLES = 160; // 10 ms
 export const MEL_NUM_BINS = 80;
 const NUM_FREQS = MEL_WINDOW_SAMPLES / 2 + 1;
 const LOG_FLOOR = 1e-10;
-const DYNAMIC_RANGE = 8; // log10 units kept below the loudest value (80 dB)
+/** log10 power below which every value reads the same: 80 dB under a full-scale tone's loudest bin. */
+export const MEL_LOG_FLOOR = -6;
 
 export interface LogMel {
   /** [numMelBins][numFrames], row-major: the layout of the encoder's input_features [B, bins, frames]. */
@@ -120,7 +127,6 @@ export function logMelSpectrogram(samples16k: Float32Array): LogMel {
   const im = new Float64Array(NUM_FREQS);
   const power = new Float64Array(NUM_FREQS);
   const half = MEL_WINDOW_SAMPLES / 2;
-  let maxLog = -Infinity;
   for (let t = 0; t < numFrames; t++) {
     const start = t * MEL_HOP_SAMPLES - half; // centred on sample t * hop
     for (let i = 0; i < MEL_WINDOW_SAMPLES; i++) {
@@ -133,12 +139,8 @@ export function logMelSpectrogram(samples16k: Float32Array): LogMel {
       let acc = 0;
       const row = m * NUM_FREQS;
       for (let k = first[m]; k < end[m]; k++) acc += filters[row + k] * power[k];
-      const v = Math.log10(Math.max(acc, LOG_FLOOR));
-      mel[m * numFrames + t] = v;
-      if (v > maxLog) maxLog = v;
+      mel[m * numFrames + t] = (Math.max(Math.log10(Math.max(acc, LOG_FLOOR)), MEL_LOG_FLOOR) + 4) / 4;
     }
   }
-  const floor = maxLog - DYNAMIC_RANGE;
-  for (let i = 0; i < mel.length; i++) mel[i] = (Math.max(mel[i], floor) + 4) / 4;
   return { mel, numMelBins: MEL_NUM_BINS, numFrames };
 }

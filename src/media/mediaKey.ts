@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import type { ImagePatches } from './types.ts';
 
 /** Bump when the front ends (mel features, image resize/normalise) change what a given input becomes. */
-const PREPROCESS_VERSION = 1;
+const PREPROCESS_VERSION = 2; // 2: log-mel floor fixed instead of relative to the clip's loudest value
 
 function bytesOf(a: Float32Array | Int32Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -26,6 +26,14 @@ export function audioCacheKey(samples16k: Float32Array, encoderId: string): stri
   return createHash('sha256')
     .update(header('audio', encoderId, [samples16k.length]))
     .update(bytesOf(samples16k))
+    .digest('hex');
+}
+
+/** One window of an audio item's mel features (OnnxEncoderRunner's per-window cache). */
+export function melWindowKey(mel: Float32Array, numFrames: number, encoderId: string): string {
+  return createHash('sha256')
+    .update(header('audio-window', encoderId, [mel.length, numFrames]))
+    .update(bytesOf(mel))
     .digest('hex');
 }
 

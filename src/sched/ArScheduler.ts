@@ -6,7 +6,11 @@
  * sequence limit and the KV byte budget.
  *
  * A request whose next input has not arrived is WAITING_FOR_CHUNK: it is skipped, never blocking the others.
+ *
+ * Policy fifo: running requests oldest first, then waiting ones in arrival order. Policy playback (playback.ts):
+ * both by deadline, least slack first.
  */
+import { byDeadline, type SchedulingPolicy } from './playback.ts';
 
 export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
 
@@ -17,6 +21,8 @@ export interface ArSchedulerOptions {
   readonly kvBytesPerToken: number;
   /** Total KV budget; a step that would exceed it preempts the newest running requests (recompute). */
   readonly kvBudgetBytes: number;
+  /** Default fifo. */
+  readonly policy?: SchedulingPolicy;
 }
 
 export interface ScheduledItem {
@@ -44,6 +50,8 @@ interface ArRequest {
   numAvailableTokens: number;
   /** Whether reaching numAvailableTokens samples an output (false: the known positions are context only). */
   sampleAtEnd: boolean;
+  /** Epoch ms its next output is due (playback policy); null: none. */
+  deadlineMs: number | null;
 }
 
 export class ArScheduler {
@@ -66,6 +74,7 @@ export class ArScheduler {
       numComputedTokens: 0,
       numAvailableTokens,
       sampleAtEnd: true,
+      deadlineMs: null,
     });
   }
 
@@ -84,6 +93,23 @@ export class ArScheduler {
       throw new Error(`available positions cannot go below computed ones (${requestId})`);
     r.numAvailableTokens = numAvailableTokens;
     r.sampleAtEnd = sampleAtEnd;
+  }
+
+  /** Playback policy: when the request's next output is due (epoch ms); null: no deadline (served last). */
+  setDeadline(requestId: string, deadlineMs: number | null): void {
+    this.get(requestId).deadlineMs = deadlineMs;
+  }
+
+  /**
+   * Positions [0, numComputedTokens) were computed before the request ran (the Thinker reused a retained prefix's
+   * KV): it starts there. Only for a request that has not run yet.
+   */
+  startAt(requestId: string, numComputedTokens: number): void {
+    const r = this.get(requestId);
+    if (r.status !== 'waiting' || r.numComputedTokens !== 0)
+      throw new Error(`request ${requestId} has run already: it cannot start elsewhere`);
+    r.numComputedTokens = numComputedTokens;
+    r.numAvailableTokens = Math.max(r.numAvailableTokens, numComputedTokens);
   }
 
   numComputed(requestId: string): number {
@@ -129,18 +155,23 @@ export class ArScheduler {
     return n;
   }
 
-  schedule(): SchedulerPlan {
+  /** `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). */
+  schedule(nowMs = Date.now()): SchedulerPlan {
     const { maxNumSeqs, maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes } = this.options;
     const items: ScheduledItem[] = [];
     const preempted: string[] = [];
     let tokenBudget = maxNumBatchedTokens;
 
     // 1. KV held after this step by running requests, before any new admission.
-    const byArrival = [...this.requests.values()].sort((a, b) => a.arrival - b.arrival);
-    const running = byArrival.filter((r) => r.status === 'running');
+    const ordered = [...this.requests.values()].sort(
+      this.options.policy === 'playback'
+        ? byDeadline((r) => r.deadlineMs ?? Infinity, nowMs)
+        : (a, b) => a.arrival - b.arrival,
+    );
+    const running = ordered.filter((r) => r.status === 'running');
     let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
 
-    // 2. Running requests first, oldest first: they hold KV and a slot already.
+    // 2. Running requests first, oldest (playback: most urgent) first: they hold KV and a slot already.
     for (const r of running) {
       if (tokenBudget === 0) break; // budget spent; the rest run next step
       if (r.status !== 'running') continue; // preempted by an older request earlier in this loop
@@ -169,21 +200,22 @@ export class ArScheduler {
       tokenBudget -= numTokens;
     }
 
-    // 3. Admit waiting requests (FIFO) while slots, token budget and KV budget allow. A preempted request is
-    //    not re-admitted in the step that preempted it (that would thrash).
-    let numRunning = byArrival.filter((r) => r.status === 'running').length;
-    for (const r of byArrival) {
+    // 3. Admit waiting requests (FIFO; playback: by deadline) while slots, token budget and KV budget allow. A
+    //    preempted request is not re-admitted in the step that preempted it (that would thrash).
+    let numRunning = ordered.filter((r) => r.status === 'running').length;
+    for (const r of ordered) {
       if (r.status !== 'waiting' || preempted.includes(r.requestId)) continue;
       if (numRunning >= maxNumSeqs || tokenBudget === 0) break; // FIFO: nobody overtakes the head of the queue
       if (r.paused) continue;
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
       const numTokens = Math.min(pending, tokenBudget);
-      if ((kvTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV to free up
+      // A request that starts past position 0 (startAt) brings its KV along.
+      if ((kvTokens + r.numComputedTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV
       r.status = 'running';
       numRunning++;
       items.push(this.item(r, numTokens));
-      kvTokens += numTokens;
+      kvTokens += r.numComputedTokens + numTokens;
       tokenBudget -= numTokens;
     }
     return { items, preempted, numScheduledTokens: maxNumBatchedTokens - tokenBudget };

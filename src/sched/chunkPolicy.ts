@@ -25,6 +25,23 @@ export function initialChunkFrames(policy: ChunkPolicy, activeRequests: number, 
   return clamp(step ? step.frames : policy.codecChunkFrames, policy.codecChunkFrames);
 }
 
+/**
+ * The first chunk for a TTFP target: the largest one the Talker can still make in time (fewer, larger chunks keep
+ * the vocoder ahead of playback later), given the time left (`budgetMs`: target deadline minus now minus the
+ * measured downstream time), the prompt prefill that yields frame 0 and one decode step per further frame, both
+ * measured under the current load. `met: false` when even one frame is too late: the target cannot be met.
+ */
+export function initialChunkForTarget(
+  policy: ChunkPolicy,
+  budgetMs: number,
+  prefillMs: number,
+  frameMs: number,
+): { frames: number; met: boolean } {
+  const spare = budgetMs - prefillMs;
+  if (spare < 0) return { frames: 1, met: false };
+  return { frames: clamp(1 + spare / Math.max(frameMs, 1e-3), policy.codecChunkFrames), met: true };
+}
+
 function clamp(frames: number, max: number): number {
   return Math.max(1, Math.min(Math.floor(frames), max));
 }
@@ -38,9 +55,18 @@ export interface CodecChunk {
   readonly end: number;
 }
 
+/** Frames the next chunk waits for (the initial chunk, then each at most as long as all audio already sent). */
+export function nextChunkTarget(policy: ChunkPolicy, initialFrames: number, numSent: number): number {
+  // After the initial chunk, each chunk is at most as long as all the audio already sent (4, 4, 8, 16, 25, 25...
+  // for IC 4): it can be made while the audio before it plays, so a small IC does not turn into an underrun when
+  // the next chunk jumps straight to codecChunkFrames (measured: every c=10 underrun was at the second chunk).
+  return numSent === 0 ? initialFrames : Math.min(policy.codecChunkFrames, numSent);
+}
+
 /**
  * The next chunk to send, given frames produced so far and frames already sent; null when not enough have
- * accumulated. `final` flushes whatever remains (possibly nothing: the caller still sends an empty final chunk).
+ * accumulated. `final` flushes whatever remains (possibly nothing: the caller still sends an empty final chunk);
+ * `early` sends what is pending now, short of the chunk's size (a first chunk that would miss its TTFP target).
  */
 export function nextCodecChunk(
   policy: ChunkPolicy,
@@ -48,14 +74,12 @@ export function nextCodecChunk(
   numProduced: number,
   numSent: number,
   final: boolean,
+  early = false,
 ): CodecChunk | null {
-  // After the initial chunk, each chunk is at most as long as all the audio already sent (4, 4, 8, 16, 25, 25...
-  // for IC 4): it can be made while the audio before it plays, so a small IC does not turn into an underrun when
-  // the next chunk jumps straight to codecChunkFrames (measured: every c=10 underrun was at the second chunk).
-  const target = numSent === 0 ? initialFrames : Math.min(policy.codecChunkFrames, numSent);
+  const target = nextChunkTarget(policy, initialFrames, numSent);
   const pending = numProduced - numSent;
-  if (pending <= 0 || (!final && pending < target)) return null;
-  const take = final ? pending : target;
+  if (pending <= 0 || (!final && !early && pending < target)) return null;
+  const take = final ? pending : Math.min(pending, target);
   const contextFrames = Math.min(policy.codecLeftContextFrames, numSent);
   return { start: numSent - contextFrames, contextFrames, end: numSent + take };
 }

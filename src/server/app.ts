@@ -5,6 +5,7 @@
  *   const app = await buildServer(engine, { apiKey });
  *   await app.listen({ host: '127.0.0.1', port: 8000 });   // or startServer(engine, opts)
  */
+import { PrefillSlots } from './realtime/VoicePrefill.ts';
 import { basename, extname } from 'node:path';
 import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -200,6 +201,7 @@ interface RealtimeDeps {
 
 function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
   const { current, options, admission, queue, vad } = deps;
+  const prefills = new PrefillSlots();
   app.get(
     '/v1/realtime',
     {
@@ -245,6 +247,7 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         },
         queue,
         vad,
+        prefills,
         log: request.log,
         onClosed: release,
       });

@@ -1,8 +1,8 @@
 /**
  * Generation knobs shared by both protocols: the OpenAI ones (temperature, top_p, seed, frequency_penalty,
  * presence_penalty, logit_bias, token limit) and the Chorus extensions (top_k, repetition_penalty, ignore_eos,
- * initial_codec_chunk_frames), and how they become a GenerateRequest. Each is honored; what Chorus cannot do is
- * refused where the protocol parses it (chat: stop, n > 1), never silently ignored.
+ * initial_codec_chunk_frames, ttfp_target_ms), and how they become a GenerateRequest. Each is honored; what Chorus
+ * cannot do is refused where the protocol parses it (chat: stop, n > 1), never silently ignored.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import type { SamplingParams } from '../common/graph.ts';
@@ -30,6 +30,11 @@ export const generationFields = {
   ignore_eos: Type.Optional(Type.Boolean()),
   /** Chorus extension: codec frames in the first Code2Wav chunk (smaller = earlier first audio). */
   initial_codec_chunk_frames: Type.Optional(Type.Integer({ minimum: 1, maximum: 4096 })),
+  /**
+   * Chorus extension: when the first audio packet should arrive (ms from the request). The chunk schedule is
+   * picked to meet it under the current load; a target that is missed is reported in the response's warnings.
+   */
+  ttfp_target_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
 };
 
 export type GenerationFields = Static<ReturnType<typeof Type.Object<typeof generationFields>>>;
@@ -81,7 +86,7 @@ export function resolveMaxTokens(
 export function toEngineParams(
   fields: GenerationFields,
   maxTokens: number | undefined,
-): Pick<GenerateRequest, 'sampling' | 'talkerSampling' | 'initialCodecChunkFrames'> {
+): Pick<GenerateRequest, 'sampling' | 'talkerSampling' | 'initialCodecChunkFrames' | 'ttfpTargetMs'> {
   const sampling: { -readonly [K in keyof SamplingParams]?: SamplingParams[K] } = {};
   if (maxTokens !== undefined) sampling.maxTokens = maxTokens;
   const talkerSampling: { -readonly [K in keyof SamplingParams]?: SamplingParams[K] } = {};
@@ -100,5 +105,6 @@ export function toEngineParams(
     ...(fields.initial_codec_chunk_frames !== undefined
       ? { initialCodecChunkFrames: fields.initial_codec_chunk_frames }
       : {}),
+    ...(fields.ttfp_target_ms !== undefined ? { ttfpTargetMs: fields.ttfp_target_ms } : {}),
   };
 }

@@ -43,12 +43,14 @@ function healthBody(health: readonly StageHealth[]) {
 export function describeGraph(graph: StageGraph) {
   return {
     async_chunk: graph.asyncChunk,
+    scheduling: graph.scheduling,
     entry_stage_id: graph.entryStageId,
     chunk_policy: {
       initial_codec_chunk_frames: graph.chunkPolicy.initialCodecChunkFrames,
       codec_chunk_frames: graph.chunkPolicy.codecChunkFrames,
       codec_left_context_frames: graph.chunkPolicy.codecLeftContextFrames,
       dynamic_initial_chunk: graph.chunkPolicy.dynamicInitialChunk,
+      ttfp_target_ms: graph.chunkPolicy.ttfpTargetMs,
     },
     stages: graph.stages.map((s) => ({
       stage_id: s.stageId,

@@ -107,6 +107,20 @@ export const engineMetrics = {
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [metricsRegistry],
   }),
+  playbackSlackSeconds: new Histogram({
+    name: 'chorus_playback_slack_seconds',
+    help:
+      'Audio a listener still had buffered when each audio packet after the first was sent (audio sent before it ' +
+      'minus time since the first packet); <= 0: the listener had run dry.',
+    buckets: [-1, -0.25, -0.1, 0, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+    registers: [metricsRegistry],
+  }),
+  ttfpTargets: new Counter({
+    name: 'chorus_ttfp_target_total',
+    help: 'Requests with a TTFP target (ttfp_target_ms), by whether their first audio packet met it.',
+    labelNames: ['result'] as const,
+    registers: [metricsRegistry],
+  }),
   edgeChunkBytes: new Histogram({
     name: 'chorus_edge_chunk_bytes',
     help: 'Size of chunks crossing an edge, in bytes.',
@@ -246,4 +260,11 @@ export function bridgeEngineDiagnostics(): void {
   subscribe(channelNames.stageStats, onStageStats);
   subscribe(channelNames.edgeChunk, (message) => observeEdgeSample(message as EdgeSampleMessage));
   subscribe(channelNames.stageDied, onStageDied);
+  subscribe(channelNames.audioSlack, (message) => {
+    const slackMs = (message as { slackMs?: unknown }).slackMs;
+    if (typeof slackMs === 'number') engineMetrics.playbackSlackSeconds.observe(slackMs / 1000);
+  });
+  subscribe(channelNames.ttfpTarget, (message) => {
+    engineMetrics.ttfpTargets.inc({ result: (message as { met?: unknown }).met === true ? 'met' : 'missed' });
+  });
 }

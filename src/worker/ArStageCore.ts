@@ -4,6 +4,7 @@
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
 import { ArScheduler, type ScheduledItem } from '../sched/ArScheduler.ts';
+import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
 
@@ -20,6 +21,7 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
   constructor(
     ctx: StageContext,
     private readonly arRunner: ArRunner<B, O>,
+    policy: SchedulingPolicy = 'fifo',
   ) {
     super(ctx);
     const e = ctx.spec.engine;
@@ -28,8 +30,12 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
       maxNumBatchedTokens: e.maxNumBatchedTokens,
       kvBytesPerToken: arRunner.kvBytesPerToken,
       kvBudgetBytes: e.kvCacheBytes,
+      policy,
     });
   }
+
+  /** Playback scheduling: tell the scheduler each request's deadline before a plan is made (default: none). */
+  protected updateDeadlines(): void {}
 
   protected abstract batchItem(req: R, item: ScheduledItem): B;
   /** Runs after the step for every item whose request is still live. */
@@ -53,6 +59,7 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
   }
 
   step(): boolean {
+    this.updateDeadlines();
     const plan = this.scheduler.schedule();
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;

@@ -9,7 +9,7 @@
  *
  * Then state is freed and main hears `finished`. Nothing here blocks: sends are queued in the adapter.
  */
-import type { ChunkPolicy, SamplingParams, StageSpec } from '../common/graph.ts';
+import type { ChunkPolicy, SamplingParams, SchedulingPolicy, StageSpec } from '../common/graph.ts';
 import type { FinishReason } from '../common/engine.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
@@ -29,6 +29,8 @@ export interface StageContext {
   readonly spec: StageSpec;
   readonly chunkPolicy: ChunkPolicy;
   readonly asyncChunk: boolean;
+  /** How the Talker and Code2Wav order work (StageGraph.scheduling). */
+  readonly scheduling: SchedulingPolicy;
   readonly adapter: ChunkTransferAdapter;
   readonly post: (msg: StageToMain) => void;
   readonly log: Logger;
@@ -132,6 +134,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
 
   /** Main reports that an upstream instance will deliver nothing more for the request (the Thinker's encoders). */
   onMediaFailed(_requestId: string, _fromInstance: string, _error: SerializedError): void {}
+
+  /** Main frees a retained prompt prefix (the Thinker's; other stages retain none). */
+  releasePrefix(_key: string): void {}
 
   /** When the step loop must run again even if nothing arrives (a batch timeout); null = only on arrivals. */
   nextWakeAtMs(): number | null {

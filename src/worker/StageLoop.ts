@@ -122,6 +122,9 @@ export class StageLoop {
       case 'media_failed':
         this.core.onMediaFailed(msg.requestId, msg.fromInstance, msg.error);
         return;
+      case 'release_prefix':
+        this.core.releasePrefix(msg.key);
+        return;
       case 'boot': // only the first message of a process; the process entry consumed it
         return;
       default: {

@@ -5,7 +5,7 @@
 import type { EncoderFailurePolicy, MediaModality, SamplingParams, StageGraph } from '../common/graph.ts';
 import type { SerializedError } from '../common/errors.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
-import type { FinishReason } from '../common/engine.ts';
+import type { FinishReason, PromptPrefix } from '../common/engine.ts';
 
 import type { EdgeBinding } from '../../transport/edges.ts';
 
@@ -90,11 +90,29 @@ export interface AddRequest {
   readonly encode?: readonly EncodeItem[];
   /** Per-request override of the initial codec chunk (Talker). */
   readonly initialCodecChunkFrames?: number;
+  /** Thinker only: reuse of a retained prefix (GenerateRequest.prefix). */
+  readonly prefix?: PromptPrefix;
   /** Requests live in the engine when this one was admitted (load for the dynamic initial chunk: a burst's first
    *  request must not get the unloaded IC just because the Talker has not seen the others yet). */
   readonly liveRequests?: number;
   /** Absolute deadline for the first input chunk (downstream stages). */
   readonly firstChunkDeadline: number;
+  /** Requests with audio out: what the Talker and Code2Wav schedule its audio by (src/sched/playback.ts). */
+  readonly playback?: PlaybackPlan;
+}
+
+export interface PlaybackPlan {
+  /**
+   * Epoch ms by which the first audio packet is due at main: admission + the request's TTFP target, or + the
+   * default first-packet slack when it has none.
+   */
+  readonly firstPacketDeadlineMs: number;
+  /** The request's TTFP target (ms) when it has one: the Talker then sizes the first chunk to meet it. */
+  readonly ttfpTargetMs: number | null;
+  /** Audio one codec frame plays, ms. */
+  readonly frameMs: number;
+  /** Recently measured time from the Talker sending a chunk to its audio reaching main (a Code2Wav step), ms. */
+  readonly downstreamMs: number;
 }
 
 export type MainToStage =
@@ -104,6 +122,8 @@ export type MainToStage =
   | { readonly type: 'abort'; readonly requestId: string; readonly reason: string }
   | { readonly type: 'pause'; readonly requestId: string }
   | { readonly type: 'resume'; readonly requestId: string }
+  /** Thinker: free the prompt prefix retained under `key` (its session closed or dropped the turn). */
+  | { readonly type: 'release_prefix'; readonly key: string }
   /** Finish in-flight work (up to drainMs), then exit 0. */
   | { readonly type: 'shutdown'; readonly drainMs: number }
   /** Thinker: the encoder instance `fromInstance` will not deliver this request's items (it died or refused them). */
@@ -149,6 +169,19 @@ export interface EncoderStats {
   readonly decodesSkipped: number;
   /** Items waiting to be encoded now. */
   readonly queuedItems: number;
+  /** A windowed audio encoder: windows served from its window cache, and windows encoded. */
+  readonly windowHits?: number;
+  readonly windowsEncoded?: number;
+}
+
+/** Thinker: prompt prefixes retained for reuse (voice turns) and what reusing them saved, since start. */
+export interface PrefixStats {
+  /** Prefixes held now, and their KV bytes. */
+  readonly retained: number;
+  readonly retainedBytes: number;
+  /** Requests that started from a retained prefix, and the positions they did not compute. */
+  readonly reuses: number;
+  readonly reusedTokens: number;
 }
 
 export interface StageStats {
@@ -161,6 +194,8 @@ export interface StageStats {
   readonly edgeSamples: readonly EdgeSample[];
   /** Encoder stages only. */
   readonly encoder?: EncoderStats;
+  /** Thinker stages only. */
+  readonly prefix?: PrefixStats;
 }
 
 export type StageToMain =

@@ -66,6 +66,7 @@ async function boot(
       spec,
       chunkPolicy: args.graph.chunkPolicy,
       asyncChunk: args.graph.asyncChunk,
+      scheduling: args.graph.scheduling,
       adapter,
       post,
       log,

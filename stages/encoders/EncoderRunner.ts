@@ -26,6 +26,7 @@ import { AUDIO_FRAMES_PER_EMBEDDING } from '../../src/media/audio.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { warmUp } from '../models/warmUp.ts';
 import { packAudio, packImages } from './encoderBatch.ts';
+import { AudioWindows, type AudioWindowStats } from './AudioWindows.ts';
 import type { AudioFeatures, EncoderInput, ImagePatches, Modality } from '../../src/media/types.ts';
 
 export interface EncoderRunner {
@@ -36,6 +37,8 @@ export interface EncoderRunner {
   readonly identity: string;
   /** One batched run; returns each item's rows, numEmbeddings * outputSize floats. */
   encode(items: readonly EncoderInput[]): Float32Array[];
+  /** A windowed audio encoder's window reuse (AudioWindows); absent or null otherwise. */
+  readonly windowStats?: AudioWindowStats | null;
   close(): Promise<void>;
 }
 
@@ -44,6 +47,12 @@ export interface EncoderModelInfo {
   readonly modality: Modality;
   /** Vision only: patches merged per row side (probed at load for a file model when absent). */
   readonly mergeSize?: number;
+  /**
+   * Audio only: the model attends within windows of this many mel frames (its rows depend on their own window's
+   * frames only), so items are encoded window by window with a cache of windows (AudioWindows). Absent: the
+   * model sees each item whole (a bring-your-own encoder with full attention).
+   */
+  readonly windowFrames?: number;
 }
 
 function identityOf(files: ModelFiles, path: string): string {
@@ -61,6 +70,8 @@ function fixedDim(session: SyncSession, input: string, axis: number, what: strin
 }
 
 export class OnnxEncoderRunner implements EncoderRunner {
+  private readonly windows: AudioWindows | null;
+
   private constructor(
     private readonly session: SyncSession,
     readonly modality: Modality,
@@ -69,7 +80,15 @@ export class OnnxEncoderRunner implements EncoderRunner {
     /** Audio: mel bins. Vision: 3 * patchSize^2. */
     private readonly inputWidth: number,
     private mergeSize: number,
-  ) {}
+    windowFrames: number | undefined,
+  ) {
+    this.windows = modality === 'audio' && windowFrames !== undefined ? new AudioWindows(windowFrames, identity) : null;
+  }
+
+  /** Windows reused and encoded (a windowed audio encoder), null otherwise. */
+  get windowStats(): AudioWindowStats | null {
+    return this.windows?.stats ?? null;
+  }
 
   static load(files: ModelFiles, info: EncoderModelInfo, engine: Pick<EngineArgs, 'threads'>): OnnxEncoderRunner {
     const path =
@@ -102,6 +121,7 @@ export class OnnxEncoderRunner implements EncoderRunner {
         identityOf(files, path),
         inputWidth,
         info.mergeSize ?? 0,
+        info.windowFrames,
       );
       warmUp(what, () => runner.probe(what));
       return runner;
@@ -117,7 +137,9 @@ export class OnnxEncoderRunner implements EncoderRunner {
    */
   private probe(what: string): void {
     if (this.modality === 'audio') {
-      const numFrames = 2 * AUDIO_FRAMES_PER_EMBEDDING;
+      // A windowed model pads to whole windows: probe with exactly one.
+      const numFrames = this.windows?.windowFrames ?? 2 * AUDIO_FRAMES_PER_EMBEDDING;
+      const expected = numFrames / AUDIO_FRAMES_PER_EMBEDDING;
       const rows = this.rawRows(
         packAudio(
           [
@@ -126,13 +148,13 @@ export class OnnxEncoderRunner implements EncoderRunner {
               mel: new Float32Array(this.inputWidth * numFrames),
               numMelBins: this.inputWidth,
               numFrames,
-              numEmbeddings: 2,
+              numEmbeddings: expected,
             },
           ],
           this.inputWidth,
         ),
       );
-      if (rows !== 2)
+      if (rows !== expected)
         throw signatureError(
           what,
           `gives ${rows} rows for ${numFrames} mel frames; Chorus counts 1 row per ${AUDIO_FRAMES_PER_EMBEDDING} ` +
@@ -176,6 +198,13 @@ export class OnnxEncoderRunner implements EncoderRunner {
   encode(items: readonly EncoderInput[]): Float32Array[] {
     if (items.length === 0) return [];
     for (const item of items) this.check(item);
+    if (this.windows)
+      return this.windows.encode(items as readonly AudioFeatures[], this.outputSize, (w) => this.run(w));
+    return this.run(items);
+  }
+
+  /** One run over the items as given (whole items, or windows of them). */
+  private run(items: readonly EncoderInput[]): Float32Array[] {
     const feeds =
       this.modality === 'audio'
         ? packAudio(items as readonly AudioFeatures[], this.inputWidth)

@@ -8,6 +8,7 @@ import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { ensureEncoderModel, type EncoderModelSpec } from '../models/ensureEncoderModel.ts';
 import { ensureModel, type ModelBuildProgress } from '../models/ensureModel.ts';
 import { OnnxEncoderRunner } from './EncoderRunner.ts';
+import { AUDIO_ENCODER_WINDOW_FRAMES } from '../generator/audioEncoderModel.ts';
 import type { Modality } from '../../src/media/types.ts';
 
 export interface FileEncoderSpec {
@@ -39,6 +40,7 @@ export async function createEncoderRunner(
       `${spec.kind} outputSize must be the thinker's hidden size, got ${spec.size.outputSize}`,
     );
   const files = await ensureEncoderModel(spec, modelsDir, options.onProgress);
-  if (spec.kind === 'audio_encoder') return OnnxEncoderRunner.load(files, { modality: 'audio' }, engine);
+  if (spec.kind === 'audio_encoder')
+    return OnnxEncoderRunner.load(files, { modality: 'audio', windowFrames: AUDIO_ENCODER_WINDOW_FRAMES }, engine);
   return OnnxEncoderRunner.load(files, { modality: 'image', mergeSize: spec.size.mergeSize }, engine);
 }

@@ -7,6 +7,13 @@
  * and a 2-layer MLP into the Thinker's width follow. Batching pads frames on the right; after each conv the
  * output is multiplied by the mask at that rate, so a padded position reads as the zero a conv's own
  * padding would give and the last real outputs are identical alone and in a batch.
+ *
+ * Windowed (generator version 2), as Qwen2.5-Omni's audio encoder chunks its input by n_window: the frames are
+ * cut into windows of AUDIO_ENCODER_WINDOW_FRAMES (the last one zero-padded and masked), and each window goes
+ * through the convolutions and the transformer on its own (the windows become batch rows), so a row depends on
+ * the frames of its own window only. That is what lets speech be encoded while it is spoken: the rows of a
+ * window are the same whether the clip ends right after it or minutes later (OnnxEncoderRunner caches them per
+ * window). Positions restart in every window.
  */
 import { GraphBuilder } from './GraphBuilder.ts';
 import { buildEncoderStack, keyAllowed, linear, silu, sinusoidCode } from './encoderStack.ts';
@@ -16,6 +23,12 @@ import type { BuildProgressStep, BuiltFiles } from './thinkerModel.ts';
 import { Weights, yieldToLoop } from './weights.ts';
 
 const END = Number.MAX_SAFE_INTEGER; // Slice clamps ends to the dimension
+
+/**
+ * Mel frames per attention window: 0.64 s, 16 rows. Short, so the part of a turn left to encode when the user
+ * stops speaking is short; a multiple of AUDIO_FRAMES_PER_EMBEDDING, so windows cut at row boundaries.
+ */
+export const AUDIO_ENCODER_WINDOW_FRAMES = 64;
 
 export async function buildAudioEncoder(
   size: AudioEncoderSize,
@@ -30,8 +43,26 @@ export async function buildAudioEncoder(
   g.input(AUDIO_ENCODER_INPUTS.mask, 'int64', ['batch_size', 'num_frames']);
   g.output(AUDIO_ENCODER_OUTPUT, 'float32', ['batch_size', 'num_embeddings', d]);
 
-  let mask = g.op('Cast', [AUDIO_ENCODER_INPUTS.mask], { to: 1 /* FLOAT */ }); // [B, T]
-  let x: string = AUDIO_ENCODER_INPUTS.features;
+  const win = AUDIO_ENCODER_WINDOW_FRAMES;
+  // Pad the frames to whole windows: pad = (win - T % win) % win, then [B, bins, T'] -> [B * n, bins, win].
+  const inputShape = g.op('Shape', [AUDIO_ENCODER_INPUTS.features]);
+  const numFrames = g.op('Gather', [inputShape, g.constI64([2])], { axis: 0 }); // [1]
+  const winConst = g.constI64([win]);
+  const pad = g.op('Mod', [g.op('Sub', [winConst, g.op('Mod', [numFrames, winConst])]), winConst]);
+  const padded = g.op('Pad', [
+    AUDIO_ENCODER_INPUTS.features,
+    g.op('Concat', [g.constI64([0, 0, 0, 0, 0]), pad], { axis: 0 }),
+  ]);
+  const windows = g.op('Reshape', [
+    g.op('Transpose', [g.op('Reshape', [padded, g.constI64([0, 0, -1, win])])], { perm: [0, 2, 1, 3] }),
+    g.constI64([-1, bins, win]),
+  ]);
+  const floatMask = g.op('Cast', [AUDIO_ENCODER_INPUTS.mask], { to: 1 /* FLOAT */ }); // [B, T]
+  let mask = g.op('Reshape', [
+    g.op('Pad', [floatMask, g.op('Concat', [g.constI64([0, 0, 0]), pad], { axis: 0 })]),
+    g.constI64([-1, win]),
+  ]); // [B * n, win]
+  let x: string = windows;
   let inChannels = bins;
   for (let i = 0; i < 2; i++) {
     // two stride-2 convs: AUDIO_FRAMES_PER_EMBEDDING (encoderSizes.ts) = 4
@@ -67,7 +98,10 @@ export async function buildAudioEncoder(
     await yieldToLoop();
   });
   const hidden = silu(g, linear(g, w, normed, 'proj.0', c, d));
-  g.op('Identity', [linear(g, w, hidden, 'proj.1', d, d)], {}, AUDIO_ENCODER_OUTPUT);
+  // [B * n, win / 4, d] -> [B, n * win / 4, d]: the windows' rows back in order (the runner drops padded rows).
+  const batch = g.op('Gather', [inputShape, g.constI64([0])], { axis: 0 });
+  const outShape = g.op('Concat', [batch, g.constI64([-1, d])], { axis: 0 });
+  g.op('Reshape', [linear(g, w, hidden, 'proj.1', d, d), outShape], {}, AUDIO_ENCODER_OUTPUT);
   const bytes = g.toBytes('chorus tiny-omni audio encoder');
   progress({ done: total, total, what: 'audio encoder' });
   return { files: { [AUDIO_ENCODER_FILE]: bytes } };

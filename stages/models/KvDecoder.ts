@@ -49,6 +49,16 @@ export class KvDecoder {
     this.caches.delete(seqId);
   }
 
+  /** Sequence `from`'s cache becomes `to`'s, cut to its first keepPositions positions (in tensors of its own). */
+  move(from: string, to: string, keepPositions: number): void {
+    const c = this.caches.get(from);
+    this.caches.delete(from);
+    this.caches.delete(to);
+    if (!c) return;
+    c.keepFirst(keepPositions);
+    this.caches.set(to, c);
+  }
+
   /** Sequences left behind in the tensors the participants are leaving get rows of their own. */
   private compactBystanders(participants: readonly SeqKvCache[]): void {
     const leaving = new Set(participants.map((c) => c.storage));

@@ -85,6 +85,28 @@ export class SeqKvCache {
     this.total = this.length;
   }
 
+  /**
+   * Keeps the first `keep` positions, in tensors of its own (a reused prefix: the rest of the sequence it was cut
+   * from went on differently). The batch it shared tensors with is not touched.
+   */
+  keepFirst(keep: number): void {
+    if (keep >= this.length) return this.compact();
+    const { numKvHeads, headDim } = this.layout;
+    const pad = this.total - this.length;
+    this.presents = this.presents.map((src) => {
+      const dst = new Float32Array(numKvHeads * keep * headDim);
+      for (let h = 0; h < numKvHeads; h++) {
+        const from = ((this.row * numKvHeads + h) * this.total + pad) * headDim;
+        dst.set(src.subarray(from, from + keep * headDim), h * keep * headDim);
+      }
+      return dst;
+    });
+    this.batchSize = 1;
+    this.row = 0;
+    this.length = keep;
+    this.total = keep;
+  }
+
   /** After a step: the sequence now lives at row `row` of these presents, `newTokens` positions longer. */
   adopt(presents: readonly Float32Array[], batchSize: number, row: number, total: number, newTokens: number): void {
     this.presents = presents;

@@ -11,7 +11,7 @@ import { ensureGeneratedModel, type ModelBuildProgress, type ModelFiles } from '
 import { buildVisionEncoder } from '../generator/visionEncoderModel.ts';
 
 /** Bump when an encoder generator's graph or weights change. */
-export const ENCODER_GENERATOR_VERSION = 1;
+export const ENCODER_GENERATOR_VERSION = 2; // 2: windowed audio encoder, log-mel with a fixed floor
 
 /** The generated encoder variants of a stage's model spec (src/common/graph.ts). */
 export type EncoderModelSpec = Extract<GeneratedModelSpec, { readonly kind: 'audio_encoder' | 'vision_encoder' }>;

@@ -5,7 +5,7 @@
  * everything goes in the final chunk.
  */
 import type { ChunkPolicy } from '../../src/common/graph.ts';
-import { nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
+import { nextChunkTarget, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
 
 export interface CodecChunkOut {
   /** numCodebooks x numFrames, layout [Q][T] (Code2Wav's [B, Q, T] input without the batch). */
@@ -29,14 +29,28 @@ export class Talker2Code2Wav {
     return this.frames.length;
   }
 
+  /** Frames already sent to Code2Wav (the audio the listener has been given, in frames). */
+  get framesSent(): number {
+    return this.numSent;
+  }
+
+  /** Frames still to make before the next chunk goes (0: it can go now). */
+  get framesUntilNextChunk(): number {
+    const target = nextChunkTarget(this.policy, this.initialFrames, this.numSent);
+    return Math.max(0, target - (this.frames.length - this.numSent));
+  }
+
   push(frame: Int32Array): void {
     this.frames.push(frame);
   }
 
-  /** The next chunk to send, or null. With `final`, whatever remains (null when nothing does). */
-  take(final: boolean): CodecChunkOut | null {
+  /**
+   * The next chunk to send, or null. With `final`, whatever remains (null when nothing does); with `early`, what is
+   * pending now even if short of the chunk's size.
+   */
+  take(final: boolean, early = false): CodecChunkOut | null {
     if (!final && !this.asyncChunk) return null;
-    const c = nextCodecChunk(this.policy, this.initialFrames, this.frames.length, this.numSent, final);
+    const c = nextCodecChunk(this.policy, this.initialFrames, this.frames.length, this.numSent, final, early);
     if (!c) return null;
     const numFrames = c.end - c.start;
     const codes = new Int32Array(this.numCodebooks * numFrames);

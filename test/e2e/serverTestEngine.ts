@@ -189,6 +189,7 @@ function stage(
 export const testGraph: StageGraph = {
   file: '/configs/test-omni.yaml',
   asyncChunk: true,
+  scheduling: 'fifo',
   stageHangMs: 2_000,
   modelsDir: '/tmp/models',
   connectors: { shm0: { name: 'shm0', kind: 'shm', options: {} } },
@@ -198,6 +199,7 @@ export const testGraph: StageGraph = {
     codecLeftContextFrames: 25,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 5000,
+    ttfpTargetMs: null,
   },
   stages: [
     stage('thinker', 'thinker', null, 'text'),

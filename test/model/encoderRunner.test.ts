@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
 import type { OnnxEncoderRunner } from '../../stages/encoders/EncoderRunner.ts';
 import { audioEmbeddingCount, audioFeatures } from '../../src/media/audio.ts';
+import { prepareAudio } from '../../src/media/prepareMedia.ts';
+import { AUDIO_ENCODER_WINDOW_FRAMES } from '../../stages/generator/audioEncoderModel.ts';
 import type { RgbImage } from '../../src/media/image.ts';
 import { imageEmbeddingCount, imagePatches } from '../../src/media/imagePatches.ts';
 import type { ImagePatches } from '../../src/media/types.ts';
@@ -74,6 +76,85 @@ describe('audio encoder', () => {
     expect(again).toEqual(first);
     const [other] = audio.encode([audioFeatures(chirp(1, 900))]);
     expect(maxAbsDiff(first, other)).toBeGreaterThan(1e-2);
+  });
+});
+
+/** pcm16 bytes at 24 kHz (what a Realtime client appends) of a chirp with some noise-like texture. */
+function pcm16Speechlike(seconds: number): Uint8Array {
+  const n = Math.round(seconds * 24000);
+  const out = new Int16Array(n);
+  for (let i = 0; i < n; i++) {
+    const t = i / 24000;
+    const v = 0.3 * Math.sin(2 * Math.PI * (180 + 60 * Math.sin(3 * t)) * t) + 0.05 * Math.sin(i * 12.9898);
+    out[i] = Math.round(v * 32767);
+  }
+  return new Uint8Array(out.buffer);
+}
+
+describe('audio encoder, windowed (speech encoded while it is spoken)', () => {
+  const win = AUDIO_ENCODER_WINDOW_FRAMES / 4; // rows per window
+
+  it("a partial clip gives the whole clip's log-mel frames bit for bit, up to the samples it lacks", () => {
+    const whole = prepareAudio(pcm16Speechlike(3), 'pcm16').features();
+    const part = prepareAudio(pcm16Speechlike(3).subarray(0, 2 * 24000 * 1.7), 'pcm16').features();
+    // A frame is final once its 25 ms window (and the resampler's ~1 ms of taps) has arrived: all but the last 3.
+    const final = part.numFrames - 3;
+    for (let m = 0; m < whole.numMelBins; m++) {
+      const a = whole.mel.subarray(m * whole.numFrames, m * whole.numFrames + final);
+      const b = part.mel.subarray(m * part.numFrames, m * part.numFrames + final);
+      expect(
+        Buffer.from(b.buffer, b.byteOffset, b.byteLength).equals(Buffer.from(a.buffer, a.byteOffset, a.byteLength)),
+      ).toBe(true);
+    }
+  });
+
+  it('rows of a window depend on that window only: whole clip = windows encoded apart, within 1e-5', async () => {
+    const clip = audioFeatures(chirp(2.3, 300)); // 230 frames: 3 whole windows and a partial one
+    // A fresh runner of the same model, so no row comes from the other's window cache.
+    const apart = await createEncoderRunner(audioSpec, models.dir);
+    try {
+      const [whole] = audio.encode([clip]);
+      const rows: Float32Array[] = [];
+      for (let start = 0; start < clip.numFrames; start += AUDIO_ENCODER_WINDOW_FRAMES) {
+        const frames = Math.min(AUDIO_ENCODER_WINDOW_FRAMES, clip.numFrames - start);
+        const mel = new Float32Array(clip.numMelBins * frames);
+        for (let m = 0; m < clip.numMelBins; m++)
+          mel.set(clip.mel.subarray(m * clip.numFrames + start, m * clip.numFrames + start + frames), m * frames);
+        const window = { ...clip, mel, numFrames: frames, numEmbeddings: Math.ceil(frames / 4) };
+        rows.push(apart.encode([window])[0]);
+      }
+      const joined = new Float32Array(whole.length);
+      let at = 0;
+      for (const r of rows) {
+        joined.set(r, at);
+        at += r.length;
+      }
+      expect(at).toBe(whole.length);
+      expect(maxAbsDiff(whole, joined)).toBeLessThan(1e-5);
+      expect(clip.numEmbeddings).toBe(58);
+      expect(whole.length).toBe(58 * D);
+      expect(win).toBe(16);
+    } finally {
+      await apart.close();
+    }
+  });
+
+  it('a growing clip is encoded once per window: earlier windows come back bit for bit from its cache', async () => {
+    const runner = await createEncoderRunner(audioSpec, models.dir);
+    try {
+      const bytes = pcm16Speechlike(3);
+      const [early] = runner.encode([prepareAudio(bytes.subarray(0, 2 * 24000 * 1.5), 'pcm16').features()]);
+      const before = runner.windowStats!;
+      const [whole] = runner.encode([prepareAudio(bytes, 'pcm16').features()]);
+      const after = runner.windowStats!;
+      // 1.5 s = 150 frames: windows 0 and 1 are whole and final, window 2 (frames 128..149) is not.
+      expect(after.windowHits - before.windowHits).toBe(2);
+      expect(after.windowsEncoded - before.windowsEncoded).toBe(3); // 300 frames = 5 windows, 2 reused
+      const reused = 2 * win * D;
+      expect(Buffer.from(whole.buffer, 0, reused * 4).equals(Buffer.from(early.buffer, 0, reused * 4))).toBe(true);
+    } finally {
+      await runner.close();
+    }
   });
 });
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { asyncSyncRatios, evaluateGoals } from '../../bench/ttfp/goals.ts';
-import { withAsyncChunk } from '../../bench/ttfp/inProcessServer.ts';
+import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
 import type { LimitResult } from '../../bench/limit/runLimit.ts';
 import { plotSvg } from '../../bench/ttfp/report/plotSvg.ts';
 import { meanColumns, renderMarkdown, renderText } from '../../bench/ttfp/report/tables.ts';
@@ -64,6 +64,46 @@ describe('asyncSyncRatios and evaluateGoals', () => {
   it('leaves out goals it has no data for', () => {
     expect(evaluateGoals([run(true, 4, 50)], [], null)).toEqual([]);
   });
+
+  it('compares playback with fifo scheduling at c=16: no underruns where fifo has some, or the stall halved', () => {
+    const as = (variant: string, r: RunRow): RunRow => ({ ...r, variant });
+    const fifo = as('fifo', run(true, 16, 100, 500)); // 300 ms stalls
+    const [goal] = evaluateGoals([as('playback', run(true, 16, 100)), fifo], [], null);
+    expect(goal).toMatchObject({ value: 0, met: true });
+    expect(goal.name).toContain('underruns 0 vs 2');
+    const stillStalling = as('playback', run(true, 16, 100, 400)); // 200 ms stalls: not half of 300
+    expect(evaluateGoals([stillStalling, fifo], [], null)[0]).toMatchObject({ value: 200, met: false });
+  });
+
+  it('reports the share of requests that met a TTFP target within 2x the limit at c=4', () => {
+    const traces = [30, 50, 70, 90].map((ttfpMs) => ({
+      startMs: 0,
+      ok: true,
+      events: [
+        { type: 'audio' as const, atMs: ttfpMs, samples: 2400, sampleRateHz: 24_000 },
+        { type: 'done' as const, atMs: ttfpMs + 5 },
+      ],
+    }));
+    const row = (ttfpTargetMs: number) =>
+      toRunRow(summarizeRun(traces), {
+        asyncChunk: true,
+        concurrency: 4,
+        inputLen: 100,
+        outputLen: 100,
+        code2wavBatch: 16,
+        durationMs: 1000,
+        traces,
+        ttfpTargetMs,
+      });
+    expect(row(60).ttfp_target_met).toBe(0.5);
+    const burst = { batch: 4, median: { total_ms: 45 } } as LimitResult; // targets up to 90 ms are goals
+    expect(evaluateGoals([row(80)], [], limit(20), [], [burst])).toEqual([
+      expect.objectContaining({ value: 0.75, target: '>= 0.9', met: false }),
+    ]);
+    expect(evaluateGoals([row(90)], [], limit(20), [], [burst])[0]).toMatchObject({ value: 1, met: true });
+    // A target over 2x the limit is not a goal.
+    expect(evaluateGoals([row(91)], [], limit(20), [], [burst])).toEqual([]);
+  });
 });
 
 describe('tables', () => {
@@ -105,11 +145,11 @@ describe('plotSvg', () => {
   });
 });
 
-describe('withAsyncChunk', () => {
+describe('withOverrides', () => {
   it('changes only async_chunk, so the sync run uses the same models and settings', () => {
     const file = defaultConfigPath();
     const text = readFileSync(file, 'utf8');
-    const sync = withAsyncChunk(text, false, file);
+    const sync = withOverrides(text, { async_chunk: false }, file);
     const [a, s] = [parseConfig(text, file), parseConfig(sync, file)];
     expect(a.asyncChunk).toBe(true);
     expect(s.asyncChunk).toBe(false);
@@ -120,6 +160,15 @@ describe('withAsyncChunk', () => {
   it('adds the key when the file leaves it to the default', () => {
     const file = defaultConfigPath();
     const text = readFileSync(file, 'utf8').replace(/^async_chunk:.*$/m, '');
-    expect(parseConfig(withAsyncChunk(text, false, file), file).asyncChunk).toBe(false);
+    expect(parseConfig(withOverrides(text, { async_chunk: false }, file), file).asyncChunk).toBe(false);
+  });
+
+  it('sets the scheduling policy for the fifo variant of --compare-scheduling', () => {
+    const file = defaultConfigPath();
+    const text = readFileSync(file, 'utf8');
+    const [a, f] = [parseConfig(text, file), parseConfig(withOverrides(text, { scheduling: 'fifo' }, file), file)];
+    const p = parseConfig(withOverrides(text, { scheduling: 'playback' }, file), file);
+    expect([a.scheduling, f.scheduling, p.scheduling]).toEqual(['fifo', 'fifo', 'playback']);
+    expect({ ...p, scheduling: 'fifo', warnings: [], configHash: a.configHash }).toEqual({ ...a, warnings: [] });
   });
 });

@@ -88,6 +88,7 @@ describe('defaults and resolution', () => {
   it('fills every default from a minimal file, and freezes the result deeply', () => {
     const graph = parseConfig(threeStages, '/tmp/conf/min.yaml', { cores: 64 });
     expect(graph.asyncChunk).toBe(true);
+    expect(graph.scheduling).toBe('fifo');
     expect(graph.modelsDir).toBe(path.join(repoRoot(), '.chorus', 'models'));
     expect(Object.keys(graph.connectors)).toEqual(['shm']);
     expect(graph.chunkPolicy).toEqual({
@@ -96,6 +97,7 @@ describe('defaults and resolution', () => {
       codecLeftContextFrames: 25,
       dynamicInitialChunk: true,
       chunkTimeoutMs: 30000,
+      ttfpTargetMs: null,
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({
@@ -250,6 +252,19 @@ ${thinker}    replicas: two
     expect(problemsOf(yaml)).toEqual([
       'configs/x.yaml:1 async_chunk: must be true or false, got "yes"',
       'configs/x.yaml:7 stages[0].replicas: must be an integer >= 1, got "two"',
+    ]);
+  });
+
+  it('scheduling and ttfp_target_ms say what they take', () => {
+    const yaml = `scheduling: lifo
+chunk_policy:
+  ttfp_target_ms: 0
+stages:
+${thinker}`;
+    expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:1 scheduling: must be playback (least slack first) or fifo (oldest first), got "lifo"',
+      'configs/x.yaml:3 chunk_policy.ttfp_target_ms: must be a positive integer (ms), or null for no default ' +
+        'target, got 0',
     ]);
   });
 

@@ -36,6 +36,7 @@ describe('chunk policy', () => {
     codecLeftContextFrames: 25,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 1000,
+    ttfpTargetMs: null,
   };
 
   it('grows the initial chunk with load, and lets a request override it', () => {

@@ -59,6 +59,7 @@ describe('talker2code2wav', () => {
     codecLeftContextFrames: 3,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 1000,
+    ttfpTargetMs: null,
   };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 

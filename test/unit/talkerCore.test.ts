@@ -237,3 +237,46 @@ describe('TalkerCore', () => {
     expect(ctx.posted.find((m) => m.type === 'finished')).toMatchObject({ requestId: 'r', finishReason: 'cancelled' });
   });
 });
+
+describe('TalkerCore with a TTFP target', () => {
+  /** Sizes of the chunks sent for request `id` (new frames, context not counted). */
+  function firstChunkFrames(adapter: FakeAdapter, id: string): number {
+    const first = adapter.sent.find((c) => c.requestId === id && c.body);
+    const body = first!.body as CodecFramesBody;
+    return body.numFrames - body.contextFrames;
+  }
+
+  it('sizes the first chunk from the target and the measured step costs; the load ladder without one', () => {
+    const adapter = new FakeAdapter();
+    const core = new TalkerCore(stageContext(spec, adapter), new FakeTalkerRunner());
+    const add = (requestId: string, targetMs: number | null, deadlineInMs: number) =>
+      core.add({
+        type: 'add',
+        requestId,
+        sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 200 },
+        downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
+        upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
+        firstChunkDeadline: Date.now() + 30_000,
+        playback: {
+          firstPacketDeadlineMs: Date.now() + deadlineInMs,
+          ttfpTargetMs: targetMs,
+          frameMs: 80,
+          downstreamMs: 0,
+        },
+      });
+    const run = (requestId: string) => {
+      core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', rowsBody(3 + 60, 3)) }]);
+      core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', null, true) }]);
+      while (core.step());
+    };
+    add('ladder', null, 250); // no target: the dynamic initial chunk (4 frames for one request)
+    run('ladder');
+    expect(firstChunkFrames(adapter, 'ladder')).toBe(4);
+    add('generous', 60_000, 60_000); // steps are measured now (the fake runner is fast): the largest chunk fits
+    run('generous');
+    expect(firstChunkFrames(adapter, 'generous')).toBe(25);
+    add('overdue', 1, -10); // its deadline has passed: the smallest chunk, out as soon as possible
+    run('overdue');
+    expect(firstChunkFrames(adapter, 'overdue')).toBe(1);
+  });
+});

@@ -47,6 +47,7 @@ class FakeThinkerRunner implements ThinkerRunner {
     return 0;
   }
   free(): void {}
+  moveSequence(): void {}
   async close(): Promise<void> {}
 }
 

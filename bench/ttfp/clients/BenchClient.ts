@@ -13,6 +13,16 @@ export interface BenchRequest {
   readonly timeoutMs: number;
   /** Chorus extension: frames in the first Code2Wav chunk (default: the server's chunk policy). */
   readonly initialCodecChunkFrames?: number;
+  /** Chorus extension: when the first audio packet should arrive (ms); the server picks the chunk schedule. */
+  readonly ttfpTargetMs?: number;
+}
+
+/** The Chorus extension fields of a request, as both protocols spell them on the wire. */
+export function chunkingFields(r: BenchRequest): Record<string, number> {
+  return {
+    ...(r.initialCodecChunkFrames !== undefined ? { initial_codec_chunk_frames: r.initialCodecChunkFrames } : {}),
+    ...(r.ttfpTargetMs !== undefined ? { ttfp_target_ms: r.ttfpTargetMs } : {}),
+  };
 }
 
 export interface BenchClient {

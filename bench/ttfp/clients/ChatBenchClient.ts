@@ -5,7 +5,13 @@
  */
 import http from 'node:http';
 import type { RequestTrace, TraceEvent } from '../trace.ts';
-import { pcm16SamplesInBase64, type BenchClient, type BenchRequest, type ClientTarget } from './BenchClient.ts';
+import {
+  chunkingFields,
+  pcm16SamplesInBase64,
+  type BenchClient,
+  type BenchRequest,
+  type ClientTarget,
+} from './BenchClient.ts';
 
 const SAMPLE_RATE_HZ = 24_000; // streamed chat audio is 24 kHz mono pcm16
 
@@ -39,7 +45,7 @@ export class ChatBenchClient implements BenchClient {
       max_tokens: r.outputLen,
       ignore_eos: true,
       seed: r.seed,
-      ...(r.initialCodecChunkFrames !== undefined ? { initial_codec_chunk_frames: r.initialCodecChunkFrames } : {}),
+      ...chunkingFields(r),
     });
     const headers: Record<string, string> = {
       'content-type': 'application/json',

@@ -7,7 +7,7 @@
  */
 import { WebSocket } from 'ws';
 import type { RequestTrace, TraceEvent } from '../trace.ts';
-import type { BenchClient, BenchRequest, ClientTarget } from './BenchClient.ts';
+import { chunkingFields, type BenchClient, type BenchRequest, type ClientTarget } from './BenchClient.ts';
 import { deltaTraceEvent, responseOutcome, type RealtimeEvent } from './realtimeEvents.ts';
 
 const SAMPLE_RATE_HZ = 24_000; // Realtime GA audio/pcm is 24 kHz mono pcm16
@@ -114,9 +114,7 @@ export class RealtimeBenchClient implements BenchClient {
             max_output_tokens: r.outputLen,
             ignore_eos: true,
             seed: r.seed,
-            ...(r.initialCodecChunkFrames !== undefined
-              ? { initial_codec_chunk_frames: r.initialCodecChunkFrames }
-              : {}),
+            ...chunkingFields(r),
           },
         }),
       );

@@ -44,9 +44,17 @@ function configRatioSection(r: BenchResult): [string, string[]] {
   return [title, r.config_ratios.map(ratioLine)];
 }
 
-/** With two configs, the tables start with the config each row ran. */
+/**
+ * With two configs (or the playback and fifo runs of --compare-scheduling) the tables start with the variant each
+ * row ran; with a TTFP target they end with the share of requests that met it.
+ */
 function columns(r: BenchResult, base: readonly Column[]): readonly Column[] {
-  return r.target.compare_file !== undefined ? [variantColumn, ...base] : base;
+  const byVariant = r.target.compare_file !== undefined || r.runs.some((x) => x.variant === 'playback');
+  const target: Column = {
+    header: 'TTFP target met',
+    cell: (x) => (x.ttfp_target_met === null ? '-' : `${(x.ttfp_target_met * 100).toFixed(0)}%`),
+  };
+  return [...(byVariant ? [variantColumn] : []), ...base, ...(r.options.ttfp_target_ms !== null ? [target] : [])];
 }
 
 /** The limit a run is compared with: a lone request's at c=1, a burst of c at c > 1. */

@@ -31,8 +31,9 @@ const RUN_OPTIONS = {
 export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
-               [--compare-sync | --compare-config FILE] [--redis-url URL] [--out DIR] [--warmup 2] [--seed 0]
-               [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20] [--initial-codec-chunk-frames N] [--json]
+               [--compare-sync | --compare-config FILE | --compare-scheduling] [--redis-url URL] [--out DIR]
+               [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
+               [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--json]
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
                        [--skip-limit] [--limit-repeats 20] [--json]
@@ -43,7 +44,9 @@ export const usage = `usage:
 
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
 --compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
-reports the ratios of --config over FILE. --url measures a running server.
+reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
+(underruns and worst stall of each, runs[].scheduling). --url measures a running server.
+--ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
 A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
 min_replicas \`chorus stage\` processes per remote stage and waits for them to join, over --redis-url (or
 CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
@@ -106,16 +109,21 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'output-len': { type: 'string' },
     'compare-sync': { type: 'boolean', default: false },
     'compare-config': { type: 'string' },
+    'compare-scheduling': { type: 'boolean', default: false },
     'redis-url': { type: 'string' },
     ...RUN_OPTIONS,
     'initial-codec-chunk-frames': { type: 'string' },
+    'ttfp-target-ms': { type: 'string' },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
   if (v['compare-config'] !== undefined && v.url !== undefined)
     throw new UsageError('--compare-config is for --config: the bench starts both servers');
-  if (v['compare-config'] !== undefined && v['compare-sync'] === true)
-    throw new UsageError('give --compare-sync or --compare-config, not both');
+  const compares = [v['compare-sync'] === true, v['compare-config'] !== undefined, v['compare-scheduling'] === true];
+  if (compares.filter(Boolean).length > 1)
+    throw new UsageError('give one of --compare-sync, --compare-config and --compare-scheduling');
+  if (v['compare-scheduling'] === true && v.url !== undefined)
+    throw new UsageError('--compare-scheduling is for --config: the bench starts both servers');
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   if (v.protocol !== 'realtime' && v.protocol !== 'chat')
     throw new UsageError(`--protocol must be realtime or chat, got "${v.protocol}"`);
@@ -145,10 +153,14 @@ async function runServeCommand(argv: string[]): Promise<number> {
     warmup: positiveInt('warmup', v.warmup, 2, 0),
     seed: positiveInt('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
+    compareScheduling: v['compare-scheduling'] === true,
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
     ...(v['initial-codec-chunk-frames'] !== undefined
       ? { initialCodecChunkFrames: positiveInt('initial-codec-chunk-frames', v['initial-codec-chunk-frames'], 1) }
+      : {}),
+    ...(v['ttfp-target-ms'] !== undefined
+      ? { ttfpTargetMs: positiveInt('ttfp-target-ms', v['ttfp-target-ms'], 1) }
       : {}),
     timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
     limit: v['skip-limit'] !== true,

@@ -58,7 +58,12 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 export function summary(graph: StageGraph): string {
-  const lines = [`${graph.file}: OK`, `  async_chunk: ${graph.asyncChunk}`, `  models_dir: ${graph.modelsDir}`];
+  const lines = [
+    `${graph.file}: OK`,
+    `  async_chunk: ${graph.asyncChunk}`,
+    `  scheduling: ${graph.scheduling}`,
+    `  models_dir: ${graph.modelsDir}`,
+  ];
   const cp = graph.chunkPolicy;
   const initial =
     cp.initialCodecChunkFrames !== null
@@ -68,7 +73,8 @@ export function summary(graph: StageGraph): string {
         : `${cp.codecChunkFrames} frames (= codec_chunk_frames)`;
   lines.push(
     `  chunk_policy: first chunk ${initial}, then ${cp.codecChunkFrames} frames + ${cp.codecLeftContextFrames} ` +
-      `context, timeout ${cp.chunkTimeoutMs} ms`,
+      `context, timeout ${cp.chunkTimeoutMs} ms` +
+      (cp.ttfpTargetMs !== null ? `, default TTFP target ${cp.ttfpTargetMs} ms` : ''),
     '',
     'connectors:',
   );

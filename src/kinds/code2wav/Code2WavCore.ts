@@ -8,7 +8,7 @@ import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdap
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { AudioBody } from '../../common/payloads.ts';
-import type { AddRequest } from '../../worker/messages.ts';
+import type { AddRequest, PlaybackPlan } from '../../worker/messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../worker/StageCore.ts';
 
 interface PendingChunk {
@@ -20,6 +20,10 @@ interface PendingChunk {
 
 interface Code2WavRequest extends CoreRequest {
   readonly chunks: PendingChunk[];
+  readonly playback: PlaybackPlan | null;
+  /** When its first audio left for main (epoch ms), and how much audio (ms) has left since: the listener's buffer. */
+  firstSentAtMs: number | null;
+  audioMsSent: number;
 }
 
 export class Code2WavCore extends StageCore<Code2WavRequest> {
@@ -30,11 +34,20 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
     private readonly runner: Code2WavRunner,
   ) {
     super(ctx);
-    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs);
+    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling);
   }
 
   protected admit(msg: AddRequest): Code2WavRequest {
-    return { requestId: msg.requestId, sampling: msg.sampling, downstream: msg.downstream, numOutputs: 0, chunks: [] };
+    return {
+      requestId: msg.requestId,
+      sampling: msg.sampling,
+      downstream: msg.downstream,
+      numOutputs: 0,
+      chunks: [],
+      playback: msg.playback ?? null,
+      firstSentAtMs: null,
+      audioMsSent: 0,
+    };
   }
 
   protected onChunk(req: Code2WavRequest, chunk: ReceivedChunk): void {
@@ -61,6 +74,14 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
       });
     }
     this.scheduler.chunkArrived(req.requestId);
+    this.updateDeadline(req);
+  }
+
+  /** The listener's buffer runs dry when the audio sent so far has played (before the first packet: its deadline). */
+  private updateDeadline(req: Code2WavRequest): void {
+    const pb = req.playback;
+    if (pb)
+      this.scheduler.setDeadline(req.requestId, (req.firstSentAtMs ?? pb.firstPacketDeadlineMs) + req.audioMsSent);
   }
 
   pause(requestId: string): void {
@@ -107,9 +128,15 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
         );
       return true;
     }
+    const sentAtMs = Date.now();
     for (const w of work) {
       const i = decodable.indexOf(w);
       const pcm = i >= 0 ? audio[i] : new Float32Array(0);
+      if (pcm.length > 0) {
+        w.req.firstSentAtMs ??= sentAtMs;
+        w.req.audioMsSent += (pcm.length / this.runner.sampleRateHz) * 1000;
+        this.updateDeadline(w.req);
+      }
       const body: AudioBody = { kind: 'audio', pcm, sampleRateHz: this.runner.sampleRateHz };
       w.req.numOutputs += w.chunk.numFrames - w.chunk.contextFrames;
       if (w.chunk.final) this.finish(w.req, w.chunk.final, () => (pcm.length > 0 ? body : undefined));

@@ -38,7 +38,7 @@ interface Job extends EncodeJob {
 }
 
 /** Runner-like surface the core needs (a fake in unit tests). */
-export type EncoderCoreRunner = Pick<EncoderRunner, 'modality' | 'outputSize' | 'identity' | 'encode'>;
+export type EncoderCoreRunner = Pick<EncoderRunner, 'modality' | 'outputSize' | 'identity' | 'encode' | 'windowStats'>;
 
 export class EncoderCore extends StageCore<EncoderRequest> {
   private readonly settings: EncoderSettings;
@@ -260,6 +260,7 @@ export class EncoderCore extends StageCore<EncoderRequest> {
         itemsEncoded: this.itemsEncoded,
         decodesSkipped: this.decodesSkipped,
         queuedItems: this.jobs.size,
+        ...(this.runner.windowStats ?? {}),
       },
     };
   }

@@ -6,14 +6,15 @@
  * after framesPerToken frames per text token (or at end-of-speech, or max_tokens frames).
  */
 import type { ScheduledItem } from '../../sched/ArScheduler.ts';
-import { initialChunkFrames } from '../../sched/chunkPolicy.ts';
+import { initialChunkForTarget, initialChunkFrames } from '../../sched/chunkPolicy.ts';
+import { Ewma } from '../../sched/playback.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../../stages/types.ts';
 import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { CodecFramesBody } from '../../common/payloads.ts';
-import type { AddRequest } from '../../worker/messages.ts';
+import type { AddRequest, PlaybackPlan } from '../../worker/messages.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
 
@@ -25,16 +26,32 @@ interface TalkerRequest extends CoreRequest {
   thinkerDone: FinishReason | null;
   framesSampled: number;
   toCode2Wav: Talker2Code2Wav | null;
+  readonly playback: PlaybackPlan | null;
+  /** When the first codec chunk left for Code2Wav (epoch ms): the listener's playback starts about then. */
+  firstSentAtMs: number | null;
+  /** When the first rows arrived, and when the last frame was sampled (epoch ms): the measured frame latencies. */
+  rowsAtMs: number | null;
+  lastFrameAtMs: number | null;
 }
+
+/** The share of the time left to a TTFP target that the first chunk is planned to fill. */
+const TARGET_PLANNING_SHARE = 0.6;
 
 export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, TalkerStepOutput> {
   private readonly dim: number;
+  /**
+   * Wall-clock latencies as requests see them (steps, the time between them, the CPU the other stages take):
+   * first rows -> frame 0 (the prompt prefill), and frame k -> frame k + 1, each per running request (they grow
+   * about linearly with the requests sharing the CPU), so a burst is planned at its own load.
+   */
+  private readonly firstFrameMs = new Ewma();
+  private readonly frameIntervalMs = new Ewma();
 
   constructor(
     ctx: StageContext,
     private readonly runner: TalkerRunner,
   ) {
-    super(ctx, runner);
+    super(ctx, runner, ctx.scheduling);
     this.dim = runner.conditionDim;
   }
 
@@ -53,6 +70,10 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       thinkerDone: null,
       framesSampled: 0,
       toCode2Wav: null,
+      playback: msg.playback ?? null,
+      firstSentAtMs: null,
+      rowsAtMs: null,
+      lastFrameAtMs: null,
     };
   }
 
@@ -71,6 +92,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
           new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `first chunk of ${req.requestId} lacks promptRows`),
         );
       req.promptRows = p;
+      req.rowsAtMs = Date.now();
       if (p + 1 >= this.maxFrames())
         return this.fail(
           req,
@@ -80,8 +102,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
           ),
         );
       req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
-      const load = Math.max(this.scheduler.numRunning + 1, req.liveAtAdmission);
-      const ic = initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
+      const ic = this.initialChunk(req);
       req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
     }
     if (body) {
@@ -103,6 +124,70 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     }
     if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
     this.refresh(req);
+  }
+
+  /**
+   * The first chunk's frames: a per-request override wins; with a TTFP target, the largest chunk that can still
+   * be out by it at the frame latencies measured now; else the load ladder (chunkPolicy.ts).
+   */
+  private initialChunk(req: TalkerRequest): number {
+    const running = this.scheduler.numRunning;
+    // Requests this Talker knows (added, some still waiting for their first rows) count too: the first request of
+    // a burst sizes its chunk after the Thinker's prefill, when the rest of the burst has been added here.
+    const load = Math.max(running + 1, req.liveAtAdmission, this.size);
+    const pb = req.playback;
+    if (req.initialCodecChunkFrames === undefined && pb?.ttfpTargetMs != null) {
+      const [prefill, interval] = [this.firstFrameMs.value, this.frameIntervalMs.value];
+      if (prefill !== null && interval !== null) {
+        const [prefillMs, frameMs] = [prefill * load, interval * load];
+        // Planned with a margin: step times under shared CPU vary, and a chunk a little smaller costs little.
+        const budgetMs = TARGET_PLANNING_SHARE * (pb.firstPacketDeadlineMs - pb.downstreamMs - Date.now());
+        const { frames, met } = initialChunkForTarget(this.ctx.chunkPolicy, budgetMs, prefillMs, frameMs);
+        if (!met)
+          this.ctx.log.debug(
+            { requestId: req.requestId, budgetMs, prefillMs, targetMs: pb.ttfpTargetMs },
+            'ttfp target out of reach at the current load: smallest first chunk',
+          );
+        return frames;
+      }
+    }
+    return initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
+  }
+
+  /**
+   * When the request's next chunk must leave for its listener not to run dry (epoch ms): the first by its
+   * deadline, later ones when the audio already sent has played, each less the time Code2Wav takes.
+   */
+  private deadlineMs(req: TalkerRequest): number | null {
+    const pb = req.playback;
+    if (!pb || !req.toCode2Wav) return null;
+    const due =
+      req.firstSentAtMs === null
+        ? pb.firstPacketDeadlineMs
+        : req.firstSentAtMs + req.toCode2Wav.framesSent * pb.frameMs;
+    return due - pb.downstreamMs;
+  }
+
+  /**
+   * A first chunk sized for a TTFP target that the frames still to make would now miss (the load rose since it was
+   * sized): it goes as it is. Only the first: it carries no left context, so sending it short costs nothing later
+   * chunks do not already pay (each is at most as long as the audio before it).
+   */
+  private firstChunkLate(req: TalkerRequest, nowMs: number): boolean {
+    const pb = req.playback;
+    const interval = this.frameIntervalMs.value;
+    if (req.firstSentAtMs !== null || pb?.ttfpTargetMs == null || interval === null) return false;
+    const frameMs = interval * Math.max(1, this.scheduler.numRunning);
+    return nowMs + req.toCode2Wav!.framesUntilNextChunk * frameMs > pb.firstPacketDeadlineMs - pb.downstreamMs;
+  }
+
+  protected override updateDeadlines(): void {
+    if (this.ctx.scheduling !== 'playback') return;
+    for (const req of this.requests.values()) {
+      const deadlineMs = this.deadlineMs(req);
+      if (deadlineMs === null || !this.scheduler.has(req.requestId)) continue;
+      this.scheduler.setDeadline(req.requestId, deadlineMs);
+    }
   }
 
   /** Frames that fit the model's positions (prompt rows take positions too; checked again per request). */
@@ -152,11 +237,19 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
   protected afterStep(req: TalkerRequest, item: ScheduledItem, out: TalkerStepOutput): void {
     if (!item.sample) return; // a prefill chunk: nothing sampled yet
     if (out.eos && !req.sampling.ignoreEos) return this.finishTalker(req, 'stop');
+    const nowMs = Date.now();
+    const sharing = Math.max(1, this.scheduler.numRunning);
+    if (req.lastFrameAtMs !== null) this.frameIntervalMs.observe((nowMs - req.lastFrameAtMs) / sharing);
+    else if (req.rowsAtMs !== null) this.firstFrameMs.observe((nowMs - req.rowsAtMs) / sharing);
+    req.lastFrameAtMs = nowMs;
     req.framesSampled++;
     req.numOutputs++;
     req.toCode2Wav!.push(out.codes);
-    const chunk = req.toCode2Wav!.take(false);
-    if (chunk) this.send(req, req.downstream, codesChunk(chunk));
+    const chunk = req.toCode2Wav!.take(false, this.firstChunkLate(req, nowMs));
+    if (chunk) {
+      req.firstSentAtMs ??= Date.now();
+      this.send(req, req.downstream, codesChunk(chunk));
+    }
     if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, this.endReason(req));
     this.refresh(req);
   }

@@ -14,11 +14,27 @@ import { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import type { AddRequest } from '../../worker/messages.ts';
+import type { AddRequest, StageStats } from '../../worker/messages.ts';
 import type { TalkerRowsBody } from '../../common/payloads.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
 import { ThinkerMedia } from './ThinkerMedia.ts';
+import { matchPrefix, ThinkerPrefixes, type PromptInputs, type RetainedPrefix } from './ThinkerPrefixes.ts';
+
+/** A request's part in prefix reuse (AddRequest.prefix). */
+interface PrefixUse {
+  readonly key: string;
+  readonly prefillOnly: boolean;
+  /** Taken from the store; adopted (or freed) once the match is settled. */
+  candidate: RetainedPrefix | null;
+  /** Another request is computing the key's prefix now: wait for it. */
+  awaiting: boolean;
+  /** Positions adopted. */
+  cachedTokens: number;
+  /** Prefill-only with a Talker-capable model: each prompt position's [embedding, hidden state], as computed. */
+  readonly embeds: Float32Array | null;
+  readonly hidden: Float32Array | null;
+}
 
 interface ThinkerRequest extends CoreRequest {
   /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
@@ -26,14 +42,20 @@ interface ThinkerRequest extends CoreRequest {
   readonly generated: number[];
   readonly toTalker: Thinker2Talker | null;
   readonly media: ThinkerMedia | null;
+  readonly prefix: PrefixUse | null;
 }
 
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, ThinkerStepOutput> {
+  /** Retained prefixes sit outside the scheduler's KV budget: they may hold a quarter of it more. */
+  private readonly prefixes: ThinkerPrefixes;
+  private retainedSeq = 0;
+
   constructor(
     ctx: StageContext,
     private readonly runner: ThinkerRunner,
   ) {
     super(ctx, runner);
+    this.prefixes = new ThinkerPrefixes(ctx.spec.engine.kvCacheBytes / 4, (seqId) => runner.free(seqId));
   }
 
   protected admit(msg: AddRequest): ThinkerRequest {
@@ -65,11 +87,11 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     }
     const promptTokenIds = [...prompt];
     const media = msg.media ? new ThinkerMedia(msg.media, promptTokenIds, this.runner.hiddenSize) : null;
-    // With media, only the text before the first item can prefill until its rows arrive.
-    this.scheduler.add(msg.requestId, media ? media.readyLimit(0) : prompt.length);
+    // Held at position 0 until the prefix it may reuse is settled; then (and without one) as refreshAvailable says.
+    this.scheduler.add(msg.requestId, 0);
     // The answer may not run past the model's positions: cap max_tokens instead of failing mid-answer.
     const sampling = { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, maxPositions - prompt.length) };
-    return {
+    const req: ThinkerRequest = {
       requestId: msg.requestId,
       sampling,
       downstream: msg.downstream,
@@ -78,7 +100,122 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       generated: [],
       toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
       media,
+      prefix: msg.prefix
+        ? this.claimPrefix(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
+        : null,
     };
+    this.refreshAvailable(req);
+    return req;
+  }
+
+  /** Takes what the key holds (or waits for the request computing it); a prefill-only request becomes its producer. */
+  private claimPrefix(requestId: string, key: string, prefillOnly: boolean, promptLength: number): PrefixUse {
+    const candidate = this.prefixes.take(key);
+    const awaiting = !candidate && this.prefixes.isProducing(key, requestId);
+    if (prefillOnly) this.prefixes.producing(key, requestId);
+    const keepRows =
+      prefillOnly && this.runner.supports?.hiddenStates !== false && this.runner.supports?.embeddings !== false;
+    const d = this.runner.hiddenSize;
+    return {
+      key,
+      prefillOnly,
+      candidate,
+      awaiting,
+      cachedTokens: 0,
+      embeds: keepRows ? new Float32Array(promptLength * d) : null,
+      hidden: keepRows ? new Float32Array(promptLength * d) : null,
+    };
+  }
+
+  /**
+   * Settles a request's candidate prefix once its inputs can be compared as far as they go: adopts the KV of the
+   * matching positions (the scheduler starts it there) or frees it. True while the request must stay at 0.
+   */
+  private heldForPrefix(req: ThinkerRequest): boolean {
+    const p = req.prefix;
+    if (!p) return false;
+    if (p.awaiting) return true;
+    const c = p.candidate;
+    if (!c) return false;
+    // At least the last prompt position is computed here: it samples the first token.
+    const match = matchPrefix(c.inputs, inputsOf(req), req.promptTokenIds.length - 1);
+    if (!match.settled) return true; // stopped at rows still encoding, which the request would wait for anyway
+    p.candidate = null;
+    // The reused positions' rows are not computed again: a Talker (or a prefill keeping rows) takes them from c.
+    const needsRows = req.toTalker !== null || p.embeds !== null;
+    if (match.length === 0 || (needsRows && !(c.embeds && c.hidden))) {
+      this.runner.free(c.seqId);
+      return false;
+    }
+    const n = match.length;
+    this.runner.moveSequence(c.seqId, req.requestId, n);
+    this.scheduler.startAt(req.requestId, n);
+    const d = this.runner.hiddenSize;
+    if (needsRows) {
+      const embeds = c.embeds!.subarray(0, n * d);
+      const hidden = c.hidden!.subarray(0, n * d);
+      req.toTalker?.onStep(0, n, embeds, hidden, null);
+      p.embeds?.set(embeds);
+      p.hidden?.set(hidden);
+    }
+    p.cachedTokens = n;
+    this.prefixes.reused(n);
+    this.ctx.log.debug({ requestId: req.requestId, key: p.key, positions: n }, 'prompt prefix reused');
+    return false;
+  }
+
+  /** A prefill-only request computed its prompt: its KV (and rows) are retained under its key. */
+  private retainPrefix(req: ThinkerRequest): void {
+    const p = req.prefix!;
+    const length = req.promptTokenIds.length;
+    const seqId = `prefix ${p.key} ${this.retainedSeq++}`; // a space: never a request id
+    this.runner.moveSequence(req.requestId, seqId, length);
+    const rowBytes = (p.embeds?.byteLength ?? 0) + (p.hidden?.byteLength ?? 0);
+    const media = req.media;
+    this.prefixes.retain(
+      {
+        key: p.key,
+        seqId,
+        inputs: { tokenIds: [...req.promptTokenIds], mediaRow: (pos) => media?.rowAt(pos) },
+        length,
+        embeds: p.embeds,
+        hidden: p.hidden,
+        bytes: this.runner.kvBytes(seqId) + rowBytes,
+      },
+      req.requestId,
+    );
+    this.wakeAwaiting(p.key);
+  }
+
+  /** The key's producer retained or gave up: requests waiting for it take what is there now. */
+  private wakeAwaiting(key: string): void {
+    for (const r of this.requests.values()) {
+      const p = r.prefix;
+      if (p?.key !== key || !p.awaiting) continue;
+      p.candidate = this.prefixes.take(key);
+      p.awaiting = !p.candidate && this.prefixes.isProducing(key, r.requestId);
+      this.refreshAvailable(r);
+    }
+  }
+
+  override releasePrefix(key: string): void {
+    this.prefixes.release(key);
+  }
+
+  protected override freeState(req: ThinkerRequest): void {
+    super.freeState(req);
+    const p = req.prefix;
+    if (!p) return;
+    if (p.candidate) this.runner.free(p.candidate.seqId);
+    p.candidate = null;
+    if (p.prefillOnly) {
+      this.prefixes.abandon(p.key, req.requestId);
+      this.wakeAwaiting(p.key);
+    }
+  }
+
+  override stats(): StageStats {
+    return { ...super.stats(), prefix: this.prefixes.stats };
   }
 
   private maxPositions(): number {
@@ -140,13 +277,18 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     this.refreshAvailable(req);
   }
 
-  /** numAvailableTokens: the prompt up to the first item still encoding, all of it (+ answer) once none is. */
+  /**
+   * numAvailableTokens: the prompt up to the first item still encoding, all of it (+ answer) once none is; nothing
+   * while a prefix to reuse is unsettled. A prefill-only request samples nothing at the end of its prompt.
+   */
   private refreshAvailable(req: ThinkerRequest): void {
-    const media = req.media!;
-    const limit = media.complete
-      ? req.promptTokenIds.length + req.generated.length
-      : media.readyLimit(this.scheduler.numComputed(req.requestId));
-    this.scheduler.setAvailable(req.requestId, limit);
+    if (this.heldForPrefix(req)) return;
+    const media = req.media;
+    const limit =
+      !media || media.complete
+        ? req.promptTokenIds.length + req.generated.length
+        : media.readyLimit(this.scheduler.numComputed(req.requestId));
+    this.scheduler.setAvailable(req.requestId, limit, !req.prefix?.prefillOnly);
   }
 
   protected override warningsOf(req: ThinkerRequest): readonly string[] {
@@ -175,6 +317,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   }
 
   protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
+    if (req.prefix?.prefillOnly) return this.afterPrefillStep(req, item, out);
     const token = item.sample && item.startPosition + item.numTokens >= req.promptTokenIds.length ? out.tokenId : null;
     const stop = token !== null ? this.stopReason(req, token) : null;
     const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
@@ -196,8 +339,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       const warnings = req.media?.warnings.length
         ? { warnings: req.media.warnings, droppedItems: req.media.dropped }
         : {};
+      const cached = req.prefix?.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
-        if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings };
+        if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
         return rowsChunk(req.toTalker!.take(true));
       });
       return;
@@ -206,6 +350,23 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     const rows = req.toTalker?.take(false);
     const body = rowsChunk(rows);
     if (body) this.send(req, talker, body);
+  }
+
+  /** A prefill-only step: keep its positions' rows; at the end of the prompt, retain the prefix and finish. */
+  private afterPrefillStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
+    const p = req.prefix!;
+    const d = this.runner.hiddenSize;
+    const all = req.promptTokenIds.length;
+    const end = Math.min(item.startPosition + item.numTokens, all);
+    if (p.embeds && p.hidden && out.hidden.length > 0) {
+      const n = end - item.startPosition;
+      p.embeds.set(out.embeds.subarray(0, n * d), item.startPosition * d);
+      p.hidden.set(out.hidden.subarray(0, n * d), item.startPosition * d);
+    }
+    if (end < all) return;
+    this.retainPrefix(req);
+    const cached = p.cachedTokens ? { cachedTokens: p.cachedTokens } : {};
+    this.finish(req, 'stop', (t) => (t.stageId === 'main' ? { kind: 'text', tokenIds: [], ...cached } : undefined));
   }
 
   private isStopToken(req: ThinkerRequest, token: number): boolean {
@@ -217,6 +378,10 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
     return null;
   }
+}
+
+function inputsOf(req: ThinkerRequest): PromptInputs {
+  return { tokenIds: req.promptTokenIds, mediaRow: (p) => req.media?.rowAt(p) };
 }
 
 function rowsChunk(rows: ReturnType<Thinker2Talker['take']> | undefined): TalkerRowsBody | undefined {

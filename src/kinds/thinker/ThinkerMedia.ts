@@ -116,6 +116,16 @@ export class ThinkerMedia {
     return this.prompt.length;
   }
 
+  /** The row of prompt position p: undefined at a text position, null while its item's rows have not arrived. */
+  rowAt(p: number): Float32Array | null | undefined {
+    const span = this.spans.find((s) => p >= s.start && p < s.start + s.length);
+    if (!span) return undefined;
+    const rows = this.rows[span.item];
+    if (!rows) return null;
+    const d = this.hiddenSize;
+    return rows.subarray((p - span.start) * d, (p - span.start + 1) * d);
+  }
+
   /** Whether positions [start, end) of the prompt touch a media span. */
   overlaps(start: number, end: number): boolean {
     return this.spans.some((s) => s.start < end && s.start + s.length > start);

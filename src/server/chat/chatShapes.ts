@@ -21,7 +21,7 @@ export function usageBody(u: Usage): Record<string, unknown> {
     total_tokens: u.promptTokens + completionTokens,
     // OpenAI's fields, plus image_tokens (Chorus): the prompt positions each modality filled.
     prompt_tokens_details: {
-      cached_tokens: 0,
+      cached_tokens: u.cachedTokens ?? 0,
       text_tokens: u.promptTokenDetails.text,
       audio_tokens: u.promptTokenDetails.audio,
       image_tokens: u.promptTokenDetails.image,

@@ -4,7 +4,7 @@
  * event_id; a bad frame never closes the session.
  */
 import type { RawData, WebSocket } from 'ws';
-import type { Engine, Modality, RequestHandle } from '../../common/engine.ts';
+import type { ChatMessage, Engine, Modality, RequestHandle } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
@@ -30,6 +30,7 @@ import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { SpokenItems } from './SpokenItems.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
+import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
 import type { VadService } from '../voice/VadService.ts';
 
 /** pcm16 mono at 24 kHz. */
@@ -47,6 +48,8 @@ export interface SessionContext {
   readonly queue: RequestQueue;
   /** The server's VAD (started by the first session that turns server_vad on). */
   readonly vad: () => Promise<VadService>;
+  /** Voice prefills in flight across the server (VoicePrefill). */
+  readonly prefills: PrefillSlots;
   readonly log: FastifyBaseLogger;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
@@ -68,6 +71,8 @@ export class RealtimeSession {
   #active: ResponseStream | null = null;
   #closed = false;
   readonly #voice: VoiceTurns;
+  /** With server_vad: the turn being spoken is prefilled as it arrives (null: manual turns cost nothing). */
+  #prefill: VoicePrefill | null = null;
   /** Input audio appended in this session, ms (the VAD's timeline), and where the buffer now starts on it. */
   #audioMs = 0;
   #bufferStartMs = 0;
@@ -170,6 +175,7 @@ export class RealtimeSession {
       case 'input_audio_buffer.clear':
         this.#clearInputAudio();
         this.#voice.reset();
+        this.#prefill?.release();
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
       case 'response.create':
         return this.#onResponseCreate(event);
@@ -204,6 +210,12 @@ export class RealtimeSession {
       );
     state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
     this.#voice.configure(state.turnDetection);
+    if (state.turnDetection)
+      this.#prefill ??= VoicePrefill.for(this.#ctx.engine, this.#ctx.prefills, `voice-${this.id}`, this.#ctx.log);
+    else {
+      this.#prefill?.close();
+      this.#prefill = null;
+    }
     state.generation = mergeGeneration(state.generation, s);
     this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
   }
@@ -244,6 +256,21 @@ export class RealtimeSession {
     this.#inputAudioBytes += audio.length;
     this.#audioMs += audio.length / BYTES_PER_MS;
     this.#voice.push(audio);
+    if (this.#prefill && this.#voice.inTurn && !this.#active)
+      this.#prefill.onAudio(this.#inputAudioBytes / BYTES_PER_MS, () => this.#turnSoFar());
+  }
+
+  /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
+  #turnSoFar(): ChatMessage[] | null {
+    if (this.#inputAudioBytes % 2 !== 0) return null;
+    const media: MediaPart = {
+      type: 'audio',
+      data: Buffer.concat(this.#inputAudio),
+      format: 'pcm16',
+      sampleRateHz: INPUT_AUDIO_RATE_HZ,
+    };
+    const pending: StoredItem = { id: 'pending', role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
+    return toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
   }
 
   #onAudioCommit(itemId = newId('item')): void {
@@ -266,6 +293,7 @@ export class RealtimeSession {
     // A buffer the pipeline cannot use (no audio encoder, under 10 ms) is dropped too: keeping it would only
     // make every later commit fail the same way.
     this.#clearInputAudio();
+    this.#prefill?.turnEnded();
     this.#ctx.media.check(media, 'input_audio_buffer (audio)');
     const item: StoredItem = { id: itemId, role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
     const previous = this.#conversation.insert(item);
@@ -333,6 +361,8 @@ export class RealtimeSession {
         messages,
         modalities,
         ...toEngineParams(generation, maxTokens),
+        // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
+        ...(this.#prefill ? { prefix: { key: this.#prefill.key } } : {}),
       });
     } catch (err) {
       releaseSlot();
@@ -445,6 +475,7 @@ export class RealtimeSession {
     this.#active?.cancel();
     this.#active = null;
     this.#voice.close();
+    this.#prefill?.close();
     this.#writer.discardQueued();
     this.#clearInputAudio();
     this.#ctx.log.debug({ sessionId: this.id }, 'realtime session closed');

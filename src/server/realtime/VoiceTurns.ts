@@ -88,6 +88,11 @@ export class VoiceTurns {
     private readonly host: TurnHost,
   ) {}
 
+  /** Between speech_started and the end of that turn. */
+  get inTurn(): boolean {
+    return this.#turnItemId !== null;
+  }
+
   get active(): TurnDetectionResource | null {
     return this.#params;
   }

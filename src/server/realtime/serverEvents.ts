@@ -115,7 +115,7 @@ export function usageResource(u: Usage): UsageResource {
       text_tokens: u.promptTokenDetails.text,
       audio_tokens: u.promptTokenDetails.audio,
       image_tokens: u.promptTokenDetails.image,
-      cached_tokens: 0,
+      cached_tokens: u.cachedTokens ?? 0,
     },
     output_token_details: { text_tokens: u.completionTokens, audio_tokens: u.audioFrames },
     audio_seconds: u.audioSeconds, // Chorus extension

@@ -1,0 +1,29 @@
+/**
+ * What the Talker and Code2Wav schedule a request's audio by (AddRequest.playback): when its first packet is due
+ * (its TTFP target, or the default first-packet slack), how long a frame plays, and the measured time from the
+ * Talker's chunk to audio at main.
+ */
+import type { GenerateRequest } from '../common/engine.ts';
+import type { StageGraph } from '../common/graph.ts';
+import type { AudioOutputFacts } from '../common/modelFacts.ts';
+import { DEFAULT_FIRST_PACKET_SLACK_MS } from '../sched/playback.ts';
+import type { PlaybackPlan } from '../worker/messages.ts';
+import type { Slot } from './Slot.ts';
+
+export function playbackPlan(
+  request: GenerateRequest,
+  graph: StageGraph,
+  audio: AudioOutputFacts | null,
+  admittedAtMs: number,
+  chosen: Iterable<Slot>,
+): PlaybackPlan | undefined {
+  if (!audio || !request.modalities.includes('audio')) return undefined;
+  const target = request.ttfpTargetMs ?? graph.chunkPolicy.ttfpTargetMs;
+  const vocoder = [...chosen].find((s) => s.spec.kind === 'code2wav');
+  return {
+    firstPacketDeadlineMs: admittedAtMs + (target ?? DEFAULT_FIRST_PACKET_SLACK_MS),
+    ttfpTargetMs: target,
+    frameMs: (audio.samplesPerFrame / audio.sampleRateHz) * 1000,
+    downstreamMs: vocoder?.stats?.stepMs ?? 0,
+  };
+}
