@@ -3,6 +3,7 @@
  * and the issue's goals. Goals are reported, never asserted: a speed goal lives in a benchmark, not in a test.
  */
 import type { LimitResult } from '../limit/runLimit.ts';
+import type { ThroughputLimit } from '../limit/runThroughput.ts';
 import type { ConfigRatio, Goal, Ratio, RunRow, VariantRatio } from './results.ts';
 
 export const GOALS = {
@@ -17,6 +18,8 @@ export const GOALS = {
   /** --ttfp-target-ms: at this concurrency, targets within 2x its critical-path limit met by 90% of requests. */
   ttfpTargetAtConcurrency: 4,
   ttfpTargetMetShare: 0.9,
+  /** req/s at c=10 over the throughput limit of 10 requests at batch 10. */
+  throughputShareAtC10: 0.9,
 } as const;
 
 function ratio(a: number | null, b: number | null): number | null {
@@ -72,6 +75,7 @@ export function evaluateGoals(
   limit: LimitResult | null,
   configRatios: readonly ConfigRatio[] = [],
   burstLimits: readonly LimitResult[] = [],
+  throughputLimits: readonly ThroughputLimit[] = [],
 ): Goal[] {
   const goals: Goal[] = [];
   const atC = (c: number) => ratios.find((r) => r.concurrency === c)?.ttfp_async_over_sync ?? null;
@@ -121,6 +125,14 @@ export function evaluateGoals(
     });
   }
   goals.push(...schedulingGoals(runs), ...ttfpTargetGoals(runs, limit, burstLimits));
+  const tp = throughputShare(runs, throughputLimits, 10);
+  if (tp !== null)
+    goals.push({
+      name: 'req/s at c=10 over the throughput limit',
+      value: tp,
+      target: `>= ${GOALS.throughputShareAtC10}`,
+      met: tp >= GOALS.throughputShareAtC10,
+    });
   return goals;
 }
 
@@ -168,6 +180,13 @@ function ttfpTargetGoals(
       met: run.ttfp_target_met! >= GOALS.ttfpTargetMetShare,
     },
   ];
+}
+
+/** --config's async req/s at concurrency c over the throughput limit measured at batch c (null without either). */
+export function throughputShare(runs: readonly RunRow[], limits: readonly ThroughputLimit[], c: number): number | null {
+  const run = runs.find((r) => r.async_chunk && r.variant === runs[0]?.variant && r.concurrency === c);
+  const limit = limits.find((l) => l.batch === c);
+  return run && limit && limit.limit_rps > 0 ? run.request_throughput / limit.limit_rps : null;
 }
 
 /** TTFP over the limit for every async run (the bench prints it per concurrency; the goal is at c=1). */

@@ -5,6 +5,7 @@
 export { gitSha } from '../common.ts';
 import os from 'node:os';
 import type { LimitResult } from '../limit/runLimit.ts';
+import type { ThroughputLimit } from '../limit/runThroughput.ts';
 import { requestMetrics, type Distribution, type RunMetrics } from './metrics.ts';
 import type { RequestTrace } from './trace.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
@@ -148,6 +149,8 @@ export interface BenchResult {
   limit: LimitResult | null;
   /** The same for a burst of c requests batched together, for every concurrency c > 1 measured. */
   burst_limits: LimitResult[];
+  /** The whole compute of c requests at batch c, per concurrency: the req/s the models allow (runThroughput.ts). */
+  throughput_limits: ThroughputLimit[];
   readonly runs: RunRow[];
   ratios: Ratio[];
   /** --compare-config only. */

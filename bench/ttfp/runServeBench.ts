@@ -13,6 +13,7 @@ import type { Logger } from '../../src/common/log.ts';
 import { presets } from '../../stages/generator/presets.ts';
 import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
 import { runLimit } from '../limit/runLimit.ts';
+import { runThroughputLimit } from '../limit/runThroughput.ts';
 import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
@@ -116,6 +117,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     },
     limit: null,
     burst_limits: [],
+    throughput_limits: [],
     runs: [],
     ratios: [],
     config_ratios: [],
@@ -137,6 +139,17 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     result.limit = await limitAt(1);
     for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b))
       result.burst_limits.push(await limitAt(c));
+    o.log.info('measuring the throughput limit');
+    for (const c of [...new Set(o.concurrency)].sort((a, b) => a - b))
+      result.throughput_limits.push(
+        await runThroughputLimit({
+          graph: first.graph,
+          inputLen: o.inputLen,
+          outputLen: o.outputLen,
+          batch: c,
+          seed: o.seed,
+        }),
+      );
   }
   const timings = first ? new ServerTimings() : null;
   try {
@@ -147,7 +160,14 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
   if (o.compareConfig) result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
   else result.ratios = asyncSyncRatios(result.runs);
-  result.goals = evaluateGoals(result.runs, result.ratios, result.limit, result.config_ratios, result.burst_limits);
+  result.goals = evaluateGoals(
+    result.runs,
+    result.ratios,
+    result.limit,
+    result.config_ratios,
+    result.burst_limits,
+    result.throughput_limits,
+  );
   result.finished_at = new Date().toISOString();
   result.machine.load_avg_end = os.loadavg()[0];
   return result;

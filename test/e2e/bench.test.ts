@@ -119,6 +119,18 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     expect(result.ratios.map((r) => r.concurrency)).toEqual([1, 2]);
     for (const r of result.ratios) expect(r.ttfp_async_over_sync!).toBeGreaterThan(0);
     expect(result.goals.map((g) => g.name)).toEqual(['TTFP async/sync at c=1', 'TTFP/limit at c=1 (mean)']);
+    // The whole compute of c requests at batch c, per concurrency: every stage did work, and the bound is the
+    // slowest stage or the sum over the cores, whichever is longer.
+    expect(result.throughput_limits.map((l) => [l.batch, l.output_len])).toEqual([
+      [1, OUTPUT_LEN],
+      [2, OUTPUT_LEN],
+    ]);
+    for (const l of result.throughput_limits) {
+      expect(Math.min(l.thinker_ms, l.talker_ms, l.code2wav_ms)).toBeGreaterThan(0);
+      const sum = l.thinker_ms + l.talker_ms + l.code2wav_ms;
+      expect(l.bound_ms).toBe(Math.max(l.thinker_ms, l.talker_ms, l.code2wav_ms, sum / l.cores));
+      expect(l.limit_rps).toBeCloseTo(l.batch / (l.bound_ms / 1000), 6);
+    }
   });
 
   it('writes results.md and plot.svg', async () => {

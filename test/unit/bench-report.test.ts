@@ -4,7 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { asyncSyncRatios, evaluateGoals } from '../../bench/ttfp/goals.ts';
+import { asyncSyncRatios, evaluateGoals, throughputShare } from '../../bench/ttfp/goals.ts';
+import type { ThroughputLimit } from '../../bench/limit/runThroughput.ts';
 import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
 import type { LimitResult } from '../../bench/limit/runLimit.ts';
 import { plotSvg } from '../../bench/ttfp/report/plotSvg.ts';
@@ -73,6 +74,19 @@ describe('asyncSyncRatios and evaluateGoals', () => {
     expect(goal.name).toContain('underruns 0 vs 2');
     const stillStalling = as('playback', run(true, 16, 100, 400)); // 200 ms stalls: not half of 300
     expect(evaluateGoals([stillStalling, fifo], [], null)[0]).toMatchObject({ value: 200, met: false });
+  });
+
+  it('compares req/s at c=10 with the throughput limit of 10 requests', () => {
+    const row = { ...run(true, 10, 300), request_throughput: 3 };
+    const limit = { batch: 10, limit_rps: 6 } as ThroughputLimit;
+    expect(throughputShare([row], [limit], 10)).toBe(0.5);
+    expect(evaluateGoals([row], [], null, [], [], [limit]).at(-1)).toEqual({
+      name: 'req/s at c=10 over the throughput limit',
+      value: 0.5,
+      target: '>= 0.9',
+      met: false,
+    });
+    expect(throughputShare([row], [{ ...limit, batch: 4 }], 10)).toBeNull(); // no limit at that concurrency
   });
 
   it('reports the share of requests that met a TTFP target within 2x the limit at c=4', () => {

@@ -3,7 +3,7 @@
  * config/compare-config) ratios, TTFP over the critical-path limit, the goals, and where the numbers came from.
  */
 import { formatLimit } from '../../limit/runLimit.ts';
-import { ttfpOverLimit } from '../goals.ts';
+import { throughputShare, ttfpOverLimit } from '../goals.ts';
 import type { LimitResult } from '../../limit/runLimit.ts';
 import type { BenchResult, VariantRatio } from '../results.ts';
 import {
@@ -91,6 +91,17 @@ function burstLines(r: BenchResult): string[] {
   });
 }
 
+function throughputLines(r: BenchResult): string[] {
+  return r.throughput_limits.map((l) => {
+    const share = throughputShare(r.runs, r.throughput_limits, l.batch);
+    const stages = `thinker ${ms(l.thinker_ms)} + talker ${ms(l.talker_ms)} + code2wav ${ms(l.code2wav_ms)} ms`;
+    return (
+      `c=${l.batch}: limit ${num(l.limit_rps, 2)} req/s (${stages} on ${l.cores} cores)` +
+      (share === null ? '' : `; measured ${num(share, 2)} of it`)
+    );
+  });
+}
+
 function goalLines(r: BenchResult): string[] {
   return r.goals.map(
     (g) =>
@@ -129,6 +140,7 @@ export function formatText(r: BenchResult): string {
   if (r.limit) out.push('', formatLimit(r.limit));
   section('the same for a burst of c requests batched together (medians, ms):', burstLines(r));
   section('TTFP / limit (async):', limitLines(r));
+  section('throughput limit (the whole compute of c requests at batch c):', throughputLines(r));
   section('goals:', goalLines(r));
   section('failed requests:', errorLines(r));
   out.push('', provenance(r));
@@ -156,6 +168,7 @@ export function formatMarkdown(r: BenchResult): string {
   if (r.limit) out.push('', '**Critical-path limit**', '', '```', formatLimit(r.limit), '```');
   section('Critical path of a burst of c requests batched together', burstLines(r));
   section('TTFP / limit (async)', limitLines(r));
+  section('Throughput limit (the whole compute of c requests at batch c)', throughputLines(r));
   section('Goals', goalLines(r));
   section('Failed requests', errorLines(r));
   out.push(
