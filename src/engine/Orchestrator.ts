@@ -19,7 +19,7 @@ import type { AddRequest, DownstreamTarget, EdgeBinding, StageToMain, UpstreamSo
 import { StageWorker } from '../worker/StageWorker.ts';
 import { edgeTouches } from '../../transport/edges.ts';
 import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
-import { healthOf, newSlot, type Slot } from './Slot.ts';
+import { healthOf, leastLoaded, newSlot, type Slot } from './Slot.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
@@ -175,7 +175,7 @@ export class Orchestrator implements Engine {
     const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
     const key = (s: StageSpec) => (s.stageId === this.graph.entryStageId ? request.prefix?.key : undefined);
     const chosen = new Map(
-      stages.map((s) => [s.stageId, this.prefixRoutes.pick(s, key(s), () => this.pickReplica(s))]),
+      stages.map((s) => [s.stageId, this.prefixRoutes.pick(s, key(s), () => leastLoaded(this.slots.values(), s))]),
     );
     const promptTokenIds = prompt.promptTokenIds;
     const outputs = stages.filter(
@@ -274,20 +274,6 @@ export class Orchestrator implements Engine {
       pause: () => this.broadcast(requestId, 'pause'),
       resume: () => this.broadcast(requestId, 'resume'),
     };
-  }
-
-  private pickReplica(spec: StageSpec): Slot {
-    let best: Slot | null = null;
-    for (const slot of this.slots.values()) {
-      if (slot.spec !== spec || slot.status !== 'ready') continue;
-      if (!best || slot.inFlight.size < best.inFlight.size) best = slot;
-    }
-    if (!best)
-      throw new ChorusError(
-        ErrorCodes.OVERLOADED,
-        `no ready replica of stage ${spec.stageId} (restarting or failed); retry shortly`,
-      );
-    return best;
   }
 
   releasePrefix(key: string): void {

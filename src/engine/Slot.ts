@@ -3,6 +3,7 @@
  * instance that joined over Redis (lost or gone, never restarted); and what /health says of the whole set.
  */
 import type { StageHealth } from '../common/engine.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { StageStats } from '../worker/messages.ts';
 import type { CpuSample } from './HangWatch.ts';
@@ -53,6 +54,21 @@ export function newSlot(
 }
 
 /** Every instance, then one `waiting` entry per remote instance a stage still lacks (min_replicas: not ready). */
+/** The ready instance of `spec` with the fewest requests in flight; OVERLOADED when none is ready. */
+export function leastLoaded(slots: Iterable<Slot>, spec: StageSpec): Slot {
+  let best: Slot | null = null;
+  for (const slot of slots) {
+    if (slot.spec !== spec || slot.status !== 'ready') continue;
+    if (!best || slot.inFlight.size < best.inFlight.size) best = slot;
+  }
+  if (!best)
+    throw new ChorusError(
+      ErrorCodes.OVERLOADED,
+      `no ready replica of stage ${spec.stageId} (restarting or failed); retry shortly`,
+    );
+  return best;
+}
+
 export function healthOf(graph: StageGraph, slots: readonly Slot[]): StageHealth[] {
   const instances: StageHealth[] = slots.map((s) => ({
     stageId: s.spec.stageId,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
-import { initialChunkFrames, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
+import { initialChunkForTarget, initialChunkFrames, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
 
 describe('GenerationScheduler', () => {
   it('batches every request with a ready chunk, one chunk each, oldest first, up to maxNumSeqs', () => {
@@ -75,4 +75,18 @@ describe('chunk policy', () => {
       expect(nextCodecChunk(policy, 4, 60, 60, true)).toBeNull();
     },
   );
+
+  it('is the largest chunk that can still be out by the target, and reports a target out of reach', () => {
+    // 100 ms left; prefill 20 ms yields frame 0; each further frame 10 ms -> 1 + 8 frames.
+    expect(initialChunkForTarget(policy, 100, 20, 10)).toEqual({ frames: 9, met: true });
+    expect(initialChunkForTarget(policy, 10_000, 20, 10)).toEqual({ frames: 25, met: true });
+    expect(initialChunkForTarget(policy, 15, 20, 10)).toEqual({ frames: 1, met: false });
+  });
+
+  it('goes early, short of its size, when asked, with no left context; later chunks keep their rule', () => {
+    expect(nextCodecChunk(policy, 12, 3, 0, false)).toBeNull(); // 3 of 12 frames: waits
+    expect(nextCodecChunk(policy, 12, 3, 0, false, true)).toEqual({ start: 0, contextFrames: 0, end: 3 });
+    // The next chunk is at most as long as the audio already sent (3 frames), with those 3 as context.
+    expect(nextCodecChunk(policy, 12, 6, 3, false)).toEqual({ start: 0, contextFrames: 3, end: 6 });
+  });
 });

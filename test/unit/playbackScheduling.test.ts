@@ -5,7 +5,6 @@
 import { describe, expect, it } from 'vitest';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';
 import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
-import { initialChunkForTarget, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';
 import { Ewma } from '../../src/sched/playback.ts';
 
 const NOW = 1_000_000;
@@ -105,30 +104,5 @@ describe('GenerationScheduler with playback scheduling', () => {
     s.chunkArrived('b');
     s.chunkArrived('a');
     expect(s.schedule(NOW)).toEqual([{ requestId: 'b' }]); // a came back without a deadline: after b's arrival
-  });
-});
-
-describe('the first chunk with a TTFP target', () => {
-  const policy = {
-    initialCodecChunkFrames: null,
-    codecChunkFrames: 25,
-    codecLeftContextFrames: 25,
-    dynamicInitialChunk: true,
-    chunkTimeoutMs: 1000,
-    ttfpTargetMs: null,
-  };
-
-  it('is the largest chunk that can still be out by the target, and reports a target out of reach', () => {
-    // 100 ms left; prefill 20 ms yields frame 0; each further frame 10 ms -> 1 + 8 frames.
-    expect(initialChunkForTarget(policy, 100, 20, 10)).toEqual({ frames: 9, met: true });
-    expect(initialChunkForTarget(policy, 10_000, 20, 10)).toEqual({ frames: 25, met: true });
-    expect(initialChunkForTarget(policy, 15, 20, 10)).toEqual({ frames: 1, met: false });
-  });
-
-  it('goes early, short of its size, when asked, with no left context; later chunks keep their rule', () => {
-    expect(nextCodecChunk(policy, 12, 3, 0, false)).toBeNull(); // 3 of 12 frames: waits
-    expect(nextCodecChunk(policy, 12, 3, 0, false, true)).toEqual({ start: 0, contextFrames: 0, end: 3 });
-    // The next chunk is at most as long as the audio already sent (3 frames), with those 3 as context.
-    expect(nextCodecChunk(policy, 12, 6, 3, false)).toEqual({ start: 0, contextFrames: 3, end: 6 });
   });
 });
