@@ -21,6 +21,8 @@ export interface ModelBenchOptions {
   readonly answerTokens?: number;
   readonly batch?: number;
   readonly seed?: number;
+  /** false: the stateless vocoder (each chunk's left context decoded again), to compare with the streaming one. */
+  readonly code2wavStreamingState?: boolean;
 }
 
 export interface Stats {
@@ -93,7 +95,7 @@ function randomCodes(numCodebooks: number, numFrames: number, codebookSize: numb
 }
 
 /** Decode steps of `batch` sequences after a prefill each; returns ms per step. */
-function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: string): number[] {
+export function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: string): number[] {
   const ids = Array.from({ length: batch }, (_, i) => `${tag}${i}`);
   const last = ids.map(
     (id) =>
@@ -117,7 +119,7 @@ function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: 
   return times;
 }
 
-function talkerSteps(runner: TalkerRunner, batch: number, steps: number, tag: string): number[] {
+export function talkerSteps(runner: TalkerRunner, batch: number, steps: number, tag: string): number[] {
   const ids = Array.from({ length: batch }, (_, i) => `${tag}${i}`);
   const c = runner.conditionDim;
   ids.forEach((id, i) =>
@@ -219,7 +221,13 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
       seed,
       size: { ...preset.talker, conditionDim: 2 * preset.thinker.hiddenSize },
     },
-    code2wav: { source: 'generated', kind: 'code2wav', preset: presetName, seed, size: preset.code2wav },
+    code2wav: {
+      source: 'generated',
+      kind: 'code2wav',
+      preset: presetName,
+      seed,
+      size: { ...preset.code2wav, streamingState: options.code2wavStreamingState ?? preset.code2wav.streamingState },
+    },
   } satisfies Record<string, GeneratedModelSpec>;
 
   // A fresh folder, so build time is measured, not a cache hit.
