@@ -67,6 +67,7 @@ function factsOf(runner: Code2WavRunner): ModelFacts {
     sampleRateHz: runner.sampleRateHz,
     samplesPerFrame: runner.samplesPerFrame,
     receptiveFieldFrames: runner.receptiveFieldFrames,
+    stateful: runner.stateful,
   };
 }
 
