@@ -8,7 +8,6 @@
 import * as ort from 'onnxruntime-node';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { KvLayout } from './SeqKvCache.ts';
-import { KvBufferPool } from './KvBufferPool.ts';
 import { SeqKvCache } from './SeqKvCache.ts';
 import type { SyncSession } from './SyncSession.ts';
 
@@ -23,8 +22,6 @@ export interface KvNames {
 
 export class KvDecoder {
   private readonly caches = new Map<string, SeqKvCache>();
-  /** The presents' buffers (KvBufferPool.ts): two steps' worth stay for reuse. */
-  private readonly buffers: KvBufferPool;
 
   constructor(
     readonly session: SyncSession,
@@ -32,9 +29,7 @@ export class KvDecoder {
     private readonly names: KvNames,
     /** Longest sequence the model supports (positions), for a clear error instead of garbage past it. */
     private readonly maxPositions: number,
-  ) {
-    this.buffers = new KvBufferPool(2 * names.present.length);
-  }
+  ) {}
 
   pastLength(seqId: string): number {
     return this.caches.get(seqId)?.length ?? 0;
@@ -44,12 +39,6 @@ export class KvDecoder {
   get kvBytesPerToken(): number {
     const { numLayers, numKvHeads, headDim } = this.layout;
     return 2 * numLayers * numKvHeads * headDim * Float32Array.BYTES_PER_ELEMENT;
-  }
-
-  /** The presents' buffers: created since start, and bytes lent to caches or kept free for the next step. */
-  get kvBuffers(): { allocations: number; lentBytes: number; freeBytes: number } {
-    const { lent, free } = this.buffers.bytes;
-    return { allocations: this.buffers.allocations, lentBytes: lent, freeBytes: free };
   }
 
   kvBytes(seqId: string): number {
@@ -133,23 +122,10 @@ export class KvDecoder {
       feeds[name] = new ort.Tensor('float32', data, [batch, numKvHeads, pastLen, headDim]);
     });
 
-    // Written in place by onnxruntime: no new KV buffers per step (KvBufferPool.ts).
-    const presents = this.names.present.map(() => this.buffers.take(batch, numKvHeads, totalLen, headDim));
-    const into: Record<string, ort.Tensor> = {};
-    this.names.present.forEach((name, i) => {
-      into[name] = new ort.Tensor('float32', presents[i], [batch, numKvHeads, totalLen, headDim]);
-    });
-    const out = this.session.run(feeds, fetch, into);
+    const out = this.session.run(feeds, [...fetch, ...this.names.present]);
+    const presents = this.names.present.map((name) => out[name].data as Float32Array);
     if (!reuse) this.compactBystanders(caches);
     caches.forEach((c, b) => c.adopt(presents, batch, b, totalLen, numTokens));
-    this.reclaimBuffers();
     return out;
-  }
-
-  /** The buffers no cache points into any more (this step's past, freed or compacted sequences) go back. */
-  private reclaimBuffers(): void {
-    const inUse = new Set<ArrayBufferLike>();
-    for (const c of this.caches.values()) for (const t of c.storage) inUse.add(t.buffer);
-    this.buffers.reclaim(inUse);
   }
 }

@@ -133,18 +133,11 @@ export class SyncSession {
     return this.outputMetadata.map((m) => m.name);
   }
 
-  /**
-   * Runs synchronously; fetches default to every output. Outputs in `into` are written in place into the given
-   * tensors (pre-allocated, exactly the output's shape): onnxruntime allocates nothing for them.
-   */
-  run(
-    feeds: Record<string, ort.Tensor>,
-    fetches: readonly string[] = this.outputNames,
-    into: Readonly<Record<string, ort.Tensor>> = {},
-  ): Record<string, ort.Tensor> {
+  /** Runs synchronously; fetches default to every output. */
+  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[] = this.outputNames): Record<string, ort.Tensor> {
     if (this.closed) throw new ChorusError(ErrorCodes.INTERNAL, `session ${this.label} is closed`);
-    const wanted: Record<string, ort.Tensor | null> = { ...into };
-    for (const name of fetches) wanted[name] ??= null;
+    const wanted: Record<string, null> = {};
+    for (const name of fetches) wanted[name] = null;
     return this.session.run(feeds, wanted, {});
   }
 

@@ -92,34 +92,6 @@ describe('thinker KV cache', () => {
     expect(maxAbsDiff(aloneAgain, fullLogits([...b, 42]).subarray(9 * V, 10 * V))).toBeLessThan(1e-4);
   });
 
-  it('steady decoding writes each step`s presents into the buffers of the step before: no new KV memory', () => {
-    const a = promptIds(40, 7);
-    const b = promptIds(30, 8);
-    const dec = newDecoder();
-    step(dec, ['a'], [a.slice(0, 8)]);
-    step(dec, ['b'], [b.slice(0, 4)]);
-    step(dec, ['a', 'b'], [[a[8]], [b[4]]]); // joins: the past is packed once
-    step(dec, ['a', 'b'], [[a[9]], [b[5]]]);
-    const settled = dec.kvBuffers.allocations;
-    const fullA = fullLogits(a);
-    const fullB = fullLogits(b);
-    for (let k = 0; k < 20; k++) {
-      const logits = step(dec, ['a', 'b'], [[a[10 + k]], [b[6 + k]]]);
-      expect(maxAbsDiff(logits.subarray(0, V), fullA.subarray((10 + k) * V, (11 + k) * V))).toBeLessThan(1e-4);
-      expect(maxAbsDiff(logits.subarray(V), fullB.subarray((6 + k) * V, (7 + k) * V))).toBeLessThan(1e-4);
-    }
-    // 30 positions of 64 per block: the same two sets of buffers took turns the whole time.
-    expect(dec.kvBuffers.allocations).toBe(settled);
-    // What the caches hold is lent; what they let go waits for the next step, bounded.
-    dec.free('a');
-    dec.free('b');
-    step(dec, ['c'], [promptIds(5, 9)]);
-    const layersKv = 2 * smallThinker.numLayers;
-    const blockBytes = 64 * D * 4; // one block of positions, one row, one tensor
-    expect(dec.kvBuffers.lentBytes).toBe(layersKv * blockBytes);
-    expect(dec.kvBuffers.freeBytes).toBeLessThanOrEqual(2 * layersKv * 2 * blockBytes);
-  });
-
   it('frees a sequence and reports its KV bytes', () => {
     const dec = newDecoder();
     step(dec, ['x'], [promptIds(10, 5)]);
