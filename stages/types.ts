@@ -116,7 +116,18 @@ export interface Code2WavRunner {
   readonly sampleRateHz: number;
   /** Frames of left context that cover the receptive field exactly (streaming == offline when context >= this). */
   readonly receptiveFieldFrames: number;
+  /**
+   * Keeps each request's convolution state between chunks (a file with state inputs): a request's chunks after
+   * its first skip their left context, so each frame is decoded once. At most one chunk per request per decode.
+   */
+  readonly stateful: boolean;
   /** One batched decode; returns (numFrames - contextFrames) * samplesPerFrame samples per item. */
   decode(items: readonly Code2WavItem[]): Float32Array[];
+  /** Frames run through the model since load (left context re-decoded included, batch padding not). */
+  readonly framesDecoded: number;
+  /** Requests holding state (0 for a stateless runner). */
+  readonly numStates: number;
+  /** Drops a request's state (finish, fail, abort); a no-op for a request without state. */
+  free(seqId: string): void;
   close(): Promise<void>;
 }

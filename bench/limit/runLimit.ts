@@ -259,6 +259,7 @@ function firstPacket(
     for (const s of seqs) {
       r.thinker.free(s.seqId);
       r.talker.free(s.seqId);
+      r.code2wav.free(s.seqId);
     }
   }
 }

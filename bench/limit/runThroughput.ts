@@ -154,6 +154,7 @@ export async function runThroughputLimit(o: ThroughputOptions): Promise<Throughp
     for (const id of ids) {
       thinker.free(id);
       talker.free(id);
+      code2wav.free(id);
     }
     await Promise.all([thinker.close(), talker.close(), code2wav.close()]);
   }

@@ -1,6 +1,6 @@
 /**
  * Model-layer benchmark: build time of each generated model, per-step latency of the Thinker and the
- * Talker at batch 1 and 16, Code2Wav time per 25-frame chunk (with 25 frames of left context) at batch
+ * Talker at batch 1 and 16, Code2Wav time per 25-frame chunk (with 25 frames of left context, or from state) at batch
  * 1 and 16, and the model time of one 100-token answer with audio (Thinker 100 tokens, Talker 200 frames,
  * Code2Wav 200 frames) run stage after stage on one thread each. Model compute only: no transport.
  */
@@ -21,6 +21,8 @@ export interface ModelBenchOptions {
   readonly answerTokens?: number;
   readonly batch?: number;
   readonly seed?: number;
+  /** false: the stateless vocoder (each chunk's left context decoded again), to compare with the streaming one. */
+  readonly code2wavStreamingState?: boolean;
 }
 
 export interface Stats {
@@ -45,8 +47,12 @@ export interface ModelBenchResult {
   /** ms per step; a step decodes one token (Thinker) or one frame (Talker) for every sequence in the batch. */
   readonly thinker: { readonly prefill100Ms: number; readonly batch1: Stats; readonly batchN: Stats };
   readonly talker: { readonly prefill100Ms: number; readonly batch1: Stats; readonly batchN: Stats };
-  /** ms per decode call of 25 new frames + 25 frames of context, per item batch. */
+  /**
+   * ms per decode call of 25 new frames, mid-stream: + 25 frames of left context decoded again (a stateless
+   * vocoder), or from each item's state (stateful), per item batch.
+   */
   readonly code2wav: {
+    readonly stateful: boolean;
     readonly initial4Ms: Stats;
     readonly batch1: Stats;
     readonly batchN: Stats;
@@ -89,7 +95,7 @@ function randomCodes(numCodebooks: number, numFrames: number, codebookSize: numb
 }
 
 /** Decode steps of `batch` sequences after a prefill each; returns ms per step. */
-function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: string): number[] {
+export function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: string): number[] {
   const ids = Array.from({ length: batch }, (_, i) => `${tag}${i}`);
   const last = ids.map(
     (id) =>
@@ -113,7 +119,7 @@ function thinkerSteps(runner: ThinkerRunner, batch: number, steps: number, tag: 
   return times;
 }
 
-function talkerSteps(runner: TalkerRunner, batch: number, steps: number, tag: string): number[] {
+export function talkerSteps(runner: TalkerRunner, batch: number, steps: number, tag: string): number[] {
   const ids = Array.from({ length: batch }, (_, i) => `${tag}${i}`);
   const c = runner.conditionDim;
   ids.forEach((id, i) =>
@@ -141,7 +147,11 @@ function code2wavCalls(
     numFrames: frames + context,
     contextFrames: context,
   }));
-  return Array.from({ length: reps }, () => timed(() => runner.decode(items)));
+  // Untimed first: a stateful vocoder then holds each item's state, as it does mid-stream, and skips the context.
+  runner.decode(items);
+  const times = Array.from({ length: reps }, () => timed(() => runner.decode(items)));
+  for (const item of items) runner.free(item.seqId);
+  return times;
 }
 
 /** One answer: Thinker prompt + tokens, Talker prompt rows + 2 frames per token, Code2Wav in streamed chunks. */
@@ -190,6 +200,7 @@ function answer(
       code2wav.decode([{ seqId: 'ans', codes: chunk, numFrames: end - from, contextFrames: start - from }]);
     }
   });
+  code2wav.free('ans');
   return { tokens, frames, thinkerMs, talkerMs, code2wavMs, totalMs: thinkerMs + talkerMs + code2wavMs };
 }
 
@@ -210,7 +221,13 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
       seed,
       size: { ...preset.talker, conditionDim: 2 * preset.thinker.hiddenSize },
     },
-    code2wav: { source: 'generated', kind: 'code2wav', preset: presetName, seed, size: preset.code2wav },
+    code2wav: {
+      source: 'generated',
+      kind: 'code2wav',
+      preset: presetName,
+      seed,
+      size: { ...preset.code2wav, streamingState: options.code2wavStreamingState ?? preset.code2wav.streamingState },
+    },
   } satisfies Record<string, GeneratedModelSpec>;
 
   // A fresh folder, so build time is measured, not a cache hit.
@@ -259,10 +276,10 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
         batchN: stats(talkerSteps(talker, batch, 40, 'kn')),
       };
 
-      code2wavCalls(code2wav, k, 1, CHUNK_FRAMES, CONTEXT_FRAMES, 3);
       const c1 = stats(code2wavCalls(code2wav, k, 1, CHUNK_FRAMES, CONTEXT_FRAMES, 20));
       const cN = stats(code2wavCalls(code2wav, k, batch, CHUNK_FRAMES, CONTEXT_FRAMES, 8));
       const code2wavResult = {
+        stateful: code2wav.stateful,
         initial4Ms: stats(code2wavCalls(code2wav, k, 1, 4, 0, 20)),
         batch1: c1,
         batchN: cN,
@@ -298,6 +315,7 @@ export function formatModelBench(r: ModelBenchResult): string {
   const f = (x: number) => x.toFixed(2);
   const s = (x: Stats) => `p50 ${f(x.p50)}  p90 ${f(x.p90)}  mean ${f(x.mean)}`;
   const b = r.batch;
+  const context = r.code2wav.stateful ? 'from state' : '+25 context';
   return [
     `model bench: preset ${r.preset}, ${r.threads} thread(s) per stage; ${r.machine.cpu} x${r.machine.cores}, node ` +
       `${r.machine.node}, git ${r.machine.gitSha}, ${r.machine.date}`,
@@ -310,9 +328,9 @@ export function formatModelBench(r: ModelBenchResult): string {
     `talker ms/frame    batch 1:  ${s(r.talker.batch1)}`,
     `talker ms/step     batch ${b}: ${s(r.talker.batchN)}  (${f(r.talker.batchN.p50 / b)} ms/frame)`,
     `code2wav first chunk (4 frames, no context): ${s(r.code2wav.initial4Ms)}`,
-    `code2wav ms/25 frames (+25 context) batch 1:  ${s(r.code2wav.batch1)}  ` +
+    `code2wav ms/25 frames (${context}) batch 1:  ${s(r.code2wav.batch1)}  ` +
       `(${r.code2wav.framesPerSecond1.toFixed(0)} frames/s)`,
-    `code2wav ms/25 frames (+25 context) batch ${b}: ${s(r.code2wav.batchN)}  ` +
+    `code2wav ms/25 frames (${context}) batch ${b}: ${s(r.code2wav.batchN)}  ` +
       `(${r.code2wav.framesPerSecondN.toFixed(0)} frames/s)`,
     `one answer (${r.answer.tokens} tokens, ${r.answer.frames} frames): thinker ${f(r.answer.thinkerMs)} + talker ` +
       `${f(r.answer.talkerMs)} + code2wav ${f(r.answer.code2wavMs)} = ${f(r.answer.totalMs)} ms`,

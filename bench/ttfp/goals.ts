@@ -20,6 +20,8 @@ export const GOALS = {
   ttfpTargetMetShare: 0.9,
   /** req/s at c=10 over the throughput limit of 10 requests at batch 10. */
   throughputShareAtC10: 0.9,
+  /** Code2Wav frames decoded per frame of audio (each frame once, with a stateful vocoder). */
+  code2wavDecodeRatio: 1.05,
 } as const;
 
 function ratio(a: number | null, b: number | null): number | null {
@@ -122,6 +124,19 @@ export function evaluateGoals(
       value: asyncC10.underruns,
       target: `= ${GOALS.underrunsAtC10}`,
       met: asyncC10.underruns <= GOALS.underrunsAtC10,
+    });
+  }
+  // The worst async run of --config (the first variant): every concurrency must decode each frame about once.
+  const decodeRatios = runs
+    .filter((r) => main(r) && r.code2wav_decode_ratio !== null)
+    .map((r) => r.code2wav_decode_ratio!);
+  if (decodeRatios.length > 0) {
+    const worst = Math.max(...decodeRatios);
+    goals.push({
+      name: 'Code2Wav frames decoded per audio frame (worst run)',
+      value: worst,
+      target: `<= ${GOALS.code2wavDecodeRatio}`,
+      met: worst <= GOALS.code2wavDecodeRatio,
     });
   }
   goals.push(...schedulingGoals(runs), ...ttfpTargetGoals(runs, limit, burstLimits));

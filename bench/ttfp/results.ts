@@ -24,6 +24,11 @@ export interface RunRow {
   readonly output_len: number;
   /** Code2Wav's max_num_seqs (chunks decoded together); null when the server's config is unknown. */
   readonly code2wav_batch: number | null;
+  /**
+   * Codec frames Code2Wav ran through its vocoder per frame of audio it sent during the run (server /metrics):
+   * ~2 when each chunk re-decodes its left context, 1 with a stateful vocoder; null when the server did not say.
+   */
+  readonly code2wav_decode_ratio: number | null;
   readonly duration_s: number;
   readonly request_throughput: number;
   readonly mean_ttft_ms: number | null;
@@ -185,6 +190,7 @@ export interface RowContext {
   readonly inputLen: number;
   readonly outputLen: number;
   readonly code2wavBatch: number | null;
+  readonly code2wavDecodeRatio?: number | null;
   readonly durationMs: number;
   readonly traces: readonly RequestTrace[];
   readonly serverTiming?: (requestId: string | undefined) => ServerSideTiming | undefined;
@@ -211,6 +217,7 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
     input_len: c.inputLen,
     output_len: c.outputLen,
     code2wav_batch: c.code2wavBatch,
+    code2wav_decode_ratio: c.code2wavDecodeRatio ?? null,
     duration_s: c.durationMs / 1000,
     request_throughput: m.completed / (c.durationMs / 1000),
     ...d('ttft_ms', m.ttft),

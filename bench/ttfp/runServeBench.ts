@@ -17,6 +17,7 @@ import { runThroughputLimit } from '../limit/runThroughput.ts';
 import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
+import { decodeRatio, settledCode2WavFrames } from './code2wavFrames.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
 import { readBenchConfig, startInProcessServer, type BenchConfig } from './inProcessServer.ts';
 import { remoteStagesOf } from './RemoteStageHost.ts';
@@ -224,7 +225,10 @@ async function runMode(
     }
     const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
     for (const concurrency of o.concurrency) {
+      // Settled first: the warm-up's or the previous run's last frames may still be on their way to the totals.
+      const framesBefore = await settledCode2WavFrames(target);
       const run = await load(`${label} c=${concurrency}`, prompts, concurrency);
+      const framesAfter = await settledCode2WavFrames(target);
       const row = toRunRow(summarizeRun(run.traces), {
         variant: mode.variant,
         asyncChunk: mode.asyncChunk,
@@ -234,6 +238,7 @@ async function runMode(
         inputLen: o.inputLen,
         outputLen: o.outputLen,
         code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
+        code2wavDecodeRatio: decodeRatio(framesBefore, framesAfter),
         durationMs: run.durationMs,
         traces: run.traces,
         ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),

@@ -87,6 +87,11 @@ export interface Code2WavSize {
   readonly kernelSize: number;
   readonly samplesPerFrame: number; // 1920 at 24 kHz = 12.5 frames/s
   readonly sampleRateHz: number; // 24000
+  /**
+   * Build the streaming variant (causal-conv state in and out, so each frame is decoded once) instead of the
+   * stateless graph that needs its receptive field re-sent as left context with every chunk.
+   */
+  readonly streamingState: boolean;
 }
 
 /**

@@ -29,6 +29,8 @@ export type ModelFacts =
       readonly sampleRateHz: number;
       readonly samplesPerFrame: number;
       readonly receptiveFieldFrames: number;
+      /** The vocoder carries state between chunks (each frame decoded once); false: left context decoded again. */
+      readonly stateful?: boolean;
     }
   | {
       readonly kind: 'encoder';

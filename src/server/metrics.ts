@@ -152,6 +152,26 @@ export const engineMetrics = {
     labelNames: ['stage'] as const,
     registers: [metricsRegistry],
   }),
+  code2wavFramesDecoded: new Counter({
+    name: 'chorus_code2wav_frames_decoded_total',
+    help:
+      'Codec frames a Code2Wav stage ran through its vocoder, left context decoded again included (over ' +
+      'chorus_code2wav_audio_frames_total: the decode ratio, 1 for a stateful vocoder).',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
+  code2wavAudioFrames: new Counter({
+    name: 'chorus_code2wav_audio_frames_total',
+    help: 'Codec frames of audio a Code2Wav stage sent.',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
+  code2wavStates: new Gauge({
+    name: 'chorus_code2wav_states',
+    help: 'Requests whose vocoder state a Code2Wav stage holds now (a stateful vocoder; freed when they end).',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
 };
 
 export function reportStageQueueDepth(stageId: string, depth: number): void {
@@ -179,6 +199,7 @@ interface StageStatsMessage {
   readonly batchSizes?: unknown;
   readonly edgeSamples?: unknown;
   readonly encoder?: unknown;
+  readonly code2wav?: unknown;
 }
 
 /** The cumulative cache totals an encoder stage reports (src/worker/messages.ts EncoderStats). */
@@ -189,9 +210,11 @@ interface EncoderStatsMessage {
   readonly cacheBytes?: unknown;
 }
 
-const encoderTotals = new CumulativeCounters();
+/** Totals per stage process (encoder caches, Code2Wav frames), turned into counter increments. */
+const stageTotals = new CumulativeCounters();
 /** Instances that have reported encoder stats (so a death of any other stage does not create encoder series). */
 const encoderStages = new Set<string>();
+const code2wavStages = new Set<string>();
 
 /**
  * Encoder cache stats are totals per stage process; the counters take the increments (a restarted process
@@ -206,19 +229,32 @@ function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
   ] as const;
   for (const [field, total, counter] of counters) {
     if (typeof total !== 'number') continue;
-    const increment = encoderTotals.increment(stage, field, total);
+    const increment = stageTotals.increment(stage, field, total);
     // inc(0) still creates the series, so a scrape shows every encoder stage from its first report.
     counter.inc({ stage }, increment);
   }
   if (typeof e.cacheBytes === 'number') engineMetrics.encoderCacheBytes.set({ stage }, e.cacheBytes);
 }
 
+/** Code2Wav's frame totals (src/worker/messages.ts Code2WavStats), as counters like the encoder's. */
+function observeCode2WavStats(stage: string, c: { framesDecoded?: unknown; audioFrames?: unknown; states?: unknown }) {
+  code2wavStages.add(stage);
+  const counters = [
+    ['framesDecoded', c.framesDecoded, engineMetrics.code2wavFramesDecoded],
+    ['audioFrames', c.audioFrames, engineMetrics.code2wavAudioFrames],
+  ] as const;
+  for (const [field, total, counter] of counters)
+    if (typeof total === 'number') counter.inc({ stage }, stageTotals.increment(stage, field, total));
+  if (typeof c.states === 'number') engineMetrics.code2wavStates.set({ stage }, c.states);
+}
+
 function onStageDied(message: unknown): void {
   const instance = (message as { instance?: unknown }).instance;
   if (typeof instance !== 'string') return;
-  encoderTotals.restart(instance);
-  // Its cache died with it; a gauge left at the old value would report memory nobody holds.
+  stageTotals.restart(instance);
+  // Its cache and states died with it; a gauge left at the old value would report memory nobody holds.
   if (encoderStages.has(instance)) engineMetrics.encoderCacheBytes.set({ stage: instance }, 0);
+  if (code2wavStages.has(instance)) engineMetrics.code2wavStates.set({ stage: instance }, 0);
 }
 
 interface EdgeSampleMessage {
@@ -249,6 +285,7 @@ function onStageStats(message: unknown): void {
   if (Array.isArray(m.batchSizes)) for (const n of m.batchSizes) if (typeof n === 'number') observeStageBatch(stage, n);
   if (Array.isArray(m.edgeSamples)) for (const e of m.edgeSamples) observeEdgeSample(e as EdgeSampleMessage);
   if (typeof m.encoder === 'object' && m.encoder !== null) observeEncoderStats(stage, m.encoder as EncoderStatsMessage);
+  if (typeof m.code2wav === 'object' && m.code2wav !== null) observeCode2WavStats(stage, m.code2wav);
 }
 
 let bridged = false;

@@ -196,6 +196,16 @@ export interface StageStats {
   readonly encoder?: EncoderStats;
   /** Thinker stages only. */
   readonly prefix?: PrefixStats;
+  /** Code2Wav stages only. */
+  readonly code2wav?: Code2WavStats;
+}
+
+/** Code2Wav: frames run through the vocoder and frames of audio sent, since start (their ratio: work per frame). */
+export interface Code2WavStats {
+  readonly framesDecoded: number;
+  readonly audioFrames: number;
+  /** Requests whose vocoder state is held (a stateful vocoder; 0 otherwise). */
+  readonly states: number;
 }
 
 export type StageToMain =

@@ -8,6 +8,14 @@
  * at least receptiveFieldFrames of left context therefore reproduces the offline decode, and right-padding
  * a batch cannot change any earlier sample.
  *
+ * With size.streamingState the graph is the streaming variant: each causal Conv takes its (kernelSize - 1)
+ * frames of left context as an input, `past_state.{l}` [B, D, kernelSize - 1] (zeros before the first frame,
+ * which is exactly the Conv's left padding), and returns the context for the next call as
+ * `present_state.{l}`: the last (kernelSize - 1) frames of [past, input] before each row's `num_frames`
+ * [B] (rows of a batch are right-padded to one length; the state must end at the row's own last frame).
+ * A runner that feeds each request's present back as its past decodes every frame once; the stateless
+ * graph needs the receptive field again as left context with every chunk.
+ *
  * The per-frame Linear is a mix of sinusoids whose frequencies are multiples of the frame rate, so each
  * basis is periodic over one frame and joins its neighbour without a phase jump: the dummy model hums
  * rather than hisses.
@@ -36,6 +44,7 @@ export async function buildCode2Wav(
   const w = new Weights(g, seed);
   g.input('codes', 'int64', ['batch_size', q, 'num_frames']);
   g.output('audio', 'float32', ['batch_size', 1, 'num_samples']);
+  const state = size.streamingState && kernelSize > 1 ? declareState(g, size) : null;
 
   const offsets = g.constI64(
     Array.from({ length: q }, (_, i) => i * k),
@@ -49,7 +58,9 @@ export async function buildCode2Wav(
   for (let l = 0; l < size.numLayers; l++) {
     const weight = w.uniform(`convs.${l}.weight`, [d, d, kernelSize], 1 / Math.sqrt(d * kernelSize));
     const bias = w.fill(`convs.${l}.bias`, [d], 0);
-    const y = g.op('Conv', [x, weight, bias], { kernel_shape: [kernelSize], pads: [kernelSize - 1, 0] });
+    const y = state
+      ? g.op('Conv', [state.carry(l, x), weight, bias], { kernel_shape: [kernelSize] })
+      : g.op('Conv', [x, weight, bias], { kernel_shape: [kernelSize], pads: [kernelSize - 1, 0] });
     x = g.op('Add', [x, g.op('Mul', [y, g.op('Sigmoid', [y])])]);
     progress({ done: l + 1, total, what: `conv ${l}` });
     await yieldToLoop();
@@ -65,6 +76,35 @@ export async function buildCode2Wav(
   const bytes = g.toBytes('chorus tiny-omni code2wav');
   progress({ done: total, total, what: 'code2wav' });
   return { files: { 'code2wav.onnx': bytes } };
+}
+
+/**
+ * The state inputs and outputs, and `carry(l, x)`: layer l's input with its past prepended ([B, D, S + T], S =
+ * kernelSize - 1), whose frames [num_frames, num_frames + S) of each row become present_state.{l}.
+ */
+function declareState(g: GraphBuilder, size: Code2WavSize): { carry(layer: number, x: string): string } {
+  const contextFrames = size.kernelSize - 1;
+  const dims = ['batch_size', size.hiddenSize, contextFrames];
+  g.input('num_frames', 'int64', ['batch_size']);
+  for (let l = 0; l < size.numLayers; l++) {
+    g.input(`past_state.${l}`, 'float32', dims);
+    g.output(`present_state.${l}`, 'float32', dims);
+  }
+  // Gather indices [B, D, S]: row b takes positions num_frames[b] + 0..S-1 of the concatenated sequence.
+  const starts = g.op('Unsqueeze', ['num_frames', g.constI64([1, 2])]); // [B, 1, 1]
+  const positions = g.op('Add', [starts, g.constI64(range(contextFrames), [1, 1, contextFrames])]);
+  const indices = g.op('Expand', [positions, g.op('Shape', ['past_state.0'])]);
+  return {
+    carry(layer, x) {
+      const joined = g.op('Concat', [`past_state.${layer}`, x], { axis: 2 });
+      g.op('GatherElements', [joined, indices], { axis: 2 }, `present_state.${layer}`);
+      return joined;
+    },
+  };
+}
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
 }
 
 /** [d, spf]: each channel a random mix of NUM_SINUSOIDS frame-periodic sinusoids. */

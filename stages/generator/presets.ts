@@ -44,6 +44,7 @@ export const presets: Readonly<Record<string, FamilyPreset>> = {
       kernelSize: 5,
       samplesPerFrame: 1920,
       sampleRateHz: 24000,
+      streamingState: true,
     },
   },
   omni: {
@@ -76,6 +77,7 @@ export const presets: Readonly<Record<string, FamilyPreset>> = {
       kernelSize: 5,
       samplesPerFrame: 1920,
       sampleRateHz: 24000,
+      streamingState: true,
     },
   },
 };

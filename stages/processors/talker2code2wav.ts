@@ -1,8 +1,8 @@
 /**
  * Builds Code2Wav's input from Talker frames: frames accumulate to the initial chunk, then codecChunkFrames per
- * chunk, each with up to codecLeftContextFrames of already-sent frames as left context (Code2Wav is stateless per
- * chunk; context >= its receptive field makes the streamed audio equal the offline decode). With async_chunk off,
- * everything goes in the final chunk.
+ * chunk, each with up to codecLeftContextFrames of already-sent frames as left context (for a stateless vocoder,
+ * context >= its receptive field makes the streamed audio equal the offline decode; a stateful one skips the
+ * context, its state already holds it). With async_chunk off, everything goes in the final chunk.
  */
 import type { ChunkPolicy } from '../../src/common/graph.ts';
 import { nextChunkTarget, nextCodecChunk } from '../../src/sched/chunkPolicy.ts';

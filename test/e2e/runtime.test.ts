@@ -2,7 +2,10 @@
  * The runtime end to end: real stage processes, real models, shared-memory rings. One engine per mode, reused
  * across tests of that mode (starting one costs a few process boots).
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { channelNames } from '../../src/common/diagnostics.ts';
+import type { Code2WavStats, StageStats } from '../../src/worker/messages.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';
 import { collect, configWith, maxPcm16Diff, ownSegments, waitFor, type Collected } from '../helpers/engine.ts';
@@ -93,6 +96,38 @@ describe('runtime (async_chunk on vs off)', () => {
     const afterDone = r.events.slice(r.events.findIndex((e) => e.type === 'done') + 1);
     expect(afterDone).toEqual([]);
     await waitFor('every stage to drop the request', () => asyncEngine.health().every((h) => h.inFlight === 0));
+  });
+
+  it('Code2Wav keeps vocoder state only for live requests (freed on finish, cancel), decodes frames once', async () => {
+    const reports: Code2WavStats[] = [];
+    const onStats = (m: unknown) => {
+      const stats = m as StageStats & { stageId: string };
+      if (stats.stageId === 'code2wav' && stats.code2wav) reports.push(stats.code2wav);
+    };
+    subscribe(channelNames.stageStats, onStats);
+    try {
+      const finished = collect(asyncEngine.generate(request(PROMPTS[5], 20)));
+      const long = asyncEngine.generate(request(PROMPTS[6], 400));
+      let firstAudio = false;
+      const cancelled = collect(long, (e) => {
+        if (e.type === 'audio') firstAudio = true;
+      });
+      await waitFor('the long answer`s first audio', () => firstAudio);
+      const seen = reports.length;
+      await waitFor('a stats report holding its state', () => reports.slice(seen).some((r) => r.states >= 1));
+      expect((await finished).done.finishReason).toBe('length');
+      long.cancel();
+      expect((await cancelled).done.finishReason).toBe('cancelled');
+      await waitFor('every stage to drop the requests', () => asyncEngine.health().every((h) => h.inFlight === 0));
+      const after = reports.length;
+      await waitFor('a stats report after both ended', () => reports.length > after);
+      const last = reports.at(-1)!;
+      expect(last.states).toBe(0);
+      expect(last.audioFrames).toBeGreaterThan(0);
+      expect(last.framesDecoded).toBe(last.audioFrames); // left context never decoded again
+    } finally {
+      unsubscribe(channelNames.stageStats, onStats);
+    }
   });
 
   it('killing the Talker mid-stream fails only its requests; the next request succeeds after the restart', async () => {

@@ -198,4 +198,38 @@ describe('/metrics', () => {
       expect((await read('talker#0')).bytes).toBeUndefined();
     },
   );
+
+  it('turns Code2Wav frame totals into counters (the decode ratio) and its held states into a gauge', async () => {
+    const stats = channel('chorus:stage:stats');
+    const report = (framesDecoded: number, audioFrames: number, states: number) =>
+      stats.publish({
+        stageId: 'code2wav',
+        instance: 'code2wav#1',
+        queueDepth: 0,
+        running: states,
+        batchSize: 0,
+        stepMs: 0,
+        batchSizes: [],
+        edgeSamples: [],
+        code2wav: { framesDecoded, audioFrames, states },
+      });
+    const read = async () => {
+      const m = await scrape();
+      const value = (name: string) => m.get(name)?.samples.find((s) => s.labels.stage === 'code2wav#1')?.value;
+      expect(m.get('chorus_code2wav_frames_decoded_total')?.type).toBe('counter');
+      expect(m.get('chorus_code2wav_states')?.type).toBe('gauge');
+      return [
+        value('chorus_code2wav_frames_decoded_total'),
+        value('chorus_code2wav_audio_frames_total'),
+        value('chorus_code2wav_states'),
+      ];
+    };
+    report(8, 8, 2);
+    report(58, 33, 1);
+    expect(await read()).toEqual([58, 33, 1]);
+    channel('chorus:stage:died').publish({ instance: 'code2wav#1', code: null, signal: 'SIGKILL' });
+    expect((await read())[2]).toBe(0); // its states died with it
+    report(4, 4, 1); // the successor counts from zero
+    expect(await read()).toEqual([62, 37, 1]);
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * A stage may point at an ONNX file instead of a generated model. Optimum-layout decoders of any size
  * load through session metadata; files that do not follow the signature are refused with an error that
- * names what is missing.
+ * names what is missing. A vocoder streams with state when its file has state inputs, with left context when not.
  */
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,8 +10,15 @@ import { ensureModel } from '../../stages/models/ensureModel.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
 import { isChorusError } from '../../src/common/errors.ts';
 import type { ThinkerRunner } from '../../stages/types.ts';
-import { optimumDecoderWithoutCache, optimumTextDecoder, type TextDecoderSize } from './fixtures.ts';
-import { code2wavSpec, promptIds, sampling, talkerSpec, tempModelsDir, thinkerSpec } from './helpers.ts';
+import { concatFloat32 } from '../../src/common/arrays.ts';
+import { chunkPlan, maxPcm16Diff, randomCodes, splitItems } from './codeFrames.ts';
+import {
+  optimumDecoderWithoutCache,
+  optimumTextDecoder,
+  vocoderWithStuckState,
+  type TextDecoderSize,
+} from './fixtures.ts';
+import { code2wavSpec, promptIds, sampling, smallCode2Wav, talkerSpec, tempModelsDir, thinkerSpec } from './helpers.ts';
 
 const otherSize: TextDecoderSize = { vocabSize: 300, hiddenSize: 48, numLayers: 3, numHeads: 4, intermediateSize: 96 };
 let models: ReturnType<typeof tempModelsDir>;
@@ -122,19 +129,47 @@ describe('bring-your-own models', () => {
     await talkerRunner.close();
   });
 
-  it('measures samples per frame and the receptive field of a foreign code2wav file', async () => {
-    const generated = await ensureModel(code2wavSpec(), models.dir);
-    const dir = join(models.dir, 'foreign-vocoder');
-    mkdirSync(dir);
-    copyFileSync(generated.files['code2wav.onnx'], join(dir, 'vocoder.onnx')); // no manifest beside it
-    const foreign = await createCode2WavRunner(
-      { model: { source: 'file', path: join(dir, 'vocoder.onnx') } },
-      models.dir,
-    );
+  it('measures a foreign code2wav file; it streams with state if it has state inputs, else with context', async () => {
     const known = await createCode2WavRunner({ model: code2wavSpec() }, models.dir);
-    expect(foreign.samplesPerFrame).toBe(known.samplesPerFrame);
-    expect(foreign.receptiveFieldFrames).toBe(known.receptiveFieldFrames);
-    await foreign.close();
+    const numFrames = 70;
+    const codes = randomCodes(16, smallCode2Wav.codebookSize, numFrames, 3);
+    const [offline] = known.decode([{ seqId: 'off', codes, numFrames, contextFrames: 0 }]);
+    known.free('off');
+    // The stateless graph was not made by the streaming builder: it has no state inputs, only codes.
+    for (const streamingState of [true, false]) {
+      const generated = await ensureModel(code2wavSpec(7, { ...smallCode2Wav, streamingState }), models.dir);
+      const dir = join(models.dir, `foreign-vocoder-${streamingState}`);
+      mkdirSync(dir);
+      copyFileSync(generated.files['code2wav.onnx'], join(dir, 'vocoder.onnx')); // no manifest beside it
+      const foreign = await createCode2WavRunner(
+        { model: { source: 'file', path: join(dir, 'vocoder.onnx') } },
+        models.dir,
+      );
+      try {
+        expect(foreign.stateful).toBe(streamingState);
+        expect(foreign.samplesPerFrame).toBe(known.samplesPerFrame);
+        expect(foreign.receptiveFieldFrames).toBe(known.receptiveFieldFrames);
+        const items = splitItems(codes, numFrames, chunkPlan(numFrames, 4, 25), 25, 'r');
+        const streamed = concatFloat32(items.map((item) => foreign.decode([item])[0]));
+        expect(maxPcm16Diff(streamed, offline)).toBeLessThanOrEqual(1);
+        // With state each frame runs once; without, each chunk's left context (4, then 25 frames) runs again.
+        const sent = items.reduce((n, item) => n + item.numFrames, 0);
+        expect(sent).toBe(numFrames + 4 + 25 + 25);
+        expect(foreign.framesDecoded).toBe(streamingState ? numFrames : sent);
+        foreign.free('r');
+        expect(foreign.numStates).toBe(0);
+      } finally {
+        await foreign.close();
+      }
+    }
     await known.close();
+  });
+
+  it('refuses a stateful code2wav file whose state does not carry from chunk to chunk', async () => {
+    const path = join(models.dir, 'stuck-state.onnx');
+    writeFileSync(path, vocoderWithStuckState(4));
+    const err = await createCode2WavRunner({ model: { source: 'file', path } }, models.dir).catch((e: unknown) => e);
+    expect(isChorusError(err, 'CHORUS_ERR_MODEL_SIGNATURE')).toBe(true);
+    expect((err as Error).message).toMatch(/streaming through them differs from a whole decode/);
   });
 });

@@ -39,3 +39,22 @@ export function optimumDecoderWithoutCache(size: TextDecoderSize, seed: number):
   g.op('MatMul', [embedded, w.uniform('lm_head', [size.hiddenSize, size.vocabSize], 1)], {}, 'logits');
   return g.toBytes();
 }
+
+/**
+ * A stateful vocoder whose state does not carry: one sample per frame, a causal 2-tap conv over the frame's code
+ * sum with past_state.0 as its left context, but present_state.0 returns the past unchanged instead of the last
+ * frame. Its chunks therefore differ from a whole decode; the runner must refuse it.
+ */
+export function vocoderWithStuckState(numCodebooks: number): Uint8Array {
+  const g = new GraphBuilder('stuck_state_vocoder');
+  g.input('codes', 'int64', ['batch_size', numCodebooks, 'num_frames']);
+  g.input('num_frames', 'int64', ['batch_size']);
+  g.input('past_state.0', 'float32', ['batch_size', 1, 1]);
+  g.output('audio', 'float32', ['batch_size', 1, 'num_samples']);
+  g.output('present_state.0', 'float32', ['batch_size', 1, 1]);
+  const sums = g.op('Cast', [g.op('ReduceSum', ['codes', g.constI64([1])], { keepdims: 1 })], { to: 1 }); // [B, 1, T]
+  const joined = g.op('Concat', ['past_state.0', sums], { axis: 2 });
+  g.op('Conv', [joined, g.constF32([0.25, 0.25], [1, 1, 2])], { kernel_shape: [2] }, 'audio');
+  g.op('Identity', ['past_state.0'], {}, 'present_state.0');
+  return g.toBytes();
+}

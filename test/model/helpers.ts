@@ -43,6 +43,7 @@ export const smallCode2Wav: Code2WavSize = {
   kernelSize: 5,
   samplesPerFrame: 1920,
   sampleRateHz: 24000,
+  streamingState: true,
 };
 
 export const thinkerSpec = (seed = 7, size: ThinkerSize = smallThinker): GeneratedModelSpec => ({

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { decodeRatio, sumMetric } from '../../bench/ttfp/code2wavFrames.ts';
 import { asyncSyncRatios, evaluateGoals, throughputShare } from '../../bench/ttfp/goals.ts';
 import type { ThroughputLimit } from '../../bench/limit/runThroughput.ts';
 import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
@@ -74,6 +75,36 @@ describe('asyncSyncRatios and evaluateGoals', () => {
     expect(goal.name).toContain('underruns 0 vs 2');
     const stillStalling = as('playback', run(true, 16, 100, 400)); // 200 ms stalls: not half of 300
     expect(evaluateGoals([stillStalling, fifo], [], null)[0]).toMatchObject({ value: 200, met: false });
+  });
+
+  it('reports the worst Code2Wav decode ratio of --config`s async runs against 1.05', () => {
+    const at = (c: number, ratio: number | null): RunRow => ({ ...run(true, c, 50), code2wav_decode_ratio: ratio });
+    expect(evaluateGoals([at(1, 1), at(4, 1.04), at(2, null)], [], null)).toEqual([
+      { name: 'Code2Wav frames decoded per audio frame (worst run)', value: 1.04, target: '<= 1.05', met: true },
+    ]);
+    expect(evaluateGoals([at(1, 1), at(4, 1.96)], [], null)[0]).toMatchObject({ value: 1.96, met: false });
+    expect(evaluateGoals([at(1, null)], [], null)).toEqual([]);
+  });
+
+  it('reads the decode ratio from two /metrics scrapes, summed over Code2Wav instances', () => {
+    const text = (decoded: number, audio: number) =>
+      [
+        '# HELP chorus_code2wav_frames_decoded_total Codec frames',
+        '# TYPE chorus_code2wav_frames_decoded_total counter',
+        `chorus_code2wav_frames_decoded_total{stage="code2wav#0"} ${decoded}`,
+        `chorus_code2wav_frames_decoded_total{stage="code2wav#1"} 10`,
+        `chorus_code2wav_frames_decoded_total_extra 999`,
+        `chorus_code2wav_audio_frames_total{stage="code2wav#0"} ${audio}`,
+        `chorus_code2wav_audio_frames_total{stage="code2wav#1"} 10`,
+      ].join('\n');
+    const scrape = (decoded: number, audio: number) => ({
+      framesDecoded: sumMetric(text(decoded, audio), 'chorus_code2wav_frames_decoded_total'),
+      audioFrames: sumMetric(text(decoded, audio), 'chorus_code2wav_audio_frames_total'),
+    });
+    expect(scrape(40, 20)).toEqual({ framesDecoded: 50, audioFrames: 30 });
+    expect(decodeRatio(scrape(40, 20), scrape(240, 120))).toBe(2);
+    expect(decodeRatio(scrape(40, 20), scrape(40, 20))).toBeNull(); // no audio in between
+    expect(decodeRatio(null, scrape(40, 20))).toBeNull(); // a server without /metrics
   });
 
   it('compares req/s at c=10 with the throughput limit of 10 requests', () => {

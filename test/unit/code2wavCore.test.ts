@@ -16,12 +16,21 @@ class FakeVocoder implements Code2WavRunner {
   readonly samplesPerFrame = SPF;
   readonly sampleRateHz = 16_000;
   readonly receptiveFieldFrames = 2;
+  readonly stateful = false;
+  readonly numStates = 0;
+  framesDecoded = 0;
+  readonly freed: string[] = [];
   readonly batches: Code2WavItem[][] = [];
   fail = false;
+
+  free(seqId: string): void {
+    this.freed.push(seqId);
+  }
 
   decode(items: readonly Code2WavItem[]): Float32Array[] {
     if (this.fail) throw new Error('onnx exploded');
     this.batches.push([...items]);
+    for (const it of items) this.framesDecoded += it.numFrames;
     return items.map((it) => {
       const out = new Float32Array((it.numFrames - it.contextFrames) * SPF);
       for (let t = it.contextFrames; t < it.numFrames; t++)
@@ -172,5 +181,28 @@ describe('Code2WavCore', () => {
     expect(adapter.sent.some((c) => c.body !== undefined)).toBe(false); // no audio escaped
     expect(core.size).toBe(0);
     expect(core.step()).toBe(false);
+    expect(runner.freed.sort()).toEqual(['a', 'b']); // their vocoder state with them
+  });
+
+  it('frees a request`s vocoder state when it finishes, is aborted or fails, and only then', () => {
+    const { core, add, arrive, runner } = setup();
+    for (const id of ['done', 'aborted', 'bad', 'running']) add(id);
+    for (const id of ['done', 'aborted', 'running']) arrive(id, frames(0, 2));
+    arrive('done', frames(0, 3, 2), true);
+    arrive('bad', frames(0, 2, 0, Q + 1));
+    while (core.step());
+    core.abort('aborted');
+    expect(runner.freed.sort()).toEqual(['aborted', 'bad', 'done']);
+    expect(core.size).toBe(1);
+  });
+
+  it('reports frames decoded against frames of audio sent (the decode ratio)', () => {
+    const { core, add, arrive, runner } = setup();
+    add('r');
+    arrive('r', frames(0, 4));
+    arrive('r', frames(2, 6, 2), true); // 2 frames of left context: decoded again by this stateless vocoder
+    while (core.step());
+    expect(core.stats().code2wav).toEqual({ framesDecoded: 10, audioFrames: 8, states: 0 });
+    expect(runner.framesDecoded).toBe(10);
   });
 });

@@ -54,6 +54,7 @@ export const percentileColumns: readonly Column[] = [
   { header: 'Worst stall (ms)', cell: (r) => ms(r.worst_stall_ms) },
   { header: 'TTFP engine / server (ms)', cell: (r) => pair(ms(r.mean_engine_ttfp_ms), ms(r.mean_server_ttfp_ms)) },
   { header: 'Req/s', cell: (r) => num(r.request_throughput, 2) },
+  { header: 'Code2Wav decoded / audio frames', cell: (r) => num(r.code2wav_decode_ratio, 2) },
 ];
 
 export function renderText<R>(columns: readonly Column<R>[], rows: readonly R[]): string {

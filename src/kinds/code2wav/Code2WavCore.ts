@@ -1,6 +1,8 @@
 /**
- * The Code2Wav stage: one-shot decode per chunk. Every request with a ready chunk joins the next batch (up to
- * max_num_seqs); each chunk's audio (minus its left-context samples) goes to main in order, the last one final.
+ * The Code2Wav stage: one decode per chunk. Every request with a ready chunk joins the next batch (up to
+ * max_num_seqs, one chunk per request: a stateful vocoder carries each request's state from chunk to chunk);
+ * each chunk's audio (minus its left-context samples) goes to main in order, the last one final. A request's
+ * vocoder state is freed with the request (finish, fail or abort).
  */
 import { GenerationScheduler } from '../../sched/GenerationScheduler.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../../stages/types.ts';
@@ -8,7 +10,7 @@ import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdap
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { AudioBody } from '../../common/payloads.ts';
-import type { AddRequest, PlaybackPlan } from '../../worker/messages.ts';
+import type { AddRequest, PlaybackPlan, StageStats } from '../../worker/messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../worker/StageCore.ts';
 
 interface PendingChunk {
@@ -28,6 +30,8 @@ interface Code2WavRequest extends CoreRequest {
 
 export class Code2WavCore extends StageCore<Code2WavRequest> {
   private readonly scheduler: GenerationScheduler;
+  /** Frames of audio sent since start (the denominator of the decode ratio in the stats). */
+  private audioFrames = 0;
 
   constructor(
     ctx: StageContext,
@@ -98,6 +102,18 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
 
   protected freeState(req: Code2WavRequest): void {
     this.scheduler.remove(req.requestId);
+    this.runner.free(req.requestId);
+  }
+
+  override stats(): StageStats {
+    return {
+      ...super.stats(),
+      code2wav: {
+        framesDecoded: this.runner.framesDecoded,
+        audioFrames: this.audioFrames,
+        states: this.runner.numStates,
+      },
+    };
   }
 
   step(): boolean {
@@ -139,6 +155,7 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
       }
       const body: AudioBody = { kind: 'audio', pcm, sampleRateHz: this.runner.sampleRateHz };
       w.req.numOutputs += w.chunk.numFrames - w.chunk.contextFrames;
+      if (i >= 0) this.audioFrames += w.chunk.numFrames - w.chunk.contextFrames;
       if (w.chunk.final) this.finish(w.req, w.chunk.final, () => (pcm.length > 0 ? body : undefined));
       else if (pcm.length > 0) this.send(w.req, w.req.downstream, body);
     }

@@ -19,6 +19,8 @@ const modelYaml = Type.Object(
     kernel_size: optional(int(1)),
     samples_per_frame: optional(int(1)),
     sample_rate_hz: optional(int(1)),
+    /** false: the stateless graph (left context re-decoded with every chunk), e.g. to measure what state saves. */
+    streaming_state: optional(Type.Boolean()),
   },
   closed,
 );
@@ -39,7 +41,12 @@ export const code2wav: StageKindDescriptor = {
     const family = presetOf(ctx, presets, 'model preset', problems);
     if (!family) return null;
     const before = problems.count;
-    const size: Code2WavSize = { ...family.code2wav, ...camelSizes(ctx.raw) };
+    const streamingState = ctx.raw.streaming_state;
+    const size: Code2WavSize = {
+      ...family.code2wav,
+      ...camelSizes(ctx.raw),
+      ...(typeof streamingState === 'boolean' ? { streamingState } : {}),
+    };
     checkCodebooksMatchTalker(ctx, size, problems);
     if (problems.count > before) return null;
     return { source: 'generated', kind: 'code2wav', preset: ctx.preset, seed: ctx.seed, size };
@@ -60,6 +67,7 @@ function factsOf(runner: Code2WavRunner): ModelFacts {
     sampleRateHz: runner.sampleRateHz,
     samplesPerFrame: runner.samplesPerFrame,
     receptiveFieldFrames: runner.receptiveFieldFrames,
+    stateful: runner.stateful,
   };
 }
 
