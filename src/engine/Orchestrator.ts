@@ -19,7 +19,7 @@ import type { AddRequest, DownstreamTarget, EdgeBinding, StageToMain, UpstreamSo
 import { StageWorker } from '../worker/StageWorker.ts';
 import { edgeTouches } from '../../transport/edges.ts';
 import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
-import { healthOf, leastLoaded, newSlot, type Slot } from './Slot.ts';
+import { healthOf, leastLoaded, newSlot, type Slot, statefulVocoder } from './Slot.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
@@ -249,6 +249,7 @@ export class Orchestrator implements Engine {
         ...(isEntry && request.prefix ? { prefix: request.prefix } : {}),
         ...(spec.encoder && plan ? { encode: plan.encode.get(slot.instance) ?? [] } : {}),
         initialCodecChunkFrames: request.initialCodecChunkFrames,
+        ...(statefulVocoder(chosen.values()) ? { codecLeftContextFrames: 0 } : {}),
         liveRequests: this.live.size,
         firstChunkDeadline,
         ...(playback ? { playback } : {}),

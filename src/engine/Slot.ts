@@ -53,7 +53,6 @@ export function newSlot(
   };
 }
 
-/** Every instance, then one `waiting` entry per remote instance a stage still lacks (min_replicas: not ready). */
 /** The ready instance of `spec` with the fewest requests in flight; OVERLOADED when none is ready. */
 export function leastLoaded(slots: Iterable<Slot>, spec: StageSpec): Slot {
   let best: Slot | null = null;
@@ -69,6 +68,17 @@ export function leastLoaded(slots: Iterable<Slot>, spec: StageSpec): Slot {
   return best;
 }
 
+/** Whether the request's chosen Code2Wav instance said (READY facts) that it keeps each request's vocoder state. */
+export function statefulVocoder(chosen: Iterable<Slot>): boolean {
+  for (const slot of chosen) {
+    if (slot.spec.kind !== 'code2wav') continue;
+    const facts = slot.worker?.settings?.facts;
+    return facts?.kind === 'code2wav' && facts.stateful === true;
+  }
+  return false;
+}
+
+/** Every instance, then one `waiting` entry per remote instance a stage still lacks (min_replicas: not ready). */
 export function healthOf(graph: StageGraph, slots: readonly Slot[]): StageHealth[] {
   const instances: StageHealth[] = slots.map((s) => ({
     stageId: s.spec.stageId,

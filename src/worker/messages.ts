@@ -90,6 +90,11 @@ export interface AddRequest {
   readonly encode?: readonly EncodeItem[];
   /** Per-request override of the initial codec chunk (Talker). */
   readonly initialCodecChunkFrames?: number;
+  /**
+   * Talker: left-context frames to send with each chunk, when not the chunk policy's: 0 when the request's Code2Wav
+   * instance is stateful (its state already holds the context).
+   */
+  readonly codecLeftContextFrames?: number;
   /** Thinker only: reuse of a retained prefix (GenerateRequest.prefix). */
   readonly prefix?: PromptPrefix;
   /** Requests live in the engine when this one was admitted (load for the dynamic initial chunk: a burst's first

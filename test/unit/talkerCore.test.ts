@@ -57,7 +57,7 @@ const rowsBody = (numRows: number, promptRows?: number, width = DIM, firstRow = 
   };
 };
 
-function setup(ignoreEos = true, maxTokens = 100) {
+function setup(ignoreEos = true, maxTokens = 100, extra: Partial<AddRequest> = {}) {
   const adapter = new FakeAdapter();
   const ctx = stageContext(spec, adapter);
   const runner = new FakeTalkerRunner();
@@ -70,6 +70,7 @@ function setup(ignoreEos = true, maxTokens = 100) {
     upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
     initialCodecChunkFrames: 2,
     firstChunkDeadline: Date.now() + 30_000,
+    ...extra,
   };
   core.add(add);
   const arrive = (body: ChunkBody | null, final = false) =>
@@ -121,6 +122,18 @@ describe('TalkerCore', () => {
     return expect
       .poll(() => ctx.posted.find((m) => m.type === 'finished'))
       .toMatchObject({ requestId: 'r', finishReason: 'stop', numTokens: 6 });
+  });
+
+  it('sends left context with later chunks, none when its Code2Wav is stateful (codecLeftContextFrames 0)', () => {
+    const contexts = (extra: Partial<AddRequest>) => {
+      const { arrive, runAll, frames } = setup(true, 100, extra);
+      arrive(rowsBody(3 + 10, 3)); // 10 text rows: 20 frames, in chunks 2, 2, 4, 8, 4
+      arrive(null, true);
+      runAll();
+      return frames().map((b) => b?.contextFrames ?? 0);
+    };
+    expect(contexts({})).toEqual([0, 2, 4, 8, 16]);
+    expect(contexts({ codecLeftContextFrames: 0 })).toEqual([0, 0, 0, 0, 0]);
   });
 
   it('a frame whose row has not arrived waits for it (WAITING_FOR_CHUNK)', () => {

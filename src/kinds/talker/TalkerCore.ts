@@ -20,6 +20,8 @@ import { ArStageCore } from '../../worker/ArStageCore.ts';
 
 interface TalkerRequest extends CoreRequest {
   readonly liveAtAdmission: number;
+  /** AddRequest.codecLeftContextFrames (undefined: the chunk policy's). */
+  readonly leftContextFrames: number | undefined;
   rows: Float32Array; // arrived conditioning rows, row-major; grows by doubling (no re-concatenation per arrival)
   numRows: number;
   promptRows: number | null; // known from the first chunk
@@ -63,6 +65,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       downstream: msg.downstream,
       initialCodecChunkFrames: msg.initialCodecChunkFrames,
       liveAtAdmission: msg.liveRequests ?? 0,
+      leftContextFrames: msg.codecLeftContextFrames,
       numOutputs: 0,
       rows: new Float32Array(0),
       numRows: 0,
@@ -103,7 +106,11 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
         );
       req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
       const ic = this.initialChunk(req);
-      req.toCode2Wav = new Talker2Code2Wav(this.ctx.chunkPolicy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
+      const policy =
+        req.leftContextFrames === undefined
+          ? this.ctx.chunkPolicy
+          : { ...this.ctx.chunkPolicy, codecLeftContextFrames: req.leftContextFrames };
+      req.toCode2Wav = new Talker2Code2Wav(policy, this.runner.numCodebooks, ic, this.ctx.asyncChunk);
     }
     if (body) {
       if (body.conditionDim !== this.dim)
