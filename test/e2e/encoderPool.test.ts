@@ -121,7 +121,7 @@ describe('encoder pool (configs/epd.yaml)', () => {
     await redis?.stop();
   });
 
-  it('any Thinker takes rows from any encoder; the router passes a Thinker busy prefilling; a killed encoder fails its requests (fail)', async () => {
+  it('any Thinker takes any encoder's rows; routing passes a busy Thinker; a killed encoder fails its requests', async () => {
     const { serve, encoders } = await deploy(EPD, env);
     const stages = await (await fetch(`${serve.url}/v1/stages`)).json();
     expect((stages as { routing: string }).routing).toBe('ttft');
@@ -182,7 +182,7 @@ describe('encoder pool (configs/epd.yaml)', () => {
     expect(await serve.exited).toBe(0);
   }, 300_000);
 
-  it('on_encoder_failure: text_only: a killed encoder instance costs its requests their audio, not their answer', async () => {
+  it('on_encoder_failure: text_only: a killed encoder costs its requests their audio, not their answer', async () => {
     const dir = tempDir('epd');
     const config = join(dir, 'epd-text-only.yaml');
     writeFileSync(
