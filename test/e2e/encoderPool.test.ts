@@ -121,7 +121,7 @@ describe('encoder pool (configs/epd.yaml)', () => {
     await redis?.stop();
   });
 
-  it('any Thinker takes rows of any encoder; routing passes a busy Thinker; a killed encoder fails its requests', async () => {
+  it('any Thinker takes rows of any encoder; routing skips a busy Thinker; a killed encoder: fail', async () => {
     const { serve, encoders } = await deploy(EPD, env);
     const stages = await (await fetch(`${serve.url}/v1/stages`)).json();
     expect((stages as { routing: string }).routing).toBe('ttft');
