@@ -17,7 +17,7 @@ import type { RoutingPolicy } from '../../src/common/graph.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { cpuTicksOf } from '../../src/engine/processCpu.ts';
 import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { wavBytes } from '../../test/helpers/media.ts';
+import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { mixWorkload, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';
 
@@ -148,11 +148,13 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
     const server = await startInProcessServer(config.graph, o.log);
     try {
       const engine = server.engine;
-      // Warm-up: one request of each kind, so no router meets a model loading.
-      for (const kind of ['text', 'image', 'audio'] as const) {
-        const r = workload.find((w) => w.kind === kind && !w.repeat);
-        if (r) await firstText(engine.generate(request({ ...r, text: `warm ${r.text}` }, o.maxTokens)), Date.now());
-      }
+      // Warm-up: one request of each kind, on media of its own (the workload's items must not be cached by it).
+      const warm: Pick<MixRequest, 'text' | 'media'>[] = [
+        { text: 'warm up', media: null },
+        { text: 'warm up', media: { type: 'image', data: pngBytes(224, 224, 9_999) } },
+        { text: 'warm up', media: { type: 'audio', data: wavBytes(5, 24_000, 9_999), format: 'wav' } },
+      ];
+      for (const r of warm) await firstText(engine.generate(request(r, o.maxTokens)), Date.now());
       const cache = encoderTotals();
       const cpuBefore = encoderCpu(engine);
       await new Promise((resolve) => setTimeout(resolve, 1_200)); // a stats report after the warm-up

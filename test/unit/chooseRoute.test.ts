@@ -49,7 +49,7 @@ describe('chooseRoute (estimated TTFT = max(queue wait, encode) + prefill)', () 
   });
 
   it('prefers the instance holding the EC entry, and counts its encode time as 0', () => {
-    const holds: EcLookup = (item) => (item.index === 0 ? { localTo: ['thinker#1'] } : null);
+    const holds: EcLookup = (item) => (item.index === 0 ? { localTo: ['thinker#1'], remote: false } : null);
     const s = snapshot(
       [thinker('thinker#0', 0, 1000), thinker('thinker#1', 0, 1000)],
       [audioEncoder('audio-encoder#a', 0, 0.001)],
@@ -68,9 +68,33 @@ describe('chooseRoute (estimated TTFT = max(queue wait, encode) + prefill)', () 
   });
 
   it('an EC entry held elsewhere does not outweigh a much longer queue', () => {
-    const holds: EcLookup = () => ({ localTo: ['thinker#0'] });
+    const holds: EcLookup = () => ({ localTo: ['thinker#0'], remote: true });
     const s = snapshot([thinker('thinker#0', 10_000, 1000), thinker('thinker#1', 0, 1000)], [], holds);
     expect(chooseRoute(s, { promptTokens: 800, items: [clip] })!.thinker).toBe('thinker#1');
+  });
+
+  it('rows in Redis cost a fetch; rows only in another Thinker process are a miss for this one', () => {
+    const s = snapshot(
+      [thinker('thinker#0', 0, 1000), thinker('thinker#1', 100, 1000)],
+      [audioEncoder('audio-encoder#a', 0, 0.001)],
+      () => ({ localTo: ['thinker#1'], remote: true }),
+    );
+    // thinker#0 fetches the 750 rows (far cheaper than encoding them) and has the shorter queue.
+    const remote = chooseRoute(s, { promptTokens: 800, items: [clip] })!;
+    expect(remote.thinker).toBe('thinker#0');
+    expect(remote.ecHits).toEqual([0]);
+    expect(remote.predictedTtftSeconds).toBeCloseTo(750 * ROUTE_DEFAULTS.fetchSecondsPerRow + 0.8, 6);
+    // Without Redis only thinker#1 can use them: 0.1 s of queue beats 0.75 s of encoding on thinker#0.
+    const onlyThere = chooseRoute(
+      { ...s, ecLookup: () => ({ localTo: ['thinker#1'], remote: false }) },
+      {
+        promptTokens: 800,
+        items: [clip],
+      },
+    )!;
+    expect(onlyThere.thinker).toBe('thinker#1');
+    expect(onlyThere.reason).toBe('ec_local');
+    expect(onlyThere.predictedTtftSeconds).toBeCloseTo(0.1 + 0.8, 6);
   });
 
   it('sends the items to the encoder instance that finishes them first', () => {

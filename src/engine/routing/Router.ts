@@ -9,10 +9,11 @@
  */
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
-import type { PreparedPrompt } from '../mediaPrompt.ts';
+import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type Slot } from '../Slot.ts';
 import {
   chooseRoute,
+  type EcEntry,
   type EcLookup,
   type EncoderLoad,
   type LoadSnapshot,
@@ -55,8 +56,11 @@ export class Router {
   constructor(
     private readonly policy: RoutingPolicy,
     private readonly slots: ReadonlyMap<string, Slot>,
-    // Until the encoder-output store is wired in (branch ec-store), every item is a miss.
-    private readonly ecLookup: EcLookup = () => null,
+    /**
+     * Where the encoder-output store holds an item's rows. Until the store is wired in (branch ec-store: its
+     * `EcStore.where(bytesKeyOf(mediaBodyOf(item)), item.encoder.stageId)`), every item is a miss.
+     */
+    private readonly ecWhere: (item: MediaItem) => EcEntry | null = () => null,
   ) {}
 
   /**
@@ -78,6 +82,8 @@ export class Router {
       stageId: i.encoder.stageId,
     }));
     const request = { promptTokens: prompt.promptTokenIds.length, items };
+    const byIndex = new Map(prompt.items.map((i) => [i.index, i]));
+    const ecLookup: EcLookup = (item) => this.ecWhere(byIndex.get(item.index)!);
     const routed = (s: StageSpec) => s.stageId === entryStageId || s.encoder !== undefined;
     const byPolicy = (spec: StageSpec): Slot => {
       if (this.policy === 'round_robin') {
@@ -93,7 +99,7 @@ export class Router {
     let reason: string = this.policy;
     const entry = stages.find((s) => s.stageId === entryStageId)!;
     if (this.policy === 'ttft') {
-      const all = this.snapshot(stages.filter(routed), () => true);
+      const all = this.snapshot(stages.filter(routed), () => true, ecLookup);
       const best = () => chooseRoute(all, request);
       let choice = null as ReturnType<typeof chooseRoute>;
       reason = 'pinned'; // unless pick() runs: a retained prefix decided the Thinker
@@ -121,7 +127,7 @@ export class Router {
       for (const s of stages.filter((x) => x.encoder)) chosen.set(s.stageId, byPolicy(s));
     }
     for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
-    this.admit(requestId, request, chosen, stages.filter(routed), reason);
+    this.admit(requestId, request, chosen, stages.filter(routed), reason, ecLookup);
     return chosen;
   }
 
@@ -163,7 +169,7 @@ export class Router {
   }
 
   /** The load and rates of the ready instances of `stages` (for tests and /v1/stages-style introspection too). */
-  snapshot(stages: readonly StageSpec[], keep: (slot: Slot) => boolean): LoadSnapshot {
+  snapshot(stages: readonly StageSpec[], keep: (slot: Slot) => boolean, ecLookup: EcLookup): LoadSnapshot {
     const thinkers: ThinkerLoad[] = [];
     const encoders: EncoderLoad[] = [];
     for (const slot of this.slots.values()) {
@@ -185,7 +191,7 @@ export class Router {
           inFlight: slot.inFlight.size,
         });
     }
-    return { thinkers, encoders, ecLookup: this.ecLookup, defaults: ROUTE_DEFAULTS };
+    return { thinkers, encoders, ecLookup, defaults: ROUTE_DEFAULTS };
   }
 
   private admit(
@@ -194,12 +200,13 @@ export class Router {
     chosen: ReadonlyMap<string, Slot>,
     routed: readonly StageSpec[],
     reason: string,
+    ecLookup: EcLookup,
   ): void {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
     if (!thinker) return;
     // The prediction for what was chosen, whatever the policy (so least_loaded's guesses are checked too).
-    const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s));
+    const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup);
     const predicted = chooseRoute(mine, request);
     const hits = new Set(predicted?.ecHits ?? []);
     const encoders = new Map<string, { rows: number; rowsAhead: number }>();

@@ -42,10 +42,12 @@ export interface RouteItem {
   readonly stageId: string;
 }
 
-/** Where the EC store holds an item's rows: null on a miss. */
+/** Where the encoder-output (EC) store holds an item's rows: null on a miss. */
 export interface EcEntry {
   /** Thinker instances whose process holds the rows (no fetch needed there). */
   readonly localTo: readonly string[];
+  /** In Redis: any Thinker instance gets them with one fetch. Neither local nor remote: a miss for that Thinker. */
+  readonly remote: boolean;
 }
 
 export type EcLookup = (item: RouteItem) => EcEntry | null;
@@ -127,10 +129,7 @@ function pickEncoders(
 export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): RouteChoice | null {
   if (snapshot.thinkers.length === 0) return null;
   const entries = new Map(request.items.map((item) => [item.index, snapshot.ecLookup(item)]));
-  const hits = request.items.filter((i) => entries.get(i.index) !== null);
-  const missed = request.items.filter((i) => entries.get(i.index) === null);
   const stageIds = [...new Set(request.items.map((i) => i.stageId))];
-  const { encoders, readySeconds: encodeSeconds } = pickEncoders(snapshot, missed, stageIds);
   const measuredRate = meanMeasured(snapshot.thinkers.map((t) => t.prefillTokensPerSecond));
   const rateOf = (t: ThinkerLoad) =>
     t.prefillTokensPerSecond ?? measuredRate ?? snapshot.defaults.prefillTokensPerSecond;
@@ -138,16 +137,30 @@ export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): Rout
   interface Scored {
     readonly t: ThinkerLoad;
     readonly ttft: number;
-    readonly fetchSeconds: number;
+    readonly encoders: Map<string, string>;
+    readonly hits: readonly number[];
+    /** Items whose rows this Thinker holds in-process. */
+    readonly localHits: number;
   }
   const scored: Scored[] = snapshot.thinkers.map((t) => {
     const queueSeconds = t.queuedPrefillTokens / rateOf(t);
-    // Hits held by another process are fetched (from Redis) before the rows are usable; local ones cost nothing.
-    const fetchSeconds = hits
-      .filter((i) => !entries.get(i.index)!.localTo.includes(t.instance))
+    // Per Thinker: rows in its process cost nothing; rows in Redis one fetch; rows held only by another process
+    // (an EC store without Redis) are a miss for it, like rows nobody holds.
+    const local = (i: RouteItem) => entries.get(i.index)?.localTo.includes(t.instance) === true;
+    const fetched = (i: RouteItem) => !local(i) && entries.get(i.index)?.remote === true;
+    const missed = request.items.filter((i) => !local(i) && !fetched(i));
+    const fetchSeconds = request.items
+      .filter(fetched)
       .reduce((sum, i) => sum + i.numEmbeddings * snapshot.defaults.fetchSecondsPerRow, 0);
-    const ready = Math.max(queueSeconds, encodeSeconds + fetchSeconds);
-    return { t, ttft: ready + request.promptTokens / rateOf(t), fetchSeconds };
+    const { encoders, readySeconds } = pickEncoders(snapshot, missed, stageIds);
+    const ready = Math.max(queueSeconds, readySeconds + fetchSeconds);
+    return {
+      t,
+      ttft: ready + request.promptTokens / rateOf(t),
+      encoders,
+      hits: request.items.filter((i) => local(i) || fetched(i)).map((i) => i.index),
+      localHits: request.items.filter(local).length,
+    };
   });
   const better = (a: Scored, b: Scored) => a.ttft < b.ttft || (a.ttft === b.ttft && a.t.inFlight < b.t.inFlight);
   const best = scored.reduce((a, b) => (better(b, a) ? b : a));
@@ -157,17 +170,16 @@ export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): Rout
       measuredRate !== null || snapshot.encoders.some((e) => e.secondsPerRow !== null && e.secondsPerRow > 0);
     if (scored.length === 1 && stageIds.every((id) => snapshot.encoders.filter((e) => e.stageId === id).length <= 1))
       return 'single';
-    const minFetch = Math.min(...scored.map((s) => s.fetchSeconds));
-    if (best.fetchSeconds === minFetch && scored.some((s) => s.fetchSeconds > minFetch)) return 'ec_local';
+    if (scored.some((s) => s.localHits < best.localHits)) return 'ec_local';
     if (!anyMeasured) return 'unmeasured';
     const minQueued = Math.min(...scored.map((s) => s.t.queuedPrefillTokens));
     return best.t.queuedPrefillTokens === minQueued ? 'shorter_queue' : 'faster';
   })();
   return {
     thinker: best.t.instance,
-    encoders,
+    encoders: best.encoders,
     predictedTtftSeconds: best.ttft,
     reason,
-    ecHits: hits.map((i) => i.index),
+    ecHits: best.hits,
   };
 }
