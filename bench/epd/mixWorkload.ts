@@ -5,6 +5,7 @@
  * router of one run sees exactly the same workload.
  */
 import type { ContentPart } from '../../src/common/engine.ts';
+import { seededRandom } from '../ttfp/prompts.ts';
 // Synthetic media, the same fixtures the tests use (as bench/encoders does).
 import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
 
@@ -52,18 +53,6 @@ export function parseMix(spec: string): Mix {
   const total = mix.text + mix.image + mix.audio;
   if (total <= 0) throw new Error('--mix shares must add up to more than 0');
   return { text: mix.text / total, image: mix.image / total, audio: mix.audio / total };
-}
-
-/** mulberry32: a small seeded PRNG (uniform in [0, 1)). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const WORDS = 'the sea wind light river stone north morning song city garden winter road bird answer slow'.split(' ');

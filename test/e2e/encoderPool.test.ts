@@ -7,22 +7,21 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, health, startServe, startStage, type Serve, type Started } from '../helpers/deployment.ts';
+import {
+  chat,
+  health,
+  readyInstances,
+  startServe,
+  startStage,
+  type Serve,
+  type Started,
+} from '../helpers/deployment.ts';
 import { pngBytes, wavBytes } from '../helpers/media.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 const EPD = join(import.meta.dirname, '..', '..', 'configs', 'epd.yaml');
 const INSTANCES = 7; // 2 thinkers, talker, code2wav, 2 audio encoders, 1 image encoder
-
-async function ready(serve: Serve, instances: number): Promise<void> {
-  await expect
-    .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'ready').length, {
-      timeout: 90_000,
-      interval: 100,
-    })
-    .toBe(instances);
-}
 
 function audioMessage(seconds: number, seed: number, text = 'What is said here?') {
   const data = Buffer.from(wavBytes(seconds, 24000, seed)).toString('base64');
@@ -75,7 +74,7 @@ async function deploy(
     ['image-encoder', 'i1'],
   ])
     encoders.set(`${stage}#${name}`, startStage(config, stage, name, env, { isolated: true }));
-  await ready(serve, INSTANCES);
+  await readyInstances(serve, INSTANCES, 90_000);
   return { serve, encoders };
 }
 

@@ -5,6 +5,7 @@
  * ends, whatever happened.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { expect } from 'vitest';
 import { CHORUS_BIN, killOnFinish } from './processes.ts';
 
 export interface Started {
@@ -91,6 +92,16 @@ export async function health(url: string): Promise<{ httpStatus: number; ready: 
   const res = await fetch(`${url}/health`);
   const body = (await res.json()) as { ready: boolean; stages: HealthStage[] };
   return { httpStatus: res.status, ready: body.ready, stages: body.stages };
+}
+
+/** Waits until /health lists `instances` ready instances (remote ones join as they come up). */
+export async function readyInstances(serve: Serve, instances: number, timeoutMs = 60_000): Promise<void> {
+  await expect
+    .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'ready').length, {
+      timeout: timeoutMs,
+      interval: 100,
+    })
+    .toBe(instances);
 }
 
 export interface ChatAnswer {
