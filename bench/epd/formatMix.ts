@@ -66,7 +66,8 @@ export function formatMix(r: MixBenchResult, goals: MixGoals): string {
   const w = r.workload.requests;
   const lines = [
     `mixed workload: ${w.text} text, ${w.image} image, ${w.audio} audio requests (${r.workload.repeats} repeats), ` +
-      `${r.options.ratePerSecond} req/s, seed ${r.options.seed}, config ${r.options.config}`,
+      `${r.options.ratePerSecond} req/s, seed ${r.options.seed}, config ${r.options.config}; load (1 min) ` +
+      `${r.load_1m.start.toFixed(1)} at start, ${r.load_1m.end.toFixed(1)} at the end`,
     ...r.runs.flatMap(runLines),
     `goal: text TTFT p99 ttft / least_loaded <= ${TEXT_P99_GOAL}: ` +
       (goals.text_p99_ratio === null

@@ -223,11 +223,14 @@ export interface MixBenchResult {
   readonly options: Omit<MixBenchOptions, 'log'>;
   readonly workload: { readonly requests: Record<MixKind, number>; readonly repeats: number };
   readonly runs: readonly MixRun[];
+  /** The 1-minute load average at the start and the end (other processes show up in the figures). */
+  readonly load_1m: { readonly start: number; readonly end: number };
   /** text_ttft_p99_ms per router. */
   readonly text_ttft_p99_ms: Partial<Record<RoutingPolicy, number | null>>;
 }
 
 export async function runMixBench(o: MixBenchOptions): Promise<MixBenchResult> {
+  const loadAtStart = os.loadavg()[0];
   const workload = mixWorkload(o);
   const runs: MixRun[] = [];
   for (const router of o.routers) runs.push(await runOne(router, o, workload));
@@ -240,6 +243,7 @@ export async function runMixBench(o: MixBenchOptions): Promise<MixBenchResult> {
       repeats: workload.filter((w) => w.repeat).length,
     },
     runs,
+    load_1m: { start: loadAtStart, end: os.loadavg()[0] },
     text_ttft_p99_ms: Object.fromEntries(runs.map((r) => [r.router, r.text_ttft_p99_ms])),
   };
 }
