@@ -57,6 +57,8 @@ function runLines(run: MixRun): string[] {
       return `  ${k.padEnd(9)} ${ms(q.p50_ms).padStart(6)}  ${ms(q.p99_ms).padStart(6)}  ${String(q.n).padStart(5)}`;
     }),
     `  encoder cache hit rate ${hitRate}; encoder busy ${busy}`,
+    `  text TTFT minus the router's prediction: p50 ${ms(run.text_prediction_error_ms.p50_ms)} ms, p99 ` +
+      `${ms(run.text_prediction_error_ms.p99_ms)} ms`,
     `  idle probe: 30 s clip sent again ${ms(run.repeat_clip_ttft_ms)} ms (${run.repeat_clip_prompt_tokens} tokens), ` +
       `text of ${run.equal_text_prompt_tokens} tokens ${ms(run.equal_text_ttft_ms)} ms`,
   ];
@@ -88,8 +90,14 @@ export async function writeMixResults(out: string, r: MixBenchResult, goals: Mix
   const markdown = path.join(out, 'results.md');
   const cpu = os.cpus();
   const machine = { cpu: cpu[0]?.model ?? 'unknown', cores: cpu.length, node: process.version, git_sha: gitSha() };
-  const body = { command, date: new Date().toISOString(), machine, ...r, goals };
+  const runs = r.runs.map(({ requests: _requests, ...run }) => run);
+  const body = { command, date: new Date().toISOString(), machine, ...r, runs, goals };
   await writeFile(json, `${JSON.stringify(body, null, 2)}\n`);
+  const requests = path.join(out, 'requests.json');
+  await writeFile(
+    requests,
+    `${JSON.stringify(r.runs.map((run) => ({ router: run.router, requests: run.requests })))}\n`,
+  );
   await writeFile(markdown, `# ${command}\n\n\`\`\`\n${formatMix(r, goals)}\n\`\`\`\n`);
-  return { json, markdown };
+  return { json, markdown, requests };
 }

@@ -55,6 +55,30 @@ export interface MixRun {
   readonly equal_text_ttft_ms: number | null;
   readonly repeat_clip_prompt_tokens: number;
   readonly equal_text_prompt_tokens: number;
+  /** Text requests: actual minus predicted TTFT (what the router's model misses). */
+  readonly text_prediction_error_ms: Quantiles;
+  /** Every request of the run (written to requests.json, not results.json). */
+  readonly requests: readonly MixRequestDetail[];
+}
+
+export interface MixRequestDetail {
+  readonly index: number;
+  readonly kind: MixKind;
+  readonly size: number;
+  readonly repeat: boolean;
+  readonly at_ms: number;
+  readonly ttft_ms: number;
+  readonly predicted_ms: number | null;
+}
+
+function errorQuantiles(
+  details: readonly { index: number; kind: MixKind; ttft_ms: number }[],
+  predicted: Map<number, number>,
+) {
+  const errors = details
+    .filter((d) => d.kind === 'text' && predicted.has(d.index))
+    .map((d) => d.ttft_ms - predicted.get(d.index)!);
+  return quantiles(errors);
 }
 
 function quantiles(samples: readonly number[]): Quantiles {
@@ -128,7 +152,7 @@ async function probe(engine: Orchestrator, maxTokens: number) {
   const repeats: number[] = [];
   const texts: number[] = [];
   let textTokens = 0;
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 9; i++) {
     repeats.push((await run(request(clip, maxTokens))).ttftMs);
     const t = await run(request(text, maxTokens));
     texts.push(t.ttftMs);
@@ -166,13 +190,26 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
         ['audio', []],
       ]);
       let failed = 0;
+      // The router's prediction for each request (chorus:route:ttft at its first token), by request id.
+      const idOf = new Map<string, MixRequest>();
+      const predictedMs = new Map<number, number>();
+      const onPrediction = (m: unknown) => {
+        const { requestId, predictedSeconds } = m as { requestId: string; predictedSeconds: number };
+        const r = idOf.get(requestId);
+        if (r) predictedMs.set(r.index, predictedSeconds * 1000);
+      };
+      subscribe(channelNames.routeTtft, onPrediction);
+      const details: Omit<MixRequestDetail, 'predicted_ms'>[] = [];
       const startMs = Date.now();
       await Promise.all(
         workload.map(async (r) => {
           await new Promise((resolve) => setTimeout(resolve, Math.max(0, startMs + r.atMs - Date.now())));
           const sentAtMs = Date.now();
           try {
-            const ms = await firstText(engine.generate(request(r, o.maxTokens)), sentAtMs);
+            const handle = engine.generate(request(r, o.maxTokens));
+            idOf.set(handle.requestId, r);
+            const ms = await firstText(handle, sentAtMs);
+            details.push({ index: r.index, kind: r.kind, size: r.size, repeat: r.repeat, at_ms: r.atMs, ttft_ms: ms });
             ttfts.get(r.kind)!.push(ms);
             ttfts.get('overall')!.push(ms);
           } catch (err) {
@@ -182,6 +219,7 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
         }),
       );
       const durationS = (Date.now() - startMs) / 1000;
+      unsubscribe(channelNames.routeTtft, onPrediction);
       await new Promise((resolve) => setTimeout(resolve, 1_200)); // the encoders' last stats
       cache.stop();
       const cpuAfter = encoderCpu(engine);
@@ -210,6 +248,10 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
         equal_text_ttft_ms: p.text,
         repeat_clip_prompt_tokens: p.tokens,
         equal_text_prompt_tokens: p.textTokens,
+        text_prediction_error_ms: errorQuantiles(details, predictedMs),
+        requests: details
+          .sort((a, b) => a.index - b.index)
+          .map((d) => ({ ...d, predicted_ms: predictedMs.get(d.index) ?? null })),
       };
     } finally {
       await server.close();

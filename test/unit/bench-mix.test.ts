@@ -48,6 +48,8 @@ function run(router: MixRun['router'], textP99: number, clip: number, text: numb
     equal_text_ttft_ms: text,
     repeat_clip_prompt_tokens: 777,
     equal_text_prompt_tokens: 777,
+    text_prediction_error_ms: q,
+    requests: [],
   };
 }
 

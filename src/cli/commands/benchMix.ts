@@ -79,6 +79,6 @@ export async function runMixCommand(argv: string[]): Promise<number> {
   );
   const files = await writeMixResults(out, result, goals, command);
   process.stdout.write(v.json ? `${JSON.stringify({ ...result, goals }, null, 2)}\n` : `${formatMix(result, goals)}\n`);
-  process.stderr.write(`wrote ${files.json}, ${files.markdown}\n`);
+  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.requests}\n`);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }
