@@ -104,6 +104,13 @@ async function killMidRequest(serve: Serve, encoders: Map<string, Started>) {
   await encoders.get('audio-encoder#a1')!.exited;
   const done = await Promise.all(answers);
   expect(started).toBeGreaterThan(0);
+  // The instance left is in the pool (on a loaded machine it may have missed a heartbeat and rejoined meanwhile).
+  await expect
+    .poll(async () => (await health(serve.url)).stages.find((s) => s.instance === 'audio-encoder#a2')?.status, {
+      timeout: 30_000,
+      interval: 50,
+    })
+    .toBe('ready');
   const next = await chat(serve.url, '', { messages: audioMessage(5, 99), modalities: ['text'], max_tokens: 8 });
   return { done, killedAt, next };
 }
