@@ -3,29 +3,24 @@
  * remote encoder instances), runs the seeded mixed workload and the idle probe, and reports every figure; afterwards
  * nothing it started is left (checked by pid). Never speed goals.
  */
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatMix, mixGoals } from '../../bench/epd/formatMix.ts';
 import { parseMix } from '../../bench/epd/mixWorkload.ts';
 import { runMixBench, type MixBenchResult } from '../../bench/epd/runMixBench.ts';
-import type { SpawnedProcess } from '../../bench/ttfp/RemoteStageHost.ts';
 import { logger } from '../../src/common/log.ts';
-import { isAlive } from '../helpers/processes.ts';
+import { benchProcesses, isAlive } from '../helpers/processes.ts';
 
 const EPD = join(import.meta.dirname, '..', '..', 'configs', 'epd.yaml');
 
 describe('chorus bench --mix (configs/epd.yaml, remote encoders over Redis)', () => {
   let result: MixBenchResult;
-  const spawned: SpawnedProcess[] = [];
-  const onSpawned = (message: unknown) => spawned.push(message as SpawnedProcess);
-  const envUrl = process.env.CHORUS_REDIS_URL;
+  const bench = benchProcesses();
+  const spawned = bench.spawned;
 
   beforeAll(async () => {
-    delete process.env.CHORUS_REDIS_URL; // the bench must start its own Redis, even where CI exports one
-    subscribe('chorus:bench:spawned', onSpawned);
-    try {
-      result = await runMixBench({
+    result = await bench.run(() =>
+      runMixBench({
         config: EPD,
         routers: ['ttft'],
         // Seed 0 with these shares: 5 text requests, an image and its repeat, a 19 s clip.
@@ -36,16 +31,11 @@ describe('chorus bench --mix (configs/epd.yaml, remote encoders over Redis)', ()
         maxTokens: 4,
         seed: 0,
         log: logger,
-      });
-    } finally {
-      if (envUrl !== undefined) process.env.CHORUS_REDIS_URL = envUrl;
-    }
+      }),
+    );
   }, 180_000);
 
-  afterAll(() => {
-    unsubscribe('chorus:bench:spawned', onSpawned);
-    for (const p of spawned) if (isAlive(p.pid)) process.kill(p.pid, 'SIGKILL');
-  });
+  afterAll(() => bench.killLeft());
 
   it('measures every request by modality, the encoder cache, the encoders busy time and the idle probe', () => {
     expect(result.workload).toEqual({ requests: { text: 5, image: 2, audio: 1 }, repeats: 1 });
