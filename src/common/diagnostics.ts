@@ -24,6 +24,10 @@ export const channelNames = {
   audioSlack: 'chorus:audio:slack',
   /** {requestId, targetMs, ttfpMs, met} at the first audio packet of a request with a TTFP target. */
   ttfpTarget: 'chorus:audio:ttfpTarget',
+  /** {policy, reason} per request routed (src/engine/routing/Router.ts). */
+  routeDecision: 'chorus:route:decision',
+  /** {requestId, modality, predictedSeconds, actualSeconds} at a request's first text token. */
+  routeTtft: 'chorus:route:ttft',
   /** {requestId, ms} when a response's first text / audio bytes are handed to the socket. */
   wsFirstText: 'chorus:ws:firstText',
   wsFirstAudio: 'chorus:ws:firstAudio',
@@ -40,6 +44,8 @@ export const diagnostics = {
   edgeChunk: channel(channelNames.edgeChunk),
   audioSlack: channel(channelNames.audioSlack),
   ttfpTarget: channel(channelNames.ttfpTarget),
+  routeDecision: channel(channelNames.routeDecision),
+  routeTtft: channel(channelNames.routeTtft),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

@@ -254,6 +254,8 @@ export interface ChunkPolicy {
   readonly ttfpTargetMs: number | null;
 }
 
+export type RoutingPolicy = 'ttft' | 'least_loaded' | 'round_robin';
+
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
   readonly file: string;
@@ -269,6 +271,11 @@ export interface StageGraph {
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */
   readonly scheduling: SchedulingPolicy;
+  /**
+   * Which instances take a request: ttft = the (Thinker, encoder per item) choice with the lowest estimated time to
+   * first token; least_loaded = fewest requests in flight per stage; round_robin = in turn (for comparison).
+   */
+  readonly routing: RoutingPolicy;
   /**
    * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the
    * Thinker they feed; without encoders the entry stage is first.

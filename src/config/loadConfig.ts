@@ -98,6 +98,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     file: embedded ? file : path.resolve(file),
     asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
     scheduling: yaml.scheduling ?? defaults.scheduling,
+    routing: yaml.routing ?? defaults.routing,
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     modelsDir:
       yaml.models_dir === undefined

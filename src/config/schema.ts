@@ -125,6 +125,12 @@ export const GraphYaml = Type.Object(
         errorMessage: 'must be playback (least slack first) or fifo (oldest first)',
       }),
     ),
+    // Which Thinker and encoder instances take a request (src/engine/routing/chooseRoute.ts).
+    routing: optional(
+      Type.Union([Type.Literal('ttft'), Type.Literal('least_loaded'), Type.Literal('round_robin')], {
+        errorMessage: 'must be ttft (lowest estimated time to first token), least_loaded or round_robin',
+      }),
+    ),
     models_dir: optional(Type.String({ minLength: 1 })),
     model_preset: optional(Type.String({ minLength: 1 })),
     model_seed: optional(int(0)),

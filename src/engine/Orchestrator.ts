@@ -19,7 +19,8 @@ import type { AddRequest, DownstreamTarget, EdgeBinding, StageToMain, UpstreamSo
 import { StageWorker } from '../worker/StageWorker.ts';
 import { edgeTouches } from '../../transport/edges.ts';
 import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
-import { healthOf, leastLoaded, newSlot, type Slot, statefulVocoder } from './Slot.ts';
+import { healthOf, newSlot, type Slot, statefulVocoder } from './Slot.ts';
+import { Router } from './routing/Router.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
@@ -53,6 +54,7 @@ export class Orchestrator implements Engine {
   private readonly promptContext: PromptContext;
   private readonly media: MediaRoutes;
   private readonly prefixRoutes = new PrefixRoutes(this.slots);
+  private readonly router: Router;
   /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
   private audioFacts: Omit<AudioOutputFacts, 'framesPerToken'> | null = null;
   private framesPerToken: number | null = null;
@@ -75,6 +77,7 @@ export class Orchestrator implements Engine {
     };
     this.media = new MediaRoutes(log, graph.chunkPolicy.chunkTimeoutMs);
     this.hangs = new HangWatch(graph.stageHangMs);
+    this.router = new Router(graph.routing, this.slots);
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
@@ -174,8 +177,8 @@ export class Orchestrator implements Engine {
     checkPromptFits(prompt, this.graph);
     const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
     const key = (s: StageSpec) => (s.stageId === this.graph.entryStageId ? request.prefix?.key : undefined);
-    const chosen = new Map(
-      stages.map((s) => [s.stageId, this.prefixRoutes.pick(s, key(s), () => leastLoaded(this.slots.values(), s))]),
+    const chosen = this.router.route(requestId, this.graph.entryStageId, stages, prompt, (s, pick) =>
+      this.prefixRoutes.pick(s, key(s), pick),
     );
     const promptTokenIds = prompt.promptTokenIds;
     const outputs = stages.filter(
@@ -302,6 +305,7 @@ export class Orchestrator implements Engine {
     if (reason === 'cancelled' || reason === 'error') this.broadcast(stream.requestId, 'abort');
     else this.abortEncoders(stream);
     this.media.forget(stream.requestId);
+    this.router.forget(stream.requestId);
     this.adapter.cancel(stream.requestId);
     this.live.delete(stream.requestId);
     diagnostics.requestEnd.publish({
@@ -340,6 +344,7 @@ export class Orchestrator implements Engine {
         });
       }
       stream.onChunk(m.from, a.chunk);
+      if (stream.firstTextAtMs !== null) this.router.firstToken(a.requestId, stream.firstTextAtMs);
     }
   }
 
@@ -350,6 +355,7 @@ export class Orchestrator implements Engine {
     switch (msg.type) {
       case 'finished': {
         slot.inFlight.delete(msg.requestId);
+        if (slot.spec.encoder) this.router.encoderFinished(slot.instance, msg.requestId, Date.now());
         const stream = this.live.get(msg.requestId);
         if (msg.warnings) stream?.addWarnings(msg.warnings);
         if (!msg.error || msg.finishReason === 'cancelled') return;

@@ -44,6 +44,7 @@ export function describeGraph(graph: StageGraph) {
   return {
     async_chunk: graph.asyncChunk,
     scheduling: graph.scheduling,
+    routing: graph.routing,
     entry_stage_id: graph.entryStageId,
     chunk_policy: {
       initial_codec_chunk_frames: graph.chunkPolicy.initialCodecChunkFrames,

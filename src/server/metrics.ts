@@ -121,6 +121,21 @@ export const engineMetrics = {
     labelNames: ['result'] as const,
     registers: [metricsRegistry],
   }),
+  routeDecisions: new Counter({
+    name: 'chorus_route_decisions_total',
+    help:
+      'Requests routed, by policy (routing: ttft | least_loaded | round_robin) and why (ttft: shorter_queue, ' +
+      'ec_local, faster, unmeasured, single, pinned).',
+    labelNames: ['policy', 'reason'] as const,
+    registers: [metricsRegistry],
+  }),
+  routeTtftError: new Histogram({
+    name: 'chorus_route_ttft_error_seconds',
+    help: 'Actual minus predicted time to first token of a routed request (negative: sooner than predicted).',
+    labelNames: ['modality'] as const,
+    buckets: [-5, -1, -0.5, -0.25, -0.1, -0.05, -0.025, -0.01, 0, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    registers: [metricsRegistry],
+  }),
   edgeChunkBytes: new Histogram({
     name: 'chorus_edge_chunk_bytes',
     help: 'Size of chunks crossing an edge, in bytes.',
@@ -300,6 +315,15 @@ export function bridgeEngineDiagnostics(): void {
   subscribe(channelNames.audioSlack, (message) => {
     const slackMs = (message as { slackMs?: unknown }).slackMs;
     if (typeof slackMs === 'number') engineMetrics.playbackSlackSeconds.observe(slackMs / 1000);
+  });
+  subscribe(channelNames.routeDecision, (message) => {
+    const { policy, reason } = message as { policy?: unknown; reason?: unknown };
+    if (typeof policy === 'string' && typeof reason === 'string') engineMetrics.routeDecisions.inc({ policy, reason });
+  });
+  subscribe(channelNames.routeTtft, (message) => {
+    const { modality, predictedSeconds, actualSeconds } = message as Record<string, unknown>;
+    if (typeof modality === 'string' && typeof predictedSeconds === 'number' && typeof actualSeconds === 'number')
+      engineMetrics.routeTtftError.observe({ modality }, actualSeconds - predictedSeconds);
   });
   subscribe(channelNames.ttfpTarget, (message) => {
     engineMetrics.ttfpTargets.inc({ result: (message as { met?: unknown }).met === true ? 'met' : 'missed' });

@@ -4,15 +4,13 @@
  * and reports two-host over all-shm; afterwards nothing it started is left (checked by pid). Never speed goals.
  */
 import { execFileSync } from 'node:child_process';
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatText } from '../../bench/ttfp/report/formatReport.ts';
 import type { BenchResult } from '../../bench/ttfp/results.ts';
 import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
-import type { SpawnedProcess } from '../../bench/ttfp/RemoteStageHost.ts';
 import { logger } from '../../src/common/log.ts';
-import { isAlive } from '../helpers/processes.ts';
+import { benchProcesses, isAlive } from '../helpers/processes.ts';
 
 const CONFIGS = join(import.meta.dirname, '..', '..', 'configs');
 const TWO_HOST = join(CONFIGS, 'two-host.yaml');
@@ -49,25 +47,14 @@ function benchChildren(): string[] {
 
 describe('chorus bench: two-host (remote stages over Redis) against all-shm', () => {
   let result: BenchResult;
-  const spawned: SpawnedProcess[] = [];
-  const onSpawned = (message: unknown) => spawned.push(message as SpawnedProcess);
-  const envUrl = process.env.CHORUS_REDIS_URL;
+  const bench = benchProcesses();
+  const spawned = bench.spawned;
 
   beforeAll(async () => {
-    delete process.env.CHORUS_REDIS_URL; // the bench must start its own Redis, even where CI exports one
-    subscribe('chorus:bench:spawned', onSpawned);
-    try {
-      result = await runServeBench(options);
-    } finally {
-      if (envUrl !== undefined) process.env.CHORUS_REDIS_URL = envUrl;
-    }
+    result = await bench.run(() => runServeBench(options));
   }, 90_000);
 
-  afterAll(() => {
-    unsubscribe('chorus:bench:spawned', onSpawned);
-    // Whatever a failed assertion left: never a stage or a redis-server outliving the file.
-    for (const p of spawned) if (isAlive(p.pid)) process.kill(p.pid, 'SIGKILL');
-  });
+  afterAll(() => bench.killLeft());
 
   it('runs both configs and reports two-host over tiny-omni with a finite ratio', () => {
     expect(result.runs.map((r) => [r.variant, r.concurrency])).toEqual([

@@ -7,21 +7,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { collect, configWith } from '../helpers/engine.ts';
-import { chat, health, maxDiff, startServe, startStage, type Serve } from '../helpers/deployment.ts';
+import { chat, health, maxDiff, readyInstances, startServe, startStage } from '../helpers/deployment.ts';
 import { RedisCluster, RedisServer } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
 const PROMPT = 'Tell me about the sea';
-
-async function ready(serve: Serve, instances: number): Promise<void> {
-  await expect
-    .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'ready').length, {
-      timeout: 60_000,
-      interval: 100,
-    })
-    .toBe(instances);
-}
 
 const references = new Map<number, Promise<{ text: string; pcm16: Int16Array }>>();
 
@@ -70,7 +61,7 @@ describe('scale-out over Redis', () => {
 
     const talker = startStage(TWO_HOST, 'talker', 'b1', env, { isolated: true });
     const code2wav = startStage(TWO_HOST, 'code2wav', 'b1', env, { isolated: true });
-    await ready(serve, 3);
+    await readyInstances(serve, 3);
     const h = await health(serve.url);
     expect(h.httpStatus).toBe(200);
     const remote = h.stages.filter((s) => s.placement === 'remote');
@@ -112,10 +103,10 @@ describe('scale-out over Redis', () => {
     expect(text).not.toMatch(/^\s+placement:/m);
     writeFileSync(config, text);
     const serve = await startServe(config, env);
-    await ready(serve, 3);
+    await readyInstances(serve, 3);
     const b1 = startStage(config, 'talker', 'b1', env);
     startStage(config, 'talker', 'b2', env);
-    await ready(serve, 5);
+    await readyInstances(serve, 5);
 
     let started = 0;
     const answers = Array.from({ length: 8 }, (_, i) =>
@@ -143,7 +134,7 @@ describe('scale-out over Redis', () => {
 
     // A new instance joins and takes new work.
     startStage(config, 'talker', 'b3', env);
-    await ready(serve, 5);
+    await readyInstances(serve, 5);
     let again = 0;
     const more = Array.from({ length: 3 }, (_, i) =>
       chat(serve.url, `${PROMPT} again ${i}`, { max_tokens: 40, ignore_eos: true }, () => again++),
@@ -160,7 +151,7 @@ describe('scale-out over Redis', () => {
     const serve = await startServe(TWO_HOST, env);
     startStage(TWO_HOST, 'talker', 'k1', env);
     startStage(TWO_HOST, 'code2wav', 'k1', env);
-    await ready(serve, 3);
+    await readyInstances(serve, 3);
     let streaming = false;
     const inFlight = chat(serve.url, PROMPT, { max_tokens: 200, ignore_eos: true }, () => (streaming = true));
     await expect.poll(() => streaming, { timeout: 30_000 }).toBe(true);
@@ -175,7 +166,7 @@ describe('scale-out over Redis', () => {
     expect(refused.error).not.toBeNull();
 
     await redis.restart();
-    await ready(serve, 3);
+    await readyInstances(serve, 3);
     const again = await chat(serve.url, PROMPT, { max_tokens: 12 });
     expect(again.error).toBeNull();
     const ref = await reference(12);
@@ -225,7 +216,7 @@ describe('scale-out over a 3-node Redis Cluster', () => {
     const serve = await startServe(TWO_HOST, env);
     startStage(TWO_HOST, 'talker', 'c1', env, { isolated: true });
     startStage(TWO_HOST, 'code2wav', 'c1', env, { isolated: true });
-    await ready(serve, 3);
+    await readyInstances(serve, 3);
     const ref = await reference(12);
     const answers = await Promise.all(Array.from({ length: 4 }, () => chat(serve.url, PROMPT, { max_tokens: 12 })));
     for (const a of answers) {

@@ -190,6 +190,7 @@ export const testGraph: StageGraph = {
   file: '/configs/test-omni.yaml',
   asyncChunk: true,
   scheduling: 'fifo',
+  routing: 'least_loaded',
   stageHangMs: 2_000,
   modelsDir: '/tmp/models',
   connectors: { shm0: { name: 'shm0', kind: 'shm', options: {} } },

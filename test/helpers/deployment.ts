@@ -5,6 +5,7 @@
  * ends, whatever happened.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { expect } from 'vitest';
 import { CHORUS_BIN, killOnFinish } from './processes.ts';
 
 export interface Started {
@@ -93,12 +94,26 @@ export async function health(url: string): Promise<{ httpStatus: number; ready: 
   return { httpStatus: res.status, ready: body.ready, stages: body.stages };
 }
 
+/** Waits until /health lists `instances` ready instances (remote ones join as they come up). */
+export async function readyInstances(serve: Serve, instances: number, timeoutMs = 60_000): Promise<void> {
+  await expect
+    .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'ready').length, {
+      timeout: timeoutMs,
+      interval: 100,
+    })
+    .toBe(instances);
+}
+
 export interface ChatAnswer {
   readonly status: number;
   readonly text: string;
   readonly pcm16: Int16Array;
   readonly error: { code: string; message: string } | null;
   readonly endedAtMs: number;
+  /** chorus_warnings of the stream (e.g. a media item dropped under on_encoder_failure: text_only). */
+  readonly warnings: readonly string[];
+  /** When the first text arrived (null: none). */
+  readonly firstTextAtMs: number | null;
 }
 
 /** A streamed chat completion with audio (pcm16), read to the end; errors in the stream are returned, not thrown. */
@@ -121,11 +136,21 @@ export async function chat(
   });
   if (res.status !== 200) {
     const body = (await res.json()) as { error: { code: string; message: string } };
-    return { status: res.status, text: '', pcm16: new Int16Array(0), error: body.error, endedAtMs: Date.now() };
+    return {
+      status: res.status,
+      text: '',
+      pcm16: new Int16Array(0),
+      error: body.error,
+      endedAtMs: Date.now(),
+      warnings: [],
+      firstTextAtMs: null,
+    };
   }
   let text = '';
   const audio: Buffer[] = [];
   let error: ChatAnswer['error'] = null;
+  const warnings: string[] = [];
+  let firstTextAtMs: number | null = null;
   let buffered = '';
   let first = true;
   const decoder = new TextDecoder();
@@ -138,6 +163,7 @@ export async function chat(
       if (event === '[DONE]' || event.length === 0) continue;
       const json = JSON.parse(event) as {
         error?: { code: string; message: string };
+        chorus_warnings?: string[];
         choices?: { delta: { content?: string; audio?: { data?: string; transcript?: string } } }[];
       };
       if (first) {
@@ -145,15 +171,19 @@ export async function chat(
         onFirstChunk?.();
       }
       if (json.error) error = json.error;
+      if (json.chorus_warnings) warnings.push(...json.chorus_warnings);
       const delta = json.choices?.[0]?.delta;
-      if (delta?.content) text += delta.content;
+      if (delta?.content) {
+        text += delta.content;
+        firstTextAtMs ??= Date.now();
+      }
       if (delta?.audio?.transcript) text += delta.audio.transcript;
       if (delta?.audio?.data) audio.push(Buffer.from(delta.audio.data, 'base64'));
     }
   }
   const bytes = Buffer.concat(audio);
   const pcm16 = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
-  return { status: 200, text, pcm16: Int16Array.from(pcm16), error, endedAtMs: Date.now() };
+  return { status: 200, text, pcm16: Int16Array.from(pcm16), error, endedAtMs: Date.now(), warnings, firstTextAtMs };
 }
 
 /** Largest per-sample difference of two pcm16 streams (lengths must match). */

@@ -1,8 +1,10 @@
 /** Process checks for tests that start Chorus as a real command. */
 import { execFileSync, type ChildProcess } from 'node:child_process';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
+import { spawnedChannel, type SpawnedProcess } from '../../bench/ttfp/RemoteStageHost.ts';
 
 export const CHORUS_BIN = join(import.meta.dirname, '..', '..', 'bin', 'chorus.js');
 
@@ -44,4 +46,31 @@ export function killOnFinish(child: ChildProcess): void {
     for (const pid of stageProcessesOf(child.pid)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
     child.kill('SIGKILL');
   });
+}
+
+/**
+ * The processes a bench run starts (a redis-server, `chorus stage` instances), as it announces them on
+ * chorus:bench:spawned. run() runs the bench without CHORUS_REDIS_URL (it must start its own Redis, even where CI
+ * exports one); killLeft() is for afterAll: whatever a failed assertion left, nothing outlives the file.
+ */
+export function benchProcesses() {
+  const spawned: SpawnedProcess[] = [];
+  const onSpawned = (message: unknown) => spawned.push(message as SpawnedProcess);
+  return {
+    spawned,
+    async run<T>(bench: () => Promise<T>): Promise<T> {
+      const envUrl = process.env.CHORUS_REDIS_URL;
+      delete process.env.CHORUS_REDIS_URL;
+      subscribe(spawnedChannel.name, onSpawned);
+      try {
+        return await bench();
+      } finally {
+        if (envUrl !== undefined) process.env.CHORUS_REDIS_URL = envUrl;
+      }
+    },
+    killLeft(): void {
+      unsubscribe(spawnedChannel.name, onSpawned);
+      for (const p of spawned) if (isAlive(p.pid)) process.kill(p.pid, 'SIGKILL');
+    },
+  };
 }

@@ -268,6 +268,15 @@ ${thinker}`;
     ]);
   });
 
+  it('routing takes ttft, least_loaded or round_robin (default ttft)', () => {
+    expect(problemsOf(`routing: fastest\nstages:\n${thinker}`)).toEqual([
+      'configs/x.yaml:1 routing: must be ttft (lowest estimated time to first token), least_loaded or round_robin, ' +
+        'got "fastest"',
+    ]);
+    expect(parseConfig(`stages:\n${thinker}`, 'configs/x.yaml').routing).toBe('ttft');
+    expect(parseConfig(`routing: round_robin\nstages:\n${thinker}`, 'configs/x.yaml').routing).toBe('round_robin');
+  });
+
   it('a cycle is named, at the input that closes it', () => {
     const yaml = threeStages.replace(
       '    inputs: [{from: thinker}]',

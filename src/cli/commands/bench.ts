@@ -16,6 +16,7 @@ import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
+import { mixUsage, runMixCommand } from './benchMix.ts';
 
 /** The run options the TTFP bench and the voice bench share. */
 const RUN_OPTIONS = {
@@ -37,6 +38,7 @@ export const usage = `usage:
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
                        [--skip-limit] [--limit-repeats 20] [--json]
+${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
   chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256]
@@ -55,6 +57,9 @@ Results go to DIR (default bench/results/run-<time>): results.json, results.md, 
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
+--mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
+(default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
+rate, encoder busy time, and the goal lines of bench/README.md "Disaggregated encoders".
 bench transport measures shm, file and ipc unless --transports says otherwise; redis goes through --redis-url (or
 CHORUS_REDIS_URL), else through a redis-server it starts on loopback for the run.
 `;
@@ -71,6 +76,7 @@ export async function run(argv: string[]): Promise<number> {
   if (sub === 'limit') return runLimitCommand(rest);
   if (sub === 'transport') return runTransportCommand(rest);
   if (argv.includes('--voice')) return runVoiceCommand(argv);
+  if (argv.some((a) => a === '--mix' || a.startsWith('--mix='))) return runMixCommand(argv);
   return runServeCommand(argv);
 }
 

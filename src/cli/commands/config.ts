@@ -62,6 +62,7 @@ export function summary(graph: StageGraph): string {
     `${graph.file}: OK`,
     `  async_chunk: ${graph.asyncChunk}`,
     `  scheduling: ${graph.scheduling}`,
+    `  routing: ${graph.routing}`,
     `  models_dir: ${graph.modelsDir}`,
   ];
   const cp = graph.chunkPolicy;

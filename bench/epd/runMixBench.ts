@@ -1,0 +1,291 @@
+/**
+ * `chorus bench --mix ... --router ttft,least_loaded --config configs/epd.yaml`: the mixed workload (mixWorkload.ts)
+ * against the config once per router, each on a fresh deployment (its own redis-server and `chorus stage` processes,
+ * as on several hosts: bench/ttfp/RemoteStageHost.ts), in one run. Per router: TTFT p50/p99 per modality and
+ * overall (engine level: from generate() to the first text token), the encoder cache hit rate, the encoders' busy
+ * time (CPU seconds of their processes), and a probe on the idle deployment: a 30 s clip sent again (its rows
+ * cached) against a text prompt of the same token count.
+ */
+import { execFileSync } from 'node:child_process';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { channelNames } from '../../src/common/diagnostics.ts';
+import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
+import type { RoutingPolicy } from '../../src/common/graph.ts';
+import type { Logger } from '../../src/common/log.ts';
+import { cpuTicksOf } from '../../src/engine/processCpu.ts';
+import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
+import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
+import { mixWorkload, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';
+
+export interface MixBenchOptions {
+  readonly config: string;
+  readonly routers: readonly RoutingPolicy[];
+  readonly mix: Mix;
+  readonly numRequests: number;
+  readonly ratePerSecond: number;
+  readonly repeatShare: number;
+  readonly maxTokens: number;
+  readonly seed: number;
+  readonly log: Logger;
+}
+
+export interface Quantiles {
+  readonly n: number;
+  readonly p50_ms: number | null;
+  readonly p99_ms: number | null;
+}
+
+export interface MixRun {
+  readonly router: RoutingPolicy;
+  readonly completed: number;
+  readonly failed: number;
+  readonly duration_s: number;
+  readonly ttft: Record<MixKind | 'overall', Quantiles>;
+  readonly text_ttft_p99_ms: number | null;
+  /** Hits / (hits + misses) of the encoder instances' caches over the run. */
+  readonly ec_hit_rate: number | null;
+  /** CPU seconds the encoder processes used over the run, per instance. */
+  readonly encoder_busy_s: Record<string, number>;
+  /** Idle probe: median TTFT of a 30 s clip sent again, and of a text prompt of equal token count. */
+  readonly repeat_clip_ttft_ms: number | null;
+  readonly equal_text_ttft_ms: number | null;
+  readonly repeat_clip_prompt_tokens: number;
+  readonly equal_text_prompt_tokens: number;
+  /** Text requests: actual minus predicted TTFT (what the router's model misses). */
+  readonly text_prediction_error_ms: Quantiles;
+  /** Every request of the run (written to requests.json, not results.json). */
+  readonly requests: readonly MixRequestDetail[];
+}
+
+export interface MixRequestDetail {
+  readonly index: number;
+  readonly kind: MixKind;
+  readonly size: number;
+  readonly repeat: boolean;
+  readonly at_ms: number;
+  readonly ttft_ms: number;
+  readonly predicted_ms: number | null;
+}
+
+function errorQuantiles(
+  details: readonly { index: number; kind: MixKind; ttft_ms: number }[],
+  predicted: Map<number, number>,
+) {
+  const errors = details
+    .filter((d) => d.kind === 'text' && predicted.has(d.index))
+    .map((d) => d.ttft_ms - predicted.get(d.index)!);
+  return quantiles(errors);
+}
+
+function quantiles(samples: readonly number[]): Quantiles {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => (s.length === 0 ? null : s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]);
+  return { n: s.length, p50_ms: at(0.5), p99_ms: at(0.99) };
+}
+
+/** Resolves with the TTFT (ms from `sentAtMs`), or rejects with the request's error. */
+function firstText(handle: RequestHandle, sentAtMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let ttftMs = NaN;
+    handle.events.subscribe({
+      next: (e: OutputEvent) => {
+        if (e.type === 'text' && Number.isNaN(ttftMs)) ttftMs = e.atMs - sentAtMs;
+        if (e.type !== 'done') return;
+        if (e.finishReason === 'error') reject(new Error(`${e.error?.code}: ${e.error?.message}`));
+        else resolve(ttftMs);
+      },
+    });
+  });
+}
+
+function request(r: Pick<MixRequest, 'text' | 'media'>, maxTokens: number): GenerateRequest {
+  return {
+    messages: [{ role: 'user', content: r.media ? [{ type: 'text', text: r.text }, r.media] : r.text }],
+    modalities: ['text'],
+    sampling: { maxTokens, ignoreEos: true },
+  };
+}
+
+/** Encoder cache totals per instance, from the stats the stages report. */
+function encoderTotals(): { totals: Map<string, { hits: number; misses: number }>; stop: () => void } {
+  const totals = new Map<string, { hits: number; misses: number }>();
+  const on = (m: unknown) => {
+    const s = m as { instance?: string; encoder?: { cacheHits: number; cacheMisses: number } };
+    if (s.instance && s.encoder) totals.set(s.instance, { hits: s.encoder.cacheHits, misses: s.encoder.cacheMisses });
+  };
+  subscribe(channelNames.stageStats, on);
+  return { totals, stop: () => unsubscribe(channelNames.stageStats, on) };
+}
+
+const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+function encoderCpu(engine: Orchestrator): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const h of engine.health())
+    if (h.stageId.endsWith('encoder') && h.pid !== null && h.instance)
+      out.set(h.instance, cpuTicksOf(h.pid) ?? Number.NaN);
+  return out;
+}
+
+const median = (xs: number[]) => quantiles(xs).p50_ms;
+
+/** The idle probe of the second goal: a 30 s clip (encoded once, then sent again) vs text of equal token count. */
+async function probe(engine: Orchestrator, maxTokens: number) {
+  const clip: Pick<MixRequest, 'text' | 'media'> = {
+    text: 'Listen: ',
+    media: { type: 'audio', data: wavBytes(30, 24_000, 4242), format: 'wav' },
+  };
+  const run = async (r: GenerateRequest) => {
+    const sentAtMs = Date.now();
+    const handle = engine.generate(r);
+    const total = handle.prompt.text + handle.prompt.audio + handle.prompt.image;
+    return { ttftMs: await firstText(handle, sentAtMs), tokens: total };
+  };
+  const cold = await run(request(clip, maxTokens));
+  // A text prompt of the same token count (the tiny tokenizer is byte-level: one character, one token).
+  const overhead = (await run(request({ text: 'x', media: null }, maxTokens))).tokens - 1;
+  const text = { text: 'x'.repeat(Math.max(1, cold.tokens - overhead)), media: null };
+  const repeats: number[] = [];
+  const texts: number[] = [];
+  let textTokens = 0;
+  for (let i = 0; i < 9; i++) {
+    repeats.push((await run(request(clip, maxTokens))).ttftMs);
+    const t = await run(request(text, maxTokens));
+    texts.push(t.ttftMs);
+    textTokens = t.tokens;
+  }
+  return { repeat: median(repeats), text: median(texts), tokens: cold.tokens, textTokens };
+}
+
+async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRequest[]): Promise<MixRun> {
+  // Remote instances join a deployment of the same file only: each router gets a copy of the YAML of its own.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'chorus-mix-'));
+  try {
+    const file = path.join(dir, path.basename(o.config));
+    const yaml = (await readFile(o.config, 'utf8')).replace(/^routing:.*$/m, '');
+    await writeFile(file, `routing: ${router}\n${yaml}`);
+    const config = await readBenchConfig(file);
+    const server = await startInProcessServer(config.graph, o.log);
+    try {
+      const engine = server.engine;
+      // Warm-up: one request of each kind, on media of its own (the workload's items must not be cached by it).
+      const warm: Pick<MixRequest, 'text' | 'media'>[] = [
+        { text: 'warm up', media: null },
+        { text: 'warm up', media: { type: 'image', data: pngBytes(224, 224, 9_999) } },
+        { text: 'warm up', media: { type: 'audio', data: wavBytes(5, 24_000, 9_999), format: 'wav' } },
+      ];
+      for (const r of warm) await firstText(engine.generate(request(r, o.maxTokens)), Date.now());
+      const cache = encoderTotals();
+      const cpuBefore = encoderCpu(engine);
+      await new Promise((resolve) => setTimeout(resolve, 1_200)); // a stats report after the warm-up
+      const cacheBefore = new Map(cache.totals);
+      const ttfts = new Map<MixKind | 'overall', number[]>([
+        ['overall', []],
+        ['text', []],
+        ['image', []],
+        ['audio', []],
+      ]);
+      let failed = 0;
+      // The router's prediction for each request (chorus:route:ttft at its first token), by request id.
+      const idOf = new Map<string, MixRequest>();
+      const predictedMs = new Map<number, number>();
+      const onPrediction = (m: unknown) => {
+        const { requestId, predictedSeconds } = m as { requestId: string; predictedSeconds: number };
+        const r = idOf.get(requestId);
+        if (r) predictedMs.set(r.index, predictedSeconds * 1000);
+      };
+      subscribe(channelNames.routeTtft, onPrediction);
+      const details: Omit<MixRequestDetail, 'predicted_ms'>[] = [];
+      const startMs = Date.now();
+      await Promise.all(
+        workload.map(async (r) => {
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, startMs + r.atMs - Date.now())));
+          const sentAtMs = Date.now();
+          try {
+            const handle = engine.generate(request(r, o.maxTokens));
+            idOf.set(handle.requestId, r);
+            const ms = await firstText(handle, sentAtMs);
+            details.push({ index: r.index, kind: r.kind, size: r.size, repeat: r.repeat, at_ms: r.atMs, ttft_ms: ms });
+            ttfts.get(r.kind)!.push(ms);
+            ttfts.get('overall')!.push(ms);
+          } catch (err) {
+            failed++;
+            o.log.warn({ index: r.index, kind: r.kind, err: String(err) }, 'a mix request failed');
+          }
+        }),
+      );
+      const durationS = (Date.now() - startMs) / 1000;
+      unsubscribe(channelNames.routeTtft, onPrediction);
+      await new Promise((resolve) => setTimeout(resolve, 1_200)); // the encoders' last stats
+      cache.stop();
+      const cpuAfter = encoderCpu(engine);
+      let hits = 0;
+      let misses = 0;
+      for (const [instance, t] of cache.totals) {
+        const b = cacheBefore.get(instance) ?? { hits: 0, misses: 0 };
+        hits += t.hits - b.hits;
+        misses += t.misses - b.misses;
+      }
+      const busy: Record<string, number> = {};
+      for (const [instance, after] of cpuAfter)
+        busy[instance] = Number(((after - (cpuBefore.get(instance) ?? 0)) / CLOCK_TICKS_PER_SECOND).toFixed(2));
+      const p = await probe(engine, o.maxTokens);
+      const ttft = Object.fromEntries([...ttfts].map(([k, v]) => [k, quantiles(v)])) as MixRun['ttft'];
+      return {
+        router,
+        completed: workload.length - failed,
+        failed,
+        duration_s: Number(durationS.toFixed(2)),
+        ttft,
+        text_ttft_p99_ms: ttft.text.p99_ms,
+        ec_hit_rate: hits + misses > 0 ? Number((hits / (hits + misses)).toFixed(3)) : null,
+        encoder_busy_s: busy,
+        repeat_clip_ttft_ms: p.repeat,
+        equal_text_ttft_ms: p.text,
+        repeat_clip_prompt_tokens: p.tokens,
+        equal_text_prompt_tokens: p.textTokens,
+        text_prediction_error_ms: errorQuantiles(details, predictedMs),
+        requests: details
+          .sort((a, b) => a.index - b.index)
+          .map((d) => ({ ...d, predicted_ms: predictedMs.get(d.index) ?? null })),
+      };
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export interface MixBenchResult {
+  readonly options: Omit<MixBenchOptions, 'log'>;
+  readonly workload: { readonly requests: Record<MixKind, number>; readonly repeats: number };
+  readonly runs: readonly MixRun[];
+  /** The 1-minute load average at the start and the end (other processes show up in the figures). */
+  readonly load_1m: { readonly start: number; readonly end: number };
+  /** text_ttft_p99_ms per router. */
+  readonly text_ttft_p99_ms: Partial<Record<RoutingPolicy, number | null>>;
+}
+
+export async function runMixBench(o: MixBenchOptions): Promise<MixBenchResult> {
+  const loadAtStart = os.loadavg()[0];
+  const workload = mixWorkload(o);
+  const runs: MixRun[] = [];
+  for (const router of o.routers) runs.push(await runOne(router, o, workload));
+  const count = (k: MixKind) => workload.filter((w) => w.kind === k).length;
+  const { log: _log, ...options } = o;
+  return {
+    options,
+    workload: {
+      requests: { text: count('text'), image: count('image'), audio: count('audio') },
+      repeats: workload.filter((w) => w.repeat).length,
+    },
+    runs,
+    load_1m: { start: loadAtStart, end: os.loadavg()[0] },
+    text_ttft_p99_ms: Object.fromEntries(runs.map((r) => [r.router, r.text_ttft_p99_ms])),
+  };
+}

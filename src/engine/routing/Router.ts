@@ -1,0 +1,250 @@
+/**
+ * Modality-aware routing, the mechanism half: which instance of each stage takes a request, by the graph's
+ * `routing:` policy. Main tracks what it has sent each instance (prompt tokens not yet answered by a first token,
+ * encoder rows not yet finished) and learns each instance's rates from what it sees come back (seconds from
+ * admission to an encoder's `finished`, from the rows being ready to the first text token), so no stage reports
+ * anything new. `ttft` routes by chooseRoute() over that snapshot; least_loaded and round_robin exist for
+ * comparison. Every policy's choice gets a predicted TTFT, checked against the actual one at the first token
+ * (chorus:route:ttft), and a decision reason (chorus:route:decision).
+ */
+import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
+import { diagnostics } from '../../common/diagnostics.ts';
+import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
+import { leastLoaded, type Slot } from '../Slot.ts';
+import {
+  chooseRoute,
+  type EcEntry,
+  type EcLookup,
+  type EncoderLoad,
+  type LoadSnapshot,
+  type RouteDefaults,
+  type RouteItem,
+  type ThinkerLoad,
+} from './chooseRoute.ts';
+
+/** Assumed until an instance has measured its own (tiny-omni on this class of CPU, one thread per stage). */
+export const ROUTE_DEFAULTS: RouteDefaults = {
+  prefillTokensPerSecond: 4_000,
+  secondsPerRow: { audio: 0.000_2, image: 0.000_5 }, // ~0.15 s per 30 s clip; ~30 ms per 64-row image
+  fetchSecondsPerRow: 0.000_002, // a 1 KiB row over loopback Redis
+};
+
+/** Weight of a new rate sample (exponential moving average): a few requests move it, one outlier does not. */
+const RATE_SMOOTHING = 0.3;
+
+interface Admitted {
+  readonly admittedAtMs: number;
+  readonly thinker: string;
+  readonly promptTokens: number;
+  /** Tokens queued on the Thinker ahead of it, when it was admitted. */
+  readonly tokensAhead: number;
+  /** Encoder instance -> its rows for this request and the rows queued there ahead of them. */
+  readonly encoders: Map<string, { rows: number; rowsAhead: number }>;
+  readonly predictedTtftSeconds: number;
+  readonly modality: 'text' | 'audio' | 'image' | 'mixed';
+  encodersDoneAtMs: number;
+}
+
+export class Router {
+  readonly #admitted = new Map<string, Admitted>();
+  readonly #queuedTokens = new Map<string, number>();
+  readonly #queuedRows = new Map<string, number>();
+  readonly #prefillRate = new Map<string, number>();
+  readonly #secondsPerRow = new Map<string, number>();
+  readonly #turn = new Map<string, number>();
+
+  constructor(
+    private readonly policy: RoutingPolicy,
+    private readonly slots: ReadonlyMap<string, Slot>,
+    /**
+     * Where the encoder-output store holds an item's rows. Until the store is wired in (branch ec-store: its
+     * `EcStore.where(bytesKeyOf(mediaBodyOf(item)), item.encoder.stageId)`), every item is a miss.
+     */
+    private readonly ecWhere: (item: MediaItem) => EcEntry | null = () => null,
+  ) {}
+
+  /**
+   * The instance of each stage in `stages` for a request. `pinned` returns the entry stage's instance when
+   * something else decides it (a retained prompt prefix lives there), calling `pick` otherwise.
+   */
+  route(
+    requestId: string,
+    entryStageId: string,
+    stages: readonly StageSpec[],
+    prompt: PreparedPrompt,
+    pinned: (spec: StageSpec, pick: () => Slot) => Slot,
+  ): Map<string, Slot> {
+    const ready = (spec: StageSpec) => [...this.slots.values()].filter((s) => s.spec === spec && s.status === 'ready');
+    const items: RouteItem[] = prompt.items.map((i) => ({
+      index: i.index,
+      modality: i.modality,
+      numEmbeddings: i.numEmbeddings,
+      stageId: i.encoder.stageId,
+    }));
+    const request = { promptTokens: prompt.promptTokenIds.length, items };
+    const byIndex = new Map(prompt.items.map((i) => [i.index, i]));
+    const ecLookup: EcLookup = (item) => this.ecWhere(byIndex.get(item.index)!);
+    const routed = (s: StageSpec) => s.stageId === entryStageId || s.encoder !== undefined;
+    const byPolicy = (spec: StageSpec): Slot => {
+      if (this.policy === 'round_robin') {
+        const pool = ready(spec);
+        if (pool.length === 0) return leastLoaded(pool, spec); // throws OVERLOADED
+        const turn = this.#turn.get(spec.stageId) ?? 0;
+        this.#turn.set(spec.stageId, turn + 1);
+        return pool[turn % pool.length];
+      }
+      return leastLoaded(this.slots.values(), spec);
+    };
+    const chosen = new Map<string, Slot>();
+    let reason: string = this.policy;
+    const entry = stages.find((s) => s.stageId === entryStageId)!;
+    if (this.policy === 'ttft') {
+      const all = this.snapshot(stages.filter(routed), () => true, ecLookup);
+      const best = () => chooseRoute(all, request);
+      let choice = null as ReturnType<typeof chooseRoute>;
+      reason = 'pinned'; // unless pick() runs: a retained prefix decided the Thinker
+      const thinker = pinned(entry, () => {
+        choice = best();
+        reason = choice?.reason ?? 'single';
+        return choice ? this.slots.get(choice.thinker)! : leastLoaded(this.slots.values(), entry);
+      });
+      chosen.set(entry.stageId, thinker);
+      // Pinned elsewhere (a prefix): the best encoders for that Thinker.
+      choice ??= chooseRoute(
+        { ...all, thinkers: all.thinkers.filter((t) => t.instance === thinker.instance) },
+        request,
+      );
+      for (const s of stages.filter((x) => x.encoder))
+        chosen.set(
+          s.stageId,
+          this.slots.get(choice?.encoders.get(s.stageId) ?? '') ?? leastLoaded(this.slots.values(), s),
+        );
+    } else {
+      chosen.set(
+        entry.stageId,
+        pinned(entry, () => byPolicy(entry)),
+      );
+      for (const s of stages.filter((x) => x.encoder)) chosen.set(s.stageId, byPolicy(s));
+    }
+    for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
+    this.admit(requestId, request, chosen, stages.filter(routed), reason, ecLookup);
+    return chosen;
+  }
+
+  /** Main saw the request's first text token: its prompt left the queue; learn the Thinker's rate; check the guess. */
+  firstToken(requestId: string, atMs: number): void {
+    const a = this.#admitted.get(requestId);
+    if (!a) return;
+    this.#admitted.delete(requestId);
+    this.release(a);
+    const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
+    if (prefillMs > 0) learn(this.#prefillRate, a.thinker, ((a.tokensAhead + a.promptTokens) * 1000) / prefillMs);
+    diagnostics.routeTtft.publish({
+      requestId,
+      modality: a.modality,
+      predictedSeconds: a.predictedTtftSeconds,
+      actualSeconds: (atMs - a.admittedAtMs) / 1000,
+    });
+  }
+
+  /** An encoder instance finished the request's items: its rows left the queue; learn its rate. */
+  encoderFinished(instance: string, requestId: string, atMs: number): void {
+    const a = this.#admitted.get(requestId);
+    const work = a?.encoders.get(instance);
+    if (!a || !work) return;
+    a.encoders.delete(instance);
+    this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
+    a.encodersDoneAtMs = Math.max(a.encodersDoneAtMs, atMs);
+    const elapsedMs = atMs - a.admittedAtMs;
+    if (elapsedMs > 0 && work.rows > 0)
+      learn(this.#secondsPerRow, instance, elapsedMs / 1000 / (work.rowsAhead + work.rows));
+  }
+
+  /** The request ended (however): whatever it still counted in the queues leaves them. */
+  forget(requestId: string): void {
+    const a = this.#admitted.get(requestId);
+    if (!a) return;
+    this.#admitted.delete(requestId);
+    this.release(a);
+  }
+
+  /** The load and rates of the ready instances of `stages` (for tests and /v1/stages-style introspection too). */
+  snapshot(stages: readonly StageSpec[], keep: (slot: Slot) => boolean, ecLookup: EcLookup): LoadSnapshot {
+    const thinkers: ThinkerLoad[] = [];
+    const encoders: EncoderLoad[] = [];
+    for (const slot of this.slots.values()) {
+      if (slot.status !== 'ready' || !stages.includes(slot.spec) || !keep(slot)) continue;
+      if (slot.spec.encoder)
+        encoders.push({
+          instance: slot.instance,
+          stageId: slot.spec.stageId,
+          modality: slot.spec.encoder.modality,
+          queuedRows: this.#queuedRows.get(slot.instance) ?? 0,
+          secondsPerRow: this.#secondsPerRow.get(slot.instance) ?? null,
+          inFlight: slot.inFlight.size,
+        });
+      else
+        thinkers.push({
+          instance: slot.instance,
+          queuedPrefillTokens: this.#queuedTokens.get(slot.instance) ?? 0,
+          prefillTokensPerSecond: this.#prefillRate.get(slot.instance) ?? null,
+          inFlight: slot.inFlight.size,
+        });
+    }
+    return { thinkers, encoders, ecLookup, defaults: ROUTE_DEFAULTS };
+  }
+
+  private admit(
+    requestId: string,
+    request: { promptTokens: number; items: readonly RouteItem[] },
+    chosen: ReadonlyMap<string, Slot>,
+    routed: readonly StageSpec[],
+    reason: string,
+    ecLookup: EcLookup,
+  ): void {
+    const entry = routed.find((s) => !s.encoder);
+    const thinker = entry && chosen.get(entry.stageId);
+    if (!thinker) return;
+    // The prediction for what was chosen, whatever the policy (so least_loaded's guesses are checked too).
+    const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup);
+    const predicted = chooseRoute(mine, request);
+    const hits = new Set(predicted?.ecHits ?? []);
+    const encoders = new Map<string, { rows: number; rowsAhead: number }>();
+    for (const item of request.items) {
+      if (hits.has(item.index)) continue;
+      const instance = chosen.get(item.stageId)!.instance;
+      const work = encoders.get(instance) ?? { rows: 0, rowsAhead: this.#queuedRows.get(instance) ?? 0 };
+      work.rows += item.numEmbeddings;
+      encoders.set(instance, work);
+    }
+    for (const [instance, work] of encoders)
+      this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) + work.rows);
+    const tokensAhead = this.#queuedTokens.get(thinker.instance) ?? 0;
+    this.#queuedTokens.set(thinker.instance, tokensAhead + request.promptTokens);
+    const modalities = new Set(request.items.map((i) => i.modality));
+    this.#admitted.set(requestId, {
+      admittedAtMs: Date.now(),
+      thinker: thinker.instance,
+      promptTokens: request.promptTokens,
+      tokensAhead,
+      encoders,
+      predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
+      modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
+      encodersDoneAtMs: 0,
+    });
+    diagnostics.routeDecision.publish({ policy: this.policy, reason });
+  }
+
+  private release(a: Admitted): void {
+    this.#queuedTokens.set(a.thinker, (this.#queuedTokens.get(a.thinker) ?? 0) - a.promptTokens);
+    for (const [instance, work] of a.encoders)
+      this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
+    a.encoders.clear();
+  }
+}
+
+function learn(rates: Map<string, number>, instance: string, sample: number): void {
+  if (!Number.isFinite(sample) || sample <= 0) return;
+  const before = rates.get(instance);
+  rates.set(instance, before === undefined ? sample : before + RATE_SMOOTHING * (sample - before));
+}

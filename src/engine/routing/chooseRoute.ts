@@ -1,0 +1,185 @@
+/**
+ * Modality-aware routing, the policy half: given a snapshot of every ready Thinker and encoder instance's load and
+ * measured rates, the (Thinker instance, encoder instance per encoder stage) with the lowest estimated time to first
+ * token. Pure (no clock, no I/O): src/engine/routing/Router.ts builds the snapshot and learns the rates.
+ *
+ *   ttft(t, E) = max(queue wait of t, encode time of the items on E) + prefill of the expanded prompt on t
+ *
+ * The queue wait and the encoding overlap (the Thinker keeps working through its queue while the encoders run, and
+ * a request waiting for rows does not hold its step), so the request's own prefill starts at the later of the two.
+ * Encode time of an item is 0 on an encoder-output (EC) store hit whose rows are in that Thinker's process, the cost
+ * of fetching its rows when they are elsewhere, and otherwise (rows queued on the encoder + its rows) x the
+ * encoder's measured seconds per row for that modality. Items of one modality in a request go to one encoder
+ * instance (one upstream per encoder stage for the Thinker).
+ */
+import type { MediaModality } from '../../common/graph.ts';
+
+export interface ThinkerLoad {
+  readonly instance: string;
+  /** Prompt tokens admitted to it that have not produced a first token yet. */
+  readonly queuedPrefillTokens: number;
+  /** Measured prefill throughput (tokens/s), null until it has answered a request. */
+  readonly prefillTokensPerSecond: number | null;
+  readonly inFlight: number;
+}
+
+export interface EncoderLoad {
+  readonly instance: string;
+  readonly stageId: string;
+  readonly modality: MediaModality;
+  /** Rows of the items sent to it that it has not finished. */
+  readonly queuedRows: number;
+  /** Measured encode time per output row, null until it has finished a request. */
+  readonly secondsPerRow: number | null;
+  readonly inFlight: number;
+}
+
+export interface RouteItem {
+  readonly index: number;
+  readonly modality: MediaModality;
+  readonly numEmbeddings: number;
+  /** The encoder stage that takes it. */
+  readonly stageId: string;
+}
+
+/** Where the encoder-output (EC) store holds an item's rows: null on a miss. */
+export interface EcEntry {
+  /** Thinker instances whose process holds the rows (no fetch needed there). */
+  readonly localTo: readonly string[];
+  /** In Redis: any Thinker instance gets them with one fetch. Neither local nor remote: a miss for that Thinker. */
+  readonly remote: boolean;
+}
+
+export type EcLookup = (item: RouteItem) => EcEntry | null;
+
+/** Rates assumed for an instance that has measured nothing yet (and no other instance of its stage has either). */
+export interface RouteDefaults {
+  readonly prefillTokensPerSecond: number;
+  readonly secondsPerRow: Readonly<Record<MediaModality, number>>;
+  /** Fetching one row of an EC entry held by another process (Redis). */
+  readonly fetchSecondsPerRow: number;
+}
+
+export interface LoadSnapshot {
+  readonly thinkers: readonly ThinkerLoad[];
+  readonly encoders: readonly EncoderLoad[];
+  readonly ecLookup: EcLookup;
+  readonly defaults: RouteDefaults;
+}
+
+export interface RouteRequest {
+  /** The expanded prompt (media placeholders counted as their rows). */
+  readonly promptTokens: number;
+  readonly items: readonly RouteItem[];
+}
+
+/**
+ * Why the choice was made (a label of chorus_route_decisions_total): `single` = one Thinker instance and one
+ * instance per encoder stage; `ec_local` = the chosen Thinker holds an EC entry the request needs and that changed
+ * the choice; `shorter_queue` = it has the fewest queued prefill tokens; `faster` = it is measured faster though
+ * more tokens are queued on it; `unmeasured` = no instance had measured anything yet (defaults only).
+ */
+export type RouteReason = 'single' | 'ec_local' | 'shorter_queue' | 'faster' | 'unmeasured';
+
+export interface RouteChoice {
+  readonly thinker: string;
+  /** Encoder stage id -> instance. */
+  readonly encoders: ReadonlyMap<string, string>;
+  readonly predictedTtftSeconds: number;
+  readonly reason: RouteReason;
+  /** Items served from the EC store (no encoder run). */
+  readonly ecHits: readonly number[];
+}
+
+/** Mean of the measured values, or null when none is measured. */
+function meanMeasured(values: readonly (number | null)[]): number | null {
+  const measured = values.filter((v): v is number => v !== null && Number.isFinite(v) && v > 0);
+  return measured.length === 0 ? null : measured.reduce((a, b) => a + b, 0) / measured.length;
+}
+
+/** The best instance per encoder stage for the request's missed items, and when its rows would be ready. */
+function pickEncoders(
+  snapshot: LoadSnapshot,
+  missed: readonly RouteItem[],
+  stageIds: readonly string[],
+): { encoders: Map<string, string>; readySeconds: number } {
+  const encoders = new Map<string, string>();
+  let readySeconds = 0;
+  for (const stageId of stageIds) {
+    const pool = snapshot.encoders.filter((e) => e.stageId === stageId);
+    if (pool.length === 0) continue;
+    const modality = pool[0].modality;
+    // An instance that has measured nothing is assumed as fast as its measured peers (else the default).
+    const fallback = meanMeasured(pool.map((e) => e.secondsPerRow)) ?? snapshot.defaults.secondsPerRow[modality];
+    const rows = missed.filter((i) => i.stageId === stageId).reduce((sum, i) => sum + i.numEmbeddings, 0);
+    let best: { instance: string; seconds: number; inFlight: number } | null = null;
+    for (const e of pool) {
+      const seconds = (e.queuedRows + rows) * (e.secondsPerRow ?? fallback);
+      // Ties (an idle pool, or no missed items) go to the instance with fewer requests in flight.
+      if (!best || seconds < best.seconds || (seconds === best.seconds && e.inFlight < best.inFlight))
+        best = { instance: e.instance, seconds, inFlight: e.inFlight };
+    }
+    encoders.set(stageId, best!.instance);
+    if (rows > 0) readySeconds = Math.max(readySeconds, best!.seconds);
+  }
+  return { encoders, readySeconds };
+}
+
+/** The route with the lowest estimated TTFT; null when there is no Thinker instance to route to. */
+export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): RouteChoice | null {
+  if (snapshot.thinkers.length === 0) return null;
+  const entries = new Map(request.items.map((item) => [item.index, snapshot.ecLookup(item)]));
+  const stageIds = [...new Set(request.items.map((i) => i.stageId))];
+  const measuredRate = meanMeasured(snapshot.thinkers.map((t) => t.prefillTokensPerSecond));
+  const rateOf = (t: ThinkerLoad) =>
+    t.prefillTokensPerSecond ?? measuredRate ?? snapshot.defaults.prefillTokensPerSecond;
+
+  interface Scored {
+    readonly t: ThinkerLoad;
+    readonly ttft: number;
+    readonly encoders: Map<string, string>;
+    readonly hits: readonly number[];
+    /** Items whose rows this Thinker holds in-process. */
+    readonly localHits: number;
+  }
+  const scored: Scored[] = snapshot.thinkers.map((t) => {
+    const queueSeconds = t.queuedPrefillTokens / rateOf(t);
+    // Per Thinker: rows in its process cost nothing; rows in Redis one fetch; rows held only by another process
+    // (an EC store without Redis) are a miss for it, like rows nobody holds.
+    const local = (i: RouteItem) => entries.get(i.index)?.localTo.includes(t.instance) === true;
+    const fetched = (i: RouteItem) => !local(i) && entries.get(i.index)?.remote === true;
+    const missed = request.items.filter((i) => !local(i) && !fetched(i));
+    const fetchSeconds = request.items
+      .filter(fetched)
+      .reduce((sum, i) => sum + i.numEmbeddings * snapshot.defaults.fetchSecondsPerRow, 0);
+    const { encoders, readySeconds } = pickEncoders(snapshot, missed, stageIds);
+    const ready = Math.max(queueSeconds, readySeconds + fetchSeconds);
+    return {
+      t,
+      ttft: ready + request.promptTokens / rateOf(t),
+      encoders,
+      hits: request.items.filter((i) => local(i) || fetched(i)).map((i) => i.index),
+      localHits: request.items.filter(local).length,
+    };
+  });
+  const better = (a: Scored, b: Scored) => a.ttft < b.ttft || (a.ttft === b.ttft && a.t.inFlight < b.t.inFlight);
+  const best = scored.reduce((a, b) => (better(b, a) ? b : a));
+
+  const reason = ((): RouteReason => {
+    const anyMeasured =
+      measuredRate !== null || snapshot.encoders.some((e) => e.secondsPerRow !== null && e.secondsPerRow > 0);
+    if (scored.length === 1 && stageIds.every((id) => snapshot.encoders.filter((e) => e.stageId === id).length <= 1))
+      return 'single';
+    if (scored.some((s) => s.localHits < best.localHits)) return 'ec_local';
+    if (!anyMeasured) return 'unmeasured';
+    const minQueued = Math.min(...scored.map((s) => s.t.queuedPrefillTokens));
+    return best.t.queuedPrefillTokens === minQueued ? 'shorter_queue' : 'faster';
+  })();
+  return {
+    thinker: best.t.instance,
+    encoders: best.encoders,
+    predictedTtftSeconds: best.ttft,
+    reason,
+    ecHits: best.hits,
+  };
+}

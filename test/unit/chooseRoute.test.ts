@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import {
+  chooseRoute,
+  type EcLookup,
+  type EncoderLoad,
+  type LoadSnapshot,
+  type ThinkerLoad,
+} from '../../src/engine/routing/chooseRoute.ts';
+import { ROUTE_DEFAULTS } from '../../src/engine/routing/Router.ts';
+
+const thinker = (instance: string, queuedPrefillTokens: number, rate: number | null, inFlight = 0): ThinkerLoad => ({
+  instance,
+  queuedPrefillTokens,
+  prefillTokensPerSecond: rate,
+  inFlight,
+});
+
+const audioEncoder = (instance: string, queuedRows: number, secondsPerRow: number | null): EncoderLoad => ({
+  instance,
+  stageId: 'audio-encoder',
+  modality: 'audio',
+  queuedRows,
+  secondsPerRow,
+  inFlight: 0,
+});
+
+const miss: EcLookup = () => null;
+
+function snapshot(thinkers: ThinkerLoad[], encoders: EncoderLoad[] = [], ecLookup: EcLookup = miss): LoadSnapshot {
+  return { thinkers, encoders, ecLookup, defaults: ROUTE_DEFAULTS };
+}
+
+const clip = { index: 0, modality: 'audio' as const, numEmbeddings: 750, stageId: 'audio-encoder' };
+
+describe('chooseRoute (estimated TTFT = max(queue wait, encode) + prefill)', () => {
+  it('prefers the Thinker instance with the shorter queue', () => {
+    const s = snapshot([thinker('thinker#0', 3000, 1000), thinker('thinker#1', 200, 1000)]);
+    const choice = chooseRoute(s, { promptTokens: 100, items: [] })!;
+    expect(choice.thinker).toBe('thinker#1');
+    expect(choice.reason).toBe('shorter_queue');
+    expect(choice.predictedTtftSeconds).toBeCloseTo(0.2 + 0.1, 6);
+  });
+
+  it('prefers a measured-faster instance over a slightly shorter queue', () => {
+    const s = snapshot([thinker('thinker#0', 1000, 500), thinker('thinker#1', 1500, 5000)]);
+    const choice = chooseRoute(s, { promptTokens: 100, items: [] })!;
+    expect(choice.thinker).toBe('thinker#1');
+    expect(choice.reason).toBe('faster');
+  });
+
+  it('prefers the instance holding the EC entry, and counts its encode time as 0', () => {
+    const holds: EcLookup = (item) => (item.index === 0 ? { localTo: ['thinker#1'], remote: false } : null);
+    const s = snapshot(
+      [thinker('thinker#0', 0, 1000), thinker('thinker#1', 0, 1000)],
+      [audioEncoder('audio-encoder#a', 0, 0.001)],
+      holds,
+    );
+    const choice = chooseRoute(s, { promptTokens: 800, items: [clip] })!;
+    expect(choice.thinker).toBe('thinker#1');
+    expect(choice.reason).toBe('ec_local');
+    expect(choice.ecHits).toEqual([0]);
+    // No encode (a hit), no fetch (local): the prefill alone.
+    expect(choice.predictedTtftSeconds).toBeCloseTo(0.8, 6);
+    // On a miss the clip's 750 rows cost 0.75 s on the encoder first.
+    const missed = chooseRoute({ ...s, ecLookup: miss }, { promptTokens: 800, items: [clip] })!;
+    expect(missed.ecHits).toEqual([]);
+    expect(missed.predictedTtftSeconds).toBeCloseTo(0.75 + 0.8, 6);
+  });
+
+  it('an EC entry held elsewhere does not outweigh a much longer queue', () => {
+    const holds: EcLookup = () => ({ localTo: ['thinker#0'], remote: true });
+    const s = snapshot([thinker('thinker#0', 10_000, 1000), thinker('thinker#1', 0, 1000)], [], holds);
+    expect(chooseRoute(s, { promptTokens: 800, items: [clip] })!.thinker).toBe('thinker#1');
+  });
+
+  it('rows in Redis cost a fetch; rows only in another Thinker process are a miss for this one', () => {
+    const s = snapshot(
+      [thinker('thinker#0', 0, 1000), thinker('thinker#1', 100, 1000)],
+      [audioEncoder('audio-encoder#a', 0, 0.001)],
+      () => ({ localTo: ['thinker#1'], remote: true }),
+    );
+    // thinker#0 fetches the 750 rows (far cheaper than encoding them) and has the shorter queue.
+    const remote = chooseRoute(s, { promptTokens: 800, items: [clip] })!;
+    expect(remote.thinker).toBe('thinker#0');
+    expect(remote.ecHits).toEqual([0]);
+    expect(remote.predictedTtftSeconds).toBeCloseTo(750 * ROUTE_DEFAULTS.fetchSecondsPerRow + 0.8, 6);
+    // Without Redis only thinker#1 can use them: 0.1 s of queue beats 0.75 s of encoding on thinker#0.
+    const onlyThere = chooseRoute(
+      { ...s, ecLookup: () => ({ localTo: ['thinker#1'], remote: false }) },
+      {
+        promptTokens: 800,
+        items: [clip],
+      },
+    )!;
+    expect(onlyThere.thinker).toBe('thinker#1');
+    expect(onlyThere.reason).toBe('ec_local');
+    expect(onlyThere.predictedTtftSeconds).toBeCloseTo(0.1 + 0.8, 6);
+  });
+
+  it('sends the items to the encoder instance that finishes them first', () => {
+    const s = snapshot(
+      [thinker('thinker#0', 0, 1000)],
+      [audioEncoder('audio-encoder#a', 5000, 0.0002), audioEncoder('audio-encoder#b', 0, 0.0002)],
+    );
+    const choice = chooseRoute(s, { promptTokens: 800, items: [clip] })!;
+    expect(choice.encoders.get('audio-encoder')).toBe('audio-encoder#b');
+    expect(choice.predictedTtftSeconds).toBeCloseTo(750 * 0.0002 + 0.8, 6);
+  });
+
+  it('overlaps the queue wait with encoding: the later of the two, then the prefill', () => {
+    const s = snapshot([thinker('thinker#0', 2000, 1000)], [audioEncoder('audio-encoder#a', 0, 0.001)]);
+    // queue 2 s, encode 0.75 s -> ready at 2 s, + 0.8 s prefill.
+    expect(chooseRoute(s, { promptTokens: 800, items: [clip] })!.predictedTtftSeconds).toBeCloseTo(2.8, 6);
+  });
+
+  it('falls back sensibly with no measurements: defaults, shortest queue, then fewest in flight', () => {
+    const idle = snapshot([thinker('thinker#0', 0, null, 3), thinker('thinker#1', 0, null, 1)]);
+    const first = chooseRoute(idle, { promptTokens: 40, items: [] })!;
+    expect(first.thinker).toBe('thinker#1');
+    expect(first.reason).toBe('unmeasured');
+    expect(first.predictedTtftSeconds).toBeCloseTo(40 / ROUTE_DEFAULTS.prefillTokensPerSecond, 9);
+    const queued = snapshot([thinker('thinker#0', 0, null), thinker('thinker#1', 500, null)]);
+    expect(chooseRoute(queued, { promptTokens: 40, items: [] })!.thinker).toBe('thinker#0');
+    // An unmeasured instance is assumed as fast as its measured peers, not as the default.
+    const half = snapshot([thinker('thinker#0', 900, 100), thinker('thinker#1', 1000, null)]);
+    expect(chooseRoute(half, { promptTokens: 10, items: [] })!.thinker).toBe('thinker#0');
+  });
+
+  it('has nothing to choose without a Thinker instance', () => {
+    expect(chooseRoute(snapshot([]), { promptTokens: 1, items: [] })).toBeNull();
+  });
+});

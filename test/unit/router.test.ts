@@ -1,0 +1,135 @@
+/**
+ * The Router's bookkeeping over real stage specs (configs/epd.yaml) and slots, with no processes: what it counts as
+ * queued on each instance, what it learns when first tokens and encoder `finished` reports come back, and the three
+ * policies. (The choice itself: test/unit/chooseRoute.test.ts.)
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { channelNames } from '../../src/common/diagnostics.ts';
+import type { RoutingPolicy, StageGraph } from '../../src/common/graph.ts';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
+import { Router } from '../../src/engine/routing/Router.ts';
+import { newSlot, type Slot } from '../../src/engine/Slot.ts';
+
+let graph: StageGraph;
+beforeAll(async () => {
+  graph = await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'epd.yaml'));
+});
+
+function slotsOf(instances: Record<string, string[]>): Map<string, Slot> {
+  const slots = new Map<string, Slot>();
+  for (const [stageId, names] of Object.entries(instances)) {
+    const index = graph.stages.findIndex((s) => s.stageId === stageId);
+    names.forEach((name, replica) => {
+      const slot = newSlot(graph, index, replica, `${stageId}#${name}`);
+      slot.status = 'ready';
+      slots.set(slot.instance, slot);
+    });
+  }
+  return slots;
+}
+
+const thinkers = { thinker: ['0', '1'], 'audio-encoder': ['a', 'b'] };
+
+function textPrompt(tokens: number): PreparedPrompt {
+  return { promptTokenIds: new Array<number>(tokens).fill(1), items: [], spans: [] };
+}
+
+function audioPrompt(tokens: number, rows: number): PreparedPrompt {
+  const encoder = graph.stages.find((s) => s.stageId === 'audio-encoder')!;
+  const part = { type: 'audio' as const, data: new Uint8Array(0), format: 'wav' as const };
+  const item = { index: 0, modality: 'audio' as const, part, what: 'clip', numEmbeddings: rows, encoder };
+  return { promptTokenIds: new Array<number>(tokens).fill(1), items: [item], spans: [] };
+}
+
+function route(router: Router, id: string, prompt: PreparedPrompt): Map<string, string> {
+  const stages = graph.stages.filter(
+    (s) => s.stageId === 'thinker' || (prompt.items.length > 0 && s.encoder?.modality === 'audio'),
+  );
+  const chosen = router.route(id, 'thinker', stages, prompt, (_spec, pick) => pick());
+  return new Map([...chosen].map(([stageId, slot]) => [stageId, slot.instance]));
+}
+
+const subscriptions: [string, (m: unknown) => void][] = [];
+function listen(name: string): unknown[] {
+  const got: unknown[] = [];
+  const on = (m: unknown) => got.push(m);
+  subscribe(name, on);
+  subscriptions.push([name, on]);
+  return got;
+}
+afterEach(() => {
+  for (const [name, on] of subscriptions.splice(0)) unsubscribe(name, on);
+});
+
+describe('Router', () => {
+  it('ttft: a prompt waiting for its first token counts as queue; the first token frees it and is checked', () => {
+    const router = new Router('ttft', slotsOf(thinkers));
+    const checks = listen(channelNames.routeTtft);
+    const decisions = listen(channelNames.routeDecision);
+    expect(route(router, 'r1', textPrompt(2000)).get('thinker')).toBe('thinker#0');
+    // r1's 2000 tokens are queued on thinker#0: the next one goes to thinker#1, and the one after to thinker#1 too
+    // (100 queued there is less than 2000).
+    expect(route(router, 'r2', textPrompt(100)).get('thinker')).toBe('thinker#1');
+    expect(route(router, 'r3', textPrompt(100)).get('thinker')).toBe('thinker#1');
+    router.firstToken('r1', Date.now() + 500);
+    router.firstToken('r2', Date.now() + 50);
+    router.firstToken('r3', Date.now() + 50);
+    // Nothing queued now; thinker#0 measured ~4000 tokens/s (2000 in 0.5 s), thinker#1 less (100 in 50 ms, then
+    // 200 in 50 ms, smoothed): the faster one.
+    expect(route(router, 'r4', textPrompt(100)).get('thinker')).toBe('thinker#0');
+    expect(checks).toHaveLength(3);
+    expect(checks[0]).toMatchObject({ requestId: 'r1', modality: 'text' });
+    expect((checks[0] as { actualSeconds: number }).actualSeconds).toBeGreaterThanOrEqual(0.5);
+    expect(decisions.map((d) => (d as { policy: string }).policy)).toEqual(['ttft', 'ttft', 'ttft', 'ttft']);
+    expect((decisions[1] as { reason: string }).reason).toBe('unmeasured');
+  });
+
+  it('ttft: learns prefill rates from first tokens and prefers the faster Thinker', () => {
+    const router = new Router('ttft', slotsOf(thinkers));
+    const now = Date.now();
+    // thinker#0 took 1 s for 1000 tokens, thinker#1 0.1 s for 1000.
+    route(router, 'a', textPrompt(1000));
+    route(router, 'b', textPrompt(1000));
+    router.firstToken('a', now + 1000);
+    router.firstToken('b', now + 100);
+    for (let i = 0; i < 3; i++) {
+      expect(route(router, `c${i}`, textPrompt(1000)).get('thinker')).toBe('thinker#1');
+      router.forget(`c${i}`);
+    }
+  });
+
+  it('ttft: encoder rows queue per instance until its finished report; the clip goes to the idle encoder', () => {
+    const router = new Router('ttft', slotsOf(thinkers));
+    const first = route(router, 'x', audioPrompt(800, 750));
+    const second = route(router, 'y', audioPrompt(800, 750));
+    expect(new Set([first.get('audio-encoder'), second.get('audio-encoder')]).size).toBe(2);
+    router.encoderFinished(first.get('audio-encoder')!, 'x', Date.now() + 100);
+    router.forget('y');
+    // Only x's encoder has a measured rate now (and nothing queued): the next clip goes there.
+    expect(route(router, 'z', audioPrompt(800, 750)).get('audio-encoder')).toBe(first.get('audio-encoder'));
+  });
+
+  it.each<[RoutingPolicy, string[]]>([
+    ['round_robin', ['thinker#0', 'thinker#1', 'thinker#0', 'thinker#1']],
+    ['least_loaded', ['thinker#0', 'thinker#1', 'thinker#0', 'thinker#1']],
+  ])('%s spreads requests as its name says', (policy, expected) => {
+    const slots = slotsOf(thinkers);
+    const router = new Router(policy, slots);
+    const got = expected.map((_, i) => {
+      const instance = route(router, `q${i}`, textPrompt(10)).get('thinker')!;
+      slots.get(instance)!.inFlight.add(`q${i}`); // what the Orchestrator does on admission
+      return instance;
+    });
+    expect(got).toEqual(expected);
+  });
+
+  it('an EC entry local to a Thinker draws the request there (the store lookup the Orchestrator passes in)', () => {
+    const router = new Router('ttft', slotsOf(thinkers), () => ({ localTo: ['thinker#1'], remote: false }));
+    const decisions = listen(channelNames.routeDecision);
+    expect(route(router, 'e', audioPrompt(800, 750)).get('thinker')).toBe('thinker#1');
+    expect(decisions).toEqual([{ policy: 'ttft', reason: 'ec_local' }]);
+  });
+});
