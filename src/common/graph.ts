@@ -249,6 +249,22 @@ export interface ChunkPolicy {
   readonly ttfpTargetMs: number | null;
 }
 
+/** The encoder-output (EC) store (`ec_store:`; README "Encoder-output store"). */
+export interface EcStoreSettings {
+  /** Rows stored at most (each content counted once), pinned entries aside; LRU among the rest. */
+  readonly budgetBytes: number;
+  /** An entry nobody used for this long expires (in main's index and in Redis). */
+  readonly ttlMs: number;
+  /** Where the rows are shared across instances and hosts; null: in-process copies only (main indexes them). */
+  readonly redis: {
+    readonly url: string;
+    readonly username?: string;
+    readonly password?: string;
+    /** Keys are `{keyPrefix}:ec:{contentKey}`. */
+    readonly keyPrefix: string;
+  } | null;
+}
+
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
   readonly file: string;
@@ -264,6 +280,8 @@ export interface StageGraph {
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */
   readonly scheduling: SchedulingPolicy;
+  /** The encoder-output store; null when the config has no `ec_store:` section. */
+  readonly ecStore?: EcStoreSettings | null;
   /**
    * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the
    * Thinker they feed; without encoders the entry stage is first.
