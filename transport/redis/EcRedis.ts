@@ -1,0 +1,103 @@
+/**
+ * The encoder-output store's rows in Redis: one string per content key, `{prefix}:ec:{contentKey}`, holding the
+ * rows' float32 bytes, with a TTL. Thinker instances write what they received from an encoder and read what main
+ * says the store has; main renews TTLs on use, deletes what its index evicts, and sweeps the prefix at shutdown.
+ *
+ * A connection of its own (not the connector's I/O thread): a GET happens once per item at admission, off the
+ * chunk path, and a stage without edges on Redis needs it too. Commands fail at once while the link is down (no
+ * offline queue): a Thinker then treats the item as lost, main as a miss.
+ */
+import { createClient, RESP_TYPES } from 'redis';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { redactUrl } from './redisLink.ts';
+
+export interface EcRedisOptions {
+  readonly url: string;
+  readonly username?: string;
+  readonly password?: string;
+  readonly keyPrefix: string;
+  /** Client name shown by CLIENT LIST. */
+  readonly name?: string;
+}
+
+const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
+const MAX_BACKOFF_MS = 2000;
+
+function connect(o: EcRedisOptions) {
+  return createClient({
+    url: o.url,
+    ...(o.username !== undefined ? { username: o.username } : {}),
+    ...(o.password !== undefined ? { password: o.password } : {}),
+    ...(o.name !== undefined ? { name: o.name.replace(/[^\w#.:-]/g, '_') } : {}),
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, MAX_BACKOFF_MS) },
+  }).withTypeMapping(typeMapping);
+}
+
+export class EcRedis {
+  private constructor(
+    private readonly client: ReturnType<typeof connect>,
+    readonly keyPrefix: string,
+  ) {}
+
+  /** Connects, or rejects with TRANSPORT_UNAVAILABLE naming the (redacted) URL. */
+  static async open(options: EcRedisOptions, onError: (err: Error) => void): Promise<EcRedis> {
+    const client = connect(options);
+    client.on('error', onError); // without a listener node-redis would throw on every reconnect attempt
+    try {
+      await client.connect();
+    } catch (cause) {
+      client.destroy();
+      throw new ChorusError(
+        ErrorCodes.TRANSPORT_UNAVAILABLE,
+        `the EC store cannot reach Redis at ${redactUrl(options.url)}: ${(cause as Error).message}; check ` +
+          'ec_store.url (or the redis connector it shares) and that redis-server runs',
+        { cause },
+      );
+    }
+    return new EcRedis(client, options.keyPrefix);
+  }
+
+  keyOf(contentKey: string): string {
+    return `${this.keyPrefix}:ec:${contentKey}`;
+  }
+
+  /** The rows under a content key, or null when Redis does not have them (expired, evicted, never stored). */
+  async get(contentKey: string): Promise<Float32Array | null> {
+    const buf = await this.client.get(this.keyOf(contentKey));
+    if (buf === null) return null;
+    // A copy aligned for float32 (a Buffer may sit at any offset of its pool).
+    const rows = new Float32Array(buf.byteLength / Float32Array.BYTES_PER_ELEMENT);
+    new Uint8Array(rows.buffer).set(buf);
+    return rows;
+  }
+
+  async set(contentKey: string, rows: Float32Array, ttlMs: number): Promise<void> {
+    await this.client.set(this.keyOf(contentKey), Buffer.from(rows.buffer, rows.byteOffset, rows.byteLength), {
+      PX: ttlMs,
+    });
+  }
+
+  /** Renews the TTL of entries in use. */
+  async touch(contentKey: string, ttlMs: number): Promise<void> {
+    await this.client.pExpire(this.keyOf(contentKey), ttlMs);
+  }
+
+  async delete(contentKeys: readonly string[]): Promise<void> {
+    if (contentKeys.length > 0) await this.client.unlink(contentKeys.map((k) => this.keyOf(k)));
+  }
+
+  /** Deletes every key of this store's prefix (shutdown); returns how many. */
+  async deleteAll(): Promise<number> {
+    let deleted = 0;
+    for await (const keys of this.client.scanIterator({ MATCH: `${this.keyPrefix}:ec:*`, COUNT: 500 })) {
+      if (keys.length === 0) continue;
+      deleted += await this.client.unlink(keys.map((k) => k.toString()));
+    }
+    return deleted;
+  }
+
+  async close(): Promise<void> {
+    await this.client.close().catch(() => this.client.destroy());
+  }
+}
