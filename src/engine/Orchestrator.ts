@@ -486,6 +486,11 @@ export class Orchestrator implements Engine {
     return this.audioFacts && { ...this.audioFacts, framesPerToken: this.framesPerToken };
   }
 
+  /** The encoder-output store (null without `ec_store:`): routing asks it where an item's rows are. */
+  get ecStore(): EcStore | null {
+    return this.ec;
+  }
+
   /** For tests and tools: the live worker of an instance. */
   workerOf(instance: string): StageWorkerHandle | null {
     return this.slots.get(instance)?.worker ?? null;

@@ -89,11 +89,15 @@ export class EcRedis {
 
   /** Deletes every key of this store's prefix (shutdown); returns how many. */
   async deleteAll(): Promise<number> {
+    // A plain SCAN loop: with replies mapped to Buffers, node-redis' scanIterator never sees the cursor "0" and
+    // would scan forever. The cursor is read back as text here.
     let deleted = 0;
-    for await (const keys of this.client.scanIterator({ MATCH: `${this.keyPrefix}:ec:*`, COUNT: 500 })) {
-      if (keys.length === 0) continue;
-      deleted += await this.client.unlink(keys.map((k) => k.toString()));
-    }
+    let cursor = '0';
+    do {
+      const reply = await this.client.scan(cursor, { MATCH: `${this.keyPrefix}:ec:*`, COUNT: 500 });
+      cursor = reply.cursor.toString();
+      if (reply.keys.length > 0) deleted += await this.client.unlink(reply.keys.map((k) => k.toString()));
+    } while (cursor !== '0');
     return deleted;
   }
 

@@ -1,0 +1,168 @@
+/**
+ * The encoder-output store end to end: real stage processes (an image encoder, two Thinker replicas), real models,
+ * a real redis-server. The same image in requests routed to different Thinker instances is encoded once: the later
+ * requests' bytes never reach the encoder (its input counters, the media-bytes metric's events), their rows come
+ * from Redis or the instance's own copy, and the answers are identical. An entry evicted under the byte budget is
+ * encoded again, transparently (same answer). Shutdown leaves no key of the store's prefix in Redis.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import type { GenerateRequest } from '../../src/common/engine.ts';
+import { imageEmbeddingCount } from '../../src/media/imagePatches.ts';
+import type { EncoderStats, ThinkerEcStats } from '../../src/worker/messages.ts';
+import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
+import { pngBytes } from '../helpers/media.ts';
+import { RedisServer } from '../helpers/redisServer.ts';
+
+const HIDDEN = 256; // the tiny Thinker's hidden size: one row of an image is 256 float32
+const rowsBytes = (w: number, h: number) => imageEmbeddingCount(w, h) * HIDDEN * 4;
+const W = 224;
+const H = 160;
+const KEY_PREFIX = `ectest${process.pid}`;
+
+const yaml = (redisUrl: string, budgetBytes: number) => `
+ec_store:
+  url: "${redisUrl}"
+  key_prefix: ${KEY_PREFIX}
+  budget_bytes: ${budgetBytes}
+  ttl_seconds: 600
+stages:
+  - stage_id: image-encoder
+    kind: encoder
+    engine: {threads: 1}
+    # No cache of its own worth the name: every item that reaches it is a real encoder run.
+    encoder: {modality: image, cache_bytes: 1}
+  - stage_id: thinker
+    kind: thinker
+    engine: {threads: 1}
+    inputs: [{from: image-encoder}]
+    final_output: true
+    final_output_type: text
+    replicas: 2
+`;
+
+const ask = (image: Uint8Array, maxTokens = 12): GenerateRequest => ({
+  messages: [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is in this picture?' },
+        { type: 'image', data: image },
+      ],
+    },
+  ],
+  modalities: ['text'],
+  sampling: { maxTokens, ignoreEos: true, seed: 3 },
+});
+
+/** Latest stats per instance (chorus:stage:stats), and every EC lookup and media send main made. */
+const encoderStats = new Map<string, EncoderStats>();
+const thinkerEc = new Map<string, ThinkerEcStats>();
+const lookups: string[] = [];
+const mediaSent: { stage: string; bytes: number }[] = [];
+const onStats = (m: unknown) => {
+  const s = m as { instance: string; encoder?: EncoderStats; ec?: ThinkerEcStats };
+  if (s.encoder) encoderStats.set(s.instance, s.encoder);
+  if (s.ec) thinkerEc.set(s.instance, s.ec);
+};
+const onLookup = (m: unknown) => lookups.push((m as { where: string }).where);
+/** Waits for an asynchronous condition (a Redis query), checking it every 20 ms. */
+async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const onMedia = (m: unknown) => mediaSent.push(m as { stage: string; bytes: number });
+
+describe('EC store over Redis, two Thinker replicas', () => {
+  let redis: RedisServer;
+  let engine: Orchestrator | undefined;
+  const img1 = pngBytes(W, H, 11);
+  const img2 = pngBytes(W, H, 12);
+  // Room for one image's rows, not two: storing the second evicts the first (least recently used).
+  const budgetBytes = Math.floor(rowsBytes(W, H) * 1.5);
+  let first: string;
+
+  const ecKeys = async () => (await redis.keys()).filter((k) => k.startsWith(`${KEY_PREFIX}:ec:`));
+  const encoderRuns = () => encoderStats.get('image-encoder#0')?.runs ?? -1;
+  const received = () => encoderStats.get('image-encoder#0')?.mediaItemsReceived ?? -1;
+
+  beforeAll(async () => {
+    subscribe('chorus:stage:stats', onStats);
+    subscribe('chorus:ec:lookup', onLookup);
+    subscribe('chorus:encoder:media', onMedia);
+    redis = await RedisServer.start();
+    engine = await Orchestrator.start(parseConfig(yaml(redis.url, budgetBytes), `${process.cwd()}/configs/ec.yaml`));
+  }, 240_000);
+
+  afterAll(async () => {
+    await engine?.close();
+    await redis?.stop();
+    unsubscribe('chorus:stage:stats', onStats);
+    unsubscribe('chorus:ec:lookup', onLookup);
+    unsubscribe('chorus:encoder:media', onMedia);
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it('encodes an image once for two requests on different Thinker instances; the second gets its rows from Redis', async () => {
+    const e = engine!;
+    const a = await collect(e.generate(ask(img1)));
+    expect(a.done.finishReason).toBe('stop');
+    first = a.text;
+    await waitFor('the rows of image 1 in the store', () => e.ecStore!.stats.entries === 1);
+    expect(await ecKeys()).toHaveLength(1);
+    expect(lookups).toEqual(['miss']);
+    expect(mediaSent).toEqual([{ stage: 'image-encoder', bytes: img1.byteLength }]);
+
+    // A long text answer keeps thinker#0 (which served the first request) busy, so the next goes to thinker#1.
+    const busy = e.generate({
+      messages: [{ role: 'user', content: 'Tell me a long story.' }],
+      modalities: ['text'],
+      sampling: { maxTokens: 400, ignoreEos: true, seed: 1 },
+    });
+    const busyDone = collect(busy);
+    const b = await collect(e.generate(ask(img1)));
+    expect(b.text).toBe(first);
+    expect(lookups).toEqual(['miss', 'remote']);
+    expect(mediaSent).toHaveLength(1); // the second request's bytes went to no encoder
+    await waitFor('thinker#1 took rows from Redis', () => thinkerEc.get('thinker#1')?.remoteTakes === 1);
+    await busyDone;
+
+    // Both idle again: the first instance gets it, from its own copy.
+    const c = await collect(e.generate(ask(img1)));
+    expect(c.text).toBe(first);
+    expect(lookups).toEqual(['miss', 'remote', 'local']);
+    await waitFor('thinker#0 took its own copy', () => thinkerEc.get('thinker#0')?.localTakes === 1);
+    // The encoder saw the bytes once and ran once.
+    await waitFor('encoder stats', () => encoderRuns() === 1 && received() === 1);
+  });
+
+  it('an entry evicted under the byte budget is encoded again, with the same answer', async () => {
+    const e = engine!;
+    const other = await collect(e.generate(ask(img2)));
+    expect(other.done.finishReason).toBe('stop');
+    // Image 2's rows took the room of image 1's (unpinned, least recently used): evicted, its Redis key deleted.
+    await waitFor('image 2 stored, image 1 evicted', () => e.ecStore!.stats.evictions === 1);
+    expect(e.ecStore!.stats).toMatchObject({ entries: 1, refused: 0 });
+    expect(e.ecStore!.stats.bytes).toBeLessThanOrEqual(budgetBytes);
+    await until('one key in Redis', async () => (await ecKeys()).length === 1);
+
+    const again = await collect(e.generate(ask(img1)));
+    expect(again.text).toBe(first);
+    expect(lookups.slice(-2)).toEqual(['miss', 'miss']);
+    expect(mediaSent.map((m) => m.bytes)).toEqual([img1.byteLength, img2.byteLength, img1.byteLength]);
+    await waitFor('image 1 encoded again', () => encoderRuns() === 3 && received() === 3);
+    expect(e.ecStore!.stats.bytes).toBeLessThanOrEqual(budgetBytes);
+  });
+
+  it('leaves no key of its prefix in Redis after shutdown', async () => {
+    expect((await ecKeys()).length).toBeGreaterThan(0);
+    await engine!.close();
+    engine = undefined;
+    expect(await ecKeys()).toEqual([]);
+  });
+});
