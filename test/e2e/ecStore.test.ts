@@ -11,6 +11,7 @@ import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';
 import { imageEmbeddingCount } from '../../src/media/imagePatches.ts';
+import { bytesKeyOf } from '../../src/kinds/encoder/encoderInputs.ts';
 import type { EncoderStats, ThinkerEcStats } from '../../src/worker/messages.ts';
 import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
 import { pngBytes } from '../helpers/media.ts';
@@ -56,6 +57,9 @@ const ask = (image: Uint8Array, maxTokens = 12): GenerateRequest => ({
   modalities: ['text'],
   sampling: { maxTokens, ignoreEos: true, seed: 3 },
 });
+
+const bytesKeyOfImage = (data: Uint8Array) =>
+  bytesKeyOf({ kind: 'media', item: 0, format: 'image', what: 'image', bytes: data });
 
 /** Latest stats per instance (chorus:stage:stats), and every EC lookup and media send main made. */
 const encoderStats = new Map<string, EncoderStats>();
@@ -111,7 +115,7 @@ describe('EC store over Redis, two Thinker replicas', () => {
   it('encodes an image once for two requests on different Thinker instances; the second gets its rows from Redis', async () => {
     const e = engine!;
     const a = await collect(e.generate(ask(img1)));
-    expect(a.done.finishReason).toBe('stop');
+    expect(a.done.finishReason).toBe('length');
     first = a.text;
     await waitFor('the rows of image 1 in the store', () => e.ecStore!.stats.entries === 1);
     expect(await ecKeys()).toHaveLength(1);
@@ -132,11 +136,16 @@ describe('EC store over Redis, two Thinker replicas', () => {
     await waitFor('thinker#1 took rows from Redis', () => thinkerEc.get('thinker#1')?.remoteTakes === 1);
     await busyDone;
 
-    // Both idle again: the first instance gets it, from its own copy.
+    // Both instances hold a copy now (thinker#1 kept what it took from Redis): wherever it goes, it is local.
+    await waitFor(
+      'thinker#1 holds a copy',
+      () => e.ecStore!.where(bytesKeyOfImage(img1), 'image-encoder')?.localTo.size === 2,
+    );
     const c = await collect(e.generate(ask(img1)));
     expect(c.text).toBe(first);
     expect(lookups).toEqual(['miss', 'remote', 'local']);
-    await waitFor('thinker#0 took its own copy', () => thinkerEc.get('thinker#0')?.localTakes === 1);
+    const localTakes = () => [...thinkerEc.values()].reduce((n, s) => n + s.localTakes, 0);
+    await waitFor('a Thinker took its own copy', () => localTakes() === 1);
     // The encoder saw the bytes once and ran once.
     await waitFor('encoder stats', () => encoderRuns() === 1 && received() === 1);
   });
@@ -144,7 +153,7 @@ describe('EC store over Redis, two Thinker replicas', () => {
   it('an entry evicted under the byte budget is encoded again, with the same answer', async () => {
     const e = engine!;
     const other = await collect(e.generate(ask(img2)));
-    expect(other.done.finishReason).toBe('stop');
+    expect(other.done.finishReason).toBe('length');
     // Image 2's rows took the room of image 1's (unpinned, least recently used): evicted, its Redis key deleted.
     await waitFor('image 2 stored, image 1 evicted', () => e.ecStore!.stats.evictions === 1);
     expect(e.ecStore!.stats).toMatchObject({ entries: 1, refused: 0 });

@@ -108,7 +108,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
         ? this.claimPrefix(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
         : null,
     };
-    if (media) this.ec?.takeHits(media, (item, rows) => this.onStoreRows(req, item, rows));
+    if (media) this.ec?.takeHits(msg.requestId, media, (item, rows) => this.onStoreRows(req, item, rows));
     this.refreshAvailable(req);
     return req;
   }

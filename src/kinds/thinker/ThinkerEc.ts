@@ -62,18 +62,27 @@ export class ThinkerEc {
    * Takes the rows of every item main found in the store: this process's copy, else Redis. `onRows` gets each
    * item's rows, or the reason they cannot come; always after the call returns (the request is registered by then).
    */
-  takeHits(media: ThinkerMedia, onRows: (item: number, rows: Float32Array | SerializedError) => void): void {
+  takeHits(
+    requestId: string,
+    media: ThinkerMedia,
+    onRows: (item: number, rows: Float32Array | SerializedError) => void,
+  ): void {
     media.items.forEach((it, item) => {
-      const contentKey = it.ec?.contentKey;
-      if (contentKey === undefined) return;
-      this.take(contentKey, it.what).then(
+      const ec = it.ec;
+      if (ec?.contentKey === undefined) return;
+      this.take(requestId, ec.itemKey, ec.contentKey, it.what).then(
         (rows) => onRows(item, rows),
         (err: unknown) => onRows(item, serializeError(err)),
       );
     });
   }
 
-  private async take(contentKey: string, what: string): Promise<Float32Array | SerializedError> {
+  private async take(
+    requestId: string,
+    itemKey: string,
+    contentKey: string,
+    what: string,
+  ): Promise<Float32Array | SerializedError> {
     const copy = this.#copies.get(contentKey);
     if (copy) {
       this.#counters.localTakes++;
@@ -82,6 +91,9 @@ export class ThinkerEc {
     const rows = this.redis ? await this.redis.get(contentKey) : null;
     if (rows) {
       this.#counters.remoteTakes++;
+      // A copy here too: the next request with this media on this instance needs no I/O.
+      const seq = this.#keepCopy(contentKey, rows);
+      this.post({ type: 'ec_stored', requestId, itemKey, contentKey, bytes: rows.byteLength, seq, remote: true });
       return rows;
     }
     this.#counters.lostTakes++;
@@ -95,12 +107,7 @@ export class ThinkerEc {
 
   /** Keeps the rows an encoder sent for an item (plan `ec.itemKey`), in Redis too, then tells main. */
   keep(requestId: string, itemKey: string, contentKey: string, rows: Float32Array): void {
-    const seq = ++this.#seq;
-    const before = this.#copies.get(contentKey);
-    if (before) this.#copyBytes -= before.rows.byteLength;
-    this.#copies.set(contentKey, { rows, seq });
-    this.#copyBytes += rows.byteLength;
-    this.#capCopies();
+    const seq = this.#keepCopy(contentKey, rows);
     const stored = (remote: boolean) =>
       this.post({ type: 'ec_stored', requestId, itemKey, contentKey, bytes: rows.byteLength, seq, remote });
     if (!this.redis) return stored(false);
@@ -112,6 +119,16 @@ export class ThinkerEc {
         stored(false);
       },
     );
+  }
+
+  #keepCopy(contentKey: string, rows: Float32Array): number {
+    const seq = ++this.#seq;
+    const before = this.#copies.get(contentKey);
+    if (before) this.#copyBytes -= before.rows.byteLength;
+    this.#copies.set(contentKey, { rows, seq });
+    this.#copyBytes += rows.byteLength;
+    this.#capCopies();
+    return seq;
   }
 
   /**
