@@ -25,12 +25,12 @@ export function resolveEcStore(
   };
   const connector = Object.values(connectors).find((c) => c.kind === 'redis');
   if (raw.url === null || (raw.url === undefined && !connector)) {
+    const why = raw.url === null ? 'url: null' : 'no url and no redis connector';
     for (const key of ['username', 'password', 'key_prefix'] as const) {
       if (raw[key] === undefined) continue;
       problems.add(
         [...at, key],
-        `has no effect: the store keeps its rows in-process (${raw.url === null ? 'url: null' : 'no url and no redis connector'}); ` +
-          'give ec_store a url, or remove it',
+        `has no effect: the store keeps its rows in-process (${why}); give ec_store a url, or remove it`,
       );
     }
     return { ...settings, redis: null };

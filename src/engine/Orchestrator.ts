@@ -4,7 +4,7 @@
  * pause, stage death (fail that stage's in-flight requests, restart it) and shutdown (drain, stop, unlink).
  */
 import { randomBytes } from 'node:crypto';
-import type { StageGraph, StageSpec } from '../common/graph.ts';
+import type { StageGraph } from '../common/graph.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { logger, type Logger } from '../common/log.ts';

@@ -149,7 +149,7 @@ export const engineMetrics = {
   ecHits: new Counter({
     name: 'chorus_ec_hits_total',
     help:
-      'Media items whose rows the encoder-output store had: taken from the Thinker instance\'s own copy (local) ' +
+      "Media items whose rows the encoder-output store had: taken from the Thinker instance's own copy (local) " +
       'or from Redis (remote); their bytes went to no encoder.',
     labelNames: ['where'] as const,
     registers: [metricsRegistry],

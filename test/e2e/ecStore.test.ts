@@ -23,10 +23,10 @@ const W = 224;
 const H = 160;
 const KEY_PREFIX = `ectest${process.pid}`;
 
-const yaml = (redisUrl: string, budgetBytes: number) => `
+const yaml = (redisUrl: string | null, budgetBytes: number, thinkers = 2) => `
 ec_store:
-  url: "${redisUrl}"
-  key_prefix: ${KEY_PREFIX}
+  url: ${redisUrl === null ? 'null' : `"${redisUrl}"`}
+  ${redisUrl === null ? '' : `key_prefix: ${KEY_PREFIX}`}
   budget_bytes: ${budgetBytes}
   ttl_seconds: 600
 stages:
@@ -41,7 +41,7 @@ stages:
     inputs: [{from: image-encoder}]
     final_output: true
     final_output_type: text
-    replicas: 2
+    replicas: ${thinkers}
 `;
 
 const ask = (image: Uint8Array, maxTokens = 12): GenerateRequest => ({
@@ -112,7 +112,7 @@ describe('EC store over Redis, two Thinker replicas', () => {
     expect(ownSegments()).toEqual([]);
   });
 
-  it('encodes an image once for two requests on different Thinker instances; the second gets its rows from Redis', async () => {
+  it('encodes an image once for requests on both Thinker instances; the second gets its rows from Redis', async () => {
     const e = engine!;
     const a = await collect(e.generate(ask(img1)));
     expect(a.done.finishReason).toBe('length');
@@ -173,5 +173,57 @@ describe('EC store over Redis, two Thinker replicas', () => {
     await engine!.close();
     engine = undefined;
     expect(await ecKeys()).toEqual([]);
+  });
+});
+
+describe('EC store without Redis (in-process copies, indexed by main)', () => {
+  let engine: Orchestrator | undefined;
+  const img = pngBytes(W, H, 21);
+
+  beforeAll(async () => {
+    subscribe('chorus:stage:stats', onStats);
+    subscribe('chorus:ec:lookup', onLookup);
+    subscribe('chorus:encoder:media', onMedia);
+    lookups.length = 0;
+    mediaSent.length = 0;
+    encoderStats.clear();
+    engine = await Orchestrator.start(parseConfig(yaml(null, 1 << 20, 1), `${process.cwd()}/configs/ec.yaml`));
+  }, 240_000);
+
+  afterAll(async () => {
+    await engine?.close();
+    unsubscribe('chorus:stage:stats', onStats);
+    unsubscribe('chorus:ec:lookup', onLookup);
+    unsubscribe('chorus:encoder:media', onMedia);
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it("serves a repeat from the Thinker's own copy; a restarted Thinker lost it, so it is encoded again", async () => {
+    const e = engine!;
+    const a = await collect(e.generate(ask(img)));
+    await waitFor('the copy indexed', () => e.ecStore!.stats.entries === 1);
+    const b = await collect(e.generate(ask(img)));
+    expect(b.text).toBe(a.text);
+    expect(lookups).toEqual(['miss', 'local']);
+    expect(mediaSent).toHaveLength(1);
+    await waitFor('encoder stats', () => encoderStats.get('image-encoder#0')?.mediaItemsReceived === 1);
+
+    // The Thinker process dies: its copies die with it, and main forgets them (no Redis to fall back on).
+    const old = e.workerOf('thinker#0')!;
+    process.kill(old.pid!, 'SIGKILL');
+    await waitFor('main forgot the copy', () => e.ecStore!.stats.entries === 0);
+    await waitFor(
+      'thinker#0 restarted',
+      () => e.workerOf('thinker#0') !== null && e.workerOf('thinker#0') !== old,
+      60_000,
+    );
+    await waitFor('thinker#0 ready', () => e.health().every((h) => h.status === 'ready'), 60_000);
+    const c = await collect(e.generate(ask(img)));
+    expect(c.text).toBe(a.text);
+    expect(lookups).toEqual(['miss', 'local', 'miss']);
+    await waitFor(
+      'the bytes reached the encoder again',
+      () => encoderStats.get('image-encoder#0')?.mediaItemsReceived === 2,
+    );
   });
 });

@@ -1,4 +1,4 @@
-/** `ec_store:` in the stage graph: off without the section, Redis from the connector or its own url, line-precise errors. */
+/** `ec_store:` in the stage graph: off without it, Redis from the connector or its own url, line-precise errors. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
@@ -109,7 +109,8 @@ stages:
     final_output_type: text
 `;
     expect(load(textOnly).warnings).toEqual([
-      'configs/x.yaml:1 ec_store: the graph has no encoder stages: there is nothing for the encoder-output store to keep',
+      'configs/x.yaml:1 ec_store: the graph has no encoder stages: there is nothing for the encoder-output store to ' +
+        'keep',
     ]);
   });
 });

@@ -124,6 +124,7 @@ export class EcStore {
   /** A Thinker instance died or was lost: its copies are gone. */
   forgetHolder(instance: string): void {
     this.#drops.delete(instance);
+    for (const key of this.#seqs.keys()) if (key.startsWith(`${instance}\n`)) this.#seqs.delete(key);
     this.#index.forgetHolder(instance);
     this.#flushDropped();
   }
