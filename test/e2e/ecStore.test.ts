@@ -72,6 +72,19 @@ const onStats = (m: unknown) => {
   if (s.ec) thinkerEc.set(s.instance, s.ec);
 };
 const onLookup = (m: unknown) => lookups.push((m as { where: string }).where);
+const onMedia = (m: unknown) => mediaSent.push(m as { stage: string; bytes: number });
+
+/** Starts (with fresh records) or stops recording the engine's events. */
+function watch(on: boolean): void {
+  const channels = { 'chorus:stage:stats': onStats, 'chorus:ec:lookup': onLookup, 'chorus:encoder:media': onMedia };
+  for (const [name, fn] of Object.entries(channels)) (on ? subscribe : unsubscribe)(name, fn);
+  if (!on) return;
+  lookups.length = 0;
+  mediaSent.length = 0;
+  encoderStats.clear();
+  thinkerEc.clear();
+}
+
 /** Waits for an asynchronous condition (a Redis query), checking it every 20 ms. */
 async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -80,7 +93,6 @@ async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 10_
     await new Promise((r) => setTimeout(r, 20));
   }
 }
-const onMedia = (m: unknown) => mediaSent.push(m as { stage: string; bytes: number });
 
 describe('EC store over Redis, two Thinker replicas', () => {
   let redis: RedisServer;
@@ -96,9 +108,7 @@ describe('EC store over Redis, two Thinker replicas', () => {
   const received = () => encoderStats.get('image-encoder#0')?.mediaItemsReceived ?? -1;
 
   beforeAll(async () => {
-    subscribe('chorus:stage:stats', onStats);
-    subscribe('chorus:ec:lookup', onLookup);
-    subscribe('chorus:encoder:media', onMedia);
+    watch(true);
     redis = await RedisServer.start();
     engine = await Orchestrator.start(parseConfig(yaml(redis.url, budgetBytes), `${process.cwd()}/configs/ec.yaml`));
   }, 240_000);
@@ -106,9 +116,7 @@ describe('EC store over Redis, two Thinker replicas', () => {
   afterAll(async () => {
     await engine?.close();
     await redis?.stop();
-    unsubscribe('chorus:stage:stats', onStats);
-    unsubscribe('chorus:ec:lookup', onLookup);
-    unsubscribe('chorus:encoder:media', onMedia);
+    watch(false);
     expect(ownSegments()).toEqual([]);
   });
 
@@ -181,20 +189,13 @@ describe('EC store without Redis (in-process copies, indexed by main)', () => {
   const img = pngBytes(W, H, 21);
 
   beforeAll(async () => {
-    subscribe('chorus:stage:stats', onStats);
-    subscribe('chorus:ec:lookup', onLookup);
-    subscribe('chorus:encoder:media', onMedia);
-    lookups.length = 0;
-    mediaSent.length = 0;
-    encoderStats.clear();
+    watch(true);
     engine = await Orchestrator.start(parseConfig(yaml(null, 1 << 20, 1), `${process.cwd()}/configs/ec.yaml`));
   }, 240_000);
 
   afterAll(async () => {
     await engine?.close();
-    unsubscribe('chorus:stage:stats', onStats);
-    unsubscribe('chorus:ec:lookup', onLookup);
-    unsubscribe('chorus:encoder:media', onMedia);
+    watch(false);
     expect(ownSegments()).toEqual([]);
   });
 
