@@ -67,6 +67,8 @@ export interface EcItemPlan {
   readonly itemKey: string;
   /** A hit: the rows are in the store under this content key (this instance's own copy, else Redis). */
   readonly contentKey?: string;
+  /** With Redis: where this run of the store keeps rows there (`{key_prefix}:ec:{run}`). */
+  readonly namespace?: string;
 }
 
 /** An entry a Thinker instance must forget (main's index evicted it); `seq` guards a copy kept again since. */

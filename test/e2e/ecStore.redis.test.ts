@@ -2,7 +2,7 @@
  * Main's EC store over a real redis-server, with rows written the way a Thinker instance writes them: a pinned
  * entry is never evicted (its rows stay in Redis while a request uses them, and an entry that would need its room
  * is refused and deleted), an unpinned one is evicted least recently used first and its key deleted, a TTL use
- * renews the key's expiry, drops reach the holder, and close() leaves no key of the prefix behind.
+ * renews the key's expiry, drops reach the holder, and close() leaves no key of its run (and touches no other).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../src/common/log.ts';
@@ -35,7 +35,7 @@ describe('EcStore over Redis', () => {
 
   /** What a Thinker does with an encoder's rows: SET them, then tell main (ec_stored). */
   async function keep(name: string, seq: number): Promise<void> {
-    await writer.set(`content-${name}`, rows(seq), ttlMs);
+    await writer.set(store.namespace!, `content-${name}`, rows(seq), ttlMs);
     store.onStored('thinker#0', {
       type: 'ec_stored',
       requestId: `r-${name}`,
@@ -62,19 +62,19 @@ describe('EcStore over Redis', () => {
     await keep('b', 2);
     // Request r1 takes a from the store (pinned) on thinker#1: remote, since only thinker#0 has a copy.
     const plan = store.plan('r1', [query('a')], 'thinker#1');
-    expect(plan.get(0)).toEqual({ itemKey: 'id-A:bytes-a', contentKey: 'content-a' });
-    expect(Array.from((await writer.get('content-a'))!)).toEqual(Array.from(rows(1)));
+    expect(plan.get(0)).toEqual({ itemKey: 'id-A:bytes-a', contentKey: 'content-a', namespace: store.namespace });
+    expect(Array.from((await writer.get(store.namespace!, 'content-a'))!)).toEqual(Array.from(rows(1)));
     // c needs room: b (unpinned) goes, a (pinned) stays.
     await keep('c', 3);
     expect(store.where('bytes-a', 'image-encoder')).not.toBeNull();
     expect(store.where('bytes-b', 'image-encoder')).toBeNull();
-    await keysBecome([`${prefix}:ec:content-a`, `${prefix}:ec:content-c`]);
+    await keysBecome([`${store.namespace}:content-a`, `${store.namespace}:content-c`]);
     // Pin c too: both entries are pinned, d cannot get room and is refused (its key deleted).
     store.plan('r2', [query('c')], 'thinker#0');
     await keep('d', 4);
     expect(store.where('bytes-d', 'image-encoder')).toBeNull();
     expect(store.stats).toMatchObject({ entries: 2, pinnedBytes: 2 * ROW_BYTES, refused: 1, evictions: 1 });
-    await keysBecome([`${prefix}:ec:content-a`, `${prefix}:ec:content-c`]);
+    await keysBecome([`${store.namespace}:content-a`, `${store.namespace}:content-c`]);
     expect(store.stats.bytes).toBeLessThanOrEqual(2 * ROW_BYTES);
     // The holder is told to forget the copies that left (b evicted, d refused), with the seq each covers.
     expect(store.takeDrops('thinker#0')).toEqual([
@@ -85,7 +85,7 @@ describe('EcStore over Redis', () => {
     store.release('r1');
     await keep('e', 5);
     expect(store.where('bytes-a', 'image-encoder')).toBeNull();
-    await keysBecome([`${prefix}:ec:content-c`, `${prefix}:ec:content-e`]);
+    await keysBecome([`${store.namespace}:content-c`, `${store.namespace}:content-e`]);
     store.release('r2');
   });
 
@@ -96,13 +96,17 @@ describe('EcStore over Redis', () => {
     expect(store.plan('r3', [query('c')], 'thinker#0').size).toBe(0);
   });
 
-  it('a use renews the TTL of the key in Redis', async () => {
-    await redis.cli('PEXPIRE', `${prefix}:ec:content-c`, '5000');
+  it('a use renews the TTL of the key in Redis; each run of the store has keys of its own', async () => {
     const fresh = await EcStore.open(
       { budgetBytes: 1 << 20, ttlMs, redis: { url: redis.url, keyPrefix: prefix } },
       logger.child({ test: 'ec' }),
     );
     fresh.noteEncoder('image-encoder', 'id-A');
+    expect(fresh.namespace).toMatch(new RegExp(`^${prefix}:ec:[0-9a-f]{12}$`));
+    expect(fresh.namespace).not.toBe(store.namespace);
+    const key = `${fresh.namespace}:content-c`;
+    await writer.set(fresh.namespace!, 'content-c', rows(9), ttlMs);
+    await redis.cli('PEXPIRE', key, '5000');
     fresh.onStored('thinker#0', {
       type: 'ec_stored',
       requestId: 'r',
@@ -114,16 +118,16 @@ describe('EcStore over Redis', () => {
     });
     fresh.plan('r4', [query('c')], 'thinker#1');
     const deadline = Date.now() + 5000;
-    while (Number(await redis.cli('PTTL', `${prefix}:ec:content-c`)) <= 5000) {
+    while (Number(await redis.cli('PTTL', key)) <= 5000) {
       if (Date.now() > deadline) throw new Error('the TTL was not renewed');
       await new Promise((r) => setTimeout(r, 20));
     }
-    await fresh.close(); // sweeps the prefix too
-    expect(await keys()).toEqual([]);
+    await fresh.close(); // sweeps its own run's keys, not the other store's
+    expect(await keys()).toEqual([`${store.namespace}:content-c`, `${store.namespace}:content-e`]);
   });
 
-  it('close() deletes every key of its prefix and no other', async () => {
-    await writer.set('content-x', rows(7), ttlMs);
+  it("close() deletes every key of its run and nobody else's", async () => {
+    await writer.set(store.namespace!, 'content-x', rows(7), ttlMs);
     await redis.cli('SET', 'other:key', '1');
     await store.close();
     expect(await keys()).toEqual([]);

@@ -1,6 +1,8 @@
 /**
- * The encoder-output store's rows in Redis: one string per content key, `{prefix}:ec:{contentKey}`, holding the
- * rows' float32 bytes, with a TTL. Thinker instances write what they received from an encoder and read what main
+ * The encoder-output store's rows in Redis: one string per content key, `{namespace}:{contentKey}`, holding the
+ * rows' float32 bytes, with a TTL. The namespace is `{key_prefix}:ec:{run}`: main picks a new run id each time
+ * it starts and hands it out with the plans, so a pipeline that replaces another (hot reload) or a main that
+ * restarts never reads, evicts or sweeps the keys of another run, even for the same content. Thinker instances write what they received from an encoder and read what main
  * says the store has; main renews TTLs on use, deletes what its index evicts, and sweeps the prefix at shutdown.
  *
  * A connection of its own (not the connector's I/O thread): a GET happens once per item at admission, off the
@@ -15,7 +17,6 @@ export interface EcRedisOptions {
   readonly url: string;
   readonly username?: string;
   readonly password?: string;
-  readonly keyPrefix: string;
   /** Client name shown by CLIENT LIST. */
   readonly name?: string;
 }
@@ -35,10 +36,7 @@ function connect(o: EcRedisOptions) {
 }
 
 export class EcRedis {
-  private constructor(
-    private readonly client: ReturnType<typeof connect>,
-    readonly keyPrefix: string,
-  ) {}
+  private constructor(private readonly client: ReturnType<typeof connect>) {}
 
   /** Connects, or rejects with TRANSPORT_UNAVAILABLE naming the (redacted) URL. */
   static async open(options: EcRedisOptions, onError: (err: Error) => void): Promise<EcRedis> {
@@ -55,16 +53,12 @@ export class EcRedis {
         { cause },
       );
     }
-    return new EcRedis(client, options.keyPrefix);
-  }
-
-  keyOf(contentKey: string): string {
-    return `${this.keyPrefix}:ec:${contentKey}`;
+    return new EcRedis(client);
   }
 
   /** The rows under a content key, or null when Redis does not have them (expired, evicted, never stored). */
-  async get(contentKey: string): Promise<Float32Array | null> {
-    const buf = await this.client.get(this.keyOf(contentKey));
+  async get(namespace: string, contentKey: string): Promise<Float32Array | null> {
+    const buf = await this.client.get(`${namespace}:${contentKey}`);
     if (buf === null) return null;
     // A copy aligned for float32 (a Buffer may sit at any offset of its pool).
     const rows = new Float32Array(buf.byteLength / Float32Array.BYTES_PER_ELEMENT);
@@ -72,29 +66,28 @@ export class EcRedis {
     return rows;
   }
 
-  async set(contentKey: string, rows: Float32Array, ttlMs: number): Promise<void> {
-    await this.client.set(this.keyOf(contentKey), Buffer.from(rows.buffer, rows.byteOffset, rows.byteLength), {
-      PX: ttlMs,
-    });
+  async set(namespace: string, contentKey: string, rows: Float32Array, ttlMs: number): Promise<void> {
+    const bytes = Buffer.from(rows.buffer, rows.byteOffset, rows.byteLength);
+    await this.client.set(`${namespace}:${contentKey}`, bytes, { PX: ttlMs });
   }
 
-  /** Renews the TTL of entries in use. */
-  async touch(contentKey: string, ttlMs: number): Promise<void> {
-    await this.client.pExpire(this.keyOf(contentKey), ttlMs);
+  /** Renews the TTL of an entry in use. */
+  async touch(namespace: string, contentKey: string, ttlMs: number): Promise<void> {
+    await this.client.pExpire(`${namespace}:${contentKey}`, ttlMs);
   }
 
-  async delete(contentKeys: readonly string[]): Promise<void> {
-    if (contentKeys.length > 0) await this.client.unlink(contentKeys.map((k) => this.keyOf(k)));
+  async delete(namespace: string, contentKeys: readonly string[]): Promise<void> {
+    if (contentKeys.length > 0) await this.client.unlink(contentKeys.map((k) => `${namespace}:${k}`));
   }
 
-  /** Deletes every key of this store's prefix (shutdown); returns how many. */
-  async deleteAll(): Promise<number> {
+  /** Deletes every key of a namespace (shutdown); returns how many. */
+  async deleteAll(namespace: string): Promise<number> {
     // A plain SCAN loop: with replies mapped to Buffers, node-redis' scanIterator never sees the cursor "0" and
     // would scan forever. The cursor is read back as text here.
     let deleted = 0;
     let cursor = '0';
     do {
-      const reply = await this.client.scan(cursor, { MATCH: `${this.keyPrefix}:ec:*`, COUNT: 500 });
+      const reply = await this.client.scan(cursor, { MATCH: `${namespace}:*`, COUNT: 500 });
       cursor = reply.cursor.toString();
       if (reply.keys.length > 0) deleted += await this.client.unlink(reply.keys.map((k) => k.toString()));
     } while (cursor !== '0');

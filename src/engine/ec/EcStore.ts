@@ -7,6 +7,7 @@
  * and the identity of the encoder stage that would encode it: a hit is pinned for the request and its rows are
  * taken by the Thinker (its own copy, else Redis); only misses are sent to encoders.
  */
+import { randomBytes } from 'node:crypto';
 import { diagnostics } from '../../common/diagnostics.ts';
 import type { EcStoreSettings } from '../../common/graph.ts';
 import type { Logger } from '../../common/log.ts';
@@ -33,6 +34,9 @@ export class EcStore {
   /** Holder seq of each copy main indexed: (instance, content key) -> seq. */
   readonly #seqs = new Map<string, number>();
 
+  /** This run's keys in Redis: `{key_prefix}:ec:{run}:{contentKey}` (null without Redis). */
+  readonly namespace: string | null;
+
   private constructor(
     readonly settings: EcStoreSettings,
     private readonly redis: EcRedis | null,
@@ -40,6 +44,7 @@ export class EcStore {
     private readonly now: () => number,
   ) {
     this.#index = new EcIndex({ budgetBytes: settings.budgetBytes, ttlMs: settings.ttlMs });
+    this.namespace = settings.redis ? `${settings.redis.keyPrefix}:ec:${randomBytes(6).toString('hex')}` : null;
   }
 
   static async open(settings: EcStoreSettings, log: Logger, now: () => number = Date.now): Promise<EcStore> {
@@ -78,6 +83,7 @@ export class EcStore {
   plan(requestId: string, items: readonly EcItemQuery[], thinker: string): Map<number, EcItemPlan> {
     const out = new Map<number, EcItemPlan>();
     const now = this.now();
+    const ns = this.namespace === null ? {} : { namespace: this.namespace };
     for (const item of items) {
       const identity = this.#identities.get(item.encoderStageId);
       if (!identity) continue;
@@ -86,14 +92,14 @@ export class EcStore {
       const usable = found && (found.localTo.has(thinker) || found.remote);
       if (!usable) {
         diagnostics.ecLookup.publish({ where: 'miss' });
-        out.set(item.index, { itemKey });
+        out.set(item.index, { itemKey, ...ns });
         continue;
       }
       this.#index.acquire(itemKey, requestId, now);
       const local = found.localTo.has(thinker);
       if (!local) this.#renew(found.contentKey);
       diagnostics.ecLookup.publish({ where: local ? 'local' : 'remote' });
-      out.set(item.index, { itemKey, contentKey: found.contentKey });
+      out.set(item.index, { itemKey, contentKey: found.contentKey, ...ns });
     }
     this.#flushDropped();
     return out;
@@ -133,11 +139,11 @@ export class EcStore {
     return this.#index.stats;
   }
 
-  /** Deletes every key of the store's prefix in Redis (the stages are stopped by then), and disconnects. */
+  /** Deletes every key of this run in Redis (the stages are stopped by then), and disconnects. */
   async close(): Promise<void> {
-    if (!this.redis) return;
+    if (!this.redis || this.namespace === null) return;
     try {
-      const deleted = await this.redis.deleteAll();
+      const deleted = await this.redis.deleteAll(this.namespace);
       this.log.debug({ deleted }, 'EC store: Redis keys deleted');
     } catch (err) {
       this.log.warn({ err: String(err) }, 'EC store: could not delete its Redis keys (they expire by their TTL)');
@@ -146,7 +152,7 @@ export class EcStore {
   }
 
   #renew(contentKey: string): void {
-    this.redis?.touch(contentKey, this.settings.ttlMs).catch((err: unknown) => {
+    this.redis?.touch(this.namespace!, contentKey, this.settings.ttlMs).catch((err: unknown) => {
       this.log.warn({ err: String(err) }, 'EC store: renewing a TTL in Redis failed');
     });
   }
@@ -167,7 +173,7 @@ export class EcStore {
         drops.set(d.contentKey, Math.max(seq, drops.get(d.contentKey) ?? 0));
       }
     }
-    this.redis?.delete(remote).catch((err: unknown) => {
+    this.redis?.delete(this.namespace!, remote).catch((err: unknown) => {
       this.log.warn({ err: String(err) }, 'EC store: deleting evicted rows from Redis failed (their TTL will)');
     });
   }

@@ -258,9 +258,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     if (body.error) return this.mediaItemFailed(req, body.item, body.error);
     const problem = req.media.setRows(body.item, chunk.meta.from, body);
     if (problem) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, problem));
-    const itemKey = req.media.items[body.item].ec?.itemKey;
-    if (this.ec && itemKey !== undefined && body.contentKey !== undefined)
-      this.ec.keep(req.requestId, itemKey, body.contentKey, req.media.rowsOf(body.item)!);
+    const ec = req.media.items[body.item].ec;
+    if (this.ec && ec && body.contentKey !== undefined)
+      this.ec.keep(req.requestId, ec, body.contentKey, req.media.rowsOf(body.item)!);
     this.refreshAvailable(req);
   }
 

@@ -13,7 +13,7 @@ import type { EcStoreSettings } from '../../common/graph.ts';
 import { ErrorCodes, serializeError, type SerializedError } from '../../common/errors.ts';
 import type { Logger } from '../../common/log.ts';
 import { EcRedis } from '../../../transport/redis/EcRedis.ts';
-import type { EcDrop, StageToMain, ThinkerEcStats } from '../../worker/messages.ts';
+import type { EcDrop, EcItemPlan, StageToMain, ThinkerEcStats } from '../../worker/messages.ts';
 import type { ThinkerMedia } from './ThinkerMedia.ts';
 
 interface Copy {
@@ -70,7 +70,7 @@ export class ThinkerEc {
     media.items.forEach((it, item) => {
       const ec = it.ec;
       if (ec?.contentKey === undefined) return;
-      this.take(requestId, ec.itemKey, ec.contentKey, it.what).then(
+      this.take(requestId, ec, ec.contentKey, it.what).then(
         (rows) => onRows(item, rows),
         (err: unknown) => onRows(item, serializeError(err)),
       );
@@ -79,7 +79,7 @@ export class ThinkerEc {
 
   private async take(
     requestId: string,
-    itemKey: string,
+    ec: EcItemPlan,
     contentKey: string,
     what: string,
   ): Promise<Float32Array | SerializedError> {
@@ -88,11 +88,12 @@ export class ThinkerEc {
       this.#counters.localTakes++;
       return copy.rows;
     }
-    const rows = this.redis ? await this.redis.get(contentKey) : null;
+    const rows = this.redis && ec.namespace !== undefined ? await this.redis.get(ec.namespace, contentKey) : null;
     if (rows) {
       this.#counters.remoteTakes++;
       // A copy here too: the next request with this media on this instance needs no I/O.
       const seq = this.#keepCopy(contentKey, rows);
+      const itemKey = ec.itemKey;
       this.post({ type: 'ec_stored', requestId, itemKey, contentKey, bytes: rows.byteLength, seq, remote: true });
       return rows;
     }
@@ -105,13 +106,14 @@ export class ThinkerEc {
     };
   }
 
-  /** Keeps the rows an encoder sent for an item (plan `ec.itemKey`), in Redis too, then tells main. */
-  keep(requestId: string, itemKey: string, contentKey: string, rows: Float32Array): void {
+  /** Keeps the rows an encoder sent for an item (its plan `ec`), in Redis too, then tells main. */
+  keep(requestId: string, ec: EcItemPlan, contentKey: string, rows: Float32Array): void {
+    const { itemKey, namespace } = ec;
     const seq = this.#keepCopy(contentKey, rows);
     const stored = (remote: boolean) =>
       this.post({ type: 'ec_stored', requestId, itemKey, contentKey, bytes: rows.byteLength, seq, remote });
-    if (!this.redis) return stored(false);
-    this.redis.set(contentKey, rows, this.settings.ttlMs).then(
+    if (!this.redis || namespace === undefined) return stored(false);
+    this.redis.set(namespace, contentKey, rows, this.settings.ttlMs).then(
       () => stored(true),
       (err: unknown) => {
         // Still usable here: main indexes it as this instance's copy only.
