@@ -91,6 +91,15 @@ describe('EcIndex', () => {
     expect(ix.drainDropped().every((d) => d.why === 'expired')).toBe(true);
   });
 
+  it('a release does not extend the expiry the use set (Redis renewed the key at the use, not at the release)', () => {
+    const ix = new EcIndex({ budgetBytes: 1000, ttlMs });
+    stored(ix, 'a', 100, T0);
+    ix.acquire(ecItemKey('enc', 'bytes-a'), 'r1', T0 + 10);
+    ix.release('r1', T0 + 10 + ttlMs - 1);
+    expect(ix.where(ecItemKey('enc', 'bytes-a'), T0 + 10 + ttlMs - 1)).not.toBeNull();
+    expect(ix.where(ecItemKey('enc', 'bytes-a'), T0 + 10 + ttlMs)).toBeNull();
+  });
+
   it('forgets a dead holder: an entry without Redis and without holders is gone', () => {
     const ix = new EcIndex({ budgetBytes: 1000, ttlMs });
     ix.store(ecItemKey('enc', 'bytes-a'), 'content-a', 100, { holder: 'thinker#0', remote: false }, T0);

@@ -10,8 +10,10 @@
  * - To make room, unpinned entries go least recently used first (use = stored, or acquired by a request).
  * - An entry that does not fit once every unpinned entry is gone is refused (not stored): the request that made
  *   it has its rows already; the next one with the same media encodes again.
- * - TTL: an unpinned entry not used for `ttlMs` expires (sliding: each use renews it). Redis keys carry the same
- *   TTL, renewed by main on use, so Redis drops what main forgot even if main died.
+ * - TTL: an unpinned entry not used for `ttlMs` expires (sliding: each use renews it; a use is a store or an
+ *   acquire). Redis keys carry the same TTL, renewed by main at each acquire, so Redis drops what main forgot even
+ *   if main died; the caller gives the index a slightly shorter TTL than Redis so that it never claims a key that
+ *   Redis has just expired.
  * Every entry that leaves is reported (drainDropped) so the caller deletes its Redis key and tells its holders.
  */
 
@@ -99,7 +101,8 @@ export class EcIndex {
     for (const e of this.#byRequest.get(requestId) ?? []) {
       e.pinnedBy.delete(requestId);
       if (e.pinnedBy.size > 0 || this.#byContent.get(e.contentKey) !== e) continue;
-      e.expiresAtMs = nowMs + this.options.ttlMs;
+      // Its expiry stays where the use set it: the Redis key's TTL was renewed then too, and must not run out
+      // before the index's does.
       this.#lru.set(e.contentKey, e);
     }
     this.#byRequest.delete(requestId);

@@ -43,7 +43,10 @@ export class EcStore {
     private readonly log: Logger,
     private readonly now: () => number,
   ) {
-    this.#index = new EcIndex({ budgetBytes: settings.budgetBytes, ttlMs: settings.ttlMs });
+    // The index forgets entries a little before Redis expires them: Redis's TTL starts at the Thinker's SET, the
+    // index's only when the news reaches main, and a hit on a key Redis just dropped would fail its request.
+    const marginMs = Math.min(1000, settings.ttlMs / 10);
+    this.#index = new EcIndex({ budgetBytes: settings.budgetBytes, ttlMs: settings.ttlMs - marginMs });
     this.namespace = settings.redis ? `${settings.redis.keyPrefix}:ec:${randomBytes(6).toString('hex')}` : null;
   }
 
@@ -97,7 +100,8 @@ export class EcStore {
       }
       this.#index.acquire(itemKey, requestId, now);
       const local = found.localTo.has(thinker);
-      if (!local) this.#renew(found.contentKey);
+      // Renewed on every use, local too: another instance may take it from Redis until the index expires it.
+      if (found.remote) this.#renew(found.contentKey);
       diagnostics.ecLookup.publish({ where: local ? 'local' : 'remote' });
       out.set(item.index, { itemKey, contentKey: found.contentKey, ...ns });
     }
