@@ -2,8 +2,9 @@
  * The encoder-output store's rows in Redis: one string per content key, `{namespace}:{contentKey}`, holding the
  * rows' float32 bytes, with a TTL. The namespace is `{key_prefix}:ec:{run}`: main picks a new run id each time
  * it starts and hands it out with the plans, so a pipeline that replaces another (hot reload) or a main that
- * restarts never reads, evicts or sweeps the keys of another run, even for the same content. Thinker instances write what they received from an encoder and read what main
- * says the store has; main renews TTLs on use, deletes what its index evicts, and sweeps the prefix at shutdown.
+ * restarts never reads, evicts or sweeps the keys of another run, even for the same content. Thinker instances
+ * write what they received from an encoder and read what main says the store has; main renews TTLs on use,
+ * deletes what its index evicts, and sweeps its run's keys at shutdown.
  *
  * A connection of its own (not the connector's I/O thread): a GET happens once per item at admission, off the
  * chunk path, and a stage without edges on Redis needs it too. Commands fail at once while the link is down (no
