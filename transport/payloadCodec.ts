@@ -25,7 +25,11 @@ export function encodeBody(body: ChunkBody): EncodedBody {
     case 'encoderRows':
       if (body.error) return { payload: { kind: body.kind, item: body.item, error: body.error }, tensors: {} };
       return {
-        payload: { kind: body.kind, item: body.item },
+        payload: {
+          kind: body.kind,
+          item: body.item,
+          ...(body.contentKey !== undefined ? { contentKey: body.contentKey } : {}),
+        },
         tensors: { rows: { data: body.rows, shape: [body.numRows, body.width] } },
       };
     case 'talkerRows':
@@ -75,7 +79,15 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
       const item = p.integer('item');
       if (p.has('error')) return { kind, item, error: p.error('error') };
       const rows = tensorOf(tensors, 'rows', Float32Array, 2);
-      return { kind, item, rows: rows.data, numRows: rows.shape[0], width: rows.shape[1] };
+      const contentKey = p.has('contentKey') ? p.string('contentKey') : undefined;
+      return {
+        kind,
+        item,
+        rows: rows.data,
+        numRows: rows.shape[0],
+        width: rows.shape[1],
+        ...(contentKey !== undefined ? { contentKey } : {}),
+      };
     }
     case 'talkerRows': {
       const rows = tensorOf(tensors, 'rows', Float32Array, 2);

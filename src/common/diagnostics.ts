@@ -33,6 +33,10 @@ export const channelNames = {
   wsFirstAudio: 'chorus:ws:firstAudio',
   httpFirstText: 'chorus:http:firstText',
   httpFirstAudio: 'chorus:http:firstAudio',
+  /** {where: 'local' | 'remote' | 'miss'} per media item main looks up in the EC store before sending it. */
+  ecLookup: 'chorus:ec:lookup',
+  /** {stage, bytes} per media item main sends to an encoder stage (its bytes as received). */
+  encoderMedia: 'chorus:encoder:media',
 } as const;
 
 export const diagnostics = {
@@ -46,6 +50,8 @@ export const diagnostics = {
   ttfpTarget: channel(channelNames.ttfpTarget),
   routeDecision: channel(channelNames.routeDecision),
   routeTtft: channel(channelNames.routeTtft),
+  ecLookup: channel(channelNames.ecLookup),
+  encoderMedia: channel(channelNames.encoderMedia),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

@@ -256,6 +256,22 @@ export interface ChunkPolicy {
 
 export type RoutingPolicy = 'ttft' | 'least_loaded' | 'round_robin';
 
+/** The encoder-output (EC) store (`ec_store:`; README "Encoder-output store"). */
+export interface EcStoreSettings {
+  /** Rows stored at most (each content counted once), pinned entries aside; LRU among the rest. */
+  readonly budgetBytes: number;
+  /** An entry nobody used for this long expires (in main's index and in Redis). */
+  readonly ttlMs: number;
+  /** Where the rows are shared across instances and hosts; null: in-process copies only (main indexes them). */
+  readonly redis: {
+    readonly url: string;
+    readonly username?: string;
+    readonly password?: string;
+    /** Keys are `{keyPrefix}:ec:{contentKey}`. */
+    readonly keyPrefix: string;
+  } | null;
+}
+
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
   readonly file: string;
@@ -271,6 +287,8 @@ export interface StageGraph {
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */
   readonly scheduling: SchedulingPolicy;
+  /** The encoder-output store; null when the config has no `ec_store:` section. */
+  readonly ecStore?: EcStoreSettings | null;
   /**
    * Which instances take a request: ttft = the (Thinker, encoder per item) choice with the lowest estimated time to
    * first token; least_loaded = fewest requests in flight per stage; round_robin = in turn (for comparison).

@@ -35,6 +35,8 @@ export type EncoderRowsBody =
       readonly rows: Float32Array;
       readonly numRows: number;
       readonly width: number;
+      /** The encoder's cache key of the item (decoded media + encoder identity): the EC store keeps rows under it. */
+      readonly contentKey?: string;
       readonly error?: undefined;
     }
   /** The encoder could not encode the item (bad media, a failed run): the Thinker applies on_encoder_failure. */

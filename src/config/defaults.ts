@@ -40,6 +40,11 @@ export const defaults = {
     ignoreEos: false,
   },
   replicas: 1,
+  ecStore: {
+    budgetBytes: 256 * 1024 * 1024, // 256 MiB of rows: ~340 thirty-second clips of the tiny thinker (768 KiB each)
+    ttlSeconds: 600, // 10 min without a use
+    keyPrefix: 'chorus', // without a redis connector to take it from
+  },
   encoder: {
     // 64 MiB per encoder replica: ~85 thirty-second clips of the tiny thinker (768 KiB each)
     cacheBytes: 64 * 1024 * 1024,

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { resolveEcStore } from './ecStore.ts';
 import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
 import { defaults, parseByteSize } from './defaults.ts';
@@ -72,6 +73,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     problems,
   );
   const stages = shape ? resolveStages(yaml, shape, connectors, baseDir, problems) : [];
+  const ecStore = resolveEcStore(yaml.ec_store, connectors, stages.filter((s) => s.encoder).length, problems);
   problems.throwIfAny();
 
   const chunkPolicy = resolveChunkPolicy(yaml.chunk_policy);
@@ -106,6 +108,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
         : path.resolve(baseDir, yaml.models_dir),
     connectors,
     chunkPolicy,
+    ecStore,
     stages,
     entryStageId: yaml.stages[shape!.entry].stage_id,
     warnings: problems.warnings,

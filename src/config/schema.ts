@@ -80,6 +80,24 @@ export const EncoderYaml = Type.Object(
   closed,
 );
 
+/** `ec_store:` the encoder-output store shared by every encoder and Thinker instance (README). */
+export const EcStoreYaml = Type.Object(
+  {
+    budget_bytes: optional(ByteSize),
+    ttl_seconds: optional(int(1)),
+    // Default: the deployment's redis connector (its url, credentials and key_prefix); none: in-process only.
+    url: optional(
+      Type.Union([Type.String({ pattern: '^rediss?://' }), Type.Null()], {
+        errorMessage: 'must be a redis:// or rediss:// URL of one node, or null to keep the rows in-process only',
+      }),
+    ),
+    username: optional(Type.String()),
+    password: optional(Type.String()),
+    key_prefix: optional(Type.String({ pattern: '^[A-Za-z0-9_.-]+$', errorMessage: 'must be letters, digits, _ . -' })),
+  },
+  closed,
+);
+
 export const StageInputYaml = Type.Object(
   {
     from: Type.String({ minLength: 1 }),
@@ -142,6 +160,7 @@ export const GraphYaml = Type.Object(
     on_encoder_failure: optional(oneOf(['fail', 'text_only'] as const)),
     // A stage instance with work whose process neither reports nor runs for this long is hung (killed, restarted).
     stage_hang_ms: optional(int(100)),
+    ec_store: optional(EcStoreYaml),
     stages: Type.Array(StageYaml, { minItems: 1, errorMessage: 'must be a non-empty list of stages' }),
   },
   closed,

@@ -8,7 +8,14 @@ import type { EncoderFailurePolicy } from '../common/graph.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import type { EncodeItem, ThinkerMediaPlan, UpstreamSource } from '../worker/messages.ts';
+import {
+  EC_STORE,
+  type EcItemPlan,
+  type EncodeItem,
+  type ThinkerMediaPlan,
+  type UpstreamSource,
+} from '../worker/messages.ts';
+import { diagnostics } from '../common/diagnostics.ts';
 import type { MediaBody } from '../common/payloads.ts';
 import type { PreparedPrompt } from './mediaPrompt.ts';
 
@@ -46,13 +53,19 @@ export class MediaRoutes {
     prompt: PreparedPrompt,
     thinker: UpstreamSource,
     instanceOf: (stageId: string) => UpstreamSource,
+    ec?: ReadonlyMap<number, EcItemPlan>,
   ): RequestMediaPlan | null {
     if (prompt.items.length === 0) return null;
     const encoders = new Map<string, EncoderRoute>();
     const encode = new Map<string, EncodeItem[]>();
     const items = prompt.items.map((item) => {
-      const from = instanceOf(item.encoder.stageId);
       const onFailure = item.encoder.encoder!.onFailure;
+      const common = { modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what, onFailure };
+      const itemEc = ec?.get(item.index);
+      // An EC-store hit: the Thinker takes the rows from the store; no encoder is involved.
+      if (itemEc?.contentKey !== undefined)
+        return { ...common, from: { instance: EC_STORE, stageId: EC_STORE }, ec: itemEc };
+      const from = instanceOf(item.encoder.stageId);
       const route = encoders.get(from.instance) ?? { stageId: from.stageId, onFailure, whats: [] };
       route.whats.push(item.what);
       encoders.set(from.instance, route);
@@ -60,38 +73,34 @@ export class MediaRoutes {
         ...(encode.get(from.instance) ?? []),
         { item: item.index, modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what },
       ]);
-      return { modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what, from, onFailure };
+      return { ...common, from, ...(itemEc ? { ec: itemEc } : {}) };
     });
     this.routes.set(requestId, { thinker: thinker.instance, encoders });
     return { thinker: { spans: prompt.spans, items }, encode };
   }
 
-  /** Sends every item's bytes to its encoder, in item order per encoder; the last one per encoder is final. */
+  /**
+   * Sends every item's bytes to its encoder, in item order per encoder; the last one per encoder is final. Items
+   * the EC store has (`plan.ec` hits) are not sent anywhere.
+   */
   sendItems(
     requestId: string,
     prompt: PreparedPrompt,
     instanceOf: (stageId: string) => UpstreamSource,
     adapter: ChunkTransferAdapter,
     onError: (err: unknown) => void,
+    ec?: ReadonlyMap<number, EcItemPlan>,
   ): void {
     const byEncoder = new Map<string, PreparedPrompt['items'][number][]>();
-    for (const item of prompt.items)
+    for (const item of prompt.items) {
+      if (ec?.get(item.index)?.contentKey !== undefined) continue;
       byEncoder.set(item.encoder.stageId, [...(byEncoder.get(item.encoder.stageId) ?? []), item]);
+    }
     for (const [stageId, items] of byEncoder) {
       const to = instanceOf(stageId);
       items.forEach((item, k) => {
-        const part = item.part;
-        const body: MediaBody =
-          part.type === 'audio'
-            ? {
-                kind: 'media',
-                item: item.index,
-                format: part.format,
-                ...(part.sampleRateHz !== undefined ? { sampleRateHz: part.sampleRateHz } : {}),
-                what: item.what,
-                bytes: part.data,
-              }
-            : { kind: 'media', item: item.index, format: 'image', what: item.what, bytes: part.data };
+        const body = mediaBodyOf(item);
+        diagnostics.encoderMedia.publish({ stage: stageId, bytes: body.bytes.byteLength });
         adapter
           .saveAsync(
             requestId,
@@ -130,4 +139,19 @@ export class MediaRoutes {
   forget(requestId: string): void {
     this.routes.delete(requestId);
   }
+}
+
+/** The chunk body that carries an item's bytes (as received) to its encoder; its bytesKeyOf keys the EC store. */
+export function mediaBodyOf(item: PreparedPrompt['items'][number]): MediaBody {
+  const part = item.part;
+  return part.type === 'audio'
+    ? {
+        kind: 'media',
+        item: item.index,
+        format: part.format,
+        ...(part.sampleRateHz !== undefined ? { sampleRateHz: part.sampleRateHz } : {}),
+        what: item.what,
+        bytes: part.data,
+      }
+    : { kind: 'media', item: item.index, format: 'image', what: item.what, bytes: part.data };
 }

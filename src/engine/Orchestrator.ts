@@ -23,6 +23,8 @@ import { healthOf, newSlot, type Slot, statefulVocoder } from './Slot.ts';
 import { Router } from './routing/Router.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
+import { EcStore } from './ec/EcStore.ts';
+import { ecEntryOf, modalitiesToEncode, planEcItems } from './ec/ecPlan.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
 import { HangWatch } from './HangWatch.ts';
 import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
@@ -50,6 +52,8 @@ export class Orchestrator implements Engine {
   private closing: Promise<void> | null = null;
   private hangWatch: NodeJS.Timeout | null = null;
   private remote: RemoteStages | null = null;
+  /** The encoder-output store (ec_store:), null without one. */
+  private ec: EcStore | null = null;
   private readonly hangs: HangWatch;
   private readonly promptContext: PromptContext;
   private readonly media: MediaRoutes;
@@ -77,7 +81,7 @@ export class Orchestrator implements Engine {
     };
     this.media = new MediaRoutes(log, graph.chunkPolicy.chunkTimeoutMs);
     this.hangs = new HangWatch(graph.stageHangMs);
-    this.router = new Router(graph.routing, this.slots);
+    this.router = new Router(graph.routing, this.slots, (item) => ecEntryOf(this.ec, item));
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
@@ -95,6 +99,7 @@ export class Orchestrator implements Engine {
     if (swept.length > 0) log.warn({ segments: swept }, 'removed shared memory left by dead Chorus processes');
     o.provisioned = await provisionEdges(graph, planEdges(graph));
     try {
+      if (graph.ecStore) o.ec = await EcStore.open(graph.ecStore, log.child({ component: 'ec-store' }));
       o.connector = await createConnector(graph, MAIN, o.provisioned.edges);
       o.adapter = new ChunkTransferAdapter(o.connector, MAIN, MAIN, () => queueMicrotask(() => o.drainOutputs()));
       graph.stages.forEach((spec, stageIndex) => {
@@ -128,7 +133,7 @@ export class Orchestrator implements Engine {
     slot.status = 'ready';
     slot.lastHeardMs = Date.now();
     slot.cpuSamples = [];
-    this.noteFacts(worker.settings?.facts);
+    this.noteFacts(slot.spec.stageId, worker.settings?.facts);
     worker.on('message', (msg) => this.onStageMessage(slot, msg));
     worker.on('died', (info) => this.onStageDied(slot, info));
   }
@@ -138,7 +143,8 @@ export class Orchestrator implements Engine {
   }
 
   /** What the pipeline's audio is, from the first vocoder and Talker to report (replicas run one model). */
-  private noteFacts(facts: ModelFacts | undefined): void {
+  private noteFacts(stageId: string, facts: ModelFacts | undefined): void {
+    if (facts?.kind === 'encoder') this.ec?.noteEncoder(stageId, facts.identity);
     if (facts?.kind === 'talker') this.framesPerToken ??= facts.framesPerToken;
     if (facts?.kind === 'code2wav')
       this.audioFacts ??= { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame };
@@ -146,7 +152,7 @@ export class Orchestrator implements Engine {
 
   /** An instance from another machine joined (READY): it takes requests like a local replica. */
   private join(handle: RemoteStageHandle): void {
-    this.noteFacts(handle.settings?.facts);
+    this.noteFacts(handle.heartbeat.stageId, handle.settings?.facts);
     const stageIndex = this.graph.stages.findIndex((s) => s.stageId === handle.heartbeat.stageId);
     const spec = this.graph.stages[stageIndex];
     const replica = spec.replicas + [...this.slots.values()].filter((s) => s.spec === spec && s.remote).length;
@@ -161,6 +167,7 @@ export class Orchestrator implements Engine {
     this.log.error({ stage: slot.instance, host: handle.host, pid: handle.pid, reason: error.message }, 'stage lost');
     diagnostics.stageDied.publish({ instance: slot.instance, code: null, signal: null });
     if (this.slots.get(slot.instance) === slot) this.slots.delete(slot.instance);
+    this.ec?.forgetHolder(slot.instance);
     this.failInFlight(slot, error);
   }
 
@@ -175,11 +182,17 @@ export class Orchestrator implements Engine {
     // Media items are probed here (headers only) and refused before anything is admitted.
     const prompt = preparePrompt(request.messages, this.promptContext);
     checkPromptFits(prompt, this.graph);
-    const stages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
+    // Routing sees every item (the store's hits cost its Thinker choices nothing); the chosen Thinker's hits then
+    // need no encoder, so stages whose items all hit are left out.
+    const routedStages = stagesFor(this.graph, request.modalities, [...new Set(prompt.items.map((i) => i.modality))]);
     const key = (s: StageSpec) => (s.stageId === this.graph.entryStageId ? request.prefix?.key : undefined);
-    const chosen = this.router.route(requestId, this.graph.entryStageId, stages, prompt, (s, pick) =>
+    const routed = this.router.route(requestId, this.graph.entryStageId, routedStages, prompt, (s, pick) =>
       this.prefixRoutes.pick(s, key(s), pick),
     );
+    const thinker = routed.get(this.graph.entryStageId)!;
+    const ec = planEcItems(this.ec, requestId, prompt, thinker.instance);
+    const stages = stagesFor(this.graph, request.modalities, modalitiesToEncode(prompt, ec));
+    const chosen = new Map(stages.map((s) => [s.stageId, routed.get(s.stageId)!]));
     const promptTokenIds = prompt.promptTokenIds;
     const outputs = stages.filter(
       (s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType),
@@ -224,7 +237,8 @@ export class Orchestrator implements Engine {
             };
       return { instance: chosen.get(stageId)!.instance, stageId, ...deadlines };
     };
-    const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf);
+    const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf, ec);
+    const ecDrop = this.ec?.takeDrops(thinker.instance) ?? [];
     const playback = playbackPlan(request, this.graph, this.audioOutput, admittedAtMs, chosen.values());
     // Downstream stages first, so each is expecting chunks before its upstream can produce any (the Thinker
     // before its encoders).
@@ -250,6 +264,7 @@ export class Orchestrator implements Engine {
         upstreams,
         ...(isEntry && plan ? { media: plan.thinker } : {}),
         ...(isEntry && request.prefix ? { prefix: request.prefix } : {}),
+        ...(isEntry && ecDrop.length > 0 ? { ecDrop } : {}),
         ...(spec.encoder && plan ? { encode: plan.encode.get(slot.instance) ?? [] } : {}),
         initialCodecChunkFrames: request.initialCodecChunkFrames,
         ...(statefulVocoder(chosen.values()) ? { codecLeftContextFrames: 0 } : {}),
@@ -261,8 +276,13 @@ export class Orchestrator implements Engine {
       slot.worker!.send(add);
     }
     if (plan)
-      this.media.sendItems(requestId, prompt, instanceOf, this.adapter, (err) =>
-        stream.end('error', serializeError(err)),
+      this.media.sendItems(
+        requestId,
+        prompt,
+        instanceOf,
+        this.adapter,
+        (err) => stream.end('error', serializeError(err)),
+        ec,
       );
     diagnostics.requestStart.publish({
       requestId,
@@ -306,6 +326,7 @@ export class Orchestrator implements Engine {
     else this.abortEncoders(stream);
     this.media.forget(stream.requestId);
     this.router.forget(stream.requestId);
+    this.ec?.release(stream.requestId);
     this.adapter.cancel(stream.requestId);
     this.live.delete(stream.requestId);
     diagnostics.requestEnd.publish({
@@ -365,6 +386,9 @@ export class Orchestrator implements Engine {
         else stream?.end('error', msg.error);
         return;
       }
+      case 'ec_stored':
+        this.ec?.onStored(slot.instance, msg);
+        return;
       case 'stats':
         slot.stats = msg.stats;
         diagnostics.stageStats.publish({ stageId: slot.spec.stageId, instance: slot.instance, ...msg.stats });
@@ -378,6 +402,7 @@ export class Orchestrator implements Engine {
     this.log.error({ stage: slot.instance, ...info }, 'stage died; failing its in-flight requests');
     diagnostics.stageDied.publish({ instance: slot.instance, ...info });
     slot.worker = null;
+    this.ec?.forgetHolder(slot.instance); // its in-process copies died with it
     const error = {
       code: ErrorCodes.STAGE_DIED,
       message:
@@ -467,6 +492,11 @@ export class Orchestrator implements Engine {
     return this.audioFacts && { ...this.audioFacts, framesPerToken: this.framesPerToken };
   }
 
+  /** The encoder-output store (null without `ec_store:`): routing asks it where an item's rows are. */
+  get ecStore(): EcStore | null {
+    return this.ec;
+  }
+
   /** For tests and tools: the live worker of an instance. */
   workerOf(instance: string): StageWorkerHandle | null {
     return this.slots.get(instance)?.worker ?? null;
@@ -487,6 +517,7 @@ export class Orchestrator implements Engine {
           message: 'the engine shut down before the request finished',
         });
       await this.remote?.close();
+      await this.ec?.close(); // after the stages: none writes to Redis any more
       await this.adapter?.close();
       await this.connector?.close();
       this.provisioned?.release();

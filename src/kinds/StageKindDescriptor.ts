@@ -99,7 +99,11 @@ export function runnerStage<R extends { close(): Promise<void> }>(parts: {
       const runner = await parts.load(ctx.spec, graph);
       try {
         const core = await parts.core(ctx, runner);
-        return { core, facts: parts.facts(runner), modelFiles: modelFilesOf(ctx.spec), close: () => runner.close() };
+        const close = async () => {
+          await core.close();
+          await runner.close();
+        };
+        return { core, facts: parts.facts(runner), modelFiles: modelFilesOf(ctx.spec), close };
       } catch (err) {
         await runner.close();
         throw err;

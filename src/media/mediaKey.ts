@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import type { ImagePatches } from './types.ts';
 
 /** Bump when the front ends (mel features, image resize/normalise) change what a given input becomes. */
-const PREPROCESS_VERSION = 2; // 2: log-mel floor fixed instead of relative to the clip's loudest value
+export const PREPROCESS_VERSION = 2; // 2: log-mel floor fixed instead of relative to the clip's loudest value
 
 function bytesOf(a: Float32Array | Int32Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);

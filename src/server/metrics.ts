@@ -161,6 +161,25 @@ export const engineMetrics = {
     labelNames: ['stage'] as const,
     registers: [metricsRegistry],
   }),
+  ecHits: new Counter({
+    name: 'chorus_ec_hits_total',
+    help:
+      "Media items whose rows the encoder-output store had: taken from the Thinker instance's own copy (local) " +
+      'or from Redis (remote); their bytes went to no encoder.',
+    labelNames: ['where'] as const,
+    registers: [metricsRegistry],
+  }),
+  ecMisses: new Counter({
+    name: 'chorus_ec_misses_total',
+    help: 'Media items the encoder-output store did not have (sent to an encoder).',
+    registers: [metricsRegistry],
+  }),
+  encoderMediaBytes: new Counter({
+    name: 'chorus_encoder_media_bytes_total',
+    help: 'Media bytes (as received) main sent to each encoder stage.',
+    labelNames: ['stage'] as const,
+    registers: [metricsRegistry],
+  }),
   encoderCacheBytes: new Gauge({
     name: 'chorus_encoder_cache_bytes',
     help: 'Bytes an encoder stage cache holds now (ready rows and reservations for items being encoded).',
@@ -324,6 +343,15 @@ export function bridgeEngineDiagnostics(): void {
     const { modality, predictedSeconds, actualSeconds } = message as Record<string, unknown>;
     if (typeof modality === 'string' && typeof predictedSeconds === 'number' && typeof actualSeconds === 'number')
       engineMetrics.routeTtftError.observe({ modality }, actualSeconds - predictedSeconds);
+  });
+  subscribe(channelNames.ecLookup, (message) => {
+    const where = (message as { where?: unknown }).where;
+    if (where === 'miss') engineMetrics.ecMisses.inc();
+    else if (where === 'local' || where === 'remote') engineMetrics.ecHits.inc({ where });
+  });
+  subscribe(channelNames.encoderMedia, (message) => {
+    const { stage, bytes } = message as { stage?: unknown; bytes?: unknown };
+    if (typeof stage === 'string' && typeof bytes === 'number') engineMetrics.encoderMediaBytes.inc({ stage }, bytes);
   });
   subscribe(channelNames.ttfpTarget, (message) => {
     engineMetrics.ttfpTargets.inc({ result: (message as { met?: unknown }).met === true ? 'met' : 'missed' });

@@ -9,7 +9,7 @@
  *
  * Then state is freed and main hears `finished`. Nothing here blocks: sends are queued in the adapter.
  */
-import type { ChunkPolicy, SamplingParams, SchedulingPolicy, StageSpec } from '../common/graph.ts';
+import type { ChunkPolicy, EcStoreSettings, SamplingParams, SchedulingPolicy, StageSpec } from '../common/graph.ts';
 import type { FinishReason } from '../common/engine.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
@@ -34,6 +34,10 @@ export interface StageContext {
   readonly adapter: ChunkTransferAdapter;
   readonly post: (msg: StageToMain) => void;
   readonly log: Logger;
+  /** The encoder-output store (StageGraph.ecStore): the Thinker keeps and takes media rows through it. */
+  readonly ecStore?: EcStoreSettings | null;
+  /** Wakes the step loop: for work that completes outside a step or a chunk arrival (an EC-store read). */
+  readonly wake?: () => void;
 }
 
 export interface CoreRequest {
@@ -142,6 +146,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   nextWakeAtMs(): number | null {
     return null;
   }
+
+  /** Releases what the core holds beyond its runner (connections); the stage closes it after the loop ends. */
+  async close(): Promise<void> {}
 
   abstract pause(requestId: string): void;
   abstract resume(requestId: string): void;

@@ -52,8 +52,29 @@ export interface ThinkerMediaItem {
   readonly numEmbeddings: number;
   /** Names the item in messages ("messages[0].content[1] (audio)"). */
   readonly what: string;
+  /** The encoder instance; `EC_STORE` when the rows come from the encoder-output store (ec.contentKey). */
   readonly from: UpstreamSource;
   readonly onFailure: EncoderFailurePolicy;
+  /** With an EC store (ec_store:): how this item relates to it. */
+  readonly ec?: EcItemPlan;
+}
+
+/** `from` of an item whose rows the Thinker takes from the EC store instead of an encoder. */
+export const EC_STORE = 'ec-store';
+
+export interface EcItemPlan {
+  /** Main's index key of the item (encoder identity + hash of the bytes as received): sent back in `ec_stored`. */
+  readonly itemKey: string;
+  /** A hit: the rows are in the store under this content key (this instance's own copy, else Redis). */
+  readonly contentKey?: string;
+  /** With Redis: where this run of the store keeps rows there (`{key_prefix}:ec:{run}`). */
+  readonly namespace?: string;
+}
+
+/** An entry a Thinker instance must forget (main's index evicted it); `seq` guards a copy kept again since. */
+export interface EcDrop {
+  readonly contentKey: string;
+  readonly seq: number;
 }
 
 export interface ThinkerMediaPlan {
@@ -88,6 +109,8 @@ export interface AddRequest {
   readonly media?: ThinkerMediaPlan;
   /** Encoder only: the items of this request it encodes. */
   readonly encode?: readonly EncodeItem[];
+  /** Thinker only: EC-store copies to forget before taking this request's items (evicted, expired, refused). */
+  readonly ecDrop?: readonly EcDrop[];
   /** Per-request override of the initial codec chunk (Talker). */
   readonly initialCodecChunkFrames?: number;
   /**
@@ -174,6 +197,9 @@ export interface EncoderStats {
   readonly decodesSkipped: number;
   /** Items waiting to be encoded now. */
   readonly queuedItems: number;
+  /** Media items that reached this instance, and their bytes (an EC-store hit sends none). */
+  readonly mediaItemsReceived: number;
+  readonly mediaBytesReceived: number;
   /** A windowed audio encoder: windows served from its window cache, and windows encoded. */
   readonly windowHits?: number;
   readonly windowsEncoded?: number;
@@ -203,6 +229,8 @@ export interface StageStats {
   readonly prefix?: PrefixStats;
   /** Code2Wav stages only. */
   readonly code2wav?: Code2WavStats;
+  /** Thinker stages with an EC store: items taken from its own copies, from Redis, or lost; copies held. */
+  readonly ec?: ThinkerEcStats;
 }
 
 /** Code2Wav: frames run through the vocoder and frames of audio sent, since start (their ratio: work per frame). */
@@ -211,6 +239,14 @@ export interface Code2WavStats {
   readonly audioFrames: number;
   /** Requests whose vocoder state is held (a stateful vocoder; 0 otherwise). */
   readonly states: number;
+}
+
+export interface ThinkerEcStats {
+  readonly localTakes: number;
+  readonly remoteTakes: number;
+  readonly lostTakes: number;
+  readonly copies: number;
+  readonly copyBytes: number;
 }
 
 export type StageToMain =
@@ -227,6 +263,16 @@ export type StageToMain =
       readonly warnings?: readonly string[];
     }
   | { readonly type: 'stats'; readonly stats: StageStats }
+  /** Thinker: it keeps an item's rows (in-process copy `seq`, and in Redis when `remote`) for the EC store. */
+  | {
+      readonly type: 'ec_stored';
+      readonly requestId: string;
+      readonly itemKey: string;
+      readonly contentKey: string;
+      readonly bytes: number;
+      readonly seq: number;
+      readonly remote: boolean;
+    }
   | { readonly type: 'drained' };
 
 export { MAX_CONTROL_MESSAGE_BYTES } from './control/ControlChannel.ts';

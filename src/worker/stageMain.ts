@@ -70,6 +70,8 @@ async function boot(
       adapter,
       post,
       log,
+      ecStore: args.graph.ecStore ?? null,
+      wake: () => loop?.wake(),
     };
     const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
     loop = new StageLoop(core, adapter, post, log);

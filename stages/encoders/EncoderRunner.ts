@@ -23,6 +23,7 @@ import {
   VISION_ENCODER_OUTPUT,
 } from '../models/encoderSignature.ts';
 import { AUDIO_FRAMES_PER_EMBEDDING } from '../../src/media/audio.ts';
+import { PREPROCESS_VERSION } from '../../src/media/mediaKey.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { warmUp } from '../models/warmUp.ts';
 import { packAudio, packImages } from './encoderBatch.ts';
@@ -33,7 +34,7 @@ export interface EncoderRunner {
   readonly modality: Modality;
   /** Width of one row (the Thinker's hiddenSize). */
   readonly outputSize: number;
-  /** Names the exact model (its folder hash, or a hash of a file's bytes): part of every cache key. */
+  /** Names the exact model (file hash, dtype, width, preprocessing version; encoderIdentity): in every cache key. */
   readonly identity: string;
   /** One batched run; returns each item's rows, numEmbeddings * outputSize floats. */
   encode(items: readonly EncoderInput[]): Float32Array[];
@@ -55,9 +56,32 @@ export interface EncoderModelInfo {
   readonly windowFrames?: number;
 }
 
-function identityOf(files: ModelFiles, path: string): string {
-  if (files.source === 'generated') return basename(files.dir); // kind + sizes + seed + generator version
-  return `file-${createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 16)}`;
+/**
+ * The encoder's identity, part of every cache and EC-store key: everything that decides which rows a given input
+ * becomes. The model file's own bytes (not its folder name: a file replaced in place is another model), the output
+ * dtype and width (rows of another width or precision must never be spliced into a Thinker), and the version of the
+ * preprocessing front ends (mel, image normalisation). A generated model's seed changes its file, so its identity.
+ */
+export function encoderIdentity(facts: {
+  readonly modality: Modality;
+  readonly modelSha256: string;
+  readonly dtype: string;
+  readonly outputSize: number;
+}): string {
+  const fields = JSON.stringify({
+    modality: facts.modality,
+    model: facts.modelSha256,
+    dtype: facts.dtype,
+    width: facts.outputSize,
+    preprocess: PREPROCESS_VERSION,
+  });
+  return createHash('sha256').update(fields).digest('hex').slice(0, 32);
+}
+
+function identityOf(files: ModelFiles, path: string, modality: Modality, outputSize: number, dtype: string): string {
+  const modelSha256 = createHash('sha256').update(readFileSync(path)).digest('hex');
+  const label = files.source === 'generated' ? basename(files.dir).replace(/-[0-9a-f]+$/, '') : 'file';
+  return `${label}-${encoderIdentity({ modality, modelSha256, dtype, outputSize })}`;
 }
 
 function fixedDim(session: SyncSession, input: string, axis: number, what: string): number {
@@ -118,7 +142,7 @@ export class OnnxEncoderRunner implements EncoderRunner {
         session,
         info.modality,
         outputSize,
-        identityOf(files, path),
+        identityOf(files, path, info.modality, outputSize, out.type),
         inputWidth,
         info.mergeSize ?? 0,
         info.windowFrames,

@@ -1,7 +1,8 @@
 /**
  * /metrics is valid Prometheus text exposition (parsed strictly: parsePrometheus in serverClient.ts), every metric
  * is chorus_*, histograms are consistent, latency histograms count real responses, the engine's hooks show up,
- * and the encoder stages' cumulative cache totals become counters that survive a stage restart.
+ * the encoder stages' cumulative cache totals become counters that survive a stage restart, and the EC-store
+ * counters count what main publishes.
  */
 import { channel } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -231,5 +232,36 @@ describe('/metrics', () => {
     expect((await read())[2]).toBe(0); // its states died with it
     report(4, 4, 1); // the successor counts from zero
     expect(await read()).toEqual([62, 37, 1]);
+  });
+
+  it('counts EC-store hits by where, misses, and the media bytes that reached each encoder stage', async () => {
+    const lookup = channel('chorus:ec:lookup');
+    const media = channel('chorus:encoder:media');
+    const read = async () => {
+      const m = await scrape();
+      for (const name of ['chorus_ec_hits_total', 'chorus_ec_misses_total', 'chorus_encoder_media_bytes_total'])
+        expect(m.get(name)?.type).toBe('counter');
+      const v = (name: string, labels: Record<string, string> = {}) =>
+        m.get(name)?.samples.find((s) => Object.entries(labels).every(([k, x]) => s.labels[k] === x))?.value ?? 0;
+      return {
+        local: v('chorus_ec_hits_total', { where: 'local' }),
+        remote: v('chorus_ec_hits_total', { where: 'remote' }),
+        misses: v('chorus_ec_misses_total'),
+        imageBytes: v('chorus_encoder_media_bytes_total', { stage: 'image-encoder' }),
+      };
+    };
+    const before = await read();
+    lookup.publish({ where: 'miss' });
+    media.publish({ stage: 'image-encoder', bytes: 1000 });
+    lookup.publish({ where: 'remote' });
+    lookup.publish({ where: 'local' });
+    lookup.publish({ where: 'local' });
+    const after = await read();
+    expect({
+      local: after.local - before.local,
+      remote: after.remote - before.remote,
+      misses: after.misses - before.misses,
+      imageBytes: after.imageBytes - before.imageBytes,
+    }).toEqual({ local: 2, remote: 1, misses: 1, imageBytes: 1000 });
   });
 });

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
-import type { OnnxEncoderRunner } from '../../stages/encoders/EncoderRunner.ts';
+import { encoderIdentity, type OnnxEncoderRunner } from '../../stages/encoders/EncoderRunner.ts';
+import { imageCacheKey } from '../../src/media/mediaKey.ts';
 import { audioEmbeddingCount, audioFeatures } from '../../src/media/audio.ts';
 import { prepareAudio } from '../../src/media/prepareMedia.ts';
 import { AUDIO_ENCODER_WINDOW_FRAMES } from '../../stages/generator/audioEncoderModel.ts';
@@ -195,11 +196,32 @@ describe('encoder models', () => {
   it('are cached by sizes and seed, with an identity that enters cache keys', async () => {
     const again = await ensureEncoderModel(visionSpec, models.dir);
     expect(again.built).toBe(false);
-    expect(vision.identity).toMatch(/^vision_encoder-[0-9a-f]{16}$/);
+    expect(vision.identity).toMatch(/^vision_encoder-[0-9a-f]{32}$/);
     expect(audio.identity).not.toBe(vision.identity);
-    expect((await createEncoderRunner(visionEncoderSpec('tiny', D, 8, small), models.dir)).identity).not.toBe(
-      vision.identity,
+    const reseeded = await createEncoderRunner(visionEncoderSpec('tiny', D, 8, small), models.dir);
+    expect(reseeded.identity).not.toBe(vision.identity);
+    // Same seed, same model file: the same identity in another process (the EC store is shared by hosts).
+    const again2 = await createEncoderRunner(visionSpec, models.dir);
+    expect(again2.identity).toBe(vision.identity);
+    // Another seed -> another identity -> another content key for the same picture: the store misses, and the
+    // rows it would have served differ from what this encoder computes.
+    const img = picture(56, 56, 4);
+    const key = (id: string) => imageCacheKey(imagePatches(img), id);
+    expect(key(reseeded.identity)).not.toBe(key(vision.identity));
+    expect(maxAbsDiff(reseeded.encode([imagePatches(img)])[0], vision.encode([imagePatches(img)])[0])).toBeGreaterThan(
+      1e-3,
     );
+    await Promise.all([reseeded.close(), again2.close()]);
+  });
+
+  it('identity covers model bytes, dtype, output width and the preprocessing version', () => {
+    const base = { modality: 'image' as const, modelSha256: 'a'.repeat(64), dtype: 'float32', outputSize: 64 };
+    const id = encoderIdentity(base);
+    expect(encoderIdentity({ ...base })).toBe(id);
+    expect(encoderIdentity({ ...base, modelSha256: 'b'.repeat(64) })).not.toBe(id);
+    expect(encoderIdentity({ ...base, dtype: 'float16' })).not.toBe(id);
+    expect(encoderIdentity({ ...base, outputSize: 128 })).not.toBe(id);
+    expect(encoderIdentity({ ...base, modality: 'audio' })).not.toBe(id);
   });
 
   it('load as bring-your-own files, measuring the merge size, with the same rows', async () => {

@@ -56,10 +56,7 @@ export class Router {
   constructor(
     private readonly policy: RoutingPolicy,
     private readonly slots: ReadonlyMap<string, Slot>,
-    /**
-     * Where the encoder-output store holds an item's rows. Until the store is wired in (branch ec-store: its
-     * `EcStore.where(bytesKeyOf(mediaBodyOf(item)), item.encoder.stageId)`), every item is a miss.
-     */
+    /** Where the encoder-output store holds an item's rows (ecEntryOf); without a store every item is a miss. */
     private readonly ecWhere: (item: MediaItem) => EcEntry | null = () => null,
   ) {}
 

@@ -49,6 +49,8 @@ export class EncoderCore extends StageCore<EncoderRequest> {
   private runs = 0;
   private itemsEncoded = 0;
   private decodesSkipped = 0;
+  private mediaItemsReceived = 0;
+  private mediaBytesReceived = 0;
   private readonly contentKeys = new ContentKeys();
 
   constructor(
@@ -103,6 +105,8 @@ export class EncoderCore extends StageCore<EncoderRequest> {
         ),
       );
     }
+    this.mediaItemsReceived++;
+    this.mediaBytesReceived += body.bytes.byteLength;
     let prepared: PreparedItem;
     // Bytes seen before map to their content key without decoding them again: a hit then costs a hash of the
     // bytes, not a decode (~105 ms for 30 s of audio). New bytes decode once, and their content key (same sound
@@ -129,7 +133,7 @@ export class EncoderCore extends StageCore<EncoderRequest> {
       req.requestId,
       prepared.numEmbeddings * this.runner.outputSize * Float32Array.BYTES_PER_ELEMENT,
     );
-    if (lookup.status === 'hit') return this.deliver(req.requestId, item.item, lookup.embeddings);
+    if (lookup.status === 'hit') return this.deliver(req.requestId, item.item, lookup.embeddings, prepared.key);
     if (lookup.status === 'pending') {
       const job = this.jobs.get(prepared.key);
       if (!job)
@@ -192,7 +196,7 @@ export class EncoderCore extends StageCore<EncoderRequest> {
     this.itemsEncoded += ready.length;
     ready.forEach(({ job }, i) => {
       this.cache.complete(job.id, rows[i]);
-      for (const w of job.waiters) this.deliver(w.requestId, w.item, rows[i]);
+      for (const w of job.waiters) this.deliver(w.requestId, w.item, rows[i], job.id);
     });
   }
 
@@ -201,9 +205,17 @@ export class EncoderCore extends StageCore<EncoderRequest> {
     for (const w of job.waiters) this.deliverError(w.requestId, w.item, err);
   }
 
-  private deliver(requestId: string, item: number, rows: Float32Array): void {
+  /** The content key goes with the rows: the Thinker keeps them under it for the EC store. */
+  private deliver(requestId: string, item: number, rows: Float32Array, contentKey: string): void {
     const width = this.runner.outputSize;
-    this.sendItem(requestId, item, { kind: 'encoderRows', item, rows, numRows: rows.length / width, width });
+    this.sendItem(requestId, item, {
+      kind: 'encoderRows',
+      item,
+      rows,
+      numRows: rows.length / width,
+      width,
+      contentKey,
+    });
   }
 
   private deliverError(requestId: string, item: number, err: unknown): void {
@@ -260,6 +272,8 @@ export class EncoderCore extends StageCore<EncoderRequest> {
         itemsEncoded: this.itemsEncoded,
         decodesSkipped: this.decodesSkipped,
         queuedItems: this.jobs.size,
+        mediaItemsReceived: this.mediaItemsReceived,
+        mediaBytesReceived: this.mediaBytesReceived,
         ...(this.runner.windowStats ?? {}),
       },
     };

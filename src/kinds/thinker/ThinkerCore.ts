@@ -14,11 +14,12 @@ import { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import type { AddRequest, StageStats } from '../../worker/messages.ts';
+import { EC_STORE, type AddRequest, type StageStats } from '../../worker/messages.ts';
 import type { TalkerRowsBody } from '../../common/payloads.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
 import { ThinkerMedia } from './ThinkerMedia.ts';
+import type { ThinkerEc } from './ThinkerEc.ts';
 import { matchPrefix, ThinkerPrefixes, type PromptInputs, type RetainedPrefix } from './ThinkerPrefixes.ts';
 
 /** A request's part in prefix reuse (AddRequest.prefix). */
@@ -53,6 +54,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   constructor(
     ctx: StageContext,
     private readonly runner: ThinkerRunner,
+    /** The encoder-output store (ec_store:), null without one. */
+    private readonly ec: ThinkerEc | null = null,
   ) {
     super(ctx, runner);
     this.prefixes = new ThinkerPrefixes(ctx.spec.engine.kvCacheBytes / 4, (seqId) => runner.free(seqId));
@@ -87,6 +90,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     }
     const promptTokenIds = [...prompt];
     const media = msg.media ? new ThinkerMedia(msg.media, promptTokenIds, this.runner.hiddenSize) : null;
+    this.ec?.drop(msg.ecDrop ?? []);
     // Held at position 0 until the prefix it may reuse is settled; then (and without one) as refreshAvailable says.
     this.scheduler.add(msg.requestId, 0);
     // The answer may not run past the model's positions: cap max_tokens instead of failing mid-answer.
@@ -104,8 +108,20 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
         ? this.claimPrefix(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
         : null,
     };
+    if (media) this.ec?.takeHits(msg.requestId, media, (item, rows) => this.onStoreRows(req, item, rows));
     this.refreshAvailable(req);
     return req;
+  }
+
+  /** An item's rows from the EC store (or why they cannot come): as if its encoder had sent them. */
+  private onStoreRows(req: ThinkerRequest, item: number, rows: Float32Array | SerializedError): void {
+    if (this.requests.get(req.requestId) !== req) return; // ended meanwhile
+    if (!(rows instanceof Float32Array)) return this.mediaItemFailed(req, item, rows);
+    const width = this.runner.hiddenSize;
+    const problem = req.media!.setRows(item, EC_STORE, { rows, numRows: rows.length / width, width });
+    if (problem) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, problem));
+    this.refreshAvailable(req);
+    this.ctx.wake?.();
   }
 
   /** Takes what the key holds (or waits for the request computing it); a prefill-only request becomes its producer. */
@@ -215,7 +231,11 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   }
 
   override stats(): StageStats {
-    return { ...super.stats(), prefix: this.prefixes.stats };
+    return { ...super.stats(), prefix: this.prefixes.stats, ...(this.ec ? { ec: this.ec.stats } : {}) };
+  }
+
+  override async close(): Promise<void> {
+    await this.ec?.close();
   }
 
   private maxPositions(): number {
@@ -238,6 +258,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     if (body.error) return this.mediaItemFailed(req, body.item, body.error);
     const problem = req.media.setRows(body.item, chunk.meta.from, body);
     if (problem) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, problem));
+    const ec = req.media.items[body.item].ec;
+    if (this.ec && ec && body.contentKey !== undefined)
+      this.ec.keep(req.requestId, ec, body.contentKey, req.media.rowsOf(body.item)!);
     this.refreshAvailable(req);
   }
 

@@ -102,6 +102,11 @@ export class ThinkerMedia {
     return null;
   }
 
+  /** An item's rows once they arrived (null before, or when it was dropped). */
+  rowsOf(item: number): Float32Array | null {
+    return this.rows[item] ?? null;
+  }
+
   /** Cuts a waiting item out of the prompt; returns the new prompt length. */
   drop(item: number, reason: string): number {
     if (this.state[item] !== 'waiting') return this.prompt.length;

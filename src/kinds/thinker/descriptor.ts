@@ -48,7 +48,14 @@ export const thinker: StageKindDescriptor = {
   ...runnerStage({
     load: async (spec, graph) =>
       (await import('../../../stages/runners.ts')).createThinkerRunner(spec, graph.modelsDir),
-    core: async (ctx, runner: ThinkerRunner) => new (await import('./ThinkerCore.ts')).ThinkerCore(ctx, runner),
+    core: async (ctx, runner: ThinkerRunner) => {
+      const { ThinkerCore } = await import('./ThinkerCore.ts');
+      const { ThinkerEc } = await import('./ThinkerEc.ts');
+      const ec = ctx.ecStore
+        ? await ThinkerEc.open(ctx.ecStore, `${ctx.spec.stageId}-${process.pid}`, ctx.post, ctx.log)
+        : null;
+      return new ThinkerCore(ctx, runner, ec);
+    },
     facts: factsOf,
   }),
 };

@@ -1,0 +1,230 @@
+/**
+ * The encoder-output store end to end: real stage processes (an image encoder, two Thinker replicas), real models,
+ * a real redis-server. The same image in requests routed to different Thinker instances is encoded once: the later
+ * requests' bytes never reach the encoder (its input counters, the media-bytes metric's events), their rows come
+ * from Redis or the instance's own copy, and the answers are identical. An entry evicted under the byte budget is
+ * encoded again, transparently (same answer). Shutdown leaves no key of the store's prefix in Redis.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import type { GenerateRequest } from '../../src/common/engine.ts';
+import { imageEmbeddingCount } from '../../src/media/imagePatches.ts';
+import { bytesKeyOf } from '../../src/kinds/encoder/encoderInputs.ts';
+import type { EncoderStats, ThinkerEcStats } from '../../src/worker/messages.ts';
+import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
+import { pngBytes } from '../helpers/media.ts';
+import { RedisServer } from '../helpers/redisServer.ts';
+
+const HIDDEN = 256; // the tiny Thinker's hidden size: one row of an image is 256 float32
+const rowsBytes = (w: number, h: number) => imageEmbeddingCount(w, h) * HIDDEN * 4;
+const W = 224;
+const H = 160;
+const KEY_PREFIX = `ectest${process.pid}`;
+
+const yaml = (redisUrl: string | null, budgetBytes: number, thinkers = 2) => `
+ec_store:
+  url: ${redisUrl === null ? 'null' : `"${redisUrl}"`}
+  ${redisUrl === null ? '' : `key_prefix: ${KEY_PREFIX}`}
+  budget_bytes: ${budgetBytes}
+  ttl_seconds: 600
+stages:
+  - stage_id: image-encoder
+    kind: encoder
+    engine: {threads: 1}
+    # No cache of its own worth the name: every item that reaches it is a real encoder run.
+    encoder: {modality: image, cache_bytes: 1}
+  - stage_id: thinker
+    kind: thinker
+    engine: {threads: 1}
+    inputs: [{from: image-encoder}]
+    final_output: true
+    final_output_type: text
+    replicas: ${thinkers}
+`;
+
+const ask = (image: Uint8Array, maxTokens = 12): GenerateRequest => ({
+  messages: [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is in this picture?' },
+        { type: 'image', data: image },
+      ],
+    },
+  ],
+  modalities: ['text'],
+  sampling: { maxTokens, ignoreEos: true, seed: 3 },
+});
+
+const bytesKeyOfImage = (data: Uint8Array) =>
+  bytesKeyOf({ kind: 'media', item: 0, format: 'image', what: 'image', bytes: data });
+
+/** Latest stats per instance (chorus:stage:stats), and every EC lookup and media send main made. */
+const encoderStats = new Map<string, EncoderStats>();
+const thinkerEc = new Map<string, ThinkerEcStats>();
+const lookups: string[] = [];
+const mediaSent: { stage: string; bytes: number }[] = [];
+const onStats = (m: unknown) => {
+  const s = m as { instance: string; encoder?: EncoderStats; ec?: ThinkerEcStats };
+  if (s.encoder) encoderStats.set(s.instance, s.encoder);
+  if (s.ec) thinkerEc.set(s.instance, s.ec);
+};
+const onLookup = (m: unknown) => lookups.push((m as { where: string }).where);
+const onMedia = (m: unknown) => mediaSent.push(m as { stage: string; bytes: number });
+
+/** Starts (with fresh records) or stops recording the engine's events. */
+function watch(on: boolean): void {
+  const channels = { 'chorus:stage:stats': onStats, 'chorus:ec:lookup': onLookup, 'chorus:encoder:media': onMedia };
+  for (const [name, fn] of Object.entries(channels)) (on ? subscribe : unsubscribe)(name, fn);
+  if (!on) return;
+  lookups.length = 0;
+  mediaSent.length = 0;
+  encoderStats.clear();
+  thinkerEc.clear();
+}
+
+/** Waits for an asynchronous condition (a Redis query), checking it every 20 ms. */
+async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('EC store over Redis, two Thinker replicas', () => {
+  let redis: RedisServer;
+  let engine: Orchestrator | undefined;
+  const img1 = pngBytes(W, H, 11);
+  const img2 = pngBytes(W, H, 12);
+  // Room for one image's rows, not two: storing the second evicts the first (least recently used).
+  const budgetBytes = Math.floor(rowsBytes(W, H) * 1.5);
+  let first: string;
+
+  const ecKeys = async () => (await redis.keys()).filter((k) => k.startsWith(`${KEY_PREFIX}:ec:`));
+  const encoderRuns = () => encoderStats.get('image-encoder#0')?.runs ?? -1;
+  const received = () => encoderStats.get('image-encoder#0')?.mediaItemsReceived ?? -1;
+
+  beforeAll(async () => {
+    watch(true);
+    redis = await RedisServer.start();
+    engine = await Orchestrator.start(parseConfig(yaml(redis.url, budgetBytes), `${process.cwd()}/configs/ec.yaml`));
+  }, 240_000);
+
+  afterAll(async () => {
+    await engine?.close();
+    await redis?.stop();
+    watch(false);
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it('encodes an image once for requests on both Thinker instances; the second gets its rows from Redis', async () => {
+    const e = engine!;
+    const a = await collect(e.generate(ask(img1)));
+    expect(a.done.finishReason).toBe('length');
+    first = a.text;
+    await waitFor('the rows of image 1 in the store', () => e.ecStore!.stats.entries === 1);
+    expect(await ecKeys()).toHaveLength(1);
+    expect(lookups).toEqual(['miss']);
+    expect(mediaSent).toEqual([{ stage: 'image-encoder', bytes: img1.byteLength }]);
+
+    // A long text answer keeps thinker#0 (which served the first request) busy, so the next goes to thinker#1.
+    const busy = e.generate({
+      messages: [{ role: 'user', content: 'Tell me a long story.' }],
+      modalities: ['text'],
+      sampling: { maxTokens: 400, ignoreEos: true, seed: 1 },
+    });
+    const busyDone = collect(busy);
+    const b = await collect(e.generate(ask(img1)));
+    expect(b.text).toBe(first);
+    expect(lookups).toEqual(['miss', 'remote']);
+    expect(mediaSent).toHaveLength(1); // the second request's bytes went to no encoder
+    await waitFor('thinker#1 took rows from Redis', () => thinkerEc.get('thinker#1')?.remoteTakes === 1);
+    await busyDone;
+
+    // Both instances hold a copy now (thinker#1 kept what it took from Redis): wherever it goes, it is local.
+    await waitFor(
+      'thinker#1 holds a copy',
+      () => e.ecStore!.where(bytesKeyOfImage(img1), 'image-encoder')?.localTo.size === 2,
+    );
+    const c = await collect(e.generate(ask(img1)));
+    expect(c.text).toBe(first);
+    expect(lookups).toEqual(['miss', 'remote', 'local']);
+    const localTakes = () => [...thinkerEc.values()].reduce((n, s) => n + s.localTakes, 0);
+    await waitFor('a Thinker took its own copy', () => localTakes() === 1);
+    // The encoder saw the bytes once and ran once.
+    await waitFor('encoder stats', () => encoderRuns() === 1 && received() === 1);
+  });
+
+  it('an entry evicted under the byte budget is encoded again, with the same answer', async () => {
+    const e = engine!;
+    const other = await collect(e.generate(ask(img2)));
+    expect(other.done.finishReason).toBe('length');
+    // Image 2's rows took the room of image 1's (unpinned, least recently used): evicted, its Redis key deleted.
+    await waitFor('image 2 stored, image 1 evicted', () => e.ecStore!.stats.evictions === 1);
+    expect(e.ecStore!.stats).toMatchObject({ entries: 1, refused: 0 });
+    expect(e.ecStore!.stats.bytes).toBeLessThanOrEqual(budgetBytes);
+    await until('one key in Redis', async () => (await ecKeys()).length === 1);
+
+    const again = await collect(e.generate(ask(img1)));
+    expect(again.text).toBe(first);
+    expect(lookups.slice(-2)).toEqual(['miss', 'miss']);
+    expect(mediaSent.map((m) => m.bytes)).toEqual([img1.byteLength, img2.byteLength, img1.byteLength]);
+    await waitFor('image 1 encoded again', () => encoderRuns() === 3 && received() === 3);
+    expect(e.ecStore!.stats.bytes).toBeLessThanOrEqual(budgetBytes);
+  });
+
+  it('leaves no key of its prefix in Redis after shutdown', async () => {
+    expect((await ecKeys()).length).toBeGreaterThan(0);
+    await engine!.close();
+    engine = undefined;
+    expect(await ecKeys()).toEqual([]);
+  });
+});
+
+describe('EC store without Redis (in-process copies, indexed by main)', () => {
+  let engine: Orchestrator | undefined;
+  const img = pngBytes(W, H, 21);
+
+  beforeAll(async () => {
+    watch(true);
+    engine = await Orchestrator.start(parseConfig(yaml(null, 1 << 20, 1), `${process.cwd()}/configs/ec.yaml`));
+  }, 240_000);
+
+  afterAll(async () => {
+    await engine?.close();
+    watch(false);
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it("serves a repeat from the Thinker's own copy; a restarted Thinker lost it, so it is encoded again", async () => {
+    const e = engine!;
+    const a = await collect(e.generate(ask(img)));
+    await waitFor('the copy indexed', () => e.ecStore!.stats.entries === 1);
+    const b = await collect(e.generate(ask(img)));
+    expect(b.text).toBe(a.text);
+    expect(lookups).toEqual(['miss', 'local']);
+    expect(mediaSent).toHaveLength(1);
+    await waitFor('encoder stats', () => encoderStats.get('image-encoder#0')?.mediaItemsReceived === 1);
+
+    // The Thinker process dies: its copies die with it, and main forgets them (no Redis to fall back on).
+    const old = e.workerOf('thinker#0')!;
+    process.kill(old.pid!, 'SIGKILL');
+    await waitFor('main forgot the copy', () => e.ecStore!.stats.entries === 0);
+    await waitFor(
+      'thinker#0 restarted',
+      () => e.workerOf('thinker#0') !== null && e.workerOf('thinker#0') !== old,
+      60_000,
+    );
+    await waitFor('thinker#0 ready', () => e.health().every((h) => h.status === 'ready'), 60_000);
+    const c = await collect(e.generate(ask(img)));
+    expect(c.text).toBe(a.text);
+    expect(lookups).toEqual(['miss', 'local', 'miss']);
+    await waitFor(
+      'the bytes reached the encoder again',
+      () => encoderStats.get('image-encoder#0')?.mediaItemsReceived === 2,
+    );
+  });
+});
