@@ -23,7 +23,8 @@ const W = 224;
 const H = 160;
 const KEY_PREFIX = `ectest${process.pid}`;
 
-const yaml = (redisUrl: string | null, budgetBytes: number, thinkers = 2) => `
+const yaml = (redisUrl: string | null, budgetBytes: number, thinkers = 2, routing = 'least_loaded') => `
+routing: ${routing}
 ec_store:
   url: ${redisUrl === null ? 'null' : `"${redisUrl}"`}
   ${redisUrl === null ? '' : `key_prefix: ${KEY_PREFIX}`}
@@ -226,5 +227,39 @@ describe('EC store without Redis (in-process copies, indexed by main)', () => {
       'the bytes reached the encoder again',
       () => encoderStats.get('image-encoder#0')?.mediaItemsReceived === 2,
     );
+  });
+});
+
+describe('TTFT routing with the store (in-process copies, two Thinker replicas)', () => {
+  let engine: Orchestrator | undefined;
+  const img = pngBytes(W, H, 31);
+  const reasons: string[] = [];
+  const onDecision = (m: unknown) => reasons.push((m as { reason: string }).reason);
+
+  beforeAll(async () => {
+    watch(true);
+    subscribe('chorus:route:decision', onDecision);
+    engine = await Orchestrator.start(parseConfig(yaml(null, 1 << 20, 2, 'ttft'), `${process.cwd()}/configs/ec.yaml`));
+  }, 240_000);
+
+  afterAll(async () => {
+    await engine?.close();
+    unsubscribe('chorus:route:decision', onDecision);
+    watch(false);
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it('sends a repeat to the Thinker instance holding its rows (an ec_local decision), which reaches no encoder', async () => {
+    const e = engine!;
+    const a = await collect(e.generate(ask(img)));
+    await waitFor('the copy indexed', () => e.ecStore!.stats.entries === 1);
+    const holders = e.ecStore!.where(bytesKeyOfImage(img), 'image-encoder')!.localTo;
+    expect(holders.size).toBe(1);
+    const b = await collect(e.generate(ask(img)));
+    expect(b.text).toBe(a.text);
+    // Without Redis only the holder can hit: a local lookup means the router chose it, and said why.
+    expect(lookups).toEqual(['miss', 'local']);
+    expect(reasons.at(-1)).toBe('ec_local');
+    expect(mediaSent).toHaveLength(1);
   });
 });
