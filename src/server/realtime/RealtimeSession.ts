@@ -4,7 +4,7 @@
  * event_id; a bad frame never closes the session.
  */
 import type { RawData, WebSocket } from 'ws';
-import type { ChatMessage, Engine, Modality, RequestHandle } from '../../common/engine.ts';
+import type { Engine, GenerateRequest, Modality, RequestHandle } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
@@ -16,7 +16,14 @@ import type { MediaChecker } from '../media/MediaChecker.ts';
 import type { MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
-import { eventIdOf, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
+import {
+  eventIdOf,
+  parseClientEvent,
+  type ClientEventOf,
+  type ClientEvent,
+  type ResponseFields,
+} from './clientEvents.ts';
+import { HeldAnswer } from './HeldAnswer.ts';
 import {
   Conversation,
   INPUT_AUDIO_RATE_HZ,
@@ -73,6 +80,8 @@ export class RealtimeSession {
   readonly #voice: VoiceTurns;
   /** With server_vad: the turn being spoken is prefilled as it arrives (null: manual turns cost nothing). */
   #prefill: VoicePrefill | null = null;
+  /** With server_vad: the answer started at the first silence of the turn, held until speech_stopped (HeldAnswer). */
+  #held: HeldAnswer | null = null;
   /** Input audio appended in this session, ms (the VAD's timeline), and where the buffer now starts on it. */
   #audioMs = 0;
   #bufferStartMs = 0;
@@ -107,8 +116,10 @@ export class RealtimeSession {
       audioMs: () => this.#audioMs,
       bufferStartMs: () => this.#bufferStartMs,
       hasInputAudio: () => this.#inputAudioBytes > 0,
-      commit: (itemId) => this.#onAudioCommit(itemId),
+      commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
       respond: (turnEndedAtMs) => this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs),
+      speculate: (clipEndMs) => this.#speculate(clipEndMs),
+      dropSpeculation: () => this.#dropHeld(),
       fail: (err) => this.#sendError(err, null),
       disabled: (err) => {
         this.#state.turnDetection = null;
@@ -156,6 +167,9 @@ export class RealtimeSession {
     let event: ClientEvent | null = null;
     try {
       event = parseClientEvent(text);
+      // A held answer was started from the session as it was: anything but more audio may change what the turn's
+      // answer would be (HeldAnswer also compares the requests, so this is about not wasting work, not correctness).
+      if (event.type !== 'input_audio_buffer.append') this.#dropHeld();
       this.#dispatch(event);
     } catch (err) {
       this.#sendError(err, event?.event_id ?? eventIdFromText(text));
@@ -256,24 +270,62 @@ export class RealtimeSession {
     this.#inputAudioBytes += audio.length;
     this.#audioMs += audio.length / BYTES_PER_MS;
     this.#voice.push(audio);
-    if (this.#prefill && this.#voice.inTurn && !this.#active)
+    if (this.#prefill && this.#voice.inTurn && !this.#active && !this.#held)
       this.#prefill.onAudio(this.#inputAudioBytes / BYTES_PER_MS, () => this.#turnSoFar());
   }
 
   /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
-  #turnSoFar(): ChatMessage[] | null {
-    if (this.#inputAudioBytes % 2 !== 0) return null;
+  #turnSoFar(): GenerateRequest['messages'] | null {
+    const pending = this.#pendingTurn(this.#inputAudioBytes);
+    return pending && toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
+  }
+
+  /** The input buffer's first `bytes` as the user item a commit would make (null: not whole samples). */
+  #pendingTurn(bytes: number): StoredItem | null {
+    if (bytes % 2 !== 0 || bytes === 0) return null;
     const media: MediaPart = {
       type: 'audio',
-      data: Buffer.concat(this.#inputAudio),
+      data: Buffer.concat(this.#inputAudio).subarray(0, bytes),
       format: 'pcm16',
       sampleRateHz: INPUT_AUDIO_RATE_HZ,
     };
-    const pending: StoredItem = { id: 'pending', role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
-    return toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
+    return { id: 'pending', role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
   }
 
-  #onAudioCommit(itemId = newId('item')): void {
+  /** Bytes of the input buffer up to `clipEndMs` on the VAD's timeline (whole samples, at most the buffer). */
+  #bytesUntil(clipEndMs: number): number {
+    const samples = Math.round(((clipEndMs - this.#bufferStartMs) * INPUT_AUDIO_RATE_HZ) / 1000);
+    return Math.max(0, Math.min(this.#inputAudioBytes - (this.#inputAudioBytes % 2), 2 * samples));
+  }
+
+  /**
+   * The VAD heard the silence that may end the turn: the answer a speech_stopped now would get starts, held
+   * (HeldAnswer), from the audio up to `clipEndMs` (what the commit will keep). One at a time; never with a response
+   * running, without a free admission slot, or when the server turns it off.
+   */
+  #speculate(clipEndMs: number): void {
+    if (!this.#ctx.options.speculativeVoiceAnswers || this.#held || this.#active || this.#closed) return;
+    const pending = this.#pendingTurn(this.#bytesUntil(clipEndMs));
+    if (!pending) return;
+    const releaseSlot = this.#ctx.queue.tryAcquire();
+    if (!releaseSlot) return;
+    try {
+      const plan = this.#planResponse({}, pending);
+      this.#held = HeldAnswer.start((req) => this.#ctx.engine.generate(req), plan.request(newId('resp')), releaseSlot);
+    } catch (err) {
+      // The answer at speech_stopped will meet the same problem and report it; a held answer only saves time.
+      releaseSlot();
+      this.#ctx.log.debug({ err, sessionId: this.id }, 'speculative voice answer not started');
+    }
+  }
+
+  #dropHeld(): void {
+    this.#held?.discard();
+    this.#held = null;
+  }
+
+  /** `clipEndMs` (server_vad): the item keeps the buffer up to there on the VAD's timeline; the rest is dropped. */
+  #onAudioCommit(itemId = newId('item'), clipEndMs?: number): void {
     if (this.#inputAudioBytes === 0)
       throw new ClientInputError('the input audio buffer is empty: append audio before committing');
     if (this.#inputAudioBytes % 2 !== 0) {
@@ -283,9 +335,10 @@ export class RealtimeSession {
         ErrorCodes.MEDIA_INVALID,
       );
     }
+    const bytes = clipEndMs === undefined ? this.#inputAudioBytes : this.#bytesUntil(clipEndMs);
     const media: MediaPart = {
       type: 'audio',
-      data: Buffer.concat(this.#inputAudio),
+      data: Buffer.concat(this.#inputAudio).subarray(0, bytes),
       format: 'pcm16',
       sampleRateHz: INPUT_AUDIO_RATE_HZ,
     };
@@ -313,6 +366,37 @@ export class RealtimeSession {
     this.#bufferStartMs = this.#audioMs;
   }
 
+  /**
+   * What response.create's fields ask the engine for, over the conversation now (and `pending`, the turn about to be
+   * committed, for a held answer). `request(id)` is the engine request.
+   */
+  #planResponse(r: ResponseFields, pending?: StoredItem) {
+    const state = this.#state;
+    const outputModalities = r.output_modalities ? normalizeModalities(r.output_modalities) : state.outputModalities;
+    const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
+    const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.tokenLimits, 'response.max_output_tokens');
+    const inConversation = r.conversation !== 'none';
+    const items = r.input
+      ? r.input.map((it, i) => Conversation.toStored(it, this.#ctx.media, `response.input[${i}]`))
+      : pending
+        ? [...this.#conversation.items(), pending]
+        : this.#conversation.items();
+    const rendered = toChatMessages(r.instructions ?? state.instructions, items);
+    const audio = outputModalities.includes('audio');
+    const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
+    const generation = mergeGeneration(state.generation, r);
+    const prefixKey = this.#prefill?.key;
+    const request = (requestId: string): GenerateRequest => ({
+      requestId,
+      messages: rendered.messages,
+      modalities,
+      ...toEngineParams(generation, maxTokens),
+      // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
+      ...(prefixKey ? { prefix: { key: prefixKey } } : {}),
+    });
+    return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request };
+  }
+
   #onResponseCreate(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
     const startedAtMs = performance.now();
     if (this.#active) {
@@ -324,28 +408,23 @@ export class RealtimeSession {
     }
     const r = event.response ?? {};
     const state = this.#state;
-    const outputModalities = r.output_modalities ? normalizeModalities(r.output_modalities) : state.outputModalities;
-    const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
-    const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.tokenLimits, 'response.max_output_tokens');
-    const inConversation = r.conversation !== 'none';
-    const items = r.input
-      ? r.input.map((it, i) => Conversation.toStored(it, this.#ctx.media, `response.input[${i}]`))
-      : this.#conversation.items();
-    const rendered = toChatMessages(r.instructions ?? state.instructions, items);
-    const messages = rendered.messages;
-    if (!messages.some((m) => m.role !== 'system')) {
+    const plan = this.#planResponse(r);
+    const { outputModalities, maxOutputTokens, inConversation, rendered, audio } = plan;
+    if (!rendered.messages.some((m) => m.role !== 'system')) {
       throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
     }
-    const audio = outputModalities.includes('audio');
-    const responseId = newId('resp');
-    const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
-    const generation = mergeGeneration(state.generation, r);
     // The reply's item is placed first: if the conversation is full this throws before any work starts.
     const itemId = newId('item');
     const previousItemId = inConversation ? this.#conversation.lastItemId : null;
     if (inConversation) this.#conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    // The answer held since the turn's first silence, if it is this very request (else it goes, unheard).
+    const held = this.#held;
+    this.#held = null;
+    const adopt = held?.matches(plan.request(held.requestId)) ? held : null;
+    if (!adopt) held?.discard();
     // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
-    const releaseSlot = this.#ctx.queue.tryAcquire();
+    // A held answer brings the slot it took.
+    const releaseSlot = adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
     if (!releaseSlot) {
       if (inConversation) this.#conversation.remove(itemId);
       throw new ChorusError(
@@ -354,16 +433,10 @@ export class RealtimeSession {
           `${this.#ctx.queue.retryAfterSeconds} s`,
       );
     }
+    const responseId = adopt ? adopt.requestId : newId('resp');
     let handle: RequestHandle;
     try {
-      handle = this.#ctx.engine.generate({
-        requestId: responseId,
-        messages,
-        modalities,
-        ...toEngineParams(generation, maxTokens),
-        // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
-        ...(this.#prefill ? { prefix: { key: this.#prefill.key } } : {}),
-      });
+      handle = adopt ? adopt.adopt() : this.#ctx.engine.generate(plan.request(responseId));
     } catch (err) {
       releaseSlot();
       if (inConversation) this.#conversation.remove(itemId);
@@ -401,7 +474,7 @@ export class RealtimeSession {
       },
     });
     this.#active = stream;
-    this.#ctx.log.debug({ responseId, modalities }, 'response started');
+    this.#ctx.log.debug({ responseId, outputModalities, held: adopt !== null }, 'response started');
     stream.start();
   }
 
@@ -474,6 +547,7 @@ export class RealtimeSession {
     this.#closed = true;
     this.#active?.cancel();
     this.#active = null;
+    this.#dropHeld();
     this.#voice.close();
     this.#prefill?.close();
     this.#writer.discardQueued();

@@ -6,6 +6,19 @@
  * with p < threshold - 0.15 (at least 0.01) opens a silence run, a window with p >= threshold cancels it, and a
  * window in between leaves it as it is. The turn ends when a silence run has lasted silenceDurationMs.
  *
+ * Where the silence run starts (what the silence is counted from) is where the speech ended, not where the
+ * detector became sure of it: the hysteresis only CONFIRMS a fall, so the run is dated back to the first window of
+ * the descent below the threshold, and further back by the model's known lag (`speechEndLagMs`: Silero rates the
+ * first window after the last phoneme as speech, 0.93-0.98 on 12 of the 16 bench sentences, because its 64-sample
+ * context and recurrent state still carry the phoneme). It never reaches back before the speech began. Without
+ * this, every turn ended 64-96 ms of audio late (measured: `vad_end_lag_ms` 80 ms p50 in bench/README.md).
+ *
+ * Tentative events (not sent to clients): silence_started when a silence run opens, silence_cancelled when speech
+ * resumes before it lasted silenceDurationMs. A session may start its answer at silence_started and hold it until
+ * speech_stopped confirms the turn (VoiceTurns' speculative answer). Both carry clipEndMs: the audio the turn's
+ * item keeps, which ends COMMIT_TAIL_MS after audioEndMs (and is always analysed by silence_started, so a held
+ * answer and the committed item hear the same audio).
+ *
  * Times are ms on the caller's audio timeline. Window k after the last reset covers
  * [originMs + k*windowMs, originMs + (k+1)*windowMs), and events are reported in whole ms:
  * - speech_started.audioStartMs: start of the first speech window minus prefixPaddingMs, clamped at originMs
@@ -31,8 +44,13 @@ export interface TurnParams {
 
 export type TurnEvent =
   | { type: 'speech_started'; audioStartMs: number }
-  | { type: 'speech_stopped'; audioEndMs: number }
-  | { type: 'idle_timeout'; audioStartMs: number; audioEndMs: number };
+  | { type: 'speech_stopped'; audioEndMs: number; clipEndMs: number }
+  | { type: 'idle_timeout'; audioStartMs: number; audioEndMs: number }
+  | { type: 'silence_started'; audioEndMs: number; clipEndMs: number }
+  | { type: 'silence_cancelled' };
+
+/** The audio a turn's item keeps past where the speech ended (two 32 ms windows: the decay of the last phoneme). */
+export const COMMIT_TAIL_MS = 64;
 
 /** OpenAI's server_vad defaults. */
 export const DEFAULT_TURN_PARAMS: TurnParams = Object.freeze({
@@ -66,16 +84,24 @@ export class TurnDetector {
   #originMs = 0;
   #windows = 0; // windows since the last reset
   #speaking = false;
-  /** Start of the current silence run while speaking, or null. */
+  /** Start of the first speech window of the turn (the silence run never reaches back before it). */
+  #speechFromMs = 0;
+  /** Start of the first window of the current descent below the threshold while speaking, or null. */
+  #fallFromMs: number | null = null;
+  /** Start of the current silence run while speaking, or null; and the clip end it fixed. */
   #silenceFromMs: number | null = null;
+  #clipEndMs = 0;
+  readonly #speechEndLagMs: number;
   /** Where idle time is counted from, or null when idle_timeout is not armed. */
   #idleFromMs: number | null = null;
 
-  constructor(params: TurnParams, windowMs: number, originMs = 0) {
+  /** speechEndLagMs: how late the model's probability falls after the speech ends (Silero: one window). */
+  constructor(params: TurnParams, windowMs: number, originMs = 0, speechEndLagMs = 0) {
     checkTurnParams(params);
     this.#params = params;
     this.windowMs = windowMs;
     this.#originMs = originMs;
+    this.#speechEndLagMs = speechEndLagMs;
   }
 
   get params(): TurnParams {
@@ -102,6 +128,7 @@ export class TurnDetector {
     this.#originMs = originMs;
     this.#windows = 0;
     this.#speaking = false;
+    this.#fallFromMs = null;
     this.#silenceFromMs = null;
     this.#idleFromMs = null;
   }
@@ -125,6 +152,8 @@ export class TurnDetector {
     if (!this.#speaking) {
       if (probability >= threshold) {
         this.#speaking = true;
+        this.#speechFromMs = startMs;
+        this.#fallFromMs = null;
         this.#silenceFromMs = null;
         this.#idleFromMs = null;
         const audioStartMs = Math.max(this.#originMs, startMs - prefixPaddingMs);
@@ -139,22 +168,43 @@ export class TurnDetector {
     }
 
     // Speaking.
-    if (probability >= threshold) this.#silenceFromMs = null;
-    else if (probability < Math.max(threshold - HYSTERESIS, 0.01) && this.#silenceFromMs === null)
-      this.#silenceFromMs = startMs;
-    if (this.#silenceFromMs === null || endMs - this.#silenceFromMs < silenceDurationMs) return [];
+    if (probability >= threshold) {
+      this.#fallFromMs = null;
+      if (this.#silenceFromMs === null) return [];
+      this.#silenceFromMs = null;
+      return [{ type: 'silence_cancelled' }];
+    }
+    this.#fallFromMs ??= startMs;
+    const events: TurnEvent[] = [];
+    if (probability < Math.max(threshold - HYSTERESIS, 0.01) && this.#silenceFromMs === null) {
+      const from = Math.max(this.#speechFromMs, this.#fallFromMs - this.#speechEndLagMs);
+      this.#silenceFromMs = from;
+      this.#clipEndMs = Math.min(endMs, from + COMMIT_TAIL_MS);
+      events.push({ type: 'silence_started', audioEndMs: from, clipEndMs: this.#clipEndMs });
+    }
+    if (this.#silenceFromMs === null || endMs - this.#silenceFromMs < silenceDurationMs) return events;
     const audioEndMs = this.#silenceFromMs;
     this.#speaking = false;
+    this.#fallFromMs = null;
     this.#silenceFromMs = null;
     this.#idleFromMs = endMs;
-    return [{ type: 'speech_stopped', audioEndMs: Math.round(audioEndMs) }];
+    events.push({ type: 'speech_stopped', audioEndMs: Math.round(audioEndMs), clipEndMs: this.#clipEndMs });
+    return events;
   }
 }
 
-/** Runs a fresh detector over a whole sequence of window probabilities (tests, offline use). */
-export function detectTurns(probabilities: Iterable<number>, params: TurnParams, windowMs: number): TurnEvent[] {
-  const detector = new TurnDetector(params, windowMs);
+/**
+ * Runs a fresh detector over a whole sequence of window probabilities (tests, offline use); the tentative events
+ * (silence_started / silence_cancelled) only with `tentative`.
+ */
+export function detectTurns(
+  probabilities: Iterable<number>,
+  params: TurnParams,
+  windowMs: number,
+  opts: { speechEndLagMs?: number; tentative?: boolean } = {},
+): TurnEvent[] {
+  const detector = new TurnDetector(params, windowMs, 0, opts.speechEndLagMs ?? 0);
   const events: TurnEvent[] = [];
   for (const p of probabilities) events.push(...detector.push(p));
-  return events;
+  return opts.tentative ? events : events.filter((e) => e.type !== 'silence_started' && e.type !== 'silence_cancelled');
 }

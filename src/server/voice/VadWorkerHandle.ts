@@ -3,8 +3,9 @@
  * and hands back what it reports. Light bookkeeping only; the model never runs on this thread.
  *
  * Ops are coalesced: everything sent during one event-loop turn goes out as one message at the turn's check
- * phase (setImmediate), so 64 sessions whose audio frames arrive together cost one postMessage, not 64, and
- * reach the model as one batch.
+ * phase (setImmediate), so sessions whose audio frames arrive together cost one postMessage and reach the model as
+ * one batch. Audio that completes no 32 ms window is not sent on its own: it waits for the append that completes
+ * one (nothing could run on it before), which is sent at once: no timer stands between a window and its model run.
  */
 import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
@@ -17,13 +18,6 @@ import type { FromVadWorker, StreamOp, ToVadWorker, VadWorkerData, WindowResults
  *   ops message that completed the windows leaving this thread to their probabilities arriving back.
  * - died: {worker, error} when a worker exits after READY without being asked to (it is replaced).
  */
-/**
- * Ops wait this long to be sent together: sessions append every 20-40 ms each, out of step with one another, so a
- * per-turn flush would post once per append; 10 ms (a third of a 32 ms VAD window) cuts the posts and the model
- * runs roughly tenfold at 16 sessions for at most 10 ms more latency.
- */
-const FLUSH_MS = 10;
-
 export const vadDiagnostics = {
   windows: channel('chorus:vad:windows'),
   died: channel('chorus:vad:died'),
@@ -108,12 +102,13 @@ export class VadWorkerHandle {
     this.#enqueue({ op: 'open', streamId, epoch });
   }
 
-  audio(streamId: number, pcm16: Int16Array): void {
+  /** `completesWindow`: the worker can run a window once it has this audio (else it waits for more). */
+  audio(streamId: number, pcm16: Int16Array, completesWindow = true): void {
     if (pcm16.length === 0 || !this.#accepting()) return;
     this.#ops.push({ op: 'audio', streamId, offset: this.#pcmLength, length: pcm16.length });
     this.#chunks.push(pcm16.slice()); // the caller may reuse its buffer once push() returns
     this.#pcmLength += pcm16.length;
-    this.#scheduleFlush();
+    if (completesWindow) this.#scheduleFlush();
   }
 
   reset(streamId: number, epoch: number): void {
@@ -156,7 +151,7 @@ export class VadWorkerHandle {
   #scheduleFlush(): void {
     if (this.#flushScheduled || this.#state !== 'ready' || this.#ops.length === 0) return;
     this.#flushScheduled = true;
-    setTimeout(() => this.#flush(), FLUSH_MS);
+    setImmediate(() => this.#flush());
   }
 
   #flush(): void {
