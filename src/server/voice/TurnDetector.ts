@@ -49,6 +49,11 @@ export type TurnEvent =
   | { type: 'silence_started'; audioEndMs: number; clipEndMs: number }
   | { type: 'silence_cancelled' };
 
+/** silence_started / silence_cancelled: for the session's own use, never announced to a client. */
+export function isTentative(e: TurnEvent): boolean {
+  return e.type === 'silence_started' || e.type === 'silence_cancelled';
+}
+
 /** The audio a turn's item keeps past where the speech ended (two 32 ms windows: the decay of the last phoneme). */
 export const COMMIT_TAIL_MS = 64;
 
@@ -206,5 +211,5 @@ export function detectTurns(
   const detector = new TurnDetector(params, windowMs, 0, opts.speechEndLagMs ?? 0);
   const events: TurnEvent[] = [];
   for (const p of probabilities) events.push(...detector.push(p));
-  return opts.tentative ? events : events.filter((e) => e.type !== 'silence_started' && e.type !== 'silence_cancelled');
+  return opts.tentative ? events : events.filter((e) => !isTentative(e));
 }

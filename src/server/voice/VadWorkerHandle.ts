@@ -3,14 +3,21 @@
  * and hands back what it reports. Light bookkeeping only; the model never runs on this thread.
  *
  * Ops are coalesced: everything sent during one event-loop turn goes out as one message at the turn's check
- * phase (setImmediate), so sessions whose audio frames arrive together cost one postMessage and reach the model as
- * one batch. Audio that completes no 32 ms window is not sent on its own: it waits for the append that completes
+ * phase (setImmediate), or MIN_POST_INTERVAL_MS after the last message if that is later, so sessions whose audio
+ * frames arrive together cost one postMessage and reach the model as one batch. Audio that completes no 32 ms window is not sent on its own: it waits for the append that completes
  * one (nothing could run on it before), which is sent at once: no timer stands between a window and its model run.
  */
 import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
-import type { FromVadWorker, StreamOp, ToVadWorker, VadWorkerData, WindowResults } from './vadMessages.ts';
+import {
+  encodeOp,
+  type FromVadWorker,
+  type StreamOp,
+  type ToVadWorker,
+  type VadWorkerData,
+  type WindowResults,
+} from './vadMessages.ts';
 
 /**
  * VAD lifecycle events on diagnostics_channel (free without subscribers). Candidates for src/common/diagnostics.ts.
@@ -18,6 +25,13 @@ import type { FromVadWorker, StreamOp, ToVadWorker, VadWorkerData, WindowResults
  *   ops message that completed the windows leaving this thread to their probabilities arriving back.
  * - died: {worker, error} when a worker exits after READY without being asked to (it is replaced).
  */
+/**
+ * The least time between two ops messages to a worker. Posting costs this thread tens of microseconds each: 16
+ * sessions whose 32 ms windows complete out of step would post ~500 times a second; this caps it at 250 and delays
+ * a window by at most 4 ms (none for a session alone, whose windows are 32 ms apart).
+ */
+const MIN_POST_INTERVAL_MS = 4;
+
 export const vadDiagnostics = {
   windows: channel('chorus:vad:windows'),
   died: channel('chorus:vad:died'),
@@ -43,10 +57,12 @@ export class VadWorkerHandle {
   readonly #exited: Promise<void>;
   #state: State = 'starting';
   #error: Error | null = null;
-  #ops: StreamOp[] = [];
-  #chunks: Int16Array[] = [];
+  /** Ops not sent yet, encoded (vadMessages.ts), and the audio they name, staged in one growing buffer. */
+  #ops: number[] = [];
+  #pcm = new Int16Array(16 * 1024);
   #pcmLength = 0;
   #flushScheduled = false;
+  #lastPostAtMs = -Infinity;
   #seq = 0;
   readonly #sentAtMs = new Map<number, number>(); // seq -> performance.now() when posted
 
@@ -80,7 +96,7 @@ export class VadWorkerHandle {
       const was = this.#state;
       this.#state = 'exited';
       this.#ops = [];
-      this.#chunks = [];
+      this.#pcmLength = 0;
       if (was === 'starting' || was === 'failed') {
         this.#state = 'failed';
         settle.reject(
@@ -105,9 +121,15 @@ export class VadWorkerHandle {
   /** `completesWindow`: the worker can run a window once it has this audio (else it waits for more). */
   audio(streamId: number, pcm16: Int16Array, completesWindow = true): void {
     if (pcm16.length === 0 || !this.#accepting()) return;
-    this.#ops.push({ op: 'audio', streamId, offset: this.#pcmLength, length: pcm16.length });
-    this.#chunks.push(pcm16.slice()); // the caller may reuse its buffer once push() returns
-    this.#pcmLength += pcm16.length;
+    encodeOp(this.#ops, { op: 'audio', streamId, offset: this.#pcmLength, length: pcm16.length });
+    const needed = this.#pcmLength + pcm16.length;
+    if (needed > this.#pcm.length) {
+      const grown = new Int16Array(Math.max(needed, 2 * this.#pcm.length));
+      grown.set(this.#pcm.subarray(0, this.#pcmLength));
+      this.#pcm = grown;
+    }
+    this.#pcm.set(pcm16, this.#pcmLength); // a copy: the caller may reuse its buffer once push() returns
+    this.#pcmLength = needed;
     if (completesWindow) this.#scheduleFlush();
   }
 
@@ -144,32 +166,32 @@ export class VadWorkerHandle {
 
   #enqueue(op: StreamOp): void {
     if (!this.#accepting()) return;
-    this.#ops.push(op);
+    encodeOp(this.#ops, op);
     this.#scheduleFlush();
   }
 
   #scheduleFlush(): void {
     if (this.#flushScheduled || this.#state !== 'ready' || this.#ops.length === 0) return;
     this.#flushScheduled = true;
-    setImmediate(() => this.#flush());
+    // At most one message per MIN_POST_INTERVAL_MS: one session's windows (every 32 ms) go at once; many sessions'
+    // windows, which complete out of step, share a message instead of costing this thread a post each.
+    const waitMs = this.#lastPostAtMs + MIN_POST_INTERVAL_MS - performance.now();
+    if (waitMs <= 0) setImmediate(() => this.#flush());
+    else setTimeout(() => this.#flush(), waitMs);
   }
 
   #flush(): void {
     this.#flushScheduled = false;
     if (this.#state !== 'ready' || this.#ops.length === 0) return;
-    const pcm = new Int16Array(this.#pcmLength);
-    let at = 0;
-    for (const chunk of this.#chunks) {
-      pcm.set(chunk, at);
-      at += chunk.length;
-    }
+    const pcm = this.#pcm.slice(0, this.#pcmLength);
+    const ops = Int32Array.from(this.#ops);
     const seq = ++this.#seq;
-    const msg: ToVadWorker = { type: 'ops', seq, ops: this.#ops, pcm };
+    const msg: ToVadWorker = { type: 'ops', seq, ops, pcm };
     this.#ops = [];
-    this.#chunks = [];
     this.#pcmLength = 0;
+    this.#lastPostAtMs = performance.now();
     this.#sentAtMs.set(seq, performance.now());
-    this.#worker.postMessage(msg, [pcm.buffer]);
+    this.#worker.postMessage(msg, [pcm.buffer, ops.buffer]);
   }
 
   #post(msg: ToVadWorker): void {
