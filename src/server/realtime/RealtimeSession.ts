@@ -24,6 +24,7 @@ import {
   type ResponseFields,
 } from './clientEvents.ts';
 import { HeldAnswer } from './HeldAnswer.ts';
+import { InputAudio } from './InputAudio.ts';
 import {
   Conversation,
   INPUT_AUDIO_RATE_HZ,
@@ -73,8 +74,7 @@ export class RealtimeSession {
   readonly #state: SessionState;
   readonly #conversation: Conversation;
   readonly #conversationId = newId('conv');
-  #inputAudio: Buffer[] = [];
-  #inputAudioBytes = 0;
+  readonly #inputAudio = new InputAudio();
   #active: ResponseStream | null = null;
   #closed = false;
   readonly #voice: VoiceTurns;
@@ -115,7 +115,7 @@ export class RealtimeSession {
       active: () => this.#active,
       audioMs: () => this.#audioMs,
       bufferStartMs: () => this.#bufferStartMs,
-      hasInputAudio: () => this.#inputAudioBytes > 0,
+      hasInputAudio: () => this.#inputAudio.bytes > 0,
       commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
       respond: (turnEndedAtMs) => this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs),
       speculate: (clipEndMs) => this.#speculate(clipEndMs),
@@ -266,17 +266,16 @@ export class RealtimeSession {
       );
     }
     this.#conversation.reserveMedia(audio.length);
-    this.#inputAudio.push(audio);
-    this.#inputAudioBytes += audio.length;
+    this.#inputAudio.append(audio);
     this.#audioMs += audio.length / BYTES_PER_MS;
     this.#voice.push(audio);
     if (this.#prefill && this.#voice.inTurn && !this.#active && !this.#held)
-      this.#prefill.onAudio(this.#inputAudioBytes / BYTES_PER_MS, () => this.#turnSoFar());
+      this.#prefill.onAudio(this.#inputAudio.bytes / BYTES_PER_MS, () => this.#turnSoFar());
   }
 
   /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
   #turnSoFar(): GenerateRequest['messages'] | null {
-    const pending = this.#pendingTurn(this.#inputAudioBytes);
+    const pending = this.#pendingTurn(this.#inputAudio.bytes);
     return pending && toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
   }
 
@@ -285,7 +284,7 @@ export class RealtimeSession {
     if (bytes % 2 !== 0 || bytes === 0) return null;
     const media: MediaPart = {
       type: 'audio',
-      data: Buffer.concat(this.#inputAudio).subarray(0, bytes),
+      data: this.#inputAudio.view(bytes),
       format: 'pcm16',
       sampleRateHz: INPUT_AUDIO_RATE_HZ,
     };
@@ -295,7 +294,8 @@ export class RealtimeSession {
   /** Bytes of the input buffer up to `clipEndMs` on the VAD's timeline (whole samples, at most the buffer). */
   #bytesUntil(clipEndMs: number): number {
     const samples = Math.round(((clipEndMs - this.#bufferStartMs) * INPUT_AUDIO_RATE_HZ) / 1000);
-    return Math.max(0, Math.min(this.#inputAudioBytes - (this.#inputAudioBytes % 2), 2 * samples));
+    const whole = this.#inputAudio.bytes - (this.#inputAudio.bytes % 2);
+    return Math.max(0, Math.min(whole, 2 * samples));
   }
 
   /**
@@ -326,19 +326,19 @@ export class RealtimeSession {
 
   /** `clipEndMs` (server_vad): the item keeps the buffer up to there on the VAD's timeline; the rest is dropped. */
   #onAudioCommit(itemId = newId('item'), clipEndMs?: number): void {
-    if (this.#inputAudioBytes === 0)
+    if (this.#inputAudio.bytes === 0)
       throw new ClientInputError('the input audio buffer is empty: append audio before committing');
-    if (this.#inputAudioBytes % 2 !== 0) {
+    if (this.#inputAudio.bytes % 2 !== 0) {
       throw new ClientInputError(
         'the input audio buffer holds an odd number of bytes: pcm16 needs whole samples',
         null,
         ErrorCodes.MEDIA_INVALID,
       );
     }
-    const bytes = clipEndMs === undefined ? this.#inputAudioBytes : this.#bytesUntil(clipEndMs);
+    const bytes = clipEndMs === undefined ? this.#inputAudio.bytes : this.#bytesUntil(clipEndMs);
     const media: MediaPart = {
       type: 'audio',
-      data: Buffer.concat(this.#inputAudio).subarray(0, bytes),
+      data: this.#inputAudio.view(bytes),
       format: 'pcm16',
       sampleRateHz: INPUT_AUDIO_RATE_HZ,
     };
@@ -360,9 +360,8 @@ export class RealtimeSession {
   }
 
   #clearInputAudio(): void {
-    this.#conversation.releaseMedia(this.#inputAudioBytes);
-    this.#inputAudio = [];
-    this.#inputAudioBytes = 0;
+    this.#conversation.releaseMedia(this.#inputAudio.bytes);
+    this.#inputAudio.clear();
     this.#bufferStartMs = this.#audioMs;
   }
 

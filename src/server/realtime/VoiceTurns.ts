@@ -142,9 +142,15 @@ export class VoiceTurns {
   /** Appended input audio (pcm16 24 kHz, whole samples). */
   push(pcm16: Buffer): void {
     if (this.#params === null) return;
-    // A copy: the Buffer may sit at an odd offset in a pooled allocation (Int16Array needs 2-byte alignment).
-    const samples = new Int16Array(pcm16.byteLength >> 1);
-    new Uint8Array(samples.buffer).set(pcm16.subarray(0, samples.byteLength));
+    // A view when the Buffer is 2-byte aligned (the VAD copies what it keeps); a copy when it sits at an odd offset
+    // in a pooled allocation (Int16Array needs 2-byte alignment). Kept ones (#early) are always copies.
+    const n = pcm16.byteLength >> 1;
+    let samples: Int16Array;
+    if (this.#stream && pcm16.byteOffset % 2 === 0) samples = new Int16Array(pcm16.buffer, pcm16.byteOffset, n);
+    else {
+      samples = new Int16Array(n);
+      new Uint8Array(samples.buffer).set(pcm16.subarray(0, samples.byteLength));
+    }
     if (this.#stream) this.#stream.push(samples);
     else this.#early.push(samples);
   }
