@@ -4,8 +4,9 @@
  *
  * Ops are coalesced: everything sent during one event-loop turn goes out as one message at the turn's check
  * phase (setImmediate), or MIN_POST_INTERVAL_MS after the last message if that is later, so sessions whose audio
- * frames arrive together cost one postMessage and reach the model as one batch. Audio that completes no 32 ms window is not sent on its own: it waits for the append that completes
- * one (nothing could run on it before), which is sent at once: no timer stands between a window and its model run.
+ * frames arrive together cost one postMessage and reach the model as one batch. Audio that completes no 32 ms
+ * window is not sent on its own: it waits for the append that completes one (nothing could run on it before),
+ * which is sent at once (at most MIN_POST_INTERVAL_MS later): no fixed timer stands between a window and its run.
  */
 import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
