@@ -145,6 +145,29 @@ describe('TurnDetector', () => {
     ]);
   });
 
+  it('the audio clock ends the turn silence_duration_ms after the end of speech, the window in progress unrated', () => {
+    const p = params({ prefixPaddingMs: 0 });
+    const d = new TurnDetector(p, W);
+    const feed = (probs: number[]) => probs.flatMap((x) => d.push(x).filter((e) => e.type !== 'silence_started'));
+    expect(feed([...run(5, 1), ...run(15, 0.05)])).toEqual([{ type: 'speech_started', audioStartMs: 0 }]);
+    // Silence from 160 ms; rated up to 640 (480 ms of it). The clock at 659 is not there yet; at 660 it is.
+    expect(d.advance(659)).toEqual([]);
+    expect(d.advance(660)).toEqual([{ type: 'speech_stopped', audioEndMs: 160, clipEndMs: 192 }]);
+    expect(feed([0.05, 0.05])).toEqual([]); // the windows rated later change nothing
+
+    // The model a window or more behind the clock: its windows decide, as soon as they are in.
+    const late = new TurnDetector(p, W);
+    [...run(5, 1), ...run(14, 0.05)].forEach((x) => late.push(x)); // rated up to 608
+    expect(late.advance(670)).toEqual([]); // 62 ms unrated
+    expect(late.push(0.05).filter((e) => e.type === 'speech_stopped')).toEqual([
+      { type: 'speech_stopped', audioEndMs: 160, clipEndMs: 192 },
+    ]); // rated up to 640: within a window of the clock (670), which is past 660
+    // Speech in the rated windows cancels the run: the clock alone never ends a turn.
+    const resumed = new TurnDetector(p, W);
+    [...run(5, 1), ...run(14, 0.05), 1].forEach((x) => resumed.push(x));
+    expect(resumed.advance(660)).toEqual([]);
+  });
+
   it('rejects out-of-range params before changing anything', () => {
     expect(() => new TurnDetector(params({ threshold: 1.5 }), W)).toThrow(/threshold must be in 0..1/);
     const d = new TurnDetector(params(), W);

@@ -24,7 +24,8 @@
  * - speech_started.audioStartMs: start of the first speech window minus prefixPaddingMs, clamped at originMs
  *   (padding never reaches into audio from before a reset, which was committed or cleared).
  * - speech_stopped.audioEndMs: end of the last window before the silence run, i.e. where speech ended (OpenAI's
- *   audio_end_ms is the same point). The event itself fires silenceDurationMs of audio later.
+ *   audio_end_ms is the same point). The event itself fires silenceDurationMs of audio later, by the audio clock
+ *   (advance(): the window in progress need not be rated yet).
  * - idle_timeout: driven by AUDIO time, not wall time: it fires when idleTimeoutMs of audio has gone by with no
  *   speech since the last speech_stopped (or since the last idle_timeout: it re-arms, as OpenAI re-arms it after
  *   the response it triggers). A client that stops sending audio altogether gets no idle_timeout from here.
@@ -97,6 +98,8 @@ export class TurnDetector {
   #silenceFromMs: number | null = null;
   #clipEndMs = 0;
   readonly #speechEndLagMs: number;
+  /** Audio pushed so far (advance()), rated or not, on the caller's timeline. */
+  #audioClockMs = 0;
   /** Where idle time is counted from, or null when idle_timeout is not armed. */
   #idleFromMs: number | null = null;
 
@@ -106,6 +109,7 @@ export class TurnDetector {
     this.#params = params;
     this.windowMs = windowMs;
     this.#originMs = originMs;
+    this.#audioClockMs = originMs;
     this.#speechEndLagMs = speechEndLagMs;
   }
 
@@ -131,6 +135,7 @@ export class TurnDetector {
   /** Forgets the turn state; window 0 now starts at originMs. */
   reset(originMs: number): void {
     this.#originMs = originMs;
+    this.#audioClockMs = originMs;
     this.#windows = 0;
     this.#speaking = false;
     this.#fallFromMs = null;
@@ -187,14 +192,35 @@ export class TurnDetector {
       this.#clipEndMs = Math.min(endMs, from + COMMIT_TAIL_MS);
       events.push({ type: 'silence_started', audioEndMs: from, clipEndMs: this.#clipEndMs });
     }
-    if (this.#silenceFromMs === null || endMs - this.#silenceFromMs < silenceDurationMs) return events;
-    const audioEndMs = this.#silenceFromMs;
+    if (this.#silenceFromMs === null) return events;
+    if (endMs - this.#silenceFromMs >= silenceDurationMs) events.push(this.#stop(endMs));
+    else events.push(...this.advance(this.#audioClockMs)); // the clock may already be past the silence
+    return events;
+  }
+
+  /**
+   * The audio clock: `audioMs` of audio has been pushed (the model rates it a window later). A silence run ends the
+   * turn as soon as the clock is silenceDurationMs past its start, without waiting for the window in progress to be
+   * rated, provided every window before it was: the unrated rest is less than one window, and the model rates the
+   * first window of new speech low anyway (it lags a window, as at the end of speech). Saves the wait for that
+   * window's end and the VAD's round trip (~25 ms of every turn). If the model is further behind, its windows decide.
+   */
+  advance(audioMs: number): TurnEvent[] {
+    this.#audioClockMs = Math.max(this.#audioClockMs, audioMs);
+    const clock = this.#audioClockMs;
+    if (!this.#speaking || this.#silenceFromMs === null) return [];
+    if (clock - this.#silenceFromMs < this.#params.silenceDurationMs) return [];
+    if (clock - this.positionMs >= this.windowMs) return []; // windows not rated yet: they decide
+    return [this.#stop(clock)];
+  }
+
+  #stop(atMs: number): TurnEvent {
+    const audioEndMs = this.#silenceFromMs!;
     this.#speaking = false;
     this.#fallFromMs = null;
     this.#silenceFromMs = null;
-    this.#idleFromMs = endMs;
-    events.push({ type: 'speech_stopped', audioEndMs: Math.round(audioEndMs), clipEndMs: this.#clipEndMs });
-    return events;
+    this.#idleFromMs = atMs;
+    return { type: 'speech_stopped', audioEndMs: Math.round(audioEndMs), clipEndMs: this.#clipEndMs };
   }
 }
 

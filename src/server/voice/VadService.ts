@@ -129,6 +129,8 @@ class Stream implements VadStream {
     const completesWindow = complete > this.#windowsComplete;
     this.#windowsComplete = complete;
     this.handle.audio(this.id, pcm16, completesWindow);
+    // The audio clock may end a turn whose silence the model has already rated up to the window in progress.
+    this.#emit(this.detector.advance(this.positionMs), this.epoch);
   }
 
   #startOver(): void {
@@ -167,18 +169,22 @@ class Stream implements VadStream {
 
   deliver(probs: Float32Array): void {
     const epoch = this.epoch;
-    for (const p of probs) {
-      for (const event of this.detector.push(p)) {
-        // The listener closed or reset the stream while handling an earlier event: the rest is forgotten audio.
-        if (this.#closed || this.epoch !== epoch) return;
-        try {
-          this.#onEvent(event);
-        } catch (err) {
-          // One session's bug must not cost the other streams in this batch their events.
-          log.error({ err, streamId: this.id, event: event.type }, 'VAD event listener threw');
-        }
+    for (const p of probs) if (!this.#emit(this.detector.push(p), epoch)) return;
+  }
+
+  /** Hands events to the listener; false once the stream was closed or reset meanwhile (the rest is forgotten). */
+  #emit(events: readonly TurnEvent[], epoch: number): boolean {
+    for (const event of events) {
+      // The listener closed or reset the stream while handling an earlier event: the rest is forgotten audio.
+      if (this.#closed || this.epoch !== epoch) return false;
+      try {
+        this.#onEvent(event);
+      } catch (err) {
+        // One session's bug must not cost the other streams in this batch their events.
+        log.error({ err, streamId: this.id, event: event.type }, 'VAD event listener threw');
       }
     }
+    return !this.#closed && this.epoch === epoch;
   }
 }
 
