@@ -145,7 +145,7 @@ describe('TurnDetector', () => {
     ]);
   });
 
-  it('the audio clock ends the turn silence_duration_ms after the end of speech, the window in progress unrated', () => {
+  it('the audio clock ends the turn silence_duration_ms after the speech, the window in progress unrated', () => {
     const p = params({ prefixPaddingMs: 0 });
     const d = new TurnDetector(p, W);
     const feed = (probs: number[]) => probs.flatMap((x) => d.push(x).filter((e) => e.type !== 'silence_started'));
