@@ -162,6 +162,13 @@ describe('TurnDetector', () => {
     expect(late.push(0.05).filter((e) => e.type === 'speech_stopped')).toEqual([
       { type: 'speech_stopped', audioEndMs: 160, clipEndMs: 192 },
     ]); // rated up to 640: within a window of the clock (670), which is past 660
+    // At most one window unrated: rated up to 640, the clock at 672 (the window 640-672 complete but not rated).
+    const whole = new TurnDetector(p, W);
+    [...run(5, 1), ...run(15, 0.05)].forEach((x) => whole.push(x));
+    expect(whole.advance(672).map((e) => e.type)).toEqual(['speech_stopped']);
+    const behind = new TurnDetector(p, W);
+    [...run(5, 1), ...run(15, 0.05)].forEach((x) => behind.push(x));
+    expect(behind.advance(673)).toEqual([]);
     // Speech in the rated windows cancels the run: the clock alone never ends a turn.
     const resumed = new TurnDetector(p, W);
     [...run(5, 1), ...run(14, 0.05), 1].forEach((x) => resumed.push(x));

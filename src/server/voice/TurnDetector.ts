@@ -201,7 +201,7 @@ export class TurnDetector {
   /**
    * The audio clock: `audioMs` of audio has been pushed (the model rates it a window later). A silence run ends the
    * turn as soon as the clock is silenceDurationMs past its start, without waiting for the window in progress to be
-   * rated, provided every window before it was: the unrated rest is less than one window, and the model rates the
+   * rated, provided every window before it was: the unrated rest is at most one window, and the model rates the
    * first window of new speech low anyway (it lags a window, as at the end of speech). Saves the wait for that
    * window's end and the VAD's round trip (~25 ms of every turn). If the model is further behind, its windows decide.
    */
@@ -210,7 +210,7 @@ export class TurnDetector {
     const clock = this.#audioClockMs;
     if (!this.#speaking || this.#silenceFromMs === null) return [];
     if (clock - this.#silenceFromMs < this.#params.silenceDurationMs) return [];
-    if (clock - this.positionMs >= this.windowMs) return []; // windows not rated yet: they decide
+    if (clock - this.positionMs > this.windowMs) return []; // more than the window in progress unrated: they decide
     return [this.#stop(clock)];
   }
 
