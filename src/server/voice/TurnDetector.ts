@@ -9,7 +9,7 @@
  * Where the silence run starts (what the silence is counted from) is where the speech ended, not where the
  * detector became sure of it: the hysteresis only CONFIRMS a fall, so the run is dated back to the first window of
  * the descent below the threshold, and further back by the model's known lag (`speechEndLagMs`: Silero rates the
- * first window after the last phoneme as speech, 0.93-0.98 on 12 of the 16 bench sentences, because its 64-sample
+ * first window after the last phoneme as speech, 0.87-0.98 on 12 of the 16 bench sentences, because its 64-sample
  * context and recurrent state still carry the phoneme). It never reaches back before the speech began. Without
  * this, every turn ended 64-96 ms of audio late (measured: `vad_end_lag_ms` 80 ms p50 in bench/README.md).
  *
