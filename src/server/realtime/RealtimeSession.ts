@@ -4,45 +4,30 @@
  * event_id; a bad frame never closes the session.
  */
 import type { RawData, WebSocket } from 'ws';
-import type { Engine, GenerateRequest, Modality, RequestHandle } from '../../common/engine.ts';
+import type { Engine, GenerateRequest, RequestHandle } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
+import { mergeGeneration, resolveMaxTokens, type TokenLimits } from '../generationParams.ts';
 import { errorType } from '../httpErrors.ts';
 import { countClientError } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { leadingItem, renameError } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
-import type { MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
-import {
-  eventIdOf,
-  parseClientEvent,
-  type ClientEventOf,
-  type ClientEvent,
-  type ResponseFields,
-} from './clientEvents.ts';
+import { eventIdOf, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
 import { HeldAnswer } from './HeldAnswer.ts';
+import { normalizeModalities, planResponse, type PlanContext } from './responsePlan.ts';
 import { InputAudio } from './InputAudio.ts';
-import {
-  Conversation,
-  INPUT_AUDIO_RATE_HZ,
-  storedItemResource,
-  toChatMessages,
-  type StoredItem,
-} from './Conversation.ts';
+import { Conversation, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
 import { ResponseStream } from './ResponseStream.ts';
-import { newId, sessionResource, type OutputModality, type SessionState } from './serverEvents.ts';
+import { newId, sessionResource, type SessionState } from './serverEvents.ts';
 import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { SpokenItems } from './SpokenItems.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
 import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
 import type { VadService } from '../voice/VadService.ts';
-
-/** pcm16 mono at 24 kHz. */
-const BYTES_PER_MS = (INPUT_AUDIO_RATE_HZ * 2) / 1000;
 
 export interface SessionContext {
   readonly engine: Engine;
@@ -63,11 +48,6 @@ export interface SessionContext {
   readonly onClosed: () => void;
 }
 
-/** Realtime output is either audio (with its transcript) or text; asking for both means audio. */
-function normalizeModalities(m: readonly OutputModality[]): OutputModality[] {
-  return m.includes('audio') ? ['audio'] : ['text'];
-}
-
 export class RealtimeSession {
   readonly #ctx: SessionContext;
   readonly #writer: SocketWriter;
@@ -82,9 +62,6 @@ export class RealtimeSession {
   #prefill: VoicePrefill | null = null;
   /** With server_vad: the answer started at the first silence of the turn, held until speech_stopped (HeldAnswer). */
   #held: HeldAnswer | null = null;
-  /** Input audio appended in this session, ms (the VAD's timeline), and where the buffer now starts on it. */
-  #audioMs = 0;
-  #bufferStartMs = 0;
   /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
   readonly #spoken = new SpokenItems();
 
@@ -113,8 +90,8 @@ export class RealtimeSession {
     this.#voice = new VoiceTurns(ctx.vad, {
       send: (event) => this.#writer.send(event),
       active: () => this.#active,
-      audioMs: () => this.#audioMs,
-      bufferStartMs: () => this.#bufferStartMs,
+      audioMs: () => this.#inputAudio.appendedMs,
+      bufferStartMs: () => this.#inputAudio.startMs,
       hasInputAudio: () => this.#inputAudio.bytes > 0,
       commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
       respond: (turnEndedAtMs) => this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs),
@@ -267,35 +244,15 @@ export class RealtimeSession {
     }
     this.#conversation.reserveMedia(audio.length);
     this.#inputAudio.append(audio);
-    this.#audioMs += audio.length / BYTES_PER_MS;
     this.#voice.push(audio);
     if (this.#prefill && this.#voice.inTurn && !this.#active && !this.#held)
-      this.#prefill.onAudio(this.#inputAudio.bytes / BYTES_PER_MS, () => this.#turnSoFar());
+      this.#prefill.onAudio(this.#inputAudio.ms, () => this.#turnSoFar());
   }
 
   /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
   #turnSoFar(): GenerateRequest['messages'] | null {
-    const pending = this.#pendingTurn(this.#inputAudio.bytes);
+    const pending = this.#inputAudio.pendingItem();
     return pending && toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
-  }
-
-  /** The input buffer's first `bytes` as the user item a commit would make (null: not whole samples). */
-  #pendingTurn(bytes: number): StoredItem | null {
-    if (bytes % 2 !== 0 || bytes === 0) return null;
-    const media: MediaPart = {
-      type: 'audio',
-      data: this.#inputAudio.view(bytes),
-      format: 'pcm16',
-      sampleRateHz: INPUT_AUDIO_RATE_HZ,
-    };
-    return { id: 'pending', role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
-  }
-
-  /** Bytes of the input buffer up to `clipEndMs` on the VAD's timeline (whole samples, at most the buffer). */
-  #bytesUntil(clipEndMs: number): number {
-    const samples = Math.round(((clipEndMs - this.#bufferStartMs) * INPUT_AUDIO_RATE_HZ) / 1000);
-    const whole = this.#inputAudio.bytes - (this.#inputAudio.bytes % 2);
-    return Math.max(0, Math.min(whole, 2 * samples));
   }
 
   /**
@@ -305,12 +262,12 @@ export class RealtimeSession {
    */
   #speculate(clipEndMs: number): void {
     if (!this.#ctx.options.speculativeVoiceAnswers || this.#held || this.#active || this.#closed) return;
-    const pending = this.#pendingTurn(this.#bytesUntil(clipEndMs));
+    const pending = this.#inputAudio.pendingItem(this.#inputAudio.bytesUntil(clipEndMs));
     if (!pending) return;
     const releaseSlot = this.#ctx.queue.tryAcquire();
     if (!releaseSlot) return;
     try {
-      const plan = this.#planResponse({}, pending);
+      const plan = planResponse({}, this.#planContext(), pending);
       this.#held = HeldAnswer.start((req) => this.#ctx.engine.generate(req), plan.request(newId('resp')), releaseSlot);
     } catch (err) {
       // The answer at speech_stopped will meet the same problem and report it; a held answer only saves time.
@@ -335,13 +292,9 @@ export class RealtimeSession {
         ErrorCodes.MEDIA_INVALID,
       );
     }
-    const bytes = clipEndMs === undefined ? this.#inputAudio.bytes : this.#bytesUntil(clipEndMs);
-    const media: MediaPart = {
-      type: 'audio',
-      data: this.#inputAudio.view(bytes),
-      format: 'pcm16',
-      sampleRateHz: INPUT_AUDIO_RATE_HZ,
-    };
+    const media = this.#inputAudio.media(
+      clipEndMs === undefined ? this.#inputAudio.bytes : this.#inputAudio.bytesUntil(clipEndMs),
+    );
     // The buffer's bytes were reserved as they arrived; move them to the item instead of counting them twice.
     // A buffer the pipeline cannot use (no audio encoder, under 10 ms) is dropped too: keeping it would only
     // make every later commit fail the same way.
@@ -362,38 +315,11 @@ export class RealtimeSession {
   #clearInputAudio(): void {
     this.#conversation.releaseMedia(this.#inputAudio.bytes);
     this.#inputAudio.clear();
-    this.#bufferStartMs = this.#audioMs;
   }
 
-  /**
-   * What response.create's fields ask the engine for, over the conversation now (and `pending`, the turn about to be
-   * committed, for a held answer). `request(id)` is the engine request.
-   */
-  #planResponse(r: ResponseFields, pending?: StoredItem) {
-    const state = this.#state;
-    const outputModalities = r.output_modalities ? normalizeModalities(r.output_modalities) : state.outputModalities;
-    const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
-    const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.tokenLimits, 'response.max_output_tokens');
-    const inConversation = r.conversation !== 'none';
-    const items = r.input
-      ? r.input.map((it, i) => Conversation.toStored(it, this.#ctx.media, `response.input[${i}]`))
-      : pending
-        ? [...this.#conversation.items(), pending]
-        : this.#conversation.items();
-    const rendered = toChatMessages(r.instructions ?? state.instructions, items);
-    const audio = outputModalities.includes('audio');
-    const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
-    const generation = mergeGeneration(state.generation, r);
-    const prefixKey = this.#prefill?.key;
-    const request = (requestId: string): GenerateRequest => ({
-      requestId,
-      messages: rendered.messages,
-      modalities,
-      ...toEngineParams(generation, maxTokens),
-      // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
-      ...(prefixKey ? { prefix: { key: prefixKey } } : {}),
-    });
-    return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request };
+  #planContext(): PlanContext {
+    const { media, tokenLimits } = this.#ctx;
+    return { state: this.#state, items: this.#conversation.items(), media, tokenLimits, prefixKey: this.#prefill?.key };
   }
 
   #onResponseCreate(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
@@ -407,7 +333,7 @@ export class RealtimeSession {
     }
     const r = event.response ?? {};
     const state = this.#state;
-    const plan = this.#planResponse(r);
+    const plan = planResponse(r, this.#planContext());
     const { outputModalities, maxOutputTokens, inConversation, rendered, audio } = plan;
     if (!rendered.messages.some((m) => m.role !== 'system')) {
       throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
