@@ -10,13 +10,16 @@
  * messages, audio bytes included, and the same generation parameters); otherwise it discards this one and starts
  * afresh. Determinism (greedy or seeded sampling) does the rest.
  *
- * Memory: what is held is at most silence_duration_ms of generation (the answer's first packets), bounded by the
- * turn's silence.
+ * Memory: what is held is what the pipeline makes during the rest of the turn's silence; past MAX_HELD_AUDIO_S of
+ * audio (a long silence_duration_ms) the answer is paused, as a slow client's would be, until it is adopted.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { Observable, type Subscriber, type Subscription } from 'rxjs';
 import type { GenerateRequest, OutputEvent, RequestHandle } from '../../common/engine.ts';
 import { serverMetrics } from '../metrics.ts';
+
+/** Held audio beyond which generation waits for the adoption (about 1 MB of pcm at 24 kHz). */
+const MAX_HELD_AUDIO_S = 20;
 
 export class HeldAnswer {
   readonly #inner: RequestHandle;
@@ -29,6 +32,8 @@ export class HeldAnswer {
   #sink: Subscriber<OutputEvent> | null = null;
   #completed = false;
   #settled = false;
+  #heldAudioS = 0;
+  #paused = false;
 
   private constructor(inner: RequestHandle, request: GenerateRequest, releaseSlot: () => void) {
     this.#inner = inner;
@@ -36,13 +41,23 @@ export class HeldAnswer {
     this.#request = rest;
     this.releaseSlot = releaseSlot;
     this.#subscription = inner.events.subscribe({
-      next: (e) => (this.#sink ? this.#sink.next(e) : this.#held.push(e)),
+      next: (e) => (this.#sink ? this.#sink.next(e) : this.#hold(e)),
       error: (err: unknown) => this.#sink?.error(err),
       complete: () => {
         this.#completed = true;
         this.#sink?.complete();
       },
     });
+  }
+
+  #hold(e: OutputEvent): void {
+    this.#held.push(e);
+    if (e.type !== 'audio') return;
+    this.#heldAudioS += e.pcm.length / e.sampleRateHz;
+    if (this.#heldAudioS > MAX_HELD_AUDIO_S && !this.#paused) {
+      this.#paused = true;
+      this.#inner.pause();
+    }
   }
 
   /** Starts `request` held; `releaseSlot` gives back its admission slot when it is discarded. */
@@ -73,6 +88,9 @@ export class HeldAnswer {
   adopt(): RequestHandle {
     this.#settle('confirmed');
     const inner = this.#inner;
+    // Generation goes on now; the adopter pauses it again if its client reads slowly (before it subscribes, too).
+    if (this.#paused) inner.resume();
+    this.#paused = false;
     const events = new Observable<OutputEvent>((subscriber) => {
       const held = this.#held;
       this.#held = [];
