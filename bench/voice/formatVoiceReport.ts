@@ -29,6 +29,7 @@ const columns: readonly Column<VoiceRunRow>[] = [
     header: 'engine TTFP voice / text',
     cell: (r) => `${ms(r.engine_ttfp_ms.voice.p50)} / ${ms(r.engine_ttfp_ms.text.p50)}`,
   },
+  { header: 'loop delay p99', cell: (r) => ms(r.event_loop_delay_p99_ms) },
   {
     header: 'prompt tokens voice / text',
     cell: (r) => `${tokens(r.prompt_tokens.voice)} / ${tokens(r.prompt_tokens.text)}`,
@@ -42,7 +43,7 @@ function breakdownLines(r: VoiceBenchResult): string[] {
     `end of speech -> speech_stopped: ${ms(b.speech_stopped_ms)} = silence_duration_ms ${b.silence_duration_ms} + ` +
       `the VAD's end of speech after the signal's ${ms(b.vad_end_lag_ms)} + detection ` +
       `${ms(minus(b.speech_stopped_ms, b.silence_duration_ms + (b.vad_end_lag_ms ?? NaN)))} (32 ms windows, ` +
-      `coalesced VAD ops, 20 ms appends)`,
+      `20 ms appends, the VAD's round trip)`,
     `speech_stopped -> first audio: ${ms(b.stopped_to_audio_ms)}, against ${ms(b.text_ttfp_ms)} for the typed ` +
       `sentence's whole TTFP`,
     `engine TTFP (generate() -> first audio in main): voice ${ms(b.engine_ttfp_ms.voice)}, text ` +

@@ -9,8 +9,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
+import { COMMIT_TAIL_MS } from '../../src/server/voice/TurnDetector.ts';
 import { gitSha } from '../common.ts';
 import { readBenchConfig, startInProcessServer, type BenchConfig } from '../ttfp/inProcessServer.ts';
 import { ProgressBar } from '../ttfp/ProgressBar.ts';
@@ -19,7 +21,7 @@ import { ServerTimings } from '../ttfp/ServerTimings.ts';
 import { measureBreakdown } from './measureBreakdown.ts';
 import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 import { voicePrompts } from './sentences.ts';
-import { concatPcm, quiet, speakToFile } from './speech.ts';
+import { concatPcm, quiet, SPEECH_RATE_HZ, speakToFile } from './speech.ts';
 import { speechOf, withLead } from './turns.ts';
 import { VoiceClients, type TurnRun } from './VoiceClients.ts';
 import { evaluateVoiceGoal, summarizeVoiceRun, type VoiceBenchResult } from './voiceResults.ts';
@@ -173,7 +175,11 @@ async function measureRuns(
     let committed: Int16Array[] = [];
     for (const concurrency of [...o.concurrency].sort((a, b) => a - b)) {
       const voiceTurns = turnsOf(prompts);
+      // The bench's own server (--config) runs on this thread: its event-loop delay while the sessions talk.
+      const loop = server ? monitorEventLoopDelay({ resolution: 5 }) : null;
+      loop?.enable();
       const voice = await load(`voice c=${concurrency}`, 'voice', concurrency, voiceTurns);
+      loop?.disable();
       const text = await load(`text c=${concurrency}`, 'text', concurrency, turnsOf(prompts));
       result.runs.push(
         summarizeVoiceRun({
@@ -182,6 +188,7 @@ async function measureRuns(
           voice,
           text,
           ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
+          eventLoopDelayP99Ms: loop ? loop.percentile(99) / 1e6 : null,
         }),
       );
       o.onRun?.(concurrency, [...voice.traces, ...text.traces]);
@@ -201,11 +208,16 @@ async function measureRuns(
   }
 }
 
-/** What the server committed of each completed voice turn: the speech with its room noise, up to speech_stopped. */
+/**
+ * What the server committed of each completed voice turn: the speech with its room noise, up to COMMIT_TAIL_MS past
+ * the VAD's audio_end_ms (the item keeps that much of the silence; the rest is dropped).
+ */
 function committedClips(turns: readonly TurnSpec[], traces: readonly TurnTrace[]): Int16Array[] {
   return traces.flatMap((t, i) => {
-    if (!t.ok || t.speechStoppedMs === undefined) return [];
+    if (!t.ok || t.vadAudioEndMs === undefined) return [];
     const spoken = withLead(speechOf(turns[i].wavFile), turns[i].noiseSeed);
-    return [concatPcm(spoken, quiet(t.speechStoppedMs - t.startMs, turns[i].noiseSeed + 1))];
+    const clipSamples = Math.round(((t.vadAudioEndMs + COMMIT_TAIL_MS) * SPEECH_RATE_HZ) / 1000);
+    const room = quiet(Math.max(0, ((clipSamples - spoken.length) * 1000) / SPEECH_RATE_HZ), turns[i].noiseSeed + 1);
+    return [concatPcm(spoken, room).subarray(0, clipSamples)];
   });
 }

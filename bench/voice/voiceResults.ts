@@ -47,6 +47,8 @@ export interface VoiceRunRow {
   readonly prompt_tokens: { readonly voice: number | null; readonly text: number | null };
   /** Mean length of the utterances (speech only). */
   readonly speech_ms: number | null;
+  /** In-process server: the p99 of its event-loop delay while the voice turns ran (5 ms resolution, included). */
+  readonly event_loop_delay_p99_ms: number | null;
   readonly voice_duration_s: number;
   readonly text_duration_s: number;
   readonly errors: readonly string[];
@@ -121,6 +123,8 @@ export interface VoiceRunInput {
   readonly text: { readonly traces: readonly TurnTrace[]; readonly durationMs: number };
   /** Server-side timings by response id (in-process server only). */
   readonly serverTiming?: (requestId: string | undefined) => ServerSideTiming | undefined;
+  /** In-process server: p99 of its event-loop delay during the voice turns. */
+  readonly eventLoopDelayP99Ms?: number | null;
 }
 
 export function summarizeVoiceRun(x: VoiceRunInput): VoiceRunRow {
@@ -149,6 +153,7 @@ export function summarizeVoiceRun(x: VoiceRunInput): VoiceRunRow {
     engine_ttfp_ms: { voice: engine(voice), text: engine(text) },
     prompt_tokens: { voice: mean(voice.map((t) => t.promptTokens)), text: mean(text.map((t) => t.promptTokens)) },
     speech_ms: mean(voice.map((t) => t.speechMs)),
+    event_loop_delay_p99_ms: x.eventLoopDelayP99Ms ?? null,
     voice_duration_s: x.voice.durationMs / 1000,
     text_duration_s: x.text.durationMs / 1000,
     errors: [
@@ -195,17 +200,17 @@ export function evaluateVoiceGoal(r: VoiceBenchResult): { goals: Goal[]; note: s
       `${fixed(text)} ms TTFP` +
       (work.length > 0 ? ` (alone on the runners: ${work.join('; ')})` : ''),
   );
-  // If the answer after speech_stopped were as quick as a typed one, only the VAD's share would remain.
-  const bound = vadMs !== null && text !== null && text > 0 ? (vadMs + text) / text : null;
+  // With the answer held from the first silence, what is left after speech_stopped is small: the VAD's share is
+  // what the goal would still be without any.
+  const bound = vadMs !== null && text !== null && text > 0 ? vadMs / text : null;
   const note =
     `Missed: of the voice TTFP minus silence (${fixed(row.voice_ttfp_minus_silence_ms.p50)} ms), ` +
-    `${parts.join(', and ')}. The Thinker prefills the turn while the user speaks (up to the last 640 ms window); ` +
-    'at speech_stopped the encoder still decodes, resamples and log-mels the whole clip, and the Talker prefills ' +
-    'all its rows.' +
+    `${parts.join(', and ')}. The Thinker prefills the turn while the user speaks, and the answer starts, held in ` +
+    'the server, when the VAD first hears the silence, so at speech_stopped its first audio is usually ready.' +
     (bound === null
       ? ''
-      : ` That alone cannot meet the goal with this VAD: an answer as quick as a typed one after speech_stopped ` +
-        `would still give ${bound.toFixed(1)}x, the VAD's ${fixed(vadMs)} ms past the silence.`);
+      : ` The VAD's ${fixed(vadMs)} ms past the silence alone give ${bound.toFixed(1)}x: its 32 ms windows (where ` +
+        'the silence is dated from, when it is confirmed) and the 20 ms appends the audio arrives in.');
   return { goals: [goal], note };
 }
 

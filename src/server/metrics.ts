@@ -41,6 +41,15 @@ export const serverMetrics = {
     buckets: latencyBucketsSeconds,
     registers: [metricsRegistry],
   }),
+  voiceSpeculativeAnswersTotal: new Counter({
+    name: 'chorus_voice_speculative_answers_total',
+    help:
+      'Voice turns: answers started when the VAD first heard silence and held until speech_stopped. result: ' +
+      'started; confirmed (speech_stopped came and the held answer was sent); discarded (the user went on, or the ' +
+      'turn changed, and nothing of it reached the client).',
+    labelNames: ['result'] as const,
+    registers: [metricsRegistry],
+  }),
   interTokenSeconds: new Histogram({
     name: 'chorus_inter_token_seconds',
     help: 'Time between consecutive text deltas sent to the client.',

@@ -54,6 +54,12 @@ export interface ServerOptions {
   readonly maxInputAudioBytes?: number;
   /** Conversation items one realtime session may hold. */
   readonly maxConversationItems?: number;
+  /**
+   * Voice turns (server_vad with create_response): start the answer when the VAD first hears the silence that may end
+   * the turn, hold everything it produces in the server, and send it at speech_stopped (or drop it unheard if the
+   * user goes on). Default true; false answers only at speech_stopped. Answers are the same either way.
+   */
+  readonly speculativeVoiceAnswers?: boolean;
   /** Model id shown by /v1/models and echoed in responses. Default: chorus-<config file name>. */
   readonly modelName?: string;
   /**
@@ -85,6 +91,7 @@ export interface ResolvedServerOptions {
   readonly socketHighWaterBytes: number;
   readonly maxInputAudioBytes: number;
   readonly maxConversationItems: number;
+  readonly speculativeVoiceAnswers: boolean;
   readonly modelName: string;
   readonly mediaUrlAllowList: readonly string[];
   readonly mediaFetchTimeoutMs: number;
@@ -111,6 +118,7 @@ export function resolveServerOptions(opts: ServerOptions, defaultModelName: stri
     socketHighWaterBytes: opts.socketHighWaterBytes ?? 128 * 1024, // ~1 audio chunk of 25 frames
     maxInputAudioBytes: opts.maxInputAudioBytes ?? 16 * MiB, // ~5.8 min of 24 kHz pcm16
     maxConversationItems: opts.maxConversationItems ?? 1000,
+    speculativeVoiceAnswers: opts.speculativeVoiceAnswers ?? true,
     modelName: opts.modelName ?? defaultModelName,
     mediaUrlAllowList: checkMediaUrlAllowList(opts.mediaUrlAllowList ?? []),
     mediaFetchTimeoutMs: opts.mediaFetchTimeoutMs ?? 10_000, // 10 s

@@ -35,8 +35,11 @@ let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
 
-const question = speak('Hello there. Can you tell me a story about the sea?');
-const interruption = speak('Stop. Tell me about the mountains instead.');
+// Commas, not full stops: espeak-ng pauses ~0.3 s at a comma against ~0.45 s at a full stop, which is too near
+// silence_duration_ms (500 ms, counted from where the speech ended) for a machine whose audio capture stutters
+// under load; each utterance must stay one turn.
+const question = speak('Hello there, can you tell me a story about the sea?');
+const interruption = speak('Stop, tell me about the mountains instead.');
 const leadIn = quiet(1000, 1);
 /** What the fake microphone plays, once (%noloop, then silence), from the getUserMedia call on. */
 const micAudio = concatPcm(leadIn, question, quiet(PAUSE_MS, 2), interruption, quiet(3000, 3));

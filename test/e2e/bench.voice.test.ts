@@ -108,7 +108,7 @@ describe('chorus bench --voice', () => {
     const goal = result.goals[0];
     expect(goal.value).toBe(run.voice_over_text.p50);
     if (goal.met) expect(result.goal_note).toBeNull();
-    else expect(result.goal_note).toMatch(/Thinker prefills the turn while the user speaks.*at speech_stopped/);
+    else expect(result.goal_note).toMatch(/Thinker prefills the turn while the user speaks.*held.*at speech_stopped/);
 
     const md = readFileSync(join(out, 'results.md'), 'utf8');
     expect(md).toMatch(/^# chorus bench --voice results/);

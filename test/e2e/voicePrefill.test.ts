@@ -1,13 +1,24 @@
 /**
- * Speech prefilled while the user talks: a server_vad session streams espeak-ng speech at real-time pace; its answer
- * must be the one a manual commit of the same audio gets (text identical, audio within one pcm16 step), and most of
- * its prompt must have been computed before the turn ended (usage.input_token_details.cached_tokens, which counts
- * the prompt positions the answer's request found already in the Thinker's KV: prefilled by earlier requests).
+ * Speech prefilled while the user talks, and answered speculatively: a server_vad session streams espeak-ng speech at
+ * real-time pace; its answer (started, held, at the first silence, and sent at speech_stopped) must be the one a
+ * manual commit of the same audio gets (text identical, audio within one pcm16 step), and most of its prompt must
+ * have been computed before the turn ended (usage.input_token_details.cached_tokens, which counts the prompt
+ * positions the answer's request found already in the Thinker's KV: prefilled by earlier requests). A held answer
+ * the user speaks over is dropped unheard, and the turn's prefill survives it.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StageStats } from '../../src/worker/messages.ts';
-import { ofType, sdkSession, startTlsPipeline, type Event, type TlsPipeline } from '../helpers/realtimeSdk.ts';
+import { serverMetrics } from '../../src/server/metrics.ts';
+import { COMMIT_TAIL_MS } from '../../src/server/voice/TurnDetector.ts';
+import {
+  ofType,
+  sdkSession,
+  startTlsPipeline,
+  type Event,
+  type SdkSession,
+  type TlsPipeline,
+} from '../helpers/realtimeSdk.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';
 import { trimSilence } from '../../bench/voice/speech.ts';
 
@@ -32,6 +43,30 @@ function thinkerStats(ok: (s: StageStats) => boolean): Promise<StageStats> {
     };
     subscribe('chorus:stage:stats', on);
   });
+}
+
+/** The held-answer counter by result (this process hosts the server). */
+async function speculative(): Promise<Record<string, number>> {
+  const { values } = await serverMetrics.voiceSpeculativeAnswersTotal.get();
+  return Object.fromEntries(values.map((v) => [String(v.labels.result), v.value]));
+}
+
+/** Streams `pcm` in 20 ms appends at the pace it is spoken. */
+async function speakInto(rt: SdkSession['rt'], pcm: Int16Array): Promise<void> {
+  const start = performance.now();
+  for (let i = 0, n = 0; i < pcm.length; i += 480, n++) {
+    rt.send({ type: 'input_audio_buffer.append', audio: b64(pcm.subarray(i, i + 480)) });
+    const due = start + (n + 1) * 20 - performance.now();
+    if (due > 0) await new Promise((r) => setTimeout(r, due)); // the pace of speech, not a synchronisation
+  }
+}
+
+/** Every event of the answer (response.*) comes after speech_stopped: nothing of a held answer leaked before. */
+function answeredAfterStop(events: readonly Event[]): void {
+  const stopped = events.findIndex(ofType('input_audio_buffer.speech_stopped'));
+  const first = events.findIndex((e) => e.type.startsWith('response.'));
+  expect(stopped).toBeGreaterThanOrEqual(0);
+  expect(first).toBeGreaterThan(stopped);
 }
 
 const b64 = (pcm: Int16Array) => Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64');
@@ -60,8 +95,8 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
   it('gives the answer a manual commit of the same audio gets, with the turn prefilled before it ended', async () => {
     const speech = trimSilence(speak('Hello there. Can you tell me a story about the sea and the ships?'));
     const lead = quiet(400);
-    // Longer than silence_duration_ms, appended at once: the turn ends (speech_stopped) only once all of it is in
-    // the buffer, so the committed audio is exactly everything this test sent.
+    // Longer than silence_duration_ms, appended at once; the committed item keeps the audio up to COMMIT_TAIL_MS
+    // past speech_stopped's audio_end_ms.
     const tail = quiet(1500, 7);
     const maxOutputTokens = 8;
 
@@ -78,17 +113,22 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
     });
     await vad.next(ofType('session.updated'));
     const spoken = concatPcm(lead, speech);
-    const start = performance.now();
-    for (let i = 0, n = 0; i < spoken.length; i += 480, n++) {
-      vad.rt.send({ type: 'input_audio_buffer.append', audio: b64(spoken.subarray(i, i + 480)) });
-      const due = start + (n + 1) * 20 - performance.now();
-      if (due > 0) await new Promise((r) => setTimeout(r, due)); // the pace of speech, not a synchronisation
-    }
+    const before = await speculative();
+    await speakInto(vad.rt, spoken);
     vad.rt.send({ type: 'input_audio_buffer.append', audio: b64(tail) });
     const vadDone = await vad.next(ofType('response.done'));
     expect(vad.events.filter(ofType('input_audio_buffer.committed'))).toHaveLength(1);
     const incremental = answerOf(vad.events, vadDone);
     vad.rt.close();
+    // Answered by the answer held since the turn's last silence began (the pause after "Hello there." started one
+    // that was dropped), confirmed, and unseen until speech_stopped.
+    const after = await speculative();
+    const delta = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+    expect(delta('confirmed')).toBe(1);
+    expect(delta('started')).toBe(delta('discarded') + 1);
+    answeredAfterStop(vad.events);
+    const stopped = vad.events.find(ofType('input_audio_buffer.speech_stopped'))!;
+    const clipSamples = (((stopped.audio_end_ms as number) + COMMIT_TAIL_MS) * 24000) / 1000;
 
     // 2. Manual turns: the same audio appended, committed, answered.
     const manual = await sdkSession(pipeline);
@@ -97,7 +137,7 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
       session: { type: 'realtime', output_modalities: ['audio'], max_output_tokens: maxOutputTokens },
     });
     await manual.next(ofType('session.updated'));
-    const all = concatPcm(spoken, tail);
+    const all = concatPcm(spoken, tail).subarray(0, clipSamples);
     for (let i = 0; i < all.length; i += 24000)
       manual.rt.send({ type: 'input_audio_buffer.append', audio: b64(all.subarray(i, i + 24000)) });
     manual.rt.send({ type: 'input_audio_buffer.commit' });
@@ -128,6 +168,40 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
     expect(whole.usage.input_token_details.cached_tokens).toBe(0);
     expect(audioTokens).toBe(whole.usage.input_token_details.audio_tokens);
   }, 90_000);
+
+  it('a held answer the user speaks over is dropped unheard; the turn is answered once, from its prefill', async () => {
+    const first = trimSilence(speak('Tell me about the harbour'));
+    const second = trimSilence(speak('and the boats that sail from it at night.'));
+    const s = await sdkSession(pipeline);
+    s.rt.send({
+      type: 'session.update',
+      session: {
+        type: 'realtime',
+        max_output_tokens: 8,
+        audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 600 } } },
+      },
+    });
+    await s.next(ofType('session.updated'));
+    const before = await speculative();
+    // A 300 ms pause: silence the VAD hears (a held answer starts), shorter than silence_duration_ms (one turn).
+    await speakInto(s.rt, concatPcm(quiet(300), first, quiet(300, 3), second));
+    s.rt.send({ type: 'input_audio_buffer.append', audio: b64(quiet(1500, 9)) });
+    const done = await s.next(ofType('response.done'));
+    s.rt.close();
+    const after = await speculative();
+    const delta = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+    expect(delta('discarded')).toBeGreaterThanOrEqual(1); // the pause's held answer
+    expect(delta('confirmed')).toBe(1);
+    expect(delta('started')).toBe(delta('discarded') + 1);
+    expect(s.events.filter(ofType('input_audio_buffer.speech_stopped'))).toHaveLength(1);
+    expect(s.events.filter(ofType('response.created'))).toHaveLength(1);
+    answeredAfterStop(s.events);
+    expect((done.response as { status: string }).status).toBe('incomplete');
+    // The discarded answer gave back the prefix it took: the answer still starts past the first phrase's rows.
+    const usage = (done.response as { usage: Answer['usage'] }).usage;
+    const firstRows = Math.floor(((300 + (first.length * 1000) / 24000) / 1000) * 25);
+    expect(usage.input_token_details.cached_tokens).toBeGreaterThan(firstRows - 16);
+  }, 60_000);
 
   it('a turn dropped mid-speech (buffer cleared, session closed) frees what was prefilled', async () => {
     const speech = trimSilence(speak('Tell me about the lighthouse keeper and the storm.'));

@@ -201,6 +201,41 @@ describe('ThinkerCore prompt prefixes', () => {
     expect(runner.kv.size).toBe(0);
   });
 
+  it('a cancelled answer gives back the prefix it took: the next request with the key reuses it', () => {
+    const { runner, core, add, rows, run, final } = setup();
+    add('p1', 6, { key: 'k', prefillOnly: true });
+    rows('p1', rowsOf(6));
+    run();
+    // A held (speculative) answer takes the prefix and decodes past it, then the user speaks on: it is aborted.
+    add('held', 8, { key: 'k' }, 50);
+    rows('held', rowsOf(8));
+    core.step();
+    core.step();
+    expect(core.stats().prefix).toMatchObject({ retained: 0, reuses: 1, reusedTokens: 9 });
+    core.abort('held');
+    expect(core.stats().prefix).toMatchObject({ retained: 1 });
+    expect([...runner.kv.entries()]).toEqual([[expect.stringMatching(/^prefix k /), 9]]); // its first 9 positions
+    // The next answer (the turn grew to 10 rows) starts where the first prefill got to.
+    add('answer', 10, { key: 'k' });
+    rows('answer', rowsOf(10));
+    run();
+    expect(final('answer')?.body).toMatchObject({ cachedTokens: 9 });
+    expect(runner.kv.size).toBe(0);
+
+    // Aborted before its rows arrived (the match not settled): the prefix goes back untouched.
+    add('p2', 4, { key: 'k2', prefillOnly: true });
+    rows('p2', rowsOf(4));
+    run();
+    add('early', 6, { key: 'k2' });
+    core.step();
+    core.abort('early');
+    expect(core.stats().prefix).toMatchObject({ retained: 1 });
+    add('later', 6, { key: 'k2' });
+    rows('later', rowsOf(6));
+    run();
+    expect(final('later')?.body).toMatchObject({ cachedTokens: 7 });
+  });
+
   it('nothing in common: the retained KV is freed and the request computes everything', () => {
     const { runner, add, rows, run, final } = setup();
     add('p1', 4, { key: 'k', prefillOnly: true });

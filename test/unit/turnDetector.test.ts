@@ -30,7 +30,7 @@ describe('TurnDetector', () => {
     const events = detectTurns([...probs, 0.05], params(), W);
     expect(events).toEqual([
       { type: 'speech_started', audioStartMs: 10 * W - 300 },
-      { type: 'speech_stopped', audioEndMs: 40 * W },
+      { type: 'speech_stopped', audioEndMs: 40 * W, clipEndMs: 41 * W },
     ]);
   });
 
@@ -42,7 +42,7 @@ describe('TurnDetector', () => {
     const probs = [...run(5, 0.9), ...run(4, 0.1), ...run(12, 0.4)];
     expect(detectTurns(probs, params(), W)).toEqual([
       { type: 'speech_started', audioStartMs: 0 },
-      { type: 'speech_stopped', audioEndMs: 5 * W },
+      { type: 'speech_stopped', audioEndMs: 5 * W, clipEndMs: 6 * W },
     ]);
   });
 
@@ -59,7 +59,7 @@ describe('TurnDetector', () => {
     expect(detectTurns(probs, params({ threshold: 0.7 }), W)).toEqual([]);
     expect(detectTurns(probs, params({ threshold: 0.6, silenceDurationMs: 64, prefixPaddingMs: 0 }), W)).toEqual([
       { type: 'speech_started', audioStartMs: 0 },
-      { type: 'speech_stopped', audioEndMs: 3 * W },
+      { type: 'speech_stopped', audioEndMs: 3 * W, clipEndMs: 4 * W },
     ]);
   });
 
@@ -69,7 +69,7 @@ describe('TurnDetector', () => {
     const events = detectTurns([...run(5, 0.9), ...run(3, 0.1), ...run(20, 0.1)], p, W);
     expect(events).toEqual([
       { type: 'speech_started', audioStartMs: 0 },
-      { type: 'speech_stopped', audioEndMs: 160 },
+      { type: 'speech_stopped', audioEndMs: 160, clipEndMs: 192 },
       { type: 'idle_timeout', audioStartMs: 256, audioEndMs: 576 },
       { type: 'idle_timeout', audioStartMs: 576, audioEndMs: 896 },
     ]);
@@ -88,7 +88,10 @@ describe('TurnDetector', () => {
     const d = new TurnDetector(params(), W);
     expect(d.push(0.6)).toEqual([{ type: 'speech_started', audioStartMs: 0 }]);
     d.update(params({ silenceDurationMs: 32 }));
-    expect(d.push(0.1)).toEqual([{ type: 'speech_stopped', audioEndMs: 32 }]);
+    expect(d.push(0.1)).toEqual([
+      { type: 'silence_started', audioEndMs: 32, clipEndMs: 64 },
+      { type: 'speech_stopped', audioEndMs: 32, clipEndMs: 64 },
+    ]);
     d.update(params({ threshold: 0.8, prefixPaddingMs: 100 }));
     expect(d.push(0.7)).toEqual([]);
     d.push(0.9);
@@ -104,7 +107,72 @@ describe('TurnDetector', () => {
     d.push(0.9);
     d.push(0.1); // silence from 32 ms
     d.rebase(500); // audio from 64 to 500 ms lost
-    expect(d.push(0.1)).toEqual([{ type: 'speech_stopped', audioEndMs: 32 }]);
+    expect(d.push(0.1)).toEqual([{ type: 'speech_stopped', audioEndMs: 32, clipEndMs: 64 }]);
+  });
+
+  it('dates the silence back to where the probability fell, and by the model lag, never before the speech', () => {
+    // Silero's shape at the end of a phrase: the first window after it still ~0.95, then 0.4 (hysteresis band),
+    // then silence. With a one-window model lag the speech ended where the 0.95 window starts (window 15).
+    const probs = [...run(5, 0.05), ...run(10, 1), 0.95, 0.4, ...run(20, 0.05)];
+    const p = params({ prefixPaddingMs: 0 });
+    expect(detectTurns(probs, p, W)[1]).toEqual({ type: 'speech_stopped', audioEndMs: 16 * W, clipEndMs: 18 * W });
+    expect(detectTurns(probs, p, W, { speechEndLagMs: W })[1]).toEqual({
+      type: 'speech_stopped',
+      audioEndMs: 15 * W,
+      clipEndMs: 17 * W,
+    });
+    // The stop fires once 500 ms have passed since that point: 2 windows sooner than counting from window 17.
+    const at = (lag: number) => {
+      const d = new TurnDetector(p, W, 0, lag);
+      return probs.findIndex((x) => d.push(x).some((e) => e.type === 'speech_stopped'));
+    };
+    expect(at(0)).toBe(31);
+    expect(at(W)).toBe(30);
+    // One window of speech: the silence starts no earlier than the speech did.
+    const blip = detectTurns([0.05, 1, 0.05, ...run(20, 0.05)], p, W, { speechEndLagMs: 3 * W });
+    expect(blip[1]).toEqual({ type: 'speech_stopped', audioEndMs: W, clipEndMs: 3 * W });
+  });
+
+  it('tentative events: silence_started when a silence run opens, silence_cancelled when speech resumes', () => {
+    const p = params({ prefixPaddingMs: 0, silenceDurationMs: 320 });
+    const probs = [...run(5, 1), ...run(4, 0.05), ...run(3, 1), ...run(12, 0.05)];
+    expect(detectTurns(probs, p, W, { speechEndLagMs: W, tentative: true })).toEqual([
+      { type: 'speech_started', audioStartMs: 0 },
+      { type: 'silence_started', audioEndMs: 4 * W, clipEndMs: 6 * W },
+      { type: 'silence_cancelled' },
+      { type: 'silence_started', audioEndMs: 11 * W, clipEndMs: 13 * W },
+      { type: 'speech_stopped', audioEndMs: 11 * W, clipEndMs: 13 * W },
+    ]);
+  });
+
+  it('the audio clock ends the turn silence_duration_ms after the speech, the window in progress unrated', () => {
+    const p = params({ prefixPaddingMs: 0 });
+    const d = new TurnDetector(p, W);
+    const feed = (probs: number[]) => probs.flatMap((x) => d.push(x).filter((e) => e.type !== 'silence_started'));
+    expect(feed([...run(5, 1), ...run(15, 0.05)])).toEqual([{ type: 'speech_started', audioStartMs: 0 }]);
+    // Silence from 160 ms; rated up to 640 (480 ms of it). The clock at 659 is not there yet; at 660 it is.
+    expect(d.advance(659)).toEqual([]);
+    expect(d.advance(660)).toEqual([{ type: 'speech_stopped', audioEndMs: 160, clipEndMs: 192 }]);
+    expect(feed([0.05, 0.05])).toEqual([]); // the windows rated later change nothing
+
+    // The model a window or more behind the clock: its windows decide, as soon as they are in.
+    const late = new TurnDetector(p, W);
+    [...run(5, 1), ...run(14, 0.05)].forEach((x) => late.push(x)); // rated up to 608
+    expect(late.advance(670)).toEqual([]); // 62 ms unrated
+    expect(late.push(0.05).filter((e) => e.type === 'speech_stopped')).toEqual([
+      { type: 'speech_stopped', audioEndMs: 160, clipEndMs: 192 },
+    ]); // rated up to 640: within a window of the clock (670), which is past 660
+    // At most one window unrated: rated up to 640, the clock at 672 (the window 640-672 complete but not rated).
+    const whole = new TurnDetector(p, W);
+    [...run(5, 1), ...run(15, 0.05)].forEach((x) => whole.push(x));
+    expect(whole.advance(672).map((e) => e.type)).toEqual(['speech_stopped']);
+    const behind = new TurnDetector(p, W);
+    [...run(5, 1), ...run(15, 0.05)].forEach((x) => behind.push(x));
+    expect(behind.advance(673)).toEqual([]);
+    // Speech in the rated windows cancels the run: the clock alone never ends a turn.
+    const resumed = new TurnDetector(p, W);
+    [...run(5, 1), ...run(14, 0.05), 1].forEach((x) => resumed.push(x));
+    expect(resumed.advance(660)).toEqual([]);
   });
 
   it('rejects out-of-range params before changing anything', () => {

@@ -30,8 +30,9 @@ interface PrefixUse {
   candidate: RetainedPrefix | null;
   /** Another request is computing the key's prefix now: wait for it. */
   awaiting: boolean;
-  /** Positions adopted. */
+  /** Positions adopted, and the retained prefix they came from (given back if the request is cancelled). */
   cachedTokens: number;
+  adopted: RetainedPrefix | null;
   /** Prefill-only with a Talker-capable model: each prompt position's [embedding, hidden state], as computed. */
   readonly embeds: Float32Array | null;
   readonly hidden: Float32Array | null;
@@ -138,6 +139,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       candidate,
       awaiting,
       cachedTokens: 0,
+      adopted: null,
       embeds: keepRows ? new Float32Array(promptLength * d) : null,
       hidden: keepRows ? new Float32Array(promptLength * d) : null,
     };
@@ -175,6 +177,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       p.hidden?.set(hidden);
     }
     p.cachedTokens = n;
+    p.adopted = c;
     this.prefixes.reused(n);
     this.ctx.log.debug({ requestId: req.requestId, key: p.key, positions: n }, 'prompt prefix reused');
     return false;
@@ -212,6 +215,48 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       p.awaiting = !p.candidate && this.prefixes.isProducing(key, r.requestId);
       this.refreshAvailable(r);
     }
+  }
+
+  /**
+   * A cancelled answer gives back the prefix it took, so a speculative voice answer the user spoke over
+   * (src/server/realtime/HeldAnswer.ts) costs the turn none of what was prefilled: the positions it adopted keep
+   * their KV (later positions only appended to it), under the key again, unless the key holds something newer.
+   */
+  override abort(requestId: string): void {
+    const req = this.requests.get(requestId);
+    const p = req?.prefix;
+    if (req && p && !p.prefillOnly && !this.prefixes.has(p.key)) {
+      if (p.candidate) {
+        this.prefixes.retain(p.candidate, requestId); // not settled yet: untouched
+        p.candidate = null;
+      } else if (p.adopted && p.cachedTokens > 0) {
+        this.giveBack(req, p.adopted, p.cachedTokens);
+      }
+      this.wakeAwaiting(p.key);
+    }
+    super.abort(requestId);
+  }
+
+  private giveBack(req: ThinkerRequest, from: RetainedPrefix, n: number): void {
+    const key = req.prefix!.key;
+    const d = this.runner.hiddenSize;
+    const seqId = `prefix ${key} ${this.retainedSeq++}`;
+    this.runner.moveSequence(req.requestId, seqId, n);
+    const embeds = from.embeds?.subarray(0, n * d) ?? null;
+    const hidden = from.hidden?.subarray(0, n * d) ?? null;
+    const rowBytes = (embeds?.byteLength ?? 0) + (hidden?.byteLength ?? 0);
+    this.prefixes.retain(
+      {
+        key,
+        seqId,
+        inputs: { tokenIds: from.inputs.tokenIds.slice(0, n), mediaRow: (pos) => from.inputs.mediaRow(pos) },
+        length: n,
+        embeds,
+        hidden,
+        bytes: this.runner.kvBytes(seqId) + rowBytes,
+      },
+      req.requestId,
+    );
   }
 
   override releasePrefix(key: string): void {

@@ -107,6 +107,10 @@ export class ThinkerPrefixes {
     }
   }
 
+  has(key: string): boolean {
+    return this.#entries.has(key);
+  }
+
   /** Takes the prefix under `key` (it is no longer held here: the taker adopts or frees its KV). */
   take(key: string): RetainedPrefix | null {
     const entry = this.#entries.get(key);

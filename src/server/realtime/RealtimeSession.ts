@@ -4,37 +4,30 @@
  * event_id; a bad frame never closes the session.
  */
 import type { RawData, WebSocket } from 'ws';
-import type { ChatMessage, Engine, Modality, RequestHandle } from '../../common/engine.ts';
+import type { Engine, GenerateRequest, RequestHandle } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
+import { mergeGeneration, resolveMaxTokens, type TokenLimits } from '../generationParams.ts';
 import { errorType } from '../httpErrors.ts';
 import { countClientError } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { leadingItem, renameError } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
-import type { MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
 import { eventIdOf, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
-import {
-  Conversation,
-  INPUT_AUDIO_RATE_HZ,
-  storedItemResource,
-  toChatMessages,
-  type StoredItem,
-} from './Conversation.ts';
+import { HeldAnswer } from './HeldAnswer.ts';
+import { normalizeModalities, planResponse, type PlanContext } from './responsePlan.ts';
+import { InputAudio } from './InputAudio.ts';
+import { Conversation, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
 import { ResponseStream } from './ResponseStream.ts';
-import { newId, sessionResource, type OutputModality, type SessionState } from './serverEvents.ts';
+import { newId, sessionResource, type SessionState } from './serverEvents.ts';
 import type { RequestQueue } from '../RequestQueue.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { SpokenItems } from './SpokenItems.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
 import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
 import type { VadService } from '../voice/VadService.ts';
-
-/** pcm16 mono at 24 kHz. */
-const BYTES_PER_MS = (INPUT_AUDIO_RATE_HZ * 2) / 1000;
 
 export interface SessionContext {
   readonly engine: Engine;
@@ -55,27 +48,20 @@ export interface SessionContext {
   readonly onClosed: () => void;
 }
 
-/** Realtime output is either audio (with its transcript) or text; asking for both means audio. */
-function normalizeModalities(m: readonly OutputModality[]): OutputModality[] {
-  return m.includes('audio') ? ['audio'] : ['text'];
-}
-
 export class RealtimeSession {
   readonly #ctx: SessionContext;
   readonly #writer: SocketWriter;
   readonly #state: SessionState;
   readonly #conversation: Conversation;
   readonly #conversationId = newId('conv');
-  #inputAudio: Buffer[] = [];
-  #inputAudioBytes = 0;
+  readonly #inputAudio = new InputAudio();
   #active: ResponseStream | null = null;
   #closed = false;
   readonly #voice: VoiceTurns;
   /** With server_vad: the turn being spoken is prefilled as it arrives (null: manual turns cost nothing). */
   #prefill: VoicePrefill | null = null;
-  /** Input audio appended in this session, ms (the VAD's timeline), and where the buffer now starts on it. */
-  #audioMs = 0;
-  #bufferStartMs = 0;
+  /** With server_vad: the answer started at the first silence of the turn, held until speech_stopped (HeldAnswer). */
+  #held: HeldAnswer | null = null;
   /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
   readonly #spoken = new SpokenItems();
 
@@ -104,11 +90,13 @@ export class RealtimeSession {
     this.#voice = new VoiceTurns(ctx.vad, {
       send: (event) => this.#writer.send(event),
       active: () => this.#active,
-      audioMs: () => this.#audioMs,
-      bufferStartMs: () => this.#bufferStartMs,
-      hasInputAudio: () => this.#inputAudioBytes > 0,
-      commit: (itemId) => this.#onAudioCommit(itemId),
+      audioMs: () => this.#inputAudio.appendedMs,
+      bufferStartMs: () => this.#inputAudio.startMs,
+      hasInputAudio: () => this.#inputAudio.bytes > 0,
+      commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
       respond: (turnEndedAtMs) => this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs),
+      speculate: (clipEndMs) => this.#speculate(clipEndMs),
+      dropSpeculation: () => this.#dropHeld(),
       fail: (err) => this.#sendError(err, null),
       disabled: (err) => {
         this.#state.turnDetection = null;
@@ -156,6 +144,9 @@ export class RealtimeSession {
     let event: ClientEvent | null = null;
     try {
       event = parseClientEvent(text);
+      // A held answer was started from the session as it was: anything but more audio may change what the turn's
+      // answer would be (HeldAnswer also compares the requests, so this is about not wasting work, not correctness).
+      if (event.type !== 'input_audio_buffer.append') this.#dropHeld();
       this.#dispatch(event);
     } catch (err) {
       this.#sendError(err, event?.event_id ?? eventIdFromText(text));
@@ -252,43 +243,58 @@ export class RealtimeSession {
       );
     }
     this.#conversation.reserveMedia(audio.length);
-    this.#inputAudio.push(audio);
-    this.#inputAudioBytes += audio.length;
-    this.#audioMs += audio.length / BYTES_PER_MS;
+    this.#inputAudio.append(audio);
     this.#voice.push(audio);
-    if (this.#prefill && this.#voice.inTurn && !this.#active)
-      this.#prefill.onAudio(this.#inputAudioBytes / BYTES_PER_MS, () => this.#turnSoFar());
+    if (this.#prefill && this.#voice.inTurn && !this.#active && !this.#held)
+      this.#prefill.onAudio(this.#inputAudio.ms, () => this.#turnSoFar());
   }
 
   /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
-  #turnSoFar(): ChatMessage[] | null {
-    if (this.#inputAudioBytes % 2 !== 0) return null;
-    const media: MediaPart = {
-      type: 'audio',
-      data: Buffer.concat(this.#inputAudio),
-      format: 'pcm16',
-      sampleRateHz: INPUT_AUDIO_RATE_HZ,
-    };
-    const pending: StoredItem = { id: 'pending', role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
-    return toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
+  #turnSoFar(): GenerateRequest['messages'] | null {
+    const pending = this.#inputAudio.pendingItem();
+    return pending && toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
   }
 
-  #onAudioCommit(itemId = newId('item')): void {
-    if (this.#inputAudioBytes === 0)
+  /**
+   * The VAD heard the silence that may end the turn: the answer a speech_stopped now would get starts, held
+   * (HeldAnswer), from the audio up to `clipEndMs` (what the commit will keep). One at a time; never with a response
+   * running, without a free admission slot, or when the server turns it off.
+   */
+  #speculate(clipEndMs: number): void {
+    if (!this.#ctx.options.speculativeVoiceAnswers || this.#held || this.#active || this.#closed) return;
+    const pending = this.#inputAudio.pendingItem(this.#inputAudio.bytesUntil(clipEndMs));
+    if (!pending) return;
+    const releaseSlot = this.#ctx.queue.tryAcquire();
+    if (!releaseSlot) return;
+    try {
+      const plan = planResponse({}, this.#planContext(), pending);
+      this.#held = HeldAnswer.start((req) => this.#ctx.engine.generate(req), plan.request(newId('resp')), releaseSlot);
+    } catch (err) {
+      // The answer at speech_stopped will meet the same problem and report it; a held answer only saves time.
+      releaseSlot();
+      this.#ctx.log.debug({ err, sessionId: this.id }, 'speculative voice answer not started');
+    }
+  }
+
+  #dropHeld(): void {
+    this.#held?.discard();
+    this.#held = null;
+  }
+
+  /** `clipEndMs` (server_vad): the item keeps the buffer up to there on the VAD's timeline; the rest is dropped. */
+  #onAudioCommit(itemId = newId('item'), clipEndMs?: number): void {
+    if (this.#inputAudio.bytes === 0)
       throw new ClientInputError('the input audio buffer is empty: append audio before committing');
-    if (this.#inputAudioBytes % 2 !== 0) {
+    if (this.#inputAudio.bytes % 2 !== 0) {
       throw new ClientInputError(
         'the input audio buffer holds an odd number of bytes: pcm16 needs whole samples',
         null,
         ErrorCodes.MEDIA_INVALID,
       );
     }
-    const media: MediaPart = {
-      type: 'audio',
-      data: Buffer.concat(this.#inputAudio),
-      format: 'pcm16',
-      sampleRateHz: INPUT_AUDIO_RATE_HZ,
-    };
+    const media = this.#inputAudio.media(
+      clipEndMs === undefined ? this.#inputAudio.bytes : this.#inputAudio.bytesUntil(clipEndMs),
+    );
     // The buffer's bytes were reserved as they arrived; move them to the item instead of counting them twice.
     // A buffer the pipeline cannot use (no audio encoder, under 10 ms) is dropped too: keeping it would only
     // make every later commit fail the same way.
@@ -307,10 +313,13 @@ export class RealtimeSession {
   }
 
   #clearInputAudio(): void {
-    this.#conversation.releaseMedia(this.#inputAudioBytes);
-    this.#inputAudio = [];
-    this.#inputAudioBytes = 0;
-    this.#bufferStartMs = this.#audioMs;
+    this.#conversation.releaseMedia(this.#inputAudio.bytes);
+    this.#inputAudio.clear();
+  }
+
+  #planContext(): PlanContext {
+    const { media, tokenLimits } = this.#ctx;
+    return { state: this.#state, items: this.#conversation.items(), media, tokenLimits, prefixKey: this.#prefill?.key };
   }
 
   #onResponseCreate(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
@@ -324,28 +333,23 @@ export class RealtimeSession {
     }
     const r = event.response ?? {};
     const state = this.#state;
-    const outputModalities = r.output_modalities ? normalizeModalities(r.output_modalities) : state.outputModalities;
-    const maxOutputTokens = r.max_output_tokens ?? state.maxOutputTokens;
-    const maxTokens = resolveMaxTokens(maxOutputTokens, this.#ctx.tokenLimits, 'response.max_output_tokens');
-    const inConversation = r.conversation !== 'none';
-    const items = r.input
-      ? r.input.map((it, i) => Conversation.toStored(it, this.#ctx.media, `response.input[${i}]`))
-      : this.#conversation.items();
-    const rendered = toChatMessages(r.instructions ?? state.instructions, items);
-    const messages = rendered.messages;
-    if (!messages.some((m) => m.role !== 'system')) {
+    const plan = planResponse(r, this.#planContext());
+    const { outputModalities, maxOutputTokens, inConversation, rendered, audio } = plan;
+    if (!rendered.messages.some((m) => m.role !== 'system')) {
       throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
     }
-    const audio = outputModalities.includes('audio');
-    const responseId = newId('resp');
-    const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
-    const generation = mergeGeneration(state.generation, r);
     // The reply's item is placed first: if the conversation is full this throws before any work starts.
     const itemId = newId('item');
     const previousItemId = inConversation ? this.#conversation.lastItemId : null;
     if (inConversation) this.#conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    // The answer held since the turn's first silence, if it is this very request (else it goes, unheard).
+    const held = this.#held;
+    this.#held = null;
+    const adopt = held?.matches(plan.request(held.requestId)) ? held : null;
+    if (!adopt) held?.discard();
     // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
-    const releaseSlot = this.#ctx.queue.tryAcquire();
+    // A held answer brings the slot it took.
+    const releaseSlot = adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
     if (!releaseSlot) {
       if (inConversation) this.#conversation.remove(itemId);
       throw new ChorusError(
@@ -354,16 +358,10 @@ export class RealtimeSession {
           `${this.#ctx.queue.retryAfterSeconds} s`,
       );
     }
+    const responseId = adopt ? adopt.requestId : newId('resp');
     let handle: RequestHandle;
     try {
-      handle = this.#ctx.engine.generate({
-        requestId: responseId,
-        messages,
-        modalities,
-        ...toEngineParams(generation, maxTokens),
-        // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
-        ...(this.#prefill ? { prefix: { key: this.#prefill.key } } : {}),
-      });
+      handle = adopt ? adopt.adopt() : this.#ctx.engine.generate(plan.request(responseId));
     } catch (err) {
       releaseSlot();
       if (inConversation) this.#conversation.remove(itemId);
@@ -401,7 +399,7 @@ export class RealtimeSession {
       },
     });
     this.#active = stream;
-    this.#ctx.log.debug({ responseId, modalities }, 'response started');
+    this.#ctx.log.debug({ responseId, outputModalities, held: adopt !== null }, 'response started');
     stream.start();
   }
 
@@ -474,6 +472,7 @@ export class RealtimeSession {
     this.#closed = true;
     this.#active?.cancel();
     this.#active = null;
+    this.#dropHeld();
     this.#voice.close();
     this.#prefill?.close();
     this.#writer.discardQueued();

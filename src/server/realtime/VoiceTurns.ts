@@ -64,10 +64,17 @@ export interface TurnHost {
   audioMs(): number;
   bufferStartMs(): number;
   hasInputAudio(): boolean;
-  /** Commits the input buffer as user item `itemId`. */
-  commit(itemId: string): void;
+  /** Commits the input buffer as user item `itemId`: all of it, or up to `clipEndMs` on the VAD's timeline. */
+  commit(itemId: string, clipEndMs?: number): void;
   /** Answers the committed turn (create_response); `turnEndedAtMs` for chorus_voice_ttfp_seconds. */
   respond(turnEndedAtMs: number): void;
+  /**
+   * The VAD first heard the silence that may end the turn: start its answer held (from the audio up to clipEndMs),
+   * for respond() to adopt at speech_stopped. Nothing of it reaches the client before then.
+   */
+  speculate(clipEndMs: number): void;
+  /** The turn went on: the held answer (if any) is cancelled unheard. */
+  dropSpeculation(): void;
   /** A turn event could not be acted on (the client hears an error event). */
   fail(err: unknown): void;
   /** server_vad could not start: turn detection is off again. */
@@ -135,15 +142,22 @@ export class VoiceTurns {
   /** Appended input audio (pcm16 24 kHz, whole samples). */
   push(pcm16: Buffer): void {
     if (this.#params === null) return;
-    // A copy: the Buffer may sit at an odd offset in a pooled allocation (Int16Array needs 2-byte alignment).
-    const samples = new Int16Array(pcm16.byteLength >> 1);
-    new Uint8Array(samples.buffer).set(pcm16.subarray(0, samples.byteLength));
+    // A view when the Buffer is 2-byte aligned (the VAD copies what it keeps); a copy when it sits at an odd offset
+    // in a pooled allocation (Int16Array needs 2-byte alignment). Kept ones (#early) are always copies.
+    const n = pcm16.byteLength >> 1;
+    let samples: Int16Array;
+    if (this.#stream && pcm16.byteOffset % 2 === 0) samples = new Int16Array(pcm16.buffer, pcm16.byteOffset, n);
+    else {
+      samples = new Int16Array(n);
+      new Uint8Array(samples.buffer).set(pcm16.subarray(0, samples.byteLength));
+    }
     if (this.#stream) this.#stream.push(samples);
     else this.#early.push(samples);
   }
 
   /** input_audio_buffer.clear: the detector forgets the audio so far. */
   reset(): void {
+    this.host.dropSpeculation();
     this.#stream?.reset();
     this.#early = [];
     this.#turnItemId = null;
@@ -155,6 +169,11 @@ export class VoiceTurns {
     if (this.#closed || !turns) return;
     const host = this.host;
     try {
+      if (e.type === 'silence_started') {
+        if (turns.create_response && !host.active()) host.speculate(e.clipEndMs);
+        return;
+      }
+      if (e.type === 'silence_cancelled') return host.dropSpeculation();
       if (e.type === 'speech_started') {
         this.#turnItemId = newId('item');
         host.send({
@@ -179,6 +198,7 @@ export class VoiceTurns {
           item_id: itemId,
         });
       } else {
+        host.dropSpeculation(); // none is started outside a turn; an idle turn commits all the audio
         host.send({
           type: 'input_audio_buffer.timeout_triggered',
           event_id: newId('event'),
@@ -187,15 +207,17 @@ export class VoiceTurns {
           item_id: itemId,
         });
       }
-      if (!host.hasInputAudio()) return;
-      host.commit(itemId);
+      if (!host.hasInputAudio()) return host.dropSpeculation();
+      host.commit(itemId, e.type === 'speech_stopped' ? e.clipEndMs : undefined);
       if (turns.create_response && !host.active()) host.respond(turnEndedAtMs);
+      else host.dropSpeculation();
     } catch (err) {
       host.fail(err);
     }
   }
 
   close(): void {
+    this.host.dropSpeculation();
     this.#closed = true;
     this.#stream?.close();
     this.#stream = null;

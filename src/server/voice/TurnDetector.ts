@@ -6,12 +6,26 @@
  * with p < threshold - 0.15 (at least 0.01) opens a silence run, a window with p >= threshold cancels it, and a
  * window in between leaves it as it is. The turn ends when a silence run has lasted silenceDurationMs.
  *
+ * Where the silence run starts (what the silence is counted from) is where the speech ended, not where the
+ * detector became sure of it: the hysteresis only CONFIRMS a fall, so the run is dated back to the first window of
+ * the descent below the threshold, and further back by the model's known lag (`speechEndLagMs`: Silero rates the
+ * first window after the last phoneme as speech, 0.87-0.98 on 12 of the 16 bench sentences, because its 64-sample
+ * context and recurrent state still carry the phoneme). It never reaches back before the speech began. Without
+ * this, every turn ended 64-96 ms of audio late (measured: `vad_end_lag_ms` 80 ms p50 in bench/README.md).
+ *
+ * Tentative events (not sent to clients): silence_started when a silence run opens, silence_cancelled when speech
+ * resumes before it lasted silenceDurationMs. A session may start its answer at silence_started and hold it until
+ * speech_stopped confirms the turn (VoiceTurns' speculative answer). Both carry clipEndMs: the audio the turn's
+ * item keeps, which ends COMMIT_TAIL_MS after audioEndMs (and is always analysed by silence_started, so a held
+ * answer and the committed item hear the same audio).
+ *
  * Times are ms on the caller's audio timeline. Window k after the last reset covers
  * [originMs + k*windowMs, originMs + (k+1)*windowMs), and events are reported in whole ms:
  * - speech_started.audioStartMs: start of the first speech window minus prefixPaddingMs, clamped at originMs
  *   (padding never reaches into audio from before a reset, which was committed or cleared).
  * - speech_stopped.audioEndMs: end of the last window before the silence run, i.e. where speech ended (OpenAI's
- *   audio_end_ms is the same point). The event itself fires silenceDurationMs of audio later.
+ *   audio_end_ms is the same point). The event itself fires silenceDurationMs of audio later, by the audio clock
+ *   (advance(): the window in progress need not be rated yet).
  * - idle_timeout: driven by AUDIO time, not wall time: it fires when idleTimeoutMs of audio has gone by with no
  *   speech since the last speech_stopped (or since the last idle_timeout: it re-arms, as OpenAI re-arms it after
  *   the response it triggers). A client that stops sending audio altogether gets no idle_timeout from here.
@@ -31,8 +45,18 @@ export interface TurnParams {
 
 export type TurnEvent =
   | { type: 'speech_started'; audioStartMs: number }
-  | { type: 'speech_stopped'; audioEndMs: number }
-  | { type: 'idle_timeout'; audioStartMs: number; audioEndMs: number };
+  | { type: 'speech_stopped'; audioEndMs: number; clipEndMs: number }
+  | { type: 'idle_timeout'; audioStartMs: number; audioEndMs: number }
+  | { type: 'silence_started'; audioEndMs: number; clipEndMs: number }
+  | { type: 'silence_cancelled' };
+
+/** silence_started / silence_cancelled: for the session's own use, never announced to a client. */
+export function isTentative(e: TurnEvent): boolean {
+  return e.type === 'silence_started' || e.type === 'silence_cancelled';
+}
+
+/** The audio a turn's item keeps past where the speech ended (two 32 ms windows: the decay of the last phoneme). */
+export const COMMIT_TAIL_MS = 64;
 
 /** OpenAI's server_vad defaults. */
 export const DEFAULT_TURN_PARAMS: TurnParams = Object.freeze({
@@ -66,16 +90,27 @@ export class TurnDetector {
   #originMs = 0;
   #windows = 0; // windows since the last reset
   #speaking = false;
-  /** Start of the current silence run while speaking, or null. */
+  /** Start of the first speech window of the turn (the silence run never reaches back before it). */
+  #speechFromMs = 0;
+  /** Start of the first window of the current descent below the threshold while speaking, or null. */
+  #fallFromMs: number | null = null;
+  /** Start of the current silence run while speaking, or null; and the clip end it fixed. */
   #silenceFromMs: number | null = null;
+  #clipEndMs = 0;
+  readonly #speechEndLagMs: number;
+  /** Audio pushed so far (advance()), rated or not, on the caller's timeline. */
+  #audioClockMs = 0;
   /** Where idle time is counted from, or null when idle_timeout is not armed. */
   #idleFromMs: number | null = null;
 
-  constructor(params: TurnParams, windowMs: number, originMs = 0) {
+  /** speechEndLagMs: how late the model's probability falls after the speech ends (Silero: one window). */
+  constructor(params: TurnParams, windowMs: number, originMs = 0, speechEndLagMs = 0) {
     checkTurnParams(params);
     this.#params = params;
     this.windowMs = windowMs;
     this.#originMs = originMs;
+    this.#audioClockMs = originMs;
+    this.#speechEndLagMs = speechEndLagMs;
   }
 
   get params(): TurnParams {
@@ -100,8 +135,10 @@ export class TurnDetector {
   /** Forgets the turn state; window 0 now starts at originMs. */
   reset(originMs: number): void {
     this.#originMs = originMs;
+    this.#audioClockMs = originMs;
     this.#windows = 0;
     this.#speaking = false;
+    this.#fallFromMs = null;
     this.#silenceFromMs = null;
     this.#idleFromMs = null;
   }
@@ -125,6 +162,8 @@ export class TurnDetector {
     if (!this.#speaking) {
       if (probability >= threshold) {
         this.#speaking = true;
+        this.#speechFromMs = startMs;
+        this.#fallFromMs = null;
         this.#silenceFromMs = null;
         this.#idleFromMs = null;
         const audioStartMs = Math.max(this.#originMs, startMs - prefixPaddingMs);
@@ -139,22 +178,64 @@ export class TurnDetector {
     }
 
     // Speaking.
-    if (probability >= threshold) this.#silenceFromMs = null;
-    else if (probability < Math.max(threshold - HYSTERESIS, 0.01) && this.#silenceFromMs === null)
-      this.#silenceFromMs = startMs;
-    if (this.#silenceFromMs === null || endMs - this.#silenceFromMs < silenceDurationMs) return [];
-    const audioEndMs = this.#silenceFromMs;
+    if (probability >= threshold) {
+      this.#fallFromMs = null;
+      if (this.#silenceFromMs === null) return [];
+      this.#silenceFromMs = null;
+      return [{ type: 'silence_cancelled' }];
+    }
+    this.#fallFromMs ??= startMs;
+    const events: TurnEvent[] = [];
+    if (probability < Math.max(threshold - HYSTERESIS, 0.01) && this.#silenceFromMs === null) {
+      const from = Math.max(this.#speechFromMs, this.#fallFromMs - this.#speechEndLagMs);
+      this.#silenceFromMs = from;
+      this.#clipEndMs = Math.min(endMs, from + COMMIT_TAIL_MS);
+      events.push({ type: 'silence_started', audioEndMs: from, clipEndMs: this.#clipEndMs });
+    }
+    if (this.#silenceFromMs === null) return events;
+    if (endMs - this.#silenceFromMs >= silenceDurationMs) events.push(this.#stop(endMs));
+    else events.push(...this.advance(this.#audioClockMs)); // the clock may already be past the silence
+    return events;
+  }
+
+  /**
+   * The audio clock: `audioMs` of audio has been pushed (the model rates it a window later). A silence run ends the
+   * turn as soon as the clock is silenceDurationMs past its start, without waiting for the window in progress to be
+   * rated, provided every window before it was: the unrated rest is at most one window, and the model rates the
+   * first window of new speech low anyway (it lags a window, as at the end of speech). Saves the wait for that
+   * window's end and the VAD's round trip (~25 ms of every turn). If the model is further behind, its windows decide.
+   */
+  advance(audioMs: number): TurnEvent[] {
+    this.#audioClockMs = Math.max(this.#audioClockMs, audioMs);
+    const clock = this.#audioClockMs;
+    if (!this.#speaking || this.#silenceFromMs === null) return [];
+    if (clock - this.#silenceFromMs < this.#params.silenceDurationMs) return [];
+    if (clock - this.positionMs > this.windowMs) return []; // more than the window in progress unrated: they decide
+    return [this.#stop(clock)];
+  }
+
+  #stop(atMs: number): TurnEvent {
+    const audioEndMs = this.#silenceFromMs!;
     this.#speaking = false;
+    this.#fallFromMs = null;
     this.#silenceFromMs = null;
-    this.#idleFromMs = endMs;
-    return [{ type: 'speech_stopped', audioEndMs: Math.round(audioEndMs) }];
+    this.#idleFromMs = atMs;
+    return { type: 'speech_stopped', audioEndMs: Math.round(audioEndMs), clipEndMs: this.#clipEndMs };
   }
 }
 
-/** Runs a fresh detector over a whole sequence of window probabilities (tests, offline use). */
-export function detectTurns(probabilities: Iterable<number>, params: TurnParams, windowMs: number): TurnEvent[] {
-  const detector = new TurnDetector(params, windowMs);
+/**
+ * Runs a fresh detector over a whole sequence of window probabilities (tests, offline use); the tentative events
+ * (silence_started / silence_cancelled) only with `tentative`.
+ */
+export function detectTurns(
+  probabilities: Iterable<number>,
+  params: TurnParams,
+  windowMs: number,
+  opts: { speechEndLagMs?: number; tentative?: boolean } = {},
+): TurnEvent[] {
+  const detector = new TurnDetector(params, windowMs, 0, opts.speechEndLagMs ?? 0);
   const events: TurnEvent[] = [];
   for (const p of probabilities) events.push(...detector.push(p));
-  return events;
+  return opts.tentative ? events : events.filter((e) => !isTentative(e));
 }

@@ -26,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
 import { SILERO_RATE_HZ, SILERO_WINDOW_SAMPLES } from './sileroIo.ts';
+import { StreamingResampler } from './StreamingResampler.ts';
 import { checkTurnParams, TurnDetector, type TurnEvent, type TurnParams } from './TurnDetector.ts';
 import type { VadWorkerData, WindowResults } from './vadMessages.ts';
 import { vadDiagnostics, VadWorkerHandle } from './VadWorkerHandle.ts';
@@ -36,6 +37,13 @@ export { vadDiagnostics } from './VadWorkerHandle.ts';
 /** The Realtime API's input audio rate. */
 export const VAD_INPUT_RATE_HZ = 24000;
 const WINDOW_MS = (1000 * SILERO_WINDOW_SAMPLES) / SILERO_RATE_HZ; // 32 ms
+/**
+ * Silero's probability falls one window after the speech ends (TurnDetector.ts): the end of speech is dated that
+ * much before the first window rated below the threshold.
+ */
+const SILERO_END_LAG_MS = WINDOW_MS;
+/** The worker's resampler: a 16 kHz window is complete once this many input samples past its end have arrived. */
+const RESAMPLER_LOOKAHEAD = new StreamingResampler(VAD_INPUT_RATE_HZ, SILERO_RATE_HZ).lookaheadSamples;
 
 export interface VadStream {
   /** Appends pcm16 24 kHz mono audio (any length; whole samples only: odd byte splits are the caller's problem). */
@@ -82,6 +90,9 @@ class Stream implements VadStream {
   readonly #onEvent: (e: TurnEvent) => void;
   readonly #release: (stream: Stream) => void;
   #samplesPushed = 0; // since open; the timeline
+  /** Samples the worker has for this stream since it last started over (reset, move), and its windows complete. */
+  #samplesSinceStart = 0;
+  #windowsComplete = 0;
   #closed = false;
 
   constructor(
@@ -93,7 +104,7 @@ class Stream implements VadStream {
   ) {
     this.id = id;
     this.handle = handle;
-    this.detector = new TurnDetector(params, WINDOW_MS);
+    this.detector = new TurnDetector(params, WINDOW_MS, 0, SILERO_END_LAG_MS);
     this.#onEvent = onEvent;
     this.#release = release;
     handle.open(id, this.epoch);
@@ -111,7 +122,20 @@ class Stream implements VadStream {
   push(pcm16: Int16Array): void {
     if (this.#closed) return;
     this.#samplesPushed += pcm16.length;
-    this.handle.audio(this.id, pcm16);
+    this.#samplesSinceStart += pcm16.length;
+    // 16 kHz samples the worker's resampler can emit (StreamingResampler.push), in whole windows.
+    const outputs = Math.ceil(((this.#samplesSinceStart - RESAMPLER_LOOKAHEAD) * SILERO_RATE_HZ) / VAD_INPUT_RATE_HZ);
+    const complete = Math.max(0, Math.floor(outputs / SILERO_WINDOW_SAMPLES));
+    const completesWindow = complete > this.#windowsComplete;
+    this.#windowsComplete = complete;
+    this.handle.audio(this.id, pcm16, completesWindow);
+    // The audio clock may end a turn whose silence the model has already rated up to the window in progress.
+    this.#emit(this.detector.advance(this.positionMs), this.epoch);
+  }
+
+  #startOver(): void {
+    this.#samplesSinceStart = 0;
+    this.#windowsComplete = 0;
   }
 
   update(params: TurnParams): void {
@@ -122,6 +146,7 @@ class Stream implements VadStream {
   reset(): void {
     if (this.#closed) return;
     this.epoch++;
+    this.#startOver();
     this.detector.reset(this.positionMs);
     this.handle.reset(this.id, this.epoch);
   }
@@ -137,24 +162,29 @@ class Stream implements VadStream {
   moveTo(handle: VadWorkerHandle): void {
     this.handle = handle;
     this.epoch++;
+    this.#startOver();
     this.detector.rebase(this.positionMs);
     handle.open(this.id, this.epoch);
   }
 
   deliver(probs: Float32Array): void {
     const epoch = this.epoch;
-    for (const p of probs) {
-      for (const event of this.detector.push(p)) {
-        // The listener closed or reset the stream while handling an earlier event: the rest is forgotten audio.
-        if (this.#closed || this.epoch !== epoch) return;
-        try {
-          this.#onEvent(event);
-        } catch (err) {
-          // One session's bug must not cost the other streams in this batch their events.
-          log.error({ err, streamId: this.id, event: event.type }, 'VAD event listener threw');
-        }
+    for (const p of probs) if (!this.#emit(this.detector.push(p), epoch)) return;
+  }
+
+  /** Hands events to the listener; false once the stream was closed or reset meanwhile (the rest is forgotten). */
+  #emit(events: readonly TurnEvent[], epoch: number): boolean {
+    for (const event of events) {
+      // The listener closed or reset the stream while handling an earlier event: the rest is forgotten audio.
+      if (this.#closed || this.epoch !== epoch) return false;
+      try {
+        this.#onEvent(event);
+      } catch (err) {
+        // One session's bug must not cost the other streams in this batch their events.
+        log.error({ err, streamId: this.id, event: event.type }, 'VAD event listener threw');
       }
     }
+    return !this.#closed && this.epoch === epoch;
   }
 }
 

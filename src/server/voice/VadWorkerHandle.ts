@@ -3,13 +3,22 @@
  * and hands back what it reports. Light bookkeeping only; the model never runs on this thread.
  *
  * Ops are coalesced: everything sent during one event-loop turn goes out as one message at the turn's check
- * phase (setImmediate), so 64 sessions whose audio frames arrive together cost one postMessage, not 64, and
- * reach the model as one batch.
+ * phase (setImmediate), or MIN_POST_INTERVAL_MS after the last message if that is later, so sessions whose audio
+ * frames arrive together cost one postMessage and reach the model as one batch. Audio that completes no 32 ms
+ * window is not sent on its own: it waits for the append that completes one (nothing could run on it before),
+ * which is sent at once (at most MIN_POST_INTERVAL_MS later): no fixed timer stands between a window and its run.
  */
 import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
-import type { FromVadWorker, StreamOp, ToVadWorker, VadWorkerData, WindowResults } from './vadMessages.ts';
+import {
+  encodeOp,
+  type FromVadWorker,
+  type StreamOp,
+  type ToVadWorker,
+  type VadWorkerData,
+  type WindowResults,
+} from './vadMessages.ts';
 
 /**
  * VAD lifecycle events on diagnostics_channel (free without subscribers). Candidates for src/common/diagnostics.ts.
@@ -18,11 +27,11 @@ import type { FromVadWorker, StreamOp, ToVadWorker, VadWorkerData, WindowResults
  * - died: {worker, error} when a worker exits after READY without being asked to (it is replaced).
  */
 /**
- * Ops wait this long to be sent together: sessions append every 20-40 ms each, out of step with one another, so a
- * per-turn flush would post once per append; 10 ms (a third of a 32 ms VAD window) cuts the posts and the model
- * runs roughly tenfold at 16 sessions for at most 10 ms more latency.
+ * The least time between two ops messages to a worker. Posting costs this thread tens of microseconds each: 16
+ * sessions whose 32 ms windows complete out of step would post ~500 times a second; this caps it at 250 and delays
+ * a window by at most 4 ms (none for a session alone, whose windows are 32 ms apart).
  */
-const FLUSH_MS = 10;
+const MIN_POST_INTERVAL_MS = 4;
 
 export const vadDiagnostics = {
   windows: channel('chorus:vad:windows'),
@@ -49,10 +58,12 @@ export class VadWorkerHandle {
   readonly #exited: Promise<void>;
   #state: State = 'starting';
   #error: Error | null = null;
-  #ops: StreamOp[] = [];
-  #chunks: Int16Array[] = [];
+  /** Ops not sent yet, encoded (vadMessages.ts), and the audio they name, staged in one growing buffer. */
+  #ops: number[] = [];
+  #pcm = new Int16Array(16 * 1024);
   #pcmLength = 0;
   #flushScheduled = false;
+  #lastPostAtMs = -Infinity;
   #seq = 0;
   readonly #sentAtMs = new Map<number, number>(); // seq -> performance.now() when posted
 
@@ -86,7 +97,7 @@ export class VadWorkerHandle {
       const was = this.#state;
       this.#state = 'exited';
       this.#ops = [];
-      this.#chunks = [];
+      this.#pcmLength = 0;
       if (was === 'starting' || was === 'failed') {
         this.#state = 'failed';
         settle.reject(
@@ -108,12 +119,19 @@ export class VadWorkerHandle {
     this.#enqueue({ op: 'open', streamId, epoch });
   }
 
-  audio(streamId: number, pcm16: Int16Array): void {
+  /** `completesWindow`: the worker can run a window once it has this audio (else it waits for more). */
+  audio(streamId: number, pcm16: Int16Array, completesWindow = true): void {
     if (pcm16.length === 0 || !this.#accepting()) return;
-    this.#ops.push({ op: 'audio', streamId, offset: this.#pcmLength, length: pcm16.length });
-    this.#chunks.push(pcm16.slice()); // the caller may reuse its buffer once push() returns
-    this.#pcmLength += pcm16.length;
-    this.#scheduleFlush();
+    encodeOp(this.#ops, { op: 'audio', streamId, offset: this.#pcmLength, length: pcm16.length });
+    const needed = this.#pcmLength + pcm16.length;
+    if (needed > this.#pcm.length) {
+      const grown = new Int16Array(Math.max(needed, 2 * this.#pcm.length));
+      grown.set(this.#pcm.subarray(0, this.#pcmLength));
+      this.#pcm = grown;
+    }
+    this.#pcm.set(pcm16, this.#pcmLength); // a copy: the caller may reuse its buffer once push() returns
+    this.#pcmLength = needed;
+    if (completesWindow) this.#scheduleFlush();
   }
 
   reset(streamId: number, epoch: number): void {
@@ -149,32 +167,32 @@ export class VadWorkerHandle {
 
   #enqueue(op: StreamOp): void {
     if (!this.#accepting()) return;
-    this.#ops.push(op);
+    encodeOp(this.#ops, op);
     this.#scheduleFlush();
   }
 
   #scheduleFlush(): void {
     if (this.#flushScheduled || this.#state !== 'ready' || this.#ops.length === 0) return;
     this.#flushScheduled = true;
-    setTimeout(() => this.#flush(), FLUSH_MS);
+    // At most one message per MIN_POST_INTERVAL_MS: one session's windows (every 32 ms) go at once; many sessions'
+    // windows, which complete out of step, share a message instead of costing this thread a post each.
+    const waitMs = this.#lastPostAtMs + MIN_POST_INTERVAL_MS - performance.now();
+    if (waitMs <= 0) setImmediate(() => this.#flush());
+    else setTimeout(() => this.#flush(), waitMs);
   }
 
   #flush(): void {
     this.#flushScheduled = false;
     if (this.#state !== 'ready' || this.#ops.length === 0) return;
-    const pcm = new Int16Array(this.#pcmLength);
-    let at = 0;
-    for (const chunk of this.#chunks) {
-      pcm.set(chunk, at);
-      at += chunk.length;
-    }
+    const pcm = this.#pcm.slice(0, this.#pcmLength);
+    const ops = Int32Array.from(this.#ops);
     const seq = ++this.#seq;
-    const msg: ToVadWorker = { type: 'ops', seq, ops: this.#ops, pcm };
+    const msg: ToVadWorker = { type: 'ops', seq, ops, pcm };
     this.#ops = [];
-    this.#chunks = [];
     this.#pcmLength = 0;
+    this.#lastPostAtMs = performance.now();
     this.#sentAtMs.set(seq, performance.now());
-    this.#worker.postMessage(msg, [pcm.buffer]);
+    this.#worker.postMessage(msg, [pcm.buffer, ops.buffer]);
   }
 
   #post(msg: ToVadWorker): void {

@@ -23,9 +23,47 @@ export type StreamOp =
   | { readonly op: 'reset'; readonly streamId: number; readonly epoch: number }
   | { readonly op: 'close'; readonly streamId: number };
 
+/**
+ * Ops travel as OP_WORDS int32 words each ([code, streamId, a, b]: open/reset a = epoch; audio a = offset,
+ * b = length), a transferred Int32Array: a message of many sessions' appends then clones no objects.
+ */
+export const OP_WORDS = 4;
+const OP_CODES = { open: 0, audio: 1, reset: 2, close: 3 } as const;
+
+export function encodeOp(words: number[], op: StreamOp): void {
+  switch (op.op) {
+    case 'open':
+    case 'reset':
+      words.push(OP_CODES[op.op], op.streamId, op.epoch, 0);
+      return;
+    case 'audio':
+      words.push(OP_CODES.audio, op.streamId, op.offset, op.length);
+      return;
+    case 'close':
+      words.push(OP_CODES.close, op.streamId, 0, 0);
+  }
+}
+
+/** The op at words[at..at + OP_WORDS). */
+export function decodeOp(words: Int32Array, at: number): StreamOp {
+  const [code, streamId, a, b] = words.subarray(at, at + OP_WORDS);
+  switch (code) {
+    case OP_CODES.open:
+      return { op: 'open', streamId, epoch: a };
+    case OP_CODES.audio:
+      return { op: 'audio', streamId, offset: a, length: b };
+    case OP_CODES.reset:
+      return { op: 'reset', streamId, epoch: a };
+    case OP_CODES.close:
+      return { op: 'close', streamId };
+    default:
+      throw new Error(`unknown VAD op code ${code}`);
+  }
+}
+
 export type ToVadWorker =
   /** `seq` counts ops messages (1, 2, ...); results name the newest one applied, for latency. */
-  | { readonly type: 'ops'; readonly seq: number; readonly ops: StreamOp[]; readonly pcm: Int16Array }
+  | { readonly type: 'ops'; readonly seq: number; readonly ops: Int32Array; readonly pcm: Int16Array }
   /** Finish the run in progress, release the model, and exit. Never terminate() a worker instead: terminating
    * a thread inside onnxruntime's run() or create() aborts the whole process. */
   | { readonly type: 'shutdown' }

@@ -11,7 +11,15 @@ import { serializeError } from '../../common/errors.ts';
 import { SileroModel } from './SileroModel.ts';
 import { SILERO_RATE_HZ, SILERO_WINDOW_SAMPLES } from './sileroIo.ts';
 import { SileroStreams } from './SileroStreams.ts';
-import type { FromVadWorker, StreamOp, ToVadWorker, VadWorkerData, WindowResults } from './vadMessages.ts';
+import {
+  decodeOp,
+  OP_WORDS,
+  type FromVadWorker,
+  type StreamOp,
+  type ToVadWorker,
+  type VadWorkerData,
+  type WindowResults,
+} from './vadMessages.ts';
 
 function post(port: MessagePort, msg: FromVadWorker, transfer: ArrayBuffer[] = []): void {
   port.postMessage(msg, transfer);
@@ -90,7 +98,7 @@ function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void
     switch (msg.type) {
       case 'ops':
         if (shuttingDown) return;
-        for (const op of msg.ops) apply(streams, op, msg.pcm);
+        for (let at = 0; at < msg.ops.length; at += OP_WORDS) apply(streams, decodeOp(msg.ops, at), msg.pcm);
         lastSeq = msg.seq;
         // One runReady() at a time: a stream's windows must run in order, each on the state of the last.
         if (running) rerun = true;
