@@ -249,7 +249,7 @@ describe('TTFT routing with the store (in-process copies, two Thinker replicas)'
     expect(ownSegments()).toEqual([]);
   });
 
-  it('sends a repeat to the Thinker instance holding its rows (an ec_local decision), which reaches no encoder', async () => {
+  it('sends a repeat to the Thinker holding its rows (ec_local), which reaches no encoder', async () => {
     const e = engine!;
     const a = await collect(e.generate(ask(img)));
     await waitFor('the copy indexed', () => e.ecStore!.stats.entries === 1);
