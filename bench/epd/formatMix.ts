@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gitSha } from '../common.ts';
-import type { MixBenchResult, MixRun } from './runMixBench.ts';
+import type { HitCounts, MixBenchResult, MixRun } from './runMixBench.ts';
 
 /** Text TTFT p99 with `ttft` routing at most this share of `least_loaded`'s. */
 export const TEXT_P99_GOAL = 0.7;
@@ -48,7 +48,7 @@ function runLines(run: MixRun): string[] {
   const busy = Object.entries(run.encoder_busy_s)
     .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
     .join(', ');
-  const hitRate = run.ec_hit_rate === null ? '-' : `${(run.ec_hit_rate * 100).toFixed(1)} %`;
+  const share = (c: HitCounts) => `${c.hits} of ${c.hits + c.misses}`;
   return [
     `router ${run.router}: ${run.completed} completed, ${run.failed} failed in ${run.duration_s} s`,
     '  TTFT ms      p50     p99      n',
@@ -56,7 +56,7 @@ function runLines(run: MixRun): string[] {
       const q = run.ttft[k];
       return `  ${k.padEnd(9)} ${ms(q.p50_ms).padStart(6)}  ${ms(q.p99_ms).padStart(6)}  ${String(q.n).padStart(5)}`;
     }),
-    `  encoder cache hit rate ${hitRate}; encoder busy ${busy}`,
+    `  EC store hits ${share(run.ec_store)}; encoder cache hits ${share(run.encoder_cache)}; encoder busy ${busy}`,
     `  text TTFT minus the router's prediction: p50 ${ms(run.text_prediction_error_ms.p50_ms)} ms, p99 ` +
       `${ms(run.text_prediction_error_ms.p99_ms)} ms`,
     `  idle probe: 30 s clip sent again ${ms(run.repeat_clip_ttft_ms)} ms (${run.repeat_clip_prompt_tokens} tokens), ` +

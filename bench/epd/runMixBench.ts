@@ -39,6 +39,11 @@ export interface Quantiles {
   readonly p99_ms: number | null;
 }
 
+export interface HitCounts {
+  readonly hits: number;
+  readonly misses: number;
+}
+
 export interface MixRun {
   readonly router: RoutingPolicy;
   readonly completed: number;
@@ -46,8 +51,12 @@ export interface MixRun {
   readonly duration_s: number;
   readonly ttft: Record<MixKind | 'overall', Quantiles>;
   readonly text_ttft_p99_ms: number | null;
-  /** Hits / (hits + misses) of the encoder instances' caches over the run. */
+  /** Items the encoder-output store had (local or remote) and had not, over the run (all 0 without a store). */
+  readonly ec_store: HitCounts;
+  /** Hits / (hits + misses) of ec_store; null without a store. */
   readonly ec_hit_rate: number | null;
+  /** Items that reached an encoder and hit, or missed, its own cache of rows. */
+  readonly encoder_cache: HitCounts;
   /** CPU seconds the encoder processes used over the run, per instance. */
   readonly encoder_busy_s: Record<string, number>;
   /** Idle probe: median TTFT of a 30 s clip sent again, and of a text prompt of equal token count. */
@@ -110,6 +119,18 @@ function request(r: Pick<MixRequest, 'text' | 'media'>, maxTokens: number): Gene
   };
 }
 
+/** The encoder-output store's lookups while it runs (chorus:ec:lookup). */
+function ecLookups(): { counts: { hits: number; misses: number }; stop: () => void } {
+  const counts = { hits: 0, misses: 0 };
+  const on = (m: unknown) => {
+    const where = (m as { where?: string }).where;
+    if (where === 'miss') counts.misses++;
+    else if (where === 'local' || where === 'remote') counts.hits++;
+  };
+  subscribe(channelNames.ecLookup, on);
+  return { counts, stop: () => unsubscribe(channelNames.ecLookup, on) };
+}
+
 /** Encoder cache totals per instance, from the stats the stages report. */
 function encoderTotals(): { totals: Map<string, { hits: number; misses: number }>; stop: () => void } {
   const totals = new Map<string, { hits: number; misses: number }>();
@@ -122,6 +143,8 @@ function encoderTotals(): { totals: Map<string, { hits: number; misses: number }
 }
 
 const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+const rate = (c: HitCounts) => (c.hits + c.misses > 0 ? Number((c.hits / (c.hits + c.misses)).toFixed(3)) : null);
 
 function encoderCpu(engine: Orchestrator): Map<string, number> {
   const out = new Map<string, number>();
@@ -183,6 +206,7 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
       const cpuBefore = encoderCpu(engine);
       await new Promise((resolve) => setTimeout(resolve, 1_200)); // a stats report after the warm-up
       const cacheBefore = new Map(cache.totals);
+      const lookups = ecLookups();
       const ttfts = new Map<MixKind | 'overall', number[]>([
         ['overall', []],
         ['text', []],
@@ -222,6 +246,8 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
       unsubscribe(channelNames.routeTtft, onPrediction);
       await new Promise((resolve) => setTimeout(resolve, 1_200)); // the encoders' last stats
       cache.stop();
+      lookups.stop();
+      const store = lookups.counts;
       const cpuAfter = encoderCpu(engine);
       let hits = 0;
       let misses = 0;
@@ -242,7 +268,9 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
         duration_s: Number(durationS.toFixed(2)),
         ttft,
         text_ttft_p99_ms: ttft.text.p99_ms,
-        ec_hit_rate: hits + misses > 0 ? Number((hits / (hits + misses)).toFixed(3)) : null,
+        ec_store: { ...store },
+        ec_hit_rate: rate(store),
+        encoder_cache: { hits, misses },
         encoder_busy_s: busy,
         repeat_clip_ttft_ms: p.repeat,
         equal_text_ttft_ms: p.text,
