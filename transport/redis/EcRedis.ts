@@ -10,20 +10,11 @@
  * chunk path, and a stage without edges on Redis needs it too. Commands fail at once while the link is down (no
  * offline queue): a Thinker then treats the item as lost, main as a miss.
  */
-import { createClient, RESP_TYPES } from 'redis';
+import { createClient } from 'redis';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { redactUrl } from './redisLink.ts';
+import { reconnectDelayMs, redactUrl, typeMapping, type RedisLinkOptions } from './redisLink.ts';
 
-export interface EcRedisOptions {
-  readonly url: string;
-  readonly username?: string;
-  readonly password?: string;
-  /** Client name shown by CLIENT LIST. */
-  readonly name?: string;
-}
-
-const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
-const MAX_BACKOFF_MS = 2000;
+export type EcRedisOptions = Pick<RedisLinkOptions, 'url' | 'username' | 'password' | 'name'>;
 
 function connect(o: EcRedisOptions) {
   return createClient({
@@ -32,7 +23,7 @@ function connect(o: EcRedisOptions) {
     ...(o.password !== undefined ? { password: o.password } : {}),
     ...(o.name !== undefined ? { name: o.name.replace(/[^\w#.:-]/g, '_') } : {}),
     disableOfflineQueue: true,
-    socket: { reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, MAX_BACKOFF_MS) },
+    socket: { reconnectStrategy: reconnectDelayMs },
   }).withTypeMapping(typeMapping);
 }
 

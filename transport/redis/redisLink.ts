@@ -19,10 +19,12 @@ export interface RedisLinkOptions {
   readonly name?: string;
 }
 
-const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
+/** Replies as Buffers (binary frames), not strings. */
+export const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
 const MAX_BACKOFF_MS = 2000;
 
-function reconnectDelayMs(attempt: number): number {
+/** Exponential backoff between reconnect attempts, capped at 2 s. */
+export function reconnectDelayMs(attempt: number): number {
   return Math.min(50 * 2 ** attempt, MAX_BACKOFF_MS);
 }
 
