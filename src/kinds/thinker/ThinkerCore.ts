@@ -186,24 +186,26 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   /** A prefill-only request computed its prompt: its KV (and rows) are retained under its key. */
   private retainPrefix(req: ThinkerRequest): void {
     const p = req.prefix!;
-    const length = req.promptTokenIds.length;
-    const seqId = `prefix ${p.key} ${this.retainedSeq++}`; // a space: never a request id
-    this.runner.moveSequence(req.requestId, seqId, length);
-    const rowBytes = (p.embeds?.byteLength ?? 0) + (p.hidden?.byteLength ?? 0);
     const media = req.media;
-    this.prefixes.retain(
-      {
-        key: p.key,
-        seqId,
-        inputs: { tokenIds: [...req.promptTokenIds], mediaRow: (pos) => media?.rowAt(pos) },
-        length,
-        embeds: p.embeds,
-        hidden: p.hidden,
-        bytes: this.runner.kvBytes(seqId) + rowBytes,
-      },
-      req.requestId,
-    );
+    const inputs = { tokenIds: [...req.promptTokenIds], mediaRow: (pos: number) => media?.rowAt(pos) };
+    this.retainAs(req, inputs, req.promptTokenIds.length, p.embeds, p.hidden);
     this.wakeAwaiting(p.key);
+  }
+
+  /** Moves the request's first `length` positions of KV (and their rows) under its prefix key. */
+  private retainAs(
+    req: ThinkerRequest,
+    inputs: RetainedPrefix['inputs'],
+    length: number,
+    embeds: Float32Array | null,
+    hidden: Float32Array | null,
+  ): void {
+    const key = req.prefix!.key;
+    const seqId = `prefix ${key} ${this.retainedSeq++}`; // a space: never a request id
+    this.runner.moveSequence(req.requestId, seqId, length);
+    const rowBytes = (embeds?.byteLength ?? 0) + (hidden?.byteLength ?? 0);
+    const bytes = this.runner.kvBytes(seqId) + rowBytes;
+    this.prefixes.retain({ key, seqId, inputs, length, embeds, hidden, bytes }, req.requestId);
   }
 
   /** The key's producer retained or gave up: requests waiting for it take what is there now. */
@@ -238,25 +240,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   }
 
   private giveBack(req: ThinkerRequest, from: RetainedPrefix, n: number): void {
-    const key = req.prefix!.key;
     const d = this.runner.hiddenSize;
-    const seqId = `prefix ${key} ${this.retainedSeq++}`;
-    this.runner.moveSequence(req.requestId, seqId, n);
-    const embeds = from.embeds?.subarray(0, n * d) ?? null;
-    const hidden = from.hidden?.subarray(0, n * d) ?? null;
-    const rowBytes = (embeds?.byteLength ?? 0) + (hidden?.byteLength ?? 0);
-    this.prefixes.retain(
-      {
-        key,
-        seqId,
-        inputs: { tokenIds: from.inputs.tokenIds.slice(0, n), mediaRow: (pos) => from.inputs.mediaRow(pos) },
-        length: n,
-        embeds,
-        hidden,
-        bytes: this.runner.kvBytes(seqId) + rowBytes,
-      },
-      req.requestId,
-    );
+    const inputs = { tokenIds: from.inputs.tokenIds.slice(0, n), mediaRow: (pos: number) => from.inputs.mediaRow(pos) };
+    this.retainAs(req, inputs, n, from.embeds?.subarray(0, n * d) ?? null, from.hidden?.subarray(0, n * d) ?? null);
   }
 
   override releasePrefix(key: string): void {
