@@ -15,13 +15,13 @@ import type { Connector } from '../../transport/Connector.ts';
 import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
-import type { AddRequest, DownstreamTarget, EdgeBinding, StageToMain, UpstreamSource } from '../worker/messages.ts';
+import type { EdgeBinding, StageToMain } from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
 import { edgeTouches } from '../../transport/edges.ts';
 import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
-import { healthOf, newSlot, type Slot, statefulVocoder } from './Slot.ts';
+import { healthOf, newSlot, type Slot } from './Slot.ts';
+import { stageAdds, upstreamSources } from './stageAdds.ts';
 import { Router } from './routing/Router.ts';
-import { stageKinds } from '../kinds/registry.ts';
 import { MediaRoutes } from './MediaRoutes.ts';
 import { EcStore } from './ec/EcStore.ts';
 import { ecEntryOf, modalitiesToEncode, planEcItems } from './ec/ecPlan.ts';
@@ -223,55 +223,24 @@ export class Orchestrator implements Engine {
         chunkTimeoutMs: this.graph.chunkPolicy.chunkTimeoutMs,
       });
     }
-    const instanceOf = (stageId: string): UpstreamSource => {
-      const index = this.graph.stages.findIndex((s) => s.stageId === stageId);
-      const timeoutMs = this.graph.stages[index]?.encoder?.timeoutMs;
-      // An encoder's rows are due within its timeout of admission (its own chunks, one per item, too).
-      const deadlines =
-        timeoutMs === undefined
-          ? {}
-          : {
-              firstChunkDeadline: admittedAtMs + timeoutMs,
-              chunkTimeoutMs: timeoutMs,
-              timeoutSetting: `the encoder's timeout_ms (stage ${stageId})`,
-            };
-      return { instance: chosen.get(stageId)!.instance, stageId, ...deadlines };
-    };
+    const instanceOf = upstreamSources(this.graph, chosen, admittedAtMs);
     const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf, ec);
-    const ecDrop = this.ec?.takeDrops(thinker.instance) ?? [];
-    const playback = playbackPlan(request, this.graph, this.audioOutput, admittedAtMs, chosen.values());
-    // Downstream stages first, so each is expecting chunks before its upstream can produce any (the Thinker
-    // before its encoders).
-    for (const spec of [...stages].reverse()) {
-      const slot = chosen.get(spec.stageId)!;
-      const downstream: DownstreamTarget[] = stages
-        .filter((d) => d.inputs.some((i) => i.from === spec.stageId))
-        .map((d) => ({ instance: chosen.get(d.stageId)!.instance, stageId: d.stageId }));
-      if (outputs.includes(spec)) downstream.push({ instance: MAIN, stageId: MAIN });
-      const isEntry = spec.stageId === this.graph.entryStageId;
-      const upstreams: UpstreamSource[] = spec.encoder
-        ? [{ instance: MAIN, stageId: MAIN }]
-        : spec.inputs.filter((i) => chosen.has(i.from)).map((i) => instanceOf(i.from));
-      const add: AddRequest = {
-        type: 'add',
-        requestId,
-        promptTokenIds: isEntry ? promptTokenIds : undefined,
-        sampling: {
-          ...spec.defaultSamplingParams,
-          ...request[stageKinds[spec.kind].requestSampling],
-        },
-        downstream,
-        upstreams,
-        ...(isEntry && plan ? { media: plan.thinker } : {}),
-        ...(isEntry && request.prefix ? { prefix: request.prefix } : {}),
-        ...(isEntry && ecDrop.length > 0 ? { ecDrop } : {}),
-        ...(spec.encoder && plan ? { encode: plan.encode.get(slot.instance) ?? [] } : {}),
-        initialCodecChunkFrames: request.initialCodecChunkFrames,
-        ...(statefulVocoder(chosen.values()) ? { codecLeftContextFrames: 0 } : {}),
-        liveRequests: this.live.size,
-        firstChunkDeadline,
-        ...(playback ? { playback } : {}),
-      };
+    const adds = stageAdds({
+      requestId,
+      request,
+      graph: this.graph,
+      stages,
+      outputs,
+      chosen,
+      promptTokenIds,
+      media: plan,
+      ecDrop: this.ec?.takeDrops(thinker.instance) ?? [],
+      upstreamOf: instanceOf,
+      liveRequests: this.live.size,
+      firstChunkDeadline,
+      playback: playbackPlan(request, this.graph, this.audioOutput, admittedAtMs, chosen.values()),
+    });
+    for (const { slot, add } of adds) {
       slot.inFlight.add(requestId);
       slot.worker!.send(add);
     }

@@ -1,0 +1,104 @@
+/**
+ * The `add` each chosen stage instance gets when main admits a request (src/engine/stageAdds.ts): downstream
+ * stages first, the prompt and media plan only to the entry stage, each encoder its own items, outputs wired to
+ * main, encoder deadlines from their timeout, and chunks without left context only when the chosen Code2Wav
+ * instance said it keeps vocoder state.
+ */
+import { describe, expect, it } from 'vitest';
+import type { GenerateRequest } from '../../src/common/engine.ts';
+import { newSlot, type Slot } from '../../src/engine/Slot.ts';
+import { stageAdds, upstreamSources } from '../../src/engine/stageAdds.ts';
+import { stagesFor } from '../../src/engine/planEdges.ts';
+import type { RequestMediaPlan } from '../../src/engine/MediaRoutes.ts';
+import type { StageWorkerHandle } from '../../src/engine/stageWorkers.ts';
+import { configWith } from '../helpers/engine.ts';
+
+const graph = configWith('tiny-omni.yaml');
+const request: GenerateRequest = { messages: [{ role: 'user', content: 'hi' }], modalities: ['text', 'audio'] };
+
+function chosenFor(stageIds: readonly string[], statefulVocoder: boolean): Map<string, Slot> {
+  return new Map(
+    stageIds.map((id) => {
+      const index = graph.stages.findIndex((s) => s.stageId === id);
+      const slot = newSlot(graph, index, 0, `${id}#0`);
+      if (id === 'code2wav') {
+        const facts = { kind: 'code2wav', numCodebooks: 16, sampleRateHz: 24_000, samplesPerFrame: 1920 };
+        slot.worker = {
+          settings: { facts: { ...facts, receptiveFieldFrames: 4, stateful: statefulVocoder } },
+        } as unknown as StageWorkerHandle;
+      }
+      return [id, slot];
+    }),
+  );
+}
+
+function admit(statefulVocoder: boolean, media: RequestMediaPlan | null = null) {
+  const stages = stagesFor(graph, request.modalities, media ? ['audio'] : []);
+  const chosen = chosenFor(
+    stages.map((s) => s.stageId),
+    statefulVocoder,
+  );
+  return stageAdds({
+    requestId: 'r1',
+    request,
+    graph,
+    stages,
+    outputs: stages.filter((s) => s.finalOutput),
+    chosen,
+    promptTokenIds: [1, 2, 3],
+    media,
+    ecDrop: [],
+    upstreamOf: upstreamSources(graph, chosen, 1_000),
+    liveRequests: 1,
+    firstChunkDeadline: 31_000,
+    playback: undefined,
+  });
+}
+
+describe('stageAdds', () => {
+  it('adds downstream stages first; the entry gets the prompt; outputs go to main', () => {
+    const adds = admit(false);
+    expect(adds.map((a) => a.add.requestId)).toEqual(['r1', 'r1', 'r1']);
+    expect(adds.map((a) => a.slot.instance)).toEqual(['code2wav#0', 'talker#0', 'thinker#0']);
+    const [code2wav, talker, thinker] = adds.map((a) => a.add);
+    expect(thinker.promptTokenIds).toEqual([1, 2, 3]);
+    expect(talker.promptTokenIds).toBeUndefined();
+    expect(thinker.downstream).toEqual([
+      { instance: 'talker#0', stageId: 'talker' },
+      { instance: 'main', stageId: 'main' },
+    ]);
+    expect(code2wav.downstream).toEqual([{ instance: 'main', stageId: 'main' }]);
+    expect(code2wav.upstreams).toEqual([{ instance: 'talker#0', stageId: 'talker' }]);
+    expect(talker.codecLeftContextFrames).toBeUndefined(); // a stateless vocoder needs the context
+  });
+
+  it('sends chunks without left context when the chosen Code2Wav keeps vocoder state', () => {
+    const talker = admit(true).find((a) => a.slot.spec.kind === 'talker')!.add;
+    expect(talker.codecLeftContextFrames).toBe(0);
+  });
+
+  it('gives each encoder its items (encoders from main) and the Thinker the media plan with encoder deadlines', () => {
+    const item = { item: 0, modality: 'audio' as const, what: 'audio', numEmbeddings: 10 };
+    const media = {
+      thinker: { spans: [], items: [] },
+      encode: new Map([['audio-encoder#0', [item]]]),
+    } as unknown as RequestMediaPlan;
+    const adds = admit(false, media);
+    expect(adds.at(-1)!.slot.instance).toBe('audio-encoder#0'); // the Thinker before its encoders
+    const encoder = adds.at(-1)!.add;
+    expect(encoder.encode).toEqual([item]);
+    expect(encoder.upstreams).toEqual([{ instance: 'main', stageId: 'main' }]);
+    const thinker = adds.find((a) => a.slot.instance === 'thinker#0')!.add;
+    expect(thinker.media).toBe(media.thinker);
+    const timeoutMs = graph.stages.find((s) => s.stageId === 'audio-encoder')!.encoder!.timeoutMs;
+    expect(thinker.upstreams).toEqual([
+      {
+        instance: 'audio-encoder#0',
+        stageId: 'audio-encoder',
+        firstChunkDeadline: 1_000 + timeoutMs,
+        chunkTimeoutMs: timeoutMs,
+        timeoutSetting: "the encoder's timeout_ms (stage audio-encoder)",
+      },
+    ]);
+  });
+});
