@@ -17,8 +17,13 @@ describe('chorus soak (CI short mode)', () => {
     });
     killOnFinish(child);
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // A soak that ended without its report says why on stderr: show it rather than a JSON parse error.
+    if (!stdout.trim().startsWith('{'))
+      throw new Error(`chorus soak exited ${code} without a report:\n${stderr.slice(-4000)}`);
     const report = JSON.parse(stdout) as {
       answers: number;
       mismatches: unknown[];
