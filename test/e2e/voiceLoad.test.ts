@@ -57,10 +57,10 @@ describe('voice sessions under load', () => {
     }
     const p99Ms = delay.percentile(99) / 1e6;
     console.log(`event-loop delay with ${SESSIONS} voice sessions: p99 ${p99Ms.toFixed(1)} ms`);
-    // The issue asks for p99 < 20 ms. Measured 11-18 ms on a quiet 2-core machine, but 25-140 ms when other work
-    // shares the two cores (bench/README.md "Held answers, and where the VAD ends a turn": the p99 follows the CPU
-    // this thread gets), and test files run side by side: the bound here is generous and catches a stall (a model
-    // or a whole-buffer copy on the server's thread).
+    // The issue asks for p99 < 20 ms. This file runs alone (ALONE in vitest.config.ts): 8-13 ms measured so, but
+    // 25-140 ms when other work shares the two cores (bench/README.md "Held answers, and where the VAD ends a turn":
+    // the p99 follows the CPU this thread gets). The bound here is generous and catches a stall (a model or a
+    // whole-buffer copy on the server's thread) on a machine that is not quiet.
     expect(p99Ms).toBeLessThan(50);
   }, 120_000);
 });
