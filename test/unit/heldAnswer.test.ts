@@ -51,6 +51,20 @@ describe('HeldAnswer', () => {
     expect(() => held.adopt()).toThrow(/already adopted or discarded/);
   });
 
+  it('an answer that failed while held hands its events, then its error, to the adopter', () => {
+    const engine = fakeEngine();
+    const held = HeldAnswer.start(engine.generate, request(), () => {});
+    engine.events.next({ type: 'text', delta: 'Hi', tokenIds: [1], atMs: 0 });
+    engine.events.error(new Error('stage died'));
+    const seen: string[] = [];
+    held.adopt().events.subscribe({
+      next: (e) => seen.push(e.type),
+      error: (err: Error) => seen.push(`error: ${err.message}`),
+      complete: () => seen.push('complete'),
+    });
+    expect(seen).toEqual(['text', 'error: stage died']);
+  });
+
   it('matches only the very request it was started with (the id aside), audio bytes included', () => {
     const engine = fakeEngine();
     const held = HeldAnswer.start(engine.generate, request(), () => {});

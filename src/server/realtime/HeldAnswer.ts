@@ -31,6 +31,8 @@ export class HeldAnswer {
   #held: OutputEvent[] = [];
   #sink: Subscriber<OutputEvent> | null = null;
   #completed = false;
+  /** An error the answer ended with while no one was subscribed (handed to the adopter). */
+  #failure: { readonly error: unknown } | null = null;
   #settled = false;
   #heldAudioS = 0;
   #paused = false;
@@ -42,7 +44,7 @@ export class HeldAnswer {
     this.releaseSlot = releaseSlot;
     this.#subscription = inner.events.subscribe({
       next: (e) => (this.#sink ? this.#sink.next(e) : this.#hold(e)),
-      error: (err: unknown) => this.#sink?.error(err),
+      error: (error: unknown) => (this.#sink ? this.#sink.error(error) : (this.#failure = { error })),
       complete: () => {
         this.#completed = true;
         this.#sink?.complete();
@@ -95,7 +97,8 @@ export class HeldAnswer {
       const held = this.#held;
       this.#held = [];
       for (const e of held) subscriber.next(e);
-      if (this.#completed) subscriber.complete();
+      if (this.#failure) subscriber.error(this.#failure.error);
+      else if (this.#completed) subscriber.complete();
       else this.#sink = subscriber;
       return () => {
         this.#sink = null;
