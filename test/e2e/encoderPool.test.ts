@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   chat,
   health,
@@ -17,7 +17,7 @@ import {
   type Started,
 } from '../helpers/deployment.ts';
 import { pngBytes, wavBytes } from '../helpers/media.ts';
-import { RedisServer } from '../helpers/redisServer.ts';
+import { redisForSuite } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 const EPD = join(import.meta.dirname, '..', '..', 'configs', 'epd.yaml');
@@ -116,19 +116,10 @@ async function killMidRequest(serve: Serve, encoders: Map<string, Started>) {
 }
 
 describe('encoder pool (configs/epd.yaml)', () => {
-  let redis: RedisServer;
-  let env: Record<string, string>;
-
-  beforeAll(async () => {
-    redis = await RedisServer.start();
-    env = { CHORUS_REDIS_URL: redis.url };
-  });
-  afterAll(async () => {
-    await redis?.stop();
-  });
+  const suite = redisForSuite();
 
   it('any Thinker takes rows of any encoder; routing skips a busy Thinker; a killed encoder: fail', async () => {
-    const { serve, encoders } = await deploy(EPD, env);
+    const { serve, encoders } = await deploy(EPD, suite.env());
     const stages = await (await fetch(`${serve.url}/v1/stages`)).json();
     expect((stages as { routing: string }).routing).toBe('ttft');
 
@@ -195,7 +186,7 @@ describe('encoder pool (configs/epd.yaml)', () => {
       config,
       readFileSync(EPD, 'utf8').replace('on_encoder_failure: fail', 'on_encoder_failure: text_only'),
     );
-    const { serve, encoders } = await deploy(config, env);
+    const { serve, encoders } = await deploy(config, suite.env());
     const { done, killedAt, next } = await killMidRequest(serve, encoders);
     // Every request answers; those whose clip died with the encoder say so, and answer within 3 s of the kill.
     for (const a of done) expect(a.error).toBeNull();

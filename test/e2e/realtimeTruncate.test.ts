@@ -2,21 +2,13 @@
  * conversation.item.truncate through the official openai SDK: the client played part of an answer's audio; the
  * server trims the item's transcript to what that audio voiced, so the next turn's context holds only that.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sdkSession, startTlsPipeline, type Event, type TlsPipeline } from '../helpers/realtimeSdk.ts';
+import { describe, expect, it } from 'vitest';
+import { sdkSession, tlsPipelineForFile, type Event } from '../helpers/realtimeSdk.ts';
 
-let pipeline: TlsPipeline;
-
-beforeAll(async () => {
-  pipeline = await startTlsPipeline('tiny-omni-text-in.yaml');
-}, 120_000);
-
-afterAll(async () => {
-  await pipeline?.close();
-});
+const pipeline = tlsPipelineForFile('tiny-omni-text-in.yaml');
 
 async function session() {
-  const { rt, events, next: nextFrom } = await sdkSession(pipeline);
+  const { rt, events, next: nextFrom } = await sdkSession(pipeline());
   /** The next matching event from now on. */
   const next = (match: (e: Event) => boolean) => nextFrom(match, events.length);
   /** One spoken answer to `text`; resolves with its response.done. */

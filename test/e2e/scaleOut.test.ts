@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { collect, configWith } from '../helpers/engine.ts';
 import { chat, health, maxDiff, readyInstances, startServe, startStage } from '../helpers/deployment.ts';
-import { RedisCluster, RedisServer } from '../helpers/redisServer.ts';
+import { RedisCluster, redisForSuite } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
@@ -41,26 +41,17 @@ async function computeReference(maxTokens: number): Promise<{ text: string; pcm1
 }
 
 describe('scale-out over Redis', () => {
-  let redis: RedisServer;
-  let env: Record<string, string>;
-
-  beforeAll(async () => {
-    redis = await RedisServer.start();
-    env = { CHORUS_REDIS_URL: redis.url };
-  });
-  afterAll(async () => {
-    await redis?.stop();
-  });
+  const suite = redisForSuite();
 
   it('remote Talker + Code2Wav in private namespaces answer like all-shm; all leave cleanly', async () => {
-    const serve = await startServe(TWO_HOST, env);
+    const serve = await startServe(TWO_HOST, suite.env());
     // /health waits for the remote stages (min_replicas 1 each) before it is ready.
     const before = await health(serve.url);
     expect(before.httpStatus).toBe(503);
     expect(before.stages.filter((s) => s.status === 'waiting').map((s) => s.stage_id)).toEqual(['talker', 'code2wav']);
 
-    const talker = startStage(TWO_HOST, 'talker', 'b1', env, { isolated: true });
-    const code2wav = startStage(TWO_HOST, 'code2wav', 'b1', env, { isolated: true });
+    const talker = startStage(TWO_HOST, 'talker', 'b1', suite.env(), { isolated: true });
+    const code2wav = startStage(TWO_HOST, 'code2wav', 'b1', suite.env(), { isolated: true });
     await readyInstances(serve, 3);
     const h = await health(serve.url);
     expect(h.httpStatus).toBe(200);
@@ -89,7 +80,7 @@ describe('scale-out over Redis', () => {
       .toBe(2);
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
-    expect(await redis.keys()).toEqual([]);
+    expect(await suite.server().keys()).toEqual([]);
   }, 180_000);
 
   it('2 remote Talkers + 1 local share the load; a killed one fails only its requests (STAGE_LOST)', async () => {
@@ -102,10 +93,10 @@ describe('scale-out over Redis', () => {
       .join('\n');
     expect(text).not.toMatch(/^\s+placement:/m);
     writeFileSync(config, text);
-    const serve = await startServe(config, env);
+    const serve = await startServe(config, suite.env());
     await readyInstances(serve, 3);
-    const b1 = startStage(config, 'talker', 'b1', env);
-    startStage(config, 'talker', 'b2', env);
+    const b1 = startStage(config, 'talker', 'b1', suite.env());
+    startStage(config, 'talker', 'b2', suite.env());
     await readyInstances(serve, 5);
 
     let started = 0;
@@ -133,7 +124,7 @@ describe('scale-out over Redis', () => {
     expect((await health(serve.url)).stages.map((s) => s.instance)).not.toContain('talker#b1');
 
     // A new instance joins and takes new work.
-    startStage(config, 'talker', 'b3', env);
+    startStage(config, 'talker', 'b3', suite.env());
     await readyInstances(serve, 5);
     let again = 0;
     const more = Array.from({ length: 3 }, (_, i) =>
@@ -148,14 +139,14 @@ describe('scale-out over Redis', () => {
   }, 240_000);
 
   it('Redis killed mid-stream: clear errors, server up; Redis back: the stages rejoin and answer', async () => {
-    const serve = await startServe(TWO_HOST, env);
-    startStage(TWO_HOST, 'talker', 'k1', env);
-    startStage(TWO_HOST, 'code2wav', 'k1', env);
+    const serve = await startServe(TWO_HOST, suite.env());
+    startStage(TWO_HOST, 'talker', 'k1', suite.env());
+    startStage(TWO_HOST, 'code2wav', 'k1', suite.env());
     await readyInstances(serve, 3);
     let streaming = false;
     const inFlight = chat(serve.url, PROMPT, { max_tokens: 200, ignore_eos: true }, () => (streaming = true));
     await expect.poll(() => streaming, { timeout: 30_000 }).toBe(true);
-    await redis.kill();
+    await suite.server().kill();
     const failed = await inFlight;
     expect(['CHORUS_ERR_TRANSPORT_UNAVAILABLE', 'CHORUS_ERR_STAGE_LOST']).toContain(failed.error?.code);
     expect(failed.error!.message).toMatch(/Redis|heartbeat/);
@@ -165,7 +156,7 @@ describe('scale-out over Redis', () => {
     const refused = await chat(serve.url, PROMPT, { max_tokens: 4 });
     expect(refused.error).not.toBeNull();
 
-    await redis.restart();
+    await suite.server().restart();
     await readyInstances(serve, 3);
     const again = await chat(serve.url, PROMPT, { max_tokens: 12 });
     expect(again.error).toBeNull();
@@ -178,7 +169,7 @@ describe('scale-out over Redis', () => {
 
   it('a stage with the wrong password, or another config, refuses to join and says why', async () => {
     const wrong = startStage(TWO_HOST, 'talker', 'w1', {
-      CHORUS_REDIS_URL: redis.url.replace(`:${redis.password}@`, ':not-the-password@'),
+      CHORUS_REDIS_URL: suite.server().url.replace(`:${suite.server().password}@`, ':not-the-password@'),
     });
     expect(await wrong.exited).toBe(1);
     expect(wrong.output()).toMatch(/CHORUS_ERR_TRANSPORT_UNAVAILABLE.*password/);
@@ -187,18 +178,18 @@ describe('scale-out over Redis', () => {
     const other = join(dir, 'other.yaml');
     writeFileSync(other, readFileSync(TWO_HOST, 'utf8').replace('model_seed: 0', 'model_seed: 1'));
     // Started before main: it waits; main then refuses it (its heartbeat carries another config hash).
-    const early = startStage(other, 'talker', 'o1', env);
+    const early = startStage(other, 'talker', 'o1', suite.env());
     await expect.poll(() => early.output(), { timeout: 30_000 }).toContain('joining the deployment');
-    const serve = await startServe(TWO_HOST, env);
+    const serve = await startServe(TWO_HOST, suite.env());
     expect(await early.exited).toBe(2);
     expect(early.output()).toMatch(/refused: this deployment runs config [0-9a-f]{12}.*same config file/);
     // Started after main: it reads the deployment's config hash and refuses before loading anything.
-    const late = startStage(other, 'talker', 'o2', env);
+    const late = startStage(other, 'talker', 'o2', suite.env());
     expect(await late.exited).toBe(1);
     expect(late.output()).toMatch(/CHORUS_ERR_CONFIG_MISMATCH.*same config file/);
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
-    expect(await redis.keys()).toEqual([]);
+    expect(await suite.server().keys()).toEqual([]);
   }, 120_000);
 });
 

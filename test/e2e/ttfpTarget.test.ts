@@ -4,23 +4,15 @@
  * response's target overrides the session's. The playback slack of every later packet reaches /metrics too.
  */
 import https from 'node:https';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sdkSession, startTlsPipeline, type TlsPipeline } from '../helpers/realtimeSdk.ts';
+import { describe, expect, it } from 'vitest';
+import { sdkSession, tlsPipelineForFile } from '../helpers/realtimeSdk.ts';
 
-let pipeline: TlsPipeline;
-
-beforeAll(async () => {
-  pipeline = await startTlsPipeline('tiny-omni-text-in.yaml');
-}, 120_000);
-
-afterAll(async () => {
-  await pipeline?.close();
-});
+const pipeline = tlsPipelineForFile('tiny-omni-text-in.yaml');
 
 function metrics(): Promise<string> {
   return new Promise((resolve, reject) => {
     https
-      .get(`${pipeline.baseURL.replace(/\/v1$/, '')}/metrics`, { ca: pipeline.ca }, (res) => {
+      .get(`${pipeline().baseURL.replace(/\/v1$/, '')}/metrics`, { ca: pipeline().ca }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (d: string) => (body += d));
@@ -36,7 +28,7 @@ const counter = (text: string, name: string): number =>
 describe('ttfp_target_ms', () => {
   it('reports a missed target in response.done and /metrics; a response overrides the session target', async () => {
     const before = await metrics();
-    const { rt, events, next } = await sdkSession(pipeline);
+    const { rt, events, next } = await sdkSession(pipeline());
     // An impossible session-wide target: 1 ms from the request to the first audio packet.
     rt.send({ type: 'session.update', session: { type: 'realtime', ttfp_target_ms: 1 } } as never);
     await next((e) => e.type === 'session.updated');

@@ -2,24 +2,16 @@
  * Voice turns over Realtime, as a user talks: espeak-ng speech streamed at real-time pace by the openai SDK's
  * Realtime client into a real pipeline with an audio encoder, turn_detection server_vad on the Silero model.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serverMetrics } from '../../src/server/metrics.ts';
-import { ofType, sdkSession, startTlsPipeline, type TlsPipeline } from '../helpers/realtimeSdk.ts';
+import { ofType, sdkSession, tlsPipelineForFile } from '../helpers/realtimeSdk.ts';
 import { concatPcm, msOf, quiet, speak } from '../helpers/speech.ts';
 
-let pipeline: TlsPipeline;
-
-beforeAll(async () => {
-  pipeline = await startTlsPipeline('tiny-omni.yaml');
-}, 120_000);
-
-afterAll(async () => {
-  await pipeline?.close();
-});
+const pipeline = tlsPipelineForFile('tiny-omni.yaml');
 
 /** A Realtime session through the official SDK with server_vad on, and a microphone-paced audio streamer. */
 async function connect(turnDetection: Record<string, unknown>, maxOutputTokens = 6) {
-  const session = await sdkSession(pipeline);
+  const session = await sdkSession(pipeline());
   const { rt, next } = session;
   rt.send({
     type: 'session.update',

@@ -7,30 +7,15 @@
  * the user speaks over is dropped unheard, and the turn's prefill survives it.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StageStats } from '../../src/worker/messages.ts';
 import { serverMetrics } from '../../src/server/metrics.ts';
 import { COMMIT_TAIL_MS } from '../../src/server/voice/TurnDetector.ts';
-import {
-  ofType,
-  sdkSession,
-  startTlsPipeline,
-  type Event,
-  type SdkSession,
-  type TlsPipeline,
-} from '../helpers/realtimeSdk.ts';
+import { ofType, sdkSession, tlsPipelineForFile, type Event, type SdkSession } from '../helpers/realtimeSdk.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';
 import { trimSilence } from '../../bench/voice/speech.ts';
 
-let pipeline: TlsPipeline;
-
-beforeAll(async () => {
-  pipeline = await startTlsPipeline('tiny-omni.yaml');
-}, 120_000);
-
-afterAll(async () => {
-  await pipeline?.close();
-});
+const pipeline = tlsPipelineForFile('tiny-omni.yaml');
 
 /** Resolves with the first Thinker stats report (every 250 ms) that satisfies `ok`. */
 function thinkerStats(ok: (s: StageStats) => boolean): Promise<StageStats> {
@@ -101,7 +86,7 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
     const maxOutputTokens = 8;
 
     // 1. server_vad: the speech streams in 20 ms appends at the pace it is spoken.
-    const vad = await sdkSession(pipeline);
+    const vad = await sdkSession(pipeline());
     vad.rt.send({
       type: 'session.update',
       session: {
@@ -131,7 +116,7 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
     const clipSamples = (((stopped.audio_end_ms as number) + COMMIT_TAIL_MS) * 24000) / 1000;
 
     // 2. Manual turns: the same audio appended, committed, answered.
-    const manual = await sdkSession(pipeline);
+    const manual = await sdkSession(pipeline());
     manual.rt.send({
       type: 'session.update',
       session: { type: 'realtime', output_modalities: ['audio'], max_output_tokens: maxOutputTokens },
@@ -172,7 +157,7 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
   it('a held answer the user speaks over is dropped unheard; the turn is answered once, from its prefill', async () => {
     const first = trimSilence(speak('Tell me about the harbour'));
     const second = trimSilence(speak('and the boats that sail from it at night.'));
-    const s = await sdkSession(pipeline);
+    const s = await sdkSession(pipeline());
     s.rt.send({
       type: 'session.update',
       session: {
@@ -206,7 +191,7 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
   it('a turn dropped mid-speech (buffer cleared, session closed) frees what was prefilled', async () => {
     const speech = trimSilence(speak('Tell me about the lighthouse keeper and the storm.'));
     for (const drop of ['clear', 'close'] as const) {
-      const s = await sdkSession(pipeline);
+      const s = await sdkSession(pipeline());
       s.rt.send({
         type: 'session.update',
         session: { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad' } } } },

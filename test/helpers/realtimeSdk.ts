@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import { afterAll, beforeAll } from 'vitest';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
@@ -16,6 +17,18 @@ export interface TlsPipeline {
   readonly baseURL: string;
   readonly ca: Buffer;
   close(): Promise<void>;
+}
+
+/** The pipeline of configs/<config> over TLS for the test file it is called in (started before its tests). */
+export function tlsPipelineForFile(config: string): () => TlsPipeline {
+  let pipeline: TlsPipeline | undefined;
+  beforeAll(async () => {
+    pipeline = await startTlsPipeline(config);
+  }, 120_000);
+  afterAll(async () => {
+    await pipeline?.close();
+  });
+  return () => pipeline!;
 }
 
 /** Starts configs/<config> and its server on https://127.0.0.1 (a free port), with a fresh self-signed cert. */

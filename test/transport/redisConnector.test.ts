@@ -8,10 +8,15 @@
  * as GHOST later takes them only when the next bell for their list rings (the next put of that request to it).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { chunkKey } from '../../transport/Connector.ts';
 import { RedisConnector, type RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
 import { codeOf } from '../helpers/errors.ts';
-import { RedisCluster, RedisServer } from '../helpers/redisServer.ts';
+import {
+  CONNECTOR_BASE as BASE,
+  code2wavKey as key,
+  later,
+  RedisCluster,
+  RedisServer,
+} from '../helpers/redisServer.ts';
 
 const TALKER = 'talker#0';
 const THINKER = 'thinker#0';
@@ -19,15 +24,6 @@ const CODE2WAV = 'code2wav#0';
 /** An instance nobody has opened: what is sent to it stays in Redis. */
 const GHOST = 'code2wav#9';
 
-const BASE: Omit<RedisConnectorOptions, 'url'> = {
-  keyPrefix: 'chorus',
-  ttlSeconds: 60,
-  maxFrameBytes: 1024 * 1024,
-  maxEdgeBytes: 4 * 1024 * 1024,
-};
-
-const later = () => Date.now() + 10_000;
-const key = (requestId: string, seq: number) => chunkKey(requestId, 'code2wav', seq);
 const listOf = (requestId: string, to: string) => `chorus:{${requestId}}:in:${to}`;
 
 /** `size` bytes that differ with `seed` and along the frame (a byte swapped or lost shows). */

@@ -3,22 +3,12 @@
  * busy, the thread exits on close, and a thread that dies is a link that went down for good.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { chunkKey } from '../../transport/Connector.ts';
-import { RedisConnector, type RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
+import { RedisConnector } from '../../transport/redis/RedisConnector.ts';
 import { codeOf } from '../helpers/errors.ts';
-import { RedisServer } from '../helpers/redisServer.ts';
+import { CONNECTOR_BASE as BASE, code2wavKey as key, later, RedisServer } from '../helpers/redisServer.ts';
 
 const TALKER = 'talker#0';
 const CODE2WAV = 'code2wav#0';
-const BASE: Omit<RedisConnectorOptions, 'url'> = {
-  keyPrefix: 'chorus',
-  ttlSeconds: 60,
-  maxFrameBytes: 1024 * 1024,
-  maxEdgeBytes: 4 * 1024 * 1024,
-};
-
-const later = () => Date.now() + 10_000;
-const key = (requestId: string, seq: number) => chunkKey(requestId, 'code2wav', seq);
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Holds this thread as a model step does: synchronously, no event loop turn. */
