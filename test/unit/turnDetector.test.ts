@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_TURN_PARAMS,
   detectTurns,
+  SIGNAL_SEARCH_WINDOWS,
   TurnDetector,
   type TurnParams,
 } from '../../src/server/voice/TurnDetector.ts';
@@ -131,6 +132,48 @@ describe('TurnDetector', () => {
     // One window of speech: the silence starts no earlier than the speech did.
     const blip = detectTurns([0.05, 1, 0.05, ...run(20, 0.05)], p, W, { speechEndLagMs: 3 * W });
     expect(blip[1]).toEqual({ type: 'speech_stopped', audioEndMs: W, clipEndMs: 3 * W });
+  });
+
+  it("dates the end by the signal's activity where the windows carry it: the last active sub-frame", () => {
+    const p = params({ prefixPaddingMs: 0, silenceDurationMs: 320 });
+    // Speech windows 0-9, Silero still high on 10-11 (its lag), falling at 12; the signal ends 12 ms into window 9.
+    const probs = [...run(12, 0.95), ...run(14, 0.05)];
+    const activity = [...run(9, 32), 12, ...run(16, 0)];
+    const d = new TurnDetector(p, W, 0, W);
+    const events = probs.flatMap((x, k) => d.push(x, activity[k]));
+    const end = 9 * W + 12;
+    expect(events).toEqual([
+      { type: 'speech_started', audioStartMs: 0 },
+      { type: 'silence_started', audioEndMs: end, clipEndMs: end + 64 },
+      { type: 'speech_stopped', audioEndMs: end, clipEndMs: end + 64 },
+    ]);
+    // By the model alone (activity unknown) the same windows put the end at window 11: 52 ms later.
+    expect(detectTurns(probs, p, W, { speechEndLagMs: W })[1]).toMatchObject({ audioEndMs: 11 * W });
+    // The clock ends the turn silenceDurationMs after the signal's end.
+    const clocked = new TurnDetector(p, W, 0, W);
+    probs.slice(0, 19).forEach((x, k) => clocked.push(x, activity[k])); // rated up to 608 ms
+    expect(clocked.advance(end + 319)).toEqual([]);
+    expect(clocked.advance(end + 320).map((e) => e.type)).toEqual(['speech_stopped']);
+  });
+
+  it('signal dating: searches SIGNAL_SEARCH_WINDOWS before the fall, falls back to the model lag when unknown', () => {
+    const p = params({ prefixPaddingMs: 0 });
+    const stopAt = (activity: Array<number | undefined>, probs = [...run(14, 0.95), ...run(20, 0.05)]) => {
+      const d = new TurnDetector(p, W, 0, W);
+      return probs.flatMap((x, k) => d.push(x, activity[k])).find((e) => e.type === 'speech_stopped');
+    };
+    // Nothing active in the windows searched (the speech ended before them): the earliest of them.
+    expect(stopAt([...run(4, 32), ...run(30, 0)])).toMatchObject({ audioEndMs: (14 - SIGNAL_SEARCH_WINDOWS) * W });
+    // Active in the window just before the fall, to its end: the end is the fall.
+    expect(stopAt([...run(14, 32), ...run(20, 0)])).toMatchObject({ audioEndMs: 14 * W });
+    // Activity inside the fall window does not count (Silero judged it not speech).
+    expect(stopAt([...run(10, 32), 0, 0, 0, 0, 20, ...run(19, 0)])).toMatchObject({ audioEndMs: 10 * W });
+    // One window in the search unknown (no noise floor yet): the model's lag decides.
+    expect(stopAt([...run(12, 32), undefined, 0, ...run(20, 0)])).toMatchObject({ audioEndMs: 13 * W });
+    // Never before the speech began.
+    expect(stopAt([0, 0, 0, 0, ...run(30, 0)], [...run(4, 0.05), 0.95, ...run(20, 0.05)])).toMatchObject({
+      audioEndMs: 4 * W,
+    });
   });
 
   it('tentative events: silence_started when a silence run opens, silence_cancelled when speech resumes', () => {

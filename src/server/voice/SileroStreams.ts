@@ -15,17 +15,19 @@ import {
   type SileroBatch,
   type SileroOutput,
 } from './sileroIo.ts';
+import { SignalActivity } from './SignalActivity.ts';
 import { StreamingResampler } from './StreamingResampler.ts';
 
 export interface WindowRunner {
   run(batch: SileroBatch): Promise<SileroOutput>;
 }
 
-/** Probabilities of one stream's consecutive windows, all cut under one epoch. */
+/** Probabilities of one stream's consecutive windows, all cut under one epoch, and their SignalActivity codes. */
 export interface StreamWindows {
   readonly streamId: number;
   readonly epoch: number;
   readonly probs: number[];
+  readonly activity: number[];
 }
 
 class StreamAudio {
@@ -38,6 +40,7 @@ class StreamAudio {
   #pendingLength = 0;
   readonly context = new Float32Array(SILERO_CONTEXT_SAMPLES);
   readonly state = new Float32Array(SILERO_STATE_SIZE); // [2][128]
+  readonly activity = new SignalActivity();
 
   constructor(streamId: number, epoch: number, inputRateHz: number) {
     this.streamId = streamId;
@@ -80,6 +83,7 @@ class StreamAudio {
     this.#pendingLength = 0;
     this.context.fill(0);
     this.state.fill(0);
+    this.activity.reset();
   }
 }
 
@@ -157,11 +161,15 @@ export class SileroStreams {
         stream.state.set(out.state.subarray((size + b) * half, (size + b + 1) * half), half);
         let entry = byStream.get(stream);
         if (!entry || entry.epoch !== stream.epoch) {
-          entry = { streamId: stream.streamId, epoch: stream.epoch, probs: [] };
+          entry = { streamId: stream.streamId, epoch: stream.epoch, probs: [], activity: [] };
           byStream.set(stream, entry);
           windows.push(entry);
         }
         entry.probs.push(out.probs[b]);
+        const samples = b * SILERO_INPUT_SAMPLES + SILERO_CONTEXT_SAMPLES;
+        entry.activity.push(
+          stream.activity.next(batch.input.subarray(samples, samples + SILERO_WINDOW_SAMPLES), out.probs[b]),
+        );
       });
     }
     return { windows, runs, runMs };

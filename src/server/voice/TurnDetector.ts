@@ -12,6 +12,10 @@
  * first window after the last phoneme as speech, 0.87-0.98 on 12 of the 16 bench sentences, because its 64-sample
  * context and recurrent state still carry the phoneme). It never reaches back before the speech began. Without
  * this, every turn ended 64-96 ms of audio late (measured: `vad_end_lag_ms` 80 ms p50 in bench/README.md).
+ * Where the windows carry the signal's activity (SignalActivity.ts: where each window's signal stops being louder
+ * than the room), the end is dated to the 4 ms sub-frame instead: the last active one in the SIGNAL_SEARCH_WINDOWS
+ * windows before the fall (Silero decided that the speech ended; the signal says when). The model lag is the
+ * fallback while the room's floor is unknown.
  *
  * Tentative events (not sent to clients): silence_started when a silence run opens, silence_cancelled when speech
  * resumes before it lasted silenceDurationMs. A session may start its answer at silence_started and hold it until
@@ -66,6 +70,11 @@ export const DEFAULT_TURN_PARAMS: TurnParams = Object.freeze({
   idleTimeoutMs: null,
 });
 
+/** Windows before the fall searched for the signal's end: Silero's probability falls 0-170 ms after it. */
+export const SIGNAL_SEARCH_WINDOWS = 6;
+/** Windows whose activity the detector keeps (a silence run may be confirmed some windows after the fall). */
+const ACTIVITY_HISTORY = 32;
+
 /** How far below the threshold a window must fall to count as silence once speaking (Silero's reference). */
 export const HYSTERESIS = 0.15;
 
@@ -102,6 +111,8 @@ export class TurnDetector {
   #audioClockMs = 0;
   /** Where idle time is counted from, or null when idle_timeout is not armed. */
   #idleFromMs: number | null = null;
+  /** The last windows' signal activity (ms into the window where it ends; null: unknown), newest last. */
+  #activity: Array<number | null> = [];
 
   /** speechEndLagMs: how late the model's probability falls after the speech ends (Silero: one window). */
   constructor(params: TurnParams, windowMs: number, originMs = 0, speechEndLagMs = 0) {
@@ -141,6 +152,7 @@ export class TurnDetector {
     this.#fallFromMs = null;
     this.#silenceFromMs = null;
     this.#idleFromMs = null;
+    this.#activity = [];
   }
 
   /**
@@ -150,13 +162,19 @@ export class TurnDetector {
   rebase(positionMs: number): void {
     this.#originMs = positionMs;
     this.#windows = 0;
+    this.#activity = [];
   }
 
-  /** Feeds the next window's speech probability; returns the events it causes (usually none). */
-  push(probability: number): TurnEvent[] {
+  /**
+   * Feeds the next window's speech probability, and where its signal stops being louder than the room (ms into
+   * the window, 0 if it never is; undefined if unknown); returns the events it causes (usually none).
+   */
+  push(probability: number, activeUntilMs?: number): TurnEvent[] {
     const { threshold, prefixPaddingMs, silenceDurationMs, idleTimeoutMs } = this.#params;
     const startMs = this.positionMs;
     this.#windows++;
+    this.#activity.push(activeUntilMs ?? null);
+    if (this.#activity.length > ACTIVITY_HISTORY) this.#activity.shift();
     const endMs = this.positionMs;
 
     if (!this.#speaking) {
@@ -187,7 +205,7 @@ export class TurnDetector {
     this.#fallFromMs ??= startMs;
     const events: TurnEvent[] = [];
     if (probability < Math.max(threshold - HYSTERESIS, 0.01) && this.#silenceFromMs === null) {
-      const from = Math.max(this.#speechFromMs, this.#fallFromMs - this.#speechEndLagMs);
+      const from = Math.max(this.#speechFromMs, this.#signalEndMs() ?? this.#fallFromMs - this.#speechEndLagMs);
       this.#silenceFromMs = from;
       this.#clipEndMs = Math.min(endMs, from + COMMIT_TAIL_MS);
       events.push({ type: 'silence_started', audioEndMs: from, clipEndMs: this.#clipEndMs });
@@ -212,6 +230,22 @@ export class TurnDetector {
     if (clock - this.#silenceFromMs < this.#params.silenceDurationMs) return [];
     if (clock - this.positionMs > this.windowMs) return []; // more than the window in progress unrated: they decide
     return [this.#stop(clock)];
+  }
+
+  /**
+   * The end of the last active sub-frame in the SIGNAL_SEARCH_WINDOWS windows before the fall (the start of the
+   * earliest of them if none is active), or null if one of them has no known activity.
+   */
+  #signalEndMs(): number | null {
+    const fall = Math.round((this.#fallFromMs! - this.#originMs) / this.windowMs); // window index since the origin
+    const newest = this.#windows - 1;
+    for (let k = fall - 1; k >= fall - SIGNAL_SEARCH_WINDOWS; k--) {
+      if (k < 0) return this.#originMs;
+      const activeUntilMs = this.#activity[this.#activity.length - 1 - (newest - k)] ?? null;
+      if (activeUntilMs === null) return null;
+      if (activeUntilMs > 0) return this.#originMs + k * this.windowMs + activeUntilMs;
+    }
+    return this.#originMs + (fall - SIGNAL_SEARCH_WINDOWS) * this.windowMs;
   }
 
   #stop(atMs: number): TurnEvent {

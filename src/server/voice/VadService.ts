@@ -26,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
 import { SILERO_RATE_HZ, SILERO_WINDOW_SAMPLES } from './sileroIo.ts';
+import { SUBFRAME_SAMPLES, UNKNOWN_ACTIVITY } from './SignalActivity.ts';
 import { StreamingResampler } from './StreamingResampler.ts';
 import { checkTurnParams, TurnDetector, type TurnEvent, type TurnParams } from './TurnDetector.ts';
 import type { VadWorkerData, WindowResults } from './vadMessages.ts';
@@ -37,9 +38,10 @@ export { vadDiagnostics } from './VadWorkerHandle.ts';
 /** The Realtime API's input audio rate. */
 export const VAD_INPUT_RATE_HZ = 24000;
 const WINDOW_MS = (1000 * SILERO_WINDOW_SAMPLES) / SILERO_RATE_HZ; // 32 ms
+const SUBFRAME_MS = (1000 * SUBFRAME_SAMPLES) / SILERO_RATE_HZ; // 4 ms
 /**
- * Silero's probability falls one window after the speech ends (TurnDetector.ts): the end of speech is dated that
- * much before the first window rated below the threshold.
+ * Silero's probability falls one window after the speech ends (TurnDetector.ts): where the signal's activity is
+ * unknown, the end of speech is dated that much before the first window rated below the threshold.
  */
 const SILERO_END_LAG_MS = WINDOW_MS;
 /** The worker's resampler: a 16 kHz window is complete once this many input samples past its end have arrived. */
@@ -167,9 +169,13 @@ class Stream implements VadStream {
     handle.open(this.id, this.epoch);
   }
 
-  deliver(probs: Float32Array): void {
+  deliver(probs: Float32Array, activity: Uint8Array): void {
     const epoch = this.epoch;
-    for (const p of probs) if (!this.#emit(this.detector.push(p), epoch)) return;
+    for (let i = 0; i < probs.length; i++) {
+      const code = activity[i];
+      const activeUntilMs = code === UNKNOWN_ACTIVITY ? undefined : code * SUBFRAME_MS;
+      if (!this.#emit(this.detector.push(probs[i], activeUntilMs), epoch)) return;
+    }
   }
 
   /** Hands events to the listener; false once the stream was closed or reset meanwhile (the rest is forgotten). */
@@ -276,13 +282,14 @@ export class VadService {
   }
 
   #onWindows(results: WindowResults): void {
-    const { streamIds, epochs, counts, probs } = results;
+    const { streamIds, epochs, counts, probs, activity } = results;
     let at = 0;
     for (let i = 0; i < streamIds.length; i++) {
       const count = counts[i];
       const stream = this.#streams.get(streamIds[i]);
       // Closed, or reset / moved since these windows were cut: their audio is forgotten.
-      if (stream && stream.epoch === epochs[i]) stream.deliver(probs.subarray(at, at + count));
+      if (stream && stream.epoch === epochs[i])
+        stream.deliver(probs.subarray(at, at + count), activity.subarray(at, at + count));
       at += count;
     }
   }

@@ -79,6 +79,8 @@ export interface WindowResults {
   readonly epochs: Int32Array;
   readonly counts: Int32Array;
   readonly probs: Float32Array;
+  /** Per window, parallel to probs: where its signal stops being louder than the room (SignalActivity.ts). */
+  readonly activity: Uint8Array;
   /** Model runs and the time they took, for the latency report. */
   readonly runs: number;
   readonly runMs: number;

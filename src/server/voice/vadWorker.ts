@@ -41,9 +41,11 @@ function apply(streams: SileroStreams, op: StreamOp, pcm: Int16Array): void {
 function resultsMessage(seq: number, run: Awaited<ReturnType<SileroStreams['runReady']>>): WindowResults {
   const { windows, runs, runMs } = run;
   const probs = new Float32Array(windows.reduce((n, w) => n + w.probs.length, 0));
+  const activity = new Uint8Array(probs.length);
   let at = 0;
   for (const w of windows) {
     probs.set(w.probs, at);
+    activity.set(w.activity, at);
     at += w.probs.length;
   }
   return {
@@ -53,6 +55,7 @@ function resultsMessage(seq: number, run: Awaited<ReturnType<SileroStreams['runR
     epochs: Int32Array.from(windows, (w) => w.epoch),
     counts: Int32Array.from(windows, (w) => w.probs.length),
     probs,
+    activity,
     runs,
     runMs,
   };
@@ -85,7 +88,13 @@ function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void
     running = false;
     if (run.windows.length > 0) {
       const msg = resultsMessage(seq, run);
-      post(port, msg, [msg.streamIds.buffer, msg.epochs.buffer, msg.counts.buffer, msg.probs.buffer] as ArrayBuffer[]);
+      post(port, msg, [
+        msg.streamIds.buffer,
+        msg.epochs.buffer,
+        msg.counts.buffer,
+        msg.probs.buffer,
+        msg.activity.buffer,
+      ] as ArrayBuffer[]);
     }
     if (shuttingDown) await finish();
     else if (rerun) {
