@@ -1,14 +1,13 @@
 /**
  * Read-only routes: GET /v1/models, /health (503 while any stage replica is not ready), /v1/stages (the graph,
- * without file-system paths), /metrics (Prometheus text), and the playground page.
+ * without file-system paths), /metrics (Prometheus text), and the playground page with its scripts.
  */
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { StageGraph } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
 import { metricsRegistry } from './metrics.ts';
-
-const playgroundDir = new URL('./playground/', import.meta.url);
+import { playgroundDir, playgroundScripts } from './playgroundFiles.ts';
 
 /** The page is same-origin only: scripts and connections to this server, nothing else. */
 const playgroundCsp = [
@@ -81,7 +80,6 @@ export function describeGraph(graph: StageGraph) {
 export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelName: string): void {
   const created = Math.floor(Date.now() / 1000);
   const page = readFileSync(new URL('index.html', playgroundDir), 'utf8');
-  const script = readFileSync(new URL('playground.js', playgroundDir), 'utf8');
 
   app.get('/', async (_request, reply) =>
     reply
@@ -90,9 +88,13 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
       .header('cache-control', 'no-cache')
       .send(page),
   );
-  app.get('/playground.js', async (_request, reply) =>
-    reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(script),
-  );
+  // The page's ES modules (index.html loads main.js, which imports the rest), each read once at start-up.
+  for (const [urlPath, name] of playgroundScripts()) {
+    const script = readFileSync(new URL(name, playgroundDir), 'utf8');
+    app.get(urlPath, async (_request, reply) =>
+      reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(script),
+    );
+  }
 
   app.get('/v1/models', async () => ({
     object: 'list',

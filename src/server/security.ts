@@ -7,12 +7,16 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { replyError } from './httpErrors.ts';
 import type { ResolvedServerOptions } from './options.ts';
+import { playgroundScripts } from './playgroundFiles.ts';
 
 /** Browsers cannot set headers on a WebSocket, so OpenAI's browser SDK sends the key as this subprotocol. */
 export const KEY_SUBPROTOCOL_PREFIX = 'openai-insecure-api-key.';
 
-/** Routes a browser must reach before it can know the key: the playground page, and liveness probes. */
-const publicRoutes = new Set(['GET /', 'GET /playground.js', 'GET /health', 'HEAD /', 'HEAD /health']);
+/** Routes a browser must reach before it can know the key: the playground page and its scripts, liveness probes. */
+function publicRoutes(): Set<string> {
+  const scripts = [...playgroundScripts().keys()].map((urlPath) => `GET ${urlPath}`);
+  return new Set(['GET /', 'GET /health', 'HEAD /', 'HEAD /health', ...scripts]);
+}
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
@@ -56,6 +60,7 @@ export function originAllowed(origin: string, hostHeader: string | undefined, al
 
 export function securityHook(options: ResolvedServerOptions) {
   const expectedDigest = options.apiKey === null ? null : digest(options.apiKey);
+  const publicRouteKeys = publicRoutes();
 
   return async function onRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const origin = request.headers.origin;
@@ -81,7 +86,7 @@ export function securityHook(options: ResolvedServerOptions) {
     }
     if (expectedDigest === null || request.method === 'OPTIONS') return;
     const routeKey = `${request.method} ${request.url.split('?')[0]}`;
-    if (publicRoutes.has(routeKey)) return;
+    if (publicRouteKeys.has(routeKey)) return;
     if (presentedKeys(request).some((key) => keyMatches(key, expectedDigest))) return;
     const [status, body] = replyError(
       new ChorusError(ErrorCodes.UNAUTHORIZED, 'missing or wrong API key: send "Authorization: Bearer <key>"'),

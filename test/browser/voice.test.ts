@@ -87,7 +87,7 @@ interface PageGlobals {
   };
 }
 
-/** playground.js's resampler: a top-level class of the page script, so functions run in the page can name it. */
+/** The playground's resampler (pcm16.js): main.js puts it on globalThis, so functions run in the page can name it. */
 declare const Resampler: new (
   inputRateHz: number,
   chunkSamples: number,

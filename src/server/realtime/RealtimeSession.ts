@@ -1,49 +1,32 @@
 /**
- * One /v1/realtime connection: session configuration, the conversation, the input audio buffer, and at most
- * one active response. Every client frame is answered or rejected with an `error` event naming the offending
- * event_id; a bad frame never closes the session.
+ * One /v1/realtime connection: session configuration, the conversation, the input audio buffer, and the dispatch
+ * of every client event (the responses themselves, at most one active, are SessionResponses'). Every client frame
+ * is answered or rejected with an `error` event naming the offending event_id; a bad frame never closes the session.
  */
 import type { RawData, WebSocket } from 'ws';
-import type { Engine, GenerateRequest, RequestHandle } from '../../common/engine.ts';
-import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import type { FastifyBaseLogger } from 'fastify';
-import { mergeGeneration, resolveMaxTokens, type TokenLimits } from '../generationParams.ts';
+import type { GenerateRequest } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import { mergeGeneration, resolveMaxTokens } from '../generationParams.ts';
 import { errorType } from '../httpErrors.ts';
 import { countClientError } from '../metrics.ts';
-import type { ResolvedServerOptions } from '../options.ts';
-import { leadingItem, renameError } from '../media/itemNames.ts';
-import type { MediaChecker } from '../media/MediaChecker.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
-import { eventIdOf, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
-import { HeldAnswer } from './HeldAnswer.ts';
-import { normalizeModalities, planResponse, type PlanContext } from './responsePlan.ts';
+import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
+import { normalizeModalities } from './responsePlan.ts';
 import { InputAudio } from './InputAudio.ts';
 import { Conversation, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
-import { ResponseStream } from './ResponseStream.ts';
 import { newId, sessionResource, type SessionState } from './serverEvents.ts';
-import type { RequestQueue } from '../RequestQueue.ts';
+import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
-import { SpokenItems } from './SpokenItems.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
 import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
 import type { VadService } from '../voice/VadService.ts';
 
-export interface SessionContext {
-  readonly engine: Engine;
-  readonly options: ResolvedServerOptions;
-  /** Of the pipeline's vocoder (its READY facts); null when the pipeline returns no audio. */
-  readonly samplesPerFrame: number | null;
-  readonly tokenLimits: TokenLimits;
-  /** Checks media in items against the pipeline (an encoder for it, sound headers) when they are created. */
-  readonly media: MediaChecker;
-  /** Admission into the engine: a response.create takes a slot or is refused (CHORUS_ERR_RATE_LIMITED). */
-  readonly queue: RequestQueue;
+export interface SessionContext extends ResponseContext {
   /** The server's VAD (started by the first session that turns server_vad on). */
   readonly vad: () => Promise<VadService>;
   /** Voice prefills in flight across the server (VoicePrefill). */
   readonly prefills: PrefillSlots;
-  readonly log: FastifyBaseLogger;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
 }
@@ -53,17 +36,13 @@ export class RealtimeSession {
   readonly #writer: SocketWriter;
   readonly #state: SessionState;
   readonly #conversation: Conversation;
-  readonly #conversationId = newId('conv');
   readonly #inputAudio = new InputAudio();
-  #active: ResponseStream | null = null;
+  /** response.create to response.done: the active response, the held answer, what they leave in the conversation. */
+  readonly #responses: SessionResponses;
   #closed = false;
   readonly #voice: VoiceTurns;
   /** With server_vad: the turn being spoken is prefilled as it arrives (null: manual turns cost nothing). */
   #prefill: VoicePrefill | null = null;
-  /** With server_vad: the answer started at the first silence of the turn, held until speech_stopped (HeldAnswer). */
-  #held: HeldAnswer | null = null;
-  /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
-  readonly #spoken = new SpokenItems();
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -71,7 +50,7 @@ export class RealtimeSession {
     this.#writer = new SocketWriter(ws, {
       maxStreamBufferBytes: options.maxStreamBufferBytes,
       socketHighWaterBytes: options.socketHighWaterBytes,
-      onPressure: (congested) => this.#active?.setPaused(congested),
+      onPressure: (congested) => this.#responses.active?.setPaused(congested),
     });
     this.#conversation = new Conversation({
       maxItems: options.maxConversationItems,
@@ -87,16 +66,24 @@ export class RealtimeSession {
       generation: {},
       turnDetection: null,
     };
+    this.#responses = new SessionResponses(ctx, {
+      sessionId: this.#state.id,
+      writer: this.#writer,
+      state: this.#state,
+      conversation: this.#conversation,
+      inputAudio: this.#inputAudio,
+      prefixKey: () => this.#prefill?.key,
+    });
     this.#voice = new VoiceTurns(ctx.vad, {
       send: (event) => this.#writer.send(event),
-      active: () => this.#active,
+      active: () => this.#responses.active,
       audioMs: () => this.#inputAudio.appendedMs,
       bufferStartMs: () => this.#inputAudio.startMs,
       hasInputAudio: () => this.#inputAudio.bytes > 0,
       commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
-      respond: (turnEndedAtMs) => this.#onResponseCreate({ type: 'response.create' }, turnEndedAtMs),
-      speculate: (clipEndMs) => this.#speculate(clipEndMs),
-      dropSpeculation: () => this.#dropHeld(),
+      respond: (turnEndedAtMs) => this.#responses.create({ type: 'response.create' }, turnEndedAtMs),
+      speculate: (clipEndMs) => this.#responses.speculate(clipEndMs),
+      dropSpeculation: () => this.#responses.dropHeld(),
       fail: (err) => this.#sendError(err, null),
       disabled: (err) => {
         this.#state.turnDetection = null;
@@ -114,39 +101,19 @@ export class RealtimeSession {
 
   #onFrame(data: RawData, isBinary: boolean): void {
     if (this.#closed) return;
-    const bytes = Array.isArray(data)
-      ? data.reduce((n, b) => n + b.length, 0)
-      : data instanceof ArrayBuffer
-        ? data.byteLength
-        : data.length;
-    if (bytes > this.#ctx.options.maxFrameBytes) {
-      this.#sendError(
-        new ClientInputError(
-          `frame of ${bytes} bytes is over this server's ${this.#ctx.options.maxFrameBytes}: split audio into ` +
-            `smaller appends`,
-          null,
-          ErrorCodes.REQUEST_TOO_LARGE,
-        ),
-        null,
-      );
+    let text: string;
+    try {
+      text = frameText(data, isBinary, this.#ctx.options.maxFrameBytes);
+    } catch (err) {
+      this.#sendError(err, null);
       return;
     }
-    if (isBinary) {
-      this.#sendError(
-        new ClientInputError('binary frames are not supported: send each event as a JSON text frame'),
-        null,
-      );
-      return;
-    }
-    const text = Array.isArray(data)
-      ? Buffer.concat(data).toString('utf8')
-      : Buffer.from(data as Buffer).toString('utf8');
     let event: ClientEvent | null = null;
     try {
       event = parseClientEvent(text);
       // A held answer was started from the session as it was: anything but more audio may change what the turn's
       // answer would be (HeldAnswer also compares the requests, so this is about not wasting work, not correctness).
-      if (event.type !== 'input_audio_buffer.append') this.#dropHeld();
+      if (event.type !== 'input_audio_buffer.append') this.#responses.dropHeld();
       this.#dispatch(event);
     } catch (err) {
       this.#sendError(err, event?.event_id ?? eventIdFromText(text));
@@ -169,11 +136,11 @@ export class RealtimeSession {
         this.#prefill?.release();
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
       case 'response.create':
-        return this.#onResponseCreate(event);
+        return this.#responses.create(event);
       case 'response.cancel':
-        return this.#onResponseCancel(event);
+        return this.#responses.cancel(event);
       case 'conversation.item.truncate':
-        return this.#onTruncate(event);
+        return this.#responses.truncate(event);
       default: {
         // A schema added to clientEvents.ts without a handler here fails to compile.
         const unhandled: never = event;
@@ -245,7 +212,7 @@ export class RealtimeSession {
     this.#conversation.reserveMedia(audio.length);
     this.#inputAudio.append(audio);
     this.#voice.push(audio);
-    if (this.#prefill && this.#voice.inTurn && !this.#active && !this.#held)
+    if (this.#prefill && this.#voice.inTurn && this.#responses.idle)
       this.#prefill.onAudio(this.#inputAudio.ms, () => this.#turnSoFar());
   }
 
@@ -253,32 +220,6 @@ export class RealtimeSession {
   #turnSoFar(): GenerateRequest['messages'] | null {
     const pending = this.#inputAudio.pendingItem();
     return pending && toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
-  }
-
-  /**
-   * The VAD heard the silence that may end the turn: the answer a speech_stopped now would get starts, held
-   * (HeldAnswer), from the audio up to `clipEndMs` (what the commit will keep). One at a time; never with a response
-   * running, without a free admission slot, or when the server turns it off.
-   */
-  #speculate(clipEndMs: number): void {
-    if (!this.#ctx.options.speculativeVoiceAnswers || this.#held || this.#active || this.#closed) return;
-    const pending = this.#inputAudio.pendingItem(this.#inputAudio.bytesUntil(clipEndMs));
-    if (!pending) return;
-    const releaseSlot = this.#ctx.queue.tryAcquire();
-    if (!releaseSlot) return;
-    try {
-      const plan = planResponse({}, this.#planContext(), pending);
-      this.#held = HeldAnswer.start((req) => this.#ctx.engine.generate(req), plan.request(newId('resp')), releaseSlot);
-    } catch (err) {
-      // The answer at speech_stopped will meet the same problem and report it; a held answer only saves time.
-      releaseSlot();
-      this.#ctx.log.debug({ err, sessionId: this.id }, 'speculative voice answer not started');
-    }
-  }
-
-  #dropHeld(): void {
-    this.#held?.discard();
-    this.#held = null;
   }
 
   /** `clipEndMs` (server_vad): the item keeps the buffer up to there on the VAD's timeline; the rest is dropped. */
@@ -317,137 +258,6 @@ export class RealtimeSession {
     this.#inputAudio.clear();
   }
 
-  #planContext(): PlanContext {
-    const { media, tokenLimits } = this.#ctx;
-    return { state: this.#state, items: this.#conversation.items(), media, tokenLimits, prefixKey: this.#prefill?.key };
-  }
-
-  #onResponseCreate(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
-    const startedAtMs = performance.now();
-    if (this.#active) {
-      throw new ClientInputError(
-        `response ${this.#active.id} is still in progress: cancel it or wait for its response.done`,
-        null,
-        ErrorCodes.RESPONSE_ACTIVE,
-      );
-    }
-    const r = event.response ?? {};
-    const state = this.#state;
-    const plan = planResponse(r, this.#planContext());
-    const { outputModalities, maxOutputTokens, inConversation, rendered, audio } = plan;
-    if (!rendered.messages.some((m) => m.role !== 'system')) {
-      throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
-    }
-    // The reply's item is placed first: if the conversation is full this throws before any work starts.
-    const itemId = newId('item');
-    const previousItemId = inConversation ? this.#conversation.lastItemId : null;
-    if (inConversation) this.#conversation.insert({ id: itemId, role: 'assistant', parts: [] });
-    // The answer held since the turn's first silence, if it is this very request (else it goes, unheard).
-    const held = this.#held;
-    this.#held = null;
-    const adopt = held?.matches(plan.request(held.requestId)) ? held : null;
-    if (!adopt) held?.discard();
-    // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
-    // A held answer brings the slot it took.
-    const releaseSlot = adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
-    if (!releaseSlot) {
-      if (inConversation) this.#conversation.remove(itemId);
-      throw new ChorusError(
-        ErrorCodes.RATE_LIMITED,
-        `the server is busy (${this.#ctx.queue.running} responses running): send response.create again in ` +
-          `${this.#ctx.queue.retryAfterSeconds} s`,
-      );
-    }
-    const responseId = adopt ? adopt.requestId : newId('resp');
-    let handle: RequestHandle;
-    try {
-      handle = adopt ? adopt.adopt() : this.#ctx.engine.generate(plan.request(responseId));
-    } catch (err) {
-      releaseSlot();
-      if (inConversation) this.#conversation.remove(itemId);
-      throw renameError(err, rendered.itemNamer);
-    }
-    const stream = new ResponseStream({
-      writer: this.#writer,
-      handle,
-      inConversation,
-      previousItemId,
-      startedAtMs,
-      turnEndedAtMs,
-      samplesPerFrame: this.#ctx.samplesPerFrame,
-      itemNamer: rendered.itemNamer,
-      log: this.#ctx.log,
-      state: {
-        id: responseId,
-        conversationId: inConversation ? this.#conversationId : null,
-        outputModalities,
-        voice: r.audio?.output?.voice ?? state.voice,
-        maxOutputTokens,
-        item: { id: itemId, audio, status: 'in_progress', text: '' },
-        status: 'in_progress',
-        statusDetails: null,
-        usage: null,
-        warnings: null,
-      },
-      // response.done has been handed to the socket: record the reply for later turns, accept the next one.
-      onFinished: (s) => {
-        releaseSlot();
-        const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
-        if (inConversation) this.#conversation.setText(itemId, text);
-        if (this.#active === s) this.#active = null;
-        if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
-      },
-    });
-    this.#active = stream;
-    this.#ctx.log.debug({ responseId, outputModalities, held: adopt !== null }, 'response started');
-    stream.start();
-  }
-
-  /**
-   * Media that passed the header checks but failed to decode in the encoder fails its response, naming the item.
-   * Left in the conversation it would fail every later response too, so it is removed, and the client told.
-   */
-  #dropUndecodableItem(failure: SerializedError | null, itemIds: readonly (string | null)[]): void {
-    if (failure?.code !== ErrorCodes.MEDIA_INVALID || this.#closed) return;
-    const at = leadingItem(failure.message);
-    const itemId = at ? itemIds[at.message] : null;
-    if (!itemId || !this.#conversation.remove(itemId)) return;
-    this.#ctx.log.debug({ sessionId: this.id, itemId }, 'removed an item whose media cannot be decoded');
-    this.#writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
-  }
-
-  #onResponseCancel(event: ClientEventOf<'response.cancel'>): void {
-    const active = this.#active;
-    if (!active || (event.response_id !== undefined && event.response_id !== active.id)) {
-      const which = event.response_id ?? 'in progress';
-      throw new ClientInputError(`no response ${which} to cancel`, 'response_id', ErrorCodes.NO_ACTIVE_RESPONSE);
-    }
-    // A response whose generation already ended is only flushing its tail: its response.done is on the way
-    // and answers the client, so cancelling it is a no-op rather than an error.
-    if (!active.finished) active.cancel();
-  }
-
-  /**
-   * conversation.item.truncate: the client played `audio_end_ms` of an assistant item's audio. The item's text
-   * becomes what that audio voiced, so the next turn's context holds only what the user heard; a response still
-   * running for it is cancelled.
-   */
-  #onTruncate(event: ClientEventOf<'conversation.item.truncate'>): void {
-    // Still the active response (running, or finished with its response.done not yet out): its finish records
-    // the cut text instead of the whole answer.
-    const live = this.#active?.itemId === event.item_id ? this.#active : null;
-    const text = this.#spoken.truncate(event, live?.spoken ?? null, this.#ctx.engine.audioOutput);
-    if (!live) this.#conversation.setText(event.item_id, text);
-    else if (!live.finished) live.cancel();
-    this.#writer.send({
-      type: 'conversation.item.truncated',
-      event_id: newId('event'),
-      item_id: event.item_id,
-      content_index: 0,
-      audio_end_ms: event.audio_end_ms,
-    });
-  }
-
   #sendError(err: unknown, eventId: string | null): void {
     const e =
       err instanceof ChorusError
@@ -470,23 +280,12 @@ export class RealtimeSession {
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#active?.cancel();
-    this.#active = null;
-    this.#dropHeld();
+    this.#responses.close();
     this.#voice.close();
     this.#prefill?.close();
     this.#writer.discardQueued();
     this.#clearInputAudio();
     this.#ctx.log.debug({ sessionId: this.id }, 'realtime session closed');
     this.#ctx.onClosed();
-  }
-}
-
-/** Best effort: the event_id of a frame that failed before it was parsed into an event. */
-function eventIdFromText(text: string): string | null {
-  try {
-    return eventIdOf(JSON.parse(text));
-  } catch {
-    return null;
   }
 }

@@ -1,9 +1,10 @@
 /**
  * The realtime client events Chorus implements (OpenAI Realtime GA names and shapes), their schemas, and the
- * one parse step every frame goes through. Fields OpenAI defines but Chorus ignores (tools, tracing, noise
- * reduction...) are accepted and ignored, so OpenAI clients work unchanged.
+ * one parse step every frame goes through (frameText, then parseClientEvent). Fields OpenAI defines but Chorus
+ * ignores (tools, tracing, noise reduction...) are accepted and ignored, so OpenAI clients work unchanged.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import type { RawData } from 'ws';
 import { ErrorCodes } from '../../common/errors.ts';
 import { generationFields } from '../generationParams.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
@@ -162,6 +163,33 @@ function isClientEventType(type: string): type is ClientEventType {
 export function eventIdOf(value: unknown): string | null {
   const id = (value as { event_id?: unknown } | null)?.event_id;
   return typeof id === 'string' ? id : null;
+}
+
+/** Best effort: the event_id of a frame that failed before it was parsed into an event. */
+export function eventIdFromText(text: string): string | null {
+  try {
+    return eventIdOf(JSON.parse(text));
+  } catch {
+    return null;
+  }
+}
+
+/** The text of one WebSocket frame, or ClientInputError for a frame over `maxFrameBytes` or a binary one. */
+export function frameText(data: RawData, isBinary: boolean, maxFrameBytes: number): string {
+  const bytes = Array.isArray(data)
+    ? data.reduce((n, b) => n + b.length, 0)
+    : data instanceof ArrayBuffer
+      ? data.byteLength
+      : data.length;
+  if (bytes > maxFrameBytes) {
+    throw new ClientInputError(
+      `frame of ${bytes} bytes is over this server's ${maxFrameBytes}: split audio into smaller appends`,
+      null,
+      ErrorCodes.REQUEST_TOO_LARGE,
+    );
+  }
+  if (isBinary) throw new ClientInputError('binary frames are not supported: send each event as a JSON text frame');
+  return Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as Buffer).toString('utf8');
 }
 
 /** Parses one text frame into a typed client event, or throws ClientInputError with a stable code. */

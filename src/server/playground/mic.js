@@ -1,0 +1,110 @@
+// The microphone: getUserMedia -> AudioWorklet (resampled to 24 kHz pcm16) -> input_audio_buffer.append.
+import { MIC_CHUNK_MS, MIC_PROCESSOR, pcmToBase64 } from './pcm16.js';
+import { $, logLine, maxTokens, outputModalities, setStatus, setVoice, state } from './page.js';
+import { ensureAudio } from './playback.js';
+import { updateInputControls } from './pipeline.js';
+import { connect, sendEvent } from './socket.js';
+
+/** The AudioWorklet module, served beside this one. */
+const MIC_WORKLET_URL = new URL('./micWorklet.js', import.meta.url).href;
+let micNodes = null; // {stream, source, node, sink}: kept off `state` so tests can read state as data
+
+/** session.update for voice turns: server VAD answers each turn and lets the user interrupt an answer. */
+function voiceSessionUpdate(on) {
+  return {
+    type: 'session.update',
+    session: {
+      type: 'realtime',
+      output_modalities: outputModalities(),
+      max_output_tokens: maxTokens(),
+      audio: {
+        input: {
+          turn_detection: on ? { type: 'server_vad', create_response: true, interrupt_response: true } : null,
+        },
+      },
+    },
+  };
+}
+
+function onMicChunk(pcm, rms) {
+  if (!state.mic.on) return;
+  state.mic.level = rms;
+  // The meter in dBFS over a 60 dB range: quiet room near 0, speech around the middle, clipping at the top.
+  const db = 20 * Math.log10(Math.max(rms, 1e-6));
+  $('level').value = Math.max(0, Math.min(1, (db + 60) / 60));
+  if (sendEvent({ type: 'input_audio_buffer.append', audio: pcmToBase64(pcm) })) {
+    state.mic.chunksSent++;
+    state.mic.msSent += MIC_CHUNK_MS;
+  }
+}
+
+export async function startMic() {
+  const ctx = ensureAudio(); // inside the click, so autoplay policies let it run
+  const button = $('mic');
+  button.disabled = true;
+  state.mic.error = null;
+  let stream = null;
+  try {
+    await connect();
+    stream = await navigator.mediaDevices.getUserMedia({
+      // Echo cancellation keeps the answer coming out of the speakers from being heard as the user (barge-in).
+      audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+    });
+    if (!state.micModuleLoaded) {
+      await ctx.audioWorklet.addModule(MIC_WORKLET_URL);
+      state.micModuleLoaded = true;
+    }
+    const source = ctx.createMediaStreamSource(stream);
+    const node = new AudioWorkletNode(ctx, MIC_PROCESSOR, {
+      numberOfInputs: 1,
+      numberOfOutputs: 1,
+      channelCount: 1,
+      channelCountMode: 'explicit', // the graph downmixes to mono before the processor sees it
+    });
+    // A node nothing pulls may never be processed: route it to the speakers through a muted gain.
+    const sink = ctx.createGain();
+    sink.gain.value = 0;
+    node.connect(sink).connect(ctx.destination);
+    node.port.onmessage = (m) => onMicChunk(m.data.pcm, m.data.rms);
+    sendEvent(voiceSessionUpdate(true)); // before the first append, so the VAD hears the turn from its start
+    micNodes = { stream, source, node, sink };
+    state.mic.on = true;
+    source.connect(node);
+    button.setAttribute('aria-pressed', 'true');
+    button.textContent = 'Stop mic';
+    setVoice('listening');
+    logLine('mic', 'on (server_vad)');
+  } catch (err) {
+    if (stream && !micNodes) for (const track of stream.getTracks()) track.stop(); // the browser's mic light off
+    state.mic.error = err.message;
+    setStatus(`microphone: ${err.message}`);
+    logLine('mic', `failed: ${err.message}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+export function stopMic(why) {
+  if (micNodes) {
+    micNodes.node.port.onmessage = null;
+    micNodes.source.disconnect();
+    micNodes.node.disconnect();
+    micNodes.sink.disconnect();
+    for (const track of micNodes.stream.getTracks()) track.stop();
+    micNodes = null;
+  }
+  if (state.mic.on) {
+    // Turn detection off, and the half-spoken turn (if any) dropped rather than committed later.
+    sendEvent(voiceSessionUpdate(false));
+    sendEvent({ type: 'input_audio_buffer.clear' });
+  }
+  state.mic.on = false;
+  state.mic.level = 0;
+  $('level').value = 0;
+  const button = $('mic');
+  button.setAttribute('aria-pressed', 'false');
+  button.textContent = 'Start mic';
+  setVoice('off');
+  logLine('mic', why ? `off: ${why}` : 'off');
+  updateInputControls();
+}

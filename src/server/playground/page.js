@@ -1,0 +1,61 @@
+// The page's state and the small pieces every part of it uses: element lookup, the status line, the event log, the
+// voice indicator, and the request controls read as values.
+
+const DEFAULT_MAX_TOKENS = 200; // random weights never stop by themselves: every answer is capped
+const EVENT_LOG_LINES = 200;
+
+export const $ = (id) => document.getElementById(id);
+
+/** Everything the page knows, exposed as globalThis.chorusPlayground for tests (plain data, except ws/audio). */
+export const state = {
+  ws: null,
+  audioContext: null,
+  nextStartTime: 0, // where the next buffer starts: the end of the previous one (back to back)
+  sources: new Set(),
+  current: null, // the response in flight (the server runs at most one per session)
+  playing: null, // the response whose audio is scheduled (it may have finished generating long before)
+  responses: [],
+  events: [], // server events seen, deltas left out (they are counted in eventCounts)
+  eventCounts: {},
+  truncations: [], // conversation.item.truncate sent: {itemId, responseId, audioEndMs, answered}
+  pipeline: { loaded: false, audioInput: false, imageInput: false },
+  mic: { on: false, state: 'off', level: 0, chunksSent: 0, msSent: 0, error: null },
+  lastSpeechStoppedAt: null, // performance.now() of the last speech_stopped: an automatic answer's t0
+  micModuleLoaded: false, // micWorklet.js added to the AudioContext as its worklet module
+};
+
+export function authHeaders() {
+  const key = $('apiKey').value.trim();
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+export function setStatus(text) {
+  $('status').textContent = text;
+}
+
+/** One line in the event log (newest last, the list scrolled to it), capped. */
+export function logLine(type, text) {
+  const list = $('events');
+  const li = document.createElement('li');
+  li.dataset.type = type;
+  li.textContent = `${(performance.now() / 1000).toFixed(2)} s  ${type}${text ? `  ${text}` : ''}`;
+  list.append(li);
+  while (list.children.length > EVENT_LOG_LINES) list.firstElementChild.remove();
+  list.scrollTop = list.scrollHeight;
+}
+
+export function maxTokens() {
+  const n = Number.parseInt($('maxTokens').value, 10);
+  return Number.isFinite(n) && n >= 1 ? n : DEFAULT_MAX_TOKENS;
+}
+
+export function outputModalities() {
+  return [$('audio').checked ? 'audio' : 'text'];
+}
+
+export function setVoice(voiceState) {
+  state.mic.state = voiceState;
+  const el = $('voice');
+  el.dataset.state = voiceState;
+  el.textContent = { off: 'mic off', listening: 'listening…', speaking: 'you are speaking' }[voiceState];
+}

@@ -1,0 +1,68 @@
+// The responses this page follows: one record each (what tests read through globalThis.chorusPlayground), and its
+// row in the responses table.
+import { SAMPLE_RATE_HZ } from './pcm16.js';
+import { $, state } from './page.js';
+
+export function newResponse(source, sentAt) {
+  const r = {
+    id: null,
+    itemId: null, // the assistant item (conversation.item.truncate names it)
+    source, // 'text': Send; 'voice': an automatic answer to a turn the server VAD found
+    status: 'in_progress',
+    reason: null, // status_details.reason of response.done
+    usage: null,
+    text: '',
+    ttftMs: null,
+    ttfpMs: null,
+    audioSamples: 0,
+    underruns: 0,
+    schedule: [],
+    sentAt,
+    cancelled: false, // no more audio is played (Cancel, or the user spoke over it)
+    interrupted: false, // the user spoke over its playback (barge-in)
+    playedMs: null, // how much of its audio was heard when it was interrupted
+    createEventId: null,
+    row: null,
+  };
+  state.responses.push(r);
+  return r;
+}
+
+export function responseFor(e) {
+  const id = e.response_id || (e.response && e.response.id);
+  if (!id) return null;
+  for (let i = state.responses.length - 1; i >= 0; i--) if (state.responses[i].id === id) return state.responses[i];
+  return null;
+}
+
+export function row(r) {
+  if (!r.id) return;
+  if (!r.row) {
+    r.row = document.createElement('tr');
+    r.row.dataset.responseId = r.id;
+    $('responses').prepend(r.row);
+  }
+  const detail = [r.reason || '', r.playedMs !== null ? `heard ${(r.playedMs / 1000).toFixed(2)} s` : '']
+    .filter(Boolean)
+    .join(', ');
+  const cells = [
+    r.id,
+    r.status,
+    fmt(r.ttftMs),
+    fmt(r.ttfpMs),
+    (r.audioSamples / SAMPLE_RATE_HZ).toFixed(2),
+    String(r.underruns),
+    r.source,
+    detail,
+  ];
+  r.row.textContent = '';
+  for (const text of cells) {
+    const td = document.createElement('td');
+    td.textContent = text;
+    r.row.append(td);
+  }
+}
+
+function fmt(ms) {
+  return ms === null ? '–' : ms.toFixed(1);
+}

@@ -1,0 +1,246 @@
+/**
+ * The response lifecycle of one Realtime session: at most one active response (ResponseStream), the answer held
+ * since a voice turn's first silence (HeldAnswer), and what each response leaves in the conversation when it
+ * finishes, fails on media, or is truncated by the client. RealtimeSession dispatches the client events; this
+ * owns everything from response.create to the response's finish.
+ */
+import type { Engine, RequestHandle } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { TokenLimits } from '../generationParams.ts';
+import type { ResolvedServerOptions } from '../options.ts';
+import { leadingItem, renameError } from '../media/itemNames.ts';
+import type { MediaChecker } from '../media/MediaChecker.ts';
+import type { RequestQueue } from '../RequestQueue.ts';
+import { ClientInputError } from '../validate.ts';
+import type { ClientEventOf } from './clientEvents.ts';
+import type { Conversation } from './Conversation.ts';
+import { HeldAnswer } from './HeldAnswer.ts';
+import type { InputAudio } from './InputAudio.ts';
+import { planResponse, type PlanContext } from './responsePlan.ts';
+import { ResponseStream } from './ResponseStream.ts';
+import { newId, type SessionState } from './serverEvents.ts';
+import type { SocketWriter } from './SocketWriter.ts';
+import { SpokenItems } from './SpokenItems.ts';
+
+/** What the responses need of the server (RealtimeSession's SessionContext adds the session-wide rest). */
+export interface ResponseContext {
+  readonly engine: Engine;
+  readonly options: ResolvedServerOptions;
+  /** Of the pipeline's vocoder (its READY facts); null when the pipeline returns no audio. */
+  readonly samplesPerFrame: number | null;
+  readonly tokenLimits: TokenLimits;
+  /** Checks media in items against the pipeline (an encoder for it, sound headers) when they are created. */
+  readonly media: MediaChecker;
+  /** Admission into the engine: a response.create takes a slot or is refused (CHORUS_ERR_RATE_LIMITED). */
+  readonly queue: RequestQueue;
+  readonly log: FastifyBaseLogger;
+}
+
+/** The session's parts the responses read and write; all owned by RealtimeSession. */
+export interface ResponseSessionParts {
+  readonly sessionId: string;
+  readonly writer: SocketWriter;
+  readonly state: SessionState;
+  readonly conversation: Conversation;
+  readonly inputAudio: InputAudio;
+  /** The voice prefill's prefix key, when the session prefills turns (responses reuse its cached tokens). */
+  readonly prefixKey: () => string | undefined;
+}
+
+export class SessionResponses {
+  readonly #ctx: ResponseContext;
+  readonly #session: ResponseSessionParts;
+  readonly #conversationId = newId('conv');
+  #active: ResponseStream | null = null;
+  /** With server_vad: the answer started at the first silence of the turn, held until speech_stopped (HeldAnswer). */
+  #held: HeldAnswer | null = null;
+  /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
+  readonly #spoken = new SpokenItems();
+  #closed = false;
+
+  constructor(ctx: ResponseContext, session: ResponseSessionParts) {
+    this.#ctx = ctx;
+    this.#session = session;
+  }
+
+  /** The response running (or finished with its response.done not yet out), if any. */
+  get active(): ResponseStream | null {
+    return this.#active;
+  }
+
+  /** No response running and none held: a turn's prefill cannot compete with answer work. */
+  get idle(): boolean {
+    return !this.#active && !this.#held;
+  }
+
+  /**
+   * The VAD heard the silence that may end the turn: the answer a speech_stopped now would get starts, held
+   * (HeldAnswer), from the audio up to `clipEndMs` (what the commit will keep). One at a time; never with a response
+   * running, without a free admission slot, or when the server turns it off.
+   */
+  speculate(clipEndMs: number): void {
+    if (!this.#ctx.options.speculativeVoiceAnswers || this.#held || this.#active || this.#closed) return;
+    const { inputAudio } = this.#session;
+    const pending = inputAudio.pendingItem(inputAudio.bytesUntil(clipEndMs));
+    if (!pending) return;
+    const releaseSlot = this.#ctx.queue.tryAcquire();
+    if (!releaseSlot) return;
+    try {
+      const plan = planResponse({}, this.#planContext(), pending);
+      this.#held = HeldAnswer.start((req) => this.#ctx.engine.generate(req), plan.request(newId('resp')), releaseSlot);
+    } catch (err) {
+      // The answer at speech_stopped will meet the same problem and report it; a held answer only saves time.
+      releaseSlot();
+      this.#ctx.log.debug({ err, sessionId: this.#session.sessionId }, 'speculative voice answer not started');
+    }
+  }
+
+  dropHeld(): void {
+    this.#held?.discard();
+    this.#held = null;
+  }
+
+  #planContext(): PlanContext {
+    const { media, tokenLimits } = this.#ctx;
+    const { state, conversation, prefixKey } = this.#session;
+    return { state, items: conversation.items(), media, tokenLimits, prefixKey: prefixKey() };
+  }
+
+  create(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
+    const startedAtMs = performance.now();
+    if (this.#active) {
+      throw new ClientInputError(
+        `response ${this.#active.id} is still in progress: cancel it or wait for its response.done`,
+        null,
+        ErrorCodes.RESPONSE_ACTIVE,
+      );
+    }
+    const r = event.response ?? {};
+    const { state, conversation, writer } = this.#session;
+    const plan = planResponse(r, this.#planContext());
+    const { outputModalities, maxOutputTokens, inConversation, rendered, audio } = plan;
+    if (!rendered.messages.some((m) => m.role !== 'system')) {
+      throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
+    }
+    // The reply's item is placed first: if the conversation is full this throws before any work starts.
+    const itemId = newId('item');
+    const previousItemId = inConversation ? conversation.lastItemId : null;
+    if (inConversation) conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    // The answer held since the turn's first silence, if it is this very request (else it goes, unheard).
+    const held = this.#held;
+    this.#held = null;
+    const adopt = held?.matches(plan.request(held.requestId)) ? held : null;
+    if (!adopt) held?.discard();
+    // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
+    // A held answer brings the slot it took.
+    const releaseSlot = adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
+    if (!releaseSlot) {
+      if (inConversation) conversation.remove(itemId);
+      throw new ChorusError(
+        ErrorCodes.RATE_LIMITED,
+        `the server is busy (${this.#ctx.queue.running} responses running): send response.create again in ` +
+          `${this.#ctx.queue.retryAfterSeconds} s`,
+      );
+    }
+    const responseId = adopt ? adopt.requestId : newId('resp');
+    let handle: RequestHandle;
+    try {
+      handle = adopt ? adopt.adopt() : this.#ctx.engine.generate(plan.request(responseId));
+    } catch (err) {
+      releaseSlot();
+      if (inConversation) conversation.remove(itemId);
+      throw renameError(err, rendered.itemNamer);
+    }
+    const stream = new ResponseStream({
+      writer,
+      handle,
+      inConversation,
+      previousItemId,
+      startedAtMs,
+      turnEndedAtMs,
+      samplesPerFrame: this.#ctx.samplesPerFrame,
+      itemNamer: rendered.itemNamer,
+      log: this.#ctx.log,
+      state: {
+        id: responseId,
+        conversationId: inConversation ? this.#conversationId : null,
+        outputModalities,
+        voice: r.audio?.output?.voice ?? state.voice,
+        maxOutputTokens,
+        item: { id: itemId, audio, status: 'in_progress', text: '' },
+        status: 'in_progress',
+        statusDetails: null,
+        usage: null,
+        warnings: null,
+      },
+      // response.done has been handed to the socket: record the reply for later turns, accept the next one.
+      onFinished: (s) => {
+        releaseSlot();
+        const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
+        if (inConversation) conversation.setText(itemId, text);
+        if (this.#active === s) this.#active = null;
+        if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
+      },
+    });
+    this.#active = stream;
+    this.#ctx.log.debug({ responseId, outputModalities, held: adopt !== null }, 'response started');
+    stream.start();
+  }
+
+  /**
+   * Media that passed the header checks but failed to decode in the encoder fails its response, naming the item.
+   * Left in the conversation it would fail every later response too, so it is removed, and the client told.
+   */
+  #dropUndecodableItem(failure: SerializedError | null, itemIds: readonly (string | null)[]): void {
+    if (failure?.code !== ErrorCodes.MEDIA_INVALID || this.#closed) return;
+    const at = leadingItem(failure.message);
+    const itemId = at ? itemIds[at.message] : null;
+    if (!itemId || !this.#session.conversation.remove(itemId)) return;
+    this.#ctx.log.debug(
+      { sessionId: this.#session.sessionId, itemId },
+      'removed an item whose media cannot be decoded',
+    );
+    this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
+  }
+
+  cancel(event: ClientEventOf<'response.cancel'>): void {
+    const active = this.#active;
+    if (!active || (event.response_id !== undefined && event.response_id !== active.id)) {
+      const which = event.response_id ?? 'in progress';
+      throw new ClientInputError(`no response ${which} to cancel`, 'response_id', ErrorCodes.NO_ACTIVE_RESPONSE);
+    }
+    // A response whose generation already ended is only flushing its tail: its response.done is on the way
+    // and answers the client, so cancelling it is a no-op rather than an error.
+    if (!active.finished) active.cancel();
+  }
+
+  /**
+   * conversation.item.truncate: the client played `audio_end_ms` of an assistant item's audio. The item's text
+   * becomes what that audio voiced, so the next turn's context holds only what the user heard; a response still
+   * running for it is cancelled.
+   */
+  truncate(event: ClientEventOf<'conversation.item.truncate'>): void {
+    // Still the active response (running, or finished with its response.done not yet out): its finish records
+    // the cut text instead of the whole answer.
+    const live = this.#active?.itemId === event.item_id ? this.#active : null;
+    const text = this.#spoken.truncate(event, live?.spoken ?? null, this.#ctx.engine.audioOutput);
+    if (!live) this.#session.conversation.setText(event.item_id, text);
+    else if (!live.finished) live.cancel();
+    this.#session.writer.send({
+      type: 'conversation.item.truncated',
+      event_id: newId('event'),
+      item_id: event.item_id,
+      content_index: 0,
+      audio_end_ms: event.audio_end_ms,
+    });
+  }
+
+  /** The socket closed: the running response is cancelled and the held one dropped; nothing starts after this. */
+  close(): void {
+    this.#closed = true;
+    this.#active?.cancel();
+    this.#active = null;
+    this.dropHeld();
+  }
+}
