@@ -41,8 +41,9 @@ describe('voice sessions under load', () => {
     killOnFinish(clients);
     let out = '';
     clients.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    // Measured while the clients talk: from their first connection to their last answer.
-    delay.enable();
+    // Measured while the clients talk: from their first connection to their last answer (not while their process
+    // starts up and synthesizes its speech, which only competes with this thread for the CPU).
+    clients.once('message', () => delay.enable());
     const code = await new Promise<number | null>((resolve) => clients.once('exit', resolve));
     delay.disable();
     expect(code).toBe(0);
@@ -57,10 +58,9 @@ describe('voice sessions under load', () => {
     }
     const p99Ms = delay.percentile(99) / 1e6;
     console.log(`event-loop delay with ${SESSIONS} voice sessions: p99 ${p99Ms.toFixed(1)} ms`);
-    // The issue asks for p99 < 20 ms. This file runs alone (ALONE in vitest.config.ts): 8-13 ms measured so, but
-    // 25-140 ms when other work shares the two cores (bench/README.md "Held answers, and where the VAD ends a turn":
-    // the p99 follows the CPU this thread gets). The bound here is generous and catches a stall (a model or a
-    // whole-buffer copy on the server's thread) on a machine that is not quiet.
-    expect(p99Ms).toBeLessThan(50);
+    // The issue's bound. This file runs alone (ALONE in vitest.config.ts): 8-13 ms measured so. With other work on
+    // the two cores it reaches 25-140 ms (bench/README.md "Held answers, and where the VAD ends a turn": the p99
+    // follows the CPU this thread gets), which is why it must not run beside the rest of the suite.
+    expect(p99Ms).toBeLessThan(20);
   }, 120_000);
 });

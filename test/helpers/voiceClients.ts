@@ -1,7 +1,7 @@
 /**
  * Voice clients in their own process (forked by test/e2e/voiceLoad.test.ts), so the server's event loop in the
  * test process is measured without the clients' own work on it. argv: ws URL, sessions, stagger ms. Prints one
- * JSON line: the event types each session saw.
+ * JSON line: the event types each session saw. Over IPC (when forked with it) it says 'talking' as the sessions start.
  */
 import WebSocket from 'ws';
 import { concatPcm, quiet, speak } from './speech.ts';
@@ -48,5 +48,6 @@ async function talk(pcm: Int16Array, offsetMs: number): Promise<string[]> {
 }
 
 const speech = concatPcm(quiet(300), speak('What is the weather like by the sea today?'), quiet(900));
+process.send?.('talking'); // this process is up and has its speech: what follows is the sessions' own load
 const seen = await Promise.all(Array.from({ length: sessions }, (_, i) => talk(speech, i * staggerMs)));
 process.stdout.write(`${JSON.stringify(seen)}\n`);
