@@ -281,6 +281,11 @@ export interface StageGraph {
    * process used no CPU is hung: its requests fail with CHORUS_ERR_STAGE_HUNG and it is killed and restarted.
    */
   readonly stageHangMs: number;
+  /**
+   * Nice increment of every stage process over the process that started it (0-19): the server's event loop (socket
+   * I/O, relaying chunks, VAD hand-off) is short, latency-bound work that must not queue behind model steps.
+   */
+  readonly stageNice: number;
   /** Where generated models are cached (absolute). */
   readonly modelsDir: string;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;

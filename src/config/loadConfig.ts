@@ -102,6 +102,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     scheduling: yaml.scheduling ?? defaults.scheduling,
     routing: yaml.routing ?? defaults.routing,
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
+    stageNice: yaml.stage_nice ?? defaults.stageNice,
     modelsDir:
       yaml.models_dir === undefined
         ? path.join(repoRoot(), defaults.modelsDir)

@@ -160,6 +160,8 @@ export const GraphYaml = Type.Object(
     on_encoder_failure: optional(oneOf(['fail', 'text_only'] as const)),
     // A stage instance with work whose process neither reports nor runs for this long is hung (killed, restarted).
     stage_hang_ms: optional(int(100)),
+    // How much lower than the server the stage processes run (nice increment, 0-19).
+    stage_nice: optional(Type.Integer({ minimum: 0, maximum: 19 })),
     ec_store: optional(EcStoreYaml),
     stages: Type.Array(StageYaml, { minItems: 1, errorMessage: 'must be a non-empty list of stages' }),
   },

@@ -7,9 +7,11 @@
  * How a core is built is passed in (src/kinds/stageEntry.ts passes the kind registry): the worker layer knows
  * stage cores only through the StageCore interface.
  */
+import { readdirSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { StageGraph } from '../common/graph.ts';
-import { logger } from '../common/log.ts';
+import { logger, type Logger } from '../common/log.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
@@ -30,6 +32,32 @@ export interface BuiltStage {
 export type CreateStage = (ctx: StageContext, graph: StageGraph) => Promise<BuiltStage>;
 
 const STATS_INTERVAL_MS = 250;
+
+/**
+ * Lowers this process's priority by `increment` nice levels (relative: a stage started under `nice` stays below it).
+ * Linux keeps a nice value per thread, and a new thread inherits its creator's: every thread that exists now (the
+ * main thread, V8's GC helpers, libuv's pool, the module loader's) is lowered, and onnxruntime's threads, created
+ * when the model loads after this, inherit it. Failing to change it is not a reason to fail the stage.
+ */
+function lowerPriority(increment: number, log: Logger): void {
+  if (increment <= 0) return;
+  const target = Math.min(19, getPriority() + increment);
+  let threads: number[] = [0]; // 0: the calling thread (the whole process where there is no /proc)
+  try {
+    threads = readdirSync('/proc/self/task').map(Number);
+  } catch {
+    // not Linux: the process's priority is all there is
+  }
+  for (const tid of threads) {
+    try {
+      setPriority(tid, target);
+    } catch (err) {
+      // A thread that exited meanwhile (ESRCH) is no loss; anything else is worth a line.
+      if ((err as { info?: { code?: string } }).info?.code !== 'ESRCH')
+        log.warn({ err, increment }, "could not lower a stage thread's priority (stage_nice)");
+    }
+  }
+}
 
 /** Runs this process as one stage instance, talking to main over `channel`. */
 export function runStageProcess(channel: ControlChannel<StageToMain, MainToStage>, createStage: CreateStage): void {
@@ -59,6 +87,7 @@ async function boot(
   const started = performance.now();
   let loop: StageLoop | null = null;
   let connector: Connector | null = null;
+  lowerPriority(args.graph.stageNice, log); // first: the model's threads, started below, inherit it
   try {
     connector = await createConnector(args.graph, self, args.edges);
     const adapter = new ChunkTransferAdapter(connector, self, spec.stageId, () => loop?.wake());

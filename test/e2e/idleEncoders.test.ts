@@ -1,7 +1,10 @@
 /**
  * The default pipeline (configs/tiny-omni.yaml) runs audio and image encoders next to the Thinker, Talker and
- * Code2Wav. An encoder with nothing to encode must cost no CPU: text answers leave its CPU time where it was.
+ * Code2Wav. An encoder with nothing to encode must cost no CPU: text answers leave its CPU time where it was. Every
+ * stage process runs stage_nice (default 8) nice levels below the server, its model threads included.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfigPath, loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
@@ -45,4 +48,19 @@ describe('idle encoders in the default pipeline', () => {
     expect(used['audio-encoder#0']).toBeLessThanOrEqual(idleBound);
     expect(used['image-encoder#0']).toBeLessThanOrEqual(idleBound);
   }, 60_000);
+
+  it('stage processes run stage_nice levels below the server, onnxruntime threads too', () => {
+    /** Nice value of a thread (field 19 of /proc/<pid>/task/<tid>/stat; the name in field 2 may hold spaces). */
+    const niceOf = (pid: number, tid: number) =>
+      Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]);
+    const expected = Math.min(19, getPriority() + engine.graph.stageNice);
+    expect(engine.graph.stageNice).toBe(8);
+    for (const instance of ['thinker#0', 'talker#0', 'code2wav#0', 'audio-encoder#0']) {
+      const pid = engine.workerOf(instance)!.pid!;
+      expect(niceOf(pid, pid), instance).toBe(expected);
+      // Every thread: those that existed at boot were lowered, and the model's, created after, inherit it.
+      for (const tid of readdirSync(`/proc/${pid}/task`).map(Number))
+        expect(niceOf(pid, tid), `${instance}/${tid}`).toBe(expected);
+    }
+  });
 });

@@ -192,6 +192,7 @@ export const testGraph: StageGraph = {
   scheduling: 'fifo',
   routing: 'least_loaded',
   stageHangMs: 2_000,
+  stageNice: 0,
   modelsDir: '/tmp/models',
   connectors: { shm0: { name: 'shm0', kind: 'shm', options: {} } },
   chunkPolicy: {

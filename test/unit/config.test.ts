@@ -277,6 +277,14 @@ ${thinker}`;
     expect(parseConfig(`routing: round_robin\nstages:\n${thinker}`, 'configs/x.yaml').routing).toBe('round_robin');
   });
 
+  it('stage_nice takes 0-19 nice levels (default 8)', () => {
+    expect(problemsOf(`stage_nice: 20\nstages:\n${thinker}`)).toHaveLength(1);
+    expect(problemsOf(`stage_nice: 20\nstages:\n${thinker}`)[0]).toMatch(/^configs\/x\.yaml:1 stage_nice: /);
+    expect(problemsOf(`stage_nice: -1\nstages:\n${thinker}`)).toHaveLength(1);
+    expect(parseConfig(`stages:\n${thinker}`, 'configs/x.yaml').stageNice).toBe(8);
+    expect(parseConfig(`stage_nice: 0\nstages:\n${thinker}`, 'configs/x.yaml').stageNice).toBe(0);
+  });
+
   it('a cycle is named, at the input that closes it', () => {
     const yaml = threeStages.replace(
       '    inputs: [{from: thinker}]',
