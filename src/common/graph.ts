@@ -175,11 +175,6 @@ export type ModelSpec = GeneratedModelSpec | FileModelSpec;
 export interface EngineArgs {
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
-  /**
-   * At most this many prompt positions of one request per step (AR stages; absent: as many as the token budget
-   * allows). The Thinker sends each chunk's rows to the Talker as it completes, so the two prefills overlap.
-   */
-  readonly prefillChunkTokens?: number;
   readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
 }

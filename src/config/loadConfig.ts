@@ -163,7 +163,6 @@ function resolveStages(
       engine: {
         maxNumSeqs: s.engine?.max_num_seqs ?? defaults.engine.maxNumSeqs,
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
-        ...(s.engine?.prefill_chunk_tokens !== undefined ? { prefillChunkTokens: s.engine.prefill_chunk_tokens } : {}),
         threads: s.engine?.threads ?? defaults.engine.threads,
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
       },

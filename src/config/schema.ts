@@ -45,7 +45,6 @@ export const EngineYaml = Type.Object(
   {
     max_num_seqs: optional(int(1)),
     max_num_batched_tokens: optional(int(1)),
-    prefill_chunk_tokens: optional(int(1)),
     threads: optional(int(1)),
     kv_cache_bytes: optional(ByteSize),
   },

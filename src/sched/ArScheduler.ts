@@ -17,8 +17,6 @@ export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 
 export interface ArSchedulerOptions {
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
-  /** At most this many positions of one request per step (chunked prefill; default: the token budget's). */
-  readonly prefillChunkTokens?: number;
   /** KV bytes one position costs (all layers, key + value). */
   readonly kvBytesPerToken: number;
   /** Total KV budget; a step that would exceed it preempts the newest running requests (recompute). */
@@ -61,8 +59,8 @@ export class ArScheduler {
   private arrivals = 0;
 
   constructor(private readonly options: ArSchedulerOptions) {
-    if (options.maxNumSeqs < 1 || options.maxNumBatchedTokens < 1 || (options.prefillChunkTokens ?? 1) < 1) {
-      throw new RangeError('maxNumSeqs, maxNumBatchedTokens and prefillChunkTokens must be >= 1');
+    if (options.maxNumSeqs < 1 || options.maxNumBatchedTokens < 1) {
+      throw new RangeError('maxNumSeqs and maxNumBatchedTokens must be >= 1');
     }
   }
 
@@ -163,7 +161,6 @@ export class ArScheduler {
     const items: ScheduledItem[] = [];
     const preempted: string[] = [];
     let tokenBudget = maxNumBatchedTokens;
-    const chunk = this.options.prefillChunkTokens ?? Infinity;
 
     // 1. KV held after this step by running requests, before any new admission.
     const ordered = [...this.requests.values()].sort(
@@ -181,7 +178,7 @@ export class ArScheduler {
       if (r.paused) continue; // a slow client holds this one back; it keeps its KV
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // WAITING_FOR_CHUNK: nothing to compute until its next input arrives
-      const numTokens = Math.min(pending, tokenBudget, chunk);
+      const numTokens = Math.min(pending, tokenBudget);
       // Preempt the newest running request not yet scheduled this step (possibly this one, as vLLM does) until
       // this step fits the KV budget. Preempted requests restart from position 0 (recompute).
       let selfPreempted = false;
@@ -212,7 +209,7 @@ export class ArScheduler {
       if (r.paused) continue;
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
-      const numTokens = Math.min(pending, tokenBudget, chunk);
+      const numTokens = Math.min(pending, tokenBudget);
       // A request that starts past position 0 (startAt) brings its KV along.
       if ((kvTokens + r.numComputedTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV
       r.status = 'running';

@@ -28,7 +28,6 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
     this.scheduler = new ArScheduler({
       maxNumSeqs: e.maxNumSeqs,
       maxNumBatchedTokens: e.maxNumBatchedTokens,
-      ...(e.prefillChunkTokens !== undefined ? { prefillChunkTokens: e.prefillChunkTokens } : {}),
       kvBytesPerToken: arRunner.kvBytesPerToken,
       kvBudgetBytes: e.kvCacheBytes,
       policy,

@@ -5,10 +5,8 @@
  * sampled (waiting for its own forward pass would delay the Talker by one Thinker step).
  *
  * The first chunk carries the prompt rows and the first token's row (payload.promptRows says how many are prompt);
- * then one row per token. With `earlyPromptRows`, prompt rows go out as each prefill chunk computes them (the first
- * chunk still says promptRows), so the Talker prefills them while the Thinker prefills the rest: only for a prompt
- * that cannot shrink (no media item that may be dropped). With async_chunk off, rows accumulate and go out once, in
- * the final chunk: the same chunks, only fewer of them.
+ * then one row per token. With async_chunk off, rows accumulate and go out once, in the final chunk: the same
+ * chunks, only fewer of them.
  */
 export class Thinker2Talker {
   private pending: Float32Array[] = [];
@@ -20,7 +18,6 @@ export class Thinker2Talker {
     private readonly hiddenSize: number,
     private promptLength: number,
     private readonly asyncChunk: boolean,
-    private readonly earlyPromptRows = false,
   ) {}
 
   /**
@@ -28,7 +25,6 @@ export class Thinker2Talker {
    * on_encoder_failure: text_only). Rows already pushed are for earlier positions and stay valid.
    */
   shrinkPrompt(promptLength: number): void {
-    if (this.earlyPromptRows) throw new RangeError('a prompt whose rows go out early cannot shrink');
     if (promptLength < this.promptRowsSent || promptLength > this.promptLength) {
       throw new RangeError(
         `prompt can shrink only past the rows already taken (${this.promptRowsSent}..${this.promptLength}), got ` +
@@ -71,12 +67,9 @@ export class Thinker2Talker {
   take(final: boolean): { rows: Float32Array; numRows: number; promptRows?: number } | null {
     if (!final) {
       if (!this.asyncChunk) return null; // sync: one final chunk only
-      if (this.pendingRows === 0) return null;
-      if (!this.earlyPromptRows) {
-        if (this.promptRowsSent < this.promptLength) return null;
-        // The first chunk waits for the first token's row (prompt rows alone cannot start the Talker).
-        if (!this.sentFirst && this.pendingRows <= this.promptLength) return null;
-      }
+      if (this.promptRowsSent < this.promptLength || this.pendingRows === 0) return null;
+      // The first chunk waits for the first token's row (prompt rows alone cannot start the Talker).
+      if (!this.sentFirst && this.pendingRows <= this.promptLength) return null;
     }
     const rows = new Float32Array(this.pendingRows * this.conditionDim);
     let at = 0;

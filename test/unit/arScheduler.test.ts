@@ -57,31 +57,6 @@ describe('ArScheduler', () => {
     expect(plans.map((p) => p.items[0].sample)).toEqual([false, false, true]);
   });
 
-  it('prefillChunkTokens: every prompt in chunks of at most that many positions, side by side in one step', () => {
-    const s = new ArScheduler({ ...opts, prefillChunkTokens: 12 });
-    const available = new Map([
-      ['a', 30],
-      ['b', 7],
-    ]);
-    for (const [id, n] of available) s.add(id, n);
-    const plans = [step(s, available), step(s, available), step(s, available)];
-    expect(plans.map((p) => p.items.map((i) => [i.requestId, i.numTokens, i.sample]))).toEqual([
-      [
-        ['a', 12, false],
-        ['b', 7, true],
-      ],
-      [
-        ['a', 12, false],
-        ['b', 1, true],
-      ],
-      [
-        ['a', 6, true],
-        ['b', 1, true],
-      ],
-    ]);
-    expect(() => new ArScheduler({ ...opts, prefillChunkTokens: 0 })).toThrow(RangeError);
-  });
-
   it('shares the budget: a long prefill does not stop running requests from decoding', () => {
     const s = new ArScheduler({ ...opts, maxNumBatchedTokens: 16 });
     const available = new Map([['a', 4]]);

@@ -33,23 +33,6 @@ describe('thinker2talker', () => {
     expect(p.take(false)!.numRows).toBe(5);
   });
 
-  it('early prompt rows: the rows of each prefill chunk go at once, the first saying how many are prompt', () => {
-    const p = new Thinker2Talker(D, 5, true, true);
-    p.onStep(0, 2, rows(0, 2, 1), rows(0, 2, 2), null);
-    const first = p.take(false)!;
-    expect([first.numRows, first.promptRows]).toEqual([2, 5]);
-    expect(Array.from(first.rows)).toEqual([1, 1, 2, 2, 11, 11, 12, 12]);
-    expect(p.take(false)).toBeNull();
-    p.onStep(2, 2, rows(2, 2, 1), rows(2, 2, 2), null);
-    const second = p.take(false)!;
-    expect([second.numRows, second.promptRows]).toEqual([2, undefined]);
-    // The last chunk samples token 0: its prompt row and the token's row go together.
-    p.onStep(4, 1, rows(4, 1, 1), rows(4, 1, 2), Float32Array.of(9, 9));
-    expect(Array.from(p.take(false)!.rows)).toEqual([41, 41, 42, 42, 9, 9, 42, 42]);
-    // Rows already out could be for positions a dropped media item would shift: such a prompt cannot shrink.
-    expect(() => p.shrinkPrompt(4)).toThrow(/cannot shrink/);
-  });
-
   it('does not resend prompt rows when a preempted request recomputes them', () => {
     const p = new Thinker2Talker(D, 2, true);
     p.onStep(0, 2, rows(0, 2, 1), rows(0, 2, 2), Float32Array.of(1, 1));

@@ -204,30 +204,6 @@ describe('TalkerCore', () => {
     expect(newFrames()).toBe(2);
   });
 
-  it('prompt rows arriving in pieces prefill as they come, each piece alone, and give the frames of one prefill', () => {
-    const whole = setup();
-    whole.arrive(rowsBody(6 + 2, 6)); // 6 prompt rows, the first token's row, one more token
-    whole.arrive(null, true);
-    whole.runAll();
-    const { arrive, core, runner, sampledRows, newFrames, adapter } = setup();
-    const computed = () => runner.steps.map((items) => items.map((it) => [it.numRows, it.sample !== false]));
-    arrive(rowsBody(2, 6)); // the Thinker's first prefill chunk: rows 0, 1 of 6
-    while (core.step());
-    expect(computed()).toEqual([[[2, false]]]); // what arrived, as context, never past it
-    arrive(rowsBody(3, undefined, DIM, 2)); // rows 2..4
-    while (core.step());
-    expect(computed()).toEqual([[[2, false]], [[3, false]]]);
-    arrive(rowsBody(1 + 2, undefined, DIM, 5)); // the last prompt row with the first tokens' rows (6, 7)
-    arrive(null, true);
-    while (core.step());
-    expect(computed().slice(2, 3)).toEqual([[[2, true]]]); // rows 5 and 6: frame 0 sampled at position 6
-    expect(sampledRows()).toEqual(whole.sampledRows());
-    expect(newFrames()).toBe(whole.newFrames());
-    const codes = (a: FakeAdapter) =>
-      a.to('code2wav#0').map((c) => Array.from((c.body as CodecFramesBody)?.codes ?? []));
-    expect(codes(adapter)).toEqual(codes(whole.adapter));
-  });
-
   it('the first chunk must say how many rows are prompt rows', async () => {
     const { arrive, adapter, ctx, runner, core } = setup();
     arrive(rowsBody(3));

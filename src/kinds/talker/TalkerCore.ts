@@ -203,9 +203,9 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     return m.source === 'generated' && m.kind === 'talker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
   }
 
-  /** Text tokens known so far (rows after the prompt; none while prompt rows are still arriving). */
+  /** Text tokens known so far (rows after the prompt). */
   private textRows(req: TalkerRequest): number {
-    return req.promptRows === null ? 0 : Math.max(0, req.numRows - req.promptRows);
+    return req.promptRows === null ? 0 : req.numRows - req.promptRows;
   }
 
   /** Updates how many positions are computable, and finishes the request when no frame is left to make. */
@@ -216,9 +216,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     if (req.thinkerDone && req.framesSampled >= Math.min(target, req.sampling.maxTokens))
       return this.finishTalker(req, this.endReason(req));
     // Without the row of the next frame, the known positions are still computed ahead, as context only: the
-    // prompt rows prefill as they arrive, while the Thinker prefills the rest and writes its first token.
+    // prompt rows prefill while the Thinker writes its first token.
     const canMakeNext = req.framesSampled < target;
-    if (req.numRows < p) return this.scheduler.setAvailable(req.requestId, req.numRows, false);
     this.scheduler.setAvailable(req.requestId, p + req.framesSampled + (canMakeNext ? 1 : 0), canMakeNext);
   }
 

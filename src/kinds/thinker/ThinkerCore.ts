@@ -103,10 +103,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       numOutputs: 0,
       promptTokenIds,
       generated: [],
-      // Without media the prompt cannot shrink: its rows go to the Talker as each prefill chunk completes.
-      toTalker: needsTalker
-        ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk, media === null)
-        : null,
+      toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
       media,
       prefix: msg.prefix
         ? this.claimPrefix(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
