@@ -11,10 +11,12 @@
  * concurrency c is compared with. Rows and chunks come from the runtime's own processors, as in runLimit.ts.
  *
  * One pass is not a measurement: the first pass on fresh sessions pays onnxruntime's arena growth and the JIT, and
- * on a shared machine any pass can lose a core to other work for part of its run (a single cold pass once put
- * batch 10 at half of batch 4). Other work only ever adds time, so the same runners run `warmup` unmeasured
- * passes, then `repeats` measured ones, and each stage's time is its least over the repeats: the closest to what
- * the models themselves need (the medians are kept beside it).
+ * on a shared machine a pass loses the core to other work for part of its run (a single cold pass once put batch
+ * 10 at half of batch 4). So the same runners run `warmup` unmeasured passes of every batch, then `repeats`
+ * measured rounds, each round one pass of every batch in turn, and a stage's time is the CPU time this process
+ * spent in it (onnxruntime runs on the calling thread with 1 intra-op thread; garbage collection counts too):
+ * what the models need, which other processes on the machine barely change, where wall time grows with every one
+ * of them. Each stage counts its least over the repeats; the medians, and the wall times, are kept beside it.
  */
 import os from 'node:os';
 import type { StageGraph } from '../../src/common/graph.ts';
@@ -33,15 +35,15 @@ export interface ThroughputOptions {
   readonly inputLen: number;
   /** Text tokens per answer (the bench's --output-len, answered with ignore_eos). */
   readonly outputLen: number;
-  /** Requests run together (the concurrency). */
-  readonly batch: number;
+  /** Requests run together: one limit per batch (the concurrencies). */
+  readonly batches: readonly number[];
   readonly seed?: number;
-  /** Measured passes (default 5) after `warmup` unmeasured ones (default 1) on the same runners. */
+  /** Measured passes of each batch (default 5) after `warmup` unmeasured ones (default 1), on the same runners. */
   readonly repeats?: number;
   readonly warmup?: number;
 }
 
-/** Wall time of each stage's whole work for the batch in one pass, ms. */
+/** Each stage's whole work for the batch in one pass, ms (CPU time of this process, or wall time). */
 export interface ThroughputPass {
   readonly thinker_ms: number;
   readonly talker_ms: number;
@@ -55,8 +57,10 @@ export interface ThroughputLimit extends ThroughputPass {
   readonly repeats: number;
   /** Unmeasured passes run first on the same runners. */
   readonly warmup: number;
-  /** Each stage's median over the measured passes, ms. */
+  /** Each stage's median CPU time over the measured passes, ms. */
   readonly median: ThroughputPass;
+  /** Each stage's median wall time over the measured passes, ms (above the CPU time by what other work took). */
+  readonly wall_median: ThroughputPass;
   /** The bound of each measured pass on its own, ms (how far the passes spread). */
   readonly pass_bounds_ms: readonly number[];
   /** Cores the stages can share. */
@@ -80,17 +84,19 @@ export interface ThroughputLimit extends ThroughputPass {
 export function summarizeThroughput(
   batch: number,
   outputLen: number,
-  allPasses: readonly ThroughputPass[],
+  allPasses: readonly { readonly cpu: ThroughputPass; readonly wall: ThroughputPass }[],
   warmup: number,
   cores: number,
 ): ThroughputLimit {
-  const passes = allPasses.slice(warmup);
+  const passes = allPasses.slice(warmup).map((x) => x.cpu);
+  const walls = allPasses.slice(warmup).map((x) => x.wall);
   if (passes.length === 0) throw new Error('the throughput limit needs at least one measured pass after the warm-up');
   const bound = (x: ThroughputPass) =>
     Math.max(x.thinker_ms, x.talker_ms, x.code2wav_ms, (x.thinker_ms + x.talker_ms + x.code2wav_ms) / cores);
   const keys = ['thinker_ms', 'talker_ms', 'code2wav_ms'] as const;
-  const of = (f: (xs: number[]) => number) =>
-    Object.fromEntries(keys.map((k) => [k, f(passes.map((x) => x[k]))])) as unknown as ThroughputPass;
+  const of = (f: (xs: number[]) => number, from = passes) =>
+    Object.fromEntries(keys.map((k) => [k, f(from.map((x) => x[k]))])) as unknown as ThroughputPass;
+  const median = (xs: number[]) => percentile(xs, 50);
   const least = of((xs) => Math.min(...xs));
   const boundMs = bound(least);
   const rps = batch / (boundMs / 1000);
@@ -100,7 +106,8 @@ export function summarizeThroughput(
     ...least,
     repeats: passes.length,
     warmup,
-    median: of((xs) => percentile(xs, 50)),
+    median: of(median),
+    wall_median: of(median, walls),
     pass_bounds_ms: passes.map(bound),
     cores,
     bound_ms: boundMs,
@@ -126,7 +133,8 @@ interface Runners {
   readonly code2wav: Code2WavRunner;
 }
 
-export async function runThroughputLimit(o: ThroughputOptions): Promise<ThroughputLimit> {
+/** The limit of every batch in `o.batches` (sorted, each raised to the best smaller batch by throughputEnvelope). */
+export async function runThroughputLimits(o: ThroughputOptions): Promise<ThroughputLimit[]> {
   const g = o.graph;
   const spec = (kind: 'thinker' | 'talker' | 'code2wav') => {
     const s = g.stages.find((x) => x.kind === kind);
@@ -139,7 +147,8 @@ export async function runThroughputLimit(o: ThroughputOptions): Promise<Throughp
       ? thinkerSpec.model.size
       : undefined;
   const tokenizer = createTokenizer(thinkerSpec.model, size);
-  const contents = makePrompts({ tokenizer, count: o.batch, inputLen: o.inputLen, seed: o.seed ?? 0 });
+  const batches = [...new Set(o.batches)].sort((a, b) => a - b);
+  const contents = makePrompts({ tokenizer, count: batches.at(-1)!, inputLen: o.inputLen, seed: o.seed ?? 0 });
   const prompts = contents.map((content) => tokenizer.applyChatTemplate([{ role: 'user', content }]));
   const r: Runners = {
     thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
@@ -153,24 +162,39 @@ export async function runThroughputLimit(o: ThroughputOptions): Promise<Throughp
     };
     const warmup = o.warmup ?? 1;
     const repeats = o.repeats ?? 5;
-    const passes: ThroughputPass[] = [];
-    for (let n = 0; n < warmup + repeats; n++) passes.push(onePass(r, g, prompts, o, sampling, `throughput-${n}`));
-    return summarizeThroughput(o.batch, o.outputLen, passes, warmup, os.availableParallelism());
+    const passes = batches.map((): { cpu: ThroughputPass; wall: ThroughputPass }[] => []);
+    for (let n = 0; n < warmup + repeats; n++)
+      batches.forEach((batch, b) =>
+        passes[b].push(onePass(r, g, prompts.slice(0, batch), o.outputLen, sampling, `throughput-${batch}-${n}`)),
+      );
+    const cores = os.availableParallelism();
+    return throughputEnvelope(
+      batches.map((batch, b) => summarizeThroughput(batch, o.outputLen, passes[b], warmup, cores)),
+    );
   } finally {
     await Promise.all([r.thinker.close(), r.talker.close(), r.code2wav.close()]);
   }
 }
 
-/** The whole work of the batch once, stage after stage, on fresh sequences (freed at the end). */
+/** The whole work of the batch once, stage after stage, on fresh sequences (freed at the end): CPU and wall ms. */
 function onePass(
   r: Runners,
   g: StageGraph,
   prompts: readonly (readonly number[])[],
-  o: ThroughputOptions,
+  outputLen: number,
   sampling: { thinker: SamplingParams; talker: SamplingParams },
   run: string,
-): ThroughputPass {
+): { cpu: ThroughputPass; wall: ThroughputPass } {
   const { thinker, talker, code2wav } = r;
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  let [cpu0, wall0] = [process.cpuUsage(), performance.now()];
+  const lap = () => {
+    const used = process.cpuUsage(cpu0);
+    cpu.push((used.user + used.system) / 1000);
+    wall.push(performance.now() - wall0);
+    [cpu0, wall0] = [process.cpuUsage(), performance.now()];
+  };
   const ids = prompts.map((_, i) => `${run}-${i}`);
   try {
     const p = prompts[0].length;
@@ -180,9 +204,9 @@ function onePass(
     // 1. Thinker: every token of every answer; the rows the Talker is conditioned on, by its own processor.
     const toTalker = prompts.map(() => new Thinker2Talker(thinker.hiddenSize, p, true));
     const rows: Float32Array[][] = prompts.map(() => []);
-    const tokens = new Array<number>(o.batch).fill(-1);
-    let t = performance.now();
-    for (let step = 0; step < o.outputLen; step++) {
+    const tokens = new Array<number>(prompts.length).fill(-1);
+    lap(); // from here: the Thinker
+    for (let step = 0; step < outputLen; step++) {
       const outs = thinker.execute(
         ids.map((seqId, i) => ({
           seqId,
@@ -205,15 +229,15 @@ function onePass(
         if (c) rows[i].push(c.rows);
       });
     }
-    const thinkerMs = performance.now() - t;
+    lap();
     const allRows = rows.map((x) => concatFloat32(x));
 
     // 2. Talker: every frame; chunks for Code2Wav as the chunk policy cuts them.
-    const frames = o.outputLen * fpt;
-    const ic = initialChunkFrames(g.chunkPolicy, o.batch);
+    const frames = outputLen * fpt;
+    const ic = initialChunkFrames(g.chunkPolicy, prompts.length);
     const toCode2Wav = prompts.map(() => new Talker2Code2Wav(g.chunkPolicy, talker.numCodebooks, ic, true));
     const chunks: CodecChunkOut[][] = prompts.map(() => []);
-    t = performance.now();
+    lap(); // from here: the Talker
     for (let k = 0; k < frames; k++) {
       const row = (i: number) =>
         k === 0
@@ -228,10 +252,10 @@ function onePass(
         if (c) chunks[i].push(c);
       });
     }
-    const talkerMs = performance.now() - t;
+    lap();
 
     // 3. Code2Wav: the i-th chunk of every request together, as the stage batches them.
-    t = performance.now();
+    lap(); // from here: Code2Wav
     for (let n = 0; n < chunks[0].length; n++) {
       code2wav.decode(
         chunks.map((c, i) => ({
@@ -242,7 +266,10 @@ function onePass(
         })),
       );
     }
-    return { thinker_ms: thinkerMs, talker_ms: talkerMs, code2wav_ms: performance.now() - t };
+    lap();
+    // Laps 1, 3, 5 are the stages (0, 2, 4 the bookkeeping between them).
+    const of = (xs: number[]) => ({ thinker_ms: xs[1], talker_ms: xs[3], code2wav_ms: xs[5] });
+    return { cpu: of(cpu), wall: of(wall) };
   } finally {
     for (const id of ids) {
       thinker.free(id);

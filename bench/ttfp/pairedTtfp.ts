@@ -25,13 +25,21 @@ const { values } = parseArgs({
   },
 });
 if (!values.config || !values.other) throw new Error('give --config A.yaml and --other B.yaml');
-const [pairs, inputLen, outputLen, warmup] = [values.pairs, values['input-len'], values['output-len'], values.warmup].map(
-  Number,
-);
+const [pairs, inputLen, outputLen, warmup] = [
+  values.pairs,
+  values['input-len'],
+  values['output-len'],
+  values.warmup,
+].map(Number);
 const graphs = await Promise.all([loadConfig(path.resolve(values.config)), loadConfig(path.resolve(values.other))]);
 const thinker = graphs[0].stages.find((s) => s.kind === 'thinker')!;
 const size = thinker.model.source === 'generated' && thinker.model.kind === 'thinker' ? thinker.model.size : undefined;
-const prompts = makePrompts({ tokenizer: createTokenizer(thinker.model, size), count: pairs + warmup, inputLen, seed: 0 });
+const prompts = makePrompts({
+  tokenizer: createTokenizer(thinker.model, size),
+  count: pairs + warmup,
+  inputLen,
+  seed: 0,
+});
 const engines = await Promise.all(graphs.map((g) => Orchestrator.start(g)));
 
 /** TTFT and TTFP of one request, ms. */

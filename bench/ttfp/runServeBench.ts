@@ -13,7 +13,7 @@ import type { Logger } from '../../src/common/log.ts';
 import { presets } from '../../stages/generator/presets.ts';
 import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
 import { runLimit } from '../limit/runLimit.ts';
-import { runThroughputLimit, throughputEnvelope, type ThroughputLimit } from '../limit/runThroughput.ts';
+import { runThroughputLimits } from '../limit/runThroughput.ts';
 import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
@@ -143,19 +143,14 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b))
       result.burst_limits.push(await limitAt(c));
     o.log.info('measuring the throughput limit');
-    const batched: ThroughputLimit[] = [];
-    for (const c of [...new Set(o.concurrency)].sort((a, b) => a - b))
-      batched.push(
-        await runThroughputLimit({
-          graph: first.graph,
-          inputLen: o.inputLen,
-          outputLen: o.outputLen,
-          batch: c,
-          seed: o.seed,
-          ...(o.throughputRepeats !== undefined ? { repeats: o.throughputRepeats } : {}),
-        }),
-      );
-    result.throughput_limits = throughputEnvelope(batched);
+    result.throughput_limits = await runThroughputLimits({
+      graph: first.graph,
+      inputLen: o.inputLen,
+      outputLen: o.outputLen,
+      batches: o.concurrency,
+      seed: o.seed,
+      ...(o.throughputRepeats !== undefined ? { repeats: o.throughputRepeats } : {}),
+    });
   }
   const timings = first ? new ServerTimings() : null;
   try {
