@@ -15,8 +15,9 @@
  * 10 at half of batch 4). So the same runners run `warmup` unmeasured passes of every batch, then `repeats`
  * measured rounds, each round one pass of every batch in turn, and a stage's time is the CPU time this process
  * spent in it (onnxruntime runs on the calling thread with 1 intra-op thread; garbage collection counts too):
- * what the models need, which other processes on the machine barely change, where wall time grows with every one
- * of them. Each stage counts its least over the repeats; the medians, and the wall times, are kept beside it.
+ * what the models need, which other processes on the machine change far less than the wall time (they still
+ * share the caches: bench/README.md, "Throughput limit"). Each stage counts its least over the repeats; the
+ * medians, and the wall times, are kept beside it.
  */
 import os from 'node:os';
 import type { StageGraph } from '../../src/common/graph.ts';
