@@ -13,12 +13,15 @@
  * One pass is not a measurement: the first pass on fresh sessions pays onnxruntime's arena growth and the JIT, and
  * on a shared machine a pass loses the core to other work for part of its run (a single cold pass once put batch
  * 10 at half of batch 4). So the same runners run `warmup` unmeasured passes of every batch, then `repeats`
- * measured rounds, each round one pass of every batch in turn, and a stage's time is the CPU time this process
- * spent in it (onnxruntime runs on the calling thread with 1 intra-op thread; garbage collection counts too):
- * what the models need, which other processes on the machine change far less than the wall time (they still
- * share the caches: bench/README.md, "Throughput limit"). Each stage counts its least over the repeats; the
- * medians, and the wall times, are kept beside it.
+ * measured rounds, each round one pass of every batch in turn, and a stage's time is the time the thread that runs
+ * the models was on a CPU during it (onnxruntime runs on the calling thread with 1 intra-op thread), not the time
+ * it waited in the run queue while other processes had the cores (Linux's /proc/thread-self/schedstat; the wall
+ * clock where there is none). Not the process's CPU time: V8's helper threads (concurrent GC) add ~60% to it on
+ * this machine, and the stages' steps do not wait for them. Other processes still slow the thread through the
+ * shared caches (bench/README.md, "Throughput limit"). Each stage counts its least over the repeats; the medians,
+ * and the wall times, are kept beside it.
  */
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { StageGraph } from '../../src/common/graph.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
@@ -44,7 +47,7 @@ export interface ThroughputOptions {
   readonly warmup?: number;
 }
 
-/** Each stage's whole work for the batch in one pass, ms (CPU time of this process, or wall time). */
+/** Each stage's whole work for the batch in one pass, ms (on-CPU time of the models' thread, or wall time). */
 export interface ThroughputPass {
   readonly thinker_ms: number;
   readonly talker_ms: number;
@@ -58,9 +61,9 @@ export interface ThroughputLimit extends ThroughputPass {
   readonly repeats: number;
   /** Unmeasured passes run first on the same runners. */
   readonly warmup: number;
-  /** Each stage's median CPU time over the measured passes, ms. */
+  /** Each stage's median on-CPU time over the measured passes, ms. */
   readonly median: ThroughputPass;
-  /** Each stage's median wall time over the measured passes, ms (above the CPU time by what other work took). */
+  /** Each stage's median wall time over the measured passes, ms (above the on-CPU time by what other work took). */
   readonly wall_median: ThroughputPass;
   /** The bound of each measured pass on its own, ms (how far the passes spread). */
   readonly pass_bounds_ms: readonly number[];
@@ -189,12 +192,12 @@ function onePass(
   const { thinker, talker, code2wav } = r;
   const cpu: number[] = [];
   const wall: number[] = [];
-  let [cpu0, wall0] = [process.cpuUsage(), performance.now()];
+  let [cpu0, wall0] = [threadOnCpuMs(), performance.now()];
   const lap = () => {
-    const used = process.cpuUsage(cpu0);
-    cpu.push((used.user + used.system) / 1000);
-    wall.push(performance.now() - wall0);
-    [cpu0, wall0] = [process.cpuUsage(), performance.now()];
+    const [cpu1, wall1] = [threadOnCpuMs(), performance.now()];
+    wall.push(wall1 - wall0);
+    cpu.push(cpu1 === null || cpu0 === null ? wall1 - wall0 : cpu1 - cpu0);
+    [cpu0, wall0] = [cpu1, wall1];
   };
   const ids = prompts.map((_, i) => `${run}-${i}`);
   try {
@@ -277,5 +280,14 @@ function onePass(
       talker.free(id);
       code2wav.free(id);
     }
+  }
+}
+
+/** How long the calling thread has been on a CPU, ms (Linux: /proc/thread-self/schedstat, ns); null elsewhere. */
+function threadOnCpuMs(): number | null {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return null;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * How the throughput limit is taken from its passes: the warm-up passes are dropped, each stage counts its least
- * CPU time over the measured passes (not the wall time, which other work on the machine stretches), and the limit
+ * on-CPU time over the measured passes (not the wall time, which other work on the machine stretches), and the limit
  * at concurrency c is never below the limit of a smaller measured batch.
  */
 import { describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ const pass = (thinker: number, talker: number, code2wav: number, stretch = 1.5) 
 });
 
 describe('the throughput limit from its passes', () => {
-  it('drops the warm-up, takes the least CPU time of each stage, bounds over the cores', () => {
+  it('drops the warm-up, takes the least on-CPU time of each stage, bounds over the cores', () => {
     const passes = [
       pass(900, 4000, 90), // cold: arenas, JIT
       pass(600, 1900, 30),

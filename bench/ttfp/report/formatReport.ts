@@ -98,7 +98,7 @@ function throughputLines(r: BenchResult): string[] {
     const best = l.best_batch === l.batch ? '' : `, the limit of batch ${l.best_batch}`;
     return (
       `c=${l.batch}: limit ${num(l.limit_rps, 2)} req/s${best} (batch ${l.batch}: ${num(l.batched_rps, 2)} req/s, ` +
-      `${stages} on ${l.cores} cores, least CPU time of ${l.repeats} passes after ${l.warmup} warm-up)` +
+      `${stages} on ${l.cores} cores, least on-CPU time of ${l.repeats} passes after ${l.warmup} warm-up)` +
       (share === null ? '' : `; measured ${num(share, 2)} of it`)
     );
   });
