@@ -29,7 +29,8 @@ import { Talker2Code2Wav, type CodecChunkOut } from '../../stages/processors/tal
 import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
 import { createTokenizer } from '../../stages/tokenizer/index.ts';
-import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
+import type { SamplingParams } from '../../stages/types.ts';
+import { closeRunners, stageOf, type Runners } from './runLimit.ts';
 import { concatFloat32 } from '../../src/common/arrays.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
@@ -131,21 +132,10 @@ export function throughputEnvelope(limits: readonly ThroughputLimit[]): Throughp
   });
 }
 
-interface Runners {
-  readonly thinker: ThinkerRunner;
-  readonly talker: TalkerRunner;
-  readonly code2wav: Code2WavRunner;
-}
-
 /** The limit of every batch in `o.batches` (sorted, each raised to the best smaller batch by throughputEnvelope). */
 export async function runThroughputLimits(o: ThroughputOptions): Promise<ThroughputLimit[]> {
   const g = o.graph;
-  const spec = (kind: 'thinker' | 'talker' | 'code2wav') => {
-    const s = g.stages.find((x) => x.kind === kind);
-    if (!s) throw new Error(`the throughput limit needs a ${kind} stage`);
-    return s;
-  };
-  const [thinkerSpec, talkerSpec, code2wavSpec] = [spec('thinker'), spec('talker'), spec('code2wav')];
+  const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
   const size =
     thinkerSpec.model.source === 'generated' && thinkerSpec.model.kind === 'thinker'
       ? thinkerSpec.model.size
@@ -176,7 +166,7 @@ export async function runThroughputLimits(o: ThroughputOptions): Promise<Through
       batches.map((batch, b) => summarizeThroughput(batch, o.outputLen, passes[b], warmup, cores)),
     );
   } finally {
-    await Promise.all([r.thinker.close(), r.talker.close(), r.code2wav.close()]);
+    await closeRunners(r);
   }
 }
 
