@@ -13,13 +13,14 @@
  * One pass is not a measurement: the first pass on fresh sessions pays onnxruntime's arena growth and the JIT, and
  * on a shared machine a pass loses the core to other work for part of its run (a single cold pass once put batch
  * 10 at half of batch 4). So the same runners run `warmup` unmeasured passes of every batch, then `repeats`
- * measured rounds, each round one pass of every batch in turn, and a stage's time is the time the thread that runs
- * the models was on a CPU during it (onnxruntime runs on the calling thread with 1 intra-op thread), not the time
- * it waited in the run queue while other processes had the cores (Linux's /proc/thread-self/schedstat; the wall
- * clock where there is none). Not the process's CPU time: V8's helper threads (concurrent GC) add ~60% to it on
- * this machine, and the stages' steps do not wait for them. Other processes still slow the thread through the
- * shared caches (bench/README.md, "Throughput limit"). Each stage counts its least over the repeats; the medians,
- * and the wall times, are kept beside it.
+ * measured rounds, each round one pass of every batch in turn, and a stage's time is its wall time less the time
+ * the thread that runs the models (onnxruntime runs on the calling thread with 1 intra-op thread, and never sleeps
+ * in a pass) waited in the run queue while other processes had the cores: its on-CPU time (Linux's run_delay in
+ * /proc/thread-self/schedstat, exact when read by the running thread, where its on-CPU counter only moves at
+ * scheduler ticks; the wall clock where there is no such file). Not the process's CPU time: V8's helper threads
+ * (concurrent GC) add ~60% to it on this machine, and the stages' steps do not wait for them. Other processes still
+ * slow the thread through the shared caches (bench/README.md, "Throughput limit"). Each stage counts its least over
+ * the repeats; the medians, and the wall times, are kept beside it.
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -182,12 +183,12 @@ function onePass(
   const { thinker, talker, code2wav } = r;
   const cpu: number[] = [];
   const wall: number[] = [];
-  let [cpu0, wall0] = [threadOnCpuMs(), performance.now()];
+  let [queued0, wall0] = [runQueueMs(), performance.now()];
   const lap = () => {
-    const [cpu1, wall1] = [threadOnCpuMs(), performance.now()];
+    const [queued1, wall1] = [runQueueMs(), performance.now()];
     wall.push(wall1 - wall0);
-    cpu.push(cpu1 === null || cpu0 === null ? wall1 - wall0 : cpu1 - cpu0);
-    [cpu0, wall0] = [cpu1, wall1];
+    cpu.push(wall1 - wall0 - (queued1 === null || queued0 === null ? 0 : queued1 - queued0));
+    [queued0, wall0] = [queued1, wall1];
   };
   const ids = prompts.map((_, i) => `${run}-${i}`);
   try {
@@ -273,10 +274,10 @@ function onePass(
   }
 }
 
-/** How long the calling thread has been on a CPU, ms (Linux: /proc/thread-self/schedstat, ns); null elsewhere. */
-function threadOnCpuMs(): number | null {
+/** How long the calling thread has waited for a CPU while runnable, ms (Linux: schedstat's run_delay); else null. */
+function runQueueMs(): number | null {
   try {
-    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
   } catch {
     return null;
   }
