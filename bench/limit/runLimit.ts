@@ -63,13 +63,14 @@ export interface LimitResult {
   readonly min_total_ms: number;
 }
 
-interface Runners {
+export interface Runners {
   readonly thinker: ThinkerRunner;
   readonly talker: TalkerRunner;
   readonly code2wav: Code2WavRunner;
 }
 
-function stageOf(graph: StageGraph, kind: StageSpec['kind']): StageSpec {
+/** The graph's stage of that kind (the limits need thinker -> talker -> code2wav). */
+export function stageOf(graph: StageGraph, kind: StageSpec['kind']): StageSpec {
   const s = graph.stages.find((x) => x.kind === kind);
   if (!s)
     throw new ChorusError(
@@ -137,8 +138,12 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
       min_total_ms: Math.min(...totals),
     };
   } finally {
-    await Promise.all([runners.thinker.close(), runners.talker.close(), runners.code2wav.close()]);
+    await closeRunners(runners);
   }
+}
+
+export async function closeRunners(r: Runners): Promise<void> {
+  await Promise.all([r.thinker.close(), r.talker.close(), r.code2wav.close()]);
 }
 
 /** The first packet of `prompts.length` sequences run as one batch (1 = a lone request), timed part by part. */

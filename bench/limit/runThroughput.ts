@@ -9,7 +9,20 @@
  * In the pipeline the stages run side by side on the machine's cores, so c requests cannot finish faster than
  * max(the slowest stage, the sum over the cores): that bound, in requests per second, is what req/s at
  * concurrency c is compared with. Rows and chunks come from the runtime's own processors, as in runLimit.ts.
+ *
+ * One pass is not a measurement: the first pass on fresh sessions pays onnxruntime's arena growth and the JIT, and
+ * on a shared machine a pass loses the core to other work for part of its run (a single cold pass once put batch
+ * 10 at half of batch 4). So the same runners run `warmup` unmeasured passes of every batch, then `repeats`
+ * measured rounds, each round one pass of every batch in turn, and a stage's time is its wall time less the time
+ * the thread that runs the models (onnxruntime runs on the calling thread with 1 intra-op thread, and never sleeps
+ * in a pass) waited in the run queue while other processes had the cores: its on-CPU time (Linux's run_delay in
+ * /proc/thread-self/schedstat, exact when read by the running thread, where its on-CPU counter only moves at
+ * scheduler ticks; the wall clock where there is no such file). Not the process's CPU time: V8's helper threads
+ * (concurrent GC) add ~60% to it on this machine, and the stages' steps do not wait for them. Other processes still
+ * slow the thread through the shared caches (bench/README.md, "Throughput limit"). Each stage counts its least over
+ * the repeats; the medians, and the wall times, are kept beside it.
  */
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { StageGraph } from '../../src/common/graph.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
@@ -17,7 +30,10 @@ import { Talker2Code2Wav, type CodecChunkOut } from '../../stages/processors/tal
 import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
 import { createTokenizer } from '../../stages/tokenizer/index.ts';
+import type { SamplingParams } from '../../stages/types.ts';
+import { closeRunners, stageOf, type Runners } from './runLimit.ts';
 import { concatFloat32 } from '../../src/common/arrays.ts';
+import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 
 export interface ThroughputOptions {
@@ -25,48 +41,157 @@ export interface ThroughputOptions {
   readonly inputLen: number;
   /** Text tokens per answer (the bench's --output-len, answered with ignore_eos). */
   readonly outputLen: number;
-  /** Requests run together (the concurrency). */
-  readonly batch: number;
+  /** Requests run together: one limit per batch (the concurrencies). */
+  readonly batches: readonly number[];
   readonly seed?: number;
+  /** Measured passes of each batch (default 5) after `warmup` unmeasured ones (default 1), on the same runners. */
+  readonly repeats?: number;
+  readonly warmup?: number;
 }
 
-export interface ThroughputLimit {
-  readonly batch: number;
-  readonly output_len: number;
-  /** Wall time of each stage's whole work for the batch, ms. */
+/** Each stage's whole work for the batch in one pass, ms (on-CPU time of the models' thread, or wall time). */
+export interface ThroughputPass {
   readonly thinker_ms: number;
   readonly talker_ms: number;
   readonly code2wav_ms: number;
-  /** Cores the stages can share. */
-  readonly cores: number;
-  /** max(slowest stage, sum / cores): the least time the batch takes in the pipeline, ms. */
-  readonly bound_ms: number;
-  /** batch / bound: requests per second the models allow at this concurrency on this machine. */
-  readonly limit_rps: number;
 }
 
-export async function runThroughputLimit(o: ThroughputOptions): Promise<ThroughputLimit> {
-  const g = o.graph;
-  const spec = (kind: 'thinker' | 'talker' | 'code2wav') => {
-    const s = g.stages.find((x) => x.kind === kind);
-    if (!s) throw new Error(`the throughput limit needs a ${kind} stage`);
-    return s;
+export interface ThroughputLimit extends ThroughputPass {
+  readonly batch: number;
+  readonly output_len: number;
+  /** Measured passes; the stage times above are the least of each over them. */
+  readonly repeats: number;
+  /** Unmeasured passes run first on the same runners. */
+  readonly warmup: number;
+  /** Each stage's median on-CPU time over the measured passes, ms. */
+  readonly median: ThroughputPass;
+  /** Each stage's median wall time over the measured passes, ms (above the on-CPU time by what other work took). */
+  readonly wall_median: ThroughputPass;
+  /** The bound of each measured pass on its own, ms (how far the passes spread). */
+  readonly pass_bounds_ms: readonly number[];
+  /** Cores the stages can share. */
+  readonly cores: number;
+  /** max(slowest stage, sum / cores) over the stage times: the least time the batch takes in the pipeline, ms. */
+  readonly bound_ms: number;
+  /** batch / bound: requests per second the models allow when these requests run as one batch. */
+  readonly batched_rps: number;
+  /**
+   * Requests per second the models allow at this concurrency: the best batched_rps over the measured batches up
+   * to this one (with c requests in flight a scheduler can always run them in smaller batches, so the limit at c
+   * is never below the limit at a smaller c; on a CPU a larger batch can cost more per request). Set by
+   * `throughputEnvelope`; equal to batched_rps until then.
+   */
+  readonly limit_rps: number;
+  /** The batch whose batched_rps limit_rps is. */
+  readonly best_batch: number;
+}
+
+/** The limit of one batch from all its passes: the warm-up dropped, the least of each stage, bounded over the cores. */
+export function summarizeThroughput(
+  batch: number,
+  outputLen: number,
+  allPasses: readonly { readonly cpu: ThroughputPass; readonly wall: ThroughputPass }[],
+  warmup: number,
+  cores: number,
+): ThroughputLimit {
+  const passes = allPasses.slice(warmup).map((x) => x.cpu);
+  const walls = allPasses.slice(warmup).map((x) => x.wall);
+  if (passes.length === 0) throw new Error('the throughput limit needs at least one measured pass after the warm-up');
+  const bound = (x: ThroughputPass) =>
+    Math.max(x.thinker_ms, x.talker_ms, x.code2wav_ms, (x.thinker_ms + x.talker_ms + x.code2wav_ms) / cores);
+  const keys = ['thinker_ms', 'talker_ms', 'code2wav_ms'] as const;
+  const of = (f: (xs: number[]) => number, from = passes) =>
+    Object.fromEntries(keys.map((k) => [k, f(from.map((x) => x[k]))])) as unknown as ThroughputPass;
+  const median = (xs: number[]) => percentile(xs, 50);
+  const least = of((xs) => Math.min(...xs));
+  const boundMs = bound(least);
+  const rps = batch / (boundMs / 1000);
+  return {
+    batch,
+    output_len: outputLen,
+    ...least,
+    repeats: passes.length,
+    warmup,
+    median: of(median),
+    wall_median: of(median, walls),
+    pass_bounds_ms: passes.map(bound),
+    cores,
+    bound_ms: boundMs,
+    batched_rps: rps,
+    limit_rps: rps,
+    best_batch: batch,
   };
-  const [thinkerSpec, talkerSpec, code2wavSpec] = [spec('thinker'), spec('talker'), spec('code2wav')];
+}
+
+/** Each limit raised to the best batched_rps of any measured batch up to its own (sorted by batch). */
+export function throughputEnvelope(limits: readonly ThroughputLimit[]): ThroughputLimit[] {
+  const sorted = [...limits].sort((a, b) => a.batch - b.batch);
+  let best: ThroughputLimit | null = null;
+  return sorted.map((l) => {
+    if (!best || l.batched_rps >= best.batched_rps) best = l;
+    return { ...l, limit_rps: best.batched_rps, best_batch: best.batch };
+  });
+}
+
+/** The limit of every batch in `o.batches` (sorted, each raised to the best smaller batch by throughputEnvelope). */
+export async function runThroughputLimits(o: ThroughputOptions): Promise<ThroughputLimit[]> {
+  const g = o.graph;
+  const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
   const size =
     thinkerSpec.model.source === 'generated' && thinkerSpec.model.kind === 'thinker'
       ? thinkerSpec.model.size
       : undefined;
   const tokenizer = createTokenizer(thinkerSpec.model, size);
-  const contents = makePrompts({ tokenizer, count: o.batch, inputLen: o.inputLen, seed: o.seed ?? 0 });
+  const batches = [...new Set(o.batches)].sort((a, b) => a - b);
+  const contents = makePrompts({ tokenizer, count: batches.at(-1)!, inputLen: o.inputLen, seed: o.seed ?? 0 });
   const prompts = contents.map((content) => tokenizer.applyChatTemplate([{ role: 'user', content }]));
-  const thinker = await createThinkerRunner(thinkerSpec, g.modelsDir);
-  const talker = await createTalkerRunner(talkerSpec, g.modelsDir);
-  const code2wav = await createCode2WavRunner(code2wavSpec, g.modelsDir);
-  const ids = prompts.map((_, i) => `throughput-${i}`);
+  const r: Runners = {
+    thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
+    talker: await createTalkerRunner(talkerSpec, g.modelsDir),
+    code2wav: await createCode2WavRunner(code2wavSpec, g.modelsDir),
+  };
   try {
-    const thinkerSampling = { ...thinkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 };
-    const talkerSampling = { ...talkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 };
+    const sampling = {
+      thinker: { ...thinkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
+      talker: { ...talkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
+    };
+    const warmup = o.warmup ?? 1;
+    const repeats = o.repeats ?? 5;
+    const passes = batches.map((): { cpu: ThroughputPass; wall: ThroughputPass }[] => []);
+    for (let n = 0; n < warmup + repeats; n++)
+      batches.forEach((batch, b) =>
+        passes[b].push(onePass(r, g, prompts.slice(0, batch), o.outputLen, sampling, `throughput-${batch}-${n}`)),
+      );
+    const cores = os.availableParallelism();
+    return throughputEnvelope(
+      batches.map((batch, b) => summarizeThroughput(batch, o.outputLen, passes[b], warmup, cores)),
+    );
+  } finally {
+    await closeRunners(r);
+  }
+}
+
+/** The whole work of the batch once, stage after stage, on fresh sequences (freed at the end): CPU and wall ms. */
+function onePass(
+  r: Runners,
+  g: StageGraph,
+  prompts: readonly (readonly number[])[],
+  outputLen: number,
+  sampling: { thinker: SamplingParams; talker: SamplingParams },
+  run: string,
+): { cpu: ThroughputPass; wall: ThroughputPass } {
+  const { thinker, talker, code2wav } = r;
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  let [queued0, wall0] = [runQueueMs(), performance.now()];
+  const lap = () => {
+    const [queued1, wall1] = [runQueueMs(), performance.now()];
+    wall.push(wall1 - wall0);
+    cpu.push(wall1 - wall0 - (queued1 === null || queued0 === null ? 0 : queued1 - queued0));
+    [queued0, wall0] = [queued1, wall1];
+  };
+  const ids = prompts.map((_, i) => `${run}-${i}`);
+  try {
     const p = prompts[0].length;
     const fpt = talker.framesPerToken;
     const dim = talker.conditionDim;
@@ -74,16 +199,16 @@ export async function runThroughputLimit(o: ThroughputOptions): Promise<Throughp
     // 1. Thinker: every token of every answer; the rows the Talker is conditioned on, by its own processor.
     const toTalker = prompts.map(() => new Thinker2Talker(thinker.hiddenSize, p, true));
     const rows: Float32Array[][] = prompts.map(() => []);
-    const tokens = new Array<number>(o.batch).fill(-1);
-    let t = performance.now();
-    for (let step = 0; step < o.outputLen; step++) {
+    const tokens = new Array<number>(prompts.length).fill(-1);
+    lap(); // from here: the Thinker
+    for (let step = 0; step < outputLen; step++) {
       const outs = thinker.execute(
         ids.map((seqId, i) => ({
           seqId,
           tokenIds: step === 0 ? prompts[i] : [tokens[i]],
           numTokens: step === 0 ? p : 1,
           sample: true,
-          sampling: thinkerSampling,
+          sampling: sampling.thinker,
         })),
       );
       outs.forEach((out, i) => {
@@ -99,22 +224,22 @@ export async function runThroughputLimit(o: ThroughputOptions): Promise<Throughp
         if (c) rows[i].push(c.rows);
       });
     }
-    const thinkerMs = performance.now() - t;
-    const allRows = rows.map((r) => concatFloat32(r));
+    lap();
+    const allRows = rows.map((x) => concatFloat32(x));
 
     // 2. Talker: every frame; chunks for Code2Wav as the chunk policy cuts them.
-    const frames = o.outputLen * fpt;
-    const ic = initialChunkFrames(g.chunkPolicy, o.batch);
+    const frames = outputLen * fpt;
+    const ic = initialChunkFrames(g.chunkPolicy, prompts.length);
     const toCode2Wav = prompts.map(() => new Talker2Code2Wav(g.chunkPolicy, talker.numCodebooks, ic, true));
     const chunks: CodecChunkOut[][] = prompts.map(() => []);
-    t = performance.now();
+    lap(); // from here: the Talker
     for (let k = 0; k < frames; k++) {
       const row = (i: number) =>
         k === 0
           ? allRows[i].subarray(0, (p + 1) * dim)
           : allRows[i].subarray((p + Math.floor(k / fpt)) * dim, (p + Math.floor(k / fpt) + 1) * dim);
       const outs = talker.execute(
-        ids.map((seqId, i) => ({ seqId, rows: row(i), numRows: k === 0 ? p + 1 : 1, sampling: talkerSampling })),
+        ids.map((seqId, i) => ({ seqId, rows: row(i), numRows: k === 0 ? p + 1 : 1, sampling: sampling.talker })),
       );
       outs.forEach((out, i) => {
         toCode2Wav[i].push(out.codes);
@@ -122,10 +247,10 @@ export async function runThroughputLimit(o: ThroughputOptions): Promise<Throughp
         if (c) chunks[i].push(c);
       });
     }
-    const talkerMs = performance.now() - t;
+    lap();
 
     // 3. Code2Wav: the i-th chunk of every request together, as the stage batches them.
-    t = performance.now();
+    lap(); // from here: Code2Wav
     for (let n = 0; n < chunks[0].length; n++) {
       code2wav.decode(
         chunks.map((c, i) => ({
@@ -136,26 +261,24 @@ export async function runThroughputLimit(o: ThroughputOptions): Promise<Throughp
         })),
       );
     }
-    const code2wavMs = performance.now() - t;
-
-    const cores = os.availableParallelism();
-    const boundMs = Math.max(thinkerMs, talkerMs, code2wavMs, (thinkerMs + talkerMs + code2wavMs) / cores);
-    return {
-      batch: o.batch,
-      output_len: o.outputLen,
-      thinker_ms: thinkerMs,
-      talker_ms: talkerMs,
-      code2wav_ms: code2wavMs,
-      cores,
-      bound_ms: boundMs,
-      limit_rps: o.batch / (boundMs / 1000),
-    };
+    lap();
+    // Laps 1, 3, 5 are the stages (0, 2, 4 the bookkeeping between them).
+    const of = (xs: number[]) => ({ thinker_ms: xs[1], talker_ms: xs[3], code2wav_ms: xs[5] });
+    return { cpu: of(cpu), wall: of(wall) };
   } finally {
     for (const id of ids) {
       thinker.free(id);
       talker.free(id);
       code2wav.free(id);
     }
-    await Promise.all([thinker.close(), talker.close(), code2wav.close()]);
+  }
+}
+
+/** How long the calling thread has waited for a CPU while runnable, ms (Linux: schedstat's run_delay); else null. */
+function runQueueMs(): number | null {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return null;
   }
 }

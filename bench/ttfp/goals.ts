@@ -197,7 +197,7 @@ function ttfpTargetGoals(
   ];
 }
 
-/** --config's async req/s at concurrency c over the throughput limit measured at batch c (null without either). */
+/** --config's async req/s at concurrency c over the throughput limit at c (null without either). */
 export function throughputShare(runs: readonly RunRow[], limits: readonly ThroughputLimit[], c: number): number | null {
   const run = runs.find((r) => r.async_chunk && r.variant === runs[0]?.variant && r.concurrency === c);
   const limit = limits.find((l) => l.batch === c);

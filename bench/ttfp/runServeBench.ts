@@ -13,7 +13,7 @@ import type { Logger } from '../../src/common/log.ts';
 import { presets } from '../../stages/generator/presets.ts';
 import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
 import { runLimit } from '../limit/runLimit.ts';
-import { runThroughputLimit } from '../limit/runThroughput.ts';
+import { runThroughputLimits } from '../limit/runThroughput.ts';
 import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
@@ -60,6 +60,8 @@ export interface ServeBenchOptions {
   /** Measure the critical-path limit (--config only; default true). */
   readonly limit?: boolean;
   readonly limitRepeats?: number;
+  /** Measured passes of the throughput limit per concurrency (default 5, after one warm-up pass). */
+  readonly throughputRepeats?: number;
   /** Where the progress bar goes (stderr in the CLI); null for none. */
   readonly progress: (NodeJS.WritableStream & { isTTY?: boolean }) | null;
   readonly log: Logger;
@@ -141,16 +143,14 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b))
       result.burst_limits.push(await limitAt(c));
     o.log.info('measuring the throughput limit');
-    for (const c of [...new Set(o.concurrency)].sort((a, b) => a - b))
-      result.throughput_limits.push(
-        await runThroughputLimit({
-          graph: first.graph,
-          inputLen: o.inputLen,
-          outputLen: o.outputLen,
-          batch: c,
-          seed: o.seed,
-        }),
-      );
+    result.throughput_limits = await runThroughputLimits({
+      graph: first.graph,
+      inputLen: o.inputLen,
+      outputLen: o.outputLen,
+      batches: o.concurrency,
+      seed: o.seed,
+      ...(o.throughputRepeats !== undefined ? { repeats: o.throughputRepeats } : {}),
+    });
   }
   const timings = first ? new ServerTimings() : null;
   try {

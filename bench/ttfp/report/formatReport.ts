@@ -95,8 +95,10 @@ function throughputLines(r: BenchResult): string[] {
   return r.throughput_limits.map((l) => {
     const share = throughputShare(r.runs, r.throughput_limits, l.batch);
     const stages = `thinker ${ms(l.thinker_ms)} + talker ${ms(l.talker_ms)} + code2wav ${ms(l.code2wav_ms)} ms`;
+    const best = l.best_batch === l.batch ? '' : `, the limit of batch ${l.best_batch}`;
     return (
-      `c=${l.batch}: limit ${num(l.limit_rps, 2)} req/s (${stages} on ${l.cores} cores)` +
+      `c=${l.batch}: limit ${num(l.limit_rps, 2)} req/s${best} (batch ${l.batch}: ${num(l.batched_rps, 2)} req/s, ` +
+      `${stages} on ${l.cores} cores, least on-CPU time of ${l.repeats} passes after ${l.warmup} warm-up)` +
       (share === null ? '' : `; measured ${num(share, 2)} of it`)
     );
   });
@@ -140,7 +142,10 @@ export function formatText(r: BenchResult): string {
   if (r.limit) out.push('', formatLimit(r.limit));
   section('the same for a burst of c requests batched together (medians, ms):', burstLines(r));
   section('TTFP / limit (async):', limitLines(r));
-  section('throughput limit (the whole compute of c requests at batch c):', throughputLines(r));
+  section(
+    'throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster):',
+    throughputLines(r),
+  );
   section('goals:', goalLines(r));
   section('failed requests:', errorLines(r));
   out.push('', provenance(r));
@@ -168,7 +173,10 @@ export function formatMarkdown(r: BenchResult): string {
   if (r.limit) out.push('', '**Critical-path limit**', '', '```', formatLimit(r.limit), '```');
   section('Critical path of a burst of c requests batched together', burstLines(r));
   section('TTFP / limit (async)', limitLines(r));
-  section('Throughput limit (the whole compute of c requests at batch c)', throughputLines(r));
+  section(
+    'Throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster)',
+    throughputLines(r),
+  );
   section('Goals', goalLines(r));
   section('Failed requests', errorLines(r));
   out.push(

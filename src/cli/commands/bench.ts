@@ -34,7 +34,7 @@ export const usage = `usage:
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
-               [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--json]
+               [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--json]
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
                        [--skip-limit] [--limit-repeats 20] [--json]
@@ -120,6 +120,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     ...RUN_OPTIONS,
     'initial-codec-chunk-frames': { type: 'string' },
     'ttfp-target-ms': { type: 'string' },
+    'throughput-repeats': { type: 'string' },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
@@ -171,6 +172,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
     limit: v['skip-limit'] !== true,
     limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
+    throughputRepeats: positiveInt('throughput-repeats', v['throughput-repeats'], 5),
     progress: process.stderr,
     log: logger.child({ component: 'bench' }),
     command: `chorus bench ${argv.join(' ')}`.trim(),
