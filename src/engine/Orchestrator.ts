@@ -1,11 +1,12 @@
 /**
  * Runs a stage graph: provisions the edges (shared-memory rings owned here), starts one supervised process per
  * stage replica, admits requests, routes them to replicas, assembles their output streams, and handles cancel,
- * pause, stage death (fail that stage's in-flight requests, restart it) and shutdown (drain, stop, unlink).
+ * pause, stage death (fail that stage's in-flight requests, restart it; StageEvents.ts) and shutdown (drain,
+ * stop, unlink).
  */
 import { randomBytes } from 'node:crypto';
 import type { StageGraph, StageSpec } from '../common/graph.ts';
-import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
+import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { logger, type Logger } from '../common/log.ts';
 import type { AudioOutputFacts, ModelFacts } from '../common/modelFacts.ts';
@@ -15,7 +16,7 @@ import type { Connector } from '../../transport/Connector.ts';
 import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { createTokenizer, StreamingDetokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
-import type { EdgeBinding, StageToMain } from '../worker/messages.ts';
+import type { EdgeBinding } from '../worker/messages.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
 import { edgeTouches } from '../../transport/edges.ts';
 import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
@@ -27,6 +28,7 @@ import { EcStore } from './ec/EcStore.ts';
 import { ecEntryOf, modalitiesToEncode, planEcItems } from './ec/ecPlan.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
 import { HangWatch } from './HangWatch.ts';
+import { StageEvents } from './StageEvents.ts';
 import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
@@ -59,6 +61,7 @@ export class Orchestrator implements Engine {
   private readonly media: MediaRoutes;
   private readonly prefixRoutes = new PrefixRoutes(this.slots);
   private readonly router: Router;
+  private readonly events: StageEvents;
   /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
   private audioFacts: Omit<AudioOutputFacts, 'framesPerToken'> | null = null;
   private framesPerToken: number | null = null;
@@ -82,6 +85,17 @@ export class Orchestrator implements Engine {
     this.media = new MediaRoutes(log, graph.chunkPolicy.chunkTimeoutMs);
     this.hangs = new HangWatch(graph.stageHangMs);
     this.router = new Router(graph.routing, this.slots, (item) => ecEntryOf(this.ec, item));
+    this.events = new StageEvents({
+      slots: this.slots,
+      live: this.live,
+      media: this.media,
+      router: this.router,
+      hangs: this.hangs,
+      log,
+      ec: () => this.ec,
+      restarts: () => !this.closing && this.restartOnDeath,
+      boot: (slot) => this.boot(slot),
+    });
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
@@ -119,7 +133,7 @@ export class Orchestrator implements Engine {
       await o.close(0);
       throw err;
     }
-    o.hangWatch = setInterval(() => o.checkHangs(), o.hangs.intervalMs).unref();
+    o.hangWatch = setInterval(() => o.events.checkHangs(), o.hangs.intervalMs).unref();
     log.info({ stages: [...o.slots.keys()], asyncChunk: graph.asyncChunk }, 'pipeline ready');
     return o;
   }
@@ -134,8 +148,8 @@ export class Orchestrator implements Engine {
     slot.lastHeardMs = Date.now();
     slot.cpuSamples = [];
     this.noteFacts(slot.spec.stageId, worker.settings?.facts);
-    worker.on('message', (msg) => this.onStageMessage(slot, msg));
-    worker.on('died', (info) => this.onStageDied(slot, info));
+    worker.on('message', (msg) => this.events.onMessage(slot, msg));
+    worker.on('died', (info) => this.events.onDied(slot, info));
   }
 
   private edgesOf(instance: string): EdgeBinding[] {
@@ -158,17 +172,8 @@ export class Orchestrator implements Engine {
     const replica = spec.replicas + [...this.slots.values()].filter((s) => s.spec === spec && s.remote).length;
     const slot = newSlot(this.graph, stageIndex, replica, handle.heartbeat.instance, handle);
     this.slots.set(slot.instance, slot);
-    handle.on('message', (msg) => this.onStageMessage(slot, msg));
-    handle.on('died', () => this.onRemoteLost(slot, handle));
-  }
-
-  private onRemoteLost(slot: Slot, handle: RemoteStageHandle): void {
-    const error = handle.lost ?? { code: ErrorCodes.STAGE_LOST, message: `stage ${slot.instance} was lost` };
-    this.log.error({ stage: slot.instance, host: handle.host, pid: handle.pid, reason: error.message }, 'stage lost');
-    diagnostics.stageDied.publish({ instance: slot.instance, code: null, signal: null });
-    if (this.slots.get(slot.instance) === slot) this.slots.delete(slot.instance);
-    this.ec?.forgetHolder(slot.instance);
-    this.failInFlight(slot, error);
+    handle.on('message', (msg) => this.events.onMessage(slot, msg));
+    handle.on('died', () => this.events.onRemoteLost(slot, handle));
   }
 
   // ------------------------------------------------------------------------------------------------ requests
@@ -336,117 +341,6 @@ export class Orchestrator implements Engine {
       stream.onChunk(m.from, a.chunk);
       if (stream.firstTextAtMs !== null) this.router.firstToken(a.requestId, stream.firstTextAtMs);
     }
-  }
-
-  // ---------------------------------------------------------------------------------------- stage lifecycle
-
-  private onStageMessage(slot: Slot, msg: StageToMain): void {
-    slot.lastHeardMs = Date.now();
-    switch (msg.type) {
-      case 'finished': {
-        slot.inFlight.delete(msg.requestId);
-        if (slot.spec.encoder) this.router.encoderFinished(slot.instance, msg.requestId, Date.now());
-        const stream = this.live.get(msg.requestId);
-        if (msg.warnings) stream?.addWarnings(msg.warnings);
-        if (!msg.error || msg.finishReason === 'cancelled') return;
-        // An encoder's failure may cost only its items (text_only); the routes decide and tell the Thinker.
-        if (slot.spec.encoder) this.encoderFailed(slot, msg.requestId, msg.error);
-        // A stage that failed a request before any chunk could carry the error (e.g. a rejected add) ends it here.
-        else stream?.end('error', msg.error);
-        return;
-      }
-      case 'ec_stored':
-        this.ec?.onStored(slot.instance, msg);
-        return;
-      case 'stats':
-        slot.stats = msg.stats;
-        diagnostics.stageStats.publish({ stageId: slot.spec.stageId, instance: slot.instance, ...msg.stats });
-        return;
-      default:
-        return;
-    }
-  }
-
-  private onStageDied(slot: Slot, info: { code: number | null; signal: NodeJS.Signals | null }): void {
-    this.log.error({ stage: slot.instance, ...info }, 'stage died; failing its in-flight requests');
-    diagnostics.stageDied.publish({ instance: slot.instance, ...info });
-    slot.worker = null;
-    this.ec?.forgetHolder(slot.instance); // its in-process copies died with it
-    const error = {
-      code: ErrorCodes.STAGE_DIED,
-      message:
-        `stage ${slot.instance} died (code ${info.code}, signal ${info.signal}) while running this request; ` +
-        `retry it`,
-    };
-    const orphans = [...slot.hungOrphans, ...this.failInFlight(slot, error)];
-    slot.hungOrphans = [];
-    if (this.closing || !this.restartOnDeath) {
-      slot.status = 'stopped';
-      return;
-    }
-    slot.status = 'restarting';
-    slot.restarts++;
-    // The rings outlive the process: chunks of the requests that died with it may still be in its input rings.
-    // The new process is told to drop them, or they would sit in its connector for good.
-    this.boot(slot).then(
-      () => {
-        for (const requestId of orphans) slot.worker?.send({ type: 'abort', requestId, reason: 'the stage restarted' });
-      },
-      (err: unknown) => {
-        // A stage that cannot boot again stays failed: no crash loop.
-        slot.status = 'failed';
-        this.log.error({ stage: slot.instance, err: serializeError(err) }, 'stage restart failed; it stays down');
-      },
-    );
-  }
-
-  /** Ends every request in flight on the instance with `error`; returns their ids. */
-  private failInFlight(slot: Slot, error: SerializedError): string[] {
-    const ids = [...slot.inFlight];
-    slot.inFlight.clear();
-    for (const requestId of ids) {
-      if (slot.spec.encoder) this.encoderFailed(slot, requestId, error);
-      else this.live.get(requestId)?.end('error', error);
-    }
-    return ids;
-  }
-
-  /** The hang watch's tick: any ready instance with work that is silent and not computing is declared hung. */
-  private checkHangs(): void {
-    for (const slot of this.slots.values()) {
-      if (slot.remote) continue; // its heartbeats say whether it lives (RemoteStages)
-      const silentMs = this.hangs.silentAndIdle(slot, Date.now());
-      if (silentMs !== null) this.declareHung(slot, silentMs);
-    }
-  }
-
-  private declareHung(slot: Slot, silentMs: number): void {
-    slot.status = 'hung'; // not ready from this moment (/health), until its replacement is
-    this.log.error({ stage: slot.instance, silentMs }, 'stage hung: failing its requests and restarting it');
-    diagnostics.stageHung.publish({ instance: slot.instance, silentMs });
-    slot.hungOrphans = this.failInFlight(slot, {
-      code: ErrorCodes.STAGE_HUNG,
-      message:
-        `stage ${slot.instance} (stage ${slot.spec.stageId}, instance ${slot.replica}) made no progress for ` +
-        `${silentMs} ms while running this request (no report, no CPU time: stopped or stuck); it is being ` +
-        'restarted: retry the request',
-    });
-    slot.worker?.kill('SIGKILL'); // its 'died' restarts it like a crashed one
-  }
-
-  /** An encoder will not deliver a request's items: fail the request, or (text_only) let the Thinker drop them. */
-  private encoderFailed(slot: Slot, requestId: string, error: SerializedError): void {
-    const stream = this.live.get(requestId);
-    if (!stream || stream.finished) return;
-    const outcome = this.media.encoderFailed(requestId, slot.instance, error);
-    if (!outcome) return;
-    if (outcome.kind === 'fail') {
-      stream.end('error', outcome.error);
-      return;
-    }
-    this.slots
-      .get(outcome.thinker)
-      ?.worker?.send({ type: 'media_failed', requestId, fromInstance: slot.instance, error });
   }
 
   health(): StageHealth[] {

@@ -319,6 +319,9 @@ describe('multimodal (on_encoder_failure: text_only)', () => {
       }
       // Resumed, the encoder gets the request and main's abort of it: no stage keeps anything of it.
       await waitFor('every stage to drop the request', () => engine.health().every((h) => h.inFlight === 0));
+      // On a loaded machine the stopped encoder can outlast stage_hang_ms and be restarted as hung: the next test
+      // needs it back.
+      await waitFor('every stage to be ready', () => engine.health().every((h) => h.status === 'ready'));
     },
     30_000,
   );
