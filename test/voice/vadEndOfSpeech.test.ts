@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { VOICE_SENTENCES } from '../../bench/voice/sentences.ts';
-import { concatPcm, msOf, quiet, speak, trimSilence } from '../../bench/voice/speech.ts';
+import { concatPcm, msOf, quiet, speak, SPEECH_RATE_HZ, trimSilence } from '../../bench/voice/speech.ts';
 import { isTentative } from '../../src/server/voice/TurnDetector.ts';
 import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/server/voice/VadService.ts';
 import { frames, percentile, vadForFile, windowsFor } from './speech.ts';
@@ -37,7 +37,7 @@ describe('VadService: where speech_stopped dates the end of speech (espeak-ng se
       const lags: number[] = [];
       for (const [i, speech] of sentences.entries()) {
         const room = (ms: number) =>
-          background === 'digital silence' ? new Int16Array((ms * 24000) / 1000) : quiet(ms, 11 + i);
+          background === 'digital silence' ? new Int16Array((ms * SPEECH_RATE_HZ) / 1000) : quiet(ms, 11 + i);
         lags.push(await endLagMs(room(400), speech, room(900)));
       }
       const abs = lags.map(Math.abs);
