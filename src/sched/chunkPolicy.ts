@@ -5,11 +5,16 @@
  */
 import type { ChunkPolicy } from '../common/graph.ts';
 
-/** The IC ladder: the smallest first chunk the vocoder can keep fed at a given load. */
+/**
+ * The IC ladder: the smallest first chunk the vocoder can keep fed at a given load. Halved from 4/8/12 once later
+ * chunks grew from the first (nextChunkTarget): a chunk made while the audio before it plays no longer needs a long
+ * first chunk to stay ahead. Paired runs: c=1 TTFP p50 39.0 -> 30.9 ms, c=10 mean 318 -> 247 ms, no underruns at
+ * c=10 or c=16 (bench/README.md, "Smaller first chunks").
+ */
 const IC_BY_LOAD: readonly { maxActive: number; frames: number }[] = [
-  { maxActive: 2, frames: 4 }, // 320 ms of audio: first packet as early as possible
-  { maxActive: 8, frames: 8 },
-  { maxActive: 16, frames: 12 },
+  { maxActive: 2, frames: 2 }, // 160 ms of audio: frame 0 comes out of the Talker prefill, frame 1 one step later
+  { maxActive: 8, frames: 4 },
+  { maxActive: 16, frames: 8 },
 ];
 
 /**

@@ -87,7 +87,7 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
       const req = this.requests.get(item.requestId);
       if (req) this.afterStep(req, item, outputs[i]);
     });
-    this.recordStep(plan.items.length, started);
+    this.recordStep(plan.items.length, started, () => plan.items.map((it) => [it.requestId, it.numTokens] as const));
     return true;
   }
 }

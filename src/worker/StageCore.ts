@@ -20,6 +20,7 @@ import type {
   OutgoingChunk,
   ReceivedChunk,
 } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { StepItem, StepTrace } from './StepTrace.ts';
 import type { AddRequest, DownstreamTarget, EdgeSample, StageStats, StageToMain } from './messages.ts';
 
 /** Samples kept between two stats reports (250 ms apart): enough for histograms, bounded under any load. */
@@ -38,6 +39,8 @@ export interface StageContext {
   readonly ecStore?: EcStoreSettings | null;
   /** Wakes the step loop: for work that completes outside a step or a chunk arrival (an EC-store read). */
   readonly wake?: () => void;
+  /** Records every step when CHORUS_STEP_TRACE_DIR asks for it (StepTrace.ts). */
+  readonly stepTrace?: StepTrace | null;
 }
 
 export interface CoreRequest {
@@ -172,7 +175,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   }
 
   /** Subclasses call this after every executed step. */
-  protected recordStep(batchSize: number, startedAtMs: number): void {
+  /** After every step: items are the requests it served and the positions each took, for the step trace. */
+  protected recordStep(batchSize: number, startedAtMs: number, items: () => readonly StepItem[]): void {
+    this.ctx.stepTrace?.record(startedAtMs, items());
     this.lastBatchSize = batchSize;
     this.lastStepMs = performance.now() - startedAtMs;
     if (this.batchSizes.length < MAX_SAMPLES_PER_REPORT) this.batchSizes.push(batchSize);

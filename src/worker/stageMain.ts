@@ -20,6 +20,7 @@ import type { ControlChannel } from './control/ControlChannel.ts';
 import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type StageToMain } from './messages.ts';
 import type { StageContext, StageCore } from './StageCore.ts';
 import { StageLoop } from './StageLoop.ts';
+import { StepTrace } from './StepTrace.ts';
 
 /** A stage's loaded model and core. */
 export interface BuiltStage {
@@ -101,6 +102,7 @@ async function boot(
       log,
       ecStore: args.graph.ecStore ?? null,
       wake: () => loop?.wake(),
+      stepTrace: StepTrace.fromEnv(self),
     };
     const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
     loop = new StageLoop(core, adapter, post, log);
@@ -126,6 +128,7 @@ async function boot(
     await adapter.close();
     await connector.close();
     await close();
+    ctx.stepTrace?.close();
     post({ type: 'drained' });
     log.info('stage drained');
     channel.close();

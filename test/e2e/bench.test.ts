@@ -3,16 +3,19 @@
  * and sync), and a running server by URL over the chat protocol. Checks the results' shape and what must hold
  * whatever the machine's speed (never speed goals: those live in the bench itself).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBenchConfig, startInProcessServer } from '../../bench/ttfp/inProcessServer.ts';
+import { requestDetails, type RequestDetail } from '../../bench/ttfp/report/requestDetails.ts';
+import { firstPacketBreakdown } from '../../bench/ttfp/report/stepBreakdown.ts';
 import { writeResults } from '../../bench/ttfp/report/writeResults.ts';
 import type { BenchResult, RunRow } from '../../bench/ttfp/results.ts';
 import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
 import { defaultConfigPath } from '../../src/config/paths.ts';
 import { logger } from '../../src/common/log.ts';
+import { STEP_TRACE_ENV, type StepRecord } from '../../src/worker/StepTrace.ts';
 import { ByteTokenizer } from '../../stages/tokenizer/index.ts';
 
 const INPUT_LEN = 8;
@@ -60,9 +63,11 @@ function expectSane(r: RunRow): void {
 describe('chorus bench (in-process server, async vs sync, realtime)', () => {
   let result: BenchResult;
   let dir: string;
+  const details: RequestDetail[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'chorus-bench-'));
+    process.env[STEP_TRACE_ENV] = path.join(dir, 'steps'); // what --trace-steps does: the stages inherit it
     result = await runServeBench({
       ...base,
       concurrency: [1, 2],
@@ -71,12 +76,43 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
       compareSync: true,
       limitRepeats: 3,
       throughputRepeats: 3,
+      onRun: (row, traces, timings) => details.push(...requestDetails(row, traces, timings)),
     });
     await writeResults(dir, result);
   }, 180_000);
 
   afterAll(async () => {
+    delete process.env[STEP_TRACE_ENV];
     if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('traces every stage step: the first packet of a request decomposes into its own steps in each stage', async () => {
+    const files = await readdir(path.join(dir, 'steps'));
+    const stages = await Promise.all(
+      ['thinker', 'talker', 'code2wav'].map(async (stage) => ({
+        stage,
+        steps: (
+          await Promise.all(
+            files
+              .filter((f) => f.startsWith(`${stage}_`))
+              .map(async (f) => (await readFile(path.join(dir, 'steps', f), 'utf8')).trim().split('\n')),
+          )
+        )
+          .flat()
+          .map((line) => JSON.parse(line) as StepRecord),
+      })),
+    );
+    const request = details.find((d) => d.async_chunk && d.engine_ttfp_ms !== null)!;
+    const b = firstPacketBreakdown(stages, request.request_id!, 'code2wav', request.engine_ttfp_ms!);
+    const [thinker, talker, code2wav] = b.stages;
+    // The prompt's prefill and the first token's step ran in the Thinker inside the window, the Talker's prefill
+    // (the prompt rows and the first token's) and its frames after it, and one Code2Wav step ended it.
+    expect(thinker.ownPositions).toBeGreaterThanOrEqual(INPUT_LEN + templateTokens);
+    expect(talker.ownPositions).toBeGreaterThan(INPUT_LEN + templateTokens);
+    expect(code2wav.ownSteps).toBe(1);
+    expect(b.path[0].stage).toBe('thinker');
+    expect(b.path.at(-1)!.stage).toBe('code2wav');
+    for (const s of b.stages) expect(s.ownMs + s.otherMs + s.idleMs).toBeCloseTo(b.endMs - b.startMs, 2);
   });
 
   it('writes results.json with one sane run per mode and concurrency', async () => {

@@ -40,8 +40,8 @@ describe('chunk policy', () => {
   };
 
   it('grows the initial chunk with load, and lets a request override it', () => {
-    expect(initialChunkFrames(policy, 1)).toBe(4);
-    expect(initialChunkFrames(policy, 6)).toBe(8);
+    expect(initialChunkFrames(policy, 1)).toBe(2);
+    expect(initialChunkFrames(policy, 6)).toBe(4);
     expect(initialChunkFrames(policy, 100)).toBe(25);
     expect(initialChunkFrames(policy, 100, 2)).toBe(2);
     expect(initialChunkFrames({ ...policy, initialCodecChunkFrames: 10 }, 1)).toBe(10);

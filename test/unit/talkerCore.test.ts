@@ -2,6 +2,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../stages/types.ts';
 import type { ChunkBody, CodecFramesBody } from '../../src/common/payloads.ts';
+import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { TalkerCore } from '../../src/kinds/talker/TalkerCore.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
 import { configWith } from '../helpers/engine.ts';
@@ -261,7 +262,8 @@ describe('TalkerCore with a TTFP target', () => {
 
   it('sizes the first chunk from the target and the measured step costs; the load ladder without one', () => {
     const adapter = new FakeAdapter();
-    const core = new TalkerCore(stageContext(spec, adapter), new FakeTalkerRunner());
+    const ctx = stageContext(spec, adapter);
+    const core = new TalkerCore(ctx, new FakeTalkerRunner());
     const add = (requestId: string, targetMs: number | null, deadlineInMs: number) =>
       core.add({
         type: 'add',
@@ -282,9 +284,9 @@ describe('TalkerCore with a TTFP target', () => {
       core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', null, true) }]);
       while (core.step());
     };
-    add('ladder', null, 250); // no target: the dynamic initial chunk (4 frames for one request)
+    add('ladder', null, 250); // no target: the dynamic initial chunk of the load ladder for one request
     run('ladder');
-    expect(firstChunkFrames(adapter, 'ladder')).toBe(4);
+    expect(firstChunkFrames(adapter, 'ladder')).toBe(initialChunkFrames(ctx.chunkPolicy, 1));
     add('generous', 60_000, 60_000); // steps are measured now (the fake runner is fast): the largest chunk fits
     run('generous');
     expect(firstChunkFrames(adapter, 'generous')).toBe(25);

@@ -17,6 +17,7 @@ import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
+import { STEP_TRACE_ENV } from '../../worker/StepTrace.ts';
 
 /** The run options the TTFP bench and the voice bench share. */
 const RUN_OPTIONS = {
@@ -34,7 +35,8 @@ export const usage = `usage:
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
-               [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--json]
+               [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
+               [--json]
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
                        [--skip-limit] [--limit-repeats 20] [--json]
@@ -49,6 +51,8 @@ ${mixUsage.trimEnd()}
 reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
 (underruns and worst stall of each, runs[].scheduling). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
+--trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a
+request's first packet waited, from those files and requests.json).
 A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
 min_replicas \`chorus stage\` processes per remote stage and waits for them to join, over --redis-url (or
 CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
@@ -121,6 +125,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'initial-codec-chunk-frames': { type: 'string' },
     'ttfp-target-ms': { type: 'string' },
     'throughput-repeats': { type: 'string' },
+    'trace-steps': { type: 'string' },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
@@ -137,6 +142,8 @@ async function runServeCommand(argv: string[]): Promise<number> {
   const concurrency = String(v.concurrency)
     .split(',')
     .map((c) => positiveInt('concurrency', c.trim(), 1));
+  // Stage processes inherit the environment: each one then records its steps there (src/worker/StepTrace.ts).
+  if (v['trace-steps'] !== undefined) process.env[STEP_TRACE_ENV] = path.resolve(v['trace-steps']);
   const { runServeBench } = await import('../../../bench/ttfp/runServeBench.ts');
   const { formatText } = await import('../../../bench/ttfp/report/formatReport.ts');
   const { writeResults } = await import('../../../bench/ttfp/report/writeResults.ts');

@@ -159,7 +159,9 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
       if (w.chunk.final) this.finish(w.req, w.chunk.final, () => (pcm.length > 0 ? body : undefined));
       else if (pcm.length > 0) this.send(w.req, w.req.downstream, body);
     }
-    this.recordStep(work.length, started);
+    this.recordStep(work.length, started, () =>
+      work.map((w) => [w.req.requestId, w.chunk.numFrames - w.chunk.contextFrames] as const),
+    );
     return true;
   }
 }

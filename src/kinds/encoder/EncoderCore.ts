@@ -170,7 +170,9 @@ export class EncoderCore extends StageCore<EncoderRequest> {
       numItems += batch.length;
       this.runBatch(batch);
     }
-    this.recordStep(numItems, started);
+    this.recordStep(numItems, started, () =>
+      plan.batches.flatMap((batch) => batch.flatMap((job) => job.waiters.map((w) => [w.requestId, 1] as const))),
+    );
     return true;
   }
 

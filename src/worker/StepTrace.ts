@@ -1,0 +1,47 @@
+/**
+ * A diagnostic record of every step a stage process runs, for explaining where a request's time went (which
+ * steps it waited behind, in which stage, and how long each took under the load of the moment). Off unless
+ * CHORUS_STEP_TRACE_DIR names a folder: then each stage process appends one JSON line per step to
+ * `<dir>/<instance>-<pid>.jsonl`: `{ t: epoch ms at the step's start, d: ms, items: [[requestId, positions], ...] }`.
+ * `chorus bench --trace-steps` sets it; bench/ttfp/stepTimeline.ts reads the files.
+ *
+ * One synchronous write per step (a few microseconds against steps of milliseconds), so a crash loses nothing.
+ */
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import path from 'node:path';
+
+export const STEP_TRACE_ENV = 'CHORUS_STEP_TRACE_DIR';
+
+/** A step's work: request id and the positions (tokens, frames, items) it took in the step. */
+export type StepItem = readonly [requestId: string, positions: number];
+
+export interface StepRecord {
+  readonly t: number;
+  readonly d: number;
+  readonly items: readonly StepItem[];
+}
+
+export class StepTrace {
+  private constructor(private fd: number | null) {}
+
+  /** The trace of this process when the environment asks for one, else null. */
+  static fromEnv(instance: string, env: NodeJS.ProcessEnv = process.env): StepTrace | null {
+    const dir = env[STEP_TRACE_ENV];
+    if (!dir) return null;
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `${instance.replace(/[^\w.-]/g, '_')}-${process.pid}.jsonl`);
+    return new StepTrace(openSync(file, 'a'));
+  }
+
+  /** startedAtMs is performance.now() at the step's start. */
+  record(startedAtMs: number, items: readonly StepItem[]): void {
+    if (this.fd === null) return;
+    const rec: StepRecord = { t: performance.timeOrigin + startedAtMs, d: performance.now() - startedAtMs, items };
+    writeSync(this.fd, JSON.stringify(rec) + '\n');
+  }
+
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+}
