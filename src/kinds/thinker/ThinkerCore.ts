@@ -20,25 +20,9 @@ import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
 import { ThinkerMedia } from './ThinkerMedia.ts';
 import type { ThinkerEc } from './ThinkerEc.ts';
-import { matchPrefix, ThinkerPrefixes, type PromptInputs, type RetainedPrefix } from './ThinkerPrefixes.ts';
+import { ThinkerPrefixReuse, type PrefixUse } from './ThinkerPrefixReuse.ts';
 
-/** A request's part in prefix reuse (AddRequest.prefix). */
-interface PrefixUse {
-  readonly key: string;
-  readonly prefillOnly: boolean;
-  /** Taken from the store; adopted (or freed) once the match is settled. */
-  candidate: RetainedPrefix | null;
-  /** Another request is computing the key's prefix now: wait for it. */
-  awaiting: boolean;
-  /** Positions adopted, and the retained prefix they came from (given back if the request is cancelled). */
-  cachedTokens: number;
-  adopted: RetainedPrefix | null;
-  /** Prefill-only with a Talker-capable model: each prompt position's [embedding, hidden state], as computed. */
-  readonly embeds: Float32Array | null;
-  readonly hidden: Float32Array | null;
-}
-
-interface ThinkerRequest extends CoreRequest {
+export interface ThinkerRequest extends CoreRequest {
   /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
   readonly promptTokenIds: number[];
   readonly generated: number[];
@@ -48,9 +32,7 @@ interface ThinkerRequest extends CoreRequest {
 }
 
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, ThinkerStepOutput> {
-  /** Retained prefixes sit outside the scheduler's KV budget: they may hold a quarter of it more. */
-  private readonly prefixes: ThinkerPrefixes;
-  private retainedSeq = 0;
+  private readonly prefixes: ThinkerPrefixReuse;
 
   constructor(
     ctx: StageContext,
@@ -59,7 +41,14 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     private readonly ec: ThinkerEc | null = null,
   ) {
     super(ctx, runner);
-    this.prefixes = new ThinkerPrefixes(ctx.spec.engine.kvCacheBytes / 4, (seqId) => runner.free(seqId));
+    // Retained prefixes sit outside the scheduler's KV budget: they may hold a quarter of it more.
+    this.prefixes = new ThinkerPrefixReuse(ctx.spec.engine.kvCacheBytes / 4, {
+      runner,
+      startAt: (requestId, n) => this.scheduler.startAt(requestId, n),
+      requests: () => this.requests.values(),
+      refreshAvailable: (req) => this.refreshAvailable(req as ThinkerRequest),
+      log: ctx.log,
+    });
   }
 
   protected admit(msg: AddRequest): ThinkerRequest {
@@ -106,7 +95,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
       media,
       prefix: msg.prefix
-        ? this.claimPrefix(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
+        ? this.prefixes.claim(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
         : null,
     };
     if (media) this.ec?.takeHits(msg.requestId, media, (item, rows) => this.onStoreRows(req, item, rows));
@@ -125,124 +114,10 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     this.ctx.wake?.();
   }
 
-  /** Takes what the key holds (or waits for the request computing it); a prefill-only request becomes its producer. */
-  private claimPrefix(requestId: string, key: string, prefillOnly: boolean, promptLength: number): PrefixUse {
-    const candidate = this.prefixes.take(key);
-    const awaiting = !candidate && this.prefixes.isProducing(key, requestId);
-    if (prefillOnly) this.prefixes.producing(key, requestId);
-    const keepRows =
-      prefillOnly && this.runner.supports?.hiddenStates !== false && this.runner.supports?.embeddings !== false;
-    const d = this.runner.hiddenSize;
-    return {
-      key,
-      prefillOnly,
-      candidate,
-      awaiting,
-      cachedTokens: 0,
-      adopted: null,
-      embeds: keepRows ? new Float32Array(promptLength * d) : null,
-      hidden: keepRows ? new Float32Array(promptLength * d) : null,
-    };
-  }
-
-  /**
-   * Settles a request's candidate prefix once its inputs can be compared as far as they go: adopts the KV of the
-   * matching positions (the scheduler starts it there) or frees it. True while the request must stay at 0.
-   */
-  private heldForPrefix(req: ThinkerRequest): boolean {
-    const p = req.prefix;
-    if (!p) return false;
-    if (p.awaiting) return true;
-    const c = p.candidate;
-    if (!c) return false;
-    // At least the last prompt position is computed here: it samples the first token.
-    const match = matchPrefix(c.inputs, inputsOf(req), req.promptTokenIds.length - 1);
-    if (!match.settled) return true; // stopped at rows still encoding, which the request would wait for anyway
-    p.candidate = null;
-    // The reused positions' rows are not computed again: a Talker (or a prefill keeping rows) takes them from c.
-    const needsRows = req.toTalker !== null || p.embeds !== null;
-    if (match.length === 0 || (needsRows && !(c.embeds && c.hidden))) {
-      this.runner.free(c.seqId);
-      return false;
-    }
-    const n = match.length;
-    this.runner.moveSequence(c.seqId, req.requestId, n);
-    this.scheduler.startAt(req.requestId, n);
-    const d = this.runner.hiddenSize;
-    if (needsRows) {
-      const embeds = c.embeds!.subarray(0, n * d);
-      const hidden = c.hidden!.subarray(0, n * d);
-      req.toTalker?.onStep(0, n, embeds, hidden, null);
-      p.embeds?.set(embeds);
-      p.hidden?.set(hidden);
-    }
-    p.cachedTokens = n;
-    p.adopted = c;
-    this.prefixes.reused(n);
-    this.ctx.log.debug({ requestId: req.requestId, key: p.key, positions: n }, 'prompt prefix reused');
-    return false;
-  }
-
-  /** A prefill-only request computed its prompt: its KV (and rows) are retained under its key. */
-  private retainPrefix(req: ThinkerRequest): void {
-    const p = req.prefix!;
-    const media = req.media;
-    const inputs = { tokenIds: [...req.promptTokenIds], mediaRow: (pos: number) => media?.rowAt(pos) };
-    this.retainAs(req, inputs, req.promptTokenIds.length, p.embeds, p.hidden);
-    this.wakeAwaiting(p.key);
-  }
-
-  /** Moves the request's first `length` positions of KV (and their rows) under its prefix key. */
-  private retainAs(
-    req: ThinkerRequest,
-    inputs: RetainedPrefix['inputs'],
-    length: number,
-    embeds: Float32Array | null,
-    hidden: Float32Array | null,
-  ): void {
-    const key = req.prefix!.key;
-    const seqId = `prefix ${key} ${this.retainedSeq++}`; // a space: never a request id
-    this.runner.moveSequence(req.requestId, seqId, length);
-    const rowBytes = (embeds?.byteLength ?? 0) + (hidden?.byteLength ?? 0);
-    const bytes = this.runner.kvBytes(seqId) + rowBytes;
-    this.prefixes.retain({ key, seqId, inputs, length, embeds, hidden, bytes }, req.requestId);
-  }
-
-  /** The key's producer retained or gave up: requests waiting for it take what is there now. */
-  private wakeAwaiting(key: string): void {
-    for (const r of this.requests.values()) {
-      const p = r.prefix;
-      if (p?.key !== key || !p.awaiting) continue;
-      p.candidate = this.prefixes.take(key);
-      p.awaiting = !p.candidate && this.prefixes.isProducing(key, r.requestId);
-      this.refreshAvailable(r);
-    }
-  }
-
-  /**
-   * A cancelled answer gives back the prefix it took, so a speculative voice answer the user spoke over
-   * (src/server/realtime/HeldAnswer.ts) costs the turn none of what was prefilled: the positions it adopted keep
-   * their KV (later positions only appended to it), under the key again, unless the key holds something newer.
-   */
   override abort(requestId: string): void {
     const req = this.requests.get(requestId);
-    const p = req?.prefix;
-    if (req && p && !p.prefillOnly && !this.prefixes.has(p.key)) {
-      if (p.candidate) {
-        this.prefixes.retain(p.candidate, requestId); // not settled yet: untouched
-        p.candidate = null;
-      } else if (p.adopted && p.cachedTokens > 0) {
-        this.giveBack(req, p.adopted, p.cachedTokens);
-      }
-      this.wakeAwaiting(p.key);
-    }
+    if (req) this.prefixes.onAbort(req);
     super.abort(requestId);
-  }
-
-  private giveBack(req: ThinkerRequest, from: RetainedPrefix, n: number): void {
-    const d = this.runner.hiddenSize;
-    const inputs = { tokenIds: from.inputs.tokenIds.slice(0, n), mediaRow: (pos: number) => from.inputs.mediaRow(pos) };
-    this.retainAs(req, inputs, n, from.embeds?.subarray(0, n * d) ?? null, from.hidden?.subarray(0, n * d) ?? null);
   }
 
   override releasePrefix(key: string): void {
@@ -251,14 +126,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
 
   protected override freeState(req: ThinkerRequest): void {
     super.freeState(req);
-    const p = req.prefix;
-    if (!p) return;
-    if (p.candidate) this.runner.free(p.candidate.seqId);
-    p.candidate = null;
-    if (p.prefillOnly) {
-      this.prefixes.abandon(p.key, req.requestId);
-      this.wakeAwaiting(p.key);
-    }
+    this.prefixes.onFree(req);
   }
 
   override stats(): StageStats {
@@ -336,7 +204,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
    * while a prefix to reuse is unsettled. A prefill-only request samples nothing at the end of its prompt.
    */
   private refreshAvailable(req: ThinkerRequest): void {
-    if (this.heldForPrefix(req)) return;
+    if (this.prefixes.held(req)) return;
     const media = req.media;
     const limit =
       !media || media.complete
@@ -418,7 +286,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       p.hidden.set(out.hidden.subarray(0, n * d), item.startPosition * d);
     }
     if (end < all) return;
-    this.retainPrefix(req);
+    this.prefixes.retain(req);
     const cached = p.cachedTokens ? { cachedTokens: p.cachedTokens } : {};
     this.finish(req, 'stop', (t) => (t.stageId === 'main' ? { kind: 'text', tokenIds: [], ...cached } : undefined));
   }
@@ -432,10 +300,6 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
     return null;
   }
-}
-
-function inputsOf(req: ThinkerRequest): PromptInputs {
-  return { tokenIds: req.promptTokenIds, mediaRow: (p) => req.media?.rowAt(p) };
 }
 
 function rowsChunk(rows: ReturnType<Thinker2Talker['take']> | undefined): TalkerRowsBody | undefined {
