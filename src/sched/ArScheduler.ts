@@ -218,6 +218,11 @@ export class ArScheduler {
       kvTokens += r.numComputedTokens + numTokens;
       tokenBudget -= numTokens;
     }
+    // Deadlines pick who is in the step, not the order of its batch: in arrival order, the same requests make the
+    // same batch step after step, so the runner feeds its KV back as is (stages/models/SeqKvCache.ts) instead of
+    // repacking every sequence's cache each time the deadlines reorder them.
+    if (this.options.policy === 'playback')
+      items.sort((a, b) => this.get(a.requestId).arrival - this.get(b.requestId).arrival);
     return { items, preempted, numScheduledTokens: maxNumBatchedTokens - tokenBudget };
   }
 

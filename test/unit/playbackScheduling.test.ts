@@ -55,6 +55,32 @@ describe('ArScheduler with playback scheduling', () => {
     ]);
   });
 
+  it('keeps the batch in arrival order whatever the deadlines: the same requests make the same batch', () => {
+    const s = arScheduler('playback', 4);
+    for (const id of ['a', 'b', 'c']) s.add(id, 1);
+    const order = () => {
+      const plan = s.schedule(NOW);
+      s.update(plan);
+      for (const { requestId } of plan.items) s.setAvailable(requestId, s.numComputed(requestId) + 1);
+      return plan.items.map((i) => i.requestId);
+    };
+    expect(order()).toEqual(['a', 'b', 'c']);
+    for (const [id, due] of [
+      ['a', 900],
+      ['b', 500],
+      ['c', 100],
+    ] as const)
+      s.setDeadline(id, NOW + due);
+    expect(order()).toEqual(['a', 'b', 'c']);
+    for (const [id, due] of [
+      ['a', 10],
+      ['b', 700],
+      ['c', 300],
+    ] as const)
+      s.setDeadline(id, NOW + due);
+    expect(order()).toEqual(['a', 'b', 'c']);
+  });
+
   it('admits waiting requests by deadline, not arrival; those without one last', () => {
     const s = arScheduler('playback', 1);
     s.add('first', 10);
