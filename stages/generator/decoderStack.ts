@@ -1,7 +1,12 @@
 /**
- * The GPT-style decoder body shared by the Thinker and the Talker, with the Hugging Face Optimum cache I/O:
- * attention_mask [B, past+S] (int64, 0 = padding), position_ids [B, S] (int64),
- * past_key_values.N.key|value [B, H, past, Dh] -> present.N.key|value [B, H, past+S, Dh].
+ * The GPT-style decoder body shared by the Thinker and the Talker: attention_mask [B, past+S] (int64,
+ * 0 = padding), position_ids [B, S] (int64), and the KV cache in one of two layouts:
+ *  - 'append' (what Chorus generates): cache.N.key|value [past, B, H, Dh] -> cache_new.N.key|value [S, B, H, Dh],
+ *    only the new positions. Position-major, so the runner keeps each batch's cache in capacity buffers, feeds a
+ *    prefix view of them without copying and appends the new positions in place.
+ *  - 'optimum' (Hugging Face exports, kept for tests): past_key_values.N.key|value [B, H, past, Dh] ->
+ *    present.N.key|value [B, H, past+S, Dh], the whole cache back every step.
+ * Both compute the same attention over the same keys and values.
  *
  * Left padding is what makes batches of different lengths exact: a padded key gets mask 0, so its score is
  * replaced (Where, not added) by -1e9 and its softmax weight is exactly 0; the positions come from
@@ -26,23 +31,27 @@ export interface DecoderStack {
 
 const MASKED_SCORE = -1e9; // finite: a row with every key masked (a padded query) gives a uniform softmax, not NaN
 
-export function pastKeyName(layer: number, which: 'key' | 'value'): string {
-  return `past_key_values.${layer}.${which}`;
+export type CacheLayout = 'append' | 'optimum';
+
+export function pastKeyName(layer: number, which: 'key' | 'value', layout: CacheLayout = 'optimum'): string {
+  return layout === 'append' ? `cache.${layer}.${which}` : `past_key_values.${layer}.${which}`;
 }
 
-export function presentName(layer: number, which: 'key' | 'value'): string {
-  return `present.${layer}.${which}`;
+export function presentName(layer: number, which: 'key' | 'value', layout: CacheLayout = 'optimum'): string {
+  return layout === 'append' ? `cache_new.${layer}.${which}` : `present.${layer}.${which}`;
 }
 
 /** Declares attention_mask, position_ids and the past inputs (call after the model's first input). */
-export function declareCacheInputs(g: GraphBuilder, dims: DecoderDims): void {
+export function declareCacheInputs(g: GraphBuilder, dims: DecoderDims, layout: CacheLayout = 'optimum'): void {
   const headDim = dims.hiddenSize / dims.numHeads;
   g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
   g.input('position_ids', 'int64', ['batch_size', 'sequence_length']);
+  const shape =
+    layout === 'append'
+      ? ['past_sequence_length', 'batch_size', dims.numHeads, headDim]
+      : ['batch_size', dims.numHeads, 'past_sequence_length', headDim];
   for (let l = 0; l < dims.numLayers; l++) {
-    for (const which of ['key', 'value'] as const) {
-      g.input(pastKeyName(l, which), 'float32', ['batch_size', dims.numHeads, 'past_sequence_length', headDim]);
-    }
+    for (const which of ['key', 'value'] as const) g.input(pastKeyName(l, which, layout), 'float32', shape);
   }
 }
 
@@ -92,6 +101,39 @@ function splitHeads(g: GraphBuilder, x: string, numHeads: number, headDim: numbe
 }
 
 /**
+ * Layer l's keys and values over past + new positions, as [B, H, T, Dh], with the cache output(s) named for the
+ * layout: the whole concatenation (optimum), or the new positions only, position-major (append).
+ */
+function keysAndValues(
+  g: GraphBuilder,
+  layout: CacheLayout,
+  l: number,
+  k: string,
+  v: string,
+  numHeads: number,
+  headDim: number,
+): { keys: string; values: string } {
+  if (layout === 'optimum') {
+    const [keys, values] = (['key', 'value'] as const).map((which, i) =>
+      g.op(
+        'Concat',
+        [pastKeyName(l, which), splitHeads(g, i === 0 ? k : v, numHeads, headDim)],
+        { axis: 2 },
+        presentName(l, which),
+      ),
+    );
+    return { keys, values };
+  }
+  const [keys, values] = (['key', 'value'] as const).map((which, i) => {
+    const heads = g.op('Reshape', [i === 0 ? k : v, g.constI64([0, 0, numHeads, headDim])]); // [B, S, H, Dh]
+    const fresh = g.op('Transpose', [heads], { perm: [1, 0, 2, 3] }, presentName(l, which, layout)); // [S, B, H, Dh]
+    const all = g.op('Concat', [pastKeyName(l, which, layout), fresh], { axis: 0 }); // [T, B, H, Dh]
+    return g.op('Transpose', [all], { perm: [1, 2, 0, 3] }); // [B, H, T, Dh]
+  });
+  return { keys, values };
+}
+
+/**
  * Builds the stack over x [B, S, D] (already embedded; the position code is added here).
  * onLayer runs after each layer's weights exist, for build progress.
  */
@@ -101,6 +143,7 @@ export async function buildDecoderStack(
   embedded: string,
   dims: DecoderDims,
   onLayer: (layer: number) => Promise<void>,
+  layout: CacheLayout = 'optimum',
 ): Promise<DecoderStack> {
   const { hiddenSize: d, numHeads, intermediateSize, numLayers } = dims;
   const headDim = d / numHeads;
@@ -123,18 +166,7 @@ export async function buildDecoderStack(
     ]);
     const [q, k, v] = g.node('Split', [qkv, g.constI64([d, d, d])], { axis: -1 }, 3);
     const qh = splitHeads(g, q, numHeads, headDim);
-    const presentKey = g.op(
-      'Concat',
-      [pastKeyName(l, 'key'), splitHeads(g, k, numHeads, headDim)],
-      { axis: 2 },
-      presentName(l, 'key'),
-    );
-    const presentValue = g.op(
-      'Concat',
-      [pastKeyName(l, 'value'), splitHeads(g, v, numHeads, headDim)],
-      { axis: 2 },
-      presentName(l, 'value'),
-    );
+    const { keys: presentKey, values: presentValue } = keysAndValues(g, layout, l, k, v, numHeads, headDim);
     const scores = g.op('MatMul', [qh, g.op('Transpose', [presentKey], { perm: [0, 1, 3, 2] })]);
     const probs = g.op('Softmax', [g.op('Where', [allowed, scores, masked])], { axis: -1 });
     const context = g.op('Transpose', [g.op('MatMul', [probs, presentValue])], { perm: [0, 2, 1, 3] });
@@ -149,9 +181,11 @@ export async function buildDecoderStack(
       g.op('MatMul', [act, w.uniform(`${p}.mlp.down.weight`, [intermediateSize, d], 1 / Math.sqrt(intermediateSize))]),
     ]);
     layerOutputs.push(x);
-    for (const which of ['key', 'value'] as const) {
-      g.output(presentName(l, which), 'float32', ['batch_size', numHeads, 'total_sequence_length', headDim]);
-    }
+    const outShape =
+      layout === 'append'
+        ? ['sequence_length', 'batch_size', numHeads, headDim]
+        : ['batch_size', numHeads, 'total_sequence_length', headDim];
+    for (const which of ['key', 'value'] as const) g.output(presentName(l, which, layout), 'float32', outShape);
     await onLayer(l);
   }
   return { layerOutputs, normed: layerNorm(g, w, x, 'ln_f', d) };

@@ -2,8 +2,8 @@
  * The generated Talker: an AR decoder over codec frames, conditioned on Thinker rows.
  *   talker.onnx: condition [B, S, C] (C = 2 * thinker hidden: [thinker input embed | accept hidden]),
  *     prev_codes [B, S, Q] int64 (the previous frame's codes, BOS for the first), attention_mask,
- *     position_ids, past_key_values.N.* -> logits [B, S, K + 2] (codebook 0; K = BOS, K + 1 = EOS),
- *     last_hidden_state [B, S, D], present.N.*
+ *     position_ids, cache.N.* -> logits [B, S, K + 2] (codebook 0; K = BOS, K + 1 = EOS),
+ *     last_hidden_state [B, S, D], cache_new.N.* (the append-only KV signature, decoderStack.ts)
  *   code_predictor.onnx: hidden [B, D], code0 [B] int64 -> logits [B, Q - 1, K] (codebooks 1..Q-1)
  *   pad_row.f32: the conditioning row used once the Thinker's text has run out.
  * End of speech is tied to that pad row: the EOS logit gets eosGain * <row, pad> / |pad|^2, which is
@@ -11,7 +11,7 @@
  * random Talker speaks while there is text and stops shortly after it runs out, instead of never or at random.
  */
 import type { TalkerSize } from '../../src/common/graph.ts';
-import { buildDecoderStack, declareCacheInputs } from './decoderStack.ts';
+import { buildDecoderStack, declareCacheInputs, type CacheLayout } from './decoderStack.ts';
 import { GraphBuilder } from './GraphBuilder.ts';
 import type { BuildProgressStep, BuiltFiles } from './thinkerModel.ts';
 import { Weights, randomUniform, yieldToLoop } from './weights.ts';
@@ -29,6 +29,8 @@ export async function buildTalker(
   size: TalkerSize,
   seed: number,
   progress: (s: BuildProgressStep) => void,
+  /** The KV-cache I/O (decoderStack.ts); 'optimum' builds the same weights with Hugging Face's signature. */
+  layout: CacheLayout = 'append',
 ): Promise<BuiltFiles> {
   const { hiddenSize: d, numCodebooks: q, codebookSize: k, conditionDim: c, logitScale } = size;
   const { bos, vocab } = talkerSpecialIds(k);
@@ -39,7 +41,7 @@ export async function buildTalker(
   const w = new Weights(g, seed);
   g.input('condition', 'float32', ['batch_size', 'sequence_length', c]);
   g.input('prev_codes', 'int64', ['batch_size', 'sequence_length', q]);
-  declareCacheInputs(g, size);
+  declareCacheInputs(g, size, layout);
   g.output('logits', 'float32', ['batch_size', 'sequence_length', vocab]);
   g.output('last_hidden_state', 'float32', ['batch_size', 'sequence_length', d]);
 
@@ -51,10 +53,17 @@ export async function buildTalker(
   const condProj = g.op('MatMul', ['condition', w.uniform('condition_proj.weight', [c, d], 1 / Math.sqrt(c))]);
   const embedded = g.op('Add', [condProj, codeEmbed]);
 
-  const stack = await buildDecoderStack(g, w, embedded, size, async (l) => {
-    progress({ done: 1 + l, total, what: `layer ${l}` });
-    await yieldToLoop();
-  });
+  const stack = await buildDecoderStack(
+    g,
+    w,
+    embedded,
+    size,
+    async (l) => {
+      progress({ done: 1 + l, total, what: `layer ${l}` });
+      await yieldToLoop();
+    },
+    layout,
+  );
   g.op('Identity', [stack.normed], {}, 'last_hidden_state');
 
   const bias = new Float32Array(vocab);

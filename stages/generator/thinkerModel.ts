@@ -1,10 +1,10 @@
 /**
  * The generated Thinker: a decoder with the Optimum multimodal layout — a separate embed_tokens.onnx
  * (input_ids -> inputs_embeds) and a decoder that takes inputs_embeds, so media embeddings splice in
- * as rows. Outputs logits [B, S, V], present.N.key|value, and hidden_states.accept [B, S, D].
+ * as rows. Outputs logits [B, S, V], cache_new.N.key|value (decoderStack.ts), and hidden_states.accept [B, S, D].
  */
 import type { ThinkerSize } from '../../src/common/graph.ts';
-import { buildDecoderStack, declareCacheInputs } from './decoderStack.ts';
+import { buildDecoderStack, declareCacheInputs, type CacheLayout } from './decoderStack.ts';
 import { GraphBuilder } from './GraphBuilder.ts';
 import { thinkerLogitBias } from './thinkerVocab.ts';
 import { Weights, randomUniform, yieldToLoop } from './weights.ts';
@@ -35,6 +35,8 @@ export async function buildThinker(
   size: ThinkerSize,
   seed: number,
   progress: (s: BuildProgressStep) => void,
+  /** The KV-cache I/O (decoderStack.ts); 'optimum' builds the same weights with Hugging Face's signature. */
+  layout: CacheLayout = 'append',
 ): Promise<BuiltFiles> {
   if (size.acceptLayer < 0 || size.acceptLayer >= size.numLayers) {
     throw new Error(`acceptLayer ${size.acceptLayer} must be in [0, ${size.numLayers})`);
@@ -59,12 +61,19 @@ export async function buildThinker(
   const g = new GraphBuilder('thinker');
   const w = new Weights(g, seed);
   g.input('inputs_embeds', 'float32', ['batch_size', 'sequence_length', d]);
-  declareCacheInputs(g, size);
+  declareCacheInputs(g, size, layout);
   g.output('logits', 'float32', ['batch_size', 'sequence_length', size.vocabSize]);
-  const stack = await buildDecoderStack(g, w, 'inputs_embeds', size, async (l) => {
-    progress({ done: 2 + l, total, what: `layer ${l}` });
-    await yieldToLoop();
-  });
+  const stack = await buildDecoderStack(
+    g,
+    w,
+    'inputs_embeds',
+    size,
+    async (l) => {
+      progress({ done: 2 + l, total, what: `layer ${l}` });
+      await yieldToLoop();
+    },
+    layout,
+  );
   g.output(THINKER_ACCEPT_OUTPUT, 'float32', ['batch_size', 'sequence_length', d]);
   g.op('Identity', [stack.layerOutputs[size.acceptLayer]], {}, THINKER_ACCEPT_OUTPUT);
 

@@ -1,17 +1,22 @@
 /**
- * Runs an Optimum-style decoder session over a group of sequences that each add the same number of new
- * positions, with one KV cache per sequence. Sequences of different lengths share a batch by left-padding
+ * Runs a decoder session over a group of sequences that each add the same number of new positions, with
+ * one KV cache per sequence: SeqKvCache for the Optimum signature (past_key_values -> present, the whole
+ * cache back every step), AppendKvCache for the append-only one (cache -> cache_new, the new positions
+ * only; what Chorus generates). Sequences of different lengths share a batch by left-padding
  * the past: padded keys get attention_mask 0 (the graph gives them exactly zero weight) and positions come
  * from position_ids, so each sequence computes what it would alone. Grouping by numTokens (the caller's
  * job) avoids padding the new positions as well.
  */
 import * as ort from 'onnxruntime-node';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { AppendKvCache } from './AppendKvCache.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 import { SeqKvCache } from './SeqKvCache.ts';
 import type { SyncSession } from './SyncSession.ts';
 
 export interface KvNames {
+  /** 'optimum': past [B, H, past, Dh] -> present [B, H, past+S, Dh]; 'append': past [past, B, H, Dh] -> present [S, B, H, Dh]. */
+  readonly cacheLayout: 'optimum' | 'append';
   /** past input names, pairing with present output names: layer l key at 2l, value at 2l + 1. */
   readonly past: readonly string[];
   readonly present: readonly string[];
@@ -20,8 +25,10 @@ export interface KvNames {
   readonly hasUseCacheBranch: boolean;
 }
 
+type SeqCache = SeqKvCache | AppendKvCache;
+
 export class KvDecoder {
-  private readonly caches = new Map<string, SeqKvCache>();
+  private readonly caches = new Map<string, SeqCache>();
 
   constructor(
     readonly session: SyncSession,
@@ -60,8 +67,8 @@ export class KvDecoder {
   }
 
   /** Sequences left behind in the tensors the participants are leaving get rows of their own. */
-  private compactBystanders(participants: readonly SeqKvCache[]): void {
-    const leaving = new Set(participants.map((c) => c.storage));
+  private compactBystanders(participants: readonly SeqCache[]): void {
+    const leaving = new Set<unknown>(participants.map((c) => c.storage));
     const taking = new Set(participants);
     for (const c of this.caches.values()) if (!taking.has(c) && leaving.has(c.storage)) c.compact();
   }
@@ -77,11 +84,10 @@ export class KvDecoder {
     extraFeeds: Record<string, ort.Tensor>,
     fetch: readonly string[],
   ): Record<string, ort.Tensor> {
-    const { numKvHeads, headDim } = this.layout;
     const caches = seqIds.map((id) => {
       let c = this.caches.get(id);
       if (!c) {
-        c = new SeqKvCache(this.layout);
+        c = this.names.cacheLayout === 'append' ? new AppendKvCache(this.layout) : new SeqKvCache(this.layout);
         this.caches.set(id, c);
       }
       if (c.length + numTokens > this.maxPositions) {
@@ -93,11 +99,20 @@ export class KvDecoder {
       }
       return c;
     });
-    const batch = seqIds.length;
-    const reuse = SeqKvCache.sameBatch(caches);
-    const pastLen = reuse ? caches[0].total : Math.max(...caches.map((c) => c.length));
-    const totalLen = pastLen + numTokens;
+    return this.names.cacheLayout === 'append'
+      ? this.runAppend(caches as AppendKvCache[], numTokens, extraFeeds, fetch)
+      : this.runOptimum(caches as SeqKvCache[], numTokens, extraFeeds, fetch);
+  }
 
+  /** attention_mask (left padding to pastLen), position_ids and use_cache_branch beside extraFeeds. */
+  private stepFeeds(
+    caches: readonly SeqCache[],
+    pastLen: number,
+    numTokens: number,
+    extraFeeds: Record<string, ort.Tensor>,
+  ): Record<string, ort.Tensor> {
+    const batch = caches.length;
+    const totalLen = pastLen + numTokens;
     const mask = new BigInt64Array(batch * totalLen);
     const positions = new BigInt64Array(batch * numTokens);
     caches.forEach((c, b) => {
@@ -111,6 +126,21 @@ export class KvDecoder {
     if (this.names.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, numTokens]);
     if (this.names.hasUseCacheBranch)
       feeds.use_cache_branch = new ort.Tensor('bool', new Uint8Array([pastLen > 0 ? 1 : 0]), [1]);
+    return feeds;
+  }
+
+  private runOptimum(
+    caches: readonly SeqKvCache[],
+    numTokens: number,
+    extraFeeds: Record<string, ort.Tensor>,
+    fetch: readonly string[],
+  ): Record<string, ort.Tensor> {
+    const { numKvHeads, headDim } = this.layout;
+    const batch = caches.length;
+    const reuse = SeqKvCache.sameBatch(caches);
+    const pastLen = reuse ? caches[0].total : Math.max(...caches.map((c) => c.length));
+    const totalLen = pastLen + numTokens;
+    const feeds = this.stepFeeds(caches, pastLen, numTokens, extraFeeds);
     this.names.past.forEach((name, i) => {
       let data: Float32Array;
       if (reuse) {
@@ -126,6 +156,33 @@ export class KvDecoder {
     const presents = this.names.present.map((name) => out[name].data as Float32Array);
     if (!reuse) this.compactBystanders(caches);
     caches.forEach((c, b) => c.adopt(presents, batch, b, totalLen, numTokens));
+    return out;
+  }
+
+  /** A steady batch runs on its store as is and appends in place; any other batch is packed into a new store. */
+  private runAppend(
+    caches: readonly AppendKvCache[],
+    numTokens: number,
+    extraFeeds: Record<string, ort.Tensor>,
+    fetch: readonly string[],
+  ): Record<string, ort.Tensor> {
+    const { numKvHeads, headDim } = this.layout;
+    const batch = caches.length;
+    const reuse = AppendKvCache.sameBatch(caches);
+    const store = reuse ? caches[0].storage! : AppendKvCache.pack(this.layout, caches, numTokens);
+    const pastLen = store.total;
+    const feeds = this.stepFeeds(caches, pastLen, numTokens, extraFeeds);
+    this.names.past.forEach((name, i) => {
+      feeds[name] = new ort.Tensor('float32', store.view(i), [pastLen, batch, numKvHeads, headDim]);
+    });
+
+    const out = this.session.run(feeds, [...fetch, ...this.names.present]);
+    if (!reuse) this.compactBystanders(caches);
+    store.append(
+      this.names.present.map((name) => out[name].data as Float32Array),
+      numTokens,
+    );
+    caches.forEach((c, b) => c.adopt(store, b, numTokens));
     return out;
   }
 }

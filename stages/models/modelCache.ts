@@ -14,7 +14,7 @@ import { logger } from '../../src/common/log.ts';
 import type { BuildProgressStep, BuiltFiles } from '../generator/thinkerModel.ts';
 
 /** Bump when a generator's graph or weights change: old folders then stop matching. */
-export const GENERATOR_VERSION = 2;
+export const GENERATOR_VERSION = 3; // 3: thinker and talker with the append-only KV signature
 const MANIFEST = 'manifest.json';
 
 /** Every generated kind, the encoders included (built through ensureEncoderModel, with their own generator version). */
