@@ -15,7 +15,10 @@ import { SeqKvCache } from './SeqKvCache.ts';
 import type { SyncSession } from './SyncSession.ts';
 
 export interface KvNames {
-  /** 'optimum': past [B, H, past, Dh] -> present [B, H, past+S, Dh]; 'append': past [past, B, H, Dh] -> present [S, B, H, Dh]. */
+  /**
+   * 'optimum': past [B, H, past, Dh] -> present [B, H, past+S, Dh];
+   * 'append': past [past, B, H, Dh] -> present [S, B, H, Dh] (the new positions only).
+   */
   readonly cacheLayout: 'optimum' | 'append';
   /** past input names, pairing with present output names: layer l key at 2l, value at 2l + 1. */
   readonly past: readonly string[];
