@@ -28,9 +28,10 @@ export class AppendStore {
   constructor(
     readonly layout: KvLayout,
     readonly batchSize: number,
+    /** Positions to allocate, as is (the doubling applies when it grows). */
     capacity: number,
   ) {
-    this.capacity = capacityFor(capacity);
+    this.capacity = capacity;
     this.buffers = Array.from({ length: 2 * layout.numLayers }, () => new Float32Array(this.capacity * this.stride));
   }
 
@@ -113,7 +114,7 @@ export class AppendKvCache {
   /** A new store for these caches in this order, each row right-aligned to the longest; room for `extra` more. */
   static pack(layout: KvLayout, caches: readonly AppendKvCache[], extra: number): AppendStore {
     const pastLen = Math.max(...caches.map((c) => c.length));
-    const store = new AppendStore(layout, caches.length, pastLen + extra);
+    const store = new AppendStore(layout, caches.length, capacityFor(pastLen + extra));
     store.total = pastLen;
     caches.forEach((c, b) => c.copyRows(store, b, c.length));
     return store;
@@ -138,9 +139,10 @@ export class AppendKvCache {
   }
 
   /**
-   * Keeps the first `keep` positions (all when keep >= length) in a store of its own. Called for a reused
-   * prefix, and when the rest of its batch moves on without it: otherwise it would keep the whole batch's
-   * buffers alive, padding and all, while its byte count says one row.
+   * Keeps the first `keep` positions (all when keep >= length) in a store of its own, exactly that large (it
+   * doubles when the sequence runs again). Called for a reused prefix, and when the rest of its batch moves on
+   * without it: otherwise it would keep the whole batch's buffers alive, padding and all, while its byte count
+   * says one row.
    */
   keepFirst(keep: number): void {
     const count = Math.min(keep, this.length);

@@ -7,6 +7,7 @@
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildThinker, THINKER_ACCEPT_OUTPUT } from '../../stages/generator/thinkerModel.ts';
+import { AppendKvCache } from '../../stages/models/AppendKvCache.ts';
 import { ensureModel } from '../../stages/models/ensureModel.ts';
 import { KvDecoder } from '../../stages/models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../../stages/models/SyncSession.ts';
@@ -89,29 +90,30 @@ describe('append-only KV signature', () => {
 
   it('gives the Optimum layout outputs step for step across joins, leaves, regroups and prefix reuse', () => {
     const pair = new Pair();
-    const a = promptIds(40, 1);
-    const b = promptIds(40, 2);
-    const c = promptIds(40, 3);
-    // Prefills of different lengths, then a left-padded steady batch past the first capacity (16 -> 32 -> 64).
-    pair.step(['a'], [a.slice(0, 9)]);
-    pair.step(['b'], [b.slice(0, 3)]);
-    for (let k = 0; k < 20; k++) pair.step(['a', 'b'], [[a[9 + k]], [b[3 + k]]]);
+    const text = { a: promptIds(64, 1), b: promptIds(64, 2), c: promptIds(64, 3) };
+    const read = { a: 0, b: 0, c: 0 };
+    /** The next n ids of each sequence's text. */
+    const next = (id: keyof typeof text, n = 1) => text[id].slice(read[id], (read[id] += n));
+    // Prefills of different lengths, then a left-padded steady batch through two doublings (16 -> 32 -> 64).
+    pair.step(['a'], [next('a', 9)]);
+    pair.step(['b'], [next('b', 3)]);
+    for (let k = 0; k < 30; k++) pair.step(['a', 'b'], [next('a'), next('b')]);
     // c joins (prefilled alone, then a batch of three), then runs two-token steps with a.
-    pair.step(['c'], [c.slice(0, 5)]);
-    for (let k = 0; k < 3; k++) pair.step(['a', 'b', 'c'], [[a[29 + k]], [b[23 + k]], [c[5 + k]]]);
-    pair.step(['c', 'a'], [c.slice(8, 10), a.slice(32, 34)]);
+    pair.step(['c'], [next('c', 5)]);
+    for (let k = 0; k < 3; k++) pair.step(['a', 'b', 'c'], [next('a'), next('b'), next('c')]);
+    pair.step(['c', 'a'], [next('c', 2), next('a', 2)]);
     // b was left behind in the batch of three: it got a row of its own and carries on alone.
-    pair.step(['b'], [[b[26]]]);
+    pair.step(['b'], [next('b')]);
     // b leaves; a and c carry on in a new steady batch.
     pair.each((dec) => dec.free('b'));
     pair.expectSameState('b');
-    for (let k = 0; k < 4; k++) pair.step(['a', 'c'], [[a[34 + k]], [c[10 + k]]]);
+    for (let k = 0; k < 4; k++) pair.step(['a', 'c'], [next('a'), next('c')]);
     // Prefix reuse: a's first 12 positions become d's, d diverges from there, beside c.
     pair.each((dec) => dec.move('a', 'd', 12));
     pair.expectSameState('a');
     pair.expectSameState('d');
     pair.step(['d'], [[7, 8, 9]]);
-    for (let k = 0; k < 3; k++) pair.step(['c', 'd'], [[c[14 + k]], [100 + k]]);
+    for (let k = 0; k < 3; k++) pair.step(['c', 'd'], [next('c'), [100 + k]]);
     // Moving a whole sequence keeps all of it.
     pair.each((dec) => dec.move('c', 'e', 1000));
     for (let k = 0; k < 2; k++) pair.step(['d', 'e'], [[110 + k], [120 + k]]);
@@ -126,5 +128,30 @@ describe('append-only KV signature', () => {
       ).toThrow(/would reach 65 positions; the model supports 64/);
     });
     pair.step(['x'], [[1]]);
+  });
+
+  it('appends a steady batch in place and feeds views of the same buffers until one doubles', () => {
+    const layout = { numLayers: 1, numKvHeads: 2, headDim: 3 };
+    const caches = [new AppendKvCache(layout), new AppendKvCache(layout)];
+    const store = AppendKvCache.pack(layout, caches, 1); // empty: capacity 16 positions
+    const stride = 2 * 6; // batch x heads x headDim floats per position
+    const buffers = [store.buffer(0), store.buffer(1)];
+    for (let step = 0; step < 16; step++) {
+      const fresh = [0, 1].map((i) => new Float32Array(stride).fill(100 * i + step));
+      store.append(fresh, 1);
+      caches.forEach((c, b) => c.adopt(store, b, 1));
+      expect(AppendKvCache.sameBatch(caches)).toBe(true);
+    }
+    expect(store.buffer(1)).toBe(buffers[1]);
+    expect(store.buffer(0)).toBe(buffers[0]);
+    expect(store.view(1).buffer).toBe(buffers[1].buffer);
+    expect(Array.from(store.view(1).subarray(15 * stride, 15 * stride + 2))).toEqual([115, 115]);
+    store.append([new Float32Array(stride).fill(7), new Float32Array(stride).fill(8)], 1); // the 17th: doubles
+    expect(store.buffer(0)).not.toBe(buffers[0]);
+    expect(store.buffer(0).length).toBe(32 * stride);
+    expect(Array.from(store.view(0).subarray(0, 1))).toEqual([0]);
+    expect(Array.from(store.view(0).subarray(16 * stride))).toEqual(new Array(stride).fill(7));
+    // A different batch (one of the two alone) is not the same batch: it would be repacked.
+    expect(AppendKvCache.sameBatch([caches[1]])).toBe(false);
   });
 });
