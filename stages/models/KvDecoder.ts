@@ -30,6 +30,17 @@ export interface KvNames {
 
 type SeqCache = SeqKvCache | AppendKvCache;
 
+/** One step's past, prepared for either layout. */
+interface PreparedStep {
+  /** The batch runs on the tensors it already had (no repack, so no bystanders to compact). */
+  readonly reuse: boolean;
+  readonly pastLen: number;
+  /** Past tensor i (layer l key at 2l, value at 2l + 1). */
+  past(i: number): ort.Tensor;
+  /** Takes the step's present outputs into the caches. */
+  adopt(presents: readonly Float32Array[]): void;
+}
+
 export class KvDecoder {
   private readonly caches = new Map<string, SeqCache>();
 
@@ -102,9 +113,16 @@ export class KvDecoder {
       }
       return c;
     });
-    return this.names.cacheLayout === 'append'
-      ? this.runAppend(caches as AppendKvCache[], numTokens, extraFeeds, fetch)
-      : this.runOptimum(caches as SeqKvCache[], numTokens, extraFeeds, fetch);
+    const step =
+      this.names.cacheLayout === 'append'
+        ? this.appendStep(caches as AppendKvCache[], numTokens)
+        : this.optimumStep(caches as SeqKvCache[], numTokens);
+    const feeds = this.stepFeeds(caches, step.pastLen, numTokens, extraFeeds);
+    this.names.past.forEach((name, i) => (feeds[name] = step.past(i)));
+    const out = this.session.run(feeds, [...fetch, ...this.names.present]);
+    if (!step.reuse) this.compactBystanders(caches);
+    step.adopt(this.names.present.map((name) => out[name].data as Float32Array));
+    return out;
   }
 
   /** attention_mask (left padding to pastLen), position_ids and use_cache_branch beside extraFeeds. */
@@ -132,19 +150,13 @@ export class KvDecoder {
     return feeds;
   }
 
-  private runOptimum(
-    caches: readonly SeqKvCache[],
-    numTokens: number,
-    extraFeeds: Record<string, ort.Tensor>,
-    fetch: readonly string[],
-  ): Record<string, ort.Tensor> {
+  /** Optimum layout: a steady batch feeds the last presents back as is; any other batch is packed anew. */
+  private optimumStep(caches: readonly SeqKvCache[], numTokens: number): PreparedStep {
     const { numKvHeads, headDim } = this.layout;
     const batch = caches.length;
     const reuse = SeqKvCache.sameBatch(caches);
     const pastLen = reuse ? caches[0].total : Math.max(...caches.map((c) => c.length));
-    const totalLen = pastLen + numTokens;
-    const feeds = this.stepFeeds(caches, pastLen, numTokens, extraFeeds);
-    this.names.past.forEach((name, i) => {
+    const past = (i: number) => {
       let data: Float32Array;
       if (reuse) {
         data = caches[0].shared(i);
@@ -152,40 +164,24 @@ export class KvDecoder {
         data = new Float32Array(batch * numKvHeads * pastLen * headDim);
         caches.forEach((c, b) => c.packInto(i, data, b, pastLen));
       }
-      feeds[name] = new ort.Tensor('float32', data, [batch, numKvHeads, pastLen, headDim]);
-    });
-
-    const out = this.session.run(feeds, [...fetch, ...this.names.present]);
-    const presents = this.names.present.map((name) => out[name].data as Float32Array);
-    if (!reuse) this.compactBystanders(caches);
-    caches.forEach((c, b) => c.adopt(presents, batch, b, totalLen, numTokens));
-    return out;
+      return new ort.Tensor('float32', data, [batch, numKvHeads, pastLen, headDim]);
+    };
+    const adopt = (presents: readonly Float32Array[]) =>
+      caches.forEach((c, b) => c.adopt(presents, batch, b, pastLen + numTokens, numTokens));
+    return { reuse, pastLen, past, adopt };
   }
 
-  /** A steady batch runs on its store as is and appends in place; any other batch is packed into a new store. */
-  private runAppend(
-    caches: readonly AppendKvCache[],
-    numTokens: number,
-    extraFeeds: Record<string, ort.Tensor>,
-    fetch: readonly string[],
-  ): Record<string, ort.Tensor> {
+  /** Append layout: a steady batch runs on its store as is and appends in place; any other batch gets a new store. */
+  private appendStep(caches: readonly AppendKvCache[], numTokens: number): PreparedStep {
     const { numKvHeads, headDim } = this.layout;
-    const batch = caches.length;
     const reuse = AppendKvCache.sameBatch(caches);
     const store = reuse ? caches[0].storage! : AppendKvCache.pack(this.layout, caches, numTokens);
     const pastLen = store.total;
-    const feeds = this.stepFeeds(caches, pastLen, numTokens, extraFeeds);
-    this.names.past.forEach((name, i) => {
-      feeds[name] = new ort.Tensor('float32', store.view(i), [pastLen, batch, numKvHeads, headDim]);
-    });
-
-    const out = this.session.run(feeds, [...fetch, ...this.names.present]);
-    if (!reuse) this.compactBystanders(caches);
-    store.append(
-      this.names.present.map((name) => out[name].data as Float32Array),
-      numTokens,
-    );
-    caches.forEach((c, b) => c.adopt(store, b, numTokens));
-    return out;
+    const past = (i: number) => new ort.Tensor('float32', store.view(i), [pastLen, caches.length, numKvHeads, headDim]);
+    const adopt = (fresh: readonly Float32Array[]) => {
+      store.append(fresh, numTokens);
+      caches.forEach((c, b) => c.adopt(store, b, numTokens));
+    };
+    return { reuse, pastLen, past, adopt };
   }
 }
