@@ -21,11 +21,12 @@ import { concatPcm, msOf, quiet, speak, SPEECH_RATE_HZ } from '../helpers/speech
 
 const FAKE_MIC_RATE_HZ = 48_000; // Chromium's capture rate; the file is resampled here, not by the browser
 /**
- * The answer must still be generating when the user cuts in (~2 s after it starts) for the server to cancel it:
- * 400 tokens take ~7 s here, and a machine 3x faster still passes. Its first audio must be playing by then too
- * (TTFP is ~0.2 s warm, ~1.1 s cold).
+ * The answer must still be generating when the user cuts in (~2 s after it starts) for the server to cancel it.
+ * Since the append-only KV cache (a step no longer costs O(positions) in JS), 400 tokens take under 2 s here;
+ * 1500 are needed for the margin 400 had before. Its first audio must be playing by then too (TTFP is ~0.2 s warm,
+ * ~1.1 s cold).
  */
-const MAX_TOKENS = 400;
+const MAX_TOKENS = 1500;
 const PAUSE_MS = 2500; // between the question and the interruption
 
 let dir: string;
