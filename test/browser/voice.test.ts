@@ -27,6 +27,8 @@ const FAKE_MIC_RATE_HZ = 48_000; // Chromium's capture rate; the file is resampl
  * ~1.1 s cold).
  */
 const MAX_TOKENS = 1500;
+/** The second turn's answer, capped low from the page once the first is cancelled, so it ends in a few seconds. */
+const SECOND_MAX_TOKENS = 60;
 const PAUSE_MS = 2500; // between the question and the interruption
 
 let dir: string;
@@ -85,6 +87,7 @@ interface PageGlobals {
     truncations: { itemId: string; responseId: string; audioEndMs: number; answered: boolean }[];
     mic: { on: boolean; state: string; level: number; chunksSent: number };
     sources: { size: number }; // audio buffers scheduled and not yet ended
+    eventCounts: Record<string, number>; // server events by type, deltas included
   };
 }
 
@@ -296,7 +299,17 @@ describe('playground with a real omni pipeline', () => {
       const s = (globalThis as unknown as PageGlobals).chorusPlayground;
       return s.responses.some((r) => r.status === 'cancelled') && s.truncations.some((t) => t.answered);
     });
-    // 4. The second turn is answered, to the end.
+    // 4. The second turn is answered, to the end: the max tokens control, lowered while the user is still speaking,
+    //    reaches the session at once (session.update on change) and caps the turn's automatic answer.
+    const updates = () =>
+      page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.eventCounts['session.updated'] ?? 0);
+    const updatesBefore = await updates();
+    await page.fill('#maxTokens', String(SECOND_MAX_TOKENS));
+    await page.dispatchEvent('#maxTokens', 'change');
+    await page.waitForFunction(
+      (n) => ((globalThis as unknown as PageGlobals).chorusPlayground.eventCounts['session.updated'] ?? 0) > n,
+      updatesBefore,
+    );
     await page.waitForFunction(
       () =>
         (globalThis as unknown as PageGlobals).chorusPlayground.responses.filter(
@@ -354,8 +367,8 @@ describe('playground with a real omni pipeline', () => {
     // The second answer played, capped by the max tokens control (sent as the session's max_output_tokens).
     expect(second.schedule.length).toBeGreaterThan(0);
     expect(['completed', 'incomplete']).toContain(second.status);
-    expect(second.usage!.output_token_details.text_tokens).toBeLessThanOrEqual(MAX_TOKENS);
-    if (second.status === 'incomplete') expect(second.usage!.output_token_details.text_tokens).toBe(MAX_TOKENS);
+    expect(second.usage!.output_token_details.text_tokens).toBeLessThanOrEqual(SECOND_MAX_TOKENS);
+    if (second.status === 'incomplete') expect(second.usage!.output_token_details.text_tokens).toBe(SECOND_MAX_TOKENS);
 
     // The UI shows it: the indicator, the log, the responses table.
     expect(await page.getAttribute('#voice', 'data-state')).toBe('listening');
