@@ -2,7 +2,10 @@
  * A diagnostic record of every step a stage process runs, for explaining where a request's time went (which
  * steps it waited behind, in which stage, and how long each took under the load of the moment). Off unless
  * CHORUS_STEP_TRACE_DIR names a folder: then each stage process appends one JSON line per step to
- * `<dir>/<instance>-<pid>.jsonl`: `{ t: epoch ms at the step's start, d: ms, items: [[requestId, positions], ...] }`.
+ * `<dir>/<instance>-<pid>.jsonl`: `{ t: ms at the step's start, d: ms, items: [[requestId, positions], ...] }`.
+ * `t` is on the machine's monotonic clock (CLOCK_MONOTONIC, as process.hrtime), which every process shares: wall
+ * clock times derived per process (performance.timeOrigin + now) disagree between processes by up to a
+ * millisecond, as much as the hops between stages take.
  * `chorus bench --trace-steps` sets it; bench/ttfp/stepTimeline.ts reads the files.
  *
  * One synchronous write per step (a few microseconds against steps of milliseconds), so a crash loses nothing.
@@ -15,6 +18,11 @@ export const STEP_TRACE_ENV = 'CHORUS_STEP_TRACE_DIR';
 /** A step's work: request id and the positions (tokens, frames, items) it took in the step. */
 export type StepItem = readonly [requestId: string, positions: number];
 
+/** Milliseconds on the monotonic clock every process of the machine shares. */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
 export interface StepRecord {
   readonly t: number;
   readonly d: number;
@@ -22,6 +30,9 @@ export interface StepRecord {
 }
 
 export class StepTrace {
+  /** monotonicMs() - performance.now(): both run on the monotonic clock, so the offset is constant. */
+  private readonly offsetMs = monotonicMs() - performance.now();
+
   private constructor(private fd: number | null) {}
 
   /** The trace of this process when the environment asks for one, else null. */
@@ -36,7 +47,7 @@ export class StepTrace {
   /** startedAtMs is performance.now() at the step's start. */
   record(startedAtMs: number, items: readonly StepItem[]): void {
     if (this.fd === null) return;
-    const rec: StepRecord = { t: performance.timeOrigin + startedAtMs, d: performance.now() - startedAtMs, items };
+    const rec: StepRecord = { t: this.offsetMs + startedAtMs, d: performance.now() - startedAtMs, items };
     writeSync(this.fd, JSON.stringify(rec) + '\n');
   }
 
