@@ -39,8 +39,9 @@ const overlap = (a0: number, a1: number, b0: number, b1: number): number =>
   Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
 
 /**
- * The breakdown of requestId's first packet: `endMs` (the traces' monotonic ms) is the end of its first step in `lastStage`, and the
- * window starts engineTtfpMs before it (the engine's own TTFP for the request, from requests.json).
+ * The breakdown of requestId's first packet: `endMs` (the traces' monotonic ms) is the end of its first step in
+ * `lastStage`, and the window starts engineTtfpMs before it (the engine's own TTFP for the request, from
+ * requests.json).
  */
 export function firstPacketBreakdown(
   stages: readonly StageSteps[],
