@@ -48,6 +48,15 @@ describe('chooseRoute (estimated TTFT = max(queue wait, encode) + prefill)', () 
     expect(choice.reason).toBe('faster');
   });
 
+  it('takes estimates within a few ms (or a quarter) of the lowest as a tie: fewest in flight wins', () => {
+    // 30 tokens: 7.5 ms at 4000 tokens/s with 10 in flight against 8.6 ms at 3500 with 1: a tie.
+    const close = snapshot([thinker('thinker#0', 0, 4000, 10), thinker('thinker#1', 0, 3500, 1)]);
+    expect(chooseRoute(close, { promptTokens: 30, items: [] })!.thinker).toBe('thinker#1');
+    // 0.75 ms against 8.6 ms is not noise: the faster one, however busy.
+    const apart = snapshot([thinker('thinker#0', 0, 40_000, 10), thinker('thinker#1', 0, 3500, 1)]);
+    expect(chooseRoute(apart, { promptTokens: 30, items: [] })!.thinker).toBe('thinker#0');
+  });
+
   it('prefers the instance holding the EC entry, and counts its encode time as 0', () => {
     const holds: EcLookup = (item) => (item.index === 0 ? { localTo: ['thinker#1'], remote: false } : null);
     const s = snapshot(

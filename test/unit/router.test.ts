@@ -112,6 +112,33 @@ describe('Router', () => {
     expect(route(router, 'z', audioPrompt(800, 750)).get('audio-encoder')).toBe(first.get('audio-encoder'));
   });
 
+  it('ttft: a prompt waiting for its encoder is not queue yet; its rows ready, it is', () => {
+    const slots = slotsOf(thinkers);
+    const router = new Router('ttft', slots);
+    const queued = (instance: string) =>
+      router
+        .snapshot(
+          graph.stages,
+          () => true,
+          () => null,
+        )
+        .thinkers.find((t) => t.instance === instance)!.queuedPrefillTokens;
+    const clip = route(router, 'clip', audioPrompt(4000, 750));
+    const [clipThinker, encoder] = [clip.get('thinker')!, clip.get('audio-encoder')!];
+    slots.get(clipThinker)!.inFlight.add('clip'); // what the Orchestrator does on admission
+    // While it encodes the Thinker holds no step for it: a text request routed now does not wait behind its 4000
+    // tokens, so both Thinkers are as good for it and the one with nothing in flight takes it.
+    expect(queued(clipThinker)).toBe(0);
+    const other = clipThinker === 'thinker#0' ? 'thinker#1' : 'thinker#0';
+    expect(route(router, 't1', textPrompt(10)).get('thinker')).toBe(other);
+    router.forget('t1');
+    // Its rows are ready: now its prompt is queue on its Thinker, until its first token.
+    router.encoderFinished(encoder, 'clip', Date.now() + 100);
+    expect(queued(clipThinker)).toBe(4000);
+    router.firstToken('clip', Date.now() + 200);
+    expect(queued(clipThinker)).toBe(0);
+  });
+
   it.each<[RoutingPolicy, string[]]>([
     ['round_robin', ['thinker#0', 'thinker#1', 'thinker#0', 'thinker#1']],
     ['least_loaded', ['thinker#0', 'thinker#1', 'thinker#0', 'thinker#1']],

@@ -43,6 +43,11 @@ interface Admitted {
   readonly predictedTtftSeconds: number;
   readonly modality: 'text' | 'audio' | 'image' | 'mixed';
   encodersDoneAtMs: number;
+  /**
+   * Its prompt counts in its Thinker's queue: from admission without encoder work, else from when its last encoder
+   * finished. Until then the Thinker does not hold a step for it, so a request routed meanwhile does not wait for it.
+   */
+  queued: boolean;
 }
 
 export class Router {
@@ -151,6 +156,7 @@ export class Router {
     if (!a || !work) return;
     a.encoders.delete(instance);
     this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
+    if (a.encoders.size === 0) this.enqueue(a);
     a.encodersDoneAtMs = Math.max(a.encodersDoneAtMs, atMs);
     const elapsedMs = atMs - a.admittedAtMs;
     if (elapsedMs > 0 && work.rows > 0)
@@ -217,9 +223,8 @@ export class Router {
     for (const [instance, work] of encoders)
       this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) + work.rows);
     const tokensAhead = this.#queuedTokens.get(thinker.instance) ?? 0;
-    this.#queuedTokens.set(thinker.instance, tokensAhead + request.promptTokens);
     const modalities = new Set(request.items.map((i) => i.modality));
-    this.#admitted.set(requestId, {
+    const admitted: Admitted = {
       admittedAtMs: Date.now(),
       thinker: thinker.instance,
       promptTokens: request.promptTokens,
@@ -228,12 +233,22 @@ export class Router {
       predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
       modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
       encodersDoneAtMs: 0,
-    });
+      queued: false,
+    };
+    this.#admitted.set(requestId, admitted);
+    if (encoders.size === 0) this.enqueue(admitted);
     diagnostics.routeDecision.publish({ policy: this.policy, reason });
   }
 
+  private enqueue(a: Admitted): void {
+    if (a.queued) return;
+    a.queued = true;
+    this.#queuedTokens.set(a.thinker, (this.#queuedTokens.get(a.thinker) ?? 0) + a.promptTokens);
+  }
+
   private release(a: Admitted): void {
-    this.#queuedTokens.set(a.thinker, (this.#queuedTokens.get(a.thinker) ?? 0) - a.promptTokens);
+    if (a.queued) this.#queuedTokens.set(a.thinker, (this.#queuedTokens.get(a.thinker) ?? 0) - a.promptTokens);
+    a.queued = false;
     for (const [instance, work] of a.encoders)
       this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
     a.encoders.clear();

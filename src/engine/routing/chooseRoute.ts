@@ -91,6 +91,10 @@ export interface RouteChoice {
   readonly ecHits: readonly number[];
 }
 
+/** Estimated TTFTs within this much (or this share) of the lowest count as equal: fewest in flight wins among them. */
+const TIE_SECONDS = 0.005;
+const TIE_SHARE = 0.25;
+
 /** Mean of the measured values, or null when none is measured. */
 function meanMeasured(values: readonly (number | null)[]): number | null {
   const measured = values.filter((v): v is number => v !== null && Number.isFinite(v) && v > 0);
@@ -162,8 +166,14 @@ export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): Rout
       localHits: request.items.filter(local).length,
     };
   });
-  const better = (a: Scored, b: Scored) => a.ttft < b.ttft || (a.ttft === b.ttft && a.t.inFlight < b.t.inFlight);
-  const best = scored.reduce((a, b) => (better(b, a) ? b : a));
+  // Estimates this close are a tie (the learned rates are noisy, and on one machine the instances share its
+  // cores): the one with fewer requests in flight takes it, else a small rate difference sends every arrival to one
+  // instance until its first tokens come back slower (measured: up to 17 in flight on one of two at 25 req/s).
+  const fastest = Math.min(...scored.map((s) => s.ttft));
+  const tied = scored.filter((s) => s.ttft <= fastest + Math.max(TIE_SECONDS, TIE_SHARE * fastest));
+  const best = tied.reduce((a, b) =>
+    b.t.inFlight < a.t.inFlight || (b.t.inFlight === a.t.inFlight && b.ttft < a.ttft) ? b : a,
+  );
 
   const reason = ((): RouteReason => {
     const anyMeasured =
