@@ -174,8 +174,10 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     return stats;
   }
 
-  /** Subclasses call this after every executed step. */
-  /** After every step: items are the requests it served and the positions each took, for the step trace. */
+  /**
+   * Subclasses call this after every executed step; items (called only when a step trace is on) are the requests it
+   * served and the positions each took.
+   */
   protected recordStep(batchSize: number, startedAtMs: number, items: () => readonly StepItem[]): void {
     this.ctx.stepTrace?.record(startedAtMs, items());
     this.lastBatchSize = batchSize;
