@@ -132,8 +132,7 @@ export class AppendKvCache {
       const to = dst.buffer(i);
       for (let p = 0; p < count; p++) {
         const s = ((first + p) * src.batchSize + this.row) * n;
-        const d = ((dstFirst + p) * dst.batchSize + b) * n;
-        for (let k = 0; k < n; k++) to[d + k] = from[s + k];
+        to.set(from.subarray(s, s + n), ((dstFirst + p) * dst.batchSize + b) * n);
       }
     }
   }
