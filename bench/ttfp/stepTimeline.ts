@@ -4,11 +4,10 @@
  * made with `chorus bench --trace-steps DIR` (bench/ttfp/report/stepBreakdown.ts). --index picks the request by
  * send order within the run (0 = the first of the burst); --index all prints the mean shares over the run.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { StepRecord } from '../../src/worker/StepTrace.ts';
-import { firstPacketBreakdown, formatBreakdown, type StageShare, type StageSteps } from './report/stepBreakdown.ts';
+import { firstPacketBreakdown, formatBreakdown, type StageShare } from './report/stepBreakdown.ts';
+import { readStepTraces } from './report/stepTraces.ts';
 
 const { values } = parseArgs({
   options: {
@@ -31,16 +30,7 @@ interface RequestRow {
   readonly engine_ttfp_ms: number | null;
 }
 
-const byStage = new Map<string, StepRecord[]>();
-for (const file of readdirSync(values.steps)) {
-  const m = /^(.*)_\d+-\d+\.jsonl$/.exec(file);
-  if (!m) continue;
-  const steps = byStage.get(m[1]) ?? [];
-  for (const line of readFileSync(path.join(values.steps, file), 'utf8').split('\n'))
-    if (line) steps.push(JSON.parse(line) as StepRecord);
-  byStage.set(m[1], steps);
-}
-const stages: StageSteps[] = [...byStage].map(([stage, steps]) => ({ stage, steps: steps.sort((a, b) => a.t - b.t) }));
+const stages = await readStepTraces(values.steps);
 const rows = (JSON.parse(readFileSync(values.requests, 'utf8')) as RequestRow[])
   .filter((r) => r.variant === values.variant && r.concurrency === Number(values.concurrency) && r.ok)
   .filter((r) => r.engine_ttfp_ms !== null)

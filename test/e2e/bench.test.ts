@@ -3,19 +3,20 @@
  * and sync), and a running server by URL over the chat protocol. Checks the results' shape and what must hold
  * whatever the machine's speed (never speed goals: those live in the bench itself).
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBenchConfig, startInProcessServer } from '../../bench/ttfp/inProcessServer.ts';
 import { requestDetails, type RequestDetail } from '../../bench/ttfp/report/requestDetails.ts';
 import { firstPacketBreakdown } from '../../bench/ttfp/report/stepBreakdown.ts';
+import { readStepTraces } from '../../bench/ttfp/report/stepTraces.ts';
 import { writeResults } from '../../bench/ttfp/report/writeResults.ts';
 import type { BenchResult, RunRow } from '../../bench/ttfp/results.ts';
 import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
 import { defaultConfigPath } from '../../src/config/paths.ts';
 import { logger } from '../../src/common/log.ts';
-import { STEP_TRACE_ENV, type StepRecord } from '../../src/worker/StepTrace.ts';
+import { STEP_TRACE_ENV } from '../../src/worker/StepTrace.ts';
 import { ByteTokenizer } from '../../stages/tokenizer/index.ts';
 
 const INPUT_LEN = 8;
@@ -87,21 +88,8 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
   });
 
   it('traces every stage step: the first packet of a request decomposes into its own steps in each stage', async () => {
-    const files = await readdir(path.join(dir, 'steps'));
-    const stages = await Promise.all(
-      ['thinker', 'talker', 'code2wav'].map(async (stage) => ({
-        stage,
-        steps: (
-          await Promise.all(
-            files
-              .filter((f) => f.startsWith(`${stage}_`))
-              .map(async (f) => (await readFile(path.join(dir, 'steps', f), 'utf8')).trim().split('\n')),
-          )
-        )
-          .flat()
-          .map((line) => JSON.parse(line) as StepRecord),
-      })),
-    );
+    const all = await readStepTraces(path.join(dir, 'steps'));
+    const stages = ['thinker', 'talker', 'code2wav'].map((stage) => all.find((s) => s.stage === stage)!);
     const request = details.find((d) => d.async_chunk && d.engine_ttfp_ms !== null)!;
     const b = firstPacketBreakdown(stages, request.request_id!, 'code2wav', request.engine_ttfp_ms!);
     const [thinker, talker, code2wav] = b.stages;
