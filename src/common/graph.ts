@@ -252,6 +252,11 @@ export interface ChunkPolicy {
   readonly chunkTimeoutMs: number;
   /** Default TTFP target of requests that name none (ms); null: none (the dynamic initial chunk decides). */
   readonly ttfpTargetMs: number | null;
+  /**
+   * At light load the Thinker pauses a request once it has written the tokens its first audio chunk needs, until
+   * main has that audio (chunkPolicy.ts firstPacketHoldTokens): the Talker's prefill then has a core to itself.
+   */
+  readonly firstPacketHold: boolean;
 }
 
 export type RoutingPolicy = 'ttft' | 'least_loaded' | 'round_robin';

@@ -23,6 +23,7 @@ export const defaults = {
     dynamicInitialChunk: true,
     chunkTimeoutMs: 30_000, // 30 s
     ttfpTargetMs: null, // no default TTFP target: the dynamic initial chunk decides
+    firstPacketHold: true, // at light load the Thinker waits for a request's first audio (chunkPolicy.ts)
   },
   engine: {
     maxNumSeqs: 16,

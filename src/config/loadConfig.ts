@@ -321,6 +321,7 @@ function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
     dynamicInitialChunk: p?.dynamic_initial_chunk ?? d.dynamicInitialChunk,
     chunkTimeoutMs: p?.chunk_timeout_ms ?? d.chunkTimeoutMs,
     ttfpTargetMs: p?.ttfp_target_ms ?? d.ttfpTargetMs,
+    firstPacketHold: p?.first_packet_hold ?? d.firstPacketHold,
   };
 }
 

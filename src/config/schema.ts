@@ -37,6 +37,7 @@ export const ChunkPolicyYaml = Type.Object(
         errorMessage: 'must be a positive integer (ms), or null for no default target',
       }),
     ),
+    first_packet_hold: optional(Type.Boolean()),
   },
   closed,
 );

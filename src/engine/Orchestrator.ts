@@ -33,6 +33,7 @@ import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './st
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
 import { playbackPlan } from './playbackPlan.ts';
+import { firstPacketHoldTokens } from '../sched/chunkPolicy.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
@@ -230,6 +231,7 @@ export class Orchestrator implements Engine {
     }
     const instanceOf = upstreamSources(this.graph, chosen, admittedAtMs);
     const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf, ec);
+    const hold = this.firstPacketHold(request, stream, thinker);
     const adds = stageAdds({
       requestId,
       request,
@@ -242,6 +244,7 @@ export class Orchestrator implements Engine {
       ecDrop: this.ec?.takeDrops(thinker.instance) ?? [],
       upstreamOf: instanceOf,
       liveRequests: this.live.size,
+      firstPacketTokens: hold,
       firstChunkDeadline,
       playback: playbackPlan(request, this.graph, this.audioOutput, admittedAtMs, chosen.values()),
     });
@@ -272,6 +275,21 @@ export class Orchestrator implements Engine {
       pause: () => this.broadcast(requestId, 'pause'),
       resume: () => this.broadcast(requestId, 'resume'),
     };
+  }
+
+  /**
+   * The first-packet hold of a request with audio out (chunkPolicy.ts firstPacketHoldTokens), undefined for none;
+   * with one, the stream's first audio (or its audio ending without any) tells the Thinker to go on.
+   */
+  private firstPacketHold(request: GenerateRequest, stream: RequestStream, thinker: Slot): number | undefined {
+    // With async_chunk off the Talker gets its rows when the Thinker ends: a hold would wait forever.
+    if (!this.graph.asyncChunk || !request.modalities.includes('audio') || this.framesPerToken === null)
+      return undefined;
+    const policy = this.graph.chunkPolicy;
+    const tokens = firstPacketHoldTokens(policy, this.live.size, this.framesPerToken, request.initialCodecChunkFrames);
+    if (tokens !== undefined)
+      stream.onAudioStarted = () => thinker.worker?.send({ type: 'first_audio', requestId: stream.requestId });
+    return tokens;
   }
 
   releasePrefix(key: string): void {

@@ -28,6 +28,11 @@ export class RequestStream {
   readonly startedAtMs = Date.now();
   firstTextAtMs: number | null = null;
   firstAudioAtMs: number | null = null;
+  /**
+   * Called once, when the first audio arrives or the audio output ends without any (the Orchestrator ends the
+   * Thinker's first-packet hold with it).
+   */
+  onAudioStarted: (() => void) | null = null;
   private readonly warnings = new Set<string>();
   private readonly droppedItems = new Set<number>();
   private cachedTokens = 0;
@@ -72,6 +77,7 @@ export class RequestStream {
       return;
     }
     if (!m.final) return;
+    if (this.kinds.get(fromStageId) === 'audio') this.audioStarted();
     this.open.delete(fromStageId);
     if (m.finishReason === 'error' || m.finishReason === 'cancelled') {
       this.end(m.finishReason, m.error);
@@ -79,6 +85,12 @@ export class RequestStream {
     }
     if (this.kinds.get(fromStageId) === 'text') this.textReason = m.finishReason ?? 'stop';
     if (this.open.size === 0) this.end(this.textReason ?? m.finishReason ?? 'stop');
+  }
+
+  private audioStarted(): void {
+    const started = this.onAudioStarted;
+    this.onAudioStarted = null;
+    started?.();
   }
 
   private onText(body: TextBody, final: boolean): void {
@@ -102,6 +114,7 @@ export class RequestStream {
     const atMs = Date.now();
     this.reportPlayback(atMs, body.sampleRateHz);
     this.firstAudioAtMs ??= atMs;
+    this.audioStarted();
     this.audioSamples += samples.length;
     this.events.next({ type: 'audio', pcm: samples, sampleRateHz: body.sampleRateHz, seq: this.audioSeq++, atMs });
   }

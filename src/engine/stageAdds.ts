@@ -24,6 +24,8 @@ export interface Admission {
   readonly ecDrop: readonly EcDrop[];
   readonly upstreamOf: (stageId: string) => UpstreamSource;
   readonly liveRequests: number;
+  /** The first-packet hold (chunkPolicy.ts firstPacketHoldTokens), undefined for none. */
+  readonly firstPacketTokens?: number;
   readonly firstChunkDeadline: number;
   readonly playback: PlaybackPlan | undefined;
 }
@@ -80,6 +82,7 @@ export function stageAdds(a: Admission): { slot: Slot; add: AddRequest }[] {
       ...(isEntry && a.ecDrop.length > 0 ? { ecDrop: a.ecDrop } : {}),
       ...(spec.encoder && media ? { encode: media.encode.get(slot.instance) ?? [] } : {}),
       initialCodecChunkFrames: request.initialCodecChunkFrames,
+      ...(a.firstPacketTokens !== undefined ? { firstPacketTokens: a.firstPacketTokens } : {}),
       ...(stateful ? { codecLeftContextFrames: 0 } : {}),
       liveRequests: a.liveRequests,
       firstChunkDeadline: a.firstChunkDeadline,

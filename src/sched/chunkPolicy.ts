@@ -47,6 +47,33 @@ export function initialChunkForTarget(
   return { frames: clamp(1 + spare / Math.max(frameMs, 1e-3), policy.codecChunkFrames), met: true };
 }
 
+/** Live requests up to which the Thinker holds a request for its first audio (the ladder's first rung). */
+const HOLD_MAX_LIVE = IC_BY_LOAD[0].maxActive;
+
+/**
+ * First-packet hold: the Thinker tokens a request gets before the Thinker waits for its first audio, or undefined
+ * for no hold. Enough rows for the first chunk the ladder (or the request's override) gives at this load, plus one
+ * so the Talker keeps stepping while the release travels back. At light load the Thinker's decode steps and the
+ * text deltas they send to main are what the Talker's prefill shares its core with (c=1 traces: Talker prefill 9.8
+ * ms beside them, 5.9 with the hold); under a burst the hold only idles the Thinker, so it is off there.
+ * The Talker caps its first chunk at what the held rows make (firstChunkCap): it never waits on a held Thinker.
+ */
+export function firstPacketHoldTokens(
+  policy: ChunkPolicy,
+  liveRequests: number,
+  framesPerToken: number,
+  override?: number,
+): number | undefined {
+  if (!policy.firstPacketHold || liveRequests > HOLD_MAX_LIVE) return undefined;
+  return Math.ceil(initialChunkFrames(policy, liveRequests, override) / framesPerToken) + 1;
+}
+
+/** The most frames a first chunk may take when the Thinker holds after `holdTokens` tokens. */
+export function firstChunkCap(holdTokens: number, framesPerToken: number): number {
+  // Frame 0 comes from the prefill (token 0's row), frame k >= 1 from token floor(k / framesPerToken)'s row.
+  return holdTokens * framesPerToken;
+}
+
 function clamp(frames: number, max: number): number {
   return Math.max(1, Math.min(Math.floor(frames), max));
 }

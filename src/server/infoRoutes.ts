@@ -51,6 +51,7 @@ export function describeGraph(graph: StageGraph) {
       codec_left_context_frames: graph.chunkPolicy.codecLeftContextFrames,
       dynamic_initial_chunk: graph.chunkPolicy.dynamicInitialChunk,
       ttfp_target_ms: graph.chunkPolicy.ttfpTargetMs,
+      first_packet_hold: graph.chunkPolicy.firstPacketHold,
     },
     stages: graph.stages.map((s) => ({
       stage_id: s.stageId,

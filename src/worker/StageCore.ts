@@ -142,6 +142,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   /** Main reports that an upstream instance will deliver nothing more for the request (the Thinker's encoders). */
   onMediaFailed(_requestId: string, _fromInstance: string, _error: SerializedError): void {}
 
+  /** Main has the request's first audio (the Thinker's first-packet hold ends; other stages hold nothing). */
+  onFirstAudio(_requestId: string): void {}
+
   /** Main frees a retained prompt prefix (the Thinker's; other stages retain none). */
   releasePrefix(_key: string): void {}
 

@@ -116,6 +116,9 @@ export class StageLoop {
       case 'resume':
         this.core.resume(msg.requestId);
         return;
+      case 'first_audio':
+        this.core.onFirstAudio(msg.requestId);
+        return;
       case 'shutdown':
         this.stopping = { drainDeadline: Date.now() + msg.drainMs };
         return;

@@ -114,6 +114,11 @@ export interface AddRequest {
   /** Per-request override of the initial codec chunk (Talker). */
   readonly initialCodecChunkFrames?: number;
   /**
+   * First-packet hold (chunkPolicy.ts firstPacketHoldTokens). Thinker: tokens to write before waiting for main's
+   * `first_audio`; Talker: its first chunk takes at most the frames those tokens' rows make.
+   */
+  readonly firstPacketTokens?: number;
+  /**
    * Talker: left-context frames to send with each chunk, when not the chunk policy's: 0 when the request's Code2Wav
    * instance is stateful (its state already holds the context).
    */
@@ -150,6 +155,8 @@ export type MainToStage =
   | { readonly type: 'abort'; readonly requestId: string; readonly reason: string }
   | { readonly type: 'pause'; readonly requestId: string }
   | { readonly type: 'resume'; readonly requestId: string }
+  /** Thinker: the request's first audio reached main (or its audio ended without any): end its first-packet hold. */
+  | { readonly type: 'first_audio'; readonly requestId: string }
   /** Thinker: free the prompt prefix retained under `key` (its session closed or dropped the turn). */
   | { readonly type: 'release_prefix'; readonly key: string }
   /** Finish in-flight work (up to drainMs), then exit 0. */

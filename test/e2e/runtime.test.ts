@@ -63,6 +63,19 @@ describe('runtime (async_chunk on vs off)', () => {
     reference24 = a;
   });
 
+  it('alone, the Thinker waits for the first audio after the tokens its first chunk needs', async () => {
+    const a = await collect(asyncEngine.generate(request(PROMPTS[2], 24)));
+    const firstAudio = a.events.findIndex((e) => e.type === 'audio');
+    const tokensBefore = a.events
+      .slice(0, firstAudio)
+      .reduce((n, e) => n + (e.type === 'text' ? e.tokenIds.length : 0), 0);
+    // One request: a 2-frame first chunk needs the first token's row; one token more keeps the Talker stepping.
+    expect(firstAudio).toBeGreaterThan(0);
+    expect(tokensBefore).toBeGreaterThanOrEqual(1);
+    expect(tokensBefore).toBeLessThanOrEqual(2);
+    expect(a.done.usage.completionTokens).toBe(24); // and then the answer goes on to its end
+  });
+
   it('at concurrency 8 with mixed lengths, every answer equals its concurrency-1 answer', async () => {
     const lengths = [5, 40, 12, 33, 8, 21, 17, 28];
     for (let i = 0; i < PROMPTS.length; i++)

@@ -202,6 +202,7 @@ export const testGraph: StageGraph = {
     dynamicInitialChunk: true,
     chunkTimeoutMs: 5000,
     ttfpTargetMs: null,
+    firstPacketHold: true,
   },
   stages: [
     stage('thinker', 'thinker', null, 'text'),

@@ -72,6 +72,7 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
       dynamicInitialChunk: true,
       chunkTimeoutMs: 30_000,
       ttfpTargetMs: null,
+      firstPacketHold: true,
     },
     asyncChunk: true,
     scheduling: 'fifo',

@@ -98,6 +98,7 @@ describe('defaults and resolution', () => {
       dynamicInitialChunk: true,
       chunkTimeoutMs: 30000,
       ttfpTargetMs: null,
+      firstPacketHold: true,
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({

@@ -37,6 +37,7 @@ describe('chunk policy', () => {
     dynamicInitialChunk: true,
     chunkTimeoutMs: 1000,
     ttfpTargetMs: null,
+    firstPacketHold: true,
   };
 
   it('grows the initial chunk with load, and lets a request override it', () => {

@@ -60,6 +60,7 @@ describe('talker2code2wav', () => {
     dynamicInitialChunk: true,
     chunkTimeoutMs: 1000,
     ttfpTargetMs: null,
+    firstPacketHold: true,
   };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 

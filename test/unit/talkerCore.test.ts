@@ -158,6 +158,14 @@ describe('TalkerCore', () => {
     expect(adapter.to('code2wav#0').at(-1)).toMatchObject({ final: true, finishReason: 'stop' });
   });
 
+  it("sends a first chunk no longer than the rows of a held Thinker's tokens make (first-packet hold)", () => {
+    // The request asks for 12 frames first, but the Thinker holds after 2 tokens until that audio is out.
+    const { arrive, runAll, frames } = setup(true, 100, { initialCodecChunkFrames: 12, firstPacketTokens: 2 });
+    arrive(rowsBody(3 + 2, 3)); // prompt rows + the 2 tokens' rows, and nothing more until the first audio
+    runAll();
+    expect(frames().map((b) => b?.numFrames)).toEqual([2 * 2]);
+  });
+
   it('end of speech from the model ends the request unless ignore_eos', () => {
     const stops = setup(false);
     stops.runner.eosAt = 1;

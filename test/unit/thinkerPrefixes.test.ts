@@ -6,7 +6,6 @@
  * reused positions; releases, aborts and mismatches free everything.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
 import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
 import { matchPrefix } from '../../src/kinds/thinker/ThinkerPrefixes.ts';
@@ -14,53 +13,10 @@ import type { AddRequest } from '../../src/worker/messages.ts';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
 
-const D = 4;
+const D = KvLengthRunner.hiddenSize;
 const AUD = 261;
-
-/** Keeps a KV length per sequence, as the real runner's caches would hold. */
-class KvLengthRunner implements ThinkerRunner {
-  readonly hiddenSize = D;
-  readonly vocabSize = 512;
-  readonly eosTokenId = 256;
-  readonly supports = { inputsEmbeds: true, hiddenStates: true, embeddings: true };
-  readonly kvBytesPerToken = 8;
-  readonly kv = new Map<string, number>();
-  readonly steps: ThinkerBatchItem[] = [];
-
-  embed(ids: readonly number[]): Float32Array {
-    const out = new Float32Array(ids.length * D);
-    ids.forEach((id, i) => out.set([id, 1, 2, 3], i * D));
-    return out;
-  }
-
-  execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
-    return items.map((it) => {
-      this.steps.push(it);
-      this.kv.set(it.seqId, (this.kv.get(it.seqId) ?? 0) + it.numTokens);
-      return {
-        seqId: it.seqId,
-        tokenId: it.sample ? 300 : null,
-        embeds: it.inputsEmbeds ?? this.embed(it.tokenIds!),
-        hidden: new Float32Array(it.numTokens * D).fill(7),
-      };
-    });
-  }
-
-  kvBytes(seqId: string): number {
-    return (this.kv.get(seqId) ?? 0) * this.kvBytesPerToken;
-  }
-  free(seqId: string): void {
-    this.kv.delete(seqId);
-  }
-  moveSequence(from: string, to: string, keep: number): void {
-    const n = this.kv.get(from);
-    this.kv.delete(from);
-    if (n === undefined) throw new Error(`no sequence ${from}`);
-    this.kv.set(to, Math.min(n, keep));
-  }
-  async close(): Promise<void> {}
-}
 
 const graph = configWith('tiny-omni.yaml');
 const spec = graph.stages.find((s) => s.kind === 'thinker')!;

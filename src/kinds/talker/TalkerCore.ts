@@ -6,7 +6,7 @@
  * after framesPerToken frames per text token (or at end-of-speech, or max_tokens frames).
  */
 import type { ScheduledItem } from '../../sched/ArScheduler.ts';
-import { initialChunkForTarget, initialChunkFrames } from '../../sched/chunkPolicy.ts';
+import { firstChunkCap, initialChunkForTarget, initialChunkFrames } from '../../sched/chunkPolicy.ts';
 import { Ewma } from '../../sched/playback.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../../stages/types.ts';
 import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
@@ -20,6 +20,8 @@ import { ArStageCore } from '../../worker/ArStageCore.ts';
 
 interface TalkerRequest extends CoreRequest {
   readonly liveAtAdmission: number;
+  /** AddRequest.firstPacketTokens: the Thinker holds after these tokens until the first audio is out. */
+  readonly firstPacketTokens: number | undefined;
   /** AddRequest.codecLeftContextFrames (undefined: the chunk policy's). */
   readonly leftContextFrames: number | undefined;
   rows: Float32Array; // arrived conditioning rows, row-major; grows by doubling (no re-concatenation per arrival)
@@ -65,6 +67,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       downstream: msg.downstream,
       initialCodecChunkFrames: msg.initialCodecChunkFrames,
       liveAtAdmission: msg.liveRequests ?? 0,
+      firstPacketTokens: msg.firstPacketTokens,
       leftContextFrames: msg.codecLeftContextFrames,
       numOutputs: 0,
       rows: new Float32Array(0),
@@ -105,7 +108,9 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
           ),
         );
       req.sampling = { ...req.sampling, maxTokens: Math.min(req.sampling.maxTokens, this.maxFrames() - p - 1) };
-      const ic = this.initialChunk(req);
+      // Never more frames than the rows a held Thinker writes before the first audio: that would wait forever.
+      const hold = req.firstPacketTokens;
+      const ic = Math.min(this.initialChunk(req), hold ? firstChunkCap(hold, this.runner.framesPerToken) : Infinity);
       const policy =
         req.leftContextFrames === undefined
           ? this.ctx.chunkPolicy

@@ -29,6 +29,8 @@ export interface ThinkerRequest extends CoreRequest {
   readonly toTalker: Thinker2Talker | null;
   readonly media: ThinkerMedia | null;
   readonly prefix: PrefixUse | null;
+  /** First-packet hold: tokens written before waiting for main's first_audio; null once released (or none). */
+  holdAfterTokens: number | null;
 }
 
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, ThinkerStepOutput> {
@@ -94,6 +96,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       generated: [],
       toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
       media,
+      holdAfterTokens:
+        needsTalker && this.ctx.asyncChunk && msg.firstPacketTokens ? Math.max(1, msg.firstPacketTokens) : null,
       prefix: msg.prefix
         ? this.prefixes.claim(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
         : null,
@@ -118,6 +122,14 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     const req = this.requests.get(requestId);
     if (req) this.prefixes.onAbort(req);
     super.abort(requestId);
+  }
+
+  /** Main has the request's first audio: its first-packet hold ends and decoding goes on. */
+  override onFirstAudio(requestId: string): void {
+    const req = this.requests.get(requestId);
+    if (!req || req.holdAfterTokens === null) return;
+    req.holdAfterTokens = null;
+    this.refreshAvailable(req);
   }
 
   override releasePrefix(key: string): void {
@@ -206,9 +218,11 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   private refreshAvailable(req: ThinkerRequest): void {
     if (this.prefixes.held(req)) return;
     const media = req.media;
+    // A held request keeps its last token unfed: nothing to compute until its first audio is out.
+    const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
     const limit =
       !media || media.complete
-        ? req.promptTokenIds.length + req.generated.length
+        ? req.promptTokenIds.length + req.generated.length - (held ? 1 : 0)
         : media.readyLimit(this.scheduler.numComputed(req.requestId));
     this.scheduler.setAvailable(req.requestId, limit, !req.prefix?.prefillOnly);
   }
@@ -246,7 +260,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     if (emitsToken) {
       req.generated.push(token);
       req.numOutputs++;
-      this.scheduler.setAvailable(req.requestId, req.promptTokenIds.length + req.generated.length);
+      this.refreshAvailable(req);
     }
     req.toTalker?.onStep(
       item.startPosition,

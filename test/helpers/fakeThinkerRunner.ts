@@ -1,0 +1,49 @@
+/** A fake ThinkerRunner for ThinkerCore tests: token 300 at every sampling step, a KV length per sequence. */
+import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
+
+const D = 4;
+
+/** Keeps a KV length per sequence, as the real runner's caches would hold. */
+export class KvLengthRunner implements ThinkerRunner {
+  static readonly hiddenSize = D;
+  readonly hiddenSize = D;
+  readonly vocabSize = 512;
+  readonly eosTokenId = 256;
+  readonly supports = { inputsEmbeds: true, hiddenStates: true, embeddings: true };
+  readonly kvBytesPerToken = 8;
+  readonly kv = new Map<string, number>();
+  readonly steps: ThinkerBatchItem[] = [];
+
+  embed(ids: readonly number[]): Float32Array {
+    const out = new Float32Array(ids.length * D);
+    ids.forEach((id, i) => out.set([id, 1, 2, 3], i * D));
+    return out;
+  }
+
+  execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
+    return items.map((it) => {
+      this.steps.push(it);
+      this.kv.set(it.seqId, (this.kv.get(it.seqId) ?? 0) + it.numTokens);
+      return {
+        seqId: it.seqId,
+        tokenId: it.sample ? 300 : null,
+        embeds: it.inputsEmbeds ?? this.embed(it.tokenIds!),
+        hidden: new Float32Array(it.numTokens * D).fill(7),
+      };
+    });
+  }
+
+  kvBytes(seqId: string): number {
+    return (this.kv.get(seqId) ?? 0) * this.kvBytesPerToken;
+  }
+  free(seqId: string): void {
+    this.kv.delete(seqId);
+  }
+  moveSequence(from: string, to: string, keep: number): void {
+    const n = this.kv.get(from);
+    this.kv.delete(from);
+    if (n === undefined) throw new Error(`no sequence ${from}`);
+    this.kv.set(to, Math.min(n, keep));
+  }
+  async close(): Promise<void> {}
+}

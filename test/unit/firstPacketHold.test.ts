@@ -1,0 +1,156 @@
+/**
+ * The first-packet hold: at light load the Thinker stops after the tokens a request's first audio chunk needs and
+ * goes on when main has that audio. The pure sizing (chunkPolicy.ts), the Thinker's hold and release through
+ * ThinkerCore with a fake runner, and main's release (RequestStream.onAudioStarted: first audio, or audio that ends
+ * without any).
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { ChunkPolicy } from '../../src/common/graph.ts';
+import type { TalkerRowsBody, TextBody } from '../../src/common/payloads.ts';
+import { RequestStream } from '../../src/engine/RequestStream.ts';
+import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
+import { firstChunkCap, firstPacketHoldTokens, initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
+import { configWith } from '../helpers/engine.ts';
+import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
+
+const graph = configWith('tiny-omni.yaml');
+const policy: ChunkPolicy = graph.chunkPolicy;
+const FPT = 2; // codec frames per text token
+
+describe('firstPacketHoldTokens', () => {
+  it('covers the first chunk of the load ladder plus one token, only at light load and when on', () => {
+    const ic = initialChunkFrames(policy, 1);
+    expect(firstPacketHoldTokens(policy, 1, FPT)).toBe(Math.ceil(ic / FPT) + 1);
+    expect(firstPacketHoldTokens(policy, 2, FPT)).toBe(Math.ceil(initialChunkFrames(policy, 2) / FPT) + 1);
+    expect(firstPacketHoldTokens(policy, 3, FPT)).toBeUndefined(); // a burst: holding only idles the Thinker
+    expect(firstPacketHoldTokens({ ...policy, firstPacketHold: false }, 1, FPT)).toBeUndefined();
+    // A request's own first chunk (initial_codec_chunk_frames) is what the hold must cover: 7 frames = 4 tokens.
+    expect(firstPacketHoldTokens(policy, 1, FPT, 7)).toBe(4 + 1);
+    expect(firstPacketHoldTokens(policy, 1, 3, 7)).toBe(3 + 1);
+  });
+
+  it("caps the Talker's first chunk at the frames the held tokens' rows make", () => {
+    for (const fpt of [1, 2, 3])
+      for (let hold = 1; hold <= 4; hold++) {
+        const cap = firstChunkCap(hold, fpt);
+        // Frame k >= 1 is fed the row of token floor(k / fpt): the cap's last frame needs token hold - 1 at most.
+        expect(Math.floor((cap - 1) / fpt)).toBeLessThanOrEqual(hold - 1);
+        expect(Math.floor(cap / fpt)).toBe(hold); // one frame more would need a token the Thinker holds back
+      }
+  });
+});
+
+describe('ThinkerCore first-packet hold', () => {
+  const spec = graph.stages.find((s) => s.kind === 'thinker')!;
+  beforeEach(() => resetSeqs());
+
+  function setup(firstPacketTokens: number | undefined, maxTokens = 10) {
+    const adapter = new FakeAdapter();
+    const runner = new KvLengthRunner();
+    const core = new ThinkerCore(stageContext(spec, adapter), runner);
+    core.add({
+      type: 'add',
+      requestId: 'r',
+      promptTokenIds: [1, 2, 3, 4, 5],
+      sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
+      downstream: [
+        { instance: 'main', stageId: 'main' },
+        { instance: 'talker#0', stageId: 'talker' },
+      ],
+      upstreams: [],
+      ...(firstPacketTokens !== undefined ? { firstPacketTokens } : {}),
+      firstChunkDeadline: Date.now() + 30_000,
+    });
+    const run = () => {
+      let n = 0;
+      while (core.step()) if (++n > 1_000) throw new Error('the thinker never stops');
+      return n;
+    };
+    const tokens = () =>
+      adapter.to('main').reduce((n, c) => n + ((c.body as TextBody | undefined)?.tokenIds.length ?? 0), 0);
+    const rows = () =>
+      adapter.to('talker#0').reduce((n, c) => n + ((c.body as TalkerRowsBody | undefined)?.numRows ?? 0), 0);
+    const finished = () => adapter.to('main').some((c) => c.final);
+    return { core, runner, run, tokens, rows, finished };
+  }
+
+  it('writes the held tokens (text and Talker rows), computes nothing until the first audio, then finishes', () => {
+    const { core, runner, run, tokens, rows, finished } = setup(3);
+    run();
+    expect(tokens()).toBe(3);
+    expect(rows()).toBe(5 + 3); // prompt rows and one row per sampled token: the Talker can make its first chunk
+    expect(finished()).toBe(false);
+    const steps = runner.steps.length;
+    expect(core.step()).toBe(false); // held: the third token is not fed back
+    expect(runner.steps.length).toBe(steps);
+    core.onFirstAudio('r');
+    run();
+    expect(tokens()).toBe(10);
+    expect(rows()).toBe(5 + 10);
+    expect(finished()).toBe(true);
+  });
+
+  it('does not hold without a first-packet budget, nor once the first audio came before the budget was spent', () => {
+    const free = setup(undefined);
+    free.run();
+    expect(free.finished()).toBe(true);
+    expect(free.tokens()).toBe(10);
+
+    resetSeqs();
+    const early = setup(3);
+    early.core.onFirstAudio('r'); // e.g. a short first chunk already played
+    early.run();
+    expect(early.finished()).toBe(true);
+    expect(early.tokens()).toBe(10);
+  });
+
+  it('an answer shorter than the budget finishes without waiting', () => {
+    const { run, tokens, finished } = setup(5, 2);
+    run();
+    expect(finished()).toBe(true);
+    expect(tokens()).toBe(2);
+  });
+});
+
+describe('RequestStream.onAudioStarted (the release main sends the Thinker)', () => {
+  beforeEach(() => resetSeqs());
+  const RATE = 24_000;
+
+  function stream() {
+    const s = new RequestStream(
+      'r',
+      new Map(),
+      [
+        { stageId: 'thinker', type: 'text' },
+        { stageId: 'code2wav', type: 'audio' },
+      ],
+      5,
+      [],
+      { push: () => 'x', flush: () => '' },
+      { sampleRateHz: RATE, samplesPerFrame: 1920, framesPerToken: FPT },
+      () => {},
+    );
+    let calls = 0;
+    s.onAudioStarted = () => calls++;
+    return { s, calls: () => calls };
+  }
+  const audio = (samples: number) => ({ kind: 'audio' as const, pcm: new Float32Array(samples), sampleRateHz: RATE });
+
+  it('fires once, at the first audio, not at text or an empty audio chunk', () => {
+    const { s, calls } = stream();
+    s.onChunk('thinker', received('r', 'thinker', 'main', { kind: 'text', tokenIds: [7] }));
+    s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(0)));
+    expect(calls()).toBe(0);
+    s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(480)));
+    s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(480)));
+    expect(calls()).toBe(1);
+  });
+
+  it('fires when the audio output ends without any audio (a held Thinker must not wait forever)', () => {
+    const { s, calls } = stream();
+    s.onChunk('code2wav', received('r', 'code2wav', 'main', null, true));
+    expect(calls()).toBe(1);
+    expect(s.finished).toBe(false); // the text goes on
+  });
+});
