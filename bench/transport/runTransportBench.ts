@@ -70,7 +70,7 @@ export interface TransportBenchResult {
 }
 
 export const TRANSPORT_LABELS: Record<TransportKind, string> = {
-  shm: 'shm ring (futex)',
+  shm: 'shm ring (doorbell)',
   file: 'file per chunk + 1 ms poll',
   ipc: "process.send 'advanced'",
   redis: 'redis connector',

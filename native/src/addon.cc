@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bell.h"
 #include "ring.h"
 #include "waiter.h"
 
@@ -33,6 +34,7 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
                            InstanceMethod<&RingWrap::TryRead>("tryRead"),
                            InstanceMethod<&RingWrap::WaitForData>("waitForData"),
                            InstanceMethod<&RingWrap::WaitForRoom>("waitForRoom"),
+
                            InstanceMethod<&RingWrap::Close>("close"),
                        });
   }
@@ -153,8 +155,8 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
     Napi::Env env = info.Env();
     Ring& ring = Open(env);
     double deadlineMs = Deadline(info, 0);
-    if (!dataWaiter_) dataWaiter_ = std::make_unique<Waiter>(env, &ring, Waiter::Kind::kData, AsReference());
-    return dataWaiter_->Start(env, deadlineMs, 0);
+    if (!dataWaiter_) dataWaiter_ = std::make_unique<BellWaiter>(env, &ring, AsReference());
+    return dataWaiter_->Start(env, deadlineMs);
   }
 
   // waitForRoom(frameBytes, deadlineMs): Promise<0 ready | 1 timeout | 2 closed>.
@@ -168,7 +170,7 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
                  "frame of " + std::to_string(frameBytes) + " bytes can never fit ring " + ring.name() +
                      " (max " + std::to_string(ring.maxFrameBytes()) + " bytes)");
     }
-    if (!roomWaiter_) roomWaiter_ = std::make_unique<Waiter>(env, &ring, Waiter::Kind::kRoom, AsReference());
+    if (!roomWaiter_) roomWaiter_ = std::make_unique<Waiter>(env, &ring, AsReference());
     return roomWaiter_->Start(env, deadlineMs, static_cast<uint64_t>(frameBytes));
   }
 
@@ -181,7 +183,7 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
   Napi::Reference<Napi::Object>* AsReference() { return static_cast<Napi::Reference<Napi::Object>*>(this); }
 
   std::unique_ptr<Ring> ring_;
-  std::unique_ptr<Waiter> dataWaiter_;
+  std::unique_ptr<BellWaiter> dataWaiter_;
   std::unique_ptr<Waiter> roomWaiter_;
 };
 

@@ -33,9 +33,13 @@ void CheckName(const std::string& name) {
 
 }  // namespace
 
-Ring::Ring(std::string name, int fd, void* base, uint64_t mappedBytes)
+// Linux opens a FIFO O_RDWR without waiting for a peer; O_NONBLOCK: a full pipe is already a rung bell.
+static int OpenBell(const std::string& name) { return open(Ring::BellPath(name).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC); }
+
+Ring::Ring(std::string name, int fd, void* base, uint64_t mappedBytes, int bellFd)
     : name_(std::move(name)),
       fd_(fd),
+      bellFd_(bellFd),
       base_(base),
       mappedBytes_(mappedBytes),
       header_(static_cast<RingHeader*>(base)),
@@ -45,6 +49,7 @@ Ring::Ring(std::string name, int fd, void* base, uint64_t mappedBytes)
 Ring::~Ring() {
   munmap(base_, mappedBytes_);
   close(fd_);
+  close(bellFd_);
 }
 
 std::unique_ptr<Ring> Ring::Create(const std::string& name, uint64_t capacityBytes) {
@@ -68,7 +73,12 @@ std::unique_ptr<Ring> Ring::Create(const std::string& name, uint64_t capacityByt
     base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) err = errno;
   }
+  int bellFd = -1;
+  if (err == 0 && mkfifo(BellPath(name).c_str(), 0600) != 0) err = errno;
+  if (err == 0 && (bellFd = OpenBell(name)) < 0) err = errno;
   if (err != 0) {
+    if (base != MAP_FAILED) munmap(base, total);
+    if (err != EEXIST) unlink(BellPath(name).c_str());
     shm_unlink(name.c_str());
     close(fd);
     std::string hint = err == ENOSPC ? " (/dev/shm is full: lower the ring capacity or enlarge /dev/shm)" : "";
@@ -80,12 +90,12 @@ std::unique_ptr<Ring> Ring::Create(const std::string& name, uint64_t capacityByt
   h->ownerPid = static_cast<int32_t>(getpid());
   h->writePos.store(0, std::memory_order_relaxed);
   h->readPos.store(0, std::memory_order_relaxed);
-  h->dataSeq.store(0, std::memory_order_relaxed);
+  h->unused.store(0, std::memory_order_relaxed);
   h->readerWaiting.store(0, std::memory_order_relaxed);
   h->roomSeq.store(0, std::memory_order_relaxed);
   h->writerWaiting.store(0, std::memory_order_relaxed);
   h->magic.store(kRingMagic, std::memory_order_release);  // last: publishes the initialised header
-  return std::unique_ptr<Ring>(new Ring(name, fd, base, total));
+  return std::unique_ptr<Ring>(new Ring(name, fd, base, total, bellFd));
 }
 
 std::unique_ptr<Ring> Ring::Attach(const std::string& name) {
@@ -116,13 +126,22 @@ std::unique_ptr<Ring> Ring::Attach(const std::string& name) {
     throw RingError(kErrShm, "segment " + name + " is not an initialised Chorus ring of version " +
                                  std::to_string(kRingVersion));
   }
-  return std::unique_ptr<Ring>(new Ring(name, fd, base, total));
+  int bellFd = OpenBell(name);
+  if (bellFd < 0) {
+    int err = errno;
+    munmap(base, total);
+    close(fd);
+    throw RingError(kErrShm, Errno("cannot open the doorbell of", name, err));
+  }
+  return std::unique_ptr<Ring>(new Ring(name, fd, base, total, bellFd));
 }
 
 bool Ring::Unlink(const std::string& name) {
   CheckName(name);
+  bool bell = unlink(BellPath(name).c_str()) == 0;
+  if (!bell && errno != ENOENT) throw RingError(kErrShm, Errno("unlink the doorbell of", name, errno));
   if (shm_unlink(name.c_str()) == 0) return true;
-  if (errno == ENOENT) return false;
+  if (errno == ENOENT) return bell;
   throw RingError(kErrShm, Errno("shm_unlink", name, errno));
 }
 
@@ -169,16 +188,34 @@ bool Ring::TryWrite(const Slice* parts, size_t count) {
     pos += parts[i].length;
   }
   header_->writePos.store(w + entry, std::memory_order_release);
-  // Dekker handshake with WaitForData: it stores readerWaiting then re-reads writePos; we store
+  // Dekker handshake with ArmDataBell: it stores readerWaiting then re-reads writePos; we store
   // writePos then read readerWaiting. The two seq_cst fences guarantee at least one side sees the
   // other's store, so either the consumer does not sleep or we wake it. Without them a wake-up is lost.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (header_->readerWaiting.load(std::memory_order_relaxed) != 0) {
-    header_->dataSeq.fetch_add(1, std::memory_order_release);
-    FutexWakeAll(&header_->dataSeq);
+  // Exchange: of several frames written before the consumer runs, only the first rings.
+  if (header_->readerWaiting.load(std::memory_order_relaxed) != kNoWaiter &&
+      header_->readerWaiting.exchange(kNoWaiter, std::memory_order_relaxed) != kNoWaiter) {
+    const char ring = 1;
+    ssize_t written = write(bellFd_, &ring, 1);  // EAGAIN: the pipe is full, so the bell rang already
+    (void)written;
   }
   return true;
 }
+
+bool Ring::HasData() const {
+  return header_->writePos.load(std::memory_order_acquire) != header_->readPos.load(std::memory_order_acquire);
+}
+
+bool Ring::ArmDataBell() {
+  // Dekker handshake with TryWrite (see there).
+  header_->readerWaiting.store(kBellWaiter, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!HasData()) return false;
+  header_->readerWaiting.store(kNoWaiter, std::memory_order_relaxed);
+  return true;
+}
+
+void Ring::DisarmDataBell() { header_->readerWaiting.store(kNoWaiter, std::memory_order_relaxed); }
 
 int64_t Ring::PeekFrameLength() const {
   uint64_t r = header_->readPos.load(std::memory_order_relaxed);
@@ -205,25 +242,6 @@ void Ring::ConsumeFrame(uint8_t* dst, uint64_t length) {
   }
 }
 
-WaitStatus Ring::WaitForData(double deadlineMs, const std::atomic<bool>& cancel) {
-  // Acquire on our own counter too: this runs on the waiter thread, not on the JS thread that advances it.
-  auto hasData = [this] {
-    return header_->writePos.load(std::memory_order_acquire) != header_->readPos.load(std::memory_order_acquire);
-  };
-  for (;;) {
-    if (hasData()) return WaitStatus::kReady;
-    if (cancel.load(std::memory_order_acquire)) return WaitStatus::kClosed;
-    if (NowMs() >= deadlineMs) return WaitStatus::kTimeout;
-    // Snapshot the word BEFORE announcing and re-checking: the futex sleeps only if it still holds this
-    // value, so a producer that publishes after our re-check necessarily bumps it first.
-    uint32_t seq = header_->dataSeq.load(std::memory_order_acquire);
-    header_->readerWaiting.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!hasData() && !cancel.load(std::memory_order_relaxed)) FutexWaitUntil(&header_->dataSeq, seq, deadlineMs);
-    header_->readerWaiting.store(0, std::memory_order_relaxed);
-  }
-}
-
 WaitStatus Ring::WaitForRoom(uint64_t frameBytes, double deadlineMs, const std::atomic<bool>& cancel) {
   uint64_t entry = EntryBytes(frameBytes);
   auto hasRoom = [this, entry] {
@@ -240,11 +258,6 @@ WaitStatus Ring::WaitForRoom(uint64_t frameBytes, double deadlineMs, const std::
     if (!hasRoom() && !cancel.load(std::memory_order_relaxed)) FutexWaitUntil(&header_->roomSeq, seq, deadlineMs);
     header_->writerWaiting.store(0, std::memory_order_relaxed);
   }
-}
-
-void Ring::InterruptDataWait() {
-  header_->dataSeq.fetch_add(1, std::memory_order_seq_cst);
-  FutexWakeAll(&header_->dataSeq);
 }
 
 void Ring::InterruptRoomWait() {

@@ -22,7 +22,7 @@
 namespace chorus {
 
 constexpr uint32_t kRingMagic = 0x47524843;  // "CHRG" little-endian
-constexpr uint32_t kRingVersion = 1;
+constexpr uint32_t kRingVersion = 2;  // 2: the consumer waits on a doorbell FIFO, not a futex
 constexpr uint64_t kHeaderBytes = 4096;
 constexpr uint64_t kMinCapacity = 64;
 constexpr uint64_t kMaxCapacity = uint64_t(1) << 34;  // 16 GiB: far beyond any edge, catches unit mix-ups
@@ -37,9 +37,9 @@ struct RingHeader {
   uint32_t reserved;
   alignas(64) std::atomic<uint64_t> writePos;  // written by the producer only
   alignas(64) std::atomic<uint64_t> readPos;   // written by the consumer only
-  // The consumer sleeps on dataSeq; the producer bumps it and wakes only when readerWaiting is set,
-  // so a write costs no syscall while the consumer is busy.
-  alignas(64) std::atomic<uint32_t> dataSeq;
+  // The consumer waits on the doorbell FIFO from its event loop; the producer rings it only when
+  // readerWaiting is set, so a write costs no syscall while the consumer is busy.
+  alignas(64) std::atomic<uint32_t> unused;  // version 1's futex word for the consumer
   std::atomic<uint32_t> readerWaiting;
   // The producer sleeps on roomSeq when the ring is full; symmetric to the above.
   alignas(64) std::atomic<uint32_t> roomSeq;
@@ -61,6 +61,10 @@ class RingError : public std::runtime_error {
 
 enum class WaitStatus : int { kReady = 0, kTimeout = 1, kClosed = 2 };
 
+// RingHeader::readerWaiting: whether the producer must ring the consumer's doorbell.
+constexpr uint32_t kNoWaiter = 0;
+constexpr uint32_t kBellWaiter = 1;
+
 struct Slice {
   const uint8_t* data;
   size_t length;
@@ -70,13 +74,19 @@ class Ring {
  public:
   static std::unique_ptr<Ring> Create(const std::string& name, uint64_t capacityBytes);
   static std::unique_ptr<Ring> Attach(const std::string& name);
-  // Removes the name; the memory lives on until every process unmaps it. False if it did not exist.
+  // Removes the name (and the doorbell's); the memory lives on until every process unmaps it. False if
+  // neither existed.
   static bool Unlink(const std::string& name);
+  // The ring's doorbell: a FIFO beside the segment (/dev/shm/<name>.bell) that the producer writes a byte to
+  // when the consumer waits on it. The consumer watches it from its own event loop (epoll), so a frame reaches
+  // JS in one wake-up; a futex waits on a thread, which then has to wake the JS thread too.
+  static std::string BellPath(const std::string& name) { return "/dev/shm" + name + ".bell"; }
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
   const std::string& name() const { return name_; }
+  int bellFd() const { return bellFd_; }
   uint64_t capacity() const { return capacity_; }
   int32_t ownerPid() const { return header_->ownerPid; }
   uint64_t maxFrameBytes() const;
@@ -92,23 +102,26 @@ class Ring {
   // Copies the frame PeekFrameLength() reported into dst, frees its room and wakes a sleeping producer.
   void ConsumeFrame(uint8_t* dst, uint64_t length);
 
-  // Blocking waits: for a background thread only, never the JS thread. They return kClosed as soon as
-  // `cancel` is set and Interrupt*() called.
-  WaitStatus WaitForData(double deadlineMs, const std::atomic<bool>& cancel);
+  // Producer's blocking wait for room: for a background thread only, never the JS thread. Returns kClosed as
+  // soon as `cancel` is set and InterruptRoomWait() called; that bump of the sequence word is harmless to the
+  // peer: to a sleeper it only ever means "re-check".
   WaitStatus WaitForRoom(uint64_t frameBytes, double deadlineMs, const std::atomic<bool>& cancel);
-  // Wakes a local thread sleeping in the corresponding wait (used by close). Bumping the sequence word
-  // is harmless to the peer: to a sleeper it only ever means "re-check".
-  void InterruptDataWait();
   void InterruptRoomWait();
+  // Consumer, waiting for data on its doorbell (bell.h): announces the wait and returns true when data is
+  // already there (then nothing is announced). Disarm after the bell rang or the wait ended.
+  bool ArmDataBell();
+  void DisarmDataBell();
 
  private:
-  Ring(std::string name, int fd, void* base, uint64_t mappedBytes);
+  Ring(std::string name, int fd, void* base, uint64_t mappedBytes, int bellFd);
+  bool HasData() const;
   void CopyIn(uint64_t pos, const uint8_t* src, uint64_t n);
   void CopyOut(uint64_t pos, uint8_t* dst, uint64_t n) const;
   uint64_t Offset(uint64_t pos) const { return pos % capacity_; }
 
   std::string name_;
   int fd_;
+  int bellFd_;  // the doorbell, opened O_RDWR | O_NONBLOCK: writing never blocks, and needs no reader open
   void* base_;
   uint64_t mappedBytes_;
   RingHeader* header_;

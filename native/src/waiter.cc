@@ -9,11 +9,11 @@ void WaiterCallJs(Napi::Env env, Napi::Function, Waiter* waiter, int* status) {
   if (env != nullptr && waiter != nullptr) waiter->Settle(env, value);
 }
 
-Waiter::Waiter(Napi::Env env, Ring* ring, Kind kind, Napi::Reference<Napi::Object>* owner)
-    : ring_(ring), kind_(kind), owner_(owner), guard_(std::make_shared<TsfnGuard>()) {
+Waiter::Waiter(Napi::Env env, Ring* ring, Napi::Reference<Napi::Object>* owner)
+    : ring_(ring), owner_(owner), guard_(std::make_shared<TsfnGuard>()) {
   auto* finalizerGuard = new std::shared_ptr<TsfnGuard>(guard_);
   tsfn_ = Tsfn::New(
-      env, kind == Kind::kData ? "chorus:shm:waitForData" : "chorus:shm:waitForRoom", 0, 1, this,
+      env, "chorus:shm:waitForRoom", 0, 1, this,
       [](Napi::Env, std::shared_ptr<TsfnGuard>* g, Waiter*) {
         {
           std::lock_guard<std::mutex> lock((*g)->mu);
@@ -72,11 +72,7 @@ void Waiter::Settle(Napi::Env env, int status) {
 void Waiter::Stop() {
   if (!thread_.joinable()) return;
   cancel_.store(true, std::memory_order_seq_cst);
-  if (kind_ == Kind::kData) {
-    ring_->InterruptDataWait();
-  } else {
-    ring_->InterruptRoomWait();
-  }
+  ring_->InterruptRoomWait();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -97,8 +93,7 @@ void Waiter::ThreadMain() {
       deadlineMs = deadlineMs_;
       frameBytes = frameBytes_;
     }
-    WaitStatus status = kind_ == Kind::kData ? ring_->WaitForData(deadlineMs, cancel_)
-                                             : ring_->WaitForRoom(frameBytes, deadlineMs, cancel_);
+    WaitStatus status = ring_->WaitForRoom(frameBytes, deadlineMs, cancel_);
     {
       std::lock_guard<std::mutex> lock(guard_->mu);
       if (guard_->alive) {

@@ -1,5 +1,6 @@
-// One background thread per (ring, direction) that performs blocking futex waits off the JS thread
-// and settles a Promise through a ThreadSafeFunction.
+// One background thread per ring that performs the producer's blocking futex waits for room off the JS thread
+// and settles a Promise through a ThreadSafeFunction. (The consumer waits for data on the JS thread's own event
+// loop instead: bell.h.)
 //
 // Why a dedicated thread rather than Napi::AsyncWorker: a connector keeps a read pending on every inbound
 // ring for as long as it is open. On the libuv threadpool (4 threads) a few rings would pin the whole
@@ -33,8 +34,7 @@ void WaiterCallJs(Napi::Env env, Napi::Function unused, Waiter* waiter, int* sta
 
 class Waiter {
  public:
-  enum class Kind { kData, kRoom };
-  Waiter(Napi::Env env, Ring* ring, Kind kind, Napi::Reference<Napi::Object>* owner);
+  Waiter(Napi::Env env, Ring* ring, Napi::Reference<Napi::Object>* owner);
   ~Waiter();  // stops and joins the thread; the ring must still be mapped
   Waiter(const Waiter&) = delete;
   Waiter& operator=(const Waiter&) = delete;
@@ -52,7 +52,6 @@ class Waiter {
   void Settle(Napi::Env env, int status);
 
   Ring* ring_;
-  Kind kind_;
   Napi::Reference<Napi::Object>* owner_;  // the JS Ring: held strongly while a wait is pending
   std::thread thread_;
   std::mutex mu_;

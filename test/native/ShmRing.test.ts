@@ -196,16 +196,37 @@ describe('ShmRing', () => {
     expect(turns).toBeGreaterThan(500);
   });
 
-  it('creates the segment with mode 0600 and leaves nothing in /dev/shm after close + unlink', () => {
+  it('creates the segment and its doorbell with mode 0600 and leaves nothing in /dev/shm after close + unlink', () => {
     const ring = ShmRing.create({ capacityBytes: 4096 });
     const file = `/dev/shm${ring.name}`;
+    const bell = `${file}.bell`;
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(file).size).toBe(4096 + 4096);
+    expect(statSync(bell).isFIFO()).toBe(true);
+    expect(statSync(bell).mode & 0o777).toBe(0o600);
     ring.close();
     expect(existsSync(file)).toBe(true); // close unmaps; only unlink removes the name
     expect(ring.unlink()).toBe(true);
     expect(existsSync(file)).toBe(false);
+    expect(existsSync(bell)).toBe(false);
     expect(ring.unlink()).toBe(false);
+  });
+
+  it('one wait ends for a burst of frames; a bell left from an earlier wait only costs a re-check', async () => {
+    const writer = create(1024);
+    const reader = attach(writer.name);
+    const pending = reader.read(Date.now() + 10_000);
+    for (const s of ['a', 'b', 'c']) writer.tryWrite(Buffer.from(s)); // rings once: the first write disarms
+    expect((await pending)?.toString()).toBe('a');
+    expect((await reader.read(Date.now() + 10_000))?.toString()).toBe('b');
+    expect((await reader.read(Date.now() + 10_000))?.toString()).toBe('c');
+    // Empty now: the next read waits for its own frame, then for its deadline.
+    const late = reader.read(Date.now() + 10_000);
+    setTimeout(() => writer.tryWrite(Buffer.from('d')), 5);
+    expect((await late)?.toString()).toBe('d');
+    const deadline = Date.now() + 40;
+    expect(await reader.read(deadline)).toBeNull();
+    expect(Date.now()).toBeGreaterThanOrEqual(deadline);
   });
 
   it('attach to a missing segment fails with CHORUS_ERR_SHM and a hint', () => {

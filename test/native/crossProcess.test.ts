@@ -35,7 +35,7 @@ async function startPeer(cmd: PeerCommand): Promise<{ child: ChildProcess; reply
 }
 
 describe('ShmRing across processes', () => {
-  it('ping-pongs frames with a child process (futex wake-ups both ways)', async () => {
+  it('ping-pongs frames with a child process (doorbell wake-ups both ways)', async () => {
     const toChild = ring(64 * 1024);
     const fromChild = ring(64 * 1024);
     const { child } = await startPeer({ mode: 'echo', inName: toChild.name, outName: fromChild.name });
@@ -66,7 +66,7 @@ describe('ShmRing across processes', () => {
     expect(inbound.tryRead()).toBeNull();
   });
 
-  it('sweepStaleSegments unlinks the segment of a dead owner and keeps live ones', async () => {
+  it('sweepStaleSegments unlinks the segment (and doorbell) of a dead owner and keeps live ones', async () => {
     const mine = ring(4096);
     const { child, reply } = await startPeer({ mode: 'own', capacityBytes: 4096 });
     const orphan = (reply as { owned: string }).owned;
@@ -77,6 +77,8 @@ describe('ShmRing across processes', () => {
     expect(existsSync(`/dev/shm${orphan}`)).toBe(true);
     expect(ShmRing.sweepStaleSegments()).toContain(orphan);
     expect(existsSync(`/dev/shm${orphan}`)).toBe(false);
+    expect(existsSync(`/dev/shm${orphan}.bell`)).toBe(false);
+    expect(existsSync(`/dev/shm${mine.name}.bell`)).toBe(true);
     expect(existsSync(`/dev/shm${mine.name}`)).toBe(true);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * A single-producer single-consumer byte ring in POSIX shared memory (native/src/ring.h has the layout).
- * One process creates it and owns the name; the peer attaches. Waits run on a native background thread,
- * never on the JS thread, and wake-ups cross processes through a futex in the segment.
+ * One process creates it and owns the name; the peer attaches. Nothing blocks the JS thread: a reader waits on the
+ * ring's doorbell FIFO from its own event loop (native/src/bell.h), a writer waiting for room on a native
+ * background thread, woken through a futex in the segment.
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { raceDeadline } from '../KeyedMailbox.ts';

@@ -22,7 +22,10 @@ export interface NativeRing {
   tryWrite(parts: Uint8Array | readonly Uint8Array[]): boolean;
   /** Copies the next frame out and frees its room (waking a sleeping producer), or null when empty. */
   tryRead(): Buffer | null;
-  /** Sleeps on a background thread until data is available or the Date.now()-based deadline passes. */
+  /**
+   * Waits on this thread's event loop (the ring's doorbell under uv_poll, native/src/bell.h) until data is
+   * available or the Date.now()-based deadline passes.
+   */
   waitForData(deadlineMs: number): Promise<WaitStatus>;
   /** Sleeps on a background thread until a frame of `frameBytes` fits or the deadline passes. */
   waitForRoom(frameBytes: number, deadlineMs: number): Promise<WaitStatus>;

@@ -9,7 +9,8 @@ import { logger } from '../../src/common/log.ts';
 import { addon } from './binding.ts';
 
 const SHM_DIR = '/dev/shm';
-const SEGMENT_FILE = /^chorus-(\d+)-[0-9a-f]{16}$/;
+// A segment, or its doorbell FIFO (`<segment>.bell`, which unlinking the segment's name removes too).
+const SEGMENT_FILE = /^(chorus-(\d+)-[0-9a-f]{16})(\.bell)?$/;
 
 export function newSegmentName(ownerPid: number = process.pid): string {
   return `/chorus-${ownerPid}-${randomBytes(8).toString('hex')}`;
@@ -18,7 +19,7 @@ export function newSegmentName(ownerPid: number = process.pid): string {
 /** The owner pid encoded in a segment name ("/chorus-123-…" or "chorus-123-…"), or null if not ours. */
 export function ownerPidOfSegment(name: string): number | null {
   const m = SEGMENT_FILE.exec(name.startsWith('/') ? name.slice(1) : name);
-  return m ? Number(m[1]) : null;
+  return m ? Number(m[2]) : null;
 }
 
 function isAlive(pid: number): boolean {
@@ -46,7 +47,7 @@ export function sweepStaleSegments(): string[] {
   for (const file of files) {
     const pid = ownerPidOfSegment(file);
     if (pid === null || pid === process.pid || isAlive(pid)) continue;
-    const name = `/${file}`;
+    const name = `/${SEGMENT_FILE.exec(file)![1]}`;
     if (addon.unlink(name)) removed.push(name);
   }
   if (removed.length > 0) logger.warn({ removed }, 'unlinked shared-memory segments left by dead processes');
