@@ -21,7 +21,7 @@ describe('transport bench', () => {
       expect(t.throughput.mibPerSecond).toBeGreaterThan(0);
     }
     const table = formatTransportTable(result);
-    expect(table).toMatch(/shm ring \(futex\)\s+\S+ (us|ms)\s+1\.0x/);
+    expect(table).toMatch(/shm ring \(doorbell\)\s+\S+ (us|ms)\s+1\.0x/);
     expect(table).toContain('file per chunk');
     // Every ring and chunk file the bench made (named after this pid) is gone.
     const mine = [`chorus-${process.pid}-`, `chorus-bench-${process.pid}-`];
