@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "futex.h"
 
@@ -15,20 +16,28 @@ struct BellWaiter::Handles {
   int open = 0;  // handles not closed yet: the struct is freed by the last close callback
 };
 
+namespace {
+
+[[noreturn]] void ThrowShm(Napi::Env env, const std::string& message) {
+  Napi::Error err = Napi::Error::New(env, message);
+  err.Set("code", Napi::String::New(env, "CHORUS_ERR_SHM"));
+  throw err;
+}
+
+}  // namespace
+
 BellWaiter::BellWaiter(Napi::Env env, Ring* ring, Napi::Reference<Napi::Object>* owner)
     : env_(env), ring_(ring), owner_(owner), context_(env, "chorus:shm:bell") {
   uv_loop_t* loop = nullptr;
-  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
-    Napi::Error::New(env, "no event loop for the ring's doorbell").ThrowAsJavaScriptException();
-    return;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) ThrowShm(env, "no event loop to wait on");
+  auto* handles = new Handles();
+  int err = uv_poll_init(loop, &handles->poll, ring->bellFd());
+  if (err != 0) {
+    delete handles;  // a failed uv_poll_init registers nothing
+    ThrowShm(env, std::string("cannot watch the doorbell of ring ") + ring->name() + ": " + uv_strerror(err));
   }
-  handles_ = new Handles();
-  if (uv_poll_init(loop, &handles_->poll, ring->bellFd()) != 0 || uv_timer_init(loop, &handles_->timer) != 0) {
-    delete handles_;  // uv_poll_init fails before registering anything (a bad fd)
-    handles_ = nullptr;
-    Napi::Error::New(env, "cannot watch the ring's doorbell").ThrowAsJavaScriptException();
-    return;
-  }
+  uv_timer_init(loop, &handles->timer);  // cannot fail
+  handles_ = handles;
   handles_->open = 2;
   handles_->poll.data = this;
   handles_->timer.data = this;
@@ -37,11 +46,7 @@ BellWaiter::BellWaiter(Napi::Env env, Ring* ring, Napi::Reference<Napi::Object>*
 BellWaiter::~BellWaiter() { Stop(); }
 
 Napi::Promise BellWaiter::Start(Napi::Env env, double deadlineMs) {
-  if (deferred_ != nullptr) {
-    Napi::Error err = Napi::Error::New(env, "a wait is already pending on this ring (single consumer)");
-    err.Set("code", Napi::String::New(env, "CHORUS_ERR_SHM"));
-    throw err;
-  }
+  if (deferred_ != nullptr) ThrowShm(env, "a wait is already pending on this ring (single consumer)");
   deferred_ = std::make_unique<Napi::Promise::Deferred>(env);
   Napi::Promise promise = deferred_->Promise();
   owner_->Ref();
