@@ -33,7 +33,7 @@ import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './st
 import { checkPromptFits, encodersOf, placeholderIds, preparePrompt, type PromptContext } from './mediaPrompt.ts';
 import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './planEdges.ts';
 import { playbackPlan } from './playbackPlan.ts';
-import { firstPacketHoldTokens } from '../sched/chunkPolicy.ts';
+import { FirstPacketHolds } from './FirstPacketHolds.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
@@ -66,6 +66,7 @@ export class Orchestrator implements Engine {
   /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
   private audioFacts: Omit<AudioOutputFacts, 'framesPerToken'> | null = null;
   private framesPerToken: number | null = null;
+  private readonly holds = new FirstPacketHolds();
 
   private constructor(
     readonly graph: StageGraph,
@@ -231,7 +232,7 @@ export class Orchestrator implements Engine {
     }
     const instanceOf = upstreamSources(this.graph, chosen, admittedAtMs);
     const plan = this.media.plan(requestId, prompt, instanceOf(this.graph.entryStageId), instanceOf, ec);
-    const hold = this.firstPacketHold(request, stream, thinker);
+    const hold = this.firstPacketHold(request, stream);
     const adds = stageAdds({
       requestId,
       request,
@@ -278,17 +279,26 @@ export class Orchestrator implements Engine {
   }
 
   /**
-   * The first-packet hold of a request with audio out (chunkPolicy.ts firstPacketHoldTokens), undefined for none;
-   * with one, the stream's first audio (or its audio ending without any) tells the Thinker to go on.
+   * The first-packet hold of a request with audio out (FirstPacketHolds), undefined for none; with one, the
+   * stream's first audio (or its audio ending without any, or load arriving) tells the Thinker to go on.
    */
-  private firstPacketHold(request: GenerateRequest, stream: RequestStream, thinker: Slot): number | undefined {
+  private firstPacketHold(request: GenerateRequest, stream: RequestStream): number | undefined {
     // With async_chunk off the Talker gets its rows when the Thinker ends: a hold would wait forever.
-    if (!this.graph.asyncChunk || !request.modalities.includes('audio') || this.framesPerToken === null)
-      return undefined;
-    const policy = this.graph.chunkPolicy;
-    const tokens = firstPacketHoldTokens(policy, this.live.size, this.framesPerToken, request.initialCodecChunkFrames);
-    if (tokens !== undefined)
-      stream.onAudioStarted = () => thinker.worker?.send({ type: 'first_audio', requestId: stream.requestId });
+    if (!this.graph.asyncChunk || this.framesPerToken === null) return undefined;
+    const { requestId } = stream;
+    const tokens = this.holds.admit(
+      requestId,
+      {
+        policy: this.graph.chunkPolicy,
+        liveRequests: this.live.size,
+        framesPerToken: this.framesPerToken,
+        audio: request.modalities.includes('audio'),
+        initialCodecChunkFrames: request.initialCodecChunkFrames,
+      },
+      // To the Talker too: one released before its first chunk is sized may size it for the load again.
+      () => this.broadcast(requestId, 'first_audio'),
+    );
+    if (tokens !== undefined) stream.onAudioStarted = () => this.holds.release(requestId);
     return tokens;
   }
 
@@ -303,7 +313,7 @@ export class Orchestrator implements Engine {
     stream.end('cancelled', { code: ErrorCodes.REQUEST_CANCELLED, message: reason });
   }
 
-  private broadcast(requestId: string, type: 'pause' | 'resume' | 'abort'): void {
+  private broadcast(requestId: string, type: 'pause' | 'resume' | 'abort' | 'first_audio'): void {
     const stream = this.live.get(requestId);
     if (!stream) return;
     for (const instance of stream.stageInstances.values()) {
@@ -317,6 +327,7 @@ export class Orchestrator implements Engine {
     if (reason === 'cancelled' || reason === 'error') this.broadcast(stream.requestId, 'abort');
     else this.abortEncoders(stream);
     this.media.forget(stream.requestId);
+    this.holds.forget(stream.requestId);
     this.router.forget(stream.requestId);
     this.ec?.release(stream.requestId);
     this.adapter.cancel(stream.requestId);

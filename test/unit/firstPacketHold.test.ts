@@ -1,12 +1,13 @@
 /**
  * The first-packet hold: at light load the Thinker stops after the tokens a request's first audio chunk needs and
- * goes on when main has that audio. The pure sizing (chunkPolicy.ts), the Thinker's hold and release through
- * ThinkerCore with a fake runner, and main's release (RequestStream.onAudioStarted: first audio, or audio that ends
- * without any).
+ * goes on when main has that audio. The pure sizing (chunkPolicy.ts), main's holds (FirstPacketHolds: ended by the
+ * first audio, or all at once when load arrives), the Thinker's hold and release through ThinkerCore with a fake
+ * runner, and main's release signal (RequestStream.onAudioStarted: first audio, or audio that ends without any).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ChunkPolicy } from '../../src/common/graph.ts';
 import type { TalkerRowsBody, TextBody } from '../../src/common/payloads.ts';
+import { FirstPacketHolds } from '../../src/engine/FirstPacketHolds.ts';
 import { RequestStream } from '../../src/engine/RequestStream.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
 import { firstChunkCap, firstPacketHoldTokens, initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
@@ -38,6 +39,39 @@ describe('firstPacketHoldTokens', () => {
         expect(Math.floor((cap - 1) / fpt)).toBeLessThanOrEqual(hold - 1);
         expect(Math.floor(cap / fpt)).toBe(hold); // one frame more would need a token the Thinker holds back
       }
+  });
+});
+
+describe('FirstPacketHolds (main)', () => {
+  const admitAt = (holds: FirstPacketHolds, id: string, liveRequests: number, released: string[], audio = true) =>
+    holds.admit(id, { policy, liveRequests, framesPerToken: FPT, audio }, () => released.push(id));
+
+  it('holds at light load, releases once at the first audio, and forgets a request that ended', () => {
+    const holds = new FirstPacketHolds();
+    const released: string[] = [];
+    expect(admitAt(holds, 'a', 1, released)).toBe(firstPacketHoldTokens(policy, 1, FPT));
+    expect(admitAt(holds, 'b', 2, released)).toBe(firstPacketHoldTokens(policy, 2, FPT));
+    expect(admitAt(holds, 'text', 2, released, false)).toBeUndefined(); // no audio out: nothing to hold for
+    holds.release('a');
+    holds.release('a');
+    holds.forget('b'); // cancelled: its stages dropped it
+    holds.release('b');
+    expect(released).toEqual(['a']);
+    expect(holds.size).toBe(0);
+  });
+
+  it('ends every hold when a request is admitted past the light-load rung, with audio or not', () => {
+    for (const audio of [true, false]) {
+      const holds = new FirstPacketHolds();
+      const released: string[] = [];
+      admitAt(holds, 'a', 1, released);
+      admitAt(holds, 'b', 2, released);
+      // A burst arrives: held Thinkers would resume behind its prefills while their listeners have one chunk.
+      expect(admitAt(holds, 'c', 3, released, audio)).toBeUndefined();
+      expect(released.sort()).toEqual(['a', 'b']);
+      holds.release('a'); // its first audio comes later: nothing more to send
+      expect(released).toHaveLength(2);
+    }
   });
 });
 

@@ -166,6 +166,28 @@ describe('TalkerCore', () => {
     expect(frames().map((b) => b?.numFrames)).toEqual([2 * 2]);
   });
 
+  it('sizes the first chunk without that cap when main ended the hold before the rows came (load arrived)', () => {
+    const { core, arrive, runAll, frames } = setup(true, 100, { initialCodecChunkFrames: 12, firstPacketTokens: 2 });
+    core.onFirstAudio('r');
+    arrive(rowsBody(3 + 6, 3)); // the Thinker went on: 6 tokens' rows, 12 frames
+    runAll();
+    expect(frames().map((b) => b?.numFrames)).toEqual([12]);
+  });
+
+  it('keeps a first chunk already sized when the hold ends after it', () => {
+    const { core, arrive, runAll, frames, newFrames } = setup(true, 100, {
+      initialCodecChunkFrames: 12,
+      firstPacketTokens: 2,
+    });
+    arrive(rowsBody(3 + 2, 3));
+    runAll();
+    core.onFirstAudio('r'); // main has the first audio now
+    arrive(rowsBody(4, undefined, DIM, 5));
+    runAll();
+    expect(frames()[0]?.numFrames).toBe(4);
+    expect(newFrames()).toBe(4 + 4); // the next chunk is at most as long as the audio before it
+  });
+
   it('end of speech from the model ends the request unless ignore_eos', () => {
     const stops = setup(false);
     stops.runner.eosAt = 1;

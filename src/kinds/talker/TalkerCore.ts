@@ -20,8 +20,11 @@ import { ArStageCore } from '../../worker/ArStageCore.ts';
 
 interface TalkerRequest extends CoreRequest {
   readonly liveAtAdmission: number;
-  /** AddRequest.firstPacketTokens: the Thinker holds after these tokens until the first audio is out. */
-  readonly firstPacketTokens: number | undefined;
+  /**
+   * AddRequest.firstPacketTokens: the Thinker holds after these tokens until the first audio is out; undefined once
+   * main has ended the hold (then the first chunk is sized for the load alone).
+   */
+  firstPacketTokens: number | undefined;
   /** AddRequest.codecLeftContextFrames (undefined: the chunk policy's). */
   readonly leftContextFrames: number | undefined;
   rows: Float32Array; // arrived conditioning rows, row-major; grows by doubling (no re-concatenation per arrival)
@@ -81,6 +84,15 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       rowsAtMs: null,
       lastFrameAtMs: null,
     };
+  }
+
+  /**
+   * Main ended the request's first-packet hold: when that comes before the first chunk is sized (load arrived
+   * right behind it, and main ended every hold), the chunk no longer has to fit the held rows.
+   */
+  override onFirstAudio(requestId: string): void {
+    const req = this.requests.get(requestId);
+    if (req && req.toCode2Wav === null) req.firstPacketTokens = undefined;
   }
 
   protected onChunk(req: TalkerRequest, chunk: ReceivedChunk): void {
