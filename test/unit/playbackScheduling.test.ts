@@ -64,20 +64,13 @@ describe('ArScheduler with playback scheduling', () => {
       for (const { requestId } of plan.items) s.setAvailable(requestId, s.numComputed(requestId) + 1);
       return plan.items.map((i) => i.requestId);
     };
+    const dueIn = (ms: Record<'a' | 'b' | 'c', number>) => {
+      for (const [id, due] of Object.entries(ms)) s.setDeadline(id, NOW + due);
+    };
     expect(order()).toEqual(['a', 'b', 'c']);
-    for (const [id, due] of [
-      ['a', 900],
-      ['b', 500],
-      ['c', 100],
-    ] as const)
-      s.setDeadline(id, NOW + due);
+    dueIn({ a: 900, b: 500, c: 100 });
     expect(order()).toEqual(['a', 'b', 'c']);
-    for (const [id, due] of [
-      ['a', 10],
-      ['b', 700],
-      ['c', 300],
-    ] as const)
-      s.setDeadline(id, NOW + due);
+    dueIn({ a: 10, b: 700, c: 300 });
     expect(order()).toEqual(['a', 'b', 'c']);
   });
 
