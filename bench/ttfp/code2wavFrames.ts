@@ -63,9 +63,23 @@ export async function settledCode2WavFrames(target: ClientTarget): Promise<Code2
   return last;
 }
 
-/** Frames decoded per frame of audio between two scrapes; null without audio in between. */
-export function decodeRatio(before: Code2WavFrames | null, after: Code2WavFrames | null): number | null {
+/** What the vocoders did between two scrapes; null when either is missing (a server without /metrics). */
+export function framesBetween(before: Code2WavFrames | null, after: Code2WavFrames | null): Code2WavFrames | null {
   if (!before || !after) return null;
-  const audio = after.audioFrames - before.audioFrames;
-  return audio > 0 ? (after.framesDecoded - before.framesDecoded) / audio : null;
+  return {
+    framesDecoded: after.framesDecoded - before.framesDecoded,
+    audioFrames: after.audioFrames - before.audioFrames,
+  };
+}
+
+/** Two spans together (a run measured in blocks); null when either is unknown. */
+export function addFrames(a: Code2WavFrames | null, b: Code2WavFrames | null): Code2WavFrames | null {
+  return a && b
+    ? { framesDecoded: a.framesDecoded + b.framesDecoded, audioFrames: a.audioFrames + b.audioFrames }
+    : null;
+}
+
+/** Frames decoded per frame of audio over a span; null when unknown or without audio. */
+export function decodeRatio(span: Code2WavFrames | null): number | null {
+  return span && span.audioFrames > 0 ? span.framesDecoded / span.audioFrames : null;
 }

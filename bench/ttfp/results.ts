@@ -29,7 +29,10 @@ export interface RunRow {
    * ~2 when each chunk re-decodes its left context, 1 with a stateful vocoder; null when the server did not say.
    */
   readonly code2wav_decode_ratio: number | null;
+  /** Time the run's requests were in flight: the sum over its blocks (see options.interleaved). */
   readonly duration_s: number;
+  /** Blocks of prompts the run was measured in (2 when two modes alternate, else 1). */
+  readonly blocks: number;
   readonly request_throughput: number;
   readonly mean_ttft_ms: number | null;
   readonly p50_ttft_ms: number | null;
@@ -149,6 +152,12 @@ export interface BenchResult {
     /** The per-request override sent, or null (the server's chunk policy decided). */
     readonly initial_codec_chunk_frames: number | null;
     readonly ttfp_target_ms: number | null;
+    /**
+     * Two modes measured with both servers up, each concurrency's prompts in halves A B B A (drift and warm-up
+     * fall on both); false: one mode after the other (one mode, or a config with remote stages). Absent in older
+     * results.
+     */
+    readonly interleaved?: boolean;
   };
   /** The critical path of a lone request's first packet (the c=1 goal's denominator). */
   limit: LimitResult | null;
@@ -192,6 +201,8 @@ export interface RowContext {
   readonly code2wavBatch: number | null;
   readonly code2wavDecodeRatio?: number | null;
   readonly durationMs: number;
+  /** Blocks the run was measured in (default 1). */
+  readonly blocks?: number;
   readonly traces: readonly RequestTrace[];
   readonly serverTiming?: (requestId: string | undefined) => ServerSideTiming | undefined;
 }
@@ -219,6 +230,7 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
     code2wav_batch: c.code2wavBatch,
     code2wav_decode_ratio: c.code2wavDecodeRatio ?? null,
     duration_s: c.durationMs / 1000,
+    blocks: c.blocks ?? 1,
     request_throughput: m.completed / (c.durationMs / 1000),
     ...d('ttft_ms', m.ttft),
     ...d('tpot_ms', m.tpot),

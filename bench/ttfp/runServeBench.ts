@@ -17,7 +17,7 @@ import { runThroughputLimits } from '../limit/runThroughput.ts';
 import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
-import { decodeRatio, settledCode2WavFrames } from './code2wavFrames.ts';
+import { addFrames, decodeRatio, framesBetween, settledCode2WavFrames, type Code2WavFrames } from './code2wavFrames.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
 import { readBenchConfig, startInProcessServer, type BenchConfig } from './inProcessServer.ts';
 import { remoteStagesOf } from './RemoteStageHost.ts';
@@ -85,6 +85,10 @@ interface Mode {
 
 export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> {
   const modes = await planModes(o);
+  // Both servers up at once, every concurrency's prompts run in alternating halves (A B B A), so that drift in the
+  // machine's speed and the first mode's warm-up fall on both modes alike. A config with remote stages keeps one
+  // deployment at a time (its stage processes and Redis are per deployment): its modes run one after the other.
+  const interleave = modes.length > 1 && !modes.some((m) => m.config && remoteStagesOf(m.config.graph).length > 0);
   const first = modes[0].config;
   const tokenizer = first
     ? tokenizerOf(first.graph)
@@ -117,6 +121,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
       seed: o.seed,
       initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
       ttfp_target_ms: o.ttfpTargetMs ?? null,
+      interleaved: interleave,
     },
     limit: null,
     burst_limits: [],
@@ -154,10 +159,50 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   }
   const timings = first ? new ServerTimings() : null;
   try {
-    for (const mode of modes) await runMode(o, mode, result, prompts, warmupPrompts, timings);
+    if (interleave) {
+      const lives: LiveMode[] = [];
+      try {
+        for (const mode of modes) lives.push(await openMode(o, mode, result));
+        for (const live of lives) await warmUp(o, live, warmupPrompts);
+        const half = Math.ceil(prompts.length / 2);
+        for (const concurrency of o.concurrency) {
+          const [a, b] = lives.map((live) => new ModeRun(live, concurrency));
+          for (const [run, from, to] of [
+            [a, 0, half],
+            [b, 0, half],
+            [b, half, prompts.length],
+            [a, half, prompts.length],
+          ] as const)
+            await run.block(o, prompts, from, to);
+          for (const run of [a, b]) run.finish(o, result, timings);
+        }
+      } finally {
+        await Promise.all(lives.map((live) => live.close()));
+      }
+    } else {
+      for (const mode of modes) {
+        const live = await openMode(o, mode, result);
+        try {
+          await warmUp(o, live, warmupPrompts);
+          for (const concurrency of o.concurrency) {
+            const run = new ModeRun(live, concurrency);
+            await run.block(o, prompts, 0, prompts.length);
+            run.finish(o, result, timings);
+          }
+        } finally {
+          await live.close();
+        }
+      }
+    }
   } finally {
     timings?.close();
   }
+  // The report lists each mode's runs together, in the order of --concurrency, however they were measured.
+  const modeIndex = (r: RunRow) => modes.findIndex((m) => m.variant === r.variant);
+  result.runs.sort(
+    (x, y) =>
+      modeIndex(x) - modeIndex(y) || o.concurrency.indexOf(x.concurrency) - o.concurrency.indexOf(y.concurrency),
+  );
   // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
   if (o.compareConfig) result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
   else result.ratios = asyncSyncRatios(result.runs);
@@ -174,80 +219,126 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   return result;
 }
 
-async function runMode(
-  o: ServeBenchOptions,
-  mode: Mode,
-  result: BenchResult,
-  prompts: string[],
-  warmupPrompts: string[],
-  timings: ServerTimings | null,
-): Promise<void> {
-  const label = mode.variant;
+/** A mode's server, running: where its clients connect, and how to stop it (a no-op for --url). */
+interface LiveMode {
+  readonly mode: Mode;
+  readonly target: ClientTarget;
+  close(): Promise<void>;
+}
+
+async function openMode(o: ServeBenchOptions, mode: Mode, result: BenchResult): Promise<LiveMode> {
   const server = mode.config
     ? await startInProcessServer(mode.config.graph, o.log, {
         ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
         ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
       })
     : null;
-  try {
-    if (server?.remote) result.remote_stages[mode.variant] = server.remote;
-    const target: ClientTarget = {
+  if (server?.remote) result.remote_stages[mode.variant] = server.remote;
+  return {
+    mode,
+    target: {
       baseUrl: server?.baseUrl ?? mode.url!,
       apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
-    };
-    const openClient = (): Promise<BenchClient> =>
-      o.protocol === 'realtime' ? RealtimeBenchClient.connect(target) : Promise.resolve(new ChatBenchClient(target));
-    const timeoutMs = o.timeoutMs ?? 300_000;
-    const load = (name: string, list: string[], concurrency: number) => {
-      const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
-      return runLoad({
-        prompts: list,
-        concurrency,
-        outputLen: o.outputLen,
-        seed: o.seed,
-        timeoutMs,
-        openClient,
-        onRequestDone: (t) => bar?.tick(t.ok),
-        chunking: {
-          ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
-          ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
-        },
-      }).finally(() => bar?.finish());
-    };
-    if (warmupPrompts.length > 0) {
-      const w = await load(`${label} warm-up`, warmupPrompts, 1);
-      const failed = w.traces.find((t) => !t.ok);
-      if (failed)
-        throw new ChorusError(
-          ErrorCodes.STAGE_FAILED,
-          `the warm-up request failed (${failed.error}); is the server healthy?`,
-        );
-    }
+    },
+    close: async () => {
+      await server?.close();
+    },
+  };
+}
+
+/** Prompts [from, to) at one concurrency on one live mode; request i keeps seed + i wherever it runs. */
+function load(
+  o: ServeBenchOptions,
+  live: LiveMode,
+  name: string,
+  list: readonly string[],
+  concurrency: number,
+  firstIndex = 0,
+): ReturnType<typeof runLoad> {
+  const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
+  return runLoad({
+    prompts: list,
+    concurrency,
+    outputLen: o.outputLen,
+    seed: o.seed + firstIndex,
+    timeoutMs: o.timeoutMs ?? 300_000,
+    openClient: (): Promise<BenchClient> =>
+      o.protocol === 'realtime'
+        ? RealtimeBenchClient.connect(live.target)
+        : Promise.resolve(new ChatBenchClient(live.target)),
+    onRequestDone: (t) => bar?.tick(t.ok),
+    chunking: {
+      ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
+      ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
+    },
+  }).finally(() => bar?.finish());
+}
+
+async function warmUp(o: ServeBenchOptions, live: LiveMode, warmupPrompts: readonly string[]): Promise<void> {
+  if (warmupPrompts.length === 0) return;
+  const w = await load(o, live, `${live.mode.variant} warm-up`, warmupPrompts, 1);
+  const failed = w.traces.find((t) => !t.ok);
+  if (failed)
+    throw new ChorusError(
+      ErrorCodes.STAGE_FAILED,
+      `the warm-up request failed (${failed.error}); is the server healthy?`,
+    );
+}
+
+/** One row of the results (a mode at a concurrency), measured over one or more blocks of the prompts. */
+class ModeRun {
+  readonly #traces: RequestTrace[] = [];
+  #durationMs = 0;
+  #frames: Code2WavFrames | null = { framesDecoded: 0, audioFrames: 0 };
+  #blocks = 0;
+
+  constructor(
+    private readonly live: LiveMode,
+    private readonly concurrency: number,
+  ) {}
+
+  async block(o: ServeBenchOptions, prompts: readonly string[], from: number, to: number): Promise<void> {
+    if (to <= from) return;
+    const { target, mode } = this.live;
+    const part = to - from < prompts.length ? ` [${from}, ${to})` : '';
+    // Settled first: the warm-up's or the previous block's last frames may still be on their way to the totals.
+    const before = await settledCode2WavFrames(target);
+    const run = await load(
+      o,
+      this.live,
+      `${mode.variant} c=${this.concurrency}${part}`,
+      prompts.slice(from, to),
+      this.concurrency,
+      from,
+    );
+    const after = await settledCode2WavFrames(target);
+    for (let i = 0; i < run.traces.length; i++) this.#traces[from + i] = run.traces[i];
+    this.#durationMs += run.durationMs;
+    this.#blocks++;
+    this.#frames = addFrames(this.#frames, framesBetween(before, after));
+  }
+
+  finish(o: ServeBenchOptions, result: BenchResult, timings: ServerTimings | null): void {
+    const { mode } = this.live;
+    const traces = this.#traces.filter((t) => t !== undefined);
     const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
-    for (const concurrency of o.concurrency) {
-      // Settled first: the warm-up's or the previous run's last frames may still be on their way to the totals.
-      const framesBefore = await settledCode2WavFrames(target);
-      const run = await load(`${label} c=${concurrency}`, prompts, concurrency);
-      const framesAfter = await settledCode2WavFrames(target);
-      const row = toRunRow(summarizeRun(run.traces), {
-        variant: mode.variant,
-        asyncChunk: mode.asyncChunk,
-        scheduling: mode.scheduling,
-        ttfpTargetMs: o.ttfpTargetMs ?? null,
-        concurrency,
-        inputLen: o.inputLen,
-        outputLen: o.outputLen,
-        code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
-        code2wavDecodeRatio: decodeRatio(framesBefore, framesAfter),
-        durationMs: run.durationMs,
-        traces: run.traces,
-        ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
-      });
-      result.runs.push(row);
-      o.onRun?.(row, run.traces, timings);
-    }
-  } finally {
-    await server?.close();
+    const row = toRunRow(summarizeRun(traces), {
+      variant: mode.variant,
+      asyncChunk: mode.asyncChunk,
+      scheduling: mode.scheduling,
+      ttfpTargetMs: o.ttfpTargetMs ?? null,
+      concurrency: this.concurrency,
+      inputLen: o.inputLen,
+      outputLen: o.outputLen,
+      code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
+      code2wavDecodeRatio: decodeRatio(this.#frames),
+      durationMs: this.#durationMs,
+      blocks: this.#blocks,
+      traces,
+      ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
+    });
+    result.runs.push(row);
+    o.onRun?.(row, traces, timings);
   }
 }
 

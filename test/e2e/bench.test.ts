@@ -65,6 +65,7 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
   let result: BenchResult;
   let dir: string;
   const details: RequestDetail[] = [];
+  const sends: { variant: string; concurrency: number; index: number; atMs: number }[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'chorus-bench-'));
@@ -77,7 +78,12 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
       compareSync: true,
       limitRepeats: 3,
       throughputRepeats: 3,
-      onRun: (row, traces, timings) => details.push(...requestDetails(row, traces, timings)),
+      onRun: (row, traces, timings) => {
+        details.push(...requestDetails(row, traces, timings));
+        traces.forEach((t, index) =>
+          sends.push({ variant: row.variant, concurrency: row.concurrency, index, atMs: t.startMs }),
+        );
+      },
     });
     await writeResults(dir, result);
   }, 180_000);
@@ -123,6 +129,16 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
       // The in-process server reports its share of TTFP; the client cannot see the audio before the server sent it.
       expect(r.mean_server_ttfp_ms!).toBeGreaterThan(0);
       expect(r.mean_ttfp_ms!).toBeGreaterThanOrEqual(r.mean_server_ttfp_ms!);
+    }
+    expect(json.options.interleaved).toBe(true);
+    expect(json.runs.map((r) => r.blocks)).toEqual([2, 2, 2, 2]);
+    // Both servers were up: at each concurrency the halves of the prompts went A B B A.
+    for (const c of [1, 2]) {
+      const order = sends
+        .filter((s) => s.concurrency === c)
+        .sort((x, y) => x.atMs - y.atMs)
+        .map((s) => `${s.variant}${s.index}`);
+      expect(order).toEqual(['async0', 'sync0', 'sync1', 'async1']);
     }
     // Same prompts, seeds and models: the same amount of audio in both modes.
     const audio = json.runs.map((r) => r.audio_seconds);

@@ -89,6 +89,9 @@ describe('chorus bench: two-host (remote stages over Redis) against all-shm', ()
     expect(result.config_sha256['two-host']).not.toBe(result.config_sha256['tiny-omni-text-in']);
     expect(Object.keys(result.remote_stages)).toEqual(['two-host']);
     expect(result.remote_stages['two-host']).toMatch(/^talker#bench-0, code2wav#bench-0 .* own redis-server/);
+    // One deployment at a time with remote stages: each mode's runs in one block, one mode after the other.
+    expect(result.options.interleaved).toBe(false);
+    expect(result.runs.map((r) => r.blocks)).toEqual(result.runs.map(() => 1));
     const text = formatText(result);
     expect(text).toContain('two-host / tiny-omni-text-in ratios');
     expect(text.split('\n')[0]).toMatch(/^\s*Config\s+Input/);

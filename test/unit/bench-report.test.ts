@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { decodeRatio, sumMetric } from '../../bench/ttfp/code2wavFrames.ts';
+import { addFrames, decodeRatio, framesBetween, sumMetric } from '../../bench/ttfp/code2wavFrames.ts';
 import { asyncSyncRatios, evaluateGoals, throughputShare } from '../../bench/ttfp/goals.ts';
 import type { ThroughputLimit } from '../../bench/limit/runThroughput.ts';
 import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
@@ -102,9 +102,16 @@ describe('asyncSyncRatios and evaluateGoals', () => {
       audioFrames: sumMetric(text(decoded, audio), 'chorus_code2wav_audio_frames_total'),
     });
     expect(scrape(40, 20)).toEqual({ framesDecoded: 50, audioFrames: 30 });
-    expect(decodeRatio(scrape(40, 20), scrape(240, 120))).toBe(2);
-    expect(decodeRatio(scrape(40, 20), scrape(40, 20))).toBeNull(); // no audio in between
-    expect(decodeRatio(null, scrape(40, 20))).toBeNull(); // a server without /metrics
+    expect(decodeRatio(framesBetween(scrape(40, 20), scrape(240, 120)))).toBe(2);
+    expect(decodeRatio(framesBetween(scrape(40, 20), scrape(40, 20)))).toBeNull(); // no audio in between
+    expect(decodeRatio(framesBetween(null, scrape(40, 20)))).toBeNull(); // a server without /metrics
+    // A run measured in two blocks: the ratio of the sums, not the mean of the ratios.
+    const blocks = addFrames(
+      framesBetween(scrape(0, 0), scrape(20, 20)),
+      framesBetween(scrape(20, 20), scrape(320, 120)),
+    );
+    expect(decodeRatio(blocks)).toBe(320 / 120);
+    expect(addFrames(blocks, null)).toBeNull(); // one block without /metrics: no ratio for the run
   });
 
   it('compares req/s at c=10 with the throughput limit of 10 requests', () => {

@@ -122,7 +122,8 @@ function provenance(r: BenchResult): string {
     `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, ${m.memory_gib} ` +
     `GiB, ` +
     `load ${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; protocol ${r.options.protocol}, warm-up ` +
-    `${r.options.warmup}, seed ${r.options.seed}`
+    `${r.options.warmup}, seed ${r.options.seed}` +
+    (r.options.interleaved ? '; both servers up, each concurrency run in halves A B B A' : '')
   );
 }
 

@@ -49,7 +49,9 @@ ${mixUsage.trimEnd()}
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
 --compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
 reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
-(underruns and worst stall of each, runs[].scheduling). --url measures a running server.
+(underruns and worst stall of each, runs[].scheduling). The two servers of a comparison run at once and each
+concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
+stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
 --trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a
 request's first packet waited, from those files and requests.json).
