@@ -4,7 +4,8 @@
  *     prev_codes [B, S, Q] int64 (the previous frame's codes, BOS for the first), attention_mask,
  *     position_ids, cache.N.* -> logits [B, S, K + 2] (codebook 0; K = BOS, K + 1 = EOS),
  *     last_hidden_state [B, S, D], cache_new.N.* (the append-only KV signature, decoderStack.ts)
- *   code_predictor.onnx: hidden [B, D], code0 [B] int64 -> logits [B, Q - 1, K] (codebooks 1..Q-1)
+ *   code_predictor.onnx: hidden [B, D], code0 [B] int64 -> logits [B, Q - 1, K] (codebooks 1..Q-1),
+ *     greedy_codes [B, Q - 1] int64 (their argmax)
  *   pad_row.f32: the conditioning row used once the Thinker's text has run out.
  * End of speech is tied to that pad row: the EOS logit gets eosGain * <row, pad> / |pad|^2, which is
  * ~eosGain for the pad row and ~0 for Thinker rows (random, nearly orthogonal in C dimensions). So a
@@ -104,6 +105,7 @@ function buildCodePredictor(size: TalkerSize, seed: number): Uint8Array {
   g.input('hidden', 'float32', ['batch_size', d]);
   g.input('code0', 'int64', ['batch_size']);
   g.output('logits', 'float32', ['batch_size', q - 1, k]);
+  g.output('greedy_codes', 'int64', ['batch_size', q - 1]);
   const code0 = g.op('Gather', [w.uniform('predictor.code0_embed.weight', [vocab, d], 1), 'code0'], { axis: 0 });
   const h = g.op(
     'LayerNormalization',
@@ -123,6 +125,9 @@ function buildCodePredictor(size: TalkerSize, seed: number): Uint8Array {
     [q - 1, PREDICTOR_RANK, k],
     logitScale / (0.6 * Math.sqrt(PREDICTOR_RANK)),
   );
-  g.op('Reshape', [g.op('MatMul', [perBook, heads]), g.constI64([0, q - 1, k])], {}, 'logits');
+  const logits = g.op('Reshape', [g.op('MatMul', [perBook, heads]), g.constI64([0, q - 1, k])], {}, 'logits');
+  // The argmax of every codebook (the first of equal maxima, as greedy sampling picks): a greedy step fetches these
+  // [B, Q-1] ids instead of the [B, Q-1, K] logits.
+  g.op('ArgMax', [logits], { axis: -1, keepdims: 0, select_last_index: 0 }, 'greedy_codes');
   return g.toBytes('chorus tiny-omni talker code predictor');
 }

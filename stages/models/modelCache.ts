@@ -15,6 +15,15 @@ import type { BuildProgressStep, BuiltFiles } from '../generator/thinkerModel.ts
 
 /** Bump when a generator's graph or weights change: old folders then stop matching. */
 export const GENERATOR_VERSION = 3; // 3: thinker and talker with the append-only KV signature
+/** Kinds whose generator moved on alone (only their folders change). */
+const KIND_GENERATOR_VERSION: Partial<Record<string, number>> = {
+  talker: 4, // 4: the code predictor also outputs its greedy codes (ArgMax in the graph)
+};
+
+/** The generator version of a kind: its own, or GENERATOR_VERSION. */
+export function generatorVersionOf(kind: string): number {
+  return KIND_GENERATOR_VERSION[kind] ?? GENERATOR_VERSION;
+}
 const MANIFEST = 'manifest.json';
 
 /** Every generated kind, the encoders included (built through ensureEncoderModel, with their own generator version). */
@@ -54,7 +63,7 @@ export interface GeneratedModelRecipe {
   readonly preset: string;
   readonly seed: number;
   readonly size: GeneratedModelSpec['size'];
-  /** Defaults to GENERATOR_VERSION; a generator with its own version bumps only its own folders. */
+  /** Defaults to generatorVersionOf(kind); a generator with its own version bumps only its own folders. */
   readonly generatorVersion?: number;
   build(progress: (s: BuildProgressStep) => void): Promise<BuiltFiles>;
 }
@@ -65,7 +74,7 @@ export function modelDirName(spec: Pick<GeneratedModelRecipe, 'kind' | 'seed' | 
     kind: spec.kind,
     size: sortedSize,
     seed: spec.seed,
-    generator: spec.generatorVersion ?? GENERATOR_VERSION,
+    generator: spec.generatorVersion ?? generatorVersionOf(spec.kind),
   });
   return `${spec.kind}-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
 }
@@ -131,7 +140,7 @@ async function ensureGenerated(
     }
     const manifest: ModelManifest = {
       kind: spec.kind,
-      generatorVersion: spec.generatorVersion ?? GENERATOR_VERSION,
+      generatorVersion: spec.generatorVersion ?? generatorVersionOf(spec.kind),
       preset: spec.preset,
       seed: spec.seed,
       size: spec.size,

@@ -44,6 +44,16 @@ export interface SampleOptions {
 
 let scratch = new Float32Array(0);
 
+/**
+ * Whether sampleToken with these params and no options is the plain argmax of the logits (greedy, no logit bias):
+ * then a model's own ArgMax output gives the same id (the first of equal maxima) without the logits.
+ */
+export function isPlainArgmax(params: SamplingParams): boolean {
+  if (params.temperature > 0) return false;
+  for (const _ in params.logitBias) return false;
+  return true;
+}
+
 /** Picks one id from logits (not modified). Greedy when temperature <= 0: the lowest id among equal maxima. */
 export function sampleToken(
   logits: Float32Array,

@@ -18,7 +18,7 @@ import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import type { TalkerSize } from '../../src/common/graph.ts';
-import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
+import { drawStream, isPlainArgmax, sampleToken } from '../sampling/sampleToken.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
 import { readTalkerSignature, type TalkerSignature } from './talkerSignature.ts';
 
@@ -200,18 +200,22 @@ export class OnnxTalkerRunner implements TalkerRunner {
       lastHidden.set(hidden.subarray(last * d, (last + 1) * d), i * d);
     });
     const code0 = BigInt64Array.from(speaking, (s) => BigInt(s.code0));
+    // Greedy residuals come straight from the graph's ArgMax: [n, Q-1] ids instead of [n, Q-1, K] logits copied
+    // out, scanned and collected every step.
+    const greedy = this.signature.greedyCodes && speaking.every(({ b }) => isPlainArgmax(items[b].sampling));
     const out = this.predictor.run(
       { hidden: new ort.Tensor('float32', lastHidden, [n, d]), code0: new ort.Tensor('int64', code0, [n]) },
-      ['logits'],
+      [greedy ? 'greedy_codes' : 'logits'],
     );
-    const logits = out.logits.data as Float32Array;
+    const ids = greedy ? (out.greedy_codes.data as BigInt64Array) : null;
+    const logits = greedy ? null : (out.logits.data as Float32Array);
     speaking.forEach(({ b, code0: c0, rng }, i) => {
       const item = items[b];
       const codes = new Int32Array(q);
       codes[0] = c0;
       for (let book = 1; book < q; book++) {
-        const from = (i * (q - 1) + book - 1) * k;
-        codes[book] = sampleToken(logits.subarray(from, from + k), item.sampling, rng);
+        const at = i * (q - 1) + book - 1;
+        codes[book] = ids ? Number(ids[at]) : sampleToken(logits!.subarray(at * k, (at + 1) * k), item.sampling, rng);
       }
       const state = this.stateOf(item.seqId);
       state.lastFrame = codes;

@@ -1,7 +1,8 @@
 /**
  * The Talker's file layout (ours; there is no public convention to follow): talker.onnx with
- * condition / prev_codes / KV inputs and logits / last_hidden_state outputs, plus code_predictor.onnx
- * and pad_row.f32 beside it. A generated folder copied elsewhere loads as a bring-your-own model.
+ * condition / prev_codes / KV inputs and logits / last_hidden_state outputs, plus code_predictor.onnx (logits,
+ * and optionally greedy_codes: the argmax of each codebook, fetched instead of the logits by greedy steps) and
+ * pad_row.f32 beside it. A generated folder copied elsewhere loads as a bring-your-own model.
  */
 import { basename } from 'node:path';
 import { checkNoUnknownInputs, readKvSignature, signatureError, type KvSignature } from '../models/decoderSignature.ts';
@@ -13,6 +14,8 @@ export interface TalkerSignature extends KvSignature {
   /** Codebook-0 vocabulary: codebookSize codes + BOS + EOS. */
   readonly codebookSize: number;
   readonly hiddenSize: number;
+  /** The code predictor also outputs greedy_codes [batch, numCodebooks - 1] (int64): each codebook's argmax. */
+  readonly greedyCodes: boolean;
 }
 
 const KNOWN_INPUTS = new Set(['condition', 'prev_codes', 'attention_mask', 'position_ids', 'use_cache_branch']);
@@ -45,5 +48,8 @@ export function readTalkerSignature(talker: SyncSession, predictor: SyncSession,
   if (!pLogits || pLogits[1] !== numCodebooks - 1 || pLogits[2] !== vocab - 2) {
     throw signatureError(pwhat, `needs a logits output [batch, ${numCodebooks - 1}, ${vocab - 2}]`);
   }
-  return { ...kv, conditionDim: condition, numCodebooks, codebookSize: vocab - 2, hiddenSize };
+  const greedy = predictor.outputMetadata.find((m) => m.name === 'greedy_codes');
+  const greedyCodes = greedy !== undefined && greedy.type === 'int64' && greedy.shape[1] === numCodebooks - 1;
+  if (greedy && !greedyCodes) throw signatureError(pwhat, `greedy_codes must be int64 [batch, ${numCodebooks - 1}]`);
+  return { ...kv, conditionDim: condition, numCodebooks, codebookSize: vocab - 2, hiddenSize, greedyCodes };
 }

@@ -2,7 +2,11 @@
  * The Talker runner: one frame of 16 codes per step, the same codes alone or in a batch, independent of
  * how the prefill is split, and end-of-speech at the pad row unless ignore_eos masks it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import onnxProto from 'onnx-proto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ensureModel } from '../../stages/models/ensureModel.ts';
 import { createTalkerRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { SamplingParams } from '../../src/common/graph.ts';
@@ -127,6 +131,55 @@ describe('talker runner', () => {
     // Text rows do not end speech (the talker speaks while there is text).
     const [frames] = speak([script(6, 40, 12)], 40, sampling(), 'text');
     expect(frames).not.toContain('eos');
+  });
+
+  it('greedy steps take the residual codes from the graph ArgMax: the codes of sampling its logits', () => {
+    const predictor = (runner as unknown as { predictor: { run(feeds: unknown, fetches: string[]): unknown } })
+      .predictor;
+    const run = vi.spyOn(predictor, 'run');
+    const fetched = () => [...new Set(run.mock.calls.map(([, fetches]) => fetches.join()))];
+    try {
+      const scripts = [script(5, 10, 21), script(9, 10, 22)];
+      const viaArgmax = speak(scripts, 10, sampling(), 'argmax');
+      expect(fetched()).toEqual(['greedy_codes']);
+      run.mockClear();
+      // A zero logit bias changes no code but is not a plain argmax: the logits come out and JS samples them.
+      const viaLogits = speak(scripts, 10, sampling({ logitBias: { '3': 0 } }), 'logits');
+      expect(fetched()).toEqual(['logits']);
+      expect(viaArgmax).toEqual(viaLogits);
+    } finally {
+      run.mockRestore();
+    }
+  });
+
+  it('a code predictor without greedy_codes (older or foreign files) samples its logits: the same codes', async () => {
+    const generated = await ensureModel(talkerSpec(), models.dir);
+    const dir = join(models.dir, 'talker-without-greedy-codes');
+    mkdirSync(dir);
+    copyFileSync(generated.files['talker.onnx'], join(dir, 'talker.onnx'));
+    copyFileSync(generated.files['pad_row.f32'], join(dir, 'pad_row.f32'));
+    const { onnx } = onnxProto;
+    const model = onnx.ModelProto.decode(readFileSync(generated.files['code_predictor.onnx']));
+    const graph = model.graph!;
+    graph.output = (graph.output ?? []).filter((o) => o.name !== 'greedy_codes');
+    graph.node = (graph.node ?? []).filter((n) => n.opType !== 'ArgMax');
+    writeFileSync(join(dir, 'code_predictor.onnx'), onnx.ModelProto.encode(model).finish());
+    const foreign = await createTalkerRunner({ model: { source: 'file', path: join(dir, 'talker.onnx') } }, models.dir);
+    try {
+      const s = script(7, 6, 23);
+      const frames = (r: TalkerRunner, id: string) => {
+        const out = [r.execute([{ seqId: id, rows: s.prompt, numRows: s.numPrompt, sampling: sampling() }])[0]];
+        for (let f = 1; f < 6; f++)
+          out.push(
+            r.execute([{ seqId: id, rows: s.text.subarray(f * C, (f + 1) * C), numRows: 1, sampling: sampling() }])[0],
+          );
+        r.free(id);
+        return out.map((o) => o.codes.join(','));
+      };
+      expect(frames(foreign, 'foreign')).toEqual(frames(runner, 'generated'));
+    } finally {
+      await foreign.close();
+    }
   });
 
   it('reports KV bytes per sequence and frees them', () => {
