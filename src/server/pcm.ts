@@ -3,17 +3,25 @@
  * Written out by hand because the formats are tiny and fixed (RIFF/WAVE, PCM, mono, 16-bit).
  */
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 /** Float PCM to 16-bit little-endian. Asymmetric scale so that n/32767 maps back to exactly n and -1 to -32768. */
 export function floatToPcm16(samples: Float32Array): Buffer {
-  const out = Buffer.allocUnsafe(samples.length * 2);
+  // Through an Int16Array where the machine is little-endian (every platform Node ships for): a plain store per
+  // sample instead of Buffer.writeInt16LE's checked call (the server converts every chunk of audio it sends).
+  const out = LITTLE_ENDIAN ? null : Buffer.allocUnsafe(samples.length * 2);
+  const pcm = LITTLE_ENDIAN ? new Int16Array(samples.length) : null;
   for (let i = 0; i < samples.length; i++) {
     let x = samples[i];
     if (!(x > -1))
       x = -1; // also maps NaN to -1 instead of writing garbage
     else if (x > 1) x = 1;
-    out.writeInt16LE(Math.round(x < 0 ? x * 32768 : x * 32767), i * 2);
+    // Math.round(y) for y in [-32768, 32767]: y + 32768.5 is positive, so truncating it is flooring it.
+    const v = (((x < 0 ? x * 32768 : x * 32767) + 32768.5) | 0) - 32768;
+    if (pcm) pcm[i] = v;
+    else out!.writeInt16LE(v, i * 2);
   }
-  return out;
+  return pcm ? Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength) : out!;
 }
 
 export function pcm16ToBase64(samples: Float32Array): string {

@@ -16,6 +16,22 @@ describe('pcm16', () => {
     expect([...pcm.subarray(2, 4)]).toEqual([0xff, 0x7f]);
   });
 
+  it('rounds every sample as Math.round does, halves included (n / 32767 maps back to n)', () => {
+    const halves = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -32767.5, 32766.5].map((y) => (y < 0 ? y / 32768 : y / 32767));
+    const exact = Array.from({ length: 2001 }, (_, i) => (i - 1000) * 31);
+    const samples = Float32Array.from([
+      ...halves,
+      ...exact.map((n) => (n < 0 ? n / 32768 : n / 32767)),
+      ...Array.from({ length: 5000 }, (_, i) => Math.sin(i * 0.37) * 1.01),
+    ]);
+    const pcm = floatToPcm16(samples);
+    samples.forEach((x, i) => {
+      const y = Math.max(-1, Math.min(1, x));
+      expect(pcm.readInt16LE(i * 2), `sample ${i} = ${x}`).toBe(Math.round(y < 0 ? y * 32768 : y * 32767) + 0);
+    });
+    exact.forEach((n, i) => expect(pcm.readInt16LE((halves.length + i) * 2)).toBe(n));
+  });
+
   it('wraps pcm16 in a 44-byte WAV header', () => {
     const data = Buffer.from([1, 0, 2, 0]);
     const wav = wavFromPcm16(data, 24000);
