@@ -5,8 +5,18 @@ import { describe, expect, it } from 'vitest';
 import { planChatCompletion } from '../../src/server/chat/chatRequest.ts';
 import { decodeBase64Strict, floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
 import { parseClientEvent } from '../../src/server/realtime/clientEvents.ts';
+import { newId } from '../../src/server/realtime/serverEvents.ts';
 import { chooseSubprotocol, originAllowed } from '../../src/server/security.ts';
 import { ClientInputError } from '../../src/server/validate.ts';
+
+describe('realtime ids', () => {
+  it('are unique, carry their prefix and stay in the base64url alphabet', () => {
+    const events = Array.from({ length: 20_000 }, () => newId('event'));
+    expect(new Set(events).size).toBe(events.length);
+    for (const id of [...events.slice(0, 50), newId('resp'), newId('item')]) expect(id).toMatch(/^[a-z]+_[\w-]{8,}$/);
+    expect(newId('resp')).not.toBe(newId('resp'));
+  });
+});
 
 describe('pcm16', () => {
   it('maps [-1, 1] to the full int16 range, clamps, and is little-endian', () => {

@@ -18,7 +18,12 @@ import type { GenerationFields } from '../generationParams.ts';
 
 export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });
 
+/** Event ids only need to be unique: a random per-process prefix and a counter (one per delta, so it is cheap). */
+const EVENT_ID_PREFIX = `event_${randomBytes(9).toString('base64url')}`;
+let eventCount = 0;
+
 export function newId(prefix: 'sess' | 'resp' | 'item' | 'conv' | 'event'): string {
+  if (prefix === 'event') return `${EVENT_ID_PREFIX}${(eventCount++).toString(36)}`;
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }
 
