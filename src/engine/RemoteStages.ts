@@ -29,6 +29,8 @@ import type { StageWorkerHandle } from './stageWorkers.ts';
 /** A joined remote instance, driven like a local StageWorker. */
 const DEPLOYMENT_TTL_MS = 10_000;
 const DEPLOYMENT_REFRESH_MS = 2_000;
+/** How often main repeats its boot to an instance that has not answered READY (models may take a while to load). */
+const BOOT_RESEND_MS = 2_000;
 
 export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> implements StageWorkerHandle {
   settings: StageReadySettings | null = null;
@@ -36,6 +38,9 @@ export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> implement
   /** Why it is gone (set when it is lost). */
   lost: SerializedError | null = null;
   joined = false;
+  /** Main's boot to it, and when it was last sent (sent again while the instance has not answered READY). */
+  boot: Extract<MainToStage, { type: 'boot' }> | null = null;
+  bootSentAtMs = 0;
 
   constructor(
     readonly heartbeat: Heartbeat,
@@ -150,6 +155,13 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
     const known = this.#handles.get(hb.instance);
     if (known && known.heartbeat.startedAtMs === hb.startedAtMs) {
       known.lastHeartbeatMs = Date.now();
+      // Pub/sub keeps nothing: a boot published before the instance (re)subscribed (its heartbeats come from a
+      // connection of their own, which may be back first after an outage) is lost. Until READY, say it again; an
+      // instance that got it answers with its READY (redisChannel.ts).
+      if (!known.joined && known.boot && known.lastHeartbeatMs - known.bootSentAtMs >= BOOT_RESEND_MS) {
+        known.bootSentAtMs = known.lastHeartbeatMs;
+        known.send(known.boot);
+      }
       return;
     }
     if (known) this.#lose(known, `stage ${hb.instance} on ${known.host} restarted`);
@@ -171,14 +183,16 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
       );
     const handle = new RemoteStageHandle(hb, (msg) => this.#publish(hb.instance, msg));
     this.#handles.set(hb.instance, handle);
-    handle.send({
+    handle.boot = {
       type: 'boot',
       graph: this.graph,
       stageIndex: index,
       replica: 0,
       instance: hb.instance,
       edges: this.edgesOf(hb.instance),
-    });
+    };
+    handle.bootSentAtMs = Date.now();
+    handle.send(handle.boot);
   }
 
   #onMessage(from: string, msg: StageToMain): void {

@@ -4,8 +4,8 @@
  *
  *   `{prefix}:ctl:main`        instances -> main: {from: instance, msg}
  *   `{prefix}:ctl:{instance}`  main -> one instance
- *   `{prefix}:hb`              every instance's heartbeat (HEARTBEAT_MS); main declares an instance lost after
- *                              HEARTBEAT_TTL_MS without one
+ *   `{prefix}:hb`              every instance's heartbeat (HEARTBEAT_MS, from a thread of its own: heartbeatWorker.ts);
+ *                              main declares an instance lost after HEARTBEAT_TTL_MS without one
  *   `{prefix}:deployment`      main's config hash (a key with a TTL it refreshes), so a stage started from another
  *                              config refuses to join before it loads anything
  *
@@ -19,6 +19,7 @@ import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { RedisLink } from '../../../transport/redis/redisLink.ts';
 import type { MainToStage, StageToMain } from '../messages.ts';
 import { MAX_CONTROL_MESSAGE_BYTES, type ControlChannel } from './ControlChannel.ts';
+import { HeartbeatThread } from './HeartbeatThread.ts';
 
 export const HEARTBEAT_MS = 500;
 export const HEARTBEAT_TTL_MS = 2000;
@@ -80,7 +81,7 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   readonly #closeHandlers: (() => void)[] = [];
   readonly #keys: ReturnType<typeof controlKeys>;
   readonly #heartbeat: Heartbeat;
-  #timer: NodeJS.Timeout | null = null;
+  #beats: HeartbeatThread | null = null;
   #ready: StageToMain | null = null;
   #booted = false;
   #closed = false;
@@ -106,8 +107,16 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
       if (record.configHash !== this.#heartbeat.configHash) throw mismatch(record, this.#heartbeat.configHash);
     }
     await this.link.subscribe(this.#keys.toInstance(this.instance), (bytes) => this.#receive(bytes));
-    this.#beat();
-    this.#timer = setInterval(() => this.#beat(), HEARTBEAT_MS);
+    // Beats from a thread of their own: a model step holds this thread for as long as it runs.
+    this.#beats = await HeartbeatThread.start(
+      {
+        link: { ...this.link.options, name: `${this.link.options.name ?? `chorus:${this.instance}`}:heartbeat` },
+        channel: this.#keys.heartbeat,
+        message: packControl(this.#heartbeat),
+        intervalMs: HEARTBEAT_MS,
+      },
+      this.instance,
+    );
   }
 
   send(msg: StageToMain): boolean {
@@ -144,15 +153,12 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#timer) clearInterval(this.#timer);
-    void this.link.unsubscribe(this.#keys.toInstance(this.instance)).finally(() => {
+    void Promise.allSettled([
+      this.#beats?.close(),
+      this.link.unsubscribe(this.#keys.toInstance(this.instance)),
+    ]).finally(() => {
       for (const h of this.#closeHandlers) h();
     });
-  }
-
-  #beat(): void {
-    if (!this.link.up) return; // node-redis reconnects; the beats resume when it has
-    this.link.commands.publish(this.#keys.heartbeat, packControl(this.#heartbeat)).catch(() => undefined);
   }
 
   #receive(bytes: Buffer): void {

@@ -1,0 +1,79 @@
+/**
+ * Main's side of a remote instance joining (src/engine/RemoteStages.ts): pub/sub keeps nothing, so a boot published
+ * before the instance listens is lost; main says it again on a later heartbeat until the instance answers READY.
+ * (Heartbeats come from a connection of their own, which may be back before the instance has subscribed again after
+ * an outage.)
+ */
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { logger } from '../../src/common/log.ts';
+import { RemoteStages, type RemoteStageHandle } from '../../src/engine/RemoteStages.ts';
+import { controlKeys, packControl, unpackControl, type Heartbeat } from '../../src/worker/control/redisChannel.ts';
+import type { MainToStage } from '../../src/worker/messages.ts';
+import { RedisLink } from '../../transport/redis/redisLink.ts';
+import { RedisServer } from '../helpers/redisServer.ts';
+
+const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
+
+describe('a remote instance that missed its boot', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(() => server?.stop());
+
+  it('gets it again on a later heartbeat, and joins when it answers READY', async () => {
+    const graph = await loadConfig(TWO_HOST);
+    const mainLink = await RedisLink.connect({ url: server.url });
+    const remote = new RemoteStages(mainLink, 'boot-test', graph, graph.configHash ?? '', () => [], logger);
+    await remote.start();
+    const instanceLink = await RedisLink.connect({ url: server.url });
+    const keys = controlKeys('boot-test');
+    const instance = 'talker#late';
+    const heartbeat: Heartbeat = {
+      instance,
+      stageId: 'talker',
+      host: hostname(),
+      pid: process.pid,
+      configHash: graph.configHash ?? '',
+      startedAtMs: Date.now(),
+    };
+    const publishes = async () =>
+      Number(/cmdstat_publish:calls=(\d+)/.exec(await server.cli('info', 'commandstats'))?.[1] ?? 0);
+    try {
+      // The first beat, answered with a boot while nobody listens on the instance's channel.
+      const before = await publishes();
+      await instanceLink.commands.publish(keys.heartbeat, packControl(heartbeat));
+      await expect.poll(publishes, { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 2);
+
+      const boots: MainToStage[] = [];
+      await instanceLink.subscribe(keys.toInstance(instance), (b) => boots.push(unpackControl<MainToStage>(b)));
+      const joined = new Promise<RemoteStageHandle>((resolve) => remote.once('joined', resolve));
+      const beats = setInterval(
+        () => void instanceLink.commands.publish(keys.heartbeat, packControl(heartbeat)).catch(() => undefined),
+        100,
+      );
+      try {
+        await expect.poll(() => boots.map((m) => m.type), { timeout: 10_000 }).toContain('boot');
+        const boot = boots.find((m) => m.type === 'boot') as Extract<MainToStage, { type: 'boot' }>;
+        expect([boot.instance, boot.graph.stages[boot.stageIndex].stageId]).toEqual([instance, 'talker']);
+        await instanceLink.commands.publish(
+          keys.toMain,
+          packControl({ from: instance, msg: { type: 'ready', settings: null } }),
+        );
+        expect((await joined).heartbeat.instance).toBe(instance);
+        // Joined: no more boots, however long it beats.
+        const bootsAtJoin = boots.length;
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        expect(boots.length).toBe(bootsAtJoin);
+      } finally {
+        clearInterval(beats);
+      }
+    } finally {
+      await remote.close();
+      await instanceLink.close();
+    }
+  });
+});
