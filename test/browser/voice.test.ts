@@ -29,7 +29,9 @@ const FAKE_MIC_RATE_HZ = 48_000; // Chromium's capture rate; the file is resampl
 const MAX_TOKENS = 1500;
 /** The second turn's answer, capped low from the page once the first is cancelled, so it ends in a few seconds. */
 const SECOND_MAX_TOKENS = 60;
-const PAUSE_MS = 2500; // between the question and the interruption
+// Between the question and the interruption: the answer must be playing when the interruption starts, and under the
+// whole suite's load on a slow machine its first audio came 2 s after speech_stopped (2.5 s was too short there).
+const PAUSE_MS = 5000;
 
 let dir: string;
 let engine: Orchestrator;
