@@ -7,81 +7,23 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import type { SchedulingPolicy, StageGraph } from '../../src/common/graph.ts';
+import type { StageGraph } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { presets } from '../../stages/generator/presets.ts';
 import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
 import { runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
-import type { BenchClient, ClientTarget, Protocol } from './clients/BenchClient.ts';
-import { ChatBenchClient } from './clients/ChatBenchClient.ts';
-import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
-import { addFrames, decodeRatio, framesBetween, settledCode2WavFrames, type Code2WavFrames } from './code2wavFrames.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
-import { readBenchConfig, startInProcessServer, type BenchConfig } from './inProcessServer.ts';
+import { readBenchConfig, type BenchConfig } from './inProcessServer.ts';
 import { remoteStagesOf } from './RemoteStageHost.ts';
-import { summarizeRun } from './metrics.ts';
-import { ProgressBar } from './ProgressBar.ts';
+import { ModeRun, openMode, warmUp, type LiveMode, type Mode } from './modeRun.ts';
+import type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
-import { gitSha, machineInfo, toRunRow, type BenchResult, type RunRow } from './results.ts';
-import type { RequestTrace } from './trace.ts';
-import { runLoad } from './runLoad.ts';
+import { gitSha, machineInfo, type BenchResult, type RunRow } from './results.ts';
 import { ServerTimings } from './ServerTimings.ts';
 
-export type BenchTarget =
-  | { readonly kind: 'config'; readonly file: string }
-  | { readonly kind: 'url'; readonly url: string; readonly syncUrl?: string; readonly apiKey: string | null };
-
-export interface ServeBenchOptions {
-  readonly target: BenchTarget;
-  readonly protocol: Protocol;
-  readonly concurrency: readonly number[];
-  readonly numPrompts: number;
-  readonly inputLen: number;
-  readonly outputLen: number;
-  readonly warmup: number;
-  readonly seed: number;
-  readonly compareSync: boolean;
-  /** Also run the same YAML with scheduling: fifo (the first run is scheduling: playback). */
-  readonly compareScheduling?: boolean;
-  /** A second config run after --config's (--config target only); ratios are --config over it. */
-  readonly compareConfig?: string;
-  /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */
-  readonly redisUrl?: string;
-  /** How long remote stage processes may take to join (default 180 s). */
-  readonly joinTimeoutMs?: number;
-  /** Per-request initial codec chunk (Chorus extension); default: the server's chunk policy. */
-  readonly initialCodecChunkFrames?: number;
-  /** Per-request TTFP target (Chorus extension); each run reports how many requests met it. */
-  readonly ttfpTargetMs?: number;
-  /** Per request (default 300 s: a sync answer at c=10 on 2 cores is long). */
-  readonly timeoutMs?: number;
-  /** Measure the critical-path limit (--config only; default true). */
-  readonly limit?: boolean;
-  readonly limitRepeats?: number;
-  /** Measured passes of the throughput limit per concurrency (default 5, after one warm-up pass). */
-  readonly throughputRepeats?: number;
-  /** Where the progress bar goes (stderr in the CLI); null for none. */
-  readonly progress: (NodeJS.WritableStream & { isTTY?: boolean }) | null;
-  readonly log: Logger;
-  /** The command line, recorded in the results. */
-  readonly command: string;
-  /** Called after each run with its row and its raw traces (the CLI writes them to DIR/requests.json). */
-  readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
-}
-
-/**
- * One server to measure: its name in the results, its address, its async_chunk and scheduling (null: a server
- * that does not say), and (in-process) its config.
- */
-interface Mode {
-  readonly variant: string;
-  readonly asyncChunk: boolean;
-  readonly scheduling: SchedulingPolicy | null;
-  readonly config: BenchConfig | null;
-  readonly url: string | null;
-}
+export type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
 
 export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> {
   const modes = await planModes(o);
@@ -217,129 +159,6 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   result.finished_at = new Date().toISOString();
   result.machine.load_avg_end = os.loadavg()[0];
   return result;
-}
-
-/** A mode's server, running: where its clients connect, and how to stop it (a no-op for --url). */
-interface LiveMode {
-  readonly mode: Mode;
-  readonly target: ClientTarget;
-  close(): Promise<void>;
-}
-
-async function openMode(o: ServeBenchOptions, mode: Mode, result: BenchResult): Promise<LiveMode> {
-  const server = mode.config
-    ? await startInProcessServer(mode.config.graph, o.log, {
-        ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
-        ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
-      })
-    : null;
-  if (server?.remote) result.remote_stages[mode.variant] = server.remote;
-  return {
-    mode,
-    target: {
-      baseUrl: server?.baseUrl ?? mode.url!,
-      apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
-    },
-    close: async () => {
-      await server?.close();
-    },
-  };
-}
-
-/** Prompts [from, to) at one concurrency on one live mode; request i keeps seed + i wherever it runs. */
-function load(
-  o: ServeBenchOptions,
-  live: LiveMode,
-  name: string,
-  list: readonly string[],
-  concurrency: number,
-  firstIndex = 0,
-): ReturnType<typeof runLoad> {
-  const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
-  return runLoad({
-    prompts: list,
-    concurrency,
-    outputLen: o.outputLen,
-    seed: o.seed + firstIndex,
-    timeoutMs: o.timeoutMs ?? 300_000,
-    openClient: (): Promise<BenchClient> =>
-      o.protocol === 'realtime'
-        ? RealtimeBenchClient.connect(live.target)
-        : Promise.resolve(new ChatBenchClient(live.target)),
-    onRequestDone: (t) => bar?.tick(t.ok),
-    chunking: {
-      ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
-      ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
-    },
-  }).finally(() => bar?.finish());
-}
-
-async function warmUp(o: ServeBenchOptions, live: LiveMode, warmupPrompts: readonly string[]): Promise<void> {
-  if (warmupPrompts.length === 0) return;
-  const w = await load(o, live, `${live.mode.variant} warm-up`, warmupPrompts, 1);
-  const failed = w.traces.find((t) => !t.ok);
-  if (failed)
-    throw new ChorusError(
-      ErrorCodes.STAGE_FAILED,
-      `the warm-up request failed (${failed.error}); is the server healthy?`,
-    );
-}
-
-/** One row of the results (a mode at a concurrency), measured over one or more blocks of the prompts. */
-class ModeRun {
-  readonly #traces: RequestTrace[] = [];
-  #durationMs = 0;
-  #frames: Code2WavFrames | null = { framesDecoded: 0, audioFrames: 0 };
-  #blocks = 0;
-
-  constructor(
-    private readonly live: LiveMode,
-    private readonly concurrency: number,
-  ) {}
-
-  async block(o: ServeBenchOptions, prompts: readonly string[], from: number, to: number): Promise<void> {
-    if (to <= from) return;
-    const { target, mode } = this.live;
-    const part = to - from < prompts.length ? ` [${from}, ${to})` : '';
-    // Settled first: the warm-up's or the previous block's last frames may still be on their way to the totals.
-    const before = await settledCode2WavFrames(target);
-    const run = await load(
-      o,
-      this.live,
-      `${mode.variant} c=${this.concurrency}${part}`,
-      prompts.slice(from, to),
-      this.concurrency,
-      from,
-    );
-    const after = await settledCode2WavFrames(target);
-    for (let i = 0; i < run.traces.length; i++) this.#traces[from + i] = run.traces[i];
-    this.#durationMs += run.durationMs;
-    this.#blocks++;
-    this.#frames = addFrames(this.#frames, framesBetween(before, after));
-  }
-
-  finish(o: ServeBenchOptions, result: BenchResult, timings: ServerTimings | null): void {
-    const { mode } = this.live;
-    const traces = this.#traces.filter((t) => t !== undefined);
-    const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
-    const row = toRunRow(summarizeRun(traces), {
-      variant: mode.variant,
-      asyncChunk: mode.asyncChunk,
-      scheduling: mode.scheduling,
-      ttfpTargetMs: o.ttfpTargetMs ?? null,
-      concurrency: this.concurrency,
-      inputLen: o.inputLen,
-      outputLen: o.outputLen,
-      code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
-      code2wavDecodeRatio: decodeRatio(this.#frames),
-      durationMs: this.#durationMs,
-      blocks: this.#blocks,
-      traces,
-      ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
-    });
-    result.runs.push(row);
-    o.onRun?.(row, traces, timings);
-  }
 }
 
 async function planModes(o: ServeBenchOptions): Promise<Mode[]> {

@@ -1,0 +1,153 @@
+/**
+ * One mode of a `chorus bench` run at work: its server started (or reached by URL), warmed up, and measured at a
+ * concurrency over one or more blocks of the prompts (runServeBench.ts alternates two modes' blocks).
+ */
+import type { SchedulingPolicy } from '../../src/common/graph.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import type { BenchClient, ClientTarget } from './clients/BenchClient.ts';
+import { ChatBenchClient } from './clients/ChatBenchClient.ts';
+import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
+import { addFrames, decodeRatio, framesBetween, settledCode2WavFrames, type Code2WavFrames } from './code2wavFrames.ts';
+import { startInProcessServer, type BenchConfig } from './inProcessServer.ts';
+import { summarizeRun } from './metrics.ts';
+import { ProgressBar } from './ProgressBar.ts';
+import { toRunRow, type BenchResult } from './results.ts';
+import type { ServeBenchOptions } from './serveBenchOptions.ts';
+import { runLoad } from './runLoad.ts';
+import type { ServerTimings } from './ServerTimings.ts';
+import type { RequestTrace } from './trace.ts';
+
+/**
+ * One server to measure: its name in the results, its address, its async_chunk and scheduling (null: a server
+ * that does not say), and (in-process) its config.
+ */
+export interface Mode {
+  readonly variant: string;
+  readonly asyncChunk: boolean;
+  readonly scheduling: SchedulingPolicy | null;
+  readonly config: BenchConfig | null;
+  readonly url: string | null;
+}
+
+/** A mode's server, running: where its clients connect, and how to stop it (a no-op for --url). */
+export interface LiveMode {
+  readonly mode: Mode;
+  readonly target: ClientTarget;
+  close(): Promise<void>;
+}
+
+export async function openMode(o: ServeBenchOptions, mode: Mode, result: BenchResult): Promise<LiveMode> {
+  const server = mode.config
+    ? await startInProcessServer(mode.config.graph, o.log, {
+        ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
+        ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
+      })
+    : null;
+  if (server?.remote) result.remote_stages[mode.variant] = server.remote;
+  return {
+    mode,
+    target: {
+      baseUrl: server?.baseUrl ?? mode.url!,
+      apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
+    },
+    close: async () => {
+      await server?.close();
+    },
+  };
+}
+
+/** Prompts [from, to) at one concurrency on one live mode; request i keeps seed + i wherever it runs. */
+function load(
+  o: ServeBenchOptions,
+  live: LiveMode,
+  name: string,
+  list: readonly string[],
+  concurrency: number,
+  firstIndex = 0,
+): ReturnType<typeof runLoad> {
+  const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
+  return runLoad({
+    prompts: list,
+    concurrency,
+    outputLen: o.outputLen,
+    seed: o.seed + firstIndex,
+    timeoutMs: o.timeoutMs ?? 300_000,
+    openClient: (): Promise<BenchClient> =>
+      o.protocol === 'realtime'
+        ? RealtimeBenchClient.connect(live.target)
+        : Promise.resolve(new ChatBenchClient(live.target)),
+    onRequestDone: (t) => bar?.tick(t.ok),
+    chunking: {
+      ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
+      ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
+    },
+  }).finally(() => bar?.finish());
+}
+
+export async function warmUp(o: ServeBenchOptions, live: LiveMode, warmupPrompts: readonly string[]): Promise<void> {
+  if (warmupPrompts.length === 0) return;
+  const w = await load(o, live, `${live.mode.variant} warm-up`, warmupPrompts, 1);
+  const failed = w.traces.find((t) => !t.ok);
+  if (failed)
+    throw new ChorusError(
+      ErrorCodes.STAGE_FAILED,
+      `the warm-up request failed (${failed.error}); is the server healthy?`,
+    );
+}
+
+/** One row of the results (a mode at a concurrency), measured over one or more blocks of the prompts. */
+export class ModeRun {
+  readonly #traces: RequestTrace[] = [];
+  #durationMs = 0;
+  #frames: Code2WavFrames | null = { framesDecoded: 0, audioFrames: 0 };
+  #blocks = 0;
+
+  constructor(
+    private readonly live: LiveMode,
+    private readonly concurrency: number,
+  ) {}
+
+  async block(o: ServeBenchOptions, prompts: readonly string[], from: number, to: number): Promise<void> {
+    if (to <= from) return;
+    const { target, mode } = this.live;
+    const part = to - from < prompts.length ? ` [${from}, ${to})` : '';
+    // Settled first: the warm-up's or the previous block's last frames may still be on their way to the totals.
+    const before = await settledCode2WavFrames(target);
+    const run = await load(
+      o,
+      this.live,
+      `${mode.variant} c=${this.concurrency}${part}`,
+      prompts.slice(from, to),
+      this.concurrency,
+      from,
+    );
+    const after = await settledCode2WavFrames(target);
+    for (let i = 0; i < run.traces.length; i++) this.#traces[from + i] = run.traces[i];
+    this.#durationMs += run.durationMs;
+    this.#blocks++;
+    this.#frames = addFrames(this.#frames, framesBetween(before, after));
+  }
+
+  finish(o: ServeBenchOptions, result: BenchResult, timings: ServerTimings | null): void {
+    const { mode } = this.live;
+    const traces = this.#traces.filter((t) => t !== undefined);
+    const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
+    const row = toRunRow(summarizeRun(traces), {
+      variant: mode.variant,
+      asyncChunk: mode.asyncChunk,
+      scheduling: mode.scheduling,
+      ttfpTargetMs: o.ttfpTargetMs ?? null,
+      concurrency: this.concurrency,
+      inputLen: o.inputLen,
+      outputLen: o.outputLen,
+      code2wavBatch: code2wav?.engine.maxNumSeqs ?? null,
+      code2wavDecodeRatio: decodeRatio(this.#frames),
+      durationMs: this.#durationMs,
+      blocks: this.#blocks,
+      traces,
+      ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
+    });
+    result.runs.push(row);
+    o.onRun?.(row, traces, timings);
+  }
+}

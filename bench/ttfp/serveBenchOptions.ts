@@ -1,0 +1,50 @@
+/**
+ * What `chorus bench` (the TTFP bench) is told to do: runServeBench.ts runs it, modeRun.ts measures one mode of it.
+ */
+import type { Logger } from '../../src/common/log.ts';
+import type { Protocol } from './clients/BenchClient.ts';
+import type { RunRow } from './results.ts';
+import type { ServerTimings } from './ServerTimings.ts';
+import type { RequestTrace } from './trace.ts';
+
+export type BenchTarget =
+  | { readonly kind: 'config'; readonly file: string }
+  | { readonly kind: 'url'; readonly url: string; readonly syncUrl?: string; readonly apiKey: string | null };
+
+export interface ServeBenchOptions {
+  readonly target: BenchTarget;
+  readonly protocol: Protocol;
+  readonly concurrency: readonly number[];
+  readonly numPrompts: number;
+  readonly inputLen: number;
+  readonly outputLen: number;
+  readonly warmup: number;
+  readonly seed: number;
+  readonly compareSync: boolean;
+  /** Also run the same YAML with scheduling: fifo (the first run is scheduling: playback). */
+  readonly compareScheduling?: boolean;
+  /** A second config run after --config's (--config target only); ratios are --config over it. */
+  readonly compareConfig?: string;
+  /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */
+  readonly redisUrl?: string;
+  /** How long remote stage processes may take to join (default 180 s). */
+  readonly joinTimeoutMs?: number;
+  /** Per-request initial codec chunk (Chorus extension); default: the server's chunk policy. */
+  readonly initialCodecChunkFrames?: number;
+  /** Per-request TTFP target (Chorus extension); each run reports how many requests met it. */
+  readonly ttfpTargetMs?: number;
+  /** Per request (default 300 s: a sync answer at c=10 on 2 cores is long). */
+  readonly timeoutMs?: number;
+  /** Measure the critical-path limit (--config only; default true). */
+  readonly limit?: boolean;
+  readonly limitRepeats?: number;
+  /** Measured passes of the throughput limit per concurrency (default 5, after one warm-up pass). */
+  readonly throughputRepeats?: number;
+  /** Where the progress bar goes (stderr in the CLI); null for none. */
+  readonly progress: (NodeJS.WritableStream & { isTTY?: boolean }) | null;
+  readonly log: Logger;
+  /** The command line, recorded in the results. */
+  readonly command: string;
+  /** Called after each run with its row and its raw traces (the CLI writes them to DIR/requests.json). */
+  readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
+}
