@@ -14,13 +14,26 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-export async function freePort(): Promise<number> {
+/** A Redis Cluster node's bus listens on its port + this. */
+const CLUSTER_BUS_OFFSET = 10_000;
+
+/** A loopback port free right now (and, with `alsoFreeAt`, port + alsoFreeAt free too). */
+export async function freePort(alsoFreeAt = 0): Promise<number> {
+  for (;;) {
+    const port = await listenOnce(0);
+    if (alsoFreeAt === 0) return port;
+    if (port + alsoFreeAt <= 65_535 && (await listenOnce(port + alsoFreeAt).catch(() => null)) !== null) return port;
+  }
+}
+
+/** Listens on `port` (0: any) on loopback and closes again; resolves with the port it got. */
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
+    srv.listen(port, '127.0.0.1', () => {
+      const { port: got } = srv.address() as { port: number };
+      srv.close(() => resolve(got));
     });
   });
 }
@@ -44,20 +57,22 @@ export class RedisServer {
   ) {}
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
-    const dir = mkdtempSync(join(tmpdir(), 'chorus-redis-'));
-    const server = new RedisServer(
-      options.port ?? (await freePort()),
-      options.password ?? randomBytes(12).toString('hex'),
-      dir,
-      options,
-    );
-    try {
-      await server.#launch();
-    } catch (err) {
-      rmSync(dir, { recursive: true, force: true });
-      throw err;
+    const password = options.password ?? randomBytes(12).toString('hex');
+    // A port of our choosing can be taken between the probe and the launch, and a Cluster node also binds its bus
+    // on port + 10000, which the probe did not check: on "Address already in use", another port.
+    for (let attempt = 1; ; attempt++) {
+      const port = options.port ?? (await freePort(options.cluster ? CLUSTER_BUS_OFFSET : 0));
+      const dir = mkdtempSync(join(tmpdir(), 'chorus-redis-'));
+      const server = new RedisServer(port, password, dir, options);
+      try {
+        await server.#launch();
+        return server;
+      } catch (err) {
+        rmSync(dir, { recursive: true, force: true });
+        const taken = /Address already in use/.test((err as Error).message);
+        if (options.port !== undefined || !taken || attempt >= 5) throw err;
+      }
     }
-    return server;
   }
 
   get pid(): number | null {

@@ -51,11 +51,6 @@ export class HeartbeatThread {
     });
   }
 
-  /** The thread's id while it runs. */
-  get threadId(): number {
-    return this.worker.threadId;
-  }
-
   /** Stops the beats and waits until the thread has closed its connection and exited. */
   async close(): Promise<void> {
     if (!this.#closing) {

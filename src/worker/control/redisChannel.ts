@@ -82,6 +82,8 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   readonly #keys: ReturnType<typeof controlKeys>;
   readonly #heartbeat: Heartbeat;
   #beats: HeartbeatThread | null = null;
+  /** Messages that came while start() ran (answers to the first beats), handled once it has returned. */
+  #early: Buffer[] | null = [];
   #ready: StageToMain | null = null;
   #booted = false;
   #closed = false;
@@ -117,6 +119,10 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
       },
       this.instance,
     );
+    // Handled from the next turn: whoever started the channel has set up its close handlers by then.
+    const early = this.#early ?? [];
+    this.#early = null;
+    if (early.length > 0) setImmediate(() => early.forEach((bytes) => this.#receive(bytes)));
   }
 
   send(msg: StageToMain): boolean {
@@ -162,6 +168,7 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   }
 
   #receive(bytes: Buffer): void {
+    if (this.#early) return void this.#early.push(bytes);
     const msg = unpackControl<MainToStage | Refusal>(bytes);
     if (msg.type === 'refused') return this.onRefused(msg.reason);
     if (msg.type === 'boot') {
