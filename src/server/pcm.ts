@@ -7,7 +7,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** Float PCM to 16-bit little-endian. Asymmetric scale so that n/32767 maps back to exactly n and -1 to -32768. */
 export function floatToPcm16(samples: Float32Array): Buffer {
-  // Through an Int16Array where the machine is little-endian (every platform Node ships for): a plain store per
+  // Through an Int16Array where the machine is little-endian (x64, arm64; not s390x): a plain store per
   // sample instead of Buffer.writeInt16LE's checked call (the server converts every chunk of audio it sends).
   const out = LITTLE_ENDIAN ? null : Buffer.allocUnsafe(samples.length * 2);
   const pcm = LITTLE_ENDIAN ? new Int16Array(samples.length) : null;
