@@ -6,8 +6,10 @@
  * A steady batch (exactly the store's sequences, in its row order) is fed a prefix view of the buffers and
  * gets the step's new positions appended in place: JS work O(new positions), no large allocation except
  * when a buffer doubles. Only when the batch changes (a sequence joins, leaves or runs in another group)
- * are the rows repacked into a new store, once, as SeqKvCache does for the Optimum layout.
+ * are the rows repacked into a new store, once, as SeqKvCache does for the Optimum layout. Stores take their
+ * buffers from a KvBufferPool and hand them back when the last sequence leaves them (or when they double).
  */
+import type { KvBufferPool } from './KvBufferPool.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 
 const MIN_CAPACITY = 16;
@@ -22,6 +24,8 @@ function capacityFor(positions: number): number {
 export class AppendStore {
   /** Positions filled in every row, left padding included. */
   total = 0;
+  /** Sequences whose row is here; at 0 the buffers go back to the pool. */
+  private holders = 0;
   private buffers: Float32Array[];
   private capacity: number;
 
@@ -30,9 +34,22 @@ export class AppendStore {
     readonly batchSize: number,
     /** Positions to allocate, as is (the doubling applies when it grows). */
     capacity: number,
+    private readonly pool: KvBufferPool,
   ) {
     this.capacity = capacity;
-    this.buffers = Array.from({ length: 2 * layout.numLayers }, () => new Float32Array(this.capacity * this.stride));
+    this.buffers = Array.from({ length: 2 * layout.numLayers }, () => pool.take(this.capacity * this.stride));
+  }
+
+  /** A sequence takes a row here. */
+  hold(): void {
+    this.holders++;
+  }
+
+  /** A sequence left its row; the last one out returns the buffers to the pool. */
+  release(): void {
+    if (--this.holders > 0) return;
+    for (const b of this.buffers) this.pool.give(b);
+    this.buffers = [];
   }
 
   /** Floats of one position of one row (heads * headDim). */
@@ -55,14 +72,19 @@ export class AppendStore {
     return this.buffers[i];
   }
 
-  /** Makes room for `positions` filled positions, doubling the buffers (with their content) when short. */
+  /** Makes room for `positions` filled positions, doubling the capacity (content kept) when short. */
   reserve(positions: number): void {
     if (positions <= this.capacity) return;
     this.capacity = capacityFor(positions);
     const used = this.total * this.stride;
+    const floats = this.capacity * this.stride;
     this.buffers = this.buffers.map((old) => {
-      const grown = new Float32Array(this.capacity * this.stride);
+      // Pool buffers come in power-of-two sizes: most doublings fit in the buffer already there.
+      if (floats * Float32Array.BYTES_PER_ELEMENT <= old.buffer.byteLength)
+        return new Float32Array(old.buffer, 0, floats);
+      const grown = this.pool.take(floats);
       grown.set(old.subarray(0, used));
+      this.pool.give(old);
       return grown;
     });
   }
@@ -74,6 +96,33 @@ export class AppendStore {
     fresh.forEach((f, i) => this.buffers[i].set(f.subarray(0, numTokens * this.stride), at));
     this.total += numTokens;
   }
+
+  /**
+   * Copies positions [from, from + count) of rows [row, row + rows) into rows [toRow, toRow + rows) of dst,
+   * ending at dst.total. Position-major, so consecutive rows are one block per position: one copy per position
+   * and tensor for the whole run, not one per row.
+   */
+  copyRowsTo(dst: AppendStore, row: number, rows: number, from: number, count: number, toRow: number): void {
+    const n = this.rowFloats;
+    const dstFirst = dst.total - count;
+    for (let i = 0; i < this.buffers.length; i++) {
+      const src = this.buffers[i];
+      const to = dst.buffers[i];
+      for (let p = 0; p < count; p++) {
+        const s = ((from + p) * this.batchSize + row) * n;
+        to.set(src.subarray(s, s + rows * n), ((dstFirst + p) * dst.batchSize + toRow) * n);
+      }
+    }
+  }
+
+  /** Zeroes positions [0, positions) of rows [row, row + rows): padding in a buffer that may be reused. */
+  clearRows(row: number, rows: number, positions: number): void {
+    const n = this.rowFloats;
+    for (const buffer of this.buffers) {
+      for (let p = 0; p < positions; p++)
+        buffer.fill(0, (p * this.batchSize + row) * n, (p * this.batchSize + row + rows) * n);
+    }
+  }
 }
 
 export class AppendKvCache {
@@ -82,7 +131,10 @@ export class AppendKvCache {
   private store: AppendStore | null = null;
   private row = 0;
 
-  constructor(private readonly layout: KvLayout) {}
+  constructor(
+    private readonly layout: KvLayout,
+    private readonly pool: KvBufferPool,
+  ) {}
 
   private get positionBytes(): number {
     const { numLayers, numKvHeads, headDim } = this.layout;
@@ -111,30 +163,35 @@ export class AppendKvCache {
     return caches.every((c, b) => c.store === store && c.row === b);
   }
 
-  /** A new store for these caches in this order, each row right-aligned to the longest; room for `extra` more. */
-  static pack(layout: KvLayout, caches: readonly AppendKvCache[], extra: number): AppendStore {
+  /**
+   * A new store for these caches in this order, each row right-aligned to the longest; room for `extra` more.
+   * Caches that sit in consecutive rows of one store (a batch that a sequence joins or leaves) move as one block:
+   * each position of the run is copied once, padding included (masked either way). Padding not copied is zeroed:
+   * a reused buffer holds another batch's keys, and a masked key must still be finite (0 x NaN is NaN).
+   */
+  static pack(caches: readonly AppendKvCache[], extra: number): AppendStore {
+    const { layout, pool } = caches[0];
     const pastLen = Math.max(...caches.map((c) => c.length));
-    const store = new AppendStore(layout, caches.length, capacityFor(pastLen + extra));
+    const store = new AppendStore(layout, caches.length, capacityFor(pastLen + extra), pool);
     store.total = pastLen;
-    caches.forEach((c, b) => c.copyRows(store, b, c.length));
-    return store;
-  }
-
-  /** Copies this row's first `count` real positions into row b of dst, ending at dst.total. */
-  private copyRows(dst: AppendStore, b: number, count: number): void {
-    const src = this.store;
-    if (!src || count === 0) return;
-    const n = src.rowFloats;
-    const first = src.total - this.length;
-    const dstFirst = dst.total - count;
-    for (let i = 0; i < 2 * this.layout.numLayers; i++) {
-      const from = src.buffer(i);
-      const to = dst.buffer(i);
-      for (let p = 0; p < count; p++) {
-        const s = ((first + p) * src.batchSize + this.row) * n;
-        to.set(from.subarray(s, s + n), ((dstFirst + p) * dst.batchSize + b) * n);
+    for (let b = 0; b < caches.length;) {
+      const first = caches[b];
+      let rows = 1;
+      let count = first.length;
+      while (
+        first.store &&
+        b + rows < caches.length &&
+        caches[b + rows].store === first.store &&
+        caches[b + rows].row === first.row + rows
+      ) {
+        count = Math.max(count, caches[b + rows].length);
+        rows++;
       }
+      if (first.store && count > 0) first.store.copyRowsTo(store, first.row, rows, first.store.total - count, count, b);
+      store.clearRows(b, rows, pastLen - count);
+      b += rows;
     }
+    return store;
   }
 
   /**
@@ -147,12 +204,27 @@ export class AppendKvCache {
     const count = Math.min(keep, this.length);
     if (!this.store) return;
     if (count === this.length && this.store.batchSize === 1 && this.store.total === this.length) return;
-    const own = new AppendStore(this.layout, 1, count);
+    const own = new AppendStore(this.layout, 1, count, this.pool);
     own.total = count;
-    this.copyRows(own, 0, count);
-    this.store = own;
-    this.row = 0;
+    this.store.copyRowsTo(own, this.row, 1, this.store.total - this.length, count, 0);
+    this.place(own, 0);
     this.length = count;
+  }
+
+  /** The sequence is dropped: its row is given up (the store's buffers return to the pool with the last row). */
+  release(): void {
+    this.store?.release();
+    this.store = null;
+    this.length = 0;
+  }
+
+  private place(store: AppendStore, row: number): void {
+    if (store !== this.store) {
+      store.hold();
+      this.store?.release();
+      this.store = store;
+    }
+    this.row = row;
   }
 
   compact(): void {
@@ -161,8 +233,7 @@ export class AppendKvCache {
 
   /** After a step: the sequence lives at row `row` of `store`, `newTokens` positions longer. */
   adopt(store: AppendStore, row: number, newTokens: number): void {
-    this.store = store;
-    this.row = row;
+    this.place(store, row);
     this.length += newTokens;
   }
 }

@@ -10,6 +10,7 @@
 import * as ort from 'onnxruntime-node';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { AppendKvCache } from './AppendKvCache.ts';
+import { KvBufferPool } from './KvBufferPool.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 import { SeqKvCache } from './SeqKvCache.ts';
 import type { SyncSession } from './SyncSession.ts';
@@ -30,6 +31,9 @@ export interface KvNames {
 
 type SeqCache = SeqKvCache | AppendKvCache;
 
+/** KV buffers kept for reuse by one decoder's append stores (KvBufferPool): a few batches' worth. */
+const POOL_BYTES = 256 << 20;
+
 /** One step's past, prepared for either layout. */
 interface PreparedStep {
   /** The batch runs on the tensors it already had (no repack, so no bystanders to compact). */
@@ -43,6 +47,7 @@ interface PreparedStep {
 
 export class KvDecoder {
   private readonly caches = new Map<string, SeqCache>();
+  private readonly pool = new KvBufferPool(POOL_BYTES);
 
   constructor(
     readonly session: SyncSession,
@@ -67,6 +72,12 @@ export class KvDecoder {
   }
 
   free(seqId: string): void {
+    this.drop(seqId);
+  }
+
+  private drop(seqId: string): void {
+    const c = this.caches.get(seqId);
+    if (c instanceof AppendKvCache) c.release();
     this.caches.delete(seqId);
   }
 
@@ -74,7 +85,7 @@ export class KvDecoder {
   move(from: string, to: string, keepPositions: number): void {
     const c = this.caches.get(from);
     this.caches.delete(from);
-    this.caches.delete(to);
+    if (to !== from) this.drop(to);
     if (!c) return;
     c.keepFirst(keepPositions);
     this.caches.set(to, c);
@@ -101,7 +112,8 @@ export class KvDecoder {
     const caches = seqIds.map((id) => {
       let c = this.caches.get(id);
       if (!c) {
-        c = this.names.cacheLayout === 'append' ? new AppendKvCache(this.layout) : new SeqKvCache(this.layout);
+        c =
+          this.names.cacheLayout === 'append' ? new AppendKvCache(this.layout, this.pool) : new SeqKvCache(this.layout);
         this.caches.set(id, c);
       }
       if (c.length + numTokens > this.maxPositions) {
@@ -175,7 +187,7 @@ export class KvDecoder {
   private appendStep(caches: readonly AppendKvCache[], numTokens: number): PreparedStep {
     const { numKvHeads, headDim } = this.layout;
     const reuse = AppendKvCache.sameBatch(caches);
-    const store = reuse ? caches[0].storage! : AppendKvCache.pack(this.layout, caches, numTokens);
+    const store = reuse ? caches[0].storage! : AppendKvCache.pack(caches, numTokens);
     const pastLen = store.total;
     const past = (i: number) => new ort.Tensor('float32', store.view(i), [pastLen, caches.length, numKvHeads, headDim]);
     const adopt = (fresh: readonly Float32Array[]) => {

@@ -1,13 +1,14 @@
 /**
  * The append-only KV signature (cache -> cache_new, AppendKvCache) against the Optimum one (past_key_values ->
  * present, SeqKvCache) on the same weights: every step of a mixed schedule — prefills, a steady batch past the
- * buffers' first doubling, a sequence joining and one leaving, prefix reuse through move(), different past
+ * buffers' first doubling, sequences joining and leaving (rows moved alone or as blocks), prefix reuse through move(), different past
  * lengths in one batch — gives the same logits and hidden states, the same KV bytes, the same errors.
  */
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildThinker, THINKER_ACCEPT_OUTPUT } from '../../stages/generator/thinkerModel.ts';
 import { AppendKvCache } from '../../stages/models/AppendKvCache.ts';
+import { KvBufferPool } from '../../stages/models/KvBufferPool.ts';
 import { ensureModel } from '../../stages/models/ensureModel.ts';
 import { KvDecoder } from '../../stages/models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../../stages/models/SyncSession.ts';
@@ -108,6 +109,11 @@ describe('append-only KV signature', () => {
     pair.each((dec) => dec.free('b'));
     pair.expectSameState('b');
     for (let k = 0; k < 4; k++) pair.step(['a', 'c'], [next('a'), next('c')]);
+    // f joins at the end and leaves again: a and c (rows 0 and 1, different lengths) move on as one block.
+    pair.step(['f'], [promptIds(4, 5)]);
+    for (let k = 0; k < 2; k++) pair.step(['a', 'c', 'f'], [next('a'), next('c'), [130 + k]]);
+    pair.each((dec) => dec.free('f'));
+    for (let k = 0; k < 2; k++) pair.step(['a', 'c'], [next('a'), next('c')]);
     // Prefix reuse: a's first 12 positions become d's, d diverges from there, beside c.
     pair.each((dec) => dec.move('a', 'd', 12));
     pair.expectSameState('a');
@@ -132,26 +138,68 @@ describe('append-only KV signature', () => {
 
   it('appends a steady batch in place and feeds views of the same buffers until one doubles', () => {
     const layout = { numLayers: 1, numKvHeads: 2, headDim: 3 };
-    const caches = [new AppendKvCache(layout), new AppendKvCache(layout)];
-    const store = AppendKvCache.pack(layout, caches, 1); // empty: capacity 16 positions
+    const pool = new KvBufferPool(1 << 20);
+    const caches = [new AppendKvCache(layout, pool), new AppendKvCache(layout, pool)];
+    const store = AppendKvCache.pack(caches, 1); // empty: capacity 16 positions, in buffers of 4 KiB
     const stride = 2 * 6; // batch x heads x headDim floats per position
-    const buffers = [store.buffer(0), store.buffer(1)];
-    for (let step = 0; step < 16; step++) {
-      const fresh = [0, 1].map((i) => new Float32Array(stride).fill(100 * i + step));
-      store.append(fresh, 1);
+    const arrays = [store.buffer(0).buffer, store.buffer(1).buffer];
+    const step = (value: number) => {
+      store.append(
+        [0, 1].map((i) => new Float32Array(stride).fill(100 * i + value)),
+        1,
+      );
       caches.forEach((c, b) => c.adopt(store, b, 1));
       expect(AppendKvCache.sameBatch(caches)).toBe(true);
-    }
-    expect(store.buffer(1)).toBe(buffers[1]);
-    expect(store.buffer(0)).toBe(buffers[0]);
-    expect(store.view(1).buffer).toBe(buffers[1].buffer);
+      expect(store.view(0).buffer).toBe(store.buffer(0).buffer);
+    };
+    for (let k = 0; k < 16; k++) step(k);
+    expect(store.buffer(1).length).toBe(16 * stride);
     expect(Array.from(store.view(1).subarray(15 * stride, 15 * stride + 2))).toEqual([115, 115]);
-    store.append([new Float32Array(stride).fill(7), new Float32Array(stride).fill(8)], 1); // the 17th: doubles
-    expect(store.buffer(0)).not.toBe(buffers[0]);
-    expect(store.buffer(0).length).toBe(32 * stride);
+    step(16); // the 17th position doubles the capacity, within the same 4 KiB
+    expect(store.buffer(1).length).toBe(32 * stride);
+    expect(store.buffer(1).buffer).toBe(arrays[1]);
+    expect(pool.bytes).toBe(0);
+    for (let k = 17; k < 65; k++) step(k); // 65 positions need 128 x 48 bytes: new buffers, the old to the pool
+    expect(store.buffer(0).buffer).not.toBe(arrays[0]);
+    expect(store.buffer(0).length).toBe(128 * stride);
+    expect(pool.bytes).toBe(2 * 4096);
     expect(Array.from(store.view(0).subarray(0, 1))).toEqual([0]);
-    expect(Array.from(store.view(0).subarray(16 * stride))).toEqual(new Array(stride).fill(7));
+    expect(Array.from(store.view(0).subarray(64 * stride))).toEqual(new Array(stride).fill(64));
     // A different batch (one of the two alone) is not the same batch: it would be repacked.
     expect(AppendKvCache.sameBatch([caches[1]])).toBe(false);
+  });
+
+  it('hands its buffers back when the last row leaves, and a batch that takes them again sees zeros where it has no keys', () => {
+    const layout = { numLayers: 1, numKvHeads: 1, headDim: 2 };
+    const pool = new KvBufferPool(1 << 20);
+    const run = (caches: AppendKvCache[], positions: number, value: number) => {
+      const store = AppendKvCache.sameBatch(caches) ? caches[0].storage! : AppendKvCache.pack(caches, positions);
+      store.append(
+        [0, 1].map(() => new Float32Array(positions * caches.length * 2).fill(value)),
+        positions,
+      );
+      caches.forEach((c, b) => c.adopt(store, b, positions));
+      return store;
+    };
+    const y = new AppendKvCache(layout, pool);
+    run([y], 1, 7);
+    // A batch whose keys went bad (NaN), then both of its sequences are dropped.
+    const [a, b] = [new AppendKvCache(layout, pool), new AppendKvCache(layout, pool)];
+    const bad = run([a, b], 5, NaN);
+    const badArrays = [bad.buffer(0).buffer, bad.buffer(1).buffer];
+    a.release();
+    expect(pool.bytes).toBe(0); // b still holds a row
+    b.release();
+    expect(pool.bytes).toBe(2 * 4096);
+    // x is new: in the batch [y, x] its row is padding at y's one position, in the buffers the NaN batch left.
+    const x = new AppendKvCache(layout, pool);
+    const joined = AppendKvCache.pack([y, x], 1);
+    expect(badArrays).toContain(joined.buffer(0).buffer);
+    expect(pool.bytes).toBe(0);
+    expect(Array.from(joined.view(0))).toEqual([7, 7, 0, 0]);
+    expect(Array.from(joined.view(1))).toEqual([7, 7, 0, 0]);
+    // y's own store goes back to the pool once y has moved into the batch.
+    [y, x].forEach((c, i) => c.adopt(joined, i, 0));
+    expect(pool.bytes).toBe(2 * 4096);
   });
 });
