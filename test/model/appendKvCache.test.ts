@@ -1,8 +1,9 @@
 /**
  * The append-only KV signature (cache -> cache_new, AppendKvCache) against the Optimum one (past_key_values ->
  * present, SeqKvCache) on the same weights: every step of a mixed schedule — prefills, a steady batch past the
- * buffers' first doubling, sequences joining and leaving (rows moved alone or as blocks), prefix reuse through move(), different past
- * lengths in one batch — gives the same logits and hidden states, the same KV bytes, the same errors.
+ * buffers' first doubling, sequences joining and leaving (rows moved alone or in blocks), prefix reuse through
+ * move(), different past lengths in one batch — gives the same logits and hidden states, the same KV bytes, the
+ * same errors. Stores recycle their buffers through a KvBufferPool without letting old keys through.
  */
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -169,7 +170,7 @@ describe('append-only KV signature', () => {
     expect(AppendKvCache.sameBatch([caches[1]])).toBe(false);
   });
 
-  it('hands its buffers back when the last row leaves, and a batch that takes them again sees zeros where it has no keys', () => {
+  it('hands its buffers back with the last row; a batch that takes them sees zeros where it has no keys', () => {
     const layout = { numLayers: 1, numKvHeads: 1, headDim: 2 };
     const pool = new KvBufferPool(1 << 20);
     const run = (caches: AppendKvCache[], positions: number, value: number) => {
