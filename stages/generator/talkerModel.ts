@@ -2,8 +2,9 @@
  * The generated Talker: an AR decoder over codec frames, conditioned on Thinker rows.
  *   talker.onnx: condition [B, S, C] (C = 2 * thinker hidden: [thinker input embed | accept hidden]),
  *     prev_codes [B, S, Q] int64 (the previous frame's codes, BOS for the first), attention_mask,
- *     position_ids, cache.N.* -> logits [B, S, K + 2] (codebook 0; K = BOS, K + 1 = EOS),
- *     last_hidden_state [B, S, D], cache_new.N.* (the append-only KV signature, decoderStack.ts)
+ *     position_ids, cache.N.* -> logits [B, 1, K + 2] (codebook 0 at the last position; K = BOS, K + 1 = EOS),
+ *     last_hidden_state [B, 1, D] (the last position's), cache_new.N.* (the append-only KV signature,
+ *     decoderStack.ts). Runners take the last row, so files that give every position ([B, S, ...]) work too.
  *   code_predictor.onnx: hidden [B, D], code0 [B] int64 -> logits [B, Q - 1, K] (codebooks 1..Q-1),
  *     greedy_codes [B, Q - 1] int64 (their argmax)
  *   pad_row.f32: the conditioning row used once the Thinker's text has run out.
@@ -12,7 +13,7 @@
  * random Talker speaks while there is text and stops shortly after it runs out, instead of never or at random.
  */
 import type { TalkerSize } from '../../src/common/graph.ts';
-import { buildDecoderStack, declareCacheInputs, type CacheLayout } from './decoderStack.ts';
+import { buildDecoderStack, declareCacheInputs, lastPosition, type CacheLayout } from './decoderStack.ts';
 import { GraphBuilder } from './GraphBuilder.ts';
 import type { BuildProgressStep, BuiltFiles } from './thinkerModel.ts';
 import { Weights, randomUniform, yieldToLoop } from './weights.ts';
@@ -43,8 +44,8 @@ export async function buildTalker(
   g.input('condition', 'float32', ['batch_size', 'sequence_length', c]);
   g.input('prev_codes', 'int64', ['batch_size', 'sequence_length', q]);
   declareCacheInputs(g, size, layout);
-  g.output('logits', 'float32', ['batch_size', 'sequence_length', vocab]);
-  g.output('last_hidden_state', 'float32', ['batch_size', 'sequence_length', d]);
+  g.output('logits', 'float32', ['batch_size', 1, vocab]);
+  g.output('last_hidden_state', 'float32', ['batch_size', 1, d]);
 
   // Sum of per-codebook embeddings of the previous frame: one table, codebook q at rows [q * vocab, (q+1) * vocab).
   const offsets = g.constI64(Array.from({ length: q }, (_, i) => i * vocab));
@@ -65,16 +66,16 @@ export async function buildTalker(
     },
     layout,
   );
-  g.op('Identity', [stack.normed], {}, 'last_hidden_state');
+  const last = g.op('Identity', [lastPosition(g, stack.normed)], {}, 'last_hidden_state');
 
   const bias = new Float32Array(vocab);
   bias[bos] = -30 * logitScale; // never predicted (the runner masks it too)
   bias[vocab - 1] = EOS_BIAS_SIGMAS * logitScale;
-  const head = g.op('MatMul', [stack.normed, w.uniform('codec_head.weight', [d, vocab], logitScale / Math.sqrt(d))]);
+  const head = g.op('MatMul', [last, w.uniform('codec_head.weight', [d, vocab], logitScale / Math.sqrt(d))]);
   let padNormSq = 0;
   for (const v of padRow) padNormSq += v * v;
   const gate = padRow.map((v) => (v * EOS_GAIN_SIGMAS * logitScale) / padNormSq);
-  const eosGate = g.op('MatMul', ['condition', w.data('eos_gate.weight', [c, 1], gate)]);
+  const eosGate = g.op('MatMul', [lastPosition(g, 'condition'), w.data('eos_gate.weight', [c, 1], gate)]);
   // Pad the [B, S, 1] gate on the left of the last axis so it lands on the EOS column only.
   const eosColumn = g.op('Pad', [eosGate, g.constI64([0, 0, vocab - 1, 0, 0, 0])]);
   g.op('Add', [g.op('Add', [head, eosColumn]), w.data('codec_head.bias', [vocab], bias)], {}, 'logits');

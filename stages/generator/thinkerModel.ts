@@ -1,10 +1,11 @@
 /**
  * The generated Thinker: a decoder with the Optimum multimodal layout — a separate embed_tokens.onnx
  * (input_ids -> inputs_embeds) and a decoder that takes inputs_embeds, so media embeddings splice in
- * as rows. Outputs logits [B, S, V], cache_new.N.key|value (decoderStack.ts), and hidden_states.accept [B, S, D].
+ * as rows. Outputs logits [B, 1, V] (the last position's: all a step samples from; Optimum exports give [B, S, V] and
+ * runners take the last row of either), cache_new.N.key|value (decoderStack.ts), and hidden_states.accept [B, S, D].
  */
 import type { ThinkerSize } from '../../src/common/graph.ts';
-import { buildDecoderStack, declareCacheInputs, type CacheLayout } from './decoderStack.ts';
+import { buildDecoderStack, declareCacheInputs, lastPosition, type CacheLayout } from './decoderStack.ts';
 import { GraphBuilder } from './GraphBuilder.ts';
 import { thinkerLogitBias } from './thinkerVocab.ts';
 import { Weights, randomUniform, yieldToLoop } from './weights.ts';
@@ -62,7 +63,7 @@ export async function buildThinker(
   const w = new Weights(g, seed);
   g.input('inputs_embeds', 'float32', ['batch_size', 'sequence_length', d]);
   declareCacheInputs(g, size, layout);
-  g.output('logits', 'float32', ['batch_size', 'sequence_length', size.vocabSize]);
+  g.output('logits', 'float32', ['batch_size', 1, size.vocabSize]);
   const stack = await buildDecoderStack(
     g,
     w,
@@ -90,7 +91,10 @@ export async function buildThinker(
     [d, size.vocabSize],
     transposeScaled(table, size.vocabSize, d, -repeatScale),
   );
-  const logits = g.op('Add', [g.op('MatMul', [stack.normed, head]), g.op('MatMul', ['inputs_embeds', similarity])]);
+  const logits = g.op('Add', [
+    g.op('MatMul', [lastPosition(g, stack.normed), head]),
+    g.op('MatMul', [lastPosition(g, 'inputs_embeds'), similarity]),
+  ]);
   g.op('Add', [logits, bias], {}, 'logits');
   const decoderBytes = g.toBytes('chorus tiny-omni thinker decoder');
   progress({ done: total, total, what: 'decoder' });

@@ -17,7 +17,9 @@ import type { BuildProgressStep, BuiltFiles } from '../generator/thinkerModel.ts
 export const GENERATOR_VERSION = 3; // 3: thinker and talker with the append-only KV signature
 /** Kinds whose generator moved on alone (only their folders change). */
 const KIND_GENERATOR_VERSION: Partial<Record<string, number>> = {
-  talker: 4, // 4: the code predictor also outputs its greedy codes (ArgMax in the graph)
+  thinker: 4, // 4: logits of the last position only
+  talker: 5, // 4: the code predictor also outputs its greedy codes (ArgMax in the graph); 5: as thinker 4, and
+  //            last_hidden_state too
 };
 
 /** The generator version of a kind: its own, or GENERATOR_VERSION. */

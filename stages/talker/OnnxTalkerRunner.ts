@@ -156,6 +156,8 @@ export class OnnxTalkerRunner implements TalkerRunner {
     );
     const logits = out.logits.data as Float32Array;
     const hidden = out.last_hidden_state.data as Float32Array;
+    // Rows per item: 1 (generated: the last position) or numRows (files that give every position).
+    const rows = { logits: out.logits.dims[1], hidden: out.last_hidden_state.dims[1] };
     const vocab = this.signature.codebookSize + 2;
     const d = this.signature.hiddenSize;
 
@@ -163,7 +165,7 @@ export class OnnxTalkerRunner implements TalkerRunner {
     const speaking: { b: number; code0: number; rng: ReturnType<typeof drawStream> }[] = [];
     items.forEach((item, b) => {
       if (item.sample === false) return;
-      const last = b * numRows + numRows - 1;
+      const last = (b + 1) * rows.logits - 1;
       const position = this.decoder.pastLength(item.seqId) - 1; // the position this frame is sampled from
       const rng = drawStream(item.sampling.seed, position);
       const state = this.stateOf(item.seqId);
@@ -178,7 +180,7 @@ export class OnnxTalkerRunner implements TalkerRunner {
       state.seenCode0.add(code0);
       speaking.push({ b, code0, rng });
     });
-    if (speaking.length > 0) this.predictResidual(items, speaking, hidden, numRows, d, results);
+    if (speaking.length > 0) this.predictResidual(items, speaking, hidden, rows.hidden, d, results);
     return results;
   }
 
@@ -187,7 +189,8 @@ export class OnnxTalkerRunner implements TalkerRunner {
     items: readonly TalkerBatchItem[],
     speaking: readonly { b: number; code0: number; rng: ReturnType<typeof drawStream> }[],
     hidden: Float32Array,
-    numRows: number,
+    /** Hidden rows per item in `hidden`: its last is the one the predictor reads. */
+    hiddenRows: number,
     d: number,
     results: TalkerStepOutput[],
   ): void {
@@ -196,7 +199,7 @@ export class OnnxTalkerRunner implements TalkerRunner {
     const k = this.signature.codebookSize;
     const lastHidden = new Float32Array(n * d);
     speaking.forEach(({ b }, i) => {
-      const last = b * numRows + numRows - 1;
+      const last = (b + 1) * hiddenRows - 1;
       lastHidden.set(hidden.subarray(last * d, (last + 1) * d), i * d);
     });
     const code0 = BigInt64Array.from(speaking, (s) => BigInt(s.code0));

@@ -188,12 +188,13 @@ export class OnnxThinkerRunner implements ThinkerRunner {
       fetch,
     );
     const logits = out.logits.data as Float32Array;
+    const logitRows = out.logits.dims[1]; // 1 (generated: the last position) or numTokens (Optimum exports)
     const hidden = this.signature.hiddenOutput ? (out[this.signature.hiddenOutput].data as Float32Array) : null;
     const v = this.vocabSize;
     return items.map((item, b) => {
       let tokenId: number | null = null;
       if (item.sample) {
-        const row = logits.subarray((b * numTokens + numTokens - 1) * v, (b * numTokens + numTokens) * v);
+        const row = logits.subarray(((b + 1) * logitRows - 1) * v, (b + 1) * logitRows * v);
         const position = this.decoder.pastLength(item.seqId); // the position the sampled token will take
         tokenId = sampleToken(row, item.sampling, drawStream(item.sampling.seed, position), {
           banned: item.sampling.ignoreEos ? [this.eosTokenId] : undefined,
