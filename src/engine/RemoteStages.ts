@@ -4,6 +4,7 @@
  * arrives. Heartbeats that stop for HEARTBEAT_TTL_MS make the instance lost; a drained instance leaves; an outage
  * of the link loses every instance (their chunks and control messages may be gone) until they beat again.
  */
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { StageGraph } from '../common/graph.ts';
@@ -190,6 +191,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
       replica: 0,
       instance: hb.instance,
       edges: this.edgesOf(hb.instance),
+      bootId: randomUUID(),
     };
     handle.bootSentAtMs = Date.now();
     handle.send(handle.boot);

@@ -126,6 +126,19 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   }
 
   /**
+   * Drops every request held without a word to main (which knows none of them: it booted this instance anew), and
+   * every frame of them still waiting in the inputs; returns their ids.
+   */
+  dropAll(): string[] {
+    const ids = [...this.requests.keys()];
+    for (const id of ids) {
+      this.release(this.requests.get(id)!);
+      this.ctx.adapter.cancel(id);
+    }
+    return ids;
+  }
+
+  /**
    * An upstream stream of the request broke (receive error, e.g. a deadline) or ended with an error or a cancel.
    * By default the request ends here too, in-band to every target; the Thinker overrides it for encoder
    * upstreams, whose failure may only cost the media item (on_encoder_failure: text_only).

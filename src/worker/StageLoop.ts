@@ -128,6 +128,11 @@ export class StageLoop {
       case 'release_prefix':
         this.core.releasePrefix(msg.key);
         return;
+      case 'drop_all': {
+        const dropped = this.core.dropAll();
+        if (dropped.length > 0) this.log.warn({ dropped, reason: msg.reason }, 'dropped every request held');
+        return;
+      }
       case 'boot': // only the first message of a process; the process entry consumed it
         return;
       default: {

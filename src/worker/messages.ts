@@ -19,6 +19,12 @@ export interface StageBootArgs {
   /** The instance id; default `${stageId}#${replica}` (instances that join from other machines name themselves). */
   readonly instance?: string;
   readonly edges: readonly EdgeBinding[];
+  /**
+   * Remote instances: main's id for this boot, the same in its repeats. A boot with another id means a main has
+   * booted the instance anew (it had lost it, after an outage, or main itself restarted) and holds none of the
+   * requests the instance still has: the instance drops them (`drop_all`).
+   */
+  readonly bootId?: string;
 }
 
 export interface DownstreamTarget {
@@ -159,6 +165,11 @@ export type MainToStage =
   | { readonly type: 'first_audio'; readonly requestId: string }
   /** Thinker: free the prompt prefix retained under `key` (its session closed or dropped the turn). */
   | { readonly type: 'release_prefix'; readonly key: string }
+  /**
+   * Drop every request held, silently: main booted this (remote) instance anew and knows none of them (it failed
+   * them when it lost the instance). Injected by the instance's channel, never sent by main.
+   */
+  | { readonly type: 'drop_all'; readonly reason: string }
   /** Finish in-flight work (up to drainMs), then exit 0. */
   | { readonly type: 'shutdown'; readonly drainMs: number }
   /** Thinker: the encoder instance `fromInstance` will not deliver this request's items (it died or refused them). */

@@ -280,6 +280,22 @@ describe('TalkerCore', () => {
     expect(core.step()).toBe(false);
     expect(ctx.posted.find((m) => m.type === 'finished')).toMatchObject({ requestId: 'r', finishReason: 'cancelled' });
   });
+
+  it('dropAll (main booted the instance anew) frees every request without a word, and later input is dropped', () => {
+    const { arrive, core, runner, ctx, adapter } = setup();
+    arrive(rowsBody(2 + 1, 2));
+    expect(core.step()).toBe(true);
+    const sent = adapter.to('code2wav#0').length;
+    expect(core.dropAll()).toEqual(['r']);
+    expect(runner.freed).toEqual(['r']);
+    expect(adapter.cancelled).toEqual(['r']);
+    expect(core.size).toBe(0);
+    expect(ctx.posted.filter((m) => m.type === 'finished')).toEqual([]);
+    arrive(rowsBody(2, undefined, DIM, 3)); // rows still in flight for it
+    expect(core.step()).toBe(false);
+    expect(adapter.to('code2wav#0').length).toBe(sent);
+    expect(core.dropAll()).toEqual([]);
+  });
 });
 
 describe('TalkerCore with a TTFP target', () => {

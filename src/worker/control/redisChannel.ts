@@ -86,6 +86,8 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   #early: Buffer[] | null = [];
   #ready: StageToMain | null = null;
   #booted = false;
+  /** The id of the boot this instance runs under (a boot with another one drops what it holds). */
+  #bootId: string | undefined;
   #closed = false;
 
   constructor(
@@ -173,10 +175,18 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
     if (msg.type === 'refused') return this.onRefused(msg.reason);
     if (msg.type === 'boot') {
       if (this.#booted) {
+        // A repeat of the boot answered (its READY may have been lost): say READY again. A boot from a main that
+        // lost this instance, or from a new main: first drop every request held (main failed them, or never knew
+        // them), or a rejoined stage goes on pushing frames for requests nobody reads.
+        if (msg.bootId !== this.#bootId) {
+          this.#bootId = msg.bootId;
+          this.inject({ type: 'drop_all', reason: 'main booted this instance anew' });
+        }
         if (this.#ready) this.send(this.#ready);
         return;
       }
       this.#booted = true;
+      this.#bootId = msg.bootId;
       return this.inject(this.localBoot(msg));
     }
     if (this.#booted) this.inject(msg); // before boot: left over from an earlier main, nothing to act on
