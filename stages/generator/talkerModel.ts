@@ -76,7 +76,7 @@ export async function buildTalker(
   for (const v of padRow) padNormSq += v * v;
   const gate = padRow.map((v) => (v * EOS_GAIN_SIGMAS * logitScale) / padNormSq);
   const eosGate = g.op('MatMul', [lastPosition(g, 'condition'), w.data('eos_gate.weight', [c, 1], gate)]);
-  // Pad the [B, S, 1] gate on the left of the last axis so it lands on the EOS column only.
+  // Pad the [B, 1, 1] gate on the left of the last axis so it lands on the EOS column only.
   const eosColumn = g.op('Pad', [eosGate, g.constI64([0, 0, vocab - 1, 0, 0, 0])]);
   g.op('Add', [g.op('Add', [head, eosColumn]), w.data('codec_head.bias', [vocab], bias)], {}, 'logits');
   const talkerBytes = g.toBytes('chorus tiny-omni talker');
