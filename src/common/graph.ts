@@ -177,6 +177,11 @@ export interface EngineArgs {
   readonly maxNumBatchedTokens: number;
   readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
+  /**
+   * Cores this stage's processes run on, and keep to themselves: main and the stages without `cpus` run on the
+   * cores no stage reserved (src/common/affinity.ts). Unset: wherever the OS puts it.
+   */
+  readonly cpus?: readonly number[];
 }
 
 export interface StageInput {

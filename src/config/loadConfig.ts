@@ -88,6 +88,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     );
   }
   const cores = options.cores ?? os.availableParallelism();
+  checkCpus(yaml, cores, problems);
   const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
   if (threads > cores) {
     problems.warn(
@@ -115,6 +116,30 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     warnings: problems.warnings,
     configHash: createHash('sha256').update(text).digest('hex'),
   });
+}
+
+/**
+ * `engine.cpus`: cores that exist here, and at least one left for main and the stages without `cpus` (a stage's
+ * cores are its own: the rest of the deployment runs on the others).
+ */
+function checkCpus(yaml: GraphYamlValue, cores: number, problems: Problems): void {
+  const reserved = new Set<number>();
+  yaml.stages.forEach((s, index) => {
+    for (const cpu of s.engine?.cpus ?? []) {
+      if (cpu >= cores)
+        problems.add(
+          ['stages', index, 'engine', 'cpus'],
+          `core ${cpu} does not exist: this machine has ${cores} (0-${cores - 1})`,
+        );
+      reserved.add(cpu);
+    }
+  });
+  if (reserved.size > 0 && reserved.size >= cores)
+    problems.add(
+      ['stages'],
+      `the stages' cpus reserve all ${cores} cores: leave at least one for the server and the stages without cpus`,
+    );
+  problems.throwIfAny();
 }
 
 function resolveStages(
@@ -166,6 +191,7 @@ function resolveStages(
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
         threads: s.engine?.threads ?? defaults.engine.threads,
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
+        ...(s.engine?.cpus ? { cpus: [...s.engine.cpus].sort((a, b) => a - b) } : {}),
       },
       inputs,
       finalOutput,

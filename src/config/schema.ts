@@ -48,6 +48,13 @@ export const EngineYaml = Type.Object(
     max_num_batched_tokens: optional(int(1)),
     threads: optional(int(1)),
     kv_cache_bytes: optional(ByteSize),
+    cpus: optional(
+      Type.Array(int(0), {
+        minItems: 1,
+        uniqueItems: true,
+        errorMessage: 'must be a list of distinct core numbers (0, 1, ...), at least one',
+      }),
+    ),
   },
   closed,
 );

@@ -4,6 +4,7 @@
  * pause, stage death (fail that stage's in-flight requests, restart it; StageEvents.ts) and shutdown (drain,
  * stop, unlink).
  */
+import { cpusFor, pinThisProcess } from '../common/affinity.ts';
 import { randomBytes } from 'node:crypto';
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
@@ -110,6 +111,8 @@ export class Orchestrator implements Engine {
     const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, { entry: STAGE_ENTRY }));
     const o = new Orchestrator(graph, tokenizer, log, opts.restartOnDeath ?? true, startWorker);
     for (const warning of graph.warnings ?? []) log.warn({ file: graph.file }, warning);
+    // Main (and the stage processes it forks, until they place themselves) off the cores stages reserved.
+    pinThisProcess(cpusFor(graph, null), log);
     // Segments left by a Chorus process that died without cleaning up (its pid is gone) are removed first.
     const swept = ShmRing.sweepStaleSegments();
     if (swept.length > 0) log.warn({ segments: swept }, 'removed shared memory left by dead Chorus processes');

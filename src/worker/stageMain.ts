@@ -9,6 +9,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
+import { cpusFor, pinThisProcess } from '../common/affinity.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { StageGraph } from '../common/graph.ts';
 import { logger, type Logger } from '../common/log.ts';
@@ -89,6 +90,7 @@ async function boot(
   let loop: StageLoop | null = null;
   let connector: Connector | null = null;
   lowerPriority(args.graph.stageNice, log); // first: the model's threads, started below, inherit it
+  pinThisProcess(cpusFor(args.graph, spec), log); // the same: its cores, or the ones no stage reserved
   try {
     connector = await createConnector(args.graph, self, args.edges);
     const adapter = new ChunkTransferAdapter(connector, self, spec.stageId, () => loop?.wake());

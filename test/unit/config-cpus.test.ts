@@ -1,0 +1,63 @@
+/**
+ * `engine.cpus` (src/common/affinity.ts): cores a stage keeps to itself. The config refuses cores the machine does
+ * not have and a plan that leaves none for the rest; the other processes get the cores nobody reserved.
+ */
+import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { cpusFor, reservedCpus } from '../../src/common/affinity.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+
+const config = (talkerCpus: string, code2wavCpus = '') => `stages:
+  - stage_id: thinker
+    kind: thinker
+    final_output: true
+    final_output_type: text
+  - stage_id: talker
+    kind: talker
+    inputs: [{from: thinker}]
+    engine: {cpus: ${talkerCpus}}
+  - stage_id: code2wav
+    kind: code2wav
+    inputs: [{from: talker}]
+    final_output: true
+    final_output_type: audio
+${code2wavCpus ? `    engine: {cpus: ${code2wavCpus}}\n` : ''}`;
+
+function problems(yaml: string, cores: number): string[] {
+  try {
+    parseConfig(yaml, 'configs/x.yaml', { cores });
+  } catch (err) {
+    expect((err as ChorusError).code).toBe(ErrorCodes.CONFIG_INVALID);
+    return (err as ChorusError).message.split('\n').slice(1);
+  }
+  throw new Error('expected the config to be rejected');
+}
+
+describe('engine.cpus', () => {
+  it('takes distinct cores of this machine, sorted, and gives the rest to everything else', () => {
+    const graph = parseConfig(config('[3, 1]'), 'configs/x.yaml', { cores: 4 });
+    const talker = graph.stages.find((s) => s.stageId === 'talker')!;
+    expect(talker.engine.cpus).toEqual([1, 3]);
+    expect(graph.stages.find((s) => s.stageId === 'thinker')!.engine.cpus).toBeUndefined();
+    expect(reservedCpus(graph)).toEqual([1, 3]);
+    expect(cpusFor(graph, talker)).toEqual([1, 3]);
+    const others = Array.from({ length: os.availableParallelism() }, (_, c) => c).filter((c) => c !== 1 && c !== 3);
+    expect(cpusFor(graph, null)).toEqual(others);
+    expect(cpusFor(graph, graph.stages[0])).toEqual(others);
+    // No stage reserving anything: the OS places every process.
+    expect(cpusFor(parseConfig(config('[1]').replace('    engine: {cpus: [1]}\n', ''), 'x.yaml'), null)).toBeNull();
+  });
+
+  it('refuses cores the machine does not have, repeated cores, and a plan that reserves every core', () => {
+    expect(problems(config('[2]'), 2)).toEqual([
+      'configs/x.yaml:9 stages[1].engine.cpus: core 2 does not exist: this machine has 2 (0-1)',
+    ]);
+    expect(problems(config('[1, 1]'), 2)[0]).toMatch(/stages\[1\]\.engine\.cpus: must be a list of distinct core/);
+    expect(problems(config('[]'), 2)[0]).toMatch(/stages\[1\]\.engine\.cpus: must be a list of distinct core/);
+    expect(problems(config('[1]', '[0]'), 2)).toEqual([
+      "configs/x.yaml:1 stages: the stages' cpus reserve all 2 cores: leave at least one for the server and the " +
+        'stages without cpus',
+    ]);
+  });
+});
