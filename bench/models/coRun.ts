@@ -8,14 +8,10 @@
  * stage its time alone, leaves out (bench/README.md).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { GeneratedModelSpec } from '../../src/common/graph.ts';
-import { repoRoot } from '../../src/config/paths.ts';
-import { presets } from '../../stages/generator/presets.ts';
 import { createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
-import { stats, talkerSteps, thinkerSteps } from './runModelBench.ts';
+import { cachedModelsDir, presetSpecs, stats, talkerSteps, thinkerSteps } from './runModelBench.ts';
 
 type Stage = 'thinker' | 'talker';
 
@@ -32,24 +28,16 @@ const { values } = parseArgs({
 
 /** A child: load one stage's runner, say ready, run steps from 'go' for the time given, send the step times. */
 async function child(stage: Stage): Promise<void> {
-  const preset = presets[values.preset];
-  if (!preset) throw new Error(`unknown preset ${values.preset}`);
-  const common = { source: 'generated', preset: values.preset, seed: 0 } as const;
-  const modelsDir = path.join(repoRoot(), '.chorus', 'models');
-  const engine = { threads: 1 };
-  const run: (tag: string) => number[] =
-    stage === 'thinker'
-      ? await (async () => {
-          const spec: GeneratedModelSpec = { ...common, kind: 'thinker', size: preset.thinker };
-          const runner = await createThinkerRunner({ model: spec, engine }, modelsDir);
-          return (tag: string) => thinkerSteps(runner, Number(values.batch), Number(values.steps), tag);
-        })()
-      : await (async () => {
-          const size = { ...preset.talker, conditionDim: 2 * preset.thinker.hiddenSize };
-          const spec: GeneratedModelSpec = { ...common, kind: 'talker', size };
-          const runner = await createTalkerRunner({ model: spec, engine }, modelsDir);
-          return (tag: string) => talkerSteps(runner, Number(values.batch), Number(values.steps), tag);
-        })();
+  const specs = presetSpecs(values.preset);
+  const [engine, batch, steps] = [{ threads: 1 }, Number(values.batch), Number(values.steps)];
+  let run: (tag: string) => number[];
+  if (stage === 'thinker') {
+    const runner = await createThinkerRunner({ model: specs.thinker, engine }, cachedModelsDir());
+    run = (tag) => thinkerSteps(runner, batch, steps, tag);
+  } else {
+    const runner = await createTalkerRunner({ model: specs.talker, engine }, cachedModelsDir());
+    run = (tag) => talkerSteps(runner, batch, steps, tag);
+  }
   run('warm'); // arenas and the JIT, before anything is measured
   process.send!({ ready: true });
   process.once('message', () => {

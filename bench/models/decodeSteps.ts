@@ -6,12 +6,8 @@
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type { GeneratedModelSpec } from '../../src/common/graph.ts';
-import path from 'node:path';
-import { repoRoot } from '../../src/config/paths.ts';
-import { presets } from '../../stages/generator/presets.ts';
 import { createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
-import { stats, talkerSteps, thinkerSteps } from './runModelBench.ts';
+import { cachedModelsDir, presetSpecs, stats, talkerSteps, thinkerSteps } from './runModelBench.ts';
 
 const { values } = parseArgs({
   options: {
@@ -20,20 +16,11 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '300' },
   },
 });
-const preset = presets[values.preset];
-if (!preset) throw new Error(`unknown preset ${values.preset}`);
 const steps = Number(values.steps);
-const common = { source: 'generated', preset: values.preset, seed: 0 } as const;
-const thinkerSpec: GeneratedModelSpec = { ...common, kind: 'thinker', size: preset.thinker };
-const talkerSpec: GeneratedModelSpec = {
-  ...common,
-  kind: 'talker',
-  size: { ...preset.talker, conditionDim: 2 * preset.thinker.hiddenSize },
-};
+const specs = presetSpecs(values.preset);
 const engine = { threads: 1 };
-const modelsDir = path.join(repoRoot(), '.chorus', 'models');
-const thinker = await createThinkerRunner({ model: thinkerSpec, engine }, modelsDir);
-const talker = await createTalkerRunner({ model: talkerSpec, engine }, modelsDir);
+const thinker = await createThinkerRunner({ model: specs.thinker, engine }, cachedModelsDir());
+const talker = await createTalkerRunner({ model: specs.talker, engine }, cachedModelsDir());
 
 let gcMs = 0;
 const observer = new PerformanceObserver((list) => {

@@ -14,6 +14,7 @@ import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '.
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { Code2WavRunner, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
 import { timed, gitSha } from '../common.ts';
+import { repoRoot } from '../../src/config/paths.ts';
 
 export interface ModelBenchOptions {
   readonly preset?: string;
@@ -204,15 +205,11 @@ function answer(
   return { tokens, frames, thinkerMs, talkerMs, code2wavMs, totalMs: thinkerMs + talkerMs + code2wavMs };
 }
 
-export async function runModelBench(options: ModelBenchOptions = {}): Promise<ModelBenchResult> {
-  const presetName = options.preset ?? 'tiny';
+/** A preset's generated models as specs (the Talker's condition width derived from the Thinker's). */
+export function presetSpecs(presetName: string, seed = 0, code2wavStreamingState?: boolean) {
   const preset = presets[presetName];
   if (!preset) throw new Error(`unknown preset ${presetName}: one of ${Object.keys(presets).join(', ')}`);
-  const threads = options.threads ?? 1;
-  const batch = options.batch ?? 16;
-  const tokens = options.answerTokens ?? 100;
-  const seed = options.seed ?? 0;
-  const specs = {
+  return {
     thinker: { source: 'generated', kind: 'thinker', preset: presetName, seed, size: preset.thinker },
     talker: {
       source: 'generated',
@@ -226,9 +223,21 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
       kind: 'code2wav',
       preset: presetName,
       seed,
-      size: { ...preset.code2wav, streamingState: options.code2wavStreamingState ?? preset.code2wav.streamingState },
+      size: { ...preset.code2wav, streamingState: code2wavStreamingState ?? preset.code2wav.streamingState },
     },
   } satisfies Record<string, GeneratedModelSpec>;
+}
+
+/** The models cache `chorus serve` builds into: benches that time steps, not builds, load from it. */
+export const cachedModelsDir = () => join(repoRoot(), '.chorus', 'models');
+
+export async function runModelBench(options: ModelBenchOptions = {}): Promise<ModelBenchResult> {
+  const presetName = options.preset ?? 'tiny';
+  const threads = options.threads ?? 1;
+  const batch = options.batch ?? 16;
+  const tokens = options.answerTokens ?? 100;
+  const seed = options.seed ?? 0;
+  const specs = presetSpecs(presetName, seed, options.code2wavStreamingState);
 
   // A fresh folder, so build time is measured, not a cache hit.
   const modelsDir = mkdtempSync(join(tmpdir(), 'chorus-bench-models-'));
@@ -243,7 +252,7 @@ export async function runModelBench(options: ModelBenchOptions = {}): Promise<Mo
     const thinker = await createThinkerRunner({ model: specs.thinker, engine }, modelsDir);
     const talker = await createTalkerRunner({ model: specs.talker, engine }, modelsDir);
     const code2wav = await createCode2WavRunner({ model: specs.code2wav, engine }, modelsDir);
-    const k = preset.code2wav.codebookSize;
+    const k = specs.code2wav.size.codebookSize;
     try {
       thinkerSteps(thinker, 1, 10, 'warm'); // first-shape costs out of the figures
       const thinkerPrefill = timed(() =>

@@ -72,10 +72,6 @@ export class KvDecoder {
   }
 
   free(seqId: string): void {
-    this.drop(seqId);
-  }
-
-  private drop(seqId: string): void {
     const c = this.caches.get(seqId);
     if (c instanceof AppendKvCache) c.release();
     this.caches.delete(seqId);
@@ -85,7 +81,7 @@ export class KvDecoder {
   move(from: string, to: string, keepPositions: number): void {
     const c = this.caches.get(from);
     this.caches.delete(from);
-    if (to !== from) this.drop(to);
+    if (to !== from) this.free(to);
     if (!c) return;
     c.keepFirst(keepPositions);
     this.caches.set(to, c);
