@@ -190,6 +190,7 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
 
   it('a turn dropped mid-speech (buffer cleared, session closed) frees what was prefilled', async () => {
     const speech = trimSilence(speak('Tell me about the lighthouse keeper and the storm.'));
+    const pcm = concatPcm(quiet(300), speech).subarray(0, 24000 * 2); // two seconds in: mid-speech
     for (const drop of ['clear', 'close'] as const) {
       const s = await sdkSession(pipeline());
       s.rt.send({
@@ -198,16 +199,11 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
       });
       await s.next(ofType('session.updated'));
       const retained = thinkerStats((st) => (st.prefix?.retained ?? 0) > 0);
-      const pcm = concatPcm(quiet(300), speech);
-      const start = performance.now();
-      let sent = 0;
-      for (let i = 0, n = 0; i < pcm.length; i += 480, n++) {
-        s.rt.send({ type: 'input_audio_buffer.append', audio: b64(pcm.subarray(i, i + 480)) });
-        sent += 480;
-        const due = start + (n + 1) * 20 - performance.now();
-        if (due > 0) await new Promise((r) => setTimeout(r, due)); // the pace of speech, not a synchronisation
-        if (sent > 24000 * 2) break; // two seconds in: mid-speech
-      }
+      // Cleared: all of it in one append, which the VAD hears as speech only after it: speech_started starts the
+      // prefill (no append comes after it to do so). Closed: at the pace it is spoken.
+      if (drop === 'clear') s.rt.send({ type: 'input_audio_buffer.append', audio: b64(pcm) });
+      else await speakInto(s.rt, pcm);
+      await s.next(ofType('input_audio_buffer.speech_started'));
       await retained; // something was prefilled while the user spoke
       const freed = thinkerStats(
         (st) => st.prefix?.retained === 0 && st.prefix.retainedBytes === 0 && st.running === 0,

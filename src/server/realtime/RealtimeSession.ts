@@ -84,6 +84,7 @@ export class RealtimeSession {
       respond: (turnEndedAtMs) => this.#responses.create({ type: 'response.create' }, turnEndedAtMs),
       speculate: (clipEndMs) => this.#responses.speculate(clipEndMs),
       dropSpeculation: () => this.#responses.dropHeld(),
+      speechStarted: () => this.#prefillTurn(),
       fail: (err) => this.#sendError(err, null),
       disabled: (err) => {
         this.#state.turnDetection = null;
@@ -212,6 +213,11 @@ export class RealtimeSession {
     this.#conversation.reserveMedia(audio.length);
     this.#inputAudio.append(audio);
     this.#voice.push(audio);
+    this.#prefillTurn();
+  }
+
+  /** During a turn with nothing answering, the audio so far is prefilled (VoicePrefill paces it). */
+  #prefillTurn(): void {
     if (this.#prefill && this.#voice.inTurn && this.#responses.idle)
       this.#prefill.onAudio(this.#inputAudio.ms, () => this.#turnSoFar());
   }

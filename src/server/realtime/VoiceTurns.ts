@@ -75,6 +75,11 @@ export interface TurnHost {
   speculate(clipEndMs: number): void;
   /** The turn went on: the held answer (if any) is cancelled unheard. */
   dropSpeculation(): void;
+  /**
+   * speech_started was announced: the turn's audio so far may be prefilled now (the VAD may have heard the speech
+   * after the last append, when no append would come to start it).
+   */
+  speechStarted(): void;
   /** A turn event could not be acted on (the client hears an error event). */
   fail(err: unknown): void;
   /** server_vad could not start: turn detection is off again. */
@@ -185,7 +190,7 @@ export class VoiceTurns {
         // Barge-in: the user speaks over the answer, which stops at once (every stage frees the request).
         const active = host.active();
         if (turns.interrupt_response && active && !active.finished) active.cancel('turn_detected');
-        return;
+        return host.speechStarted();
       }
       const itemId = this.#turnItemId ?? newId('item');
       this.#turnItemId = null;
