@@ -63,7 +63,8 @@ describe('multimodal (on_encoder_failure: fail)', () => {
   });
 
   it(
-    'a text-only request keeps its TTFT (within 3x + 200 ms of unloaded) while a 30 s audio is being ' + 'encoded',
+    'text-only requests keep their TTFT (median within 3x + 200 ms of unloaded) while a 30 s audio is being ' +
+      'encoded',
     async () => {
       const textRequest = (i: number) => ask(`Question ${i}: why is the sky blue?`, 3);
       const ttft = async (i: number) => {
@@ -98,7 +99,10 @@ describe('multimodal (on_encoder_failure: fail)', () => {
       // being decoded and encoded (its prefill follows the encoding, so that comes later still).
       const during = loaded.filter((l) => l.doneAtMs < sentAtMs + firstTextMs(a, sentAtMs));
       expect(during.length).toBeGreaterThanOrEqual(2);
-      for (const l of during) expect(l.ttftMs).toBeLessThanOrEqual(3 * unloadedMs + 200);
+      // Their median: text work queued behind the encoding would wait for most of it (~0.7-0.9 s here) in every one
+      // of them, where one slow moment of a machine busy with other tests costs a single request.
+      const ttfts = during.map((l) => l.ttftMs).sort((x, y) => x - y);
+      expect(ttfts[Math.floor((ttfts.length - 1) / 2)]).toBeLessThanOrEqual(3 * unloadedMs + 200);
     },
     60_000,
   );
