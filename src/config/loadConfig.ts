@@ -89,6 +89,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
   }
   const cores = options.cores ?? os.availableParallelism();
   checkCpus(yaml, cores, problems);
+  const cpus = assignCpus(yaml, cores, problems);
   const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
   if (threads > cores) {
     problems.warn(
@@ -111,7 +112,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     connectors,
     chunkPolicy,
     ecStore,
-    stages,
+    stages: stages.map((s) => withCpus(s, cpus.get(s.stageId))),
     entryStageId: yaml.stages[shape!.entry].stage_id,
     warnings: problems.warnings,
     configHash: createHash('sha256').update(text).digest('hex'),
@@ -125,7 +126,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
 function checkCpus(yaml: GraphYamlValue, cores: number, problems: Problems): void {
   const reserved = new Set<number>();
   yaml.stages.forEach((s, index) => {
-    for (const cpu of s.engine?.cpus ?? []) {
+    for (const cpu of listedCpus(s.engine?.cpus)) {
       if (cpu >= cores)
         problems.add(
           ['stages', index, 'engine', 'cpus'],
@@ -140,6 +141,44 @@ function checkCpus(yaml: GraphYamlValue, cores: number, problems: Problems): voi
       `the stages' cpus reserve all ${cores} cores: leave at least one for the server and the stages without cpus`,
     );
   problems.throwIfAny();
+}
+
+const listedCpus = (cpus: readonly number[] | 'auto' | undefined): readonly number[] =>
+  cpus === undefined || cpus === 'auto' ? [] : cpus;
+
+/**
+ * Each stage's cores by stage id, sorted: its own list, or for `cpus: auto` one core of its own, the highest that no
+ * stage listed and no earlier `auto` took, as long as one core stays for the rest (so a config with `auto` loads on
+ * any machine: on one core, or with every core taken, the stage runs with the rest, and a warning says so).
+ */
+function assignCpus(yaml: GraphYamlValue, cores: number, problems: Problems): Map<string, number[]> {
+  const taken = new Set(yaml.stages.flatMap((s) => listedCpus(s.engine?.cpus)));
+  const out = new Map<string, number[]>();
+  yaml.stages.forEach((s, index) => {
+    const cpus = s.engine?.cpus;
+    if (cpus === undefined) return;
+    if (cpus !== 'auto')
+      return out.set(
+        s.stage_id,
+        [...cpus].sort((a, b) => a - b),
+      );
+    const free = Array.from({ length: cores }, (_, cpu) => cores - 1 - cpu).filter((cpu) => !taken.has(cpu));
+    if (free.length < 2) {
+      problems.warn(
+        ['stages', index, 'engine', 'cpus'],
+        `auto: no core of its own is left on this machine's ${cores} (one must stay for the server and the ` +
+          'stages without cpus); it runs with the rest',
+      );
+      return;
+    }
+    taken.add(free[0]);
+    out.set(s.stage_id, [free[0]]);
+  });
+  return out;
+}
+
+function withCpus(stage: StageSpec, cpus: number[] | undefined): StageSpec {
+  return cpus ? { ...stage, engine: { ...stage.engine, cpus } } : stage;
 }
 
 function resolveStages(
@@ -191,7 +230,6 @@ function resolveStages(
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
         threads: s.engine?.threads ?? defaults.engine.threads,
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
-        ...(s.engine?.cpus ? { cpus: [...s.engine.cpus].sort((a, b) => a - b) } : {}),
       },
       inputs,
       finalOutput,

@@ -49,10 +49,9 @@ export const EngineYaml = Type.Object(
     threads: optional(int(1)),
     kv_cache_bytes: optional(ByteSize),
     cpus: optional(
-      Type.Array(int(0), {
-        minItems: 1,
-        uniqueItems: true,
-        errorMessage: 'must be a list of distinct core numbers (0, 1, ...), at least one',
+      Type.Union([Type.Array(int(0), { minItems: 1, uniqueItems: true }), Type.Literal('auto')], {
+        errorMessage:
+          'must be a list of distinct core numbers (0, 1, ...), at least one, or "auto" (a core of its own)',
       }),
     ),
   },

@@ -60,4 +60,29 @@ describe('engine.cpus', () => {
         'stages without cpus',
     ]);
   });
+
+  it('auto: a core of its own, the highest nobody listed, while one stays for the rest; else a warning', () => {
+    const cpusOf = (yaml: string, cores: number) => {
+      const graph = parseConfig(yaml, 'configs/x.yaml', { cores });
+      const byId = Object.fromEntries(graph.stages.map((s) => [s.stageId, s.engine.cpus]));
+      const warnings = graph.warnings.filter((w) => w.includes('engine.cpus'));
+      return { talker: byId.talker, code2wav: byId.code2wav, warnings };
+    };
+    expect(cpusOf(config('auto'), 2)).toEqual({ talker: [1], code2wav: undefined, warnings: [] });
+    expect(cpusOf(config('auto'), 8).talker).toEqual([7]);
+    // Listed cores are never taken by auto; autos take the highest free ones in the YAML's order.
+    expect(cpusOf(config('auto', '[3]'), 4)).toMatchObject({ talker: [2], code2wav: [3], warnings: [] });
+    expect(cpusOf(config('auto', 'auto'), 4)).toMatchObject({ talker: [3], code2wav: [2], warnings: [] });
+    // No core of its own left: the config still loads, the stage runs with the rest, and a warning says why.
+    const one = cpusOf(config('auto'), 1);
+    expect(one.talker).toBeUndefined();
+    expect(one.warnings).toEqual([
+      "configs/x.yaml:9 stages[1].engine.cpus: auto: no core of its own is left on this machine's 1 (one must stay " +
+        'for the server and the stages without cpus); it runs with the rest',
+    ]);
+    const full = cpusOf(config('auto', 'auto'), 2);
+    expect([full.talker, full.code2wav]).toEqual([[1], undefined]);
+    expect(full.warnings).toHaveLength(1);
+    expect(problems(config('automatic'), 2)[0]).toMatch(/stages\[1\]\.engine\.cpus: .* or "auto"/);
+  });
 });
