@@ -15,6 +15,7 @@ import type { Logger } from '../../src/common/log.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { repoRoot } from '../../src/config/paths.ts';
 import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { STAGE_NODE_FLAGS } from '../../src/worker/StageWorker.ts';
 import { redactUrl } from '../../transport/redis/redisLink.ts';
 import { RedisServer } from '../redisServer.ts';
 
@@ -149,7 +150,17 @@ export class RemoteStageHost {
 
   #startStage(stageId: string, name: string): void {
     const instance = `${stageId}#${name}`;
-    const args = [CHORUS_BIN, 'stage', '--config', this.graph.file, '--stage', stageId, '--name', name];
+    const args = [
+      ...STAGE_NODE_FLAGS,
+      CHORUS_BIN,
+      'stage',
+      '--config',
+      this.graph.file,
+      '--stage',
+      stageId,
+      '--name',
+      name,
+    ];
     // A child of the bench, as `chorus stage` on host B: the same config file, the Redis through the environment.
     const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -19,6 +19,15 @@ import {
   type StageToMain,
 } from './messages.ts';
 
+/**
+ * Node flags of every stage process. `--single-threaded-gc`: V8's garbage collector works on the stage's own thread
+ * instead of four helper threads besides it. A stage allocates per step (onnxruntime's outputs), and its helpers'
+ * collections ran beside the other stages on the same few cores: at c=10 on 2 cores they took ~5 of ~35 CPU
+ * seconds; without them, req/s +9% and TTFP -14% there, c=1 unchanged (bench/README.md, "Garbage collection on the
+ * stage's own thread").
+ */
+export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
+
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; src/kinds/stageEntry.ts in Chorus). */
   readonly entry: string;
@@ -58,7 +67,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
     const spec = args.graph.stages[args.stageIndex];
     const instance = `${spec.stageId}#${args.replica}`;
     const child = fork(options.entry, [instance], {
-      execArgv: ['--import', 'tsx'],
+      execArgv: ['--import', 'tsx', ...STAGE_NODE_FLAGS],
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, CHORUS_STAGE: instance },

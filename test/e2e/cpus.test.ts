@@ -43,6 +43,10 @@ describe('engine.cpus', () => {
       for (const s of stages) {
         const expected = s.stage_id === 'talker' && cores >= 2 ? [own] : rest;
         for (const cpus of threadCpus(s.pid!)) expect(cpus, s.stage_id).toEqual(expected);
+        // And its garbage collector works on its own thread (STAGE_NODE_FLAGS), not on helpers beside it.
+        expect(readFileSync(`/proc/${s.pid}/cmdline`, 'utf8').split('\0'), s.stage_id).toContain(
+          '--single-threaded-gc',
+        );
       }
       for (const cpus of threadCpus(serve.child.pid!)) expect(cpus, 'main').toEqual(rest);
       const answer = await chat(serve.url, 'Hello', { max_tokens: 8 });

@@ -65,7 +65,7 @@ describe('engine.cpus', () => {
     const cpusOf = (yaml: string, cores: number) => {
       const graph = parseConfig(yaml, 'configs/x.yaml', { cores });
       const byId = Object.fromEntries(graph.stages.map((s) => [s.stageId, s.engine.cpus]));
-      const warnings = graph.warnings.filter((w) => w.includes('engine.cpus'));
+      const warnings = (graph.warnings ?? []).filter((w) => w.includes('engine.cpus'));
       return { talker: byId.talker, code2wav: byId.code2wav, warnings };
     };
     expect(cpusOf(config('auto'), 2)).toEqual({ talker: [1], code2wav: undefined, warnings: [] });
