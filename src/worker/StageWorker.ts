@@ -21,7 +21,7 @@ import {
 
 /**
  * Node flags of every stage process. `--single-threaded-gc`: V8's garbage collector works on the stage's own thread
- * instead of four helper threads besides it. A stage allocates per step (onnxruntime's outputs), and its helpers'
+ * instead of four helper threads beside it. A stage allocates per step (onnxruntime's outputs), and its helpers'
  * collections ran beside the other stages on the same few cores: at c=10 on 2 cores they took 17% of the stages'
  * CPU; without them, req/s +9% and TTFP -14% there, c=1 unchanged (bench/README.md, "Garbage collection on the
  * stage's own thread").
