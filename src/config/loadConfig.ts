@@ -157,11 +157,10 @@ function assignCpus(yaml: GraphYamlValue, cores: number, problems: Problems): Ma
   yaml.stages.forEach((s, index) => {
     const cpus = s.engine?.cpus;
     if (cpus === undefined) return;
-    if (cpus !== 'auto')
-      return out.set(
-        s.stage_id,
-        [...cpus].sort((a, b) => a - b),
-      );
+    if (cpus !== 'auto') {
+      out.set(s.stage_id, [...cpus].sort((a, b) => a - b));
+      return;
+    }
     const free = Array.from({ length: cores }, (_, cpu) => cores - 1 - cpu).filter((cpu) => !taken.has(cpu));
     if (free.length < 2) {
       problems.warn(
