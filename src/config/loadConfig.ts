@@ -158,7 +158,10 @@ function assignCpus(yaml: GraphYamlValue, cores: number, problems: Problems): Ma
     const cpus = s.engine?.cpus;
     if (cpus === undefined) return;
     if (cpus !== 'auto') {
-      out.set(s.stage_id, [...cpus].sort((a, b) => a - b));
+      out.set(
+        s.stage_id,
+        [...cpus].sort((a, b) => a - b),
+      );
       return;
     }
     const free = Array.from({ length: cores }, (_, cpu) => cores - 1 - cpu).filter((cpu) => !taken.has(cpu));
