@@ -52,6 +52,8 @@ interface ArRequest {
   sampleAtEnd: boolean;
   /** Epoch ms its next output is due (playback policy); null: none. */
   deadlineMs: number | null;
+  /** Its first output is not out yet (setFirstOutputPending): while it computes, nobody new is admitted. */
+  firstOutputPending: boolean;
 }
 
 export class ArScheduler {
@@ -75,6 +77,7 @@ export class ArScheduler {
       numAvailableTokens,
       sampleAtEnd: true,
       deadlineMs: null,
+      firstOutputPending: false,
     });
   }
 
@@ -93,6 +96,15 @@ export class ArScheduler {
       throw new Error(`available positions cannot go below computed ones (${requestId})`);
     r.numAvailableTokens = numAvailableTokens;
     r.sampleAtEnd = sampleAtEnd;
+  }
+
+  /**
+   * Whether the request still waits for its first output (a Talker's first chunk). A step that computes such a
+   * request admits no one new: a prompt admitted beside it would make its step a prefill, and its first output
+   * would wait for that prefill.
+   */
+  setFirstOutputPending(requestId: string, pending: boolean): void {
+    this.get(requestId).firstOutputPending = pending;
   }
 
   /** Playback policy: when the request's next output is due (epoch ms); null: no deadline (served last). */
@@ -203,7 +215,9 @@ export class ArScheduler {
     // 3. Admit waiting requests (FIFO; playback: by deadline) while slots, token budget and KV budget allow. A
     //    preempted request is not re-admitted in the step that preempted it (that would thrash).
     let numRunning = ordered.filter((r) => r.status === 'running').length;
+    const firstOutputsInStep = items.some((i) => this.get(i.requestId).firstOutputPending);
     for (const r of ordered) {
+      if (firstOutputsInStep) break;
       if (r.status !== 'waiting' || preempted.includes(r.requestId)) continue;
       if (numRunning >= maxNumSeqs || tokenBudget === 0) break; // FIFO: nobody overtakes the head of the queue
       if (r.paused) continue;

@@ -71,6 +71,34 @@ describe('ArScheduler', () => {
     ]);
   });
 
+  it('admits no prompt beside a request whose first output is pending; a waiting or done one holds nobody', () => {
+    const s = new ArScheduler({ ...opts, maxNumBatchedTokens: 16 });
+    const available = new Map([['a', 4]]);
+    s.add('a', 4);
+    s.setFirstOutputPending('a', true);
+    step(s, available);
+    available.set('b', 8);
+    s.add('b', 8);
+    // a computes toward its first output: b waits, and a's steps stay decode steps.
+    for (let i = 0; i < 3; i++) expect(step(s, available).items.map((x) => x.requestId)).toEqual(['a']);
+    expect(s.status('b')).toBe('waiting');
+    // a waits for its next input: it is not in the step, so it holds nobody back.
+    s.setAvailable('a', s.numComputed('a'));
+    available.set('a', s.numComputed('a') - 1); // the fake loop's feedback stays off until a's input comes
+    expect(step(s, available).items).toEqual([{ requestId: 'b', startPosition: 0, numTokens: 8, sample: true }]);
+    // Its first output out, a no longer holds anyone: c is admitted beside both.
+    s.setAvailable('a', s.numComputed('a') + 1);
+    available.set('a', s.numComputed('a') + 1);
+    s.setFirstOutputPending('a', false);
+    available.set('c', 5);
+    s.add('c', 5);
+    expect(step(s, available).items.map((x) => [x.requestId, x.numTokens])).toEqual([
+      ['a', 1],
+      ['b', 1],
+      ['c', 5],
+    ]);
+  });
+
   it('never runs more than maxNumSeqs requests and admits in FIFO order', () => {
     const s = new ArScheduler({ ...opts, maxNumSeqs: 2 });
     const available = new Map([

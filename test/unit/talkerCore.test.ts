@@ -137,6 +137,31 @@ describe('TalkerCore', () => {
     expect(contexts({ codecLeftContextFrames: 0 })).toEqual([0, 0, 0, 0, 0]);
   });
 
+  it('admits no new prompt while a request computes its first chunk (first audio first)', () => {
+    const { core, runner, arrive, adapter } = setup(true, 100, { initialCodecChunkFrames: 4 });
+    arrive(rowsBody(3 + 3, 3)); // 3 prompt rows + 3 tokens' rows: frames 0..5 can be made
+    core.step(); // r's prefill, frame 0
+    core.add({
+      type: 'add',
+      requestId: 's',
+      sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 100 },
+      downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
+      upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
+      firstChunkDeadline: Date.now() + 30_000,
+    });
+    core.onArrivals([{ requestId: 's', chunk: received('s', 'thinker', 'talker', rowsBody(3 + 3, 3), false) }]);
+    const seqs = () => runner.steps.at(-1)!.map((i) => i.seqId);
+    // r's frames 1..3 make its 4-frame first chunk; s's prompt waits, so each of those steps is one decode.
+    for (let i = 1; i <= 3; i++) {
+      expect(adapter.to('code2wav#0')).toHaveLength(0);
+      core.step();
+      expect(seqs()).toEqual(['r']);
+    }
+    expect(adapter.to('code2wav#0')).toHaveLength(1);
+    core.step(); // r's first chunk is out: s is admitted beside it
+    expect(seqs()).toEqual(['r', 's']);
+  });
+
   it('a frame whose row has not arrived waits for it (WAITING_FOR_CHUNK)', () => {
     const { arrive, runAll, core, runner, newFrames, sampledRows, adapter } = setup();
     arrive(rowsBody(2 + 1, 2)); // one text row: 2 frames

@@ -236,6 +236,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     // prompt rows prefill while the Thinker writes its first token.
     const canMakeNext = req.framesSampled < target;
     this.scheduler.setAvailable(req.requestId, p + req.framesSampled + (canMakeNext ? 1 : 0), canMakeNext);
+    // Until its first chunk is out, no prompt joins its steps (ArScheduler.setFirstOutputPending): first audio first.
+    this.scheduler.setFirstOutputPending(req.requestId, req.firstSentAtMs === null);
   }
 
   /** Frames the rows known now ask for. */
