@@ -58,9 +58,9 @@ const rowsBody = (numRows: number, promptRows?: number, width = DIM, firstRow = 
   };
 };
 
-function setup(ignoreEos = true, maxTokens = 100, extra: Partial<AddRequest> = {}) {
+function setup(ignoreEos = true, maxTokens = 100, extra: Partial<AddRequest> = {}, asyncChunk = true) {
   const adapter = new FakeAdapter();
-  const ctx = stageContext(spec, adapter);
+  const ctx = { ...stageContext(spec, adapter), asyncChunk };
   const runner = new FakeTalkerRunner();
   const core = new TalkerCore(ctx, runner);
   const add: AddRequest = {
@@ -137,11 +137,12 @@ describe('TalkerCore', () => {
     expect(contexts({ codecLeftContextFrames: 0 })).toEqual([0, 0, 0, 0, 0]);
   });
 
-  it('admits no new prompt while a request computes its first chunk (first audio first)', () => {
-    const { core, runner, arrive, adapter } = setup(true, 100, { initialCodecChunkFrames: 4 });
-    arrive(rowsBody(3 + 3, 3)); // 3 prompt rows + 3 tokens' rows: frames 0..5 can be made
-    core.step(); // r's prefill, frame 0
-    core.add({
+  /** r's prompt and 3 tokens' rows, r's prefill, then s added with the same: the step after decides about s. */
+  function twoRequests(asyncChunk: boolean) {
+    const t = setup(true, 100, { initialCodecChunkFrames: 4 }, asyncChunk);
+    t.arrive(rowsBody(3 + 3, 3)); // 3 prompt rows + 3 tokens' rows: frames 0..5 can be made
+    t.core.step(); // r's prefill, frame 0
+    t.core.add({
       type: 'add',
       requestId: 's',
       sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 100 },
@@ -149,8 +150,12 @@ describe('TalkerCore', () => {
       upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
       firstChunkDeadline: Date.now() + 30_000,
     });
-    core.onArrivals([{ requestId: 's', chunk: received('s', 'thinker', 'talker', rowsBody(3 + 3, 3), false) }]);
-    const seqs = () => runner.steps.at(-1)!.map((i) => i.seqId);
+    t.core.onArrivals([{ requestId: 's', chunk: received('s', 'thinker', 'talker', rowsBody(3 + 3, 3), false) }]);
+    return { ...t, seqs: () => t.runner.steps.at(-1)!.map((i) => i.seqId) };
+  }
+
+  it('admits no new prompt while a request computes its first chunk (first audio first)', () => {
+    const { core, adapter, seqs } = twoRequests(true);
     // r's frames 1..3 make its 4-frame first chunk; s's prompt waits, so each of those steps is one decode.
     for (let i = 1; i <= 3; i++) {
       expect(adapter.to('code2wav#0')).toHaveLength(0);
@@ -159,6 +164,12 @@ describe('TalkerCore', () => {
     }
     expect(adapter.to('code2wav#0')).toHaveLength(1);
     core.step(); // r's first chunk is out: s is admitted beside it
+    expect(seqs()).toEqual(['r', 's']);
+  });
+
+  it('without async_chunk (all audio at the end, no first chunk to hurry) a new prompt is admitted at once', () => {
+    const { core, seqs } = twoRequests(false);
+    core.step();
     expect(seqs()).toEqual(['r', 's']);
   });
 

@@ -237,7 +237,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     const canMakeNext = req.framesSampled < target;
     this.scheduler.setAvailable(req.requestId, p + req.framesSampled + (canMakeNext ? 1 : 0), canMakeNext);
     // Until its first chunk is out, no prompt joins its steps (ArScheduler.setFirstOutputPending): first audio first.
-    this.scheduler.setFirstOutputPending(req.requestId, req.firstSentAtMs === null);
+    // Without async_chunk all of its audio goes at the end: there is no first chunk to hurry.
+    this.scheduler.setFirstOutputPending(req.requestId, this.ctx.asyncChunk && req.firstSentAtMs === null);
   }
 
   /** Frames the rows known now ask for. */
