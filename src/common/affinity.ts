@@ -11,6 +11,9 @@ import os from 'node:os';
 import type { StageGraph, StageSpec } from './graph.ts';
 import type { Logger } from './log.ts';
 
+/** Every core of this machine, ascending. */
+const everyCore = (): number[] => Array.from({ length: os.availableParallelism() }, (_, cpu) => cpu);
+
 /** The cores some stage of the graph reserved, ascending. */
 export function reservedCpus(graph: Pick<StageGraph, 'stages'>): number[] {
   return [...new Set(graph.stages.flatMap((s) => s.engine.cpus ?? []))].sort((a, b) => a - b);
@@ -24,7 +27,7 @@ export function cpusFor(graph: Pick<StageGraph, 'stages'>, stage: Pick<StageSpec
   if (stage?.engine.cpus) return [...stage.engine.cpus];
   const reserved = new Set(reservedCpus(graph));
   if (reserved.size === 0) return null;
-  return Array.from({ length: os.availableParallelism() }, (_, cpu) => cpu).filter((cpu) => !reserved.has(cpu));
+  return everyCore().filter((cpu) => !reserved.has(cpu));
 }
 
 let pinned = false;
@@ -35,7 +38,7 @@ let pinned = false;
  */
 export function pinThisProcess(cpus: readonly number[] | null, log: Logger): boolean {
   if (cpus === null && !pinned) return false;
-  const list = (cpus ?? Array.from({ length: os.availableParallelism() }, (_, cpu) => cpu)).join(',');
+  const list = (cpus ?? everyCore()).join(',');
   try {
     execFileSync('taskset', ['--all-tasks', '--cpu-list', '--pid', list, String(process.pid)], { stdio: 'ignore' });
   } catch (err) {

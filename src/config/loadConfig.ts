@@ -88,8 +88,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     );
   }
   const cores = options.cores ?? os.availableParallelism();
-  checkCpus(yaml, cores, problems);
-  const cpus = assignCpus(yaml, cores, problems);
+  const cpus = assignCpus(yaml, cores, checkCpus(yaml, cores, problems), problems);
   const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
   if (threads > cores) {
     problems.warn(
@@ -121,9 +120,9 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
 
 /**
  * `engine.cpus`: cores that exist here, and at least one left for main and the stages without `cpus` (a stage's
- * cores are its own: the rest of the deployment runs on the others).
+ * cores are its own: the rest of the deployment runs on the others). Returns the cores the stages list.
  */
-function checkCpus(yaml: GraphYamlValue, cores: number, problems: Problems): void {
+function checkCpus(yaml: GraphYamlValue, cores: number, problems: Problems): Set<number> {
   const reserved = new Set<number>();
   yaml.stages.forEach((s, index) => {
     for (const cpu of listedCpus(s.engine?.cpus)) {
@@ -141,6 +140,7 @@ function checkCpus(yaml: GraphYamlValue, cores: number, problems: Problems): voi
       `the stages' cpus reserve all ${cores} cores: leave at least one for the server and the stages without cpus`,
     );
   problems.throwIfAny();
+  return reserved;
 }
 
 const listedCpus = (cpus: readonly number[] | 'auto' | undefined): readonly number[] =>
@@ -151,8 +151,13 @@ const listedCpus = (cpus: readonly number[] | 'auto' | undefined): readonly numb
  * stage listed and no earlier `auto` took, as long as one core stays for the rest (so a config with `auto` loads on
  * any machine: on one core, or with every core taken, the stage runs with the rest, and a warning says so).
  */
-function assignCpus(yaml: GraphYamlValue, cores: number, problems: Problems): Map<string, number[]> {
-  const taken = new Set(yaml.stages.flatMap((s) => listedCpus(s.engine?.cpus)));
+function assignCpus(
+  yaml: GraphYamlValue,
+  cores: number,
+  listed: ReadonlySet<number>,
+  problems: Problems,
+): Map<string, number[]> {
+  const taken = new Set(listed);
   const out = new Map<string, number[]>();
   yaml.stages.forEach((s, index) => {
     const cpus = s.engine?.cpus;

@@ -182,6 +182,7 @@ export class ArScheduler {
     );
     const running = ordered.filter((r) => r.status === 'running');
     let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
+    let firstOutputsInStep = false; // a request in this step still waits for its first output: admit no one
 
     // 2. Running requests first, oldest (playback: most urgent) first: they hold KV and a slot already.
     for (const r of running) {
@@ -208,6 +209,7 @@ export class ArScheduler {
       }
       if (selfPreempted) continue;
       items.push(this.item(r, numTokens));
+      firstOutputsInStep ||= r.firstOutputPending;
       kvTokens += numTokens;
       tokenBudget -= numTokens;
     }
@@ -215,7 +217,6 @@ export class ArScheduler {
     // 3. Admit waiting requests (FIFO; playback: by deadline) while slots, token budget and KV budget allow. A
     //    preempted request is not re-admitted in the step that preempted it (that would thrash).
     let numRunning = ordered.filter((r) => r.status === 'running').length;
-    const firstOutputsInStep = items.some((i) => this.get(i.requestId).firstOutputPending);
     for (const r of ordered) {
       if (firstOutputsInStep) break;
       if (r.status !== 'waiting' || preempted.includes(r.requestId)) continue;
