@@ -3,9 +3,9 @@
  * not have and a plan that leaves none for the rest; the other processes get the cores nobody reserved.
  */
 import os from 'node:os';
+import { configProblems } from '../helpers/configProblems.ts';
 import { describe, expect, it } from 'vitest';
 import { cpusFor, reservedCpus } from '../../src/common/affinity.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 
 const config = (talkerCpus: string, code2wavCpus = '') => `stages:
@@ -24,15 +24,7 @@ const config = (talkerCpus: string, code2wavCpus = '') => `stages:
     final_output_type: audio
 ${code2wavCpus ? `    engine: {cpus: ${code2wavCpus}}\n` : ''}`;
 
-function problems(yaml: string, cores: number): string[] {
-  try {
-    parseConfig(yaml, 'configs/x.yaml', { cores });
-  } catch (err) {
-    expect((err as ChorusError).code).toBe(ErrorCodes.CONFIG_INVALID);
-    return (err as ChorusError).message.split('\n').slice(1);
-  }
-  throw new Error('expected the config to be rejected');
-}
+const problems = (yaml: string, cores: number) => configProblems(yaml, 'configs/x.yaml', cores);
 
 describe('engine.cpus', () => {
   it('takes distinct cores of this machine, sorted, and gives the rest to everything else', () => {

@@ -1,7 +1,7 @@
 /** `ec_store:` in the stage graph: off without it, Redis from the connector or its own url, line-precise errors. */
+import { configProblems } from '../helpers/configProblems.ts';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 
 const stages = `stages:
   - stage_id: image-encoder
@@ -21,15 +21,7 @@ function load(yaml: string) {
   return parseConfig(yaml, 'configs/x.yaml', { cores: 64 });
 }
 
-function problemsOf(yaml: string): string[] {
-  try {
-    load(yaml);
-  } catch (err) {
-    expect((err as ChorusError).code).toBe(ErrorCodes.CONFIG_INVALID);
-    return (err as ChorusError).message.split('\n').slice(1);
-  }
-  throw new Error('expected the config to be rejected');
-}
+const problemsOf = (yaml: string) => configProblems(yaml);
 
 describe('ec_store', () => {
   it('is off without the section', () => {

@@ -1,22 +1,13 @@
 /** Encoder stages in the stage graph: generated encoders sized from their Thinker, settings, and the graph rules. */
 import path from 'node:path';
+import { configProblems } from '../helpers/configProblems.ts';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig } from '../../src/config/loadConfig.ts';
 import { repoRoot } from '../../src/config/paths.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { encoderPresets } from '../../stages/generator/encoderSizes.ts';
 import { presets } from '../../stages/generator/presets.ts';
 
-function problemsOf(yaml: string): string[] {
-  try {
-    parseConfig(yaml, 'configs/x.yaml', { cores: 64 });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ChorusError);
-    expect((err as ChorusError).code).toBe(ErrorCodes.CONFIG_INVALID);
-    return (err as ChorusError).message.split('\n').slice(1);
-  }
-  throw new Error('expected the config to be rejected');
-}
+const problemsOf = (yaml: string) => configProblems(yaml);
 
 const audioEncoder = `  - stage_id: audio-encoder
     kind: encoder

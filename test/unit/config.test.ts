@@ -1,23 +1,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { configProblems } from '../helpers/configProblems.ts';
 import { describe, expect, it } from 'vitest';
 import { defaultConfigPath, loadConfig, parseConfig } from '../../src/config/loadConfig.ts';
 import { repoRoot } from '../../src/config/paths.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 import { presets } from '../../stages/generator/presets.ts';
 
-/** The problem lines of a config that must fail (everything after the summary line). */
-function problemsOf(yaml: string, file = 'configs/x.yaml'): string[] {
-  try {
-    parseConfig(yaml, file, { cores: 64 });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ChorusError);
-    expect((err as ChorusError).code).toBe(ErrorCodes.CONFIG_INVALID);
-    return (err as ChorusError).message.split('\n').slice(1);
-  }
-  throw new Error('expected the config to be rejected');
-}
+const problemsOf = (yaml: string, file?: string) => configProblems(yaml, file);
 
 const thinker = `  - stage_id: thinker
     kind: thinker
