@@ -4,12 +4,19 @@
 import type { ChildProcess } from 'node:child_process';
 import type { ControlChannel } from './ControlChannel.ts';
 
+/** A failed write means the other end is gone; its 'disconnect' tells the owner (see send below). */
+function ignoreSendFailure(): void {}
+
 /** Main's end: the pipe to a forked stage process. */
 export function ipcChannelToChild<Out, In>(child: ChildProcess): ControlChannel<Out, In> {
   return {
     send(msg) {
       if (!child.connected) return false;
-      child.send(msg as object);
+      // A stage that died a moment ago is still `connected` until its pipe's end is read: the write then fails
+      // later (EPIPE). With a callback that failure is handed here, not thrown as an 'error' event on the child
+      // (nothing listens after boot, so it would crash main); the child's 'disconnect' and 'exit' follow, and the
+      // supervisor fails what the stage held.
+      child.send(msg as object, ignoreSendFailure);
       return true;
     },
     onMessage(handler) {
@@ -35,7 +42,7 @@ export function ipcChannelToParent<Out, In>(): ControlChannel<Out, In> {
     send(msg) {
       // The pipe may be gone if main died; then this process is about to exit anyway.
       if (!process.connected) return false;
-      process.send!(msg);
+      process.send!(msg, undefined, undefined, ignoreSendFailure);
       return true;
     },
     onMessage(handler) {
