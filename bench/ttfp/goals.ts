@@ -4,6 +4,7 @@
  */
 import type { LimitResult } from '../limit/runLimit.ts';
 import type { ThroughputLimit } from '../limit/runThroughput.ts';
+import { BENCH_PROCESS, throughputCeiling } from './cpuTime.ts';
 import type { ConfigRatio, Goal, Ratio, RunRow, VariantRatio } from './results.ts';
 
 export const GOALS = {
@@ -202,6 +203,25 @@ export function throughputShare(runs: readonly RunRow[], limits: readonly Throug
   const run = runs.find((r) => r.async_chunk && r.variant === runs[0]?.variant && r.concurrency === c);
   const limit = limits.find((l) => l.batch === c);
   return run && limit && limit.limit_rps > 0 ? run.request_throughput / limit.limit_rps : null;
+}
+
+/**
+ * The most of the throughput limit at c the machine's cores allow once the bench's own process (main and the
+ * clients, in-process servers only) is charged beside the stages' times alone (cpuTime.ts throughputCeiling);
+ * null without the figures.
+ */
+export function throughputCeilingAt(
+  runs: readonly RunRow[],
+  limits: readonly ThroughputLimit[],
+  c: number,
+): number | null {
+  const run = runs.find((r) => r.async_chunk && r.variant === runs[0]?.variant && r.concurrency === c);
+  const limit = limits.find((l) => l.batch === c);
+  const best = limit && limits.find((l) => l.batch === limit.best_batch);
+  const benchMs = run?.cpu_bound_rps != null ? run.cpu_ms_per_request?.[BENCH_PROCESS] : undefined;
+  if (!limit || !best || benchMs === undefined || limit.limit_rps <= 0) return null;
+  const stagesMs = (best.thinker_ms + best.talker_ms + best.code2wav_ms) / best.batch;
+  return throughputCeiling(limit, stagesMs, benchMs);
 }
 
 /** TTFP over the limit for every async run (the bench prints it per concurrency; the goal is at c=1). */

@@ -8,6 +8,7 @@ import type { BenchClient, ClientTarget } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
 import { addFrames, decodeRatio, framesBetween, settledCode2WavFrames, type Code2WavFrames } from './code2wavFrames.ts';
+import { addCpuBetween, cpuSnapshot } from './cpuTime.ts';
 import { startInProcessServer, type BenchConfig } from './inProcessServer.ts';
 import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
@@ -100,6 +101,7 @@ export class ModeRun {
   readonly #traces: RequestTrace[] = [];
   #durationMs = 0;
   #frames: Code2WavFrames | null = { framesDecoded: 0, audioFrames: 0 };
+  readonly #cpuMs = new Map<string, number>();
   #blocks = 0;
 
   constructor(
@@ -113,6 +115,7 @@ export class ModeRun {
     const part = to - from < prompts.length ? ` [${from}, ${to})` : '';
     // Settled first: the warm-up's or the previous block's last frames may still be on their way to the totals.
     const before = await settledCode2WavFrames(target);
+    const cpuBefore = await cpuSnapshot(target);
     const run = await load(
       o,
       this.live,
@@ -121,6 +124,7 @@ export class ModeRun {
       this.concurrency,
       from,
     );
+    addCpuBetween(this.#cpuMs, cpuBefore, await cpuSnapshot(target));
     const after = await settledCode2WavFrames(target);
     for (let i = 0; i < run.traces.length; i++) this.#traces[from + i] = run.traces[i];
     this.#durationMs += run.durationMs;
@@ -145,6 +149,8 @@ export class ModeRun {
       durationMs: this.#durationMs,
       blocks: this.#blocks,
       traces,
+      cpuMs: this.#cpuMs,
+      cpuCountsServer: mode.config !== null,
       ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
     });
     result.runs.push(row);

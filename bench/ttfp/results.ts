@@ -7,6 +7,7 @@ import os from 'node:os';
 import type { LimitResult } from '../limit/runLimit.ts';
 import type { ThroughputLimit } from '../limit/runThroughput.ts';
 import { requestMetrics, type Distribution, type RunMetrics } from './metrics.ts';
+import { cpuBoundRps } from './cpuTime.ts';
 import type { RequestTrace } from './trace.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
 
@@ -68,6 +69,16 @@ export interface RunRow {
   /** The per-request TTFP target sent (--ttfp-target-ms), and the share of completed requests that met it. */
   readonly ttfp_target_ms: number | null;
   readonly ttfp_target_met: number | null;
+  /**
+   * CPU ms per completed request of each process on this machine over the run (bench/ttfp/cpuTime.ts): the
+   * stage processes by instance, and `bench`, this process (the clients, and main with an in-process server).
+   */
+  readonly cpu_ms_per_request: Readonly<Record<string, number>> | null;
+  /**
+   * In-process server only (every process of the deployment counted): req/s the machine's cores allow at that
+   * CPU per request if they never idled. req/s near it: the run was CPU-bound.
+   */
+  readonly cpu_bound_rps: number | null;
   readonly errors: readonly string[];
 }
 
@@ -205,6 +216,18 @@ export interface RowContext {
   readonly blocks?: number;
   readonly traces: readonly RequestTrace[];
   readonly serverTiming?: (requestId: string | undefined) => ServerSideTiming | undefined;
+  /** CPU ms of each process over the run (cpuTime.ts), and whether main's was among them (in-process server). */
+  readonly cpuMs?: ReadonlyMap<string, number>;
+  readonly cpuCountsServer?: boolean;
+}
+
+function cpuFigures(c: RowContext, completed: number): Pick<RunRow, 'cpu_ms_per_request' | 'cpu_bound_rps'> {
+  if (!c.cpuMs || c.cpuMs.size === 0 || completed === 0) return { cpu_ms_per_request: null, cpu_bound_rps: null };
+  const perRequest = Object.fromEntries([...c.cpuMs].map(([name, ms]) => [name, ms / completed]));
+  return {
+    cpu_ms_per_request: perRequest,
+    cpu_bound_rps: c.cpuCountsServer ? cpuBoundRps(os.availableParallelism(), perRequest) : null,
+  };
 }
 
 export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
@@ -251,6 +274,7 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
     ttfp_target_ms: target,
     ttfp_target_met:
       target === null || ttfps.length === 0 ? null : ttfps.filter((x) => x <= target).length / ttfps.length,
+    ...cpuFigures(c, m.completed),
     errors: m.errors,
   } as RunRow;
 }

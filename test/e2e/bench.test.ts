@@ -145,6 +145,20 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     expect(new Set(audio).size).toBe(1);
   });
 
+  it('charges each run the CPU of every process that served it, and what the cores allow at that cost', () => {
+    for (const r of result.runs) {
+      const per = r.cpu_ms_per_request!;
+      // Every stage process (by instance) and this one (the clients, and main: the server is in-process); the
+      // ones that computed the answers used CPU (/proc counts in 10 ms ticks: Code2Wav's few ms may show 0).
+      expect(Object.keys(per).sort()).toEqual(
+        ['audio-encoder#0', 'bench', 'code2wav#0', 'image-encoder#0', 'talker#0', 'thinker#0'].sort(),
+      );
+      for (const stage of ['bench', 'thinker#0', 'talker#0']) expect(per[stage]).toBeGreaterThan(0);
+      const total = Object.values(per).reduce((a, x) => a + x, 0);
+      expect(r.cpu_bound_rps).toBeCloseTo((result.machine.cpus * 1000) / total, 6);
+    }
+  });
+
   it('records provenance: machine, git SHA, distinct config hashes per mode', () => {
     expect(result.git_sha).toMatch(/^([0-9a-f]{40}(-dirty)?|unknown)$/);
     expect(result.machine.cpus).toBeGreaterThan(0);

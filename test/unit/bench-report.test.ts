@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { addFrames, decodeRatio, framesBetween, sumMetric } from '../../bench/ttfp/code2wavFrames.ts';
-import { asyncSyncRatios, evaluateGoals, throughputShare } from '../../bench/ttfp/goals.ts';
+import { asyncSyncRatios, evaluateGoals, throughputCeilingAt, throughputShare } from '../../bench/ttfp/goals.ts';
 import type { ThroughputLimit } from '../../bench/limit/runThroughput.ts';
 import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
 import type { LimitResult } from '../../bench/limit/runLimit.ts';
@@ -125,6 +125,35 @@ describe('asyncSyncRatios and evaluateGoals', () => {
       met: false,
     });
     expect(throughputShare([row], [{ ...limit, batch: 4 }], 10)).toBeNull(); // no limit at that concurrency
+  });
+
+  it("puts the bench's CPU beside the stages' times alone: the share of the throughput limit the cores allow", () => {
+    // 10 requests at batch 10: stages 1000 + 500 + 100 ms alone, limit 6 req/s on 2 cores. The run spent 100 ms
+    // of the bench process's CPU (main and clients) per request: 2000 / (160 + 100) = 7.7 req/s > 6, the limit stays
+    // whole; at 200 ms a request, 2000 / 360 = 5.56 req/s, 0.93 of it.
+    const limit = {
+      batch: 10,
+      best_batch: 10,
+      limit_rps: 6,
+      cores: 2,
+      thinker_ms: 500,
+      talker_ms: 1000,
+      code2wav_ms: 100,
+    } as ThroughputLimit;
+    const row = (benchMs: number, counted: boolean): RunRow => ({
+      ...run(true, 10, 300),
+      cpu_ms_per_request: { 'talker#0': 250, bench: benchMs },
+      cpu_bound_rps: counted ? 2000 / (250 + benchMs) : null,
+    });
+    expect(throughputCeilingAt([row(100, true)], [limit], 10)).toBe(1);
+    expect(throughputCeilingAt([row(200, true)], [limit], 10)).toBeCloseTo(2000 / 360 / 6, 6);
+    // A server reached by URL: main's CPU was not counted, so no ceiling is claimed.
+    expect(throughputCeilingAt([row(200, false)], [limit], 10)).toBeNull();
+    // The limit came from a smaller batch: its stage times are the ones that count (560 ms a request at batch 10's
+    // would give 0.595).
+    const four = { ...limit, batch: 4, thinker_ms: 100, talker_ms: 200, code2wav_ms: 20 } as ThroughputLimit;
+    const ceiling = throughputCeilingAt([row(400, true)], [four, { ...limit, best_batch: 4 }], 10);
+    expect(ceiling).toBeCloseTo(2000 / (80 + 400) / 6, 6);
   });
 
   it('reports the share of requests that met a TTFP target within 2x the limit at c=4', () => {

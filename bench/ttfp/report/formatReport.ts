@@ -3,7 +3,7 @@
  * config/compare-config) ratios, TTFP over the critical-path limit, the goals, and where the numbers came from.
  */
 import { formatLimit } from '../../limit/runLimit.ts';
-import { throughputShare, ttfpOverLimit } from '../goals.ts';
+import { throughputCeilingAt, throughputShare, ttfpOverLimit } from '../goals.ts';
 import type { LimitResult } from '../../limit/runLimit.ts';
 import type { BenchResult, VariantRatio } from '../results.ts';
 import {
@@ -94,13 +94,31 @@ function burstLines(r: BenchResult): string[] {
 function throughputLines(r: BenchResult): string[] {
   return r.throughput_limits.map((l) => {
     const share = throughputShare(r.runs, r.throughput_limits, l.batch);
+    const ceiling = throughputCeilingAt(r.runs, r.throughput_limits, l.batch);
     const stages = `thinker ${ms(l.thinker_ms)} + talker ${ms(l.talker_ms)} + code2wav ${ms(l.code2wav_ms)} ms`;
     const best = l.best_batch === l.batch ? '' : `, the limit of batch ${l.best_batch}`;
     return (
       `c=${l.batch}: limit ${num(l.limit_rps, 2)} req/s${best} (batch ${l.batch}: ${num(l.batched_rps, 2)} req/s, ` +
       `${stages} on ${l.cores} cores, least on-CPU time of ${l.repeats} passes after ${l.warmup} warm-up)` +
-      (share === null ? '' : `; measured ${num(share, 2)} of it`)
+      (share === null ? '' : `; measured ${num(share, 2)} of it`) +
+      (ceiling === null ? '' : `; the cores allow at most ${num(ceiling, 2)} of it with the bench's CPU charged`)
     );
+  });
+}
+
+/** Each run's CPU per request by process, and (in-process) what the cores allow at that cost. */
+function cpuLines(r: BenchResult): string[] {
+  return r.runs.flatMap((run) => {
+    const per = run.cpu_ms_per_request;
+    if (!per) return [];
+    const parts = Object.entries(per).map(([name, x]) => `${name} ${ms(x)}`);
+    const total = Object.values(per).reduce((a, x) => a + x, 0);
+    const bound =
+      run.cpu_bound_rps === null
+        ? ''
+        : `; the cores allow ${num(run.cpu_bound_rps, 2)} req/s at that, measured ` +
+          `${num(run.request_throughput, 2)} (${num(run.request_throughput / run.cpu_bound_rps, 2)})`;
+    return [`${run.variant} c=${run.concurrency}: ${parts.join(' + ')} = ${ms(total)} ms${bound}`];
   });
 }
 
@@ -147,6 +165,10 @@ export function formatText(r: BenchResult): string {
     'throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster):',
     throughputLines(r),
   );
+  section(
+    "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server):",
+    cpuLines(r),
+  );
   section('goals:', goalLines(r));
   section('failed requests:', errorLines(r));
   out.push('', provenance(r));
@@ -177,6 +199,10 @@ export function formatMarkdown(r: BenchResult): string {
   section(
     'Throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster)',
     throughputLines(r),
+  );
+  section(
+    "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server)",
+    cpuLines(r),
   );
   section('Goals', goalLines(r));
   section('Failed requests', errorLines(r));

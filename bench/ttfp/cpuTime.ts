@@ -1,0 +1,97 @@
+/**
+ * CPU time per request of the processes that serve a run: each stage process the server's /health names on this
+ * machine (Linux's /proc/<pid>/stat, user + system, every thread: onnxruntime's, V8's, libuv's), and this process
+ * (process.cpuUsage: the bench's clients, and main as well when the server runs in-process).
+ *
+ * On a machine whose cores the run keeps busy, req/s is the cores over the CPU one request costs the whole
+ * deployment, so these figures say where a throughput goes: which process spends what, and what the cores allow
+ * at that cost (`cpuBoundRps`). Against the throughput limit (bench/limit/runThroughput.ts), which charges each
+ * stage only its models' time alone, `throughputCeiling` puts the bench's own CPU back: what the cores allow at
+ * most when every stage runs as fast as alone and nothing else shares them.
+ */
+import { readFileSync } from 'node:fs';
+import type { ClientTarget } from './clients/BenchClient.ts';
+
+/** The process the bench runs in: its clients, and main when the server is in-process. */
+export const BENCH_PROCESS = 'bench';
+
+/** /proc's clock ticks per second: fixed at 100 by Linux's user ABI (USER_HZ). */
+const USER_HZ = 100;
+
+/** CPU ms a process has used, every thread included; null when /proc does not have it (gone, or not Linux). */
+export function processCpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After "pid (comm) ": state is field 3; utime and stime are fields 14 and 15. comm may hold spaces or ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? (ticks * 1000) / USER_HZ : null;
+  } catch {
+    return null;
+  }
+}
+
+interface HealthStage {
+  readonly stage_id: string;
+  readonly replica: number;
+  readonly pid: number | null;
+  readonly instance?: string;
+  readonly placement?: string;
+}
+
+/** A process's CPU ms now, keyed by a name and its pid (a stage restarted mid-run is another process). */
+export type CpuSnapshot = ReadonlyMap<string, { readonly pid: number; readonly ms: number }>;
+
+/** The stage processes of the server on this machine (a remote one's pid is another host's), by instance name. */
+async function localStages(target: ClientTarget): Promise<{ name: string; pid: number }[]> {
+  try {
+    const res = await fetch(`${target.baseUrl}/health`, {
+      headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},
+    });
+    const body = (await res.json()) as { stages?: HealthStage[] };
+    return (body.stages ?? [])
+      .filter((s) => s.pid !== null && s.placement !== 'remote')
+      .map((s) => ({ name: s.instance ?? `${s.stage_id}#${s.replica}`, pid: s.pid! }));
+  } catch {
+    return []; // a server without /health: the bench's own process still counts
+  }
+}
+
+export async function cpuSnapshot(target: ClientTarget): Promise<CpuSnapshot> {
+  const out = new Map<string, { pid: number; ms: number }>();
+  for (const { name, pid } of await localStages(target)) {
+    const ms = processCpuMs(pid);
+    if (ms !== null) out.set(name, { pid, ms });
+  }
+  const own = process.cpuUsage();
+  out.set(BENCH_PROCESS, { pid: process.pid, ms: (own.user + own.system) / 1000 });
+  return out;
+}
+
+/** CPU ms each process used between two snapshots (the ones in both, with the same pid), added to `into`. */
+export function addCpuBetween(into: Map<string, number>, before: CpuSnapshot, after: CpuSnapshot): void {
+  for (const [name, a] of after) {
+    const b = before.get(name);
+    if (b && b.pid === a.pid) into.set(name, (into.get(name) ?? 0) + a.ms - b.ms);
+  }
+}
+
+/** Requests per second `cores` allow when each request costs `msPerRequest` of CPU and the cores never idle. */
+export function cpuBoundRps(cores: number, msPerRequest: Readonly<Record<string, number>>): number | null {
+  const total = Object.values(msPerRequest).reduce((a, x) => a + x, 0);
+  return total > 0 ? (cores * 1000) / total : null;
+}
+
+/**
+ * The most of the throughput limit `cores` allow once the bench's own process is charged too: the limit's stage
+ * times (each stage alone, per request of its batch) plus the bench process's CPU per request, over the cores,
+ * as a share of the limit (1 when the cores leave the limit whole).
+ */
+export function throughputCeiling(
+  limit: { readonly limit_rps: number; readonly cores: number },
+  stagesMsPerRequest: number,
+  benchMsPerRequest: number,
+): number {
+  const rps = (limit.cores * 1000) / (stagesMsPerRequest + benchMsPerRequest);
+  return Math.min(1, rps / limit.limit_rps);
+}

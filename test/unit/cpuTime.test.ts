@@ -1,0 +1,54 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import {
+  addCpuBetween,
+  cpuBoundRps,
+  processCpuMs,
+  throughputCeiling,
+  type CpuSnapshot,
+} from '../../bench/ttfp/cpuTime.ts';
+
+describe('bench CPU accounting', () => {
+  it("reads a process's CPU time from /proc, every thread counted, and null for a process that is gone", async () => {
+    const own = process.cpuUsage();
+    const ms = processCpuMs(process.pid)!;
+    // /proc counts in 10 ms ticks: within a few ticks of what Node says of itself.
+    expect(Math.abs(ms - (own.user + own.system) / 1000)).toBeLessThan(50);
+
+    // A child that spends 300 ms of CPU, says so, and waits: its /proc figure holds those 300 ms.
+    const busy = 'while (process.cpuUsage().user < 300_000) {} console.log("done"); process.stdin.resume()';
+    const child = spawn(process.execPath, ['-e', busy]);
+    const pid = child.pid!;
+    await once(child.stdout!, 'data');
+    expect(processCpuMs(pid)!).toBeGreaterThanOrEqual(280);
+    const exited = once(child, 'exit');
+    child.kill();
+    await exited; // reaped: its /proc entry is gone
+    expect(processCpuMs(pid)).toBeNull();
+  });
+
+  it('adds what each process used between snapshots, leaving out one restarted under another pid', () => {
+    const before: CpuSnapshot = new Map([
+      ['thinker#0', { pid: 10, ms: 100 }],
+      ['talker#0', { pid: 11, ms: 200 }],
+    ]);
+    const after: CpuSnapshot = new Map([
+      ['thinker#0', { pid: 10, ms: 160 }],
+      ['talker#0', { pid: 12, ms: 30 }], // restarted: its time is another process's
+      ['bench', { pid: 1, ms: 5 }], // not in before
+    ]);
+    const into = new Map([['thinker#0', 40]]);
+    addCpuBetween(into, before, after);
+    expect([...into]).toEqual([['thinker#0', 100]]);
+  });
+
+  it('bounds req/s by the CPU a request costs, and the throughput limit by the bench CPU charged beside it', () => {
+    expect(cpuBoundRps(2, { thinker: 150, talker: 250, bench: 100 })).toBe(4);
+    expect(cpuBoundRps(2, {})).toBeNull();
+    // Limit 7 req/s on 2 cores; stages alone 200 ms a request + the bench's 100: 2 cores allow 6.67 req/s.
+    expect(throughputCeiling({ limit_rps: 7, cores: 2 }, 200, 100)).toBeCloseTo(6.667 / 7, 3);
+    // Cores to spare: the limit stays whole.
+    expect(throughputCeiling({ limit_rps: 7, cores: 8 }, 200, 100)).toBe(1);
+  });
+});
