@@ -164,6 +164,10 @@ describe('server over the real pipeline', () => {
   });
 
   it('refuses media for which the pipeline has no encoder with a 400 naming the item', async () => {
+    // The earlier tests' answers are complete for their clients before every stage's 'finished' has reached main
+    // (the last chunk travels by shm, the notice by IPC): start from a pipeline that holds nothing.
+    const idle = () => engine.health().every((h) => h.inFlight === 0);
+    await waitFor('the earlier requests to leave every stage', idle);
     const image = `data:image/png;base64,${Buffer.from(pngBytes(32, 32)).toString('base64')}`;
     const res = await fetch(`${base}/v1/chat/completions`, {
       method: 'POST',
@@ -184,6 +188,6 @@ describe('server over the real pipeline', () => {
     const { error } = (await res.json()) as { error: { code: string; message: string; param: string } };
     expect(error).toMatchObject({ code: 'CHORUS_ERR_MEDIA_INVALID', param: 'messages[0].content[1]' });
     expect(error.message).toMatch(/^messages\[0\]\.content\[1\] \(image\): this pipeline has no image encoder/);
-    expect(engine.health().every((h) => h.inFlight === 0)).toBe(true); // refused before admission
+    expect(idle()).toBe(true); // refused before admission
   });
 });
