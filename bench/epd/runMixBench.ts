@@ -6,7 +6,6 @@
  * time (CPU seconds of their processes), and a probe on the idle deployment: a 30 s clip sent again (its rows
  * cached) against a text prompt of the same token count.
  */
-import { execFileSync } from 'node:child_process';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,7 +14,7 @@ import { channelNames } from '../../src/common/diagnostics.ts';
 import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
 import type { RoutingPolicy } from '../../src/common/graph.ts';
 import type { Logger } from '../../src/common/log.ts';
-import { cpuTicksOf } from '../../src/engine/processCpu.ts';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from '../../src/engine/processCpu.ts';
 import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
@@ -172,8 +171,6 @@ function encoderTotals(): { totals: Map<string, { hits: number; misses: number }
   subscribe(channelNames.stageStats, on);
   return { totals, stop: () => unsubscribe(channelNames.stageStats, on) };
 }
-
-const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 const rate = (c: HitCounts) => (c.hits + c.misses > 0 ? Number((c.hits / (c.hits + c.misses)).toFixed(3)) : null);
 

@@ -9,27 +9,11 @@
  * stage only its models' time alone, `throughputCeiling` puts the bench's own CPU back: what the cores allow at
  * most when every stage runs as fast as alone and nothing else shares them.
  */
-import { readFileSync } from 'node:fs';
+import { cpuMsOf } from '../../src/engine/processCpu.ts';
 import type { ClientTarget } from './clients/BenchClient.ts';
 
 /** The process the bench runs in: its clients, and main when the server is in-process. */
 export const BENCH_PROCESS = 'bench';
-
-/** /proc's clock ticks per second: fixed at 100 by Linux's user ABI (USER_HZ). */
-const USER_HZ = 100;
-
-/** CPU ms a process has used, every thread included; null when /proc does not have it (gone, or not Linux). */
-export function processCpuMs(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // After "pid (comm) ": state is field 3; utime and stime are fields 14 and 15. comm may hold spaces or ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? (ticks * 1000) / USER_HZ : null;
-  } catch {
-    return null;
-  }
-}
 
 interface HealthStage {
   readonly stage_id: string;
@@ -60,7 +44,7 @@ async function localStages(target: ClientTarget): Promise<{ name: string; pid: n
 export async function cpuSnapshot(target: ClientTarget): Promise<CpuSnapshot> {
   const out = new Map<string, { pid: number; ms: number }>();
   for (const { name, pid } of await localStages(target)) {
-    const ms = processCpuMs(pid);
+    const ms = cpuMsOf(pid);
     if (ms !== null) out.set(name, { pid, ms });
   }
   const own = process.cpuUsage();

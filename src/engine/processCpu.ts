@@ -19,3 +19,12 @@ export function cpuTicksOf(pid: number): number | null {
   const stime = Number(fields[12]); // field 15
   return Number.isFinite(utime) && Number.isFinite(stime) ? utime + stime : null;
 }
+
+/** /proc's clock ticks per second: USER_HZ, fixed at 100 by Linux's user ABI (what `getconf CLK_TCK` prints). */
+export const CLOCK_TICKS_PER_SECOND = 100;
+
+/** The same CPU time in ms, or null. */
+export function cpuMsOf(pid: number): number | null {
+  const ticks = cpuTicksOf(pid);
+  return ticks === null ? null : (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
+}

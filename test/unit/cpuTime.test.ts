@@ -1,18 +1,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import {
-  addCpuBetween,
-  cpuBoundRps,
-  processCpuMs,
-  throughputCeiling,
-  type CpuSnapshot,
-} from '../../bench/ttfp/cpuTime.ts';
+import { addCpuBetween, cpuBoundRps, throughputCeiling, type CpuSnapshot } from '../../bench/ttfp/cpuTime.ts';
+import { cpuMsOf } from '../../src/engine/processCpu.ts';
 
 describe('bench CPU accounting', () => {
   it("reads a process's CPU time from /proc, every thread counted, and null for a process that is gone", async () => {
     const own = process.cpuUsage();
-    const ms = processCpuMs(process.pid)!;
+    const ms = cpuMsOf(process.pid)!;
     // /proc counts in 10 ms ticks: within a few ticks of what Node says of itself.
     expect(Math.abs(ms - (own.user + own.system) / 1000)).toBeLessThan(50);
 
@@ -21,11 +16,11 @@ describe('bench CPU accounting', () => {
     const child = spawn(process.execPath, ['-e', busy]);
     const pid = child.pid!;
     await once(child.stdout!, 'data');
-    expect(processCpuMs(pid)!).toBeGreaterThanOrEqual(280);
+    expect(cpuMsOf(pid)!).toBeGreaterThanOrEqual(280);
     const exited = once(child, 'exit');
     child.kill();
     await exited; // reaped: its /proc entry is gone
-    expect(processCpuMs(pid)).toBeNull();
+    expect(cpuMsOf(pid)).toBeNull();
   });
 
   it('adds what each process used between snapshots, leaving out one restarted under another pid', () => {
