@@ -32,11 +32,22 @@ const ask = (
 
 const firstTextMs = (r: Collected, sentAtMs: number) => r.events.find((e) => e.type === 'text')!.atMs - sentAtMs;
 
-/** Suspends a stage process, so whatever reaches it waits; returns a function that kills it (or lets it go on). */
+/**
+ * Suspends a stage process, so whatever reaches it waits; returns a function that kills it (or lets it go on). A
+ * stopped stage with work can outlast stage_hang_ms on a loaded machine and be killed as hung: a process already gone
+ * is neither killed nor resumed.
+ */
 function suspend(engine: Orchestrator, instance: string): { kill(): void; resume(): void } {
   const pid = engine.workerOf(instance)!.pid!;
   process.kill(pid, 'SIGSTOP');
-  return { kill: () => process.kill(pid, 'SIGKILL'), resume: () => process.kill(pid, 'SIGCONT') };
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      process.kill(pid, name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  };
+  return { kill: () => signal('SIGKILL'), resume: () => signal('SIGCONT') };
 }
 
 beforeAll(() => subscribe('chorus:stage:stats', onStats));
