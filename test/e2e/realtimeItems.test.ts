@@ -1,6 +1,8 @@
 /**
- * conversation.item.truncate through the official openai SDK: the client played part of an answer's audio; the
- * server trims the item's transcript to what that audio voiced, so the next turn's context holds only that.
+ * Editing a conversation through the official openai SDK, on a real pipeline: conversation.item.truncate (the
+ * client played part of an answer's audio; the server trims the item's transcript to what that audio voiced, so the
+ * next turn's context holds only that), conversation.item.retrieve and conversation.item.delete (a deleted turn is
+ * gone from what the model reads next).
  */
 import { describe, expect, it } from 'vitest';
 import { sdkSession, tlsPipelineForFile, type Event } from '../helpers/realtimeSdk.ts';
@@ -25,8 +27,10 @@ async function session() {
       usage: { input_token_details: { text_tokens: number } };
     };
   };
-  return { rt, next, ask };
+  return { rt, events, next, ask };
 }
+
+type Item = { id: string; role: string };
 
 describe('conversation.item.truncate', () => {
   it('trims the transcript to the audio played; the next turn sees only that', async () => {
@@ -50,6 +54,38 @@ describe('conversation.item.truncate', () => {
     const heard = after.usage.input_token_details.text_tokens;
     const whole = untouched.usage.input_token_details.text_tokens;
     expect(whole - heard).toBe(20 - 3);
+    a.rt.close();
+    b.rt.close();
+  }, 90_000);
+
+  it('retrieves a turn as the server holds it; a deleted turn is gone from what the model reads next', async () => {
+    const [a, b] = await Promise.all([session(), session()]);
+    const first = await a.ask('Tell me about the sea', 12);
+    const answer = first.output[0];
+
+    const retrieved = a.next((e) => e.type === 'conversation.item.retrieved');
+    a.rt.send({ type: 'conversation.item.retrieve', item_id: answer.id });
+    expect((await retrieved).item).toMatchObject({
+      id: answer.id,
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_audio', transcript: answer.content[0].transcript }],
+    });
+
+    // Delete both items of the first turn: session a is then where session b starts, an empty conversation.
+    const question = a.events.find((e) => e.type === 'conversation.item.added' && (e.item as Item).role === 'user');
+    for (const id of [(question!.item as Item).id, answer.id]) {
+      const deleted = a.next((e) => e.type === 'conversation.item.deleted');
+      a.rt.send({ type: 'conversation.item.delete', item_id: id });
+      expect((await deleted).item_id).toBe(id);
+    }
+    const [after, fresh] = await Promise.all([a.ask('And then?', 6), b.ask('And then?', 6)]);
+    expect(after.usage.input_token_details.text_tokens).toBe(fresh.usage.input_token_details.text_tokens);
+    expect(after.output[0].content[0].transcript).toBe(fresh.output[0].content[0].transcript); // greedy: the same
+
+    const gone = a.next((e) => e.type === 'error');
+    a.rt.send({ type: 'conversation.item.retrieve', item_id: answer.id });
+    expect((await gone).error).toMatchObject({ code: 'CHORUS_ERR_NOT_FOUND', param: 'item_id' });
     a.rt.close();
     b.rt.close();
   }, 90_000);

@@ -113,10 +113,9 @@ describe('bad realtime frames', () => {
         event_id: 'full',
         item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] },
       });
-      expect((await client.next('error')).error).toMatchObject({
-        code: 'CHORUS_ERR_REQUEST_INVALID',
-        event_id: 'full',
-      });
+      const full = (await client.next('error')).error as { message: string };
+      expect(full).toMatchObject({ code: 'CHORUS_ERR_REQUEST_INVALID', event_id: 'full' });
+      expect(full.message).toContain('conversation.item.delete');
       client.send({ type: 'response.create', event_id: 'full2' });
       expect((await client.next('error')).error).toMatchObject({
         code: 'CHORUS_ERR_REQUEST_INVALID',
@@ -126,6 +125,13 @@ describe('bad realtime frames', () => {
       // Out-of-band responses do not add to the conversation, so they still work.
       client.send({ type: 'response.create', response: { conversation: 'none' } });
       expect(((await client.next('response.done')).response as { status: string }).status).toBe('completed');
+      // Deleting items makes room again.
+      for (const added of client.ofType('conversation.item.added')) {
+        client.send({ type: 'conversation.item.delete', item_id: (added.item as { id: string }).id });
+        await client.next('conversation.item.deleted');
+      }
+      expect(((await client.respond('two')).response as { status: string }).status).toBe('completed');
+      expect(small.engine.handles.at(-1)!.request.messages.map((m) => m.role)).toEqual(['user']);
       client.close();
     } finally {
       await small.app.close();

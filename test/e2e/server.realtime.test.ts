@@ -304,6 +304,81 @@ describe('realtime session', () => {
     expect(handle.cancelCalls).toBe(1);
   });
 
+  it('retrieves and deletes items: later responses do not see a deleted one; unknown ids are named', async () => {
+    engine.script = defaultScript({ tokens: 2 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    const done = (await client.respond('first')).response as {
+      output: { id: string; content: { type: string; transcript: string }[] }[];
+    };
+    const userId = client.ofType('conversation.item.added')[0].item as { id: string };
+    const answer = done.output[0];
+
+    client.send({ type: 'conversation.item.retrieve', item_id: answer.id });
+    expect((await client.next('conversation.item.retrieved')).item).toEqual({
+      id: answer.id,
+      object: 'realtime.item',
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_audio', transcript: answer.content[0].transcript }], // spoken: its transcript
+    });
+    client.send({ type: 'conversation.item.retrieve', item_id: userId.id });
+    expect((await client.next('conversation.item.retrieved')).item).toMatchObject({
+      role: 'user',
+      content: [{ type: 'input_text', text: 'first' }],
+    });
+
+    client.send({ type: 'conversation.item.delete', item_id: userId.id });
+    expect((await client.next('conversation.item.deleted')).item_id).toBe(userId.id);
+    for (const type of ['conversation.item.delete', 'conversation.item.retrieve']) {
+      client.send({ type, event_id: 'evt_gone', item_id: userId.id });
+      const error = (await client.next('error')).error as { message: string };
+      expect(error, type).toMatchObject({ code: 'CHORUS_ERR_NOT_FOUND', param: 'item_id', event_id: 'evt_gone' });
+      expect(error.message).toBe(`no item ${userId.id} in this conversation`);
+    }
+
+    await client.respond('second');
+    expect(engine.lastHandle.request.messages).toEqual([
+      { role: 'assistant', content: answer.content[0].transcript },
+      { role: 'user', content: 'second' },
+    ]);
+    client.close();
+  });
+
+  it('keeps the answer being written: in progress when retrieved, not deleted until its response ends', async () => {
+    engine.script = defaultScript({ tokens: 400, stepMs: 5 });
+    const client = await RealtimeClient.connect(server.wsUrl);
+    client.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
+    });
+    client.send({ type: 'response.create' });
+    const { item, response_id } = (await client.next('response.output_item.added')) as unknown as {
+      item: { id: string };
+      response_id: string;
+    };
+    client.send({ type: 'conversation.item.retrieve', item_id: item.id });
+    expect((await client.next('conversation.item.retrieved')).item).toMatchObject({
+      id: item.id,
+      status: 'in_progress',
+    });
+    client.send({ type: 'conversation.item.delete', event_id: 'evt_live', item_id: item.id });
+    const refused = (await client.next('error')).error as { message: string };
+    expect(refused).toMatchObject({ code: 'CHORUS_ERR_RESPONSE_ACTIVE', param: 'item_id', event_id: 'evt_live' });
+    expect(refused.message).toContain(`response ${response_id}`);
+    // A retrieve is no reason to stop the answer; the refused delete did not stop it either.
+    expect(engine.lastHandle.cancelCalls).toBe(0);
+
+    client.send({ type: 'response.cancel' });
+    await client.next('response.done');
+    client.send({ type: 'conversation.item.delete', item_id: item.id });
+    expect((await client.next('conversation.item.deleted')).item_id).toBe(item.id);
+    // A deleted answer is no longer there to truncate.
+    client.send({ type: 'conversation.item.truncate', item_id: item.id, content_index: 0, audio_end_ms: 0 });
+    expect((await client.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_NOT_FOUND', param: 'item_id' });
+    client.close();
+  });
+
   it('reports a failed request as response.done(failed) with the stable code', async () => {
     engine.script = () => [
       { kind: 'text', delta: 'a' },

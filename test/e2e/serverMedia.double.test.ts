@@ -304,7 +304,45 @@ describe('realtime media', () => {
     expect(plainBytes(request.messages[0].content as ContentPart[])).toEqual([
       { type: 'audio', data: new Uint8Array(audio), format: 'pcm16', sampleRateHz: 24000 },
     ]);
+    // The server's copy of the turn, as committed: the audio comes back only when asked for.
+    client.send({ type: 'conversation.item.retrieve', item_id: committed.item_id });
+    expect((await client.next('conversation.item.retrieved')).item).toMatchObject({
+      id: committed.item_id,
+      role: 'user',
+      content: [{ type: 'input_audio', transcript: null, audio: Buffer.from(audio).toString('base64') }],
+    });
     client.close();
+  });
+
+  it("frees an item's media when it is deleted: the session's media budget takes new audio again", async () => {
+    const budget = 24_000; // 0.5 s of pcm16 at 24 kHz
+    const small = buildServer(engine, { apiKey: null, maxInputAudioBytes: budget });
+    await small.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const port = (small.server.address() as { port: number }).port;
+      const client = await RealtimeClient.connect(`ws://127.0.0.1:${port}/v1/realtime`);
+      const clip = Buffer.from(pcm16Bytes(0.3, 24000, 5)).toString('base64'); // 14,400 bytes
+      const say = (eventId: string) =>
+        client.send({
+          type: 'conversation.item.create',
+          event_id: eventId,
+          item: { type: 'message', role: 'user', content: [{ type: 'input_audio', audio: clip }] },
+        });
+      say('first');
+      const first = (await client.next('conversation.item.added')).item as { id: string };
+      say('over');
+      expect((await client.next('error')).error).toMatchObject({
+        code: 'CHORUS_ERR_REQUEST_TOO_LARGE',
+        event_id: 'over',
+      });
+      client.send({ type: 'conversation.item.delete', item_id: first.id });
+      await client.next('conversation.item.deleted');
+      say('again');
+      expect(((await client.next('conversation.item.added')).item as { id: string }).id).not.toBe(first.id);
+      client.close();
+    } finally {
+      await small.close();
+    }
   });
 
   it(
@@ -385,6 +423,13 @@ describe('realtime media', () => {
         { type: 'text', text: 'Compare ' },
         { type: 'image', data: new Uint8Array(png) },
         { type: 'audio', data: new Uint8Array(wav), format: 'wav' },
+      ]);
+      // Retrieved, the item gives its media back as it was sent.
+      client.send({ type: 'conversation.item.retrieve', item_id: (added.item as { id: string }).id });
+      expect(((await client.next('conversation.item.retrieved')).item as { content: unknown }).content).toEqual([
+        { type: 'input_text', text: 'Compare ' },
+        { type: 'input_image', image_url: dataUrl(png) },
+        { type: 'input_audio', transcript: 'hi', audio: Buffer.from(wav).toString('base64'), format: 'wav' },
       ]);
       expect(engine.requests.at(-1)!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
       client.close();

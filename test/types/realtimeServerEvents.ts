@@ -33,6 +33,7 @@ export const conforming: { [K in ServerEventType]: Conforms<K> } = {
   'conversation.item.added': true,
   'conversation.item.done': true,
   'conversation.item.deleted': true,
+  'conversation.item.retrieved': true,
   'input_audio_buffer.committed': true,
   'input_audio_buffer.cleared': true,
   'input_audio_buffer.speech_started': true,

@@ -7,6 +7,7 @@
  * audio itself is).
  */
 import { ErrorCodes } from '../../common/errors.ts';
+import { sniffImageFormat } from '../../media/image.ts';
 import type { ChatMessage, ContentPart } from '../../common/engine.ts';
 import type { ItemNamer } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
@@ -21,8 +22,9 @@ import { newId } from './serverEvents.ts';
 export const INPUT_AUDIO_RATE_HZ = 24000;
 
 export interface StoredPart {
-  readonly type: 'input_text' | 'input_audio' | 'input_image' | 'text' | 'output_text';
-  /** The text, or input_audio's client-supplied transcript. */
+  /** The client's content types; and output_audio, an answer spoken (its item keeps the transcript). */
+  readonly type: 'input_text' | 'input_audio' | 'input_image' | 'text' | 'output_text' | 'output_audio';
+  /** The text, input_audio's client-supplied transcript, or output_audio's transcript. */
   readonly text: string;
   readonly media: MediaPart | null;
 }
@@ -70,7 +72,8 @@ export class Conversation {
   insert(item: StoredItem, previousItemId?: string): string | null {
     if (this.#items.length >= this.#budget.maxItems) {
       throw new ClientInputError(
-        `the conversation holds ${this.#items.length} items, this server's limit: start a new session`,
+        `the conversation holds ${this.#items.length} items, this server's limit: delete items it no longer ` +
+          `needs (conversation.item.delete) or start a new session`,
       );
     }
     if (this.#items.some((it) => it.id === item.id))
@@ -121,10 +124,25 @@ export class Conversation {
     return this.#items.some((it) => it.id === itemId);
   }
 
-  /** Sets the text of an assistant item as it finishes (it was inserted empty when its response started). */
-  setText(itemId: string, text: string): void {
-    const item = this.#items.find((it) => it.id === itemId);
-    if (item) item.parts.splice(0, item.parts.length, { type: 'output_text', text, media: null });
+  get(itemId: string): StoredItem | undefined {
+    return this.#items.find((it) => it.id === itemId);
+  }
+
+  /** The item, or the error a client event naming an item that is not there gets. */
+  require(itemId: string): StoredItem {
+    const item = this.get(itemId);
+    if (!item) throw new ClientInputError(`no item ${itemId} in this conversation`, 'item_id', ErrorCodes.NOT_FOUND);
+    return item;
+  }
+
+  /**
+   * Sets the text of an assistant item as it finishes (it was inserted empty when its response started): what it
+   * said, or, for a spoken answer, the transcript of its audio.
+   */
+  setText(itemId: string, text: string, spoken: boolean): void {
+    const item = this.get(itemId);
+    if (item)
+      item.parts.splice(0, item.parts.length, { type: spoken ? 'output_audio' : 'output_text', text, media: null });
   }
 
   items(): readonly StoredItem[] {
@@ -205,18 +223,45 @@ export function toChatMessages(instructions: string, items: readonly StoredItem[
   return { messages, itemIds, itemNamer };
 }
 
-/** The item as events show it: media bytes are never echoed back (as OpenAI does with audio). */
-export function storedItemResource(item: StoredItem): EchoedItemResource {
+/**
+ * The item as events show it. Media bytes are echoed only when the client asks for the item
+ * (conversation.item.retrieve: `withMedia`), as OpenAI does with audio; an answer still being written is in_progress.
+ */
+export function storedItemResource(
+  item: StoredItem,
+  { withMedia = false, inProgress = false }: { withMedia?: boolean; inProgress?: boolean } = {},
+): EchoedItemResource {
   return {
     id: item.id,
     object: 'realtime.item',
     type: 'message',
     role: item.role,
-    status: 'completed',
+    status: inProgress ? 'in_progress' : 'completed',
     content: item.parts.map((p): EchoedContent => {
-      if (p.type === 'input_audio') return { type: 'input_audio', transcript: p.text.length > 0 ? p.text : null };
-      if (p.type === 'input_image') return { type: 'input_image' };
+      const media = withMedia ? p.media : null;
+      if (p.type === 'input_audio') {
+        const transcript = p.text.length > 0 ? p.text : null;
+        if (media?.type !== 'audio') return { type: 'input_audio', transcript };
+        return {
+          type: 'input_audio',
+          transcript,
+          audio: base64Of(media.data),
+          ...(media.format === 'wav' ? { format: 'wav' } : {}),
+        };
+      }
+      if (p.type === 'input_image')
+        return media ? { type: 'input_image', image_url: imageDataUrl(media.data) } : { type: 'input_image' };
+      if (p.type === 'output_audio') return { type: 'output_audio', transcript: p.text };
       return { type: p.type, text: p.text };
     }),
   };
 }
+
+/** A data: URL of image bytes, typed by what the bytes are (the format the pipeline checked them as). */
+function imageDataUrl(data: Uint8Array): string {
+  const mediaType = sniffImageFormat(data) === 'png' ? 'image/png' : 'image/jpeg';
+  return `data:${mediaType};base64,${base64Of(data)}`;
+}
+
+const base64Of = (bytes: Uint8Array) =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');

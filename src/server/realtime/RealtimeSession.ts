@@ -112,9 +112,11 @@ export class RealtimeSession {
     let event: ClientEvent | null = null;
     try {
       event = parseClientEvent(text);
-      // A held answer was started from the session as it was: anything but more audio may change what the turn's
-      // answer would be (HeldAnswer also compares the requests, so this is about not wasting work, not correctness).
-      if (event.type !== 'input_audio_buffer.append') this.#responses.dropHeld();
+      // A held answer was started from the session as it was: anything but more audio (or a look at an item) may
+      // change what the turn's answer would be (HeldAnswer also compares the requests, so this is about not wasting
+      // work, not correctness).
+      if (event.type !== 'input_audio_buffer.append' && event.type !== 'conversation.item.retrieve')
+        this.#responses.dropHeld();
       this.#dispatch(event);
     } catch (err) {
       this.#sendError(err, event?.event_id ?? eventIdFromText(text));
@@ -142,6 +144,10 @@ export class RealtimeSession {
         return this.#responses.cancel(event);
       case 'conversation.item.truncate':
         return this.#responses.truncate(event);
+      case 'conversation.item.delete':
+        return this.#responses.deleteItem(event);
+      case 'conversation.item.retrieve':
+        return this.#onItemRetrieve(event);
       default: {
         // A schema added to clientEvents.ts without a handler here fails to compile.
         const unhandled: never = event;
@@ -183,6 +189,18 @@ export class RealtimeSession {
     const item = Conversation.toStored(event.item, this.#ctx.media);
     const previous = this.#conversation.insert(item, event.previous_item_id);
     this.#announceItem(item, previous);
+  }
+
+  /** The item as the server holds it, media included (the audio a turn was committed with, after VAD clipping). */
+  #onItemRetrieve(event: ClientEventOf<'conversation.item.retrieve'>): void {
+    const item = this.#conversation.require(event.item_id);
+    // The answer's text joins its item when its response.done is out: until then it is in progress.
+    const inProgress = this.#responses.active?.itemId === item.id;
+    this.#writer.send({
+      type: 'conversation.item.retrieved',
+      event_id: newId('event'),
+      item: storedItemResource(item, { withMedia: true, inProgress }),
+    });
   }
 
   #announceItem(item: StoredItem, previousItemId: string | null): void {

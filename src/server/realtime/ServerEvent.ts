@@ -43,14 +43,27 @@ export type AssistantContent =
   | { readonly type: 'output_text'; readonly text: string };
 
 /**
- * The content of an item a client created, echoed as stored (media bytes left out). The types are the client's,
- * so they include the beta `text`; an input_audio's transcript is null when none was given (OpenAI sends null on
- * the wire, where its SDK types say string).
+ * The content of a conversation item as stored: media bytes are left out of the events that announce an item, and
+ * sent only when the client asks for the item (conversation.item.retrieve), as OpenAI does. The types are the
+ * client's, so they include the beta `text`; an input_audio's transcript is null when none was given (OpenAI sends
+ * null on the wire, where its SDK types say string); an answer's item keeps its audio's transcript, not its audio.
  */
 export type EchoedContent =
   | { readonly type: 'input_text' | 'text' | 'output_text'; readonly text: string }
-  | { readonly type: 'input_audio'; readonly transcript: string | null }
-  | { readonly type: 'input_image' };
+  | { readonly type: 'output_audio'; readonly transcript: string }
+  | {
+      readonly type: 'input_audio';
+      readonly transcript: string | null;
+      /** Retrieved items only: base64 of the audio as it was given (pcm16, or the WAV file). */
+      readonly audio?: string;
+      /** Chorus extension, retrieved items only: present when `audio` holds a WAV file. */
+      readonly format?: 'wav';
+    }
+  | {
+      readonly type: 'input_image';
+      /** Retrieved items only: a data: URL of the image. */
+      readonly image_url?: string;
+    };
 
 interface ItemBase {
   readonly id: string;
@@ -154,6 +167,11 @@ export interface ConversationItemDeletedEvent extends EventBase<'conversation.it
   readonly item_id: string;
 }
 
+/** The answer to conversation.item.retrieve: the item with its media. */
+export interface ConversationItemRetrievedEvent extends EventBase<'conversation.item.retrieved'> {
+  readonly item: EchoedItemResource;
+}
+
 export interface InputAudioBufferCommittedEvent extends EventBase<'input_audio_buffer.committed'> {
   readonly previous_item_id: string | null;
   readonly item_id: string;
@@ -255,6 +273,7 @@ export type ServerEvent =
   | ConversationItemAddedEvent
   | ConversationItemDoneEvent
   | ConversationItemDeletedEvent
+  | ConversationItemRetrievedEvent
   | InputAudioBufferCommittedEvent
   | InputAudioBufferClearedEvent
   | InputAudioBufferSpeechStartedEvent
@@ -288,6 +307,7 @@ export function laneOf(event: ServerEvent): 'text' | 'audio' {
     case 'session.updated':
     case 'conversation.item.added':
     case 'conversation.item.deleted':
+    case 'conversation.item.retrieved':
     case 'input_audio_buffer.committed':
     case 'input_audio_buffer.cleared':
     case 'input_audio_buffer.speech_started':

@@ -178,7 +178,7 @@ export class SessionResponses {
       onFinished: (s) => {
         releaseSlot();
         const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
-        if (inConversation) conversation.setText(itemId, text);
+        if (inConversation) conversation.setText(itemId, text, audio);
         if (this.#active === s) this.#active = null;
         if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
       },
@@ -225,7 +225,7 @@ export class SessionResponses {
     // the cut text instead of the whole answer.
     const live = this.#active?.itemId === event.item_id ? this.#active : null;
     const text = this.#spoken.truncate(event, live?.spoken ?? null, this.#ctx.engine.audioOutput);
-    if (!live) this.#session.conversation.setText(event.item_id, text);
+    if (!live) this.#session.conversation.setText(event.item_id, text, true);
     else if (!live.finished) live.cancel();
     this.#session.writer.send({
       type: 'conversation.item.truncated',
@@ -234,6 +234,26 @@ export class SessionResponses {
       content_index: 0,
       audio_end_ms: event.audio_end_ms,
     });
+  }
+
+  /**
+   * conversation.item.delete: the item leaves the conversation (later responses do not see it) and frees its media.
+   * The item a response is still writing cannot go: the client cancels the response first.
+   */
+  deleteItem(event: ClientEventOf<'conversation.item.delete'>): void {
+    const active = this.#active;
+    if (active?.itemId === event.item_id) {
+      throw new ClientInputError(
+        `item ${event.item_id} is the answer of response ${active.id}, still in progress: cancel the response ` +
+          `(response.cancel) and delete the item after its response.done`,
+        'item_id',
+        ErrorCodes.RESPONSE_ACTIVE,
+      );
+    }
+    this.#session.conversation.require(event.item_id);
+    this.#session.conversation.remove(event.item_id);
+    this.#spoken.forget(event.item_id);
+    this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: event.item_id });
   }
 
   /** The socket closed: the running response is cancelled and the held one dropped; nothing starts after this. */

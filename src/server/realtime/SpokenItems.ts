@@ -22,6 +22,12 @@ export class SpokenItems {
     return text;
   }
 
+  /** The item left the conversation (conversation.item.delete): nothing of it is kept. */
+  forget(itemId: string): void {
+    this.#spoken.delete(itemId);
+    this.#pending.delete(itemId);
+  }
+
   /**
    * The text of `itemId` once cut to `audioEndMs` of played audio; `live` is what the response still running for
    * the item has said (then the cut waits for its finish). Throws ClientInputError naming the field at fault.

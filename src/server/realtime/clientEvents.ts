@@ -134,6 +134,16 @@ const schemas = {
     event_id: EventId,
     response_id: Type.Optional(Type.String()),
   }),
+  'conversation.item.delete': Type.Object({
+    type: Type.Literal('conversation.item.delete'),
+    event_id: EventId,
+    item_id: Type.String({ minLength: 1 }),
+  }),
+  'conversation.item.retrieve': Type.Object({
+    type: Type.Literal('conversation.item.retrieve'),
+    event_id: EventId,
+    item_id: Type.String({ minLength: 1 }),
+  }),
   'conversation.item.truncate': Type.Object({
     type: Type.Literal('conversation.item.truncate'),
     event_id: EventId,
