@@ -1,6 +1,8 @@
 /**
  * Every sampling field a chat request may carry, against the real Thinker (configs/text-only.yaml) through the
- * official openai SDK: each is honored (the answer changes as the field says) or refused with a 400 naming it.
+ * official openai SDK: each is honored (the answer changes as the field says) or refused with a 400 naming it; so
+ * are what Chorus cannot do (tools, structured output, log probabilities), while fields that change nothing in an
+ * answer (user, metadata, store...) are taken.
  */
 import OpenAI from 'openai';
 import type { FastifyInstance } from 'fastify';
@@ -50,6 +52,11 @@ async function refusal(extra: Extra): Promise<{ status: number; param: string | 
   }
   throw new Error(`${JSON.stringify(extra)} was not refused`);
 }
+
+const tool = {
+  type: 'function',
+  function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+} as const;
 
 const words = (text: string) => text.trim().split(/\s+/);
 const count = (text: string, word: string) => words(text).filter((w) => w === word).length;
@@ -115,9 +122,33 @@ describe('sampling fields on chat completions', () => {
     [{ temperature: 3 }, 'temperature'],
     [{ logit_bias: { abc: 1 } }, 'logit_bias'],
     [{ frequency_penalty: 5 }, 'frequency_penalty'],
+    [{ tools: [tool] }, 'tools'],
+    [{ tools: [tool], tool_choice: 'auto' }, 'tools'],
+    [{ tool_choice: 'required' }, 'tool_choice'],
+    [{ tool_choice: { type: 'function', function: { name: 'weather' } } }, 'tool_choice'],
+    [{ functions: [tool.function] }, 'functions'],
+    [{ response_format: { type: 'json_object' } }, 'response_format'],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format'],
+    [{ logprobs: true }, 'logprobs'],
+    [{ top_logprobs: 3 }, 'top_logprobs'],
   ] as const)('%j is refused with a 400 naming %s', async (extra, param) => {
     const r = await refusal(extra);
     expect(r.status).toBe(400);
     expect(r.param ?? r.message).toContain(param);
+  });
+
+  it('fields that change nothing in an answer are taken, and the answer is the one without them', async () => {
+    const inert = {
+      tools: [tool],
+      tool_choice: 'none',
+      response_format: { type: 'text' },
+      logprobs: false,
+      user: 'u-1',
+      metadata: { run: 'test' },
+      store: false,
+      service_tier: 'auto',
+      parallel_tool_calls: false,
+    };
+    expect((await answer(inert)).text).toBe(greedy);
   });
 });

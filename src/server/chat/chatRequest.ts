@@ -61,6 +61,16 @@ const ChatBody = Type.Object({
   n: Type.Optional(Type.Literal(1, { errorMessage: 'must be 1: Chorus answers with one choice' })),
   // Stop sequences are refused when given (below): Chorus stops on token ids (stop_token_ids in the stage config).
   stop: Type.Optional(Type.Union([Type.Null(), Type.String(), Type.Array(Type.String(), { maxItems: 4 })])),
+  // What Chorus cannot do is refused when asked for (refuseUnsupported): left out of the answer silently, each would
+  // hand the client something else than it asked for. Fields that change nothing in an answer (user, metadata,
+  // store, service_tier...) are accepted and ignored.
+  tools: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Unknown(), { maxItems: 128 })])),
+  tool_choice: Type.Optional(Type.Unknown()),
+  functions: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Unknown(), { maxItems: 128 })])),
+  function_call: Type.Optional(Type.Unknown()),
+  response_format: Type.Optional(Type.Union([Type.Null(), Type.Object({ type: Type.String() })])),
+  logprobs: Type.Optional(Type.Union([Type.Null(), Type.Boolean()])),
+  top_logprobs: Type.Optional(Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: 20 })])),
   ...generationFields,
 });
 export type ChatBody = Static<typeof ChatBody>;
@@ -147,6 +157,50 @@ async function fetchRemote(
   return contents.map((c) => (typeof c === 'string' ? c : c.map((p) => ('url' in p ? fetched.get(p)! : p))));
 }
 
+/** Throws ClientInputError naming the first field that asks for what Chorus does not do. */
+function refuseUnsupported(b: ChatBody): void {
+  const stops = b.stop === undefined || b.stop === null ? [] : typeof b.stop === 'string' ? [b.stop] : b.stop;
+  if (stops.length > 0) {
+    throw new ClientInputError(
+      "stop sequences are not supported: Chorus stops at the model's end token, at max_tokens, or at the " +
+        'stop_token_ids of the stage config (default_sampling_params); leave stop out',
+      'stop',
+    );
+  }
+  // Tools offered with tool_choice "none" may not be called: the answer is the same as without them.
+  const toolsOffered = (b.tools?.length ?? 0) > 0 && b.tool_choice !== 'none';
+  const toolForced =
+    b.tool_choice !== undefined && b.tool_choice !== null && !['none', 'auto'].includes(String(b.tool_choice));
+  if (toolsOffered || toolForced) {
+    throw new ClientInputError(
+      'tool calls are not supported: the pipeline answers in text and audio only; leave tools out (or send ' +
+        'tool_choice: "none")',
+      toolsOffered ? 'tools' : 'tool_choice',
+    );
+  }
+  const functionCall = b.function_call !== undefined && b.function_call !== null && b.function_call !== 'none';
+  if ((b.functions?.length ?? 0) > 0 || functionCall) {
+    throw new ClientInputError(
+      'function calls are not supported: the pipeline answers in text and audio only; leave functions out',
+      (b.functions?.length ?? 0) > 0 ? 'functions' : 'function_call',
+    );
+  }
+  const format = b.response_format?.type ?? 'text';
+  if (format !== 'text') {
+    throw new ClientInputError(
+      `response_format ${JSON.stringify(format.slice(0, 64))} is not supported: Chorus does not constrain ` +
+        'decoding to JSON; ask for JSON in the prompt and leave response_format out (or send {type: "text"})',
+      'response_format',
+    );
+  }
+  if (b.logprobs === true || (b.top_logprobs ?? 0) > 0) {
+    throw new ClientInputError(
+      'log probabilities are not returned: leave logprobs and top_logprobs out',
+      b.logprobs === true ? 'logprobs' : 'top_logprobs',
+    );
+  }
+}
+
 /**
  * Validates the body and plans the request: media is decoded (and fetched, from an allowed URL) here, its
  * format checked by the engine. Throws ClientInputError naming the bad field, or a media ChorusError naming the item.
@@ -158,14 +212,7 @@ export async function planChatCompletion(
   media: MediaSources = noMedia,
 ): Promise<ChatPlan> {
   const b = validator.parse(body, 'chat completion request');
-  const stops = b.stop === undefined || b.stop === null ? [] : typeof b.stop === 'string' ? [b.stop] : b.stop;
-  if (stops.length > 0) {
-    throw new ClientInputError(
-      "stop sequences are not supported: Chorus stops at the model's end token, at max_tokens, or at the " +
-        'stop_token_ids of the stage config (default_sampling_params); leave stop out',
-      'stop',
-    );
-  }
+  refuseUnsupported(b);
   const stream = b.stream === true;
   const wantsAudio = b.modalities?.includes('audio') ?? false;
   // Without an explicit audio param: pcm16 when streaming (the only streamable format), WAV otherwise.
