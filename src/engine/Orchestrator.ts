@@ -152,6 +152,7 @@ export class Orchestrator implements Engine {
     slot.status = 'ready';
     slot.lastHeardMs = Date.now();
     slot.cpuSamples = [];
+    slot.cpuTicksWhenHeard = null;
     this.noteFacts(slot.spec.stageId, worker.settings?.facts);
     worker.on('message', (msg) => this.events.onMessage(slot, msg));
     worker.on('died', (info) => this.events.onDied(slot, info));

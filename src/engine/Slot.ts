@@ -23,6 +23,7 @@ export interface Slot {
   /** When main last heard from this instance, and its CPU samples (src/engine/HangWatch.ts). */
   lastHeardMs: number;
   cpuSamples: CpuSample[];
+  cpuTicksWhenHeard: number | null;
   /** Requests failed when it was declared hung: its next process is told to drop their chunks. */
   hungOrphans: string[];
   /** An instance on another machine that joined over Redis (no restart: it is lost, or it leaves). */
@@ -48,6 +49,7 @@ export function newSlot(
     stats: null,
     lastHeardMs: Date.now(),
     cpuSamples: [],
+    cpuTicksWhenHeard: null,
     hungOrphans: [],
     remote,
   };

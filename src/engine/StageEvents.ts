@@ -10,7 +10,7 @@ import { diagnostics } from '../common/diagnostics.ts';
 import type { Logger } from '../common/log.ts';
 import type { StageToMain } from '../worker/messages.ts';
 import type { EcStore } from './ec/EcStore.ts';
-import type { HangWatch } from './HangWatch.ts';
+import type { Hang, HangWatch } from './HangWatch.ts';
 import type { MediaRoutes } from './MediaRoutes.ts';
 import type { RemoteStageHandle } from './RemoteStages.ts';
 import type { RequestStream } from './RequestStream.ts';
@@ -109,25 +109,32 @@ export class StageEvents {
     this.failInFlight(slot, error);
   }
 
-  /** The hang watch's tick: any ready instance with work that is silent and not computing is declared hung. */
+  /**
+   * The hang watch's tick: any ready instance with work that is silent and not computing, or computing one step past
+   * the watch's CPU bound, is declared hung.
+   */
   checkHangs(): void {
     for (const slot of this.ctx.slots.values()) {
       if (slot.remote) continue; // its heartbeats say whether it lives (RemoteStages)
-      const silentMs = this.ctx.hangs.silentAndIdle(slot, Date.now());
-      if (silentMs !== null) this.#declareHung(slot, silentMs);
+      const hang = this.ctx.hangs.hangOf(slot, Date.now());
+      if (hang) this.#declareHung(slot, hang);
     }
   }
 
-  #declareHung(slot: Slot, silentMs: number): void {
+  #declareHung(slot: Slot, hang: Hang): void {
+    const { silentMs } = hang;
     slot.status = 'hung'; // not ready from this moment (/health), until its replacement is
-    this.ctx.log.error({ stage: slot.instance, silentMs }, 'stage hung: failing its requests and restarting it');
+    this.ctx.log.error({ stage: slot.instance, ...hang }, 'stage hung: failing its requests and restarting it');
     diagnostics.stageHung.publish({ instance: slot.instance, silentMs });
+    const why =
+      hang.kind === 'stopped'
+        ? 'no report, no CPU time: stopped or stuck'
+        : `no report, ${Math.round(hang.cpuMs / 1000)} s of CPU time: a step that does not end`;
     slot.hungOrphans = this.failInFlight(slot, {
       code: ErrorCodes.STAGE_HUNG,
       message:
         `stage ${slot.instance} (stage ${slot.spec.stageId}, instance ${slot.replica}) made no progress for ` +
-        `${silentMs} ms while running this request (no report, no CPU time: stopped or stuck); it is being ` +
-        'restarted: retry the request',
+        `${silentMs} ms while running this request (${why}); it is being restarted: retry the request`,
     });
     slot.worker?.kill('SIGKILL'); // its 'died' restarts it like a crashed one
   }

@@ -52,7 +52,7 @@ describe('hung stages', () => {
     engine = await Orchestrator.start(
       configWith('text-only.yaml', {
         // stage_nice 0: at the default 8 the stage gets a sixth of the CPU a busy process at nice 0 gets (another
-        // test file's, on a loaded CI machine), and its 3 s prefill would outlast the 30 s any silence is allowed.
+        // test file's, on a loaded CI machine), and its 3 s prefill would outlast the first chunk's 30 s deadline.
         'async_chunk: true': 'async_chunk: true\nstage_hang_ms: 200\nstage_nice: 0',
         'max_num_batched_tokens: 2048': 'max_num_batched_tokens: 4096', // the whole prompt in one step
       }),
