@@ -5,8 +5,8 @@
  * step (a big prefill) is silent too, but its process is computing, so it is left alone until the CPU it has used
  * since it went silent passes 15 x stage_hang_ms (at least 30 s): a step that never ends. CPU time, not wall time:
  * on a machine busy enough to starve the stage (its processes run at a lower priority than the server, stage_nice),
- * a step that takes 3 s alone can take over 30 s of wall time, and restarting the stage then would only add its boot to
- * the load and fail every request it held.
+ * a step that takes 3 s alone took 45 s of wall time beside four busy processes, and restarting the stage then would
+ * add its boot to the load and fail every request it held.
  */
 import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from './processCpu.ts';
 
