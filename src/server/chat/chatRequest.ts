@@ -62,7 +62,7 @@ const ChatBody = Type.Object({
   // Stop sequences are refused when given (below): Chorus stops on token ids (stop_token_ids in the stage config).
   stop: Type.Optional(Type.Union([Type.Null(), Type.String(), Type.Array(Type.String(), { maxItems: 4 })])),
   // What Chorus cannot do is refused when asked for (refuseUnsupported): left out of the answer silently, each would
-  // hand the client something else than it asked for. Fields that change nothing in an answer (user, metadata,
+  // hand the client something other than what it asked for. Fields that change nothing in an answer (user, metadata,
   // store, service_tier...) are accepted and ignored.
   tools: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Unknown(), { maxItems: 128 })])),
   tool_choice: Type.Optional(Type.Unknown()),
@@ -169,8 +169,9 @@ function refuseUnsupported(b: ChatBody): void {
   }
   // Tools offered with tool_choice "none" may not be called: the answer is the same as without them.
   const toolsOffered = (b.tools?.length ?? 0) > 0 && b.tool_choice !== 'none';
-  const toolForced =
-    b.tool_choice !== undefined && b.tool_choice !== null && !['none', 'auto'].includes(String(b.tool_choice));
+  // "required", or a named function: a call is demanded, tools or not.
+  const choice = b.tool_choice;
+  const toolForced = choice !== undefined && choice !== null && choice !== 'none' && choice !== 'auto';
   if (toolsOffered || toolForced) {
     throw new ClientInputError(
       'tool calls are not supported: the pipeline answers in text and audio only; leave tools out (or send ' +
