@@ -120,10 +120,6 @@ export class Conversation {
     return true;
   }
 
-  has(itemId: string): boolean {
-    return this.#items.some((it) => it.id === itemId);
-  }
-
   get(itemId: string): StoredItem | undefined {
     return this.#items.find((it) => it.id === itemId);
   }
