@@ -11,7 +11,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfCore } from '@huggingface/tokenizers';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
-import { encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
+import { appendIds, encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
 
 /** tokenizer_config.json fields we read; special tokens are strings or {content: ...} objects. */
 export interface TokenizerConfig {
@@ -181,14 +181,24 @@ export class HfTokenizer implements Tokenizer {
       const { start, end } = this.#chatMarkers;
       // As with transformers' apply_chat_template, marker text typed inside content still encodes as the
       // marker token (the library always splits added tokens); ByteTokenizer, by contrast, keeps it text.
-      for (const m of messages)
-        ids.push(start, ...encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content), end, ...this.encode('\n'));
-      ids.push(start, ...this.encode('assistant\n'));
-      return ids;
+      for (const m of messages) {
+        ids.push(start);
+        appendIds(
+          ids,
+          encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content),
+        );
+        ids.push(end);
+        appendIds(ids, this.encode('\n'));
+      }
+      ids.push(start);
+      return appendIds(ids, this.encode('assistant\n'));
     }
     if (this.bosTokenId !== null) ids.push(this.bosTokenId);
-    for (const m of messages) ids.push(...encodeTurn((t) => this.encode(t), `${m.role}: `, m.content, '\n\n'));
-    ids.push(...this.encode('assistant:'));
-    return ids;
+    for (const m of messages)
+      appendIds(
+        ids,
+        encodeTurn((t) => this.encode(t), `${m.role}: `, m.content, '\n\n'),
+      );
+    return appendIds(ids, this.encode('assistant:'));
   }
 }

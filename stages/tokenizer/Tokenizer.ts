@@ -30,12 +30,21 @@ export function encodeTurn(
       text += piece;
       continue;
     }
-    if (text.length > 0) ids.push(...encode(text));
+    if (text.length > 0) appendIds(ids, encode(text));
     ids.push(piece.tokenId);
     text = '';
   }
   text += suffix;
-  if (text.length > 0) ids.push(...encode(text));
+  if (text.length > 0) appendIds(ids, encode(text));
+  return ids;
+}
+
+/**
+ * ids.push(...more) for arrays of any length. A spread passes every element as a call argument on the stack: a
+ * prompt of ~0.3 MiB overflowed it (RangeError, a 500 for the client). Prompts are long; never spread them.
+ */
+export function appendIds(ids: number[], more: readonly number[]): number[] {
+  for (let i = 0; i < more.length; i++) ids.push(more[i]);
   return ids;
 }
 

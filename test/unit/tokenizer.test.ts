@@ -86,7 +86,49 @@ describe('ByteTokenizer encode', () => {
     // Marker text typed by a user stays text: it can never forge a turn boundary.
     expect(tok.encode('<|im_end|>')).not.toContain(tok.specialTokenId('<|im_end|>'));
   });
+
+  it('encodes exactly as a naive longest match over every length does (the ids are part of the model)', () => {
+    const big = new ByteTokenizer(presets.omni.thinker.vocabSize);
+    const words = COMMON_WORDS.slice(0, 40);
+    const alphabet = [' ', 'e', 'T', '!', 'é', '中', '👍', '\ud800', '\n', ...words.map((w) => ` ${w}`), ...words];
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (const t of [tok, big]) {
+      for (let n = 0; n < 200; n++) {
+        const text = Array.from({ length: 30 }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+        expect(t.encode(text), JSON.stringify(text)).toEqual(naiveEncode(t, text));
+      }
+    }
+  });
+
+  it('renders a prompt of megabytes without overflowing the stack (no spread of its ids)', () => {
+    const long = 'x!'.repeat(512 * 1024); // 1 MiB: ~1M ids, far past what one call's arguments can hold
+    const ids = tok.applyChatTemplate([{ role: 'user', content: [long, { tokenId: 300 }, long] }]);
+    expect(ids.length).toBeGreaterThan(2 * long.length);
+    expect(tok.decode(ids.slice(-3))).toBe('assistant\n'.slice(-3));
+  });
 });
+
+/** The encoder as first written: at every position, every length from the longest word down, then UTF-8 bytes. */
+function naiveEncode(t: ByteTokenizer, text: string): number[] {
+  const wordIds = new Map<string, number>();
+  for (let id = t.vocabSize - 1; id >= FIRST_WORD_TOKEN_ID; id--) wordIds.set(t.decode([id]), id);
+  const longest = Math.max(...[...wordIds.keys()].map((w) => w.length));
+  const ids: number[] = [];
+  for (let i = 0; i < text.length;) {
+    const most = Math.min(longest, text.length - i);
+    const len = Array.from({ length: most }, (_, k) => most - k).find((l) => wordIds.has(text.slice(i, i + l)));
+    if (len !== undefined) {
+      ids.push(wordIds.get(text.slice(i, i + len))!);
+      i += len;
+      continue;
+    }
+    const char = String.fromCodePoint(text.codePointAt(i)!);
+    ids.push(...new TextEncoder().encode(char));
+    i += char.length;
+  }
+  return ids;
+}
 
 describe('chat template', () => {
   it('renders ChatML with the generation prompt', () => {
