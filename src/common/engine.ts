@@ -147,6 +147,12 @@ export interface Engine {
   /** The audio the pipeline returns, as its vocoder reported at start-up; null when it has none. */
   readonly audioOutput: AudioOutputFacts | null;
   generate(request: GenerateRequest): RequestHandle;
+  /**
+   * The Thinker positions a prompt of `messages` takes, built as generate() builds it (chat template, each media item
+   * expanded to its embeddings): a front end fits a conversation to the Thinker with it (Realtime truncation).
+   * Throws what generate() would for a bad media item. Absent: the engine cannot count (test doubles).
+   */
+  promptPositions?(messages: readonly ChatMessage[]): number;
   /** Frees what the Thinker retained under a prefix key (GenerateRequest.prefix); unknown keys are ignored. */
   releasePrefix?(key: string): void;
   health(): readonly StageHealth[];

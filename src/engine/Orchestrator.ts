@@ -36,7 +36,7 @@ import { encoderConnector, instanceId, MAIN, planEdges, stagesFor } from './plan
 import { playbackPlan } from './playbackPlan.ts';
 import { FirstPacketHolds } from './FirstPacketHolds.ts';
 import { RequestStream } from './RequestStream.ts';
-import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
+import type { ChatMessage, Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
 
 export interface OrchestratorOptions {
@@ -304,6 +304,10 @@ export class Orchestrator implements Engine {
     );
     if (tokens !== undefined) stream.onAudioStarted = () => this.holds.release(requestId);
     return tokens;
+  }
+
+  promptPositions(messages: readonly ChatMessage[]): number {
+    return preparePrompt(messages, this.promptContext).promptTokenIds.length;
   }
 
   releasePrefix(key: string): void {

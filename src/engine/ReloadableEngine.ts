@@ -12,7 +12,7 @@
  * to the deployment on that Redis, and two generations under one key prefix would collide.
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import type { Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
+import type { ChatMessage, Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import type { StageGraph } from '../common/graph.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import { logger, type Logger } from '../common/log.ts';
@@ -65,6 +65,10 @@ export class ReloadableEngine implements Engine {
   generate(request: GenerateRequest): RequestHandle {
     if (this.#closing) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'the engine is shutting down');
     return this.#current.generate(request);
+  }
+
+  promptPositions(messages: readonly ChatMessage[]): number {
+    return this.#current.promptPositions(messages);
   }
 
   /** A replaced pipeline stops (and its Thinker with what it retained): only the current one holds keys. */
