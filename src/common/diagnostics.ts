@@ -37,6 +37,8 @@ export const channelNames = {
   ecLookup: 'chorus:ec:lookup',
   /** {stage, bytes} per media item main sends to an encoder stage (its bytes as received). */
   encoderMedia: 'chorus:encoder:media',
+  /** {channel, reason} per control message dropped by the guard (src/worker/control/ControlGuard.ts). */
+  controlDropped: 'chorus:control:dropped',
 } as const;
 
 export const diagnostics = {
@@ -52,6 +54,7 @@ export const diagnostics = {
   routeTtft: channel(channelNames.routeTtft),
   ecLookup: channel(channelNames.ecLookup),
   encoderMedia: channel(channelNames.encoderMedia),
+  controlDropped: channel(channelNames.controlDropped),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

@@ -17,6 +17,10 @@ export const ErrorCodes = {
   STAGE_LOST: 'CHORUS_ERR_STAGE_LOST',
   // A remote stage started from a different config than the deployment it tried to join.
   CONFIG_MISMATCH: 'CHORUS_ERR_CONFIG_MISMATCH',
+  // A remote stage's control protocol version is not the deployment's (hosts run different Chorus versions).
+  CONTROL_PROTOCOL: 'CHORUS_ERR_CONTROL_PROTOCOL',
+  // A remote stage's instance name is held (a lease in Redis) by another live process, or was taken over.
+  INSTANCE_NAME_TAKEN: 'CHORUS_ERR_INSTANCE_NAME_TAKEN',
   // The cross-host transport (Redis) is unreachable, restarting, refusing our credentials, or out of memory.
   TRANSPORT_UNAVAILABLE: 'CHORUS_ERR_TRANSPORT_UNAVAILABLE',
   CHUNK_TIMEOUT: 'CHORUS_ERR_CHUNK_TIMEOUT',

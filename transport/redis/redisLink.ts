@@ -42,6 +42,8 @@ export interface RedisCommands {
   publish(channel: string, message: Buffer | string): Promise<number>;
   set(key: string, value: Buffer | string, options?: { PX?: number }): Promise<unknown>;
   get(key: string): Promise<Buffer | null>;
+  /** A Lua script on `keys` (a Cluster routes it by the first key): the control plane's name leases. */
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
 }
 
 export class RedisLink {
