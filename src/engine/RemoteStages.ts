@@ -3,80 +3,33 @@
  * An instance heartbeats; main answers an unknown one of the same config with `boot`, and it joins when READY
  * arrives. Heartbeats that stop for HEARTBEAT_TTL_MS make the instance lost; a drained instance leaves; an outage
  * of the link loses every instance (their chunks and control messages may be gone) until they beat again.
+ *
+ * Everything read passes a ControlGuard (garbage is dropped and counted, never thrown into the subscriber), and an
+ * instance is known by its name lease: a heartbeat under a lease other than the one its name holds in Redis is
+ * fenced off (a stale or forged one), and one under a new lease the name does hold is a restarted instance that
+ * replaces the old one.
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { StageGraph } from '../common/graph.ts';
-import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import type { RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
 import { edgesTouching } from '../common/edgeConnectors.ts';
-import {
-  controlKeys,
-  HEARTBEAT_MS,
-  HEARTBEAT_TTL_MS,
-  packControl,
-  unpackControl,
-  type DeploymentRecord,
-  type Heartbeat,
-  type Refusal,
-} from '../worker/control/redisChannel.ts';
-import type { EdgeBinding, MainToStage, StageReadySettings, StageToMain } from '../worker/messages.ts';
-import type { StageWorkerEvents } from '../worker/StageWorker.ts';
-import type { StageWorkerHandle } from './stageWorkers.ts';
+import { ControlGuard } from '../worker/control/ControlGuard.ts';
+import { describeHolder, leaseKey } from '../worker/control/InstanceLease.ts';
+import { controlKeys, HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../worker/control/redisChannel.ts';
+import { packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../worker/control/wire.ts';
+import type { EdgeBinding, MainToStage, StageToMain } from '../worker/messages.ts';
+import { RemoteStageHandle } from './RemoteStageHandle.ts';
 
-/** A joined remote instance, driven like a local StageWorker. */
+export { RemoteStageHandle };
+
 const DEPLOYMENT_TTL_MS = 10_000;
 const DEPLOYMENT_REFRESH_MS = 2_000;
 /** How often main repeats its boot to an instance that has not answered READY (models may take a while to load). */
 const BOOT_RESEND_MS = 2_000;
-
-export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> implements StageWorkerHandle {
-  settings: StageReadySettings | null = null;
-  lastHeartbeatMs: number;
-  /** Why it is gone (set when it is lost). */
-  lost: SerializedError | null = null;
-  joined = false;
-  /** Main's boot to it, and when it was last sent (sent again while the instance has not answered READY). */
-  boot: Extract<MainToStage, { type: 'boot' }> | null = null;
-  bootSentAtMs = 0;
-
-  constructor(
-    readonly heartbeat: Heartbeat,
-    private readonly publish: (msg: MainToStage) => void,
-  ) {
-    super();
-    this.lastHeartbeatMs = Date.now();
-  }
-
-  get pid(): number {
-    return this.heartbeat.pid;
-  }
-
-  get host(): string {
-    return this.heartbeat.host;
-  }
-
-  send(msg: MainToStage): void {
-    this.publish(msg);
-  }
-
-  /** Remote instances are not main's to stop: they drain on their own SIGTERM. */
-  async shutdown(): Promise<void> {}
-
-  /** Cannot signal another machine: main stops using it (lost), and it is fenced off by its heartbeat TTL. */
-  kill(): void {
-    this.markLost(`stage ${this.heartbeat.instance} on ${this.host} stopped making progress (main gave up on it)`);
-  }
-
-  markLost(message: string): void {
-    if (this.lost) return;
-    this.lost = { code: ErrorCodes.STAGE_LOST, message };
-    this.emit('died', { code: null, signal: null });
-  }
-}
 
 export interface RemoteStagesEvents {
   joined: [RemoteStageHandle];
@@ -85,13 +38,16 @@ export interface RemoteStagesEvents {
 export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
   readonly #handles = new Map<string, RemoteStageHandle>();
   readonly #keys: ReturnType<typeof controlKeys>;
+  readonly #guard: ControlGuard;
+  /** Names whose lease main is reading (one read at a time per name: the beats that come meanwhile wait for it). */
+  readonly #checking = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
   #publishedAtMs = 0;
   #closed = false;
 
   constructor(
     private readonly link: RedisLink,
-    prefix: string,
+    private readonly prefix: string,
     private readonly graph: StageGraph,
     private readonly configHash: string,
     private readonly edgesOf: (instance: string) => EdgeBinding[],
@@ -99,6 +55,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
   ) {
     super();
     this.#keys = controlKeys(prefix);
+    this.#guard = new ControlGuard(log.child({ component: 'control' }));
   }
 
   /**
@@ -125,11 +82,13 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
 
   async start(): Promise<void> {
     await this.#publishDeployment();
-    await this.link.subscribe(this.#keys.heartbeat, (b) => this.#onHeartbeat(unpackControl<Heartbeat>(b)));
-    await this.link.subscribe(this.#keys.toMain, (b) => {
-      const { from, msg } = unpackControl<{ from: string; msg: StageToMain }>(b);
-      this.#onMessage(from, msg);
-    });
+    const { heartbeat, toMain } = this.#keys;
+    await this.link.subscribe(heartbeat, (b) =>
+      this.#guard.receive('heartbeat', heartbeat, b, (hb) => this.#onHeartbeat(hb)),
+    );
+    await this.link.subscribe(toMain, (b) =>
+      this.#guard.receive('to_main', toMain, b, ({ from, msg }) => this.#onMessage(from, msg)),
+    );
     this.link.onDown((err) => {
       for (const h of [...this.#handles.values()])
         this.#lose(h, `Redis became unreachable (${err.message}) while stage ${h.heartbeat.instance} ran this request`);
@@ -154,7 +113,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
   #onHeartbeat(hb: Heartbeat): void {
     if (this.#closed) return;
     const known = this.#handles.get(hb.instance);
-    if (known && known.heartbeat.startedAtMs === hb.startedAtMs) {
+    if (known && known.heartbeat.lease === hb.lease) {
       known.lastHeartbeatMs = Date.now();
       // Pub/sub keeps nothing: a boot published before the instance (re)subscribed (its heartbeats come from a
       // connection of their own, which may be back first after an outage) is lost. Until READY, say it again; an
@@ -165,7 +124,45 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
       }
       return;
     }
-    if (known) this.#lose(known, `stage ${hb.instance} on ${known.host} restarted`);
+    // Outside the guard's try (it is async): a failure here must still not become an unhandled rejection.
+    this.#checkLease(hb).catch((err) => {
+      this.log.error({ err, instance: hb.instance }, 'admitting a remote stage instance failed');
+      this.#guard.drop('heartbeat', this.#keys.heartbeat, 'handler_error', String(err));
+    });
+  }
+
+  /**
+   * A new name, or a known name under another lease: admitted only if the name's lease in Redis is the one it beats
+   * under. Without this, two processes beating under one name made main flap between them (issue 33), and anyone
+   * who can publish a heartbeat could replace a live instance.
+   */
+  async #checkLease(hb: Heartbeat): Promise<void> {
+    if (this.#checking.has(hb.instance)) return; // its next beat asks again
+    this.#checking.add(hb.instance);
+    let held: string | undefined;
+    try {
+      held = (await this.link.commands.get(leaseKey(this.prefix, hb.instance)))?.toString();
+    } catch {
+      return; // the link is down: its next beat asks again
+    } finally {
+      this.#checking.delete(hb.instance);
+    }
+    if (this.#closed) return;
+    if (held !== hb.lease)
+      return this.#guard.drop(
+        'heartbeat',
+        this.#keys.heartbeat,
+        'fenced',
+        `a heartbeat of ${hb.instance} from host ${hb.host}, pid ${hb.pid} under a lease its name does not hold ` +
+          `(held by ${held ? describeHolder(held) : 'nobody'}): a stale instance, or not one of this deployment`,
+      );
+    const known = this.#handles.get(hb.instance);
+    if (known?.heartbeat.lease === hb.lease) return; // admitted while the lease was read
+    if (known) this.#lose(known, `stage ${hb.instance} on ${known.host} restarted (a new process holds its name now)`);
+    this.#admit(hb);
+  }
+
+  #admit(hb: Heartbeat): void {
     const index = this.graph.stages.findIndex((s) => s.stageId === hb.stageId);
     const refuse = (reason: string) => {
       this.log.warn({ instance: hb.instance, host: hb.host, reason }, 'refused a stage instance');
@@ -244,14 +241,14 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
 
   #publish(instance: string, msg: MainToStage | Refusal): void {
     if (!this.link.up) return;
-    this.link.commands.publish(this.#keys.toInstance(instance), packControl(msg)).catch(() => undefined);
+    this.link.commands.publish(this.#keys.toInstance(instance), packControl('to_instance', msg)).catch(() => undefined);
   }
 
   async #publishDeployment(): Promise<void> {
     const record: DeploymentRecord = { configHash: this.configHash, host: hostname(), pid: process.pid };
     // Refreshed while main runs, deleted by close(); a main that was killed leaves it only for its TTL.
     this.#publishedAtMs = Date.now();
-    await this.link.commands.set(this.#keys.deployment, packControl(record), { PX: DEPLOYMENT_TTL_MS });
+    await this.link.commands.set(this.#keys.deployment, packControl('deployment', record), { PX: DEPLOYMENT_TTL_MS });
   }
 }
 

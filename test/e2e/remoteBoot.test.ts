@@ -10,12 +10,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { logger } from '../../src/common/log.ts';
 import { RemoteStages, type RemoteStageHandle } from '../../src/engine/RemoteStages.ts';
-import { controlKeys, packControl, unpackControl, type Heartbeat } from '../../src/worker/control/redisChannel.ts';
+import { claimLease, newLease } from '../../src/worker/control/InstanceLease.ts';
+import { controlKeys } from '../../src/worker/control/redisChannel.ts';
+import { decodeControl, packControl, type Heartbeat } from '../../src/worker/control/wire.ts';
 import type { MainToStage } from '../../src/worker/messages.ts';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
 const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
+
+const READY_SETTINGS = {
+  stageId: 'talker',
+  replica: 0,
+  pid: process.pid,
+  threads: 1,
+  modelFiles: [],
+  loadMs: 0,
+  facts: {} as never,
+};
 
 describe('a remote instance that missed its boot', () => {
   let server: RedisServer;
@@ -32,6 +44,9 @@ describe('a remote instance that missed its boot', () => {
     const instanceLink = await RedisLink.connect({ url: server.url });
     const keys = controlKeys('boot-test');
     const instance = 'talker#late';
+    // The instance's name lease, as chorus stage takes it: main admits heartbeats only under the lease held.
+    const lease = newLease('boot-test', instance);
+    expect(await claimLease(instanceLink.commands, lease)).toEqual({ held: true });
     const heartbeat: Heartbeat = {
       instance,
       stageId: 'talker',
@@ -39,20 +54,27 @@ describe('a remote instance that missed its boot', () => {
       pid: process.pid,
       configHash: graph.configHash ?? '',
       startedAtMs: Date.now(),
+      lease: lease.value,
     };
     const publishes = async () =>
       Number(/cmdstat_publish:calls=(\d+)/.exec(await server.cli('info', 'commandstats'))?.[1] ?? 0);
     try {
       // The first beat, answered with a boot while nobody listens on the instance's channel.
       const before = await publishes();
-      await instanceLink.commands.publish(keys.heartbeat, packControl(heartbeat));
+      await instanceLink.commands.publish(keys.heartbeat, packControl('heartbeat', heartbeat));
       await expect.poll(publishes, { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 2);
 
       const boots: MainToStage[] = [];
-      await instanceLink.subscribe(keys.toInstance(instance), (b) => boots.push(unpackControl<MainToStage>(b)));
+      await instanceLink.subscribe(keys.toInstance(instance), (b) => {
+        const decoded = decodeControl('to_instance', b);
+        if (decoded.ok && decoded.body.type !== 'refused') boots.push(decoded.body);
+      });
       const joined = new Promise<RemoteStageHandle>((resolve) => remote.once('joined', resolve));
       const beats = setInterval(
-        () => void instanceLink.commands.publish(keys.heartbeat, packControl(heartbeat)).catch(() => undefined),
+        () =>
+          void instanceLink.commands
+            .publish(keys.heartbeat, packControl('heartbeat', heartbeat))
+            .catch(() => undefined),
         100,
       );
       try {
@@ -61,7 +83,7 @@ describe('a remote instance that missed its boot', () => {
         expect([boot.instance, boot.graph.stages[boot.stageIndex].stageId]).toEqual([instance, 'talker']);
         await instanceLink.commands.publish(
           keys.toMain,
-          packControl({ from: instance, msg: { type: 'ready', settings: null } }),
+          packControl('to_main', { from: instance, msg: { type: 'ready', settings: READY_SETTINGS } }),
         );
         expect((await joined).heartbeat.instance).toBe(instance);
         // Joined: no more boots, however long it beats.

@@ -6,9 +6,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
-import { controlKeys, packControl, RedisStageChannel, unpackControl } from '../../src/worker/control/redisChannel.ts';
+import { controlKeys, RedisStageChannel } from '../../src/worker/control/redisChannel.ts';
+import { decodeControl, packControl } from '../../src/worker/control/wire.ts';
 import type { MainToStage, StageToMain } from '../../src/worker/messages.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
+
+const READY_SETTINGS = {
+  stageId: 'talker',
+  replica: 0,
+  pid: process.pid,
+  threads: 1,
+  modelFiles: [],
+  loadMs: 0,
+  facts: {} as never,
+};
 
 describe('remote stage channel and boots', () => {
   let server: RedisServer;
@@ -35,19 +46,22 @@ describe('remote stage channel and boots', () => {
     const atStage: MainToStage[] = [];
     channel.onMessage((m) => atStage.push(m));
     const atMain: StageToMain[] = [];
-    await mainLink.subscribe(keys.toMain, (b) => atMain.push(unpackControl<{ msg: StageToMain }>(b).msg));
+    await mainLink.subscribe(keys.toMain, (b) => {
+      const decoded = decodeControl('to_main', b);
+      if (decoded.ok) atMain.push(decoded.body.msg);
+    });
     await channel.start();
     const boot = (bootId: string) =>
       mainLink.commands.publish(
         keys.toInstance('talker#x'),
-        packControl({ type: 'boot', graph: null, stageIndex: 0, replica: 0, edges: [], bootId }),
+        packControl('to_instance', { type: 'boot', graph: {} as never, stageIndex: 0, replica: 0, edges: [], bootId }),
       );
     const readies = () => atMain.filter((m) => m.type === 'ready').length;
     try {
       await boot('first');
       await expect.poll(() => atStage.map((m) => m.type)).toEqual(['boot']);
       expect(channel.booted).toBe(true);
-      channel.send({ type: 'ready', settings: null as never });
+      channel.send({ type: 'ready', settings: READY_SETTINGS });
       await expect.poll(readies).toBe(1);
 
       await boot('first'); // main repeats its boot: READY again, nothing for the stage

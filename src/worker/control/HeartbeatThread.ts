@@ -1,10 +1,12 @@
 /**
  * The step thread's handle on its heartbeat thread (heartbeatWorker.ts): starts it, resolves once its connection is
- * up and it has sent the first beat, and stops it (its connection closed, the thread exited).
+ * up and it has sent the first beat, tells when the instance's name was taken over (fenced), and stops it (its
+ * lease released, its connection closed, the thread exited).
  */
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { RedisLinkOptions } from '../../../transport/redis/redisLink.ts';
+import type { InstanceLease } from './InstanceLease.ts';
 
 /** workerData of the thread. */
 export interface HeartbeatData {
@@ -13,9 +15,15 @@ export interface HeartbeatData {
   /** Published as it is on every beat. */
   readonly message: Uint8Array;
   readonly intervalMs: number;
+  /** The instance's name lease (taken before the thread starts): renewed by each beat, released on close. */
+  readonly lease?: InstanceLease;
 }
 
-type FromThread = { readonly type: 'ready' } | { readonly type: 'failed'; readonly error: SerializedError };
+export type FromHeartbeatThread =
+  | { readonly type: 'ready' }
+  | { readonly type: 'failed'; readonly error: SerializedError }
+  /** The lease is held by another process now (`holder`, its value): the thread stopped beating. */
+  | { readonly type: 'fenced'; readonly holder: string };
 
 const BOOT_URL = new URL('./heartbeatWorkerBoot.mjs', import.meta.url);
 
@@ -27,13 +35,15 @@ export class HeartbeatThread {
     this.#exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   }
 
-  static start(data: HeartbeatData, name: string): Promise<HeartbeatThread> {
+  /** `onFenced`: the instance lost its name to another process (after start, at most once). */
+  static start(data: HeartbeatData, name: string, onFenced?: (holder: string) => void): Promise<HeartbeatThread> {
     const worker = new Worker(BOOT_URL, { workerData: data, name: `chorus-heartbeat-${name}` });
     const thread = new HeartbeatThread(worker);
     return new Promise<HeartbeatThread>((resolve, reject) => {
       let failure: Error | null = null;
-      worker.on('message', (msg: FromThread) => {
+      worker.on('message', (msg: FromHeartbeatThread) => {
         if (msg.type === 'ready') resolve(thread);
+        else if (msg.type === 'fenced') onFenced?.(msg.holder);
         else failure = deserializeError(msg.error);
       });
       worker.on('error', (err) => {
@@ -51,7 +61,7 @@ export class HeartbeatThread {
     });
   }
 
-  /** Stops the beats and waits until the thread has closed its connection and exited. */
+  /** Stops the beats and waits until the thread has released the lease, closed its connection and exited. */
   async close(): Promise<void> {
     if (!this.#closing) {
       this.#closing = true;

@@ -4,32 +4,63 @@
  * on a loaded machine), and beats that waited for it made main declare a busy instance lost (HEARTBEAT_TTL_MS). The
  * beats still stop when the process dies, freezes or loses its network: this thread goes with it. A step thread that
  * hangs while this one beats is found by main's hang watch (stage_hang_ms), as for local stages.
+ *
+ * The same beat renews the instance's name lease (InstanceLease.ts) first, and is published only while the lease is
+ * ours: an instance whose name was taken over says so to its step thread ('fenced') and beats no more, so main never
+ * sees two processes beating under one name.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../../common/errors.ts';
 import { RedisLink } from '../../../transport/redis/redisLink.ts';
-import type { HeartbeatData } from './HeartbeatThread.ts';
+import type { FromHeartbeatThread, HeartbeatData } from './HeartbeatThread.ts';
+import { claimLease, releaseLease } from './InstanceLease.ts';
 
 const data = workerData as HeartbeatData;
 const port = parentPort!;
+const post = (msg: FromHeartbeatThread) => port.postMessage(msg);
 let link: RedisLink;
 try {
   link = await RedisLink.connect(data.link);
 } catch (err) {
-  port.postMessage({ type: 'failed', error: serializeError(err) });
+  post({ type: 'failed', error: serializeError(err) });
   port.close();
   throw err;
 }
 const message = Buffer.from(data.message);
+let beating: Promise<void> | null = null;
+let fenced = false;
+let timer: NodeJS.Timeout | undefined;
+
+async function beatOnce(): Promise<void> {
+  if (data.lease) {
+    const claim = await claimLease(link.commands, data.lease);
+    if (!claim.held) {
+      fenced = true;
+      clearInterval(timer);
+      return post({ type: 'fenced', holder: claim.holder });
+    }
+  }
+  await link.commands.publish(data.channel, message);
+}
+
 const beat = () => {
-  // node-redis reconnects by itself; the beats resume when it has.
-  if (link.up) link.commands.publish(data.channel, message).catch(() => undefined);
+  // node-redis reconnects by itself; the beats resume when it has. One beat at a time: a slow Redis must not stack
+  // claims up.
+  if (!link.up || beating || fenced) return;
+  beating = beatOnce()
+    .catch(() => undefined)
+    .finally(() => (beating = null));
 };
 beat();
-const timer = setInterval(beat, data.intervalMs);
+timer = setInterval(beat, data.intervalMs);
 port.on('message', (msg: 'close') => {
   if (msg !== 'close') return;
   clearInterval(timer);
-  void link.close().finally(() => port.close());
+  // The lease goes with a clean shutdown (no key left behind), after the last beat, so that beat cannot renew it.
+  void Promise.resolve(beating)
+    .then(() => (data.lease && !fenced && link.up ? releaseLease(link.commands, data.lease) : undefined))
+    .catch(() => undefined)
+    .then(() => link.close())
+    .finally(() => port.close());
 });
-port.postMessage({ type: 'ready' });
+post({ type: 'ready' });

@@ -1,14 +1,26 @@
 /**
- * The ControlChannel over Node's child_process IPC pipe (advanced serialization), from either end.
+ * The ControlChannel over Node's child_process IPC pipe (advanced serialization), from either end. Both ends run
+ * the same code, so no version travels here; every message still passes the guard (its type known, its fields
+ * there), because a throw in a 'message' listener on main's side crashes main.
  */
 import type { ChildProcess } from 'node:child_process';
+import { logger } from '../../common/log.ts';
 import type { ControlChannel } from './ControlChannel.ts';
+import { ControlGuard } from './ControlGuard.ts';
+import { mainToStageProblem, stageToMainProblem } from './controlShapes.ts';
+
+type ProblemOf = (msg: unknown) => string | null;
 
 /** A failed write means the other end is gone; its 'disconnect' tells the owner (see send below). */
 function ignoreSendFailure(): void {}
 
 /** Main's end: the pipe to a forked stage process. */
-export function ipcChannelToChild<Out, In>(child: ChildProcess): ControlChannel<Out, In> {
+export function ipcChannelToChild<Out, In>(
+  child: ChildProcess,
+  problemOf: ProblemOf = stageToMainProblem,
+): ControlChannel<Out, In> {
+  const guard = new ControlGuard(logger.child({ component: 'control', child: child.pid }));
+  const name = `ipc:${child.pid}`;
   return {
     send(msg) {
       if (!child.connected) return false;
@@ -20,7 +32,7 @@ export function ipcChannelToChild<Out, In>(child: ChildProcess): ControlChannel<
       return true;
     },
     onMessage(handler) {
-      const listener = (msg: In) => handler(msg);
+      const listener = (msg: unknown) => guard.accept(name, msg, problemOf, handler);
       child.on('message', listener);
       return () => child.off('message', listener);
     },
@@ -37,7 +49,10 @@ export function ipcChannelToChild<Out, In>(child: ChildProcess): ControlChannel<
 }
 
 /** A stage process's end: the pipe to the main process that forked it. */
-export function ipcChannelToParent<Out, In>(): ControlChannel<Out, In> {
+export function ipcChannelToParent<Out, In>(
+  problemOf: ProblemOf = (msg) => mainToStageProblem(msg),
+): ControlChannel<Out, In> {
+  const guard = new ControlGuard(logger.child({ component: 'control' }));
   return {
     send(msg) {
       // The pipe may be gone if main died; then this process is about to exit anyway.
@@ -46,7 +61,7 @@ export function ipcChannelToParent<Out, In>(): ControlChannel<Out, In> {
       return true;
     },
     onMessage(handler) {
-      const listener = (msg: In) => handler(msg);
+      const listener = (msg: unknown) => guard.accept('ipc:main', msg, problemOf, handler);
       process.on('message', listener);
       return () => process.off('message', listener);
     },

@@ -9,22 +9,25 @@
  *   `{prefix}:deployment`      main's config hash (a key with a TTL it refreshes), so a stage started from another
  *                              config refuses to join before it loads anything
  *
- * Messages are msgpack (binary, no JSON re-encoding of numbers), each under MAX_CONTROL_MESSAGE_BYTES. Pub/sub is
- * fire-and-forget: a message sent while the link is down is lost, and heartbeats, which stop too, turn that into a
- * lost instance on main's side rather than a silent hang.
+ * Messages are msgpack envelopes with the protocol version (wire.ts), each under MAX_CONTROL_MESSAGE_BYTES, and
+ * every one read goes through a ControlGuard: garbage, another version or a misrouted message is dropped, counted
+ * and logged, and never breaks the subscription. Pub/sub is fire-and-forget: a message sent while the link is down
+ * is lost, and heartbeats, which stop too, turn that into a lost instance on main's side rather than a silent hang.
+ * An instance owns its name through a lease (`{prefix}:lease:{instance}`, InstanceLease.ts).
  */
 import { hostname } from 'node:os';
-import { Packr } from 'msgpackr';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import { logger } from '../../common/log.ts';
 import type { RedisLink } from '../../../transport/redis/redisLink.ts';
 import type { MainToStage, StageToMain } from '../messages.ts';
-import { MAX_CONTROL_MESSAGE_BYTES, type ControlChannel } from './ControlChannel.ts';
+import type { ControlChannel } from './ControlChannel.ts';
+import { ControlGuard } from './ControlGuard.ts';
 import { HeartbeatThread } from './HeartbeatThread.ts';
+import { acquireLease, nameTaken, newLease, releaseLease, type InstanceLease } from './InstanceLease.ts';
+import { decodeControl, packControl, type DeploymentRecord, type Heartbeat, type Refusal } from './wire.ts';
 
 export const HEARTBEAT_MS = 500;
 export const HEARTBEAT_TTL_MS = 2000;
-
-const packr = new Packr({ useRecords: false });
 
 export function controlKeys(prefix: string) {
   return {
@@ -35,43 +38,6 @@ export function controlKeys(prefix: string) {
   };
 }
 
-/** What an instance says about itself every HEARTBEAT_MS. */
-export interface Heartbeat {
-  readonly instance: string;
-  readonly stageId: string;
-  readonly host: string;
-  readonly pid: number;
-  readonly configHash: string;
-  readonly startedAtMs: number;
-}
-
-/** Main refuses an instance (another config): the instance exits with this reason. */
-export interface Refusal {
-  readonly type: 'refused';
-  readonly reason: string;
-}
-
-/** What main publishes under the deployment key. */
-export interface DeploymentRecord {
-  readonly configHash: string;
-  readonly host: string;
-  readonly pid: number;
-}
-
-export function packControl(value: unknown): Buffer {
-  const bytes = packr.pack(value);
-  if (bytes.byteLength > MAX_CONTROL_MESSAGE_BYTES)
-    throw new ChorusError(
-      ErrorCodes.INTERNAL,
-      `control message of ${bytes.byteLength} bytes exceeds ${MAX_CONTROL_MESSAGE_BYTES}`,
-    );
-  return bytes;
-}
-
-export function unpackControl<T>(bytes: Buffer): T {
-  return packr.unpack(bytes) as T;
-}
-
 /**
  * A stage instance's end. Main's `boot` is answered with this host's own graph (`localBoot`: same config hash, but
  * model paths of this machine); a later `boot` (main restarted, or the link came back) gets the READY again.
@@ -80,7 +46,9 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   readonly #handlers = new Set<(msg: MainToStage) => void>();
   readonly #closeHandlers: (() => void)[] = [];
   readonly #keys: ReturnType<typeof controlKeys>;
+  readonly #lease: InstanceLease;
   readonly #heartbeat: Heartbeat;
+  readonly #guard: ControlGuard;
   #beats: HeartbeatThread | null = null;
   /** Messages that came while start() ran (answers to the first beats), handled once it has returned. */
   #early: Buffer[] | null = [];
@@ -100,37 +68,57 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
     private readonly onRefused: (reason: string) => void,
   ) {
     this.#keys = controlKeys(prefix);
-    this.#heartbeat = { instance, stageId, host: hostname(), pid: process.pid, configHash, startedAtMs: Date.now() };
+    this.#lease = newLease(prefix, instance);
+    this.#heartbeat = {
+      instance,
+      stageId,
+      host: hostname(),
+      pid: process.pid,
+      configHash,
+      startedAtMs: Date.now(),
+      lease: this.#lease.value,
+    };
+    this.#guard = new ControlGuard(logger.child({ stage: instance, component: 'control' }));
   }
 
-  /** Refuses to start against a deployment of another config; then listens and starts heartbeating. */
+  /**
+   * Refuses to start against a deployment of another config or protocol version, or under a name a live instance
+   * holds; then listens and starts heartbeating.
+   */
   async start(): Promise<void> {
-    const current = await this.link.commands.get(this.#keys.deployment);
-    if (current) {
-      const record = unpackControl<DeploymentRecord>(current);
-      if (record.configHash !== this.#heartbeat.configHash) throw mismatch(record, this.#heartbeat.configHash);
+    await this.#checkDeployment();
+    await acquireLease(this.link.commands, this.#lease, this.instance);
+    const channel = this.#keys.toInstance(this.instance);
+    try {
+      await this.link.subscribe(channel, (bytes) => this.#onBytes(bytes));
+      // Beats from a thread of their own: a model step holds this thread for as long as it runs.
+      this.#beats = await HeartbeatThread.start(
+        {
+          link: { ...this.link.options, name: `${this.link.options.name ?? `chorus:${this.instance}`}:heartbeat` },
+          channel: this.#keys.heartbeat,
+          message: packControl('heartbeat', this.#heartbeat),
+          intervalMs: HEARTBEAT_MS,
+          lease: this.#lease,
+        },
+        this.instance,
+        (holder) => this.#fenced(holder),
+      );
+    } catch (err) {
+      await this.link.unsubscribe(channel);
+      await releaseLease(this.link.commands, this.#lease).catch(() => undefined);
+      throw err;
     }
-    await this.link.subscribe(this.#keys.toInstance(this.instance), (bytes) => this.#receive(bytes));
-    // Beats from a thread of their own: a model step holds this thread for as long as it runs.
-    this.#beats = await HeartbeatThread.start(
-      {
-        link: { ...this.link.options, name: `${this.link.options.name ?? `chorus:${this.instance}`}:heartbeat` },
-        channel: this.#keys.heartbeat,
-        message: packControl(this.#heartbeat),
-        intervalMs: HEARTBEAT_MS,
-      },
-      this.instance,
-    );
     // Handled from the next turn: whoever started the channel has set up its close handlers by then.
     const early = this.#early ?? [];
     this.#early = null;
-    if (early.length > 0) setImmediate(() => early.forEach((bytes) => this.#receive(bytes)));
+    if (early.length > 0) setImmediate(() => early.forEach((bytes) => this.#onBytes(bytes)));
   }
 
   send(msg: StageToMain): boolean {
     if (this.#closed || !this.link.up) return false;
     if (msg.type === 'ready') this.#ready = msg;
-    this.link.commands.publish(this.#keys.toMain, packControl({ from: this.instance, msg })).catch(() => undefined);
+    const bytes = packControl('to_main', { from: this.instance, msg });
+    this.link.commands.publish(this.#keys.toMain, bytes).catch(() => undefined);
     return true;
   }
 
@@ -157,7 +145,10 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
     for (const h of [...this.#handlers]) h(msg);
   }
 
-  /** Stops heartbeating (main sees the instance leave once its drained message, or the TTL, arrives). */
+  /**
+   * Stops heartbeating and releases the name (main sees the instance leave once its drained message, or the TTL,
+   * arrives).
+   */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -169,9 +160,36 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
     });
   }
 
-  #receive(bytes: Buffer): void {
+  async #checkDeployment(): Promise<void> {
+    const current = await this.link.commands.get(this.#keys.deployment);
+    if (!current) return;
+    const decoded = decodeControl('deployment', current);
+    if (decoded.ok) {
+      if (decoded.body.configHash !== this.#heartbeat.configHash)
+        throw mismatch(decoded.body, this.#heartbeat.configHash);
+      return;
+    }
+    if (decoded.reason === 'version')
+      throw new ChorusError(
+        ErrorCodes.CONTROL_PROTOCOL,
+        `the deployment on this Redis (${this.#keys.deployment}) was written with ${decoded.detail}`,
+      );
+    // Garbage under the key: main rewrites it within seconds, and checks this instance's config hash itself.
+    this.#guard.drop('deployment', this.#keys.deployment, decoded.reason, decoded.detail, current);
+  }
+
+  #onBytes(bytes: Buffer): void {
     if (this.#early) return void this.#early.push(bytes);
-    const msg = unpackControl<MainToStage | Refusal>(bytes);
+    this.#guard.receive('to_instance', this.#keys.toInstance(this.instance), bytes, (msg) => this.#receive(msg));
+  }
+
+  /** Another process holds this instance's name now: it is that one main talks to; this one stops. */
+  #fenced(holder: string): void {
+    const err = nameTaken(this.instance, this.#lease.key, holder);
+    this.onRefused(`${err.code}: this instance lost its name to another process: ${err.message}`);
+  }
+
+  #receive(msg: MainToStage | Refusal): void {
     if (msg.type === 'refused') return this.onRefused(msg.reason);
     if (msg.type === 'boot') {
       if (this.#booted) {

@@ -1,0 +1,138 @@
+/**
+ * What travels on the Redis control plane (the channel layout is in redisChannel.ts) and the one place it is
+ * decoded. Every message is an envelope, packed with msgpack:
+ *
+ *   {v, ch, body}
+ *   v     the sender's CONTROL_PROTOCOL_VERSION. It is read first and never changes name or place, so hosts that run
+ *         two Chorus versions can always tell and say so. Bump it when any body below changes shape or meaning.
+ *   ch    the channel kind the message was written for: one replayed or misrouted onto another channel is foreign.
+ *   body  what that channel carries (ControlBodies), checked against its shape (controlShapes.ts).
+ *
+ * decodeControl never throws. A throw inside a node-redis subscriber listener takes the subscriber connection down,
+ * and with it every remote instance (issue 33: one `PUBLISH chorus:hb garbage` did that for good).
+ */
+import { Packr } from 'msgpackr';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import type { MainToStage, StageToMain } from '../messages.ts';
+import { MAX_CONTROL_MESSAGE_BYTES } from './ControlChannel.ts';
+import {
+  DEPLOYMENT_SHAPE,
+  HEARTBEAT_SHAPE,
+  isPlainObject,
+  mainToStageProblem,
+  shapeProblem,
+  stageToMainProblem,
+  TO_MAIN_SHAPE,
+} from './controlShapes.ts';
+
+export const CONTROL_PROTOCOL_VERSION = 1;
+
+/** What an instance says about itself every HEARTBEAT_MS. */
+export interface Heartbeat {
+  readonly instance: string;
+  readonly stageId: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly configHash: string;
+  readonly startedAtMs: number;
+  /** The value of the instance's name lease (InstanceLease.ts): main fences off beats under a lease not held. */
+  readonly lease: string;
+}
+
+/** Main refuses an instance (another config): the instance exits with this reason. */
+export interface Refusal {
+  readonly type: 'refused';
+  readonly reason: string;
+}
+
+/** What main publishes under the deployment key. */
+export interface DeploymentRecord {
+  readonly configHash: string;
+  readonly host: string;
+  readonly pid: number;
+}
+
+/** The body each kind of channel carries. */
+export interface ControlBodies {
+  readonly heartbeat: Heartbeat;
+  readonly to_main: { readonly from: string; readonly msg: StageToMain };
+  readonly to_instance: MainToStage | Refusal;
+  readonly deployment: DeploymentRecord;
+}
+
+export type RedisControlKind = keyof ControlBodies;
+/** The `channel` label of chorus_control_messages_dropped_total: a kind, never a name (names carry instances). */
+export type ControlChannelKind = RedisControlKind | 'ipc';
+
+/**
+ * Why a message was dropped (the `reason` label). oversize: over MAX_CONTROL_MESSAGE_BYTES; malformed: not
+ * msgpack; foreign: msgpack, but not a Chorus envelope for this channel; version: another protocol version;
+ * invalid: an envelope whose body does not have its shape; fenced: a heartbeat under a name lease it does not hold;
+ * handler_error: valid, but handling it threw (a bug, caught so that the subscription survives).
+ */
+export type DropReason = 'oversize' | 'malformed' | 'foreign' | 'version' | 'invalid' | 'fenced' | 'handler_error';
+
+export type Decoded<T> =
+  | { readonly ok: true; readonly body: T }
+  | { readonly ok: false; readonly reason: DropReason; readonly detail: string; readonly peerVersion?: number };
+
+const BODY_PROBLEM: { readonly [K in RedisControlKind]: (body: unknown) => string | null } = {
+  heartbeat: (b) => shapeProblem(b, HEARTBEAT_SHAPE, 'heartbeat'),
+  to_main: (b) => shapeProblem(b, TO_MAIN_SHAPE, 'to_main') ?? stageToMainProblem((b as { msg: unknown }).msg),
+  to_instance: (b) => mainToStageProblem(b, true),
+  deployment: (b) => shapeProblem(b, DEPLOYMENT_SHAPE, 'deployment'),
+};
+
+/** Fields only a Chorus from before protocol versions put at the top of its messages (they had no envelope). */
+const UNVERSIONED_FIELDS = ['type', 'from', 'instance', 'configHash'];
+
+const packr = new Packr({ useRecords: false });
+
+export function packControl<K extends RedisControlKind>(ch: K, body: ControlBodies[K]): Buffer {
+  const bytes = packr.pack({ v: CONTROL_PROTOCOL_VERSION, ch, body });
+  if (bytes.byteLength > MAX_CONTROL_MESSAGE_BYTES)
+    throw new ChorusError(
+      ErrorCodes.INTERNAL,
+      `control message of ${bytes.byteLength} bytes exceeds ${MAX_CONTROL_MESSAGE_BYTES}`,
+    );
+  return bytes;
+}
+
+/** The body of a message read from a channel of kind `ch`, or why it must be dropped. */
+export function decodeControl<K extends RedisControlKind>(ch: K, bytes: Buffer): Decoded<ControlBodies[K]> {
+  if (bytes.byteLength > MAX_CONTROL_MESSAGE_BYTES)
+    return drop('oversize', `${bytes.byteLength} bytes, over the limit of ${MAX_CONTROL_MESSAGE_BYTES}`);
+  let value: unknown;
+  try {
+    value = packr.unpack(bytes);
+  } catch (err) {
+    return drop('malformed', `not msgpack (${(err as Error).message})`);
+  }
+  if (!isPlainObject(value)) return drop('foreign', 'not a Chorus control envelope (not a map)');
+  if (typeof value.v !== 'number') {
+    const unversioned = UNVERSIONED_FIELDS.some((f) => Object.hasOwn(value, f));
+    return unversioned
+      ? versionDrop(0, 'a Chorus from before control protocol versions')
+      : drop('foreign', 'not a Chorus control envelope (no version field)');
+  }
+  if (value.v !== CONTROL_PROTOCOL_VERSION) return versionDrop(value.v);
+  if (value.ch !== ch)
+    return drop('foreign', `an envelope for ${JSON.stringify(value.ch)?.slice(0, 40)} channels, not ${ch}`);
+  const problem = BODY_PROBLEM[ch](value.body);
+  return problem === null ? { ok: true, body: value.body as ControlBodies[K] } : drop('invalid', problem);
+}
+
+function drop(reason: DropReason, detail: string): Decoded<never> {
+  return { ok: false, reason, detail };
+}
+
+function versionDrop(peerVersion: number, who = `a Chorus speaking version ${peerVersion}`): Decoded<never> {
+  return {
+    ok: false,
+    reason: 'version',
+    peerVersion,
+    detail:
+      `control protocol version ${peerVersion} (${who}); this process speaks version ${CONTROL_PROTOCOL_VERSION}: ` +
+      'run the same Chorus version on every host of the deployment',
+  };
+}
