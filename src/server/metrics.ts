@@ -209,6 +209,15 @@ export const engineMetrics = {
     labelNames: ['stage'] as const,
     registers: [metricsRegistry],
   }),
+  controlMessagesDropped: new Counter({
+    name: 'chorus_control_messages_dropped_total',
+    help:
+      'Control-plane messages main dropped unread (src/worker/control/ControlGuard.ts), by channel kind (heartbeat, ' +
+      'to_main, ipc) and reason (malformed, foreign, version, invalid, fenced, oversize, handler_error). Remote ' +
+      'stages log the ones they drop.',
+    labelNames: ['channel', 'reason'] as const,
+    registers: [metricsRegistry],
+  }),
   code2wavStates: new Gauge({
     name: 'chorus_code2wav_states',
     help: 'Requests whose vocoder state a Code2Wav stage holds now (a stateful vocoder; freed when they end).',
@@ -361,6 +370,11 @@ export function bridgeEngineDiagnostics(): void {
   subscribe(channelNames.encoderMedia, (message) => {
     const { stage, bytes } = message as { stage?: unknown; bytes?: unknown };
     if (typeof stage === 'string' && typeof bytes === 'number') engineMetrics.encoderMediaBytes.inc({ stage }, bytes);
+  });
+  subscribe(channelNames.controlDropped, (message) => {
+    const { channel, reason } = message as { channel?: unknown; reason?: unknown };
+    if (typeof channel === 'string' && typeof reason === 'string')
+      engineMetrics.controlMessagesDropped.inc({ channel, reason });
   });
   subscribe(channelNames.ttfpTarget, (message) => {
     engineMetrics.ttfpTargets.inc({ result: (message as { met?: unknown }).met === true ? 'met' : 'missed' });
