@@ -13,7 +13,7 @@ import { startInProcessServer, type BenchConfig } from './inProcessServer.ts';
 import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
 import { toRunRow, type BenchResult } from './results.ts';
-import type { ServeBenchOptions } from './serveBenchOptions.ts';
+import type { ModeOptions, ServeBenchOptions } from './serveBenchOptions.ts';
 import { runLoad } from './runLoad.ts';
 import type { ServerTimings } from './ServerTimings.ts';
 import type { RequestTrace } from './trace.ts';
@@ -37,7 +37,11 @@ export interface LiveMode {
   close(): Promise<void>;
 }
 
-export async function openMode(o: ServeBenchOptions, mode: Mode, result: BenchResult): Promise<LiveMode> {
+export async function openMode(
+  o: ModeOptions,
+  mode: Mode,
+  result: Pick<BenchResult, 'remote_stages'>,
+): Promise<LiveMode> {
   const server = mode.config
     ? await startInProcessServer(mode.config.graph, o.log, {
         ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
@@ -59,7 +63,7 @@ export async function openMode(o: ServeBenchOptions, mode: Mode, result: BenchRe
 
 /** Prompts [from, to) at one concurrency on one live mode; request i keeps seed + i wherever it runs. */
 function load(
-  o: ServeBenchOptions,
+  o: ModeOptions,
   live: LiveMode,
   name: string,
   list: readonly string[],
@@ -85,7 +89,7 @@ function load(
   }).finally(() => bar?.finish());
 }
 
-export async function warmUp(o: ServeBenchOptions, live: LiveMode, warmupPrompts: readonly string[]): Promise<void> {
+export async function warmUp(o: ModeOptions, live: LiveMode, warmupPrompts: readonly string[]): Promise<void> {
   if (warmupPrompts.length === 0) return;
   const w = await load(o, live, `${live.mode.variant} warm-up`, warmupPrompts, 1);
   const failed = w.traces.find((t) => !t.ok);

@@ -27,14 +27,9 @@ export type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
 
 export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> {
   const modes = await planModes(o);
-  // Both servers up at once, every concurrency's prompts run in alternating halves (A B B A), so that drift in the
-  // machine's speed and the first mode's warm-up fall on both modes alike. A config with remote stages keeps one
-  // deployment at a time (its stage processes and Redis are per deployment): its modes run one after the other.
-  const interleave = modes.length > 1 && !modes.some((m) => m.config && remoteStagesOf(m.config.graph).length > 0);
+  const interleave = interleaves(modes);
   const first = modes[0].config;
-  const tokenizer = first
-    ? tokenizerOf(first.graph)
-    : await remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
+  const tokenizer = await benchTokenizer(o, modes);
   // Same prompts (and seeds) for every mode and concurrency; warm-up prompts come from another stream.
   const prompts = makePrompts({ tokenizer, count: o.numPrompts, inputLen: o.inputLen, seed: o.seed });
   const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
@@ -161,7 +156,19 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   return result;
 }
 
-async function planModes(o: ServeBenchOptions): Promise<Mode[]> {
+/**
+ * Both servers up at once, every concurrency's prompts run in alternating halves (A B B A), so that drift in the
+ * machine's speed and the first mode's warm-up fall on both modes alike. A config with remote stages keeps one
+ * deployment at a time (its stage processes and Redis are per deployment): its modes run one after the other.
+ */
+export function interleaves(modes: readonly Mode[]): boolean {
+  return modes.length > 1 && !modes.some((m) => m.config && remoteStagesOf(m.config.graph).length > 0);
+}
+
+/** The servers a run measures, from its target and its --compare-* option. */
+export async function planModes(
+  o: Pick<ServeBenchOptions, 'target' | 'compareSync' | 'compareScheduling' | 'compareConfig'>,
+): Promise<Mode[]> {
   const t = o.target;
   const variant = (asyncChunk: boolean) => (asyncChunk ? 'async' : 'sync');
   const of = (variantName: string, config: BenchConfig): Mode => ({
@@ -268,6 +275,15 @@ async function describe(url: string, apiKey: string | null): Promise<StagesInfo>
       `GET ${url}/v1/stages answered HTTP ${res.status}; pass --api-key if the server needs one`,
     );
   return (await res.json()) as StagesInfo;
+}
+
+/** The tokenizer the prompts are counted with: the first mode's entry stage's, or a running server's. */
+export async function benchTokenizer(
+  o: Pick<ServeBenchOptions, 'target' | 'log'>,
+  modes: readonly Mode[],
+): Promise<Tokenizer> {
+  const first = modes[0].config;
+  return first ? tokenizerOf(first.graph) : remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
 }
 
 function tokenizerOf(graph: StageGraph): Tokenizer {

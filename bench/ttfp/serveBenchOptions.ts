@@ -48,3 +48,19 @@ export interface ServeBenchOptions {
   /** Called after each run with its row and its raw traces (the CLI writes them to DIR/requests.json). */
   readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
 }
+
+/** What opening a mode's server, warming it up and loading it read of the options (the TTFP and turns benches). */
+export type ModeOptions = Pick<
+  ServeBenchOptions,
+  | 'target'
+  | 'redisUrl'
+  | 'joinTimeoutMs'
+  | 'log'
+  | 'progress'
+  | 'protocol'
+  | 'outputLen'
+  | 'seed'
+  | 'timeoutMs'
+  | 'initialCodecChunkFrames'
+  | 'ttfpTargetMs'
+>;

@@ -24,5 +24,7 @@ export interface RequestTrace {
   readonly requestId?: string;
   /** From the server's usage report, when it sent one. */
   readonly promptTokens?: number;
+  /** Of promptTokens, those the server served from its prefix cache (usage's cached_tokens). */
+  readonly cachedTokens?: number;
   readonly textTokens?: number;
 }

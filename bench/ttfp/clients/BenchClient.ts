@@ -18,7 +18,9 @@ export interface BenchRequest {
 }
 
 /** The Chorus extension fields of a request, as both protocols spell them on the wire. */
-export function chunkingFields(r: BenchRequest): Record<string, number> {
+export function chunkingFields(
+  r: Pick<BenchRequest, 'initialCodecChunkFrames' | 'ttfpTargetMs'>,
+): Record<string, number> {
   return {
     ...(r.initialCodecChunkFrames !== undefined ? { initial_codec_chunk_frames: r.initialCodecChunkFrames } : {}),
     ...(r.ttfpTargetMs !== undefined ? { ttfp_target_ms: r.ttfpTargetMs } : {}),

@@ -25,9 +25,30 @@ interface ChunkBody {
   }[];
   readonly usage?: {
     readonly prompt_tokens?: number;
+    readonly prompt_tokens_details?: { readonly cached_tokens?: number };
     readonly completion_tokens_details?: { readonly text_tokens?: number };
   };
   readonly error?: { readonly code?: string; readonly message?: string };
+}
+
+/** A chat message as the bench sends it (text only). */
+export interface ChatMessage {
+  readonly role: 'user' | 'assistant';
+  readonly content: string;
+}
+
+/** A request's trace and the answer's text (what a conversation sends back as the assistant's message). */
+export interface ChatTrace extends RequestTrace {
+  readonly transcript: string;
+}
+
+/** What the SSE events of one answer said, besides the trace events. */
+interface Parsed {
+  requestId?: string;
+  promptTokens?: number;
+  cachedTokens?: number;
+  textTokens?: number;
+  transcript: string;
 }
 
 export class ChatBenchClient implements BenchClient {
@@ -36,8 +57,13 @@ export class ChatBenchClient implements BenchClient {
   constructor(private readonly target: ClientTarget) {}
 
   request(r: BenchRequest): Promise<RequestTrace> {
+    return this.send([{ role: 'user', content: r.prompt }], r);
+  }
+
+  /** One completion over `messages` (r.prompt is not read: the conversation is the messages). */
+  send(messages: readonly ChatMessage[], r: Omit<BenchRequest, 'prompt'>): Promise<ChatTrace> {
     const body = JSON.stringify({
-      messages: [{ role: 'user', content: r.prompt }],
+      messages,
       modalities: ['text', 'audio'],
       audio: { voice: 'alloy', format: 'pcm16' },
       stream: true,
@@ -52,9 +78,9 @@ export class ChatBenchClient implements BenchClient {
       'content-length': String(Buffer.byteLength(body)),
     };
     if (this.target.apiKey) headers.authorization = `Bearer ${this.target.apiKey}`;
-    return new Promise<RequestTrace>((resolve) => {
+    return new Promise<ChatTrace>((resolve) => {
       const events: TraceEvent[] = [];
-      const parsed: { requestId?: string; promptTokens?: number; textTokens?: number } = {};
+      const parsed: Parsed = { transcript: '' };
       let settled = false;
       const startMs = performance.now();
       const finish = (ok: boolean, error?: string): void => {
@@ -111,7 +137,7 @@ function onSseEvent(
   block: string,
   atMs: number,
   events: TraceEvent[],
-  parsed: { requestId?: string; promptTokens?: number; textTokens?: number },
+  parsed: Parsed,
 ): { ok: boolean; error?: string } | null {
   const data = block
     .split('\n')
@@ -128,11 +154,16 @@ function onSseEvent(
   parsed.requestId ??= chunk.id;
   const delta = chunk.choices?.[0]?.delta;
   // Text-only answers put text in content; with audio on it comes (once) as the audio's transcript.
-  if (delta?.content || delta?.audio?.transcript) events.push({ type: 'text', atMs });
+  const text = delta?.content || delta?.audio?.transcript;
+  if (text) {
+    events.push({ type: 'text', atMs });
+    parsed.transcript += text;
+  }
   if (delta?.audio?.data)
     events.push({ type: 'audio', atMs, samples: pcm16SamplesInBase64(delta.audio.data), sampleRateHz: SAMPLE_RATE_HZ });
   if (chunk.usage) {
     parsed.promptTokens = chunk.usage.prompt_tokens;
+    parsed.cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens;
     parsed.textTokens = chunk.usage.completion_tokens_details?.text_tokens;
   }
   return null;

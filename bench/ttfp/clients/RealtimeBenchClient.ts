@@ -8,7 +8,7 @@
 import { WebSocket } from 'ws';
 import type { RequestTrace, TraceEvent } from '../trace.ts';
 import { chunkingFields, type BenchClient, type BenchRequest, type ClientTarget } from './BenchClient.ts';
-import { deltaTraceEvent, responseOutcome, type RealtimeEvent } from './realtimeEvents.ts';
+import { deltaTraceEvent, responseOutcome, usageFields, type RealtimeEvent } from './realtimeEvents.ts';
 
 const SAMPLE_RATE_HZ = 24_000; // Realtime GA audio/pcm is 24 kHz mono pcm16
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -36,27 +36,7 @@ export class RealtimeBenchClient implements BenchClient {
   }
 
   static async connect(target: ClientTarget): Promise<RealtimeBenchClient> {
-    const url = `${target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`;
-    const ws = new WebSocket(url, {
-      headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},
-      perMessageDeflate: false,
-    });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`no realtime session from ${url} within ${CONNECT_TIMEOUT_MS} ms`)),
-        CONNECT_TIMEOUT_MS,
-      );
-      ws.once('error', (err) => {
-        clearTimeout(timer);
-        reject(new Error(`cannot open ${url}: ${err.message}`));
-      });
-      // The session is usable once session.created has arrived.
-      ws.once('message', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    return new RealtimeBenchClient(ws);
+    return new RealtimeBenchClient(await openRealtimeSocket(target));
   }
 
   async request(r: BenchRequest): Promise<RequestTrace> {
@@ -82,10 +62,7 @@ export class RealtimeBenchClient implements BenchClient {
             ok,
             ...(error !== undefined ? { error } : {}),
             ...(pending.requestId !== undefined ? { requestId: pending.requestId } : {}),
-            ...(usage?.usage?.input_tokens !== undefined ? { promptTokens: usage.usage.input_tokens } : {}),
-            ...(usage?.usage?.output_token_details?.text_tokens !== undefined
-              ? { textTokens: usage.usage.output_token_details.text_tokens }
-              : {}),
+            ...usageFields(usage),
           });
         },
       };
@@ -157,4 +134,29 @@ export class RealtimeBenchClient implements BenchClient {
     this.ws.close();
     await closed;
   }
+}
+
+/** A /v1/realtime socket, once its session.created has arrived (the session is usable from then on). */
+export async function openRealtimeSocket(target: ClientTarget): Promise<WebSocket> {
+  const url = `${target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`;
+  const ws = new WebSocket(url, {
+    headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},
+    perMessageDeflate: false,
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no realtime session from ${url} within ${CONNECT_TIMEOUT_MS} ms`)),
+      CONNECT_TIMEOUT_MS,
+    );
+    ws.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot open ${url}: ${err.message}`));
+    });
+    // The session is usable once session.created has arrived.
+    ws.once('message', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  return ws;
 }

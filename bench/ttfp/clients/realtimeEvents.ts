@@ -3,7 +3,7 @@
  * speaking the protocol): the trace event a delta makes, and what a response.done or error event says of the
  * response.
  */
-import type { TraceEvent } from '../trace.ts';
+import type { RequestTrace, TraceEvent } from '../trace.ts';
 import { pcm16SamplesInBase64 } from './BenchClient.ts';
 
 export interface RealtimeEvent {
@@ -16,10 +16,13 @@ export interface RealtimeEvent {
     readonly status_details?: { readonly error?: { readonly code?: string; readonly message?: string } } | null;
     readonly usage?: {
       readonly input_tokens?: number;
+      readonly input_token_details?: { readonly cached_tokens?: number };
       readonly output_token_details?: { readonly text_tokens?: number };
     } | null;
   };
-  readonly error?: { readonly code?: string; readonly message?: string };
+  readonly error?: { readonly code?: string; readonly message?: string; readonly event_id?: string | null };
+  /** conversation.item.* events. */
+  readonly item?: { readonly id?: string; readonly role?: string };
 }
 
 /** The trace event of a text or audio delta (audio at `sampleRateHz`); null for any other event. */
@@ -44,4 +47,18 @@ export function responseOutcome(e: RealtimeEvent): { ok: boolean; error?: string
   if (status === 'completed' || status === 'incomplete') return { ok: true };
   const err = e.response?.status_details?.error;
   return { ok: false, error: `response ${status}: ${err?.code ?? ''} ${err?.message ?? ''}`.trim() };
+}
+
+/** What a response.done's usage says of the tokens, as trace fields (absent: the server did not say). */
+export function usageFields(
+  response: RealtimeEvent['response'] | undefined,
+): Pick<RequestTrace, 'promptTokens' | 'cachedTokens' | 'textTokens'> {
+  const u = response?.usage;
+  const cached = u?.input_token_details?.cached_tokens;
+  const text = u?.output_token_details?.text_tokens;
+  return {
+    ...(u?.input_tokens !== undefined ? { promptTokens: u.input_tokens } : {}),
+    ...(cached !== undefined ? { cachedTokens: cached } : {}),
+    ...(text !== undefined ? { textTokens: text } : {}),
+  };
 }

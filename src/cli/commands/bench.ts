@@ -3,6 +3,7 @@
  * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
  * `chorus bench transport`  the connector microbench: shm ring vs file-per-chunk vs process.send vs redis
  *                           (bench/transport)
+ * `chorus bench --turns N`  conversations of N turns: TTFT, TTFP and cached tokens by turn index (bench/ttfp/turns)
  * `chorus bench --voice`    spoken turns (server VAD) against the same sentences typed: TTFP from the end of speech
  *                           (bench/voice)
  *
@@ -17,7 +18,9 @@ import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
+import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
 import { STEP_TRACE_ENV } from '../../worker/StepTrace.ts';
+import type { Protocol } from '../../../bench/ttfp/clients/BenchClient.ts';
 
 /** The run options the TTFP bench and the voice bench share. */
 const RUN_OPTIONS = {
@@ -37,6 +40,7 @@ export const usage = `usage:
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--json]
+${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
                        [--skip-limit] [--limit-repeats 20] [--json]
@@ -60,6 +64,14 @@ min_replicas \`chorus stage\` processes per remote stage and waits for them to j
 CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
 Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg, and requests.json
 (every request's metrics and audio arrivals, for tracing a slow first packet or a stall).
+--turns N: conversations of N turns instead of single prompts (bench/TURNS.md): over realtime one session per
+conversation (conversation.item.create, then response.create in the conversation), over chat the history resent
+with the answers' text. Each user message is --input-len tokens (default 40), each answer --output-len tokens
+(--max-tokens is the same flag) with ignore_eos. --num-prompts is the conversations per concurrency (default twice
+the concurrency, so each half of an A B B A comparison keeps that many in flight). Prints TTFT and TTFP (p50), input
+and cached tokens, failed turns and turn k over turn 1 by turn index; with --compare-config (or --compare-sync) both
+configs side by side and their ratio. Writes results.json, results.md and turns.json (every turn) to DIR. Measures
+no limits (--skip-limit, --limit-repeats, --throughput-repeats are not for --turns).
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
@@ -81,7 +93,11 @@ export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === 'limit') return runLimitCommand(rest);
   if (sub === 'transport') return runTransportCommand(rest);
-  if (argv.includes('--voice')) return runVoiceCommand(argv);
+  if (argv.includes('--voice')) {
+    if (argv.some((a) => a === '--turns' || a.startsWith('--turns=')))
+      throw new UsageError('--turns is not measured with --voice yet: run --turns for typed conversations');
+    return runVoiceCommand(argv);
+  }
   if (argv.some((a) => a === '--mix' || a.startsWith('--mix='))) return runMixCommand(argv);
   return runServeCommand(argv);
 }
@@ -91,6 +107,20 @@ function positiveInt(name: string, value: string | undefined, fallback: number, 
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got "${value}"`);
   return n;
+}
+
+function protocolOf(value: string): Protocol {
+  if (value === 'realtime' || value === 'chat') return value;
+  throw new UsageError(`--protocol must be realtime or chat, got "${value}"`);
+}
+
+/** --output-len, or its other name --max-tokens (as chorus generate and soak call it); default 100. */
+function outputLenOf(outputLen: string | undefined, maxTokens: string | undefined): number {
+  if (outputLen !== undefined && maxTokens !== undefined && outputLen !== maxTokens)
+    throw new UsageError(`--output-len ${outputLen} and --max-tokens ${maxTokens} are the same flag: give one`);
+  return maxTokens !== undefined
+    ? positiveInt('max-tokens', maxTokens, 100)
+    : positiveInt('output-len', outputLen, 100);
 }
 
 function checkRedisUrl(url: string): void {
@@ -115,10 +145,12 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'sync-url': { type: 'string' },
     'api-key': { type: 'string' },
     protocol: { type: 'string', default: 'realtime' },
-    concurrency: { type: 'string', default: '1,4,10' },
+    concurrency: { type: 'string' },
     'num-prompts': { type: 'string' },
     'input-len': { type: 'string' },
     'output-len': { type: 'string' },
+    'max-tokens': { type: 'string' },
+    turns: { type: 'string' },
     'compare-sync': { type: 'boolean', default: false },
     'compare-config': { type: 'string' },
     'compare-scheduling': { type: 'boolean', default: false },
@@ -139,33 +171,28 @@ async function runServeCommand(argv: string[]): Promise<number> {
   if (v['compare-scheduling'] === true && v.url !== undefined)
     throw new UsageError('--compare-scheduling is for --config: the bench starts both servers');
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
-  if (v.protocol !== 'realtime' && v.protocol !== 'chat')
-    throw new UsageError(`--protocol must be realtime or chat, got "${v.protocol}"`);
-  const concurrency = String(v.concurrency)
+  const protocol = protocolOf(v.protocol);
+  const turns = v.turns === undefined ? undefined : positiveInt('turns', v.turns, 1);
+  // Conversations load the server longer than single prompts: --turns measures c=1 and 4 unless told.
+  const concurrency = (v.concurrency ?? (turns === undefined ? '1,4,10' : '1,4'))
     .split(',')
     .map((c) => positiveInt('concurrency', c.trim(), 1));
+  const outputLen = outputLenOf(v['output-len'], v['max-tokens']);
   // Stage processes inherit the environment: each one then records its steps there (src/worker/StepTrace.ts).
   if (v['trace-steps'] !== undefined) process.env[STEP_TRACE_ENV] = path.resolve(v['trace-steps']);
-  const { runServeBench } = await import('../../../bench/ttfp/runServeBench.ts');
-  const { formatText } = await import('../../../bench/ttfp/report/formatReport.ts');
-  const { writeResults } = await import('../../../bench/ttfp/report/writeResults.ts');
-  const { requestDetails } = await import('../../../bench/ttfp/report/requestDetails.ts');
-  const requests: unknown[] = [];
-  const result = await runServeBench({
+  const shared = {
     target:
       v.url !== undefined
         ? {
-            kind: 'url',
+            kind: 'url' as const,
             url: v.url.replace(/\/+$/, ''),
             ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}),
             apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null,
           }
-        : { kind: 'config', file: path.resolve(v.config ?? defaultConfigPath()) },
-    protocol: v.protocol,
+        : { kind: 'config' as const, file: path.resolve(v.config ?? defaultConfigPath()) },
+    protocol,
     concurrency,
-    numPrompts: positiveInt('num-prompts', v['num-prompts'], 50),
-    inputLen: positiveInt('input-len', v['input-len'], 100),
-    outputLen: positiveInt('output-len', v['output-len'], 100),
+    outputLen,
     warmup: positiveInt('warmup', v.warmup, 2, 0),
     seed: positiveInt('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
@@ -179,12 +206,32 @@ async function runServeCommand(argv: string[]): Promise<number> {
       ? { ttfpTargetMs: positiveInt('ttfp-target-ms', v['ttfp-target-ms'], 1) }
       : {}),
     timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
-    limit: v['skip-limit'] !== true,
-    limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
-    throughputRepeats: positiveInt('throughput-repeats', v['throughput-repeats'], 5),
     progress: process.stderr,
     log: logger.child({ component: 'bench' }),
     command: `chorus bench ${argv.join(' ')}`.trim(),
+  };
+  if (turns !== undefined) {
+    return runTurnsCommand({
+      ...shared,
+      turns,
+      inputLen: positiveInt('input-len', v['input-len'], 40),
+      ...(v['num-prompts'] !== undefined ? { conversations: positiveInt('num-prompts', v['num-prompts'], 1) } : {}),
+      out: v.out,
+      json: v.json === true,
+    });
+  }
+  const { runServeBench } = await import('../../../bench/ttfp/runServeBench.ts');
+  const { formatText } = await import('../../../bench/ttfp/report/formatReport.ts');
+  const { writeResults } = await import('../../../bench/ttfp/report/writeResults.ts');
+  const { requestDetails } = await import('../../../bench/ttfp/report/requestDetails.ts');
+  const requests: unknown[] = [];
+  const result = await runServeBench({
+    ...shared,
+    numPrompts: positiveInt('num-prompts', v['num-prompts'], 50),
+    inputLen: positiveInt('input-len', v['input-len'], 100),
+    limit: v['skip-limit'] !== true,
+    limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
+    throughputRepeats: positiveInt('throughput-repeats', v['throughput-repeats'], 5),
     onRun: (row, traces, timings) => requests.push(...requestDetails(row, traces, timings)),
   });
   const out = path.resolve(

@@ -1,0 +1,116 @@
+/**
+ * `chorus bench --turns` as the terminal shows it and results.md stores it: a table by turn index per run (every
+ * turn up to 12, else 1, 2, 5, 10, 20, ... and the last; results.json has them all), with two modes a table of
+ * both side by side and their ratio, then the failed turns and where the numbers came from.
+ */
+import { ms, num, renderMarkdown, renderText, type Column } from '../report/tables.ts';
+import type { TurnsModeRatio, TurnsResult, TurnsRun } from './turnsResult.ts';
+import { displayedTurns, type TurnRatio, type TurnRow } from './turnStats.ts';
+
+const pct = (v: number | null): string => (v === null ? '-' : `${(v * 100).toFixed(0)}%`);
+const tokens = (v: number | null): string => (v === null ? '-' : v.toFixed(0));
+const pair = (a: string, b: string): string => `${a} / ${b}`;
+
+const turnColumns: readonly Column<TurnRow>[] = [
+  { header: 'Turn', cell: (r) => String(r.turn) },
+  { header: 'Answered', cell: (r) => String(r.completed) },
+  { header: 'Failed', cell: (r) => String(r.failed) },
+  { header: 'Input tokens', cell: (r) => tokens(r.mean_input_tokens) },
+  { header: 'Cached tokens', cell: (r) => tokens(r.mean_cached_tokens) },
+  { header: 'Cached share', cell: (r) => pct(r.cached_share) },
+  { header: 'TTFT p50 (ms)', cell: (r) => ms(r.p50_ttft_ms) },
+  { header: 'TTFP p50 (ms)', cell: (r) => ms(r.p50_ttfp_ms) },
+  { header: 'TTFT / turn 1', cell: (r) => num(r.ttft_over_turn1, 2) },
+  { header: 'TTFP / turn 1', cell: (r) => num(r.ttfp_over_turn1, 2) },
+];
+
+interface SideBySide {
+  readonly a: TurnRow;
+  readonly b: TurnRow;
+  readonly ratio: TurnRatio;
+}
+
+const comparisonColumns: readonly Column<SideBySide>[] = [
+  { header: 'Turn', cell: (r) => String(r.a.turn) },
+  { header: 'Input tokens', cell: (r) => pair(tokens(r.a.mean_input_tokens), tokens(r.b.mean_input_tokens)) },
+  { header: 'Cached share', cell: (r) => pair(pct(r.a.cached_share), pct(r.b.cached_share)) },
+  { header: 'TTFT p50 (ms)', cell: (r) => pair(ms(r.a.p50_ttft_ms), ms(r.b.p50_ttft_ms)) },
+  { header: 'TTFT ratio', cell: (r) => num(r.ratio.ttft, 2) },
+  { header: 'TTFP p50 (ms)', cell: (r) => pair(ms(r.a.p50_ttfp_ms), ms(r.b.p50_ttfp_ms)) },
+  { header: 'TTFP ratio', cell: (r) => num(r.ratio.ttfp, 2) },
+  { header: 'TTFP / turn 1', cell: (r) => pair(num(r.a.ttfp_over_turn1, 2), num(r.b.ttfp_over_turn1, 2)) },
+  { header: 'Failed', cell: (r) => pair(String(r.a.failed), String(r.b.failed)) },
+];
+
+function shown<R extends { readonly turn: number }>(rows: readonly R[], turns: number): R[] {
+  const keep = new Set(displayedTurns(turns));
+  return rows.filter((r) => keep.has(r.turn));
+}
+
+function runTitle(r: TurnsResult, run: TurnsRun): string {
+  return (
+    `${run.variant}, ${r.options.protocol}, c=${run.concurrency}: ${run.conversations} conversations x ` +
+    `${run.turns_per_conversation} turns, ${run.completed} answered, ${run.failed} failed, ` +
+    `${run.duration_s.toFixed(1)} s`
+  );
+}
+
+function sideBySide(r: TurnsResult, x: TurnsModeRatio): SideBySide[] {
+  const of = (variant: string) => r.runs.find((run) => run.variant === variant && run.concurrency === x.concurrency)!;
+  const [a, b] = [of(x.variant), of(x.over_variant)];
+  return shown(x.turns, r.options.turns).map((ratio) => ({
+    a: a.turns.find((t) => t.turn === ratio.turn)!,
+    b: b.turns.find((t) => t.turn === ratio.turn)!,
+    ratio,
+  }));
+}
+
+function ratioTitle(x: TurnsModeRatio): string {
+  return `${x.variant} / ${x.over_variant} by turn, c=${x.concurrency} (p50s; a ratio below 1: ${x.variant} is faster)`;
+}
+
+function failureLines(r: TurnsResult): string[] {
+  return r.runs.flatMap((run) =>
+    run.turns
+      .filter((t) => t.failed > 0)
+      .map((t) => `${run.variant} c=${run.concurrency} turn ${t.turn}: ${t.failed} failed: ${t.errors.join('; ')}`),
+  );
+}
+
+function provenance(r: TurnsResult): string {
+  const m = r.machine;
+  return (
+    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, load ` +
+    `${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; protocol ${r.options.protocol}, user messages ` +
+    `of ${r.options.input_len} tokens, answers of ${r.options.output_len} tokens, warm-up ${r.options.warmup}, seed ` +
+    `${r.options.seed}` +
+    (r.options.interleaved ? '; both servers up, each concurrency run in halves A B B A' : '')
+  );
+}
+
+export function formatTurnsText(r: TurnsResult): string {
+  const out: string[] = [];
+  for (const run of r.runs) out.push(runTitle(r, run), renderText(turnColumns, shown(run.turns, r.options.turns)), '');
+  for (const x of r.ratios) out.push(ratioTitle(x), renderText(comparisonColumns, sideBySide(r, x)), '');
+  const failures = failureLines(r);
+  if (failures.length > 0) out.push('failed turns:', ...failures.map((l) => `  ${l}`), '');
+  out.push(provenance(r));
+  return out.join('\n');
+}
+
+export function formatTurnsMarkdown(r: TurnsResult): string {
+  const out = ['# chorus bench --turns results', '', `\`${r.command}\``, '', provenance(r)];
+  for (const run of r.runs)
+    out.push('', `**${runTitle(r, run)}**`, '', renderMarkdown(turnColumns, shown(run.turns, r.options.turns)));
+  for (const x of r.ratios)
+    out.push('', `**${ratioTitle(x)}**`, '', renderMarkdown(comparisonColumns, sideBySide(r, x)));
+  const failures = failureLines(r);
+  if (failures.length > 0) out.push('', '**Failed turns**', '', ...failures.map((l) => `- ${l}`));
+  out.push(
+    '',
+    'Input and cached tokens: means over the answered turns, from the usage the server reported ' +
+      '(Realtime input_token_details.cached_tokens, chat prompt_tokens_details.cached_tokens). TTFT / turn 1: the ' +
+      "turn's p50 over turn 1's.",
+  );
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,157 @@
+/**
+ * `chorus bench --turns N`: conversations of N turns at each concurrency, over Realtime (a session per
+ * conversation) or chat completions (the history resent), through the real front end; per turn index TTFT, TTFP,
+ * input and cached tokens, failures, and turn k over turn 1. With two modes (--compare-config, --compare-sync)
+ * both servers run at once and each concurrency's conversations go in halves A B B A, as in the TTFP bench, and
+ * the report adds the first mode's p50s over the second's per turn index.
+ *
+ * No critical-path limit is measured here: the single-turn limit says nothing of a turn over a long history.
+ */
+import os from 'node:os';
+import { gitSha, machineInfo } from '../results.ts';
+import { openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
+import { makePrompts } from '../prompts.ts';
+import { benchTokenizer, interleaves, planModes } from '../runServeBench.ts';
+import type { ModeOptions, ServeBenchOptions } from '../serveBenchOptions.ts';
+import type { RequestTrace } from '../trace.ts';
+import { makeConversations } from './conversations.ts';
+import { TurnsModeRun } from './TurnsModeRun.ts';
+import type { TurnsResult, TurnsRun } from './turnsResult.ts';
+import { turnRatios } from './turnStats.ts';
+
+export interface TurnsBenchOptions
+  extends
+    ModeOptions,
+    Pick<
+      ServeBenchOptions,
+      'concurrency' | 'inputLen' | 'warmup' | 'compareSync' | 'compareScheduling' | 'compareConfig' | 'command'
+    > {
+  /** Turns per conversation. */
+  readonly turns: number;
+  /**
+   * Conversations per concurrency; default twice the concurrency, so that each half of an A B B A comparison still
+   * keeps `concurrency` conversations in flight.
+   */
+  readonly conversations?: number;
+  /** Called after each run with its row and its traces, [conversation][turn] (the CLI writes them to turns.json). */
+  readonly onRun?: (run: TurnsRun, traces: readonly (readonly RequestTrace[])[]) => void;
+}
+
+/** Conversations at the i-th concurrency are drawn from seed + (i + 1) * this (warm-up prompts: another stream). */
+const CONVERSATION_SEED_STRIDE = 0x10001;
+
+export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> {
+  const modes = await planModes(o);
+  const interleave = interleaves(modes);
+  const tokenizer = await benchTokenizer(o, modes);
+  const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
+  // Each concurrency has conversations of its own: a server with a prefix cache must not answer c=4's turns from
+  // what c=1's conversations left in it. Every mode gets the same ones (and the same seeds).
+  const conversationsAt = (index: number): string[][] =>
+    makeConversations({
+      tokenizer,
+      conversations: o.conversations ?? 2 * o.concurrency[index],
+      turns: o.turns,
+      inputLen: o.inputLen,
+      seed: o.seed + (index + 1) * CONVERSATION_SEED_STRIDE,
+    });
+  const result: TurnsResult = {
+    tool: 'chorus bench --turns',
+    started_at: new Date().toISOString(),
+    finished_at: '',
+    command: o.command,
+    git_sha: gitSha(),
+    machine: machineInfo(),
+    target:
+      o.target.kind === 'config'
+        ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
+        : { kind: 'url', url: o.target.url },
+    config_sha256: Object.fromEntries(
+      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
+    ),
+    remote_stages: {},
+    options: {
+      protocol: o.protocol,
+      concurrency: o.concurrency,
+      turns: o.turns,
+      conversations: o.conversations ?? null,
+      input_len: o.inputLen,
+      output_len: o.outputLen,
+      warmup: o.warmup,
+      seed: o.seed,
+      initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
+      ttfp_target_ms: o.ttfpTargetMs ?? null,
+      interleaved: interleave,
+    },
+    runs: [],
+    ratios: [],
+  };
+  const finish = (run: TurnsModeRun): void => {
+    const { run: row, traces } = run.finish(o.turns);
+    result.runs.push(row);
+    o.onRun?.(row, traces);
+  };
+  if (interleave) {
+    const lives: LiveMode[] = [];
+    try {
+      for (const mode of modes) lives.push(await openMode(o, mode, result));
+      for (const live of lives) await warmUp(o, live, warmupPrompts);
+      for (const [index, concurrency] of o.concurrency.entries()) {
+        const conversations = conversationsAt(index);
+        const half = Math.ceil(conversations.length / 2);
+        const [a, b] = lives.map((live) => new TurnsModeRun(live, concurrency));
+        for (const [run, from, to] of [
+          [a, 0, half],
+          [b, 0, half],
+          [b, half, conversations.length],
+          [a, half, conversations.length],
+        ] as const)
+          await run.block(o, conversations, from, to);
+        finish(a);
+        finish(b);
+      }
+    } finally {
+      await Promise.all(lives.map((live) => live.close()));
+    }
+  } else {
+    for (const mode of modes) {
+      const live = await openMode(o, mode, result);
+      try {
+        await warmUp(o, live, warmupPrompts);
+        for (const [index, concurrency] of o.concurrency.entries()) {
+          const run = new TurnsModeRun(live, concurrency);
+          const conversations = conversationsAt(index);
+          await run.block(o, conversations, 0, conversations.length);
+          finish(run);
+        }
+      } finally {
+        await live.close();
+      }
+    }
+  }
+  sortRuns(result.runs, modes, o.concurrency);
+  if (modes.length === 2) result.ratios = modeRatios(result.runs, modes[0].variant, modes[1].variant);
+  result.finished_at = new Date().toISOString();
+  result.machine.load_avg_end = os.loadavg()[0];
+  return result;
+}
+
+/** Each mode's runs together, in the order of --concurrency, however they were measured. */
+function sortRuns(runs: TurnsRun[], modes: readonly Mode[], concurrency: readonly number[]): void {
+  const modeIndex = (r: TurnsRun) => modes.findIndex((m) => m.variant === r.variant);
+  runs.sort(
+    (x, y) => modeIndex(x) - modeIndex(y) || concurrency.indexOf(x.concurrency) - concurrency.indexOf(y.concurrency),
+  );
+}
+
+/** `variant`'s p50s over `over`'s by turn index, at every concurrency both ran. */
+export function modeRatios(runs: readonly TurnsRun[], variant: string, over: string): TurnsResult['ratios'] {
+  return runs
+    .filter((a) => a.variant === variant)
+    .flatMap((a) => {
+      const b = runs.find((r) => r.variant === over && r.concurrency === a.concurrency);
+      return b
+        ? [{ concurrency: a.concurrency, variant, over_variant: over, turns: turnRatios(a.turns, b.turns) }]
+        : [];
+    });
+}

@@ -1,0 +1,105 @@
+/**
+ * Per-turn-index figures of `chorus bench --turns`, from the traces of a run's conversations: for each turn index,
+ * TTFT and TTFP over the conversations (p50 is the headline), the input tokens and the share the server served from
+ * its prefix cache, failures, and turn k over turn 1 (of the p50s). Pure: no clock, no I/O.
+ */
+import { distribution, requestMetrics } from '../metrics.ts';
+import type { RequestTrace } from '../trace.ts';
+
+/** One turn index (1 = each conversation's first turn) over a run's conversations. */
+export interface TurnRow {
+  readonly turn: number;
+  /** Conversations that had this turn. */
+  readonly conversations: number;
+  readonly completed: number;
+  readonly failed: number;
+  /** Over completed turns that reported usage; null when none did. */
+  readonly mean_input_tokens: number | null;
+  readonly mean_cached_tokens: number | null;
+  /** Cached over input tokens, summed over the completed turns that reported both. */
+  readonly cached_share: number | null;
+  readonly mean_ttft_ms: number | null;
+  readonly p50_ttft_ms: number | null;
+  readonly p99_ttft_ms: number | null;
+  readonly mean_ttfp_ms: number | null;
+  readonly p50_ttfp_ms: number | null;
+  readonly p99_ttfp_ms: number | null;
+  readonly p50_e2e_ms: number | null;
+  /** p50 at this turn over p50 at turn 1: how much slower a turn is for the history before it. */
+  readonly ttft_over_turn1: number | null;
+  readonly ttfp_over_turn1: number | null;
+  /** The failed turns' errors, deduplicated. */
+  readonly errors: readonly string[];
+}
+
+/** One variant's p50 over another's at each turn index (lower is better). */
+export interface TurnRatio {
+  readonly turn: number;
+  readonly ttft: number | null;
+  readonly ttfp: number | null;
+}
+
+function meanOf(values: readonly number[]): number | null {
+  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+function ratio(a: number | null, b: number | null): number | null {
+  return a === null || b === null || b === 0 ? null : a / b;
+}
+
+/** Rows by turn index from [conversation][turn] traces (conversations may have fewer turns than others). */
+export function turnRows(traces: readonly (readonly RequestTrace[])[]): TurnRow[] {
+  const turns = Math.max(0, ...traces.map((c) => c.length));
+  const rows: TurnRow[] = [];
+  for (let t = 0; t < turns; t++) {
+    const at = traces.filter((c) => c.length > t).map((c) => c[t]);
+    const ok = at.filter((x) => x.ok);
+    const per = ok.map((x) => requestMetrics(x));
+    const ttft = distribution(per.map((m) => m.ttftMs));
+    const ttfp = distribution(per.map((m) => m.ttfpMs));
+    const inputs = ok.filter((x) => x.promptTokens !== undefined).map((x) => x.promptTokens!);
+    const both = ok.filter((x) => x.promptTokens !== undefined && x.cachedTokens !== undefined);
+    const inputSum = both.reduce((n, x) => n + x.promptTokens!, 0);
+    const turn1 = rows[0] ?? { p50_ttft_ms: ttft.p50, p50_ttfp_ms: ttfp.p50 }; // turn 1 is its own base
+    rows.push({
+      turn: t + 1,
+      conversations: at.length,
+      completed: ok.length,
+      failed: at.length - ok.length,
+      mean_input_tokens: meanOf(inputs),
+      mean_cached_tokens: meanOf(both.map((x) => x.cachedTokens!)),
+      cached_share: inputSum === 0 ? null : both.reduce((n, x) => n + x.cachedTokens!, 0) / inputSum,
+      mean_ttft_ms: ttft.mean,
+      p50_ttft_ms: ttft.p50,
+      p99_ttft_ms: ttft.p99,
+      mean_ttfp_ms: ttfp.mean,
+      p50_ttfp_ms: ttfp.p50,
+      p99_ttfp_ms: ttfp.p99,
+      p50_e2e_ms: distribution(per.map((m) => m.e2eMs)).p50,
+      ttft_over_turn1: ratio(ttft.p50, turn1.p50_ttft_ms),
+      ttfp_over_turn1: ratio(ttfp.p50, turn1.p50_ttfp_ms),
+      errors: [...new Set(at.filter((x) => !x.ok).map((x) => x.error ?? 'unknown error'))],
+    });
+  }
+  return rows;
+}
+
+/** a's p50 over b's at every turn index both measured. */
+export function turnRatios(a: readonly TurnRow[], b: readonly TurnRow[]): TurnRatio[] {
+  return a
+    .filter((x) => b.some((y) => y.turn === x.turn))
+    .map((x) => {
+      const y = b.find((r) => r.turn === x.turn)!;
+      return { turn: x.turn, ttft: ratio(x.p50_ttft_ms, y.p50_ttft_ms), ttfp: ratio(x.p50_ttfp_ms, y.p50_ttfp_ms) };
+    });
+}
+
+/** The turn indexes the table shows: all of up to 12, else 1, 2, 5, 10, 20, 50, ... and the last. */
+export function displayedTurns(turns: number): number[] {
+  if (turns <= 12) return Array.from({ length: turns }, (_, i) => i + 1);
+  const shown: number[] = [];
+  for (let decade = 1; decade <= turns; decade *= 10)
+    for (const step of [1, 2, 5]) if (step * decade <= turns) shown.push(step * decade);
+  if (shown.at(-1) !== turns) shown.push(turns);
+  return shown;
+}
