@@ -33,6 +33,8 @@ export interface StoredItem {
   readonly id: string;
   readonly role: ChatMessage['role'];
   readonly parts: StoredPart[];
+  /** The Thinker positions the item takes, counted under `graph` (PromptPositions); cleared when its text changes. */
+  positions?: { readonly graph: object; readonly count: number };
 }
 
 export interface Budget {
@@ -137,8 +139,9 @@ export class Conversation {
    */
   setText(itemId: string, text: string, spoken: boolean): void {
     const item = this.get(itemId);
-    if (item)
-      item.parts.splice(0, item.parts.length, { type: spoken ? 'output_audio' : 'output_text', text, media: null });
+    if (!item) return;
+    item.parts.splice(0, item.parts.length, { type: spoken ? 'output_audio' : 'output_text', text, media: null });
+    item.positions = undefined;
   }
 
   items(): readonly StoredItem[] {

@@ -14,7 +14,9 @@ import { ClientInputError } from '../validate.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
 import { normalizeModalities } from './responsePlan.ts';
 import { InputAudio } from './InputAudio.ts';
-import { Conversation, storedItemResource, toChatMessages, type StoredItem } from './Conversation.ts';
+import { Conversation, storedItemResource, type StoredItem } from './Conversation.ts';
+import { checkTokenLimits, parseTruncation } from './parseTruncation.ts';
+import { thinkerPositions } from './PromptPositions.ts';
 import { newId, sessionResource, type SessionState } from './serverEvents.ts';
 import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
@@ -65,6 +67,7 @@ export class RealtimeSession {
       maxOutputTokens: 'inf',
       generation: {},
       turnDetection: null,
+      truncation: 'auto',
     };
     this.#responses = new SessionResponses(ctx, {
       sessionId: this.#state.id,
@@ -159,6 +162,15 @@ export class RealtimeSession {
   #onSessionUpdate(event: ClientEventOf<'session.update'>): void {
     const s = event.session;
     const state = this.#state;
+    // Checked before anything changes: a refused truncation leaves the session as it was.
+    const truncation = s.truncation === undefined ? undefined : parseTruncation(s.truncation);
+    if (truncation !== undefined) {
+      const limits = this.#ctx.tokenLimits;
+      const maxOutputTokens = s.max_output_tokens ?? state.maxOutputTokens;
+      const answer = resolveMaxTokens(maxOutputTokens, limits, 'session.max_output_tokens') ?? limits.stageDefault;
+      checkTokenLimits(truncation, thinkerPositions(this.#ctx.engine.graph), answer);
+      state.truncation = truncation;
+    }
     if (s.max_output_tokens !== undefined) {
       resolveMaxTokens(s.max_output_tokens, this.#ctx.tokenLimits, 'session.max_output_tokens');
       state.maxOutputTokens = s.max_output_tokens;
@@ -243,7 +255,7 @@ export class RealtimeSession {
   /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
   #turnSoFar(): GenerateRequest['messages'] | null {
     const pending = this.#inputAudio.pendingItem();
-    return pending && toChatMessages(this.#state.instructions, [...this.#conversation.items(), pending]).messages;
+    return pending && this.#responses.turnSoFar(pending);
   }
 
   /** `clipEndMs` (server_vad): the item keeps the buffer up to there on the VAD's timeline; the rest is dropped. */

@@ -5,6 +5,7 @@
  * test/types/realtimeServerEvents.ts checks every event against the openai SDK's type of the same name.
  */
 import type { GenerationFields } from '../generationParams.ts';
+import type { TruncationSetting } from './planTruncation.ts';
 
 /** The only audio format Chorus speaks, both ways: pcm16 mono at 24 kHz. */
 export interface AudioFormat {
@@ -24,6 +25,7 @@ export type SessionResource = {
     readonly input: { readonly format: AudioFormat; readonly turn_detection: TurnDetectionResource | null };
     readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
   };
+  readonly truncation: TruncationSetting;
 } & GenerationFields; // Chorus extensions in effect, echoed
 
 /** server_vad with every parameter in effect. */

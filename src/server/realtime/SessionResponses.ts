@@ -1,11 +1,13 @@
 /**
  * The response lifecycle of one Realtime session: at most one active response (ResponseStream), the answer held
  * since a voice turn's first silence (HeldAnswer), and what each response leaves in the conversation when it
- * finishes, fails on media, or is truncated by the client. RealtimeSession dispatches the client events; this
- * owns everything from response.create to the response's finish.
+ * finishes, fails on media, or is truncated by the client; and the items session.truncation drops to fit the
+ * Thinker. RealtimeSession dispatches the client events; this owns everything from response.create to the
+ * response's finish.
  */
-import type { Engine, RequestHandle } from '../../common/engine.ts';
-import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
+import { of } from 'rxjs';
+import type { ChatMessage, Engine, RequestHandle } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { TokenLimits } from '../generationParams.ts';
 import type { ResolvedServerOptions } from '../options.ts';
@@ -18,6 +20,8 @@ import type { Conversation } from './Conversation.ts';
 import { HeldAnswer } from './HeldAnswer.ts';
 import type { InputAudio } from './InputAudio.ts';
 import { planResponse, type PlanContext } from './responsePlan.ts';
+import { PromptPositions } from './PromptPositions.ts';
+import type { StoredItem } from './Conversation.ts';
 import { ResponseStream } from './ResponseStream.ts';
 import { newId, type SessionState } from './serverEvents.ts';
 import type { SocketWriter } from './SocketWriter.ts';
@@ -57,6 +61,8 @@ export class SessionResponses {
   #held: HeldAnswer | null = null;
   /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
   readonly #spoken = new SpokenItems();
+  /** Counts prompt positions for truncation, for the engine's graph now (null: the engine cannot count). */
+  #positions: PromptPositions | null = null;
   #closed = false;
 
   constructor(ctx: ResponseContext, session: ResponseSessionParts) {
@@ -102,9 +108,31 @@ export class SessionResponses {
   }
 
   #planContext(): PlanContext {
-    const { media, tokenLimits } = this.#ctx;
+    const { media, tokenLimits, engine } = this.#ctx;
     const { state, conversation, prefixKey } = this.#session;
-    return { state, items: conversation.items(), media, tokenLimits, prefixKey: prefixKey() };
+    this.#positions = PromptPositions.of(engine, this.#positions);
+    return {
+      state,
+      items: conversation.items(),
+      media,
+      tokenLimits,
+      prefixKey: prefixKey(),
+      positions: this.#positions,
+    };
+  }
+
+  /**
+   * The messages the answer to the turn being spoken would get if it ended now with `pending` (the voice prefill):
+   * planned as that answer will be, truncation included, so the prefilled prompt is the answer's. Null when the
+   * answer could not start (it will report why).
+   */
+  turnSoFar(pending: StoredItem): readonly ChatMessage[] | null {
+    try {
+      const plan = planResponse({}, this.#planContext(), pending);
+      return plan.failure ? null : plan.rendered.messages;
+    } catch {
+      return null;
+    }
   }
 
   create(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
@@ -130,11 +158,11 @@ export class SessionResponses {
     // The answer held since the turn's first silence, if it is this very request (else it goes, unheard).
     const held = this.#held;
     this.#held = null;
-    const adopt = held?.matches(plan.request(held.requestId)) ? held : null;
+    const adopt = !plan.failure && held?.matches(plan.request(held.requestId)) ? held : null;
     if (!adopt) held?.discard();
     // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
-    // A held answer brings the slot it took.
-    const releaseSlot = adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
+    // A held answer brings the slot it took; one that cannot fit the Thinker needs none (it never reaches the engine).
+    const releaseSlot = plan.failure ? () => {} : adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
     if (!releaseSlot) {
       if (inConversation) conversation.remove(itemId);
       throw new ChorusError(
@@ -146,12 +174,24 @@ export class SessionResponses {
     const responseId = adopt ? adopt.requestId : newId('resp');
     let handle: RequestHandle;
     try {
-      handle = adopt ? adopt.adopt() : this.#ctx.engine.generate(plan.request(responseId));
+      handle = plan.failure
+        ? refusedHandle(responseId, plan.failure)
+        : adopt
+          ? adopt.adopt()
+          : this.#ctx.engine.generate(plan.request(responseId));
     } catch (err) {
-      releaseSlot();
-      if (inConversation) conversation.remove(itemId);
-      throw renameError(err, rendered.itemNamer);
+      const renamed = renameError(err, rendered.itemNamer);
+      // A prompt over the Thinker's positions (found when the engine built it) fails its response, with its
+      // response.done, as the Thinker's own refusal does: a voice turn's client waits for that, never for an error.
+      if (!(renamed instanceof ChorusError && renamed.code === ErrorCodes.REQUEST_TOO_LARGE)) {
+        releaseSlot();
+        if (inConversation) conversation.remove(itemId);
+        throw renamed;
+      }
+      handle = refusedHandle(responseId, renamed);
     }
+    // The response is on: the items truncation left out of its prompt leave the conversation now.
+    this.#forget(plan.truncated);
     const stream = new ResponseStream({
       writer,
       handle,
@@ -186,6 +226,21 @@ export class SessionResponses {
     this.#active = stream;
     this.#ctx.log.debug({ responseId, outputModalities, held: adopt !== null }, 'response started');
     stream.start();
+  }
+
+  /**
+   * Items session.truncation dropped: forgotten as conversation.item.delete forgets them (later responses do not
+   * read them, their media leaves the session's budget), and the client told the same way, one
+   * conversation.item.deleted each (OpenAI documents no event for truncation).
+   */
+  #forget(itemIds: readonly string[]): void {
+    if (itemIds.length === 0) return;
+    for (const itemId of itemIds) {
+      if (!this.#session.conversation.remove(itemId)) continue;
+      this.#spoken.forget(itemId);
+      this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
+    }
+    this.#ctx.log.debug({ sessionId: this.#session.sessionId, items: itemIds.length }, 'conversation truncated');
   }
 
   /**
@@ -263,4 +318,19 @@ export class SessionResponses {
     this.#active = null;
     this.dropHeld();
   }
+}
+
+/** A response that fails before the engine sees it: its stream is its done(error), so it ends as any failure does. */
+function refusedHandle(requestId: string, error: ChorusError): RequestHandle {
+  const prompt = { text: 0, audio: 0, image: 0 };
+  const usage = { promptTokens: 0, promptTokenDetails: prompt, completionTokens: 0, audioFrames: 0, audioSeconds: 0 };
+  const noop = () => {};
+  return {
+    requestId,
+    prompt,
+    events: of({ type: 'done', finishReason: 'error', error: serializeError(error), usage, atMs: Date.now() } as const),
+    cancel: noop,
+    pause: noop,
+    resume: noop,
+  };
 }

@@ -58,6 +58,11 @@ export const SessionFields = Type.Object({
   audio: Type.Optional(AudioConfig),
   /** The beta placement of audio.input.turn_detection. */
   turn_detection: Type.Optional(TurnDetection),
+  /**
+   * "auto" | "disabled" | {type: "retention_ratio", retention_ratio, token_limits?}: checked by parseTruncation, whose
+   * errors name the field and its accepted values (a schema union could only say "not in any accepted form").
+   */
+  truncation: Type.Optional(Type.Unknown()),
   ...generationFields,
 });
 export type SessionFields = Static<typeof SessionFields>;

@@ -1,13 +1,18 @@
 /**
  * What a response.create asks the engine for, over a session's conversation: one function for the answers a client
- * asks for, the automatic ones of voice turns and the held (speculative) ones, so that a held answer is built exactly
- * as the answer it stands in for (HeldAnswer compares the two requests).
+ * asks for, the automatic ones of voice turns, the held (speculative) ones and the voice prefill, so that a held
+ * answer is built exactly as the answer it stands in for (HeldAnswer compares the two requests), and a prefill
+ * computes the prompt its answer will have. That includes which items session.truncation leaves out: planned here,
+ * applied (the items forgotten) only by the response that is created.
  */
+import type { ChorusError } from '../../common/errors.ts';
 import type { GenerateRequest, Modality } from '../../common/engine.ts';
 import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
 import type { ResponseFields } from './clientEvents.ts';
 import { Conversation, toChatMessages, type RenderedConversation, type StoredItem } from './Conversation.ts';
+import { planTruncation, truncationError, type TruncationSetting } from './planTruncation.ts';
+import type { PromptPositions } from './PromptPositions.ts';
 import type { OutputModality, SessionState } from './serverEvents.ts';
 
 export interface PlanContext {
@@ -18,6 +23,8 @@ export interface PlanContext {
   readonly tokenLimits: TokenLimits;
   /** The session's prefix key (voice prefill), if any. */
   readonly prefixKey: string | undefined;
+  /** Counts what items take in the Thinker; null when the engine cannot (then nothing is truncated). */
+  readonly positions: PromptPositions | null;
 }
 
 export interface ResponsePlan {
@@ -26,6 +33,10 @@ export interface ResponsePlan {
   readonly inConversation: boolean;
   readonly rendered: RenderedConversation;
   readonly audio: boolean;
+  /** Conversation items session.truncation leaves out, oldest first: the response that is created forgets them. */
+  readonly truncated: readonly string[];
+  /** The prompt cannot fit the Thinker (truncation disabled, or no plan fits): the response fails with this. */
+  readonly failure: ChorusError | null;
   /** The engine request, under `requestId`. */
   request(requestId: string): GenerateRequest;
 }
@@ -47,7 +58,14 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
     : pending
       ? [...ctx.items, pending]
       : ctx.items;
-  const rendered = toChatMessages(r.instructions ?? state.instructions, items);
+  const instructions = r.instructions ?? state.instructions;
+  // response.input is the client's own list for this response: it is sent whole or refused, never cut.
+  const setting = r.input ? 'disabled' : state.truncation;
+  const answerPositions = maxTokens ?? ctx.tokenLimits.stageDefault;
+  const fit = fitToThinker(items, instructions, answerPositions, setting, ctx.positions, r.input !== undefined);
+  const dropped = new Set(fit.truncated);
+  const kept = dropped.size === 0 ? items : items.filter((it) => !dropped.has(it.id));
+  const rendered = toChatMessages(instructions, kept);
   const audio = outputModalities.includes('audio');
   const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
   const generation = mergeGeneration(state.generation, r);
@@ -59,5 +77,27 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
     // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
     ...(ctx.prefixKey ? { prefix: { key: ctx.prefixKey } } : {}),
   });
-  return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request };
+  return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request, ...fit };
+}
+
+/** session.truncation over the items' counted positions (planTruncation.ts). */
+function fitToThinker(
+  items: readonly StoredItem[],
+  instructions: string,
+  answerPositions: number,
+  setting: TruncationSetting,
+  positions: PromptPositions | null,
+  isInput: boolean,
+): Pick<ResponsePlan, 'truncated' | 'failure'> {
+  if (!positions) return { truncated: [], failure: null };
+  const input = {
+    items: items.map((it) => ({ id: it.id, positions: positions.item(it) })),
+    instructionsPositions: positions.instructions(instructions),
+    maxPositions: positions.maxPositions,
+    answerPositions,
+    setting,
+  };
+  const plan = planTruncation(input);
+  if (!plan.fits) return { truncated: [], failure: truncationError(plan, input, isInput) };
+  return { truncated: plan.drop, failure: null };
 }

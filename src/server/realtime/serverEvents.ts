@@ -15,6 +15,7 @@ import type {
   UsageResource,
 } from './ServerEvent.ts';
 import type { GenerationFields } from '../generationParams.ts';
+import type { TruncationSetting } from './planTruncation.ts';
 
 export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });
 
@@ -39,6 +40,8 @@ export interface SessionState {
   generation: GenerationFields;
   /** null: the client commits turns (input_audio_buffer.commit). */
   turnDetection: TurnDetectionResource | null;
+  /** What goes when the conversation outgrows the Thinker (planTruncation.ts); "auto" unless the client says. */
+  truncation: TruncationSetting;
 }
 
 export function sessionResource(s: SessionState): SessionResource {
@@ -54,6 +57,7 @@ export function sessionResource(s: SessionState): SessionResource {
       input: { format: PCM_FORMAT, turn_detection: s.turnDetection },
       output: { format: PCM_FORMAT, voice: s.voice },
     },
+    truncation: s.truncation,
     ...s.generation, // Chorus extensions, echoed so clients see what is in effect
   };
 }

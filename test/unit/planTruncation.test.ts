@@ -1,0 +1,174 @@
+/** session.truncation planning (pure): which items go so that a prompt and its answer fit the Thinker; the errors. */
+import { describe, expect, it } from 'vitest';
+import { planTruncation, truncationError, type TruncationInput } from '../../src/server/realtime/planTruncation.ts';
+import { checkTokenLimits, parseTruncation } from '../../src/server/realtime/parseTruncation.ts';
+import { ClientInputError } from '../../src/server/validate.ts';
+
+/** Items i0, i1, ... taking the given positions each. */
+const items = (...positions: number[]) => positions.map((p, i) => ({ id: `i${i}`, positions: p }));
+
+/** 1000 positions, 100 for the answer, 50 for the instructions: the items may take 850. */
+const input = (over: Partial<TruncationInput>): TruncationInput => ({
+  items: [],
+  instructionsPositions: 50,
+  maxPositions: 1000,
+  answerPositions: 100,
+  setting: 'auto',
+  ...over,
+});
+
+describe('planTruncation', () => {
+  it('keeps a conversation that fits, up to the last position', () => {
+    const plan = planTruncation(input({ items: items(400, 450) }));
+    expect(plan).toMatchObject({ fits: true, drop: [], keptPositions: 850 });
+    expect(plan.limit).toEqual({ allowed: 850, byModel: 850, reserved: 100, conversation: 850 });
+  });
+
+  it('auto drops the oldest items until prompt + the answer cap fit, and no more', () => {
+    const plan = planTruncation(input({ items: items(300, 300, 200, 100, 1) }));
+    expect(plan).toMatchObject({ fits: true, drop: ['i0'], keptPositions: 601 });
+    const tight = planTruncation(input({ items: items(300, 300, 200, 200, 200) }));
+    expect(tight).toMatchObject({ fits: true, drop: ['i0', 'i1'], keptPositions: 600 });
+  });
+
+  it('retention_ratio drops in one large step, to r of the allowed positions', () => {
+    const setting = { type: 'retention_ratio', retention_ratio: 0.5 } as const;
+    // 9 x 100 = 900 > 850: down to <= 425, so five items go at once (auto would drop one).
+    const plan = planTruncation(input({ items: items(...Array<number>(9).fill(100)), setting }));
+    expect(plan).toMatchObject({ fits: true, drop: ['i0', 'i1', 'i2', 'i3', 'i4'], keptPositions: 400 });
+    expect(planTruncation(input({ items: items(...Array<number>(9).fill(100)) }))).toMatchObject({
+      drop: ['i0'],
+    });
+    // The turns after it add up again without any drop, until the limit is reached once more.
+    const after = planTruncation(input({ items: items(...Array<number>(8).fill(100)), setting }));
+    expect(after).toMatchObject({ fits: true, drop: [] });
+  });
+
+  it('retention_ratio 1 is auto', () => {
+    const setting = { type: 'retention_ratio', retention_ratio: 1 } as const;
+    const list = items(300, 300, 200, 100, 100);
+    expect(planTruncation(input({ items: list, setting }))).toEqual(planTruncation(input({ items: list })));
+  });
+
+  it('token_limits.post_instructions lowers the limit; the Thinker still bounds it', () => {
+    const setting = { type: 'retention_ratio', retention_ratio: 1, token_limits: { post_instructions: 250 } } as const;
+    const plan = planTruncation(input({ items: items(100, 100, 100), setting }));
+    expect(plan).toMatchObject({ fits: true, drop: ['i0'], keptPositions: 200 });
+    expect(plan.limit.allowed).toBe(250);
+    const above = { ...setting, token_limits: { post_instructions: 5000 } };
+    expect(planTruncation(input({ items: items(500, 500), setting: above })).limit.allowed).toBe(850);
+  });
+
+  it('never drops the newest item that takes positions (the turn being answered)', () => {
+    // Empty items after it (a failed answer's empty item) do not make it droppable.
+    const plan = planTruncation(input({ items: items(100, 800, 0, 0) }));
+    expect(plan).toMatchObject({ fits: true, drop: ['i0'], keptPositions: 800 });
+    const ratio = { type: 'retention_ratio', retention_ratio: 0.1 } as const;
+    expect(planTruncation(input({ items: items(100, 800), setting: ratio }))).toMatchObject({
+      fits: true,
+      drop: ['i0'],
+      keptPositions: 800,
+    });
+  });
+
+  it('fails when the newest item alone is over the limit, naming it', () => {
+    const plan = planTruncation(input({ items: items(10, 900) }));
+    expect(plan).toMatchObject({ fits: false, reason: 'newest_item', newest: { id: 'i1', positions: 900 } });
+    if (plan.fits) throw new Error('unreachable');
+    const err = truncationError(plan, input({}));
+    expect(err.code).toMatch(/^CHORUS_ERR_/);
+    expect(err.message).toContain('item i1 alone takes 900 positions, over the 850');
+  });
+
+  it('disabled drops nothing: over the limit it fails, naming the limit and the fixes', () => {
+    const fitting = planTruncation(input({ items: items(400, 450), setting: 'disabled' }));
+    expect(fitting).toMatchObject({ fits: true, drop: [] });
+    const plan = planTruncation(input({ items: items(400, 451), setting: 'disabled' }));
+    expect(plan).toMatchObject({ fits: false, reason: 'disabled' });
+    if (plan.fits) throw new Error('unreachable');
+    const { message } = truncationError(plan, input({}));
+    expect(message).toContain('the conversation takes 851 positions, over the 850 it may use');
+    expect(message).toContain("the thinker's 1000 positions");
+    expect(message).toContain('conversation.item.delete');
+    expect(message).toContain('session.truncation to "auto"');
+    expect(truncationError(plan, input({}), true).message).toMatch(/^response.input takes 851 positions/);
+  });
+
+  it('fails when the instructions leave no room, never dropping them', () => {
+    const plan = planTruncation(input({ items: items(10), instructionsPositions: 950 }));
+    expect(plan).toMatchObject({ fits: false, reason: 'instructions' });
+    if (plan.fits) throw new Error('unreachable');
+    expect(truncationError(plan, input({ instructionsPositions: 950 })).message).toContain(
+      'the instructions take 950 positions',
+    );
+  });
+
+  it('keeps at most half the positions for the answer, so a cap as large as the context still leaves a prompt', () => {
+    const plan = planTruncation(input({ items: items(300, 300), answerPositions: 4096 }));
+    expect(plan.limit.reserved).toBe(500);
+    expect(plan).toMatchObject({ fits: true, drop: ['i0'], keptPositions: 300 });
+  });
+});
+
+describe('parseTruncation', () => {
+  const refusal = (value: unknown) => {
+    try {
+      parseTruncation(value);
+    } catch (err) {
+      if (err instanceof ClientInputError) return { param: err.param, message: err.message };
+      throw err;
+    }
+    throw new Error(`accepted ${JSON.stringify(value)}`);
+  };
+
+  it('takes the three forms OpenAI defines', () => {
+    expect(parseTruncation('auto')).toBe('auto');
+    expect(parseTruncation('disabled')).toBe('disabled');
+    expect(parseTruncation({ type: 'retention_ratio', retention_ratio: 0.8 })).toEqual({
+      type: 'retention_ratio',
+      retention_ratio: 0.8,
+    });
+    expect(
+      parseTruncation({ type: 'retention_ratio', retention_ratio: 1, token_limits: { post_instructions: 300 } }),
+    ).toEqual({ type: 'retention_ratio', retention_ratio: 1, token_limits: { post_instructions: 300 } });
+  });
+
+  it('refuses a retention_ratio outside (0, 1], naming the field', () => {
+    for (const r of [0, -0.5, 1.5, Number.NaN, '0.5', null, undefined]) {
+      const { param, message } = refusal({ type: 'retention_ratio', retention_ratio: r });
+      expect(param).toBe('session.truncation.retention_ratio');
+      expect(message).toContain('must be a number in (0, 1]');
+    }
+  });
+
+  it('refuses an unknown type or form, saying what is accepted', () => {
+    expect(refusal('sometimes')).toMatchObject({ param: 'session.truncation' });
+    expect(refusal('sometimes').message).toContain('"auto", "disabled" or {type: "retention_ratio"');
+    expect(refusal(0.5)).toMatchObject({ param: 'session.truncation' });
+    expect(refusal({ type: 'keep_last', retention_ratio: 0.5 })).toMatchObject({ param: 'session.truncation.type' });
+    expect(refusal({ retention_ratio: 0.5 }).message).toContain('must be "retention_ratio"');
+  });
+
+  it('refuses bad token_limits and misspelt fields', () => {
+    const base = { type: 'retention_ratio', retention_ratio: 0.5 };
+    const post = 'session.truncation.token_limits.post_instructions';
+    for (const p of [0, -3, 1.5, '100', null])
+      expect(refusal({ ...base, token_limits: { post_instructions: p } }).param).toBe(post);
+    expect(refusal({ ...base, token_limits: 100 }).param).toBe('session.truncation.token_limits');
+    expect(refusal({ ...base, token_limits: { post_instruction: 100 } }).message).toContain(
+      'post_instruction is not a field of session.truncation.token_limits',
+    );
+    expect(refusal({ ...base, ratio: 0.5 }).message).toContain('ratio is not a field of session.truncation');
+  });
+
+  it('checkTokenLimits: post_instructions may not be above the positions less the answer cap', () => {
+    const setting = parseTruncation({
+      type: 'retention_ratio',
+      retention_ratio: 1,
+      token_limits: { post_instructions: 900 },
+    });
+    expect(() => checkTokenLimits(setting, 1000, 100)).not.toThrow();
+    expect(() => checkTokenLimits(setting, 1000, 101)).toThrow(/post_instructions is 900.*at most 899/);
+    expect(() => checkTokenLimits(setting, null, 101)).not.toThrow(); // the Thinker's positions are unknown
+  });
+});
