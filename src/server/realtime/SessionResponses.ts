@@ -94,6 +94,7 @@ export class SessionResponses {
     if (!releaseSlot) return;
     try {
       const plan = planResponse({}, this.#planContext(), pending);
+      if (plan.failure) return releaseSlot(); // the answer at speech_stopped fails with it, at no engine cost
       this.#held = HeldAnswer.start((req) => this.#ctx.engine.generate(req), plan.request(newId('resp')), releaseSlot);
     } catch (err) {
       // The answer at speech_stopped will meet the same problem and report it; a held answer only saves time.
