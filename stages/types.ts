@@ -53,10 +53,15 @@ export interface ThinkerRunner {
   kvBytes(seqId: string): number;
   free(seqId: string): void;
   /**
-   * Hands the KV cache of sequence `from` to sequence `to`, keeping its first `keepPositions` positions (a
-   * retained prefix reused by a later request: ThinkerPrefixes). `from` is gone afterwards; `to` must hold none.
+   * Hands the KV cache of sequence `from` to sequence `to`, keeping its first `keepPositions` positions (a finished
+   * request's KV going into the prefix cache). `from` is gone afterwards.
    */
   moveSequence(from: string, to: string, keepPositions: number): void;
+  /**
+   * Gives sequence `to` a copy of the first `keepPositions` positions of `from`'s KV (a request adopting a cached
+   * prefix); `from` keeps its own. `fedTokenIds`: the ids fed as tokens at those positions (repetition penalty).
+   */
+  copySequence(from: string, to: string, keepPositions: number, fedTokenIds: readonly number[]): void;
   close(): Promise<void>;
 }
 
@@ -96,6 +101,9 @@ export interface TalkerRunner {
   readonly kvBytesPerToken: number;
   kvBytes(seqId: string): number;
   free(seqId: string): void;
+  /** As ThinkerRunner's: a prompt prefix's KV into the prefix cache, and out of it into a request. */
+  moveSequence(from: string, to: string, keepPositions: number): void;
+  copySequence(from: string, to: string, keepPositions: number): void;
   close(): Promise<void>;
 }
 

@@ -177,11 +177,19 @@ export interface EngineArgs {
   readonly maxNumBatchedTokens: number;
   readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
+  /** AR stages: the prefix cache (src/sched/PrefixCache.ts), beside the KV budget; null: off (or not an AR stage). */
+  readonly prefixCache: PrefixCacheSettings | null;
   /**
    * Cores this stage's processes run on, and keep to themselves: main and the stages without `cpus` run on the
    * cores no stage reserved (src/common/affinity.ts). Unset: wherever the OS puts it.
    */
   readonly cpus?: readonly number[];
+}
+
+export interface PrefixCacheSettings {
+  readonly maxBytes: number;
+  /** Positions per block: the unit a prefix is matched in. */
+  readonly blockPositions: number;
 }
 
 export interface StageInput {

@@ -30,6 +30,8 @@ export const defaults = {
     maxNumBatchedTokens: 2048, // tokens per step (prefill chunk + decodes)
     threads: 1, // 1 intra-op thread per stage: 2 cores are shared by 3 stages plus the server
     kvCacheBytes: 256 * 1024 * 1024, // 256 MiB: ~32k tokens of the tiny thinker (8 KiB/token)
+    // Thinker and Talker: KV of finished requests kept for the next request that shares their prefix.
+    prefixCache: { maxBytes: 128 * 1024 * 1024, blockPositions: 16 }, // 128 MiB: ~13k tiny-thinker positions + rows
   },
   sampling: {
     temperature: 0, // greedy

@@ -13,6 +13,7 @@ import { resolveEcStore } from './ecStore.ts';
 import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
 import { defaults, parseByteSize } from './defaults.ts';
+import { resolvePrefixCache } from './prefixCache.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { resolveModel } from './models.ts';
@@ -237,6 +238,7 @@ function resolveStages(
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
         threads: s.engine?.threads ?? defaults.engine.threads,
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
+        prefixCache: resolvePrefixCache(index, s.engine?.prefix_cache, stageKinds[s.kind].workerType, model, problems),
       },
       inputs,
       finalOutput,

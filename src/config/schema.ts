@@ -48,6 +48,21 @@ export const EngineYaml = Type.Object(
     max_num_batched_tokens: optional(int(1)),
     threads: optional(int(1)),
     kv_cache_bytes: optional(ByteSize),
+    prefix_cache: optional(
+      Type.Union(
+        [
+          Type.Literal(false),
+          Type.Object(
+            {
+              max_bytes: optional(ByteSize),
+              block_positions: optional(Type.Integer({ minimum: 1, maximum: 1024 })),
+            },
+            closed,
+          ),
+        ],
+        { errorMessage: 'must be false (off) or {max_bytes, block_positions}' },
+      ),
+    ),
     cpus: optional(
       Type.Union([Type.Array(int(0), { minItems: 1, uniqueItems: true }), Type.Literal('auto')], {
         errorMessage:

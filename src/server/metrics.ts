@@ -11,9 +11,11 @@ import { subscribe } from 'node:diagnostics_channel';
 import { channelNames } from '../common/diagnostics.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
+import { prefixCacheMetrics } from './prefixCacheMetrics.ts';
 
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry, prefix: 'chorus_process_' });
+const prefixCache = prefixCacheMetrics(metricsRegistry);
 
 const latencyBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -252,6 +254,7 @@ interface StageStatsMessage {
   readonly edgeSamples?: unknown;
   readonly encoder?: unknown;
   readonly code2wav?: unknown;
+  readonly prefix?: unknown;
 }
 
 /** The cumulative cache totals an encoder stage reports (src/worker/messages.ts EncoderStats). */
@@ -304,6 +307,7 @@ function onStageDied(message: unknown): void {
   const instance = (message as { instance?: unknown }).instance;
   if (typeof instance !== 'string') return;
   stageTotals.restart(instance);
+  prefixCache.stageDied(instance);
   // Its cache and states died with it; a gauge left at the old value would report memory nobody holds.
   if (encoderStages.has(instance)) engineMetrics.encoderCacheBytes.set({ stage: instance }, 0);
   if (code2wavStages.has(instance)) engineMetrics.code2wavStates.set({ stage: instance }, 0);
@@ -338,6 +342,8 @@ function onStageStats(message: unknown): void {
   if (Array.isArray(m.edgeSamples)) for (const e of m.edgeSamples) observeEdgeSample(e as EdgeSampleMessage);
   if (typeof m.encoder === 'object' && m.encoder !== null) observeEncoderStats(stage, m.encoder as EncoderStatsMessage);
   if (typeof m.code2wav === 'object' && m.code2wav !== null) observeCode2WavStats(stage, m.code2wav);
+  if (typeof m.prefix === 'object' && m.prefix !== null)
+    prefixCache.observe(stage, m.prefix as Record<string, unknown>);
 }
 
 let bridged = false;

@@ -223,15 +223,9 @@ export interface EncoderStats {
   readonly windowsEncoded?: number;
 }
 
-/** Thinker: prompt prefixes retained for reuse (voice turns) and what reusing them saved, since start. */
-export interface PrefixStats {
-  /** Prefixes held now, and their KV bytes. */
-  readonly retained: number;
-  readonly retainedBytes: number;
-  /** Requests that started from a retained prefix, and the positions they did not compute. */
-  readonly reuses: number;
-  readonly reusedTokens: number;
-}
+/** Thinker and Talker: the prefix cache now and since start. */
+export type { PrefixCacheStats as PrefixStats } from '../sched/PrefixCache.ts';
+import type { PrefixCacheStats as PrefixStats } from '../sched/PrefixCache.ts';
 
 export interface StageStats {
   readonly queueDepth: number; // requests waiting (not yet running)
@@ -243,7 +237,7 @@ export interface StageStats {
   readonly edgeSamples: readonly EdgeSample[];
   /** Encoder stages only. */
   readonly encoder?: EncoderStats;
-  /** Thinker stages only. */
+  /** Thinker and Talker stages with a prefix cache. */
   readonly prefix?: PrefixStats;
   /** Code2Wav stages only. */
   readonly code2wav?: Code2WavStats;

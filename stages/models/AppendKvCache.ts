@@ -211,6 +211,19 @@ export class AppendKvCache {
     this.length = count;
   }
 
+  /** A new cache holding a copy of this one's first `keep` positions in a store of its own (this one is untouched). */
+  copyFirst(keep: number): AppendKvCache {
+    const copy = new AppendKvCache(this.layout, this.pool);
+    const count = Math.min(keep, this.length);
+    if (!this.store || count === 0) return copy;
+    const own = new AppendStore(this.layout, 1, count, this.pool);
+    own.total = count;
+    this.store.copyRowsTo(own, this.row, 1, this.store.total - this.length, count, 0);
+    copy.place(own, 0);
+    copy.length = count;
+    return copy;
+  }
+
   /** The sequence is dropped: its row is given up (the store's buffers return to the pool with the last row). */
   release(): void {
     this.store?.release();

@@ -87,6 +87,14 @@ export class KvDecoder {
     this.caches.set(to, c);
   }
 
+  /** Sequence `to` gets a copy of the first keepPositions positions of `from` (which keeps its own). */
+  copy(from: string, to: string, keepPositions: number): void {
+    const c = this.caches.get(from);
+    if (to !== from) this.free(to);
+    if (!c) return;
+    this.caches.set(to, c.copyFirst(keepPositions));
+  }
+
   /** Sequences left behind in the tensors the participants are leaving get rows of their own. */
   private compactBystanders(participants: readonly SeqCache[]): void {
     const leaving = new Set<unknown>(participants.map((c) => c.storage));

@@ -107,6 +107,19 @@ export class SeqKvCache {
     this.total = keep;
   }
 
+  /** A new cache holding a copy of this one's first `keep` positions in tensors of its own (this one is untouched). */
+  copyFirst(keep: number): SeqKvCache {
+    const copy = new SeqKvCache(this.layout);
+    copy.presents = this.presents;
+    copy.batchSize = this.batchSize;
+    copy.row = this.row;
+    copy.total = this.total;
+    copy.length = this.length;
+    // Present tensors are outputs of a run, never written afterwards: the copy may share them until it cuts.
+    copy.keepFirst(Math.min(keep, this.length));
+    return copy;
+  }
+
   /** After a step: the sequence now lives at row `row` of these presents, `newTokens` positions longer. */
   adopt(presents: readonly Float32Array[], batchSize: number, row: number, total: number, newTokens: number): void {
     this.presents = presents;

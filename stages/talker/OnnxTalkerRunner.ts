@@ -240,6 +240,18 @@ export class OnnxTalkerRunner implements TalkerRunner {
     this.states.delete(seqId);
   }
 
+  // Prompt positions only (cached before any frame was sampled): no sampler state goes with them.
+  moveSequence(from: string, to: string, keepPositions: number): void {
+    this.decoder.move(from, to, keepPositions);
+    this.states.delete(from);
+    this.states.delete(to);
+  }
+
+  copySequence(from: string, to: string, keepPositions: number): void {
+    this.decoder.copy(from, to, keepPositions);
+    this.states.delete(to);
+  }
+
   async close(): Promise<void> {
     this.decoder.session.close();
     this.predictor.close();

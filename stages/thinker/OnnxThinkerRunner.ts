@@ -235,6 +235,11 @@ export class OnnxThinkerRunner implements ThinkerRunner {
     else this.seen.delete(to);
   }
 
+  copySequence(from: string, to: string, keepPositions: number, fedTokenIds: readonly number[]): void {
+    this.decoder.copy(from, to, keepPositions);
+    this.seen.set(to, new Set(fedTokenIds));
+  }
+
   async close(): Promise<void> {
     this.decoder.session.close();
     this.embedder?.close();

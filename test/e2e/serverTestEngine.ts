@@ -174,7 +174,7 @@ function stage(
     kind,
     workerType: kind === 'code2wav' ? 'generation' : 'ar',
     model: { source: 'file', path: `/nonexistent/${stageId}.onnx` },
-    engine: { maxNumSeqs: 8, maxNumBatchedTokens: 512, threads: 1, kvCacheBytes: 1 << 20 },
+    engine: { maxNumSeqs: 8, maxNumBatchedTokens: 512, threads: 1, kvCacheBytes: 1 << 20, prefixCache: null },
     inputs: from ? [{ from, connector: 'shm0' }] : [],
     finalOutput: finalOutputType !== null,
     finalOutputType,

@@ -45,5 +45,10 @@ export class KvLengthRunner implements ThinkerRunner {
     if (n === undefined) throw new Error(`no sequence ${from}`);
     this.kv.set(to, Math.min(n, keep));
   }
+  copySequence(from: string, to: string, keep: number): void {
+    const n = this.kv.get(from);
+    if (n === undefined) throw new Error(`no sequence ${from}`);
+    this.kv.set(to, Math.min(n, keep));
+  }
   async close(): Promise<void> {}
 }

@@ -40,6 +40,8 @@ class FakeTalkerRunner implements TalkerRunner {
     this.freed.push(seqId);
   }
 
+  moveSequence(): void {}
+  copySequence(): void {}
   async close(): Promise<void> {}
 }
 

@@ -48,6 +48,7 @@ class FakeThinkerRunner implements ThinkerRunner {
   }
   free(): void {}
   moveSequence(): void {}
+  copySequence(): void {}
   async close(): Promise<void> {}
 }
 

@@ -17,6 +17,8 @@ import type { CodecFramesBody } from '../../common/payloads.ts';
 import type { AddRequest, PlaybackPlan } from '../../worker/messages.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
+import type { StageStats } from '../../worker/messages.ts';
+import { TalkerPrefixCache } from './TalkerPrefixCache.ts';
 
 interface TalkerRequest extends CoreRequest {
   readonly liveAtAdmission: number;
@@ -39,6 +41,9 @@ interface TalkerRequest extends CoreRequest {
   /** When the first rows arrived, and when the last frame was sampled (epoch ms): the measured frame latencies. */
   rowsAtMs: number | null;
   lastFrameAtMs: number | null;
+  /** The block names of its prompt rows (looked up in the prefix cache at the first chunk), and positions adopted. */
+  promptBlocks: readonly string[];
+  cachedPositions: number;
 }
 
 /** The share of the time left to a TTFP target that the first chunk is planned to fill. */
@@ -53,6 +58,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
    */
   private readonly firstFrameMs = new Ewma();
   private readonly frameIntervalMs = new Ewma();
+  /** Its prompt rows' KV, shared by requests whose prompts start alike (a conversation's turns): null when off. */
+  private readonly prefixes: TalkerPrefixCache | null;
 
   constructor(
     ctx: StageContext,
@@ -60,6 +67,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
   ) {
     super(ctx, runner, ctx.scheduling);
     this.dim = runner.conditionDim;
+    const settings = ctx.spec.engine.prefixCache;
+    this.prefixes = settings ? new TalkerPrefixCache(settings, JSON.stringify(ctx.spec.model), runner) : null;
   }
 
   protected admit(msg: AddRequest): TalkerRequest {
@@ -83,6 +92,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       firstSentAtMs: null,
       rowsAtMs: null,
       lastFrameAtMs: null,
+      promptBlocks: [],
+      cachedPositions: 0,
     };
   }
 
@@ -147,6 +158,17 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       req.numRows += body.numRows;
     }
     if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
+    // The first chunk holds every prompt row: adopt the cached KV of the longest prefix before anything runs.
+    if (
+      this.prefixes &&
+      req.promptRows !== null &&
+      this.scheduler.numComputed(req.requestId) === 0 &&
+      !req.promptBlocks.length
+    ) {
+      req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows);
+      req.cachedPositions = this.prefixes.adopt(req.requestId, req.promptBlocks, req.promptRows);
+      if (req.cachedPositions > 0) this.scheduler.startAt(req.requestId, req.cachedPositions);
+    }
     this.refresh(req);
   }
 
@@ -279,6 +301,22 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     }
     if (req.framesSampled >= req.sampling.maxTokens) return this.finishTalker(req, this.endReason(req));
     this.refresh(req);
+  }
+
+  protected override freeState(req: TalkerRequest): void {
+    // Before its KV is freed: the prompt's whole blocks go into the cache (positions past the prompt were fed
+    // sampled frames, which the next turn's prompt rows will not be).
+    const computed = Math.min(this.scheduler.numComputed(req.requestId), req.promptRows ?? 0);
+    this.prefixes?.retain(req.requestId, req.promptBlocks, computed);
+    super.freeState(req);
+  }
+
+  override stats(): StageStats {
+    return { ...super.stats(), ...(this.prefixes ? { prefix: this.prefixes.stats } : {}) };
+  }
+
+  override async close(): Promise<void> {
+    this.prefixes?.clear();
   }
 
   private finishTalker(req: TalkerRequest, reason: FinishReason): void {

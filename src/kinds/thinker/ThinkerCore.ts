@@ -20,7 +20,7 @@ import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
 import { ThinkerMedia } from './ThinkerMedia.ts';
 import type { ThinkerEc } from './ThinkerEc.ts';
-import { ThinkerPrefixReuse, type PrefixUse } from './ThinkerPrefixReuse.ts';
+import { ThinkerPrefixCache, type PrefixUse } from './ThinkerPrefixCache.ts';
 
 export interface ThinkerRequest extends CoreRequest {
   /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
@@ -28,13 +28,13 @@ export interface ThinkerRequest extends CoreRequest {
   readonly generated: number[];
   readonly toTalker: Thinker2Talker | null;
   readonly media: ThinkerMedia | null;
-  readonly prefix: PrefixUse | null;
+  readonly prefix: PrefixUse;
   /** First-packet hold: tokens written before waiting for main's first_audio; null once released (or none). */
   holdAfterTokens: number | null;
 }
 
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, ThinkerStepOutput> {
-  private readonly prefixes: ThinkerPrefixReuse;
+  private readonly prefixes: ThinkerPrefixCache | null;
 
   constructor(
     ctx: StageContext,
@@ -43,14 +43,21 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     private readonly ec: ThinkerEc | null = null,
   ) {
     super(ctx, runner);
-    // Retained prefixes sit outside the scheduler's KV budget: they may hold a quarter of it more.
-    this.prefixes = new ThinkerPrefixReuse(ctx.spec.engine.kvCacheBytes / 4, {
-      runner,
-      startAt: (requestId, n) => this.scheduler.startAt(requestId, n),
-      requests: () => this.requests.values(),
-      refreshAvailable: (req) => this.refreshAvailable(req as ThinkerRequest),
-      log: ctx.log,
-    });
+    const settings = ctx.spec.engine.prefixCache;
+    // The cache sits beside the scheduler's KV budget (its own max_bytes), so it never makes a request wait.
+    this.prefixes = settings
+      ? new ThinkerPrefixCache(
+          { ...settings, modelKey: modelKeyOf(ctx) },
+          {
+            runner,
+            startAt: (requestId, n) => this.scheduler.startAt(requestId, n),
+            numComputed: (requestId) => this.scheduler.numComputed(requestId),
+            requests: () => this.requests.values(),
+            refreshAvailable: (req) => this.refreshAvailable(req as ThinkerRequest),
+            log: ctx.log,
+          },
+        )
+      : null;
   }
 
   protected admit(msg: AddRequest): ThinkerRequest {
@@ -69,7 +76,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     const maxPositions = this.maxPositions();
     if (prompt.length >= maxPositions) {
       throw new ChorusError(
-        ErrorCodes.REQUEST_TOO_LARGE,
+        ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
         `prompt of ${prompt.length} tokens does not fit the thinker's ${maxPositions} positions: shorten it`,
       );
     }
@@ -98,9 +105,14 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       media,
       holdAfterTokens:
         needsTalker && this.ctx.asyncChunk && msg.firstPacketTokens ? Math.max(1, msg.firstPacketTokens) : null,
-      prefix: msg.prefix
-        ? this.prefixes.claim(msg.requestId, msg.prefix.key, msg.prefix.prefillOnly === true, prompt.length)
-        : null,
+      prefix: this.prefixes?.claim(msg.requestId, msg.prefix?.key ?? null, msg.prefix?.prefillOnly === true) ?? {
+        key: null,
+        prefillOnly: msg.prefix?.prefillOnly === true,
+        awaiting: false,
+        settled: true,
+        cachedTokens: 0,
+        rows: null,
+      },
     };
     if (media) this.ec?.takeHits(msg.requestId, media, (item, rows) => this.onStoreRows(req, item, rows));
     this.refreshAvailable(req);
@@ -118,12 +130,6 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     this.ctx.wake?.();
   }
 
-  override abort(requestId: string): void {
-    const req = this.requests.get(requestId);
-    if (req) this.prefixes.onAbort(req);
-    super.abort(requestId);
-  }
-
   /** Main has the request's first audio: its first-packet hold ends and decoding goes on. */
   override onFirstAudio(requestId: string): void {
     const req = this.requests.get(requestId);
@@ -133,19 +139,21 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   }
 
   override releasePrefix(key: string): void {
-    this.prefixes.release(key);
+    this.prefixes?.release(key);
   }
 
   protected override freeState(req: ThinkerRequest): void {
+    this.prefixes?.onEnd(req); // before its KV is freed: the computed blocks go into the cache
     super.freeState(req);
-    this.prefixes.onFree(req);
   }
 
   override stats(): StageStats {
-    return { ...super.stats(), prefix: this.prefixes.stats, ...(this.ec ? { ec: this.ec.stats } : {}) };
+    const prefix = this.prefixes ? { prefix: this.prefixes.stats } : {};
+    return { ...super.stats(), ...prefix, ...(this.ec ? { ec: this.ec.stats } : {}) };
   }
 
   override async close(): Promise<void> {
+    this.prefixes?.clear();
     await this.ec?.close();
   }
 
@@ -216,7 +224,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
    * while a prefix to reuse is unsettled. A prefill-only request samples nothing at the end of its prompt.
    */
   private refreshAvailable(req: ThinkerRequest): void {
-    if (this.prefixes.held(req)) return;
+    if (this.prefixes?.held(req)) return;
     const media = req.media;
     // A held request keeps its last token unfed: nothing to compute until its first audio is out.
     const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
@@ -224,7 +232,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       !media || media.complete
         ? req.promptTokenIds.length + req.generated.length - (held ? 1 : 0)
         : media.readyLimit(this.scheduler.numComputed(req.requestId));
-    this.scheduler.setAvailable(req.requestId, limit, !req.prefix?.prefillOnly);
+    this.scheduler.setAvailable(req.requestId, limit, !req.prefix.prefillOnly);
   }
 
   protected override warningsOf(req: ThinkerRequest): readonly string[] {
@@ -253,7 +261,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   }
 
   protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
-    if (req.prefix?.prefillOnly) return this.afterPrefillStep(req, item, out);
+    this.prefixes?.onStep(req, item.startPosition, item.numTokens, out.embeds, out.hidden);
+    if (req.prefix.prefillOnly) return this.afterPrefillStep(req);
     const token = item.sample && item.startPosition + item.numTokens >= req.promptTokenIds.length ? out.tokenId : null;
     const stop = token !== null ? this.stopReason(req, token) : null;
     const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
@@ -275,7 +284,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       const warnings = req.media?.warnings.length
         ? { warnings: req.media.warnings, droppedItems: req.media.dropped }
         : {};
-      const cached = req.prefix?.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
+      const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
         if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
         return rowsChunk(req.toTalker!.take(true));
@@ -288,19 +297,10 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     if (body) this.send(req, talker, body);
   }
 
-  /** A prefill-only step: keep its positions' rows; at the end of the prompt, retain the prefix and finish. */
-  private afterPrefillStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
-    const p = req.prefix!;
-    const d = this.runner.hiddenSize;
-    const all = req.promptTokenIds.length;
-    const end = Math.min(item.startPosition + item.numTokens, all);
-    if (p.embeds && p.hidden && out.hidden.length > 0) {
-      const n = end - item.startPosition;
-      p.embeds.set(out.embeds.subarray(0, n * d), item.startPosition * d);
-      p.hidden.set(out.hidden.subarray(0, n * d), item.startPosition * d);
-    }
-    if (end < all) return;
-    this.prefixes.retain(req);
+  /** A prefill-only step: at the end of the prompt it finishes (its KV goes into the cache as it is freed). */
+  private afterPrefillStep(req: ThinkerRequest): void {
+    if (this.scheduler.numComputed(req.requestId) < req.promptTokenIds.length) return;
+    const p = req.prefix;
     const cached = p.cachedTokens ? { cachedTokens: p.cachedTokens } : {};
     this.finish(req, 'stop', (t) => (t.stageId === 'main' ? { kind: 'text', tokenIds: [], ...cached } : undefined));
   }
@@ -325,4 +325,9 @@ function rowsChunk(rows: ReturnType<Thinker2Talker['take']> | undefined): Talker
     conditionDim: rows.rows.length / rows.numRows,
     ...(rows.promptRows !== undefined ? { promptRows: rows.promptRows } : {}),
   };
+}
+
+/** Names the model for the cache's block names: another model file or size never matches (nor a reloaded one). */
+function modelKeyOf(ctx: StageContext): string {
+  return JSON.stringify(ctx.spec.model);
 }

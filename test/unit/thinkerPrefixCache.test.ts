@@ -1,14 +1,13 @@
 /**
- * Prompt prefixes retained by the Thinker for reuse (voice turns prefilled while the user speaks), through
- * ThinkerCore with a fake runner that tracks each sequence's KV length: a prefill-only request computes its prompt,
- * samples nothing and leaves its KV under its key; the next request with the key starts at the longest prefix whose
- * inputs (token ids, media rows bit for bit) are its own, waits for a producer still computing, and reports the
- * reused positions; releases, aborts and mismatches free everything.
+ * The Thinker's prefix cache through ThinkerCore with a fake runner that tracks each sequence's KV length: every
+ * request that ends leaves the KV of its computed positions in the cache; a later request starts at the longest
+ * cached prefix whose inputs (token ids, media rows bit for bit) are its own, in whole blocks, and reports those
+ * positions as cached. Voice turns: a prefill-only request computes its prompt and samples nothing, a request of the
+ * same key waits for a producer still computing, and release_prefix frees the key's entries.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
-import { matchPrefix } from '../../src/kinds/thinker/ThinkerPrefixes.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';
 import { configWith } from '../helpers/engine.ts';
@@ -18,8 +17,13 @@ import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
 const D = KvLengthRunner.hiddenSize;
 const AUD = 261;
 
-const graph = configWith('tiny-omni.yaml');
-const spec = graph.stages.find((s) => s.kind === 'thinker')!;
+const THINKER_CACHE = 'prefix_cache: { max_bytes: 128MiB, block_positions: 16 }';
+/** tiny-omni's Thinker with a cache of `blockPositions`-position blocks (1: matched position by position). */
+const specWith = (
+  blockPositions: number,
+  cache = `prefix_cache: { max_bytes: 1MiB, block_positions: ${blockPositions} }`,
+) => configWith('tiny-omni.yaml', { [THINKER_CACHE]: cache }).stages.find((s) => s.kind === 'thinker')!;
+const spec = specWith(1);
 const audio = { instance: 'audio-encoder#0', stageId: 'audio-encoder' };
 
 /** [1 2 3] <audio x n> [4 5]: a user turn of n audio rows inside a fixed template. */
@@ -31,10 +35,10 @@ function turn(numRows: number) {
 
 const rowsOf = (n: number, base = 1000) => Float32Array.from({ length: n * D }, (_, i) => base + i);
 
-function setup() {
+function setup(stage = spec) {
   const adapter = new FakeAdapter();
   const runner = new KvLengthRunner();
-  const core = new ThinkerCore(stageContext(spec, adapter), runner);
+  const core = new ThinkerCore(stageContext(stage, adapter), runner);
   const add = (requestId: string, numRows: number, prefix: AddRequest['prefix'], maxTokens = 2) => {
     const map = turn(numRows);
     core.add({
@@ -74,25 +78,6 @@ function setup() {
 
 beforeEach(() => resetSeqs());
 
-describe('matchPrefix', () => {
-  const text = (ids: number[]) => ({ tokenIds: ids, mediaRow: () => undefined });
-  it('stops at the first differing token, or at a media row that differs or has not arrived', () => {
-    expect(matchPrefix(text([1, 2, 3, 4]), text([1, 2, 9, 4]), 10)).toEqual({ length: 2, settled: true });
-    expect(matchPrefix(text([1, 2, 3]), text([1, 2, 3, 4]), 10)).toEqual({ length: 3, settled: true });
-    expect(matchPrefix(text([1, 2, 3, 4]), text([1, 2, 3, 4]), 3)).toEqual({ length: 3, settled: true });
-    const rowsA = rowsOf(3);
-    const rowsB = rowsOf(3);
-    rowsB[2 * D + 1] += 0.001; // one float of the third row
-    const media = (rows: Float32Array | null) => ({
-      tokenIds: [1, AUD, AUD, AUD, 2],
-      mediaRow: (p: number) => (p >= 1 && p < 4 ? (rows ? rows.subarray((p - 1) * D, p * D) : null) : undefined),
-    });
-    expect(matchPrefix(media(rowsA), media(rowsB), 10)).toEqual({ length: 3, settled: true });
-    expect(matchPrefix(media(rowsA), media(null), 10)).toEqual({ length: 1, settled: false });
-    expect(matchPrefix(media(rowsA), media(rowsOf(3)), 10)).toEqual({ length: 5, settled: true });
-  });
-});
-
 describe('ThinkerCore prompt prefixes', () => {
   it('a prefill-only request retains its KV; the answer starts past the shared rows and reports them cached', () => {
     const { runner, core, add, rows, run, final } = setup();
@@ -104,7 +89,7 @@ describe('ThinkerCore prompt prefixes', () => {
     run();
     expect(final('p1')).toMatchObject({ finishReason: 'stop', body: { kind: 'text', tokenIds: [] } });
     expect(runner.steps.filter((s) => s.seqId === 'p1').every((s) => !s.sample)).toBe(true);
-    expect([...runner.kv.keys()]).toEqual([expect.stringMatching(/^prefix sess /)]);
+    expect([...runner.kv.entries()]).toEqual([[expect.stringMatching(/^prefix /), 13]]); // 3 + 8 rows + 2
     expect(core.stats().prefix).toMatchObject({ retained: 1, reuses: 0 });
 
     add('answer', 10, { key: 'sess' });
@@ -115,8 +100,12 @@ describe('ThinkerCore prompt prefixes', () => {
     // 3 text positions + 6 equal rows were reused: the answer computed from position 9 on.
     expect(runner.steps[before]).toMatchObject({ seqId: 'answer', numTokens: 6, sample: true });
     expect(final('answer')?.body).toMatchObject({ kind: 'text', cachedTokens: 9 });
-    expect(core.stats().prefix).toMatchObject({ retained: 0, reuses: 1, reusedTokens: 9 });
+    // The answer's own positions (15 of prompt, 1 token fed) are cached too; the prefill's diverge at 9: both stay.
+    expect(core.stats().prefix).toMatchObject({ retained: 2, reuses: 1, reusedTokens: 9 });
+    expect([...runner.kv.values()].sort((a, b) => a - b)).toEqual([13, 16]);
+    core.releasePrefix('sess'); // the session ends: its entries go
     expect(runner.kv.size).toBe(0);
+    expect(core.stats().prefix).toMatchObject({ retained: 0, retainedBytes: 0 });
   });
 
   it('a request arriving while the prefill runs waits for it; a second prefill continues the first', () => {
@@ -132,11 +121,13 @@ describe('ThinkerCore prompt prefixes', () => {
     run();
     expect(final('p2')?.body).toMatchObject({ cachedTokens: 7 }); // 3 text + 4 rows from p1
     expect(final('answer')?.body).toMatchObject({ cachedTokens: 12 }); // all but the last position
-    expect(runner.kv.size).toBe(0);
-    expect(core.stats().prefix).toMatchObject({ retained: 0, reuses: 2, reusedTokens: 19 });
+    // p2's 13 positions are in the answer's 14 (one entry for both); p1's 9 end with the template after its 4 rows,
+    // where the others have rows 5 and 6: it stays beside them.
+    expect([...runner.kv.values()]).toEqual([9, 14]);
+    expect(core.stats().prefix).toMatchObject({ retained: 2, reuses: 2, reusedTokens: 19 });
   });
 
-  it('release_prefix and an aborted producer free the KV; a waiting request then starts from 0', () => {
+  it('release_prefix frees the key; a waiter wakes when its producer is aborted, with what it computed', () => {
     const { runner, core, add, rows, run, final } = setup();
     add('p1', 4, { key: 'k', prefillOnly: true });
     rows('p1', rowsOf(4));
@@ -151,13 +142,14 @@ describe('ThinkerCore prompt prefixes', () => {
     rows('answer', rowsOf(4));
     while (core.step()); // p2 prefills its text; the answer waits for p2
     expect(runner.steps.some((s) => s.seqId === 'answer')).toBe(false);
-    core.abort('p2');
+    core.abort('p2'); // its 3 text positions (computed before its rows) go into the cache
     run();
-    expect(final('answer')?.body).not.toHaveProperty('cachedTokens');
+    expect(final('answer')?.body).toMatchObject({ cachedTokens: 3 });
+    core.releasePrefix('k');
     expect(runner.kv.size).toBe(0);
   });
 
-  it('a cancelled answer gives back the prefix it took: the next request with the key reuses it', () => {
+  it('a cancelled answer leaves what it computed: the next request with the key reuses it', () => {
     const { runner, core, add, rows, run, final } = setup();
     add('p1', 6, { key: 'k', prefillOnly: true });
     rows('p1', rowsOf(6));
@@ -167,32 +159,32 @@ describe('ThinkerCore prompt prefixes', () => {
     rows('held', rowsOf(8));
     core.step();
     core.step();
-    expect(core.stats().prefix).toMatchObject({ retained: 0, reuses: 1, reusedTokens: 9 });
+    expect(core.stats().prefix).toMatchObject({ retained: 1, reuses: 1, reusedTokens: 9 });
     core.abort('held');
-    expect(core.stats().prefix).toMatchObject({ retained: 1 });
-    expect([...runner.kv.entries()]).toEqual([[expect.stringMatching(/^prefix k /), 9]]); // its first 9 positions
-    // The next answer (the turn grew to 10 rows) starts where the first prefill got to.
+    // Its 13 prompt positions and one fed token, beside p1's 11 (whose template follows 6 rows, not 8).
+    expect([...runner.kv.values()]).toEqual([11, 14]);
+    // The next answer (the turn grew to 10 rows) starts past the 8 rows the cancelled one had.
     add('answer', 10, { key: 'k' });
     rows('answer', rowsOf(10));
     run();
-    expect(final('answer')?.body).toMatchObject({ cachedTokens: 9 });
-    expect(runner.kv.size).toBe(0);
+    expect(final('answer')?.body).toMatchObject({ cachedTokens: 11 });
 
     // Aborted before its rows arrived (the match not settled): the prefix goes back untouched.
     add('p2', 4, { key: 'k2', prefillOnly: true });
     rows('p2', rowsOf(4));
     run();
     add('early', 6, { key: 'k2' });
-    core.step();
+    core.step(); // held: its rows are not here, and the key's entry goes further than its text
+    expect(runner.steps.some((s) => s.seqId === 'early')).toBe(false);
     core.abort('early');
-    expect(core.stats().prefix).toMatchObject({ retained: 1 });
     add('later', 6, { key: 'k2' });
     rows('later', rowsOf(6));
     run();
-    expect(final('later')?.body).toMatchObject({ cachedTokens: 7 });
+    // Inputs decide, not keys: key k's first prefill had these very 6 rows and template (all but the last position).
+    expect(final('later')?.body).toMatchObject({ cachedTokens: 10 });
   });
 
-  it('nothing in common: the retained KV is freed and the request computes everything', () => {
+  it('other media rows behind the same placeholder tokens: only the text before them is reused', () => {
     const { runner, add, rows, run, final } = setup();
     add('p1', 4, { key: 'k', prefillOnly: true });
     rows('p1', rowsOf(4, 5000));
@@ -201,7 +193,7 @@ describe('ThinkerCore prompt prefixes', () => {
     rows('other', rowsOf(4));
     run();
     expect(final('other')?.body).toMatchObject({ cachedTokens: 3 }); // the text before the audio only
-    expect(runner.kv.size).toBe(0);
+    expect(runner.kv.size).toBe(2); // both stay: they share 3 positions, neither holds the other
   });
 });
 

@@ -1,0 +1,224 @@
+/**
+ * The Thinker's prefix cache, per request (the store is src/sched/PrefixCache.ts): every request looks up the
+ * longest cached prefix of its prompt once its inputs can be named that far, adopts a copy of that KV (and of the
+ * positions' rows, for a Talker) and computes only the rest; when it ends (finished, cancelled, failed) the KV of
+ * the positions it computed goes into the cache for the next request. A conversation's next turn, a chat client
+ * resending its history, a shared system prompt and a voice answer after its prefill (src/server/realtime/
+ * VoicePrefill.ts) are all this one mechanism.
+ *
+ * Blocks are named by their inputs (src/sched/blockNames.ts): token ids, and at media positions the media rows
+ * themselves, so reuse cannot change an answer whatever the request's history: equal names, equal inputs.
+ *
+ * A request with a session key (voice) waits while another request of that key is prefilling (it would compute the
+ * same positions beside it), and holds at position 0 while its media rows have not arrived if the key's entries may
+ * go further than what can be named yet; `release(key)` frees the key's entries when its session ends.
+ */
+import type { Hash } from 'node:crypto';
+import type { ThinkerRunner } from '../../../stages/types.ts';
+import type { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
+import type { Logger } from '../../common/log.ts';
+import type { PrefixStats } from '../../worker/messages.ts';
+import { blockNames, rowBytes } from '../../sched/blockNames.ts';
+import { checkPrefixBudget, PrefixCache } from '../../sched/PrefixCache.ts';
+import { PositionRows } from '../../sched/PositionRows.ts';
+import type { ThinkerMedia } from './ThinkerMedia.ts';
+
+/** A request's part in the prefix cache. */
+export interface PrefixUse {
+  /** The session key (AddRequest.prefix.key), or null. */
+  readonly key: string | null;
+  readonly prefillOnly: boolean;
+  /** Another request of the key is computing its prefix now: wait for it. */
+  awaiting: boolean;
+  /** The lookup is done (adopted or not); nothing more to wait for. */
+  settled: boolean;
+  /** Positions adopted from the cache. */
+  cachedTokens: number;
+  /** Each computed position's [embedding, hidden state] (a model with hidden states), for the cache's entries. */
+  readonly rows: PositionRows | null;
+}
+
+/** What of a Thinker request the cache reads. */
+export interface CachedRequest {
+  readonly requestId: string;
+  readonly promptTokenIds: readonly number[];
+  readonly generated: readonly number[];
+  readonly toTalker: Thinker2Talker | null;
+  readonly media: ThinkerMedia | null;
+  readonly prefix: PrefixUse;
+}
+
+export interface PrefixCacheHost {
+  readonly runner: Pick<
+    ThinkerRunner,
+    'free' | 'moveSequence' | 'copySequence' | 'kvBytes' | 'hiddenSize' | 'supports' | 'kvBytesPerToken'
+  >;
+  /** The scheduler starts the request at position n (its first n positions' KV were adopted). */
+  startAt(requestId: string, n: number): void;
+  /** Positions of the request whose KV is computed. */
+  numComputed(requestId: string): number;
+  requests(): Iterable<CachedRequest>;
+  /** Recomputes what the request may run now (it may have been waiting). */
+  refreshAvailable(req: CachedRequest): void;
+  readonly log: Logger;
+}
+
+export interface ThinkerPrefixCacheOptions {
+  readonly maxBytes: number;
+  readonly blockPositions: number;
+  /** Names the model: blocks of another model never match. */
+  readonly modelKey: string;
+}
+
+export class ThinkerPrefixCache {
+  private readonly cache: PrefixCache<PositionRows | null>;
+  /** key -> the prefill-only request computing it now. */
+  private readonly producers = new Map<string, string>();
+  private readonly keepsRows: boolean;
+  private entrySeq = 0;
+  private readonly idBytes = new Int32Array(1);
+
+  constructor(
+    private readonly options: ThinkerPrefixCacheOptions,
+    private readonly host: PrefixCacheHost,
+  ) {
+    const { runner } = host;
+    checkPrefixBudget(options, runner.kvBytesPerToken);
+    this.cache = new PrefixCache(options.blockPositions, options.maxBytes, (seqId) => runner.free(seqId));
+    this.keepsRows = runner.supports?.hiddenStates !== false && runner.supports?.embeddings !== false;
+  }
+
+  get stats(): PrefixStats {
+    return this.cache.stats;
+  }
+
+  /** A request's part; a prefill-only request with a key becomes the key's producer. */
+  claim(requestId: string, key: string | null, prefillOnly: boolean): PrefixUse {
+    const awaiting = key !== null && this.isProducing(key, requestId);
+    if (key !== null && prefillOnly) this.producers.set(key, requestId);
+    return {
+      key,
+      prefillOnly,
+      awaiting,
+      settled: false,
+      cachedTokens: 0,
+      rows: this.keepsRows ? new PositionRows(this.host.runner.hiddenSize) : null,
+    };
+  }
+
+  /** A step computed positions [start, start + count) with these rows. */
+  onStep(req: CachedRequest, start: number, count: number, embeds: Float32Array, hidden: Float32Array): void {
+    if (req.prefix.rows && hidden.length > 0) req.prefix.rows.set(start, count, embeds, hidden);
+  }
+
+  /**
+   * Looks the request's prompt up once its inputs can be named far enough, and adopts what matches (the scheduler
+   * starts it there). True while the request must stay at position 0.
+   */
+  held(req: CachedRequest): boolean {
+    const p = req.prefix;
+    if (p.settled) return false;
+    if (p.awaiting) return true;
+    const promptLength = req.promptTokenIds.length;
+    // At least the last prompt position is computed here: it samples the first token.
+    const { names, stoppedAtUnknown } = this.namesOf(req, promptLength - 1);
+    const hit = this.cache.lookup(names);
+    const matched = hit?.blocks ?? 0;
+    if (stoppedAtUnknown && matched === names.length && this.mayGoFurther(p, names, matched)) return true;
+    p.settled = true;
+    const needsRows = req.toTalker !== null || p.rows !== null;
+    const n = hit && (!needsRows || hit.entry.data) ? matched * this.options.blockPositions : 0;
+    this.cache.record(n, promptLength);
+    if (n === 0) return false;
+    const textIds = req.promptTokenIds.slice(0, n).filter((_, pos) => req.media?.rowAt(pos) === undefined);
+    this.host.runner.copySequence(hit!.entry.seqId, req.requestId, n, textIds);
+    this.host.startAt(req.requestId, n);
+    const rows = hit!.entry.data;
+    if (rows) {
+      const [embeds, hidden] = [rows.embeds(n), rows.hidden(n)];
+      req.toTalker?.onStep(0, n, embeds, hidden, null);
+      p.rows?.set(0, n, embeds, hidden);
+    }
+    p.cachedTokens = n;
+    this.host.log.debug({ requestId: req.requestId, positions: n }, 'prompt prefix from the cache');
+    return false;
+  }
+
+  /**
+   * The request ended (any way): the KV of the whole blocks it computed goes into the cache, with their rows. Call
+   * before the request's KV is freed.
+   */
+  onEnd(req: CachedRequest): void {
+    const p = req.prefix;
+    if (p.key !== null && this.producers.get(p.key) === req.requestId) this.producers.delete(p.key);
+    this.retain(req);
+    if (p.key !== null) this.wakeAwaiting(p.key);
+  }
+
+  release(key: string): void {
+    this.cache.release(key);
+  }
+
+  clear(): void {
+    this.cache.clear();
+  }
+
+  private retain(req: CachedRequest): void {
+    const p = req.prefix;
+    const computed = this.host.numComputed(req.requestId);
+    const B = this.options.blockPositions;
+    if (computed < B) return;
+    // Rows must cover what is kept; without them (a model without hidden states) the entry serves text only.
+    const limit = p.rows ? Math.min(computed, p.rows.length) : computed;
+    const { names } = this.namesOf(req, limit);
+    const keep = names.length * B;
+    if (keep === 0) return;
+    const { runner } = this.host;
+    const seqId = `prefix ${this.entrySeq++}`; // a space: never a request id
+    runner.moveSequence(req.requestId, seqId, keep);
+    const rows = p.rows ? p.rows.copyFirst(keep) : null;
+    const bytes = runner.kvBytes(seqId) + (rows?.bytes ?? 0);
+    this.cache.insert({ seqId, blocks: names, bytes, owner: p.key, data: rows });
+  }
+
+  /** Names of the whole blocks in [0, limit) whose inputs are known: prompt then generated tokens. */
+  private namesOf(req: CachedRequest, limit: number) {
+    const prompt = req.promptTokenIds;
+    const media = req.media;
+    return blockNames(this.options.modelKey, this.options.blockPositions, limit, (hash: Hash, pos: number) => {
+      const id = pos < prompt.length ? prompt[pos] : req.generated[pos - prompt.length];
+      if (id === undefined) return false;
+      this.idBytes[0] = id;
+      hash.update(new Uint8Array(this.idBytes.buffer));
+      const row = pos < prompt.length ? media?.rowAt(pos) : undefined;
+      if (row === null) return false; // rows not here yet
+      if (row) hash.update(rowBytes(row));
+      return true;
+    });
+  }
+
+  /**
+   * Whether a request whose named blocks are all cached, stopped at media rows not yet here, should wait for them:
+   * an entry goes further (or, before its first whole block, its key has entries). Waiting costs nothing then: what
+   * it could compute meanwhile is what the cache would give it.
+   */
+  private mayGoFurther(p: PrefixUse, names: readonly string[], matched: number): boolean {
+    if (matched > 0) return this.cache.extendsBeyond(names, matched);
+    return p.key !== null && this.cache.owns(p.key);
+  }
+
+  private isProducing(key: string, requestId: string): boolean {
+    const producer = this.producers.get(key);
+    return producer !== undefined && producer !== requestId;
+  }
+
+  /** The key's producer ended: requests waiting for it look the cache up now. */
+  private wakeAwaiting(key: string): void {
+    for (const r of this.host.requests()) {
+      const p = r.prefix;
+      if (p.key !== key || !p.awaiting) continue;
+      p.awaiting = this.isProducing(key, r.requestId);
+      this.host.refreshAvailable(r);
+    }
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Block names for the prefix cache (PrefixCache.ts): block k of a sequence is named by
+ * hash(name of block k - 1, the inputs of its positions), and block 0 by hash(root, its inputs), where the root
+ * names the model (another model file or size never shares a name). A name therefore stands for every input from
+ * position 0 to the block's end: equal names, equal prefixes (to the hash's 128 bits).
+ *
+ * What "the inputs" of a position are is the caller's: the Thinker writes the token id and, at a media position,
+ * the media row itself (the floats the model reads there, so the same placeholder tokens behind other image or
+ * audio bytes never match, and a clip that grew matches on the windows it shares); the Talker writes its
+ * conditioning row.
+ */
+import { createHash, type Hash } from 'node:crypto';
+
+export interface BlockNames {
+  /** Names of the full blocks whose inputs are all known. */
+  readonly names: string[];
+  /** True when the walk stopped at a position whose input is not known yet (more blocks may follow later). */
+  readonly stoppedAtUnknown: boolean;
+}
+
+/**
+ * Names the full blocks of positions [0, limit). `write(hash, p)` adds position p's inputs to the hash and returns
+ * false when they are not known yet (the walk stops there, before that block).
+ */
+export function blockNames(
+  root: string,
+  blockPositions: number,
+  limit: number,
+  write: (hash: Hash, position: number) => boolean,
+): BlockNames {
+  const names: string[] = [];
+  let previous = root;
+  for (let start = 0; start + blockPositions <= limit; start += blockPositions) {
+    const hash = createHash('sha256').update(previous);
+    for (let p = start; p < start + blockPositions; p++) {
+      if (!write(hash, p)) return { names, stoppedAtUnknown: true };
+    }
+    previous = hash.digest('base64url').slice(0, 22);
+    names.push(previous);
+  }
+  return { names, stoppedAtUnknown: false };
+}
+
+/** Bytes of a float row as the hash reads them (its exact bits: -0 and 0 differ, as they do for the model). */
+export function rowBytes(row: Float32Array): Uint8Array {
+  return new Uint8Array(row.buffer, row.byteOffset, row.byteLength);
+}

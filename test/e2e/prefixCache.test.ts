@@ -1,0 +1,138 @@
+/**
+ * The prefix cache on a real pipeline: a 40-turn Realtime conversation gives the same text and audio, turn by turn,
+ * as a server with the cache off, while every turn after the first reports the conversation so far as cached (and the
+ * cache-off server none); a chat client resending its history gets cached_tokens; /metrics counts hits and misses
+ * per stage instance.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { configWith } from '../helpers/engine.ts';
+import { decodeAudioDeltas, parsePrometheus, RealtimeClient, type Family } from './serverClient.ts';
+
+/** Polls an async condition (a scrape) until it holds; fails loudly at the deadline. */
+async function waitForAsync(what: string, cond: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+}
+
+const CACHE_LINES = {
+  'prefix_cache: { max_bytes: 128MiB, block_positions: 16 }': 'prefix_cache: false',
+  'prefix_cache: { max_bytes: 64MiB, block_positions: 16 }': 'prefix_cache: false',
+};
+
+interface Pipeline {
+  readonly base: string;
+  readonly wsUrl: string;
+  close(): Promise<void>;
+}
+
+async function start(edits: Record<string, string>): Promise<Pipeline> {
+  const engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml', edits));
+  const app = buildServer(engine, { apiKey: null });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  return {
+    base: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/v1/realtime`,
+    async close() {
+      await app.close();
+      await engine.close();
+    },
+  };
+}
+
+let cached: Pipeline;
+let uncached: Pipeline;
+
+beforeAll(async () => {
+  [cached, uncached] = await Promise.all([start({}), start(CACHE_LINES)]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([cached?.close(), uncached?.close()]);
+});
+
+interface Turn {
+  readonly transcript: string;
+  readonly audio: Int16Array;
+  readonly inputTokens: number;
+  readonly cachedTokens: number;
+}
+
+/** A conversation of `turns` spoken answers; each user turn differs, so the history grows as a user's would. */
+async function converse(url: string, turns: number): Promise<Turn[]> {
+  const rt = await RealtimeClient.connect(url);
+  rt.send({ type: 'session.update', session: { instructions: 'You are a sailor who knows the northern sea well.' } });
+  await rt.next('session.updated');
+  const out: Turn[] = [];
+  for (let t = 0; t < turns; t++) {
+    const done = await rt.respond(
+      `Question ${t}: what do the tides and the winter storms do to the harbour?`,
+      { output_modalities: ['audio'], max_output_tokens: 6 },
+      30_000,
+    );
+    const response = done.response as {
+      id: string;
+      status: string;
+      output: { content: { transcript: string }[] }[];
+      usage: { input_tokens: number; input_token_details: { cached_tokens: number } };
+    };
+    expect(response.status).toBe('incomplete'); // at max_output_tokens: the random model never ends itself
+    out.push({
+      transcript: response.output[0].content[0].transcript,
+      audio: decodeAudioDeltas(rt.events, response.id),
+      inputTokens: response.usage.input_tokens,
+      cachedTokens: response.usage.input_token_details.cached_tokens,
+    });
+  }
+  rt.close();
+  return out;
+}
+
+describe('prefix cache', () => {
+  it('a 40-turn conversation answers exactly as without the cache, every later turn mostly cached', async () => {
+    const [withCache, without] = await Promise.all([converse(cached.wsUrl, 40), converse(uncached.wsUrl, 40)]);
+    for (let t = 0; t < 40; t++) {
+      expect(withCache[t].transcript, `turn ${t}`).toBe(without[t].transcript);
+      expect(withCache[t].audio, `turn ${t}`).toEqual(without[t].audio);
+      expect(without[t].cachedTokens).toBe(0);
+      if (t === 0) continue;
+      // Whole blocks of 16 of everything before this user turn: the last turn's prompt and its answer.
+      expect(withCache[t].cachedTokens, `turn ${t}`).toBeGreaterThanOrEqual(withCache[t - 1].inputTokens - 16);
+      expect(withCache[t].cachedTokens).toBeLessThan(withCache[t].inputTokens);
+    }
+    expect(withCache[39].cachedTokens / withCache[39].inputTokens).toBeGreaterThan(0.9);
+  }, 240_000);
+
+  it('chat completions that resend their history report cached tokens; /metrics counts hits per stage', async () => {
+    const messages: { role: string; content: string }[] = [{ role: 'system', content: 'Answer briefly.' }];
+    const usages: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } }[] = [];
+    for (let t = 0; t < 3; t++) {
+      messages.push({ role: 'user', content: `Tell me about lighthouses and the ships they guide, part ${t}.` });
+      const res = await fetch(`${cached.base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chorus', messages, max_tokens: 12, temperature: 0 }),
+      });
+      const body = (await res.json()) as { choices: { message: { content: string } }[]; usage: (typeof usages)[0] };
+      expect(res.status).toBe(200);
+      usages.push(body.usage);
+      messages.push({ role: 'assistant', content: body.choices[0].message.content });
+    }
+    expect(usages[1].prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+    expect(usages[2].prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(usages[1].prompt_tokens - 16);
+
+    // Stages report their stats every interval: wait for the report that carries these requests' hits.
+    let families = new Map<string, Family>();
+    const hitsOf = (stage: string) =>
+      families.get('chorus_prefix_cache_hit_positions_total')?.samples.find((s) => s.labels.stage === stage)?.value;
+    const scrape = async () => (families = parsePrometheus(await (await fetch(`${cached.base}/metrics`)).text()));
+    await waitForAsync('the Thinker and Talker cache hits in /metrics', async () => {
+      await scrape();
+      return (hitsOf('thinker#0') ?? 0) > 0 && (hitsOf('talker#0') ?? 0) > 0;
+    });
+    expect(families.get('chorus_prefix_cache_miss_positions_total')!.samples.length).toBeGreaterThan(0);
+    expect(families.get('chorus_prefix_cache_bytes')!.samples.some((s) => s.value > 0)).toBe(true);
+  }, 120_000);
+});
