@@ -1,0 +1,157 @@
+/**
+ * The control plane under garbage, over a real redis-server: `chorus serve` (configs/two-host.yaml) with a remote
+ * Talker and Code2Wav joined by `chorus stage`, while 1,000 random payloads (test/helpers/controlFuzz.ts) go to each
+ * control channel and the heartbeat channel and requests are answered. Before issue 33 one `PUBLISH chorus:hb
+ * garbage` made main drop every remote instance for good, and garbage on a stage's channel left it a black hole.
+ * Then a second `chorus stage` under a live name is refused, and a restarted instance takes its name back.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { RedisLink } from '../../transport/redis/redisLink.ts';
+import { controlKeys } from '../../src/worker/control/redisChannel.ts';
+import type { RedisControlKind } from '../../src/worker/control/wire.ts';
+import { ControlFuzz } from '../helpers/controlFuzz.ts';
+import { chat, health, readyInstances, startServe, startStage, type Serve } from '../helpers/deployment.ts';
+import { redisForSuite } from '../helpers/redisServer.ts';
+
+const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
+const PROMPT = 'Tell me about the sea';
+const PAYLOADS_PER_CHANNEL = 1_000;
+const SEED = 33;
+
+/** chorus_control_messages_dropped_total from main's /metrics, by `channel/reason`. */
+async function droppedOnMain(url: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const dropped = new Map<string, number>();
+  for (const m of text.matchAll(/^chorus_control_messages_dropped_total\{channel="(\w+)",reason="(\w+)"\} (\d+)/gm))
+    dropped.set(`${m[1]}/${m[2]}`, Number(m[3]));
+  return dropped;
+}
+
+const droppedLines = (output: string) => output.split('\n').filter((l) => l.includes('"msg":"control message dropped'));
+
+/** The ready remote instances /health lists, as `instance -> pid`. */
+async function remoteInstances(serve: Serve): Promise<Record<string, number>> {
+  const remote = (await health(serve.url)).stages.filter((s) => s.placement === 'remote' && s.status === 'ready');
+  return Object.fromEntries(remote.map((s) => [s.instance!, s.pid!]));
+}
+
+/** remoteInstances once every stage is ready and holds no request (nothing stuck). */
+async function remoteIdle(serve: Serve): Promise<Record<string, number>> {
+  await expect
+    .poll(async () => (await health(serve.url)).stages.every((s) => s.status === 'ready' && s.in_flight === 0), {
+      timeout: 30_000,
+    })
+    .toBe(true);
+  return remoteInstances(serve);
+}
+
+describe('control plane under garbage', () => {
+  const suite = redisForSuite();
+
+  it('1,000 random payloads per control channel: no instance lost, every request answered', async () => {
+    const serve = await startServe(TWO_HOST, suite.env());
+    const talker = startStage(TWO_HOST, 'talker', 'f1', suite.env());
+    const code2wav = startStage(TWO_HOST, 'code2wav', 'f1', suite.env());
+    await readyInstances(serve, 3);
+    const before = await remoteIdle(serve);
+    expect(Object.keys(before).sort()).toEqual(['code2wav#f1', 'talker#f1']);
+
+    const keys = controlKeys('chorus');
+    const channels: [string, RedisControlKind][] = [
+      [keys.heartbeat, 'heartbeat'],
+      [keys.toMain, 'to_main'],
+      [keys.toInstance('talker#f1'), 'to_instance'],
+      [keys.toInstance('code2wav#f1'), 'to_instance'],
+    ];
+    const fuzz = new ControlFuzz(SEED, Object.keys(before));
+    const link = await RedisLink.connect({ url: suite.server().url });
+    let streaming = 0;
+    const answers = Array.from({ length: 4 }, (_, i) =>
+      chat(serve.url, PROMPT, { max_tokens: 24 }, () => streaming++).then((a) => ({ ...a, i })),
+    );
+    try {
+      await expect.poll(() => streaming, { timeout: 60_000 }).toBeGreaterThan(0); // garbage meets live requests
+      for (let n = 0; n < PAYLOADS_PER_CHANNEL; n++) {
+        await Promise.all(channels.map(([channel, kind]) => link.commands.publish(channel, fuzz.next(kind))));
+      }
+    } finally {
+      await link.close();
+    }
+    // Requests sent during and after the garbage: all answered, and alike (temperature 0, same prompt).
+    const after = await Promise.all([
+      chat(serve.url, PROMPT, { max_tokens: 24 }),
+      chat(serve.url, PROMPT, { max_tokens: 24 }),
+    ]);
+    const all = [...(await Promise.all(answers)), ...after];
+    for (const a of all) {
+      expect(a.error).toBeNull();
+      expect(a.text).toBe(all[0].text);
+      expect(a.pcm16.length).toBe(all[0].pcm16.length);
+    }
+    expect(all[0].pcm16.length).toBeGreaterThan(0);
+
+    // No instance lost or replaced, none holds a request (no black hole), and main said nothing of a loss.
+    expect(await remoteIdle(serve)).toEqual(before);
+    expect((await health(serve.url)).httpStatus).toBe(200);
+    expect(serve.output()).not.toContain('"msg":"stage lost"');
+    // Main counted what it dropped on its two channels, by reason, and logged each channel and reason once.
+    const dropped = await droppedOnMain(serve.url);
+    for (const reason of ['malformed', 'foreign', 'version', 'invalid']) {
+      expect(dropped.get(`heartbeat/${reason}`)).toBeGreaterThan(0);
+      expect(dropped.get(`to_main/${reason}`)).toBeGreaterThan(0);
+    }
+    expect(dropped.get('heartbeat/fenced')).toBeGreaterThan(0); // forged heartbeats under leases nobody holds
+    const mainLines = droppedLines(serve.output());
+    expect(mainLines.length).toBeGreaterThan(0);
+    expect(mainLines.length).toBeLessThanOrEqual(dropped.size);
+    // Each stage dropped the garbage on its own channel, and logged it once per reason too.
+    for (const stage of [talker, code2wav]) {
+      const lines = droppedLines(stage.output());
+      expect(lines.length).toBeGreaterThan(0);
+      expect(lines.length).toBeLessThanOrEqual(7); // the reasons there are
+      expect(stage.output()).not.toContain('refused');
+    }
+
+    for (const pid of Object.values(before)) process.kill(pid, 'SIGTERM');
+    expect(await talker.exited).toBe(0);
+    expect(await code2wav.exited).toBe(0);
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+    expect(await suite.server().keys()).toEqual([]); // leases released, nothing else left
+  }, 300_000);
+
+  it('a second stage under a live name is refused; a restarted one takes its name back', async () => {
+    const serve = await startServe(TWO_HOST, suite.env());
+    const first = startStage(TWO_HOST, 'talker', 'd1', suite.env());
+    startStage(TWO_HOST, 'code2wav', 'd1', suite.env());
+    await readyInstances(serve, 3);
+    const before = await remoteIdle(serve);
+
+    const duplicate = startStage(TWO_HOST, 'talker', 'd1', suite.env());
+    expect(await duplicate.exited).toBe(1);
+    const holder = `\\(host .+, pid ${before['talker#d1']}\\)`;
+    expect(duplicate.output()).toMatch(
+      new RegExp(`CHORUS_ERR_INSTANCE_NAME_TAKEN: the instance name talker#d1 is held by a live stage ${holder}`),
+    );
+    expect(duplicate.output()).toMatch(/another --name, or stop that one first/);
+    // Main never saw it: the same instances, and they answer.
+    expect(await remoteIdle(serve)).toEqual(before);
+    expect((await chat(serve.url, PROMPT, { max_tokens: 12 })).error).toBeNull();
+
+    // The holder dies without releasing its name; a new process under it waits for the lease to lapse and joins.
+    process.kill(before['talker#d1'], 'SIGKILL');
+    await first.exited;
+    const restarted = startStage(TWO_HOST, 'talker', 'd1', suite.env());
+    await expect
+      .poll(async () => (await remoteInstances(serve))['talker#d1'], { timeout: 60_000 })
+      .toBe(restarted.child.pid);
+    expect((await chat(serve.url, PROMPT, { max_tokens: 12 })).error).toBeNull();
+
+    for (const pid of Object.values(await remoteIdle(serve))) process.kill(pid, 'SIGTERM');
+    expect(await restarted.exited).toBe(0);
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+    expect(await suite.server().keys()).toEqual([]);
+  }, 300_000);
+});

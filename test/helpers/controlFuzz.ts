@@ -1,0 +1,134 @@
+/**
+ * Random payloads for the control-plane channels (src/worker/control/wire.ts), from a seeded generator so a failing
+ * run can be replayed: raw bytes, truncated envelopes, msgpack that is no envelope, other protocol versions, messages
+ * of the unversioned format before them, envelopes for another channel, bodies without their fields, and messages a
+ * valid peer could send that must change nothing: forged heartbeats (a live name under a lease it does not hold, or
+ * a name nobody holds) and aborts or pauses of requests nobody runs.
+ */
+import { Packr } from 'msgpackr';
+import { CONTROL_PROTOCOL_VERSION, packControl, type RedisControlKind } from '../../src/worker/control/wire.ts';
+
+const raw = new Packr({ useRecords: false });
+
+/** mulberry32: small, fast, seeded. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Payload = (r: () => number) => Buffer;
+
+export class ControlFuzz {
+  readonly #r: () => number;
+
+  /** `instances`: names live in the deployment (forged heartbeats and messages use them). */
+  constructor(
+    seed: number,
+    private readonly instances: readonly string[],
+  ) {
+    this.#r = seededRandom(seed);
+  }
+
+  /** One payload for a channel of `kind`. */
+  next(kind: RedisControlKind): Buffer {
+    const generic: Payload[] = [
+      (r) => Buffer.from(Array.from({ length: Math.floor(r() * 300) }, () => Math.floor(r() * 256))),
+      (r) => {
+        const valid = this.#valid(kind);
+        return valid.subarray(0, Math.floor(r() * valid.byteLength));
+      },
+      (r) => raw.pack(this.#value(r, 3)),
+      (r) => raw.pack({ v: CONTROL_PROTOCOL_VERSION + 1 + Math.floor(r() * 5), ch: kind, body: this.#value(r, 2) }),
+      () => raw.pack(this.#unversioned(kind)),
+      () =>
+        raw.pack({ v: CONTROL_PROTOCOL_VERSION, ch: this.#pick(['heartbeat', 'to_main', 'to_instance']), body: {} }),
+      (r) =>
+        raw.pack({ v: CONTROL_PROTOCOL_VERSION, ch: kind, body: { ...this.#shapeless(), junk: this.#value(r, 1) } }),
+    ];
+    const harmless: Payload[] = [() => this.#harmless(kind)];
+    const all = [...generic, ...harmless];
+    return all[Math.floor(this.#r() * all.length)](this.#r);
+  }
+
+  #pick<T>(items: readonly T[]): T {
+    return items[Math.floor(this.#r() * items.length)];
+  }
+
+  #id(): string {
+    return `fuzz-${Math.floor(this.#r() * 1e9).toString(36)}`;
+  }
+
+  /** A random msgpack-able value (what a foreign writer on the channel might send). */
+  #value(r: () => number, depth: number): unknown {
+    const roll = r();
+    if (depth <= 0 || roll < 0.3) return this.#pick([null, true, 7, -1.5, 'talker#f1', '', 2 ** 40]);
+    if (roll < 0.6) return Array.from({ length: Math.floor(r() * 4) }, () => this.#value(r, depth - 1));
+    const o: Record<string, unknown> = {};
+    for (const key of ['type', 'from', 'msg', 'v', 'requestId', this.#id()].filter(() => r() < 0.5))
+      o[key] = this.#value(r, depth - 1);
+    return o;
+  }
+
+  /** The format before protocol versions: on ctl:main a `drained` made the old main drop that instance. */
+  #unversioned(kind: RedisControlKind): unknown {
+    const instance = this.#pick(this.instances);
+    if (kind === 'to_main') return { from: instance, msg: { type: 'drained' } };
+    if (kind === 'heartbeat')
+      return { instance, stageId: 'talker', host: 'x', pid: 1, configHash: 'x', startedAtMs: 1 };
+    return { type: 'shutdown', drainMs: 0 };
+  }
+
+  /** A body with a known type but without its fields. */
+  #shapeless(): Record<string, unknown> {
+    return this.#pick([
+      { type: 'abort' },
+      { type: 'add', requestId: 5 },
+      { type: 'boot', graph: 'x' },
+      { from: this.#pick(this.instances), msg: { type: 'finished' } },
+      { from: this.#pick(this.instances), msg: { type: 'ready', settings: 1 } },
+      { instance: this.#pick(this.instances), pid: 'x' },
+    ]);
+  }
+
+  /** Well-formed, and must change nothing. */
+  #harmless(kind: RedisControlKind): Buffer {
+    const instance = this.#pick(this.instances);
+    if (kind === 'heartbeat')
+      return packControl('heartbeat', {
+        instance: this.#r() < 0.5 ? instance : `talker#${this.#id()}`,
+        stageId: instance.split('#')[0],
+        host: 'forger',
+        pid: 1,
+        configHash: 'x',
+        startedAtMs: Date.now(),
+        lease: `${this.#id()} forger 1`,
+      });
+    if (kind === 'to_main')
+      return packControl('to_main', {
+        from: `talker#${this.#id()}`, // nobody main knows
+        msg: { type: 'finished', requestId: this.#id(), finishReason: 'stop', numTokens: 1 },
+      });
+    const requestId = this.#id();
+    return packControl(
+      'to_instance',
+      this.#pick([
+        { type: 'abort', requestId, reason: 'fuzz' },
+        { type: 'pause', requestId },
+        { type: 'resume', requestId },
+        { type: 'first_audio', requestId },
+      ] as const),
+    );
+  }
+
+  #valid(kind: RedisControlKind): Buffer {
+    return kind === 'deployment'
+      ? packControl('deployment', { configHash: 'x', host: 'h', pid: 1 })
+      : this.#harmless(kind);
+  }
+}
