@@ -26,12 +26,23 @@ describe('chorus bench arguments', () => {
     [['--compare-sync', '--compare-scheduling'], /one of --compare-sync, --compare-config and --compare-scheduling/],
     [['--url', 'http://127.0.0.1:1', '--compare-scheduling'], /--compare-scheduling is for --config/],
     [['--ttfp-target-ms', '0'], /--ttfp-target-ms must be an integer >= 1/],
+    [['--turns', '0'], /--turns must be an integer >= 1, got "0"/],
+    [['--turns', '2.5'], /--turns must be an integer >= 1, got "2.5"/],
+    [['--turns', 'many'], /--turns must be an integer >= 1, got "many"/],
+    [['--turns', '3', '--output-len', '8', '--max-tokens', '9'], /--output-len 8 and --max-tokens 9 are the same/],
+    [['--voice', '--turns', '3'], /--turns is not measured with --voice yet/],
     [['limit', '--input-len', '0'], /--input-len must be an integer >= 1/],
     [['transport', '--transports', 'shm,carrier-pigeon'], /unknown transport "carrier-pigeon"/],
   ])('%j fails with a clear message', async (argv, message) => {
     const err = await failure(argv);
     expect(isUsageError(err)).toBe(true); // chorus exits 2 with the usage
     expect(err.message).toMatch(message);
+  });
+
+  it('--help lists --turns', async () => {
+    const { usage } = await import('../../src/cli/commands/bench.ts');
+    expect(usage).toMatch(/chorus bench --turns N /);
+    expect(usage).toMatch(/^--turns N: conversations of N turns/m);
   });
 
   it('--url without a server says so', async () => {

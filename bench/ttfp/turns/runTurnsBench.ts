@@ -17,7 +17,7 @@ import type { RequestTrace } from '../trace.ts';
 import { makeConversations } from './conversations.ts';
 import { TurnsModeRun } from './TurnsModeRun.ts';
 import type { TurnsResult, TurnsRun } from './turnsResult.ts';
-import { turnRatios } from './turnStats.ts';
+import { modeRatios } from './turnStats.ts';
 
 export interface TurnsBenchOptions
   extends
@@ -142,16 +142,4 @@ function sortRuns(runs: TurnsRun[], modes: readonly Mode[], concurrency: readonl
   runs.sort(
     (x, y) => modeIndex(x) - modeIndex(y) || concurrency.indexOf(x.concurrency) - concurrency.indexOf(y.concurrency),
   );
-}
-
-/** `variant`'s p50s over `over`'s by turn index, at every concurrency both ran. */
-export function modeRatios(runs: readonly TurnsRun[], variant: string, over: string): TurnsResult['ratios'] {
-  return runs
-    .filter((a) => a.variant === variant)
-    .flatMap((a) => {
-      const b = runs.find((r) => r.variant === over && r.concurrency === a.concurrency);
-      return b
-        ? [{ concurrency: a.concurrency, variant, over_variant: over, turns: turnRatios(a.turns, b.turns) }]
-        : [];
-    });
 }

@@ -5,6 +5,7 @@
  */
 import { distribution, requestMetrics } from '../metrics.ts';
 import type { RequestTrace } from '../trace.ts';
+import type { TurnsModeRatio, TurnsRun } from './turnsResult.ts';
 
 /** One turn index (1 = each conversation's first turn) over a run's conversations. */
 export interface TurnRow {
@@ -102,4 +103,16 @@ export function displayedTurns(turns: number): number[] {
     for (const step of [1, 2, 5]) if (step * decade <= turns) shown.push(step * decade);
   if (shown.at(-1) !== turns) shown.push(turns);
   return shown;
+}
+
+/** `variant`'s p50s over `over`'s by turn index, at every concurrency both ran. */
+export function modeRatios(runs: readonly TurnsRun[], variant: string, over: string): TurnsModeRatio[] {
+  return runs
+    .filter((a) => a.variant === variant)
+    .flatMap((a) => {
+      const b = runs.find((r) => r.variant === over && r.concurrency === a.concurrency);
+      return b
+        ? [{ concurrency: a.concurrency, variant, over_variant: over, turns: turnRatios(a.turns, b.turns) }]
+        : [];
+    });
 }
