@@ -54,9 +54,10 @@ export interface ThinkerRunner {
   free(seqId: string): void;
   /**
    * Hands the KV cache of sequence `from` to sequence `to`, keeping its first `keepPositions` positions (a finished
-   * request's KV going into the prefix cache). `from` is gone afterwards.
+   * request's KV going into the prefix cache, or a whole entry adopted by a request). `from` is gone afterwards.
+   * `fedTokenIds`: the ids fed as tokens at the kept positions (repetition penalty); without it `to` keeps `from`'s.
    */
-  moveSequence(from: string, to: string, keepPositions: number): void;
+  moveSequence(from: string, to: string, keepPositions: number, fedTokenIds?: readonly number[]): void;
   /**
    * Gives sequence `to` a copy of the first `keepPositions` positions of `from`'s KV (a request adopting a cached
    * prefix); `from` keeps its own. `fedTokenIds`: the ids fed as tokens at those positions (repetition penalty).

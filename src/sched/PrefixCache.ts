@@ -8,8 +8,10 @@
  *
  * Storage is per entry, not per block: the runners feed ONNX one contiguous past per batch, so a paged layout would
  * gather blocks into a batch store every step anyway; an entry is one runner sequence holding `length` positions
- * (a whole number of blocks), and adopting a prefix copies its first positions into the adopting sequence, so an
- * entry is never "in use" and can be evicted at any time. An entry whose chain is a prefix of a newer entry's holds
+ * (a whole number of blocks). Adopting part of an entry copies those positions into the adopting sequence; adopting
+ * all of it (a conversation's next turn) takes the entry out and moves its KV, since a copy of a long history costs
+ * its page faults (tens of ms for 3,000 positions) and the request's own entry will hold it all again. Either way
+ * an entry is never "in use" and can be evicted at any time. An entry whose chain is a prefix of a newer entry's holds
  * nothing the newer does not (a conversation's turn N + 1 contains turn N): it is freed when the newer arrives, so a
  * conversation costs one entry, not one per turn. Entries that branch (a shared system prompt under many
  * conversations) each hold their own copy of the shared part: counted in full against the byte budget.
@@ -141,6 +143,14 @@ export class PrefixCache<T> {
     }
   }
 
+  /**
+   * Takes an entry out of the cache without freeing its sequence: the caller now owns it (a request that adopts a
+   * whole entry moves its KV instead of copying it; its own entry, a superset, comes back when it ends).
+   */
+  take(entry: CacheEntry<T>): void {
+    this.remove(entry, false);
+  }
+
   /** Frees the entries `owner` made (its session closed). */
   release(owner: string): void {
     for (const e of [...this.#entries.values()]) if (e.owner === owner) this.remove(e);
@@ -167,7 +177,7 @@ export class PrefixCache<T> {
     this.#entries.set(entry.seqId, entry);
   }
 
-  private remove(entry: CacheEntry<T>): void {
+  private remove(entry: CacheEntry<T>, free = true): void {
     if (!this.#entries.delete(entry.seqId)) return;
     this.#bytes -= entry.bytes;
     for (const name of entry.blocks) {
@@ -175,6 +185,6 @@ export class PrefixCache<T> {
       holders?.delete(entry);
       if (holders?.size === 0) this.#holders.delete(name);
     }
-    this.free(entry.seqId);
+    if (free) this.free(entry.seqId);
   }
 }

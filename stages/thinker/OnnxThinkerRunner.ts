@@ -225,12 +225,10 @@ export class OnnxThinkerRunner implements ThinkerRunner {
     this.seen.delete(seqId);
   }
 
-  moveSequence(from: string, to: string, keepPositions: number): void {
+  moveSequence(from: string, to: string, keepPositions: number, fedTokenIds?: readonly number[]): void {
     this.decoder.move(from, to, keepPositions);
-    const seen = this.seen.get(from);
+    const seen = fedTokenIds ? new Set(fedTokenIds) : this.seen.get(from);
     this.seen.delete(from);
-    // The ids fed as tokens so far (repetition penalty); a prefix cut short keeps them all, a superset at worst
-    // of what the cut prefix fed, which only matters with repetition_penalty != 1 and a prompt cut mid-text.
     if (seen) this.seen.set(to, seen);
     else this.seen.delete(to);
   }

@@ -63,13 +63,13 @@ interface Turn {
 /** A conversation of `turns` spoken answers; each user turn differs, so the history grows as a user's would. */
 async function converse(url: string, turns: number): Promise<Turn[]> {
   const rt = await RealtimeClient.connect(url);
-  rt.send({ type: 'session.update', session: { instructions: 'You are a sailor who knows the northern sea well.' } });
+  rt.send({ type: 'session.update', session: { instructions: 'You are a sailor.' } });
   await rt.next('session.updated');
   const out: Turn[] = [];
   for (let t = 0; t < turns; t++) {
     const done = await rt.respond(
-      `Question ${t}: what do the tides and the winter storms do to the harbour?`,
-      { output_modalities: ['audio'], max_output_tokens: 6 },
+      `Q${t}: and the tides?`,
+      { output_modalities: ['audio'], max_output_tokens: 4 },
       30_000,
     );
     const response = done.response as {

@@ -45,7 +45,13 @@ export class TalkerPrefixCache {
     const n = hit ? hit.blocks * this.settings.blockPositions : 0;
     this.cache.record(n, promptRows);
     if (n === 0) return 0;
-    this.runner.copySequence(hit!.entry.seqId, requestId, n);
+    const { entry } = hit!;
+    if (hit!.blocks === entry.blocks.length) {
+      this.cache.take(entry); // all of it: moved, not copied (PrefixCache)
+      this.runner.moveSequence(entry.seqId, requestId, n);
+    } else {
+      this.runner.copySequence(entry.seqId, requestId, n);
+    }
     return n;
   }
 

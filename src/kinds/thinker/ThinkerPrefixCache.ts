@@ -130,10 +130,16 @@ export class ThinkerPrefixCache {
     const n = hit && (!needsRows || hit.entry.data) ? matched * this.options.blockPositions : 0;
     this.cache.record(n, promptLength);
     if (n === 0) return false;
+    const { entry } = hit!;
     const textIds = req.promptTokenIds.slice(0, n).filter((_, pos) => req.media?.rowAt(pos) === undefined);
-    this.host.runner.copySequence(hit!.entry.seqId, req.requestId, n, textIds);
+    if (matched === entry.blocks.length) {
+      this.cache.take(entry);
+      this.host.runner.moveSequence(entry.seqId, req.requestId, n, textIds);
+    } else {
+      this.host.runner.copySequence(entry.seqId, req.requestId, n, textIds);
+    }
     this.host.startAt(req.requestId, n);
-    const rows = hit!.entry.data;
+    const rows = entry.data;
     if (rows) {
       const [embeds, hidden] = [rows.embeds(n), rows.hidden(n)];
       req.toTalker?.onStep(0, n, embeds, hidden, null);
