@@ -1,8 +1,8 @@
 /**
  * `chorus bench --turns` at tiny scale against real servers: conversations of 3 turns over Realtime (one session,
- * the server's conversation) and over chat (the history resent) on a running server, and a --compare-config run
- * whose two servers alternate A B B A. Checks the report's shape and what must hold on any machine (every turn
- * answered, each turn's input longer than the last); never speed.
+ * the server's conversation) and over chat (the history resent) on a running server, refused turns counted at their
+ * index, and a --compare-config run whose two servers alternate A B B A. Checks the report's shape and what must hold
+ * on any machine (every turn answered, each turn's input longer than the last); never speed.
  */
 import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -102,6 +102,27 @@ describe('chorus bench --turns over a running server', () => {
       expect(turns.every((t) => t.request_id !== null && t.cached_tokens !== null)).toBe(true);
     },
     120_000,
+  );
+
+  it.each(['realtime', 'chat'] as const)(
+    'counts refused %s turns at their turn index, names the error, and goes on to the next turn',
+    async (protocol) => {
+      const result = await runTurnsBench({
+        ...base,
+        target: { kind: 'url', url: server.baseUrl, apiKey: null },
+        protocol,
+        outputLen: 100_000, // above any server's cap: every answer is refused before it starts
+      });
+      const [run] = result.runs;
+      expect([run.completed, run.failed]).toEqual([0, TURNS]);
+      expect(run.turns.map((t) => [t.turn, t.failed, t.p50_ttfp_ms])).toEqual([
+        [1, 1, null],
+        [2, 1, null],
+        [3, 1, null],
+      ]);
+      for (const t of run.turns) expect(t.errors.join('; ')).toMatch(/max_(output_)?tokens/);
+    },
+    60_000,
   );
 });
 
