@@ -55,10 +55,11 @@ export interface GenerateRequest {
 }
 
 /**
- * A request with a prefix key starts from the longest prefix its prompt shares, input for input (token ids, and
- * media rows bit for bit), with what the Thinker retained under that key; reuse never changes an answer. With
- * prefillOnly the request computes its prompt, samples nothing (it ends with no text, reason stop), and its KV is
- * retained under the key for the next request with it. Engine.releasePrefix frees it.
+ * A request with a prefix key (a voice session's) is routed to the Thinker instance that holds the key and waits
+ * there while another request of the key is prefilling; like every request it starts from the longest prefix of
+ * its prompt in the Thinker's prefix cache (inputs equal, token ids and media rows bit for bit, so reuse never
+ * changes an answer). With prefillOnly the request computes its prompt and samples nothing (it ends with no text,
+ * reason stop); its KV stays in the cache, owned by the key. Engine.releasePrefix frees the key's entries.
  */
 export interface PromptPrefix {
   readonly key: string;
@@ -79,7 +80,7 @@ export interface Usage {
   readonly promptTokens: number;
   readonly promptTokenDetails: PromptTokens;
   readonly completionTokens: number;
-  /** Prompt positions the Thinker did not compute for this request: reused from a retained prefix. */
+  /** Prompt positions the Thinker did not compute for this request: taken from its prefix cache. */
   readonly cachedTokens?: number;
   readonly audioFrames: number;
   readonly audioSeconds: number;
@@ -153,7 +154,7 @@ export interface Engine {
    * Throws what generate() would for a bad media item. Absent: the engine cannot count (test doubles).
    */
   promptPositions?(messages: readonly ChatMessage[]): number;
-  /** Frees what the Thinker retained under a prefix key (GenerateRequest.prefix); unknown keys are ignored. */
+  /** Frees the Thinker's prefix-cache entries owned by a key (GenerateRequest.prefix); unknown keys are ignored. */
   releasePrefix?(key: string): void;
   health(): readonly StageHealth[];
   /** Drains in-flight requests (up to timeoutMs), then stops every stage process and unlinks shared memory. */

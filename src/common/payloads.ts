@@ -69,7 +69,7 @@ export interface TextBody {
   readonly warnings?: readonly string[];
   /** Final chunk only: the media items (plan indices) cut out of the prompt, so usage does not count them. */
   readonly droppedItems?: readonly number[];
-  /** Final chunk only: prompt positions reused from a retained prefix (usage's cached tokens). */
+  /** Final chunk only: prompt positions taken from the prefix cache (usage's cached tokens). */
   readonly cachedTokens?: number;
 }
 

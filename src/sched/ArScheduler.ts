@@ -113,7 +113,7 @@ export class ArScheduler {
   }
 
   /**
-   * Positions [0, numComputedTokens) were computed before the request ran (the Thinker reused a retained prefix's
+   * Positions [0, numComputedTokens) were computed before the request ran (it adopted a cached prefix's
    * KV): it starts there. Only for a request that has not run yet.
    */
   startAt(requestId: string, numComputedTokens: number): void {

@@ -129,7 +129,7 @@ export interface AddRequest {
    * instance is stateful (its state already holds the context).
    */
   readonly codecLeftContextFrames?: number;
-  /** Thinker only: reuse of a retained prefix (GenerateRequest.prefix). */
+  /** Thinker only: the session key of a voice prefill and its answers (GenerateRequest.prefix). */
   readonly prefix?: PromptPrefix;
   /** Requests live in the engine when this one was admitted (load for the dynamic initial chunk: a burst's first
    *  request must not get the unloaded IC just because the Talker has not seen the others yet). */
