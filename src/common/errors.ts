@@ -48,6 +48,13 @@ export const ErrorCodes = {
   NO_ACTIVE_RESPONSE: 'CHORUS_ERR_NO_ACTIVE_RESPONSE',
   EVENT_UNKNOWN: 'CHORUS_ERR_EVENT_UNKNOWN',
   NOT_FOUND: 'CHORUS_ERR_NOT_FOUND',
+  // The prompt cannot fit the Thinker's positions (its text is over the byte bound checked before tokenizing, or its
+  // tokens are too many). On the wire its code is OpenAI's context_length_exceeded (clients trim history on it).
+  CONTEXT_LENGTH_EXCEEDED: 'CHORUS_ERR_CONTEXT_LENGTH_EXCEEDED',
+  // The Host header names no host this server answers to (DNS rebinding): see --allowed-hosts.
+  FORBIDDEN_HOST: 'CHORUS_ERR_FORBIDDEN_HOST',
+  // A realtime session sent nothing for the idle timeout with no response running: closed to free its slot.
+  SESSION_IDLE: 'CHORUS_ERR_SESSION_IDLE',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 

@@ -38,6 +38,13 @@ import { FirstPacketHolds } from './FirstPacketHolds.ts';
 import { RequestStream } from './RequestStream.ts';
 import type { ChatMessage, Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
+import {
+  BYTES_PER_POSITION,
+  checkPromptBytes,
+  promptByteLimit,
+  textBytes,
+  thinkerPositions,
+} from '../common/promptBytes.ts';
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -190,6 +197,8 @@ export class Orchestrator implements Engine {
     const requestId = request.requestId ?? `req-${randomBytes(8).toString('hex')}`;
     if (this.live.has(requestId))
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
+    // Before tokenizing (on this event loop): text that cannot fit is refused without the work.
+    checkPromptBytes(request.messages, this.graph);
     // Media items are probed here (headers only) and refused before anything is admitted.
     const prompt = preparePrompt(request.messages, this.promptContext);
     checkPromptFits(prompt, this.graph);
@@ -223,7 +232,8 @@ export class Orchestrator implements Engine {
     this.live.set(requestId, stream);
     // With media, the Thinker's first output may wait for the slowest encoder's timeout first.
     const admittedAtMs = Date.now();
-    const encoderTimeoutMs = Math.max(0, ...prompt.items.map((i) => i.encoder.encoder!.timeoutMs));
+    // A reduce, not a spread: a body of tiny images can hold more items than a call has room for arguments.
+    const encoderTimeoutMs = prompt.items.reduce((most, i) => Math.max(most, i.encoder.encoder!.timeoutMs), 0);
     const firstChunkDeadline = admittedAtMs + encoderTimeoutMs + this.graph.chunkPolicy.chunkTimeoutMs;
     for (const s of outputs) {
       this.adapter.expect(requestId, {
@@ -307,6 +317,9 @@ export class Orchestrator implements Engine {
   }
 
   promptPositions(messages: readonly ChatMessage[]): number {
+    // Text over the byte bound cannot fit: more positions than the Thinker has, said without tokenizing it here.
+    const bytes = textBytes(messages);
+    if (bytes > promptByteLimit(thinkerPositions(this.graph))) return Math.ceil(bytes / BYTES_PER_POSITION);
     return preparePrompt(messages, this.promptContext).promptTokenIds.length;
   }
 

@@ -101,16 +101,24 @@ export function preparePrompt(messages: readonly ChatMessage[], ctx: PromptConte
   return { promptTokenIds: map.tokenIds, items, spans: map.spans };
 }
 
-/** A prompt longer than the Thinker's positions is refused before admission when it has media, naming what made ' +
-  'it long. */
+/**
+ * A prompt longer than the Thinker's positions is refused before admission (a 400 before any stream starts, not an
+ * error from the Thinker mid-stream), naming what made it long.
+ */
 export function checkPromptFits(prompt: PreparedPrompt, graph: StageGraph): void {
-  if (prompt.items.length === 0) return; // text only: the Thinker refuses it in-band, as it always has
   const m = graph.stages.find((s) => s.stageId === graph.entryStageId)!.model;
   const maxPositions = m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
   if (prompt.promptTokenIds.length < maxPositions) return;
+  if (prompt.items.length === 0) {
+    throw new ChorusError(
+      ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
+      `the prompt is ${prompt.promptTokenIds.length} tokens; the thinker has ${maxPositions} positions: send ` +
+        `shorter or fewer messages`,
+    );
+  }
   const media = prompt.items.reduce((n, i) => n + i.numEmbeddings, 0);
   throw new ChorusError(
-    ErrorCodes.REQUEST_TOO_LARGE,
+    ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
     `the prompt takes ${prompt.promptTokenIds.length} positions (${media} of them for ${prompt.items.length} media ` +
       `item(s): ${prompt.items.map((i) => `${i.what} ${i.numEmbeddings}`).join(', ')}); the thinker has ` +
       `${maxPositions}: send shorter audio or fewer images`,

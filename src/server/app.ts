@@ -12,6 +12,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { StageGraph } from '../common/graph.ts';
 import type { Engine } from '../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { thinkerPositions } from '../common/promptBytes.ts';
 import { logger as rootLogger } from '../common/log.ts';
 import { Admission } from './Admission.ts';
 import { RequestQueue } from './RequestQueue.ts';
@@ -19,6 +20,7 @@ import { registerChatCompletions } from './chat/chatCompletions.ts';
 import type { TokenLimits } from './generationParams.ts';
 import { errorBody, httpStatusFor, replyError, toChorusError, errorType } from './httpErrors.ts';
 import { registerInfoRoutes } from './infoRoutes.ts';
+import { registerJsonBodies } from './JsonBodyParser.ts';
 import { mediaParam } from './media/itemNames.ts';
 import { MediaChecker } from './media/MediaChecker.ts';
 import { bridgeEngineDiagnostics, countClientError } from './metrics.ts';
@@ -37,7 +39,7 @@ export function defaultModelName(graph: StageGraph): string {
 
 function tokenLimits(graph: StageGraph, cap: number): TokenLimits {
   const entry = graph.stages.find((s) => s.stageId === graph.entryStageId) ?? graph.stages[0];
-  return { cap, stageDefault: entry?.defaultSamplingParams.maxTokens ?? cap };
+  return { cap, stageDefault: entry?.defaultSamplingParams.maxTokens ?? cap, promptPositions: thinkerPositions(graph) };
 }
 
 /**
@@ -56,6 +58,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
   });
+  registerJsonBodies(app, options.maxBodyBytes);
   const admission = new Admission(options.maxSessions);
   const queue = new RequestQueue({
     maxRunning: options.maxRunningRequests,
@@ -74,7 +77,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   }
 
   app.setErrorHandler((err, request, reply) => {
-    const e = toChorusError(err);
+    const e = toChorusError(err, options.maxBodyBytes);
     if (e.code === ErrorCodes.INTERNAL) request.log.error({ err }, 'request failed');
     else request.log.debug({ code: e.code, message: e.message }, 'request rejected');
     const [status, body] = replyError(e);

@@ -56,6 +56,8 @@ export function mergeGeneration(...layers: (GenerationFields | undefined)[]): Ge
 export interface TokenLimits {
   readonly cap: number;
   readonly stageDefault: number;
+  /** The Thinker's positions: prompt text over BYTES_PER_POSITION times this is refused before tokenizing. */
+  readonly promptPositions: number;
 }
 
 /**

@@ -16,6 +16,9 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
   [ErrorCodes.NO_ACTIVE_RESPONSE]: 400, // response.cancel with nothing to cancel: the client's mistake
   [ErrorCodes.REQUEST_TOO_LARGE]: 413,
+  [ErrorCodes.CONTEXT_LENGTH_EXCEEDED]: 400, // OpenAI's status for the same error
+  [ErrorCodes.FORBIDDEN_HOST]: 421, // Misdirected Request: this server is not the host the request names
+  [ErrorCodes.SESSION_IDLE]: 408,
   [ErrorCodes.CONFIG_INVALID]: 400, // a reload with a bad graph: the old one keeps serving
   [ErrorCodes.CONFIG_NOT_FOUND]: 400,
   // In a request, the model cannot do what was asked (audio from a text-only export, media without inputs_embeds):
@@ -38,7 +41,15 @@ export function httpStatusFor(code: ErrorCode): number {
 }
 
 export interface ErrorBody {
-  error: { message: string; type: string; code: ErrorCode; param: string | null };
+  error: { message: string; type: string; code: string; param: string | null };
+}
+
+/**
+ * The `code` a client sees: ours, except where OpenAI has a code for the very same condition, which its SDKs and
+ * the frameworks around them branch on (LangChain and LiteLLM trim the history on context_length_exceeded).
+ */
+export function wireCode(code: ErrorCode): string {
+  return code === ErrorCodes.CONTEXT_LENGTH_EXCEEDED ? 'context_length_exceeded' : code;
 }
 
 /** OpenAI's error `type` vocabulary: clients branch on it before they look at our code. */
@@ -52,18 +63,24 @@ export function errorType(code: ErrorCode): string {
 }
 
 export function errorBody(code: ErrorCode, message: string, param: string | null = null): ErrorBody {
-  return { error: { message, type: errorType(code), code, param } };
+  return { error: { message, type: errorType(code), code: wireCode(code), param } };
 }
 
-/** Maps anything thrown (ours, fastify's, or a bug) to a stable code and a message that says what to do. */
-export function toChorusError(err: unknown): ChorusError {
+/**
+ * Maps anything thrown (ours, fastify's, or a bug) to a stable code and a message that says what to do.
+ * `maxBodyBytes`: the server's body limit, which the 413 names.
+ */
+export function toChorusError(err: unknown, maxBodyBytes?: number): ChorusError {
   if (err instanceof ChorusError) return err;
   const e = err as { code?: string; statusCode?: number; message?: string; validation?: unknown };
   switch (e?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ChorusError(ErrorCodes.REQUEST_TOO_LARGE, 'request body too large: send less (see --max-body-bytes)', {
-        cause: err,
-      });
+      return new ChorusError(
+        ErrorCodes.REQUEST_TOO_LARGE,
+        `the request body is over this server's limit of ${maxBodyBytes ?? 'its'} bytes: send less (large media ` +
+          `by URL from an allowed prefix, not inline), or start the server with a larger --max-body-bytes`,
+        { cause: err },
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ChorusError(ErrorCodes.REQUEST_INVALID, 'unsupported Content-Type: send application/json', {
         cause: err,

@@ -54,6 +54,20 @@ export interface ServerOptions {
   readonly maxInputAudioBytes?: number;
   /** Conversation items one realtime session may hold. */
   readonly maxConversationItems?: number;
+  /** Text (UTF-8 bytes) the items of one realtime session may hold, as maxInputAudioBytes bounds their media. */
+  readonly maxConversationTextBytes?: number;
+  /**
+   * Host header names the server answers to besides the loopback names and `host` (DNS rebinding: a page on a name
+   * the attacker controls, resolved to this machine, sends its own name). '*' turns the check off (a proxy that
+   * rewrites Host and checks it itself).
+   */
+  readonly allowedHosts?: readonly string[];
+  /** A request's headers and body must both have arrived within this (slow or stalled uploads are cut: 408). */
+  readonly requestTimeoutMs?: number;
+  /** A request's headers must have arrived within this (slowloris). */
+  readonly headersTimeoutMs?: number;
+  /** A realtime session that sends no event for this long, with no response running, is closed (1001). */
+  readonly wsIdleTimeoutMs?: number;
   /**
    * Voice turns (server_vad with create_response): start the answer when the VAD first hears the silence that may end
    * the turn, hold everything it produces in the server, and send it at speech_stopped (or drop it unheard if the
@@ -91,6 +105,11 @@ export interface ResolvedServerOptions {
   readonly socketHighWaterBytes: number;
   readonly maxInputAudioBytes: number;
   readonly maxConversationItems: number;
+  readonly maxConversationTextBytes: number;
+  readonly allowedHosts: readonly string[];
+  readonly requestTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly wsIdleTimeoutMs: number;
   readonly speculativeVoiceAnswers: boolean;
   readonly modelName: string;
   readonly mediaUrlAllowList: readonly string[];
@@ -118,12 +137,37 @@ export function resolveServerOptions(opts: ServerOptions, defaultModelName: stri
     socketHighWaterBytes: opts.socketHighWaterBytes ?? 128 * 1024, // ~1 audio chunk of 25 frames
     maxInputAudioBytes: opts.maxInputAudioBytes ?? 16 * MiB, // ~5.8 min of 24 kHz pcm16
     maxConversationItems: opts.maxConversationItems ?? 1000,
+    // 8 prompts of the largest context the byte bound allows (32768 positions x 16 bytes): history beyond what a
+    // prompt takes is only kept for truncation to choose from.
+    maxConversationTextBytes: opts.maxConversationTextBytes ?? 4 * MiB,
+    allowedHosts: checkAllowedHosts(opts.allowedHosts ?? []),
+    // A 16 MiB body at 8 Mbit/s takes 17 s; Node's default (300 s) let a stalled upload hold its socket for minutes.
+    requestTimeoutMs: opts.requestTimeoutMs ?? 60_000, // 60 s
+    headersTimeoutMs: opts.headersTimeoutMs ?? 10_000, // 10 s
+    // Long enough for a user to think; short enough that 64 abandoned sessions do not hold every slot for good.
+    wsIdleTimeoutMs: opts.wsIdleTimeoutMs ?? 600_000, // 10 min
     speculativeVoiceAnswers: opts.speculativeVoiceAnswers ?? true,
     modelName: opts.modelName ?? defaultModelName,
     mediaUrlAllowList: checkMediaUrlAllowList(opts.mediaUrlAllowList ?? []),
     mediaFetchTimeoutMs: opts.mediaFetchTimeoutMs ?? 10_000, // 10 s
     mediaFetchMaxBytes: opts.mediaFetchMaxBytes ?? 8 * MiB, // the engine's limit per media item (half a 16 MiB ring)
   });
+}
+
+/**
+ * Each entry is a host name or address as a Host header carries it, without a port (`chorus.example.com`,
+ * `10.0.0.5`, `[fd00::1]`), or '*'. A URL or a port here is a mistake that would silently allow nothing.
+ */
+export function checkAllowedHosts(entries: readonly string[]): readonly string[] {
+  for (const entry of entries) {
+    if (entry === '*' || /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)$/.test(entry)) continue;
+    throw new ChorusError(
+      ErrorCodes.CONFIG_INVALID,
+      `allowed host "${entry}" is not a host name or address without scheme or port (e.g. chorus.example.com, ` +
+        `10.0.0.5, [fd00::1]), nor '*'`,
+    );
+  }
+  return Object.freeze([...entries]);
 }
 
 /** Each entry must be an http(s) URL prefix: a typo would otherwise silently allow nothing. */

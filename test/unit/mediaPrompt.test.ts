@@ -162,7 +162,7 @@ describe('preparePrompt', () => {
       ctx(),
     );
     const err = errorOf(() => checkPromptFits(long, mm));
-    expect(err.code).toBe(ErrorCodes.REQUEST_TOO_LARGE);
+    expect(err.code).toBe(ErrorCodes.CONTEXT_LENGTH_EXCEEDED);
     expect(err.message).toMatch(/^the prompt takes \d+ positions \(4250 of them for 1 media item\(s\): /);
     expect(err.message).toMatch(/media item\(s\): messages\[0\]\.content\[0\] \(audio\) 4250\); the thinker has 4096/);
     expect(() =>

@@ -1,13 +1,15 @@
 /**
- * Pure pieces of the front end: pcm16/WAV/base64 encoding, request planning, origin and subprotocol rules.
+ * Pure pieces of the front end: pcm16/WAV/base64 encoding, request planning, subprotocol rules.
  */
 import { describe, expect, it } from 'vitest';
 import { planChatCompletion } from '../../src/server/chat/chatRequest.ts';
 import { decodeBase64Strict, floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
 import { parseClientEvent } from '../../src/server/realtime/clientEvents.ts';
 import { newId } from '../../src/server/realtime/serverEvents.ts';
-import { chooseSubprotocol, originAllowed } from '../../src/server/security.ts';
+import { chooseSubprotocol } from '../../src/server/security.ts';
 import { ClientInputError } from '../../src/server/validate.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
+import { errorBody, httpStatusFor } from '../../src/server/httpErrors.ts';
 
 describe('realtime ids', () => {
   it('are unique, carry their prefix and stay in the base64url alphabet', () => {
@@ -65,7 +67,7 @@ describe('pcm16', () => {
 });
 
 describe('chat completion planning', () => {
-  const limits = { cap: 100, stageDefault: 64 };
+  const limits = { cap: 100, stageDefault: 64, promptPositions: 4096 };
   const base = {
     messages: [
       { role: 'developer', content: 'rules' },
@@ -78,6 +80,24 @@ describe('chat completion planning', () => {
       },
     ],
   };
+
+  it('refuses text that cannot fit the context first: 400 context_length_exceeded, naming the bound', async () => {
+    // 4096 positions x 16 bytes: one byte over is refused, the bound itself is not.
+    const content = (bytes: number) => ({ messages: [{ role: 'user', content: 'é'.repeat(bytes / 2) }] });
+    await expect(planChatCompletion(content(65536), 'r', limits)).resolves.toBeDefined();
+    const err = await planChatCompletion(content(65538), 'r', limits).catch((e: ClientInputError) => e);
+    expect(err).toMatchObject({ code: ErrorCodes.CONTEXT_LENGTH_EXCEEDED, param: 'messages' });
+    expect((err as Error).message).toMatch(
+      /65538 bytes; this model's context is 4096 positions, so text over 65536 bytes/,
+    );
+    expect(errorBody(ErrorCodes.CONTEXT_LENGTH_EXCEEDED, 'm').error).toEqual({
+      message: 'm',
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+      param: null,
+    });
+    expect(httpStatusFor(ErrorCodes.CONTEXT_LENGTH_EXCEEDED)).toBe(400);
+  });
 
   it('maps messages, modalities, limits and extensions', async () => {
     const plan = await planChatCompletion(
@@ -104,7 +124,9 @@ describe('chat completion planning', () => {
     expect(plan.request.modalities).toEqual(['text']);
     expect(plan.request.sampling).toEqual({}); // the engine applies the stage's configured max_tokens
     expect(plan.audio).toBeNull();
-    expect((await planChatCompletion(base, 'r2', { cap: 100, stageDefault: 500 })).request.sampling).toEqual({
+    expect(
+      (await planChatCompletion(base, 'r2', { cap: 100, stageDefault: 500, promptPositions: 4096 })).request.sampling,
+    ).toEqual({
       maxTokens: 100,
     });
     expect((await planChatCompletion({ ...base, modalities: ['audio'] }, 'r3', limits)).audio).toEqual({
@@ -178,16 +200,7 @@ describe('realtime event parsing', () => {
   });
 });
 
-describe('origins and subprotocols', () => {
-  it('allows same-origin and listed origins only', () => {
-    expect(originAllowed('http://127.0.0.1:8000', '127.0.0.1:8000', [])).toBe(true);
-    expect(originAllowed('http://127.0.0.1:8001', '127.0.0.1:8000', [])).toBe(false);
-    expect(originAllowed('https://a.example', '127.0.0.1:8000', ['https://a.example'])).toBe(true);
-    expect(originAllowed('https://b.example', '127.0.0.1:8000', ['https://a.example'])).toBe(false);
-    expect(originAllowed('null', '127.0.0.1:8000', [])).toBe(false);
-    expect(originAllowed('whatever', 'x', ['*'])).toBe(true);
-  });
-
+describe('subprotocols', () => {
   it('echoes realtime, never the key unless it is the only offer', () => {
     expect(chooseSubprotocol(new Set(['openai-insecure-api-key.k', 'realtime']))).toBe('realtime');
     expect(chooseSubprotocol(new Set(['openai-insecure-api-key.k', 'other']))).toBe('other');

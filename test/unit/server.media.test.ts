@@ -21,7 +21,7 @@ import { pcm16Bytes, pngBytes, wavBytes } from '../helpers/media.ts';
 const plainBytes = (parts: readonly ContentPart[]) =>
   parts.map((p) => (p.type === 'text' ? p : { ...p, data: new Uint8Array(p.data) }));
 
-const limits = { cap: 100, stageDefault: 64 };
+const limits = { cap: 100, stageDefault: 64, promptPositions: 4096 };
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const png = pngBytes(32, 32, 1);
 const wav = wavBytes(0.5, 16000, 1);

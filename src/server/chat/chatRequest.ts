@@ -10,6 +10,7 @@ import { bodyNamer, type ItemNamer } from '../media/itemNames.ts';
 import { fetchMedia } from '../media/fetchMedia.ts';
 import { audioPart, inlineImage, type MediaSources } from '../media/mediaParts.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
+import { contentTextBytes, refuseLongText } from '../promptText.ts';
 
 /**
  * One schema for every part type, with the per-type fields optional and checked in code: a union would make
@@ -214,6 +215,12 @@ export async function planChatCompletion(
 ): Promise<ChatPlan> {
   const b = validator.parse(body, 'chat completion request');
   refuseUnsupported(b);
+  // Before media is decoded or anything tokenized: text that cannot fit costs main nothing more.
+  refuseLongText(
+    b.messages.reduce((n, m) => n + contentTextBytes(m.content), 0),
+    limits,
+    { what: "the messages' text", param: 'messages', fix: 'send shorter or fewer messages' },
+  );
   const stream = b.stream === true;
   const wantsAudio = b.modalities?.includes('audio') ?? false;
   // Without an explicit audio param: pcm16 when streaming (the only streamable format), WAV otherwise.

@@ -7,7 +7,8 @@ import type { RawData, WebSocket } from 'ws';
 import type { GenerateRequest } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { mergeGeneration, resolveMaxTokens } from '../generationParams.ts';
-import { errorType } from '../httpErrors.ts';
+import { errorType, wireCode } from '../httpErrors.ts';
+import { refuseLongText } from '../promptText.ts';
 import { countClientError } from '../metrics.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
@@ -20,6 +21,7 @@ import { thinkerPositions } from './PromptPositions.ts';
 import { newId, sessionResource, type SessionState } from './serverEvents.ts';
 import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
+import { checkTextBudget, itemTextBytes } from './textBudget.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
 import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
 import type { VadService } from '../voice/VadService.ts';
@@ -176,7 +178,15 @@ export class RealtimeSession {
       state.maxOutputTokens = s.max_output_tokens;
     }
     if (s.output_modalities) state.outputModalities = normalizeModalities(s.output_modalities);
-    if (s.instructions !== undefined) state.instructions = s.instructions;
+    if (s.instructions !== undefined) {
+      // Instructions go into every prompt and are never truncated: text that cannot fit one is refused here.
+      refuseLongText(Buffer.byteLength(s.instructions, 'utf8'), this.#ctx.tokenLimits, {
+        what: 'session.instructions',
+        param: 'session.instructions',
+        fix: 'send shorter instructions (they go into every prompt)',
+      });
+      state.instructions = s.instructions;
+    }
     if (s.audio?.output?.voice !== undefined) state.voice = s.audio.output.voice;
     const turns = s.audio?.input?.turn_detection !== undefined ? s.audio.input.turn_detection : s.turn_detection;
     if (turns && !this.#ctx.media.accepts('audio'))
@@ -199,6 +209,13 @@ export class RealtimeSession {
 
   #onItemCreate(event: ClientEventOf<'conversation.item.create'>): void {
     const item = Conversation.toStored(event.item, this.#ctx.media);
+    // An item that alone cannot fit a prompt could never be answered; the rest count against the session's budget.
+    refuseLongText(itemTextBytes(item), this.#ctx.tokenLimits, {
+      what: "the item's text",
+      param: 'item',
+      fix: 'split it, or send less text',
+    });
+    checkTextBudget(this.#conversation.items(), item, this.#ctx.options.maxConversationTextBytes);
     const previous = this.#conversation.insert(item, event.previous_item_id);
     this.#announceItem(item, previous);
   }
@@ -308,7 +325,7 @@ export class RealtimeSession {
     this.#writer.send({
       type: 'error',
       event_id: newId('event'),
-      error: { type, code: e.code, message: e.message, param, event_id: eventId },
+      error: { type, code: wireCode(e.code), message: e.message, param, event_id: eventId },
     });
   }
 
