@@ -2,12 +2,16 @@
  * A remote instance's control channel (src/worker/control/redisChannel.ts) and main's boots: the first boot starts
  * the stage, a repeat of it (the same bootId: main did not hear READY) is answered with READY again and nothing
  * else, and a boot with another id (a main that lost the instance, or a new main) first has the stage drop every
- * request it holds, then READY again.
+ * request it holds, then READY again. Garbage on the instance's channel changes nothing (it used to break the
+ * subscription: a stage that beat on and answered nothing); a deployment of another protocol version is refused at
+ * start, naming both versions.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { controlKeys, RedisStageChannel } from '../../src/worker/control/redisChannel.ts';
-import { decodeControl, packControl } from '../../src/worker/control/wire.ts';
+import { Packr } from 'msgpackr';
+import { ErrorCodes } from '../../src/common/errors.ts';
+import { CONTROL_PROTOCOL_VERSION, decodeControl, packControl } from '../../src/worker/control/wire.ts';
 import type { MainToStage, StageToMain } from '../../src/worker/messages.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
@@ -79,6 +83,73 @@ describe('remote stage channel and boots', () => {
       channel.close();
       await closed;
       await Promise.all([stageLink.close(), mainLink.close()]);
+    }
+  });
+
+  it('after garbage on its channel, still boots and answers', async () => {
+    const keys = controlKeys('garbage');
+    const [stageLink, mainLink] = await Promise.all([
+      RedisLink.connect({ url: server.url }),
+      RedisLink.connect({ url: server.url }),
+    ]);
+    const channel = new RedisStageChannel(
+      stageLink,
+      'garbage',
+      'talker#y',
+      'talker',
+      'hash',
+      (b) => b,
+      () => {},
+    );
+    const atStage: MainToStage[] = [];
+    channel.onMessage((m) => atStage.push(m));
+    await channel.start();
+    try {
+      const own = keys.toInstance('talker#y');
+      for (const junk of ['garbage', '\x92\xd4', '']) await mainLink.commands.publish(own, junk);
+      await mainLink.commands.publish(own, new Packr().pack({ type: 'shutdown', drainMs: 0 })); // no version
+      const boot = { type: 'boot', graph: {} as never, stageIndex: 0, replica: 0, edges: [], bootId: 'b' } as const;
+      await mainLink.commands.publish(own, packControl('to_instance', boot));
+      await expect.poll(() => atStage.map((m) => m.type)).toEqual(['boot']);
+      expect(stageLink.up).toBe(true);
+    } finally {
+      const closed = new Promise<void>((resolve) => channel.onClose(resolve));
+      channel.close();
+      await closed;
+      await Promise.all([stageLink.close(), mainLink.close()]);
+    }
+  });
+
+  it('refuses to start against a deployment of another protocol version, naming both', async () => {
+    const link = await RedisLink.connect({ url: server.url });
+    const start = () =>
+      new RedisStageChannel(
+        link,
+        'versions',
+        'talker#z',
+        'talker',
+        'hash',
+        (b) => b,
+        () => {},
+      ).start();
+    const record = { configHash: 'hash', host: 'hosta', pid: 1 };
+    try {
+      const next = CONTROL_PROTOCOL_VERSION + 1;
+      await link.commands.set('versions:deployment', new Packr().pack({ v: next, ch: 'deployment', body: record }));
+      await expect(start()).rejects.toMatchObject({
+        code: ErrorCodes.CONTROL_PROTOCOL,
+        message: expect.stringMatching(
+          new RegExp(`version ${next} .*this process speaks version ${CONTROL_PROTOCOL_VERSION}.*same Chorus version`),
+        ),
+      });
+      await link.commands.set('versions:deployment', new Packr().pack(record)); // a main from before versions
+      await expect(start()).rejects.toMatchObject({
+        message: expect.stringMatching(/version 0 \(a Chorus from before/),
+      });
+      expect(await server.keys()).toEqual(['versions:deployment']); // refused before it took its name
+    } finally {
+      await link.commands.del('versions:deployment');
+      await link.close();
     }
   });
 });

@@ -21,7 +21,9 @@ export const usage = `usage: chorus stage --config FILE --stage ID [--name NAME]
 Runs one instance of stage ID of FILE on this machine and joins the deployment that \`chorus serve --config FILE\`
 runs elsewhere, over the Redis of the stage's redis connector. The stage must be joinable: every edge touching it
 on a redis connector (placement: remote, or a local stage whose edges all are).
-  --name NAME          instance name, unique in the deployment (default: <hostname>-<pid>); it joins as ID#NAME
+  --name NAME          instance name, unique in the deployment (default: <hostname>-<pid>); it joins as ID#NAME.
+                       A name a live instance holds is refused (CHORUS_ERR_INSTANCE_NAME_TAKEN); a restarted
+                       instance takes its name back once the old one's lease lapses (5 s)
   --redis URL          redis://, rediss:// or redis+cluster:// URL (env CHORUS_REDIS_URL; default: the config's)
   --drain-timeout S    on SIGTERM/SIGINT, seconds running requests may take to finish (30)
 `;
