@@ -28,6 +28,11 @@ import { decodeControl, packControl, type DeploymentRecord, type Heartbeat, type
 
 export const HEARTBEAT_MS = 500;
 export const HEARTBEAT_TTL_MS = 2000;
+/**
+ * Messages kept while start() runs: what main answers to the first beats. More are dropped unread (a flood of
+ * garbage must not grow memory); a boot among them is not lost for good, main repeats it until READY.
+ */
+const MAX_EARLY_MESSAGES = 64;
 
 export function controlKeys(prefix: string) {
   return {
@@ -179,7 +184,10 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   }
 
   #onBytes(bytes: Buffer): void {
-    if (this.#early) return void this.#early.push(bytes);
+    if (this.#early) {
+      if (this.#early.length < MAX_EARLY_MESSAGES) this.#early.push(bytes);
+      return;
+    }
     this.#guard.receive('to_instance', this.#keys.toInstance(this.instance), bytes, (msg) => this.#receive(msg));
   }
 
