@@ -94,7 +94,10 @@ describe('session.truncation in a voice session (server_vad)', () => {
       if (done.status === 'failed') failed = done;
     }
     expect(failed).not.toBeNull();
-    expect(failed!.status_details!.error).toMatchObject({ type: 'invalid_request_error' });
+    expect(failed!.status_details!.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+    });
     expect(failed!.status_details!.error!.message).toContain(`the thinker's ${MAX_POSITIONS} positions`);
     expect(failed!.status_details!.error!.message).toContain('conversation.item.delete');
     expect(c.ofType('error')).toEqual([]);

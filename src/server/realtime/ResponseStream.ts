@@ -14,7 +14,7 @@ import type { Subscription } from 'rxjs';
 import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FinishReason, OutputEvent, RequestHandle, Usage } from '../../common/engine.ts';
-import { errorType } from '../httpErrors.ts';
+import { errorType, wireCode } from '../httpErrors.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { countClientError, serverMetrics } from '../metrics.ts';
 import { renameItems, renameSerialized, type ItemNamer } from '../media/itemNames.ts';
@@ -278,7 +278,8 @@ export class ResponseStream {
         // OpenAI's type from the code: a prompt over the Thinker's positions or bad media is the client's to fix
         // (invalid_request_error), a stage that died is not (server_error).
         const code = error?.code ?? ErrorCodes.INTERNAL;
-        return { type: 'failed', error: { type: errorType(code), code, message: error?.message ?? 'request failed' } };
+        const message = error?.message ?? 'request failed';
+        return { type: 'failed', error: { type: errorType(code), code: wireCode(code), message } };
       }
     }
   }

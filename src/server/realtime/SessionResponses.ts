@@ -184,7 +184,7 @@ export class SessionResponses {
       const renamed = renameError(err, rendered.itemNamer);
       // A prompt over the Thinker's positions (found when the engine built it) fails its response, with its
       // response.done, as the Thinker's own refusal does: a voice turn's client waits for that, never for an error.
-      if (!(renamed instanceof ChorusError && renamed.code === ErrorCodes.REQUEST_TOO_LARGE)) {
+      if (!(renamed instanceof ChorusError && renamed.code === ErrorCodes.CONTEXT_LENGTH_EXCEEDED)) {
         releaseSlot();
         if (inConversation) conversation.remove(itemId);
         throw renamed;

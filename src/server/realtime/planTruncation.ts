@@ -116,9 +116,9 @@ export function planTruncation(input: TruncationInput): TruncationPlan {
 }
 
 /**
- * The error a response that cannot fit fails with: an invalid_request_error (the client can fix it), naming the
- * limit, what fills it, and the fix. `responseInput`: the items were the response's own (response.input), which are
- * planned as "disabled" (sent whole or refused: they are not the conversation's to forget).
+ * The error a response that cannot fit fails with: OpenAI's context_length_exceeded, an invalid_request_error (the
+ * client can fix it), naming the limit, what fills it, and the fix. `responseInput`: the items were the response's
+ * own (response.input), which are planned as "disabled" (sent whole or refused: not the conversation's to forget).
  */
 export function truncationError(
   plan: Extract<TruncationPlan, { fits: false }>,
@@ -134,27 +134,27 @@ export function truncationError(
     case 'disabled':
       if (responseInput)
         return new ChorusError(
-          ErrorCodes.REQUEST_TOO_LARGE,
+          ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
           `response.input takes ${limit.conversation} positions, over the ${limit.allowed} it may use: ${room}. ` +
             `Items given in response.input are never truncated: send fewer or shorter ones, or lower ` +
             `max_output_tokens`,
         );
       return new ChorusError(
-        ErrorCodes.REQUEST_TOO_LARGE,
+        ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
         `the conversation takes ${limit.conversation} positions, over the ${limit.allowed} it may use${capped}: ` +
           `${room}. session.truncation is "disabled", so nothing is dropped: delete older items ` +
           `(conversation.item.delete), lower max_output_tokens, or set session.truncation to "auto"`,
       );
     case 'instructions':
       return new ChorusError(
-        ErrorCodes.REQUEST_TOO_LARGE,
+        ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
         `the instructions take ${input.instructionsPositions} positions, which with ${limit.reserved} kept for ` +
           `the answer (max_output_tokens) leave no room for the conversation in the thinker's ` +
           `${input.maxPositions}: shorten the instructions or lower max_output_tokens`,
       );
     case 'newest_item':
       return new ChorusError(
-        ErrorCodes.REQUEST_TOO_LARGE,
+        ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
         `item ${plan.newest!.id} alone takes ${plan.newest!.positions} positions, over the ${limit.allowed} the ` +
           `conversation may use${capped} (${room}): send it shorter (less audio, fewer images), lower ` +
           `max_output_tokens, or delete it (conversation.item.delete)`,
