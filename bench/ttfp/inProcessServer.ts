@@ -29,13 +29,26 @@ export interface BenchConfig {
 export interface ConfigOverrides {
   readonly async_chunk?: boolean;
   readonly scheduling?: SchedulingPolicy;
+  /** false: every stage's engine.prefix_cache off (the cache against itself, --compare-prefix-cache). */
+  readonly prefix_cache?: false;
 }
 
-/** The YAML with the given top-level keys set, comments and layout kept. */
+/** The YAML with the given top-level keys set (prefix_cache: on every stage's engine), comments and layout kept. */
 export function withOverrides(text: string, overrides: ConfigOverrides, file: string): string {
   const doc = parseDocument(text);
   if (doc.errors.length > 0) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `${file}: ${doc.errors[0].message}`);
-  for (const [key, value] of Object.entries(overrides)) doc.set(key, value);
+  for (const [key, value] of Object.entries(overrides)) {
+    if (key !== 'prefix_cache') {
+      doc.set(key, value);
+      continue;
+    }
+    // Only the stages that keep KV take the key (the config refuses it elsewhere).
+    const stages = (doc.toJS() as { stages?: { kind?: string }[] }).stages ?? [];
+    stages.forEach((stage, i) => {
+      if (stage.kind === 'thinker' || stage.kind === 'talker')
+        doc.setIn(['stages', i, 'engine', 'prefix_cache'], value);
+    });
+  }
   return doc.toString();
 }
 

@@ -167,7 +167,7 @@ export function interleaves(modes: readonly Mode[]): boolean {
 
 /** The servers a run measures, from its target and its --compare-* option. */
 export async function planModes(
-  o: Pick<ServeBenchOptions, 'target' | 'compareSync' | 'compareScheduling' | 'compareConfig'>,
+  o: Pick<ServeBenchOptions, 'target' | 'compareSync' | 'compareScheduling' | 'compareConfig' | 'comparePrefixCache'>,
 ): Promise<Mode[]> {
   const t = o.target;
   const variant = (asyncChunk: boolean) => (asyncChunk ? 'async' : 'sync');
@@ -179,10 +179,11 @@ export async function planModes(
     url: null,
   });
   if (t.kind === 'config') {
-    if ([o.compareSync, o.compareConfig !== undefined, o.compareScheduling === true].filter(Boolean).length > 1)
+    const compares = [o.compareSync, o.compareConfig !== undefined, o.compareScheduling, o.comparePrefixCache];
+    if (compares.filter(Boolean).length > 1)
       throw new ChorusError(
         ErrorCodes.REQUEST_INVALID,
-        'give one of --compare-sync, --compare-config and --compare-scheduling',
+        'give one of --compare-sync, --compare-config, --compare-scheduling and --compare-prefix-cache',
       );
     if (o.compareConfig !== undefined) {
       const files = [t.file, o.compareConfig];
@@ -190,27 +191,32 @@ export async function planModes(
       const [a, b] = configVariants(files);
       return [of(a, configs[0]), of(b, configs[1])];
     }
-    if (!o.compareSync && !o.compareScheduling) {
+    if (!o.compareSync && !o.compareScheduling && !o.comparePrefixCache) {
       const config = await readBenchConfig(t.file);
       return [of(variant(config.graph.asyncChunk), config)];
     }
     const [first, second] = o.compareSync
       ? [{ async_chunk: true }, { async_chunk: false }]
-      : [{ scheduling: 'playback' as const }, { scheduling: 'fifo' as const }];
+      : o.comparePrefixCache
+        ? [{}, { prefix_cache: false as const }]
+        : [{ scheduling: 'playback' as const }, { scheduling: 'fifo' as const }];
+    const flag = o.compareSync ? 'sync' : o.comparePrefixCache ? 'prefix-cache' : 'scheduling';
     const [a, b] = await Promise.all([readBenchConfig(t.file, first), readBenchConfig(t.file, second)]);
     // Refused before the limit and the first mode spend minutes: see RemoteStageHost.open.
     if (remoteStagesOf(a.graph).length > 0)
       throw new ChorusError(
         ErrorCodes.REQUEST_INVALID,
-        `--compare-${o.compareSync ? 'sync' : 'scheduling'} runs a changed copy of ${t.file}, but its remote ` +
+        `--compare-${flag} runs a changed copy of ${t.file}, but its remote ` +
           'stages load the file as it is: write the variant to its own file and use --compare-config',
       );
+    if (o.comparePrefixCache) return [of('cache', a), of('no-cache', b)];
     return o.compareSync ? [of('async', a), of('sync', b)] : [of('playback', a), of('fifo', b)];
   }
-  if (o.compareConfig !== undefined || o.compareScheduling)
+  if (o.compareConfig !== undefined || o.compareScheduling || o.comparePrefixCache)
     throw new ChorusError(
       ErrorCodes.REQUEST_INVALID,
-      `--compare-${o.compareScheduling ? 'scheduling' : 'config'} needs --config (the bench starts both)`,
+      `--compare-${o.compareScheduling ? 'scheduling' : o.comparePrefixCache ? 'prefix-cache' : 'config'} needs ` +
+        '--config (the bench starts both)',
     );
   const main = await describe(t.url, t.apiKey);
   const modes: Mode[] = [

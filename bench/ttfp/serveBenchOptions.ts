@@ -23,6 +23,8 @@ export interface ServeBenchOptions {
   readonly compareSync: boolean;
   /** Also run the same YAML with scheduling: fifo (the first run is scheduling: playback). */
   readonly compareScheduling?: boolean;
+  /** Runs the config as it is and with every stage's prefix cache off (variants "cache" and "no-cache"). */
+  readonly comparePrefixCache?: boolean;
   /** A second config run after --config's (--config target only); ratios are --config over it. */
   readonly compareConfig?: string;
   /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */

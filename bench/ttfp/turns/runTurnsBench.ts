@@ -24,7 +24,14 @@ export interface TurnsBenchOptions
     ModeOptions,
     Pick<
       ServeBenchOptions,
-      'concurrency' | 'inputLen' | 'warmup' | 'compareSync' | 'compareScheduling' | 'compareConfig' | 'command'
+      | 'concurrency'
+      | 'inputLen'
+      | 'warmup'
+      | 'compareSync'
+      | 'compareScheduling'
+      | 'compareConfig'
+      | 'comparePrefixCache'
+      | 'command'
     > {
   /** Turns per conversation. */
   readonly turns: number;

@@ -36,7 +36,8 @@ const RUN_OPTIONS = {
 export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
-               [--compare-sync | --compare-config FILE | --compare-scheduling] [--redis-url URL] [--out DIR]
+               [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache]
+               [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--json]
@@ -53,7 +54,8 @@ ${mixUsage.trimEnd()}
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
 --compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
 reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
-(underruns and worst stall of each, runs[].scheduling). The two servers of a comparison run at once and each
+(underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
+with every stage's engine.prefix_cache off ("no-cache"). The two servers of a comparison run at once and each
 concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
 stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
@@ -154,6 +156,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'compare-sync': { type: 'boolean', default: false },
     'compare-config': { type: 'string' },
     'compare-scheduling': { type: 'boolean', default: false },
+    'compare-prefix-cache': { type: 'boolean', default: false },
     'redis-url': { type: 'string' },
     ...RUN_OPTIONS,
     'initial-codec-chunk-frames': { type: 'string' },
@@ -165,11 +168,19 @@ async function runServeCommand(argv: string[]): Promise<number> {
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
   if (v['compare-config'] !== undefined && v.url !== undefined)
     throw new UsageError('--compare-config is for --config: the bench starts both servers');
-  const compares = [v['compare-sync'] === true, v['compare-config'] !== undefined, v['compare-scheduling'] === true];
+  const compares = [
+    v['compare-sync'] === true,
+    v['compare-config'] !== undefined,
+    v['compare-scheduling'] === true,
+    v['compare-prefix-cache'] === true,
+  ];
   if (compares.filter(Boolean).length > 1)
-    throw new UsageError('give one of --compare-sync, --compare-config and --compare-scheduling');
-  if (v['compare-scheduling'] === true && v.url !== undefined)
-    throw new UsageError('--compare-scheduling is for --config: the bench starts both servers');
+    throw new UsageError(
+      'give one of --compare-sync, --compare-config, --compare-scheduling and --compare-prefix-cache',
+    );
+  for (const flag of ['compare-scheduling', 'compare-prefix-cache'] as const)
+    if (v[flag] === true && v.url !== undefined)
+      throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   const protocol = protocolOf(v.protocol);
   const turns = v.turns === undefined ? undefined : positiveInt('turns', v.turns, 1);
@@ -197,6 +208,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     seed: positiveInt('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
     compareScheduling: v['compare-scheduling'] === true,
+    comparePrefixCache: v['compare-prefix-cache'] === true,
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
     ...(v['initial-codec-chunk-frames'] !== undefined
