@@ -7,6 +7,13 @@
  *
  * A request whose next input has not arrived is WAITING_FOR_CHUNK: it is skipped, never blocking the others.
  *
+ * Slots: at most maxNumSeqs requests hold a batch slot, and only they (and those admitted into free slots) are in a
+ * step. A paused request (its client stopped reading) gives its slot up at once and keeps its KV, so a few stalled
+ * clients cannot stop everyone else from being admitted (issue 33: sixteen paused readers held all sixteen Talker
+ * slots and other clients' first audio waited for the 30 s chunk timeout). When KV is short, paused requests' KV is
+ * preempted first (recomputed from position 0 when they run again). A resumed request takes a slot again when one is
+ * free, ahead of requests that arrived after it: it waits a step rather than overfill the batch.
+ *
  * Policy fifo: running requests oldest first, then waiting ones in arrival order. Policy playback (playback.ts):
  * both by deadline, least slack first.
  */
@@ -46,6 +53,8 @@ interface ArRequest {
   readonly arrival: number;
   status: ArStatus;
   paused: boolean;
+  /** Holds one of the maxNumSeqs batch slots: running and not paused (a resumed request takes one again). */
+  seated: boolean;
   numComputedTokens: number;
   numAvailableTokens: number;
   /** Whether reaching numAvailableTokens samples an output (false: the known positions are context only). */
@@ -73,6 +82,7 @@ export class ArScheduler {
       arrival: this.arrivals++,
       status: 'waiting',
       paused: false,
+      seated: false,
       numComputedTokens: 0,
       numAvailableTokens,
       sampleAtEnd: true,
@@ -136,11 +146,15 @@ export class ArScheduler {
     return r.status;
   }
 
+  /** Holds the request back: it keeps its KV (unless KV runs short) but gives its batch slot up at once. */
   pause(requestId: string): void {
     const r = this.requests.get(requestId);
-    if (r) r.paused = true;
+    if (!r) return;
+    r.paused = true;
+    r.seated = false;
   }
 
+  /** Lets the request run again once a batch slot is free (schedule() seats it ahead of later arrivals). */
   resume(requestId: string): void {
     const r = this.requests.get(requestId);
     if (r) r.paused = false;
@@ -161,9 +175,10 @@ export class ArScheduler {
     return n;
   }
 
+  /** Requests holding a batch slot: the ones sharing the steps (paused ones, holding only KV, are not counted). */
   get numRunning(): number {
     let n = 0;
-    for (const r of this.requests.values()) if (r.status === 'running') n++;
+    for (const r of this.requests.values()) if (r.seated) n++;
     return n;
   }
 
@@ -181,33 +196,43 @@ export class ArScheduler {
         : (a, b) => a.arrival - b.arrival,
     );
     const running = ordered.filter((r) => r.status === 'running');
+    // Paused running requests hold KV, but no slot.
     let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
+    let numSeated = running.filter((r) => r.seated).length;
     let firstOutputsInStep = false; // a request in this step still waits for its first output: admit no one
 
-    // 2. Running requests first, oldest (playback: most urgent) first: they hold KV and a slot already.
+    // 2. Running requests first, oldest (playback: most urgent) first: they hold KV, and a slot unless they were
+    //    paused since.
     for (const r of running) {
       if (tokenBudget === 0) break; // budget spent; the rest run next step
       if (r.status !== 'running') continue; // preempted by an older request earlier in this loop
-      if (r.paused) continue; // a slow client holds this one back; it keeps its KV
+      if (r.paused) continue; // a slow client holds this one back; it keeps its KV but not its slot
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // WAITING_FOR_CHUNK: nothing to compute until its next input arrives
+      // Resumed: its slot went to someone else while it was paused. It takes the next free one, before step 3 admits
+      // anyone; with none free it waits rather than overfill the batch (it keeps its KV meanwhile).
+      if (!r.seated && numSeated >= maxNumSeqs) continue;
       const numTokens = Math.min(pending, tokenBudget);
-      // Preempt the newest running request not yet scheduled this step (possibly this one, as vLLM does) until
-      // this step fits the KV budget. Preempted requests restart from position 0 (recompute).
+      // Preempt until this step fits the KV budget: paused requests first (their clients are not reading), then the
+      // newest running request not yet scheduled this step (possibly this one, as vLLM does). Preempted requests
+      // restart from position 0 (recompute).
       let selfPreempted = false;
       while ((kvTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) {
-        const victim = this.newestRunning(items, preempted);
+        const victim = this.newestPaused(preempted) ?? this.newestRunning(items, preempted);
         if (!victim) break;
         kvTokens -= victim.numComputedTokens;
-        victim.numComputedTokens = 0;
-        victim.status = 'waiting';
-        preempted.push(victim.requestId);
+        if (victim.seated) numSeated--;
+        this.preempt(victim, preempted);
         if (victim === r) {
           selfPreempted = true;
           break;
         }
       }
       if (selfPreempted) continue;
+      if (!r.seated) {
+        r.seated = true;
+        numSeated++;
+      }
       items.push(this.item(r, numTokens));
       firstOutputsInStep ||= r.firstOutputPending;
       kvTokens += numTokens;
@@ -216,19 +241,25 @@ export class ArScheduler {
 
     // 3. Admit waiting requests (FIFO; playback: by deadline) while slots, token budget and KV budget allow. A
     //    preempted request is not re-admitted in the step that preempted it (that would thrash).
-    let numRunning = ordered.filter((r) => r.status === 'running').length;
     for (const r of ordered) {
       if (firstOutputsInStep) break;
       if (r.status !== 'waiting' || preempted.includes(r.requestId)) continue;
-      if (numRunning >= maxNumSeqs || tokenBudget === 0) break; // FIFO: nobody overtakes the head of the queue
-      if (r.paused) continue;
+      if (numSeated >= maxNumSeqs || tokenBudget === 0) break; // FIFO: nobody overtakes the head of the queue
+      if (r.paused) continue; // its client is not reading: it is admitted when it resumes
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
       const numTokens = Math.min(pending, tokenBudget);
-      // A request that starts past position 0 (startAt) brings its KV along.
-      if ((kvTokens + r.numComputedTokens + numTokens) * kvBytesPerToken > kvBudgetBytes) break; // wait for KV
+      // A request that starts past position 0 (startAt) brings its KV along. Short of KV, paused requests give
+      // theirs up (only if that makes it fit: dropping it for nothing would cost them a recompute).
+      const kvNeeded = kvTokens + r.numComputedTokens + numTokens;
+      if (kvNeeded * kvBytesPerToken > kvBudgetBytes) {
+        const freed = this.preemptPausedToFit(kvNeeded, preempted);
+        if (freed === null) break; // wait for KV
+        kvTokens -= freed;
+      }
       r.status = 'running';
-      numRunning++;
+      r.seated = true;
+      numSeated++;
       items.push(this.item(r, numTokens));
       kvTokens += r.numComputedTokens + numTokens;
       tokenBudget -= numTokens;
@@ -260,6 +291,42 @@ export class ArScheduler {
       numTokens,
       sample: r.sampleAtEnd && r.numComputedTokens + numTokens === r.numAvailableTokens,
     };
+  }
+
+  private preempt(r: ArRequest, preempted: string[]): void {
+    r.numComputedTokens = 0;
+    r.status = 'waiting';
+    r.seated = false;
+    preempted.push(r.requestId);
+  }
+
+  /** The newest paused request that still holds KV (none is ever in the step). */
+  private newestPaused(already: readonly string[]): ArRequest | undefined {
+    let newest: ArRequest | undefined;
+    for (const r of this.requests.values()) {
+      if (r.status !== 'running' || !r.paused || already.includes(r.requestId)) continue;
+      if (!newest || r.arrival > newest.arrival) newest = r;
+    }
+    return newest;
+  }
+
+  /**
+   * Preempts paused requests, newest first, until `kvTokens` positions fit the KV budget; returns the positions freed,
+   * or null (and preempts nobody) when all of their KV would not be enough.
+   */
+  private preemptPausedToFit(kvTokens: number, preempted: string[]): number | null {
+    const { kvBytesPerToken, kvBudgetBytes } = this.options;
+    const paused = [...this.requests.values()]
+      .filter((r) => r.status === 'running' && r.paused && !preempted.includes(r.requestId))
+      .sort((a, b) => b.arrival - a.arrival);
+    let freed = 0;
+    for (let i = 0; i < paused.length; i++) {
+      freed += paused[i].numComputedTokens;
+      if ((kvTokens - freed) * kvBytesPerToken > kvBudgetBytes) continue; // not enough yet: one more
+      for (const victim of paused.slice(0, i + 1)) this.preempt(victim, preempted);
+      return freed;
+    }
+    return null;
   }
 
   private newestRunning(scheduled: readonly ScheduledItem[], already: readonly string[]): ArRequest | undefined {

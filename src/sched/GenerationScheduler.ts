@@ -1,7 +1,8 @@
 /**
  * Scheduler for one-shot generation stages (Code2Wav): every request with a ready chunk is a candidate; a step
  * batches up to maxNumSeqs of them, one chunk per request (a request's chunks must be decoded in order). Pure: the
- * core tells it when chunks arrive and are consumed.
+ * core tells it when chunks arrive and are consumed. Nothing is held between steps: a paused request (its client is
+ * not reading) is left out of the candidates, so it never takes a batch position from the others, and its chunks wait.
  *
  * Policy fifo: oldest ready chunk first. Policy playback (playback.ts): least slack first.
  */

@@ -173,6 +173,126 @@ describe('ArScheduler', () => {
     ]);
   });
 
+  it('a paused request gives its slot up at once and keeps its KV: a waiting one is admitted in its place', () => {
+    const s = new ArScheduler({ ...opts, maxNumSeqs: 2 });
+    const available = new Map([
+      ['a', 3],
+      ['b', 3],
+    ]);
+    for (const [id, n] of available) s.add(id, n);
+    step(s, available);
+    available.set('c', 3);
+    s.add('c', 3);
+    expect(step(s, available).items.map((i) => i.requestId)).toEqual(['a', 'b']); // full: c waits
+    s.pause('a');
+    expect(s.numRunning).toBe(1);
+    const plan = step(s, available);
+    expect(plan.items.map((i) => [i.requestId, i.startPosition])).toEqual([
+      ['b', 4],
+      ['c', 0],
+    ]);
+    expect(plan.preempted).toEqual([]);
+    expect(s.status('a')).toBe('paused');
+    expect(s.numComputed('a')).toBe(4); // its KV stays
+    expect(s.numRunning).toBe(2);
+  });
+
+  it('with every slot held by paused requests, new ones still run (the issue 33 stall)', () => {
+    const s = new ArScheduler({ ...opts, maxNumSeqs: 3 });
+    const available = new Map<string, number>();
+    for (const id of ['p0', 'p1', 'p2']) {
+      available.set(id, 4);
+      s.add(id, 4);
+    }
+    step(s, available);
+    for (const id of ['p0', 'p1', 'p2']) s.pause(id);
+    available.set('new', 6);
+    s.add('new', 6);
+    expect(step(s, available).items).toEqual([{ requestId: 'new', startPosition: 0, numTokens: 6, sample: true }]);
+    expect(step(s, available).items.map((i) => [i.requestId, i.startPosition])).toEqual([['new', 6]]);
+  });
+
+  it('resumed requests wait for a free slot (never overfilling the batch), then run on where they stopped', () => {
+    const s = new ArScheduler({ ...opts, maxNumSeqs: 2 });
+    const available = new Map([
+      ['a', 3],
+      ['b', 3],
+    ]);
+    for (const [id, n] of available) s.add(id, n);
+    step(s, available);
+    s.pause('a');
+    s.pause('b');
+    for (const id of ['c', 'd', 'e']) {
+      available.set(id, 3);
+      s.add(id, 3);
+    }
+    expect(step(s, available).items.map((i) => i.requestId)).toEqual(['c', 'd']);
+    s.resume('a');
+    s.resume('b');
+    // Both slots are taken: a and b wait a step with their KV, and e behind them.
+    const full = step(s, available);
+    expect(full.items.map((i) => i.requestId)).toEqual(['c', 'd']);
+    expect(full.preempted).toEqual([]);
+    expect(s.status('a')).toBe('running');
+    // A slot frees: the oldest resumed request takes it, ahead of e, from the position it had reached.
+    s.remove('c');
+    expect(step(s, available).items.map((i) => [i.requestId, i.startPosition])).toEqual([
+      ['a', 3],
+      ['d', 4],
+    ]);
+    s.remove('d');
+    expect(step(s, available).items.map((i) => [i.requestId, i.startPosition])).toEqual([
+      ['a', 4],
+      ['b', 3],
+    ]);
+    expect(s.status('e')).toBe('waiting');
+  });
+
+  it('short of KV, a paused request is preempted first (only when that makes room) and recomputes later', () => {
+    const s = new ArScheduler({ ...opts, kvBudgetBytes: 25 });
+    const available = new Map([['p', 10]]);
+    s.add('p', 10);
+    step(s, available); // p: 10 positions of KV
+    s.pause('p');
+    // 30 positions could never fit beside or without p: p keeps its KV and nobody is admitted.
+    available.set('huge', 30);
+    s.add('huge', 30);
+    const none = step(s, available);
+    expect(none.items).toEqual([]);
+    expect(none.preempted).toEqual([]);
+    expect(s.numComputed('p')).toBe(10);
+    s.remove('huge');
+    available.delete('huge');
+    // 20 positions fit once p's 10 go.
+    available.set('n', 20);
+    s.add('n', 20);
+    const plan = step(s, available);
+    expect(plan.preempted).toEqual(['p']);
+    expect(plan.items.map((i) => i.requestId)).toEqual(['n']);
+    expect(s.status('p')).toBe('paused');
+    expect(s.numComputed('p')).toBe(0);
+    // Resumed, it is admitted again when its KV fits, from position 0.
+    s.resume('p');
+    expect(step(s, available).items.map((i) => i.requestId)).toEqual(['n']);
+    s.remove('n');
+    expect(s.schedule().items).toEqual([{ requestId: 'p', startPosition: 0, numTokens: 11, sample: true }]);
+  });
+
+  it('a running request short of KV preempts a paused one before any running one', () => {
+    const s = new ArScheduler({ ...opts, kvBudgetBytes: 24 });
+    const available = new Map([
+      ['a', 8],
+      ['p', 8],
+      ['c', 7],
+    ]);
+    for (const [id, n] of available) s.add(id, n);
+    step(s, available); // 23 positions of KV
+    s.pause('p');
+    const plan = step(s, available); // a and c need 2 more: 25 > 24
+    expect(plan.preempted).toEqual(['p']);
+    expect(plan.items.map((i) => i.requestId)).toEqual(['a', 'c']);
+  });
+
   it('ignores an abort that races with the step it was scheduled in', () => {
     const s = new ArScheduler(opts);
     s.add('a', 3);

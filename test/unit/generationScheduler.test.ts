@@ -27,6 +27,18 @@ describe('GenerationScheduler', () => {
     expect(s.schedule()).toEqual([{ requestId: 'a' }]);
     expect(s.queueDepth).toBe(1);
   });
+
+  it('a paused request takes no batch position: the others fill the batch, and it rejoins when resumed', () => {
+    const s = new GenerationScheduler(2);
+    for (const id of ['p', 'q', 'a', 'b']) s.chunkArrived(id);
+    s.pause('p');
+    s.pause('q');
+    const batch = s.schedule();
+    expect(batch.map((i) => i.requestId)).toEqual(['a', 'b']);
+    s.update(batch);
+    s.resume('p');
+    expect(s.schedule().map((i) => i.requestId)).toEqual(['p']);
+  });
 });
 
 describe('chunk policy', () => {
