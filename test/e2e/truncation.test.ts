@@ -90,6 +90,16 @@ describe('session.truncation', () => {
     c.send({ type: 'conversation.item.retrieve', item_id: deleted[0] });
     expect((await c.next('error')).error).toMatchObject({ code: 'CHORUS_ERR_NOT_FOUND', param: 'item_id' });
     expect(c.ofType('error')).toHaveLength(1);
+    // An out-of-band response with a larger cap reads a shorter view; the conversation itself loses nothing.
+    const gone = new Set(deleted);
+    const oldestKept = addedIds(c).find((id) => !gone.has(id))!;
+    c.send({ type: 'response.create', response: { conversation: 'none', max_output_tokens: 64 } });
+    const outOfBand = (await c.next('response.done', () => true, 30_000)).response as Done;
+    expect(outOfBand.status).not.toBe('failed');
+    expect(outOfBand.usage.input_tokens + 64).toBeLessThanOrEqual(MAX_POSITIONS);
+    expect(deletedIds(c.events)).toEqual(deleted);
+    c.send({ type: 'conversation.item.retrieve', item_id: oldestKept });
+    expect((await c.next('conversation.item.retrieved')).item).toMatchObject({ id: oldestKept });
     c.close();
   }, 120_000);
 

@@ -191,8 +191,9 @@ export class SessionResponses {
       }
       handle = refusedHandle(responseId, renamed);
     }
-    // The response is on: the items truncation left out of its prompt leave the conversation now.
-    this.#forget(plan.truncated);
+    // The response is on: the items truncation left out of its prompt leave the conversation now. An out-of-band
+    // response (conversation: "none") reads a truncated view and leaves the conversation as it is.
+    if (inConversation) this.#forget(plan.truncated);
     const stream = new ResponseStream({
       writer,
       handle,
