@@ -71,9 +71,10 @@ conversation (conversation.item.create, then response.create in the conversation
 with the answers' text. Each user message is --input-len tokens (default 40), each answer --output-len tokens
 (--max-tokens is the same flag) with ignore_eos. --num-prompts is the conversations per concurrency (default twice
 the concurrency, so each half of an A B B A comparison keeps that many in flight). Prints TTFT and TTFP (p50), input
-and cached tokens, failed turns and turn k over turn 1 by turn index; with --compare-config (or --compare-sync) both
-configs side by side and their ratio. Writes results.json, results.md and turns.json (every turn) to DIR. Measures
-no limits (--skip-limit, --limit-repeats, --throughput-repeats are not for --turns).
+and cached tokens, failed turns and turn k over turn 1 by turn index; with --compare-prefix-cache (or
+--compare-config, --compare-sync) both configs side by side and their ratio. Writes results.json, results.md and
+turns.json (every turn) to DIR. Measures no limits (--skip-limit, --limit-repeats, --throughput-repeats are not for
+--turns).
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
