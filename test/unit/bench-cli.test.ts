@@ -23,7 +23,10 @@ describe('chorus bench arguments', () => {
     [['--num-prompts', '2.5'], /--num-prompts must be an integer >= 1/],
     [['--url', 'http://127.0.0.1:1', '--config', 'x.yaml'], /either --url .* or --config/],
     [['--no-such-flag'], /Unknown option '--no-such-flag'/],
-    [['--compare-sync', '--compare-scheduling'], /one of --compare-sync, --compare-config and --compare-scheduling/],
+    [
+      ['--compare-sync', '--compare-scheduling'],
+      /one of --compare-sync, --compare-config, --compare-scheduling and --compare-prefix-cache/,
+    ],
     [['--url', 'http://127.0.0.1:1', '--compare-scheduling'], /--compare-scheduling is for --config/],
     [['--ttfp-target-ms', '0'], /--ttfp-target-ms must be an integer >= 1/],
     [['--turns', '0'], /--turns must be an integer >= 1, got "0"/],
