@@ -55,6 +55,9 @@ export const ErrorCodes = {
   FORBIDDEN_HOST: 'CHORUS_ERR_FORBIDDEN_HOST',
   // A realtime session sent nothing for the idle timeout with no response running: closed to free its slot.
   SESSION_IDLE: 'CHORUS_ERR_SESSION_IDLE',
+  // A response's client stopped reading: its stream buffer stayed full (the request paused) past the client-stall
+  // timeout, so the response was failed and its work freed in every stage.
+  CLIENT_TOO_SLOW: 'CHORUS_ERR_CLIENT_TOO_SLOW',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 

@@ -47,6 +47,12 @@ export interface ServerOptions {
    */
   readonly maxStreamBufferBytes?: number;
   /**
+   * A response paused this long for its client (its stream buffer full all that time) fails with
+   * CHORUS_ERR_CLIENT_TOO_SLOW and frees every stage (ClientStallWatch). Under the chunk timeout, so the client hears
+   * the real reason; 0: never.
+   */
+  readonly clientStallTimeoutMs?: number;
+  /**
    * Audio is only handed to the socket while its bufferedAmount is below this, so text never queues behind much audio.
    */
   readonly socketHighWaterBytes?: number;
@@ -102,6 +108,7 @@ export interface ResolvedServerOptions {
   readonly maxQueuedRequests: number;
   readonly maxQueueWaitMs: number;
   readonly maxStreamBufferBytes: number;
+  readonly clientStallTimeoutMs: number;
   readonly socketHighWaterBytes: number;
   readonly maxInputAudioBytes: number;
   readonly maxConversationItems: number;
@@ -133,7 +140,9 @@ export function resolveServerOptions(opts: ServerOptions, defaultModelName: stri
     maxRunningRequests: opts.maxRunningRequests ?? 32, // the stages batch up to 16 each; more only queues inside
     maxQueuedRequests: opts.maxQueuedRequests ?? 64,
     maxQueueWaitMs: opts.maxQueueWaitMs ?? 10_000, // 10 s
-    maxStreamBufferBytes: opts.maxStreamBufferBytes ?? 2 * MiB, // ~40 s of 24 kHz pcm16 in base64
+    maxStreamBufferBytes: opts.maxStreamBufferBytes ?? 2 * MiB, // ~32 s of 24 kHz pcm16 in base64
+    // A client reading at playback speed empties half of that in ~16 s; a paused request's chunks time out at 30 s.
+    clientStallTimeoutMs: opts.clientStallTimeoutMs ?? 20_000, // 20 s
     socketHighWaterBytes: opts.socketHighWaterBytes ?? 128 * 1024, // ~1 audio chunk of 25 frames
     maxInputAudioBytes: opts.maxInputAudioBytes ?? 16 * MiB, // ~5.8 min of 24 kHz pcm16
     maxConversationItems: opts.maxConversationItems ?? 1000,

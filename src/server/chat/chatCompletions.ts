@@ -87,6 +87,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
         itemNamer: plan.itemNamer,
         startedAtMs,
         maxStreamBufferBytes: ctx.options.maxStreamBufferBytes,
+        clientStallTimeoutMs: ctx.options.clientStallTimeoutMs,
         onEnd: end,
       });
       return reply;

@@ -8,14 +8,16 @@
  * JSON error body, as if it had failed before admission. The head then goes out with the first delta, so
  * this costs a client nothing in time to first token.
  *
- * A slow reader pauses the request (write buffer over maxStreamBufferBytes) until the buffer has drained;
- * a client that disconnects cancels it.
+ * A slow reader pauses the request (write buffer over maxStreamBufferBytes) until it has read half of it; one that
+ * stays paused past the client-stall timeout gets a CHORUS_ERR_CLIENT_TOO_SLOW error chunk and the request is
+ * cancelled in every stage (ClientStallWatch). A client that disconnects cancels it.
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Subscription } from 'rxjs';
 import type { OutputEvent, RequestHandle } from '../../common/engine.ts';
 import { ErrorCodes } from '../../common/errors.ts';
+import { ClientStallWatch, clientTooSlowError } from '../ClientStallWatch.ts';
 import { errorBody, httpStatusFor } from '../httpErrors.ts';
 import { mediaParam, renameItems, type ItemNamer } from '../media/itemNames.ts';
 import { countClientError, serverMetrics } from '../metrics.ts';
@@ -31,6 +33,8 @@ export interface StreamOptions {
   readonly itemNamer: ItemNamer;
   readonly startedAtMs: number;
   readonly maxStreamBufferBytes: number;
+  /** How long the request may stay paused for this client before it fails (0: no limit). */
+  readonly clientStallTimeoutMs: number;
   /** Called exactly once, when the stream has ended for any reason. */
   readonly onEnd: () => void;
 }
@@ -57,19 +61,37 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
   const end = (): void => {
     if (ended) return;
     ended = true;
+    stall.resumed();
     subscription?.unsubscribe();
     o.onEnd();
   };
+  const stall = new ClientStallWatch(o.clientStallTimeoutMs, () => {
+    if (ended) return;
+    const err = clientTooSlowError(o.clientStallTimeoutMs, o.maxStreamBufferBytes);
+    end(); // unsubscribed first: the engine's done(cancelled) must not follow the error
+    o.handle.cancel(err.message);
+    countClientError(err.code);
+    serverMetrics.responsesTotal.inc({ protocol: 'http', status: 'failed' });
+    // Behind what the client has not read: it sees the error when it reads again (or never, if it is gone).
+    res.write(`data: ${JSON.stringify(errorBody(err.code, err.message))}\n\n`);
+    res.end();
+  });
+  // Each write's callback runs when its bytes have reached the socket, i.e. as the client reads. Resuming at half the
+  // buffer (not when it is empty, as 'drain' would) keeps a client that reads at playback speed from pausing for
+  // longer than the stall timeout: with the default 2 MiB it resumes after ~16 s of audio has been read.
+  const afterWrite = (): void => {
+    if (!paused || res.writableLength > o.maxStreamBufferBytes / 2) return;
+    paused = false;
+    stall.resumed();
+    if (!ended) o.handle.resume();
+  };
   const write = (payload: unknown): void => {
-    res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
+    res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`, afterWrite);
     if (!paused && res.writableLength > o.maxStreamBufferBytes) {
       paused = true;
       serverMetrics.streamPausesTotal.inc({ protocol: 'http' });
       o.handle.pause();
-      res.once('drain', () => {
-        paused = false;
-        if (!ended) o.handle.resume();
-      });
+      stall.paused();
     }
   };
 

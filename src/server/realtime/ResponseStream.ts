@@ -9,11 +9,16 @@
  * the audio (output_audio.done, content_part.done, output_item.done, response.done) go through the writer's
  * ordered lane. The response stays active until response.done has been handed to the socket, so a next
  * response's events can never overtake this one's tail.
+ *
+ * A client that stops reading pauses the request (SocketWriter's pressure); paused past the client-stall timeout, the
+ * response fails with CHORUS_ERR_CLIENT_TOO_SLOW (ClientStallWatch): its request is cancelled in every stage at once,
+ * and the failed response.done waits, like everything else, for the client to read.
  */
 import type { Subscription } from 'rxjs';
 import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FinishReason, OutputEvent, RequestHandle, Usage } from '../../common/engine.ts';
+import { ClientStallWatch, clientTooSlowError } from '../ClientStallWatch.ts';
 import { errorType, wireCode } from '../httpErrors.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { countClientError, serverMetrics } from '../metrics.ts';
@@ -50,6 +55,12 @@ export interface ResponseStreamContext {
   /** Names media items in the engine's errors and warnings by conversation item. */
   readonly itemNamer: ItemNamer;
   readonly log: FastifyBaseLogger;
+  /** How long the request may stay paused for this client before the response fails (0: no limit). */
+  readonly clientStallTimeoutMs: number;
+  /** The pause threshold (SocketWriter's), named in the error a stalled client gets. */
+  readonly maxStreamBufferBytes: number;
+  /** The response failed because its client stopped reading: the engine holds nothing of it any more. */
+  readonly onStalled?: () => void;
   /** Called once, when response.done has been handed to the socket (or the socket is gone). */
   readonly onFinished: (stream: ResponseStream) => void;
 }
@@ -69,6 +80,7 @@ export class ResponseStream {
   #cancelling = false;
   #sampleRateHz = 24000;
   readonly #meter: LatencyMeter;
+  readonly #stall: ClientStallWatch;
   #firstAudioQueued = false;
   #textTokens = 0;
   #audioSamples = 0;
@@ -80,6 +92,7 @@ export class ResponseStream {
   constructor(ctx: ResponseStreamContext) {
     this.#ctx = ctx;
     this.#meter = new LatencyMeter('realtime', ctx.state.id, ctx.startedAtMs, ctx.turnEndedAtMs ?? null);
+    this.#stall = new ClientStallWatch(ctx.clientStallTimeoutMs, () => this.#failTooSlow());
   }
 
   get id(): string {
@@ -171,9 +184,26 @@ export class ResponseStream {
     if (paused) {
       serverMetrics.streamPausesTotal.inc({ protocol: 'realtime' });
       this.#ctx.handle.pause();
+      this.#stall.paused();
     } else {
+      this.#stall.resumed();
       this.#ctx.handle.resume();
     }
+  }
+
+  /** Paused past the stall timeout: ended as a cancel is (no delta after this), but failed, naming the reason. */
+  #failTooSlow(): void {
+    if (this.#finished || this.#cancelling) return;
+    this.#cancelling = true;
+    const err = clientTooSlowError(this.#ctx.clientStallTimeoutMs, this.#ctx.maxStreamBufferBytes);
+    this.#ctx.log.debug({ responseId: this.#ctx.state.id }, 'client too slow: response failed');
+    // As in cancel(): unsubscribed before the engine can answer the cancel with done(cancelled).
+    this.#subscription?.unsubscribe();
+    this.#subscription = null;
+    this.#ctx.handle.cancel(err.message);
+    this.#ctx.writer.discardQueued();
+    this.#ctx.onStalled?.();
+    this.#finish('error', null, { code: err.code, message: err.message });
   }
 
   #onEvent(event: OutputEvent): void {
@@ -214,6 +244,7 @@ export class ResponseStream {
   ): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#stall.resumed();
     this.#failure = engineError ?? null;
     const error = engineError && renameSerialized(engineError, this.#ctx.itemNamer);
     if (warnings && warnings.length > 0)

@@ -204,6 +204,11 @@ export class SessionResponses {
       samplesPerFrame: this.#ctx.samplesPerFrame,
       itemNamer: rendered.itemNamer,
       log: this.#ctx.log,
+      clientStallTimeoutMs: this.#ctx.options.clientStallTimeoutMs,
+      maxStreamBufferBytes: this.#ctx.options.maxStreamBufferBytes,
+      // Its client stopped reading and its request is gone from the engine: the admission slot goes now, not when
+      // the client reads the response.done (if it ever does), so stalled clients cannot hold every slot.
+      onStalled: releaseSlot,
       state: {
         id: responseId,
         conversationId: inConversation ? this.#conversationId : null,
