@@ -141,6 +141,11 @@ export interface StageHealth {
   /** Remote instances: the host they run on, and when main last heard their heartbeat (epoch ms). */
   readonly host?: string;
   readonly lastHeartbeatMs?: number;
+  /**
+   * Starting or restarting: when it should be ready again (ms from now), from how long its last start took; absent
+   * when there is nothing to go by (its first start). What a 503's Retry-After is computed from.
+   */
+  readonly readyInMs?: number;
 }
 
 export interface Engine {

@@ -151,12 +151,14 @@ export class Orchestrator implements Engine {
   }
 
   private async boot(slot: Slot): Promise<void> {
+    slot.bootStartedAtMs = performance.now();
     const worker = await this.startWorker(
       { graph: this.graph, stageIndex: slot.stageIndex, replica: slot.replica, edges: this.edgesOf(slot.instance) },
       this.log,
     );
     slot.worker = worker;
     slot.status = 'ready';
+    slot.lastBootMs = performance.now() - slot.bootStartedAtMs;
     slot.lastHeardMs = Date.now();
     slot.cpuSamples = [];
     slot.cpuTicksWhenHeard = null;

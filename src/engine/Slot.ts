@@ -28,6 +28,9 @@ export interface Slot {
   hungOrphans: string[];
   /** An instance on another machine that joined over Redis (no restart: it is lost, or it leaves). */
   readonly remote: RemoteStageHandle | null;
+  /** When its current (re)start began (performance.now()), and how long its last one took: /health's readyInMs. */
+  bootStartedAtMs: number;
+  lastBootMs: number | null;
 }
 
 export function newSlot(
@@ -52,6 +55,8 @@ export function newSlot(
     cpuTicksWhenHeard: null,
     hungOrphans: [],
     remote,
+    bootStartedAtMs: performance.now(),
+    lastBootMs: null,
   };
 }
 
@@ -80,6 +85,12 @@ export function statefulVocoder(chosen: Iterable<Slot>): boolean {
   return false;
 }
 
+/** A (re)starting instance's expected wait: its last start's length less the time this one has run (>= 0). */
+function readyIn(s: Slot): { readyInMs?: number } {
+  if ((s.status !== 'starting' && s.status !== 'restarting') || s.lastBootMs === null) return {};
+  return { readyInMs: Math.max(0, Math.round(s.lastBootMs - (performance.now() - s.bootStartedAtMs))) };
+}
+
 /** Every instance, then one `waiting` entry per remote instance a stage still lacks (min_replicas: not ready). */
 export function healthOf(graph: StageGraph, slots: readonly Slot[]): StageHealth[] {
   const instances: StageHealth[] = slots.map((s) => ({
@@ -91,6 +102,7 @@ export function healthOf(graph: StageGraph, slots: readonly Slot[]): StageHealth
     inFlight: s.inFlight.size,
     instance: s.instance,
     ...(s.remote ? { host: s.remote.host, lastHeartbeatMs: s.remote.lastHeartbeatMs } : {}),
+    ...readyIn(s),
   }));
   for (const spec of graph.stages) {
     const joined = slots.filter((s) => s.spec === spec && s.remote).length;

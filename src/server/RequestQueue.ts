@@ -40,6 +40,11 @@ export class RequestQueue {
     return this.#waiting.length;
   }
 
+  /** Drain has begun: nothing new is admitted. */
+  get closed(): boolean {
+    return this.#closedReason !== null;
+  }
+
   /** Seconds a refused client should wait before retrying (the Retry-After header). */
   get retryAfterSeconds(): number {
     return Math.max(1, Math.ceil(this.#limits.maxWaitMs / 1000));

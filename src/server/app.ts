@@ -28,6 +28,9 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
 import { VadService } from './voice/VadService.ts';
 import { chooseSubprotocol, securityHook } from './security.ts';
+import { exposedBeyondLoopback } from './hostCheck.ts';
+import { closeSocketsGoingAway, requestTimeouts } from './connectionLimits.ts';
+import { retryAfterSeconds } from './retryAfter.ts';
 import { ClientInputError } from './validate.ts';
 
 export type { ServerOptions } from './options.ts';
@@ -49,9 +52,11 @@ function tokenLimits(graph: StageGraph, cap: number): TokenLimits {
 export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyInstance {
   const options = resolveServerOptions(opts, defaultModelName(engine.graph));
   const log = (opts.logger ?? rootLogger).child({ component: 'server' });
+  const timeouts = requestTimeouts(options);
   const app = Fastify({
     // https when given a certificate: fastify then serves the same routes, the WebSocket upgrade included, over TLS.
-    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
+    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key, ...timeouts } } : { http: timeouts }),
+    requestTimeout: options.requestTimeoutMs,
     loggerInstance: log as FastifyBaseLogger,
     bodyLimit: options.maxBodyBytes,
     // One line per request at info would drown the log under load; errors are still logged.
@@ -68,6 +73,14 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   queues.set(app, queue);
   bridgeEngineDiagnostics();
   const current = graphState(engine, options.maxResponseTokens);
+  if (options.apiKey === null && exposedBeyondLoopback(options.host)) {
+    log.warn(
+      { host: options.host },
+      `SERVING ${options.host} WITHOUT AN API KEY: anyone who can reach this port can use the model and hold its ` +
+        `sessions. Start it with --api-key KEY (or CHORUS_API_KEY), or bind 127.0.0.1 behind a proxy that ` +
+        `authenticates`,
+    );
+  }
   const rate = engine.audioOutput?.sampleRateHz ?? null;
   if (rate !== null && rate !== 24000) {
     log.warn(
@@ -81,13 +94,19 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     if (e.code === ErrorCodes.INTERNAL) request.log.error({ err }, 'request failed');
     else request.log.debug({ code: e.code, message: e.message }, 'request rejected');
     const [status, body] = replyError(e);
-    // Load is temporary: say when to come back (OpenAI's SDKs wait that long before their retry).
-    if (status === 429 || status === 503) reply.header('retry-after', String(queue.retryAfterSeconds));
+    // Load is temporary: say when to come back (OpenAI's SDKs wait that long before their retry). A stage down
+    // (503) is back in about as long as its last start took; a full line (429) frees up within the queue's wait.
+    if (status === 429 || status === 503) {
+      const shutdown = e.code === ErrorCodes.SHUTTING_DOWN || e.code === ErrorCodes.REQUEST_CANCELLED;
+      const seconds = status === 503 && !shutdown ? retryAfterSeconds(engine.health(), queue.retryAfterSeconds) : null;
+      reply.header('retry-after', String(seconds ?? queue.retryAfterSeconds));
+    }
     // OpenAI's `param`: the field at fault; for media, the item an error message starts with.
     body.error.param = err instanceof ClientInputError ? err.param : mediaParam(e.message);
     if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
   });
 
+  closeSocketsGoingAway(app); // before the plugin, whose own preClose would close them with no status first
   app.register(websocket, {
     options: {
       // Frames over maxFrameBytes get an error event and the session lives on; only frames over twice that
@@ -211,6 +230,16 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
       websocket: true,
       // Refuse before the upgrade when full, so clients see an HTTP 503 instead of a socket that closes.
       preValidation: async (_request, reply) => {
+        if (queue.closed) {
+          // Draining (SIGTERM): a session opened now would be cut at close; the client goes elsewhere now.
+          const [status, body] = replyError(
+            new ChorusError(
+              ErrorCodes.SHUTTING_DOWN,
+              'the server is shutting down: open the session on another server, or retry later',
+            ),
+          );
+          return reply.code(status).header('retry-after', String(queue.retryAfterSeconds)).send(body);
+        }
         if (!admission.full) return;
         const [status, body] = replyError(
           new ChorusError(ErrorCodes.RATE_LIMITED, 'too many sessions: retry after the Retry-After seconds'),

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { StageGraph } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
 import { metricsRegistry } from './metrics.ts';
+import { recoveryMs } from './retryAfter.ts';
 import { playgroundDir, playgroundScripts } from './playgroundFiles.ts';
 
 /** The page is same-origin only: scripts and connections to this server, nothing else. */
@@ -103,7 +104,11 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
   }));
 
   app.get('/health', async (_request, reply) => {
-    const body = healthBody(engine.health());
+    const health = engine.health();
+    const body = healthBody(health);
+    // A stage restarting: when to look again, from how long its last start took.
+    const backInMs = body.ready ? null : recoveryMs(health);
+    if (backInMs !== null) reply.header('retry-after', String(Math.max(1, Math.ceil(backInMs / 1000))));
     return reply.code(body.ready ? 200 : 503).send(body);
   });
 

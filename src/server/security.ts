@@ -1,6 +1,7 @@
 /**
- * Bearer-token auth and the browser Origin allow-list, as one onRequest hook that runs for plain HTTP and for
- * the WebSocket upgrade alike (so a rejected upgrade gets an ordinary 401/403 response, never a socket).
+ * The Host allow-list (DNS rebinding), the browser Origin allow-list and bearer-token auth, as one onRequest hook
+ * that runs for plain HTTP and for the WebSocket upgrade alike (so a rejected upgrade gets an ordinary 421/403/401
+ * response, never a socket).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -8,6 +9,7 @@ import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { replyError } from './httpErrors.ts';
 import type { ResolvedServerOptions } from './options.ts';
 import { playgroundScripts } from './playgroundFiles.ts';
+import { hostAllowed, hostnameOf, hostPolicy, originAllowed } from './hostCheck.ts';
 
 /** Browsers cannot set headers on a WebSocket, so OpenAI's browser SDK sends the key as this subprotocol. */
 export const KEY_SUBPROTOCOL_PREFIX = 'openai-insecure-api-key.';
@@ -45,30 +47,37 @@ function presentedKeys(request: FastifyRequest): string[] {
   return keys;
 }
 
-/**
- * Same-origin is always allowed (the playground); other origins only when listed. A page on another site
- * could otherwise drive a localhost server through the visitor's browser (cross-site WebSocket hijacking).
- */
-export function originAllowed(origin: string, hostHeader: string | undefined, allowed: readonly string[]): boolean {
-  if (allowed.includes('*') || allowed.includes(origin)) return true;
-  try {
-    return new URL(origin).host === hostHeader;
-  } catch {
-    return false; // "null" (sandboxed frames, file://) and garbage
-  }
+/** A header value as it may appear in a message and a log line: quoted, and not a megabyte of it. */
+function shown(value: string): string {
+  return JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}...` : value);
 }
 
 export function securityHook(options: ResolvedServerOptions) {
   const expectedDigest = options.apiKey === null ? null : digest(options.apiKey);
   const publicRouteKeys = publicRoutes();
+  const hosts = hostPolicy(options.host, options.allowedHosts);
 
   return async function onRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    // First, on every route and on the WebSocket upgrade: a rebound page must get nothing, not even /health.
+    const host = request.headers.host;
+    if (!hostAllowed(host, hosts)) {
+      const err = new ChorusError(
+        ErrorCodes.FORBIDDEN_HOST,
+        `Host ${shown(host ?? '')} is not a name this server answers to (a page can point a name it controls at ` +
+          `this machine: DNS rebinding). Reach it as localhost or 127.0.0.1, or start it with --allowed-hosts ` +
+          `${hostnameOf(host ?? '')?.slice(0, 100) ?? 'NAME'} if that is its name`,
+      );
+      request.log.warn({ host: shown(host ?? ''), url: request.url }, 'rejected host');
+      const [status, body] = replyError(err);
+      return reply.code(status).send(body);
+    }
     const origin = request.headers.origin;
     if (origin !== undefined) {
-      if (!originAllowed(origin, request.headers.host, options.allowedOrigins)) {
+      if (!originAllowed(origin, options.allowedOrigins, hosts, request.socket.localPort)) {
         const err = new ChorusError(
           ErrorCodes.FORBIDDEN_ORIGIN,
-          `origin ${origin} is not allowed: start the server with --allowed-origin ${origin}`,
+          `origin ${shown(origin)} is not allowed: start the server with --allowed-origin ORIGIN (the page's ` +
+            `scheme://host:port)`,
         );
         request.log.warn({ origin, url: request.url }, 'rejected origin');
         const [status, body] = replyError(err);

@@ -1,6 +1,6 @@
 /**
  * `chorus serve --config FILE [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--allowed-origin URL]...
- *               [--max-sessions N] [--max-response-tokens N] [--media-url-allow PREFIX]...`
+ *               [--allowed-hosts NAME,...] [--max-sessions N] [--max-response-tokens N] [--media-url-allow PREFIX]...`
  * --media-url-allow lets image_url name remote URLs under PREFIX (e.g. https://cdn.example.com/images/); without
  * it remote media URLs are refused and clients send media inline (data: URLs, base64 audio).
  * Loads the stage graph, starts the pipeline, serves HTTP + WebSocket, prints the URL. SIGHUP (or POST
@@ -16,12 +16,13 @@ import { ReloadableEngine } from '../../engine/ReloadableEngine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { drainServer, startServer } from '../../server/app.ts';
 import { logger } from '../../common/log.ts';
-import { checkMediaUrlAllowList } from '../../server/options.ts';
+import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
 
 export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
-                    [--allowed-origin URL]... [--max-sessions N] [--max-response-tokens N]
+                    [--allowed-origin URL]... [--allowed-hosts NAME,...] [--max-sessions N]
+                    [--max-response-tokens N] [--max-body-bytes N] [--request-timeout S] [--ws-idle-timeout S]
                     [--media-url-allow PREFIX]... [--tls-cert FILE --tls-key FILE]
                     [--max-running-requests N] [--max-queued-requests N] [--max-queue-wait-ms MS]
                     [--drain-timeout S]
@@ -30,7 +31,12 @@ Serves the pipeline of FILE (default configs/tiny-omni.yaml): OpenAI Realtime at
 chat completions at /v1/chat/completions, /metrics, /health and the playground at /. SIGHUP or POST /admin/reload
 re-reads FILE and switches to it without dropping sessions (a bad file is refused; the running graph serves on).
   --api-key KEY             bearer token required on HTTP and the WebSocket upgrade
-  --allowed-origin URL      browser origins allowed to open the WebSocket (repeatable)
+  --allowed-origin URL      browser origins allowed to call the API and open the WebSocket (repeatable)
+  --allowed-hosts NAME,...  Host header names served besides localhost, 127.0.0.1, [::1] and --host (DNS
+                            rebinding protection; others get 421); '*' turns the check off
+  --max-body-bytes N        largest HTTP request body (16777216); larger ones get 413
+  --request-timeout S       seconds a request's headers and body may take to arrive (60); then 408
+  --ws-idle-timeout S       seconds a Realtime session may send nothing with no response running (600)
   --max-sessions N          concurrent sessions (realtime + HTTP) before 503
   --max-response-tokens N   cap on any response's text tokens
   --media-url-allow PREFIX  image_url may name remote URLs under PREFIX (repeatable); otherwise media is inline
@@ -40,6 +46,16 @@ re-reads FILE and switches to it without dropping sessions (a bad file is refuse
   --tls-cert FILE           PEM certificate (chain): serve https and wss on the port (env CHORUS_TLS_CERT)
   --tls-key FILE            its PEM private key (env CHORUS_TLS_KEY)
 `;
+
+/** `--allowed-hosts a,b --allowed-hosts c`: every name, checked now (a URL or a port there would allow nothing). */
+function allowedHostsOf(values: readonly string[]): readonly string[] {
+  const names = values.flatMap((v) => v.split(',')).map((n) => n.trim());
+  try {
+    return checkAllowedHosts(names.filter((n) => n.length > 0));
+  } catch (err) {
+    throw new UsageError(`--allowed-hosts: ${(err as Error).message}`, { cause: err });
+  }
+}
 
 /** Both or neither; read now, so a wrong path fails before the pipeline's seconds of start-up. */
 function readTls(certFile: string | undefined, keyFile: string | undefined): { cert: Buffer; key: Buffer } | null {
@@ -67,6 +83,10 @@ export async function run(argv: string[]): Promise<number> {
       port: { type: 'string', default: '8000' },
       'api-key': { type: 'string' },
       'allowed-origin': { type: 'string', multiple: true },
+      'allowed-hosts': { type: 'string', multiple: true },
+      'max-body-bytes': { type: 'string' },
+      'request-timeout': { type: 'string' },
+      'ws-idle-timeout': { type: 'string' },
       'max-sessions': { type: 'string' },
       'max-response-tokens': { type: 'string' },
       'media-url-allow': { type: 'string', multiple: true },
@@ -86,8 +106,12 @@ export async function run(argv: string[]): Promise<number> {
   const maxRunningRequests = intFlag('--max-running-requests', values['max-running-requests'], 1);
   const maxQueuedRequests = intFlag('--max-queued-requests', values['max-queued-requests']);
   const maxQueueWaitMs = intFlag('--max-queue-wait-ms', values['max-queue-wait-ms']);
+  const maxBodyBytes = intFlag('--max-body-bytes', values['max-body-bytes'], 1);
+  const requestTimeoutS = intFlag('--request-timeout', values['request-timeout'], 1);
+  const wsIdleTimeoutS = intFlag('--ws-idle-timeout', values['ws-idle-timeout'], 1);
   // before the pipeline's seconds of start-up
   const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
+  const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
   const graph = await loadConfig(values.config!);
   const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs);
   // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
@@ -99,6 +123,10 @@ export async function run(argv: string[]): Promise<number> {
       port,
       ...(values['api-key'] !== undefined ? { apiKey: values['api-key'] } : {}),
       allowedOrigins: values['allowed-origin'] ?? [],
+      allowedHosts,
+      maxBodyBytes,
+      ...(requestTimeoutS !== undefined ? { requestTimeoutMs: 1000 * requestTimeoutS } : {}),
+      ...(wsIdleTimeoutS !== undefined ? { wsIdleTimeoutMs: 1000 * wsIdleTimeoutS } : {}),
       maxSessions,
       maxResponseTokens,
       maxRunningRequests,

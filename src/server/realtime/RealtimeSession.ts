@@ -22,6 +22,7 @@ import { newId, sessionResource, type SessionState } from './serverEvents.ts';
 import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { checkTextBudget, itemTextBytes } from './textBudget.ts';
+import { IdleWatch } from './IdleWatch.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
 import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
 import type { VadService } from '../voice/VadService.ts';
@@ -47,6 +48,8 @@ export class RealtimeSession {
   readonly #voice: VoiceTurns;
   /** With server_vad: the turn being spoken is prefilled as it arrives (null: manual turns cost nothing). */
   #prefill: VoicePrefill | null = null;
+  /** Closes the session when the client sends nothing for the idle timeout with no response running. */
+  readonly #idle: IdleWatch;
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -96,6 +99,22 @@ export class RealtimeSession {
         this.#sendError(err, null);
       },
     });
+    this.#idle = new IdleWatch(
+      options.wsIdleTimeoutMs,
+      () => !this.#responses.idle,
+      () => {
+        const seconds = Math.round(options.wsIdleTimeoutMs / 1000);
+        this.#sendError(
+          new ChorusError(
+            ErrorCodes.SESSION_IDLE,
+            `the session sent no event for ${seconds} s with no response running, so it was closed to free its ` +
+              `slot: open a new one (or send events more often than the server's --ws-idle-timeout)`,
+          ),
+          null,
+        );
+        ws.close(1000, 'idle timeout');
+      },
+    );
     ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
     ws.on('close', () => this.#onClose());
     this.#writer.send({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
@@ -107,6 +126,7 @@ export class RealtimeSession {
 
   #onFrame(data: RawData, isBinary: boolean): void {
     if (this.#closed) return;
+    this.#idle.touch();
     let text: string;
     try {
       text = frameText(data, isBinary, this.#ctx.options.maxFrameBytes);
@@ -333,6 +353,7 @@ export class RealtimeSession {
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#idle.stop();
     this.#responses.close();
     this.#voice.close();
     this.#prefill?.close();
