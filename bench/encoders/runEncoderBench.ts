@@ -15,7 +15,7 @@ import { audioEncoderSpec, visionEncoderSpec } from '../../stages/models/ensureE
 import { presets } from '../../stages/generator/presets.ts';
 import { timed, gitSha } from '../common.ts';
 // Synthetic media, the same fixtures the tests use.
-import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
+import { pngBytes, wavBytes } from '../mediaSamples.ts';
 
 export interface EncoderBenchOptions {
   readonly preset?: string;

@@ -11,7 +11,7 @@ import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
 // Synthetic media, the same fixtures the tests use.
-import { wavBytes } from '../../test/helpers/media.ts';
+import { wavBytes } from '../mediaSamples.ts';
 
 export interface TtftBenchOptions {
   readonly config: string;

@@ -7,7 +7,7 @@
 import type { ContentPart } from '../../src/common/engine.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
 // Synthetic media, the same fixtures the tests use (as bench/encoders does).
-import { pngBytes, wavBytes } from '../../test/helpers/media.ts';
+import { pngBytes, wavBytes } from '../mediaSamples.ts';
 
 export type MixKind = 'text' | 'image' | 'audio';
 

@@ -3,10 +3,8 @@
  * prompt is the whole conversation so far (what a prefix cache is for). Realtime: one WebSocket session whose
  * conversation the server holds; chat: the client resends the growing `messages`, its answers included.
  */
-import type { BenchRequest, ClientTarget, Protocol } from '../clients/BenchClient.ts';
+import type { BenchRequest } from '../clients/BenchClient.ts';
 import type { RequestTrace } from '../trace.ts';
-import { ChatConversation } from './ChatConversation.ts';
-import { RealtimeConversation } from './RealtimeConversation.ts';
 
 /** One user turn: `prompt` is the new user message only. */
 export type TurnRequest = BenchRequest;
@@ -18,8 +16,4 @@ export interface ConversationClient {
    */
   turn(r: TurnRequest): Promise<RequestTrace>;
   close(): Promise<void>;
-}
-
-export async function openConversation(protocol: Protocol, target: ClientTarget): Promise<ConversationClient> {
-  return protocol === 'realtime' ? RealtimeConversation.connect(target) : new ChatConversation(target);
 }

@@ -3,7 +3,7 @@ import type { LiveMode } from '../modeRun.ts';
 import { ProgressBar } from '../ProgressBar.ts';
 import type { ModeOptions } from '../serveBenchOptions.ts';
 import type { RequestTrace } from '../trace.ts';
-import { openConversation } from './ConversationClient.ts';
+import { openConversation } from './openConversation.ts';
 import { runConversations } from './runConversations.ts';
 import type { TurnsRun } from './turnsResult.ts';
 import { turnRows } from './turnStats.ts';
