@@ -34,6 +34,8 @@ export const SPECIAL_TOKENS: readonly string[] = Array.from({ length: NUM_SPECIA
 );
 
 const utf8 = new TextEncoder();
+/** No word starts with this character (shared: allocating one per character was measurable). */
+const NO_LENGTHS: readonly number[] = [];
 
 export class ByteTokenizer implements ByteLevelTokenizer {
   readonly vocabSize: number;
@@ -91,7 +93,9 @@ export class ByteTokenizer implements ByteLevelTokenizer {
     let i = 0;
     while (i < text.length) {
       let matched = 0;
-      for (const len of this.#lengthsByFirstUnit.get(text.charCodeAt(i)) ?? []) {
+      const lengths = this.#lengthsByFirstUnit.get(text.charCodeAt(i)) ?? NO_LENGTHS;
+      for (let k = 0; k < lengths.length; k++) {
+        const len = lengths[k];
         if (len > text.length - i) continue;
         const id = this.#wordIds.get(text.slice(i, i + len));
         if (id !== undefined) {
