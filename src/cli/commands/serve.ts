@@ -23,7 +23,7 @@ import { intFlag, UsageError } from '../cliArgs.ts';
 export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
                     [--allowed-origin URL]... [--allowed-hosts NAME,...] [--max-sessions N]
                     [--max-response-tokens N] [--max-body-bytes N] [--request-timeout S] [--ws-idle-timeout S]
-                    [--media-url-allow PREFIX]... [--tls-cert FILE --tls-key FILE]
+                    [--client-stall-timeout S] [--media-url-allow PREFIX]... [--tls-cert FILE --tls-key FILE]
                     [--max-running-requests N] [--max-queued-requests N] [--max-queue-wait-ms MS]
                     [--drain-timeout S]
 
@@ -37,6 +37,8 @@ re-reads FILE and switches to it without dropping sessions (a bad file is refuse
   --max-body-bytes N        largest HTTP request body (16777216); larger ones get 413
   --request-timeout S       seconds a request's headers and body may take to arrive (60); then 408
   --ws-idle-timeout S       seconds a Realtime session may send nothing with no response running (600)
+  --client-stall-timeout S  seconds a response may stay paused for a client that stopped reading (20; keep it under
+                            the config's chunk_timeout_ms); then it fails with CHORUS_ERR_CLIENT_TOO_SLOW; 0: never
   --max-sessions N          concurrent sessions (realtime + HTTP) before 503
   --max-response-tokens N   cap on any response's text tokens
   --media-url-allow PREFIX  image_url may name remote URLs under PREFIX (repeatable); otherwise media is inline
@@ -87,6 +89,7 @@ export async function run(argv: string[]): Promise<number> {
       'max-body-bytes': { type: 'string' },
       'request-timeout': { type: 'string' },
       'ws-idle-timeout': { type: 'string' },
+      'client-stall-timeout': { type: 'string' },
       'max-sessions': { type: 'string' },
       'max-response-tokens': { type: 'string' },
       'media-url-allow': { type: 'string', multiple: true },
@@ -109,6 +112,7 @@ export async function run(argv: string[]): Promise<number> {
   const maxBodyBytes = intFlag('--max-body-bytes', values['max-body-bytes'], 1);
   const requestTimeoutS = intFlag('--request-timeout', values['request-timeout'], 1);
   const wsIdleTimeoutS = intFlag('--ws-idle-timeout', values['ws-idle-timeout'], 1);
+  const clientStallTimeoutS = intFlag('--client-stall-timeout', values['client-stall-timeout']);
   // before the pipeline's seconds of start-up
   const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
   const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
@@ -127,6 +131,7 @@ export async function run(argv: string[]): Promise<number> {
       maxBodyBytes,
       ...(requestTimeoutS !== undefined ? { requestTimeoutMs: 1000 * requestTimeoutS } : {}),
       ...(wsIdleTimeoutS !== undefined ? { wsIdleTimeoutMs: 1000 * wsIdleTimeoutS } : {}),
+      ...(clientStallTimeoutS !== undefined ? { clientStallTimeoutMs: 1000 * clientStallTimeoutS } : {}),
       maxSessions,
       maxResponseTokens,
       maxRunningRequests,
