@@ -10,6 +10,9 @@
  * Rows and codec chunks are built by the runtime's own processors (Thinker2Talker, Talker2Code2Wav), so the shapes
  * are exactly what the stages compute. The steps run one after another; in the pipeline the Thinker's decode
  * overlaps the Talker's prefill, so the sum is a slightly pessimistic limit (the decode step is listed apart).
+ *
+ * A packet may start over a cached past (bench/limit/cachedPast.ts): the per-turn limit of `bench --turns`
+ * (bench/limit/runTurnLimits.ts) times the same steps over the KV a conversation's turn adopts from the prefix cache.
  */
 import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
@@ -17,11 +20,12 @@ import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { Talker2Code2Wav } from '../../stages/processors/talker2code2wav.ts';
 import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
-import { createTokenizer } from '../../stages/tokenizer/index.ts';
+import { createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
 import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 import { concatFloat32 } from '../../src/common/arrays.ts';
+import { adoptPast, type CachedPast } from './cachedPast.ts';
 
 export interface LimitOptions {
   readonly graph: StageGraph;
@@ -82,58 +86,28 @@ export function stageOf(graph: StageGraph, kind: StageSpec['kind']): StageSpec {
 
 export async function runLimit(o: LimitOptions): Promise<LimitResult> {
   const g = o.graph;
-  const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
-  const thinkerSize =
-    thinkerSpec.model.source === 'generated' && thinkerSpec.model.kind === 'thinker'
-      ? thinkerSpec.model.size
-      : undefined;
-  const tokenizer = createTokenizer(thinkerSpec.model, thinkerSize);
+  const tokenizer = graphTokenizer(g);
   const batch = o.batch ?? 1;
   // The bench's own first prompts (same seed), so the limit computes exactly what the bench's requests need.
   const contents = makePrompts({ tokenizer, count: batch, inputLen: o.inputLen, seed: o.seed ?? 0 });
   const prompts = contents.map((content) => tokenizer.applyChatTemplate([{ role: 'user', content }]));
 
-  const runners: Runners = {
-    thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
-    talker: await createTalkerRunner(talkerSpec, g.modelsDir),
-    code2wav: await createCode2WavRunner(code2wavSpec, g.modelsDir),
-  };
+  const runners = await openRunners(g);
   try {
     const ic = o.initialChunkFrames ?? initialChunkFrames(g.chunkPolicy, batch);
-    const sampling = {
-      thinker: { ...thinkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
-      talker: { ...talkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
-    };
-    const runs: LimitParts[] = [];
+    const sampling = limitSampling(g);
     const repeats = o.repeats ?? 20;
-    const warmup = o.warmup ?? 3;
-    for (let i = 0; i < warmup + repeats; i++) {
-      const parts = firstPacket(runners, g, prompts, ic, sampling, `limit-${i}`);
-      if (i >= warmup) runs.push(parts);
-    }
-    const med = (k: keyof LimitParts) =>
-      percentile(
-        runs.map((r) => r[k]),
-        50,
-      );
+    const runs = timeRepeats(o.warmup ?? 3, repeats, (run) => firstPacket(runners, g, prompts, ic, sampling, run));
     const totals = runs.map((r) => r.total_ms);
-    const fpt = runners.talker.framesPerToken;
     return {
       batch,
       prompt_tokens: prompts[0].length,
       input_len: o.inputLen,
       initial_chunk_frames: ic,
-      thinker_decode_steps: Math.floor((ic - 1) / fpt),
+      thinker_decode_steps: thinkerDecodeSteps(runners, ic),
       talker_decode_steps: ic - 1,
       repeats,
-      median: {
-        thinker_prefill_ms: med('thinker_prefill_ms'),
-        thinker_decode_ms: med('thinker_decode_ms'),
-        talker_prefill_ms: med('talker_prefill_ms'),
-        talker_decode_ms: med('talker_decode_ms'),
-        code2wav_ms: med('code2wav_ms'),
-        total_ms: med('total_ms'),
-      },
+      median: medianParts(runs),
       p99_total_ms: percentile(totals, 99),
       min_total_ms: Math.min(...totals),
     };
@@ -142,55 +116,133 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
   }
 }
 
+/** The Thinker's tokenizer (the one the server templates prompts with). */
+export function graphTokenizer(g: StageGraph): Tokenizer {
+  const spec = stageOf(g, 'thinker');
+  const size = spec.model.source === 'generated' && spec.model.kind === 'thinker' ? spec.model.size : undefined;
+  return createTokenizer(spec.model, size);
+}
+
+export async function openRunners(g: StageGraph): Promise<Runners> {
+  const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
+  return {
+    thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
+    talker: await createTalkerRunner(talkerSpec, g.modelsDir),
+    code2wav: await createCode2WavRunner(code2wavSpec, g.modelsDir),
+  };
+}
+
+export interface PacketSampling {
+  readonly thinker: SamplingParams;
+  readonly talker: SamplingParams;
+}
+
+/** The stages' default sampling, never stopping early: every run computes the same number of steps. */
+export function limitSampling(g: StageGraph): PacketSampling {
+  return {
+    thinker: { ...stageOf(g, 'thinker').defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
+    talker: { ...stageOf(g, 'talker').defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
+  };
+}
+
+/** Thinker decode steps after its prefill before the initial chunk's rows exist (frame k reads token k / fpt). */
+export function thinkerDecodeSteps(r: Runners, ic: number): number {
+  return Math.floor((ic - 1) / r.talker.framesPerToken);
+}
+
+/** `warmup` unmeasured then `repeats` measured runs of `packet`, each given a run name of its own. */
+export function timeRepeats(warmup: number, repeats: number, packet: (run: string) => LimitParts): LimitParts[] {
+  const runs: LimitParts[] = [];
+  for (let i = 0; i < warmup + repeats; i++) {
+    const parts = packet(`limit-${i}`);
+    if (i >= warmup) runs.push(parts);
+  }
+  return runs;
+}
+
+/** The median of each part over the runs (so the parts need not add up to the total's median exactly). */
+export function medianParts(runs: readonly LimitParts[]): LimitParts {
+  const med = (k: keyof LimitParts) =>
+    percentile(
+      runs.map((r) => r[k]),
+      50,
+    );
+  return {
+    thinker_prefill_ms: med('thinker_prefill_ms'),
+    thinker_decode_ms: med('thinker_decode_ms'),
+    talker_prefill_ms: med('talker_prefill_ms'),
+    talker_decode_ms: med('talker_decode_ms'),
+    code2wav_ms: med('code2wav_ms'),
+    total_ms: med('total_ms'),
+  };
+}
+
 export async function closeRunners(r: Runners): Promise<void> {
   await Promise.all([r.thinker.close(), r.talker.close(), r.code2wav.close()]);
 }
 
-/** The first packet of `prompts.length` sequences run as one batch (1 = a lone request), timed part by part. */
-function firstPacket(
+/**
+ * The first packet of `prompts.length` sequences run as one batch (1 = a lone request), timed part by part. With
+ * `pasts`, sequence i starts over pasts[i] (null: from position 0): its cached KV and rows are copied in before the
+ * clock starts, and the prefills compute only the positions after them, as a request that adopted that prefix from
+ * the prefix cache does.
+ */
+export function firstPacket(
   r: Runners,
   g: StageGraph,
   prompts: readonly (readonly number[])[],
   ic: number,
-  sampling: { thinker: SamplingParams; talker: SamplingParams },
+  sampling: PacketSampling,
   run: string,
+  pasts?: readonly (CachedPast | null)[],
 ): LimitParts {
   const p = prompts[0].length; // every prompt has the same length (inputLen tokens + the template)
   const fpt = r.talker.framesPerToken;
   const dim = r.talker.conditionDim;
-  const seqs = prompts.map((promptIds, i) => ({
-    seqId: `${run}-${i}`,
-    promptIds,
-    toTalker: new Thinker2Talker(r.thinker.hiddenSize, p, true),
-    toCode2Wav: new Talker2Code2Wav(g.chunkPolicy, r.talker.numCodebooks, ic, true),
-    rows: [] as Float32Array[],
-    token: -1,
-  }));
+  const seqs = prompts.map((promptIds, i) => {
+    const past = pasts?.[i] ?? null;
+    const thinkerStart = past?.thinkerPositions ?? 0;
+    return {
+      seqId: `${run}-${i}`,
+      promptIds,
+      past,
+      thinkerStart,
+      newTokenIds: promptIds.slice(thinkerStart),
+      talkerStart: past?.talkerRows ?? 0,
+      toTalker: new Thinker2Talker(r.thinker.hiddenSize, p, true),
+      toCode2Wav: new Talker2Code2Wav(g.chunkPolicy, r.talker.numCodebooks, ic, true),
+      rows: [] as Float32Array[],
+      token: -1,
+    };
+  });
   const take = (s: (typeof seqs)[number]) => {
     const c = s.toTalker.take(false);
     if (c) s.rows.push(c.rows);
   };
   try {
+    // 0. Untimed: the cached prefix, as the prefix cache hands it to a request before its first step.
+    for (const s of seqs) if (s.past) adoptPast(r, s.past, s.seqId, s.toTalker);
+
     // 1. Thinker: prefill samples token 0; each decode step feeds the last token and samples the next.
     let t = performance.now();
     let outs = r.thinker.execute(
       seqs.map((s) => ({
         seqId: s.seqId,
-        tokenIds: s.promptIds,
-        numTokens: p,
+        tokenIds: s.newTokenIds,
+        numTokens: p - s.thinkerStart,
         sample: true,
         sampling: sampling.thinker,
       })),
     );
     seqs.forEach((s, i) => {
       s.token = outs[i].tokenId!;
-      s.toTalker.onStep(0, p, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
+      s.toTalker.onStep(s.thinkerStart, p - s.thinkerStart, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
       take(s);
     });
     const thinkerPrefillMs = performance.now() - t;
     // Frame k >= 1 (position p + k) reads the row of token floor(k / fpt): the IC needs tokens 0..floor((ic-1)/fpt).
     t = performance.now();
-    for (let step = 0; step < Math.floor((ic - 1) / fpt); step++) {
+    for (let step = 0; step < thinkerDecodeSteps(r, ic); step++) {
       outs = r.thinker.execute(
         seqs.map((s) => ({
           seqId: s.seqId,
@@ -210,13 +262,14 @@ function firstPacket(
     const allRows = seqs.map((s) => concatFloat32(s.rows));
     const row = (i: number, k: number) => allRows[i].subarray(k * dim, (k + 1) * dim);
 
-    // 2. Talker: prefill over positions 0..p (prompt rows + token 0's row) samples frame 0; then one frame per step.
+    // 2. Talker: prefill over positions 0..p (prompt rows + token 0's row; with a past, the rows after it) samples
+    // frame 0; then one frame per step. The rows taken include the past's: position k's row is allRows' row k.
     t = performance.now();
     let frames = r.talker.execute(
       seqs.map((s, i) => ({
         seqId: s.seqId,
-        rows: allRows[i].subarray(0, (p + 1) * dim),
-        numRows: p + 1,
+        rows: allRows[i].subarray(s.talkerStart * dim, (p + 1) * dim),
+        numRows: p + 1 - s.talkerStart,
         sampling: sampling.talker,
       })),
     );

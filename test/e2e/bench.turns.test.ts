@@ -1,8 +1,9 @@
 /**
  * `chorus bench --turns` at tiny scale against real servers: conversations of 3 turns over Realtime (one session,
  * the server's conversation) and over chat (the history resent) on a running server, refused turns counted at their
- * index, and a --compare-config run whose two servers alternate A B B A. Checks the report's shape and what must hold
- * on any machine (every turn answered, each turn's input longer than the last); never speed.
+ * index, a --compare-config run whose two servers alternate A B B A, and a --config run with its per-turn limit.
+ * Checks the report's shape and what must hold on any machine (every turn answered, each turn's input longer than the
+ * last, limits positive and finite); never speed.
  */
 import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBenchConfig, startInProcessServer } from '../../bench/ttfp/inProcessServer.ts';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
+import { formatTurnsText } from '../../bench/ttfp/turns/formatTurns.ts';
 import { runTurnsBench, type TurnsBenchOptions } from '../../bench/ttfp/turns/runTurnsBench.ts';
 import type { TurnsResult, TurnsRun } from '../../bench/ttfp/turns/turnsResult.ts';
 import { turnDetails, writeTurnsResults } from '../../bench/ttfp/turns/writeTurnsResults.ts';
@@ -142,6 +144,7 @@ describe('chorus bench --turns --compare-config', () => {
       target: { kind: 'config', file: CONFIG },
       compareConfig: other,
       protocol: 'realtime',
+      limit: false, // --skip-limit (the per-turn limit has its own test below)
       onRun: (run, traces: readonly (readonly RequestTrace[])[]) =>
         traces.forEach((c, conversation) => sends.push({ variant: run.variant, conversation, atMs: c[0].startMs })),
     });
@@ -170,5 +173,69 @@ describe('chorus bench --turns --compare-config', () => {
     // Same conversations and seeds, same models: the same prompt lengths on both servers, turn by turn.
     const [a, b] = result.runs;
     expect(a.turns.map((t) => t.mean_input_tokens)).toEqual(b.turns.map((t) => t.mean_input_tokens));
+    expect(result.turn_limits).toBeNull(); // --skip-limit
+  });
+});
+
+describe('chorus bench --turns --config: the per-turn limit', () => {
+  let dir: string;
+  let result: TurnsResult;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'chorus-bench-turns-'));
+    result = await runTurnsBench({
+      ...base,
+      target: { kind: 'config', file: CONFIG },
+      protocol: 'realtime',
+      limitRepeats: 1,
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("measures each turn's new positions over its cached past: a positive, finite limit and TTFP / limit", () => {
+    const [run] = result.runs;
+    expectAnswered(run);
+    const limits = result.turn_limits!;
+    expect(limits).toMatchObject({ variant: run.variant, concurrency: 1, repeats: 1, goal: 1.3 });
+    expect(limits.turns.map((l) => l.turn)).toEqual([1, 2, 3]);
+    for (const l of limits.turns) {
+      const row = run.turns[l.turn - 1];
+      // The plan comes from the run's own usage: the whole input, the cached part from the server's figure.
+      expect(l.input_tokens).toBe(row.p50_input_tokens);
+      expect(l.cached_tokens).toBeLessThan(l.input_tokens);
+      expect(l.thinker_new_positions + l.cached_tokens).toBe(l.input_tokens);
+      expect(l.talker_cached_rows).toBeLessThanOrEqual(l.cached_tokens);
+      for (const ms of Object.values(l.median)) {
+        expect(Number.isFinite(ms)).toBe(true);
+        expect(ms).toBeGreaterThanOrEqual(0);
+      }
+      expect(l.median.total_ms).toBeGreaterThan(0);
+      expect(Number.isFinite(l.ttfp_over_limit!)).toBe(true);
+      expect(l.ttfp_over_limit!).toBeGreaterThan(0);
+    }
+    // From turn 2 on the conversation's earlier turns are cached (tiny-omni-text-in has the prefix cache on).
+    expect(limits.turns[2].cached_tokens).toBeGreaterThan(0);
+    expect(limits.turns[2].talker_cached_rows).toBeGreaterThan(0);
+  });
+
+  it('prints "Limit (ms)" and "TTFP / limit" beside the c=1 run, and writes them to results.json and .md', async () => {
+    const text = formatTurnsText(result);
+    expect(text).toMatch(/TTFP \/ turn 1 +Limit \(ms\) +TTFP \/ limit\n/);
+    const cells = text
+      .split('\n')
+      .filter((l) => /^ +[123] +1 +0 /.test(l))
+      .map((l) => l.trim().split(/ +/).slice(-2).map(Number));
+    expect(cells).toHaveLength(3);
+    for (const [limitMs, ratio] of cells) {
+      expect(limitMs).toBeGreaterThan(0);
+      expect(Number.isFinite(ratio) && ratio > 0).toBe(true);
+    }
+    const files = await writeTurnsResults(path.join(dir, 'limit'), result, []);
+    const json = JSON.parse(await readFile(files.json, 'utf8')) as TurnsResult;
+    expect(json.turn_limits!.turns).toHaveLength(3);
+    expect(await readFile(files.markdown, 'utf8')).toContain('| Limit (ms) | TTFP / limit |');
   });
 });

@@ -1,9 +1,11 @@
 /**
  * `chorus bench --turns` as the terminal shows it and results.md stores it: a table by turn index per run (every
- * turn up to 12, else 1, 2, 5, 10, 20, ... and the last; results.json has them all), with two modes a table of
- * both side by side and their ratio, then the failed turns and where the numbers came from.
+ * turn up to 12, else 1, 2, 5, 10, 20, ... and the last; results.json has them all; the first mode's c=1 run with
+ * its per-turn limit beside it), with two modes a table of both side by side and their ratio, then the per-turn
+ * limit's parts and the goal, the failed turns and where the numbers came from.
  */
 import { ms, num, renderMarkdown, renderText, type Column } from '../report/tables.ts';
+import { goalLine, hasLimits, limitColumns, limitNote, limitPartColumns, limitTitle } from './formatTurnLimits.ts';
 import type { TurnsModeRatio, TurnsResult, TurnsRun } from './turnsResult.ts';
 import { displayedTurns, type TurnRatio, type TurnRow } from './turnStats.ts';
 
@@ -41,6 +43,11 @@ const comparisonColumns: readonly Column<SideBySide>[] = [
   { header: 'TTFP / turn 1', cell: (r) => pair(num(r.a.ttfp_over_turn1, 2), num(r.b.ttfp_over_turn1, 2)) },
   { header: 'Failed', cell: (r) => pair(String(r.a.failed), String(r.b.failed)) },
 ];
+
+/** The run's columns: with its per-turn limit when it is the run the limit was measured for. */
+function columnsOf(r: TurnsResult, run: TurnsRun): readonly Column<TurnRow>[] {
+  return hasLimits(r.turn_limits, run) ? [...turnColumns, ...limitColumns(r.turn_limits)] : turnColumns;
+}
 
 function shown<R extends { readonly turn: number }>(rows: readonly R[], turns: number): R[] {
   const keep = new Set(displayedTurns(turns));
@@ -90,8 +97,12 @@ function provenance(r: TurnsResult): string {
 
 export function formatTurnsText(r: TurnsResult): string {
   const out: string[] = [];
-  for (const run of r.runs) out.push(runTitle(r, run), renderText(turnColumns, shown(run.turns, r.options.turns)), '');
+  for (const run of r.runs)
+    out.push(runTitle(r, run), renderText(columnsOf(r, run), shown(run.turns, r.options.turns)), '');
   for (const x of r.ratios) out.push(ratioTitle(x), renderText(comparisonColumns, sideBySide(r, x)), '');
+  const limits = r.turn_limits;
+  if (limits)
+    out.push(limitTitle(limits), renderText(limitPartColumns, limits.turns), limitNote(limits), goalLine(limits), '');
   const failures = failureLines(r);
   if (failures.length > 0) out.push('failed turns:', ...failures.map((l) => `  ${l}`), '');
   out.push(provenance(r));
@@ -101,16 +112,32 @@ export function formatTurnsText(r: TurnsResult): string {
 export function formatTurnsMarkdown(r: TurnsResult): string {
   const out = ['# chorus bench --turns results', '', `\`${r.command}\``, '', provenance(r)];
   for (const run of r.runs)
-    out.push('', `**${runTitle(r, run)}**`, '', renderMarkdown(turnColumns, shown(run.turns, r.options.turns)));
+    out.push('', `**${runTitle(r, run)}**`, '', renderMarkdown(columnsOf(r, run), shown(run.turns, r.options.turns)));
   for (const x of r.ratios)
     out.push('', `**${ratioTitle(x)}**`, '', renderMarkdown(comparisonColumns, sideBySide(r, x)));
+  const limits = r.turn_limits;
+  if (limits)
+    out.push(
+      '',
+      `**${limitTitle(limits)}**`,
+      '',
+      renderMarkdown(limitPartColumns, limits.turns),
+      '',
+      `${limitNote(limits)}.`,
+      '',
+      goalLine(limits),
+    );
   const failures = failureLines(r);
   if (failures.length > 0) out.push('', '**Failed turns**', '', ...failures.map((l) => `- ${l}`));
   out.push(
     '',
     'Input and cached tokens: means over the answered turns, from the usage the server reported ' +
       '(Realtime input_token_details.cached_tokens, chat prompt_tokens_details.cached_tokens). TTFT / turn 1: the ' +
-      "turn's p50 over turn 1's.",
+      "turn's p50 over turn 1's." +
+      (limits
+        ? " Limit: the runners alone computing the turn's new positions over a cached past of its length (Thinker " +
+          "prefill + decode to the first chunk, Talker prefill + the first chunk's frames, Code2Wav), medians."
+        : ''),
   );
   return `${out.join('\n')}\n`;
 }

@@ -5,7 +5,9 @@
  * both servers run at once and each concurrency's conversations go in halves A B B A, as in the TTFP bench, and
  * the report adds the first mode's p50s over the second's per turn index.
  *
- * No critical-path limit is measured here: the single-turn limit says nothing of a turn over a long history.
+ * Then, with every server down, the per-turn limit of the first mode's c=1 run (measureTurnLimits.ts): each shown
+ * turn's new positions over a cached past of its length, on the bare runners (--skip-limit: none). The single-turn
+ * limit says nothing of a turn over a long history.
  */
 import os from 'node:os';
 import { gitSha, machineInfo } from '../results.ts';
@@ -15,6 +17,7 @@ import { benchTokenizer, interleaves, planModes } from '../runServeBench.ts';
 import type { ModeOptions, ServeBenchOptions } from '../serveBenchOptions.ts';
 import type { RequestTrace } from '../trace.ts';
 import { makeConversations } from './conversations.ts';
+import { measureTurnLimits } from './measureTurnLimits.ts';
 import { TurnsModeRun } from './TurnsModeRun.ts';
 import type { TurnsResult, TurnsRun } from './turnsResult.ts';
 import { modeRatios } from './turnStats.ts';
@@ -31,6 +34,8 @@ export interface TurnsBenchOptions
       | 'compareScheduling'
       | 'compareConfig'
       | 'comparePrefixCache'
+      | 'limit'
+      | 'limitRepeats'
       | 'command'
     > {
   /** Turns per conversation. */
@@ -92,6 +97,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
     },
     runs: [],
     ratios: [],
+    turn_limits: null,
   };
   const finish = (run: TurnsModeRun): void => {
     const { run: row, traces } = run.finish(o.turns);
@@ -137,6 +143,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
     }
   }
   sortRuns(result.runs, modes, o.concurrency);
+  result.turn_limits = await measureTurnLimits(o, modes[0], result.runs);
   if (modes.length === 2) result.ratios = modeRatios(result.runs, modes[0].variant, modes[1].variant);
   result.finished_at = new Date().toISOString();
   result.machine.load_avg_end = os.loadavg()[0];

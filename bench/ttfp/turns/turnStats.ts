@@ -3,7 +3,7 @@
  * TTFT and TTFP over the conversations (p50 is the headline), the input tokens and the share the server served from
  * its prefix cache, failures, and turn k over turn 1 (of the p50s). Pure: no clock, no I/O.
  */
-import { distribution, requestMetrics } from '../metrics.ts';
+import { distribution, percentile, requestMetrics } from '../metrics.ts';
 import type { RequestTrace } from '../trace.ts';
 import type { TurnsModeRatio, TurnsRun } from './turnsResult.ts';
 
@@ -17,6 +17,9 @@ export interface TurnRow {
   /** Over completed turns that reported usage; null when none did. */
   readonly mean_input_tokens: number | null;
   readonly mean_cached_tokens: number | null;
+  /** p50s of the same (what the per-turn limit computes: bench/ttfp/turns/turnLimitPlan.ts). */
+  readonly p50_input_tokens: number | null;
+  readonly p50_cached_tokens: number | null;
   /** Cached over input tokens, summed over the completed turns that reported both. */
   readonly cached_share: number | null;
   readonly mean_ttft_ms: number | null;
@@ -44,6 +47,10 @@ function meanOf(values: readonly number[]): number | null {
   return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
+function p50Of(values: readonly number[]): number | null {
+  return values.length === 0 ? null : percentile(values, 50);
+}
+
 function ratio(a: number | null, b: number | null): number | null {
   return a === null || b === null || b === 0 ? null : a / b;
 }
@@ -60,6 +67,7 @@ export function turnRows(traces: readonly (readonly RequestTrace[])[]): TurnRow[
     const ttfp = distribution(per.map((m) => m.ttfpMs));
     const inputs = ok.filter((x) => x.promptTokens !== undefined).map((x) => x.promptTokens!);
     const both = ok.filter((x) => x.promptTokens !== undefined && x.cachedTokens !== undefined);
+    const cached = both.map((x) => x.cachedTokens!);
     const inputSum = both.reduce((n, x) => n + x.promptTokens!, 0);
     const turn1 = rows[0] ?? { p50_ttft_ms: ttft.p50, p50_ttfp_ms: ttfp.p50 }; // turn 1 is its own base
     rows.push({
@@ -68,7 +76,9 @@ export function turnRows(traces: readonly (readonly RequestTrace[])[]): TurnRow[
       completed: ok.length,
       failed: at.length - ok.length,
       mean_input_tokens: meanOf(inputs),
-      mean_cached_tokens: meanOf(both.map((x) => x.cachedTokens!)),
+      mean_cached_tokens: meanOf(cached),
+      p50_input_tokens: p50Of(inputs),
+      p50_cached_tokens: p50Of(cached),
       cached_share: inputSum === 0 ? null : both.reduce((n, x) => n + x.cachedTokens!, 0) / inputSum,
       mean_ttft_ms: ttft.mean,
       p50_ttft_ms: ttft.p50,

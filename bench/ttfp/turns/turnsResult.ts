@@ -3,6 +3,7 @@
  * and concurrency, each with a row per turn index, and with two modes the first's p50s over the second's per turn.
  */
 import type { Machine } from '../results.ts';
+import type { TurnLimits } from './turnLimitPlan.ts';
 import type { TurnRatio, TurnRow } from './turnStats.ts';
 
 export interface TurnsRun {
@@ -66,4 +67,9 @@ export interface TurnsResult {
   };
   readonly runs: TurnsRun[];
   ratios: TurnsModeRatio[];
+  /**
+   * The per-turn limit of the first mode's c=1 run (its turn indexes: those the table shows), each beside that
+   * turn's TTFP p50; null with --skip-limit, --url, or no c=1 run.
+   */
+  turn_limits: TurnLimits | null;
 }
