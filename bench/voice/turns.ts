@@ -13,8 +13,8 @@ import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts'
 import { concatPcm, msOf, quiet, readSpeech, SPEECH_RATE_HZ, trimSilence } from './speech.ts';
 
 const CONNECT_TIMEOUT_MS = 10_000;
-const CHUNK_MS = 20; // what a browser's AudioWorklet client appends at a time
-const CHUNK_SAMPLES = (SPEECH_RATE_HZ * CHUNK_MS) / 1000;
+export const CHUNK_MS = 20; // what a browser's AudioWorklet client appends at a time
+export const CHUNK_SAMPLES = (SPEECH_RATE_HZ * CHUNK_MS) / 1000;
 const LEAD_MS = 300; // room noise before the speech, as a microphone opened before the user speaks
 
 interface Outcome {

@@ -33,7 +33,6 @@ describe('chorus bench arguments', () => {
     [['--turns', '2.5'], /--turns must be an integer >= 1, got "2.5"/],
     [['--turns', 'many'], /--turns must be an integer >= 1, got "many"/],
     [['--turns', '3', '--output-len', '8', '--max-tokens', '9'], /--output-len 8 and --max-tokens 9 are the same/],
-    [['--voice', '--turns', '3'], /--turns is not measured with --voice yet/],
     [['limit', '--input-len', '0'], /--input-len must be an integer >= 1/],
     [['transport', '--transports', 'shm,carrier-pigeon'], /unknown transport "carrier-pigeon"/],
   ])('%j fails with a clear message', async (argv, message) => {

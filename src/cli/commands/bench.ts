@@ -19,6 +19,7 @@ import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
 import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
+import { runVoiceTurnsCommand, voiceTurnsUsage } from './benchVoiceTurns.ts';
 import { STEP_TRACE_ENV } from '../../worker/StepTrace.ts';
 import type { Protocol } from '../../../bench/ttfp/clients/BenchClient.ts';
 
@@ -45,6 +46,7 @@ ${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
                        [--skip-limit] [--limit-repeats 20] [--json]
+${voiceTurnsUsage.trimEnd()}
 ${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
@@ -72,14 +74,15 @@ with the answers' text. Each user message is --input-len tokens (default 40), ea
 (--max-tokens is the same flag) with ignore_eos. --num-prompts is the conversations per concurrency (default twice
 the concurrency, so each half of an A B B A comparison keeps that many in flight). Prints TTFT and TTFP (p50), input
 and cached tokens, failed turns and turn k over turn 1 by turn index; with --compare-prefix-cache (or
---compare-config, --compare-sync) both configs side by side and their ratio. Then, with the servers down, the
-per-turn limit of the first config's c=1 run (--config only): each shown turn's new positions over a cached past of
-its length on the bare runners, as "Limit (ms)" and "TTFP / limit" columns (--skip-limit: none; --limit-repeats,
-default 5, runs per turn; --throughput-repeats is not for --turns). Writes results.json, results.md and turns.json
-(every turn) to DIR.
+--compare-config, --compare-sync) both configs side by side and their ratio. Writes results.json, results.md and
+turns.json (every turn) to DIR. Measures no limits (--skip-limit, --limit-repeats, --throughput-repeats are not for
+--turns).
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
+--voice --turns N: spoken conversations of N turns, each session speaking a different sentence a turn once the last
+answer is done (server VAD answers); per turn index the end of speech -> first audio p50, input and cached tokens,
+failures and turn k over turn 1; --compare-prefix-cache or --compare-config side by side (bench/TURNS.md, "Voice").
 --mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
 (default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
 rate, encoder busy time, and the goal lines of bench/README.md "Disaggregated encoders".
@@ -99,8 +102,7 @@ export async function run(argv: string[]): Promise<number> {
   if (sub === 'limit') return runLimitCommand(rest);
   if (sub === 'transport') return runTransportCommand(rest);
   if (argv.includes('--voice')) {
-    if (argv.some((a) => a === '--turns' || a.startsWith('--turns=')))
-      throw new UsageError('--turns is not measured with --voice yet: run --turns for typed conversations');
+    if (argv.some((a) => a === '--turns' || a.startsWith('--turns='))) return runVoiceTurnsCommand(argv);
     return runVoiceCommand(argv);
   }
   if (argv.some((a) => a === '--mix' || a.startsWith('--mix='))) return runMixCommand(argv);
@@ -231,9 +233,6 @@ async function runServeCommand(argv: string[]): Promise<number> {
       turns,
       inputLen: positiveInt('input-len', v['input-len'], 40),
       ...(v['num-prompts'] !== undefined ? { conversations: positiveInt('num-prompts', v['num-prompts'], 1) } : {}),
-      limit: v['skip-limit'] !== true,
-      // A limit per shown turn (up to a few dozen), each over a past built first: fewer runs than the single one.
-      limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 5),
       out: v.out,
       json: v.json === true,
     });

@@ -1,0 +1,278 @@
+/**
+ * `chorus bench --voice --turns N`: spoken conversations. At each concurrency, sessions speak N different sentences
+ * each (espeak-ng WAVs made once per run in a temp folder, removed at the end) at real-time pace with server VAD,
+ * one turn after the answer to the last (SpokenConversation.ts), so each answer's prompt is the whole conversation
+ * so far; per turn index, the time from the end of speech to the first audio and the cached share of the input.
+ * With two servers (--compare-prefix-cache, --compare-config) both run at once and each concurrency's
+ * conversations go in halves A B B A, as in `bench --turns`.
+ *
+ * The clients run in the voice bench's client process (VoiceClients), so a server the bench hosts is measured
+ * without them on its event loop. No critical-path limit or breakdown is measured: the single-turn ones say nothing
+ * of a turn over a long history.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ChorusError, ErrorCodes } from '../../../src/common/errors.ts';
+import type { Logger } from '../../../src/common/log.ts';
+import { gitSha } from '../../common.ts';
+import { openMode, type LiveMode, type Mode } from '../../ttfp/modeRun.ts';
+import { ProgressBar } from '../../ttfp/ProgressBar.ts';
+import { machineInfo } from '../../ttfp/results.ts';
+import { interleaves, planModes } from '../../ttfp/runServeBench.ts';
+import type { BenchTarget } from '../../ttfp/serveBenchOptions.ts';
+import type { TurnSettings, TurnSpec, TurnTrace } from '../protocol.ts';
+import { speakToFile } from '../speech.ts';
+import { VoiceClients } from '../VoiceClients.ts';
+import { spokenConversations } from './spokenConversations.ts';
+import {
+  summarizeVoiceTurnsRun,
+  voiceTurnsGoals,
+  voiceTurnsRatios,
+  type VoiceTurnsResult,
+  type VoiceTurnsRun,
+} from './voiceTurnsResult.ts';
+
+export interface VoiceTurnsBenchOptions {
+  readonly target: BenchTarget;
+  /** The config as it is ("cache") against every stage's engine.prefix_cache off ("no-cache"). */
+  readonly comparePrefixCache: boolean;
+  /** A second config (--config only); ratios are --config over it. */
+  readonly compareConfig?: string;
+  readonly concurrency: readonly number[];
+  /** Turns per conversation. */
+  readonly turns: number;
+  /** Conversations per concurrency; default twice the concurrency (each half of A B B A keeps it in flight). */
+  readonly conversations?: number;
+  readonly outputLen: number;
+  /** turn_detection.silence_duration_ms. */
+  readonly silenceMs: number;
+  /** Single spoken turns per server before anything is measured (they also start its VAD). */
+  readonly warmup: number;
+  readonly seed: number;
+  /** Per turn, from the end of speech to response.done. */
+  readonly timeoutMs: number;
+  readonly progress: (NodeJS.WritableStream & { isTTY?: boolean }) | null;
+  readonly log: Logger;
+  readonly command: string;
+  /** Called after each run with its row, its traces and what was spoken ([conversation][turn] both). */
+  readonly onRun?: (
+    run: VoiceTurnsRun,
+    traces: readonly (readonly TurnTrace[])[],
+    spoken: readonly (readonly TurnSpec[])[],
+  ) => void;
+}
+
+/** Conversations at the i-th concurrency are drawn from seed + (i + 1) * this (warm-up sentences: another stream). */
+const CONVERSATION_SEED_STRIDE = 0x10001;
+
+export async function runVoiceTurnsBench(o: VoiceTurnsBenchOptions): Promise<VoiceTurnsResult> {
+  const modes = await planModes({ ...o, compareSync: false, compareScheduling: false });
+  for (const m of modes) if (m.config) checkAudioIn(m);
+  const interleave = interleaves(modes);
+  const result: VoiceTurnsResult = {
+    tool: 'chorus bench --voice --turns',
+    started_at: new Date().toISOString(),
+    finished_at: '',
+    command: o.command,
+    git_sha: gitSha(),
+    machine: machineInfo(),
+    target:
+      o.target.kind === 'config'
+        ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
+        : { kind: 'url', url: o.target.url },
+    config_sha256: Object.fromEntries(
+      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
+    ),
+    remote_stages: {},
+    options: {
+      concurrency: o.concurrency,
+      turns: o.turns,
+      conversations: o.conversations ?? null,
+      output_len: o.outputLen,
+      silence_duration_ms: o.silenceMs,
+      warmup: o.warmup,
+      seed: o.seed,
+      interleaved: interleave,
+    },
+    runs: [],
+    ratios: [],
+    goals: [],
+  };
+  const speechDir = mkdtempSync(path.join(os.tmpdir(), 'chorus-voice-turns-'));
+  try {
+    await measure(o, modes, interleave, result, new Speaker(speechDir));
+  } finally {
+    rmSync(speechDir, { recursive: true, force: true });
+  }
+  const order = (r: VoiceTurnsRun) => modes.findIndex((m) => m.variant === r.variant);
+  result.runs.sort(
+    (x, y) => order(x) - order(y) || o.concurrency.indexOf(x.concurrency) - o.concurrency.indexOf(y.concurrency),
+  );
+  if (modes.length === 2) result.ratios = voiceTurnsRatios(result.runs, modes[0].variant, modes[1].variant);
+  result.goals = voiceTurnsGoals(result.runs);
+  result.finished_at = new Date().toISOString();
+  result.machine.load_avg_end = os.loadavg()[0];
+  return result;
+}
+
+function checkAudioIn(mode: Mode): void {
+  const { graph, file } = mode.config!;
+  if (!graph.stages.some((s) => s.kind === 'encoder' && s.encoder?.modality === 'audio'))
+    throw new ChorusError(
+      ErrorCodes.CONFIG_INVALID,
+      `--voice needs a pipeline with an audio encoder, and ${file} has none: use configs/tiny-omni.yaml`,
+    );
+}
+
+/**
+ * The turns to speak: each sentence's espeak-ng WAV made once, and room noise seeded uniquely per turn over the
+ * whole run, so no committed clip is the same bytes as another on one server and the audio encoder's cache never
+ * answers a measured turn. (Both servers of a comparison hear the same clips: the same input for both.)
+ */
+class Speaker {
+  readonly #wavOf = new Map<string, string>();
+  #noiseSeeds = 0;
+
+  constructor(private readonly dir: string) {}
+
+  turns(sentences: readonly string[], seedOf: (t: number) => number): TurnSpec[] {
+    return sentences.map((text, t) => ({
+      index: t,
+      seed: seedOf(t),
+      text,
+      wavFile: this.#wav(text),
+      noiseSeed: 2 * ++this.#noiseSeeds, // the room noise after the speech takes noiseSeed + 1
+    }));
+  }
+
+  #wav(text: string): string {
+    let file = this.#wavOf.get(text);
+    if (file === undefined) {
+      file = path.join(this.dir, `${this.#wavOf.size}.wav`);
+      speakToFile(text, file);
+      this.#wavOf.set(text, file);
+    }
+    return file;
+  }
+}
+
+/** One server's traces at one concurrency, gathered over its blocks of conversations. */
+interface Gathered {
+  readonly traces: TurnTrace[][];
+  durationMs: number;
+  blocks: number;
+}
+
+/** Starts the clients and the servers, warms each server up, runs every concurrency, and stops all whatever happens. */
+async function measure(
+  o: VoiceTurnsBenchOptions,
+  modes: readonly Mode[],
+  interleave: boolean,
+  result: VoiceTurnsResult,
+  speaker: Speaker,
+): Promise<void> {
+  const warmupTurns = speaker.turns(spokenConversations(1, o.warmup, o.seed + 0x5eed)[0] ?? [], (t) => o.seed + t);
+  // Each concurrency has conversations of its own (a server with a prefix cache must not answer c=4's turns from
+  // what c=1's left in it); every server gets the same ones, made once.
+  const spokenAt = o.concurrency.map((concurrency, index) =>
+    spokenConversations(
+      o.conversations ?? 2 * concurrency,
+      o.turns,
+      o.seed + (index + 1) * CONVERSATION_SEED_STRIDE,
+    ).map((sentences, c) => speaker.turns(sentences, (t) => o.seed + c * o.turns + t)),
+  );
+  const modeOptions = { ...o, protocol: 'realtime' as const };
+  let clients: VoiceClients | null = null;
+  const lives: LiveMode[] = [];
+  try {
+    clients = await VoiceClients.start();
+    const settingsOf = (live: LiveMode): TurnSettings => ({
+      wsUrl: `${live.target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`,
+      apiKey: live.target.apiKey,
+      silenceMs: o.silenceMs,
+      outputLen: o.outputLen,
+      timeoutMs: o.timeoutMs,
+    });
+    const open = async (mode: Mode): Promise<LiveMode> => {
+      const live = await openMode(modeOptions, mode, result);
+      lives.push(live);
+      if (warmupTurns.length === 0) return live;
+      // Also starts the server's VAD service (it loads on the first server_vad session), outside the figures.
+      const bar = o.progress ? new ProgressBar(o.progress, `${mode.variant} warm-up`, warmupTurns.length) : null;
+      const w = await clients!
+        .run('voice', 1, settingsOf(live), warmupTurns, (ok) => bar?.tick(ok))
+        .finally(() => bar?.finish());
+      const failed = w.traces.find((t) => !t.ok);
+      if (failed)
+        throw new ChorusError(
+          ErrorCodes.STAGE_FAILED,
+          `a spoken warm-up turn failed on ${mode.variant} (${failed.error}); is the server healthy?`,
+        );
+      return live;
+    };
+    /** Conversations [from, to) of `all` on one server; conversation i keeps its seeds wherever it runs. */
+    const block = async (
+      live: LiveMode,
+      at: Gathered,
+      concurrency: number,
+      all: TurnSpec[][],
+      from: number,
+      to: number,
+    ) => {
+      if (to <= from) return;
+      const part = to - from < all.length ? ` [${from}, ${to})` : '';
+      const label = `${live.mode.variant} c=${concurrency}${part}`;
+      const bar = o.progress ? new ProgressBar(o.progress, label, (to - from) * o.turns) : null;
+      const run = await clients!
+        .conversations(concurrency, settingsOf(live), all.slice(from, to), (ok) => bar?.tick(ok))
+        .finally(() => bar?.finish());
+      run.traces.forEach((c, i) => (at.traces[from + i] = [...c]));
+      at.durationMs += run.durationMs;
+      at.blocks++;
+    };
+    const finish = (live: LiveMode, at: Gathered, concurrency: number, spoken: readonly TurnSpec[][]) => {
+      const run = summarizeVoiceTurnsRun({
+        variant: live.mode.variant,
+        concurrency,
+        turnsPerConversation: o.turns,
+        traces: at.traces,
+        durationMs: at.durationMs,
+        blocks: at.blocks,
+      });
+      result.runs.push(run);
+      o.onRun?.(run, at.traces, spoken);
+    };
+    const gathered = (): Gathered => ({ traces: [], durationMs: 0, blocks: 0 });
+    if (interleave) {
+      const [a, b] = [await open(modes[0]), await open(modes[1])];
+      for (const [index, concurrency] of o.concurrency.entries()) {
+        const all = spokenAt[index];
+        const half = Math.ceil(all.length / 2);
+        const [atA, atB] = [gathered(), gathered()];
+        await block(a, atA, concurrency, all, 0, half);
+        await block(b, atB, concurrency, all, 0, half);
+        await block(b, atB, concurrency, all, half, all.length);
+        await block(a, atA, concurrency, all, half, all.length);
+        finish(a, atA, concurrency, all);
+        finish(b, atB, concurrency, all);
+      }
+    } else {
+      for (const mode of modes) {
+        const live = await open(mode);
+        for (const [index, concurrency] of o.concurrency.entries()) {
+          const at = gathered();
+          await block(live, at, concurrency, spokenAt[index], 0, spokenAt[index].length);
+          finish(live, at, concurrency, spokenAt[index]);
+        }
+        await lives.pop()!.close();
+      }
+    }
+  } finally {
+    try {
+      await clients?.close();
+    } finally {
+      await Promise.all(lives.map((live) => live.close()));
+    }
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * Writes DIR/results.json, DIR/results.md and DIR/turns.json (every turn of every conversation: what was said, its
+ * outcome, its times and usage, for finding the slow or failed turn behind a p50); returns their paths.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { requestMetrics } from '../../ttfp/metrics.ts';
+import type { TurnSpec, TurnTrace } from '../protocol.ts';
+import { formatVoiceTurnsMarkdown } from './formatVoiceTurns.ts';
+import type { VoiceTurnsResult, VoiceTurnsRun } from './voiceTurnsResult.ts';
+
+export interface VoiceTurnDetail {
+  readonly variant: string;
+  readonly concurrency: number;
+  readonly conversation: number;
+  readonly turn: number;
+  readonly sentence: string;
+  readonly ok: boolean;
+  readonly error: string | null;
+  readonly request_id: string | null;
+  /** End of speech -> first audio, -> speech_stopped, speech_stopped -> first audio (ms). */
+  readonly voice_ttfp_ms: number | null;
+  readonly speech_stopped_ms: number | null;
+  readonly stopped_to_audio_ms: number | null;
+  readonly e2e_ms: number;
+  readonly input_tokens: number | null;
+  readonly cached_tokens: number | null;
+}
+
+/** One record per turn of a run's conversations. */
+export function voiceTurnDetails(
+  run: VoiceTurnsRun,
+  traces: readonly (readonly TurnTrace[])[],
+  spoken: readonly (readonly TurnSpec[])[],
+): VoiceTurnDetail[] {
+  return traces.flatMap((conversation, c) =>
+    conversation.map((t, i) => {
+      const m = requestMetrics(t);
+      const stopped = t.speechStoppedMs === undefined ? null : t.speechStoppedMs - t.startMs;
+      return {
+        variant: run.variant,
+        concurrency: run.concurrency,
+        conversation: c,
+        turn: i + 1,
+        sentence: spoken[c]?.[i]?.text ?? '',
+        ok: t.ok,
+        error: t.error ?? null,
+        request_id: t.requestId ?? null,
+        voice_ttfp_ms: m.ttfpMs,
+        speech_stopped_ms: stopped,
+        stopped_to_audio_ms: m.ttfpMs === null || stopped === null ? null : m.ttfpMs - stopped,
+        e2e_ms: m.e2eMs,
+        input_tokens: t.promptTokens ?? null,
+        cached_tokens: t.cachedTokens ?? null,
+      };
+    }),
+  );
+}
+
+export async function writeVoiceTurnsResults(
+  dir: string,
+  result: VoiceTurnsResult,
+  details: readonly VoiceTurnDetail[],
+): Promise<{ json: string; markdown: string; turns: string }> {
+  await mkdir(dir, { recursive: true });
+  const files = {
+    json: path.join(dir, 'results.json'),
+    markdown: path.join(dir, 'results.md'),
+    turns: path.join(dir, 'turns.json'),
+  };
+  await Promise.all([
+    writeFile(files.json, `${JSON.stringify(result, null, 2)}\n`),
+    writeFile(files.markdown, formatVoiceTurnsMarkdown(result)),
+    writeFile(files.turns, `${JSON.stringify(details)}\n`),
+  ]);
+  return files;
+}
