@@ -74,9 +74,11 @@ with the answers' text. Each user message is --input-len tokens (default 40), ea
 (--max-tokens is the same flag) with ignore_eos. --num-prompts is the conversations per concurrency (default twice
 the concurrency, so each half of an A B B A comparison keeps that many in flight). Prints TTFT and TTFP (p50), input
 and cached tokens, failed turns and turn k over turn 1 by turn index; with --compare-prefix-cache (or
---compare-config, --compare-sync) both configs side by side and their ratio. Writes results.json, results.md and
-turns.json (every turn) to DIR. Measures no limits (--skip-limit, --limit-repeats, --throughput-repeats are not for
---turns).
+--compare-config, --compare-sync) both configs side by side and their ratio. Then, with the servers down, the
+per-turn limit of the first config's c=1 run (--config only): each shown turn's new positions over a cached past of
+its length on the bare runners, as "Limit (ms)" and "TTFP / limit" columns (--skip-limit: none; --limit-repeats,
+default 5, runs per turn; --throughput-repeats is not for --turns). Writes results.json, results.md and turns.json
+(every turn) to DIR.
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
@@ -233,6 +235,9 @@ async function runServeCommand(argv: string[]): Promise<number> {
       turns,
       inputLen: positiveInt('input-len', v['input-len'], 40),
       ...(v['num-prompts'] !== undefined ? { conversations: positiveInt('num-prompts', v['num-prompts'], 1) } : {}),
+      limit: v['skip-limit'] !== true,
+      // A limit per shown turn (up to a few dozen), each over a past built first: fewer runs than the single one.
+      limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 5),
       out: v.out,
       json: v.json === true,
     });
