@@ -57,6 +57,11 @@ export interface OrchestratorOptions {
 export class Orchestrator implements Engine {
   private readonly slots = new Map<string, Slot>();
   private readonly live = new Map<string, RequestStream>();
+  /**
+   * Live requests paused for their clients: they hold no batch slot in the stages, so they are not load either (16
+   * paused readers counted as load made every other first chunk 25 frames instead of 2, and turned its hold off).
+   */
+  private readonly paused = new Set<string>();
   private adapter!: ChunkTransferAdapter;
   private connector!: Connector;
   private provisioned!: ProvisionedEdges;
@@ -260,7 +265,7 @@ export class Orchestrator implements Engine {
       media: plan,
       ecDrop: this.ec?.takeDrops(thinker.instance) ?? [],
       upstreamOf: instanceOf,
-      liveRequests: this.live.size,
+      liveRequests: this.live.size - this.paused.size,
       firstPacketTokens: hold,
       firstChunkDeadline,
       playback: playbackPlan(request, this.graph, this.audioOutput, admittedAtMs, chosen.values()),
@@ -289,8 +294,8 @@ export class Orchestrator implements Engine {
       prompt: stream.promptTokenDetails(),
       events: stream.events.events,
       cancel: (reason?: string) => this.cancel(requestId, reason),
-      pause: () => this.broadcast(requestId, 'pause'),
-      resume: () => this.broadcast(requestId, 'resume'),
+      pause: () => this.setPaused(requestId, true),
+      resume: () => this.setPaused(requestId, false),
     };
   }
 
@@ -306,7 +311,7 @@ export class Orchestrator implements Engine {
       requestId,
       {
         policy: this.graph.chunkPolicy,
-        liveRequests: this.live.size,
+        liveRequests: this.live.size - this.paused.size,
         framesPerToken: this.framesPerToken,
         audio: request.modalities.includes('audio'),
         initialCodecChunkFrames: request.initialCodecChunkFrames,
@@ -336,6 +341,13 @@ export class Orchestrator implements Engine {
     stream.end('cancelled', { code: ErrorCodes.REQUEST_CANCELLED, message: reason });
   }
 
+  private setPaused(requestId: string, paused: boolean): void {
+    if (!this.live.has(requestId)) return;
+    if (paused) this.paused.add(requestId);
+    else this.paused.delete(requestId);
+    this.broadcast(requestId, paused ? 'pause' : 'resume');
+  }
+
   private broadcast(requestId: string, type: 'pause' | 'resume' | 'abort' | 'first_audio'): void {
     const stream = this.live.get(requestId);
     if (!stream) return;
@@ -355,6 +367,7 @@ export class Orchestrator implements Engine {
     this.ec?.release(stream.requestId);
     this.adapter.cancel(stream.requestId);
     this.live.delete(stream.requestId);
+    this.paused.delete(stream.requestId);
     diagnostics.requestEnd.publish({
       requestId: stream.requestId,
       reason,

@@ -182,6 +182,13 @@ export class ArScheduler {
     return n;
   }
 
+  /** Requests held back for their clients (they hold no slot, and are no load). */
+  get numPaused(): number {
+    let n = 0;
+    for (const r of this.requests.values()) if (r.paused) n++;
+    return n;
+  }
+
   /** `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). */
   schedule(nowMs = Date.now()): SchedulerPlan {
     const { maxNumSeqs, maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes } = this.options;

@@ -71,6 +71,28 @@ describe('Orchestrator with in-process stage workers', () => {
     );
   });
 
+  it('pause and resume reach the stage; a paused request is not counted as load in later admissions', async () => {
+    const fakes = fakeWorkers({ thinker: { facts: thinkerFacts } }); // never answers
+    engine = await Orchestrator.start(configWith('text-only.yaml'), { startWorker: fakes.startWorker });
+    const liveAt = (requestId: string) => {
+      const add = fakes.started[0].received.find((m) => m.type === 'add' && m.requestId === requestId);
+      return add?.type === 'add' ? add.liveRequests : undefined;
+    };
+    const a = engine.generate(request);
+    a.pause();
+    const b = engine.generate(request);
+    expect([liveAt(a.requestId), liveAt(b.requestId)]).toEqual([1, 1]); // a, then b beside a paused a
+    a.resume();
+    const c = engine.generate(request);
+    expect(liveAt(c.requestId)).toBe(3);
+    const controls = fakes.started[0].received.filter((m) => m.type === 'pause' || m.type === 'resume');
+    expect(controls).toEqual([
+      { type: 'pause', requestId: a.requestId },
+      { type: 'resume', requestId: a.requestId },
+    ]);
+    for (const h of [a, b, c]) h.cancel();
+  });
+
   it('a stage death fails its requests with STAGE_DIED and starts a new instance', async () => {
     const fakes = fakeWorkers({ thinker: { facts: thinkerFacts } });
     engine = await Orchestrator.start(configWith('text-only.yaml'), { startWorker: fakes.startWorker });

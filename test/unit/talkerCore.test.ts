@@ -336,6 +336,36 @@ describe('TalkerCore', () => {
   });
 });
 
+describe('TalkerCore with paused requests', () => {
+  it('does not count them as load: a new request gets the first chunk of the ladder for one request', () => {
+    const adapter = new FakeAdapter();
+    const ctx = stageContext(spec, adapter);
+    const core = new TalkerCore(ctx, new FakeTalkerRunner());
+    const add = (requestId: string, liveRequests: number) => {
+      core.add({
+        type: 'add',
+        requestId,
+        sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 200 },
+        downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
+        upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
+        firstChunkDeadline: Date.now() + 30_000,
+        liveRequests, // main counts paused requests out too (Orchestrator)
+      });
+      core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', rowsBody(3 + 20, 3)) }]);
+    };
+    for (let i = 0; i < 16; i++) {
+      add(`paused${i}`, i + 1);
+      core.pause(`paused${i}`); // their clients stopped reading
+    }
+    add('new', 1);
+    core.onArrivals([{ requestId: 'new', chunk: received('new', 'thinker', 'talker', null, true) }]);
+    while (core.step());
+    const first = adapter.sent.find((c) => c.requestId === 'new' && c.body)!.body as CodecFramesBody;
+    expect(first.numFrames - first.contextFrames).toBe(initialChunkFrames(ctx.chunkPolicy, 1));
+    expect(adapter.sent.some((c) => c.requestId.startsWith('paused'))).toBe(false);
+  });
+});
+
 describe('TalkerCore with a TTFP target', () => {
   /** Sizes of the chunks sent for request `id` (new frames, context not counted). */
   function firstChunkFrames(adapter: FakeAdapter, id: string): number {

@@ -179,8 +179,9 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
   private initialChunk(req: TalkerRequest): number {
     const running = this.scheduler.numRunning;
     // Requests this Talker knows (added, some still waiting for their first rows) count too: the first request of
-    // a burst sizes its chunk after the Thinker's prefill, when the rest of the burst has been added here.
-    const load = Math.max(running + 1, req.liveAtAdmission, this.size);
+    // a burst sizes its chunk after the Thinker's prefill, when the rest of the burst has been added here. Paused
+    // ones do not: they hold no slot while their clients are not reading.
+    const load = Math.max(running + 1, req.liveAtAdmission, this.size - this.scheduler.numPaused);
     const pb = req.playback;
     if (req.initialCodecChunkFrames === undefined && pb?.ttfpTargetMs != null) {
       const [prefill, interval] = [this.firstFrameMs.value, this.frameIntervalMs.value];
