@@ -7,18 +7,36 @@ import { defineConfig } from 'vitest/config';
  */
 export const ALONE = ['test/e2e/voiceLoad.test.ts', 'test/e2e/soak.test.ts'];
 
+/**
+ * The suite's tiers, run in this order by test/runTiers.ts (each timed): pure unit tests first, with a short
+ * timeout (none of them waits on a process or a model: a slow one is a bug), then models and transports in real
+ * processes, then real servers end to end, then the browser. `vitest run --project e2e` runs one tier.
+ */
+export const TIERS = {
+  unit: { include: ['test/unit/**/*.test.ts'], testTimeout: 20_000 },
+  model: { include: ['test/model/**/*.test.ts', 'test/native/**/*.test.ts', 'test/transport/**/*.test.ts'] },
+  e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'] },
+  browser: { include: ['test/browser/**/*.test.ts'] },
+};
+
+/** What every tier shares (and the ALONE run: vitest.alone.config.ts). */
+export const shared = {
+  exclude: [...ALONE, '**/node_modules/**'],
+  globalSetup: ['test/globalTempCheck.ts'],
+  // onnxruntime-node and the native addon need real processes: vm pools break typed arrays.
+  pool: 'forks' as const,
+  // test/e2e/memory.test.ts measures live memory: it collects garbage before each sample.
+  execArgv: ['--expose-gc'],
+  testTimeout: 60_000,
+  hookTimeout: 120_000,
+  env: { CHORUS_LOG_LEVEL: process.env.CHORUS_LOG_LEVEL ?? 'silent' },
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    exclude: [...ALONE, '**/node_modules/**'],
-    globalSetup: ['test/globalTempCheck.ts'],
-    // onnxruntime-node and the native addon need real processes: vm pools break typed arrays.
-    pool: 'forks',
-    // test/e2e/memory.test.ts measures live memory: it collects garbage before each sample.
-    execArgv: ['--expose-gc'],
+    ...shared,
     maxWorkers: 2,
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-    env: { CHORUS_LOG_LEVEL: process.env.CHORUS_LOG_LEVEL ?? 'silent' },
+    // A project's include replaces nothing that `extends` would merge: each tier lists its own files only.
+    projects: Object.entries(TIERS).map(([name, tier]) => ({ test: { ...shared, name, ...tier } })),
   },
 });
