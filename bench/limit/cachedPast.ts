@@ -8,7 +8,7 @@
 import { concatFloat32 } from '../../src/common/arrays.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
-import type { PacketSampling, Runners } from './runLimit.ts';
+import type { PacketSampling, Runners } from './limitRunners.ts';
 
 export interface CachedPast {
   /** The Thinker's KV of positions [0, thinkerPositions), in a sequence of the past's own. */

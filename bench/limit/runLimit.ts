@@ -21,11 +21,13 @@ import { Talker2Code2Wav } from '../../stages/processors/talker2code2wav.ts';
 import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
 import { createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
-import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 import { concatFloat32 } from '../../src/common/arrays.ts';
 import { adoptPast, type CachedPast } from './cachedPast.ts';
+import type { PacketSampling, Runners } from './limitRunners.ts';
+
+export type { PacketSampling, Runners };
 
 export interface LimitOptions {
   readonly graph: StageGraph;
@@ -65,12 +67,6 @@ export interface LimitResult {
   readonly median: LimitParts;
   readonly p99_total_ms: number;
   readonly min_total_ms: number;
-}
-
-export interface Runners {
-  readonly thinker: ThinkerRunner;
-  readonly talker: TalkerRunner;
-  readonly code2wav: Code2WavRunner;
 }
 
 /** The graph's stage of that kind (the limits need thinker -> talker -> code2wav). */
@@ -130,11 +126,6 @@ export async function openRunners(g: StageGraph): Promise<Runners> {
     talker: await createTalkerRunner(talkerSpec, g.modelsDir),
     code2wav: await createCode2WavRunner(code2wavSpec, g.modelsDir),
   };
-}
-
-export interface PacketSampling {
-  readonly thinker: SamplingParams;
-  readonly talker: SamplingParams;
 }
 
 /** The stages' default sampling, never stopping early: every run computes the same number of steps. */

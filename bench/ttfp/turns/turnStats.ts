@@ -5,43 +5,9 @@
  */
 import { distribution, percentile, requestMetrics } from '../metrics.ts';
 import type { RequestTrace } from '../trace.ts';
-import type { TurnsModeRatio, TurnsRun } from './turnsResult.ts';
+import type { TurnRatio, TurnRow, TurnsModeRatio, TurnsRun } from './turnsResult.ts';
 
-/** One turn index (1 = each conversation's first turn) over a run's conversations. */
-export interface TurnRow {
-  readonly turn: number;
-  /** Conversations that had this turn. */
-  readonly conversations: number;
-  readonly completed: number;
-  readonly failed: number;
-  /** Over completed turns that reported usage; null when none did. */
-  readonly mean_input_tokens: number | null;
-  readonly mean_cached_tokens: number | null;
-  /** p50s of the same (what the per-turn limit computes: bench/ttfp/turns/turnLimitPlan.ts). */
-  readonly p50_input_tokens: number | null;
-  readonly p50_cached_tokens: number | null;
-  /** Cached over input tokens, summed over the completed turns that reported both. */
-  readonly cached_share: number | null;
-  readonly mean_ttft_ms: number | null;
-  readonly p50_ttft_ms: number | null;
-  readonly p99_ttft_ms: number | null;
-  readonly mean_ttfp_ms: number | null;
-  readonly p50_ttfp_ms: number | null;
-  readonly p99_ttfp_ms: number | null;
-  readonly p50_e2e_ms: number | null;
-  /** p50 at this turn over p50 at turn 1: how much slower a turn is for the history before it. */
-  readonly ttft_over_turn1: number | null;
-  readonly ttfp_over_turn1: number | null;
-  /** The failed turns' errors, deduplicated. */
-  readonly errors: readonly string[];
-}
-
-/** One variant's p50 over another's at each turn index (lower is better). */
-export interface TurnRatio {
-  readonly turn: number;
-  readonly ttft: number | null;
-  readonly ttfp: number | null;
-}
+export type { TurnRatio, TurnRow };
 
 function meanOf(values: readonly number[]): number | null {
   return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
