@@ -14,10 +14,9 @@ import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdap
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { CodecFramesBody } from '../../common/payloads.ts';
-import type { AddRequest, PlaybackPlan } from '../../worker/messages.ts';
+import type { AddRequest, PlaybackPlan, StageStats } from '../../worker/messages.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
-import type { StageStats } from '../../worker/messages.ts';
 import { TalkerPrefixCache } from './TalkerPrefixCache.ts';
 
 interface TalkerRequest extends CoreRequest {
@@ -41,9 +40,8 @@ interface TalkerRequest extends CoreRequest {
   /** When the first rows arrived, and when the last frame was sampled (epoch ms): the measured frame latencies. */
   rowsAtMs: number | null;
   lastFrameAtMs: number | null;
-  /** The block names of its prompt rows (looked up in the prefix cache at the first chunk), and positions adopted. */
+  /** The block names of its prompt rows (looked up in the prefix cache at the first chunk). */
   promptBlocks: readonly string[];
-  cachedPositions: number;
 }
 
 /** The share of the time left to a TTFP target that the first chunk is planned to fill. */
@@ -93,7 +91,6 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       rowsAtMs: null,
       lastFrameAtMs: null,
       promptBlocks: [],
-      cachedPositions: 0,
     };
   }
 
@@ -166,8 +163,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       !req.promptBlocks.length
     ) {
       req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows);
-      req.cachedPositions = this.prefixes.adopt(req.requestId, req.promptBlocks, req.promptRows);
-      if (req.cachedPositions > 0) this.scheduler.startAt(req.requestId, req.cachedPositions);
+      const cached = this.prefixes.adopt(req.requestId, req.promptBlocks, req.promptRows);
+      if (cached > 0) this.scheduler.startAt(req.requestId, cached);
     }
     this.refresh(req);
   }
