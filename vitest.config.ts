@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
  * soak): `npm test` runs them after the main suite, one file at a time (vitest.alone.config.ts), so neither
  * measures nor starves another test file.
  */
-export const ALONE = ['test/e2e/voiceLoad.test.ts', 'test/e2e/soak.test.ts'];
+export const ALONE = ['test/e2e/voiceLoad.test.ts', 'test/e2e/soak.test.ts', 'test/e2e/soak.turns.test.ts'];
 
 /**
  * The suite's tiers, run in this order by test/runTiers.ts (each timed): pure unit tests first, with a short

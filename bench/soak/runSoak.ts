@@ -1,16 +1,16 @@
 /**
- * `chorus soak`: N Realtime sessions for D seconds against a pipeline started in this process, every answer
+ * `chorus soak`: N Realtime sessions for D seconds against `chorus serve` started as a child process, every answer
  * compared with a reference (the same seeded, greedy question asked alone first: text identical, audio within one
  * pcm16 step), with chaos on demand: an abort storm, a stage SIGKILLed or SIGSTOPped at a given second, malformed
- * Realtime frames and HTTP bodies. Reports answers, mismatches, failures by code, TTFP, RSS per process over time,
- * and whatever processes or shared memory outlived the run.
+ * Realtime frames and HTTP bodies. Reports answers, mismatches, failures by code, TTFP, RSS per process over time
+ * (main is the server's process: the answers this soak keeps for its checks are not counted), and whatever
+ * processes or shared memory outlived the server.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { drainServer, startServer } from '../../src/server/app.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
+import { rssKiB } from './processRss.ts';
+import { ServerProcess } from './ServerProcess.ts';
 import { SoakSession, type SoakAnswer } from './SoakSession.ts';
 
 export interface ChaosAt {
@@ -40,7 +40,7 @@ export interface SoakReport {
   readonly ttfpMs: { readonly p50: number | null; readonly p99: number | null };
   /** Fuzz: what each malformed frame or body got back (event type / HTTP status -> count). */
   readonly fuzz: Readonly<Record<string, number>>;
-  /** Resident memory (MiB) of main and each stage instance: at the start, the end and the highest sample. */
+  /** Resident memory (MiB) of main (the server) and each stage instance: at the start, the end and the highest. */
   readonly rssMiB: Readonly<Record<string, { start: number; end: number; max: number }>>;
   readonly leftover: { readonly processes: readonly number[]; readonly segments: readonly string[] };
 }
@@ -54,13 +54,19 @@ const PROMPTS = [
 const FUZZ_DIR = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'fuzz');
 
 export async function runSoak(o: SoakOptions, onProgress: (line: string) => void = () => {}): Promise<SoakReport> {
-  const engine = await Orchestrator.start(await loadConfig(o.config));
-  const { app, url } = await startServer(engine, { port: 0, apiKey: null, maxRunningRequests: 4 * o.sessions });
+  // Drain as the in-process soak did: 5 s for the answers still running at the end, then they are cancelled.
+  const serveArgs = ['--max-running-requests', String(4 * o.sessions), '--drain-timeout', '5'];
+  const server = await ServerProcess.start(o.config, serveArgs);
+  const url = server.url;
   const wsUrl = `${url.replace(/^http/, 'ws')}/v1/realtime`;
-  const rss = new RssSampler(engine);
-  const stagePids = () => engine.health().flatMap((h) => (h.pid === null ? [] : [h.pid]));
-  const seenPids = new Set<number>(stagePids());
+  const rss = new RssSampler(server);
+  const seenPids = new Set<number>();
+  const sample = () =>
+    rss.sample().then((stages) => {
+      for (const pid of stages) seenPids.add(pid);
+    });
   try {
+    await sample();
     // References: each question asked alone, before any load or chaos.
     const reference = await SoakSession.open(wsUrl);
     const references: SoakAnswer[] = [];
@@ -72,21 +78,21 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
     const sessions = await Promise.all(Array.from({ length: o.sessions }, () => SoakSession.open(wsUrl)));
     const runs = sessions.map((s, i) => s.run(PROMPTS, i, o.maxTokens, o.abortStorm ? 0.25 : 0, () => rng.nextFloat()));
     const timers = [
-      ...o.killStage.map((c) => setTimeout(() => signalStage(engine, c.stageId, 'SIGKILL'), 1000 * c.atSeconds)),
-      ...o.stopStage.map((c) => setTimeout(() => signalStage(engine, c.stageId, 'SIGSTOP'), 1000 * c.atSeconds)),
+      ...o.killStage.map((c) => setTimeout(() => void signalStage(server, c.stageId, 'SIGKILL'), 1000 * c.atSeconds)),
+      ...o.stopStage.map((c) => setTimeout(() => void signalStage(server, c.stageId, 'SIGSTOP'), 1000 * c.atSeconds)),
     ];
     const fuzz: Record<string, number> = {};
     const fuzzing = o.fuzz ? runFuzz(wsUrl, url, o.seconds, fuzz) : Promise.resolve();
-    const ticker = setInterval(() => {
-      rss.sample();
-      for (const pid of stagePids()) seenPids.add(pid);
-    }, 500);
+    // Samples chain: one read of /health and /proc at a time, however slow the server is to answer.
+    let sampling = Promise.resolve();
+    const ticker = setInterval(() => (sampling = sampling.then(sample, () => undefined)), 500);
     await new Promise((resolve) => setTimeout(resolve, 1000 * o.seconds));
     for (const s of sessions) s.stop();
     await Promise.all([...runs, fuzzing]);
     clearInterval(ticker);
     for (const t of timers) clearTimeout(t);
-    rss.sample();
+    await sampling.catch(() => undefined);
+    await sample();
     for (const s of sessions) s.close();
 
     const answers = sessions.flatMap((s) => s.answers);
@@ -104,9 +110,7 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
     const ttfps = answers.flatMap((a) => (a.ttfpMs === null ? [] : [a.ttfpMs])).sort((x, y) => x - y);
     const pct = (q: number) =>
       ttfps.length === 0 ? null : ttfps[Math.min(ttfps.length - 1, Math.floor(q * ttfps.length))];
-    await drainServer(app, 5_000, 'soak finished');
-    await app.close();
-    await engine.close();
+    await server.stop();
     return {
       options: o,
       answers: answers.length,
@@ -117,12 +121,11 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
       rssMiB: rss.summary(),
       leftover: {
         processes: [...seenPids].filter(isAlive),
-        segments: readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${process.pid}-`)),
+        segments: readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${server.pid}-`)),
       },
     };
   } catch (err) {
-    await app.close().catch(() => undefined);
-    await engine.close(0).catch(() => undefined);
+    await server.stop().catch(() => undefined);
     throw err;
   }
 }
@@ -137,9 +140,10 @@ function compare(a: SoakAnswer, ref: SoakAnswer): string | null {
   return null;
 }
 
-function signalStage(engine: Orchestrator, stageId: string, signal: NodeJS.Signals): void {
-  const pid = engine.workerOf(`${stageId}#0`)?.pid;
-  if (pid) process.kill(pid, signal);
+/** Signals replica 0 of a stage, found by name in the server's /health. */
+async function signalStage(server: ServerProcess, stageId: string, signal: NodeJS.Signals): Promise<void> {
+  const stage = (await server.processes()).find((p) => p.name === `${stageId}#0`);
+  if (stage) process.kill(stage.pid, signal);
 }
 
 /** Every second: one malformed Realtime frame on a session of its own, and one malformed chat body. */
@@ -172,20 +176,20 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** RSS of main and of each stage instance over the run (from /proc; a restarted instance continues its line). */
+/** RSS of main (the server) and of each stage instance over the run; a restarted instance continues its line. */
 class RssSampler {
   readonly #series = new Map<string, number[]>();
 
-  constructor(private readonly engine: Orchestrator) {
-    this.sample();
-  }
+  constructor(private readonly server: ServerProcess) {}
 
-  sample(): void {
-    this.#add('main', process.memoryUsage().rss / 2 ** 20);
-    for (const h of this.engine.health()) {
-      const kb = h.pid === null ? null : rssKiB(h.pid);
-      if (kb !== null) this.#add(`${h.stageId}#${h.replica}`, kb / 1024);
+  /** Reads every process once; resolves with the stage pids it read. */
+  async sample(): Promise<number[]> {
+    const processes = await this.server.processes();
+    for (const { name, pid } of processes) {
+      const kb = rssKiB(pid);
+      if (kb !== null) this.#add(name, kb / 1024);
     }
+    return processes.filter((p) => p.name !== 'main').map((p) => p.pid);
   }
 
   summary(): Record<string, { start: number; end: number; max: number }> {
@@ -197,14 +201,5 @@ class RssSampler {
 
   #add(key: string, mib: number): void {
     this.#series.set(key, [...(this.#series.get(key) ?? []), mib]);
-  }
-}
-
-function rssKiB(pid: number): number | null {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : null;
-  } catch {
-    return null;
   }
 }

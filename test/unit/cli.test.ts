@@ -52,6 +52,9 @@ describe('bad command lines', () => {
     [['models', 'build', '--colour'], /Unknown option '--colour'/],
     [['bench', '--protocol', 'grpc'], /--protocol must be realtime or chat/],
     [['soak', '--kill-stage', 'talker'], /--kill-stage takes NAME@SECONDS/],
+    [['soak', '--turns', '30', '--fuzz'], /--fuzz is for the timed soak, not --turns/],
+    [['soak', '--turns', '30', '--thinker-positions', '8'], /--thinker-positions must be an integer >= 64/],
+    [['soak', '--out', 'soak.json'], /--out goes with --turns/],
   ] as const;
 
   it('exit 2 with the message and the usage, without starting the pipeline', async () => {

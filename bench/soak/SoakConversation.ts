@@ -1,0 +1,161 @@
+/**
+ * One long Realtime conversation of `chorus soak --turns`: session.truncation "auto" and audio answers of a few
+ * tokens. A turn adds the user's message (conversation.item.create), waits for the server to hold it, then asks for
+ * the answer in the conversation (response.create) and waits for its response.done. It records what the checks
+ * need and nothing more (no transcript, no audio: the soak's own memory stays flat over hundreds of turns):
+ * outcome, TTFP, and the items the server dropped for this answer (conversation.item.deleted before its
+ * response.created, docs/conversations.md), so the turns right after a truncation can be told apart.
+ */
+import { WebSocket } from 'ws';
+import type { RealtimeEvent } from '../ttfp/clients/realtimeEvents.ts';
+
+const TURN_TIMEOUT_MS = 120_000; // a turn of a few tokens takes well under a second; this is for a hung server
+
+export interface SoakTurn {
+  readonly session: number;
+  /** 1-based turn index within its session. */
+  readonly turn: number;
+  /** completed | incomplete (both answered) | failed | cancelled | refused | closed | timeout */
+  readonly status: string;
+  readonly code: string | null;
+  /** response.create to the first audio delta. */
+  readonly ttfpMs: number | null;
+  /** response.create to response.done. */
+  readonly e2eMs: number;
+  /** conversation.item.deleted events this answer's truncation sent. */
+  readonly deletedItems: number;
+  readonly inputTokens: number | null;
+  readonly cachedTokens: number | null;
+}
+
+interface Arrival {
+  readonly atMs: number;
+  readonly e: RealtimeEvent & { readonly item_id?: string };
+}
+
+export class SoakConversation {
+  readonly #queue: Arrival[] = [];
+  #wake: (() => void) | null = null;
+  #closed = false;
+  #turns = 0;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    readonly session: number,
+  ) {
+    ws.on('message', (data) => {
+      this.#queue.push({ atMs: performance.now(), e: JSON.parse(String(data)) as Arrival['e'] });
+      this.#wake?.();
+    });
+    ws.on('close', () => {
+      this.#closed = true;
+      this.#wake?.();
+    });
+  }
+
+  /** Opens the session: audio answers of at most `maxTokens` text tokens, truncation "auto". */
+  static async open(wsUrl: string, session: number, maxTokens: number): Promise<SoakConversation> {
+    const ws = new WebSocket(wsUrl);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    const c = new SoakConversation(ws, session);
+    c.#send({
+      type: 'session.update',
+      session: { output_modalities: ['audio'], max_output_tokens: maxTokens, truncation: 'auto' },
+    });
+    const got = await c.#until(performance.now() + TURN_TIMEOUT_MS, (e) => e.type === 'session.updated');
+    if (typeof got === 'string') throw new Error(`session ${session}: no session.updated (${got})`);
+    return c;
+  }
+
+  async turn(text: string): Promise<SoakTurn> {
+    const turn = ++this.#turns;
+    const deadlineMs = performance.now() + TURN_TIMEOUT_MS;
+    const itemEventId = `soak_${turn}_item`;
+    const responseEventId = `soak_${turn}_response`;
+    let startMs = performance.now();
+    let ttfpMs: number | null = null;
+    let deletedItems = 0;
+    const end = (status: string, code: string | null, usage?: RealtimeEvent['response']): SoakTurn => ({
+      session: this.session,
+      turn,
+      status,
+      code,
+      ttfpMs,
+      e2eMs: performance.now() - startMs,
+      deletedItems,
+      inputTokens: usage?.usage?.input_tokens ?? null,
+      cachedTokens: usage?.usage?.input_token_details?.cached_tokens ?? null,
+    });
+
+    // 1. The user's message joins the conversation (or is refused, naming our event).
+    this.#send({
+      type: 'conversation.item.create',
+      event_id: itemEventId,
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+    });
+    const held = await this.#until(
+      deadlineMs,
+      (e) => (e.type === 'conversation.item.done' && e.item?.role === 'user') || isErrorFor(e, itemEventId),
+    );
+    if (typeof held === 'string') return end(held, null);
+    if (held.e.type === 'error') return end('refused', held.e.error?.code ?? null);
+
+    // 2. The answer. Deletions before its response.created are this answer's truncation.
+    startMs = performance.now();
+    this.#send({ type: 'response.create', event_id: responseEventId, response: { seed: turn } });
+    let responseId: string | undefined;
+    for (;;) {
+      const got = await this.#until(deadlineMs, () => true);
+      if (typeof got === 'string') return end(got, null);
+      const { e, atMs } = got;
+      if (responseId === undefined) {
+        if (e.type === 'conversation.item.deleted') deletedItems++;
+        else if (e.type === 'response.created') responseId = e.response?.id;
+        // A refused create gets no response.done: the error naming it ends the turn.
+        else if (isErrorFor(e, responseEventId)) return end('refused', e.error?.code ?? null);
+        continue;
+      }
+      if (e.type === 'response.output_audio.delta') ttfpMs ??= atMs - startMs;
+      else if (e.type === 'response.done' && e.response?.id === responseId) {
+        return end(e.response.status ?? 'failed', e.response.status_details?.error?.code ?? null, e.response);
+      }
+    }
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+
+  #send(event: Record<string, unknown>): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(event));
+  }
+
+  /** The next event `wanted` accepts (others are dropped), or why none came: 'closed' | 'timeout'. */
+  async #until(deadlineMs: number, wanted: (e: Arrival['e']) => boolean): Promise<Arrival | 'closed' | 'timeout'> {
+    for (;;) {
+      const arrival = this.#queue.shift();
+      if (arrival) {
+        if (wanted(arrival.e)) return arrival;
+        continue;
+      }
+      if (this.#closed) return 'closed';
+      const leftMs = deadlineMs - performance.now();
+      if (leftMs <= 0) return 'timeout';
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, leftMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = null;
+    }
+  }
+}
+
+function isErrorFor(e: RealtimeEvent, eventId: string): boolean {
+  return e.type === 'error' && e.error?.event_id === eventId;
+}

@@ -1,0 +1,56 @@
+/**
+ * Resident memory of other processes, read from /proc/<pid>/status (VmRSS), and its series over the turns of a
+ * soak: one line per process name (main, thinker#0, ...), each sample naming the pid it was read from, so a stage
+ * that restarted shows up as a new pid on the same line rather than as a leak or a drop.
+ */
+import { readFileSync } from 'node:fs';
+
+/** VmRSS of `pid` in KiB, or null when the process is gone (or /proc is not there). */
+export function rssKiB(pid: number): number | null {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface RssSample {
+  /** Turns every session had finished when this was read (0: before the first). */
+  readonly turn: number;
+  readonly pid: number;
+  readonly mib: number;
+  /** What its prefix cache held then (GET /metrics), for a stage that has one. */
+  readonly prefixCacheMiB?: number;
+}
+
+export interface NamedPid {
+  readonly name: string;
+  readonly pid: number;
+}
+
+/** RSS samples per process name, in turn order. */
+export class RssByTurn {
+  readonly #series = new Map<string, RssSample[]>();
+
+  /** Reads every process now; one that has exited (a stage between restarts) is skipped for this turn. */
+  sample(turn: number, processes: readonly NamedPid[], prefixCacheMiB: Readonly<Record<string, number>> = {}): void {
+    for (const { name, pid } of processes) {
+      const kib = rssKiB(pid);
+      if (kib === null) continue;
+      const series = this.#series.get(name) ?? [];
+      const cache = prefixCacheMiB[name];
+      series.push({
+        turn,
+        pid,
+        mib: Math.round((kib / 1024) * 10) / 10,
+        ...(cache !== undefined ? { prefixCacheMiB: cache } : {}),
+      });
+      this.#series.set(name, series);
+    }
+  }
+
+  series(): Record<string, readonly RssSample[]> {
+    return Object.fromEntries(this.#series);
+  }
+}
