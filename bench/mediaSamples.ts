@@ -1,4 +1,7 @@
-/** Media inputs for benches and tests: 16-bit mono WAV and raw pcm16 of a tone or chirp, PNG and JPEG of a seeded pattern. */
+/**
+ * Media inputs for benches and tests: 16-bit mono WAV and raw pcm16 of a tone or chirp, PNG and JPEG of a seeded
+ * pattern.
+ */
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 

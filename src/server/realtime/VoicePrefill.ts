@@ -2,9 +2,10 @@
  * Speech prefilled while the user talks (server_vad sessions). During a turn, every PREFILL_EVERY_MS of new audio
  * the session sends the engine a prefill-only request: the conversation as the answer will see it, with the turn's
  * audio so far as the user item. The audio encoder encodes only the windows it has not seen (AudioWindows), and the
- * Thinker computes only what the previous prefill did not (its prefix cache: ThinkerPrefixCache), and the KV stays
- * in the cache, owned by the session's key. When the turn ends, the answer carries the same key and starts from the longest prefix with equal inputs:
- * only the last window or two of speech and the assistant header are left to encode and prefill.
+ * Thinker computes only what the previous prefill did not (its prefix cache: ThinkerPrefixCache); the KV stays in
+ * the cache, owned by the session's key. When the turn ends, the answer carries the same key and starts from the
+ * longest prefix with equal inputs: only the last window or two of speech and the assistant header are left to
+ * encode and prefill.
  *
  * One prefill at a time per session (the next waits for the last to finish), none while an answer is running.
  * Correctness never rests on this class: the Thinker compares every reused position's inputs, so a conversation
