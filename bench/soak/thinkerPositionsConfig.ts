@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isMap, isSeq, parseDocument, type YAMLMap } from 'yaml';
-import { UsageError } from '../../src/cli/cliArgs.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 
 export interface TempConfig {
   readonly file: string;
@@ -35,11 +35,15 @@ export function thinkerPositionsConfig(config: string, maxPositions: number): Te
     if (stage.get('kind') !== 'thinker') continue;
     thinkers++;
     if (isMap(model) && model.has('path'))
-      throw new UsageError(`--thinker-positions: ${config}'s thinker loads a model file; its positions are the file's`);
+      throw new ChorusError(
+        ErrorCodes.CONFIG_INVALID,
+        `--thinker-positions: ${config}'s thinker loads a model file; its positions are the file's`,
+      );
     if (isMap(model)) model.set('max_positions', maxPositions);
     else stage.set('model', doc.createNode({ max_positions: maxPositions }));
   }
-  if (thinkers === 0) throw new UsageError(`--thinker-positions: ${config} has no stage of kind thinker`);
+  if (thinkers === 0)
+    throw new ChorusError(ErrorCodes.CONFIG_INVALID, `--thinker-positions: ${config} has no stage of kind thinker`);
   const dir = mkdtempSync(path.join(tmpdir(), 'chorus-soak-'));
   const file = path.join(dir, path.basename(config));
   writeFileSync(file, doc.toString());
