@@ -2,7 +2,9 @@
  * The shape of DIR/results.json (snake_case, as vLLM's bench writes its JSON), and the goals the issue sets.
  * Every field a run row has is a plain number or null, so the JSON diffs and plots cleanly.
  */
-export { gitSha } from '../common.ts';
+import { gitSha } from '../common.ts';
+
+export { gitSha };
 import os from 'node:os';
 import type { LimitResult } from '../limit/runLimit.ts';
 import type { ThroughputLimit } from '../limit/runThroughput.ts';
@@ -277,4 +279,36 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
     ...cpuFigures(c, m.completed),
     errors: m.errors,
   } as RunRow;
+}
+
+/** The provenance every bench result starts with: when, which commit and machine, what it ran against. */
+export type ResultHeader = Pick<
+  BenchResult,
+  'started_at' | 'finished_at' | 'command' | 'git_sha' | 'machine' | 'target' | 'remote_stages'
+> & { readonly config_sha256: Readonly<Record<string, string>> };
+
+/** The header of a run against `target` with these modes (config hashes per variant; as_is for a lone run). */
+export function resultHeader(
+  o: {
+    readonly command: string;
+    readonly target: { kind: 'config'; file: string } | { kind: 'url'; url: string };
+    readonly compareConfig?: string;
+  },
+  modes: readonly { readonly variant: string; readonly config: { readonly sha256: string } | null }[],
+): ResultHeader {
+  return {
+    started_at: new Date().toISOString(),
+    finished_at: '',
+    command: o.command,
+    git_sha: gitSha(),
+    machine: machineInfo(),
+    target:
+      o.target.kind === 'config'
+        ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
+        : { kind: 'url', url: o.target.url },
+    config_sha256: Object.fromEntries(
+      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
+    ),
+    remote_stages: {},
+  };
 }

@@ -20,7 +20,7 @@ import { remoteStagesOf } from './RemoteStageHost.ts';
 import { ModeRun, openMode, warmUp, type LiveMode, type Mode } from './modeRun.ts';
 import type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
-import { gitSha, machineInfo, type BenchResult, type RunRow } from './results.ts';
+import { resultHeader, type BenchResult, type RunRow } from './results.ts';
 import { ServerTimings } from './ServerTimings.ts';
 
 export type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
@@ -35,19 +35,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
   const result: BenchResult = {
     tool: 'chorus bench',
-    started_at: new Date().toISOString(),
-    finished_at: '',
-    command: o.command,
-    git_sha: gitSha(),
-    machine: machineInfo(),
-    target:
-      o.target.kind === 'config'
-        ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
-        : { kind: 'url', url: o.target.url },
-    config_sha256: Object.fromEntries(
-      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
-    ),
-    remote_stages: {},
+    ...resultHeader(o, modes),
     options: {
       protocol: o.protocol,
       concurrency: o.concurrency,

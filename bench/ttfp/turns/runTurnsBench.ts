@@ -10,7 +10,7 @@
  * limit says nothing of a turn over a long history.
  */
 import os from 'node:os';
-import { gitSha, machineInfo } from '../results.ts';
+import { resultHeader } from '../results.ts';
 import { openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
 import { makePrompts } from '../prompts.ts';
 import { benchTokenizer, interleaves, planModes } from '../runServeBench.ts';
@@ -69,19 +69,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
     });
   const result: TurnsResult = {
     tool: 'chorus bench --turns',
-    started_at: new Date().toISOString(),
-    finished_at: '',
-    command: o.command,
-    git_sha: gitSha(),
-    machine: machineInfo(),
-    target:
-      o.target.kind === 'config'
-        ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
-        : { kind: 'url', url: o.target.url },
-    config_sha256: Object.fromEntries(
-      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
-    ),
-    remote_stages: {},
+    ...resultHeader(o, modes),
     options: {
       protocol: o.protocol,
       concurrency: o.concurrency,

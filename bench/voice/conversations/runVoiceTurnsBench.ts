@@ -15,10 +15,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { ChorusError, ErrorCodes } from '../../../src/common/errors.ts';
 import type { Logger } from '../../../src/common/log.ts';
-import { gitSha } from '../../common.ts';
 import { openMode, type LiveMode, type Mode } from '../../ttfp/modeRun.ts';
 import { ProgressBar } from '../../ttfp/ProgressBar.ts';
-import { machineInfo } from '../../ttfp/results.ts';
+import { resultHeader } from '../../ttfp/results.ts';
 import { interleaves, planModes } from '../../ttfp/runServeBench.ts';
 import type { BenchTarget } from '../../ttfp/serveBenchOptions.ts';
 import type { TurnSettings, TurnSpec, TurnTrace } from '../protocol.ts';
@@ -72,19 +71,7 @@ export async function runVoiceTurnsBench(o: VoiceTurnsBenchOptions): Promise<Voi
   const interleave = interleaves(modes);
   const result: VoiceTurnsResult = {
     tool: 'chorus bench --voice --turns',
-    started_at: new Date().toISOString(),
-    finished_at: '',
-    command: o.command,
-    git_sha: gitSha(),
-    machine: machineInfo(),
-    target:
-      o.target.kind === 'config'
-        ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
-        : { kind: 'url', url: o.target.url },
-    config_sha256: Object.fromEntries(
-      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
-    ),
-    remote_stages: {},
+    ...resultHeader(o, modes),
     options: {
       concurrency: o.concurrency,
       turns: o.turns,
