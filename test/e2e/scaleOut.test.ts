@@ -213,9 +213,12 @@ describe('scale-out over a 3-node Redis Cluster', () => {
   it('answers like all-shm, with the keys of requests spread over the shards', async () => {
     const env = { CHORUS_REDIS_URL: cluster.url };
     const serve = await startServe(TWO_HOST, env);
-    startStage(TWO_HOST, 'talker', 'c1', env, { isolated: true });
-    startStage(TWO_HOST, 'code2wav', 'c1', env, { isolated: true });
+    const stages = [
+      startStage(TWO_HOST, 'talker', 'c1', env, { isolated: true }),
+      startStage(TWO_HOST, 'code2wav', 'c1', env, { isolated: true }),
+    ];
     await readyInstances(serve, 3);
+    const remote = (await health(serve.url)).stages.filter((s) => s.placement === 'remote');
     const ref = await reference(12);
     // 8 requests: each one's lists share a slot, so all of them on one of the 3 nodes has odds 3 / 3^8 (1 in 2187;
     // with 4 requests it was 1 in 27, and CI met it once).
@@ -232,6 +235,9 @@ describe('scale-out over a 3-node Redis Cluster', () => {
       ),
     );
     expect(pushes.filter((p) => p > 0).length).toBeGreaterThan(1);
+    // The stages leave first (a live stage holds its name's lease, main or no main), then main: no key is left.
+    for (const s of remote) process.kill(s.pid!, 'SIGTERM');
+    for (const stage of stages) expect(await stage.exited).toBe(0);
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
     for (const n of cluster.nodes) expect(await n.keys()).toEqual([]);
