@@ -47,10 +47,20 @@ export function turnDetails(run: TurnsRun, traces: readonly (readonly RequestTra
   );
 }
 
-export async function writeTurnsResults(
+export function writeTurnsResults(
   dir: string,
   result: TurnsResult,
   details: readonly TurnDetail[],
+): Promise<{ json: string; markdown: string; turns: string }> {
+  return writeTurnFiles(dir, result, formatTurnsMarkdown(result), details);
+}
+
+/** A conversations bench's three files in DIR: results.json, results.md and turns.json (every turn). */
+export async function writeTurnFiles(
+  dir: string,
+  result: object,
+  markdown: string,
+  details: readonly object[],
 ): Promise<{ json: string; markdown: string; turns: string }> {
   await mkdir(dir, { recursive: true });
   const files = {
@@ -60,7 +70,7 @@ export async function writeTurnsResults(
   };
   await Promise.all([
     writeFile(files.json, `${JSON.stringify(result, null, 2)}\n`),
-    writeFile(files.markdown, formatTurnsMarkdown(result)),
+    writeFile(files.markdown, markdown),
     writeFile(files.turns, `${JSON.stringify(details)}\n`),
   ]);
   return files;

@@ -2,9 +2,8 @@
  * Writes DIR/results.json, DIR/results.md and DIR/turns.json (every turn of every conversation: what was said, its
  * outcome, its times and usage, for finding the slow or failed turn behind a p50); returns their paths.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { requestMetrics } from '../../ttfp/metrics.ts';
+import { writeTurnFiles } from '../../ttfp/turns/writeTurnsResults.ts';
 import type { TurnSpec, TurnTrace } from '../protocol.ts';
 import { formatVoiceTurnsMarkdown } from './formatVoiceTurns.ts';
 import type { VoiceTurnsResult, VoiceTurnsRun } from './voiceTurnsResult.ts';
@@ -57,21 +56,10 @@ export function voiceTurnDetails(
   );
 }
 
-export async function writeVoiceTurnsResults(
+export function writeVoiceTurnsResults(
   dir: string,
   result: VoiceTurnsResult,
   details: readonly VoiceTurnDetail[],
 ): Promise<{ json: string; markdown: string; turns: string }> {
-  await mkdir(dir, { recursive: true });
-  const files = {
-    json: path.join(dir, 'results.json'),
-    markdown: path.join(dir, 'results.md'),
-    turns: path.join(dir, 'turns.json'),
-  };
-  await Promise.all([
-    writeFile(files.json, `${JSON.stringify(result, null, 2)}\n`),
-    writeFile(files.markdown, formatVoiceTurnsMarkdown(result)),
-    writeFile(files.turns, `${JSON.stringify(details)}\n`),
-  ]);
-  return files;
+  return writeTurnFiles(dir, result, formatVoiceTurnsMarkdown(result), details);
 }
