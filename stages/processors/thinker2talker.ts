@@ -50,12 +50,21 @@ export class Thinker2Talker {
     sampledEmbed: Float32Array | null,
   ): void {
     const d = this.hiddenSize;
-    // Prompt rows not sent yet (a recompute after preemption revisits positions already sent: skip those).
-    for (let i = 0; i < numTokens; i++) {
-      const pos = startPosition + i;
-      if (pos < this.promptRowsSent || pos >= this.promptLength) continue;
-      this.pushRow(embeds.subarray(i * d, (i + 1) * d), hidden.subarray(i * d, (i + 1) * d));
-      this.promptRowsSent = pos + 1;
+    // Prompt rows not sent yet (a recompute after preemption revisits positions already sent: skip those), in one
+    // block: a cached prefix hands over thousands of positions at once.
+    const first = Math.max(startPosition, this.promptRowsSent);
+    const end = Math.min(startPosition + numTokens, this.promptLength);
+    if (end > first) {
+      const block = new Float32Array((end - first) * this.conditionDim);
+      for (let pos = first; pos < end; pos++) {
+        const i = pos - startPosition;
+        const at = (pos - first) * this.conditionDim;
+        block.set(embeds.subarray(i * d, (i + 1) * d), at);
+        block.set(hidden.subarray(i * d, (i + 1) * d), at + d);
+      }
+      this.pending.push(block);
+      this.pendingRows += end - first;
+      this.promptRowsSent = end;
     }
     if (sampledEmbed) {
       const last = numTokens - 1;
