@@ -3,7 +3,7 @@
  * and concurrency, each with a row per turn index, and with two modes the first's p50s over the second's per turn.
  */
 import type { LimitParts } from '../../limit/runLimit.ts';
-import type { Machine } from '../results.ts';
+import type { ResultHeader } from '../results.ts';
 
 export interface TurnsRun {
   /** Which server: the config's name (--compare-config), async or sync. */
@@ -31,22 +31,9 @@ export interface TurnsModeRatio {
   readonly turns: readonly TurnRatio[];
 }
 
-export interface TurnsResult {
+/** The provenance (ResultHeader: when, commit, machine, target, config hashes), then the run. */
+export interface TurnsResult extends ResultHeader {
   readonly tool: 'chorus bench --turns';
-  readonly started_at: string;
-  finished_at: string;
-  readonly command: string;
-  readonly git_sha: string;
-  readonly machine: Machine;
-  readonly target: {
-    readonly kind: 'config' | 'url';
-    readonly file?: string;
-    readonly url?: string;
-    readonly compare_file?: string;
-  };
-  /** sha256 of each YAML as run, by variant (as_is for a lone run). */
-  readonly config_sha256: Readonly<Record<string, string>>;
-  readonly remote_stages: Record<string, string>;
   readonly options: {
     readonly protocol: string;
     readonly concurrency: readonly number[];

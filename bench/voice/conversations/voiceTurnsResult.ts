@@ -5,7 +5,7 @@
  * server reported, failures, and turn k over turn 1; with two servers their ratio; the goal at c=1. No clock, no I/O.
  */
 import { percentile, requestMetrics } from '../../ttfp/metrics.ts';
-import type { Goal, Machine } from '../../ttfp/results.ts';
+import type { Goal, ResultHeader } from '../../ttfp/results.ts';
 import type { TurnTrace } from '../protocol.ts';
 
 /** Issue 27: time from the end of speech to the first audio at the last turn (20) <= this x turn 1's, c=1 (p50s). */
@@ -72,22 +72,9 @@ export interface VoiceTurnsRatio {
   }[];
 }
 
-export interface VoiceTurnsResult {
+/** The provenance (ResultHeader: when, commit, machine, target, config hashes), then the run. */
+export interface VoiceTurnsResult extends ResultHeader {
   readonly tool: 'chorus bench --voice --turns';
-  readonly started_at: string;
-  finished_at: string;
-  readonly command: string;
-  readonly git_sha: string;
-  readonly machine: Machine;
-  readonly target: {
-    readonly kind: 'config' | 'url';
-    readonly file?: string;
-    readonly url?: string;
-    readonly compare_file?: string;
-  };
-  /** sha256 of each YAML as run, by variant (as_is for a lone run). */
-  readonly config_sha256: Readonly<Record<string, string>>;
-  readonly remote_stages: Record<string, string>;
   readonly options: {
     readonly concurrency: readonly number[];
     readonly turns: number;
