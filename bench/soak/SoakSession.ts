@@ -44,10 +44,14 @@ export class SoakSession {
       wake.fn?.();
     });
     ws.on('close', () => wake.fn?.());
+    // Ready once the server has said session.created (it may come after 'open'): a frame sent before it
+    // would be answered after it, and the fuzz reads "the next event" as the answer to its frame.
     await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
+      wake.fn = () => (events.length > 0 || ws.readyState !== WebSocket.OPEN ? resolve() : undefined);
       ws.once('error', reject);
     });
+    wake.fn = null;
+    if (events[0]?.type !== 'session.created') throw new Error(`session opened with ${events[0]?.type ?? 'close'}`);
     return new SoakSession(ws, events, wake);
   }
 
