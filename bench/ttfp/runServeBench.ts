@@ -58,7 +58,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   };
   if (first && o.limit !== false) {
     // Before any stage process starts, so the runners have the machine to themselves.
-    o.log.info('measuring the critical-path limit');
+    o.progress?.write('measuring the critical-path limit (the runners alone, before the server starts)\n');
     const ic = o.initialCodecChunkFrames;
     const limitAt = (batch: number) =>
       runLimit({
@@ -72,7 +72,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     result.limit = await limitAt(1);
     for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b))
       result.burst_limits.push(await limitAt(c));
-    o.log.info('measuring the throughput limit');
+    o.progress?.write('measuring the throughput limit\n');
     result.throughput_limits = await runThroughputLimits({
       graph: first.graph,
       inputLen: o.inputLen,

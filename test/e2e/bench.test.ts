@@ -215,7 +215,9 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     expect(md.match(/^\| 8 \| 8 \|/gm)).toHaveLength(4);
     const svg = await readFile(path.join(dir, 'plot.svg'), 'utf8');
     expect(svg).toMatch(/^<svg /);
-    expect(svg.match(/<polyline /g)).toHaveLength(4);
+    // TTFT, TTFP and RTF for async and sync: a p50 line and a dashed mean each, over a p50-p99 band.
+    expect(svg.match(/<polyline /g)).toHaveLength(12);
+    expect(svg.match(/<polygon /g)).toHaveLength(6);
   });
 });
 

@@ -1,26 +1,23 @@
 /**
- * The whole result as the terminal shows it and as results.md stores it: the two run tables, async/sync (or
- * config/compare-config) ratios, TTFP over the critical-path limit, the goals, and where the numbers came from.
+ * The whole result as the terminal shows it (a vertical summary per run) and as results.md stores it (the two wide
+ * run tables), then async/sync (or config/compare-config) ratios in words, TTFP over the critical-path limit, the
+ * development goals when asked for (--goals), and where the numbers came from.
  */
 import { formatLimit } from '../../limit/runLimit.ts';
 import { throughputCeilingAt, throughputShare, ttfpOverLimit } from '../goals.ts';
 import type { LimitResult } from '../../limit/runLimit.ts';
 import type { BenchResult, VariantRatio } from '../results.ts';
-import {
-  meanColumns,
-  ms,
-  num,
-  percentileColumns,
-  renderMarkdown,
-  renderText,
-  variantColumn,
-  type Column,
-} from './tables.ts';
+import { runSummaryLines, wrap } from './runSummary.ts';
+import { meanColumns, ms, num, percentileColumns, renderMarkdown, variantColumn, type Column } from './tables.ts';
 
+/** `0.04x`: one run's figure as a multiple of the other's. */
+const times = (v: number | null) => (v === null ? '-' : `${v.toFixed(2)}x`);
+
+/** One concurrency's ratios, each named: "TTFP 0.04x (p50 0.05x), TTFT 0.50x, ...". */
 function ratioLine(x: VariantRatio): string {
   return (
-    `c=${x.concurrency}: TTFP ${num(x.ttfp)} (p50 ${num(x.p50_ttfp)}), TTFT ${num(x.ttft)}, E2E ${num(x.e2e)}, ` +
-    `RTF ${num(x.rtf)}`
+    `c=${x.concurrency}: mean TTFP ${times(x.ttfp)} (p50 ${times(x.p50_ttfp)}), mean TTFT ${times(x.ttft)}, ` +
+    `mean end-to-end ${times(x.e2e)}, mean real-time factor ${times(x.rtf)}`
   );
 }
 
@@ -40,7 +37,7 @@ function ratioLines(r: BenchResult): string[] {
 /** Title and lines of the --config / --compare-config ratios (none without --compare-config). */
 function configRatioSection(r: BenchResult): [string, string[]] {
   const first = r.config_ratios[0];
-  const title = first ? `${first.config} / ${first.compare_config} ratios` : '';
+  const title = first ? `${first.config} as a multiple of ${first.compare_config}` : '';
   return [title, r.config_ratios.map(ratioLine)];
 }
 
@@ -72,8 +69,8 @@ function limitLines(r: BenchResult): string[] {
     if (!v || !limit) continue;
     const what = limit.batch === 1 ? 'limit' : `burst limit (${limit.batch} batched, IC ${limit.initial_chunk_frames})`;
     lines.push(
-      `c=${run.concurrency}: mean ${num(v.mean, 2)}, p50 ${num(v.p50, 2)}  (TTFP ${ms(run.mean_ttfp_ms)} ms over ` +
-        `${what} ${ms(limit.median.total_ms)} ms)`,
+      `c=${run.concurrency}: mean TTFP ${ms(run.mean_ttfp_ms)} ms is ${times(v.mean)} the ${what} of ` +
+        `${ms(limit.median.total_ms)} ms (p50 TTFP ${times(v.p50)})`,
     );
   }
   return lines;
@@ -100,8 +97,8 @@ function throughputLines(r: BenchResult): string[] {
     return (
       `c=${l.batch}: limit ${num(l.limit_rps, 2)} req/s${best} (batch ${l.batch}: ${num(l.batched_rps, 2)} req/s, ` +
       `${stages} on ${l.cores} cores, least on-CPU time of ${l.repeats} passes after ${l.warmup} warm-up)` +
-      (share === null ? '' : `; measured ${num(share, 2)} of it`) +
-      (ceiling === null ? '' : `; the cores allow at most ${num(ceiling, 2)} of it with the bench's CPU charged`)
+      (share === null ? '' : `; the run's req/s is ${num(share, 2)} of this limit`) +
+      (ceiling === null ? '' : `; with the bench's own CPU charged the cores allow at most ${num(ceiling, 2)} of it`)
     );
   });
 }
@@ -116,8 +113,8 @@ function cpuLines(r: BenchResult): string[] {
     const bound =
       run.cpu_bound_rps === null
         ? ''
-        : `; the cores allow ${num(run.cpu_bound_rps, 2)} req/s at that, measured ` +
-          `${num(run.request_throughput, 2)} (${num(run.request_throughput / run.cpu_bound_rps, 2)})`;
+        : `; the cores allow ${num(run.cpu_bound_rps, 2)} req/s at that, the run measured ` +
+          `${num(run.request_throughput, 2)} req/s (${num(run.request_throughput / run.cpu_bound_rps, 2)} of it)`;
     return [`${run.variant} c=${run.concurrency}: ${parts.join(' + ')} = ${ms(total)} ms${bound}`];
   });
 }
@@ -125,8 +122,8 @@ function cpuLines(r: BenchResult): string[] {
 function goalLines(r: BenchResult): string[] {
   return r.goals.map(
     (g) =>
-      `${g.name}: ${Number.isInteger(g.value) ? g.value : g.value.toFixed(3)} (goal ${g.target}) ` +
-      `${g.met ? 'met' : 'MISSED'}`,
+      `${g.name}: ${Number.isInteger(g.value) ? g.value : g.value.toFixed(3)} (goal ${g.target}, ` +
+      `${g.met ? 'met' : 'not met'})`,
   );
 }
 
@@ -149,18 +146,35 @@ function remoteLines(r: BenchResult): string[] {
   return Object.entries(r.remote_stages).map(([variant, where]) => `${variant}: ${where}`);
 }
 
-export function formatText(r: BenchResult): string {
-  const out = [renderText(columns(r, meanColumns), r.runs), '', renderText(columns(r, percentileColumns), r.runs)];
+/** What the report includes beyond the measurements. */
+export interface ReportOptions {
+  /** The development goals (bench/README.md) with met / not met: `chorus bench --goals`. */
+  readonly goals?: boolean;
+}
+
+/**
+ * The terminal report: one vertical summary per run, then the comparisons and limits in labelled lines, every line
+ * at most REPORT_WIDTH columns. The wide tables are in results.md.
+ */
+export function formatText(r: BenchResult, options: ReportOptions = {}): string {
+  const out: string[] = [];
+  for (const run of r.runs) out.push(...runSummaryLines(run), '');
   const section = (title: string, lines: string[]) => {
-    if (lines.length > 0) out.push('', title, ...lines.map((l) => `  ${l}`));
+    if (lines.length > 0) out.push('', ...wrap(title), ...lines.flatMap((l) => wrap(`  ${l}`)));
   };
-  section('async / sync ratios (lower is better for TTFP):', ratioLines(r));
+  section('async_chunk on as a multiple of off (below 1x: on is faster):', ratioLines(r));
   const [configTitle, configLines] = configRatioSection(r);
-  section(`${configTitle} (lower is better for TTFP):`, configLines);
+  section(`${configTitle} (below 1x: the first is faster):`, configLines);
   section('remote stages (started by the bench):', remoteLines(r));
-  if (r.limit) out.push('', formatLimit(r.limit));
+  if (r.limit)
+    out.push(
+      '',
+      ...formatLimit(r.limit)
+        .split('\n')
+        .flatMap((l) => wrap(l)),
+    );
   section('the same for a burst of c requests batched together (medians, ms):', burstLines(r));
-  section('TTFP / limit (async):', limitLines(r));
+  section('TTFP over the critical-path limit (async_chunk on; 1x is the limit):', limitLines(r));
   section(
     'throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster):',
     throughputLines(r),
@@ -169,13 +183,13 @@ export function formatText(r: BenchResult): string {
     "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server):",
     cpuLines(r),
   );
-  section('goals:', goalLines(r));
+  if (options.goals) section('development goals (bench/README.md):', goalLines(r));
   section('failed requests:', errorLines(r));
-  out.push('', provenance(r));
+  out.push('', ...wrap(provenance(r)), 'the tables: results.md in the output directory');
   return out.join('\n');
 }
 
-export function formatMarkdown(r: BenchResult): string {
+export function formatMarkdown(r: BenchResult, options: ReportOptions = {}): string {
   const out = [
     `# chorus bench results`,
     '',
@@ -190,12 +204,12 @@ export function formatMarkdown(r: BenchResult): string {
   const section = (title: string, lines: string[]) => {
     if (lines.length > 0) out.push('', `**${title}**`, '', ...lines.map((l) => `- ${l}`));
   };
-  section('async / sync ratios', ratioLines(r));
+  section('async_chunk on as a multiple of off (below 1x: on is faster)', ratioLines(r));
   section(...configRatioSection(r));
   section('Remote stages (started by the bench)', remoteLines(r));
   if (r.limit) out.push('', '**Critical-path limit**', '', '```', formatLimit(r.limit), '```');
   section('Critical path of a burst of c requests batched together', burstLines(r));
-  section('TTFP / limit (async)', limitLines(r));
+  section('TTFP over the critical-path limit (async_chunk on; 1x is the limit)', limitLines(r));
   section(
     'Throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster)',
     throughputLines(r),
@@ -204,7 +218,7 @@ export function formatMarkdown(r: BenchResult): string {
     "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server)",
     cpuLines(r),
   );
-  section('Goals', goalLines(r));
+  if (options.goals) section('Development goals (bench/README.md)', goalLines(r));
   section('Failed requests', errorLines(r));
   out.push(
     '',

@@ -2,12 +2,13 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BenchResult } from '../results.ts';
-import { formatMarkdown } from './formatReport.ts';
+import { formatMarkdown, type ReportOptions } from './formatReport.ts';
 import { plotSvg } from './plotSvg.ts';
 
 export async function writeResults(
   dir: string,
   result: BenchResult,
+  options: ReportOptions = {},
 ): Promise<{ json: string; markdown: string; svg: string }> {
   await mkdir(dir, { recursive: true });
   const files = {
@@ -21,7 +22,7 @@ export async function writeResults(
     `${result.git_sha.slice(0, 7)}, ${result.started_at}`;
   await Promise.all([
     writeFile(files.json, `${JSON.stringify(result, null, 2)}\n`),
-    writeFile(files.markdown, formatMarkdown(result)),
+    writeFile(files.markdown, formatMarkdown(result, options)),
     writeFile(files.svg, plotSvg(result.runs, subtitle)),
   ]);
   return files;

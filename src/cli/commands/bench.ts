@@ -22,6 +22,7 @@ import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
 import { runVoiceTurnsCommand, voiceTurnsUsage } from './benchVoiceTurns.ts';
 import { STEP_TRACE_ENV } from '../../worker/StepTrace.ts';
 import type { Protocol } from '../../../bench/ttfp/clients/BenchClient.ts';
+import { benchLogger } from '../../../bench/benchLogger.ts';
 
 /** The run options the TTFP bench and the voice bench share. */
 const RUN_OPTIONS = {
@@ -41,7 +42,7 @@ export const usage = `usage:
                [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
-               [--json]
+               [--goals] [--json]
 ${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
@@ -66,8 +67,9 @@ request's first packet waited, from those files and requests.json).
 A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
 min_replicas \`chorus stage\` processes per remote stage and waits for them to join, over --redis-url (or
 CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
-Results go to DIR (default bench/results/run-<time>): results.json, results.md, plot.svg, and requests.json
-(every request's metrics and audio arrivals, for tracing a slow first packet or a stall).
+Results go to DIR (default bench/results/run-<time>): results.json, results.md (the wide tables), plot.svg, and
+requests.json (every request's metrics and audio arrivals, for tracing a slow first packet or a stall); the terminal
+gets a summary per run. --goals adds the development goals of bench/README.md, met or not, to both reports.
 --turns N: conversations of N turns instead of single prompts (bench/TURNS.md): over realtime one session per
 conversation (conversation.item.create, then response.create in the conversation), over chat the history resent
 with the answers' text. Each user message is --input-len tokens (default 40), each answer --output-len tokens
@@ -170,6 +172,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'ttfp-target-ms': { type: 'string' },
     'throughput-repeats': { type: 'string' },
     'trace-steps': { type: 'string' },
+    goals: { type: 'boolean', default: false },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
@@ -226,7 +229,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
       : {}),
     timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
     progress: process.stderr,
-    log: logger.child({ component: 'bench' }),
+    log: benchLogger(process.stderr),
     command: `chorus bench ${argv.join(' ')}`.trim(),
   };
   if (turns !== undefined) {
@@ -259,10 +262,11 @@ async function runServeCommand(argv: string[]): Promise<number> {
   const out = path.resolve(
     v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`),
   );
-  const files = await writeResults(out, result);
+  const report = { goals: v.goals === true };
+  const files = await writeResults(out, result, report);
   const requestsFile = path.join(out, 'requests.json');
   await writeFile(requestsFile, `${JSON.stringify(requests)}\n`);
-  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result)}\n`);
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result, report)}\n`);
   process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}, ${requestsFile}\n`);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }
@@ -300,7 +304,7 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     breakdown: v['skip-limit'] !== true,
     breakdownRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
     progress: process.stderr,
-    log: logger.child({ component: 'bench' }),
+    log: benchLogger(process.stderr),
     command: `chorus bench ${argv.join(' ')}`.trim(),
     onRun: (concurrency, traces) => turns.push({ concurrency, traces }),
   });
