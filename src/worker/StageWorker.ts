@@ -28,6 +28,13 @@ import {
  */
 export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
 
+/**
+ * tsx's loader as a file URL, resolved from this package. A bare `--import tsx` is resolved from the process's
+ * working directory: run from anywhere but the clone (a global install, `npm link`, a script in another folder),
+ * every stage died with ERR_MODULE_NOT_FOUND before it could say READY.
+ */
+const TSX_LOADER_URL = import.meta.resolve('tsx');
+
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; src/kinds/stageEntry.ts in Chorus). */
   readonly entry: string;
@@ -67,7 +74,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
     const spec = args.graph.stages[args.stageIndex];
     const instance = `${spec.stageId}#${args.replica}`;
     const child = fork(options.entry, [instance], {
-      execArgv: ['--import', 'tsx', ...STAGE_NODE_FLAGS],
+      execArgv: ['--import', TSX_LOADER_URL, ...STAGE_NODE_FLAGS],
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, CHORUS_STAGE: instance },

@@ -1,0 +1,46 @@
+/**
+ * Chorus installed the way a user installs it: `npm pack`, then `npm install -g --prefix <scratch>` of the unpacked
+ * package, and the `chorus` that npm linked into <scratch>/bin. Offline: npm cannot fetch the dependencies of a
+ * tarball without the registry, so the unpacked package gets the clone's node_modules (a symlink) and its built
+ * native addon (a copy: rebuilding it takes 10+ s on 2 cores), and npm installs the folder, as `npm link` does.
+ * What this catches is what broke before (issue 32): anything resolved from the working directory or from the
+ * clone's layout instead of the package's own folder.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from './tempDir.ts';
+
+const REPO = join(import.meta.dirname, '..', '..');
+
+export interface InstalledChorus {
+  /** <prefix>/bin/chorus: npm's link to the package's bin/chorus.js (run it directly: its shebang is node). */
+  readonly bin: string;
+  /** A directory outside the clone and the package, to run it from. */
+  readonly cwd: string;
+}
+
+export function installChorus(): InstalledChorus {
+  const scratch = tempDir('installed');
+  execFileSync('npm', ['pack', '--silent', '--pack-destination', scratch], { cwd: REPO, stdio: 'ignore' });
+  const tarball = readdirSync(scratch).find((f) => f.endsWith('.tgz'));
+  if (!tarball) throw new Error(`npm pack wrote no tarball into ${scratch}`);
+  const pkg = join(scratch, 'package');
+  execFileSync('tar', ['-xzf', join(scratch, tarball), '-C', scratch]);
+  symlinkSync(join(REPO, 'node_modules'), join(pkg, 'node_modules'), 'dir');
+  cpSync(join(REPO, 'native', 'build'), join(pkg, 'native', 'build'), { recursive: true });
+  // The generated models are cached under the package's root: share the clone's cache instead of building anew.
+  mkdirSync(join(REPO, '.chorus'), { recursive: true });
+  symlinkSync(join(REPO, '.chorus'), join(pkg, '.chorus'), 'dir');
+  const prefix = join(scratch, 'prefix');
+  execFileSync(
+    'npm',
+    ['install', '--global', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--prefix', prefix, pkg],
+    { cwd: scratch, stdio: 'ignore', env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' } },
+  );
+  const bin = join(prefix, 'bin', 'chorus');
+  if (!existsSync(bin)) throw new Error(`npm install --global linked no ${bin}`);
+  const cwd = join(scratch, 'elsewhere');
+  mkdirSync(cwd);
+  return { bin, cwd };
+}
