@@ -8,6 +8,17 @@ import { serverMetrics } from './metrics.ts';
 
 export type Protocol = 'realtime' | 'http';
 
+/**
+ * One response's TTFT and TTFP as the server measured them (to the first delta handed to the socket), from the
+ * point a client can time from too: the request's arrival, or for the automatic answer to a voice turn, the
+ * speech_stopped the server sent. Null: no text (or audio) was sent.
+ */
+export interface ResponseLatency {
+  readonly from: 'request' | 'speech_stopped';
+  readonly ttft_ms: number | null;
+  readonly ttfp_ms: number | null;
+}
+
 const channels = { realtime: diagnostics.realtime, http: diagnostics.http };
 
 export class LatencyMeter {
@@ -15,6 +26,8 @@ export class LatencyMeter {
   readonly #startedAtMs: number;
   readonly #requestId: string;
   #lastTextAtMs: number | null = null;
+  #firstTextAtMs: number | null = null;
+  #firstAudioAtMs: number | null = null;
   #audioSeen = false;
 
   /** `turnEndedAtMs`: the voice turn this response answers was detected as ended then (chorus_voice_ttfp_seconds). */
@@ -33,6 +46,7 @@ export class LatencyMeter {
     const now = performance.now();
     const labels = { protocol: this.#protocol };
     if (this.#lastTextAtMs === null) {
+      this.#firstTextAtMs = now;
       const ttftMs = now - this.#startedAtMs;
       serverMetrics.ttftSeconds.observe(labels, ttftMs / 1000);
       const ch = channels[this.#protocol].firstText;
@@ -47,10 +61,21 @@ export class LatencyMeter {
     if (this.#audioSeen) return;
     this.#audioSeen = true;
     const now = performance.now();
+    this.#firstAudioAtMs = now;
     const ttfpMs = now - this.#startedAtMs;
     serverMetrics.ttfpSeconds.observe({ protocol: this.#protocol }, ttfpMs / 1000);
     if (this.turnEndedAtMs !== null) serverMetrics.voiceTtfpSeconds.observe((now - this.turnEndedAtMs) / 1000);
     const ch = channels[this.#protocol].firstAudio;
     if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttfpMs });
+  }
+
+  latency(): ResponseLatency {
+    const fromMs = this.turnEndedAtMs ?? this.#startedAtMs;
+    const since = (atMs: number | null) => (atMs === null ? null : Math.round((atMs - fromMs) * 1000) / 1000);
+    return {
+      from: this.turnEndedAtMs === null ? 'request' : 'speech_stopped',
+      ttft_ms: since(this.#firstTextAtMs),
+      ttfp_ms: since(this.#firstAudioAtMs),
+    };
   }
 }

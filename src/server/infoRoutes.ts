@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import type { StageGraph } from '../common/graph.ts';
+import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
 import { metricsRegistry } from './metrics.ts';
 import { recoveryMs } from './retryAfter.ts';
@@ -40,6 +40,16 @@ function healthBody(health: readonly StageHealth[]) {
   };
 }
 
+/**
+ * A stage's model without its file-system path; an autoregressive stage's positions (the context it can hold), so a
+ * client can show how full a conversation is (the playground's context fill). A file model's are not known here.
+ */
+function describeModel(m: StageSpec['model']) {
+  if (m.source !== 'generated') return { source: 'file' };
+  const positions = m.kind === 'thinker' || m.kind === 'talker' ? { max_positions: m.size.maxPositions } : {};
+  return { source: 'generated', preset: m.preset, ...positions };
+}
+
 export function describeGraph(graph: StageGraph) {
   return {
     async_chunk: graph.asyncChunk,
@@ -66,7 +76,7 @@ export function describeGraph(graph: StageGraph) {
       final_output: s.finalOutput,
       final_output_type: s.finalOutputType,
       inputs: s.inputs.map((i) => ({ from: i.from, connector: i.connector })),
-      model: s.model.source === 'generated' ? { source: 'generated', preset: s.model.preset } : { source: 'file' },
+      model: describeModel(s.model),
     })),
     edges: graph.stages.flatMap((s) =>
       s.inputs.map((i) => ({

@@ -1,6 +1,8 @@
 /**
- * The playground in headless Chromium (playwright-core, the system's /usr/bin/chromium): it shows the stage
- * graph, streams text, schedules audio buffers back to back, shows TTFT/TTFP, and cancels.
+ * The playground in headless Chromium (playwright-core, the system's /usr/bin/chromium) over a scripted engine: it
+ * shows the stage graph, streams text, schedules audio buffers back to back, shows TTFT/TTFP beside the server's,
+ * cancels, keeps the conversation's turns in order, sends its settings, and starts a new session. The real pipeline
+ * (answers capped by max output tokens, voice turns, reset): voice.test.ts.
  */
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,17 +32,35 @@ interface PageResponse {
  * has no DOM typings, so the page's globals are described here. Strings would be simpler but the page's CSP
  * (no eval) rightly refuses them.
  */
+interface PageTurn {
+  role: 'user' | 'assistant';
+  kind: 'text' | 'speech' | 'answer';
+  itemId: string | null;
+  text: string;
+  status?: string;
+}
+
 interface PageGlobals {
   document: { querySelector(selector: string): { textContent: string | null } | null };
   chorusPlayground: {
-    responses: (PageResponse & { row: unknown })[];
+    responses: (PageResponse & { row: unknown; turn: unknown; serverLatency: unknown })[];
     audioContext: { state: string; currentTime: number };
+    turns: PageTurn[];
+    session: { id: string } | null;
+    speaking: boolean;
+    eventCounts: Record<string, number>;
+    events: { type: string; session?: Record<string, unknown> }[];
   };
 }
 const responses = () =>
   page.evaluate(() =>
     (globalThis as unknown as PageGlobals).chorusPlayground.responses.map((r) => ({ ...r, row: null })),
   );
+const turns = () =>
+  page.evaluate(() =>
+    (globalThis as unknown as PageGlobals).chorusPlayground.turns.map(({ role, kind, text }) => ({ role, kind, text })),
+  );
+const lastAnswerText = () => page.locator('#transcript li[data-role="assistant"] .text').last().textContent();
 const statusIs = (status: string) =>
   page.waitForFunction(
     (s) => (globalThis as unknown as PageGlobals).document.querySelector('#status')?.textContent === s,
@@ -94,7 +114,12 @@ describe('playground', () => {
     await page.fill('#prompt', 'hello browser');
     await page.click('#send');
     await statusIs('completed');
-    expect(await page.textContent('#output')).toBe('w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 ');
+    const answer = 'w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 ';
+    expect(await lastAnswerText()).toBe(answer);
+    expect(await turns()).toEqual([
+      { role: 'user', kind: 'text', text: 'hello browser' },
+      { role: 'assistant', kind: 'answer', text: answer },
+    ]);
     expect(server.engine.lastHandle.request.messages).toEqual([{ role: 'user', content: 'hello browser' }]);
 
     const [r] = await responses();
@@ -135,6 +160,27 @@ describe('playground', () => {
     expect(Number(row[2])).toBeCloseTo(r.ttftMs!, 0);
     expect(Number(row[3])).toBeCloseTo(r.ttfpMs!, 0);
     expect(row[4]).toBe('0.60');
+
+    // The answer's turn says what it measured and from where, with the server's own figure for the same response,
+    // which is timed inside the page's interval (from the request's arrival to the delta handed to the socket).
+    const meta = await page.locator('#transcript li[data-role="assistant"] .meta').last().textContent();
+    expect(meta).toMatch(
+      /^completed · TTFT \d+ ms \(server [\d.]+ ms\) · TTFP \d+ ms \(server [\d.]+ ms\) · from Send/,
+    );
+    const measured = (await page.evaluate(
+      () => (globalThis as unknown as PageGlobals).chorusPlayground.responses[0].serverLatency,
+    )) as { from: string; ttft_ms: number; ttfp_ms: number };
+    expect(measured.from).toBe('request');
+    expect(measured.ttft_ms).toBeGreaterThan(0);
+    expect(measured.ttft_ms).toBeLessThanOrEqual(r.ttftMs!);
+    expect(measured.ttfp_ms).toBeLessThanOrEqual(r.ttfpMs!);
+    expect(row[8]).toBe(`${measured.ttft_ms.toFixed(1)} / ${measured.ttfp_ms.toFixed(1)}`);
+
+    // Speaking while its audio plays, then quiet once the last buffer has played out.
+    await page.waitForFunction(() => !(globalThis as unknown as PageGlobals).chorusPlayground.speaking);
+    expect(await page.getAttribute('#speaking', 'data-state')).toBe('quiet');
+    const said = await page.$$eval('#events li[data-type="assistant"]', (lis) => lis.map((li) => li.textContent));
+    expect(said.map((t) => t!.replace(/^[\d.]+ s\s+assistant\s+/, ''))).toEqual(['speaking', 'done speaking']);
   });
 
   it('cancels a response from the Cancel button', async () => {
@@ -147,7 +193,7 @@ describe('playground', () => {
     await page.fill('#prompt', 'a very long answer please');
     await page.click('#send');
     await page.waitForFunction(
-      () => ((globalThis as unknown as PageGlobals).document.querySelector('#output')?.textContent ?? '').length > 0,
+      () => (globalThis as unknown as PageGlobals).chorusPlayground.turns.at(-1)?.text.startsWith('w0') === true,
     );
     await page.click('#cancel');
     await statusIs('cancelled');
@@ -158,5 +204,98 @@ describe('playground', () => {
     expect(last.status).toBe('cancelled');
     expect(await page.isDisabled('#cancel')).toBe(true);
     expect(await page.isEnabled('#send')).toBe(true);
+  });
+
+  it('keeps the conversation: the turns in order with their answers, the history sent to the engine', async () => {
+    server.engine.script = defaultScript({ tokens: 3, chunkSamples: CHUNK_SAMPLES, tokensPerChunk: 1 });
+    await page.fill('#prompt', 'and one more');
+    await page.click('#send');
+    await statusIs('completed');
+    const all = await turns();
+    expect(all.map((t) => `${t.role}:${t.kind}`)).toEqual([
+      'user:text',
+      'assistant:answer',
+      'user:text',
+      'assistant:answer',
+      'user:text',
+      'assistant:answer',
+    ]);
+    expect(all.filter((t) => t.role === 'user').map((t) => t.text)).toEqual([
+      'hello browser',
+      'a very long answer please',
+      'and one more',
+    ]);
+    expect(all.at(-1)!.text).toBe('w0 w1 w2 ');
+    const statuses = await page.$$eval('#transcript li[data-role="assistant"]', (lis) =>
+      lis.map((li) => li.getAttribute('data-status')),
+    );
+    expect(statuses).toEqual(['completed', 'cancelled', 'completed']);
+    // One session throughout: the engine read the earlier turns with the new one.
+    const contents = server.engine.lastHandle.request.messages.map((m) => m.content);
+    expect(contents[0]).toBe('hello browser');
+    expect(contents.at(-1)).toBe('and one more');
+    // The prompt box is empty for the next turn, the context line says how much was used.
+    expect(await page.inputValue('#prompt')).toBe('');
+    expect(await page.textContent('#contextText')).toMatch(/^\d+ positions; 0 of \d+ prompt tokens cached/);
+  });
+
+  it('sends the settings panel as session.update, and the engine runs the next answer with it', async () => {
+    const updated = () =>
+      page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.eventCounts['session.updated'] ?? 0);
+    const before = await updated();
+    await page.fill('#instructions', 'Answer in one word.');
+    await page.dispatchEvent('#instructions', 'change');
+    await page.fill('#temperature', '0.3');
+    await page.dispatchEvent('#temperature', 'change');
+    await page.fill('#maxTokens', '7');
+    await page.dispatchEvent('#maxTokens', 'change');
+    await page.waitForFunction(
+      (n) => ((globalThis as unknown as PageGlobals).chorusPlayground.eventCounts['session.updated'] ?? 0) >= n + 3,
+      before,
+    );
+    const echoed = await page.evaluate(
+      () =>
+        (globalThis as unknown as PageGlobals).chorusPlayground.events
+          .filter((e) => e.type === 'session.updated')
+          .at(-1)!.session,
+    );
+    expect(echoed).toMatchObject({
+      instructions: 'Answer in one word.',
+      temperature: 0.3,
+      max_output_tokens: 7,
+      truncation: 'auto',
+      turn_detection: null, // no mic: the page commits nothing, the server detects nothing
+    });
+    await page.fill('#prompt', 'with the new settings');
+    await page.click('#send');
+    await statusIs('completed');
+    const request = server.engine.lastHandle.request;
+    expect(request.messages[0]).toEqual({ role: 'system', content: 'Answer in one word.' });
+    expect(request.sampling).toMatchObject({ temperature: 0.3, maxTokens: 7 });
+  });
+
+  it('starts a new session: the transcript cleared, a new session id, no history sent', async () => {
+    const oldId = await page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.session!.id);
+    await page.click('#newSession');
+    await page.waitForFunction((id) => {
+      const s = (globalThis as unknown as PageGlobals).chorusPlayground.session;
+      return s !== null && s.id !== id;
+    }, oldId);
+    expect(await turns()).toEqual([]);
+    expect(await page.locator('#transcript li').count()).toBe(0);
+    expect(await page.locator('#responses tr').count()).toBe(0);
+    expect(await page.textContent('#contextText')).toBe('–');
+    expect(await page.textContent('#sessionId')).toContain(
+      await page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.session!.id),
+    );
+    await page.fill('#prompt', 'a fresh start');
+    await page.click('#send');
+    await statusIs('completed');
+    // The new session got the panel's settings when it opened, and none of the old conversation.
+    expect(server.engine.lastHandle.request.messages).toEqual([
+      { role: 'system', content: 'Answer in one word.' },
+      { role: 'user', content: 'a fresh start' },
+    ]);
+    expect((await turns()).map((t) => t.text)).toEqual(['a fresh start', 'w0 w1 w2 ']);
   });
 });

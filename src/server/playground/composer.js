@@ -1,7 +1,11 @@
-// Send (text and an optional image), cancel, and the session settings that follow the controls.
-import { $, logLine, maxTokens, outputModalities, setStatus, state } from './page.js';
+// Send (text and an optional image), Send speech (a turn the page commits when server VAD is off), cancel, and a
+// new session.
+import { clearConversation } from './conversation.js';
+import { stopMic } from './mic.js';
+import { $, logLine, setStatus, state } from './page.js';
 import { ensureAudio, stopAudio } from './playback.js';
-import { newResponse } from './responses.js';
+import { clearResponses, newResponse } from './responses.js';
+import { maxTokens, outputModalities } from './settings.js';
 import { connect, sendEvent } from './socket.js';
 
 function readDataUrl(file) {
@@ -33,7 +37,6 @@ export async function send() {
   }
   const r = newResponse('text', 0);
   state.current = r;
-  $('output').textContent = '';
   sendEvent({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content } });
   if (file) {
     logLine('conversation.item.create', `text + image ${file.name}`);
@@ -47,8 +50,51 @@ export async function send() {
     event_id: r.createEventId,
     response: { output_modalities: outputModalities(), max_output_tokens: maxTokens() },
   });
+  $('prompt').value = ''; // sent: it is in the transcript now
   $('cancel').disabled = false;
-  setStatus('streaming');
+  setStatus('answering…');
+}
+
+/** Server VAD off: what the mic sent since the last turn becomes one turn, answered now (t0: this click). */
+export function commitSpeech() {
+  if (state.current || !state.mic.on) return;
+  const r = newResponse('commit', performance.now());
+  r.createEventId = `evt_pg_${state.responses.length}`;
+  state.current = r;
+  sendEvent({ type: 'input_audio_buffer.commit' });
+  sendEvent({
+    type: 'response.create',
+    event_id: r.createEventId,
+    response: { output_modalities: outputModalities(), max_output_tokens: maxTokens() },
+  });
+  setStatus('answering…');
+}
+
+/**
+ * A new Realtime session: the mic and playback stop, this session's socket closes (the server forgets its
+ * conversation), the transcript clears, and a new session opens at once with the settings panel applied.
+ */
+export async function newSession() {
+  if (state.mic.on) stopMic('new session');
+  stopAudio();
+  const old = state.ws;
+  state.ws = null;
+  if (old) old.close(1000, 'new session');
+  state.current = null;
+  state.playing = null;
+  state.session = null;
+  $('sessionId').textContent = 'opening a new session…';
+  clearConversation();
+  clearResponses();
+  $('send').disabled = false;
+  $('cancel').disabled = true;
+  logLine('new session', old ? 'the old one closed' : '');
+  try {
+    await connect();
+    setStatus('idle');
+  } catch (err) {
+    setStatus(err.message);
+  }
 }
 
 export function cancel() {
@@ -70,13 +116,4 @@ export async function showPreview() {
   img.src = await readDataUrl(file); // a data: URL, which the CSP's img-src allows
   img.alt = file.name;
   img.hidden = false;
-}
-
-/** Session settings follow the controls while a session is open (automatic answers use them). */
-export function onSessionControlsChanged() {
-  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return;
-  sendEvent({
-    type: 'session.update',
-    session: { type: 'realtime', output_modalities: outputModalities(), max_output_tokens: maxTokens() },
-  });
 }

@@ -1,29 +1,18 @@
 // The microphone: getUserMedia -> AudioWorklet (resampled to 24 kHz pcm16) -> input_audio_buffer.append.
 import { MIC_CHUNK_MS, MIC_PROCESSOR, pcmToBase64 } from './pcm16.js';
-import { $, logLine, maxTokens, outputModalities, setStatus, setVoice, state } from './page.js';
+import { $, logLine, setStatus, setVoice, state } from './page.js';
 import { ensureAudio } from './playback.js';
 import { updateInputControls } from './pipeline.js';
+import { applySettings, vadOn } from './settings.js';
 import { connect, sendEvent } from './socket.js';
 
 /** The AudioWorklet module, served beside this one. */
 const MIC_WORKLET_URL = new URL('./micWorklet.js', import.meta.url).href;
 let micNodes = null; // {stream, source, node, sink}: kept off `state` so tests can read state as data
 
-/** session.update for voice turns: server VAD answers each turn and lets the user interrupt an answer. */
-function voiceSessionUpdate(on) {
-  return {
-    type: 'session.update',
-    session: {
-      type: 'realtime',
-      output_modalities: outputModalities(),
-      max_output_tokens: maxTokens(),
-      audio: {
-        input: {
-          turn_detection: on ? { type: 'server_vad', create_response: true, interrupt_response: true } : null,
-        },
-      },
-    },
-  };
+/** With server VAD off the page commits turns itself: the Send speech button, shown while the mic is on. */
+export function updateCommitButton() {
+  $('commit').hidden = !(state.mic.on && !vadOn());
 }
 
 function onMicChunk(pcm, rms) {
@@ -66,14 +55,16 @@ export async function startMic() {
     sink.gain.value = 0;
     node.connect(sink).connect(ctx.destination);
     node.port.onmessage = (m) => onMicChunk(m.data.pcm, m.data.rms);
-    sendEvent(voiceSessionUpdate(true)); // before the first append, so the VAD hears the turn from its start
     micNodes = { stream, source, node, sink };
     state.mic.on = true;
+    // Turn detection on (the settings panel's VAD) before the first append, so the VAD hears the turn from its start.
+    applySettings();
     source.connect(node);
+    updateCommitButton();
     button.setAttribute('aria-pressed', 'true');
     button.textContent = 'Stop mic';
     setVoice('listening');
-    logLine('mic', 'on (server_vad)');
+    logLine('mic', vadOn() ? 'on (server_vad)' : 'on (turns sent with Send speech)');
   } catch (err) {
     if (stream && !micNodes) for (const track of stream.getTracks()) track.stop(); // the browser's mic light off
     state.mic.error = err.message;
@@ -93,12 +84,14 @@ export function stopMic(why) {
     for (const track of micNodes.stream.getTracks()) track.stop();
     micNodes = null;
   }
-  if (state.mic.on) {
+  const wasOn = state.mic.on;
+  state.mic.on = false;
+  if (wasOn) {
     // Turn detection off, and the half-spoken turn (if any) dropped rather than committed later.
-    sendEvent(voiceSessionUpdate(false));
+    applySettings();
     sendEvent({ type: 'input_audio_buffer.clear' });
   }
-  state.mic.on = false;
+  updateCommitButton();
   state.mic.level = 0;
   $('level').value = 0;
   const button = $('mic');

@@ -1,7 +1,6 @@
-// The page's state and the small pieces every part of it uses: element lookup, the status line, the event log, the
-// voice indicator, and the request controls read as values.
+// The page's state and the small pieces every part of it uses: element lookup, the status line, the event log and
+// the voice indicator.
 
-const DEFAULT_MAX_TOKENS = 200; // random weights never stop by themselves: every answer is capped
 const EVENT_LOG_LINES = 200;
 
 export const $ = (id) => document.getElementById(id);
@@ -15,10 +14,15 @@ export const state = {
   current: null, // the response in flight (the server runs at most one per session)
   playing: null, // the response whose audio is scheduled (it may have finished generating long before)
   responses: [],
+  session: null, // {id} from session.created: the Realtime session this page talks to
+  settingsSent: null, // the last session.update's session, as sent
+  turns: [], // the transcript as data: {role, kind: 'text' | 'speech' | 'answer', itemId, text, ...} in order
+  context: null, // {usedPositions, maxPositions, inputTokens, cachedTokens} after each answer
+  speaking: false, // the assistant's audio is playing
   events: [], // server events seen, deltas left out (they are counted in eventCounts)
   eventCounts: {},
   truncations: [], // conversation.item.truncate sent: {itemId, responseId, audioEndMs, answered}
-  pipeline: { loaded: false, audioInput: false, imageInput: false },
+  pipeline: { loaded: false, audioInput: false, imageInput: false, thinkerPositions: null },
   mic: { on: false, state: 'off', level: 0, chunksSent: 0, msSent: 0, error: null },
   lastSpeechStoppedAt: null, // performance.now() of the last speech_stopped: an automatic answer's t0
   micModuleLoaded: false, // micWorklet.js added to the AudioContext as its worklet module
@@ -44,18 +48,18 @@ export function logLine(type, text) {
   list.scrollTop = list.scrollHeight;
 }
 
-export function maxTokens() {
-  const n = Number.parseInt($('maxTokens').value, 10);
-  return Number.isFinite(n) && n >= 1 ? n : DEFAULT_MAX_TOKENS;
-}
-
-export function outputModalities() {
-  return [$('audio').checked ? 'audio' : 'text'];
-}
-
 export function setVoice(voiceState) {
   state.mic.state = voiceState;
   const el = $('voice');
   el.dataset.state = voiceState;
   el.textContent = { off: 'mic off', listening: 'listening…', speaking: 'you are speaking' }[voiceState];
+}
+
+/** The assistant's audio is playing (scheduled buffers not yet ended), or not. */
+export function setSpeaking(on) {
+  state.speaking = on;
+  logLine('assistant', on ? 'speaking' : 'done speaking');
+  const el = $('speaking');
+  el.dataset.state = on ? 'speaking' : 'quiet';
+  el.textContent = on ? 'assistant speaking' : 'assistant quiet';
 }

@@ -13,14 +13,17 @@ export async function loadStages() {
     box.append(drawGraph(graph));
     $('graphMode').textContent = graph.async_chunk ? 'async_chunk on' : 'async_chunk off';
     const encoders = graph.stages.filter((s) => s.kind === 'encoder');
+    const thinker = graph.stages.find((s) => s.kind === 'thinker');
     state.pipeline = {
       loaded: true,
       audioInput: encoders.some((s) => s.modality === 'audio'),
       imageInput: encoders.some((s) => s.modality === 'image'),
+      // The context the conversation fills (null for a file model: the page then shows positions used only).
+      thinkerPositions: (thinker && thinker.model && thinker.model.max_positions) || null,
     };
   } catch (err) {
     box.textContent = `could not load the stage graph: ${err.message}`;
-    state.pipeline = { loaded: false, audioInput: false, imageInput: false };
+    state.pipeline = { loaded: false, audioInput: false, imageInput: false, thinkerPositions: null };
   }
   updateInputControls();
 }

@@ -1,6 +1,6 @@
 // Playback, and barge-in on the client side.
 import { base64ToBytes, SAMPLE_RATE_HZ } from './pcm16.js';
-import { logLine, setVoice, state } from './page.js';
+import { logLine, setSpeaking, setVoice, state } from './page.js';
 import { row } from './responses.js';
 import { sendEvent } from './socket.js';
 
@@ -42,14 +42,22 @@ export function playChunk(base64, r) {
   });
   state.nextStartTime += buffer.duration;
   state.sources.add(source);
-  source.onended = () => state.sources.delete(source);
+  source.onended = () => {
+    state.sources.delete(source);
+    if (state.sources.size === 0) setSpeaking(false); // the last buffer scheduled has played out
+  };
+  if (!state.speaking) setSpeaking(true);
   r.audioSamples += samples.length;
 }
 
 export function stopAudio() {
-  for (const s of state.sources) s.stop();
+  for (const s of state.sources) {
+    s.onended = null;
+    s.stop();
+  }
   state.sources.clear();
   state.nextStartTime = 0;
+  if (state.speaking) setSpeaking(false);
 }
 
 /** True while scheduled audio has not finished playing. */

@@ -7,17 +7,21 @@ export function newResponse(source, sentAt) {
   const r = {
     id: null,
     itemId: null, // the assistant item (conversation.item.truncate names it)
-    source, // 'text': Send; 'voice': an automatic answer to a turn the server VAD found
+    source, // 'text': Send; 'voice': an automatic answer to a turn the server VAD found; 'commit': Send speech
     status: 'in_progress',
     reason: null, // status_details.reason of response.done
+    errorMessage: null, // why it failed or was refused
     usage: null,
+    maxOutputTokens: null, // the cap response.done says it ran with
+    serverLatency: null, // response.done's chorus_latency, when the server sends it
+    turn: null, // its entry in state.turns
     text: '',
     ttftMs: null,
     ttfpMs: null,
     audioSamples: 0,
     underruns: 0,
     schedule: [],
-    sentAt,
+    sentAt, // t0 of TTFT and TTFP (performance.now()): Send, speech_stopped, or Send speech
     cancelled: false, // no more audio is played (Cancel, or the user spoke over it)
     interrupted: false, // the user spoke over its playback (barge-in)
     playedMs: null, // how much of its audio was heard when it was interrupted
@@ -54,6 +58,7 @@ export function row(r) {
     String(r.underruns),
     r.source,
     detail,
+    serverFigures(r.serverLatency),
   ];
   r.row.textContent = '';
   for (const text of cells) {
@@ -64,5 +69,15 @@ export function row(r) {
 }
 
 function fmt(ms) {
-  return ms === null ? '–' : ms.toFixed(1);
+  return ms === null || ms === undefined ? '–' : ms.toFixed(1);
+}
+
+function serverFigures(latency) {
+  return latency ? `${fmt(latency.ttft_ms)} / ${fmt(latency.ttfp_ms)}` : '–';
+}
+
+/** A new session: its responses start from none. */
+export function clearResponses() {
+  state.responses = [];
+  $('responses').textContent = '';
 }

@@ -1,8 +1,12 @@
 // The realtime server events: each one recorded (for tests and the log) and applied to the page.
+import { addAnswerTurn, addUserTurn, plainStatus, showContext, updateAnswerTurn } from './conversation.js';
 import { $, logLine, setStatus, setVoice, state } from './page.js';
 import { stopMic } from './mic.js';
 import { onSpeechStarted, playChunk } from './playback.js';
 import { newResponse, responseFor, row } from './responses.js';
+
+/** Where the VAD heard each turn, by item id (speech_started / speech_stopped): a spoken turn's length. */
+const speech = new Map();
 
 const MAX_EVENTS_KEPT = 20000; // of state.events (a test reads them by index, so they are kept, never rotated)
 
@@ -21,16 +25,37 @@ function record(e) {
   }
   if (e.item) seen.item = { id: e.item.id, role: e.item.role, content: (e.item.content || []).map((c) => c.type) };
   if (e.error) seen.error = { code: e.error.code, message: e.error.message, param: e.error.param };
+  if (e.session) {
+    const s = e.session;
+    seen.session = {
+      id: s.id,
+      instructions: s.instructions,
+      temperature: s.temperature,
+      max_output_tokens: s.max_output_tokens,
+      truncation: s.truncation,
+      turn_detection: (s.audio && s.audio.input && s.audio.input.turn_detection) || null,
+    };
+  }
   state.events.push(seen);
 }
 
 export function onServerEvent(e) {
   record(e);
   switch (e.type) {
+    case 'session.created':
+      state.session = { id: e.session.id };
+      $('sessionId').textContent = `session ${e.session.id}`;
+      logLine(e.type, e.session.id);
+      return;
+    case 'conversation.item.added':
+      if (e.item && e.item.role === 'user') addUserTurn(e.item, speech.get(e.item.id));
+      return;
     case 'input_audio_buffer.speech_started':
+      speech.set(e.item_id, { startMs: e.audio_start_ms, endMs: e.audio_start_ms });
       onSpeechStarted(e);
       return;
     case 'input_audio_buffer.speech_stopped':
+      if (speech.has(e.item_id)) speech.get(e.item_id).endMs = e.audio_end_ms;
       state.lastSpeechStoppedAt = performance.now();
       setVoice(state.mic.on ? 'listening' : 'off');
       logLine(e.type, `at ${e.audio_end_ms} ms`);
@@ -65,26 +90,35 @@ export function onServerEvent(e) {
     case 'response.output_audio_transcript.delta':
       if (r.ttftMs === null) r.ttftMs = performance.now() - r.sentAt;
       r.text += e.delta;
-      $('output').textContent = r.text;
+      updateAnswerTurn(r);
       row(r);
       break;
     case 'response.output_audio.delta':
       if (r.cancelled) break;
       if (r.ttfpMs === null) r.ttfpMs = performance.now() - r.sentAt;
       playChunk(e.delta, r);
+      updateAnswerTurn(r);
       row(r);
       break;
-    case 'response.done':
+    case 'response.done': {
+      const details = e.response.status_details;
       r.status = e.response.status;
-      r.reason = (e.response.status_details && e.response.status_details.reason) || null;
+      r.reason = (details && details.reason) || null;
+      r.errorMessage = (details && details.error && details.error.message) || null;
       r.usage = e.response.usage || null;
+      r.maxOutputTokens = e.response.max_output_tokens;
+      // Chorus's own measurement of this response, when the server sends one (a Chorus extension of the event).
+      r.serverLatency = e.response.chorus_latency || null;
       row(r);
-      setStatus(r.status);
+      updateAnswerTurn(r);
+      showContext(r.usage);
+      setStatus(plainStatus(r));
       logLine(e.type, `${r.id} ${r.status}${r.reason ? ` (${r.reason})` : ''}`);
       if (state.current === r) state.current = null;
       $('send').disabled = false;
       $('cancel').disabled = true;
       break;
+    }
   }
 }
 
@@ -96,8 +130,8 @@ function onResponseCreated(e) {
   state.current = r;
   $('send').disabled = true;
   $('cancel').disabled = false;
-  setStatus('streaming');
-  if (r.source === 'voice') $('output').textContent = '';
+  setStatus('answering…');
+  addAnswerTurn(r);
   logLine(e.type, `${r.id} (${r.source})`);
   row(r);
 }
@@ -109,6 +143,7 @@ function onError(e) {
   // The response.create this page sent was refused: there is no response to wait for.
   if (r && r.id === null && (!e.error.event_id || e.error.event_id === r.createEventId)) {
     r.status = 'refused';
+    r.errorMessage = e.error.message;
     state.current = null;
     $('send').disabled = false;
     $('cancel').disabled = true;

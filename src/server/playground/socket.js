@@ -1,11 +1,14 @@
 // The realtime connection: one WebSocket to /v1/realtime, opened on demand (Send or the mic), events sent as JSON.
 import { $, setStatus, state } from './page.js';
 
-/** Where server events and the socket's close go: main.js wires them, since their handlers import this module. */
-let handlers = { event: () => {}, closed: () => {} };
+/**
+ * Where the socket's open, server events and close go: main.js wires them, since their handlers import this module.
+ * `opened` runs before anyone awaiting connect() sends a frame: a new session gets the settings panel first.
+ */
+let handlers = { opened: () => {}, event: () => {}, closed: () => {} };
 
-export function onSocket(onEvent, onClosed) {
-  handlers = { event: onEvent, closed: onClosed };
+export function onSocket(onOpened, onEvent, onClosed) {
+  handlers = { opened: onOpened, event: onEvent, closed: onClosed };
 }
 
 /** The socket once open (it may be opening already: the mic and Send can both ask at once). */
@@ -24,9 +27,15 @@ export function connect() {
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/realtime`;
   const ws = new WebSocket(url, protocols);
   state.ws = ws;
-  ws.onmessage = (msg) => handlers.event(JSON.parse(msg.data));
+  // Registered before opened()'s listener, so it runs first.
+  ws.addEventListener('open', () => handlers.opened(), { once: true });
+  // A socket the page has left (New session) is over for it: late events and its close change nothing.
+  ws.onmessage = (msg) => {
+    if (state.ws === ws) handlers.event(JSON.parse(msg.data));
+  };
   ws.onclose = () => {
-    if (state.ws === ws) state.ws = null;
+    if (state.ws !== ws) return;
+    state.ws = null;
     setStatus('disconnected');
     handlers.closed();
   };

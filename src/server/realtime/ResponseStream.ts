@@ -256,6 +256,7 @@ export class ResponseStream {
     state.item.status = reason === 'stop' ? 'completed' : 'incomplete';
     state.statusDetails = this.#statusDetails(reason, error);
     state.usage = usage ?? this.#localUsage();
+    state.latency = this.#meter.latency();
     serverMetrics.responsesTotal.inc({ protocol: 'realtime', status: state.status });
     if (error) countClientError(error.code);
 

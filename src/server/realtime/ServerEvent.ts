@@ -128,6 +128,15 @@ export interface ResponseResource {
   readonly metadata: null;
   /** Chorus extension, present only when there is something to say. */
   readonly chorus_warnings?: readonly string[];
+  /**
+   * Chorus extension, on response.done: TTFT and TTFP as the server measured them (LatencyMeter.ts), from the
+   * request's arrival or, for a voice turn's automatic answer, from speech_stopped.
+   */
+  readonly chorus_latency?: {
+    readonly from: 'request' | 'speech_stopped';
+    readonly ttft_ms: number | null;
+    readonly ttfp_ms: number | null;
+  };
 }
 
 export type ContentPartResource =

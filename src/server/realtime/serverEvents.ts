@@ -15,6 +15,7 @@ import type {
   UsageResource,
 } from './ServerEvent.ts';
 import type { GenerationFields } from '../generationParams.ts';
+import type { ResponseLatency } from '../LatencyMeter.ts';
 import type { TruncationSetting } from './planTruncation.ts';
 
 export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });
@@ -93,6 +94,8 @@ export interface ResponseState {
   usage: Usage | null;
   /** What the answer left out although asked (a media item dropped under on_encoder_failure: text_only). */
   warnings: readonly string[] | null;
+  /** TTFT and TTFP as the server measured them, once the response is done. */
+  latency?: ResponseLatency;
 }
 
 export function responseResource(r: ResponseState): ResponseResource {
@@ -110,6 +113,7 @@ export function responseResource(r: ResponseState): ResponseResource {
     metadata: null,
     // Chorus extension, present only when there is something to say, so other responses are OpenAI's shape.
     ...(r.warnings && r.warnings.length > 0 ? { chorus_warnings: r.warnings } : {}),
+    ...(r.latency ? { chorus_latency: r.latency } : {}),
   };
 }
 
