@@ -69,7 +69,7 @@ function breakdownLines(r: VoiceBenchResult): string[] {
 }
 
 function goalLines(r: VoiceBenchResult): string[] {
-  const lines = r.goals.map((g) => `${g.name}: ${g.value.toFixed(2)} (goal ${g.target}) ${g.met ? 'met' : 'MISSED'}`);
+  const lines = r.goals.map((g) => `${g.name}: ${g.value.toFixed(2)} (goal ${g.target}, ${g.met ? 'met' : 'not met'})`);
   if (r.goal_note) lines.push(r.goal_note);
   return lines;
 }
@@ -94,13 +94,14 @@ const DEFINITIONS =
   '-> input_audio_buffer.speech_stopped. Text TTFP: conversation.item.create of the same sentence -> the first ' +
   'audio delta. Engine TTFP: generate() -> the first audio in main (in-process server only). Times in ms.';
 
-export function formatVoiceText(r: VoiceBenchResult): string {
+/** `goals`: the development goals of bench/README.md, met or not (`--goals`); results.md always has them. */
+export function formatVoiceText(r: VoiceBenchResult, options: { readonly goals?: boolean } = {}): string {
   const out = [renderText(columns, r.runs)];
   const section = (title: string, lines: string[]) => {
     if (lines.length > 0) out.push('', title, ...lines.map((l) => `  ${l}`));
   };
   section('where the time goes at the lowest concurrency (medians, ms):', breakdownLines(r));
-  section('goal:', goalLines(r));
+  if (options.goals) section('development goal (bench/README.md):', goalLines(r));
   section('failed turns:', errorLines(r));
   out.push('', provenance(r));
   return out.join('\n');

@@ -46,7 +46,7 @@ describe('chorus bench --voice', () => {
       process.execPath,
       [
         CHORUS_BIN,
-        ...['bench', '--voice', '--concurrency', '1', '--num-prompts', '2', '--output-len', '8'],
+        ...['bench', '--voice', '--concurrency', '1', '--num-prompts', '2', '--output-len', '8', '--goals'],
         ...['--warmup', '1', '--limit-repeats', '3', '--silence-ms', String(SILENCE_MS), '--out', out],
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmp, CHORUS_LOG_LEVEL: 'warn' } },
@@ -116,7 +116,10 @@ describe('chorus bench --voice', () => {
     expect(md).toContain('**Where the time goes');
     expect(md).toContain('**Goal**');
     expect(stdout).toContain('Voice TTFP p50 / p90');
-    expect(stdout).toMatch(/voice TTFP minus silence_duration_ms \/ text TTFP at c=1 \(p50\): [0-9.]+ \(goal <= 1.2\)/);
+    // --goals: the development goal, met or not, in words.
+    expect(stdout).toMatch(
+      /voice TTFP minus silence_duration_ms \/ text TTFP at c=1 \(p50\): [0-9.]+ \(goal <= 1.2, (met|not met)\)/,
+    );
     const requests = JSON.parse(readFileSync(join(out, 'requests.json'), 'utf8')) as { traces: unknown[] }[];
     expect(requests[0].traces).toHaveLength(4);
   }, 180_000);

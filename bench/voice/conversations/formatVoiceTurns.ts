@@ -80,7 +80,7 @@ function ratioTitle(x: VoiceTurnsRatio): string {
 }
 
 function goalLines(r: VoiceTurnsResult): string[] {
-  return r.goals.map((g) => `${g.name}: ${g.value.toFixed(2)} (goal ${g.target}) ${g.met ? 'met' : 'MISSED'}`);
+  return r.goals.map((g) => `${g.name}: ${g.value.toFixed(2)} (goal ${g.target}, ${g.met ? 'met' : 'not met'})`);
 }
 
 function failureLines(r: VoiceTurnsResult): string[] {
@@ -109,12 +109,13 @@ const DEFINITIONS =
   'usage (input_tokens, input_token_details.cached_tokens) over the answered turns. / turn 1: the p50 over turn ' +
   "1's. Times in ms.";
 
-export function formatVoiceTurnsText(r: VoiceTurnsResult): string {
+/** `goals`: the development goal of bench/TURNS.md, met or not (`--goals`); results.md always has it. */
+export function formatVoiceTurnsText(r: VoiceTurnsResult, options: { readonly goals?: boolean } = {}): string {
   const out: string[] = [];
   for (const run of r.runs) out.push(runTitle(run), renderText(turnColumns, shown(run.turns, r.options.turns)), '');
   for (const x of r.ratios) out.push(ratioTitle(x), renderText(comparisonColumns, sideBySide(r, x)), '');
-  const goals = goalLines(r);
-  if (goals.length > 0) out.push('goal:', ...goals.map((l) => `  ${l}`), '');
+  const goals = options.goals ? goalLines(r) : [];
+  if (goals.length > 0) out.push('development goal (bench/TURNS.md):', ...goals.map((l) => `  ${l}`), '');
   const failures = failureLines(r);
   if (failures.length > 0) out.push('failed turns:', ...failures.map((l) => `  ${l}`), '');
   out.push(provenance(r));

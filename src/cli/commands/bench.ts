@@ -46,7 +46,7 @@ export const usage = `usage:
 ${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
-                       [--skip-limit] [--limit-repeats 20] [--json]
+                       [--skip-limit] [--limit-repeats 20] [--goals] [--json]
 ${voiceTurnsUsage.trimEnd()}
 ${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
@@ -282,6 +282,7 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     'output-len': { type: 'string' },
     'silence-ms': { type: 'string' },
     ...RUN_OPTIONS,
+    goals: { type: 'boolean', default: false },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
@@ -312,7 +313,9 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     v.out ?? path.join(repoRoot(), 'bench', 'results', `voice-${result.started_at.replace(/[:.]/g, '-')}`),
   );
   const files = await writeVoiceResults(out, result, turns);
-  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceText(result)}\n`);
+  process.stdout.write(
+    v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceText(result, { goals: v.goals === true })}\n`,
+  );
   process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.requests}\n`);
   return result.runs.some((r) => r.voice_failed + r.text_failed > 0) ? 1 : 0;
 }

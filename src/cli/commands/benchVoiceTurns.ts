@@ -14,7 +14,7 @@ import type { VoiceTurnDetail } from '../../../bench/voice/conversations/writeVo
 export const voiceTurnsUsage = `  chorus bench --voice --turns N [--config FILE | --url URL [--api-key KEY]]
                        [--concurrency 1,4] [--num-prompts CONVERSATIONS] [--output-len 100] [--silence-ms 500]
                        [--compare-prefix-cache | --compare-config FILE] [--out DIR] [--warmup 2] [--seed 0]
-                       [--timeout-ms 120000] [--json]
+                       [--timeout-ms 120000] [--goals] [--json]
 `;
 
 /** Flags of the other benches that mean nothing here, and why (a clear refusal, not "Unknown option"). */
@@ -51,6 +51,7 @@ function parse(argv: string[]) {
         seed: { type: 'string' },
         'timeout-ms': { type: 'string' },
         json: { type: 'boolean', default: false },
+        goals: { type: 'boolean', default: false },
       },
     }).values;
   } catch (err) {
@@ -118,7 +119,9 @@ export async function runVoiceTurnsCommand(argv: string[]): Promise<number> {
     v.out ?? path.join(repoRoot(), 'bench', 'results', `voice-turns-${result.started_at.replace(/[:.]/g, '-')}`),
   );
   const files = await writeVoiceTurnsResults(out, result, details);
-  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceTurnsText(result)}\n`);
+  process.stdout.write(
+    v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceTurnsText(result, { goals: v.goals === true })}\n`,
+  );
   process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.turns}\n`);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }
