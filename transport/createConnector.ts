@@ -12,6 +12,7 @@ import type { Connector } from './Connector.ts';
 import { edgeTouches, type EdgeBinding } from './edges.ts';
 import { allConnectorKinds, kindEntry, type ConnectorKindEntry, type ProvisionedEdges } from './registry.ts';
 import { RoutingConnector } from './RoutingConnector.ts';
+import { sweepStaleSegments } from './shm/segments.ts';
 
 export type { ProvisionedEdges };
 
@@ -39,6 +40,14 @@ function byConnector(graph: StageGraph, edges: readonly EdgeBinding[]) {
     groups.set(spec.name, group);
   }
   return [...groups.values()];
+}
+
+/**
+ * Removes what a Chorus process that died without cleaning up left behind (shm segments whose owner pid is gone),
+ * so that the provider of the edges does not need to know which transports keep anything; returns their names.
+ */
+export function sweepStaleTransports(): string[] {
+  return sweepStaleSegments();
 }
 
 export async function provisionEdges(graph: StageGraph, edges: readonly EdgeBinding[]): Promise<ProvisionedEdges> {

@@ -17,7 +17,7 @@ import {
 } from '../worker/messages.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import type { MediaBody } from '../common/payloads.ts';
-import type { PreparedPrompt } from './mediaPrompt.ts';
+import type { MediaItem, PreparedPrompt } from './mediaPrompt.ts';
 
 interface EncoderRoute {
   readonly stageId: string;
@@ -25,9 +25,10 @@ interface EncoderRoute {
   readonly whats: string[];
 }
 
-interface RequestRoutes {
+/** Which encoder instance has which of a request's items, and its Thinker: what an encoder failure costs. */
+export interface EncoderRoutes {
   readonly thinker: string;
-  readonly encoders: Map<string, EncoderRoute>;
+  readonly encoders: ReadonlyMap<string, EncoderRoute>;
 }
 
 export interface RequestMediaPlan {
@@ -36,113 +37,119 @@ export interface RequestMediaPlan {
   readonly encode: ReadonlyMap<string, readonly EncodeItem[]>;
 }
 
+/** The bytes main sends one encoder instance, in item order (the last one is the final chunk). */
+export interface MediaSend {
+  readonly to: UpstreamSource;
+  readonly items: readonly MediaItem[];
+}
+
+/** A request's media as admitted: the plans in the adds, the routes its record keeps, and the sends. */
+export interface MediaRouting {
+  readonly plan: RequestMediaPlan;
+  readonly routes: EncoderRoutes;
+  readonly sends: readonly MediaSend[];
+}
+
 export type EncoderFailureOutcome =
   { readonly kind: 'fail'; readonly error: SerializedError } | { readonly kind: 'text_only'; readonly thinker: string };
 
-export class MediaRoutes {
-  private readonly routes = new Map<string, RequestRoutes>();
+/**
+ * The plans for the Thinker and each encoder, and what to send where; null for a request without media. Items the
+ * EC store has (`ec` hits) come from the store: no encoder sees them.
+ */
+export function planMedia(
+  prompt: PreparedPrompt,
+  thinker: UpstreamSource,
+  instanceOf: (stageId: string) => UpstreamSource,
+  ec?: ReadonlyMap<number, EcItemPlan>,
+): MediaRouting | null {
+  if (prompt.items.length === 0) return null;
+  const encoders = new Map<string, EncoderRoute>();
+  const encode = new Map<string, EncodeItem[]>();
+  const items = prompt.items.map((item) => {
+    const onFailure = item.encoder.encoder!.onFailure;
+    const common = { modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what, onFailure };
+    const itemEc = ec?.get(item.index);
+    // An EC-store hit: the Thinker takes the rows from the store; no encoder is involved.
+    if (itemEc?.contentKey !== undefined)
+      return { ...common, from: { instance: EC_STORE, stageId: EC_STORE }, ec: itemEc };
+    const from = instanceOf(item.encoder.stageId);
+    const route = encoders.get(from.instance) ?? { stageId: from.stageId, onFailure, whats: [] };
+    route.whats.push(item.what);
+    encoders.set(from.instance, route);
+    encode.set(from.instance, [
+      ...(encode.get(from.instance) ?? []),
+      { item: item.index, modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what },
+    ]);
+    return { ...common, from, ...(itemEc ? { ec: itemEc } : {}) };
+  });
+  const plan = { thinker: { spans: prompt.spans, items }, encode };
+  return { plan, routes: { thinker: thinker.instance, encoders }, sends: mediaSends(prompt, instanceOf, ec) };
+}
 
-  constructor(
-    private readonly log: Logger,
-    private readonly chunkTimeoutMs = 30_000,
-  ) {}
+/** Every item the store does not have, grouped by its encoder, in item order. */
+function mediaSends(
+  prompt: PreparedPrompt,
+  instanceOf: (stageId: string) => UpstreamSource,
+  ec?: ReadonlyMap<number, EcItemPlan>,
+): MediaSend[] {
+  const byEncoder = new Map<string, MediaItem[]>();
+  for (const item of prompt.items) {
+    if (ec?.get(item.index)?.contentKey !== undefined) continue;
+    byEncoder.set(item.encoder.stageId, [...(byEncoder.get(item.encoder.stageId) ?? []), item]);
+  }
+  return [...byEncoder].map(([stageId, items]) => ({ to: instanceOf(stageId), items }));
+}
 
-  /** The plans for the Thinker and each encoder; null for a request without media. */
-  plan(
-    requestId: string,
-    prompt: PreparedPrompt,
-    thinker: UpstreamSource,
-    instanceOf: (stageId: string) => UpstreamSource,
-    ec?: ReadonlyMap<number, EcItemPlan>,
-  ): RequestMediaPlan | null {
-    if (prompt.items.length === 0) return null;
-    const encoders = new Map<string, EncoderRoute>();
-    const encode = new Map<string, EncodeItem[]>();
-    const items = prompt.items.map((item) => {
-      const onFailure = item.encoder.encoder!.onFailure;
-      const common = { modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what, onFailure };
-      const itemEc = ec?.get(item.index);
-      // An EC-store hit: the Thinker takes the rows from the store; no encoder is involved.
-      if (itemEc?.contentKey !== undefined)
-        return { ...common, from: { instance: EC_STORE, stageId: EC_STORE }, ec: itemEc };
-      const from = instanceOf(item.encoder.stageId);
-      const route = encoders.get(from.instance) ?? { stageId: from.stageId, onFailure, whats: [] };
-      route.whats.push(item.what);
-      encoders.set(from.instance, route);
-      encode.set(from.instance, [
-        ...(encode.get(from.instance) ?? []),
-        { item: item.index, modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what },
-      ]);
-      return { ...common, from, ...(itemEc ? { ec: itemEc } : {}) };
+/** Sends every item's bytes to its encoder; a send that fails calls onError (the request fails). */
+export function sendMedia(
+  requestId: string,
+  sends: readonly MediaSend[],
+  adapter: ChunkTransferAdapter,
+  { chunkTimeoutMs, log }: { readonly chunkTimeoutMs: number; readonly log: Logger },
+  onError: (err: unknown) => void,
+): void {
+  for (const { to, items } of sends) {
+    items.forEach((item, k) => {
+      const body = mediaBodyOf(item);
+      diagnostics.encoderMedia.publish({ stage: to.stageId, bytes: body.bytes.byteLength });
+      adapter
+        .saveAsync(
+          requestId,
+          { toInstance: to.instance, toStageId: to.stageId, keyStage: to.stageId },
+          { final: k === items.length - 1, body },
+          Date.now() + chunkTimeoutMs,
+        )
+        .catch((err: unknown) => {
+          log.warn({ requestId, to: to.instance, err: String(err) }, 'sending a media item to its encoder failed');
+          onError(err);
+        });
     });
-    this.routes.set(requestId, { thinker: thinker.instance, encoders });
-    return { thinker: { spans: prompt.spans, items }, encode };
-  }
-
-  /**
-   * Sends every item's bytes to its encoder, in item order per encoder; the last one per encoder is final. Items
-   * the EC store has (`plan.ec` hits) are not sent anywhere.
-   */
-  sendItems(
-    requestId: string,
-    prompt: PreparedPrompt,
-    instanceOf: (stageId: string) => UpstreamSource,
-    adapter: ChunkTransferAdapter,
-    onError: (err: unknown) => void,
-    ec?: ReadonlyMap<number, EcItemPlan>,
-  ): void {
-    const byEncoder = new Map<string, PreparedPrompt['items'][number][]>();
-    for (const item of prompt.items) {
-      if (ec?.get(item.index)?.contentKey !== undefined) continue;
-      byEncoder.set(item.encoder.stageId, [...(byEncoder.get(item.encoder.stageId) ?? []), item]);
-    }
-    for (const [stageId, items] of byEncoder) {
-      const to = instanceOf(stageId);
-      items.forEach((item, k) => {
-        const body = mediaBodyOf(item);
-        diagnostics.encoderMedia.publish({ stage: stageId, bytes: body.bytes.byteLength });
-        adapter
-          .saveAsync(
-            requestId,
-            { toInstance: to.instance, toStageId: to.stageId, keyStage: to.stageId },
-            { final: k === items.length - 1, body },
-            Date.now() + this.chunkTimeoutMs,
-          )
-          .catch((err: unknown) => {
-            this.log.warn(
-              { requestId, to: to.instance, err: String(err) },
-              'sending a media item to its encoder failed',
-            );
-            onError(err);
-          });
-      });
-    }
-  }
-
-  /** What an encoder instance's failure means for the request (null: the request has no items there). */
-  encoderFailed(requestId: string, instance: string, error: SerializedError): EncoderFailureOutcome | null {
-    const routes = this.routes.get(requestId);
-    const route = routes?.encoders.get(instance);
-    if (!routes || !route) return null;
-    if (route.onFailure === 'text_only') return { kind: 'text_only', thinker: routes.thinker };
-    return {
-      kind: 'fail',
-      error: {
-        code: ErrorCodes.ENCODER_FAILED,
-        message:
-          `${route.whats.join(', ')}: encoder stage ${instance} could not encode (${error.code}: ` +
-          `${error.message}); retry, or set on_encoder_failure: text_only to answer without the media`,
-      },
-    };
-  }
-
-  forget(requestId: string): void {
-    this.routes.delete(requestId);
   }
 }
 
+/** What an encoder instance's failure means for the request (null: the request has no items there). */
+export function encoderFailure(
+  routes: EncoderRoutes,
+  instance: string,
+  error: SerializedError,
+): EncoderFailureOutcome | null {
+  const route = routes.encoders.get(instance);
+  if (!route) return null;
+  if (route.onFailure === 'text_only') return { kind: 'text_only', thinker: routes.thinker };
+  return {
+    kind: 'fail',
+    error: {
+      code: ErrorCodes.ENCODER_FAILED,
+      message:
+        `${route.whats.join(', ')}: encoder stage ${instance} could not encode (${error.code}: ` +
+        `${error.message}); retry, or set on_encoder_failure: text_only to answer without the media`,
+    },
+  };
+}
+
 /** The chunk body that carries an item's bytes (as received) to its encoder; its bytesKeyOf keys the EC store. */
-export function mediaBodyOf(item: PreparedPrompt['items'][number]): MediaBody {
+export function mediaBodyOf(item: MediaItem): MediaBody {
   const part = item.part;
   return part.type === 'audio'
     ? {

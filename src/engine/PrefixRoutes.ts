@@ -4,27 +4,27 @@
  * gone (restarted, lost) starts over on the replica the usual choice picks: the KV died with the process.
  */
 import type { StageSpec } from '../common/graph.ts';
-import type { Slot } from './Slot.ts';
+import type { InstanceView } from './pool/StageInstance.ts';
 
 export class PrefixRoutes {
   readonly #instanceOf = new Map<string, string>();
 
-  constructor(private readonly slots: ReadonlyMap<string, Slot>) {}
+  constructor(private readonly instances: ReadonlyMap<string, InstanceView>) {}
 
   /** The replica of `spec` for a request: the key's instance when it has one that is ready, else `pick()`. */
-  pick(spec: StageSpec, key: string | undefined, pick: () => Slot): Slot {
+  pick(spec: StageSpec, key: string | undefined, pick: () => InstanceView): InstanceView {
     if (key === undefined) return pick();
-    const pinned = this.slots.get(this.#instanceOf.get(key) ?? '');
+    const pinned = this.instances.get(this.#instanceOf.get(key) ?? '');
     if (pinned?.spec === spec && pinned.status === 'ready') return pinned;
-    const slot = pick();
-    this.#instanceOf.set(key, slot.instance);
-    return slot;
+    const chosen = pick();
+    this.#instanceOf.set(key, chosen.instance);
+    return chosen;
   }
 
   /** Forgets the key; returns the instance that may hold its KV (to be told to free it). */
-  release(key: string): Slot | undefined {
+  release(key: string): string | undefined {
     const instance = this.#instanceOf.get(key);
     this.#instanceOf.delete(key);
-    return instance === undefined ? undefined : this.slots.get(instance);
+    return instance;
   }
 }

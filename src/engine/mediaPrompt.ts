@@ -13,7 +13,19 @@ import { buildPositionMap, type MediaSpan } from '../../stages/encoders/position
 import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
 import { HfTokenizer } from '../../stages/tokenizer/HfTokenizer.ts';
 import type { ChatPiece, ChatTurn, Tokenizer } from '../../stages/tokenizer/Tokenizer.ts';
+import { createTokenizer } from '../../stages/tokenizer/index.ts';
+import {
+  BYTES_PER_POSITION,
+  checkPromptBytes,
+  promptByteLimit,
+  textBytes,
+  thinkerPositions,
+} from '../common/promptBytes.ts';
+
+export type { Tokenizer };
 import type { ChatMessage, ContentPart } from '../common/engine.ts';
+import { encoderConnector } from '../common/edgeConnectors.ts';
+import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
 
 export interface MediaItem {
   readonly index: number;
@@ -67,6 +79,34 @@ export function encodersOf(graph: StageGraph): ReadonlyMap<MediaModality, StageS
   return out;
 }
 
+/** The tokenizer of the entry stage's model (the Thinker's): main renders and counts prompts with it. */
+export function entryTokenizer(graph: StageGraph): Tokenizer {
+  const { model } = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
+  return createTokenizer(
+    model,
+    model.source === 'generated' && model.kind === 'thinker' ? model.size.vocabSize : undefined,
+  );
+}
+
+/**
+ * The Thinker positions a prompt of `messages` takes, built as admission builds it (Engine.promptPositions). Text
+ * over the byte bound cannot fit: more positions than the Thinker has, said without tokenizing it here.
+ */
+export function promptPositionsOf(messages: readonly ChatMessage[], graph: StageGraph, ctx: PromptContext): number {
+  const bytes = textBytes(messages);
+  if (bytes > promptByteLimit(thinkerPositions(graph))) return Math.ceil(bytes / BYTES_PER_POSITION);
+  return preparePrompt(messages, ctx).promptTokenIds.length;
+}
+
+/** What preparePrompt needs of a pipeline: its tokenizer's placeholders, its encoders, the largest item. */
+export function promptContextOf(graph: StageGraph, tokenizer: Tokenizer): PromptContext {
+  const encoders = encodersOf(graph);
+  // An item travels to its encoder as one frame: it must fit the smallest ring it may cross, with room to spare.
+  const ringBytes = [...encoders.values()].map((e) => ringBytesOf(graph.connectors[encoderConnector(graph, e)]));
+  const maxItemBytes = Math.floor(Math.min(DEFAULT_RING_BYTES, ...ringBytes) / 2);
+  return { tokenizer, placeholders: placeholderIds(tokenizer), encoders, maxItemBytes };
+}
+
 export interface PromptContext {
   readonly tokenizer: Tokenizer;
   readonly placeholders: PlaceholderIds;
@@ -99,6 +139,20 @@ export function preparePrompt(messages: readonly ChatMessage[], ctx: PromptConte
   // Throws REQUEST_INVALID if text typed a placeholder token (possible with a Hugging Face tokenizer only).
   const map = buildPositionMap(ids, placeholderModality, items);
   return { promptTokenIds: map.tokenIds, items, spans: map.spans };
+}
+
+/** The prompt of an admission, refused (a 400 before any stream starts) when it cannot fit or an item is bad. */
+export function admissiblePrompt(
+  messages: readonly ChatMessage[],
+  graph: StageGraph,
+  ctx: PromptContext,
+): PreparedPrompt {
+  // Before tokenizing (on this event loop): text that cannot fit is refused without the work.
+  checkPromptBytes(messages, graph);
+  // Media items are probed here (headers only) and refused before anything is admitted.
+  const prompt = preparePrompt(messages, ctx);
+  checkPromptFits(prompt, graph);
+  return prompt;
 }
 
 /**

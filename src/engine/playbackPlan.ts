@@ -8,14 +8,14 @@ import type { StageGraph } from '../common/graph.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import { DEFAULT_FIRST_PACKET_SLACK_MS } from '../sched/playback.ts';
 import type { PlaybackPlan } from '../worker/messages.ts';
-import type { Slot } from './Slot.ts';
+import type { InstanceView } from './pool/StageInstance.ts';
 
 export function playbackPlan(
   request: GenerateRequest,
   graph: StageGraph,
   audio: AudioOutputFacts | null,
   admittedAtMs: number,
-  chosen: Iterable<Slot>,
+  chosen: Iterable<InstanceView>,
 ): PlaybackPlan | undefined {
   if (!audio || !request.modalities.includes('audio')) return undefined;
   const target = request.ttfpTargetMs ?? graph.chunkPolicy.ttfpTargetMs;

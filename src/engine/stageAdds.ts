@@ -9,7 +9,7 @@ import { stageKinds } from '../kinds/registry.ts';
 import type { AddRequest, DownstreamTarget, EcDrop, PlaybackPlan, UpstreamSource } from '../worker/messages.ts';
 import type { RequestMediaPlan } from './MediaRoutes.ts';
 import { MAIN } from './planEdges.ts';
-import { statefulVocoder, type Slot } from './Slot.ts';
+import { statefulVocoder, type InstanceView } from './pool/StageInstance.ts';
 
 export interface Admission {
   readonly requestId: string;
@@ -18,7 +18,7 @@ export interface Admission {
   /** The request's stages, in graph order, and those whose output goes to the client. */
   readonly stages: readonly StageSpec[];
   readonly outputs: readonly StageSpec[];
-  readonly chosen: ReadonlyMap<string, Slot>;
+  readonly chosen: ReadonlyMap<string, InstanceView>;
   readonly promptTokenIds: readonly number[];
   readonly media: RequestMediaPlan | null;
   readonly ecDrop: readonly EcDrop[];
@@ -36,7 +36,7 @@ export interface Admission {
  */
 export function upstreamSources(
   graph: StageGraph,
-  chosen: ReadonlyMap<string, Slot>,
+  chosen: ReadonlyMap<string, InstanceView>,
   admittedAtMs: number,
 ): (stageId: string) => UpstreamSource {
   return (stageId) => {
@@ -57,7 +57,7 @@ export function upstreamSources(
  * Each stage's instance and `add`, downstream stages first, so each is expecting chunks before its upstream can
  * produce any (the Thinker before its encoders).
  */
-export function stageAdds(a: Admission): { slot: Slot; add: AddRequest }[] {
+export function stageAdds(a: Admission): { slot: InstanceView; add: AddRequest }[] {
   const { request, graph, stages, chosen, media } = a;
   const stateful = statefulVocoder(chosen.values());
   return [...stages].reverse().map((spec) => {

@@ -7,7 +7,10 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ChunkPolicy } from '../../src/common/graph.ts';
 import type { TalkerRowsBody, TextBody } from '../../src/common/payloads.ts';
-import { FirstPacketHolds } from '../../src/engine/FirstPacketHolds.ts';
+import type { GenerateRequest } from '../../src/common/engine.ts';
+import { planHold } from '../../src/engine/admission/planAdmission.ts';
+import { RequestRecord } from '../../src/engine/requests/RequestRecord.ts';
+import { RequestRegistry } from '../../src/engine/requests/RequestRegistry.ts';
 import { RequestStream } from '../../src/engine/RequestStream.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
 import { firstChunkCap, firstPacketHoldTokens, initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
@@ -42,9 +45,40 @@ describe('firstPacketHoldTokens', () => {
   });
 });
 
+/**
+ * Main's holds as Orchestrator.generate commits them: the planned hold (planHold), then RequestRegistry.commitHold;
+ * a record ends its hold once (RequestRecord.releaseHold), and a released record holds nothing.
+ */
+class FirstPacketHolds {
+  readonly #registry = new RequestRegistry();
+
+  admit(id: string, liveRequests: number, released: string[], audio: boolean): number | undefined {
+    const request: GenerateRequest = { messages: [], modalities: audio ? ['text', 'audio'] : ['text'] };
+    const hold = planHold(graph, request, liveRequests, FPT);
+    const stream = new RequestStream(id, new Map(), [], 0, [], { push: () => '', flush: () => '' }, null, () => {});
+    const record = new RequestRecord(stream, { route: null, media: null, ec: null, adapter: { cancel: () => {} } });
+    this.#registry.add(record);
+    this.#registry.commitHold(record, hold, () => released.push(id));
+    return hold.tokens;
+  }
+
+  release(id: string): void {
+    this.#registry.get(id)?.releaseHold();
+  }
+
+  forget(id: string): void {
+    const record = this.#registry.get(id);
+    if (record) this.#registry.release(record);
+  }
+
+  get size(): number {
+    return [...this.#registry.values()].filter((r) => r.held).length;
+  }
+}
+
 describe('FirstPacketHolds (main)', () => {
   const admitAt = (holds: FirstPacketHolds, id: string, liveRequests: number, released: string[], audio = true) =>
-    holds.admit(id, { policy, liveRequests, framesPerToken: FPT, audio }, () => released.push(id));
+    holds.admit(id, liveRequests, released, audio);
 
   it('holds at light load, releases once at the first audio, and forgets a request that ended', () => {
     const holds = new FirstPacketHolds();

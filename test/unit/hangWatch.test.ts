@@ -4,7 +4,7 @@
  * until the CPU it used while silent passes the runaway bound.
  */
 import { describe, expect, it } from 'vitest';
-import { HangWatch, type Hang, type WatchedInstance } from '../../src/engine/HangWatch.ts';
+import { HangWatch, type Hang, type WatchedInstance } from '../../src/engine/pool/HangWatch.ts';
 import { CLOCK_TICKS_PER_SECOND } from '../../src/engine/processCpu.ts';
 
 const HANG_MS = 2_000;

@@ -10,8 +10,8 @@ import { channelNames } from '../../src/common/diagnostics.ts';
 import type { RoutingPolicy, StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
-import { Router } from '../../src/engine/routing/Router.ts';
-import { newSlot, type Slot } from '../../src/engine/Slot.ts';
+import { Router, type RouteTicket } from '../../src/engine/routing/Router.ts';
+import { newInstance as newSlot, type StageInstance as Slot } from '../../src/engine/pool/StageInstance.ts';
 
 let graph: StageGraph;
 beforeAll(async () => {
@@ -44,11 +44,19 @@ function audioPrompt(tokens: number, rows: number): PreparedPrompt {
   return { promptTokenIds: new Array<number>(tokens).fill(1), items: [item], spans: [] };
 }
 
+/** Each routed request's ticket (its record keeps it in the Orchestrator), by request id. */
+const tickets = new Map<string, RouteTicket>();
+const firstToken = (id: string, atMs: number) => tickets.get(id)!.firstToken(atMs);
+const encoderFinished = (instance: string, id: string, atMs: number) =>
+  tickets.get(id)!.encoderFinished(instance, atMs);
+const forget = (id: string) => tickets.get(id)!.release();
+
 function route(router: Router, id: string, prompt: PreparedPrompt): Map<string, string> {
   const stages = graph.stages.filter(
     (s) => s.stageId === 'thinker' || (prompt.items.length > 0 && s.encoder?.modality === 'audio'),
   );
-  const chosen = router.route(id, 'thinker', stages, prompt, (_spec, pick) => pick());
+  const { chosen, ticket } = router.route(id, 'thinker', stages, prompt, (_spec, pick) => pick());
+  if (ticket) tickets.set(id, ticket);
   return new Map([...chosen].map(([stageId, slot]) => [stageId, slot.instance]));
 }
 
@@ -61,6 +69,7 @@ function listen(name: string): unknown[] {
   return got;
 }
 afterEach(() => {
+  tickets.clear();
   for (const [name, on] of subscriptions.splice(0)) unsubscribe(name, on);
 });
 
@@ -74,9 +83,9 @@ describe('Router', () => {
     // (100 queued there is less than 2000).
     expect(route(router, 'r2', textPrompt(100)).get('thinker')).toBe('thinker#1');
     expect(route(router, 'r3', textPrompt(100)).get('thinker')).toBe('thinker#1');
-    router.firstToken('r1', Date.now() + 500);
-    router.firstToken('r2', Date.now() + 50);
-    router.firstToken('r3', Date.now() + 50);
+    firstToken('r1', Date.now() + 500);
+    firstToken('r2', Date.now() + 50);
+    firstToken('r3', Date.now() + 50);
     // Nothing queued now; thinker#0 measured ~4000 tokens/s (2000 in 0.5 s), thinker#1 less (100 in 50 ms, then
     // 200 in 50 ms, smoothed): the faster one.
     expect(route(router, 'r4', textPrompt(100)).get('thinker')).toBe('thinker#0');
@@ -93,11 +102,11 @@ describe('Router', () => {
     // thinker#0 took 1 s for 1000 tokens, thinker#1 0.1 s for 1000.
     route(router, 'a', textPrompt(1000));
     route(router, 'b', textPrompt(1000));
-    router.firstToken('a', now + 1000);
-    router.firstToken('b', now + 100);
+    firstToken('a', now + 1000);
+    firstToken('b', now + 100);
     for (let i = 0; i < 3; i++) {
       expect(route(router, `c${i}`, textPrompt(1000)).get('thinker')).toBe('thinker#1');
-      router.forget(`c${i}`);
+      forget(`c${i}`);
     }
   });
 
@@ -106,8 +115,8 @@ describe('Router', () => {
     const first = route(router, 'x', audioPrompt(800, 750));
     const second = route(router, 'y', audioPrompt(800, 750));
     expect(new Set([first.get('audio-encoder'), second.get('audio-encoder')]).size).toBe(2);
-    router.encoderFinished(first.get('audio-encoder')!, 'x', Date.now() + 100);
-    router.forget('y');
+    encoderFinished(first.get('audio-encoder')!, 'x', Date.now() + 100);
+    forget('y');
     // Only x's encoder has a measured rate now (and nothing queued): the next clip goes there.
     expect(route(router, 'z', audioPrompt(800, 750)).get('audio-encoder')).toBe(first.get('audio-encoder'));
   });
@@ -131,11 +140,11 @@ describe('Router', () => {
     expect(queued(clipThinker)).toBe(0);
     const other = clipThinker === 'thinker#0' ? 'thinker#1' : 'thinker#0';
     expect(route(router, 't1', textPrompt(10)).get('thinker')).toBe(other);
-    router.forget('t1');
+    forget('t1');
     // Its rows are ready: now its prompt is queue on its Thinker, until its first token.
-    router.encoderFinished(encoder, 'clip', Date.now() + 100);
+    encoderFinished(encoder, 'clip', Date.now() + 100);
     expect(queued(clipThinker)).toBe(4000);
-    router.firstToken('clip', Date.now() + 200);
+    firstToken('clip', Date.now() + 200);
     expect(queued(clipThinker)).toBe(0);
   });
 

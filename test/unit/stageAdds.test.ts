@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { GenerateRequest } from '../../src/common/engine.ts';
-import { newSlot, type Slot } from '../../src/engine/Slot.ts';
+import { newInstance as newSlot, type StageInstance as Slot } from '../../src/engine/pool/StageInstance.ts';
 import { stageAdds, upstreamSources } from '../../src/engine/stageAdds.ts';
 import { stagesFor } from '../../src/engine/planEdges.ts';
 import type { RequestMediaPlan } from '../../src/engine/MediaRoutes.ts';

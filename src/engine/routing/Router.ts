@@ -10,7 +10,7 @@
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
-import { leastLoaded, type Slot } from '../Slot.ts';
+import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import {
   chooseRoute,
   type EcEntry,
@@ -33,6 +33,7 @@ export const ROUTE_DEFAULTS: RouteDefaults = {
 const RATE_SMOOTHING = 0.3;
 
 interface Admitted {
+  readonly requestId: string;
   readonly admittedAtMs: number;
   readonly thinker: string;
   readonly promptTokens: number;
@@ -48,10 +49,30 @@ interface Admitted {
    * finished. Until then the Thinker does not hold a step for it, so a request routed meanwhile does not wait for it.
    */
   queued: boolean;
+  /** Its first token came or it ended: it counts in no queue any more and learns nothing more. */
+  done: boolean;
+}
+
+/**
+ * A routed request's hold on the queues it was counted in: the request record keeps it and tells it what
+ * happens (first token, an encoder finished), and release() when the request ends however it ends.
+ */
+export interface RouteTicket {
+  /** Main saw the request's first text token: its prompt left the queue; learn the Thinker's rate. */
+  firstToken(atMs: number): void;
+  /** An encoder instance finished the request's items: its rows left the queue; learn its rate. */
+  encoderFinished(instance: string, atMs: number): void;
+  /** The request ended: whatever it still counted in the queues leaves them. */
+  release(): void;
+}
+
+/** The instance chosen per stage, and the ticket of what the choice counted (null: no Thinker among them). */
+export interface Routed {
+  readonly chosen: Map<string, InstanceView>;
+  readonly ticket: RouteTicket | null;
 }
 
 export class Router {
-  readonly #admitted = new Map<string, Admitted>();
   readonly #queuedTokens = new Map<string, number>();
   readonly #queuedRows = new Map<string, number>();
   readonly #prefillRate = new Map<string, number>();
@@ -60,7 +81,7 @@ export class Router {
 
   constructor(
     private readonly policy: RoutingPolicy,
-    private readonly slots: ReadonlyMap<string, Slot>,
+    private readonly slots: ReadonlyMap<string, InstanceView>,
     /** Where the encoder-output store holds an item's rows (ecEntryOf); without a store every item is a miss. */
     private readonly ecWhere: (item: MediaItem) => EcEntry | null = () => null,
   ) {}
@@ -74,8 +95,8 @@ export class Router {
     entryStageId: string,
     stages: readonly StageSpec[],
     prompt: PreparedPrompt,
-    pinned: (spec: StageSpec, pick: () => Slot) => Slot,
-  ): Map<string, Slot> {
+    pinned: (spec: StageSpec, pick: () => InstanceView) => InstanceView,
+  ): Routed {
     const ready = (spec: StageSpec) => [...this.slots.values()].filter((s) => s.spec === spec && s.status === 'ready');
     const items: RouteItem[] = prompt.items.map((i) => ({
       index: i.index,
@@ -87,7 +108,7 @@ export class Router {
     const byIndex = new Map(prompt.items.map((i) => [i.index, i]));
     const ecLookup: EcLookup = (item) => this.ecWhere(byIndex.get(item.index)!);
     const routed = (s: StageSpec) => s.stageId === entryStageId || s.encoder !== undefined;
-    const byPolicy = (spec: StageSpec): Slot => {
+    const byPolicy = (spec: StageSpec): InstanceView => {
       if (this.policy === 'round_robin') {
         const pool = ready(spec);
         if (pool.length === 0) return leastLoaded(pool, spec); // throws OVERLOADED
@@ -97,7 +118,7 @@ export class Router {
       }
       return leastLoaded(this.slots.values(), spec);
     };
-    const chosen = new Map<string, Slot>();
+    const chosen = new Map<string, InstanceView>();
     let reason: string = this.policy;
     const entry = stages.find((s) => s.stageId === entryStageId)!;
     if (this.policy === 'ttft') {
@@ -129,31 +150,26 @@ export class Router {
       for (const s of stages.filter((x) => x.encoder)) chosen.set(s.stageId, byPolicy(s));
     }
     for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
-    this.admit(requestId, request, chosen, stages.filter(routed), reason, ecLookup);
-    return chosen;
+    const ticket = this.admit(requestId, request, chosen, stages.filter(routed), reason, ecLookup);
+    return { chosen, ticket };
   }
 
-  /** Main saw the request's first text token: its prompt left the queue; learn the Thinker's rate; check the guess. */
-  firstToken(requestId: string, atMs: number): void {
-    const a = this.#admitted.get(requestId);
-    if (!a) return;
-    this.#admitted.delete(requestId);
+  private firstToken(a: Admitted, atMs: number): void {
+    if (a.done) return;
     this.release(a);
     const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
     if (prefillMs > 0) learn(this.#prefillRate, a.thinker, ((a.tokensAhead + a.promptTokens) * 1000) / prefillMs);
     diagnostics.routeTtft.publish({
-      requestId,
+      requestId: a.requestId,
       modality: a.modality,
       predictedSeconds: a.predictedTtftSeconds,
       actualSeconds: (atMs - a.admittedAtMs) / 1000,
     });
   }
 
-  /** An encoder instance finished the request's items: its rows left the queue; learn its rate. */
-  encoderFinished(instance: string, requestId: string, atMs: number): void {
-    const a = this.#admitted.get(requestId);
-    const work = a?.encoders.get(instance);
-    if (!a || !work) return;
+  private encoderFinished(a: Admitted, instance: string, atMs: number): void {
+    const work = a.encoders.get(instance);
+    if (a.done || !work) return;
     a.encoders.delete(instance);
     this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
     if (a.encoders.size === 0) this.enqueue(a);
@@ -163,16 +179,8 @@ export class Router {
       learn(this.#secondsPerRow, instance, elapsedMs / 1000 / (work.rowsAhead + work.rows));
   }
 
-  /** The request ended (however): whatever it still counted in the queues leaves them. */
-  forget(requestId: string): void {
-    const a = this.#admitted.get(requestId);
-    if (!a) return;
-    this.#admitted.delete(requestId);
-    this.release(a);
-  }
-
   /** The load and rates of the ready instances of `stages` (for tests and /v1/stages-style introspection too). */
-  snapshot(stages: readonly StageSpec[], keep: (slot: Slot) => boolean, ecLookup: EcLookup): LoadSnapshot {
+  snapshot(stages: readonly StageSpec[], keep: (slot: InstanceView) => boolean, ecLookup: EcLookup): LoadSnapshot {
     const thinkers: ThinkerLoad[] = [];
     const encoders: EncoderLoad[] = [];
     for (const slot of this.slots.values()) {
@@ -200,14 +208,14 @@ export class Router {
   private admit(
     requestId: string,
     request: { promptTokens: number; items: readonly RouteItem[] },
-    chosen: ReadonlyMap<string, Slot>,
+    chosen: ReadonlyMap<string, InstanceView>,
     routed: readonly StageSpec[],
     reason: string,
     ecLookup: EcLookup,
-  ): void {
+  ): RouteTicket | null {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
-    if (!thinker) return;
+    if (!thinker) return null;
     // The prediction for what was chosen, whatever the policy (so least_loaded's guesses are checked too).
     const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup);
     const predicted = chooseRoute(mine, request);
@@ -225,6 +233,7 @@ export class Router {
     const tokensAhead = this.#queuedTokens.get(thinker.instance) ?? 0;
     const modalities = new Set(request.items.map((i) => i.modality));
     const admitted: Admitted = {
+      requestId,
       admittedAtMs: Date.now(),
       thinker: thinker.instance,
       promptTokens: request.promptTokens,
@@ -234,10 +243,15 @@ export class Router {
       modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
       encodersDoneAtMs: 0,
       queued: false,
+      done: false,
     };
-    this.#admitted.set(requestId, admitted);
     if (encoders.size === 0) this.enqueue(admitted);
     diagnostics.routeDecision.publish({ policy: this.policy, reason });
+    return {
+      firstToken: (atMs) => this.firstToken(admitted, atMs),
+      encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),
+      release: () => this.release(admitted),
+    };
   }
 
   private enqueue(a: Admitted): void {
@@ -247,6 +261,8 @@ export class Router {
   }
 
   private release(a: Admitted): void {
+    if (a.done) return;
+    a.done = true;
     if (a.queued) this.#queuedTokens.set(a.thinker, (this.#queuedTokens.get(a.thinker) ?? 0) - a.promptTokens);
     a.queued = false;
     for (const [instance, work] of a.encoders)

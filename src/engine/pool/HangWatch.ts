@@ -8,7 +8,7 @@
  * a step that takes 3 s alone took 45 s of wall time beside four busy processes, and restarting the stage then would
  * add its boot to the load and fail every request it held.
  */
-import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from './processCpu.ts';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from '../processCpu.ts';
 
 export interface CpuSample {
   readonly atMs: number;

@@ -1,0 +1,167 @@
+/**
+ * The stage instances of one pipeline, local and remote, and their whole life: boot (one supervised process per
+ * replica), READY, death and restart (InstanceEvents.ts), hang (HangWatch.ts), a remote instance joining over Redis
+ * and its loss (RemoteStages.ts), shutdown. It is the one owner of the instance records; what happens to them
+ * reaches the request side as events (StagePoolEvents.ts), so the pool knows nothing of requests but their ids.
+ */
+import { EventEmitter } from 'node:events';
+import type { StageHealth } from '../../common/engine.ts';
+import type { StageGraph } from '../../common/graph.ts';
+import type { Logger } from '../../common/log.ts';
+import type { AudioOutputFacts, ModelFacts } from '../../common/modelFacts.ts';
+import type { EdgeBinding, MainToStage } from '../../worker/messages.ts';
+import { edgeTouches } from '../../../transport/edges.ts';
+import { instanceId } from '../planEdges.ts';
+import { RemoteStages, type RemoteStageHandle } from '../RemoteStages.ts';
+import type { StageWorkerHandle, StartStageWorker } from '../stageWorkers.ts';
+import { HangWatch } from './HangWatch.ts';
+import { healthOf } from './healthOf.ts';
+import { InstanceEvents } from './InstanceEvents.ts';
+import { newInstance, type InstanceView, type StageInstance } from './StageInstance.ts';
+import type { StagePoolEvents } from './StagePoolEvents.ts';
+
+export interface StagePoolOptions {
+  readonly graph: StageGraph;
+  readonly startWorker: StartStageWorker;
+  /** Restart a stage that dies after READY. */
+  readonly restartOnDeath: boolean;
+  readonly log: Logger;
+}
+
+export class StagePool extends EventEmitter<StagePoolEvents> {
+  readonly #instances = new Map<string, StageInstance>();
+  readonly #hangs: HangWatch;
+  readonly #events: InstanceEvents;
+  #hangTimer: NodeJS.Timeout | null = null;
+  #remote: RemoteStages | null = null;
+  #stopping = false;
+  /** The edges main provisioned (set by start): each instance is booted with those it touches. */
+  #edges: readonly EdgeBinding[] = [];
+  /** Kept from the vocoder's first READY: a restarting vocoder must not make usage forget the audio format. */
+  #audioFacts: Omit<AudioOutputFacts, 'framesPerToken'> | null = null;
+  #framesPerToken: number | null = null;
+
+  constructor(private readonly opts: StagePoolOptions) {
+    super();
+    this.#hangs = new HangWatch(opts.graph.stageHangMs);
+    this.#events = new InstanceEvents({
+      instances: this.#instances,
+      hangs: this.#hangs,
+      log: opts.log,
+      restarts: () => !this.#stopping && opts.restartOnDeath,
+      boot: (inst) => this.#boot(inst),
+      events: this,
+    });
+  }
+
+  /** Boots every local replica, then opens the control plane remote instances join through. */
+  async start(edges: readonly EdgeBinding[]): Promise<void> {
+    const { graph } = this.opts;
+    this.#edges = edges;
+    graph.stages.forEach((spec, stageIndex) => {
+      for (let replica = 0; replica < spec.replicas; replica++) {
+        const instance = instanceId(spec.stageId, replica);
+        this.#instances.set(instance, newInstance(graph, stageIndex, replica, instance));
+      }
+    });
+    // Wait for every boot to settle, not just the first failure: a stage still booting when another fails must
+    // be stopped too, or it would outlive start-up as an orphan.
+    const boots = await Promise.allSettled([...this.#instances.values()].map((inst) => this.#boot(inst)));
+    const failed = boots.find((b): b is PromiseRejectedResult => b.status === 'rejected');
+    if (failed) throw failed.reason;
+    this.#remote = await RemoteStages.open(graph, (instance) => this.#edgesOf(instance), this.opts.log);
+    this.#remote?.on('joined', (handle) => this.#join(handle));
+    this.#hangTimer = setInterval(() => this.#events.checkHangs(), this.#hangs.intervalMs).unref();
+  }
+
+  /** Every instance by name, read-only; remote instances leave it when lost. */
+  get instances(): ReadonlyMap<string, InstanceView> {
+    return this.#instances;
+  }
+
+  /** Sends an instance a request's `add`: the request is in flight there until the instance reports it finished. */
+  admit(instance: string, add: Extract<MainToStage, { type: 'add' }>): void {
+    const inst = this.#instances.get(instance)!;
+    inst.inFlight.add(add.requestId);
+    inst.worker!.send(add);
+  }
+
+  /** Sends a message to an instance if it is there and running (a message to one that is gone has no reader). */
+  send(instance: string, msg: MainToStage): void {
+    this.#instances.get(instance)?.worker?.send(msg);
+  }
+
+  workerOf(instance: string): StageWorkerHandle | null {
+    return this.#instances.get(instance)?.worker ?? null;
+  }
+
+  health(): StageHealth[] {
+    return healthOf(this.opts.graph, [...this.#instances.values()]);
+  }
+
+  /** The pipeline's audio, from the first vocoder and Talker to report (replicas run one model); null without. */
+  get audioOutput(): AudioOutputFacts | null {
+    return this.#audioFacts && { ...this.#audioFacts, framesPerToken: this.#framesPerToken };
+  }
+
+  get framesPerToken(): number | null {
+    return this.#framesPerToken;
+  }
+
+  /** Stops every local instance (draining up to timeoutMs); none restarts from here on. */
+  async stop(timeoutMs: number): Promise<void> {
+    this.#stopping = true;
+    if (this.#hangTimer) clearInterval(this.#hangTimer);
+    await Promise.all(
+      [...this.#instances.values()].map(async (inst) => {
+        await inst.worker?.shutdown(timeoutMs);
+        inst.status = 'stopped';
+      }),
+    );
+  }
+
+  /** Leaves the control plane (after stop: the requests' last aborts may still go out through it). */
+  async close(): Promise<void> {
+    await this.#remote?.close();
+  }
+
+  async #boot(inst: StageInstance): Promise<void> {
+    inst.bootStartedAtMs = performance.now();
+    const { graph, log } = this.opts;
+    const args = { graph, stageIndex: inst.stageIndex, replica: inst.replica, edges: this.#edgesOf(inst.instance) };
+    const worker = await this.opts.startWorker(args, log);
+    inst.worker = worker;
+    inst.status = 'ready';
+    inst.lastBootMs = performance.now() - inst.bootStartedAtMs;
+    inst.lastHeardMs = Date.now();
+    inst.cpuSamples = [];
+    inst.cpuTicksWhenHeard = null;
+    this.#ready(inst, worker.settings?.facts);
+    worker.on('message', (msg) => this.#events.onMessage(inst, msg));
+    worker.on('died', (info) => this.#events.onDied(inst, info));
+  }
+
+  /** An instance from another machine joined (READY): it takes requests like a local replica. */
+  #join(handle: RemoteStageHandle): void {
+    const { graph } = this.opts;
+    const stageIndex = graph.stages.findIndex((s) => s.stageId === handle.heartbeat.stageId);
+    const spec = graph.stages[stageIndex];
+    const replica = spec.replicas + [...this.#instances.values()].filter((s) => s.spec === spec && s.remote).length;
+    const inst = newInstance(graph, stageIndex, replica, handle.heartbeat.instance, handle);
+    this.#ready(inst, handle.settings?.facts);
+    this.#instances.set(inst.instance, inst);
+    handle.on('message', (msg) => this.#events.onMessage(inst, msg));
+    handle.on('died', () => this.#events.onRemoteLost(inst, handle));
+  }
+
+  #ready(inst: StageInstance, facts: ModelFacts | undefined): void {
+    if (facts?.kind === 'talker') this.#framesPerToken ??= facts.framesPerToken;
+    if (facts?.kind === 'code2wav')
+      this.#audioFacts ??= { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame };
+    this.emit('ready', inst, facts);
+  }
+
+  #edgesOf(instance: string): EdgeBinding[] {
+    return this.#edges.filter((e) => edgeTouches(e, instance));
+  }
+}

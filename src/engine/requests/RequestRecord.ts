@@ -1,0 +1,86 @@
+/**
+ * Everything main keeps for one live request, in one place: its output stream, whether its client paused it, its
+ * first-packet hold, what routing counted for it, its media routes (what an encoder failure costs it), and the
+ * handles to free what the EC store and the adapter keep under its id. release() frees all of it at once, when
+ * the request ends however it ends; nothing else in the engine is keyed by request id (RequestRegistry.ts).
+ *
+ * Its membership in the stage instances' in-flight sets is the pool's (src/engine/pool/StageInstance.ts): it ends
+ * with the instance's `finished`, which may come after the request ended (the stage works on until it reads the
+ * abort), and until then the instance still counts it as load and watches it for a hang.
+ */
+import type { SerializedError } from '../../common/errors.ts';
+import { encoderFailure, type EncoderFailureOutcome, type EncoderRoutes } from '../MediaRoutes.ts';
+import type { RequestStream } from '../RequestStream.ts';
+import type { RouteTicket } from '../routing/Router.ts';
+
+/** What the request holds outside the record, each freed by its id. */
+export interface RecordParts {
+  readonly route: RouteTicket | null;
+  readonly media: EncoderRoutes | null;
+  /** The EC store's pins on the request's hits (null without a store). */
+  readonly ec: { release(requestId: string): void } | null;
+  /** The adapter's receive state for the request's outputs. */
+  readonly adapter: { cancel(requestId: string): void };
+}
+
+export class RequestRecord {
+  /**
+   * Paused for its client: it holds no batch slot in the stages, so it is not load either (16 paused readers
+   * counted as load made every other first chunk 25 frames instead of 2, and turned its hold off).
+   */
+  paused = false;
+  /** Tells the Thinker to go on: set while its first-packet hold lasts. */
+  #hold: (() => void) | null = null;
+
+  constructor(
+    readonly stream: RequestStream,
+    private readonly parts: RecordParts,
+  ) {}
+
+  get requestId(): string {
+    return this.stream.requestId;
+  }
+
+  /** Stage id -> the instance that runs the request there. */
+  get instances(): ReadonlyMap<string, string> {
+    return this.stream.stageInstances;
+  }
+
+  /** The Thinker holds until the first audio (or audio that ends without any): `release` tells it to go on. */
+  holdUntilFirstAudio(release: () => void): void {
+    this.#hold = release;
+    this.stream.onAudioStarted = () => this.releaseHold();
+  }
+
+  /** Ends the hold, once: its first audio came, or load arrived. */
+  releaseHold(): void {
+    const release = this.#hold;
+    this.#hold = null;
+    release?.();
+  }
+
+  get held(): boolean {
+    return this.#hold !== null;
+  }
+
+  /** What an encoder instance's failure costs the request (null: none of its items are there). */
+  encoderFailure(instance: string, error: SerializedError): EncoderFailureOutcome | null {
+    return this.parts.media && encoderFailure(this.parts.media, instance, error);
+  }
+
+  firstToken(atMs: number): void {
+    this.parts.route?.firstToken(atMs);
+  }
+
+  encoderFinished(instance: string, atMs: number): void {
+    this.parts.route?.encoderFinished(instance, atMs);
+  }
+
+  /** The request ended: its stages dropped it (nothing to tell), and main lets go of everything it kept. */
+  release(): void {
+    this.#hold = null;
+    this.parts.route?.release();
+    this.parts.ec?.release(this.requestId);
+    this.parts.adapter.cancel(this.requestId);
+  }
+}

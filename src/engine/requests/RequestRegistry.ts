@@ -1,0 +1,59 @@
+/** The live requests by id: the one engine map keyed by request id (each record holds all the rest). */
+import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
+import type { PlannedHold } from '../admission/planAdmission.ts';
+import type { RequestRecord } from './RequestRecord.ts';
+
+export class RequestRegistry {
+  readonly #records = new Map<string, RequestRecord>();
+
+  get(requestId: string): RequestRecord | undefined {
+    return this.#records.get(requestId);
+  }
+
+  has(requestId: string): boolean {
+    return this.#records.has(requestId);
+  }
+
+  /** Refuses an id that is live already: its chunks and aborts would reach the other request. */
+  checkFree(requestId: string): void {
+    if (this.#records.has(requestId))
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
+  }
+
+  add(record: RequestRecord): void {
+    this.#records.set(record.requestId, record);
+  }
+
+  /** Releases the record and forgets it. */
+  release(record: RequestRecord): void {
+    record.release();
+    if (this.#records.get(record.requestId) === record) this.#records.delete(record.requestId);
+  }
+
+  values(): IterableIterator<RequestRecord> {
+    return this.#records.values();
+  }
+
+  /** Ends every live request with `error` (each ending releases its record). */
+  endAll(error: SerializedError): void {
+    for (const record of this.#records.values()) record.stream.end('error', error);
+  }
+
+  /** Live requests that are load on the stages: paused ones hold no batch slot. */
+  get load(): number {
+    let load = 0;
+    for (const r of this.#records.values()) if (!r.paused) load++;
+    return load;
+  }
+
+  /**
+   * Commits an admitted request's planned hold: admitted past the light-load rung, it ends every hold (a held
+   * Thinker would resume behind the newcomers' prefills while its listener has only the first chunk to play:
+   * configs/omni-bench.yaml, a burst of 48 right after a lone request, a 1.4 s stall); with a hold of its own, its
+   * Thinker waits for its first audio, and `release` tells it to go on.
+   */
+  commitHold(record: RequestRecord, hold: PlannedHold, release: () => void): void {
+    if (hold.endsOtherHolds) for (const r of this.#records.values()) r.releaseHold();
+    if (hold.tokens !== undefined) record.holdUntilFirstAudio(release);
+  }
+}

@@ -1,0 +1,28 @@
+/** Chunks that reached main, handed to their requests' streams (an arrival's error ends its request). */
+import { diagnostics } from '../../common/diagnostics.ts';
+import { serializeError } from '../../common/errors.ts';
+import type { Arrival } from '../../../transport/adapter/ChunkTransferAdapter.ts';
+import { MAIN } from '../planEdges.ts';
+import type { RequestRegistry } from './RequestRegistry.ts';
+
+export function deliverOutputs(arrivals: readonly Arrival[], requests: RequestRegistry): void {
+  for (const a of arrivals) {
+    const record = requests.get(a.requestId);
+    if (!record) continue;
+    if (a.error) {
+      record.stream.end('error', serializeError(a.error));
+      continue;
+    }
+    const m = a.chunk.meta;
+    if (diagnostics.edgeChunk.hasSubscribers) {
+      diagnostics.edgeChunk.publish({
+        from: m.from,
+        to: MAIN,
+        latencyMs: a.chunk.receivedAtMs - m.sentAtMs,
+        bytes: a.chunk.bytes,
+      });
+    }
+    record.stream.onChunk(m.from, a.chunk);
+    if (record.stream.firstTextAtMs !== null) record.firstToken(record.stream.firstTextAtMs);
+  }
+}
