@@ -34,7 +34,13 @@ export function encodeBody(body: ChunkBody): EncodedBody {
       };
     case 'talkerRows':
       return {
-        payload: { kind: body.kind, ...(body.promptRows !== undefined ? { promptRows: body.promptRows } : {}) },
+        payload: {
+          kind: body.kind,
+          ...(body.promptRows !== undefined ? { promptRows: body.promptRows } : {}),
+          ...(body.promptBlocks
+            ? { blockNames: [...body.promptBlocks.names], blockPositions: body.promptBlocks.positions }
+            : {}),
+        },
         tensors: { rows: { data: body.rows, shape: [body.numRows, body.conditionDim] } },
       };
     case 'codecFrames':
@@ -97,6 +103,9 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
         numRows: rows.shape[0],
         conditionDim: rows.shape[1],
         ...(p.has('promptRows') ? { promptRows: p.integer('promptRows') } : {}),
+        ...(p.has('blockNames')
+          ? { promptBlocks: { names: p.strings('blockNames'), positions: p.integer('blockPositions') } }
+          : {}),
       };
     }
     case 'codecFrames': {

@@ -50,6 +50,17 @@ export interface TalkerRowsBody {
   readonly conditionDim: number;
   /** First chunk only: how many of the request's rows are prompt rows. */
   readonly promptRows?: number;
+  /**
+   * First chunk only, from a Thinker with a prefix cache: the names of the prompt's whole blocks of `positions`
+   * (src/sched/blockNames.ts). The rows are a function of what the names stand for, so a Talker names its own
+   * blocks after them instead of hashing every row of the history again.
+   */
+  readonly promptBlocks?: PromptBlocks;
+}
+
+export interface PromptBlocks {
+  readonly names: readonly string[];
+  readonly positions: number;
 }
 
 export interface CodecFramesBody {

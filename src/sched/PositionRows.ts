@@ -1,58 +1,63 @@
 /**
- * Two rows per position (the Thinker's input embedding and hidden state at each position it computed), kept so a
- * cached prefix can hand a Talker the rows of positions nobody computes again. Grows by doubling; a position
- * written twice (a recompute after preemption) is overwritten with the same values.
+ * The Thinker's two rows per position (its input embedding and hidden state at each position it computed), kept so a
+ * cached prefix can hand a Talker the rows of positions nobody computes again. Stored as the Talker takes them: one
+ * conditioning row [embedding | hidden] per position, so handing over a prefix of thousands of positions is one view,
+ * not a copy per position. Grows by a quarter; a position written twice (a recompute after preemption) is overwritten
+ * with the same values.
  */
 export class PositionRows {
-  #embeds: Float32Array;
-  #hidden: Float32Array;
+  #rows: Float32Array;
   /** Positions [0, length) are written. */
   length = 0;
 
   constructor(
+    /** The hidden size: a row is twice as wide. */
     readonly width: number,
     initialPositions = 64,
   ) {
-    this.#embeds = new Float32Array(Math.max(1, initialPositions) * width);
-    this.#hidden = new Float32Array(Math.max(1, initialPositions) * width);
+    this.#rows = new Float32Array(Math.max(1, initialPositions) * 2 * width);
   }
 
-  /** Writes positions [start, start + count) from rows laid out one after another. */
+  /** Writes positions [start, start + count) from embeddings and hidden states laid out one after another. */
   set(start: number, count: number, embeds: Float32Array, hidden: Float32Array): void {
-    const end = (start + count) * this.width;
-    if (end > this.#embeds.length) {
-      const size = Math.max(end, 2 * this.#embeds.length);
-      this.#embeds = grow(this.#embeds, size, this.length * this.width);
-      this.#hidden = grow(this.#hidden, size, this.length * this.width);
+    const d = this.width;
+    this.#reserve(start + count);
+    for (let i = 0; i < count; i++) {
+      const at = (start + i) * 2 * d;
+      this.#rows.set(embeds.subarray(i * d, (i + 1) * d), at);
+      this.#rows.set(hidden.subarray(i * d, (i + 1) * d), at + d);
     }
-    this.#embeds.set(embeds.subarray(0, count * this.width), start * this.width);
-    this.#hidden.set(hidden.subarray(0, count * this.width), start * this.width);
     this.length = Math.max(this.length, start + count);
   }
 
-  /** Views of positions [0, count): valid until the next set(). */
-  embeds(count: number): Float32Array {
-    return this.#embeds.subarray(0, count * this.width);
+  /** Writes positions [start, start + count) from conditioning rows (another PositionRows' view). */
+  setRows(start: number, count: number, rows: Float32Array): void {
+    this.#reserve(start + count);
+    this.#rows.set(rows.subarray(0, count * 2 * this.width), start * 2 * this.width);
+    this.length = Math.max(this.length, start + count);
   }
 
-  hidden(count: number): Float32Array {
-    return this.#hidden.subarray(0, count * this.width);
+  /** The conditioning rows of positions [0, count), one after another: a view, valid until the next write. */
+  rows(count: number): Float32Array {
+    return this.#rows.subarray(0, count * 2 * this.width);
   }
 
-  /** A copy of positions [0, count), exactly that large. */
-  copyFirst(count: number): PositionRows {
-    const copy = new PositionRows(this.width, count);
-    copy.set(0, count, this.embeds(count), this.hidden(count));
-    return copy;
+  /** Forgets positions from `count` on (their memory stays, for the positions written next). */
+  truncate(count: number): void {
+    this.length = Math.min(this.length, count);
   }
 
   get bytes(): number {
-    return (this.#embeds.byteLength + this.#hidden.byteLength) | 0;
+    return this.#rows.byteLength | 0;
   }
-}
 
-function grow(old: Float32Array, floats: number, used: number): Float32Array {
-  const grown = new Float32Array(floats);
-  grown.set(old.subarray(0, used));
-  return grown;
+  #reserve(positions: number): void {
+    const floats = positions * 2 * this.width;
+    if (floats <= this.#rows.length) return;
+    // By a quarter, not double: a conversation's rows grow by a turn's positions at a time, and its entry in the
+    // cache holds (and counts) the whole buffer; a quarter still keeps the copies linear in the positions written.
+    const grown = new Float32Array(Math.max(floats, Math.ceil(1.25 * this.#rows.length)));
+    grown.set(this.#rows.subarray(0, this.length * 2 * this.width));
+    this.#rows = grown;
+  }
 }

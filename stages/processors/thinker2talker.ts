@@ -72,6 +72,20 @@ export class Thinker2Talker {
     }
   }
 
+  /**
+   * Positions [0, n) came from the Thinker's prefix cache with their conditioning rows ([embedding | hidden] each,
+   * one after another): they go to the Talker as they are, a view and not a copy (a conversation's cached prefix is
+   * its whole history). The rows must not change until take() (PositionRows only rewrites a position with the values
+   * it held).
+   */
+  onCachedPrompt(n: number, rows: Float32Array): void {
+    const end = Math.min(n, this.promptLength);
+    if (end <= this.promptRowsSent) return;
+    this.pending.push(rows.subarray(this.promptRowsSent * this.conditionDim, end * this.conditionDim));
+    this.pendingRows += end - this.promptRowsSent;
+    this.promptRowsSent = end;
+  }
+
   /** Rows ready to send now, or null. On `final` everything pending goes (possibly zero rows). */
   take(final: boolean): { rows: Float32Array; numRows: number; promptRows?: number } | null {
     if (!final) {

@@ -41,6 +41,20 @@ describe('thinker2talker', () => {
     expect(p.take(false)!.numRows).toBe(1);
   });
 
+  it('hands a cached prefix over as given, then the rows computed after it; a recompute resends none', () => {
+    const p = new Thinker2Talker(D, 4, true);
+    const cached = new Float32Array(3 * 2 * D).map((_, i) => 1000 + i); // 3 conditioning rows [embed | hidden]
+    p.onCachedPrompt(3, cached);
+    p.onStep(3, 1, rows(3, 1, 1), rows(3, 1, 2), Float32Array.of(7, 7));
+    const first = p.take(false)!;
+    expect(first.promptRows).toBe(4);
+    expect(Array.from(first.rows.subarray(0, 3 * 2 * D))).toEqual(Array.from(cached));
+    expect(Array.from(first.rows.subarray(3 * 2 * D))).toEqual([31, 31, 32, 32, 7, 7, 32, 32]);
+    p.onCachedPrompt(3, cached); // (a preempted request adopting again) nothing twice
+    p.onStep(0, 4, rows(0, 4, 1), rows(0, 4, 2), null);
+    expect(p.take(false)).toBeNull();
+  });
+
   it('sync: nothing until the final chunk, which carries every row', () => {
     const p = new Thinker2Talker(D, 2, false);
     p.onStep(0, 2, rows(0, 2, 1), rows(0, 2, 2), Float32Array.of(1, 1));

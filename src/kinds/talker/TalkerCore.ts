@@ -162,7 +162,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       this.scheduler.numComputed(req.requestId) === 0 &&
       !req.promptBlocks.length
     ) {
-      req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows);
+      req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows, body?.promptBlocks);
       const cached = this.prefixes.adopt(req.requestId, req.promptBlocks, req.promptRows);
       if (cached > 0) this.scheduler.startAt(req.requestId, cached);
     }

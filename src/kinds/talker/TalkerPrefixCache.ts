@@ -1,13 +1,16 @@
 /**
  * The Talker's prefix cache. Its prompt positions are a function of the Thinker's prompt positions alone (one
  * conditioning row each, fed with the begin-of-speech code, before any frame is sampled), so the KV of a prompt
- * prefix is named by the rows themselves (src/sched/blockNames.ts) and a conversation's next turn, whose prompt
+ * prefix is named by the rows themselves (src/sched/blockNames.ts), or after the Thinker's names of the same blocks
+ * when it sends them (a Thinker with a prefix cache), and a conversation's next turn, whose prompt
  * starts with the last turn's prompt, adopts it and computes the new rows only. Positions past the prompt were fed
  * sampled frames, which the next turn's rows for the same text are not: only prompt positions are kept.
  */
 import type { PrefixCacheSettings } from '../../common/graph.ts';
 import type { TalkerRunner } from '../../../stages/types.ts';
 import type { PrefixStats } from '../../worker/messages.ts';
+import { createHash } from 'node:crypto';
+import type { PromptBlocks } from '../../common/payloads.ts';
 import { blockNames, rowBytes } from '../../sched/blockNames.ts';
 import { checkPrefixBudget, PrefixCache } from '../../sched/PrefixCache.ts';
 
@@ -30,8 +33,19 @@ export class TalkerPrefixCache {
     this.cache = new PrefixCache(settings.blockPositions, settings.maxBytes, (seqId) => runner.free(seqId));
   }
 
-  /** Names of the whole blocks of prompt rows [0, promptRows) in `rows` (row-major, conditionDim wide). */
-  namesOf(rows: Float32Array, promptRows: number): string[] {
+  /**
+   * Names of the whole blocks of prompt rows [0, promptRows) in `rows` (row-major, conditionDim wide): after the
+   * Thinker's names of the same blocks when it sent them (one hash a block), else by hashing the rows.
+   */
+  namesOf(rows: Float32Array, promptRows: number, thinker?: PromptBlocks): string[] {
+    const B = this.settings.blockPositions;
+    if (thinker?.positions === B && thinker.names.length === Math.floor(promptRows / B)) {
+      // The rows are a function of what a Thinker name stands for (its model, inputs and position): this Talker's
+      // model and that name name them.
+      return thinker.names.map((name) =>
+        createHash('sha256').update(this.modelKey).update(name).digest('base64url').slice(0, 22),
+      );
+    }
     const d = this.runner.conditionDim;
     return blockNames(this.modelKey, this.settings.blockPositions, promptRows, (hash, p) => {
       hash.update(rowBytes(rows.subarray(p * d, (p + 1) * d)));

@@ -110,6 +110,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
         prefillOnly: msg.prefix?.prefillOnly === true,
         awaiting: false,
         settled: true,
+        names: [],
         cachedTokens: 0,
         rows: null,
       },
@@ -287,13 +288,13 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
         if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
-        return rowsChunk(req.toTalker!.take(true));
+        return this.rowsChunk(req, req.toTalker!.take(true));
       });
       return;
     }
     if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token] });
     const rows = req.toTalker?.take(false);
-    const body = rowsChunk(rows);
+    const body = this.rowsChunk(req, rows);
     if (body) this.send(req, talker, body);
   }
 
@@ -305,6 +306,23 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     this.finish(req, 'stop', (t) => (t.stageId === 'main' ? { kind: 'text', tokenIds: [], ...cached } : undefined));
   }
 
+  /** The Talker's chunk of these rows; the first names the prompt's blocks when this Thinker keeps a cache. */
+  private rowsChunk(
+    req: ThinkerRequest,
+    rows: ReturnType<Thinker2Talker['take']> | undefined,
+  ): TalkerRowsBody | undefined {
+    if (!rows || rows.numRows === 0) return undefined;
+    const first = rows.promptRows !== undefined;
+    return {
+      kind: 'talkerRows',
+      rows: rows.rows,
+      numRows: rows.numRows,
+      conditionDim: rows.rows.length / rows.numRows,
+      ...(first ? { promptRows: rows.promptRows } : {}),
+      ...(first && this.prefixes ? { promptBlocks: this.prefixes.promptBlocks(req) } : {}),
+    };
+  }
+
   private isStopToken(req: ThinkerRequest, token: number): boolean {
     return (!req.sampling.ignoreEos && token === this.runner.eosTokenId) || req.sampling.stopTokenIds.includes(token);
   }
@@ -314,17 +332,6 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
     return null;
   }
-}
-
-function rowsChunk(rows: ReturnType<Thinker2Talker['take']> | undefined): TalkerRowsBody | undefined {
-  if (!rows || rows.numRows === 0) return undefined;
-  return {
-    kind: 'talkerRows',
-    rows: rows.rows,
-    numRows: rows.numRows,
-    conditionDim: rows.rows.length / rows.numRows,
-    ...(rows.promptRows !== undefined ? { promptRows: rows.promptRows } : {}),
-  };
 }
 
 /** Names the model for the cache's block names: another model file or size never matches (nor a reloaded one). */

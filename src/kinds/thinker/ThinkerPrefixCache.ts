@@ -18,6 +18,7 @@ import type { ThinkerRunner } from '../../../stages/types.ts';
 import type { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
 import type { Logger } from '../../common/log.ts';
 import type { PrefixStats } from '../../worker/messages.ts';
+import type { PromptBlocks } from '../../common/payloads.ts';
 import { blockNames, rowBytes } from '../../sched/blockNames.ts';
 import { checkPrefixBudget, PrefixCache } from '../../sched/PrefixCache.ts';
 import { PositionRows } from '../../sched/PositionRows.ts';
@@ -34,8 +35,13 @@ export interface PrefixUse {
   settled: boolean;
   /** Positions adopted from the cache. */
   cachedTokens: number;
-  /** Each computed position's [embedding, hidden state] (a model with hidden states), for the cache's entries. */
-  readonly rows: PositionRows | null;
+  /** The names of the prompt's blocks as far as the lookup could name them. */
+  names: readonly string[];
+  /**
+   * Each computed position's [embedding, hidden state] (a model with hidden states), for the cache's entries; a
+   * whole entry taken from the cache brings its own.
+   */
+  rows: PositionRows | null;
 }
 
 /** What of a Thinker request the cache reads. */
@@ -102,6 +108,7 @@ export class ThinkerPrefixCache {
       awaiting,
       settled: false,
       cachedTokens: 0,
+      names: [],
       rows: this.keepsRows ? new PositionRows(this.host.runner.hiddenSize) : null,
     };
   }
@@ -126,28 +133,40 @@ export class ThinkerPrefixCache {
     const matched = hit?.blocks ?? 0;
     if (stoppedAtUnknown && matched === names.length && this.mayGoFurther(p, names, matched)) return true;
     p.settled = true;
+    p.names = names;
     const needsRows = req.toTalker !== null || p.rows !== null;
     const n = hit && (!needsRows || hit.entry.data) ? matched * this.options.blockPositions : 0;
     this.cache.record(n, promptLength);
     if (n === 0) return false;
     const { entry } = hit!;
     const textIds = req.promptTokenIds.slice(0, n).filter((_, pos) => req.media?.rowAt(pos) === undefined);
+    const rows = entry.data;
     if (matched === entry.blocks.length) {
       this.cache.take(entry);
       this.host.runner.moveSequence(entry.seqId, req.requestId, n, textIds);
+      if (p.rows && rows) p.rows = rows; // the entry's rows are exactly its n positions: moved, as its KV
     } else {
       this.host.runner.copySequence(entry.seqId, req.requestId, n, textIds);
+      if (rows) p.rows?.setRows(0, n, rows.rows(n));
     }
     this.host.startAt(req.requestId, n);
-    const rows = entry.data;
-    if (rows) {
-      const [embeds, hidden] = [rows.embeds(n), rows.hidden(n)];
-      req.toTalker?.onStep(0, n, embeds, hidden, null);
-      p.rows?.set(0, n, embeds, hidden);
-    }
+    if (rows) req.toTalker?.onCachedPrompt(n, rows.rows(n));
     p.cachedTokens = n;
     this.host.log.debug({ requestId: req.requestId, positions: n }, 'prompt prefix from the cache');
     return false;
+  }
+
+  /**
+   * The names of the prompt's whole blocks, for its Talker (TalkerRowsBody.promptBlocks): the lookup's when they
+   * reach that far and the prompt has not changed since (a media item dropped cuts it), else named now.
+   */
+  promptBlocks(req: CachedRequest): PromptBlocks {
+    const positions = this.options.blockPositions;
+    const whole = Math.floor(req.promptTokenIds.length / positions);
+    const p = req.prefix;
+    const unchanged = !req.media || req.media.dropped.length === 0;
+    if (!unchanged || p.names.length < whole) p.names = this.namesOf(req, req.promptTokenIds.length).names;
+    return { names: p.names.slice(0, whole), positions };
   }
 
   /**
@@ -182,7 +201,9 @@ export class ThinkerPrefixCache {
     const { runner } = this.host;
     const seqId = `prefix ${this.entrySeq++}`; // a space: never a request id
     runner.moveSequence(req.requestId, seqId, keep);
-    const rows = p.rows ? p.rows.copyFirst(keep) : null;
+    // The request is over: its rows go into the entry as they are (a copy would touch the whole history again).
+    const rows = p.rows;
+    rows?.truncate(keep);
     const bytes = runner.kvBytes(seqId) + (rows?.bytes ?? 0);
     this.cache.insert({ seqId, blocks: names, bytes, owner: p.key, data: rows });
   }
