@@ -2,7 +2,9 @@
  * The playground as a user talks to it: headless Chromium with a fake microphone playing espeak-ng speech (quiet
  * room, a question, quiet, an interruption, quiet), a real pipeline with an audio and an image encoder
  * (configs/tiny-omni.yaml) behind /v1/realtime, server VAD turned on by the mic button. Also: the stage graph as a
- * layered DAG, an image attached to a message, and the controls a pipeline without encoders cannot use.
+ * layered DAG, an image attached to a message, the controls a pipeline without encoders cannot use, and the
+ * conversation (typed and spoken turns in order with their answers, the max output tokens setting applied, the
+ * context fill, a new session).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,8 @@ const FAKE_MIC_RATE_HZ = 48_000; // Chromium's capture rate; the file is resampl
 const MAX_TOKENS = 1500;
 /** The second turn's answer, capped low from the page once the first is cancelled, so it ends in a few seconds. */
 const SECOND_MAX_TOKENS = 60;
+/** Typed turns' answers: a few tokens, so the conversation test takes a second or two. */
+const TYPED_MAX_TOKENS = 6;
 // Between the question and the interruption: the answer must be playing when the interruption starts, and under the
 // whole suite's load on a slow machine its first audio came 2 s after speech_stopped (2.5 s was too short there).
 const PAUSE_MS = 5000;
@@ -68,10 +72,13 @@ interface PageResponse {
   status: string;
   reason: string | null;
   usage: {
+    input_tokens: number;
     output_tokens: number;
     output_token_details: { text_tokens: number };
-    input_token_details: { image_tokens: number };
+    input_token_details: { image_tokens: number; cached_tokens: number };
   } | null;
+  serverLatency: { from: string; ttft_ms: number | null; ttfp_ms: number | null } | null;
+  ttfpMs: number | null;
   audioSamples: number;
   schedule: { start: number; duration: number }[];
   interrupted: boolean;
@@ -82,14 +89,26 @@ interface PageResponse {
  * The page's globals as the functions below see them in Chromium (this project has no DOM typings). They are
  * serialized by playwright, so each one reaches the page state itself.
  */
+interface PageTurn {
+  role: 'user' | 'assistant';
+  kind: 'text' | 'speech' | 'answer';
+  itemId: string | null;
+  text: string;
+  status?: string;
+  speechMs?: number | null;
+}
+
 interface PageGlobals {
   chorusPlayground: {
-    responses: (PageResponse & { row: unknown })[];
+    responses: (PageResponse & { row: unknown; turn: unknown })[];
     events: PageEvent[];
+    turns: PageTurn[];
+    session: { id: string } | null;
+    context: { usedPositions: number; maxPositions: number | null; inputTokens: number; cachedTokens: number } | null;
+    eventCounts: Record<string, number>;
     truncations: { itemId: string; responseId: string; audioEndMs: number; answered: boolean }[];
     mic: { on: boolean; state: string; level: number; chunksSent: number };
     sources: { size: number }; // audio buffers scheduled and not yet ended
-    eventCounts: Record<string, number>; // server events by type, deltas included
   };
 }
 
@@ -104,10 +123,12 @@ const snapshot = () =>
   page.evaluate(() => {
     const s = (globalThis as unknown as PageGlobals).chorusPlayground;
     return {
-      responses: s.responses.map((r) => ({ ...r, row: null })),
+      responses: s.responses.map((r) => ({ ...r, row: null, turn: null })),
       events: s.events,
       truncations: s.truncations,
       mic: s.mic,
+      turns: s.turns,
+      context: s.context,
     };
   });
 
@@ -273,9 +294,89 @@ describe('playground with a real omni pipeline', () => {
     const userItem = events.find((e) => e.type === 'conversation.item.added' && e.item?.role === 'user');
     expect(userItem?.item?.content).toEqual(['input_text', 'input_image']);
     expect(await page.inputValue('#image')).toBe(''); // attached once
+    const { turns } = await snapshot();
+    expect(turns.map((t) => [t.role, t.kind, t.text])).toEqual([
+      ['user', 'text', 'What is in this picture? [an image]'],
+      ['assistant', 'answer', turns[1].text],
+    ]);
     expect(pageErrors).toEqual([]);
     // The answer plays to its end: speech from the mic later would rightly cut it off (and truncate it).
     await page.waitForFunction(() => (globalThis as unknown as PageGlobals).chorusPlayground.sources.size === 0);
+  }, 30_000);
+
+  it('keeps typed turns in order with their answers, each stopped at the max output tokens it sent', async () => {
+    const updatedMax = () =>
+      page.evaluate(() =>
+        (globalThis as unknown as PageGlobals).chorusPlayground.events
+          .filter((e) => e.type === 'session.updated')
+          .map((e) => (e as { session?: { max_output_tokens?: unknown } }).session?.max_output_tokens),
+      );
+    await page.fill('#maxTokens', String(TYPED_MAX_TOKENS));
+    await page.dispatchEvent('#maxTokens', 'change');
+    await page.waitForFunction(
+      (n) =>
+        (globalThis as unknown as PageGlobals).chorusPlayground.events.some(
+          (e) =>
+            e.type === 'session.updated' &&
+            (e as { session?: { max_output_tokens?: unknown } }).session?.max_output_tokens === n,
+        ),
+      TYPED_MAX_TOKENS,
+    );
+    expect((await updatedMax()).at(-1)).toBe(TYPED_MAX_TOKENS);
+    const stopped = `stopped at ${TYPED_MAX_TOKENS} tokens (max output tokens)`;
+    for (const prompt of ['Hello, who are you?', 'Tell me more.']) {
+      const done = (await snapshot()).responses.length + 1;
+      await page.fill('#prompt', prompt);
+      await page.click('#send');
+      await page.waitForFunction((n) => {
+        const rs = (globalThis as unknown as PageGlobals).chorusPlayground.responses;
+        return rs.length === n && rs[n - 1].status !== 'in_progress';
+      }, done);
+      // Random weights never end an answer: each one runs to the cap, and the page says so in words.
+      expect(await page.textContent('#status')).toBe(stopped);
+    }
+    const { turns, responses, context } = await snapshot();
+    expect(turns.map((t) => `${t.role}:${t.kind}`)).toEqual([
+      'user:text',
+      'assistant:answer',
+      'user:text',
+      'assistant:answer',
+      'user:text',
+      'assistant:answer',
+    ]);
+    expect(turns[2].text).toBe('Hello, who are you?');
+    expect(turns[4].text).toBe('Tell me more.');
+    for (const [i, r] of responses.slice(1).entries()) {
+      expect(r).toMatchObject({ status: 'incomplete', reason: 'max_output_tokens' });
+      expect(r.usage!.output_token_details.text_tokens).toBe(TYPED_MAX_TOKENS);
+      const answer = turns[3 + 2 * i];
+      expect(answer).toMatchObject({ role: 'assistant', status: stopped });
+      expect(answer.text.length).toBeGreaterThan(0);
+      expect(r.serverLatency).toMatchObject({ from: 'request' });
+      expect(r.serverLatency!.ttfp_ms!).toBeLessThanOrEqual(r.ttfpMs!); // timed inside the page's interval
+    }
+    const metas = await page.$$eval('#transcript li[data-role="assistant"] .meta', (els) =>
+      els.map((el) => el.textContent),
+    );
+    expect(metas[2]).toMatch(new RegExp(`^${stopped.replace(/[()]/g, '\\$&')} · TTFT \\d+ ms \\(server `));
+    expect(metas[2]).toContain('from Send');
+    // The context fill: the last prompt and its answer of the Thinker's 4096 positions; the second typed turn read
+    // the first one's prefix from the cache.
+    const last = responses.at(-1)!.usage!;
+    expect(context).toEqual({
+      usedPositions: last.input_tokens + TYPED_MAX_TOKENS,
+      maxPositions: 4096,
+      inputTokens: last.input_tokens,
+      cachedTokens: last.input_token_details.cached_tokens,
+    });
+    expect(context!.cachedTokens).toBeLessThanOrEqual(context!.inputTokens);
+    expect(await page.textContent('#contextText')).toMatch(
+      new RegExp(`^${context!.usedPositions} of 4096 Thinker positions \\(\\d+%\\); ${context!.cachedTokens} of `),
+    );
+    // Heard to the end before the mic starts (speech over it would cut it off).
+    await page.waitForFunction(() => (globalThis as unknown as PageGlobals).chorusPlayground.sources.size === 0);
+    expect(await page.getAttribute('#speaking', 'data-state')).toBe('quiet');
+    expect(pageErrors).toEqual([]);
   }, 30_000);
 
   it('talks: speech turns from the mic, a spoken answer, and barge-in that stops and truncates it', async () => {
@@ -384,9 +485,79 @@ describe('playground with a real omni pipeline', () => {
     expect(row[6]).toBe('voice');
     expect(row[7]).toContain('turn_detected');
 
+    // The transcript: after the typed turns, each spoken turn (as long as the VAD heard it) and its answer, in order.
+    const spoken = snap.turns.slice(6);
+    expect(spoken.map((t) => `${t.role}:${t.kind}`)).toEqual([
+      'user:speech',
+      'assistant:answer',
+      'user:speech',
+      'assistant:answer',
+    ]);
+    for (const [k, turn] of [spoken[0], spoken[2]].entries()) {
+      expect(turn.itemId).toBe(stopped[k].item_id);
+      const heardMs = stopped[k].audio_end_ms! - started[k].audio_start_ms!;
+      expect(turn.text).toBe(`[speech ${(heardMs / 1000).toFixed(1)} s]`);
+    }
+    expect(spoken[0].speechMs!).toBeGreaterThan(msOf(question) - 500);
+    expect(spoken[1].status).toBe('interrupted: you spoke');
+    expect(spoken[3].status).toMatch(/^(completed|stopped at 60 tokens \(max output tokens\))$/);
+    // A voice answer's TTFP is timed from speech_stopped, by the page and by the server alike.
+    expect(second.serverLatency).toMatchObject({ from: 'speech_stopped' });
+    const secondMeta = await page.locator(`#transcript li[data-response-id="${second.id}"] .meta`).textContent();
+    expect(secondMeta).toMatch(/TTFP \d+ ms \(server [\d.]+ ms\) · from speech_stopped/);
+
     await page.click('#mic');
     await page.waitForFunction(() => !(globalThis as unknown as PageGlobals).chorusPlayground.mic.on);
     expect(await page.getAttribute('#voice', 'data-state')).toBe('off');
     expect(pageErrors).toEqual([]);
   }, 60_000);
+
+  it('starts a new session: the transcript and context cleared, the next turn read without the old ones', async () => {
+    const before = await snapshot();
+    const lastTyped = before.responses.filter((r) => r.source === 'text').at(-1)!;
+    const oldId = await page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.session!.id);
+    await page.click('#newSession');
+    await page.waitForFunction((id) => {
+      const s = (globalThis as unknown as PageGlobals).chorusPlayground.session;
+      return s !== null && s.id !== id;
+    }, oldId);
+    const cleared = await snapshot();
+    expect(cleared.turns).toEqual([]);
+    expect(cleared.responses).toEqual([]);
+    expect(cleared.context).toBeNull();
+    expect(await page.locator('#transcript li').count()).toBe(0);
+    expect(await page.textContent('#contextText')).toBe('–');
+
+    await page.fill('#maxTokens', String(TYPED_MAX_TOKENS));
+    await page.dispatchEvent('#maxTokens', 'change');
+    await page.fill('#prompt', 'Tell me more.'); // the same words as the last typed turn of the old session
+    await page.click('#send');
+    await page.waitForFunction(() => {
+      const rs = (globalThis as unknown as PageGlobals).chorusPlayground.responses;
+      return rs.length === 1 && rs[0].status !== 'in_progress';
+    });
+    const after = await snapshot();
+    expect(after.turns.map((t) => `${t.role}:${t.text === '' ? '' : 'text'}`)).toEqual(['user:text', 'assistant:text']);
+    // The old session's turns (an image, two typed turns, two spoken ones) are not in the new prompt.
+    const fresh = after.responses[0].usage!;
+    expect(fresh.input_tokens).toBeLessThan(lastTyped.usage!.input_tokens);
+    expect(fresh.input_token_details.image_tokens).toBe(0);
+    expect(after.context!.inputTokens).toBe(fresh.input_tokens);
+
+    // The next turn reads the first from the prefix cache, and the context line says how much.
+    await page.fill('#prompt', 'And then?');
+    await page.click('#send');
+    await page.waitForFunction(() => {
+      const rs = (globalThis as unknown as PageGlobals).chorusPlayground.responses;
+      return rs.length === 2 && rs[1].status !== 'in_progress';
+    });
+    const next = await snapshot();
+    const cached = next.responses[1].usage!.input_token_details.cached_tokens;
+    expect(cached).toBeGreaterThan(0);
+    expect(next.context!.cachedTokens).toBe(cached);
+    expect(await page.textContent('#contextText')).toContain(
+      `; ${cached} of ${next.context!.inputTokens} prompt tokens cached`,
+    );
+    expect(pageErrors).toEqual([]);
+  }, 30_000);
 });
