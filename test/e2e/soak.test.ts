@@ -1,6 +1,6 @@
 /**
- * The soak in CI's short mode, as a user runs it: `chorus soak` with 32 sessions for 45 s, an abort storm, the
- * Talker killed 15 s in and malformed frames and bodies all along. Every completed answer equals its reference,
+ * The soak in CI's short mode, as a user runs it: `chorus soak` with 32 sessions for 30 s, an abort storm, the
+ * Talker killed 10 s in and malformed frames and bodies all along. Every completed answer equals its reference,
  * every other ending is accounted for by a code the chaos explains, fuzz gets only client errors, and no process
  * or shared memory outlives the run.
  */
@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { CHORUS_BIN, killOnFinish } from '../helpers/processes.ts';
 
 describe('chorus soak (CI short mode)', () => {
-  it('--seconds 45 --sessions 32 --abort-storm --kill-stage talker@15 --fuzz: no mismatch, all accounted', async () => {
-    const args = ['soak', '--seconds', '45', '--sessions', '32', '--abort-storm', '--kill-stage', 'talker@15'];
+  it('--seconds 30 --sessions 32 --abort-storm --kill-stage talker@10 --fuzz: no mismatch, all accounted', async () => {
+    const args = ['soak', '--seconds', '30', '--sessions', '32', '--abort-storm', '--kill-stage', 'talker@10'];
     const child = spawn(process.execPath, [CHORUS_BIN, ...args, '--fuzz', '--json'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
