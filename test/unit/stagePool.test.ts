@@ -1,0 +1,103 @@
+/**
+ * The stage pool (src/engine/pool/StagePool.ts) with stand-in workers and no edges: it boots every replica and
+ * says so (ready, with the facts), keeps each instance's in-flight set from add to finished, and on a death tells
+ * the request side which requests failed (lost) and restarts the instance, telling the new process to drop them;
+ * stopped, it restarts nothing. It never reaches a request: everything goes out as its events.
+ */
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import type { SerializedError } from '../../src/common/errors.ts';
+import { logger } from '../../src/common/log.ts';
+import { StagePool } from '../../src/engine/pool/StagePool.ts';
+import type { StageWorkerHandle } from '../../src/engine/stageWorkers.ts';
+import type { AddRequest, MainToStage, StageBootArgs } from '../../src/worker/messages.ts';
+import type { StageWorkerEvents } from '../../src/worker/StageWorker.ts';
+import { configWith } from '../helpers/engine.ts';
+
+const graph = configWith('tiny-omni-text-in.yaml');
+const log = logger.child({ test: 'stagePool' });
+
+class StandIn extends EventEmitter<StageWorkerEvents> implements StageWorkerHandle {
+  static nextPid = 800_000;
+  readonly pid = StandIn.nextPid++;
+  readonly received: MainToStage[] = [];
+  constructor(readonly args: StageBootArgs) {
+    super();
+  }
+  get settings() {
+    return null;
+  }
+  send(msg: MainToStage): void {
+    this.received.push(msg);
+  }
+  async shutdown(): Promise<void> {}
+  kill(): void {}
+}
+
+async function startPool(restartOnDeath = true) {
+  const started: StandIn[] = [];
+  const startWorker = async (args: StageBootArgs) => {
+    const w = new StandIn(args);
+    started.push(w);
+    return w;
+  };
+  const pool = new StagePool({ graph, startWorker, restartOnDeath, log });
+  const ready: string[] = [];
+  const lost: [string, readonly string[], SerializedError][] = [];
+  pool.on('ready', (view) => ready.push(view.instance));
+  pool.on('lost', (view, ids, error) => lost.push([view.instance, ids, error]));
+  await pool.start([]);
+  return { pool, started, ready, lost };
+}
+
+const add = (requestId: string) => ({ type: 'add', requestId }) as unknown as AddRequest;
+const thinkerOf = (started: StandIn[]) => started.find((w) => graph.stages[w.args.stageIndex].kind === 'thinker')!;
+
+describe('StagePool', () => {
+  it('boots every replica, each ready once; health lists them', async () => {
+    const { pool, ready } = await startPool();
+    const instances = graph.stages.map((s) => `${s.stageId}#0`);
+    expect(ready.sort()).toEqual([...instances].sort());
+    expect(pool.health().map((h) => [h.instance, h.status])).toEqual(instances.map((i) => [i, 'ready']));
+    await pool.stop(0);
+  });
+
+  it('a request is in flight on an instance from its add until the instance reports it finished', async () => {
+    const { pool, started } = await startPool();
+    const finished: string[] = [];
+    pool.on('finished', (view, msg) => finished.push(`${view.instance} ${msg.requestId}`));
+    pool.admit('thinker#0', add('r1'));
+    expect(thinkerOf(started).received).toEqual([add('r1')]);
+    expect(pool.instances.get('thinker#0')!.inFlight.has('r1')).toBe(true);
+    thinkerOf(started).emit('message', { type: 'finished', requestId: 'r1', finishReason: 'stop' });
+    expect(pool.instances.get('thinker#0')!.inFlight.size).toBe(0);
+    expect(finished).toEqual(['thinker#0 r1']);
+    await pool.stop(0);
+  });
+
+  it('a death fails its requests (lost), restarts the instance and tells the new process to drop them', async () => {
+    const { pool, started, lost, ready } = await startPool();
+    pool.admit('thinker#0', add('r1'));
+    const first = thinkerOf(started);
+    first.emit('died', { code: 1, signal: null });
+    expect(lost).toHaveLength(1);
+    expect(lost[0][0]).toBe('thinker#0');
+    expect(lost[0][1]).toEqual(['r1']);
+    expect(lost[0][2].code).toBe('CHORUS_ERR_STAGE_DIED');
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = started.at(-1)!;
+    expect(second).not.toBe(first);
+    expect(second.received).toEqual([{ type: 'abort', requestId: 'r1', reason: 'the stage restarted' }]);
+    expect(ready.filter((i) => i === 'thinker#0')).toHaveLength(2);
+    expect(pool.health().find((h) => h.instance === 'thinker#0')).toMatchObject({ status: 'ready', restarts: 1 });
+    await pool.stop(0);
+  });
+
+  it('stopped, an instance that dies stays down', async () => {
+    const { pool, started } = await startPool();
+    await pool.stop(0);
+    thinkerOf(started).emit('died', { code: null, signal: 'SIGTERM' });
+    expect(started).toHaveLength(graph.stages.length);
+    expect(pool.health().find((h) => h.instance === 'thinker#0')!.status).toBe('stopped');
+  });
+});
