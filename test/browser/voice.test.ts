@@ -369,7 +369,7 @@ describe('playground with a real omni pipeline', () => {
       inputTokens: last.input_tokens,
       cachedTokens: last.input_token_details.cached_tokens,
     });
-    expect(context!.cachedTokens).toBeLessThanOrEqual(context!.inputTokens);
+    expect(context!.cachedTokens).toBeGreaterThan(0); // the session began with an image: its block 0 waits for it
     expect(await page.textContent('#contextText')).toMatch(
       new RegExp(`^${context!.usedPositions} of 4096 Thinker positions \\(\\d+%\\); ${context!.cachedTokens} of `),
     );

@@ -195,6 +195,18 @@ describe('ThinkerCore prompt prefixes', () => {
     expect(final('other')?.body).toMatchObject({ cachedTokens: 3 }); // the text before the audio only
     expect(runner.kv.size).toBe(2); // both stay: they share 3 positions, neither holds the other
   });
+
+  it('media inside the first block: a request without a key waits for its rows when the cache has entries', () => {
+    const { core, add, rows, run, final } = setup(specWith(16));
+    add('first', 20, undefined); // 3 + 20 audio rows + 2: the audio starts inside block 0
+    rows('first', rowsOf(20));
+    run();
+    add('again', 20, undefined); // the same turn again, as a chat client resends it
+    expect(core.step()).toBe(false); // it cannot name block 0 yet, and an entry may begin with it
+    rows('again', rowsOf(20));
+    run();
+    expect(final('again')?.body).toMatchObject({ cachedTokens: 16 });
+  });
 });
 
 describe('ArScheduler.startAt', () => {

@@ -226,11 +226,14 @@ export class ThinkerPrefixCache {
 
   /**
    * Whether a request whose named blocks are all cached, stopped at media rows not yet here, should wait for them:
-   * an entry goes further (or, before its first whole block, its key has entries). Waiting costs nothing then: what
-   * it could compute meanwhile is what the cache would give it.
+   * an entry goes further. Waiting costs nothing then: what it could compute meanwhile is what the cache would give
+   * it. Stopped inside the first block (an image or a clip in the first turn's first positions), any entry may
+   * begin with that block: it waits when there are entries, at the cost of computing fewer than a block's
+   * positions before the rows come.
    */
   private mayGoFurther(p: PrefixUse, names: readonly string[], matched: number): boolean {
     if (matched > 0) return this.cache.extendsBeyond(names, matched);
+    if (names.length === 0 && this.cache.stats.retained > 0) return true;
     return p.key !== null && this.cache.owns(p.key);
   }
 
