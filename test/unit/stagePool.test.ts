@@ -69,7 +69,7 @@ describe('StagePool', () => {
     pool.admit('thinker#0', add('r1'));
     expect(thinkerOf(started).received).toEqual([add('r1')]);
     expect(pool.instances.get('thinker#0')!.inFlight.has('r1')).toBe(true);
-    thinkerOf(started).emit('message', { type: 'finished', requestId: 'r1', finishReason: 'stop' });
+    thinkerOf(started).emit('message', { type: 'finished', requestId: 'r1', finishReason: 'stop', numTokens: 1 });
     expect(pool.instances.get('thinker#0')!.inFlight.size).toBe(0);
     expect(finished).toEqual(['thinker#0 r1']);
     await pool.stop(0);
