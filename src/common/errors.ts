@@ -48,6 +48,12 @@ export const ErrorCodes = {
   NO_ACTIVE_RESPONSE: 'CHORUS_ERR_NO_ACTIVE_RESPONSE',
   EVENT_UNKNOWN: 'CHORUS_ERR_EVENT_UNKNOWN',
   NOT_FOUND: 'CHORUS_ERR_NOT_FOUND',
+  // A request field OpenAI defines and Chorus does not implement, set to a value that asks for something (tools,
+  // input transcription...): refused, naming the field, rather than answered as if it had not been sent.
+  PARAM_UNSUPPORTED: 'CHORUS_ERR_PARAM_UNSUPPORTED',
+  // The request names a model this server does not serve (its id, or an alias from the config's model_aliases). On
+  // the wire its code is OpenAI's model_not_found.
+  MODEL_NOT_FOUND: 'CHORUS_ERR_MODEL_NOT_FOUND',
   // The prompt cannot fit the Thinker's positions (its text is over the byte bound checked before tokenizing, or its
   // tokens are too many). On the wire its code is OpenAI's context_length_exceeded (clients trim history on it).
   CONTEXT_LENGTH_EXCEEDED: 'CHORUS_ERR_CONTEXT_LENGTH_EXCEEDED',

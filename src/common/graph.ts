@@ -306,6 +306,8 @@ export interface StageGraph {
   readonly stageNice: number;
   /** Where generated models are cached (absolute). */
   readonly modelsDir: string;
+  /** Model names the front end answers to besides its own id (YAML model_aliases); none when absent. */
+  readonly modelAliases?: readonly string[];
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */

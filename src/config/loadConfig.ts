@@ -105,6 +105,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     routing: yaml.routing ?? defaults.routing,
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     stageNice: yaml.stage_nice ?? defaults.stageNice,
+    modelAliases: yaml.model_aliases ?? [],
     modelsDir:
       yaml.models_dir === undefined
         ? path.join(repoRoot(), defaults.modelsDir)

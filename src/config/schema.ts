@@ -171,6 +171,14 @@ export const GraphYaml = Type.Object(
         errorMessage: 'must be ttft (lowest estimated time to first token), least_loaded or round_robin',
       }),
     ),
+    // Other names the front end answers to besides its own model id (`gpt-4o` for clients that cannot be told
+    // another): a request naming any other model is refused with 404 model_not_found.
+    model_aliases: optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+        uniqueItems: true,
+        errorMessage: 'must be a list of distinct model names (strings)',
+      }),
+    ),
     models_dir: optional(Type.String({ minLength: 1 })),
     model_preset: optional(Type.String({ minLength: 1 })),
     model_seed: optional(int(0)),

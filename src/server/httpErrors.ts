@@ -13,6 +13,8 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.UNAUTHORIZED]: 401,
   [ErrorCodes.FORBIDDEN_ORIGIN]: 403,
   [ErrorCodes.NOT_FOUND]: 404,
+  [ErrorCodes.PARAM_UNSUPPORTED]: 400,
+  [ErrorCodes.MODEL_NOT_FOUND]: 404, // OpenAI's and vLLM's status for an unknown model
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
   [ErrorCodes.NO_ACTIVE_RESPONSE]: 400, // response.cancel with nothing to cancel: the client's mistake
   [ErrorCodes.REQUEST_TOO_LARGE]: 413,
@@ -50,7 +52,9 @@ export interface ErrorBody {
  * the frameworks around them branch on (LangChain and LiteLLM trim the history on context_length_exceeded).
  */
 export function wireCode(code: ErrorCode): string {
-  return code === ErrorCodes.CONTEXT_LENGTH_EXCEEDED ? 'context_length_exceeded' : code;
+  if (code === ErrorCodes.CONTEXT_LENGTH_EXCEEDED) return 'context_length_exceeded';
+  if (code === ErrorCodes.MODEL_NOT_FOUND) return 'model_not_found';
+  return code;
 }
 
 /** OpenAI's error `type` vocabulary: clients branch on it before they look at our code. */

@@ -8,6 +8,7 @@ import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
 import { metricsRegistry } from './metrics.ts';
 import { recoveryMs } from './retryAfter.ts';
+import { servedModelNames } from './servedModels.ts';
 import { playgroundDir, playgroundScripts } from './playgroundFiles.ts';
 
 /** The page is same-origin only: scripts and connections to this server, nothing else. */
@@ -108,9 +109,10 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
     );
   }
 
+  // The id, then the config's model_aliases (the graph's of the moment: a hot reload changes them).
   app.get('/v1/models', async () => ({
     object: 'list',
-    data: [{ id: modelName, object: 'model', created, owned_by: 'chorus' }],
+    data: servedModelNames(modelName, engine.graph).map((id) => ({ id, object: 'model', created, owned_by: 'chorus' })),
   }));
 
   app.get('/health', async (_request, reply) => {

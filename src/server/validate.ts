@@ -4,7 +4,7 @@
  */
 import type { Static, TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import type { ValueError } from '@sinclair/typebox/errors';
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 
 /** A ChorusError carrying the JSON-pointer-ish path of the bad field (OpenAI's `param`). */
@@ -22,6 +22,8 @@ export interface Validator<T extends TSchema> {
 }
 
 function describe(error: ValueError): string {
+  if (error.type === ValueErrorType.ObjectAdditionalProperties)
+    return 'is not a field Chorus knows there (misspelt, or not in the OpenAI API): leave it out';
   const alternatives = (error.schema as { anyOf?: TSchema[] }).anyOf;
   if (alternatives?.every((s) => 'const' in s)) {
     return (

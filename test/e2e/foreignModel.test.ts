@@ -136,7 +136,7 @@ async function serve(withUnk: boolean) {
   };
   const ask = (content: string, extra: object = {}) =>
     sdk.chat.completions.create({
-      model: 'x',
+      model: 'chorus-graph',
       messages: [{ role: 'user', content }],
       max_tokens: 6,
       ...({ ignore_eos: true, ...extra } as object),

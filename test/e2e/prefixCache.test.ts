@@ -113,7 +113,7 @@ describe('prefix cache', () => {
       const res = await fetch(`${cached.base}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'chorus', messages, max_tokens: 12, temperature: 0 }),
+        body: JSON.stringify({ model: 'chorus-tiny-omni-text-in', messages, max_tokens: 12, temperature: 0 }),
       });
       const body = (await res.json()) as { choices: { message: { content: string } }[]; usage: (typeof usages)[0] };
       expect(res.status).toBe(200);

@@ -34,7 +34,7 @@ type Extra = Record<string, unknown>;
 /** 12 tokens of an answer to a fixed question (ignore_eos: random weights would stop anywhere). */
 async function answer(extra: Extra = {}): Promise<{ text: string; tokens: number }> {
   const c = await sdk.chat.completions.create({
-    model: 'x',
+    model: 'chorus-text-only',
     messages: [{ role: 'user', content: 'Tell me about the sea and the ships on it.' }],
     max_tokens: 12,
     ...({ ignore_eos: true, ...extra } as object),

@@ -76,7 +76,7 @@ describe('backpressure', () => {
   it('http SSE: pauses while the client does not read, resumes when it does', async () => {
     const url = new URL('/v1/chat/completions', server.base);
     const body = JSON.stringify({
-      model: 'x',
+      model: 'chorus-test-omni',
       messages: [{ role: 'user', content: 'x' }],
       modalities: ['text', 'audio'],
       audio: { voice: 'alloy', format: 'pcm16' },

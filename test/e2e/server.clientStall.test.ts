@@ -41,7 +41,7 @@ async function nextHandle(before: number): Promise<TestHandle> {
 
 function postChat(): Promise<IncomingMessage> {
   const body = JSON.stringify({
-    model: 'x',
+    model: 'chorus-test-omni',
     messages: [{ role: 'user', content: 'x' }],
     modalities: ['text', 'audio'],
     audio: { voice: 'alloy', format: 'pcm16' },

@@ -78,7 +78,7 @@ describe('chat completions', () => {
   it('returns one message with the transcript and a WAV file (content null) when not streaming', async () => {
     server.engine.script = defaultScript({ tokens: 4, chunkSamples: 1000, tokensPerChunk: 1 });
     const completion = await client.chat.completions.create({
-      model: 'x',
+      model: 'chorus-test-omni',
       messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }],
       modalities: ['text', 'audio'],
       audio: { voice: 'alloy', format: 'wav' },
@@ -104,7 +104,7 @@ describe('chat completions', () => {
     server.engine.finishReason = 'length';
     try {
       const completion = await client.chat.completions.create({
-        model: 'x',
+        model: 'chorus-test-omni',
         messages: [{ role: 'user', content: 'hi' }],
         max_tokens: 3,
       });
@@ -124,7 +124,7 @@ describe('chat completions', () => {
       { kind: 'fail', code: 'CHORUS_ERR_STAGE_DIED', message: 'code2wav died' },
     ];
     const stream = await client.chat.completions.create({
-      model: 'x',
+      model: 'chorus-test-omni',
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
     });
@@ -140,7 +140,7 @@ describe('chat completions', () => {
     expect((failure as InstanceType<typeof OpenAI.APIError>).code).toBe('CHORUS_ERR_STAGE_DIED');
 
     const plain = await client.chat.completions
-      .create({ model: 'x', messages: [{ role: 'user', content: 'x' }] })
+      .create({ model: 'chorus-test-omni', messages: [{ role: 'user', content: 'x' }] })
       .catch((e: unknown) => e);
     expect(plain).toBeInstanceOf(OpenAI.APIError);
     expect((plain as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
@@ -151,7 +151,7 @@ describe('chat completions', () => {
     server.engine.script = defaultScript({ tokens: 10_000, stepMs: 1 });
     const abort = new AbortController();
     const stream = await client.chat.completions.create(
-      { model: 'x', messages: [{ role: 'user', content: 'x' }], stream: true },
+      { model: 'chorus-test-omni', messages: [{ role: 'user', content: 'x' }], stream: true },
       { signal: abort.signal },
     );
     for await (const chunk of stream) {

@@ -1,7 +1,8 @@
 /**
  * The front end over the real pipeline (configs/tiny-omni-text-in.yaml: stage processes, ONNX models, shared memory):
  * realtime audio + transcript, prompt cancel, the official SDK streaming text + audio, HTTP streamed audio
- * equal to the WAV of the same seeded request, health and stages, media refused by a pipeline without encoders;
+ * equal to the WAV of the same seeded request, an unknown model and a completion cap beyond the context refused
+ * with OpenAI's codes and the figures, health and stages, media refused by a pipeline without encoders;
  * on close nothing is left in /dev/shm. (Media over the multimodal pipeline: serverMedia.orchestrator.test.ts.)
  */
 import OpenAI from 'openai';
@@ -161,6 +162,41 @@ describe('server over the real pipeline', () => {
     const wav = Buffer.from(whole.choices[0].message.audio!.data, 'base64');
     expect(wav.readUInt32LE(24)).toBe(24000);
     expect(maxDiff(pcm16Of(wav.subarray(44)), streamed)).toBeLessThanOrEqual(1);
+  });
+
+  it('an unknown model is a 404, a cap beyond the context a 400, each as the SDK knows it (issue 32)', async () => {
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+    // A model this server does not serve is a 404 naming the ones it does.
+    const notFound = await client.chat.completions
+      .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })
+      .catch((e: unknown) => e);
+    expect(notFound).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(notFound).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
+    expect((notFound as Error).message).toContain('"chorus-tiny-omni-text-in"');
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(['chorus-tiny-omni-text-in']);
+    // The served id is answered, and echoed.
+    const ok = await client.chat.completions.create({
+      model: 'chorus-tiny-omni-text-in',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 2,
+    });
+    expect(ok.model).toBe('chorus-tiny-omni-text-in');
+    // A completion cap the Thinker's 4096 positions cannot hold after the prompt: a 400 with the figures (as vLLM).
+    const tooLong = await client.chat.completions
+      .create({
+        model: 'chorus-tiny-omni-text-in',
+        messages: [{ role: 'user', content: 'Tell me about the sea.' }],
+        max_tokens: 4095,
+      })
+      .catch((e: unknown) => e);
+    expect(tooLong).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(tooLong).toMatchObject({ status: 400, code: 'context_length_exceeded' });
+    const figures = /However, you requested (\d+) tokens \((\d+) in the messages, 4095 in the completion\)/;
+    expect((tooLong as Error).message).toContain("This model's maximum context length is 4096 tokens.");
+    const [, total, prompt] = figures.exec((tooLong as Error).message)!.map(Number);
+    expect(total).toBe(prompt + 4095);
+    expect(prompt).toBeGreaterThan(1);
   });
 
   it('refuses media for which the pipeline has no encoder with a 400 naming the item', async () => {

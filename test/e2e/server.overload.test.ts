@@ -53,7 +53,7 @@ describe('admission under load', () => {
     const capacity = LIMITS.maxRunningRequests + LIMITS.maxQueuedRequests;
     const answers = await Promise.all(
       Array.from({ length: 3 * capacity }, () =>
-        sdk.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }),
+        sdk.chat.completions.create({ model: 'chorus-test-omni', messages: [{ role: 'user', content: 'hi' }] }),
       ),
     );
     expect(answers.map((a) => a.choices[0].message.content)).toEqual(answers.map(() => 'w0 w1 w2 w3 '));

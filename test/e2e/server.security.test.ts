@@ -53,7 +53,10 @@ describe('api key', () => {
     expect((await fetch(`${server.base}/`)).status).toBe(200);
 
     const sdk = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: KEY, maxRetries: 0 });
-    const completion = await sdk.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'x' }] });
+    const completion = await sdk.chat.completions.create({
+      model: 'chorus-test-omni',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(completion.choices[0].message.content).toBe('w0 w1 ');
     const wrong = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'nope', maxRetries: 0 });
     await expect(wrong.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);

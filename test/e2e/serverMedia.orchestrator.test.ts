@@ -211,7 +211,7 @@ describe('media over the real multimodal pipeline', () => {
   it('refuses remote URLs and bad media with 400s naming the item; the server answers the next request', async () => {
     const remote = await sdk.chat.completions
       .create({
-        model: 'x',
+        model: 'chorus-tiny-omni',
         messages: [
           { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] },
         ],
@@ -263,7 +263,7 @@ describe('media over the real multimodal pipeline', () => {
     expect(inBand.body.error!.message).toMatch(/^messages\[0\]\.content\[1\] \(image\): cannot decode PNG/);
 
     const next = await sdk.chat.completions.create({
-      model: 'x',
+      model: 'chorus-tiny-omni',
       messages: [{ role: 'user', content: 'Still there?' }],
       max_completion_tokens: 3,
     });

@@ -3,6 +3,9 @@
  * sends is assignable to the openai SDK's event of the same type, so a field misnamed, missing or mistyped, or an
  * event name OpenAI does not define, fails here by name.
  *
+ * A null is compared as null: where the SDK types a field optional but not nullable (response.status_details, usage,
+ * conversation_id), Chorus leaves it out, since its users' code is not written for a null there (issue 32).
+ *
  * Compared as OpenAI's types see them: readonly dropped, and two deliberate echoes cut out: items a client created
  * come back in the client's own content types (the beta `text`, an input_audio transcript of null), and a voice
  * given as {id} comes back as given.
@@ -10,9 +13,7 @@
 import type { RealtimeServerEvent } from 'openai/resources/realtime/realtime';
 import type { EchoedItemResource, ServerEvent, ServerEventType } from '../../src/server/realtime/ServerEvent.ts';
 
-type AsOpenAISees<T> = T extends null
-  ? undefined
-  : T extends string | number | boolean | undefined
+type AsOpenAISees<T> = T extends string | number | boolean | null | undefined
     ? T
     : T extends EchoedItemResource
       ? never

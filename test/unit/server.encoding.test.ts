@@ -188,15 +188,68 @@ describe('realtime event parsing', () => {
     ).toThrow(/initial_codec_chunk_frames/);
   });
 
-  it('ignores OpenAI fields Chorus does not implement', () => {
+  it('takes OpenAI fields Chorus does not implement when they ask for nothing', () => {
     expect(() =>
       parseClientEvent(
         JSON.stringify({
           type: 'session.update',
-          session: { tools: [], tracing: 'auto', audio: { input: { turn_detection: null } } },
+          session: {
+            tools: [],
+            tool_choice: 'auto',
+            tracing: null,
+            audio: { input: { turn_detection: null, transcription: null }, output: { speed: 1 } },
+          },
         }),
       ),
     ).not.toThrow();
+    expect(() =>
+      parseClientEvent(JSON.stringify({ type: 'response.create', response: { metadata: { topic: 'x' }, tools: [] } })),
+    ).not.toThrow();
+  });
+
+  const refusal = (event: object) => {
+    try {
+      parseClientEvent(JSON.stringify(event));
+    } catch (err) {
+      return { code: (err as ClientInputError).code, param: (err as ClientInputError).param };
+    }
+    return null;
+  };
+
+  it.each([
+    [{ tools: [{ type: 'function', name: 'f' }] }, 'session.tools'],
+    [{ tool_choice: 'required' }, 'session.tool_choice'],
+    [{ tool_choice: { type: 'function', name: 'f' } }, 'session.tool_choice'],
+    [{ audio: { input: { transcription: { model: 'whisper-1' } } } }, 'session.audio.input.transcription'],
+    [{ audio: { input: { noise_reduction: { type: 'near_field' } } } }, 'session.audio.input.noise_reduction'],
+    [{ audio: { output: { speed: 1.5 } } }, 'session.audio.output.speed'],
+    [{ include: ['item.input_audio_transcription.logprobs'] }, 'session.include'],
+    [{ prompt: { id: 'pmpt_1' } }, 'session.prompt'],
+    [{ tracing: 'auto' }, 'session.tracing'],
+    [{ voice: 'alloy' }, 'session.voice'], // the beta name of audio.output.voice
+    [{ modalities: ['text'] }, 'session.modalities'],
+  ])('session.update %j is refused naming %s', (session, param) => {
+    expect(refusal({ type: 'session.update', session })).toEqual({ code: ErrorCodes.PARAM_UNSUPPORTED, param });
+  });
+
+  it('refuses a field no API has, in the session and in the objects in it, naming it', () => {
+    for (const [session, param] of [
+      [{ max_output_token: 5 }, 'session.max_output_token'],
+      [{ audio: { output: { voices: 'x' } } }, 'session.audio.output.voices'],
+      [
+        { audio: { input: { turn_detection: { type: 'server_vad', treshold: 0.5 } } } },
+        'session.audio.input.turn_detection.treshold',
+      ],
+    ] as const)
+      expect(refusal({ type: 'session.update', session })).toEqual({ code: ErrorCodes.REQUEST_INVALID, param });
+    expect(refusal({ type: 'response.create', response: { tool_choice: 'required' } })).toEqual({
+      code: ErrorCodes.PARAM_UNSUPPORTED,
+      param: 'response.tool_choice',
+    });
+    expect(refusal({ type: 'response.create', response: { instruction: 'x' } })).toEqual({
+      code: ErrorCodes.REQUEST_INVALID,
+      param: 'response.instruction',
+    });
   });
 });
 

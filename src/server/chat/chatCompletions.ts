@@ -8,6 +8,7 @@ import type { Engine, RequestHandle } from '../../common/engine.ts';
 import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
 import type { Admission } from '../Admission.ts';
 import type { RequestQueue } from '../RequestQueue.ts';
+import { resolveModel, servedModelNames } from '../servedModels.ts';
 import type { TokenLimits } from '../generationParams.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { serverMetrics } from '../metrics.ts';
@@ -49,10 +50,16 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
 
   app.post('/v1/chat/completions', async (request, reply) => {
     const startedAtMs = performance.now();
+    // Before the body is validated or its media fetched: a request for another model is answered by none of it.
+    const asked = (request.body as { model?: unknown } | null)?.model;
+    const model = resolveModel(
+      typeof asked === 'string' ? asked : undefined,
+      servedModelNames(ctx.options.modelName, ctx.engine.graph),
+    );
     const meta: CompletionMeta = {
       id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
       created: Math.floor(Date.now() / 1000),
-      model: ctx.options.modelName,
+      model,
     };
     const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, mediaSources);
     const releaseSession = ctx.admission.acquire('http');
@@ -65,6 +72,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     try {
       releaseSlot = await ctx.queue.acquire(); // waits in line under load; a 429 when the line is full
       handle = ctx.engine.generate(plan.request);
+      refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
     } catch (err) {
       release();
       throw renameError(err, plan.itemNamer); // the engine names media items by its own message indices
@@ -98,6 +106,27 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
       end();
     }
   });
+}
+
+/**
+ * A completion cap the client asked for that the Thinker's positions cannot hold after the prompt: refused with the
+ * figures, as vLLM and OpenAI do (400 context_length_exceeded), instead of an answer cut short with no word. The
+ * prompt's length is known once the engine has tokenized it (generate() does so at once); the request is cancelled
+ * before any step runs. Without an explicit cap the answer runs to the positions left (finish_reason length).
+ */
+function refuseCapBeyondContext(handle: RequestHandle, plan: ChatPlan, positions: number): void {
+  const asked = plan.maxTokensAsked;
+  if (asked === null) return;
+  const { text, audio, image } = handle.prompt;
+  const promptTokens = text + audio + image;
+  if (promptTokens + asked.tokens <= positions) return;
+  handle.cancel('refused: the prompt and the completion cap do not fit the context');
+  throw new ChorusError(
+    ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
+    `This model's maximum context length is ${positions} tokens. However, you requested ` +
+      `${promptTokens + asked.tokens} tokens (${promptTokens} in the messages, ${asked.tokens} in the completion). ` +
+      `Please reduce the length of the messages or ${asked.param}.`,
+  );
 }
 
 /** Gathers the whole response; resolves with the body, or rejects with a ChorusError for the error handler. */

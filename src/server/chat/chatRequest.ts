@@ -5,6 +5,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import type { ChatMessage, ContentPart, GenerateRequest, Modality } from '../../common/engine.ts';
+import { ErrorCodes } from '../../common/errors.ts';
 import { generationFields, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { bodyNamer, type ItemNamer } from '../media/itemNames.ts';
 import { fetchMedia } from '../media/fetchMedia.ts';
@@ -80,6 +81,8 @@ const validator = compileValidator(ChatBody);
 
 export interface ChatPlan {
   readonly request: GenerateRequest;
+  /** The completion's token cap as the client asked for it (max_completion_tokens or max_tokens), and its name. */
+  readonly maxTokensAsked: { readonly tokens: number; readonly param: string } | null;
   readonly stream: boolean;
   readonly audio: { readonly format: 'pcm16' | 'wav' } | null;
   /** Rewrites the engine's media item names (its message indices) into this body's. */
@@ -166,6 +169,7 @@ function refuseUnsupported(b: ChatBody): void {
       "stop sequences are not supported: Chorus stops at the model's end token, at max_tokens, or at the " +
         'stop_token_ids of the stage config (default_sampling_params); leave stop out',
       'stop',
+      ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
   // Tools offered with tool_choice "none" may not be called: the answer is the same as without them.
@@ -178,6 +182,7 @@ function refuseUnsupported(b: ChatBody): void {
       'tool calls are not supported: the pipeline answers in text and audio only; leave tools out (or send ' +
         'tool_choice: "none")',
       toolsOffered ? 'tools' : 'tool_choice',
+      ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
   const functionCall = b.function_call !== undefined && b.function_call !== null && b.function_call !== 'none';
@@ -185,6 +190,7 @@ function refuseUnsupported(b: ChatBody): void {
     throw new ClientInputError(
       'function calls are not supported: the pipeline answers in text and audio only; leave functions out',
       (b.functions?.length ?? 0) > 0 ? 'functions' : 'function_call',
+      ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
   const format = b.response_format?.type ?? 'text';
@@ -193,12 +199,14 @@ function refuseUnsupported(b: ChatBody): void {
       `response_format ${JSON.stringify(format.slice(0, 64))} is not supported: Chorus does not constrain ` +
         'decoding to JSON; ask for JSON in the prompt and leave response_format out (or send {type: "text"})',
       'response_format',
+      ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
   if (b.logprobs === true || (b.top_logprobs ?? 0) > 0) {
     throw new ClientInputError(
       'log probabilities are not returned: leave logprobs and top_logprobs out',
       b.logprobs === true ? 'logprobs' : 'top_logprobs',
+      ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
 }
@@ -245,8 +253,10 @@ export async function planChatCompletion(
   const param = b.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
   const maxTokens = resolveMaxTokens(b.max_completion_tokens ?? b.max_tokens, limits, param);
   const modalities: Modality[] = wantsAudio ? ['text', 'audio'] : ['text'];
+  const asked = b.max_completion_tokens ?? b.max_tokens;
   return {
     request: { requestId, messages, modalities, ...toEngineParams(b, maxTokens) },
+    maxTokensAsked: asked === undefined ? null : { tokens: asked, param },
     stream,
     audio: wantsAudio ? { format } : null,
     itemNamer: bodyNamer(bodyIndexOf),

@@ -11,6 +11,7 @@ import { errorType, wireCode } from '../httpErrors.ts';
 import { refuseLongText } from '../promptText.ts';
 import { countClientError } from '../metrics.ts';
 import { decodeBase64Strict } from '../pcm.ts';
+import { resolveModel, servedModelNames } from '../servedModels.ts';
 import { ClientInputError } from '../validate.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
 import { normalizeModalities } from './responsePlan.ts';
@@ -184,7 +185,9 @@ export class RealtimeSession {
   #onSessionUpdate(event: ClientEventOf<'session.update'>): void {
     const s = event.session;
     const state = this.#state;
-    // Checked before anything changes: a refused truncation leaves the session as it was.
+    // Checked before anything changes: a refused model or truncation leaves the session as it was.
+    if (s.model !== undefined)
+      resolveModel(s.model, servedModelNames(this.#ctx.options.modelName, this.#ctx.engine.graph), 'session.model');
     const truncation = s.truncation === undefined ? undefined : parseTruncation(s.truncation);
     if (truncation !== undefined) {
       const limits = this.#ctx.tokenLimits;

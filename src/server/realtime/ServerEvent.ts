@@ -112,19 +112,24 @@ export type ResponseStatusDetails =
       readonly error: { readonly type: string; readonly code: string; readonly message: string };
     };
 
+/**
+ * status_details, conversation_id and usage are left out when there is none (a response in progress, an out-of-band
+ * one, one without usage yet): the openai SDK types them optional but not nullable, so a null there is a value its
+ * users' code is not written for (`if (r.usage !== undefined) r.usage.total_tokens` throws on null).
+ */
 export interface ResponseResource {
   readonly id: string;
   readonly object: 'realtime.response';
   readonly status: 'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';
-  readonly status_details: ResponseStatusDetails | null;
+  readonly status_details?: ResponseStatusDetails;
   readonly output: readonly AssistantItemResource[];
-  readonly conversation_id: string | null;
+  readonly conversation_id?: string;
   readonly output_modalities: readonly ('text' | 'audio')[];
   readonly max_output_tokens: number | 'inf';
   readonly audio: {
     readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
   };
-  readonly usage: UsageResource | null;
+  readonly usage?: UsageResource;
   readonly metadata: null;
   /** Chorus extension, present only when there is something to say. */
   readonly chorus_warnings?: readonly string[];

@@ -1,13 +1,26 @@
 /**
  * The realtime client events Chorus implements (OpenAI Realtime GA names and shapes), their schemas, and the
- * one parse step every frame goes through (frameText, then parseClientEvent). Fields OpenAI defines but Chorus
- * ignores (tools, tracing, noise reduction...) are accepted and ignored, so OpenAI clients work unchanged.
+ * one parse step every frame goes through (frameText, then parseClientEvent). The session and response objects are
+ * closed: a field they do not name is refused (a misspelt field silently ignored would change the answer with no
+ * word). Fields OpenAI defines and Chorus does not implement (tools, input transcription...) are refused when they
+ * ask for something, taken when they ask for nothing (unimplementedFields.ts).
  */
 import { Type, type Static } from '@sinclair/typebox';
 import type { RawData } from 'ws';
 import { ErrorCodes } from '../../common/errors.ts';
 import { generationFields } from '../generationParams.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
+import {
+  refuseUnimplementedResponse,
+  refuseUnimplementedSession,
+  unimplementedAudioInputFields,
+  unimplementedAudioOutputFields,
+  unimplementedResponseFields,
+  unimplementedSessionFields,
+} from './unimplementedFields.ts';
+
+/** The session and response objects, and the objects in them, take only the fields they name. */
+const closed = { additionalProperties: false } as const;
 
 const Modalities = Type.Array(Type.Union([Type.Literal('text'), Type.Literal('audio')]), { minItems: 1, maxItems: 2 });
 
@@ -29,42 +42,64 @@ const MaxOutputTokens = Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('
  * semantic_vad (a turn model) is not built: refused, not silently run as server_vad.
  */
 const TurnDetection = Type.Union([
-  Type.Object({
-    type: Type.Literal('server_vad'),
-    threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    prefix_padding_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
-    silence_duration_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
-    create_response: Type.Optional(Type.Boolean()),
-    interrupt_response: Type.Optional(Type.Boolean()),
-    idle_timeout_ms: Type.Optional(Type.Union([Type.Integer({ minimum: 1000, maximum: 600_000 }), Type.Null()])),
-  }),
+  Type.Object(
+    {
+      type: Type.Literal('server_vad'),
+      threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      prefix_padding_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+      silence_duration_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+      create_response: Type.Optional(Type.Boolean()),
+      interrupt_response: Type.Optional(Type.Boolean()),
+      idle_timeout_ms: Type.Optional(Type.Union([Type.Integer({ minimum: 1000, maximum: 600_000 }), Type.Null()])),
+    },
+    closed,
+  ),
   Type.Null(),
 ]);
 export type TurnDetectionFields = Static<typeof TurnDetection>;
 
-const AudioConfig = Type.Object({
-  input: Type.Optional(
-    Type.Object({ format: Type.Optional(AudioFormat), turn_detection: Type.Optional(TurnDetection) }),
-  ),
-  output: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) })),
-});
+const AudioConfig = Type.Object(
+  {
+    input: Type.Optional(
+      Type.Object(
+        {
+          format: Type.Optional(AudioFormat),
+          turn_detection: Type.Optional(TurnDetection),
+          ...unimplementedAudioInputFields,
+        },
+        closed,
+      ),
+    ),
+    output: Type.Optional(
+      Type.Object(
+        { format: Type.Optional(AudioFormat), voice: Type.Optional(Voice), ...unimplementedAudioOutputFields },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
 
-export const SessionFields = Type.Object({
-  type: Type.Optional(Type.Literal('realtime')),
-  model: Type.Optional(Type.String()),
-  output_modalities: Type.Optional(Modalities),
-  instructions: Type.Optional(Type.String()),
-  max_output_tokens: Type.Optional(MaxOutputTokens),
-  audio: Type.Optional(AudioConfig),
-  /** The beta placement of audio.input.turn_detection. */
-  turn_detection: Type.Optional(TurnDetection),
-  /**
-   * "auto" | "disabled" | {type: "retention_ratio", retention_ratio, token_limits?}: checked by parseTruncation, whose
-   * errors name the field and its accepted values (a schema union could only say "not in any accepted form").
-   */
-  truncation: Type.Optional(Type.Unknown()),
-  ...generationFields,
-});
+export const SessionFields = Type.Object(
+  {
+    type: Type.Optional(Type.Literal('realtime')),
+    model: Type.Optional(Type.String()),
+    output_modalities: Type.Optional(Modalities),
+    instructions: Type.Optional(Type.String()),
+    max_output_tokens: Type.Optional(MaxOutputTokens),
+    audio: Type.Optional(AudioConfig),
+    /** The beta placement of audio.input.turn_detection. */
+    turn_detection: Type.Optional(TurnDetection),
+    /**
+     * "auto" | "disabled" | {type: "retention_ratio", retention_ratio, token_limits?}: checked by parseTruncation,
+     * whose errors name the field and its accepted values (a schema union could only say "not in any accepted form").
+     */
+    truncation: Type.Optional(Type.Unknown()),
+    ...generationFields,
+    ...unimplementedSessionFields,
+  },
+  closed,
+);
 export type SessionFields = Static<typeof SessionFields>;
 
 const ContentPart = Type.Object({
@@ -95,21 +130,30 @@ export const MessageItem = Type.Object({
 });
 export type MessageItem = Static<typeof MessageItem>;
 
-export const ResponseFields = Type.Object({
-  output_modalities: Type.Optional(Modalities),
-  instructions: Type.Optional(Type.String()),
-  max_output_tokens: Type.Optional(MaxOutputTokens),
-  audio: Type.Optional(
-    Type.Object({
-      output: Type.Optional(Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) })),
-    }),
-  ),
-  /** 'none' = an out-of-band response: its output is not added to the conversation. */
-  conversation: Type.Optional(Type.String()),
-  /** When present, the response sees these items instead of the conversation. */
-  input: Type.Optional(Type.Array(MessageItem, { maxItems: 1000 })),
-  ...generationFields,
-});
+export const ResponseFields = Type.Object(
+  {
+    output_modalities: Type.Optional(Modalities),
+    instructions: Type.Optional(Type.String()),
+    max_output_tokens: Type.Optional(MaxOutputTokens),
+    audio: Type.Optional(
+      Type.Object(
+        {
+          output: Type.Optional(
+            Type.Object({ format: Type.Optional(AudioFormat), voice: Type.Optional(Voice) }, closed),
+          ),
+        },
+        closed,
+      ),
+    ),
+    /** 'none' = an out-of-band response: its output is not added to the conversation. */
+    conversation: Type.Optional(Type.String()),
+    /** When present, the response sees these items instead of the conversation. */
+    input: Type.Optional(Type.Array(MessageItem, { maxItems: 1000 })),
+    ...generationFields,
+    ...unimplementedResponseFields,
+  },
+  closed,
+);
 export type ResponseFields = Static<typeof ResponseFields>;
 
 const EventId = Type.Optional(Type.String({ maxLength: 128 }));
@@ -229,5 +273,8 @@ export function parseClientEvent(frame: string): ClientEvent {
       ErrorCodes.EVENT_UNKNOWN,
     );
   }
-  return validators[type].parse(value, type);
+  const event = validators[type].parse(value, type);
+  if (event.type === 'session.update') refuseUnimplementedSession(event.session);
+  else if (event.type === 'response.create') refuseUnimplementedResponse(event.response);
+  return event;
 }
