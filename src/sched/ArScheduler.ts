@@ -182,6 +182,13 @@ export class ArScheduler {
     return n;
   }
 
+  /** Positions whose KV the running requests hold (paused ones included): what counts against kvBudgetBytes. */
+  get numKvTokens(): number {
+    let n = 0;
+    for (const r of this.requests.values()) if (r.status === 'running') n += r.numComputedTokens;
+    return n;
+  }
+
   /** Requests held back for their clients (they hold no slot, and are no load). */
   get numPaused(): number {
     let n = 0;

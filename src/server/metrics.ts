@@ -12,10 +12,17 @@ import { channelNames } from '../common/diagnostics.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
 import { prefixCacheMetrics } from './prefixCacheMetrics.ts';
+import { stageComputeMetrics } from './stageComputeMetrics.ts';
 
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry, prefix: 'chorus_process_' });
+// prom-client's three sums of active handles, requests and resources are gauges named like counters (`_total`), which
+// `promtool check metrics` rejects and PromQL's rate() would be misapplied to; their per-type gauges stay
+// (chorus_process_nodejs_active_handles{type}: sum() of them is the total).
+for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
+  metricsRegistry.removeSingleMetric(`chorus_process_nodejs_${name}`);
 const prefixCache = prefixCacheMetrics(metricsRegistry);
+const stageCompute = stageComputeMetrics(metricsRegistry);
 
 const latencyBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -255,6 +262,8 @@ interface StageStatsMessage {
   readonly encoder?: unknown;
   readonly code2wav?: unknown;
   readonly prefix?: unknown;
+  readonly steps?: unknown;
+  readonly ar?: unknown;
 }
 
 /** The cumulative cache totals an encoder stage reports (src/worker/messages.ts EncoderStats). */
@@ -308,6 +317,7 @@ function onStageDied(message: unknown): void {
   if (typeof instance !== 'string') return;
   stageTotals.restart(instance);
   prefixCache.stageDied(instance);
+  stageCompute.stageDied(instance);
   // Its cache and states died with it; a gauge left at the old value would report memory nobody holds.
   if (encoderStages.has(instance)) engineMetrics.encoderCacheBytes.set({ stage: instance }, 0);
   if (code2wavStages.has(instance)) engineMetrics.code2wavStates.set({ stage: instance }, 0);
@@ -344,6 +354,7 @@ function onStageStats(message: unknown): void {
   if (typeof m.code2wav === 'object' && m.code2wav !== null) observeCode2WavStats(stage, m.code2wav);
   if (typeof m.prefix === 'object' && m.prefix !== null)
     prefixCache.observe(stage, m.prefix as Record<string, unknown>);
+  stageCompute.observe(stage, m.steps, m.ar);
 }
 
 let bridged = false;

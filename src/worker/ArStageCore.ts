@@ -6,6 +6,7 @@
 import { ArScheduler, type ScheduledItem } from '../sched/ArScheduler.ts';
 import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import type { StageStats } from './messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
 
 export interface ArRunner<B, O> {
@@ -17,6 +18,9 @@ export interface ArRunner<B, O> {
 
 export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore<R> {
   protected readonly scheduler: ArScheduler;
+  /** Since the process started: prompt positions computed, outputs sampled (ArStats). */
+  private promptTokens = 0;
+  private generatedTokens = 0;
 
   constructor(
     ctx: StageContext,
@@ -63,6 +67,9 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
     const plan = this.scheduler.schedule();
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;
+    // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its
+    // last output's position); any other computes prompt positions (the prompt, its chunks, or a recompute).
+    const decodes = plan.items.map((it) => it.numTokens === 1 && this.requests.get(it.requestId)!.numOutputs > 0);
     const started = performance.now();
     const batch = plan.items.map((item) => this.batchItem(this.requests.get(item.requestId)!, item));
     let outputs: O[];
@@ -87,7 +94,30 @@ export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore
       const req = this.requests.get(item.requestId);
       if (req) this.afterStep(req, item, outputs[i]);
     });
-    this.recordStep(plan.items.length, started, () => plan.items.map((it) => [it.requestId, it.numTokens] as const));
+    plan.items.forEach((item, i) => {
+      if (!decodes[i]) this.promptTokens += item.numTokens;
+      if (item.sample) this.generatedTokens++;
+    });
+    const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
+    this.recordStep(
+      plan.items.length,
+      started,
+      () => plan.items.map((it) => [it.requestId, it.numTokens] as const),
+      phase,
+    );
     return true;
+  }
+
+  override stats(): StageStats {
+    const kvBytesPerToken = this.arRunner.kvBytesPerToken;
+    return {
+      ...super.stats(),
+      ar: {
+        promptTokens: this.promptTokens,
+        generatedTokens: this.generatedTokens,
+        kvUsedBytes: this.scheduler.numKvTokens * kvBytesPerToken,
+        kvBudgetBytes: this.ctx.spec.engine.kvCacheBytes,
+      },
+    };
   }
 }

@@ -21,7 +21,15 @@ import type {
   ReceivedChunk,
 } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { StepItem, StepTrace } from './StepTrace.ts';
-import type { AddRequest, DownstreamTarget, EdgeSample, StageStats, StageToMain } from './messages.ts';
+import type {
+  AddRequest,
+  DownstreamTarget,
+  EdgeSample,
+  StageStats,
+  StageToMain,
+  StepPhase,
+  StepSample,
+} from './messages.ts';
 
 /** Samples kept between two stats reports (250 ms apart): enough for histograms, bounded under any load. */
 const MAX_SAMPLES_PER_REPORT = 512;
@@ -57,6 +65,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
   protected lastStepMs = 0;
   private batchSizes: number[] = [];
   private edgeSamples: EdgeSample[] = [];
+  private steps: StepSample[] = [];
 
   constructor(protected readonly ctx: StageContext) {}
 
@@ -184,21 +193,30 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
       stepMs: this.lastStepMs,
       batchSizes: this.batchSizes,
       edgeSamples: this.edgeSamples,
+      steps: this.steps,
     };
     this.batchSizes = [];
     this.edgeSamples = [];
+    this.steps = [];
     return stats;
   }
 
   /**
    * Subclasses call this after every executed step; items (called only when a step trace is on) are the requests it
-   * served and the positions each took.
+   * served and the positions each took; phase is what the step did (the autoregressive stages tell prefill from
+   * decode, /metrics' chorus_stage_step_seconds).
    */
-  protected recordStep(batchSize: number, startedAtMs: number, items: () => readonly StepItem[]): void {
+  protected recordStep(
+    batchSize: number,
+    startedAtMs: number,
+    items: () => readonly StepItem[],
+    phase: StepPhase = 'run',
+  ): void {
     this.ctx.stepTrace?.record(startedAtMs, items());
     this.lastBatchSize = batchSize;
     this.lastStepMs = performance.now() - startedAtMs;
     if (this.batchSizes.length < MAX_SAMPLES_PER_REPORT) this.batchSizes.push(batchSize);
+    if (this.steps.length < MAX_SAMPLES_PER_REPORT) this.steps.push({ phase, ms: this.lastStepMs });
   }
 
   protected abstract admit(msg: AddRequest): R;

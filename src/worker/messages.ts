@@ -227,6 +227,29 @@ export interface EncoderStats {
 export type { PrefixCacheStats as PrefixStats } from '../sched/PrefixCache.ts';
 import type { PrefixCacheStats as PrefixStats } from '../sched/PrefixCache.ts';
 
+/**
+ * What a step did: prefill (it computed prompt positions: a new prompt, its chunks, or a recompute after preemption),
+ * decode (every sequence in it computed the one position of its last output), or run (a stage that is not
+ * autoregressive: an encoder, Code2Wav).
+ */
+export type StepPhase = 'prefill' | 'decode' | 'run';
+
+export interface StepSample {
+  readonly phase: StepPhase;
+  readonly ms: number;
+}
+
+/** Autoregressive stages (Thinker, Talker): totals since the process started, and the KV held now. */
+export interface ArStats {
+  /** Prompt positions computed (positions taken from the prefix cache are not: PrefixStats counts those). */
+  readonly promptTokens: number;
+  /** Outputs sampled: the Thinker's text tokens, the Talker's codec frames. */
+  readonly generatedTokens: number;
+  /** KV held by the requests in the scheduler now, and its budget (engine.kv_cache_bytes). */
+  readonly kvUsedBytes: number;
+  readonly kvBudgetBytes: number;
+}
+
 export interface StageStats {
   readonly queueDepth: number; // requests waiting (not yet running)
   readonly running: number;
@@ -235,6 +258,10 @@ export interface StageStats {
   /** Since the previous report (bounded): batch size of every step, and received chunks. */
   readonly batchSizes: readonly number[];
   readonly edgeSamples: readonly EdgeSample[];
+  /** Since the previous report (bounded, like batchSizes): every step's duration and phase. */
+  readonly steps?: readonly StepSample[];
+  /** Thinker and Talker. */
+  readonly ar?: ArStats;
   /** Encoder stages only. */
   readonly encoder?: EncoderStats;
   /** Thinker and Talker stages with a prefix cache. */

@@ -2,12 +2,13 @@
  * The prefix cache on a real pipeline: a 40-turn Realtime conversation gives the same text and audio, turn by turn,
  * as a server with the cache off, while every turn after the first reports the conversation so far as cached (and the
  * cache-off server none); a chat client resending its history gets cached_tokens; /metrics counts hits and misses
- * per stage instance.
+ * per stage instance, with each stage's steps, tokens and KV beside them (and passes promtool).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { configWith } from '../helpers/engine.ts';
+import { promtoolProblems } from '../helpers/promtool.ts';
 import { decodeAudioDeltas, parsePrometheus, RealtimeClient, type Family } from './serverClient.ts';
 
 /** Polls an async condition (a scrape) until it holds; fails loudly at the deadline. */
@@ -134,5 +135,31 @@ describe('prefix cache', () => {
     });
     expect(families.get('chorus_prefix_cache_miss_positions_total')!.samples.length).toBeGreaterThan(0);
     expect(families.get('chorus_prefix_cache_bytes')!.samples.some((s) => s.value > 0)).toBe(true);
+
+    // What the stage processes computed (issue 32), as they report it: steps by phase, tokens, KV and its budget.
+    const exposition = await (await fetch(`${cached.base}/metrics`)).text();
+    families = parsePrometheus(exposition);
+    const value = (name: string, labels: Record<string, string>) =>
+      families
+        .get(name)
+        ?.samples.find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v) && !s.name.endsWith('_sum'))
+        ?.value ?? 0;
+    const steps = (stage: string, phase: string) =>
+      families
+        .get('chorus_stage_step_seconds')
+        ?.samples.find((s) => s.name.endsWith('_count') && s.labels.stage === stage && s.labels.phase === phase)
+        ?.value ?? 0;
+    for (const stage of ['thinker#0', 'talker#0']) {
+      expect(value('chorus_stage_prompt_tokens_total', { stage }), stage).toBeGreaterThan(0);
+      expect(value('chorus_stage_kv_cache_budget_bytes', { stage }), stage).toBeGreaterThan(0);
+      expect(
+        [steps(stage, 'prefill'), steps(stage, 'decode')].every((n) => n > 0),
+        stage,
+      ).toBe(true);
+    }
+    // This test's three answers alone were 12 tokens each.
+    expect(value('chorus_stage_generation_tokens_total', { stage: 'thinker#0' })).toBeGreaterThanOrEqual(36);
+    expect(steps('code2wav#0', 'run')).toBeGreaterThan(0);
+    expect(promtoolProblems(exposition)).toBe('');
   }, 120_000);
 });

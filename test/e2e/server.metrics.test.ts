@@ -1,14 +1,16 @@
 /**
- * /metrics is valid Prometheus text exposition (parsed strictly: parsePrometheus in serverClient.ts), every metric
- * is chorus_*, histograms are consistent, latency histograms count real responses, the engine's hooks show up,
- * the encoder stages' cumulative cache totals become counters that survive a stage restart, and the EC-store
- * counters count what main publishes.
+ * /metrics is valid Prometheus text exposition (parsed strictly: parsePrometheus in serverClient.ts, and clean for
+ * `promtool check metrics`), every metric is chorus_*, histograms are consistent, latency histograms count real
+ * responses, the engine's hooks show up, the encoder stages' cumulative cache totals become counters that survive a
+ * stage restart, each autoregressive stage's steps, tokens and KV are reported, and the EC-store counters count what
+ * main publishes.
  */
 import { channel } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeEdgeChunk, observeStageBatch, reportStageQueueDepth } from '../../src/server/metrics.ts';
 import { parsePrometheus, RealtimeClient, startTestServer, type Family, type Sample } from './serverClient.ts';
 import { defaultScript } from './serverTestEngine.ts';
+import { promtoolProblems } from '../helpers/promtool.ts';
 
 function histogramCount(f: Family | undefined, labels: Record<string, string>): number {
   const s = f?.samples.find(
@@ -263,5 +265,56 @@ describe('/metrics', () => {
       misses: after.misses - before.misses,
       imageBytes: after.imageBytes - before.imageBytes,
     }).toEqual({ local: 2, remote: 1, misses: 1, imageBytes: 1000 });
+  });
+
+  it('reports a Thinker/Talker step by phase, its prompt and generated tokens, its KV against the budget', async () => {
+    const stats = channel('chorus:stage:stats');
+    const report = (prompt: number, generated: number, kvUsedBytes: number, steps: object[]) =>
+      stats.publish({
+        stageId: 'thinker',
+        instance: 'thinker#1',
+        queueDepth: 0,
+        running: 1,
+        batchSize: 1,
+        stepMs: 1,
+        batchSizes: [],
+        edgeSamples: [],
+        steps,
+        ar: { promptTokens: prompt, generatedTokens: generated, kvUsedBytes, kvBudgetBytes: 1 << 28 },
+      });
+    const read = async () => {
+      const m = await scrape();
+      const value = (name: string) => m.get(name)?.samples.find((s) => s.labels.stage === 'thinker#1')?.value;
+      expect(m.get('chorus_stage_prompt_tokens_total')?.type).toBe('counter');
+      expect(m.get('chorus_stage_kv_cache_bytes')?.type).toBe('gauge');
+      return {
+        prompt: value('chorus_stage_prompt_tokens_total'),
+        generated: value('chorus_stage_generation_tokens_total'),
+        kv: value('chorus_stage_kv_cache_bytes'),
+        budget: value('chorus_stage_kv_cache_budget_bytes'),
+        prefill: histogramCount(m.get('chorus_stage_step_seconds'), { stage: 'thinker#1', phase: 'prefill' }),
+        decode: histogramCount(m.get('chorus_stage_step_seconds'), { stage: 'thinker#1', phase: 'decode' }),
+      };
+    };
+    report(100, 1, 4096, [{ phase: 'prefill', ms: 12 }]);
+    report(
+      100,
+      4,
+      5120,
+      [1, 2, 3].map(() => ({ phase: 'decode', ms: 0.8 })),
+    );
+    expect(await read()).toEqual({ prompt: 100, generated: 4, kv: 5120, budget: 1 << 28, prefill: 1, decode: 3 });
+    channel('chorus:stage:died').publish({ instance: 'thinker#1', code: null, signal: 'SIGKILL' });
+    report(20, 1, 1024, []); // the successor counts from zero; the dead one's KV is gone
+    expect(await read()).toMatchObject({ prompt: 120, generated: 5, kv: 1024 });
+  });
+
+  it('passes `promtool check metrics` (naming and exposition conventions) with every family reported', async () => {
+    // Every family the stats above and the responses of the first test fill in is in this body (histograms with
+    // labels, counters, gauges): the check covers what an operator's scrape sees, not an empty registry.
+    const res = await fetch(`${server.base}/metrics`);
+    const text = await res.text();
+    expect(text).toContain('chorus_stage_step_seconds_bucket{');
+    expect(promtoolProblems(text)).toBe('');
   });
 });

@@ -1,0 +1,87 @@
+/**
+ * What each stage instance computes, from its stats reports (src/worker/messages.ts StageStats): step durations by
+ * phase as a histogram (prefill and decode for the Thinker and Talker, run for the others), and for the
+ * autoregressive stages prompt positions computed and outputs sampled as counters (totals since the stage started:
+ * CumulativeCounters turns them into increments) and the KV cache held against its budget as gauges. The figures
+ * vLLM's operators read (prompt and generation tokens, prefill and decode time, KV cache usage), per instance.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { CumulativeCounters } from './CumulativeCounters.ts';
+
+export interface StageComputeMetrics {
+  /** A stats report's `steps` and `ar` sections. */
+  observe(stage: string, steps: unknown, ar: unknown): void;
+  /** The instance died: its KV went with it. */
+  stageDied(stage: string): void;
+}
+
+const PHASES = new Set(['prefill', 'decode', 'run']);
+
+/** The metrics, registered in the server's registry (metrics.ts owns it and calls this once). */
+export function stageComputeMetrics(metricsRegistry: Registry): StageComputeMetrics {
+  const m = {
+    stepSeconds: new Histogram({
+      name: 'chorus_stage_step_seconds',
+      help:
+        'Duration of each step a stage ran, by phase: prefill (it computed prompt positions), decode (every ' +
+        'sequence in it took one position of its last output), run (encoders, Code2Wav).',
+      labelNames: ['stage', 'phase'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [metricsRegistry],
+    }),
+    promptTokens: new Counter({
+      name: 'chorus_stage_prompt_tokens_total',
+      help:
+        'Prompt positions a Thinker or Talker computed (its prefix cache hits are not computed: ' +
+        'chorus_prefix_cache_hit_positions_total).',
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
+    generationTokens: new Counter({
+      name: 'chorus_stage_generation_tokens_total',
+      help: 'Outputs a Thinker (text tokens) or Talker (codec frames) sampled.',
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
+    kvBytes: new Gauge({
+      name: 'chorus_stage_kv_cache_bytes',
+      help: 'KV cache bytes the running requests of a Thinker or Talker hold now (the prefix cache is apart).',
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
+    kvBudgetBytes: new Gauge({
+      name: 'chorus_stage_kv_cache_budget_bytes',
+      help: "A Thinker or Talker's KV cache budget (engine.kv_cache_bytes): requests wait or are preempted beyond it.",
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
+  };
+
+  const totals = new CumulativeCounters();
+  const arStages = new Set<string>();
+  return {
+    observe(stage, steps, ar) {
+      if (Array.isArray(steps))
+        for (const s of steps as { phase?: unknown; ms?: unknown }[])
+          if (typeof s.ms === 'number' && typeof s.phase === 'string' && PHASES.has(s.phase))
+            m.stepSeconds.observe({ stage, phase: s.phase }, s.ms / 1000);
+      if (typeof ar !== 'object' || ar === null) return;
+      const a = ar as Record<string, unknown>;
+      arStages.add(stage);
+      const counters = [
+        ['promptTokens', a.promptTokens, m.promptTokens],
+        ['generatedTokens', a.generatedTokens, m.generationTokens],
+      ] as const;
+      // inc(0) still creates the series: a scrape shows every instance from its first report.
+      for (const [field, total, counter] of counters)
+        if (typeof total === 'number') counter.inc({ stage }, totals.increment(stage, field, total));
+      if (typeof a.kvUsedBytes === 'number') m.kvBytes.set({ stage }, a.kvUsedBytes);
+      if (typeof a.kvBudgetBytes === 'number') m.kvBudgetBytes.set({ stage }, a.kvBudgetBytes);
+    },
+
+    stageDied(stage) {
+      totals.restart(stage);
+      if (arStages.has(stage)) m.kvBytes.set({ stage }, 0);
+    },
+  };
+}
