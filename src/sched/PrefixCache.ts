@@ -51,6 +51,20 @@ export interface PrefixCacheStats {
   readonly missedTokens: number;
   /** Entries dropped for the byte budget (not those replaced by a longer entry, nor released by their owner). */
   readonly evictions: number;
+  /** A Thinker's blocks, for main's router (KV-aware routing): what a prompt sent here would find. */
+  readonly held?: HeldBlocks;
+}
+
+/**
+ * What a stage instance's prefix cache holds, as a summary small enough to go with every stats report (~12 bytes a
+ * block: a 128 MiB Thinker cache of the tiny preset holds ~1,000). Names are shortened (ROUTING_NAME_CHARS): a
+ * collision costs a routing choice, never an answer (the instance matches full names).
+ */
+export interface HeldBlocks {
+  /** The root of the names' chain (blockNames.ts) and the positions of a block: how to name a prompt alike. */
+  readonly root: string;
+  readonly blockPositions: number;
+  readonly names: readonly string[];
 }
 
 /** Refuses a budget that cannot hold one block of KV (the cache would drop every entry it is given). */
@@ -74,6 +88,8 @@ export class PrefixCache<T> {
   #hitPositions = 0;
   #missPositions = 0;
   #evictions = 0;
+  /** Changes whenever the set of held block names may have: a summary is rebuilt only then. */
+  #version = 0;
 
   constructor(
     readonly blockPositions: number,
@@ -131,6 +147,7 @@ export class PrefixCache<T> {
     });
     this.#entries.set(entry.seqId, entry);
     this.#bytes += entry.bytes;
+    this.#version++;
     for (const name of entry.blocks) {
       let holders = this.#holders.get(name);
       if (!holders) this.#holders.set(name, (holders = new Set()));
@@ -161,6 +178,16 @@ export class PrefixCache<T> {
     for (const e of [...this.#entries.values()]) this.remove(e);
   }
 
+  /** Every block name held now (each once, however many entries hold it). */
+  heldNames(): IterableIterator<string> {
+    return this.#holders.keys();
+  }
+
+  /** Bumped by every insert and removal: equal versions, equal heldNames(). */
+  get version(): number {
+    return this.#version;
+  }
+
   get stats(): PrefixCacheStats {
     return {
       retained: this.#entries.size,
@@ -180,6 +207,7 @@ export class PrefixCache<T> {
   private remove(entry: CacheEntry<T>, free = true): void {
     if (!this.#entries.delete(entry.seqId)) return;
     this.#bytes -= entry.bytes;
+    this.#version++;
     for (const name of entry.blocks) {
       const holders = this.#holders.get(name);
       holders?.delete(entry);

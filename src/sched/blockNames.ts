@@ -41,6 +41,28 @@ export function blockNames(
   return { names, stoppedAtUnknown: false };
 }
 
+/** The shortened name a routing summary carries (HeldBlocks): 66 bits, enough to tell a cache's blocks apart. */
+export const ROUTING_NAME_CHARS = 11;
+
+const idBytes = new Int32Array(1);
+
+/** Adds a token id to a block's hash, as every namer of token positions must (the Thinker's cache, main's router). */
+export function writeTokenId(hash: Hash, id: number): void {
+  idBytes[0] = id;
+  hash.update(new Uint8Array(idBytes.buffer));
+}
+
+/**
+ * The names of the whole blocks of token positions [0, limit) of a prompt whose positions up to there are all
+ * tokens (main names a prompt up to its first media position: it does not have the media rows).
+ */
+export function tokenBlockNames(root: string, blockPositions: number, ids: readonly number[], limit: number) {
+  return blockNames(root, blockPositions, Math.min(limit, ids.length), (hash, p) => {
+    writeTokenId(hash, ids[p]);
+    return true;
+  }).names;
+}
+
 /** Bytes of a float row as the hash reads them (its exact bits: -0 and 0 differ, as they do for the model). */
 export function rowBytes(row: Float32Array): Uint8Array {
   return new Uint8Array(row.buffer, row.byteOffset, row.byteLength);

@@ -139,3 +139,23 @@ describe('chooseRoute (estimated TTFT = max(queue wait, encode) + prefill)', () 
     expect(chooseRoute(snapshot([]), { promptTokens: 1, items: [] })).toBeNull();
   });
 });
+
+describe('chooseRoute with prefix caches (ttft charges the positions an instance does not hold)', () => {
+  it('sends a turn where its KV is', () => {
+    const holder = { ...thinker('thinker#0', 400, 20_000, 3), cachedPositions: 2672 };
+    const s = snapshot([holder, thinker('thinker#1', 0, 20_000, 0)]);
+    const choice = chooseRoute(s, { promptTokens: 2738, items: [] })!;
+    expect(choice.thinker).toBe('thinker#0');
+    expect(choice.reason).toBe('kv_overlap');
+    expect(choice.cachedPositions).toBe(2672);
+    expect(choice.predictedTtftSeconds).toBeCloseTo((400 + 2738 - 2672) / 20_000, 6);
+  });
+
+  it('recomputes elsewhere when queueing at the holder costs more than the prompt', () => {
+    const holder = { ...thinker('thinker#0', 60_000, 20_000, 9), cachedPositions: 2672 };
+    const s = snapshot([holder, thinker('thinker#1', 0, 20_000)]);
+    const choice = chooseRoute(s, { promptTokens: 2738, items: [] })!;
+    expect(choice.thinker).toBe('thinker#1');
+    expect(choice.cachedPositions).toBe(0);
+  });
+});

@@ -4,8 +4,11 @@
  * token (estimates within TIE_SECONDS or TIE_SHARE of it are a tie, taken by the instance with fewer in flight).
  * Pure (no clock, no I/O): src/engine/routing/Router.ts builds the snapshot and learns the rates.
  *
- *   ttft(t, E) = max(queue wait of t, encode time of the items on E) + prefill of the expanded prompt on t
+ *   ttft(t, E) = max(queue wait of t, encode time of the items on E) + prefill of the positions t does not hold
  *
+ * The positions an instance holds are the prompt's leading blocks in its prefix cache (KvIndex.ts): a conversation's
+ * next turn, or a long shared system prompt, goes where its KV is unless queueing there costs more than computing it
+ * elsewhere (reference 001: uncached tokens = total - overlap, weighed against the queue).
  * The queue wait and the encoding overlap (the Thinker keeps working through its queue while the encoders run, and
  * a request waiting for rows does not hold its step), so the request's own prefill starts at the later of the two.
  * Encode time of an item is 0 on an encoder-output (EC) store hit whose rows are in that Thinker's process, the cost
@@ -22,6 +25,8 @@ export interface ThinkerLoad {
   /** Measured prefill throughput (tokens/s), null until it has answered a request. */
   readonly prefillTokensPerSecond: number | null;
   readonly inFlight: number;
+  /** Leading prompt positions its prefix cache holds for this request (KvIndex); absent: none. */
+  readonly cachedPositions?: number;
 }
 
 export interface EncoderLoad {
@@ -77,10 +82,11 @@ export interface RouteRequest {
 /**
  * Why the choice was made (a label of chorus_route_decisions_total): `single` = one Thinker instance and one
  * instance per encoder stage; `ec_local` = the chosen Thinker holds an EC entry the request needs and that changed
- * the choice; `shorter_queue` = it has the fewest queued prefill tokens; `faster` = it is measured faster though
- * more tokens are queued on it; `unmeasured` = no instance had measured anything yet (defaults only).
+ * the choice; `kv_overlap` = the chosen Thinker's prefix cache holds more of the prompt than another's;
+ * `shorter_queue` = it has the fewest queued prefill tokens; `faster` = it is measured faster though more tokens are
+ * queued on it; `unmeasured` = no instance had measured anything yet (defaults only).
  */
-export type RouteReason = 'single' | 'ec_local' | 'shorter_queue' | 'faster' | 'unmeasured';
+export type RouteReason = 'single' | 'ec_local' | 'kv_overlap' | 'shorter_queue' | 'faster' | 'unmeasured';
 
 export interface RouteChoice {
   readonly thinker: string;
@@ -88,6 +94,8 @@ export interface RouteChoice {
   readonly encoders: ReadonlyMap<string, string>;
   readonly predictedTtftSeconds: number;
   readonly reason: RouteReason;
+  /** Prompt positions the chosen Thinker's prefix cache holds (0 without one). */
+  readonly cachedPositions: number;
   /** Items served from the EC store (no encoder run). */
   readonly ecHits: readonly number[];
 }
@@ -161,7 +169,7 @@ export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): Rout
     const ready = Math.max(queueSeconds, readySeconds + fetchSeconds);
     return {
       t,
-      ttft: ready + request.promptTokens / rateOf(t),
+      ttft: ready + Math.max(0, request.promptTokens - (t.cachedPositions ?? 0)) / rateOf(t),
       encoders,
       hits: request.items.filter((i) => local(i) || fetched(i)).map((i) => i.index),
       localHits: request.items.filter(local).length,
@@ -182,6 +190,7 @@ export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): Rout
     if (scored.length === 1 && stageIds.every((id) => snapshot.encoders.filter((e) => e.stageId === id).length <= 1))
       return 'single';
     if (scored.some((s) => s.localHits < best.localHits)) return 'ec_local';
+    if (scored.some((s) => (s.t.cachedPositions ?? 0) < (best.t.cachedPositions ?? 0))) return 'kv_overlap';
     if (!anyMeasured) return 'unmeasured';
     const minQueued = Math.min(...scored.map((s) => s.t.queuedPrefillTokens));
     return best.t.queuedPrefillTokens === minQueued ? 'shorter_queue' : 'faster';
@@ -191,6 +200,7 @@ export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): Rout
     encoders: best.encoders,
     predictedTtftSeconds: best.ttft,
     reason,
+    cachedPositions: best.t.cachedPositions ?? 0,
     ecHits: best.hits,
   };
 }

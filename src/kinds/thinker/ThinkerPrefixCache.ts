@@ -19,8 +19,8 @@ import type { Thinker2Talker } from '../../../stages/processors/thinker2talker.t
 import type { Logger } from '../../common/log.ts';
 import type { PrefixStats } from '../../worker/messages.ts';
 import type { PromptBlocks } from '../../common/payloads.ts';
-import { blockNames, rowBytes } from '../../sched/blockNames.ts';
-import { checkPrefixBudget, PrefixCache } from '../../sched/PrefixCache.ts';
+import { blockNames, ROUTING_NAME_CHARS, rowBytes, writeTokenId } from '../../sched/blockNames.ts';
+import { checkPrefixBudget, PrefixCache, type HeldBlocks } from '../../sched/PrefixCache.ts';
 import { PositionRows } from '../../sched/PositionRows.ts';
 import type { ThinkerMedia } from './ThinkerMedia.ts';
 
@@ -76,13 +76,16 @@ export interface ThinkerPrefixCacheOptions {
   readonly modelKey: string;
 }
 
+/** Block names a stats report carries at most: ~200 KB, 256 MiB of the tiny preset's KV. */
+const MAX_HELD_NAMES = 16_384;
+
 export class ThinkerPrefixCache {
   private readonly cache: PrefixCache<PositionRows | null>;
   /** key -> the prefill-only request computing it now. */
   private readonly producers = new Map<string, string>();
   private readonly keepsRows: boolean;
   private entrySeq = 0;
-  private readonly idBytes = new Int32Array(1);
+  private summarized: { version: number; blocks: HeldBlocks } | null = null;
 
   constructor(
     private readonly options: ThinkerPrefixCacheOptions,
@@ -94,8 +97,17 @@ export class ThinkerPrefixCache {
     this.keepsRows = runner.supports?.hiddenStates !== false && runner.supports?.embeddings !== false;
   }
 
+  /** The cache's counters, with what it holds for main's router (rebuilt only when that changed). */
   get stats(): PrefixStats {
-    return this.cache.stats;
+    if (this.summarized?.version !== this.cache.version)
+      this.summarized = { version: this.cache.version, blocks: this.summary() };
+    return { ...this.cache.stats, held: this.summarized.blocks };
+  }
+
+  private summary(): HeldBlocks {
+    // The newest names when there are more than a stats report carries (a control message stays far under 1 MiB).
+    const names = [...this.cache.heldNames()].slice(-MAX_HELD_NAMES).map((n) => n.slice(0, ROUTING_NAME_CHARS));
+    return { root: this.options.modelKey, blockPositions: this.options.blockPositions, names };
   }
 
   /** A request's part; a prefill-only request with a key becomes the key's producer. */
@@ -215,8 +227,7 @@ export class ThinkerPrefixCache {
     return blockNames(this.options.modelKey, this.options.blockPositions, limit, (hash: Hash, pos: number) => {
       const id = pos < prompt.length ? prompt[pos] : req.generated[pos - prompt.length];
       if (id === undefined) return false;
-      this.idBytes[0] = id;
-      hash.update(new Uint8Array(this.idBytes.buffer));
+      writeTokenId(hash, id);
       const row = pos < prompt.length ? media?.rowAt(pos) : undefined;
       if (row === null) return false; // rows not here yet
       if (row) hash.update(rowBytes(row));

@@ -1,0 +1,66 @@
+/**
+ * Main's index of what each Thinker instance's prefix cache holds (src/engine/routing/KvIndex.ts): a stats report
+ * replaces an instance's set, a lost instance is forgotten, and a prompt's overlap with an instance is the leading
+ * blocks it holds, named from token ids as the Thinker names them, up to the first media position.
+ */
+import { describe, expect, it } from 'vitest';
+import { KvIndex } from '../../src/engine/routing/KvIndex.ts';
+import { ROUTING_NAME_CHARS, tokenBlockNames } from '../../src/sched/blockNames.ts';
+
+const ROOT = '{"model":"tiny"}';
+const B = 4;
+const ids = (n: number, from = 1) => Array.from({ length: n }, (_, i) => from + i);
+/** What a Thinker that computed `tokenIds` reports: its whole blocks' names, shortened. */
+const held = (tokenIds: number[], root = ROOT) => ({
+  root,
+  blockPositions: B,
+  names: tokenBlockNames(root, B, tokenIds, tokenIds.length).map((n) => n.slice(0, ROUTING_NAME_CHARS)),
+});
+
+describe('KvIndex', () => {
+  it('overlap: the leading blocks an instance holds, never the prompt last position; others hold nothing', () => {
+    const index = new KvIndex();
+    index.update('thinker#0', held(ids(12))); // a turn of 12 tokens: 3 blocks
+    const prompt = { tokenIds: [...ids(12), 50, 51, 52], namable: 15 };
+    expect(index.overlaps(['thinker#0', 'thinker#1'], prompt)).toEqual(
+      new Map([
+        ['thinker#0', 12],
+        ['thinker#1', 0],
+      ]),
+    );
+    // A prompt that is exactly the held turn: its last position is computed, so 2 whole blocks before it.
+    expect(index.overlaps(['thinker#0'], { tokenIds: ids(12), namable: 12 }).get('thinker#0')).toBe(8);
+    // Another history: the first block differs, nothing matches even where later tokens agree.
+    expect(index.overlaps(['thinker#0'], { tokenIds: [99, ...ids(14, 2)], namable: 15 }).get('thinker#0')).toBe(0);
+  });
+
+  it('names no further than the first media position, each instance with its own root and block size', () => {
+    const index = new KvIndex();
+    index.update('thinker#0', held(ids(12)));
+    expect(index.overlaps(['thinker#0'], { tokenIds: ids(16), namable: 6 }).get('thinker#0')).toBe(4);
+    const other = '{"model":"other"}';
+    const twos = tokenBlockNames(other, 2, ids(6), 6).map((n) => n.slice(0, ROUTING_NAME_CHARS));
+    index.update('thinker#1', { root: other, blockPositions: 2, names: twos });
+    expect(index.overlaps(['thinker#0', 'thinker#1'], { tokenIds: ids(16), namable: 16 })).toEqual(
+      new Map([
+        ['thinker#0', 12],
+        ['thinker#1', 6],
+      ]),
+    );
+    // Names made under another root than the one reported never match.
+    index.update('thinker#1', { root: ROOT, blockPositions: 2, names: twos });
+    expect(index.overlaps(['thinker#1'], { tokenIds: ids(16), namable: 16 }).get('thinker#1')).toBe(0);
+  });
+
+  it('a report replaces the set (an evicted block is gone); a lost instance is forgotten', () => {
+    const index = new KvIndex();
+    index.update('thinker#0', held(ids(12)));
+    index.update('thinker#0', held(ids(4))); // the cache evicted the conversation, kept its first block
+    expect(index.overlaps(['thinker#0'], { tokenIds: ids(16), namable: 16 }).get('thinker#0')).toBe(4);
+    index.forget('thinker#0');
+    expect(index.size).toBe(0);
+    index.update('thinker#1', held(ids(8)));
+    index.update('thinker#1', undefined); // a report without a cache section
+    expect(index.size).toBe(0);
+  });
+});
