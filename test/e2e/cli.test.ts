@@ -1,15 +1,30 @@
 /**
  * The chorus command line as a user meets it: --help on every command and subcommand prints usage and exits 0;
- * an unknown flag or a bad value exits 2 with the usage, before any stage starts.
+ * an unknown flag or a bad value exits 2 with the usage, before any stage starts; so does a port in use.
  */
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { CHORUS_BIN } from '../helpers/processes.ts';
 
-function chorus(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly ms: number;
+}
+
+function chorus(...args: string[]): Promise<Run> {
+  return chorusWith({}, ...args);
+}
+
+function chorusWith(env: Record<string, string>, ...args: string[]): Promise<Run> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHORUS_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CHORUS_BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -66,5 +81,23 @@ describe('bad command lines', () => {
       expect(r.stderr).toMatch(/usage:\s+chorus/);
       expect(r.stderr).not.toMatch(/at .*\.ts:\d+/);
     });
+  });
+});
+
+describe('chorus serve on a port in use', () => {
+  it('says so and exits 1 before any stage starts', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen({ host: '127.0.0.1', port: 0 }, resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      // At info level every stage process logs as it boots ({"stage":"thinker#0",...}): none may have.
+      const args = ['serve', '--config', 'configs/tiny-omni-text-in.yaml', '--port', String(port)];
+      const r = await chorusWith({ CHORUS_LOG_LEVEL: 'info' }, ...args);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${port} (EADDRINUSE): choose another --port or --host`);
+      expect(r.stderr).not.toMatch(/"stage":"thinker#0"/);
+    } finally {
+      taken.close();
+    }
   });
 });

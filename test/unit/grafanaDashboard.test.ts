@@ -17,7 +17,7 @@ interface Dashboard {
 describe('docs/grafana-dashboard.json', () => {
   it('queries only metrics the server registers, and every panel queries one', () => {
     const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
-    const registered = new Map(metricsRegistry.getMetricsAsArray().map((m) => [m.name, m.type as string]));
+    const registered = new Map(metricsRegistry.getMetricsAsArray().map((m) => [m.name, String(m.type)]));
     const used = new Set<string>();
     for (const panel of dashboard.panels) {
       expect(panel.targets.length, panel.title).toBeGreaterThan(0);

@@ -10,6 +10,7 @@
  * memory is unlinked).
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { ReloadableEngine } from '../../engine/ReloadableEngine.ts';
@@ -39,7 +40,7 @@ re-reads FILE and switches to it without dropping sessions (a bad file is refuse
   --ws-idle-timeout S       seconds a Realtime session may send nothing with no response running (600)
   --client-stall-timeout S  seconds a response may stay paused for a client that stopped reading (20; keep it under
                             the config's chunk_timeout_ms); then it fails with CHORUS_ERR_CLIENT_TOO_SLOW; 0: never
-  --max-sessions N          concurrent sessions (realtime + HTTP) before 503
+  --max-sessions N          concurrent sessions (realtime + HTTP); more get 429 with Retry-After
   --max-response-tokens N   cap on any response's text tokens
   --media-url-allow PREFIX  image_url may name remote URLs under PREFIX (repeatable); otherwise media is inline
   --drain-timeout S         on SIGTERM/SIGINT, seconds running answers may take to finish (30; env CHORUS_DRAIN_TIMEOUT)
@@ -48,6 +49,32 @@ re-reads FILE and switches to it without dropping sessions (a bad file is refuse
   --tls-cert FILE           PEM certificate (chain): serve https and wss on the port (env CHORUS_TLS_CERT)
   --tls-key FILE            its PEM private key (env CHORUS_TLS_KEY)
 `;
+
+/** A port taken or not ours, said as what to do; anything else as it was. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as { code?: string }).code;
+  if (code !== 'EADDRINUSE' && code !== 'EACCES') return err;
+  return new ChorusError(
+    ErrorCodes.INTERNAL,
+    `cannot listen on ${host}:${port} (${code}): choose another --port or --host`,
+    { cause: err },
+  );
+}
+
+/**
+ * Binds host:port and lets go, before any stage boots: a port in use is reported at once, not after the seconds the
+ * pipeline takes to start (and build its models on a first run). Another process can still take the port in the
+ * meantime; the listen after the boot reports that the same way. Port 0 is never taken.
+ */
+async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (err) => reject(listenError(err, host, port)));
+    probe.listen({ host, port, exclusive: true }, () => resolve());
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
 
 /** `--allowed-hosts a,b --allowed-hosts c`: every name, checked now (a URL or a port there would allow nothing). */
 function allowedHostsOf(values: readonly string[]): readonly string[] {
@@ -117,6 +144,7 @@ export async function run(argv: string[]): Promise<number> {
   const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
   const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
   const graph = await loadConfig(values.config!);
+  await checkPortFree(values.host!, port);
   const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs);
   // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
   const reload = async () => engine.reload(await loadConfig(values.config!));
@@ -143,15 +171,7 @@ export async function run(argv: string[]): Promise<number> {
     });
   } catch (err) {
     await engine.close(0);
-    const code = (err as { code?: string }).code;
-    if (code === 'EADDRINUSE' || code === 'EACCES') {
-      throw new ChorusError(
-        ErrorCodes.INTERNAL,
-        `cannot listen on ${values.host}:${port} (${code}): choose another --port or --host`,
-        { cause: err },
-      );
-    }
-    throw err;
+    throw listenError(err, values.host!, port);
   }
   const { app, url } = server;
   shutdownOnSignal(async (signal) => {
