@@ -12,6 +12,8 @@ import { loadConfig } from '../../src/config/loadConfig.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
 import { Router, type RouteTicket } from '../../src/engine/routing/Router.ts';
 import { newInstance as newSlot, type StageInstance as Slot } from '../../src/engine/pool/StageInstance.ts';
+import type { StageStats } from '../../src/worker/messages.ts';
+import { ROUTING_NAME_CHARS, tokenBlockNames } from '../../src/sched/blockNames.ts';
 
 let graph: StageGraph;
 beforeAll(async () => {
@@ -32,6 +34,9 @@ function slotsOf(instances: Record<string, string[]>): Map<string, Slot> {
 }
 
 const thinkers = { thinker: ['0', '1'], 'audio-encoder': ['a', 'b'] };
+
+const PREFIX = { retained: 1, retainedBytes: 0, reuses: 0, reusedTokens: 0, missedTokens: 0, evictions: 0 };
+const STATS: StageStats = { queueDepth: 0, running: 0, batchSize: 0, stepMs: 0, batchSizes: [], edgeSamples: [] };
 
 function textPrompt(tokens: number): PreparedPrompt {
   return { promptTokenIds: new Array<number>(tokens).fill(1), items: [], spans: [] };
@@ -166,6 +171,35 @@ describe('Router', () => {
     const router = new Router('ttft', slotsOf(thinkers), () => ({ localTo: ['thinker#1'], remote: false }));
     const decisions = listen(channelNames.routeDecision);
     expect(route(router, 'e', audioPrompt(800, 750)).get('thinker')).toBe('thinker#1');
-    expect(decisions).toEqual([{ policy: 'ttft', reason: 'ec_local' }]);
+    expect(decisions).toEqual([{ policy: 'ttft', reason: 'ec_local', instance: 'thinker#1', cachedPositions: 0 }]);
+  });
+
+  it('ttft: a turn goes to the Thinker whose prefix cache holds its history; the queue counts what it computes', () => {
+    const slots = slotsOf(thinkers);
+    const router = new Router('ttft', slots);
+    const decisions = listen(channelNames.routeDecision);
+    const history = Array.from({ length: 2000 }, (_, i) => 1 + (i % 300));
+    const held = (ids: number[]) => ({
+      root: 'thinker model',
+      blockPositions: 16,
+      names: tokenBlockNames('thinker model', 16, ids, ids.length).map((n) => n.slice(0, ROUTING_NAME_CHARS)),
+    });
+    const holder = slots.get('thinker#1')!;
+    holder.stats = { ...STATS, prefix: { ...PREFIX, held: held(history) } };
+    holder.inFlight.add('busy'); // busier, but holding 2,000 positions of the prompt
+    const turn = { promptTokenIds: [...history, 7, 8, 9], items: [], spans: [] };
+    expect(route(router, 'turn', turn).get('thinker')).toBe('thinker#1');
+    expect(decisions).toEqual([{ policy: 'ttft', reason: 'kv_overlap', instance: 'thinker#1', cachedPositions: 2000 }]);
+    const queued = router.snapshot(
+      graph.stages,
+      () => true,
+      () => null,
+    ).thinkers;
+    expect(queued.find((t) => t.instance === 'thinker#1')!.queuedPrefillTokens).toBe(2003 - 2000);
+    forget('turn');
+    // Restarting (its process died: its report with it): the turn goes by load alone.
+    holder.status = 'restarting';
+    holder.stats = null;
+    expect(route(router, 'again', turn).get('thinker')).toBe('thinker#0');
   });
 });

@@ -53,6 +53,7 @@ export class InstanceEvents {
     this.ctx.log.error({ stage: inst.instance, ...info }, 'stage died; failing its in-flight requests');
     diagnostics.stageDied.publish({ instance: inst.instance, ...info });
     inst.worker = null;
+    inst.stats = null; // what it reported (its queue, its prefix cache's blocks) died with it
     const error = {
       code: ErrorCodes.STAGE_DIED,
       message:

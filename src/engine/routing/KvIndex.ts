@@ -40,6 +40,11 @@ export class KvIndex {
     this.#instances.set(instance, { root: held.root, blockPositions: held.blockPositions, names: new Set(held.names) });
   }
 
+  /** Keeps only these instances (the ready ones): the others are gone or restarting. */
+  retain(instances: ReadonlySet<string>): void {
+    for (const instance of this.#instances.keys()) if (!instances.has(instance)) this.#instances.delete(instance);
+  }
+
   /** The instance is gone, restarted or reloaded: its cache is empty or unknown. */
   forget(instance: string): void {
     this.#instances.delete(instance);

@@ -5,12 +5,15 @@
  * admission to an encoder's `finished`, from the rows being ready to the first text token), so no stage reports
  * anything new. `ttft` routes by chooseRoute() over that snapshot; least_loaded and round_robin exist for
  * comparison. Every policy's choice gets a predicted TTFT, checked against the actual one at the first token
- * (chorus:route:ttft), and a decision reason (chorus:route:decision).
+ * (chorus:route:ttft), and a decision reason (chorus:route:decision). Under `ttft` each Thinker instance is charged
+ * only the prompt positions its prefix cache does not hold (KvIndex.ts, from the instances' stats reports), and the
+ * queue counts what the chosen instance will compute.
  */
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
+import { KvIndex } from './KvIndex.ts';
 import {
   chooseRoute,
   type EcEntry,
@@ -78,6 +81,7 @@ export class Router {
   readonly #prefillRate = new Map<string, number>();
   readonly #secondsPerRow = new Map<string, number>();
   readonly #turn = new Map<string, number>();
+  readonly #kv = new KvIndex();
 
   constructor(
     private readonly policy: RoutingPolicy,
@@ -121,8 +125,10 @@ export class Router {
     const chosen = new Map<string, InstanceView>();
     let reason: string = this.policy;
     const entry = stages.find((s) => s.stageId === entryStageId)!;
+    let cached: ReadonlyMap<string, number> = new Map();
     if (this.policy === 'ttft') {
-      const all = this.snapshot(stages.filter(routed), () => true, ecLookup);
+      cached = this.overlaps(entry, prompt);
+      const all = this.snapshot(stages.filter(routed), () => true, ecLookup, cached);
       const best = () => chooseRoute(all, request);
       let choice = null as ReturnType<typeof chooseRoute>;
       reason = 'pinned'; // unless pick() runs: a retained prefix decided the Thinker
@@ -150,8 +156,24 @@ export class Router {
       for (const s of stages.filter((x) => x.encoder)) chosen.set(s.stageId, byPolicy(s));
     }
     for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
-    const ticket = this.admit(requestId, request, chosen, stages.filter(routed), reason, ecLookup);
+    const ticket = this.admit(requestId, request, chosen, stages.filter(routed), reason, ecLookup, cached);
     return { chosen, ticket };
+  }
+
+  /**
+   * Prompt positions each ready instance of the entry stage holds in its prefix cache, from its latest stats report
+   * (an instance restarting or lost is not ready: it counts for nothing, and leaves the index).
+   */
+  private overlaps(entry: StageSpec, prompt: PreparedPrompt): ReadonlyMap<string, number> {
+    const ready = [...this.slots.values()].filter((s) => s.spec === entry && s.status === 'ready');
+    this.#kv.retain(new Set(ready.map((s) => s.instance)));
+    for (const s of ready) this.#kv.update(s.instance, s.stats?.prefix?.held);
+    if (this.#kv.size === 0) return new Map();
+    const namable = Math.min(prompt.promptTokenIds.length, ...prompt.spans.map((span) => span.start));
+    return this.#kv.overlaps(
+      ready.map((s) => s.instance),
+      { tokenIds: prompt.promptTokenIds, namable },
+    );
   }
 
   private firstToken(a: Admitted, atMs: number): void {
@@ -180,7 +202,12 @@ export class Router {
   }
 
   /** The load and rates of the ready instances of `stages` (for tests and /v1/stages-style introspection too). */
-  snapshot(stages: readonly StageSpec[], keep: (slot: InstanceView) => boolean, ecLookup: EcLookup): LoadSnapshot {
+  snapshot(
+    stages: readonly StageSpec[],
+    keep: (slot: InstanceView) => boolean,
+    ecLookup: EcLookup,
+    cached: ReadonlyMap<string, number> = new Map(),
+  ): LoadSnapshot {
     const thinkers: ThinkerLoad[] = [];
     const encoders: EncoderLoad[] = [];
     for (const slot of this.slots.values()) {
@@ -200,6 +227,7 @@ export class Router {
           queuedPrefillTokens: this.#queuedTokens.get(slot.instance) ?? 0,
           prefillTokensPerSecond: this.#prefillRate.get(slot.instance) ?? null,
           inFlight: slot.inFlight.size,
+          cachedPositions: cached.get(slot.instance) ?? 0,
         });
     }
     return { thinkers, encoders, ecLookup, defaults: ROUTE_DEFAULTS };
@@ -212,12 +240,13 @@ export class Router {
     routed: readonly StageSpec[],
     reason: string,
     ecLookup: EcLookup,
+    cached: ReadonlyMap<string, number>,
   ): RouteTicket | null {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
     if (!thinker) return null;
     // The prediction for what was chosen, whatever the policy (so least_loaded's guesses are checked too).
-    const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup);
+    const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup, cached);
     const predicted = chooseRoute(mine, request);
     const hits = new Set(predicted?.ecHits ?? []);
     const encoders = new Map<string, { rows: number; rowsAhead: number }>();
@@ -236,7 +265,8 @@ export class Router {
       requestId,
       admittedAtMs: Date.now(),
       thinker: thinker.instance,
-      promptTokens: request.promptTokens,
+      // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
+      promptTokens: Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0)),
       tokensAhead,
       encoders,
       predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
@@ -246,7 +276,8 @@ export class Router {
       done: false,
     };
     if (encoders.size === 0) this.enqueue(admitted);
-    diagnostics.routeDecision.publish({ policy: this.policy, reason });
+    const cachedPositions = cached.get(thinker.instance) ?? 0;
+    diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
     return {
       firstToken: (atMs) => this.firstToken(admitted, atMs),
       encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),

@@ -1,0 +1,104 @@
+/**
+ * KV-aware routing on a real pipeline (issue 29): two Thinker replicas, each with its prefix cache; a chat client
+ * resending its growing history. Every turn after the first goes to the replica whose cache holds the conversation,
+ * which reports exactly the positions the router counted on as cached; when that replica is killed, the next turn
+ * goes to the other one (its blocks forgotten at once), is computed there in full, and the turn after it follows.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { channelNames } from '../../src/common/diagnostics.ts';
+import type { ChatMessage } from '../../src/common/engine.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { collect, configWith } from '../helpers/engine.ts';
+
+interface Decision {
+  readonly reason: string;
+  readonly instance: string;
+  readonly cachedPositions: number;
+}
+interface StatsReport {
+  readonly instance: string;
+  readonly prefix?: { readonly held?: { readonly names: readonly string[] } };
+}
+
+let engine: Orchestrator;
+const decisions: Decision[] = [];
+const reports: StatsReport[] = [];
+const onDecision = (m: unknown) => decisions.push(m as Decision);
+const onStats = (m: unknown) => reports.push(m as StatsReport);
+
+beforeAll(async () => {
+  subscribe(channelNames.routeDecision, onDecision);
+  subscribe(channelNames.stageStats, onStats);
+  engine = await Orchestrator.start(
+    configWith('text-only.yaml', { 'final_output: true': 'replicas: 2\n    final_output: true' }),
+  );
+}, 120_000);
+
+afterAll(async () => {
+  unsubscribe(channelNames.routeDecision, onDecision);
+  unsubscribe(channelNames.stageStats, onStats);
+  await engine?.close();
+});
+
+/** Resolves with the first message on `channel` that `match` accepts. */
+function next(channel: string, match: (m: unknown) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = (m: unknown) => {
+      if (!match(m)) return;
+      unsubscribe(channel, check);
+      resolve();
+    };
+    subscribe(channel, check);
+  });
+}
+
+/**
+ * Resolves once `instance` reports holding the conversation so far: more blocks than the turn before could fill
+ * (a report made before the last turn ended may arrive after its answer: stats and chunks travel apart).
+ */
+const heldReport = (instance: string, prompt: number) =>
+  next(channelNames.stageStats, (m) => {
+    const r = m as StatsReport;
+    return r.instance === instance && (r.prefix?.held?.names.length ?? 0) >= Math.floor(prompt / 16);
+  });
+
+const words = (turn: number) =>
+  Array.from({ length: 60 }, (_, i) => ['ask', 'tell', 'more', 'about', 'the', 'river'][(i + turn) % 6]).join(' ');
+
+describe('KV-aware routing across two Thinker replicas', () => {
+  it("each turn goes where its conversation's KV is; a killed replica's turns move and follow again", async () => {
+    const messages: ChatMessage[] = [];
+    const turn = async (n: number) => {
+      messages.push({ role: 'user', content: `${n} ${words(n)}` });
+      const handle = engine.generate({ messages: [...messages], modalities: ['text'], sampling: { maxTokens: 24 } });
+      const { text, done } = await collect(handle);
+      messages.push({ role: 'assistant', content: text });
+      return { decision: decisions.at(-1)!, cached: done.usage.cachedTokens ?? 0, prompt: done.usage.promptTokens };
+    };
+    let last = await turn(0);
+    const holder = last.decision.instance;
+    for (let n = 1; n <= 3; n++) {
+      await heldReport(holder, last.prompt);
+      const t = await turn(n);
+      expect(t.decision).toMatchObject({ instance: holder, reason: 'kv_overlap' });
+      expect(t.cached).toBeGreaterThanOrEqual(16 * Math.floor(last.prompt / 16)); // every block of the last prompt
+      expect(t.decision.cachedPositions).toBe(t.cached); // the router counted on exactly what the replica reused
+      last = t;
+    }
+
+    const died = next(channelNames.stageDied, (m) => (m as { instance: string }).instance === holder);
+    engine.workerOf(holder)!.kill('SIGKILL');
+    await died;
+    const moved = await turn(4);
+    const other = moved.decision.instance;
+    expect(other).not.toBe(holder);
+    expect(moved.cached).toBe(0);
+    await heldReport(other, moved.prompt);
+    const after = await turn(5);
+    // 'kv_overlap' if the killed replica is back by now, 'single' while it restarts: either way, here.
+    expect(after.decision.instance).toBe(other);
+    expect(after.cached).toBe(after.decision.cachedPositions);
+    expect(after.cached).toBeGreaterThanOrEqual(16 * Math.floor(moved.prompt / 16));
+  }, 120_000);
+});
