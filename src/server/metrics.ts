@@ -143,8 +143,17 @@ export const engineMetrics = {
     name: 'chorus_route_decisions_total',
     help:
       'Requests routed, by policy (routing: ttft | least_loaded | round_robin) and why (ttft: shorter_queue, ' +
-      'ec_local, faster, unmeasured, single, pinned).',
+      'ec_local, kv_overlap, faster, unmeasured, single, pinned).',
     labelNames: ['policy', 'reason'] as const,
+    registers: [metricsRegistry],
+  }),
+  routeCachedPositions: new Histogram({
+    name: 'chorus_route_cached_positions',
+    help:
+      "Prompt positions the chosen Thinker instance's prefix cache held for each routed request, as the router " +
+      'counted them (KV-aware routing): the count is decisions, the sum positions routed to their cache.',
+    labelNames: ['policy'] as const,
+    buckets: [0, 16, 64, 256, 1024, 4096, 16384],
     registers: [metricsRegistry],
   }),
   routeTtftError: new Histogram({
@@ -371,8 +380,10 @@ export function bridgeEngineDiagnostics(): void {
     if (typeof slackMs === 'number') engineMetrics.playbackSlackSeconds.observe(slackMs / 1000);
   });
   subscribe(channelNames.routeDecision, (message) => {
-    const { policy, reason } = message as { policy?: unknown; reason?: unknown };
-    if (typeof policy === 'string' && typeof reason === 'string') engineMetrics.routeDecisions.inc({ policy, reason });
+    const { policy, reason, cachedPositions } = message as Record<string, unknown>;
+    if (typeof policy !== 'string' || typeof reason !== 'string') return;
+    engineMetrics.routeDecisions.inc({ policy, reason });
+    if (typeof cachedPositions === 'number') engineMetrics.routeCachedPositions.observe({ policy }, cachedPositions);
   });
   subscribe(channelNames.routeTtft, (message) => {
     const { modality, predictedSeconds, actualSeconds } = message as Record<string, unknown>;
