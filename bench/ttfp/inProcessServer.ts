@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import type { SchedulingPolicy, StageGraph } from '../../src/common/graph.ts';
+import type { RoutingPolicy, SchedulingPolicy, StageGraph } from '../../src/common/graph.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
@@ -31,6 +31,8 @@ export interface ConfigOverrides {
   readonly scheduling?: SchedulingPolicy;
   /** false: every stage's engine.prefix_cache off (the cache against itself, --compare-prefix-cache). */
   readonly prefix_cache?: false;
+  /** Which instances take a request (--compare-routing). */
+  readonly routing?: RoutingPolicy;
 }
 
 /** The YAML with the given top-level keys set (prefix_cache: on every stage's engine), comments and layout kept. */

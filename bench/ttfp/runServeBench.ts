@@ -7,7 +7,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import type { StageGraph } from '../../src/common/graph.ts';
+import type { RoutingPolicy, StageGraph } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { presets } from '../../stages/generator/presets.ts';
@@ -155,7 +155,10 @@ export function interleaves(modes: readonly Mode[]): boolean {
 
 /** The servers a run measures, from its target and its --compare-* option. */
 export async function planModes(
-  o: Pick<ServeBenchOptions, 'target' | 'compareSync' | 'compareScheduling' | 'compareConfig' | 'comparePrefixCache'>,
+  o: Pick<
+    ServeBenchOptions,
+    'target' | 'compareSync' | 'compareScheduling' | 'compareConfig' | 'comparePrefixCache' | 'compareRouting'
+  >,
 ): Promise<Mode[]> {
   const t = o.target;
   const variant = (asyncChunk: boolean) => (asyncChunk ? 'async' : 'sync');
@@ -168,11 +171,13 @@ export async function planModes(
   });
   if (t.kind === 'config') {
     const compares = [o.compareSync, o.compareConfig !== undefined, o.compareScheduling, o.comparePrefixCache];
-    if (compares.filter(Boolean).length > 1)
+    if ([...compares, o.compareRouting !== undefined].filter(Boolean).length > 1)
       throw new ChorusError(
         ErrorCodes.REQUEST_INVALID,
-        'give one of --compare-sync, --compare-config, --compare-scheduling and --compare-prefix-cache',
+        'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
+          '--compare-routing',
       );
+    if (o.compareRouting !== undefined) return routingModes(t.file, o.compareRouting, of);
     if (o.compareConfig !== undefined) {
       const files = [t.file, o.compareConfig];
       const configs = await Promise.all(files.map((f) => readBenchConfig(f)));
@@ -200,6 +205,8 @@ export async function planModes(
     if (o.comparePrefixCache) return [of('cache', a), of('no-cache', b)];
     return o.compareSync ? [of('async', a), of('sync', b)] : [of('playback', a), of('fifo', b)];
   }
+  if (o.compareRouting !== undefined)
+    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-routing needs --config (the bench starts both)');
   if (o.compareConfig !== undefined || o.compareScheduling || o.comparePrefixCache)
     throw new ChorusError(
       ErrorCodes.REQUEST_INVALID,
@@ -299,4 +306,32 @@ async function remoteTokenizer(t: Extract<BenchTarget, { kind: 'url' }>, log: Lo
       'and may differ on the server (results.json records the served prompt_tokens)',
   );
   return new ByteTokenizer(512);
+}
+
+/**
+ * --compare-routing POLICY: the config as it is (named by its routing policy) against the same with `routing:
+ * POLICY`. Routing chooses among instances: a config with one instance of every routed stage compares nothing.
+ */
+async function routingModes(
+  file: string,
+  policy: RoutingPolicy,
+  of: (variant: string, config: BenchConfig) => Mode,
+): Promise<Mode[]> {
+  const [a, b] = await Promise.all([readBenchConfig(file), readBenchConfig(file, { routing: policy })]);
+  if (a.graph.routing === policy)
+    throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${file} already routes by ${policy}: compare another policy`);
+  const entry = a.graph.stages.find((s) => s.stageId === a.graph.entryStageId)!;
+  if (entry.replicas < 2 && remoteStagesOf(a.graph).length === 0)
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `${file}: --compare-routing needs several instances to choose from: set replicas: 2 (or more) on the ` +
+        `${entry.stageId} stage`,
+    );
+  if (remoteStagesOf(a.graph).length > 0)
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `--compare-routing runs a changed copy of ${file}, but its remote stages load the file as it is: write the ` +
+        'variant to its own file and use --compare-config',
+    );
+  return [of(a.graph.routing, a), of(policy, b)];
 }

@@ -1,6 +1,7 @@
 /**
  * What `chorus bench` (the TTFP bench) is told to do: runServeBench.ts runs it, modeRun.ts measures one mode of it.
  */
+import type { RoutingPolicy } from '../../src/common/graph.ts';
 import type { Logger } from '../../src/common/log.ts';
 import type { Protocol } from './clients/BenchClient.ts';
 import type { RunRow } from './results.ts';
@@ -25,6 +26,8 @@ export interface ServeBenchOptions {
   readonly compareScheduling?: boolean;
   /** Runs the config as it is and with every stage's prefix cache off (variants "cache" and "no-cache"). */
   readonly comparePrefixCache?: boolean;
+  /** Runs the config as it is (variant: its routing policy) and with `routing:` this policy (variant: its name). */
+  readonly compareRouting?: RoutingPolicy;
   /** A second config run after --config's (--config target only); ratios are --config over it. */
   readonly compareConfig?: string;
   /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */

@@ -25,8 +25,11 @@ describe('chorus bench arguments', () => {
     [['--no-such-flag'], /Unknown option '--no-such-flag'/],
     [
       ['--compare-sync', '--compare-scheduling'],
-      /one of --compare-sync, --compare-config, --compare-scheduling and --compare-prefix-cache/,
+      /one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and --compare-routing/,
     ],
+    [['--compare-routing', 'random'], /--compare-routing takes one of ttft, least_loaded, round_robin, got "random"/],
+    [['--compare-routing', 'ttft', '--compare-sync'], /one of --compare-sync, .* and --compare-routing/],
+    [['--url', 'http://127.0.0.1:1', '--compare-routing', 'ttft'], /--compare-routing is for --config/],
     [['--url', 'http://127.0.0.1:1', '--compare-scheduling'], /--compare-scheduling is for --config/],
     [['--ttfp-target-ms', '0'], /--ttfp-target-ms must be an integer >= 1/],
     [['--turns', '0'], /--turns must be an integer >= 1, got "0"/],
@@ -45,6 +48,11 @@ describe('chorus bench arguments', () => {
     const { usage } = await import('../../src/cli/commands/bench.ts');
     expect(usage).toMatch(/chorus bench --turns N /);
     expect(usage).toMatch(/^--turns N: conversations of N turns/m);
+  });
+
+  it('--compare-routing refuses a config with one Thinker instance, naming the fix, before starting anything', async () => {
+    const err = await failure(['--compare-routing', 'least_loaded', '--concurrency', '1', '--num-prompts', '1']);
+    expect(err.message).toMatch(/needs several instances to choose from: set replicas: 2 \(or more\) on the thinker/);
   });
 
   it('--url without a server says so', async () => {

@@ -34,6 +34,7 @@ export interface TurnsBenchOptions
       | 'compareScheduling'
       | 'compareConfig'
       | 'comparePrefixCache'
+      | 'compareRouting'
       | 'limit'
       | 'limitRepeats'
       | 'command'

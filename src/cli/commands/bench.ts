@@ -17,6 +17,7 @@ import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
+import type { RoutingPolicy } from '../../common/graph.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
 import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
 import { runVoiceTurnsCommand, voiceTurnsUsage } from './benchVoiceTurns.ts';
@@ -38,8 +39,8 @@ const RUN_OPTIONS = {
 export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
-               [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache]
-               [--redis-url URL] [--out DIR]
+               [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
+                | --compare-routing POLICY] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--goals] [--json]
@@ -58,7 +59,9 @@ ${mixUsage.trimEnd()}
 --compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
 reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
 (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
-with every stage's engine.prefix_cache off ("no-cache"). The two servers of a comparison run at once and each
+with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
+routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
+instances to choose from, e.g. replicas: 2). The two servers of a comparison run at once and each
 concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
 stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
@@ -166,6 +169,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'compare-config': { type: 'string' },
     'compare-scheduling': { type: 'boolean', default: false },
     'compare-prefix-cache': { type: 'boolean', default: false },
+    'compare-routing': { type: 'string' },
     'redis-url': { type: 'string' },
     ...RUN_OPTIONS,
     'initial-codec-chunk-frames': { type: 'string' },
@@ -183,14 +187,17 @@ async function runServeCommand(argv: string[]): Promise<number> {
     v['compare-config'] !== undefined,
     v['compare-scheduling'] === true,
     v['compare-prefix-cache'] === true,
+    v['compare-routing'] !== undefined,
   ];
   if (compares.filter(Boolean).length > 1)
     throw new UsageError(
-      'give one of --compare-sync, --compare-config, --compare-scheduling and --compare-prefix-cache',
+      'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
+        '--compare-routing',
     );
-  for (const flag of ['compare-scheduling', 'compare-prefix-cache'] as const)
-    if (v[flag] === true && v.url !== undefined)
+  for (const flag of ['compare-scheduling', 'compare-prefix-cache', 'compare-routing'] as const)
+    if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
       throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
+  const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   const protocol = protocolOf(v.protocol);
   const turns = v.turns === undefined ? undefined : positiveInt('turns', v.turns, 1);
@@ -219,6 +226,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     compareSync: v['compare-sync'] === true,
     compareScheduling: v['compare-scheduling'] === true,
     comparePrefixCache: v['compare-prefix-cache'] === true,
+    ...(compareRouting !== undefined ? { compareRouting } : {}),
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
     ...(v['initial-codec-chunk-frames'] !== undefined
@@ -375,4 +383,12 @@ async function runTransportCommand(argv: string[]): Promise<number> {
   });
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatTransportTable(result)}\n`);
   return 0;
+}
+
+const ROUTING_POLICIES: readonly RoutingPolicy[] = ['ttft', 'least_loaded', 'round_robin'];
+
+function routingPolicyOf(value: string): RoutingPolicy {
+  if (!(ROUTING_POLICIES as readonly string[]).includes(value))
+    throw new UsageError(`--compare-routing takes one of ${ROUTING_POLICIES.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as RoutingPolicy;
 }
