@@ -50,7 +50,7 @@ describe('chorus bench arguments', () => {
     expect(usage).toMatch(/^--turns N: conversations of N turns/m);
   });
 
-  it('--compare-routing refuses a config with one Thinker instance, naming the fix, before starting anything', async () => {
+  it('--compare-routing refuses a config with one Thinker instance, naming the fix, before it starts', async () => {
     const err = await failure(['--compare-routing', 'least_loaded', '--concurrency', '1', '--num-prompts', '1']);
     expect(err.message).toMatch(/needs several instances to choose from: set replicas: 2 \(or more\) on the thinker/);
   });
