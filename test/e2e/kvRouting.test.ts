@@ -1,7 +1,8 @@
 /**
  * KV-aware routing on a real pipeline (issue 29): two Thinker replicas, each with its prefix cache; a chat client
- * resending its growing history. Every turn after the first goes to the replica whose cache holds the conversation,
- * which reports exactly the positions the router counted on as cached; when that replica is killed, the next turn
+ * resending its growing history. Every turn after the first goes to the replica whose cache holds the conversation:
+ * sent at once, on the router's prediction (the last prompt ended there); after the replica's report, counting on
+ * exactly the positions the replica then reuses; when that replica is killed, the next turn
  * goes to the other one (its blocks forgotten at once), is computed there in full, and the turn after it follows.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -78,7 +79,14 @@ describe('KV-aware routing across two Thinker replicas', () => {
     };
     let last = await turn(0);
     const holder = last.decision.instance;
-    for (let n = 1; n <= 3; n++) {
+    // At once, as a client sends its next turn when the answer ends: no report says yet what the replica holds;
+    // the router counts on the prompt that ended there.
+    const soon = await turn(1);
+    expect(soon.decision).toMatchObject({ instance: holder, reason: 'kv_overlap' });
+    expect(soon.decision.cachedPositions).toBe(16 * Math.floor(last.prompt / 16)); // every block of that prompt
+    expect(soon.cached).toBeGreaterThanOrEqual(soon.decision.cachedPositions);
+    last = soon;
+    for (let n = 2; n <= 3; n++) {
       await heldReport(holder, last.prompt);
       const t = await turn(n);
       expect(t.decision).toMatchObject({ instance: holder, reason: 'kv_overlap' });

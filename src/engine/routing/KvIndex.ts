@@ -5,7 +5,11 @@
  *
  * A report replaces the instance's whole set (a summary, not events: a lost or late report is corrected by the next,
  * 250 ms later, and no sequence can go out of step); an instance lost, restarted or reloaded is forgotten at once.
- * Memory is bounded by what reports carry (MAX_HELD_NAMES a report) times the instances.
+ * Between reports main predicts: a request that ended on an instance left its prompt's blocks there (every ending
+ * does), so they count as held for PREDICTION_MS, by when reports made after that ending have come (a client that
+ * sends its next turn as soon as an answer ends would otherwise be routed on a report older than that answer).
+ * Memory is bounded by what reports carry (MAX_HELD_NAMES a report) times the instances, plus the prompts of the
+ * last PREDICTION_MS.
  *
  * Main names a prompt's blocks as the Thinker does (blockNames.ts) as far as it holds the inputs: token ids up to
  * its first media position (media positions are named by their rows, which only the Thinker has).
@@ -17,7 +21,15 @@ interface InstanceBlocks {
   readonly root: string;
   readonly blockPositions: number;
   readonly names: ReadonlySet<string>;
+  /** Names of prompts that ended here since, and until when they count (ms on the caller's clock). */
+  readonly predicted: Map<string, number>;
 }
+
+/** How a cache names its blocks: the root of the chain and the positions of a block. */
+export type Naming = Pick<HeldBlocks, 'root' | 'blockPositions'>;
+
+/** How long a prompt that ended on an instance counts as held there without a report saying so. */
+export const PREDICTION_MS = 1000;
 
 /** A prompt as the router names it: its token ids and where its first media position is (or its length). */
 export interface NamedPrompt {
@@ -29,15 +41,30 @@ export interface NamedPrompt {
 export class KvIndex {
   readonly #instances = new Map<string, InstanceBlocks>();
 
-  /** An instance's report: its set is replaced (an instance without a cache, or an empty one, holds nothing). */
+  /** An instance's report: its set is replaced (predictions stay until they expire); none: it has no cache. */
   update(instance: string, held: HeldBlocks | undefined): void {
-    if (!held || held.names.length === 0) {
+    if (!held) {
       this.#instances.delete(instance);
       return;
     }
     const current = this.#instances.get(instance);
     if (current && sameBlocks(current, held)) return; // most reports between two requests' ends
-    this.#instances.set(instance, { root: held.root, blockPositions: held.blockPositions, names: new Set(held.names) });
+    const { root, blockPositions } = held;
+    const predicted =
+      current?.root === root && current.blockPositions === blockPositions ? current.predicted : new Map();
+    this.#instances.set(instance, { root, blockPositions, names: new Set(held.names), predicted });
+  }
+
+  /**
+   * A request with this prompt ended on `instance` at `nowMs`: its blocks count as held there for a while. `naming`
+   * names them for an instance that has not reported yet (the stage's model and block size, as its cache names).
+   */
+  predict(instance: string, prompt: NamedPrompt, nowMs: number, naming: Naming): void {
+    let held = this.#instances.get(instance);
+    if (!held) this.#instances.set(instance, (held = { ...naming, names: new Set(), predicted: new Map() }));
+    for (const [name, until] of held.predicted) if (until <= nowMs) held.predicted.delete(name);
+    // An ended request computed every position of its prompt (its last too: it sampled there).
+    for (const name of this.#name(held, prompt, prompt.namable)) held.predicted.set(name, nowMs + PREDICTION_MS);
   }
 
   /** Keeps only these instances (the ready ones): the others are gone or restarting. */
@@ -54,7 +81,7 @@ export class KvIndex {
    * Positions of the prompt's leading blocks each instance holds (0 for an instance it knows nothing of). Prompts
    * are named once per distinct (root, block size): replicas of one stage share both.
    */
-  overlaps(instances: readonly string[], prompt: NamedPrompt): Map<string, number> {
+  overlaps(instances: readonly string[], prompt: NamedPrompt, nowMs: number): Map<string, number> {
     const named = new Map<string, string[]>();
     const out = new Map<string, number>();
     for (const instance of instances) {
@@ -66,8 +93,9 @@ export class KvIndex {
       const key = `${held.blockPositions} ${held.root}`;
       let names = named.get(key);
       if (!names) named.set(key, (names = this.#name(held, prompt)));
+      const has = (name: string) => held.names.has(name) || (held.predicted.get(name) ?? 0) > nowMs;
       let blocks = 0;
-      while (blocks < names.length && held.names.has(names[blocks])) blocks++;
+      while (blocks < names.length && has(names[blocks])) blocks++;
       out.set(instance, blocks * held.blockPositions);
     }
     return out;
@@ -78,9 +106,8 @@ export class KvIndex {
     return this.#instances.size;
   }
 
-  #name(held: InstanceBlocks, prompt: NamedPrompt): string[] {
-    // The Thinker computes at least the prompt's last position (it samples the first token): never named here.
-    const limit = Math.min(prompt.namable, prompt.tokenIds.length - 1);
+  /** Names of the prompt's whole blocks in [0, limit); by default not its last position, which it computes. */
+  #name(held: Naming, prompt: NamedPrompt, limit = Math.min(prompt.namable, prompt.tokenIds.length - 1)): string[] {
     return tokenBlockNames(held.root, held.blockPositions, prompt.tokenIds, limit).map((n) =>
       n.slice(0, ROUTING_NAME_CHARS),
     );

@@ -13,7 +13,7 @@ import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
-import { KvIndex } from './KvIndex.ts';
+import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import {
   chooseRoute,
   type EcEntry,
@@ -42,6 +42,8 @@ interface Admitted {
   readonly promptTokens: number;
   /** Tokens queued on the Thinker ahead of it, when it was admitted. */
   readonly tokensAhead: number;
+  /** Its prompt as the KV index names it: when it ends, its blocks are in its Thinker's cache. */
+  readonly named: NamedPrompt;
   /** Encoder instance -> its rows for this request and the rows queued there ahead of them. */
   readonly encoders: Map<string, { rows: number; rowsAhead: number }>;
   readonly predictedTtftSeconds: number;
@@ -156,7 +158,7 @@ export class Router {
       for (const s of stages.filter((x) => x.encoder)) chosen.set(s.stageId, byPolicy(s));
     }
     for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
-    const ticket = this.admit(requestId, request, chosen, stages.filter(routed), reason, ecLookup, cached);
+    const ticket = this.admit(requestId, prompt, request, chosen, stages.filter(routed), reason, ecLookup, cached);
     return { chosen, ticket };
   }
 
@@ -167,12 +169,13 @@ export class Router {
   private overlaps(entry: StageSpec, prompt: PreparedPrompt): ReadonlyMap<string, number> {
     const ready = [...this.slots.values()].filter((s) => s.spec === entry && s.status === 'ready');
     this.#kv.retain(new Set(ready.map((s) => s.instance)));
-    for (const s of ready) this.#kv.update(s.instance, s.stats?.prefix?.held);
+    // No report yet (a stage just started): what main predicted stands; a report without a cache: it holds nothing.
+    for (const s of ready) if (s.stats) this.#kv.update(s.instance, s.stats.prefix?.held);
     if (this.#kv.size === 0) return new Map();
-    const namable = Math.min(prompt.promptTokenIds.length, ...prompt.spans.map((span) => span.start));
     return this.#kv.overlaps(
       ready.map((s) => s.instance),
-      { tokenIds: prompt.promptTokenIds, namable },
+      namedPrompt(prompt),
+      Date.now(),
     );
   }
 
@@ -235,6 +238,7 @@ export class Router {
 
   private admit(
     requestId: string,
+    prompt: PreparedPrompt,
     request: { promptTokens: number; items: readonly RouteItem[] },
     chosen: ReadonlyMap<string, InstanceView>,
     routed: readonly StageSpec[],
@@ -268,6 +272,7 @@ export class Router {
       // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
       promptTokens: Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0)),
       tokensAhead,
+      named: namedPrompt(prompt),
       encoders,
       predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
       modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
@@ -281,7 +286,13 @@ export class Router {
     return {
       firstToken: (atMs) => this.firstToken(admitted, atMs),
       encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),
-      release: () => this.release(admitted),
+      release: () => {
+        this.release(admitted);
+        const cache = entry.engine.prefixCache;
+        if (!cache) return;
+        const naming = { root: JSON.stringify(entry.model), blockPositions: cache.blockPositions };
+        this.#kv.predict(admitted.thinker, admitted.named, Date.now(), naming);
+      },
     };
   }
 
@@ -300,6 +311,12 @@ export class Router {
       this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
     a.encoders.clear();
   }
+}
+
+/** A prompt as the KV index names it: token ids up to its first media position. */
+function namedPrompt(prompt: PreparedPrompt): NamedPrompt {
+  const namable = Math.min(prompt.promptTokenIds.length, ...prompt.spans.map((span) => span.start));
+  return { tokenIds: prompt.promptTokenIds, namable };
 }
 
 function learn(rates: Map<string, number>, instance: string, sample: number): void {
