@@ -16,6 +16,7 @@ import type { RoutingPolicy } from '../../src/common/graph.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from '../../src/engine/processCpu.ts';
 import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { encoderStatsOf } from '../../src/kinds/encoder/protocol.ts';
 import { pngBytes, wavBytes } from '../mediaSamples.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { mixWorkload, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';
@@ -165,8 +166,9 @@ function ecLookups(): { counts: { hits: number; misses: number }; stop: () => vo
 function encoderTotals(): { totals: Map<string, { hits: number; misses: number }>; stop: () => void } {
   const totals = new Map<string, { hits: number; misses: number }>();
   const on = (m: unknown) => {
-    const s = m as { instance?: string; encoder?: { cacheHits: number; cacheMisses: number } };
-    if (s.instance && s.encoder) totals.set(s.instance, { hits: s.encoder.cacheHits, misses: s.encoder.cacheMisses });
+    const s = m as { instance?: string; kind?: unknown };
+    const { encoder } = encoderStatsOf(s);
+    if (s.instance && encoder) totals.set(s.instance, { hits: encoder.cacheHits, misses: encoder.cacheMisses });
   };
   subscribe(channelNames.stageStats, on);
   return { totals, stop: () => unsubscribe(channelNames.stageStats, on) };

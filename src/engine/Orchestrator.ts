@@ -22,6 +22,7 @@ import {
   type ProvisionedEdges,
 } from '../../transport/createConnector.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
+import { thinkerMessage } from '../kinds/thinker/protocol.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';
 import { sendMedia } from './MediaRoutes.ts';
 import { EcStore } from './ec/EcStore.ts';
@@ -185,7 +186,7 @@ export class Orchestrator implements Engine {
 
   releasePrefix(key: string): void {
     const instance = this.prefixRoutes.release(key);
-    if (instance !== undefined) this.pool.send(instance, { type: 'release_prefix', key });
+    if (instance !== undefined) this.pool.send(instance, thinkerMessage.releasePrefix(key));
   }
 
   /** Ends a request as cancelled; `reason` says who or what cancelled it (default: the client). */

@@ -1,7 +1,7 @@
 /**
- * What main tells each chosen stage instance when it admits a request: its `add` message (prompt for the entry
- * stage, sampling, downstream targets and upstream sources with their deadlines, the media plan, the playback
- * plan), built from the admission's choices. Pure: the Orchestrator sends them.
+ * What main tells each chosen stage instance when it admits a request: its `add` message (sampling, downstream
+ * targets and upstream sources with their deadlines, and the kind's own arguments, which its descriptor builds),
+ * from the admission's choices. Pure: the Orchestrator sends them.
  */
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { GenerateRequest } from '../common/engine.ts';
@@ -9,7 +9,7 @@ import { stageKinds } from '../kinds/registry.ts';
 import type { AddRequest, DownstreamTarget, EcDrop, PlaybackPlan, UpstreamSource } from '../worker/messages.ts';
 import type { RequestMediaPlan } from './MediaRoutes.ts';
 import { MAIN } from './planEdges.ts';
-import { statefulVocoder, type InstanceView } from './pool/StageInstance.ts';
+import type { InstanceView } from './pool/StageInstance.ts';
 
 export interface Admission {
   readonly requestId: string;
@@ -55,38 +55,42 @@ export function upstreamSources(
 
 /**
  * Each stage's instance and `add`, downstream stages first, so each is expecting chunks before its upstream can
- * produce any (the Thinker before its encoders).
+ * produce any (the Thinker before its encoders). The common fields are main's; `args` is the kind's, built by its
+ * descriptor from the admission's kind-neutral facts (StageKindDescriptor.addArgs).
  */
 export function stageAdds(a: Admission): { slot: InstanceView; add: AddRequest }[] {
-  const { request, graph, stages, chosen, media } = a;
-  const stateful = statefulVocoder(chosen.values());
+  const { request, stages, chosen } = a;
+  const chosenFacts = [...chosen.values()].flatMap((v) => (v.worker?.settings ? [v.worker.settings.facts] : []));
   return [...stages].reverse().map((spec) => {
     const slot = chosen.get(spec.stageId)!;
     const downstream: DownstreamTarget[] = stages
       .filter((d) => d.inputs.some((i) => i.from === spec.stageId))
       .map((d) => ({ instance: chosen.get(d.stageId)!.instance, stageId: d.stageId }));
     if (a.outputs.includes(spec)) downstream.push({ instance: MAIN, stageId: MAIN });
-    const isEntry = spec.stageId === graph.entryStageId;
     const upstreams: UpstreamSource[] = spec.encoder
       ? [{ instance: MAIN, stageId: MAIN }]
       : spec.inputs.filter((i) => chosen.has(i.from)).map((i) => a.upstreamOf(i.from));
+    const kind = stageKinds[spec.kind];
     const add: AddRequest = {
       type: 'add',
       requestId: a.requestId,
-      promptTokenIds: isEntry ? a.promptTokenIds : undefined,
-      sampling: { ...spec.defaultSamplingParams, ...request[stageKinds[spec.kind].requestSampling] },
+      sampling: { ...spec.defaultSamplingParams, ...request[kind.requestSampling] },
       downstream,
       upstreams,
-      ...(isEntry && media ? { media: media.thinker } : {}),
-      ...(isEntry && request.prefix ? { prefix: request.prefix } : {}),
-      ...(isEntry && a.ecDrop.length > 0 ? { ecDrop: a.ecDrop } : {}),
-      ...(spec.encoder && media ? { encode: media.encode.get(slot.instance) ?? [] } : {}),
-      initialCodecChunkFrames: request.initialCodecChunkFrames,
-      ...(a.firstPacketTokens !== undefined ? { firstPacketTokens: a.firstPacketTokens } : {}),
-      ...(stateful ? { codecLeftContextFrames: 0 } : {}),
-      liveRequests: a.liveRequests,
       firstChunkDeadline: a.firstChunkDeadline,
-      ...(a.playback ? { playback: a.playback } : {}),
+      liveRequests: a.liveRequests,
+      args: kind.addArgs({
+        requestId: a.requestId,
+        request,
+        spec,
+        instance: slot.instance,
+        promptTokenIds: a.promptTokenIds,
+        media: a.media,
+        ecDrop: a.ecDrop,
+        ...(a.firstPacketTokens !== undefined ? { firstPacketTokens: a.firstPacketTokens } : {}),
+        ...(a.playback ? { playback: a.playback } : {}),
+        chosenFacts,
+      }),
     };
     return { slot, add };
   });

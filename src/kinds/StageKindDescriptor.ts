@@ -4,8 +4,8 @@
  * generated model is sized), the stage process asks it to load the model and build the core, and what the model
  * turned out to be travels back to main in READY (ModelFacts). Nothing else switches on a stage kind.
  *
- * A new kind = a folder src/kinds/<kind>/ with its descriptor and core (+ its runner under stages/) and one line
- * in src/kinds/registry.ts.
+ * A new kind = a folder src/kinds/<kind>/ with its descriptor, its protocol (add arguments, stats section,
+ * messages) and core (+ its runner under stages/), and one line in src/kinds/registry.ts.
  */
 import type { TSchema } from '@sinclair/typebox';
 import type {
@@ -17,10 +17,12 @@ import type {
   StageSpec,
   WorkerType,
 } from '../common/graph.ts';
+import type { GenerateRequest } from '../common/engine.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import type { ConfigPath, ProblemSink } from '../common/problems.ts';
 import type { StageContext, StageCore } from '../worker/StageCore.ts';
 import type { BuiltStage } from '../worker/stageMain.ts';
+import type { EcDrop, EncodeItem, PlaybackPlan, ThinkerMediaPlan } from '../worker/messages.ts';
 
 export type { BuiltStage };
 
@@ -49,7 +51,35 @@ export interface GeneratedModelContext {
   readonly modality?: MediaModality;
 }
 
-export interface StageKindDescriptor {
+/**
+ * What main decided when it admitted a request, as every kind sees it: the descriptor's addArgs picks what its
+ * kind reads. Kind-neutral: main fills it the same way for every stage of the request (src/engine/stageAdds.ts).
+ */
+export interface AddArgsContext {
+  readonly requestId: string;
+  readonly request: GenerateRequest;
+  readonly spec: StageSpec;
+  /** The instance the add goes to. */
+  readonly instance: string;
+  /** The request's prompt as token ids (media placeholders expanded). */
+  readonly promptTokenIds: readonly number[];
+  /** With media: the prompt's position map and items, and the items each encoder instance encodes. */
+  readonly media: {
+    readonly thinker: ThinkerMediaPlan;
+    readonly encode: ReadonlyMap<string, readonly EncodeItem[]>;
+  } | null;
+  /** EC-store copies the entry stage must forget. */
+  readonly ecDrop: readonly EcDrop[];
+  /** The first-packet hold (chunkPolicy.ts firstPacketHoldTokens), undefined for none. */
+  readonly firstPacketTokens?: number;
+  /** Requests with audio out: the playback plan (src/engine/playbackPlan.ts). */
+  readonly playback?: PlaybackPlan;
+  /** READY facts of the request's chosen instances (those known): a Talker reads whether its vocoder keeps state. */
+  readonly chosenFacts: readonly ModelFacts[];
+}
+
+/** A: the kind's add arguments (AddRequest.args), declared in its protocol.ts. */
+export interface StageKindDescriptor<A = unknown> {
   readonly kind: StageKind;
   /** Token by token (ar: Thinker, Talker) or one forward per chunk or batch (generation: Code2Wav, encoders). */
   readonly workerType: WorkerType;
@@ -70,6 +100,8 @@ export interface StageKindDescriptor {
    * consumers (an encoder's width is the Thinker's hidden size).
    */
   readonly sizedFrom: 'inputs' | 'consumers';
+  /** Its part of a request's `add` (AddRequest.args), built when main admits the request. */
+  addArgs(ctx: AddArgsContext): A;
   /** The YAML schema of a generated model section (preset, seed, size overrides). */
   modelSchema(modality: MediaModality | undefined): TSchema;
   /** A generated model's spec from its section and neighbours; null with problems recorded. */

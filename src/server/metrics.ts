@@ -9,6 +9,10 @@
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { channelNames } from '../common/diagnostics.ts';
+import { code2wavStatsOf } from '../kinds/code2wav/protocol.ts';
+import { encoderStatsOf } from '../kinds/encoder/protocol.ts';
+import { talkerStatsOf } from '../kinds/talker/protocol.ts';
+import { thinkerStatsOf } from '../kinds/thinker/protocol.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
 import { prefixCacheMetrics } from './prefixCacheMetrics.ts';
@@ -268,14 +272,13 @@ interface StageStatsMessage {
   readonly queueDepth?: unknown;
   readonly batchSizes?: unknown;
   readonly edgeSamples?: unknown;
-  readonly encoder?: unknown;
-  readonly code2wav?: unknown;
-  readonly prefix?: unknown;
+  /** The kind's section (StageStats.kind): read through the kinds' accessors. */
+  readonly kind?: unknown;
   readonly steps?: unknown;
   readonly ar?: unknown;
 }
 
-/** The cumulative cache totals an encoder stage reports (src/worker/messages.ts EncoderStats). */
+/** The cumulative cache totals an encoder stage reports (src/kinds/encoder/protocol.ts EncoderStats). */
 interface EncoderStatsMessage {
   readonly cacheHits?: unknown;
   readonly cacheMisses?: unknown;
@@ -309,7 +312,7 @@ function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
   if (typeof e.cacheBytes === 'number') engineMetrics.encoderCacheBytes.set({ stage }, e.cacheBytes);
 }
 
-/** Code2Wav's frame totals (src/worker/messages.ts Code2WavStats), as counters like the encoder's. */
+/** Code2Wav's frame totals (src/kinds/code2wav/protocol.ts Code2WavStats), as counters like the encoder's. */
 function observeCode2WavStats(stage: string, c: { framesDecoded?: unknown; audioFrames?: unknown; states?: unknown }) {
   code2wavStages.add(stage);
   const counters = [
@@ -359,10 +362,14 @@ function onStageStats(message: unknown): void {
   if (typeof m.queueDepth === 'number') reportStageQueueDepth(stage, m.queueDepth);
   if (Array.isArray(m.batchSizes)) for (const n of m.batchSizes) if (typeof n === 'number') observeStageBatch(stage, n);
   if (Array.isArray(m.edgeSamples)) for (const e of m.edgeSamples) observeEdgeSample(e as EdgeSampleMessage);
-  if (typeof m.encoder === 'object' && m.encoder !== null) observeEncoderStats(stage, m.encoder as EncoderStatsMessage);
-  if (typeof m.code2wav === 'object' && m.code2wav !== null) observeCode2WavStats(stage, m.code2wav);
-  if (typeof m.prefix === 'object' && m.prefix !== null)
-    prefixCache.observe(stage, m.prefix as Record<string, unknown>);
+  const encoder = encoderStatsOf(m).encoder;
+  if (typeof encoder === 'object' && encoder !== null) observeEncoderStats(stage, encoder as EncoderStatsMessage);
+  const code2wav = code2wavStatsOf(m).code2wav;
+  if (typeof code2wav === 'object' && code2wav !== null) observeCode2WavStats(stage, code2wav);
+  // Thinker and Talker sections both carry `prefix` (their prefix caches).
+  const prefix = thinkerStatsOf(m).prefix ?? talkerStatsOf(m).prefix;
+  if (typeof prefix === 'object' && prefix !== null)
+    prefixCache.observe(stage, prefix as unknown as Record<string, unknown>);
   stageCompute.observe(stage, m.steps, m.ar);
 }
 

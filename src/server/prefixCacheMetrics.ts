@@ -7,7 +7,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
 
 export interface PrefixCacheMetrics {
-  /** A stats report's `prefix` section (src/worker/messages.ts PrefixStats). */
+  /** A Thinker or Talker stats section's `prefix` part (src/sched/PrefixCache.ts PrefixCacheStats). */
   observe(stage: string, p: Record<string, unknown>): void;
   /** The instance died: its cache went with it. */
   stageDied(stage: string): void;

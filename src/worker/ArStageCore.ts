@@ -16,7 +16,7 @@ export interface ArRunner<B, O> {
   free(seqId: string): void;
 }
 
-export abstract class ArStageCore<R extends CoreRequest, B, O> extends StageCore<R> {
+export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageCore<R, A> {
   protected readonly scheduler: ArScheduler;
   /** Since the process started: prompt positions computed, outputs sampled (ArStats). */
   private promptTokens = 0;

@@ -55,11 +55,14 @@ export interface CoreRequest {
   readonly requestId: string;
   sampling: SamplingParams;
   readonly downstream: readonly DownstreamTarget[];
-  readonly initialCodecChunkFrames?: number;
   numOutputs: number;
 }
 
-export abstract class StageCore<R extends CoreRequest = CoreRequest> {
+/**
+ * R: the kind's request record; A: the kind's `add` arguments (AddRequest.args, declared in its protocol.ts). The
+ * base reads neither beyond CoreRequest: what a kind needs to know stays in the kind's core.
+ */
+export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown> {
   protected readonly requests = new Map<string, R>();
   protected lastBatchSize = 0;
   protected lastStepMs = 0;
@@ -73,7 +76,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     return this.requests.size;
   }
 
-  add(msg: AddRequest): void {
+  add(msg: AddRequest<A>): void {
     if (this.requests.has(msg.requestId)) {
       this.ctx.log.warn({ requestId: msg.requestId }, 'duplicate add ignored');
       return;
@@ -161,14 +164,12 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     this.failWith(req, reason, error);
   }
 
-  /** Main reports that an upstream instance will deliver nothing more for the request (the Thinker's encoders). */
-  onMediaFailed(_requestId: string, _fromInstance: string, _error: SerializedError): void {}
-
-  /** Main has the request's first audio (the Thinker's first-packet hold ends; other stages hold nothing). */
-  onFirstAudio(_requestId: string): void {}
-
-  /** Main frees a retained prompt prefix (the Thinker's; other stages retain none). */
-  releasePrefix(_key: string): void {}
+  /**
+   * A message of this stage's kind from main (`{type: 'kind'}`: the Thinker's first_audio, media_failed,
+   * release_prefix). Its body is unchecked: the kind's protocol.ts reads it. A kind ignores what is not its own:
+   * main sends some events (first_audio) to every stage of a request without knowing which kinds care.
+   */
+  onKindMessage(_requestId: string | undefined, _body: unknown): void {}
 
   /** When the step loop must run again even if nothing arrives (a batch timeout); null = only on arrivals. */
   nextWakeAtMs(): number | null {
@@ -219,7 +220,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest> {
     if (this.steps.length < MAX_SAMPLES_PER_REPORT) this.steps.push({ phase, ms: this.lastStepMs });
   }
 
-  protected abstract admit(msg: AddRequest): R;
+  protected abstract admit(msg: AddRequest<A>): R;
   protected abstract onChunk(req: R, chunk: ReceivedChunk): void;
   /** Frees scheduler and runner state of a request (finish, fail and abort all end here). */
   protected abstract freeState(req: R): void;

@@ -85,7 +85,7 @@ export class StageLoop {
       try {
         this.handle(msg);
       } catch (err) {
-        if ('requestId' in msg) {
+        if ('requestId' in msg && typeof msg.requestId === 'string') {
           this.post({
             type: 'finished',
             requestId: msg.requestId,
@@ -116,17 +116,11 @@ export class StageLoop {
       case 'resume':
         this.core.resume(msg.requestId);
         return;
-      case 'first_audio':
-        this.core.onFirstAudio(msg.requestId);
+      case 'kind':
+        this.core.onKindMessage(msg.requestId, msg.body);
         return;
       case 'shutdown':
         this.stopping = { drainDeadline: Date.now() + msg.drainMs };
-        return;
-      case 'media_failed':
-        this.core.onMediaFailed(msg.requestId, msg.fromInstance, msg.error);
-        return;
-      case 'release_prefix':
-        this.core.releasePrefix(msg.key);
         return;
       case 'drop_all': {
         const dropped = this.core.dropAll();

@@ -135,11 +135,15 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
 
   send(msg: MainToStage): void {
     if (this.exited) return; // a dead stage's requests are failed by the 'died' handler
-    if (msg.type === 'add' && (msg.promptTokenIds?.length ?? 0) * 8 > MAX_CONTROL_MESSAGE_BYTES) {
-      throw new ChorusError(
-        ErrorCodes.REQUEST_TOO_LARGE,
-        `prompt of ${msg.promptTokenIds!.length} tokens is too large for one request`,
-      );
+    // An add too big for the control channel fails the request here, not the channel: the kind's arguments (a
+    // long prompt) are what grows. Measured as the channel would carry them.
+    if (msg.type === 'add') {
+      const argsBytes = JSON.stringify(msg.args ?? null).length;
+      if (argsBytes > MAX_CONTROL_MESSAGE_BYTES)
+        throw new ChorusError(
+          ErrorCodes.REQUEST_TOO_LARGE,
+          `request ${msg.requestId}: its ${argsBytes} bytes of stage arguments are too large for one request`,
+        );
     }
     this.channel.send(msg);
   }

@@ -5,7 +5,7 @@
 import type { EncoderFailurePolicy, MediaModality, SamplingParams, StageGraph } from '../common/graph.ts';
 import type { SerializedError } from '../common/errors.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
-import type { FinishReason, PromptPrefix } from '../common/engine.ts';
+import type { FinishReason } from '../common/engine.ts';
 
 import type { EdgeBinding } from '../../transport/edges.ts';
 
@@ -98,11 +98,15 @@ export interface EncodeItem {
   readonly what: string;
 }
 
-export interface AddRequest {
+/**
+ * What main tells a stage instance when it admits a request: the fields every kind reads, and `args`, the kind's own
+ * arguments (a prompt, a media plan, the items to encode, a playback plan...). `args` is typed and built by the
+ * kind's descriptor (src/kinds/<kind>/protocol.ts and descriptor.ts `addArgs`): the worker loop and the engine carry
+ * it without reading it, so a new kind adds its arguments without touching either.
+ */
+export interface AddRequest<A = unknown> {
   readonly type: 'add';
   readonly requestId: string;
-  /** Thinker only: the prompt as token ids. */
-  readonly promptTokenIds?: readonly number[];
   readonly sampling: SamplingParams;
   /** Where this request's chunks go: next stages it needs ([] when none) and, for final-output stages, main. */
   readonly downstream: readonly DownstreamTarget[];
@@ -111,33 +115,16 @@ export interface AddRequest {
    * media.
    */
   readonly upstreams: readonly UpstreamSource[];
-  /** Thinker only, for a request with media: the position map and which encoder sends each item. */
-  readonly media?: ThinkerMediaPlan;
-  /** Encoder only: the items of this request it encodes. */
-  readonly encode?: readonly EncodeItem[];
-  /** Thinker only: EC-store copies to forget before taking this request's items (evicted, expired, refused). */
-  readonly ecDrop?: readonly EcDrop[];
-  /** Per-request override of the initial codec chunk (Talker). */
-  readonly initialCodecChunkFrames?: number;
-  /**
-   * First-packet hold (chunkPolicy.ts firstPacketHoldTokens). Thinker: tokens to write before waiting for main's
-   * `first_audio`; Talker: its first chunk takes at most the frames those tokens' rows make.
-   */
-  readonly firstPacketTokens?: number;
-  /**
-   * Talker: left-context frames to send with each chunk, when not the chunk policy's: 0 when the request's Code2Wav
-   * instance is stateful (its state already holds the context).
-   */
-  readonly codecLeftContextFrames?: number;
-  /** Thinker only: the session key of a voice prefill and its answers (GenerateRequest.prefix). */
-  readonly prefix?: PromptPrefix;
-  /** Requests live in the engine when this one was admitted (load for the dynamic initial chunk: a burst's first
-   *  request must not get the unloaded IC just because the Talker has not seen the others yet). */
-  readonly liveRequests?: number;
   /** Absolute deadline for the first input chunk (downstream stages). */
   readonly firstChunkDeadline: number;
-  /** Requests with audio out: what the Talker and Code2Wav schedule its audio by (src/sched/playback.ts). */
-  readonly playback?: PlaybackPlan;
+  /**
+   * Requests live in the engine when this one was admitted (paused ones are not load): the load a stage's
+   * scheduler can size by before it sees the others (the Talker's dynamic initial chunk: a burst's first request
+   * must not get the unloaded chunk just because the Talker has not seen the rest yet).
+   */
+  readonly liveRequests?: number;
+  /** The kind's own arguments. */
+  readonly args: A;
 }
 
 export interface PlaybackPlan {
@@ -161,24 +148,25 @@ export type MainToStage =
   | { readonly type: 'abort'; readonly requestId: string; readonly reason: string }
   | { readonly type: 'pause'; readonly requestId: string }
   | { readonly type: 'resume'; readonly requestId: string }
-  /** Thinker: the request's first audio reached main (or its audio ended without any): end its first-packet hold. */
-  | { readonly type: 'first_audio'; readonly requestId: string }
-  /** Thinker: free the prompt prefix retained under `key` (its session closed or dropped the turn). */
-  | { readonly type: 'release_prefix'; readonly key: string }
+  /**
+   * A message of the stage's kind, handed to its core (StageCore.onKindMessage) unread: the kind's protocol
+   * (src/kinds/<kind>/protocol.ts) types and checks `body`. The Thinker's first_audio, media_failed and
+   * release_prefix travel so. With a requestId, a core failing on it fails that request (StageLoop).
+   */
+  | KindMessage
   /**
    * Drop every request held, silently: main booted this (remote) instance anew and knows none of them (it failed
    * them when it lost the instance). Injected by the instance's channel, never sent by main.
    */
   | { readonly type: 'drop_all'; readonly reason: string }
   /** Finish in-flight work (up to drainMs), then exit 0. */
-  | { readonly type: 'shutdown'; readonly drainMs: number }
-  /** Thinker: the encoder instance `fromInstance` will not deliver this request's items (it died or refused them). */
-  | {
-      readonly type: 'media_failed';
-      readonly requestId: string;
-      readonly fromInstance: string;
-      readonly error: SerializedError;
-    };
+  | { readonly type: 'shutdown'; readonly drainMs: number };
+
+export interface KindMessage<B = unknown> {
+  readonly type: 'kind';
+  readonly requestId?: string;
+  readonly body: B;
+}
 
 export interface StageReadySettings {
   readonly stageId: string;
@@ -197,35 +185,6 @@ export interface EdgeSample {
   readonly latencyMs: number; // saved by the producer -> received by the consumer (same wall clock, one machine)
   readonly bytes: number;
 }
-
-/** Encoder stages: the encoder output cache and the encoder runs, cumulative since the process started. */
-export interface EncoderStats {
-  readonly cacheHits: number;
-  readonly cacheMisses: number;
-  readonly cacheEvictions: number;
-  /** Bytes held now (ready rows and pending reservations), of which pinned by running requests. */
-  readonly cacheBytes: number;
-  readonly cachePinnedBytes: number;
-  readonly cacheEntries: number;
-  readonly cacheBudgetBytes: number;
-  /** Encoder runs (batches) and the items they encoded. */
-  readonly runs: number;
-  readonly itemsEncoded: number;
-  /** Items whose bytes had been seen: their content key came without decoding them again. */
-  readonly decodesSkipped: number;
-  /** Items waiting to be encoded now. */
-  readonly queuedItems: number;
-  /** Media items that reached this instance, and their bytes (an EC-store hit sends none). */
-  readonly mediaItemsReceived: number;
-  readonly mediaBytesReceived: number;
-  /** A windowed audio encoder: windows served from its window cache, and windows encoded. */
-  readonly windowHits?: number;
-  readonly windowsEncoded?: number;
-}
-
-/** Thinker and Talker: the prefix cache now and since start. */
-export type { PrefixCacheStats as PrefixStats } from '../sched/PrefixCache.ts';
-import type { PrefixCacheStats as PrefixStats } from '../sched/PrefixCache.ts';
 
 /**
  * What a step did: prefill (it computed prompt positions: a new prompt, its chunks, or a recompute after preemption),
@@ -260,33 +219,17 @@ export interface StageStats {
   readonly edgeSamples: readonly EdgeSample[];
   /** Since the previous report (bounded, like batchSizes): every step's duration and phase. */
   readonly steps?: readonly StepSample[];
-  /** Thinker and Talker. */
+  /** The autoregressive stages (ArStageCore: Thinker, Talker). */
   readonly ar?: ArStats;
-  /** Encoder stages only. */
-  readonly encoder?: EncoderStats;
-  /** Thinker and Talker stages with a prefix cache. */
-  readonly prefix?: PrefixStats;
-  /** Code2Wav stages only. */
-  readonly code2wav?: Code2WavStats;
-  /** Thinker stages with an EC store: items taken from its own copies, from Redis, or lost; copies held. */
-  readonly ec?: ThinkerEcStats;
+  /**
+   * The kind's own section (its encoder cache, prefix cache, vocoder states...): typed by the kind's protocol
+   * (src/kinds/<kind>/protocol.ts), read on main through that protocol's accessors.
+   */
+  readonly kind?: KindStats;
 }
 
-/** Code2Wav: frames run through the vocoder and frames of audio sent, since start (their ratio: work per frame). */
-export interface Code2WavStats {
-  readonly framesDecoded: number;
-  readonly audioFrames: number;
-  /** Requests whose vocoder state is held (a stateful vocoder; 0 otherwise). */
-  readonly states: number;
-}
-
-export interface ThinkerEcStats {
-  readonly localTakes: number;
-  readonly remoteTakes: number;
-  readonly lostTakes: number;
-  readonly copies: number;
-  readonly copyBytes: number;
-}
+/** A kind's stats section on the wire: named parts (`prefix`, `encoder`...), each typed by the kind that sends it. */
+export type KindStats = object;
 
 export type StageToMain =
   | { readonly type: 'ready'; readonly settings: StageReadySettings }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { ChatMessage } from '../../src/common/engine.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { thinkerStatsOf } from '../../src/kinds/thinker/protocol.ts';
 import { collect, configWith } from '../helpers/engine.ts';
 
 interface Decision {
@@ -19,7 +20,7 @@ interface Decision {
 }
 interface StatsReport {
   readonly instance: string;
-  readonly prefix?: { readonly held?: { readonly names: readonly string[] } };
+  readonly kind?: unknown;
 }
 
 let engine: Orchestrator;
@@ -61,7 +62,8 @@ function next(channel: string, match: (m: unknown) => boolean): Promise<void> {
 const heldReport = (instance: string, prompt: number) =>
   next(channelNames.stageStats, (m) => {
     const r = m as StatsReport;
-    return r.instance === instance && (r.prefix?.held?.names.length ?? 0) >= Math.floor(prompt / 16);
+    const held = thinkerStatsOf(r).prefix?.held;
+    return r.instance === instance && (held?.names.length ?? 0) >= Math.floor(prompt / 16);
   });
 
 const words = (turn: number) =>

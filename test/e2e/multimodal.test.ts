@@ -8,15 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { ContentPart, GenerateRequest } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { EncoderStats } from '../../src/worker/messages.ts';
+import { encoderStatsOf, type EncoderStats } from '../../src/kinds/encoder/protocol.ts';
 import { collect, configWith, ownSegments, waitFor, type Collected } from '../helpers/engine.ts';
 import { pngBytes, wavBytes } from '../helpers/media.ts';
 
 /** The latest encoder stats per instance, from the stats every stage reports (chorus:stage:stats). */
 const encoderStats = new Map<string, EncoderStats>();
 const onStats = (m: unknown) => {
-  const s = m as { instance: string; encoder?: EncoderStats };
-  if (s.encoder) encoderStats.set(s.instance, s.encoder);
+  const s = m as { instance: string; kind?: unknown };
+  const { encoder } = encoderStatsOf(s);
+  if (encoder) encoderStats.set(s.instance, encoder);
 };
 
 const ask = (

@@ -5,7 +5,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
-import type { Code2WavStats, StageStats } from '../../src/worker/messages.ts';
+import { code2wavStatsOf, type Code2WavStats } from '../../src/kinds/code2wav/protocol.ts';
+import type { StageStats } from '../../src/worker/messages.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';
 import { collect, configWith, maxPcm16Diff, ownSegments, waitFor, type Collected } from '../helpers/engine.ts';
@@ -115,7 +116,8 @@ describe('runtime (async_chunk on vs off)', () => {
     const reports: Code2WavStats[] = [];
     const onStats = (m: unknown) => {
       const stats = m as StageStats & { stageId: string };
-      if (stats.stageId === 'code2wav' && stats.code2wav) reports.push(stats.code2wav);
+      const { code2wav } = code2wavStatsOf(stats);
+      if (stats.stageId === 'code2wav' && code2wav) reports.push(code2wav);
     };
     subscribe(channelNames.stageStats, onStats);
     try {

@@ -150,17 +150,19 @@ describe('/metrics', () => {
           stepMs: 0,
           batchSizes: [],
           edgeSamples: [],
-          encoder: {
-            cacheHits,
-            cacheMisses,
-            cacheEvictions,
-            cacheBytes,
-            cachePinnedBytes: 0,
-            cacheEntries: 1,
-            cacheBudgetBytes: 1 << 26,
-            runs: cacheMisses,
-            itemsEncoded: cacheMisses,
-            queuedItems: 0,
+          kind: {
+            encoder: {
+              cacheHits,
+              cacheMisses,
+              cacheEvictions,
+              cacheBytes,
+              cachePinnedBytes: 0,
+              cacheEntries: 1,
+              cacheBudgetBytes: 1 << 26,
+              runs: cacheMisses,
+              itemsEncoded: cacheMisses,
+              queuedItems: 0,
+            },
           },
         });
       const value = (families: Map<string, Family>, name: string, stage: string) =>
@@ -214,7 +216,7 @@ describe('/metrics', () => {
         stepMs: 0,
         batchSizes: [],
         edgeSamples: [],
-        code2wav: { framesDecoded, audioFrames, states },
+        kind: { code2wav: { framesDecoded, audioFrames, states } },
       });
     const read = async () => {
       const m = await scrape();

@@ -9,6 +9,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import type { StageStats } from '../../src/worker/messages.ts';
+import { thinkerStatsOf } from '../../src/kinds/thinker/protocol.ts';
 import { serverMetrics } from '../../src/server/metrics.ts';
 import { COMMIT_TAIL_MS } from '../../src/server/voice/TurnDetector.ts';
 import { ofType, sdkSession, tlsPipelineForFile, type Event, type SdkSession } from '../helpers/realtimeSdk.ts';
@@ -200,8 +201,8 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
       await s.next(ofType('session.updated'));
       // The Thinker's prefix cache holds what earlier tests' sessions without a key (manual commits) left there:
       // this turn's prefill comes on top of that, and must leave it as it was.
-      const before = (await thinkerStats((st) => st.running === 0)).prefix!;
-      const retained = thinkerStats((st) => (st.prefix?.retained ?? 0) > before.retained);
+      const before = thinkerStatsOf(await thinkerStats((st) => st.running === 0)).prefix!;
+      const retained = thinkerStats((st) => (thinkerStatsOf(st).prefix?.retained ?? 0) > before.retained);
       // Cleared: all of it in one append, which the VAD hears as speech only after it: speech_started starts the
       // prefill (no append comes after it to do so). Closed: at the pace it is spoken.
       if (drop === 'clear') s.rt.send({ type: 'input_audio_buffer.append', audio: b64(pcm) });
@@ -210,8 +211,8 @@ describe('Realtime voice turns: speech prefilled while the user talks', () => {
       await retained; // something was prefilled while the user spoke
       const freed = thinkerStats(
         (st) =>
-          st.prefix?.retained === before.retained &&
-          st.prefix.retainedBytes === before.retainedBytes &&
+          thinkerStatsOf(st).prefix?.retained === before.retained &&
+          thinkerStatsOf(st).prefix?.retainedBytes === before.retainedBytes &&
           st.running === 0,
       );
       if (drop === 'clear') s.rt.send({ type: 'input_audio_buffer.clear' });

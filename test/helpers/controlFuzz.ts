@@ -7,6 +7,7 @@
  */
 import { Packr } from 'msgpackr';
 import { CONTROL_PROTOCOL_VERSION, packControl, type RedisControlKind } from '../../src/worker/control/wire.ts';
+import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
 
 const raw = new Packr({ useRecords: false });
 
@@ -121,7 +122,7 @@ export class ControlFuzz {
         { type: 'abort', requestId, reason: 'fuzz' },
         { type: 'pause', requestId },
         { type: 'resume', requestId },
-        { type: 'first_audio', requestId },
+        firstAudioMessage(requestId),
       ] as const),
     );
   }

@@ -1,8 +1,8 @@
 /** A stage core without a process: a recording adapter, a StageContext, and hand-made received chunks. */
 import type { StageSpec } from '../../src/common/graph.ts';
 import { logger } from '../../src/common/log.ts';
-import type { StageToMain } from '../../src/worker/messages.ts';
-import type { StageContext } from '../../src/worker/StageCore.ts';
+import type { MainToStage, StageToMain } from '../../src/worker/messages.ts';
+import type { StageContext, StageCore } from '../../src/worker/StageCore.ts';
 import type {
   ChunkTransferAdapter,
   ExpectOptions,
@@ -101,4 +101,10 @@ export function received(
 
 export function resetSeqs(): void {
   seqs = new Map();
+}
+
+/** Hands a kind message to a core as the step loop does (StageLoop.handle, case 'kind'). */
+export function deliverKind(core: Pick<StageCore, 'onKindMessage'>, msg: MainToStage): void {
+  if (msg.type !== 'kind') throw new Error(`not a kind message: ${msg.type}`);
+  core.onKindMessage(msg.requestId, msg.body);
 }

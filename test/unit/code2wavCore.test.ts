@@ -2,6 +2,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
 import type { AudioBody, ChunkBody } from '../../src/common/payloads.ts';
+import { code2wavStatsOf } from '../../src/kinds/code2wav/protocol.ts';
 import { Code2WavCore } from '../../src/kinds/code2wav/Code2WavCore.ts';
 import { configWith } from '../helpers/engine.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
@@ -63,6 +64,7 @@ function setup() {
       downstream: [{ instance: 'main', stageId: 'main' }],
       upstreams: [{ instance: 'talker#0', stageId: 'talker' }],
       firstChunkDeadline: Date.now() + 30_000,
+      args: {},
     });
   const arrive = (requestId: string, body: ChunkBody | null, final = false, finishReason?: FinishReason) => {
     const chunk = received(requestId, 'talker', 'code2wav', body, final);
@@ -202,7 +204,7 @@ describe('Code2WavCore', () => {
     arrive('r', frames(0, 4));
     arrive('r', frames(2, 6, 2), true); // 2 frames of left context: decoded again by this stateless vocoder
     while (core.step());
-    expect(core.stats().code2wav).toEqual({ framesDecoded: 10, audioFrames: 8, states: 0 });
+    expect(code2wavStatsOf(core.stats()).code2wav).toEqual({ framesDecoded: 10, audioFrames: 8, states: 0 });
     expect(runner.framesDecoded).toBe(10);
   });
 });

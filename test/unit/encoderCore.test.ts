@@ -8,7 +8,8 @@ import type { EncoderInput } from '../../src/media/types.ts';
 import type { EncoderSettings } from '../../src/common/graph.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { EncoderCore } from '../../src/kinds/encoder/EncoderCore.ts';
-import type { EncodeItem, StageStats } from '../../src/worker/messages.ts';
+import { encoderStatsOf } from '../../src/kinds/encoder/protocol.ts';
+import type { EncodeItem } from '../../src/worker/messages.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
 import { pngBytes } from '../helpers/media.ts';
@@ -48,12 +49,14 @@ function setup(settings: Partial<EncoderSettings> = {}) {
       sampling: spec.defaultSamplingParams,
       downstream: [{ instance: 'thinker#0', stageId: 'thinker' }],
       upstreams: [{ instance: 'main', stageId: 'main' }],
-      encode: Array.from({ length: numItems }, (_, item): EncodeItem => ({
-        item,
-        modality: 'image',
-        numEmbeddings: ROWS_PER_IMAGE,
-        what: `${requestId} image ${item}`,
-      })),
+      args: {
+        encode: Array.from({ length: numItems }, (_, item): EncodeItem => ({
+          item,
+          modality: 'image',
+          numEmbeddings: ROWS_PER_IMAGE,
+          what: `${requestId} image ${item}`,
+        })),
+      },
       firstChunkDeadline: Date.now() + 30_000,
     });
   const media = (requestId: string, item: number, bytes: Uint8Array, final = false) =>
@@ -69,7 +72,7 @@ function setup(settings: Partial<EncoderSettings> = {}) {
         ),
       },
     ]);
-  const encoderStats = () => (core.stats() as StageStats).encoder!;
+  const encoderStats = () => encoderStatsOf(core.stats()).encoder!;
   return { adapter, ctx, runner, core, add, media, encoderStats };
 }
 

@@ -12,6 +12,7 @@ import { planHold } from '../../src/engine/admission/planAdmission.ts';
 import { RequestRecord } from '../../src/engine/requests/RequestRecord.ts';
 import { RequestRegistry } from '../../src/engine/requests/RequestRegistry.ts';
 import { RequestStream } from '../../src/engine/RequestStream.ts';
+import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
 import { firstChunkCap, firstPacketHoldTokens, initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { configWith } from '../helpers/engine.ts';
@@ -120,14 +121,13 @@ describe('ThinkerCore first-packet hold', () => {
     core.add({
       type: 'add',
       requestId: 'r',
-      promptTokenIds: [1, 2, 3, 4, 5],
       sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
       downstream: [
         { instance: 'main', stageId: 'main' },
         { instance: 'talker#0', stageId: 'talker' },
       ],
       upstreams: [],
-      ...(firstPacketTokens !== undefined ? { firstPacketTokens } : {}),
+      args: { promptTokenIds: [1, 2, 3, 4, 5], ...(firstPacketTokens !== undefined ? { firstPacketTokens } : {}) },
       firstChunkDeadline: Date.now() + 30_000,
     });
     const run = () => {
@@ -152,7 +152,7 @@ describe('ThinkerCore first-packet hold', () => {
     const steps = runner.steps.length;
     expect(core.step()).toBe(false); // held: the third token is not fed back
     expect(runner.steps.length).toBe(steps);
-    core.onFirstAudio('r');
+    core.onKindMessage('r', firstAudioMessage('r').body);
     run();
     expect(tokens()).toBe(10);
     expect(rows()).toBe(5 + 10);
@@ -167,7 +167,7 @@ describe('ThinkerCore first-packet hold', () => {
 
     resetSeqs();
     const early = setup(3);
-    early.core.onFirstAudio('r'); // e.g. a short first chunk already played
+    early.core.onKindMessage('r', firstAudioMessage('r').body); // e.g. a short first chunk already played
     early.run();
     expect(early.finished()).toBe(true);
     expect(early.tokens()).toBe(10);

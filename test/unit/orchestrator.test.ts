@@ -8,6 +8,7 @@ import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { collect, configWith, ownSegments, waitFor } from '../helpers/engine.ts';
 import { fakeWorkers, type Script } from '../helpers/fakeWorker.ts';
+import { thinkerArgs } from '../helpers/addArgs.ts';
 
 const thinkerFacts: ModelFacts = { kind: 'thinker', vocabSize: 512, hiddenSize: 64, eosTokenId: 2, kvBytesPerToken: 1 };
 const talkerFacts: ModelFacts = {
@@ -50,7 +51,7 @@ describe('Orchestrator with in-process stage workers', () => {
     engine = await Orchestrator.start(configWith('text-only.yaml'), { startWorker: fakes.startWorker });
     const r = await collect(engine.generate(request));
     const add = fakes.started[0].received.find((m) => m.type === 'add');
-    expect(add?.type === 'add' && add.promptTokenIds!.length).toBeGreaterThan(0);
+    expect(add?.type === 'add' && thinkerArgs(add).promptTokenIds!.length).toBeGreaterThan(0);
     expect(r.events.filter((e) => e.type === 'text').flatMap((e) => (e.type === 'text' ? e.tokenIds : []))).toEqual([
       300, 301, 302,
     ]);

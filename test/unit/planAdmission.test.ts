@@ -12,6 +12,7 @@ import { newInstance, type StageInstance } from '../../src/engine/pool/StageInst
 import { firstPacketHoldTokens } from '../../src/sched/chunkPolicy.ts';
 import { EC_STORE, type EcItemPlan } from '../../src/worker/messages.ts';
 import { configWith } from '../helpers/engine.ts';
+import { encoderArgs, talkerArgs, thinkerArgs } from '../helpers/addArgs.ts';
 
 const graph = configWith('tiny-omni.yaml');
 const FPT = 2; // codec frames per text token
@@ -70,7 +71,7 @@ describe('planAdmission', () => {
     expect(ids(plan.stages)).toEqual(['thinker']);
     expect([...plan.instances]).toEqual([['thinker', 'thinker#0']]);
     expect(plan.adds.map((a) => a.instance)).toEqual(['thinker#0']);
-    expect(plan.adds[0].add.promptTokenIds).toEqual([1, 2, 3]);
+    expect(thinkerArgs(plan.adds[0].add).promptTokenIds).toEqual([1, 2, 3]);
     expect(plan.outputs).toEqual([
       {
         stageId: 'thinker',
@@ -99,8 +100,11 @@ describe('planAdmission', () => {
     const tokens = firstPacketHoldTokens(graph.chunkPolicy, 1, FPT);
     expect(tokens).toBeDefined();
     expect(plan.hold).toEqual({ tokens, endsOtherHolds: false });
-    for (const { add } of plan.adds) expect(add.firstPacketTokens).toBe(tokens);
-    expect(plan.adds.find((a) => a.instance === 'talker#0')!.add.playback?.firstPacketDeadlineMs).toBeGreaterThan(AT);
+    // The kinds that read the hold get it (Code2Wav's args have no such field).
+    const addOf = (instance: string) => plan.adds.find((a) => a.instance === instance)!.add;
+    expect(thinkerArgs(addOf('thinker#0')).firstPacketTokens).toBe(tokens);
+    expect(talkerArgs(addOf('talker#0')).firstPacketTokens).toBe(tokens);
+    expect(talkerArgs(addOf('talker#0')).playback?.firstPacketDeadlineMs).toBeGreaterThan(AT);
   });
 
   it('load past the light-load rung ends every hold; no Talker facts yet or async_chunk off: no hold at all', () => {
@@ -116,7 +120,7 @@ describe('planAdmission', () => {
     expect(ids(plan.stages)).toEqual(['audio-encoder', 'thinker']);
     expect(plan.adds.map((a) => a.instance)).toEqual(['thinker#0', 'audio-encoder#0']);
     const encodeItem = { item: 0, modality: 'audio', numEmbeddings: 3, what: 'messages[0].content[0] (audio)' };
-    expect(plan.adds[1].add.encode).toEqual([encodeItem]);
+    expect(encoderArgs(plan.adds[1].add).encode).toEqual([encodeItem]);
     expect(plan.media!.sends.map((s) => [s.to.instance, s.items.length])).toEqual([['audio-encoder#0', 1]]);
     expect([...plan.media!.routes.encoders.keys()]).toEqual(['audio-encoder#0']);
     expect(plan.media!.routes.thinker).toBe('thinker#0');
@@ -131,7 +135,7 @@ describe('planAdmission', () => {
     expect(ids(routedStages(graph, input(['text']).request, audioPrompt))).toContain('audio-encoder');
     expect(ids(plan.stages)).toEqual(['thinker']);
     expect(plan.media!.sends).toEqual([]);
-    const thinker = plan.adds[0].add;
+    const thinker = thinkerArgs(plan.adds[0].add);
     expect(thinker.media!.items[0].from).toEqual({ instance: EC_STORE, stageId: EC_STORE });
     expect(thinker.ecDrop).toEqual(ecDrop);
   });

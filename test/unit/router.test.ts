@@ -185,7 +185,7 @@ describe('Router', () => {
       names: tokenBlockNames('thinker model', 16, ids, ids.length).map((n) => n.slice(0, ROUTING_NAME_CHARS)),
     });
     const holder = slots.get('thinker#1')!;
-    holder.stats = { ...STATS, prefix: { ...PREFIX, held: held(history) } };
+    holder.stats = { ...STATS, kind: { prefix: { ...PREFIX, held: held(history) } } }; // the Thinker's section
     holder.inFlight.add('busy'); // busier, but holding 2,000 positions of the prompt
     const turn = { promptTokenIds: [...history, 7, 8, 9], items: [], spans: [] };
     expect(route(router, 'turn', turn).get('thinker')).toBe('thinker#1');

@@ -12,6 +12,7 @@ import { stagesFor } from '../../src/engine/planEdges.ts';
 import type { RequestMediaPlan } from '../../src/engine/MediaRoutes.ts';
 import type { StageWorkerHandle } from '../../src/engine/stageWorkers.ts';
 import { configWith } from '../helpers/engine.ts';
+import { encoderArgs, talkerArgs, thinkerArgs } from '../helpers/addArgs.ts';
 
 const graph = configWith('tiny-omni.yaml');
 const request: GenerateRequest = { messages: [{ role: 'user', content: 'hi' }], modalities: ['text', 'audio'] };
@@ -61,20 +62,20 @@ describe('stageAdds', () => {
     expect(adds.map((a) => a.add.requestId)).toEqual(['r1', 'r1', 'r1']);
     expect(adds.map((a) => a.slot.instance)).toEqual(['code2wav#0', 'talker#0', 'thinker#0']);
     const [code2wav, talker, thinker] = adds.map((a) => a.add);
-    expect(thinker.promptTokenIds).toEqual([1, 2, 3]);
-    expect(talker.promptTokenIds).toBeUndefined();
+    expect(thinkerArgs(thinker).promptTokenIds).toEqual([1, 2, 3]);
+    expect(thinkerArgs(talker).promptTokenIds).toBeUndefined();
     expect(thinker.downstream).toEqual([
       { instance: 'talker#0', stageId: 'talker' },
       { instance: 'main', stageId: 'main' },
     ]);
     expect(code2wav.downstream).toEqual([{ instance: 'main', stageId: 'main' }]);
     expect(code2wav.upstreams).toEqual([{ instance: 'talker#0', stageId: 'talker' }]);
-    expect(talker.codecLeftContextFrames).toBeUndefined(); // a stateless vocoder needs the context
+    expect(talkerArgs(talker).codecLeftContextFrames).toBeUndefined(); // a stateless vocoder needs the context
   });
 
   it('sends chunks without left context when the chosen Code2Wav keeps vocoder state', () => {
     const talker = admit(true).find((a) => a.slot.spec.kind === 'talker')!.add;
-    expect(talker.codecLeftContextFrames).toBe(0);
+    expect(talkerArgs(talker).codecLeftContextFrames).toBe(0);
   });
 
   it('gives each encoder its items (encoders from main) and the Thinker the media plan with encoder deadlines', () => {
@@ -86,10 +87,10 @@ describe('stageAdds', () => {
     const adds = admit(false, media);
     expect(adds.at(-1)!.slot.instance).toBe('audio-encoder#0'); // the Thinker before its encoders
     const encoder = adds.at(-1)!.add;
-    expect(encoder.encode).toEqual([item]);
+    expect(encoderArgs(encoder).encode).toEqual([item]);
     expect(encoder.upstreams).toEqual([{ instance: 'main', stageId: 'main' }]);
     const thinker = adds.find((a) => a.slot.instance === 'thinker#0')!.add;
-    expect(thinker.media).toBe(media.thinker);
+    expect(thinkerArgs(thinker).media).toBe(media.thinker);
     const timeoutMs = graph.stages.find((s) => s.stageId === 'audio-encoder')!.encoder!.timeoutMs;
     expect(thinker.upstreams).toEqual([
       {

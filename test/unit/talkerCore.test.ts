@@ -5,6 +5,8 @@ import type { ChunkBody, CodecFramesBody } from '../../src/common/payloads.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { TalkerCore } from '../../src/kinds/talker/TalkerCore.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
+import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
+import type { TalkerArgs } from '../../src/kinds/talker/protocol.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
 
@@ -60,20 +62,19 @@ const rowsBody = (numRows: number, promptRows?: number, width = DIM, firstRow = 
   };
 };
 
-function setup(ignoreEos = true, maxTokens = 100, extra: Partial<AddRequest> = {}, asyncChunk = true) {
+function setup(ignoreEos = true, maxTokens = 100, extra: TalkerArgs = {}, asyncChunk = true) {
   const adapter = new FakeAdapter();
   const ctx = { ...stageContext(spec, adapter), asyncChunk };
   const runner = new FakeTalkerRunner();
   const core = new TalkerCore(ctx, runner);
-  const add: AddRequest = {
+  const add: AddRequest<TalkerArgs> = {
     type: 'add',
     requestId: 'r',
     sampling: { ...spec.defaultSamplingParams, ignoreEos, maxTokens },
     downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
     upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
-    initialCodecChunkFrames: 2,
     firstChunkDeadline: Date.now() + 30_000,
-    ...extra,
+    args: { initialCodecChunkFrames: 2, ...extra },
   };
   core.add(add);
   const arrive = (body: ChunkBody | null, final = false) =>
@@ -128,7 +129,7 @@ describe('TalkerCore', () => {
   });
 
   it('sends left context with later chunks, none when its Code2Wav is stateful (codecLeftContextFrames 0)', () => {
-    const contexts = (extra: Partial<AddRequest>) => {
+    const contexts = (extra: TalkerArgs) => {
       const { arrive, runAll, frames } = setup(true, 100, extra);
       arrive(rowsBody(3 + 10, 3)); // 10 text rows: 20 frames, in chunks 2, 2, 4, 8, 4
       arrive(null, true);
@@ -151,6 +152,7 @@ describe('TalkerCore', () => {
       downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
       upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
       firstChunkDeadline: Date.now() + 30_000,
+      args: {},
     });
     t.core.onArrivals([{ requestId: 's', chunk: received('s', 'thinker', 'talker', rowsBody(3 + 3, 3), false) }]);
     return { ...t, seqs: () => t.runner.steps.at(-1)!.map((i) => i.seqId) };
@@ -206,7 +208,7 @@ describe('TalkerCore', () => {
 
   it('sizes the first chunk without that cap when main ended the hold before the rows came (load arrived)', () => {
     const { core, arrive, runAll, frames } = setup(true, 100, { initialCodecChunkFrames: 12, firstPacketTokens: 2 });
-    core.onFirstAudio('r');
+    core.onKindMessage('r', firstAudioMessage('r').body);
     arrive(rowsBody(3 + 6, 3)); // the Thinker went on: 6 tokens' rows, 12 frames
     runAll();
     expect(frames().map((b) => b?.numFrames)).toEqual([12]);
@@ -219,7 +221,7 @@ describe('TalkerCore', () => {
     });
     arrive(rowsBody(3 + 2, 3));
     runAll();
-    core.onFirstAudio('r'); // main has the first audio now
+    core.onKindMessage('r', firstAudioMessage('r').body); // main has the first audio now
     arrive(rowsBody(4, undefined, DIM, 5));
     runAll();
     expect(frames()[0]?.numFrames).toBe(4);
@@ -350,6 +352,7 @@ describe('TalkerCore with paused requests', () => {
         upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
         firstChunkDeadline: Date.now() + 30_000,
         liveRequests, // main counts paused requests out too (Orchestrator)
+        args: {},
       });
       core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', rowsBody(3 + 20, 3)) }]);
     };
@@ -386,11 +389,13 @@ describe('TalkerCore with a TTFP target', () => {
         downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
         upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
         firstChunkDeadline: Date.now() + 30_000,
-        playback: {
-          firstPacketDeadlineMs: Date.now() + deadlineInMs,
-          ttfpTargetMs: targetMs,
-          frameMs: 80,
-          downstreamMs: 0,
+        args: {
+          playback: {
+            firstPacketDeadlineMs: Date.now() + deadlineInMs,
+            ttfpTargetMs: targetMs,
+            frameMs: 80,
+            downstreamMs: 0,
+          },
         },
       });
     const run = (requestId: string) => {

@@ -9,9 +9,10 @@ import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
 import type { EncoderFailurePolicy } from '../../src/common/graph.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
+import { thinkerMessage, type ThinkerArgs } from '../../src/kinds/thinker/protocol.ts';
 import { ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
 import { configWith } from '../helpers/engine.ts';
-import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+import { deliverKind, FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
 import { concatFloat32 } from '../../src/common/arrays.ts';
 
 const D = 4;
@@ -80,31 +81,33 @@ function setup(
   const ctx = stageContext(spec, adapter);
   const runner = new FakeThinkerRunner();
   const core = new ThinkerCore(ctx, runner);
-  const add: AddRequest = {
+  const add: AddRequest<ThinkerArgs> = {
     type: 'add',
     requestId: 'r',
-    promptTokenIds: map.tokenIds,
     sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
     downstream: [{ instance: 'main', stageId: 'main' }],
     upstreams: [image, audio],
-    media: {
-      spans: map.spans,
-      items: [
-        {
-          modality: 'image',
-          numEmbeddings: 4,
-          what: 'messages[0].content[1] (image)',
-          from: image,
-          onFailure: policy.image,
-        },
-        {
-          modality: 'audio',
-          numEmbeddings: 3,
-          what: 'messages[0].content[3] (audio)',
-          from: audio,
-          onFailure: policy.audio,
-        },
-      ],
+    args: {
+      promptTokenIds: map.tokenIds,
+      media: {
+        spans: map.spans,
+        items: [
+          {
+            modality: 'image',
+            numEmbeddings: 4,
+            what: 'messages[0].content[1] (image)',
+            from: image,
+            onFailure: policy.image,
+          },
+          {
+            modality: 'audio',
+            numEmbeddings: 3,
+            what: 'messages[0].content[3] (audio)',
+            from: audio,
+            onFailure: policy.audio,
+          },
+        ],
+      },
     },
     firstChunkDeadline: Date.now() + 30_000,
   };
@@ -240,7 +243,8 @@ describe('ThinkerCore with media', () => {
         fromStageId: 'audio-encoder',
       },
     ]);
-    core.onMediaFailed('r', image.instance, { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' });
+    const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
+    deliverKind(core, thinkerMessage.mediaFailed('r', image.instance, died));
     expect(adapter.stopped).toEqual([{ requestId: 'r', from: image.instance }]);
     rows(0, image, imageRows); // late rows of a dropped item are ignored
     expect(core.step()).toBe(true);

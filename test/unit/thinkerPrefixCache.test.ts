@@ -8,10 +8,10 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
-import type { AddRequest } from '../../src/worker/messages.ts';
+import { thinkerMessage, thinkerStatsOf, type ThinkerArgs } from '../../src/kinds/thinker/protocol.ts';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';
 import { configWith } from '../helpers/engine.ts';
-import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+import { deliverKind, FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
 import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
 
 const D = KvLengthRunner.hiddenSize;
@@ -39,20 +39,22 @@ function setup(stage = spec) {
   const adapter = new FakeAdapter();
   const runner = new KvLengthRunner();
   const core = new ThinkerCore(stageContext(stage, adapter), runner);
-  const add = (requestId: string, numRows: number, prefix: AddRequest['prefix'], maxTokens = 2) => {
+  const add = (requestId: string, numRows: number, prefix: ThinkerArgs['prefix'], maxTokens = 2) => {
     const map = turn(numRows);
     core.add({
       type: 'add',
       requestId,
-      promptTokenIds: map.tokenIds,
       sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
       downstream: [{ instance: 'main', stageId: 'main' }],
       upstreams: [audio],
-      media: {
-        spans: map.spans,
-        items: [{ modality: 'audio', numEmbeddings: numRows, what: 'audio', from: audio, onFailure: 'fail' }],
+      args: {
+        promptTokenIds: map.tokenIds,
+        media: {
+          spans: map.spans,
+          items: [{ modality: 'audio', numEmbeddings: numRows, what: 'audio', from: audio, onFailure: 'fail' }],
+        },
+        ...(prefix ? { prefix } : {}),
       },
-      ...(prefix ? { prefix } : {}),
       firstChunkDeadline: Date.now() + 30_000,
     });
   };
@@ -90,7 +92,7 @@ describe('ThinkerCore prompt prefixes', () => {
     expect(final('p1')).toMatchObject({ finishReason: 'stop', body: { kind: 'text', tokenIds: [] } });
     expect(runner.steps.filter((s) => s.seqId === 'p1').every((s) => !s.sample)).toBe(true);
     expect([...runner.kv.entries()]).toEqual([[expect.stringMatching(/^prefix /), 13]]); // 3 + 8 rows + 2
-    expect(core.stats().prefix).toMatchObject({ retained: 1, reuses: 0 });
+    expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 1, reuses: 0 });
 
     add('answer', 10, { key: 'sess' });
     expect(core.step()).toBe(false); // held until its rows can be compared
@@ -101,11 +103,11 @@ describe('ThinkerCore prompt prefixes', () => {
     expect(runner.steps[before]).toMatchObject({ seqId: 'answer', numTokens: 6, sample: true });
     expect(final('answer')?.body).toMatchObject({ kind: 'text', cachedTokens: 9 });
     // The answer's own positions (15 of prompt, 1 token fed) are cached too; the prefill's diverge at 9: both stay.
-    expect(core.stats().prefix).toMatchObject({ retained: 2, reuses: 1, reusedTokens: 9 });
+    expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 2, reuses: 1, reusedTokens: 9 });
     expect([...runner.kv.values()].sort((a, b) => a - b)).toEqual([13, 16]);
-    core.releasePrefix('sess'); // the session ends: its entries go
+    deliverKind(core, thinkerMessage.releasePrefix('sess')); // the session ends: its entries go
     expect(runner.kv.size).toBe(0);
-    expect(core.stats().prefix).toMatchObject({ retained: 0, retainedBytes: 0 });
+    expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 0, retainedBytes: 0 });
   });
 
   it('a request arriving while the prefill runs waits for it; a second prefill continues the first', () => {
@@ -124,7 +126,7 @@ describe('ThinkerCore prompt prefixes', () => {
     // p2's 13 positions are in the answer's 14 (one entry for both); p1's 9 end with the template after its 4 rows,
     // where the others have rows 5 and 6: it stays beside them.
     expect([...runner.kv.values()]).toEqual([9, 14]);
-    expect(core.stats().prefix).toMatchObject({ retained: 2, reuses: 2, reusedTokens: 19 });
+    expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 2, reuses: 2, reusedTokens: 19 });
   });
 
   it('release_prefix frees the key; a waiter wakes when its producer is aborted, with what it computed', () => {
@@ -133,9 +135,9 @@ describe('ThinkerCore prompt prefixes', () => {
     rows('p1', rowsOf(4));
     run();
     expect(runner.kv.size).toBe(1);
-    core.releasePrefix('k');
+    deliverKind(core, thinkerMessage.releasePrefix('k'));
     expect(runner.kv.size).toBe(0);
-    expect(core.stats().prefix).toMatchObject({ retained: 0, retainedBytes: 0 });
+    expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 0, retainedBytes: 0 });
 
     add('p2', 4, { key: 'k', prefillOnly: true });
     add('answer', 4, { key: 'k' });
@@ -145,7 +147,7 @@ describe('ThinkerCore prompt prefixes', () => {
     core.abort('p2'); // its 3 text positions (computed before its rows) go into the cache
     run();
     expect(final('answer')?.body).toMatchObject({ cachedTokens: 3 });
-    core.releasePrefix('k');
+    deliverKind(core, thinkerMessage.releasePrefix('k'));
     expect(runner.kv.size).toBe(0);
   });
 
@@ -159,7 +161,7 @@ describe('ThinkerCore prompt prefixes', () => {
     rows('held', rowsOf(8));
     core.step();
     core.step();
-    expect(core.stats().prefix).toMatchObject({ retained: 1, reuses: 1, reusedTokens: 9 });
+    expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 1, reuses: 1, reusedTokens: 9 });
     core.abort('held');
     // Its 13 prompt positions and one fed token, beside p1's 11 (whose template follows 6 rows, not 8).
     expect([...runner.kv.values()]).toEqual([11, 14]);

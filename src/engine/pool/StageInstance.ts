@@ -87,13 +87,3 @@ export function leastLoaded<T extends InstanceView>(instances: Iterable<T>, spec
     );
   return best;
 }
-
-/** Whether the request's chosen Code2Wav instance said (READY facts) that it keeps each request's vocoder state. */
-export function statefulVocoder(chosen: Iterable<InstanceView>): boolean {
-  for (const view of chosen) {
-    if (view.spec.kind !== 'code2wav') continue;
-    const facts = view.worker?.settings?.facts;
-    return facts?.kind === 'code2wav' && facts.stateful === true;
-  }
-  return false;
-}

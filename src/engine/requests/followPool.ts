@@ -4,6 +4,7 @@
  * learns of instances (an encoder's identity, a Thinker's stored rows, a holder gone with its process).
  */
 import type { SerializedError } from '../../common/errors.ts';
+import { thinkerMessage } from '../../kinds/thinker/protocol.ts';
 import type { EcStore } from '../ec/EcStore.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';
@@ -52,5 +53,5 @@ function encoderFailed(
   if (!record || record.stream.finished) return;
   const outcome = record.encoderFailure(view.instance, error);
   if (outcome?.kind === 'fail') record.stream.end('error', outcome.error);
-  else if (outcome) pool.send(outcome.thinker, { type: 'media_failed', requestId, fromInstance: view.instance, error });
+  else if (outcome) pool.send(outcome.thinker, thinkerMessage.mediaFailed(requestId, view.instance, error));
 }

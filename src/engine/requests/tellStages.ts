@@ -1,4 +1,5 @@
 /** What main tells the stage instances that run a request (through the pool: an instance gone reads nothing). */
+import { firstAudioMessage } from '../../kinds/requestEvents.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 
@@ -8,8 +9,11 @@ export function tellStages(
   type: 'pause' | 'resume' | 'abort' | 'first_audio',
 ): void {
   const { requestId } = record;
-  for (const instance of record.instances.values())
-    pool.send(instance, type === 'abort' ? { type, requestId, reason: 'ended' } : { type, requestId });
+  for (const instance of record.instances.values()) {
+    if (type === 'first_audio')
+      pool.send(instance, firstAudioMessage(requestId)); // a kind message: who cares listens
+    else pool.send(instance, type === 'abort' ? { type, requestId, reason: 'ended' } : { type, requestId });
+  }
 }
 
 /** An answer can finish while an encoder still works on it (its item was dropped, text_only): stop that work. */

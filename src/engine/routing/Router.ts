@@ -11,6 +11,7 @@
  */
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
+import { thinkerStatsOf } from '../../kinds/thinker/protocol.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
@@ -170,7 +171,7 @@ export class Router {
     const ready = [...this.slots.values()].filter((s) => s.spec === entry && s.status === 'ready');
     this.#kv.retain(new Set(ready.map((s) => s.instance)));
     // No report yet (a stage just started): what main predicted stands; a report without a cache: it holds nothing.
-    for (const s of ready) if (s.stats) this.#kv.update(s.instance, s.stats.prefix?.held);
+    for (const s of ready) if (s.stats) this.#kv.update(s.instance, thinkerStatsOf(s.stats).prefix?.held);
     if (this.#kv.size === 0) return new Map();
     return this.#kv.overlaps(
       ready.map((s) => s.instance),

@@ -12,6 +12,7 @@ import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { AudioBody } from '../../common/payloads.ts';
 import type { AddRequest, PlaybackPlan, StageStats } from '../../worker/messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../worker/StageCore.ts';
+import type { Code2WavArgs, Code2WavKindStats } from './protocol.ts';
 
 interface PendingChunk {
   readonly codes: Int32Array;
@@ -28,7 +29,7 @@ interface Code2WavRequest extends CoreRequest {
   audioMsSent: number;
 }
 
-export class Code2WavCore extends StageCore<Code2WavRequest> {
+export class Code2WavCore extends StageCore<Code2WavRequest, Code2WavArgs> {
   private readonly scheduler: GenerationScheduler;
   /** Frames of audio sent since start (the denominator of the decode ratio in the stats). */
   private audioFrames = 0;
@@ -41,14 +42,14 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
     this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling);
   }
 
-  protected admit(msg: AddRequest): Code2WavRequest {
+  protected admit(msg: AddRequest<Code2WavArgs>): Code2WavRequest {
     return {
       requestId: msg.requestId,
       sampling: msg.sampling,
       downstream: msg.downstream,
       numOutputs: 0,
       chunks: [],
-      playback: msg.playback ?? null,
+      playback: msg.args.playback ?? null,
       firstSentAtMs: null,
       audioMsSent: 0,
     };
@@ -106,14 +107,14 @@ export class Code2WavCore extends StageCore<Code2WavRequest> {
   }
 
   override stats(): StageStats {
-    return {
-      ...super.stats(),
+    const kind: Code2WavKindStats = {
       code2wav: {
         framesDecoded: this.runner.framesDecoded,
         audioFrames: this.audioFrames,
         states: this.runner.numStates,
       },
     };
+    return { ...super.stats(), kind };
   }
 
   step(): boolean {

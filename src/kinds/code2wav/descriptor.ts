@@ -8,6 +8,7 @@ import { closed, generatedCommon, int, optional, camelSizes } from '../../common
 import { presets } from '../../../stages/generator/presets.ts';
 import { presetOf } from '../presetFamily.ts';
 import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import type { Code2WavArgs } from './protocol.ts';
 
 const modelYaml = Type.Object(
   {
@@ -25,7 +26,7 @@ const modelYaml = Type.Object(
   closed,
 );
 
-export const code2wav: StageKindDescriptor = {
+export const code2wav: StageKindDescriptor<Code2WavArgs> = {
   kind: 'code2wav',
   workerType: 'generation',
   defaultMaxTokens: 1, // does not sample; the field only keeps SamplingParams uniform
@@ -36,6 +37,7 @@ export const code2wav: StageKindDescriptor = {
   readsRequest: false,
   sizedFrom: 'inputs',
   modelSchema: () => modelYaml,
+  addArgs: (ctx) => (ctx.playback ? { playback: ctx.playback } : {}),
 
   resolveGeneratedModel(ctx, problems) {
     const family = presetOf(ctx, presets, 'model preset', problems);

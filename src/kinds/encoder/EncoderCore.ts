@@ -24,6 +24,7 @@ import type { AddRequest, EncodeItem, StageStats } from '../../worker/messages.t
 import type { EncoderRowsBody } from '../../common/payloads.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../worker/StageCore.ts';
 import { bytesKeyOf, ContentKeys, prepareItem, type PreparedItem } from './encoderInputs.ts';
+import type { EncoderArgs, EncoderKindStats } from './protocol.ts';
 
 interface EncoderRequest extends CoreRequest {
   readonly items: ReadonlyMap<number, EncodeItem>;
@@ -40,7 +41,7 @@ interface Job extends EncodeJob {
 /** Runner-like surface the core needs (a fake in unit tests). */
 export type EncoderCoreRunner = Pick<EncoderRunner, 'modality' | 'outputSize' | 'identity' | 'encode' | 'windowStats'>;
 
-export class EncoderCore extends StageCore<EncoderRequest> {
+export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
   private readonly settings: EncoderSettings;
   private readonly policy: EncoderBudgetPolicy;
   readonly cache: EncoderCache;
@@ -76,8 +77,8 @@ export class EncoderCore extends StageCore<EncoderRequest> {
     this.cache = new EncoderCache(settings.cacheBytes);
   }
 
-  protected admit(msg: AddRequest): EncoderRequest {
-    const items = new Map((msg.encode ?? []).map((i) => [i.item, i]));
+  protected admit(msg: AddRequest<EncoderArgs>): EncoderRequest {
+    const items = new Map((msg.args.encode ?? []).map((i) => [i.item, i]));
     if (items.size === 0)
       throw new ChorusError(
         ErrorCodes.REQUEST_INVALID,
@@ -260,8 +261,7 @@ export class EncoderCore extends StageCore<EncoderRequest> {
 
   override stats(): StageStats {
     const c = this.cache.stats;
-    return {
-      ...super.stats(),
+    const kind: EncoderKindStats = {
       encoder: {
         cacheHits: c.hits,
         cacheMisses: c.misses,
@@ -279,5 +279,6 @@ export class EncoderCore extends StageCore<EncoderRequest> {
         ...(this.runner.windowStats ?? {}),
       },
     };
+    return { ...super.stats(), kind };
   }
 }

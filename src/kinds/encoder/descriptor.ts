@@ -10,6 +10,7 @@ import type { OnnxEncoderRunner } from '../../../stages/encoders/EncoderRunner.t
 import type { ModelFacts } from '../../common/modelFacts.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
 import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import type { EncoderArgs } from './protocol.ts';
 
 const encoderCommon = {
   ...generatedCommon,
@@ -26,7 +27,7 @@ const visionYaml = Type.Object(
   closed,
 );
 
-export const encoder: StageKindDescriptor = {
+export const encoder: StageKindDescriptor<EncoderArgs> = {
   kind: 'encoder',
   workerType: 'generation',
   defaultMaxTokens: 1, // does not sample
@@ -37,6 +38,7 @@ export const encoder: StageKindDescriptor = {
   readsRequest: true,
   sizedFrom: 'consumers',
   modelSchema: (modality) => (modality === 'image' ? visionYaml : audioYaml),
+  addArgs: (ctx) => ({ encode: ctx.media?.encode.get(ctx.instance) ?? [] }),
 
   resolveGeneratedModel(ctx, problems) {
     const family = presetOf(ctx, encoderPresets, 'encoder preset', problems);

@@ -17,9 +17,13 @@ import type { CodecFramesBody } from '../../common/payloads.ts';
 import type { AddRequest, PlaybackPlan, StageStats } from '../../worker/messages.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
+import { isFirstAudio } from '../requestEvents.ts';
+import type { TalkerArgs, TalkerStats } from './protocol.ts';
 import { TalkerPrefixCache } from './TalkerPrefixCache.ts';
 
 interface TalkerRequest extends CoreRequest {
+  /** Per-request override of the initial codec chunk (TalkerArgs). */
+  readonly initialCodecChunkFrames?: number;
   readonly liveAtAdmission: number;
   /**
    * AddRequest.firstPacketTokens: the Thinker holds after these tokens until the first audio is out; undefined once
@@ -47,7 +51,7 @@ interface TalkerRequest extends CoreRequest {
 /** The share of the time left to a TTFP target that the first chunk is planned to fill. */
 const TARGET_PLANNING_SHARE = 0.6;
 
-export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, TalkerStepOutput> {
+export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBatchItem, TalkerStepOutput> {
   private readonly dim: number;
   /**
    * Wall-clock latencies as requests see them (steps, the time between them, the CPU the other stages take):
@@ -69,16 +73,17 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
     this.prefixes = settings ? new TalkerPrefixCache(settings, JSON.stringify(ctx.spec.model), runner) : null;
   }
 
-  protected admit(msg: AddRequest): TalkerRequest {
+  protected admit(msg: AddRequest<TalkerArgs>): TalkerRequest {
+    const args = msg.args;
     this.scheduler.add(msg.requestId, 0); // admitted lazily: nothing to compute before the first chunk
     return {
       requestId: msg.requestId,
       sampling: { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, this.maxFrames()) },
       downstream: msg.downstream,
-      initialCodecChunkFrames: msg.initialCodecChunkFrames,
+      initialCodecChunkFrames: args.initialCodecChunkFrames,
       liveAtAdmission: msg.liveRequests ?? 0,
-      firstPacketTokens: msg.firstPacketTokens,
-      leftContextFrames: msg.codecLeftContextFrames,
+      firstPacketTokens: args.firstPacketTokens,
+      leftContextFrames: args.codecLeftContextFrames,
       numOutputs: 0,
       rows: new Float32Array(0),
       numRows: 0,
@@ -86,7 +91,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
       thinkerDone: null,
       framesSampled: 0,
       toCode2Wav: null,
-      playback: msg.playback ?? null,
+      playback: args.playback ?? null,
       firstSentAtMs: null,
       rowsAtMs: null,
       lastFrameAtMs: null,
@@ -98,7 +103,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
    * Main ended the request's first-packet hold: when that comes before the first chunk is sized (load arrived
    * right behind it, and main ended every hold), the chunk no longer has to fit the held rows.
    */
-  override onFirstAudio(requestId: string): void {
+  override onKindMessage(requestId: string | undefined, body: unknown): void {
+    if (!isFirstAudio(body) || requestId === undefined) return;
     const req = this.requests.get(requestId);
     if (req && req.toCode2Wav === null) req.firstPacketTokens = undefined;
   }
@@ -310,7 +316,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerBatchItem, Talk
   }
 
   override stats(): StageStats {
-    return { ...super.stats(), ...(this.prefixes ? { prefix: this.prefixes.stats } : {}) };
+    const kind: TalkerStats = this.prefixes ? { prefix: this.prefixes.stats } : {};
+    return { ...super.stats(), kind };
   }
 
   override async close(): Promise<void> {

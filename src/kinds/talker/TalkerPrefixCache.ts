@@ -8,11 +8,10 @@
  */
 import type { PrefixCacheSettings } from '../../common/graph.ts';
 import type { TalkerRunner } from '../../../stages/types.ts';
-import type { PrefixStats } from '../../worker/messages.ts';
 import { createHash } from 'node:crypto';
 import type { PromptBlocks } from '../../common/payloads.ts';
 import { blockNames, rowBytes } from '../../sched/blockNames.ts';
-import { checkPrefixBudget, PrefixCache } from '../../sched/PrefixCache.ts';
+import { checkPrefixBudget, PrefixCache, type PrefixCacheStats as PrefixStats } from '../../sched/PrefixCache.ts';
 
 type Runner = Pick<
   TalkerRunner,

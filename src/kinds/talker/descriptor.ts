@@ -8,6 +8,7 @@ import { closed, generatedCommon, int, optional, transformer, camelSizes } from 
 import { presets } from '../../../stages/generator/presets.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
 import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import type { TalkerArgs } from './protocol.ts';
 
 const modelYaml = Type.Object(
   {
@@ -22,7 +23,7 @@ const modelYaml = Type.Object(
   closed,
 );
 
-export const talker: StageKindDescriptor = {
+export const talker: StageKindDescriptor<TalkerArgs> = {
   kind: 'talker',
   workerType: 'ar',
   defaultMaxTokens: 4096, // codec frames: 5.5 min of audio at 12.5 frames/s
@@ -33,6 +34,14 @@ export const talker: StageKindDescriptor = {
   readsRequest: false,
   sizedFrom: 'inputs',
   modelSchema: () => modelYaml,
+
+  addArgs: (ctx) => ({
+    initialCodecChunkFrames: ctx.request.initialCodecChunkFrames,
+    ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
+    // A stateful vocoder keeps the context itself: resending it would decode those frames twice.
+    ...(ctx.chosenFacts.some((f) => f.kind === 'code2wav' && f.stateful === true) ? { codecLeftContextFrames: 0 } : {}),
+    ...(ctx.playback ? { playback: ctx.playback } : {}),
+  }),
 
   resolveGeneratedModel(ctx, problems) {
     const family = presetOf(ctx, presets, 'model preset', problems);

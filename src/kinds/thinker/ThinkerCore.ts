@@ -15,6 +15,7 @@ import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdap
 import type { FinishReason } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import { EC_STORE, type AddRequest, type StageStats } from '../../worker/messages.ts';
+import { thinkerMessageOf, type ThinkerArgs, type ThinkerStats } from './protocol.ts';
 import type { TalkerRowsBody } from '../../common/payloads.ts';
 import type { CoreRequest, StageContext } from '../../worker/StageCore.ts';
 import { ArStageCore } from '../../worker/ArStageCore.ts';
@@ -33,7 +34,7 @@ export interface ThinkerRequest extends CoreRequest {
   holdAfterTokens: number | null;
 }
 
-export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, ThinkerStepOutput> {
+export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, ThinkerBatchItem, ThinkerStepOutput> {
   private readonly prefixes: ThinkerPrefixCache | null;
 
   constructor(
@@ -60,8 +61,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       : null;
   }
 
-  protected admit(msg: AddRequest): ThinkerRequest {
-    const prompt = msg.promptTokenIds ?? [];
+  protected admit(msg: AddRequest<ThinkerArgs>): ThinkerRequest {
+    const args = msg.args;
+    const prompt = args.promptTokenIds ?? [];
     if (prompt.length === 0)
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
     const needsTalker = msg.downstream.some((t) => t.stageId !== 'main');
@@ -80,7 +82,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
         `prompt of ${prompt.length} tokens does not fit the thinker's ${maxPositions} positions: shorten it`,
       );
     }
-    if (msg.media && supports && !supports.inputsEmbeds) {
+    if (args.media && supports && !supports.inputsEmbeds) {
       throw new ChorusError(
         ErrorCodes.MODEL_SIGNATURE,
         `the thinker model of stage ${this.ctx.spec.stageId} takes input_ids only, so it cannot take media: export ` +
@@ -88,8 +90,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       );
     }
     const promptTokenIds = [...prompt];
-    const media = msg.media ? new ThinkerMedia(msg.media, promptTokenIds, this.runner.hiddenSize) : null;
-    this.ec?.drop(msg.ecDrop ?? []);
+    const media = args.media ? new ThinkerMedia(args.media, promptTokenIds, this.runner.hiddenSize) : null;
+    this.ec?.drop(args.ecDrop ?? []);
     // Held at position 0 until the prefix it may reuse is settled; then (and without one) as refreshAvailable says.
     this.scheduler.add(msg.requestId, 0);
     // The answer may not run past the model's positions: cap max_tokens instead of failing mid-answer.
@@ -104,10 +106,10 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
       toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
       media,
       holdAfterTokens:
-        needsTalker && this.ctx.asyncChunk && msg.firstPacketTokens ? Math.max(1, msg.firstPacketTokens) : null,
-      prefix: this.prefixes?.claim(msg.requestId, msg.prefix?.key ?? null, msg.prefix?.prefillOnly === true) ?? {
+        needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
+      prefix: this.prefixes?.claim(msg.requestId, args.prefix?.key ?? null, args.prefix?.prefillOnly === true) ?? {
         key: null,
-        prefillOnly: msg.prefix?.prefillOnly === true,
+        prefillOnly: args.prefix?.prefillOnly === true,
         awaiting: false,
         settled: true,
         names: [],
@@ -131,16 +133,22 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
     this.ctx.wake?.();
   }
 
+  /** Main's messages to the Thinker (protocol.ts ThinkerMessage); a body that is none of them is ignored. */
+  override onKindMessage(requestId: string | undefined, body: unknown): void {
+    const m = thinkerMessageOf(body);
+    if (m?.type === 'release_prefix') this.prefixes?.release(m.key);
+    else if (m?.type === 'first_audio' && requestId !== undefined) this.onFirstAudio(requestId);
+    else if (m?.type === 'media_failed' && requestId !== undefined)
+      this.onMediaFailed(requestId, m.fromInstance, m.error);
+    else this.ctx.log.debug({ requestId }, 'kind message ignored: not a Thinker message');
+  }
+
   /** Main has the request's first audio: its first-packet hold ends and decoding goes on. */
-  override onFirstAudio(requestId: string): void {
+  private onFirstAudio(requestId: string): void {
     const req = this.requests.get(requestId);
     if (!req || req.holdAfterTokens === null) return;
     req.holdAfterTokens = null;
     this.refreshAvailable(req);
-  }
-
-  override releasePrefix(key: string): void {
-    this.prefixes?.release(key);
   }
 
   protected override freeState(req: ThinkerRequest): void {
@@ -149,8 +157,11 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   }
 
   override stats(): StageStats {
-    const prefix = this.prefixes ? { prefix: this.prefixes.stats } : {};
-    return { ...super.stats(), ...prefix, ...(this.ec ? { ec: this.ec.stats } : {}) };
+    const kind: ThinkerStats = {
+      ...(this.prefixes ? { prefix: this.prefixes.stats } : {}),
+      ...(this.ec ? { ec: this.ec.stats } : {}),
+    };
+    return { ...super.stats(), kind };
   }
 
   override async close(): Promise<void> {
@@ -197,7 +208,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerBatchItem, T
   }
 
   /** Main: an encoder instance died (or refused the request) and its items will not come. */
-  override onMediaFailed(requestId: string, fromInstance: string, error: SerializedError): void {
+  private onMediaFailed(requestId: string, fromInstance: string, error: SerializedError): void {
     const req = this.requests.get(requestId);
     if (!req?.media) return;
     this.ctx.adapter.stopReceiving(requestId, fromInstance);

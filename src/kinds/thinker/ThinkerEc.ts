@@ -13,7 +13,8 @@ import type { EcStoreSettings } from '../../common/graph.ts';
 import { ErrorCodes, serializeError, type SerializedError } from '../../common/errors.ts';
 import type { Logger } from '../../common/log.ts';
 import { EcRedis } from '../../../transport/redis/EcRedis.ts';
-import type { EcDrop, EcItemPlan, StageToMain, ThinkerEcStats } from '../../worker/messages.ts';
+import type { EcDrop, EcItemPlan, StageToMain } from '../../worker/messages.ts';
+import type { ThinkerEcStats } from './protocol.ts';
 import type { ThinkerMedia } from './ThinkerMedia.ts';
 
 interface Copy {

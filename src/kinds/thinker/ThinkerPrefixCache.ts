@@ -17,10 +17,14 @@ import type { Hash } from 'node:crypto';
 import type { ThinkerRunner } from '../../../stages/types.ts';
 import type { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
 import type { Logger } from '../../common/log.ts';
-import type { PrefixStats } from '../../worker/messages.ts';
 import type { PromptBlocks } from '../../common/payloads.ts';
 import { blockNames, ROUTING_NAME_CHARS, rowBytes, writeTokenId } from '../../sched/blockNames.ts';
-import { checkPrefixBudget, PrefixCache, type HeldBlocks } from '../../sched/PrefixCache.ts';
+import {
+  checkPrefixBudget,
+  PrefixCache,
+  type HeldBlocks,
+  type PrefixCacheStats as PrefixStats,
+} from '../../sched/PrefixCache.ts';
 import { PositionRows } from '../../sched/PositionRows.ts';
 import type { ThinkerMedia } from './ThinkerMedia.ts';
 

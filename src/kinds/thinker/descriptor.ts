@@ -8,13 +8,14 @@ import { presets } from '../../../stages/generator/presets.ts';
 import { MIN_BYTE_VOCAB_SIZE } from '../../../stages/tokenizer/ByteTokenizer.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
 import { runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import type { ThinkerArgs } from './protocol.ts';
 
 const modelYaml = Type.Object(
   { ...generatedCommon, ...transformer, vocab_size: optional(int(1)), accept_layer: optional(int(0)) },
   closed,
 );
 
-export const thinker: StageKindDescriptor = {
+export const thinker: StageKindDescriptor<ThinkerArgs> = {
   kind: 'thinker',
   workerType: 'ar',
   defaultMaxTokens: 256,
@@ -25,6 +26,15 @@ export const thinker: StageKindDescriptor = {
   readsRequest: false,
   sizedFrom: 'inputs',
   modelSchema: () => modelYaml,
+
+  // Requests enter here: the prompt, its media plan, the EC store's drops and the session prefix come with it.
+  addArgs: (ctx) => ({
+    promptTokenIds: ctx.promptTokenIds,
+    ...(ctx.media ? { media: ctx.media.thinker } : {}),
+    ...(ctx.request.prefix ? { prefix: ctx.request.prefix } : {}),
+    ...(ctx.ecDrop.length > 0 ? { ecDrop: ctx.ecDrop } : {}),
+    ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
+  }),
 
   resolveGeneratedModel(ctx, problems) {
     const family = presetOf(ctx, presets, 'model preset', problems);

@@ -5,9 +5,9 @@
  * are not an object, used to reach the step loop or the join path and throw there.
  *
  * Checked: the top level of each message (and of a READY's settings, which main reads on join). Not checked: nested
- * plans (a boot's graph, an add's media plan). A peer that speaks this protocol version runs this code; the shapes
- * stop garbage and foreign writers, and keeping other writers off the channels is Redis ACLs' job
- * (docs/scale-out-security.md).
+ * plans (a boot's graph, an add's kind arguments, a kind message's body: the kind's core reads those). A peer that
+ * speaks this protocol version runs this code; the shapes stop garbage and foreign writers, and keeping other
+ * writers off the channels is Redis ACLs' job (docs/scale-out-security.md).
  */
 import type { MainToStage, StageToMain } from '../messages.ts';
 
@@ -34,24 +34,16 @@ const MAIN_TO_STAGE: { readonly [T in Exclude<MainToStage['type'], 'drop_all'>]:
     downstream: 'array',
     upstreams: 'array',
     firstChunkDeadline: 'number',
-    promptTokenIds: 'array?',
-    media: 'object?',
-    encode: 'array?',
-    ecDrop: 'array?',
-    initialCodecChunkFrames: 'number?',
-    firstPacketTokens: 'number?',
-    codecLeftContextFrames: 'number?',
-    prefix: 'object?',
     liveRequests: 'number?',
-    playback: 'object?',
+    // The kind's own arguments: the kind's core checks what it reads of them (src/kinds/<kind>/protocol.ts).
+    args: 'object',
   },
   abort: { requestId: 'string', reason: 'string' },
   pause: { requestId: 'string' },
   resume: { requestId: 'string' },
-  first_audio: { requestId: 'string' },
-  release_prefix: { key: 'string' },
+  // A kind's own message: the envelope here, the body checked by the kind's protocol (thinkerMessageOf).
+  kind: { requestId: 'string?', body: 'object' },
   shutdown: { drainMs: 'number' },
-  media_failed: { requestId: 'string', fromInstance: 'string', error: 'object' },
 };
 
 const STAGE_TO_MAIN: { readonly [T in StageToMain['type']]: Shape } = {
