@@ -77,4 +77,19 @@ describe('engine.cpus', () => {
     expect(full.warnings).toHaveLength(1);
     expect(problems(config('automatic'), 2)[0]).toMatch(/stages\[1\]\.engine\.cpus: .* or "auto"/);
   });
+
+  describe('threads against cores', () => {
+    const warnings = (yaml: string, cores: number) => parseConfig(yaml, 'configs/x.yaml', { cores }).warnings ?? [];
+
+    it('says nothing for single-threaded stages that outnumber the cores (they take turns)', () => {
+      expect(warnings(config('auto'), 2).filter((w) => w.includes('onnxruntime threads'))).toEqual([]);
+    });
+
+    it('warns when stages with threads to give back ask for more than the cores, naming them', () => {
+      const yaml = config('auto').replace('engine: {cpus: auto}', 'engine: {threads: 2}');
+      expect(warnings(yaml, 2).filter((w) => w.includes('onnxruntime threads'))).toEqual([
+        expect.stringMatching(/ask for 4 onnxruntime threads .* on 2 cores: .*; lower threads of talker \(2\)$/),
+      ]);
+    });
+  });
 });
