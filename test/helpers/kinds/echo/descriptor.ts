@@ -1,0 +1,32 @@
+/**
+ * The echo kind: an entry stage with no model that writes the prompt back as text. Registered at test time
+ * (registerStageKind); the descriptor is all the rest of Chorus learns of it.
+ */
+import { Type } from '@sinclair/typebox';
+import type { StageKind } from '../../../../src/common/graph.ts';
+import type { ModelFacts } from '../../../../src/common/modelFacts.ts';
+import type { StageKindDescriptor } from '../../../../src/kinds/StageKindDescriptor.ts';
+import { EchoCore } from './EchoCore.ts';
+import type { EchoArgs } from './protocol.ts';
+
+/** The READY facts of a model-less stage: it reports the tokenizer's vocabulary it echoes, like a Thinker. */
+const facts = { kind: 'echo' } as unknown as ModelFacts;
+
+export const ECHO_INTERVAL_MS = 20;
+
+export const echo: StageKindDescriptor<EchoArgs> = {
+  kind: 'echo' as StageKind, // not one of Chorus's own kinds: StageKind names those
+  workerType: 'generation',
+  defaultMaxTokens: 4,
+  feeds: [],
+  finalOutput: 'text',
+  entry: true,
+  readsRequest: false,
+  requestSampling: 'sampling',
+  sizedFrom: 'inputs',
+  modelSchema: () => Type.Object({}),
+  resolveGeneratedModel: () => null,
+  addArgs: (ctx) => ({ tokenIds: ctx.promptTokenIds, intervalMs: ECHO_INTERVAL_MS }),
+  createStage: (ctx) => Promise.resolve({ core: new EchoCore(ctx), facts, modelFiles: [], close: async () => {} }),
+  probe: () => Promise.resolve(facts),
+};
