@@ -1,21 +1,45 @@
 /**
  * /v1/realtime over a real socket against the Engine test double: event shapes and order, the text/transcript
- * rule, session and per-response settings reaching the engine, one active response, cancel, disconnect.
+ * rule, session and per-response settings reaching the engine, one active response, cancel, disconnect. Every event
+ * any test here receives validates against the openai SDK's own RealtimeServerEvent type, as a JSON schema
+ * generated from the installed SDK (test/helpers/openaiRealtimeSchema.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClientOptions } from 'ws';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { realtimeServerEventCheck, type EventCheck } from '../helpers/openaiRealtimeSchema.ts';
 import { decodeAudioDeltas, RealtimeClient, startTestServer, type ServerEvent } from './serverClient.ts';
 import { defaultScript, expectedPcm16, type TestEngine } from './serverTestEngine.ts';
 
 let server: Awaited<ReturnType<typeof startTestServer>>;
 let engine: TestEngine;
+let check: EventCheck;
+/** The clients of the test running now (their events are checked after it), and the event types checked so far. */
+const clients: RealtimeClient[] = [];
+const checkedTypes = new Set<string>();
+
+async function connect(url: string, protocols?: string | string[], options?: ClientOptions): Promise<RealtimeClient> {
+  const client = await RealtimeClient.connect(url, protocols, options);
+  clients.push(client);
+  return client;
+}
 
 beforeAll(async () => {
+  check = realtimeServerEventCheck();
   server = await startTestServer();
   engine = server.engine;
+}, 60_000);
+afterEach(() => {
+  const events = clients.splice(0).flatMap((c) => c.events);
+  for (const e of events) checkedTypes.add(e.type);
+  expect(events.map(check).filter((problem) => problem !== null)).toEqual([]);
 });
 afterAll(async () => {
   await server.app.close();
+  // What the file's tests cover of the server's events: a test that stopped reaching one would show here.
+  expect(checkedTypes.size).toBeGreaterThanOrEqual(MIN_CHECKED_TYPES);
 });
+
+const MIN_CHECKED_TYPES = 15;
 
 function typesOf(events: readonly ServerEvent[]): string[] {
   return events.map((e) => e.type);
@@ -23,7 +47,7 @@ function typesOf(events: readonly ServerEvent[]): string[] {
 
 describe('realtime session', () => {
   it('announces the session with its defaults', async () => {
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     const created = client.events[0];
     expect(created.type).toBe('session.created');
     const session = created.session as Record<string, unknown>;
@@ -39,7 +63,7 @@ describe('realtime session', () => {
 
   it('streams an audio response: transcript and audio interleaved, in GA order, audio intact', async () => {
     engine.script = defaultScript({ tokens: 8, chunkSamples: 4800, tokensPerChunk: 2 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     const done = await client.respond('hello');
     const response = done.response as Record<string, unknown>;
     expect(response.status).toBe('completed');
@@ -102,7 +126,7 @@ describe('realtime session', () => {
 
   it('sends text-only responses as output_text deltas and asks the engine for text only', async () => {
     engine.script = defaultScript({ tokens: 4 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['text'] } });
     const updated = await client.next('session.updated');
     expect((updated.session as { output_modalities: string[] }).output_modalities).toEqual(['text']);
@@ -123,7 +147,7 @@ describe('realtime session', () => {
 
   it('passes instructions, limits and Chorus extensions to the engine; per-response settings override', async () => {
     engine.script = defaultScript({ tokens: 2 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({
       type: 'session.update',
       session: {
@@ -187,7 +211,7 @@ describe('realtime session', () => {
 
   it('max_output_tokens "inf" (the session default) keeps the stage\'s max_tokens, as chat does', async () => {
     engine.script = defaultScript({ tokens: 2 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     expect((client.events[0].session as { max_output_tokens: unknown }).max_output_tokens).toBe('inf');
     await client.respond('one');
     // Left to the engine: the stage's max_tokens from the YAML (64 here), not the server's 4096-token cap.
@@ -200,7 +224,7 @@ describe('realtime session', () => {
 
   it('answers out-of-band input without touching the conversation', async () => {
     engine.script = defaultScript({ tokens: 1 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({
       type: 'response.create',
       response: {
@@ -221,7 +245,7 @@ describe('realtime session', () => {
 
   it('rejects a second response.create while one is active, and finishes the first', async () => {
     engine.script = defaultScript({ tokens: 6, stepMs: 10 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({
       type: 'conversation.item.create',
       item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] },
@@ -243,7 +267,7 @@ describe('realtime session', () => {
 
   it('cancels promptly: response.done(cancelled) within 500 ms and no delta after it', async () => {
     engine.script = defaultScript({ tokens: 400, stepMs: 5, chunkSamples: 2400, tokensPerChunk: 1 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({
       type: 'conversation.item.create',
       item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
@@ -279,7 +303,7 @@ describe('realtime session', () => {
   });
 
   it('rejects response.cancel when nothing is in progress', async () => {
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({ type: 'response.cancel', event_id: 'evt_c' });
     const err = await client.next('error');
     expect(err.error).toMatchObject({
@@ -292,7 +316,7 @@ describe('realtime session', () => {
 
   it('cancels the request when the socket closes mid-response', async () => {
     engine.script = defaultScript({ tokens: 1000, stepMs: 2 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({
       type: 'conversation.item.create',
       item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
@@ -307,7 +331,7 @@ describe('realtime session', () => {
 
   it('retrieves and deletes items: later responses do not see a deleted one; unknown ids are named', async () => {
     engine.script = defaultScript({ tokens: 2 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     const done = (await client.respond('first')).response as {
       output: { id: string; content: { type: string; transcript: string }[] }[];
     };
@@ -348,7 +372,7 @@ describe('realtime session', () => {
 
   it('keeps the answer being written: in progress when retrieved, not deleted until its response ends', async () => {
     engine.script = defaultScript({ tokens: 400, stepMs: 5 });
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     client.send({
       type: 'conversation.item.create',
       item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
@@ -385,7 +409,7 @@ describe('realtime session', () => {
       { kind: 'text', delta: 'a' },
       { kind: 'fail', code: 'CHORUS_ERR_STAGE_DIED', message: 'talker died' },
     ];
-    const client = await RealtimeClient.connect(server.wsUrl);
+    const client = await connect(server.wsUrl);
     const done = await client.respond('x');
     expect(done.response).toMatchObject({
       status: 'failed',
@@ -400,7 +424,7 @@ describe('realtime session', () => {
     async () => {
       // The test double's graph has no encoder stages (serverMedia.double.test.ts covers commits that are taken).
       engine.script = defaultScript({ tokens: 2 });
-      const client = await RealtimeClient.connect(server.wsUrl);
+      const client = await connect(server.wsUrl);
       client.send({ type: 'input_audio_buffer.commit', event_id: 'evt_empty' });
       expect((await client.next('error')).error).toMatchObject({
         code: 'CHORUS_ERR_REQUEST_INVALID',
@@ -431,4 +455,15 @@ describe('realtime session', () => {
       client.close();
     },
   );
+});
+
+describe('the SDK schema check', () => {
+  it('refuses what an SDK user is not written for: a null the types do not allow, an unknown field, type', () => {
+    const done = { type: 'response.done', event_id: 'e1', response: { id: 'r1', object: 'realtime.response' } };
+    expect(check(done)).toBeNull();
+    expect(check({ ...done, response: { ...done.response, status_details: null } })).toMatch(/status_details/);
+    expect(check({ ...done, respones: {} })).toMatch(/additional/);
+    expect(check({ ...done, chorus_latency: { ttft_ms: 1 } })).toBeNull(); // Chorus's documented extension
+    expect(check({ type: 'response.text.delta.beta', event_id: 'e2' })).toMatch(/not a server event type/);
+  });
 });
