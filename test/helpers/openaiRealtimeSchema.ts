@@ -117,6 +117,7 @@ export function realtimeServerEventCheck(): EventCheck {
     if (!validate) return `${String(type)}: not a server event type of the openai SDK`;
     if (validate(withoutExtensions(event))) return null;
     const errors = (validate.errors ?? []).slice(0, 4);
-    return `${type}: ${errors.map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`).join('; ')}`;
+    const said = errors.map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
+    return `${type}: ${said.join('; ')}`;
   };
 }
