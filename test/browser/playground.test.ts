@@ -8,6 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer } from '../e2e/serverClient.ts';
 import { defaultScript } from '../e2e/serverTestEngine.ts';
+import type { PageGlobals } from './pageState.ts';
 
 const KEY = 'sk-playground';
 const CHUNK_SAMPLES = 2400; // 100 ms
@@ -16,42 +17,6 @@ let server: Awaited<ReturnType<typeof startTestServer>>;
 let browser: Browser;
 let page: Page;
 
-interface PageResponse {
-  id: string | null;
-  status: string;
-  text: string;
-  ttftMs: number | null;
-  ttfpMs: number | null;
-  audioSamples: number;
-  underruns: number;
-  schedule: { start: number; duration: number; samples: number; first: number }[];
-}
-
-/**
- * What the functions below see in the page. They run in Chromium (serialized by playwright), and this project
- * has no DOM typings, so the page's globals are described here. Strings would be simpler but the page's CSP
- * (no eval) rightly refuses them.
- */
-interface PageTurn {
-  role: 'user' | 'assistant';
-  kind: 'text' | 'speech' | 'answer';
-  itemId: string | null;
-  text: string;
-  status?: string;
-}
-
-interface PageGlobals {
-  document: { querySelector(selector: string): { textContent: string | null } | null };
-  chorusPlayground: {
-    responses: (PageResponse & { row: unknown; turn: unknown; serverLatency: unknown })[];
-    audioContext: { state: string; currentTime: number };
-    turns: PageTurn[];
-    session: { id: string } | null;
-    speaking: boolean;
-    eventCounts: Record<string, number>;
-    events: { type: string; session?: Record<string, unknown> }[];
-  };
-}
 const responses = () =>
   page.evaluate(() =>
     (globalThis as unknown as PageGlobals).chorusPlayground.responses.map((r) => ({ ...r, row: null })),

@@ -18,6 +18,7 @@ import { resample } from '../../src/media/resample.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
 import { startTestServer } from '../e2e/serverClient.ts';
+import type { PageGlobals } from './pageState.ts';
 import { pngBytes } from '../helpers/media.ts';
 import { concatPcm, msOf, quiet, speak, SPEECH_RATE_HZ } from '../helpers/speech.ts';
 
@@ -52,65 +53,6 @@ const interruption = speak('Stop, tell me about the mountains instead.');
 const leadIn = quiet(1000, 1);
 /** What the fake microphone plays, once (%noloop, then silence), from the getUserMedia call on. */
 const micAudio = concatPcm(leadIn, question, quiet(PAUSE_MS, 2), interruption, quiet(3000, 3));
-
-interface PageEvent {
-  type: string;
-  at: number;
-  item_id?: string;
-  audio_start_ms?: number;
-  audio_end_ms?: number;
-  response_id?: string;
-  status?: string;
-  reason?: string | null;
-  item?: { id: string; role: string; content: string[] };
-}
-
-interface PageResponse {
-  id: string | null;
-  itemId: string | null;
-  source: 'text' | 'voice';
-  status: string;
-  reason: string | null;
-  usage: {
-    input_tokens: number;
-    output_tokens: number;
-    output_token_details: { text_tokens: number };
-    input_token_details: { image_tokens: number; cached_tokens: number };
-  } | null;
-  serverLatency: { from: string; ttft_ms: number | null; ttfp_ms: number | null } | null;
-  ttfpMs: number | null;
-  audioSamples: number;
-  schedule: { start: number; duration: number }[];
-  interrupted: boolean;
-  playedMs: number | null;
-}
-
-/**
- * The page's globals as the functions below see them in Chromium (this project has no DOM typings). They are
- * serialized by playwright, so each one reaches the page state itself.
- */
-interface PageTurn {
-  role: 'user' | 'assistant';
-  kind: 'text' | 'speech' | 'answer';
-  itemId: string | null;
-  text: string;
-  status?: string;
-  speechMs?: number | null;
-}
-
-interface PageGlobals {
-  chorusPlayground: {
-    responses: (PageResponse & { row: unknown; turn: unknown })[];
-    events: PageEvent[];
-    turns: PageTurn[];
-    session: { id: string } | null;
-    context: { usedPositions: number; maxPositions: number | null; inputTokens: number; cachedTokens: number } | null;
-    eventCounts: Record<string, number>;
-    truncations: { itemId: string; responseId: string; audioEndMs: number; answered: boolean }[];
-    mic: { on: boolean; state: string; level: number; chunksSent: number };
-    sources: { size: number }; // audio buffers scheduled and not yet ended
-  };
-}
 
 /** The playground's resampler (pcm16.js): main.js puts it on globalThis, so functions run in the page can name it. */
 declare const Resampler: new (
