@@ -4,6 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { arrivalGapsMs, gammaSampler, planArrivals } from '../../bench/ttfp/openLoop/arrivals.ts';
+import { openLoopSummaryLines } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
+import { openLoopPlotSvg } from '../../bench/ttfp/openLoop/openLoopPlot.ts';
+import { REPORT_WIDTH } from '../../bench/ttfp/report/runSummary.ts';
 import { isGood, isRefusal, openLoopRow, type OpenLoopRecord } from '../../bench/ttfp/openLoop/openLoopStats.ts';
 import { seededRandom } from '../../bench/ttfp/prompts.ts';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
@@ -156,5 +159,45 @@ describe('open-loop accounting', () => {
     const row = openLoopRow([refused(0, 'HTTP 429: busy', 3)], { ...context, sloTtfpMs: null });
     expect(row).toMatchObject({ completed: 0, refused: 1, refused_share: 1, good: 0, underrun_share: null });
     expect(row.ttfp_ms).toEqual({ p50: null, p95: null, p99: null });
+  });
+});
+
+describe('open-loop report', () => {
+  const row = (rate: number, variant = 'async') =>
+    openLoopRow([record(0, answered(0, 40 * rate)), record(300, answered(300, 50 * rate))], {
+      variant,
+      asyncChunk: variant === 'async',
+      ratePerS: rate,
+      burstiness: 1,
+      windowMs: 1000,
+      sloTtfpMs: 100,
+    });
+
+  it('a labelled block per rate, every figure on it, within the terminal width', () => {
+    const lines = openLoopSummaryLines(row(2));
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(REPORT_WIDTH);
+    const text = lines.join('\n');
+    expect(text).toMatch(/async_chunk on, 2 req\/s \(Poisson\)/);
+    for (const label of [
+      /Offered \(req\/s\):\s+2\.00/,
+      /Admitted \(req\/s\):\s+2\.00/,
+      /Refused share:\s+0\.0% \(0\)/,
+      /Refusal answered p50 \/ p99 \(ms\)/,
+      /TTFT \(ms\):\s+10\.0 \/ 10\.0 \/ 10\.0/,
+      /TTFP \(ms\):\s+90\.0 \/ 99\.0 \/ 99\.8/,
+      /Requests with an underrun:\s+0\.0% \(0\)/,
+      /Total stall \(ms\)/,
+      /Goodput \(req\/s: TTFP <= 100 ms, no underrun\):\s+2\.00/,
+    ])
+      expect(text).toMatch(label);
+  });
+
+  it('plot.svg: TTFP p95 and goodput against the offered rate, one curve per server', () => {
+    const svg = openLoopPlotSvg([row(1), row(2), row(1, 'sync'), row(2, 'sync')], 100);
+    expect(svg).toMatch(/TTFP p95 \(admitted\)/);
+    expect(svg).toMatch(/Goodput \(TTFP &lt;= 100 ms, no underrun\)/);
+    expect(svg).toMatch(/SLO 100 ms/);
+    expect(svg.match(/<polyline/g)).toHaveLength(6); // TTFP x2, goodput x2, admitted x2
+    expect(svg).not.toMatch(/NaN|undefined/);
   });
 });

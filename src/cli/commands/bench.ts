@@ -19,6 +19,7 @@ import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 import type { RoutingPolicy } from '../../common/graph.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
+import { openLoopFlags, openLoopUsage, runOpenLoopCommand } from './benchOpenLoop.ts';
 import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
 import { runVoiceTurnsCommand, voiceTurnsUsage } from './benchVoiceTurns.ts';
 import { STEP_TRACE_ENV } from '../../worker/StepTrace.ts';
@@ -44,6 +45,7 @@ export const usage = `usage:
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--goals] [--json]
+${openLoopUsage.trimEnd()}
 ${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
@@ -177,9 +179,14 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'throughput-repeats': { type: 'string' },
     'trace-steps': { type: 'string' },
     goals: { type: 'boolean', default: false },
+    'request-rate': { type: 'string' },
+    burstiness: { type: 'string' },
+    duration: { type: 'string' },
+    'slo-ttfp-ms': { type: 'string' },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  const openLoop = openLoopFlags(v);
   if (v['compare-config'] !== undefined && v.url !== undefined)
     throw new UsageError('--compare-config is for --config: the bench starts both servers');
   const compares = [
@@ -240,6 +247,14 @@ async function runServeCommand(argv: string[]): Promise<number> {
     log: benchLogger(process.stderr),
     command: `chorus bench ${argv.join(' ')}`.trim(),
   };
+  if (openLoop !== null)
+    return runOpenLoopCommand({
+      ...shared,
+      ...openLoop,
+      inputLen: positiveInt('input-len', v['input-len'], 100),
+      out: v.out,
+      json: v.json === true,
+    });
   if (turns !== undefined) {
     return runTurnsCommand({
       ...shared,

@@ -1,0 +1,90 @@
+/**
+ * `chorus bench --request-rate R1,R2,...`: open-loop load (bench/ttfp/openLoop): its flags, checked before any
+ * server starts, and the command that runs it and writes its report. Refusals (429) are what overload is
+ * expected to produce, so only failures of another kind exit 1.
+ */
+import path from 'node:path';
+import { repoRoot } from '../../config/paths.ts';
+import { UsageError } from '../cliArgs.ts';
+import type { OpenLoopBenchOptions } from '../../../bench/ttfp/openLoop/runOpenLoopBench.ts';
+
+export const openLoopUsage = `  chorus bench --request-rate R1,R2,... [--burstiness 1] [--duration 20 | --num-prompts N]
+               [--slo-ttfp-ms MS] [--config FILE | --url URL [--sync-url URL] [--api-key KEY]]
+               [--protocol realtime|chat] [--input-len 100] [--output-len 100]
+               [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
+                | --compare-routing POLICY] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 300000] [--json]
+`;
+
+/** Default arrival window per rate when neither --duration nor --num-prompts is given. */
+const DEFAULT_DURATION_S = 20;
+
+interface OpenLoopFlagValues {
+  readonly 'request-rate'?: string;
+  readonly burstiness?: string;
+  readonly duration?: string;
+  readonly 'slo-ttfp-ms'?: string;
+  readonly 'num-prompts'?: string;
+  readonly concurrency?: string;
+  readonly turns?: string;
+}
+
+export type OpenLoopFlags = Pick<OpenLoopBenchOptions, 'ratesPerS' | 'burstiness' | 'length' | 'sloTtfpMs'>;
+
+function positiveNumber(flag: string, value: string, what: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0)
+    throw new UsageError(`--${flag} must be a number > 0${what}, got "${value}"`);
+  return n;
+}
+
+/** The open-loop flags, or null for a closed-loop run (then none of them may be given). */
+export function openLoopFlags(v: OpenLoopFlagValues): OpenLoopFlags | null {
+  if (v['request-rate'] === undefined) {
+    for (const flag of ['burstiness', 'duration', 'slo-ttfp-ms'] as const)
+      if (v[flag] !== undefined) throw new UsageError(`--${flag} is for open-loop load: add --request-rate R1,R2,...`);
+    return null;
+  }
+  if (v.concurrency !== undefined)
+    throw new UsageError(
+      '--request-rate (open loop: requests arrive at that rate) and --concurrency (closed loop: c requests in ' +
+        'flight) are two kinds of load: give one',
+    );
+  if (v.turns !== undefined) throw new UsageError('--request-rate is for single prompts, not --turns');
+  if (v.duration !== undefined && v['num-prompts'] !== undefined)
+    throw new UsageError('give --duration S (arrivals within S seconds) or --num-prompts N (N arrivals), not both');
+  const ratesPerS = v['request-rate'].split(',').map((r) => positiveNumber('request-rate', r.trim(), ' (req/s)'));
+  const burstiness = v.burstiness === undefined ? 1 : positiveNumber('burstiness', v.burstiness, ' (1: Poisson)');
+  let length: OpenLoopFlags['length'];
+  if (v['num-prompts'] !== undefined) {
+    const n = Number(v['num-prompts']);
+    if (!Number.isInteger(n) || n < 1)
+      throw new UsageError(`--num-prompts must be an integer >= 1, got "${v['num-prompts']}"`);
+    length = { numPrompts: n };
+  } else
+    length = {
+      durationS: v.duration === undefined ? DEFAULT_DURATION_S : positiveNumber('duration', v.duration, ' (s)'),
+    };
+  let sloTtfpMs: number | null = null;
+  if (v['slo-ttfp-ms'] !== undefined) {
+    sloTtfpMs = Number(v['slo-ttfp-ms']);
+    if (!Number.isInteger(sloTtfpMs) || sloTtfpMs < 1)
+      throw new UsageError(`--slo-ttfp-ms must be an integer >= 1, got "${v['slo-ttfp-ms']}"`);
+  }
+  return { ratesPerS, burstiness, length, sloTtfpMs };
+}
+
+export async function runOpenLoopCommand(
+  o: Omit<OpenLoopBenchOptions, 'onRate'> & { readonly out: string | undefined; readonly json: boolean },
+): Promise<number> {
+  const { runOpenLoopBench } = await import('../../../bench/ttfp/openLoop/runOpenLoopBench.ts');
+  const { formatOpenLoopText } = await import('../../../bench/ttfp/openLoop/formatOpenLoop.ts');
+  const { writeOpenLoopResults } = await import('../../../bench/ttfp/openLoop/writeOpenLoopResults.ts');
+  const result = await runOpenLoopBench(o);
+  const out = path.resolve(
+    o.out ?? path.join(repoRoot(), 'bench', 'results', `rate-${result.started_at.replace(/[:.]/g, '-')}`),
+  );
+  const files = await writeOpenLoopResults(out, result);
+  process.stdout.write(o.json ? `${JSON.stringify(result, null, 2)}\n` : formatOpenLoopText(result));
+  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}\n`);
+  return result.rates.some((r) => r.failed > 0) ? 1 : 0;
+}
