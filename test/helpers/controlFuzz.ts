@@ -90,6 +90,7 @@ export class ControlFuzz {
     return this.#pick([
       { type: 'abort' },
       { type: 'add', requestId: 5 },
+      { type: 'kind', requestId: 'r' },
       { type: 'boot', graph: 'x' },
       { from: this.#pick(this.instances), msg: { type: 'finished' } },
       { from: this.#pick(this.instances), msg: { type: 'ready', settings: 1 } },
@@ -123,6 +124,8 @@ export class ControlFuzz {
         { type: 'pause', requestId },
         { type: 'resume', requestId },
         firstAudioMessage(requestId),
+        // A kind body no kind knows, and a Thinker message without its fields: each core ignores it.
+        { type: 'kind', requestId, body: { type: 'media_failed', error: 5 } },
       ] as const),
     );
   }

@@ -1,0 +1,47 @@
+/**
+ * Kind messages on the control plane: the control shapes check the `{type: 'kind'}` envelope only (the old
+ * per-kind top-level types are gone from the protocol), and the kind checks the body: a Thinker reads only the
+ * bodies it knows, with their fields, and ignores the rest (a remote channel can carry a foreign writer's garbage).
+ */
+import { describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../src/common/errors.ts';
+import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
+import { thinkerMessage, thinkerMessageOf } from '../../src/kinds/thinker/protocol.ts';
+import { mainToStageProblem } from '../../src/worker/control/controlShapes.ts';
+
+const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
+
+describe('kind messages', () => {
+  it('pass the control shapes as an envelope with an object body, the request id optional', () => {
+    expect(mainToStageProblem(firstAudioMessage('r'))).toBeNull();
+    expect(mainToStageProblem(thinkerMessage.releasePrefix('sess'))).toBeNull();
+    expect(mainToStageProblem(thinkerMessage.mediaFailed('r', 'image-encoder#0', died))).toBeNull();
+    expect(mainToStageProblem({ type: 'kind', requestId: 'r' })).toMatch(/body is missing/);
+    expect(mainToStageProblem({ type: 'kind', body: 'stop' })).toMatch(/body is string/);
+    expect(mainToStageProblem({ type: 'kind', requestId: 5, body: {} })).toMatch(/requestId is number/);
+  });
+
+  it('are the only way kind-only messages travel: the old top-level types are not in the protocol', () => {
+    for (const type of ['first_audio', 'release_prefix', 'media_failed'])
+      expect(mainToStageProblem({ type, requestId: 'r', key: 'k' })).toMatch(/not a message type of this protocol/);
+  });
+
+  it("reach the Thinker's core only when the body is one of its messages, with its fields", () => {
+    expect(thinkerMessageOf({ type: 'first_audio' })).toEqual({ type: 'first_audio' });
+    expect(thinkerMessageOf({ type: 'release_prefix', key: 'k' })).toEqual({ type: 'release_prefix', key: 'k' });
+    const failed = thinkerMessage.mediaFailed('r', 'image-encoder#0', died);
+    expect(failed.type === 'kind' && thinkerMessageOf(failed.body)).toEqual({
+      type: 'media_failed',
+      fromInstance: 'image-encoder#0',
+      error: died,
+    });
+    for (const garbage of [
+      null,
+      'first_audio',
+      { type: 'release_prefix' },
+      { type: 'media_failed', fromInstance: 'x', error: 5 },
+      { type: 'stop' }, // another kind's
+    ])
+      expect(thinkerMessageOf(garbage)).toBeNull();
+  });
+});
