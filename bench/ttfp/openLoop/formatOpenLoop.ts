@@ -18,12 +18,22 @@ function arrivalsName(burstiness: number): string {
   return burstiness === 1 ? 'Poisson' : `gamma, burstiness ${burstiness}`;
 }
 
+/** One figure a line, as runSummary.ts prints the closed loop's. */
+function percentileLines(name: string, p: Percentiles): string[] {
+  return [
+    line(`Median ${name} (ms)`, ms(p.p50)),
+    line(`P95 ${name} (ms)`, ms(p.p95)),
+    line(`P99 ${name} (ms)`, ms(p.p99)),
+  ];
+}
+
 export function openLoopSummaryLines(r: OpenLoopRow): string[] {
   const slo = r.slo_ttfp_ms === null ? 'no underrun' : `TTFP <= ${r.slo_ttfp_ms} ms, no underrun`;
   return [
     rule(`${variantName(r.variant)}, ${r.request_rate} req/s (${arrivalsName(r.burstiness)})`, '='),
     line('Requests sent', String(r.num_requests)),
-    line('Arrival window / run duration (s)', `${num(r.window_s, 1)} / ${num(r.duration_s, 1)}`),
+    line('Arrival window (s)', num(r.window_s, 1)),
+    line('Run duration, with the drain (s)', num(r.duration_s, 1)),
     line('Offered (req/s)', num(r.offered_rps, 2)),
     line('Admitted (req/s)', num(r.admitted_rps, 2)),
     line('Completed requests', String(r.completed)),
@@ -31,10 +41,11 @@ export function openLoopSummaryLines(r: OpenLoopRow): string[] {
     line('Send lag p99 (ms)', ms(r.send_lag_p99_ms)),
     rule('Refused (429)', '-'),
     line('Refused share', `${pct(r.refused_share)} (${r.refused})`),
-    line('Refusal answered p50 / p99 (ms)', `${ms(r.refusal_ms.p50)} / ${ms(r.refusal_ms.p99)}`),
-    rule('Admitted requests, p50 / p95 / p99', '-'),
-    line('TTFT (ms)', p3(r.ttft_ms)),
-    line('TTFP (ms)', p3(r.ttfp_ms)),
+    line('Median refusal answered in (ms)', ms(r.refusal_ms.p50)),
+    line('P99 refusal answered in (ms)', ms(r.refusal_ms.p99)),
+    rule('Admitted requests', '-'),
+    ...percentileLines('TTFT', r.ttft_ms),
+    ...percentileLines('TTFP', r.ttfp_ms),
     rule('Audio playback (a player fed as it arrives)', '-'),
     line('Requests with an underrun', `${pct(r.underrun_share)} (${r.requests_with_underruns})`),
     line('Total stall (ms)', ms(r.total_stall_ms)),
