@@ -71,7 +71,7 @@ describe('ControlGuard', () => {
     [
       'a heartbeat without its lease',
       'invalid',
-      () => raw.pack({ v: 1, ch: 'heartbeat', body: { ...HEARTBEAT, lease: 7 } }),
+      () => raw.pack({ v: CONTROL_PROTOCOL_VERSION, ch: 'heartbeat', body: { ...HEARTBEAT, lease: 7 } }),
     ],
     ['over the size limit', 'oversize', () => Buffer.alloc(MAX_CONTROL_MESSAGE_BYTES + 1)],
   ];
@@ -91,14 +91,16 @@ describe('ControlGuard', () => {
   it('names both versions when it drops another version', () => {
     const { guard, warnings } = guardWithLog();
     guard.receive('to_main', 'chorus:ctl:main', raw.pack({ v: 7, ch: 'to_main', body: {} }), () => undefined);
-    expect(warnings()[0].msg).toMatch(/version 7.*this process speaks version 1.*same Chorus version/);
+    const v = CONTROL_PROTOCOL_VERSION;
+    const speaks = new RegExp(`version 7.*this process speaks version ${v}.*same Chorus version`);
+    expect(warnings()[0].msg).toMatch(speaks);
   });
 
   it('drops messages of unknown types and messages without their fields, on every channel kind', () => {
     const { guard, warnings } = guardWithLog();
     const delivered: unknown[] = [];
     const deliver = (m: unknown) => delivered.push(m);
-    const envelope = (ch: string, body: unknown) => raw.pack({ v: 1, ch, body });
+    const envelope = (ch: string, body: unknown) => raw.pack({ v: CONTROL_PROTOCOL_VERSION, ch, body });
     guard.receive('to_instance', 'chorus:ctl:talker#b1', envelope('to_instance', { type: 'explode' }), deliver);
     guard.receive('to_instance', 'chorus:ctl:talker#b1', envelope('to_instance', { type: 'abort' }), deliver);
     // drop_all is the channel's own doing, never main's: one on the wire is not obeyed.

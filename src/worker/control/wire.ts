@@ -25,7 +25,8 @@ import {
   TO_MAIN_SHAPE,
 } from './controlShapes.ts';
 
-export const CONTROL_PROTOCOL_VERSION = 1;
+// 2: `add` carries the kind's arguments in `args`; first_audio, media_failed, release_prefix travel as `kind`.
+export const CONTROL_PROTOCOL_VERSION = 2;
 
 /** What an instance says about itself every HEARTBEAT_MS. */
 export interface Heartbeat {
