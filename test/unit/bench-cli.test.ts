@@ -63,6 +63,8 @@ describe('chorus bench arguments', () => {
     const { usage } = await import('../../src/cli/commands/bench.ts');
     expect(usage).toMatch(/chorus bench --turns N /);
     expect(usage).toMatch(/^--turns N: conversations of N turns/m);
+    expect(usage).toMatch(/chorus bench --request-rate R1,R2,\.\.\. \[--burstiness 1\]/);
+    expect(usage).toMatch(/^--request-rate R1,R2,\.\.\.: open-loop load/m);
   });
 
   it('--compare-routing refuses a config with one Thinker instance, naming the fix, before it starts', async () => {

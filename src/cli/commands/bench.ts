@@ -67,6 +67,10 @@ instances to choose from, e.g. replicas: 2). The two servers of a comparison run
 concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
 stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
+--request-rate R1,R2,...: open-loop load instead of --concurrency: at each rate, requests sent at seeded arrival
+times (gamma gaps of shape --burstiness, 1 = Poisson) within --duration seconds (default 20) or --num-prompts of them;
+reports offered and admitted req/s, refusals (429) and how fast they came, TTFT/TTFP p50/p95/p99, underruns and
+goodput (no underrun, TTFP within --slo-ttfp-ms if given) per rate (bench/README.md, "Open-loop load").
 --trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a
 request's first packet waited, from those files and requests.json).
 A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
