@@ -26,11 +26,11 @@ interface TalkerRequest extends CoreRequest {
   readonly initialCodecChunkFrames?: number;
   readonly liveAtAdmission: number;
   /**
-   * AddRequest.firstPacketTokens: the Thinker holds after these tokens until the first audio is out; undefined once
+   * TalkerArgs.firstPacketTokens: the Thinker holds after these tokens until the first audio is out; undefined once
    * main has ended the hold (then the first chunk is sized for the load alone).
    */
   firstPacketTokens: number | undefined;
-  /** AddRequest.codecLeftContextFrames (undefined: the chunk policy's). */
+  /** TalkerArgs.codecLeftContextFrames (undefined: the chunk policy's). */
   readonly leftContextFrames: number | undefined;
   rows: Float32Array; // arrived conditioning rows, row-major; grows by doubling (no re-concatenation per arrival)
   numRows: number;

@@ -30,7 +30,7 @@ import type { ThinkerMedia } from './ThinkerMedia.ts';
 
 /** A request's part in the prefix cache. */
 export interface PrefixUse {
-  /** The session key (AddRequest.prefix.key), or null. */
+  /** The session key (ThinkerArgs.prefix.key), or null. */
   readonly key: string | null;
   readonly prefillOnly: boolean;
   /** Another request of the key is computing its prefix now: wait for it. */
