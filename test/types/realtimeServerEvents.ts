@@ -14,14 +14,14 @@ import type { RealtimeServerEvent } from 'openai/resources/realtime/realtime';
 import type { EchoedItemResource, ServerEvent, ServerEventType } from '../../src/server/realtime/ServerEvent.ts';
 
 type AsOpenAISees<T> = T extends string | number | boolean | null | undefined
-    ? T
-    : T extends EchoedItemResource
-      ? never
-      : [keyof T] extends ['id']
-        ? never // the {id} voice
-        : T extends readonly (infer U)[]
-          ? AsOpenAISees<U>[]
-          : { -readonly [K in keyof T]: AsOpenAISees<T[K]> };
+  ? T
+  : T extends EchoedItemResource
+    ? never
+    : [keyof T] extends ['id']
+      ? never // the {id} voice
+      : T extends readonly (infer U)[]
+        ? AsOpenAISees<U>[]
+        : { -readonly [K in keyof T]: AsOpenAISees<T[K]> };
 
 type Ours<K extends ServerEventType> = AsOpenAISees<Extract<ServerEvent, { type: K }>>;
 type Theirs<K extends ServerEventType> = Extract<RealtimeServerEvent, { type: K }>;
