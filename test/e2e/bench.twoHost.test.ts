@@ -92,9 +92,11 @@ describe('chorus bench: two-host (remote stages over Redis) against all-shm', ()
     // One deployment at a time with remote stages: each mode's runs in one block, one mode after the other.
     expect(result.options.interleaved).toBe(false);
     expect(result.runs.map((r) => r.blocks)).toEqual(result.runs.map(() => 1));
+    // The terminal report: a summary block per config, then the first as a multiple of the second, in words.
     const text = formatText(result);
-    expect(text).toContain('two-host / tiny-omni-text-in ratios');
-    expect(text.split('\n')[0]).toMatch(/^\s*Config\s+Input/);
+    expect(text.split('\n')[0]).toMatch(/^=+ config two-host, max concurrency 1 =+$/);
+    expect(text).toMatch(/^=+ config tiny-omni-text-in, max concurrency 1 =+$/m);
+    expect(text).toMatch(/two-host as a multiple of tiny-omni-text-in .*\n {2}c=1: mean TTFP \d+\.\d+x/);
   });
 
   it('started a redis-server and one stage process per remote stage, and stopped them all', () => {
