@@ -4,30 +4,12 @@
  * right, goodput (solid) and admitted req/s (dashed) against the offered rate, with the line where every offered
  * request would count (y = x). One colour per server, as plotSvg.ts colours them. Plain SVG written by hand.
  */
+import { colorOf, esc, fmt, footer, legendOf, linearTicks, logTicks } from '../report/svgParts.ts';
 import type { OpenLoopRow } from './openLoopStats.ts';
 
 const PANEL_W = 460;
 const PANEL_H = 320;
 const M = { left: 64, right: 16, top: 36, bottom: 48 };
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd'] as const;
-
-function esc(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-function fmt(v: number): string {
-  return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(2)));
-}
-
-function niceTicks(max: number): number[] {
-  const raw = max / 5;
-  const e = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * e).find((s) => s >= raw) ?? 10 * e;
-  const ticks: number[] = [];
-  for (let v = 0; v <= Math.ceil(max / step) * step + step / 2; v += step) ticks.push(Number(v.toPrecision(6)));
-  return ticks;
-}
-
 interface Curve {
   readonly color: string;
   readonly points: readonly (readonly [number, number])[];
@@ -50,20 +32,17 @@ function panel(x0: number, a: Axes, curves: readonly Curve[], xMax: number): str
   if (a.reference === 'diagonal') ys.push(xMax);
   if (ys.length === 0)
     return `<text x="${x0 + PANEL_W / 2}" y="${PANEL_H / 2}" text-anchor="middle">${esc(a.title)}: no data</text>`;
-  const xTicks = niceTicks(xMax);
+  const xTicks = linearTicks(xMax);
   const xTop = xTicks.at(-1)!;
   const xAt = (v: number) => (v / xTop) * w;
   let yAt: (v: number) => number;
   let yTicks: number[];
   if (a.log) {
-    const lo = Math.floor(Math.log10(Math.min(...ys)));
-    const hi = Math.max(lo + 1, Math.ceil(Math.log10(Math.max(...ys))));
-    yTicks = [];
-    for (let e = lo; e <= hi; e++) for (const m of hi - lo <= 2 ? [1, 2, 5] : [1]) yTicks.push(m * 10 ** e);
-    yTicks = yTicks.filter((t) => t <= 10 ** hi);
+    const { lo, hi, ticks } = logTicks(Math.min(...ys), Math.max(...ys));
+    yTicks = ticks;
     yAt = (v) => h - ((Math.log10(v) - lo) / (hi - lo)) * h;
   } else {
-    yTicks = niceTicks(Math.max(...ys));
+    yTicks = linearTicks(Math.max(...ys));
     const top = yTicks.at(-1)!;
     yAt = (v) => h - (v / top) * h;
   }
@@ -114,28 +93,25 @@ function panel(x0: number, a: Axes, curves: readonly Curve[], xMax: number): str
 
 export function openLoopPlotSvg(rows: readonly OpenLoopRow[], sloTtfpMs: number | null, subtitle = ''): string {
   const variants = [...new Set(rows.map((r) => r.variant))];
-  const color = (v: string, i: number) =>
-    v === 'async' ? PALETTE[0] : v === 'sync' ? PALETTE[1] : PALETTE[i % PALETTE.length];
   const of = (v: string) => rows.filter((r) => r.variant === v).sort((a, b) => a.offered_rps - b.offered_rps);
   const xMax = Math.max(1e-3, ...rows.map((r) => r.offered_rps));
   const ttfp: Curve[] = variants.map((v, i) => ({
-    color: color(v, i),
+    color: colorOf(v, i),
     points: of(v)
       .filter((r) => r.ttfp_ms.p95 !== null)
       .map((r) => [r.offered_rps, r.ttfp_ms.p95!] as const),
   }));
   const goodput: Curve[] = variants.flatMap((v, i) => [
-    { color: color(v, i), points: of(v).map((r) => [r.offered_rps, r.goodput_rps] as const) },
-    { color: color(v, i), points: of(v).map((r) => [r.offered_rps, r.admitted_rps] as const), dashed: true },
+    { color: colorOf(v, i), points: of(v).map((r) => [r.offered_rps, r.goodput_rps] as const) },
+    { color: colorOf(v, i), points: of(v).map((r) => [r.offered_rps, r.admitted_rps] as const), dashed: true },
   ]);
   const width = 2 * PANEL_W;
   const height = PANEL_H + 40;
-  const legendOf = (v: string) => (v === 'async' || v === 'sync' ? `async_chunk ${v === 'async'}` : v);
   const legend = variants
     .map(
       (v, i) =>
         `<g transform="translate(${M.left + i * 150},${PANEL_H + 14})"><rect width="14" height="4" y="-6" ` +
-        `fill="${color(v, i)}"/><text x="20">${esc(legendOf(v))}</text></g>`,
+        `fill="${colorOf(v, i)}"/><text x="20">${esc(legendOf(v))}</text></g>`,
     )
     .join('');
   const key =
@@ -165,9 +141,7 @@ export function openLoopPlotSvg(rows: readonly OpenLoopRow[], sloTtfpMs: number 
     ),
     legend,
     key,
-    subtitle
-      ? `<text x="${width - 8}" y="${height - 8}" text-anchor="end" fill="#777" font-size="10">${esc(subtitle)}</text>`
-      : '',
+    footer(subtitle, width, height),
     '</svg>',
     '',
   ].join('\n');

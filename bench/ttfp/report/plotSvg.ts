@@ -5,11 +5,11 @@
  * listener hears. Plain SVG written by hand: three small line charts are not worth a plotting dependency.
  */
 import type { RunRow } from '../results.ts';
+import { colorOf, esc, fmt, footer, legendOf, linearTicks, logTicks } from './svgParts.ts';
 
 const PANEL_W = 420;
 const PANEL_H = 300;
 const M = { left: 64, right: 16, top: 36, bottom: 48 };
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd'] as const;
 
 /** One run's figures for a panel: mean, p50 and p99 (a figure the run did not measure is left out). */
 interface Point {
@@ -25,51 +25,20 @@ interface Series {
   readonly points: readonly Point[];
 }
 
-/** async blue and sync red whatever ran first; configs in the order they ran. */
-function colorOf(variant: string, index: number): string {
-  if (variant === 'async') return PALETTE[0];
-  if (variant === 'sync') return PALETTE[1];
-  return PALETTE[index % PALETTE.length];
-}
-
-function legendOf(variant: string): string {
-  return variant === 'async' || variant === 'sync' ? `async_chunk ${variant === 'async'}` : variant;
-}
-
 interface Scale {
   readonly at: (v: number) => number;
   readonly ticks: readonly number[];
 }
 
-function esc(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-function fmt(v: number): string {
-  if (v >= 1000) return `${v / 1000}k`;
-  return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(2)));
-}
-
 function logScale(min: number, max: number, height: number): Scale {
-  const lo = Math.floor(Math.log10(min));
-  const hi = Math.max(lo + 1, Math.ceil(Math.log10(max)));
-  const ticks: number[] = [];
-  for (let e = lo; e <= hi; e++)
-    for (const m of hi - lo <= 2 ? [1, 2, 5] : [1]) if (m * 10 ** e <= 10 ** hi) ticks.push(m * 10 ** e);
+  const { lo, hi, ticks } = logTicks(min, max);
   return { at: (v) => height - ((Math.log10(v) - lo) / (hi - lo)) * height, ticks };
 }
 
 function linearScale(max: number, height: number): Scale {
-  const step = niceStep(max / 5);
-  const top = Math.max(step, Math.ceil(max / step) * step);
-  const ticks: number[] = [];
-  for (let v = 0; v <= top + step / 2; v += step) ticks.push(Number(v.toPrecision(6)));
+  const ticks = linearTicks(max);
+  const top = ticks.at(-1)!;
   return { at: (v) => height - (v / top) * height, ticks };
-}
-
-function niceStep(raw: number): number {
-  const e = 10 ** Math.floor(Math.log10(raw));
-  return [1, 2, 5, 10].map((m) => m * e).find((s) => s >= raw) ?? 10 * e;
 }
 
 function panel(
@@ -193,9 +162,7 @@ export function plotSvg(runs: readonly RunRow[], subtitle = ''): string {
     ),
     legend,
     key,
-    subtitle
-      ? `<text x="${width - 8}" y="${height - 8}" text-anchor="end" fill="#777" font-size="10">${esc(subtitle)}</text>`
-      : '',
+    footer(subtitle, width, height),
     '</svg>',
     '',
   ].join('\n');
