@@ -41,6 +41,14 @@ export function blockNames(
   return { names, stoppedAtUnknown: false };
 }
 
+/**
+ * The root of a stage's name chain: its model's settings (another model file or size never matches, nor a reloaded
+ * one). The stage's cache and main's router (predicting a Thinker's blocks) both name from it.
+ */
+export function modelRoot(model: unknown): string {
+  return JSON.stringify(model);
+}
+
 /** The shortened name a routing summary carries (HeldBlocks): 66 bits, enough to tell a cache's blocks apart. */
 export const ROUTING_NAME_CHARS = 11;
 

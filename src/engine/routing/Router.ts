@@ -14,6 +14,7 @@ import { diagnostics } from '../../common/diagnostics.ts';
 import { thinkerStatsOf } from '../../kinds/thinker/protocol.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
+import { modelRoot } from '../../sched/blockNames.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import {
   chooseRoute,
@@ -291,7 +292,7 @@ export class Router {
         this.release(admitted);
         const cache = entry.engine.prefixCache;
         if (!cache) return;
-        const naming = { root: JSON.stringify(entry.model), blockPositions: cache.blockPositions };
+        const naming = { root: modelRoot(entry.model), blockPositions: cache.blockPositions };
         this.#kv.predict(admitted.thinker, admitted.named, Date.now(), naming);
       },
     };

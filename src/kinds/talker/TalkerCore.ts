@@ -8,6 +8,7 @@
 import type { ScheduledItem } from '../../sched/ArScheduler.ts';
 import { firstChunkCap, initialChunkForTarget, initialChunkFrames } from '../../sched/chunkPolicy.ts';
 import { Ewma } from '../../sched/playback.ts';
+import { modelRoot } from '../../sched/blockNames.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../../stages/types.ts';
 import { Talker2Code2Wav } from '../../../stages/processors/talker2code2wav.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
@@ -70,7 +71,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     super(ctx, runner, ctx.scheduling);
     this.dim = runner.conditionDim;
     const settings = ctx.spec.engine.prefixCache;
-    this.prefixes = settings ? new TalkerPrefixCache(settings, JSON.stringify(ctx.spec.model), runner) : null;
+    this.prefixes = settings ? new TalkerPrefixCache(settings, modelRoot(ctx.spec.model), runner) : null;
   }
 
   protected admit(msg: AddRequest<TalkerArgs>): TalkerRequest {

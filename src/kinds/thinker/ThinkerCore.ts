@@ -9,6 +9,7 @@
  * out of the prompt and named in the final chunk's `warnings`.
  */
 import type { ScheduledItem } from '../../sched/ArScheduler.ts';
+import { modelRoot } from '../../sched/blockNames.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../../stages/types.ts';
 import { Thinker2Talker } from '../../../stages/processors/thinker2talker.ts';
 import type { ReceivedChunk } from '../../../transport/adapter/ChunkTransferAdapter.ts';
@@ -48,7 +49,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     // The cache sits beside the scheduler's KV budget (its own max_bytes), so it never makes a request wait.
     this.prefixes = settings
       ? new ThinkerPrefixCache(
-          { ...settings, modelKey: modelKeyOf(ctx) },
+          { ...settings, modelKey: modelRoot(ctx.spec.model) },
           {
             runner,
             startAt: (requestId, n) => this.scheduler.startAt(requestId, n),
@@ -343,9 +344,4 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
     return null;
   }
-}
-
-/** Names the model for the cache's block names: another model file or size never matches (nor a reloaded one). */
-function modelKeyOf(ctx: StageContext): string {
-  return JSON.stringify(ctx.spec.model);
 }
