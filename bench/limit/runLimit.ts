@@ -20,7 +20,7 @@ import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { Talker2Code2Wav } from '../../stages/processors/talker2code2wav.ts';
 import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
-import { createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
+import { createTokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 import { concatFloat32 } from '../../src/common/arrays.ts';

@@ -29,7 +29,7 @@ import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { Talker2Code2Wav, type CodecChunkOut } from '../../stages/processors/talker2code2wav.ts';
 import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
-import { createTokenizer } from '../../stages/tokenizer/index.ts';
+import { createTokenizer } from '../../src/tokenizer/index.ts';
 import type { SamplingParams } from '../../stages/types.ts';
 import { closeRunners, stageOf, type Runners } from './runLimit.ts';
 import { concatFloat32 } from '../../src/common/arrays.ts';

@@ -13,7 +13,7 @@
  */
 import type { StageGraph } from '../../src/common/graph.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
-import type { Tokenizer } from '../../stages/tokenizer/index.ts';
+import type { Tokenizer } from '../../src/tokenizer/index.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 import type { TurnLimit, TurnLimitPlan } from '../ttfp/turns/turnLimitPlan.ts';
 import { buildPast, freePast } from './cachedPast.ts';

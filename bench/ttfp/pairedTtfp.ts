@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import type { OutputEvent } from '../../src/common/engine.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { createTokenizer } from '../../stages/tokenizer/index.ts';
+import { createTokenizer } from '../../src/tokenizer/index.ts';
 import { percentile } from './metrics.ts';
 import { makePrompts } from './prompts.ts';
 

@@ -6,8 +6,8 @@
  * adds exactly inputLen tokens to the templated conversation, whatever the template adds around it.
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Tokenizer } from '../../stages/tokenizer/index.ts';
-import { COMMON_WORDS } from '../../stages/tokenizer/words.ts';
+import type { Tokenizer } from '../../src/tokenizer/index.ts';
+import { COMMON_WORDS } from '../../src/tokenizer/words.ts';
 
 /** mulberry32: a small, fast, well-mixed 32-bit PRNG; the same seed gives the same prompts everywhere. */
 export function seededRandom(seed: number): () => number {

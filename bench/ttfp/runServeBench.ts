@@ -11,7 +11,7 @@ import type { RoutingPolicy, StageGraph } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { presets } from '../../stages/generator/presets.ts';
-import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../stages/tokenizer/index.ts';
+import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
 import { runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';

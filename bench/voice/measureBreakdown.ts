@@ -7,7 +7,7 @@
 import type { StageGraph } from '../../src/common/graph.ts';
 import { audioFeatures, decodeAudio } from '../../src/media/audio.ts';
 import { createEncoderRunner, type EncoderSpec } from '../../stages/encoders/createEncoderRunner.ts';
-import { createTokenizer } from '../../stages/tokenizer/index.ts';
+import { createTokenizer } from '../../src/tokenizer/index.ts';
 import { timed } from '../common.ts';
 import { msOf } from './speech.ts';
 import { runLimit } from '../limit/runLimit.ts';

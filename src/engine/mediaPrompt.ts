@@ -9,11 +9,11 @@ import type { EncoderSettings, MediaModality, StageGraph, StageSpec } from '../c
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { mediaInvalid } from '../media/mediaError.ts';
 import { probeAudio, probeImage } from '../media/probeMedia.ts';
-import { buildPositionMap, type MediaSpan } from '../../stages/encoders/positionMap.ts';
-import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
-import { HfTokenizer } from '../../stages/tokenizer/HfTokenizer.ts';
-import type { ChatPiece, ChatTurn, Tokenizer } from '../../stages/tokenizer/Tokenizer.ts';
-import { createTokenizer } from '../../stages/tokenizer/index.ts';
+import { buildPositionMap, type MediaSpan } from '../media/positionMap.ts';
+import { ByteTokenizer } from '../tokenizer/ByteTokenizer.ts';
+import { HfTokenizer } from '../tokenizer/HfTokenizer.ts';
+import type { ChatPiece, ChatTurn, Tokenizer } from '../tokenizer/Tokenizer.ts';
+import { createTokenizer } from '../tokenizer/index.ts';
 import {
   BYTES_PER_POSITION,
   checkPromptBytes,

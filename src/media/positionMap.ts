@@ -9,8 +9,8 @@
  * Expanded placeholder positions keep the placeholder's id, so embedding the expanded ids is valid
  * everywhere and any code that only sees token ids still knows those positions are media.
  */
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Modality } from '../../src/media/types.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import type { Modality } from './types.ts';
 
 export interface MediaItemLayout {
   readonly modality: Modality;

@@ -4,7 +4,7 @@
  * is a whole word with a leading space (GPT style), so a random model's greedy output reads as words.
  * Any text round-trips: what no word covers is spelled out in bytes.
  */
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { appendIds, encodeTurn, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
 import { COMMON_WORDS } from './words.ts';
 

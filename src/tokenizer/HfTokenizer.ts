@@ -9,8 +9,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfCore } from '@huggingface/tokenizers';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { logger } from '../../src/common/log.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { logger } from '../common/log.ts';
 import { appendIds, encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
 
 /** tokenizer_config.json fields we read; special tokens are strings or {content: ...} objects. */

@@ -43,7 +43,7 @@ export interface UpstreamSource {
   readonly timeoutSetting?: string;
 }
 
-/** Where a media item's rows go in the Thinker's prompt (stages/encoders/positionMap.ts MediaSpan). */
+/** Where a media item's rows go in the Thinker's prompt (src/media/positionMap.ts MediaSpan). */
 export interface MediaSpanPlan {
   readonly item: number;
   readonly modality: MediaModality;

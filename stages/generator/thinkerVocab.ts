@@ -1,6 +1,6 @@
 /**
  * The vocabulary layout the generated Thinker assumes, shared with the byte-level tokenizer
- * (stages/tokenizer): ids 0..255 are bytes, NUM_SPECIAL_TOKENS specials follow (end-of-text first),
+ * (src/tokenizer): ids 0..255 are bytes, NUM_SPECIAL_TOKENS specials follow (end-of-text first),
  * then whole words up to vocabSize.
  */
 export const NUM_BYTE_TOKENS = 256;

@@ -13,7 +13,7 @@ import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { THINKER_EOS_TOKEN_ID } from '../generator/thinkerVocab.ts';
 import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
-import { createTokenizer } from '../tokenizer/createTokenizer.ts';
+import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
 import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';

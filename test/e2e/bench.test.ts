@@ -17,7 +17,7 @@ import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServe
 import { defaultConfigPath } from '../../src/config/paths.ts';
 import { logger } from '../../src/common/log.ts';
 import { STEP_TRACE_ENV } from '../../src/worker/StepTrace.ts';
-import { ByteTokenizer } from '../../stages/tokenizer/index.ts';
+import { ByteTokenizer } from '../../src/tokenizer/index.ts';
 
 const INPUT_LEN = 8;
 const OUTPUT_LEN = 8;

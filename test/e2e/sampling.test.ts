@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { configWith } from '../helpers/engine.ts';
-import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
+import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
 
 let engine: Orchestrator;
 let app: FastifyInstance;

@@ -17,6 +17,7 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'src/common', rank: 0 },
   { prefix: 'src/media', rank: 1 },
   { prefix: 'src/sched', rank: 1 },
+  { prefix: 'src/tokenizer', rank: 1 },
   { prefix: 'transport', rank: 1 },
   { prefix: 'stages', rank: 2 },
   { prefix: 'src/worker', rank: 3 },

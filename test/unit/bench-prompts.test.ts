@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { pcm16SamplesInBase64 } from '../../bench/ttfp/clients/BenchClient.ts';
 import { makePrompts, promptTokenCount, seededRandom, singleTokenWords } from '../../bench/ttfp/prompts.ts';
-import { ByteTokenizer } from '../../stages/tokenizer/index.ts';
+import { ByteTokenizer } from '../../src/tokenizer/index.ts';
 
 describe('makePrompts', () => {
   for (const vocab of [512, 2048]) {

@@ -1,6 +1,6 @@
 /** Position map: placeholders expand to their items' rows; the splice equals a manual concatenation. */
 import { describe, expect, it } from 'vitest';
-import { buildPositionMap, readyLimit, spliceEmbeddings, spliceRange } from '../../stages/encoders/positionMap.ts';
+import { buildPositionMap, readyLimit, spliceEmbeddings, spliceRange } from '../../src/media/positionMap.ts';
 import type { Modality } from '../../src/media/types.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 

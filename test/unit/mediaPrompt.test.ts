@@ -12,7 +12,7 @@ import type { ChatMessage, ContentPart } from '../../src/common/engine.ts';
 import { validateRequest } from '../../src/engine/validateRequest.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { probeAudio, probeImage } from '../../src/media/probeMedia.ts';
-import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
+import { ByteTokenizer } from '../../src/tokenizer/ByteTokenizer.ts';
 import { configWith } from '../helpers/engine.ts';
 import { pcm16Bytes, pngBytes, wavBytes } from '../helpers/media.ts';
 

@@ -5,7 +5,7 @@
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
-import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
+import { buildPositionMap } from '../../src/media/positionMap.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
 import type { EncoderFailurePolicy } from '../../src/common/graph.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';

@@ -6,7 +6,7 @@
  * same key waits for a producer still computing, and release_prefix frees the key's entries.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { buildPositionMap } from '../../stages/encoders/positionMap.ts';
+import { buildPositionMap } from '../../src/media/positionMap.ts';
 import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
 import { thinkerMessage, thinkerStatsOf, type ThinkerArgs } from '../../src/kinds/thinker/protocol.ts';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';

@@ -2,10 +2,10 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
-import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
-import { HfTokenizer, type TokenizerConfig } from '../../stages/tokenizer/HfTokenizer.ts';
+import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
+import { HfTokenizer, type TokenizerConfig } from '../../src/tokenizer/HfTokenizer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
-import { StreamingDetokenizer } from '../../stages/tokenizer/StreamingDetokenizer.ts';
+import { StreamingDetokenizer } from '../../src/tokenizer/StreamingDetokenizer.ts';
 
 /**
  * A small byte-level BPE tokenizer.json, built here (nothing can be downloaded): the 256 byte symbols of

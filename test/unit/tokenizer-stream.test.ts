@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ByteTokenizer } from '../../stages/tokenizer/ByteTokenizer.ts';
-import { StreamingDetokenizer } from '../../stages/tokenizer/StreamingDetokenizer.ts';
-import type { Tokenizer } from '../../stages/tokenizer/Tokenizer.ts';
+import { ByteTokenizer } from '../../src/tokenizer/ByteTokenizer.ts';
+import { StreamingDetokenizer } from '../../src/tokenizer/StreamingDetokenizer.ts';
+import type { Tokenizer } from '../../src/tokenizer/Tokenizer.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 
 const bytes = new ByteTokenizer(512);

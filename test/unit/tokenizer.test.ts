@@ -8,9 +8,9 @@ import {
   FIRST_WORD_TOKEN_ID,
   NUM_BYTE_TOKENS,
   SPECIAL_TOKENS,
-} from '../../stages/tokenizer/ByteTokenizer.ts';
-import { createTokenizer } from '../../stages/tokenizer/createTokenizer.ts';
-import { COMMON_WORDS } from '../../stages/tokenizer/words.ts';
+} from '../../src/tokenizer/ByteTokenizer.ts';
+import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
+import { COMMON_WORDS } from '../../src/tokenizer/words.ts';
 
 const tok = new ByteTokenizer(presets.tiny.thinker.vocabSize);
 

@@ -2,7 +2,7 @@
 import type { FinishReason, GenerateRequest } from '../../common/engine.ts';
 import type { StageGraph } from '../../common/graph.ts';
 import type { AudioOutputFacts } from '../../common/modelFacts.ts';
-import { StreamingDetokenizer, type Tokenizer } from '../../../stages/tokenizer/index.ts';
+import { StreamingDetokenizer, type Tokenizer } from '../../tokenizer/index.ts';
 import type { AdmissionPlan } from '../admission/planAdmission.ts';
 import type { PreparedPrompt } from '../mediaPrompt.ts';
 import { RequestStream } from '../RequestStream.ts';

@@ -12,7 +12,7 @@
  *
  * Rows are kept for the whole request, not freed once prefilled: a preempted request recomputes from position 0.
  */
-import { readyLimit, spliceRange, type MediaSpan, type PositionMap } from '../../../stages/encoders/positionMap.ts';
+import { readyLimit, spliceRange, type MediaSpan, type PositionMap } from '../../media/positionMap.ts';
 import type { ThinkerMediaItem, ThinkerMediaPlan } from '../../worker/messages.ts';
 
 type ItemState = 'waiting' | 'ready' | 'dropped';

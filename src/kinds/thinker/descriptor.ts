@@ -5,7 +5,7 @@ import type { ModelFacts } from '../../common/modelFacts.ts';
 import type { ThinkerRunner } from '../../../stages/types.ts';
 import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../common/yamlSchema.ts';
 import { presets } from '../../../stages/generator/presets.ts';
-import { MIN_BYTE_VOCAB_SIZE } from '../../../stages/tokenizer/ByteTokenizer.ts';
+import { MIN_BYTE_VOCAB_SIZE } from '../../tokenizer/ByteTokenizer.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
 import { runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
 import type { ThinkerArgs } from './protocol.ts';
