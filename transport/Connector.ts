@@ -9,7 +9,8 @@
  * Deadlines are absolute wall-clock milliseconds (Date.now() based) so they mean the same in every process.
  */
 export interface Connector {
-  readonly kind: 'shm' | 'inproc' | 'redis';
+  /** Its kind's name in the registry (transport/kinds.ts). */
+  readonly kind: string;
   /**
    * Sends one frame, given whole or as parts (written back to back, so callers need not concatenate). Resolves once the
    * frame is in the edge's buffer. When the buffer is full the call

@@ -1,5 +1,5 @@
 /**
- * Maps the graph's connector specs onto implementations (transport/registry.ts). Main provisions every edge
+ * Maps the graph's connector specs onto implementations (transport/kinds.ts). Main provisions every edge
  * before the stages start, connector by connector (shm: creates the rings it owns and unlinks them on release);
  * each process then opens one Connector as its own instance, over the edges it reads or writes. When those edges
  * use one connector it gets that connector's Connector; when they use several (say shm to a stage on this machine
@@ -10,7 +10,7 @@ import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 import type { ConnectorSpec, StageGraph } from '../src/common/graph.ts';
 import type { Connector } from './Connector.ts';
 import { edgeTouches, type EdgeBinding } from './edges.ts';
-import { allConnectorKinds, kindEntry, type ConnectorKindEntry, type ProvisionedEdges } from './registry.ts';
+import { allConnectorKinds, kindEntry, type ConnectorKindEntry, type ProvisionedEdges } from './kinds.ts';
 import { RoutingConnector } from './RoutingConnector.ts';
 import { sweepStaleSegments } from './shm/segments.ts';
 

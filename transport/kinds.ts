@@ -1,8 +1,8 @@
 /**
  * Connector kinds by name: each one's YAML options (snake_case, checked by `chorus config check`), whether it links
- * separate processes, what main provisions for an edge before any stage starts, and how a process opens its end.
- * A stage graph may name only the kinds that link processes (`connectorKinds`): config refuses the others with the
- * reason, so a graph never names a transport that would fail at start.
+ * separate processes, whether it crosses hosts, what main provisions for an edge before any stage starts, and how a
+ * process opens its end. A stage graph may name only the kinds that link processes (`connectorKinds`): config
+ * refuses the others with the reason, so a graph never names a transport that would fail at start.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { ConnectorSpec } from '../src/common/graph.ts';
@@ -23,6 +23,11 @@ export interface ProvisionedEdges {
 export interface ConnectorKindEntry {
   /** Links stage instances in separate processes (every stage of a graph runs in its own): config may select it. */
   readonly multiProcess: boolean;
+  /**
+   * Links instances on different hosts: a stage whose every edge uses such a kind may be placement: remote, and
+   * the control plane and the encoder-output store may share its server. Callers ask crossesHosts(), not the name.
+   */
+  readonly crossesHosts: boolean;
   /** The `options:` mapping of a connector of this kind (closed: a misspelt option is an error). */
   readonly optionsSchema: TSchema;
   /** Defaulted options, camelCase, from options already valid against optionsSchema. */
@@ -38,6 +43,7 @@ export const DEFAULT_RING_BYTES = 16 * 1024 * 1024;
 
 const shm: ConnectorKindEntry = {
   multiProcess: true,
+  crossesHosts: false,
   optionsSchema: Type.Object({ ring_bytes: optional(ByteSize) }, closed),
   resolveOptions: (raw) => ({ ringBytes: parseByteSize((raw.ring_bytes as number | string) ?? DEFAULT_RING_BYTES) }),
   provision(edges, options) {
@@ -66,6 +72,7 @@ const shm: ConnectorKindEntry = {
 /** Stage instances within one process share a hub (transport/inproc/InprocHub.ts): tests, in-process embedding. */
 const inproc: ConnectorKindEntry = {
   multiProcess: false,
+  crossesHosts: false,
   optionsSchema: Type.Object({ capacity_bytes: optional(ByteSize) }, closed),
   resolveOptions: (raw) => ({
     capacityBytes: parseByteSize((raw.capacity_bytes as number | string) ?? DEFAULT_INPROC_CAPACITY_BYTES),
@@ -97,6 +104,7 @@ export const REDIS_DEFAULTS = {
  */
 const redis: ConnectorKindEntry = {
   multiProcess: true,
+  crossesHosts: true,
   optionsSchema: Type.Object(
     {
       url: optional(
@@ -156,4 +164,19 @@ export function kindEntry<T>(kinds: Readonly<Record<string, T>>, kind: string): 
 /** Capacity of each ring of an shm connector (its resolved ring_bytes). */
 export function ringBytesOf(spec: ConnectorSpec): number {
   return Number(spec.options.ringBytes ?? DEFAULT_RING_BYTES);
+}
+
+/** A connector of `kind` links instances on different hosts (false for a kind that is not built). */
+export function crossesHosts(kind: string | undefined): boolean {
+  return kind !== undefined && (kindEntry(allConnectorKinds, kind)?.crossesHosts ?? false);
+}
+
+/**
+ * The Redis a connector reaches (its resolved url, credentials and key prefix), or null when it is of another kind:
+ * the control plane and the encoder-output store share the server of the graph's redis connector.
+ */
+export function redisOptionsOf(spec: ConnectorSpec | undefined): RedisConnectorOptions | null {
+  return spec && kindEntry(allConnectorKinds, spec.kind) === redis
+    ? (spec.options as unknown as RedisConnectorOptions)
+    : null;
 }

@@ -8,6 +8,7 @@ import type { Static } from '@sinclair/typebox';
 import type { EcStoreYaml } from './schema.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import type { Problems } from './problems.ts';
+import { redisOptionsOf } from '../../transport/registry.ts';
 
 export function resolveEcStore(
   raw: Static<typeof EcStoreYaml> | undefined,
@@ -23,7 +24,7 @@ export function resolveEcStore(
     budgetBytes: parseByteSize(raw.budget_bytes ?? defaults.ecStore.budgetBytes),
     ttlMs: (raw.ttl_seconds ?? defaults.ecStore.ttlSeconds) * 1000,
   };
-  const connector = Object.values(connectors).find((c) => c.kind === 'redis');
+  const connector = Object.values(connectors).find((c) => redisOptionsOf(c) !== null);
   if (raw.url === null || (raw.url === undefined && !connector)) {
     const why = raw.url === null ? 'url: null' : 'no url and no redis connector';
     for (const key of ['username', 'password', 'key_prefix'] as const) {
@@ -46,7 +47,7 @@ export function resolveEcStore(
       },
     };
   }
-  const o = connector!.options as { url: string; username?: string; password?: string; keyPrefix: string };
+  const o = redisOptionsOf(connector)!;
   if (!/^rediss?:\/\//.test(o.url)) {
     problems.add(
       at,

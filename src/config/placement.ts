@@ -8,6 +8,7 @@
 import type { ConnectorSpec, StageSpec } from '../common/graph.ts';
 import { edgesTouching } from '../common/edgeConnectors.ts';
 import type { Problems } from './problems.ts';
+import { crossesHosts } from '../../transport/registry.ts';
 
 export interface PlacementYaml {
   readonly placement?: 'local' | 'remote';
@@ -28,7 +29,7 @@ export function resolvePlacement(
     const { index, yaml } = raw.get(stage.stageId)!;
     const at = ['stages', index];
     const placement = yaml.placement ?? 'local';
-    const local = edgesTouching(graph, stage).filter((e) => connectors[e.connector]?.kind !== 'redis');
+    const local = edgesTouching(graph, stage).filter((e) => !crossesHosts(connectors[e.connector]?.kind));
     const joinable = local.length === 0;
     if (placement === 'remote' && !joinable)
       problems.add(

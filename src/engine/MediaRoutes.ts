@@ -7,7 +7,7 @@
 import type { EncoderFailurePolicy } from '../common/graph.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
-import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { ChunkTransferAdapter } from '../../transport/registry.ts';
 import {
   EC_STORE,
   type EcItemPlan,

@@ -13,14 +13,14 @@ import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { logger, type Logger } from '../common/log.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
-import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { Connector } from '../../transport/Connector.ts';
 import {
+  ChunkTransferAdapter,
   createConnector,
   provisionEdges,
   sweepStaleTransports,
   type ProvisionedEdges,
-} from '../../transport/createConnector.ts';
+} from '../../transport/registry.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
 import { thinkerMessage } from '../kinds/thinker/protocol.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';

@@ -14,8 +14,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { StageGraph } from '../common/graph.ts';
 import type { Logger } from '../common/log.ts';
-import { RedisLink } from '../../transport/redis/redisLink.ts';
-import type { RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
+import { RedisLink, redisOptionsOf, type RedisConnectorOptions } from '../../transport/registry.ts';
 import { edgesTouching } from '../common/edgeConnectors.ts';
 import { ControlGuard } from '../worker/control/ControlGuard.ts';
 import { describeHolder, leaseKey } from '../worker/control/InstanceLease.ts';
@@ -257,8 +256,8 @@ export function controlPlaneOptions(graph: StageGraph): RedisConnectorOptions | 
   for (const stage of graph.stages) {
     if (!stage.joinable) continue;
     for (const e of edgesTouching(graph, stage)) {
-      const spec = graph.connectors[e.connector];
-      if (spec?.kind === 'redis') return spec.options as unknown as RedisConnectorOptions;
+      const options = redisOptionsOf(graph.connectors[e.connector]);
+      if (options) return options;
     }
   }
   return null;

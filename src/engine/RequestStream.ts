@@ -4,7 +4,7 @@
  * its own edge and is emitted the moment it lands.
  */
 import { OutputChannel } from './OutputChannel.ts';
-import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { ReceivedChunk } from '../../transport/registry.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import type { AudioBody, TextBody } from '../common/payloads.ts';
 import type { FinishReason, PromptTokens, Usage } from '../common/engine.ts';

@@ -1,7 +1,8 @@
 /**
  * The project's import graph and the rules it must keep: folders are layered, a file imports only from its own
- * layer or below, the floor (src/common) imports nothing of the project, peers of one rank stay apart, and no
- * module cycle exists. Read with TypeScript's own scanner, so type-only and dynamic imports count.
+ * layer or below, the floor (src/common) imports nothing of the project, peers of one rank stay apart, walls hold
+ * (a layer that may import another by rank reaches it only through its public files), and no module cycle exists.
+ * Read with TypeScript's own scanner, so type-only and dynamic imports count.
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -31,13 +32,28 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'test', rank: 10 },
 ];
 
+/** `from` may import `to` only through `through` (none: not at all), though its rank would allow more. */
+export interface Wall {
+  readonly from: string;
+  readonly to: string;
+  readonly through: readonly string[];
+}
+
+export const CHORUS_WALLS: readonly Wall[] = [
+  // The engine drives stages through workers and kinds; what it shares with them (tokenizer, media) lives in src/.
+  { from: 'src/engine', to: 'stages', through: [] },
+  // The transport's internals (rings, Redis clients, the adapter) change without touching the engine.
+  { from: 'src/engine', to: 'transport', through: ['transport/registry.ts', 'transport/Connector.ts'] },
+];
+
 export interface ImportEdge {
   readonly from: string;
   readonly to: string;
   readonly line: number;
 }
 
-export type Rule = 'upward import' | 'floor imports nothing' | 'peer import' | 'circular import' | 'unlayered file';
+export type Rule =
+  'upward import' | 'floor imports nothing' | 'peer import' | 'walled import' | 'circular import' | 'unlayered file';
 
 export interface Violation {
   readonly rule: Rule;
@@ -70,6 +86,12 @@ export function readImportGraph(rootDir: string, folders: readonly string[]): { 
   return { files, edges };
 }
 
+const within = (file: string, prefix: string) => file === prefix || file.startsWith(`${prefix}/`);
+
+function wallOf(e: ImportEdge, walls: readonly Wall[]): Wall | undefined {
+  return walls.find((w) => within(e.from, w.from) && within(e.to, w.to) && !w.through.includes(e.to));
+}
+
 function layerOf(file: string, layers: readonly Layer[]): Layer | null {
   let best: Layer | null = null;
   for (const l of layers) {
@@ -83,12 +105,19 @@ export function checkImportGraph(
   edges: readonly ImportEdge[],
   files: readonly string[],
   layers: readonly Layer[] = CHORUS_LAYERS,
+  walls: readonly Wall[] = CHORUS_WALLS,
 ): Violation[] {
   const out: Violation[] = [];
   for (const file of files) {
     if (!layerOf(file, layers)) out.push({ rule: 'unlayered file', message: `unlayered file: ${file} has no layer` });
   }
   for (const e of edges) {
+    const wall = wallOf(e, walls);
+    if (wall) {
+      const allowed = wall.through.length ? `only through ${wall.through.join(', ')}` : 'not at all';
+      const message = `walled import: ${e.from}:${e.line} imports ${e.to} (${wall.from} reaches ${wall.to} ${allowed})`;
+      out.push({ rule: 'walled import', message });
+    }
     const a = layerOf(e.from, layers);
     const b = layerOf(e.to, layers);
     if (!a || !b || a.prefix === b.prefix) continue;

@@ -44,6 +44,27 @@ describe('import rules over fixture graphs', () => {
     expect(rules([edge('bench/epd/runMixBench.ts', 'test/helpers/media.ts')])).toEqual(['upward import']);
   });
 
+  it('reports the engine importing from stages/ at all', () => {
+    const [v] = checkImportGraph([edge('src/engine/mediaPrompt.ts', 'stages/tokenizer/index.ts', 12)], []);
+    expect(v.rule).toBe('walled import');
+    expect(v.message).toBe(
+      'walled import: src/engine/mediaPrompt.ts:12 imports stages/tokenizer/index.ts (src/engine reaches stages ' +
+        'not at all)',
+    );
+  });
+
+  it('lets the engine reach transport/ through the registry and Connector.ts only', () => {
+    expect(rules([edge('src/engine/Orchestrator.ts', 'transport/registry.ts')])).toEqual([]);
+    expect(rules([edge('src/engine/Orchestrator.ts', 'transport/Connector.ts')])).toEqual([]);
+    const [v] = checkImportGraph([edge('src/engine/ec/EcStore.ts', 'transport/redis/EcRedis.ts', 14)], []);
+    expect(v.message).toBe(
+      'walled import: src/engine/ec/EcStore.ts:14 imports transport/redis/EcRedis.ts (src/engine reaches ' +
+        'transport only through transport/registry.ts, transport/Connector.ts)',
+    );
+    // The wall is the engine's: the worker below it may open a connector directly.
+    expect(rules([edge('src/worker/stageMain.ts', 'transport/createConnector.ts')])).toEqual([]);
+  });
+
   it('reports a file outside every layer', () => {
     expect(rules([], ['src/util/x.ts'])).toEqual(['unlayered file']);
   });

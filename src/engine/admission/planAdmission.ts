@@ -13,7 +13,7 @@ import type { GenerateRequest } from '../../common/engine.ts';
 import type { StageGraph, StageSpec } from '../../common/graph.ts';
 import type { AudioOutputFacts } from '../../common/modelFacts.ts';
 import { firstPacketHoldTokens } from '../../sched/chunkPolicy.ts';
-import type { ExpectOptions } from '../../../transport/adapter/ChunkTransferAdapter.ts';
+import type { ExpectOptions } from '../../../transport/registry.ts';
 import type { AddRequest, EcDrop, EcItemPlan } from '../../worker/messages.ts';
 import { modalitiesToEncode } from '../ec/ecPlan.ts';
 import { planMedia, type MediaRouting } from '../MediaRoutes.ts';

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { diagnostics } from '../../common/diagnostics.ts';
 import type { EcStoreSettings } from '../../common/graph.ts';
 import type { Logger } from '../../common/log.ts';
-import { EcRedis } from '../../../transport/redis/EcRedis.ts';
+import { EcRedis } from '../../../transport/registry.ts';
 import type { EcDrop, EcItemPlan, StageToMain } from '../../worker/messages.ts';
 import { EcIndex, ecItemKey, type EcWhere } from './EcIndex.ts';
 

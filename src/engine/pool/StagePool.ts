@@ -10,7 +10,7 @@ import type { StageGraph } from '../../common/graph.ts';
 import type { Logger } from '../../common/log.ts';
 import type { AudioOutputFacts, ModelFacts } from '../../common/modelFacts.ts';
 import type { EdgeBinding, MainToStage } from '../../worker/messages.ts';
-import { edgeTouches } from '../../../transport/edges.ts';
+import { edgeTouches } from '../../../transport/registry.ts';
 import { instanceId } from '../planEdges.ts';
 import { RemoteStages, type RemoteStageHandle } from '../RemoteStages.ts';
 import type { StageWorkerHandle, StartStageWorker } from '../stageWorkers.ts';

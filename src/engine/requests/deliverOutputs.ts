@@ -1,7 +1,7 @@
 /** Chunks that reached main, handed to their requests' streams (an arrival's error ends its request). */
 import { diagnostics } from '../../common/diagnostics.ts';
 import { serializeError } from '../../common/errors.ts';
-import type { Arrival } from '../../../transport/adapter/ChunkTransferAdapter.ts';
+import type { Arrival } from '../../../transport/registry.ts';
 import { MAIN } from '../planEdges.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 
