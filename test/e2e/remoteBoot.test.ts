@@ -1,5 +1,5 @@
 /**
- * Main's side of a remote instance joining (src/engine/RemoteStages.ts): pub/sub keeps nothing, so a boot published
+ * Main's side of a remote instance joining (engine/pool/RemoteStages.ts): pub/sub keeps nothing, so a boot published
  * before the instance listens is lost; main says it again on a later heartbeat until the instance answers READY.
  * (Heartbeats come from a connection of their own, which may be back before the instance has subscribed again after
  * an outage.)
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { logger } from '../../src/common/log.ts';
-import { RemoteStages, type RemoteStageHandle } from '../../src/engine/RemoteStages.ts';
+import { RemoteStages, type RemoteStageHandle } from '../../src/engine/pool/RemoteStages.ts';
 import { claimLease, newLease } from '../../src/worker/control/InstanceLease.ts';
 import { controlKeys } from '../../src/worker/control/redisChannel.ts';
 import { decodeControl, packControl, type Heartbeat } from '../../src/worker/control/wire.ts';

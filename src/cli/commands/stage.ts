@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
-import { controlPlaneOptions } from '../../engine/RemoteStages.ts';
+import { controlPlaneOptions } from '../../engine/pool/RemoteStages.ts';
 import { descriptorOf } from '../../kinds/registry.ts';
 import { RedisLink, redactUrl } from '../../../transport/redis/redisLink.ts';
 import { RedisStageChannel } from '../../worker/control/redisChannel.ts';

@@ -11,7 +11,7 @@ import { diagnostics } from '../../common/diagnostics.ts';
 import type { Logger } from '../../common/log.ts';
 import type { StageToMain } from '../../worker/messages.ts';
 import type { Hang, HangWatch } from './HangWatch.ts';
-import type { RemoteStageHandle } from '../RemoteStages.ts';
+import type { RemoteStageHandle } from './RemoteStages.ts';
 import type { StagePoolEvents } from './StagePoolEvents.ts';
 import type { StageInstance } from './StageInstance.ts';
 

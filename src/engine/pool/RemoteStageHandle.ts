@@ -3,11 +3,11 @@
  * heartbeats (RemoteStages.ts) and main can neither stop nor signal it.
  */
 import { EventEmitter } from 'node:events';
-import { ErrorCodes, type SerializedError } from '../common/errors.ts';
-import type { Heartbeat } from '../worker/control/wire.ts';
-import type { MainToStage, StageReadySettings } from '../worker/messages.ts';
-import type { StageWorkerEvents } from '../worker/StageWorker.ts';
-import type { StageWorkerHandle } from './stageWorkers.ts';
+import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
+import type { Heartbeat } from '../../worker/control/wire.ts';
+import type { MainToStage, StageReadySettings } from '../../worker/messages.ts';
+import type { StageWorkerEvents } from '../../worker/StageWorker.ts';
+import type { StageWorkerHandle } from '../stageWorkers.ts';
 
 export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> implements StageWorkerHandle {
   settings: StageReadySettings | null = null;

@@ -12,15 +12,15 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import type { StageGraph } from '../common/graph.ts';
-import type { Logger } from '../common/log.ts';
-import { RedisLink, redisOptionsOf, type RedisConnectorOptions } from '../../transport/registry.ts';
-import { edgesTouching } from '../common/edgeConnectors.ts';
-import { ControlGuard } from '../worker/control/ControlGuard.ts';
-import { describeHolder, leaseKey } from '../worker/control/InstanceLease.ts';
-import { controlKeys, HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../worker/control/redisChannel.ts';
-import { packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../worker/control/wire.ts';
-import type { EdgeBinding, MainToStage, StageToMain } from '../worker/messages.ts';
+import type { StageGraph } from '../../common/graph.ts';
+import type { Logger } from '../../common/log.ts';
+import { RedisLink, redisOptionsOf, type RedisConnectorOptions } from '../../../transport/registry.ts';
+import { edgesTouching } from '../../common/edgeConnectors.ts';
+import { ControlGuard } from '../../worker/control/ControlGuard.ts';
+import { describeHolder, leaseKey } from '../../worker/control/InstanceLease.ts';
+import { controlKeys, HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../../worker/control/redisChannel.ts';
+import { packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../../worker/control/wire.ts';
+import type { EdgeBinding, MainToStage, StageToMain } from '../../worker/messages.ts';
 import { RemoteStageHandle } from './RemoteStageHandle.ts';
 
 export { RemoteStageHandle };

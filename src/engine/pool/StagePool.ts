@@ -12,7 +12,7 @@ import type { AudioOutputFacts, ModelFacts } from '../../common/modelFacts.ts';
 import type { EdgeBinding, MainToStage } from '../../worker/messages.ts';
 import { edgeTouches } from '../../../transport/registry.ts';
 import { instanceId } from '../planEdges.ts';
-import { RemoteStages, type RemoteStageHandle } from '../RemoteStages.ts';
+import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
 import type { StageWorkerHandle, StartStageWorker } from '../stageWorkers.ts';
 import { HangWatch } from './HangWatch.ts';
 import { healthOf } from './healthOf.ts';

@@ -10,7 +10,8 @@
  *   lease lapses within LEASE_TTL_MS and we take it (a restarted instance replaces the one it was).
  * - Fencing: every renewal checks the value is still ours (one Lua script: check-and-set is atomic). An instance
  *   whose lease was taken over (it was cut off from Redis longer than the TTL, and another took the name) learns it
- *   on its next renewal and stops beating; main admits a heartbeat only under the lease it names (RemoteStages.ts).
+ *   on its next renewal and stops beating; main admits a heartbeat only under the lease it names
+ *   (engine/pool/RemoteStages.ts).
  * - The lease ends only by its owner (compare-and-delete) or by its TTL: no process deletes another's.
  */
 import { randomUUID } from 'node:crypto';
