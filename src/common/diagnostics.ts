@@ -37,7 +37,7 @@ export const channelNames = {
   ecLookup: 'chorus:ec:lookup',
   /** {stage, bytes} per media item main sends to an encoder stage (its bytes as received). */
   encoderMedia: 'chorus:encoder:media',
-  /** {channel, reason} per control message dropped by the guard (src/worker/control/ControlGuard.ts). */
+  /** {channel, reason} per control message dropped by the guard (src/control/ControlGuard.ts). */
   controlDropped: 'chorus:control:dropped',
 } as const;
 

@@ -9,8 +9,8 @@
  * Logged at warn once per channel kind and reason (a flood of garbage must not become a flood of log lines), then
  * at debug.
  */
-import { diagnostics } from '../../common/diagnostics.ts';
-import type { Logger } from '../../common/log.ts';
+import { diagnostics } from '../common/diagnostics.ts';
+import type { Logger } from '../common/log.ts';
 import {
   decodeControl,
   type ControlBodies,

@@ -9,7 +9,7 @@
  * speaks this protocol version runs this code; the shapes stop garbage and foreign writers, and keeping other
  * writers off the channels is Redis ACLs' job (docs/scale-out-security.md).
  */
-import type { MainToStage, StageToMain } from '../messages.ts';
+import type { MainToStage, StageToMain } from '../worker/messages.ts';
 
 type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
 /** Field -> its kind; a trailing `?` makes it optional (absent, undefined or null). */

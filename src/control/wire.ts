@@ -12,9 +12,9 @@
  * and with it every remote instance (issue 33: one `PUBLISH chorus:hb garbage` did that for good).
  */
 import { Packr } from 'msgpackr';
-import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import type { MainToStage, StageToMain } from '../messages.ts';
-import { MAX_CONTROL_MESSAGE_BYTES } from './ControlChannel.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import type { MainToStage, StageToMain } from '../worker/messages.ts';
+import { MAX_CONTROL_MESSAGE_BYTES } from '../worker/ControlChannel.ts';
 import {
   DEPLOYMENT_SHAPE,
   HEARTBEAT_SHAPE,

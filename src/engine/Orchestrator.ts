@@ -28,7 +28,7 @@ import { sendMedia } from './MediaRoutes.ts';
 import { EcStore } from './ec/EcStore.ts';
 import { ecEntryOf, planEcItems } from './ec/ecPlan.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
-import { STAGE_ENTRY, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
+import { LOCAL_STAGE, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { admissiblePrompt, entryTokenizer, promptContextOf, promptPositionsOf } from './mediaPrompt.ts';
 import type { PreparedPrompt, PromptContext, Tokenizer } from './mediaPrompt.ts';
 import { MAIN, planEdges } from './planEdges.ts';
@@ -72,7 +72,7 @@ export class Orchestrator implements Engine {
     opts: OrchestratorOptions,
   ) {
     this.promptContext = promptContextOf(graph, tokenizer);
-    const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, { entry: STAGE_ENTRY }));
+    const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, LOCAL_STAGE));
     this.pool = new StagePool({ graph, startWorker, restartOnDeath: opts.restartOnDeath ?? true, log });
     this.prefixRoutes = new PrefixRoutes(this.pool.instances);
     this.router = new Router(graph.routing, this.pool.instances, (item) => ecEntryOf(this.ec, item));

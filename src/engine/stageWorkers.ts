@@ -5,7 +5,8 @@
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../common/log.ts';
 import type { MainToStage, StageBootArgs, StageReadySettings } from '../worker/messages.ts';
-import type { StageWorkerEvents } from '../worker/StageWorker.ts';
+import type { StageWorkerEvents, StageWorkerOptions } from '../worker/StageWorker.ts';
+import { ipcChannelToChild } from '../control/ipc/ipcChannel.ts';
 
 /** What the Orchestrator uses of a stage supervisor (StageWorker), so tests can hand it stand-ins. */
 export interface StageWorkerHandle {
@@ -22,5 +23,8 @@ export interface StageWorkerHandle {
 /** Starts one stage instance and resolves once it is READY (rejects with CHORUS_ERR_STAGE_BOOT). */
 export type StartStageWorker = (args: StageBootArgs, log: Logger) => Promise<StageWorkerHandle>;
 
-/** The module every stage process runs: the stage process body with the kind registry. */
-export const STAGE_ENTRY = fileURLToPath(new URL('../kinds/stageEntry.ts', import.meta.url));
+/** A stage process on this machine: it runs the stage body with the kind registry, and talks over the IPC pipe. */
+export const LOCAL_STAGE: StageWorkerOptions = {
+  entry: fileURLToPath(new URL('../kinds/stageEntry.ts', import.meta.url)),
+  channelOf: ipcChannelToChild,
+};

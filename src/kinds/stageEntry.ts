@@ -2,7 +2,7 @@
  * The file a stage process runs (StageWorker forks it): the generic stage process body with the kind registry
  * as the way to build a core.
  */
-import { ipcChannelToParent } from '../worker/control/ipcChannel.ts';
+import { ipcChannelToParent } from '../control/ipc/ipcChannel.ts';
 import type { MainToStage, StageToMain } from '../worker/messages.ts';
 import { runStageProcess } from '../worker/stageMain.ts';
 import { descriptorOf } from './registry.ts';

@@ -234,7 +234,7 @@ export const engineMetrics = {
   controlMessagesDropped: new Counter({
     name: 'chorus_control_messages_dropped_total',
     help:
-      'Control-plane messages main dropped unread (src/worker/control/ControlGuard.ts), by channel kind (heartbeat, ' +
+      'Control-plane messages main dropped unread (src/control/ControlGuard.ts), by channel kind (heartbeat, ' +
       'to_main, ipc) and reason (malformed, foreign, version, invalid, fenced, oversize, handler_error). Remote ' +
       'stages log the ones they drop.',
     labelNames: ['channel', 'reason'] as const,

@@ -1,8 +1,8 @@
 /**
  * The control plane between main and one stage instance: small messages (add, abort, ready, finished, stats),
- * never tensors (those ride the connector). On one machine it is the parent/child IPC pipe (ipcChannel.ts);
- * a stage on another machine plugs a second implementation in here without the supervisor or the step loop
- * knowing the difference.
+ * never tensors (those ride the connector). The worker is written against this interface; src/control implements it:
+ * on one machine the parent/child IPC pipe (src/control/ipc), a stage on another machine over Redis
+ * (src/control/redis), without the supervisor or the step loop knowing the difference.
  */
 export interface ControlChannel<Out, In> {
   /** Sends one message; false when the peer is gone (the message is dropped: the caller's death path handles it). */

@@ -9,8 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
-import type { ControlChannel } from './control/ControlChannel.ts';
-import { ipcChannelToChild } from './control/ipcChannel.ts';
+import type { ControlChannel } from './ControlChannel.ts';
 import {
   MAX_CONTROL_MESSAGE_BYTES,
   type MainToStage,
@@ -38,6 +37,8 @@ const TSX_LOADER_URL = import.meta.resolve('tsx');
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; src/kinds/stageEntry.ts in Chorus). */
   readonly entry: string;
+  /** Main's end of the child's control channel (src/control/ipc: the IPC pipe); the worker knows the interface only. */
+  readonly channelOf: (child: ChildProcess) => ControlChannel<MainToStage, StageToMain>;
   readonly bootTimeoutMs?: number;
 }
 
@@ -79,7 +80,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, CHORUS_STAGE: instance },
     });
-    const channel = ipcChannelToChild<MainToStage, StageToMain>(child);
+    const channel = options.channelOf(child);
     const worker = new StageWorker(child, channel, instance, log.child({ stage: instance }));
     return new Promise<StageWorker>((resolve, reject) => {
       const timer = setTimeout(() => {

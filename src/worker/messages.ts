@@ -257,4 +257,4 @@ export type StageToMain =
     }
   | { readonly type: 'drained' };
 
-export { MAX_CONTROL_MESSAGE_BYTES } from './control/ControlChannel.ts';
+export { MAX_CONTROL_MESSAGE_BYTES } from './ControlChannel.ts';

@@ -17,7 +17,7 @@ import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
 import type { Connector } from '../../transport/Connector.ts';
-import type { ControlChannel } from './control/ControlChannel.ts';
+import type { ControlChannel } from './ControlChannel.ts';
 import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type StageToMain } from './messages.ts';
 import type { StageContext, StageCore } from './StageCore.ts';
 import { StageLoop } from './StageLoop.ts';

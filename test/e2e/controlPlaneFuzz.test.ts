@@ -8,8 +8,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
-import { controlKeys } from '../../src/worker/control/redisChannel.ts';
-import type { RedisControlKind } from '../../src/worker/control/wire.ts';
+import { controlKeys } from '../../src/control/redis/redisChannel.ts';
+import type { RedisControlKind } from '../../src/control/wire.ts';
 import { ControlFuzz } from '../helpers/controlFuzz.ts';
 import { chat, health, readyInstances, startServe, startStage, type Serve } from '../helpers/deployment.ts';
 import { redisForSuite } from '../helpers/redisServer.ts';

@@ -1,12 +1,12 @@
 /**
- * Random payloads for the control-plane channels (src/worker/control/wire.ts), from a seeded generator so a failing
+ * Random payloads for the control-plane channels (src/control/wire.ts), from a seeded generator so a failing
  * run can be replayed: raw bytes, truncated envelopes, msgpack that is no envelope, other protocol versions, messages
  * of the unversioned format before them, envelopes for another channel, bodies without their fields, and messages a
  * valid peer could send that must change nothing: forged heartbeats (a live name under a lease it does not hold, or
  * a name nobody holds) and aborts or pauses of requests nobody runs.
  */
 import { Packr } from 'msgpackr';
-import { CONTROL_PROTOCOL_VERSION, packControl, type RedisControlKind } from '../../src/worker/control/wire.ts';
+import { CONTROL_PROTOCOL_VERSION, packControl, type RedisControlKind } from '../../src/control/wire.ts';
 import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
 
 const raw = new Packr({ useRecords: false });

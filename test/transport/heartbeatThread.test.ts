@@ -1,10 +1,10 @@
 /**
- * A remote stage's heartbeat (src/worker/control/heartbeatWorker.ts): it keeps beating while the step thread is held
+ * A remote stage's heartbeat (src/control/redis/heartbeatWorker.ts): it keeps beating while the step thread is held
  * by a model step longer than main's heartbeat TTL, and stops, its thread gone, when the channel closes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
-import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RedisStageChannel } from '../../src/worker/control/redisChannel.ts';
+import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RedisStageChannel } from '../../src/control/redis/redisChannel.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
 /** Holds this thread as a model step does: synchronously, no event loop turn. */

@@ -1,5 +1,5 @@
 /**
- * Instance names owned by a lease in Redis (src/worker/control/InstanceLease.ts), against a real redis-server: a
+ * Instance names owned by a lease in Redis (src/control/redis/InstanceLease.ts), against a real redis-server: a
  * free name is taken, a name whose holder renews is refused, a dead holder's name is taken once its lease lapses,
  * only the holder ends its lease; and through a remote stage's channel: a second channel under a live name fails to
  * start, an instance whose lease was taken over stops (fenced), a clean close leaves no key.
@@ -13,8 +13,8 @@ import {
   leaseKey,
   newLease,
   releaseLease,
-} from '../../src/worker/control/InstanceLease.ts';
-import { RedisStageChannel } from '../../src/worker/control/redisChannel.ts';
+} from '../../src/control/redis/InstanceLease.ts';
+import { RedisStageChannel } from '../../src/control/redis/redisChannel.ts';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 

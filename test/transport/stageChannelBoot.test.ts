@@ -1,5 +1,5 @@
 /**
- * A remote instance's control channel (src/worker/control/redisChannel.ts) and main's boots: the first boot starts
+ * A remote instance's control channel (src/control/redis/redisChannel.ts) and main's boots: the first boot starts
  * the stage, a repeat of it (the same bootId: main did not hear READY) is answered with READY again and nothing
  * else, and a boot with another id (a main that lost the instance, or a new main) first has the stage drop every
  * request it holds, then READY again. Garbage on the instance's channel changes nothing (it used to break the
@@ -8,10 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
-import { controlKeys, RedisStageChannel } from '../../src/worker/control/redisChannel.ts';
+import { controlKeys, RedisStageChannel } from '../../src/control/redis/redisChannel.ts';
 import { Packr } from 'msgpackr';
 import { ErrorCodes } from '../../src/common/errors.ts';
-import { CONTROL_PROTOCOL_VERSION, decodeControl, packControl } from '../../src/worker/control/wire.ts';
+import { CONTROL_PROTOCOL_VERSION, decodeControl, packControl } from '../../src/control/wire.ts';
 import type { MainToStage, StageToMain } from '../../src/worker/messages.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The control-plane guard (src/worker/control/ControlGuard.ts + wire.ts): whatever arrives on a control channel,
+ * The control-plane guard (src/control/ControlGuard.ts + wire.ts): whatever arrives on a control channel,
  * receive() never throws; garbage, truncated msgpack, another protocol version, a foreign or misrouted message and
  * a body without its shape are dropped, counted on chorus_control_messages_dropped_total and logged at warn once per
  * channel kind and reason; a valid message is delivered as sent.
@@ -10,10 +10,10 @@ import { Packr } from 'msgpackr';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bridgeEngineDiagnostics, engineMetrics } from '../../src/server/metrics.ts';
-import { ControlGuard } from '../../src/worker/control/ControlGuard.ts';
-import { stageToMainProblem } from '../../src/worker/control/controlShapes.ts';
-import { MAX_CONTROL_MESSAGE_BYTES } from '../../src/worker/control/ControlChannel.ts';
-import { CONTROL_PROTOCOL_VERSION, packControl, type Heartbeat } from '../../src/worker/control/wire.ts';
+import { ControlGuard } from '../../src/control/ControlGuard.ts';
+import { stageToMainProblem } from '../../src/control/controlShapes.ts';
+import { MAX_CONTROL_MESSAGE_BYTES } from '../../src/worker/ControlChannel.ts';
+import { CONTROL_PROTOCOL_VERSION, packControl, type Heartbeat } from '../../src/control/wire.ts';
 
 const HEARTBEAT: Heartbeat = {
   instance: 'talker#b1',

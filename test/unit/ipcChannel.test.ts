@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { ipcChannelToChild } from '../../src/worker/control/ipcChannel.ts';
+import { ipcChannelToChild } from '../../src/control/ipc/ipcChannel.ts';
 
 describe('ipcChannelToChild', () => {
   it('sends to a stage that just died without an EPIPE error event, then reports the close', async () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
 import { thinkerMessage, thinkerMessageOf } from '../../src/kinds/thinker/protocol.ts';
-import { mainToStageProblem } from '../../src/worker/control/controlShapes.ts';
+import { mainToStageProblem } from '../../src/control/controlShapes.ts';
 
 const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
 

@@ -1,6 +1,6 @@
 /**
  * `chorus stage --config FILE --stage ID [--name NAME] [--redis URL] [--drain-timeout S]`: one stage instance on
- * this machine, joining the deployment of FILE over Redis (src/worker/control/redisChannel.ts). It refuses a
+ * this machine, joining the deployment of FILE over Redis (src/control/redis/redisChannel.ts). It refuses a
  * deployment that runs another config, loads its own model (this host's paths), serves until SIGTERM/SIGINT, then
  * drains its requests and leaves.
  */
@@ -12,7 +12,7 @@ import { logger } from '../../common/log.ts';
 import { controlPlaneOptions } from '../../engine/pool/RemoteStages.ts';
 import { descriptorOf } from '../../kinds/registry.ts';
 import { RedisLink, redactUrl } from '../../../transport/redis/redisLink.ts';
-import { RedisStageChannel } from '../../worker/control/redisChannel.ts';
+import { RedisStageChannel } from '../../control/redis/redisChannel.ts';
 import { runStageProcess } from '../../worker/stageMain.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
 

@@ -5,9 +5,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { logger } from '../../common/log.ts';
-import type { ControlChannel } from './ControlChannel.ts';
-import { ControlGuard } from './ControlGuard.ts';
-import { mainToStageProblem, stageToMainProblem } from './controlShapes.ts';
+import type { ControlChannel } from '../../worker/ControlChannel.ts';
+import { ControlGuard } from '../ControlGuard.ts';
+import { mainToStageProblem, stageToMainProblem } from '../controlShapes.ts';
 
 type ProblemOf = (msg: unknown) => string | null;
 

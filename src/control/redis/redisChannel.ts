@@ -19,12 +19,12 @@ import { hostname } from 'node:os';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
 import type { RedisLink } from '../../../transport/redis/redisLink.ts';
-import type { MainToStage, StageToMain } from '../messages.ts';
-import type { ControlChannel } from './ControlChannel.ts';
-import { ControlGuard } from './ControlGuard.ts';
+import type { MainToStage, StageToMain } from '../../worker/messages.ts';
+import type { ControlChannel } from '../../worker/ControlChannel.ts';
+import { ControlGuard } from '../ControlGuard.ts';
 import { HeartbeatThread } from './HeartbeatThread.ts';
 import { acquireLease, nameTaken, newLease, releaseLease, type InstanceLease } from './InstanceLease.ts';
-import { decodeControl, packControl, type DeploymentRecord, type Heartbeat, type Refusal } from './wire.ts';
+import { decodeControl, packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../wire.ts';
 
 export const HEARTBEAT_MS = 500;
 export const HEARTBEAT_TTL_MS = 2000;

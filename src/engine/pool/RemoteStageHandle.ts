@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import type { Heartbeat } from '../../worker/control/wire.ts';
+import type { Heartbeat } from '../../control/wire.ts';
 import type { MainToStage, StageReadySettings } from '../../worker/messages.ts';
 import type { StageWorkerEvents } from '../../worker/StageWorker.ts';
 import type { StageWorkerHandle } from '../stageWorkers.ts';

@@ -1,5 +1,5 @@
 /**
- * Main's side of stage instances on other machines (src/worker/control/redisChannel.ts has the channel layout).
+ * Main's side of stage instances on other machines (src/control/redis/redisChannel.ts has the channel layout).
  * An instance heartbeats; main answers an unknown one of the same config with `boot`, and it joins when READY
  * arrives. Heartbeats that stop for HEARTBEAT_TTL_MS make the instance lost; a drained instance leaves; an outage
  * of the link loses every instance (their chunks and control messages may be gone) until they beat again.
@@ -16,10 +16,10 @@ import type { StageGraph } from '../../common/graph.ts';
 import type { Logger } from '../../common/log.ts';
 import { RedisLink, redisOptionsOf, type RedisConnectorOptions } from '../../../transport/registry.ts';
 import { edgesTouching } from '../../common/edgeConnectors.ts';
-import { ControlGuard } from '../../worker/control/ControlGuard.ts';
-import { describeHolder, leaseKey } from '../../worker/control/InstanceLease.ts';
-import { controlKeys, HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../../worker/control/redisChannel.ts';
-import { packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../../worker/control/wire.ts';
+import { ControlGuard } from '../../control/ControlGuard.ts';
+import { describeHolder, leaseKey } from '../../control/redis/InstanceLease.ts';
+import { controlKeys, HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../../control/redis/redisChannel.ts';
+import { packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../../control/wire.ts';
 import type { EdgeBinding, MainToStage, StageToMain } from '../../worker/messages.ts';
 import { RemoteStageHandle } from './RemoteStageHandle.ts';
 
