@@ -12,7 +12,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
-import { COMMIT_TAIL_MS } from '../../src/server/voice/TurnDetector.ts';
+import { COMMIT_TAIL_MS } from '../../src/voice/TurnDetector.ts';
 import { gitSha } from '../common.ts';
 import { readBenchConfig, startInProcessServer, type BenchConfig } from '../ttfp/inProcessServer.ts';
 import { ProgressBar } from '../ttfp/ProgressBar.ts';

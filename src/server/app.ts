@@ -5,7 +5,7 @@
  *   const app = await buildServer(engine, { apiKey });
  *   await app.listen({ host: '127.0.0.1', port: 8000 });   // or startServer(engine, opts)
  */
-import { PrefillSlots } from './realtime/VoicePrefill.ts';
+import { PrefillSlots, VadService } from '../voice/index.ts';
 import { basename, extname } from 'node:path';
 import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -26,7 +26,6 @@ import { MediaChecker } from './media/MediaChecker.ts';
 import { bridgeEngineDiagnostics, countClientError } from './metrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
-import { VadService } from './voice/VadService.ts';
 import { chooseSubprotocol, securityHook } from './security.ts';
 import { exposedBeyondLoopback } from './hostCheck.ts';
 import { closeSocketsGoingAway, requestTimeouts } from './connectionLimits.ts';

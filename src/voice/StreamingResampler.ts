@@ -10,7 +10,7 @@
  * what lets the VAD place its windows on the caller's clock.
  */
 
-import { besselI0, gcd } from '../../media/resample.ts';
+import { besselI0, gcd } from '../media/resample.ts';
 
 const ZERO_CROSSINGS = 8; // lobes each side of the cutoff: ~-70 dB stopband past 9 kHz, plenty for a VAD
 const KAISER_BETA = 6;

@@ -23,8 +23,8 @@
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { logger } from '../../common/log.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { logger } from '../common/log.ts';
 import { SILERO_RATE_HZ, SILERO_WINDOW_SAMPLES } from './sileroIo.ts';
 import { SUBFRAME_SAMPLES, UNKNOWN_ACTIVITY } from './SignalActivity.ts';
 import { StreamingResampler } from './StreamingResampler.ts';

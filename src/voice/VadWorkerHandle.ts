@@ -10,7 +10,7 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
-import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
+import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
 import {
   encodeOp,
   type FromVadWorker,

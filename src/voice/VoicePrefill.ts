@@ -11,7 +11,7 @@
  * Correctness never rests on this class: the Thinker compares every reused position's inputs, so a conversation
  * edited meanwhile only means less reuse. close() frees everything (the in-flight prefill and the retained KV).
  */
-import type { Engine, GenerateRequest, RequestHandle } from '../../common/engine.ts';
+import type { Engine, GenerateRequest, RequestHandle } from '../common/engine.ts';
 import type { FastifyBaseLogger } from 'fastify';
 
 /** One attention window of the generated audio encoder (64 mel frames): a prefill per new window of speech. */

@@ -3,7 +3,7 @@
  * by postMessage (structured clone), so typed arrays keep their type; audio travels as one transferred
  * Int16Array per message, each op naming its slice.
  */
-import type { SerializedError } from '../../common/errors.ts';
+import type { SerializedError } from '../common/errors.ts';
 
 /** workerData of a VAD worker. */
 export interface VadWorkerData {

@@ -7,7 +7,7 @@
  * run() aborts the whole process.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { serializeError } from '../../common/errors.ts';
+import { serializeError } from '../common/errors.ts';
 import { SileroModel } from './SileroModel.ts';
 import { SILERO_RATE_HZ, SILERO_WINDOW_SAMPLES } from './sileroIo.ts';
 import { SileroStreams } from './SileroStreams.ts';

@@ -5,7 +5,7 @@
  * rows from a small LRU instead of the encoder, and the rest run as one batch of windows.
  *
  * Why: while a user speaks, the voice path sends the growing turn to the encoder again and again
- * (src/server/realtime/VoicePrefill.ts). Log-mel frames are final once the samples under them have arrived
+ * (src/voice/VoicePrefill.ts). Log-mel frames are final once the samples under them have arrived
  * (logMel.ts has no clip-wide clamp), so every window but the last one or two is the same each time and is
  * encoded once; at the end of the turn only the tail is left. Serving a window from here also hands the Thinker
  * the very floats it prefilled earlier, which is what its prefix reuse compares (ThinkerPrefixes).

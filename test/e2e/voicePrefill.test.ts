@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { StageStats } from '../../src/worker/messages.ts';
 import { thinkerStatsOf } from '../../src/kinds/thinker/protocol.ts';
 import { serverMetrics } from '../../src/server/metrics.ts';
-import { COMMIT_TAIL_MS } from '../../src/server/voice/TurnDetector.ts';
+import { COMMIT_TAIL_MS } from '../../src/voice/TurnDetector.ts';
 import { ofType, sdkSession, tlsPipelineForFile, type Event, type SdkSession } from '../helpers/realtimeSdk.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';
 import { trimSilence } from '../../bench/voice/speech.ts';

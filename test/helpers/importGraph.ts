@@ -21,6 +21,7 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'src/tokenizer', rank: 1 },
   { prefix: 'transport', rank: 1 },
   { prefix: 'stages', rank: 2 },
+  { prefix: 'src/voice', rank: 2 },
   { prefix: 'src/worker', rank: 3 },
   // Implements the worker's ControlChannel (ipc, redis); the supervisors above pick a variant.
   { prefix: 'src/control', rank: 3.5 },
@@ -46,6 +47,8 @@ export const CHORUS_WALLS: readonly Wall[] = [
   { from: 'src/engine', to: 'stages', through: [] },
   // The transport's internals (rings, Redis clients, the adapter) change without touching the engine.
   { from: 'src/engine', to: 'transport', through: ['transport/registry.ts', 'transport/Connector.ts'] },
+  // The Realtime session uses voice through one small interface; the VAD's model, threads and turn rules stay inside.
+  { from: 'src/server', to: 'src/voice', through: ['src/voice/index.ts'] },
 ];
 
 export interface ImportEdge {

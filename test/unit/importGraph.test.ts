@@ -65,6 +65,11 @@ describe('import rules over fixture graphs', () => {
     expect(rules([edge('src/worker/stageMain.ts', 'transport/createConnector.ts')])).toEqual([]);
   });
 
+  it('lets the server reach voice through src/voice/index.ts only', () => {
+    expect(rules([edge('src/server/app.ts', 'src/voice/index.ts')])).toEqual([]);
+    expect(rules([edge('src/server/realtime/VoiceTurns.ts', 'src/voice/TurnDetector.ts')])).toEqual(['walled import']);
+  });
+
   it('reports a file outside every layer', () => {
     expect(rules([], ['src/util/x.ts'])).toEqual(['unlayered file']);
   });

@@ -1,6 +1,6 @@
 /** SignalActivity: where a VAD window's signal stops being louder than the room, against a floor it measures. */
 import { describe, expect, it } from 'vitest';
-import { SignalActivity, SUBFRAME_SAMPLES, UNKNOWN_ACTIVITY } from '../../src/server/voice/SignalActivity.ts';
+import { SignalActivity, SUBFRAME_SAMPLES, UNKNOWN_ACTIVITY } from '../../src/voice/SignalActivity.ts';
 
 const WINDOW = 512;
 /** A window of seeded white noise at `dbfs` (RMS), with samples [from, to) replaced by a tone at `toneDbfs`. */

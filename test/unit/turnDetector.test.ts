@@ -6,7 +6,7 @@ import {
   SIGNAL_SEARCH_WINDOWS,
   TurnDetector,
   type TurnParams,
-} from '../../src/server/voice/TurnDetector.ts';
+} from '../../src/voice/TurnDetector.ts';
 
 const W = 32; // ms per window, Silero's at 16 kHz
 const params = (over: Partial<TurnParams> = {}): TurnParams => ({ ...DEFAULT_TURN_PARAMS, ...over });

@@ -6,8 +6,8 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { resample } from '../../src/media/resample.ts';
 import { decodeWav } from '../../src/media/wav.ts';
 import { afterAll, beforeAll } from 'vitest';
-import { StreamingResampler } from '../../src/server/voice/StreamingResampler.ts';
-import { VadService } from '../../src/server/voice/VadService.ts';
+import { StreamingResampler } from '../../src/voice/StreamingResampler.ts';
+import { VadService } from '../../src/voice/VadService.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 export const RATE_HZ = 24000;

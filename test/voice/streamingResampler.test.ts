@@ -1,6 +1,6 @@
 /** StreamingResampler: split-independent output, on the input's timeline, band-limited. */
 import { describe, expect, it } from 'vitest';
-import { StreamingResampler } from '../../src/server/voice/StreamingResampler.ts';
+import { StreamingResampler } from '../../src/voice/StreamingResampler.ts';
 
 function tone(hz: number, rateHz: number, numSamples: number, phase = 0): Float32Array {
   return Float32Array.from({ length: numSamples }, (_, i) => 0.5 * Math.sin(2 * Math.PI * hz * (i / rateHz) + phase));

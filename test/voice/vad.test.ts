@@ -3,9 +3,9 @@
  * noise, pauses inside and between turns. Audio goes in as 20 ms client frames; the test waits for the VAD to
  * have analysed every window (WindowCounter) before it checks that an event did NOT happen.
  */
-import { isTentative } from '../../src/server/voice/TurnDetector.ts';
+import { isTentative } from '../../src/voice/TurnDetector.ts';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/server/voice/VadService.ts';
+import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/voice/VadService.ts';
 import { concat, espeak, frames, mix, noise, silence, toPcm16, windowsFor, vadForFile } from './speech.ts';
 
 const TEXT = 'hello, how are you today';

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { ErrorCodes, isChorusError } from '../../src/common/errors.ts';
-import { DEFAULT_TURN_PARAMS, VadService } from '../../src/server/voice/VadService.ts';
+import { DEFAULT_TURN_PARAMS, VadService } from '../../src/voice/VadService.ts';
 
 const workerPorts = () => process.getActiveResourcesInfo().filter((r) => r === 'MessagePort').length;
 

@@ -9,8 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { VOICE_SENTENCES } from '../../bench/voice/sentences.ts';
 import { concatPcm, msOf, quiet, speak, SPEECH_RATE_HZ, trimSilence } from '../../bench/voice/speech.ts';
-import { isTentative } from '../../src/server/voice/TurnDetector.ts';
-import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/server/voice/VadService.ts';
+import { isTentative } from '../../src/voice/TurnDetector.ts';
+import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/voice/VadService.ts';
 import { frames, percentile, vadForFile, windowsFor } from './speech.ts';
 
 const { vad, counter } = vadForFile();

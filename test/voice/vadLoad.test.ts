@@ -3,10 +3,10 @@
  * turns and the server thread's event loop never stalls (the model runs in the worker). How responsive it stays is
  * printed, not asserted: a speed goal (bench/README.md, "VAD event loop p99 with 64 sessions").
  */
-import { isTentative } from '../../src/server/voice/TurnDetector.ts';
+import { isTentative } from '../../src/voice/TurnDetector.ts';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { expect, it } from 'vitest';
-import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/server/voice/VadService.ts';
+import { DEFAULT_TURN_PARAMS, type TurnEvent } from '../../src/voice/VadService.ts';
 import { concat, espeak, frames, percentile, silence, toPcm16, windowsFor, vadForFile } from './speech.ts';
 
 const SESSIONS = 64;

@@ -3,7 +3,7 @@
  * while audio is still on its way, and then does nothing: the process must exit by itself (no handle left).
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { VadService, DEFAULT_TURN_PARAMS } from '../../src/server/voice/VadService.ts';
+import { VadService, DEFAULT_TURN_PARAMS } from '../../src/voice/VadService.ts';
 
 const vad = await VadService.start({ workers: 2 });
 const streams = Array.from({ length: 4 }, () => vad.open(DEFAULT_TURN_PARAMS, () => {}));

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { ErrorCodes, isChorusError } from '../../src/common/errors.ts';
-import { VadService } from '../../src/server/voice/VadService.ts';
+import { VadService } from '../../src/voice/VadService.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 async function startError(modelPath: string): Promise<unknown> {

@@ -1,8 +1,8 @@
 /** A VAD worker that dies after READY is replaced; its streams move over and keep their turns and timeline. */
-import { isTentative } from '../../src/server/voice/TurnDetector.ts';
+import { isTentative } from '../../src/voice/TurnDetector.ts';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_TURN_PARAMS, VadService, type TurnEvent } from '../../src/server/voice/VadService.ts';
+import { DEFAULT_TURN_PARAMS, VadService, type TurnEvent } from '../../src/voice/VadService.ts';
 import { concat, espeak, frames, silence, toPcm16, windowsFor, WindowCounter } from './speech.ts';
 
 let counter: WindowCounter;

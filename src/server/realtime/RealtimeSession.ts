@@ -25,8 +25,7 @@ import { SocketWriter } from './SocketWriter.ts';
 import { checkTextBudget, itemTextBytes } from './textBudget.ts';
 import { IdleWatch } from './IdleWatch.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
-import { VoicePrefill, type PrefillSlots } from './VoicePrefill.ts';
-import type { VadService } from '../voice/VadService.ts';
+import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
 
 export interface SessionContext extends ResponseContext {
   /** The server's VAD (started by the first session that turns server_vad on). */

@@ -1,6 +1,6 @@
 /**
  * Server-side voice turns for one Realtime session (turn_detection: server_vad): the appended input audio also
- * goes to a Silero VAD stream (src/server/voice/VadService.ts, off the main thread), whose turn events the session
+ * goes to a Silero VAD stream (src/voice/VadService.ts, off the main thread), whose turn events the session
  * turns into speech_started / speech_stopped / timeout_triggered, a commit and, with create_response, a response;
  * with interrupt_response, speech over a response cancels it (barge-in).
  *
@@ -13,7 +13,7 @@ import type { TurnDetectionFields } from './clientEvents.ts';
 import type { ServerEvent, TurnDetectionResource } from './ServerEvent.ts';
 import { newId } from './serverEvents.ts';
 import type { SpokenText } from './ResponseStream.ts';
-import type { TurnEvent, TurnParams, VadService, VadStream } from '../voice/VadService.ts';
+import type { TurnEvent, TurnParams, VadService, VadStream } from '../../voice/index.ts';
 
 /** OpenAI's server_vad defaults. */
 export const SERVER_VAD_DEFAULTS: TurnDetectionResource = {
