@@ -76,6 +76,7 @@ export class Orchestrator implements Engine {
     this.pool = new StagePool({ graph, startWorker, restartOnDeath: opts.restartOnDeath ?? true, log });
     this.prefixRoutes = new PrefixRoutes(this.pool.instances);
     this.router = new Router(graph.routing, this.pool.instances, (item) => ecEntryOf(this.ec, item));
+    this.pool.on('ready', (view) => this.router.forget(view.instance));
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {

@@ -202,4 +202,25 @@ describe('Router', () => {
     holder.stats = null;
     expect(route(router, 'again', turn).get('thinker')).toBe('thinker#0');
   });
+
+  it('ttft: an instance READY again (restarted, or a remote that rejoined) counts on nothing until it reports', () => {
+    const slots = slotsOf(thinkers);
+    const router = new Router('ttft', slots);
+    const decisions = listen(channelNames.routeDecision);
+    const history = Array.from({ length: 320 }, (_, i) => 1 + (i % 50));
+    const names = tokenBlockNames('thinker model', 16, history, history.length);
+    const held = { root: 'thinker model', blockPositions: 16, names: names.map((n) => n.slice(0, ROUTING_NAME_CHARS)) };
+    const holder = slots.get('thinker#1')!;
+    holder.stats = { ...STATS, kind: { prefix: { ...PREFIX, held } } };
+    const turn = { promptTokenIds: [...history, 7], items: [], spans: [] };
+    route(router, 'before', turn);
+    forget('before');
+    expect(decisions.at(-1)).toMatchObject({ instance: 'thinker#1', reason: 'kv_overlap', cachedPositions: 320 });
+    // Died and came back between two requests (no request saw it restarting): its new process has not reported.
+    holder.stats = null;
+    router.forget('thinker#1');
+    route(router, 'after', turn);
+    expect(decisions.at(-1)).toMatchObject({ cachedPositions: 0 });
+    expect(decisions.at(-1)).not.toMatchObject({ reason: 'kv_overlap' });
+  });
 });

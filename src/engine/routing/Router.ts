@@ -95,6 +95,16 @@ export class Router {
   ) {}
 
   /**
+   * A process became READY under this name (a first boot, a restarted replica, a remote instance that joined or came
+   * back): its prefix cache is empty or unknown until its first report, whatever an earlier process of that name
+   * reported. Without this, a turn routed between a restarted instance's READY and its first report counted on the
+   * blocks its previous process held.
+   */
+  forget(instance: string): void {
+    this.#kv.forget(instance);
+  }
+
+  /**
    * The instance of each stage in `stages` for a request. `pinned` returns the entry stage's instance when
    * something else decides it (a retained prompt prefix lives there), calling `pick` otherwise.
    */
