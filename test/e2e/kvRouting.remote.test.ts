@@ -120,7 +120,7 @@ describe('KV-aware routing with a remote Thinker instance over Redis', () => {
     const a = conversation(1);
     const b = conversation(2);
     // Sent together: the second is routed while the first waits for its first token on the instance it took.
-    let [lastA, lastB] = await Promise.all([a(), b()]);
+    const [lastA, lastB] = await Promise.all([a(), b()]);
     expect(new Set([lastA.decision.instance, lastB.decision.instance])).toEqual(new Set(['thinker#0', REMOTE]));
     const [onRemote, onLocal] = lastA.decision.instance === REMOTE ? [a, b] : [b, a];
     let [lastRemote, lastLocal] = lastA.decision.instance === REMOTE ? [lastA, lastB] : [lastB, lastA];
