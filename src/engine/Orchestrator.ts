@@ -236,10 +236,8 @@ export class Orchestrator implements Engine {
   close(timeoutMs = 10_000): Promise<void> {
     this.closing ??= (async () => {
       await this.pool.stop(timeoutMs);
-      this.requests.endAll({
-        code: ErrorCodes.SHUTTING_DOWN,
-        message: 'the engine shut down before the request finished',
-      });
+      const message = 'the engine shut down before the request finished';
+      this.requests.endAll({ code: ErrorCodes.SHUTTING_DOWN, message });
       await this.pool.close();
       await this.ec?.close(); // after the stages: none writes to Redis any more
       await this.adapter?.close();
