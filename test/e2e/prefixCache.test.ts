@@ -2,11 +2,13 @@
  * The prefix cache on a real pipeline: a 40-turn Realtime conversation gives the same text and audio, turn by turn,
  * as a server with the cache off, while every turn after the first reports the conversation so far as cached (and the
  * cache-off server none); a chat client resending its history gets cached_tokens; /metrics counts hits and misses
- * per stage instance, with each stage's steps, tokens and KV beside them (and passes promtool).
+ * per stage instance, with each stage's steps, tokens and KV beside them (and passes promtool). Spoken answers sent
+ * together under one long system prompt answer as without the cache, the prompt computed by one of them only.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer } from '../../src/server/app.ts';
+import { maxDiff } from '../helpers/deployment.ts';
 import { configWith } from '../helpers/engine.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
 import { decodeAudioDeltas, parsePrometheus, RealtimeClient, type Family } from './serverClient.ts';
@@ -20,6 +22,11 @@ async function waitForAsync(what: string, cond: () => Promise<boolean>, timeoutM
 const CACHE_LINES = {
   'prefix_cache: { max_bytes: 128MiB, block_positions: 16 }': 'prefix_cache: false',
   'prefix_cache: { max_bytes: 64MiB, block_positions: 16 }': 'prefix_cache: false',
+};
+
+const pcm16 = (base64: string) => {
+  const bytes = Buffer.from(base64, 'base64');
+  return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2);
 };
 
 interface Pipeline {
@@ -105,6 +112,48 @@ describe('prefix cache', () => {
     }
     expect(withCache[39].cachedTokens / withCache[39].inputTokens).toBeGreaterThan(0.9);
   }, 240_000);
+
+  it('spoken answers sent together under one system prompt: as without the cache, computed once', async () => {
+    const system = Array.from({ length: 40 }, (_, i) => `rule ${i}: keep to the harbour light`).join('. ');
+    const ask = async (base: string, n: number) => {
+      const res = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'chorus-tiny-omni-text-in',
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: `Question ${n}: where is the harbour?` },
+          ],
+          modalities: ['text', 'audio'],
+          audio: { voice: 'alloy', format: 'pcm16' },
+          max_tokens: 6,
+          temperature: 0,
+        }),
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as {
+        choices: { message: { audio: { data: string; transcript: string } } }[];
+        usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+      };
+      const { audio } = body.choices[0].message;
+      return { transcript: audio.transcript, audio: audio.data, usage: body.usage };
+    };
+    const together = (base: string) => Promise.all([0, 1, 2, 3].map((n) => ask(base, n)));
+    const [withCache, without] = await Promise.all([together(cached.base), together(uncached.base)]);
+    for (let n = 0; n < 4; n++) {
+      expect(withCache[n].transcript, `request ${n}`).toBe(without[n].transcript);
+      // Within one pcm16 step (DESIGN.md invariant 2: batches of other compositions on each server).
+      expect(maxDiff(pcm16(withCache[n].audio), pcm16(without[n].audio)), `request ${n}`).toBeLessThanOrEqual(1);
+    }
+    // One of them computed the system prompt; the three others copied its whole blocks as it computed them.
+    const prompt = withCache[0].usage.prompt_tokens;
+    const reused = withCache.map((a) => a.usage.prompt_tokens_details.cached_tokens).sort((a, b) => a - b);
+    expect(reused[0]).toBe(0);
+    // Each copied the whole blocks the prompts share (they differ from the question on): the same count, most of it.
+    expect(reused[1]).toBeGreaterThan(0.9 * prompt);
+    expect(reused.slice(1)).toEqual([reused[1], reused[1], reused[1]]);
+  }, 120_000);
 
   it('chat completions that resend their history report cached tokens; /metrics counts hits per stage', async () => {
     const messages: { role: string; content: string }[] = [{ role: 'system', content: 'Answer briefly.' }];

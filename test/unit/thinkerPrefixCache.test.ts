@@ -211,6 +211,51 @@ describe('ThinkerCore prompt prefixes', () => {
   });
 });
 
+describe('ThinkerCore prefixes of running requests', () => {
+  it('requests sent together under one prefix: one computes it, the others wait and copy it from its sequence', () => {
+    const { adapter, runner, core, add, rows, run, final } = setup(
+      specWith(4, 'prefix_cache: { max_bytes: 1MiB, block_positions: 4 }'),
+    );
+    const shared = rowsOf(12);
+    add('a', 12, undefined, 3);
+    rows('a', shared);
+    add('b', 12, undefined, 3);
+    rows('b', shared);
+    add('c', 12, undefined, 3);
+    rows('c', shared);
+    // a's first step: its whole prompt (17 positions); b and c wait for its 4 whole blocks (16 positions).
+    expect(core.step()).toBe(true);
+    expect(runner.steps.map((x) => [x.seqId, x.numTokens])).toEqual([['a', 17]]);
+    run();
+    // b and c copied a's 16 positions while a was still answering (a's KV stayed a's: it answered on).
+    for (const id of ['b', 'c']) {
+      expect(runner.steps.find((x) => x.seqId === id)).toMatchObject({ numTokens: 1, sample: true });
+      expect(final(id)?.body).toMatchObject({ kind: 'text', cachedTokens: 16 });
+    }
+    expect(final('a')?.body).not.toHaveProperty('cachedTokens');
+    const tokens = (id: string) =>
+      adapter.sent.filter((c) => c.requestId === id).flatMap((c) => (c.body?.kind === 'text' ? c.body.tokenIds : []));
+    expect(tokens('a')).toHaveLength(3);
+    expect(tokens('b')).toEqual(tokens('a'));
+    expect(tokens('c')).toEqual(tokens('a'));
+    expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ reuses: 2, reusedTokens: 32 });
+  });
+
+  it('a waiter whose source is cancelled before computing the blocks computes them itself', () => {
+    const { runner, core, add, rows, run, final } = setup(
+      specWith(4, 'prefix_cache: { max_bytes: 1MiB, block_positions: 4 }'),
+    );
+    add('a', 12, undefined, 3);
+    rows('a', rowsOf(12));
+    add('b', 12, undefined, 3);
+    rows('b', rowsOf(12)); // waits for a, which has computed nothing yet
+    core.abort('a');
+    run();
+    expect(runner.steps.map((x) => [x.seqId, x.numTokens])[0]).toEqual(['b', 17]);
+    expect(final('b')?.body).not.toHaveProperty('cachedTokens');
+  });
+});
+
 describe('ArScheduler.startAt', () => {
   it('a request given a computed prefix starts there and counts its KV at admission', () => {
     const s = new ArScheduler({ maxNumSeqs: 4, maxNumBatchedTokens: 100, kvBytesPerToken: 1, kvBudgetBytes: 20 });

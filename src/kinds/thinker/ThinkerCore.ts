@@ -113,6 +113,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
         prefillOnly: args.prefix?.prefillOnly === true,
         awaiting: false,
         settled: true,
+        source: null,
+        sourceNeed: 0,
         names: [],
         cachedTokens: 0,
         rows: null,

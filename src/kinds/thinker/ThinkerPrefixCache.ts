@@ -12,6 +12,11 @@
  * A request with a session key (voice) waits while another request of that key is prefilling (it would compute the
  * same positions beside it), and holds at position 0 while its media rows have not arrived if the key's entries may
  * go further than what can be named yet; `release(key)` frees the key's entries when its session ends.
+ *
+ * Requests running here count as a source too (SGLang inserts a prompt into its radix tree once prefilled, not when
+ * the request ends): a request whose leading blocks a running request shares further than the cache does waits
+ * until that request has computed them, then copies them from its live sequence. Without it, 8 requests sent
+ * together under one long system prompt computed it 8 times; the cache only helped those that came after one ended.
  */
 import type { Hash } from 'node:crypto';
 import type { ThinkerRunner } from '../../../stages/types.ts';
@@ -37,6 +42,12 @@ export interface PrefixUse {
   awaiting: boolean;
   /** The lookup is done (adopted or not); nothing more to wait for. */
   settled: boolean;
+  /**
+   * The running request whose blocks this one waits for (it computes positions [0, sourceNeed) that this prompt
+   * shares), or null.
+   */
+  source: string | null;
+  sourceNeed: number;
   /** Positions adopted from the cache. */
   cachedTokens: number;
   /** The names of the prompt's blocks as far as the lookup could name them. */
@@ -90,6 +101,10 @@ export class ThinkerPrefixCache {
   private readonly keepsRows: boolean;
   private entrySeq = 0;
   private summarized: { version: number; blocks: HeldBlocks } | null = null;
+  /** Running request -> the requests waiting for blocks it computes. */
+  private readonly waiters = new Map<string, Set<CachedRequest>>();
+  /** The request whose end is being handled: no source any more. */
+  private ending: string | null = null;
 
   constructor(
     private readonly options: ThinkerPrefixCacheOptions,
@@ -123,6 +138,8 @@ export class ThinkerPrefixCache {
       prefillOnly,
       awaiting,
       settled: false,
+      source: null,
+      sourceNeed: 0,
       cachedTokens: 0,
       names: [],
       rows: this.keepsRows ? new PositionRows(this.host.runner.hiddenSize) : null,
@@ -132,6 +149,9 @@ export class ThinkerPrefixCache {
   /** A step computed positions [start, start + count) with these rows. */
   onStep(req: CachedRequest, start: number, count: number, embeds: Float32Array, hidden: Float32Array): void {
     if (req.prefix.rows && hidden.length > 0) req.prefix.rows.set(start, count, embeds, hidden);
+    const waiting = this.waiters.get(req.requestId);
+    if (!waiting) return;
+    for (const w of [...waiting]) if (start + count >= w.prefix.sourceNeed) this.wake(w);
   }
 
   /**
@@ -147,15 +167,28 @@ export class ThinkerPrefixCache {
     const { names, stoppedAtUnknown } = this.namesOf(req, promptLength - 1);
     const hit = this.cache.lookup(names);
     const matched = hit?.blocks ?? 0;
-    if (stoppedAtUnknown && matched === names.length && this.mayGoFurther(p, names, matched)) return true;
+    if (stoppedAtUnknown && matched === names.length && this.mayGoFurther(req, names, matched)) return true;
+    const needsRows = req.toTalker !== null || p.rows !== null;
+    const fromCache = hit && (!needsRows || hit.entry.data) ? matched : 0;
+    const live = this.liveSource(req, names, fromCache, needsRows);
+    if (live && !live.ready) {
+      this.await(req, live.source, live.blocks * this.options.blockPositions);
+      return true;
+    }
+    this.await(req, null, 0);
     p.settled = true;
     p.names = names;
-    const needsRows = req.toTalker !== null || p.rows !== null;
-    const n = hit && (!needsRows || hit.entry.data) ? matched * this.options.blockPositions : 0;
+    const n = (live?.blocks ?? fromCache) * this.options.blockPositions;
     this.cache.record(n, promptLength);
     if (n === 0) return false;
-    const { entry } = hit!;
     const textIds = req.promptTokenIds.slice(0, n).filter((_, pos) => req.media?.rowAt(pos) === undefined);
+    if (live) {
+      this.host.runner.copySequence(live.source.requestId, req.requestId, n, textIds);
+      const rows = live.source.prefix.rows;
+      if (rows) p.rows?.setRows(0, n, rows.rows(n));
+      return this.adopted(req, n, rows);
+    }
+    const { entry } = hit!;
     const rows = entry.data;
     if (matched === entry.blocks.length) {
       this.cache.take(entry);
@@ -165,11 +198,66 @@ export class ThinkerPrefixCache {
       this.host.runner.copySequence(entry.seqId, req.requestId, n, textIds);
       if (rows) p.rows?.setRows(0, n, rows.rows(n));
     }
+    return this.adopted(req, n, rows);
+  }
+
+  /** The request starts at position n, its first n positions' KV (and rows) adopted. */
+  private adopted(req: CachedRequest, n: number, rows: PositionRows | null): false {
     this.host.startAt(req.requestId, n);
     if (rows) req.toTalker?.onCachedPrompt(n, rows.rows(n));
-    p.cachedTokens = n;
-    this.host.log.debug({ requestId: req.requestId, positions: n }, 'prompt prefix from the cache');
+    req.prefix.cachedTokens = n;
+    this.host.log.debug({ requestId: req.requestId, positions: n }, 'prompt prefix reused');
     return false;
+  }
+
+  /**
+   * The running request that shares the most leading blocks with `names`, if more than the cache gives
+   * (`fromCache` blocks); ready once it has computed them (and their rows, where this request needs rows).
+   */
+  private liveSource(req: CachedRequest, names: readonly string[], fromCache: number, needsRows: boolean) {
+    let best: { source: CachedRequest; blocks: number; ready: boolean } | null = null;
+    for (const r of this.host.requests()) {
+      // Only a settled request has its names, and one ending now has given its KV away.
+      if (r === req || !r.prefix.settled || r.requestId === this.ending) continue;
+      if (needsRows && !r.prefix.rows) continue;
+      const theirs = this.namedSoFar(r);
+      let blocks = 0;
+      while (blocks < names.length && blocks < theirs.length && names[blocks] === theirs[blocks]) blocks++;
+      if (blocks <= (best?.blocks ?? fromCache)) continue;
+      const need = blocks * this.options.blockPositions;
+      const computed = Math.min(this.host.numComputed(r.requestId), r.prefix.rows?.length ?? Infinity);
+      best = { source: r, blocks, ready: computed >= need };
+    }
+    return best;
+  }
+
+  /**
+   * A running request's block names: those of its lookup, named again while media rows it settled before may have
+   * come since (text names are whole at the lookup).
+   */
+  private namedSoFar(r: CachedRequest): readonly string[] {
+    const p = r.prefix;
+    const whole = Math.floor((r.promptTokenIds.length - 1) / this.options.blockPositions);
+    if (r.media && p.names.length < whole) p.names = this.namesOf(r, r.promptTokenIds.length - 1).names;
+    return p.names;
+  }
+
+  /** The request waits for `source` to compute [0, need) (null: it waits for no running request). */
+  private await(req: CachedRequest, source: CachedRequest | null, need: number): void {
+    const p = req.prefix;
+    if (p.source !== null) this.waiters.get(p.source)?.delete(req);
+    if (p.source !== null && this.waiters.get(p.source)?.size === 0) this.waiters.delete(p.source);
+    p.source = source?.requestId ?? null;
+    p.sourceNeed = need;
+    if (!source) return;
+    let set = this.waiters.get(source.requestId);
+    if (!set) this.waiters.set(source.requestId, (set = new Set()));
+    set.add(req);
+  }
+
+  /** A waiting request looks again (its source computed what it needs, or ended). */
+  private wake(req: CachedRequest): void {
+    this.host.refreshAvailable(req);
   }
 
   /**
@@ -192,8 +280,21 @@ export class ThinkerPrefixCache {
   onEnd(req: CachedRequest): void {
     const p = req.prefix;
     if (p.key !== null && this.producers.get(p.key) === req.requestId) this.producers.delete(p.key);
+    this.await(req, null, 0);
     this.retain(req);
     if (p.key !== null) this.wakeAwaiting(p.key);
+    // Those waiting for it find what it computed in the cache now (or compute it themselves).
+    const waiting = this.waiters.get(req.requestId);
+    this.waiters.delete(req.requestId);
+    this.ending = req.requestId;
+    try {
+      for (const w of waiting ?? []) {
+        w.prefix.source = null;
+        this.wake(w);
+      }
+    } finally {
+      this.ending = null;
+    }
   }
 
   release(key: string): void {
@@ -246,10 +347,21 @@ export class ThinkerPrefixCache {
    * begin with that block: it waits when there are entries, at the cost of computing fewer than a block's
    * positions before the rows come.
    */
-  private mayGoFurther(p: PrefixUse, names: readonly string[], matched: number): boolean {
+  private mayGoFurther(req: CachedRequest, names: readonly string[], matched: number): boolean {
+    if (this.runningGoesFurther(req, names)) return true;
     if (matched > 0) return this.cache.extendsBeyond(names, matched);
     if (names.length === 0 && this.cache.stats.retained > 0) return true;
-    return p.key !== null && this.cache.owns(p.key);
+    return req.prefix.key !== null && this.cache.owns(req.prefix.key);
+  }
+
+  /** A running request's prompt begins with these blocks and names more after them. */
+  private runningGoesFurther(req: CachedRequest, names: readonly string[]): boolean {
+    for (const r of this.host.requests()) {
+      if (r === req || !r.prefix.settled || r.requestId === this.ending) continue;
+      const theirs = this.namedSoFar(r);
+      if (theirs.length > names.length && names.every((n, i) => theirs[i] === n)) return true;
+    }
+    return false;
   }
 
   private isProducing(key: string, requestId: string): boolean {
