@@ -331,3 +331,14 @@ export interface StageGraph {
   /** sha256 of the YAML text: instances joining from other machines must have been started from the same. */
   readonly configHash?: string;
 }
+
+/** The encoder stage of each modality among the entry Thinker's inputs. */
+export function encodersOf(graph: StageGraph): ReadonlyMap<MediaModality, StageSpec> {
+  const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
+  const out = new Map<MediaModality, StageSpec>();
+  for (const input of entry.inputs) {
+    const spec = graph.stages.find((s) => s.stageId === input.from);
+    if (spec?.encoder) out.set(spec.encoder.modality, spec);
+  }
+  return out;
+}

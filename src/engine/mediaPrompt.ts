@@ -5,7 +5,13 @@
  * decoding runs in the encoder stage, so this costs microseconds per item. Anything wrong with an item is a
  * CHORUS_ERR_MEDIA_INVALID naming it ("messages[0].content[1] (audio): ...") before anything is admitted.
  */
-import type { EncoderSettings, MediaModality, StageGraph, StageSpec } from '../common/graph.ts';
+import {
+  encodersOf,
+  type EncoderSettings,
+  type MediaModality,
+  type StageGraph,
+  type StageSpec,
+} from '../common/graph.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { mediaInvalid } from '../media/mediaError.ts';
 import { probeAudio, probeImage } from '../media/probeMedia.ts';
@@ -66,17 +72,6 @@ export function placeholderIds(tokenizer: Tokenizer): PlaceholderIds {
     return null;
   };
   return { audio: find(HF_PLACEHOLDERS.audio), image: find(HF_PLACEHOLDERS.image) };
-}
-
-/** The encoder stage of each modality among the entry Thinker's inputs. */
-export function encodersOf(graph: StageGraph): ReadonlyMap<MediaModality, StageSpec> {
-  const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
-  const out = new Map<MediaModality, StageSpec>();
-  for (const input of entry.inputs) {
-    const spec = graph.stages.find((s) => s.stageId === input.from);
-    if (spec?.encoder) out.set(spec.encoder.modality, spec);
-  }
-  return out;
 }
 
 /** The tokenizer of the entry stage's model (the Thinker's): main renders and counts prompts with it. */

@@ -49,6 +49,8 @@ export const CHORUS_WALLS: readonly Wall[] = [
   { from: 'src/engine', to: 'transport', through: ['transport/registry.ts', 'transport/Connector.ts'] },
   // The Realtime session uses voice through one small interface; the VAD's model, threads and turn rules stay inside.
   { from: 'src/server', to: 'src/voice', through: ['src/voice/index.ts'] },
+  // The front end drives the engine through the Engine interface (src/common/engine.ts), never its internals.
+  { from: 'src/server', to: 'src/engine', through: [] },
 ];
 
 export interface ImportEdge {

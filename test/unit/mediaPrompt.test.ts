@@ -1,14 +1,9 @@
 /** Main's side of media: content parts -> prompt with expanded placeholders, items, spans; routing; request checks. */
 import { describe, expect, it } from 'vitest';
-import {
-  checkPromptFits,
-  encodersOf,
-  placeholderIds,
-  preparePrompt,
-  type PromptContext,
-} from '../../src/engine/mediaPrompt.ts';
+import { checkPromptFits, placeholderIds, preparePrompt, type PromptContext } from '../../src/engine/mediaPrompt.ts';
 import { MAIN, planEdges, stagesFor } from '../../src/engine/planEdges.ts';
 import type { ChatMessage, ContentPart } from '../../src/common/engine.ts';
+import { encodersOf } from '../../src/common/graph.ts';
 import { validateRequest } from '../../src/engine/validateRequest.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { probeAudio, probeImage } from '../../src/media/probeMedia.ts';

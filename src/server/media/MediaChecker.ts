@@ -4,8 +4,7 @@
  * item is created, so bad media is refused with an error event at once and never enters the conversation, where
  * it would fail every later response.create.
  */
-import type { EncoderSettings, MediaModality, StageGraph } from '../../common/graph.ts';
-import { encodersOf } from '../../engine/mediaPrompt.ts';
+import { encodersOf, type EncoderSettings, type MediaModality, type StageGraph } from '../../common/graph.ts';
 import { mediaInvalid } from '../../media/mediaError.ts';
 import { probeAudio, probeImage } from '../../media/probeMedia.ts';
 import type { MediaPart } from './mediaParts.ts';
