@@ -107,6 +107,31 @@ describe('chorus bench --turns over a running server', () => {
   );
 
   it.each(['realtime', 'chat'] as const)(
+    '%s requests sent together under one --system-len prompt: the one instance computes it once',
+    async (protocol) => {
+      const result = await runTurnsBench({
+        ...base,
+        target: { kind: 'url', url: server.baseUrl, apiKey: null },
+        protocol,
+        turns: 1,
+        conversations: 4,
+        concurrency: [4],
+        systemLen: 120,
+        seed: protocol === 'chat' ? 1 : 2, // a system prompt of its own: none the other protocol's run left cached
+      });
+      const [run] = result.runs;
+      expect([run.completed, run.failed]).toEqual([4, 0]);
+      expect(result.options.system_len).toBe(120);
+      // One computed it; three copied its whole blocks (and the template's shared tokens after it: the figure may
+      // fall a little under 1). Each computing it alone would be 4.
+      expect(run.system_computed_times!).toBeGreaterThan(0.5);
+      expect(run.system_computed_times!).toBeLessThan(1.3);
+      expect(formatTurnsText(result)).toMatch(/positions computed \(the 120-token system prompt [01]\.\d\d times\)/);
+    },
+    120_000,
+  );
+
+  it.each(['realtime', 'chat'] as const)(
     'counts refused %s turns at their turn index, names the error, and goes on to the next turn',
     async (protocol) => {
       const result = await runTurnsBench({

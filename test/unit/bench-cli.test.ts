@@ -35,6 +35,8 @@ describe('chorus bench arguments', () => {
     [['--turns', '0'], /--turns must be an integer >= 1, got "0"/],
     [['--turns', '2.5'], /--turns must be an integer >= 1, got "2.5"/],
     [['--turns', 'many'], /--turns must be an integer >= 1, got "many"/],
+    [['--system-len', '100'], /--system-len is for --turns/],
+    [['--turns', '1', '--system-len', '0'], /--system-len must be an integer >= 1, got "0"/],
     [['--turns', '3', '--output-len', '8', '--max-tokens', '9'], /--output-len 8 and --max-tokens 9 are the same/],
     [['--request-rate', '2,fast'], /--request-rate must be a number > 0 \(req\/s\), got "fast"/],
     [['--request-rate', '0'], /--request-rate must be a number > 0 \(req\/s\), got "0"/],

@@ -122,6 +122,8 @@ describe('the report', () => {
     failed: 0,
     duration_s: 1,
     blocks: 1,
+    computed_positions: null,
+    system_computed_times: null,
     turns: turnRows(traces),
   });
   const cache = run('cache', 1, [[turn(100, 59, 0), turn(130, 140, 96)]]);

@@ -7,7 +7,14 @@ import { describe, expect, it } from 'vitest';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
 import { formatTurnsText } from '../../bench/ttfp/turns/formatTurns.ts';
 import type { TurnsResult, TurnsRun } from '../../bench/ttfp/turns/turnsResult.ts';
-import { displayedTurns, modeRatios, turnRatios, turnRows } from '../../bench/ttfp/turns/turnStats.ts';
+import {
+  computedPositions,
+  displayedTurns,
+  modeRatios,
+  systemComputedTimes,
+  turnRatios,
+  turnRows,
+} from '../../bench/ttfp/turns/turnStats.ts';
 
 /** A turn sent at 0 with its first text at ttft, first audio at ttfp, and the usage the server reported. */
 function turn(ttftMs: number, ttfpMs: number, promptTokens: number, cachedTokens: number): RequestTrace {
@@ -94,6 +101,8 @@ describe('two modes by turn', () => {
     failed: traces.flat().filter((t) => !t.ok).length,
     duration_s: 1,
     blocks: 2,
+    computed_positions: computedPositions(traces.flat()),
+    system_computed_times: null,
     turns: turnRows(traces),
   });
   const cached = run('cache', [[turn(10, 100, 60, 0), turn(12, 110, 130, 128)]]);
@@ -124,6 +133,23 @@ describe('two modes by turn', () => {
     expect(text).toContain('cache / nocache by turn, c=1');
     // Turn 2 side by side: input 130 in both, cached 98% / 0%, TTFT 12 / 40 (0.30), TTFP 110 / 440 (0.25).
     expect(text).toMatch(/ 2 +130 \/ 130 +98% \/ 0% +12\.0 \/ 40\.0 +0\.30 +110 \/ 440 +0\.25 /);
+    // Computed: cache 60 + (130 - 128) = 62 positions; no cache 60 + 130 = 190.
+    expect(text).toContain('cache, realtime, c=1: 1 conversations x 2 turns, 2 answered, 0 failed, 1.0 s, 62 prompt');
+    expect(text).toContain(
+      'nocache, realtime, c=1: 1 conversations x 2 turns, 2 answered, 0 failed, 1.0 s, 190 prompt',
+    );
+  });
+});
+
+describe('a shared system prompt', () => {
+  it('counts how many times the server computed it: what it computed beyond each request own part', () => {
+    // 4 requests of 1,000 system + 30 own tokens; two computed everything (one per instance), two reused 992.
+    const traces = [turn(1, 2, 1030, 0), turn(1, 2, 1030, 0), turn(1, 2, 1030, 992), turn(1, 2, 1030, 992)];
+    expect(computedPositions(traces)).toBe(2 * 1030 + 2 * 38);
+    // 2,136 computed - 4 x 30 own = 2,016 = 2.016 system prompts.
+    expect(systemComputedTimes(traces, 1000)).toBeCloseTo(2.016, 6);
+    expect(systemComputedTimes([failed('x')], 1000)).toBeNull();
+    expect(computedPositions([failed('x')])).toBeNull();
   });
 });
 

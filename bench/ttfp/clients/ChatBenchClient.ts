@@ -33,7 +33,7 @@ interface ChunkBody {
 
 /** A chat message as the bench sends it (text only). */
 export interface ChatMessage {
-  readonly role: 'user' | 'assistant';
+  readonly role: 'system' | 'user' | 'assistant';
   readonly content: string;
 }
 

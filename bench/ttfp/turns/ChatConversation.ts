@@ -11,8 +11,9 @@ export class ChatConversation implements ConversationClient {
   readonly #client: ChatBenchClient;
   readonly #messages: ChatMessage[] = [];
 
-  constructor(target: ClientTarget) {
+  constructor(target: ClientTarget, system: string | null = null) {
     this.#client = new ChatBenchClient(target);
+    if (system !== null) this.#messages.push({ role: 'system', content: system });
   }
 
   async turn(r: TurnRequest): Promise<RequestTrace> {

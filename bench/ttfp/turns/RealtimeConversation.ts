@@ -41,8 +41,24 @@ export class RealtimeConversation implements ConversationClient {
     });
   }
 
-  static async connect(target: ClientTarget): Promise<RealtimeConversation> {
-    return new RealtimeConversation(await openRealtimeSocket(target));
+  /** `system`: the session's instructions, set (and confirmed by session.updated) before the first turn. */
+  static async connect(target: ClientTarget, system: string | null = null): Promise<RealtimeConversation> {
+    const conversation = new RealtimeConversation(await openRealtimeSocket(target));
+    if (system !== null) await conversation.#instruct(system);
+    return conversation;
+  }
+
+  async #instruct(instructions: string): Promise<void> {
+    const eventId = 'bench_instructions';
+    this.#send({ type: 'session.update', event_id: eventId, session: { type: 'realtime', instructions } });
+    const deadlineMs = performance.now() + DRAIN_TIMEOUT_MS;
+    for (;;) {
+      const got = await this.#next(deadlineMs);
+      if (typeof got === 'string') throw new Error(`no session.updated for the bench's instructions (${got})`);
+      if (got.e.type === 'error' && got.e.error?.event_id === eventId)
+        throw new Error(`the bench's instructions were refused: ${errorText(got.e)}`);
+      if (got.e.type === 'session.updated') return;
+    }
   }
 
   async turn(r: TurnRequest): Promise<RequestTrace> {

@@ -6,7 +6,7 @@ import type { RequestTrace } from '../trace.ts';
 import { openConversation } from './openConversation.ts';
 import { runConversations } from './runConversations.ts';
 import type { TurnsRun } from './turnsResult.ts';
-import { turnRows } from './turnStats.ts';
+import { computedPositions, systemComputedTimes, turnRows } from './turnStats.ts';
 
 export class TurnsModeRun {
   /** [conversation][turn], by the conversation's index in the concurrency's list. */
@@ -19,8 +19,17 @@ export class TurnsModeRun {
     private readonly concurrency: number,
   ) {}
 
-  /** Conversations [from, to) of `conversations`; conversation i keeps its seeds wherever it runs. */
-  async block(o: ModeOptions, conversations: readonly (readonly string[])[], from: number, to: number): Promise<void> {
+  /**
+   * Conversations [from, to) of `conversations`; conversation i keeps its seeds wherever it runs. `system`: the
+   * instructions every conversation starts with (--system-len), or null.
+   */
+  async block(
+    o: ModeOptions,
+    conversations: readonly (readonly string[])[],
+    from: number,
+    to: number,
+    system: string | null = null,
+  ): Promise<void> {
     if (to <= from) return;
     const turns = conversations[0].length;
     const part = to - from < conversations.length ? ` [${from}, ${to})` : '';
@@ -37,7 +46,7 @@ export class TurnsModeRun {
           ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
           ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
         },
-        openConversation: () => openConversation(o.protocol, this.live.target),
+        openConversation: () => openConversation(o.protocol, this.live.target, system),
         onTurnDone: (t) => bar?.tick(t.ok),
       });
       run.traces.forEach((c, i) => (this.#traces[from + i] = [...c]));
@@ -48,8 +57,14 @@ export class TurnsModeRun {
     }
   }
 
-  /** The run's row, and its traces in conversation order. */
-  finish(turnsPerConversation: number): { run: TurnsRun; traces: RequestTrace[][] } {
+  /**
+   * The run's row, and its traces in conversation order. `systemTokens`: the system prompt's length (--system-len),
+   * counted as computed again per instance for single-turn conversations.
+   */
+  finish(
+    turnsPerConversation: number,
+    systemTokens: number | null = null,
+  ): { run: TurnsRun; traces: RequestTrace[][] } {
     const { mode } = this.live;
     const traces = this.#traces.filter((c) => c !== undefined);
     const all = traces.flat();
@@ -66,6 +81,9 @@ export class TurnsModeRun {
         failed: all.length - completed,
         duration_s: this.#durationMs / 1000,
         blocks: this.#blocks,
+        computed_positions: computedPositions(all),
+        system_computed_times:
+          systemTokens !== null && turnsPerConversation === 1 ? systemComputedTimes(all, systemTokens) : null,
         turns: turnRows(traces),
       },
       traces,

@@ -58,7 +58,11 @@ function runTitle(r: TurnsResult, run: TurnsRun): string {
   return (
     `${run.variant}, ${r.options.protocol}, c=${run.concurrency}: ${run.conversations} conversations x ` +
     `${run.turns_per_conversation} turns, ${run.completed} answered, ${run.failed} failed, ` +
-    `${run.duration_s.toFixed(1)} s`
+    `${run.duration_s.toFixed(1)} s` +
+    (run.computed_positions === null ? '' : `, ${run.computed_positions} prompt positions computed`) +
+    (run.system_computed_times == null
+      ? ''
+      : ` (the ${r.options.system_len}-token system prompt ${run.system_computed_times.toFixed(2)} times)`)
   );
 }
 

@@ -4,6 +4,11 @@ import { ChatConversation } from './ChatConversation.ts';
 import type { ConversationClient } from './ConversationClient.ts';
 import { RealtimeConversation } from './RealtimeConversation.ts';
 
-export async function openConversation(protocol: Protocol, target: ClientTarget): Promise<ConversationClient> {
-  return protocol === 'realtime' ? RealtimeConversation.connect(target) : new ChatConversation(target);
+/** `system`: the instructions every turn is answered under (a system message; a Realtime session's instructions). */
+export async function openConversation(
+  protocol: Protocol,
+  target: ClientTarget,
+  system: string | null = null,
+): Promise<ConversationClient> {
+  return protocol === 'realtime' ? RealtimeConversation.connect(target, system) : new ChatConversation(target, system);
 }

@@ -46,18 +46,29 @@ export interface TurnsBenchOptions
    * keeps `concurrency` conversations in flight.
    */
   readonly conversations?: number;
+  /**
+   * Tokens of a system prompt every conversation starts with (a system message; a Realtime session's instructions),
+   * the same for all: what a shared prefix costs across requests and instances.
+   */
+  readonly systemLen?: number;
   /** Called after each run with its row and its traces, [conversation][turn] (the CLI writes them to turns.json). */
   readonly onRun?: (run: TurnsRun, traces: readonly (readonly RequestTrace[])[]) => void;
 }
 
 /** Conversations at the i-th concurrency are drawn from seed + (i + 1) * this (warm-up prompts: another stream). */
 const CONVERSATION_SEED_STRIDE = 0x10001;
+/** The system prompt's words: a stream of their own. */
+const SYSTEM_SEED = 0x5157;
 
 export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> {
   const modes = await planModes(o);
   const interleave = interleaves(modes);
   const tokenizer = await benchTokenizer(o, modes);
   const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
+  const system =
+    o.systemLen === undefined
+      ? null
+      : makePrompts({ tokenizer, count: 1, inputLen: o.systemLen, seed: o.seed + SYSTEM_SEED })[0];
   // Each concurrency has conversations of its own: a server with a prefix cache must not answer c=4's turns from
   // what c=1's conversations left in it. Every mode gets the same ones (and the same seeds).
   const conversationsAt = (index: number): string[][] =>
@@ -77,6 +88,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
       turns: o.turns,
       conversations: o.conversations ?? null,
       input_len: o.inputLen,
+      system_len: o.systemLen ?? null,
       output_len: o.outputLen,
       warmup: o.warmup,
       seed: o.seed,
@@ -89,7 +101,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
     turn_limits: null,
   };
   const finish = (run: TurnsModeRun): void => {
-    const { run: row, traces } = run.finish(o.turns);
+    const { run: row, traces } = run.finish(o.turns, o.systemLen ?? null);
     result.runs.push(row);
     o.onRun?.(row, traces);
   };
@@ -108,7 +120,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
           [b, half, conversations.length],
           [a, half, conversations.length],
         ] as const)
-          await run.block(o, conversations, from, to);
+          await run.block(o, conversations, from, to, system);
         finish(a);
         finish(b);
       }
@@ -123,7 +135,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
         for (const [index, concurrency] of o.concurrency.entries()) {
           const run = new TurnsModeRun(live, concurrency);
           const conversations = conversationsAt(index);
-          await run.block(o, conversations, 0, conversations.length);
+          await run.block(o, conversations, 0, conversations.length, system);
           finish(run);
         }
       } finally {

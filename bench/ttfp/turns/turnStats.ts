@@ -21,6 +21,31 @@ function ratio(a: number | null, b: number | null): number | null {
   return a === null || b === null || b === 0 ? null : a / b;
 }
 
+/**
+ * Prompt positions the server computed over these turns (input minus what it reused from its prefix cache), from the
+ * answered turns that report both; null when none does.
+ */
+export function computedPositions(traces: readonly RequestTrace[]): number | null {
+  const both = withUsage(traces);
+  return both.length === 0 ? null : both.reduce((n, x) => n + x.promptTokens! - x.cachedTokens!, 0);
+}
+
+/**
+ * How many times the server computed a system prompt of `systemTokens` that each of these single-turn requests
+ * began with: what it computed beyond each request's own part, over the system prompt's length (ideal: once per
+ * Thinker instance). Null without figures.
+ */
+export function systemComputedTimes(traces: readonly RequestTrace[], systemTokens: number): number | null {
+  const both = withUsage(traces);
+  if (both.length === 0 || systemTokens <= 0) return null;
+  const ownParts = both.reduce((n, x) => n + x.promptTokens! - systemTokens, 0);
+  return Math.max(0, computedPositions(both)! - ownParts) / systemTokens;
+}
+
+function withUsage(traces: readonly RequestTrace[]): RequestTrace[] {
+  return traces.filter((x) => x.ok && x.promptTokens !== undefined && x.cachedTokens !== undefined);
+}
+
 /** Rows by turn index from [conversation][turn] traces (conversations may have fewer turns than others). */
 export function turnRows(traces: readonly (readonly RequestTrace[])[]): TurnRow[] {
   const turns = Math.max(0, ...traces.map((c) => c.length));

@@ -20,6 +20,13 @@ export interface TurnsRun {
   readonly duration_s: number;
   /** Blocks of conversations the run was measured in (2 when two modes alternate, else 1). */
   readonly blocks: number;
+  /** Prompt positions the server computed over every answered turn (input minus cached); null without usage. */
+  readonly computed_positions: number | null;
+  /**
+   * With --system-len and one turn per conversation: how many times the server computed the system prompt every
+   * request began with (ideal: once per Thinker instance); null otherwise.
+   */
+  readonly system_computed_times: number | null;
   readonly turns: readonly TurnRow[];
 }
 
@@ -42,6 +49,8 @@ export interface TurnsResult extends ResultHeader {
     readonly conversations: number | null;
     /** Tokens in each user message. */
     readonly input_len: number;
+    /** --system-len: tokens of the system prompt every conversation starts with; null: none. */
+    readonly system_len: number | null;
     /** max_output_tokens (max_tokens) of every answer, with ignore_eos. */
     readonly output_len: number;
     readonly warmup: number;

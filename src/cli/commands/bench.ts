@@ -89,7 +89,9 @@ and cached tokens, failed turns and turn k over turn 1 by turn index; with --com
 per-turn limit of the first config's c=1 run (--config only): each shown turn's new positions over a cached past of
 its length on the bare runners, as "Limit (ms)" and "TTFP / limit" columns (--skip-limit: none; --limit-repeats,
 default 5, runs per turn; --throughput-repeats is not for --turns). Writes results.json, results.md and turns.json
-(every turn) to DIR.
+(every turn) to DIR. --system-len N: every conversation starts with the same N-token system prompt (a system message;
+a Realtime session's instructions); each run reports the prompt positions the server computed and, with --turns 1,
+how many times it computed the system prompt (ideal: once per Thinker instance).
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
@@ -171,6 +173,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'output-len': { type: 'string' },
     'max-tokens': { type: 'string' },
     turns: { type: 'string' },
+    'system-len': { type: 'string' },
     'compare-sync': { type: 'boolean', default: false },
     'compare-config': { type: 'string' },
     'compare-scheduling': { type: 'boolean', default: false },
@@ -212,6 +215,10 @@ async function runServeCommand(argv: string[]): Promise<number> {
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   const protocol = protocolOf(v.protocol);
   const turns = v.turns === undefined ? undefined : positiveInt('turns', v.turns, 1);
+  if (v['system-len'] !== undefined && turns === undefined)
+    throw new UsageError(
+      '--system-len is for --turns (give --turns 1 for independent requests under one system prompt)',
+    );
   // Conversations load the server longer than single prompts: --turns measures c=1 and 4 unless told.
   const concurrency = (v.concurrency ?? (turns === undefined ? '1,4,10' : '1,4'))
     .split(',')
@@ -264,6 +271,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
       ...shared,
       turns,
       inputLen: positiveInt('input-len', v['input-len'], 40),
+      ...(v['system-len'] !== undefined ? { systemLen: positiveInt('system-len', v['system-len'], 1) } : {}),
       ...(v['num-prompts'] !== undefined ? { conversations: positiveInt('num-prompts', v['num-prompts'], 1) } : {}),
       limit: v['skip-limit'] !== true,
       // A limit per shown turn (up to a few dozen), each over a past built first: fewer runs than the single one.

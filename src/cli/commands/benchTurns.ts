@@ -10,6 +10,7 @@ import type { TurnDetail } from '../../../bench/ttfp/turns/writeTurnsResults.ts'
 
 export const turnsUsage = `  chorus bench --turns N [--config FILE | --url URL [--api-key KEY]]
                [--protocol realtime|chat] [--concurrency 1,4] [--num-prompts CONVERSATIONS] [--input-len 40]
+               [--system-len N]
                [--output-len 100] [--compare-prefix-cache | --compare-config FILE | --compare-sync
                 | --compare-routing POLICY] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 5] [--json]
