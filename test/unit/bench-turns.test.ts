@@ -148,6 +148,10 @@ describe('a shared system prompt', () => {
     expect(computedPositions(traces)).toBe(2 * 1030 + 2 * 38);
     // 2,136 computed - 4 x 30 own = 2,016 = 2.016 system prompts.
     expect(systemComputedTimes(traces, 1000)).toBeCloseTo(2.016, 6);
+    // The template's tokens after the system prompt are shared too: one reused 1,008 (more than the 1,000). The
+    // shared part is 1,008, each request's own 22: 1,030 + 3 x 22 = 1,096 computed - 4 x 22 = 1,008: once.
+    const once = [turn(1, 2, 1030, 0), turn(1, 2, 1030, 1008), turn(1, 2, 1030, 1008), turn(1, 2, 1030, 1008)];
+    expect(systemComputedTimes(once, 1000)).toBe(1);
     expect(systemComputedTimes([failed('x')], 1000)).toBeNull();
     expect(computedPositions([failed('x')])).toBeNull();
   });

@@ -65,10 +65,11 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
   const interleave = interleaves(modes);
   const tokenizer = await benchTokenizer(o, modes);
   const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
-  const system =
+  // A system prompt of its own per concurrency, as its conversations: c=8 must not find c=1's in the cache.
+  const systemAt = (index: number): string | null =>
     o.systemLen === undefined
       ? null
-      : makePrompts({ tokenizer, count: 1, inputLen: o.systemLen, seed: o.seed + SYSTEM_SEED })[0];
+      : makePrompts({ tokenizer, count: 1, inputLen: o.systemLen, seed: o.seed + SYSTEM_SEED + index })[0];
   // Each concurrency has conversations of its own: a server with a prefix cache must not answer c=4's turns from
   // what c=1's conversations left in it. Every mode gets the same ones (and the same seeds).
   const conversationsAt = (index: number): string[][] =>
@@ -120,7 +121,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
           [b, half, conversations.length],
           [a, half, conversations.length],
         ] as const)
-          await run.block(o, conversations, from, to, system);
+          await run.block(o, conversations, from, to, systemAt(index));
         finish(a);
         finish(b);
       }
@@ -135,7 +136,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
         for (const [index, concurrency] of o.concurrency.entries()) {
           const run = new TurnsModeRun(live, concurrency);
           const conversations = conversationsAt(index);
-          await run.block(o, conversations, 0, conversations.length, system);
+          await run.block(o, conversations, 0, conversations.length, systemAt(index));
           finish(run);
         }
       } finally {

@@ -31,15 +31,17 @@ export function computedPositions(traces: readonly RequestTrace[]): number | nul
 }
 
 /**
- * How many times the server computed a system prompt of `systemTokens` that each of these single-turn requests
- * began with: what it computed beyond each request's own part, over the system prompt's length (ideal: once per
- * Thinker instance). Null without figures.
+ * How many times the server computed the prefix these single-turn requests share (a system prompt of `systemTokens`
+ * and the template's tokens around it): what it computed beyond each request's own part, over the shared part's
+ * length (ideal: once per Thinker instance). The shared part is the most any request reused (the whole blocks the
+ * prompts share), or the system prompt where none reused more. Null without figures.
  */
 export function systemComputedTimes(traces: readonly RequestTrace[], systemTokens: number): number | null {
   const both = withUsage(traces);
   if (both.length === 0 || systemTokens <= 0) return null;
-  const ownParts = both.reduce((n, x) => n + x.promptTokens! - systemTokens, 0);
-  return Math.max(0, computedPositions(both)! - ownParts) / systemTokens;
+  const shared = Math.max(systemTokens, ...both.map((x) => x.cachedTokens!));
+  const ownParts = both.reduce((n, x) => n + x.promptTokens! - shared, 0);
+  return Math.max(0, computedPositions(both)! - ownParts) / shared;
 }
 
 function withUsage(traces: readonly RequestTrace[]): RequestTrace[] {
