@@ -44,10 +44,13 @@ const OUTPUT_TAIL_CHARS = 8_000; // what an error quotes of each stage's output
 
 const CHORUS_BIN = path.join(repoRoot(), 'bin', 'chorus.js');
 
-/** The remote stages of a graph and how many instances each must have before the deployment is ready. */
+/**
+ * The stages of a graph that wait for joined instances (remote ones, and local ones with min_replicas) and how many
+ * each must have before the deployment is ready.
+ */
 export function remoteStagesOf(graph: StageGraph): { stageId: string; minReplicas: number }[] {
   return graph.stages
-    .filter((s) => s.placement === 'remote')
+    .filter((s) => s.placement === 'remote' || s.minReplicas > 0)
     .map((s) => ({ stageId: s.stageId, minReplicas: s.minReplicas }));
 }
 

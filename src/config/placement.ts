@@ -3,7 +3,7 @@
  * remote`: it spawns none; instances started with `chorus stage` on other machines join over Redis, and /health waits
  * for `min_replicas` (default 1) of them. Instances can only reach a stage on another machine through a connector
  * that crosses hosts, so a remote stage must have every edge on a redis connector; a local stage whose edges all are
- * takes joining instances too (joinable).
+ * takes joining instances too (joinable), and /health waits for its `min_replicas` (default 0) joined beside its own.
  */
 import type { ConnectorSpec, StageSpec } from '../common/graph.ts';
 import { edgesTouching } from '../common/edgeConnectors.ts';
@@ -38,8 +38,13 @@ export function resolvePlacement(
           local.map((e) => `${e.what} uses ${e.connector} (${connectors[e.connector]?.kind})`).join(', ') +
           ': point those inputs at a connector of kind redis',
       );
-    if (yaml.min_replicas !== undefined && placement !== 'remote')
-      problems.add([...at, 'min_replicas'], 'min_replicas is for placement: remote stages (instances that join)');
+    if (yaml.min_replicas !== undefined && placement !== 'remote' && !joinable)
+      problems.add(
+        [...at, 'min_replicas'],
+        `min_replicas counts instances that join over Redis, and stage ${stage.stageId} takes none: ` +
+          local.map((e) => `${e.what} uses ${e.connector}`).join(', ') +
+          ' (put every edge of the stage on a redis connector, or leave min_replicas out)',
+      );
     if (yaml.replicas !== undefined && placement === 'remote')
       problems.add(
         [...at, 'replicas'],
@@ -49,7 +54,7 @@ export function resolvePlacement(
       ...stage,
       placement,
       replicas: placement === 'remote' ? 0 : stage.replicas,
-      minReplicas: placement === 'remote' ? (yaml.min_replicas ?? 1) : 0,
+      minReplicas: yaml.min_replicas ?? (placement === 'remote' ? 1 : 0),
       joinable,
     };
   });

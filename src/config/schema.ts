@@ -149,7 +149,8 @@ export const StageYaml = Type.Object(
     default_sampling_params: optional(SamplingYaml),
     replicas: optional(int(1)),
     // remote: `chorus serve` spawns none; instances join over Redis (`chorus stage`), and serve waits for
-    // min_replicas of them before /health is ready.
+    // min_replicas of them before /health is ready (also on a local stage whose edges are all on redis: joined
+    // instances beside its own replicas).
     placement: optional(oneOf(['local', 'remote'] as const)),
     min_replicas: optional(int(0)),
     encoder: optional(EncoderYaml),

@@ -73,7 +73,7 @@ export function describeGraph(graph: StageGraph) {
       worker_type: s.workerType,
       replicas: s.replicas,
       placement: s.placement,
-      ...(s.placement === 'remote' ? { min_replicas: s.minReplicas } : {}),
+      ...(s.placement === 'remote' || s.minReplicas > 0 ? { min_replicas: s.minReplicas } : {}),
       final_output: s.finalOutput,
       final_output_type: s.finalOutputType,
       inputs: s.inputs.map((i) => ({ from: i.from, connector: i.connector })),

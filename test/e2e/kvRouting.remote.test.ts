@@ -33,7 +33,10 @@ interface StatsReport {
   readonly kind?: unknown;
 }
 
-/** text-only.yaml with every edge on Redis (the Thinker's text to main): instances on other hosts may join it. */
+/**
+ * text-only.yaml with every edge on Redis (the Thinker's text to main): instances on other hosts may join it, and
+ * /health waits for one (min_replicas) beside the local replica.
+ */
 function redisConfig(dir: string, url: string): string {
   const connectors = [
     'connectors:',
@@ -43,7 +46,8 @@ function redisConfig(dir: string, url: string): string {
     '',
   ].join('\n');
   const file = join(dir, 'thinkers.yaml');
-  writeFileSync(file, readFileSync(TEXT_ONLY, 'utf8').replace('stages:', `${connectors}stages:`));
+  const text = readFileSync(TEXT_ONLY, 'utf8').replace('stages:', `${connectors}stages:`);
+  writeFileSync(file, text.replace('    final_output: true', '    min_replicas: 1\n    final_output: true'));
   return file;
 }
 
@@ -102,7 +106,14 @@ describe('KV-aware routing with a remote Thinker instance over Redis', () => {
   });
 
   it("turns follow the remote instance's reported blocks; a restarted instance counts on nothing it held", async () => {
+    expect(
+      engine
+        .health()
+        .filter((s) => s.status === 'waiting')
+        .map((s) => s.stageId),
+    ).toEqual(['thinker']);
     await joinRemote(); // started by the test: killed when it ends, whatever happened
+    expect(engine.health().filter((s) => s.status !== 'ready')).toEqual([]);
     const conversation = (seed: number) => {
       const messages: ChatMessage[] = [];
       let turns = 0;

@@ -336,7 +336,7 @@ ${threeStages}`;
   shm: {kind: shm}
   r: {kind: redis}
 stages:
-  - {stage_id: thinker, kind: thinker, final_output: true, final_output_type: text}
+  - {stage_id: thinker, kind: thinker, final_output: true, final_output_type: text, min_replicas: 1}
   - stage_id: talker
     kind: talker
     placement: remote
@@ -350,23 +350,25 @@ stages:
     final_output_type: audio
 `;
     expect(problemsOf(yaml)).toEqual([
+      'configs/x.yaml:5 stages[0].min_replicas: min_replicas counts instances that join over Redis, and stage ' +
+        'thinker takes none: its output to talker uses shm, its final output to main uses shm (put every edge of the ' +
+        'stage on a redis connector, or leave min_replicas out)',
       'configs/x.yaml:8 stages[1].placement: stage talker is placement: remote, so every edge touching it must use a ' +
         'redis connector; its input from thinker uses shm (shm): point those inputs at a connector of kind redis',
       'configs/x.yaml:9 stages[1].replicas: a remote stage has no local replicas: start instances with ' +
         '`chorus stage` and set min_replicas',
-      'configs/x.yaml:13 stages[2].min_replicas: min_replicas is for placement: remote stages (instances that join)',
     ]);
     const ok = parseConfig(
       yaml
         .replace('connector: shm}', 'connector: r}')
         .replace('    replicas: 2\n', '')
-        .replace('    min_replicas: 2\n', ''),
+        .replace(', min_replicas: 1}', '}'),
       'x.yaml',
     );
     expect(ok.stages.map((s) => [s.stageId, s.placement, s.replicas, s.minReplicas, s.joinable])).toEqual([
       ['thinker', 'local', 1, 0, false],
       ['talker', 'remote', 0, 1, true],
-      ['code2wav', 'local', 1, 0, true],
+      ['code2wav', 'local', 1, 2, true], // local, its edges on redis: two more join beside its replica
     ]);
   });
 
