@@ -193,6 +193,11 @@ export class Orchestrator implements Engine {
    */
   private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> {
     const { plan, route } = this.plan(runId, record.request, record.prompt, true);
+    const gone = plan.adds.find(({ instance }) => this.pool.instances.get(instance)?.status !== 'ready');
+    if (gone) {
+      route?.release();
+      throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
+    }
     record.replayed(route);
     for (const o of plan.outputs) this.adapter.expect(runId, o.expect);
     for (const { instance, add } of plan.adds) this.pool.admit(instance, add);
