@@ -70,7 +70,7 @@ export const EngineYaml = Type.Object(
           Type.Literal(false),
           Type.Object({ max_attempts: optional(int(1)), max_replay_tokens: optional(int(0)) }, closed),
         ],
-        { errorMessage: 'must be false (off) or {max_attempts, max_replay_tokens}' },
+        { errorMessage: 'must be false (off) or {max_attempts: an integer >= 1, max_replay_tokens: an integer >= 0}' },
       ),
     ),
     cpus: optional(
