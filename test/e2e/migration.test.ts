@@ -35,10 +35,11 @@ describe('request migration', () => {
 
   beforeAll(async () => {
     subscribe(channelNames.requestMigrated, onMigrated);
+    const talkerBatch = 'max_num_batched_tokens: 600 # the Talker prefills a burst in groups too';
     engine = await Orchestrator.start(
       configWith('tiny-omni-text-in.yaml', {
         'threads: 1 # onnxruntime intra-op threads; keep the sum over stages <= cores': `threads: 1${MIGRATE}`,
-        'max_num_batched_tokens: 600 # the Talker prefills a burst in groups too': `max_num_batched_tokens: 600${MIGRATE}`,
+        [talkerBatch]: `${talkerBatch}${MIGRATE}`,
         'threads: 1 # 1 thread beat 2 for conv graphs on this machine': `threads: 1${MIGRATE}`,
       }),
     );
