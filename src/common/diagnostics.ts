@@ -16,9 +16,10 @@ export const channelNames = {
   /** {instance, silentMs} when a stage instance is declared hung (then killed and restarted). */
   stageHung: 'chorus:stage:hung',
   /**
-   * {requestId, stageId, reason, outcome, lostInstance, pauseMs?} per request lost with a stage instance whose stage
-   * migrates (src/engine/requests/Migrations.ts): outcome migrated (pauseMs: from the loss to the replay's first new
-   * output), refused (it could not be replayed) or failed (no live instance in time).
+   * {requestId, stageId, reason, outcome, lostInstance, newInstance?, waitMs?, pauseMs?} per request lost with a
+   * stage instance whose stage migrates (src/engine/requests/Migrations.ts): outcome migrated (waitMs: from the loss
+   * to the replay's admission, the restart it waited for; pauseMs: to the replay's first new output), refused (it
+   * could not be replayed) or failed (no live instance in time).
    */
   requestMigrated: 'chorus:request:migrated',
   /** {from, to: 'main', latencyMs, bytes} per output chunk main receives. */

@@ -28,6 +28,7 @@ interface Migrated {
   readonly stageId: string;
   readonly reason: string;
   readonly outcome: string;
+  readonly waitMs?: number;
   readonly pauseMs?: number;
 }
 
@@ -67,8 +68,11 @@ beforeEach(async () => {
 function migrationOf(requestId: (m: Migrated) => boolean, stageId: string): Migrated {
   const m = migrated.find((x) => requestId(x) && x.outcome === 'migrated');
   expect(m).toMatchObject({ stageId });
-  const bootMs = engine.health().find((h) => h.stageId === stageId)?.readyInMs;
-  console.log(`migration of ${stageId} (${m!.reason}): the client's pause was ${m!.pauseMs} ms (restart ${bootMs} ms)`);
+  console.log(
+    `migration of ${stageId} (${m!.reason}): the client's pause was ${m!.pauseMs} ms, ` +
+      `${m!.waitMs} ms of it waiting for the restarted instance`,
+  );
+  expect(m!.pauseMs).toBeGreaterThanOrEqual(m!.waitMs!);
   return m!;
 }
 

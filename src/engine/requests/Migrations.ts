@@ -91,21 +91,19 @@ export class Migrations {
       this.ctx.log.debug({ requestId: record.requestId, err: serializeError(err) }, 'replay not admitted yet');
       return;
     }
+    const { lostInstance } = pending;
     const newInstance = instances.get(pending.stageId) ?? null;
+    const waitMs = Date.now() - pending.lostAtMs; // the restart, or the wait for another instance
     const facts = { requestId: record.requestId, stageId: pending.stageId, reason: pending.reason };
     this.ctx.log.info(
-      { ...facts, run: runId, lostInstance: pending.lostInstance, newInstance, skipped: delivered },
+      { ...facts, run: runId, lostInstance, newInstance, waitMs, skipped: delivered },
       'request migrated: replaying it',
     );
     stream.replay(instances, new ReplayCursor(delivered.tokens, delivered.samples), () => {
       const pauseMs = Date.now() - pending.lostAtMs;
-      this.ctx.log.info({ ...facts, run: runId, pauseMs }, 'migrated request caught up');
-      diagnostics.requestMigrated.publish({
-        ...facts,
-        lostInstance: pending.lostInstance,
-        outcome: 'migrated',
-        pauseMs,
-      });
+      this.ctx.log.info({ ...facts, run: runId, waitMs, pauseMs }, 'migrated request caught up');
+      const outcome = 'migrated';
+      diagnostics.requestMigrated.publish({ ...facts, lostInstance, newInstance, outcome, waitMs, pauseMs });
     });
     if (record.paused) tellStages(this.ctx.pool, record, 'pause');
   }
