@@ -69,16 +69,14 @@ export class RequestRecord {
 
   /**
    * Starts waiting for a replay: the lost run's receive state is let go (its late chunks are dropped), routing
-   * forgets it; `deadline` fires if no replay is admitted in time. Returns the lost run's id.
+   * forgets it; `deadline` fires if no replay is admitted in time.
    */
-  startMigration(pending: Omit<PendingMigration, 'deadline'>, deadline: NodeJS.Timeout): string {
-    const lostRun = this.runId;
-    this.parts.adapter.cancel(lostRun);
+  startMigration(pending: Omit<PendingMigration, 'deadline'>, deadline: NodeJS.Timeout): void {
+    this.parts.adapter.cancel(this.runId);
     this.#route?.release();
     this.#route = null;
     this.#hold = null; // the replay holds for nothing: its Thinker is told no first audio
     this.migrating = { ...pending, deadline };
-    return lostRun;
   }
 
   /** The replay is admitted as run `attempts + 1`, routed by `route`. */
