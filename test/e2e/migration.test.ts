@@ -133,7 +133,7 @@ describe('request migration over the server', () => {
         modalities: ['text', 'audio'],
         audio: { voice: 'alloy', format: 'pcm16' },
         stream: true,
-        max_tokens: 30,
+        max_tokens: 60,
         seed: 3,
         temperature: 0,
       }),
@@ -176,7 +176,7 @@ describe('request migration over the server', () => {
         type: 'conversation.item.create',
         item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Tell me about the sea.' }] },
       });
-      client.send({ type: 'response.create', response: { max_output_tokens: 30 } });
+      client.send({ type: 'response.create', response: { max_output_tokens: 60 } });
       const created = await client.next('response.created');
       await client.next('response.output_audio.delta', () => true, 30_000);
       onAudio();
