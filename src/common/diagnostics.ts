@@ -15,6 +15,13 @@ export const channelNames = {
   stageDied: 'chorus:stage:died',
   /** {instance, silentMs} when a stage instance is declared hung (then killed and restarted). */
   stageHung: 'chorus:stage:hung',
+  /**
+   * {requestId, stageId, reason, outcome, lostInstance, newInstance?, waitMs?, pauseMs?} per request lost with a
+   * stage instance whose stage migrates (src/engine/requests/Migrations.ts): outcome migrated (waitMs: from the loss
+   * to the replay's admission, the restart it waited for; pauseMs: to the replay's first new output), refused (it
+   * could not be replayed) or failed (no live instance in time).
+   */
+  requestMigrated: 'chorus:request:migrated',
   /** {from, to: 'main', latencyMs, bytes} per output chunk main receives. */
   edgeChunk: 'chorus:edge:chunk',
   /**
@@ -47,6 +54,7 @@ export const diagnostics = {
   stageStats: channel(channelNames.stageStats),
   stageDied: channel(channelNames.stageDied),
   stageHung: channel(channelNames.stageHung),
+  requestMigrated: channel(channelNames.requestMigrated),
   edgeChunk: channel(channelNames.edgeChunk),
   audioSlack: channel(channelNames.audioSlack),
   ttfpTarget: channel(channelNames.ttfpTarget),

@@ -180,10 +180,22 @@ export interface EngineArgs {
   /** AR stages: the prefix cache (src/sched/PrefixCache.ts), beside the KV budget; null: off (or not an AR stage). */
   readonly prefixCache: PrefixCacheSettings | null;
   /**
+   * Requests lost with an instance of this stage (died, hung, lost over Redis) are replayed on a live instance
+   * (src/engine/requests/migration.ts); null or absent: off, they fail with the stage's error.
+   */
+  readonly migration?: MigrationSettings | null;
+  /**
    * Cores this stage's processes run on, and keep to themselves: main and the stages without `cpus` run on the
    * cores no stage reserved (src/common/affinity.ts). Unset: wherever the OS puts it.
    */
   readonly cpus?: readonly number[];
+}
+
+export interface MigrationSettings {
+  /** Replays one request may take, whatever stage lost it. */
+  readonly maxAttempts: number;
+  /** A request whose answer is longer than this many tokens when lost is not replayed (the replay redoes them). */
+  readonly maxReplayTokens: number;
 }
 
 export interface PrefixCacheSettings {

@@ -14,6 +14,7 @@ import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import { resolvePrefixCache } from './prefixCache.ts';
+import { resolveMigration } from './migration.ts';
 import { stageKinds } from '../kinds/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { resolveModel } from './models.ts';
@@ -244,6 +245,7 @@ function resolveStages(
         threads: s.engine?.threads ?? defaults.engine.threads,
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
         prefixCache: resolvePrefixCache(index, s.engine?.prefix_cache, stageKinds[s.kind].workerType, model, problems),
+        migration: resolveMigration(index, s.engine?.migration, stageKinds[s.kind].readsRequest, problems),
       },
       inputs,
       finalOutput,

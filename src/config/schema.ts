@@ -63,6 +63,16 @@ export const EngineYaml = Type.Object(
         { errorMessage: 'must be false (off) or {max_bytes, block_positions}' },
       ),
     ),
+    // Requests lost with an instance of this stage are replayed on a live one (src/engine/requests/migration.ts).
+    migration: optional(
+      Type.Union(
+        [
+          Type.Literal(false),
+          Type.Object({ max_attempts: optional(int(1)), max_replay_tokens: optional(int(0)) }, closed),
+        ],
+        { errorMessage: 'must be false (off) or {max_attempts: an integer >= 1, max_replay_tokens: an integer >= 0}' },
+      ),
+    ),
     cpus: optional(
       Type.Union([Type.Array(int(0), { minItems: 1, uniqueItems: true }), Type.Literal('auto')], {
         errorMessage:

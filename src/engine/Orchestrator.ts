@@ -39,6 +39,7 @@ import { planAdmission, routedStages, type AdmissionPlan } from './admission/pla
 import { StagePool } from './pool/StagePool.ts';
 import { deliverOutputs } from './requests/deliverOutputs.ts';
 import { followPool } from './requests/followPool.ts';
+import { Migrations } from './requests/Migrations.ts';
 import { RequestRecord } from './requests/RequestRecord.ts';
 import { RequestRegistry } from './requests/RequestRegistry.ts';
 import { abortEncoders, tellStages } from './requests/tellStages.ts';
@@ -94,7 +95,10 @@ export class Orchestrator implements Engine {
       o.connector = await createConnector(graph, MAIN, o.provisioned.edges);
       const deliver = () => deliverOutputs(o.adapter.processPendingChunks(), o.requests);
       o.adapter = new ChunkTransferAdapter(o.connector, MAIN, MAIN, () => queueMicrotask(deliver));
-      followPool(o.pool, o.requests, o.ec);
+      const { pool, requests } = o;
+      const audio = () => o.audioOutput;
+      const admitReplay = (record: RequestRecord, runId: string) => o.admitReplay(record, runId);
+      followPool(pool, o.requests, o.ec, new Migrations({ graph, pool, requests, log, audio, admitReplay }));
       await o.pool.start(o.provisioned.edges);
     } catch (err) {
       await o.close(0);
@@ -128,7 +132,7 @@ export class Orchestrator implements Engine {
   }
 
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */
-  private plan(requestId: string, request: GenerateRequest, prompt: PreparedPrompt) {
+  private plan(requestId: string, request: GenerateRequest, prompt: PreparedPrompt, replay = false) {
     const entryStageId = this.graph.entryStageId;
     const key = (s: StageSpec) => (s.stageId === entryStageId ? request.prefix?.key : undefined);
     const stages = routedStages(this.graph, request, prompt);
@@ -149,6 +153,7 @@ export class Orchestrator implements Engine {
       audio: this.audioOutput,
       framesPerToken: this.pool.framesPerToken,
       admittedAtMs: Date.now(),
+      replay,
     });
     return { plan, route: ticket };
   }
@@ -159,6 +164,8 @@ export class Orchestrator implements Engine {
     const onEnd = (stream: RequestStream, reason: string) =>
       this.onRequestEnd(this.requests.get(stream.requestId)!, reason);
     const record = new RequestRecord(openStream(request, prompt, plan, { graph, tokenizer, audio, onEnd }), {
+      request,
+      prompt,
       route,
       media: plan.media?.routes ?? null,
       ec: this.ec,
@@ -179,6 +186,23 @@ export class Orchestrator implements Engine {
     const promptTokens = prompt.promptTokenIds.length;
     diagnostics.requestStart.publish({ requestId, modalities, promptTokens, mediaItems: prompt.items.length });
     return record;
+  }
+
+  /**
+   * A migrated request's replay (requests/Migrations.ts), admitted like the request was, as run `runId`, without a
+   * first-packet hold; throws (nothing sent) when routing finds no ready instance now.
+   */
+  private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> {
+    const { plan, route } = this.plan(runId, record.request, record.prompt, true);
+    const gone = plan.adds.find(({ instance }) => this.pool.instances.get(instance)?.status !== 'ready');
+    if (gone) {
+      route?.release();
+      throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
+    }
+    record.replayed(route);
+    for (const o of plan.outputs) this.adapter.expect(runId, o.expect);
+    for (const { instance, add } of plan.adds) this.pool.admit(instance, add);
+    return plan.instances;
   }
 
   promptPositions(messages: readonly ChatMessage[]): number {

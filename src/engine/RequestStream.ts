@@ -10,6 +10,7 @@ import type { AudioBody, TextBody } from '../common/payloads.ts';
 import type { FinishReason, PromptTokens, Usage } from '../common/engine.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
+import type { ReplayCursor } from './requests/migration.ts';
 
 export interface TextDecoderLike {
   push(tokenId: number): string;
@@ -19,7 +20,7 @@ export interface TextDecoderLike {
 export class RequestStream {
   /** Delivered events are not kept (OutputChannel): a long answer's audio does not pile up in main. */
   readonly events = new OutputChannel();
-  private readonly open: Set<string>; // output stage ids whose final chunk has not arrived
+  private open: Set<string>; // output stage ids whose final chunk has not arrived
   private done = false;
   private textReason: FinishReason | null = null;
   private completionTokens = 0;
@@ -36,10 +37,13 @@ export class RequestStream {
   private readonly warnings = new Set<string>();
   private readonly droppedItems = new Set<number>();
   private cachedTokens = 0;
+  /** Set while the request is replayed after a lost instance: what of its output the client already has. */
+  private replayCursor: ReplayCursor | null = null;
+  private onReplayCaughtUp: (() => void) | null = null;
 
   constructor(
     readonly requestId: string,
-    readonly stageInstances: ReadonlyMap<string, string>, // stageId -> instance used
+    public stageInstances: ReadonlyMap<string, string>, // stageId -> instance used
     outputStages: readonly { stageId: string; type: 'text' | 'audio' }[],
     private readonly promptTokens: number,
     /** The prompt's media items in plan order: their embeddings count as audio / image input, not text. */
@@ -59,6 +63,29 @@ export class RequestStream {
 
   get finished(): boolean {
     return this.done;
+  }
+
+  /** Text tokens and audio samples delivered so far (what a replay must skip). */
+  get delivered(): { readonly tokens: number; readonly samples: number } {
+    return { tokens: this.completionTokens, samples: this.audioSamples };
+  }
+
+  /**
+   * The request is replayed (requests/migration.ts) on `stageInstances`: every output is open again, and the
+   * replay's first `cursor` tokens and samples, which the client has, are skipped. `caughtUp` is called once, when
+   * the replay first delivers something new (or ends): the pause the client saw ends there.
+   */
+  replay(stageInstances: ReadonlyMap<string, string>, cursor: ReplayCursor, caughtUp: () => void): void {
+    this.stageInstances = stageInstances;
+    this.open = new Set(this.kinds.keys());
+    this.replayCursor = cursor;
+    this.onReplayCaughtUp = caughtUp;
+  }
+
+  private replayCaughtUp(): void {
+    const caughtUp = this.onReplayCaughtUp;
+    this.onReplayCaughtUp = null;
+    caughtUp?.();
   }
 
   /** Notes for the done event (a Thinker that dropped a media item). Reported by chunk and by message: deduplicated. */
@@ -96,21 +123,26 @@ export class RequestStream {
   private onText(body: TextBody, final: boolean): void {
     if (final && body.warnings) this.addWarnings(body.warnings);
     if (final) for (const item of body.droppedItems ?? []) this.droppedItems.add(item);
-    if (final && body.cachedTokens) this.cachedTokens = body.cachedTokens;
+    // A replay's prefill may hit what the lost run left in the prefix cache: usage reports the first run's.
+    if (final && body.cachedTokens && !this.replayCursor) this.cachedTokens = body.cachedTokens;
+    const tokenIds = this.replayCursor ? this.replayCursor.newTokens(body.tokenIds) : body.tokenIds;
     let delta = '';
-    for (const id of body.tokenIds) delta += this.detokenizer.push(id);
+    for (const id of tokenIds) delta += this.detokenizer.push(id);
     if (final) delta += this.detokenizer.flush();
-    this.completionTokens += body.tokenIds.length;
-    if (delta.length === 0 && body.tokenIds.length === 0) return;
+    this.completionTokens += tokenIds.length;
+    if (delta.length === 0 && tokenIds.length === 0) return;
     const atMs = Date.now();
     this.firstTextAtMs ??= atMs;
-    this.events.next({ type: 'text', delta, tokenIds: body.tokenIds, atMs });
+    this.replayCaughtUp();
+    this.events.next({ type: 'text', delta, tokenIds, atMs });
   }
 
   private onAudio(body: AudioBody): void {
-    if (body.pcm.length === 0) return;
+    const pcm = this.replayCursor ? this.replayCursor.newSamples(body.pcm) : body.pcm;
+    if (pcm.length === 0) return;
     // Copy out of the frame buffer: events may be held by slow consumers long after the frame is gone.
-    const samples = Float32Array.from(body.pcm);
+    const samples = Float32Array.from(pcm);
+    this.replayCaughtUp();
     const atMs = Date.now();
     this.reportPlayback(atMs, body.sampleRateHz);
     this.firstAudioAtMs ??= atMs;
@@ -156,6 +188,7 @@ export class RequestStream {
   end(reason: FinishReason, error?: SerializedError): void {
     if (this.done) return;
     this.done = true;
+    this.replayCaughtUp();
     const details = this.promptTokenDetails();
     const usage: Usage = {
       promptTokens: details.text + details.audio + details.image,

@@ -15,6 +15,7 @@ import { talkerStatsOf } from '../kinds/talker/protocol.ts';
 import { thinkerStatsOf } from '../kinds/thinker/protocol.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
+import { migrationMetrics } from './migrationMetrics.ts';
 import { prefixCacheMetrics } from './prefixCacheMetrics.ts';
 import { stageComputeMetrics } from './stageComputeMetrics.ts';
 
@@ -27,6 +28,7 @@ for (const name of ['active_handles_total', 'active_requests_total', 'active_res
   metricsRegistry.removeSingleMetric(`chorus_process_nodejs_${name}`);
 const prefixCache = prefixCacheMetrics(metricsRegistry);
 const stageCompute = stageComputeMetrics(metricsRegistry);
+const onRequestMigrated = migrationMetrics(metricsRegistry);
 
 const latencyBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -382,6 +384,7 @@ export function bridgeEngineDiagnostics(): void {
   subscribe(channelNames.stageStats, onStageStats);
   subscribe(channelNames.edgeChunk, (message) => observeEdgeSample(message as EdgeSampleMessage));
   subscribe(channelNames.stageDied, onStageDied);
+  subscribe(channelNames.requestMigrated, onRequestMigrated);
   subscribe(channelNames.audioSlack, (message) => {
     const slackMs = (message as { slackMs?: unknown }).slackMs;
     if (typeof slackMs === 'number') engineMetrics.playbackSlackSeconds.observe(slackMs / 1000);

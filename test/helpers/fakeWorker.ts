@@ -14,10 +14,14 @@ import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapt
 import type { Connector } from '../../transport/Connector.ts';
 import { createConnector } from '../../transport/createConnector.ts';
 
-/** What a fake stage sends for one `add`: bodies in order, the last one final with this reason. */
+/**
+ * What a fake stage sends for one `add`: bodies in order, the last one final with this reason; with `open`, none is
+ * final and the request stays in flight (a stage that is still working on it).
+ */
 export type Script = (add: Extract<MainToStage, { type: 'add' }>) => {
   bodies: ChunkBody[];
   finishReason: 'stop' | 'length';
+  open?: boolean;
 };
 
 export class FakeStageWorker extends EventEmitter<StageWorkerEvents> implements StageWorkerHandle {
@@ -50,19 +54,21 @@ export class FakeStageWorker extends EventEmitter<StageWorkerEvents> implements 
   send(msg: MainToStage): void {
     this.received.push(msg);
     if (msg.type !== 'add' || !this.script) return;
-    const { bodies, finishReason } = this.script(msg);
+    const { bodies, finishReason, open = false } = this.script(msg);
     const main = msg.downstream.find((t) => t.stageId === 'main');
     if (!main) return;
     const target = { toInstance: main.instance, toStageId: 'main', keyStage: this.stageId };
     const deadline = Date.now() + 5_000;
+    const last = (i: number) => !open && i === bodies.length - 1;
     const puts = bodies.map((body, i) =>
       this.adapter.saveAsync(
         msg.requestId,
         target,
-        { final: i === bodies.length - 1, body, ...(i === bodies.length - 1 ? { finishReason } : {}) },
+        { final: last(i), body, ...(last(i) ? { finishReason } : {}) },
         deadline,
       ),
     );
+    if (open) return;
     void Promise.all(puts).then(() =>
       this.emit('message', { type: 'finished', requestId: msg.requestId, finishReason, numTokens: bodies.length }),
     );

@@ -57,7 +57,9 @@ class FirstPacketHolds {
     const request: GenerateRequest = { messages: [], modalities: audio ? ['text', 'audio'] : ['text'] };
     const hold = planHold(graph, request, liveRequests, FPT);
     const stream = new RequestStream(id, new Map(), [], 0, [], { push: () => '', flush: () => '' }, null, () => {});
-    const record = new RequestRecord(stream, { route: null, media: null, ec: null, adapter: { cancel: () => {} } });
+    const prompt = { promptTokenIds: [], items: [], spans: [] };
+    const parts = { request, prompt, route: null, media: null, ec: null, adapter: { cancel: () => {} } };
+    const record = new RequestRecord(stream, parts);
     this.#registry.add(record);
     this.#registry.commitHold(record, hold, () => released.push(id));
     return hold.tokens;

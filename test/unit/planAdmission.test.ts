@@ -115,6 +115,15 @@ describe('planAdmission', () => {
     expect(sync.hold).toEqual({ endsOtherHolds: false });
   });
 
+  it("a migrated request's replay holds for nothing and ends no other hold, at any load", () => {
+    for (const liveRequests of [1, 3]) {
+      const plan = planAdmission(input(['text', 'audio'], { liveRequests, replay: true }));
+      expect(plan.hold).toEqual({ endsOtherHolds: false });
+      const thinker = plan.adds.find((a) => a.instance === 'thinker#0')!.add;
+      expect(thinkerArgs(thinker).firstPacketTokens).toBeUndefined();
+    }
+  });
+
   it('media: the encoder runs the item, its bytes go to it, and the first output may wait for its timeout', () => {
     const plan = planAdmission(input(['text'], { prompt: audioPrompt }));
     expect(ids(plan.stages)).toEqual(['audio-encoder', 'thinker']);

@@ -40,6 +40,8 @@ export interface AdmissionInput {
   readonly audio: AudioOutputFacts | null;
   readonly framesPerToken: number | null;
   readonly admittedAtMs: number;
+  /** A migrated request's replay (requests/migration.ts): it never holds for a first audio its client may have. */
+  readonly replay?: boolean;
 }
 
 /** One stage whose output goes to the client: main expects its chunks from that instance. */
@@ -86,7 +88,7 @@ export function planAdmission(a: AdmissionInput): AdmissionPlan {
   const firstChunkDeadline = firstChunkDeadlineOf(a);
   const upstreamOf = upstreamSources(graph, chosen, a.admittedAtMs);
   const media = planMedia(prompt, upstreamOf(graph.entryStageId), upstreamOf, a.ec);
-  const hold = planHold(graph, request, a.liveRequests, a.framesPerToken);
+  const hold = a.replay ? { endsOtherHolds: false } : planHold(graph, request, a.liveRequests, a.framesPerToken);
   const adds = stageAdds({
     requestId: a.requestId,
     request,

@@ -60,13 +60,13 @@ export class InstanceEvents {
         `stage ${inst.instance} died (code ${info.code}, signal ${info.signal}) while running this request; ` +
         `retry it`,
     };
+    // Not ready from here on, before its requests hear of it: one migrating (requests/Migrations.ts) must not be
+    // admitted again to the process that just died.
+    const restarts = this.ctx.restarts();
+    inst.status = restarts ? 'restarting' : 'stopped';
     const orphans = [...inst.hungOrphans, ...this.failInFlight(inst, 'lost', error)];
     inst.hungOrphans = [];
-    if (!this.ctx.restarts()) {
-      inst.status = 'stopped';
-      return;
-    }
-    inst.status = 'restarting';
+    if (!restarts) return;
     inst.restarts++;
     this.restart(inst, orphans);
   }

@@ -8,13 +8,19 @@
  * with the instance's `finished`, which may come after the request ended (the stage works on until it reads the
  * abort), and until then the instance still counts it as load and watches it for a hang.
  */
+import type { GenerateRequest } from '../../common/engine.ts';
 import type { SerializedError } from '../../common/errors.ts';
 import { encoderFailure, type EncoderFailureOutcome, type EncoderRoutes } from '../MediaRoutes.ts';
 import type { RequestStream } from '../RequestStream.ts';
+import type { PreparedPrompt } from '../mediaPrompt.ts';
 import type { RouteTicket } from '../routing/Router.ts';
+import { runIdOf, type MigrationReason } from './migration.ts';
 
 /** What the request holds outside the record, each freed by its id. */
 export interface RecordParts {
+  /** What a replay admits again: the request and its prepared prompt. */
+  readonly request: GenerateRequest;
+  readonly prompt: PreparedPrompt;
   readonly route: RouteTicket | null;
   readonly media: EncoderRoutes | null;
   /** The EC store's pins on the request's hits (null without a store). */
@@ -31,14 +37,54 @@ export class RequestRecord {
   paused = false;
   /** Tells the Thinker to go on: set while its first-packet hold lasts. */
   #hold: (() => void) | null = null;
+  #route: RouteTicket | null;
+  /** Replays taken (requests/migration.ts): the current run is number `attempts`. */
+  attempts = 0;
+  /** Set from the loss of an instance until the replay is admitted (it waits for live instances of its stages). */
+  migrating: PendingMigration | null = null;
 
   constructor(
     readonly stream: RequestStream,
     private readonly parts: RecordParts,
-  ) {}
+  ) {
+    this.#route = parts.route;
+  }
 
   get requestId(): string {
     return this.stream.requestId;
+  }
+
+  /** The id of its current run on the stages and edges: the request's own, or a replay's (migration.ts runIdOf). */
+  get runId(): string {
+    return runIdOf(this.requestId, this.attempts);
+  }
+
+  get request(): GenerateRequest {
+    return this.parts.request;
+  }
+
+  get prompt(): PreparedPrompt {
+    return this.parts.prompt;
+  }
+
+  /**
+   * Starts waiting for a replay: the lost run's receive state is let go (its late chunks are dropped), routing
+   * forgets it; `deadline` fires if no replay is admitted in time.
+   */
+  startMigration(pending: Omit<PendingMigration, 'deadline'>, deadline: NodeJS.Timeout): void {
+    this.parts.adapter.cancel(this.runId);
+    this.#route?.release();
+    this.#route = null;
+    this.#hold = null; // the replay holds for nothing: its Thinker is told no first audio
+    this.migrating = { ...pending, deadline };
+  }
+
+  /** The replay is admitted as run `attempts + 1`, routed by `route`. */
+  replayed(route: RouteTicket | null): void {
+    clearTimeout(this.migrating?.deadline);
+    this.migrating = null;
+    this.attempts++;
+    this.#route = route;
   }
 
   /** Stage id -> the instance that runs the request there. */
@@ -69,18 +115,31 @@ export class RequestRecord {
   }
 
   firstToken(atMs: number): void {
-    this.parts.route?.firstToken(atMs);
+    this.#route?.firstToken(atMs);
   }
 
   encoderFinished(instance: string, atMs: number): void {
-    this.parts.route?.encoderFinished(instance, atMs);
+    this.#route?.encoderFinished(instance, atMs);
   }
 
   /** The request ended: its stages dropped it (nothing to tell), and main lets go of everything it kept. */
   release(): void {
     this.#hold = null;
-    this.parts.route?.release();
+    clearTimeout(this.migrating?.deadline);
+    this.migrating = null;
+    this.#route?.release();
     this.parts.ec?.release(this.requestId);
-    this.parts.adapter.cancel(this.requestId);
+    this.parts.adapter.cancel(this.runId);
   }
+}
+
+/** A request between the loss of an instance and its replay's admission. */
+export interface PendingMigration {
+  readonly stageId: string;
+  readonly lostInstance: string;
+  readonly reason: MigrationReason;
+  /** The lost instance's error: the request ends with it (and why) if the replay cannot be admitted. */
+  readonly error: SerializedError;
+  readonly lostAtMs: number;
+  readonly deadline: NodeJS.Timeout;
 }

@@ -1,6 +1,7 @@
 /** The live requests by id: the one engine map keyed by request id (each record holds all the rest). */
 import { ChorusError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import type { PlannedHold } from '../admission/planAdmission.ts';
+import { requestIdOfRun } from './migration.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 
 export class RequestRegistry {
@@ -8,6 +9,15 @@ export class RequestRegistry {
 
   get(requestId: string): RequestRecord | undefined {
     return this.#records.get(requestId);
+  }
+
+  /**
+   * The record of a run id (what stages and edges know a request by): undefined for a run that is not the request's
+   * current one (a migrated request's lost run: its late chunks and reports are not the replay's).
+   */
+  ofRun(runId: string): RequestRecord | undefined {
+    const record = this.#records.get(requestIdOfRun(runId));
+    return record?.runId === runId ? record : undefined;
   }
 
   has(requestId: string): boolean {

@@ -7,7 +7,7 @@ import type { RequestRegistry } from './RequestRegistry.ts';
 
 export function deliverOutputs(arrivals: readonly Arrival[], requests: RequestRegistry): void {
   for (const a of arrivals) {
-    const record = requests.get(a.requestId);
+    const record = requests.ofRun(a.requestId);
     if (!record) continue;
     if (a.error) {
       record.stream.end('error', serializeError(a.error));

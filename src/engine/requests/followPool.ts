@@ -3,26 +3,33 @@
  * encoder's rows done for routing), an instance's requests failed with it (died, hung, lost), and what the EC store
  * learns of instances (an encoder's identity, a Thinker's stored rows, a holder gone with its process).
  */
-import type { SerializedError } from '../../common/errors.ts';
+import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
 import { thinkerMessage } from '../../kinds/thinker/protocol.ts';
 import type { EcStore } from '../ec/EcStore.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';
 import type { FinishedMessage } from '../pool/StagePoolEvents.ts';
+import type { Migrations } from './Migrations.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 
-export function followPool(pool: StagePool, requests: RequestRegistry, ec: EcStore | null): void {
-  const failed = (view: InstanceView, requestIds: readonly string[], error: SerializedError) => {
+export function followPool(
+  pool: StagePool,
+  requests: RequestRegistry,
+  ec: EcStore | null,
+  migrations: Migrations | null = null,
+): void {
+  const failed = (view: InstanceView, requestIds: readonly string[], error: SerializedError, hung: boolean) => {
+    const reason = hung ? 'hung' : error.code === ErrorCodes.STAGE_DIED ? 'died' : 'lost';
     for (const requestId of requestIds) {
       if (view.spec.encoder) encoderFailed(pool, requests, view, requestId, error);
-      else requests.get(requestId)?.stream.end('error', error);
+      else if (!migrations?.take(view, requestId, error, reason)) requests.ofRun(requestId)?.stream.end('error', error);
     }
   };
   pool.on('finished', (view, msg) => onFinished(pool, requests, view, msg));
-  pool.on('hung', failed);
+  pool.on('hung', (view, requestIds, error) => failed(view, requestIds, error, true));
   pool.on('lost', (view, requestIds, error) => {
     ec?.forgetHolder(view.instance); // its in-process copies are gone with it
-    failed(view, requestIds, error);
+    failed(view, requestIds, error, false);
   });
   pool.on('ready', (view, facts) => {
     if (facts?.kind === 'encoder') ec?.noteEncoder(view.spec.stageId, facts.identity);
@@ -31,7 +38,7 @@ export function followPool(pool: StagePool, requests: RequestRegistry, ec: EcSto
 }
 
 function onFinished(pool: StagePool, requests: RequestRegistry, view: InstanceView, msg: FinishedMessage): void {
-  const record = requests.get(msg.requestId);
+  const record = requests.ofRun(msg.requestId);
   if (view.spec.encoder) record?.encoderFinished(view.instance, Date.now());
   if (msg.warnings) record?.stream.addWarnings(msg.warnings);
   if (!msg.error || msg.finishReason === 'cancelled') return;
@@ -49,7 +56,7 @@ function encoderFailed(
   requestId: string,
   error: SerializedError,
 ): void {
-  const record = requests.get(requestId);
+  const record = requests.ofRun(requestId);
   if (!record || record.stream.finished) return;
   const outcome = record.encoderFailure(view.instance, error);
   if (outcome?.kind === 'fail') record.stream.end('error', outcome.error);

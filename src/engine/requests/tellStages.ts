@@ -8,7 +8,7 @@ export function tellStages(
   record: RequestRecord,
   type: 'pause' | 'resume' | 'abort' | 'first_audio',
 ): void {
-  const { requestId } = record;
+  const requestId = record.runId;
   for (const instance of record.instances.values()) {
     if (type === 'first_audio')
       pool.send(instance, firstAudioMessage(requestId)); // a kind message: who cares listens
@@ -18,7 +18,7 @@ export function tellStages(
 
 /** An answer can finish while an encoder still works on it (its item was dropped, text_only): stop that work. */
 export function abortEncoders(pool: StagePool, record: RequestRecord): void {
-  const { requestId } = record;
+  const requestId = record.runId;
   for (const instance of record.instances.values()) {
     const view = pool.instances.get(instance);
     if (view?.spec.encoder && view.inFlight.has(requestId))

@@ -1,0 +1,30 @@
+/**
+ * `engine.migration` of a stage: off unless asked for. An encoder stage refuses it: its loss costs a request only its
+ * media items or fails it (encoder.on_failure), and the replay of the stages after it does not re-encode media.
+ */
+import type { MigrationSettings } from '../common/graph.ts';
+import { defaults } from './defaults.ts';
+import type { Problems } from './problems.ts';
+
+type MigrationYaml = false | { readonly max_attempts?: number; readonly max_replay_tokens?: number } | undefined;
+
+export function resolveMigration(
+  index: number,
+  raw: MigrationYaml,
+  encoder: boolean,
+  problems: Problems,
+): MigrationSettings | null {
+  if (raw === undefined || raw === false) return null;
+  if (encoder) {
+    problems.add(
+      ['stages', index, 'engine', 'migration'],
+      'an encoder stage does not migrate requests (encoder.on_failure says what its loss costs): remove the key',
+    );
+    return null;
+  }
+  const d = defaults.engine.migration;
+  return {
+    maxAttempts: raw.max_attempts ?? d.maxAttempts,
+    maxReplayTokens: raw.max_replay_tokens ?? d.maxReplayTokens,
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * Requests lost with a stage instance (it died, the hang watch replaced it, a remote one was lost) replayed on live
+ * instances instead of failed, where the stage's `engine.migration` allows (the bookkeeping: migration.ts). A lost
+ * request's other stages drop its lost run at once; the request then waits, within chunk_timeout_ms, until every
+ * stage it runs on has a ready instance (a restarted replica is READY again, another replica is there already) and
+ * is admitted again under its next run id; its stream skips what the client already has. The client sees a pause.
+ */
+import { diagnostics } from '../../common/diagnostics.ts';
+import { serializeError, type SerializedError } from '../../common/errors.ts';
+import type { StageGraph } from '../../common/graph.ts';
+import type { Logger } from '../../common/log.ts';
+import type { AudioOutputFacts } from '../../common/modelFacts.ts';
+import type { StagePool } from '../pool/StagePool.ts';
+import type { InstanceView } from '../pool/StageInstance.ts';
+import { answerTokensOf, migrationVerdict, ReplayCursor, runIdOf, type MigrationReason } from './migration.ts';
+import type { RequestRecord } from './RequestRecord.ts';
+import type { RequestRegistry } from './RequestRegistry.ts';
+import { tellStages } from './tellStages.ts';
+
+export interface MigrationsContext {
+  readonly graph: StageGraph;
+  readonly pool: StagePool;
+  readonly requests: RequestRegistry;
+  readonly log: Logger;
+  readonly audio: () => AudioOutputFacts | null;
+  /**
+   * Plans and admits the record's replay as `runId` on ready instances (its adds sent, main expecting its outputs);
+   * returns the instance of each stage. Throws when it cannot be admitted now (the request waits on).
+   */
+  readonly admitReplay: (record: RequestRecord, runId: string) => ReadonlyMap<string, string>;
+}
+
+export class Migrations {
+  constructor(private readonly ctx: MigrationsContext) {
+    ctx.pool.on('ready', () => {
+      for (const record of ctx.requests.values()) if (record.migrating) this.#tryReplay(record);
+    });
+  }
+
+  /**
+   * The request's run `runId` was lost with `view`'s instance. Returns false when the stage does not migrate (the
+   * caller fails the request as before); true when this took the request over (migrating, or ended saying why not).
+   */
+  take(view: InstanceView, runId: string, error: SerializedError, reason: MigrationReason): boolean {
+    const settings = view.spec.engine.migration;
+    if (!settings) return false;
+    const record = this.ctx.requests.ofRun(runId);
+    if (!record || record.stream.finished) return true; // nothing left to save
+    if (record.migrating) return true; // another of its stages was lost with the same run: one replay covers both
+    const stageId = view.spec.stageId;
+    const verdict = migrationVerdict({
+      settings,
+      attempts: record.attempts,
+      answerTokens: answerTokensOf(record.stream.delivered, this.ctx.audio()),
+      mediaItems: record.prompt.items.length,
+    });
+    const facts = { requestId: record.requestId, stageId, reason, lostInstance: view.instance };
+    if (!verdict.migrate) {
+      this.ctx.log.warn({ ...facts, why: verdict.why }, 'request not migrated');
+      diagnostics.requestMigrated.publish({ ...facts, outcome: 'refused' });
+      record.stream.end('error', { ...error, message: `${error.message} (not migrated: ${verdict.why})` });
+      return true;
+    }
+    // Its other stages let the lost run go (the lost instance reads nothing).
+    tellStages(this.ctx.pool, record, 'abort');
+    const waitMs = this.ctx.graph.chunkPolicy.chunkTimeoutMs;
+    const deadline = setTimeout(() => this.#giveUp(record, waitMs), waitMs).unref();
+    record.startMigration({ stageId, lostInstance: view.instance, reason, error, lostAtMs: Date.now() }, deadline);
+    this.ctx.log.warn(
+      { ...facts, run: runId, attempt: record.attempts + 1 },
+      'request migrating: waiting for a live instance',
+    );
+    this.#tryReplay(record);
+    return true;
+  }
+
+  /** Admits the replay if every stage of the request has a ready instance; else it waits for the next READY. */
+  #tryReplay(record: RequestRecord): void {
+    const pending = record.migrating!;
+    const stageIds = [...record.instances.keys()];
+    const ready = [...this.ctx.pool.instances.values()].filter((v) => v.status === 'ready');
+    if (!stageIds.every((id) => ready.some((v) => v.spec.stageId === id))) return;
+    const { stream } = record;
+    const delivered = stream.delivered;
+    const runId = runIdOf(record.requestId, record.attempts + 1);
+    let instances: ReadonlyMap<string, string>;
+    try {
+      instances = this.ctx.admitReplay(record, runId);
+    } catch (err) {
+      // Ready a moment ago, overloaded or gone now: the next READY (or the deadline) decides.
+      this.ctx.log.debug({ requestId: record.requestId, err: serializeError(err) }, 'replay not admitted yet');
+      return;
+    }
+    const { lostInstance } = pending;
+    const newInstance = instances.get(pending.stageId) ?? null;
+    const waitMs = Date.now() - pending.lostAtMs; // the restart, or the wait for another instance
+    const facts = { requestId: record.requestId, stageId: pending.stageId, reason: pending.reason };
+    this.ctx.log.info(
+      { ...facts, run: runId, lostInstance, newInstance, waitMs, skipped: delivered },
+      'request migrated: replaying it',
+    );
+    stream.replay(instances, new ReplayCursor(delivered.tokens, delivered.samples), () => {
+      const pauseMs = Date.now() - pending.lostAtMs;
+      this.ctx.log.info({ ...facts, run: runId, waitMs, pauseMs }, 'migrated request caught up');
+      const outcome = 'migrated';
+      diagnostics.requestMigrated.publish({ ...facts, lostInstance, newInstance, outcome, waitMs, pauseMs });
+    });
+    if (record.paused) tellStages(this.ctx.pool, record, 'pause');
+  }
+
+  #giveUp(record: RequestRecord, waitMs: number): void {
+    const pending = record.migrating;
+    if (!pending || record.stream.finished) return;
+    const facts = { requestId: record.requestId, stageId: pending.stageId, reason: pending.reason };
+    this.ctx.log.error({ ...facts, lostInstance: pending.lostInstance, waitMs }, 'migration failed: no live instance');
+    diagnostics.requestMigrated.publish({ ...facts, lostInstance: pending.lostInstance, outcome: 'failed' });
+    record.stream.end('error', {
+      code: pending.error.code,
+      message:
+        `${pending.error.message} (not migrated: no ready instance of every stage it runs on within ` +
+        `${waitMs} ms, chunk_policy.chunk_timeout_ms)`,
+    });
+  }
+}
