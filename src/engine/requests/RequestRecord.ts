@@ -72,6 +72,10 @@ export class RequestRecord {
     this.parts.route?.firstToken(atMs);
   }
 
+  firstAudio(atMs: number): void {
+    this.parts.route?.firstAudio(atMs);
+  }
+
   encoderFinished(instance: string, atMs: number): void {
     this.parts.route?.encoderFinished(instance, atMs);
   }

@@ -16,6 +16,7 @@ import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot } from '../../sched/blockNames.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
+import type { FirstOutputEstimate } from '../../common/engine.ts';
 import {
   chooseRoute,
   type EcEntry,
@@ -58,6 +59,9 @@ interface Admitted {
   queued: boolean;
   /** Its first token came or it ended: it counts in no queue any more and learns nothing more. */
   done: boolean;
+  /** When its first token came (null: not yet); its first audio is learned once, after it. */
+  firstTokenAtMs: number | null;
+  audioLearned: boolean;
 }
 
 /**
@@ -67,6 +71,8 @@ interface Admitted {
 export interface RouteTicket {
   /** Main saw the request's first text token: its prompt left the queue; learn the Thinker's rate. */
   firstToken(atMs: number): void;
+  /** Main saw the request's first audio: learn how long audio follows text (the Talker's and Code2Wav's share). */
+  firstAudio(atMs: number): void;
   /** An encoder instance finished the request's items: its rows left the queue; learn its rate. */
   encoderFinished(instance: string, atMs: number): void;
   /** The request ended: whatever it still counted in the queues leaves them. */
@@ -86,6 +92,9 @@ export class Router {
   readonly #secondsPerRow = new Map<string, number>();
   readonly #turn = new Map<string, number>();
   readonly #kv = new KvIndex();
+  /** For the admission estimate (estimate()): a typical prompt, and how long first audio follows first text. */
+  #typicalPromptTokens: number | null = null;
+  #audioLagMs: number | null = null;
 
   constructor(
     private readonly policy: RoutingPolicy,
@@ -181,9 +190,34 @@ export class Router {
     );
   }
 
+  /**
+   * When a request admitted now would start and first answer (admission on latency, admissionDecision.ts): the TTFT
+   * routing predicts for a typical prompt on the best Thinker instance of `entry` (its learned rate already takes in
+   * a full batch and interleaved decode steps: it is measured from admission to first token), plus how long audio
+   * has lately followed text. null before a request was routed, or with no ready instance.
+   */
+  estimate(entry: StageSpec): FirstOutputEstimate | null {
+    if (this.#typicalPromptTokens === null) return null;
+    const all = this.snapshot(
+      [entry],
+      () => true,
+      () => null,
+    );
+    const queue = chooseRoute(all, { promptTokens: 0, items: [] });
+    const typical = chooseRoute(all, { promptTokens: this.#typicalPromptTokens, items: [] });
+    if (!queue || !typical) return null;
+    const ttftMs = typical.predictedTtftSeconds * 1000;
+    return {
+      queueMs: queue.predictedTtftSeconds * 1000,
+      ttftMs,
+      ttfpMs: this.#audioLagMs === null ? null : ttftMs + this.#audioLagMs,
+    };
+  }
+
   private firstToken(a: Admitted, atMs: number): void {
     if (a.done) return;
     this.release(a);
+    a.firstTokenAtMs = atMs;
     const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
     if (prefillMs > 0) learn(this.#prefillRate, a.thinker, ((a.tokensAhead + a.promptTokens) * 1000) / prefillMs);
     diagnostics.routeTtft.publish({
@@ -192,6 +226,14 @@ export class Router {
       predictedSeconds: a.predictedTtftSeconds,
       actualSeconds: (atMs - a.admittedAtMs) / 1000,
     });
+  }
+
+  private firstAudio(a: Admitted, atMs: number): void {
+    if (a.firstTokenAtMs === null || a.audioLearned) return;
+    a.audioLearned = true;
+    const lagMs = Math.max(0, atMs - a.firstTokenAtMs);
+    this.#audioLagMs =
+      this.#audioLagMs === null ? lagMs : this.#audioLagMs + RATE_SMOOTHING * (lagMs - this.#audioLagMs);
   }
 
   private encoderFinished(a: Admitted, instance: string, atMs: number): void {
@@ -281,12 +323,18 @@ export class Router {
       encodersDoneAtMs: 0,
       queued: false,
       done: false,
+      firstTokenAtMs: null,
+      audioLearned: false,
     };
+    const typical = this.#typicalPromptTokens;
+    this.#typicalPromptTokens =
+      typical === null ? admitted.promptTokens : typical + RATE_SMOOTHING * (admitted.promptTokens - typical);
     if (encoders.size === 0) this.enqueue(admitted);
     const cachedPositions = cached.get(thinker.instance) ?? 0;
     diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
     return {
       firstToken: (atMs) => this.firstToken(admitted, atMs),
+      firstAudio: (atMs) => this.firstAudio(admitted, atMs),
       encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),
       release: () => {
         this.release(admitted);
