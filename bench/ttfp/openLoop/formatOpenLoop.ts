@@ -65,12 +65,12 @@ export function formatOpenLoopText(r: OpenLoopResult): string {
 /** A capacity search: the figure, its bracket, and each step with how stable it was. */
 export function capacityLines(c: CapacityReport): string[] {
   const q = `p${Math.round(c.quantile * 1000) / 10}`;
-  const steps = c.steps.map(
-    (s) =>
-      `  ${s.rate} req/s: ${s.passed ? 'pass' : `FAIL (${s.why})`}; TTFP ${q} ${ms(s.ttfpQuantileMs)} ms ` +
-      `(halves ${ms(s.firstHalfMs)} -> ${ms(s.secondHalfMs)}, drift ${num(s.drift, 2)}), ${s.completed} done, ` +
+  const steps = c.steps.flatMap((s) => [
+    `  ${s.rate} req/s: ${s.passed ? 'pass' : 'FAIL'}, TTFP ${q} ${ms(s.ttfpQuantileMs)} ms (halves ` +
+      `${ms(s.firstHalfMs)} -> ${ms(s.secondHalfMs)}, drift ${num(s.drift, 2)}), ${s.completed} done, ` +
       `${s.tailSamples} beyond the ${q}`,
-  );
+    ...(s.passed ? [] : [`    ${s.why}`]),
+  ]);
   return [
     rule(`${variantName(c.variant)}: capacity at TTFP ${q} <= ${c.slo_ttfp_ms} ms, no underrun`, '='),
     line('Capacity (req/s)', c.capacity_rps === null ? 'none found' : String(c.capacity_rps)),
