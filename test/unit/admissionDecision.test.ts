@@ -1,7 +1,8 @@
 /**
  * Admission on latency: the pure decision (src/engine/admission/admissionDecision.ts), the estimate the Router learns
  * for it (src/engine/routing/Router.ts estimate()), and the server's line in front of the engine
- * (src/server/RequestQueue.ts latencyRefusal), all without processes.
+ * (src/server/RequestQueue.ts latencyRefusal), and what the estimate learns per live request (LiveCost.ts), all
+ * without processes.
  */
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import { loadConfig } from '../../src/config/loadConfig.ts';
 import { decideAdmission } from '../../src/engine/admission/admissionDecision.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
 import { newInstance, type StageInstance } from '../../src/engine/pool/StageInstance.ts';
+import { LiveCost } from '../../src/engine/routing/LiveCost.ts';
 import { Router, ROUTE_DEFAULTS, type RouteTicket } from '../../src/engine/routing/Router.ts';
 import { RateLimitedError, RequestQueue } from '../../src/server/RequestQueue.ts';
 
@@ -107,26 +109,54 @@ describe('Router.estimate', () => {
     expect(e.ttfpMs).toBeNull();
   });
 
-  it("learns the Thinker's rate from first tokens, and how long audio follows text", () => {
+  it("learns the Thinker's rate and what predictions miss per live request, charged for each live now", () => {
     const { router, route } = routerWithOneThinker();
     const ticket = route('a', 40);
     const admittedAt = Date.now();
-    // First token 2 s after admission with nothing ahead: 20 tokens/s, far below the assumed rate.
+    // Alone, first token 2 s after admission: 20 tokens/s, far below the assumed rate its ~10 ms prediction used.
     ticket.firstToken(admittedAt + 2_000);
     ticket.firstAudio(admittedAt + 2_500);
     ticket.release();
     const queued = route('b', 40);
     const e = router.estimate(entryOf())!;
     // b's 40 tokens are ahead of a newcomer (2 s at 20 tokens/s), then its own typical 40 (2 s more); the route's
-    // clock may tick a millisecond between admission and the test's reading of it.
-    expect(e.queueMs).toBeGreaterThan(1_990);
+    // clock may tick a few milliseconds between admission and the test's reading of it.
+    expect(e.queueMs).toBeGreaterThan(1_980);
     expect(e.queueMs).toBeLessThanOrEqual(2_000);
-    expect(e.ttftMs).toBeCloseTo(2 * e.queueMs);
-    expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(500);
+    // Plus a's misses (~1990 ms to text, ~2490 to audio, with one live) for each of 2 live: b and the newcomer.
+    expect(e.ttftMs - 2 * e.queueMs).toBeGreaterThan(2 * 1_980);
+    expect(e.ttftMs - 2 * e.queueMs).toBeLessThan(2 * 2_000);
+    expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(2 * 500);
     queued.release();
-    // The first audio is learned once per request, and only after its first token.
-    ticket.firstAudio(admittedAt + 9_000);
-    expect(router.estimate(entryOf())!.ttfpMs! - router.estimate(entryOf())!.ttftMs).toBeCloseTo(500);
+  });
+});
+
+describe('LiveCost', () => {
+  it('charges each live request what the last ones missed per live request, from the moment it is admitted', () => {
+    const cost = new LiveCost();
+    expect(cost.extraMs('ttft')).toBeNull();
+    const a = cost.admit(100, 0, 50); // alone
+    const b = cost.admit(100, 0, 50); // 2 live
+    cost.firstToken(a, 250); // missed by 200 with 1 live
+    cost.firstToken(a, 9_999); // learned once
+    expect(cost.extraMs('ttft')).toBeCloseTo(200 * 3); // 2 live + the newcomer
+    cost.firstToken(b, 650); // missed by 600 with 2 live: 300 per live, averaged in at 0.3
+    expect(cost.extraMs('ttft')).toBeCloseTo((200 + 0.3 * 100) * 3);
+    expect(cost.extraMs('ttfp')).toBeNull();
+    cost.firstAudio(b, 1_050); // 1000 over 2 live
+    expect(cost.extraMs('ttfp')).toBeCloseTo(500 * 3);
+    cost.release(a);
+    cost.release(a);
+    expect(cost.live).toBe(1);
+    expect(cost.extraMs('ttfp')).toBeCloseTo(500 * 2);
+    cost.release(b);
+    expect(cost.live).toBe(0);
+    // A smaller miss moves it down slowly (0.05: an upper envelope, the bound is on a tail); a prediction that
+    // overshot teaches a negative charge (Router.estimate never goes below 0 with it).
+    const c = cost.admit(100, 0, 2_000);
+    cost.firstToken(c, 500); // -1500 with 1 live
+    expect(cost.extraMs('ttft')).toBeCloseTo((230 + 0.05 * (-1500 - 230)) * 2); // c live, and a newcomer
+    expect(cost.typicalPromptTokens).toBe(100);
   });
 });
 

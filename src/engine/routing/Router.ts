@@ -16,6 +16,7 @@ import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot } from '../../sched/blockNames.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
+import { LiveCost, type LiveSample } from './LiveCost.ts';
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import {
   chooseRoute,
@@ -59,9 +60,8 @@ interface Admitted {
   queued: boolean;
   /** Its first token came or it ended: it counts in no queue any more and learns nothing more. */
   done: boolean;
-  /** When its first token came (null: not yet); its first audio is learned once, after it. */
-  firstTokenAtMs: number | null;
-  audioLearned: boolean;
+  /** What the admission estimate learns from it (LiveCost.ts). */
+  readonly live: LiveSample;
 }
 
 /**
@@ -92,9 +92,8 @@ export class Router {
   readonly #secondsPerRow = new Map<string, number>();
   readonly #turn = new Map<string, number>();
   readonly #kv = new KvIndex();
-  /** For the admission estimate (estimate()): a typical prompt, and how long first audio follows first text. */
-  #typicalPromptTokens: number | null = null;
-  #audioLagMs: number | null = null;
+  /** For the admission estimate (estimate()): a typical prompt, and what predictions miss per live request. */
+  readonly #liveCost = new LiveCost();
 
   constructor(
     private readonly policy: RoutingPolicy,
@@ -192,32 +191,34 @@ export class Router {
 
   /**
    * When a request admitted now would start and first answer (admission on latency, admissionDecision.ts): the TTFT
-   * routing predicts for a typical prompt on the best Thinker instance of `entry` (its learned rate already takes in
-   * a full batch and interleaved decode steps: it is measured from admission to first token), plus how long audio
-   * has lately followed text. null before a request was routed, or with no ready instance.
+   * routing predicts for a typical prompt on the best Thinker instance of `entry`, plus what its predictions lately
+   * missed the first text and the first audio by, per live request, times the requests live now (LiveCost.ts).
+   * null before a request was routed, or with no ready instance.
    */
   estimate(entry: StageSpec): FirstOutputEstimate | null {
-    if (this.#typicalPromptTokens === null) return null;
+    const typicalTokens = this.#liveCost.typicalPromptTokens;
+    if (typicalTokens === null) return null;
     const all = this.snapshot(
       [entry],
       () => true,
       () => null,
     );
     const queue = chooseRoute(all, { promptTokens: 0, items: [] });
-    const typical = chooseRoute(all, { promptTokens: this.#typicalPromptTokens, items: [] });
+    const typical = chooseRoute(all, { promptTokens: typicalTokens, items: [] });
     if (!queue || !typical) return null;
-    const ttftMs = typical.predictedTtftSeconds * 1000;
+    const predictedMs = typical.predictedTtftSeconds * 1000;
+    const ttfpExtraMs = this.#liveCost.extraMs('ttfp');
     return {
       queueMs: queue.predictedTtftSeconds * 1000,
-      ttftMs,
-      ttfpMs: this.#audioLagMs === null ? null : ttftMs + this.#audioLagMs,
+      ttftMs: Math.max(0, predictedMs + (this.#liveCost.extraMs('ttft') ?? 0)),
+      ttfpMs: ttfpExtraMs === null ? null : Math.max(0, predictedMs + ttfpExtraMs),
     };
   }
 
   private firstToken(a: Admitted, atMs: number): void {
     if (a.done) return;
     this.release(a);
-    a.firstTokenAtMs = atMs;
+    this.#liveCost.firstToken(a.live, atMs);
     const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
     if (prefillMs > 0) learn(this.#prefillRate, a.thinker, ((a.tokensAhead + a.promptTokens) * 1000) / prefillMs);
     diagnostics.routeTtft.publish({
@@ -229,11 +230,7 @@ export class Router {
   }
 
   private firstAudio(a: Admitted, atMs: number): void {
-    if (a.firstTokenAtMs === null || a.audioLearned) return;
-    a.audioLearned = true;
-    const lagMs = Math.max(0, atMs - a.firstTokenAtMs);
-    this.#audioLagMs =
-      this.#audioLagMs === null ? lagMs : this.#audioLagMs + RATE_SMOOTHING * (lagMs - this.#audioLagMs);
+    this.#liveCost.firstAudio(a.live, atMs);
   }
 
   private encoderFinished(a: Admitted, instance: string, atMs: number): void {
@@ -309,26 +306,25 @@ export class Router {
       this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) + work.rows);
     const tokensAhead = this.#queuedTokens.get(thinker.instance) ?? 0;
     const modalities = new Set(request.items.map((i) => i.modality));
+    const admittedAtMs = Date.now();
+    // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
+    const promptTokens = Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0));
+    const predictedTtftSeconds = predicted?.predictedTtftSeconds ?? 0;
     const admitted: Admitted = {
       requestId,
-      admittedAtMs: Date.now(),
+      admittedAtMs,
       thinker: thinker.instance,
-      // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
-      promptTokens: Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0)),
+      promptTokens,
       tokensAhead,
       named: namedPrompt(prompt),
       encoders,
-      predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
+      predictedTtftSeconds,
       modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
       encodersDoneAtMs: 0,
       queued: false,
       done: false,
-      firstTokenAtMs: null,
-      audioLearned: false,
+      live: this.#liveCost.admit(promptTokens, admittedAtMs, predictedTtftSeconds * 1000),
     };
-    const typical = this.#typicalPromptTokens;
-    this.#typicalPromptTokens =
-      typical === null ? admitted.promptTokens : typical + RATE_SMOOTHING * (admitted.promptTokens - typical);
     if (encoders.size === 0) this.enqueue(admitted);
     const cachedPositions = cached.get(thinker.instance) ?? 0;
     diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
@@ -338,6 +334,7 @@ export class Router {
       encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),
       release: () => {
         this.release(admitted);
+        this.#liveCost.release(admitted.live);
         const cache = entry.engine.prefixCache;
         if (!cache) return;
         const naming = { root: modelRoot(entry.model), blockPositions: cache.blockPositions };
