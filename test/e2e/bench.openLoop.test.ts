@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatOpenLoopText } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
 import { runOpenLoopBench, type OpenLoopBenchOptions } from '../../bench/ttfp/openLoop/runOpenLoopBench.ts';
+import { runCapacityBench } from '../../bench/ttfp/openLoop/capacityBench.ts';
 import { writeOpenLoopResults } from '../../bench/ttfp/openLoop/writeOpenLoopResults.ts';
 import { readBenchConfig } from '../../bench/ttfp/inProcessServer.ts';
 import { logger } from '../../src/common/log.ts';
@@ -122,7 +123,7 @@ describe('chorus bench --request-rate', () => {
 
   it('--find-capacity: each step is an open-loop run and a row, judged and listed in the capacity report', async () => {
     const findCapacity = { quantile: 0.9, startRate: 2, relTolerance: 0.1, maxSteps: 2, multiples: [1] };
-    const result = await runOpenLoopBench(options({ sloTtfpMs: 5_000, length: { durationS: 2 }, findCapacity }));
+    const result = await runCapacityBench(options({ sloTtfpMs: 5_000, length: { durationS: 2 } }), findCapacity);
     expect(result.capacity).toHaveLength(1);
     const [c] = result.capacity!;
     expect(c).toMatchObject({ variant: 'async', slo_ttfp_ms: 5_000, quantile: 0.9, step_window_s: 2 });

@@ -139,3 +139,27 @@ export async function searchCapacity(
 function roundRate(rate: number): number {
   return Number(rate.toPrecision(3));
 }
+
+export interface CapacityOptions {
+  /** --slo-quantile: the TTFP quantile held to the SLO (0.95: p95). */
+  readonly quantile: number;
+  /** Where the search starts (the first --request-rate, else 1 req/s). */
+  readonly startRate: number;
+  /** Stop bisecting when the bracket is within this share of the capacity. */
+  readonly relTolerance: number;
+  readonly maxSteps: number;
+  /** With two servers: both run at these multiples of the first's capacity (--capacity-multiples). */
+  readonly multiples: readonly number[];
+}
+
+export interface CapacityReport {
+  readonly variant: string;
+  readonly slo_ttfp_ms: number;
+  readonly quantile: number;
+  /** The highest rate that passed; null when none did down to the search's floor. */
+  readonly capacity_rps: number | null;
+  /** The lowest rate that failed above it; null when none did up to the search's ceiling. */
+  readonly failed_at_rps: number | null;
+  readonly step_window_s: number | null;
+  readonly steps: readonly CapacityStep[];
+}

@@ -5,7 +5,7 @@
 import { BLOCK_WIDTH, line, rule } from '../report/runSummary.ts';
 import { ms, num, renderMarkdown, type Column } from '../report/tables.ts';
 import type { OpenLoopResult } from './runOpenLoopBench.ts';
-import type { CapacityReport } from './capacityBench.ts';
+import type { CapacityReport } from './capacitySearch.ts';
 import type { OpenLoopRow, Percentiles } from './openLoopStats.ts';
 
 const pct = (share: number | null): string => (share === null ? '-' : `${(share * 100).toFixed(1)}%`);

@@ -17,7 +17,7 @@ import type { ServeBenchOptions } from '../serveBenchOptions.ts';
 import { planArrivals, type ArrivalPlan } from './arrivals.ts';
 import { openLoopRow, type OpenLoopRecord, type OpenLoopRow } from './openLoopStats.ts';
 import { runOpenLoop } from './runOpenLoop.ts';
-import type { CapacityOptions, CapacityReport } from './capacityBench.ts';
+import type { CapacityReport } from './capacitySearch.ts';
 
 export interface OpenLoopBenchOptions extends Omit<ServeBenchOptions, 'concurrency' | 'numPrompts' | 'onRun'> {
   readonly ratesPerS: readonly number[];
@@ -29,11 +29,6 @@ export interface OpenLoopBenchOptions extends Omit<ServeBenchOptions, 'concurren
   readonly sloTtfpMs: number | null;
   /** After each mode's rate, with its records (the CLI keeps them for requests.json). */
   readonly onRate?: (row: OpenLoopRow, records: readonly OpenLoopRecord[]) => void;
-  /**
-   * --find-capacity: instead of ratesPerS, search each server's highest rate within the SLO (capacityBench.ts);
-   * with two servers, the first's capacity is searched and both are run at `multiples` of it.
-   */
-  readonly findCapacity?: CapacityOptions;
 }
 
 export interface OpenLoopResult extends ResultHeader {
@@ -146,10 +141,6 @@ export function sortRows(
 }
 
 export async function runOpenLoopBench(o: OpenLoopBenchOptions): Promise<OpenLoopResult> {
-  if (o.findCapacity) {
-    const { runCapacityBench } = await import('./capacityBench.ts');
-    return runCapacityBench(o, o.findCapacity);
-  }
   const modes = await planModes(o);
   const interleave = interleaves(modes);
   const plans = o.ratesPerS.map((rate) => arrivalPlan(o, rate));

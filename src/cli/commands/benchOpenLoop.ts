@@ -7,6 +7,7 @@ import path from 'node:path';
 import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import type { OpenLoopBenchOptions } from '../../../bench/ttfp/openLoop/runOpenLoopBench.ts';
+import type { CapacityOptions } from '../../../bench/ttfp/openLoop/capacitySearch.ts';
 
 export const openLoopUsage = `  chorus bench --request-rate R1,R2,... [--burstiness 1] [--duration 20 | --num-prompts N]
                [--slo-ttfp-ms MS] [--config FILE | --url URL [--sync-url URL] [--api-key KEY]]
@@ -45,10 +46,10 @@ interface OpenLoopFlagValues {
   readonly 'capacity-multiples'?: string;
 }
 
-export type OpenLoopFlags = Pick<
-  OpenLoopBenchOptions,
-  'ratesPerS' | 'burstiness' | 'length' | 'sloTtfpMs' | 'findCapacity'
->;
+export type OpenLoopFlags = Pick<OpenLoopBenchOptions, 'ratesPerS' | 'burstiness' | 'length' | 'sloTtfpMs'> & {
+  /** --find-capacity: search the rate (bench/ttfp/openLoop/capacityBench.ts) instead of running ratesPerS. */
+  readonly findCapacity?: CapacityOptions;
+};
 
 /** The capacity search's bracket stops within 10 % of the capacity, or after this many steps. */
 const CAPACITY_TOLERANCE = 0.1;
@@ -129,17 +130,25 @@ export function openLoopFlags(v: OpenLoopFlagValues): OpenLoopFlags | null {
 }
 
 export async function runOpenLoopCommand(
-  o: Omit<OpenLoopBenchOptions, 'onRate'> & { readonly out: string | undefined; readonly json: boolean },
+  o: Omit<OpenLoopBenchOptions, 'onRate'> & {
+    readonly out: string | undefined;
+    readonly json: boolean;
+    readonly findCapacity?: CapacityOptions;
+  },
 ): Promise<number> {
   const { runOpenLoopBench } = await import('../../../bench/ttfp/openLoop/runOpenLoopBench.ts');
+  const { runCapacityBench } = await import('../../../bench/ttfp/openLoop/capacityBench.ts');
   const { formatOpenLoopText } = await import('../../../bench/ttfp/openLoop/formatOpenLoop.ts');
   const { writeOpenLoopResults } = await import('../../../bench/ttfp/openLoop/writeOpenLoopResults.ts');
-  const result = await runOpenLoopBench(o);
+  const result = o.findCapacity ? await runCapacityBench(o, o.findCapacity) : await runOpenLoopBench(o);
   const out = path.resolve(
     o.out ?? path.join(repoRoot(), 'bench', 'results', `rate-${result.started_at.replace(/[:.]/g, '-')}`),
   );
   const files = await writeOpenLoopResults(out, result);
   process.stdout.write(o.json ? `${JSON.stringify(result, null, 2)}\n` : formatOpenLoopText(result));
   process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}\n`);
-  return result.rates.some((r) => r.failed > 0) ? 1 : 0;
+  // A capacity search drives rates past capacity on purpose: failures there are what it finds, not a broken run.
+  const capacityOf = (variant: string) =>
+    result.capacity?.find((c) => c.variant === variant)?.capacity_rps ?? (o.findCapacity ? 0 : Infinity);
+  return result.rates.some((r) => r.failed > 0 && r.request_rate <= capacityOf(r.variant)) ? 1 : 0;
 }
