@@ -54,9 +54,13 @@ describe('chorus bench arguments', () => {
     [['--find-capacity'], /--find-capacity searches the rate within a TTFP SLO: add --slo-ttfp-ms MS/],
     [['--find-capacity', '--slo-ttfp-ms', '500', '--request-rate', '1,2'], /starts from one rate/],
     [['--find-capacity', '--slo-ttfp-ms', '500', '--slo-quantile', '1'], /--slo-quantile must be in \(0, 1\)/],
-    [['--find-capacity', '--slo-ttfp-ms', '500', '--capacity-multiples', '1,x'], /--capacity-multiples must be a/],
+    [
+      ['--find-capacity', '--slo-ttfp-ms', '500', '--compare-sync', '--capacity-multiples', '1,x'],
+      /--capacity-multiples must be a/,
+    ],
     [['--slo-quantile', '0.9'], /--slo-quantile is for the capacity search: add --find-capacity/],
     [['--capacity-multiples', '1'], /--capacity-multiples is for the capacity search: add --find-capacity/],
+    [['--find-capacity', '--slo-ttfp-ms', '500', '--capacity-multiples', '1'], /add a --compare-\* flag/],
     [['limit', '--input-len', '0'], /--input-len must be an integer >= 1/],
     [['transport', '--transports', 'shm,carrier-pigeon'], /unknown transport "carrier-pigeon"/],
   ])('%j fails with a clear message', async (argv, message) => {

@@ -44,6 +44,11 @@ interface OpenLoopFlagValues {
   readonly 'find-capacity'?: boolean;
   readonly 'slo-quantile'?: string;
   readonly 'capacity-multiples'?: string;
+  readonly 'compare-sync'?: boolean;
+  readonly 'compare-config'?: string;
+  readonly 'compare-scheduling'?: boolean;
+  readonly 'compare-prefix-cache'?: boolean;
+  readonly 'compare-routing'?: string;
 }
 
 export type OpenLoopFlags = Pick<OpenLoopBenchOptions, 'ratesPerS' | 'burstiness' | 'length' | 'sloTtfpMs'> & {
@@ -110,6 +115,16 @@ export function openLoopFlags(v: OpenLoopFlagValues): OpenLoopFlags | null {
   const quantile = v['slo-quantile'] === undefined ? 0.95 : Number(v['slo-quantile']);
   if (!(quantile > 0 && quantile < 1))
     throw new UsageError(`--slo-quantile must be in (0, 1), e.g. 0.95 for p95, got "${v['slo-quantile']}"`);
+  const comparing =
+    v['compare-sync'] === true ||
+    v['compare-scheduling'] === true ||
+    v['compare-prefix-cache'] === true ||
+    v['compare-config'] !== undefined ||
+    v['compare-routing'] !== undefined;
+  if (v['capacity-multiples'] !== undefined && !comparing)
+    throw new UsageError(
+      "--capacity-multiples runs a second server at multiples of the first one's capacity: add a --compare-* flag",
+    );
   const multiples =
     v['capacity-multiples'] === undefined
       ? DEFAULT_MULTIPLES
