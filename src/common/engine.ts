@@ -148,6 +148,16 @@ export interface StageHealth {
   readonly readyInMs?: number;
 }
 
+/** The engine's estimate for a request admitted now, in ms from its admission (admission on latency). */
+export interface FirstOutputEstimate {
+  /** Waiting in the Thinker's queue before its own prefill starts. */
+  readonly queueMs: number;
+  /** To its first text token. */
+  readonly ttftMs: number;
+  /** To its first audio packet; null until a request has had audio (the text estimate stands in). */
+  readonly ttfpMs: number | null;
+}
+
 export interface Engine {
   readonly graph: StageGraph;
   /** The audio the pipeline returns, as its vocoder reported at start-up; null when it has none. */
@@ -159,6 +169,12 @@ export interface Engine {
    * Throws what generate() would for a bad media item. Absent: the engine cannot count (test doubles).
    */
   promptPositions?(messages: readonly ChatMessage[]): number;
+  /**
+   * When a request admitted now would start and first answer (src/engine/admission/admissionDecision.ts), for
+   * admission on latency. null: nothing to go by (nothing measured yet, or the engine is idle, when a request
+   * starts at once). Absent: the engine cannot estimate (test doubles).
+   */
+  firstOutputEstimate?(): FirstOutputEstimate | null;
   /** Frees the Thinker's prefix-cache entries owned by a key (GenerateRequest.prefix); unknown keys are ignored. */
   releasePrefix?(key: string): void;
   health(): readonly StageHealth[];

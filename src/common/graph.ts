@@ -302,6 +302,17 @@ export interface EcStoreSettings {
   } | null;
 }
 
+/**
+ * Bounds on the estimated wait of a request admitted now (src/engine/admission/admissionDecision.ts): beyond either,
+ * it is refused with a 429 and a Retry-After from the estimate instead of being queued into lateness. null: no bound.
+ */
+export interface AdmissionSlo {
+  /** Time in line (the server's and the Thinker's queue) before its own work starts. */
+  readonly maxQueueMs: number | null;
+  /** Time to its first packet: first audio when it asks for audio, else first text. */
+  readonly sloTtfpMs: number | null;
+}
+
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
   readonly file: string;
@@ -331,6 +342,8 @@ export interface StageGraph {
    * first token; least_loaded = fewest requests in flight per stage; round_robin = in turn (for comparison).
    */
   readonly routing: RoutingPolicy;
+  /** Admission on latency (YAML `admission:`); absent: the count bounds of the server only. */
+  readonly admission?: AdmissionSlo;
   /**
    * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the
    * Thinker they feed; without encoders the entry stage is first.

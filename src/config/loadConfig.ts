@@ -108,6 +108,10 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
     scheduling: yaml.scheduling ?? defaults.scheduling,
     routing: yaml.routing ?? defaults.routing,
+    admission: {
+      maxQueueMs: yaml.admission?.max_queue_ms ?? null,
+      sloTtfpMs: yaml.admission?.slo_ttfp_ms ?? null,
+    },
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     stageNice: yaml.stage_nice ?? defaults.stageNice,
     modelAliases: yaml.model_aliases ?? [],

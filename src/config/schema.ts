@@ -176,6 +176,16 @@ export const GraphYaml = Type.Object(
         errorMessage: 'must be playback (least slack first) or fifo (oldest first)',
       }),
     ),
+    // Admission on latency (src/engine/admission/admissionDecision.ts): refuse what would start later than this.
+    admission: optional(
+      Type.Object(
+        {
+          max_queue_ms: optional(int(1)),
+          slo_ttfp_ms: optional(int(1)),
+        },
+        closed,
+      ),
+    ),
     // Which Thinker and encoder instances take a request (src/engine/routing/chooseRoute.ts).
     routing: optional(
       Type.Union([Type.Literal('ttft'), Type.Literal('least_loaded'), Type.Literal('round_robin')], {

@@ -33,7 +33,14 @@ import { admissiblePrompt, entryTokenizer, promptContextOf, promptPositionsOf } 
 import type { PreparedPrompt, PromptContext, Tokenizer } from './mediaPrompt.ts';
 import { MAIN, planEdges } from './planEdges.ts';
 import type { RequestStream } from './RequestStream.ts';
-import type { ChatMessage, Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
+import type {
+  ChatMessage,
+  Engine,
+  FirstOutputEstimate,
+  GenerateRequest,
+  RequestHandle,
+  StageHealth,
+} from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
 import { planAdmission, routedStages, type AdmissionPlan } from './admission/planAdmission.ts';
 import { StagePool } from './pool/StagePool.ts';
@@ -207,6 +214,13 @@ export class Orchestrator implements Engine {
 
   promptPositions(messages: readonly ChatMessage[]): number {
     return promptPositionsOf(messages, this.graph, this.promptContext);
+  }
+
+  firstOutputEstimate(): FirstOutputEstimate | null {
+    // Idle: a request starts at once, whatever the last ones met (and a refusal would never let a new sample in).
+    if (this.requests.load === 0) return null;
+    const entry = this.graph.stages.find((s) => s.stageId === this.graph.entryStageId)!;
+    return this.router.estimate(entry);
   }
 
   releasePrefix(key: string): void {

@@ -12,7 +12,14 @@
  * to the deployment on that Redis, and two generations under one key prefix would collide.
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import type { ChatMessage, Engine, GenerateRequest, RequestHandle, StageHealth } from '../common/engine.ts';
+import type {
+  ChatMessage,
+  Engine,
+  FirstOutputEstimate,
+  GenerateRequest,
+  RequestHandle,
+  StageHealth,
+} from '../common/engine.ts';
 import type { StageGraph } from '../common/graph.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import { logger, type Logger } from '../common/log.ts';
@@ -72,6 +79,10 @@ export class ReloadableEngine implements Engine {
   }
 
   /** A replaced pipeline stops (and its Thinker with what it retained): only the current one holds keys. */
+  firstOutputEstimate(): FirstOutputEstimate | null {
+    return this.#current.firstOutputEstimate();
+  }
+
   releasePrefix(key: string): void {
     this.#current.releasePrefix(key);
   }

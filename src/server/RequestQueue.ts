@@ -3,8 +3,15 @@
  * in FIFO order for up to maxWaitMs with at most maxQueued others; beyond the queue, or past the wait, it is
  * refused with CHORUS_ERR_RATE_LIMITED (HTTP 429, Retry-After), which OpenAI clients retry by themselves. Load is
  * never a crash or a 5xx, and a short burst is served instead of refused.
+ *
+ * With the graph's `admission:` bounds (max_queue_ms, slo_ttfp_ms) a request is also refused at once when the
+ * estimate says it would start or first answer too late (src/engine/admission/admissionDecision.ts): its wait in
+ * this line (from how long slots are held lately) plus the engine's estimate. The counts stay a hard cap.
  */
+import type { FirstOutputEstimate } from '../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import type { AdmissionSlo } from '../common/graph.ts';
+import { decideAdmission } from '../engine/admission/admissionDecision.ts';
 import { serverMetrics } from './metrics.ts';
 
 export interface RequestQueueLimits {
@@ -12,6 +19,25 @@ export interface RequestQueueLimits {
   readonly maxQueued: number;
   readonly maxWaitMs: number;
 }
+
+/** The latency bounds and the engine's estimate, read at each admission (a hot reload may change the bounds). */
+export interface LatencyGate {
+  slo(): AdmissionSlo | undefined;
+  estimate(): FirstOutputEstimate | null;
+}
+
+/** A refusal that knows when to come back: the Retry-After of its 429 (or the seconds its error event names). */
+export class RateLimitedError extends ChorusError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(ErrorCodes.RATE_LIMITED, message);
+  }
+}
+
+/** Weight of a new slot-hold sample (exponential moving average), as the router's rates. */
+const HOLD_SMOOTHING = 0.3;
 
 interface Waiter {
   readonly enqueuedAtMs: number;
@@ -28,7 +54,13 @@ export class RequestQueue {
   /** Set by drain(): every acquire is refused with CHORUS_ERR_SHUTTING_DOWN. */
   #closedReason: string | null = null;
 
-  constructor(limits: RequestQueueLimits) {
+  /** How long a slot is held lately (ms), for the wait in line; null until one was released. */
+  #holdMs: number | null = null;
+
+  constructor(
+    limits: RequestQueueLimits,
+    private readonly gate: LatencyGate | null = null,
+  ) {
     this.#limits = limits;
   }
 
@@ -65,6 +97,29 @@ export class RequestQueue {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
+  /**
+   * The refusal of a request that would start or first answer later than the graph's `admission:` bounds, or null
+   * (no bounds, or within them). `wantsAudio`: its first packet is audio. `waits`: it would wait in line for a slot
+   * (a Realtime response does not: it gets a slot now or a refusal). The caller that refuses counts it
+   * (chorus_latency_refusals_total): a held voice answer not started early is no refusal.
+   */
+  latencyRefusal(wantsAudio: boolean, waits: boolean): RateLimitedError | null {
+    const slo = this.gate?.slo();
+    if (!slo || (slo.maxQueueMs === null && slo.sloTtfpMs === null)) return null;
+    const decision = decideAdmission({
+      slo,
+      engine: this.gate!.estimate(),
+      lineWaitMs: waits ? this.#lineWaitMs() : 0,
+      wantsAudio,
+    });
+    if (decision.admit) return null;
+    const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+    return new RateLimitedError(
+      `the server is too busy to serve this request in time (${decision.reason}): retry after ${seconds} s`,
+      seconds,
+    );
+  }
+
   /** A slot now, or null when every slot is taken (no waiting: a Realtime response.create answers at once). */
   tryAcquire(): (() => void) | null {
     if (this.#closedReason !== null) throw this.#shuttingDown();
@@ -74,8 +129,17 @@ export class RequestQueue {
     return this.#releaser();
   }
 
-  /** A slot, after waiting in line if need be; rejects with CHORUS_ERR_RATE_LIMITED when the line is full or slow. */
-  acquire(): Promise<() => void> {
+  /**
+   * A slot, after waiting in line if need be; rejects with CHORUS_ERR_RATE_LIMITED when the line is full or slow, or
+   * at once when the estimate says it would start or first answer too late (latencyRefusal).
+   */
+  acquire(wantsAudio = false): Promise<() => void> {
+    if (this.#closedReason !== null) return Promise.reject(this.#shuttingDown());
+    const late = this.latencyRefusal(wantsAudio, true);
+    if (late) {
+      serverMetrics.latencyRefusals.inc();
+      return Promise.reject(late);
+    }
     const now = this.tryAcquire();
     if (now) return Promise.resolve(now);
     if (this.#waiting.length >= this.#limits.maxQueued) return Promise.reject(this.#refusal('the queue is full'));
@@ -90,11 +154,20 @@ export class RequestQueue {
     });
   }
 
+  /** Expected wait for a slot: the slots turn over maxRunning per hold time, and the line ahead goes first. */
+  #lineWaitMs(): number {
+    if (this.#running < this.#limits.maxRunning || this.#holdMs === null) return 0;
+    return ((this.#waiting.length + 1) * this.#holdMs) / this.#limits.maxRunning;
+  }
+
   #releaser(): () => void {
     let released = false;
+    const grantedAtMs = performance.now();
     return () => {
       if (released) return;
       released = true;
+      const heldMs = performance.now() - grantedAtMs;
+      this.#holdMs = this.#holdMs === null ? heldMs : this.#holdMs + HOLD_SMOOTHING * (heldMs - this.#holdMs);
       const next = this.#waiting.shift();
       if (!next) {
         this.#running--;

@@ -15,7 +15,7 @@ import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { thinkerPositions } from '../common/promptBytes.ts';
 import { logger as rootLogger } from '../common/log.ts';
 import { Admission } from './Admission.ts';
-import { RequestQueue } from './RequestQueue.ts';
+import { RateLimitedError, RequestQueue } from './RequestQueue.ts';
 import { registerChatCompletions } from './chat/chatCompletions.ts';
 import type { TokenLimits } from './generationParams.ts';
 import { errorBody, httpStatusFor, replyError, toChorusError, errorType } from './httpErrors.ts';
@@ -64,11 +64,15 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   });
   registerJsonBodies(app, options.maxBodyBytes);
   const admission = new Admission(options.maxSessions);
-  const queue = new RequestQueue({
-    maxRunning: options.maxRunningRequests,
-    maxQueued: options.maxQueuedRequests,
-    maxWaitMs: options.maxQueueWaitMs,
-  });
+  const queue = new RequestQueue(
+    {
+      maxRunning: options.maxRunningRequests,
+      maxQueued: options.maxQueuedRequests,
+      maxWaitMs: options.maxQueueWaitMs,
+    },
+    // Read per request: a hot reload changes engine.graph, and with it the bounds.
+    { slo: () => engine.graph.admission, estimate: () => engine.firstOutputEstimate?.() ?? null },
+  );
   queues.set(app, queue);
   bridgeEngineDiagnostics();
   const current = graphState(engine, options.maxResponseTokens);
@@ -98,7 +102,9 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     if (status === 429 || status === 503) {
       const shutdown = e.code === ErrorCodes.SHUTTING_DOWN || e.code === ErrorCodes.REQUEST_CANCELLED;
       const seconds = status === 503 && !shutdown ? retryAfterSeconds(engine.health(), queue.retryAfterSeconds) : null;
-      reply.header('retry-after', String(seconds ?? queue.retryAfterSeconds));
+      // A refusal on the latency estimate knows how long its backlog takes to drain.
+      const fromEstimate = e instanceof RateLimitedError ? e.retryAfterSeconds : null;
+      reply.header('retry-after', String(seconds ?? fromEstimate ?? queue.retryAfterSeconds));
     }
     // OpenAI's `param`: the field at fault; for media, the item an error message starts with.
     body.error.param = err instanceof ClientInputError ? err.param : mediaParam(e.message);

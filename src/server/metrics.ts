@@ -83,6 +83,13 @@ export const serverMetrics = {
     buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [metricsRegistry],
   }),
+  latencyRefusals: new Counter({
+    name: 'chorus_latency_refusals_total',
+    help:
+      'Requests refused (429) because the estimate said they would start or first answer later than the ' +
+      "graph's admission bounds (max_queue_ms, slo_ttfp_ms).",
+    registers: [metricsRegistry],
+  }),
   activeSessions: new Gauge({
     name: 'chorus_active_sessions',
     help: 'Open realtime sessions and in-flight HTTP completions.',

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatOpenLoopText } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
 import { runOpenLoopBench, type OpenLoopBenchOptions } from '../../bench/ttfp/openLoop/runOpenLoopBench.ts';
+import { runCapacityBench } from '../../bench/ttfp/openLoop/capacityBench.ts';
 import { writeOpenLoopResults } from '../../bench/ttfp/openLoop/writeOpenLoopResults.ts';
 import { readBenchConfig } from '../../bench/ttfp/inProcessServer.ts';
 import { logger } from '../../src/common/log.ts';
@@ -118,5 +119,24 @@ describe('chorus bench --request-rate', () => {
     expect(r.refusal_ms.p50!).toBeGreaterThanOrEqual(0);
     expect(r.refusal_ms.p99!).toBeLessThan(5_000);
     expect(r.admitted_rps).toBeLessThan(r.offered_rps);
+  });
+
+  it('--find-capacity: each step is an open-loop run and a row, judged and listed in the capacity report', async () => {
+    const findCapacity = { quantile: 0.9, startRate: 2, relTolerance: 0.1, maxSteps: 2, multiples: [1] };
+    const result = await runCapacityBench(options({ sloTtfpMs: 5_000, length: { durationS: 2 } }), findCapacity);
+    expect(result.capacity).toHaveLength(1);
+    const [c] = result.capacity!;
+    expect(c).toMatchObject({ variant: 'async', slo_ttfp_ms: 5_000, quantile: 0.9, step_window_s: 2 });
+    expect(c.steps).toHaveLength(2);
+    // The second step doubled or halved the first, as the first passed or failed.
+    expect(c.steps[1].rate).toBe(c.steps[0].passed ? 4 : 1);
+    expect(result.rates.map((r) => r.request_rate).sort()).toEqual(c.steps.map((s) => s.rate).sort());
+    for (const s of c.steps) {
+      expect(s.requests).toBe(result.rates.find((r) => r.request_rate === s.rate)!.num_requests);
+      expect(s.passed).toBe(s.why === '');
+      if (s.passed) expect(c.capacity_rps).toBeGreaterThanOrEqual(s.rate);
+      else expect(c.failed_at_rps).toBeLessThanOrEqual(s.rate);
+    }
+    expect(formatOpenLoopText(result)).toMatch(/capacity at TTFP p90 <= 5000 ms, no underrun/);
   });
 });

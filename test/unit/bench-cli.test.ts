@@ -53,6 +53,16 @@ describe('chorus bench arguments', () => {
     [['--request-rate', '2', '--turns', '3'], /--request-rate is for single prompts, not --turns/],
     [['--burstiness', '2'], /--burstiness is for open-loop load: add --request-rate/],
     [['--slo-ttfp-ms', '200'], /--slo-ttfp-ms is for open-loop load: add --request-rate/],
+    [['--find-capacity'], /--find-capacity searches the rate within a TTFP SLO: add --slo-ttfp-ms MS/],
+    [['--find-capacity', '--slo-ttfp-ms', '500', '--request-rate', '1,2'], /starts from one rate/],
+    [['--find-capacity', '--slo-ttfp-ms', '500', '--slo-quantile', '1'], /--slo-quantile must be in \(0, 1\)/],
+    [
+      ['--find-capacity', '--slo-ttfp-ms', '500', '--compare-sync', '--capacity-multiples', '1,x'],
+      /--capacity-multiples must be a/,
+    ],
+    [['--slo-quantile', '0.9'], /--slo-quantile is for the capacity search: add --find-capacity/],
+    [['--capacity-multiples', '1'], /--capacity-multiples is for the capacity search: add --find-capacity/],
+    [['--find-capacity', '--slo-ttfp-ms', '500', '--capacity-multiples', '1'], /add a --compare-\* flag/],
     [['limit', '--input-len', '0'], /--input-len must be an integer >= 1/],
     [['transport', '--transports', 'shm,carrier-pigeon'], /unknown transport "carrier-pigeon"/],
   ])('%j fails with a clear message', async (argv, message) => {
@@ -67,6 +77,8 @@ describe('chorus bench arguments', () => {
     expect(usage).toMatch(/^--turns N: conversations of N turns/m);
     expect(usage).toMatch(/chorus bench --request-rate R1,R2,\.\.\. \[--burstiness 1\]/);
     expect(usage).toMatch(/^--request-rate R1,R2,\.\.\.: open-loop load/m);
+    expect(usage).toMatch(/chorus bench --find-capacity --slo-ttfp-ms MS \[--slo-quantile 0\.95\]/);
+    expect(usage).toMatch(/^--find-capacity --slo-ttfp-ms MS: the highest Poisson rate/m);
   });
 
   it('--compare-routing refuses a config with one Thinker instance, naming the fix, before it starts', async () => {

@@ -5,6 +5,7 @@
 import { BLOCK_WIDTH, line, rule } from '../report/runSummary.ts';
 import { ms, num, renderMarkdown, type Column } from '../report/tables.ts';
 import type { OpenLoopResult } from './runOpenLoopBench.ts';
+import type { CapacityReport } from './capacitySearch.ts';
 import type { OpenLoopRow, Percentiles } from './openLoopStats.ts';
 
 const pct = (share: number | null): string => (share === null ? '-' : `${(share * 100).toFixed(1)}%`);
@@ -57,7 +58,28 @@ export function openLoopSummaryLines(r: OpenLoopRow): string[] {
 
 export function formatOpenLoopText(r: OpenLoopResult): string {
   const blocks = r.rates.map((row) => openLoopSummaryLines(row).join('\n'));
+  for (const c of r.capacity ?? []) blocks.push(capacityLines(c).join('\n'));
   return `${blocks.join('\n\n')}\n`;
+}
+
+/** A capacity search: the figure, its bracket, and each step with how stable it was. */
+export function capacityLines(c: CapacityReport): string[] {
+  const q = `p${Math.round(c.quantile * 1000) / 10}`;
+  const steps = c.steps.flatMap((s) => [
+    `  ${s.rate} req/s: ${s.passed ? 'pass' : 'FAIL'}, TTFP ${q} ${ms(s.ttfpQuantileMs)} ms (halves ` +
+      `${ms(s.firstHalfMs)} -> ${ms(s.secondHalfMs)}, drift ${num(s.drift, 2)}), ${s.completed} done, ` +
+      `${s.tailSamples} beyond the ${q}`,
+    ...(s.passed ? [] : [`    ${s.why}`]),
+  ]);
+  return [
+    rule(`${variantName(c.variant)}: capacity at TTFP ${q} <= ${c.slo_ttfp_ms} ms, no underrun`, '='),
+    line('Capacity (req/s)', c.capacity_rps === null ? 'none found' : String(c.capacity_rps)),
+    line('Lowest failing rate (req/s)', c.failed_at_rps === null ? 'none found' : String(c.failed_at_rps)),
+    line('Window per step (s)', num(c.step_window_s, 1)),
+    "Steps, in order (drift: the second half of a step's quantile over the first; ~1 is steady):",
+    ...steps,
+    '='.repeat(BLOCK_WIDTH),
+  ];
 }
 
 const columns: readonly Column<OpenLoopRow>[] = [
@@ -93,5 +115,6 @@ export function formatOpenLoopMarkdown(r: OpenLoopResult): string {
     '',
     renderMarkdown(columns, r.rates),
     '',
+    ...(r.capacity ?? []).flatMap((c) => ['```', ...capacityLines(c), '```', '']),
   ].join('\n');
 }

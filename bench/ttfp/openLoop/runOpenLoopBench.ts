@@ -8,7 +8,7 @@ import os from 'node:os';
 import type { BenchClient } from '../clients/BenchClient.ts';
 import { ChatBenchClient } from '../clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from '../clients/RealtimeBenchClient.ts';
-import { openMode, warmUp, type LiveMode } from '../modeRun.ts';
+import { openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
 import { ProgressBar } from '../ProgressBar.ts';
 import { makePrompts } from '../prompts.ts';
 import { resultHeader, type ResultHeader } from '../results.ts';
@@ -17,6 +17,7 @@ import type { ServeBenchOptions } from '../serveBenchOptions.ts';
 import { planArrivals, type ArrivalPlan } from './arrivals.ts';
 import { openLoopRow, type OpenLoopRecord, type OpenLoopRow } from './openLoopStats.ts';
 import { runOpenLoop } from './runOpenLoop.ts';
+import type { CapacityReport } from './capacitySearch.ts';
 
 export interface OpenLoopBenchOptions extends Omit<ServeBenchOptions, 'concurrency' | 'numPrompts' | 'onRun'> {
   readonly ratesPerS: readonly number[];
@@ -47,8 +48,10 @@ export interface OpenLoopResult extends ResultHeader {
     readonly ttfp_target_ms: number | null;
     readonly interleaved: boolean;
   };
-  /** In the order of --request-rate, each rate's modes together. */
+  /** In the order of --request-rate, each rate's modes together (a capacity search: every step, by rate). */
   readonly rates: OpenLoopRow[];
+  /** --find-capacity: each searched server's capacity and its steps. */
+  readonly capacity?: CapacityReport[];
 }
 
 /** The same arrivals for every mode: a rate's plan depends on the rate, the burstiness and the seed alone. */
@@ -62,16 +65,9 @@ export function arrivalPlan(
     : planArrivals({ ...base, count: o.length.numPrompts });
 }
 
-export async function runOpenLoopBench(o: OpenLoopBenchOptions): Promise<OpenLoopResult> {
-  const modes = await planModes(o);
-  const interleave = interleaves(modes);
-  const plans = o.ratesPerS.map((rate) => arrivalPlan(o, rate));
-  const tokenizer = await benchTokenizer(o, modes);
-  // Request i of every rate sends prompt i: as many prompts as the longest plan has arrivals.
-  const count = Math.max(1, ...plans.map((p) => p.atMs.length));
-  const prompts = makePrompts({ tokenizer, count, inputLen: o.inputLen, seed: o.seed });
-  const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
-  const result: OpenLoopResult = {
+/** The run's header and options, before anything is measured. */
+export function openLoopResult(o: OpenLoopBenchOptions, modes: readonly Mode[]): OpenLoopResult {
+  return {
     tool: 'chorus bench --request-rate',
     ...resultHeader(o, modes),
     options: {
@@ -87,42 +83,76 @@ export async function runOpenLoopBench(o: OpenLoopBenchOptions): Promise<OpenLoo
       slo_ttfp_ms: o.sloTtfpMs,
       initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
       ttfp_target_ms: o.ttfpTargetMs ?? null,
-      interleaved: interleave,
+      interleaved: interleaves(modes),
     },
     rates: [],
   };
+}
+
+/** One server at one rate: the arrivals of `plan`, request i sending prompts[i]. */
+export async function measureRate(
+  o: OpenLoopBenchOptions,
+  live: LiveMode,
+  rate: number,
+  plan: ArrivalPlan,
+  prompts: readonly string[],
+): Promise<{ row: OpenLoopRow; records: OpenLoopRecord[] }> {
+  const bar = o.progress ? new ProgressBar(o.progress, `${live.mode.variant} ${rate} req/s`, plan.atMs.length) : null;
+  const records = await runOpenLoop({
+    arrivalsMs: plan.atMs,
+    prompts,
+    outputLen: o.outputLen,
+    seed: o.seed,
+    timeoutMs: o.timeoutMs ?? 300_000,
+    chunking: {
+      ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
+      ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
+    },
+    openClient: (): Promise<BenchClient> =>
+      o.protocol === 'realtime'
+        ? RealtimeBenchClient.connect(live.target)
+        : Promise.resolve(new ChatBenchClient(live.target)),
+    // About the requests in flight at a TTFP-scale latency: ~2 s of arrivals, a few sessions at most.
+    prewarm: Math.min(plan.atMs.length, Math.max(1, Math.ceil(rate * 2)), 16),
+    onRequestDone: (t) => bar?.tick(t.ok),
+  }).finally(() => bar?.finish());
+  const row = openLoopRow(records, {
+    variant: live.mode.variant,
+    asyncChunk: live.mode.asyncChunk,
+    ratePerS: rate,
+    burstiness: o.burstiness,
+    windowMs: plan.windowMs,
+    sloTtfpMs: o.sloTtfpMs,
+  });
+  o.onRate?.(row, records);
+  return { row, records };
+}
+
+/** Each mode's rows in the order of the rates run, the modes of a rate together. */
+export function sortRows(
+  result: OpenLoopResult,
+  modes: readonly { variant: string }[],
+  rates: readonly number[],
+): void {
+  const modeIndex = (r: OpenLoopRow) => modes.findIndex((m) => m.variant === r.variant);
+  result.rates.sort(
+    (x, y) => rates.indexOf(x.request_rate) - rates.indexOf(y.request_rate) || modeIndex(x) - modeIndex(y),
+  );
+}
+
+export async function runOpenLoopBench(o: OpenLoopBenchOptions): Promise<OpenLoopResult> {
+  const modes = await planModes(o);
+  const interleave = interleaves(modes);
+  const plans = o.ratesPerS.map((rate) => arrivalPlan(o, rate));
+  const tokenizer = await benchTokenizer(o, modes);
+  // Request i of every rate sends prompt i: as many prompts as the longest plan has arrivals.
+  const count = Math.max(1, ...plans.map((p) => p.atMs.length));
+  const prompts = makePrompts({ tokenizer, count, inputLen: o.inputLen, seed: o.seed });
+  const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
+  const result = openLoopResult(o, modes);
   const measure = async (live: LiveMode, rateIndex: number): Promise<void> => {
-    const rate = o.ratesPerS[rateIndex];
-    const plan = plans[rateIndex];
-    const bar = o.progress ? new ProgressBar(o.progress, `${live.mode.variant} ${rate} req/s`, plan.atMs.length) : null;
-    const records = await runOpenLoop({
-      arrivalsMs: plan.atMs,
-      prompts,
-      outputLen: o.outputLen,
-      seed: o.seed,
-      timeoutMs: o.timeoutMs ?? 300_000,
-      chunking: {
-        ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
-        ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
-      },
-      openClient: (): Promise<BenchClient> =>
-        o.protocol === 'realtime'
-          ? RealtimeBenchClient.connect(live.target)
-          : Promise.resolve(new ChatBenchClient(live.target)),
-      // About the requests in flight at a TTFP-scale latency: ~2 s of arrivals, a few sessions at most.
-      prewarm: Math.min(plan.atMs.length, Math.max(1, Math.ceil(rate * 2)), 16),
-      onRequestDone: (t) => bar?.tick(t.ok),
-    }).finally(() => bar?.finish());
-    const row = openLoopRow(records, {
-      variant: live.mode.variant,
-      asyncChunk: live.mode.asyncChunk,
-      ratePerS: rate,
-      burstiness: o.burstiness,
-      windowMs: plan.windowMs,
-      sloTtfpMs: o.sloTtfpMs,
-    });
+    const { row } = await measureRate(o, live, o.ratesPerS[rateIndex], plans[rateIndex], prompts);
     result.rates.push(row);
-    o.onRate?.(row, records);
   };
   if (interleave) {
     const lives: LiveMode[] = [];
@@ -144,10 +174,12 @@ export async function runOpenLoopBench(o: OpenLoopBenchOptions): Promise<OpenLoo
       }
     }
   }
-  const modeIndex = (r: OpenLoopRow) => modes.findIndex((m) => m.variant === r.variant);
-  result.rates.sort(
-    (x, y) => o.ratesPerS.indexOf(x.request_rate) - o.ratesPerS.indexOf(y.request_rate) || modeIndex(x) - modeIndex(y),
-  );
+  sortRows(result, modes, o.ratesPerS);
+  return finish(result);
+}
+
+/** Stamps the end of the run. */
+export function finish(result: OpenLoopResult): OpenLoopResult {
   result.finished_at = new Date().toISOString();
   result.machine.load_avg_end = os.loadavg()[0];
   return result;

@@ -19,7 +19,7 @@ import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 import type { RoutingPolicy } from '../../common/graph.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
-import { openLoopFlags, openLoopUsage, runOpenLoopCommand } from './benchOpenLoop.ts';
+import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './benchOpenLoop.ts';
 import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
 import { runVoiceTurnsCommand, voiceTurnsUsage } from './benchVoiceTurns.ts';
 import { STEP_TRACE_ENV } from '../../worker/StepTrace.ts';
@@ -67,10 +67,7 @@ instances to choose from, e.g. replicas: 2). The two servers of a comparison run
 concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
 stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
---request-rate R1,R2,...: open-loop load instead of --concurrency: at each rate, requests sent at seeded arrival
-times (gamma gaps of shape --burstiness, 1 = Poisson) within --duration seconds (default 20) or --num-prompts of them;
-reports offered and admitted req/s, refusals (429) and how fast they came, TTFT/TTFP p50/p95/p99, underruns and
-goodput (no underrun, TTFP within --slo-ttfp-ms if given) per rate (bench/README.md, "Open-loop load").
+${openLoopHelp}\
 --trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a
 request's first packet waited, from those files and requests.json).
 A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
@@ -190,6 +187,9 @@ async function runServeCommand(argv: string[]): Promise<number> {
     burstiness: { type: 'string' },
     duration: { type: 'string' },
     'slo-ttfp-ms': { type: 'string' },
+    'find-capacity': { type: 'boolean' },
+    'slo-quantile': { type: 'string' },
+    'capacity-multiples': { type: 'string' },
   });
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');

@@ -118,6 +118,10 @@ export class RequestRecord {
     this.#route?.firstToken(atMs);
   }
 
+  firstAudio(atMs: number): void {
+    this.parts.route?.firstAudio(atMs);
+  }
+
   encoderFinished(instance: string, atMs: number): void {
     this.#route?.encoderFinished(instance, atMs);
   }

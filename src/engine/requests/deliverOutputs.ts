@@ -24,5 +24,6 @@ export function deliverOutputs(arrivals: readonly Arrival[], requests: RequestRe
     }
     record.stream.onChunk(m.from, a.chunk);
     if (record.stream.firstTextAtMs !== null) record.firstToken(record.stream.firstTextAtMs);
+    if (record.stream.firstAudioAtMs !== null) record.firstAudio(record.stream.firstAudioAtMs);
   }
 }

@@ -16,6 +16,8 @@ import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot } from '../../sched/blockNames.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
+import { LiveCost, type LiveSample } from './LiveCost.ts';
+import type { FirstOutputEstimate } from '../../common/engine.ts';
 import {
   chooseRoute,
   type EcEntry,
@@ -58,6 +60,8 @@ interface Admitted {
   queued: boolean;
   /** Its first token came or it ended: it counts in no queue any more and learns nothing more. */
   done: boolean;
+  /** What the admission estimate learns from it (LiveCost.ts). */
+  readonly live: LiveSample;
 }
 
 /**
@@ -67,6 +71,8 @@ interface Admitted {
 export interface RouteTicket {
   /** Main saw the request's first text token: its prompt left the queue; learn the Thinker's rate. */
   firstToken(atMs: number): void;
+  /** Main saw the request's first audio: learn how long audio follows text (the Talker's and Code2Wav's share). */
+  firstAudio(atMs: number): void;
   /** An encoder instance finished the request's items: its rows left the queue; learn its rate. */
   encoderFinished(instance: string, atMs: number): void;
   /** The request ended: whatever it still counted in the queues leaves them. */
@@ -86,6 +92,8 @@ export class Router {
   readonly #secondsPerRow = new Map<string, number>();
   readonly #turn = new Map<string, number>();
   readonly #kv = new KvIndex();
+  /** For the admission estimate (estimate()): a typical prompt, and what predictions miss per live request. */
+  readonly #liveCost = new LiveCost();
 
   constructor(
     private readonly policy: RoutingPolicy,
@@ -191,9 +199,36 @@ export class Router {
     );
   }
 
+  /**
+   * When a request admitted now would start and first answer (admission on latency, admissionDecision.ts): the TTFT
+   * routing predicts for a typical prompt on the best Thinker instance of `entry`, plus what its predictions lately
+   * missed the first text and the first audio by, per live request, times the requests live now (LiveCost.ts).
+   * null before a request was routed, or with no ready instance.
+   */
+  estimate(entry: StageSpec): FirstOutputEstimate | null {
+    const typicalTokens = this.#liveCost.typicalPromptTokens;
+    if (typicalTokens === null) return null;
+    const all = this.snapshot(
+      [entry],
+      () => true,
+      () => null,
+    );
+    const queue = chooseRoute(all, { promptTokens: 0, items: [] });
+    const typical = chooseRoute(all, { promptTokens: typicalTokens, items: [] });
+    if (!queue || !typical) return null;
+    const predictedMs = typical.predictedTtftSeconds * 1000;
+    const ttfpExtraMs = this.#liveCost.extraMs('ttfp');
+    return {
+      queueMs: queue.predictedTtftSeconds * 1000,
+      ttftMs: Math.max(0, predictedMs + (this.#liveCost.extraMs('ttft') ?? 0)),
+      ttfpMs: ttfpExtraMs === null ? null : Math.max(0, predictedMs + ttfpExtraMs),
+    };
+  }
+
   private firstToken(a: Admitted, atMs: number): void {
     if (a.done) return;
     this.release(a);
+    this.#liveCost.firstToken(a.live, atMs);
     const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
     if (prefillMs > 0) learn(this.#prefillRate, a.thinker, ((a.tokensAhead + a.promptTokens) * 1000) / prefillMs);
     diagnostics.routeTtft.publish({
@@ -202,6 +237,10 @@ export class Router {
       predictedSeconds: a.predictedTtftSeconds,
       actualSeconds: (atMs - a.admittedAtMs) / 1000,
     });
+  }
+
+  private firstAudio(a: Admitted, atMs: number): void {
+    this.#liveCost.firstAudio(a.live, atMs);
   }
 
   private encoderFinished(a: Admitted, instance: string, atMs: number): void {
@@ -277,29 +316,35 @@ export class Router {
       this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) + work.rows);
     const tokensAhead = this.#queuedTokens.get(thinker.instance) ?? 0;
     const modalities = new Set(request.items.map((i) => i.modality));
+    const admittedAtMs = Date.now();
+    // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
+    const promptTokens = Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0));
+    const predictedTtftSeconds = predicted?.predictedTtftSeconds ?? 0;
     const admitted: Admitted = {
       requestId,
-      admittedAtMs: Date.now(),
+      admittedAtMs,
       thinker: thinker.instance,
-      // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
-      promptTokens: Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0)),
+      promptTokens,
       tokensAhead,
       named: namedPrompt(prompt),
       encoders,
-      predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
+      predictedTtftSeconds,
       modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
       encodersDoneAtMs: 0,
       queued: false,
       done: false,
+      live: this.#liveCost.admit(promptTokens, admittedAtMs, predictedTtftSeconds * 1000),
     };
     if (encoders.size === 0) this.enqueue(admitted);
     const cachedPositions = cached.get(thinker.instance) ?? 0;
     diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
     return {
       firstToken: (atMs) => this.firstToken(admitted, atMs),
+      firstAudio: (atMs) => this.firstAudio(admitted, atMs),
       encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),
       release: () => {
         this.release(admitted);
+        this.#liveCost.release(admitted.live);
         const cache = entry.engine.prefixCache;
         if (!cache) return;
         const naming = { root: modelRoot(entry.model), blockPositions: cache.blockPositions };

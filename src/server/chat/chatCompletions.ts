@@ -70,7 +70,8 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     };
     let handle: RequestHandle;
     try {
-      releaseSlot = await ctx.queue.acquire(); // waits in line under load; a 429 when the line is full
+      // Waits in line under load; a 429 when the line is full, or at once when it would answer too late.
+      releaseSlot = await ctx.queue.acquire(plan.request.modalities.includes('audio'));
       handle = ctx.engine.generate(plan.request);
       refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
     } catch (err) {

@@ -13,6 +13,7 @@ import type { TokenLimits } from '../generationParams.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { leadingItem, renameError } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
+import { serverMetrics } from '../metrics.ts';
 import type { RequestQueue } from '../RequestQueue.ts';
 import { ClientInputError } from '../validate.ts';
 import type { ClientEventOf } from './clientEvents.ts';
@@ -90,6 +91,9 @@ export class SessionResponses {
     const { inputAudio } = this.#session;
     const pending = inputAudio.pendingItem(inputAudio.bytesUntil(clipEndMs));
     if (!pending) return;
+    // An answer the server could not start in time is not started early either (its adoption skips the check).
+    const wantsAudio = this.#session.state.outputModalities.includes('audio');
+    if (this.#ctx.queue.latencyRefusal(wantsAudio, false)) return;
     const releaseSlot = this.#ctx.queue.tryAcquire();
     if (!releaseSlot) return;
     try {
@@ -163,6 +167,13 @@ export class SessionResponses {
     if (!adopt) held?.discard();
     // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
     // A held answer brings the slot it took; one that cannot fit the Thinker needs none (it never reaches the engine).
+    // Beyond the graph's admission bounds it is refused as a full server is: an error event saying when to retry.
+    const late = plan.failure || adopt ? null : this.#ctx.queue.latencyRefusal(audio, false);
+    if (late) {
+      if (inConversation) conversation.remove(itemId);
+      serverMetrics.latencyRefusals.inc();
+      throw late;
+    }
     const releaseSlot = plan.failure ? () => {} : adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
     if (!releaseSlot) {
       if (inConversation) conversation.remove(itemId);

@@ -1,0 +1,209 @@
+/**
+ * Admission on latency: the pure decision (src/engine/admission/admissionDecision.ts), the estimate the Router learns
+ * for it (src/engine/routing/Router.ts estimate()), and the server's line in front of the engine
+ * (src/server/RequestQueue.ts latencyRefusal), and what the estimate learns per live request (LiveCost.ts), all
+ * without processes.
+ */
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { FirstOutputEstimate } from '../../src/common/engine.ts';
+import type { AdmissionSlo, StageGraph } from '../../src/common/graph.ts';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { decideAdmission } from '../../src/engine/admission/admissionDecision.ts';
+import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
+import { newInstance, type StageInstance } from '../../src/engine/pool/StageInstance.ts';
+import { LiveCost } from '../../src/engine/routing/LiveCost.ts';
+import { Router, ROUTE_DEFAULTS, type RouteTicket } from '../../src/engine/routing/Router.ts';
+import { RateLimitedError, RequestQueue } from '../../src/server/RequestQueue.ts';
+
+const NO_BOUNDS: AdmissionSlo = { maxQueueMs: null, sloTtfpMs: null };
+const estimate = (queueMs: number, ttftMs: number, ttfpMs: number | null): FirstOutputEstimate => ({
+  queueMs,
+  ttftMs,
+  ttfpMs,
+});
+
+describe('decideAdmission', () => {
+  it('admits whatever the estimate without bounds', () => {
+    const engine = estimate(60_000, 61_000, 62_000);
+    expect(decideAdmission({ slo: NO_BOUNDS, engine, lineWaitMs: 30_000, wantsAudio: true })).toEqual({
+      admit: true,
+    });
+  });
+
+  it('refuses on the queue bound by the line wait plus the Thinker queue, retrying after the excess', () => {
+    const slo = { maxQueueMs: 500, sloTtfpMs: null };
+    const engine = estimate(300, 400, 900);
+    expect(decideAdmission({ slo, engine, lineWaitMs: 100, wantsAudio: true }).admit).toBe(true);
+    const d = decideAdmission({ slo, engine, lineWaitMs: 450, wantsAudio: true });
+    expect(d).toMatchObject({ admit: false, retryAfterMs: 250 });
+    expect(!d.admit && d.reason).toMatch(/estimated queue 750 ms > max_queue_ms 500/);
+    // The line alone counts when the engine has nothing to go by.
+    expect(decideAdmission({ slo, engine: null, lineWaitMs: 700, wantsAudio: false })).toMatchObject({
+      admit: false,
+      retryAfterMs: 200,
+    });
+  });
+
+  it('holds audio requests to the first-audio estimate and text ones to the first-text one', () => {
+    const slo = { maxQueueMs: null, sloTtfpMs: 1_000 };
+    const engine = estimate(100, 600, 1_400);
+    expect(decideAdmission({ slo, engine, lineWaitMs: 0, wantsAudio: false }).admit).toBe(true);
+    const audio = decideAdmission({ slo, engine, lineWaitMs: 0, wantsAudio: true });
+    expect(audio).toMatchObject({ admit: false, retryAfterMs: 400 });
+    expect(!audio.admit && audio.reason).toMatch(/first audio in 1400 ms > slo_ttfp_ms 1000/);
+    // Before any audio was measured the text estimate stands in; the line wait adds to it.
+    expect(decideAdmission({ slo, engine: estimate(0, 900, null), lineWaitMs: 0, wantsAudio: true }).admit).toBe(true);
+    expect(decideAdmission({ slo, engine: estimate(0, 900, null), lineWaitMs: 300, wantsAudio: true })).toMatchObject({
+      admit: false,
+      retryAfterMs: 200,
+    });
+    // Nothing measured: the TTFP bound cannot be judged, so it admits (the count bounds still cap).
+    expect(decideAdmission({ slo, engine: null, lineWaitMs: 5_000, wantsAudio: true }).admit).toBe(true);
+  });
+
+  it('retries after the larger excess when both bounds are over', () => {
+    const slo = { maxQueueMs: 200, sloTtfpMs: 1_000 };
+    const d = decideAdmission({ slo, engine: estimate(500, 1_100, 3_000), lineWaitMs: 0, wantsAudio: true });
+    expect(d).toMatchObject({ admit: false, retryAfterMs: 2_000 });
+    expect(!d.admit && d.reason).toMatch(/max_queue_ms 200.*slo_ttfp_ms 1000/);
+  });
+});
+
+describe('Router.estimate', () => {
+  let graph: StageGraph;
+  beforeAll(async () => {
+    graph = await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml'));
+  });
+  // Distinct token ids per prompt: a prompt equal to an earlier one would find its blocks in the prefix cache.
+  let nextTokenId = 1;
+  const textPrompt = (tokens: number): PreparedPrompt => ({
+    promptTokenIds: new Array<number>(tokens).fill(nextTokenId++),
+    items: [],
+    spans: [],
+  });
+  function routerWithOneThinker(): { router: Router; route: (id: string, tokens: number) => RouteTicket } {
+    const index = graph.stages.findIndex((s) => s.stageId === graph.entryStageId);
+    const slot: StageInstance = newInstance(graph, index, 0, 'thinker#0');
+    slot.status = 'ready';
+    const router = new Router('ttft', new Map([[slot.instance, slot]]));
+    const entry = graph.stages[index];
+    const route = (id: string, tokens: number) =>
+      router.route(id, entry.stageId, [entry], textPrompt(tokens), (_s, pick) => pick()).ticket!;
+    return { router, route };
+  }
+  const entryOf = () => graph.stages.find((s) => s.stageId === graph.entryStageId)!;
+
+  it('has nothing to go by before a request was routed', () => {
+    expect(routerWithOneThinker().router.estimate(entryOf())).toBeNull();
+  });
+
+  it('charges the queued prompts at the assumed rate, and a typical prompt of its own', () => {
+    const { router, route } = routerWithOneThinker();
+    route('a', 400);
+    route('b', 400);
+    const e = router.estimate(entryOf())!;
+    const perToken = 1000 / ROUTE_DEFAULTS.prefillTokensPerSecond;
+    expect(e.queueMs).toBeCloseTo(800 * perToken);
+    expect(e.ttftMs).toBeCloseTo(1200 * perToken);
+    expect(e.ttfpMs).toBeNull();
+  });
+
+  it("learns the Thinker's rate and what predictions miss per live request, charged for each live now", () => {
+    const { router, route } = routerWithOneThinker();
+    const ticket = route('a', 40);
+    const admittedAt = Date.now();
+    // Alone, first token 2 s after admission: 20 tokens/s, far below the assumed rate its ~10 ms prediction used.
+    ticket.firstToken(admittedAt + 2_000);
+    ticket.firstAudio(admittedAt + 2_500);
+    ticket.release();
+    const queued = route('b', 40);
+    const e = router.estimate(entryOf())!;
+    // b's 40 tokens are ahead of a newcomer (2 s at 20 tokens/s), then its own typical 40 (2 s more); the route's
+    // clock may tick a few milliseconds between admission and the test's reading of it.
+    expect(e.queueMs).toBeGreaterThan(1_980);
+    expect(e.queueMs).toBeLessThanOrEqual(2_000);
+    // Plus a's misses (~1990 ms to text, ~2490 to audio, with one live) for each of 2 live: b and the newcomer.
+    expect(e.ttftMs - 2 * e.queueMs).toBeGreaterThan(2 * 1_980);
+    expect(e.ttftMs - 2 * e.queueMs).toBeLessThan(2 * 2_000);
+    expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(2 * 500);
+    queued.release();
+  });
+});
+
+describe('LiveCost', () => {
+  it('charges each live request what the last ones missed per live request, from the moment it is admitted', () => {
+    const cost = new LiveCost();
+    expect(cost.extraMs('ttft')).toBeNull();
+    const a = cost.admit(100, 0, 50); // alone
+    const b = cost.admit(100, 0, 50); // 2 live
+    cost.firstToken(a, 250); // missed by 200 with 1 live
+    cost.firstToken(a, 9_999); // learned once
+    expect(cost.extraMs('ttft')).toBeCloseTo(200 * 3); // 2 live + the newcomer
+    cost.firstToken(b, 650); // missed by 600 with 2 live: 300 per live, averaged in at 0.3
+    expect(cost.extraMs('ttft')).toBeCloseTo((200 + 0.3 * 100) * 3);
+    expect(cost.extraMs('ttfp')).toBeNull();
+    cost.firstAudio(b, 1_050); // 1000 over 2 live
+    expect(cost.extraMs('ttfp')).toBeCloseTo(500 * 3);
+    cost.release(a);
+    cost.release(a);
+    expect(cost.live).toBe(1);
+    expect(cost.extraMs('ttfp')).toBeCloseTo(500 * 2);
+    cost.release(b);
+    expect(cost.live).toBe(0);
+    // A smaller miss moves it down slowly (0.05: an upper envelope, the bound is on a tail); a prediction that
+    // overshot teaches a negative charge (Router.estimate never goes below 0 with it).
+    const c = cost.admit(100, 0, 2_000);
+    cost.firstToken(c, 500); // -1500 with 1 live
+    expect(cost.extraMs('ttft')).toBeCloseTo((230 + 0.05 * (-1500 - 230)) * 2); // c live, and a newcomer
+    expect(cost.typicalPromptTokens).toBe(100);
+  });
+});
+
+describe('RequestQueue.latencyRefusal', () => {
+  const limits = { maxRunning: 1, maxQueued: 4, maxWaitMs: 60_000 };
+
+  it('refuses at once with the Retry-After of the excess, and admits within the bound', async () => {
+    let engine: FirstOutputEstimate | null = estimate(0, 300, 2_600);
+    const queue = new RequestQueue(limits, {
+      slo: () => ({ maxQueueMs: null, sloTtfpMs: 1_000 }),
+      estimate: () => engine,
+    });
+    const err = await queue.acquire(true).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RateLimitedError);
+    expect((err as RateLimitedError).code).toBe('CHORUS_ERR_RATE_LIMITED');
+    expect((err as RateLimitedError).retryAfterSeconds).toBe(2); // 1.6 s over, in whole seconds
+    expect(queue.running).toBe(0);
+    const release = await queue.acquire(false); // text: 300 ms is within the bound
+    release();
+    engine = null;
+    (await queue.acquire(true))();
+  });
+
+  it('counts the wait in its own line once every slot is taken, from how long slots are held', async () => {
+    const queue = new RequestQueue(limits, {
+      slo: () => ({ maxQueueMs: 1, sloTtfpMs: null }),
+      estimate: () => null,
+    });
+    // No hold measured yet: the line's wait is unknown, so the count bounds decide.
+    const first = await queue.acquire();
+    const waiting = queue.acquire();
+    first(); // the waiter gets the slot; a hold time is now measured (> 0 ms of real time may be 0: wait for one)
+    const second = await waiting;
+    const start = performance.now();
+    while (performance.now() - start < 5);
+    second(); // held >= 5 ms
+    const third = await queue.acquire();
+    expect(queue.latencyRefusal(false, false)).toBeNull(); // a Realtime response waits in no line
+    const refused = await queue.acquire().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect((refused as Error).message).toMatch(/max_queue_ms 1/);
+    third();
+  });
+
+  it('refuses nothing on latency without bounds', async () => {
+    const queue = new RequestQueue(limits, { slo: () => undefined, estimate: () => estimate(1e6, 1e6, 1e6) });
+    expect(queue.latencyRefusal(true, true)).toBeNull();
+    (await queue.acquire(true))();
+  });
+});

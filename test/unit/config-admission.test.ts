@@ -1,0 +1,33 @@
+/** `admission:` of a graph (max_queue_ms, slo_ttfp_ms): resolved in ms, null when absent; malformed is named. */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { configProblems } from '../helpers/configProblems.ts';
+
+const thinker = `stages:
+  - stage_id: thinker
+    kind: thinker
+    final_output: true
+    final_output_type: text
+`;
+
+describe('admission:', () => {
+  it('is no bound at all when absent, and each bound on its own', () => {
+    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: null, sloTtfpMs: null });
+    expect(parseConfig(`admission: {slo_ttfp_ms: 1500}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
+      maxQueueMs: null,
+      sloTtfpMs: 1500,
+    });
+    const both = `admission:\n  max_queue_ms: 200\n  slo_ttfp_ms: 800\n${thinker}`;
+    expect(parseConfig(both, 'configs/x.yaml').admission).toEqual({ maxQueueMs: 200, sloTtfpMs: 800 });
+  });
+
+  it('names the path of a misspelt or malformed bound', () => {
+    expect(configProblems(`admission:\n  slo_ttft_ms: 800\n${thinker}`)).toEqual([
+      'configs/x.yaml:2 admission.slo_ttft_ms: unknown key "slo_ttft_ms" (did you mean "slo_ttfp_ms"?)',
+    ]);
+    const [problem] = configProblems(`admission:\n  max_queue_ms: 0\n${thinker}`);
+    expect(problem).toMatch(/^configs\/x\.yaml:2 admission\.max_queue_ms: must be an integer >= 1, got 0/);
+    expect(configProblems(`admission: 500\n${thinker}`)).toHaveLength(1);
+    expect(configProblems(`admission: 500\n${thinker}`)[0]).toMatch(/^configs\/x\.yaml:1 admission: /);
+  });
+});
