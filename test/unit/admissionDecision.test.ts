@@ -1,5 +1,5 @@
 /**
- * Admission on latency: the pure decision (src/engine/admission/admissionDecision.ts), the estimate the Router learns
+ * Admission on latency: the pure decision (src/server/admissionDecision.ts), the estimate the Router learns
  * for it (src/engine/routing/Router.ts estimate()), and the server's line in front of the engine
  * (src/server/RequestQueue.ts latencyRefusal), and what the estimate learns per live request (LiveCost.ts), all
  * without processes.
@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { FirstOutputEstimate } from '../../src/common/engine.ts';
 import type { AdmissionSlo, StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
-import { decideAdmission } from '../../src/engine/admission/admissionDecision.ts';
+import { decideAdmission } from '../../src/server/admissionDecision.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
 import { newInstance, type StageInstance } from '../../src/engine/pool/StageInstance.ts';
 import { LiveCost } from '../../src/engine/routing/LiveCost.ts';

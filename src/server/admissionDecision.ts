@@ -6,8 +6,8 @@
  * to come back (OpenAI's SDKs honour Retry-After). Pure: the estimates are inputs (src/engine/routing/Router.ts
  * learns them, src/server/RequestQueue.ts asks); the server's count bounds stay as a hard cap beside it.
  */
-import type { FirstOutputEstimate } from '../../common/engine.ts';
-import type { AdmissionSlo } from '../../common/graph.ts';
+import type { FirstOutputEstimate } from '../common/engine.ts';
+import type { AdmissionSlo } from '../common/graph.ts';
 
 export interface AdmissionQuery {
   readonly slo: AdmissionSlo;
