@@ -8,8 +8,8 @@
  */
 import { cpusFor, pinThisProcess } from '../common/affinity.ts';
 import { randomBytes } from 'node:crypto';
-import type { StageGraph, StageSpec } from '../common/graph.ts';
-import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
+import type { StageGraph } from '../common/graph.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { logger, type Logger } from '../common/log.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
@@ -24,9 +24,8 @@ import {
 import { StageWorker } from '../worker/StageWorker.ts';
 import { thinkerMessage } from '../kinds/thinker/protocol.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';
-import { sendMedia } from './MediaRoutes.ts';
 import { EcStore } from './ec/EcStore.ts';
-import { ecEntryOf, planEcItems } from './ec/ecPlan.ts';
+import { ecEntryOf } from './ec/ecPlan.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
 import { LOCAL_STAGE, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { admissiblePrompt, entryTokenizer, promptContextOf, promptPositionsOf } from './mediaPrompt.ts';
@@ -42,7 +41,8 @@ import type {
   StageHealth,
 } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
-import { planAdmission, routedStages, type AdmissionPlan } from './admission/planAdmission.ts';
+import type { AdmissionPlan } from './admission/planAdmission.ts';
+import { planRequest } from './admission/planRequest.ts';
 import { StagePool } from './pool/StagePool.ts';
 import { deliverOutputs } from './requests/deliverOutputs.ts';
 import { followPool } from './requests/followPool.ts';
@@ -50,7 +50,7 @@ import { Migrations } from './requests/Migrations.ts';
 import { RequestRecord } from './requests/RequestRecord.ts';
 import { RequestRegistry } from './requests/RequestRegistry.ts';
 import { abortEncoders, tellStages } from './requests/tellStages.ts';
-import { openStream } from './requests/openStream.ts';
+import { commitReplay, commitRequest } from './requests/commitRequest.ts';
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -140,59 +140,17 @@ export class Orchestrator implements Engine {
 
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */
   private plan(requestId: string, request: GenerateRequest, prompt: PreparedPrompt, replay = false) {
-    const entryStageId = this.graph.entryStageId;
-    const key = (s: StageSpec) => (s.stageId === entryStageId ? request.prefix?.key : undefined);
-    const stages = routedStages(this.graph, request, prompt);
-    const { chosen: routed, ticket } = this.router.route(requestId, entryStageId, stages, prompt, (s, pick) =>
-      this.prefixRoutes.pick(s, key(s), pick),
-    );
-    const thinker = routed.get(entryStageId)!.instance;
-    const ec = planEcItems(this.ec, requestId, prompt, thinker);
-    const plan = planAdmission({
-      requestId,
-      request,
-      graph: this.graph,
-      prompt,
-      routed,
-      ec,
-      ecDrop: this.ec?.takeDrops(thinker) ?? [],
-      liveRequests: this.requests.load + 1,
-      audio: this.audioOutput,
-      framesPerToken: this.pool.framesPerToken,
-      admittedAtMs: Date.now(),
-      replay,
-    });
-    return { plan, route: ticket };
+    const { graph, router, prefixRoutes, ec, audioOutput: audio } = this;
+    const live = { liveRequests: this.requests.load + 1, audio, framesPerToken: this.pool.framesPerToken };
+    return planRequest({ graph, router, prefixRoutes, ec, ...live }, { requestId, request, prompt, replay });
   }
 
   /** Acts on the plan: the request's record, what main expects back, the hold, the adds, then the media. */
   private commit(request: GenerateRequest, prompt: PreparedPrompt, plan: AdmissionPlan, route: RouteTicket | null) {
-    const { graph, tokenizer, audioOutput: audio } = this;
-    const onEnd = (stream: RequestStream, reason: string) =>
-      this.onRequestEnd(this.requests.get(stream.requestId)!, reason);
-    const record = new RequestRecord(openStream(request, prompt, plan, { graph, tokenizer, audio, onEnd }), {
-      request,
-      prompt,
-      route,
-      media: plan.media?.routes ?? null,
-      ec: this.ec,
-      adapter: this.adapter,
-    });
-    const { requestId, stream } = record;
-    this.requests.add(record);
-    for (const o of plan.outputs) this.adapter.expect(requestId, o.expect);
-    // Its release goes to the Talker too: one released before its first chunk is sized may size it for the load again.
-    this.requests.commitHold(record, plan.hold, () => tellStages(this.pool, record, 'first_audio'));
-    for (const { instance, add } of plan.adds) this.pool.admit(instance, add);
-    const chunkTimeoutMs = this.graph.chunkPolicy.chunkTimeoutMs;
-    if (plan.media)
-      sendMedia(requestId, plan.media.sends, this.adapter, { chunkTimeoutMs, log: this.log }, (err) =>
-        stream.end('error', serializeError(err)),
-      );
-    const { modalities } = request;
-    const promptTokens = prompt.promptTokenIds.length;
-    diagnostics.requestStart.publish({ requestId, modalities, promptTokens, mediaItems: prompt.items.length });
-    return record;
+    const { graph, tokenizer, audioOutput: audio, ec, adapter, requests, pool, log } = this;
+    const onEnd = (stream: RequestStream, reason: string) => this.onRequestEnd(requests.get(stream.requestId)!, reason);
+    const ctx = { graph, tokenizer, audio, ec, adapter, requests, pool, log, onEnd };
+    return commitRequest(ctx, request, prompt, plan, route);
   }
 
   /**
@@ -206,9 +164,7 @@ export class Orchestrator implements Engine {
       route?.release();
       throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
     }
-    record.replayed(route);
-    for (const o of plan.outputs) this.adapter.expect(runId, o.expect);
-    for (const { instance, add } of plan.adds) this.pool.admit(instance, add);
+    commitReplay({ adapter: this.adapter, pool: this.pool }, record, runId, plan, route);
     return plan.instances;
   }
 

@@ -1,0 +1,63 @@
+/**
+ * The plan step of admitting a request: routing chooses the instances (a retained prompt prefix may pin the Thinker)
+ * and keeps its choice in a ticket, the EC store says which media items it holds for the chosen Thinker, and the pure
+ * planAdmission turns their answers into the stages, adds, media sends and hold of the request. Nothing is sent.
+ */
+import type { GenerateRequest } from '../../common/engine.ts';
+import type { StageGraph, StageSpec } from '../../common/graph.ts';
+import type { AudioOutputFacts } from '../../common/modelFacts.ts';
+import type { EcStore } from '../ec/EcStore.ts';
+import { planEcItems } from '../ec/ecPlan.ts';
+import type { PreparedPrompt } from '../mediaPrompt.ts';
+import type { PrefixRoutes } from '../PrefixRoutes.ts';
+import type { RouteTicket, Router } from '../routing/Router.ts';
+import { planAdmission, routedStages, type AdmissionPlan } from './planAdmission.ts';
+
+/** What the plan reads of the engine now. */
+export interface PlanContext {
+  readonly graph: StageGraph;
+  readonly router: Router;
+  readonly prefixRoutes: PrefixRoutes;
+  readonly ec: EcStore | null;
+  /** Live requests that are load, this one included. */
+  readonly liveRequests: number;
+  readonly audio: AudioOutputFacts | null;
+  readonly framesPerToken: number | null;
+}
+
+export interface RequestToPlan {
+  /** The run's id: the request's, or a migrated request's replay run. */
+  readonly requestId: string;
+  readonly request: GenerateRequest;
+  readonly prompt: PreparedPrompt;
+  readonly replay?: boolean;
+}
+
+export function planRequest(
+  ctx: PlanContext,
+  { requestId, request, prompt, replay = false }: RequestToPlan,
+): { plan: AdmissionPlan; route: RouteTicket | null } {
+  const { graph, router, ec } = ctx;
+  const entryStageId = graph.entryStageId;
+  const key = (s: StageSpec) => (s.stageId === entryStageId ? request.prefix?.key : undefined);
+  const stages = routedStages(graph, request, prompt);
+  const { chosen: routed, ticket } = router.route(requestId, entryStageId, stages, prompt, (s, pick) =>
+    ctx.prefixRoutes.pick(s, key(s), pick),
+  );
+  const thinker = routed.get(entryStageId)!.instance;
+  const plan = planAdmission({
+    requestId,
+    request,
+    graph,
+    prompt,
+    routed,
+    ec: planEcItems(ec, requestId, prompt, thinker),
+    ecDrop: ec?.takeDrops(thinker) ?? [],
+    liveRequests: ctx.liveRequests,
+    audio: ctx.audio,
+    framesPerToken: ctx.framesPerToken,
+    admittedAtMs: Date.now(),
+    replay,
+  });
+  return { plan, route: ticket };
+}

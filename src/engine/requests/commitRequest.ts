@@ -1,0 +1,84 @@
+/**
+ * The commit step of admitting a request: acts on its plan (admission/planRequest.ts). The request's record and
+ * stream, what main expects back, the first-packet hold, the adds to every chosen instance, then the media to the
+ * encoders. A migrated request's replay sends only what main expects back and the adds (no hold: its client may
+ * have its first audio already).
+ */
+import type { GenerateRequest } from '../../common/engine.ts';
+import { serializeError } from '../../common/errors.ts';
+import { diagnostics } from '../../common/diagnostics.ts';
+import type { StageGraph } from '../../common/graph.ts';
+import type { Logger } from '../../common/log.ts';
+import type { AudioOutputFacts } from '../../common/modelFacts.ts';
+import type { Tokenizer } from '../../tokenizer/index.ts';
+import type { ChunkTransferAdapter } from '../../../transport/registry.ts';
+import type { AdmissionPlan } from '../admission/planAdmission.ts';
+import type { EcStore } from '../ec/EcStore.ts';
+import { sendMedia } from '../MediaRoutes.ts';
+import type { PreparedPrompt } from '../mediaPrompt.ts';
+import type { StagePool } from '../pool/StagePool.ts';
+import type { RequestStream } from '../RequestStream.ts';
+import type { RouteTicket } from '../routing/Router.ts';
+import { openStream } from './openStream.ts';
+import { RequestRecord } from './RequestRecord.ts';
+import type { RequestRegistry } from './RequestRegistry.ts';
+import { tellStages } from './tellStages.ts';
+
+export interface CommitContext {
+  readonly graph: StageGraph;
+  readonly tokenizer: Tokenizer;
+  readonly audio: AudioOutputFacts | null;
+  readonly ec: EcStore | null;
+  readonly adapter: ChunkTransferAdapter;
+  readonly requests: RequestRegistry;
+  readonly pool: StagePool;
+  readonly log: Logger;
+  /** Every ending, once. */
+  readonly onEnd: (stream: RequestStream, reason: string) => void;
+}
+
+export function commitRequest(
+  ctx: CommitContext,
+  request: GenerateRequest,
+  prompt: PreparedPrompt,
+  plan: AdmissionPlan,
+  route: RouteTicket | null,
+): RequestRecord {
+  const { graph, tokenizer, audio, onEnd, adapter } = ctx;
+  const record = new RequestRecord(openStream(request, prompt, plan, { graph, tokenizer, audio, onEnd }), {
+    request,
+    prompt,
+    route,
+    media: plan.media?.routes ?? null,
+    ec: ctx.ec,
+    adapter,
+  });
+  const { requestId, stream } = record;
+  ctx.requests.add(record);
+  for (const o of plan.outputs) adapter.expect(requestId, o.expect);
+  // Its release goes to the Talker too: one released before its first chunk is sized may size it for the load again.
+  ctx.requests.commitHold(record, plan.hold, () => tellStages(ctx.pool, record, 'first_audio'));
+  for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
+  const chunkTimeoutMs = graph.chunkPolicy.chunkTimeoutMs;
+  if (plan.media)
+    sendMedia(requestId, plan.media.sends, adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
+      stream.end('error', serializeError(err)),
+    );
+  const { modalities } = request;
+  const promptTokens = prompt.promptTokenIds.length;
+  diagnostics.requestStart.publish({ requestId, modalities, promptTokens, mediaItems: prompt.items.length });
+  return record;
+}
+
+/** A replay run's plan sent: what main expects back of run `runId`, then its adds. */
+export function commitReplay(
+  ctx: Pick<CommitContext, 'adapter' | 'pool'>,
+  record: RequestRecord,
+  runId: string,
+  plan: AdmissionPlan,
+  route: RouteTicket | null,
+): void {
+  record.replayed(route);
+  for (const o of plan.outputs) ctx.adapter.expect(runId, o.expect);
+  for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
+}
