@@ -15,23 +15,13 @@ import { channelNames } from '../../src/common/diagnostics.ts';
 import type { ChatMessage } from '../../src/common/engine.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { thinkerStatsOf } from '../../src/kinds/thinker/protocol.ts';
 import { startStage, type Started } from '../helpers/deployment.ts';
+import { heldReport, type Decision } from '../helpers/kvReports.ts';
 import { collect } from '../helpers/engine.ts';
 import { redisForSuite } from '../helpers/redisServer.ts';
 
 const TEXT_ONLY = join(import.meta.dirname, '..', '..', 'configs', 'text-only.yaml');
 const REMOTE = 'thinker#r1';
-
-interface Decision {
-  readonly reason: string;
-  readonly instance: string;
-  readonly cachedPositions: number;
-}
-interface StatsReport {
-  readonly instance: string;
-  readonly kind?: unknown;
-}
 
 /**
  * text-only.yaml with every edge on Redis (the Thinker's text to main): instances on other hosts may join it, and
@@ -53,25 +43,6 @@ function redisConfig(dir: string, url: string): string {
 
 const decisions: Decision[] = [];
 const onDecision = (m: unknown) => decisions.push(m as Decision);
-
-/** Resolves with the first message on `channel` that `match` accepts. */
-function next(channel: string, match: (m: unknown) => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const check = (m: unknown) => {
-      if (!match(m)) return;
-      unsubscribe(channel, check);
-      resolve();
-    };
-    subscribe(channel, check);
-  });
-}
-
-/** Once `instance` reports holding at least the whole blocks of a `prompt`-position history. */
-const heldReport = (instance: string, prompt: number) =>
-  next(channelNames.stageStats, (m) => {
-    const r = m as StatsReport;
-    return r.instance === instance && (thinkerStatsOf(r).prefix?.held?.names.length ?? 0) >= Math.floor(prompt / 16);
-  });
 
 const words = (seed: number) =>
   Array.from({ length: 50 }, (_, i) => ['sing', 'of', 'the', 'long', 'grey', 'sea'][(i * 7 + seed) % 6]).join(' ');

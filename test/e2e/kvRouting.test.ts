@@ -10,28 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { ChatMessage } from '../../src/common/engine.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { thinkerStatsOf } from '../../src/kinds/thinker/protocol.ts';
+import { heldReport, next, type Decision } from '../helpers/kvReports.ts';
 import { collect, configWith } from '../helpers/engine.ts';
-
-interface Decision {
-  readonly reason: string;
-  readonly instance: string;
-  readonly cachedPositions: number;
-}
-interface StatsReport {
-  readonly instance: string;
-  readonly kind?: unknown;
-}
 
 let engine: Orchestrator;
 const decisions: Decision[] = [];
-const reports: StatsReport[] = [];
 const onDecision = (m: unknown) => decisions.push(m as Decision);
-const onStats = (m: unknown) => reports.push(m as StatsReport);
 
 beforeAll(async () => {
   subscribe(channelNames.routeDecision, onDecision);
-  subscribe(channelNames.stageStats, onStats);
   engine = await Orchestrator.start(
     configWith('text-only.yaml', { 'final_output: true': 'replicas: 2\n    final_output: true' }),
   );
@@ -39,32 +26,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   unsubscribe(channelNames.routeDecision, onDecision);
-  unsubscribe(channelNames.stageStats, onStats);
   await engine?.close();
 });
-
-/** Resolves with the first message on `channel` that `match` accepts. */
-function next(channel: string, match: (m: unknown) => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const check = (m: unknown) => {
-      if (!match(m)) return;
-      unsubscribe(channel, check);
-      resolve();
-    };
-    subscribe(channel, check);
-  });
-}
-
-/**
- * Resolves once `instance` reports holding the conversation so far: more blocks than the turn before could fill
- * (a report made before the last turn ended may arrive after its answer: stats and chunks travel apart).
- */
-const heldReport = (instance: string, prompt: number) =>
-  next(channelNames.stageStats, (m) => {
-    const r = m as StatsReport;
-    const held = thinkerStatsOf(r).prefix?.held;
-    return r.instance === instance && (held?.names.length ?? 0) >= Math.floor(prompt / 16);
-  });
 
 const words = (turn: number) =>
   Array.from({ length: 60 }, (_, i) => ['ask', 'tell', 'more', 'about', 'the', 'river'][(i + turn) % 6]).join(' ');
