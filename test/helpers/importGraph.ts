@@ -19,6 +19,7 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'src/sched', rank: 1 },
   { prefix: 'transport', rank: 1 },
   { prefix: 'stages', rank: 2 },
+  { prefix: 'src/tracing', rank: 2 },
   { prefix: 'src/worker', rank: 3 },
   { prefix: 'src/kinds', rank: 4 },
   { prefix: 'src/config', rank: 5 },

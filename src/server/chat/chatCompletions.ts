@@ -19,6 +19,9 @@ import type { MediaSources } from '../media/mediaParts.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
+import { processTracing } from '../../tracing/tracing.ts';
+import { traceGenerate } from '../../tracing/responseSpan.ts';
+import { contextFromTraceparent, headerValue } from '../../tracing/traceContext.ts';
 
 export interface ChatRouteContext {
   readonly engine: Engine;
@@ -71,7 +74,15 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     let handle: RequestHandle;
     try {
       releaseSlot = await ctx.queue.acquire(); // waits in line under load; a 429 when the line is full
-      handle = ctx.engine.generate(plan.request);
+      handle = traceGenerate(processTracing(), (r) => ctx.engine.generate(r), plan.request, {
+        protocol: 'http',
+        name: 'chat.completion',
+        parent: contextFromTraceparent(
+          headerValue(request.headers.traceparent),
+          headerValue(request.headers.tracestate),
+        ),
+        startedAtMs,
+      });
       refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
     } catch (err) {
       release();
