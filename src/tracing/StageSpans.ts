@@ -16,6 +16,7 @@
  * and run steps always (a few per request). The SDK's BatchSpanProcessor exports off the step loop.
  */
 import { ROOT_CONTEXT, SpanStatusCode, trace, type Link, type Span, type Tracer } from '@opentelemetry/api';
+import { spanTime } from './spanClock.ts';
 import { contextFromTraceparent } from './traceContext.ts';
 
 /** One decode step span in this many (a 100-token answer: ~13 in the Thinker instead of 100). */
@@ -51,9 +52,11 @@ export class StageSpans {
     if (traceparent === undefined || this.#traced.has(requestId)) return;
     const parent = contextFromTraceparent(traceparent);
     if (!trace.getSpanContext(parent)) return; // malformed: nothing to join
+    const now = spanTime();
     const span = this.tracer.startSpan(
       `stage ${this.stageId}`,
       {
+        startTime: now,
         attributes: {
           'chorus.stage': this.stageId,
           'chorus.instance': this.instance,
@@ -63,7 +66,7 @@ export class StageSpans {
       parent,
     );
     if (!span.isRecording()) return; // the root was not sampled
-    const queue = this.tracer.startSpan('queue', {}, trace.setSpan(parent, span));
+    const queue = this.tracer.startSpan('queue', { startTime: now }, trace.setSpan(parent, span));
     this.#traced.set(requestId, {
       span,
       queue,
@@ -106,7 +109,7 @@ export class StageSpans {
       if (!t) continue;
       t.steps++;
       t.positions += positions;
-      t.queue?.end(startedAtMs);
+      t.queue?.end(spanTime(startedAtMs));
       t.queue = null;
       served.push({ t, positions });
     }
@@ -116,7 +119,7 @@ export class StageSpans {
     const span = this.tracer.startSpan(
       `${phase} step`,
       {
-        startTime: startedAtMs,
+        startTime: spanTime(startedAtMs),
         links,
         attributes: {
           'chorus.batch_size': items.length,
@@ -125,14 +128,14 @@ export class StageSpans {
       },
       trace.setSpan(ROOT_CONTEXT, served[0].t.span),
     );
-    span.end();
+    span.end(spanTime());
   }
 
   /** A chunk of the request put to `to`; the first is an event on the stage span. */
   chunkOut(requestId: string, to: string): void {
     const t = this.#traced.get(requestId);
     if (!t) return;
-    if (t.chunksOut++ === 0) t.span.addEvent('first_chunk_out', { 'chorus.edge.to': to });
+    if (t.chunksOut++ === 0) t.span.addEvent('first_chunk_out', { 'chorus.edge.to': to }, spanTime());
   }
 
   /** The request ended in this stage (finished, failed, aborted or dropped). */
@@ -140,7 +143,8 @@ export class StageSpans {
     const t = this.#traced.get(requestId);
     if (!t) return;
     this.#traced.delete(requestId);
-    t.queue?.end();
+    const now = spanTime();
+    t.queue?.end(now);
     t.span.setAttributes({
       'chorus.status': status,
       'chorus.steps': t.steps,
@@ -151,6 +155,6 @@ export class StageSpans {
       'chorus.chunks_out': t.chunksOut,
     });
     if (error) t.span.setStatus({ code: SpanStatusCode.ERROR, message: `${error.code}: ${error.message}` });
-    t.span.end();
+    t.span.end(now);
   }
 }

@@ -11,6 +11,7 @@
 import { SpanStatusCode, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { tap } from 'rxjs';
 import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../common/engine.ts';
+import { spanTime } from './spanClock.ts';
 import { traceparentOf } from './traceContext.ts';
 import type { Tracing } from './tracing.ts';
 
@@ -37,7 +38,7 @@ export function traceGenerate(
   const span = tracing.tracer.startSpan(
     info.name,
     {
-      startTime: startedAtMs,
+      startTime: spanTime(startedAtMs),
       attributes: {
         'chorus.protocol': info.protocol,
         'chorus.modalities': [...request.modalities],
@@ -55,7 +56,7 @@ export function traceGenerate(
   } catch (err) {
     span.recordException(err as Error);
     span.setStatus({ code: SpanStatusCode.ERROR, message: String((err as Error)?.message ?? err) });
-    span.end();
+    span.end(spanTime());
     throw err;
   }
   const { text, audio, image } = handle.prompt;
@@ -73,17 +74,19 @@ function withSpan(handle: RequestHandle, span: Span, startedAtMs: number): Reque
     if (ended) return;
     ended = true;
     if (status) span.setAttribute('chorus.status', status);
-    span.end();
+    span.end(spanTime());
   };
   const onEvent = (event: OutputEvent): void => {
     if (event.type === 'text' && !firstText && event.delta.length > 0) {
       firstText = true;
-      span.setAttribute('chorus.ttft_ms', performance.now() - startedAtMs);
-      span.addEvent('first_text');
+      const now = performance.now();
+      span.setAttribute('chorus.ttft_ms', now - startedAtMs);
+      span.addEvent('first_text', spanTime(now));
     } else if (event.type === 'audio' && !firstAudio) {
       firstAudio = true;
-      span.setAttribute('chorus.ttfp_ms', performance.now() - startedAtMs);
-      span.addEvent('first_audio');
+      const now = performance.now();
+      span.setAttribute('chorus.ttfp_ms', now - startedAtMs);
+      span.addEvent('first_audio', spanTime(now));
     } else if (event.type === 'done') {
       const u = event.usage;
       span.setAttributes({
