@@ -32,7 +32,7 @@ import { exposedBeyondLoopback } from './hostCheck.ts';
 import { closeSocketsGoingAway, requestTimeouts } from './connectionLimits.ts';
 import { retryAfterSeconds } from './retryAfter.ts';
 import { ClientInputError } from './validate.ts';
-import { processTracing } from '../tracing/tracing.ts';
+import { processTracing, type Tracing } from '../tracing/tracing.ts';
 import { tracedEngine } from '../tracing/responseSpan.ts';
 import { contextFromTraceparent, headerValue } from '../tracing/traceContext.ts';
 
@@ -76,7 +76,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   queues.set(app, queue);
   bridgeEngineDiagnostics();
   // At start: a tracing setting Chorus cannot honour fails the server here, naming the variable.
-  const tracing = processTracing();
+  const tracing = opts.tracing !== undefined ? opts.tracing : processTracing();
   // Spans still queued are sent before the server goes (a collector that is down costs a warning, not the close).
   if (tracing) app.addHook('onClose', () => tracing.flush());
   const current = graphState(engine, options.maxResponseTokens);
@@ -148,9 +148,10 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
         `/v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app) });
+    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app), tracing });
     registerChatCompletions(routes, {
       engine,
+      tracing,
       options,
       admission,
       queue,
@@ -226,6 +227,7 @@ interface RealtimeDeps {
   readonly admission: Admission;
   readonly queue: RequestQueue;
   readonly vad: () => Promise<VadService>;
+  readonly tracing: Tracing | null;
 }
 
 function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
@@ -278,7 +280,7 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         headerValue(request.headers.tracestate),
       );
       const session = new RealtimeSession(socket, {
-        engine: tracedEngine(engine, processTracing(), { parent }),
+        engine: tracedEngine(engine, deps.tracing, { parent }),
         options,
         get samplesPerFrame() {
           return engine.audioOutput?.samplesPerFrame ?? null;

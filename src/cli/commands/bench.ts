@@ -41,7 +41,7 @@ export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
-                | --compare-routing POLICY] [--redis-url URL] [--out DIR]
+                | --compare-routing POLICY | --compare-tracing] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--goals] [--json]
@@ -63,7 +63,9 @@ reports the ratios of --config over FILE; --compare-scheduling runs the YAML wit
 (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
 with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
 routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
-instances to choose from, e.g. replicas: 2). The two servers of a comparison run at once and each
+instances to choose from, e.g. replicas: 2); --compare-tracing runs the YAML traced ("tracing-on": every span of
+every process, 100% sampled, exported over OTLP/HTTP to a local sink the bench runs) and untraced ("tracing-off"),
+ratios on over off (docs/tracing.md). The two servers of a comparison run at once and each
 concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
 stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
@@ -176,6 +178,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'compare-scheduling': { type: 'boolean', default: false },
     'compare-prefix-cache': { type: 'boolean', default: false },
     'compare-routing': { type: 'string' },
+    'compare-tracing': { type: 'boolean', default: false },
     'redis-url': { type: 'string' },
     ...RUN_OPTIONS,
     'initial-codec-chunk-frames': { type: 'string' },
@@ -199,15 +202,18 @@ async function runServeCommand(argv: string[]): Promise<number> {
     v['compare-scheduling'] === true,
     v['compare-prefix-cache'] === true,
     v['compare-routing'] !== undefined,
+    v['compare-tracing'] === true,
   ];
   if (compares.filter(Boolean).length > 1)
     throw new UsageError(
       'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing',
+        '--compare-routing (or --compare-tracing)',
     );
-  for (const flag of ['compare-scheduling', 'compare-prefix-cache', 'compare-routing'] as const)
+  for (const flag of ['compare-scheduling', 'compare-prefix-cache', 'compare-routing', 'compare-tracing'] as const)
     if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
       throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
+  if (v['compare-tracing'] === true && (v.turns !== undefined || openLoop !== null))
+    throw new UsageError('--compare-tracing is for the closed-loop TTFP bench (not --turns or --request-rate)');
   const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   const protocol = protocolOf(v.protocol);
@@ -237,6 +243,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     compareSync: v['compare-sync'] === true,
     compareScheduling: v['compare-scheduling'] === true,
     comparePrefixCache: v['compare-prefix-cache'] === true,
+    compareTracing: v['compare-tracing'] === true,
     ...(compareRouting !== undefined ? { compareRouting } : {}),
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),

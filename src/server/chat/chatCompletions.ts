@@ -19,7 +19,7 @@ import type { MediaSources } from '../media/mediaParts.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
-import { processTracing } from '../../tracing/tracing.ts';
+import type { Tracing } from '../../tracing/tracing.ts';
 import { traceGenerate } from '../../tracing/responseSpan.ts';
 import { contextFromTraceparent, headerValue } from '../../tracing/traceContext.ts';
 
@@ -29,6 +29,8 @@ export interface ChatRouteContext {
   readonly admission: Admission;
   readonly queue: RequestQueue;
   readonly tokenLimits: TokenLimits;
+  /** Where the completions' root spans go (null: untraced). */
+  readonly tracing: Tracing | null;
 }
 
 function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
@@ -74,7 +76,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     let handle: RequestHandle;
     try {
       releaseSlot = await ctx.queue.acquire(); // waits in line under load; a 429 when the line is full
-      handle = traceGenerate(processTracing(), (r) => ctx.engine.generate(r), plan.request, {
+      handle = traceGenerate(ctx.tracing, (r) => ctx.engine.generate(r), plan.request, {
         protocol: 'http',
         name: 'chat.completion',
         parent: contextFromTraceparent(
