@@ -55,6 +55,17 @@ function checkSupported(env: NodeJS.ProcessEnv): void {
     );
 }
 
+/**
+ * The traces URL, from `env` (the SDK would read process.env, which a caller with an environment of its own, a test
+ * or the bench's traced server, does not want): the traces endpoint as given, else the base endpoint's /v1/traces.
+ * The exporter's other settings (headers, timeout) it reads from process.env itself.
+ */
+function tracesUrl(env: NodeJS.ProcessEnv): string {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  if (traces) return traces;
+  return `${(env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '').replace(/\/+$/, '')}/v1/traces`;
+}
+
 /** The SDK's own messages, at warn and above, as pino lines of this process. */
 function diagLogger(log: Logger): DiagLogger {
   return {
@@ -91,7 +102,7 @@ export function startTracing(
   );
   const provider = new BasicTracerProvider({
     resource,
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(env) }))],
   });
   log.info({ instance }, 'tracing on (OTLP/HTTP)');
   return {

@@ -13,6 +13,9 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
+import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { Subject } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
@@ -71,6 +74,39 @@ describe('tracing from the environment', () => {
       /^OTEL_EXPORTER_OTLP_PROTOCOL=grpc .*http\/json/,
     );
     expect(refusal({ ...on, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' })).toMatch(/http\/protobuf/);
+  });
+});
+
+/** A loopback port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('an unreachable collector', () => {
+  it('costs a warning in the log, and the flush still resolves', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const log = pino({ level: 'warn' }, sink);
+    const endpoint = `http://127.0.0.1:${await closedPort()}`;
+    const tracing = startTracing('main', { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }, log)!;
+    tracing.tracer.startSpan('lost').end();
+    await tracing.flush();
+    await tracing.shutdown();
+    const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(warnings.length).toBeGreaterThan(0);
+    for (const w of warnings) {
+      expect(w.level).toBe(40); // warn, never error
+      expect(w.msg).toMatch(/^tracing: /);
+    }
   });
 });
 
