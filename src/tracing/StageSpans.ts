@@ -9,7 +9,8 @@
  *     <phase> step       one scheduler step (prefill | decode | run), parent: the first traced request in the
  *                        batch, linked to every other traced request in it (one span per step, not per request);
  *                        attributes chorus.batch_size, chorus.positions
- *     chunk hop          the first chunk of each input edge: put in the producer -> taken here (from, to, bytes);
+ *     chunk hop          the first chunk of each input edge: put in the producer -> taken here (from, to, bytes,
+ *                        transport: the edge's connector kind);
  *                        later hops are aggregated on the stage span (count, bytes, slowest)
  *
  * Bounded: decode steps are recorded one in DECODE_STEP_SPAN_EVERY (per process, so a batch shares them), prefill
@@ -45,6 +46,8 @@ export class StageSpans {
     private readonly tracer: Tracer,
     private readonly stageId: string,
     private readonly instance: string,
+    /** Upstream stage id -> the kind of connector its edge to this stage runs on (shm, redis...). */
+    private readonly edgeTransports: ReadonlyMap<string, string> = new Map(),
   ) {}
 
   /** A request admitted: its stage and queue spans start, when it has a sampled trace context. */
@@ -93,7 +96,12 @@ export class StageSpans {
       'chunk hop',
       {
         startTime: sentAtMs,
-        attributes: { 'chorus.edge.from': from, 'chorus.edge.to': this.stageId, 'chorus.bytes': bytes },
+        attributes: {
+          'chorus.edge.from': from,
+          'chorus.edge.to': this.stageId,
+          'chorus.bytes': bytes,
+          ...(this.edgeTransports.has(from) ? { 'chorus.edge.transport': this.edgeTransports.get(from) } : {}),
+        },
       },
       trace.setSpan(ROOT_CONTEXT, t.span),
     );

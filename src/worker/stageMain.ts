@@ -63,6 +63,11 @@ function lowerPriority(increment: number, log: Logger): void {
   }
 }
 
+/** Each input edge's connector kind by upstream stage id, for the spans of its chunk hops. */
+function edgeTransports(graph: StageGraph, spec: StageGraph['stages'][number]): Map<string, string> {
+  return new Map(spec.inputs.map((i) => [i.from, graph.connectors[i.connector]?.kind ?? 'unknown']));
+}
+
 /** Runs this process as one stage instance, talking to main over `channel`. */
 export function runStageProcess(channel: ControlChannel<StageToMain, MainToStage>, createStage: CreateStage): void {
   const post = (msg: StageToMain) => void channel.send(msg);
@@ -109,7 +114,7 @@ async function boot(
       ecStore: args.graph.ecStore ?? null,
       wake: () => loop?.wake(),
       stepTrace: StepTrace.fromEnv(self),
-      spans: tracing ? new StageSpans(tracing.tracer, spec.stageId, self) : null,
+      spans: tracing ? new StageSpans(tracing.tracer, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
     };
     const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
     loop = new StageLoop(core, adapter, post, log);

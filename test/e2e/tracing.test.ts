@@ -124,7 +124,7 @@ describe('tracing over the real pipeline', () => {
       [stages[2], 'talker'],
     ] as const) {
       const hop = trace.find((c) => c.parentSpanId === s.spanId && c.name === 'chunk hop')!;
-      expect(hop.attributes).toMatchObject({ 'chorus.edge.from': from });
+      expect(hop.attributes).toMatchObject({ 'chorus.edge.from': from, 'chorus.edge.transport': 'shm' });
       expect(s.attributes['chorus.chunks_in']).toBeGreaterThanOrEqual(1);
     }
 

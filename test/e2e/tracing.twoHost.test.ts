@@ -69,8 +69,10 @@ describe('tracing across hosts', () => {
     });
     for (const id of stages) expect(instances[id].parentSpanId).toBe(root.spanId);
     // The remote stages' first inputs crossed Redis: their hops are in the trace, under their stage spans.
-    for (const id of ['talker', 'code2wav'])
-      expect(trace.some((s) => s.name === 'chunk hop' && s.parentSpanId === instances[id].spanId)).toBe(true);
+    for (const id of ['talker', 'code2wav']) {
+      const hop = trace.find((s) => s.name === 'chunk hop' && s.parentSpanId === instances[id].spanId);
+      expect(hop?.attributes['chorus.edge.transport']).toBe('redis');
+    }
 
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     for (const s of trace) {

@@ -127,7 +127,7 @@ describe('StageSpans', () => {
   it('records a stage span with its queue, steps and first hop under the root', () => {
     const { tracing, spans } = memoryTracing();
     const root = rootTraceparent(tracing);
-    const s = new StageSpans(tracing.tracer, 'talker', 'talker#0');
+    const s = new StageSpans(tracing.tracer, 'talker', 'talker#0', new Map([['thinker', 'shm']]));
     s.add('r1', root.traceparent);
     const sentAt = Date.now() - 5;
     s.arrival('r1', 'thinker', sentAt, sentAt + 2, 100);
@@ -153,7 +153,11 @@ describe('StageSpans', () => {
       'chorus.chunks_out': 2,
     });
     expect(stage.events.map((e) => e.name)).toEqual(['first_chunk_out']);
-    expect(byName.get('chunk hop')!.attributes).toMatchObject({ 'chorus.edge.from': 'thinker', 'chorus.bytes': 100 });
+    expect(byName.get('chunk hop')!.attributes).toMatchObject({
+      'chorus.edge.from': 'thinker',
+      'chorus.edge.transport': 'shm',
+      'chorus.bytes': 100,
+    });
     // The queue ended when its first step started.
     const queue = byName.get('queue')!;
     const step = byName.get('prefill step')!;
