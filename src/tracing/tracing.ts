@@ -3,7 +3,8 @@
  * exporter: with neither OTEL_EXPORTER_OTLP_TRACES_ENDPOINT nor OTEL_EXPORTER_OTLP_ENDPOINT set (or with
  * OTEL_SDK_DISABLED=true / OTEL_TRACES_EXPORTER=none) no provider exists, the hooks get null and record nothing.
  *
- * When on, spans go through a BatchSpanProcessor to the OTLP/HTTP (JSON) exporter: the step loop only appends to a
+ * When on, spans go through a BatchSpanProcessor to the OTLP/HTTP exporter (JSON, or protobuf when
+ * OTEL_EXPORTER_OTLP_PROTOCOL says http/protobuf): the step loop only appends to a
  * bounded queue, and export runs on a timer (OTEL_BSP_SCHEDULE_DELAY, default 5 s). The SDK and the exporter read
  * the standard variables themselves (endpoint, headers, timeout, sampler and its argument, OTEL_BSP_*), and
  * OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES name the process. Settings the exporter here cannot honour are
@@ -14,8 +15,9 @@
  */
 import { diag, DiagLogLevel, type DiagLogger, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OTLPProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes, defaultResource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { logger, type Logger } from '../common/log.ts';
 
@@ -27,8 +29,13 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** The exporter protocols this build ships; the OTLP default (http/protobuf) needs another package. */
-const PROTOCOLS = new Set(['http/json']);
+type Protocol = 'http/json' | 'http/protobuf';
+
+/**
+ * The exporter protocols this build ships: OTLP over HTTP, JSON or protobuf (grpc would need a gRPC stack). Unset, it
+ * is http/json, the encoding Chorus's tests decode.
+ */
+const PROTOCOLS: ReadonlySet<string> = new Set<Protocol>(['http/json', 'http/protobuf']);
 
 /** True when the environment asks for traces (an OTLP endpoint, and the SDK not disabled). */
 export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -38,8 +45,8 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
 }
 
-/** The settings we would otherwise ignore, refused by name (CHORUS_ERR_TRACING_CONFIG). */
-function checkSupported(env: NodeJS.ProcessEnv): void {
+/** The settings we would otherwise ignore, refused by name (CHORUS_ERR_TRACING_CONFIG); the protocol to use. */
+function checkSupported(env: NodeJS.ProcessEnv): Protocol {
   const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
   if (exporter && exporter !== 'otlp')
     throw new ChorusError(
@@ -50,9 +57,10 @@ function checkSupported(env: NodeJS.ProcessEnv): void {
   if (protocol && !PROTOCOLS.has(protocol))
     throw new ChorusError(
       ErrorCodes.TRACING_CONFIG,
-      `OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported: Chorus exports OTLP over HTTP as JSON ` +
-        '(http/json); every OpenTelemetry Collector, Jaeger and Tempo accept it on port 4318',
+      `OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported: Chorus exports OTLP over HTTP, as http/json or ` +
+        'http/protobuf; every OpenTelemetry Collector, Jaeger and Tempo accept both on port 4318',
     );
+  return (protocol as Protocol | undefined) ?? 'http/json';
 }
 
 /**
@@ -64,6 +72,10 @@ function tracesUrl(env: NodeJS.ProcessEnv): string {
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   if (traces) return traces;
   return `${(env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '').replace(/\/+$/, '')}/v1/traces`;
+}
+
+function exporterFor(protocol: Protocol, url: string): SpanExporter {
+  return protocol === 'http/protobuf' ? new OTLPProtoTraceExporter({ url }) : new OTLPTraceExporter({ url });
 }
 
 /** The SDK's own messages, at warn and above, as pino lines of this process. */
@@ -87,7 +99,7 @@ export function startTracing(
   log: Logger = logger,
 ): Tracing | null {
   if (!tracingConfigured(env)) return null;
-  checkSupported(env);
+  const protocol = checkSupported(env);
   diag.setLogger(diagLogger(log.child({ tracing: instance })), {
     logLevel: DiagLogLevel.WARN,
     suppressOverrideMessage: true,
@@ -102,9 +114,9 @@ export function startTracing(
   );
   const provider = new BasicTracerProvider({
     resource,
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(env) }))],
+    spanProcessors: [new BatchSpanProcessor(exporterFor(protocol, tracesUrl(env)))],
   });
-  log.info({ instance }, 'tracing on (OTLP/HTTP)');
+  log.info({ instance, protocol }, 'tracing on (OTLP/HTTP)');
   return {
     tracer: provider.getTracer('chorus'),
     flush: () => bounded(provider.forceFlush(), 'flush', log),

@@ -13,6 +13,7 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -71,9 +72,11 @@ describe('tracing from the environment', () => {
     };
     expect(refusal({ ...on, OTEL_TRACES_EXPORTER: 'zipkin' })).toMatch(/^OTEL_TRACES_EXPORTER=zipkin .*use otlp/);
     expect(refusal({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatch(
-      /^OTEL_EXPORTER_OTLP_PROTOCOL=grpc .*http\/json/,
+      /^OTEL_EXPORTER_OTLP_PROTOCOL=grpc .*http\/json or http\/protobuf/,
     );
-    expect(refusal({ ...on, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' })).toMatch(/http\/protobuf/);
+    expect(refusal({ ...on, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' })).toMatch(/grpc is not supported/);
+    for (const protocol of ['http/json', 'http/protobuf'])
+      expect(refusal({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: protocol })).toBe('accepted');
   });
 });
 
@@ -107,6 +110,34 @@ describe('an unreachable collector', () => {
       expect(w.level).toBe(40); // warn, never error
       expect(w.msg).toMatch(/^tracing: /);
     }
+  });
+});
+
+describe('the protobuf exporter', () => {
+  it('sends OTLP/HTTP protobuf when OTEL_EXPORTER_OTLP_PROTOCOL asks for it', async () => {
+    const received: { path: string; type: string; bytes: number }[] = [];
+    const server = createHttpServer((req, res) => {
+      let bytes = 0;
+      req.on('data', (b: Buffer) => (bytes += b.length));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', type: req.headers['content-type'] ?? '', bytes });
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const env = { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' };
+    const tracing = startTracing('main', env)!;
+    try {
+      tracing.tracer.startSpan('one').end();
+      await tracing.flush();
+    } finally {
+      await tracing.shutdown();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({ path: '/v1/traces', type: 'application/x-protobuf' });
+    expect(received[0].bytes).toBeGreaterThan(0);
   });
 });
 
