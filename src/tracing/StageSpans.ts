@@ -36,11 +36,14 @@ interface Traced {
   chunksOut: number;
   /** Input edges whose first hop has its span. */
   readonly hopped: Set<string>;
+  /** Set by end(): how it ended; the span closes once the step in progress (if any) is recorded. */
+  ending: { readonly status: string; readonly error?: { code: string; message: string } } | null;
 }
 
 export class StageSpans {
   readonly #traced = new Map<string, Traced>();
   #decodeSteps = 0;
+  #closeQueued = false;
 
   constructor(
     private readonly tracer: Tracer,
@@ -80,6 +83,7 @@ export class StageSpans {
       slowestHopMs: 0,
       chunksOut: 0,
       hopped: new Set(),
+      ending: null,
     });
   }
 
@@ -146,23 +150,39 @@ export class StageSpans {
     if (t.chunksOut++ === 0) t.span.addEvent('first_chunk_out', { 'chorus.edge.to': to }, spanTime());
   }
 
-  /** The request ended in this stage (finished, failed, aborted or dropped). */
+  /**
+   * The request ended in this stage (finished, failed, aborted or dropped). Its span closes in a microtask, not
+   * here: a core frees a request inside the step that finished it and records that step after, so the request's
+   * last step (Code2Wav's last chunk, the Thinker's last token) still counts and lies within its stage span.
+   */
   end(requestId: string, status: string, error?: { code: string; message: string }): void {
     const t = this.#traced.get(requestId);
-    if (!t) return;
-    this.#traced.delete(requestId);
+    if (!t || t.ending) return;
+    t.ending = { status, ...(error ? { error } : {}) };
+    if (this.#closeQueued) return;
+    this.#closeQueued = true;
+    queueMicrotask(() => this.#closeEnded());
+  }
+
+  #closeEnded(): void {
+    this.#closeQueued = false;
     const now = spanTime();
-    t.queue?.end(now);
-    t.span.setAttributes({
-      'chorus.status': status,
-      'chorus.steps': t.steps,
-      'chorus.positions': t.positions,
-      'chorus.chunks_in': t.chunksIn,
-      'chorus.bytes_in': t.bytesIn,
-      'chorus.slowest_hop_ms': t.slowestHopMs,
-      'chorus.chunks_out': t.chunksOut,
-    });
-    if (error) t.span.setStatus({ code: SpanStatusCode.ERROR, message: `${error.code}: ${error.message}` });
-    t.span.end(now);
+    for (const [requestId, t] of this.#traced) {
+      if (!t.ending) continue;
+      this.#traced.delete(requestId);
+      t.queue?.end(now);
+      t.span.setAttributes({
+        'chorus.status': t.ending.status,
+        'chorus.steps': t.steps,
+        'chorus.positions': t.positions,
+        'chorus.chunks_in': t.chunksIn,
+        'chorus.bytes_in': t.bytesIn,
+        'chorus.slowest_hop_ms': t.slowestHopMs,
+        'chorus.chunks_out': t.chunksOut,
+      });
+      const error = t.ending.error;
+      if (error) t.span.setStatus({ code: SpanStatusCode.ERROR, message: `${error.code}: ${error.message}` });
+      t.span.end(now);
+    }
   }
 }

@@ -155,7 +155,7 @@ describe('trace context', () => {
 });
 
 describe('StageSpans', () => {
-  it('records a stage span with its queue, steps and first hop under the root', () => {
+  it('records a stage span with its queue, steps and first hop under the root', async () => {
     const { tracing, spans } = memoryTracing();
     const root = rootTraceparent(tracing);
     const s = new StageSpans(tracing.tracer, 'talker', 'talker#0', new Map([['thinker', 'shm']]));
@@ -168,6 +168,7 @@ describe('StageSpans', () => {
     s.chunkOut('r1', 'code2wav');
     s.chunkOut('r1', 'code2wav');
     s.end('r1', 'stop');
+    await Promise.resolve(); // the stage span closes in a microtask (after the step that ended it)
     const byName = new Map(spans().map((x) => [x.name, x]));
     expect([...byName.keys()].sort()).toEqual(['chunk hop', 'prefill step', 'queue', 'stage talker']);
     const stage = byName.get('stage talker')!;
@@ -195,7 +196,7 @@ describe('StageSpans', () => {
     expect(queue.endTime).toEqual(step.startTime);
   });
 
-  it('records one decode step in DECODE_STEP_SPAN_EVERY, linked to every other traced request of the batch', () => {
+  it("records one decode step in DECODE_STEP_SPAN_EVERY, linked to the batch's other traced requests", async () => {
     const { tracing, spans } = memoryTracing();
     const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
     for (const id of ['a', 'b', 'c']) s.add(id, rootTraceparent(tracing).traceparent);
@@ -209,6 +210,7 @@ describe('StageSpans', () => {
         ['c', 1],
       ]);
     for (const id of ['a', 'b', 'c', 'untraced']) s.end(id, 'length');
+    await Promise.resolve();
     const all = spans();
     const decode = all.filter((x) => x.name === 'decode step');
     expect(decode).toHaveLength(3);
@@ -224,7 +226,24 @@ describe('StageSpans', () => {
     expect(all.filter((x) => x.name.startsWith('stage '))).toHaveLength(3);
   });
 
-  it('records nothing for a malformed or unsampled parent', () => {
+  it('closes a stage span after the step that ended its request, which it counts and contains', async () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing.tracer, 'code2wav', 'code2wav#0');
+    s.add('r1', rootTraceparent(tracing).traceparent);
+    const started = performance.now();
+    s.end('r1', 'stop'); // the core frees the request inside its last step...
+    s.step('run', started, [['r1', 25]]); // ...and records that step after
+    s.end('r1', 'cancelled'); // a second end changes nothing
+    await Promise.resolve();
+    const stage = spans().find((x) => x.name === 'stage code2wav')!;
+    const step = spans().find((x) => x.name === 'run step')!;
+    expect(stage.attributes).toMatchObject({ 'chorus.status': 'stop', 'chorus.steps': 1, 'chorus.positions': 25 });
+    expect(parentOf(step)).toBe(stage.spanContext().spanId);
+    const ns = (t: readonly [number, number]) => BigInt(t[0]) * 1_000_000_000n + BigInt(t[1]);
+    expect(ns(step.endTime)).toBeLessThanOrEqual(ns(stage.endTime));
+  });
+
+  it('records nothing for a malformed or unsampled parent', async () => {
     const { tracing, spans } = memoryTracing(false);
     const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
     s.add('bad', 'not-a-traceparent');
@@ -235,6 +254,7 @@ describe('StageSpans', () => {
     ]);
     s.end('bad', 'stop');
     s.end('unsampled', 'stop');
+    await Promise.resolve();
     expect(spans()).toEqual([]);
   });
 });
