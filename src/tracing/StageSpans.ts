@@ -55,7 +55,10 @@ export class StageSpans {
 
   /** A request admitted: its stage and queue spans start, when it has a sampled trace context. */
   add(requestId: string, traceparent: string | undefined): void {
-    if (traceparent === undefined || this.#traced.has(requestId)) return;
+    if (traceparent === undefined) return;
+    const previous = this.#traced.get(requestId);
+    if (previous && !previous.ending) return; // a duplicate add
+    if (previous) this.#closeEnded(); // the id ended and comes back before its span closed: close it first
     const parent = contextFromTraceparent(traceparent);
     if (!trace.getSpanContext(parent)) return; // malformed: nothing to join
     const now = spanTime();
