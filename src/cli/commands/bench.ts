@@ -18,6 +18,7 @@ import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 import type { RoutingPolicy } from '../../common/graph.ts';
+import { checkCompareFlags, checkTargetFlags } from './benchCompares.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
 import { openLoopFlags, openLoopUsage, runOpenLoopCommand } from './benchOpenLoop.ts';
 import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
@@ -63,11 +64,9 @@ reports the ratios of --config over FILE; --compare-scheduling runs the YAML wit
 (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
 with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
 routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
-instances to choose from, e.g. replicas: 2); --compare-tracing runs the YAML traced ("tracing-on": every span of
-every process, 100% sampled, exported over OTLP/HTTP to a local sink the bench runs) and untraced ("tracing-off"),
-ratios on over off (docs/tracing.md). The two servers of a comparison run at once and each
-concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
-stages: one after the other). --url measures a running server.
+instances to choose from, e.g. replicas: 2); --compare-tracing runs it traced (every span to a local OTLP sink) and
+not (docs/tracing.md). Two servers compared run at once, each concurrency's prompts in halves A B B A, so that the
+machine's drift falls on both alike (remote stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
 --request-rate R1,R2,...: open-loop load instead of --concurrency: at each rate, requests sent at seeded arrival
 times (gamma gaps of shape --burstiness, 1 = Poisson) within --duration seconds (default 20) or --num-prompts of them;
@@ -191,29 +190,9 @@ async function runServeCommand(argv: string[]): Promise<number> {
     duration: { type: 'string' },
     'slo-ttfp-ms': { type: 'string' },
   });
-  if (v.url !== undefined && v.config !== undefined)
-    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  checkTargetFlags(v);
   const openLoop = openLoopFlags(v);
-  if (v['compare-config'] !== undefined && v.url !== undefined)
-    throw new UsageError('--compare-config is for --config: the bench starts both servers');
-  const compares = [
-    v['compare-sync'] === true,
-    v['compare-config'] !== undefined,
-    v['compare-scheduling'] === true,
-    v['compare-prefix-cache'] === true,
-    v['compare-routing'] !== undefined,
-    v['compare-tracing'] === true,
-  ];
-  if (compares.filter(Boolean).length > 1)
-    throw new UsageError(
-      'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing (or --compare-tracing)',
-    );
-  for (const flag of ['compare-scheduling', 'compare-prefix-cache', 'compare-routing', 'compare-tracing'] as const)
-    if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
-      throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
-  if (v['compare-tracing'] === true && (v.turns !== undefined || openLoop !== null))
-    throw new UsageError('--compare-tracing is for the closed-loop TTFP bench (not --turns or --request-rate)');
+  checkCompareFlags(v, openLoop !== null);
   const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   const protocol = protocolOf(v.protocol);
