@@ -128,7 +128,9 @@ describe('tracing over the real pipeline', () => {
       expect(s.attributes['chorus.chunks_in']).toBeGreaterThanOrEqual(1);
     }
 
-    // Every span of the trace hangs off the client's span, and no child lies outside its parent in time.
+    // Every span of the trace hangs off the client's span, no child starts before its parent, and within a process no
+    // child ends after its parent. Across processes a stage may end after main's root: main has the last audio as
+    // soon as the chunk is put, while the stage's step that put it is still finishing.
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     for (const s of trace) {
       expect(s.endNs).toBeGreaterThanOrEqual(s.startNs);
@@ -138,7 +140,8 @@ describe('tracing over the real pipeline', () => {
       expect(s.startNs, `${s.name} starts after ${parent!.name}`).toBeGreaterThanOrEqual(
         parent!.startNs - CLOCK_ERROR_NS,
       );
-      expect(s.endNs, `${s.name} ends before ${parent!.name}`).toBeLessThanOrEqual(parent!.endNs + CLOCK_ERROR_NS);
+      if (s.instance === parent!.instance)
+        expect(s.endNs, `${s.name} ends before ${parent!.name}`).toBeLessThanOrEqual(parent!.endNs + CLOCK_ERROR_NS);
     }
   }, 60_000);
 

@@ -79,8 +79,14 @@ describe('tracing across hosts', () => {
       if (s === root) continue;
       const parent = byId.get(s.parentSpanId);
       expect(parent, `${s.name} (${s.instance}) has its parent in the trace`).toBeDefined();
-      expect(s.startNs).toBeGreaterThanOrEqual(parent!.startNs - CLOCK_ERROR_NS);
-      expect(s.endNs).toBeLessThanOrEqual(parent!.endNs + CLOCK_ERROR_NS);
+      expect(s.startNs, `${s.name} (${s.instance}) starts after its parent`).toBeGreaterThanOrEqual(
+        parent!.startNs - CLOCK_ERROR_NS,
+      );
+      // Within a process only: a remote stage's step may still be finishing when main has its last chunk.
+      if (s.instance === parent!.instance)
+        expect(s.endNs, `${s.name} (${s.instance}) ends before its parent`).toBeLessThanOrEqual(
+          parent!.endNs + CLOCK_ERROR_NS,
+        );
     }
     const perProcess = Object.fromEntries(
       [...new Set(trace.map((s) => s.instance))].map((i) => [i, trace.filter((s) => s.instance === i).length]),
