@@ -15,6 +15,7 @@ import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { startServer } from '../../src/server/app.ts';
 import { RemoteStageHost, remoteStagesOf, type RemoteStageHostOptions } from './RemoteStageHost.ts';
+import { openTracingSide } from './tracingMode.ts';
 
 export interface BenchConfig {
   /** The YAML text as run (async_chunk or scheduling forced when asked). */
@@ -78,33 +79,73 @@ export interface InProcessServer {
   close(): Promise<void>;
 }
 
-export type InProcessServerOptions = Omit<RemoteStageHostOptions, 'log'>;
+export type InProcessServerOptions = Omit<RemoteStageHostOptions, 'log'> & {
+  /** --compare-tracing: this server traced (true) or not (false); absent: as the environment says. */
+  readonly traced?: boolean;
+};
 
 export async function startInProcessServer(
   graph: StageGraph,
   log: Logger,
   options: InProcessServerOptions = {},
 ): Promise<InProcessServer> {
-  const host = remoteStagesOf(graph).length > 0 ? await RemoteStageHost.open(graph, { ...options, log }) : null;
+  const { traced, ...hostOptions } = options;
+  const side = traced === undefined ? null : await openTracingSide(traced, log);
   try {
-    const engine = await Orchestrator.start(host?.graph ?? graph, { log: log.child({ component: 'orchestrator' }) });
+    const server = await (side
+      ? side.withEnv(() => startStages(graph, log, hostOptions))
+      : startStages(graph, log, hostOptions));
     try {
-      await host?.join(engine);
-      const { app, url } = await startServer(engine, { host: '127.0.0.1', port: 0, apiKey: null, logger: log });
+      const tracing = side ? { tracing: side.tracing } : {};
+      const { app, url } = await startServer(server.engine, {
+        host: '127.0.0.1',
+        port: 0,
+        apiKey: null,
+        logger: log,
+        ...tracing,
+      });
       return {
         baseUrl: url,
-        engine,
-        remote: host?.description ?? null,
+        engine: server.engine,
+        remote: server.host?.description ?? null,
         close: async () => {
           try {
             await app.close();
           } finally {
             try {
-              // The engine first: it would report each remote instance that drains and leaves as a lost stage.
-              await engine.close();
+              await server.close();
             } finally {
-              await host?.close();
+              await side?.close();
             }
+          }
+        },
+      };
+    } catch (err) {
+      await server.close();
+      throw err;
+    }
+  } catch (err) {
+    await side?.close();
+    throw err;
+  }
+}
+
+/** The engine and, for remote stages, their host, joined; close() stops both. */
+async function startStages(graph: StageGraph, log: Logger, options: Omit<RemoteStageHostOptions, 'log'>) {
+  const host = remoteStagesOf(graph).length > 0 ? await RemoteStageHost.open(graph, { ...options, log }) : null;
+  try {
+    const engine = await Orchestrator.start(host?.graph ?? graph, { log: log.child({ component: 'orchestrator' }) });
+    try {
+      await host?.join(engine);
+      return {
+        engine,
+        host,
+        close: async () => {
+          try {
+            // The engine first: it would report each remote instance that drains and leaves as a lost stage.
+            await engine.close();
+          } finally {
+            await host?.close();
           }
         },
       };

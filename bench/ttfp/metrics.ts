@@ -177,3 +177,22 @@ export function summarizeRun(traces: readonly RequestTrace[], thresholdMs = UNDE
     textDeltas: per.reduce((n, m) => n + m.textDeltas, 0),
   };
 }
+
+/** A slow first packet, named so that its trace can be found (docs/tracing.md). */
+export interface SlowRequest {
+  readonly request_id: string | null;
+  readonly trace_id: string | null;
+  readonly ttfp_ms: number;
+}
+
+/** The `count` completed requests with the latest first audio packet, slowest first. */
+export function slowestByTtfp(traces: readonly RequestTrace[], count: number): SlowRequest[] {
+  return traces
+    .filter((t) => t.ok)
+    .flatMap((t) => {
+      const ttfpMs = requestMetrics(t).ttfpMs;
+      return ttfpMs === null ? [] : [{ request_id: t.requestId ?? null, trace_id: t.traceId ?? null, ttfp_ms: ttfpMs }];
+    })
+    .sort((a, b) => b.ttfp_ms - a.ttfp_ms)
+    .slice(0, count);
+}

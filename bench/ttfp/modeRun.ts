@@ -28,6 +28,8 @@ export interface Mode {
   readonly scheduling: SchedulingPolicy | null;
   readonly config: BenchConfig | null;
   readonly url: string | null;
+  /** --compare-tracing: whether this mode's server is traced (tracingMode.ts); absent: as the environment says. */
+  readonly traced?: boolean;
 }
 
 /** A mode's server, running: where its clients connect, and how to stop it (a no-op for --url). */
@@ -46,6 +48,7 @@ export async function openMode(
     ? await startInProcessServer(mode.config.graph, o.log, {
         ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
         ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
+        ...(mode.traced !== undefined ? { traced: mode.traced } : {}),
       })
     : null;
   if (server?.remote) result.remote_stages[mode.variant] = server.remote;

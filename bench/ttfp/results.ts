@@ -8,7 +8,7 @@ export { gitSha };
 import os from 'node:os';
 import type { LimitResult } from '../limit/runLimit.ts';
 import type { ThroughputLimit } from '../limit/runThroughput.ts';
-import { requestMetrics, type Distribution, type RunMetrics } from './metrics.ts';
+import { requestMetrics, slowestByTtfp, type Distribution, type RunMetrics, type SlowRequest } from './metrics.ts';
 import { cpuBoundRps } from './cpuTime.ts';
 import type { RequestTrace } from './trace.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
@@ -82,7 +82,15 @@ export interface RunRow {
    */
   readonly cpu_bound_rps: number | null;
   readonly errors: readonly string[];
+  /**
+   * The requests with the latest first packet (at most SLOWEST_SHOWN), with the trace id the client sent: the
+   * trace to open when the server exports traces (docs/tracing.md). Absent in results from before it existed.
+   */
+  readonly slowest_ttfp?: readonly SlowRequest[];
 }
+
+/** Slowest requests a run names (RunRow.slowest_ttfp). */
+export const SLOWEST_SHOWN = 3;
 
 export interface Ratio {
   readonly concurrency: number;
@@ -242,7 +250,7 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
   const timing = c.serverTiming ? ok.map((t) => c.serverTiming!(t.requestId)) : [];
   const target = c.ttfpTargetMs ?? null;
   const ttfps = ok.map((t) => requestMetrics(t).ttfpMs).filter((x): x is number => x !== null);
-  return {
+  const row = {
     variant: c.variant ?? (c.asyncChunk ? 'async' : 'sync'),
     async_chunk: c.asyncChunk,
     scheduling: c.scheduling ?? null,
@@ -279,6 +287,7 @@ export function toRunRow(m: RunMetrics, c: RowContext): RunRow {
     ...cpuFigures(c, m.completed),
     errors: m.errors,
   } as RunRow;
+  return { ...row, slowest_ttfp: slowestByTtfp(c.traces, SLOWEST_SHOWN) };
 }
 
 /** The provenance every bench result starts with: when, which commit and machine, what it ran against. */

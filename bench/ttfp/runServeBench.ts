@@ -129,7 +129,8 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
       modeIndex(x) - modeIndex(y) || o.concurrency.indexOf(x.concurrency) - o.concurrency.indexOf(y.concurrency),
   );
   // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
-  if (o.compareConfig) result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
+  if (o.compareConfig || o.compareTracing)
+    result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
   else result.ratios = asyncSyncRatios(result.runs);
   result.goals = evaluateGoals(
     result.runs,
@@ -157,7 +158,13 @@ export function interleaves(modes: readonly Mode[]): boolean {
 export async function planModes(
   o: Pick<
     ServeBenchOptions,
-    'target' | 'compareSync' | 'compareScheduling' | 'compareConfig' | 'comparePrefixCache' | 'compareRouting'
+    | 'target'
+    | 'compareSync'
+    | 'compareScheduling'
+    | 'compareConfig'
+    | 'comparePrefixCache'
+    | 'compareRouting'
+    | 'compareTracing'
   >,
 ): Promise<Mode[]> {
   const t = o.target;
@@ -171,13 +178,20 @@ export async function planModes(
   });
   if (t.kind === 'config') {
     const compares = [o.compareSync, o.compareConfig !== undefined, o.compareScheduling, o.comparePrefixCache];
-    if ([...compares, o.compareRouting !== undefined].filter(Boolean).length > 1)
+    if ([...compares, o.compareRouting !== undefined, o.compareTracing].filter(Boolean).length > 1)
       throw new ChorusError(
         ErrorCodes.REQUEST_INVALID,
         'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-          '--compare-routing',
+          '--compare-routing (or --compare-tracing)',
       );
     if (o.compareRouting !== undefined) return routingModes(t.file, o.compareRouting, of);
+    if (o.compareTracing) {
+      const config = await readBenchConfig(t.file);
+      return [
+        { ...of('tracing-on', config), traced: true },
+        { ...of('tracing-off', config), traced: false },
+      ];
+    }
     if (o.compareConfig !== undefined) {
       const files = [t.file, o.compareConfig];
       const configs = await Promise.all(files.map((f) => readBenchConfig(f)));
@@ -207,6 +221,8 @@ export async function planModes(
   }
   if (o.compareRouting !== undefined)
     throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-routing needs --config (the bench starts both)');
+  if (o.compareTracing)
+    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-tracing needs --config (the bench starts both)');
   if (o.compareConfig !== undefined || o.compareScheduling || o.comparePrefixCache)
     throw new ChorusError(
       ErrorCodes.REQUEST_INVALID,

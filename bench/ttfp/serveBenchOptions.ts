@@ -28,6 +28,11 @@ export interface ServeBenchOptions {
   readonly comparePrefixCache?: boolean;
   /** Runs the config as it is (variant: its routing policy) and with `routing:` this policy (variant: its name). */
   readonly compareRouting?: RoutingPolicy;
+  /**
+   * Runs the config traced (variant "tracing-on": 100% sampling, OTLP export to a local sink) and untraced
+   * ("tracing-off"); ratios are on over off (bench/ttfp/tracingMode.ts).
+   */
+  readonly compareTracing?: boolean;
   /** A second config run after --config's (--config target only); ratios are --config over it. */
   readonly compareConfig?: string;
   /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */

@@ -22,6 +22,11 @@ export interface RequestTrace {
   readonly error?: string;
   /** The server's request id (realtime response id, chat completion id), to join with server-side timings. */
   readonly requestId?: string;
+  /**
+   * The trace id of the traceparent the client sent (a chat request's own; a realtime session's, shared by its
+   * responses): with a tracing server, the request's spans are in this trace.
+   */
+  readonly traceId?: string;
   /** From the server's usage report, when it sent one. */
   readonly promptTokens?: number;
   /** Of promptTokens, those the server served from its prefix cache (usage's cached_tokens). */

@@ -52,6 +52,11 @@ export interface GenerateRequest {
   readonly ttfpTargetMs?: number;
   /** Reuse of the Thinker's work on an earlier prompt (voice turns prefilled while the user speaks). */
   readonly prefix?: PromptPrefix;
+  /**
+   * W3C trace context of the span this request's stage spans are children of (the front end's root span,
+   * src/tracing/responseSpan.ts): sent to every stage in `add`. Absent: the stages record nothing for it.
+   */
+  readonly traceparent?: string;
 }
 
 /**

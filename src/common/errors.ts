@@ -64,6 +64,9 @@ export const ErrorCodes = {
   // A response's client stopped reading: its stream buffer stayed full (the request paused) past the client-stall
   // timeout, so the response was failed and its work freed in every stage.
   CLIENT_TOO_SLOW: 'CHORUS_ERR_CLIENT_TOO_SLOW',
+  // An OTEL_* variable asks for something Chorus's tracing cannot do (an exporter or protocol it does not ship): the
+  // message names the variable and what to set instead (docs/tracing.md).
+  TRACING_CONFIG: 'CHORUS_ERR_TRACING_CONFIG',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 

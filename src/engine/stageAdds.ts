@@ -79,6 +79,7 @@ export function stageAdds(a: Admission): { slot: InstanceView; add: AddRequest }
       upstreams,
       firstChunkDeadline: a.firstChunkDeadline,
       liveRequests: a.liveRequests,
+      ...(request.traceparent ? { traceparent: request.traceparent } : {}),
       args: kind.addArgs({
         requestId: a.requestId,
         request,

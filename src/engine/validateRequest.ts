@@ -28,6 +28,9 @@ export function validateRequest(r: GenerateRequest): void {
   const target = r.ttfpTargetMs;
   if (target !== undefined && !(Number.isFinite(target) && target > 0))
     throw bad('ttfpTargetMs must be a positive number of milliseconds');
+  // Checked here: a stage's control guard drops an add whose traceparent is not a string, which would strand it.
+  if (r.traceparent !== undefined && typeof r.traceparent !== 'string')
+    throw bad('traceparent must be a W3C traceparent string');
 }
 
 /** The shape of a part; whether its bytes decode is the media probe's business (CHORUS_ERR_MEDIA_INVALID). */

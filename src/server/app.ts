@@ -31,6 +31,9 @@ import { exposedBeyondLoopback } from './hostCheck.ts';
 import { closeSocketsGoingAway, requestTimeouts } from './connectionLimits.ts';
 import { retryAfterSeconds } from './retryAfter.ts';
 import { ClientInputError } from './validate.ts';
+import { processTracing, type Tracing } from '../tracing/tracing.ts';
+import { tracedEngine } from '../tracing/responseSpan.ts';
+import { contextFromTraceparent, headerValue } from '../tracing/traceContext.ts';
 
 export type { ServerOptions } from './options.ts';
 
@@ -75,6 +78,10 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   );
   queues.set(app, queue);
   bridgeEngineDiagnostics();
+  // At start: a tracing setting Chorus cannot honour fails the server here, naming the variable.
+  const tracing = opts.tracing !== undefined ? opts.tracing : processTracing();
+  // Spans still queued are sent before the server goes (a collector that is down costs a warning, not the close).
+  if (tracing) app.addHook('onClose', () => tracing.flush());
   const current = graphState(engine, options.maxResponseTokens);
   if (options.apiKey === null && exposedBeyondLoopback(options.host)) {
     log.warn(
@@ -146,9 +153,10 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
         `/v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app) });
+    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app), tracing });
     registerChatCompletions(routes, {
       engine,
+      tracing,
       options,
       admission,
       queue,
@@ -224,6 +232,7 @@ interface RealtimeDeps {
   readonly admission: Admission;
   readonly queue: RequestQueue;
   readonly vad: () => Promise<VadService>;
+  readonly tracing: Tracing | null;
 }
 
 function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
@@ -270,8 +279,13 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         socket.close(1013, 'try again later');
         return;
       }
+      // The upgrade's traceparent (malformed: none) parents every response of the session.
+      const parent = contextFromTraceparent(
+        headerValue(request.headers.traceparent),
+        headerValue(request.headers.tracestate),
+      );
       const session = new RealtimeSession(socket, {
-        engine,
+        engine: tracedEngine(engine, deps.tracing, { parent }),
         options,
         get samplesPerFrame() {
           return engine.audioOutput?.samplesPerFrame ?? null;

@@ -4,6 +4,7 @@
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
+import type { Tracing } from '../tracing/tracing.ts';
 
 export interface ServerOptions {
   /** Interface to bind. Loopback by default: exposing the server is a deliberate choice. */
@@ -93,6 +94,11 @@ export interface ServerOptions {
   /** Largest media body fetched from an allowed URL. */
   readonly mediaFetchMaxBytes?: number;
   readonly logger?: Logger;
+  /**
+   * Where this server's root spans go. Default: the process's tracing, from the OTEL_* variables (docs/tracing.md);
+   * null: none for this server (`chorus bench --compare-tracing` runs a traced and an untraced server side by side).
+   */
+  readonly tracing?: Tracing | null;
 }
 
 export interface ResolvedServerOptions {

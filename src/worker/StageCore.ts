@@ -21,6 +21,7 @@ import type {
   ReceivedChunk,
 } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { StepItem, StepTrace } from './StepTrace.ts';
+import type { StageSpans } from '../tracing/StageSpans.ts';
 import type {
   AddRequest,
   DownstreamTarget,
@@ -49,6 +50,8 @@ export interface StageContext {
   readonly wake?: () => void;
   /** Records every step when CHORUS_STEP_TRACE_DIR asks for it (StepTrace.ts). */
   readonly stepTrace?: StepTrace | null;
+  /** The request's spans when OTEL_* turns tracing on (src/tracing/StageSpans.ts). */
+  readonly spans?: StageSpans | null;
 }
 
 export interface CoreRequest {
@@ -83,6 +86,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     }
     const req = this.admit(msg);
     this.requests.set(msg.requestId, req);
+    this.ctx.spans?.add(msg.requestId, msg.traceparent);
     for (const upstream of msg.upstreams) {
       this.ctx.adapter.expect(msg.requestId, {
         fromInstance: upstream.instance,
@@ -119,6 +123,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         this.onUpstreamFailure(req, m.finishReason, err, m.from);
         continue;
       }
+      this.ctx.spans?.arrival(a.requestId, m.from, m.sentAtMs, a.chunk.receivedAtMs, a.chunk.bytes);
       this.onChunk(req, a.chunk);
     }
   }
@@ -132,7 +137,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
       this.ctx.adapter.cancel(requestId);
       return;
     }
-    this.release(req);
+    this.release(req, 'cancelled');
     this.ctx.adapter.cancel(requestId);
     this.ctx.post({ type: 'finished', requestId, finishReason: 'cancelled', numTokens: req.numOutputs });
   }
@@ -144,7 +149,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   dropAll(): string[] {
     const ids = [...this.requests.keys()];
     for (const id of ids) {
-      this.release(this.requests.get(id)!);
+      this.release(this.requests.get(id)!, 'dropped');
       this.ctx.adapter.cancel(id);
     }
     return ids;
@@ -213,7 +218,11 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     items: () => readonly StepItem[],
     phase: StepPhase = 'run',
   ): void {
-    this.ctx.stepTrace?.record(startedAtMs, items());
+    if (this.ctx.stepTrace || this.ctx.spans) {
+      const served = items();
+      this.ctx.stepTrace?.record(startedAtMs, served);
+      this.ctx.spans?.step(phase, startedAtMs, served);
+    }
     this.lastBatchSize = batchSize;
     this.lastStepMs = performance.now() - startedAtMs;
     if (this.batchSizes.length < MAX_SAMPLES_PER_REPORT) this.batchSizes.push(batchSize);
@@ -239,7 +248,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   ): void {
     const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, body: lastBody(t) }));
     const warnings = this.warningsOf(req);
-    this.release(req);
+    this.release(req, reason);
     void Promise.allSettled(puts).then(() =>
       this.ctx.post({
         type: 'finished',
@@ -263,7 +272,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   protected failWith(req: R, reason: FinishReason, error: SerializedError): void {
     this.ctx.log.debug({ requestId: req.requestId, code: error.code }, 'request ended upstream or failed here');
     const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, error }));
-    this.release(req);
+    this.release(req, reason, error);
     this.ctx.adapter.cancel(req.requestId);
     void Promise.allSettled(puts).then(() =>
       this.ctx.post({
@@ -276,14 +285,16 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     );
   }
 
-  private release(req: R): void {
+  private release(req: R, status: string, error?: SerializedError): void {
     if (!this.requests.delete(req.requestId)) return;
+    this.ctx.spans?.end(req.requestId, status, error);
     this.freeState(req);
   }
 
   private put(req: R, t: DownstreamTarget, chunk: OutgoingChunk): Promise<void> {
     const keyStage = t.stageId === 'main' ? this.ctx.spec.stageId : t.stageId;
     const deadline = Date.now() + this.ctx.chunkPolicy.chunkTimeoutMs;
+    this.ctx.spans?.chunkOut(req.requestId, t.stageId);
     return this.ctx.adapter
       .saveAsync(req.requestId, { toInstance: t.instance, toStageId: t.stageId, keyStage }, chunk, deadline)
       .catch((err: unknown) => {

@@ -123,6 +123,11 @@ export interface AddRequest<A = unknown> {
    * must not get the unloaded chunk just because the Talker has not seen the rest yet).
    */
   readonly liveRequests?: number;
+  /**
+   * W3C trace context of the request's root span (GenerateRequest.traceparent): the stage's spans for the request
+   * join its trace, on this host or another (it rides the Redis control channel as it does IPC). Absent: untraced.
+   */
+  readonly traceparent?: string;
   /** The kind's own arguments. */
   readonly args: A;
 }

@@ -22,6 +22,8 @@ import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type S
 import type { StageContext, StageCore } from './StageCore.ts';
 import { StageLoop } from './StageLoop.ts';
 import { StepTrace } from './StepTrace.ts';
+import { StageSpans } from '../tracing/StageSpans.ts';
+import { startTracing, type Tracing } from '../tracing/tracing.ts';
 
 /** A stage's loaded model and core. */
 export interface BuiltStage {
@@ -61,6 +63,11 @@ function lowerPriority(increment: number, log: Logger): void {
   }
 }
 
+/** Each input edge's connector kind by upstream stage id, for the spans of its chunk hops. */
+function edgeTransports(graph: StageGraph, spec: StageGraph['stages'][number]): Map<string, string> {
+  return new Map(spec.inputs.map((i) => [i.from, graph.connectors[i.connector]?.kind ?? 'unknown']));
+}
+
 /** Runs this process as one stage instance, talking to main over `channel`. */
 export function runStageProcess(channel: ControlChannel<StageToMain, MainToStage>, createStage: CreateStage): void {
   const post = (msg: StageToMain) => void channel.send(msg);
@@ -89,9 +96,11 @@ async function boot(
   const started = performance.now();
   let loop: StageLoop | null = null;
   let connector: Connector | null = null;
+  let tracing: Tracing | null = null;
   lowerPriority(args.graph.stageNice, log); // first: the model's threads, started below, inherit it
   pinThisProcess(cpusFor(args.graph, spec), log); // the same: its cores, or the ones no stage reserved
   try {
+    tracing = startTracing(self, process.env, log); // from this process's OTEL_* (a remote host sets its own)
     connector = await createConnector(args.graph, self, args.edges);
     const adapter = new ChunkTransferAdapter(connector, self, spec.stageId, () => loop?.wake());
     const ctx: StageContext = {
@@ -105,6 +114,7 @@ async function boot(
       ecStore: args.graph.ecStore ?? null,
       wake: () => loop?.wake(),
       stepTrace: StepTrace.fromEnv(self),
+      spans: tracing ? new StageSpans(tracing.tracer, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
     };
     const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
     loop = new StageLoop(core, adapter, post, log);
@@ -131,6 +141,7 @@ async function boot(
     await connector.close();
     await close();
     ctx.stepTrace?.close();
+    await tracing?.shutdown(); // exports what is queued; a collector that cannot be reached only costs a warning
     post({ type: 'drained' });
     log.info('stage drained');
     channel.close();
@@ -142,6 +153,7 @@ async function boot(
         : new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${self} failed to boot: ${String(err)}`, { cause: err });
     post({ type: 'boot_failed', error: serializeError(wrapped) });
     await connector?.close().catch(() => undefined);
+    await tracing?.shutdown();
     process.exitCode = 1;
     channel.close();
   }

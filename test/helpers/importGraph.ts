@@ -22,6 +22,7 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'transport', rank: 1 },
   { prefix: 'stages', rank: 2 },
   { prefix: 'src/voice', rank: 2 },
+  { prefix: 'src/tracing', rank: 2 },
   { prefix: 'src/worker', rank: 3 },
   // Implements the worker's ControlChannel (ipc, redis); the supervisors above pick a variant.
   { prefix: 'src/control', rank: 3.5 },

@@ -12,6 +12,7 @@ import {
   type BenchRequest,
   type ClientTarget,
 } from './BenchClient.ts';
+import { newTraceparent } from './traceparent.ts';
 
 const SAMPLE_RATE_HZ = 24_000; // streamed chat audio is 24 kHz mono pcm16
 
@@ -78,6 +79,8 @@ export class ChatBenchClient implements BenchClient {
       'content-length': String(Buffer.byteLength(body)),
     };
     if (this.target.apiKey) headers.authorization = `Bearer ${this.target.apiKey}`;
+    const { traceparent, traceId } = newTraceparent();
+    headers.traceparent = traceparent;
     return new Promise<ChatTrace>((resolve) => {
       const events: TraceEvent[] = [];
       const parsed: Parsed = { transcript: '' };
@@ -87,7 +90,7 @@ export class ChatBenchClient implements BenchClient {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve({ startMs, events, ok, ...(error !== undefined ? { error } : {}), ...parsed });
+        resolve({ startMs, events, ok, traceId, ...(error !== undefined ? { error } : {}), ...parsed });
       };
       const req = http.request(`${this.target.baseUrl}/v1/chat/completions`, {
         method: 'POST',

@@ -8,6 +8,7 @@
 import { WebSocket } from 'ws';
 import type { RequestTrace, TraceEvent } from '../trace.ts';
 import { chunkingFields, type BenchClient, type BenchRequest, type ClientTarget } from './BenchClient.ts';
+import { newTraceparent } from './traceparent.ts';
 import { deltaTraceEvent, responseOutcome, usageFields, type RealtimeEvent } from './realtimeEvents.ts';
 
 const SAMPLE_RATE_HZ = 24_000; // Realtime GA audio/pcm is 24 kHz mono pcm16
@@ -27,7 +28,11 @@ export class RealtimeBenchClient implements BenchClient {
   #draining: Promise<void> | null = null;
   #onDrained: (() => void) | null = null;
 
-  private constructor(private readonly ws: WebSocket) {
+  private constructor(
+    private readonly ws: WebSocket,
+    /** The session's traceparent's trace id: every response of the session is a span of that trace. */
+    private readonly traceId: string,
+  ) {
     ws.on('message', (data) => this.#onMessage(performance.now(), data.toString()));
     ws.on('close', () => {
       this.#drained();
@@ -36,7 +41,8 @@ export class RealtimeBenchClient implements BenchClient {
   }
 
   static async connect(target: ClientTarget): Promise<RealtimeBenchClient> {
-    return new RealtimeBenchClient(await openRealtimeSocket(target));
+    const { traceparent, traceId } = newTraceparent();
+    return new RealtimeBenchClient(await openRealtimeSocket(target, { traceparent }), traceId);
   }
 
   async request(r: BenchRequest): Promise<RequestTrace> {
@@ -60,6 +66,7 @@ export class RealtimeBenchClient implements BenchClient {
             startMs,
             events,
             ok,
+            traceId: this.traceId,
             ...(error !== undefined ? { error } : {}),
             ...(pending.requestId !== undefined ? { requestId: pending.requestId } : {}),
             ...usageFields(usage),
@@ -137,10 +144,13 @@ export class RealtimeBenchClient implements BenchClient {
 }
 
 /** A /v1/realtime socket, once its session.created has arrived (the session is usable from then on). */
-export async function openRealtimeSocket(target: ClientTarget): Promise<WebSocket> {
+export async function openRealtimeSocket(
+  target: ClientTarget,
+  headers: Readonly<Record<string, string>> = {},
+): Promise<WebSocket> {
   const url = `${target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`;
   const ws = new WebSocket(url, {
-    headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},
+    headers: { ...headers, ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}) },
     perMessageDeflate: false,
   });
   await new Promise<void>((resolve, reject) => {

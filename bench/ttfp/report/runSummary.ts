@@ -72,8 +72,13 @@ export function runSummaryLines(r: RunRow): string[] {
     line('Underruns (stalls over 100 ms)', String(r.underruns)),
     line('Requests with an underrun', String(r.requests_with_underruns)),
     line('Worst stall (ms)', ms(r.worst_stall_ms)),
-    '='.repeat(BLOCK_WIDTH),
   );
+  if (r.slowest_ttfp && r.slowest_ttfp.length > 0)
+    out.push(
+      rule('Slowest first packets (TTFP, trace id)', '-'),
+      ...r.slowest_ttfp.map((s) => line(`${s.request_id ?? '(no id)'} (ms)`, `${ms(s.ttfp_ms)} ${s.trace_id ?? '-'}`)),
+    );
+  out.push('='.repeat(BLOCK_WIDTH));
   return out;
 }
 

@@ -18,6 +18,7 @@ import { repoRoot } from '../../config/paths.ts';
 import { UsageError } from '../cliArgs.ts';
 import { logger } from '../../common/log.ts';
 import type { RoutingPolicy } from '../../common/graph.ts';
+import { checkCompareFlags, checkTargetFlags } from './benchCompares.ts';
 import { mixUsage, runMixCommand } from './benchMix.ts';
 import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './benchOpenLoop.ts';
 import { runTurnsCommand, turnsUsage } from './benchTurns.ts';
@@ -41,7 +42,7 @@ export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
-                | --compare-routing POLICY] [--redis-url URL] [--out DIR]
+                | --compare-routing POLICY | --compare-tracing] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--goals] [--json]
@@ -63,9 +64,9 @@ reports the ratios of --config over FILE; --compare-scheduling runs the YAML wit
 (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
 with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
 routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
-instances to choose from, e.g. replicas: 2). The two servers of a comparison run at once and each
-concurrency's prompts go in halves, A B B A, so that the machine's drift falls on both alike (a config with remote
-stages: one after the other). --url measures a running server.
+instances to choose from, e.g. replicas: 2); --compare-tracing runs it traced (every span to a local OTLP sink) and
+not (docs/tracing.md). Two servers compared run at once, each concurrency's prompts in halves A B B A, so that the
+machine's drift falls on both alike (remote stages: one after the other). --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
 ${openLoopHelp}\
 --trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a
@@ -176,6 +177,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'compare-scheduling': { type: 'boolean', default: false },
     'compare-prefix-cache': { type: 'boolean', default: false },
     'compare-routing': { type: 'string' },
+    'compare-tracing': { type: 'boolean', default: false },
     'redis-url': { type: 'string' },
     ...RUN_OPTIONS,
     'initial-codec-chunk-frames': { type: 'string' },
@@ -191,26 +193,9 @@ async function runServeCommand(argv: string[]): Promise<number> {
     'slo-quantile': { type: 'string' },
     'capacity-multiples': { type: 'string' },
   });
-  if (v.url !== undefined && v.config !== undefined)
-    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  checkTargetFlags(v);
   const openLoop = openLoopFlags(v);
-  if (v['compare-config'] !== undefined && v.url !== undefined)
-    throw new UsageError('--compare-config is for --config: the bench starts both servers');
-  const compares = [
-    v['compare-sync'] === true,
-    v['compare-config'] !== undefined,
-    v['compare-scheduling'] === true,
-    v['compare-prefix-cache'] === true,
-    v['compare-routing'] !== undefined,
-  ];
-  if (compares.filter(Boolean).length > 1)
-    throw new UsageError(
-      'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing',
-    );
-  for (const flag of ['compare-scheduling', 'compare-prefix-cache', 'compare-routing'] as const)
-    if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
-      throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
+  checkCompareFlags(v, openLoop !== null);
   const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   const protocol = protocolOf(v.protocol);
@@ -244,6 +229,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
     compareSync: v['compare-sync'] === true,
     compareScheduling: v['compare-scheduling'] === true,
     comparePrefixCache: v['compare-prefix-cache'] === true,
+    compareTracing: v['compare-tracing'] === true,
     ...(compareRouting !== undefined ? { compareRouting } : {}),
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),

@@ -20,6 +20,7 @@ import { logger } from '../../common/log.ts';
 import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
+import { processTracing } from '../../tracing/tracing.ts';
 
 export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
                     [--allowed-origin URL]... [--allowed-hosts NAME,...] [--max-sessions N]
@@ -145,6 +146,8 @@ export async function run(argv: string[]): Promise<number> {
   const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
   const graph = await loadConfig(values.config!);
   await checkPortFree(values.host!, port);
+  // Before the stages start: an OTEL_* setting tracing cannot honour is one error here, not one per stage process.
+  processTracing();
   const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs);
   // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
   const reload = async () => engine.reload(await loadConfig(values.config!));

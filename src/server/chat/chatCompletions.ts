@@ -19,6 +19,9 @@ import type { MediaSources } from '../media/mediaParts.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
+import type { Tracing } from '../../tracing/tracing.ts';
+import { traceGenerate } from '../../tracing/responseSpan.ts';
+import { contextFromTraceparent, headerValue } from '../../tracing/traceContext.ts';
 
 export interface ChatRouteContext {
   readonly engine: Engine;
@@ -26,6 +29,8 @@ export interface ChatRouteContext {
   readonly admission: Admission;
   readonly queue: RequestQueue;
   readonly tokenLimits: TokenLimits;
+  /** Where the completions' root spans go (null: untraced). */
+  readonly tracing: Tracing | null;
 }
 
 function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
@@ -72,7 +77,15 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     try {
       // Waits in line under load; a 429 when the line is full, or at once when it would answer too late.
       releaseSlot = await ctx.queue.acquire(plan.request.modalities.includes('audio'));
-      handle = ctx.engine.generate(plan.request);
+      handle = traceGenerate(ctx.tracing, (r) => ctx.engine.generate(r), plan.request, {
+        protocol: 'http',
+        name: 'chat.completion',
+        parent: contextFromTraceparent(
+          headerValue(request.headers.traceparent),
+          headerValue(request.headers.tracestate),
+        ),
+        startedAtMs,
+      });
       refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
     } catch (err) {
       release();

@@ -1,0 +1,69 @@
+/**
+ * The bench names its slowest first packets with the trace id its client sent (issue 34): which requests, in which
+ * order, what a failed or audio-less request counts for, and how the run's summary prints them.
+ */
+import { describe, expect, it } from 'vitest';
+import { newTraceparent } from '../../bench/ttfp/clients/traceparent.ts';
+import { slowestByTtfp, summarizeRun } from '../../bench/ttfp/metrics.ts';
+import { runSummaryLines } from '../../bench/ttfp/report/runSummary.ts';
+import { toRunRow } from '../../bench/ttfp/results.ts';
+import type { RequestTrace } from '../../bench/ttfp/trace.ts';
+import { contextFromTraceparent } from '../../src/tracing/traceContext.ts';
+import { trace as otelTrace } from '@opentelemetry/api';
+
+function request(id: string, ttfpMs: number | null, ok = true): RequestTrace {
+  const events: RequestTrace['events'] = [
+    { type: 'text', atMs: 105 },
+    ...(ttfpMs === null ? [] : [{ type: 'audio' as const, atMs: 100 + ttfpMs, samples: 2400, sampleRateHz: 24000 }]),
+    { type: 'done', atMs: 1000 },
+  ];
+  return { startMs: 100, events, ok, requestId: id, traceId: `trace-${id}` };
+}
+
+describe('the slowest first packets', () => {
+  it('are the completed requests with audio, latest first, at most the count', () => {
+    const traces = [
+      request('a', 40),
+      request('b', 90),
+      request('c', null), // no audio: no first packet to be slow
+      request('d', 500, false), // failed: counted, not measured
+      request('e', 70),
+      request('f', 10),
+    ];
+    expect(slowestByTtfp(traces, 3)).toEqual([
+      { request_id: 'b', trace_id: 'trace-b', ttfp_ms: 90 },
+      { request_id: 'e', trace_id: 'trace-e', ttfp_ms: 70 },
+      { request_id: 'a', trace_id: 'trace-a', ttfp_ms: 40 },
+    ]);
+    expect(slowestByTtfp([{ ...request('x', 5), requestId: undefined, traceId: undefined }], 3)).toEqual([
+      { request_id: null, trace_id: null, ttfp_ms: 5 },
+    ]);
+  });
+
+  it('are printed at the end of the run summary with their trace ids', () => {
+    const traces = [request('resp_1', 40), request('resp_2', 90)];
+    const row = toRunRow(summarizeRun(traces), {
+      asyncChunk: true,
+      concurrency: 1,
+      inputLen: 100,
+      outputLen: 100,
+      code2wavBatch: null,
+      durationMs: 1000,
+      traces,
+    });
+    const lines = runSummaryLines(row);
+    const at = lines.findIndex((l) => l.includes('Slowest first packets'));
+    expect(at).toBeGreaterThan(0);
+    expect(lines.slice(at + 1, at + 3).map((l) => l.replace(/\s+/g, ' '))).toEqual([
+      'resp_2 (ms): 90.0 trace-resp_2',
+      'resp_1 (ms): 40.0 trace-resp_1',
+    ]);
+    expect(lines.at(-1)).toMatch(/^=+$/);
+  });
+
+  it('sends a valid, sampled traceparent naming its trace id', () => {
+    const { traceparent, traceId } = newTraceparent();
+    expect(otelTrace.getSpanContext(contextFromTraceparent(traceparent))).toMatchObject({ traceId, traceFlags: 1 });
+    expect(newTraceparent().traceId).not.toBe(traceId);
+  });
+});

@@ -1,0 +1,343 @@
+/**
+ * The tracing pieces without a pipeline, through the SDK's in-memory exporter: when the environment turns tracing
+ * on, which settings are refused; a stage's spans for a request (queue ends at its first step, one decode step span
+ * in DECODE_STEP_SPAN_EVERY linked to the batch's other requests, the first hop per edge, aggregates, untraced and
+ * unsampled requests cost nothing); the root span of an answer (attributes from its events, ended by cancel before
+ * anyone listened, a refused generate()).
+ */
+import { trace, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
+import {
+  AlwaysOffSampler,
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { Subject } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
+import { isChorusError } from '../../src/common/errors.ts';
+import { traceGenerate } from '../../src/tracing/responseSpan.ts';
+import { DECODE_STEP_SPAN_EVERY, StageSpans } from '../../src/tracing/StageSpans.ts';
+import { contextFromTraceparent, traceparentOf } from '../../src/tracing/traceContext.ts';
+import { startTracing, tracingConfigured, type Tracing } from '../../src/tracing/tracing.ts';
+
+function memoryTracing(sampled = true): { tracing: Tracing; spans: () => ReadableSpan[] } {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+    ...(sampled ? {} : { sampler: new AlwaysOffSampler() }),
+  });
+  const tracing: Tracing = {
+    tracer: provider.getTracer('test'),
+    flush: () => provider.forceFlush(),
+    shutdown: () => provider.shutdown(),
+  };
+  return { tracing, spans: () => exporter.getFinishedSpans() };
+}
+
+/** A root span's traceparent, as main puts it in the add. */
+function rootTraceparent(tracing: Tracing): { traceparent: string; spanId: string } {
+  const root = tracing.tracer.startSpan('root');
+  return { traceparent: traceparentOf(root)!, spanId: root.spanContext().spanId };
+}
+
+const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
+
+describe('tracing from the environment', () => {
+  it('is off without an OTLP endpoint, or when disabled', () => {
+    expect(tracingConfigured({})).toBe(false);
+    expect(tracingConfigured({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' })).toBe(false);
+    expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBe(true);
+    expect(tracingConfigured({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' })).toBe(true);
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
+    expect(tracingConfigured({ ...on, OTEL_SDK_DISABLED: 'true' })).toBe(false);
+    expect(tracingConfigured({ ...on, OTEL_TRACES_EXPORTER: 'none' })).toBe(false);
+    expect(startTracing('main', {})).toBeNull();
+  });
+
+  it('refuses an exporter or protocol it does not ship, naming the variable', () => {
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
+    const refusal = (env: NodeJS.ProcessEnv) => {
+      try {
+        startTracing('main', env);
+      } catch (err) {
+        return isChorusError(err, 'CHORUS_ERR_TRACING_CONFIG') ? err.message : `other error: ${String(err)}`;
+      }
+      return 'accepted';
+    };
+    expect(refusal({ ...on, OTEL_TRACES_EXPORTER: 'zipkin' })).toMatch(/^OTEL_TRACES_EXPORTER=zipkin .*use otlp/);
+    expect(refusal({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatch(
+      /^OTEL_EXPORTER_OTLP_PROTOCOL=grpc .*http\/json or http\/protobuf/,
+    );
+    expect(refusal({ ...on, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' })).toMatch(/grpc is not supported/);
+    for (const protocol of ['http/json', 'http/protobuf'])
+      expect(refusal({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: protocol })).toBe('accepted');
+  });
+});
+
+/** A loopback port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('an unreachable collector', () => {
+  it('costs a warning in the log, and the flush still resolves', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const log = pino({ level: 'warn' }, sink);
+    const endpoint = `http://127.0.0.1:${await closedPort()}`;
+    const tracing = startTracing('main', { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }, log)!;
+    tracing.tracer.startSpan('lost').end();
+    await tracing.flush();
+    await tracing.shutdown();
+    const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(warnings.length).toBeGreaterThan(0);
+    for (const w of warnings) {
+      expect(w.level).toBe(40); // warn, never error
+      expect(w.msg).toMatch(/^tracing: /);
+    }
+  });
+});
+
+describe('the protobuf exporter', () => {
+  it('sends OTLP/HTTP protobuf when OTEL_EXPORTER_OTLP_PROTOCOL asks for it', async () => {
+    const received: { path: string; type: string; bytes: number }[] = [];
+    const server = createHttpServer((req, res) => {
+      let bytes = 0;
+      req.on('data', (b: Buffer) => (bytes += b.length));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', type: req.headers['content-type'] ?? '', bytes });
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const env = { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' };
+    const tracing = startTracing('main', env)!;
+    try {
+      tracing.tracer.startSpan('one').end();
+      await tracing.flush();
+    } finally {
+      await tracing.shutdown();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({ path: '/v1/traces', type: 'application/x-protobuf' });
+    expect(received[0].bytes).toBeGreaterThan(0);
+  });
+});
+
+describe('trace context', () => {
+  it('reads a valid traceparent and ignores malformed ones', () => {
+    const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    expect(trace.getSpanContext(contextFromTraceparent(tp))).toMatchObject({
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      isRemote: true,
+    });
+    for (const bad of [undefined, 42, '', 'garbage', `00-${'0'.repeat(32)}-b7ad6b7169203331-01`, tp.slice(0, 50)])
+      expect(contextFromTraceparent(bad)).toBe(ROOT_CONTEXT);
+  });
+});
+
+describe('StageSpans', () => {
+  it('records a stage span with its queue, steps and first hop under the root', async () => {
+    const { tracing, spans } = memoryTracing();
+    const root = rootTraceparent(tracing);
+    const s = new StageSpans(tracing.tracer, 'talker', 'talker#0', new Map([['thinker', 'shm']]));
+    s.add('r1', root.traceparent);
+    const sentAt = Date.now() - 5;
+    s.arrival('r1', 'thinker', sentAt, sentAt + 2, 100);
+    s.arrival('r1', 'thinker', sentAt + 1, sentAt + 9, 50); // aggregated, no span
+    const t0 = performance.now();
+    s.step('prefill', t0, [['r1', 12]]);
+    s.chunkOut('r1', 'code2wav');
+    s.chunkOut('r1', 'code2wav');
+    s.end('r1', 'stop');
+    await Promise.resolve(); // the stage span closes in a microtask (after the step that ended it)
+    const byName = new Map(spans().map((x) => [x.name, x]));
+    expect([...byName.keys()].sort()).toEqual(['chunk hop', 'prefill step', 'queue', 'stage talker']);
+    const stage = byName.get('stage talker')!;
+    expect(parentOf(stage)).toBe(root.spanId);
+    for (const child of ['queue', 'prefill step', 'chunk hop'])
+      expect(parentOf(byName.get(child)!)).toBe(stage.spanContext().spanId);
+    expect(stage.attributes).toMatchObject({
+      'chorus.status': 'stop',
+      'chorus.steps': 1,
+      'chorus.positions': 12,
+      'chorus.chunks_in': 2,
+      'chorus.bytes_in': 150,
+      'chorus.slowest_hop_ms': 8,
+      'chorus.chunks_out': 2,
+    });
+    expect(stage.events.map((e) => e.name)).toEqual(['first_chunk_out']);
+    expect(byName.get('chunk hop')!.attributes).toMatchObject({
+      'chorus.edge.from': 'thinker',
+      'chorus.edge.transport': 'shm',
+      'chorus.bytes': 100,
+    });
+    // The queue ended when its first step started.
+    const queue = byName.get('queue')!;
+    const step = byName.get('prefill step')!;
+    expect(queue.endTime).toEqual(step.startTime);
+  });
+
+  it("records one decode step in DECODE_STEP_SPAN_EVERY, linked to the batch's other traced requests", async () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
+    for (const id of ['a', 'b', 'c']) s.add(id, rootTraceparent(tracing).traceparent);
+    s.add('untraced', undefined);
+    const steps = 3 * DECODE_STEP_SPAN_EVERY;
+    for (let i = 0; i < steps; i++)
+      s.step('decode', performance.now(), [
+        ['a', 1],
+        ['untraced', 1],
+        ['b', 1],
+        ['c', 1],
+      ]);
+    for (const id of ['a', 'b', 'c', 'untraced']) s.end(id, 'length');
+    await Promise.resolve();
+    const all = spans();
+    const decode = all.filter((x) => x.name === 'decode step');
+    expect(decode).toHaveLength(3);
+    const stageOf = (id: string) => all.find((x) => x.attributes['chorus.request_id'] === id)!;
+    for (const d of decode) {
+      expect(parentOf(d)).toBe(stageOf('a').spanContext().spanId);
+      expect(d.links.map((l) => l.context.spanId)).toEqual(
+        [stageOf('b'), stageOf('c')].map((x) => x.spanContext().spanId),
+      );
+      expect(d.attributes).toMatchObject({ 'chorus.batch_size': 4, 'chorus.positions': 3 });
+    }
+    expect(stageOf('b').attributes['chorus.steps']).toBe(steps);
+    expect(all.filter((x) => x.name.startsWith('stage '))).toHaveLength(3);
+  });
+
+  it('closes a stage span after the step that ended its request, which it counts and contains', async () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing.tracer, 'code2wav', 'code2wav#0');
+    s.add('r1', rootTraceparent(tracing).traceparent);
+    const started = performance.now();
+    s.end('r1', 'stop'); // the core frees the request inside its last step...
+    s.step('run', started, [['r1', 25]]); // ...and records that step after
+    s.end('r1', 'cancelled'); // a second end changes nothing
+    await Promise.resolve();
+    const stage = spans().find((x) => x.name === 'stage code2wav')!;
+    const step = spans().find((x) => x.name === 'run step')!;
+    expect(stage.attributes).toMatchObject({ 'chorus.status': 'stop', 'chorus.steps': 1, 'chorus.positions': 25 });
+    expect(parentOf(step)).toBe(stage.spanContext().spanId);
+    const ns = (t: readonly [number, number]) => BigInt(t[0]) * 1_000_000_000n + BigInt(t[1]);
+    expect(ns(step.endTime)).toBeLessThanOrEqual(ns(stage.endTime));
+  });
+
+  it('records nothing for a malformed or unsampled parent', async () => {
+    const { tracing, spans } = memoryTracing(false);
+    const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
+    s.add('bad', 'not-a-traceparent');
+    s.add('unsampled', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00');
+    s.step('prefill', performance.now(), [
+      ['bad', 3],
+      ['unsampled', 3],
+    ]);
+    s.end('bad', 'stop');
+    s.end('unsampled', 'stop');
+    await Promise.resolve();
+    expect(spans()).toEqual([]);
+  });
+});
+
+function fakeHandle(requestId = 'r1'): { handle: RequestHandle; events: Subject<OutputEvent>; cancelled: string[] } {
+  const events = new Subject<OutputEvent>();
+  const cancelled: string[] = [];
+  const handle: RequestHandle = {
+    requestId,
+    prompt: { text: 7, audio: 0, image: 0 },
+    events,
+    cancel: (reason) => cancelled.push(reason ?? ''),
+    pause: () => undefined,
+    resume: () => undefined,
+  };
+  return { handle, events, cancelled };
+}
+
+const REQUEST: GenerateRequest = { messages: [{ role: 'user', content: 'hi' }], modalities: ['text', 'audio'] };
+const usage = {
+  promptTokens: 7,
+  promptTokenDetails: { text: 7, audio: 0, image: 0 },
+  completionTokens: 3,
+  cachedTokens: 2,
+  audioFrames: 4,
+  audioSeconds: 0.32,
+};
+
+describe('traceGenerate', () => {
+  const info = (parent: Context = ROOT_CONTEXT) => ({ protocol: 'http' as const, name: 'chat.completion', parent });
+
+  it('gives the engine the root span as traceparent and fills the root from the answer', () => {
+    const { tracing, spans } = memoryTracing();
+    const fake = fakeHandle();
+    let asked: GenerateRequest | null = null;
+    const client = contextFromTraceparent('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    const handle = traceGenerate(tracing, (r) => ((asked = r), fake.handle), REQUEST, info(client));
+    handle.events.subscribe();
+    fake.events.next({ type: 'text', delta: 'a', tokenIds: [1], atMs: 0 });
+    fake.events.next({ type: 'audio', pcm: new Float32Array(4), sampleRateHz: 24000, seq: 0, atMs: 0 });
+    fake.events.next({ type: 'done', finishReason: 'length', usage, atMs: 0 });
+    const [root] = spans();
+    expect(root.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(parentOf(root)).toBe('b7ad6b7169203331');
+    expect(asked!.traceparent).toBe(`00-${root.spanContext().traceId}-${root.spanContext().spanId}-01`);
+    expect(root.attributes).toMatchObject({
+      'chorus.protocol': 'http',
+      'chorus.modalities': ['text', 'audio'],
+      'chorus.request_id': 'r1',
+      'chorus.status': 'length',
+      'gen_ai.usage.input_tokens': 7,
+      'gen_ai.usage.output_tokens': 3,
+      'chorus.cached_tokens': 2,
+      'chorus.audio_seconds': 0.32,
+    });
+    expect(root.attributes['chorus.ttft_ms']).toBeGreaterThanOrEqual(0);
+    expect(root.attributes['chorus.ttfp_ms']).toBeGreaterThanOrEqual(root.attributes['chorus.ttft_ms'] as number);
+    expect(root.events.map((e) => e.name)).toEqual(['first_text', 'first_audio']);
+  });
+
+  it('ends the root of an answer cancelled before anyone listened, and of a refused one', () => {
+    const { tracing, spans } = memoryTracing();
+    const fake = fakeHandle();
+    traceGenerate(tracing, () => fake.handle, REQUEST, info()).cancel('refused');
+    expect(fake.cancelled).toEqual(['refused']);
+    expect(spans().map((s) => s.attributes['chorus.status'])).toEqual(['cancelled']);
+    expect(() =>
+      traceGenerate(
+        tracing,
+        () => {
+          throw new Error('no room');
+        },
+        REQUEST,
+        info(),
+      ),
+    ).toThrow('no room');
+    expect(spans()[1].status).toMatchObject({ code: 2, message: 'no room' });
+  });
+
+  it('passes the request through untouched without tracing', () => {
+    const fake = fakeHandle();
+    let asked: GenerateRequest | null = null;
+    expect(traceGenerate(null, (r) => ((asked = r), fake.handle), REQUEST, info())).toBe(fake.handle);
+    expect(asked).toBe(REQUEST);
+  });
+});
