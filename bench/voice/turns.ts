@@ -246,7 +246,9 @@ export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace
         at < spoken.length ? spoken.subarray(at, at + CHUNK_SAMPLES) : room.subarray(roomAt, roomAt + CHUNK_SAMPLES);
       const audio = Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64');
       session.send({ type: 'input_audio_buffer.append', audio });
-      if (at + CHUNK_SAMPLES === spoken.length) speechEndMs = performance.now();
+      // When its last sample was spoken, on the turn's real-time clock: a send a busy client made late (then caught
+      // up on, with the silence after it) does not move when the user finished (it made speech_stopped look early).
+      if (at + CHUNK_SAMPLES === spoken.length) speechEndMs = startedMs + (n + 1) * CHUNK_MS;
     }
     const outcome = await done;
     const trace = session.trace('voice', speechEndMs ?? performance.now(), outcome);

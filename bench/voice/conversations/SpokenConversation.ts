@@ -152,7 +152,8 @@ export class SpokenConversation {
         const audio = Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64');
         this.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio }));
         this.#sentSamples += part.length;
-        if (at + CHUNK_SAMPLES === spoken.length) turn.speechEndMs = performance.now();
+        // When its last sample was spoken, on the turn's real-time clock (not when a busy client got to send it).
+        if (at + CHUNK_SAMPLES === spoken.length) turn.speechEndMs = startedMs + (n + 1) * CHUNK_MS;
       }
     } finally {
       clearTimeout(timer);
