@@ -93,9 +93,15 @@ describe('engine.migration in YAML', () => {
   const withTalker = (migration: string) => shipped.replace(talkerEngine, `${talkerEngine}\n      ${migration}`);
   const talker = (yaml: string) => parseConfig(yaml, 'x.yaml', { cores: 64 }).stages.find((s) => s.kind === 'talker')!;
 
-  it('is off unless set; {} takes the defaults; false is off', () => {
+  it('is on with the defaults unless set (none on an encoder); {} takes the defaults; false is off', () => {
     expect(shipped).toContain(talkerEngine);
-    expect(talker(shipped).engine.migration).toBeNull();
+    const graph = parseConfig(shipped, 'x.yaml', { cores: 64 });
+    for (const s of graph.stages)
+      expect([s.stageId, s.engine.migration]).toEqual([
+        s.stageId,
+        s.kind === 'encoder' ? null : { maxAttempts: 2, maxReplayTokens: 4096 },
+      ]);
+    expect(talker(shipped).engine.migration).toEqual({ maxAttempts: 2, maxReplayTokens: 4096 });
     expect(talker(withTalker('migration: {}')).engine.migration).toEqual({ maxAttempts: 2, maxReplayTokens: 4096 });
     expect(talker(withTalker('migration: { max_attempts: 1, max_replay_tokens: 0 }')).engine.migration).toEqual({
       maxAttempts: 1,
