@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import { rssKiB } from './processRss.ts';
-import { ServerProcess } from './ServerProcess.ts';
+import { ServerProcess, type SoakMigrations } from './ServerProcess.ts';
 import { SoakSession, type SoakAnswer } from './SoakSession.ts';
 
 export interface ChaosAt {
@@ -43,6 +43,8 @@ export interface SoakReport {
   /** Resident memory (MiB) of main (the server) and each stage instance: at the start, the end and the highest. */
   readonly rssMiB: Readonly<Record<string, { start: number; end: number; max: number }>>;
   readonly leftover: { readonly processes: readonly number[]; readonly segments: readonly string[] };
+  /** Requests the chaos took an instance from: migrated (the client saw a pause), refused or failed (an ending). */
+  readonly migrations: SoakMigrations;
 }
 
 const PROMPTS = [
@@ -110,6 +112,7 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
     const ttfps = answers.flatMap((a) => (a.ttfpMs === null ? [] : [a.ttfpMs])).sort((x, y) => x - y);
     const pct = (q: number) =>
       ttfps.length === 0 ? null : ttfps[Math.min(ttfps.length - 1, Math.floor(q * ttfps.length))];
+    const migrations = await server.migrations();
     await server.stop();
     return {
       options: o,
@@ -119,6 +122,7 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
       ttfpMs: { p50: pct(0.5), p99: pct(0.99) },
       fuzz,
       rssMiB: rss.summary(),
+      migrations,
       leftover: {
         processes: [...seenPids].filter(isAlive),
         segments: readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${server.pid}-`)),
