@@ -44,6 +44,7 @@ import { RequestRecord } from './requests/RequestRecord.ts';
 import { RequestRegistry } from './requests/RequestRegistry.ts';
 import { abortEncoders, tellStages } from './requests/tellStages.ts';
 import { openStream } from './requests/openStream.ts';
+import { PendingAdmission, promptTokensOf, restartWait } from './requests/PendingAdmission.ts';
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -65,6 +66,8 @@ export class Orchestrator implements Engine {
   private readonly pool: StagePool;
   private readonly prefixRoutes: PrefixRoutes;
   private readonly router: Router;
+  /** Requests waiting for a restarting instance of a stage they need (PendingAdmission.ts). */
+  private readonly pending = new Set<PendingAdmission>();
 
   private constructor(
     readonly graph: StageGraph,
@@ -78,6 +81,8 @@ export class Orchestrator implements Engine {
     this.prefixRoutes = new PrefixRoutes(this.pool.instances);
     this.router = new Router(graph.routing, this.pool.instances, (item) => ecEntryOf(this.ec, item));
     this.pool.on('ready', (view) => this.router.forget(view.instance));
+    // After the pool has filed the instance (a remote one joins its map after this event).
+    this.pool.on('ready', () => queueMicrotask(() => [...this.pending].forEach((p) => p.retry())));
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
@@ -110,8 +115,48 @@ export class Orchestrator implements Engine {
 
   generate(request: GenerateRequest): RequestHandle {
     const { requestId, prompt } = this.validate(request);
-    const { plan, route } = this.plan(requestId, request, prompt);
-    const record = this.commit(request, prompt, plan, route);
+    const admit = () => {
+      const { plan, route } = this.plan(requestId, request, prompt);
+      return this.handleOf(this.commit(request, prompt, plan, route));
+    };
+    try {
+      return admit();
+    } catch (err) {
+      return this.waitForRestart(err, requestId, request, prompt, admit);
+    }
+  }
+
+  /**
+   * Refused OVERLOADED while a stage it needs is (re)starting: the request waits for it when it is expected back
+   * within chunk_timeout_ms (PendingAdmission.ts); otherwise the refusal stands.
+   */
+  private waitForRestart(
+    err: unknown,
+    requestId: string,
+    request: GenerateRequest,
+    prompt: PreparedPrompt,
+    admit: () => RequestHandle,
+  ): RequestHandle {
+    if (!(err instanceof ChorusError) || err.code !== ErrorCodes.OVERLOADED) throw err;
+    const needs = routedStages(this.graph, request, prompt).map((s) => s.stageId);
+    const wait = restartWait(needs, this.pool.health());
+    const { chunkTimeoutMs } = this.graph.chunkPolicy;
+    if (!wait || wait.waitMs > chunkTimeoutMs) throw err;
+    const pending: PendingAdmission = new PendingAdmission({
+      requestId,
+      prompt: promptTokensOf(prompt),
+      deadlineMs: Date.now() + chunkTimeoutMs,
+      waitingFor: `a ready instance of ${wait.stages.join(', ')}`,
+      admit,
+      settled: () => this.pending.delete(pending),
+    });
+    this.pending.add(pending);
+    this.log.info({ requestId, stages: wait.stages, expectedMs: wait.waitMs }, 'request waits for a restarting stage');
+    return pending.handle;
+  }
+
+  private handleOf(record: RequestRecord): RequestHandle {
+    const { requestId } = record;
     return {
       requestId,
       prompt: record.stream.promptTokenDetails(),
@@ -259,8 +304,9 @@ export class Orchestrator implements Engine {
 
   close(timeoutMs = 10_000): Promise<void> {
     this.closing ??= (async () => {
-      await this.pool.stop(timeoutMs);
       const message = 'the engine shut down before the request finished';
+      for (const p of [...this.pending]) p.abandon({ code: ErrorCodes.SHUTTING_DOWN, message });
+      await this.pool.stop(timeoutMs);
       this.requests.endAll({ code: ErrorCodes.SHUTTING_DOWN, message });
       await this.pool.close();
       await this.ec?.close(); // after the stages: none writes to Redis any more
