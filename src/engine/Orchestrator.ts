@@ -103,7 +103,10 @@ export class Orchestrator implements Engine {
       const { pool, requests } = o;
       const audio = () => o.audioOutput;
       const admitReplay = (record: RequestRecord, runId: string) => o.admitReplay(record, runId);
-      followPool(pool, o.requests, o.ec, new Migrations({ graph, pool, requests, log, audio, admitReplay }));
+      const unstoredMediaItems = (record: RequestRecord) =>
+        record.prompt.items.filter((item) => ecEntryOf(o.ec, item) === null).length;
+      const migrations = new Migrations({ graph, pool, requests, log, audio, admitReplay, unstoredMediaItems });
+      followPool(pool, o.requests, o.ec, migrations);
       await o.pool.start(o.provisioned.edges);
     } catch (err) {
       await o.close(0);
@@ -177,7 +180,14 @@ export class Orchestrator implements Engine {
   }
 
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */
-  private plan(requestId: string, request: GenerateRequest, prompt: PreparedPrompt, replay = false) {
+  /** `ecOwner`: who pins the store's entries it uses (a replay's are its request's, released with it). */
+  private plan(
+    requestId: string,
+    request: GenerateRequest,
+    prompt: PreparedPrompt,
+    replay = false,
+    ecOwner = requestId,
+  ) {
     const entryStageId = this.graph.entryStageId;
     const key = (s: StageSpec) => (s.stageId === entryStageId ? request.prefix?.key : undefined);
     const stages = routedStages(this.graph, request, prompt);
@@ -185,7 +195,7 @@ export class Orchestrator implements Engine {
       this.prefixRoutes.pick(s, key(s), pick),
     );
     const thinker = routed.get(entryStageId)!.instance;
-    const ec = planEcItems(this.ec, requestId, prompt, thinker);
+    const ec = planEcItems(this.ec, ecOwner, prompt, thinker);
     const plan = planAdmission({
       requestId,
       request,
@@ -237,11 +247,18 @@ export class Orchestrator implements Engine {
    * A migrated request's replay (requests/Migrations.ts), admitted like the request was, as run `runId`, without a
    * first-packet hold; throws (nothing sent) when routing finds no ready instance now.
    */
-  private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> {
-    const { plan, route } = this.plan(runId, record.request, record.prompt, true);
+  private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> | { refused: string } {
+    const { plan, route } = this.plan(runId, record.request, record.prompt, true, record.requestId);
     const gone = plan.adds.find(({ instance }) => this.pool.instances.get(instance)?.status !== 'ready');
-    if (gone) {
+    const encoders = plan.stages.filter((s) => s.encoder).map((s) => s.stageId);
+    if (gone || encoders.length > 0) {
       route?.release();
+      if (!gone)
+        return {
+          refused:
+            `the encoder-output store no longer holds the rows of its media items for ${encoders.join(', ')} ` +
+            '(encoders are not replayed)',
+        };
       throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
     }
     record.replayed(route);

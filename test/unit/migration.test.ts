@@ -18,7 +18,7 @@ import { configProblems } from '../helpers/configProblems.ts';
 
 const settings = { maxAttempts: 2, maxReplayTokens: 100 };
 const verdict = (o: Partial<Parameters<typeof migrationVerdict>[0]>) =>
-  migrationVerdict({ settings, attempts: 0, answerTokens: 10, mediaItems: 0, ...o });
+  migrationVerdict({ settings, attempts: 0, answerTokens: 10, unstoredMediaItems: 0, ...o });
 
 describe('migrationVerdict', () => {
   it('replays a request within the limits', () => {
@@ -32,7 +32,7 @@ describe('migrationVerdict', () => {
       migrate: false,
       why: expect.stringMatching(/101 tokens, more than engine.migration.max_replay_tokens \(100\)/),
     });
-    expect(verdict({ mediaItems: 1 })).toEqual({ migrate: false, why: expect.stringMatching(/media input/) });
+    expect(verdict({ unstoredMediaItems: 1 })).toEqual({ migrate: false, why: expect.stringMatching(/media input/) });
     expect(verdict({ settings: null })).toEqual({ migrate: false, why: expect.stringMatching(/off/) });
   });
 });
