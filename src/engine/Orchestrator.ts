@@ -179,8 +179,10 @@ export class Orchestrator implements Engine {
     return { requestId, prompt: admissiblePrompt(request.messages, this.graph, this.promptContext) };
   }
 
-  /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */
-  /** `ecOwner`: who pins the store's entries it uses (a replay's are its request's, released with it). */
+  /**
+   * Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers.
+   * `ecOwner` pins the store's entries it uses (a replay's are its request's, released with it).
+   */
   private plan(
     requestId: string,
     request: GenerateRequest,
