@@ -176,6 +176,9 @@ export class Orchestrator implements Engine {
     validateRequest(request);
     const requestId = request.requestId ?? `req-${randomBytes(8).toString('hex')}`;
     this.requests.checkFree(requestId);
+    // One waiting for a restarting stage holds its id too (it has no record until admitted).
+    if ([...this.pending].some((p) => p.handle.requestId === requestId))
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
     return { requestId, prompt: admissiblePrompt(request.messages, this.graph, this.promptContext) };
   }
 

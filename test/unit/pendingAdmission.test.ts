@@ -66,6 +66,15 @@ describe('admission while a stage restarts', () => {
     expect(adds).toEqual([handle.requestId]);
   });
 
+  it('holds its request id while it waits: another request under that id is refused', async () => {
+    const { fakes, openRestart } = await start(30_000);
+    fakes.started[0].kill();
+    const answer = collect(engine!.generate({ ...request, requestId: 'r-1' }));
+    expect(() => engine!.generate({ ...request, requestId: 'r-1' })).toThrow(/request id r-1 is already in use/);
+    openRestart();
+    expect((await answer).done.error).toBeUndefined();
+  });
+
   it('is refused OVERLOADED at once when the restart is expected to outlast chunk_timeout_ms', async () => {
     const { fakes } = await start(100, 300); // its last start took 300 ms: back in ~300 ms, beyond 100
     fakes.started[0].kill();
