@@ -22,7 +22,8 @@ export {
   type ExpectOptions,
   type ReceivedChunk,
 } from './adapter/ChunkTransferAdapter.ts';
-export { edgeTouches, type EdgeBinding } from './edges.ts';
+export { edgeTouches, endMatches, type EdgeBinding } from './edges.ts';
 export { EcRedis } from './redis/EcRedis.ts';
 export { RedisLink } from './redis/redisLink.ts';
+export { listKey as redisInboxKey } from './redis/layout.ts';
 export type { RedisConnectorOptions } from './redis/RedisConnector.ts';

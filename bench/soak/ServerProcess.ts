@@ -16,6 +16,14 @@ interface HealthBody {
   readonly stages: readonly { stage_id: string; replica: number; pid: number | null }[];
 }
 
+/** Requests lost with a stage instance, by what became of them, and the mean pause of the migrated ones. */
+export interface SoakMigrations {
+  readonly migrated: number;
+  readonly refused: number;
+  readonly failed: number;
+  readonly pauseMsMean: number | null;
+}
+
 export class ServerProcess {
   #exited: Promise<number | null>;
 
@@ -84,6 +92,25 @@ export class ServerProcess {
     for (const m of text.matchAll(/^chorus_prefix_cache_bytes\{stage="([^"]+)"\} (\S+)$/gm))
       out[m[1]] = Math.round((Number(m[2]) / 2 ** 20) * 10) / 10;
     return out;
+  }
+
+  /**
+   * What the chaos cost in migrations (chorus_migrations_total and chorus_migration_pause_seconds of GET /metrics,
+   * summed over stages and reasons): requests replayed, refused and failed, and the pauses the replayed ones saw.
+   */
+  async migrations(): Promise<SoakMigrations> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const sum = (re: RegExp) => [...text.matchAll(re)].reduce((total, m) => total + Number(m[1]), 0);
+    const outcome = (o: string) =>
+      sum(new RegExp(`^chorus_migrations_total\\{[^}]*outcome="${o}"[^}]*\\} (\\S+)$`, 'gm'));
+    const pauses = sum(/^chorus_migration_pause_seconds_count\{[^}]*\} (\S+)$/gm);
+    const pauseSeconds = sum(/^chorus_migration_pause_seconds_sum\{[^}]*\} (\S+)$/gm);
+    return {
+      migrated: outcome('migrated'),
+      refused: outcome('refused'),
+      failed: outcome('failed'),
+      pauseMsMean: pauses === 0 ? null : Math.round((1000 * pauseSeconds) / pauses),
+    };
   }
 
   /** SIGTERM (the server drains, then stops its stages and unlinks its shared memory); exit code, or null. */

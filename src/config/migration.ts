@@ -1,6 +1,8 @@
 /**
- * `engine.migration` of a stage: off unless asked for. An encoder stage refuses it: its loss costs a request only its
- * media items or fails it (encoder.on_failure), and the replay of the stages after it does not re-encode media.
+ * `engine.migration` of a stage: on by default for every stage that can replay a request (issue 30: a lost stage
+ * costs a pause, not the answer), `false` turns it off. An encoder stage has none and refuses the key: its loss costs
+ * a request only its media items or fails it (encoder.on_failure), and the replay of the stages after it does not
+ * re-encode media.
  */
 import type { MigrationSettings } from '../common/graph.ts';
 import { defaults } from './defaults.ts';
@@ -14,7 +16,7 @@ export function resolveMigration(
   encoder: boolean,
   problems: Problems,
 ): MigrationSettings | null {
-  if (raw === undefined || raw === false) return null;
+  if (raw === false || (raw === undefined && encoder)) return null;
   if (encoder) {
     problems.add(
       ['stages', index, 'engine', 'migration'],
@@ -24,7 +26,7 @@ export function resolveMigration(
   }
   const d = defaults.engine.migration;
   return {
-    maxAttempts: raw.max_attempts ?? d.maxAttempts,
-    maxReplayTokens: raw.max_replay_tokens ?? d.maxReplayTokens,
+    maxAttempts: raw?.max_attempts ?? d.maxAttempts,
+    maxReplayTokens: raw?.max_replay_tokens ?? d.maxReplayTokens,
   };
 }

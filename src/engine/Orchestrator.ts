@@ -42,7 +42,7 @@ import type {
 } from '../common/engine.ts';
 import { validateRequest } from './validateRequest.ts';
 import type { AdmissionPlan } from './admission/planAdmission.ts';
-import { planRequest } from './admission/planRequest.ts';
+import { planRequest, type RequestToPlan } from './admission/planRequest.ts';
 import { StagePool } from './pool/StagePool.ts';
 import { deliverOutputs } from './requests/deliverOutputs.ts';
 import { followPool } from './requests/followPool.ts';
@@ -50,7 +50,8 @@ import { Migrations } from './requests/Migrations.ts';
 import { RequestRecord } from './requests/RequestRecord.ts';
 import { RequestRegistry } from './requests/RequestRegistry.ts';
 import { abortEncoders, tellStages } from './requests/tellStages.ts';
-import { commitReplay, commitRequest } from './requests/commitRequest.ts';
+import { commitReplay, commitRequest, handleOf } from './requests/commitRequest.ts';
+import { PendingAdmissions } from './requests/PendingAdmission.ts';
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -72,6 +73,8 @@ export class Orchestrator implements Engine {
   private readonly pool: StagePool;
   private readonly prefixRoutes: PrefixRoutes;
   private readonly router: Router;
+  /** Requests waiting for a restarting instance of a stage they need (PendingAdmission.ts). */
+  private readonly pending: PendingAdmissions;
 
   private constructor(
     readonly graph: StageGraph,
@@ -85,6 +88,8 @@ export class Orchestrator implements Engine {
     this.prefixRoutes = new PrefixRoutes(this.pool.instances);
     this.router = new Router(graph.routing, this.pool.instances, (item) => ecEntryOf(this.ec, item));
     this.pool.on('ready', (view) => this.router.forget(view.instance));
+    this.pending = new PendingAdmissions({ graph, health: () => this.pool.health(), log });
+    this.pool.on('ready', () => this.pending.retry());
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
@@ -105,7 +110,10 @@ export class Orchestrator implements Engine {
       const { pool, requests } = o;
       const audio = () => o.audioOutput;
       const admitReplay = (record: RequestRecord, runId: string) => o.admitReplay(record, runId);
-      followPool(pool, o.requests, o.ec, new Migrations({ graph, pool, requests, log, audio, admitReplay }));
+      const unstoredMediaItems = (record: RequestRecord) =>
+        record.prompt.items.filter((item) => ecEntryOf(o.ec, item) === null).length;
+      const migrations = new Migrations({ graph, pool, requests, log, audio, admitReplay, unstoredMediaItems });
+      followPool(pool, o.requests, o.ec, migrations);
       await o.pool.start(o.provisioned.edges);
     } catch (err) {
       await o.close(0);
@@ -117,16 +125,20 @@ export class Orchestrator implements Engine {
 
   generate(request: GenerateRequest): RequestHandle {
     const { requestId, prompt } = this.validate(request);
-    const { plan, route } = this.plan(requestId, request, prompt);
-    const record = this.commit(request, prompt, plan, route);
-    return {
-      requestId,
-      prompt: record.stream.promptTokenDetails(),
-      events: record.stream.events.events,
-      cancel: (reason?: string) => this.cancel(requestId, reason),
-      pause: () => this.setPaused(requestId, true),
-      resume: () => this.setPaused(requestId, false),
+    const admit = () => {
+      const { plan, route } = this.plan({ requestId, request, prompt });
+      const record = this.commit(request, prompt, plan, route);
+      return handleOf(
+        record,
+        (reason) => this.cancel(requestId, reason),
+        (p) => this.setPaused(requestId, p),
+      );
     };
+    try {
+      return admit();
+    } catch (err) {
+      return this.pending.wait(err, requestId, request, prompt, admit);
+    }
   }
 
   /** Refuses what cannot run, before anything is admitted: bad fields, a taken id, text or media that cannot fit. */
@@ -135,14 +147,16 @@ export class Orchestrator implements Engine {
     validateRequest(request);
     const requestId = request.requestId ?? `req-${randomBytes(8).toString('hex')}`;
     this.requests.checkFree(requestId);
+    if (this.pending.holds(requestId))
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
     return { requestId, prompt: admissiblePrompt(request.messages, this.graph, this.promptContext) };
   }
 
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */
-  private plan(requestId: string, request: GenerateRequest, prompt: PreparedPrompt, replay = false) {
+  private plan(run: RequestToPlan) {
     const { graph, router, prefixRoutes, ec, audioOutput: audio } = this;
     const live = { liveRequests: this.requests.load + 1, audio, framesPerToken: this.pool.framesPerToken };
-    return planRequest({ graph, router, prefixRoutes, ec, ...live }, { requestId, request, prompt, replay });
+    return planRequest({ graph, router, prefixRoutes, ec, ...live }, run);
   }
 
   /** Acts on the plan: the request's record, what main expects back, the hold, the adds, then the media. */
@@ -153,19 +167,11 @@ export class Orchestrator implements Engine {
     return commitRequest(ctx, request, prompt, plan, route);
   }
 
-  /**
-   * A migrated request's replay (requests/Migrations.ts), admitted like the request was, as run `runId`, without a
-   * first-packet hold; throws (nothing sent) when routing finds no ready instance now.
-   */
-  private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> {
-    const { plan, route } = this.plan(runId, record.request, record.prompt, true);
-    const gone = plan.adds.find(({ instance }) => this.pool.instances.get(instance)?.status !== 'ready');
-    if (gone) {
-      route?.release();
-      throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
-    }
-    commitReplay({ adapter: this.adapter, pool: this.pool }, record, runId, plan, route);
-    return plan.instances;
+  /** A migrated request's replay (requests/Migrations.ts), admitted like the request was, as run `runId`. */
+  private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> | { refused: string } {
+    const { request, prompt, requestId } = record;
+    const planned = this.plan({ requestId: runId, request, prompt, replay: true, ecOwner: requestId });
+    return commitReplay({ adapter: this.adapter, pool: this.pool }, record, runId, planned);
   }
 
   promptPositions(messages: readonly ChatMessage[]): number {
@@ -229,8 +235,9 @@ export class Orchestrator implements Engine {
 
   close(timeoutMs = 10_000): Promise<void> {
     this.closing ??= (async () => {
-      await this.pool.stop(timeoutMs);
       const message = 'the engine shut down before the request finished';
+      this.pending.abandonAll({ code: ErrorCodes.SHUTTING_DOWN, message });
+      await this.pool.stop(timeoutMs);
       this.requests.endAll({ code: ErrorCodes.SHUTTING_DOWN, message });
       await this.pool.close();
       await this.ec?.close(); // after the stages: none writes to Redis any more

@@ -180,6 +180,31 @@ describe('EC store over Redis, two Thinker replicas', () => {
     expect(e.ecStore!.stats.bytes).toBeLessThanOrEqual(budgetBytes);
   });
 
+  it('a Thinker killed mid-answer of an image request: replayed with the store`s rows, identical', async () => {
+    const e = engine!;
+    await waitFor('image 1 in the store', () => e.ecStore!.where(bytesKeyOfImage(img1), 'image-encoder') !== null);
+    const reference = await collect(e.generate(ask(img1, 400)));
+    const sentBefore = mediaSent.length;
+    const migrations: { stageId: string; outcome: string }[] = [];
+    const onMigrated = (m: unknown) => migrations.push(m as { stageId: string; outcome: string });
+    subscribe('chorus:request:migrated', onMigrated);
+    let killed: number | null = null;
+    const r = await collect(e.generate(ask(img1, 400)), (ev) => {
+      if (ev.type !== 'text' || killed !== null) return;
+      const holder = e.health().find((h) => h.stageId === 'thinker' && h.inFlight > 0)!;
+      killed = holder.pid!;
+      process.kill(killed, 'SIGKILL');
+    }).finally(() => unsubscribe('chorus:request:migrated', onMigrated));
+    expect(killed).not.toBeNull();
+    expect(migrations).toEqual([expect.objectContaining({ stageId: 'thinker', outcome: 'migrated' })]);
+    // engine.migration (on by default): the replay reads the image's rows from the store, no encoder runs again.
+    expect(r.done.error).toBeUndefined();
+    expect(r.done.finishReason).toBe('length');
+    expect(r.text).toBe(reference.text);
+    expect(mediaSent.length).toBe(sentBefore);
+    await waitFor('the Thinker back', () => e.health().every((h) => h.status === 'ready'), 60_000);
+  });
+
   it('leaves no key of its prefix in Redis after shutdown', async () => {
     expect((await ecKeys()).length).toBeGreaterThan(0);
     await engine!.close();

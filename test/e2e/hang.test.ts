@@ -1,12 +1,12 @@
 /**
- * Liveness: a stage that stops (SIGSTOP) while it has work is declared hung within stage_hang_ms (its requests end
- * with CHORUS_ERR_STAGE_HUNG, /health stops calling it ready, a new process replaces it); a single step longer than
- * stage_hang_ms (a big prefill, the process computing all along) is not a hang.
+ * Liveness: a stage that stops (SIGSTOP) while it has work is declared hung within stage_hang_ms (with migration off
+ * its requests end with CHORUS_ERR_STAGE_HUNG, /health stops calling it ready, a new process replaces it); a single
+ * step longer than stage_hang_ms (a big prefill, the process computing all along) is not a hang.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutputEvent } from '../../src/common/engine.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { collect, configWith, ownSegments, waitFor } from '../helpers/engine.ts';
+import { collect, configWith, ownSegments, TALKER_MIGRATION_OFF, waitFor } from '../helpers/engine.ts';
 
 let engine: Orchestrator | null = null;
 afterEach(async () => {
@@ -24,7 +24,8 @@ const ask = (content: string, maxTokens: number, modalities: ('text' | 'audio')[
 
 describe('hung stages', () => {
   it('a stopped Talker is hung within 3 s: its request fails, /health drops it, a new one serves', async () => {
-    engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml'));
+    // Migration off: this is the failure path (test/e2e/migration.test.ts replays a hung Talker's request).
+    engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml', TALKER_MIGRATION_OFF));
     const e = engine;
     const reference = await collect(e.generate(ask('Tell me about the sea.', 8)));
     const talker = e.workerOf('talker#0')!;

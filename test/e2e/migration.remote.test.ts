@@ -1,7 +1,8 @@
 /**
  * Request migration across hosts (issue 30 item 4), over a real redis-server: a remote Talker (`chorus stage`) killed
  * mid-answer is lost when its heartbeats stop, and its requests finish on the local Talker, identical to an
- * undisturbed answer, with engine.migration on the Talker.
+ * undisturbed answer, with engine.migration on the Talker; the frames pushed into the lost instance are dropped and
+ * nothing is left in Redis.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -63,9 +64,16 @@ describe('migration across hosts', () => {
       console.log(`the remote Talker's requests finished on the local one ${endedAfterMs} ms after its loss`);
       const metrics = await (await fetch(`${serve.url}/metrics`)).text();
       expect(metrics).toMatch(/chorus_migrations_total\{stage="talker",reason="lost",outcome="migrated"\} [1-9]/);
+      // The frames pushed into the lost instance are dropped (nobody will pop them), not left for their 60 s TTL:
+      // once the lost runs' Thinker let them go, no list into talker#r1 is left.
+      const intoLost = async () => (await suite.server().keys()).filter((k) => k.endsWith(':in:talker#r1'));
+      await expect.poll(intoLost, { timeout: 10_000 }).toEqual([]);
     } finally {
       serve.child.kill('SIGTERM');
       expect(await serve.exited).toBe(0);
     }
+    // Nothing else is left once the killed instance's name lease lapses (LEASE_TTL_MS: 5 s, InstanceLease.ts): the
+    // lease is its own to end (a restarted instance under its name takes it over), so main leaves it to its TTL.
+    await expect.poll(() => suite.server().keys(), { timeout: 10_000 }).toEqual([]);
   }, 240_000);
 });

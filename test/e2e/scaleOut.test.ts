@@ -12,6 +12,20 @@ import { RedisCluster, redisForSuite } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
+
+/**
+ * two-host.yaml with engine.migration off on every stage, for the cases about the failure path (a lost instance's
+ * requests failing, not migrating: test/e2e/migration.remote.test.ts has those), with the lines `keep` keeps.
+ */
+function withoutMigration(keep: (line: string) => boolean = () => true): string {
+  const text = readFileSync(TWO_HOST, 'utf8')
+    .split('\n')
+    .filter(keep)
+    .map((line) => (/^\s+engine: \{.*\}$/.test(line) ? line.replace(/ \}$/, ', migration: false }') : line))
+    .join('\n');
+  expect(text.match(/migration: false/g)).toHaveLength(3);
+  return text;
+}
 const PROMPT = 'Tell me about the sea';
 
 const references = new Map<number, Promise<{ text: string; pcm16: Int16Array }>>();
@@ -87,10 +101,7 @@ describe('scale-out over Redis', () => {
     // Talker local (1 replica) with its edges on redis, so instances may join it too.
     const dir = tempDir('scaleout');
     const config = join(dir, 'mixed.yaml');
-    const text = readFileSync(TWO_HOST, 'utf8')
-      .split('\n')
-      .filter((line) => !/^\s+(placement|min_replicas):/.test(line))
-      .join('\n');
+    const text = withoutMigration((line) => !/^\s+(placement|min_replicas):/.test(line));
     expect(text).not.toMatch(/^\s+placement:/m);
     writeFileSync(config, text);
     const serve = await startServe(config, suite.env());
@@ -139,9 +150,12 @@ describe('scale-out over Redis', () => {
   }, 240_000);
 
   it('Redis killed mid-stream: clear errors, server up; Redis back: the stages rejoin and answer', async () => {
-    const serve = await startServe(TWO_HOST, suite.env());
-    startStage(TWO_HOST, 'talker', 'k1', suite.env());
-    startStage(TWO_HOST, 'code2wav', 'k1', suite.env());
+    // Migration off: the request is to fail at the outage, not wait up to chunk_timeout_ms for an instance.
+    const config = join(tempDir('scaleout'), 'no-migration.yaml');
+    writeFileSync(config, withoutMigration());
+    const serve = await startServe(config, suite.env());
+    startStage(config, 'talker', 'k1', suite.env());
+    startStage(config, 'code2wav', 'k1', suite.env());
     await readyInstances(serve, 3);
     let streaming = false;
     const inFlight = chat(serve.url, PROMPT, { max_tokens: 200, ignore_eos: true }, () => (streaming = true));

@@ -18,6 +18,15 @@ export function configWith(name: string, edits: Record<string, string> = {}): St
   return parseConfig(text, join(CONFIGS, name));
 }
 
+/**
+ * A configWith edit turning engine.migration (on by default) off on the Talker of the tiny-omni configs, for tests of
+ * what a lost Talker's requests cost without it (test/e2e/migration.test.ts has the migrating side).
+ */
+export const TALKER_MIGRATION_OFF: Readonly<Record<string, string>> = {
+  'max_num_batched_tokens: 600 # the Talker prefills a burst in groups too':
+    'max_num_batched_tokens: 600 # the Talker prefills a burst in groups too\n      migration: false',
+};
+
 export interface Collected {
   readonly text: string;
   readonly pcm: Float32Array;

@@ -18,7 +18,7 @@ import { configProblems } from '../helpers/configProblems.ts';
 
 const settings = { maxAttempts: 2, maxReplayTokens: 100 };
 const verdict = (o: Partial<Parameters<typeof migrationVerdict>[0]>) =>
-  migrationVerdict({ settings, attempts: 0, answerTokens: 10, mediaItems: 0, ...o });
+  migrationVerdict({ settings, attempts: 0, answerTokens: 10, unstoredMediaItems: 0, ...o });
 
 describe('migrationVerdict', () => {
   it('replays a request within the limits', () => {
@@ -32,7 +32,7 @@ describe('migrationVerdict', () => {
       migrate: false,
       why: expect.stringMatching(/101 tokens, more than engine.migration.max_replay_tokens \(100\)/),
     });
-    expect(verdict({ mediaItems: 1 })).toEqual({ migrate: false, why: expect.stringMatching(/media input/) });
+    expect(verdict({ unstoredMediaItems: 1 })).toEqual({ migrate: false, why: expect.stringMatching(/media input/) });
     expect(verdict({ settings: null })).toEqual({ migrate: false, why: expect.stringMatching(/off/) });
   });
 });
@@ -93,9 +93,15 @@ describe('engine.migration in YAML', () => {
   const withTalker = (migration: string) => shipped.replace(talkerEngine, `${talkerEngine}\n      ${migration}`);
   const talker = (yaml: string) => parseConfig(yaml, 'x.yaml', { cores: 64 }).stages.find((s) => s.kind === 'talker')!;
 
-  it('is off unless set; {} takes the defaults; false is off', () => {
+  it('is on with the defaults unless set (none on an encoder); {} takes the defaults; false is off', () => {
     expect(shipped).toContain(talkerEngine);
-    expect(talker(shipped).engine.migration).toBeNull();
+    const graph = parseConfig(shipped, 'x.yaml', { cores: 64 });
+    for (const s of graph.stages)
+      expect([s.stageId, s.engine.migration]).toEqual([
+        s.stageId,
+        s.kind === 'encoder' ? null : { maxAttempts: 2, maxReplayTokens: 4096 },
+      ]);
+    expect(talker(shipped).engine.migration).toEqual({ maxAttempts: 2, maxReplayTokens: 4096 });
     expect(talker(withTalker('migration: {}')).engine.migration).toEqual({ maxAttempts: 2, maxReplayTokens: 4096 });
     expect(talker(withTalker('migration: { max_attempts: 1, max_replay_tokens: 0 }')).engine.migration).toEqual({
       maxAttempts: 1,

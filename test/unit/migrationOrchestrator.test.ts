@@ -56,6 +56,17 @@ describe('migration through the Orchestrator', () => {
     expect(adds).toEqual([[handle.requestId], [`${handle.requestId}~1`]]);
   });
 
+  it('is on by default: with no engine.migration in the YAML, the lost request is replayed', async () => {
+    const fakes = await start('', answer(true));
+    const handle = engine!.generate(request);
+    const r = await collect(handle, killAtSecondToken(fakes));
+    expect(r.done.error).toBeUndefined();
+    expect(r.events.flatMap((e) => (e.type === 'text' ? e.tokenIds : []))).toEqual([300, 301, 302]);
+    expect(fakes.started[1].received.filter((m) => m.type === 'add').map((m) => m.requestId)).toEqual([
+      `${handle.requestId}~1`,
+    ]);
+  });
+
   it('fails, saying why, when no instance of its stage is ready within chunk_timeout_ms', async () => {
     const fakes = await start('\n      migration: {}', answer(true), { restartOnDeath: false }, '200');
     const r = await collect(engine!.generate(request), killAtSecondToken(fakes));
@@ -78,7 +89,7 @@ describe('migration through the Orchestrator', () => {
   });
 
   it('with migration off, a lost request fails as before', async () => {
-    const fakes = await start('', answer(true));
+    const fakes = await start('\n      migration: false', answer(true));
     const { done } = await collect(engine!.generate(request), killAtSecondToken(fakes));
     expect(done.error?.code).toBe('CHORUS_ERR_STAGE_DIED');
     expect(done.error?.message).not.toMatch(/migrat/);

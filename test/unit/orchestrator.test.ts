@@ -37,6 +37,7 @@ const threeTokens: Script = () => ({
 });
 
 const request = { messages: [{ role: 'user' as const, content: 'hello' }], modalities: ['text' as const] };
+const THREADS = 'threads: 1 # onnxruntime intra-op threads (this is the only stage, but the server shares the cores)';
 
 let engine: Orchestrator | null = null;
 afterEach(async () => {
@@ -96,7 +97,9 @@ describe('Orchestrator with in-process stage workers', () => {
 
   it('a stage death fails its requests with STAGE_DIED and starts a new instance', async () => {
     const fakes = fakeWorkers({ thinker: { facts: thinkerFacts } });
-    engine = await Orchestrator.start(configWith('text-only.yaml'), { startWorker: fakes.startWorker });
+    // The failure path: with migration (on by default) the request would be replayed (migrationOrchestrator.test.ts).
+    const noMigration = { [THREADS]: 'threads: 1\n      migration: false' };
+    engine = await Orchestrator.start(configWith('text-only.yaml', noMigration), { startWorker: fakes.startWorker });
     const done = collect(engine.generate(request));
     fakes.started[0].kill();
     const r = await done;

@@ -112,6 +112,8 @@ export async function run(argv: string[]): Promise<number> {
       `answers ${report.answers}, mismatches ${report.mismatches.length}`,
       `endings other than completed: ${JSON.stringify(report.endings)}`,
       `TTFP p50 ${report.ttfpMs.p50?.toFixed(1)} ms, p99 ${report.ttfpMs.p99?.toFixed(1)} ms`,
+      `migrations: ${report.migrations.migrated} migrated (mean pause ${report.migrations.pauseMsMean ?? '-'} ms), ` +
+        `${report.migrations.refused} refused, ${report.migrations.failed} failed`,
       `fuzz: ${JSON.stringify(report.fuzz)}`,
       ...Object.entries(report.rssMiB).map(([k, v]) => `RSS ${k}: ${v.start} -> ${v.end} MiB (max ${v.max})`),
       `left over: processes ${JSON.stringify(report.leftover.processes)}, segments ${report.leftover.segments.length}`,

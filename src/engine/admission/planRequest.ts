@@ -31,11 +31,13 @@ export interface RequestToPlan {
   readonly request: GenerateRequest;
   readonly prompt: PreparedPrompt;
   readonly replay?: boolean;
+  /** Whose the EC store's pins on the entries it uses are (a replay's: its request's, released with it). */
+  readonly ecOwner?: string;
 }
 
 export function planRequest(
   ctx: PlanContext,
-  { requestId, request, prompt, replay = false }: RequestToPlan,
+  { requestId, request, prompt, replay = false, ecOwner = requestId }: RequestToPlan,
 ): { plan: AdmissionPlan; route: RouteTicket | null } {
   const { graph, router, ec } = ctx;
   const entryStageId = graph.entryStageId;
@@ -51,7 +53,7 @@ export function planRequest(
     graph,
     prompt,
     routed,
-    ec: planEcItems(ec, requestId, prompt, thinker),
+    ec: planEcItems(ec, ecOwner, prompt, thinker),
     ecDrop: ec?.takeDrops(thinker) ?? [],
     liveRequests: ctx.liveRequests,
     audio: ctx.audio,

@@ -11,6 +11,7 @@ import { diagnostics } from '../../common/diagnostics.ts';
 import type { Logger } from '../../common/log.ts';
 import type { StageToMain } from '../../worker/messages.ts';
 import type { Hang, HangWatch } from './HangWatch.ts';
+import type { LostInboxes } from './LostInboxes.ts';
 import type { RemoteStageHandle } from './RemoteStages.ts';
 import type { StagePoolEvents } from './StagePoolEvents.ts';
 import type { StageInstance } from './StageInstance.ts';
@@ -25,6 +26,8 @@ export interface InstanceEventsContext {
   boot(instance: StageInstance): Promise<void>;
   /** The pool itself: what happens to its instances goes out as its events. */
   readonly events: EventEmitter<StagePoolEvents>;
+  /** The Redis lists of frames into lost remote instances, dropped once nobody pushes into them. */
+  readonly inboxes: LostInboxes;
 }
 
 export class InstanceEvents {
@@ -36,6 +39,7 @@ export class InstanceEvents {
       case 'finished':
         inst.inFlight.delete(msg.requestId);
         this.ctx.events.emit('finished', inst, msg);
+        this.ctx.inboxes.released(msg.requestId);
         return;
       case 'ec_stored':
         this.ctx.events.emit('ecStored', inst.instance, msg);
@@ -97,7 +101,9 @@ export class InstanceEvents {
     );
     diagnostics.stageDied.publish({ instance: inst.instance, code: null, signal: null });
     if (this.ctx.instances.get(inst.instance) === inst) this.ctx.instances.delete(inst.instance);
-    this.failInFlight(inst, 'lost', error);
+    // After failInFlight: the request side has told the lost runs' other instances to drop them, and they hold
+    // them until they say `finished` (pushing into the lost instance's lists until then, maybe).
+    this.ctx.inboxes.lost(inst.instance, this.failInFlight(inst, 'lost', error));
   }
 
   /**
@@ -135,6 +141,7 @@ export class InstanceEvents {
     const ids = [...inst.inFlight];
     inst.inFlight.clear();
     this.ctx.events.emit(event, inst, ids, error);
+    for (const id of ids) this.ctx.inboxes.released(id);
     return ids;
   }
 }

@@ -14,7 +14,13 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { StageGraph } from '../../common/graph.ts';
 import type { Logger } from '../../common/log.ts';
-import { RedisLink, redisOptionsOf, type RedisConnectorOptions } from '../../../transport/registry.ts';
+import {
+  endMatches,
+  RedisLink,
+  redisInboxKey,
+  redisOptionsOf,
+  type RedisConnectorOptions,
+} from '../../../transport/registry.ts';
 import { edgesTouching } from '../../common/edgeConnectors.ts';
 import { ControlGuard } from '../../control/ControlGuard.ts';
 import { describeHolder, leaseKey } from '../../control/redis/InstanceLease.ts';
@@ -99,6 +105,26 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
   /** Joined instances of `stageId`. */
   joinedOf(stageId: string): RemoteStageHandle[] {
     return [...this.#handles.values()].filter((h) => h.joined && h.heartbeat.stageId === stageId);
+  }
+
+  /**
+   * Deletes the lists of frames pushed into `instance` for these runs, on the edges into it that live on this
+   * link's Redis (an edge on another Redis keeps its TTL). One DEL per run: a run's lists share a Cluster slot.
+   */
+  dropInbox(instance: string, runIds: readonly string[]): void {
+    if (!this.link.up) return;
+    const prefixes = new Set<string>();
+    for (const edge of this.edgesOf(instance)) {
+      const options = redisOptionsOf(this.graph.connectors[edge.connector]);
+      if (options && options.url === this.link.options.url && endMatches(edge.to, instance))
+        prefixes.add(options.keyPrefix);
+    }
+    if (prefixes.size === 0) return;
+    for (const runId of runIds) {
+      const keys = [...prefixes].map((prefix) => redisInboxKey(prefix, runId, instance));
+      this.link.commands.del(keys).catch(() => undefined); // best effort: the lists' TTL still bounds them
+    }
+    this.log.debug({ instance, runs: runIds.length }, 'dropped the frames pushed into a lost instance');
   }
 
   async close(): Promise<void> {

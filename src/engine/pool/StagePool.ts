@@ -17,6 +17,7 @@ import type { StageWorkerHandle, StartStageWorker } from '../stageWorkers.ts';
 import { HangWatch } from './HangWatch.ts';
 import { healthOf } from './healthOf.ts';
 import { InstanceEvents } from './InstanceEvents.ts';
+import { LostInboxes } from './LostInboxes.ts';
 import { newInstance, type InstanceView, type StageInstance } from './StageInstance.ts';
 import type { StagePoolEvents } from './StagePoolEvents.ts';
 
@@ -51,6 +52,10 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
       restarts: () => !this.#stopping && opts.restartOnDeath,
       boot: (inst) => this.#boot(inst),
       events: this,
+      inboxes: new LostInboxes({
+        heldAnywhere: (runId) => [...this.#instances.values()].some((inst) => inst.inFlight.has(runId)),
+        drop: (instance, runIds) => this.#remote?.dropInbox(instance, runIds),
+      }),
     });
   }
 

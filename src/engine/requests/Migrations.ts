@@ -25,9 +25,12 @@ export interface MigrationsContext {
   readonly audio: () => AudioOutputFacts | null;
   /**
    * Plans and admits the record's replay as `runId` on ready instances (its adds sent, main expecting its outputs);
-   * returns the instance of each stage. Throws when it cannot be admitted now (the request waits on).
+   * returns the instance of each stage, or why the replay cannot be the lost run (it fails). Throws when it cannot be
+   * admitted now (the request waits on).
    */
-  readonly admitReplay: (record: RequestRecord, runId: string) => ReadonlyMap<string, string>;
+  readonly admitReplay: (record: RequestRecord, runId: string) => ReadonlyMap<string, string> | { refused: string };
+  /** Its media items whose encoder rows the encoder-output store does not hold (all of them without a store). */
+  readonly unstoredMediaItems: (record: RequestRecord) => number;
 }
 
 export class Migrations {
@@ -52,7 +55,7 @@ export class Migrations {
       settings,
       attempts: record.attempts,
       answerTokens: answerTokensOf(record.stream.delivered, this.ctx.audio()),
-      mediaItems: record.prompt.items.length,
+      unstoredMediaItems: this.ctx.unstoredMediaItems(record),
     });
     const facts = { requestId: record.requestId, stageId, reason, lostInstance: view.instance };
     if (!verdict.migrate) {
@@ -83,14 +86,16 @@ export class Migrations {
     const { stream } = record;
     const delivered = stream.delivered;
     const runId = runIdOf(record.requestId, record.attempts + 1);
-    let instances: ReadonlyMap<string, string>;
+    let admitted: ReturnType<MigrationsContext['admitReplay']>;
     try {
-      instances = this.ctx.admitReplay(record, runId);
+      admitted = this.ctx.admitReplay(record, runId);
     } catch (err) {
       // Ready a moment ago, overloaded or gone now: the next READY (or the deadline) decides.
       this.ctx.log.debug({ requestId: record.requestId, err: serializeError(err) }, 'replay not admitted yet');
       return;
     }
+    if ('refused' in admitted) return this.#refuse(record, admitted.refused);
+    const instances: ReadonlyMap<string, string> = admitted;
     const { lostInstance } = pending;
     const newInstance = instances.get(pending.stageId) ?? null;
     const waitMs = Date.now() - pending.lostAtMs; // the restart, or the wait for another instance
@@ -106,6 +111,18 @@ export class Migrations {
       diagnostics.requestMigrated.publish({ ...facts, lostInstance, newInstance, outcome, waitMs, pauseMs });
     });
     if (record.paused) tellStages(this.ctx.pool, record, 'pause');
+  }
+
+  /** The replay cannot be what the lost run was (its media rows left the store meanwhile): it fails, saying why. */
+  #refuse(record: RequestRecord, why: string): void {
+    const pending = record.migrating!;
+    const facts = { requestId: record.requestId, stageId: pending.stageId, reason: pending.reason };
+    this.ctx.log.warn({ ...facts, why }, 'request not migrated');
+    diagnostics.requestMigrated.publish({ ...facts, lostInstance: pending.lostInstance, outcome: 'refused' });
+    record.stream.end('error', {
+      code: pending.error.code,
+      message: `${pending.error.message} (not migrated: ${why})`,
+    });
   }
 
   #giveUp(record: RequestRecord, waitMs: number): void {

@@ -4,8 +4,8 @@
  * encoders. A migrated request's replay sends only what main expects back and the adds (no hold: its client may
  * have its first audio already).
  */
-import type { GenerateRequest } from '../../common/engine.ts';
-import { serializeError } from '../../common/errors.ts';
+import type { GenerateRequest, RequestHandle } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes, serializeError } from '../../common/errors.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import type { StageGraph } from '../../common/graph.ts';
 import type { Logger } from '../../common/log.ts';
@@ -70,15 +70,44 @@ export function commitRequest(
   return record;
 }
 
-/** A replay run's plan sent: what main expects back of run `runId`, then its adds. */
+/**
+ * A migrated request's replay run `runId` sent as planned (no hold: its client may have its first audio already):
+ * what main expects back, then its adds; the instance of each stage. Nothing is sent, and the route is let go, when
+ * an instance it needs is not ready (OVERLOADED, thrown: it waits on) or it would need an encoder (refused: encoders
+ * are not replayed, and the EC store no longer holds its items' rows).
+ */
 export function commitReplay(
   ctx: Pick<CommitContext, 'adapter' | 'pool'>,
   record: RequestRecord,
   runId: string,
-  plan: AdmissionPlan,
-  route: RouteTicket | null,
-): void {
+  { plan, route }: { plan: AdmissionPlan; route: RouteTicket | null },
+): ReadonlyMap<string, string> | { refused: string } {
+  const gone = plan.adds.find(({ instance }) => ctx.pool.instances.get(instance)?.status !== 'ready');
+  const encoders = plan.stages.filter((s) => s.encoder).map((s) => s.stageId);
+  if (gone || encoders.length > 0) {
+    route?.release();
+    if (gone) throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
+    const refused = `the encoder-output store no longer holds the rows of its media items for ${encoders.join(', ')}`;
+    return { refused: `${refused} (encoders are not replayed)` };
+  }
   record.replayed(route);
   for (const o of plan.outputs) ctx.adapter.expect(runId, o.expect);
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
+  return plan.instances;
+}
+
+/** The client's handle on an admitted request: its events, and cancel / pause / resume through the engine. */
+export function handleOf(
+  record: RequestRecord,
+  cancel: (reason?: string) => void,
+  setPaused: (paused: boolean) => void,
+): RequestHandle {
+  return {
+    requestId: record.requestId,
+    prompt: record.stream.promptTokenDetails(),
+    events: record.stream.events.events,
+    cancel,
+    pause: () => setPaused(true),
+    resume: () => setPaused(false),
+  };
 }

@@ -25,8 +25,11 @@ export interface MigrationInput {
   readonly attempts: number;
   /** Tokens the replay must produce again before it gets past what the client has (the answer's length so far). */
   readonly answerTokens: number;
-  /** Media items in its prompt: their encoders' work is not replayed. */
-  readonly mediaItems: number;
+  /**
+   * Media items of its prompt whose encoder rows the encoder-output store does not hold: a replay reads an item's
+   * rows from the store, and never sends media to an encoder again.
+   */
+  readonly unstoredMediaItems: number;
 }
 
 export type MigrationVerdict = { readonly migrate: true } | { readonly migrate: false; readonly why: string };
@@ -43,8 +46,13 @@ export function migrationVerdict(a: MigrationInput): MigrationVerdict {
         `its answer had ${a.answerTokens} tokens, more than engine.migration.max_replay_tokens ` +
         `(${s.maxReplayTokens}) to replay`,
     };
-  if (a.mediaItems > 0)
-    return { migrate: false, why: 'a request with media input is not migrated (its encoders are not replayed)' };
+  if (a.unstoredMediaItems > 0)
+    return {
+      migrate: false,
+      why:
+        `a request with media input is not migrated when the encoder-output store (ec_store) does not hold the ` +
+        `rows of every item (${a.unstoredMediaItems} missing): its encoders are not replayed`,
+    };
   return { migrate: true };
 }
 
