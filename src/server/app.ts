@@ -20,6 +20,7 @@ import { registerChatCompletions } from './chat/chatCompletions.ts';
 import type { TokenLimits } from './generationParams.ts';
 import { errorBody, httpStatusFor, replyError, toChorusError, errorType } from './httpErrors.ts';
 import { registerInfoRoutes } from './infoRoutes.ts';
+import { registerTraceRoutes } from './traceRoutes.ts';
 import { registerJsonBodies } from './JsonBodyParser.ts';
 import { mediaParam } from './media/itemNames.ts';
 import { MediaChecker } from './media/MediaChecker.ts';
@@ -166,6 +167,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     });
     if (opts.reload) registerReloadRoute(routes, opts.reload, options.apiKey);
     registerInfoRoutes(routes, engine, options.modelName);
+    registerTraceRoutes(routes, opts.traceBuffer ?? null);
   });
   return app;
 }

@@ -20,14 +20,16 @@ import { logger } from '../../common/log.ts';
 import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
-import { processTracing } from '../../tracing/tracing.ts';
+import { processTracing, TRACE_SINK_URL_ENV, tracingConfigured } from '../../tracing/tracing.ts';
+import { TraceBuffer } from '../../tracing/TraceBuffer.ts';
+import { startTraceSink } from '../../tracing/traceSink.ts';
 
 export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
                     [--allowed-origin URL]... [--allowed-hosts NAME,...] [--max-sessions N]
                     [--max-response-tokens N] [--max-body-bytes N] [--request-timeout S] [--ws-idle-timeout S]
                     [--client-stall-timeout S] [--media-url-allow PREFIX]... [--tls-cert FILE --tls-key FILE]
                     [--max-running-requests N] [--max-queued-requests N] [--max-queue-wait-ms MS]
-                    [--drain-timeout S]
+                    [--drain-timeout S] [--trace-buffer N [--trace-buffer-bytes N]]
 
 Serves the pipeline of FILE (default configs/tiny-omni.yaml): OpenAI Realtime at /v1/realtime (WebSocket),
 chat completions at /v1/chat/completions, /metrics, /health and the playground at /. SIGHUP or POST /admin/reload
@@ -49,7 +51,32 @@ re-reads FILE and switches to it without dropping sessions (a bad file is refuse
   --max-queued-requests N   ...this many at most (64), each up to --max-queue-wait-ms (10000), then 429
   --tls-cert FILE           PEM certificate (chain): serve https and wss on the port (env CHORUS_TLS_CERT)
   --tls-key FILE            its PEM private key (env CHORUS_TLS_KEY)
+  --trace-buffer N          keep the last N traces in memory (GET /v1/traces, the playground's waterfall): every
+                            process also sends its spans to main (besides any OTEL_EXPORTER_OTLP_ENDPOINT)
+  --trace-buffer-bytes N    ...within this many bytes of spans (16777216); the oldest traces go first
 `;
+
+/** 16 MiB: ~250 answers of ~60 spans each. */
+const DEFAULT_TRACE_BUFFER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * --trace-buffer: the buffer, and its loopback receiver named in this process's environment, which main's tracing
+ * and the stage processes started after this read. Null without the flag (--trace-buffer-bytes alone is refused).
+ */
+async function traceBufferOf(traces: number | undefined, bytes: number | undefined) {
+  if (traces === undefined) {
+    if (bytes !== undefined) throw new UsageError('--trace-buffer-bytes needs --trace-buffer N');
+    return null;
+  }
+  if (!tracingConfigured({ ...process.env, [TRACE_SINK_URL_ENV]: 'http://127.0.0.1/' }))
+    throw new UsageError(
+      '--trace-buffer needs tracing, which OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none turns off',
+    );
+  const buffer = new TraceBuffer({ maxTraces: traces, maxBytes: bytes ?? DEFAULT_TRACE_BUFFER_BYTES });
+  const sink = await startTraceSink(buffer);
+  Object.assign(process.env, sink.env);
+  return { buffer, sink };
+}
 
 /** A port taken or not ours, said as what to do; anything else as it was. */
 function listenError(err: unknown, host: string, port: number): unknown {
@@ -127,6 +154,8 @@ export async function run(argv: string[]): Promise<number> {
       'max-queue-wait-ms': { type: 'string' },
       'tls-cert': { type: 'string', default: process.env.CHORUS_TLS_CERT },
       'tls-key': { type: 'string', default: process.env.CHORUS_TLS_KEY },
+      'trace-buffer': { type: 'string' },
+      'trace-buffer-bytes': { type: 'string' },
     },
   });
   const port = intFlag('--port', values.port)!;
@@ -141,14 +170,20 @@ export async function run(argv: string[]): Promise<number> {
   const requestTimeoutS = intFlag('--request-timeout', values['request-timeout'], 1);
   const wsIdleTimeoutS = intFlag('--ws-idle-timeout', values['ws-idle-timeout'], 1);
   const clientStallTimeoutS = intFlag('--client-stall-timeout', values['client-stall-timeout']);
+  const traceBufferTraces = intFlag('--trace-buffer', values['trace-buffer'], 1);
+  const traceBufferBytes = intFlag('--trace-buffer-bytes', values['trace-buffer-bytes'], 1024);
   // before the pipeline's seconds of start-up
   const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
   const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
   const graph = await loadConfig(values.config!);
   await checkPortFree(values.host!, port);
+  const traces = await traceBufferOf(traceBufferTraces, traceBufferBytes);
   // Before the stages start: an OTEL_* setting tracing cannot honour is one error here, not one per stage process.
   processTracing();
-  const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs);
+  const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs).catch(async (err: unknown) => {
+    await traces?.sink.close();
+    throw err;
+  });
   // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
   const reload = async () => engine.reload(await loadConfig(values.config!));
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -171,9 +206,11 @@ export async function run(argv: string[]): Promise<number> {
       mediaUrlAllowList,
       reload,
       ...(tls ? { tls } : {}),
+      traceBuffer: traces?.buffer ?? null,
     });
   } catch (err) {
     await engine.close(0);
+    await traces?.sink.close();
     throw listenError(err, values.host!, port);
   }
   const { app, url } = server;
@@ -182,7 +219,8 @@ export async function run(argv: string[]): Promise<number> {
     const drained = await drainServer(app, drainTimeoutMs, `${signal}: draining`);
     if (!drained) logger.warn({ drainTimeoutMs }, 'drain timeout: cancelling the requests still running');
     await app.close(); // ...then the sockets close and whatever still runs is cancelled
-    await engine.close();
+    await engine.close(); // the stages' last spans are exported as they stop...
+    await traces?.sink.close(); // ...to the sink, which goes last
   });
   process.on('SIGHUP', () => {
     reload().then(
