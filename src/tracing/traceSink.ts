@@ -34,13 +34,8 @@ export function ingestExport(
   contentType: string | undefined,
   body: unknown,
 ): { status: number; message: string } {
-  if (!contentType?.startsWith('application/json'))
-    return {
-      status: 415,
-      message:
-        `OTLP export as ${contentType ?? 'no content-type'} is not accepted: send http/json ` +
-        '(OTEL_EXPORTER_OTLP_PROTOCOL=http/json)',
-    };
+  const refused = refusedContentType(contentType);
+  if (refused) return refused;
   try {
     buffer.add(spansOfExport(body));
     return { status: 200, message: '' };
@@ -48,6 +43,16 @@ export function ingestExport(
     if (err instanceof OtlpShapeError) return { status: 400, message: `not an OTLP trace export: ${err.message}` };
     throw err;
   }
+}
+
+function refusedContentType(contentType: string | undefined): { status: number; message: string } | null {
+  if (contentType?.startsWith('application/json')) return null;
+  return {
+    status: 415,
+    message:
+      `OTLP export as ${contentType ?? 'no content-type'} is not accepted: send http/json ` +
+      '(OTEL_EXPORTER_OTLP_PROTOCOL=http/json)',
+  };
 }
 
 function answer(res: ServerResponse, status: number, message: string): void {
@@ -75,8 +80,16 @@ export async function startTraceSink(buffer: TraceBuffer, log: Logger = logger):
     return got.length === expected.length && timingSafeEqual(got, expected);
   };
   const server = createServer((req, res) => {
-    if (req.method !== 'POST' || req.url !== '/v1/traces') return answer(res, 404, 'POST /v1/traces only');
-    if (!authorized(req.headers.authorization)) return answer(res, 401, 'wrong or missing sink token');
+    const refused =
+      req.method !== 'POST' || req.url !== '/v1/traces'
+        ? { status: 404, message: 'POST /v1/traces only' }
+        : !authorized(req.headers.authorization)
+          ? { status: 401, message: 'wrong or missing sink token' }
+          : refusedContentType(req.headers['content-type']);
+    if (refused) {
+      req.resume(); // the body read and dropped, so the answer is not cut off by a reset
+      return answer(res, refused.status, refused.message);
+    }
     readBody(req, MAX_EXPORT_BYTES).then(
       (raw) => {
         if (raw === null) return answer(res, 413, `an export over ${MAX_EXPORT_BYTES} bytes is refused`);
