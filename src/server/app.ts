@@ -34,6 +34,7 @@ import { retryAfterSeconds } from './retryAfter.ts';
 import { ClientInputError } from './validate.ts';
 import { processTracing, type Tracing } from '../tracing/tracing.ts';
 import { tracedEngine } from '../tracing/responseSpan.ts';
+import { TurnSpans } from '../tracing/turnSpans.ts';
 import { contextFromTraceparent, headerValue } from '../tracing/traceContext.ts';
 
 export type { ServerOptions } from './options.ts';
@@ -288,6 +289,7 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
       );
       const session = new RealtimeSession(socket, {
         engine: tracedEngine(engine, deps.tracing, { parent }),
+        turnSpans: TurnSpans.of(deps.tracing, parent),
         options,
         get samplesPerFrame() {
           return engine.audioOutput?.samplesPerFrame ?? null;
