@@ -20,9 +20,8 @@ import { logger } from '../../common/log.ts';
 import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
-import { processTracing, TRACE_SINK_URL_ENV, tracingConfigured } from '../../tracing/tracing.ts';
-import { TraceBuffer } from '../../tracing/TraceBuffer.ts';
-import { startTraceSink } from '../../tracing/traceSink.ts';
+import { processTracing } from '../../tracing/tracing.ts';
+import { traceBufferFromFlags } from '../traceBufferFlags.ts';
 
 export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
                     [--allowed-origin URL]... [--allowed-hosts NAME,...] [--max-sessions N]
@@ -55,28 +54,6 @@ re-reads FILE and switches to it without dropping sessions (a bad file is refuse
                             process also sends its spans to main (besides any OTEL_EXPORTER_OTLP_ENDPOINT)
   --trace-buffer-bytes N    ...within this many bytes of spans (16777216); the oldest traces go first
 `;
-
-/** 16 MiB: ~250 answers of ~60 spans each. */
-const DEFAULT_TRACE_BUFFER_BYTES = 16 * 1024 * 1024;
-
-/**
- * --trace-buffer: the buffer, and its loopback receiver named in this process's environment, which main's tracing
- * and the stage processes started after this read. Null without the flag (--trace-buffer-bytes alone is refused).
- */
-async function traceBufferOf(traces: number | undefined, bytes: number | undefined) {
-  if (traces === undefined) {
-    if (bytes !== undefined) throw new UsageError('--trace-buffer-bytes needs --trace-buffer N');
-    return null;
-  }
-  if (!tracingConfigured({ ...process.env, [TRACE_SINK_URL_ENV]: 'http://127.0.0.1/' }))
-    throw new UsageError(
-      '--trace-buffer needs tracing, which OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none turns off',
-    );
-  const buffer = new TraceBuffer({ maxTraces: traces, maxBytes: bytes ?? DEFAULT_TRACE_BUFFER_BYTES });
-  const sink = await startTraceSink(buffer);
-  Object.assign(process.env, sink.env);
-  return { buffer, sink };
-}
 
 /** A port taken or not ours, said as what to do; anything else as it was. */
 function listenError(err: unknown, host: string, port: number): unknown {
@@ -177,7 +154,7 @@ export async function run(argv: string[]): Promise<number> {
   const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
   const graph = await loadConfig(values.config!);
   await checkPortFree(values.host!, port);
-  const traces = await traceBufferOf(traceBufferTraces, traceBufferBytes);
+  const traces = await traceBufferFromFlags(traceBufferTraces, traceBufferBytes);
   // Before the stages start: an OTEL_* setting tracing cannot honour is one error here, not one per stage process.
   processTracing();
   const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs).catch(async (err: unknown) => {
