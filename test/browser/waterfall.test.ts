@@ -7,6 +7,9 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +23,13 @@ import { ownSegments } from '../helpers/engine.ts';
 import type { PageGlobals } from './pageState.ts';
 
 const KEY = 'sk-waterfall';
+/** Spans as a stage on another host would make them (its own provider; exported by hand to POST /v1/traces). */
+const remoteSpans = new InMemorySpanExporter();
+const remoteProvider = new BasicTracerProvider({
+  resource: resourceFromAttributes({ 'service.name': 'chorus', 'service.instance.id': 'talker#b1' }),
+  spanProcessors: [new SimpleSpanProcessor(remoteSpans)],
+});
+const tracer = remoteProvider.getTracer('remote');
 const MAX_BODY_BYTES = 64 * 1024;
 /** A few tokens: enough for every stage to run steps and for audio to come out, over in a second or two. */
 const MAX_TOKENS = 8;
@@ -77,6 +87,7 @@ afterAll(async () => {
   await engine?.close();
   await tracing?.shutdown();
   await sink?.close();
+  await remoteProvider.shutdown();
   for (const [k, v] of savedEnv)
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
@@ -177,7 +188,7 @@ describe('the playground waterfall', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it('keeps the trace routes behind the key and refuses what is not an OTLP JSON export', async () => {
+  it("keeps the trace routes behind the key, takes a remote stage's export, refuses what is not one", async () => {
     const auth = { authorization: `Bearer ${KEY}` };
     expect((await fetch(`${base}/v1/traces`)).status).toBe(401);
     const list = (await (await fetch(`${base}/v1/traces`, { headers: auth })).json()) as {
@@ -195,6 +206,17 @@ describe('the playground waterfall', () => {
     const notOtlp = await post(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: 7 }] }] }] }));
     expect(notOtlp.status).toBe(400);
     expect(((await notOtlp.json()) as { error: { message: string } }).error.message).toMatch(/traceId/);
+    // A remote host's stage exports to this route: a real exporter's JSON lands in the buffer beside the local spans.
+    const remote = tracer.startSpan('stage talker', { attributes: { 'chorus.stage': 'talker' } });
+    remote.end();
+    const accepted = await post(
+      Buffer.from(JsonTraceSerializer.serializeRequest(remoteSpans.getFinishedSpans())!).toString(),
+    );
+    expect(accepted.status).toBe(200);
+    const remoteTrace = (await (
+      await fetch(`${base}/v1/traces/${remote.spanContext().traceId}`, { headers: auth })
+    ).json()) as { spans: { name: string; instance: string }[] };
+    expect(remoteTrace.spans).toEqual([expect.objectContaining({ name: 'stage talker', instance: 'talker#b1' })]);
     const tooLarge = await post(JSON.stringify({ resourceSpans: [], pad: 'x'.repeat(MAX_BODY_BYTES) }));
     expect(tooLarge.status).toBe(413);
     expect(((await tooLarge.json()) as { error: { code: string } }).error.code).toBe('CHORUS_ERR_REQUEST_TOO_LARGE');
