@@ -115,13 +115,6 @@ function draw(answer, underrunsAtMs) {
   const height = legendTop + LEGEND_H;
   const chart = svg('svg', { width: WIDTH, height, viewBox: `0 0 ${WIDTH} ${height}`, role: 'img' });
   svg('title', {}, chart).textContent = `trace ${root.traceId}`;
-  for (let i = 0; i <= 4; i++) {
-    const ms = ((t1 - t0) * i) / 4;
-    svg('line', { x1: x(t0 + ms), x2: x(t0 + ms), y1: AXIS_H - 6, y2: height, stroke: '#e3e5ea' }, chart);
-    const label = svg('text', { x: x(t0 + ms), y: 12, 'font-size': 11, 'text-anchor': i === 0 ? 'start' : 'end' });
-    label.textContent = `${ms.toFixed(0)} ms`;
-    chart.append(label);
-  }
   lanes.forEach(([instance, laneSpans], i) => {
     const top = AXIS_H + i * laneH;
     const lane = svg('g', { class: 'lane', 'data-instance': instance }, chart);
@@ -154,11 +147,19 @@ function draw(answer, underrunsAtMs) {
           lane,
         ).setAttribute('stroke', '#d93025');
   });
+  // The time grid over the lanes (their backgrounds would hide it), dashed so the bars still read through it.
+  for (let i = 0; i <= 4; i++) {
+    const ms = ((t1 - t0) * i) / 4;
+    const at = x(t0 + ms);
+    svg('line', { x1: at, x2: at, y1: AXIS_H - 6, y2: legendTop, stroke: '#c9cdd6', 'stroke-dasharray': '2 4' }, chart);
+    const label = svg('text', { x: at, y: 12, 'font-size': 11, 'text-anchor': i === 0 ? 'start' : 'end' }, chart);
+    label.textContent = `${ms.toFixed(0)} ms`;
+  }
   legend(chart, legendTop);
   for (const e of root.events) {
     if (!MARKERS[e.name]) continue;
     const marker = svg('g', { class: 'marker', 'data-event': e.name, 'data-at-ms': (e.atMs - t0).toFixed(3) }, chart);
-    svg('line', { x1: x(e.atMs), x2: x(e.atMs), y1: AXIS_H - 8, y2: height, stroke: MARKERS[e.name] }, marker);
+    svg('line', { x1: x(e.atMs), x2: x(e.atMs), y1: AXIS_H - 8, y2: legendTop, stroke: MARKERS[e.name] }, marker);
     svg('text', { x: x(e.atMs) + 3, y: AXIS_H - 2, 'font-size': 11, fill: MARKERS[e.name] }, marker).textContent =
       `${e.name.replace('_', ' ')} ${(e.atMs - t0).toFixed(0)} ms`;
   }
