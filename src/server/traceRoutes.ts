@@ -22,7 +22,13 @@ export function registerTraceRoutes(app: FastifyInstance, buffer: TraceBuffer | 
     if (!buffer) throw new ChorusError(ErrorCodes.NOT_FOUND, OFF_MESSAGE);
     return buffer;
   };
-  app.get<{ Querystring: { request_id?: string } }>('/v1/traces', async (request) => {
+  app.get<{ Querystring: Record<string, unknown> }>('/v1/traces', async (request) => {
+    const unknown = Object.keys(request.query ?? {}).filter((k) => k !== 'request_id');
+    if (unknown.length > 0)
+      throw new ChorusError(
+        ErrorCodes.REQUEST_INVALID,
+        `GET /v1/traces takes request_id only, not ${unknown.slice(0, 3).join(', ')}`,
+      );
     const requestId = request.query.request_id;
     const traces = kept().list(typeof requestId === 'string' ? { requestId } : {});
     return { object: 'list', data: traces };

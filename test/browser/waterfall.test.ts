@@ -197,6 +197,7 @@ describe('the playground waterfall', () => {
     expect(list.data[0].roots.map((r) => r.name)).toEqual(['realtime.response']);
     expect(list.data[0].instances).toEqual(expect.arrayContaining(['main', 'thinker#0', 'talker#0', 'code2wav#0']));
 
+    expect((await fetch(`${base}/v1/traces?limit=3`, { headers: auth })).status).toBe(400); // refused, not ignored
     const unknown = await fetch(`${base}/v1/traces/${'ab'.repeat(16)}`, { headers: auth });
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(/not in the buffer/);
