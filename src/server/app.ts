@@ -20,6 +20,7 @@ import { registerChatCompletions } from './chat/chatCompletions.ts';
 import type { TokenLimits } from './generationParams.ts';
 import { errorBody, httpStatusFor, replyError, toChorusError, errorType } from './httpErrors.ts';
 import { registerInfoRoutes } from './infoRoutes.ts';
+import { registerTraceRoutes } from './traceRoutes.ts';
 import { registerJsonBodies } from './JsonBodyParser.ts';
 import { mediaParam } from './media/itemNames.ts';
 import { MediaChecker } from './media/MediaChecker.ts';
@@ -33,6 +34,7 @@ import { retryAfterSeconds } from './retryAfter.ts';
 import { ClientInputError } from './validate.ts';
 import { processTracing, type Tracing } from '../tracing/tracing.ts';
 import { tracedEngine } from '../tracing/responseSpan.ts';
+import { TurnSpans } from '../tracing/turnSpans.ts';
 import { contextFromTraceparent, headerValue } from '../tracing/traceContext.ts';
 
 export type { ServerOptions } from './options.ts';
@@ -166,6 +168,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     });
     if (opts.reload) registerReloadRoute(routes, opts.reload, options.apiKey);
     registerInfoRoutes(routes, engine, options.modelName);
+    registerTraceRoutes(routes, opts.traceBuffer ?? null);
   });
   return app;
 }
@@ -286,6 +289,7 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
       );
       const session = new RealtimeSession(socket, {
         engine: tracedEngine(engine, deps.tracing, { parent }),
+        turnSpans: TurnSpans.of(deps.tracing, parent),
         options,
         get samplesPerFrame() {
           return engine.audioOutput?.samplesPerFrame ?? null;

@@ -5,6 +5,7 @@
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { Tracing } from '../tracing/tracing.ts';
+import type { TraceBuffer } from '../tracing/TraceBuffer.ts';
 
 export interface ServerOptions {
   /** Interface to bind. Loopback by default: exposing the server is a deliberate choice. */
@@ -99,6 +100,12 @@ export interface ServerOptions {
    * null: none for this server (`chorus bench --compare-tracing` runs a traced and an untraced server side by side).
    */
   readonly tracing?: Tracing | null;
+  /**
+   * The last traces, kept in memory for GET /v1/traces and the playground's waterfall (`chorus serve --trace-buffer
+   * N`, traceSink.ts fills it); POST /v1/traces adds a remote stage's spans to it. Default: none (those routes say
+   * how to turn it on).
+   */
+  readonly traceBuffer?: TraceBuffer | null;
 }
 
 export interface ResolvedServerOptions {

@@ -1,6 +1,7 @@
 /**
  * OpenTelemetry tracing of one process (main or a stage instance), off unless the environment configures an
- * exporter: with neither OTEL_EXPORTER_OTLP_TRACES_ENDPOINT nor OTEL_EXPORTER_OTLP_ENDPOINT set (or with
+ * exporter: with neither OTEL_EXPORTER_OTLP_TRACES_ENDPOINT nor OTEL_EXPORTER_OTLP_ENDPOINT nor main's trace buffer
+ * (CHORUS_TRACE_SINK_URL) set (or with
  * OTEL_SDK_DISABLED=true / OTEL_TRACES_EXPORTER=none) no provider exists, the hooks get null and record nothing.
  *
  * When on, spans go through a BatchSpanProcessor to the OTLP/HTTP exporter (JSON, or protobuf when
@@ -42,7 +43,37 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
   const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
   if (exporter === 'none') return false;
+  return Boolean(userEndpointSet(env) || env[TRACE_SINK_URL_ENV]);
+}
+
+function userEndpointSet(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
+}
+
+/**
+ * Main's in-memory trace buffer (`chorus serve --trace-buffer N`, traceSink.ts) names its loopback receiver here, and
+ * the token it wants, in the environment the stage processes inherit: every process then exports a second copy of its
+ * spans there, besides (not instead of) the user's collector when one is set.
+ */
+export const TRACE_SINK_URL_ENV = 'CHORUS_TRACE_SINK_URL';
+export const TRACE_SINK_TOKEN_ENV = 'CHORUS_TRACE_SINK_TOKEN';
+
+/** The buffer is for a person looking at an answer just given: its copy is sent soon, not every 5 s. */
+const SINK_EXPORT_DELAY_MS = 250;
+
+function spanProcessors(protocol: Protocol, env: NodeJS.ProcessEnv): BatchSpanProcessor[] {
+  const processors: BatchSpanProcessor[] = [];
+  if (userEndpointSet(env)) processors.push(new BatchSpanProcessor(exporterFor(protocol, tracesUrl(env))));
+  const sinkUrl = env[TRACE_SINK_URL_ENV];
+  if (sinkUrl) {
+    // Always JSON: the sink decodes the JSON encoding (traceSink.ts says why not protobuf).
+    const exporter = new OTLPTraceExporter({
+      url: sinkUrl,
+      headers: { authorization: `Bearer ${env[TRACE_SINK_TOKEN_ENV] ?? ''}` },
+    });
+    processors.push(new BatchSpanProcessor(exporter, { scheduledDelayMillis: SINK_EXPORT_DELAY_MS }));
+  }
+  return processors;
 }
 
 /** The settings we would otherwise ignore, refused by name (CHORUS_ERR_TRACING_CONFIG); the protocol to use. */
@@ -114,7 +145,7 @@ export function startTracing(
   );
   const provider = new BasicTracerProvider({
     resource,
-    spanProcessors: [new BatchSpanProcessor(exporterFor(protocol, tracesUrl(env)))],
+    spanProcessors: spanProcessors(protocol, env),
   });
   log.info({ instance, protocol }, 'tracing on (OTLP/HTTP)');
   return {

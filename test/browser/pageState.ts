@@ -63,5 +63,12 @@ export interface PageGlobals {
     sources: { size: number }; // audio buffers scheduled and not yet ended
     audioContext: { state: string; currentTime: number };
     speaking: boolean;
+    waterfall: {
+      responseId: string;
+      status: 'loading' | 'drawn' | 'failed';
+      traceId: string | null;
+      lanes: string[];
+      error: string | null;
+    } | null;
   };
 }

@@ -21,13 +21,14 @@ import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
 import { processTracing } from '../../tracing/tracing.ts';
+import { traceBufferFromFlags } from '../traceBufferFlags.ts';
 
 export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
                     [--allowed-origin URL]... [--allowed-hosts NAME,...] [--max-sessions N]
                     [--max-response-tokens N] [--max-body-bytes N] [--request-timeout S] [--ws-idle-timeout S]
                     [--client-stall-timeout S] [--media-url-allow PREFIX]... [--tls-cert FILE --tls-key FILE]
                     [--max-running-requests N] [--max-queued-requests N] [--max-queue-wait-ms MS]
-                    [--drain-timeout S]
+                    [--drain-timeout S] [--trace-buffer N [--trace-buffer-bytes N]]
 
 Serves the pipeline of FILE (default configs/tiny-omni.yaml): OpenAI Realtime at /v1/realtime (WebSocket),
 chat completions at /v1/chat/completions, /metrics, /health and the playground at /. SIGHUP or POST /admin/reload
@@ -49,6 +50,9 @@ re-reads FILE and switches to it without dropping sessions (a bad file is refuse
   --max-queued-requests N   ...this many at most (64), each up to --max-queue-wait-ms (10000), then 429
   --tls-cert FILE           PEM certificate (chain): serve https and wss on the port (env CHORUS_TLS_CERT)
   --tls-key FILE            its PEM private key (env CHORUS_TLS_KEY)
+  --trace-buffer N          keep the last N traces in memory (GET /v1/traces, the playground's waterfall): every
+                            process also sends its spans to main (besides any OTEL_EXPORTER_OTLP_ENDPOINT)
+  --trace-buffer-bytes N    ...within this many bytes of spans (16777216); the oldest traces go first
 `;
 
 /** A port taken or not ours, said as what to do; anything else as it was. */
@@ -127,6 +131,8 @@ export async function run(argv: string[]): Promise<number> {
       'max-queue-wait-ms': { type: 'string' },
       'tls-cert': { type: 'string', default: process.env.CHORUS_TLS_CERT },
       'tls-key': { type: 'string', default: process.env.CHORUS_TLS_KEY },
+      'trace-buffer': { type: 'string' },
+      'trace-buffer-bytes': { type: 'string' },
     },
   });
   const port = intFlag('--port', values.port)!;
@@ -141,14 +147,20 @@ export async function run(argv: string[]): Promise<number> {
   const requestTimeoutS = intFlag('--request-timeout', values['request-timeout'], 1);
   const wsIdleTimeoutS = intFlag('--ws-idle-timeout', values['ws-idle-timeout'], 1);
   const clientStallTimeoutS = intFlag('--client-stall-timeout', values['client-stall-timeout']);
+  const traceBufferTraces = intFlag('--trace-buffer', values['trace-buffer'], 1);
+  const traceBufferBytes = intFlag('--trace-buffer-bytes', values['trace-buffer-bytes'], 1024);
   // before the pipeline's seconds of start-up
   const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
   const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
   const graph = await loadConfig(values.config!);
   await checkPortFree(values.host!, port);
+  const traces = await traceBufferFromFlags(traceBufferTraces, traceBufferBytes);
   // Before the stages start: an OTEL_* setting tracing cannot honour is one error here, not one per stage process.
   processTracing();
-  const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs);
+  const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs).catch(async (err: unknown) => {
+    await traces?.sink.close();
+    throw err;
+  });
   // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
   const reload = async () => engine.reload(await loadConfig(values.config!));
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -171,9 +183,11 @@ export async function run(argv: string[]): Promise<number> {
       mediaUrlAllowList,
       reload,
       ...(tls ? { tls } : {}),
+      traceBuffer: traces?.buffer ?? null,
     });
   } catch (err) {
     await engine.close(0);
+    await traces?.sink.close();
     throw listenError(err, values.host!, port);
   }
   const { app, url } = server;
@@ -182,7 +196,8 @@ export async function run(argv: string[]): Promise<number> {
     const drained = await drainServer(app, drainTimeoutMs, `${signal}: draining`);
     if (!drained) logger.warn({ drainTimeoutMs }, 'drain timeout: cancelling the requests still running');
     await app.close(); // ...then the sockets close and whatever still runs is cancelled
-    await engine.close();
+    await engine.close(); // the stages' last spans are exported as they stop...
+    await traces?.sink.close(); // ...to the sink, which goes last
   });
   process.on('SIGHUP', () => {
     reload().then(

@@ -30,7 +30,10 @@ export function playChunk(base64, r) {
   source.connect(ctx.destination);
   // Fell behind (the network was slower than playback): restart just ahead of now and count the underrun.
   if (state.nextStartTime < ctx.currentTime) {
-    if (r.schedule.length > 0) r.underruns++;
+    if (r.schedule.length > 0) {
+      r.underruns++;
+      r.underrunsAtMs.push(performance.timeOrigin + performance.now()); // epoch ms: the waterfall's clock
+    }
     state.nextStartTime = ctx.currentTime + START_LEAD_S;
   }
   source.start(state.nextStartTime);

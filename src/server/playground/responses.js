@@ -2,6 +2,7 @@
 // row in the responses table.
 import { SAMPLE_RATE_HZ } from './pcm16.js';
 import { $, state } from './page.js';
+import { showWaterfall } from './waterfall.js';
 
 export function newResponse(source, sentAt) {
   const r = {
@@ -20,6 +21,7 @@ export function newResponse(source, sentAt) {
     ttfpMs: null,
     audioSamples: 0,
     underruns: 0,
+    underrunsAtMs: [], // when each underrun happened (epoch ms), for the waterfall
     schedule: [],
     sentAt, // t0 of TTFT and TTFP (performance.now()): Send, speech_stopped, or Send speech
     cancelled: false, // no more audio is played (Cancel, or the user spoke over it)
@@ -66,6 +68,14 @@ export function row(r) {
     td.textContent = text;
     r.row.append(td);
   }
+  const td = document.createElement('td');
+  const button = document.createElement('button');
+  button.className = 'showWaterfall';
+  button.textContent = 'waterfall';
+  button.title = "draw this answer's trace (the server keeps the last ones with --trace-buffer N)";
+  button.addEventListener('click', () => void showWaterfall(r));
+  td.append(button);
+  r.row.append(td);
 }
 
 function fmt(ms) {

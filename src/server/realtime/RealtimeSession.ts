@@ -3,6 +3,7 @@
  * of every client event (the responses themselves, at most one active, are SessionResponses'). Every client frame
  * is answered or rejected with an `error` event naming the offending event_id; a bad frame never closes the session.
  */
+import type { TurnSpans } from '../../tracing/turnSpans.ts';
 import type { RawData, WebSocket } from 'ws';
 import type { GenerateRequest } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
@@ -34,6 +35,8 @@ export interface SessionContext extends ResponseContext {
   readonly prefills: PrefillSlots;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
+  /** Its voice turns as spans (null without tracing: nothing is recorded). */
+  readonly turnSpans?: TurnSpans | null;
 }
 
 export class RealtimeSession {
@@ -82,8 +85,12 @@ export class RealtimeSession {
       inputAudio: this.#inputAudio,
       prefixKey: () => this.#prefill?.key,
     });
+    const turnSpans = ctx.turnSpans ?? null;
     this.#voice = new VoiceTurns(ctx.vad, {
-      send: (event) => this.#writer.send(event),
+      send: (event) => {
+        turnSpans?.observe(event);
+        this.#writer.send(event);
+      },
       active: () => this.#responses.active,
       audioMs: () => this.#inputAudio.appendedMs,
       bufferStartMs: () => this.#inputAudio.startMs,
@@ -358,6 +365,7 @@ export class RealtimeSession {
     this.#idle.stop();
     this.#responses.close();
     this.#voice.close();
+    this.#ctx.turnSpans?.close();
     this.#prefill?.close();
     this.#writer.discardQueued();
     this.#clearInputAudio();
