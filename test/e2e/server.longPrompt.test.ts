@@ -6,15 +6,13 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
 import { killOnFinish } from '../helpers/processes.ts';
-import { RealtimeClient } from './serverClient.ts';
+import { RealtimeClient, servePipeline } from './serverClient.ts';
 
 const HELPERS = new URL('../helpers/', import.meta.url).pathname;
 
@@ -27,15 +25,7 @@ let base: string;
 let wsUrl: string;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
-    await loadConfig(new URL('../../configs/tiny-omni-text-in.yaml', import.meta.url).pathname),
-  );
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  base = `http://127.0.0.1:${address.port}`;
-  wsUrl = `ws://127.0.0.1:${address.port}/v1/realtime`;
+  ({ engine, app, base, wsUrl } = await servePipeline());
 }, 240_000);
 
 afterAll(async () => {

@@ -8,12 +8,10 @@
 import OpenAI from 'openai';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { ownSegments, waitFor } from '../helpers/engine.ts';
 import { pngBytes } from '../helpers/media.ts';
-import { decodeAudioDeltas, RealtimeClient } from './serverClient.ts';
+import { decodeAudioDeltas, RealtimeClient, servePipeline } from './serverClient.ts';
 
 const SAMPLES_PER_TOKEN = 2 * 1920; // tiny-omni: 2 codec frames per text token, 1920 samples per frame
 
@@ -23,15 +21,7 @@ let base: string;
 let wsUrl: string;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
-    await loadConfig(new URL('../../configs/tiny-omni-text-in.yaml', import.meta.url).pathname),
-  );
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  base = `http://127.0.0.1:${address.port}`;
-  wsUrl = `ws://127.0.0.1:${address.port}/v1/realtime`;
+  ({ engine, app, base, wsUrl } = await servePipeline());
 }, 240_000);
 
 afterAll(async () => {

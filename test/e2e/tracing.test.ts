@@ -9,13 +9,11 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { processTracing } from '../../src/tracing/tracing.ts';
 import { ownSegments } from '../helpers/engine.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlpReceiver.ts';
-import { RealtimeClient } from './serverClient.ts';
+import { RealtimeClient, servePipeline } from './serverClient.ts';
 
 /** Clocks of two processes on one machine disagree by up to ~1 ms (StepTrace.ts); chunk times are whole ms. */
 const CLOCK_ERROR_NS = 3_000_000n;
@@ -34,15 +32,7 @@ beforeAll(async () => {
   process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
   process.env.OTEL_BSP_SCHEDULE_DELAY = '50'; // ms: export soon after a span ends, not every 5 s
   process.env.OTEL_SERVICE_NAME = 'chorus-test';
-  engine = await Orchestrator.start(
-    await loadConfig(new URL('../../configs/tiny-omni-text-in.yaml', import.meta.url).pathname),
-  );
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  base = `http://127.0.0.1:${address.port}`;
-  wsUrl = `ws://127.0.0.1:${address.port}/v1/realtime`;
+  ({ engine, app, base, wsUrl } = await servePipeline());
 }, 240_000);
 
 afterAll(async () => {
