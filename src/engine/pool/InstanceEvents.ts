@@ -54,7 +54,10 @@ export class InstanceEvents {
   }
 
   onDied(inst: StageInstance, info: { code: number | null; signal: NodeJS.Signals | null }): void {
-    this.ctx.log.error({ stage: inst.instance, ...info }, 'stage died; failing its in-flight requests');
+    this.ctx.log.error(
+      { stage: inst.instance, ...info },
+      'stage died; its in-flight requests migrate where engine.migration allows, else fail',
+    );
     diagnostics.stageDied.publish({ instance: inst.instance, ...info });
     inst.worker = null;
     inst.stats = null; // what it reported (its queue, its prefix cache's blocks) died with it
