@@ -124,7 +124,10 @@ export class InstanceEvents {
   private declareHung(inst: StageInstance, hang: Hang): void {
     const { silentMs } = hang;
     inst.status = 'hung'; // not ready from this moment (/health), until its replacement is
-    this.ctx.log.error({ stage: inst.instance, ...hang }, 'stage hung: failing its requests and restarting it');
+    this.ctx.log.error(
+      { stage: inst.instance, ...hang },
+      'stage hung: restarting it; its requests migrate where engine.migration allows, else fail',
+    );
     diagnostics.stageHung.publish({ instance: inst.instance, silentMs });
     const why =
       hang.kind === 'stopped'
