@@ -4,7 +4,8 @@
  * cancels, keeps the conversation's turns in order, sends its settings, and starts a new session. The real pipeline
  * (answers capped by max output tokens, voice turns, reset): voice.test.ts.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer } from '../e2e/serverClient.ts';
 import { defaultScript } from '../e2e/serverTestEngine.ts';
@@ -37,18 +38,7 @@ beforeAll(async () => {
     { apiKey: KEY },
     { script: defaultScript({ tokens: 12, chunkSamples: CHUNK_SAMPLES, tokensPerChunk: 2 }) },
   );
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-      '--autoplay-policy=no-user-gesture-required',
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage();
   const pageErrors: string[] = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));

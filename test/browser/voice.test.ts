@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
@@ -74,16 +75,6 @@ const snapshot = () =>
     };
   });
 
-const launchArgs = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--autoplay-policy=no-user-gesture-required',
-];
-
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'chorus-voice-browser-'));
   const wav = join(dir, 'mic.wav');
@@ -96,15 +87,11 @@ beforeAll(async () => {
   app = buildServer(engine, { apiKey: null });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
 
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      ...launchArgs,
-      '--use-fake-ui-for-media-stream', // grants the microphone without a prompt
-      '--use-fake-device-for-media-stream',
-      `--use-file-for-fake-audio-capture=${wav}%noloop`, // played once from getUserMedia on, then silence
-    ],
-  });
+  browser = await launchChromium([
+    '--use-fake-ui-for-media-stream', // grants the microphone without a prompt
+    '--use-fake-device-for-media-stream',
+    `--use-file-for-fake-audio-capture=${wav}%noloop`, // played once from getUserMedia on, then silence
+  ]);
   page = await browser.newPage();
   page.on('pageerror', (err) => pageErrors.push(err.message));
   await page.goto(base);

@@ -8,7 +8,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
@@ -51,18 +52,7 @@ beforeAll(async () => {
   );
   app = buildServer(engine, { apiKey: KEY, tracing, traceBuffer: buffer, maxBodyBytes: MAX_BODY_BYTES });
   base = await app.listen({ host: '127.0.0.1', port: 0 });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-      '--autoplay-policy=no-user-gesture-required',
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
   page.on('pageerror', (err) => pageErrors.push(err.message));
   await page.goto(base);
