@@ -134,6 +134,9 @@ describe('EC store over Redis, two Thinker replicas', () => {
     expect(lookups).toEqual(['miss']);
     expect(mediaSent).toEqual([{ stage: 'image-encoder', bytes: img1.byteLength }]);
 
+    // Least-loaded routing counts a request on an instance until the instance reports it finished, which may come
+    // after the client's answer: wait for it, or the busy answer below goes to thinker#1 and the next to thinker#0.
+    await waitFor('both Thinkers let go of the first request', () => e.health().every((s) => s.inFlight === 0));
     // A long text answer keeps thinker#0 (which served the first request) busy, so the next goes to thinker#1.
     const busy = e.generate({
       messages: [{ role: 'user', content: 'Tell me a long story.' }],
