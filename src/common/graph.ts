@@ -175,6 +175,11 @@ export type ModelSpec = GeneratedModelSpec | FileModelSpec;
 export interface EngineArgs {
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
+  /**
+   * AR stages: a step that admits whole prompts runs them alone, ahead of the running decodes (src/sched/
+   * ArScheduler.ts); absent: on.
+   */
+  readonly prefillFirst?: boolean;
   readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
   /** AR stages: the prefix cache (src/sched/PrefixCache.ts), beside the KV budget; null: off (or not an AR stage). */

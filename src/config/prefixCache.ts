@@ -5,6 +5,24 @@ import type { Problems } from './problems.ts';
 
 type PrefixCacheYaml = false | { readonly max_bytes?: string | number; readonly block_positions?: number } | undefined;
 
+/** `engine.prefill_first`: only AR stages schedule prefills against decodes; elsewhere the key is refused. */
+export function resolvePrefillFirst(
+  index: number,
+  raw: boolean | undefined,
+  workerType: 'ar' | 'generation',
+  problems: Problems,
+): { prefillFirst?: boolean } {
+  if (raw === undefined) return {};
+  if (workerType !== 'ar') {
+    problems.add(
+      ['stages', index, 'engine', 'prefill_first'],
+      'only autoregressive stages (thinker, talker) have prefills to order against decodes: remove the key',
+    );
+    return {};
+  }
+  return { prefillFirst: raw };
+}
+
 export function resolvePrefixCache(
   index: number,
   raw: PrefixCacheYaml,

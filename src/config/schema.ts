@@ -46,6 +46,8 @@ export const EngineYaml = Type.Object(
   {
     max_num_seqs: optional(int(1)),
     max_num_batched_tokens: optional(int(1)),
+    // AR stages: newcomers' whole prefills run in a step of their own, ahead of the decodes (src/sched/ArScheduler.ts).
+    prefill_first: optional(Type.Boolean()),
     threads: optional(int(1)),
     kv_cache_bytes: optional(ByteSize),
     prefix_cache: optional(

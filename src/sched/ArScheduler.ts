@@ -16,6 +16,13 @@
  *
  * Policy fifo: running requests oldest first, then waiting ones in arrival order. Policy playback (playback.ts):
  * both by deadline, least slack first.
+ *
+ * Prefill first (`prefillFirst`, on by default): a step that admits requests whose whole prompt fits it, and that
+ * samples their first output, runs them alone, ahead of the running requests' decodes. The runner computes a step's
+ * items group by group, one after another (items with the same position count batch together), so the decodes
+ * would wait for those prefills inside the mixed step anyway; alone, the newcomers' first tokens do not wait for
+ * the decodes. Work is the same; a newcomer's TTFT loses one decode run (a cached conversation turn, whose prefill
+ * is short, gains most). The next step always includes the decodes, so arrivals cannot starve them.
  */
 import { byDeadline, type SchedulingPolicy } from './playback.ts';
 
@@ -30,6 +37,8 @@ export interface ArSchedulerOptions {
   readonly kvBudgetBytes: number;
   /** Default fifo. */
   readonly policy?: SchedulingPolicy;
+  /** Newcomers' whole prefills run in a step of their own, ahead of the decodes (default true; see above). */
+  readonly prefillFirst?: boolean;
 }
 
 export interface ScheduledItem {
@@ -68,6 +77,8 @@ interface ArRequest {
 export class ArScheduler {
   private readonly requests = new Map<string, ArRequest>();
   private arrivals = 0;
+  /** The last plan ran newcomers alone (prefill first): this one must include the running requests. */
+  private lastRanAlone = false;
 
   constructor(private readonly options: ArSchedulerOptions) {
     if (options.maxNumSeqs < 1 || options.maxNumBatchedTokens < 1) {
@@ -253,6 +264,7 @@ export class ArScheduler {
       tokenBudget -= numTokens;
     }
 
+    const admitted: ScheduledItem[] = [];
     // 3. Admit waiting requests (FIFO; playback: by deadline) while slots, token budget and KV budget allow. A
     //    preempted request is not re-admitted in the step that preempted it (that would thrash).
     for (const r of ordered) {
@@ -274,10 +286,15 @@ export class ArScheduler {
       r.status = 'running';
       r.seated = true;
       numSeated++;
-      items.push(this.item(r, numTokens));
+      const item = this.item(r, numTokens);
+      items.push(item);
+      admitted.push(item);
       kvTokens += r.numComputedTokens + numTokens;
       tokenBudget -= numTokens;
     }
+    const alone = this.newcomersAlone(items, admitted, preempted);
+    this.lastRanAlone = alone !== null;
+    if (alone) return { items: alone, preempted, numScheduledTokens: alone.reduce((n, i) => n + i.numTokens, 0) };
     // Deadlines pick who is in the step, not the order of its batch: in arrival order, the same requests make the
     // same batch step after step, so the runner feeds its KV back as is (stages/models/SeqKvCache.ts) instead of
     // repacking every sequence's cache each time the deadlines reorder them.
@@ -296,6 +313,23 @@ export class ArScheduler {
       if (!r) continue; // aborted while the step ran
       r.numComputedTokens = item.startPosition + item.numTokens;
     }
+  }
+
+  /**
+   * Prefill first: the newcomers to run alone this step, or null for the mixed step. Only when each newcomer's whole
+   * prompt is in the step and samples (a chunked prefill beside the decodes keeps them going; a context-only prefill
+   * has no first output to hurry), some running request is in the step to go first, nobody was preempted for this
+   * plan (its KV room was made for the mixed step), and the last step did not run newcomers alone (no starving).
+   */
+  private newcomersAlone(
+    items: readonly ScheduledItem[],
+    admitted: readonly ScheduledItem[],
+    preempted: readonly string[],
+  ): ScheduledItem[] | null {
+    if (this.options.prefillFirst === false || this.lastRanAlone) return null;
+    if (admitted.length === 0 || admitted.length === items.length || preempted.length > 0) return null;
+    if (!admitted.every((i) => i.sample)) return null;
+    return [...admitted];
   }
 
   private item(r: ArRequest, numTokens: number): ScheduledItem {

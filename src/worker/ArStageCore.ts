@@ -35,6 +35,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageC
       kvBytesPerToken: arRunner.kvBytesPerToken,
       kvBudgetBytes: e.kvCacheBytes,
       policy,
+      prefillFirst: e.prefillFirst ?? true,
     });
   }
 

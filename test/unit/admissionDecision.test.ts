@@ -207,3 +207,40 @@ describe('RequestQueue.latencyRefusal', () => {
     (await queue.acquire(true))();
   });
 });
+
+describe('LiveCost.calibration', () => {
+  it("scales estimates by the 95th percentile of the last requests' actual over estimated (16 measured)", () => {
+    const cost = new LiveCost();
+    const ratios: number[] = [];
+    for (let i = 0; i < 21; i++) {
+      const charge = cost.extraMs('ttft') ?? 0; // what a newcomer is charged now
+      const s = cost.admit(10, 0, 100); // each request alone, predicted 100 ms
+      expect(s.estimatedMs.ttft).toBeCloseTo(Math.max(0, 100 + charge));
+      const ratio = i === 7 ? 30 : 1 + i / 20; // one stall, counted as 10x
+      cost.firstToken(s, s.estimatedMs.ttft! * ratio);
+      cost.release(s);
+      ratios.push(Math.min(10, ratio));
+      if (ratios.length < 16) expect(cost.calibration('ttft')).toBe(1);
+    }
+    const sorted = ratios.sort((a, b) => a - b);
+    expect(cost.calibration('ttft')).toBeCloseTo(sorted[Math.ceil(0.95 * sorted.length) - 1]);
+    expect(cost.calibration('ttft')).toBeLessThan(10); // the stall is the maximum, beyond the 95th percentile of 21
+    expect(cost.calibration('ttfp')).toBe(1); // no first audio measured
+  });
+
+  it('keeps the last 64 requests: an old bias is forgotten', () => {
+    const cost = new LiveCost();
+    const run = (n: number, ratio: number): void => {
+      for (let i = 0; i < n; i++) {
+        const s = cost.admit(10, 0, 100);
+        cost.firstAudio(s, 0); // the first audio's charge is learned from the first one on
+        cost.firstToken(s, (s.estimatedMs.ttft ?? 0) * ratio);
+        cost.release(s);
+      }
+    };
+    run(64, 3);
+    expect(cost.calibration('ttft')).toBeCloseTo(3);
+    run(64, 0.5);
+    expect(cost.calibration('ttft')).toBeCloseTo(0.5);
+  });
+});

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ArScheduler, type SchedulerPlan } from '../../src/sched/ArScheduler.ts';
 
 const opts = { maxNumSeqs: 4, maxNumBatchedTokens: 64, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
+/** Newcomers share the step with the decodes (no prefill-first step): the mixed step's own admission rules. */
+const mixed = { ...opts, prefillFirst: false };
 
 /** A fake runner loop: every item that samples feeds back one token, as the Thinker core does. */
 function step(s: ArScheduler, available: Map<string, number>): SchedulerPlan {
@@ -72,7 +74,7 @@ describe('ArScheduler', () => {
   });
 
   it('admits no prompt beside a request whose first output is pending; a waiting or done one holds nobody', () => {
-    const s = new ArScheduler({ ...opts, maxNumBatchedTokens: 16 });
+    const s = new ArScheduler({ ...mixed, maxNumBatchedTokens: 16 });
     const available = new Map([['a', 4]]);
     s.add('a', 4);
     s.setFirstOutputPending('a', true);
@@ -100,7 +102,7 @@ describe('ArScheduler', () => {
   });
 
   it('never runs more than maxNumSeqs requests and admits in FIFO order', () => {
-    const s = new ArScheduler({ ...opts, maxNumSeqs: 2 });
+    const s = new ArScheduler({ ...mixed, maxNumSeqs: 2 });
     const available = new Map([
       ['a', 2],
       ['b', 2],
@@ -174,7 +176,7 @@ describe('ArScheduler', () => {
   });
 
   it('a paused request gives its slot up at once and keeps its KV: a waiting one is admitted in its place', () => {
-    const s = new ArScheduler({ ...opts, maxNumSeqs: 2 });
+    const s = new ArScheduler({ ...mixed, maxNumSeqs: 2 });
     const available = new Map([
       ['a', 3],
       ['b', 3],
@@ -300,5 +302,74 @@ describe('ArScheduler', () => {
     s.remove('a');
     expect(() => s.update(plan)).not.toThrow();
     expect(s.size).toBe(0);
+  });
+
+  describe('prefill first', () => {
+    /** a and b decoding; c arrives with a 6-position prompt. */
+    function decodingPair(options = opts): { s: ArScheduler; available: Map<string, number> } {
+      const s = new ArScheduler(options);
+      const available = new Map([
+        ['a', 3],
+        ['b', 3],
+      ]);
+      for (const [id, n] of available) s.add(id, n);
+      step(s, available);
+      step(s, available);
+      available.set('c', 6);
+      s.add('c', 6);
+      return { s, available };
+    }
+    const ids = (plan: SchedulerPlan): [string, number][] => plan.items.map((i) => [i.requestId, i.numTokens]);
+
+    it("runs a newcomer's whole prompt alone, then everyone decodes together", () => {
+      const { s, available } = decodingPair();
+      const alone = step(s, available);
+      expect(alone.items).toEqual([{ requestId: 'c', startPosition: 0, numTokens: 6, sample: true }]);
+      expect(alone.numScheduledTokens).toBe(6);
+      expect(ids(step(s, available))).toEqual([
+        ['a', 1],
+        ['b', 1],
+        ['c', 1],
+      ]);
+    });
+
+    it('never runs newcomers alone twice in a row: arrivals every step cannot starve the decodes', () => {
+      const { s, available } = decodingPair({ ...opts, maxNumSeqs: 8 });
+      const plans: string[] = [];
+      for (const id of ['d', 'e', 'f', 'g']) {
+        plans.push(ids(step(s, available)).join(' '));
+        available.set(id, 2);
+        s.add(id, 2);
+      }
+      expect(plans).toEqual(['c,6', 'a,1 b,1 c,1 d,2', 'e,2', 'a,1 b,1 c,1 d,1 e,1 f,2']);
+    });
+
+    it('a prompt longer than the step budget is chunked beside the decodes, as before', () => {
+      const { s, available } = decodingPair({ ...opts, maxNumBatchedTokens: 5 });
+      expect(ids(step(s, available))).toEqual([
+        ['a', 1],
+        ['b', 1],
+        ['c', 3],
+      ]);
+    });
+
+    it('a context-only prompt (no first output to hurry) shares the step', () => {
+      const { s } = decodingPair();
+      s.setAvailable('c', 6, false);
+      expect(ids(s.schedule())).toEqual([
+        ['a', 1],
+        ['b', 1],
+        ['c', 6],
+      ]);
+    });
+
+    it('prefillFirst: false keeps the mixed step', () => {
+      const { s, available } = decodingPair(mixed);
+      expect(ids(step(s, available))).toEqual([
+        ['a', 1],
+        ['b', 1],
+        ['c', 6],
+      ]);
+    });
   });
 });

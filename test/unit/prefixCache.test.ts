@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { blockNames, rowBytes } from '../../src/sched/blockNames.ts';
 import { checkPrefixBudget, PrefixCache, type CacheEntry } from '../../src/sched/PrefixCache.ts';
 import { configProblems } from '../helpers/configProblems.ts';
+import { parseConfig } from '../../src/config/loadConfig.ts';
 
 /** Names of blocks of `b` positions over token ids, with an optional row at some positions. */
 function names(ids: number[], b: number, rows: Map<number, Float32Array | null> = new Map(), root = 'model') {
@@ -143,5 +144,18 @@ describe('engine.prefix_cache in YAML', () => {
           'threads: 1\n      prefix_cache: { max_bytes: 64MiB }',
       }),
     ).toEqual([expect.stringMatching(/only autoregressive stages/)]);
+  });
+
+  it('engine.prefill_first: on by default on the AR stages, false honoured, refused where nothing decodes', () => {
+    const stages = (text: string) => parseConfig(text, 'configs/x.yaml', { cores: 64 }).stages;
+    const ar = (text: string) => stages(text).filter((s) => s.workerType === 'ar');
+    expect(ar(shipped).map((s) => s.engine.prefillFirst)).toEqual([undefined, undefined]);
+    const off = shipped.replace(thinkerCache, `${thinkerCache}\n      prefill_first: false`);
+    expect(stages(off).find((s) => s.kind === 'thinker')!.engine.prefillFirst).toBe(false);
+    expect(
+      problems({
+        'threads: 1 # 1 thread beat 2 for conv graphs on this machine': 'threads: 1\n      prefill_first: true',
+      }),
+    ).toEqual([expect.stringMatching(/prefill_first: only autoregressive stages/)]);
   });
 });

@@ -167,12 +167,16 @@ describe('TalkerCore', () => {
       expect(seqs()).toEqual(['r']);
     }
     expect(adapter.to('code2wav#0')).toHaveLength(1);
-    core.step(); // r's first chunk is out: s is admitted beside it
+    core.step(); // r's first chunk is out: s is admitted, its prompt in a step of its own (prefill first)
+    expect(seqs()).toEqual(['s']);
+    core.step(); // then both decode
     expect(seqs()).toEqual(['r', 's']);
   });
 
   it('without async_chunk (all audio at the end, no first chunk to hurry) a new prompt is admitted at once', () => {
     const { core, seqs } = twoRequests(false);
+    core.step(); // s's prompt at once, ahead of r's decode (prefill first)
+    expect(seqs()).toEqual(['s']);
     core.step();
     expect(seqs()).toEqual(['r', 's']);
   });

@@ -18,12 +18,27 @@ const SMOOTHING = 0.3;
  */
 const SMOOTHING_DOWN = 0.05;
 
+/**
+ * The estimate's own tail error: a charge learned as an envelope still left the admitted requests' TTFP p95 over the
+ * bound (tiny-omni at 2x capacity, 2 cores: p95 1739 ms against 1500; 2026-11-28, bench/README.md). So the ratio of
+ * each request's first text / first audio to what was estimated for it at admission is kept over the last requests,
+ * and estimates are scaled by its 95th percentile: a request is admitted when 95% of those like it got their first
+ * packet within the bound, which holds the admitted requests' p95 within it whatever the estimate's bias.
+ */
+const CALIBRATION_WINDOW = 64;
+const CALIBRATION_MIN_SAMPLES = 16;
+const CALIBRATION_QUANTILE = 0.95;
+/** One request's ratio counts within these: a stall or a clock oddity must not shut admission for a window. */
+const RATIO_BOUNDS = [0.1, 10] as const;
+
 /** One routed request, as the learner counts it. */
 export interface LiveSample {
   /** Live requests at its admission, itself included. */
   readonly live: number;
   readonly admittedAtMs: number;
   readonly predictedTtftMs: number;
+  /** What admission estimated for it (its prediction plus the charge at its admission); null: nothing learned yet. */
+  readonly estimatedMs: { readonly ttft: number | null; readonly ttfp: number | null };
   ttftLearned: boolean;
   ttfpLearned: boolean;
   released: boolean;
@@ -34,6 +49,7 @@ export class LiveCost {
   #typicalPromptTokens: number | null = null;
   #ttftPerLiveMs: number | null = null;
   #ttfpPerLiveMs: number | null = null;
+  readonly #ratios = { ttft: [] as number[], ttfp: [] as number[] };
 
   /** Live requests now (routed and not released). */
   get live(): number {
@@ -48,20 +64,34 @@ export class LiveCost {
   admit(promptTokens: number, admittedAtMs: number, predictedTtftMs: number): LiveSample {
     const t = this.#typicalPromptTokens;
     this.#typicalPromptTokens = t === null ? promptTokens : t + SMOOTHING * (promptTokens - t);
+    const estimatedMs = {
+      ttft: this.estimatedMs(predictedTtftMs, 'ttft'),
+      ttfp: this.estimatedMs(predictedTtftMs, 'ttfp'),
+    };
     this.#live++;
-    return { live: this.#live, admittedAtMs, predictedTtftMs, ttftLearned: false, ttfpLearned: false, released: false };
+    return {
+      live: this.#live,
+      admittedAtMs,
+      predictedTtftMs,
+      estimatedMs,
+      ttftLearned: false,
+      ttfpLearned: false,
+      released: false,
+    };
   }
 
   firstToken(s: LiveSample, atMs: number): void {
     if (s.ttftLearned) return;
     s.ttftLearned = true;
     this.#ttftPerLiveMs = envelope(this.#ttftPerLiveMs, missPerLive(s, atMs));
+    this.learnRatio('ttft', s, atMs);
   }
 
   firstAudio(s: LiveSample, atMs: number): void {
     if (s.ttfpLearned) return;
     s.ttfpLearned = true;
     this.#ttfpPerLiveMs = envelope(this.#ttfpPerLiveMs, missPerLive(s, atMs));
+    this.learnRatio('ttfp', s, atMs);
   }
 
   release(s: LiveSample): void {
@@ -74,11 +104,43 @@ export class LiveCost {
    * What a request admitted now should be charged beyond its prediction, to its first text or first audio (ms;
    * null: nothing of that kind measured yet).
    */
-  extraMs(kind: 'ttft' | 'ttfp'): number | null {
+  extraMs(kind: Kind): number | null {
     const perLive = kind === 'ttft' ? this.#ttftPerLiveMs : this.#ttfpPerLiveMs;
     return perLive === null ? null : perLive * (this.#live + 1);
   }
+
+  /**
+   * What estimates of this kind are scaled by: the 95th percentile of actual over estimated of the last requests
+   * (1 until enough are measured).
+   */
+  calibration(kind: Kind): number {
+    const ratios = this.#ratios[kind];
+    if (ratios.length < CALIBRATION_MIN_SAMPLES) return 1;
+    const sorted = [...ratios].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.ceil(CALIBRATION_QUANTILE * sorted.length) - 1)];
+  }
+
+  /**
+   * The uncalibrated estimate for a request predicted at `predictedMs` admitted now, as Router.estimate makes it: the
+   * first text is the prediction until a charge is learned; the first audio is unknown (null) until then.
+   */
+  private estimatedMs(predictedMs: number, kind: Kind): number | null {
+    const extra = this.extraMs(kind);
+    if (extra === null) return kind === 'ttft' ? Math.max(0, predictedMs) : null;
+    return Math.max(0, predictedMs + extra);
+  }
+
+  private learnRatio(kind: Kind, s: LiveSample, atMs: number): void {
+    const estimated = s.estimatedMs[kind];
+    if (estimated === null) return;
+    const ratio = (atMs - s.admittedAtMs) / Math.max(estimated, 1);
+    const ratios = this.#ratios[kind];
+    ratios.push(Math.min(RATIO_BOUNDS[1], Math.max(RATIO_BOUNDS[0], ratio)));
+    if (ratios.length > CALIBRATION_WINDOW) ratios.shift();
+  }
 }
+
+type Kind = 'ttft' | 'ttfp';
 
 function missPerLive(s: LiveSample, atMs: number): number {
   return (atMs - s.admittedAtMs - s.predictedTtftMs) / s.live;

@@ -202,7 +202,8 @@ export class Router {
   /**
    * When a request admitted now would start and first answer (admission on latency, admissionDecision.ts): the TTFT
    * routing predicts for a typical prompt on the best Thinker instance of `entry`, plus what its predictions lately
-   * missed the first text and the first audio by, per live request, times the requests live now (LiveCost.ts).
+   * missed the first text and the first audio by, per live request, times the requests live now, scaled by the 95th
+   * percentile of what such estimates lately missed by (LiveCost.ts).
    * null before a request was routed, or with no ready instance.
    */
   estimate(entry: StageSpec): FirstOutputEstimate | null {
@@ -218,10 +219,11 @@ export class Router {
     if (!queue || !typical) return null;
     const predictedMs = typical.predictedTtftSeconds * 1000;
     const ttfpExtraMs = this.#liveCost.extraMs('ttfp');
+    const cost = this.#liveCost;
     return {
       queueMs: queue.predictedTtftSeconds * 1000,
-      ttftMs: Math.max(0, predictedMs + (this.#liveCost.extraMs('ttft') ?? 0)),
-      ttfpMs: ttfpExtraMs === null ? null : Math.max(0, predictedMs + ttfpExtraMs),
+      ttftMs: Math.max(0, predictedMs + (cost.extraMs('ttft') ?? 0)) * cost.calibration('ttft'),
+      ttfpMs: ttfpExtraMs === null ? null : Math.max(0, predictedMs + ttfpExtraMs) * cost.calibration('ttfp'),
     };
   }
 
