@@ -125,6 +125,11 @@ export interface RequestHandle {
    * the live events and, if the request already ended, its 'done'. Completes after 'done'.
    */
   readonly events: Observable<OutputEvent>;
+  /**
+   * The trace id of the answer's root span when it is traced and sampled (src/tracing/responseSpan.ts): the
+   * exemplar of its latency observations in /metrics. Absent: not traced.
+   */
+  readonly traceId?: string;
   /** Ends the request in every stage; the stream ends with done(cancelled). Idempotent. */
   cancel(reason?: string): void;
   /** Holds generation back (a slow client); resume() lets it continue. */

@@ -1,9 +1,11 @@
 /**
- * Client-visible latency of one response: TTFT, TTFP and inter-token gaps, measured when the bytes are handed
- * to the socket (performance.now() clock), into the chorus_* histograms and onto diagnostics_channel
+ * Client-visible latency of one response: TTFT, TTFP, inter-token gaps and end to end, measured when the bytes are
+ * handed to the socket (performance.now() clock), into the chorus_* histograms (a traced response's trace id as the
+ * exemplar of its TTFT, TTFP and end-to-end buckets) and onto diagnostics_channel
  * (`chorus:<ws|http>:firstText|firstAudio`, for the bench and tracing, zero cost without subscribers).
  */
 import { diagnostics } from '../common/diagnostics.ts';
+import { observeTraced } from './latencyMetrics.ts';
 import { serverMetrics } from './metrics.ts';
 
 export type Protocol = 'realtime' | 'http';
@@ -30,12 +32,16 @@ export class LatencyMeter {
   #firstAudioAtMs: number | null = null;
   #audioSeen = false;
 
-  /** `turnEndedAtMs`: the voice turn this response answers was detected as ended then (chorus_voice_ttfp_seconds). */
+  /**
+   * `turnEndedAtMs`: the voice turn this response answers was detected as ended then (chorus_voice_ttfp_seconds).
+   * `traceId`: the response's trace (RequestHandle.traceId), the exemplar of its observations.
+   */
   constructor(
     protocol: Protocol,
     requestId: string,
     startedAtMs: number,
     private readonly turnEndedAtMs: number | null = null,
+    private readonly traceId?: string,
   ) {
     this.#protocol = protocol;
     this.#requestId = requestId;
@@ -48,7 +54,7 @@ export class LatencyMeter {
     if (this.#lastTextAtMs === null) {
       this.#firstTextAtMs = now;
       const ttftMs = now - this.#startedAtMs;
-      serverMetrics.ttftSeconds.observe(labels, ttftMs / 1000);
+      observeTraced(serverMetrics.ttftSeconds, this.#protocol, ttftMs / 1000, this.traceId);
       const ch = channels[this.#protocol].firstText;
       if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttftMs });
     } else {
@@ -63,10 +69,16 @@ export class LatencyMeter {
     const now = performance.now();
     this.#firstAudioAtMs = now;
     const ttfpMs = now - this.#startedAtMs;
-    serverMetrics.ttfpSeconds.observe({ protocol: this.#protocol }, ttfpMs / 1000);
+    observeTraced(serverMetrics.ttfpSeconds, this.#protocol, ttfpMs / 1000, this.traceId);
     if (this.turnEndedAtMs !== null) serverMetrics.voiceTtfpSeconds.observe((now - this.turnEndedAtMs) / 1000);
     const ch = channels[this.#protocol].firstAudio;
     if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttfpMs });
+  }
+
+  /** The response finished (stop or length) and its last bytes were handed to the socket. */
+  finished(): void {
+    const e2eSeconds = (performance.now() - this.#startedAtMs) / 1000;
+    observeTraced(serverMetrics.e2eSeconds, this.#protocol, e2eSeconds, this.traceId);
   }
 
   latency(): ResponseLatency {

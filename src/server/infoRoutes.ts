@@ -1,12 +1,13 @@
 /**
  * Read-only routes: GET /v1/models, /health (503 while any stage replica is not ready), /v1/stages (the graph,
- * without file-system paths), /metrics (Prometheus text), and the playground page with its scripts.
+ * without file-system paths), /metrics (Prometheus text, or OpenMetrics with exemplars when asked for), and the
+ * playground page with its scripts.
  */
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
-import { metricsRegistry } from './metrics.ts';
+import { metricsExposition } from './metricsExposition.ts';
 import { recoveryMs } from './retryAfter.ts';
 import { servedModelNames } from './servedModels.ts';
 import { playgroundDir, playgroundScripts } from './playgroundFiles.ts';
@@ -126,16 +127,9 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
 
   app.get('/v1/stages', async () => ({ ...describeGraph(engine.graph), health: healthBody(engine.health()).stages }));
 
-  app.get('/metrics', async (_request, reply) =>
-    reply.type(metricsRegistry.contentType).send(exposition(await metricsRegistry.metrics())),
-  );
-}
-
-/**
- * prom-client writes a NaN sample value as "Nan"; the text format spells it "NaN" (strict parsers reject the
- * other). It happens whenever two scrapes come within the event-loop monitor's resolution: the lag gauges'
- * histogram has no sample yet and its mean is NaN.
- */
-function exposition(text: string): string {
-  return text.replace(/ Nan$/gm, ' NaN');
+  app.get('/metrics', async (request, reply) => {
+    const { contentType, body } = await metricsExposition(request.headers.accept);
+    // The body depends on Accept: a cache between scraper and server must not hand one format to the other.
+    return reply.type(contentType).header('vary', 'accept').send(body);
+  });
 }

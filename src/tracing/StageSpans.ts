@@ -12,11 +12,21 @@
  *     chunk hop          the first chunk of each input edge: put in the producer -> taken here (from, to, bytes,
  *                        transport: the edge's connector kind);
  *                        later hops are aggregated on the stage span (count, bytes, slowest)
+ *     ec lookup          one media item in the encoder-output store (the Thinker): miss, or a hit's rows taken
+ *                        (local copy, Redis, lost, failed), with their bytes
  *
  * Bounded: decode steps are recorded one in DECODE_STEP_SPAN_EVERY (per process, so a batch shares them), prefill
  * and run steps always (a few per request). The SDK's BatchSpanProcessor exports off the step loop.
  */
-import { ROOT_CONTEXT, SpanStatusCode, trace, type Link, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Link,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { spanTime } from './spanClock.ts';
 import { contextFromTraceparent } from './traceContext.ts';
 
@@ -25,8 +35,20 @@ export const DECODE_STEP_SPAN_EVERY = 8;
 
 export type TracedStepPhase = 'prefill' | 'decode' | 'run';
 
+/** An encoder-output store lookup's outcome (ecLookup). */
+export type EcLookupResult = 'miss' | 'local' | 'redis' | 'lost' | 'failed';
+
+/** Span names by step phase, made once (a name per step span would be a string per step). */
+const STEP_SPAN_NAMES: Readonly<Record<TracedStepPhase, string>> = {
+  prefill: 'prefill step',
+  decode: 'decode step',
+  run: 'run step',
+};
+
 interface Traced {
   readonly span: Span;
+  /** The context whose active span is `span`: the parent of the request's spans here, made once per request. */
+  readonly context: Context;
   queue: Span | null;
   steps: number;
   positions: number;
@@ -75,9 +97,11 @@ export class StageSpans {
       parent,
     );
     if (!span.isRecording()) return; // the root was not sampled
-    const queue = this.tracer.startSpan('queue', { startTime: now }, trace.setSpan(parent, span));
+    const context = trace.setSpan(ROOT_CONTEXT, span);
+    const queue = this.tracer.startSpan('queue', { startTime: now }, context);
     this.#traced.set(requestId, {
       span,
+      context,
       queue,
       steps: 0,
       positions: 0,
@@ -110,39 +134,54 @@ export class StageSpans {
           ...(this.edgeTransports.has(from) ? { 'chorus.edge.transport': this.edgeTransports.get(from) } : {}),
         },
       },
-      trace.setSpan(ROOT_CONTEXT, t.span),
+      t.context,
     );
     hop.end(receivedAtMs);
   }
 
-  /** A step ran from startedAtMs (performance.now()) until now, serving these requests' positions. */
+  /**
+   * A step ran from startedAtMs (performance.now()) until now, serving these requests' positions. It runs after every
+   * step of the stage, so it allocates only for a step it records: a decode step not recorded costs the counters.
+   */
   step(phase: TracedStepPhase, startedAtMs: number, items: readonly (readonly [string, number])[]): void {
     if (this.#traced.size === 0) return;
-    const served: { t: Traced; positions: number }[] = [];
-    for (const [requestId, positions] of items) {
+    const record = phase !== 'decode' || this.#decodeSteps % DECODE_STEP_SPAN_EVERY === 0;
+    let first: Traced | null = null;
+    let links: Link[] | null = null;
+    let positions = 0;
+    for (const [requestId, n] of items) {
       const t = this.#traced.get(requestId);
       if (!t) continue;
       t.steps++;
-      t.positions += positions;
-      t.queue?.end(spanTime(startedAtMs));
-      t.queue = null;
-      served.push({ t, positions });
+      t.positions += n;
+      if (t.queue) {
+        t.queue.end(spanTime(startedAtMs));
+        t.queue = null;
+      }
+      positions += n;
+      if (first === null) first = t;
+      else if (record) (links ??= []).push({ context: t.span.spanContext() });
     }
-    if (served.length === 0) return;
-    if (phase === 'decode' && this.#decodeSteps++ % DECODE_STEP_SPAN_EVERY !== 0) return;
-    const links: Link[] = served.slice(1).map(({ t }) => ({ context: t.span.spanContext() }));
-    const span = this.tracer.startSpan(
-      `${phase} step`,
-      {
-        startTime: spanTime(startedAtMs),
-        links,
-        attributes: {
-          'chorus.batch_size': items.length,
-          'chorus.positions': served.reduce((sum, s) => sum + s.positions, 0),
-        },
-      },
-      trace.setSpan(ROOT_CONTEXT, served[0].t.span),
-    );
+    if (first === null) return;
+    if (phase === 'decode') this.#decodeSteps++;
+    if (!record) return;
+    const attributes = { 'chorus.batch_size': items.length, 'chorus.positions': positions };
+    const startTime = spanTime(startedAtMs);
+    const options = links ? { startTime, links, attributes } : { startTime, attributes };
+    this.tracer.startSpan(STEP_SPAN_NAMES[phase], options, first.context).end(spanTime());
+  }
+
+  /**
+   * One of the request's media items looked up in the encoder-output store: `miss` (main sent it to an encoder), or
+   * a hit whose rows were taken from this process's copy (`local`), Redis (`redis`), were gone (`lost`) or could not
+   * be read (`failed`), from
+   * startedAtMs (performance.now()) until now.
+   */
+  ecLookup(requestId: string, item: number, result: EcLookupResult, startedAtMs: number, bytes: number): void {
+    const t = this.#traced.get(requestId);
+    if (!t) return;
+    const attributes = { 'chorus.ec.item': item, 'chorus.ec.result': result, 'chorus.bytes': bytes };
+    const span = this.tracer.startSpan('ec lookup', { startTime: spanTime(startedAtMs), attributes }, t.context);
     span.end(spanTime());
   }
 

@@ -119,6 +119,8 @@ function withSpan(handle: RequestHandle, span: Span, startedAtMs: number): Reque
     requestId: handle.requestId,
     prompt: handle.prompt,
     events,
+    // Only a sampled trace is worth linking to: an unsampled one is stored nowhere.
+    ...(span.isRecording() ? { traceId: span.spanContext().traceId } : {}),
     cancel: (reason?: string) => {
       handle.cancel(reason);
       // Nobody will see its done (refused before anyone subscribed): end the span now.

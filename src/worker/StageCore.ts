@@ -84,9 +84,17 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
       this.ctx.log.warn({ requestId: msg.requestId }, 'duplicate add ignored');
       return;
     }
-    const req = this.admit(msg);
-    this.requests.set(msg.requestId, req);
+    // The stage span starts before admission, so what admission records (the Thinker's EC-store lookups) lies within
+    // it; an add refused there ends it with the refusal.
     this.ctx.spans?.add(msg.requestId, msg.traceparent);
+    let req: R;
+    try {
+      req = this.admit(msg);
+    } catch (err) {
+      this.ctx.spans?.end(msg.requestId, 'error', serializeError(err));
+      throw err;
+    }
+    this.requests.set(msg.requestId, req);
     for (const upstream of msg.upstreams) {
       this.ctx.adapter.expect(msg.requestId, {
         fromInstance: upstream.instance,

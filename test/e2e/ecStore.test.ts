@@ -3,8 +3,10 @@
  * a real redis-server. The same image in requests routed to different Thinker instances is encoded once: the later
  * requests' bytes never reach the encoder (its input counters, the media-bytes metric's events), their rows come
  * from Redis or the instance's own copy, and the answers are identical. An entry evicted under the byte budget is
- * encoded again, transparently (same answer). Shutdown leaves no key of the store's prefix in Redis.
+ * encoded again, transparently (same answer). Shutdown leaves no key of the store's prefix in Redis. With tracing on
+ * (OTLP to a receiver the test starts), each request's Thinker span holds its image's lookup: miss, Redis or local.
  */
+import { randomBytes } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
@@ -16,6 +18,7 @@ import { encoderStatsOf, type EncoderStats } from '../../src/kinds/encoder/proto
 import { thinkerStatsOf, type ThinkerEcStats } from '../../src/kinds/thinker/protocol.ts';
 import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
 import { pngBytes } from '../helpers/media.ts';
+import { OtlpReceiver } from '../helpers/otlpReceiver.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
 const HIDDEN = 256; // the tiny Thinker's hidden size: one row of an image is 256 float32
@@ -98,9 +101,16 @@ async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 10_
   }
 }
 
+/** The request in a new sampled trace of its own (as main's root span would send it); returns its trace id too. */
+function traced(request: GenerateRequest): { request: GenerateRequest; traceId: string } {
+  const traceId = randomBytes(16).toString('hex');
+  return { request: { ...request, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` }, traceId };
+}
+
 describe('EC store over Redis, two Thinker replicas', () => {
   let redis: RedisServer;
   let engine: Orchestrator | undefined;
+  let receiver: OtlpReceiver;
   const img1 = pngBytes(W, H, 11);
   const img2 = pngBytes(W, H, 12);
   // Room for one image's rows, not two: storing the second evicts the first (least recently used).
@@ -114,11 +124,26 @@ describe('EC store over Redis, two Thinker replicas', () => {
   beforeAll(async () => {
     watch(true);
     redis = await RedisServer.start();
-    engine = await Orchestrator.start(parseConfig(yaml(redis.url, budgetBytes), `${process.cwd()}/configs/ec.yaml`));
+    receiver = await OtlpReceiver.start();
+    // The stage processes read OTEL_* when they start (a restarted one, later, without them: it is not traced).
+    const saved = { endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT, delay: process.env.OTEL_BSP_SCHEDULE_DELAY };
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '50'; // ms: export soon after a span ends, not every 5 s
+    try {
+      engine = await Orchestrator.start(parseConfig(yaml(redis.url, budgetBytes), `${process.cwd()}/configs/ec.yaml`));
+    } finally {
+      for (const [key, value] of [
+        ['OTEL_EXPORTER_OTLP_ENDPOINT', saved.endpoint],
+        ['OTEL_BSP_SCHEDULE_DELAY', saved.delay],
+      ] as const)
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+    }
   }, 240_000);
 
   afterAll(async () => {
     await engine?.close();
+    await receiver?.close();
     await redis?.stop();
     watch(false);
     expect(ownSegments()).toEqual([]);
@@ -126,7 +151,8 @@ describe('EC store over Redis, two Thinker replicas', () => {
 
   it('encodes an image once for requests on both Thinker instances; the second gets its rows from Redis', async () => {
     const e = engine!;
-    const a = await collect(e.generate(ask(img1)));
+    const traces = [traced(ask(img1)), traced(ask(img1)), traced(ask(img1))];
+    const a = await collect(e.generate(traces[0].request));
     expect(a.done.finishReason).toBe('length');
     first = a.text;
     await waitFor('the rows of image 1 in the store', () => e.ecStore!.stats.entries === 1);
@@ -144,7 +170,7 @@ describe('EC store over Redis, two Thinker replicas', () => {
       sampling: { maxTokens: 400, ignoreEos: true, seed: 1 },
     });
     const busyDone = collect(busy);
-    const b = await collect(e.generate(ask(img1)));
+    const b = await collect(e.generate(traces[1].request));
     expect(b.text).toBe(first);
     expect(lookups).toEqual(['miss', 'remote']);
     expect(mediaSent).toHaveLength(1); // the second request's bytes went to no encoder
@@ -156,13 +182,29 @@ describe('EC store over Redis, two Thinker replicas', () => {
       'thinker#1 holds a copy',
       () => e.ecStore!.where(bytesKeyOfImage(img1), 'image-encoder')?.localTo.size === 2,
     );
-    const c = await collect(e.generate(ask(img1)));
+    const c = await collect(e.generate(traces[2].request));
     expect(c.text).toBe(first);
     expect(lookups).toEqual(['miss', 'remote', 'local']);
     const localTakes = () => [...thinkerEc.values()].reduce((n, s) => n + s.localTakes, 0);
     await waitFor('a Thinker took its own copy', () => localTakes() === 1);
     // The encoder saw the bytes once and ran once.
     await waitFor('encoder stats', () => encoderRuns() === 1 && received() === 1);
+
+    // Each request's trace: its Thinker span holds the image's lookup, a miss, then rows from Redis, then its own copy.
+    const lookupIn = (traceId: string) => receiver.spans.find((s) => s.traceId === traceId && s.name === 'ec lookup');
+    await receiver.until('the three lookups', () => traces.every((t) => lookupIn(t.traceId)));
+    const results = traces.map((t) => lookupIn(t.traceId)!);
+    expect(results.map((l) => l.attributes)).toEqual([
+      { 'chorus.ec.item': 0, 'chorus.ec.result': 'miss', 'chorus.bytes': 0 },
+      { 'chorus.ec.item': 0, 'chorus.ec.result': 'redis', 'chorus.bytes': rowsBytes(W, H) },
+      { 'chorus.ec.item': 0, 'chorus.ec.result': 'local', 'chorus.bytes': rowsBytes(W, H) },
+    ]);
+    for (const lookup of results) {
+      const parent = receiver.spans.find((s) => s.spanId === lookup.parentSpanId);
+      expect(parent).toMatchObject({ name: 'stage thinker', traceId: lookup.traceId, pid: lookup.pid });
+      expect(lookup.startNs).toBeGreaterThanOrEqual(parent!.startNs);
+      expect(lookup.endNs).toBeLessThanOrEqual(parent!.endNs);
+    }
   });
 
   it('an entry evicted under the byte budget is encoded again, with the same answer', async () => {

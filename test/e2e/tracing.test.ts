@@ -3,8 +3,9 @@
  * own processes), exported by the real OTLP/HTTP exporter of every process to a receiver this test starts: one
  * spoken chat completion is one trace under the client's traceparent (root in main, a stage span per stage process,
  * queue / step / chunk-hop spans under those, timestamps consistent across processes); a malformed traceparent
- * starts a new trace and is no error; a Realtime upgrade's traceparent parents its responses; a collector that has
- * gone away costs the answers nothing. One server for every case (the last one closes the receiver).
+ * starts a new trace and is no error; a Realtime upgrade's traceparent parents its responses; a real Prometheus
+ * with exemplar storage on stores a traced answer's trace id as an exemplar of its TTFT; a collector that has gone
+ * away costs the answers nothing. One server for every case (the last one closes the receiver).
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -13,6 +14,7 @@ import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { processTracing } from '../../src/tracing/tracing.ts';
 import { ownSegments } from '../helpers/engine.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlpReceiver.ts';
+import { PrometheusServer } from '../helpers/prometheus.ts';
 import { RealtimeClient, servePipeline } from './serverClient.ts';
 
 /** Clocks of two processes on one machine disagree by up to ~1 ms (StepTrace.ts); chunk times are whole ms. */
@@ -169,6 +171,23 @@ describe('tracing over the real pipeline', () => {
     const root = spansOf(receiver.spans).find((s) => s.name === 'realtime.response')!;
     expect(root.parentSpanId).toBe(client.spanId);
     expect(root.attributes).toMatchObject({ 'chorus.protocol': 'realtime', 'chorus.modalities': ['text'] });
+  }, 60_000);
+
+  it("gives Prometheus (exemplar storage on) a traced answer's trace id as a TTFT exemplar", async () => {
+    const prometheus = await PrometheusServer.start(new URL(base).host);
+    try {
+      const client = newTraceparent();
+      expect((await chat({ max_tokens: 2 }, { traceparent: client.traceparent })).status).toBe(200);
+      await prometheus.until(`trace ${client.traceId} among the exemplars of chorus_ttft_seconds`, async () =>
+        (await prometheus.exemplars('chorus_ttft_seconds_bucket')).some((e) => e.labels.trace_id === client.traceId),
+      );
+      // A scraper that does not ask for OpenMetrics still gets the text format (promtool's: server.metrics.test.ts).
+      const text = await fetch(`${base}/metrics`);
+      expect(text.headers.get('content-type')).toContain('text/plain');
+      expect(await text.text()).not.toContain(client.traceId);
+    } finally {
+      await prometheus.stop();
+    }
   }, 60_000);
 
   it('answers as usual when the collector has gone away', async () => {

@@ -1,9 +1,9 @@
 /**
  * The tracing pieces without a pipeline, through the SDK's in-memory exporter: when the environment turns tracing
  * on, which settings are refused; a stage's spans for a request (queue ends at its first step, one decode step span
- * in DECODE_STEP_SPAN_EVERY linked to the batch's other requests, the first hop per edge, aggregates, untraced and
- * unsampled requests cost nothing); the root span of an answer (attributes from its events, ended by cancel before
- * anyone listened, a refused generate()).
+ * in DECODE_STEP_SPAN_EVERY linked to the batch's other requests, the first hop per edge, EC-store lookups,
+ * aggregates, untraced and unsampled requests cost nothing); the root span of an answer (attributes from its events,
+ * ended by cancel before anyone listened, a refused generate(); its trace id on the handle).
  */
 import { trace, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import {
@@ -243,6 +243,25 @@ describe('StageSpans', () => {
     expect(ns(step.endTime)).toBeLessThanOrEqual(ns(stage.endTime));
   });
 
+  it('records an EC-store lookup under the stage span, with its outcome and the bytes taken', async () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
+    s.add('r1', rootTraceparent(tracing).traceparent);
+    const started = performance.now();
+    s.ecLookup('r1', 0, 'miss', started, 0);
+    s.ecLookup('r1', 1, 'redis', started, 4096);
+    s.ecLookup('untraced', 0, 'local', started, 4096);
+    s.end('r1', 'stop');
+    await Promise.resolve();
+    const stage = spans().find((x) => x.name === 'stage thinker')!;
+    const lookups = spans().filter((x) => x.name === 'ec lookup');
+    expect(lookups.map((l) => l.attributes)).toEqual([
+      { 'chorus.ec.item': 0, 'chorus.ec.result': 'miss', 'chorus.bytes': 0 },
+      { 'chorus.ec.item': 1, 'chorus.ec.result': 'redis', 'chorus.bytes': 4096 },
+    ]);
+    for (const l of lookups) expect(parentOf(l)).toBe(stage.spanContext().spanId);
+  });
+
   it('records nothing for a malformed or unsampled parent', async () => {
     const { tracing, spans } = memoryTracing(false);
     const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
@@ -300,6 +319,8 @@ describe('traceGenerate', () => {
     expect(root.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
     expect(parentOf(root)).toBe('b7ad6b7169203331');
     expect(asked!.traceparent).toBe(`00-${root.spanContext().traceId}-${root.spanContext().spanId}-01`);
+    // The handle names its trace: the exemplar of the answer's latency observations (src/server/latencyMetrics.ts).
+    expect(handle.traceId).toBe(root.spanContext().traceId);
     expect(root.attributes).toMatchObject({
       'chorus.protocol': 'http',
       'chorus.modalities': ['text', 'audio'],
@@ -337,7 +358,9 @@ describe('traceGenerate', () => {
   it('passes the request through untouched without tracing', () => {
     const fake = fakeHandle();
     let asked: GenerateRequest | null = null;
-    expect(traceGenerate(null, (r) => ((asked = r), fake.handle), REQUEST, info())).toBe(fake.handle);
+    const handle = traceGenerate(null, (r) => ((asked = r), fake.handle), REQUEST, info());
+    expect(handle).toBe(fake.handle);
+    expect(handle.traceId).toBeUndefined();
     expect(asked).toBe(REQUEST);
   });
 });

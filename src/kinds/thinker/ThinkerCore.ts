@@ -120,7 +120,20 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
         rows: null,
       },
     };
-    if (media) this.ec?.takeHits(msg.requestId, media, (item, rows) => this.onStoreRows(req, item, rows));
+    if (media && this.ec) {
+      // Main looked each item up in the store before it sent the request (a miss went to an encoder); the hits'
+      // rows are taken here. Each lookup is a span of the request's trace, from here to its rows.
+      const lookedUpAtMs = performance.now();
+      media.items.forEach((it, item) => {
+        if (it.ec && it.ec.contentKey === undefined)
+          this.ctx.spans?.ecLookup(msg.requestId, item, 'miss', lookedUpAtMs, 0);
+      });
+      this.ec.takeHits(msg.requestId, media, (item, rows, source) => {
+        const bytes = rows instanceof Float32Array ? rows.byteLength : 0;
+        this.ctx.spans?.ecLookup(req.requestId, item, source, lookedUpAtMs, bytes);
+        this.onStoreRows(req, item, rows);
+      });
+    }
     this.refreshAvailable(req);
     return req;
   }

@@ -17,6 +17,12 @@ import type { EcDrop, EcItemPlan, StageToMain } from '../../worker/messages.ts';
 import type { ThinkerEcStats } from './protocol.ts';
 import type { ThinkerMedia } from './ThinkerMedia.ts';
 
+/**
+ * Where a hit's rows came from: this process's copy, Redis, nowhere (gone since main's index said hit), or the take
+ * failed (a Redis error).
+ */
+export type EcTakeSource = 'local' | 'redis' | 'lost' | 'failed';
+
 interface Copy {
   readonly rows: Float32Array;
   readonly seq: number;
@@ -61,19 +67,20 @@ export class ThinkerEc {
 
   /**
    * Takes the rows of every item main found in the store: this process's copy, else Redis. `onRows` gets each
-   * item's rows, or the reason they cannot come; always after the call returns (the request is registered by then).
+   * item's rows, or the reason they cannot come, and where they came from (EcTakeSource); always after the call
+   * returns (the request is registered by then).
    */
   takeHits(
     requestId: string,
     media: ThinkerMedia,
-    onRows: (item: number, rows: Float32Array | SerializedError) => void,
+    onRows: (item: number, rows: Float32Array | SerializedError, source: EcTakeSource) => void,
   ): void {
     media.items.forEach((it, item) => {
       const ec = it.ec;
       if (ec?.contentKey === undefined) return;
       this.take(requestId, ec, ec.contentKey, it.what).then(
-        (rows) => onRows(item, rows),
-        (err: unknown) => onRows(item, serializeError(err)),
+        (taken) => onRows(item, taken.rows, taken.source),
+        (err: unknown) => onRows(item, serializeError(err), 'failed'),
       );
     });
   }
@@ -83,11 +90,11 @@ export class ThinkerEc {
     ec: EcItemPlan,
     contentKey: string,
     what: string,
-  ): Promise<Float32Array | SerializedError> {
+  ): Promise<{ rows: Float32Array | SerializedError; source: EcTakeSource }> {
     const copy = this.#copies.get(contentKey);
     if (copy) {
       this.#counters.localTakes++;
-      return copy.rows;
+      return { rows: copy.rows, source: 'local' };
     }
     const rows = this.redis && ec.namespace !== undefined ? await this.redis.get(ec.namespace, contentKey) : null;
     if (rows) {
@@ -96,14 +103,17 @@ export class ThinkerEc {
       const seq = this.#keepCopy(contentKey, rows);
       const itemKey = ec.itemKey;
       this.post({ type: 'ec_stored', requestId, itemKey, contentKey, bytes: rows.byteLength, seq, remote: true });
-      return rows;
+      return { rows, source: 'redis' };
     }
     this.#counters.lostTakes++;
     return {
-      code: ErrorCodes.ENCODER_FAILED,
-      message:
-        `${what}: the encoder-output store no longer has its rows (${this.redis ? 'not in Redis' : 'no copy here'}); ` +
-        'retry the request (it will be encoded again)',
+      rows: {
+        code: ErrorCodes.ENCODER_FAILED,
+        message:
+          `${what}: the encoder-output store no longer has its rows ` +
+          `(${this.redis ? 'not in Redis' : 'no copy here'}); retry the request (it will be encoded again)`,
+      },
+      source: 'lost',
     };
   }
 

@@ -152,7 +152,7 @@ function collect(
   meta: CompletionMeta,
   startedAtMs: number,
 ): Promise<Record<string, unknown>> {
-  const meter = new LatencyMeter('http', meta.id, startedAtMs);
+  const meter = new LatencyMeter('http', meta.id, startedAtMs, null, handle.traceId);
   const pcm: Buffer[] = [];
   let text = '';
   let sampleRateHz = 24000;
@@ -200,6 +200,7 @@ function collect(
             audio = { id: `audio_${randomBytes(12).toString('base64url')}`, base64: bytes.toString('base64') };
           }
           const warnings = event.warnings?.map((w) => renameItems(w, plan.itemNamer));
+          meter.finished();
           resolve(completionBody(meta, text, audio, openAiFinishReason(event.finishReason), event.usage, warnings));
         }
       },

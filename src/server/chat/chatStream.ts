@@ -52,7 +52,7 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
     });
     write(chunkBody(o.meta, { role: 'assistant', content: o.audio ? null : '' }));
   };
-  const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs);
+  const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs, null, o.handle.traceId);
   const audioId = `audio_${randomBytes(12).toString('base64url')}`;
   let ended = false;
   let paused = false;
@@ -144,6 +144,7 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
       const warnings = event.warnings?.map((w) => renameItems(w, o.itemNamer));
       write(chunkBody(o.meta, {}, openAiFinishReason(event.finishReason), event.usage, warnings));
       write('[DONE]');
+      meter.finished();
       end();
       res.end();
     }

@@ -109,6 +109,7 @@ export class HeldAnswer {
       requestId: inner.requestId,
       prompt: inner.prompt,
       events,
+      ...(inner.traceId ? { traceId: inner.traceId } : {}),
       cancel: (reason) => inner.cancel(reason),
       pause: () => inner.pause(),
       resume: () => inner.resume(),

@@ -91,7 +91,13 @@ export class ResponseStream {
 
   constructor(ctx: ResponseStreamContext) {
     this.#ctx = ctx;
-    this.#meter = new LatencyMeter('realtime', ctx.state.id, ctx.startedAtMs, ctx.turnEndedAtMs ?? null);
+    this.#meter = new LatencyMeter(
+      'realtime',
+      ctx.state.id,
+      ctx.startedAtMs,
+      ctx.turnEndedAtMs ?? null,
+      ctx.handle.traceId,
+    );
     this.#stall = new ClientStallWatch(ctx.clientStallTimeoutMs, () => this.#failTooSlow());
   }
 
@@ -294,7 +300,12 @@ export class ResponseStream {
       });
     }
     const done: ServerEvent = { type: 'response.done', event_id: newId('event'), response: responseResource(state) };
-    if (writer.open) writer.send(done, () => this.#ctx.onFinished(this));
+    // response.done is queued behind the answer's audio: the callback runs when it reaches the socket.
+    const sent = () => {
+      if (reason === 'stop' || reason === 'length') this.#meter.finished();
+      this.#ctx.onFinished(this);
+    };
+    if (writer.open) writer.send(done, sent);
     else this.#ctx.onFinished(this);
   }
 
