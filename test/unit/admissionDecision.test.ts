@@ -226,6 +226,10 @@ describe('LiveCost.calibration', () => {
     expect(cost.calibration('ttft')).toBeCloseTo(sorted[Math.ceil(0.95 * sorted.length) - 1]);
     expect(cost.calibration('ttft')).toBeLessThan(10); // the stall is the maximum, beyond the 95th percentile of 21
     expect(cost.calibration('ttfp')).toBe(1); // no first audio measured
+    // What admission is told: the prediction plus the charge now, scaled by the calibration; no first audio yet.
+    const charge = cost.extraMs('ttft') ?? 0;
+    expect(cost.estimate(100, 'ttft')).toBeCloseTo(Math.max(0, 100 + charge) * cost.calibration('ttft'));
+    expect(cost.estimate(100, 'ttfp')).toBeNull();
   });
 
   it('keeps the last 64 requests: an old bias is forgotten', () => {

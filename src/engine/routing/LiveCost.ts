@@ -121,8 +121,18 @@ export class LiveCost {
   }
 
   /**
-   * The uncalibrated estimate for a request predicted at `predictedMs` admitted now, as Router.estimate makes it: the
-   * first text is the prediction until a charge is learned; the first audio is unknown (null) until then.
+   * Admission's estimate of the first text or first audio (ms) of a request predicted at `predictedMs` admitted now:
+   * the prediction plus the charge for the requests live, scaled by the calibration; the first audio's is null until
+   * a first audio was measured.
+   */
+  estimate(predictedMs: number, kind: Kind): number | null {
+    const raw = this.estimatedMs(predictedMs, kind);
+    return raw === null ? null : raw * this.calibration(kind);
+  }
+
+  /**
+   * The uncalibrated estimate (what the calibration's ratios are taken against): the first text is the prediction
+   * until a charge is learned; the first audio is unknown (null) until then.
    */
   private estimatedMs(predictedMs: number, kind: Kind): number | null {
     const extra = this.extraMs(kind);

@@ -218,12 +218,10 @@ export class Router {
     const typical = chooseRoute(all, { promptTokens: typicalTokens, items: [] });
     if (!queue || !typical) return null;
     const predictedMs = typical.predictedTtftSeconds * 1000;
-    const ttfpExtraMs = this.#liveCost.extraMs('ttfp');
-    const cost = this.#liveCost;
     return {
       queueMs: queue.predictedTtftSeconds * 1000,
-      ttftMs: Math.max(0, predictedMs + (cost.extraMs('ttft') ?? 0)) * cost.calibration('ttft'),
-      ttfpMs: ttfpExtraMs === null ? null : Math.max(0, predictedMs + ttfpExtraMs) * cost.calibration('ttfp'),
+      ttftMs: this.#liveCost.estimate(predictedMs, 'ttft') ?? 0, // never null: the prediction alone at first
+      ttfpMs: this.#liveCost.estimate(predictedMs, 'ttfp'),
     };
   }
 
