@@ -303,7 +303,8 @@ export async function benchTokenizer(
   return first ? tokenizerOf(first.graph) : remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
 }
 
-function tokenizerOf(graph: StageGraph): Tokenizer {
+/** The entry stage's tokenizer: what a prompt's length is counted in. */
+export function tokenizerOf(graph: StageGraph): Tokenizer {
   const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
   return createTokenizer(
     entry.model,

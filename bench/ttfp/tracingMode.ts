@@ -14,7 +14,7 @@ import { startTracing, type Tracing } from '../../src/tracing/tracing.ts';
 const ENDPOINT_VARS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const;
 
 /** A collector stand-in: accepts every export and counts it (the cost measured is the sender's, not a parser's). */
-class OtlpSink {
+export class OtlpSink {
   exports = 0;
   bytes = 0;
 
