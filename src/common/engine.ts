@@ -54,7 +54,9 @@ export interface GenerateRequest {
   readonly prefix?: PromptPrefix;
   /**
    * W3C trace context of the span this request's stage spans are children of (the front end's root span,
-   * src/tracing/responseSpan.ts): sent to every stage in `add`. Absent: the stages record nothing for it.
+   * src/tracing/responseSpan.ts): sent to every stage in `add`. Absent: the stages record nothing for it. A caller's
+   * own (a Realtime response's metadata.traceparent) is the parent of the root span main makes, which then takes its
+   * place.
    */
   readonly traceparent?: string;
 }

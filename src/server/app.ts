@@ -282,10 +282,13 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         socket.close(1013, 'try again later');
         return;
       }
-      // The upgrade's traceparent (malformed: none) parents every response of the session.
+      // The upgrade's traceparent (malformed: none) parents every response of the session; a browser, which cannot
+      // set a WebSocket's headers, gives it in the URL (?traceparent=...). A response.create's
+      // response.metadata.traceparent parents that response instead (tracedEngine).
+      const query = request.query as Record<string, unknown>;
       const parent = contextFromTraceparent(
-        headerValue(request.headers.traceparent),
-        headerValue(request.headers.tracestate),
+        headerValue(request.headers.traceparent) ?? query.traceparent,
+        headerValue(request.headers.tracestate) ?? query.tracestate,
       );
       const session = new RealtimeSession(socket, {
         engine: tracedEngine(engine, deps.tracing, { parent }),

@@ -10,7 +10,8 @@
  *                        batch, linked to every other traced request in it (one span per step, not per request);
  *                        attributes chorus.batch_size, chorus.positions
  *     chunk hop          the first chunk of each input edge: put in the producer -> taken here (from, to, bytes,
- *                        transport: the edge's connector kind);
+ *                        transport: the edge's connector kind), linked to the producer's stage span (its trace
+ *                        context rides in that chunk's metadata, chunkOut);
  *                        later hops are aggregated on the stage span (count, bytes, slowest)
  *     ec lookup          one media item in the encoder-output store (the Thinker): miss, or a hit's rows taken
  *                        (local copy, Redis, lost, failed), with their bytes
@@ -28,7 +29,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { spanTime } from './spanClock.ts';
-import { contextFromTraceparent } from './traceContext.ts';
+import { contextFromTraceparent, traceparentOf } from './traceContext.ts';
 
 /** One decode step span in this many (a 100-token answer: ~13 in the Thinker instead of 100). */
 export const DECODE_STEP_SPAN_EVERY = 8;
@@ -58,6 +59,8 @@ interface Traced {
   chunksOut: number;
   /** Input edges whose first hop has its span. */
   readonly hopped: Set<string>;
+  /** Output edges (consumer stage ids) whose first chunk carried this span's trace context. */
+  readonly linkedOut: Set<string>;
   /** Set by end(): how it ended; the span closes once the step in progress (if any) is recorded. */
   ending: { readonly status: string; readonly error?: { code: string; message: string } } | null;
 }
@@ -110,12 +113,23 @@ export class StageSpans {
       slowestHopMs: 0,
       chunksOut: 0,
       hopped: new Set(),
+      linkedOut: new Set(),
       ending: null,
     });
   }
 
-  /** An input chunk taken (sentAtMs / receivedAtMs: epoch ms of the producer's put and this get). */
-  arrival(requestId: string, from: string, sentAtMs: number, receivedAtMs: number, bytes: number): void {
+  /**
+   * An input chunk taken (sentAtMs / receivedAtMs: epoch ms of the producer's put and this get; producer: the
+   * chunk's ChunkMeta.traceparent, untrusted).
+   */
+  arrival(
+    requestId: string,
+    from: string,
+    sentAtMs: number,
+    receivedAtMs: number,
+    bytes: number,
+    producer?: unknown,
+  ): void {
     const t = this.#traced.get(requestId);
     if (!t) return;
     t.chunksIn++;
@@ -123,10 +137,12 @@ export class StageSpans {
     t.slowestHopMs = Math.max(t.slowestHopMs, receivedAtMs - sentAtMs);
     if (t.hopped.has(from)) return;
     t.hopped.add(from);
+    const producerSpan = producer === undefined ? undefined : trace.getSpanContext(contextFromTraceparent(producer));
     const hop = this.tracer.startSpan(
       'chunk hop',
       {
         startTime: sentAtMs,
+        ...(producerSpan ? { links: [{ context: producerSpan }] } : {}),
         attributes: {
           'chorus.edge.from': from,
           'chorus.edge.to': this.stageId,
@@ -185,11 +201,17 @@ export class StageSpans {
     span.end(spanTime());
   }
 
-  /** A chunk of the request put to `to`; the first is an event on the stage span. */
-  chunkOut(requestId: string, to: string): void {
+  /**
+   * A chunk of the request put to `to`; the first is an event on the stage span. Returns the stage span's trace
+   * context for the first chunk to each consumer (the chunk carries it: ChunkMeta.traceparent), else undefined.
+   */
+  chunkOut(requestId: string, to: string): string | undefined {
     const t = this.#traced.get(requestId);
-    if (!t) return;
+    if (!t) return undefined;
     if (t.chunksOut++ === 0) t.span.addEvent('first_chunk_out', { 'chorus.edge.to': to }, spanTime());
+    if (t.linkedOut.has(to)) return undefined;
+    t.linkedOut.add(to);
+    return traceparentOf(t.span);
   }
 
   /**

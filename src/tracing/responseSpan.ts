@@ -8,11 +8,11 @@
  * generate() to the first text / audio event main hands the front end), chorus.status (the finish reason); events
  * first_text and first_audio. A failed answer's span has status ERROR with the error's code and message.
  */
-import { SpanStatusCode, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { tap } from 'rxjs';
 import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../common/engine.ts';
 import { spanTime } from './spanClock.ts';
-import { traceparentOf } from './traceContext.ts';
+import { contextFromTraceparent, traceparentOf } from './traceContext.ts';
 import type { Tracing } from './tracing.ts';
 
 export interface ResponseTraceInfo {
@@ -48,11 +48,12 @@ export function traceGenerate(
     },
     info.parent,
   );
-  // Unsampled spans are not recorded: the stages then see no parent and record nothing either.
+  // The stages get the root's context, or none (an unsampled root is not recorded: they record nothing either); a
+  // context the caller gave in request.traceparent is the root's parent, not theirs.
   const traceparent = span.isRecording() ? traceparentOf(span) : undefined;
   let handle: RequestHandle;
   try {
-    handle = generate(traceparent ? { ...request, traceparent } : request);
+    handle = generate(traceparent || request.traceparent !== undefined ? { ...request, traceparent } : request);
   } catch (err) {
     span.recordException(err as Error);
     span.setStatus({ code: SpanStatusCode.ERROR, message: String((err as Error)?.message ?? err) });
@@ -132,6 +133,16 @@ function withSpan(handle: RequestHandle, span: Span, startedAtMs: number): Reque
 }
 
 /**
+ * The context a request names itself (a Realtime response.create's response.metadata.traceparent, which the session
+ * puts in GenerateRequest.traceparent), when well-formed: it parents that answer instead of the session's.
+ */
+function requestParent(request: GenerateRequest): Context | null {
+  if (request.traceparent === undefined) return null;
+  const parent = contextFromTraceparent(request.traceparent);
+  return trace.getSpanContext(parent) ? parent : null;
+}
+
+/**
  * The engine as a Realtime session sees it: every generate() (responses, held voice answers, turn prefills) under
  * its own root span, a child of the session's trace context. Without tracing, the engine itself.
  */
@@ -145,7 +156,7 @@ export function tracedEngine(
     traceGenerate(tracing, (r) => engine.generate(r), request, {
       protocol: 'realtime',
       name: request.prefix?.prefillOnly ? 'realtime.voice_prefill' : 'realtime.response',
-      parent: info.parent,
+      parent: requestParent(request) ?? info.parent,
       ...(info.attributes ? { attributes: info.attributes } : {}),
     });
   // A proxy, not a copy: the engine's getters (graph, audioOutput) follow a reload, and its methods keep their `this`.

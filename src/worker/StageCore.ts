@@ -131,7 +131,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         this.onUpstreamFailure(req, m.finishReason, err, m.from);
         continue;
       }
-      this.ctx.spans?.arrival(a.requestId, m.from, m.sentAtMs, a.chunk.receivedAtMs, a.chunk.bytes);
+      this.ctx.spans?.arrival(a.requestId, m.from, m.sentAtMs, a.chunk.receivedAtMs, a.chunk.bytes, m.traceparent);
       this.onChunk(req, a.chunk);
     }
   }
@@ -302,9 +302,10 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   private put(req: R, t: DownstreamTarget, chunk: OutgoingChunk): Promise<void> {
     const keyStage = t.stageId === 'main' ? this.ctx.spec.stageId : t.stageId;
     const deadline = Date.now() + this.ctx.chunkPolicy.chunkTimeoutMs;
-    this.ctx.spans?.chunkOut(req.requestId, t.stageId);
+    const traceparent = this.ctx.spans?.chunkOut(req.requestId, t.stageId);
+    const sent = traceparent ? { ...chunk, traceparent } : chunk;
     return this.ctx.adapter
-      .saveAsync(req.requestId, { toInstance: t.instance, toStageId: t.stageId, keyStage }, chunk, deadline)
+      .saveAsync(req.requestId, { toInstance: t.instance, toStageId: t.stageId, keyStage }, sent, deadline)
       .catch((err: unknown) => {
         // The edge is full past its deadline or closed: the request cannot continue in this stage.
         this.ctx.log.warn({ requestId: req.requestId, to: t.instance, err: String(err) }, 'chunk send failed');

@@ -111,12 +111,14 @@ describe('tracing over the real pipeline', () => {
     // The Thinker prefilled then decoded; the Talker and Code2Wav took their first input over a chunk hop.
     const thinker = trace.filter((c) => c.parentSpanId === stages[0].spanId).map((c) => c.name);
     expect(thinker).toEqual(expect.arrayContaining(['prefill step', 'decode step']));
-    for (const [s, from] of [
-      [stages[1], 'thinker'],
-      [stages[2], 'talker'],
+    // Each first hop links to its producer's stage span, whose trace context rode in the chunk's metadata.
+    for (const [s, from, producer] of [
+      [stages[1], 'thinker', stages[0]],
+      [stages[2], 'talker', stages[1]],
     ] as const) {
       const hop = trace.find((c) => c.parentSpanId === s.spanId && c.name === 'chunk hop')!;
       expect(hop.attributes).toMatchObject({ 'chorus.edge.from': from, 'chorus.edge.transport': 'shm' });
+      expect(hop.links).toEqual([{ traceId: client.traceId, spanId: producer.spanId }]);
       expect(s.attributes['chorus.chunks_in']).toBeGreaterThanOrEqual(1);
     }
 
@@ -171,6 +173,38 @@ describe('tracing over the real pipeline', () => {
     const root = spansOf(receiver.spans).find((s) => s.name === 'realtime.response')!;
     expect(root.parentSpanId).toBe(client.spanId);
     expect(root.attributes).toMatchObject({ 'chorus.protocol': 'realtime', 'chorus.modalities': ['text'] });
+  }, 60_000);
+
+  it("takes a browser's traceparent from the URL, and a response's own from its metadata", async () => {
+    const session = newTraceparent();
+    const own = newTraceparent();
+    // A browser cannot set a WebSocket's headers: the session's context comes in the URL.
+    const rt = await RealtimeClient.connect(`${wsUrl}?traceparent=${session.traceparent}`);
+    const metadata = { traceparent: own.traceparent, note: 'second' };
+    try {
+      const text = { output_modalities: ['text'], max_output_tokens: 2 };
+      const first = await rt.respond('Hello.', text, 30_000);
+      expect((first.response as { metadata: unknown }).metadata).toBeNull();
+      const second = await rt.respond('Again.', { ...text, metadata }, 30_000);
+      expect((second.response as { metadata: unknown }).metadata).toEqual(metadata); // read back as given
+      // A malformed one parents nothing: that response stays in the session's trace.
+      await rt.respond('Once more.', { ...text, metadata: { traceparent: 'not-a-traceparent' } }, 30_000);
+      // Beyond OpenAI's limits (16 pairs): refused by name, the session goes on.
+      const tooMany = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']));
+      rt.send({ type: 'response.create', response: { ...text, metadata: tooMany } });
+      const refused = await rt.next('error', () => true, 10_000);
+      expect(JSON.stringify(refused)).toContain('metadata');
+    } finally {
+      rt.close();
+    }
+    const roots = (traceId: string) => (spans: readonly ReceivedSpan[]) =>
+      ofTrace(traceId)(spans).filter((s) => s.name === 'realtime.response');
+    await receiver.until(
+      'the three responses in their traces',
+      (spans) => roots(session.traceId)(spans).length === 2 && roots(own.traceId)(spans).length === 1,
+    );
+    for (const r of roots(session.traceId)(receiver.spans)) expect(r.parentSpanId).toBe(session.spanId);
+    expect(roots(own.traceId)(receiver.spans)[0].parentSpanId).toBe(own.spanId);
   }, 60_000);
 
   it("gives Prometheus (exemplar storage on) a traced answer's trace id as a TTFT exemplar", async () => {

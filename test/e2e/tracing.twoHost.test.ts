@@ -68,10 +68,15 @@ describe('tracing across hosts', () => {
       code2wav: 'code2wav#b1',
     });
     for (const id of stages) expect(instances[id].parentSpanId).toBe(root.spanId);
-    // The remote stages' first inputs crossed Redis: their hops are in the trace, under their stage spans.
-    for (const id of ['talker', 'code2wav']) {
+    // The remote stages' first inputs crossed Redis: their hops are in the trace, under their stage spans, linked to
+    // the producer's stage span (its context rode in the chunk's metadata, over Redis too).
+    for (const [id, producer] of [
+      ['talker', 'thinker'],
+      ['code2wav', 'talker'],
+    ]) {
       const hop = trace.find((s) => s.name === 'chunk hop' && s.parentSpanId === instances[id].spanId);
       expect(hop?.attributes['chorus.edge.transport']).toBe('redis');
+      expect(hop?.links).toEqual([{ traceId, spanId: instances[producer].spanId }]);
     }
 
     const byId = new Map(trace.map((s) => [s.spanId, s]));

@@ -19,9 +19,9 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { Subject } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import type { GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
+import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
 import { isChorusError } from '../../src/common/errors.ts';
-import { traceGenerate } from '../../src/tracing/responseSpan.ts';
+import { traceGenerate, tracedEngine } from '../../src/tracing/responseSpan.ts';
 import { DECODE_STEP_SPAN_EVERY, StageSpans } from '../../src/tracing/StageSpans.ts';
 import { contextFromTraceparent, traceparentOf } from '../../src/tracing/traceContext.ts';
 import { startTracing, tracingConfigured, type Tracing } from '../../src/tracing/tracing.ts';
@@ -196,6 +196,37 @@ describe('StageSpans', () => {
     expect(queue.endTime).toEqual(step.startTime);
   });
 
+  it("carries the producer's stage span to each consumer in its first chunk; the hop links to it", async () => {
+    const { tracing, spans } = memoryTracing();
+    const root = rootTraceparent(tracing);
+    const thinker = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
+    const talker = new StageSpans(tracing.tracer, 'talker', 'talker#0');
+    thinker.add('r1', root.traceparent);
+    talker.add('r1', root.traceparent);
+    const toTalker = thinker.chunkOut('r1', 'talker');
+    const toMain = thinker.chunkOut('r1', 'main');
+    expect(toTalker).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(toMain).toBe(toTalker); // the first chunk of every edge carries it
+    expect(thinker.chunkOut('r1', 'talker')).toBeUndefined(); // later chunks do not
+    expect(thinker.chunkOut('r2', 'talker')).toBeUndefined(); // an untraced request carries nothing
+    const sentAt = Date.now() - 3;
+    talker.arrival('r1', 'thinker', sentAt, sentAt + 1, 10, toTalker);
+    const other = new StageSpans(tracing.tracer, 'code2wav', 'code2wav#0');
+    other.add('r1', root.traceparent);
+    for (const [i, bad] of ['00-zz-bad-01', 42, { traceparent: toTalker }].entries())
+      other.arrival('r1', `edge${i}`, sentAt, sentAt + 1, 10, bad); // untrusted metadata: no link, no error
+    for (const s of [thinker, talker, other]) s.end('r1', 'stop');
+    await Promise.resolve();
+    const thinkerSpan = spans().find((x) => x.name === 'stage thinker')!;
+    const hops = spans().filter((x) => x.name === 'chunk hop');
+    expect(hops).toHaveLength(4);
+    const linked = hops.filter((h) => h.links.length > 0);
+    expect(linked).toHaveLength(1);
+    expect(linked[0].attributes['chorus.edge.to']).toBe('talker');
+    expect(linked[0].links[0].context.spanId).toBe(thinkerSpan.spanContext().spanId);
+    expect(linked[0].links[0].context.traceId).toBe(thinkerSpan.spanContext().traceId);
+  });
+
   it("records one decode step in DECODE_STEP_SPAN_EVERY, linked to the batch's other traced requests", async () => {
     const { tracing, spans } = memoryTracing();
     const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
@@ -334,6 +365,33 @@ describe('traceGenerate', () => {
     expect(root.attributes['chorus.ttft_ms']).toBeGreaterThanOrEqual(0);
     expect(root.attributes['chorus.ttfp_ms']).toBeGreaterThanOrEqual(root.attributes['chorus.ttft_ms'] as number);
     expect(root.events.map((e) => e.name)).toEqual(['first_text', 'first_audio']);
+  });
+
+  it("parents a Realtime response to the context it names, else to its session's; the stages get the root", () => {
+    const session = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const own = '00-11111111111111111111111111111111-2222222222222222-01';
+    for (const [given, parentSpan] of [
+      [own, '2222222222222222'],
+      ['00-bad', 'b7ad6b7169203331'], // malformed: the session's
+      [undefined, 'b7ad6b7169203331'],
+    ] as const) {
+      const { tracing, spans } = memoryTracing();
+      let asked: GenerateRequest | null = null;
+      const fake = fakeHandle();
+      const engine = { generate: (r: GenerateRequest) => ((asked = r), fake.handle) } as unknown as Engine;
+      const traced = tracedEngine(engine, tracing, { parent: contextFromTraceparent(session) });
+      traced.generate({ ...REQUEST, ...(given ? { traceparent: given } : {}) }).cancel();
+      const [root] = spans();
+      expect(parentOf(root)).toBe(parentSpan);
+      expect(asked!.traceparent).toBe(`00-${root.spanContext().traceId}-${root.spanContext().spanId}-01`);
+    }
+    // Unsampled: the stages get no context at all, not the one the client named.
+    const { tracing } = memoryTracing(false);
+    let asked: GenerateRequest | null = null;
+    const fake = fakeHandle();
+    const engine = { generate: (r: GenerateRequest) => ((asked = r), fake.handle) } as unknown as Engine;
+    tracedEngine(engine, tracing, { parent: ROOT_CONTEXT }).generate({ ...REQUEST, traceparent: own });
+    expect(asked!.traceparent).toBeUndefined();
   });
 
   it('ends the root of an answer cancelled before anyone listened, and of a refused one', () => {

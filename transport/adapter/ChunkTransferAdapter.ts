@@ -30,6 +30,12 @@ export interface ChunkMeta {
   /** On a final chunk: why the stream ended upstream (an error or cancellation reaches downstream in-band). */
   readonly finishReason?: FinishReason;
   readonly error?: SerializedError;
+  /**
+   * W3C trace context of the producer's stage span for the request, on the first chunk of each edge when the
+   * producer traces it: the consumer's chunk hop span links to it (src/tracing/StageSpans.ts). Read as untrusted:
+   * anything but a well-formed traceparent is no link.
+   */
+  readonly traceparent?: string;
 }
 
 /** On the wire: the meta plus the body's scalar fields (its arrays travel as tensors). */
@@ -51,6 +57,8 @@ export interface OutgoingChunk {
   readonly body?: ChunkBody;
   readonly finishReason?: FinishReason;
   readonly error?: SerializedError;
+  /** ChunkMeta.traceparent. */
+  readonly traceparent?: string;
 }
 
 export type Arrival =
@@ -224,6 +232,7 @@ export class ChunkTransferAdapter {
       sentAtMs: Date.now(),
       finishReason: chunk.finishReason,
       error: chunk.error,
+      ...(chunk.traceparent ? { traceparent: chunk.traceparent } : {}),
       ...(encoded ? { payload: encoded.payload } : {}),
     };
     const parts = encodeFrame(meta, encoded?.tensors ?? {});

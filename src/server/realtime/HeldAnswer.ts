@@ -39,7 +39,8 @@ export class HeldAnswer {
 
   private constructor(inner: RequestHandle, request: GenerateRequest, releaseSlot: () => void) {
     this.#inner = inner;
-    const { requestId: _id, ...rest } = request;
+    // The trace context a response.create names is its own, not part of what is computed.
+    const { requestId: _id, traceparent: _parent, ...rest } = request;
     this.#request = rest;
     this.releaseSlot = releaseSlot;
     this.#subscription = inner.events.subscribe({

@@ -130,7 +130,7 @@ export interface ResponseResource {
     readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
   };
   readonly usage?: UsageResource;
-  readonly metadata: null;
+  readonly metadata: Readonly<Record<string, string>> | null;
   /** Chorus extension, present only when there is something to say. */
   readonly chorus_warnings?: readonly string[];
   /**

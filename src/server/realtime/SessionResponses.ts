@@ -231,6 +231,7 @@ export class SessionResponses {
         statusDetails: null,
         usage: null,
         warnings: null,
+        metadata: plan.metadata,
       },
       // response.done has been handed to the socket: record the reply for later turns, accept the next one.
       onFinished: (s) => {

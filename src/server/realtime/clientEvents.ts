@@ -149,6 +149,16 @@ export const ResponseFields = Type.Object(
     conversation: Type.Optional(Type.String()),
     /** When present, the response sees these items instead of the conversation. */
     input: Type.Optional(Type.Array(MessageItem, { maxItems: 1000 })),
+    /**
+     * Tags the client reads back on the response (OpenAI's limits: 16 pairs, keys up to 64 characters, values up
+     * to 512). Chorus reads one: `traceparent`, the W3C trace context this response's root span is a child of.
+     */
+    metadata: Type.Optional(
+      Type.Union([
+        Type.Null(),
+        Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), { maxProperties: 16 }),
+      ]),
+    ),
     ...generationFields,
     ...unimplementedResponseFields,
   },

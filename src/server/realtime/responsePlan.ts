@@ -37,6 +37,8 @@ export interface ResponsePlan {
   readonly truncated: readonly string[];
   /** The prompt cannot fit the Thinker (truncation disabled, or no plan fits): the response fails with this. */
   readonly failure: ChorusError | null;
+  /** response.metadata, read back on the response; its `traceparent` goes with the request (tracedEngine). */
+  readonly metadata: Readonly<Record<string, string>> | null;
   /** The engine request, under `requestId`. */
   request(requestId: string): GenerateRequest;
 }
@@ -69,6 +71,7 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
   const audio = outputModalities.includes('audio');
   const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
   const generation = mergeGeneration(state.generation, r);
+  const metadata = r.metadata ?? null;
   const request = (requestId: string): GenerateRequest => ({
     requestId,
     messages: rendered.messages,
@@ -76,8 +79,9 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
     ...toEngineParams(generation, maxTokens),
     // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
     ...(ctx.prefixKey ? { prefix: { key: ctx.prefixKey } } : {}),
+    ...(metadata?.traceparent !== undefined ? { traceparent: metadata.traceparent } : {}),
   });
-  return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request, ...fit };
+  return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request, metadata, ...fit };
 }
 
 /** session.truncation over the items' counted positions (planTruncation.ts). */

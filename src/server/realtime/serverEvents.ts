@@ -96,6 +96,8 @@ export interface ResponseState {
   warnings: readonly string[] | null;
   /** TTFT and TTFP as the server measured them, once the response is done. */
   latency?: ResponseLatency;
+  /** response.metadata as the client gave it. */
+  readonly metadata: Readonly<Record<string, string>> | null;
 }
 
 export function responseResource(r: ResponseState): ResponseResource {
@@ -110,7 +112,7 @@ export function responseResource(r: ResponseState): ResponseResource {
     max_output_tokens: r.maxOutputTokens,
     audio: { output: { format: PCM_FORMAT, voice: r.voice } },
     ...(r.usage === null ? {} : { usage: usageResource(r.usage) }),
-    metadata: null,
+    metadata: r.metadata,
     // Chorus extension, present only when there is something to say, so other responses are OpenAI's shape.
     ...(r.warnings && r.warnings.length > 0 ? { chorus_warnings: r.warnings } : {}),
     ...(r.latency ? { chorus_latency: r.latency } : {}),

@@ -73,11 +73,7 @@ const sessionAudioOutput: Record<string, Unimplemented> = {
   },
 };
 
-const response: Record<string, Unimplemented> = {
-  ...common,
-  // Free-form tags a client reads back; changes nothing in the answer (chat takes metadata the same way).
-  metadata: { asksNothing: () => true, why: '' },
-};
+const response: Record<string, Unimplemented> = { ...common };
 
 /** Beta names (the Realtime API before GA) -> their GA names, which Chorus takes. */
 const betaNames: Record<string, string> = {
