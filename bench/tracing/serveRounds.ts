@@ -69,16 +69,17 @@ const numPrompts = Number(args['num-prompts']);
 const outputLen = Number(args['output-len']);
 const progress = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
-/** Every process started here, killed (their whole groups) whatever ends this run. */
+/**
+ * Every process started here: stopped as `chorus serve` wants (SIGTERM to its group, so it frees its shared memory)
+ * when this run is interrupted, and killed outright if this process exits with any still up.
+ */
 const started = new Set<ChildProcess>();
-const killAll = () => {
+process.once('exit', () => {
   for (const child of started) if (child.pid) tryKill(-child.pid, 'SIGKILL');
-};
-process.once('exit', killAll);
+});
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.once(signal, () => {
-    killAll();
-    process.exit(130);
+    void Promise.all([...started].map((c) => stopChild(c))).finally(() => process.exit(130));
   });
 
 function tryKill(pid: number, signal: NodeJS.Signals): void {
