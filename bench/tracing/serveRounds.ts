@@ -1,26 +1,30 @@
 /**
- * Two ways of serving one config compared in rounds, below the noise of a comparison of two servers up at once:
- * each round serves side A, then side B (the next round B, then A), each side a fresh `chorus serve` process tree
- * (main and its stage processes) started, warmed up, measured at every concurrency and stopped before the other
- * starts. So only one server is on the machine at a time, main does not share an event loop with the clients (they
- * run here), the collector stand-in runs in a process of its own, and a process's own luck (where its heap and its
- * weights landed, which varies a step's time by several percent between two identical servers) is drawn afresh every
- * round. Each round gives A over B per concurrency (CPU per request of the server's whole process tree, TTFP p50);
- * the report combines the rounds (pairedRatio.ts: geometric mean, 95% interval). An A/A run (`--a off --b off`) shows
- * what the method resolves on the machine at hand.
+ * Two ways of serving one config compared in rounds, finely enough to resolve a few percent of CPU on a machine whose
+ * speed drifts by more than that within minutes. Each round starts a fresh `chorus serve` process tree (main and its
+ * stage processes) for each side, warms both, then at each concurrency runs each side's prompts in --blocks blocks,
+ * the sides' blocks alternated A B B A A B B A (so the machine's drift falls on both alike), and stops both. Main does
+ * not share an event loop with the clients (they run here), the collector stand-in runs in a process of its own, and
+ * a process's own luck (where its heap and weights landed: two identical servers' steps can differ by several
+ * percent) is drawn afresh every round. Each round gives A over B per concurrency: CPU per request of each server's
+ * whole process tree (/proc, every thread), TTFP p50, mean TPOT; the report combines the rounds (pairedRatio.ts:
+ * geometric mean, 95% interval). An A/A run (`--a off --b off`) shows what the method resolves on the machine at hand.
  *
  *   node --import tsx bench/tracing/serveRounds.ts [--config configs/tiny-omni-text-in.yaml] [--rounds 8]
- *     [--concurrency 1,10] [--num-prompts 40] [--input-len 100] [--output-len 100] [--a on] [--b off]
- *     [--a-dir DIR] [--b-dir DIR] [--json FILE]
+ *     [--concurrency 1,10] [--num-prompts 40,120] [--blocks 2] [--input-len 100] [--output-len 100] [--a on]
+ *     [--b off] [--a-dir DIR] [--b-dir DIR] [--json FILE]
  *
- * A side is `on` (traced: every span, 100% sampled, OTLP/HTTP JSON to the sink) or `off` (no OTEL_* at all), served
- * from a checkout (--a-dir / --b-dir, default this one: another commit's tree, e.g. a `git worktree`, measures a code
- * change; its `.chorus/models` may be a link to this one's, or it builds its models first). --config is read in each
- * checkout, relative to it.
+ * --num-prompts: each side's prompts a round at each concurrency (one count for all, or one each). A side is `on`
+ * (traced: every span, 100% sampled, OTLP/HTTP JSON to the sink) or `off` (no OTEL_* at all), served from a checkout
+ * (--a-dir / --b-dir, default this one: another commit's tree, e.g. a `git worktree`, measures a code change; its
+ * `.chorus/models` may be a link to this one's, or it builds its models first). --config is read in each checkout,
+ * relative to it. Two servers differ by several percent whatever they run, so a few rounds cannot resolve less; the
+ * sides `sampled` and `unsampled` share one traced server a round (the default parent-based sampler), their clients'
+ * traceparents asking for a trace or not: what tracing a request costs, without two servers' luck in the ratio.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { cpuMsOf } from '../../src/engine/processCpu.ts';
 import { ChatBenchClient } from '../ttfp/clients/ChatBenchClient.ts';
@@ -30,6 +34,7 @@ import { summarizeRun } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 import { tokenizerOf } from '../ttfp/runServeBench.ts';
 import { runLoad } from '../ttfp/runLoad.ts';
+import type { RequestTrace } from '../ttfp/trace.ts';
 import { formatRatio, pairedRatio, type PairedRatio } from './pairedRatio.ts';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
@@ -39,18 +44,31 @@ const { values: args } = parseArgs({
     config: { type: 'string', default: 'configs/tiny-omni-text-in.yaml' },
     rounds: { type: 'string', default: '8' },
     concurrency: { type: 'string', default: '1,10' },
-    'num-prompts': { type: 'string', default: '40' },
+    'num-prompts': { type: 'string', default: '40,120' },
     'input-len': { type: 'string', default: '100' },
     'output-len': { type: 'string', default: '100' },
     a: { type: 'string', default: 'on' },
     b: { type: 'string', default: 'off' },
     'a-dir': { type: 'string', default: REPO },
     'b-dir': { type: 'string', default: REPO },
+    blocks: { type: 'string', default: '2' },
     json: { type: 'string' },
   },
 });
 
-type Tracing = 'on' | 'off';
+/**
+ * on: a traced server (every span, 100% sampled); off: an untraced one (no OTEL_*). sampled / unsampled: one traced
+ * server under the default parent-based sampler, shared by both sides in a round, its clients' traceparents sampled
+ * or not: the comparison without two servers' luck in it (an unsampled request costs main a span it does not record).
+ */
+type Tracing = 'on' | 'off' | 'sampled' | 'unsampled';
+const TRACINGS: readonly string[] = ['on', 'off', 'sampled', 'unsampled'];
+/**
+ * A traced process exports its spans every OTEL_BSP_SCHEDULE_DELAY (the SDK's default, 5 s, left as users get it: a
+ * shorter one costs more per span). With traced servers every block ends with a pause this long before its CPU is
+ * read, on both sides alike, so that a block's last spans are exported (and paid for) within it.
+ */
+const SETTLE_MS = 5_500;
 interface Side {
   readonly name: 'A' | 'B';
   readonly tracing: Tracing;
@@ -58,14 +76,24 @@ interface Side {
 }
 
 function sideOf(name: 'A' | 'B', tracing: string, dir: string): Side {
-  if (tracing !== 'on' && tracing !== 'off') throw new Error(`--${name.toLowerCase()} is on or off, not ${tracing}`);
-  return { name, tracing, dir: path.resolve(dir) };
+  if (!TRACINGS.includes(tracing))
+    throw new Error(`--${name.toLowerCase()} is one of ${TRACINGS.join(', ')}, not ${tracing}`);
+  return { name, tracing: tracing as Tracing, dir: path.resolve(dir) };
 }
 
 const sides = [sideOf('A', args.a, args['a-dir']), sideOf('B', args.b, args['b-dir'])] as const;
+const sharesServer = (s: Side) => s.tracing === 'sampled' || s.tracing === 'unsampled';
+if (sharesServer(sides[0]) !== sharesServer(sides[1]) || (sharesServer(sides[0]) && sides[0].dir !== sides[1].dir))
+  throw new Error('sampled and unsampled sides share one server: give both (and one checkout), or neither');
 const rounds = Number(args.rounds);
 const concurrencies = args.concurrency.split(',').map(Number);
-const numPrompts = Number(args['num-prompts']);
+/** Prompts per concurrency: one count for all, or one each (a batch of 10 needs more requests to settle than 1). */
+const numPrompts = args['num-prompts'].split(',').map(Number);
+if (numPrompts.length !== 1 && numPrompts.length !== concurrencies.length)
+  throw new Error('--num-prompts takes one count, or one per --concurrency');
+const promptsAt = (k: number) => numPrompts[Math.min(k, numPrompts.length - 1)];
+/** Each side's prompts at a concurrency come in this many blocks, the sides' blocks alternated A B B A. */
+const blocks = Number(args.blocks);
 const outputLen = Number(args['output-len']);
 const progress = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
@@ -91,10 +119,16 @@ function tryKill(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** A child in a process group of its own, and the first stdout line matching `ready` (its URL). */
+interface Started {
+  readonly child: ChildProcess;
+  /** The address its first matching stdout line gave. */
+  readonly url: string;
+}
+
 async function startChild(
   argv: string[],
   opts: { cwd: string; env: NodeJS.ProcessEnv; ready: RegExp },
-): Promise<{ child: ChildProcess; url: string }> {
+): Promise<Started> {
   const child = spawn(process.execPath, argv, { cwd: opts.cwd, env: opts.env, detached: true, stdio: 'pipe' });
   started.add(child);
   let out = '';
@@ -173,7 +207,7 @@ interface Measured {
 }
 
 async function main(): Promise<void> {
-  const sink = sides.some((s) => s.tracing === 'on')
+  const sink = sides.some((s) => s.tracing !== 'off')
     ? await startChild(['--import', 'tsx', path.join(REPO, 'bench/tracing/otlpSink.ts')], {
         cwd: REPO,
         env: process.env,
@@ -183,21 +217,31 @@ async function main(): Promise<void> {
   const config = await readBenchConfig(path.resolve(sides[0].dir, args.config));
   const tokenizer = tokenizerOf(config.graph);
   const inputLen = Number(args['input-len']);
-  const prompts = makePrompts({ tokenizer, count: numPrompts, inputLen, seed: 0 });
+  const prompts = makePrompts({ tokenizer, count: Math.max(...numPrompts), inputLen, seed: 0 });
   const warmup = makePrompts({ tokenizer, count: 2 * Math.max(...concurrencies), inputLen, seed: 0x5eed });
   const measured: Measured[] = [];
 
-  const serve = async (side: Side, round: number) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, CHORUS_LOG_LEVEL: 'warn' };
-    for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
-    if (side.tracing === 'on')
-      Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url, OTEL_TRACES_SAMPLER: 'always_on' });
-    const server = await startChild(['bin/chorus.js', 'serve', '--config', args.config, '--port', '0'], {
-      cwd: side.dir,
-      env,
-      ready: /serving (http:\/\/127\.0\.0\.1:\d+)/,
-    });
+  /** A side's server up (or the one it shares with the other side this round): where its clients go, and its load. */
+  const open = async (side: Side, shared: Map<string, Started>) => {
+    const key = sharesServer(side) ? 'shared' : side.name;
+    let server = shared.get(key);
+    if (!server) {
+      const env: NodeJS.ProcessEnv = { ...process.env, CHORUS_LOG_LEVEL: 'warn' };
+      for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
+      if (side.tracing !== 'off')
+        Object.assign(env, {
+          OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url,
+          OTEL_TRACES_SAMPLER: side.tracing === 'on' ? 'always_on' : 'parentbased_always_on',
+        });
+      server = await startChild(['bin/chorus.js', 'serve', '--config', args.config, '--port', '0'], {
+        cwd: side.dir,
+        env,
+        ready: /serving (http:\/\/127\.0\.0\.1:\d+)/,
+      });
+      shared.set(key, server);
+    }
     const target: ClientTarget = { baseUrl: server.url, apiKey: null };
+    const sampled = side.tracing !== 'unsampled';
     const load = (list: readonly string[], concurrency: number) =>
       runLoad({
         prompts: list,
@@ -205,43 +249,68 @@ async function main(): Promise<void> {
         outputLen,
         seed: 0,
         timeoutMs: 300_000,
-        openClient: () => Promise.resolve(new ChatBenchClient(target)),
+        openClient: () => Promise.resolve(new ChatBenchClient(target, sampled)),
       });
-    try {
-      await load(warmup, Math.max(...concurrencies));
-      for (const concurrency of concurrencies) {
-        const before = treeCpu(server.child.pid!);
-        const run = await load(prompts, concurrency);
-        const cpuMs = cpuBetween(before, treeCpu(server.child.pid!));
-        const m = summarizeRun(run.traces);
+    return { side, server, load };
+  };
+  type Live = Awaited<ReturnType<typeof open>>;
+
+  const measureRound = async (round: number, lives: readonly [Live, Live]) => {
+    for (const live of lives) await live.load(warmup, Math.max(...concurrencies));
+    for (const [k, concurrency] of concurrencies.entries()) {
+      const perBlock = Math.ceil(promptsAt(k) / blocks);
+      const acc = new Map(lives.map((l) => [l, { cpuMs: 0, traces: [] as RequestTrace[], durationMs: 0 }]));
+      // A B B A A B B A ...: each side's blocks sit as close in time to the other's as to its own.
+      for (let j = 0; j < 2 * blocks; j++) {
+        const live = lives[[0, 1, 1, 0][j % 4]];
+        const block = Math.floor(j / 2);
+        const before = treeCpu(live.server.child.pid!);
+        const run = await live.load(prompts.slice(block * perBlock, (block + 1) * perBlock), concurrency);
+        if (sink) await sleep(SETTLE_MS);
+        const a = acc.get(live)!;
+        a.cpuMs += cpuBetween(before, treeCpu(live.server.child.pid!));
+        a.traces.push(...run.traces);
+        a.durationMs += run.durationMs;
+      }
+      for (const live of lives) {
+        const a = acc.get(live)!;
+        const m = summarizeRun(a.traces);
         if (m.failed > 0)
-          throw new Error(`round ${round} side ${side.name}: ${m.failed} failed (${m.errors.join('; ')})`);
+          throw new Error(`round ${round + 1} side ${live.side.name}: ${m.failed} failed (${m.errors.join('; ')})`);
         const row: Measured = {
           round,
-          side: side.name,
+          side: live.side.name,
           concurrency,
           completed: m.completed,
           failed: m.failed,
-          cpuMsPerRequest: cpuMs / m.completed,
+          cpuMsPerRequest: a.cpuMs / m.completed,
           ttfpP50Ms: m.ttfp.p50,
           tpotMeanMs: m.tpot.mean,
-          durationMs: run.durationMs,
+          durationMs: a.durationMs,
         };
         measured.push(row);
         progress(
-          `round ${round + 1}/${rounds} ${side.name} (${side.tracing}) c=${concurrency}: ` +
+          `round ${round + 1}/${rounds} ${live.side.name} (${live.side.tracing}) c=${concurrency}: ` +
             `${row.cpuMsPerRequest.toFixed(1)} ms CPU a request, TTFP p50 ${row.ttfpP50Ms?.toFixed(1)} ms, ` +
-            `TPOT ${row.tpotMeanMs?.toFixed(2)} ms, ${(run.durationMs / 1000).toFixed(1)} s`,
+            `TPOT ${row.tpotMeanMs?.toFixed(2)} ms, ${(a.durationMs / 1000).toFixed(1)} s`,
         );
       }
-    } finally {
-      await stopChild(server.child);
     }
   };
 
   try {
-    for (let round = 0; round < rounds; round++)
-      for (const side of round % 2 === 0 ? sides : [sides[1], sides[0]]) await serve(side, round);
+    for (let round = 0; round < rounds; round++) {
+      // Each round a fresh pair, the side that starts (and is opened first) alternating.
+      const order = round % 2 === 0 ? sides : ([sides[1], sides[0]] as const);
+      const servers = new Map<string, Started>();
+      try {
+        const lives: Live[] = [];
+        for (const side of order) lives.push(await open(side, servers));
+        await measureRound(round, lives as [Live, Live]);
+      } finally {
+        await Promise.all([...servers.values()].map((server) => stopChild(server.child)));
+      }
+    }
   } finally {
     if (sink) await stopChild(sink.child);
   }
