@@ -1,8 +1,10 @@
 /**
  * Two ways of serving one config compared in rounds, finely enough to resolve a few percent of CPU on a machine whose
  * speed drifts by more than that within minutes. Each round starts a fresh `chorus serve` process tree (main and its
- * stage processes) for each side, warms both, then at each concurrency runs each side's prompts in --blocks blocks,
- * the sides' blocks alternated A B B A A B B A (so the machine's drift falls on both alike), and stops both. Main does
+ * stage processes) for each side, warms both, then at each concurrency runs each side's prompts in blocks of
+ * --block-size (default: one wave of the concurrency), the sides' blocks alternated A B B A A B B A (so the machine's
+ * drift, which on this machine moves CPU per request by tens of percent within minutes, falls on both alike), and stops
+ * both. Main does
  * not share an event loop with the clients (they run here), the collector stand-in runs in a process of its own, and
  * a process's own luck (where its heap and weights landed: two identical servers' steps can differ by several
  * percent) is drawn afresh every round. Each round gives A over B per concurrency: CPU per request of each server's
@@ -10,7 +12,7 @@
  * geometric mean, 95% interval). An A/A run (`--a off --b off`) shows what the method resolves on the machine at hand.
  *
  *   node --import tsx bench/tracing/serveRounds.ts [--config configs/tiny-omni-text-in.yaml] [--rounds 8]
- *     [--concurrency 1,10] [--num-prompts 40,120] [--blocks 2] [--input-len 100] [--output-len 100] [--a on]
+ *     [--concurrency 1,10] [--num-prompts 40,120] [--block-size N] [--input-len 100] [--output-len 100] [--a on]
  *     [--b off] [--a-dir DIR] [--b-dir DIR] [--json FILE]
  *
  * --num-prompts: each side's prompts a round at each concurrency (one count for all, or one each). A side is `on`
@@ -24,7 +26,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { cpuMsOf } from '../../src/engine/processCpu.ts';
 import { ChatBenchClient } from '../ttfp/clients/ChatBenchClient.ts';
@@ -51,7 +52,7 @@ const { values: args } = parseArgs({
     b: { type: 'string', default: 'off' },
     'a-dir': { type: 'string', default: REPO },
     'b-dir': { type: 'string', default: REPO },
-    blocks: { type: 'string', default: '2' },
+    'block-size': { type: 'string' },
     json: { type: 'string' },
   },
 });
@@ -63,12 +64,12 @@ const { values: args } = parseArgs({
  */
 type Tracing = 'on' | 'off' | 'sampled' | 'unsampled';
 const TRACINGS: readonly string[] = ['on', 'off', 'sampled', 'unsampled'];
-/**
+/*
  * A traced process exports its spans every OTEL_BSP_SCHEDULE_DELAY (the SDK's default, 5 s, left as users get it: a
- * shorter one costs more per span). With traced servers every block ends with a pause this long before its CPU is
- * read, on both sides alike, so that a block's last spans are exported (and paid for) within it.
+ * shorter one costs more per span), in whatever block is running then: with blocks of a second or two alternated,
+ * the export's CPU falls on both sides about evenly, which understates the traced side by half the export's share
+ * (the profiles put the export at 5-10% of tracing's own ~1%: under 0.1% of the CPU).
  */
-const SETTLE_MS = 5_500;
 interface Side {
   readonly name: 'A' | 'B';
   readonly tracing: Tracing;
@@ -92,8 +93,12 @@ const numPrompts = args['num-prompts'].split(',').map(Number);
 if (numPrompts.length !== 1 && numPrompts.length !== concurrencies.length)
   throw new Error('--num-prompts takes one count, or one per --concurrency');
 const promptsAt = (k: number) => numPrompts[Math.min(k, numPrompts.length - 1)];
-/** Each side's prompts at a concurrency come in this many blocks, the sides' blocks alternated A B B A. */
-const blocks = Number(args.blocks);
+/**
+ * Requests per block: by default one wave of the concurrency (a request at c=1, ten at c=10), so the sides alternate
+ * every second or two and the machine's drift cannot fall on one of them. The CPU of a block is its process tree's
+ * between two reads of /proc (10 ms ticks: noise that averages out over the blocks).
+ */
+const blockSize = (concurrency: number) => (args['block-size'] ? Number(args['block-size']) : concurrency);
 const outputLen = Number(args['output-len']);
 const progress = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
@@ -258,7 +263,8 @@ async function main(): Promise<void> {
   const measureRound = async (round: number, lives: readonly [Live, Live]) => {
     for (const live of lives) await live.load(warmup, Math.max(...concurrencies));
     for (const [k, concurrency] of concurrencies.entries()) {
-      const perBlock = Math.ceil(promptsAt(k) / blocks);
+      const perBlock = blockSize(concurrency);
+      const blocks = Math.ceil(promptsAt(k) / perBlock);
       const acc = new Map(lives.map((l) => [l, { cpuMs: 0, traces: [] as RequestTrace[], durationMs: 0 }]));
       // A B B A A B B A ...: each side's blocks sit as close in time to the other's as to its own.
       for (let j = 0; j < 2 * blocks; j++) {
@@ -266,7 +272,6 @@ async function main(): Promise<void> {
         const block = Math.floor(j / 2);
         const before = treeCpu(live.server.child.pid!);
         const run = await live.load(prompts.slice(block * perBlock, (block + 1) * perBlock), concurrency);
-        if (sink) await sleep(SETTLE_MS);
         const a = acc.get(live)!;
         a.cpuMs += cpuBetween(before, treeCpu(live.server.child.pid!));
         a.traces.push(...run.traces);
