@@ -18,12 +18,20 @@
  *
  * Bounded: decode steps are recorded one in DECODE_STEP_SPAN_EVERY (per process, so a batch shares them), prefill
  * and run steps always (a few per request). The SDK's BatchSpanProcessor exports off the step loop.
+ *
+ * Off the first packet's path: a span costs ~0.1 ms made between model runs (its code runs cold), and a burst of ten
+ * requests made three spans each in every stage before their first step. So `add` and a chunk's arrival only note
+ * times; the spans are made after the step that served the request (its outputs already put), with those times. The
+ * stage span is made earlier only when a chunk to another stage must carry its context (chunkOut), or for an EC-store
+ * lookup.
  */
 import {
   ROOT_CONTEXT,
   SpanStatusCode,
+  TraceFlags,
   trace,
   type Context,
+  type HrTime,
   type Link,
   type Span,
   type Tracer,
@@ -46,18 +54,37 @@ const STEP_SPAN_NAMES: Readonly<Record<TracedStepPhase, string>> = {
   run: 'run step',
 };
 
+/** The first chunk of an input edge, noted on arrival; its span is made after the step that took it. */
+interface Hop {
+  readonly from: string;
+  readonly sentAtMs: number;
+  readonly receivedAtMs: number;
+  readonly bytes: number;
+  /** The producer's stage span (ChunkMeta.traceparent), when the chunk named a well-formed one. */
+  readonly producer: Link | null;
+}
+
 interface Traced {
-  readonly span: Span;
-  /** The context whose active span is `span`: the parent of the request's spans here, made once per request. */
-  readonly context: Context;
-  queue: Span | null;
+  readonly requestId: string;
+  /** The root span's context (the add's traceparent). */
+  readonly parent: Context;
+  readonly addedAt: HrTime;
+  /** The stage span and the context whose active span it is, once made (made: the parent of every span here). */
+  span: Span | null;
+  context: Context | null;
+  /** When the first step that served the request started; its queue span is made from addedAt to there. */
+  queueEnd: HrTime | null;
+  queueDone: boolean;
+  hops: Hop[];
+  /** The first chunk out (to, when), until it is an event on the stage span. */
+  firstOut: { readonly to: string; readonly at: HrTime } | null;
   steps: number;
   positions: number;
   chunksIn: number;
   bytesIn: number;
   slowestHopMs: number;
   chunksOut: number;
-  /** Input edges whose first hop has its span. */
+  /** Input edges whose first hop is noted. */
   readonly hopped: Set<string>;
   /** Output edges (consumer stage ids) whose first chunk carried this span's trace context. */
   readonly linkedOut: Set<string>;
@@ -78,34 +105,26 @@ export class StageSpans {
     private readonly edgeTransports: ReadonlyMap<string, string> = new Map(),
   ) {}
 
-  /** A request admitted: its stage and queue spans start, when it has a sampled trace context. */
+  /** A request admitted: noted (its spans are made later), when it has a sampled trace context. */
   add(requestId: string, traceparent: string | undefined): void {
     if (traceparent === undefined) return;
     const previous = this.#traced.get(requestId);
     if (previous && !previous.ending) return; // a duplicate add
     if (previous) this.#closeEnded(); // the id ended and comes back before its span closed: close it first
     const parent = contextFromTraceparent(traceparent);
-    if (!trace.getSpanContext(parent)) return; // malformed: nothing to join
-    const now = spanTime();
-    const span = this.tracer.startSpan(
-      `stage ${this.stageId}`,
-      {
-        startTime: now,
-        attributes: {
-          'chorus.stage': this.stageId,
-          'chorus.instance': this.instance,
-          'chorus.request_id': requestId,
-        },
-      },
-      parent,
-    );
-    if (!span.isRecording()) return; // the root was not sampled
-    const context = trace.setSpan(ROOT_CONTEXT, span);
-    const queue = this.tracer.startSpan('queue', { startTime: now }, context);
+    const parentSpan = trace.getSpanContext(parent);
+    if (!parentSpan) return; // malformed: nothing to join
+    if ((parentSpan.traceFlags & TraceFlags.SAMPLED) === 0) return; // the root was not sampled
     this.#traced.set(requestId, {
-      span,
-      context,
-      queue,
+      requestId,
+      parent,
+      addedAt: spanTime(),
+      span: null,
+      context: null,
+      queueEnd: null,
+      queueDone: false,
+      hops: [],
+      firstOut: null,
       steps: 0,
       positions: 0,
       chunksIn: 0,
@@ -138,26 +157,14 @@ export class StageSpans {
     if (t.hopped.has(from)) return;
     t.hopped.add(from);
     const producerSpan = producer === undefined ? undefined : trace.getSpanContext(contextFromTraceparent(producer));
-    const hop = this.tracer.startSpan(
-      'chunk hop',
-      {
-        startTime: sentAtMs,
-        ...(producerSpan ? { links: [{ context: producerSpan }] } : {}),
-        attributes: {
-          'chorus.edge.from': from,
-          'chorus.edge.to': this.stageId,
-          'chorus.bytes': bytes,
-          ...(this.edgeTransports.has(from) ? { 'chorus.edge.transport': this.edgeTransports.get(from) } : {}),
-        },
-      },
-      t.context,
-    );
-    hop.end(receivedAtMs);
+    t.hops.push({ from, sentAtMs, receivedAtMs, bytes, producer: producerSpan ? { context: producerSpan } : null });
   }
 
   /**
    * A step ran from startedAtMs (performance.now()) until now, serving these requests' positions. It runs after every
-   * step of the stage, so it allocates only for a step it records: a decode step not recorded costs the counters.
+   * step of the stage, once the step's outputs are put, so it makes what the step's requests noted before it (their
+   * stage and queue spans, first hops); it allocates only for a step it records: a decode step not recorded costs the
+   * counters.
    */
   step(phase: TracedStepPhase, startedAtMs: number, items: readonly (readonly [string, number])[]): void {
     if (this.#traced.size === 0) return;
@@ -166,17 +173,16 @@ export class StageSpans {
     let links: Link[] | null = null;
     let positions = 0;
     for (const [requestId, n] of items) {
-      const t = this.#traced.get(requestId);
+      let t: Traced | null | undefined = this.#traced.get(requestId);
       if (!t) continue;
       t.steps++;
       t.positions += n;
-      if (t.queue) {
-        t.queue.end(spanTime(startedAtMs));
-        t.queue = null;
-      }
+      t.queueEnd ??= spanTime(startedAtMs);
+      if (!t.queueDone || t.hops.length > 0 || t.firstOut) t = this.#catchUp(t);
+      if (!t?.context) continue;
       positions += n;
       if (first === null) first = t;
-      else if (record) (links ??= []).push({ context: t.span.spanContext() });
+      else if (record) (links ??= []).push({ context: t.span!.spanContext() });
     }
     if (first === null) return;
     if (phase === 'decode') this.#decodeSteps++;
@@ -184,7 +190,7 @@ export class StageSpans {
     const attributes = { 'chorus.batch_size': items.length, 'chorus.positions': positions };
     const startTime = spanTime(startedAtMs);
     const options = links ? { startTime, links, attributes } : { startTime, attributes };
-    this.tracer.startSpan(STEP_SPAN_NAMES[phase], options, first.context).end(spanTime());
+    this.tracer.startSpan(STEP_SPAN_NAMES[phase], options, first.context!).end(spanTime());
   }
 
   /**
@@ -195,23 +201,24 @@ export class StageSpans {
    */
   ecLookup(requestId: string, item: number, result: EcLookupResult, startedAtMs: number, bytes: number): void {
     const t = this.#traced.get(requestId);
-    if (!t) return;
+    if (!t || !this.#made(t)) return;
     const attributes = { 'chorus.ec.item': item, 'chorus.ec.result': result, 'chorus.bytes': bytes };
-    const span = this.tracer.startSpan('ec lookup', { startTime: spanTime(startedAtMs), attributes }, t.context);
+    const span = this.tracer.startSpan('ec lookup', { startTime: spanTime(startedAtMs), attributes }, t.context!);
     span.end(spanTime());
   }
 
   /**
    * A chunk of the request put to `to`; the first is an event on the stage span. Returns the stage span's trace
-   * context for the first chunk to each consumer (the chunk carries it: ChunkMeta.traceparent), else undefined.
+   * context for the first chunk to each other stage (the chunk carries it: ChunkMeta.traceparent), else undefined;
+   * main ("main") reads none.
    */
   chunkOut(requestId: string, to: string): string | undefined {
     const t = this.#traced.get(requestId);
     if (!t) return undefined;
-    if (t.chunksOut++ === 0) t.span.addEvent('first_chunk_out', { 'chorus.edge.to': to }, spanTime());
-    if (t.linkedOut.has(to)) return undefined;
+    if (t.chunksOut++ === 0) t.firstOut = { to, at: spanTime() };
+    if (to === 'main' || t.linkedOut.has(to)) return undefined;
     t.linkedOut.add(to);
-    return traceparentOf(t.span);
+    return this.#made(t) ? traceparentOf(t.span!) : undefined;
   }
 
   /**
@@ -228,14 +235,75 @@ export class StageSpans {
     queueMicrotask(() => this.#closeEnded());
   }
 
+  /** The stage span made (from addedAt) if it is not yet; false when the SDK does not record it (then forgotten). */
+  #made(t: Traced): boolean {
+    if (t.span) return true;
+    const span = this.tracer.startSpan(
+      `stage ${this.stageId}`,
+      {
+        startTime: t.addedAt,
+        attributes: {
+          'chorus.stage': this.stageId,
+          'chorus.instance': this.instance,
+          'chorus.request_id': t.requestId,
+        },
+      },
+      t.parent,
+    );
+    if (!span.isRecording()) {
+      this.#traced.delete(t.requestId);
+      return false;
+    }
+    t.span = span;
+    t.context = trace.setSpan(ROOT_CONTEXT, span);
+    return true;
+  }
+
+  /** What the request noted, made: its stage span, its queue span once it ended, first hops, the first chunk out. */
+  #catchUp(t: Traced): Traced | null {
+    if (!this.#made(t)) return null;
+    const context = t.context!;
+    if (!t.queueDone && t.queueEnd) {
+      this.tracer.startSpan('queue', { startTime: t.addedAt }, context).end(t.queueEnd);
+      t.queueDone = true;
+    }
+    for (const hop of t.hops) {
+      const span = this.tracer.startSpan(
+        'chunk hop',
+        {
+          startTime: hop.sentAtMs,
+          ...(hop.producer ? { links: [hop.producer] } : {}),
+          attributes: {
+            'chorus.edge.from': hop.from,
+            'chorus.edge.to': this.stageId,
+            'chorus.bytes': hop.bytes,
+            ...(this.edgeTransports.has(hop.from)
+              ? { 'chorus.edge.transport': this.edgeTransports.get(hop.from) }
+              : {}),
+          },
+        },
+        context,
+      );
+      span.end(hop.receivedAtMs);
+    }
+    t.hops = [];
+    if (t.firstOut) {
+      t.span!.addEvent('first_chunk_out', { 'chorus.edge.to': t.firstOut.to }, t.firstOut.at);
+      t.firstOut = null;
+    }
+    return t;
+  }
+
   #closeEnded(): void {
     this.#closeQueued = false;
     const now = spanTime();
     for (const [requestId, t] of this.#traced) {
       if (!t.ending) continue;
       this.#traced.delete(requestId);
-      t.queue?.end(now);
-      t.span.setAttributes({
+      // Ended before any step served it (aborted in the queue, refused at admission): its queue ends now.
+      t.queueEnd ??= now;
+      if (!this.#catchUp(t)) continue;
+      t.span!.setAttributes({
         'chorus.status': t.ending.status,
         'chorus.steps': t.steps,
         'chorus.positions': t.positions,
@@ -245,8 +313,8 @@ export class StageSpans {
         'chorus.chunks_out': t.chunksOut,
       });
       const error = t.ending.error;
-      if (error) t.span.setStatus({ code: SpanStatusCode.ERROR, message: `${error.code}: ${error.message}` });
-      t.span.end(now);
+      if (error) t.span!.setStatus({ code: SpanStatusCode.ERROR, message: `${error.code}: ${error.message}` });
+      t.span!.end(now);
     }
   }
 }

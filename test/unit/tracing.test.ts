@@ -5,7 +5,7 @@
  * aggregates, untraced and unsampled requests cost nothing); the root span of an answer (attributes from its events,
  * ended by cancel before anyone listened, a refused generate(); its trace id on the handle).
  */
-import { trace, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
+import { trace, ROOT_CONTEXT, type Context, type Tracer } from '@opentelemetry/api';
 import {
   AlwaysOffSampler,
   BasicTracerProvider,
@@ -155,16 +155,23 @@ describe('trace context', () => {
 });
 
 describe('StageSpans', () => {
-  it('records a stage span with its queue, steps and first hop under the root', async () => {
+  it('records a stage span with its queue, steps and first hop under the root, made after the first step', async () => {
     const { tracing, spans } = memoryTracing();
     const root = rootTraceparent(tracing);
-    const s = new StageSpans(tracing.tracer, 'talker', 'talker#0', new Map([['thinker', 'shm']]));
+    let made = 0;
+    const counting = {
+      startSpan: (...a: Parameters<Tracer['startSpan']>) => (made++, tracing.tracer.startSpan(...a)),
+    } as Tracer;
+    const s = new StageSpans(counting, 'talker', 'talker#0', new Map([['thinker', 'shm']]));
     s.add('r1', root.traceparent);
     const sentAt = Date.now() - 5;
     s.arrival('r1', 'thinker', sentAt, sentAt + 2, 100);
     s.arrival('r1', 'thinker', sentAt + 1, sentAt + 9, 50); // aggregated, no span
+    // Off the first packet's path: admission and the first hop only note their times.
+    expect(made).toBe(0);
     const t0 = performance.now();
     s.step('prefill', t0, [['r1', 12]]);
+    expect(made).toBe(4); // after the step: the stage span, its queue, the hop, the step
     s.chunkOut('r1', 'code2wav');
     s.chunkOut('r1', 'code2wav');
     s.end('r1', 'stop');
@@ -206,8 +213,9 @@ describe('StageSpans', () => {
     const toTalker = thinker.chunkOut('r1', 'talker');
     const toMain = thinker.chunkOut('r1', 'main');
     expect(toTalker).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-    expect(toMain).toBe(toTalker); // the first chunk of every edge carries it
+    expect(toMain).toBeUndefined(); // main reads none
     expect(thinker.chunkOut('r1', 'talker')).toBeUndefined(); // later chunks do not
+    expect(thinker.chunkOut('r1', 'code2wav')).toBe(toTalker); // the first chunk of every other edge does
     expect(thinker.chunkOut('r2', 'talker')).toBeUndefined(); // an untraced request carries nothing
     const sentAt = Date.now() - 3;
     talker.arrival('r1', 'thinker', sentAt, sentAt + 1, 10, toTalker);
@@ -219,7 +227,7 @@ describe('StageSpans', () => {
     await Promise.resolve();
     const thinkerSpan = spans().find((x) => x.name === 'stage thinker')!;
     const hops = spans().filter((x) => x.name === 'chunk hop');
-    expect(hops).toHaveLength(4);
+    expect(hops).toHaveLength(4); // made when the requests ended (no step served them)
     const linked = hops.filter((h) => h.links.length > 0);
     expect(linked).toHaveLength(1);
     expect(linked[0].attributes['chorus.edge.to']).toBe('talker');
