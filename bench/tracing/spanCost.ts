@@ -1,7 +1,7 @@
 /**
  * What tracing costs a stage in CPU per request, without the noise of a whole pipeline on a shared machine: the
- * span hooks of a Talker-like request (a prefill, 200 decode steps, 60 input chunks, 8 output chunks: 28 spans with
- * DECODE_STEP_SPAN_EVERY 8) driven REQUESTS times through the real SDK, batched and exported over OTLP/HTTP to a
+ * span hooks of a Talker-like request (a prefill, 200 decode steps, 60 input chunks, 8 output chunks: 17 spans with
+ * STEP_SPAN_EVERY 16) driven REQUESTS times through the real SDK, batched and exported over OTLP/HTTP to a
  * local sink, export included. `chorus bench --compare-tracing` measures the same end to end.
  *
  *   node --import tsx bench/tracing/spanCost.ts [requests]

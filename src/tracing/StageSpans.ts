@@ -16,8 +16,9 @@
  *     ec lookup          one media item in the encoder-output store (the Thinker): miss, or a hit's rows taken
  *                        (local copy, Redis, lost, failed), with their bytes
  *
- * Bounded: decode steps are recorded one in DECODE_STEP_SPAN_EVERY (per process, so a batch shares them), prefill
- * and run steps always (a few per request). The SDK's BatchSpanProcessor exports off the step loop.
+ * Bounded: decode and run steps are recorded one in STEP_SPAN_EVERY (per process, so a batch shares them), prefill
+ * steps and each request's first step always (a few per request). The SDK's BatchSpanProcessor exports off the step
+ * loop.
  *
  * Off the first packet's path: a span costs ~0.1 ms made between model runs (its code runs cold), and a burst of ten
  * requests made three spans each in every stage before their first step. So `add` and a chunk's arrival only note
@@ -39,8 +40,11 @@ import {
 import { spanTime } from './spanClock.ts';
 import { contextFromTraceparent, traceparentOf } from './traceContext.ts';
 
-/** One decode step span in this many (a 100-token answer: ~13 in the Thinker instead of 100). */
-export const DECODE_STEP_SPAN_EVERY = 8;
+/**
+ * One decode or run step span in this many per process (a 100-token answer: ~7 decode steps in the Thinker instead of
+ * 100), besides prefill steps and the steps that are a request's first, which are all recorded.
+ */
+export const STEP_SPAN_EVERY = 16;
 
 export type TracedStepPhase = 'prefill' | 'decode' | 'run';
 
@@ -94,7 +98,8 @@ interface Traced {
 
 export class StageSpans {
   readonly #traced = new Map<string, Traced>();
-  #decodeSteps = 0;
+  /** Decode and run steps that served a traced request (STEP_SPAN_EVERY). */
+  #repeatedSteps = 0;
   #closeQueued = false;
 
   constructor(
@@ -168,27 +173,31 @@ export class StageSpans {
    */
   step(phase: TracedStepPhase, startedAtMs: number, items: readonly (readonly [string, number])[]): void {
     if (this.#traced.size === 0) return;
-    const record = phase !== 'decode' || this.#decodeSteps % DECODE_STEP_SPAN_EVERY === 0;
     let first: Traced | null = null;
-    let links: Link[] | null = null;
+    let others: Traced[] | null = null;
+    let firstStep = false;
     let positions = 0;
     for (const [requestId, n] of items) {
       let t: Traced | null | undefined = this.#traced.get(requestId);
       if (!t) continue;
-      t.steps++;
+      if (t.steps++ === 0) firstStep = true;
       t.positions += n;
       t.queueEnd ??= spanTime(startedAtMs);
       if (!t.queueDone || t.hops.length > 0 || t.firstOut) t = this.#catchUp(t);
       if (!t?.context) continue;
       positions += n;
       if (first === null) first = t;
-      else if (record) (links ??= []).push({ context: t.span!.spanContext() });
+      else (others ??= []).push(t);
     }
     if (first === null) return;
-    if (phase === 'decode') this.#decodeSteps++;
+    // Prefill steps, and any step that is a traced request's first (its first token, its first audio), always; the
+    // other decode and run steps one in STEP_SPAN_EVERY.
+    const record = phase === 'prefill' || firstStep || this.#repeatedSteps % STEP_SPAN_EVERY === 0;
+    if (phase !== 'prefill') this.#repeatedSteps++;
     if (!record) return;
     const attributes = { 'chorus.batch_size': items.length, 'chorus.positions': positions };
     const startTime = spanTime(startedAtMs);
+    const links = others?.map((t): Link => ({ context: t.span!.spanContext() }));
     const options = links ? { startTime, links, attributes } : { startTime, attributes };
     this.tracer.startSpan(STEP_SPAN_NAMES[phase], options, first.context!).end(spanTime());
   }

@@ -1,7 +1,7 @@
 /**
  * The tracing pieces without a pipeline, through the SDK's in-memory exporter: when the environment turns tracing
  * on, which settings are refused; a stage's spans for a request (queue ends at its first step, one decode step span
- * in DECODE_STEP_SPAN_EVERY linked to the batch's other requests, the first hop per edge, EC-store lookups,
+ * in STEP_SPAN_EVERY linked to the batch's other requests, the first hop per edge, EC-store lookups,
  * aggregates, untraced and unsampled requests cost nothing); the root span of an answer (attributes from its events,
  * ended by cancel before anyone listened, a refused generate(); its trace id on the handle).
  */
@@ -22,7 +22,7 @@ import { describe, expect, it } from 'vitest';
 import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
 import { isChorusError } from '../../src/common/errors.ts';
 import { traceGenerate, tracedEngine } from '../../src/tracing/responseSpan.ts';
-import { DECODE_STEP_SPAN_EVERY, StageSpans } from '../../src/tracing/StageSpans.ts';
+import { STEP_SPAN_EVERY, StageSpans } from '../../src/tracing/StageSpans.ts';
 import { contextFromTraceparent, traceparentOf } from '../../src/tracing/traceContext.ts';
 import { startTracing, tracingConfigured, type Tracing } from '../../src/tracing/tracing.ts';
 
@@ -235,12 +235,12 @@ describe('StageSpans', () => {
     expect(linked[0].links[0].context.traceId).toBe(thinkerSpan.spanContext().traceId);
   });
 
-  it("records one decode step in DECODE_STEP_SPAN_EVERY, linked to the batch's other traced requests", async () => {
+  it("records one decode step in STEP_SPAN_EVERY, linked to the batch's other traced requests", async () => {
     const { tracing, spans } = memoryTracing();
     const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
     for (const id of ['a', 'b', 'c']) s.add(id, rootTraceparent(tracing).traceparent);
     s.add('untraced', undefined);
-    const steps = 3 * DECODE_STEP_SPAN_EVERY;
+    const steps = 3 * STEP_SPAN_EVERY;
     for (let i = 0; i < steps; i++)
       s.step('decode', performance.now(), [
         ['a', 1],
@@ -263,6 +263,24 @@ describe('StageSpans', () => {
     }
     expect(stageOf('b').attributes['chorus.steps']).toBe(steps);
     expect(all.filter((x) => x.name.startsWith('stage '))).toHaveLength(3);
+  });
+
+  it("records a run step that is a request's first, between the one-in-STEP_SPAN_EVERY ones", async () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing.tracer, 'code2wav', 'code2wav#0');
+    s.add('a', rootTraceparent(tracing).traceparent);
+    s.step('run', performance.now(), [['a', 4]]); // a's first: recorded (and the one in STEP_SPAN_EVERY)
+    s.step('run', performance.now(), [['a', 4]]); // not recorded
+    s.add('b', rootTraceparent(tracing).traceparent);
+    s.step('run', performance.now(), [
+      ['a', 4],
+      ['b', 4],
+    ]); // b's first: recorded
+    s.step('run', performance.now(), [['b', 4]]); // not recorded
+    for (const id of ['a', 'b']) s.end(id, 'stop');
+    await Promise.resolve();
+    const runs = spans().filter((x) => x.name === 'run step');
+    expect(runs.map((r) => r.attributes['chorus.batch_size'])).toEqual([1, 2]);
   });
 
   it('closes a stage span after the step that ended its request, which it counts and contains', async () => {
