@@ -61,5 +61,6 @@ const rows = [
 for (const [what, us] of rows) process.stdout.write(`${what}: ${us.toFixed(3)} us\n`);
 const share = (perRequestUs / 1000 / CPU_MS_PER_REQUEST) * 100;
 process.stdout.write(
-  `share of ${CPU_MS_PER_REQUEST} ms of CPU per request: ${share.toFixed(5)}% (${sink > 0 ? 'parsed' : 'not parsed'})\n`,
+  `share of ${CPU_MS_PER_REQUEST} ms of CPU per request: ${share.toFixed(5)}%` +
+    ` (${sink > 0 ? 'parsed' : 'not parsed'})\n`,
 );
