@@ -1,10 +1,13 @@
 /**
- * SIGTERM / SIGINT mid-answer: the CLI drains, stops every stage process and unlinks every shared-memory segment.
+ * SIGTERM / SIGINT mid-answer: the CLI drains, stops every stage process and unlinks every shared-memory segment;
+ * also when the signal reaches the whole process group (a terminal's Ctrl-C, a service manager's stop), the stage
+ * processes included, and for `chorus serve` with an answer in flight.
  * Both run chorus as a user would, from a directory outside the clone (issue 32: every stage died there, tsx being
  * resolved from the working directory): `node <clone>/bin/chorus.js`, and the `chorus` that `npm pack` + `npm install
  * --global` put in a scratch prefix (test/helpers/installedChorus.ts).
  */
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { installChorus } from '../helpers/installedChorus.ts';
 import { CHORUS_BIN, isAlive, segmentsOf, stageProcessesOf, killOnFinish } from '../helpers/processes.ts';
@@ -20,9 +23,10 @@ const ways = {
 };
 
 describe.each([
-  ['SIGTERM', 'clone'],
-  ['SIGINT', 'installed'],
-] as const)('chorus generate on %s (%s, from another directory)', (signal, way) => {
+  ['SIGTERM', 'clone', 'main'],
+  ['SIGINT', 'installed', 'main'],
+  ['SIGINT', 'clone', 'process group'],
+] as const)('chorus generate on %s (%s, from another directory) to %s', (signal, way, to) => {
   it('leaves no stage process and no /dev/shm segment behind', async () => {
     const { argv, cwd } = ways[way]();
     const child = spawn(
@@ -32,6 +36,7 @@ describe.each([
         cwd,
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
+        detached: to === 'process group', // a group of its own, as a terminal's foreground job has
       },
     );
     killOnFinish(child);
@@ -45,7 +50,57 @@ describe.each([
     const segmentsBefore = segmentsOf(child.pid!);
     expect(segmentsBefore.length).toBeGreaterThan(0);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill(signal);
+    if (to === 'process group') process.kill(-child.pid!, signal);
+    else child.kill(signal);
+    expect(await exited).toBe(0);
+    expect(stages.filter(isAlive)).toEqual([]);
+    expect(segmentsOf(child.pid!)).toEqual([]);
+  }, 60_000);
+});
+
+describe('chorus serve on SIGTERM to its whole process group (a service manager stopping it)', () => {
+  it('drains the answer in flight, then leaves no stage process and no /dev/shm segment behind', async () => {
+    const child = spawn(
+      process.execPath,
+      [CHORUS_BIN, 'serve', '--config', 'configs/tiny-omni-text-in.yaml', '--port', '0'],
+      {
+        cwd: join(import.meta.dirname, '..', '..'),
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
+        detached: true, // a group of its own, as a service's processes are
+      },
+    );
+    killOnFinish(child);
+    let out = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+        if (m) resolve(m[1]);
+      });
+      child.once('exit', (code) => reject(new Error(`serve exited early with ${code}`)));
+    });
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        messages: [{ role: 'user', content: 'Tell me a story.' }],
+        max_tokens: 200,
+        ignore_eos: true,
+        stream: true,
+      }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read(); // the first streamed bytes: every stage is up and the answer is in flight
+    const stages = stageProcessesOf(child.pid!);
+    expect(stages.length).toBe(3);
+    expect(segmentsOf(child.pid!).length).toBeGreaterThan(0);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    process.kill(-child.pid!, 'SIGTERM');
+    // The answer in flight ends as it would have (its whole length), not cut by the signal.
+    let body = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) body += new TextDecoder().decode(r.value);
+    expect(body).toContain('"finish_reason":"length"');
     expect(await exited).toBe(0);
     expect(stages.filter(isAlive)).toEqual([]);
     expect(segmentsOf(child.pid!)).toEqual([]);
