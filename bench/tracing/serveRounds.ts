@@ -64,12 +64,6 @@ const { values: args } = parseArgs({
  */
 type Tracing = 'on' | 'off' | 'sampled' | 'unsampled';
 const TRACINGS: readonly string[] = ['on', 'off', 'sampled', 'unsampled'];
-/*
- * A traced process exports its spans every OTEL_BSP_SCHEDULE_DELAY (the SDK's default, 5 s, left as users get it: a
- * shorter one costs more per span), in whatever block is running then: with blocks of a second or two alternated,
- * the export's CPU falls on both sides about evenly, which understates the traced side by half the export's share
- * (the profiles put the export at 5-10% of tracing's own ~1%: under 0.1% of the CPU).
- */
 interface Side {
   readonly name: 'A' | 'B';
   readonly tracing: Tracing;
@@ -103,8 +97,9 @@ const outputLen = Number(args['output-len']);
 const progress = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
 /**
- * Every process started here: stopped as `chorus serve` wants (SIGTERM to its group, so it frees its shared memory)
- * when this run is interrupted, and killed outright if this process exits with any still up.
+ * Every process started here: stopped as a user stops `chorus serve` (SIGTERM to it: it drains, stops its stage
+ * processes and frees its shared memory) when this run is interrupted, and its whole group killed outright if it has
+ * not left 30 s later or this process exits with any still up.
  */
 const started = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -155,7 +150,7 @@ async function startChild(
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return void started.delete(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  tryKill(-child.pid!, 'SIGTERM');
+  tryKill(child.pid!, 'SIGTERM');
   const timer = setTimeout(() => tryKill(-child.pid!, 'SIGKILL'), 30_000);
   await exited;
   clearTimeout(timer);
@@ -233,6 +228,10 @@ async function main(): Promise<void> {
     if (!server) {
       const env: NodeJS.ProcessEnv = { ...process.env, CHORUS_LOG_LEVEL: 'warn' };
       for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
+      // Each process exports every OTEL_BSP_SCHEDULE_DELAY (the SDK's 5 s, as users get it: a shorter one costs more a
+      // span), in whatever block runs then: with blocks of a second or two alternated, the export's CPU falls on both
+      // sides about evenly, which understates the traced side by half the export's share (the profiles put the
+      // export at 5-10% of tracing's own ~1%: under 0.1% of the CPU).
       if (side.tracing !== 'off')
         Object.assign(env, {
           OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url,
