@@ -44,8 +44,17 @@ function redisConfig(dir: string, url: string): string {
 const decisions: Decision[] = [];
 const onDecision = (m: unknown) => decisions.push(m as Decision);
 
-const words = (seed: number) =>
-  Array.from({ length: 50 }, (_, i) => ['sing', 'of', 'the', 'long', 'grey', 'sea'][(i * 7 + seed) % 6]).join(' ');
+const words = (seed: number, length: number) =>
+  Array.from({ length }, (_, i) => ['sing', 'of', 'the', 'long', 'grey', 'sea'][(i * 7 + seed) % 6]).join(' ');
+
+/**
+ * A conversation's first message is long and its later ones short, so that a later turn's history dwarfs what it adds:
+ * the instance holding the history is then clearly faster to prefill it (the router estimates each instance's
+ * prefill from its own measured rate, and two instances' rates, measured on prompts of different lengths on a loaded
+ * machine, can differ by a few times; with a history only ~4x the new message that could outweigh the cache).
+ */
+const FIRST_WORDS = 240;
+const LATER_WORDS = 16;
 
 describe('KV-aware routing with a remote Thinker instance over Redis', () => {
   const suite = redisForSuite();
@@ -89,7 +98,8 @@ describe('KV-aware routing with a remote Thinker instance over Redis', () => {
       const messages: ChatMessage[] = [];
       let turns = 0;
       return async () => {
-        messages.push({ role: 'user', content: `${seed} ${words(seed + turns++)}` });
+        const length = turns === 0 ? FIRST_WORDS : LATER_WORDS;
+        messages.push({ role: 'user', content: `${seed} ${words(seed + turns++, length)}` });
         const decided = decisions.length; // generate() routes before it returns
         const handle = engine.generate({ messages: [...messages], modalities: ['text'], sampling: { maxTokens: 16 } });
         const { text, done } = await collect(handle);
