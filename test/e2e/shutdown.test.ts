@@ -9,6 +9,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startServe } from '../helpers/deployment.ts';
 import { installChorus } from '../helpers/installedChorus.ts';
 import { CHORUS_BIN, isAlive, segmentsOf, stageProcessesOf, killOnFinish } from '../helpers/processes.ts';
 import { tempDir } from '../helpers/tempDir.ts';
@@ -60,26 +61,12 @@ describe.each([
 
 describe('chorus serve on SIGTERM to its whole process group (a service manager stopping it)', () => {
   it('drains the answer in flight, then leaves no stage process and no /dev/shm segment behind', async () => {
-    const child = spawn(
-      process.execPath,
-      [CHORUS_BIN, 'serve', '--config', 'configs/tiny-omni-text-in.yaml', '--port', '0'],
-      {
-        cwd: join(import.meta.dirname, '..', '..'),
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
-        detached: true, // a group of its own, as a service's processes are
-      },
+    // A group of its own, as a service's processes are.
+    const { child, url, exited } = await startServe(
+      join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-text-in.yaml'),
+      {},
+      { detached: true },
     );
-    killOnFinish(child);
-    let out = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-        if (m) resolve(m[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`serve exited early with ${code}`)));
-    });
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -95,7 +82,6 @@ describe('chorus serve on SIGTERM to its whole process group (a service manager 
     const stages = stageProcessesOf(child.pid!);
     expect(stages.length).toBe(3);
     expect(segmentsOf(child.pid!).length).toBeGreaterThan(0);
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     process.kill(-child.pid!, 'SIGTERM');
     // The answer in flight ends as it would have (its whole length), not cut by the signal.
     let body = '';

@@ -14,7 +14,8 @@ export interface Started {
   output(): string;
 }
 
-function start(args: string[], env: Record<string, string>, isolated: boolean): Started {
+/** detached: a process group of its own (a service's, a terminal job's), for signals sent to the whole group. */
+function start(args: string[], env: Record<string, string>, isolated: boolean, detached = false): Started {
   const cmd = isolated
     ? // A private /dev/shm: a fresh tmpfs in a new mount namespace, and a new IPC namespace. --kill-child makes the
       // kernel SIGKILL the stage when unshare dies (killOnFinish kills unshare), so nothing outlives the test.
@@ -35,6 +36,7 @@ function start(args: string[], env: Record<string, string>, isolated: boolean): 
   const child = spawn(cmd[0], cmd.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, CHORUS_LOG_LEVEL: 'warn', ...env },
+    detached,
   });
   killOnFinish(child);
   let out = '';
@@ -48,9 +50,13 @@ export interface Serve extends Started {
   readonly url: string;
 }
 
-/** `chorus serve --config FILE --port 0`, resolved once it prints its URL. */
-export async function startServe(config: string, env: Record<string, string>): Promise<Serve> {
-  const s = start(['serve', '--config', config, '--port', '0'], env, false);
+/** `chorus serve --config FILE --port 0`, resolved once it prints its URL (detached: in a process group of its own). */
+export async function startServe(
+  config: string,
+  env: Record<string, string>,
+  opts: { detached?: boolean } = {},
+): Promise<Serve> {
+  const s = start(['serve', '--config', config, '--port', '0'], env, false, opts.detached);
   const url = await new Promise<string>((resolve, reject) => {
     s.child.stdout!.on('data', () => {
       const m = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output());
