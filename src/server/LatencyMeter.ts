@@ -63,10 +63,10 @@ export class LatencyMeter {
     this.#lastTextAtMs = now;
   }
 
-  audio(): void {
+  /** The first audio was handed to the socket at `now` (default: now). */
+  audio(now = performance.now()): void {
     if (this.#audioSeen) return;
     this.#audioSeen = true;
-    const now = performance.now();
     this.#firstAudioAtMs = now;
     const ttfpMs = now - this.#startedAtMs;
     observeTraced(serverMetrics.ttfpSeconds, this.#protocol, ttfpMs / 1000, this.traceId);

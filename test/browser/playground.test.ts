@@ -127,8 +127,11 @@ describe('playground', () => {
     )) as { from: string; ttft_ms: number; ttfp_ms: number };
     expect(measured.from).toBe('request');
     expect(measured.ttft_ms).toBeGreaterThan(0);
-    expect(measured.ttft_ms).toBeLessThanOrEqual(r.ttftMs!);
-    expect(measured.ttfp_ms).toBeLessThanOrEqual(r.ttfpMs!);
+    // The server's marks precede its writes, so its intervals lie inside the page's, up to the page clock's
+    // coarsening (Chromium rounds performance.now() to 100 us, with jitter, outside cross-origin isolation).
+    const pageClockErrorMs = 0.2;
+    expect(measured.ttft_ms).toBeLessThanOrEqual(r.ttftMs! + pageClockErrorMs);
+    expect(measured.ttfp_ms).toBeLessThanOrEqual(r.ttfpMs! + pageClockErrorMs);
     expect(row[8]).toBe(`${measured.ttft_ms.toFixed(1)} / ${measured.ttfp_ms.toFixed(1)}`);
 
     // Speaking while its audio plays, then quiet once the last buffer has played out.

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { channelNames } from '../../src/common/diagnostics.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';
@@ -233,13 +234,21 @@ describe('EC store over Redis, two Thinker replicas', () => {
     const migrations: { stageId: string; outcome: string }[] = [];
     const onMigrated = (m: unknown) => migrations.push(m as { stageId: string; outcome: string });
     subscribe('chorus:request:migrated', onMigrated);
+    // The Thinker the router gave this request (not any Thinker with a request in flight: the other one may still
+    // be finishing the reference answer's bookkeeping).
+    const routedTo: string[] = [];
+    const onRouted = (m: unknown) => routedTo.push((m as { instance: string }).instance);
+    subscribe(channelNames.routeDecision, onRouted);
     let killed: number | null = null;
     const r = await collect(e.generate(ask(img1, 400)), (ev) => {
       if (ev.type !== 'text' || killed !== null) return;
-      const holder = e.health().find((h) => h.stageId === 'thinker' && h.inFlight > 0)!;
-      killed = holder.pid!;
+      expect(routedTo).toHaveLength(1);
+      killed = e.workerOf(routedTo[0])!.pid!;
       process.kill(killed, 'SIGKILL');
-    }).finally(() => unsubscribe('chorus:request:migrated', onMigrated));
+    }).finally(() => {
+      unsubscribe('chorus:request:migrated', onMigrated);
+      unsubscribe(channelNames.routeDecision, onRouted);
+    });
     expect(killed).not.toBeNull();
     expect(migrations).toEqual([expect.objectContaining({ stageId: 'thinker', outcome: 'migrated' })]);
     // engine.migration (on by default): the replay reads the image's rows from the store, no encoder runs again.

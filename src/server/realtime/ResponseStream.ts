@@ -235,7 +235,7 @@ export class ResponseStream {
         delta: pcm16ToBase64(event.pcm),
       };
       // TTFP counts when the first audio is handed to the socket, not when the engine produced it.
-      writer.send(delta, this.#firstAudioQueued ? undefined : () => this.#meter.audio());
+      writer.send(delta, this.#firstAudioQueued ? undefined : (atMs) => this.#meter.audio(atMs));
       this.#firstAudioQueued = true;
     } else {
       this.#finish(event.finishReason, event.usage, event.error, event.warnings);

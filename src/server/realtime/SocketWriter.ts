@@ -23,7 +23,7 @@ export interface SocketWriterOptions {
 
 interface Queued {
   readonly data: string;
-  readonly onSent: (() => void) | undefined;
+  readonly onSent: ((handedAtMs: number) => void) | undefined;
 }
 
 export class SocketWriter {
@@ -53,16 +53,18 @@ export class SocketWriter {
 
   /**
    * Sends an event in its lane (laneOf): text-lane events go to the socket at once, audio-lane ones after the
-   * audio queued before them. onSent runs when the event has been handed to the socket.
+   * audio queued before them. onSent runs once the event has been handed to the socket, given the moment just before
+   * it was (performance.now()): a time the client cannot have received the event before, however late onSent runs.
    */
-  send(event: ServerEvent, onSent?: () => void): void {
+  send(event: ServerEvent, onSent?: (handedAtMs: number) => void): void {
     if (laneOf(event) === 'audio') return this.#enqueue(event, onSent);
     if (!this.open) return;
+    const handedAtMs = performance.now();
     this.#ws.send(JSON.stringify(event), this.#afterWrite);
-    onSent?.();
+    onSent?.(handedAtMs);
   }
 
-  #enqueue(event: ServerEvent, onSent?: () => void): void {
+  #enqueue(event: ServerEvent, onSent?: (handedAtMs: number) => void): void {
     const data = JSON.stringify(event);
     this.#queue.push({ data, onSent });
     this.#queuedBytes += data.length;
@@ -92,8 +94,9 @@ export class SocketWriter {
     ) {
       const next = this.#queue[this.#queueHead++];
       this.#queuedBytes -= next.data.length;
+      const handedAtMs = performance.now();
       this.#ws.send(next.data, this.#afterWrite);
-      next.onSent?.();
+      next.onSent?.(handedAtMs);
     }
     // Compact now and then instead of shift() per item (O(n) each).
     if (this.#queueHead > 1024 || this.#queueHead === this.#queue.length) {
