@@ -20,31 +20,45 @@
  * steps and each request's first step always (a few per request). The SDK's BatchSpanProcessor exports off the step
  * loop.
  *
- * Off the first packet's path: a span costs ~0.1 ms made between model runs (its code runs cold), and a burst of ten
- * requests made three spans each in every stage before their first step. So `add` and a chunk's arrival only note
- * times; the spans are made after the step that served the request (its outputs already put), with those times. The
- * stage span is made earlier only when a chunk to another stage must carry its context (chunkOut), or for an EC-store
- * lookup.
+ * Off every request's path: making a span costs ~0.1 ms between model runs (its code runs cold), and a burst of ten
+ * requests made several spans each in every stage before their first packets. So the hooks only note times and
+ * counters; the spans are made when the stage has nothing to run (idle(), between the step loop's sleeps, a few at a
+ * time), or after a step once too many are noted or the oldest is too old (a stage that never idles). A request's
+ * stage span is made last, once the request has ended here, with every attribute at once. Its context is known from
+ * admission: its span id is reserved then (spanIds.ts), so the first chunk to another stage carries it (chunkOut)
+ * and its children name it as their parent before it exists.
  */
 import {
   ROOT_CONTEXT,
   SpanStatusCode,
   TraceFlags,
   trace,
+  type Attributes,
   type Context,
   type HrTime,
   type Link,
-  type Span,
-  type Tracer,
+  type SpanContext,
 } from '@opentelemetry/api';
+import type { ReservedSpanIds } from './spanIds.ts';
 import { spanTime } from './spanClock.ts';
-import { contextFromTraceparent, traceparentOf } from './traceContext.ts';
+import { contextFromTraceparent, traceparentOfContext } from './traceContext.ts';
+import type { Tracing } from './tracing.ts';
 
 /**
  * One decode or run step span in this many per process (a 100-token answer: ~7 decode steps in the Thinker instead of
  * 100), besides prefill steps and the steps that are a request's first, which are all recorded.
  */
 export const STEP_SPAN_EVERY = 16;
+
+/**
+ * A stage that never idles makes its noted spans after a step once this many are noted, or once the oldest is this
+ * old: memory and a trace's delay stay bounded under any load.
+ */
+export const MAX_NOTED_SPANS = 512;
+export const MAX_NOTED_MS = 2000;
+
+/** Spans made per idle() call: the step loop looks for work between calls. */
+export const SPANS_PER_IDLE_SLICE = 16;
 
 export type TracedStepPhase = 'prefill' | 'decode' | 'run';
 
@@ -58,7 +72,7 @@ const STEP_SPAN_NAMES: Readonly<Record<TracedStepPhase, string>> = {
   run: 'run step',
 };
 
-/** The first chunk of an input edge, noted on arrival; its span is made after the step that took it. */
+/** The first chunk of an input edge, noted on arrival. */
 interface Hop {
   readonly from: string;
   readonly sentAtMs: number;
@@ -68,19 +82,37 @@ interface Hop {
   readonly producer: Link | null;
 }
 
+interface Lookup {
+  readonly attributes: Attributes;
+  readonly start: HrTime;
+  readonly end: HrTime;
+}
+
+interface NotedStep {
+  readonly name: string;
+  readonly start: HrTime;
+  readonly end: HrTime;
+  readonly parent: Traced;
+  readonly links: Link[] | undefined;
+  readonly attributes: Attributes;
+}
+
 interface Traced {
   readonly requestId: string;
   /** The root span's context (the add's traceparent). */
   readonly parent: Context;
-  readonly addedAt: HrTime;
-  /** The stage span and the context whose active span it is, once made (made: the parent of every span here). */
-  span: Span | null;
+  /** This stage's span for the request, by its reserved id: known from admission, made once the request ended. */
+  readonly spanContext: SpanContext;
+  /** The context whose span is the stage span (the parent of every span here), made when first needed. */
   context: Context | null;
-  /** When the first step that served the request started; its queue span is made from addedAt to there. */
+  readonly addedAt: HrTime;
+  /** When the first step that served the request started; its queue span runs from addedAt to there. */
   queueEnd: HrTime | null;
   queueDone: boolean;
+  /** Noted, not made yet. */
   hops: Hop[];
-  /** The first chunk out (to, when), until it is an event on the stage span. */
+  lookups: Lookup[];
+  /** The first chunk out (to, when): an event on the stage span. */
   firstOut: { readonly to: string; readonly at: HrTime } | null;
   steps: number;
   positions: number;
@@ -92,43 +124,67 @@ interface Traced {
   readonly hopped: Set<string>;
   /** Output edges (consumer stage ids) whose first chunk carried this span's trace context. */
   readonly linkedOut: Set<string>;
-  /** Set by end(): how it ended; the span closes once the step in progress (if any) is recorded. */
+  /** Set by end(): how it ended, and when (moved to the end of the step recorded after it, which it contains). */
   ending: { readonly status: string; readonly error?: { code: string; message: string } } | null;
+  endedAt: HrTime | null;
 }
 
 export class StageSpans {
   readonly #traced = new Map<string, Traced>();
+  /** Recorded steps whose spans are not made yet, in order. */
+  #steps: NotedStep[] = [];
+  /** Requests with a span to make: a queue that ended, a hop, a lookup, or their end. */
+  readonly #ready = new Set<Traced>();
+  /** Spans noted and not made (for MAX_NOTED_SPANS: an estimate, stage and queue spans count at admission). */
+  #noted = 0;
+  /** When the oldest noted span was noted (performance.now()); null when none is. */
+  #notedSinceMs: number | null = null;
   /** Decode and run steps that served a traced request (STEP_SPAN_EVERY). */
   #repeatedSteps = 0;
-  #closeQueued = false;
+  readonly #tracer: Tracing['tracer'];
+  readonly #ids: ReservedSpanIds;
 
   constructor(
-    private readonly tracer: Tracer,
+    tracing: Pick<Tracing, 'tracer' | 'ids'>,
     private readonly stageId: string,
     private readonly instance: string,
     /** Upstream stage id -> the kind of connector its edge to this stage runs on (shm, redis...). */
     private readonly edgeTransports: ReadonlyMap<string, string> = new Map(),
-  ) {}
+  ) {
+    this.#tracer = tracing.tracer;
+    this.#ids = tracing.ids;
+  }
 
   /** A request admitted: noted (its spans are made later), when it has a sampled trace context. */
   add(requestId: string, traceparent: string | undefined): void {
     if (traceparent === undefined) return;
     const previous = this.#traced.get(requestId);
     if (previous && !previous.ending) return; // a duplicate add
-    if (previous) this.#closeEnded(); // the id ended and comes back before its span closed: close it first
+    // The id ended and comes back before its spans were made: they are made now, the new run is a new span.
+    if (previous) {
+      this.#make(previous, Infinity);
+      this.#ready.delete(previous);
+    }
     const parent = contextFromTraceparent(traceparent);
     const parentSpan = trace.getSpanContext(parent);
     if (!parentSpan) return; // malformed: nothing to join
     if ((parentSpan.traceFlags & TraceFlags.SAMPLED) === 0) return; // the root was not sampled
+    this.#note(2); // its stage and queue spans
     this.#traced.set(requestId, {
       requestId,
       parent,
-      addedAt: spanTime(),
-      span: null,
+      spanContext: {
+        traceId: parentSpan.traceId,
+        spanId: this.#ids.reserve(),
+        traceFlags: TraceFlags.SAMPLED,
+        ...(parentSpan.traceState ? { traceState: parentSpan.traceState } : {}),
+      },
       context: null,
+      addedAt: spanTime(),
       queueEnd: null,
       queueDone: false,
       hops: [],
+      lookups: [],
       firstOut: null,
       steps: 0,
       positions: 0,
@@ -139,6 +195,7 @@ export class StageSpans {
       hopped: new Set(),
       linkedOut: new Set(),
       ending: null,
+      endedAt: null,
     });
   }
 
@@ -163,13 +220,14 @@ export class StageSpans {
     t.hopped.add(from);
     const producerSpan = producer === undefined ? undefined : trace.getSpanContext(contextFromTraceparent(producer));
     t.hops.push({ from, sentAtMs, receivedAtMs, bytes, producer: producerSpan ? { context: producerSpan } : null });
+    this.#ready.add(t);
+    this.#note(1);
   }
 
   /**
    * A step ran from startedAtMs (performance.now()) until now, serving these requests' positions. It runs after every
-   * step of the stage, once the step's outputs are put, so it makes what the step's requests noted before it (their
-   * stage and queue spans, first hops); it allocates only for a step it records: a decode step not recorded costs the
-   * counters.
+   * step of the stage, once the step's outputs are put; it allocates only for a step it records (a decode step not
+   * recorded costs the counters), and makes spans only when too many are noted or the oldest is too old.
    */
   step(phase: TracedStepPhase, startedAtMs: number, items: readonly (readonly [string, number])[]): void {
     if (this.#traced.size === 0) return;
@@ -177,14 +235,17 @@ export class StageSpans {
     let others: Traced[] | null = null;
     let firstStep = false;
     let positions = 0;
+    let now: HrTime | null = null;
     for (const [requestId, n] of items) {
-      let t: Traced | null | undefined = this.#traced.get(requestId);
+      const t = this.#traced.get(requestId);
       if (!t) continue;
       if (t.steps++ === 0) firstStep = true;
       t.positions += n;
-      t.queueEnd ??= spanTime(startedAtMs);
-      if (!t.queueDone || t.hops.length > 0 || t.firstOut) t = this.#catchUp(t);
-      if (!t?.context) continue;
+      if (t.queueEnd === null) {
+        t.queueEnd = spanTime(startedAtMs);
+        this.#ready.add(t);
+      }
+      if (t.ending) t.endedAt = now ??= spanTime(); // the step that ended it: the stage span contains it
       positions += n;
       if (first === null) first = t;
       else (others ??= []).push(t);
@@ -194,26 +255,33 @@ export class StageSpans {
     // other decode and run steps one in STEP_SPAN_EVERY.
     const record = phase === 'prefill' || firstStep || this.#repeatedSteps % STEP_SPAN_EVERY === 0;
     if (phase !== 'prefill') this.#repeatedSteps++;
-    if (!record) return;
-    const attributes = { 'chorus.batch_size': items.length, 'chorus.positions': positions };
-    const startTime = spanTime(startedAtMs);
-    const links = others?.map((t): Link => ({ context: t.span!.spanContext() }));
-    const options = links ? { startTime, links, attributes } : { startTime, attributes };
-    this.tracer.startSpan(STEP_SPAN_NAMES[phase], options, first.context!).end(spanTime());
+    if (record) {
+      this.#steps.push({
+        name: STEP_SPAN_NAMES[phase],
+        start: spanTime(startedAtMs),
+        end: now ?? spanTime(),
+        parent: first,
+        links: others?.map((t): Link => ({ context: t.spanContext })),
+        attributes: { 'chorus.batch_size': items.length, 'chorus.positions': positions },
+      });
+      this.#note(1);
+    }
+    if (this.#noted > MAX_NOTED_SPANS || performance.now() - (this.#notedSinceMs ?? Infinity) > MAX_NOTED_MS)
+      this.flush();
   }
 
   /**
    * One of the request's media items looked up in the encoder-output store: `miss` (main sent it to an encoder), or
    * a hit whose rows were taken from this process's copy (`local`), Redis (`redis`), were gone (`lost`) or could not
-   * be read (`failed`), from
-   * startedAtMs (performance.now()) until now.
+   * be read (`failed`), from startedAtMs (performance.now()) until now.
    */
   ecLookup(requestId: string, item: number, result: EcLookupResult, startedAtMs: number, bytes: number): void {
     const t = this.#traced.get(requestId);
-    if (!t || !this.#made(t)) return;
+    if (!t) return;
     const attributes = { 'chorus.ec.item': item, 'chorus.ec.result': result, 'chorus.bytes': bytes };
-    const span = this.tracer.startSpan('ec lookup', { startTime: spanTime(startedAtMs), attributes }, t.context!);
-    span.end(spanTime());
+    t.lookups.push({ attributes, start: spanTime(startedAtMs), end: spanTime() });
+    this.#ready.add(t);
+    this.#note(1);
   }
 
   /**
@@ -227,57 +295,84 @@ export class StageSpans {
     if (t.chunksOut++ === 0) t.firstOut = { to, at: spanTime() };
     if (to === 'main' || t.linkedOut.has(to)) return undefined;
     t.linkedOut.add(to);
-    return this.#made(t) ? traceparentOf(t.span!) : undefined;
+    return traceparentOfContext(t.spanContext);
   }
 
   /**
-   * The request ended in this stage (finished, failed, aborted or dropped). Its span closes in a microtask, not
-   * here: a core frees a request inside the step that finished it and records that step after, so the request's
-   * last step (Code2Wav's last chunk, the Thinker's last token) still counts and lies within its stage span.
+   * The request ended in this stage (finished, failed, aborted or dropped). Its stage span is made with the other
+   * noted spans; a core frees a request inside the step that finished it and records that step after, so that last
+   * step still counts and lies within the span (step()).
    */
   end(requestId: string, status: string, error?: { code: string; message: string }): void {
     const t = this.#traced.get(requestId);
     if (!t || t.ending) return;
     t.ending = { status, ...(error ? { error } : {}) };
-    if (this.#closeQueued) return;
-    this.#closeQueued = true;
-    queueMicrotask(() => this.#closeEnded());
+    t.endedAt = spanTime();
+    this.#ready.add(t);
   }
 
-  /** The stage span made (from addedAt) if it is not yet; false when the SDK does not record it (then forgotten). */
-  #made(t: Traced): boolean {
-    if (t.span) return true;
-    const span = this.tracer.startSpan(
-      `stage ${this.stageId}`,
-      {
-        startTime: t.addedAt,
-        attributes: {
-          'chorus.stage': this.stageId,
-          'chorus.instance': this.instance,
-          'chorus.request_id': t.requestId,
-        },
-      },
-      t.parent,
-    );
-    if (!span.isRecording()) {
-      this.#traced.delete(t.requestId);
-      return false;
-    }
-    t.span = span;
-    t.context = trace.setSpan(ROOT_CONTEXT, span);
+  /**
+   * Makes a few of the noted spans (SPANS_PER_IDLE_SLICE): the step loop calls it when it has nothing to run, and
+   * looks for work before calling again. False when nothing was left to make.
+   */
+  idle(): boolean {
+    if (this.#ready.size === 0 && this.#steps.length === 0) return false;
+    this.#makeNoted(SPANS_PER_IDLE_SLICE);
     return true;
   }
 
-  /** What the request noted, made: its stage span, its queue span once it ended, first hops, the first chunk out. */
-  #catchUp(t: Traced): Traced | null {
-    if (!this.#made(t)) return null;
-    const context = t.context!;
+  /** Makes every noted span (a stage that never idles; a process about to exit). */
+  flush(): void {
+    this.#makeNoted(Infinity);
+  }
+
+  #note(spans: number): void {
+    if (this.#noted === 0) this.#notedSinceMs = performance.now();
+    this.#noted += spans;
+  }
+
+  /** Makes up to about `budget` noted spans (whole units: a step, or one request's noted spans); how many it made. */
+  #makeNoted(budget: number): number {
+    let made = 0;
+    let head = 0;
+    while (head < this.#steps.length && made < budget) {
+      const s = this.#steps[head++];
+      const options = s.links
+        ? { startTime: s.start, links: s.links, attributes: s.attributes }
+        : { startTime: s.start, attributes: s.attributes };
+      this.#tracer.startSpan(s.name, options, this.#contextOf(s.parent)).end(s.end);
+      made++;
+    }
+    this.#steps = head === this.#steps.length ? [] : this.#steps.slice(head);
+    for (const t of this.#ready) {
+      if (made >= budget) break;
+      made += this.#make(t, budget - made);
+      if (!t.ending || this.#traced.get(t.requestId) !== t) this.#ready.delete(t); // all it noted is made
+    }
+    // Everything made: the estimate starts again.
+    this.#noted = this.#ready.size === 0 && this.#steps.length === 0 ? 0 : Math.max(0, this.#noted - made);
+    this.#notedSinceMs = this.#noted === 0 ? null : performance.now();
+    return made;
+  }
+
+  #contextOf(t: Traced): Context {
+    return (t.context ??= trace.setSpanContext(ROOT_CONTEXT, t.spanContext));
+  }
+
+  /**
+   * What the request noted, made: its queue span once the queue ended, first hops, lookups; once it ended, its stage
+   * span (so last: its children are all made). How many spans it made.
+   */
+  #make(t: Traced, budget: number): number {
+    let made = 0;
+    if (t.ending) t.queueEnd ??= t.endedAt; // ended before any step served it: its queue ended then
     if (!t.queueDone && t.queueEnd) {
-      this.tracer.startSpan('queue', { startTime: t.addedAt }, context).end(t.queueEnd);
+      this.#tracer.startSpan('queue', { startTime: t.addedAt }, this.#contextOf(t)).end(t.queueEnd);
       t.queueDone = true;
+      made++;
     }
     for (const hop of t.hops) {
-      const span = this.tracer.startSpan(
+      const span = this.#tracer.startSpan(
         'chunk hop',
         {
           startTime: hop.sentAtMs,
@@ -291,39 +386,49 @@ export class StageSpans {
               : {}),
           },
         },
-        context,
+        this.#contextOf(t),
       );
       span.end(hop.receivedAtMs);
+      made++;
     }
-    t.hops = [];
-    if (t.firstOut) {
-      t.span!.addEvent('first_chunk_out', { 'chorus.edge.to': t.firstOut.to }, t.firstOut.at);
-      t.firstOut = null;
+    if (t.hops.length > 0) t.hops = [];
+    for (const lookup of t.lookups) {
+      const options = { startTime: lookup.start, attributes: lookup.attributes };
+      this.#tracer.startSpan('ec lookup', options, this.#contextOf(t)).end(lookup.end);
+      made++;
     }
-    return t;
+    if (t.lookups.length > 0) t.lookups = [];
+    if (!t.ending || made >= budget) return made;
+    this.#traced.delete(t.requestId);
+    this.#makeStageSpan(t, t.ending, t.endedAt!);
+    return made + 1;
   }
 
-  #closeEnded(): void {
-    this.#closeQueued = false;
-    const now = spanTime();
-    for (const [requestId, t] of this.#traced) {
-      if (!t.ending) continue;
-      this.#traced.delete(requestId);
-      // Ended before any step served it (aborted in the queue, refused at admission): its queue ends now.
-      t.queueEnd ??= now;
-      if (!this.#catchUp(t)) continue;
-      t.span!.setAttributes({
-        'chorus.status': t.ending.status,
-        'chorus.steps': t.steps,
-        'chorus.positions': t.positions,
-        'chorus.chunks_in': t.chunksIn,
-        'chorus.bytes_in': t.bytesIn,
-        'chorus.slowest_hop_ms': t.slowestHopMs,
-        'chorus.chunks_out': t.chunksOut,
-      });
-      const error = t.ending.error;
-      if (error) t.span!.setStatus({ code: SpanStatusCode.ERROR, message: `${error.code}: ${error.message}` });
-      t.span!.end(now);
-    }
+  #makeStageSpan(t: Traced, ending: NonNullable<Traced['ending']>, endedAt: HrTime): void {
+    const span = this.#ids.startWith(t.spanContext.spanId, () =>
+      this.#tracer.startSpan(
+        `stage ${this.stageId}`,
+        {
+          startTime: t.addedAt,
+          attributes: {
+            'chorus.stage': this.stageId,
+            'chorus.instance': this.instance,
+            'chorus.request_id': t.requestId,
+            'chorus.status': ending.status,
+            'chorus.steps': t.steps,
+            'chorus.positions': t.positions,
+            'chorus.chunks_in': t.chunksIn,
+            'chorus.bytes_in': t.bytesIn,
+            'chorus.slowest_hop_ms': t.slowestHopMs,
+            'chorus.chunks_out': t.chunksOut,
+          },
+        },
+        t.parent,
+      ),
+    );
+    if (t.firstOut) span.addEvent('first_chunk_out', { 'chorus.edge.to': t.firstOut.to }, t.firstOut.at);
+    const error = ending.error;
+    if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: `${error.code}: ${error.message}` });
+    span.end(endedAt);
   }
 }

@@ -4,7 +4,7 @@
  * Parsing and formatting are the SDK's W3C propagator's, so a malformed header is what the spec says it is: no
  * parent (the request starts a new trace), never an error.
  */
-import { ROOT_CONTEXT, trace, type Context, type Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, trace, type Context, type Span, type SpanContext } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 const propagator = new W3CTraceContextPropagator();
@@ -30,8 +30,13 @@ export function contextFromTraceparent(traceparent: unknown, tracestate?: unknow
 
 /** The `traceparent` that makes `span` the parent of spans made elsewhere. */
 export function traceparentOf(span: Span): string | undefined {
+  return traceparentOfContext(span.spanContext());
+}
+
+/** The same for a span known by its context only (made later: spanIds.ts). */
+export function traceparentOfContext(spanContext: SpanContext): string | undefined {
   const carrier: Carrier = {};
-  propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, setter);
+  propagator.inject(trace.setSpanContext(ROOT_CONTEXT, spanContext), carrier, setter);
   return carrier.traceparent;
 }
 

@@ -21,10 +21,13 @@ import { resourceFromAttributes, defaultResource } from '@opentelemetry/resource
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { logger, type Logger } from '../common/log.ts';
+import { ReservedSpanIds } from './spanIds.ts';
 
 /** What the hooks need of a process's tracing: its tracer, and flushing before the process goes away. */
 export interface Tracing {
   readonly tracer: Tracer;
+  /** The tracer's span ids (its provider's IdGenerator): an id can be handed out before its span is made. */
+  readonly ids: ReservedSpanIds;
   /** Exports what is queued; resolves (never rejects) even when the collector cannot be reached. */
   flush(): Promise<void>;
   shutdown(): Promise<void>;
@@ -143,13 +146,16 @@ export function startTracing(
       'process.pid': process.pid,
     }),
   );
+  const ids = new ReservedSpanIds();
   const provider = new BasicTracerProvider({
     resource,
     spanProcessors: spanProcessors(protocol, env),
+    idGenerator: ids,
   });
   log.info({ instance, protocol }, 'tracing on (OTLP/HTTP)');
   return {
     tracer: provider.getTracer('chorus'),
+    ids,
     flush: () => bounded(provider.forceFlush(), 'flush', log),
     shutdown: () => bounded(provider.shutdown(), 'shutdown', log),
   };

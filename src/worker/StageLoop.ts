@@ -4,8 +4,9 @@
  *   drain control (add, abort, pause) -> adapter.processPendingChunks -> core.step (schedule -> execute ->
  *   update -> processors -> adapter.saveAsync) -> yield to the event loop
  *
- * When there is nothing to run, the loop sleeps on a promise that control messages and chunk arrivals resolve, or
- * a timer set for the core's nextWakeAtMs() (an encoder's partial batch timing out): no polling interval anywhere.
+ * When there is nothing to run, the loop first does its idle work a slice at a time (`idle`: the spans tracing noted,
+ * StageSpans), then sleeps on a promise that control messages and chunk arrivals resolve, or a timer set for the
+ * core's nextWakeAtMs() (an encoder's partial batch timing out): no polling interval anywhere.
  * After each step it yields with setImmediate so IPC and ring wake-ups are handled
  * between steps, and it waits while too many sent bytes are still queued (backpressure from full edges reaches the
  * scheduler instead of growing a queue).
@@ -30,6 +31,8 @@ export class StageLoop {
     private readonly adapter: ChunkTransferAdapter,
     private readonly post: (msg: StageToMain) => void,
     private readonly log: Logger,
+    /** Work for when nothing else is to run, a slice per call; false when there is none left. */
+    private readonly idle?: () => boolean,
   ) {}
 
   /** Called for every control message (from the IPC channel). */
@@ -51,7 +54,7 @@ export class StageLoop {
       this.core.onArrivals(this.adapter.processPendingChunks());
       if (this.stopping && (this.core.size === 0 || Date.now() >= this.stopping.drainDeadline)) break;
       const didWork = this.core.step();
-      if (!didWork && this.control.length === 0 && !this.adapter.hasPendingArrivals) {
+      if (!didWork && this.control.length === 0 && !this.adapter.hasPendingArrivals && !this.idle?.()) {
         await this.sleep();
         continue;
       }

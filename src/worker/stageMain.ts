@@ -114,10 +114,11 @@ async function boot(
       ecStore: args.graph.ecStore ?? null,
       wake: () => loop?.wake(),
       stepTrace: StepTrace.fromEnv(self),
-      spans: tracing ? new StageSpans(tracing.tracer, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
+      spans: tracing ? new StageSpans(tracing, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
     };
     const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
-    loop = new StageLoop(core, adapter, post, log);
+    const spans = ctx.spans;
+    loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle() : undefined);
     const running = loop;
     channel.onMessage((msg) => running.deliver(msg));
     const loadMs = Math.round(performance.now() - started);
@@ -141,6 +142,7 @@ async function boot(
     await connector.close();
     await close();
     ctx.stepTrace?.close();
+    ctx.spans?.flush(); // the spans still only noted
     await tracing?.shutdown(); // exports what is queued; a collector that cannot be reached only costs a warning
     post({ type: 'drained' });
     log.info('stage drained');

@@ -1,4 +1,7 @@
-/** StageLoop sleeps until something arrives or the core's next deadline (no polling), then steps again. */
+/**
+ * StageLoop sleeps until something arrives or the core's next deadline (no polling), then steps again; with nothing to
+ * run it does its idle work a slice at a time, looking for work between slices, before it sleeps.
+ */
 import { describe, expect, it } from 'vitest';
 import { logger } from '../../src/common/log.ts';
 import { StageLoop } from '../../src/worker/StageLoop.ts';
@@ -50,6 +53,33 @@ describe('StageLoop', () => {
     loop.wake();
     await second;
     expect(steps[1] - before).toBeLessThan(1000);
+    loop.stop();
+    await running;
+  });
+
+  it('does its idle work a slice at a time, stepping between slices, then sleeps until woken', async () => {
+    const { core, steps } = fakeCore(() => null);
+    let slices = 3;
+    const stepsAtSlice: number[] = [];
+    let resolveDone!: () => void;
+    const done = new Promise<void>((r) => (resolveDone = r));
+    const idle = () => {
+      stepsAtSlice.push(steps.length);
+      if (slices === 0) {
+        resolveDone();
+        return false;
+      }
+      slices--;
+      return true;
+    };
+    const loop = new StageLoop(core, idleAdapter, () => {}, logger, idle);
+    const running = loop.run();
+    await done;
+    expect(stepsAtSlice).toEqual([1, 2, 3, 4]); // a step (looking for work) before each slice
+    // Asleep now: no step and no slice until something wakes it.
+    await new Promise<void>((r) => setImmediate(r));
+    expect(steps).toHaveLength(4);
+    expect(stepsAtSlice).toHaveLength(4);
     loop.stop();
     await running;
   });

@@ -6,13 +6,7 @@
  * ended by cancel before anyone listened, a refused generate(); its trace id on the handle).
  */
 import { trace, ROOT_CONTEXT, type Context, type Tracer } from '@opentelemetry/api';
-import {
-  AlwaysOffSampler,
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-  type ReadableSpan,
-} from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
@@ -21,24 +15,11 @@ import { Subject } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
 import { isChorusError } from '../../src/common/errors.ts';
+import { memoryTracing } from '../helpers/memoryTracing.ts';
 import { traceGenerate, tracedEngine } from '../../src/tracing/responseSpan.ts';
-import { STEP_SPAN_EVERY, StageSpans } from '../../src/tracing/StageSpans.ts';
-import { contextFromTraceparent, traceparentOf } from '../../src/tracing/traceContext.ts';
+import { MAX_NOTED_SPANS, SPANS_PER_IDLE_SLICE, STEP_SPAN_EVERY, StageSpans } from '../../src/tracing/StageSpans.ts';
+import { contextFromTraceparent, traceparentOf, traceparentOfContext } from '../../src/tracing/traceContext.ts';
 import { startTracing, tracingConfigured, type Tracing } from '../../src/tracing/tracing.ts';
-
-function memoryTracing(sampled = true): { tracing: Tracing; spans: () => ReadableSpan[] } {
-  const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
-    ...(sampled ? {} : { sampler: new AlwaysOffSampler() }),
-  });
-  const tracing: Tracing = {
-    tracer: provider.getTracer('test'),
-    flush: () => provider.forceFlush(),
-    shutdown: () => provider.shutdown(),
-  };
-  return { tracing, spans: () => exporter.getFinishedSpans() };
-}
 
 /** A root span's traceparent, as main puts it in the add. */
 function rootTraceparent(tracing: Tracing): { traceparent: string; spanId: string } {
@@ -162,24 +143,32 @@ describe('StageSpans', () => {
     const counting = {
       startSpan: (...a: Parameters<Tracer['startSpan']>) => (made++, tracing.tracer.startSpan(...a)),
     } as Tracer;
-    const s = new StageSpans(counting, 'talker', 'talker#0', new Map([['thinker', 'shm']]));
+    const s = new StageSpans(
+      { tracer: counting, ids: tracing.ids },
+      'talker',
+      'talker#0',
+      new Map([['thinker', 'shm']]),
+    );
     s.add('r1', root.traceparent);
     const sentAt = Date.now() - 5;
     s.arrival('r1', 'thinker', sentAt, sentAt + 2, 100);
     s.arrival('r1', 'thinker', sentAt + 1, sentAt + 9, 50); // aggregated, no span
-    // Off the first packet's path: admission and the first hop only note their times.
-    expect(made).toBe(0);
     const t0 = performance.now();
     s.step('prefill', t0, [['r1', 12]]);
-    expect(made).toBe(4); // after the step: the stage span, its queue, the hop, the step
+    const toCode2wav = s.chunkOut('r1', 'code2wav');
     s.chunkOut('r1', 'code2wav');
-    s.chunkOut('r1', 'code2wav');
+    // Off every request's path: admission, the hop, the step and the chunk out only note; the chunk carries the
+    // stage span's context, reserved before the span exists.
+    expect(made).toBe(0);
     s.end('r1', 'stop');
-    await Promise.resolve(); // the stage span closes in a microtask (after the step that ended it)
+    expect(made).toBe(0);
+    s.flush();
+    expect(made).toBe(4); // the stage span, its queue, the hop, the step
     const byName = new Map(spans().map((x) => [x.name, x]));
     expect([...byName.keys()].sort()).toEqual(['chunk hop', 'prefill step', 'queue', 'stage talker']);
     const stage = byName.get('stage talker')!;
     expect(parentOf(stage)).toBe(root.spanId);
+    expect(toCode2wav).toBe(traceparentOfContext(stage.spanContext()));
     for (const child of ['queue', 'prefill step', 'chunk hop'])
       expect(parentOf(byName.get(child)!)).toBe(stage.spanContext().spanId);
     expect(stage.attributes).toMatchObject({
@@ -206,8 +195,8 @@ describe('StageSpans', () => {
   it("carries the producer's stage span to each consumer in its first chunk; the hop links to it", async () => {
     const { tracing, spans } = memoryTracing();
     const root = rootTraceparent(tracing);
-    const thinker = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
-    const talker = new StageSpans(tracing.tracer, 'talker', 'talker#0');
+    const thinker = new StageSpans(tracing, 'thinker', 'thinker#0');
+    const talker = new StageSpans(tracing, 'talker', 'talker#0');
     thinker.add('r1', root.traceparent);
     talker.add('r1', root.traceparent);
     const toTalker = thinker.chunkOut('r1', 'talker');
@@ -219,12 +208,12 @@ describe('StageSpans', () => {
     expect(thinker.chunkOut('r2', 'talker')).toBeUndefined(); // an untraced request carries nothing
     const sentAt = Date.now() - 3;
     talker.arrival('r1', 'thinker', sentAt, sentAt + 1, 10, toTalker);
-    const other = new StageSpans(tracing.tracer, 'code2wav', 'code2wav#0');
+    const other = new StageSpans(tracing, 'code2wav', 'code2wav#0');
     other.add('r1', root.traceparent);
     for (const [i, bad] of ['00-zz-bad-01', 42, { traceparent: toTalker }].entries())
       other.arrival('r1', `edge${i}`, sentAt, sentAt + 1, 10, bad); // untrusted metadata: no link, no error
     for (const s of [thinker, talker, other]) s.end('r1', 'stop');
-    await Promise.resolve();
+    for (const s of [thinker, talker, other]) s.flush();
     const thinkerSpan = spans().find((x) => x.name === 'stage thinker')!;
     const hops = spans().filter((x) => x.name === 'chunk hop');
     expect(hops).toHaveLength(4); // made when the requests ended (no step served them)
@@ -237,7 +226,7 @@ describe('StageSpans', () => {
 
   it("records one decode step in STEP_SPAN_EVERY, linked to the batch's other traced requests", async () => {
     const { tracing, spans } = memoryTracing();
-    const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
+    const s = new StageSpans(tracing, 'thinker', 'thinker#0');
     for (const id of ['a', 'b', 'c']) s.add(id, rootTraceparent(tracing).traceparent);
     s.add('untraced', undefined);
     const steps = 3 * STEP_SPAN_EVERY;
@@ -249,7 +238,7 @@ describe('StageSpans', () => {
         ['c', 1],
       ]);
     for (const id of ['a', 'b', 'c', 'untraced']) s.end(id, 'length');
-    await Promise.resolve();
+    s.flush();
     const all = spans();
     const decode = all.filter((x) => x.name === 'decode step');
     expect(decode).toHaveLength(3);
@@ -267,7 +256,7 @@ describe('StageSpans', () => {
 
   it("records a run step that is a request's first, between the one-in-STEP_SPAN_EVERY ones", async () => {
     const { tracing, spans } = memoryTracing();
-    const s = new StageSpans(tracing.tracer, 'code2wav', 'code2wav#0');
+    const s = new StageSpans(tracing, 'code2wav', 'code2wav#0');
     s.add('a', rootTraceparent(tracing).traceparent);
     s.step('run', performance.now(), [['a', 4]]); // a's first: recorded (and the one in STEP_SPAN_EVERY)
     s.step('run', performance.now(), [['a', 4]]); // not recorded
@@ -278,20 +267,20 @@ describe('StageSpans', () => {
     ]); // b's first: recorded
     s.step('run', performance.now(), [['b', 4]]); // not recorded
     for (const id of ['a', 'b']) s.end(id, 'stop');
-    await Promise.resolve();
+    s.flush();
     const runs = spans().filter((x) => x.name === 'run step');
     expect(runs.map((r) => r.attributes['chorus.batch_size'])).toEqual([1, 2]);
   });
 
   it('closes a stage span after the step that ended its request, which it counts and contains', async () => {
     const { tracing, spans } = memoryTracing();
-    const s = new StageSpans(tracing.tracer, 'code2wav', 'code2wav#0');
+    const s = new StageSpans(tracing, 'code2wav', 'code2wav#0');
     s.add('r1', rootTraceparent(tracing).traceparent);
     const started = performance.now();
     s.end('r1', 'stop'); // the core frees the request inside its last step...
     s.step('run', started, [['r1', 25]]); // ...and records that step after
     s.end('r1', 'cancelled'); // a second end changes nothing
-    await Promise.resolve();
+    s.flush();
     const stage = spans().find((x) => x.name === 'stage code2wav')!;
     const step = spans().find((x) => x.name === 'run step')!;
     expect(stage.attributes).toMatchObject({ 'chorus.status': 'stop', 'chorus.steps': 1, 'chorus.positions': 25 });
@@ -302,14 +291,14 @@ describe('StageSpans', () => {
 
   it('records an EC-store lookup under the stage span, with its outcome and the bytes taken', async () => {
     const { tracing, spans } = memoryTracing();
-    const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
+    const s = new StageSpans(tracing, 'thinker', 'thinker#0');
     s.add('r1', rootTraceparent(tracing).traceparent);
     const started = performance.now();
     s.ecLookup('r1', 0, 'miss', started, 0);
     s.ecLookup('r1', 1, 'redis', started, 4096);
     s.ecLookup('untraced', 0, 'local', started, 4096);
     s.end('r1', 'stop');
-    await Promise.resolve();
+    s.flush();
     const stage = spans().find((x) => x.name === 'stage thinker')!;
     const lookups = spans().filter((x) => x.name === 'ec lookup');
     expect(lookups.map((l) => l.attributes)).toEqual([
@@ -321,7 +310,7 @@ describe('StageSpans', () => {
 
   it('records nothing for a malformed or unsampled parent', async () => {
     const { tracing, spans } = memoryTracing(false);
-    const s = new StageSpans(tracing.tracer, 'thinker', 'thinker#0');
+    const s = new StageSpans(tracing, 'thinker', 'thinker#0');
     s.add('bad', 'not-a-traceparent');
     s.add('unsampled', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00');
     s.step('prefill', performance.now(), [
@@ -330,8 +319,64 @@ describe('StageSpans', () => {
     ]);
     s.end('bad', 'stop');
     s.end('unsampled', 'stop');
-    await Promise.resolve();
+    s.flush();
     expect(spans()).toEqual([]);
+  });
+
+  it('makes what it noted a slice at a time when idle, and nothing when nothing is noted', () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing, 'thinker', 'thinker#0');
+    expect(s.idle()).toBe(false);
+    const requests = SPANS_PER_IDLE_SLICE; // a stage span, a queue span and a prefill step each: three slices' worth
+    for (let i = 0; i < requests; i++) {
+      s.add(`r${i}`, rootTraceparent(tracing).traceparent);
+      s.step('prefill', performance.now(), [[`r${i}`, 8]]);
+      s.end(`r${i}`, 'stop');
+    }
+    expect(spans()).toEqual([]);
+    const slices: number[] = [];
+    while (s.idle()) slices.push(spans().length - slices.reduce((a, b) => a + b, 0));
+    expect(slices.every((n) => n > 0 && n <= SPANS_PER_IDLE_SLICE + 1)).toBe(true); // whole units, about a slice
+    expect(slices.length).toBeGreaterThanOrEqual(3);
+    expect(spans()).toHaveLength(3 * requests);
+    // Every stage span made, under its root, with the id its children name.
+    const stages = spans().filter((x) => x.name === 'stage thinker');
+    expect(stages).toHaveLength(requests);
+    const stageIds = new Set(stages.map((x) => x.spanContext().spanId));
+    for (const child of spans().filter((x) => x.name !== 'stage thinker'))
+      expect(stageIds.has(parentOf(child)!)).toBe(true);
+    expect(s.idle()).toBe(false);
+
+    // A request whose queue and steps were made while it ran: its end alone is work for the next idle moment.
+    s.add('late', rootTraceparent(tracing).traceparent);
+    s.step('prefill', performance.now(), [['late', 8]]);
+    while (s.idle());
+    const before = spans().length;
+    s.end('late', 'stop');
+    expect(s.idle()).toBe(true);
+    expect(
+      spans()
+        .slice(before)
+        .map((x) => x.name),
+    ).toEqual(['stage thinker']);
+    expect(s.idle()).toBe(false);
+  });
+
+  it('makes its noted spans after a step once MAX_NOTED_SPANS are noted, when the stage never idles', () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing, 'talker', 'talker#0');
+    let i = 0;
+    // Requests admitted and prefilled one after another, never an idle moment: each notes its queue and prefill step.
+    while (spans().length === 0) {
+      s.add(`r${i}`, rootTraceparent(tracing).traceparent);
+      s.step('prefill', performance.now(), [[`r${i}`, 1]]);
+      i++;
+      expect(i).toBeLessThanOrEqual(MAX_NOTED_SPANS);
+    }
+    expect(i).toBeGreaterThan(MAX_NOTED_SPANS / 4);
+    expect(spans().filter((x) => x.name === 'prefill step')).toHaveLength(i);
+    expect(spans().filter((x) => x.name === 'queue')).toHaveLength(i);
+    expect(spans().filter((x) => x.name === 'stage talker')).toHaveLength(0); // still running
   });
 });
 
