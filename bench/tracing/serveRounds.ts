@@ -31,12 +31,12 @@ import { cpuMsOf } from '../../src/engine/processCpu.ts';
 import { ChatBenchClient } from '../ttfp/clients/ChatBenchClient.ts';
 import type { ClientTarget } from '../ttfp/clients/BenchClient.ts';
 import { readBenchConfig } from '../ttfp/inProcessServer.ts';
-import { summarizeRun } from '../ttfp/metrics.ts';
+import { requestMetrics, summarizeRun } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 import { tokenizerOf } from '../ttfp/runServeBench.ts';
 import { runLoad } from '../ttfp/runLoad.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
-import { formatRatio, pairedRatio, type PairedRatio } from './pairedRatio.ts';
+import { formatRatio, pairedRatio, pooledPercentileRatio, type PairedRatio } from './pairedRatio.ts';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 
@@ -202,6 +202,8 @@ interface Measured {
   readonly failed: number;
   readonly cpuMsPerRequest: number;
   readonly ttfpP50Ms: number | null;
+  /** Every completed request's TTFP (for the p50 over all rounds pooled). */
+  readonly ttfpsMs: readonly number[];
   readonly tpotMeanMs: number | null;
   readonly durationMs: number;
 }
@@ -289,6 +291,7 @@ async function main(): Promise<void> {
           failed: m.failed,
           cpuMsPerRequest: a.cpuMs / m.completed,
           ttfpP50Ms: m.ttfp.p50,
+          ttfpsMs: a.traces.map((t) => requestMetrics(t).ttfpMs).filter((x): x is number => x !== null),
           tpotMeanMs: m.tpot.mean,
           durationMs: a.durationMs,
         };
@@ -319,7 +322,15 @@ async function main(): Promise<void> {
     if (sink) await stopChild(sink.child);
   }
 
-  const report: Record<string, { cpu: PairedRatio | null; ttfpP50: PairedRatio | null; tpot: PairedRatio | null }> = {};
+  const report: Record<
+    string,
+    {
+      cpu: PairedRatio | null;
+      ttfpP50: PairedRatio | null;
+      ttfpP50Pooled: PairedRatio | null;
+      tpot: PairedRatio | null;
+    }
+  > = {};
   for (const concurrency of concurrencies) {
     const of = (round: number, side: 'A' | 'B') =>
       measured.find((m) => m.round === round && m.side === side && m.concurrency === concurrency)!;
@@ -333,6 +344,9 @@ async function main(): Promise<void> {
     report[`c=${concurrency}`] = {
       cpu: ratios((m) => m.cpuMsPerRequest),
       ttfpP50: ratios((m) => m.ttfpP50Ms),
+      ttfpP50Pooled: pooledPercentileRatio(
+        Array.from({ length: rounds }, (_, r) => ({ a: of(r, 'A').ttfpsMs, b: of(r, 'B').ttfpsMs })),
+      ),
       tpot: ratios((m) => m.tpotMeanMs),
     };
   }
@@ -343,8 +357,8 @@ async function main(): Promise<void> {
   );
   for (const [c, r] of Object.entries(report))
     process.stdout.write(
-      `  ${c}: CPU per request ${formatRatio(r.cpu)}, TTFP p50 ${formatRatio(r.ttfpP50)}, ` +
-        `TPOT ${formatRatio(r.tpot)}\n`,
+      `  ${c}: CPU per request ${formatRatio(r.cpu)}, TTFP p50 ${formatRatio(r.ttfpP50)} ` +
+        `(over all rounds' requests pooled: ${formatRatio(r.ttfpP50Pooled)}), TPOT ${formatRatio(r.tpot)}\n`,
     );
   if (args.json)
     writeFileSync(args.json, JSON.stringify({ sides, rounds, concurrencies, numPrompts, report, measured }, null, 2));

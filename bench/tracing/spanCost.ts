@@ -41,7 +41,7 @@ for (let r = 0; r < REQUESTS; r++) {
   for (let c = 0; c < CHUNKS_OUT; c++) spans.chunkOut(requestId, 'code2wav');
   spans.end(requestId, 'stop');
   root.end();
-  while (spans.idle()); // the spans are made when the stage idles
+  while (spans.idle(false)); // the spans are made when the stage idles
 }
 await tracing.flush();
 const used = process.cpuUsage(before);

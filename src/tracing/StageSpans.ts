@@ -22,8 +22,10 @@
  *
  * Off every request's path: making a span costs ~0.1 ms between model runs (its code runs cold), and a burst of ten
  * requests made several spans each in every stage before their first packets. So the hooks only note times and
- * counters; the spans are made when the stage has nothing to run (idle(), between the step loop's sleeps, a few at a
- * time), or after a step once too many are noted or the oldest is too old (a stage that never idles). A request's
+ * counters, and the spans are made when the stage has nothing to run (idle(), a few at a time, the step loop looking
+ * for work between calls): at once when it serves no request, but while it serves some only once many are noted or
+ * the oldest is old (a stage waiting for a request's next input is on that request's path), and after a step only
+ * when a stage that never idles has noted too many. A request's
  * stage span is made last, once the request has ended here, with every attribute at once. Its context is known from
  * admission: its span id is reserved then (spanIds.ts), so the first chunk to another stage carries it (chunkOut)
  * and its children name it as their parent before it exists.
@@ -51,11 +53,15 @@ import type { Tracing } from './tracing.ts';
 export const STEP_SPAN_EVERY = 16;
 
 /**
- * A stage that never idles makes its noted spans after a step once this many are noted, or once the oldest is this
- * old: memory and a trace's delay stay bounded under any load.
+ * A stage serving requests starts making its noted spans when idle only once this many are noted, or the first of them
+ * was noted this long ago (its idle moments are then waits for a request's next input); then it makes them all, a slice
+ * per idle moment.
  */
-export const MAX_NOTED_SPANS = 512;
-export const MAX_NOTED_MS = 2000;
+export const DEFERRED_SPANS = 256;
+export const DEFERRED_MS = 2000;
+
+/** A stage that never idles makes every noted span after a step beyond this many (the SDK's queue holds 2048). */
+export const MAX_NOTED_SPANS = 1024;
 
 /** Spans made per idle() call: the step loop looks for work between calls. */
 export const SPANS_PER_IDLE_SLICE = 16;
@@ -135,10 +141,12 @@ export class StageSpans {
   #steps: NotedStep[] = [];
   /** Requests with a span to make: a queue that ended, a hop, a lookup, or their end. */
   readonly #ready = new Set<Traced>();
-  /** Spans noted and not made (for MAX_NOTED_SPANS: an estimate, stage and queue spans count at admission). */
+  /** Spans noted and not made. */
   #noted = 0;
-  /** When the oldest noted span was noted (performance.now()); null when none is. */
+  /** When the first span noted since all were made was noted (performance.now()); null when none is noted. */
   #notedSinceMs: number | null = null;
+  /** Making every noted span, a slice per idle moment, though the stage serves requests (DEFERRED_*). */
+  #draining = false;
   /** Decode and run steps that served a traced request (STEP_SPAN_EVERY). */
   #repeatedSteps = 0;
   readonly #tracer: Tracing['tracer'];
@@ -162,14 +170,13 @@ export class StageSpans {
     if (previous && !previous.ending) return; // a duplicate add
     // The id ended and comes back before its spans were made: they are made now, the new run is a new span.
     if (previous) {
-      this.#make(previous, Infinity);
       this.#ready.delete(previous);
+      this.#unnote(this.#make(previous, Infinity));
     }
     const parent = contextFromTraceparent(traceparent);
     const parentSpan = trace.getSpanContext(parent);
     if (!parentSpan) return; // malformed: nothing to join
     if ((parentSpan.traceFlags & TraceFlags.SAMPLED) === 0) return; // the root was not sampled
-    this.#note(2); // its stage and queue spans
     this.#traced.set(requestId, {
       requestId,
       parent,
@@ -220,8 +227,7 @@ export class StageSpans {
     t.hopped.add(from);
     const producerSpan = producer === undefined ? undefined : trace.getSpanContext(contextFromTraceparent(producer));
     t.hops.push({ from, sentAtMs, receivedAtMs, bytes, producer: producerSpan ? { context: producerSpan } : null });
-    this.#ready.add(t);
-    this.#note(1);
+    this.#note(t);
   }
 
   /**
@@ -243,7 +249,7 @@ export class StageSpans {
       t.positions += n;
       if (t.queueEnd === null) {
         t.queueEnd = spanTime(startedAtMs);
-        this.#ready.add(t);
+        if (!t.ending) this.#note(t); // (an ended request's queue was noted by end())
       }
       if (t.ending) t.endedAt = now ??= spanTime(); // the step that ended it: the stage span contains it
       positions += n;
@@ -264,10 +270,9 @@ export class StageSpans {
         links: others?.map((t): Link => ({ context: t.spanContext })),
         attributes: { 'chorus.batch_size': items.length, 'chorus.positions': positions },
       });
-      this.#note(1);
+      this.#note(null);
     }
-    if (this.#noted > MAX_NOTED_SPANS || performance.now() - (this.#notedSinceMs ?? Infinity) > MAX_NOTED_MS)
-      this.flush();
+    if (this.#noted > MAX_NOTED_SPANS) this.flush();
   }
 
   /**
@@ -280,8 +285,7 @@ export class StageSpans {
     if (!t) return;
     const attributes = { 'chorus.ec.item': item, 'chorus.ec.result': result, 'chorus.bytes': bytes };
     t.lookups.push({ attributes, start: spanTime(startedAtMs), end: spanTime() });
-    this.#ready.add(t);
-    this.#note(1);
+    this.#note(t);
   }
 
   /**
@@ -308,15 +312,21 @@ export class StageSpans {
     if (!t || t.ending) return;
     t.ending = { status, ...(error ? { error } : {}) };
     t.endedAt = spanTime();
-    this.#ready.add(t);
+    if (t.queueEnd === null) this.#note(t); // its queue ends here too
+    this.#note(t);
   }
 
   /**
    * Makes a few of the noted spans (SPANS_PER_IDLE_SLICE): the step loop calls it when it has nothing to run, and
-   * looks for work before calling again. False when nothing was left to make.
+   * looks for work before calling again. `serving`: the stage holds requests (then only DEFERRED_SPANS or
+   * DEFERRED_MS make it start). False when it made nothing.
    */
-  idle(): boolean {
+  idle(serving: boolean): boolean {
     if (this.#ready.size === 0 && this.#steps.length === 0) return false;
+    if (serving && !this.#draining) {
+      if (this.#noted < DEFERRED_SPANS && performance.now() - this.#notedSinceMs! < DEFERRED_MS) return false;
+      this.#draining = true;
+    }
     this.#makeNoted(SPANS_PER_IDLE_SLICE);
     return true;
   }
@@ -326,9 +336,20 @@ export class StageSpans {
     this.#makeNoted(Infinity);
   }
 
-  #note(spans: number): void {
+  /** `made` noted spans made. */
+  #unnote(made: number): void {
+    this.#noted -= made;
+    if (this.#ready.size > 0 || this.#steps.length > 0) return;
+    this.#noted = 0; // all made (exact: every span noted is made once)
+    this.#notedSinceMs = null;
+    this.#draining = false;
+  }
+
+  /** One span noted (of request `t`, or a step's). */
+  #note(t: Traced | null): void {
     if (this.#noted === 0) this.#notedSinceMs = performance.now();
-    this.#noted += spans;
+    this.#noted++;
+    if (t) this.#ready.add(t);
   }
 
   /** Makes up to about `budget` noted spans (whole units: a step, or one request's noted spans); how many it made. */
@@ -349,9 +370,7 @@ export class StageSpans {
       made += this.#make(t, budget - made);
       if (!t.ending || this.#traced.get(t.requestId) !== t) this.#ready.delete(t); // all it noted is made
     }
-    // Everything made: the estimate starts again.
-    this.#noted = this.#ready.size === 0 && this.#steps.length === 0 ? 0 : Math.max(0, this.#noted - made);
-    this.#notedSinceMs = this.#noted === 0 ? null : performance.now();
+    this.#unnote(made);
     return made;
   }
 

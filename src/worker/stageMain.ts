@@ -118,7 +118,7 @@ async function boot(
     };
     const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
     const spans = ctx.spans;
-    loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle() : undefined);
+    loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined);
     const running = loop;
     channel.onMessage((msg) => running.deliver(msg));
     const loadMs = Math.round(performance.now() - started);

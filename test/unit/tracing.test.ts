@@ -17,7 +17,13 @@ import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../../
 import { isChorusError } from '../../src/common/errors.ts';
 import { memoryTracing } from '../helpers/memoryTracing.ts';
 import { traceGenerate, tracedEngine } from '../../src/tracing/responseSpan.ts';
-import { MAX_NOTED_SPANS, SPANS_PER_IDLE_SLICE, STEP_SPAN_EVERY, StageSpans } from '../../src/tracing/StageSpans.ts';
+import {
+  DEFERRED_SPANS,
+  MAX_NOTED_SPANS,
+  SPANS_PER_IDLE_SLICE,
+  STEP_SPAN_EVERY,
+  StageSpans,
+} from '../../src/tracing/StageSpans.ts';
 import { contextFromTraceparent, traceparentOf, traceparentOfContext } from '../../src/tracing/traceContext.ts';
 import { startTracing, tracingConfigured, type Tracing } from '../../src/tracing/tracing.ts';
 
@@ -326,7 +332,7 @@ describe('StageSpans', () => {
   it('makes what it noted a slice at a time when idle, and nothing when nothing is noted', () => {
     const { tracing, spans } = memoryTracing();
     const s = new StageSpans(tracing, 'thinker', 'thinker#0');
-    expect(s.idle()).toBe(false);
+    expect(s.idle(false)).toBe(false);
     const requests = SPANS_PER_IDLE_SLICE; // a stage span, a queue span and a prefill step each: three slices' worth
     for (let i = 0; i < requests; i++) {
       s.add(`r${i}`, rootTraceparent(tracing).traceparent);
@@ -335,7 +341,7 @@ describe('StageSpans', () => {
     }
     expect(spans()).toEqual([]);
     const slices: number[] = [];
-    while (s.idle()) slices.push(spans().length - slices.reduce((a, b) => a + b, 0));
+    while (s.idle(false)) slices.push(spans().length - slices.reduce((a, b) => a + b, 0));
     expect(slices.every((n) => n > 0 && n <= SPANS_PER_IDLE_SLICE + 1)).toBe(true); // whole units, about a slice
     expect(slices.length).toBeGreaterThanOrEqual(3);
     expect(spans()).toHaveLength(3 * requests);
@@ -345,21 +351,42 @@ describe('StageSpans', () => {
     const stageIds = new Set(stages.map((x) => x.spanContext().spanId));
     for (const child of spans().filter((x) => x.name !== 'stage thinker'))
       expect(stageIds.has(parentOf(child)!)).toBe(true);
-    expect(s.idle()).toBe(false);
+    expect(s.idle(false)).toBe(false);
 
     // A request whose queue and steps were made while it ran: its end alone is work for the next idle moment.
     s.add('late', rootTraceparent(tracing).traceparent);
     s.step('prefill', performance.now(), [['late', 8]]);
-    while (s.idle());
+    while (s.idle(false));
     const before = spans().length;
     s.end('late', 'stop');
-    expect(s.idle()).toBe(true);
+    expect(s.idle(false)).toBe(true);
     expect(
       spans()
         .slice(before)
         .map((x) => x.name),
     ).toEqual(['stage thinker']);
-    expect(s.idle()).toBe(false);
+    expect(s.idle(false)).toBe(false);
+  });
+
+  it('defers them while it serves requests, until DEFERRED_SPANS are noted; then makes them all', () => {
+    const { tracing, spans } = memoryTracing();
+    const s = new StageSpans(tracing, 'talker', 'talker#0');
+    s.add('long', rootTraceparent(tracing).traceparent); // in flight throughout
+    s.step('prefill', performance.now(), [['long', 4]]); // its queue and the prefill step: 2 noted
+    let ended = 0;
+    while (!s.idle(true)) {
+      // Requests served and ended one after another (a queue, a prefill step and a stage span each)...
+      const id = `r${ended++}`;
+      s.add(id, rootTraceparent(tracing).traceparent);
+      s.step('prefill', performance.now(), [[id, 1]]);
+      s.end(id, 'stop');
+      expect(spans()).toEqual([]); // ...none made while the stage serves and too few are noted
+    }
+    expect(2 + 3 * ended).toBeGreaterThanOrEqual(DEFERRED_SPANS);
+    expect(2 + 3 * (ended - 1)).toBeLessThan(DEFERRED_SPANS);
+    while (s.idle(true)); // then all of them, a slice per idle moment
+    expect(spans()).toHaveLength(2 + 3 * ended);
+    expect(s.idle(true)).toBe(false);
   });
 
   it('makes its noted spans after a step once MAX_NOTED_SPANS are noted, when the stage never idles', () => {
