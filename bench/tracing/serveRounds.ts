@@ -9,7 +9,9 @@
  * a process's own luck (where its heap and weights landed: two identical servers' steps can differ by several
  * percent) is drawn afresh every round. Each round gives A over B per concurrency: CPU per request of each server's
  * whole process tree (/proc, every thread), TTFP p50, mean TPOT; the report combines the rounds (pairedRatio.ts:
- * geometric mean, 95% interval). An A/A run (`--a off --b off`) shows what the method resolves on the machine at hand.
+ * geometric mean, 95% interval; and TTFP p50 over every round's requests pooled, with a bootstrap interval over rounds,
+ * much narrower: a wave's p50 moves with the order its prefills land in). An A/A run (`--a off --b off`) shows what
+ * the method resolves on the machine at hand. With --json, the file is rewritten after every round.
  *
  *   node --import tsx bench/tracing/serveRounds.ts [--config configs/tiny-omni-text-in.yaml] [--rounds 8]
  *     [--concurrency 1,10] [--num-prompts 40,120] [--block-size N] [--input-len 100] [--output-len 100] [--a on]
@@ -21,7 +23,10 @@
  * `.chorus/models` may be a link to this one's, or it builds its models first). --config is read in each checkout,
  * relative to it. Two servers differ by several percent whatever they run, so a few rounds cannot resolve less; the
  * sides `sampled` and `unsampled` share one traced server a round (the default parent-based sampler), their clients'
- * traceparents asking for a trace or not: what tracing a request costs, without two servers' luck in the ratio.
+ * traceparents asking for a trace or not: what tracing a request costs, without two servers' luck in the ratio. Work
+ * a side leaves for later (a stage makes its spans when idle, and under load once hundreds are noted) can fall in the
+ * other side's next block: at a concurrency that keeps the stages busy, blocks of many waves (--block-size 100 at c=10)
+ * keep that spill to the blocks' edges.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -208,6 +213,42 @@ interface Measured {
   readonly durationMs: number;
 }
 
+interface Report {
+  readonly cpu: PairedRatio | null;
+  readonly ttfpP50: PairedRatio | null;
+  readonly ttfpP50Pooled: PairedRatio | null;
+  readonly tpot: PairedRatio | null;
+}
+
+/** A over B at each concurrency, from the first `rounds` rounds measured. */
+function reportOf(
+  measured: readonly Measured[],
+  rounds: number,
+  concurrencies: readonly number[],
+): Record<string, Report> {
+  const report: Record<string, Report> = {};
+  for (const concurrency of concurrencies) {
+    const of = (round: number, side: 'A' | 'B') =>
+      measured.find((m) => m.round === round && m.side === side && m.concurrency === concurrency)!;
+    const ratios = (pick: (m: Measured) => number | null) =>
+      pairedRatio(
+        Array.from({ length: rounds }, (_, r) => {
+          const [a, b] = [pick(of(r, 'A')), pick(of(r, 'B'))];
+          return a !== null && b !== null ? a / b : NaN;
+        }),
+      );
+    report[`c=${concurrency}`] = {
+      cpu: ratios((m) => m.cpuMsPerRequest),
+      ttfpP50: ratios((m) => m.ttfpP50Ms),
+      ttfpP50Pooled: pooledPercentileRatio(
+        Array.from({ length: rounds }, (_, r) => ({ a: of(r, 'A').ttfpsMs, b: of(r, 'B').ttfpsMs })),
+      ),
+      tpot: ratios((m) => m.tpotMeanMs),
+    };
+  }
+  return report;
+}
+
 async function main(): Promise<void> {
   const sink = sides.some((s) => s.tracing !== 'off')
     ? await startChild(['--import', 'tsx', path.join(REPO, 'bench/tracing/otlpSink.ts')], {
@@ -305,6 +346,11 @@ async function main(): Promise<void> {
     }
   };
 
+  const writeJson = (file: string, done: number) => {
+    const report = reportOf(measured, done, concurrencies);
+    writeFileSync(file, JSON.stringify({ sides, rounds: done, concurrencies, numPrompts, report, measured }, null, 2));
+  };
+
   try {
     for (let round = 0; round < rounds; round++) {
       // Each round a fresh pair, the side that starts (and is opened first) alternating.
@@ -314,6 +360,8 @@ async function main(): Promise<void> {
         const lives: Live[] = [];
         for (const side of order) lives.push(await open(side, servers));
         await measureRound(round, lives as [Live, Live]);
+        // What the rounds so far show, kept as they finish (a run stopped early still leaves its data).
+        if (args.json) writeJson(args.json, round + 1);
       } finally {
         await Promise.all([...servers.values()].map((server) => stopChild(server.child)));
       }
@@ -322,34 +370,7 @@ async function main(): Promise<void> {
     if (sink) await stopChild(sink.child);
   }
 
-  const report: Record<
-    string,
-    {
-      cpu: PairedRatio | null;
-      ttfpP50: PairedRatio | null;
-      ttfpP50Pooled: PairedRatio | null;
-      tpot: PairedRatio | null;
-    }
-  > = {};
-  for (const concurrency of concurrencies) {
-    const of = (round: number, side: 'A' | 'B') =>
-      measured.find((m) => m.round === round && m.side === side && m.concurrency === concurrency)!;
-    const ratios = (pick: (m: Measured) => number | null) =>
-      pairedRatio(
-        Array.from({ length: rounds }, (_, r) => {
-          const [a, b] = [pick(of(r, 'A')), pick(of(r, 'B'))];
-          return a !== null && b !== null ? a / b : NaN;
-        }),
-      );
-    report[`c=${concurrency}`] = {
-      cpu: ratios((m) => m.cpuMsPerRequest),
-      ttfpP50: ratios((m) => m.ttfpP50Ms),
-      ttfpP50Pooled: pooledPercentileRatio(
-        Array.from({ length: rounds }, (_, r) => ({ a: of(r, 'A').ttfpsMs, b: of(r, 'B').ttfpsMs })),
-      ),
-      tpot: ratios((m) => m.tpotMeanMs),
-    };
-  }
+  const report = reportOf(measured, rounds, concurrencies);
   const describe = (s: Side) => `${s.tracing}${s.dir === REPO ? '' : ` (${path.relative(REPO, s.dir) || s.dir})`}`;
   process.stdout.write(
     `A = ${describe(sides[0])}, B = ${describe(sides[1])}, ${rounds} rounds, A over B ` +
@@ -360,8 +381,7 @@ async function main(): Promise<void> {
       `  ${c}: CPU per request ${formatRatio(r.cpu)}, TTFP p50 ${formatRatio(r.ttfpP50)} ` +
         `(over all rounds' requests pooled: ${formatRatio(r.ttfpP50Pooled)}), TPOT ${formatRatio(r.tpot)}\n`,
     );
-  if (args.json)
-    writeFileSync(args.json, JSON.stringify({ sides, rounds, concurrencies, numPrompts, report, measured }, null, 2));
+  if (args.json) writeJson(args.json, rounds);
 }
 
 await main();

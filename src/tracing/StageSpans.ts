@@ -233,7 +233,7 @@ export class StageSpans {
   /**
    * A step ran from startedAtMs (performance.now()) until now, serving these requests' positions. It runs after every
    * step of the stage, once the step's outputs are put; it allocates only for a step it records (a decode step not
-   * recorded costs the counters), and makes spans only when too many are noted or the oldest is too old.
+   * recorded costs the counters), and makes spans only beyond MAX_NOTED_SPANS noted (a stage that never idles).
    */
   step(phase: TracedStepPhase, startedAtMs: number, items: readonly (readonly [string, number])[]): void {
     if (this.#traced.size === 0) return;
