@@ -25,7 +25,7 @@
  * counters, and the spans are made when the stage has nothing to run (idle(), a few at a time, the step loop looking
  * for work between calls): at once when it serves no request, but while it serves some only once many are noted or
  * the oldest is old (a stage waiting for a request's next input is on that request's path), and after a step only
- * when a stage that never idles has noted too many. A request's
+ * a slice at a time when a stage that never idles has noted too many. A request's
  * stage span is made last, once the request has ended here, with every attribute at once. Its context is known from
  * admission: its span id is reserved then (spanIds.ts), so the first chunk to another stage carries it (chunkOut)
  * and its children name it as their parent before it exists.
@@ -60,7 +60,10 @@ export const STEP_SPAN_EVERY = 16;
 export const DEFERRED_SPANS = 256;
 export const DEFERRED_MS = 2000;
 
-/** A stage that never idles makes every noted span after a step beyond this many (the SDK's queue holds 2048). */
+/**
+ * A stage that never idles makes a slice of its noted spans after each step while more than this many are noted: memory
+ * stays bounded and no step waits for a thousand spans at once (the SDK's export queue holds 2048).
+ */
 export const MAX_NOTED_SPANS = 1024;
 
 /** Spans made per idle() call: the step loop looks for work between calls. */
@@ -233,7 +236,8 @@ export class StageSpans {
   /**
    * A step ran from startedAtMs (performance.now()) until now, serving these requests' positions. It runs after every
    * step of the stage, once the step's outputs are put; it allocates only for a step it records (a decode step not
-   * recorded costs the counters), and makes spans only beyond MAX_NOTED_SPANS noted (a stage that never idles).
+   * recorded costs the counters), and makes spans only beyond MAX_NOTED_SPANS noted (a slice: a stage that never
+   * idles).
    */
   step(phase: TracedStepPhase, startedAtMs: number, items: readonly (readonly [string, number])[]): void {
     if (this.#traced.size === 0) return;
@@ -272,7 +276,7 @@ export class StageSpans {
       });
       this.#note(null);
     }
-    if (this.#noted > MAX_NOTED_SPANS) this.flush();
+    if (this.#noted > MAX_NOTED_SPANS) this.#makeNoted(SPANS_PER_IDLE_SLICE);
   }
 
   /**
@@ -331,7 +335,7 @@ export class StageSpans {
     return true;
   }
 
-  /** Makes every noted span (a stage that never idles; a process about to exit). */
+  /** Makes every noted span (a process about to exit). */
   flush(): void {
     this.#makeNoted(Infinity);
   }
