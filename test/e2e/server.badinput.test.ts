@@ -2,6 +2,8 @@
  * Bad clients: every malformed frame or body gets an error with a stable code, the connection (where it can)
  * and the server survive, and nothing is left behind.
  */
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RealtimeClient, startTestServer } from './serverClient.ts';
 import { defaultScript } from './serverTestEngine.ts';
@@ -226,4 +228,64 @@ describe('bad HTTP requests', () => {
     const ok = await post(JSON.stringify({ messages: [{ role: 'user', content: 'fine' }] }));
     expect(ok.status).toBe(200);
   });
+
+  it('answers a body over the limit with its 413 after reading it to its end, declared or chunked', async () => {
+    // Sent in pieces, as a client's stack sends a large body: a server that answered at the headers and closed would
+    // leave the client writing into a closed connection (EPIPE, or a reset that loses the answer).
+    for (const chunked of [false, true]) {
+      const res = await rawPost(server.base, 'x'.repeat(8 * 1024 * 1024), chunked);
+      expect(res.error, `chunked: ${chunked}`).toBeNull();
+      expect(res.answeredWhileSending).toBe(false);
+      expect(res.status).toBe(413);
+      expect(JSON.parse(res.body).error.code).toBe('CHORUS_ERR_REQUEST_TOO_LARGE');
+    }
+    const ok = await post(JSON.stringify({ messages: [{ role: 'user', content: 'still fine' }] }));
+    expect(ok.status).toBe(200);
+  });
 });
+
+/**
+ * POSTs `body` to /v1/chat/completions over a plain socket, 16 KiB a write (with a Content-Length, or chunked), then
+ * reads the whole answer; `error`: what the socket failed with, if anything; `answeredWhileSending`: a byte of the
+ * answer came before the body's last byte was handed to the socket.
+ */
+async function rawPost(
+  base: string,
+  body: string,
+  chunked: boolean,
+): Promise<{ status: number; body: string; error: string | null; answeredWhileSending: boolean }> {
+  const { port } = new URL(base);
+  const socket = connect(Number(port), '127.0.0.1');
+  await once(socket, 'connect');
+  let received = '';
+  let error: string | null = null;
+  let sending = true;
+  let answeredWhileSending = false;
+  socket.on('data', (d: Buffer) => {
+    received += d.toString('latin1');
+    answeredWhileSending ||= sending;
+  });
+  socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
+  const closed = once(socket, 'close');
+  const write = (data: string) => new Promise<void>((resolve) => socket.write(data, () => resolve()));
+  const framing = chunked ? 'transfer-encoding: chunked' : `content-length: ${Buffer.byteLength(body)}`;
+  await write(
+    `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`,
+  );
+  for (let at = 0; at < body.length && error === null; at += 16 * 1024) {
+    const piece = body.slice(at, at + 16 * 1024);
+    await write(chunked ? `${piece.length.toString(16)}\r\n${piece}\r\n` : piece);
+  }
+  if (chunked && error === null) await write('0\r\n\r\n');
+  sending = false;
+  // The answer's head and its JSON (a 413 has a Content-Length): read until it is all here, or the socket ends.
+  const complete = () => {
+    const head = received.indexOf('\r\n\r\n');
+    const length = /content-length: (\d+)/i.exec(received.slice(0, head));
+    return head >= 0 && length !== null && received.length - head - 4 >= Number(length[1]);
+  };
+  await Promise.race([closed, new Promise<void>((resolve) => socket.on('data', () => complete() && resolve()))]);
+  socket.destroy();
+  const head = received.indexOf('\r\n\r\n');
+  return { status: Number(received.split(' ')[1]), body: received.slice(head + 4), error, answeredWhileSending };
+}

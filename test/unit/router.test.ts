@@ -10,7 +10,7 @@ import { channelNames } from '../../src/common/diagnostics.ts';
 import type { RoutingPolicy, StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
-import { Router, type RouteTicket } from '../../src/engine/routing/Router.ts';
+import { MIN_RATE_SAMPLE_POSITIONS, Router, type RouteTicket } from '../../src/engine/routing/Router.ts';
 import { newInstance as newSlot, type StageInstance as Slot } from '../../src/engine/pool/StageInstance.ts';
 import type { StageStats } from '../../src/worker/messages.ts';
 import { ROUTING_NAME_CHARS, tokenBlockNames } from '../../src/sched/blockNames.ts';
@@ -88,15 +88,15 @@ describe('Router', () => {
     // (100 queued there is less than 2000).
     expect(route(router, 'r2', textPrompt(100)).get('thinker')).toBe('thinker#1');
     expect(route(router, 'r3', textPrompt(100)).get('thinker')).toBe('thinker#1');
-    firstToken('r1', Date.now() + 500);
+    firstToken('r1', Date.now() + 400);
     firstToken('r2', Date.now() + 50);
     firstToken('r3', Date.now() + 50);
-    // Nothing queued now; thinker#0 measured ~4000 tokens/s (2000 in 0.5 s), thinker#1 less (100 in 50 ms, then
-    // 200 in 50 ms, smoothed): the faster one.
+    // Nothing queued now; thinker#0 measured ~5000 tokens/s (2000 in 0.4 s), thinker#1 less (r3: 200 positions, its
+    // own and r2's ahead of it, in 50 ms; r2's 100 alone too few to teach a rate): the faster one.
     expect(route(router, 'r4', textPrompt(100)).get('thinker')).toBe('thinker#0');
     expect(checks).toHaveLength(3);
     expect(checks[0]).toMatchObject({ requestId: 'r1', modality: 'text' });
-    expect((checks[0] as { actualSeconds: number }).actualSeconds).toBeGreaterThanOrEqual(0.5);
+    expect((checks[0] as { actualSeconds: number }).actualSeconds).toBeGreaterThanOrEqual(0.4);
     expect(decisions.map((d) => (d as { policy: string }).policy)).toEqual(['ttft', 'ttft', 'ttft', 'ttft']);
     expect((decisions[1] as { reason: string }).reason).toBe('unmeasured');
   });
@@ -113,6 +113,36 @@ describe('Router', () => {
       expect(route(router, `c${i}`, textPrompt(1000)).get('thinker')).toBe('thinker#1');
       forget(`c${i}`);
     }
+  });
+
+  it('ttft: a short prefill (a turn on a cached history) teaches no rate: its fixed cost is not its positions', () => {
+    const router = new Router('ttft', slotsOf(thinkers));
+    const now = Date.now();
+    // Both Thinkers compute 1000 positions in 0.2 s.
+    route(router, 'a', textPrompt(1000));
+    route(router, 'b', textPrompt(1000));
+    firstToken('a', now + 200);
+    firstToken('b', now + 200);
+    // Then short turns, each first token 10 ms after its 127 positions (12700 a second, if it taught).
+    const rates = () =>
+      router
+        .snapshot(
+          graph.stages,
+          () => true,
+          () => null,
+        )
+        .thinkers.map((t) => t.prefillTokensPerSecond);
+    const before = rates();
+    for (let i = 0; i < 5; i++) {
+      const id = `short${i}`;
+      expect(route(router, id, textPrompt(MIN_RATE_SAMPLE_POSITIONS - 1)).size).toBe(1);
+      firstToken(id, Date.now() + 10);
+    }
+    expect(rates()).toEqual(before);
+    // A prefill of MIN_RATE_SAMPLE_POSITIONS does teach.
+    route(router, 'long', textPrompt(MIN_RATE_SAMPLE_POSITIONS));
+    firstToken('long', Date.now() + 1000);
+    expect(rates()).not.toEqual(before);
   });
 
   it('ttft: encoder rows queue per instance until its finished report; the clip goes to the idle encoder', () => {

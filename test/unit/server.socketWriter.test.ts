@@ -12,10 +12,13 @@ class FakeSocket {
   readyState = 1;
   bufferedAmount = 0;
   readonly sent: string[] = [];
+  /** When each send was called (performance.now()). */
+  readonly sentAtMs: number[] = [];
   readonly #pending: { bytes: number; cb: (err?: Error) => void }[] = [];
 
   send(data: string, cb: (err?: Error) => void): void {
     this.sent.push(data);
+    this.sentAtMs.push(performance.now());
     this.bufferedAmount += data.length;
     this.#pending.push({ bytes: data.length, cb });
   }
@@ -100,6 +103,24 @@ describe('SocketWriter', () => {
     while (socket.flushOne());
     expect(sentOrder).toEqual(['a1', 'done']);
     expect(names(socket)).toEqual(['a1', 'done']);
+  });
+
+  it("gives onSent a moment before the socket's send (a client cannot have the event earlier)", () => {
+    const socket = new FakeSocket();
+    const handed: number[] = [];
+    const writer = new SocketWriter(socket as unknown as WebSocket, {
+      maxStreamBufferBytes: 1 << 20,
+      socketHighWaterBytes: 10,
+      onPressure: () => {},
+    });
+    writer.send(text('t1'), (at) => handed.push(at));
+    writer.send(audio('a1', 50), (at) => handed.push(at));
+    writer.send(audio('a2', 50), (at) => handed.push(at)); // queued: handed over when the socket drains
+    const queuedAt = performance.now();
+    while (socket.flushOne());
+    expect(handed).toHaveLength(3);
+    for (const [i, at] of handed.entries()) expect(at).toBeLessThanOrEqual(socket.sentAtMs[i]);
+    expect(handed[2]).toBeGreaterThanOrEqual(queuedAt); // the moment it was handed over, not queued
   });
 
   it('sends nothing once the socket is closed', () => {

@@ -39,6 +39,14 @@ export const ROUTE_DEFAULTS: RouteDefaults = {
 /** Weight of a new rate sample (exponential moving average): a few requests move it, one outlier does not. */
 const RATE_SMOOTHING = 0.3;
 
+/**
+ * Positions (its own and those queued ahead of it) a request's prefill must compute to teach its Thinker's rate. A
+ * first token also costs a fixed part (the add, a step, the token's way back: ~5-10 ms here) that a short prefill
+ * cannot tell from its positions: a conversation's turn that computes 16 new positions on a cached history would
+ * teach its instance a rate several times too low, and the next turn would leave the instance that holds its history.
+ */
+export const MIN_RATE_SAMPLE_POSITIONS = 128;
+
 interface Admitted {
   readonly requestId: string;
   readonly admittedAtMs: number;
@@ -230,7 +238,9 @@ export class Router {
     this.release(a);
     this.#liveCost.firstToken(a.live, atMs);
     const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
-    if (prefillMs > 0) learn(this.#prefillRate, a.thinker, ((a.tokensAhead + a.promptTokens) * 1000) / prefillMs);
+    const positions = a.tokensAhead + a.promptTokens;
+    if (prefillMs > 0 && positions >= MIN_RATE_SAMPLE_POSITIONS)
+      learn(this.#prefillRate, a.thinker, (positions * 1000) / prefillMs);
     diagnostics.routeTtft.publish({
       requestId: a.requestId,
       modality: a.modality,
