@@ -269,9 +269,12 @@ async function rawPost(
   const closed = once(socket, 'close');
   const write = (data: string) => new Promise<void>((resolve) => socket.write(data, () => resolve()));
   const framing = chunked ? 'transfer-encoding: chunked' : `content-length: ${Buffer.byteLength(body)}`;
-  await write(
-    `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`,
-  );
+  const requestHead = [
+    'POST /v1/chat/completions HTTP/1.1',
+    `host: 127.0.0.1:${port}`,
+    'content-type: application/json',
+  ];
+  await write(`${[...requestHead, framing].join('\r\n')}\r\n\r\n`);
   for (let at = 0; at < body.length && error === null; at += 16 * 1024) {
     const piece = body.slice(at, at + 16 * 1024);
     await write(chunked ? `${piece.length.toString(16)}\r\n${piece}\r\n` : piece);
