@@ -131,7 +131,8 @@ describe('prefix cache', () => {
           temperature: 0,
         }),
       });
-      expect(res.status).toBe(200);
+      // A refusal says why (its error's code and message) in the failure, not only its status.
+      expect(res.status, res.status === 200 ? '' : await res.clone().text()).toBe(200);
       const body = (await res.json()) as {
         choices: { message: { audio: { data: string; transcript: string } } }[];
         usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
