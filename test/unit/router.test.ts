@@ -101,14 +101,20 @@ describe('Router', () => {
     expect((decisions[1] as { reason: string }).reason).toBe('unmeasured');
   });
 
-  it('ttft: learns prefill rates from first tokens and prefers the faster Thinker', () => {
+  /** A router whose two Thinkers each computed 1000 tokens, thinker#0 in `ms0`, thinker#1 in `ms1`. */
+  function taught(ms0: number, ms1: number): Router {
     const router = new Router('ttft', slotsOf(thinkers));
     const now = Date.now();
-    // thinker#0 took 1 s for 1000 tokens, thinker#1 0.1 s for 1000.
     route(router, 'a', textPrompt(1000));
     route(router, 'b', textPrompt(1000));
-    firstToken('a', now + 1000);
-    firstToken('b', now + 100);
+    firstToken('a', now + ms0);
+    firstToken('b', now + ms1);
+    return router;
+  }
+
+  it('ttft: learns prefill rates from first tokens and prefers the faster Thinker', () => {
+    // thinker#0 took 1 s for 1000 tokens, thinker#1 0.1 s for 1000.
+    const router = taught(1000, 100);
     for (let i = 0; i < 3; i++) {
       expect(route(router, `c${i}`, textPrompt(1000)).get('thinker')).toBe('thinker#1');
       forget(`c${i}`);
@@ -116,13 +122,7 @@ describe('Router', () => {
   });
 
   it('ttft: a short prefill (a turn on a cached history) teaches no rate: its fixed cost is not its positions', () => {
-    const router = new Router('ttft', slotsOf(thinkers));
-    const now = Date.now();
-    // Both Thinkers compute 1000 positions in 0.2 s.
-    route(router, 'a', textPrompt(1000));
-    route(router, 'b', textPrompt(1000));
-    firstToken('a', now + 200);
-    firstToken('b', now + 200);
+    const router = taught(200, 200); // both compute 1000 positions in 0.2 s
     // Then short turns, each first token 10 ms after its 127 positions (12700 a second, if it taught).
     const rates = () =>
       router

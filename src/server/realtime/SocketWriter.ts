@@ -59,7 +59,7 @@ export class SocketWriter {
   send(event: ServerEvent, onSent?: (handedAtMs: number) => void): void {
     if (laneOf(event) === 'audio') return this.#enqueue(event, onSent);
     if (!this.open) return;
-    const handedAtMs = performance.now();
+    const handedAtMs = onSent ? performance.now() : 0; // read only for an event that asks (the first audio)
     this.#ws.send(JSON.stringify(event), this.#afterWrite);
     onSent?.(handedAtMs);
   }
@@ -94,7 +94,7 @@ export class SocketWriter {
     ) {
       const next = this.#queue[this.#queueHead++];
       this.#queuedBytes -= next.data.length;
-      const handedAtMs = performance.now();
+      const handedAtMs = next.onSent ? performance.now() : 0;
       this.#ws.send(next.data, this.#afterWrite);
       next.onSent?.(handedAtMs);
     }
