@@ -5,7 +5,7 @@
  * without processes.
  */
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FirstOutputEstimate } from '../../src/common/engine.ts';
 import type { AdmissionSlo, StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
@@ -71,6 +71,7 @@ describe('decideAdmission', () => {
 });
 
 describe('Router.estimate', () => {
+  afterEach(() => vi.useRealTimers());
   let graph: StageGraph;
   beforeAll(async () => {
     graph = await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml'));
@@ -110,6 +111,10 @@ describe('Router.estimate', () => {
   });
 
   it("learns the Thinker's rate and what predictions miss per live request, charged for each live now", () => {
+    // The router reads Date.now() at admission and when it estimates: the clock stands still here, so the rate it
+    // learns is exactly the one the test teaches (a tick between admission and the test's reading taught 2001 ms).
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(1_000_000);
     const { router, route } = routerWithOneThinker();
     // A prompt long enough to teach a rate (MIN_RATE_SAMPLE_POSITIONS).
     const ticket = route('a', 400);
@@ -120,13 +125,10 @@ describe('Router.estimate', () => {
     ticket.release();
     const queued = route('b', 400);
     const e = router.estimate(entryOf())!;
-    // b's 400 tokens are ahead of a newcomer (2 s at 200 tokens/s), then its own typical 400 (2 s more); the route's
-    // clock may tick a few milliseconds between admission and the test's reading of it.
-    expect(e.queueMs).toBeGreaterThan(1_980);
-    expect(e.queueMs).toBeLessThanOrEqual(2_000);
-    // Plus a's misses (~1900 ms to text, ~2400 to audio, with one live) for each of 2 live: b and the newcomer.
-    expect(e.ttftMs - 2 * e.queueMs).toBeGreaterThan(2 * 1_880);
-    expect(e.ttftMs - 2 * e.queueMs).toBeLessThanOrEqual(2 * 1_900);
+    // b's 400 tokens are ahead of a newcomer (2 s at 200 tokens/s), then its own typical 400 (2 s more).
+    expect(e.queueMs).toBeCloseTo(2_000);
+    // Plus a's misses (1900 ms to text, 2400 to audio, with one live) for each of 2 live: b and the newcomer.
+    expect(e.ttftMs - 2 * e.queueMs).toBeCloseTo(2 * 1_900);
     expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(2 * 500);
     queued.release();
   });
