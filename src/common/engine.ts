@@ -53,6 +53,12 @@ export interface GenerateRequest {
   /** Reuse of the Thinker's work on an earlier prompt (voice turns prefilled while the user speaks). */
   readonly prefix?: PromptPrefix;
   /**
+   * The request's cache partition (vLLM's cache_salt; the server folds in the tenant, src/server/cachePartition.ts):
+   * requests with different salts never share prefix-cache blocks or encoder outputs, and those without one share
+   * the default partition. A non-empty string; the engine sends the stages a digest of it.
+   */
+  readonly cacheSalt?: string;
+  /**
    * W3C trace context of the span this request's stage spans are children of (the front end's root span,
    * src/tracing/responseSpan.ts): sent to every stage in `add`. Absent: the stages record nothing for it. A caller's
    * own (a Realtime response's metadata.traceparent) is the parent of the root span main makes, which then takes its

@@ -318,6 +318,8 @@ export interface AdmissionSlo {
   readonly sloTtfpMs: number | null;
 }
 
+export type CachePartition = 'api_key' | 'shared';
+
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
   readonly file: string;
@@ -336,6 +338,11 @@ export interface StageGraph {
   readonly modelsDir: string;
   /** Model names the front end answers to besides its own id (YAML model_aliases); none when absent. */
   readonly modelAliases?: readonly string[];
+  /**
+   * Who shares the prefix cache and the encoder outputs (YAML security.cache_partition): `api_key`, each API key
+   * its own partition (the default); `shared`, every key one. A request's cache_salt partitions further either way.
+   */
+  readonly cachePartition?: CachePartition;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */

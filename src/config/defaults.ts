@@ -8,6 +8,7 @@ export const defaults = {
   scheduling: 'fifo' as const, // Talker and Code2Wav: oldest first (playback: least slack first; README, Design)
   routing: 'ttft' as const, // instances by lowest estimated TTFT (queue + encode + prefill); least_loaded, round_robin
   stageHangMs: 2_000, // 2 s of silence from a stage with work, while its process uses no CPU
+  cachePartition: 'api_key' as const, // each API key its own prefix cache and encoder outputs (docs/security.md)
   stageNice: 8, // stage processes run 8 nice levels below the server: its event loop is short work that must not wait
 
   /** Relative to the repo root (the folder holding package.json), not to the YAML file. */

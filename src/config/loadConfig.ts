@@ -116,6 +116,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     stageNice: yaml.stage_nice ?? defaults.stageNice,
     modelAliases: yaml.model_aliases ?? [],
+    cachePartition: yaml.security?.cache_partition ?? defaults.cachePartition,
     modelsDir:
       yaml.models_dir === undefined
         ? path.join(repoRoot(), defaults.modelsDir)

@@ -216,6 +216,9 @@ export const GraphYaml = Type.Object(
     // How much lower than the server the stage processes run (nice increment, 0-19).
     stage_nice: optional(Type.Integer({ minimum: 0, maximum: 19 })),
     ec_store: optional(EcStoreYaml),
+    // Who shares the prefix cache and the encoder outputs (docs/security.md#what-is-shared): api_key gives each
+    // API key its own partition (with no key configured, everyone is one tenant); shared puts every key in one.
+    security: optional(Type.Object({ cache_partition: optional(oneOf(['api_key', 'shared'] as const)) }, closed)),
     stages: Type.Array(StageYaml, { minItems: 1, errorMessage: 'must be a non-empty list of stages' }),
   },
   closed,

@@ -31,6 +31,8 @@ export function validateRequest(r: GenerateRequest): void {
   // Checked here: a stage's control guard drops an add whose traceparent is not a string, which would strand it.
   if (r.traceparent !== undefined && typeof r.traceparent !== 'string')
     throw bad('traceparent must be a W3C traceparent string');
+  if (r.cacheSalt !== undefined && (typeof r.cacheSalt !== 'string' || r.cacheSalt.length === 0))
+    throw bad('cacheSalt must be a non-empty string');
 }
 
 /** The shape of a part; whether its bytes decode is the media probe's business (CHORUS_ERR_MEDIA_INVALID). */

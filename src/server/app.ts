@@ -27,7 +27,8 @@ import { MediaChecker } from './media/MediaChecker.ts';
 import { bridgeEngineDiagnostics, countClientError } from './metrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
-import { chooseSubprotocol, securityHook } from './security.ts';
+import { apiKeyOf, chooseSubprotocol, securityHook } from './security.ts';
+import { tenantOf } from './cachePartition.ts';
 import { exposedBeyondLoopback } from './hostCheck.ts';
 import { closeSocketsGoingAway, requestTimeouts } from './connectionLimits.ts';
 import { retryAfterSeconds } from './retryAfter.ts';
@@ -85,7 +86,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   // Spans still queued are sent before the server goes (a collector that is down costs a warning, not the close).
   if (tracing) app.addHook('onClose', () => tracing.flush());
   const current = graphState(engine, options.maxResponseTokens);
-  if (options.apiKey === null && exposedBeyondLoopback(options.host)) {
+  if (options.apiKeys.length === 0 && exposedBeyondLoopback(options.host)) {
     log.warn(
       { host: options.host },
       `SERVING ${options.host} WITHOUT AN API KEY: anyone who can reach this port can use the model and hold its ` +
@@ -166,7 +167,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
         return current().limits;
       },
     });
-    if (opts.reload) registerReloadRoute(routes, opts.reload, options.apiKey);
+    if (opts.reload) registerReloadRoute(routes, opts.reload, options.apiKeys.length > 0);
     registerInfoRoutes(routes, engine, options.modelName);
     registerTraceRoutes(routes, opts.traceBuffer ?? null);
   });
@@ -212,14 +213,10 @@ function graphState(engine: Engine, maxResponseTokens: number): () => GraphState
  * POST /admin/reload: the engine switches to the config as it now is on disk; the answer says which stages changed.
  * A bad config is a 400 with the loader's line-precise errors, and the running graph keeps serving.
  */
-function registerReloadRoute(
-  app: FastifyInstance,
-  reload: NonNullable<ServerOptions['reload']>,
-  apiKey: string | null,
-): void {
+function registerReloadRoute(app: FastifyInstance, reload: NonNullable<ServerOptions['reload']>, keyed: boolean): void {
   app.post('/admin/reload', async (request, reply) => {
     const loopback = ['127.0.0.1', '::1', '::ffff:127.0.0.1'].includes(request.socket.remoteAddress ?? '');
-    if (apiKey === null && !loopback)
+    if (!keyed && !loopback)
       throw new ChorusError(
         ErrorCodes.UNAUTHORIZED,
         'reload from another host needs the server to run with --api-key; this one has none',
@@ -308,6 +305,8 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         prefills,
         log: request.log,
         onClosed: release,
+        // The partition in effect when the session opened holds for its life (a reload does not move it).
+        tenant: tenantOf(apiKeyOf(request), engine.graph.cachePartition),
       });
       request.log.debug({ sessionId: session.id }, 'realtime session opened');
     },

@@ -16,8 +16,11 @@ export interface ServerOptions {
    * openai SDK's Realtime client always connects with wss://). Absent: plain http and ws.
    */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
-  /** Bearer token required on HTTP and on the WebSocket upgrade. Default: CHORUS_API_KEY, else none. */
-  readonly apiKey?: string | null;
+  /**
+   * Bearer token required on HTTP and on the WebSocket upgrade, or several (one per tenant: each key is its own
+   * cache partition unless the config's security.cache_partition is shared). Default: CHORUS_API_KEY, else none.
+   */
+  readonly apiKey?: string | readonly string[] | null;
   /**
    * Hot reload (POST /admin/reload): re-reads the config and switches the engine to it (ReloadableEngine).
    * Absent: no such route. Without an API key the route answers loopback clients only.
@@ -111,7 +114,8 @@ export interface ServerOptions {
 export interface ResolvedServerOptions {
   readonly host: string;
   readonly port: number;
-  readonly apiKey: string | null;
+  /** The keys a request may present (empty: no key asked for). */
+  readonly apiKeys: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly maxFrameBytes: number;
   readonly maxBodyBytes: number;
@@ -141,10 +145,11 @@ const MiB = 1024 * 1024;
 
 export function resolveServerOptions(opts: ServerOptions, defaultModelName: string): ResolvedServerOptions {
   const apiKey = opts.apiKey !== undefined ? opts.apiKey : (process.env.CHORUS_API_KEY ?? null);
+  const apiKeys = (apiKey === null ? [] : typeof apiKey === 'string' ? [apiKey] : apiKey).filter((k) => k !== '');
   return Object.freeze({
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 8000,
-    apiKey: apiKey === '' ? null : apiKey,
+    apiKeys: Object.freeze([...new Set(apiKeys)]),
     allowedOrigins: Object.freeze([...(opts.allowedOrigins ?? [])]),
     maxFrameBytes: opts.maxFrameBytes ?? 16 * MiB, // OpenAI caps input_audio_buffer.append at 15 MiB
     maxBodyBytes: opts.maxBodyBytes ?? 16 * MiB,

@@ -24,9 +24,23 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
 
-/** Constant-time comparison (over digests, so lengths never leak either). */
-function keyMatches(candidate: string, expectedDigest: Buffer): boolean {
-  return timingSafeEqual(digest(candidate), expectedDigest);
+/**
+ * The configured key a presented one matches, or null. Constant-time per key (over digests, so lengths never leak
+ * either), and every key is compared, so the time says nothing of which one matched.
+ */
+function matchingKey(candidate: string, keys: readonly { key: string; digest: Buffer }[]): string | null {
+  const presented = digest(candidate);
+  let found: string | null = null;
+  for (const k of keys) if (timingSafeEqual(presented, k.digest) && found === null) found = k.key;
+  return found;
+}
+
+/** The key each authenticated request came with (its cache partition: cachePartition.ts). */
+const requestKeys = new WeakMap<FastifyRequest, string>();
+
+/** The API key the request was let in with; null when the server asks for none. */
+export function apiKeyOf(request: FastifyRequest): string | null {
+  return requestKeys.get(request) ?? null;
 }
 
 export function offeredSubprotocols(header: string | string[] | undefined): string[] {
@@ -53,7 +67,7 @@ function shown(value: string): string {
 }
 
 export function securityHook(options: ResolvedServerOptions) {
-  const expectedDigest = options.apiKey === null ? null : digest(options.apiKey);
+  const keys = options.apiKeys.map((key) => ({ key, digest: digest(key) }));
   const publicRouteKeys = publicRoutes();
   const hosts = hostPolicy(options.host, options.allowedHosts);
 
@@ -93,10 +107,15 @@ export function securityHook(options: ResolvedServerOptions) {
         return reply.code(204).send();
       }
     }
-    if (expectedDigest === null || request.method === 'OPTIONS') return;
+    if (keys.length === 0 || request.method === 'OPTIONS') return;
     const routeKey = `${request.method} ${request.url.split('?')[0]}`;
     if (publicRouteKeys.has(routeKey)) return;
-    if (presentedKeys(request).some((key) => keyMatches(key, expectedDigest))) return;
+    for (const presented of presentedKeys(request)) {
+      const key = matchingKey(presented, keys);
+      if (key === null) continue;
+      requestKeys.set(request, key);
+      return;
+    }
     const [status, body] = replyError(
       new ChorusError(ErrorCodes.UNAUTHORIZED, 'missing or wrong API key: send "Authorization: Bearer <key>"'),
     );

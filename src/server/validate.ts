@@ -24,6 +24,9 @@ export interface Validator<T extends TSchema> {
 function describe(error: ValueError): string {
   if (error.type === ValueErrorType.ObjectAdditionalProperties)
     return 'is not a field Chorus knows there (misspelt, or not in the OpenAI API): leave it out';
+  // A schema's own wording (`errorMessage`, as the config schema has) says what is accepted better than TypeBox's.
+  const own = (error.schema as { errorMessage?: unknown }).errorMessage;
+  if (typeof own === 'string') return own;
   const alternatives = (error.schema as { anyOf?: TSchema[] }).anyOf;
   if (alternatives?.every((s) => 'const' in s)) {
     return (

@@ -50,11 +50,19 @@ export class VoicePrefill {
     /** The session's prefix key. */
     readonly key: string,
     private readonly log: FastifyBaseLogger,
+    /** The session's cache salt now (GenerateRequest.cacheSalt): a prefill must name its blocks as the answer will. */
+    private readonly cacheSalt: () => string | undefined = () => undefined,
   ) {}
 
   /** An engine that can retain prefixes gets a VoicePrefill; others (test doubles) none. */
-  static for(engine: Engine, slots: PrefillSlots, key: string, log: FastifyBaseLogger): VoicePrefill | null {
-    return canRetain(engine) ? new VoicePrefill(engine, slots, key, log) : null;
+  static for(
+    engine: Engine,
+    slots: PrefillSlots,
+    key: string,
+    log: FastifyBaseLogger,
+    cacheSalt?: () => string | undefined,
+  ): VoicePrefill | null {
+    return canRetain(engine) ? new VoicePrefill(engine, slots, key, log, cacheSalt) : null;
   }
 
   /**
@@ -67,12 +75,14 @@ export class VoicePrefill {
     const messages = render();
     if (!messages) return this.slots.give();
     let handle: RequestHandle;
+    const cacheSalt = this.cacheSalt();
     try {
       handle = this.engine.generate({
         requestId: `${this.key}-prefill-${this.#count++}`,
         messages,
         modalities: ['text'],
         prefix: { key: this.key, prefillOnly: true },
+        ...(cacheSalt !== undefined ? { cacheSalt } : {}),
       });
     } catch (err) {
       // The answer will meet the same problem and report it; a prefill only saves time.

@@ -131,6 +131,11 @@ describe('sampling fields on chat completions', () => {
     [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format'],
     [{ logprobs: true }, 'logprobs'],
     [{ top_logprobs: 3 }, 'top_logprobs'],
+    [{ temprature: 0.5 }, 'temprature'],
+    [{ cache_salt: 42 }, 'cache_salt'],
+    [{ cache_salt: '' }, 'cache_salt'],
+    [{ reasoning_effort: 'high' }, 'reasoning_effort'],
+    [{ web_search_options: {} }, 'web_search_options'],
   ] as const)('%j is refused with a 400 naming %s', async (extra, param) => {
     const r = await refusal(extra);
     expect(r.status).toBe(400);
@@ -148,6 +153,11 @@ describe('sampling fields on chat completions', () => {
       store: false,
       service_tier: 'auto',
       parallel_tool_calls: false,
+      safety_identifier: 's-1',
+      prompt_cache_key: 'k-1',
+      prediction: null,
+      reasoning_effort: null,
+      cache_salt: 'tenant-a', // a partition of the cache: the answer is the same
     };
     expect((await answer(inert)).text).toBe(greedy);
   });

@@ -156,6 +156,24 @@ describe('chat completion planning', () => {
     expect((await bad({ messages: [{ role: 'system', content: 'only rules' }] }))[0]).toBe('messages');
     expect((await bad({ ...base, modalities: ['video'] }))[1]).toContain('must be one of "text", "audio"');
   });
+
+  it('refuses a top-level field no API has by name, and cache_salt unless a non-empty string', async () => {
+    const refused = (body: object) => planChatCompletion({ ...base, ...body }, 'r', limits).catch((e: unknown) => e);
+    expect(await refused({ temprature: 0.5 })).toMatchObject({ code: ErrorCodes.REQUEST_INVALID, param: 'temprature' });
+    expect(((await refused({ temprature: 0.5 })) as Error).message).toContain('temprature is not a field');
+    for (const salt of [42, '', null, ['a']]) {
+      const err = await refused({ cache_salt: salt });
+      expect(err, JSON.stringify(salt)).toMatchObject({ code: ErrorCodes.REQUEST_INVALID, param: 'cache_salt' });
+      expect((err as Error).message).toContain('cache_salt must be a non-empty string');
+    }
+    expect(await refused({ reasoning_effort: 'high' })).toMatchObject({
+      code: ErrorCodes.PARAM_UNSUPPORTED,
+      param: 'reasoning_effort',
+    });
+    const taken = { reasoning_effort: null, prompt_cache_key: 'k', safety_identifier: 's', cache_salt: 'tenant-a' };
+    expect((await planChatCompletion({ ...base, ...taken }, 'r', limits)).cacheSalt).toBe('tenant-a');
+    expect((await planChatCompletion(base, 'r', limits)).cacheSalt).toBeUndefined();
+  });
 });
 
 describe('realtime event parsing', () => {
@@ -250,6 +268,20 @@ describe('realtime event parsing', () => {
       code: ErrorCodes.REQUEST_INVALID,
       param: 'response.instruction',
     });
+  });
+
+  it('refuses a field no event has at the top level, naming it; session.cache_salt is a non-empty string', () => {
+    for (const [event, param] of [
+      [{ type: 'response.cancel', response: {} }, 'response'],
+      [{ type: 'response.create', instructions: 'x' }, 'instructions'],
+      [{ type: 'session.update', session: {}, cache_salt: 'x' }, 'cache_salt'],
+      [{ type: 'input_audio_buffer.commit', item_id: 'x' }, 'item_id'],
+      [{ type: 'session.update', session: { cache_salt: 42 } }, 'session.cache_salt'],
+      [{ type: 'session.update', session: { cache_salt: '' } }, 'session.cache_salt'],
+    ] as const)
+      expect(refusal(event), JSON.stringify(event)).toEqual({ code: ErrorCodes.REQUEST_INVALID, param });
+    const update = parseClientEvent(JSON.stringify({ type: 'session.update', session: { cache_salt: 'a' } }));
+    expect(update).toMatchObject({ session: { cache_salt: 'a' } });
   });
 });
 

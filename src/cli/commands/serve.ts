@@ -33,7 +33,8 @@ export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--
 Serves the pipeline of FILE (default configs/tiny-omni.yaml): OpenAI Realtime at /v1/realtime (WebSocket),
 chat completions at /v1/chat/completions, /metrics, /health and the playground at /. SIGHUP or POST /admin/reload
 re-reads FILE and switches to it without dropping sessions (a bad file is refused; the running graph serves on).
-  --api-key KEY             bearer token required on HTTP and the WebSocket upgrade
+  --api-key KEY             bearer token required on HTTP and the WebSocket upgrade (repeat for several
+                            clients: each key gets its own prefix cache, see docs/security.md)
   --allowed-origin URL      browser origins allowed to call the API and open the WebSocket (repeatable)
   --allowed-hosts NAME,...  Host header names served besides localhost, 127.0.0.1, [::1] and --host (DNS
                             rebinding protection; others get 421); '*' turns the check off
@@ -115,7 +116,7 @@ export async function run(argv: string[]): Promise<number> {
       config: { type: 'string', default: defaultConfigPath() },
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string', default: '8000' },
-      'api-key': { type: 'string' },
+      'api-key': { type: 'string', multiple: true },
       'allowed-origin': { type: 'string', multiple: true },
       'allowed-hosts': { type: 'string', multiple: true },
       'max-body-bytes': { type: 'string' },

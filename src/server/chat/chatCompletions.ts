@@ -4,11 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Engine, RequestHandle } from '../../common/engine.ts';
+import type { Engine, GenerateRequest, RequestHandle } from '../../common/engine.ts';
 import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
 import type { Admission } from '../Admission.ts';
 import type { RequestQueue } from '../RequestQueue.ts';
 import { resolveModel, servedModelNames } from '../servedModels.ts';
+import { cacheSaltOf, tenantOf } from '../cachePartition.ts';
+import { apiKeyOf } from '../security.ts';
 import type { TokenLimits } from '../generationParams.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
 import { serverMetrics } from '../metrics.ts';
@@ -77,7 +79,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     try {
       // Waits in line under load; a 429 when the line is full, or at once when it would answer too late.
       releaseSlot = await ctx.queue.acquire(plan.request.modalities.includes('audio'));
-      handle = traceGenerate(ctx.tracing, (r) => ctx.engine.generate(r), plan.request, {
+      handle = traceGenerate(ctx.tracing, (r) => ctx.engine.generate(r), partitioned(request, plan, ctx.engine), {
         protocol: 'http',
         name: 'chat.completion',
         parent: contextFromTraceparent(
@@ -120,6 +122,12 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
       end();
     }
   });
+}
+
+/** The plan's request in its cache partition: the client's cache_salt and the tenant of its API key. */
+function partitioned(request: FastifyRequest, plan: ChatPlan, engine: Engine): GenerateRequest {
+  const cacheSalt = cacheSaltOf(tenantOf(apiKeyOf(request), engine.graph.cachePartition), plan.cacheSalt);
+  return cacheSalt === undefined ? plan.request : { ...plan.request, cacheSalt };
 }
 
 /**

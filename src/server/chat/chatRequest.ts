@@ -11,6 +11,8 @@ import { bodyNamer, type ItemNamer } from '../media/itemNames.ts';
 import { fetchMedia } from '../media/fetchMedia.ts';
 import { audioPart, inlineImage, type MediaSources } from '../media/mediaParts.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
+import { CacheSaltField } from '../cachePartition.ts';
+import { otherOpenAiFields, refuseUnsupportedExtras } from './chatFields.ts';
 import { contentTextBytes, refuseLongText } from '../promptText.ts';
 
 /**
@@ -44,7 +46,7 @@ const Message = Type.Object({
 });
 type Message = Static<typeof Message>;
 
-const ChatBody = Type.Object({
+const chatBodyFields = {
   model: Type.Optional(Type.String()),
   messages: Type.Array(Message, { minItems: 1, maxItems: 4096 }),
   modalities: Type.Optional(
@@ -65,7 +67,7 @@ const ChatBody = Type.Object({
   stop: Type.Optional(Type.Union([Type.Null(), Type.String(), Type.Array(Type.String(), { maxItems: 4 })])),
   // What Chorus cannot do is refused when asked for (refuseUnsupported): left out of the answer silently, each would
   // hand the client something other than what it asked for. Fields that change nothing in an answer (user, metadata,
-  // store, service_tier...) are accepted and ignored.
+  // store, service_tier...) are taken (chatFields.ts); a field no table names is refused by the closed schema.
   tools: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Unknown(), { maxItems: 128 })])),
   tool_choice: Type.Optional(Type.Unknown()),
   functions: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Unknown(), { maxItems: 128 })])),
@@ -73,8 +75,12 @@ const ChatBody = Type.Object({
   response_format: Type.Optional(Type.Union([Type.Null(), Type.Object({ type: Type.String() })])),
   logprobs: Type.Optional(Type.Union([Type.Null(), Type.Boolean()])),
   top_logprobs: Type.Optional(Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: 20 })])),
+  /** vLLM's: the request's prefix-cache and encoder-output partition (cachePartition.ts). */
+  cache_salt: CacheSaltField,
   ...generationFields,
-});
+  ...otherOpenAiFields,
+};
+const ChatBody = Type.Object(chatBodyFields, { additionalProperties: false });
 export type ChatBody = Static<typeof ChatBody>;
 
 const validator = compileValidator(ChatBody);
@@ -87,6 +93,8 @@ export interface ChatPlan {
   readonly audio: { readonly format: 'pcm16' | 'wav' } | null;
   /** Rewrites the engine's media item names (its message indices) into this body's. */
   readonly itemNamer: ItemNamer;
+  /** The client's cache_salt (the route folds in the tenant: cachePartition.ts). */
+  readonly cacheSalt: string | undefined;
 }
 
 const noMedia: MediaSources = { allowList: [], timeoutMs: 0, maxBytes: 0 };
@@ -223,6 +231,7 @@ export async function planChatCompletion(
 ): Promise<ChatPlan> {
   const b = validator.parse(body, 'chat completion request');
   refuseUnsupported(b);
+  refuseUnsupportedExtras(b);
   // Before media is decoded or anything tokenized: text that cannot fit costs main nothing more.
   refuseLongText(
     b.messages.reduce((n, m) => n + contentTextBytes(m.content), 0),
@@ -260,5 +269,6 @@ export async function planChatCompletion(
     stream,
     audio: wantsAudio ? { format } : null,
     itemNamer: bodyNamer(bodyIndexOf),
+    cacheSalt: b.cache_salt,
   };
 }

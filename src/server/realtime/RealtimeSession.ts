@@ -14,6 +14,7 @@ import { countClientError } from '../metrics.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { resolveModel, servedModelNames } from '../servedModels.ts';
 import { ClientInputError } from '../validate.ts';
+import { cacheSaltOf } from '../cachePartition.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
 import { normalizeModalities } from './responsePlan.ts';
 import { InputAudio } from './InputAudio.ts';
@@ -37,6 +38,8 @@ export interface SessionContext extends ResponseContext {
   readonly onClosed: () => void;
   /** Its voice turns as spans (null without tracing: nothing is recorded). */
   readonly turnSpans?: TurnSpans | null;
+  /** The cache partition of the session's API key (cachePartition.ts); null: none. */
+  readonly tenant?: string | null;
 }
 
 export class RealtimeSession {
@@ -76,6 +79,7 @@ export class RealtimeSession {
       generation: {},
       turnDetection: null,
       truncation: 'auto',
+      cacheSalt: cacheSaltOf(ctx.tenant ?? null, undefined),
     };
     this.#responses = new SessionResponses(ctx, {
       sessionId: this.#state.id,
@@ -227,12 +231,19 @@ export class RealtimeSession {
     state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
     this.#voice.configure(state.turnDetection);
     if (state.turnDetection)
-      this.#prefill ??= VoicePrefill.for(this.#ctx.engine, this.#ctx.prefills, `voice-${this.id}`, this.#ctx.log);
+      this.#prefill ??= VoicePrefill.for(
+        this.#ctx.engine,
+        this.#ctx.prefills,
+        `voice-${this.id}`,
+        this.#ctx.log,
+        () => state.cacheSalt,
+      );
     else {
       this.#prefill?.close();
       this.#prefill = null;
     }
     state.generation = mergeGeneration(state.generation, s);
+    if (s.cache_salt !== undefined) state.cacheSalt = cacheSaltOf(this.#ctx.tenant ?? null, s.cache_salt);
     this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
   }
 

@@ -1,13 +1,14 @@
 /**
  * The realtime client events Chorus implements (OpenAI Realtime GA names and shapes), their schemas, and the
- * one parse step every frame goes through (frameText, then parseClientEvent). The session and response objects are
- * closed: a field they do not name is refused (a misspelt field silently ignored would change the answer with no
- * word). Fields OpenAI defines and Chorus does not implement (tools, input transcription...) are refused when they
- * ask for something, taken when they ask for nothing (unimplementedFields.ts).
+ * one parse step every frame goes through (frameText, then parseClientEvent). The events and their session and
+ * response objects are closed: a field they do not name is refused (a misspelt field silently ignored would change
+ * the answer with no word). Fields OpenAI defines and Chorus does not implement (tools, input transcription...) are
+ * refused when they ask for something, taken when they ask for nothing (unimplementedFields.ts).
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import type { RawData } from 'ws';
 import { ErrorCodes } from '../../common/errors.ts';
+import { CacheSaltField } from '../cachePartition.ts';
 import { generationFields } from '../generationParams.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
 import {
@@ -95,6 +96,8 @@ export const SessionFields = Type.Object(
      * whose errors name the field and its accepted values (a schema union could only say "not in any accepted form").
      */
     truncation: Type.Optional(Type.Unknown()),
+    /** vLLM's: the session's prefix-cache and encoder-output partition, for every response (cachePartition.ts). */
+    cache_salt: CacheSaltField,
     ...generationFields,
     ...unimplementedSessionFields,
   },
@@ -168,42 +171,45 @@ export type ResponseFields = Static<typeof ResponseFields>;
 
 const EventId = Type.Optional(Type.String({ maxLength: 128 }));
 
+/** Every event is closed too: a field no event names (misspelt, or another API's) is refused by name. */
+const event = <P extends TProperties>(properties: P) => Type.Object(properties, closed);
+
 const schemas = {
-  'session.update': Type.Object({ type: Type.Literal('session.update'), event_id: EventId, session: SessionFields }),
-  'conversation.item.create': Type.Object({
+  'session.update': event({ type: Type.Literal('session.update'), event_id: EventId, session: SessionFields }),
+  'conversation.item.create': event({
     type: Type.Literal('conversation.item.create'),
     event_id: EventId,
     previous_item_id: Type.Optional(Type.String()),
     item: MessageItem,
   }),
-  'input_audio_buffer.append': Type.Object({
+  'input_audio_buffer.append': event({
     type: Type.Literal('input_audio_buffer.append'),
     event_id: EventId,
     audio: Type.String(),
   }),
-  'input_audio_buffer.commit': Type.Object({ type: Type.Literal('input_audio_buffer.commit'), event_id: EventId }),
-  'input_audio_buffer.clear': Type.Object({ type: Type.Literal('input_audio_buffer.clear'), event_id: EventId }),
-  'response.create': Type.Object({
+  'input_audio_buffer.commit': event({ type: Type.Literal('input_audio_buffer.commit'), event_id: EventId }),
+  'input_audio_buffer.clear': event({ type: Type.Literal('input_audio_buffer.clear'), event_id: EventId }),
+  'response.create': event({
     type: Type.Literal('response.create'),
     event_id: EventId,
     response: Type.Optional(ResponseFields),
   }),
-  'response.cancel': Type.Object({
+  'response.cancel': event({
     type: Type.Literal('response.cancel'),
     event_id: EventId,
     response_id: Type.Optional(Type.String()),
   }),
-  'conversation.item.delete': Type.Object({
+  'conversation.item.delete': event({
     type: Type.Literal('conversation.item.delete'),
     event_id: EventId,
     item_id: Type.String({ minLength: 1 }),
   }),
-  'conversation.item.retrieve': Type.Object({
+  'conversation.item.retrieve': event({
     type: Type.Literal('conversation.item.retrieve'),
     event_id: EventId,
     item_id: Type.String({ minLength: 1 }),
   }),
-  'conversation.item.truncate': Type.Object({
+  'conversation.item.truncate': event({
     type: Type.Literal('conversation.item.truncate'),
     event_id: EventId,
     item_id: Type.String({ minLength: 1 }),

@@ -80,6 +80,7 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
     // Starts from what was prefilled while the user spoke (the Thinker checks every reused input).
     ...(ctx.prefixKey ? { prefix: { key: ctx.prefixKey } } : {}),
     ...(metadata?.traceparent !== undefined ? { traceparent: metadata.traceparent } : {}),
+    ...(state.cacheSalt !== undefined ? { cacheSalt: state.cacheSalt } : {}),
   });
   return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request, metadata, ...fit };
 }

@@ -43,6 +43,8 @@ export interface SessionState {
   turnDetection: TurnDetectionResource | null;
   /** What goes when the conversation outgrows the Thinker (planTruncation.ts); "auto" unless the client says. */
   truncation: TruncationSetting;
+  /** The engine's cache salt for every response (cachePartition.ts: the tenant and session.cache_salt); not echoed. */
+  cacheSalt: string | undefined;
 }
 
 export function sessionResource(s: SessionState): SessionResource {
