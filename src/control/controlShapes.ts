@@ -36,6 +36,7 @@ const MAIN_TO_STAGE: { readonly [T in Exclude<MainToStage['type'], 'drop_all'>]:
     firstChunkDeadline: 'number',
     liveRequests: 'number?',
     traceparent: 'string?',
+    cacheSalt: 'string?',
     // The kind's own arguments: the kind's core checks what it reads of them (src/kinds/<kind>/protocol.ts).
     args: 'object',
   },

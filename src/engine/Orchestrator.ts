@@ -26,6 +26,7 @@ import { thinkerMessage } from '../kinds/thinker/protocol.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';
 import { EcStore } from './ec/EcStore.ts';
 import { ecEntryOf } from './ec/ecPlan.ts';
+import { inPartition } from './promptPartition.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
 import { LOCAL_STAGE, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { admissiblePrompt, entryTokenizer, promptContextOf, promptPositionsOf } from './mediaPrompt.ts';
@@ -149,7 +150,8 @@ export class Orchestrator implements Engine {
     this.requests.checkFree(requestId);
     if (this.pending.holds(requestId))
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
-    return { requestId, prompt: admissiblePrompt(request.messages, this.graph, this.promptContext) };
+    const prompt = admissiblePrompt(request.messages, this.graph, this.promptContext);
+    return { requestId, prompt: inPartition(prompt, request.cacheSalt) };
   }
 
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */

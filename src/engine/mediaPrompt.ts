@@ -41,6 +41,8 @@ export interface MediaItem {
   readonly numEmbeddings: number;
   /** The encoder stage that takes it. */
   readonly encoder: StageSpec;
+  /** The request's cache partition (promptPartition.ts): the EC store looks the item up within it. */
+  readonly cacheSalt?: string;
 }
 
 export interface PreparedPrompt {
@@ -48,6 +50,11 @@ export interface PreparedPrompt {
   readonly promptTokenIds: readonly number[];
   readonly items: readonly MediaItem[];
   readonly spans: readonly MediaSpan[];
+  /**
+   * The digest of the request's cache salt (promptPartition.ts): its blocks and media are named within it. Absent:
+   * the default partition.
+   */
+  readonly cacheSalt?: string;
 }
 
 /** Placeholder token ids of a tokenizer, or null when it has none for a modality. */

@@ -28,6 +28,8 @@ export interface Admission {
   readonly firstPacketTokens?: number;
   readonly firstChunkDeadline: number;
   readonly playback: PlaybackPlan | undefined;
+  /** The request's cache partition (PreparedPrompt.cacheSalt); every stage gets it. */
+  readonly cacheSalt?: string;
 }
 
 /**
@@ -80,6 +82,7 @@ export function stageAdds(a: Admission): { slot: InstanceView; add: AddRequest }
       firstChunkDeadline: a.firstChunkDeadline,
       liveRequests: a.liveRequests,
       ...(request.traceparent ? { traceparent: request.traceparent } : {}),
+      ...(a.cacheSalt !== undefined ? { cacheSalt: a.cacheSalt } : {}),
       args: kind.addArgs({
         requestId: a.requestId,
         request,

@@ -49,6 +49,17 @@ export function modelRoot(model: unknown): string {
   return JSON.stringify(model);
 }
 
+/**
+ * The root a request's blocks are named from: the stage's (modelRoot), with the request's cache salt when it has one
+ * (GenerateRequest.cacheSalt, as main sends it to the stages: a digest). Every name of the chain then stands for the
+ * salt too, so requests of two salts never share a block, while requests of one salt share as before; a request
+ * without a salt names exactly as it did before salts existed. The Thinker's cache, the Talker's and main's router
+ * (predicting what a Thinker holds) all name from it.
+ */
+export function saltedRoot(root: string, cacheSalt: string | undefined): string {
+  return cacheSalt === undefined ? root : JSON.stringify([root, cacheSalt]);
+}
+
 /** The shortened name a routing summary carries (HeldBlocks): 66 bits, enough to tell a cache's blocks apart. */
 export const ROUTING_NAME_CHARS = 11;
 

@@ -128,6 +128,11 @@ export interface AddRequest<A = unknown> {
    * join its trace, on this host or another (it rides the Redis control channel as it does IPC). Absent: untraced.
    */
   readonly traceparent?: string;
+  /**
+   * The request's cache partition (PreparedPrompt.cacheSalt, a digest): prefix-cache blocks are named from the root
+   * salted with it and encoder outputs keyed with it, so requests of two salts share neither. Absent: the default.
+   */
+  readonly cacheSalt?: string;
   /** The kind's own arguments. */
   readonly args: A;
 }

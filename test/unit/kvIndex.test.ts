@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { KvIndex, PREDICTION_MS } from '../../src/engine/routing/KvIndex.ts';
-import { ROUTING_NAME_CHARS, tokenBlockNames } from '../../src/sched/blockNames.ts';
+import { ROUTING_NAME_CHARS, saltedRoot, tokenBlockNames } from '../../src/sched/blockNames.ts';
 
 const ROOT = '{"model":"tiny"}';
 const B = 4;
@@ -18,8 +18,11 @@ const held = (tokenIds: readonly number[], root = ROOT) => ({
 });
 
 /** Overlaps with no prediction in force (the clock far from any request's end). */
-const overlapsNow = (index: KvIndex, instances: string[], prompt: { tokenIds: number[]; namable: number }) =>
-  index.overlaps(instances, prompt, 1e12);
+const overlapsNow = (
+  index: KvIndex,
+  instances: string[],
+  prompt: { tokenIds: number[]; namable: number; cacheSalt?: string },
+) => index.overlaps(instances, prompt, 1e12);
 
 describe('KvIndex', () => {
   it('overlap: the leading blocks an instance holds, never the prompt last position; others hold nothing', () => {
@@ -54,6 +57,23 @@ describe('KvIndex', () => {
     // Names made under another root than the one reported never match.
     index.update('thinker#1', { root: ROOT, blockPositions: 2, names: twos });
     expect(overlapsNow(index, ['thinker#1'], { tokenIds: ids(16), namable: 16 }).get('thinker#1')).toBe(0);
+  });
+
+  it('names a salted prompt as a Thinker names it under that salt: other salts, and none, hold nothing of it', () => {
+    const index = new KvIndex();
+    // The Thinker names a salted request's blocks from the salted root and reports them under its plain root.
+    const salted = held(ids(12), saltedRoot(ROOT, 'tenant-a'));
+    index.update('thinker#0', { ...salted, root: ROOT });
+    const prompt = (cacheSalt?: string) => ({ tokenIds: ids(13), namable: 13, ...(cacheSalt ? { cacheSalt } : {}) });
+    expect(overlapsNow(index, ['thinker#0'], prompt('tenant-a')).get('thinker#0')).toBe(12);
+    expect(overlapsNow(index, ['thinker#0'], prompt('tenant-b')).get('thinker#0')).toBe(0);
+    expect(overlapsNow(index, ['thinker#0'], prompt()).get('thinker#0')).toBe(0);
+    // And a prediction made for a salted request's end counts for that salt only.
+    const predicting = new KvIndex();
+    predicting.predict('thinker#1', prompt('tenant-a'), 0, { root: ROOT, blockPositions: B });
+    expect(predicting.overlaps(['thinker#1'], prompt('tenant-a'), 1).get('thinker#1')).toBe(12);
+    expect(predicting.overlaps(['thinker#1'], prompt('tenant-b'), 1).get('thinker#1')).toBe(0);
+    expect(saltedRoot(ROOT, undefined)).toBe(ROOT); // no salt: the names of before salts existed
   });
 
   it('a report replaces the set (an evicted block is gone); a lost instance is forgotten', () => {

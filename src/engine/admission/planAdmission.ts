@@ -97,6 +97,7 @@ export function planAdmission(a: AdmissionInput): AdmissionPlan {
     outputs,
     chosen,
     promptTokenIds: prompt.promptTokenIds,
+    ...(prompt.cacheSalt !== undefined ? { cacheSalt: prompt.cacheSalt } : {}),
     media: media?.plan ?? null,
     ecDrop: a.ecDrop,
     upstreamOf,

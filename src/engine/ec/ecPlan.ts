@@ -10,10 +10,16 @@ import type { EcItemQuery, EcStore } from './EcStore.ts';
 /** Items' bytes keys, computed once per item (routing and the store's plan both ask). */
 const bytesKeys = new WeakMap<MediaItem, string>();
 
-/** The hash of an item's bytes as received (sha256: ~1 ms per MB on main, once per item). */
+/**
+ * The hash of an item's bytes as received (sha256: ~1 ms per MB on main, once per item), within the request's cache
+ * partition: the same bytes under another salt are another entry, so a tenant never takes (nor learns of) another's.
+ */
 function bytesKeyOfItem(item: MediaItem): string {
   let key = bytesKeys.get(item);
-  if (key === undefined) bytesKeys.set(item, (key = bytesKeyOf(mediaBodyOf(item))));
+  if (key === undefined) {
+    const bytesKey = bytesKeyOf(mediaBodyOf(item));
+    bytesKeys.set(item, (key = item.cacheSalt === undefined ? bytesKey : `${bytesKey} ${item.cacheSalt}`));
+  }
   return key;
 }
 

@@ -12,10 +12,11 @@
  * last PREDICTION_MS.
  *
  * Main names a prompt's blocks as the Thinker does (blockNames.ts) as far as it holds the inputs: token ids up to
- * its first media position (media positions are named by their rows, which only the Thinker has).
+ * its first media position (media positions are named by their rows, which only the Thinker has), from the root
+ * salted with the request's cache salt as the Thinker's are (saltedRoot).
  */
 import type { HeldBlocks } from '../../sched/PrefixCache.ts';
-import { ROUTING_NAME_CHARS, tokenBlockNames } from '../../sched/blockNames.ts';
+import { ROUTING_NAME_CHARS, saltedRoot, tokenBlockNames } from '../../sched/blockNames.ts';
 
 interface InstanceBlocks {
   readonly root: string;
@@ -36,6 +37,8 @@ export interface NamedPrompt {
   readonly tokenIds: readonly number[];
   /** Positions [0, namable) hold tokens only. */
   readonly namable: number;
+  /** The request's cache partition (PreparedPrompt.cacheSalt): its blocks are named within it, as the Thinker does. */
+  readonly cacheSalt?: string;
 }
 
 export class KvIndex {
@@ -90,7 +93,7 @@ export class KvIndex {
         out.set(instance, 0);
         continue;
       }
-      const key = `${held.blockPositions} ${held.root}`;
+      const key = `${held.blockPositions} ${held.root}`; // one prompt: one salt for every instance
       let names = named.get(key);
       if (!names) named.set(key, (names = this.#name(held, prompt)));
       const has = (name: string) => held.names.has(name) || (held.predicted.get(name) ?? 0) > nowMs;
@@ -108,7 +111,8 @@ export class KvIndex {
 
   /** Names of the prompt's whole blocks in [0, limit); by default not its last position, which it computes. */
   #name(held: Naming, prompt: NamedPrompt, limit = Math.min(prompt.namable, prompt.tokenIds.length - 1)): string[] {
-    return tokenBlockNames(held.root, held.blockPositions, prompt.tokenIds, limit).map((n) =>
+    const root = saltedRoot(held.root, prompt.cacheSalt);
+    return tokenBlockNames(root, held.blockPositions, prompt.tokenIds, limit).map((n) =>
       n.slice(0, ROUTING_NAME_CHARS),
     );
   }

@@ -383,7 +383,7 @@ export class Router {
 /** A prompt as the KV index names it: token ids up to its first media position. */
 function namedPrompt(prompt: PreparedPrompt): NamedPrompt {
   const namable = Math.min(prompt.promptTokenIds.length, ...prompt.spans.map((span) => span.start));
-  return { tokenIds: prompt.promptTokenIds, namable };
+  return { tokenIds: prompt.promptTokenIds, namable, cacheSalt: prompt.cacheSalt };
 }
 
 function learn(rates: Map<string, number>, instance: string, sample: number): void {
