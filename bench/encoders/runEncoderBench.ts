@@ -6,12 +6,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
+import { createEncoderRunner } from '../../stages/encoder/createEncoderRunner.ts';
 import { audioFeatures, decodeAudio } from '../../src/media/audio.ts';
 import { decodeImage } from '../../src/media/image.ts';
 import { imagePatches } from '../../src/media/imagePatches.ts';
 import type { EncoderInput } from '../../src/media/types.ts';
-import { audioEncoderSpec, visionEncoderSpec } from '../../stages/models/ensureEncoderModel.ts';
+import { audioEncoderSpec, visionEncoderSpec } from '../../stages/encoder/ensureEncoderModel.ts';
 import { presets } from '../../stages/generator/presets.ts';
 import { timed, gitSha } from '../common.ts';
 // Synthetic media, the same fixtures the tests use.

@@ -16,7 +16,7 @@ import type { RoutingPolicy } from '../../src/common/graph.ts';
 import type { Logger } from '../../src/common/log.ts';
 import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from '../../src/engine/processCpu.ts';
 import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { encoderStatsOf } from '../../src/kinds/encoder/protocol.ts';
+import { encoderStatsOf } from '../../stages/encoder/protocol.ts';
 import { pngBytes, wavBytes } from '../mediaSamples.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { mixWorkload, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';

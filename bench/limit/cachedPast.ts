@@ -2,12 +2,12 @@
  * A cached prefix for the limit of a turn over a long past: the KV a conversation's turn adopts from the prefix
  * cache, built here by running the runners over those positions (untimed) in sequences of their own. A timed packet
  * copies it into its own sequences before its clock starts (runLimit.ts firstPacket), as the prefix cache hands a
- * request its cached blocks (src/kinds/thinker/ThinkerPrefixCache.ts, src/kinds/talker/TalkerPrefixCache.ts): the
+ * request its cached blocks (stages/thinker/ThinkerPrefixCache.ts, stages/talker/TalkerPrefixCache.ts): the
  * past is built once per turn, and every repeat computes the same new positions over the same past.
  */
 import { concatFloat32 } from '../../src/common/arrays.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
+import type { Thinker2Talker } from '../../stages/talker/thinker2talker.ts';
 import type { PacketSampling, Runners } from './limitRunners.ts';
 
 export interface CachedPast {

@@ -17,8 +17,8 @@
 import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
-import { Talker2Code2Wav } from '../../stages/processors/talker2code2wav.ts';
-import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
+import { Talker2Code2Wav } from '../../stages/code2wav/talker2code2wav.ts';
+import { Thinker2Talker } from '../../stages/talker/thinker2talker.ts';
 import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
 import { createTokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
 import { percentile } from '../ttfp/metrics.ts';

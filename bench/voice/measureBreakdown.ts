@@ -6,7 +6,7 @@
  */
 import type { StageGraph } from '../../src/common/graph.ts';
 import { audioFeatures, decodeAudio } from '../../src/media/audio.ts';
-import { createEncoderRunner, type EncoderSpec } from '../../stages/encoders/createEncoderRunner.ts';
+import { createEncoderRunner, type EncoderSpec } from '../../stages/encoder/createEncoderRunner.ts';
 import { createTokenizer } from '../../src/tokenizer/index.ts';
 import { timed } from '../common.ts';
 import { msOf } from './speech.ts';

@@ -1,6 +1,6 @@
 /**
  * Encoder stages (kind encoder): their `encoder:` settings. Their generated models are sized by the encoder
- * descriptor (src/kinds/encoder), from the Thinker they feed.
+ * descriptor (stages/encoder), from the Thinker they feed.
  */
 import type { Static } from '@sinclair/typebox';
 import { DEFAULT_IMAGE_GRID } from '../media/imagePatches.ts';

@@ -7,7 +7,7 @@
  */
 import { suggest, type Problems } from './problems.ts';
 import type { StageInput, StageKind } from '../common/graph.ts';
-import { stageKinds } from '../kinds/registry.ts';
+import { stageKinds } from '../../stages/registry.ts';
 
 export interface GraphNode {
   readonly index: number; // position in the YAML `stages` list (for error paths)

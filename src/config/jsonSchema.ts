@@ -6,7 +6,7 @@
  * a message of its own (worker_type, next_stage_processor) are left out, so an editor refuses them too.
  */
 import type { TSchema } from '@sinclair/typebox';
-import { stageKinds } from '../kinds/registry.ts';
+import { stageKinds } from '../../stages/registry.ts';
 import { connectorKinds } from '../../transport/registry.ts';
 import { FileModelYaml, GraphYaml } from './schema.ts';
 

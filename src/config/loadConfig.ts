@@ -15,7 +15,7 @@ import { resolveEncoderSettings } from './encoders.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import { resolvePrefillFirst, resolvePrefixCache } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
-import { stageKinds } from '../kinds/registry.ts';
+import { stageKinds } from '../../stages/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { resolveModel } from './models.ts';
 import { repoRoot } from './paths.ts';

@@ -1,15 +1,15 @@
 /**
  * Resolves each stage's `model:` to a ModelSpec. A file model is checked here (the file exists, a tokenizer folder
  * holds tokenizer.json); a generated model is checked against its kind's schema and sized by the kind's descriptor
- * (src/kinds), which derives or checks the sizes that must agree across stages, so a mismatch is a config error
- * with a line number rather than an ONNX shape error inside a stage process.
+ * (stages/<kind>/descriptor.ts), which derives or checks the sizes that must agree across stages, so a mismatch is a
+ * config error with a line number rather than an ONNX shape error inside a stage process.
  */
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
 import type { MediaModality, ModelSpec, StageKind } from '../common/graph.ts';
-import { stageKinds } from '../kinds/registry.ts';
-import type { RelatedStage } from '../kinds/StageKindDescriptor.ts';
+import { stageKinds } from '../../stages/registry.ts';
+import type { RelatedStage } from '../../stages/StageKindDescriptor.ts';
 import type { Problems } from './problems.ts';
 import { FileModelYaml } from './schema.ts';
 import { check } from './validate.ts';

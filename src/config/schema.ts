@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { ByteSize, closed, int, oneOf, optional } from '../common/yamlSchema.ts';
-import { stageKindNames } from '../kinds/registry.ts';
+import { stageKindNames } from '../../stages/registry.ts';
 
 export { oneOf };
 

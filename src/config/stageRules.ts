@@ -1,9 +1,9 @@
 /**
  * Rules that tie a stage to its kind and its place in the graph, asked of the kind's descriptor
- * (src/kinds): which kinds it can feed, and which final output it may produce.
+ * (stages/<kind>/descriptor.ts): which kinds it can feed, and which final output it may produce.
  */
 import type { FinalOutputType, StageKind } from '../common/graph.ts';
-import { stageKindNames, stageKinds } from '../kinds/registry.ts';
+import { stageKindNames, stageKinds } from '../../stages/registry.ts';
 import type { Problems } from './problems.ts';
 
 export interface RuleStage {

@@ -37,7 +37,7 @@ const MAIN_TO_STAGE: { readonly [T in Exclude<MainToStage['type'], 'drop_all'>]:
     liveRequests: 'number?',
     traceparent: 'string?',
     cacheSalt: 'string?',
-    // The kind's own arguments: the kind's core checks what it reads of them (src/kinds/<kind>/protocol.ts).
+    // The kind's own arguments: the kind's core checks what it reads of them (stages/<kind>/protocol.ts).
     args: 'object',
   },
   abort: { requestId: 'string', reason: 'string' },

@@ -22,7 +22,7 @@ import {
   type ProvisionedEdges,
 } from '../../transport/registry.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
-import { thinkerMessage } from '../kinds/thinker/protocol.ts';
+import { thinkerMessage } from '../../stages/thinker/protocol.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';
 import { EcStore } from './ec/EcStore.ts';
 import { ecEntryOf } from './ec/ecPlan.ts';

@@ -5,7 +5,7 @@
  */
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { GenerateRequest } from '../common/engine.ts';
-import { stageKinds } from '../kinds/registry.ts';
+import { stageKinds } from '../../stages/registry.ts';
 import type { AddRequest, DownstreamTarget, EcDrop, PlaybackPlan, UpstreamSource } from '../worker/messages.ts';
 import type { RequestMediaPlan } from './MediaRoutes.ts';
 import { MAIN } from './planEdges.ts';

@@ -25,6 +25,6 @@ export type StartStageWorker = (args: StageBootArgs, log: Logger) => Promise<Sta
 
 /** A stage process on this machine: it runs the stage body with the kind registry, and talks over the IPC pipe. */
 export const LOCAL_STAGE: StageWorkerOptions = {
-  entry: fileURLToPath(new URL('../kinds/stageEntry.ts', import.meta.url)),
+  entry: fileURLToPath(new URL('../../stages/stageEntry.ts', import.meta.url)),
   channelOf: ipcChannelToChild,
 };

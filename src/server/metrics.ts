@@ -9,10 +9,10 @@
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { channelNames } from '../common/diagnostics.ts';
-import { code2wavStatsOf } from '../kinds/code2wav/protocol.ts';
-import { encoderStatsOf } from '../kinds/encoder/protocol.ts';
-import { talkerStatsOf } from '../kinds/talker/protocol.ts';
-import { thinkerStatsOf } from '../kinds/thinker/protocol.ts';
+import { code2wavStatsOf } from '../../stages/code2wav/protocol.ts';
+import { encoderStatsOf } from '../../stages/encoder/protocol.ts';
+import { talkerStatsOf } from '../../stages/talker/protocol.ts';
+import { thinkerStatsOf } from '../../stages/thinker/protocol.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
 import { engineMetricsIn } from './engineMetrics.ts';
@@ -141,7 +141,7 @@ interface StageStatsMessage {
   readonly ar?: unknown;
 }
 
-/** The cumulative cache totals an encoder stage reports (src/kinds/encoder/protocol.ts EncoderStats). */
+/** The cumulative cache totals an encoder stage reports (stages/encoder/protocol.ts EncoderStats). */
 interface EncoderStatsMessage {
   readonly cacheHits?: unknown;
   readonly cacheMisses?: unknown;
@@ -175,7 +175,7 @@ function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
   if (typeof e.cacheBytes === 'number') engineMetrics.encoderCacheBytes.set({ stage }, e.cacheBytes);
 }
 
-/** Code2Wav's frame totals (src/kinds/code2wav/protocol.ts Code2WavStats), as counters like the encoder's. */
+/** Code2Wav's frame totals (stages/code2wav/protocol.ts Code2WavStats), as counters like the encoder's. */
 function observeCode2WavStats(stage: string, c: { framesDecoded?: unknown; audioFrames?: unknown; states?: unknown }) {
   code2wavStages.add(stage);
   const counters = [

@@ -35,7 +35,7 @@ export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
 const TSX_LOADER_URL = import.meta.resolve('tsx');
 
 export interface StageWorkerOptions {
-  /** The module the stage process runs (it calls runStageProcess; src/kinds/stageEntry.ts in Chorus). */
+  /** The module the stage process runs (it calls runStageProcess; stages/stageEntry.ts in Chorus). */
   readonly entry: string;
   /** Main's end of the child's control channel (src/control/ipc: the IPC pipe); the worker knows the interface only. */
   readonly channelOf: (child: ChildProcess) => ControlChannel<MainToStage, StageToMain>;

@@ -101,7 +101,7 @@ export interface EncodeItem {
 /**
  * What main tells a stage instance when it admits a request: the fields every kind reads, and `args`, the kind's own
  * arguments (a prompt, a media plan, the items to encode, a playback plan...). `args` is typed and built by the
- * kind's descriptor (src/kinds/<kind>/protocol.ts and descriptor.ts `addArgs`): the worker loop and the engine carry
+ * kind's descriptor (stages/<kind>/protocol.ts and descriptor.ts `addArgs`): the worker loop and the engine carry
  * it without reading it, so a new kind adds its arguments without touching either.
  */
 export interface AddRequest<A = unknown> {
@@ -160,7 +160,7 @@ export type MainToStage =
   | { readonly type: 'resume'; readonly requestId: string }
   /**
    * A message of the stage's kind, handed to its core (StageCore.onKindMessage) unread: the kind's protocol
-   * (src/kinds/<kind>/protocol.ts) types and checks `body`. The Thinker's first_audio, media_failed and
+   * (stages/<kind>/protocol.ts) types and checks `body`. The Thinker's first_audio, media_failed and
    * release_prefix travel so. With a requestId, a core failing on it fails that request (StageLoop).
    */
   | KindMessage
@@ -233,7 +233,7 @@ export interface StageStats {
   readonly ar?: ArStats;
   /**
    * The kind's own section (its encoder cache, prefix cache, vocoder states...): typed by the kind's protocol
-   * (src/kinds/<kind>/protocol.ts), read on main through that protocol's accessors.
+   * (stages/<kind>/protocol.ts), read on main through that protocol's accessors.
    */
   readonly kind?: KindStats;
 }

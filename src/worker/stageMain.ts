@@ -4,7 +4,7 @@
  * settings and the model's facts; then run the step loop until shutdown. A failure before READY is reported as
  * boot_failed and the process exits 1; the supervisor never restarts a stage that failed at boot (no crash loop).
  *
- * How a core is built is passed in (src/kinds/stageEntry.ts passes the kind registry): the worker layer knows
+ * How a core is built is passed in (stages/stageEntry.ts passes the kind registry): the worker layer knows
  * stage cores only through the StageCore interface.
  */
 import { readdirSync } from 'node:fs';

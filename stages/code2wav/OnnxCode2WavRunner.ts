@@ -12,7 +12,7 @@ import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { Code2WavSize, EngineArgs, ModelSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { code2wavReceptiveFieldFrames } from '../generator/code2wavModel.ts';
+import { code2wavReceptiveFieldFrames } from './code2wavModel.ts';
 import { signatureError } from '../models/decoderSignature.ts';
 import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';

@@ -7,11 +7,17 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { GeneratedModelSpec, ModelSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { buildCode2Wav } from '../generator/code2wavModel.ts';
-import { buildTalker } from '../generator/talkerModel.ts';
-import { buildThinker, type BuildProgressStep, type BuiltFiles } from '../generator/thinkerModel.ts';
-import { ensureEncoderModel } from './ensureEncoderModel.ts';
-import { ensureGeneratedModel, type ModelBuildProgress, type ModelFiles } from './modelCache.ts';
+import { buildCode2Wav } from '../code2wav/code2wavModel.ts';
+import { buildTalker } from '../talker/talkerModel.ts';
+import { buildThinker } from '../thinker/thinkerModel.ts';
+import { ensureEncoderModel } from '../encoder/ensureEncoderModel.ts';
+import {
+  ensureGeneratedModel,
+  type BuildProgressStep,
+  type BuiltFiles,
+  type ModelBuildProgress,
+  type ModelFiles,
+} from './modelCache.ts';
 
 export {
   ensureGeneratedModel,

@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import type { GeneratedModelSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
-import type { BuildProgressStep, BuiltFiles } from '../generator/thinkerModel.ts';
 
 /** Bump when a generator's graph or weights change: old folders then stop matching. */
 export const GENERATOR_VERSION = 3; // 3: thinker and talker with the append-only KV signature
@@ -27,6 +26,19 @@ export function generatorVersionOf(kind: string): number {
   return KIND_GENERATOR_VERSION[kind] ?? GENERATOR_VERSION;
 }
 const MANIFEST = 'manifest.json';
+
+/** A generator's progress: step `done` of `total`. */
+export interface BuildProgressStep {
+  readonly done: number;
+  readonly total: number;
+  readonly what: string;
+}
+
+/** What a generator returns. */
+export interface BuiltFiles {
+  /** file name -> bytes */
+  readonly files: Record<string, Uint8Array>;
+}
 
 /** Every generated kind, the encoders included (built through ensureEncoderModel, with their own generator version). */
 export type ModelKind = GeneratedModelSpec['kind'];

@@ -11,7 +11,7 @@ import { logger } from '../../src/common/log.ts';
 import type { ModelFiles } from '../models/ensureModel.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
-import { THINKER_EOS_TOKEN_ID } from '../generator/thinkerVocab.ts';
+import { THINKER_EOS_TOKEN_ID } from './thinkerVocab.ts';
 import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
 import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { checkNoUnknownInputs, readKvSignature, signatureError, type KvSignature } from '../models/decoderSignature.ts';
 import type { SyncSession } from '../models/SyncSession.ts';
-import { THINKER_ACCEPT_OUTPUT } from '../generator/thinkerModel.ts';
+import { THINKER_ACCEPT_OUTPUT } from './thinkerModel.ts';
 
 export interface ThinkerSignature extends KvSignature {
   readonly inputMode: 'inputs_embeds' | 'input_ids';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { ContentPart, GenerateRequest } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { encoderStatsOf, type EncoderStats } from '../../src/kinds/encoder/protocol.ts';
+import { encoderStatsOf, type EncoderStats } from '../../stages/encoder/protocol.ts';
 import { collect, configWith, ownSegments, waitFor, type Collected } from '../helpers/engine.ts';
 import { pngBytes, wavBytes } from '../helpers/media.ts';
 

@@ -5,7 +5,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
-import { code2wavStatsOf, type Code2WavStats } from '../../src/kinds/code2wav/protocol.ts';
+import { code2wavStatsOf, type Code2WavStats } from '../../stages/code2wav/protocol.ts';
 import type { StageStats } from '../../src/worker/messages.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';

@@ -1,8 +1,8 @@
-/** A planned `add`'s kind arguments, typed as the kind that reads them (src/kinds/<kind>/protocol.ts). */
-import type { Code2WavArgs } from '../../src/kinds/code2wav/protocol.ts';
-import type { EncoderArgs } from '../../src/kinds/encoder/protocol.ts';
-import type { TalkerArgs } from '../../src/kinds/talker/protocol.ts';
-import type { ThinkerArgs } from '../../src/kinds/thinker/protocol.ts';
+/** A planned `add`'s kind arguments, typed as the kind that reads them (stages/<kind>/protocol.ts). */
+import type { Code2WavArgs } from '../../stages/code2wav/protocol.ts';
+import type { EncoderArgs } from '../../stages/encoder/protocol.ts';
+import type { TalkerArgs } from '../../stages/talker/protocol.ts';
+import type { ThinkerArgs } from '../../stages/thinker/protocol.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
 
 type Add = Pick<AddRequest, 'args'> | undefined;

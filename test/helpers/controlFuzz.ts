@@ -7,7 +7,7 @@
  */
 import { Packr } from 'msgpackr';
 import { CONTROL_PROTOCOL_VERSION, packControl, type RedisControlKind } from '../../src/control/wire.ts';
-import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
+import { firstAudioMessage } from '../../stages/requestEvents.ts';
 
 const raw = new Packr({ useRecords: false });
 

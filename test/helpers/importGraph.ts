@@ -9,8 +9,11 @@ import { dirname, join, normalize, relative } from 'node:path';
 import ts from 'typescript';
 
 export interface Layer {
+  /** A folder or file; `*` stands for any one path segment (`stages/*`: every folder and file under stages/). */
   readonly prefix: string;
   readonly rank: number;
+  /** Entries with one name are one layer (they import each other freely); the prefix by default. */
+  readonly name?: string;
 }
 
 /** Lowest first. A file belongs to the longest prefix it matches. */
@@ -20,13 +23,21 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'src/sched', rank: 1 },
   { prefix: 'src/tokenizer', rank: 1 },
   { prefix: 'transport', rank: 1 },
-  { prefix: 'stages', rank: 2 },
+  // The model code the kinds share: ONNX sessions and KV caches, sampling, the graph builder and presets.
+  { prefix: 'stages/models', rank: 2, name: 'stages (model code)' },
+  { prefix: 'stages/sampling', rank: 2, name: 'stages (model code)' },
+  { prefix: 'stages/generator', rank: 2, name: 'stages (model code)' },
+  { prefix: 'stages/types.ts', rank: 2, name: 'stages (model code)' },
   { prefix: 'src/voice', rank: 2 },
   { prefix: 'src/tracing', rank: 2 },
   { prefix: 'src/worker', rank: 3 },
   // Implements the worker's ControlChannel (ipc, redis); the supervisors above pick a variant.
   { prefix: 'src/control', rank: 3.5 },
-  { prefix: 'src/kinds', rank: 4 },
+  // The stage kinds: one folder each (descriptor, protocol, core, runner, model builder, the processors that feed
+  // it) and the kind-neutral files at stages/'s root (registry, descriptor type, the stage process's entry).
+  { prefix: 'stages/*', rank: 4, name: 'stages (kinds)' },
+  // Builds each kind's generated model by kind name (a descriptor's job, by the kinds step's end).
+  { prefix: 'stages/models/ensureModel.ts', rank: 4, name: 'stages (kinds)' },
   { prefix: 'src/config', rank: 5 },
   { prefix: 'src/engine', rank: 6 },
   { prefix: 'src/server', rank: 7 },
@@ -44,8 +55,19 @@ export interface Wall {
 }
 
 export const CHORUS_WALLS: readonly Wall[] = [
-  // The engine drives stages through workers and kinds; what it shares with them (tokenizer, media) lives in src/.
-  { from: 'src/engine', to: 'stages', through: [] },
+  // The engine drives stages through workers and the kind registry; what it shares with them (tokenizer, media) lives
+  // in src/. The Thinker's protocol and the encoder's input keys are the kind code it still names.
+  {
+    from: 'src/engine',
+    to: 'stages',
+    through: [
+      'stages/registry.ts',
+      'stages/StageKindDescriptor.ts',
+      'stages/requestEvents.ts',
+      'stages/thinker/protocol.ts',
+      'stages/encoder/encoderInputs.ts',
+    ],
+  },
   // The transport's internals (rings, Redis clients, the adapter) change without touching the engine.
   { from: 'src/engine', to: 'transport', through: ['transport/registry.ts', 'transport/Connector.ts'] },
   // The Realtime session uses voice through one small interface; the VAD's model, threads and turn rules stay inside.
@@ -100,14 +122,21 @@ function wallOf(e: ImportEdge, walls: readonly Wall[]): Wall | undefined {
   return walls.find((w) => within(e.from, w.from) && within(e.to, w.to) && !w.through.includes(e.to));
 }
 
+function matches(file: string, prefix: string): boolean {
+  const f = file.split('/');
+  const p = prefix.split('/');
+  return p.length <= f.length && p.every((seg, i) => seg === '*' || seg === f[i]);
+}
+
 function layerOf(file: string, layers: readonly Layer[]): Layer | null {
   let best: Layer | null = null;
   for (const l of layers) {
-    if ((file === l.prefix || file.startsWith(`${l.prefix}/`)) && (!best || l.prefix.length > best.prefix.length))
-      best = l;
+    if (matches(file, l.prefix) && (!best || l.prefix.length > best.prefix.length)) best = l;
   }
   return best;
 }
+
+const nameOf = (l: Layer) => l.name ?? l.prefix;
 
 export function checkImportGraph(
   edges: readonly ImportEdge[],
@@ -128,8 +157,8 @@ export function checkImportGraph(
     }
     const a = layerOf(e.from, layers);
     const b = layerOf(e.to, layers);
-    if (!a || !b || a.prefix === b.prefix) continue;
-    const where = `${e.from}:${e.line} (${a.prefix}, rank ${a.rank}) imports ${e.to} (${b.prefix}, rank ${b.rank})`;
+    if (!a || !b || nameOf(a) === nameOf(b)) continue;
+    const where = `${e.from}:${e.line} (${nameOf(a)}, rank ${a.rank}) imports ${e.to} (${nameOf(b)}, rank ${b.rank})`;
     if (a.rank === 0) out.push({ rule: 'floor imports nothing', message: `floor imports nothing: ${where}` });
     else if (b.rank > a.rank) out.push({ rule: 'upward import', message: `upward import: ${where}` });
     else if (b.rank === a.rank) out.push({ rule: 'peer import', message: `peer import: ${where}` });

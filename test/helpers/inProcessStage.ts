@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import { logger } from '../../src/common/log.ts';
-import { descriptorOf } from '../../src/kinds/registry.ts';
+import { descriptorOf } from '../../stages/registry.ts';
 import type { StageWorkerHandle } from '../../src/engine/stageWorkers.ts';
 import type { MainToStage, StageBootArgs, StageReadySettings, StageToMain } from '../../src/worker/messages.ts';
 import type { StageContext } from '../../src/worker/StageCore.ts';

@@ -1,7 +1,7 @@
 /** What KV-aware routing tests wait for: the route decisions main publishes, and a Thinker's report of its blocks. */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { channelNames } from '../../src/common/diagnostics.ts';
-import { thinkerStatsOf } from '../../src/kinds/thinker/protocol.ts';
+import { thinkerStatsOf } from '../../stages/thinker/protocol.ts';
 
 /** One routing decision (chorus:route:decision). */
 export interface Decision {

@@ -7,7 +7,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildThinker, THINKER_ACCEPT_OUTPUT } from '../../stages/generator/thinkerModel.ts';
+import { buildThinker, THINKER_ACCEPT_OUTPUT } from '../../stages/thinker/thinkerModel.ts';
 import { AppendKvCache } from '../../stages/models/AppendKvCache.ts';
 import { KvBufferPool } from '../../stages/models/KvBufferPool.ts';
 import { ensureModel } from '../../stages/models/ensureModel.ts';

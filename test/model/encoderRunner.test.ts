@@ -7,16 +7,16 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEncoderRunner } from '../../stages/encoders/createEncoderRunner.ts';
-import { encoderIdentity, type OnnxEncoderRunner } from '../../stages/encoders/EncoderRunner.ts';
+import { createEncoderRunner } from '../../stages/encoder/createEncoderRunner.ts';
+import { encoderIdentity, type OnnxEncoderRunner } from '../../stages/encoder/EncoderRunner.ts';
 import { imageCacheKey } from '../../src/media/mediaKey.ts';
 import { audioEmbeddingCount, audioFeatures } from '../../src/media/audio.ts';
 import { prepareAudio } from '../../src/media/prepareMedia.ts';
-import { AUDIO_ENCODER_WINDOW_FRAMES } from '../../stages/generator/audioEncoderModel.ts';
+import { AUDIO_ENCODER_WINDOW_FRAMES } from '../../stages/encoder/audioEncoderModel.ts';
 import type { RgbImage } from '../../src/media/image.ts';
 import { imageEmbeddingCount, imagePatches } from '../../src/media/imagePatches.ts';
 import type { ImagePatches } from '../../src/media/types.ts';
-import { audioEncoderSpec, ensureEncoderModel, visionEncoderSpec } from '../../stages/models/ensureEncoderModel.ts';
+import { audioEncoderSpec, ensureEncoderModel, visionEncoderSpec } from '../../stages/encoder/ensureEncoderModel.ts';
 import { maxAbsDiff, tempModelsDir } from './helpers.ts';
 
 const D = 64; // the Thinker's hidden size in these tests

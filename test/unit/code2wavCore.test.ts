@@ -2,8 +2,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
 import type { AudioBody, ChunkBody } from '../../src/common/payloads.ts';
-import { code2wavStatsOf } from '../../src/kinds/code2wav/protocol.ts';
-import { Code2WavCore } from '../../src/kinds/code2wav/Code2WavCore.ts';
+import { code2wavStatsOf } from '../../stages/code2wav/protocol.ts';
+import { Code2WavCore } from '../../stages/code2wav/Code2WavCore.ts';
 import { configWith } from '../helpers/engine.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';

@@ -4,7 +4,7 @@ import { configProblems } from '../helpers/configProblems.ts';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig } from '../../src/config/loadConfig.ts';
 import { repoRoot } from '../../src/config/paths.ts';
-import { encoderPresets } from '../../stages/generator/encoderSizes.ts';
+import { encoderPresets } from '../../stages/encoder/encoderSizes.ts';
 import { presets } from '../../stages/generator/presets.ts';
 
 const problemsOf = (yaml: string) => configProblems(yaml);

@@ -9,7 +9,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { StageGraph, StageKind } from '../../src/common/graph.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { registerStageKind, stageKinds } from '../../src/kinds/registry.ts';
+import { registerStageKind, stageKinds } from '../../stages/registry.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
 import { collect, configWith, ownSegments, waitFor } from '../helpers/engine.ts';
 import { InProcessStage } from '../helpers/inProcessStage.ts';

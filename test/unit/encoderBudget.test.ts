@@ -1,6 +1,6 @@
 /** planEncoderStep: same-modality batches, flushed when full or timed out, within a per-step embedding budget. */
 import { describe, expect, it } from 'vitest';
-import { planEncoderStep, type EncodeJob, type EncoderBudgetPolicy } from '../../stages/encoders/encoderBudget.ts';
+import { planEncoderStep, type EncodeJob, type EncoderBudgetPolicy } from '../../stages/encoder/encoderBudget.ts';
 import type { Modality } from '../../src/media/types.ts';
 
 const policy: EncoderBudgetPolicy = { budgetEmbeddings: 1000, maxBatchSize: 4, batchTimeoutMs: 5 };

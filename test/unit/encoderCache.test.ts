@@ -3,7 +3,7 @@
  * entry.
  */
 import { describe, expect, it } from 'vitest';
-import { EncoderCache } from '../../stages/encoders/EncoderCache.ts';
+import { EncoderCache } from '../../stages/encoder/EncoderCache.ts';
 import { audioCacheKey } from '../../src/media/mediaKey.ts';
 
 const ROW_BYTES = 4 * 4; // rows of 4 floats

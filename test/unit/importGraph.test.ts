@@ -44,12 +44,24 @@ describe('import rules over fixture graphs', () => {
     expect(rules([edge('bench/epd/runMixBench.ts', 'test/helpers/media.ts')])).toEqual(['upward import']);
   });
 
-  it('reports the engine importing from stages/ at all', () => {
-    const [v] = checkImportGraph([edge('src/engine/mediaPrompt.ts', 'stages/tokenizer/index.ts', 12)], []);
+  it('lets the engine reach stages/ through the kind registry and the kind files it names only', () => {
+    expect(rules([edge('src/engine/stageAdds.ts', 'stages/registry.ts')])).toEqual([]);
+    const [v] = checkImportGraph([edge('src/engine/mediaPrompt.ts', 'stages/models/KvDecoder.ts', 12)], []);
     expect(v.rule).toBe('walled import');
+    expect(v.message).toContain('(src/engine reaches stages only through stages/registry.ts, ');
+    expect(rules([edge('src/engine/Orchestrator.ts', 'stages/talker/TalkerCore.ts')])).toEqual(['walled import']);
+  });
+
+  it('keeps the shared model code below the worker and the kind folders above it, as one layer', () => {
+    expect(rules([edge('stages/thinker/ThinkerCore.ts', 'src/worker/StageCore.ts')])).toEqual([]);
+    expect(rules([edge('stages/talker/TalkerCore.ts', 'stages/thinker/protocol.ts')])).toEqual([]);
+    expect(rules([edge('stages/registry.ts', 'stages/tts/descriptor.ts')])).toEqual([]);
+    expect(rules([edge('stages/thinker/OnnxThinkerRunner.ts', 'stages/models/KvDecoder.ts')])).toEqual([]);
+    expect(rules([edge('stages/models/KvDecoder.ts', 'src/worker/StageCore.ts')])).toEqual(['upward import']);
+    const [v] = checkImportGraph([edge('stages/sampling/sampleToken.ts', 'stages/thinker/ThinkerCore.ts', 3)], []);
     expect(v.message).toBe(
-      'walled import: src/engine/mediaPrompt.ts:12 imports stages/tokenizer/index.ts (src/engine reaches stages ' +
-        'not at all)',
+      'upward import: stages/sampling/sampleToken.ts:3 (stages (model code), rank 2) imports ' +
+        'stages/thinker/ThinkerCore.ts (stages (kinds), rank 4)',
     );
   });
 

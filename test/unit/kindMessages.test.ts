@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
-import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
-import { thinkerMessage, thinkerMessageOf } from '../../src/kinds/thinker/protocol.ts';
+import { firstAudioMessage } from '../../stages/requestEvents.ts';
+import { thinkerMessage, thinkerMessageOf } from '../../stages/thinker/protocol.ts';
 import { mainToStageProblem } from '../../src/control/controlShapes.ts';
 
 const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Thinker2Talker } from '../../stages/processors/thinker2talker.ts';
-import { Talker2Code2Wav } from '../../stages/processors/talker2code2wav.ts';
+import { Thinker2Talker } from '../../stages/talker/thinker2talker.ts';
+import { Talker2Code2Wav } from '../../stages/code2wav/talker2code2wav.ts';
 
 const D = 2;
 /** Rows whose values encode (position, which half) so the test can read back where each came from. */

@@ -3,10 +3,10 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../stages/types.ts';
 import type { ChunkBody, CodecFramesBody } from '../../src/common/payloads.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
-import { TalkerCore } from '../../src/kinds/talker/TalkerCore.ts';
+import { TalkerCore } from '../../stages/talker/TalkerCore.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
-import { firstAudioMessage } from '../../src/kinds/requestEvents.ts';
-import type { TalkerArgs } from '../../src/kinds/talker/protocol.ts';
+import { firstAudioMessage } from '../../stages/requestEvents.ts';
+import type { TalkerArgs } from '../../stages/talker/protocol.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
 

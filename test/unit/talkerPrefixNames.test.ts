@@ -1,10 +1,10 @@
 /**
- * The Talker's block names (src/kinds/talker/TalkerPrefixCache.ts): after the Thinker's names when its first chunk
+ * The Talker's block names (stages/talker/TalkerPrefixCache.ts): after the Thinker's names when its first chunk
  * brings them (one hash a block instead of hashing every row of the history), by hashing the rows otherwise; a
  * Talker of another model never shares a name.
  */
 import { describe, expect, it } from 'vitest';
-import { TalkerPrefixCache } from '../../src/kinds/talker/TalkerPrefixCache.ts';
+import { TalkerPrefixCache } from '../../stages/talker/TalkerPrefixCache.ts';
 
 const DIM = 4;
 const runner = {

@@ -6,10 +6,10 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
 import { buildPositionMap } from '../../src/media/positionMap.ts';
-import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
+import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import type { EncoderFailurePolicy } from '../../src/common/graph.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
-import { thinkerMessage, type ThinkerArgs } from '../../src/kinds/thinker/protocol.ts';
+import { thinkerMessage, type ThinkerArgs } from '../../stages/thinker/protocol.ts';
 import { ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
 import { configWith } from '../helpers/engine.ts';
 import { deliverKind, FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';

@@ -7,8 +7,8 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildPositionMap } from '../../src/media/positionMap.ts';
-import { ThinkerCore } from '../../src/kinds/thinker/ThinkerCore.ts';
-import { thinkerMessage, thinkerStatsOf, type ThinkerArgs } from '../../src/kinds/thinker/protocol.ts';
+import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
+import { thinkerMessage, thinkerStatsOf, type ThinkerArgs } from '../../stages/thinker/protocol.ts';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';
 import { configWith } from '../helpers/engine.ts';
 import { deliverKind, FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelSpec } from '../../src/common/graph.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { presets } from '../../stages/generator/presets.ts';
-import * as vocab from '../../stages/generator/thinkerVocab.ts';
+import * as vocab from '../../stages/thinker/thinkerVocab.ts';
 import {
   ByteTokenizer,
   FIRST_WORD_TOKEN_ID,

@@ -8,8 +8,8 @@ import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import type { GeneratedModelSpec, StageGraph, StageSpec } from '../../common/graph.ts';
 import { isChorusError } from '../../common/errors.ts';
-import { descriptorOf } from '../../kinds/registry.ts';
-import { ENCODER_GENERATOR_VERSION } from '../../../stages/models/ensureEncoderModel.ts';
+import { descriptorOf } from '../../../stages/registry.ts';
+import { ENCODER_GENERATOR_VERSION } from '../../../stages/encoder/ensureEncoderModel.ts';
 import {
   ensureModel,
   modelDirName,

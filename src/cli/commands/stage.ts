@@ -10,7 +10,7 @@ import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
 import { controlPlaneOptions } from '../../engine/pool/RemoteStages.ts';
-import { descriptorOf } from '../../kinds/registry.ts';
+import { descriptorOf } from '../../../stages/registry.ts';
 import { RedisLink, redactUrl } from '../../../transport/redis/redisLink.ts';
 import { RedisStageChannel } from '../../control/redis/redisChannel.ts';
 import { runStageProcess } from '../../worker/stageMain.ts';

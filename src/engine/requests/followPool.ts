@@ -4,7 +4,7 @@
  * learns of instances (an encoder's identity, a Thinker's stored rows, a holder gone with its process).
  */
 import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import { thinkerMessage } from '../../kinds/thinker/protocol.ts';
+import { thinkerMessage } from '../../../stages/thinker/protocol.ts';
 import type { EcStore } from '../ec/EcStore.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';

@@ -1,5 +1,5 @@
 /** What main tells the stage instances that run a request (through the pool: an instance gone reads nothing). */
-import { firstAudioMessage } from '../../kinds/requestEvents.ts';
+import { firstAudioMessage } from '../../../stages/requestEvents.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 

@@ -11,7 +11,7 @@
  */
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
-import { thinkerStatsOf } from '../../kinds/thinker/protocol.ts';
+import { thinkerStatsOf } from '../../../stages/thinker/protocol.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot } from '../../sched/blockNames.ts';

@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { StageKind } from '../../../../src/common/graph.ts';
 import type { ModelFacts } from '../../../../src/common/modelFacts.ts';
-import type { StageKindDescriptor } from '../../../../src/kinds/StageKindDescriptor.ts';
+import type { StageKindDescriptor } from '../../../../stages/StageKindDescriptor.ts';
 import { EchoCore } from './EchoCore.ts';
 import type { EchoArgs } from './protocol.ts';
 

@@ -2,7 +2,7 @@
  * The echo kind's protocol (a kind that lives in the test tree: issue 28 item 2's proof that a new kind is its own
  * folder + a registry entry): its add arguments, its stats section and the one message main may send it.
  */
-import { kindSectionOf } from '../../../../src/kinds/kindStats.ts';
+import { kindSectionOf } from '../../../../stages/kindStats.ts';
 import type { KindMessage } from '../../../../src/worker/messages.ts';
 
 export interface EchoArgs {

@@ -1,0 +1,150 @@
+/**
+ * One descriptor per stage kind: everything the rest of Chorus needs to know about a kind, in one object. The
+ * config loader asks it for the kind's rules (which kinds it can feed, which final output it makes, how its
+ * generated model is sized), the stage process asks it to load the model and build the core, and what the model
+ * turned out to be travels back to main in READY (ModelFacts). Nothing else switches on a stage kind.
+ *
+ * A new kind = a folder stages/<kind>/ with its descriptor, its protocol (add arguments, stats section,
+ * messages), core, runner and model builder, and one line in stages/registry.ts.
+ */
+import type { TSchema } from '@sinclair/typebox';
+import type {
+  FinalOutputType,
+  MediaModality,
+  ModelSpec,
+  StageGraph,
+  StageKind,
+  StageSpec,
+  WorkerType,
+} from '../src/common/graph.ts';
+import type { GenerateRequest } from '../src/common/engine.ts';
+import type { ModelFacts } from '../src/common/modelFacts.ts';
+import type { ConfigPath, ProblemSink } from '../src/common/problems.ts';
+import type { StageContext, StageCore } from '../src/worker/StageCore.ts';
+import type { BuiltStage } from '../src/worker/stageMain.ts';
+import type { EcDrop, EncodeItem, PlaybackPlan, ThinkerMediaPlan } from '../src/worker/messages.ts';
+
+export type { BuiltStage };
+
+/** Another stage the rule looks at (an input or a consumer), with its model as resolved so far. */
+export interface RelatedStage {
+  readonly index: number;
+  readonly stageId: string;
+  readonly kind: StageKind;
+  readonly model: ModelSpec | null;
+}
+
+export interface GeneratedModelContext {
+  /** Where the model section is (`stages[i].model`), for problems. */
+  readonly at: ConfigPath;
+  readonly stageId: string;
+  /** The model section, already valid against modelSchema(). */
+  readonly raw: Readonly<Record<string, unknown>>;
+  /** The model section's preset or, absent, the graph's model_preset (and the same for the seed). */
+  readonly preset: string;
+  readonly seed: number;
+  /** True when `preset` came from model_preset, not from the section (problems point at the graph key). */
+  readonly presetFromGraph: boolean;
+  readonly inputs: readonly RelatedStage[];
+  readonly consumers: readonly RelatedStage[];
+  /** Encoder stages: what they encode. */
+  readonly modality?: MediaModality;
+}
+
+/**
+ * What main decided when it admitted a request, as every kind sees it: the descriptor's addArgs picks what its
+ * kind reads. Kind-neutral: main fills it the same way for every stage of the request (src/engine/stageAdds.ts).
+ */
+export interface AddArgsContext {
+  readonly requestId: string;
+  readonly request: GenerateRequest;
+  readonly spec: StageSpec;
+  /** The instance the add goes to. */
+  readonly instance: string;
+  /** The request's prompt as token ids (media placeholders expanded). */
+  readonly promptTokenIds: readonly number[];
+  /** With media: the prompt's position map and items, and the items each encoder instance encodes. */
+  readonly media: {
+    readonly thinker: ThinkerMediaPlan;
+    readonly encode: ReadonlyMap<string, readonly EncodeItem[]>;
+  } | null;
+  /** EC-store copies the entry stage must forget. */
+  readonly ecDrop: readonly EcDrop[];
+  /** The first-packet hold (chunkPolicy.ts firstPacketHoldTokens), undefined for none. */
+  readonly firstPacketTokens?: number;
+  /** Requests with audio out: the playback plan (src/engine/playbackPlan.ts). */
+  readonly playback?: PlaybackPlan;
+  /** READY facts of the request's chosen instances (those known): a Talker reads whether its vocoder keeps state. */
+  readonly chosenFacts: readonly ModelFacts[];
+}
+
+/** A: the kind's add arguments (AddRequest.args), declared in its protocol.ts. */
+export interface StageKindDescriptor<A = unknown> {
+  readonly kind: StageKind;
+  /** Token by token (ar: Thinker, Talker) or one forward per chunk or batch (generation: Code2Wav, encoders). */
+  readonly workerType: WorkerType;
+  /** The stage's max_tokens when the YAML gives none (Thinker: text tokens; Talker: codec frames). */
+  readonly defaultMaxTokens: number;
+  /** Kinds whose input this kind's output is (the edges that exist). */
+  readonly feeds: readonly StageKind[];
+  /** What it can send the client (final_output_type), if anything. */
+  readonly finalOutput: FinalOutputType | null;
+  /** Requests enter at a stage of this kind (its prompt comes with `add`). */
+  readonly entry: boolean;
+  /** Reads its input from the request itself (media from main), not from another stage. */
+  readonly readsRequest: boolean;
+  /** Which of a request's sampling overrides apply to it: the text's (`sampling`) or the speech's. */
+  readonly requestSampling: 'sampling' | 'talkerSampling';
+  /**
+   * Generated models are sized after their neighbours: inputs first (sizes flow downstream), or after their
+   * consumers (an encoder's width is the Thinker's hidden size).
+   */
+  readonly sizedFrom: 'inputs' | 'consumers';
+  /** Its part of a request's `add` (AddRequest.args), built when main admits the request. */
+  addArgs(ctx: AddArgsContext): A;
+  /** The YAML schema of a generated model section (preset, seed, size overrides). */
+  modelSchema(modality: MediaModality | undefined): TSchema;
+  /** A generated model's spec from its section and neighbours; null with problems recorded. */
+  resolveGeneratedModel(ctx: GeneratedModelContext, problems: ProblemSink): ModelSpec | null;
+  /** In the stage process: loads (building on first use) the model and builds the core. */
+  createStage(ctx: StageContext, graph: StageGraph): Promise<BuiltStage>;
+  /** Loads the model as a stage would (one thread), reports its facts and unloads it (`chorus models`). */
+  probe(spec: StageSpec, graph: StageGraph): Promise<ModelFacts>;
+}
+
+/** The stage's bring-your-own model file, if it has one (reported in READY). */
+export function modelFilesOf(spec: StageSpec): string[] {
+  return spec.model.source === 'file' ? [spec.model.path] : [];
+}
+
+/**
+ * createStage and probe for a kind whose stage is "load a runner, wrap it in a core": the runner and the core are
+ * loaded through these functions (lazily imported by the kind), the facts read off the loaded runner.
+ */
+export function runnerStage<R extends { close(): Promise<void> }>(parts: {
+  load(spec: StageSpec, graph: StageGraph): Promise<R>;
+  core(ctx: StageContext, runner: R): Promise<StageCore>;
+  facts(runner: R): ModelFacts;
+}): Pick<StageKindDescriptor, 'createStage' | 'probe'> {
+  return {
+    async createStage(ctx, graph) {
+      const runner = await parts.load(ctx.spec, graph);
+      try {
+        const core = await parts.core(ctx, runner);
+        const close = async () => {
+          await core.close();
+          await runner.close();
+        };
+        return { core, facts: parts.facts(runner), modelFiles: modelFilesOf(ctx.spec), close };
+      } catch (err) {
+        await runner.close();
+        throw err;
+      }
+    },
+    async probe(spec, graph) {
+      const runner = await parts.load({ ...spec, engine: { ...spec.engine, threads: 1 } }, graph);
+      await runner.close();
+      return parts.facts(runner);
+    },
+  };
+}

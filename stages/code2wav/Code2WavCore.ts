@@ -1,0 +1,172 @@
+/**
+ * The Code2Wav stage: one decode per chunk. Every request with a ready chunk joins the next batch (up to
+ * max_num_seqs, one chunk per request: a stateful vocoder carries each request's state from chunk to chunk);
+ * each chunk's audio (minus its left-context samples) goes to main in order, the last one final. A request's
+ * vocoder state is freed with the request (finish, fail or abort).
+ */
+import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
+import type { Code2WavItem, Code2WavRunner } from '../types.ts';
+import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { FinishReason } from '../../src/common/engine.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import type { AudioBody } from '../../src/common/payloads.ts';
+import type { AddRequest, PlaybackPlan, StageStats } from '../../src/worker/messages.ts';
+import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
+import type { Code2WavArgs, Code2WavKindStats } from './protocol.ts';
+
+interface PendingChunk {
+  readonly codes: Int32Array;
+  readonly numFrames: number;
+  readonly contextFrames: number;
+  readonly final: FinishReason | null;
+}
+
+interface Code2WavRequest extends CoreRequest {
+  readonly chunks: PendingChunk[];
+  readonly playback: PlaybackPlan | null;
+  /** When its first audio left for main (epoch ms), and how much audio (ms) has left since: the listener's buffer. */
+  firstSentAtMs: number | null;
+  audioMsSent: number;
+}
+
+export class Code2WavCore extends StageCore<Code2WavRequest, Code2WavArgs> {
+  private readonly scheduler: GenerationScheduler;
+  /** Frames of audio sent since start (the denominator of the decode ratio in the stats). */
+  private audioFrames = 0;
+
+  constructor(
+    ctx: StageContext,
+    private readonly runner: Code2WavRunner,
+  ) {
+    super(ctx);
+    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling);
+  }
+
+  protected admit(msg: AddRequest<Code2WavArgs>): Code2WavRequest {
+    return {
+      requestId: msg.requestId,
+      sampling: msg.sampling,
+      downstream: msg.downstream,
+      numOutputs: 0,
+      chunks: [],
+      playback: msg.args.playback ?? null,
+      firstSentAtMs: null,
+      audioMsSent: 0,
+    };
+  }
+
+  protected onChunk(req: Code2WavRequest, chunk: ReceivedChunk): void {
+    const final = chunk.meta.final ? (chunk.meta.finishReason ?? 'stop') : null;
+    const body = chunk.body;
+    if (body === null) {
+      if (!final) return this.fail(req, unexpected(`a non-final chunk of ${req.requestId} carries no codes`));
+      req.chunks.push({ codes: new Int32Array(0), numFrames: 0, contextFrames: 0, final });
+    } else {
+      if (body.kind !== 'codecFrames')
+        return this.fail(req, unexpected(`code2wav takes codec frames, got ${body.kind}`));
+      if (body.numCodebooks !== this.runner.numCodebooks) {
+        return this.fail(
+          req,
+          unexpected(`codes with ${body.numCodebooks} codebooks, code2wav expects ${this.runner.numCodebooks}`),
+        );
+      }
+      // Copy: the frame buffer belongs to the receive path; the chunk waits for a batch.
+      req.chunks.push({
+        codes: Int32Array.from(body.codes),
+        numFrames: body.numFrames,
+        contextFrames: body.contextFrames,
+        final,
+      });
+    }
+    this.scheduler.chunkArrived(req.requestId);
+    this.updateDeadline(req);
+  }
+
+  /** The listener's buffer runs dry when the audio sent so far has played (before the first packet: its deadline). */
+  private updateDeadline(req: Code2WavRequest): void {
+    const pb = req.playback;
+    if (pb)
+      this.scheduler.setDeadline(req.requestId, (req.firstSentAtMs ?? pb.firstPacketDeadlineMs) + req.audioMsSent);
+  }
+
+  pause(requestId: string): void {
+    this.scheduler.pause(requestId);
+  }
+
+  resume(requestId: string): void {
+    this.scheduler.resume(requestId);
+  }
+
+  protected queueDepth(): number {
+    return this.scheduler.queueDepth;
+  }
+
+  protected freeState(req: Code2WavRequest): void {
+    this.scheduler.remove(req.requestId);
+    this.runner.free(req.requestId);
+  }
+
+  override stats(): StageStats {
+    const kind: Code2WavKindStats = {
+      code2wav: {
+        framesDecoded: this.runner.framesDecoded,
+        audioFrames: this.audioFrames,
+        states: this.runner.numStates,
+      },
+    };
+    return { ...super.stats(), kind };
+  }
+
+  step(): boolean {
+    const items = this.scheduler.schedule();
+    if (items.length === 0) return false;
+    const started = performance.now();
+    const work: { req: Code2WavRequest; chunk: PendingChunk }[] = items.map(({ requestId }) => {
+      const req = this.requests.get(requestId)!;
+      return { req, chunk: req.chunks.shift()! };
+    });
+    this.scheduler.update(items);
+    const decodable = work.filter((w) => w.chunk.numFrames > w.chunk.contextFrames);
+    let audio: Float32Array[] = [];
+    try {
+      audio = this.runner.decode(
+        decodable.map((w): Code2WavItem => ({
+          seqId: w.req.requestId,
+          codes: w.chunk.codes,
+          numFrames: w.chunk.numFrames,
+          contextFrames: w.chunk.contextFrames,
+        })),
+      );
+    } catch (err) {
+      for (const w of work)
+        this.fail(
+          w.req,
+          new ChorusError(ErrorCodes.STAGE_FAILED, `code2wav decode failed: ${String(err)}`, { cause: err }),
+        );
+      return true;
+    }
+    const sentAtMs = Date.now();
+    for (const w of work) {
+      const i = decodable.indexOf(w);
+      const pcm = i >= 0 ? audio[i] : new Float32Array(0);
+      if (pcm.length > 0) {
+        w.req.firstSentAtMs ??= sentAtMs;
+        w.req.audioMsSent += (pcm.length / this.runner.sampleRateHz) * 1000;
+        this.updateDeadline(w.req);
+      }
+      const body: AudioBody = { kind: 'audio', pcm, sampleRateHz: this.runner.sampleRateHz };
+      w.req.numOutputs += w.chunk.numFrames - w.chunk.contextFrames;
+      if (i >= 0) this.audioFrames += w.chunk.numFrames - w.chunk.contextFrames;
+      if (w.chunk.final) this.finish(w.req, w.chunk.final, () => (pcm.length > 0 ? body : undefined));
+      else if (pcm.length > 0) this.send(w.req, w.req.downstream, body);
+    }
+    this.recordStep(work.length, started, () =>
+      work.map((w) => [w.req.requestId, w.chunk.numFrames - w.chunk.contextFrames] as const),
+    );
+    return true;
+  }
+}
+
+function unexpected(message: string): ChorusError {
+  return new ChorusError(ErrorCodes.FRAME_INVALID, message);
+}

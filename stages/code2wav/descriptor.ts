@@ -1,0 +1,92 @@
+/** Code2Wav: the vocoder, codec frames -> PCM, one forward per chunk. Audio to the client. */
+import { Type } from '@sinclair/typebox';
+import type { Code2WavSize } from '../../src/common/graph.ts';
+import type { ModelFacts } from '../../src/common/modelFacts.ts';
+import type { Code2WavRunner } from '../types.ts';
+import type { ProblemSink } from '../../src/common/problems.ts';
+import { closed, generatedCommon, int, optional, camelSizes } from '../../src/common/yamlSchema.ts';
+import { presets } from '../generator/presets.ts';
+import { presetOf } from '../presetFamily.ts';
+import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import type { Code2WavArgs } from './protocol.ts';
+
+const modelYaml = Type.Object(
+  {
+    ...generatedCommon,
+    num_codebooks: optional(int(1)),
+    codebook_size: optional(int(1)),
+    hidden_size: optional(int(1)),
+    num_layers: optional(int(1)),
+    kernel_size: optional(int(1)),
+    samples_per_frame: optional(int(1)),
+    sample_rate_hz: optional(int(1)),
+    /** false: the stateless graph (left context re-decoded with every chunk), e.g. to measure what state saves. */
+    streaming_state: optional(Type.Boolean()),
+  },
+  closed,
+);
+
+export const code2wav: StageKindDescriptor<Code2WavArgs> = {
+  kind: 'code2wav',
+  workerType: 'generation',
+  defaultMaxTokens: 1, // does not sample; the field only keeps SamplingParams uniform
+  feeds: [],
+  finalOutput: 'audio',
+  entry: false,
+  requestSampling: 'sampling',
+  readsRequest: false,
+  sizedFrom: 'inputs',
+  modelSchema: () => modelYaml,
+  addArgs: (ctx) => (ctx.playback ? { playback: ctx.playback } : {}),
+
+  resolveGeneratedModel(ctx, problems) {
+    const family = presetOf(ctx, presets, 'model preset', problems);
+    if (!family) return null;
+    const before = problems.count;
+    const streamingState = ctx.raw.streaming_state;
+    const size: Code2WavSize = {
+      ...family.code2wav,
+      ...camelSizes(ctx.raw),
+      ...(typeof streamingState === 'boolean' ? { streamingState } : {}),
+    };
+    checkCodebooksMatchTalker(ctx, size, problems);
+    if (problems.count > before) return null;
+    return { source: 'generated', kind: 'code2wav', preset: ctx.preset, seed: ctx.seed, size };
+  },
+
+  ...runnerStage({
+    load: async (spec, graph) => (await import('../runners.ts')).createCode2WavRunner(spec, graph.modelsDir),
+    core: async (ctx, runner: Code2WavRunner) => new (await import('./Code2WavCore.ts')).Code2WavCore(ctx, runner),
+    facts: factsOf,
+  }),
+};
+
+function factsOf(runner: Code2WavRunner): ModelFacts {
+  return {
+    kind: 'code2wav',
+    numCodebooks: runner.numCodebooks,
+    sampleRateHz: runner.sampleRateHz,
+    samplesPerFrame: runner.samplesPerFrame,
+    receptiveFieldFrames: runner.receptiveFieldFrames,
+    stateful: runner.stateful,
+  };
+}
+
+/** The vocoder must decode every code the talker emits. */
+function checkCodebooksMatchTalker(ctx: GeneratedModelContext, size: Code2WavSize, problems: ProblemSink): void {
+  // A file-model talker's sizes are unknown here; the stage checks them against the ONNX at load.
+  const talker = ctx.inputs.find((u) => u.kind === 'talker');
+  if (talker?.model?.source !== 'generated' || talker.model.kind !== 'talker') return;
+  const theirs = talker.model.size;
+  for (const [key, mine, other] of [
+    ['codebook_size', size.codebookSize, theirs.codebookSize],
+    ['num_codebooks', size.numCodebooks, theirs.numCodebooks],
+  ] as const) {
+    if (mine === other) continue;
+    problems.add(
+      key in ctx.raw ? [...ctx.at, key] : ctx.at,
+      `${key} ${mine} does not match talker "${talker.stageId}" (stages[${talker.index}].model.${key} = ${other}); ` +
+        'the vocoder must decode every code the talker emits — set both to the same value',
+    );
+  }
+}

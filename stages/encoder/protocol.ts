@@ -1,0 +1,39 @@
+/** An encoder's own part of the stage protocol: its `add` arguments and its stats section. */
+import type { EncodeItem } from '../../src/worker/messages.ts';
+import { kindSectionOf } from '../kindStats.ts';
+
+export interface EncoderArgs {
+  /** The items of this request it encodes (their bytes follow as `media` chunks from main). */
+  readonly encode: readonly EncodeItem[];
+}
+
+/** The encoder output cache and the encoder runs, cumulative since the process started. */
+export interface EncoderStats {
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
+  readonly cacheEvictions: number;
+  /** Bytes held now (ready rows and pending reservations), of which pinned by running requests. */
+  readonly cacheBytes: number;
+  readonly cachePinnedBytes: number;
+  readonly cacheEntries: number;
+  readonly cacheBudgetBytes: number;
+  /** Encoder runs (batches) and the items they encoded. */
+  readonly runs: number;
+  readonly itemsEncoded: number;
+  /** Items whose bytes had been seen: their content key came without decoding them again. */
+  readonly decodesSkipped: number;
+  /** Items waiting to be encoded now. */
+  readonly queuedItems: number;
+  /** Media items that reached this instance, and their bytes (an EC-store hit sends none). */
+  readonly mediaItemsReceived: number;
+  readonly mediaBytesReceived: number;
+  /** A windowed audio encoder: windows served from its window cache, and windows encoded. */
+  readonly windowHits?: number;
+  readonly windowsEncoded?: number;
+}
+
+export interface EncoderKindStats {
+  readonly encoder?: EncoderStats;
+}
+
+export const encoderStatsOf = kindSectionOf<EncoderKindStats>();

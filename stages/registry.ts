@@ -1,0 +1,30 @@
+/**
+ * Every stage kind Chorus runs, by name. Adding a kind: its folder under stages/ and one line here.
+ */
+import type { StageKind } from '../src/common/graph.ts';
+import { code2wav } from './code2wav/descriptor.ts';
+import { encoder } from './encoder/descriptor.ts';
+import type { StageKindDescriptor } from './StageKindDescriptor.ts';
+import { talker } from './talker/descriptor.ts';
+import { thinker } from './thinker/descriptor.ts';
+
+const kinds: Record<StageKind, StageKindDescriptor> = { thinker, talker, code2wav, encoder };
+
+export const stageKinds: Readonly<Record<StageKind, StageKindDescriptor>> = kinds;
+
+export const stageKindNames = Object.keys(stageKinds) as StageKind[];
+
+export function descriptorOf(kind: StageKind): StageKindDescriptor {
+  return stageKinds[kind];
+}
+
+/**
+ * Adds a kind whose folder is not under stages/ (the test tree's echo kind, test/helpers/kinds/echo): the same
+ * as its line above would. Call it before a graph that names the kind is loaded; a stage process forked from
+ * stages/stageEntry.ts knows only the kinds listed here, so such a kind runs in-process (a test's startWorker).
+ */
+export function registerStageKind(descriptor: StageKindDescriptor): void {
+  if (Object.hasOwn(kinds, descriptor.kind)) throw new Error(`stage kind ${descriptor.kind} is registered already`);
+  kinds[descriptor.kind] = descriptor;
+  stageKindNames.push(descriptor.kind);
+}

@@ -1,0 +1,112 @@
+/** The Talker: codec frames (16 codebooks) conditioned on the Thinker's rows, autoregressive. */
+import { Type } from '@sinclair/typebox';
+import type { TalkerSize } from '../../src/common/graph.ts';
+import type { ModelFacts } from '../../src/common/modelFacts.ts';
+import type { TalkerRunner } from '../types.ts';
+import type { ProblemSink } from '../../src/common/problems.ts';
+import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
+import { presets } from '../generator/presets.ts';
+import { checkHeads, presetOf } from '../presetFamily.ts';
+import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import type { TalkerArgs } from './protocol.ts';
+
+const modelYaml = Type.Object(
+  {
+    ...generatedCommon,
+    ...transformer,
+    codebook_size: optional(int(1)),
+    num_codebooks: optional(int(1)),
+    frames_per_token: optional(int(1)),
+    // Normally derived (2 x the upstream thinker's hidden_size); needed only when that thinker is a file model.
+    condition_dim: optional(int(1)),
+  },
+  closed,
+);
+
+export const talker: StageKindDescriptor<TalkerArgs> = {
+  kind: 'talker',
+  workerType: 'ar',
+  defaultMaxTokens: 4096, // codec frames: 5.5 min of audio at 12.5 frames/s
+  feeds: ['code2wav'],
+  finalOutput: null,
+  entry: false,
+  requestSampling: 'talkerSampling',
+  readsRequest: false,
+  sizedFrom: 'inputs',
+  modelSchema: () => modelYaml,
+
+  addArgs: (ctx) => ({
+    initialCodecChunkFrames: ctx.request.initialCodecChunkFrames,
+    ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
+    // A stateful vocoder keeps the context itself: resending it would decode those frames twice.
+    ...(ctx.chosenFacts.some((f) => f.kind === 'code2wav' && f.stateful === true) ? { codecLeftContextFrames: 0 } : {}),
+    ...(ctx.playback ? { playback: ctx.playback } : {}),
+  }),
+
+  resolveGeneratedModel(ctx, problems) {
+    const family = presetOf(ctx, presets, 'model preset', problems);
+    if (!family) return null;
+    const before = problems.count;
+    const conditionDim = conditionDimOf(ctx, problems);
+    const size: TalkerSize = {
+      ...family.talker,
+      ...camelSizes(ctx.raw, ['condition_dim']),
+      conditionDim: conditionDim ?? 0,
+    };
+    checkHeads(size, ctx, problems);
+    if (problems.count > before || conditionDim === null) return null;
+    return { source: 'generated', kind: 'talker', preset: ctx.preset, seed: ctx.seed, size };
+  },
+
+  ...runnerStage({
+    load: async (spec, graph) => (await import('../runners.ts')).createTalkerRunner(spec, graph.modelsDir),
+    core: async (ctx, runner: TalkerRunner) => new (await import('./TalkerCore.ts')).TalkerCore(ctx, runner),
+    facts: factsOf,
+  }),
+};
+
+function factsOf(runner: TalkerRunner): ModelFacts {
+  return {
+    kind: 'talker',
+    conditionDim: runner.conditionDim,
+    numCodebooks: runner.numCodebooks,
+    framesPerToken: runner.framesPerToken,
+    kvBytesPerToken: runner.kvBytesPerToken,
+  };
+}
+
+/** conditionDim = 2 x the upstream thinker's hidden size ([thinker embed | accept hidden] per row). */
+function conditionDimOf(ctx: GeneratedModelContext, problems: ProblemSink): number | null {
+  const given = ctx.raw.condition_dim as number | undefined;
+  const thinker = ctx.inputs.find((u) => u.kind === 'thinker');
+  if (!thinker) {
+    problems.add(
+      [...ctx.at.slice(0, -1), 'inputs'],
+      'a talker needs a thinker stage among its inputs (its condition rows come from the thinker)',
+    );
+    return null;
+  }
+  if (thinker.model === null) return null; // the thinker's own problem is already reported
+  if (thinker.model.source === 'file') {
+    if (given === undefined) {
+      problems.add(
+        ctx.at,
+        `cannot derive condition_dim: the upstream thinker "${thinker.stageId}" is a file model; ` +
+          'set condition_dim (2 x its hidden size)',
+      );
+      return null;
+    }
+    return given;
+  }
+  if (thinker.model.kind !== 'thinker') return null;
+  const derived = 2 * thinker.model.size.hiddenSize;
+  if (given !== undefined && given !== derived) {
+    problems.add(
+      [...ctx.at, 'condition_dim'],
+      `must be 2 x hidden_size of thinker "${thinker.stageId}" = ${derived}, got ${given} (leave it out: it is ` +
+        `derived)`,
+    );
+    return null;
+  }
+  return derived;
+}

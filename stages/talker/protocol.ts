@@ -1,0 +1,25 @@
+/** The Talker's own part of the stage protocol: its `add` arguments and its stats section. */
+import type { PrefixCacheStats as PrefixStats } from '../../src/sched/PrefixCache.ts';
+import type { PlaybackPlan } from '../../src/worker/messages.ts';
+import { kindSectionOf } from '../kindStats.ts';
+
+export interface TalkerArgs {
+  /** Per-request override of the initial codec chunk. */
+  readonly initialCodecChunkFrames?: number;
+  /** First-packet hold (chunkPolicy.ts firstPacketHoldTokens): the first chunk takes at most those tokens' frames. */
+  readonly firstPacketTokens?: number;
+  /**
+   * Left-context frames to send with each chunk, when not the chunk policy's: 0 when the request's Code2Wav
+   * instance is stateful (its state already holds the context).
+   */
+  readonly codecLeftContextFrames?: number;
+  /** Requests with audio out: what it schedules the audio by (src/sched/playback.ts). */
+  readonly playback?: PlaybackPlan;
+}
+
+export interface TalkerStats {
+  /** With a prefix cache (engine.prefix_cache). */
+  readonly prefix?: PrefixStats;
+}
+
+export const talkerStatsOf = kindSectionOf<TalkerStats>();

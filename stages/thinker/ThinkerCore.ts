@@ -1,0 +1,362 @@
+/**
+ * The Thinker stage: continuous batching over a ThinkerRunner. Emits text token ids to main every step (text
+ * streams to clients whatever async_chunk says) and conditioning rows to the Talker through Thinker2Talker.
+ *
+ * Media: a request with media comes with its prompt already expanded (one placeholder id per embedding) and a
+ * position map; each item's rows arrive as a chunk from its encoder stage. Until then the request may prefill up
+ * to the item's span and waits there (ThinkerMedia.readyLimit); steps that cover spans get inputs_embeds with the
+ * rows spliced in. An item an encoder cannot deliver fails the request, or with on_encoder_failure text_only is cut
+ * out of the prompt and named in the final chunk's `warnings`.
+ */
+import type { ScheduledItem } from '../../src/sched/ArScheduler.ts';
+import { modelRoot } from '../../src/sched/blockNames.ts';
+import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
+import { Thinker2Talker } from '../talker/thinker2talker.ts';
+import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { FinishReason } from '../../src/common/engine.ts';
+import { ChorusError, ErrorCodes, type SerializedError } from '../../src/common/errors.ts';
+import { EC_STORE, type AddRequest, type StageStats } from '../../src/worker/messages.ts';
+import { thinkerMessageOf, type ThinkerArgs, type ThinkerStats } from './protocol.ts';
+import type { TalkerRowsBody } from '../../src/common/payloads.ts';
+import type { CoreRequest, StageContext } from '../../src/worker/StageCore.ts';
+import { ArStageCore } from '../../src/worker/ArStageCore.ts';
+import { ThinkerMedia } from './ThinkerMedia.ts';
+import type { ThinkerEc } from './ThinkerEc.ts';
+import { ThinkerPrefixCache, type PrefixUse } from './ThinkerPrefixCache.ts';
+
+export interface ThinkerRequest extends CoreRequest {
+  /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
+  readonly promptTokenIds: number[];
+  readonly generated: number[];
+  readonly toTalker: Thinker2Talker | null;
+  readonly media: ThinkerMedia | null;
+  readonly prefix: PrefixUse;
+  /** First-packet hold: tokens written before waiting for main's first_audio; null once released (or none). */
+  holdAfterTokens: number | null;
+}
+
+export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, ThinkerBatchItem, ThinkerStepOutput> {
+  private readonly prefixes: ThinkerPrefixCache | null;
+
+  constructor(
+    ctx: StageContext,
+    private readonly runner: ThinkerRunner,
+    /** The encoder-output store (ec_store:), null without one. */
+    private readonly ec: ThinkerEc | null = null,
+  ) {
+    super(ctx, runner);
+    const settings = ctx.spec.engine.prefixCache;
+    // The cache sits beside the scheduler's KV budget (its own max_bytes), so it never makes a request wait.
+    this.prefixes = settings
+      ? new ThinkerPrefixCache(
+          { ...settings, modelKey: modelRoot(ctx.spec.model) },
+          {
+            runner,
+            startAt: (requestId, n) => this.scheduler.startAt(requestId, n),
+            numComputed: (requestId) => this.scheduler.numComputed(requestId),
+            requests: () => this.requests.values(),
+            refreshAvailable: (req) => this.refreshAvailable(req as ThinkerRequest),
+            log: ctx.log,
+          },
+        )
+      : null;
+  }
+
+  protected admit(msg: AddRequest<ThinkerArgs>): ThinkerRequest {
+    const args = msg.args;
+    const prompt = args.promptTokenIds ?? [];
+    if (prompt.length === 0)
+      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
+    const needsTalker = msg.downstream.some((t) => t.stageId !== 'main');
+    const supports = this.runner.supports;
+    if (needsTalker && supports && (!supports.hiddenStates || !supports.embeddings)) {
+      throw new ChorusError(
+        ErrorCodes.MODEL_SIGNATURE,
+        `the thinker model of stage ${this.ctx.spec.stageId} exports no hidden states, which audio output needs: ` +
+          `request text only, or export the model with hidden states`,
+      );
+    }
+    const maxPositions = this.maxPositions();
+    if (prompt.length >= maxPositions) {
+      throw new ChorusError(
+        ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
+        `prompt of ${prompt.length} tokens does not fit the thinker's ${maxPositions} positions: shorten it`,
+      );
+    }
+    if (args.media && supports && !supports.inputsEmbeds) {
+      throw new ChorusError(
+        ErrorCodes.MODEL_SIGNATURE,
+        `the thinker model of stage ${this.ctx.spec.stageId} takes input_ids only, so it cannot take media: export ` +
+          `it with inputs_embeds, or send text`,
+      );
+    }
+    const promptTokenIds = [...prompt];
+    const media = args.media ? new ThinkerMedia(args.media, promptTokenIds, this.runner.hiddenSize) : null;
+    this.ec?.drop(args.ecDrop ?? []);
+    // Held at position 0 until the prefix it may reuse is settled; then (and without one) as refreshAvailable says.
+    this.scheduler.add(msg.requestId, 0);
+    // The answer may not run past the model's positions: cap max_tokens instead of failing mid-answer.
+    const sampling = { ...msg.sampling, maxTokens: Math.min(msg.sampling.maxTokens, maxPositions - prompt.length) };
+    const req: ThinkerRequest = {
+      requestId: msg.requestId,
+      sampling,
+      downstream: msg.downstream,
+      numOutputs: 0,
+      promptTokenIds,
+      generated: [],
+      toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
+      media,
+      holdAfterTokens:
+        needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
+      prefix: this.prefixes?.claim(msg.requestId, args.prefix?.key ?? null, args.prefix?.prefillOnly === true) ?? {
+        key: null,
+        prefillOnly: args.prefix?.prefillOnly === true,
+        awaiting: false,
+        settled: true,
+        source: null,
+        sourceNeed: 0,
+        names: [],
+        cachedTokens: 0,
+        rows: null,
+      },
+    };
+    if (media && this.ec) {
+      // Main looked each item up in the store before it sent the request (a miss went to an encoder); the hits'
+      // rows are taken here. Each lookup is a span of the request's trace, from here to its rows.
+      const lookedUpAtMs = performance.now();
+      media.items.forEach((it, item) => {
+        if (it.ec && it.ec.contentKey === undefined)
+          this.ctx.spans?.ecLookup(msg.requestId, item, 'miss', lookedUpAtMs, 0);
+      });
+      this.ec.takeHits(msg.requestId, media, (item, rows, source) => {
+        const bytes = rows instanceof Float32Array ? rows.byteLength : 0;
+        this.ctx.spans?.ecLookup(req.requestId, item, source, lookedUpAtMs, bytes);
+        this.onStoreRows(req, item, rows);
+      });
+    }
+    this.refreshAvailable(req);
+    return req;
+  }
+
+  /** An item's rows from the EC store (or why they cannot come): as if its encoder had sent them. */
+  private onStoreRows(req: ThinkerRequest, item: number, rows: Float32Array | SerializedError): void {
+    if (this.requests.get(req.requestId) !== req) return; // ended meanwhile
+    if (!(rows instanceof Float32Array)) return this.mediaItemFailed(req, item, rows);
+    const width = this.runner.hiddenSize;
+    const problem = req.media!.setRows(item, EC_STORE, { rows, numRows: rows.length / width, width });
+    if (problem) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, problem));
+    this.refreshAvailable(req);
+    this.ctx.wake?.();
+  }
+
+  /** Main's messages to the Thinker (protocol.ts ThinkerMessage); a body that is none of them is ignored. */
+  override onKindMessage(requestId: string | undefined, body: unknown): void {
+    const m = thinkerMessageOf(body);
+    if (m?.type === 'release_prefix') this.prefixes?.release(m.key);
+    else if (m?.type === 'first_audio' && requestId !== undefined) this.onFirstAudio(requestId);
+    else if (m?.type === 'media_failed' && requestId !== undefined)
+      this.onMediaFailed(requestId, m.fromInstance, m.error);
+    else this.ctx.log.debug({ requestId }, 'kind message ignored: not a Thinker message');
+  }
+
+  /** Main has the request's first audio: its first-packet hold ends and decoding goes on. */
+  private onFirstAudio(requestId: string): void {
+    const req = this.requests.get(requestId);
+    if (!req || req.holdAfterTokens === null) return;
+    req.holdAfterTokens = null;
+    this.refreshAvailable(req);
+  }
+
+  protected override freeState(req: ThinkerRequest): void {
+    this.prefixes?.onEnd(req); // before its KV is freed: the computed blocks go into the cache
+    super.freeState(req);
+  }
+
+  override stats(): StageStats {
+    const kind: ThinkerStats = {
+      ...(this.prefixes ? { prefix: this.prefixes.stats } : {}),
+      ...(this.ec ? { ec: this.ec.stats } : {}),
+    };
+    return { ...super.stats(), kind };
+  }
+
+  override async close(): Promise<void> {
+    this.prefixes?.clear();
+    await this.ec?.close();
+  }
+
+  private maxPositions(): number {
+    const m = this.ctx.spec.model;
+    return m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
+  }
+
+  /** The prompt comes with `add`; chunks are media rows from the encoders (one item each, or its error). */
+  protected onChunk(req: ThinkerRequest, chunk: ReceivedChunk): void {
+    const body = chunk.body;
+    if (!req.media || body?.kind !== 'encoderRows') {
+      return this.fail(
+        req,
+        new ChorusError(
+          ErrorCodes.FRAME_INVALID,
+          `unexpected chunk from ${chunk.meta.from} for ${req.requestId}: the thinker takes only media rows`,
+        ),
+      );
+    }
+    if (body.error) return this.mediaItemFailed(req, body.item, body.error);
+    const problem = req.media.setRows(body.item, chunk.meta.from, body);
+    if (problem) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, problem));
+    const ec = req.media.items[body.item].ec;
+    if (this.ec && ec && body.contentKey !== undefined)
+      this.ec.keep(req.requestId, ec, body.contentKey, req.media.rowsOf(body.item)!);
+    this.refreshAvailable(req);
+  }
+
+  /** An encoder's stream broke (deadline, bad frame) or it failed the request: that costs its items only. */
+  protected override onUpstreamFailure(
+    req: ThinkerRequest,
+    reason: FinishReason,
+    error: SerializedError,
+    fromStageId: string | undefined,
+  ): void {
+    const items = fromStageId !== undefined && reason === 'error' ? (req.media?.waitingFrom(fromStageId) ?? []) : [];
+    if (items.length === 0) return super.onUpstreamFailure(req, reason, error, fromStageId);
+    for (const item of items) if (this.requests.has(req.requestId)) this.mediaItemFailed(req, item, error);
+  }
+
+  /** Main: an encoder instance died (or refused the request) and its items will not come. */
+  private onMediaFailed(requestId: string, fromInstance: string, error: SerializedError): void {
+    const req = this.requests.get(requestId);
+    if (!req?.media) return;
+    this.ctx.adapter.stopReceiving(requestId, fromInstance);
+    for (const item of req.media.waitingFrom(fromInstance))
+      if (this.requests.has(requestId)) this.mediaItemFailed(req, item, error);
+  }
+
+  private mediaItemFailed(req: ThinkerRequest, item: number, error: SerializedError): void {
+    const media = req.media!;
+    if (!media.isWaiting(item)) return; // rows already in (or dropped): a late failure changes nothing
+    const it = media.items[item];
+    const message = error.message.startsWith(it.what) ? error.message : `${it.what}: ${error.message}`;
+    if (it.onFailure === 'fail') return this.failWith(req, 'error', { code: error.code, message });
+    const promptLength = media.drop(item, `${error.code}: ${error.message}`);
+    req.toTalker?.shrinkPrompt(promptLength);
+    this.ctx.log.warn(
+      { requestId: req.requestId, item: it.what, code: error.code },
+      'media item dropped (on_encoder_failure: text_only)',
+    );
+    this.refreshAvailable(req);
+  }
+
+  /**
+   * numAvailableTokens: the prompt up to the first item still encoding, all of it (+ answer) once none is; nothing
+   * while a prefix to reuse is unsettled. A prefill-only request samples nothing at the end of its prompt.
+   */
+  private refreshAvailable(req: ThinkerRequest): void {
+    if (this.prefixes?.held(req)) return;
+    const media = req.media;
+    // A held request keeps its last token unfed: nothing to compute until its first audio is out.
+    const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
+    const limit =
+      !media || media.complete
+        ? req.promptTokenIds.length + req.generated.length - (held ? 1 : 0)
+        : media.readyLimit(this.scheduler.numComputed(req.requestId));
+    this.scheduler.setAvailable(req.requestId, limit, !req.prefix.prefillOnly);
+  }
+
+  protected override warningsOf(req: ThinkerRequest): readonly string[] {
+    return req.media?.warnings ?? [];
+  }
+
+  protected batchItem(req: ThinkerRequest, item: ScheduledItem): ThinkerBatchItem {
+    const all = req.promptTokenIds.length;
+    const start = item.startPosition;
+    const end = start + item.numTokens;
+    const tokenIds: number[] = [];
+    for (let p = start; p < end; p++) tokenIds.push(p < all ? req.promptTokenIds[p] : req.generated[p - all]);
+    // A step that stops at a media boundary reaches the end of what is available, not of the prompt: no sample.
+    const sample = item.sample && end >= all;
+    const base = {
+      seqId: req.requestId,
+      numTokens: item.numTokens,
+      sample,
+      sampling: req.sampling,
+      generated: req.generated,
+    };
+    if (req.media?.overlaps(start, Math.min(end, all))) {
+      return { ...base, tokenIds, inputsEmbeds: req.media.embeds(start, end, this.runner.embed(tokenIds)) };
+    }
+    return { ...base, tokenIds };
+  }
+
+  protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
+    this.prefixes?.onStep(req, item.startPosition, item.numTokens, out.embeds, out.hidden);
+    if (req.prefix.prefillOnly) return this.afterPrefillStep(req);
+    const token = item.sample && item.startPosition + item.numTokens >= req.promptTokenIds.length ? out.tokenId : null;
+    const stop = token !== null ? this.stopReason(req, token) : null;
+    const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
+    if (emitsToken) {
+      req.generated.push(token);
+      req.numOutputs++;
+      this.refreshAvailable(req);
+    }
+    req.toTalker?.onStep(
+      item.startPosition,
+      item.numTokens,
+      out.embeds,
+      out.hidden,
+      emitsToken ? this.runner.embed([token]) : null,
+    );
+    const main = req.downstream.filter((t) => t.stageId === 'main');
+    const talker = req.downstream.filter((t) => t.stageId !== 'main');
+    if (stop) {
+      const warnings = req.media?.warnings.length
+        ? { warnings: req.media.warnings, droppedItems: req.media.dropped }
+        : {};
+      const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
+      this.finish(req, stop, (t) => {
+        if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
+        return this.rowsChunk(req, req.toTalker!.take(true));
+      });
+      return;
+    }
+    if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token] });
+    const rows = req.toTalker?.take(false);
+    const body = this.rowsChunk(req, rows);
+    if (body) this.send(req, talker, body);
+  }
+
+  /** A prefill-only step: at the end of the prompt it finishes (its KV goes into the cache as it is freed). */
+  private afterPrefillStep(req: ThinkerRequest): void {
+    if (this.scheduler.numComputed(req.requestId) < req.promptTokenIds.length) return;
+    const p = req.prefix;
+    const cached = p.cachedTokens ? { cachedTokens: p.cachedTokens } : {};
+    this.finish(req, 'stop', (t) => (t.stageId === 'main' ? { kind: 'text', tokenIds: [], ...cached } : undefined));
+  }
+
+  /** The Talker's chunk of these rows; the first names the prompt's blocks when this Thinker keeps a cache. */
+  private rowsChunk(
+    req: ThinkerRequest,
+    rows: ReturnType<Thinker2Talker['take']> | undefined,
+  ): TalkerRowsBody | undefined {
+    if (!rows || rows.numRows === 0) return undefined;
+    const first = rows.promptRows !== undefined;
+    return {
+      kind: 'talkerRows',
+      rows: rows.rows,
+      numRows: rows.numRows,
+      conditionDim: rows.rows.length / rows.numRows,
+      ...(first ? { promptRows: rows.promptRows } : {}),
+      ...(first && this.prefixes ? { promptBlocks: this.prefixes.promptBlocks(req) } : {}),
+    };
+  }
+
+  private isStopToken(req: ThinkerRequest, token: number): boolean {
+    return (!req.sampling.ignoreEos && token === this.runner.eosTokenId) || req.sampling.stopTokenIds.includes(token);
+  }
+
+  private stopReason(req: ThinkerRequest, token: number): FinishReason | null {
+    if (this.isStopToken(req, token)) return 'stop';
+    if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
+    return null;
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The Thinker's view of one request's media: the position map (where each item's rows go in the expanded
+ * prompt), the rows that have arrived, and the items given up on. Pure bookkeeping, no I/O:
+ *
+ * - readyLimit(): the first position that cannot be prefilled yet (the start of the first span whose rows are
+ *   missing); the core makes it the scheduler's numAvailableTokens, so text before an item prefills while it
+ *   encodes and the request waits (WAITING_FOR_CHUNK) at the item's boundary until its rows come.
+ * - embeds(): inputs_embeds for a step, text rows with the overlapping spans' rows spliced over them.
+ * - drop(): with on_encoder_failure text_only, an item that will not come is cut out of the prompt. Nothing at
+ *   or after its span has been computed (the scheduler never passes readyLimit), so the positions after it just
+ *   shift down; the prompt array given to the constructor is edited in place.
+ *
+ * Rows are kept for the whole request, not freed once prefilled: a preempted request recomputes from position 0.
+ */
+import { readyLimit, spliceRange, type MediaSpan, type PositionMap } from '../../src/media/positionMap.ts';
+import type { ThinkerMediaItem, ThinkerMediaPlan } from '../../src/worker/messages.ts';
+
+type ItemState = 'waiting' | 'ready' | 'dropped';
+
+export class ThinkerMedia {
+  private spans: MediaSpan[];
+  private readonly rows: (Float32Array | null)[];
+  private readonly state: ItemState[];
+  readonly warnings: string[] = [];
+  /** Items cut out of the prompt (drop()), in the order they were dropped. */
+  readonly dropped: number[] = [];
+
+  constructor(
+    private readonly plan: ThinkerMediaPlan,
+    /** The expanded prompt; edited in place by drop(). */
+    private readonly prompt: number[],
+    private readonly hiddenSize: number,
+  ) {
+    this.spans = plan.spans.map((s) => ({ ...s }));
+    this.rows = plan.items.map(() => null);
+    this.state = plan.items.map(() => 'waiting');
+    for (const span of this.spans) {
+      const item = plan.items[span.item];
+      if (!item || item.numEmbeddings !== span.length || span.start + span.length > prompt.length) {
+        throw new RangeError(
+          `media span of item ${span.item} does not fit the plan (${span.start}+${span.length} in a prompt of ` +
+            `${prompt.length})`,
+        );
+      }
+    }
+  }
+
+  get items(): readonly ThinkerMediaItem[] {
+    return this.plan.items;
+  }
+
+  private get map(): PositionMap {
+    return { tokenIds: this.prompt, spans: this.spans, length: this.prompt.length };
+  }
+
+  /** True once every item has its rows or was dropped: the whole prompt can prefill. */
+  get complete(): boolean {
+    return this.state.every((s) => s !== 'waiting');
+  }
+
+  isWaiting(item: number): boolean {
+    return this.state[item] === 'waiting';
+  }
+
+  /** Items still waiting whose rows come from this encoder (by stage id or instance). */
+  waitingFrom(from: string): number[] {
+    return this.plan.items.flatMap((it, i) =>
+      (it.from.stageId === from || it.from.instance === from) && this.state[i] === 'waiting' ? [i] : [],
+    );
+  }
+
+  /** The first position >= from that cannot be prefilled yet (prompt length when nothing blocks). */
+  readyLimit(from: number): number {
+    return readyLimit(
+      this.map,
+      this.state.map((s) => s !== 'waiting'),
+      from,
+    );
+  }
+
+  /** Rows for an item, checked against what was promised; returns a problem, or null when they were taken. */
+  setRows(
+    item: number,
+    fromStageId: string,
+    rows: { rows: Float32Array; numRows: number; width: number },
+  ): string | null {
+    const it = this.plan.items[item];
+    if (!it) return `rows for media item ${item}, which this request does not have`;
+    if (it.from.stageId !== fromStageId)
+      return `rows for ${it.what} came from ${fromStageId}, expected ${it.from.stageId}`;
+    if (this.state[item] !== 'waiting')
+      return this.state[item] === 'ready' ? `rows for ${it.what} arrived twice` : null; // dropped: late, ignore
+    if (rows.numRows !== it.numEmbeddings || rows.width !== this.hiddenSize) {
+      return (
+        `rows for ${it.what} are [${rows.numRows}, ${rows.width}], ` +
+        `expected [${it.numEmbeddings}, ${this.hiddenSize}] float32`
+      );
+    }
+    // Copy: the frame buffer belongs to the receive path; rows live as long as the request.
+    this.rows[item] = new Float32Array(rows.rows);
+    this.state[item] = 'ready';
+    return null;
+  }
+
+  /** An item's rows once they arrived (null before, or when it was dropped). */
+  rowsOf(item: number): Float32Array | null {
+    return this.rows[item] ?? null;
+  }
+
+  /** Cuts a waiting item out of the prompt; returns the new prompt length. */
+  drop(item: number, reason: string): number {
+    if (this.state[item] !== 'waiting') return this.prompt.length;
+    const span = this.spans.find((s) => s.item === item)!;
+    this.prompt.splice(span.start, span.length);
+    this.spans = this.spans
+      .filter((s) => s !== span)
+      .map((s) => (s.start > span.start ? { ...s, start: s.start - span.length } : s));
+    this.state[item] = 'dropped';
+    this.dropped.push(item);
+    this.warnings.push(`${this.plan.items[item].what} was left out of the answer: ${reason}`);
+    return this.prompt.length;
+  }
+
+  /** The row of prompt position p: undefined at a text position, null while its item's rows have not arrived. */
+  rowAt(p: number): Float32Array | null | undefined {
+    const span = this.spans.find((s) => p >= s.start && p < s.start + s.length);
+    if (!span) return undefined;
+    const rows = this.rows[span.item];
+    if (!rows) return null;
+    const d = this.hiddenSize;
+    return rows.subarray((p - span.start) * d, (p - span.start + 1) * d);
+  }
+
+  /** Whether positions [start, end) of the prompt touch a media span. */
+  overlaps(start: number, end: number): boolean {
+    return this.spans.some((s) => s.start < end && s.start + s.length > start);
+  }
+
+  /**
+   * inputs_embeds for positions [start, end): textEmbeds are the embeddings of those positions' token ids (the
+   * placeholder's own embedding on media positions); every overlapping span's rows replace them. Positions past
+   * the prompt (generated tokens, when a preempted request recomputes) keep their text rows.
+   */
+  embeds(start: number, end: number, textEmbeds: Float32Array): Float32Array {
+    const d = this.hiddenSize;
+    const promptEnd = Math.min(end, this.prompt.length);
+    if (start >= promptEnd) return textEmbeds;
+    const head = spliceRange(this.map, start, promptEnd, textEmbeds.subarray(0, (promptEnd - start) * d), this.rows, d);
+    const out = textEmbeds.slice();
+    out.set(head, 0);
+    return out;
+  }
+}

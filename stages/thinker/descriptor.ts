@@ -1,0 +1,84 @@
+/** The Thinker: the LLM requests enter; text to the client, conditioning rows to the Talker. */
+import { Type } from '@sinclair/typebox';
+import type { ThinkerSize } from '../../src/common/graph.ts';
+import type { ModelFacts } from '../../src/common/modelFacts.ts';
+import type { ThinkerRunner } from '../types.ts';
+import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
+import { presets } from '../generator/presets.ts';
+import { MIN_BYTE_VOCAB_SIZE } from '../../src/tokenizer/ByteTokenizer.ts';
+import { checkHeads, presetOf } from '../presetFamily.ts';
+import { runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import type { ThinkerArgs } from './protocol.ts';
+
+const modelYaml = Type.Object(
+  { ...generatedCommon, ...transformer, vocab_size: optional(int(1)), accept_layer: optional(int(0)) },
+  closed,
+);
+
+export const thinker: StageKindDescriptor<ThinkerArgs> = {
+  kind: 'thinker',
+  workerType: 'ar',
+  defaultMaxTokens: 256,
+  feeds: ['talker'],
+  finalOutput: 'text',
+  entry: true,
+  requestSampling: 'sampling',
+  readsRequest: false,
+  sizedFrom: 'inputs',
+  modelSchema: () => modelYaml,
+
+  // Requests enter here: the prompt, its media plan, the EC store's drops and the session prefix come with it.
+  addArgs: (ctx) => ({
+    promptTokenIds: ctx.promptTokenIds,
+    ...(ctx.media ? { media: ctx.media.thinker } : {}),
+    ...(ctx.request.prefix ? { prefix: ctx.request.prefix } : {}),
+    ...(ctx.ecDrop.length > 0 ? { ecDrop: ctx.ecDrop } : {}),
+    ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
+  }),
+
+  resolveGeneratedModel(ctx, problems) {
+    const family = presetOf(ctx, presets, 'model preset', problems);
+    if (!family) return null;
+    const before = problems.count;
+    const size: ThinkerSize = { ...family.thinker, ...camelSizes(ctx.raw) };
+    checkHeads(size, ctx, problems);
+    if (size.acceptLayer >= size.numLayers)
+      problems.add([...ctx.at, 'accept_layer'], `must be < num_layers (${size.numLayers}), got ${size.acceptLayer}`);
+    if (size.vocabSize < MIN_BYTE_VOCAB_SIZE) {
+      problems.add(
+        [...ctx.at, 'vocab_size'],
+        `must be >= ${MIN_BYTE_VOCAB_SIZE} for the built-in byte tokenizer (256 bytes + 16 specials + words), ` +
+          `got ${size.vocabSize}`,
+      );
+    }
+    if (problems.count > before) return null;
+    return { source: 'generated', kind: 'thinker', preset: ctx.preset, seed: ctx.seed, size };
+  },
+
+  ...runnerStage({
+    load: async (spec, graph) => (await import('../runners.ts')).createThinkerRunner(spec, graph.modelsDir),
+    core: async (ctx, runner: ThinkerRunner) => {
+      const { ThinkerCore } = await import('./ThinkerCore.ts');
+      const { ThinkerEc } = await import('./ThinkerEc.ts');
+      const ec = ctx.ecStore
+        ? await ThinkerEc.open(ctx.ecStore, `${ctx.spec.stageId}-${process.pid}`, ctx.post, ctx.log)
+        : null;
+      return new ThinkerCore(ctx, runner, ec);
+    },
+    facts: factsOf,
+  }),
+};
+
+function factsOf(runner: ThinkerRunner): ModelFacts {
+  const lacks = Object.entries(runner.supports ?? {})
+    .filter(([, ok]) => !ok)
+    .map(([what]) => what);
+  return {
+    kind: 'thinker',
+    vocabSize: runner.vocabSize,
+    hiddenSize: runner.hiddenSize,
+    eosTokenId: runner.eosTokenId,
+    kvBytesPerToken: runner.kvBytesPerToken,
+    ...(lacks.length > 0 ? { lacks } : {}),
+  };
+}
