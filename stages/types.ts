@@ -21,6 +21,8 @@ export interface ThinkerBatchItem {
   readonly sampling: SamplingParams;
   /** The tokens this sequence has generated so far (for the frequency and presence penalties). */
   readonly generated?: readonly number[];
+  /** The request's grammar mask for the token sampled this step (src/grammar); absent without a grammar. */
+  readonly allowedTokens?: Int32Array;
 }
 
 export interface ThinkerStepOutput {

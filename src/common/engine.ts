@@ -32,6 +32,16 @@ export interface ChatMessage {
   readonly content: string | readonly ContentPart[];
 }
 
+/**
+ * A grammar the Thinker's sampling follows (src/grammar): the answer is JSON of a schema (its text), any JSON, or an
+ * xgrammar structural tag (its JSON text: tool calls in tags, free text between them). Data, not a compiled object:
+ * it travels to the Thinker in the request's add args, and the Thinker compiles it (once per schema, cached).
+ */
+export type GrammarSpec =
+  | { readonly type: 'json_object' }
+  | { readonly type: 'json_schema'; readonly schema: string }
+  | { readonly type: 'structural_tag'; readonly tag: string };
+
 export interface GenerateRequest {
   /** Unique per live request; generated when absent. Must not contain whitespace. */
   readonly requestId?: string;
@@ -65,6 +75,8 @@ export interface GenerateRequest {
    * place.
    */
   readonly traceparent?: string;
+  /** Constrained decoding: every answer token is one the grammar allows; its end ends the answer (reason stop). */
+  readonly grammar?: GrammarSpec;
 }
 
 /**

@@ -67,6 +67,11 @@ export const ErrorCodes = {
   // An OTEL_* variable asks for something Chorus's tracing cannot do (an exporter or protocol it does not ship): the
   // message names the variable and what to set instead (docs/tracing.md).
   TRACING_CONFIG: 'CHORUS_ERR_TRACING_CONFIG',
+  // A response_format or tool schema names a JSON Schema keyword (or format) that constrained decoding cannot enforce:
+  // refused naming the keyword and where it is, rather than answered with JSON that may break it.
+  GRAMMAR_UNSUPPORTED: 'CHORUS_ERR_GRAMMAR_UNSUPPORTED',
+  // The grammar engine (xgrammar) refused a schema: a $ref to nothing, a regex it cannot read, an impossible range.
+  GRAMMAR_INVALID: 'CHORUS_ERR_GRAMMAR_INVALID',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 

@@ -14,6 +14,8 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.FORBIDDEN_ORIGIN]: 403,
   [ErrorCodes.NOT_FOUND]: 404,
   [ErrorCodes.PARAM_UNSUPPORTED]: 400,
+  [ErrorCodes.GRAMMAR_UNSUPPORTED]: 400,
+  [ErrorCodes.GRAMMAR_INVALID]: 400,
   [ErrorCodes.MODEL_NOT_FOUND]: 404, // OpenAI's and vLLM's status for an unknown model
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
   [ErrorCodes.NO_ACTIVE_RESPONSE]: 400, // response.cancel with nothing to cancel: the client's mistake

@@ -40,6 +40,11 @@ export interface SampleOptions {
    * (padded embedding tables) must not produce ids the tokenizer cannot decode.
    */
   readonly vocabLimit?: number;
+  /**
+   * A grammar's mask (src/grammar): token i may be chosen only when bit i & 31 of word i >> 5 is set. Absent for a
+   * request without a grammar, which pays nothing for it.
+   */
+  readonly allowed?: Int32Array;
 }
 
 let scratch = new Float32Array(0);
@@ -74,6 +79,11 @@ export function sampleToken(
     }
   }
   applyOpenAiPenalties(l, params, options.generated);
+  if (options.allowed) {
+    applyMask(l, options.allowed);
+    // Nothing left (the grammar allows only what is banned, e.g. end of text under ignore_eos): the grammar wins.
+    if (l[argmax(l)] === -Infinity) return firstAllowed(options.allowed, l.length);
+  }
   const best = argmax(l);
   if (!(params.temperature > 0)) return best;
 
@@ -111,6 +121,25 @@ export function sampleToken(
     if (u < 0) return ids[i];
   }
   return ids[count - 1];
+}
+
+/** Sets every id the mask does not allow to -Infinity (whole words at a time where a word allows none). */
+function applyMask(l: Float32Array, mask: Int32Array): void {
+  for (let word = 0; word * 32 < l.length; word++) {
+    const bits = word < mask.length ? mask[word] : 0;
+    if (bits === -1) continue;
+    const end = Math.min(l.length, word * 32 + 32);
+    if (bits === 0) {
+      l.fill(-Infinity, word * 32, end);
+      continue;
+    }
+    for (let id = word * 32; id < end; id++) if ((bits & (1 << (id & 31))) === 0) l[id] = -Infinity;
+  }
+}
+
+function firstAllowed(mask: Int32Array, vocabSize: number): number {
+  for (let id = 0; id < vocabSize; id++) if ((mask[id >> 5] & (1 << (id & 31))) !== 0) return id;
+  return 0;
 }
 
 /** frequency_penalty, presence_penalty (over generated ids) and logit_bias, as OpenAI defines them. */

@@ -201,6 +201,7 @@ export class OnnxThinkerRunner implements ThinkerRunner {
           seen: this.seen.get(item.seqId),
           ...(item.generated ? { generated: item.generated } : {}),
           ...(this.vocabLimit !== undefined ? { vocabLimit: this.vocabLimit } : {}),
+          ...(item.allowedTokens ? { allowed: item.allowedTokens } : {}),
         });
       }
       return {

@@ -22,6 +22,8 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'src/media', rank: 1 },
   { prefix: 'src/sched', rank: 1 },
   { prefix: 'src/tokenizer', rank: 1 },
+  // Grammar-constrained decoding: over the tokenizer, below the stages that sample under it and main that checks it.
+  { prefix: 'src/grammar', rank: 1.5 },
   { prefix: 'transport', rank: 1 },
   // The model code the kinds share: ONNX sessions and KV caches, sampling, the graph builder and presets.
   { prefix: 'stages/models', rank: 2, name: 'stages (model code)' },
