@@ -201,6 +201,11 @@ export interface MigrationSettings {
   readonly maxAttempts: number;
   /** A request whose answer is longer than this many tokens when lost is not replayed (the replay redoes them). */
   readonly maxReplayTokens: number;
+  /**
+   * How long a request lost with an instance of this stage waits for a ready instance of every stage it runs on
+   * (a restart, a replacement joining, another replica) before it fails; null: chunk_policy.chunk_timeout_ms.
+   */
+  readonly maxWaitMs: number | null;
 }
 
 export interface PrefixCacheSettings {

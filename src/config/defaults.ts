@@ -33,8 +33,9 @@ export const defaults = {
     kvCacheBytes: 256 * 1024 * 1024, // 256 MiB: ~32k tokens of the tiny thinker (8 KiB/token)
     // Thinker and Talker: KV of finished requests kept for the next request that shares their prefix.
     prefixCache: { maxBytes: 128 * 1024 * 1024, blockPositions: 16 }, // 128 MiB: ~13k tiny-thinker positions + rows
-    // Unless `migration: false`: a request is replayed at most twice, and only while its answer is under 4096 tokens.
-    migration: { maxAttempts: 2, maxReplayTokens: 4096 },
+    // Unless `migration: false`: a request is replayed at most twice, and only while its answer is under 4096 tokens;
+    // it waits for a ready instance up to chunk_policy.chunk_timeout_ms (maxWaitMs null).
+    migration: { maxAttempts: 2, maxReplayTokens: 4096, maxWaitMs: null },
   },
   sampling: {
     temperature: 0, // greedy

@@ -8,7 +8,10 @@ import type { MigrationSettings } from '../common/graph.ts';
 import { defaults } from './defaults.ts';
 import type { Problems } from './problems.ts';
 
-type MigrationYaml = false | { readonly max_attempts?: number; readonly max_replay_tokens?: number } | undefined;
+type MigrationYaml =
+  | false
+  | { readonly max_attempts?: number; readonly max_replay_tokens?: number; readonly max_wait_ms?: number }
+  | undefined;
 
 export function resolveMigration(
   index: number,
@@ -28,5 +31,6 @@ export function resolveMigration(
   return {
     maxAttempts: raw?.max_attempts ?? d.maxAttempts,
     maxReplayTokens: raw?.max_replay_tokens ?? d.maxReplayTokens,
+    maxWaitMs: raw?.max_wait_ms ?? d.maxWaitMs,
   };
 }

@@ -70,9 +70,21 @@ export const EngineYaml = Type.Object(
       Type.Union(
         [
           Type.Literal(false),
-          Type.Object({ max_attempts: optional(int(1)), max_replay_tokens: optional(int(0)) }, closed),
+          Type.Object(
+            {
+              max_attempts: optional(int(1)),
+              max_replay_tokens: optional(int(0)),
+              // Bounded: a lost request never waits for good (an hour at most).
+              max_wait_ms: optional(Type.Integer({ minimum: 1, maximum: 3_600_000 })),
+            },
+            closed,
+          ),
         ],
-        { errorMessage: 'must be false (off) or {max_attempts: an integer >= 1, max_replay_tokens: an integer >= 0}' },
+        {
+          errorMessage:
+            'must be false (off) or {max_attempts: an integer >= 1, max_replay_tokens: an integer >= 0, ' +
+            'max_wait_ms: an integer from 1 to 3600000}',
+        },
       ),
     ),
     cpus: optional(

@@ -16,7 +16,7 @@ import {
 } from '../../src/engine/requests/migration.ts';
 import { configProblems } from '../helpers/configProblems.ts';
 
-const settings = { maxAttempts: 2, maxReplayTokens: 100 };
+const settings = { maxAttempts: 2, maxReplayTokens: 100, maxWaitMs: null };
 const verdict = (o: Partial<Parameters<typeof migrationVerdict>[0]>) =>
   migrationVerdict({ settings, attempts: 0, answerTokens: 10, unstoredMediaItems: 0, ...o });
 
@@ -99,13 +99,23 @@ describe('engine.migration in YAML', () => {
     for (const s of graph.stages)
       expect([s.stageId, s.engine.migration]).toEqual([
         s.stageId,
-        s.kind === 'encoder' ? null : { maxAttempts: 2, maxReplayTokens: 4096 },
+        s.kind === 'encoder' ? null : { maxAttempts: 2, maxReplayTokens: 4096, maxWaitMs: null },
       ]);
-    expect(talker(shipped).engine.migration).toEqual({ maxAttempts: 2, maxReplayTokens: 4096 });
-    expect(talker(withTalker('migration: {}')).engine.migration).toEqual({ maxAttempts: 2, maxReplayTokens: 4096 });
+    expect(talker(shipped).engine.migration).toEqual({ maxAttempts: 2, maxReplayTokens: 4096, maxWaitMs: null });
+    expect(talker(withTalker('migration: {}')).engine.migration).toEqual({
+      maxAttempts: 2,
+      maxReplayTokens: 4096,
+      maxWaitMs: null,
+    });
     expect(talker(withTalker('migration: { max_attempts: 1, max_replay_tokens: 0 }')).engine.migration).toEqual({
       maxAttempts: 1,
       maxReplayTokens: 0,
+      maxWaitMs: null,
+    });
+    expect(talker(withTalker('migration: { max_wait_ms: 1500 }')).engine.migration).toEqual({
+      maxAttempts: 2,
+      maxReplayTokens: 4096,
+      maxWaitMs: 1500,
     });
     expect(talker(withTalker('migration: false')).engine.migration).toBeNull();
   });
@@ -119,6 +129,10 @@ describe('engine.migration in YAML', () => {
     expect(configProblems(withTalker('migration: true'))).toEqual([
       expect.stringMatching(/engine\.migration: must be false \(off\) or \{max_attempts: .*got true/),
     ]);
+    for (const waitMs of [0, 3_600_001, 1.5])
+      expect(configProblems(withTalker(`migration: { max_wait_ms: ${waitMs} }`))).toEqual([
+        expect.stringMatching(/engine\.migration: .*max_wait_ms: an integer from 1 to 3600000/),
+      ]);
     expect(configProblems(withTalker('migration: { attempts: 2 }'))).toEqual([
       expect.stringMatching(/engine\.migration/),
     ]);

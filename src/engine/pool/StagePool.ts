@@ -153,8 +153,10 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
     const spec = graph.stages[stageIndex];
     const replica = spec.replicas + [...this.#instances.values()].filter((s) => s.spec === spec && s.remote).length;
     const inst = newInstance(graph, stageIndex, replica, handle.heartbeat.instance, handle);
-    this.#ready(inst, handle.settings?.facts);
+    // In the pool before READY goes out: a request waiting for an instance of this stage (a migration, a pending
+    // admission) looks for it in `instances` when woken, and a READY it cannot find there it would sleep through.
     this.#instances.set(inst.instance, inst);
+    this.#ready(inst, handle.settings?.facts);
     handle.on('message', (msg) => this.#events.onMessage(inst, msg));
     handle.on('died', () => this.#events.onRemoteLost(inst, handle));
   }

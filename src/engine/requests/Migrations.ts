@@ -1,9 +1,12 @@
 /**
  * Requests lost with a stage instance (it died, the hang watch replaced it, a remote one was lost) replayed on live
  * instances instead of failed, where the stage's `engine.migration` allows (the bookkeeping: migration.ts). A lost
- * request's other stages drop its lost run at once; the request then waits, within chunk_timeout_ms, until every
- * stage it runs on has a ready instance (a restarted replica is READY again, another replica is there already) and
- * is admitted again under its next run id; its stream skips what the client already has. The client sees a pause.
+ * request's other stages drop its lost run at once; the request then waits, up to the lost stage's
+ * `engine.migration.max_wait_ms` (chunk_timeout_ms unless set), until every stage it runs on has a ready instance (a
+ * restarted replica, a replacement that joins over Redis under a new name or the old one, another replica already
+ * there) and is admitted again under its next run id; its stream skips what the client already has. The client sees a
+ * pause. The wait is woken by the pool's events (an instance READY, a request finished somewhere: room for the
+ * replay), never polled, and its deadline ends it, saying which stage had no instance and how to give it one.
  */
 import { diagnostics } from '../../common/diagnostics.ts';
 import { serializeError, type SerializedError } from '../../common/errors.ts';
@@ -12,7 +15,15 @@ import type { Logger } from '../../common/log.ts';
 import type { AudioOutputFacts } from '../../common/modelFacts.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';
-import { answerTokensOf, migrationVerdict, ReplayCursor, runIdOf, type MigrationReason } from './migration.ts';
+import {
+  answerTokensOf,
+  migrationVerdict,
+  ReplayCursor,
+  runIdOf,
+  stagesWithoutReady,
+  waitedOutWhy,
+  type MigrationReason,
+} from './migration.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 import { tellStages } from './tellStages.ts';
@@ -34,10 +45,14 @@ export interface MigrationsContext {
 }
 
 export class Migrations {
+  /** Requests waiting for their replay's admission (a record leaves once replayed or ended). */
+  readonly #waiting = new Set<RequestRecord>();
+
   constructor(private readonly ctx: MigrationsContext) {
-    ctx.pool.on('ready', () => {
-      for (const record of ctx.requests.values()) if (record.migrating) this.#tryReplay(record);
-    });
+    // What may let a waiting replay in: an instance READY (a restart, a remote join, whatever its name), or a
+    // request finished on an instance (room on one that was ready but full).
+    ctx.pool.on('ready', () => this.#wake());
+    ctx.pool.on('finished', () => this.#wake());
   }
 
   /**
@@ -66,23 +81,32 @@ export class Migrations {
     }
     // Its other stages let the lost run go (the lost instance reads nothing).
     tellStages(this.ctx.pool, record, 'abort');
-    const waitMs = this.ctx.graph.chunkPolicy.chunkTimeoutMs;
-    const deadline = setTimeout(() => this.#giveUp(record, waitMs), waitMs).unref();
+    const setting =
+      settings.maxWaitMs === null ? 'chunk_policy.chunk_timeout_ms' : `stages.${stageId}.engine.migration.max_wait_ms`;
+    const waitMs = settings.maxWaitMs ?? this.ctx.graph.chunkPolicy.chunkTimeoutMs;
+    // unref: a request that waits keeps no process alive; its stream (and the server's close) still ends it.
+    const deadline = setTimeout(() => this.#giveUp(record, waitMs, setting), waitMs).unref();
     record.startMigration({ stageId, lostInstance: view.instance, reason, error, lostAtMs: Date.now() }, deadline);
     this.ctx.log.warn(
-      { ...facts, run: runId, attempt: record.attempts + 1 },
+      { ...facts, run: runId, attempt: record.attempts + 1, maxWaitMs: waitMs },
       'request migrating: waiting for a live instance',
     );
+    this.#waiting.add(record);
     this.#tryReplay(record);
     return true;
   }
 
-  /** Admits the replay if every stage of the request has a ready instance; else it waits for the next READY. */
+  #wake(): void {
+    for (const record of this.#waiting) {
+      if (record.migrating && !record.stream.finished) this.#tryReplay(record);
+      if (!record.migrating || record.stream.finished) this.#waiting.delete(record);
+    }
+  }
+
+  /** Admits the replay if every stage of the request has a ready instance; else it waits for the pool's next event. */
   #tryReplay(record: RequestRecord): void {
     const pending = record.migrating!;
-    const stageIds = [...record.instances.keys()];
-    const ready = [...this.ctx.pool.instances.values()].filter((v) => v.status === 'ready');
-    if (!stageIds.every((id) => ready.some((v) => v.spec.stageId === id))) return;
+    if (stagesWithoutReady(record.instances.keys(), this.ctx.pool.instances.values()).length > 0) return;
     const { stream } = record;
     const delivered = stream.delivered;
     const runId = runIdOf(record.requestId, record.attempts + 1);
@@ -125,17 +149,24 @@ export class Migrations {
     });
   }
 
-  #giveUp(record: RequestRecord, waitMs: number): void {
+  #giveUp(record: RequestRecord, waitMs: number, setting: string): void {
+    this.#waiting.delete(record);
     const pending = record.migrating;
     if (!pending || record.stream.finished) return;
+    const { stages } = this.ctx.graph;
+    const missing = stagesWithoutReady(record.instances.keys(), this.ctx.pool.instances.values()).map((id) =>
+      stages.find((s) => s.stageId === id)!,
+    );
+    const why = waitedOutWhy(waitMs, setting, missing);
     const facts = { requestId: record.requestId, stageId: pending.stageId, reason: pending.reason };
-    this.ctx.log.error({ ...facts, lostInstance: pending.lostInstance, waitMs }, 'migration failed: no live instance');
+    this.ctx.log.error(
+      { ...facts, lostInstance: pending.lostInstance, waitMs, why },
+      'migration failed: no live instance',
+    );
     diagnostics.requestMigrated.publish({ ...facts, lostInstance: pending.lostInstance, outcome: 'failed' });
     record.stream.end('error', {
       code: pending.error.code,
-      message:
-        `${pending.error.message} (not migrated: no ready instance of every stage it runs on within ` +
-        `${waitMs} ms, chunk_policy.chunk_timeout_ms)`,
+      message: `${pending.error.message} (not migrated: ${why})`,
     });
   }
 }

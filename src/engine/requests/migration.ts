@@ -115,3 +115,41 @@ export function answerTokensOf(
   const perToken = audio && audio.framesPerToken ? audio.samplesPerFrame * audio.framesPerToken : 0;
   return Math.max(delivered.tokens, perToken > 0 ? Math.ceil(delivered.samples / perToken) : 0);
 }
+
+/** A stage of a migrating request, as the wait for its replay reads it. */
+export interface WaitedStage {
+  readonly stageId: string;
+  readonly placement: 'local' | 'remote';
+  /** Whether an instance may join it over Redis (`chorus stage --stage <id>`). */
+  readonly joinable: boolean;
+}
+
+/** The stages among `stageIds` with no ready instance (the replay waits for one of each). */
+export function stagesWithoutReady(
+  stageIds: Iterable<string>,
+  instances: Iterable<{ readonly spec: { readonly stageId: string }; readonly status: string }>,
+): string[] {
+  const ready = new Set<string>();
+  for (const view of instances) if (view.status === 'ready') ready.add(view.spec.stageId);
+  return [...stageIds].filter((id) => !ready.has(id));
+}
+
+/**
+ * Why a migrating request waited out its deadline (`setting` names it), and the fix: the stages that had no ready
+ * instance and how to give them one, or, when each had one, that none could take the replay.
+ */
+export function waitedOutWhy(waitMs: number, setting: string, missing: readonly WaitedStage[]): string {
+  const waited = `waited ${(waitMs / 1000).toFixed(1)} s (${setting})`;
+  if (missing.length === 0)
+    return `${waited}: every stage it runs on had a ready instance, but none could take its replay (overloaded)`;
+  const names = missing.map((s) => s.stageId).join(', ');
+  const fixes = missing.map((s) => {
+    const join = `chorus stage --config <file> --stage ${s.stageId} on a host of this deployment`;
+    if (s.placement === 'remote') return `start an instance of stage ${s.stageId} (${join})`;
+    const restart = `its replicas here did not come back (restarting or failed: see the log)`;
+    return s.joinable
+      ? `start an instance of stage ${s.stageId}: ${restart}, or ${join}`
+      : `stage ${s.stageId}: ${restart}; restart the server`;
+  });
+  return `${waited} and no instance of stage ${names} became ready: ${fixes.join('; ')}`;
+}
