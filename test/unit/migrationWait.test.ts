@@ -39,7 +39,11 @@ describe('waitedOutWhy', () => {
     );
   });
 
-  it('tells a wait for room apart from a wait for an instance', () => {
-    expect(waitedOutWhy(1500, setting, [])).toMatch(/^waited 1\.5 s .*had a ready instance, but none could take/);
+  it('tells a wait for room apart from a wait for an instance, saying why the replay was last not admitted', () => {
+    expect(waitedOutWhy(1500, setting, [], 'no ready replica of stage talker')).toBe(
+      `waited 1.5 s (${setting}): every stage it runs on had a ready instance at the end, but its replay was not ` +
+        'admitted (no ready replica of stage talker)',
+    );
+    expect(waitedOutWhy(1500, setting, [])).toMatch(/not admitted \(no READY woke it while it waited\)$/);
   });
 });

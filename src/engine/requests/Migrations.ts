@@ -45,8 +45,11 @@ export interface MigrationsContext {
 }
 
 export class Migrations {
-  /** Requests waiting for their replay's admission (a record leaves once replayed or ended). */
-  readonly #waiting = new Set<RequestRecord>();
+  /**
+   * Requests waiting for their replay's admission (a record leaves once replayed or ended), with why their replay was
+   * last not admitted though every stage had a ready instance (null: it never got that far).
+   */
+  readonly #waiting = new Map<RequestRecord, string | null>();
 
   constructor(private readonly ctx: MigrationsContext) {
     // What may let a waiting replay in: an instance READY (a restart, a remote join, whatever its name), or a
@@ -91,13 +94,13 @@ export class Migrations {
       { ...facts, run: runId, attempt: record.attempts + 1, maxWaitMs: waitMs },
       'request migrating: waiting for a live instance',
     );
-    this.#waiting.add(record);
+    this.#waiting.set(record, null);
     this.#tryReplay(record);
     return true;
   }
 
   #wake(): void {
-    for (const record of this.#waiting) {
+    for (const record of this.#waiting.keys()) {
       if (record.migrating && !record.stream.finished) this.#tryReplay(record);
       if (!record.migrating || record.stream.finished) this.#waiting.delete(record);
     }
@@ -114,8 +117,10 @@ export class Migrations {
     try {
       admitted = this.ctx.admitReplay(record, runId);
     } catch (err) {
-      // Ready a moment ago, overloaded or gone now: the next READY (or the deadline) decides.
-      this.ctx.log.debug({ requestId: record.requestId, err: serializeError(err) }, 'replay not admitted yet');
+      // Ready a moment ago, overloaded or gone now: the pool's next event (or the deadline) decides.
+      const notAdmitted = serializeError(err);
+      this.ctx.log.debug({ requestId: record.requestId, err: notAdmitted }, 'replay not admitted yet');
+      this.#waiting.set(record, notAdmitted.message);
       return;
     }
     if ('refused' in admitted) return this.#refuse(record, admitted.refused);
@@ -150,6 +155,7 @@ export class Migrations {
   }
 
   #giveUp(record: RequestRecord, waitMs: number, setting: string): void {
+    const notAdmitted = this.#waiting.get(record) ?? null;
     this.#waiting.delete(record);
     const pending = record.migrating;
     if (!pending || record.stream.finished) return;
@@ -157,7 +163,7 @@ export class Migrations {
     const missing = stagesWithoutReady(record.instances.keys(), this.ctx.pool.instances.values()).map((id) =>
       stages.find((s) => s.stageId === id)!,
     );
-    const why = waitedOutWhy(waitMs, setting, missing);
+    const why = waitedOutWhy(waitMs, setting, missing, notAdmitted);
     const facts = { requestId: record.requestId, stageId: pending.stageId, reason: pending.reason };
     this.ctx.log.error(
       { ...facts, lostInstance: pending.lostInstance, waitMs, why },

@@ -136,12 +136,20 @@ export function stagesWithoutReady(
 
 /**
  * Why a migrating request waited out its deadline (`setting` names it), and the fix: the stages that had no ready
- * instance and how to give them one, or, when each had one, that none could take the replay.
+ * instance and how to give them one, or, when each had one, why its replay was last not admitted (`notAdmitted`).
  */
-export function waitedOutWhy(waitMs: number, setting: string, missing: readonly WaitedStage[]): string {
+export function waitedOutWhy(
+  waitMs: number,
+  setting: string,
+  missing: readonly WaitedStage[],
+  notAdmitted: string | null = null,
+): string {
   const waited = `waited ${(waitMs / 1000).toFixed(1)} s (${setting})`;
   if (missing.length === 0)
-    return `${waited}: every stage it runs on had a ready instance, but none could take its replay (overloaded)`;
+    return (
+      `${waited}: every stage it runs on had a ready instance at the end, but its replay was not admitted ` +
+      `(${notAdmitted ?? 'no READY woke it while it waited'})`
+    );
   const names = missing.map((s) => s.stageId).join(', ');
   const fixes = missing.map((s) => {
     const join = `chorus stage --config <file> --stage ${s.stageId} on a host of this deployment`;
