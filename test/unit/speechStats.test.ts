@@ -8,7 +8,7 @@ import { speechProblems, speechStats } from '../helpers/speechStats.ts';
 const RATE = 22050;
 const seconds = (s: number, f: (i: number) => number) => Float32Array.from({ length: s * RATE }, (_, i) => f(i));
 // A fixed pseudo-random sequence (no Math.random in tests): a 32-bit LCG in [-1, 1).
-function noise(): (i: number) => number {
+function noise(): () => number {
   let state = 12345;
   return () => {
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
