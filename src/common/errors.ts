@@ -2,6 +2,11 @@
  * Every error Chorus raises has a stable code (CHORUS_ERR_*), never reused for another meaning.
  * Across a process boundary an error travels as {code, message, stack} and is rebuilt by code.
  */
+import { Type, type Static } from '@sinclair/typebox';
+
+/** A message or stack that crosses a process boundary: config errors list every problem, so generous. */
+const MAX_ERROR_TEXT_CHARS = 65_536;
+
 export const ErrorCodes = {
   CONFIG_INVALID: 'CHORUS_ERR_CONFIG_INVALID',
   CONFIG_NOT_FOUND: 'CHORUS_ERR_CONFIG_NOT_FOUND',
@@ -86,20 +91,30 @@ export class ChorusError extends Error {
   }
 
   toJSON(): SerializedError {
-    return { code: this.code, message: this.message, stack: this.stack };
+    return { code: this.code, message: bounded(this.message), stack: this.stack && bounded(this.stack) };
   }
 }
 
-export interface SerializedError {
-  code: ErrorCode;
-  message: string;
-  stack?: string;
-}
+/** How an error crosses a process or host boundary: a code of this build (anything else is refused). */
+export const SerializedErrorSchema = Type.Object(
+  {
+    code: Type.Unsafe<ErrorCode>(Type.Union(Object.values(ErrorCodes).map((code) => Type.Literal(code)))),
+    message: Type.String({ maxLength: MAX_ERROR_TEXT_CHARS }),
+    stack: Type.Optional(Type.String({ maxLength: MAX_ERROR_TEXT_CHARS })),
+  },
+  { additionalProperties: false },
+);
+export type SerializedError = Static<typeof SerializedErrorSchema>;
 
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof ChorusError) return err.toJSON();
   const e = err instanceof Error ? err : new Error(String(err));
-  return { code: ErrorCodes.INTERNAL, message: e.message, stack: e.stack };
+  return { code: ErrorCodes.INTERNAL, message: bounded(e.message), stack: e.stack && bounded(e.stack) };
+}
+
+/** Within what the receiver takes (a longer text would get the whole message dropped by its guard). */
+function bounded(text: string): string {
+  return text.length <= MAX_ERROR_TEXT_CHARS ? text : `${text.slice(0, MAX_ERROR_TEXT_CHARS - 15)} [... cut here]`;
 }
 
 /** Rebuilds an error sent from another process; the code survives, the remote stack is kept as text. */

@@ -2,6 +2,8 @@
  * The resolved, validated, defaulted and frozen stage graph. src/config/loadConfig.ts produces it from YAML;
  * everything downstream reads only this shape (snake_case in YAML, camelCase here).
  */
+import { Type, type Static } from '@sinclair/typebox';
+import { Count, List } from './wireValues.ts';
 
 export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder';
 export type WorkerType = 'ar' | 'generation';
@@ -17,22 +19,32 @@ export interface ConnectorSpec {
   readonly options: Readonly<Record<string, unknown>>;
 }
 
-export interface SamplingParams {
-  readonly temperature: number; // 0 = greedy
-  readonly topK: number; // 0 = off
-  readonly topP: number; // 1 = off
-  readonly repetitionPenalty: number; // 1 = off
-  /** OpenAI's: logit -= frequencyPenalty * (times the token was generated) (0 = off, -2..2). */
-  readonly frequencyPenalty: number;
-  /** OpenAI's: logit -= presencePenalty once the token has been generated (0 = off, -2..2). */
-  readonly presencePenalty: number;
-  /** OpenAI's logit_bias: token id -> added to its logit (-100 bans it, 100 forces it). */
-  readonly logitBias: Readonly<Record<string, number>>;
-  readonly seed: number;
-  readonly maxTokens: number;
-  readonly stopTokenIds: readonly number[];
-  readonly ignoreEos: boolean;
-}
+/** A request's sampling knobs (main builds them from a validated request and the config; sent in `add`). */
+export const SamplingParamsSchema = Type.Object(
+  {
+    temperature: Type.Number({ minimum: 0 }), // 0 = greedy
+    topK: Count, // 0 = off
+    topP: Type.Number({ minimum: 0, maximum: 1 }), // 1 = off
+    repetitionPenalty: Type.Number({ exclusiveMinimum: 0 }), // 1 = off
+    /** OpenAI's: logit -= frequencyPenalty * (times the token was generated) (0 = off, -2..2). */
+    frequencyPenalty: Type.Number({ minimum: -2, maximum: 2 }),
+    /** OpenAI's: logit -= presencePenalty once the token has been generated (0 = off, -2..2). */
+    presencePenalty: Type.Number({ minimum: -2, maximum: 2 }),
+    /** OpenAI's logit_bias: token id -> added to its logit (-100 bans it, 100 forces it). */
+    logitBias: Type.Unsafe<Readonly<Record<string, number>>>(
+      Type.Record(Type.String({ pattern: '^[0-9]+$' }), Type.Number({ minimum: -100, maximum: 100 }), {
+        additionalProperties: false,
+        maxProperties: 4096,
+      }),
+    ),
+    seed: Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }),
+    maxTokens: Count,
+    stopTokenIds: List(Count, 4096),
+    ignoreEos: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+export type SamplingParams = Readonly<Static<typeof SamplingParamsSchema>>;
 
 /** Greedy decoding with every knob off: the base callers override (warm-up runs, benches, test stages). */
 export const GREEDY_SAMPLING: SamplingParams = Object.freeze({

@@ -3,46 +3,68 @@
  * (the vocoder's sample rate, samples per codec frame) instead of guessing them from the config: a
  * bring-your-own model says what it is only once it is loaded.
  */
-import type { MediaModality } from './graph.ts';
+import { Type, type Static } from '@sinclair/typebox';
+import { Count, List, PositiveCount, ShortText } from './wireValues.ts';
 
-export type ModelFacts =
-  | {
-      readonly kind: 'thinker';
-      readonly vocabSize: number;
-      readonly hiddenSize: number;
-      readonly eosTokenId: number;
+const closed = { additionalProperties: false } as const;
+
+export const ModelFactsSchema = Type.Union([
+  Type.Object(
+    {
+      kind: Type.Literal('thinker'),
+      vocabSize: PositiveCount,
+      hiddenSize: PositiveCount,
+      eosTokenId: Count,
       /** KV cache bytes one position costs (keys and values, every layer). */
-      readonly kvBytesPerToken: number;
+      kvBytesPerToken: Count,
       /** What a bring-your-own model lacks (inputsEmbeds, hiddenStates, embeddings): it serves text only. */
-      readonly lacks?: readonly string[];
-    }
-  | {
-      readonly kind: 'talker';
-      readonly conditionDim: number;
-      readonly numCodebooks: number;
-      readonly framesPerToken: number;
-      readonly kvBytesPerToken: number;
-    }
-  | {
-      readonly kind: 'code2wav';
-      readonly numCodebooks: number;
-      readonly sampleRateHz: number;
-      readonly samplesPerFrame: number;
-      readonly receptiveFieldFrames: number;
+      lacks: Type.Optional(List(ShortText, 16)),
+    },
+    closed,
+  ),
+  Type.Object(
+    {
+      kind: Type.Literal('talker'),
+      conditionDim: PositiveCount,
+      numCodebooks: PositiveCount,
+      framesPerToken: PositiveCount,
+      kvBytesPerToken: Count,
+    },
+    closed,
+  ),
+  Type.Object(
+    {
+      kind: Type.Literal('code2wav'),
+      numCodebooks: PositiveCount,
+      sampleRateHz: Type.Integer({ minimum: 1000, maximum: 384_000 }),
+      samplesPerFrame: PositiveCount,
+      receptiveFieldFrames: Count,
       /** The vocoder carries state between chunks (each frame decoded once); false: left context decoded again. */
-      readonly stateful?: boolean;
-    }
-  | {
-      readonly kind: 'encoder';
-      readonly modality: MediaModality;
+      stateful: Type.Optional(Type.Boolean()),
+    },
+    closed,
+  ),
+  Type.Object(
+    {
+      kind: Type.Literal('encoder'),
+      modality: Type.Union([Type.Literal('audio'), Type.Literal('image')]),
       /** Width of one row (the Thinker's hidden size). */
-      readonly outputSize: number;
+      outputSize: PositiveCount,
       /** The encoder's identity in cache keys (model hash, preprocessing version, width). */
-      readonly identity: string;
+      identity: ShortText,
       /** Vision encoders: how images are cut. */
-      readonly patchSize?: number;
-      readonly mergeSize?: number;
-    };
+      patchSize: Type.Optional(PositiveCount),
+      mergeSize: Type.Optional(PositiveCount),
+    },
+    closed,
+  ),
+]);
+
+/**
+ * What a stage's loaded model is, as the stage reports it in READY (checked there, like every value from another
+ * process: a vocoder's rate of NaN would reach every client's audio).
+ */
+export type ModelFacts = Static<typeof ModelFactsSchema>;
 
 /** The audio a pipeline returns, from its vocoder's facts. */
 export interface AudioOutputFacts {

@@ -1,5 +1,5 @@
 /**
- * Where every control message from Redis or the IPC pipe enters: decoded and checked (wire.ts, controlShapes.ts),
+ * Where every control message from Redis or the IPC pipe enters: decoded and checked (wire.ts, controlChecks.ts),
  * then handed on; a message that fails is dropped, counted and logged, and nothing it does can throw into the
  * transport's listener. That listener is node-redis' subscriber (a throw there takes the connection down: main then
  * lost every remote instance for good, issue 33) or a child process's 'message' event (a throw there crashes main).
@@ -45,7 +45,7 @@ export class ControlGuard {
     this.#run(kind, name, () => deliver(decoded.body));
   }
 
-  /** An IPC message (already an object: structured clone): its shape checked by `problemOf`, then handed on. */
+  /** An IPC message (already an object: structured clone), checked by `problemOf` (controlChecks.ts), handed on. */
   accept<T>(name: string, msg: unknown, problemOf: (msg: unknown) => string | null, deliver: (msg: T) => void): void {
     let problem: string | null;
     try {

@@ -1,57 +1,56 @@
 /**
  * What travels on the Redis control plane (the channel layout is in redisChannel.ts) and the one place it is
- * decoded. Every message is an envelope, packed with msgpack:
+ * decoded and checked. Every message is an envelope, packed with msgpack:
  *
  *   {v, ch, body}
  *   v     the sender's CONTROL_PROTOCOL_VERSION. It is read first and never changes name or place, so hosts that run
  *         two Chorus versions can always tell and say so. Bump it when any body below changes shape or meaning.
  *   ch    the channel kind the message was written for: one replayed or misrouted onto another channel is foreign.
- *   body  what that channel carries (ControlBodies), checked against its shape (controlShapes.ts).
+ *   body  what that channel carries (ControlBodies), checked against its schema (below, controlChecks.ts).
  *
  * decodeControl never throws. A throw inside a node-redis subscriber listener takes the subscriber connection down,
  * and with it every remote instance (issue 33: one `PUBLISH chorus:hb garbage` did that for good).
  */
+import { Type, type Static } from '@sinclair/typebox';
 import { Packr } from 'msgpackr';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { EpochMs, InstanceName, LongText, PositiveCount, ShortText, StageId } from '../common/wireValues.ts';
 import type { MainToStage, StageToMain } from '../worker/messages.ts';
 import { MAX_CONTROL_MESSAGE_BYTES } from '../worker/ControlChannel.ts';
-import {
-  DEPLOYMENT_SHAPE,
-  HEARTBEAT_SHAPE,
-  isPlainObject,
-  mainToStageProblem,
-  shapeProblem,
-  stageToMainProblem,
-  TO_MAIN_SHAPE,
-} from './controlShapes.ts';
+import { compiledCheck, isPlainObject, mainToStageProblem, stageToMainProblem } from './controlChecks.ts';
 
 // 2: `add` carries the kind's arguments in `args`; first_audio, media_failed, release_prefix travel as `kind`.
 export const CONTROL_PROTOCOL_VERSION = 2;
 
+const closed = { additionalProperties: false } as const;
+
 /** What an instance says about itself every HEARTBEAT_MS. */
-export interface Heartbeat {
-  readonly instance: string;
-  readonly stageId: string;
-  readonly host: string;
-  readonly pid: number;
-  readonly configHash: string;
-  readonly startedAtMs: number;
-  /** The value of the instance's name lease (InstanceLease.ts): main fences off beats under a lease not held. */
-  readonly lease: string;
-}
+const HeartbeatSchema = Type.Object(
+  {
+    instance: InstanceName,
+    stageId: StageId,
+    host: ShortText,
+    pid: PositiveCount,
+    /** The config file's hash (sha256, hex): main refuses an instance of another config. */
+    configHash: ShortText,
+    startedAtMs: EpochMs,
+    /** The value of the instance's name lease (InstanceLease.ts): main fences off beats under a lease not held. */
+    lease: ShortText,
+  },
+  closed,
+);
+export type Heartbeat = Static<typeof HeartbeatSchema>;
 
 /** Main refuses an instance (another config): the instance exits with this reason. */
-export interface Refusal {
-  readonly type: 'refused';
-  readonly reason: string;
-}
+const RefusalSchema = Type.Object({ type: Type.Literal('refused'), reason: LongText }, closed);
+export type Refusal = Static<typeof RefusalSchema>;
 
 /** What main publishes under the deployment key. */
-export interface DeploymentRecord {
-  readonly configHash: string;
-  readonly host: string;
-  readonly pid: number;
-}
+const DeploymentRecordSchema = Type.Object({ configHash: ShortText, host: ShortText, pid: PositiveCount }, closed);
+export type DeploymentRecord = Static<typeof DeploymentRecordSchema>;
+
+/** An instance's message to main: who sends it (the name main knows it by) and the message (checked by its type). */
+const ToMainSchema = Type.Object({ from: InstanceName, msg: Type.Object({}) }, closed);
 
 /** The body each kind of channel carries. */
 export interface ControlBodies {
@@ -68,20 +67,28 @@ export type ControlChannelKind = RedisControlKind | 'ipc';
 /**
  * Why a message was dropped (the `reason` label). oversize: over MAX_CONTROL_MESSAGE_BYTES; malformed: not
  * msgpack; foreign: msgpack, but not a Chorus envelope for this channel; version: another protocol version;
- * invalid: an envelope whose body does not have its shape; fenced: a heartbeat under a name lease it does not hold;
+ * invalid: an envelope whose body is not what its schema declares (a field missing or extra, a value out of range:
+ * NaN, a negative count, an array or string over its bound, a name not of its form); unknown: valid, from an
+ * instance main does not know (never admitted, or lost); fenced: a heartbeat under a name lease it does not hold;
  * handler_error: valid, but handling it threw (a bug, caught so that the subscription survives).
  */
-export type DropReason = 'oversize' | 'malformed' | 'foreign' | 'version' | 'invalid' | 'fenced' | 'handler_error';
+export type DropReason =
+  'oversize' | 'malformed' | 'foreign' | 'version' | 'invalid' | 'unknown' | 'fenced' | 'handler_error';
 
 export type Decoded<T> =
   | { readonly ok: true; readonly body: T }
   | { readonly ok: false; readonly reason: DropReason; readonly detail: string; readonly peerVersion?: number };
 
+const heartbeatProblem = compiledCheck(HeartbeatSchema);
+const deploymentProblem = compiledCheck(DeploymentRecordSchema);
+const toMainProblem = compiledCheck(ToMainSchema);
+const refusalProblem = compiledCheck(RefusalSchema);
+
 const BODY_PROBLEM: { readonly [K in RedisControlKind]: (body: unknown) => string | null } = {
-  heartbeat: (b) => shapeProblem(b, HEARTBEAT_SHAPE, 'heartbeat'),
-  to_main: (b) => shapeProblem(b, TO_MAIN_SHAPE, 'to_main') ?? stageToMainProblem((b as { msg: unknown }).msg),
-  to_instance: (b) => mainToStageProblem(b, true),
-  deployment: (b) => shapeProblem(b, DEPLOYMENT_SHAPE, 'deployment'),
+  heartbeat: (b) => heartbeatProblem(b, 'heartbeat'),
+  to_main: (b) => toMainProblem(b, 'to_main') ?? stageToMainProblem((b as { msg: unknown }).msg),
+  to_instance: (b) => (isPlainObject(b) && b.type === 'refused' ? refusalProblem(b, 'refused') : mainToStageProblem(b)),
+  deployment: (b) => deploymentProblem(b, 'deployment'),
 };
 
 /** Fields only a Chorus from before protocol versions put at the top of its messages (they had no envelope). */

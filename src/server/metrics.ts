@@ -15,6 +15,7 @@ import { talkerStatsOf } from '../../stages/talker/protocol.ts';
 import { thinkerStatsOf } from '../../stages/thinker/protocol.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
+import { isMetricNumber } from './metricValue.ts';
 import { engineMetricsIn } from './engineMetrics.ts';
 import { latencyMetricsIn } from './latencyMetrics.ts';
 import { migrationMetrics } from './migrationMetrics.ts';
@@ -111,15 +112,19 @@ export const serverMetrics = {
 /** What the engine reports (engineMetrics.ts). */
 export const engineMetrics = engineMetricsIn(metricsRegistry);
 
+/** The three below take numbers that came from stage processes: a non-finite one is no sample (metricValue.ts). */
 export function reportStageQueueDepth(stageId: string, depth: number): void {
+  if (!isMetricNumber(depth)) return;
   engineMetrics.stageQueueDepth.set({ stage: stageId }, depth);
 }
 
 export function observeStageBatch(stageId: string, numSeqs: number): void {
+  if (!isMetricNumber(numSeqs)) return;
   engineMetrics.stageBatchSize.observe({ stage: stageId }, numSeqs);
 }
 
 export function observeEdgeChunk(fromStageId: string, toStageId: string, latencyMs: number, bytes: number): void {
+  if (!isMetricNumber(latencyMs) || !isMetricNumber(bytes)) return;
   const edge = `${fromStageId}->${toStageId}`;
   engineMetrics.edgeChunkLatencySeconds.observe({ edge }, latencyMs / 1000);
   engineMetrics.edgeChunkBytes.observe({ edge }, bytes);
@@ -172,7 +177,7 @@ function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
     // inc(0) still creates the series, so a scrape shows every encoder stage from its first report.
     counter.inc({ stage }, increment);
   }
-  if (typeof e.cacheBytes === 'number') engineMetrics.encoderCacheBytes.set({ stage }, e.cacheBytes);
+  if (isMetricNumber(e.cacheBytes)) engineMetrics.encoderCacheBytes.set({ stage }, e.cacheBytes);
 }
 
 /** Code2Wav's frame totals (stages/code2wav/protocol.ts Code2WavStats), as counters like the encoder's. */
@@ -183,8 +188,8 @@ function observeCode2WavStats(stage: string, c: { framesDecoded?: unknown; audio
     ['audioFrames', c.audioFrames, engineMetrics.code2wavAudioFrames],
   ] as const;
   for (const [field, total, counter] of counters)
-    if (typeof total === 'number') counter.inc({ stage }, stageTotals.increment(stage, field, total));
-  if (typeof c.states === 'number') engineMetrics.code2wavStates.set({ stage }, c.states);
+    if (isMetricNumber(total)) counter.inc({ stage }, stageTotals.increment(stage, field, total));
+  if (isMetricNumber(c.states)) engineMetrics.code2wavStates.set({ stage }, c.states);
 }
 
 function onStageDied(message: unknown): void {
@@ -207,12 +212,7 @@ interface EdgeSampleMessage {
 
 function observeEdgeSample(sample: EdgeSampleMessage): void {
   const { from, to, latencyMs, bytes } = sample;
-  if (
-    typeof from === 'string' &&
-    typeof to === 'string' &&
-    typeof latencyMs === 'number' &&
-    typeof bytes === 'number'
-  ) {
+  if (typeof from === 'string' && typeof to === 'string' && isMetricNumber(latencyMs) && isMetricNumber(bytes)) {
     observeEdgeChunk(from, to, latencyMs, bytes);
   }
 }
@@ -222,8 +222,8 @@ function onStageStats(message: unknown): void {
   // Replicas report separately: label by instance ("talker#1") so they do not overwrite each other.
   const stage = typeof m.instance === 'string' ? m.instance : typeof m.stageId === 'string' ? m.stageId : null;
   if (stage === null) return;
-  if (typeof m.queueDepth === 'number') reportStageQueueDepth(stage, m.queueDepth);
-  if (Array.isArray(m.batchSizes)) for (const n of m.batchSizes) if (typeof n === 'number') observeStageBatch(stage, n);
+  if (isMetricNumber(m.queueDepth)) reportStageQueueDepth(stage, m.queueDepth);
+  if (Array.isArray(m.batchSizes)) for (const n of m.batchSizes) if (isMetricNumber(n)) observeStageBatch(stage, n);
   if (Array.isArray(m.edgeSamples)) for (const e of m.edgeSamples) observeEdgeSample(e as EdgeSampleMessage);
   const encoder = encoderStatsOf(m).encoder;
   if (typeof encoder === 'object' && encoder !== null) observeEncoderStats(stage, encoder as EncoderStatsMessage);
@@ -248,17 +248,17 @@ export function bridgeEngineDiagnostics(): void {
   subscribe(channelNames.requestMigrated, onRequestMigrated);
   subscribe(channelNames.audioSlack, (message) => {
     const slackMs = (message as { slackMs?: unknown }).slackMs;
-    if (typeof slackMs === 'number') engineMetrics.playbackSlackSeconds.observe(slackMs / 1000);
+    if (isMetricNumber(slackMs)) engineMetrics.playbackSlackSeconds.observe(slackMs / 1000);
   });
   subscribe(channelNames.routeDecision, (message) => {
     const { policy, reason, cachedPositions } = message as Record<string, unknown>;
     if (typeof policy !== 'string' || typeof reason !== 'string') return;
     engineMetrics.routeDecisions.inc({ policy, reason });
-    if (typeof cachedPositions === 'number') engineMetrics.routeCachedPositions.observe({ policy }, cachedPositions);
+    if (isMetricNumber(cachedPositions)) engineMetrics.routeCachedPositions.observe({ policy }, cachedPositions);
   });
   subscribe(channelNames.routeTtft, (message) => {
     const { modality, predictedSeconds, actualSeconds } = message as Record<string, unknown>;
-    if (typeof modality === 'string' && typeof predictedSeconds === 'number' && typeof actualSeconds === 'number')
+    if (typeof modality === 'string' && isMetricNumber(predictedSeconds) && isMetricNumber(actualSeconds))
       engineMetrics.routeTtftError.observe({ modality }, actualSeconds - predictedSeconds);
   });
   subscribe(channelNames.ecLookup, (message) => {
@@ -268,7 +268,8 @@ export function bridgeEngineDiagnostics(): void {
   });
   subscribe(channelNames.encoderMedia, (message) => {
     const { stage, bytes } = message as { stage?: unknown; bytes?: unknown };
-    if (typeof stage === 'string' && typeof bytes === 'number') engineMetrics.encoderMediaBytes.inc({ stage }, bytes);
+    if (typeof stage === 'string' && isMetricNumber(bytes) && bytes >= 0)
+      engineMetrics.encoderMediaBytes.inc({ stage }, bytes);
   });
   subscribe(channelNames.controlDropped, (message) => {
     const { channel, reason } = message as { channel?: unknown; reason?: unknown };

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
+import { isMetricNumber } from './metricValue.ts';
 
 export interface PrefixCacheMetrics {
   /** A Thinker or Talker stats section's `prefix` part (src/sched/PrefixCache.ts PrefixCacheStats). */
@@ -53,8 +54,8 @@ export function prefixCacheMetrics(metricsRegistry: Registry): PrefixCacheMetric
         ['evictions', p.evictions, prefixMetrics.evictions],
       ] as const;
       for (const [field, total, counter] of counters)
-        if (typeof total === 'number') counter.inc({ stage }, totals.increment(stage, field, total));
-      if (typeof p.retainedBytes === 'number') prefixMetrics.bytes.set({ stage }, p.retainedBytes);
+        if (isMetricNumber(total)) counter.inc({ stage }, totals.increment(stage, field, total));
+      if (isMetricNumber(p.retainedBytes)) prefixMetrics.bytes.set({ stage }, p.retainedBytes);
     },
 
     stageDied(stage) {

@@ -7,6 +7,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
+import { isMetricNumber } from './metricValue.ts';
 
 export interface StageComputeMetrics {
   /** A stats report's `steps` and `ar` sections. */
@@ -63,7 +64,7 @@ export function stageComputeMetrics(metricsRegistry: Registry): StageComputeMetr
     observe(stage, steps, ar) {
       if (Array.isArray(steps))
         for (const s of steps as { phase?: unknown; ms?: unknown }[])
-          if (typeof s.ms === 'number' && typeof s.phase === 'string' && PHASES.has(s.phase))
+          if (isMetricNumber(s.ms) && typeof s.phase === 'string' && PHASES.has(s.phase))
             m.stepSeconds.observe({ stage, phase: s.phase }, s.ms / 1000);
       if (typeof ar !== 'object' || ar === null) return;
       const a = ar as Record<string, unknown>;
@@ -74,9 +75,9 @@ export function stageComputeMetrics(metricsRegistry: Registry): StageComputeMetr
       ] as const;
       // inc(0) still creates the series: a scrape shows every instance from its first report.
       for (const [field, total, counter] of counters)
-        if (typeof total === 'number') counter.inc({ stage }, totals.increment(stage, field, total));
-      if (typeof a.kvUsedBytes === 'number') m.kvBytes.set({ stage }, a.kvUsedBytes);
-      if (typeof a.kvBudgetBytes === 'number') m.kvBudgetBytes.set({ stage }, a.kvBudgetBytes);
+        if (isMetricNumber(total)) counter.inc({ stage }, totals.increment(stage, field, total));
+      if (isMetricNumber(a.kvUsedBytes)) m.kvBytes.set({ stage }, a.kvUsedBytes);
+      if (isMetricNumber(a.kvBudgetBytes)) m.kvBudgetBytes.set({ stage }, a.kvBudgetBytes);
     },
 
     stageDied(stage) {

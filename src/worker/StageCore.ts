@@ -31,9 +31,10 @@ import type {
   StepPhase,
   StepSample,
 } from './messages.ts';
+import { MAX_SAMPLES_PER_REPORT } from '../common/wireValues.ts';
 
-/** Samples kept between two stats reports (250 ms apart): enough for histograms, bounded under any load. */
-const MAX_SAMPLES_PER_REPORT = 512;
+// MAX_SAMPLES_PER_REPORT: samples kept between two stats reports (250 ms apart): enough for histograms, bounded
+// under any load (and what main's check of a report allows).
 
 export interface StageContext {
   readonly spec: StageSpec;

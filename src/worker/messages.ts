@@ -1,47 +1,89 @@
 /**
- * Every message that crosses the main <-> stage process boundary (the child_process IPC channel). Control only:
- * tensors travel through the connector as frames; these messages stay small.
+ * Every message that crosses the main <-> stage process boundary (the child_process IPC channel, and the Redis
+ * control channels for instances on other hosts). Control only: tensors travel through the connector as frames;
+ * these messages stay small.
+ *
+ * Each message is declared once, as a TypeBox schema with its values' bounds, and its TypeScript type is derived
+ * from it (Static<>): the control guard (src/control/controlChecks.ts) checks what arrives against the same
+ * declaration the senders are typed by. What a message carries for a kind (`add`'s args, a kind message's body, a
+ * stats report's kind section) is the kind's (stages/<kind>/protocol.ts); the plans in those args are typed
+ * below and checked by the kind's core.
  */
-import type { EncoderFailurePolicy, MediaModality, SamplingParams, StageGraph } from '../common/graph.ts';
-import type { SerializedError } from '../common/errors.ts';
-import type { ModelFacts } from '../common/modelFacts.ts';
-import type { FinishReason } from '../common/engine.ts';
+import { Type, type Static } from '@sinclair/typebox';
+import type { EncoderFailurePolicy, MediaModality, StageGraph } from '../common/graph.ts';
+import { SamplingParamsSchema } from '../common/graph.ts';
+import { SerializedErrorSchema } from '../common/errors.ts';
+import { ModelFactsSchema } from '../common/modelFacts.ts';
+import {
+  Count,
+  DurationMs,
+  EpochMs,
+  InstanceName,
+  List,
+  LongText,
+  PositiveCount,
+  RequestId,
+  ShortText,
+  StageId,
+} from '../common/wireValues.ts';
+import { EdgeBindingSchema } from '../../transport/edges.ts';
+import { StageStatsSchema } from './stageStats.ts';
 
-import type { EdgeBinding } from '../../transport/edges.ts';
+export type { EdgeBinding } from '../../transport/edges.ts';
+export type { ArStats, EdgeSample, KindStats, StageStats, StepPhase, StepSample } from './stageStats.ts';
 
-export type { EdgeBinding };
+const closed = { additionalProperties: false } as const;
+/** `main`, an instance, or where a Thinker takes encoder rows from instead (EC_STORE). */
+const Endpoint = Type.Union([Type.Literal('main'), Type.Literal('ec-store'), InstanceName]);
+const EndpointStage = Type.Union([Type.Literal('main'), Type.Literal('ec-store'), StageId]);
+/** Requests a stage may be told of in one message (a plan's lists). */
+const MAX_PLAN_ITEMS = 1024;
 
 /** What a stage process needs to boot: sent as its first IPC message. */
-export interface StageBootArgs {
-  readonly graph: StageGraph;
-  readonly stageIndex: number;
-  readonly replica: number;
-  /** The instance id; default `${stageId}#${replica}` (instances that join from other machines name themselves). */
-  readonly instance?: string;
-  readonly edges: readonly EdgeBinding[];
-  /**
-   * Remote instances: main's id for this boot, the same in its repeats. A boot with another id means a main has
-   * booted the instance anew (it had lost it, after an outage, or main itself restarted) and holds none of the
-   * requests the instance still has: the instance drops them (`drop_all`).
-   */
-  readonly bootId?: string;
-}
+const BootSchema = Type.Object(
+  {
+    type: Type.Literal('boot'),
+    /** The validated, frozen config (main loaded it; a stage host cannot publish on an instance's channel). */
+    graph: Type.Unsafe<StageGraph>(Type.Object({})),
+    stageIndex: Type.Integer({ minimum: 0, maximum: 1023 }),
+    replica: Type.Integer({ minimum: 0, maximum: 1023 }),
+    /** The instance id; default `${stageId}#${replica}` (instances that join from other machines name themselves). */
+    instance: Type.Optional(InstanceName),
+    edges: List(EdgeBindingSchema, 4096),
+    /**
+     * Remote instances: main's id for this boot, the same in its repeats. A boot with another id means a main has
+     * booted the instance anew (it had lost it, after an outage, or main itself restarted) and holds none of the
+     * requests the instance still has: the instance drops them (`drop_all`).
+     */
+    bootId: Type.Optional(ShortText),
+  },
+  closed,
+);
+export type StageBootArgs = Omit<Static<typeof BootSchema>, 'type'>;
 
-export interface DownstreamTarget {
-  readonly instance: string; // "talker#0" or "main"
-  readonly stageId: string; // "talker" or "main"
-}
+const DownstreamTargetSchema = Type.Object(
+  {
+    instance: Endpoint, // "talker#0" or "main"
+    stageId: EndpointStage, // "talker" or "main"
+  },
+  closed,
+);
+export type DownstreamTarget = Static<typeof DownstreamTargetSchema>;
 
-export interface UpstreamSource {
-  readonly instance: string; // "thinker#0", or "main" for an encoder (main sends it the media)
-  readonly stageId: string;
-  /** This stream's own deadlines (an ' +
-    'encoder's timeout_ms); default: the request's firstChunkDeadline and chunk_timeout_ms. */
-  readonly firstChunkDeadline?: number;
-  readonly chunkTimeoutMs?: number;
-  /** The setting behind those deadlines, for the timeout error (an encoder's `stages[i].encoder.timeout_ms`). */
-  readonly timeoutSetting?: string;
-}
+const UpstreamSourceSchema = Type.Object(
+  {
+    instance: Endpoint, // "thinker#0", or "main" for an encoder (main sends it the media)
+    stageId: EndpointStage,
+    /** This stream's own deadlines (an encoder's timeout_ms); default: the request's firstChunkDeadline and
+     * chunk_timeout_ms. */
+    firstChunkDeadline: Type.Optional(EpochMs),
+    chunkTimeoutMs: Type.Optional(DurationMs),
+    /** The setting behind those deadlines, for the timeout error (an encoder's `stages[i].encoder.timeout_ms`). */
+    timeoutSetting: Type.Optional(ShortText),
+  },
+  closed,
+);
+export type UpstreamSource = Static<typeof UpstreamSourceSchema>;
 
 /** Where a media item's rows go in the Thinker's prompt (src/media/positionMap.ts MediaSpan). */
 export interface MediaSpanPlan {
@@ -104,38 +146,42 @@ export interface EncodeItem {
  * kind's descriptor (stages/<kind>/protocol.ts and descriptor.ts `addArgs`): the worker loop and the engine carry
  * it without reading it, so a new kind adds its arguments without touching either.
  */
-export interface AddRequest<A = unknown> {
-  readonly type: 'add';
-  readonly requestId: string;
-  readonly sampling: SamplingParams;
-  /** Where this request's chunks go: next stages it needs ([] when none) and, for final-output stages, main. */
-  readonly downstream: readonly DownstreamTarget[];
-  /**
-   * The upstream instances to receive from: none for a text-only Thinker, one per encoder used for a Thinker with
-   * media.
-   */
-  readonly upstreams: readonly UpstreamSource[];
-  /** Absolute deadline for the first input chunk (downstream stages). */
-  readonly firstChunkDeadline: number;
-  /**
-   * Requests live in the engine when this one was admitted (paused ones are not load): the load a stage's
-   * scheduler can size by before it sees the others (the Talker's dynamic initial chunk: a burst's first request
-   * must not get the unloaded chunk just because the Talker has not seen the rest yet).
-   */
-  readonly liveRequests?: number;
-  /**
-   * W3C trace context of the request's root span (GenerateRequest.traceparent): the stage's spans for the request
-   * join its trace, on this host or another (it rides the Redis control channel as it does IPC). Absent: untraced.
-   */
-  readonly traceparent?: string;
-  /**
-   * The request's cache partition (PreparedPrompt.cacheSalt, a digest): prefix-cache blocks are named from the root
-   * salted with it and encoder outputs keyed with it, so requests of two salts share neither. Absent: the default.
-   */
-  readonly cacheSalt?: string;
-  /** The kind's own arguments. */
-  readonly args: A;
-}
+const AddSchema = Type.Object(
+  {
+    type: Type.Literal('add'),
+    requestId: RequestId,
+    sampling: SamplingParamsSchema,
+    /** Where this request's chunks go: next stages it needs ([] when none) and, for final-output stages, main. */
+    downstream: List(DownstreamTargetSchema, 64),
+    /**
+     * The upstream instances to receive from: none for a text-only Thinker, one per encoder used for a Thinker with
+     * media.
+     */
+    upstreams: List(UpstreamSourceSchema, MAX_PLAN_ITEMS),
+    /** Absolute deadline for the first input chunk (downstream stages). */
+    firstChunkDeadline: EpochMs,
+    /**
+     * Requests live in the engine when this one was admitted (paused ones are not load): the load a stage's
+     * scheduler can size by before it sees the others (the Talker's dynamic initial chunk: a burst's first request
+     * must not get the unloaded chunk just because the Talker has not seen the rest yet).
+     */
+    liveRequests: Type.Optional(Count),
+    /**
+     * W3C trace context of the request's root span (GenerateRequest.traceparent): the stage's spans for the request
+     * join its trace, on this host or another (it rides the Redis control channel as it does IPC). Absent: untraced.
+     */
+    traceparent: Type.Optional(Type.String({ maxLength: 256 })),
+    /**
+     * The request's cache partition (PreparedPrompt.cacheSalt, a digest): prefix-cache blocks are named from the root
+     * salted with it and encoder outputs keyed with it, so requests of two salts share neither. Absent: the default.
+     */
+    cacheSalt: Type.Optional(ShortText),
+    /** The kind's own arguments (an object; the kind's core checks what it reads of them). */
+    args: Type.Object({}),
+  },
+  closed,
+);
+export type AddRequest<A = unknown> = Omit<Static<typeof AddSchema>, 'args'> & { readonly args: A };
 
 export interface PlaybackPlan {
   /**
@@ -151,120 +197,97 @@ export interface PlaybackPlan {
   readonly downstreamMs: number;
 }
 
-export type MainToStage =
+const KindMessageSchema = Type.Object(
+  { type: Type.Literal('kind'), requestId: Type.Optional(RequestId), body: Type.Object({}) },
+  closed,
+);
+/**
+ * A message of the stage's kind, handed to its core (StageCore.onKindMessage) unread: the kind's protocol
+ * (stages/<kind>/protocol.ts) types and checks `body`. The Thinker's first_audio, media_failed and
+ * release_prefix travel so. With a requestId, a core failing on it fails that request (StageLoop).
+ */
+export type KindMessage<B = unknown> = Omit<Static<typeof KindMessageSchema>, 'body'> & { readonly body: B };
+
+/**
+ * What main may send a stage, by type: the guard checks a message against the schema of its type. `drop_all` is
+ * not here on purpose: the instance's own channel injects it, main never sends it, so one arriving is foreign.
+ */
+export const MAIN_TO_STAGE_SCHEMAS = {
   /** The first message a stage process receives. */
-  | ({ readonly type: 'boot' } & StageBootArgs)
+  boot: BootSchema,
+  add: AddSchema,
+  abort: Type.Object({ type: Type.Literal('abort'), requestId: RequestId, reason: LongText }, closed),
+  pause: Type.Object({ type: Type.Literal('pause'), requestId: RequestId }, closed),
+  resume: Type.Object({ type: Type.Literal('resume'), requestId: RequestId }, closed),
+  kind: KindMessageSchema,
+  /** Finish in-flight work (up to drainMs), then exit 0. */
+  shutdown: Type.Object({ type: Type.Literal('shutdown'), drainMs: DurationMs }, closed),
+};
+
+export type MainToStage =
+  | Exclude<Static<(typeof MAIN_TO_STAGE_SCHEMAS)[keyof typeof MAIN_TO_STAGE_SCHEMAS]>, { type: 'add' | 'kind' }>
   | AddRequest
-  | { readonly type: 'abort'; readonly requestId: string; readonly reason: string }
-  | { readonly type: 'pause'; readonly requestId: string }
-  | { readonly type: 'resume'; readonly requestId: string }
-  /**
-   * A message of the stage's kind, handed to its core (StageCore.onKindMessage) unread: the kind's protocol
-   * (stages/<kind>/protocol.ts) types and checks `body`. The Thinker's first_audio, media_failed and
-   * release_prefix travel so. With a requestId, a core failing on it fails that request (StageLoop).
-   */
   | KindMessage
   /**
    * Drop every request held, silently: main booted this (remote) instance anew and knows none of them (it failed
    * them when it lost the instance). Injected by the instance's channel, never sent by main.
    */
-  | { readonly type: 'drop_all'; readonly reason: string }
-  /** Finish in-flight work (up to drainMs), then exit 0. */
-  | { readonly type: 'shutdown'; readonly drainMs: number };
+  | { readonly type: 'drop_all'; readonly reason: string };
 
-export interface KindMessage<B = unknown> {
-  readonly type: 'kind';
-  readonly requestId?: string;
-  readonly body: B;
-}
+const StageReadySettingsSchema = Type.Object(
+  {
+    stageId: StageId,
+    replica: Type.Integer({ minimum: 0, maximum: 1023 }),
+    pid: PositiveCount,
+    threads: Type.Integer({ minimum: 1, maximum: 1024 }),
+    modelFiles: List(Type.String({ maxLength: 4096 }), 256),
+    loadMs: DurationMs,
+    /** What the loaded model is (the engine and server read these instead of guessing from the config). */
+    facts: ModelFactsSchema,
+  },
+  closed,
+);
+export type StageReadySettings = Static<typeof StageReadySettingsSchema>;
 
-export interface StageReadySettings {
-  readonly stageId: string;
-  readonly replica: number;
-  readonly pid: number;
-  readonly threads: number;
-  readonly modelFiles: readonly string[];
-  readonly loadMs: number;
-  /** What the loaded model is (the engine and server read these instead of guessing from the config). */
-  readonly facts: ModelFacts;
-}
-
-export interface EdgeSample {
-  readonly from: string; // producing stage id
-  readonly to: string; // consuming stage id, or "main"
-  readonly latencyMs: number; // saved by the producer -> received by the consumer (same wall clock, one machine)
-  readonly bytes: number;
-}
-
-/**
- * What a step did: prefill (it computed prompt positions: a new prompt, its chunks, or a recompute after preemption),
- * decode (every sequence in it computed the one position of its last output), or run (a stage that is not
- * autoregressive: an encoder, Code2Wav).
- */
-export type StepPhase = 'prefill' | 'decode' | 'run';
-
-export interface StepSample {
-  readonly phase: StepPhase;
-  readonly ms: number;
-}
-
-/** Autoregressive stages (Thinker, Talker): totals since the process started, and the KV held now. */
-export interface ArStats {
-  /** Prompt positions computed (positions taken from the prefix cache are not: PrefixStats counts those). */
-  readonly promptTokens: number;
-  /** Outputs sampled: the Thinker's text tokens, the Talker's codec frames. */
-  readonly generatedTokens: number;
-  /** KV held by the requests in the scheduler now, and its budget (engine.kv_cache_bytes). */
-  readonly kvUsedBytes: number;
-  readonly kvBudgetBytes: number;
-}
-
-export interface StageStats {
-  readonly queueDepth: number; // requests waiting (not yet running)
-  readonly running: number;
-  readonly batchSize: number; // of the last step
-  readonly stepMs: number;
-  /** Since the previous report (bounded): batch size of every step, and received chunks. */
-  readonly batchSizes: readonly number[];
-  readonly edgeSamples: readonly EdgeSample[];
-  /** Since the previous report (bounded, like batchSizes): every step's duration and phase. */
-  readonly steps?: readonly StepSample[];
-  /** The autoregressive stages (ArStageCore: Thinker, Talker). */
-  readonly ar?: ArStats;
-  /**
-   * The kind's own section (its encoder cache, prefix cache, vocoder states...): typed by the kind's protocol
-   * (stages/<kind>/protocol.ts), read on main through that protocol's accessors.
-   */
-  readonly kind?: KindStats;
-}
-
-/** A kind's stats section on the wire: named parts (`prefix`, `encoder`...), each typed by the kind that sends it. */
-export type KindStats = object;
-
-export type StageToMain =
-  | { readonly type: 'ready'; readonly settings: StageReadySettings }
-  | { readonly type: 'boot_failed'; readonly error: SerializedError }
+/** What a stage may send main, by type (the guard checks each against its type's schema). */
+export const STAGE_TO_MAIN_SCHEMAS = {
+  ready: Type.Object({ type: Type.Literal('ready'), settings: StageReadySettingsSchema }, closed),
+  boot_failed: Type.Object({ type: Type.Literal('boot_failed'), error: SerializedErrorSchema }, closed),
   /** The request is done in this stage (its last chunk, flagged final, has been put). */
-  | {
-      readonly type: 'finished';
-      readonly requestId: string;
-      readonly finishReason: FinishReason;
-      readonly numTokens: number;
-      readonly error?: SerializedError;
+  finished: Type.Object(
+    {
+      type: Type.Literal('finished'),
+      requestId: RequestId,
+      finishReason: Type.Union([
+        Type.Literal('stop'),
+        Type.Literal('length'),
+        Type.Literal('cancelled'),
+        Type.Literal('error'),
+      ]),
+      numTokens: Count,
+      error: Type.Optional(SerializedErrorSchema),
       /** Thinker: what the answer left out (a media item dropped under on_encoder_failure: text_only). */
-      readonly warnings?: readonly string[];
-    }
-  | { readonly type: 'stats'; readonly stats: StageStats }
+      warnings: Type.Optional(List(LongText, 64)),
+    },
+    closed,
+  ),
+  stats: Type.Object({ type: Type.Literal('stats'), stats: StageStatsSchema }, closed),
   /** Thinker: it keeps an item's rows (in-process copy `seq`, and in Redis when `remote`) for the EC store. */
-  | {
-      readonly type: 'ec_stored';
-      readonly requestId: string;
-      readonly itemKey: string;
-      readonly contentKey: string;
-      readonly bytes: number;
-      readonly seq: number;
-      readonly remote: boolean;
-    }
-  | { readonly type: 'drained' };
+  ec_stored: Type.Object(
+    {
+      type: Type.Literal('ec_stored'),
+      requestId: RequestId,
+      itemKey: ShortText,
+      contentKey: ShortText,
+      bytes: Count,
+      seq: Count,
+      remote: Type.Boolean(),
+    },
+    closed,
+  ),
+  drained: Type.Object({ type: Type.Literal('drained') }, closed),
+};
+
+export type StageToMain = Static<(typeof STAGE_TO_MAIN_SCHEMAS)[keyof typeof STAGE_TO_MAIN_SCHEMAS]>;
 
 export { MAX_CONTROL_MESSAGE_BYTES } from './ControlChannel.ts';

@@ -26,7 +26,7 @@ const READY_SETTINGS = {
   threads: 1,
   modelFiles: [],
   loadMs: 0,
-  facts: {} as never,
+  facts: { kind: 'talker', conditionDim: 8, numCodebooks: 4, framesPerToken: 2, kvBytesPerToken: 64 },
 };
 
 describe('a remote instance that missed its boot', () => {

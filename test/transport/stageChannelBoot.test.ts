@@ -22,7 +22,7 @@ const READY_SETTINGS = {
   threads: 1,
   modelFiles: [],
   loadMs: 0,
-  facts: {} as never,
+  facts: { kind: 'talker', conditionDim: 8, numCodebooks: 4, framesPerToken: 2, kvBytesPerToken: 64 },
 };
 
 describe('remote stage channel and boots', () => {

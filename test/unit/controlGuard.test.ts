@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bridgeEngineDiagnostics, engineMetrics } from '../../src/server/metrics.ts';
 import { ControlGuard } from '../../src/control/ControlGuard.ts';
-import { stageToMainProblem } from '../../src/control/controlShapes.ts';
+import { stageToMainProblem } from '../../src/control/controlChecks.ts';
 import { MAX_CONTROL_MESSAGE_BYTES } from '../../src/worker/ControlChannel.ts';
 import { CONTROL_PROTOCOL_VERSION, packControl, type Heartbeat } from '../../src/control/wire.ts';
 
@@ -21,7 +21,7 @@ const HEARTBEAT: Heartbeat = {
   host: 'hostb',
   pid: 42,
   configHash: 'abc',
-  startedAtMs: 1,
+  startedAtMs: 1_764_547_200_000, // 2025-12-01 (a wall-clock time: EpochMs)
   lease: 'token hostb 42',
 };
 const raw = new Packr({ useRecords: false });

@@ -1,5 +1,5 @@
 /**
- * Kind messages on the control plane: the control shapes check the `{type: 'kind'}` envelope only (the old
+ * Kind messages on the control plane: the control checks check the `{type: 'kind'}` envelope only (the old
  * per-kind top-level types are gone from the protocol), and the kind checks the body: a Thinker reads only the
  * bodies it knows, with their fields, and ignores the rest (a remote channel can carry a foreign writer's garbage).
  */
@@ -7,18 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
 import { thinkerMessage, thinkerMessageOf } from '../../stages/thinker/protocol.ts';
-import { mainToStageProblem } from '../../src/control/controlShapes.ts';
+import { mainToStageProblem } from '../../src/control/controlChecks.ts';
 
 const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
 
 describe('kind messages', () => {
-  it('pass the control shapes as an envelope with an object body, the request id optional', () => {
+  it('pass the control checks as an envelope with an object body, the request id optional', () => {
     expect(mainToStageProblem(firstAudioMessage('r'))).toBeNull();
     expect(mainToStageProblem(thinkerMessage.releasePrefix('sess'))).toBeNull();
     expect(mainToStageProblem(thinkerMessage.mediaFailed('r', 'image-encoder#0', died))).toBeNull();
-    expect(mainToStageProblem({ type: 'kind', requestId: 'r' })).toMatch(/body is missing/);
-    expect(mainToStageProblem({ type: 'kind', body: 'stop' })).toMatch(/body is string/);
-    expect(mainToStageProblem({ type: 'kind', requestId: 5, body: {} })).toMatch(/requestId is number/);
+    expect(mainToStageProblem({ type: 'kind', requestId: 'r' })).toMatch(/body: Expected required property/);
+    expect(mainToStageProblem({ type: 'kind', body: 'stop' })).toMatch(/body: Expected object/);
+    expect(mainToStageProblem({ type: 'kind', requestId: 5, body: {} })).toMatch(/requestId: Expected string/);
   });
 
   it('are the only way kind-only messages travel: the old top-level types are not in the protocol', () => {

@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { logger } from '../../common/log.ts';
 import type { ControlChannel } from '../../worker/ControlChannel.ts';
 import { ControlGuard } from '../ControlGuard.ts';
-import { mainToStageProblem, stageToMainProblem } from '../controlShapes.ts';
+import { mainToStageProblem, stageToMainProblem } from '../controlChecks.ts';
 
 type ProblemOf = (msg: unknown) => string | null;
 

@@ -221,7 +221,14 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
 
   #onMessage(from: string, msg: StageToMain): void {
     const handle = this.#handles.get(from);
-    if (!handle || handle.lost) return;
+    // Only an instance main admitted speaks here: anything else is a stale, lost or forged sender (counted).
+    if (!handle || handle.lost)
+      return this.#drop('unknown', `a ${msg.type} from ${from}, an instance main does not know`);
+    if (msg.type === 'ready' && msg.settings.stageId !== handle.heartbeat.stageId)
+      return this.#drop(
+        'invalid',
+        `a ready of stage ${msg.settings.stageId} from ${from}, which beats as ${handle.heartbeat.stageId}`,
+      );
     handle.lastHeartbeatMs = Date.now();
     if (msg.type === 'ready') {
       handle.settings = msg.settings;
@@ -243,6 +250,10 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
       return;
     }
     handle.emit('message', msg);
+  }
+
+  #drop(reason: 'unknown' | 'invalid', detail: string): void {
+    this.#guard.drop('to_main', this.#keys.toMain, reason, detail);
   }
 
   #tick(): void {
