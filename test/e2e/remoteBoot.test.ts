@@ -13,13 +13,13 @@ import { RemoteStages, type RemoteStageHandle } from '../../src/engine/pool/Remo
 import { claimLease, newLease } from '../../src/control/redis/InstanceLease.ts';
 import { controlKeys } from '../../src/control/redis/redisChannel.ts';
 import { decodeControl, packControl, type Heartbeat } from '../../src/control/wire.ts';
-import type { MainToStage } from '../../src/worker/messages.ts';
+import type { MainToStage, StageReadySettings } from '../../src/worker/messages.ts';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
 const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml');
 
-const READY_SETTINGS = {
+const READY_SETTINGS: StageReadySettings = {
   stageId: 'talker',
   replica: 0,
   pid: process.pid,

@@ -12,10 +12,10 @@ import { controlKeys, RedisStageChannel } from '../../src/control/redis/redisCha
 import { Packr } from 'msgpackr';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { CONTROL_PROTOCOL_VERSION, decodeControl, packControl } from '../../src/control/wire.ts';
-import type { MainToStage, StageToMain } from '../../src/worker/messages.ts';
+import type { MainToStage, StageReadySettings, StageToMain } from '../../src/worker/messages.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
-const READY_SETTINGS = {
+const READY_SETTINGS: StageReadySettings = {
   stageId: 'talker',
   replica: 0,
   pid: process.pid,
