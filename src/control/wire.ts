@@ -25,7 +25,7 @@ export const CONTROL_PROTOCOL_VERSION = 2;
 const closed = { additionalProperties: false } as const;
 
 /** What an instance says about itself every HEARTBEAT_MS. */
-const HeartbeatSchema = Type.Object(
+export const HeartbeatSchema = Type.Object(
   {
     instance: InstanceName,
     stageId: StageId,
@@ -42,11 +42,14 @@ const HeartbeatSchema = Type.Object(
 export type Heartbeat = Static<typeof HeartbeatSchema>;
 
 /** Main refuses an instance (another config): the instance exits with this reason. */
-const RefusalSchema = Type.Object({ type: Type.Literal('refused'), reason: LongText }, closed);
+export const RefusalSchema = Type.Object({ type: Type.Literal('refused'), reason: LongText }, closed);
 export type Refusal = Static<typeof RefusalSchema>;
 
 /** What main publishes under the deployment key. */
-const DeploymentRecordSchema = Type.Object({ configHash: ShortText, host: ShortText, pid: PositiveCount }, closed);
+export const DeploymentRecordSchema = Type.Object(
+  { configHash: ShortText, host: ShortText, pid: PositiveCount },
+  closed,
+);
 export type DeploymentRecord = Static<typeof DeploymentRecordSchema>;
 
 /** An instance's message to main: who sends it (the name main knows it by) and the message (checked by its type). */
