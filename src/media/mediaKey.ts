@@ -6,6 +6,9 @@
  *
  * Audio hashes its 16 kHz samples, which come before the mel features, so a hit skips those as well.
  * Images hash the normalised patches the encoder reads, so a change of grid settings changes the key.
+ *
+ * A request's cache salt (AddRequest.cacheSalt, a digest) goes in too when it has one: the same media under another
+ * salt is another key, so a tenant never takes, nor times, another's encoder output (docs/security.md).
  */
 import { createHash } from 'node:crypto';
 import type { ImagePatches } from './types.ts';
@@ -17,30 +20,31 @@ function bytesOf(a: Float32Array | Int32Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
 
-function header(modality: string, encoderId: string, dims: readonly number[]): string {
-  // JSON keeps the fields apart: no concatenation of two fields can equal another pair's.
-  return JSON.stringify({ modality, encoderId, dims, preprocess: PREPROCESS_VERSION });
+function header(modality: string, encoderId: string, dims: readonly number[], cacheSalt: string | undefined): string {
+  // JSON keeps the fields apart: no concatenation of two fields can equal another pair's. No salt: the key of before.
+  const salt = cacheSalt === undefined ? {} : { cacheSalt };
+  return JSON.stringify({ modality, encoderId, dims, preprocess: PREPROCESS_VERSION, ...salt });
 }
 
-export function audioCacheKey(samples16k: Float32Array, encoderId: string): string {
+export function audioCacheKey(samples16k: Float32Array, encoderId: string, cacheSalt?: string): string {
   return createHash('sha256')
-    .update(header('audio', encoderId, [samples16k.length]))
+    .update(header('audio', encoderId, [samples16k.length], cacheSalt))
     .update(bytesOf(samples16k))
     .digest('hex');
 }
 
 /** One window of an audio item's mel features (OnnxEncoderRunner's per-window cache). */
-export function melWindowKey(mel: Float32Array, numFrames: number, encoderId: string): string {
+export function melWindowKey(mel: Float32Array, numFrames: number, encoderId: string, cacheSalt?: string): string {
   return createHash('sha256')
-    .update(header('audio-window', encoderId, [mel.length, numFrames]))
+    .update(header('audio-window', encoderId, [mel.length, numFrames], cacheSalt))
     .update(bytesOf(mel))
     .digest('hex');
 }
 
-export function imageCacheKey(image: ImagePatches, encoderId: string): string {
+export function imageCacheKey(image: ImagePatches, encoderId: string, cacheSalt?: string): string {
   const dims = [image.gridHeight, image.gridWidth, image.patchSize, image.mergeSize];
   return createHash('sha256')
-    .update(header('image', encoderId, dims))
+    .update(header('image', encoderId, dims, cacheSalt))
     .update(bytesOf(image.patches))
     .digest('hex');
 }

@@ -17,7 +17,8 @@ export interface PreparedAudio {
   readonly modality: 'audio';
   readonly samples16k: Float32Array;
   readonly numEmbeddings: number;
-  cacheKey(encoderIdentity: string): string;
+  /** The encoder cache key (mediaKey.ts), within the request's cache salt when it has one. */
+  cacheKey(encoderIdentity: string, cacheSalt?: string): string;
   /** The encoder input (log-mel), computed on first call. */
   features(): AudioFeatures;
 }
@@ -29,7 +30,7 @@ export interface PreparedImage {
   readonly height: number;
   readonly patches: ImagePatches;
   readonly numEmbeddings: number;
-  cacheKey(encoderIdentity: string): string;
+  cacheKey(encoderIdentity: string, cacheSalt?: string): string;
 }
 
 export type PreparedMedia = PreparedAudio | PreparedImage;
@@ -41,7 +42,7 @@ export function prepareAudio(bytes: Uint8Array, format: AudioFormat, options: Au
     modality: 'audio',
     samples16k,
     numEmbeddings: audioEmbeddingCount(samples16k.length),
-    cacheKey: (encoderIdentity) => audioCacheKey(samples16k, encoderIdentity),
+    cacheKey: (encoderIdentity, cacheSalt) => audioCacheKey(samples16k, encoderIdentity, cacheSalt),
     features: () => (features ??= audioFeatures(samples16k)),
   };
 }
@@ -66,7 +67,7 @@ export function prepareImage(bytes: Uint8Array, options: ImagePrepareOptions = {
     height: image.height,
     patches,
     numEmbeddings: patches.numEmbeddings,
-    cacheKey: (encoderIdentity) => imageCacheKey(patches, encoderIdentity),
+    cacheKey: (encoderIdentity, cacheSalt) => imageCacheKey(patches, encoderIdentity, cacheSalt),
   };
 }
 

@@ -14,6 +14,8 @@ export interface AudioFeatures {
   readonly numFrames: number;
   /** Rows the audio encoder will produce: audioEmbeddingCount of the 16 kHz samples. */
   readonly numEmbeddings: number;
+  /** The request's cache salt (AddRequest.cacheSalt): a per-window cache (AudioWindows) keys its windows with it. */
+  readonly cacheSalt?: string;
 }
 
 /** Normalised patches of one image (src/media/imagePatches.ts). */

@@ -8,7 +8,8 @@
  * (src/voice/VoicePrefill.ts). Log-mel frames are final once the samples under them have arrived
  * (logMel.ts has no clip-wide clamp), so every window but the last one or two is the same each time and is
  * encoded once; at the end of the turn only the tail is left. Serving a window from here also hands the Thinker
- * the very floats it prefilled earlier, which is what its prefix reuse compares (ThinkerPrefixes).
+ * the very floats it prefilled earlier, which is what its prefix reuse compares (ThinkerPrefixes). A window is
+ * keyed within its request's cache salt (AudioFeatures.cacheSalt): another tenant's same speech is encoded apart.
  */
 import { melWindowKey } from '../../src/media/mediaKey.ts';
 import { AUDIO_FRAMES_PER_EMBEDDING } from '../../src/media/audio.ts';
@@ -86,7 +87,7 @@ export class AudioWindows {
       for (let m = 0; m < numMelBins; m++)
         windowMel.set(mel.subarray(m * numFrames + start, m * numFrames + start + frames), m * frames);
       out.push({
-        key: melWindowKey(windowMel, frames, this.encoderId),
+        key: melWindowKey(windowMel, frames, this.encoderId, item.cacheSalt),
         features: {
           modality: 'audio',
           mel: windowMel,

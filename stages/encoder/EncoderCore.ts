@@ -23,12 +23,14 @@ import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter
 import type { AddRequest, EncodeItem, StageStats } from '../../src/worker/messages.ts';
 import type { EncoderRowsBody } from '../../src/common/payloads.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
-import { bytesKeyOf, ContentKeys, prepareItem, type PreparedItem } from './encoderInputs.ts';
+import { bytesKeyOf, ContentKeys, prepareItem, saltedBytesKey, type PreparedItem } from './encoderInputs.ts';
 import type { EncoderArgs, EncoderKindStats } from './protocol.ts';
 
 interface EncoderRequest extends CoreRequest {
   readonly items: ReadonlyMap<number, EncodeItem>;
   readonly delivered: Set<number>;
+  /** AddRequest.cacheSalt: its items' content keys (this cache's, the EC store's) are made within it. */
+  readonly cacheSalt: string | undefined;
 }
 
 interface Job extends EncodeJob {
@@ -91,6 +93,7 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
       numOutputs: 0,
       items,
       delivered: new Set(),
+      cacheSalt: msg.cacheSalt,
     };
   }
 
@@ -112,18 +115,19 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
     // Bytes seen before map to their content key without decoding them again: a hit then costs a hash of the
     // bytes, not a decode (~105 ms for 30 s of audio). New bytes decode once, and their content key (same sound
     // as WAV or pcm16, same picture re-encoded) is remembered for them.
-    const bytesKey = bytesKeyOf(body);
+    // Within the request's cache partition: another salt's bytes map to another content key, encoded apart.
+    const bytesKey = saltedBytesKey(bytesKeyOf(body), req.cacheSalt);
     const seen = this.contentKeys.get(bytesKey);
     if (seen !== undefined) {
       this.decodesSkipped++;
       prepared = {
         key: seen,
         numEmbeddings: item.numEmbeddings,
-        input: () => prepareItem(item, body, this.settings, this.runner.identity).input(),
+        input: () => prepareItem(item, body, this.settings, this.runner.identity, req.cacheSalt).input(),
       };
     } else {
       try {
-        prepared = prepareItem(item, body, this.settings, this.runner.identity);
+        prepared = prepareItem(item, body, this.settings, this.runner.identity, req.cacheSalt);
       } catch (err) {
         return this.deliverError(req.requestId, item.item, err);
       }

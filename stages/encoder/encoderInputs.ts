@@ -25,6 +25,8 @@ export function prepareItem(
   media: MediaBody,
   settings: EncoderSettings,
   encoderIdentity: string,
+  /** The request's cache partition (AddRequest.cacheSalt): in the key, and in audio's per-window keys. */
+  cacheSalt?: string,
 ): PreparedItem {
   const what = item.what;
   if (settings.modality === 'audio') {
@@ -36,11 +38,17 @@ export function prepareItem(
       what,
     });
     checkCount(item, audio.numEmbeddings);
-    return { key: audio.cacheKey(encoderIdentity), numEmbeddings: audio.numEmbeddings, input: () => audio.features() };
+    const salted = cacheSalt === undefined ? {} : { cacheSalt };
+    return {
+      key: audio.cacheKey(encoderIdentity, cacheSalt),
+      numEmbeddings: audio.numEmbeddings,
+      input: () => ({ ...audio.features(), ...salted }),
+    };
   }
   const image = prepareImage(media.bytes, { grid: settings.imageGrid ?? undefined, what });
   checkCount(item, image.numEmbeddings);
-  return { key: image.cacheKey(encoderIdentity), numEmbeddings: image.numEmbeddings, input: () => image.patches };
+  const key = image.cacheKey(encoderIdentity, cacheSalt);
+  return { key, numEmbeddings: image.numEmbeddings, input: () => image.patches };
 }
 
 /** Main counted the item's rows from its header; the decoded media must agree, or the prompt has the wrong span. */
@@ -76,4 +84,9 @@ export function bytesKeyOf(media: MediaBody): string {
     .update(JSON.stringify([media.format, media.sampleRateHz ?? null]))
     .update(media.bytes)
     .digest('hex');
+}
+
+/** The bytes key within a cache partition (ContentKeys maps it to a content key made with the same salt). */
+export function saltedBytesKey(bytesKey: string, cacheSalt: string | undefined): string {
+  return cacheSalt === undefined ? bytesKey : `${bytesKey} ${cacheSalt}`;
 }

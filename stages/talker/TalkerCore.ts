@@ -33,6 +33,8 @@ interface TalkerRequest extends CoreRequest {
   firstPacketTokens: number | undefined;
   /** TalkerArgs.codecLeftContextFrames (undefined: the chunk policy's). */
   readonly leftContextFrames: number | undefined;
+  /** AddRequest.cacheSalt: the prompt's blocks are named within it. */
+  readonly cacheSalt: string | undefined;
   rows: Float32Array; // arrived conditioning rows, row-major; grows by doubling (no re-concatenation per arrival)
   numRows: number;
   promptRows: number | null; // known from the first chunk
@@ -85,6 +87,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
       liveAtAdmission: msg.liveRequests ?? 0,
       firstPacketTokens: args.firstPacketTokens,
       leftContextFrames: args.codecLeftContextFrames,
+      cacheSalt: msg.cacheSalt,
       numOutputs: 0,
       rows: new Float32Array(0),
       numRows: 0,
@@ -169,7 +172,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
       this.scheduler.numComputed(req.requestId) === 0 &&
       !req.promptBlocks.length
     ) {
-      req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows, body?.promptBlocks);
+      req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows, body?.promptBlocks, req.cacheSalt);
       const cached = this.prefixes.adopt(req.requestId, req.promptBlocks, req.promptRows);
       if (cached > 0) this.scheduler.startAt(req.requestId, cached);
     }

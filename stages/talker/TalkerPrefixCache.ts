@@ -10,7 +10,7 @@ import type { PrefixCacheSettings } from '../../src/common/graph.ts';
 import type { TalkerRunner } from '../types.ts';
 import { createHash } from 'node:crypto';
 import type { PromptBlocks } from '../../src/common/payloads.ts';
-import { blockNames, rowBytes } from '../../src/sched/blockNames.ts';
+import { blockNames, rowBytes, saltedRoot } from '../../src/sched/blockNames.ts';
 import { checkPrefixBudget, PrefixCache, type PrefixCacheStats as PrefixStats } from '../../src/sched/PrefixCache.ts';
 
 type Runner = Pick<
@@ -36,17 +36,17 @@ export class TalkerPrefixCache {
    * Names of the whole blocks of prompt rows [0, promptRows) in `rows` (row-major, conditionDim wide): after the
    * Thinker's names of the same blocks when it sent them (one hash a block), else by hashing the rows.
    */
-  namesOf(rows: Float32Array, promptRows: number, thinker?: PromptBlocks): string[] {
+  namesOf(rows: Float32Array, promptRows: number, thinker?: PromptBlocks, cacheSalt?: string): string[] {
     const B = this.settings.blockPositions;
     if (thinker?.positions === B && thinker.names.length === Math.floor(promptRows / B)) {
-      // The rows are a function of what a Thinker name stands for (its model, inputs and position): this Talker's
-      // model and that name name them.
+      // The rows are a function of what a Thinker name stands for (its model, inputs, position and cache salt): this
+      // Talker's model and that name name them.
       return thinker.names.map((name) =>
         createHash('sha256').update(this.modelKey).update(name).digest('base64url').slice(0, 22),
       );
     }
     const d = this.runner.conditionDim;
-    return blockNames(this.modelKey, this.settings.blockPositions, promptRows, (hash, p) => {
+    return blockNames(saltedRoot(this.modelKey, cacheSalt), this.settings.blockPositions, promptRows, (hash, p) => {
       hash.update(rowBytes(rows.subarray(p * d, (p + 1) * d)));
       return true;
     }).names;

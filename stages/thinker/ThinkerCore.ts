@@ -108,7 +108,12 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       media,
       holdAfterTokens:
         needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
-      prefix: this.prefixes?.claim(msg.requestId, args.prefix?.key ?? null, args.prefix?.prefillOnly === true) ?? {
+      prefix: this.prefixes?.claim(
+        msg.requestId,
+        args.prefix?.key ?? null,
+        args.prefix?.prefillOnly === true,
+        msg.cacheSalt,
+      ) ?? {
         key: null,
         prefillOnly: args.prefix?.prefillOnly === true,
         awaiting: false,

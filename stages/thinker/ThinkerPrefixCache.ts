@@ -7,7 +7,8 @@
  * VoicePrefill.ts) are all this one mechanism.
  *
  * Blocks are named by their inputs (src/sched/blockNames.ts): token ids, and at media positions the media rows
- * themselves, so reuse cannot change an answer whatever the request's history: equal names, equal inputs.
+ * themselves, so reuse cannot change an answer whatever the request's history: equal names, equal inputs. A request
+ * with a cache salt names from the salted root, so requests of two salts never share a block (docs/security.md).
  *
  * A request with a session key (voice) waits while another request of that key is prefilling (it would compute the
  * same positions beside it), and holds at position 0 while its media rows have not arrived if the key's entries may
@@ -23,7 +24,7 @@ import type { ThinkerRunner } from '../types.ts';
 import type { Thinker2Talker } from '../talker/thinker2talker.ts';
 import type { Logger } from '../../src/common/log.ts';
 import type { PromptBlocks } from '../../src/common/payloads.ts';
-import { blockNames, ROUTING_NAME_CHARS, rowBytes, writeTokenId } from '../../src/sched/blockNames.ts';
+import { blockNames, ROUTING_NAME_CHARS, rowBytes, saltedRoot, writeTokenId } from '../../src/sched/blockNames.ts';
 import {
   checkPrefixBudget,
   PrefixCache,
@@ -37,6 +38,8 @@ import type { ThinkerMedia } from './ThinkerMedia.ts';
 export interface PrefixUse {
   /** The session key (ThinkerArgs.prefix.key), or null. */
   readonly key: string | null;
+  /** The request's cache partition (AddRequest.cacheSalt): its blocks are named within it (saltedRoot). */
+  readonly cacheSalt?: string;
   readonly prefillOnly: boolean;
   /** Another request of the key is computing its prefix now: wait for it. */
   awaiting: boolean;
@@ -130,11 +133,12 @@ export class ThinkerPrefixCache {
   }
 
   /** A request's part; a prefill-only request with a key becomes the key's producer. */
-  claim(requestId: string, key: string | null, prefillOnly: boolean): PrefixUse {
+  claim(requestId: string, key: string | null, prefillOnly: boolean, cacheSalt?: string): PrefixUse {
     const awaiting = key !== null && this.isProducing(key, requestId);
     if (key !== null && prefillOnly) this.producers.set(key, requestId);
     return {
       key,
+      ...(cacheSalt !== undefined ? { cacheSalt } : {}),
       prefillOnly,
       awaiting,
       settled: false,
@@ -329,7 +333,8 @@ export class ThinkerPrefixCache {
   private namesOf(req: CachedRequest, limit: number) {
     const prompt = req.promptTokenIds;
     const media = req.media;
-    return blockNames(this.options.modelKey, this.options.blockPositions, limit, (hash: Hash, pos: number) => {
+    const root = saltedRoot(this.options.modelKey, req.prefix.cacheSalt);
+    return blockNames(root, this.options.blockPositions, limit, (hash: Hash, pos: number) => {
       const id = pos < prompt.length ? prompt[pos] : req.generated[pos - prompt.length];
       if (id === undefined) return false;
       writeTokenId(hash, id);

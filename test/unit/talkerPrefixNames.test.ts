@@ -1,7 +1,7 @@
 /**
  * The Talker's block names (stages/talker/TalkerPrefixCache.ts): after the Thinker's names when its first chunk
  * brings them (one hash a block instead of hashing every row of the history), by hashing the rows otherwise; a
- * Talker of another model never shares a name.
+ * Talker of another model, or a request of another cache salt, never shares a name.
  */
 import { describe, expect, it } from 'vitest';
 import { TalkerPrefixCache } from '../../stages/talker/TalkerPrefixCache.ts';
@@ -37,5 +37,14 @@ describe('TalkerPrefixCache names', () => {
     expect(talker.namesOf(rows(5, 0), 5, { names: ['n1'], positions: 4 })).toEqual(byRows);
     expect(talker.namesOf(rows(5, 0), 5, { names: ['n1'], positions: 2 })).toEqual(byRows); // too few
     expect(talker.namesOf(rows(5, 1), 5)).not.toEqual(byRows);
+  });
+
+  it('hashed from rows, a cache salt renames every block; one salt names alike', () => {
+    const talker = cacheOf('talker-a');
+    const plain = talker.namesOf(rows(5, 0), 5);
+    const a = talker.namesOf(rows(5, 0), 5, undefined, 'salt-a');
+    expect(talker.namesOf(rows(5, 0), 5, undefined, 'salt-a')).toEqual(a);
+    const b = talker.namesOf(rows(5, 0), 5, undefined, 'salt-b');
+    for (let k = 0; k < 2; k++) expect(new Set([plain[k], a[k], b[k]]).size).toBe(3);
   });
 });
