@@ -3,6 +3,9 @@
  * Talker and Code2Wav joined by `chorus stage`, while 1,000 random payloads (test/helpers/controlFuzz.ts) go to each
  * control channel and the heartbeat channel and requests are answered. Before issue 33 one `PUBLISH chorus:hb
  * garbage` made main drop every remote instance for good, and garbage on a stage's channel left it a black hole.
+ * Then 10,000 messages of every control message type with one value made invalid (fast-check, from the schemas),
+ * reports and heartbeats published by the least-privileged stage ACL user: before issue 41 one stats report with
+ * `batchSizes: [NaN]` crashed main; each must be counted, and main, the stages and the answers stay as they were.
  * Then a second `chorus stage` under a live name is refused, and a restarted instance takes its name back.
  */
 import { join } from 'node:path';
@@ -10,7 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { controlKeys } from '../../src/control/redis/redisChannel.ts';
 import type { RedisControlKind } from '../../src/control/wire.ts';
-import { ControlFuzz } from '../helpers/controlFuzz.ts';
+import { ControlFuzz, valueFuzzedMessages, type FuzzedMessage } from '../helpers/controlFuzz.ts';
+import { createDocumentedUsers } from '../helpers/redisAclUsers.ts';
 import { chat, health, readyInstances, startServe, startStage, type Serve } from '../helpers/deployment.ts';
 import { redisForSuite } from '../helpers/redisServer.ts';
 
@@ -18,6 +22,8 @@ const TWO_HOST = join(import.meta.dirname, '..', '..', 'configs', 'two-host.yaml
 const PROMPT = 'Tell me about the sea';
 const PAYLOADS_PER_CHANNEL = 1_000;
 const SEED = 33;
+/** Value-fuzzed messages (issue 41): every control message type, spread evenly. */
+const VALUE_FUZZED = 10_000;
 
 /** chorus_control_messages_dropped_total from main's /metrics, by `channel/reason`. */
 async function droppedOnMain(url: string): Promise<Map<string, number>> {
@@ -27,6 +33,27 @@ async function droppedOnMain(url: string): Promise<Map<string, number>> {
     dropped.set(`${m[1]}/${m[2]}`, Number(m[3]));
   return dropped;
 }
+
+const sumDropped = (dropped: Map<string, number>, channel: string, reasons: readonly string[]) =>
+  reasons.reduce((sum, reason) => sum + (dropped.get(`${channel}/${reason}`) ?? 0), 0);
+
+/**
+ * Publishes `messages` in batches (node-redis pipelines a batch's commands): reports and heartbeats as `asStage`, the
+ * least-privileged stage ACL user, commands to instances as `asMain` (a stage user may not publish there).
+ */
+async function publishAll(messages: readonly FuzzedMessage[], asStage: RedisLink, asMain: RedisLink, keys: Keys) {
+  const BATCH = 500;
+  for (let i = 0; i < messages.length; i += BATCH)
+    await Promise.all(
+      messages.slice(i, i + BATCH).map((m, j) => {
+        if (m.kind === 'to_main') return asStage.commands.publish(keys.toMain, m.bytes);
+        if (m.kind === 'heartbeat') return asStage.commands.publish(keys.heartbeat, m.bytes);
+        return asMain.commands.publish(keys.toInstance(keys.instances[(i + j) % keys.instances.length]), m.bytes);
+      }),
+    );
+}
+
+type Keys = ReturnType<typeof controlKeys> & { readonly instances: readonly string[] };
 
 const droppedLines = (output: string) => output.split('\n').filter((l) => l.includes('"msg":"control message dropped'));
 
@@ -49,7 +76,7 @@ async function remoteIdle(serve: Serve): Promise<Record<string, number>> {
 describe('control plane under garbage', () => {
   const suite = redisForSuite();
 
-  it('1,000 random payloads per control channel: no instance lost, every request answered', async () => {
+  it('garbage and value-fuzzed messages on every control channel: no instance lost, every answer alike', async () => {
     const serve = await startServe(TWO_HOST, suite.env());
     const talker = startStage(TWO_HOST, 'talker', 'f1', suite.env());
     const code2wav = startStage(TWO_HOST, 'code2wav', 'f1', suite.env());
@@ -75,6 +102,33 @@ describe('control plane under garbage', () => {
       for (let n = 0; n < PAYLOADS_PER_CHANNEL; n++) {
         await Promise.all(channels.map(([channel, kind]) => link.commands.publish(channel, fuzz.next(kind))));
       }
+      // Then every message type with one value made invalid, as the stage ACL user publishes them on main's channels.
+      const fuzzed = valueFuzzedMessages(VALUE_FUZZED, SEED, Object.keys(before));
+      const toMainSent = fuzzed.filter((m) => m.kind === 'to_main').length;
+      const heartbeatsSent = fuzzed.filter((m) => m.kind === 'heartbeat').length;
+      const droppedBefore = await droppedOnMain(serve.url);
+      const asStage = await RedisLink.connect({ url: (await createDocumentedUsers(suite.server()))['chorus-stage'] });
+      const startedMs = performance.now();
+      try {
+        await publishAll(fuzzed, asStage, link, { ...keys, instances: Object.keys(before) });
+      } finally {
+        await asStage.close();
+      }
+      // Each one counted on main, as invalid (a value out of its schema) or unknown (a sender of a name nobody holds).
+      const counted = async () => {
+        const dropped = await droppedOnMain(serve.url);
+        const delta = (channel: string, reasons: readonly string[]) =>
+          sumDropped(dropped, channel, reasons) - sumDropped(droppedBefore, channel, reasons);
+        return [delta('to_main', ['invalid', 'unknown']), delta('heartbeat', ['invalid'])];
+      };
+      await expect.poll(counted, { timeout: 30_000 }).toEqual([toMainSent, heartbeatsSent]);
+      const types = new Set(fuzzed.map((m) => m.type));
+      console.log(
+        `${fuzzed.length} value-fuzzed messages of ${types.size} types ` +
+          `(${toMainSent} reports and ${heartbeatsSent} heartbeats as chorus-stage) published and counted in ` +
+          `${Math.round(performance.now() - startedMs)} ms`,
+      );
+      expect(types.size).toBe(15); // 6 reports, the heartbeat, 7 commands and the refusal
     } finally {
       await link.close();
     }

@@ -4,32 +4,16 @@
  * this test's own; chorus-stage is refused publishing on main's command channels (`chorus:ctl:<instance>`) and
  * writing the deployment record, and may publish what a stage writes (its reports and heartbeats).
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { chat, health, readyInstances, startServe, startStage } from '../helpers/deployment.ts';
+import { ACL_PASSWORDS, documentedUsers } from '../helpers/redisAclUsers.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const TWO_HOST = join(ROOT, 'configs', 'two-host.yaml');
-const PASSWORDS = { MAIN_PASSWORD: 'main-secret-33', STAGE_PASSWORD: 'stage-secret-33' };
-
-/** The `user ...` lines of the page's ACL file, as ACL SETUSER arguments (a `(selector)` is one argument). */
-function documentedUsers(): { name: string; rules: string[] }[] {
-  const page = readFileSync(join(ROOT, 'docs', 'scale-out-security.md'), 'utf8');
-  return page
-    .split('\n')
-    .filter((line) => line.startsWith('user chorus-'))
-    .map((line) => {
-      const withPasswords = line.replace(
-        /MAIN_PASSWORD|STAGE_PASSWORD/g,
-        (p) => PASSWORDS[p as keyof typeof PASSWORDS],
-      );
-      const [, name, ...rules] = withPasswords.match(/\([^)]*\)|\S+/g)!;
-      return { name, rules };
-    });
-}
+const PASSWORDS = ACL_PASSWORDS;
 
 describe('Redis ACL users per role', () => {
   let server: RedisServer;

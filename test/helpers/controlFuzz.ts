@@ -5,8 +5,18 @@
  * valid peer could send that must change nothing: forged heartbeats (a live name under a lease it does not hold, or
  * a name nobody holds) and aborts or pauses of requests nobody runs.
  */
+import { Type, type TSchema } from '@sinclair/typebox';
+import fc from 'fast-check';
 import { Packr } from 'msgpackr';
-import { CONTROL_PROTOCOL_VERSION, packControl, type RedisControlKind } from '../../src/control/wire.ts';
+import {
+  CONTROL_PROTOCOL_VERSION,
+  HeartbeatSchema,
+  packControl,
+  RefusalSchema,
+  type RedisControlKind,
+} from '../../src/control/wire.ts';
+import { MAIN_TO_STAGE_SCHEMAS, STAGE_TO_MAIN_SCHEMAS } from '../../src/worker/messages.ts';
+import { arbitraryOf, mutated, mutationsOf } from './schemaFuzz.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
 
 const raw = new Packr({ useRecords: false });
@@ -135,4 +145,50 @@ export class ControlFuzz {
       ? packControl('deployment', { configHash: 'x', host: 'h', pid: 1 })
       : this.#harmless(kind);
   }
+}
+
+/** One value-fuzzed message: the channel kind it goes to and its bytes, as a peer of this version writes them. */
+export interface FuzzedMessage {
+  readonly kind: RedisControlKind;
+  readonly type: string;
+  readonly bytes: Buffer;
+}
+
+/**
+ * `count` messages of every control message type, each valid but for one place made invalid (test/helpers/
+ * schemaFuzz.ts: NaN, ±Infinity, negative, huge, wrong types, names not of their form, fields missing or extra),
+ * spread evenly over the types, from fast-check with `seed`. Reports to main name a live instance (`instances`) as
+ * their sender, so that only the check of their values stands between them and main's metrics and routing. Those
+ * over the control message limit (a huge array can be) are left out: the sender's encoder refuses them.
+ */
+export function valueFuzzedMessages(count: number, seed: number, instances: readonly string[]): FuzzedMessage[] {
+  const routes: [RedisControlKind, string, TSchema][] = [
+    ...Object.entries(STAGE_TO_MAIN_SCHEMAS).map(([type, msg]): [RedisControlKind, string, TSchema] => [
+      'to_main',
+      type,
+      Type.Object({ from: Type.Union(instances.map((i) => Type.Literal(i))), msg }, { additionalProperties: false }),
+    ]),
+    ['heartbeat', 'heartbeat', HeartbeatSchema],
+    ...Object.entries(MAIN_TO_STAGE_SCHEMAS).map(([type, schema]): [RedisControlKind, string, TSchema] => [
+      'to_instance',
+      type,
+      schema,
+    ]),
+    ['to_instance', 'refused', RefusalSchema],
+  ];
+  const perRoute = Math.ceil(count / routes.length);
+  const out: FuzzedMessage[] = [];
+  routes.forEach(([kind, type, schema], i) => {
+    const cases = arbitraryOf(schema).chain((valid) =>
+      fc.constantFrom(...mutationsOf(schema, valid)).map((mutation) => mutated(valid, mutation)),
+    );
+    for (const body of fc.sample(cases, { seed: seed + i, numRuns: perRoute })) {
+      try {
+        out.push({ kind, type, bytes: packControl(kind, body as never) });
+      } catch {
+        // over MAX_CONTROL_MESSAGE_BYTES: no peer sends it (its encoder refuses), the oversize case is garbage's
+      }
+    }
+  });
+  return out;
 }

@@ -107,8 +107,13 @@ export function mutationsOf(schema: TSchema, value: unknown, path: (string | num
       return out;
     }
     case 'Union': {
-      const branch = (s.anyOf as TSchema[]).find((b) => Value.Check(b, value));
-      return branch ? [...common, ...mutationsOf(branch, value, path).filter((m) => m.path.length > 0)] : common;
+      // A replacement of the whole value that another branch takes is no mutation (`true` for `1`, where a part is
+      // a number or a flag); deeper ones are (the branches are discriminated).
+      const branches = s.anyOf as TSchema[];
+      const branch = branches.find((b) => Value.Check(b, value));
+      const inBranch = branch ? mutationsOf(branch, value, path) : [];
+      const refused = (m: Mutation) => m.path.length > path.length || !branches.some((b) => Value.Check(b, m.value));
+      return [...common, ...inBranch.filter(refused)];
     }
     case 'Record': {
       const [, valueSchema] = Object.entries(s.patternProperties as Record<string, TSchema>)[0];
