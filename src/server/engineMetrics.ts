@@ -133,8 +133,9 @@ export function engineMetricsIn(metricsRegistry: Registry) {
       name: 'chorus_control_messages_dropped_total',
       help:
         'Control-plane messages main dropped unread (src/control/ControlGuard.ts), by channel kind (heartbeat, ' +
-        'to_main, ipc) and reason (malformed, foreign, version, invalid, fenced, oversize, handler_error). Remote ' +
-        'stages log the ones they drop.',
+        'to_main, ipc) and reason (malformed, foreign, version, invalid: a value or field out of its schema, ' +
+        'unknown: from an instance main does not know, fenced, oversize, handler_error). Remote stages log the ' +
+        'ones they drop.',
       labelNames: ['channel', 'reason'] as const,
       registers: [metricsRegistry],
     }),
