@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'native/build/', '.chorus/', 'bench/results/'] },
+  { ignores: ['node_modules/', 'native/build/', '.chorus/', 'dist/', 'bench/results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -11,6 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
+import { loaderFlagsFor } from '../../src/common/moduleFile.ts';
 import { cachedModelsDir, presetSpecs, stats, talkerSteps, thinkerSteps } from './runModelBench.ts';
 
 type Stage = 'thinker' | 'talker';
@@ -53,7 +54,7 @@ async function measure(stages: readonly Stage[]): Promise<Map<Stage, number>> {
   const self = fileURLToPath(import.meta.url);
   const children = stages.map((stage) => ({
     stage,
-    proc: fork(self, ['--child', stage, ...process.argv.slice(2)], { execArgv: ['--import', 'tsx'] }),
+    proc: fork(self, ['--child', stage, ...process.argv.slice(2)], { execArgv: loaderFlagsFor(self) }),
   }));
   const message = (proc: ChildProcess) =>
     new Promise<{ ready?: boolean; times?: number[] }>((resolve, reject) => {

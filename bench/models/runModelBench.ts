@@ -14,7 +14,7 @@ import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '.
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { Code2WavRunner, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
 import { timed, gitSha } from '../common.ts';
-import { repoRoot } from '../../src/config/paths.ts';
+import { userCacheDir } from '../../src/config/paths.ts';
 
 export interface ModelBenchOptions {
   readonly preset?: string;
@@ -229,7 +229,7 @@ export function presetSpecs(presetName: string, seed = 0, code2wavStreamingState
 }
 
 /** The models cache `chorus serve` builds into: benches that time steps, not builds, load from it. */
-export const cachedModelsDir = () => join(repoRoot(), '.chorus', 'models');
+export const cachedModelsDir = () => join(userCacheDir(), 'models');
 
 export async function runModelBench(options: ModelBenchOptions = {}): Promise<ModelBenchResult> {
   const presetName = options.preset ?? 'tiny';

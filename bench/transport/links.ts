@@ -5,6 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { chunkKey } from '../../transport/Connector.ts';
+import { loaderFlagsFor, moduleFile } from '../../src/common/moduleFile.ts';
 import { RedisConnector } from '../../transport/redis/RedisConnector.ts';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
 import { FileChunkConnector } from './FileChunkConnector.ts';
@@ -26,11 +27,11 @@ export interface Link {
   close(): Promise<void>;
 }
 
-const PEER = new URL('./benchPeer.ts', import.meta.url).pathname;
+const PEER = moduleFile('./benchPeer', import.meta.url).pathname;
 
 async function startPeer(setup: PeerSetup, serialization: 'json' | 'advanced'): Promise<ChildProcess> {
   const child = fork(PEER, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: loaderFlagsFor(PEER),
     serialization,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -5,9 +5,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { loaderFlagsFor, moduleFile } from '../../src/common/moduleFile.ts';
 import type { FromClients, ToClients, TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 
-const ENTRY = new URL('./clientProcess.ts', import.meta.url).pathname;
+const ENTRY = moduleFile('./clientProcess', import.meta.url).pathname;
 const START_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 5_000;
 
@@ -52,7 +53,7 @@ export class VoiceClients {
   }
 
   static async start(): Promise<VoiceClients> {
-    const child = fork(ENTRY, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(ENTRY, [], { execArgv: loaderFlagsFor(ENTRY), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const timer = setTimeout(() => child.kill('SIGKILL'), START_TIMEOUT_MS);
     try {
       const [msg] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => [null])])) as [

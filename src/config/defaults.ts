@@ -11,8 +11,8 @@ export const defaults = {
   cachePartition: 'api_key' as const, // each API key its own prefix cache and encoder outputs (docs/security.md)
   stageNice: 8, // stage processes run 8 nice levels below the server: its event loop is short work that must not wait
 
-  /** Relative to the repo root (the folder holding package.json), not to the YAML file. */
-  modelsDir: '.chorus/models',
+  /** Under the user's cache directory (paths.ts userCacheDir), never inside the installed package. */
+  modelsDir: 'models',
   modelPreset: 'tiny',
   modelSeed: 0,
   /** With no `connectors:` section, one shared-memory connector named "shm" carries every edge. */

@@ -18,7 +18,7 @@ import { resolveMigration } from './migration.ts';
 import { stageKinds } from '../../stages/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { resolveModel } from './models.ts';
-import { repoRoot } from './paths.ts';
+import { userCacheDir } from './paths.ts';
 import { Problems } from './problems.ts';
 import { GraphYaml, StageYaml } from './schema.ts';
 import { checkFeeds, refuseKindSettings, resolveFinalOutput } from './stageRules.ts';
@@ -119,7 +119,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     cachePartition: yaml.security?.cache_partition ?? defaults.cachePartition,
     modelsDir:
       yaml.models_dir === undefined
-        ? path.join(repoRoot(), defaults.modelsDir)
+        ? path.join(userCacheDir(), defaults.modelsDir)
         : path.resolve(baseDir, yaml.models_dir),
     connectors,
     chunkPolicy,

@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../common/log.ts';
+import { moduleFile } from '../common/moduleFile.ts';
 import type { MainToStage, StageBootArgs, StageReadySettings } from '../worker/messages.ts';
 import type { StageWorkerEvents, StageWorkerOptions } from '../worker/StageWorker.ts';
 import { ipcChannelToChild } from '../control/ipc/ipcChannel.ts';
@@ -25,6 +26,6 @@ export type StartStageWorker = (args: StageBootArgs, log: Logger) => Promise<Sta
 
 /** A stage process on this machine: it runs the stage body with the kind registry, and talks over the IPC pipe. */
 export const LOCAL_STAGE: StageWorkerOptions = {
-  entry: fileURLToPath(new URL('../../stages/stageEntry.ts', import.meta.url)),
+  entry: fileURLToPath(moduleFile('../../stages/stageEntry', import.meta.url)),
   channelOf: ipcChannelToChild,
 };

@@ -8,11 +8,12 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { errorCodes, type FastifyInstance } from 'fastify';
+import { shippedAsset } from '../common/moduleFile.ts';
 
 /** Below this a thread hop costs more than parsing inline (JSON.parse of 1 MiB: ~3 ms). */
 export const OFF_LOOP_JSON_BYTES = 1024 * 1024;
 
-const WORKER_URL = new URL('./jsonParseWorker.mjs', import.meta.url);
+const WORKER_URL = shippedAsset('./jsonParseWorker.mjs', import.meta.url);
 
 /**
  * A body over the limit is read to its end and dropped before its 413 is sent, up to this many bytes more: a server

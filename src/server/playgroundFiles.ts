@@ -4,8 +4,9 @@
  * the page is where the visitor types it.
  */
 import { readdirSync } from 'node:fs';
+import { shippedAsset } from '../common/moduleFile.ts';
 
-export const playgroundDir = new URL('./playground/', import.meta.url);
+export const playgroundDir = shippedAsset('./playground/', import.meta.url);
 
 /** The URL path of each of the page's scripts, by its file name. */
 export function playgroundScripts(): Map<string, string> {

@@ -11,6 +11,7 @@
 import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
+import { workerEntry } from '../common/moduleFile.ts';
 import {
   encodeOp,
   type FromVadWorker,
@@ -44,7 +45,7 @@ export interface VadWorkerEvents {
   onDied(error: ChorusError): void;
 }
 
-const BOOT_URL = new URL('./vadWorkerBoot.mjs', import.meta.url);
+const BOOT_URL = workerEntry('./vadWorkerBoot.mjs', './vadWorker', import.meta.url);
 
 type State = 'starting' | 'ready' | 'failed' | 'closing' | 'exited';
 

@@ -8,6 +8,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
+import { loaderFlagsFor } from '../common/moduleFile.ts';
 import type { Logger } from '../common/log.ts';
 import type { ControlChannel } from './ControlChannel.ts';
 import {
@@ -27,12 +28,6 @@ import {
  */
 export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
 
-/**
- * tsx's loader as a file URL, resolved from this package. A bare `--import tsx` is resolved from the process's
- * working directory: run from anywhere but the clone (a global install, `npm link`, a script in another folder),
- * every stage died with ERR_MODULE_NOT_FOUND before it could say READY.
- */
-const TSX_LOADER_URL = import.meta.resolve('tsx');
 
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; stages/stageEntry.ts in Chorus). */
@@ -75,7 +70,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
     const spec = args.graph.stages[args.stageIndex];
     const instance = `${spec.stageId}#${args.replica}`;
     const child = fork(options.entry, [instance], {
-      execArgv: ['--import', TSX_LOADER_URL, ...STAGE_NODE_FLAGS],
+      execArgv: [...loaderFlagsFor(options.entry), ...STAGE_NODE_FLAGS],
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, CHORUS_STAGE: instance },

@@ -7,21 +7,44 @@
  * --global` put in a scratch prefix (test/helpers/installedChorus.ts).
  */
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startServe } from '../helpers/deployment.ts';
-import { installChorus } from '../helpers/installedChorus.ts';
-import { CHORUS_BIN, isAlive, segmentsOf, stageProcessesOf, killOnFinish } from '../helpers/processes.ts';
+import { installChorus, type InstalledChorus } from '../helpers/installedChorus.ts';
+import {
+  CHORUS_BIN,
+  commandLineOf,
+  isAlive,
+  segmentsOf,
+  stageProcessesOf,
+  killOnFinish,
+} from '../helpers/processes.ts';
 import { tempDir } from '../helpers/tempDir.ts';
+
+// `npm pack` builds the package's JavaScript (tsc, ~20 s on 2 cores): once for the file, before its tests' clocks start.
+let installed: InstalledChorus;
+beforeAll(() => {
+  installed = installChorus();
+}, 180_000);
 
 /** The command line and working directory of each way in. */
 const ways = {
   clone: () => ({ argv: [process.execPath, CHORUS_BIN], cwd: tempDir('cwd') }),
-  installed: () => {
-    const { bin, cwd } = installChorus();
-    return { argv: [bin], cwd };
-  },
+  installed: () => ({ argv: [installed.bin], cwd: installed.cwd }),
 };
+
+describe('the installed package', () => {
+  it('ships compiled JavaScript and no TypeScript, tests, bench results or models', () => {
+    const files = readdirSync(installed.pkg, { recursive: true, encoding: 'utf8' }).filter(
+      (f) => !f.startsWith('node_modules') && !f.startsWith(join('native', 'build')),
+    );
+    expect(files).toContain(join('dist', 'src', 'cli', 'main.js'));
+    expect(files).toContain(join('dist', 'stages', 'stageEntry.js'));
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((f) => /^(test|bench\/results|\.chorus)\b/.test(f))).toEqual([]);
+  });
+});
 
 describe.each([
   ['SIGTERM', 'clone', 'main'],
@@ -48,6 +71,11 @@ describe.each([
     });
     const stages = stageProcessesOf(child.pid!);
     expect(stages.length).toBe(5); // the default pipeline: two encoders, thinker, talker, code2wav
+    if (way === 'installed') {
+      // Every stage process runs the package's compiled entry, with no tsx loader (the package has no sources).
+      for (const pid of stages)
+        expect(commandLineOf(pid)).toMatch(/^\S*node --single-threaded-gc \S+\/dist\/stages\/stageEntry\.js /);
+    }
     const segmentsBefore = segmentsOf(child.pid!);
     expect(segmentsBefore.length).toBeGreaterThan(0);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

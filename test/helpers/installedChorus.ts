@@ -3,8 +3,10 @@
  * package, and the `chorus` that npm linked into <scratch>/bin. Offline: npm cannot fetch the dependencies of a
  * tarball without the registry, so the unpacked package gets the clone's node_modules (a symlink) and its built
  * native addon (a copy: rebuilding it takes 10+ s on 2 cores), and npm installs the folder, as `npm link` does.
+ * `npm pack` builds the package's JavaScript first (its prepack script): the installed `chorus` runs dist/, no tsx.
+ * Models come from the user cache directory (src/config/paths.ts), the same one the clone's runs use.
  * What this catches is what broke before (issue 32): anything resolved from the working directory or from the
- * clone's layout instead of the package's own folder.
+ * clone's layout instead of the package's own folder, and anything the package needs but does not ship.
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
@@ -18,6 +20,8 @@ export interface InstalledChorus {
   readonly bin: string;
   /** A directory outside the clone and the package, to run it from. */
   readonly cwd: string;
+  /** The unpacked package npm installed (what the tarball holds, plus node_modules and native/build). */
+  readonly pkg: string;
 }
 
 export function installChorus(): InstalledChorus {
@@ -29,9 +33,6 @@ export function installChorus(): InstalledChorus {
   execFileSync('tar', ['-xzf', join(scratch, tarball), '-C', scratch]);
   symlinkSync(join(REPO, 'node_modules'), join(pkg, 'node_modules'), 'dir');
   cpSync(join(REPO, 'native', 'build'), join(pkg, 'native', 'build'), { recursive: true });
-  // The generated models are cached under the package's root: share the clone's cache instead of building anew.
-  mkdirSync(join(REPO, '.chorus'), { recursive: true });
-  symlinkSync(join(REPO, '.chorus'), join(pkg, '.chorus'), 'dir');
   const prefix = join(scratch, 'prefix');
   execFileSync(
     'npm',
@@ -42,5 +43,5 @@ export function installChorus(): InstalledChorus {
   if (!existsSync(bin)) throw new Error(`npm install --global linked no ${bin}`);
   const cwd = join(scratch, 'elsewhere');
   mkdirSync(cwd);
-  return { bin, cwd };
+  return { bin, cwd, pkg };
 }

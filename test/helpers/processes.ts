@@ -1,7 +1,7 @@
 /** Process checks for tests that start Chorus as a real command. */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { spawnedChannel, type SpawnedProcess } from '../../bench/ttfp/RemoteStageHost.ts';
@@ -18,8 +18,17 @@ export function stageProcessesOf(pid: number): number[] {
   }
   return out
     .split('\n')
-    .filter((line) => line.includes('stageEntry.ts'))
+    .filter((line) => /stageEntry\.(ts|js)\b/.test(line))
     .map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+/** The command line of a live process (arguments joined by spaces), '' once it is gone. */
+export function commandLineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return '';
+  }
 }
 
 export function isAlive(pid: number): boolean {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { configProblems } from '../helpers/configProblems.ts';
 import { describe, expect, it } from 'vitest';
 import { defaultConfigPath, loadConfig, parseConfig } from '../../src/config/loadConfig.ts';
-import { repoRoot } from '../../src/config/paths.ts';
+import { repoRoot, userCacheDir } from '../../src/config/paths.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 import { presets } from '../../stages/generator/presets.ts';
@@ -80,7 +80,7 @@ describe('defaults and resolution', () => {
     const graph = parseConfig(threeStages, '/tmp/conf/min.yaml', { cores: 64 });
     expect(graph.asyncChunk).toBe(true);
     expect(graph.scheduling).toBe('fifo');
-    expect(graph.modelsDir).toBe(path.join(repoRoot(), '.chorus', 'models'));
+    expect(graph.modelsDir).toBe(path.join(userCacheDir(), 'models'));
     expect(Object.keys(graph.connectors)).toEqual(['shm']);
     expect(graph.chunkPolicy).toEqual({
       initialCodecChunkFrames: null,

@@ -5,6 +5,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes } from '../../src/common/errors.ts';
+import { workerEntry } from '../../src/common/moduleFile.ts';
 import type { FromRedisIo, PoppedFrame, RedisIoData, ToRedisIo } from './ioMessages.ts';
 
 export interface RedisIoEvents {
@@ -14,7 +15,7 @@ export interface RedisIoEvents {
   onDown(error: ChorusError): void;
 }
 
-const BOOT_URL = new URL('./redisIoThreadBoot.mjs', import.meta.url);
+const BOOT_URL = workerEntry('./redisIoThreadBoot.mjs', './redisIoThread', import.meta.url);
 
 export class RedisIo {
   readonly #worker: Worker;

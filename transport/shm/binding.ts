@@ -4,6 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import { ChorusError, ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
+import { shippedAsset } from '../../src/common/moduleFile.ts';
 
 /** What a native wait settles with. */
 export const WaitStatus = { Ready: 0, Timeout: 1, Closed: 2 } as const;
@@ -42,7 +43,7 @@ export interface NativeAddon {
 }
 
 const require = createRequire(import.meta.url);
-const addonPath = new URL('../../native/build/Release/chorus_shm.node', import.meta.url).pathname;
+const addonPath = shippedAsset('../../native/build/Release/chorus_shm.node', import.meta.url).pathname;
 
 function load(): NativeAddon {
   try {

@@ -5,6 +5,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
+import { workerEntry } from '../../common/moduleFile.ts';
 import type { RedisLinkOptions } from '../../../transport/redis/redisLink.ts';
 import type { InstanceLease } from './InstanceLease.ts';
 
@@ -25,7 +26,7 @@ export type FromHeartbeatThread =
   /** The lease is held by another process now (`holder`, its value): the thread stopped beating. */
   | { readonly type: 'fenced'; readonly holder: string };
 
-const BOOT_URL = new URL('./heartbeatWorkerBoot.mjs', import.meta.url);
+const BOOT_URL = workerEntry('./heartbeatWorkerBoot.mjs', './heartbeatWorker', import.meta.url);
 
 export class HeartbeatThread {
   readonly #exited: Promise<void>;

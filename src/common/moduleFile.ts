@@ -1,0 +1,41 @@
+/**
+ * Which file of a module a process starts: the TypeScript source when Chorus runs from source (tsx: development and
+ * tests), the compiled JavaScript when it runs from the package's build (dist/, what `chorus` runs once installed).
+ * tsc rewrites import specifiers (`./x.ts` -> `./x.js`) but not the URLs built by hand for a child process or a worker
+ * thread: those go through here, so a compiled process never starts TypeScript (and never needs tsx).
+ */
+
+/** This file's own extension tells how the whole tree runs: tsc compiles every file or none. */
+export const RUNS_COMPILED = import.meta.url.endsWith('.js');
+
+/** `relative` (a path without extension, from `base`: import.meta.url) as the file this process runs. */
+export function moduleFile(relative: string, base: string): URL {
+  return new URL(`${relative}${RUNS_COMPILED ? '.js' : '.ts'}`, base);
+}
+
+/**
+ * A worker thread's entry: from source, the boot file (plain JavaScript that registers tsx in the thread: loader hooks
+ * of the starting thread do not reach workers, and Node 20 cannot start one from a .ts file); compiled, the module
+ * itself.
+ */
+export function workerEntry(bootFile: string, relative: string, base: string): URL {
+  return RUNS_COMPILED ? new URL(`${relative}.js`, base) : new URL(bootFile, base);
+}
+
+/** Node flags a child process needs to run `entry`: tsx's loader for TypeScript (resolved from this package). */
+export function loaderFlagsFor(entry: string): string[] {
+  // A bare `--import tsx` is resolved from the process's working directory: run from anywhere but the clone (a global
+  // install, `npm link`, a script in another folder), every stage died with ERR_MODULE_NOT_FOUND before READY.
+  return entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+}
+
+/**
+ * A file that ships as it is, beside the sources (the playground's page and scripts, a plain-JavaScript worker): from
+ * source, `relative` to `base`; compiled, the same place in the package's source tree, not in dist/ (tsc copies no
+ * assets, and a second copy could drift).
+ */
+export function shippedAsset(relative: string, base: string): URL {
+  if (!RUNS_COMPILED) return new URL(relative, base);
+  const at = base.lastIndexOf('/dist/');
+  return new URL(relative, base.slice(0, at) + base.slice(at + '/dist'.length));
+}
