@@ -28,7 +28,6 @@ import {
  */
 export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
 
-
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; stages/stageEntry.ts in Chorus). */
   readonly entry: string;

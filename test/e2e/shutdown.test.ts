@@ -9,9 +9,9 @@
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServe } from '../helpers/deployment.ts';
-import { installChorus, type InstalledChorus } from '../helpers/installedChorus.ts';
+import { installChorus } from '../helpers/installedChorus.ts';
 import {
   CHORUS_BIN,
   commandLineOf,
@@ -22,11 +22,12 @@ import {
 } from '../helpers/processes.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
-// `npm pack` builds the package's JavaScript (tsc, ~20 s on 2 cores): once for the file, before its tests' clocks start.
-let installed: InstalledChorus;
+// `npm pack` builds the package's JavaScript (tsc, ~20 s on 2 cores): once for the file, before any test starts.
+let installed: ReturnType<typeof installChorus>;
 beforeAll(() => {
   installed = installChorus();
 }, 180_000);
+afterAll(() => installed?.remove());
 
 /** The command line and working directory of each way in. */
 const ways = {

@@ -9,9 +9,9 @@
  * clone's layout instead of the package's own folder, and anything the package needs but does not ship.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tempDir } from './tempDir.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 
@@ -24,8 +24,18 @@ export interface InstalledChorus {
   readonly pkg: string;
 }
 
-export function installChorus(): InstalledChorus {
-  const scratch = tempDir('installed');
+/** Installs into a scratch folder that `remove()` deletes (call it in afterAll: the install serves a whole file). */
+export function installChorus(): InstalledChorus & { remove(): void } {
+  const scratch = mkdtempSync(join(tmpdir(), 'chorus-installed-'));
+  try {
+    return { ...installInto(scratch), remove: () => rmSync(scratch, { recursive: true, force: true }) };
+  } catch (err) {
+    rmSync(scratch, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function installInto(scratch: string): InstalledChorus {
   execFileSync('npm', ['pack', '--silent', '--pack-destination', scratch], { cwd: REPO, stdio: 'ignore' });
   const tarball = readdirSync(scratch).find((f) => f.endsWith('.tgz'));
   if (!tarball) throw new Error(`npm pack wrote no tarball into ${scratch}`);
