@@ -123,14 +123,14 @@ export function modelFilesOf(spec: StageSpec): string[] {
  */
 export function runnerStage<R extends { close(): Promise<void> }>(parts: {
   load(spec: StageSpec, graph: StageGraph): Promise<R>;
-  core(ctx: StageContext, runner: R): Promise<StageCore>;
+  core(ctx: StageContext, runner: R, graph: StageGraph): Promise<StageCore>;
   facts(runner: R): ModelFacts;
 }): Pick<StageKindDescriptor, 'createStage' | 'probe'> {
   return {
     async createStage(ctx, graph) {
       const runner = await parts.load(ctx.spec, graph);
       try {
-        const core = await parts.core(ctx, runner);
+        const core = await parts.core(ctx, runner, graph);
         const close = async () => {
           await core.close();
           await runner.close();

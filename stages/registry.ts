@@ -7,8 +7,9 @@ import { encoder } from './encoder/descriptor.ts';
 import type { StageKindDescriptor } from './StageKindDescriptor.ts';
 import { talker } from './talker/descriptor.ts';
 import { thinker } from './thinker/descriptor.ts';
+import { tts } from './tts/descriptor.ts';
 
-const kinds: Record<StageKind, StageKindDescriptor> = { thinker, talker, code2wav, encoder };
+const kinds: Record<StageKind, StageKindDescriptor> = { thinker, talker, code2wav, encoder, tts };
 
 export const stageKinds: Readonly<Record<StageKind, StageKindDescriptor>> = kinds;
 

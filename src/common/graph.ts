@@ -5,7 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Count, List } from './wireValues.ts';
 
-export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder';
+export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder' | 'tts';
 export type WorkerType = 'ar' | 'generation';
 export type ConnectorKind = 'shm' | 'inproc' | 'redis';
 export type FinalOutputType = 'text' | 'audio';
@@ -264,6 +264,16 @@ export interface EncoderSettings {
   readonly imageGrid: ImageGridSettings | null;
 }
 
+/** Settings of a tts stage (its `tts:` section, stages/tts/ttsSettings.ts); absent on every other kind. */
+export interface TtsSettings {
+  /** How streamed text is cut into phrases (stages/tts/PhraseSplitter.ts). */
+  readonly phrases: { readonly firstMinChars: number; readonly firstMaxWords: number; readonly maxChars: number };
+  /** Overrides of the voice config's synthesis scales. */
+  readonly scales: { readonly noiseScale?: number; readonly lengthScale?: number; readonly noiseW?: number };
+  /** Multi-speaker voices: which speaker. */
+  readonly speakerId?: number;
+}
+
 export interface StageSpec {
   readonly stageId: string;
   readonly kind: StageKind;
@@ -287,6 +297,8 @@ export interface StageSpec {
   readonly joinable: boolean;
   /** Encoder stages only (kind encoder). */
   readonly encoder?: EncoderSettings;
+  /** tts stages only (kind tts). */
+  readonly tts?: TtsSettings;
 }
 
 export interface ChunkPolicy {

@@ -58,6 +58,18 @@ export const ModelFactsSchema = Type.Union([
     },
     closed,
   ),
+  Type.Object(
+    {
+      kind: Type.Literal('tts'),
+      /** The rate of the audio the stage sends (the voice's audio resampled to it). */
+      sampleRateHz: PositiveCount,
+      /** A nominal frame of that audio (what playback plans count in). */
+      samplesPerFrame: PositiveCount,
+      /** The voice's own rate. */
+      voiceSampleRateHz: PositiveCount,
+    },
+    closed,
+  ),
 ]);
 
 /**

@@ -27,6 +27,7 @@ import { assignCpus, checkCpus, withCpus } from './cpus.ts';
 import { resolvePlacement } from './placement.ts';
 import { check } from './validate.ts';
 import { YamlSource } from './yamlSource.ts';
+import { resolveTtsSettings } from '../../stages/tts/ttsSettings.ts';
 
 export { defaultConfigPath } from './paths.ts';
 
@@ -169,6 +170,9 @@ function resolveStages(
         `only encoder stages take \`encoder:\` settings (this stage is a ${s.kind})`,
       );
     }
+    if (s.tts !== undefined && s.kind !== 'tts') {
+      problems.add(['stages', index, 'tts'], `only tts stages take \`tts:\` settings (this stage is a ${s.kind})`);
+    }
     if (!model) continue;
     out.push({
       stageId: s.stage_id,
@@ -192,6 +196,7 @@ function resolveStages(
       ...(stageKinds[s.kind].readsRequest && s.encoder
         ? { encoder: resolveEncoderSettings(s.encoder, model, yaml.on_encoder_failure) }
         : {}),
+      ...(s.kind === 'tts' ? { tts: resolveTtsSettings(s.tts) } : {}),
     });
   }
   if (!yaml.stages.some((s) => s.final_output)) {

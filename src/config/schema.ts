@@ -7,6 +7,7 @@
 import { Type } from '@sinclair/typebox';
 import { ByteSize, closed, int, oneOf, optional } from '../common/yamlSchema.ts';
 import { stageKindNames } from '../../stages/registry.ts';
+import { TtsYaml } from '../../stages/tts/ttsSettings.ts';
 
 export { oneOf };
 
@@ -178,6 +179,8 @@ export const StageYaml = Type.Object(
     placement: optional(oneOf(['local', 'remote'] as const)),
     min_replicas: optional(int(0)),
     encoder: optional(EncoderYaml),
+    // A tts stage's synthesis scales and phrase rules (stages/tts/ttsSettings.ts).
+    tts: optional(TtsYaml),
   },
   closed,
 );

@@ -1,6 +1,7 @@
 /**
  * The Thinker stage: continuous batching over a ThinkerRunner. Emits text token ids to main every step (text
- * streams to clients whatever async_chunk says) and conditioning rows to the Talker through Thinker2Talker.
+ * streams to clients whatever async_chunk says) and, to the stage it feeds, conditioning rows (a Talker, through
+ * Thinker2Talker) or its text (a tts stage, through Thinker2Tts): the consumer's descriptor says which (`fromThinker`).
  *
  * Media: a request with media comes with its prompt already expanded (one placeholder id per embedding) and a
  * position map; each item's rows arrive as a chunk from its encoder stage. Until then the request may prefill up
@@ -12,6 +13,7 @@ import type { ScheduledItem } from '../../src/sched/ArScheduler.ts';
 import { modelRoot } from '../../src/sched/blockNames.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { Thinker2Talker } from '../talker/thinker2talker.ts';
+import { Thinker2Tts } from '../tts/thinker2tts.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../src/common/errors.ts';
@@ -29,6 +31,7 @@ export interface ThinkerRequest extends CoreRequest {
   readonly promptTokenIds: number[];
   readonly generated: number[];
   readonly toTalker: Thinker2Talker | null;
+  readonly toTts: Thinker2Tts | null;
   readonly media: ThinkerMedia | null;
   readonly prefix: PrefixUse;
   /** First-packet hold: tokens written before waiting for main's first_audio; null once released (or none). */
@@ -43,6 +46,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     private readonly runner: ThinkerRunner,
     /** The encoder-output store (ec_store:), null without one. */
     private readonly ec: ThinkerEc | null = null,
+    /** What the stage this Thinker feeds (if any) takes from it. */
+    private readonly feed: 'rows' | 'text' = 'rows',
   ) {
     super(ctx, runner);
     const settings = ctx.spec.engine.prefixCache;
@@ -67,7 +72,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const prompt = args.promptTokenIds ?? [];
     if (prompt.length === 0)
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
-    const needsTalker = msg.downstream.some((t) => t.stageId !== 'main');
+    const feeds = msg.downstream.some((t) => t.stageId !== 'main');
+    const needsTalker = feeds && this.feed === 'rows';
     const supports = this.runner.supports;
     if (needsTalker && supports && (!supports.hiddenStates || !supports.embeddings)) {
       throw new ChorusError(
@@ -105,6 +111,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       promptTokenIds,
       generated: [],
       toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
+      toTts: feeds && this.feed === 'text' ? new Thinker2Tts(this.ctx.asyncChunk) : null,
       media,
       holdAfterTokens:
         needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
@@ -300,6 +307,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const stop = token !== null ? this.stopReason(req, token) : null;
     const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
     if (emitsToken) {
+      req.toTts?.push(token);
       req.generated.push(token);
       req.numOutputs++;
       this.refreshAvailable(req);
@@ -320,13 +328,12 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
         if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
-        return this.rowsChunk(req, req.toTalker!.take(true));
+        return req.toTts ? req.toTts.take(true)! : this.rowsChunk(req, req.toTalker!.take(true));
       });
       return;
     }
     if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token] });
-    const rows = req.toTalker?.take(false);
-    const body = this.rowsChunk(req, rows);
+    const body = req.toTts ? (req.toTts.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
     if (body) this.send(req, talker, body);
   }
 

@@ -1,6 +1,6 @@
 /** The Thinker: the LLM requests enter; text to the client, conditioning rows to the Talker. */
 import { Type } from '@sinclair/typebox';
-import type { ThinkerSize } from '../../src/common/graph.ts';
+import type { StageGraph, ThinkerSize } from '../../src/common/graph.ts';
 import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import type { ThinkerRunner } from '../types.ts';
 import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
@@ -19,7 +19,7 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
   kind: 'thinker',
   workerType: 'ar',
   defaultMaxTokens: 256,
-  feeds: ['talker'],
+  feeds: ['talker', 'tts'],
   finalOutput: 'text',
   entry: true,
   requestSampling: 'sampling',
@@ -57,17 +57,26 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
 
   ...runnerStage({
     load: async (spec, graph) => (await import('../runners.ts')).createThinkerRunner(spec, graph.modelsDir),
-    core: async (ctx, runner: ThinkerRunner) => {
+    core: async (ctx, runner: ThinkerRunner, graph) => {
       const { ThinkerCore } = await import('./ThinkerCore.ts');
       const { ThinkerEc } = await import('./ThinkerEc.ts');
       const ec = ctx.ecStore
         ? await ThinkerEc.open(ctx.ecStore, `${ctx.spec.stageId}-${process.pid}`, ctx.post, ctx.log)
         : null;
-      return new ThinkerCore(ctx, runner, ec);
+      return new ThinkerCore(ctx, runner, ec, feedOf(ctx.spec.stageId, graph));
     },
     facts: factsOf,
   }),
 };
+
+/**
+ * What the stage this Thinker feeds (one of `feeds`) takes from it: a tts stage its text (token ids, Thinker2Tts),
+ * a Talker its conditioning rows (Thinker2Talker).
+ */
+function feedOf(stageId: string, graph: StageGraph): 'rows' | 'text' {
+  const consumers = graph.stages.filter((s) => s.inputs.some((i) => i.from === stageId));
+  return consumers.some((s) => s.kind === 'tts') ? 'text' : 'rows';
+}
 
 function factsOf(runner: ThinkerRunner): ModelFacts {
   const lacks = Object.entries(runner.supports ?? {})

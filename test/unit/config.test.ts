@@ -416,7 +416,7 @@ ${thinker}${thinker.replace('stage_id: thinker', 'stage_id: thinker-2')}`;
     expect(problemsOf(yaml)).toEqual([
       'configs/x.yaml:2 stages[0].stage_id: must be lowercase letters, digits and single dashes (no "_"), e.g. ' +
         '"thinker" or "talker-2", got "Thinker_1"',
-      'configs/x.yaml:6 stages[1].kind: must be one of thinker, talker, code2wav, encoder, got "speaker"',
+      'configs/x.yaml:6 stages[1].kind: must be one of thinker, talker, code2wav, encoder, tts, got "speaker"',
       'configs/x.yaml:7 stages[1].replicas: must be an integer >= 1, got 0',
     ]);
   });

@@ -163,7 +163,7 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
 
   #ready(inst: StageInstance, facts: ModelFacts | undefined): void {
     if (facts?.kind === 'talker') this.#framesPerToken ??= facts.framesPerToken;
-    if (facts?.kind === 'code2wav')
+    if (facts?.kind === 'code2wav' || facts?.kind === 'tts')
       this.#audioFacts ??= { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame };
     this.emit('ready', inst, facts);
   }
