@@ -20,7 +20,8 @@ import { MAX_CONTROL_MESSAGE_BYTES } from '../worker/ControlChannel.ts';
 import { compiledCheck, isPlainObject, mainToStageProblem, stageToMainProblem } from './controlChecks.ts';
 
 // 2: `add` carries the kind's arguments in `args`; first_audio, media_failed, release_prefix travel as `kind`.
-export const CONTROL_PROTOCOL_VERSION = 2;
+// 3: values checked against the schemas below; a report to main carries its sender's name lease (`lease`).
+export const CONTROL_PROTOCOL_VERSION = 3;
 
 const closed = { additionalProperties: false } as const;
 
@@ -52,13 +53,18 @@ export const DeploymentRecordSchema = Type.Object(
 );
 export type DeploymentRecord = Static<typeof DeploymentRecordSchema>;
 
-/** An instance's message to main: who sends it (the name main knows it by) and the message (checked by its type). */
-const ToMainSchema = Type.Object({ from: InstanceName, msg: Type.Object({}) }, closed);
+/**
+ * An instance's message to main: who sends it (the name main knows it by), the value of the name lease its process
+ * holds (as its heartbeats carry it: main takes reports only under the lease it admitted the instance by, so a stale
+ * process that lost its name, or another under the same name, cannot speak for the one main knows), and the
+ * message (checked by its type).
+ */
+const ToMainSchema = Type.Object({ from: InstanceName, lease: ShortText, msg: Type.Object({}) }, closed);
 
 /** The body each kind of channel carries. */
 export interface ControlBodies {
   readonly heartbeat: Heartbeat;
-  readonly to_main: { readonly from: string; readonly msg: StageToMain };
+  readonly to_main: { readonly from: string; readonly lease: string; readonly msg: StageToMain };
   readonly to_instance: MainToStage | Refusal;
   readonly deployment: DeploymentRecord;
 }
@@ -72,7 +78,8 @@ export type ControlChannelKind = RedisControlKind | 'ipc';
  * msgpack; foreign: msgpack, but not a Chorus envelope for this channel; version: another protocol version;
  * invalid: an envelope whose body is not what its schema declares (a field missing or extra, a value out of range:
  * NaN, a negative count, an array or string over its bound, a name not of its form); unknown: valid, from an
- * instance main does not know (never admitted, or lost); fenced: a heartbeat under a name lease it does not hold;
+ * instance main does not know (never admitted, or lost); fenced: a heartbeat or report under a name lease it does
+ * not hold;
  * handler_error: valid, but handling it threw (a bug, caught so that the subscription survives).
  */
 export type DropReason =

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { controlKeys } from '../../src/control/redis/redisChannel.ts';
+import { MAX_CONTROL_MESSAGE_BYTES } from '../../src/worker/ControlChannel.ts';
 import type { RedisControlKind } from '../../src/control/wire.ts';
 import { ControlFuzz, valueFuzzedMessages, type FuzzedMessage } from '../helpers/controlFuzz.ts';
 import { createDocumentedUsers } from '../helpers/redisAclUsers.ts';
@@ -106,6 +107,12 @@ describe('control plane under garbage', () => {
       const fuzzed = valueFuzzedMessages(VALUE_FUZZED, SEED, Object.keys(before));
       const toMainSent = fuzzed.filter((m) => m.kind === 'to_main').length;
       const heartbeatsSent = fuzzed.filter((m) => m.kind === 'heartbeat').length;
+      // Main reads both channels on one connection, in order: once a marker sent after the garbage is counted, all
+      // of the garbage is, and the counts below are the fuzzed messages' alone.
+      const oversize = async () => (await droppedOnMain(serve.url)).get('to_main/oversize') ?? 0;
+      const markers = await oversize();
+      await link.commands.publish(keys.toMain, Buffer.alloc(MAX_CONTROL_MESSAGE_BYTES + 1));
+      await expect.poll(oversize, { timeout: 30_000 }).toBe(markers + 1);
       const droppedBefore = await droppedOnMain(serve.url);
       const asStage = await RedisLink.connect({ url: (await createDocumentedUsers(suite.server()))['chorus-stage'] });
       const startedMs = performance.now();
@@ -114,12 +121,13 @@ describe('control plane under garbage', () => {
       } finally {
         await asStage.close();
       }
-      // Each one counted on main, as invalid (a value out of its schema) or unknown (a sender of a name nobody holds).
+      // Each one counted on main: invalid (a value out of its schema), unknown (a sender of a name nobody holds) or
+      // fenced (a live name under a lease it does not hold).
       const counted = async () => {
         const dropped = await droppedOnMain(serve.url);
         const delta = (channel: string, reasons: readonly string[]) =>
           sumDropped(dropped, channel, reasons) - sumDropped(droppedBefore, channel, reasons);
-        return [delta('to_main', ['invalid', 'unknown']), delta('heartbeat', ['invalid'])];
+        return [delta('to_main', ['invalid', 'unknown', 'fenced']), delta('heartbeat', ['invalid'])];
       };
       await expect.poll(counted, { timeout: 30_000 }).toEqual([toMainSent, heartbeatsSent]);
       const types = new Set(fuzzed.map((m) => m.type));

@@ -83,7 +83,11 @@ describe('a remote instance that missed its boot', () => {
         expect([boot.instance, boot.graph.stages[boot.stageIndex].stageId]).toEqual([instance, 'talker']);
         await instanceLink.commands.publish(
           keys.toMain,
-          packControl('to_main', { from: instance, msg: { type: 'ready', settings: READY_SETTINGS } }),
+          packControl('to_main', {
+            from: instance,
+            lease: lease.value,
+            msg: { type: 'ready', settings: READY_SETTINGS },
+          }),
         );
         expect((await joined).heartbeat.instance).toBe(instance);
         // Joined: no more boots, however long it beats.

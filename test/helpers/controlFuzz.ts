@@ -124,6 +124,7 @@ export class ControlFuzz {
     if (kind === 'to_main')
       return packControl('to_main', {
         from: `talker#${this.#id()}`, // nobody main knows
+        lease: `${this.#id()} forger 1`,
         msg: { type: 'finished', requestId: this.#id(), finishReason: 'stop', numTokens: 1 },
       });
     const requestId = this.#id();
@@ -166,7 +167,11 @@ export function valueFuzzedMessages(count: number, seed: number, instances: read
     ...Object.entries(STAGE_TO_MAIN_SCHEMAS).map(([type, msg]): [RedisControlKind, string, TSchema] => [
       'to_main',
       type,
-      Type.Object({ from: Type.Union(instances.map((i) => Type.Literal(i))), msg }, { additionalProperties: false }),
+      // A live sender's name, under a lease it does not hold (the fuzz cannot know the real one: those are fenced).
+      Type.Object(
+        { from: Type.Union(instances.map((i) => Type.Literal(i))), lease: Type.Literal('forged host 1'), msg },
+        { additionalProperties: false },
+      ),
     ]),
     ['heartbeat', 'heartbeat', HeartbeatSchema],
     ...Object.entries(MAIN_TO_STAGE_SCHEMAS).map(([type, schema]): [RedisControlKind, string, TSchema] => [

@@ -69,7 +69,9 @@ export async function remoteStagesHarness(instance: string, stageId: string) {
   const facts = { kind: 'talker', conditionDim: 8, numCodebooks: 4, framesPerToken: 2, kvBytesPerToken: 64 } as const;
   const settings = { stageId, replica: 0, pid: 1, threads: 1, modelFiles: [], loadMs: 1, facts };
   // The lease is read (a promise) before the boot: say READY until it is admitted and joins.
-  const ready = setInterval(() => toMain(packControl('to_main', { from: instance, msg: { type: 'ready', settings } })));
+  const ready = setInterval(() =>
+    toMain(packControl('to_main', { from: instance, lease: LEASE, msg: { type: 'ready', settings } })),
+  );
   const handle = await joined;
   clearInterval(ready);
 
@@ -89,8 +91,9 @@ export async function remoteStagesHarness(instance: string, stageId: string) {
     handle,
     handled,
     inst,
-    /** Publishes a report from `from` (this instance by default) on main's channel, as raw msgpack of any value. */
-    report: (msg: unknown, from = instance) => toMain(packControl('to_main', { from, msg } as never)),
+    /** Publishes a report from `from` (this instance by default, under its lease) on main's channel, any value. */
+    report: (msg: unknown, from = instance, lease = LEASE) =>
+      toMain(packControl('to_main', { from, lease, msg } as never)),
     dropped: (reason: string) => drops.get(reason) ?? 0,
     settled: () => new Promise((resolve) => setImmediate(resolve)),
     close: async () => {

@@ -43,7 +43,12 @@ const ROUTES: Record<string, Route> = {
   ...Object.fromEntries(
     Object.entries(STAGE_TO_MAIN_SCHEMAS).map(([type, schema]) => [
       `to main: ${type}`,
-      { schema, ipc: stageToMainProblem, kind: 'to_main', body: (msg: unknown) => ({ from: 'talker#f1', msg }) },
+      {
+        schema,
+        ipc: stageToMainProblem,
+        kind: 'to_main',
+        body: (msg: unknown) => ({ from: 'talker#f1', lease: 'l host 1', msg }),
+      },
     ]),
   ),
   ...Object.fromEntries(
@@ -160,6 +165,11 @@ describe("main's side of a remote instance under fuzzed reports", () => {
         h.report({ type: 'finished', requestId: 'r', finishReason: 'stop', numTokens: 1 }, 'talker#nobody');
         expect(h.handled.length).toBe(before.handled);
         expect(h.dropped('unknown')).toBe(before.unknown + 1);
+        // The instance's name under another lease (a stale process, or a second one): counted, not handled.
+        const fenced = h.dropped('fenced');
+        h.report({ type: 'finished', requestId: 'r', finishReason: 'stop', numTokens: 1 }, 'talker#f1', 'other host 2');
+        expect(h.handled.length).toBe(before.handled);
+        expect(h.dropped('fenced')).toBe(fenced + 1);
         await h.settled(); // a metric that threw would surface here (diagnostics_channel re-throws on the next tick)
       } finally {
         await h.close();

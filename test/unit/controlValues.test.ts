@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { diagnostics } from '../../src/common/diagnostics.ts';
 import { ControlGuard } from '../../src/control/ControlGuard.ts';
 import { stageToMainProblem } from '../../src/control/controlChecks.ts';
+import { CONTROL_PROTOCOL_VERSION } from '../../src/control/wire.ts';
 import { InstanceEvents, type InstanceEventsContext } from '../../src/engine/pool/InstanceEvents.ts';
 import type { StageInstance } from '../../src/engine/pool/StageInstance.ts';
 import {
@@ -19,12 +20,16 @@ import {
   observeStageBatch,
 } from '../../src/server/metrics.ts';
 
-/** The message of the bug, as the stage ACL user published it (msgpack, protocol version 2). */
+/**
+ * The message of the bug, as the stage ACL user published it (msgpack), in the protocol version of now (version 3
+ * added the sender's lease; a version 2 message is refused for its version, before its values are read).
+ */
 const NAN_STATS = new Packr({ useRecords: false }).pack({
-  v: 2,
+  v: CONTROL_PROTOCOL_VERSION,
   ch: 'to_main',
   body: {
     from: 'talker#t1',
+    lease: 'a-lease host-t 1',
     msg: {
       type: 'stats',
       stats: { queueDepth: 0, running: 1, batchSize: 1, stepMs: 2.5, batchSizes: [NaN], edgeSamples: [], steps: [] },

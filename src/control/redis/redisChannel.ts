@@ -2,7 +2,7 @@
  * The control plane for stage instances that are not children of main: the same messages as the IPC pipe, over
  * Redis pub/sub on the deployment's key prefix.
  *
- *   `{prefix}:ctl:main`        instances -> main: {from: instance, msg}
+ *   `{prefix}:ctl:main`        instances -> main: {from: instance, lease, msg}
  *   `{prefix}:ctl:{instance}`  main -> one instance
  *   `{prefix}:hb`              every instance's heartbeat (HEARTBEAT_MS, from a thread of its own: heartbeatWorker.ts);
  *                              main declares an instance lost after HEARTBEAT_TTL_MS without one
@@ -122,7 +122,7 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   send(msg: StageToMain): boolean {
     if (this.#closed || !this.link.up) return false;
     if (msg.type === 'ready') this.#ready = msg;
-    const bytes = packControl('to_main', { from: this.instance, msg });
+    const bytes = packControl('to_main', { from: this.instance, lease: this.#lease.value, msg });
     this.link.commands.publish(this.#keys.toMain, bytes).catch(() => undefined);
     return true;
   }

@@ -92,7 +92,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
       this.#guard.receive('heartbeat', heartbeat, b, (hb) => this.#onHeartbeat(hb)),
     );
     await this.link.subscribe(toMain, (b) =>
-      this.#guard.receive('to_main', toMain, b, ({ from, msg }) => this.#onMessage(from, msg)),
+      this.#guard.receive('to_main', toMain, b, ({ from, lease, msg }) => this.#onMessage(from, lease, msg)),
     );
     this.link.onDown((err) => {
       for (const h of [...this.#handles.values()])
@@ -219,11 +219,18 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
     handle.send(handle.boot);
   }
 
-  #onMessage(from: string, msg: StageToMain): void {
+  #onMessage(from: string, lease: string, msg: StageToMain): void {
     const handle = this.#handles.get(from);
     // Only an instance main admitted speaks here: anything else is a stale, lost or forged sender (counted).
     if (!handle || handle.lost)
       return this.#drop('unknown', `a ${msg.type} from ${from}, an instance main does not know`);
+    // ...and only under the lease main admitted it by: not a stale process that lost the name, nor a second one.
+    if (lease !== handle.heartbeat.lease)
+      return this.#drop(
+        'fenced',
+        `a ${msg.type} from ${from} under a name lease other than the one main admitted it by (that of ` +
+          `${describeHolder(handle.heartbeat.lease)}; this one: ${describeHolder(lease)}): a stale or second process`,
+      );
     if (msg.type === 'ready' && msg.settings.stageId !== handle.heartbeat.stageId)
       return this.#drop(
         'invalid',
@@ -252,7 +259,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
     handle.emit('message', msg);
   }
 
-  #drop(reason: 'unknown' | 'invalid', detail: string): void {
+  #drop(reason: 'unknown' | 'invalid' | 'fenced', detail: string): void {
     this.#guard.drop('to_main', this.#keys.toMain, reason, detail);
   }
 
