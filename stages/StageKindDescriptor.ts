@@ -18,11 +18,12 @@ import type {
   WorkerType,
 } from '../src/common/graph.ts';
 import type { GenerateRequest } from '../src/common/engine.ts';
-import type { ModelFacts } from '../src/common/modelFacts.ts';
+import type { AudioOutputFacts, ModelFacts } from '../src/common/modelFacts.ts';
 import type { ConfigPath, ProblemSink } from '../src/common/problems.ts';
 import type { StageContext, StageCore } from '../src/worker/StageCore.ts';
 import type { BuiltStage } from '../src/worker/stageMain.ts';
-import type { EcDrop, EncodeItem, PlaybackPlan, ThinkerMediaPlan } from '../src/worker/messages.ts';
+import type { EcDrop, EncodeItem, PlaybackPlan, StageStats, ThinkerMediaPlan } from '../src/worker/messages.ts';
+import type { HeldBlocks } from '../src/sched/PrefixCache.ts';
 
 export type { BuiltStage };
 
@@ -110,6 +111,24 @@ export interface StageKindDescriptor<A = unknown> {
   createStage(ctx: StageContext, graph: StageGraph): Promise<BuiltStage>;
   /** Loads the model as a stage would (one thread), reports its facts and unloads it (`chorus models`). */
   probe(spec: StageSpec, graph: StageGraph): Promise<ModelFacts>;
+
+  // What main reads of a kind, asked of the descriptor so the engine names no kind. Absent: the kind has none of it.
+  /**
+   * Entry kinds: what the config says of the model a prompt is rendered for (a generated model's vocabulary, which
+   * sizes the byte tokenizer, and its positions, which bound a prompt); nothing for a file model (known at load).
+   */
+  readonly promptLimits?: (model: ModelSpec) => PromptLimits;
+  /** Kinds that make or shape a request's audio: the part of its format their READY facts say. */
+  readonly audioFacts?: (facts: ModelFacts) => Partial<AudioOutputFacts>;
+  /** Kinds whose outputs the encoder-output store keeps: their identity in its keys, from READY facts. */
+  readonly ecIdentity?: (facts: ModelFacts) => string | undefined;
+  /** Kinds with a prefix cache main routes by (KV-aware routing): the blocks an instance holds, from its stats. */
+  readonly prefixHeld?: (stats: StageStats) => HeldBlocks | undefined;
+}
+
+export interface PromptLimits {
+  readonly vocabSize?: number;
+  readonly maxPositions?: number;
 }
 
 /** The stage's bring-your-own model file, if it has one (reported in READY). */

@@ -1,10 +1,10 @@
 /**
  * Every stage kind Chorus runs, by name. Adding a kind: its folder under stages/ and one line here.
  */
-import type { StageKind } from '../src/common/graph.ts';
+import type { StageGraph, StageKind } from '../src/common/graph.ts';
 import { code2wav } from './code2wav/descriptor.ts';
 import { encoder } from './encoder/descriptor.ts';
-import type { StageKindDescriptor } from './StageKindDescriptor.ts';
+import type { PromptLimits, StageKindDescriptor } from './StageKindDescriptor.ts';
 import { talker } from './talker/descriptor.ts';
 import { thinker } from './thinker/descriptor.ts';
 import { tts } from './tts/descriptor.ts';
@@ -17,6 +17,12 @@ export const stageKindNames = Object.keys(stageKinds) as StageKind[];
 
 export function descriptorOf(kind: StageKind): StageKindDescriptor {
   return stageKinds[kind];
+}
+
+/** What the config says of the entry stage's model (its kind's promptLimits); empty when it says nothing. */
+export function entryPromptLimits(graph: StageGraph): PromptLimits {
+  const entry = graph.stages.find((s) => s.stageId === graph.entryStageId);
+  return (entry && descriptorOf(entry.kind).promptLimits?.(entry.model)) ?? {};
 }
 
 /**

@@ -6,6 +6,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Count, List } from './wireValues.ts';
 
 export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder' | 'tts';
+
+/** The instance and stage id main goes by on edges, in downstream targets and in chunk keys. */
+export const MAIN = 'main';
 export type WorkerType = 'ar' | 'generation';
 export type ConnectorKind = 'shm' | 'inproc' | 'redis';
 export type FinalOutputType = 'text' | 'audio';

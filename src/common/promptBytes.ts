@@ -7,17 +7,15 @@
  */
 import type { ChatMessage } from './engine.ts';
 import { ChorusError, ErrorCodes } from './errors.ts';
-import type { StageGraph } from './graph.ts';
 
 export const BYTES_PER_POSITION = 16;
 
 /** A model file does not say its positions (the ONNX graph's are symbolic): Qwen2.5-Omni's Thinker has 32768. */
 export const FILE_MODEL_POSITIONS = 32768;
 
-/** The entry stage's (Thinker's) positions. */
-export function thinkerPositions(graph: StageGraph): number {
-  const m = graph.stages.find((s) => s.stageId === graph.entryStageId)?.model;
-  return m?.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : FILE_MODEL_POSITIONS;
+/** The positions the byte bound assumes: the entry model's when the config says them, else a file model's. */
+export function boundPositions(maxPositions: number | undefined): number {
+  return maxPositions ?? FILE_MODEL_POSITIONS;
 }
 
 export function promptByteLimit(positions: number): number {
@@ -46,9 +44,8 @@ export function contextLengthMessage(what: string, bytes: number, positions: num
   );
 }
 
-/** Throws CHORUS_ERR_CONTEXT_LENGTH_EXCEEDED when the messages' text is over the bound of the graph's Thinker. */
-export function checkPromptBytes(messages: readonly ChatMessage[], graph: StageGraph): void {
-  const positions = thinkerPositions(graph);
+/** Throws CHORUS_ERR_CONTEXT_LENGTH_EXCEEDED when the messages' text is over the bound of a context of `positions`. */
+export function checkPromptBytes(messages: readonly ChatMessage[], positions: number): void {
   const bytes = textBytes(messages);
   if (bytes > promptByteLimit(positions)) {
     const message = contextLengthMessage("the prompt's text", bytes, positions, 'send shorter or fewer messages');

@@ -8,7 +8,7 @@
  */
 import { cpusFor, pinThisProcess } from '../common/affinity.ts';
 import { randomBytes } from 'node:crypto';
-import type { StageGraph } from '../common/graph.ts';
+import { MAIN, type StageGraph } from '../common/graph.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { logger, type Logger } from '../common/log.ts';
@@ -22,7 +22,7 @@ import {
   type ProvisionedEdges,
 } from '../../transport/registry.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
-import { thinkerMessage } from '../../stages/thinker/protocol.ts';
+import { releasePrefixMessage } from '../../stages/requestEvents.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';
 import { EcStore } from './ec/EcStore.ts';
 import { ecEntryOf } from './ec/ecPlan.ts';
@@ -31,7 +31,7 @@ import { PrefixRoutes } from './PrefixRoutes.ts';
 import { LOCAL_STAGE, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { admissiblePrompt, entryTokenizer, promptContextOf, promptPositionsOf } from './mediaPrompt.ts';
 import type { PreparedPrompt, PromptContext, Tokenizer } from './mediaPrompt.ts';
-import { MAIN, planEdges } from './planEdges.ts';
+import { planEdges } from './planEdges.ts';
 import type { RequestStream } from './RequestStream.ts';
 import type {
   ChatMessage,
@@ -189,7 +189,7 @@ export class Orchestrator implements Engine {
 
   releasePrefix(key: string): void {
     const instance = this.prefixRoutes.release(key);
-    if (instance !== undefined) this.pool.send(instance, thinkerMessage.releasePrefix(key));
+    if (instance !== undefined) this.pool.send(instance, releasePrefixMessage(key));
   }
 
   /** Ends a request as cancelled; `reason` says who or what cancelled it (default: the client). */

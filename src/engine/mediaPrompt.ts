@@ -22,16 +22,17 @@ import type { ChatPiece, ChatTurn, Tokenizer } from '../tokenizer/Tokenizer.ts';
 import { createTokenizer } from '../tokenizer/index.ts';
 import {
   BYTES_PER_POSITION,
+  boundPositions,
   checkPromptBytes,
   promptByteLimit,
   textBytes,
-  thinkerPositions,
 } from '../common/promptBytes.ts';
 
 export type { Tokenizer };
 import type { ChatMessage, ContentPart } from '../common/engine.ts';
 import { encoderConnector } from '../common/edgeConnectors.ts';
 import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
+import { entryPromptLimits } from '../../stages/registry.ts';
 
 export interface MediaItem {
   readonly index: number;
@@ -84,10 +85,7 @@ export function placeholderIds(tokenizer: Tokenizer): PlaceholderIds {
 /** The tokenizer of the entry stage's model (the Thinker's): main renders and counts prompts with it. */
 export function entryTokenizer(graph: StageGraph): Tokenizer {
   const { model } = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
-  return createTokenizer(
-    model,
-    model.source === 'generated' && model.kind === 'thinker' ? model.size.vocabSize : undefined,
-  );
+  return createTokenizer(model, entryPromptLimits(graph).vocabSize);
 }
 
 /**
@@ -96,7 +94,8 @@ export function entryTokenizer(graph: StageGraph): Tokenizer {
  */
 export function promptPositionsOf(messages: readonly ChatMessage[], graph: StageGraph, ctx: PromptContext): number {
   const bytes = textBytes(messages);
-  if (bytes > promptByteLimit(thinkerPositions(graph))) return Math.ceil(bytes / BYTES_PER_POSITION);
+  if (bytes > promptByteLimit(boundPositions(entryPromptLimits(graph).maxPositions)))
+    return Math.ceil(bytes / BYTES_PER_POSITION);
   return preparePrompt(messages, ctx).promptTokenIds.length;
 }
 
@@ -150,7 +149,7 @@ export function admissiblePrompt(
   ctx: PromptContext,
 ): PreparedPrompt {
   // Before tokenizing (on this event loop): text that cannot fit is refused without the work.
-  checkPromptBytes(messages, graph);
+  checkPromptBytes(messages, boundPositions(entryPromptLimits(graph).maxPositions));
   // Media items are probed here (headers only) and refused before anything is admitted.
   const prompt = preparePrompt(messages, ctx);
   checkPromptFits(prompt, graph);
@@ -162,8 +161,7 @@ export function admissiblePrompt(
  * error from the Thinker mid-stream), naming what made it long.
  */
 export function checkPromptFits(prompt: PreparedPrompt, graph: StageGraph): void {
-  const m = graph.stages.find((s) => s.stageId === graph.entryStageId)!.model;
-  const maxPositions = m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
+  const maxPositions = entryPromptLimits(graph).maxPositions ?? Number.MAX_SAFE_INTEGER;
   if (prompt.promptTokenIds.length < maxPositions) return;
   if (prompt.items.length === 0) {
     throw new ChorusError(

@@ -4,13 +4,11 @@
  * has exactly one producer and one consumer process (SPSC rings). Stages that instances may join add "stage#*"
  * edges (joinEdges).
  */
-import type { MediaModality, StageGraph, StageSpec } from '../common/graph.ts';
+import { MAIN, type MediaModality, type StageGraph, type StageSpec } from '../common/graph.ts';
 import type { EdgeBinding } from '../worker/messages.ts';
 import { encoderConnector, outputConnector } from '../common/edgeConnectors.ts';
 
 export { encoderConnector };
-
-export const MAIN = 'main';
 
 export function instanceId(stageId: string, replica: number): string {
   return `${stageId}#${replica}`;

@@ -19,7 +19,7 @@ export function playbackPlan(
 ): PlaybackPlan | undefined {
   if (!audio || !request.modalities.includes('audio')) return undefined;
   const target = request.ttfpTargetMs ?? graph.chunkPolicy.ttfpTargetMs;
-  // The stage that makes the client's audio (Code2Wav, tts): how long its step takes is the audio's last hop.
+  // The stage that makes the client's audio (its final output): how long its step takes is the audio's last hop.
   const vocoder = [...chosen].find((s) => s.spec.finalOutputType === 'audio');
   return {
     firstPacketDeadlineMs: admittedAtMs + (target ?? DEFAULT_FIRST_PACKET_SLACK_MS),

@@ -3,12 +3,11 @@
  * targets and upstream sources with their deadlines, and the kind's own arguments, which its descriptor builds),
  * from the admission's choices. Pure: the Orchestrator sends them.
  */
-import type { StageGraph, StageSpec } from '../common/graph.ts';
+import { MAIN, type StageGraph, type StageSpec } from '../common/graph.ts';
 import type { GenerateRequest } from '../common/engine.ts';
 import { stageKinds } from '../../stages/registry.ts';
 import type { AddRequest, DownstreamTarget, EcDrop, PlaybackPlan, UpstreamSource } from '../worker/messages.ts';
 import type { RequestMediaPlan } from './MediaRoutes.ts';
-import { MAIN } from './planEdges.ts';
 import type { InstanceView } from './pool/StageInstance.ts';
 
 export interface Admission {

@@ -11,6 +11,7 @@
  * salt is another key, so a tenant never takes, nor times, another's encoder output (docs/security.md).
  */
 import { createHash } from 'node:crypto';
+import type { MediaBody } from '../common/payloads.ts';
 import type { ImagePatches } from './types.ts';
 
 /** Bump when the front ends (mel features, image resize/normalise) change what a given input becomes. */
@@ -46,5 +47,16 @@ export function imageCacheKey(image: ImagePatches, encoderId: string, cacheSalt?
   return createHash('sha256')
     .update(header('image', encoderId, dims, cacheSalt))
     .update(bytesOf(image.patches))
+    .digest('hex');
+}
+
+/**
+ * The key of an item's bytes as received, before decoding, with how to read them (format, pcm16 rate): the same
+ * bytes decode the same way. The encoder-output store and an encoder's bytes -> content map look items up by it.
+ */
+export function bytesKeyOf(media: MediaBody): string {
+  return createHash('sha256')
+    .update(JSON.stringify([media.format, media.sampleRateHz ?? null]))
+    .update(media.bytes)
     .digest('hex');
 }

@@ -12,7 +12,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { StageGraph } from '../common/graph.ts';
 import type { Engine } from '../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import { thinkerPositions } from '../common/promptBytes.ts';
+import { boundPositions } from '../common/promptBytes.ts';
+import { entryPromptLimits } from '../../stages/registry.ts';
 import { logger as rootLogger } from '../common/log.ts';
 import { Admission } from './Admission.ts';
 import { RateLimitedError, RequestQueue } from './RequestQueue.ts';
@@ -47,7 +48,11 @@ export function defaultModelName(graph: StageGraph): string {
 
 function tokenLimits(graph: StageGraph, cap: number): TokenLimits {
   const entry = graph.stages.find((s) => s.stageId === graph.entryStageId) ?? graph.stages[0];
-  return { cap, stageDefault: entry?.defaultSamplingParams.maxTokens ?? cap, promptPositions: thinkerPositions(graph) };
+  return {
+    cap,
+    stageDefault: entry?.defaultSamplingParams.maxTokens ?? cap,
+    promptPositions: boundPositions(entryPromptLimits(graph).maxPositions),
+  };
 }
 
 /**

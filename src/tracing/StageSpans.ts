@@ -41,6 +41,7 @@ import {
   type Link,
   type SpanContext,
 } from '@opentelemetry/api';
+import { MAIN } from '../common/graph.ts';
 import type { ReservedSpanIds } from './spanIds.ts';
 import { spanTime } from './spanClock.ts';
 import { contextFromTraceparent, traceparentOfContext } from './traceContext.ts';
@@ -301,7 +302,7 @@ export class StageSpans {
     const t = this.#traced.get(requestId);
     if (!t) return undefined;
     if (t.chunksOut++ === 0) t.firstOut = { to, at: spanTime() };
-    if (to === 'main' || t.linkedOut.has(to)) return undefined;
+    if (to === MAIN || t.linkedOut.has(to)) return undefined;
     t.linkedOut.add(to);
     return traceparentOfContext(t.spanContext);
   }

@@ -9,7 +9,14 @@
  *
  * Then state is freed and main hears `finished`. Nothing here blocks: sends are queued in the adapter.
  */
-import type { ChunkPolicy, EcStoreSettings, SamplingParams, SchedulingPolicy, StageSpec } from '../common/graph.ts';
+import {
+  MAIN,
+  type ChunkPolicy,
+  type EcStoreSettings,
+  type SamplingParams,
+  type SchedulingPolicy,
+  type StageSpec,
+} from '../common/graph.ts';
 import type { FinishReason } from '../common/engine.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
@@ -301,7 +308,8 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   }
 
   private put(req: R, t: DownstreamTarget, chunk: OutgoingChunk): Promise<void> {
-    const keyStage = t.stageId === 'main' ? this.ctx.spec.stageId : t.stageId;
+    // Main's one inbox takes every output stage's stream: a chunk to main is keyed (and numbered) by its sender.
+    const keyStage = t.stageId === MAIN ? this.ctx.spec.stageId : t.stageId;
     const deadline = Date.now() + this.ctx.chunkPolicy.chunkTimeoutMs;
     const traceparent = this.ctx.spans?.chunkOut(req.requestId, t.stageId);
     const sent = traceparent ? { ...chunk, traceparent } : chunk;

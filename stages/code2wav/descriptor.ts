@@ -59,6 +59,9 @@ export const code2wav: StageKindDescriptor<Code2WavArgs> = {
     core: async (ctx, runner: Code2WavRunner) => new (await import('./Code2WavCore.ts')).Code2WavCore(ctx, runner),
     facts: factsOf,
   }),
+
+  audioFacts: (f) =>
+    f.kind === 'code2wav' ? { sampleRateHz: f.sampleRateHz, samplesPerFrame: f.samplesPerFrame } : {},
 };
 
 function factsOf(runner: Code2WavRunner): ModelFacts {

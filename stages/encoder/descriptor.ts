@@ -64,6 +64,8 @@ export const encoder: StageKindDescriptor<EncoderArgs> = {
     core: async (ctx, runner: OnnxEncoderRunner) => new (await import('./EncoderCore.ts')).EncoderCore(ctx, runner),
     facts: factsOf,
   }),
+
+  ecIdentity: (f) => (f.kind === 'encoder' ? f.identity : undefined),
 };
 
 function factsOf(runner: OnnxEncoderRunner): ModelFacts {

@@ -4,7 +4,6 @@
  * (the log-mel) are computed only when the item is actually encoded: a cache hit skips them. Bytes seen before
  * skip the decode as well: ContentKeys remembers which content key they decoded to.
  */
-import { createHash } from 'node:crypto';
 import type { EncoderSettings } from '../../src/common/graph.ts';
 import { mediaInvalid } from '../../src/media/mediaError.ts';
 import { prepareAudio, prepareImage } from '../../src/media/prepareMedia.ts';
@@ -76,14 +75,6 @@ export class ContentKeys {
     this.#byBytes.set(bytesKey, contentKey);
     if (this.#byBytes.size > this.maxEntries) this.#byBytes.delete(this.#byBytes.keys().next().value!);
   }
-}
-
-/** The bytes as sent, with how to read them (format, pcm16 rate): the same bytes decode the same way. */
-export function bytesKeyOf(media: MediaBody): string {
-  return createHash('sha256')
-    .update(JSON.stringify([media.format, media.sampleRateHz ?? null]))
-    .update(media.bytes)
-    .digest('hex');
 }
 
 /** The bytes key within a cache partition (ContentKeys maps it to a content key made with the same salt). */

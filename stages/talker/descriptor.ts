@@ -63,6 +63,9 @@ export const talker: StageKindDescriptor<TalkerArgs> = {
     core: async (ctx, runner: TalkerRunner) => new (await import('./TalkerCore.ts')).TalkerCore(ctx, runner),
     facts: factsOf,
   }),
+
+  // Codec frames per text token: maps played audio back to the text it voiced.
+  audioFacts: (f) => (f.kind === 'talker' ? { framesPerToken: f.framesPerToken } : {}),
 };
 
 function factsOf(runner: TalkerRunner): ModelFacts {

@@ -18,7 +18,8 @@ import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter
 import type { FinishReason } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../src/common/errors.ts';
 import { EC_STORE, type AddRequest, type StageStats } from '../../src/worker/messages.ts';
-import { thinkerMessageOf, type ThinkerArgs, type ThinkerStats } from './protocol.ts';
+import type { ThinkerArgs, ThinkerStats } from './protocol.ts';
+import { requestEventOf } from '../requestEvents.ts';
 import type { TalkerRowsBody } from '../../src/common/payloads.ts';
 import type { CoreRequest, StageContext } from '../../src/worker/StageCore.ts';
 import { ArStageCore } from '../../src/worker/ArStageCore.ts';
@@ -161,14 +162,14 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     this.ctx.wake?.();
   }
 
-  /** Main's messages to the Thinker (protocol.ts ThinkerMessage); a body that is none of them is ignored. */
+  /** Main's request events (../requestEvents.ts): the Thinker hears all three; a body that is none is ignored. */
   override onKindMessage(requestId: string | undefined, body: unknown): void {
-    const m = thinkerMessageOf(body);
+    const m = requestEventOf(body);
     if (m?.type === 'release_prefix') this.prefixes?.release(m.key);
     else if (m?.type === 'first_audio' && requestId !== undefined) this.onFirstAudio(requestId);
     else if (m?.type === 'media_failed' && requestId !== undefined)
       this.onMediaFailed(requestId, m.fromInstance, m.error);
-    else this.ctx.log.debug({ requestId }, 'kind message ignored: not a Thinker message');
+    else this.ctx.log.debug({ requestId }, 'kind message ignored: not a request event');
   }
 
   /** Main has the request's first audio: its first-packet hold ends and decoding goes on. */

@@ -8,7 +8,7 @@ import { presets } from '../generator/presets.ts';
 import { MIN_BYTE_VOCAB_SIZE } from '../../src/tokenizer/ByteTokenizer.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
 import { runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
-import type { ThinkerArgs } from './protocol.ts';
+import { thinkerStatsOf, type ThinkerArgs } from './protocol.ts';
 
 const modelYaml = Type.Object(
   { ...generatedCommon, ...transformer, vocab_size: optional(int(1)), accept_layer: optional(int(0)) },
@@ -67,6 +67,12 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
     },
     facts: factsOf,
   }),
+
+  promptLimits: (m) =>
+    m.source === 'generated' && m.kind === 'thinker'
+      ? { vocabSize: m.size.vocabSize, maxPositions: m.size.maxPositions }
+      : {},
+  prefixHeld: (stats) => thinkerStatsOf(stats).prefix?.held,
 };
 
 /**

@@ -14,7 +14,7 @@ import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';
 import { imageEmbeddingCount } from '../../src/media/imagePatches.ts';
-import { bytesKeyOf } from '../../stages/encoder/encoderInputs.ts';
+import { bytesKeyOf } from '../../src/media/mediaKey.ts';
 import { encoderStatsOf, type EncoderStats } from '../../stages/encoder/protocol.ts';
 import { thinkerStatsOf, type ThinkerEcStats } from '../../stages/thinker/protocol.ts';
 import { collect, ownSegments, waitFor } from '../helpers/engine.ts';

@@ -57,18 +57,12 @@ export interface Wall {
 }
 
 export const CHORUS_WALLS: readonly Wall[] = [
-  // The engine drives stages through workers and the kind registry; what it shares with them (tokenizer, media) lives
-  // in src/. The Thinker's protocol and the encoder's input keys are the kind code it still names.
+  // The engine drives stages through workers and the kind registry (what it needs of a kind is a descriptor property)
+  // and tells them request events; what it shares with them (tokenizer, media) lives in src/. It names no kind.
   {
     from: 'src/engine',
     to: 'stages',
-    through: [
-      'stages/registry.ts',
-      'stages/StageKindDescriptor.ts',
-      'stages/requestEvents.ts',
-      'stages/thinker/protocol.ts',
-      'stages/encoder/encoderInputs.ts',
-    ],
+    through: ['stages/registry.ts', 'stages/StageKindDescriptor.ts', 'stages/requestEvents.ts'],
   },
   // The transport's internals (rings, Redis clients, the adapter) change without touching the engine.
   { from: 'src/engine', to: 'transport', through: ['transport/registry.ts', 'transport/Connector.ts'] },

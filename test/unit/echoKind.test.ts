@@ -13,7 +13,7 @@ import { registerStageKind, stageKinds } from '../../stages/registry.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
 import { collect, configWith, ownSegments, waitFor } from '../helpers/engine.ts';
 import { InProcessStage } from '../helpers/inProcessStage.ts';
-import { echo } from '../helpers/kinds/echo/descriptor.ts';
+import { echo, ECHO_MAX_POSITIONS } from '../helpers/kinds/echo/descriptor.ts';
 import { echoMessage, echoStatsOf, type EchoArgs } from '../helpers/kinds/echo/protocol.ts';
 
 /** text-only.yaml with its one stage (the entry) of the echo kind. */
@@ -85,5 +85,16 @@ describe('a stage kind from the test tree (echo)', () => {
     });
     expect(r.done.finishReason).toBe('stop');
     expect(r.events.filter((e) => e.type === 'text').length).toBeLessThan(1_000);
+  });
+
+  it('bounds prompts by its own promptLimits: main refuses a longer prompt before any stage sees it', async () => {
+    const started = await startEngine();
+    engine = started.engine;
+    const long = { ...request(1), messages: [{ role: 'user' as const, content: 'x'.repeat(ECHO_MAX_POSITIONS + 50) }] };
+    expect(() => engine!.generate(long)).toThrow(
+      expect.objectContaining({ code: 'CHORUS_ERR_CONTEXT_LENGTH_EXCEEDED', message: expect.stringContaining('200') }),
+    );
+    expect(started.stages[0].received.some((m) => m.type === 'add')).toBe(false);
+    expect((await collect(engine.generate(request(1)))).done.finishReason).toBe('length');
   });
 });

@@ -1,12 +1,17 @@
 /**
  * Kind messages on the control plane: the control checks check the `{type: 'kind'}` envelope only (the old
- * per-kind top-level types are gone from the protocol), and the kind checks the body: a Thinker reads only the
- * bodies it knows, with their fields, and ignores the rest (a remote channel can carry a foreign writer's garbage).
+ * per-kind top-level types are gone from the protocol), and the request events' reader checks the body: a kind reads
+ * only the events it knows, with their fields, and ignores the rest (a remote channel can carry a foreign writer's
+ * garbage).
  */
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
-import { firstAudioMessage } from '../../stages/requestEvents.ts';
-import { thinkerMessage, thinkerMessageOf } from '../../stages/thinker/protocol.ts';
+import {
+  firstAudioMessage,
+  mediaFailedMessage,
+  releasePrefixMessage,
+  requestEventOf,
+} from '../../stages/requestEvents.ts';
 import { mainToStageProblem } from '../../src/control/controlChecks.ts';
 
 const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
@@ -14,8 +19,8 @@ const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died
 describe('kind messages', () => {
   it('pass the control checks as an envelope with an object body, the request id optional', () => {
     expect(mainToStageProblem(firstAudioMessage('r'))).toBeNull();
-    expect(mainToStageProblem(thinkerMessage.releasePrefix('sess'))).toBeNull();
-    expect(mainToStageProblem(thinkerMessage.mediaFailed('r', 'image-encoder#0', died))).toBeNull();
+    expect(mainToStageProblem(releasePrefixMessage('sess'))).toBeNull();
+    expect(mainToStageProblem(mediaFailedMessage('r', 'image-encoder#0', died))).toBeNull();
     expect(mainToStageProblem({ type: 'kind', requestId: 'r' })).toMatch(/body: Expected required property/);
     expect(mainToStageProblem({ type: 'kind', body: 'stop' })).toMatch(/body: Expected object/);
     expect(mainToStageProblem({ type: 'kind', requestId: 5, body: {} })).toMatch(/requestId: Expected string/);
@@ -26,11 +31,11 @@ describe('kind messages', () => {
       expect(mainToStageProblem({ type, requestId: 'r', key: 'k' })).toMatch(/not a message type of this protocol/);
   });
 
-  it("reach the Thinker's core only when the body is one of its messages, with its fields", () => {
-    expect(thinkerMessageOf({ type: 'first_audio' })).toEqual({ type: 'first_audio' });
-    expect(thinkerMessageOf({ type: 'release_prefix', key: 'k' })).toEqual({ type: 'release_prefix', key: 'k' });
-    const failed = thinkerMessage.mediaFailed('r', 'image-encoder#0', died);
-    expect(failed.type === 'kind' && thinkerMessageOf(failed.body)).toEqual({
+  it('read as request events only when the body is one, with its fields', () => {
+    expect(requestEventOf({ type: 'first_audio' })).toEqual({ type: 'first_audio' });
+    expect(requestEventOf({ type: 'release_prefix', key: 'k' })).toEqual({ type: 'release_prefix', key: 'k' });
+    const failed = mediaFailedMessage('r', 'image-encoder#0', died);
+    expect(failed.type === 'kind' && requestEventOf(failed.body)).toEqual({
       type: 'media_failed',
       fromInstance: 'image-encoder#0',
       error: died,
@@ -42,6 +47,6 @@ describe('kind messages', () => {
       { type: 'media_failed', fromInstance: 'x', error: 5 },
       { type: 'stop' }, // another kind's
     ])
-      expect(thinkerMessageOf(garbage)).toBeNull();
+      expect(requestEventOf(garbage)).toBeNull();
   });
 });

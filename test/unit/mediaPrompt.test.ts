@@ -1,7 +1,8 @@
 /** Main's side of media: content parts -> prompt with expanded placeholders, items, spans; routing; request checks. */
 import { describe, expect, it } from 'vitest';
 import { checkPromptFits, placeholderIds, preparePrompt, type PromptContext } from '../../src/engine/mediaPrompt.ts';
-import { MAIN, planEdges, stagesFor } from '../../src/engine/planEdges.ts';
+import { MAIN } from '../../src/common/graph.ts';
+import { planEdges, stagesFor } from '../../src/engine/planEdges.ts';
 import type { ChatMessage, ContentPart } from '../../src/common/engine.ts';
 import { encodersOf } from '../../src/common/graph.ts';
 import { validateRequest } from '../../src/engine/validateRequest.ts';

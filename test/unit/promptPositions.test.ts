@@ -9,7 +9,10 @@ import { PromptPositions } from '../../src/server/realtime/PromptPositions.ts';
 function countingEngine(maxPositions: number | null) {
   const model =
     maxPositions === null ? { source: 'file' } : { source: 'generated', kind: 'thinker', size: { maxPositions } };
-  const graph = { entryStageId: 'thinker', stages: [{ stageId: 'thinker', model }] } as unknown as StageGraph;
+  const graph = {
+    entryStageId: 'thinker',
+    stages: [{ stageId: 'thinker', kind: 'thinker', model }],
+  } as unknown as StageGraph;
   const calls: (readonly ChatMessage[])[] = [];
   const engine = {
     graph,

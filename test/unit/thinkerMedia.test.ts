@@ -9,7 +9,8 @@ import { buildPositionMap } from '../../src/media/positionMap.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import type { EncoderFailurePolicy } from '../../src/common/graph.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
-import { thinkerMessage, type ThinkerArgs } from '../../stages/thinker/protocol.ts';
+import type { ThinkerArgs } from '../../stages/thinker/protocol.ts';
+import { mediaFailedMessage } from '../../stages/requestEvents.ts';
 import { ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
 import { configWith } from '../helpers/engine.ts';
 import { deliverKind, FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
@@ -244,7 +245,7 @@ describe('ThinkerCore with media', () => {
       },
     ]);
     const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
-    deliverKind(core, thinkerMessage.mediaFailed('r', image.instance, died));
+    deliverKind(core, mediaFailedMessage('r', image.instance, died));
     expect(adapter.stopped).toEqual([{ requestId: 'r', from: image.instance }]);
     rows(0, image, imageRows); // late rows of a dropped item are ignored
     expect(core.step()).toBe(true);

@@ -8,7 +8,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildPositionMap } from '../../src/media/positionMap.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
-import { thinkerMessage, thinkerStatsOf, type ThinkerArgs } from '../../stages/thinker/protocol.ts';
+import { thinkerStatsOf, type ThinkerArgs } from '../../stages/thinker/protocol.ts';
+import { releasePrefixMessage } from '../../stages/requestEvents.ts';
 import { ArScheduler } from '../../src/sched/ArScheduler.ts';
 import { configWith } from '../helpers/engine.ts';
 import { deliverKind, FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
@@ -105,7 +106,7 @@ describe('ThinkerCore prompt prefixes', () => {
     // The answer's own positions (15 of prompt, 1 token fed) are cached too; the prefill's diverge at 9: both stay.
     expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 2, reuses: 1, reusedTokens: 9 });
     expect([...runner.kv.values()].sort((a, b) => a - b)).toEqual([13, 16]);
-    deliverKind(core, thinkerMessage.releasePrefix('sess')); // the session ends: its entries go
+    deliverKind(core, releasePrefixMessage('sess')); // the session ends: its entries go
     expect(runner.kv.size).toBe(0);
     expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 0, retainedBytes: 0 });
   });
@@ -135,7 +136,7 @@ describe('ThinkerCore prompt prefixes', () => {
     rows('p1', rowsOf(4));
     run();
     expect(runner.kv.size).toBe(1);
-    deliverKind(core, thinkerMessage.releasePrefix('k'));
+    deliverKind(core, releasePrefixMessage('k'));
     expect(runner.kv.size).toBe(0);
     expect(thinkerStatsOf(core.stats()).prefix).toMatchObject({ retained: 0, retainedBytes: 0 });
 
@@ -147,7 +148,7 @@ describe('ThinkerCore prompt prefixes', () => {
     core.abort('p2'); // its 3 text positions (computed before its rows) go into the cache
     run();
     expect(final('answer')?.body).toMatchObject({ cachedTokens: 3 });
-    deliverKind(core, thinkerMessage.releasePrefix('k'));
+    deliverKind(core, releasePrefixMessage('k'));
     expect(runner.kv.size).toBe(0);
   });
 

@@ -1,6 +1,6 @@
 /** A request's media items as the EC store sees them: looked up by the hash of their bytes as received. */
 import type { MediaModality } from '../../common/graph.ts';
-import { bytesKeyOf } from '../../../stages/encoder/encoderInputs.ts';
+import { bytesKeyOf } from '../../media/mediaKey.ts';
 import type { EcItemPlan } from '../../worker/messages.ts';
 import { mediaBodyOf } from '../MediaRoutes.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';

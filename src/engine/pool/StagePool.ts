@@ -11,6 +11,7 @@ import type { Logger } from '../../common/log.ts';
 import type { AudioOutputFacts, ModelFacts } from '../../common/modelFacts.ts';
 import type { EdgeBinding, MainToStage } from '../../worker/messages.ts';
 import { edgeTouches } from '../../../transport/registry.ts';
+import { descriptorOf } from '../../../stages/registry.ts';
 import { instanceId } from '../planEdges.ts';
 import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
 import type { StageWorkerHandle, StartStageWorker } from '../stageWorkers.ts';
@@ -162,9 +163,10 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
   }
 
   #ready(inst: StageInstance, facts: ModelFacts | undefined): void {
-    if (facts?.kind === 'talker') this.#framesPerToken ??= facts.framesPerToken;
-    if (facts?.kind === 'code2wav' || facts?.kind === 'tts')
-      this.#audioFacts ??= { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame };
+    const audio = facts && descriptorOf(inst.spec.kind).audioFacts?.(facts);
+    if (audio?.framesPerToken != null) this.#framesPerToken ??= audio.framesPerToken;
+    if (audio?.sampleRateHz !== undefined && audio.samplesPerFrame !== undefined)
+      this.#audioFacts ??= { sampleRateHz: audio.sampleRateHz, samplesPerFrame: audio.samplesPerFrame };
     this.emit('ready', inst, facts);
   }
 

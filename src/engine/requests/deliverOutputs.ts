@@ -2,7 +2,7 @@
 import { diagnostics } from '../../common/diagnostics.ts';
 import { serializeError } from '../../common/errors.ts';
 import type { Arrival } from '../../../transport/registry.ts';
-import { MAIN } from '../planEdges.ts';
+import { MAIN } from '../../common/graph.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 
 export function deliverOutputs(arrivals: readonly Arrival[], requests: RequestRegistry): void {

@@ -4,7 +4,8 @@
  * learns of instances (an encoder's identity, a Thinker's stored rows, a holder gone with its process).
  */
 import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import { thinkerMessage } from '../../../stages/thinker/protocol.ts';
+import { mediaFailedMessage } from '../../../stages/requestEvents.ts';
+import { descriptorOf } from '../../../stages/registry.ts';
 import type { EcStore } from '../ec/EcStore.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';
@@ -32,7 +33,8 @@ export function followPool(
     failed(view, requestIds, error, false);
   });
   pool.on('ready', (view, facts) => {
-    if (facts?.kind === 'encoder') ec?.noteEncoder(view.spec.stageId, facts.identity);
+    const identity = facts && descriptorOf(view.spec.kind).ecIdentity?.(facts);
+    if (identity !== undefined) ec?.noteEncoder(view.spec.stageId, identity);
   });
   pool.on('ecStored', (instance, msg) => ec?.onStored(instance, msg));
 }
@@ -60,5 +62,5 @@ function encoderFailed(
   if (!record || record.stream.finished) return;
   const outcome = record.encoderFailure(view.instance, error);
   if (outcome?.kind === 'fail') record.stream.end('error', outcome.error);
-  else if (outcome) pool.send(outcome.thinker, thinkerMessage.mediaFailed(requestId, view.instance, error));
+  else if (outcome) pool.send(outcome.thinker, mediaFailedMessage(requestId, view.instance, error));
 }

@@ -11,7 +11,7 @@
  */
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
-import { thinkerStatsOf } from '../../../stages/thinker/protocol.ts';
+import { descriptorOf } from '../../../stages/registry.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot } from '../../sched/blockNames.ts';
@@ -198,7 +198,8 @@ export class Router {
     const ready = [...this.slots.values()].filter((s) => s.spec === entry && s.status === 'ready');
     this.#kv.retain(new Set(ready.map((s) => s.instance)));
     // No report yet (a stage just started): what main predicted stands; a report without a cache: it holds nothing.
-    for (const s of ready) if (s.stats) this.#kv.update(s.instance, thinkerStatsOf(s.stats).prefix?.held);
+    const held = descriptorOf(entry.kind).prefixHeld;
+    for (const s of ready) if (s.stats) this.#kv.update(s.instance, held?.(s.stats));
     if (this.#kv.size === 0) return new Map();
     return this.#kv.overlaps(
       ready.map((s) => s.instance),

@@ -12,14 +12,14 @@
  */
 import type { ChatMessage, Engine } from '../../common/engine.ts';
 import type { StageGraph } from '../../common/graph.ts';
+import { entryPromptLimits } from '../../../stages/registry.ts';
 import { toChatMessages, type StoredItem } from './Conversation.ts';
 
 type CountPositions = (messages: readonly ChatMessage[]) => number;
 
 /** The entry Thinker's positions, when its model says (a generated model); null for a model that does not. */
 export function thinkerPositions(graph: StageGraph): number | null {
-  const m = graph.stages.find((s) => s.stageId === graph.entryStageId)?.model;
-  return m?.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : null;
+  return entryPromptLimits(graph).maxPositions ?? null;
 }
 
 export class PromptPositions {

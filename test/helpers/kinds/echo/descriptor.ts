@@ -13,6 +13,8 @@ import type { EchoArgs } from './protocol.ts';
 const facts = { kind: 'echo' } as unknown as ModelFacts;
 
 export const ECHO_INTERVAL_MS = 20;
+/** The prompt positions it says its entry model has (promptLimits): main refuses longer prompts. */
+export const ECHO_MAX_POSITIONS = 200;
 
 export const echo: StageKindDescriptor<EchoArgs> = {
   kind: 'echo' as StageKind, // not one of Chorus's own kinds: StageKind names those
@@ -29,4 +31,5 @@ export const echo: StageKindDescriptor<EchoArgs> = {
   addArgs: (ctx) => ({ tokenIds: ctx.promptTokenIds, intervalMs: ECHO_INTERVAL_MS }),
   createStage: (ctx) => Promise.resolve({ core: new EchoCore(ctx), facts, modelFiles: [], close: async () => {} }),
   probe: () => Promise.resolve(facts),
+  promptLimits: () => ({ maxPositions: ECHO_MAX_POSITIONS }),
 };
