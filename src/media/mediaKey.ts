@@ -60,3 +60,11 @@ export function bytesKeyOf(media: MediaBody): string {
     .update(media.bytes)
     .digest('hex');
 }
+
+/**
+ * The bytes key within a cache partition (the EC store's entry; an encoder maps it to a content key made with the
+ * same salt): the same bytes under another salt are another entry. Main and the encoder key alike through this.
+ */
+export function saltedBytesKey(bytesKey: string, cacheSalt: string | undefined): string {
+  return cacheSalt === undefined ? bytesKey : `${bytesKey} ${cacheSalt}`;
+}

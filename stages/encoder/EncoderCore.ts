@@ -23,8 +23,8 @@ import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter
 import type { AddRequest, EncodeItem, StageStats } from '../../src/worker/messages.ts';
 import type { EncoderRowsBody } from '../../src/common/payloads.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
-import { ContentKeys, prepareItem, saltedBytesKey, type PreparedItem } from './encoderInputs.ts';
-import { bytesKeyOf } from '../../src/media/mediaKey.ts';
+import { ContentKeys, prepareItem, type PreparedItem } from './encoderInputs.ts';
+import { bytesKeyOf, saltedBytesKey } from '../../src/media/mediaKey.ts';
 import type { EncoderArgs, EncoderKindStats } from './protocol.ts';
 
 interface EncoderRequest extends CoreRequest {

@@ -76,8 +76,3 @@ export class ContentKeys {
     if (this.#byBytes.size > this.maxEntries) this.#byBytes.delete(this.#byBytes.keys().next().value!);
   }
 }
-
-/** The bytes key within a cache partition (ContentKeys maps it to a content key made with the same salt). */
-export function saltedBytesKey(bytesKey: string, cacheSalt: string | undefined): string {
-  return cacheSalt === undefined ? bytesKey : `${bytesKey} ${cacheSalt}`;
-}

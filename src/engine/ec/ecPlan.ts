@@ -1,6 +1,6 @@
 /** A request's media items as the EC store sees them: looked up by the hash of their bytes as received. */
 import type { MediaModality } from '../../common/graph.ts';
-import { bytesKeyOf } from '../../media/mediaKey.ts';
+import { bytesKeyOf, saltedBytesKey } from '../../media/mediaKey.ts';
 import type { EcItemPlan } from '../../worker/messages.ts';
 import { mediaBodyOf } from '../MediaRoutes.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
@@ -18,7 +18,7 @@ function bytesKeyOfItem(item: MediaItem): string {
   let key = bytesKeys.get(item);
   if (key === undefined) {
     const bytesKey = bytesKeyOf(mediaBodyOf(item));
-    bytesKeys.set(item, (key = item.cacheSalt === undefined ? bytesKey : `${bytesKey} ${item.cacheSalt}`));
+    bytesKeys.set(item, (key = saltedBytesKey(bytesKey, item.cacheSalt)));
   }
   return key;
 }
