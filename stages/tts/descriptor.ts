@@ -66,6 +66,8 @@ export const tts: StageKindDescriptor<TtsArgs> = {
     },
     facts: (voice) => factsOf(voice.runner),
   }),
+
+  audioFacts: (f) => (f.kind === 'tts' ? { sampleRateHz: f.sampleRateHz, samplesPerFrame: f.samplesPerFrame } : {}),
 };
 
 async function loadVoice(spec: StageSpec, graph: StageGraph): Promise<LoadedVoice> {
