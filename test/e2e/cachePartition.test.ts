@@ -125,10 +125,10 @@ describe('cache partitions', () => {
     expect(after('chorus_encoder_cache_hits_total') - before('chorus_encoder_cache_hits_total')).toBe(0);
   });
 
-  it("a Realtime session's cache_salt holds for its responses; 42 is refused naming the field", async () => {
-    const open = () =>
+  it("a Realtime session's cache_salt and API key hold for its responses; 42 is refused naming the field", async () => {
+    const open = (key: string) =>
       RealtimeClient.connect(`${base.replace('http', 'ws')}/v1/realtime`, undefined, {
-        headers: { authorization: `Bearer ${KEYS[0]}` },
+        headers: { authorization: `Bearer ${key}` },
       });
     const p = prefix('oceans');
     const respond = async (client: RealtimeClient, question: string) => {
@@ -141,24 +141,27 @@ describe('cache partitions', () => {
       const usage = (done.response as { usage: { input_token_details: { cached_tokens: number } } }).usage;
       return usage.input_token_details.cached_tokens;
     };
-    const salted = async (salt: string) => {
-      const client = await open();
+    const salted = async (salt: string, key = KEYS[0]) => {
+      const client = await open(key);
       client.send({ type: 'session.update', session: { cache_salt: salt } });
       await client.next('session.updated');
       return client;
     };
     const [x, y] = [await salted('salt-x'), await salted('salt-y')];
+    const [again, otherKey] = [await salted('salt-x'), await salted('salt-x', KEYS[1])];
     try {
       expect(await respond(x, 'Which is deepest?')).toBe(0);
       expect(await respond(x, 'Which is saltiest?')).toBeGreaterThanOrEqual(10 * BLOCK);
       expect(await respond(y, 'Which is widest?')).toBe(0);
+      // The partition is the salt and the key, not the session: another session of both shares, another key not.
+      expect(await respond(again, 'Which is coldest?')).toBeGreaterThanOrEqual(10 * BLOCK);
+      expect(await respond(otherKey, 'Which is calmest?')).toBe(0);
       y.send({ type: 'session.update', event_id: 'bad-salt', session: { cache_salt: 42 } });
       expect((await y.next('error')).error).toMatchObject({ param: 'session.cache_salt', event_id: 'bad-salt' });
       y.send({ type: 'response.cancel', event_id: 'extra', response: {} });
       expect((await y.next('error')).error).toMatchObject({ param: 'response', event_id: 'extra' });
     } finally {
-      x.close();
-      y.close();
+      for (const client of [x, y, again, otherKey]) client.close();
     }
   });
 });
