@@ -22,10 +22,13 @@ export const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER
 export const PositiveCount = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 /** A duration or a rate: finite and non-negative (fractions allowed). */
 export const NonNegative = Type.Number({ minimum: 0 });
-/** A duration in ms: at most ~11.5 days (a step, a load, a drain; a longer one is not a duration this code makes). */
-export const DurationMs = Type.Number({ minimum: 0, maximum: 1e9 });
-/** A wall-clock time, epoch ms (Date.now()): after 2000, before 2200. */
-export const EpochMs = Type.Number({ minimum: 946_684_800_000, maximum: 7_258_118_400_000 });
+/**
+ * A duration in ms: finite, >= 0, at most ~317 years (a timeout from the config has no upper bound there, so this one
+ * is far above any that makes sense: a message is never refused for a setting the config took).
+ */
+export const DurationMs = Type.Number({ minimum: 0, maximum: 1e13 });
+/** A wall-clock time, epoch ms (Date.now(), or a deadline: now + a DurationMs): after 2000, before ~5100. */
+export const EpochMs = Type.Number({ minimum: 946_684_800_000, maximum: 1e14 });
 
 /** A stage id, as the config allows (src/config/schema.ts stage_id); main also names itself `main`. */
 export const StageId = Type.String({ pattern: '^[a-z0-9]+(-[a-z0-9]+)*$', maxLength: 64 });

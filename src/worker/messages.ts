@@ -267,7 +267,7 @@ export const STAGE_TO_MAIN_SCHEMAS = {
       numTokens: Count,
       error: Type.Optional(SerializedErrorSchema),
       /** Thinker: what the answer left out (a media item dropped under on_encoder_failure: text_only). */
-      warnings: Type.Optional(List(LongText, 64)),
+      warnings: Type.Optional(List(LongText, MAX_PLAN_ITEMS)), // one per media item at most
     },
     closed,
   ),
