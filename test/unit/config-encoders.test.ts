@@ -130,7 +130,7 @@ ${thinkerWith('{from: audio-encoder}, {from: audio-2}, {from: bare}')}  - stage_
       'configs/x.yaml:21 stages[5].inputs: encoder stage "chained" reads its media from the request, not from ' +
         "another stage: remove its inputs (list it in the thinker's inputs instead)",
       'configs/x.yaml:21 stages[5].inputs: an encoder cannot read from "thinker" (a thinker): the edges that exist ' +
-        'are thinker -> talker, talker -> code2wav, encoder -> thinker',
+        'are thinker -> talker, thinker -> tts, talker -> code2wav, encoder -> thinker',
     ]);
   });
 

@@ -72,7 +72,9 @@ describe('migration through the Orchestrator', () => {
     const r = await collect(engine!.generate(request), killAtSecondToken(fakes));
     expect(r.done.finishReason).toBe('error');
     expect(r.done.error?.code).toBe('CHORUS_ERR_STAGE_DIED');
-    expect(r.done.error?.message).toMatch(/died .*\(not migrated: no ready instance of every stage .* within 200 ms/);
+    expect(r.done.error?.message).toMatch(
+      /died .*\(not migrated: waited 0\.2 s \(chunk_policy\.chunk_timeout_ms\) and no instance of stage thinker /,
+    );
     expect(r.events.flatMap((e) => (e.type === 'text' ? e.tokenIds : []))).toEqual([300, 301]);
   });
 
