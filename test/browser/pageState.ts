@@ -55,6 +55,7 @@ export interface PageGlobals {
     responses: (PageResponse & { row: unknown; turn: unknown })[];
     events: PageEvent[];
     turns: PageTurn[];
+    ws: { send(data: string): void } | null;
     session: { id: string } | null;
     context: { usedPositions: number; maxPositions: number | null; inputTokens: number; cachedTokens: number } | null;
     eventCounts: Record<string, number>;

@@ -197,6 +197,26 @@ describe('playground', () => {
     expect(await page.textContent('#contextText')).toMatch(/^\d+ positions; 0 of \d+ prompt tokens cached/);
   });
 
+  it('removes a turn the server forgot (conversation.item.deleted, as truncation sends it) from the view', async () => {
+    const before = await page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.turns);
+    const [user, answer] = before;
+    expect([user.role, answer.role]).toEqual(['user', 'assistant']);
+    // The server announces a truncation's drops as it announces a delete the client asked for: the same event.
+    for (const id of [user.itemId!, answer.itemId!])
+      await page.evaluate((itemId) => {
+        const ws = (globalThis as unknown as PageGlobals).chorusPlayground.ws!;
+        ws.send(JSON.stringify({ type: 'conversation.item.delete', item_id: itemId }));
+      }, id);
+    await page.waitForFunction(
+      (n) => (globalThis as unknown as PageGlobals).chorusPlayground.turns.length === n,
+      before.length - 2,
+    );
+    const after = await page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.turns);
+    expect(after.map((t) => t.itemId)).toEqual(before.slice(2).map((t) => t.itemId));
+    const shown = await page.$$eval('#transcript li', (lis) => lis.map((li) => li.getAttribute('data-item-id')));
+    expect(shown).toEqual(after.map((t) => t.itemId));
+  });
+
   it('sends the settings panel as session.update, and the engine runs the next answer with it', async () => {
     const updated = () =>
       page.evaluate(() => (globalThis as unknown as PageGlobals).chorusPlayground.eventCounts['session.updated'] ?? 0);

@@ -1,8 +1,8 @@
 /**
  * session.truncation on a real pipeline (tiny-omni-text-in with a 512-position Thinker, so a conversation outgrows
  * it in a dozen short turns): "auto" keeps a session answering past the limit, dropping its oldest items and telling
- * the client with conversation.item.deleted; retention_ratio drops several items in one step and then leaves the
- * conversation alone for a while; "disabled" fails the turn with a failed response.done naming the limit and the fix;
+ * the client with conversation.item.deleted, in a few large steps whose turns between hit the prefix cache;
+ * retention_ratio drops several items in one step and then leaves the conversation alone for a while; "disabled" fails the turn with a failed response.done naming the limit and the fix;
  * and bad settings are refused at session.update, naming the field.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,7 +38,7 @@ afterAll(async () => {
 interface Done {
   status: string;
   status_details: { error?: { type: string; code: string; message: string } } | null;
-  usage: { input_tokens: number };
+  usage: { input_tokens: number; input_token_details: { cached_tokens: number } };
 }
 
 /** A text session with short answers, and `truncation` as given (absent: the default). */
@@ -100,6 +100,33 @@ describe('session.truncation', () => {
     expect(deletedIds(c.events)).toEqual(deleted);
     c.send({ type: 'conversation.item.retrieve', item_id: oldestKept });
     expect((await c.next('conversation.item.retrieved')).item).toMatchObject({ id: oldestKept });
+    c.close();
+  }, 120_000);
+
+  it('auto (the default) truncates in a few large steps; the turns between them hit the prefix cache', async () => {
+    const c = await session();
+    const turns: { dropped: number; input: number; cached: number }[] = [];
+    for (let i = 0; i < 24; i++) {
+      const from = c.events.length;
+      const done = await turn(c, i);
+      expect(done.status, JSON.stringify(done.status_details)).not.toBe('failed');
+      const { input_tokens: input, input_token_details: details } = done.usage;
+      turns.push({ dropped: deletedIds(c.events.slice(from)).length, input, cached: details.cached_tokens });
+    }
+    const truncating = turns.flatMap((t, i) => (t.dropped > 0 ? [i] : []));
+    const first = truncating[0];
+    expect(first).toBeGreaterThan(0);
+    // ~60 positions a turn, ~490 allowed: each step frees half, room for ~4 turns; never one step per turn.
+    expect(truncating.length).toBeGreaterThanOrEqual(2);
+    expect(truncating.length).toBeLessThanOrEqual(Math.ceil((turns.length - first) / 3));
+    expect(turns[first].dropped).toBeGreaterThanOrEqual(3);
+    // Every turn that drops nothing reads its predecessor's prompt from the cache (up to the last partial block).
+    for (let i = first + 1; i < turns.length; i++) {
+      if (turns[i].dropped > 0) continue;
+      expect(turns[i].cached, `turn ${i}: ${JSON.stringify(turns.slice(i - 1, i + 1))}`).toBeGreaterThanOrEqual(
+        turns[i - 1].input - 16,
+      );
+    }
     c.close();
   }, 120_000);
 

@@ -1,6 +1,11 @@
 /** session.truncation planning (pure): which items go so that a prompt and its answer fit the Thinker; the errors. */
 import { describe, expect, it } from 'vitest';
-import { planTruncation, truncationError, type TruncationInput } from '../../src/server/realtime/planTruncation.ts';
+import {
+  AUTO_RETENTION_RATIO,
+  planTruncation,
+  truncationError,
+  type TruncationInput,
+} from '../../src/server/realtime/planTruncation.ts';
 import { checkTokenLimits, parseTruncation } from '../../src/server/realtime/parseTruncation.ts';
 import { ClientInputError } from '../../src/server/validate.ts';
 
@@ -17,6 +22,32 @@ const input = (over: Partial<TruncationInput>): TruncationInput => ({
   ...over,
 });
 
+/**
+ * `turns` turns of a user item and an answer of uneven sizes (40-90 positions each), each turn planned before its
+ * answer and the plan applied as a session applies it: at which turns items went, which went, the items in order.
+ */
+function simulate(setting: TruncationInput['setting'], turns: number) {
+  const conversation: { id: string; positions: number }[] = [];
+  const truncatedAt: number[] = [];
+  const dropped: string[] = [];
+  const order: string[] = [];
+  const size = (i: number) => 40 + ((i * 37) % 51);
+  for (let turn = 0; turn < turns; turn++) {
+    conversation.push({ id: `u${turn}`, positions: size(2 * turn) });
+    order.push(`u${turn}`);
+    const plan = planTruncation(input({ items: conversation, setting }));
+    if (!plan.fits) throw new Error(`turn ${turn} does not fit`);
+    expect(plan.keptPositions).toBeLessThanOrEqual(plan.limit.allowed);
+    if (plan.drop.length > 0) truncatedAt.push(turn);
+    expect(plan.drop).toEqual(conversation.slice(0, plan.drop.length).map((it) => it.id));
+    dropped.push(...plan.drop);
+    conversation.splice(0, plan.drop.length);
+    conversation.push({ id: `a${turn}`, positions: size(2 * turn + 1) });
+    order.push(`a${turn}`);
+  }
+  return { truncatedAt, dropped, order };
+}
+
 describe('planTruncation', () => {
   it('keeps a conversation that fits, up to the last position', () => {
     const plan = planTruncation(input({ items: items(400, 450) }));
@@ -24,30 +55,49 @@ describe('planTruncation', () => {
     expect(plan.limit).toEqual({ allowed: 850, byModel: 850, reserved: 100, conversation: 850 });
   });
 
-  it('auto drops the oldest items until prompt + the answer cap fit, and no more', () => {
-    const plan = planTruncation(input({ items: items(300, 300, 200, 100, 1) }));
+  it('retention_ratio 1 drops the oldest items until prompt + the answer cap fit, and no more', () => {
+    const setting = { type: 'retention_ratio', retention_ratio: 1 } as const;
+    const plan = planTruncation(input({ items: items(300, 300, 200, 100, 1), setting }));
     expect(plan).toMatchObject({ fits: true, drop: ['i0'], keptPositions: 601 });
-    const tight = planTruncation(input({ items: items(300, 300, 200, 200, 200) }));
+    const tight = planTruncation(input({ items: items(300, 300, 200, 200, 200), setting }));
     expect(tight).toMatchObject({ fits: true, drop: ['i0', 'i1'], keptPositions: 600 });
   });
 
   it('retention_ratio drops in one large step, to r of the allowed positions', () => {
-    const setting = { type: 'retention_ratio', retention_ratio: 0.5 } as const;
-    // 9 x 100 = 900 > 850: down to <= 425, so five items go at once (auto would drop one).
+    const setting = { type: 'retention_ratio', retention_ratio: 0.8 } as const;
+    // 9 x 100 = 900 > 850: down to <= 680, so three items go at once (only what the turn needs would be one).
     const plan = planTruncation(input({ items: items(...Array<number>(9).fill(100)), setting }));
-    expect(plan).toMatchObject({ fits: true, drop: ['i0', 'i1', 'i2', 'i3', 'i4'], keptPositions: 400 });
-    expect(planTruncation(input({ items: items(...Array<number>(9).fill(100)) }))).toMatchObject({
-      drop: ['i0'],
-    });
+    expect(plan).toMatchObject({ fits: true, drop: ['i0', 'i1', 'i2'], keptPositions: 600 });
     // The turns after it add up again without any drop, until the limit is reached once more.
     const after = planTruncation(input({ items: items(...Array<number>(8).fill(100)), setting }));
     expect(after).toMatchObject({ fits: true, drop: [] });
   });
 
-  it('retention_ratio 1 is auto', () => {
-    const setting = { type: 'retention_ratio', retention_ratio: 1 } as const;
+  it(`auto is retention_ratio ${AUTO_RETENTION_RATIO}: the default truncates in large steps`, () => {
+    const setting = { type: 'retention_ratio', retention_ratio: AUTO_RETENTION_RATIO } as const;
     const list = items(300, 300, 200, 100, 100);
-    expect(planTruncation(input({ items: list, setting }))).toEqual(planTruncation(input({ items: list })));
+    expect(planTruncation(input({ items: list }))).toEqual(planTruncation(input({ items: list, setting })));
+    // 9 x 100 = 900 > 850: down to <= 425, five items at once.
+    expect(planTruncation(input({ items: items(...Array<number>(9).fill(100)) }))).toMatchObject({
+      drop: ['i0', 'i1', 'i2', 'i3', 'i4'],
+      keptPositions: 400,
+    });
+  });
+
+  it('auto past the limit: few truncations, each followed by several turns that only append', () => {
+    const auto = simulate('auto', 60);
+    // ~7800 positions through a limit of 850: each truncation frees ~425, room for at least 3 turns of <= 180.
+    expect(auto.truncatedAt.length).toBeGreaterThanOrEqual(8);
+    expect(auto.truncatedAt.length).toBeLessThanOrEqual(20);
+    const gaps = auto.truncatedAt.slice(1).map((t, i) => t - auto.truncatedAt[i]);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(3);
+    // Only from the front, oldest first: what is kept stays the prefix of every later turn's prompt.
+    expect(auto.dropped).toEqual(auto.order.slice(0, auto.dropped.length));
+    // Dropping only what each turn needs (retention 1) truncates on nearly every turn past the limit.
+    const minimal = simulate({ type: 'retention_ratio', retention_ratio: 1 }, 60);
+    const pastLimit = 60 - minimal.truncatedAt[0];
+    expect(minimal.truncatedAt.length).toBeGreaterThan(0.8 * pastLimit);
+    expect(auto.truncatedAt.length).toBeLessThan(0.4 * pastLimit);
   });
 
   it('token_limits.post_instructions lowers the limit; the Thinker still bounds it', () => {

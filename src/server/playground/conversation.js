@@ -139,6 +139,18 @@ export function showContext(usage) {
   $('context').value = maxPositions ? Math.min(1, used / maxPositions) : 0;
 }
 
+/**
+ * An item the server forgot (conversation.item.deleted: dropped by session.truncation, or deleted on request): its
+ * turn leaves the view, which shows what the model reads. False when no turn shows it.
+ */
+export function removeTurn(itemId) {
+  const at = state.turns.findIndex((t) => t.itemId === itemId);
+  if (at < 0) return false;
+  elements.get(state.turns[at]).remove();
+  state.turns.splice(at, 1);
+  return true;
+}
+
 /** A new session: nothing said yet. */
 export function clearConversation() {
   state.turns = [];

@@ -1,5 +1,5 @@
 // The realtime server events: each one recorded (for tests and the log) and applied to the page.
-import { addAnswerTurn, addUserTurn, plainStatus, showContext, updateAnswerTurn } from './conversation.js';
+import { addAnswerTurn, addUserTurn, plainStatus, removeTurn, showContext, updateAnswerTurn } from './conversation.js';
 import { $, logLine, setStatus, setVoice, state } from './page.js';
 import { stopMic } from './mic.js';
 import { onSpeechStarted, playChunk } from './playback.js';
@@ -49,6 +49,10 @@ export function onServerEvent(e) {
       return;
     case 'conversation.item.added':
       if (e.item && e.item.role === 'user') addUserTurn(e.item, speech.get(e.item.id));
+      return;
+    case 'conversation.item.deleted':
+      speech.delete(e.item_id);
+      logLine(e.type, `${e.item_id}${removeTurn(e.item_id) ? ' (out of the context: removed from the view)' : ''}`);
       return;
     case 'input_audio_buffer.speech_started':
       speech.set(e.item_id, { startMs: e.audio_start_ms, endMs: e.audio_start_ms });

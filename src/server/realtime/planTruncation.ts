@@ -6,10 +6,12 @@
  * conversation.item.delete forgets them); the voice prefill and a held answer plan the same way without applying it,
  * so the prompts they compute are the answer's.
  *
- * - "auto": drop the oldest items until the rest fits.
  * - retention_ratio r: once the conversation is over the limit, drop the oldest items until r of the allowed
  *   positions are used: one large step, so truncations are rare and the turns after one share a long prefix again
  *   (what a prefix cache serves); token_limits.post_instructions lowers the limit.
+ * - "auto" (the default): retention_ratio AUTO_RETENTION_RATIO. Dropping only what the turn needs would drop an item
+ *   or two on every turn past the limit, changing the prompt's first item each time, so the prefix cache would never
+ *   hit again and each turn would prefill the whole conversation (seconds, where a cached turn takes milliseconds).
  * - "disabled": nothing is dropped; a conversation over the limit fails its response, naming the fix.
  *
  * Never dropped: the instructions (they are not an item), and the newest item that takes any positions (the turn
@@ -84,6 +86,13 @@ export function reservedForAnswer(answerPositions: number, maxPositions: number)
   return Math.max(1, Math.min(answerPositions, Math.floor(maxPositions / 2)));
 }
 
+/**
+ * The share of the allowed positions "auto" keeps when it truncates: the turns after a truncation append to a prefix
+ * the cache holds for (1 - r) of the limit; a smaller r truncates less often but forgets more at once. At 0.5 a
+ * truncation's prefill (r of the limit, uncached) is no more than what the turns until the next one append.
+ */
+export const AUTO_RETENTION_RATIO = 0.5;
+
 export function planTruncation(input: TruncationInput): TruncationPlan {
   const { items, setting } = input;
   const reserved = reservedForAnswer(input.answerPositions, input.maxPositions);
@@ -104,8 +113,9 @@ export function planTruncation(input: TruncationInput): TruncationPlan {
   while (newestAt > 0 && items[newestAt].positions === 0) newestAt--;
   const newest = items[newestAt];
   if (newest.positions > allowed) return { fits: false, reason: 'newest_item', newest, limit };
-  // 5. Drop the oldest items until the rest is at the target: the limit ("auto"), or r of it (one large step).
-  const target = setting === 'auto' ? allowed : Math.floor(setting.retention_ratio * allowed);
+  // 5. Drop the oldest items until the rest is at r of the limit: one large step, then many turns that only append.
+  const ratio = setting === 'auto' ? AUTO_RETENTION_RATIO : setting.retention_ratio;
+  const target = Math.floor(ratio * allowed);
   const drop: string[] = [];
   let kept = conversation;
   for (let i = 0; i < newestAt && kept > target; i++) {
