@@ -2,8 +2,9 @@
  * session.truncation on a real pipeline (tiny-omni-text-in with a 512-position Thinker, so a conversation outgrows
  * it in a dozen short turns): "auto" keeps a session answering past the limit, dropping its oldest items and telling
  * the client with conversation.item.deleted, in a few large steps whose turns between hit the prefix cache;
- * retention_ratio drops several items in one step and then leaves the conversation alone for a while; "disabled" fails the turn with a failed response.done naming the limit and the fix;
- * and bad settings are refused at session.update, naming the field.
+ * retention_ratio drops several items in one step and then leaves the conversation alone for a while; "disabled"
+ * fails the turn with a failed response.done naming the limit and the fix; and bad settings are refused at
+ * session.update, naming the field.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
