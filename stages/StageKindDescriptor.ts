@@ -5,7 +5,9 @@
  * turned out to be travels back to main in READY (ModelFacts). Nothing else switches on a stage kind.
  *
  * A new kind = a folder stages/<kind>/ with its descriptor, its protocol (add arguments, stats section,
- * messages), core, runner and model builder, and one line in stages/registry.ts.
+ * messages), core, runner and model loading, and one line in stages/registry.ts (the full checklist, with the two
+ * lines of types in src/common: docs/architecture.md "What a new stage kind costs"). What main needs of a kind is a
+ * property here (promptLimits, audioFacts, ecIdentity, prefixHeld), never a test of its name.
  */
 import type { TSchema } from '@sinclair/typebox';
 import type {

@@ -1,5 +1,7 @@
 /**
- * Every stage kind Chorus runs, by name. Adding a kind: its folder under stages/ and one line here.
+ * Every stage kind Chorus runs, by name. Adding a kind: its folder stages/<kind>/ and one line here; the rest of the
+ * checklist (its name in StageKind, its READY facts, a YAML section of its own) is docs/architecture.md "What a new
+ * stage kind costs". Nothing under src/engine or src/worker.
  */
 import type { StageGraph, StageKind } from '../src/common/graph.ts';
 import { code2wav } from './code2wav/descriptor.ts';
