@@ -97,6 +97,10 @@ describe('cache partitions', () => {
   });
 
   it('each API key is its own partition by default, with and without a salt', async () => {
+    const refused = await sdk('key-of-nobody')
+      .models.list()
+      .catch((err: unknown) => err);
+    expect(refused).toMatchObject({ status: 401 });
     const p = prefix('mountains');
     expect(await cachedTokens(KEYS[0], `${p}Which is highest?`)).toBe(0);
     expect(await cachedTokens(KEYS[1], `${p}Which is steepest?`)).toBe(0);

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { cacheSaltOf, tenantOf } from '../../src/server/cachePartition.ts';
+import { resolveServerOptions } from '../../src/server/options.ts';
 
 const stages = `
 stages:
@@ -31,6 +32,13 @@ describe('cache partition', () => {
     expect(new Set(salts).size).toBe(4);
     expect(cacheSaltOf(t, 'a')).toBe(cacheSaltOf(tenantOf('k1', 'api_key'), 'a'));
     expect(cacheSaltOf(null, t!)).not.toBe(cacheSaltOf(t, undefined));
+  });
+
+  it('API keys: one or several (--api-key repeated), duplicates once, an empty key none', () => {
+    expect(resolveServerOptions({ apiKey: ['a', 'b', 'a', ''] }, 'm').apiKeys).toEqual(['a', 'b']);
+    expect(resolveServerOptions({ apiKey: 'k' }, 'm').apiKeys).toEqual(['k']);
+    expect(resolveServerOptions({ apiKey: '' }, 'm').apiKeys).toEqual([]);
+    expect(resolveServerOptions({ apiKey: null }, 'm').apiKeys).toEqual([]);
   });
 
   it('security.cache_partition: api_key by default, shared when asked, anything else refused by path', () => {
