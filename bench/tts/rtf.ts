@@ -18,7 +18,7 @@ import { locateVoice } from '../../stages/tts/locateVoice.ts';
 import { OnnxPiperRunner } from '../../stages/tts/OnnxPiperRunner.ts';
 import { phonemeIds } from '../../stages/tts/phonemeIds.ts';
 import { PiperPhonemizer } from '../../stages/tts/phonemes.ts';
-import { DEFAULT_PHRASE_POLICY } from '../../stages/tts/PhraseSplitter.ts';
+import { DEFAULT_PHRASE_POLICY, PhraseSplitter } from '../../stages/tts/PhraseSplitter.ts';
 import { TtsCore } from '../../stages/tts/TtsCore.ts';
 import { gitSha } from '../common.ts';
 
@@ -103,6 +103,15 @@ async function stage(round: number): Promise<{ ms: number; audioS: number }> {
   return { ms: performance.now() - started, audioS: samples / 24000 };
 }
 
+/** Milliseconds eSpeak NG takes for the text's phrases, as the stage cuts them (part of the stage's time). */
+async function phonemizeMs(): Promise<number> {
+  const splitter = new PhraseSplitter(DEFAULT_PHRASE_POLICY);
+  const phrases = [...splitter.push(TEXT), ...splitter.end()];
+  const started = performance.now();
+  for (const p of phrases) await phonemizer.sentences(p);
+  return performance.now() - started;
+}
+
 const results = { alone: [] as { ms: number; audioS: number }[], stage: [] as { ms: number; audioS: number }[] };
 alone(); // warm both paths once
 await stage(-1);
@@ -123,6 +132,9 @@ const report = {
   rtfStage,
   /** Speed in the stage over speed alone (the goal: >= 0.9). */
   speedRatio: rtfAlone / rtfStage,
+  /** Of the stage's time per round: eSpeak NG's share (phonemes of every phrase). */
+  phonemizeMsPerRound: await phonemizeMs(),
+  stageMsPerRound: results.stage.reduce((a, x) => a + x.ms, 0) / results.stage.length,
 };
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 await runner.close();
