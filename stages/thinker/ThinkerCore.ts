@@ -26,6 +26,7 @@ import { ArStageCore } from '../../src/worker/ArStageCore.ts';
 import { ThinkerMedia } from './ThinkerMedia.ts';
 import type { ThinkerEc } from './ThinkerEc.ts';
 import { ThinkerPrefixCache, type PrefixUse } from './ThinkerPrefixCache.ts';
+import { ThinkerGrammar, type GrammarUse } from './ThinkerGrammar.ts';
 
 export interface ThinkerRequest extends CoreRequest {
   /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
@@ -37,10 +38,13 @@ export interface ThinkerRequest extends CoreRequest {
   readonly prefix: PrefixUse;
   /** First-packet hold: tokens written before waiting for main's first_audio; null once released (or none). */
   holdAfterTokens: number | null;
+  /** Constrained decoding (ThinkerGrammar.ts); null without a grammar. */
+  readonly grammar: GrammarUse | null;
 }
 
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, ThinkerBatchItem, ThinkerStepOutput> {
   private readonly prefixes: ThinkerPrefixCache | null;
+  private readonly grammars: ThinkerGrammar;
 
   constructor(
     ctx: StageContext,
@@ -51,6 +55,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     private readonly feed: 'rows' | 'text' = 'rows',
   ) {
     super(ctx, runner);
+    this.grammars = new ThinkerGrammar(ctx.spec.model, runner.vocabSize);
     const settings = ctx.spec.engine.prefixCache;
     // The cache sits beside the scheduler's KV budget (its own max_bytes), so it never makes a request wait.
     this.prefixes = settings
@@ -116,6 +121,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       media,
       holdAfterTokens:
         needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
+      grammar: args.grammar ? this.openGrammar(msg.requestId, args.grammar) : null,
       prefix: this.prefixes?.claim(
         msg.requestId,
         args.prefix?.key ?? null,
@@ -151,6 +157,24 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     return req;
   }
 
+  /** The request samples once its grammar is compiled; a grammar that cannot be compiled fails it. */
+  private openGrammar(requestId: string, spec: NonNullable<ThinkerArgs['grammar']>): GrammarUse {
+    const live = () => this.requests.get(requestId);
+    return this.grammars.open(
+      spec,
+      () => {
+        const req = live();
+        if (!req) return;
+        this.refreshAvailable(req);
+        this.ctx.wake?.();
+      },
+      (err) => {
+        const req = live();
+        if (req) this.fail(req, err);
+      },
+    );
+  }
+
   /** An item's rows from the EC store (or why they cannot come): as if its encoder had sent them. */
   private onStoreRows(req: ThinkerRequest, item: number, rows: Float32Array | SerializedError): void {
     if (this.requests.get(req.requestId) !== req) return; // ended meanwhile
@@ -181,6 +205,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   }
 
   protected override freeState(req: ThinkerRequest): void {
+    if (req.grammar) this.grammars.close(req.grammar);
     this.prefixes?.onEnd(req); // before its KV is freed: the computed blocks go into the cache
     super.freeState(req);
   }
@@ -189,12 +214,14 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const kind: ThinkerStats = {
       ...(this.prefixes ? { prefix: this.prefixes.stats } : {}),
       ...(this.ec ? { ec: this.ec.stats } : {}),
+      ...(this.grammars.stats ? { grammar: this.grammars.stats } : {}),
     };
     return { ...super.stats(), kind };
   }
 
   override async close(): Promise<void> {
     this.prefixes?.clear();
+    this.grammars.dispose();
     await this.ec?.close();
   }
 
@@ -269,11 +296,15 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const media = req.media;
     // A held request keeps its last token unfed: nothing to compute until its first audio is out.
     const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
-    const limit =
+    let limit =
       !media || media.complete
         ? req.promptTokenIds.length + req.generated.length - (held ? 1 : 0)
         : media.readyLimit(this.scheduler.numComputed(req.requestId));
-    this.scheduler.setAvailable(req.requestId, limit, !req.prefix.prefillOnly);
+    // Its grammar still compiling: the prompt but its last position, which must wait to sample under the mask.
+    const compiling = req.grammar !== null && req.grammar.matcher === null;
+    if (compiling)
+      limit = Math.max(this.scheduler.numComputed(req.requestId), Math.min(limit, req.promptTokenIds.length - 1));
+    this.scheduler.setAvailable(req.requestId, limit, !req.prefix.prefillOnly && !compiling);
   }
 
   protected override warningsOf(req: ThinkerRequest): readonly string[] {
@@ -288,12 +319,14 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     for (let p = start; p < end; p++) tokenIds.push(p < all ? req.promptTokenIds[p] : req.generated[p - all]);
     // A step that stops at a media boundary reaches the end of what is available, not of the prompt: no sample.
     const sample = item.sample && end >= all;
+    const allowedTokens = sample && req.grammar ? this.grammars.mask(req.grammar) : undefined;
     const base = {
       seqId: req.requestId,
       numTokens: item.numTokens,
       sample,
       sampling: req.sampling,
       generated: req.generated,
+      ...(allowedTokens ? { allowedTokens } : {}),
     };
     if (req.media?.overlaps(start, Math.min(end, all))) {
       return { ...base, tokenIds, inputsEmbeds: req.media.embeds(start, end, this.runner.embed(tokenIds)) };
@@ -305,8 +338,15 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     this.prefixes?.onStep(req, item.startPosition, item.numTokens, out.embeds, out.hidden);
     if (req.prefix.prefillOnly) return this.afterPrefillStep(req);
     const token = item.sample && item.startPosition + item.numTokens >= req.promptTokenIds.length ? out.tokenId : null;
-    const stop = token !== null ? this.stopReason(req, token) : null;
-    const emitsToken = token !== null && !(stop === 'stop' && this.isStopToken(req, token));
+    const grammarStep = token !== null && req.grammar ? this.grammars.accept(req.grammar, token) : 'continue';
+    if (grammarStep === 'refused') {
+      const why = `token ${token} was sampled outside the request's grammar (a sampler that ignored its mask)`;
+      return this.fail(req, new ChorusError(ErrorCodes.INTERNAL, why));
+    }
+    // The grammar accepted a stop token: the answer is complete, and that token is not part of it.
+    const grammarEnd = grammarStep === 'end';
+    const stop = grammarEnd ? 'stop' : token !== null ? this.stopReason(req, token) : null;
+    const emitsToken = token !== null && !grammarEnd && !(stop === 'stop' && this.isStopToken(req, token));
     if (emitsToken) {
       req.toTts?.push(token);
       req.generated.push(token);

@@ -34,6 +34,7 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
     ...(ctx.request.prefix ? { prefix: ctx.request.prefix } : {}),
     ...(ctx.ecDrop.length > 0 ? { ecDrop: ctx.ecDrop } : {}),
     ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
+    ...(ctx.request.grammar ? { grammar: ctx.request.grammar } : {}),
   }),
 
   resolveGeneratedModel(ctx, problems) {

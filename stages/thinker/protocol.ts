@@ -3,7 +3,8 @@
  * are kind-neutral request events, ../requestEvents.ts). The worker loop and the engine carry these without reading
  * them; main reads the stats through the accessor here.
  */
-import type { PromptPrefix } from '../../src/common/engine.ts';
+import type { GrammarSpec, PromptPrefix } from '../../src/common/engine.ts';
+import type { GrammarStats } from '../../src/grammar/index.ts';
 import type { PrefixCacheStats as PrefixStats } from '../../src/sched/PrefixCache.ts';
 import type { EcDrop, ThinkerMediaPlan } from '../../src/worker/messages.ts';
 import { kindSectionOf } from '../kindStats.ts';
@@ -19,6 +20,8 @@ export interface ThinkerArgs {
   readonly firstPacketTokens?: number;
   /** The session key of a voice prefill and its answers (GenerateRequest.prefix). */
   readonly prefix?: PromptPrefix;
+  /** Constrained decoding (GenerateRequest.grammar): the spec, compiled by the Thinker (cached by spec). */
+  readonly grammar?: GrammarSpec;
 }
 
 /** With an EC store: items taken from its own copies, from Redis, or lost; copies held. */
@@ -34,6 +37,8 @@ export interface ThinkerStats {
   /** With a prefix cache (engine.prefix_cache). */
   readonly prefix?: PrefixStats;
   readonly ec?: ThinkerEcStats;
+  /** After its first constrained request: grammars compiled (and their time), cache hits. */
+  readonly grammar?: GrammarStats;
 }
 
 /** A Thinker's stats section (empty for another kind's report, which has neither part). */
