@@ -27,9 +27,28 @@ export type ContentPart =
   | { readonly type: 'image'; readonly data: Uint8Array };
 
 export interface ChatMessage {
-  readonly role: 'system' | 'user' | 'assistant';
+  readonly role: 'system' | 'user' | 'assistant' | 'tool';
   /** Plain text, or parts (text and media, in order). */
   readonly content: string | readonly ContentPart[];
+  /** An assistant turn's tool calls (rendered after its content, in the chat template's tool format). */
+  readonly toolCalls?: readonly ToolCall[];
+  /** A tool turn: the id of the call its content answers. */
+  readonly toolCallId?: string;
+}
+
+/** A function the model may call, as OpenAI's `tools` entries and Hugging Face chat templates describe it. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description?: string;
+  /** JSON Schema of the arguments object. */
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+/** One call in an assistant turn (OpenAI's message.tool_calls entry, its arguments as JSON text). */
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
 }
 
 /**
@@ -77,6 +96,8 @@ export interface GenerateRequest {
   readonly traceparent?: string;
   /** Constrained decoding: every answer token is one the grammar allows; its end ends the answer (reason stop). */
   readonly grammar?: GrammarSpec;
+  /** The functions the chat template shows the model (OpenAI's `tools`; a grammar forces or allows their calls). */
+  readonly tools?: readonly ToolDefinition[];
 }
 
 /**

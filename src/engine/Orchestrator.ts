@@ -150,7 +150,7 @@ export class Orchestrator implements Engine {
     this.requests.checkFree(requestId);
     if (this.pending.holds(requestId))
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
-    const prompt = admissiblePrompt(request.messages, this.graph, this.promptContext);
+    const prompt = admissiblePrompt(request.messages, this.graph, this.promptContext, request.tools);
     return { requestId, prompt: inPartition(prompt, request.cacheSalt) };
   }
 

@@ -29,7 +29,7 @@ import {
 } from '../common/promptBytes.ts';
 
 export type { Tokenizer };
-import type { ChatMessage, ContentPart } from '../common/engine.ts';
+import type { ChatMessage, ContentPart, ToolDefinition } from '../common/engine.ts';
 import { encoderConnector } from '../common/edgeConnectors.ts';
 import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
 import { entryPromptLimits } from '../../stages/registry.ts';
@@ -116,22 +116,27 @@ export interface PromptContext {
   readonly maxItemBytes: number;
 }
 
-export function preparePrompt(messages: readonly ChatMessage[], ctx: PromptContext): PreparedPrompt {
+export function preparePrompt(
+  messages: readonly ChatMessage[],
+  ctx: PromptContext,
+  tools?: readonly ToolDefinition[],
+): PreparedPrompt {
   if (messages.every((m) => typeof m.content === 'string')) {
-    return { promptTokenIds: ctx.tokenizer.applyChatTemplate(messages as readonly ChatTurn[]), items: [], spans: [] };
+    const ids = ctx.tokenizer.applyChatTemplate(messages as readonly ChatTurn[], tools);
+    return { promptTokenIds: ids, items: [], spans: [] };
   }
   const items: MediaItem[] = [];
   const turns: ChatTurn[] = messages.map((m, i) => {
-    if (typeof m.content === 'string') return { role: m.role, content: m.content };
+    if (typeof m.content === 'string') return { ...m, content: m.content };
     const pieces: ChatPiece[] = m.content.map((part, j) => {
       if (part.type === 'text') return part.text;
       const item = probeItem(part, items.length, `messages[${i}].content[${j}] (${part.type})`, ctx);
       items.push(item);
       return { tokenId: ctx.placeholders[item.modality]! };
     });
-    return { role: m.role, content: pieces };
+    return { ...m, content: pieces };
   });
-  const ids = ctx.tokenizer.applyChatTemplate(turns);
+  const ids = ctx.tokenizer.applyChatTemplate(turns, tools);
   const placeholderModality = new Map<number, MediaModality>();
   for (const modality of ['audio', 'image'] as const) {
     const id = ctx.placeholders[modality];
@@ -147,11 +152,12 @@ export function admissiblePrompt(
   messages: readonly ChatMessage[],
   graph: StageGraph,
   ctx: PromptContext,
+  tools?: readonly ToolDefinition[],
 ): PreparedPrompt {
   // Before tokenizing (on this event loop): text that cannot fit is refused without the work.
   checkPromptBytes(messages, boundPositions(entryPromptLimits(graph).maxPositions));
   // Media items are probed here (headers only) and refused before anything is admitted.
-  const prompt = preparePrompt(messages, ctx);
+  const prompt = preparePrompt(messages, ctx, tools);
   checkPromptFits(prompt, graph);
   return prompt;
 }

@@ -12,8 +12,8 @@ export function validateRequest(r: GenerateRequest): void {
       throw bad(`messages[${i}].content must be a string or a list of parts`);
     if (Array.isArray(m.content))
       (m.content as readonly ContentPart[]).forEach((part, j) => checkPart(part, `messages[${i}].content[${j}]`, bad));
-    if (!['system', 'user', 'assistant'].includes(m.role))
-      throw bad(`messages[${i}].role must be system, user or assistant`);
+    if (!['system', 'user', 'assistant', 'tool'].includes(m.role))
+      throw bad(`messages[${i}].role must be system, user, assistant or tool`);
   }
   if (!Array.isArray(r.modalities) || r.modalities.length === 0)
     throw bad('modalities must name at least one of text, audio');
@@ -31,6 +31,18 @@ export function validateRequest(r: GenerateRequest): void {
   // Checked here: a stage's control guard drops an add whose traceparent is not a string, which would strand it.
   if (r.traceparent !== undefined && typeof r.traceparent !== 'string')
     throw bad('traceparent must be a W3C traceparent string');
+  const g = r.grammar;
+  if (
+    g !== undefined &&
+    !(
+      g.type === 'json_object' ||
+      (g.type === 'json_schema' && typeof g.schema === 'string') ||
+      (g.type === 'structural_tag' && typeof g.tag === 'string')
+    )
+  )
+    throw bad(
+      'grammar must be {type: json_object}, {type: json_schema, schema: text} or {type: structural_tag, tag: text}',
+    );
   if (r.cacheSalt !== undefined && (typeof r.cacheSalt !== 'string' || r.cacheSalt.length === 0))
     throw bad('cacheSalt must be a non-empty string');
 }

@@ -7,6 +7,8 @@
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { appendIds, encodeTurn, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
 import { COMMON_WORDS } from './words.ts';
+import type { ToolDefinition } from '../common/engine.ts';
+import { toolTurns } from './toolTurns.ts';
 
 export const NUM_BYTE_TOKENS = 256;
 export const NUM_SPECIAL_TOKENS = 16;
@@ -144,11 +146,11 @@ export class ByteTokenizer implements ByteLevelTokenizer {
   }
 
   /** ChatML: <|im_start|>role\ncontent<|im_end|>\n per turn, then <|im_start|>assistant\n. */
-  applyChatTemplate(messages: readonly ChatTurn[]): number[] {
+  applyChatTemplate(messages: readonly ChatTurn[], tools?: readonly ToolDefinition[]): number[] {
     const start = this.specialTokenId('<|im_start|>');
     const end = this.specialTokenId('<|im_end|>');
     const ids: number[] = [];
-    for (const m of messages) {
+    for (const m of toolTurns(messages, tools)) {
       ids.push(start);
       appendIds(
         ids,

@@ -12,6 +12,38 @@ import { Tokenizer as HfCore } from '@huggingface/tokenizers';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { logger } from '../common/log.ts';
 import { appendIds, encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
+import type { ToolDefinition } from '../common/engine.ts';
+import { toolTurns } from './toolTurns.ts';
+
+/**
+ * A turn as transformers' apply_chat_template passes it to a Jinja template: tool calls as {id, type, function: {name,
+ * arguments}} with the arguments parsed (templates write them with tojson, as vLLM passes them too).
+ */
+function hfMessage(m: ChatTurn): Record<string, unknown> {
+  const out: Record<string, unknown> = { role: m.role, content: m.content };
+  if (m.toolCalls && m.toolCalls.length > 0) {
+    out.tool_calls = m.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.name, arguments: parseArguments(c.arguments) },
+    }));
+  }
+  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
+  return out;
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text; // not JSON: the template gets the text as the client sent it
+  }
+}
+
+/** A tool as Hugging Face templates take it (the OpenAI `tools` entry). */
+function hfTool(t: ToolDefinition): Record<string, unknown> {
+  return { type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } };
+}
 
 /** tokenizer_config.json fields we read; special tokens are strings or {content: ...} objects. */
 export interface TokenizerConfig {
@@ -160,12 +192,17 @@ export class HfTokenizer implements Tokenizer {
     return this.#specialIds.has(id);
   }
 
-  applyChatTemplate(messages: readonly ChatTurn[]): number[] {
-    const texts = messages.every((m) => typeof m.content === 'string');
+  applyChatTemplate(chat: readonly ChatTurn[], tools?: readonly ToolDefinition[]): number[] {
+    const texts = chat.every((m) => typeof m.content === 'string');
     if (this.#template && texts) {
       let prompt: string;
       try {
-        prompt = this.#template.render({ ...this.#templateContext, messages, add_generation_prompt: true });
+        prompt = this.#template.render({
+          ...this.#templateContext,
+          messages: chat.map(hfMessage),
+          ...(tools && tools.length > 0 ? { tools: tools.map(hfTool) } : {}),
+          add_generation_prompt: true,
+        });
       } catch (cause) {
         throw new ChorusError(
           ErrorCodes.TOKENIZER,
@@ -176,6 +213,7 @@ export class HfTokenizer implements Tokenizer {
       // Special-token text in the rendered prompt (<|im_start|>, <s>...) encodes as those tokens, as in transformers.
       return this.encode(prompt);
     }
+    const messages = toolTurns(chat, tools);
     const ids: number[] = [];
     if (this.#chatMarkers) {
       const { start, end } = this.#chatMarkers;

@@ -2,13 +2,19 @@
  * What the engine needs from a tokenizer, whichever kind backs it: the built-in ByteTokenizer of the
  * generated models, or a Hugging Face tokenizer.json (HfTokenizer) for real exports.
  */
+import type { ToolCall, ToolDefinition } from '../common/engine.ts';
+
 /** Part of a turn's content: text, or one token id inserted as is (a media placeholder such as <|audio|>). */
 export type ChatPiece = string | { readonly tokenId: number };
 
 export interface ChatTurn {
-  readonly role: string; // 'system' | 'user' | 'assistant' in practice; the template does not care
+  readonly role: string; // 'system' | 'user' | 'assistant' | 'tool' in practice; the template does not care
   /** Text, or pieces: text runs are encoded as text; token pieces go in verbatim, so user text can never forge one. */
   readonly content: string | readonly ChatPiece[];
+  /** An assistant turn's tool calls. */
+  readonly toolCalls?: readonly ToolCall[];
+  /** A tool turn: the call it answers. */
+  readonly toolCallId?: string;
 }
 
 /**
@@ -68,8 +74,11 @@ export interface Tokenizer {
   encode(text: string): number[];
   decode(ids: readonly number[], options?: DecodeOptions): string;
   isSpecialToken(id: number): boolean;
-  /** The conversation as prompt ids, ending with the assistant's generation prompt. */
-  applyChatTemplate(messages: readonly ChatTurn[]): number[];
+  /**
+   * The conversation as prompt ids, ending with the assistant's generation prompt. `tools`: the functions the model
+   * may call (a Jinja template receives them as Hugging Face passes them; ChatML gets toolTurns.ts's system block).
+   */
+  applyChatTemplate(messages: readonly ChatTurn[], tools?: readonly ToolDefinition[]): number[];
 }
 
 /** A tokenizer whose tokens are byte strings, so streaming can decode bytes instead of re-decoding text. */

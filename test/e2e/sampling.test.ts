@@ -1,8 +1,8 @@
 /**
  * Every sampling field a chat request may carry, against the real Thinker (configs/text-only.yaml) through the
  * official openai SDK: each is honored (the answer changes as the field says) or refused with a 400 naming it; so
- * are what Chorus cannot do (tools, structured output, log probabilities), while fields that change nothing in an
- * answer (user, metadata, store...) are taken.
+ * are what Chorus cannot do (log probabilities, stop sequences; tools and structured output asked for wrongly),
+ * while fields that change nothing in an answer (user, metadata, store...) are taken.
  */
 import OpenAI from 'openai';
 import type { FastifyInstance } from 'fastify';
@@ -122,13 +122,16 @@ describe('sampling fields on chat completions', () => {
     [{ temperature: 3 }, 'temperature'],
     [{ logit_bias: { abc: 1 } }, 'logit_bias'],
     [{ frequency_penalty: 5 }, 'frequency_penalty'],
-    [{ tools: [tool] }, 'tools'],
-    [{ tools: [tool], tool_choice: 'auto' }, 'tools'],
     [{ tool_choice: 'required' }, 'tool_choice'],
     [{ tool_choice: { type: 'function', function: { name: 'weather' } } }, 'tool_choice'],
     [{ functions: [tool.function] }, 'functions'],
-    [{ response_format: { type: 'json_object' } }, 'response_format'],
-    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format'],
+    [{ tools: [tool], tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice.function.name'],
+    [{ tools: [tool], response_format: { type: 'json_object' } }, 'response_format'],
+    [
+      { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { uniqueItems: true } } } },
+      'uniqueItems',
+    ],
+    [{ response_format: { type: 'xml' } }, 'response_format'],
     [{ logprobs: true }, 'logprobs'],
     [{ top_logprobs: 3 }, 'top_logprobs'],
     [{ temprature: 0.5 }, 'temprature'],

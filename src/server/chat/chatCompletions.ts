@@ -21,6 +21,7 @@ import type { MediaSources } from '../media/mediaParts.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
+import { ToolCallAssembly, ToolCallStream } from './toolCallStream.ts';
 import type { Tracing } from '../../tracing/tracing.ts';
 import { traceGenerate } from '../../tracing/responseSpan.ts';
 import { contextFromTraceparent, headerValue } from '../../tracing/traceContext.ts';
@@ -108,6 +109,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
         meta,
         handle,
         audio: plan.audio !== null,
+        parseToolCalls: plan.parseToolCalls,
         itemNamer: plan.itemNamer,
         startedAtMs,
         maxStreamBufferBytes: ctx.options.maxStreamBufferBytes,
@@ -163,6 +165,8 @@ function collect(
   const meter = new LatencyMeter('http', meta.id, startedAtMs, null, handle.traceId);
   const pcm: Buffer[] = [];
   let text = '';
+  const calls = plan.parseToolCalls ? new ToolCallStream() : null;
+  const assembly = new ToolCallAssembly();
   let sampleRateHz = 24000;
   return new Promise((resolve, reject) => {
     const onClose = (): void => {
@@ -177,7 +181,8 @@ function collect(
       next: (event) => {
         if (event.type === 'text') {
           if (event.delta.length > 0) meter.text();
-          text += event.delta;
+          if (calls) assembly.add(calls.push(event.delta));
+          else text += event.delta;
         } else if (event.type === 'audio') {
           if (plan.audio === null) return;
           meter.audio();
@@ -209,7 +214,12 @@ function collect(
           }
           const warnings = event.warnings?.map((w) => renameItems(w, plan.itemNamer));
           meter.finished();
-          resolve(completionBody(meta, text, audio, openAiFinishReason(event.finishReason), event.usage, warnings));
+          if (calls) {
+            assembly.add(calls.finish());
+            text = assembly.content;
+          }
+          const reason = openAiFinishReason(event.finishReason, assembly.calls.length);
+          resolve(completionBody(meta, text, audio, reason, event.usage, warnings, assembly.calls));
         }
       },
       error: () => {

@@ -10,7 +10,7 @@ import { ClientInputError } from '../validate.ts';
 
 /**
  * Change nothing in the answer: who asked (user, safety_identifier), what OpenAI stores or bills (metadata, store,
- * service_tier), a speed hint (prediction), how tools would be called (there are none), and OpenAI's cache routing
+ * service_tier), a speed hint (prediction), and OpenAI's cache routing
  * hints (prompt_cache_key groups requests onto warm machines; it partitions nothing: cache_salt does).
  */
 const takenAsTheyCome = [
@@ -20,7 +20,6 @@ const takenAsTheyCome = [
   'store',
   'service_tier',
   'prediction',
-  'parallel_tool_calls',
   'prompt_cache_key',
   'prompt_cache_retention',
   'prompt_cache_options',

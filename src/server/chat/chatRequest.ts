@@ -4,7 +4,7 @@
  * allow-listed URL}) and `input_audio` ({data: base64, format: wav | pcm16}), in user messages.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { ChatMessage, ContentPart, GenerateRequest, Modality } from '../../common/engine.ts';
+import type { ChatMessage, ContentPart, GenerateRequest, Modality, ToolCall } from '../../common/engine.ts';
 import { ErrorCodes } from '../../common/errors.ts';
 import { generationFields, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { bodyNamer, type ItemNamer } from '../media/itemNames.ts';
@@ -13,6 +13,7 @@ import { audioPart, inlineImage, type MediaSources } from '../media/mediaParts.t
 import { ClientInputError, compileValidator } from '../validate.ts';
 import { CacheSaltField } from '../cachePartition.ts';
 import { otherOpenAiFields, refuseUnsupportedExtras } from './chatFields.ts';
+import { planTools, ResponseFormatField, ToolCallField, ToolChoiceField, ToolField } from './chatTools.ts';
 import { contentTextBytes, refuseLongText } from '../promptText.ts';
 
 /**
@@ -40,9 +41,12 @@ const Message = Type.Object({
     Type.Literal('developer'),
     Type.Literal('user'),
     Type.Literal('assistant'),
+    Type.Literal('tool'),
   ]),
-  content: Type.Union([Type.String(), Type.Array(Part, { maxItems: 256 }), Type.Null()]),
+  content: Type.Optional(Type.Union([Type.String(), Type.Array(Part, { maxItems: 256 }), Type.Null()])),
   name: Type.Optional(Type.String()),
+  tool_calls: Type.Optional(Type.Union([Type.Null(), Type.Array(ToolCallField, { maxItems: 128 })])),
+  tool_call_id: Type.Optional(Type.String({ maxLength: 256 })),
 });
 type Message = Static<typeof Message>;
 
@@ -68,11 +72,12 @@ const chatBodyFields = {
   // What Chorus cannot do is refused when asked for (refuseUnsupported): left out of the answer silently, each would
   // hand the client something other than what it asked for. Fields that change nothing in an answer (user, metadata,
   // store, service_tier...) are taken (chatFields.ts); a field no table names is refused by the closed schema.
-  tools: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Unknown(), { maxItems: 128 })])),
-  tool_choice: Type.Optional(Type.Unknown()),
+  tools: Type.Optional(Type.Union([Type.Null(), Type.Array(ToolField, { maxItems: 128 })])),
+  tool_choice: Type.Optional(Type.Union([Type.Null(), ToolChoiceField])),
+  parallel_tool_calls: Type.Optional(Type.Union([Type.Null(), Type.Boolean()])),
   functions: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Unknown(), { maxItems: 128 })])),
   function_call: Type.Optional(Type.Unknown()),
-  response_format: Type.Optional(Type.Union([Type.Null(), Type.Object({ type: Type.String() })])),
+  response_format: Type.Optional(Type.Union([Type.Null(), ResponseFormatField])),
   logprobs: Type.Optional(Type.Union([Type.Null(), Type.Boolean()])),
   top_logprobs: Type.Optional(Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: 20 })])),
   /** vLLM's: the request's prefix-cache and encoder-output partition (cachePartition.ts). */
@@ -95,6 +100,8 @@ export interface ChatPlan {
   readonly itemNamer: ItemNamer;
   /** The client's cache_salt (the route folds in the tenant: cachePartition.ts). */
   readonly cacheSalt: string | undefined;
+  /** Whether the answer's text is read for tool calls (chatTools.ts). */
+  readonly parseToolCalls: boolean;
 }
 
 const noMedia: MediaSources = { allowList: [], timeoutMs: 0, maxBytes: 0 };
@@ -113,7 +120,7 @@ type PlannedPart = ContentPart | RemoteImage;
 /** Text-only content stays one string (the prompt is exactly what it was before media existed); with media, parts. */
 function messageContent(m: Message, i: number, media: MediaSources): string | PlannedPart[] {
   const content = m.content;
-  if (content === null) return '';
+  if (content === null || content === undefined) return '';
   if (typeof content === 'string') return content;
   if (content.every((p) => p.type === 'text'))
     return content.map((p, j) => textOf(p, `messages[${i}].content[${j}]`)).join('');
@@ -169,6 +176,19 @@ async function fetchRemote(
   return contents.map((c) => (typeof c === 'string' ? c : c.map((p) => ('url' in p ? fetched.get(p)! : p))));
 }
 
+function toolCallOf(c: Static<typeof ToolCallField>): ToolCall {
+  return { id: c.id, name: c.function.name, arguments: c.function.arguments };
+}
+
+function toolCallIdOf(m: Message, i: number): string {
+  if (m.tool_call_id === undefined)
+    throw new ClientInputError(
+      `messages[${i}].tool_call_id is required for a tool message`,
+      `messages[${i}].tool_call_id`,
+    );
+  return m.tool_call_id;
+}
+
 /** Throws ClientInputError naming the first field that asks for what Chorus does not do. */
 function refuseUnsupported(b: ChatBody): void {
   const stops = b.stop === undefined || b.stop === null ? [] : typeof b.stop === 'string' ? [b.stop] : b.stop;
@@ -180,33 +200,11 @@ function refuseUnsupported(b: ChatBody): void {
       ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
-  // Tools offered with tool_choice "none" may not be called: the answer is the same as without them.
-  const toolsOffered = (b.tools?.length ?? 0) > 0 && b.tool_choice !== 'none';
-  // "required", or a named function: a call is demanded, tools or not.
-  const choice = b.tool_choice;
-  const toolForced = choice !== undefined && choice !== null && choice !== 'none' && choice !== 'auto';
-  if (toolsOffered || toolForced) {
-    throw new ClientInputError(
-      'tool calls are not supported: the pipeline answers in text and audio only; leave tools out (or send ' +
-        'tool_choice: "none")',
-      toolsOffered ? 'tools' : 'tool_choice',
-      ErrorCodes.PARAM_UNSUPPORTED,
-    );
-  }
   const functionCall = b.function_call !== undefined && b.function_call !== null && b.function_call !== 'none';
   if ((b.functions?.length ?? 0) > 0 || functionCall) {
     throw new ClientInputError(
-      'function calls are not supported: the pipeline answers in text and audio only; leave functions out',
+      'the deprecated functions / function_call are not supported: send them as tools and tool_choice',
       (b.functions?.length ?? 0) > 0 ? 'functions' : 'function_call',
-      ErrorCodes.PARAM_UNSUPPORTED,
-    );
-  }
-  const format = b.response_format?.type ?? 'text';
-  if (format !== 'text') {
-    throw new ClientInputError(
-      `response_format ${JSON.stringify(format.slice(0, 64))} is not supported: Chorus does not constrain ` +
-        'decoding to JSON; ask for JSON in the prompt and leave response_format out (or send {type: "text"})',
-      'response_format',
       ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
@@ -234,7 +232,7 @@ export async function planChatCompletion(
   refuseUnsupportedExtras(b);
   // Before media is decoded or anything tokenized: text that cannot fit costs main nothing more.
   refuseLongText(
-    b.messages.reduce((n, m) => n + contentTextBytes(m.content), 0),
+    b.messages.reduce((n, m) => n + contentTextBytes(m.content ?? null), 0),
     limits,
     { what: "the messages' text", param: 'messages', fix: 'send shorter or fewer messages' },
   );
@@ -245,6 +243,15 @@ export async function planChatCompletion(
   if (wantsAudio && stream && format !== 'pcm16') {
     throw new ClientInputError('audio.format wav cannot be streamed: use pcm16 with stream: true', 'audio.format');
   }
+  const toolPlan = await planTools(b);
+  if (wantsAudio && toolPlan.parseCalls) {
+    throw new ClientInputError(
+      'tools with audio output are not supported in chat completions (the voice would speak the call): ask for ' +
+        'modalities ["text"], or use the Realtime API',
+      'tools',
+      ErrorCodes.PARAM_UNSUPPORTED,
+    );
+  }
   const contents = await fetchRemote(
     b.messages.map((m, i) => messageContent(m, i, media)),
     media,
@@ -252,8 +259,15 @@ export async function planChatCompletion(
   const messages: ChatMessage[] = [];
   const bodyIndexOf: number[] = [];
   b.messages.forEach((m, i) => {
-    if (contents[i].length === 0) return; // an empty message (e.g. content: null) says nothing to the model
-    messages.push({ role: m.role === 'developer' ? 'system' : m.role, content: contents[i] });
+    const toolCalls = m.role === 'assistant' ? (m.tool_calls ?? []).map(toolCallOf) : [];
+    // An empty message (e.g. content: null) says nothing to the model, unless it carries calls or answers one.
+    if (contents[i].length === 0 && toolCalls.length === 0 && m.role !== 'tool') return;
+    messages.push({
+      role: m.role === 'developer' ? 'system' : m.role,
+      content: contents[i],
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      ...(m.role === 'tool' ? { toolCallId: toolCallIdOf(m, i) } : {}),
+    });
     bodyIndexOf.push(i);
   });
   if (!messages.some((m) => m.role !== 'system')) {
@@ -264,11 +278,19 @@ export async function planChatCompletion(
   const modalities: Modality[] = wantsAudio ? ['text', 'audio'] : ['text'];
   const asked = b.max_completion_tokens ?? b.max_tokens;
   return {
-    request: { requestId, messages, modalities, ...toEngineParams(b, maxTokens) },
+    request: {
+      requestId,
+      messages,
+      modalities,
+      ...toEngineParams(b, maxTokens),
+      ...(toolPlan.grammar ? { grammar: toolPlan.grammar } : {}),
+      ...(toolPlan.tools.length > 0 ? { tools: toolPlan.tools } : {}),
+    },
     maxTokensAsked: asked === undefined ? null : { tokens: asked, param },
     stream,
     audio: wantsAudio ? { format } : null,
     itemNamer: bodyNamer(bodyIndexOf),
     cacheSalt: b.cache_salt,
+    parseToolCalls: toolPlan.parseCalls,
   };
 }

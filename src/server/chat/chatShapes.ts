@@ -5,7 +5,9 @@
  * streaming); an answer with audio carries its text once, as the audio's transcript (message.audio.transcript /
  * delta.audio.transcript), and `content` is null. A client never sees the same text twice.
  */
-import type { FinishReason, Usage } from '../../common/engine.ts';
+import type { FinishReason, ToolCall, Usage } from '../../common/engine.ts';
+
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';
 
 export interface CompletionMeta {
   readonly id: string;
@@ -30,9 +32,18 @@ export function usageBody(u: Usage): Record<string, unknown> {
   };
 }
 
-/** OpenAI has no 'cancelled'/'error' finish reasons; those never reach a client as a finish_reason. */
-export function openAiFinishReason(reason: FinishReason): 'stop' | 'length' {
-  return reason === 'length' ? 'length' : 'stop';
+/**
+ * OpenAI has no 'cancelled'/'error' finish reasons; those never reach a client as a finish_reason. An answer that
+ * called tools and ended (its grammar, or a stop token) finished for 'tool_calls'; one cut short keeps 'length'.
+ */
+export function openAiFinishReason(reason: FinishReason, numToolCalls = 0): ChatFinishReason {
+  if (reason === 'length') return 'length';
+  return numToolCalls > 0 ? 'tool_calls' : 'stop';
+}
+
+/** message.tool_calls entries. */
+export function toolCallsBody(calls: readonly ToolCall[]): Record<string, unknown>[] {
+  return calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
 }
 
 /**
@@ -47,7 +58,7 @@ function warningsField(warnings: readonly string[] | undefined): Record<string, 
 export function chunkBody(
   meta: CompletionMeta,
   delta: Record<string, unknown>,
-  finishReason: 'stop' | 'length' | null = null,
+  finishReason: ChatFinishReason | null = null,
   usage: Usage | null = null,
   warnings?: readonly string[],
 ): Record<string, unknown> {
@@ -67,15 +78,18 @@ export function completionBody(
   meta: CompletionMeta,
   text: string,
   audio: { readonly id: string; readonly base64: string } | null,
-  finishReason: 'stop' | 'length',
+  finishReason: ChatFinishReason,
   usage: Usage,
   warnings?: readonly string[],
+  toolCalls: readonly ToolCall[] = [],
 ): Record<string, unknown> {
   const message: Record<string, unknown> = {
     role: 'assistant',
-    content: audio ? null : text,
+    // With tool calls and no text, content is null (as OpenAI's).
+    content: audio || (toolCalls.length > 0 && text.length === 0) ? null : text,
     refusal: null,
     annotations: [],
+    ...(toolCalls.length > 0 ? { tool_calls: toolCallsBody(toolCalls) } : {}),
   };
   if (audio) {
     // expires_at: OpenAI keeps audio for multi-turn references; Chorus keeps nothing, so "now" is honest.

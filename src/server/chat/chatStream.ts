@@ -24,11 +24,14 @@ import { countClientError, serverMetrics } from '../metrics.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
 import { chunkBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
 import { LatencyMeter } from '../LatencyMeter.ts';
+import { toolCallDelta, ToolCallStream, type ToolCallEvent } from './toolCallStream.ts';
 
 export interface StreamOptions {
   readonly meta: CompletionMeta;
   readonly handle: RequestHandle;
   readonly audio: boolean;
+  /** The answer's text is read for tool calls (sent as delta.tool_calls). */
+  readonly parseToolCalls: boolean;
   /** Rewrites the engine's media item names in errors and warnings into the request body's. */
   readonly itemNamer: ItemNamer;
   readonly startedAtMs: number;
@@ -54,6 +57,10 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
   };
   const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs, null, o.handle.traceId);
   const audioId = `audio_${randomBytes(12).toString('base64url')}`;
+  const calls = o.parseToolCalls ? new ToolCallStream() : null;
+  const writeCallEvents = (events: readonly ToolCallEvent[]): void => {
+    for (const e of events) write(chunkBody(o.meta, toolCallDelta(e)));
+  };
   let ended = false;
   let paused = false;
   let subscription: Subscription | null = null;
@@ -110,6 +117,7 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
       if (event.delta.length === 0) return;
       start();
       meter.text();
+      if (calls) return writeCallEvents(calls.push(event.delta));
       write(
         chunkBody(o.meta, o.audio ? { audio: { id: audioId, transcript: event.delta } } : { content: event.delta }),
       );
@@ -142,7 +150,9 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
         status: event.finishReason === 'stop' ? 'completed' : 'incomplete',
       });
       const warnings = event.warnings?.map((w) => renameItems(w, o.itemNamer));
-      write(chunkBody(o.meta, {}, openAiFinishReason(event.finishReason), event.usage, warnings));
+      if (calls) writeCallEvents(calls.finish());
+      const reason = openAiFinishReason(event.finishReason, calls?.numCalls ?? 0);
+      write(chunkBody(o.meta, {}, reason, event.usage, warnings));
       write('[DONE]');
       meter.finished();
       end();

@@ -31,7 +31,7 @@ export interface StoredPart {
 
 export interface StoredItem {
   readonly id: string;
-  readonly role: ChatMessage['role'];
+  readonly role: Exclude<ChatMessage['role'], 'tool'>;
   readonly parts: StoredPart[];
   /** The Thinker positions the item takes, counted under `graph` (PromptPositions); cleared when its text changes. */
   positions?: { readonly graph: object; readonly count: number };

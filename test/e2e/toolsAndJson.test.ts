@@ -1,0 +1,230 @@
+/**
+ * Structured outputs and function tools through the official openai SDK against the real Thinker with random weights
+ * (configs/text-only.yaml): under a grammar every answer parses and validates (ajv) whatever the model would have
+ * said, a forced call names its tool with valid arguments, the SDK assembles streamed calls, and a conversation
+ * carrying calls and their results is rendered and answered.
+ */
+import { Ajv } from 'ajv';
+import OpenAI from 'openai';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { configWith } from '../helpers/engine.ts';
+
+let engine: Orchestrator;
+let app: FastifyInstance;
+let sdk: OpenAI;
+
+beforeAll(async () => {
+  engine = await Orchestrator.start(configWith('text-only.yaml'));
+  app = buildServer(engine, { apiKey: null });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  sdk = new OpenAI({ baseURL: `http://127.0.0.1:${address.port}/v1`, apiKey: 'none', maxRetries: 0 });
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await engine?.close();
+});
+
+const ajv = new Ajv({ strict: false });
+const MODEL = 'chorus-text-only';
+
+/** Nested objects, arrays and enums; strings bounded, so that random text ends within the cap. */
+const ORDER = {
+  type: 'object',
+  properties: {
+    customer: {
+      type: 'object',
+      properties: { name: { type: 'string', maxLength: 16 }, tier: { enum: ['gold', 'silver'] } },
+      required: ['name', 'tier'],
+      additionalProperties: false,
+    },
+    items: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          sku: { type: 'string', pattern: '^[A-Z]{3}[0-9]{2}$' },
+          qty: { type: 'integer', minimum: 1, maximum: 9 },
+        },
+        required: ['sku', 'qty'],
+        additionalProperties: false,
+      },
+      minItems: 1,
+      maxItems: 3,
+    },
+    gift: { type: 'boolean' },
+  },
+  required: ['customer', 'items', 'gift'],
+  additionalProperties: false,
+};
+
+const WEATHER = {
+  type: 'object',
+  properties: {
+    city: { type: 'string', maxLength: 20 },
+    days: { type: 'integer', minimum: 1, maximum: 7 },
+    unit: { enum: ['celsius', 'fahrenheit'] },
+  },
+  required: ['city', 'days', 'unit'],
+  additionalProperties: false,
+};
+const TIME = { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'] };
+const tools = [
+  { type: 'function', function: { name: 'get_weather', parameters: WEATHER } },
+  { type: 'function', function: { name: 'get_time', description: 'the time now', parameters: TIME } },
+] as const;
+const schemaOf = { get_weather: WEATHER, get_time: TIME } as Record<string, object>;
+
+const messages = [{ role: 'user', content: 'Place my order please.' }] as const;
+
+describe('response_format json_schema', () => {
+  it('50 answers at temperature 1.0 all parse and validate', async () => {
+    const validate = ajv.compile(ORDER);
+    const ask = (seed: number) =>
+      sdk.chat.completions.create({
+        model: MODEL,
+        messages: [...messages],
+        temperature: 1,
+        seed,
+        max_tokens: 200,
+        response_format: { type: 'json_schema', json_schema: { name: 'order', schema: ORDER, strict: true } },
+      });
+    const answers = [];
+    // Ten at a time: under the admission queue's bound on a loaded machine.
+    for (let first = 0; first < 50; first += 10)
+      answers.push(...(await Promise.all(Array.from({ length: 10 }, (_, k) => ask(first + k)))));
+    for (const a of answers) {
+      expect(a.choices[0].finish_reason).toBe('stop');
+      const value: unknown = JSON.parse(a.choices[0].message.content!);
+      expect(validate(value), `${a.choices[0].message.content}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+    // Random weights: the answers differ (the grammar constrains, the sampler still samples).
+    expect(new Set(answers.map((a) => a.choices[0].message.content)).size).toBeGreaterThan(10);
+  });
+
+  it('json_object gives a JSON object, streamed too', async () => {
+    const stream = await sdk.chat.completions.create({
+      model: MODEL,
+      messages: [...messages],
+      max_tokens: 300,
+      response_format: { type: 'json_object' },
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(['{', '['].includes(text[0])).toBe(true);
+  });
+
+  it('a schema keyword the grammar cannot enforce is a 400 naming it', async () => {
+    const bad = { type: 'object', properties: { n: { type: 'integer', multipleOf: 5 } } };
+    const err = await sdk.chat.completions
+      .create({
+        model: MODEL,
+        messages: [...messages],
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema: bad } },
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    const e = err as InstanceType<typeof OpenAI.APIError>;
+    expect(e.status).toBe(400);
+    expect(e.code).toBe('CHORUS_ERR_GRAMMAR_UNSUPPORTED');
+    expect(e.message).toContain('multipleOf');
+  });
+});
+
+describe('tools', () => {
+  it('a named tool_choice forces a valid call of that tool (finish_reason tool_calls)', async () => {
+    const validate = ajv.compile(WEATHER);
+    for (let seed = 0; seed < 5; seed++) {
+      const c = await sdk.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        temperature: 1,
+        seed,
+        max_tokens: 120,
+        tools: [...tools],
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      });
+      const choice = c.choices[0];
+      expect(choice.finish_reason).toBe('tool_calls');
+      expect(choice.message.tool_calls).toHaveLength(1);
+      const call = choice.message.tool_calls![0];
+      if (call.type !== 'function') throw new Error('not a function call');
+      expect(call.function.name).toBe('get_weather');
+      expect(call.id).toMatch(/^call_/);
+      expect(validate(JSON.parse(call.function.arguments))).toBe(true);
+    }
+  });
+
+  it('required: the SDK assembles the streamed calls into the calls of the same answer unstreamed', async () => {
+    const ask = {
+      model: MODEL,
+      messages: [{ role: 'user' as const, content: 'Weather and time?' }],
+      temperature: 1,
+      seed: 7,
+      max_tokens: 400,
+      tools: [...tools],
+      tool_choice: 'required' as const,
+    };
+    const whole = await sdk.chat.completions.create(ask);
+    const streamed = await sdk.chat.completions.stream(ask).finalChatCompletion();
+    const calls = (c: typeof whole) =>
+      (c.choices[0].message.tool_calls ?? []).map((t) =>
+        t.type === 'function' ? [t.function.name, t.function.arguments] : [],
+      );
+    expect(calls(whole).length).toBeGreaterThan(1); // random weights call again and again (parallel calls)
+    expect(calls(streamed)).toEqual(calls(whole));
+    const reason = whole.choices[0].finish_reason;
+    expect(streamed.choices[0].finish_reason).toBe(reason);
+    // Cut by max_tokens (random weights rarely stop calling): every call but the cut one is whole and valid.
+    const whole_ = reason === 'length' ? calls(whole).slice(0, -1) : calls(whole);
+    expect(['length', 'tool_calls']).toContain(reason);
+    for (const [name, args] of whole_) expect(ajv.validate(schemaOf[name], JSON.parse(args))).toBe(true);
+  });
+
+  it('parallel_tool_calls false: exactly one call', async () => {
+    for (let seed = 0; seed < 5; seed++) {
+      const c = await sdk.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'Time?' }],
+        temperature: 1,
+        seed,
+        max_tokens: 200,
+        tools: [...tools],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+      });
+      expect(c.choices[0].message.tool_calls).toHaveLength(1);
+    }
+  });
+
+  it('a history with an assistant call and its tool result is rendered and answered', async () => {
+    const c = await sdk.chat.completions.create({
+      model: MODEL,
+      max_tokens: 8,
+      tools: [...tools],
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_1',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city": "Paris", "days": 1, "unit": "celsius"}' },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temp": 21}' },
+      ],
+    });
+    expect(c.choices[0].message.role).toBe('assistant');
+    expect(c.usage!.prompt_tokens).toBeGreaterThan(40); // the tools block, the call and its result are in the prompt
+  });
+});
