@@ -93,60 +93,12 @@ async function boot(
   const spec = args.graph.stages[args.stageIndex];
   const self = args.instance ?? `${spec.stageId}#${args.replica}`;
   const log = logger.child({ stage: self });
-  const started = performance.now();
-  let loop: StageLoop | null = null;
-  let connector: Connector | null = null;
-  let tracing: Tracing | null = null;
   lowerPriority(args.graph.stageNice, log); // first: the model's threads, started below, inherit it
   pinThisProcess(cpusFor(args.graph, spec), log); // the same: its cores, or the ones no stage reserved
+  const parts: BootParts = { connector: null, tracing: null };
+  let stage: ReadyStage;
   try {
-    tracing = startTracing(self, process.env, log); // from this process's OTEL_* (a remote host sets its own)
-    connector = await createConnector(args.graph, self, args.edges);
-    const adapter = new ChunkTransferAdapter(connector, self, spec.stageId, () => loop?.wake());
-    const ctx: StageContext = {
-      spec,
-      chunkPolicy: args.graph.chunkPolicy,
-      asyncChunk: args.graph.asyncChunk,
-      scheduling: args.graph.scheduling,
-      adapter,
-      post,
-      log,
-      ecStore: args.graph.ecStore ?? null,
-      wake: () => loop?.wake(),
-      stepTrace: StepTrace.fromEnv(self),
-      spans: tracing ? new StageSpans(tracing, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
-    };
-    const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
-    const spans = ctx.spans;
-    loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined);
-    const running = loop;
-    channel.onMessage((msg) => running.deliver(msg));
-    const loadMs = Math.round(performance.now() - started);
-    post({
-      type: 'ready',
-      settings: {
-        stageId: spec.stageId,
-        replica: args.replica,
-        pid: process.pid,
-        threads: spec.engine.threads,
-        modelFiles,
-        loadMs,
-        facts,
-      },
-    });
-    log.info({ loadMs, facts }, 'stage ready');
-    const stats = setInterval(() => post({ type: 'stats', stats: core.stats() }), STATS_INTERVAL_MS).unref();
-    await loop.run();
-    clearInterval(stats);
-    await adapter.close();
-    await connector.close();
-    await close();
-    ctx.stepTrace?.close();
-    ctx.spans?.flush(); // the spans still only noted
-    await tracing?.shutdown(); // exports what is queued; a collector that cannot be reached only costs a warning
-    post({ type: 'drained' });
-    log.info('stage drained');
-    channel.close();
+    stage = await bootStage(args, { self, channel, post, log, parts, createStage });
   } catch (err) {
     log.error({ err }, 'stage failed to boot');
     const wrapped =
@@ -154,9 +106,102 @@ async function boot(
         ? err
         : new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${self} failed to boot: ${String(err)}`, { cause: err });
     post({ type: 'boot_failed', error: serializeError(wrapped) });
-    await connector?.close().catch(() => undefined);
-    await tracing?.shutdown();
+    await parts.connector?.close().catch(() => undefined);
+    await parts.tracing?.shutdown();
+    process.exitCode = 1;
+    channel.close();
+    return;
+  }
+  try {
+    await serve(stage, post, log);
+    channel.close();
+  } catch (err) {
+    // After READY a failure is a crash, not a failed boot: main must see the process die (it fails this instance's
+    // requests, migrates them and restarts the stage), never a boot_failed that says the model could not load.
+    log.error({ err }, 'stage failed while serving');
+    await parts.connector?.close().catch(() => undefined);
     process.exitCode = 1;
     channel.close();
   }
+}
+
+/** What a boot has opened so far (closed again when it fails). */
+interface BootParts {
+  connector: Connector | null;
+  tracing: Tracing | null;
+}
+
+interface BootContext {
+  readonly self: string;
+  readonly channel: ControlChannel<StageToMain, MainToStage>;
+  readonly post: (msg: StageToMain) => void;
+  readonly log: Logger;
+  readonly parts: BootParts;
+  readonly createStage: CreateStage;
+}
+
+interface ReadyStage {
+  readonly loop: StageLoop;
+  readonly adapter: ChunkTransferAdapter;
+  readonly connector: Connector;
+  readonly ctx: StageContext;
+  readonly tracing: Tracing | null;
+  readonly close: () => Promise<void>;
+  readonly stats: () => Extract<StageToMain, { type: 'stats' }>;
+}
+
+/** Connects, loads the model, builds the core and loop, and posts READY. */
+async function bootStage(
+  args: StageBootArgs,
+  { self, channel, post, log, parts, createStage }: BootContext,
+): Promise<ReadyStage> {
+  const spec = args.graph.stages[args.stageIndex];
+  const started = performance.now();
+  let loop: StageLoop | null = null;
+  const tracing = startTracing(self, process.env, log); // from this process's OTEL_* (a remote host sets its own)
+  parts.tracing = tracing;
+  const connector = await createConnector(args.graph, self, args.edges);
+  parts.connector = connector;
+  const adapter = new ChunkTransferAdapter(connector, self, spec.stageId, () => loop?.wake());
+  const ctx: StageContext = {
+    spec,
+    chunkPolicy: args.graph.chunkPolicy,
+    asyncChunk: args.graph.asyncChunk,
+    scheduling: args.graph.scheduling,
+    adapter,
+    post,
+    log,
+    ecStore: args.graph.ecStore ?? null,
+    wake: () => loop?.wake(),
+    stepTrace: StepTrace.fromEnv(self),
+    spans: tracing ? new StageSpans(tracing, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
+  };
+  const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
+  const spans = ctx.spans;
+  loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined);
+  const running = loop;
+  channel.onMessage((msg) => running.deliver(msg));
+  const loadMs = Math.round(performance.now() - started);
+  const settings = { stageId: spec.stageId, replica: args.replica, pid: process.pid, threads: spec.engine.threads };
+  post({ type: 'ready', settings: { ...settings, modelFiles, loadMs, facts } });
+  log.info({ loadMs, facts }, 'stage ready');
+  return { loop, adapter, connector, ctx, tracing, close, stats: () => ({ type: 'stats', stats: core.stats() }) };
+}
+
+/** Runs the step loop until drained, then closes everything and says so. */
+async function serve(stage: ReadyStage, post: (msg: StageToMain) => void, log: Logger): Promise<void> {
+  const stats = setInterval(() => post(stage.stats()), STATS_INTERVAL_MS).unref();
+  try {
+    await stage.loop.run();
+  } finally {
+    clearInterval(stats);
+  }
+  await stage.adapter.close();
+  await stage.connector.close();
+  await stage.close();
+  stage.ctx.stepTrace?.close();
+  stage.ctx.spans?.flush(); // the spans still only noted
+  await stage.tracing?.shutdown(); // exports what is queued; a collector that cannot be reached only costs a warning
+  post({ type: 'drained' });
+  log.info('stage drained');
 }
