@@ -1,12 +1,12 @@
 /**
- * Stop conditions, for the schedulers that own them (the runners only sample). A stop token ends the
+ * Stop conditions, for the cores that own them (the runners only sample; the Thinker asks here). A stop token ends the
  * sequence without being emitted; max_tokens ends it after the token that reaches it.
  */
 import type { SamplingParams } from '../../src/common/graph.ts';
 
 export type StopReason = 'stop' | 'length';
 
-export function isStopToken(tokenId: number, params: SamplingParams, eosTokenId: number): boolean {
+function isStopToken(tokenId: number, params: SamplingParams, eosTokenId: number): boolean {
   return (!params.ignoreEos && tokenId === eosTokenId) || params.stopTokenIds.includes(tokenId);
 }
 

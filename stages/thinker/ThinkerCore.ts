@@ -13,6 +13,7 @@ import type { ScheduledItem } from '../../src/sched/ArScheduler.ts';
 import { modelRoot } from '../../src/sched/blockNames.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { Thinker2Talker } from '../talker/thinker2talker.ts';
+import { stopReason } from '../sampling/stopping.ts';
 import { Thinker2Tts } from '../tts/thinker2tts.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
@@ -343,10 +344,15 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       const why = `token ${token} was sampled outside the request's grammar (a sampler that ignored its mask)`;
       return this.fail(req, new ChorusError(ErrorCodes.INTERNAL, why));
     }
-    // The grammar accepted a stop token: the answer is complete, and that token is not part of it.
+    // A stop token ends the text without being sent (so does one the grammar accepted as its end: the answer is
+    // complete); max_tokens ends it after the token that reaches it.
     const grammarEnd = grammarStep === 'end';
-    const stop = grammarEnd ? 'stop' : token !== null ? this.stopReason(req, token) : null;
-    const emitsToken = token !== null && !grammarEnd && !(stop === 'stop' && this.isStopToken(req, token));
+    const stop = grammarEnd
+      ? 'stop'
+      : token !== null
+        ? stopReason(token, req.generated.length + 1, req.sampling, this.runner.eosTokenId)
+        : null;
+    const emitsToken = token !== null && stop !== 'stop';
     if (emitsToken) {
       req.toTts?.push(token);
       req.generated.push(token);
@@ -401,15 +407,5 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       ...(first ? { promptRows: rows.promptRows } : {}),
       ...(first && this.prefixes ? { promptBlocks: this.prefixes.promptBlocks(req) } : {}),
     };
-  }
-
-  private isStopToken(req: ThinkerRequest, token: number): boolean {
-    return (!req.sampling.ignoreEos && token === this.runner.eosTokenId) || req.sampling.stopTokenIds.includes(token);
-  }
-
-  private stopReason(req: ThinkerRequest, token: number): FinishReason | null {
-    if (this.isStopToken(req, token)) return 'stop';
-    if (req.generated.length + 1 >= req.sampling.maxTokens) return 'length';
-    return null;
   }
 }

@@ -8,7 +8,7 @@ export class KvLengthRunner implements ThinkerRunner {
   static readonly hiddenSize = D;
   readonly hiddenSize = D;
   readonly vocabSize = 512;
-  readonly eosTokenId = 256;
+  readonly eosTokenId: number = 256;
   readonly supports = { inputsEmbeds: true, hiddenStates: true, embeddings: true };
   readonly kvBytesPerToken = 8;
   readonly kv = new Map<string, number>();
