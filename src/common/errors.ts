@@ -77,6 +77,12 @@ export const ErrorCodes = {
   GRAMMAR_UNSUPPORTED: 'CHORUS_ERR_GRAMMAR_UNSUPPORTED',
   // The grammar engine (xgrammar) refused a schema: a $ref to nothing, a regex it cannot read, an impossible range.
   GRAMMAR_INVALID: 'CHORUS_ERR_GRAMMAR_INVALID',
+  // A GGUF file is not one Chorus can read (bad magic, truncated, a value type it does not know): the message names
+  // the file and where reading stopped.
+  GGUF_INVALID: 'CHORUS_ERR_GGUF_INVALID',
+  // A well-formed GGUF whose architecture, tensor quantization type, RoPE scaling or tokenizer model Chorus does not
+  // convert: the message names it and what is supported (docs/models.md).
+  GGUF_UNSUPPORTED: 'CHORUS_ERR_GGUF_UNSUPPORTED',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 
