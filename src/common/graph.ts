@@ -183,6 +183,11 @@ export interface FileModelSpec {
   readonly path: string;
   /** Folder with tokenizer.json (+ tokenizer_config.json), absolute; Thinker only. */
   readonly tokenizer?: string;
+  /**
+   * The GGUF file this model is imported from (YAML `model: {gguf: ...}`, Thinker only): `path` and `tokenizer` then
+   * name its folder in the model cache, which loadConfig (or ensureModel) fills on first use.
+   */
+  readonly gguf?: string;
 }
 
 export type ModelSpec = GeneratedModelSpec | FileModelSpec;

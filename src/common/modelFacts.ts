@@ -13,8 +13,10 @@ export const ModelFactsSchema = Type.Union([
     {
       kind: Type.Literal('thinker'),
       vocabSize: PositiveCount,
-      hiddenSize: PositiveCount,
-      eosTokenId: Count,
+      /** 0 for a text-only decoder that takes input_ids and has no hidden output (a GGUF import, an Optimum export). */
+      hiddenSize: Count,
+      /** -1 when the model names none (an export without config.json): only stop tokens and max_tokens end it. */
+      eosTokenId: Type.Integer({ minimum: -1, maximum: Number.MAX_SAFE_INTEGER }),
       /** KV cache bytes one position costs (keys and values, every layer). */
       kvBytesPerToken: Count,
       /** What a bring-your-own model lacks (inputsEmbeds, hiddenStates, embeddings): it serves text only. */

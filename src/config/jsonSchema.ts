@@ -8,7 +8,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { stageKinds } from '../../stages/registry.ts';
 import { connectorKinds } from '../../transport/registry.ts';
-import { FileModelYaml, GraphYaml } from './schema.ts';
+import { FileModelYaml, GgufModelYaml, GraphYaml } from './schema.ts';
 
 type Json = Record<string, unknown>;
 
@@ -24,13 +24,15 @@ export function stageGraphJsonSchema(): Json {
   const stageProps = stage.properties as Record<string, Json>;
   delete stageProps.worker_type;
   delete stageProps.next_stage_processor;
-  const models = [plain(FileModelYaml)];
+  const models = [plain(FileModelYaml), plain(GgufModelYaml)];
   for (const d of Object.values(stageKinds)) {
     const variants = d.readsRequest ? [d.modelSchema('audio'), d.modelSchema('image')] : [d.modelSchema(undefined)];
     for (const v of variants) models.push(plain(v));
   }
   stageProps.model = {
-    description: 'a file model ({path, tokenizer}) or a generated one (preset, seed and size overrides of its kind)',
+    description:
+      'a file model ({path, tokenizer}), a GGUF LLM ({gguf}) or a generated one (preset, seed and size overrides of ' +
+      'its kind)',
     anyOf: models,
   };
   // TypeBox writes a Record as patternProperties; one pattern, every connector name.

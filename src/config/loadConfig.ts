@@ -17,6 +17,7 @@ import { resolvePrefillFirst, resolvePrefixCache } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
 import { stageKinds } from '../../stages/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
+import { importGgufModels } from './ggufModel.ts';
 import { resolveModel } from './models.ts';
 import { userCacheDir } from './paths.ts';
 import { Problems } from './problems.ts';
@@ -50,7 +51,9 @@ export async function loadConfig(file: string, options: ParseOptions = {}): Prom
       cause,
     });
   }
-  return parseConfig(text, file, options);
+  const graph = parseConfig(text, file, options);
+  await importGgufModels(graph); // a GGUF Thinker is converted into the model cache on first use
+  return graph;
 }
 
 /** `file` names the source in messages; '<embedded>' for text that has no file. */
@@ -118,10 +121,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     stageNice: yaml.stage_nice ?? defaults.stageNice,
     modelAliases: yaml.model_aliases ?? [],
     cachePartition: yaml.security?.cache_partition ?? defaults.cachePartition,
-    modelsDir:
-      yaml.models_dir === undefined
-        ? path.join(userCacheDir(), defaults.modelsDir)
-        : path.resolve(baseDir, yaml.models_dir),
+    modelsDir: modelsDirOf(yaml, baseDir),
     connectors,
     chunkPolicy,
     ecStore,
@@ -130,6 +130,12 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     warnings: problems.warnings,
     configHash: createHash('sha256').update(text).digest('hex'),
   });
+}
+
+function modelsDirOf(yaml: GraphYamlValue, baseDir: string): string {
+  return yaml.models_dir === undefined
+    ? path.join(userCacheDir(), defaults.modelsDir)
+    : path.resolve(baseDir, yaml.models_dir);
 }
 
 function resolveStages(
@@ -245,6 +251,7 @@ function resolveModels(
         defaultPreset,
         defaultSeed,
         baseDir,
+        modelsDir: modelsDirOf(yaml, baseDir),
         inputs: related(shape.inputs[index].map((i) => i.from)),
         consumers: related((shape.consumers.get(s.stage_id) ?? []).map((i) => yaml.stages[i].stage_id)),
         ...(s.encoder ? { modality: s.encoder.modality } : {}),

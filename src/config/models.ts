@@ -10,6 +10,7 @@ import type { Static } from '@sinclair/typebox';
 import type { MediaModality, ModelSpec, StageKind } from '../common/graph.ts';
 import { stageKinds } from '../../stages/registry.ts';
 import type { RelatedStage } from '../../stages/StageKindDescriptor.ts';
+import { resolveGgufModel } from './ggufModel.ts';
 import type { Problems } from './problems.ts';
 import { FileModelYaml } from './schema.ts';
 import { check } from './validate.ts';
@@ -22,6 +23,8 @@ export interface ModelContext {
   readonly defaultPreset: string;
   readonly defaultSeed: number;
   readonly baseDir: string;
+  /** The model cache (absolute): where a GGUF model's import lives. */
+  readonly modelsDir: string;
   /** Already-resolved models of this stage's inputs and consumers (as far as resolution order allows). */
   readonly inputs: readonly RelatedStage[];
   readonly consumers: readonly RelatedStage[];
@@ -34,6 +37,10 @@ export function resolveModel(ctx: ModelContext, problems: Problems): ModelSpec |
   const at = ['stages', ctx.index, 'model'];
   const raw = ctx.raw ?? {};
   if ('path' in raw) return resolveFileModel(ctx, raw, problems);
+  if ('gguf' in raw) {
+    const isThinker = stageKinds[ctx.kind].entry;
+    return resolveGgufModel({ at, baseDir: ctx.baseDir, modelsDir: ctx.modelsDir, isThinker }, raw, problems);
+  }
   const descriptor = stageKinds[ctx.kind];
   if (!check(descriptor.modelSchema(ctx.modality), raw, at, problems)) return null;
   const preset = typeof raw.preset === 'string' ? raw.preset : undefined;

@@ -241,6 +241,23 @@ export const GraphYaml = Type.Object(
 
 // ------------------------------------------------------------------------------------------------ models
 
+/** `model: {gguf: PATH}` or `{gguf: {python_package, file}}`: a GGUF LLM imported into the model cache. */
+export const GgufModelYaml = Type.Object(
+  {
+    gguf: Type.Union(
+      [
+        Type.String({ minLength: 1 }),
+        Type.Object(
+          { python_package: Type.String({ minLength: 1 }), file: Type.String({ minLength: 1 }) },
+          { additionalProperties: false },
+        ),
+      ],
+      { errorMessage: 'must be a path to a .gguf file or {python_package: NAME, file: FILE}' },
+    ),
+  },
+  closed,
+);
+
 export const FileModelYaml = Type.Object(
   {
     path: Type.String({ minLength: 1 }),

@@ -18,6 +18,7 @@ import {
   type ModelBuildProgress,
   type ModelFiles,
 } from './modelCache.ts';
+import { importGguf } from '../thinker/gguf/importGguf.ts';
 
 export {
   ensureGeneratedModel,
@@ -36,6 +37,10 @@ export async function ensureModel(
   onProgress?: (p: ModelBuildProgress) => void,
 ): Promise<ModelFiles> {
   if (spec.source === 'file') {
+    if (spec.gguf !== undefined && !existsSync(spec.path)) {
+      // A GGUF Thinker loaded without loadConfig (which imports first): import it here, into the same folder.
+      await importGguf(spec.gguf, modelsDir, (step) => onProgress?.({ kind: 'thinker', ...step }));
+    }
     if (!existsSync(spec.path)) {
       throw new ChorusError(
         ErrorCodes.MODEL_LOAD,

