@@ -1,5 +1,6 @@
 /** `engine.prefix_cache` of a stage: on by default for autoregressive stages, refused on the others. */
 import type { ModelSpec, PrefixCacheSettings } from '../common/graph.ts';
+import { prefixBudgetProblem } from '../sched/PrefixCache.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import type { Problems } from './problems.ts';
 
@@ -40,16 +41,13 @@ export function resolvePrefixCache(
   const d = defaults.engine.prefixCache;
   const maxBytes = raw?.max_bytes === undefined ? d.maxBytes : parseByteSize(raw.max_bytes);
   const blockPositions = raw?.block_positions ?? d.blockPositions;
-  const blockBytes = blockPositions * (generatedKvBytesPerPosition(model) ?? 0);
-  if (maxBytes < blockBytes) {
-    problems.add(
-      [...at, 'max_bytes'],
-      `${maxBytes} bytes cannot hold one block (${blockPositions} positions x ${blockBytes / blockPositions} ` +
-        `bytes of KV): raise it (e.g. 64MiB), lower block_positions, or set prefix_cache: false`,
-    );
+  const settings = { maxBytes, blockPositions };
+  const problem = prefixBudgetProblem(settings, generatedKvBytesPerPosition(model) ?? 0);
+  if (problem) {
+    problems.add([...at, 'max_bytes'], problem);
     return null;
   }
-  return { maxBytes, blockPositions };
+  return settings;
 }
 
 /** KV bytes per position of a generated decoder (keys and values of every layer, float32); null for files. */

@@ -67,15 +67,24 @@ export interface HeldBlocks {
   readonly names: readonly string[];
 }
 
-/** Refuses a budget that cannot hold one block of KV (the cache would drop every entry it is given). */
-export function checkPrefixBudget(settings: PrefixCacheSettings, kvBytesPerPosition: number): void {
+/**
+ * Why a budget cannot hold one block of KV (the cache would drop every entry it is given), or null when it can: the
+ * one rule, asked by the config loader of a generated model (its KV size is known from the config) and by the stage
+ * of the model it loaded (checkPrefixBudget: a file model's KV size is known only then).
+ */
+export function prefixBudgetProblem(settings: PrefixCacheSettings, kvBytesPerPosition: number): string | null {
   const blockBytes = settings.blockPositions * kvBytesPerPosition;
-  if (settings.maxBytes >= blockBytes) return;
-  throw new ChorusError(
-    ErrorCodes.CONFIG_INVALID,
-    `engine.prefix_cache.max_bytes (${settings.maxBytes}) cannot hold one block of this model's KV (${blockBytes} ` +
-      `bytes): raise it, lower block_positions, or set prefix_cache: false`,
+  if (settings.maxBytes >= blockBytes) return null;
+  return (
+    `${settings.maxBytes} bytes cannot hold one block (${settings.blockPositions} positions x ${kvBytesPerPosition} ` +
+    `bytes of KV): raise it (e.g. 64MiB), lower block_positions, or set prefix_cache: false`
   );
+}
+
+/** Refuses, at the stage, a budget that cannot hold one block of the loaded model's KV. */
+export function checkPrefixBudget(settings: PrefixCacheSettings, kvBytesPerPosition: number): void {
+  const problem = prefixBudgetProblem(settings, kvBytesPerPosition);
+  if (problem) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `engine.prefix_cache.max_bytes: ${problem}`);
 }
 
 export class PrefixCache<T> {
