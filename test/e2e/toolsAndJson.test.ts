@@ -203,6 +203,22 @@ describe('tools', () => {
     }
   });
 
+  it('auto: the model decides; random weights write text, and any call they start is held to the grammar', async () => {
+    const c = await sdk.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Hello there.' }],
+      max_tokens: 24,
+      tools: [...tools],
+      tool_choice: 'auto',
+    });
+    const m = c.choices[0].message;
+    const validate = (name: string, args: string) => ajv.validate(schemaOf[name], JSON.parse(args));
+    for (const t of m.tool_calls ?? [])
+      if (t.type === 'function') expect(validate(t.function.name, t.function.arguments)).toBe(true);
+    expect(c.choices[0].finish_reason).toBe(m.tool_calls?.length ? 'tool_calls' : c.choices[0].finish_reason);
+    expect(typeof m.content === 'string' || (m.tool_calls?.length ?? 0) > 0).toBe(true);
+  });
+
   it('a history with an assistant call and its tool result is rendered and answered', async () => {
     const c = await sdk.chat.completions.create({
       model: MODEL,
