@@ -17,6 +17,7 @@ import { stopReason } from '../sampling/stopping.ts';
 import { Thinker2Tts } from '../tts/thinker2tts.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
+import { MAIN } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes, type SerializedError } from '../../src/common/errors.ts';
 import { EC_STORE, type AddRequest, type StageStats } from '../../src/worker/messages.ts';
 import type { ThinkerArgs, ThinkerStats } from './protocol.ts';
@@ -79,7 +80,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const prompt = args.promptTokenIds ?? [];
     if (prompt.length === 0)
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
-    const feeds = msg.downstream.some((t) => t.stageId !== 'main');
+    const feeds = msg.downstream.some((t) => t.stageId !== MAIN);
     const needsTalker = feeds && this.feed === 'rows';
     const supports = this.runner.supports;
     if (needsTalker && supports && (!supports.hiddenStates || !supports.embeddings)) {
@@ -366,15 +367,15 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       out.hidden,
       emitsToken ? this.runner.embed([token]) : null,
     );
-    const main = req.downstream.filter((t) => t.stageId === 'main');
-    const talker = req.downstream.filter((t) => t.stageId !== 'main');
+    const main = req.downstream.filter((t) => t.stageId === MAIN);
+    const talker = req.downstream.filter((t) => t.stageId !== MAIN);
     if (stop) {
       const warnings = req.media?.warnings.length
         ? { warnings: req.media.warnings, droppedItems: req.media.dropped }
         : {};
       const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
-        if (t.stageId === 'main') return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
+        if (t.stageId === MAIN) return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
         return req.toTts ? req.toTts.take(true)! : this.rowsChunk(req, req.toTalker!.take(true));
       });
       return;
@@ -389,7 +390,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     if (this.scheduler.numComputed(req.requestId) < req.promptTokenIds.length) return;
     const p = req.prefix;
     const cached = p.cachedTokens ? { cachedTokens: p.cachedTokens } : {};
-    this.finish(req, 'stop', (t) => (t.stageId === 'main' ? { kind: 'text', tokenIds: [], ...cached } : undefined));
+    this.finish(req, 'stop', (t) => (t.stageId === MAIN ? { kind: 'text', tokenIds: [], ...cached } : undefined));
   }
 
   /** The Talker's chunk of these rows; the first names the prompt's blocks when this Thinker keeps a cache. */
