@@ -4,6 +4,7 @@ import { TURNS_BEFORE } from './turnsSoakReport.ts';
 
 const RSS_TOLERANCE = 0.1; // issue 27: within 10% of the value after turn 20 (the baseline turn)
 const TTFP_AFTER_TRUNCATION_MAX = 1.5; // issue 27: <= 1.5x the turns before
+const LATE_TURNS_MAX = 1.5; // issue 41: the last third of a session past its limit <= 1.5x its first ten turns
 
 const ms = (x: number | null) => (x === null ? '-' : `${x.toFixed(1)} ms`);
 const times = (x: number | null) => (x === null ? '-' : `${x.toFixed(2)}x`);
@@ -25,6 +26,7 @@ export function formatTurnsSoak(r: TurnsSoakReport): string {
       `${times(t.ratioToBeforeFirst)}`,
     `  cached share of input p50: truncating turns ${pct(t.cachedShareAfterP50)}, ` +
       `other turns ${pct(t.cachedShareOthersP50)}`,
+    ...lateTurnsLines(r),
     '',
     `RSS (MiB)      turn ${String(baselineTurn).padEnd(4)}  last  last/turn${baselineTurn}     max` +
       `  goal   prefix cache   less cache  pids`,
@@ -46,6 +48,17 @@ export function formatTurnsSoak(r: TurnsSoakReport): string {
       `server exit ${r.serverExitCode}`,
   ];
   return `${lines.join('\n')}\n`;
+}
+
+function lateTurnsLines(r: TurnsSoakReport): string[] {
+  const l = r.lateTurns;
+  if (l === null) return [];
+  const met = l.ratio === null ? null : l.ratio <= LATE_TURNS_MAX;
+  return [
+    `TTFP p50: turns ${l.late.join('-')} ${ms(l.lateP50Ms)} (${l.lateTruncating} of ${l.lateTurns} truncating), ` +
+      `turns ${l.early.join('-')} ${ms(l.earlyP50Ms)}, ratio ${times(l.ratio)}  ` +
+      `[goal <= ${LATE_TURNS_MAX}x: ${goal(met)}]`,
+  ];
 }
 
 /** null: nothing to judge (no truncation, or no audio). */

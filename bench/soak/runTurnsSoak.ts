@@ -18,7 +18,9 @@ import { thinkerPositionsConfig } from './thinkerPositionsConfig.ts';
 import {
   failedTurns,
   rssFigures,
+  lateTurnsFigures,
   truncationFigures,
+  type LateTurnsFigures,
   type RssFigures,
   type TruncationFigures,
 } from './turnsSoakReport.ts';
@@ -51,6 +53,8 @@ export interface TurnsSoakReport {
   readonly turns: number;
   readonly failed: readonly SoakTurn[];
   readonly truncation: TruncationFigures;
+  /** The last third of the turns against the first ten (null: ten turns or fewer). */
+  readonly lateTurns: LateTurnsFigures | null;
   /** Per process (main = the server; stage#replica): RSS after the baseline turn, at the end, and their ratio. */
   readonly rss: Readonly<Record<string, RssFigures>>;
   readonly rssSeries: Readonly<Record<string, readonly RssSample[]>>;
@@ -129,6 +133,7 @@ export async function runTurnsSoak(
       turns: perTurn.length,
       failed: failedTurns(perTurn),
       truncation,
+      lateTurns: lateTurnsFigures(perTurn),
       rss: rssFigures(rss.series(), o.rssBaselineTurn),
       rssSeries: rss.series(),
       leftover: {

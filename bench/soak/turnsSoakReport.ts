@@ -1,7 +1,8 @@
 /**
  * The figures of `chorus soak --turns` from its per-turn records (pure, tested in test/unit/turnsSoakReport.test.ts):
  * failed turns, the turns right after a truncation against the turns before them, and each process's RSS at the
- * end against its value after the baseline turn (issue 27's goal: 0 failed, RSS within 10%, TTFP <= 1.5x).
+ * end against its value after the baseline turn (issue 27's goal: 0 failed, RSS within 10%, TTFP <= 1.5x); the last
+ * third of the turns against the first ten (issue 41: a session past its limit stays as fast as it started).
  */
 import type { RssSample } from './processRss.ts';
 import type { SoakTurn } from './SoakConversation.ts';
@@ -32,6 +33,23 @@ export interface TruncationFigures {
   /** Cached share of the input, p50 over the truncating turns and over the others after the first turn. */
   readonly cachedShareAfterP50: number | null;
   readonly cachedShareOthersP50: number | null;
+}
+
+/** Issue 41's comparison: the first EARLY_TURNS turns against the last third (turns 40-60 of 60). */
+export const EARLY_TURNS = 10;
+
+export interface LateTurnsFigures {
+  /** First and last turn (1-based, inclusive) of each range; every session's turns in it count. */
+  readonly early: readonly [number, number];
+  readonly late: readonly [number, number];
+  /** TTFP p50 of each range (null: no audio in it). */
+  readonly earlyP50Ms: number | null;
+  readonly lateP50Ms: number | null;
+  /** lateP50Ms / earlyP50Ms: the goal is <= 1.5. */
+  readonly ratio: number | null;
+  /** Turns of the late range whose answer dropped items, of all its turns. */
+  readonly lateTruncating: number;
+  readonly lateTurns: number;
 }
 
 export interface RssFigures {
@@ -111,6 +129,28 @@ export function truncationFigures(turns: readonly SoakTurn[]): TruncationFigures
     ratioToBeforeFirst: ratio(afterP50Ms, beforeFirstP50Ms),
     cachedShareAfterP50: p50(sharesAfter),
     cachedShareOthersP50: p50(sharesOthers),
+  };
+}
+
+/** `turns`: every turn of every session; null when there are not more turns than the early range. */
+export function lateTurnsFigures(turns: readonly SoakTurn[]): LateTurnsFigures | null {
+  const last = Math.max(0, ...turns.map((t) => t.turn));
+  if (last <= EARLY_TURNS) return null;
+  const early: [number, number] = [1, EARLY_TURNS];
+  const late: [number, number] = [Math.max(EARLY_TURNS + 1, Math.round((2 * last) / 3)), last];
+  const within = ([a, b]: readonly [number, number]) => turns.filter((t) => t.turn >= a && t.turn <= b);
+  const ttfps = (range: readonly [number, number]) =>
+    within(range).flatMap((t) => (t.ttfpMs === null || !answered(t) ? [] : [t.ttfpMs]));
+  const earlyP50Ms = p50(ttfps(early));
+  const lateP50Ms = p50(ttfps(late));
+  return {
+    early,
+    late,
+    earlyP50Ms,
+    lateP50Ms,
+    ratio: earlyP50Ms === null || lateP50Ms === null || earlyP50Ms === 0 ? null : lateP50Ms / earlyP50Ms,
+    lateTruncating: within(late).filter((t) => t.deletedItems > 0).length,
+    lateTurns: within(late).length,
   };
 }
 

@@ -1,13 +1,13 @@
 /**
  * `chorus soak --turns` arithmetic on hand-made turns and RSS samples: failed turns, the truncating turns against
  * the 5 turns before each (every turn counted once), against the turns before the first truncation, the cached
- * shares, and each process's RSS after turn 20 against its last value, with and without its prefix cache. Every
- * expected number is worked out by hand from the definitions.
+ * shares, the last third of the turns against the first ten, and each process's RSS after turn 20 against its last
+ * value, with and without its prefix cache. Every expected number is worked out by hand from the definitions.
  */
 import { describe, expect, it } from 'vitest';
 import type { RssSample } from '../../bench/soak/processRss.ts';
 import type { SoakTurn } from '../../bench/soak/SoakConversation.ts';
-import { failedTurns, p50, rssFigures, truncationFigures } from '../../bench/soak/turnsSoakReport.ts';
+import { failedTurns, lateTurnsFigures, p50, rssFigures, truncationFigures } from '../../bench/soak/turnsSoakReport.ts';
 
 function turn(session: number, n: number, ttfpMs: number | null, deletedItems = 0, status = 'incomplete'): SoakTurn {
   return {
@@ -36,6 +36,34 @@ describe('failedTurns', () => {
     const turns = [turn(0, 1, 10), turn(0, 2, 10, 0, 'completed'), turn(0, 3, null, 0, 'failed')];
     const refused = { ...turn(0, 4, null), status: 'refused' };
     expect(failedTurns([...turns, refused]).map((t) => t.turn)).toEqual([3, 4]);
+  });
+});
+
+describe('lateTurnsFigures', () => {
+  it('compares the TTFP p50 of the last third of the turns with the first ten, every session counted', () => {
+    // 60 turns in two sessions: 100 ms in turns 1-10, 130 ms from 40 (every 8th truncating, at 900 ms), 500 between.
+    const turns = [0, 1].flatMap((session) =>
+      Array.from({ length: 60 }, (_, i) => {
+        const n = i + 1;
+        if (n <= 10) return turn(session, n, 100 + session);
+        if (n < 40) return turn(session, n, 500);
+        return n % 8 === 0 ? turn(session, n, 900, 12) : turn(session, n, 130);
+      }),
+    );
+    const f = lateTurnsFigures(turns)!;
+    expect(f.early).toEqual([1, 10]);
+    expect(f.late).toEqual([40, 60]);
+    expect(f.earlyP50Ms).toBe(100.5); // ten 100s and ten 101s
+    expect(f.lateP50Ms).toBe(130); // 6 of 42 at 900
+    expect(f.ratio).toBeCloseTo(130 / 100.5, 10);
+    expect(f).toMatchObject({ lateTruncating: 6, lateTurns: 42 });
+  });
+
+  it('leaves failed turns out, and has no figure for ten turns or fewer', () => {
+    const turns = Array.from({ length: 12 }, (_, i) => turn(0, i + 1, 100));
+    turns[11] = turn(0, 12, 5, 0, 'failed');
+    expect(lateTurnsFigures(turns)).toMatchObject({ late: [11, 12], lateP50Ms: 100, ratio: 1 });
+    expect(lateTurnsFigures(turns.slice(0, 10))).toBeNull();
   });
 });
 
