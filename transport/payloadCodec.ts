@@ -4,7 +4,7 @@
  * naming what was wrong (a producer of another version, a corrupt frame), never a half-read object.
  */
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
-import type { ChunkBody, MediaFormat } from '../src/common/payloads.ts';
+import type { ChunkBody, MediaFormat, VideoFrames } from '../src/common/payloads.ts';
 import type { SerializedError } from '../src/common/errors.ts';
 import type { Tensor } from './codec.ts';
 
@@ -76,8 +76,9 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
       return {
         kind,
         item: p.integer('item'),
-        format: p.oneOf('format', ['wav', 'pcm16', 'image'] as const satisfies readonly MediaFormat[]),
+        format: p.oneOf('format', ['wav', 'pcm16', 'image', 'video'] as const satisfies readonly MediaFormat[]),
         ...(p.has('sampleRateHz') ? { sampleRateHz: p.integer('sampleRateHz') } : {}),
+        ...(p.has('video') ? { video: videoFrames(p.object('video')) } : {}),
         what: p.string('what'),
         bytes: tensorOf(tensors, 'bytes', Uint8Array, 1).data,
       };
@@ -152,8 +153,11 @@ function tensorOf<A extends Tensor['data']>(
 class FieldReader {
   private readonly o: Record<string, unknown>;
 
-  constructor(payload: unknown) {
-    if (typeof payload !== 'object' || payload === null) throw invalid('the chunk payload is not an object');
+  constructor(
+    payload: unknown,
+    private readonly at = '',
+  ) {
+    if (typeof payload !== 'object' || payload === null) throw invalid(`the chunk payload ${at}is not an object`);
     this.o = payload as Record<string, unknown>;
   }
 
@@ -163,39 +167,72 @@ class FieldReader {
 
   string(key: string): string {
     const v = this.o[key];
-    if (typeof v !== 'string') throw invalid(`payload.${key} is not a string`);
+    if (typeof v !== 'string') throw invalid(`payload.${this.at}${key} is not a string`);
     return v;
   }
 
   integer(key: string): number {
     const v = this.o[key];
-    if (!Number.isSafeInteger(v)) throw invalid(`payload.${key} is not an integer`);
+    if (!Number.isSafeInteger(v)) throw invalid(`payload.${this.at}${key} is not an integer`);
     return v as number;
   }
 
   integers(key: string): number[] {
     const v = this.o[key];
-    if (!Array.isArray(v) || !v.every((x) => Number.isSafeInteger(x))) throw invalid(`payload.${key} is not integers`);
+    if (!Array.isArray(v) || !v.every((x) => Number.isSafeInteger(x)))
+      throw invalid(`payload.${this.at}${key} is not integers`);
     return v as number[];
   }
 
   strings(key: string): string[] {
     const v = this.o[key];
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw invalid(`payload.${key} is not strings`);
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+      throw invalid(`payload.${this.at}${key} is not strings`);
     return v as string[];
+  }
+
+  number(key: string): number {
+    const v = this.o[key];
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`payload.${this.at}${key} is not a finite number`);
+    return v;
+  }
+
+  /** A nested object's fields, read by its own FieldReader. */
+  object(key: string): FieldReader {
+    return new FieldReader(this.o[key], `${this.at}${key}.`);
   }
 
   oneOf<T extends string>(key: string, values: readonly T[]): T {
     const v = this.string(key);
-    if (!(values as readonly string[]).includes(v)) throw invalid(`payload.${key} is not one of ${values.join(', ')}`);
+    if (!(values as readonly string[]).includes(v))
+      throw invalid(`payload.${this.at}${key} is not one of ${values.join(', ')}`);
     return v as T;
   }
 
   error(key: string): SerializedError {
     const v = this.o[key] as Partial<SerializedError> | undefined;
-    if (typeof v?.code !== 'string' || typeof v.message !== 'string') throw invalid(`payload.${key} is not an error`);
+    if (typeof v?.code !== 'string' || typeof v.message !== 'string')
+      throw invalid(`payload.${this.at}${key} is not an error`);
     return v as SerializedError;
   }
+}
+
+/** A video body's frame layout: positive integers, a positive rate, and the key main hashed. */
+function videoFrames(v: FieldReader): VideoFrames {
+  const positive = (key: 'numFrames' | 'width' | 'height'): number => {
+    const n = v.integer(key);
+    if (n < 1) throw invalid(`payload.video.${key} is ${n}, not a positive integer`);
+    return n;
+  };
+  const fps = v.number('fps');
+  if (!(fps > 0)) throw invalid(`payload.video.fps is ${fps}, not a positive rate`);
+  return {
+    numFrames: positive('numFrames'),
+    width: positive('width'),
+    height: positive('height'),
+    fps,
+    sourceKey: v.string('sourceKey'),
+  };
 }
 
 function unknownKind(body: never): never {

@@ -6,7 +6,8 @@ import type { SamplingParams, StageGraph } from './graph.ts';
 import type { SerializedError } from './errors.ts';
 import type { AudioOutputFacts } from './modelFacts.ts';
 
-export type Modality = 'text' | 'audio';
+/** What an answer may hold (request.modalities); the media a prompt may hold is src/common/modality.ts. */
+export type OutputModality = 'text' | 'audio';
 
 /**
  * One part of a message's content, in order. The shapes follow OpenAI's content parts so the front end maps them
@@ -24,7 +25,20 @@ export type ContentPart =
       readonly sampleRateHz?: number;
     }
   /** PNG or JPEG bytes (the format is sniffed from the bytes). */
-  | { readonly type: 'image'; readonly data: Uint8Array };
+  | { readonly type: 'image'; readonly data: Uint8Array }
+  /**
+   * A video as sampled frames (src/media/modalities/video.ts): numFrames RGB frames of width x height, row-major,
+   * taken `fps` per second; sourceKey names the source and its sampling (the encoder-output store's key).
+   */
+  | {
+      readonly type: 'video';
+      readonly data: Uint8Array;
+      readonly numFrames: number;
+      readonly width: number;
+      readonly height: number;
+      readonly fps: number;
+      readonly sourceKey: string;
+    };
 
 export interface ChatMessage {
   readonly role: 'system' | 'user' | 'assistant' | 'tool';
@@ -67,7 +81,7 @@ export interface GenerateRequest {
   /** The conversation; rendered to a prompt by the Thinker's chat template. */
   readonly messages: readonly ChatMessage[];
   /** ['text'] runs the Thinker only; ['text', 'audio'] runs the whole graph. */
-  readonly modalities: readonly Modality[];
+  readonly modalities: readonly OutputModality[];
   /** Overrides of the Thinker's default sampling params. */
   readonly sampling?: Partial<SamplingParams>;
   /** Overrides of the Talker's default sampling params (seed, ignoreEos, maxTokens in frames...). */
@@ -119,10 +133,11 @@ export interface PromptTokens {
   readonly text: number;
   readonly audio: number;
   readonly image: number;
+  readonly video: number;
 }
 
 export interface Usage {
-  /** Every prompt position (text + audio + image); media items left out of the answer do not count. */
+  /** Every prompt position (text + audio + image + video); media items left out of the answer do not count. */
   readonly promptTokens: number;
   readonly promptTokenDetails: PromptTokens;
   readonly completionTokens: number;

@@ -47,6 +47,13 @@ export const ErrorCodes = {
   MEDIA_INVALID: 'CHORUS_ERR_MEDIA_INVALID',
   MEDIA_REMOTE_URL: 'CHORUS_ERR_MEDIA_REMOTE_URL',
   ENCODER_FAILED: 'CHORUS_ERR_ENCODER_FAILED',
+  // A video the decoder (a child ffmpeg, src/media/video) could not read: corrupt, truncated, no video stream.
+  VIDEO_INVALID: 'CHORUS_ERR_VIDEO_INVALID',
+  // A video over a limit of its encoder stage's `video:` settings: longer than max_seconds, or more bytes (input or
+  // sampled frames) than its caps, or a decode that ran past its time limit. The message names the item and limit.
+  VIDEO_TOO_LONG: 'CHORUS_ERR_VIDEO_TOO_LONG',
+  VIDEO_TOO_LARGE: 'CHORUS_ERR_VIDEO_TOO_LARGE',
+  VIDEO_DECODE_TIMEOUT: 'CHORUS_ERR_VIDEO_DECODE_TIMEOUT',
   // Front end (src/server): a second response.create while one is active; response.cancel with none active;
   // a realtime client event type the server does not implement; an HTTP route that does not exist.
   RESPONSE_ACTIVE: 'CHORUS_ERR_RESPONSE_ACTIVE',

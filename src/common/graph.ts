@@ -4,6 +4,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Count, List } from './wireValues.ts';
+import type { Modality } from './modality.ts';
 
 export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder' | 'tts';
 
@@ -239,7 +240,8 @@ export interface StageInput {
   readonly connector: string; // name in connectors
 }
 
-export type MediaModality = 'audio' | 'image';
+/** The one modality type (src/common/modality.ts), under the name the stage graph has used. */
+export type MediaModality = Modality;
 
 /** What a Thinker does when an encoder cannot deliver an item: fail the request, or answer without that item. */
 export type EncoderFailurePolicy = 'fail' | 'text_only';
@@ -268,8 +270,30 @@ export interface EncoderSettings {
   readonly maxAudioSeconds: number;
   /** From admission: an item whose rows have not reached the Thinker by then has failed (on_failure applies). */
   readonly timeoutMs: number;
-  /** Vision only. */
+  /** Vision only (image and video: the patch and merge sizes of the model). */
   readonly imageGrid: ImageGridSettings | null;
+  /** Video only: sampling defaults and the decoder's limits (`encoder.video:`). */
+  readonly video: VideoSettings | null;
+}
+
+/** How a video encoder stage samples clips by default, and what the decoder in main accepts (docs/video.md). */
+export interface VideoSettings {
+  /** Frames per second sampled when a request names none (mm_processor_kwargs.fps). */
+  readonly fps: number;
+  /** Frames per clip at most (mm_processor_kwargs.max_frames): a longer clip is sampled uniformly. */
+  readonly maxFrames: number;
+  /** Area of a sampled frame at most, in pixels (sides multiples of patch x merge). */
+  readonly framePixels: number;
+  /** Frames in one temporal patch (Qwen2.5-VL: 2). */
+  readonly temporalPatchSize: number;
+  /** Longer clips are refused (CHORUS_ERR_VIDEO_TOO_LONG). */
+  readonly maxSeconds: number;
+  /** Bytes of a video (or its frame images) at most (CHORUS_ERR_VIDEO_TOO_LARGE). */
+  readonly maxInputBytes: number;
+  /** Bytes of the frames sampled from one clip at most, before the max_frames pick (CHORUS_ERR_VIDEO_TOO_LARGE). */
+  readonly maxFrameBytes: number;
+  /** The decoder's time limit per clip (CHORUS_ERR_VIDEO_DECODE_TIMEOUT). */
+  readonly decodeTimeoutMs: number;
 }
 
 /** Settings of a tts stage (its `tts:` section, stages/tts/ttsSettings.ts); absent on every other kind. */

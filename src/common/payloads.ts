@@ -13,7 +13,18 @@
  */
 import type { SerializedError } from './errors.ts';
 
-export type MediaFormat = 'wav' | 'pcm16' | 'image';
+export type MediaFormat = 'wav' | 'pcm16' | 'image' | 'video';
+
+/** A video's sampled frames as they travel to the video encoder: `bytes` holds numFrames RGB frames. */
+export interface VideoFrames {
+  readonly numFrames: number;
+  readonly width: number;
+  readonly height: number;
+  /** Frames per second of video time the frames were sampled at (drives the time positions). */
+  readonly fps: number;
+  /** The source's content and its sampling, hashed by main (src/media/modalities/video.ts): the bytes key. */
+  readonly sourceKey: string;
+}
 
 export interface MediaBody {
   readonly kind: 'media';
@@ -22,6 +33,8 @@ export interface MediaBody {
   readonly format: MediaFormat;
   /** pcm16 only: the rate of the samples (the Realtime API's 24 kHz when absent). */
   readonly sampleRateHz?: number;
+  /** video only: how to read `bytes`. */
+  readonly video?: VideoFrames;
   /** Names the item in messages ("messages[0].content[1] (audio)"). */
   readonly what: string;
   readonly bytes: Uint8Array;

@@ -64,6 +64,16 @@ export const defaults = {
     maxAudioSeconds: 20 * 60, // 20 min
     timeoutMs: 30_000, // 30 s from admission for an item's rows to reach the Thinker
   },
+  video: {
+    fps: 2, // frames sampled per second of video (Qwen2.5-VL's default)
+    maxFrames: 32, // per clip; a longer clip is sampled uniformly (16 temporal groups)
+    framePixels: 224 * 224, // a sampled frame's area at most: <= 64 rows per temporal group
+    temporalPatchSize: 2, // frames per temporal patch, as Qwen2.5-VL
+    maxSeconds: 600, // 10 min; the decoder stops at the first frame past it
+    maxInputBytes: '12MiB', // under the HTTP body limit (16 MiB) as base64 (x 4/3)
+    maxFrameBytes: '256MiB', // frames sampled before the max_frames pick: ~2,000 frames of 224 x 168
+    decodeTimeoutMs: 20_000, // 20 s of decoder wall time per clip
+  },
 } as const;
 
 export { parseByteSize } from '../common/yamlSchema.ts';

@@ -5,8 +5,8 @@
 import type { Static } from '@sinclair/typebox';
 import { DEFAULT_IMAGE_GRID } from '../media/imagePatches.ts';
 import { defaults, parseByteSize } from './defaults.ts';
-import type { EncoderYaml } from './schema.ts';
-import type { EncoderFailurePolicy, EncoderSettings, ModelSpec } from '../common/graph.ts';
+import type { EncoderYaml, VideoYaml } from './schema.ts';
+import type { EncoderFailurePolicy, EncoderSettings, ModelSpec, VideoSettings } from '../common/graph.ts';
 
 /** `encoder:` -> EncoderSettings, the graph's on_encoder_failure filling in on_failure. */
 export function resolveEncoderSettings(
@@ -27,8 +27,9 @@ export function resolveEncoderSettings(
     onFailure: raw.on_failure ?? graphOnFailure ?? d.onFailure,
     maxAudioSeconds: raw.max_audio_seconds ?? d.maxAudioSeconds,
     timeoutMs: raw.timeout_ms ?? d.timeoutMs,
+    video: raw.modality === 'video' ? resolveVideoSettings(raw.video ?? {}) : null,
     imageGrid:
-      raw.modality === 'image'
+      raw.modality === 'image' || raw.modality === 'video'
         ? {
             patchSize: grid.patchSize,
             mergeSize: grid.mergeSize,
@@ -36,5 +37,19 @@ export function resolveEncoderSettings(
             maxPixels: DEFAULT_IMAGE_GRID.maxPixels,
           }
         : null,
+  };
+}
+
+function resolveVideoSettings(raw: Static<typeof VideoYaml>): VideoSettings {
+  const d = defaults.video;
+  return {
+    fps: raw.fps ?? d.fps,
+    maxFrames: raw.max_frames ?? d.maxFrames,
+    framePixels: raw.frame_pixels ?? d.framePixels,
+    temporalPatchSize: d.temporalPatchSize,
+    maxSeconds: raw.max_seconds ?? d.maxSeconds,
+    maxInputBytes: parseByteSize(raw.max_input_bytes ?? d.maxInputBytes),
+    maxFrameBytes: parseByteSize(raw.max_frame_bytes ?? d.maxFrameBytes),
+    decodeTimeoutMs: raw.decode_timeout_ms ?? d.decodeTimeoutMs,
   };
 }

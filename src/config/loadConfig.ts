@@ -179,6 +179,12 @@ function resolveStages(
     if (s.tts !== undefined && s.kind !== 'tts') {
       problems.add(['stages', index, 'tts'], `only tts stages take \`tts:\` settings (this stage is a ${s.kind})`);
     }
+    if (s.encoder?.video !== undefined && s.encoder.modality !== 'video') {
+      problems.add(
+        ['stages', index, 'encoder', 'video'],
+        `only a video encoder (modality: video) takes \`video:\` settings (this one encodes ${s.encoder.modality})`,
+      );
+    }
     if (!model) continue;
     out.push({
       stageId: s.stage_id,

@@ -112,10 +112,24 @@ export const SamplingYaml = Type.Object(
   closed,
 );
 
+/** `encoder.video:` of a video encoder stage: sampling defaults (a request may override) and the decoder's limits. */
+export const VideoYaml = Type.Object(
+  {
+    fps: optional(Type.Number({ exclusiveMinimum: 0, maximum: 60 })),
+    max_frames: optional(int(1)),
+    frame_pixels: optional(int(28 * 28)),
+    max_seconds: optional(Type.Number({ exclusiveMinimum: 0 })),
+    max_input_bytes: optional(ByteSize),
+    max_frame_bytes: optional(ByteSize),
+    decode_timeout_ms: optional(int(1)),
+  },
+  closed,
+);
+
 /** `encoder:` of an encoder stage: what it encodes, its cache, its compute budget and batching. */
 export const EncoderYaml = Type.Object(
   {
-    modality: oneOf(['audio', 'image'] as const),
+    modality: oneOf(['audio', 'image', 'video'] as const),
     cache_bytes: optional(ByteSize),
     budget_embeddings: optional(int(1)),
     max_batch_size: optional(int(1)),
@@ -123,6 +137,7 @@ export const EncoderYaml = Type.Object(
     on_failure: optional(oneOf(['fail', 'text_only'] as const)),
     max_audio_seconds: optional(Type.Number({ exclusiveMinimum: 0 })),
     timeout_ms: optional(int(1)),
+    video: optional(VideoYaml),
   },
   closed,
 );

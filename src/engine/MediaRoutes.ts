@@ -4,6 +4,7 @@
  * an encoder failure means for the request: with `on_failure: fail` the request ends with an error naming the
  * items; with `text_only` the Thinker is told to go on without them (it drops their spans and says so).
  */
+import { modalityOf } from '../media/modalities/index.ts';
 import type { EncoderFailurePolicy } from '../common/graph.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
@@ -148,17 +149,7 @@ export function encoderFailure(
   };
 }
 
-/** The chunk body that carries an item's bytes (as received) to its encoder; its bytesKeyOf keys the EC store. */
+/** The chunk body that carries an item to its encoder (its modality's `body`); its bytesKey keys the EC store. */
 export function mediaBodyOf(item: MediaItem): MediaBody {
-  const part = item.part;
-  return part.type === 'audio'
-    ? {
-        kind: 'media',
-        item: item.index,
-        format: part.format,
-        ...(part.sampleRateHz !== undefined ? { sampleRateHz: part.sampleRateHz } : {}),
-        what: item.what,
-        bytes: part.data,
-      }
-    : { kind: 'media', item: item.index, format: 'image', what: item.what, bytes: part.data };
+  return modalityOf(item.part).body(item.part, item.index, item.what);
 }

@@ -3,6 +3,7 @@
  * (detokenized text, PCM audio) and ends with exactly one `done`. Text and audio are independent: each arrives on
  * its own edge and is emitted the moment it lands.
  */
+import type { Modality } from '../common/modality.ts';
 import { OutputChannel } from './OutputChannel.ts';
 import type { ReceivedChunk } from '../../transport/registry.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
@@ -46,8 +47,8 @@ export class RequestStream {
     public stageInstances: ReadonlyMap<string, string>, // stageId -> instance used
     outputStages: readonly { stageId: string; type: 'text' | 'audio' }[],
     private readonly promptTokens: number,
-    /** The prompt's media items in plan order: their embeddings count as audio / image input, not text. */
-    private readonly promptItems: readonly { modality: 'audio' | 'image'; numEmbeddings: number }[],
+    /** The prompt's media items in plan order: their embeddings count as media input (by modality), not text. */
+    private readonly promptItems: readonly { modality: Modality; numEmbeddings: number }[],
     private readonly detokenizer: TextDecoderLike,
     /** The vocoder's facts from its READY report; null when the request has no audio output. */
     private readonly audio: AudioOutputFacts | null,
@@ -176,7 +177,7 @@ export class RequestStream {
 
   /** The prompt's positions by modality; items the Thinker cut out of the prompt (text_only) do not count. */
   promptTokenDetails(): PromptTokens {
-    const counts = { text: this.promptTokens, audio: 0, image: 0 };
+    const counts = { text: this.promptTokens, audio: 0, image: 0, video: 0 };
     this.promptItems.forEach((item, index) => {
       counts.text -= item.numEmbeddings; // a placeholder position, not a text token
       if (!this.droppedItems.has(index)) counts[item.modality] += item.numEmbeddings;
@@ -191,7 +192,7 @@ export class RequestStream {
     this.replayCaughtUp();
     const details = this.promptTokenDetails();
     const usage: Usage = {
-      promptTokens: details.text + details.audio + details.image,
+      promptTokens: details.text + details.audio + details.image + details.video,
       promptTokenDetails: details,
       completionTokens: this.completionTokens,
       ...(this.cachedTokens > 0 ? { cachedTokens: this.cachedTokens } : {}),

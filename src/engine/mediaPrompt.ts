@@ -1,9 +1,10 @@
 /**
  * A request's messages -> the Thinker's prompt and its media items, on the server thread, before admission.
- * Each media part becomes one placeholder token (<|audio|> / <|image|>) at its place in the chat template, which
- * the position map expands to the item's embedding count. That count comes from the item's header (probeMedia):
- * decoding runs in the encoder stage, so this costs microseconds per item. Anything wrong with an item is a
- * CHORUS_ERR_MEDIA_INVALID naming it ("messages[0].content[1] (audio): ...") before anything is admitted.
+ * Each media part becomes one placeholder token (<|audio|> / <|image|> / <|video|>) at its place in the chat template,
+ * which the position map expands to the item's embedding count. That count comes from its modality's `layout`
+ * (src/media/modalities: a header, or a video's sampled grid): decoding runs in the encoder stage (a video's sampling
+ * ran in a child process before the request got here), so this costs microseconds per item. Anything wrong with an
+ * item is a CHORUS_ERR_MEDIA_INVALID naming it ("messages[0].content[1] (audio): ...") before anything is admitted.
  */
 import {
   encodersOf,
@@ -14,7 +15,8 @@ import {
 } from '../common/graph.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { mediaInvalid } from '../media/mediaError.ts';
-import { probeAudio, probeImage } from '../media/probeMedia.ts';
+import { MODALITIES, modalities, modalityOf, type MediaPart } from '../media/modalities/index.ts';
+import type { MediaGrid } from '../common/modality.ts';
 import { buildPositionMap, type MediaSpan } from '../media/positionMap.ts';
 import { ByteTokenizer } from '../tokenizer/ByteTokenizer.ts';
 import { HfTokenizer } from '../tokenizer/HfTokenizer.ts';
@@ -29,7 +31,7 @@ import {
 } from '../common/promptBytes.ts';
 
 export type { Tokenizer };
-import type { ChatMessage, ContentPart, ToolDefinition } from '../common/engine.ts';
+import type { ChatMessage, ToolDefinition } from '../common/engine.ts';
 import { encoderConnector } from '../common/edgeConnectors.ts';
 import { DEFAULT_RING_BYTES, ringBytesOf } from '../../transport/registry.ts';
 import { entryPromptLimits } from '../../stages/registry.ts';
@@ -37,9 +39,11 @@ import { entryPromptLimits } from '../../stages/registry.ts';
 export interface MediaItem {
   readonly index: number;
   readonly modality: MediaModality;
-  readonly part: Extract<ContentPart, { type: 'audio' | 'image' }>;
+  readonly part: MediaPart;
   readonly what: string;
   readonly numEmbeddings: number;
+  /** A video's time x height x width grid. */
+  readonly grid?: MediaGrid;
   /** The encoder stage that takes it. */
   readonly encoder: StageSpec;
   /** The request's cache partition (promptPartition.ts): the EC store looks the item up within it. */
@@ -61,25 +65,19 @@ export interface PreparedPrompt {
 /** Placeholder token ids of a tokenizer, or null when it has none for a modality. */
 export type PlaceholderIds = Readonly<Record<MediaModality, number | null>>;
 
-/** Hugging Face spellings tried in order (Qwen2.5-Omni uses <|AUDIO|> and <|IMAGE|>). */
-const HF_PLACEHOLDERS: Record<MediaModality, readonly string[]> = {
-  audio: ['<|AUDIO|>', '<|audio_pad|>', '<|audio|>'],
-  image: ['<|IMAGE|>', '<|image_pad|>', '<|image|>'],
-};
-
 export function placeholderIds(tokenizer: Tokenizer): PlaceholderIds {
-  if (tokenizer instanceof ByteTokenizer)
-    return { audio: tokenizer.specialTokenId('<|audio|>'), image: tokenizer.specialTokenId('<|image|>') };
   // Looked up, not encoded: encoding text a vocabulary lacks may be refused (a tokenizer without unk_token).
-  const find = (names: readonly string[]) => {
+  const find = (m: MediaModality): number | null => {
+    const def = modalities[m];
+    if (tokenizer instanceof ByteTokenizer) return tokenizer.specialTokenId(def.bytePlaceholder);
     if (!(tokenizer instanceof HfTokenizer)) return null;
-    for (const name of names) {
+    for (const name of def.hfPlaceholders) {
       const id = tokenizer.specialTokenId(name);
       if (id !== null) return id;
     }
     return null;
   };
-  return { audio: find(HF_PLACEHOLDERS.audio), image: find(HF_PLACEHOLDERS.image) };
+  return Object.fromEntries(MODALITIES.map((m) => [m, find(m)])) as Record<MediaModality, number | null>;
 }
 
 /** The tokenizer of the entry stage's model (the Thinker's): main renders and counts prompts with it. */
@@ -138,7 +136,7 @@ export function preparePrompt(
   });
   const ids = ctx.tokenizer.applyChatTemplate(turns, tools);
   const placeholderModality = new Map<number, MediaModality>();
-  for (const modality of ['audio', 'image'] as const) {
+  for (const modality of MODALITIES) {
     const id = ctx.placeholders[modality];
     if (id !== null) placeholderModality.set(id, modality);
   }
@@ -181,16 +179,11 @@ export function checkPromptFits(prompt: PreparedPrompt, graph: StageGraph): void
     ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
     `the prompt takes ${prompt.promptTokenIds.length} positions (${media} of them for ${prompt.items.length} media ` +
       `item(s): ${prompt.items.map((i) => `${i.what} ${i.numEmbeddings}`).join(', ')}); the thinker has ` +
-      `${maxPositions}: send shorter audio or fewer images`,
+      `${maxPositions}: send shorter audio or video, or fewer images`,
   );
 }
 
-function probeItem(
-  part: Extract<ContentPart, { type: 'audio' | 'image' }>,
-  index: number,
-  what: string,
-  ctx: PromptContext,
-): MediaItem {
+function probeItem(part: MediaPart, index: number, what: string, ctx: PromptContext): MediaItem {
   const modality: MediaModality = part.type;
   const encoder = ctx.encoders.get(modality);
   if (!encoder)
@@ -203,26 +196,26 @@ function probeItem(
     throw new ChorusError(
       ErrorCodes.MEDIA_INVALID,
       `${what}: the thinker's tokenizer has no ${modality} placeholder token ` +
-        `(${HF_PLACEHOLDERS[modality].join(', ')}), so media cannot be placed in its prompt`,
+        `(${modalities[modality].hfPlaceholders.join(', ')}), so media cannot be placed in its prompt`,
     );
   }
   if (part.data.byteLength > ctx.maxItemBytes) {
     throw mediaInvalid(
       what,
       `${size(part.data.byteLength)} is over the ${size(ctx.maxItemBytes)} limit per item (half the edge ring to ` +
-        `the encoder: raise the connector's ring_bytes)`,
+        `the encoder: raise the connector's ring_bytes${modality === 'video' ? ', or sample fewer frames' : ''})`,
     );
   }
-  const settings = encoder.encoder as EncoderSettings;
-  const numEmbeddings =
-    part.type === 'audio'
-      ? probeAudio(part.data, part.format, {
-          pcm16RateHz: part.sampleRateHz,
-          maxSeconds: settings.maxAudioSeconds,
-          what,
-        }).numEmbeddings
-      : probeImage(part.data, settings.imageGrid ?? undefined, what).numEmbeddings;
-  return { index, modality, part, what, numEmbeddings, encoder };
+  const layout = modalityOf(part).layout(part, encoder.encoder as EncoderSettings, what);
+  return {
+    index,
+    modality,
+    part,
+    what,
+    numEmbeddings: layout.numEmbeddings,
+    ...(layout.grid ? { grid: layout.grid } : {}),
+    encoder,
+  };
 }
 
 function size(bytes: number): string {

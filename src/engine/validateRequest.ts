@@ -1,8 +1,9 @@
 /** Checks a GenerateRequest before any stage sees it; errors say what to change. */
+import { isMediaModality, MODALITIES, modalityOf } from '../media/modalities/index.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { ContentPart, GenerateRequest } from '../common/engine.ts';
 
-const MODALITIES = new Set(['text', 'audio']);
+const OUTPUT_MODALITIES = new Set(['text', 'audio']);
 
 export function validateRequest(r: GenerateRequest): void {
   const bad = (message: string) => new ChorusError(ErrorCodes.REQUEST_INVALID, message);
@@ -17,7 +18,8 @@ export function validateRequest(r: GenerateRequest): void {
   }
   if (!Array.isArray(r.modalities) || r.modalities.length === 0)
     throw bad('modalities must name at least one of text, audio');
-  for (const m of r.modalities) if (!MODALITIES.has(m)) throw bad(`unknown modality "${m}": use text and/or audio`);
+  for (const m of r.modalities)
+    if (!OUTPUT_MODALITIES.has(m)) throw bad(`unknown modality "${m}": use text and/or audio`);
   if (r.requestId !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(r.requestId))
     throw bad('requestId must be 1-128 characters of [A-Za-z0-9._:-]');
   const max = r.sampling?.maxTokens;
@@ -53,16 +55,10 @@ function checkPart(part: ContentPart, at: string, bad: (message: string) => Chor
     case 'text':
       if (typeof part.text !== 'string') throw bad(`${at}.text must be a string`);
       return;
-    case 'audio':
-      if (!(part.data instanceof Uint8Array)) throw bad(`${at}.data must be the audio bytes (a Uint8Array)`);
-      if (part.format !== 'wav' && part.format !== 'pcm16') throw bad(`${at}.format must be wav or pcm16`);
-      if (part.sampleRateHz !== undefined && (!Number.isInteger(part.sampleRateHz) || part.sampleRateHz < 1))
-        throw bad(`${at}.sampleRateHz must be a positive integer`);
-      return;
-    case 'image':
-      if (!(part.data instanceof Uint8Array)) throw bad(`${at}.data must be the image bytes (a Uint8Array)`);
-      return;
-    default:
-      throw bad(`${at}.type must be text, audio or image`);
+    default: {
+      if (!isMediaModality(part?.type)) throw bad(`${at}.type must be text, ${MODALITIES.join(', ')}`);
+      const problem = modalityOf(part).shapeProblem(part, at);
+      if (problem !== null) throw bad(problem);
+    }
   }
 }

@@ -55,6 +55,13 @@ export function imageCacheKey(image: ImagePatches, encoderId: string, cacheSalt?
  * bytes decode the same way. The encoder-output store and an encoder's bytes -> content map look items up by it.
  */
 export function bytesKeyOf(media: MediaBody): string {
+  // A video's sampled frames: main hashed their source with its sampling (modalities/video.ts); that stands for them.
+  if (media.video) {
+    const v = media.video;
+    return createHash('sha256')
+      .update(JSON.stringify(['video', v.sourceKey, v.numFrames, v.width, v.height, v.fps]))
+      .digest('hex');
+  }
   return createHash('sha256')
     .update(JSON.stringify([media.format, media.sampleRateHz ?? null]))
     .update(media.bytes)

@@ -1,7 +1,8 @@
 /**
- * Placeholders -> positions. A prompt holds one placeholder token per media item (<|image|>, <|audio|>);
- * each expands to that item's embedding count, known before encoding (audioEmbeddingCount,
- * imageEmbeddingCount). The position map says where each item's rows go in the expanded sequence, so:
+ * Placeholders -> positions. A prompt holds one placeholder token per media item (<|image|>, <|audio|>, <|video|>);
+ * each expands to that item's embedding count, known before encoding (each modality's `layout`,
+ * src/media/modalities); a video's span also carries its time x height x width grid (mropePositions). The position
+ * map says where each item's rows go in the expanded sequence, so:
  * - the Thinker's inputs_embeds are the text embeddings of the expanded ids with each span overwritten by
  *   the item's rows (spliceEmbeddings, or spliceRange for one prefill chunk);
  * - the scheduler can prefill text while encoders run, stopping at readyLimit(): the start of the first
@@ -10,11 +11,13 @@
  * everywhere and any code that only sees token ids still knows those positions are media.
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import type { Modality } from './types.ts';
+import type { MediaGrid, Modality } from '../common/modality.ts';
 
 export interface MediaItemLayout {
   readonly modality: Modality;
   readonly numEmbeddings: number;
+  /** A video's time x height x width grid (numEmbeddings = t * h * w), carried into its span. */
+  readonly grid?: MediaGrid;
 }
 
 export interface MediaSpan {
@@ -26,6 +29,8 @@ export interface MediaSpan {
   /** First position in the expanded sequence, and the number of rows there. */
   readonly start: number;
   readonly length: number;
+  /** A video's grid: its rows are in time-major, then row, then column order over it. */
+  readonly grid?: MediaGrid;
 }
 
 export interface PositionMap {
@@ -61,7 +66,17 @@ export function buildPositionMap(
       );
     if (!(Number.isInteger(layout.numEmbeddings) && layout.numEmbeddings >= 1))
       throw invalid(`media item ${item} has ${layout.numEmbeddings} embeddings`);
-    spans.push({ item, modality, placeholderIndex: index, start: expanded.length, length: layout.numEmbeddings });
+    if (layout.grid && layout.grid.t * layout.grid.h * layout.grid.w !== layout.numEmbeddings)
+      throw invalid(`media item ${item}'s grid is not its ${layout.numEmbeddings} embeddings`);
+    const grid = layout.grid ? { grid: layout.grid } : {};
+    spans.push({
+      item,
+      modality,
+      placeholderIndex: index,
+      start: expanded.length,
+      length: layout.numEmbeddings,
+      ...grid,
+    });
     for (let i = 0; i < layout.numEmbeddings; i++) expanded.push(id);
   });
   if (spans.length !== items.length)
@@ -138,4 +153,49 @@ export function spliceEmbeddings(
   hiddenSize: number,
 ): Float32Array {
   return spliceRange(map, 0, map.length, textEmbeds, itemEmbeds, hiddenSize);
+}
+
+/**
+ * Multimodal rotary positions (Qwen2-VL's M-RoPE), [temporal, height, width] per position: text advances all three
+ * together; a video span's rows take (start + t * secondsPerGroup-scaled time, start + row, start + col) over its grid,
+ * an image span (t = 0) its row and column; the text after a span resumes from the largest position used plus one.
+ * `timeScale` is rotary time steps per temporal group (Qwen2.5-VL: tokens_per_second * temporal_patch / fps), so two
+ * clips sampled at different rates keep the same time axis. The generated Thinker uses 1D positions (the expanded
+ * index); this is the layout a model with M-RoPE reads, and what the grid in each span is for.
+ */
+export function mropePositions(
+  map: PositionMap,
+  imageGrids: ReadonlyMap<number, MediaGrid> = new Map(),
+  timeScale: (span: MediaSpan) => number = () => 1,
+): Int32Array {
+  const out = new Int32Array(map.length * 3);
+  let next = 0; // the next text position
+  let at = 0;
+  const put = (t: number, h: number, w: number): void => {
+    out.set([t, h, w], 3 * at);
+    at++;
+  };
+  const text = (until: number): void => {
+    for (; at < until; next++) put(next, next, next);
+  };
+  for (const span of map.spans) {
+    text(span.start);
+    const grid = span.grid ?? imageGrids.get(span.item);
+    if (!grid) {
+      text(span.start + span.length);
+      continue;
+    }
+    const scale = span.grid ? timeScale(span) : 0;
+    let top = next;
+    for (let t = 0; t < grid.t; t++) {
+      const time = next + Math.round(t * scale);
+      for (let r = 0; r < grid.h; r++) {
+        for (let c = 0; c < grid.w; c++) put(time, next + r, next + c);
+      }
+      top = Math.max(top, time, next + grid.h - 1, next + grid.w - 1);
+    }
+    next = top + 1;
+  }
+  text(map.length);
+  return out;
 }

@@ -3,7 +3,9 @@
  * count is already known) and the rows the encoders produce.
  */
 
-export type Modality = 'audio' | 'image';
+import type { Modality } from '../common/modality.ts';
+
+export type { Modality };
 
 /** Log-mel features of one audio item (src/media/audio.ts). */
 export interface AudioFeatures {
@@ -35,4 +37,12 @@ export interface ImagePatches {
   readonly numEmbeddings: number;
 }
 
-export type EncoderInput = AudioFeatures | ImagePatches;
+/** Patches of a sampled clip (src/media/video/videoPatches.ts): image patches with a time axis. */
+export interface VideoPatches extends Omit<ImagePatches, 'modality'> {
+  readonly modality: 'video';
+  /** Frames in one patch (2), and the clip's temporal groups: numPatches = gridT * gridHeight * gridWidth. */
+  readonly temporalPatchSize: number;
+  readonly gridT: number;
+}
+
+export type EncoderInput = AudioFeatures | ImagePatches | VideoPatches;

@@ -9,6 +9,10 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.REQUEST_INVALID]: 400,
   [ErrorCodes.MEDIA_INVALID]: 400,
   [ErrorCodes.MEDIA_REMOTE_URL]: 400,
+  [ErrorCodes.VIDEO_INVALID]: 400,
+  [ErrorCodes.VIDEO_TOO_LONG]: 400,
+  [ErrorCodes.VIDEO_TOO_LARGE]: 400,
+  [ErrorCodes.VIDEO_DECODE_TIMEOUT]: 400, // the client's video took the decoder too long; nothing else is affected
   [ErrorCodes.EVENT_UNKNOWN]: 400,
   [ErrorCodes.UNAUTHORIZED]: 401,
   [ErrorCodes.FORBIDDEN_ORIGIN]: 403,

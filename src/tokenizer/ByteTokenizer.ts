@@ -28,6 +28,7 @@ const NAMED_SPECIALS = [
   '<|audio_end|>',
   '<|image_start|>',
   '<|image_end|>',
+  '<|video|>', // 267, once <|reserved_0|>: the video placeholder (ids unchanged, so generated models still load)
 ] as const;
 export type ByteSpecialToken = (typeof NAMED_SPECIALS)[number];
 

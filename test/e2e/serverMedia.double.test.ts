@@ -35,6 +35,7 @@ function encoderStage(stageId: string, modality: 'audio' | 'image'): StageSpec {
       maxAudioSeconds: 60,
       timeoutMs: 1000,
       imageGrid: null,
+      video: null,
     },
   };
 }

@@ -56,7 +56,7 @@ export class TestHandle implements RequestHandle {
   readonly requestId: string;
   readonly request: GenerateRequest;
   /** A scripted engine's prompt: 5 text tokens, whatever the request says. */
-  readonly prompt = { text: 5, audio: 0, image: 0 };
+  readonly prompt = { text: 5, audio: 0, image: 0, video: 0 };
   readonly events = new ReplaySubject<OutputEvent>();
   cancelCalls = 0;
   pauseCalls = 0;

@@ -58,6 +58,7 @@ describe('encoder stages', () => {
       maxAudioSeconds: 1200,
       timeoutMs: 30000,
       imageGrid: null,
+      video: null,
     });
     expect(image.encoder?.imageGrid).toEqual({ patchSize: 14, mergeSize: 2, minPixels: 56 * 56, maxPixels: 224 * 224 });
     expect(thinker.inputs).toEqual([

@@ -9,7 +9,7 @@ function fakeEngine() {
   const calls: string[] = [];
   const handle: RequestHandle = {
     requestId: 'resp_1',
-    prompt: { text: 3, audio: 0, image: 0 },
+    prompt: { text: 3, audio: 0, image: 0, video: 0 },
     events,
     cancel: () => calls.push('cancel'),
     pause: () => calls.push('pause'),

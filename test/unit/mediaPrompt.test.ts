@@ -207,10 +207,17 @@ describe('routing and request checks', () => {
       errorOf(() =>
         validateRequest({ messages: [{ role: 'user', content: content as string }], modalities: ['text'] }),
       );
-    expect(bad([{ type: 'video', data: new Uint8Array(1) }])).toMatchObject({
+    expect(bad([{ type: 'file', data: new Uint8Array(1) }])).toMatchObject({
       code: ErrorCodes.REQUEST_INVALID,
-      message: 'messages[0].content[0].type must be text, audio or image',
+      message: 'messages[0].content[0].type must be text, audio, image, video',
     });
+    expect(bad([{ type: 'video', data: new Uint8Array(1) }]).message).toBe(
+      'messages[0].content[0].numFrames must be a positive integer',
+    );
+    const frames = { type: 'video', numFrames: 2, width: 28, height: 28, fps: 2, sourceKey: 'k' };
+    expect(bad([{ ...frames, data: new Uint8Array(28 * 28 * 3) }]).message).toBe(
+      'messages[0].content[0].data must hold numFrames RGB frames of width x height',
+    );
     expect(bad([{ type: 'audio', data: 'base64?', format: 'wav' }]).message).toBe(
       'messages[0].content[0].data must be the audio bytes (a Uint8Array)',
     );

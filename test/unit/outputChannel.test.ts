@@ -9,7 +9,7 @@ const done: OutputEvent = {
   finishReason: 'stop',
   usage: {
     promptTokens: 1,
-    promptTokenDetails: { text: 1, audio: 0, image: 0 },
+    promptTokenDetails: { text: 1, audio: 0, image: 0, video: 0 },
     completionTokens: 3,
     audioFrames: 0,
     audioSeconds: 0,

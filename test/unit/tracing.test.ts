@@ -422,7 +422,7 @@ function fakeHandle(requestId = 'r1'): { handle: RequestHandle; events: Subject<
   const cancelled: string[] = [];
   const handle: RequestHandle = {
     requestId,
-    prompt: { text: 7, audio: 0, image: 0 },
+    prompt: { text: 7, audio: 0, image: 0, video: 0 },
     events,
     cancel: (reason) => cancelled.push(reason ?? ''),
     pause: () => undefined,
@@ -434,7 +434,7 @@ function fakeHandle(requestId = 'r1'): { handle: RequestHandle; events: Subject<
 const REQUEST: GenerateRequest = { messages: [{ role: 'user', content: 'hi' }], modalities: ['text', 'audio'] };
 const usage = {
   promptTokens: 7,
-  promptTokenDetails: { text: 7, audio: 0, image: 0 },
+  promptTokenDetails: { text: 7, audio: 0, image: 0, video: 0 },
   completionTokens: 3,
   cachedTokens: 2,
   audioFrames: 4,

@@ -11,7 +11,7 @@ import { PrefillSlots, VoicePrefill } from '../../src/voice/VoicePrefill.ts';
 function recordingEngine(requests: GenerateRequest[]): Engine {
   const handle = (requestId: string): RequestHandle => ({
     requestId,
-    prompt: { text: 0, audio: 0, image: 0 },
+    prompt: { text: 0, audio: 0, image: 0, video: 0 },
     events: new Observable(),
     cancel: () => undefined,
     pause: () => undefined,

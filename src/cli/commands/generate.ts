@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig, defaultConfigPath } from '../../config/loadConfig.ts';
 import { Orchestrator } from '../../engine/Orchestrator.ts';
-import type { Modality, OutputEvent } from '../../common/engine.ts';
+import type { OutputModality, OutputEvent } from '../../common/engine.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../server/pcm.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
@@ -43,7 +43,7 @@ export async function run(argv: string[]): Promise<number> {
   const engine = await Orchestrator.start(graph);
   const unhook = shutdownOnSignal(() => engine.close(2_000));
   try {
-    const modalities: Modality[] = values['text-only'] ? ['text'] : ['text', 'audio'];
+    const modalities: OutputModality[] = values['text-only'] ? ['text'] : ['text', 'audio'];
     const startedAtMs = Date.now();
     const handle = engine.generate({
       messages: [{ role: 'user', content: values.prompt }],

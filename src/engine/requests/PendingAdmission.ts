@@ -40,7 +40,7 @@ export function restartWait(
 
 /** The prompt by modality, as RequestStream.promptTokenDetails counts it at admission (no item dropped yet). */
 export function promptTokensOf(prompt: PreparedPrompt): PromptTokens {
-  const counts = { text: prompt.promptTokenIds.length, audio: 0, image: 0 };
+  const counts = { text: prompt.promptTokenIds.length, audio: 0, image: 0, video: 0 };
   for (const item of prompt.items) {
     counts.text -= item.numEmbeddings; // a placeholder position, not a text token
     counts[item.modality] += item.numEmbeddings;

@@ -9,6 +9,7 @@
  * only the prompt positions its prefix cache does not hold (KvIndex.ts, from the instances' stats reports), and the
  * queue counts what the chosen instance will compute.
  */
+import type { Modality } from '../../common/modality.ts';
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
@@ -32,7 +33,8 @@ import {
 /** Assumed until an instance has measured its own (tiny-omni on this class of CPU, one thread per stage). */
 export const ROUTE_DEFAULTS: RouteDefaults = {
   prefillTokensPerSecond: 4_000,
-  secondsPerRow: { audio: 0.000_2, image: 0.000_5 }, // ~0.15 s per 30 s clip; ~30 ms per 64-row image
+  // ~0.15 s per 30 s clip; ~30 ms per 64-row image; a video row as an image row (its encoder is the same ViT)
+  secondsPerRow: { audio: 0.000_2, image: 0.000_5, video: 0.000_5 },
   fetchSecondsPerRow: 0.000_002, // a 1 KiB row over loopback Redis
 };
 
@@ -59,7 +61,7 @@ interface Admitted {
   /** Encoder instance -> its rows for this request and the rows queued there ahead of them. */
   readonly encoders: Map<string, { rows: number; rowsAhead: number }>;
   readonly predictedTtftSeconds: number;
-  readonly modality: 'text' | 'audio' | 'image' | 'mixed';
+  readonly modality: 'text' | Modality | 'mixed';
   encodersDoneAtMs: number;
   /**
    * Its prompt counts in its Thinker's queue: from admission without encoder work, else from when its last encoder

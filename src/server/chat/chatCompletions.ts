@@ -17,7 +17,8 @@ import { serverMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { floatToPcm16, wavFromPcm16 } from '../pcm.ts';
 import { renameError, renameItems } from '../media/itemNames.ts';
-import type { MediaSources } from '../media/mediaParts.ts';
+import type { MediaSources, VideoSettingsOf } from '../media/mediaParts.ts';
+import { encodersOf, type StageGraph } from '../../common/graph.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
@@ -42,6 +43,12 @@ function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
     timeoutMs: options.mediaFetchTimeoutMs,
     maxBytes: options.mediaFetchMaxBytes,
   };
+}
+
+/** The video encoder stage's sampling settings and grid; null when the pipeline has none. */
+function videoSettingsOf(graph: StageGraph): VideoSettingsOf | null {
+  const encoder = encodersOf(graph).get('video')?.encoder;
+  return encoder?.video ? { video: encoder.video, imageGrid: encoder.imageGrid } : null;
 }
 
 export function registerChatCompletions(app: FastifyInstance, routeContext: ChatRouteContext): void {
@@ -69,7 +76,9 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
       created: Math.floor(Date.now() / 1000),
       model,
     };
-    const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, mediaSources);
+    // The video encoder's settings follow the engine's current graph (hot reload), like the token limits.
+    const media = { ...mediaSources, video: videoSettingsOf(ctx.engine.graph) };
+    const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media);
     const releaseSession = ctx.admission.acquire('http');
     let releaseSlot: () => void = () => {};
     const release = () => {

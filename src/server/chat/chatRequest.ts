@@ -1,15 +1,26 @@
 /**
  * POST /v1/chat/completions request: the OpenAI body schema (the parts Chorus implements) and its mapping to
  * a GenerateRequest. Content parts: `text`, `image_url` ({url: data:image/png|jpeg;base64,... or an
- * allow-listed URL}) and `input_audio` ({data: base64, format: wav | pcm16}), in user messages.
+ * allow-listed URL}), `input_audio` ({data: base64, format: wav | pcm16}), `video_url` and `video` (chatVideo.ts),
+ * in user messages.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { ChatMessage, ContentPart, GenerateRequest, Modality, ToolCall } from '../../common/engine.ts';
+import type { ChatMessage, ContentPart, GenerateRequest, OutputModality, ToolCall } from '../../common/engine.ts';
 import { ErrorCodes } from '../../common/errors.ts';
 import { generationFields, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import { bodyNamer, type ItemNamer } from '../media/itemNames.ts';
 import { fetchMedia } from '../media/fetchMedia.ts';
 import { audioPart, inlineImage, type MediaSources } from '../media/mediaParts.ts';
+import {
+  checkKwargs,
+  loadVideo,
+  MAX_VIDEOS,
+  MmProcessorKwargs,
+  videoFramesPart,
+  videoSampling,
+  videoUrlPart,
+  type PendingVideo,
+} from './chatVideo.ts';
 import { ClientInputError, compileValidator } from '../validate.ts';
 import { CacheSaltField } from '../cachePartition.ts';
 import { otherOpenAiFields, refuseUnsupportedExtras } from './chatFields.ts';
@@ -21,9 +32,18 @@ import { contentTextBytes, refuseLongText } from '../promptText.ts';
  * TypeBox report "not in any accepted form" instead of naming the missing field.
  */
 const Part = Type.Object({
-  type: Type.Union([Type.Literal('text'), Type.Literal('image_url'), Type.Literal('input_audio')]),
+  type: Type.Union([
+    Type.Literal('text'),
+    Type.Literal('image_url'),
+    Type.Literal('input_audio'),
+    Type.Literal('video_url'),
+    Type.Literal('video'),
+  ]),
   text: Type.Optional(Type.String()),
   image_url: Type.Optional(Type.Object({ url: Type.String({ minLength: 1 }), detail: Type.Optional(Type.String()) })),
+  video_url: Type.Optional(Type.Object({ url: Type.String({ minLength: 1 }) })),
+  /** A clip as its frames (image data: URLs, in order), Qwen's `{"type": "video", "video": [...]}`. */
+  video: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: 1024 })),
   input_audio: Type.Optional(
     Type.Object({
       data: Type.String(),
@@ -82,6 +102,8 @@ const chatBodyFields = {
   top_logprobs: Type.Optional(Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: 20 })])),
   /** vLLM's: the request's prefix-cache and encoder-output partition (cachePartition.ts). */
   cache_salt: CacheSaltField,
+  // vLLM's per-request media processing (chatVideo.ts): a video's sampling.
+  mm_processor_kwargs: Type.Optional(MmProcessorKwargs),
   ...generationFields,
   ...otherOpenAiFields,
 };
@@ -115,7 +137,10 @@ interface RemoteImage {
   readonly what: string;
 }
 
-type PlannedPart = ContentPart | RemoteImage;
+type PlannedPart = ContentPart | RemoteImage | PendingVideo;
+
+const isRemoteImage = (p: PlannedPart): p is RemoteImage => 'url' in p;
+const isPendingVideo = (p: PlannedPart): p is PendingVideo => 'source' in p;
 
 /** Text-only content stays one string (the prompt is exactly what it was before media existed); with media, parts. */
 function messageContent(m: Message, i: number, media: MediaSources): string | PlannedPart[] {
@@ -136,6 +161,19 @@ function textOf(p: Part, at: string): string {
 function toPart(p: Part, role: Message['role'], at: string, media: MediaSources): PlannedPart {
   if (p.type === 'text') return { type: 'text', text: textOf(p, at) };
   if (role !== 'user') throw new ClientInputError(`${at}: ${p.type} parts are only allowed in user messages`, at);
+  if (p.type === 'video_url') {
+    if (!p.video_url)
+      throw new ClientInputError(
+        `${at}.video_url is required for a video_url part ({url: data:video/mp4;base64,...})`,
+        `${at}.video_url`,
+      );
+    return videoUrlPart(p.video_url.url, `${at} (video)`, media);
+  }
+  if (p.type === 'video') {
+    if (!p.video)
+      throw new ClientInputError(`${at}.video is required for a video part (its frames as data: URLs)`, `${at}.video`);
+    return videoFramesPart(p.video, `${at} (video)`, media);
+  }
   if (p.type === 'input_audio') {
     if (!p.input_audio)
       throw new ClientInputError(
@@ -154,12 +192,18 @@ function toPart(p: Part, role: Message['role'], at: string, media: MediaSources)
   return image instanceof URL ? { url: image, what } : image;
 }
 
-/** Fetches the remote images (all at once: at most MAX_REMOTE_IMAGES) into their places. */
-async function fetchRemote(
+/**
+ * Fetches the remote images (all at once: at most MAX_REMOTE_IMAGES) and decodes the videos (at most MAX_VIDEOS,
+ * each in its own child process) into their places.
+ */
+async function resolveDeferred(
   contents: (string | PlannedPart[])[],
   media: MediaSources,
+  body: ChatBody,
 ): Promise<(string | ContentPart[])[]> {
-  const remote = contents.flatMap((c) => (typeof c === 'string' ? [] : c.filter((p): p is RemoteImage => 'url' in p)));
+  const parts = contents.flatMap((c) => (typeof c === 'string' ? [] : c));
+  const remote = parts.filter(isRemoteImage);
+  const videos = parts.filter(isPendingVideo);
   if (remote.length > MAX_REMOTE_IMAGES) {
     throw new ClientInputError(
       `the request names ${remote.length} remote images; this server fetches at most ${MAX_REMOTE_IMAGES} per ` +
@@ -167,13 +211,23 @@ async function fetchRemote(
       'messages',
     );
   }
-  if (remote.length === 0) return contents as (string | ContentPart[])[];
-  const fetched = new Map(
-    await Promise.all(
-      remote.map(async (r) => [r, { type: 'image', data: await fetchMedia(r.url, media, r.what) }] as const),
-    ),
+  if (videos.length > MAX_VIDEOS) {
+    throw new ClientInputError(
+      `the request carries ${videos.length} videos; this server takes at most ${MAX_VIDEOS} per request`,
+      'messages',
+    );
+  }
+  if (remote.length === 0 && videos.length === 0) return contents as (string | ContentPart[])[];
+  const sampling = videos.length > 0 && media.video ? videoSampling(body.mm_processor_kwargs, media.video) : null;
+  const loaded = new Map<PlannedPart, ContentPart>(
+    await Promise.all([
+      ...remote.map(
+        async (r) => [r, { type: 'image', data: await fetchMedia(r.url, media, r.what) } as ContentPart] as const,
+      ),
+      ...videos.map(async (v) => [v, await loadVideo(v, sampling!, media)] as const),
+    ]),
   );
-  return contents.map((c) => (typeof c === 'string' ? c : c.map((p) => ('url' in p ? fetched.get(p)! : p))));
+  return contents.map((c) => (typeof c === 'string' ? c : c.map((p) => loaded.get(p) ?? (p as ContentPart))));
 }
 
 function toolCallOf(c: Static<typeof ToolCallField>): ToolCall {
@@ -252,9 +306,11 @@ export async function planChatCompletion(
       ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
-  const contents = await fetchRemote(
+  if (b.mm_processor_kwargs) checkKwargs(b.mm_processor_kwargs, media.video ?? null); // refused before any decode
+  const contents = await resolveDeferred(
     b.messages.map((m, i) => messageContent(m, i, media)),
     media,
+    b,
   );
   const messages: ChatMessage[] = [];
   const bodyIndexOf: number[] = [];
@@ -275,7 +331,7 @@ export async function planChatCompletion(
   }
   const param = b.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
   const maxTokens = resolveMaxTokens(b.max_completion_tokens ?? b.max_tokens, limits, param);
-  const modalities: Modality[] = wantsAudio ? ['text', 'audio'] : ['text'];
+  const modalities: OutputModality[] = wantsAudio ? ['text', 'audio'] : ['text'];
   const asked = b.max_completion_tokens ?? b.max_tokens;
   return {
     request: {

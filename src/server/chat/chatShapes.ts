@@ -21,12 +21,13 @@ export function usageBody(u: Usage): Record<string, unknown> {
     prompt_tokens: u.promptTokens,
     completion_tokens: completionTokens,
     total_tokens: u.promptTokens + completionTokens,
-    // OpenAI's fields, plus image_tokens (Chorus): the prompt positions each modality filled.
+    // OpenAI's fields, plus image_tokens and video_tokens (Chorus): the prompt positions each modality filled.
     prompt_tokens_details: {
       cached_tokens: u.cachedTokens ?? 0,
       text_tokens: u.promptTokenDetails.text,
       audio_tokens: u.promptTokenDetails.audio,
       image_tokens: u.promptTokenDetails.image,
+      video_tokens: u.promptTokenDetails.video,
     },
     completion_tokens_details: { text_tokens: u.completionTokens, audio_tokens: u.audioFrames },
   };

@@ -171,7 +171,7 @@ export const engineStreamFailed: OutputEvent = {
   error: { code: ErrorCodes.INTERNAL, message: 'the engine stream failed (see the server log)' },
   usage: {
     promptTokens: 0,
-    promptTokenDetails: { text: 0, audio: 0, image: 0 },
+    promptTokenDetails: { text: 0, audio: 0, image: 0, video: 0 },
     completionTokens: 0,
     audioFrames: 0,
     audioSeconds: 0,

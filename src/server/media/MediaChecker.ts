@@ -1,13 +1,12 @@
 /**
  * Checks a media item against the pipeline the way the engine will at admission (an encoder for its modality,
- * then its header: format, length, image size), from headers alone, in microseconds. Realtime runs it when an
- * item is created, so bad media is refused with an error event at once and never enters the conversation, where
- * it would fail every later response.create.
+ * then its modality's layout: a header's format, length, image size), from headers alone, in microseconds. Realtime
+ * runs it when an item is created, so bad media is refused with an error event at once and never enters the
+ * conversation, where it would fail every later response.create.
  */
 import { encodersOf, type EncoderSettings, type MediaModality, type StageGraph } from '../../common/graph.ts';
 import { mediaInvalid } from '../../media/mediaError.ts';
-import { probeAudio, probeImage } from '../../media/probeMedia.ts';
-import type { MediaPart } from './mediaParts.ts';
+import { modalityOf, type MediaPart } from '../../media/modalities/index.ts';
 
 export class MediaChecker {
   readonly #encoders: ReadonlyMap<MediaModality, EncoderSettings>;
@@ -33,12 +32,6 @@ export class MediaChecker {
           `e.g. configs/tiny-omni.yaml)`,
       );
     }
-    if (part.type === 'audio')
-      probeAudio(part.data, part.format, {
-        pcm16RateHz: part.sampleRateHz,
-        maxSeconds: settings.maxAudioSeconds,
-        what,
-      });
-    else probeImage(part.data, settings.imageGrid ?? undefined, what);
+    modalityOf(part).layout(part, settings, what);
   }
 }

@@ -11,7 +11,12 @@ export interface MediaFetchLimits {
   readonly maxBytes: number;
 }
 
-export async function fetchMedia(url: URL, limits: MediaFetchLimits, what: string): Promise<Uint8Array> {
+export async function fetchMedia(
+  url: URL,
+  limits: MediaFetchLimits,
+  what: string,
+  accept = 'image/png, image/jpeg',
+): Promise<Uint8Array> {
   const timeout = AbortSignal.timeout(limits.timeoutMs);
   const stop = new AbortController();
   const signal = AbortSignal.any([timeout, stop.signal]);
@@ -19,7 +24,7 @@ export async function fetchMedia(url: URL, limits: MediaFetchLimits, what: strin
   const timedOut = () => failed(`the media URL did not answer within ${limits.timeoutMs} ms`);
   let res: Response;
   try {
-    res = await fetch(url, { signal, redirect: 'manual', headers: { accept: 'image/png, image/jpeg' } });
+    res = await fetch(url, { signal, redirect: 'manual', headers: { accept } });
   } catch (err) {
     if (timeout.aborted) throw timedOut();
     throw failed(

@@ -341,7 +341,7 @@ export class SessionResponses {
 
 /** A response that fails before the engine sees it: its stream is its done(error), so it ends as any failure does. */
 function refusedHandle(requestId: string, error: ChorusError): RequestHandle {
-  const prompt = { text: 0, audio: 0, image: 0 };
+  const prompt = { text: 0, audio: 0, image: 0, video: 0 };
   const usage = { promptTokens: 0, promptTokenDetails: prompt, completionTokens: 0, audioFrames: 0, audioSeconds: 0 };
   const noop = () => {};
   return {

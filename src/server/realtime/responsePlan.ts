@@ -6,7 +6,7 @@
  * applied (the items forgotten) only by the response that is created.
  */
 import type { ChorusError } from '../../common/errors.ts';
-import type { GenerateRequest, Modality } from '../../common/engine.ts';
+import type { GenerateRequest } from '../../common/engine.ts';
 import { mergeGeneration, resolveMaxTokens, toEngineParams, type TokenLimits } from '../generationParams.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
 import type { ResponseFields } from './clientEvents.ts';
@@ -69,7 +69,7 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
   const kept = dropped.size === 0 ? items : items.filter((it) => !dropped.has(it.id));
   const rendered = toChatMessages(instructions, kept);
   const audio = outputModalities.includes('audio');
-  const modalities: Modality[] = audio ? ['text', 'audio'] : ['text'];
+  const modalities: OutputModality[] = audio ? ['text', 'audio'] : ['text'];
   const generation = mergeGeneration(state.generation, r);
   const metadata = r.metadata ?? null;
   const request = (requestId: string): GenerateRequest => ({

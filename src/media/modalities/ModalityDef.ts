@@ -1,0 +1,57 @@
+/**
+ * What defines a modality, in one place: src/media/modalities/<name>.ts implements this for audio, image and video,
+ * and index.ts lists them. Everything else (the chat and Realtime front ends, the engine's prompt and media plan, the
+ * encoder stage, the encoder-output store) asks the registry instead of naming a modality, so adding one is its own
+ * file plus a registry line (and its encoder's model).
+ *
+ * The way of one item: the front end turns a client's content part into an engine ContentPart (parsing: base64,
+ * data: URLs, a fetch where allowed, a video's decode in a child process); main counts its embeddings from what it
+ * holds (`layout`: a header, or the sampled grid) before admitting the request, expands its placeholder to that many
+ * positions and sends it to its encoder stage as a chunk (`body`); the encoder stage decodes it into the encoder's
+ * input and its content key (`prepare`); the encoder-output store and the encoder's own cache look it up by the key of
+ * its bytes as sent (src/media/mediaKey.ts bytesKeyOf; a video's is main's hash of its source and sampling). Budgets count its embeddings (numEmbeddings x the Thinker's width x 4 bytes).
+ */
+import type { ContentPart } from '../../common/engine.ts';
+import type { EncoderSettings } from '../../common/graph.ts';
+import type { MediaGrid, Modality } from '../../common/modality.ts';
+import type { MediaBody, MediaFormat } from '../../common/payloads.ts';
+import type { EncoderInput } from '../types.ts';
+
+export type PartOf<M extends Modality> = Extract<ContentPart, { readonly type: M }>;
+export type MediaPart = PartOf<Modality>;
+
+/** An item's place in the prompt, known before it is encoded. */
+export interface ItemLayout {
+  readonly numEmbeddings: number;
+  /** Video: its time x height x width grid (placeholder expansion and positions carry it). */
+  readonly grid?: MediaGrid;
+}
+
+/** An item in its encoder stage: the key its rows are cached under, their count, and the encoder input. */
+export interface PreparedItem {
+  readonly key: string;
+  readonly numEmbeddings: number;
+  /** The encoder input (computed on first call: a cache hit never needs it). */
+  input(): EncoderInput;
+}
+
+export interface ModalityDef<M extends Modality> {
+  readonly name: M;
+  /** The formats its chunks carry to its encoder (MediaBody.format). */
+  readonly formats: readonly MediaFormat[];
+  /** Its placeholder token in a Hugging Face vocabulary, spellings tried in order (Qwen2.5-Omni's first). */
+  readonly hfPlaceholders: readonly string[];
+  /** Its placeholder in the byte tokenizer of the generated models. */
+  readonly bytePlaceholder: '<|audio|>' | '<|image|>' | '<|video|>';
+  /** The engine-level shape check (validateRequest): what is wrong with the part, or null. */
+  shapeProblem(part: PartOf<M>, at: string): string | null;
+  /** Embeddings (and grid) from what main holds; throws CHORUS_ERR_MEDIA_INVALID naming `what`. */
+  layout(part: PartOf<M>, settings: EncoderSettings, what: string): ItemLayout;
+  /** The chunk that carries the item to its encoder. */
+  body(part: PartOf<M>, item: number, what: string): MediaBody;
+  /**
+   * In its encoder stage: the body -> content key, count and input. Throws CHORUS_ERR_MEDIA_INVALID naming the item
+   * when the bytes do not decode, or decode to another count than main's (the prompt would have the wrong span).
+   */
+  prepare(body: MediaBody, settings: EncoderSettings, encoderIdentity: string, cacheSalt?: string): PreparedItem;
+}

@@ -1,0 +1,143 @@
+/**
+ * Video: `video_url` parts (an mp4/webm/mov/mkv file as a data: URL, or an allow-listed URL) and `video` parts (a
+ * clip given as a list of frame images) -> frames sampled and sized by a child ffmpeg in main (src/media/video), so
+ * the count and grid are exact before admission: ceil(frames / 2) x (height / 28) x (width / 28) embeddings. The
+ * frames travel to the video encoder stage, which cuts them into temporal patches (src/media/video/videoPatches.ts).
+ *
+ * Keys: main hashes the source's bytes with its sampling (fps, max_frames, frame size, decoder version) into the
+ * part's sourceKey, so the encoder-output store finds a clip asked again the same way without hashing its frames;
+ * the encoder's own content key hashes the sampled frames, so the same frames from another file still hit.
+ */
+import { createHash } from 'node:crypto';
+import type { VideoSettings } from '../../common/graph.ts';
+import type { MediaBody } from '../../common/payloads.ts';
+import { PREPROCESS_VERSION } from '../mediaKey.ts';
+import { mediaInvalid } from '../mediaError.ts';
+import { decodeVideo, type VideoSource } from '../video/decodeVideo.ts';
+import { videoPatches } from '../video/videoPatches.ts';
+import { DEFAULT_VIDEO_GRID, videoGrid, type VideoGridConfig, type VideoSampling } from '../video/videoGrid.ts';
+import type { ModalityDef, PartOf } from './ModalityDef.ts';
+
+/** What the video path needs of its encoder stage: the model's patch grid and the `video:` settings. */
+export interface VideoStageSettings {
+  readonly imageGrid: { readonly patchSize: number; readonly mergeSize: number } | null;
+  readonly video: VideoSettings | null;
+}
+
+/** Bump when the decoder's sampling or sizing changes what a given file becomes. */
+export const VIDEO_DECODER_VERSION = 1;
+
+/** The grid a video encoder stage's settings describe. */
+export function videoGridOf(settings: VideoStageSettings): VideoGridConfig {
+  return {
+    patchSize: settings.imageGrid?.patchSize ?? DEFAULT_VIDEO_GRID.patchSize,
+    mergeSize: settings.imageGrid?.mergeSize ?? DEFAULT_VIDEO_GRID.mergeSize,
+    temporalPatchSize: settings.video?.temporalPatchSize ?? DEFAULT_VIDEO_GRID.temporalPatchSize,
+    framePixels: settings.video?.framePixels ?? DEFAULT_VIDEO_GRID.framePixels,
+  };
+}
+
+export const video: ModalityDef<'video'> = {
+  name: 'video',
+  formats: ['video'],
+  hfPlaceholders: ['<|VIDEO|>', '<|video_pad|>', '<|video|>'],
+  bytePlaceholder: '<|video|>',
+
+  shapeProblem(part, at) {
+    if (!(part.data instanceof Uint8Array)) return `${at}.data must be the frames' RGB bytes (a Uint8Array)`;
+    for (const k of ['numFrames', 'width', 'height'] as const) {
+      if (!Number.isSafeInteger(part[k]) || part[k] < 1) return `${at}.${k} must be a positive integer`;
+    }
+    if (!(part.fps > 0)) return `${at}.fps must be a positive number`;
+    if (part.data.byteLength !== part.numFrames * part.width * part.height * 3)
+      return `${at}.data must hold numFrames RGB frames of width x height`;
+    if (typeof part.sourceKey !== 'string' || part.sourceKey.length === 0) return `${at}.sourceKey must be a string`;
+    return null;
+  },
+
+  layout(part, settings, what) {
+    const grid = videoGridOf(settings);
+    const f = grid.patchSize * grid.mergeSize;
+    if (part.width % f !== 0 || part.height % f !== 0)
+      throw mediaInvalid(what, `frames of ${part.width}x${part.height} are not multiples of ${f} px`);
+    const g = videoGrid(part.numFrames, part.width, part.height, grid);
+    return { numEmbeddings: g.t * g.h * g.w, grid: g };
+  },
+
+  body(part, item, what): MediaBody {
+    const { numFrames, width, height, fps, sourceKey } = part;
+    return {
+      kind: 'media',
+      item,
+      format: 'video',
+      what,
+      bytes: part.data,
+      video: { numFrames, width, height, fps, sourceKey },
+    };
+  },
+
+  prepare(body, settings, encoderIdentity, cacheSalt) {
+    const v = body.video;
+    if (body.format !== 'video' || !v) throw mediaInvalid(body.what, `the video encoder got format ${body.format}`);
+    const grid = videoGridOf(settings);
+    const frames = { data: body.bytes, numFrames: v.numFrames, width: v.width, height: v.height };
+    const g = videoGrid(v.numFrames, v.width, v.height, grid);
+    let patches: ReturnType<typeof videoPatches> | undefined;
+    const input = () => (patches ??= videoPatches(frames, grid, body.what));
+    const header = JSON.stringify({
+      modality: 'video',
+      encoderId: encoderIdentity,
+      dims: [v.numFrames, v.height, v.width, grid.patchSize, grid.mergeSize, grid.temporalPatchSize],
+      fps: v.fps,
+      preprocess: PREPROCESS_VERSION,
+      ...(cacheSalt === undefined ? {} : { cacheSalt }),
+    });
+    const key = createHash('sha256').update(header).update(body.bytes).digest('hex');
+    return { key, numEmbeddings: g.t * g.h * g.w, input };
+  },
+};
+
+/** A request's sampling: its mm_processor_kwargs over the stage's defaults (checked by the caller). */
+export function samplingOf(settings: VideoSettings, asked: Partial<VideoSampling>): VideoSampling {
+  return { fps: asked.fps ?? settings.fps, maxFrames: asked.maxFrames ?? settings.maxFrames };
+}
+
+/**
+ * Decodes a clip (a file, or frame images) in a child ffmpeg into the engine's video part. Throws a
+ * CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed.
+ */
+export async function videoPart(
+  source: VideoSource,
+  sampling: VideoSampling,
+  settings: VideoStageSettings & { readonly video: VideoSettings },
+  what: string,
+): Promise<PartOf<'video'>> {
+  const grid = videoGridOf(settings);
+  const s = settings.video;
+  const decoded = await decodeVideo(
+    source,
+    sampling,
+    grid,
+    {
+      maxSeconds: s.maxSeconds,
+      maxInputBytes: s.maxInputBytes,
+      maxFrameBytes: s.maxFrameBytes,
+      timeoutMs: s.decodeTimeoutMs,
+    },
+    what,
+  );
+  const hash = createHash('sha256').update(
+    JSON.stringify({ decoder: VIDEO_DECODER_VERSION, kind: source.kind, sampling, grid }),
+  );
+  if (source.kind === 'file') hash.update(source.bytes);
+  else for (const image of source.images) hash.update(createHash('sha256').update(image).digest());
+  return {
+    type: 'video',
+    data: decoded.data,
+    numFrames: decoded.numFrames,
+    width: decoded.width,
+    height: decoded.height,
+    fps: decoded.fps,
+    sourceKey: hash.digest('hex'),
+  };
+}

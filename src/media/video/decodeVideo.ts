@@ -1,0 +1,201 @@
+/**
+ * Untrusted video -> sampled RGB frames, decoded by a child ffmpeg (npm @ffmpeg-installer/ffmpeg: a static build that
+ * installs with `npm ci`, with h264, hevc, vp8, vp9, av1, aac, opus and vorbis decoders). Decoding a client's file is
+ * risky and slow, so it never runs in main's event loop: the child talks to us through its pipes only, under a time
+ * limit (SIGKILL at the deadline), with caps on the input bytes, on the sampled frames' bytes and on the clip's length
+ * (the child is killed as soon as one is passed, not after it has decoded everything).
+ *
+ * The input goes to the child as a file in a private temporary folder (removed afterwards): an mp4 whose index (moov)
+ * comes after its data, as phones write them, cannot be read from a pipe. Frame lists (a video sent as images) go
+ * through stdin (image2pipe).
+ *
+ * Errors name the item and the limit: CHORUS_ERR_VIDEO_INVALID (corrupt, truncated, no video stream),
+ * CHORUS_ERR_VIDEO_TOO_LONG, CHORUS_ERR_VIDEO_TOO_LARGE, CHORUS_ERR_VIDEO_DECODE_TIMEOUT.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
+import { ChorusError, ErrorCodes, type ErrorCode } from '../../common/errors.ts';
+import { PpmFrames, type RgbFrame } from './PpmFrames.ts';
+import { effectiveFps, scaleFilter, uniformPick, type VideoGridConfig, type VideoSampling } from './videoGrid.ts';
+
+export interface VideoLimits {
+  /** A longer clip is refused (its length at the sampling rate). */
+  readonly maxSeconds: number;
+  /** Input bytes (the file, or the frame images together). */
+  readonly maxInputBytes: number;
+  /** Bytes of all frames sampled before the max_frames pick (RGB at the frame size). */
+  readonly maxFrameBytes: number;
+  /** Wall time of the child, from spawn to exit. */
+  readonly timeoutMs: number;
+}
+
+export type VideoSource =
+  | { readonly kind: 'file'; readonly bytes: Uint8Array }
+  | { readonly kind: 'frames'; readonly images: readonly Uint8Array[] };
+
+export interface DecodedVideo {
+  /** numFrames RGB frames of width x height, one after another. */
+  readonly data: Uint8Array;
+  readonly numFrames: number;
+  readonly width: number;
+  readonly height: number;
+  /** The rate the kept frames stand for (videoGrid.ts effectiveFps). */
+  readonly fps: number;
+  /** Frames sampled before the max_frames pick. */
+  readonly sampledFrames: number;
+}
+
+export const FFMPEG_PATH: string = ffmpegInstaller.path;
+
+function fail(code: ErrorCode, what: string, problem: string): ChorusError {
+  return new ChorusError(code, `${what}: ${problem}`);
+}
+
+function inputBytes(source: VideoSource): number {
+  return source.kind === 'file' ? source.bytes.byteLength : source.images.reduce((n, b) => n + b.byteLength, 0);
+}
+
+function ffmpegArgs(source: VideoSource, inputPath: string | null, sampling: VideoSampling, grid: VideoGridConfig) {
+  const common = ['-hide_banner', '-loglevel', 'error', '-xerror', '-nostdin', '-threads', '1'];
+  const input =
+    source.kind === 'file'
+      ? ['-i', inputPath!]
+      : ['-f', 'image2pipe', '-framerate', String(sampling.fps), '-i', 'pipe:0'];
+  // A frame list is already sampled: each image is one frame at the rate the client gave.
+  const filters = [...(source.kind === 'file' ? [`fps=${sampling.fps}`] : []), scaleFilter(grid), 'format=rgb24'];
+  const output = ['-map', '0:v:0', '-an', '-sn', '-dn', '-vf', filters.join(','), '-f', 'image2pipe', '-c:v', 'ppm'];
+  return [...common, ...input, ...output, 'pipe:1'];
+}
+
+/** Decodes and samples a video; throws a CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed. */
+export async function decodeVideo(
+  source: VideoSource,
+  sampling: VideoSampling,
+  grid: VideoGridConfig,
+  limits: VideoLimits,
+  what: string,
+): Promise<DecodedVideo> {
+  const size = inputBytes(source);
+  if (size > limits.maxInputBytes) {
+    throw fail(ErrorCodes.VIDEO_TOO_LARGE, what, `the video is ${size} bytes; the limit is ${limits.maxInputBytes}`);
+  }
+  if (source.kind === 'frames' && source.images.length / sampling.fps > limits.maxSeconds) {
+    throw fail(
+      ErrorCodes.VIDEO_TOO_LONG,
+      what,
+      `${source.images.length} frames at ${sampling.fps} fps are ${(source.images.length / sampling.fps).toFixed(1)} ` +
+        `s of video; the limit is ${limits.maxSeconds} s`,
+    );
+  }
+  const dir = source.kind === 'file' ? await mkdtemp(join(tmpdir(), 'chorus-video-')) : null;
+  try {
+    const inputPath = dir ? join(dir, 'input') : null;
+    if (source.kind === 'file') await writeFile(inputPath!, source.bytes, { mode: 0o600 });
+    const frames = await runDecoder(source, ffmpegArgs(source, inputPath, sampling, grid), sampling, limits, what);
+    const picked = uniformPick(frames.length, sampling.maxFrames).map((i) => frames[i]);
+    const { width, height } = picked[0];
+    const data = new Uint8Array(picked.length * width * height * 3);
+    picked.forEach((f, i) => data.set(f.data, i * f.data.length));
+    return {
+      data,
+      numFrames: picked.length,
+      width,
+      height,
+      fps: effectiveFps(frames.length, picked.length, sampling.fps),
+      sampledFrames: frames.length,
+    };
+  } finally {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs the child to its end (or kills it at the first limit passed) and returns the frames it wrote. */
+function runDecoder(
+  source: VideoSource,
+  args: readonly string[],
+  sampling: VideoSampling,
+  limits: VideoLimits,
+  what: string,
+): Promise<RgbFrame[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(FFMPEG_PATH, args, {
+      stdio: [source.kind === 'frames' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
+    const frames: RgbFrame[] = [];
+    const reader = new PpmFrames();
+    // One frame past the limit proves the clip is longer (frame k is at k / fps s).
+    const maxSampled = Math.floor(limits.maxSeconds * sampling.fps) + 1;
+    let frameBytes = 0;
+    let stderr = '';
+    let failure: ChorusError | null = null;
+    const stop = (err: ChorusError): void => {
+      failure ??= err;
+      child.kill('SIGKILL');
+    };
+    const timer = setTimeout(
+      () => stop(fail(ErrorCodes.VIDEO_DECODE_TIMEOUT, what, `decoding took over the ${limits.timeoutMs} ms limit`)),
+      limits.timeoutMs,
+    );
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (failure) return;
+      let got: RgbFrame[];
+      try {
+        got = reader.push(chunk);
+      } catch (err) {
+        return stop(fail(ErrorCodes.VIDEO_INVALID, what, (err as Error).message));
+      }
+      for (const f of got) {
+        frames.push(f);
+        frameBytes += f.data.byteLength;
+        if (source.kind === 'file' && frames.length > maxSampled) {
+          return stop(
+            fail(ErrorCodes.VIDEO_TOO_LONG, what, `the video is longer than the ${limits.maxSeconds} s limit`),
+          );
+        }
+        if (frameBytes > limits.maxFrameBytes) {
+          return stop(
+            fail(
+              ErrorCodes.VIDEO_TOO_LARGE,
+              what,
+              `its frames sampled at ${sampling.fps} fps are over the ${limits.maxFrameBytes}-byte limit; send a ` +
+                `shorter clip or a lower fps`,
+            ),
+          );
+        }
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString('utf8');
+    });
+    if (source.kind === 'frames') {
+      child.stdin!.on('error', () => {}); // the child may exit before reading it all (a bad frame): its exit says why
+      child.stdin!.end(Buffer.concat(source.images.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength))));
+    }
+    child.on('error', (err) =>
+      stop(new ChorusError(ErrorCodes.INTERNAL, `${what}: cannot run ffmpeg: ${err.message}`)),
+    );
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (failure) return reject(failure);
+      if (code !== 0 || !reader.atBoundary) return reject(fail(ErrorCodes.VIDEO_INVALID, what, decoderSays(stderr)));
+      if (frames.length === 0)
+        return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the video has no frames that decode'));
+      if (frames.some((f) => f.width !== frames[0].width || f.height !== frames[0].height))
+        return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the frames of one video must all have the same size'));
+      resolve(frames);
+    });
+  });
+}
+
+/** The decoder's last complaint, as the reason a video was refused (our paths stripped: not the client's business). */
+function decoderSays(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.replace(/\/\S*chorus-video-[^\s:]*/g, 'the video').trim())
+    .filter((l) => l.length > 0);
+  const last = lines.at(-1) ?? 'the decoder failed';
+  return `the video cannot be decoded (corrupt, truncated, or not a video): ${last.slice(0, 200)}`;
+}

@@ -1,0 +1,75 @@
+/**
+ * Sampled frames -> the video encoder's input, as Qwen2.5-VL cuts a clip: each patch is temporalPatchSize consecutive
+ * frames x patchSize x patchSize pixels (channel, time, row, column), CLIP-normalised like image patches; patches are
+ * ordered by temporal group, then merge group by merge group (each run of mergeSize^2 patches one square of the grid),
+ * so the encoder's merge stays a plain reshape. An odd last group repeats its last frame (Qwen pads the same way).
+ */
+import type { VideoPatches } from '../types.ts';
+import { CLIP_MEAN, CLIP_STD } from '../imagePatches.ts';
+import { mediaInvalid } from '../mediaError.ts';
+import { videoGrid, type VideoGridConfig } from './videoGrid.ts';
+
+export interface VideoFramesIn {
+  readonly data: Uint8Array;
+  readonly numFrames: number;
+  readonly width: number;
+  readonly height: number;
+}
+
+export function videoPatches(video: VideoFramesIn, config: VideoGridConfig, what = 'video'): VideoPatches {
+  const { patchSize: p, mergeSize: m, temporalPatchSize: tp } = config;
+  const { width, height, numFrames } = video;
+  const frameBytes = width * height * 3;
+  if (video.data.byteLength !== numFrames * frameBytes)
+    throw mediaInvalid(what, `${video.data.byteLength} bytes are not ${numFrames} RGB frames of ${width}x${height}`);
+  if (width % (p * m) !== 0 || height % (p * m) !== 0)
+    throw mediaInvalid(what, `frames of ${width}x${height} are not multiples of ${p * m} px`);
+  const grid = videoGrid(numFrames, width, height, config);
+  const gridW = width / p;
+  const gridH = height / p;
+  const patchDim = 3 * tp * p * p;
+  const numPatches = grid.t * gridW * gridH;
+  const patches = new Float32Array(numPatches * patchDim);
+  const positions = new Int32Array(numPatches * 2);
+  const scale = CLIP_STD.map((s) => 1 / (255 * s));
+  const shift = CLIP_MEAN.map((mean, c) => mean / CLIP_STD[c]);
+  let index = 0;
+  for (let g = 0; g < grid.t; g++) {
+    for (let gy = 0; gy < gridH; gy += m) {
+      for (let gx = 0; gx < gridW; gx += m) {
+        for (let dy = 0; dy < m; dy++) {
+          for (let dx = 0; dx < m; dx++, index++) {
+            const row = gy + dy;
+            const col = gx + dx;
+            positions[2 * index] = row;
+            positions[2 * index + 1] = col;
+            const base = index * patchDim;
+            for (let c = 0; c < 3; c++) {
+              for (let t = 0; t < tp; t++) {
+                const frame = Math.min(g * tp + t, numFrames - 1);
+                for (let y = 0; y < p; y++) {
+                  const src = frame * frameBytes + ((row * p + y) * width + col * p) * 3 + c;
+                  const dst = base + ((c * tp + t) * p + y) * p;
+                  for (let x = 0; x < p; x++) patches[dst + x] = video.data[src + 3 * x] * scale[c] - shift[c];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return {
+    modality: 'video',
+    patches,
+    positions,
+    patchSize: p,
+    mergeSize: m,
+    temporalPatchSize: tp,
+    gridT: grid.t,
+    gridHeight: gridH,
+    gridWidth: gridW,
+    numPatches,
+    numEmbeddings: numPatches / (m * m),
+  };
+}
