@@ -156,9 +156,7 @@ describe('chat completion planning', () => {
     expect((await bad({ messages: [{ role: 'user', content: [{ type: 'file' }] }] }))[0]).toBe(
       'messages[0].content[0].type',
     );
-    expect((await bad({ ...base, mm_processor_kwargs: { fps: 2, frames: 4 } }))[0]).toBe(
-      'mm_processor_kwargs.frames',
-    );
+    expect((await bad({ ...base, mm_processor_kwargs: { fps: 2, frames: 4 } }))[0]).toBe('mm_processor_kwargs.frames');
     expect((await bad({ messages: [{ role: 'system', content: 'only rules' }] }))[0]).toBe('messages');
     expect((await bad({ ...base, modalities: ['video'] }))[1]).toContain('must be one of "text", "audio"');
   });
