@@ -3,6 +3,7 @@
  * (the vocoder's sample rate, samples per codec frame) instead of guessing them from the config: a
  * bring-your-own model says what it is only once it is loaded.
  */
+import { ModalitySchema } from './modality.ts';
 import { Type, type Static } from '@sinclair/typebox';
 import { Count, List, PositiveCount, ShortText } from './wireValues.ts';
 
@@ -49,7 +50,7 @@ export const ModelFactsSchema = Type.Union([
   Type.Object(
     {
       kind: Type.Literal('encoder'),
-      modality: Type.Union([Type.Literal('audio'), Type.Literal('image')]),
+      modality: ModalitySchema,
       /** Width of one row (the Thinker's hidden size). */
       outputSize: PositiveCount,
       /** The encoder's identity in cache keys (model hash, preprocessing version, width). */
