@@ -430,13 +430,16 @@ export interface StageGraph {
   readonly configHash?: string;
 }
 
-/** The encoder stage of each modality among the entry Thinker's inputs. */
+/** The encoder stage of each modality among the entry Thinker's inputs (an image encoder may serve video too). */
 export function encodersOf(graph: StageGraph): ReadonlyMap<MediaModality, StageSpec> {
   const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
   const out = new Map<MediaModality, StageSpec>();
   for (const input of entry.inputs) {
     const spec = graph.stages.find((s) => s.stageId === input.from);
-    if (spec?.encoder) out.set(spec.encoder.modality, spec);
+    if (!spec?.encoder) continue;
+    // An image encoder with `video:` settings serves video too (docs/video.md); a video encoder of its own wins.
+    if (spec.encoder.modality === 'image' && spec.encoder.video && !out.has('video')) out.set('video', spec);
+    out.set(spec.encoder.modality, spec);
   }
   return out;
 }

@@ -27,7 +27,11 @@ export function resolveEncoderSettings(
     onFailure: raw.on_failure ?? graphOnFailure ?? d.onFailure,
     maxAudioSeconds: raw.max_audio_seconds ?? d.maxAudioSeconds,
     timeoutMs: raw.timeout_ms ?? d.timeoutMs,
-    video: raw.modality === 'video' ? resolveVideoSettings(raw.video ?? {}) : null,
+    // A video encoder always samples; an image encoder serves video too when it has `video:` settings.
+    video:
+      raw.modality === 'video' || (raw.modality === 'image' && raw.video !== undefined)
+        ? resolveVideoSettings(raw.video ?? {})
+        : null,
     imageGrid:
       raw.modality === 'image' || raw.modality === 'video'
         ? {

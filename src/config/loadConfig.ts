@@ -179,10 +179,10 @@ function resolveStages(
     if (s.tts !== undefined && s.kind !== 'tts') {
       problems.add(['stages', index, 'tts'], `only tts stages take \`tts:\` settings (this stage is a ${s.kind})`);
     }
-    if (s.encoder?.video !== undefined && s.encoder.modality !== 'video') {
+    if (s.encoder?.video !== undefined && s.encoder.modality === 'audio') {
       problems.add(
         ['stages', index, 'encoder', 'video'],
-        `only a video encoder (modality: video) takes \`video:\` settings (this one encodes ${s.encoder.modality})`,
+        'only a vision encoder (modality: image, which then serves video too, or video) takes `video:` settings',
       );
     }
     if (!model) continue;

@@ -4,6 +4,7 @@
  * has exactly one producer and one consumer process (SPSC rings). Stages that instances may join add "stage#*"
  * edges (joinEdges).
  */
+import { modalitiesServed } from '../media/modalities/index.ts';
 import { MAIN, type MediaModality, type StageGraph, type StageSpec } from '../common/graph.ts';
 import type { EdgeBinding } from '../worker/messages.ts';
 import { encoderConnector, outputConnector } from '../common/edgeConnectors.ts';
@@ -72,7 +73,8 @@ export function stagesFor(
   const needed = new Set<string>();
   const visit = (id: string) => {
     const spec = byId.get(id)!;
-    if (needed.has(id) || (spec.encoder && !media.includes(spec.encoder.modality))) return;
+    // An encoder runs when it serves one of the request's modalities (an image encoder may serve video too).
+    if (needed.has(id) || (spec.encoder && !modalitiesServed(spec.encoder).some((m) => media.includes(m)))) return;
     needed.add(id);
     for (const input of spec.inputs) visit(input.from);
   };

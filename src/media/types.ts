@@ -37,7 +37,10 @@ export interface ImagePatches {
   readonly numEmbeddings: number;
 }
 
-/** Patches of a sampled clip (src/media/video/videoPatches.ts): image patches with a time axis. */
+/**
+ * Patches of a sampled clip (src/media/video/videoPatches.ts): image-shaped patches (each the mean of its temporal
+ * patch's frames), gridT temporal groups of gridHeight x gridWidth.
+ */
 export interface VideoPatches extends Omit<ImagePatches, 'modality'> {
   readonly modality: 'video';
   /** Frames in one patch (2), and the clip's temporal groups: numPatches = gridT * gridHeight * gridWidth. */

@@ -13,6 +13,7 @@
  * as that item's error ({item, error}); the Thinker applies on_encoder_failure. The request's entries stay pinned
  * in the cache until all its items are sent; abort and failure release them and drop jobs nobody waits for.
  */
+import { modalities, modalityOfBody } from '../../src/media/modalities/index.ts';
 import type { EncoderSettings } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../../src/common/errors.ts';
 import { EncoderCache } from './EncoderCache.ts';
@@ -65,7 +66,7 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
     const settings = ctx.spec.encoder;
     if (!settings)
       throw new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${ctx.spec.stageId} is an encoder without encoder settings`);
-    if (settings.modality !== runner.modality) {
+    if (modalities[settings.modality].encoder !== modalities[runner.modality].encoder) {
       throw new ChorusError(
         ErrorCodes.STAGE_BOOT,
         `stage ${ctx.spec.stageId} encodes ${settings.modality} but its model is a ${runner.modality} encoder`,
@@ -153,7 +154,7 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
     }
     this.jobs.set(prepared.key, {
       id: prepared.key,
-      modality: this.settings.modality,
+      modality: modalityOfBody(body).name,
       numEmbeddings: prepared.numEmbeddings,
       enqueuedAtMs: Date.now(),
       input: prepared.input,

@@ -28,7 +28,8 @@ import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { warmUp } from '../models/warmUp.ts';
 import { packAudio, packImages } from './encoderBatch.ts';
 import { AudioWindows, type AudioWindowStats } from './AudioWindows.ts';
-import type { AudioFeatures, EncoderInput, ImagePatches, Modality } from '../../src/media/types.ts';
+import type { AudioFeatures, EncoderInput, ImagePatches, Modality, VideoPatches } from '../../src/media/types.ts';
+import { modalities } from '../../src/media/modalities/index.ts';
 
 export interface EncoderRunner {
   readonly modality: Modality;
@@ -232,7 +233,7 @@ export class OnnxEncoderRunner implements EncoderRunner {
     const feeds =
       this.modality === 'audio'
         ? packAudio(items as readonly AudioFeatures[], this.inputWidth)
-        : packImages(items as readonly ImagePatches[], this.inputWidth);
+        : packImages(items as readonly (ImagePatches | VideoPatches)[], this.inputWidth);
     const name = this.modality === 'audio' ? AUDIO_ENCODER_OUTPUT : VISION_ENCODER_OUTPUT;
     let output;
     try {
@@ -266,7 +267,7 @@ export class OnnxEncoderRunner implements EncoderRunner {
   }
 
   private check(item: EncoderInput): void {
-    if (item.modality !== this.modality)
+    if (modalities[item.modality].encoder !== modalities[this.modality].encoder)
       throw new ChorusError(ErrorCodes.INTERNAL, `a ${item.modality} item was sent to the ${this.modality} encoder`);
     if (item.modality === 'audio') {
       if (item.numMelBins !== this.inputWidth)
@@ -293,7 +294,7 @@ export class OnnxEncoderRunner implements EncoderRunner {
 
   /** Patch size and merge of the loaded vision model (to build the matching ImageGridConfig). */
   get visionGrid(): { readonly patchSize: number; readonly mergeSize: number } | null {
-    return this.modality === 'image'
+    return modalities[this.modality].encoder === 'vision'
       ? { patchSize: Math.round(Math.sqrt(this.inputWidth / 3)), mergeSize: this.mergeSize }
       : null;
   }

@@ -37,7 +37,7 @@ export const encoder: StageKindDescriptor<EncoderArgs> = {
   requestSampling: 'sampling',
   readsRequest: true,
   sizedFrom: 'consumers',
-  modelSchema: (modality) => (modality === 'image' ? visionYaml : audioYaml),
+  modelSchema: (modality) => (modality === 'image' || modality === 'video' ? visionYaml : audioYaml),
   addArgs: (ctx) => ({ encode: ctx.media?.encode.get(ctx.instance) ?? [] }),
 
   resolveGeneratedModel(ctx, problems) {
@@ -47,7 +47,7 @@ export const encoder: StageKindDescriptor<EncoderArgs> = {
     if (outputSize === null) return null;
     const overrides = camelSizes(ctx.raw, ['output_size']);
     const before = problems.count;
-    if (ctx.modality === 'image') {
+    if (ctx.modality === 'image' || ctx.modality === 'video') {
       const size: VisionEncoderSize = { ...family.vision, ...overrides, outputSize };
       checkHeads(size, ctx, problems);
       if (problems.count > before) return null;

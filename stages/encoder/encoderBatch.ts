@@ -5,7 +5,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { AUDIO_ENCODER_INPUTS, VISION_ENCODER_INPUTS } from '../models/encoderSignature.ts';
-import type { AudioFeatures, ImagePatches } from '../../src/media/types.ts';
+import type { AudioFeatures, ImagePatches, VideoPatches } from '../../src/media/types.ts';
 
 export function packAudio(items: readonly AudioFeatures[], numMelBins: number): Record<string, ort.Tensor> {
   const maxFrames = Math.max(...items.map((i) => i.numFrames));
@@ -23,7 +23,11 @@ export function packAudio(items: readonly AudioFeatures[], numMelBins: number): 
   };
 }
 
-export function packImages(items: readonly ImagePatches[], patchDim: number): Record<string, ort.Tensor> {
+/** Images, and video clips (image-shaped patches over their temporal groups: videoPatches.ts). */
+export function packImages(
+  items: readonly (ImagePatches | VideoPatches)[],
+  patchDim: number,
+): Record<string, ort.Tensor> {
   const maxPatches = Math.max(...items.map((i) => i.numPatches));
   const patches = new Float32Array(items.length * maxPatches * patchDim);
   const positions = new BigInt64Array(items.length * maxPatches * 2);

@@ -6,7 +6,7 @@
  */
 import type { EncoderSettings } from '../../src/common/graph.ts';
 import { mediaInvalid } from '../../src/media/mediaError.ts';
-import { modalities, modalityOfBody, type PreparedItem } from '../../src/media/modalities/index.ts';
+import { modalitiesServed, modalityOfBody, type PreparedItem } from '../../src/media/modalities/index.ts';
 import type { EncodeItem } from '../../src/worker/messages.ts';
 import type { MediaBody } from '../../src/common/payloads.ts';
 
@@ -21,7 +21,9 @@ export function prepareItem(
   /** The request's cache partition (AddRequest.cacheSalt): in the key, and in audio's per-window keys. */
   cacheSalt?: string,
 ): PreparedItem {
-  const def = modalities[settings.modality];
+  const def = modalityOfBody(media);
+  if (!modalitiesServed(settings).includes(def.name))
+    throw mediaInvalid(item.what, `this encoder encodes ${modalitiesServed(settings).join(' and ')}, not ${def.name}`);
   const prepared = def.prepare({ ...media, what: item.what }, settings, encoderIdentity, cacheSalt);
   // Main counted the item's rows from what it held; the decoded media must agree, or the prompt has the wrong span.
   if (prepared.numEmbeddings !== item.numEmbeddings) {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MODALITIES } from '../../src/common/modality.ts';
-import { modalities, modalityOfBody } from '../../src/media/modalities/index.ts';
+import { modalities, modalitiesServed, modalityOfBody } from '../../src/media/modalities/index.ts';
 import { bytesKeyOf } from '../../src/media/mediaKey.ts';
 import { video } from '../../src/media/modalities/video.ts';
 import { buildPositionMap, mropePositions } from '../../src/media/positionMap.ts';
@@ -17,7 +17,9 @@ import {
   videoGrid,
 } from '../../src/media/video/videoGrid.ts';
 import { videoPatches } from '../../src/media/video/videoPatches.ts';
-import type { EncoderSettings } from '../../src/common/graph.ts';
+import { encodersOf, type EncoderSettings } from '../../src/common/graph.ts';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { stagesFor } from '../../src/engine/planEdges.ts';
 
 describe('the modality registry', () => {
   it('defines every modality once, with disjoint chunk formats and placeholders', () => {
@@ -47,21 +49,21 @@ describe('video grid', () => {
     expect(effectiveFps(240, 32, 2)).toBeCloseTo(32 / 120); // 32 frames over a 120 s clip
   });
 
-  it('cuts temporal patches (channel, time, row, column) in merge-group order, repeating an odd last frame', () => {
+  it('cuts temporal patches of two frames in merge-group order, repeating an odd last frame', () => {
     const [w, h, n] = [56, 28, 3]; // 2 x 1 merged rows, 2 temporal groups
     const data = new Uint8Array(n * w * h * 3);
     for (let f = 0; f < n; f++) data.fill(10 * (f + 1), f * w * h * 3, (f + 1) * w * h * 3);
     const p = videoPatches({ data, numFrames: n, width: w, height: h }, DEFAULT_VIDEO_GRID);
     expect([p.gridT, p.gridHeight, p.gridWidth, p.numPatches, p.numEmbeddings]).toEqual([2, 2, 4, 16, 4]);
-    const dim = 3 * 2 * 14 * 14;
-    const at = (patch: number, c: number, t: number) => p.patches[patch * dim + (c * 2 + t) * 196];
+    const dim = 3 * 14 * 14; // image-shaped: a temporal patch is embedded as its frames' mean (tied weights)
+    const at = (patch: number, c: number) => p.patches[patch * dim + c * 196];
     const value = (v: number, c: number) =>
       v / (255 * [0.26862954, 0.26130258, 0.27577711][c]) -
       [0.48145466, 0.4578275, 0.40821073][c] / [0.26862954, 0.26130258, 0.27577711][c];
-    expect(at(0, 0, 0)).toBeCloseTo(value(10, 0), 5); // group 0: frames 0 and 1
-    expect(at(0, 2, 1)).toBeCloseTo(value(20, 2), 5);
-    expect(at(8, 1, 0)).toBeCloseTo(value(30, 1), 5); // group 1: frame 2, twice
-    expect(at(8, 1, 1)).toBeCloseTo(value(30, 1), 5);
+    expect(p.patches.length).toBe(16 * dim);
+    expect(at(0, 0)).toBeCloseTo(value(15, 0), 5); // group 0: frames 0 and 1 (10 and 20)
+    expect(at(7, 2)).toBeCloseTo(value(15, 2), 5);
+    expect(at(8, 1)).toBeCloseTo(value(30, 1), 5); // group 1: frame 2, twice
     // the first merge group is the 2 x 2 square at the top left: (0,0) (0,1) (1,0) (1,1)
     expect([...p.positions.subarray(0, 8)]).toEqual([0, 0, 0, 1, 1, 0, 1, 1]);
   });
@@ -124,5 +126,42 @@ describe('positions of a video', () => {
     expect(() =>
       buildPositionMap([9], new Map([[9, 'video']]), [{ modality: 'video', numEmbeddings: 3, grid }]),
     ).toThrow(/grid is not its 3 embeddings/);
+  });
+});
+
+describe('an image encoder serving video', () => {
+  const yaml = (audioVideo = '') => `
+model_preset: tiny
+connectors: { shm: { kind: shm } }
+stages:
+  - stage_id: audio-encoder
+    kind: encoder
+    model: {}
+    encoder: { modality: audio${audioVideo} }
+  - stage_id: image-encoder
+    kind: encoder
+    model: {}
+    encoder: { modality: image, video: { fps: 1, max_frames: 8 } }
+  - stage_id: thinker
+    kind: thinker
+    model: {}
+    inputs: [{ from: audio-encoder, connector: shm }, { from: image-encoder, connector: shm }]
+    final_output: true
+    final_output_type: text
+`;
+
+  it('takes video with its settings over the defaults, and runs for a video item', () => {
+    const graph = parseConfig(yaml(), '/tmp/video.yaml');
+    const image = graph.stages.find((s) => s.stageId === 'image-encoder')!;
+    expect(image.encoder!.video).toMatchObject({ fps: 1, maxFrames: 8, framePixels: 224 * 224, maxSeconds: 600 });
+    expect(modalitiesServed(image.encoder!)).toEqual(['image', 'video']);
+    expect(encodersOf(graph).get('video')?.stageId).toBe('image-encoder');
+    expect(stagesFor(graph, ['text'], ['video']).map((s) => s.stageId)).toEqual(['image-encoder', 'thinker']);
+  });
+
+  it('refuses video settings on an audio encoder, naming the path', () => {
+    expect(() => parseConfig(yaml(', video: { fps: 2 }'), '/tmp/video.yaml')).toThrow(
+      /stages\[0\]\.encoder\.video.*only a vision encoder/s,
+    );
   });
 });

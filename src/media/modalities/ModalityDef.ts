@@ -37,6 +37,8 @@ export interface PreparedItem {
 
 export interface ModalityDef<M extends Modality> {
   readonly name: M;
+  /** The encoder model family that reads it: an audio encoder, or a vision encoder (images and video share one). */
+  readonly encoder: 'audio' | 'vision';
   /** The formats its chunks carry to its encoder (MediaBody.format). */
   readonly formats: readonly MediaFormat[];
   /** Its placeholder token in a Hugging Face vocabulary, spellings tried in order (Qwen2.5-Omni's first). */

@@ -11,6 +11,7 @@ import type { ModalityDef, PartOf } from './ModalityDef.ts';
 
 export const audio: ModalityDef<'audio'> = {
   name: 'audio',
+  encoder: 'audio',
   formats: ['wav', 'pcm16'],
   hfPlaceholders: ['<|AUDIO|>', '<|audio_pad|>', '<|audio|>'],
   bytePlaceholder: '<|audio|>',

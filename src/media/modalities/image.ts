@@ -13,6 +13,7 @@ import type { ModalityDef, PartOf } from './ModalityDef.ts';
 
 export const image: ModalityDef<'image'> = {
   name: 'image',
+  encoder: 'vision',
   formats: ['image'],
   hfPlaceholders: ['<|IMAGE|>', '<|image_pad|>', '<|image|>'],
   bytePlaceholder: '<|image|>',

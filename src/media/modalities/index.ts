@@ -4,6 +4,7 @@
  */
 import type { Modality } from '../../common/modality.ts';
 import type { MediaBody } from '../../common/payloads.ts';
+import type { EncoderSettings } from '../../common/graph.ts';
 import { mediaInvalid } from '../mediaError.ts';
 import { audio } from './audio.ts';
 import { image } from './image.ts';
@@ -17,6 +18,14 @@ export function modalityOfBody(body: MediaBody): ModalityDef<Modality> {
   const def = Object.values(modalities).find((m) => m.formats.includes(body.format));
   if (!def) throw mediaInvalid(body.what, `media of format ${String(body.format)} belongs to no modality`);
   return def as unknown as ModalityDef<Modality>;
+}
+
+/**
+ * The modalities an encoder stage takes: its own, and video too when it is an image encoder with `video:` settings
+ * (the image encoder serves video, docs/video.md).
+ */
+export function modalitiesServed(settings: Pick<EncoderSettings, 'modality' | 'video'>): Modality[] {
+  return settings.modality === 'image' && settings.video ? ['image', 'video'] : [settings.modality];
 }
 
 export function isMediaModality(type: string): type is Modality {

@@ -39,6 +39,7 @@ export function videoGridOf(settings: VideoStageSettings): VideoGridConfig {
 
 export const video: ModalityDef<'video'> = {
   name: 'video',
+  encoder: 'vision',
   formats: ['video'],
   hfPlaceholders: ['<|VIDEO|>', '<|video_pad|>', '<|video|>'],
   bytePlaceholder: '<|video|>',

@@ -1,8 +1,13 @@
 /**
- * Sampled frames -> the video encoder's input, as Qwen2.5-VL cuts a clip: each patch is temporalPatchSize consecutive
- * frames x patchSize x patchSize pixels (channel, time, row, column), CLIP-normalised like image patches; patches are
- * ordered by temporal group, then merge group by merge group (each run of mergeSize^2 patches one square of the grid),
- * so the encoder's merge stays a plain reshape. An odd last group repeats its last frame (Qwen pads the same way).
+ * Sampled frames -> the vision encoder's input, as Qwen2.5-VL cuts a clip: each patch covers temporalPatchSize (2)
+ * consecutive frames x patchSize x patchSize pixels, CLIP-normalised like image patches; patches are ordered by
+ * temporal group, then merge group by merge group (each run of mergeSize^2 patches one square of the grid), so the
+ * encoder's merge stays a plain reshape. An odd last group repeats its last frame (Qwen pads the same way).
+ *
+ * The image encoder serves video (docs/video.md): its patch embedding is a Conv3d over the temporal patch whose weights
+ * are the same for both frames (each half the image kernel), which is the image embedding of the frames' mean. So a
+ * temporal patch is handed over as that mean: patch vectors are 3 x patchSize^2 wide, as an image's, and an image is
+ * exactly a clip of two identical frames (Qwen2.5-VL's own rule for images).
  */
 import type { VideoPatches } from '../types.ts';
 import { CLIP_MEAN, CLIP_STD } from '../imagePatches.ts';
@@ -27,7 +32,7 @@ export function videoPatches(video: VideoFramesIn, config: VideoGridConfig, what
   const grid = videoGrid(numFrames, width, height, config);
   const gridW = width / p;
   const gridH = height / p;
-  const patchDim = 3 * tp * p * p;
+  const patchDim = 3 * p * p;
   const numPatches = grid.t * gridW * gridH;
   const patches = new Float32Array(numPatches * patchDim);
   const positions = new Int32Array(numPatches * 2);
@@ -45,13 +50,14 @@ export function videoPatches(video: VideoFramesIn, config: VideoGridConfig, what
             positions[2 * index + 1] = col;
             const base = index * patchDim;
             for (let c = 0; c < 3; c++) {
-              for (let t = 0; t < tp; t++) {
-                const frame = Math.min(g * tp + t, numFrames - 1);
-                for (let y = 0; y < p; y++) {
+              for (let y = 0; y < p; y++) {
+                const dst = base + (c * p + y) * p;
+                for (let t = 0; t < tp; t++) {
+                  const frame = Math.min(g * tp + t, numFrames - 1);
                   const src = frame * frameBytes + ((row * p + y) * width + col * p) * 3 + c;
-                  const dst = base + ((c * tp + t) * p + y) * p;
-                  for (let x = 0; x < p; x++) patches[dst + x] = video.data[src + 3 * x] * scale[c] - shift[c];
+                  for (let x = 0; x < p; x++) patches[dst + x] += video.data[src + 3 * x];
                 }
+                for (let x = 0; x < p; x++) patches[dst + x] = (patches[dst + x] / tp) * scale[c] - shift[c];
               }
             }
           }

@@ -1,0 +1,150 @@
+/**
+ * Video through the front end over a real pipeline (an image encoder serving video, and a Thinker, as processes;
+ * ONNX models, shared memory): the openai SDK sends video_url parts (cast) and gets an answer whose usage counts the
+ * clip's rows as sampled (fps, max_frames); a clip as frame images is counted the same way; a corrupt and a too-long
+ * clip get 400s whose code names the problem and whose message names the item and the limit, and the server answers
+ * the next request; mm_processor_kwargs are honoured or refused by name. Videos are made here by the bundled ffmpeg.
+ */
+import OpenAI from 'openai';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../src/common/errors.ts';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { ownSegments } from '../helpers/engine.ts';
+import { pngBytes } from '../helpers/media.ts';
+import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
+
+const CONFIG = `
+model_preset: tiny
+connectors:
+  shm: { kind: shm }
+stages:
+  - stage_id: image-encoder
+    kind: encoder
+    model: {}
+    encoder:
+      modality: image
+      video: { fps: 2, max_frames: 16, max_seconds: 5 }
+  - stage_id: thinker
+    kind: thinker
+    model: {}
+    engine: { max_num_seqs: 4 }
+    inputs: [{ from: image-encoder, connector: shm }]
+    final_output: true
+    final_output_type: text
+    default_sampling_params: { max_tokens: 4 }
+`;
+
+let engine: Orchestrator;
+let app: FastifyInstance;
+let base: string;
+let sdk: OpenAI;
+let clip: Buffer; // 4 s, 320 x 240, H.264 + AAC
+let webm: Buffer; // 3 s, 160 x 120, VP9 + Opus
+let long: Buffer; // 6 s: over max_seconds
+
+beforeAll(async () => {
+  [clip, webm, long] = await Promise.all([
+    makeVideo({ seconds: 4, width: 320, height: 240, audio: true }),
+    makeVideo({ seconds: 3, container: 'webm', audio: true }),
+    makeVideo({ seconds: 6 }),
+  ]);
+  engine = await Orchestrator.start(parseConfig(CONFIG, `${process.cwd()}/configs/video-test.yaml`));
+  app = buildServer(engine, { apiKey: null });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+}, 240_000);
+
+afterAll(async () => {
+  await app?.close();
+  await engine?.close();
+  expect(ownSegments()).toEqual([]);
+});
+
+const videoPart = (url: string) => ({ type: 'video_url', video_url: { url } }) as never;
+
+interface ChatJson {
+  readonly usage: { readonly prompt_tokens_details: { readonly video_tokens: number } };
+  readonly error: { readonly code: string; readonly message: string; readonly param: string | null };
+}
+
+async function post(body: unknown): Promise<{ status: number; json: ChatJson }> {
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as ChatJson };
+}
+
+const ask = (part: unknown, kwargs?: unknown) => ({
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'What happens?' }, part] }],
+  max_tokens: 4,
+  ...(kwargs ? { mm_processor_kwargs: kwargs } : {}),
+});
+
+describe('video input', () => {
+  it('answers a video_url sent by the openai SDK; usage counts the clip as sampled', async () => {
+    const answer = await sdk.chat.completions.create({
+      model: 'chorus-video-test',
+      max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'What happens?' }, videoPart(videoDataUrl(clip))] }],
+    });
+    expect(answer.choices[0].message.content?.length).toBeGreaterThan(0);
+    // 4 s at 2 fps = 8 frames of 252 x 168 (320 x 240 shrunk to <= 224^2 px, sides floored to 28 px):
+    // 8 / 2 temporal groups x 6 x 9 merged patches
+    const details = answer.usage!.prompt_tokens_details as Record<string, number>;
+    expect(details.video_tokens).toBe(4 * 6 * 9);
+  });
+
+  it('honours fps and max_frames per request, and counts webm/VP9 and frame lists the same way', async () => {
+    const tokens = async (part: unknown, kwargs?: unknown) => {
+      const r = await post(ask(part, kwargs));
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      return r.json.usage.prompt_tokens_details.video_tokens;
+    };
+    expect(await tokens(videoPart(videoDataUrl(clip)), { fps: 1 })).toBe(2 * 54); // 4 frames
+    expect(await tokens(videoPart(videoDataUrl(clip)), { max_frames: 3 })).toBe(2 * 54); // 3 frames, odd one padded
+    // 3 s at 2 fps = 6 frames of 140 x 112 (160 x 120 is not enlarged): 3 x 4 x 5
+    expect(await tokens(videoPart(videoDataUrl(webm, 'video/webm')))).toBe(3 * 4 * 5);
+    const frames = [1, 2, 3, 4, 5].map(
+      (seed) => `data:image/png;base64,${Buffer.from(pngBytes(56, 84, seed)).toString('base64')}`,
+    );
+    expect(await tokens({ type: 'video', video: frames })).toBe(3 * 3 * 2); // 5 frames of 56 x 84
+  });
+
+  it('refuses a corrupt and a too-long clip with a 400 naming the item and the limit; then answers', async () => {
+    const corrupt = Buffer.from(clip);
+    for (let i = 4000; i < corrupt.length - 4000; i += 97) corrupt[i] ^= 0x5a;
+    const bad = await post(ask(videoPart(videoDataUrl(corrupt))));
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.code).toBe(ErrorCodes.VIDEO_INVALID);
+    expect(bad.json.error.message).toMatch(/^messages\[0\]\.content\[1\] \(video\): the video cannot be decoded/);
+    const tooLong = await post(ask(videoPart(videoDataUrl(long))));
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.json.error).toMatchObject({
+      code: ErrorCodes.VIDEO_TOO_LONG,
+      message: 'messages[0].content[1] (video): the video is longer than the 5 s limit',
+    });
+    const fine = await post(ask(videoPart(videoDataUrl(clip))));
+    expect(fine.status).toBe(200);
+  });
+
+  it('refuses mm_processor_kwargs it cannot honour, by name', async () => {
+    const part = videoPart(videoDataUrl(webm, 'video/webm'));
+    const audio = await post(ask(part, { use_audio_in_video: true }));
+    expect([audio.status, audio.json.error.code, audio.json.error.param]).toEqual([
+      400,
+      ErrorCodes.PARAM_UNSUPPORTED,
+      'mm_processor_kwargs.use_audio_in_video',
+    ]);
+    const many = await post(ask(part, { max_frames: 64 }));
+    expect([many.status, many.json.error.param]).toEqual([400, 'mm_processor_kwargs.max_frames']);
+    expect(many.json.error.message).toContain('at most 16 frames per clip');
+    const unknown = await post(ask(part, { num_frames: 4 }));
+    expect([unknown.status, unknown.json.error.param]).toEqual([400, 'mm_processor_kwargs.num_frames']);
+  });
+});
