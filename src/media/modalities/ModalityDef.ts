@@ -9,7 +9,8 @@
  * holds (`layout`: a header, or the sampled grid) before admitting the request, expands its placeholder to that many
  * positions and sends it to its encoder stage as a chunk (`body`); the encoder stage decodes it into the encoder's
  * input and its content key (`prepare`); the encoder-output store and the encoder's own cache look it up by the key of
- * its bytes as sent (src/media/mediaKey.ts bytesKeyOf; a video's is main's hash of its source and sampling). Budgets count its embeddings (numEmbeddings x the Thinker's width x 4 bytes).
+ * its bytes as sent (src/media/mediaKey.ts bytesKeyOf; a video's is main's hash of its source and sampling).
+ * Budgets count its embeddings (numEmbeddings x the Thinker's width x 4 bytes).
  */
 import type { ContentPart } from '../../common/engine.ts';
 import type { EncoderSettings } from '../../common/graph.ts';
