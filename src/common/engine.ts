@@ -236,7 +236,7 @@ export interface Engine {
    */
   promptPositions?(messages: readonly ChatMessage[]): number;
   /**
-   * When a request admitted now would start and first answer (src/server/admissionDecision.ts), for
+   * When a request admitted now would start and first answer (src/server/admission/admissionDecision.ts), for
    * admission on latency. null: nothing to go by (nothing measured yet, or the engine is idle, when a request
    * starts at once). Absent: the engine cannot estimate (test doubles).
    */

@@ -369,7 +369,7 @@ export interface EcStoreSettings {
 }
 
 /**
- * Bounds on the estimated wait of a request admitted now (src/server/admissionDecision.ts): beyond either,
+ * Bounds on the estimated wait of a request admitted now (src/server/admission/admissionDecision.ts): beyond either,
  * it is refused with a 429 and a Retry-After from the estimate instead of being queued into lateness. null: no bound.
  */
 export interface AdmissionSlo {

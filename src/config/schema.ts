@@ -208,7 +208,7 @@ export const GraphYaml = Type.Object(
         errorMessage: 'must be playback (least slack first) or fifo (oldest first)',
       }),
     ),
-    // Admission on latency (src/server/admissionDecision.ts): refuse what would start later than this.
+    // Admission on latency (src/server/admission/admissionDecision.ts): refuse what would start later than this.
     admission: optional(
       Type.Object(
         {

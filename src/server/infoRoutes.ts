@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
 import { metricsExposition } from './metricsExposition.ts';
-import { recoveryMs } from './retryAfter.ts';
+import { recoveryMs } from './admission/retryAfter.ts';
 import { servedModelNames } from './servedModels.ts';
 import { playgroundDir, playgroundScripts } from './playgroundFiles.ts';
 

@@ -1,20 +1,20 @@
 /**
- * Admission on latency: the pure decision (src/server/admissionDecision.ts), the estimate the Router learns
- * for it (src/engine/routing/Router.ts estimate()), and the server's line in front of the engine
- * (src/server/RequestQueue.ts latencyRefusal), and what the estimate learns per live request (LiveCost.ts), all
- * without processes.
+ * Admission on latency: the pure decision (src/server/admission/admissionDecision.ts), the estimate the Router
+ * learns for it (src/engine/routing/Router.ts estimate()), and the server's line in front of the engine
+ * (src/server/admission/RequestQueue.ts latencyRefusal), and what the estimate learns per live request
+ * (LiveCost.ts), all without processes.
  */
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FirstOutputEstimate } from '../../src/common/engine.ts';
 import type { AdmissionSlo, StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
-import { decideAdmission } from '../../src/server/admissionDecision.ts';
+import { decideAdmission } from '../../src/server/admission/admissionDecision.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
 import { newInstance, type StageInstance } from '../../src/engine/pool/StageInstance.ts';
 import { LiveCost } from '../../src/engine/routing/LiveCost.ts';
 import { Router, ROUTE_DEFAULTS, type RouteTicket } from '../../src/engine/routing/Router.ts';
-import { RateLimitedError, RequestQueue } from '../../src/server/RequestQueue.ts';
+import { RateLimitedError, RequestQueue } from '../../src/server/admission/RequestQueue.ts';
 
 const NO_BOUNDS: AdmissionSlo = { maxQueueMs: null, sloTtfpMs: null };
 const estimate = (queueMs: number, ttftMs: number, ttfpMs: number | null): FirstOutputEstimate => ({

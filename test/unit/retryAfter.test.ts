@@ -1,7 +1,7 @@
-/** Retry-After from when the pipeline should be whole again (src/server/retryAfter.ts). */
+/** Retry-After from when the pipeline should be whole again (src/server/admission/retryAfter.ts). */
 import { describe, expect, it } from 'vitest';
 import type { StageHealth } from '../../src/common/engine.ts';
-import { recoveryMs, retryAfterSeconds } from '../../src/server/retryAfter.ts';
+import { recoveryMs, retryAfterSeconds } from '../../src/server/admission/retryAfter.ts';
 
 function instance(stageId: string, status: StageHealth['status'], readyInMs?: number): StageHealth {
   return {

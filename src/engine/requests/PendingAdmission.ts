@@ -5,7 +5,7 @@
  * handle at once and sees a later first output, the pause a restart costs. It is admitted on the first READY that
  * makes its plan servable; past the deadline it ends with OVERLOADED saying what it waited for. A restart expected to
  * take longer than the deadline, or a stage with no instance coming back (failed), is refused at once, as before,
- * with the 503 and Retry-After the front end derives from /health (src/server/retryAfter.ts).
+ * with the 503 and Retry-After the front end derives from /health (src/server/admission/retryAfter.ts).
  */
 import { Observable, type Subscriber } from 'rxjs';
 import type { GenerateRequest, OutputEvent, PromptTokens, RequestHandle, StageHealth } from '../../common/engine.ts';

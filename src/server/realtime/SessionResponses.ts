@@ -14,7 +14,7 @@ import type { ResolvedServerOptions } from '../options.ts';
 import { leadingItem, renameError } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
 import { serverMetrics } from '../metrics.ts';
-import type { RequestQueue } from '../RequestQueue.ts';
+import type { RequestQueue } from '../admission/RequestQueue.ts';
 import { ClientInputError } from '../validate.ts';
 import type { ClientEventOf } from './clientEvents.ts';
 import type { Conversation } from './Conversation.ts';

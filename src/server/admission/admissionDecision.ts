@@ -4,10 +4,10 @@
  * A request the server cannot serve within the target is refused at once (429 + Retry-After) instead of queued into
  * lateness: under overload the requests that are admitted still meet the target, and the refused ones learn when
  * to come back (OpenAI's SDKs honour Retry-After). Pure: the estimates are inputs (src/engine/routing/Router.ts
- * learns them, src/server/RequestQueue.ts asks); the server's count bounds stay as a hard cap beside it.
+ * learns them, src/server/admission/RequestQueue.ts asks); the server's count bounds stay as a hard cap beside it.
  */
-import type { FirstOutputEstimate } from '../common/engine.ts';
-import type { AdmissionSlo } from '../common/graph.ts';
+import type { FirstOutputEstimate } from '../../common/engine.ts';
+import type { AdmissionSlo } from '../../common/graph.ts';
 
 export interface AdmissionQuery {
   readonly slo: AdmissionSlo;

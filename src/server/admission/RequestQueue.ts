@@ -5,14 +5,14 @@
  * never a crash or a 5xx, and a short burst is served instead of refused.
  *
  * With the graph's `admission:` bounds (max_queue_ms, slo_ttfp_ms) a request is also refused at once when the
- * estimate says it would start or first answer too late (src/server/admissionDecision.ts): its wait in
+ * estimate says it would start or first answer too late (src/server/admission/admissionDecision.ts): its wait in
  * this line (from how long slots are held lately) plus the engine's estimate. The counts stay a hard cap.
  */
-import type { FirstOutputEstimate } from '../common/engine.ts';
-import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import type { AdmissionSlo } from '../common/graph.ts';
+import type { FirstOutputEstimate } from '../../common/engine.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import type { AdmissionSlo } from '../../common/graph.ts';
 import { decideAdmission } from './admissionDecision.ts';
-import { serverMetrics } from './metrics.ts';
+import { serverMetrics } from '../metrics.ts';
 
 export interface RequestQueueLimits {
   readonly maxRunning: number;

@@ -2,9 +2,9 @@
  * Caps concurrent client work (realtime sessions plus in-flight HTTP completions) at maxSessions, and keeps
  * the chorus_active_sessions gauge. acquire() returns an idempotent release.
  */
-import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import { serverMetrics } from './metrics.ts';
-import type { Protocol } from './LatencyMeter.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
+import { serverMetrics } from '../metrics.ts';
+import type { Protocol } from '../LatencyMeter.ts';
 
 export class Admission {
   readonly #max: number;

@@ -2,7 +2,7 @@
  * Retry-After for a 503, from when the pipeline should be whole again. A stage that died is restarted in about as
  * long as its last start took (StageHealth.readyInMs): a fixed 10 s told clients to wait 10 s for a 2 s outage.
  */
-import type { StageHealth } from '../common/engine.ts';
+import type { StageHealth } from '../../common/engine.ts';
 
 /**
  * Milliseconds until every stage has a ready instance: 0 when all have one now; null when a stage has none and no
