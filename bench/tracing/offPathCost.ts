@@ -43,8 +43,8 @@ const parse = perCallUs(() => {
   sink += contextFromTraceparent(HEADER, undefined) ? 1 : 0;
 });
 const [withExemplars, plain] = [histogram(true), histogram(false)];
-// As src/server/latencyMetrics.ts observes now (an exemplar-capable histogram, no trace id when off), and as the
-// histograms were observed before exemplars.
+// As src/server/metrics/latencyMetrics.ts observes now (an exemplar-capable histogram, no trace id when off), and as
+// the histograms were observed before exemplars.
 const exemplarObserve = perCallUs((i) => {
   withExemplars.observe({ labels: { protocol: 'http' }, value: (i % 100) / 50 });
 });

@@ -25,7 +25,7 @@ import { registerTraceRoutes } from './traceRoutes.ts';
 import { registerJsonBodies } from './JsonBodyParser.ts';
 import { mediaParam } from './media/itemNames.ts';
 import { MediaChecker } from './media/MediaChecker.ts';
-import { bridgeEngineDiagnostics, countClientError } from './metrics.ts';
+import { bridgeEngineDiagnostics, countClientError } from './metrics/metrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
 import { apiKeyOf, chooseSubprotocol, securityHook } from './security.ts';

@@ -3,7 +3,7 @@
  * the stable CHORUS_ERR_* codes, and an HTTP status chosen from that code.
  */
 import { ChorusError, ErrorCodes, type ErrorCode } from '../common/errors.ts';
-import { countClientError } from './metrics.ts';
+import { countClientError } from './metrics/metrics.ts';
 
 const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.REQUEST_INVALID]: 400,

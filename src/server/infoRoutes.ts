@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
-import { metricsExposition } from './metricsExposition.ts';
+import { metricsExposition } from './metrics/metricsExposition.ts';
 import { recoveryMs } from './admission/retryAfter.ts';
 import { servedModelNames } from './servedModels.ts';
 import { playgroundDir, playgroundScripts } from './playgroundFiles.ts';

@@ -7,7 +7,7 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { observeEdgeChunk, observeStageBatch, reportStageQueueDepth } from '../../src/server/metrics.ts';
+import { observeEdgeChunk, observeStageBatch, reportStageQueueDepth } from '../../src/server/metrics/metrics.ts';
 import { parsePrometheus, RealtimeClient, startTestServer, type Family, type Sample } from './serverClient.ts';
 import { defaultScript } from './serverTestEngine.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';

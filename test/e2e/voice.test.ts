@@ -3,7 +3,7 @@
  * Realtime client into a real pipeline with an audio encoder, turn_detection server_vad on the Silero model.
  */
 import { describe, expect, it } from 'vitest';
-import { serverMetrics } from '../../src/server/metrics.ts';
+import { serverMetrics } from '../../src/server/metrics/metrics.ts';
 import { ofType, sdkSession, tlsPipelineForFile } from '../helpers/realtimeSdk.ts';
 import { concatPcm, msOf, quiet, speak } from '../helpers/speech.ts';
 

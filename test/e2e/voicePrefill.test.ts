@@ -10,7 +10,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import type { StageStats } from '../../src/worker/messages.ts';
 import { thinkerStatsOf } from '../../stages/thinker/protocol.ts';
-import { serverMetrics } from '../../src/server/metrics.ts';
+import { serverMetrics } from '../../src/server/metrics/metrics.ts';
 import { COMMIT_TAIL_MS } from '../../src/voice/TurnDetector.ts';
 import { ofType, sdkSession, tlsPipelineForFile, type Event, type SdkSession } from '../helpers/realtimeSdk.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';

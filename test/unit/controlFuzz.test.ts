@@ -22,7 +22,7 @@ import {
   RefusalSchema,
   type RedisControlKind,
 } from '../../src/control/wire.ts';
-import { bridgeEngineDiagnostics } from '../../src/server/metrics.ts';
+import { bridgeEngineDiagnostics } from '../../src/server/metrics/metrics.ts';
 import { MAIN_TO_STAGE_SCHEMAS, STAGE_TO_MAIN_SCHEMAS } from '../../src/worker/messages.ts';
 import { remoteStagesHarness } from '../helpers/remoteStagesHarness.ts';
 import { arbitraryOf, mutated, mutationsOf } from '../helpers/schemaFuzz.ts';

@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { Packr } from 'msgpackr';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bridgeEngineDiagnostics, engineMetrics } from '../../src/server/metrics.ts';
+import { bridgeEngineDiagnostics, engineMetrics } from '../../src/server/metrics/metrics.ts';
 import { ControlGuard } from '../../src/control/ControlGuard.ts';
 import { stageToMainProblem } from '../../src/control/controlChecks.ts';
 import { MAX_CONTROL_MESSAGE_BYTES } from '../../src/worker/ControlChannel.ts';

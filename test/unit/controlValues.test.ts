@@ -18,7 +18,7 @@ import {
   engineMetrics,
   observeEdgeChunk,
   observeStageBatch,
-} from '../../src/server/metrics.ts';
+} from '../../src/server/metrics/metrics.ts';
 
 /**
  * The message of the bug, as the stage ACL user published it (msgpack), in the protocol version of now (version 3

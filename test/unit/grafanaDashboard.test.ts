@@ -1,12 +1,12 @@
 /**
  * docs/grafana-dashboard.json stays built on metrics that exist: every chorus_* name its queries use (a histogram's
  * _bucket / _sum / _count series by the histogram's name) is registered in the server's registry
- * (src/server/metrics.ts), so a renamed or dropped metric fails here instead of as an empty panel.
+ * (src/server/metrics/metrics.ts), so a renamed or dropped metric fails here instead of as an empty panel.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { metricsRegistry } from '../../src/server/metrics.ts';
+import { metricsRegistry } from '../../src/server/metrics/metrics.ts';
 
 const DASHBOARD = join(import.meta.dirname, '..', '..', 'docs', 'grafana-dashboard.json');
 

@@ -7,9 +7,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { LatencyMeter } from '../../src/server/LatencyMeter.ts';
-import { metricsExposition } from '../../src/server/metricsExposition.ts';
-import { serverMetrics } from '../../src/server/metrics.ts';
+import { LatencyMeter } from '../../src/server/metrics/LatencyMeter.ts';
+import { metricsExposition } from '../../src/server/metrics/metricsExposition.ts';
+import { serverMetrics } from '../../src/server/metrics/metrics.ts';
 
 /** What Prometheus 2.42 sends when its exemplar storage is on. */
 const PROMETHEUS_WITH_EXEMPLARS =

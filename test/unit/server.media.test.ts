@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { ContentPart } from '../../src/common/engine.ts';
 import { MAX_REMOTE_IMAGES, planChatCompletion } from '../../src/server/chat/chatRequest.ts';
-import { CumulativeCounters } from '../../src/server/CumulativeCounters.ts';
+import { CumulativeCounters } from '../../src/server/metrics/CumulativeCounters.ts';
 import { leadingItem, renameError } from '../../src/server/media/itemNames.ts';
 import { MediaChecker } from '../../src/server/media/MediaChecker.ts';
 import { resolveServerOptions } from '../../src/server/options.ts';

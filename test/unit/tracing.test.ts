@@ -458,7 +458,8 @@ describe('traceGenerate', () => {
     expect(root.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
     expect(parentOf(root)).toBe('b7ad6b7169203331');
     expect(asked!.traceparent).toBe(`00-${root.spanContext().traceId}-${root.spanContext().spanId}-01`);
-    // The handle names its trace: the exemplar of the answer's latency observations (src/server/latencyMetrics.ts).
+    // The handle names its trace: the exemplar of the answer's latency observations
+    // (src/server/metrics/latencyMetrics.ts).
     expect(handle.traceId).toBe(root.spanContext().traceId);
     expect(root.attributes).toMatchObject({
       'chorus.protocol': 'http',

@@ -3,8 +3,8 @@
  * the chorus_active_sessions gauge. acquire() returns an idempotent release.
  */
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { serverMetrics } from '../metrics.ts';
-import type { Protocol } from '../LatencyMeter.ts';
+import { serverMetrics } from '../metrics/metrics.ts';
+import type { Protocol } from '../metrics/LatencyMeter.ts';
 
 export class Admission {
   readonly #max: number;

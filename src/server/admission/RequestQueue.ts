@@ -12,7 +12,7 @@ import type { FirstOutputEstimate } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { AdmissionSlo } from '../../common/graph.ts';
 import { decideAdmission } from './admissionDecision.ts';
-import { serverMetrics } from '../metrics.ts';
+import { serverMetrics } from '../metrics/metrics.ts';
 
 export interface RequestQueueLimits {
   readonly maxRunning: number;

@@ -20,10 +20,10 @@ import { ErrorCodes } from '../../common/errors.ts';
 import { ClientStallWatch, clientTooSlowError } from '../ClientStallWatch.ts';
 import { errorBody, httpStatusFor } from '../httpErrors.ts';
 import { mediaParam, renameItems, type ItemNamer } from '../media/itemNames.ts';
-import { countClientError, serverMetrics } from '../metrics.ts';
+import { countClientError, serverMetrics } from '../metrics/metrics.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
 import { chunkBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
-import { LatencyMeter } from '../LatencyMeter.ts';
+import { LatencyMeter } from '../metrics/LatencyMeter.ts';
 import { toolCallDelta, ToolCallStream, type ToolCallEvent } from './toolCallStream.ts';
 
 export interface StreamOptions {

@@ -16,7 +16,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Observable, type Subscriber, type Subscription } from 'rxjs';
 import type { GenerateRequest, OutputEvent, RequestHandle } from '../../common/engine.ts';
-import { serverMetrics } from '../metrics.ts';
+import { serverMetrics } from '../metrics/metrics.ts';
 
 /** Held audio beyond which generation waits for the adoption (about 1 MB of pcm at 24 kHz). */
 const MAX_HELD_AUDIO_S = 20;

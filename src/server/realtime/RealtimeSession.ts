@@ -10,7 +10,7 @@ import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { mergeGeneration, resolveMaxTokens } from '../generationParams.ts';
 import { errorType, wireCode } from '../httpErrors.ts';
 import { refuseLongText } from '../promptText.ts';
-import { countClientError } from '../metrics.ts';
+import { countClientError } from '../metrics/metrics.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { resolveModel, servedModelNames } from '../servedModels.ts';
 import { ClientInputError } from '../validate.ts';

@@ -13,7 +13,7 @@ import type { TokenLimits } from '../generationParams.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { leadingItem, renameError } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
-import { serverMetrics } from '../metrics.ts';
+import { serverMetrics } from '../metrics/metrics.ts';
 import type { RequestQueue } from '../admission/RequestQueue.ts';
 import { ClientInputError } from '../validate.ts';
 import type { ClientEventOf } from './clientEvents.ts';

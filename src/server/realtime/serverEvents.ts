@@ -15,7 +15,7 @@ import type {
   UsageResource,
 } from './ServerEvent.ts';
 import type { GenerationFields } from '../generationParams.ts';
-import type { ResponseLatency } from '../LatencyMeter.ts';
+import type { ResponseLatency } from '../metrics/LatencyMeter.ts';
 import type { TruncationSetting } from './planTruncation.ts';
 
 export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });

@@ -4,7 +4,7 @@
  * exemplar of its TTFT, TTFP and end-to-end buckets) and onto diagnostics_channel
  * (`chorus:<ws|http>:firstText|firstAudio`, for the bench and tracing, zero cost without subscribers).
  */
-import { diagnostics } from '../common/diagnostics.ts';
+import { diagnostics } from '../../common/diagnostics.ts';
 import { observeTraced } from './latencyMetrics.ts';
 import { serverMetrics } from './metrics.ts';
 

@@ -8,11 +8,11 @@
  * chorus:edge:chunk) onto the same metrics, so the engine never has to import the server.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { channelNames } from '../common/diagnostics.ts';
-import { code2wavStatsOf } from '../../stages/code2wav/protocol.ts';
-import { encoderStatsOf } from '../../stages/encoder/protocol.ts';
-import { talkerStatsOf } from '../../stages/talker/protocol.ts';
-import { thinkerStatsOf } from '../../stages/thinker/protocol.ts';
+import { channelNames } from '../../common/diagnostics.ts';
+import { code2wavStatsOf } from '../../../stages/code2wav/protocol.ts';
+import { encoderStatsOf } from '../../../stages/encoder/protocol.ts';
+import { talkerStatsOf } from '../../../stages/talker/protocol.ts';
+import { thinkerStatsOf } from '../../../stages/thinker/protocol.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
 import { isMetricNumber } from './metricValue.ts';
