@@ -90,6 +90,12 @@ export const ErrorCodes = {
   // A well-formed GGUF whose architecture, tensor quantization type, RoPE scaling or tokenizer model Chorus does not
   // convert: the message names it and what is supported (docs/models.md).
   GGUF_UNSUPPORTED: 'CHORUS_ERR_GGUF_UNSUPPORTED',
+  // Input audio transcription was asked for and the pipeline has no speech-to-text model to make it (an `asr` stage,
+  // docs/models.md): each committed audio item reports it in conversation.item.input_audio_transcription.failed, and
+  // /v1/audio/transcriptions answers 400; the answers themselves are not affected.
+  TRANSCRIPTION_UNAVAILABLE: 'CHORUS_ERR_TRANSCRIPTION_UNAVAILABLE',
+  // A transcription that was started did not finish (its model failed or timed out); the answer is not affected.
+  TRANSCRIPTION_FAILED: 'CHORUS_ERR_TRANSCRIPTION_FAILED',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 

@@ -106,7 +106,7 @@ describe('chorus serve over TLS', () => {
     const refusals: [Record<string, unknown>, string][] = [
       [{ tools: [{ type: 'function', name: 'weather', parameters: {} }], tool_choice: 'required' }, 'session.tools'],
       [{ tool_choice: 'required' }, 'session.tool_choice'],
-      [{ audio: { input: { transcription: { model: 'whisper-1' } } } }, 'session.audio.input.transcription'],
+      [{ audio: { input: { noise_reduction: { type: 'near_field' } } } }, 'session.audio.input.noise_reduction'],
       [{ tracing: 'auto' }, 'session.tracing'],
     ];
     for (const [session, param] of refusals) {

@@ -242,7 +242,6 @@ describe('realtime event parsing', () => {
     [{ tools: [{ type: 'function', name: 'f' }] }, 'session.tools'],
     [{ tool_choice: 'required' }, 'session.tool_choice'],
     [{ tool_choice: { type: 'function', name: 'f' } }, 'session.tool_choice'],
-    [{ audio: { input: { transcription: { model: 'whisper-1' } } } }, 'session.audio.input.transcription'],
     [{ audio: { input: { noise_reduction: { type: 'near_field' } } } }, 'session.audio.input.noise_reduction'],
     [{ audio: { output: { speed: 1.5 } } }, 'session.audio.output.speed'],
     [{ include: ['item.input_audio_transcription.logprobs'] }, 'session.include'],

@@ -18,7 +18,7 @@ import { cacheSaltOf } from '../cachePartition.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
 import { normalizeModalities } from './responsePlan.ts';
 import { InputAudio } from './InputAudio.ts';
-import { Conversation, storedItemResource, type StoredItem } from './Conversation.ts';
+import { Conversation, INPUT_AUDIO_RATE_HZ, storedItemResource, type StoredItem } from './Conversation.ts';
 import { checkTokenLimits, parseTruncation } from './parseTruncation.ts';
 import { thinkerPositions } from './PromptPositions.ts';
 import { newId, sessionResource, type SessionState } from './serverEvents.ts';
@@ -27,6 +27,9 @@ import { SocketWriter } from './SocketWriter.ts';
 import { checkTextBudget, itemTextBytes } from './textBudget.ts';
 import { IdleWatch } from './IdleWatch.ts';
 import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
+import { InputTranscription } from './InputTranscription.ts';
+import { transcriptionOfSession } from './transcriptionSetting.ts';
+import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
 
 export interface SessionContext extends ResponseContext {
@@ -40,6 +43,8 @@ export interface SessionContext extends ResponseContext {
   readonly turnSpans?: TurnSpans | null;
   /** The cache partition of the session's API key (cachePartition.ts); null: none. */
   readonly tenant?: string | null;
+  /** The pipeline's speech-to-text for input transcription; null or absent: it has none (each item says so). */
+  readonly transcriber?: Transcriber | null;
 }
 
 export class RealtimeSession {
@@ -56,6 +61,7 @@ export class RealtimeSession {
   #prefill: VoicePrefill | null = null;
   /** Closes the session when the client sends nothing for the idle timeout with no response running. */
   readonly #idle: IdleWatch;
+  readonly #transcription: InputTranscription;
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -78,9 +84,11 @@ export class RealtimeSession {
       maxOutputTokens: 'inf',
       generation: {},
       turnDetection: null,
+      transcription: null,
       truncation: 'auto',
       cacheSalt: cacheSaltOf(ctx.tenant ?? null, undefined),
     };
+    this.#transcription = new InputTranscription(ctx.transcriber ?? null, this.#writer);
     this.#responses = new SessionResponses(ctx, {
       sessionId: this.#state.id,
       writer: this.#writer,
@@ -199,6 +207,7 @@ export class RealtimeSession {
     if (s.model !== undefined)
       resolveModel(s.model, servedModelNames(this.#ctx.options.modelName, this.#ctx.engine.graph), 'session.model');
     const truncation = s.truncation === undefined ? undefined : parseTruncation(s.truncation);
+    const transcription = transcriptionOfSession(s);
     if (truncation !== undefined) {
       const limits = this.#ctx.tokenLimits;
       const maxOutputTokens = s.max_output_tokens ?? state.maxOutputTokens;
@@ -242,6 +251,7 @@ export class RealtimeSession {
       this.#prefill?.close();
       this.#prefill = null;
     }
+    if (transcription !== undefined) state.transcription = transcription;
     state.generation = mergeGeneration(state.generation, s);
     if (s.cache_salt !== undefined) state.cacheSalt = cacheSaltOf(this.#ctx.tenant ?? null, s.cache_salt);
     this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
@@ -344,6 +354,13 @@ export class RealtimeSession {
       item_id: item.id,
     });
     this.#announceItem(item, previous);
+    if (this.#state.transcription)
+      this.#transcription.start(
+        item.id,
+        media,
+        this.#state.transcription,
+        media.data.byteLength / 2 / INPUT_AUDIO_RATE_HZ,
+      );
   }
 
   #clearInputAudio(): void {
@@ -376,6 +393,7 @@ export class RealtimeSession {
     this.#idle.stop();
     this.#responses.close();
     this.#voice.close();
+    this.#transcription.close();
     this.#ctx.turnSpans?.close();
     this.#prefill?.close();
     this.#writer.discardQueued();

@@ -22,11 +22,23 @@ export type SessionResource = {
   readonly instructions: string;
   readonly max_output_tokens: number | 'inf';
   readonly audio: {
-    readonly input: { readonly format: AudioFormat; readonly turn_detection: TurnDetectionResource | null };
+    readonly input: {
+      readonly format: AudioFormat;
+      readonly turn_detection: TurnDetectionResource | null;
+      /** Left out while off (the SDK types it optional, not nullable). */
+      readonly transcription?: TranscriptionResource;
+    };
     readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
   };
   readonly truncation: TruncationSetting;
 } & GenerationFields; // Chorus extensions in effect, echoed
+
+/** Input audio transcription in effect (transcriptionSetting.ts): the model named as the client named it. */
+export interface TranscriptionResource {
+  readonly model: string;
+  readonly language?: string;
+  readonly prompt?: string;
+}
 
 /** server_vad with every parameter in effect. */
 export interface TurnDetectionResource {
@@ -193,6 +205,30 @@ export interface InputAudioBufferCommittedEvent extends EventBase<'input_audio_b
   readonly item_id: string;
 }
 
+/** A committed user audio item's transcript as it is made (off the answer's path: it may follow the answer). */
+type TranscriptionEvent<K extends string> = EventBase<`conversation.item.input_audio_transcription.${K}`>;
+
+export interface InputAudioTranscriptionDeltaEvent extends TranscriptionEvent<'delta'> {
+  readonly item_id: string;
+  readonly content_index: number;
+  readonly delta: string;
+}
+
+export interface InputAudioTranscriptionCompletedEvent extends TranscriptionEvent<'completed'> {
+  readonly item_id: string;
+  readonly content_index: number;
+  readonly transcript: string;
+  /** The audio's length: what a duration-billed transcription counts. */
+  readonly usage: { readonly type: 'duration'; readonly seconds: number };
+}
+
+/** No transcript for the item (the answer is not affected): error.code is a CHORUS_ERR_* code. */
+export interface InputAudioTranscriptionFailedEvent extends TranscriptionEvent<'failed'> {
+  readonly item_id: string;
+  readonly content_index: number;
+  readonly error: { readonly type: string; readonly code: string; readonly message: string };
+}
+
 export type InputAudioBufferClearedEvent = EventBase<'input_audio_buffer.cleared'>;
 
 /** Server VAD heard speech begin; item_id names the user item the turn will be committed as. */
@@ -297,6 +333,9 @@ export type ServerEvent =
   | InputAudioBufferTimeoutTriggeredEvent
   | ConversationItemTruncatedEvent
   | ResponseCreatedEvent
+  | InputAudioTranscriptionDeltaEvent
+  | InputAudioTranscriptionCompletedEvent
+  | InputAudioTranscriptionFailedEvent
   | ResponseOutputItemAddedEvent
   | ResponseContentPartAddedEvent
   | ResponseOutputTextDeltaEvent
@@ -329,6 +368,9 @@ export function laneOf(event: ServerEvent): 'text' | 'audio' {
     case 'input_audio_buffer.speech_started':
     case 'input_audio_buffer.speech_stopped':
     case 'input_audio_buffer.timeout_triggered':
+    case 'conversation.item.input_audio_transcription.delta':
+    case 'conversation.item.input_audio_transcription.completed':
+    case 'conversation.item.input_audio_transcription.failed':
     case 'conversation.item.truncated':
     case 'response.created':
     case 'response.output_item.added':

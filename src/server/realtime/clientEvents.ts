@@ -2,7 +2,7 @@
  * The realtime client events Chorus implements (OpenAI Realtime GA names and shapes), their schemas, and the
  * one parse step every frame goes through (frameText, then parseClientEvent). The events and their session and
  * response objects are closed: a field they do not name is refused (a misspelt field silently ignored would change
- * the answer with no word). Fields OpenAI defines and Chorus does not implement (tools, input transcription...) are
+ * the answer with no word). Fields OpenAI defines and Chorus does not implement (tools, noise reduction...) are
  * refused when they ask for something, taken when they ask for nothing (unimplementedFields.ts).
  */
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
@@ -66,6 +66,8 @@ const AudioConfig = Type.Object(
         {
           format: Type.Optional(AudioFormat),
           turn_detection: Type.Optional(TurnDetection),
+          /** {model, language?, prompt?} or null: checked by transcriptionSetting.ts (it names the bad field). */
+          transcription: Type.Optional(Type.Unknown()),
           ...unimplementedAudioInputFields,
         },
         closed,
@@ -91,6 +93,8 @@ export const SessionFields = Type.Object(
     audio: Type.Optional(AudioConfig),
     /** The beta placement of audio.input.turn_detection. */
     turn_detection: Type.Optional(TurnDetection),
+    /** The beta name of audio.input.transcription (transcriptionSetting.ts). */
+    input_audio_transcription: Type.Optional(Type.Unknown()),
     /**
      * "auto" | "disabled" | {type: "retention_ratio", retention_ratio, token_limits?}: checked by parseTruncation,
      * whose errors name the field and its accepted values (a schema union could only say "not in any accepted form").

@@ -11,9 +11,11 @@ import type {
   ResponseResource,
   ResponseStatusDetails,
   SessionResource,
+  TranscriptionResource,
   TurnDetectionResource,
   UsageResource,
 } from './ServerEvent.ts';
+import type { TranscriptionSetting } from './transcriptionSetting.ts';
 import type { GenerationFields } from '../generationParams.ts';
 import type { ResponseLatency } from '../metrics/LatencyMeter.ts';
 import type { TruncationSetting } from './planTruncation.ts';
@@ -41,6 +43,8 @@ export interface SessionState {
   generation: GenerationFields;
   /** null: the client commits turns (input_audio_buffer.commit). */
   turnDetection: TurnDetectionResource | null;
+  /** Input audio transcription (transcriptionSetting.ts); null: off, as OpenAI's default. */
+  transcription: TranscriptionSetting | null;
   /** What goes when the conversation outgrows the Thinker (planTruncation.ts); "auto" unless the client says. */
   truncation: TruncationSetting;
   /** The engine's cache salt for every response (cachePartition.ts: the tenant and session.cache_salt); not echoed. */
@@ -57,12 +61,20 @@ export function sessionResource(s: SessionState): SessionResource {
     instructions: s.instructions,
     max_output_tokens: s.maxOutputTokens,
     audio: {
-      input: { format: PCM_FORMAT, turn_detection: s.turnDetection },
+      input: {
+        format: PCM_FORMAT,
+        turn_detection: s.turnDetection,
+        ...(s.transcription ? { transcription: transcriptionResource(s.transcription) } : {}),
+      },
       output: { format: PCM_FORMAT, voice: s.voice },
     },
     truncation: s.truncation,
     ...s.generation, // Chorus extensions, echoed so clients see what is in effect
   };
+}
+
+function transcriptionResource(t: TranscriptionSetting): TranscriptionResource {
+  return { model: t.model, ...(t.language ? { language: t.language } : {}), ...(t.prompt ? { prompt: t.prompt } : {}) };
 }
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';

@@ -2,9 +2,10 @@
  * Realtime fields OpenAI defines and Chorus does not implement, and the beta names of fields Chorus takes under their
  * GA names. The event schemas accept them (so the refusal can say why, not "unexpected property"); refuseUnimplemented
  * then refuses each one set to a value that asks for something, naming it. Taken silently, `tools` with
- * `tool_choice: "required"` or `audio.input.transcription` would hand the client an answer other than the one it
- * asked for, with no word (issue 32). A value that asks for nothing (`tools: []`, `tool_choice: "auto"`, a null) is
- * taken: clients that send their defaults work unchanged. Fields the schemas do not know at all are refused there.
+ * `tool_choice: "required"` would hand the client an answer other than the one it asked for, with no word (issue
+ * 32). Input transcription is implemented under both its names (transcriptionSetting.ts). A value that asks for
+ * nothing (`tools: []`, `tool_choice: "auto"`, a null) is taken: clients that send their defaults work unchanged.
+ * Fields the schemas do not know at all are refused there.
  */
 import { Type } from '@sinclair/typebox';
 import { ErrorCodes } from '../../common/errors.ts';
@@ -43,7 +44,7 @@ const session: Record<string, Unimplemented> = {
   ...common,
   include: {
     asksNothing: noneOrEmpty,
-    why: 'no optional output can be included (there is no input transcription to give logprobs of)',
+    why: 'no optional output can be included (input transcription logprobs are not made): leave include out',
   },
   tracing: {
     asksNothing: nullish,
@@ -54,12 +55,6 @@ const session: Record<string, Unimplemented> = {
 };
 
 const sessionAudioInput: Record<string, Unimplemented> = {
-  transcription: {
-    asksNothing: nullish,
-    why:
-      'input audio transcription is not supported: the pipeline has no speech-to-text model (the Thinker hears ' +
-      'the audio itself); leave it out or null',
-  },
   noise_reduction: {
     asksNothing: nullish,
     why: 'noise reduction is not supported: leave it out or null',
@@ -81,7 +76,6 @@ const betaNames: Record<string, string> = {
   voice: 'audio.output.voice',
   input_audio_format: 'audio.input.format',
   output_audio_format: 'audio.output.format',
-  input_audio_transcription: 'audio.input.transcription',
   input_audio_noise_reduction: 'audio.input.noise_reduction',
   max_response_output_tokens: 'max_output_tokens',
 };
