@@ -17,6 +17,8 @@ export const stageKinds: Readonly<Record<StageKind, StageKindDescriptor>> = kind
 
 export const stageKindNames = Object.keys(stageKinds) as StageKind[];
 
+const builtIn = new Set<string>(stageKindNames);
+
 export function descriptorOf(kind: StageKind): StageKindDescriptor {
   return stageKinds[kind];
 }
@@ -36,4 +38,15 @@ export function registerStageKind(descriptor: StageKindDescriptor): void {
   if (Object.hasOwn(kinds, descriptor.kind)) throw new Error(`stage kind ${descriptor.kind} is registered already`);
   kinds[descriptor.kind] = descriptor;
   stageKindNames.push(descriptor.kind);
+}
+
+/**
+ * Takes back a kind registerStageKind added, once its test is done: the unit tier runs its files in one process
+ * (vitest.config.ts), where a kind left registered would show in every later file's schema and error messages.
+ */
+export function unregisterStageKind(kind: StageKind): void {
+  if (builtIn.has(kind)) throw new Error(`stage kind ${kind} is built in`);
+  if (!Object.hasOwn(kinds, kind)) return;
+  delete kinds[kind];
+  stageKindNames.splice(stageKindNames.indexOf(kind), 1);
 }

@@ -5,11 +5,11 @@
  * is read through its accessor, and its own message (stop) reaches its core through the loop's generic `kind` case.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { StageGraph, StageKind } from '../../src/common/graph.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { registerStageKind, stageKinds } from '../../stages/registry.ts';
+import { registerStageKind, stageKinds, unregisterStageKind } from '../../stages/registry.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
 import { collect, configWith, ownSegments, waitFor } from '../helpers/engine.ts';
 import { InProcessStage } from '../helpers/inProcessStage.ts';
@@ -45,6 +45,7 @@ let engine: Orchestrator | null = null;
 beforeAll(() => {
   if (!Object.hasOwn(stageKinds, 'echo')) registerStageKind(echo);
 });
+afterAll(() => unregisterStageKind(echo.kind));
 afterEach(async () => {
   await engine?.close(1_000);
   engine = null;

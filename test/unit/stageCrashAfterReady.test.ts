@@ -3,12 +3,12 @@
  * a crash (the process exits 1 and main sees it die: its requests migrate, the stage restarts), never a `boot_failed`,
  * which says the model could not load and stops main from restarting the stage.
  */
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { StageGraph, StageKind } from '../../src/common/graph.ts';
 import type { ControlChannel } from '../../src/worker/ControlChannel.ts';
 import type { MainToStage, StageToMain } from '../../src/worker/messages.ts';
 import { runStageProcess } from '../../src/worker/stageMain.ts';
-import { descriptorOf, registerStageKind, stageKinds } from '../../stages/registry.ts';
+import { descriptorOf, registerStageKind, stageKinds, unregisterStageKind } from '../../stages/registry.ts';
 import { configWith } from '../helpers/engine.ts';
 import { echo } from '../helpers/kinds/echo/descriptor.ts';
 
@@ -39,6 +39,7 @@ function channelPair() {
 beforeAll(() => {
   if (!Object.hasOwn(stageKinds, 'echo')) registerStageKind(echo);
 });
+afterAll(() => unregisterStageKind(echo.kind));
 afterEach(() => {
   process.exitCode = undefined;
 });
