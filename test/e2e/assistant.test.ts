@@ -3,7 +3,8 @@
  * user runs it: a chat completion with text and audio gets a real answer that ends on the model's own EOS
  * (finish_reason stop, fewer tokens than max_tokens) and that answer spoken (24 kHz speech whose duration, level and
  * voicing are speech's, eSpeak NG's reading of the same text the duration reference); the Realtime API answers the
- * same question completed, in speech.
+ * same question completed, in speech; twenty simple questions get English answers that end on their own (the words
+ * checked against Debian's wamerican word list, as a person listening would notice gibberish).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,6 +17,31 @@ import { decodeAudioDeltas, RealtimeClient, servePipeline } from './serverClient
 
 const QUESTION = 'What is the capital of France?';
 const MAX_TOKENS = 96;
+/** Questions a person tries first: short answers expected (within the pipeline's max_tokens, 256). */
+const SIMPLE = [
+  'What is the capital of France?',
+  'What color is the sky on a clear day?',
+  'How many days are in a week?',
+  'What is the capital of Italy?',
+  'What is the opposite of hot?',
+  'Name a fruit that is yellow.',
+  'What animal says moo?',
+  'What is two plus two?',
+  'Which planet do we live on?',
+  'What do you use to write on paper?',
+  'What season comes after winter?',
+  'What is frozen water called?',
+  'How many legs does a spider have?',
+  'What is the largest ocean on Earth?',
+  'What language is spoken in Spain?',
+  'How many hours are in a day?',
+  'Where does the sun rise?',
+  'What is a baby cat called?',
+  'What do you call a doctor for teeth?',
+  'Say hello in one short sentence.',
+];
+/** Debian's wamerican list (/usr/share/dict/words), lower-cased. */
+const DICTIONARY = '/usr/share/dict/words';
 
 let served: Awaited<ReturnType<typeof servePipeline>>;
 let dir: string;
@@ -37,6 +63,16 @@ function espeakSeconds(text: string): number {
   execFileSync('espeak-ng', ['-w', wav, text]);
   const pcm = decodeWav(readFileSync(wav));
   return pcm.samples.length / pcm.sampleRateHz;
+}
+
+/** The words of a text, as a dictionary lists them (letters with an inner apostrophe; digits are not words). */
+function wordsOf(text: string): string[] {
+  return (text.match(/[A-Za-z]+(?:'[A-Za-z]+)*/g) ?? []).map((w) => w.toLowerCase());
+}
+
+/** Whether the list has the word, or its stem before a possessive or contraction suffix. */
+function known(words: Set<string>, word: string): boolean {
+  return words.has(word) || words.has(word.replace(/'(s|t|re|ll|ve|d|m)$/, ''));
 }
 
 describe('configs/assistant.yaml', () => {
@@ -67,6 +103,39 @@ describe('configs/assistant.yaml', () => {
       [],
     );
   });
+
+  it('answers twenty simple questions in English words, each ending on its own', async () => {
+    const dictionary = new Set(
+      readFileSync(DICTIONARY, 'utf8')
+        .split('\n')
+        .map((w) => w.trim().toLowerCase()),
+    );
+    // Four at a time, as a few users would: the Thinker batches them (within its max_num_seqs, so none waits on a
+    // slot: admission under overload is test/e2e/admission*'s subject).
+    const answers: { question: string; finish_reason: string; content: string }[] = [];
+    const queue = [...SIMPLE];
+    const ask = async (question: string) => {
+      const res = await fetch(`${served.base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: question }] }),
+      });
+      const body = await res.text();
+      expect(res.status, body).toBe(200);
+      const [choice] = (JSON.parse(body) as { choices: { finish_reason: string; message: { content: string } }[] })
+        .choices;
+      answers.push({ question, finish_reason: choice.finish_reason, content: choice.message.content });
+    };
+    const worker = async () => {
+      for (let q = queue.shift(); q !== undefined; q = queue.shift()) await ask(q);
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]);
+    for (const answer of answers) expect(answer.finish_reason, answer.question).toBe('stop');
+    const words = answers.flatMap((a) => wordsOf(a.content));
+    const unknown = words.filter((w) => !known(dictionary, w));
+    expect(words.length).toBeGreaterThan(3 * SIMPLE.length);
+    expect(unknown.length / words.length, unknown.join(' ')).toBeLessThanOrEqual(0.1);
+  }, 240_000);
 
   it('answers a Realtime response completed, in speech', async () => {
     const client = await RealtimeClient.connect(served.wsUrl);
