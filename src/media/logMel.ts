@@ -117,7 +117,11 @@ function reflectIndex(i: number, n: number): number {
   return j;
 }
 
-export function logMelSpectrogram(samples16k: Float32Array): LogMel {
+/**
+ * `clamp`: 'fixed' (the default, above) or 'clip': Whisper's own rule, the clip's loudest value - 8, for a whole
+ * clip transcribed at once (the ASR stage), where it matches the reference implementations value for value.
+ */
+export function logMelSpectrogram(samples16k: Float32Array, clamp: 'fixed' | 'clip' = 'fixed'): LogMel {
   const n = samples16k.length;
   const numFrames = melFrameCount(n);
   const { plan, window, filters, first, end } = frontEnd();
@@ -139,8 +143,14 @@ export function logMelSpectrogram(samples16k: Float32Array): LogMel {
       let acc = 0;
       const row = m * NUM_FREQS;
       for (let k = first[m]; k < end[m]; k++) acc += filters[row + k] * power[k];
-      mel[m * numFrames + t] = (Math.max(Math.log10(Math.max(acc, LOG_FLOOR)), MEL_LOG_FLOOR) + 4) / 4;
+      mel[m * numFrames + t] = Math.log10(Math.max(acc, LOG_FLOOR));
     }
   }
+  let floor = MEL_LOG_FLOOR;
+  if (clamp === 'clip') {
+    floor = -Infinity;
+    for (const v of mel) floor = Math.max(floor, v - 8);
+  }
+  for (let i = 0; i < mel.length; i++) mel[i] = (Math.max(mel[i], floor) + 4) / 4;
   return { mel, numMelBins: MEL_NUM_BINS, numFrames };
 }
