@@ -4,7 +4,12 @@
  * text stream (as the client sees the text) plus the time the voice alone takes for that phrase (phonemes,
  * synthesis, resampling: measured in this process after each request, on the same phrase). Streamed chat
  * completions with text and audio; a few questions, each asked `rounds` times.
+ *
+ * Side by side, in the same run: Piper's own implementation (the piper-tts package, bench/tts/piper_timing.py) on
+ * each whole answer, as `piper -f out.wav` synthesizes it (whole utterance), against Chorus's first audio counted from
+ * the moment the Thinker's first phrase is complete (phrase streaming). Goal: <= 0.5x for three-sentence answers.
  */
+import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -19,7 +24,12 @@ import { PiperPhonemizer } from '../../stages/tts/phonemes.ts';
 import { PhraseSplitter } from '../../stages/tts/PhraseSplitter.ts';
 import { gitSha } from '../common.ts';
 
-const QUESTIONS = ['What is the capital of France?', 'Name three colors.', 'Why is the sky blue?'];
+const QUESTIONS = [
+  'What is the capital of France?',
+  'Name three colors.',
+  'Why is the sky blue?',
+  'Describe Paris in three sentences.',
+];
 
 const { values } = parseArgs({
   options: { config: { type: 'string', default: 'configs/assistant.yaml' }, rounds: { type: 'string', default: '3' } },
@@ -31,7 +41,8 @@ const engine = await Orchestrator.start(graph);
 const app = buildServer(engine, { apiKey: null });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const { port } = app.server.address() as { port: number };
-const voice = OnnxPiperRunner.load(locateVoice({ path: ttsSpec.model.path }), { threads: 1 }, ttsSpec.tts);
+const voiceFile = locateVoice({ path: ttsSpec.model.path });
+const voice = OnnxPiperRunner.load(voiceFile, { threads: 1 }, ttsSpec.tts);
 const phonemizer = new PiperPhonemizer(voice.voice.espeakVoice);
 await phonemizer.ready();
 
@@ -40,6 +51,7 @@ interface Round {
   readonly firstPhraseTextMs: number;
   readonly phraseSynthMs: number;
   readonly phrase: string;
+  readonly answer: string;
 }
 
 async function ask(question: string): Promise<Round> {
@@ -59,6 +71,7 @@ async function ask(question: string): Promise<Round> {
   let firstAudioMs = NaN;
   let firstPhraseTextMs = NaN;
   let phrase = '';
+  let answer = '';
   const decoder = new TextDecoder();
   let buffered = '';
   for await (const bytes of res.body!) {
@@ -70,6 +83,7 @@ async function ask(question: string): Promise<Round> {
       const audio = delta?.audio as { data?: string; transcript?: string } | undefined;
       if (audio?.data && Number.isNaN(firstAudioMs)) firstAudioMs = performance.now() - started;
       const text = (delta?.content as string | undefined) ?? audio?.transcript ?? '';
+      answer += text;
       if (text && !phrase) {
         const done = splitter.push(text);
         if (done.length > 0) [phrase, firstPhraseTextMs] = [done[0], performance.now() - started];
@@ -82,14 +96,29 @@ async function ask(question: string): Promise<Round> {
     const [pcm] = voice.synthesize([{ seqId: 'p', ids: phonemeIds(s, voice.voice.phonemeIdMap).ids }]);
     resample(pcm, voice.sampleRateHz, 24000);
   }
-  return { firstAudioMs, firstPhraseTextMs, phraseSynthMs: performance.now() - t, phrase };
+  return { firstAudioMs, firstPhraseTextMs, phraseSynthMs: performance.now() - t, phrase, answer };
 }
 
 const rounds: Round[] = [];
 await ask(QUESTIONS[0]); // warm-up
 for (let r = 0; r < Number(values.rounds); r++) for (const q of QUESTIONS) rounds.push(await ask(q));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ratios = rounds.map((r) => r.firstAudioMs / (r.firstPhraseTextMs + r.phraseSynthMs));
+
+/** Piper's own timings for each answer (whole utterance, and its sentence iterator's first chunk). */
+const piper = (
+  JSON.parse(
+    execFileSync('python3', [join(import.meta.dirname, 'piper_timing.py'), voiceFile], {
+      input: JSON.stringify(rounds.map((r) => r.answer)),
+      encoding: 'utf8',
+    }),
+  ) as { rows: { whole_ms: number; first_chunk_ms: number }[] }
+).rows;
+const sentences = (text: string) => text.split(/[.!?]+(?:\s|$)/).filter((x) => x.trim()).length;
+const threeSentence = rounds.flatMap((r, i) =>
+  sentences(r.answer) >= 3 ? [{ chorus: r.firstAudioMs - r.firstPhraseTextMs, piper: piper[i] }] : [],
+);
 process.stdout.write(
   `${JSON.stringify(
     {
@@ -101,8 +130,21 @@ process.stdout.write(
       phraseSynthMs: mean(rounds.map((r) => r.phraseSynthMs)),
       /** First audio over its critical path (the goal: <= 1.2). */
       ratioMean: mean(ratios),
-      ratioP50: [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)],
+      ratioP50: median(ratios),
       firstPhrases: [...new Set(rounds.map((r) => r.phrase))],
+      sideBySide: {
+        /** Answers of three sentences or more. */
+        answers: threeSentence.length,
+        /** Chorus: first audio after the Thinker's first complete phrase. */
+        chorusFromPhraseMs: mean(threeSentence.map((x) => x.chorus)),
+        /** piper-tts: the whole answer synthesized (whole utterance, as `piper -f out.wav`). */
+        piperWholeMs: mean(threeSentence.map((x) => x.piper.whole_ms)),
+        /** piper-tts: the first chunk of its own sentence iterator. */
+        piperFirstSentenceMs: mean(threeSentence.map((x) => x.piper.first_chunk_ms)),
+        /** The goal: <= 0.5. */
+        ratioP50: median(threeSentence.map((x) => x.chorus / x.piper.whole_ms)),
+        ratioMean: mean(threeSentence.map((x) => x.chorus / x.piper.whole_ms)),
+      },
     },
     null,
     2,
