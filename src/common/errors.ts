@@ -96,6 +96,13 @@ export const ErrorCodes = {
   TRANSCRIPTION_UNAVAILABLE: 'CHORUS_ERR_TRANSCRIPTION_UNAVAILABLE',
   // A transcription that was started did not finish (its model failed or timed out); the answer is not affected.
   TRANSCRIPTION_FAILED: 'CHORUS_ERR_TRANSCRIPTION_FAILED',
+  // session.resume (Realtime extension, docs/realtime-resume.md): the token names no session this client may resume
+  // (never issued, issued to another API key, or its session ended: closed, or dropped longer than the resume
+  // window ago). Open a new session.
+  RESUME_TOKEN_INVALID: 'CHORUS_ERR_RESUME_TOKEN_INVALID',
+  // session.resume: the events after the client's last_seq are no longer held (the replay buffer keeps only the last
+  // resume_buffer_bytes of events): the session cannot continue without a gap, so it was ended. Open a new session.
+  RESUME_GAP: 'CHORUS_ERR_RESUME_GAP',
   INTERNAL: 'CHORUS_ERR_INTERNAL',
 } as const;
 

@@ -368,6 +368,17 @@ export interface EcStoreSettings {
   } | null;
 }
 
+export interface RealtimeResumeSettings {
+  readonly windowMs: number;
+  readonly bufferBytes: number;
+}
+
+/** YAML `realtime:` left out (and graphs not loaded from YAML). */
+export const DEFAULT_REALTIME_RESUME: RealtimeResumeSettings = Object.freeze({
+  windowMs: 30_000, // 30 s: a phone changing networks is back within seconds
+  bufferBytes: 4 * 1024 * 1024, // 4 MiB: ~1 min of 24 kHz audio as base64 pcm16
+});
+
 /**
  * Bounds on the estimated wait of a request admitted now (src/server/admission/admissionDecision.ts): beyond either,
  * it is refused with a 429 and a Retry-After from the estimate instead of being queued into lateness. null: no bound.
@@ -404,6 +415,12 @@ export interface StageGraph {
    * its own partition (the default); `shared`, every key one. A request's cache_salt partitions further either way.
    */
   readonly cachePartition?: CachePartition;
+  /**
+   * Realtime session resume (YAML `realtime:`, docs/realtime-resume.md): a session whose socket dropped is kept
+   * windowMs for its client to resume (0: never), with the last bufferBytes of its sent events to replay. Absent:
+   * the defaults (config/defaults.ts).
+   */
+  readonly realtimeResume?: RealtimeResumeSettings;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */

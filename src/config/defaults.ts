@@ -3,12 +3,15 @@
  * of these out (with comments); a minimal YAML needs only `stages`.
  */
 
+import { DEFAULT_REALTIME_RESUME } from '../common/graph.ts';
+
 export const defaults = {
   asyncChunk: true,
   scheduling: 'fifo' as const, // Talker and Code2Wav: oldest first (playback: least slack first; README, Design)
   routing: 'ttft' as const, // instances by lowest estimated TTFT (queue + encode + prefill); least_loaded, round_robin
   stageHangMs: 2_000, // 2 s of silence from a stage with work, while its process uses no CPU
   cachePartition: 'api_key' as const, // each API key its own prefix cache and encoder outputs (docs/security.md)
+  realtimeResume: DEFAULT_REALTIME_RESUME, // 30 s window, 4 MiB of events to replay (docs/realtime-resume.md)
   stageNice: 8, // stage processes run 8 nice levels below the server: its event loop is short work that must not wait
 
   /** Under the user's cache directory (paths.ts userCacheDir), never inside the installed package. */

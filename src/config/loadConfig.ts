@@ -121,6 +121,10 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     stageNice: yaml.stage_nice ?? defaults.stageNice,
     modelAliases: yaml.model_aliases ?? [],
     cachePartition: yaml.security?.cache_partition ?? defaults.cachePartition,
+    realtimeResume: {
+      windowMs: yaml.realtime?.resume_window_ms ?? defaults.realtimeResume.windowMs,
+      bufferBytes: parseByteSize(yaml.realtime?.resume_buffer_bytes ?? defaults.realtimeResume.bufferBytes),
+    },
     modelsDir: modelsDirOf(yaml, baseDir),
     connectors,
     chunkPolicy,

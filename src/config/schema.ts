@@ -249,6 +249,11 @@ export const GraphYaml = Type.Object(
     // Who shares the prefix cache and the encoder outputs (docs/security.md#what-is-shared): api_key gives each
     // API key its own partition (with no key configured, everyone is one tenant); shared puts every key in one.
     security: optional(Type.Object({ cache_partition: optional(oneOf(['api_key', 'shared'] as const)) }, closed)),
+    // Realtime session resume (docs/realtime-resume.md): how long a session whose socket dropped waits for its client
+    // to come back (0: resume off), and how many bytes of sent events it keeps to replay.
+    realtime: optional(
+      Type.Object({ resume_window_ms: optional(int(0)), resume_buffer_bytes: optional(ByteSize) }, closed),
+    ),
     stages: Type.Array(StageYaml, { minItems: 1, errorMessage: 'must be a non-empty list of stages' }),
   },
   closed,

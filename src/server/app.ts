@@ -30,6 +30,7 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 import { RealtimeSession } from './realtime/RealtimeSession.ts';
 import { apiKeyOf, chooseSubprotocol, securityHook } from './security.ts';
 import { tenantOf } from './cachePartition.ts';
+import { ResumableSessions, resumePrincipal } from './realtime/ResumableSessions.ts';
 import { exposedBeyondLoopback } from './hostCheck.ts';
 import { closeSocketsGoingAway, requestTimeouts } from './connectionLimits.ts';
 import { retryAfterSeconds } from './admission/retryAfter.ts';
@@ -126,6 +127,12 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
   });
 
+  // Before the sockets close: a socket the server closes must end its session, not leave it waiting for a resume.
+  const resumes = new ResumableSessions<RealtimeSession>();
+  app.addHook('preClose', (done) => {
+    resumes.shutdown();
+    done();
+  });
   closeSocketsGoingAway(app); // before the plugin, whose own preClose would close them with no status first
   app.register(websocket, {
     options: {
@@ -161,7 +168,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
         `/v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app), tracing });
+    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app), tracing, resumes });
     registerChatCompletions(routes, {
       engine,
       tracing,
@@ -238,6 +245,7 @@ interface RealtimeDeps {
   readonly queue: RequestQueue;
   readonly vad: () => Promise<VadService>;
   readonly tracing: Tracing | null;
+  readonly resumes: ResumableSessions<RealtimeSession>;
 }
 
 function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
@@ -312,6 +320,8 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         onClosed: release,
         // The partition in effect when the session opened holds for its life (a reload does not move it).
         tenant: tenantOf(apiKeyOf(request), engine.graph.cachePartition),
+        resumes: deps.resumes,
+        principal: resumePrincipal(apiKeyOf(request)),
       });
       request.log.debug({ sessionId: session.id }, 'realtime session opened');
     },

@@ -28,6 +28,8 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.FORBIDDEN_HOST]: 421, // Misdirected Request: this server is not the host the request names
   [ErrorCodes.SESSION_IDLE]: 408,
   [ErrorCodes.CLIENT_TOO_SLOW]: 408, // the client's to fix (read faster); only a stream that began can get it
+  [ErrorCodes.RESUME_TOKEN_INVALID]: 404, // no resumable session under that token for this key: open a new one
+  [ErrorCodes.RESUME_GAP]: 410, // the missed events are gone: the session cannot continue whole
   [ErrorCodes.CONFIG_INVALID]: 400, // a reload with a bad graph: the old one keeps serving
   [ErrorCodes.CONFIG_NOT_FOUND]: 400,
   // In a request, the model cannot do what was asked (audio from a text-only export, media without inputs_embeds):

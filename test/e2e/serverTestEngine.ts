@@ -7,7 +7,12 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { ReplaySubject } from 'rxjs';
-import { GREEDY_SAMPLING, type StageGraph, type StageSpec } from '../../src/common/graph.ts';
+import {
+  GREEDY_SAMPLING,
+  type RealtimeResumeSettings,
+  type StageGraph,
+  type StageSpec,
+} from '../../src/common/graph.ts';
 import type {
   Engine,
   FinishReason,
@@ -215,10 +220,12 @@ export const testGraph: StageGraph = {
 export interface TestEngineOptions {
   readonly script?: (request: GenerateRequest) => ScriptStep[];
   readonly finishReason?: FinishReason;
+  /** The graph's Realtime resume settings (YAML `realtime:`); absent: the defaults. */
+  readonly realtimeResume?: RealtimeResumeSettings;
 }
 
 export class TestEngine implements Engine {
-  readonly graph = testGraph;
+  readonly graph: StageGraph;
   // what a 24 kHz, 12.5 frames/s vocoder reports (its audio is not tied to tokens: framesPerToken unknown)
   readonly audioOutput = { sampleRateHz: 24000, samplesPerFrame: 1920, framesPerToken: null };
   readonly handles: TestHandle[] = [];
@@ -230,6 +237,7 @@ export class TestEngine implements Engine {
   constructor(opts: TestEngineOptions = {}) {
     this.script = opts.script ?? defaultScript();
     this.finishReason = opts.finishReason ?? 'stop';
+    this.graph = opts.realtimeResume ? { ...testGraph, realtimeResume: opts.realtimeResume } : testGraph;
   }
 
   get lastHandle(): TestHandle {

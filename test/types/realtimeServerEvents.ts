@@ -11,7 +11,12 @@
  * given as {id} comes back as given.
  */
 import type { RealtimeServerEvent } from 'openai/resources/realtime/realtime';
-import type { EchoedItemResource, ServerEvent, ServerEventType } from '../../src/server/realtime/ServerEvent.ts';
+import type {
+  ChorusExtensionEvent,
+  EchoedItemResource,
+  ServerEvent,
+  ServerEventType,
+} from '../../src/server/realtime/ServerEvent.ts';
 
 type AsOpenAISees<T> = T extends string | number | boolean | null | undefined
   ? T
@@ -23,12 +28,15 @@ type AsOpenAISees<T> = T extends string | number | boolean | null | undefined
         ? AsOpenAISees<U>[]
         : { -readonly [K in keyof T]: AsOpenAISees<T[K]> };
 
+/** Chorus's extension events (session resume) have no OpenAI counterpart to conform to. */
+type OpenAIEventType = Exclude<ServerEventType, ChorusExtensionEvent['type']>;
+
 type Ours<K extends ServerEventType> = AsOpenAISees<Extract<ServerEvent, { type: K }>>;
 type Theirs<K extends ServerEventType> = Extract<RealtimeServerEvent, { type: K }>;
 type Conforms<K extends ServerEventType> = [Ours<K>] extends [Theirs<K>] ? true : K;
 
 /** One entry per event type: a type that stops conforming turns its `true` into a compile error naming it. */
-export const conforming: { [K in ServerEventType]: Conforms<K> } = {
+export const conforming: { [K in OpenAIEventType]: Conforms<K> } = {
   'session.created': true,
   'session.updated': true,
   'conversation.item.added': true,

@@ -7,30 +7,28 @@ import type { TurnSpans } from '../../tracing/turnSpans.ts';
 import type { RawData, WebSocket } from 'ws';
 import type { GenerateRequest } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { mergeGeneration, resolveMaxTokens } from '../generationParams.ts';
 import { errorType, wireCode } from '../httpErrors.ts';
 import { refuseLongText } from '../promptText.ts';
 import { countClientError } from '../metrics/metrics.ts';
 import { decodeBase64Strict } from '../pcm.ts';
-import { resolveModel, servedModelNames } from '../servedModels.ts';
 import { ClientInputError } from '../validate.ts';
 import { cacheSaltOf } from '../cachePartition.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
-import { normalizeModalities } from './responsePlan.ts';
 import { InputAudio } from './InputAudio.ts';
 import { Conversation, INPUT_AUDIO_RATE_HZ, storedItemResource, type StoredItem } from './Conversation.ts';
-import { checkTokenLimits, parseTruncation } from './parseTruncation.ts';
-import { thinkerPositions } from './PromptPositions.ts';
 import { newId, sessionResource, type SessionState } from './serverEvents.ts';
 import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { checkTextBudget, itemTextBytes } from './textBudget.ts';
 import { IdleWatch } from './IdleWatch.ts';
-import { resolveTurnDetection, VoiceTurns } from './VoiceTurns.ts';
+import { VoiceTurns } from './VoiceTurns.ts';
 import { InputTranscription } from './InputTranscription.ts';
-import { transcriptionOfSession } from './transcriptionSetting.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
+import { DEFAULT_REALTIME_RESUME } from '../../common/graph.ts';
+import type { ResumableSessions } from './ResumableSessions.ts';
+import { SessionSocket } from './SessionSocket.ts';
+import { applySessionUpdate } from './sessionUpdate.ts';
 
 export interface SessionContext extends ResponseContext {
   /** The server's VAD (started by the first session that turns server_vad on). */
@@ -45,6 +43,9 @@ export interface SessionContext extends ResponseContext {
   readonly tenant?: string | null;
   /** The pipeline's speech-to-text for input transcription; null or absent: it has none (each item says so). */
   readonly transcriber?: Transcriber | null;
+  /** The server's resumable sessions (session.resume), and who this socket's client is to them (its key's digest). */
+  readonly resumes: ResumableSessions<RealtimeSession>;
+  readonly principal: string | null;
 }
 
 export class RealtimeSession {
@@ -62,6 +63,10 @@ export class RealtimeSession {
   /** Closes the session when the client sends nothing for the idle timeout with no response running. */
   readonly #idle: IdleWatch;
   readonly #transcription: InputTranscription;
+  /** Which socket the session talks to, and whether it outlives a dropped one (session resume). */
+  readonly #socket: SessionSocket;
+  /** No client event but session.resume yet: this connection may still take over another session. */
+  #pristine = true;
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -111,7 +116,10 @@ export class RealtimeSession {
       respond: (turnEndedAtMs) => this.#responses.create({ type: 'response.create' }, turnEndedAtMs),
       speculate: (clipEndMs) => this.#responses.speculate(clipEndMs),
       dropSpeculation: () => this.#responses.dropHeld(),
-      speechStarted: () => this.#prefillTurn(),
+      speechStarted: () => {
+        this.#responses.settlePlayback(); // the turn's prefill reads the history as heard
+        this.#prefillTurn();
+      },
       fail: (err) => this.#sendError(err, null),
       disabled: (err) => {
         this.#state.turnDetection = null;
@@ -131,16 +139,31 @@ export class RealtimeSession {
           ),
           null,
         );
-        ws.close(1000, 'idle timeout');
+        this.#socket.end(1000, 'idle timeout');
       },
     );
-    ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
-    ws.on('close', () => this.#onClose());
+    this.#socket = new SessionSocket(ws, this.#writer, {
+      sessionId: this.#state.id,
+      log: ctx.log,
+      onFrame: (data, isBinary) => this.#onFrame(data, isBinary),
+      onEnded: () => this.#onClose(),
+    });
     this.#writer.send({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
   }
 
   get id(): string {
     return this.#state.id;
+  }
+
+  /** Ends the session for good (the server is closing). */
+  end(): void {
+    this.#socket.end(1001, 'session ended');
+  }
+
+  /** session.resume on another connection named this session: it continues on `ws` (SessionSocket.takeOver). */
+  takeOver(ws: WebSocket, lastSeq: number): void {
+    this.#socket.takeOver(ws, lastSeq, sessionResource(this.#state));
+    this.#idle.touch();
   }
 
   #onFrame(data: RawData, isBinary: boolean): void {
@@ -161,6 +184,7 @@ export class RealtimeSession {
       // work, not correctness).
       if (event.type !== 'input_audio_buffer.append' && event.type !== 'conversation.item.retrieve')
         this.#responses.dropHeld();
+      if (event.type !== 'session.resume') this.#pristine = false;
       this.#dispatch(event);
     } catch (err) {
       this.#sendError(err, event?.event_id ?? eventIdFromText(text));
@@ -192,6 +216,12 @@ export class RealtimeSession {
         return this.#responses.deleteItem(event);
       case 'conversation.item.retrieve':
         return this.#onItemRetrieve(event);
+      case 'session.resume.enable':
+        return this.#enableResume();
+      case 'session.resume':
+        return this.#resumeOther(event);
+      case 'output_audio.playback_ack':
+        return this.#responses.playbackAck(event);
       default: {
         // A schema added to clientEvents.ts without a handler here fails to compile.
         const unhandled: never = event;
@@ -200,44 +230,32 @@ export class RealtimeSession {
     }
   }
 
-  #onSessionUpdate(event: ClientEventOf<'session.update'>): void {
-    const s = event.session;
-    const state = this.#state;
-    // Checked before anything changes: a refused model or truncation leaves the session as it was.
-    if (s.model !== undefined)
-      resolveModel(s.model, servedModelNames(this.#ctx.options.modelName, this.#ctx.engine.graph), 'session.model');
-    const truncation = s.truncation === undefined ? undefined : parseTruncation(s.truncation);
-    const transcription = transcriptionOfSession(s);
-    if (truncation !== undefined) {
-      const limits = this.#ctx.tokenLimits;
-      const maxOutputTokens = s.max_output_tokens ?? state.maxOutputTokens;
-      const answer = resolveMaxTokens(maxOutputTokens, limits, 'session.max_output_tokens') ?? limits.stageDefault;
-      checkTokenLimits(truncation, thinkerPositions(this.#ctx.engine.graph), answer);
-      state.truncation = truncation;
-    }
-    if (s.max_output_tokens !== undefined) {
-      resolveMaxTokens(s.max_output_tokens, this.#ctx.tokenLimits, 'session.max_output_tokens');
-      state.maxOutputTokens = s.max_output_tokens;
-    }
-    if (s.output_modalities) state.outputModalities = normalizeModalities(s.output_modalities);
-    if (s.instructions !== undefined) {
-      // Instructions go into every prompt and are never truncated: text that cannot fit one is refused here.
-      refuseLongText(Buffer.byteLength(s.instructions, 'utf8'), this.#ctx.tokenLimits, {
-        what: 'session.instructions',
-        param: 'session.instructions',
-        fix: 'send shorter instructions (they go into every prompt)',
-      });
-      state.instructions = s.instructions;
-    }
-    if (s.audio?.output?.voice !== undefined) state.voice = s.audio.output.voice;
-    const turns = s.audio?.input?.turn_detection !== undefined ? s.audio.input.turn_detection : s.turn_detection;
-    if (turns && !this.#ctx.media.accepts('audio'))
+  #enableResume(): void {
+    const settings = this.#ctx.engine.graph.realtimeResume ?? DEFAULT_REALTIME_RESUME;
+    this.#writer.send(this.#socket.enableResume(settings, this.#ctx.resumes, this.#ctx.principal, this));
+  }
+
+  /** session.resume: this connection carries the token's session from now on; this fresh one ends unseen. */
+  #resumeOther(event: ClientEventOf<'session.resume'>): void {
+    if (!this.#pristine)
       throw new ClientInputError(
-        'turn_detection needs speech input, and this pipeline has no audio encoder: serve a config with one ' +
-          '(configs/tiny-omni.yaml), or keep turn_detection null and send text',
-        'session.audio.input.turn_detection',
+        'session.resume must come before any other event on a connection: open a new connection to resume',
+        'type',
       );
-    state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
+    const target = this.#ctx.resumes.find(event.resume_token, this.#ctx.principal);
+    if (!target || target === this)
+      throw new ChorusError(
+        ErrorCodes.RESUME_TOKEN_INVALID,
+        'no session to resume with that resume_token for this API key: it was never issued to this key, or its ' +
+          'session has ended (closed, or its socket dropped longer ago than the resume window): open a new session',
+      );
+    target.takeOver(this.#socket.ws!, event.last_seq);
+    this.#socket.handOver();
+  }
+
+  #onSessionUpdate(event: ClientEventOf<'session.update'>): void {
+    const state = this.#state;
+    applySessionUpdate(event.session, state, this.#ctx);
     this.#voice.configure(state.turnDetection);
     if (state.turnDetection)
       this.#prefill ??= VoicePrefill.for(
@@ -251,9 +269,6 @@ export class RealtimeSession {
       this.#prefill?.close();
       this.#prefill = null;
     }
-    if (transcription !== undefined) state.transcription = transcription;
-    state.generation = mergeGeneration(state.generation, s);
-    if (s.cache_salt !== undefined) state.cacheSalt = cacheSaltOf(this.#ctx.tenant ?? null, s.cache_salt);
     this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
   }
 
@@ -386,17 +401,20 @@ export class RealtimeSession {
     });
   }
 
-  /** A socket that closes mid-response cancels its request; nothing of the session outlives the socket. */
+  /**
+   * A socket that closes mid-response cancels its request; nothing of the session outlives the socket (a resumable
+   * one: its resume window).
+   */
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#idle.stop();
+    this.#writer.end(); // before the responses: a response ending now has no one to send its response.done to
     this.#responses.close();
     this.#voice.close();
     this.#transcription.close();
     this.#ctx.turnSpans?.close();
     this.#prefill?.close();
-    this.#writer.discardQueued();
     this.#clearInputAudio();
     this.#ctx.log.debug({ sessionId: this.id }, 'realtime session closed');
     this.#ctx.onClosed();

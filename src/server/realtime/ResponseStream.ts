@@ -76,6 +76,8 @@ export class ResponseStream {
   readonly #ctx: ResponseStreamContext;
   #subscription: Subscription | null = null;
   #finished = false;
+  /** onFinished has run (it runs once: when response.done is handed over, or when the session ends first). */
+  #reported = false;
   #paused = false;
   #cancelling = false;
   #sampleRateHz = 24000;
@@ -303,10 +305,21 @@ export class ResponseStream {
     // response.done is queued behind the answer's audio: the callback runs when it reaches the socket.
     const sent = () => {
       if (reason === 'stop' || reason === 'length') this.#meter.finished();
-      this.#ctx.onFinished(this);
+      this.#report();
     };
     if (writer.open) writer.send(done, sent);
-    else this.#ctx.onFinished(this);
+    else this.#report();
+  }
+
+  /** The session ended with this response's response.done still queued: it is finished all the same. */
+  abandon(): void {
+    if (this.#finished) this.#report();
+  }
+
+  #report(): void {
+    if (this.#reported) return;
+    this.#reported = true;
+    this.#ctx.onFinished(this);
   }
 
   #statusDetails(reason: FinishReason, error?: SerializedError): ResponseStatusDetails | null {

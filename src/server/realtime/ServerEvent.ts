@@ -319,7 +319,28 @@ export interface ErrorEvent extends EventBase<'error'> {
   };
 }
 
+/** Chorus extension (docs/realtime-resume.md): the session is resumable with this token, from now on. */
+export interface SessionResumeEnabledEvent extends EventBase<'session.resume.enabled'> {
+  readonly resume_token: string;
+  /** How long the session waits for its client after the socket drops. */
+  readonly window_ms: number;
+  /** Bytes of sent events kept for replay. */
+  readonly buffer_bytes: number;
+}
+
+/** Chorus extension: this connection now carries the resumed session; the events after last_seq follow. */
+export interface SessionResumedEvent extends EventBase<'session.resumed'> {
+  readonly session: SessionResource;
+  readonly last_seq: number;
+  /** Events replayed right after this one. */
+  readonly replayed: number;
+}
+
+/** The events OpenAI does not define (test/types/realtimeServerEvents.ts checks the rest against its SDK). */
+export type ChorusExtensionEvent = SessionResumeEnabledEvent | SessionResumedEvent;
+
 export type ServerEvent =
+  | ChorusExtensionEvent
   | SessionCreatedEvent
   | SessionUpdatedEvent
   | ConversationItemAddedEvent
@@ -360,6 +381,8 @@ export function laneOf(event: ServerEvent): 'text' | 'audio' {
   switch (event.type) {
     case 'session.created':
     case 'session.updated':
+    case 'session.resume.enabled':
+    case 'session.resumed':
     case 'conversation.item.added':
     case 'conversation.item.deleted':
     case 'conversation.item.retrieved':

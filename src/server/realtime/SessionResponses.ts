@@ -62,6 +62,8 @@ export class SessionResponses {
   #held: HeldAnswer | null = null;
   /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
   readonly #spoken = new SpokenItems();
+  /** output_audio.playback_ack: how much of each answer's audio the client says it has played (ms). */
+  readonly #played = new Map<string, number>();
   /** Counts prompt positions for truncation, for the engine's graph now (null: the engine cannot count). */
   #positions: PromptPositions | null = null;
   #closed = false;
@@ -149,6 +151,7 @@ export class SessionResponses {
         ErrorCodes.RESPONSE_ACTIVE,
       );
     }
+    this.settlePlayback();
     const r = event.response ?? {};
     const { state, conversation, writer } = this.#session;
     const plan = planResponse(r, this.#planContext());
@@ -257,6 +260,7 @@ export class SessionResponses {
     for (const itemId of itemIds) {
       if (!this.#session.conversation.remove(itemId)) continue;
       this.#spoken.forget(itemId);
+      this.#played.delete(itemId);
       this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
     }
     this.#ctx.log.debug({ sessionId: this.#session.sessionId, items: itemIds.length }, 'conversation truncated');
@@ -295,6 +299,11 @@ export class SessionResponses {
    * running for it is cancelled.
    */
   truncate(event: ClientEventOf<'conversation.item.truncate'>): void {
+    this.#played.delete(event.item_id); // the client's own cut wins over its acks
+    this.#truncate(event);
+  }
+
+  #truncate(event: { item_id: string; content_index: number; audio_end_ms: number }): void {
     // Still the active response (running, or finished with its response.done not yet out): its finish records
     // the cut text instead of the whole answer.
     const live = this.#active?.itemId === event.item_id ? this.#active : null;
@@ -327,13 +336,41 @@ export class SessionResponses {
     this.#session.conversation.require(event.item_id);
     this.#session.conversation.remove(event.item_id);
     this.#spoken.forget(event.item_id);
+    this.#played.delete(event.item_id);
     this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: event.item_id });
+  }
+
+  /**
+   * output_audio.playback_ack (Chorus extension): the client has played `played_ms` of an answer's audio. Acks only
+   * record (no event answers one); settlePlayback applies them when the next turn begins.
+   */
+  playbackAck(event: ClientEventOf<'output_audio.playback_ack'>): void {
+    const live = this.#active?.itemId === event.item_id ? this.#active : null;
+    this.#spoken.checkPlayed(event.item_id, event.played_ms, live?.spoken ?? null);
+    this.#played.set(event.item_id, Math.max(this.#played.get(event.item_id) ?? 0, event.played_ms));
+  }
+
+  /**
+   * A new turn begins (response.create, or speech starting): an answer whose playback the client acked short of its
+   * end was cut off, so its item keeps only what was heard, as a conversation.item.truncate at the last ack would
+   * (with its conversation.item.truncated). An answer still running is settled at the turn after it finishes.
+   */
+  settlePlayback(): void {
+    for (const [itemId, playedMs] of this.#played) {
+      if (this.#active?.itemId === itemId) continue;
+      this.#played.delete(itemId);
+      const audioMs = this.#spoken.audioMs(itemId);
+      if (audioMs !== null && playedMs < Math.floor(audioMs))
+        this.#truncate({ item_id: itemId, content_index: 0, audio_end_ms: playedMs });
+    }
   }
 
   /** The socket closed: the running response is cancelled and the held one dropped; nothing starts after this. */
   close(): void {
     this.#closed = true;
     this.#active?.cancel();
+    // A response that had finished but whose response.done was still queued: its slot and its text go now.
+    this.#active?.abandon();
     this.#active = null;
     this.dropHeld();
   }

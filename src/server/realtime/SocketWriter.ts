@@ -11,9 +11,14 @@
  * the socket's buffer exceed maxStreamBufferBytes, onPressure(true) fires (the response pauses its request);
  * when they fall to half of that, onPressure(false) resumes it. Draining is driven by ws send callbacks (each
  * fires when its bytes reach the kernel), never by a timer.
+ *
+ * A resumable session (docs/realtime-resume.md) numbers what it hands over and keeps it (ReplayLog); while it has no
+ * socket (detach() to attach()), every event, text too, waits in the queue in the order it was made, and text stays
+ * behind queued text after that, so no text event ever overtakes an earlier one.
  */
 import { laneOf, type ServerEvent } from './ServerEvent.ts';
 import type { WebSocket } from 'ws';
+import type { LoggedEvent, ReplayLog } from './ReplayLog.ts';
 
 export interface SocketWriterOptions {
   readonly maxStreamBufferBytes: number;
@@ -23,16 +28,23 @@ export interface SocketWriterOptions {
 
 interface Queued {
   readonly data: string;
+  readonly lane: 'text' | 'audio';
   readonly onSent: ((handedAtMs: number) => void) | undefined;
 }
 
 export class SocketWriter {
-  readonly #ws: WebSocket;
+  #ws: WebSocket | null;
   readonly #options: SocketWriterOptions;
   #queue: Queued[] = [];
   #queueHead = 0;
   #queuedBytes = 0;
+  /** Text-lane events in the queue (made while detached): later text waits behind them. */
+  #queuedText = 0;
   #congested = false;
+  /** Set once the session is resumable: every event handed over is numbered and kept. */
+  #log: ReplayLog | null = null;
+  /** The session is over: nothing more is sent or kept. */
+  #ended = false;
 
   constructor(ws: WebSocket, options: SocketWriterOptions) {
     this.#ws = ws;
@@ -47,8 +59,19 @@ export class SocketWriter {
     return this.#queuedBytes;
   }
 
+  /** Events sent now will reach the client: its socket is open, or the session waits for it to resume. */
   get open(): boolean {
-    return this.#ws.readyState === this.#ws.OPEN;
+    if (this.#ended) return false;
+    return this.#log !== null || this.#socketOpen;
+  }
+
+  get #socketOpen(): boolean {
+    return this.#ws !== null && this.#ws.readyState === this.#ws.OPEN;
+  }
+
+  /** From now on every event handed over is numbered (chorus_seq) and kept in `log` for a resume. */
+  numberWith(log: ReplayLog): void {
+    this.#log = log;
   }
 
   /**
@@ -57,26 +80,66 @@ export class SocketWriter {
    * it was (performance.now()): a time the client cannot have received the event before, however late onSent runs.
    */
   send(event: ServerEvent, onSent?: (handedAtMs: number) => void): void {
-    if (laneOf(event) === 'audio') return this.#enqueue(event, onSent);
-    if (!this.open) return;
-    const handedAtMs = onSent ? performance.now() : 0; // read only for an event that asks (the first audio)
-    this.#ws.send(JSON.stringify(event), this.#afterWrite);
-    onSent?.(handedAtMs);
+    if (this.#ended) return;
+    const lane = laneOf(event);
+    if (lane === 'text' && this.#queuedText === 0 && this.#socketOpen) {
+      return this.#hand(JSON.stringify(event), onSent);
+    }
+    // A text event with no socket to take it: dropped, unless the session may resume (then it waits its turn).
+    if (lane === 'text' && this.#log === null) return;
+    this.#enqueue(JSON.stringify(event), lane, onSent);
   }
 
-  #enqueue(event: ServerEvent, onSent?: (handedAtMs: number) => void): void {
-    const data = JSON.stringify(event);
-    this.#queue.push({ data, onSent });
-    this.#queuedBytes += data.length;
+  /** The socket is gone; events queue (numbered as they leave) until attach() gives the session a new one. */
+  detach(): void {
+    this.#ws = null;
+  }
+
+  /**
+   * A resumed client's socket: `replay` (the events it missed, already numbered) goes first, then the queue.
+   */
+  attach(ws: WebSocket, replay: readonly LoggedEvent[]): void {
+    this.#ws = ws;
+    for (const e of replay) ws.send(e.data, this.#afterWrite);
     this.#drain();
     this.#checkPressure();
   }
 
-  /** Drops everything not yet handed to the socket (a cancelled response's audio is never delivered). */
+  #hand(data: string, onSent: ((handedAtMs: number) => void) | undefined): void {
+    const handedAtMs = onSent ? performance.now() : 0; // read only for an event that asks (the first audio)
+    this.#ws!.send(this.#log ? this.#log.append(data) : data, this.#afterWrite);
+    onSent?.(handedAtMs);
+  }
+
+  #enqueue(data: string, lane: 'text' | 'audio', onSent?: (handedAtMs: number) => void): void {
+    this.#queue.push({ data, lane, onSent });
+    this.#queuedBytes += data.length;
+    if (lane === 'text') this.#queuedText++;
+    this.#drain();
+    this.#checkPressure();
+  }
+
+  /**
+   * Drops the audio not yet handed to the socket (a cancelled response's audio is never delivered). Text made while
+   * detached stays: it is the record of what happened, and a resumed client is owed it.
+   */
   discardQueued(): void {
+    const kept = this.#queue.slice(this.#queueHead).filter((q) => q.lane === 'text');
+    this.#queue = kept;
+    this.#queueHead = 0;
+    this.#queuedBytes = kept.reduce((n, q) => n + q.data.length, 0);
+    this.#queuedText = kept.length;
+    this.#checkPressure();
+  }
+
+  /** The session is over: everything queued is dropped and nothing more is sent. */
+  end(): void {
+    this.#ended = true;
+    this.#ws = null;
     this.#queue = [];
     this.#queueHead = 0;
     this.#queuedBytes = 0;
+    this.#queuedText = 0;
     this.#checkPressure();
   }
 
@@ -89,14 +152,13 @@ export class SocketWriter {
   #drain(): void {
     while (
       this.#queueHead < this.#queue.length &&
-      this.open &&
-      this.#ws.bufferedAmount < this.#options.socketHighWaterBytes
+      this.#socketOpen &&
+      this.#ws!.bufferedAmount < this.#options.socketHighWaterBytes
     ) {
       const next = this.#queue[this.#queueHead++];
       this.#queuedBytes -= next.data.length;
-      const handedAtMs = next.onSent ? performance.now() : 0;
-      this.#ws.send(next.data, this.#afterWrite);
-      next.onSent?.(handedAtMs);
+      if (next.lane === 'text') this.#queuedText--;
+      this.#hand(next.data, next.onSent);
     }
     // Compact now and then instead of shift() per item (O(n) each).
     if (this.#queueHead > 1024 || this.#queueHead === this.#queue.length) {
@@ -106,7 +168,7 @@ export class SocketWriter {
   }
 
   #checkPressure(): void {
-    const pending = this.#queuedBytes + (this.open ? this.#ws.bufferedAmount : 0);
+    const pending = this.#queuedBytes + (this.#socketOpen ? this.#ws!.bufferedAmount : 0);
     if (!this.#congested && pending > this.#options.maxStreamBufferBytes) {
       this.#congested = true;
       this.#options.onPressure(true);

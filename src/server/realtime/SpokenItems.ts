@@ -37,20 +37,9 @@ export class SpokenItems {
     live: SpokenText | null,
     facts: AudioOutputFacts | null,
   ): string {
-    const spoken = live ?? this.#spoken.get(e.item_id);
-    if (!spoken)
-      throw new ClientInputError(
-        `no assistant audio item ${e.item_id} in this conversation to truncate`,
-        'item_id',
-        ErrorCodes.NOT_FOUND,
-      );
     if (e.content_index !== 0)
       throw new ClientInputError('content_index must be 0: an assistant item has one audio part', 'content_index');
-    if (e.audio_end_ms > Math.ceil(spoken.audioMs))
-      throw new ClientInputError(
-        `audio_end_ms ${e.audio_end_ms} is past the end of the item's audio (${Math.floor(spoken.audioMs)} ms)`,
-        'audio_end_ms',
-      );
+    const spoken = this.checkPlayed(e.item_id, e.audio_end_ms, live, 'audio_end_ms');
     const msPerToken = facts?.framesPerToken
       ? (1000 * facts.framesPerToken * facts.samplesPerFrame) / facts.sampleRateHz
       : null;
@@ -58,5 +47,30 @@ export class SpokenItems {
     this.#spoken.set(e.item_id, { pieces: [{ text, tokens: 0 }], audioMs: e.audio_end_ms });
     if (live) this.#pending.set(e.item_id, text);
     return text;
+  }
+
+  /**
+   * What `itemId` said, when `playedMs` of its audio can have been played (truncate, output_audio.playback_ack);
+   * `live` as for truncate. Throws ClientInputError naming `param` when it cannot.
+   */
+  checkPlayed(itemId: string, playedMs: number, live: SpokenText | null, param = 'played_ms'): SpokenText {
+    const spoken = live ?? this.#spoken.get(itemId);
+    if (!spoken)
+      throw new ClientInputError(
+        `no assistant audio item ${itemId} in this conversation`,
+        'item_id',
+        ErrorCodes.NOT_FOUND,
+      );
+    if (playedMs > Math.ceil(spoken.audioMs))
+      throw new ClientInputError(
+        `${param} ${playedMs} is past the end of the item's audio (${Math.floor(spoken.audioMs)} ms)`,
+        param,
+      );
+    return spoken;
+  }
+
+  /** Ms of audio a finished item said (after any truncation); null when it is not an audio item held here. */
+  audioMs(itemId: string): number | null {
+    return this.#spoken.get(itemId)?.audioMs ?? null;
   }
 }

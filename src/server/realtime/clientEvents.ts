@@ -220,6 +220,21 @@ const schemas = {
     content_index: Type.Integer({ minimum: 0 }),
     audio_end_ms: Type.Integer({ minimum: 0 }),
   }),
+  // Chorus extensions (docs/realtime-resume.md): make the session resumable, resume one on a new connection, and
+  // say how much of an answer's audio the user has heard.
+  'session.resume.enable': event({ type: Type.Literal('session.resume.enable'), event_id: EventId }),
+  'session.resume': event({
+    type: Type.Literal('session.resume'),
+    event_id: EventId,
+    resume_token: Type.String({ minLength: 1, maxLength: 128 }),
+    last_seq: Type.Integer({ minimum: 0 }),
+  }),
+  'output_audio.playback_ack': event({
+    type: Type.Literal('output_audio.playback_ack'),
+    event_id: EventId,
+    item_id: Type.String({ minLength: 1 }),
+    played_ms: Type.Integer({ minimum: 0 }),
+  }),
 };
 
 type Schemas = typeof schemas;
