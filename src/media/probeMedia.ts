@@ -1,8 +1,8 @@
 /**
  * What main needs of a media item before admitting a request, from headers alone: its embedding count (for the
  * placeholder expansion) and whether it is usable at all. Decoding, resampling, the mel features and image
- * patches cost ~100 ms for 30 s of audio and up to ~250 ms for a large JPEG (bench/encoders), far too much for
- * the server thread, so they run in the encoder stage; these probes cost microseconds.
+ * patches cost ~100 ms for 30 s of audio and up to ~250 ms for a large JPEG (measured by bench/encoders/, since
+ * deleted), far too much for the server thread, so they run in the encoder stage; these probes cost microseconds.
  *
  * The counts equal what prepareAudio / prepareImage produce (test/unit/mediaProbe.test.ts holds that), and the
  * checks that can be made here throw the same CHORUS_ERR_MEDIA_INVALID messages. What only a full decode can
