@@ -11,9 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parseConfig } from '../src/config/loadConfig.ts';
-import { Orchestrator } from '../src/engine/Orchestrator.ts';
-import { buildServer } from '../src/server/app.ts';
+import { buildServer, Orchestrator, parseConfig } from '../src/index.ts';
 
 const { values } = parseArgs({
   options: {

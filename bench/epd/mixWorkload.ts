@@ -4,7 +4,7 @@
  * an encoder-output store can serve). The same seed gives the same requests, bytes and arrival times, so every
  * router of one run sees exactly the same workload.
  */
-import type { ContentPart } from '../../src/common/engine.ts';
+import type { ContentPart } from '../../src/index.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
 // Synthetic media, the same fixtures the tests use (as bench/encoders does).
 import { pngBytes, wavBytes } from '../mediaSamples.ts';

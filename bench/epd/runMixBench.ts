@@ -10,13 +10,14 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { channelNames } from '../../src/common/diagnostics.ts';
-import type { Engine, GenerateRequest, OutputEvent, RequestHandle } from '../../src/common/engine.ts';
-import type { RoutingPolicy } from '../../src/common/graph.ts';
-import type { Logger } from '../../src/common/log.ts';
-import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from '../../src/engine/processCpu.ts';
-import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { encoderStatsOf } from '../../stages/encoder/protocol.ts';
+import type { Engine, GenerateRequest, Logger, Orchestrator, OutputEvent, RequestHandle } from '../../src/index.ts';
+import {
+  channelNames,
+  CLOCK_TICKS_PER_SECOND,
+  cpuTicksOf,
+  encoderStatsOf,
+  type RoutingPolicy,
+} from '../../src/basics.ts';
 import { pngBytes, wavBytes } from '../mediaSamples.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { mixWorkload, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';

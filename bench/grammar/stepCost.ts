@@ -12,13 +12,18 @@
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { GrammarEngine, byteTokenizerVocab, jsonSchemaSpec, type RequestGrammar } from '../../src/grammar/index.ts';
-import type { SamplingParams } from '../../src/common/graph.ts';
-import { ByteTokenizer } from '../../src/tokenizer/ByteTokenizer.ts';
-import { createThinkerRunner } from '../../stages/runners.ts';
-import type { ThinkerBatchItem } from '../../stages/types.ts';
-import { sampleToken } from '../../stages/sampling/sampleToken.ts';
-import { Prng } from '../../stages/sampling/Prng.ts';
+import {
+  ByteTokenizer,
+  byteTokenizerVocab,
+  createThinkerRunner,
+  GrammarEngine,
+  jsonSchemaSpec,
+  Prng,
+  type RequestGrammar,
+  sampleToken,
+  type SamplingParams,
+  type ThinkerBatchItem,
+} from '../../src/index.ts';
 import { gitSha } from '../common.ts';
 
 const { values } = parseArgs({
@@ -62,7 +67,7 @@ const sampling: SamplingParams = {
 };
 
 const model = { source: 'generated', kind: 'thinker', preset: values.preset, seed: 0 } as const;
-const { presets } = await import('../../stages/generator/presets.ts');
+const { presets } = await import('../../src/index.ts');
 const size = (presets as Record<string, { thinker: { vocabSize: number } }>)[values.preset!].thinker;
 const spec = { model: { ...model, size }, engine: { threads: 1 } } as unknown as Parameters<
   typeof createThinkerRunner

@@ -8,13 +8,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Ajv } from 'ajv';
-import type { GrammarSpec } from '../../src/common/engine.ts';
-import type { SamplingParams } from '../../src/common/graph.ts';
-import { GrammarEngine, byteTokenizerVocab, jsonSchemaSpec } from '../../src/grammar/index.ts';
-import { toolGrammar } from '../../src/server/chat/chatTools.ts';
-import { ToolCallAssembly, ToolCallStream } from '../../src/server/chat/toolCallStream.ts';
-import { ByteTokenizer } from '../../src/tokenizer/ByteTokenizer.ts';
-import { createThinkerRunner } from '../../stages/runners.ts';
+import {
+  ByteTokenizer,
+  byteTokenizerVocab,
+  createThinkerRunner,
+  GrammarEngine,
+  type GrammarSpec,
+  jsonSchemaSpec,
+  type SamplingParams,
+  ToolCallAssembly,
+  ToolCallStream,
+  toolGrammar,
+} from '../../src/index.ts';
 import { gitSha } from '../common.ts';
 
 const { values } = parseArgs({
@@ -56,7 +61,7 @@ const tools = [
   { name: 'get_time', parameters: TIME },
 ];
 
-const { presets } = await import('../../stages/generator/presets.ts');
+const { presets } = await import('../../src/index.ts');
 const size = (presets as Record<string, { thinker: { vocabSize: number } }>)[values.preset!].thinker;
 const model = { source: 'generated', kind: 'thinker', preset: values.preset, seed: 0, size };
 const spec = { model, engine: { threads: 1 } } as unknown as Parameters<typeof createThinkerRunner>[0];

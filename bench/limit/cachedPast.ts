@@ -5,9 +5,8 @@
  * request its cached blocks (stages/thinker/ThinkerPrefixCache.ts, stages/talker/TalkerPrefixCache.ts): the
  * past is built once per turn, and every repeat computes the same new positions over the same past.
  */
-import { concatFloat32 } from '../../src/common/arrays.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Thinker2Talker } from '../../stages/talker/thinker2talker.ts';
+import type { Thinker2Talker } from '../../src/index.ts';
+import { ChorusError, concatFloat32, ErrorCodes } from '../../src/basics.ts';
 import type { PacketSampling, Runners } from './limitRunners.ts';
 
 export interface CachedPast {

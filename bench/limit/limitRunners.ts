@@ -1,5 +1,5 @@
 /** The runners and sampling a critical-path limit runs on (bench/limit/runLimit.ts, cachedPast.ts). */
-import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../stages/types.ts';
+import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../src/index.ts';
 
 export interface Runners {
   readonly thinker: ThinkerRunner;

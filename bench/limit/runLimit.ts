@@ -14,18 +14,26 @@
  * A packet may start over a cached past (bench/limit/cachedPast.ts): the per-turn limit of `bench --turns`
  * (bench/limit/runTurnLimits.ts) times the same steps over the KV a conversation's turn adopts from the prefix cache.
  */
-import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
-import { Talker2Code2Wav } from '../../stages/code2wav/talker2code2wav.ts';
-import { Thinker2Talker } from '../../stages/talker/thinker2talker.ts';
-import { createCode2WavRunner, createTalkerRunner, createThinkerRunner } from '../../stages/runners.ts';
-import { createTokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
+import {
+  ChorusError,
+  concatFloat32,
+  createCode2WavRunner,
+  createTalkerRunner,
+  createThinkerRunner,
+  createTokenizer,
+  ErrorCodes,
+  initialChunkFrames,
+  type StageGraph,
+  type StageSpec,
+  Talker2Code2Wav,
+  Thinker2Talker,
+  type Tokenizer,
+} from '../../src/index.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
-import { concatFloat32 } from '../../src/common/arrays.ts';
 import { adoptPast, type CachedPast } from './cachedPast.ts';
 import type { PacketSampling, Runners } from './limitRunners.ts';
+import type { LimitParts, LimitResult } from './limitResult.ts';
 
 export type { PacketSampling, Runners };
 
@@ -44,29 +52,6 @@ export interface LimitOptions {
   readonly batch?: number;
   /** The initial chunk; default what the chunk policy picks when `batch` requests are running. */
   readonly initialChunkFrames?: number;
-}
-
-export interface LimitParts {
-  readonly thinker_prefill_ms: number;
-  readonly thinker_decode_ms: number;
-  readonly talker_prefill_ms: number;
-  readonly talker_decode_ms: number;
-  readonly code2wav_ms: number;
-  readonly total_ms: number;
-}
-
-export interface LimitResult {
-  readonly batch: number;
-  readonly prompt_tokens: number;
-  readonly input_len: number;
-  readonly initial_chunk_frames: number;
-  readonly thinker_decode_steps: number;
-  readonly talker_decode_steps: number;
-  readonly repeats: number;
-  /** Medians over the repeats, part by part (so the parts need not add up to total exactly). */
-  readonly median: LimitParts;
-  readonly p99_total_ms: number;
-  readonly min_total_ms: number;
 }
 
 /** The graph's stage of that kind (the limits need thinker -> talker -> code2wav). */
@@ -311,24 +296,4 @@ export function firstPacket(
       r.code2wav.free(s.seqId);
     }
   }
-}
-
-export function formatLimit(r: LimitResult): string {
-  const m = r.median;
-  const x = r.batch > 1 ? `${r.batch} x ` : '';
-  const rows: [string, number][] = [
-    [`thinker prefill (${x}${r.prompt_tokens} tokens)`, m.thinker_prefill_ms],
-    [`thinker decode (${r.thinker_decode_steps} step${r.thinker_decode_steps === 1 ? '' : 's'})`, m.thinker_decode_ms],
-    [`talker prefill (${x}${r.prompt_tokens + 1} rows, frame 0)`, m.talker_prefill_ms],
-    [`talker frames 1..${r.initial_chunk_frames - 1} (${r.talker_decode_steps} steps)`, m.talker_decode_ms],
-    [`code2wav (${x}${r.initial_chunk_frames} frames)`, m.code2wav_ms],
-    ['limit (sum)', m.total_ms],
-  ];
-  const width = Math.max(...rows.map(([label]) => label.length));
-  return [
-    `critical path of the first audio packet${r.batch > 1 ? ` of ${r.batch} requests batched together` : ''}: ` +
-      `medians of ${r.repeats} runs on the runners, one process, no runtime (IC ${r.initial_chunk_frames} frames)`,
-    ...rows.map(([label, ms]) => `  ${label.padEnd(width)}  ${ms.toFixed(2).padStart(8)} ms`),
-    `  (limit min ${r.min_total_ms.toFixed(2)} ms, p99 ${r.p99_total_ms.toFixed(2)} ms)`,
-  ].join('\n');
 }

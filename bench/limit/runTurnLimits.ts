@@ -11,9 +11,8 @@
  * before its clock starts (cachedPast.ts); the steps are runLimit.ts's own (firstPacket). Token ids are the bench's
  * seeded words: over dummy weights the time depends on the shapes, not on which ids fill them.
  */
-import type { StageGraph } from '../../src/common/graph.ts';
-import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
-import type { Tokenizer } from '../../src/tokenizer/index.ts';
+import type { Tokenizer } from '../../src/index.ts';
+import { initialChunkFrames, type StageGraph } from '../../src/basics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
 import type { TurnLimit, TurnLimitPlan } from '../ttfp/turns/turnLimitPlan.ts';
 import { buildPast, freePast } from './cachedPast.ts';

@@ -11,15 +11,18 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
-import { GREEDY_SAMPLING } from '../../src/common/graph.ts';
-import { defaults } from '../../src/config/defaults.ts';
-import { userCacheDir } from '../../src/config/paths.ts';
-import { HfTokenizer } from '../../src/tokenizer/HfTokenizer.ts';
-import { sessionOptions } from '../../stages/models/SyncSession.ts';
-import { createThinkerRunner } from '../../stages/runners.ts';
-import { importGguf, type ImportedGguf } from '../../stages/thinker/gguf/importGguf.ts';
-import { pythonPackageFile } from '../../stages/thinker/gguf/pythonPackageFile.ts';
-import type { ThinkerRunner } from '../../stages/types.ts';
+import {
+  createThinkerRunner,
+  defaults,
+  GREEDY_SAMPLING,
+  HfTokenizer,
+  type ImportedGguf,
+  importGguf,
+  pythonPackageFile,
+  sessionOptions,
+  type ThinkerRunner,
+  userCacheDir,
+} from '../../src/index.ts';
 import { gitSha } from '../common.ts';
 
 const { values } = parseArgs({

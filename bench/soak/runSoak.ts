@@ -8,7 +8,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Prng } from '../../stages/sampling/Prng.ts';
+import { Prng } from '../../src/basics.ts';
 import { rssKiB } from './processRss.ts';
 import { ServerProcess, type SoakMigrations } from './ServerProcess.ts';
 import { SoakSession, type SoakAnswer } from './SoakSession.ts';

@@ -8,7 +8,7 @@
  */
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
-import { COMMON_WORDS } from '../../src/tokenizer/words.ts';
+import { COMMON_WORDS } from '../../src/basics.ts';
 import { gitSha } from '../common.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
 import { RssByTurn, type RssSample } from './processRss.ts';

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isMap, isSeq, parseDocument, type YAMLMap } from 'yaml';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { ChorusError, ErrorCodes } from '../../src/basics.ts';
 
 export interface TempConfig {
   readonly file: string;

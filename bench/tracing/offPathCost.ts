@@ -7,7 +7,7 @@
  *   node --import tsx bench/tracing/offPathCost.ts [iterations] [cpu ms per request, for the share]
  */
 import { Histogram, Registry } from 'prom-client';
-import { contextFromTraceparent } from '../../src/tracing/traceContext.ts';
+import { contextFromTraceparent } from '../../src/basics.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const CPU_MS_PER_REQUEST = Number(process.argv[3] ?? 500);

@@ -32,7 +32,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpuMsOf } from '../../src/engine/processCpu.ts';
+import { cpuMsOf } from '../../src/basics.ts';
 import { ChatBenchClient } from '../ttfp/clients/ChatBenchClient.ts';
 import type { ClientTarget } from '../ttfp/clients/BenchClient.ts';
 import { readBenchConfig } from '../ttfp/inProcessServer.ts';

@@ -2,9 +2,7 @@
  * The far end of the transport bench, a child process: echoes pings and swallows bulk frames on
  * whichever transport the first IPC message names, until a Stop frame.
  */
-import { chunkKey } from '../../transport/Connector.ts';
-import { RedisConnector } from '../../transport/redis/RedisConnector.ts';
-import { ShmRing } from '../../transport/shm/ShmRing.ts';
+import { chunkKey, RedisConnector, ShmRing } from '../../src/index.ts';
 import { FileChunkConnector } from './FileChunkConnector.ts';
 import { READY, REDIS_BENCH, Tag, WAIT_MS, redisBenchOptions, type PeerSetup } from './protocol.ts';
 

@@ -4,10 +4,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chunkKey } from '../../transport/Connector.ts';
-import { loaderFlagsFor, moduleFile } from '../../src/common/moduleFile.ts';
-import { RedisConnector } from '../../transport/redis/RedisConnector.ts';
-import { ShmRing } from '../../transport/shm/ShmRing.ts';
+import { chunkKey, loaderFlagsFor, moduleFile, RedisConnector, ShmRing } from '../../src/index.ts';
 import { FileChunkConnector } from './FileChunkConnector.ts';
 import { READY, REDIS_BENCH, Tag, WAIT_MS, redisBenchOptions, type PeerSetup } from './protocol.ts';
 

@@ -1,5 +1,5 @@
 /** What bench/transport/runTransportBench.ts and its peer process (benchPeer.ts) say to each other. */
-import type { RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
+import type { RedisConnectorOptions } from '../../src/index.ts';
 
 export type PeerSetup =
   | { transport: 'shm'; toPeer: string; fromPeer: string }

@@ -11,7 +11,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
-import { redactUrl } from '../../transport/redis/redisLink.ts';
+import { redactUrl } from '../../src/basics.ts';
 import { gitSha } from '../common.ts';
 import { RedisServer } from '../redisServer.ts';
 import { openLink, TRANSPORT_KINDS, type Link, type TransportKind } from './links.ts';

@@ -9,14 +9,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { channel } from 'node:diagnostics_channel';
 import path from 'node:path';
-import type { StageGraph } from '../../src/common/graph.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Logger } from '../../src/common/log.ts';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { repoRoot } from '../../src/config/paths.ts';
-import type { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { STAGE_NODE_FLAGS } from '../../src/worker/StageWorker.ts';
-import { redactUrl } from '../../transport/redis/redisLink.ts';
+import {
+  ChorusError,
+  ErrorCodes,
+  loadConfig,
+  type Logger,
+  type Orchestrator,
+  redactUrl,
+  repoRoot,
+  STAGE_NODE_FLAGS,
+  type StageGraph,
+} from '../../src/index.ts';
 import { RedisServer } from '../redisServer.ts';
 
 /** Published once per process this module starts (the redis-server and each `chorus stage`). */

@@ -5,7 +5,7 @@
  * handed to the socket) and the rest (loopback, client parsing): where the time goes without a profiler.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { channelNames } from '../../src/common/diagnostics.ts';
+import { channelNames } from '../../src/basics.ts';
 
 export interface ServerSideTiming {
   /** generate() -> first audio / text event in main (engine clock: Date.now(), so whole milliseconds). */

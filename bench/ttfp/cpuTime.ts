@@ -9,7 +9,7 @@
  * stage only its models' time alone, `throughputCeiling` puts the bench's own CPU back: what the cores allow at
  * most when every stage runs as fast as alone and nothing else shares them.
  */
-import { cpuMsOf } from '../../src/engine/processCpu.ts';
+import { cpuMsOf } from '../../src/basics.ts';
 import type { ClientTarget } from './clients/BenchClient.ts';
 
 /** The process the bench runs in: its clients, and main when the server is in-process. */

@@ -2,8 +2,8 @@
  * Ratios between two variants of the same runs (async/sync, or --config over --compare-config) per concurrency,
  * and the issue's goals. Goals are reported, never asserted: a speed goal lives in a benchmark, not in a test.
  */
-import type { LimitResult } from '../limit/runLimit.ts';
-import type { ThroughputLimit } from '../limit/runThroughput.ts';
+import type { LimitResult } from '../limit/limitResult.ts';
+import type { ThroughputLimit } from '../limit/throughputLimit.ts';
 import { BENCH_PROCESS, throughputCeiling } from './cpuTime.ts';
 import type { ConfigRatio, Goal, Ratio, RunRow, VariantRatio } from './results.ts';
 

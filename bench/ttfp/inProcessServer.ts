@@ -8,12 +8,17 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
-import { parseConfig } from '../../src/config/loadConfig.ts';
-import type { RoutingPolicy, SchedulingPolicy, StageGraph } from '../../src/common/graph.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Logger } from '../../src/common/log.ts';
-import { startServer } from '../../src/server/app.ts';
+import {
+  ChorusError,
+  ErrorCodes,
+  type Logger,
+  Orchestrator,
+  parseConfig,
+  type RoutingPolicy,
+  type SchedulingPolicy,
+  type StageGraph,
+  startServer,
+} from '../../src/index.ts';
 import { RemoteStageHost, remoteStagesOf, type RemoteStageHostOptions } from './RemoteStageHost.ts';
 import { openTracingSide } from './tracingMode.ts';
 

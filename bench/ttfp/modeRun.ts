@@ -2,8 +2,7 @@
  * One mode of a `chorus bench` run at work: its server started (or reached by URL), warmed up, and measured at a
  * concurrency over one or more blocks of the prompts (runServeBench.ts alternates two modes' blocks).
  */
-import type { SchedulingPolicy } from '../../src/common/graph.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { ChorusError, ErrorCodes, type SchedulingPolicy } from '../../src/basics.ts';
 import type { BenchClient, ClientTarget } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';

@@ -5,9 +5,8 @@
  * The count is checked with the server's own tokenizer, inside the chat template: a prompt of inputLen tokens
  * adds exactly inputLen tokens to the templated conversation, whatever the template adds around it.
  */
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Tokenizer } from '../../src/tokenizer/index.ts';
-import { COMMON_WORDS } from '../../src/tokenizer/words.ts';
+import type { Tokenizer } from '../../src/index.ts';
+import { ChorusError, COMMON_WORDS, ErrorCodes } from '../../src/basics.ts';
 
 /** mulberry32: a small, fast, well-mixed 32-bit PRNG; the same seed gives the same prompts everywhere. */
 export function seededRandom(seed: number): () => number {

@@ -6,8 +6,8 @@ import { gitSha } from '../common.ts';
 
 export { gitSha };
 import os from 'node:os';
-import type { LimitResult } from '../limit/runLimit.ts';
-import type { ThroughputLimit } from '../limit/runThroughput.ts';
+import type { LimitResult } from '../limit/limitResult.ts';
+import type { ThroughputLimit } from '../limit/throughputLimit.ts';
 import { requestMetrics, slowestByTtfp, type Distribution, type RunMetrics, type SlowRequest } from './metrics.ts';
 import { cpuBoundRps } from './cpuTime.ts';
 import type { RequestTrace } from './trace.ts';

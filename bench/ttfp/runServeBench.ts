@@ -7,11 +7,17 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import type { RoutingPolicy, StageGraph } from '../../src/common/graph.ts';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Logger } from '../../src/common/log.ts';
-import { presets } from '../../stages/generator/presets.ts';
-import { ByteTokenizer, createTokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
+import {
+  ByteTokenizer,
+  ChorusError,
+  createTokenizer,
+  ErrorCodes,
+  type Logger,
+  presets,
+  type RoutingPolicy,
+  type StageGraph,
+  type Tokenizer,
+} from '../../src/index.ts';
 import { runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';

@@ -1,8 +1,7 @@
 /**
  * What `chorus bench` (the TTFP bench) is told to do: runServeBench.ts runs it, modeRun.ts measures one mode of it.
  */
-import type { RoutingPolicy } from '../../src/common/graph.ts';
-import type { Logger } from '../../src/common/log.ts';
+import type { Logger, RoutingPolicy } from '../../src/index.ts';
 import type { Protocol } from './clients/BenchClient.ts';
 import type { RunRow } from './results.ts';
 import type { ServerTimings } from './ServerTimings.ts';

@@ -7,8 +7,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../../src/common/log.ts';
-import { startTracing, type Tracing } from '../../src/tracing/tracing.ts';
+import { type Logger, startTracing, type Tracing } from '../../src/index.ts';
 
 /** The variables that turn an exporter on (src/tracing/tracing.ts tracingConfigured). */
 const ENDPOINT_VARS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const;

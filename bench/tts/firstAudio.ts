@@ -13,15 +13,17 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { resample } from '../../src/media/resample.ts';
-import { buildServer } from '../../src/server/app.ts';
-import { locateVoice } from '../../stages/tts/locateVoice.ts';
-import { OnnxPiperRunner } from '../../stages/tts/OnnxPiperRunner.ts';
-import { phonemeIds } from '../../stages/tts/phonemeIds.ts';
-import { PiperPhonemizer } from '../../stages/tts/phonemes.ts';
-import { PhraseSplitter } from '../../stages/tts/PhraseSplitter.ts';
+import {
+  buildServer,
+  loadConfig,
+  locateVoice,
+  OnnxPiperRunner,
+  Orchestrator,
+  phonemeIds,
+  PhraseSplitter,
+  PiperPhonemizer,
+  resample,
+} from '../../src/index.ts';
 import { gitSha } from '../common.ts';
 
 const QUESTIONS = [

@@ -9,17 +9,20 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { logger } from '../../src/common/log.ts';
-import type { StageSpec } from '../../src/common/graph.ts';
-import { ByteTokenizer } from '../../src/tokenizer/ByteTokenizer.ts';
-import type { StageContext } from '../../src/worker/StageCore.ts';
-import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import { locateVoice } from '../../stages/tts/locateVoice.ts';
-import { OnnxPiperRunner } from '../../stages/tts/OnnxPiperRunner.ts';
-import { phonemeIds } from '../../stages/tts/phonemeIds.ts';
-import { PiperPhonemizer } from '../../stages/tts/phonemes.ts';
-import { DEFAULT_PHRASE_POLICY, PhraseSplitter } from '../../stages/tts/PhraseSplitter.ts';
-import { TtsCore } from '../../stages/tts/TtsCore.ts';
+import {
+  ByteTokenizer,
+  type ChunkTransferAdapter,
+  DEFAULT_PHRASE_POLICY,
+  locateVoice,
+  logger,
+  OnnxPiperRunner,
+  phonemeIds,
+  PhraseSplitter,
+  PiperPhonemizer,
+  type StageContext,
+  type StageSpec,
+  TtsCore,
+} from '../../src/index.ts';
 import { gitSha } from '../common.ts';
 
 const TEXT =

@@ -4,8 +4,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { loaderFlagsFor, moduleFile } from '../../src/common/moduleFile.ts';
+import { ChorusError, ErrorCodes, loaderFlagsFor, moduleFile } from '../../src/index.ts';
 import type { FromClients, ToClients, TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 
 const ENTRY = moduleFile('./clientProcess', import.meta.url).pathname;

@@ -4,10 +4,14 @@
  * and the first-packet limit of a prompt as long as the voice turn's against one as long as the typed sentence's
  * (a row costs the Thinker and the Talker the same whether it came from a token or from the audio encoder).
  */
-import type { StageGraph } from '../../src/common/graph.ts';
-import { audioFeatures, decodeAudio } from '../../src/media/audio.ts';
-import { createEncoderRunner, type EncoderSpec } from '../../stages/encoder/createEncoderRunner.ts';
-import { createTokenizer } from '../../src/tokenizer/index.ts';
+import {
+  audioFeatures,
+  createEncoderRunner,
+  createTokenizer,
+  decodeAudio,
+  type EncoderSpec,
+  type StageGraph,
+} from '../../src/index.ts';
 import { timed } from '../common.ts';
 import { msOf } from './speech.ts';
 import { runLimit } from '../limit/runLimit.ts';

@@ -7,8 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resample } from '../../src/media/resample.ts';
-import { decodeWav } from '../../src/media/wav.ts';
+import { decodeWav, resample } from '../../src/basics.ts';
 
 export const SPEECH_RATE_HZ = 24_000;
 

@@ -3,7 +3,7 @@
  * time from the end of speech to the first audio of the answer (as heard, and without the silence the VAD must wait
  * out), when speech_stopped came, the same sentence typed, and their ratio; and the goal at c=1.
  */
-import type { LimitResult } from '../limit/runLimit.ts';
+import type { LimitResult } from '../limit/limitResult.ts';
 import { percentile, requestMetrics } from '../ttfp/metrics.ts';
 import type { Goal, Machine } from '../ttfp/results.ts';
 import type { ServerSideTiming } from '../ttfp/ServerTimings.ts';

@@ -6,8 +6,8 @@
  * resolved from the working directory): `node <clone>/bin/chorus.js`, and the `chorus` that `npm pack` + `npm install
  * --global` put in a scratch prefix (test/helpers/installedChorus.ts).
  */
-import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServe } from '../helpers/deployment.ts';
@@ -44,6 +44,24 @@ describe('the installed package', () => {
     expect(files).toContain(join('dist', 'stages', 'stageEntry.js'));
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((f) => /^(test|bench\/results|\.chorus)\b/.test(f))).toEqual([]);
+  });
+
+  it('resolves `chorus` and `chorus/basics` to its public entry, compiled, with type declarations', () => {
+    const app = join(installed.cwd, 'app');
+    mkdirSync(join(app, 'node_modules'), { recursive: true });
+    symlinkSync(installed.pkg, join(app, 'node_modules', 'chorus'), 'dir');
+    const script =
+      "const c = await import('chorus'); const b = await import('chorus/basics'); " +
+      "console.log(import.meta.resolve('chorus'), import.meta.resolve('chorus/basics'), " +
+      'typeof c.Orchestrator, typeof c.loadConfig, typeof c.startServer, b.ChorusError === c.ChorusError)';
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' });
+    const [entry, basics, ...rest] = out.trim().split(' ');
+    expect(entry.endsWith('/dist/src/index.js')).toBe(true);
+    expect(basics.endsWith('/dist/src/basics.js')).toBe(true);
+    expect(rest).toEqual(['function', 'function', 'function', 'true']);
+    expect(readdirSync(join(installed.pkg, 'dist', 'src'))).toEqual(
+      expect.arrayContaining(['index.d.ts', 'basics.d.ts']),
+    );
   });
 });
 

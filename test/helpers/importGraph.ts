@@ -43,6 +43,10 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'src/config', rank: 5 },
   { prefix: 'src/engine', rank: 6 },
   { prefix: 'src/server', rank: 7 },
+  // The public entry (package.json `exports`: `chorus` and its light half `chorus/basics`): names what an embedder
+  // and the bench may use, from any layer below.
+  { prefix: 'src/index.ts', rank: 7.5, name: 'the public entry' },
+  { prefix: 'src/basics.ts', rank: 7.5, name: 'the public entry' },
   { prefix: 'bench', rank: 8 },
   { prefix: 'src/cli', rank: 9 },
   // Tests may import any layer; nothing may import them (the bench included: it ships with the CLI).
@@ -70,6 +74,10 @@ export const CHORUS_WALLS: readonly Wall[] = [
   { from: 'src/server', to: 'src/voice', through: ['src/voice/index.ts'] },
   // The front end drives the engine through the Engine interface (src/common/engine.ts), never its internals.
   { from: 'src/server', to: 'src/engine', through: [] },
+  // The bench is a client of the package: what it measures, it reaches through the public entry, as a user would.
+  { from: 'bench', to: 'src', through: ['src/index.ts', 'src/basics.ts'] },
+  { from: 'bench', to: 'stages', through: [] },
+  { from: 'bench', to: 'transport', through: [] },
 ];
 
 export interface ImportEdge {

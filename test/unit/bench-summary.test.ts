@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { benchLogger, plainLogLine } from '../../bench/benchLogger.ts';
-import type { LimitResult } from '../../bench/limit/runLimit.ts';
-import type { ThroughputLimit } from '../../bench/limit/runThroughput.ts';
+import type { LimitResult } from '../../bench/limit/limitResult.ts';
+import type { ThroughputLimit } from '../../bench/limit/throughputLimit.ts';
 import { asyncSyncRatios, evaluateGoals } from '../../bench/ttfp/goals.ts';
 import { summarizeRun } from '../../bench/ttfp/metrics.ts';
 import { formatMarkdown, formatText } from '../../bench/ttfp/report/formatReport.ts';

@@ -4,7 +4,7 @@
  * at concurrency c is never below the limit of a smaller measured batch.
  */
 import { describe, expect, it } from 'vitest';
-import { summarizeThroughput, throughputEnvelope, type ThroughputPass } from '../../bench/limit/runThroughput.ts';
+import { summarizeThroughput, throughputEnvelope, type ThroughputPass } from '../../bench/limit/throughputLimit.ts';
 
 const times = (thinker: number, talker: number, code2wav: number): ThroughputPass => ({
   thinker_ms: thinker,

@@ -4,7 +4,7 @@
  * beside the turn's TTFP, and the report's columns. Expected numbers are worked out by hand.
  */
 import { describe, expect, it } from 'vitest';
-import type { LimitParts } from '../../bench/limit/runLimit.ts';
+import type { LimitParts } from '../../bench/limit/limitResult.ts';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
 import { formatTurnsMarkdown, formatTurnsText } from '../../bench/ttfp/turns/formatTurns.ts';
 import {

@@ -82,6 +82,20 @@ describe('import rules over fixture graphs', () => {
     expect(rules([edge('src/server/realtime/VoiceTurns.ts', 'src/voice/TurnDetector.ts')])).toEqual(['walled import']);
   });
 
+  it('lets the bench reach the package through its public entry only (src/index.ts, src/basics.ts)', () => {
+    expect(rules([edge('bench/ttfp/inProcessServer.ts', 'src/index.ts')])).toEqual([]);
+    expect(rules([edge('bench/ttfp/prompts.ts', 'src/basics.ts')])).toEqual([]);
+    const [v] = checkImportGraph([edge('bench/limit/runLimit.ts', 'src/sched/chunkPolicy.ts', 9)], []);
+    expect(v.message).toBe(
+      'walled import: bench/limit/runLimit.ts:9 imports src/sched/chunkPolicy.ts (bench reaches src only through ' +
+        'src/index.ts, src/basics.ts)',
+    );
+    expect(rules([edge('bench/limit/runLimit.ts', 'stages/runners.ts')])).toEqual(['walled import']);
+    expect(rules([edge('bench/transport/links.ts', 'transport/shm/ShmRing.ts')])).toEqual(['walled import']);
+    // The entry sits above everything it names, so no file of the package can import it back.
+    expect(rules([edge('src/server/app.ts', 'src/index.ts')])).toEqual(['upward import']);
+  });
+
   it('reports a file outside every layer', () => {
     expect(rules([], ['src/util/x.ts'])).toEqual(['unlayered file']);
   });

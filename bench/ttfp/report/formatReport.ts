@@ -3,9 +3,9 @@
  * run tables), then async/sync (or config/compare-config) ratios in words, TTFP over the critical-path limit, the
  * development goals when asked for (--goals), and where the numbers came from.
  */
-import { formatLimit } from '../../limit/runLimit.ts';
+import { formatLimit } from '../../limit/limitResult.ts';
 import { throughputCeilingAt, throughputShare, ttfpOverLimit } from '../goals.ts';
-import type { LimitResult } from '../../limit/runLimit.ts';
+import type { LimitResult } from '../../limit/limitResult.ts';
 import type { BenchResult, VariantRatio } from '../results.ts';
 import { runSummaryLines, wrap } from './runSummary.ts';
 import { meanColumns, ms, num, percentileColumns, renderMarkdown, variantColumn, type Column } from './tables.ts';

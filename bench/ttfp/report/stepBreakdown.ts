@@ -5,7 +5,7 @@
  * is a scheduling cost; own steps far slower than the runner alone is CPU contention. Pure: tested on hand-made
  * traces.
  */
-import type { StepRecord } from '../../../src/worker/StepTrace.ts';
+import type { StepRecord } from '../../../src/basics.ts';
 
 export interface StageSteps {
   /** Stage id (the trace file's instance, without the replica). */

@@ -5,7 +5,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { StepRecord } from '../../../src/worker/StepTrace.ts';
+import type { StepRecord } from '../../../src/basics.ts';
 import type { StageSteps } from './stepBreakdown.ts';
 
 export async function readStepTraces(dir: string): Promise<StageSteps[]> {

@@ -3,7 +3,7 @@
  * message a different draw of inputLen single-token words (bench/ttfp/prompts.ts), so no two conversations share
  * more than the chat template's opening and every turn adds new text.
  */
-import type { Tokenizer } from '../../../src/tokenizer/index.ts';
+import type { Tokenizer } from '../../../src/index.ts';
 import { makePrompts } from '../prompts.ts';
 
 export interface ConversationOptions {

@@ -2,7 +2,7 @@
  * The shape of DIR/results.json for `chorus bench --turns` (snake_case like the TTFP bench's): one run per mode
  * and concurrency, each with a row per turn index, and with two modes the first's p50s over the second's per turn.
  */
-import type { LimitParts } from '../../limit/runLimit.ts';
+import type { LimitParts } from '../../limit/limitResult.ts';
 import type { ResultHeader } from '../results.ts';
 
 export interface TurnsRun {

@@ -13,8 +13,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ChorusError, ErrorCodes } from '../../../src/common/errors.ts';
-import type { Logger } from '../../../src/common/log.ts';
+import type { Logger } from '../../../src/index.ts';
+import { ChorusError, ErrorCodes } from '../../../src/basics.ts';
 import { openMode, type LiveMode, type Mode } from '../../ttfp/modeRun.ts';
 import { ProgressBar } from '../../ttfp/ProgressBar.ts';
 import { resultHeader } from '../../ttfp/results.ts';

@@ -351,7 +351,8 @@ async function runLimitCommand(argv: string[]): Promise<number> {
     batch: { type: 'string' },
     json: { type: 'boolean', default: false },
   });
-  const { runLimit, formatLimit } = await import('../../../bench/limit/runLimit.ts');
+  const { runLimit } = await import('../../../bench/limit/runLimit.ts');
+  const { formatLimit } = await import('../../../bench/limit/limitResult.ts');
   const graph = await loadConfig(v.config ?? defaultConfigPath());
   const ic = v['initial-chunk-frames'];
   const result = await runLimit({

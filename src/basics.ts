@@ -1,0 +1,38 @@
+/**
+ * The light half of Chorus's public entry: what costs nothing to import (no model, native addon, server or Redis
+ * client is loaded): error codes, the config's types and constants, a process tree's CPU time, the diagnostics
+ * channels' names, the WAV and resampling helpers, the seeded PRNG, the words prompts are made of. `chorus`
+ * (src/index.ts) re-exports all of it; `chorus/basics` is the same names alone, for a tool that must start fast (a
+ * report, a test).
+ * bench/ imports the package through these two files only (test/helpers/importGraph.ts).
+ */
+
+// Errors (stable CHORUS_ERR_* codes) and the config's shapes and constants.
+export {
+  GREEDY_SAMPLING,
+  type RoutingPolicy,
+  type SamplingParams,
+  type SchedulingPolicy,
+  type StageGraph,
+  type StageSpec,
+} from './common/graph.ts';
+export { ChorusError, ErrorCodes } from './common/errors.ts';
+
+// Observing a deployment: diagnostics channels' names, trace context, a process tree's CPU, a step trace's record,
+// an encoder stage's stats in its READY, how long the VAD keeps listening after speech, a Redis URL without secrets.
+export { channelNames } from './common/diagnostics.ts';
+export { contextFromTraceparent } from './tracing/traceContext.ts';
+export { CLOCK_TICKS_PER_SECOND, cpuMsOf, cpuTicksOf } from './engine/processCpu.ts';
+export type { StepRecord } from './worker/StepTrace.ts';
+export { encoderStatsOf } from '../stages/encoder/protocol.ts';
+export { COMMIT_TAIL_MS } from './voice/TurnDetector.ts';
+export { redactUrl } from '../transport/redis/redisLink.ts';
+
+// Text, audio and numbers: common words, WAV decoding, resampling, concatenation, the seeded PRNG the samplers use,
+// the first audio chunk's size the scheduler picks.
+export { COMMON_WORDS } from './tokenizer/words.ts';
+export { decodeWav } from './media/wav.ts';
+export { resample } from './media/resample.ts';
+export { concatFloat32 } from './common/arrays.ts';
+export { Prng } from '../stages/sampling/Prng.ts';
+export { initialChunkFrames } from './sched/chunkPolicy.ts';
