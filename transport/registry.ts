@@ -24,6 +24,4 @@ export {
 } from './adapter/ChunkTransferAdapter.ts';
 export { edgeTouches, endMatches, type EdgeBinding } from './edges.ts';
 export { EcRedis } from './redis/EcRedis.ts';
-export { RedisLink } from './redis/redisLink.ts';
-export { listKey as redisInboxKey } from './redis/layout.ts';
 export type { RedisConnectorOptions } from './redis/RedisConnector.ts';

@@ -16,7 +16,7 @@ import {
   type ControlBodies,
   type ControlChannelKind,
   type DropReason,
-  type RedisControlKind,
+  type ControlKind,
 } from './wire.ts';
 
 /** How much of a dropped message the log shows (hex), to tell garbage from a foreign writer's format. */
@@ -28,7 +28,7 @@ export class ControlGuard {
   constructor(private readonly log: Logger) {}
 
   /** Decodes a message read from the channel `name` (of kind `kind`) and hands its body to `deliver`. */
-  receive<K extends RedisControlKind>(
+  receive<K extends ControlKind>(
     kind: K,
     name: string,
     bytes: Buffer,

@@ -1,6 +1,6 @@
 /**
- * What travels on the Redis control plane (the channel layout is in redisChannel.ts) and the one place it is
- * decoded and checked. Every message is an envelope, packed with msgpack:
+ * What travels on the control plane between main and instances on other machines (whatever its engine: ControlLink.ts)
+ * and the one place it is decoded and checked. Every message is an envelope, packed with msgpack:
  *
  *   {v, ch, body}
  *   v     the sender's CONTROL_PROTOCOL_VERSION. It is read first and never changes name or place, so hosts that run
@@ -8,10 +8,10 @@
  *   ch    the channel kind the message was written for: one replayed or misrouted onto another channel is foreign.
  *   body  what that channel carries (ControlBodies), checked against its schema (below, controlChecks.ts).
  *
- * decodeControl never throws. A throw inside a node-redis subscriber listener takes the subscriber connection down,
+ * decodeControl never throws. A throw inside a subscriber listener (node-redis') takes the subscriber connection down,
  * and with it every remote instance (issue 33: one `PUBLISH chorus:hb garbage` did that for good).
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Packr } from 'msgpackr';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { EpochMs, InstanceName, LongText, PositiveCount, ShortText, StageId } from '../common/wireValues.ts';
@@ -57,21 +57,38 @@ export type DeploymentRecord = Static<typeof DeploymentRecordSchema>;
  * An instance's message to main: who sends it (the name main knows it by), the value of the name lease its process
  * holds (as its heartbeats carry it: main takes reports only under the lease it admitted the instance by, so a stale
  * process that lost its name, or another under the same name, cannot speak for the one main knows), and the
- * message (checked by its type).
+ * message (checked by its type: controlChecks.ts).
  */
-const ToMainSchema = Type.Object({ from: InstanceName, lease: ShortText, msg: Type.Object({}) }, closed);
+const ToMainSchema = Type.Object(
+  { from: InstanceName, lease: ShortText, msg: Type.Unsafe<StageToMain>(Type.Object({})) },
+  closed,
+);
 
-/** The body each kind of channel carries. */
-export interface ControlBodies {
-  readonly heartbeat: Heartbeat;
-  readonly to_main: { readonly from: string; readonly lease: string; readonly msg: StageToMain };
-  readonly to_instance: MainToStage | Refusal;
-  readonly deployment: DeploymentRecord;
+const refusalProblem = compiledCheck(RefusalSchema);
+
+/** A channel kind: the schema of its body, and the checks beyond it (a message by its type). */
+function channel<S extends TSchema>(schema: S, what: string, then?: (body: Static<S>) => string | null) {
+  const check = compiledCheck(schema);
+  return { schema, problem: (body: unknown) => check(body, what) ?? then?.(body as Static<S>) ?? null };
 }
 
-export type RedisControlKind = keyof ControlBodies;
+/**
+ * The body each kind of channel carries, declared once: ControlBodies is read off it, and so is decodeControl's
+ * check. The messages themselves are declared in src/worker/messages.ts (checked by controlChecks.ts).
+ */
+const CHANNELS = {
+  heartbeat: channel(HeartbeatSchema, 'heartbeat'),
+  to_main: channel(ToMainSchema, 'to_main', (b) => stageToMainProblem(b.msg)),
+  to_instance: channel(Type.Unsafe<MainToStage | Refusal>(Type.Any()), 'to_instance', (b: unknown) =>
+    isPlainObject(b) && b.type === 'refused' ? refusalProblem(b, 'refused') : mainToStageProblem(b),
+  ),
+  deployment: channel(DeploymentRecordSchema, 'deployment'),
+};
+
+export type ControlKind = keyof typeof CHANNELS;
+export type ControlBodies = { readonly [K in ControlKind]: Static<(typeof CHANNELS)[K]['schema']> };
 /** The `channel` label of chorus_control_messages_dropped_total: a kind, never a name (names carry instances). */
-export type ControlChannelKind = RedisControlKind | 'ipc';
+export type ControlChannelKind = ControlKind | 'ipc';
 
 /**
  * Why a message was dropped (the `reason` label). oversize: over MAX_CONTROL_MESSAGE_BYTES; malformed: not
@@ -89,24 +106,12 @@ export type Decoded<T> =
   | { readonly ok: true; readonly body: T }
   | { readonly ok: false; readonly reason: DropReason; readonly detail: string; readonly peerVersion?: number };
 
-const heartbeatProblem = compiledCheck(HeartbeatSchema);
-const deploymentProblem = compiledCheck(DeploymentRecordSchema);
-const toMainProblem = compiledCheck(ToMainSchema);
-const refusalProblem = compiledCheck(RefusalSchema);
-
-const BODY_PROBLEM: { readonly [K in RedisControlKind]: (body: unknown) => string | null } = {
-  heartbeat: (b) => heartbeatProblem(b, 'heartbeat'),
-  to_main: (b) => toMainProblem(b, 'to_main') ?? stageToMainProblem((b as { msg: unknown }).msg),
-  to_instance: (b) => (isPlainObject(b) && b.type === 'refused' ? refusalProblem(b, 'refused') : mainToStageProblem(b)),
-  deployment: (b) => deploymentProblem(b, 'deployment'),
-};
-
 /** Fields only a Chorus from before protocol versions put at the top of its messages (they had no envelope). */
 const UNVERSIONED_FIELDS = ['type', 'from', 'instance', 'configHash'];
 
 const packr = new Packr({ useRecords: false });
 
-export function packControl<K extends RedisControlKind>(ch: K, body: ControlBodies[K]): Buffer {
+export function packControl<K extends ControlKind>(ch: K, body: ControlBodies[K]): Buffer {
   const bytes = packr.pack({ v: CONTROL_PROTOCOL_VERSION, ch, body });
   if (bytes.byteLength > MAX_CONTROL_MESSAGE_BYTES)
     throw new ChorusError(
@@ -117,7 +122,7 @@ export function packControl<K extends RedisControlKind>(ch: K, body: ControlBodi
 }
 
 /** The body of a message read from a channel of kind `ch`, or why it must be dropped. */
-export function decodeControl<K extends RedisControlKind>(ch: K, bytes: Buffer): Decoded<ControlBodies[K]> {
+export function decodeControl<K extends ControlKind>(ch: K, bytes: Buffer): Decoded<ControlBodies[K]> {
   if (bytes.byteLength > MAX_CONTROL_MESSAGE_BYTES)
     return drop('oversize', `${bytes.byteLength} bytes, over the limit of ${MAX_CONTROL_MESSAGE_BYTES}`);
   let value: unknown;
@@ -136,7 +141,7 @@ export function decodeControl<K extends RedisControlKind>(ch: K, bytes: Buffer):
   if (value.v !== CONTROL_PROTOCOL_VERSION) return versionDrop(value.v);
   if (value.ch !== ch)
     return drop('foreign', `an envelope for ${JSON.stringify(value.ch)?.slice(0, 40)} channels, not ${ch}`);
-  const problem = BODY_PROBLEM[ch](value.body);
+  const problem = CHANNELS[ch].problem(value.body);
   return problem === null ? { ok: true, body: value.body as ControlBodies[K] } : drop('invalid', problem);
 }
 

@@ -11,9 +11,9 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
-import { controlKeys } from '../../src/control/redis/redisChannel.ts';
+import { controlKeys } from '../helpers/redisControl.ts';
 import { MAX_CONTROL_MESSAGE_BYTES } from '../../src/worker/ControlChannel.ts';
-import type { RedisControlKind } from '../../src/control/wire.ts';
+import type { ControlKind } from '../../src/control/wire.ts';
 import { ControlFuzz, valueFuzzedMessages, type FuzzedMessage } from '../helpers/controlFuzz.ts';
 import { createDocumentedUsers } from '../helpers/redisAclUsers.ts';
 import { chat, health, readyInstances, startServe, startStage, type Serve } from '../helpers/deployment.ts';
@@ -86,7 +86,7 @@ describe('control plane under garbage', () => {
     expect(Object.keys(before).sort()).toEqual(['code2wav#f1', 'talker#f1']);
 
     const keys = controlKeys('chorus');
-    const channels: [string, RedisControlKind][] = [
+    const channels: [string, ControlKind][] = [
       [keys.heartbeat, 'heartbeat'],
       [keys.toMain, 'to_main'],
       [keys.toInstance('talker#f1'), 'to_instance'],

@@ -1,17 +1,18 @@
 /**
- * Main's side of a remote instance joining (engine/pool/RemoteStages.ts): pub/sub keeps nothing, so a boot published
- * before the instance listens is lost; main says it again on a later heartbeat until the instance answers READY.
- * (Heartbeats come from a connection of their own, which may be back before the instance has subscribed again after
- * an outage.)
+ * Main's side of a remote instance joining (src/control/Membership.ts, over Redis): pub/sub keeps nothing, so a boot
+ * published before the instance listens is lost; main says it again on a later heartbeat until the instance answers
+ * READY. (Heartbeats come from a connection of their own, which may be back before the instance has subscribed again
+ * after an outage.)
  */
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { logger } from '../../src/common/log.ts';
-import { RemoteStages, type RemoteStageHandle } from '../../src/engine/pool/RemoteStages.ts';
-import { claimLease, newLease } from '../../src/control/redis/InstanceLease.ts';
-import { controlKeys } from '../../src/control/redis/redisChannel.ts';
+import { claimLease, newLease } from '../../src/control/InstanceLease.ts';
+import { Membership } from '../../src/control/Membership.ts';
+import type { RemoteStageHandle } from '../../src/control/RemoteStageHandle.ts';
+import { controlKeys, redisControlLink } from '../helpers/redisControl.ts';
 import { decodeControl, packControl, type Heartbeat } from '../../src/control/wire.ts';
 import type { MainToStage, StageReadySettings } from '../../src/worker/messages.ts';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
@@ -39,14 +40,22 @@ describe('a remote instance that missed its boot', () => {
   it('gets it again on a later heartbeat, and joins when it answers READY', async () => {
     const graph = await loadConfig(TWO_HOST);
     const mainLink = await RedisLink.connect({ url: server.url });
-    const remote = new RemoteStages(mainLink, 'boot-test', graph, graph.configHash ?? '', () => [], logger);
+    const plane = redisControlLink(mainLink, 'boot-test');
+    const remote = new Membership(
+      plane,
+      graph,
+      graph.configHash ?? '',
+      () => [],
+      () => [],
+      logger,
+    );
     await remote.start();
     const instanceLink = await RedisLink.connect({ url: server.url });
     const keys = controlKeys('boot-test');
     const instance = 'talker#late';
     // The instance's name lease, as chorus stage takes it: main admits heartbeats only under the lease held.
-    const lease = newLease('boot-test', instance);
-    expect(await claimLease(instanceLink.commands, lease)).toEqual({ held: true });
+    const lease = newLease(instance);
+    expect(await claimLease(redisControlLink(instanceLink, 'boot-test'), lease)).toEqual({ held: true });
     const heartbeat: Heartbeat = {
       instance,
       stageId: 'talker',

@@ -13,7 +13,7 @@ import {
   HeartbeatSchema,
   packControl,
   RefusalSchema,
-  type RedisControlKind,
+  type ControlKind,
 } from '../../src/control/wire.ts';
 import { MAIN_TO_STAGE_SCHEMAS, STAGE_TO_MAIN_SCHEMAS } from '../../src/worker/messages.ts';
 import { arbitraryOf, mutated, mutationsOf } from './schemaFuzz.ts';
@@ -47,7 +47,7 @@ export class ControlFuzz {
   }
 
   /** One payload for a channel of `kind`. */
-  next(kind: RedisControlKind): Buffer {
+  next(kind: ControlKind): Buffer {
     const generic: Payload[] = [
       (r) => Buffer.from(Array.from({ length: Math.floor(r() * 300) }, () => Math.floor(r() * 256))),
       (r) => {
@@ -87,7 +87,7 @@ export class ControlFuzz {
   }
 
   /** The format before protocol versions: on ctl:main a `drained` made the old main drop that instance. */
-  #unversioned(kind: RedisControlKind): unknown {
+  #unversioned(kind: ControlKind): unknown {
     const instance = this.#pick(this.instances);
     if (kind === 'to_main') return { from: instance, msg: { type: 'drained' } };
     if (kind === 'heartbeat')
@@ -109,7 +109,7 @@ export class ControlFuzz {
   }
 
   /** Well-formed, and must change nothing. */
-  #harmless(kind: RedisControlKind): Buffer {
+  #harmless(kind: ControlKind): Buffer {
     const instance = this.#pick(this.instances);
     if (kind === 'heartbeat')
       return packControl('heartbeat', {
@@ -141,7 +141,7 @@ export class ControlFuzz {
     );
   }
 
-  #valid(kind: RedisControlKind): Buffer {
+  #valid(kind: ControlKind): Buffer {
     return kind === 'deployment'
       ? packControl('deployment', { configHash: 'x', host: 'h', pid: 1 })
       : this.#harmless(kind);
@@ -150,7 +150,7 @@ export class ControlFuzz {
 
 /** One value-fuzzed message: the channel kind it goes to and its bytes, as a peer of this version writes them. */
 export interface FuzzedMessage {
-  readonly kind: RedisControlKind;
+  readonly kind: ControlKind;
   readonly type: string;
   readonly bytes: Buffer;
 }
@@ -163,8 +163,8 @@ export interface FuzzedMessage {
  * over the control message limit (a huge array can be) are left out: the sender's encoder refuses them.
  */
 export function valueFuzzedMessages(count: number, seed: number, instances: readonly string[]): FuzzedMessage[] {
-  const routes: [RedisControlKind, string, TSchema][] = [
-    ...Object.entries(STAGE_TO_MAIN_SCHEMAS).map(([type, msg]): [RedisControlKind, string, TSchema] => [
+  const routes: [ControlKind, string, TSchema][] = [
+    ...Object.entries(STAGE_TO_MAIN_SCHEMAS).map(([type, msg]): [ControlKind, string, TSchema] => [
       'to_main',
       type,
       // A live sender's name, under a lease it does not hold (the fuzz cannot know the real one: those are fenced).
@@ -174,7 +174,7 @@ export function valueFuzzedMessages(count: number, seed: number, instances: read
       ),
     ]),
     ['heartbeat', 'heartbeat', HeartbeatSchema],
-    ...Object.entries(MAIN_TO_STAGE_SCHEMAS).map(([type, schema]): [RedisControlKind, string, TSchema] => [
+    ...Object.entries(MAIN_TO_STAGE_SCHEMAS).map(([type, schema]): [ControlKind, string, TSchema] => [
       'to_instance',
       type,
       schema,

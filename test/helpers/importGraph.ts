@@ -33,7 +33,8 @@ export const CHORUS_LAYERS: readonly Layer[] = [
   { prefix: 'src/voice', rank: 2 },
   { prefix: 'src/tracing', rank: 2 },
   { prefix: 'src/worker', rank: 3 },
-  // Implements the worker's ControlChannel (ipc, redis); the supervisors above pick a variant.
+  // Implements the worker's ControlChannel (ipc, and the plane for other machines: membership, leases, heartbeats,
+  // its engines); the supervisors above pick a variant.
   { prefix: 'src/control', rank: 3.5 },
   // The stage kinds: one folder each (descriptor, protocol, core, runner, model builder, the processors that feed
   // it) and the kind-neutral files at stages/'s root (registry, descriptor type, the stage process's entry).
@@ -70,6 +71,8 @@ export const CHORUS_WALLS: readonly Wall[] = [
   },
   // The transport's internals (rings, Redis clients, the adapter) change without touching the engine.
   { from: 'src/engine', to: 'transport', through: ['transport/registry.ts', 'transport/Connector.ts'] },
+  // The control plane's engine (Redis today), membership, leases and heartbeats stay behind one door.
+  { from: 'src/engine', to: 'src/control', through: ['src/control/ControlPlane.ts', 'src/control/ipc/ipcChannel.ts'] },
   // The Realtime session uses voice through one small interface; the VAD's model, threads and turn rules stay inside.
   { from: 'src/server', to: 'src/voice', through: ['src/voice/index.ts'] },
   // The front end drives the engine through the Engine interface (src/common/engine.ts), never its internals.

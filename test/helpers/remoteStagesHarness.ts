@@ -1,7 +1,7 @@
 /**
- * Main's side of one remote instance (src/engine/pool/RemoteStages.ts) over a stand-in for its Redis link: the
+ * Main's side of one remote instance (src/control/Membership.ts) over a stand-in for its control link: the
  * instance beats, is booted and joins as `chorus serve` would see it, and what it then reports goes through the real
- * guard, RemoteStages, InstanceEvents and the /metrics bridge. For unit tests of what main does with reports; the
+ * guard, Membership, InstanceEvents and the /metrics bridge. For unit tests of what main does with reports; the
  * real link is test/e2e's.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -9,15 +9,14 @@ import { EventEmitter } from 'node:events';
 import pino from 'pino';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { StageGraph } from '../../src/common/graph.ts';
-import { controlKeys } from '../../src/control/redis/redisChannel.ts';
+import type { ControlLink } from '../../src/control/ControlLink.ts';
+import { Membership } from '../../src/control/Membership.ts';
+import type { RemoteStageHandle } from '../../src/control/RemoteStageHandle.ts';
 import { packControl } from '../../src/control/wire.ts';
 import { InstanceEvents, type InstanceEventsContext } from '../../src/engine/pool/InstanceEvents.ts';
-import { RemoteStages, type RemoteStageHandle } from '../../src/engine/pool/RemoteStages.ts';
 import type { StageInstance } from '../../src/engine/pool/StageInstance.ts';
 import type { StageToMain } from '../../src/worker/messages.ts';
-import type { RedisLink } from '../../transport/redis/redisLink.ts';
 
-const PREFIX = 'chorus';
 const CONFIG_HASH = 'fuzz-config';
 const LEASE = 'lease-of-the-instance host 1';
 
@@ -25,27 +24,33 @@ export async function remoteStagesHarness(instance: string, stageId: string) {
   const listeners = new Map<string, (bytes: Buffer) => void>();
   const link = {
     up: true,
-    options: { url: 'redis://stand-in' },
-    subscribe: async (channel: string, listener: (bytes: Buffer) => void) => void listeners.set(channel, listener),
+    where: 'a stand-in',
+    nameOf: (at: { kind: string }) => at.kind,
+    subscribe: async (at: { kind: string }, listener: (bytes: Buffer) => void) => void listeners.set(at.kind, listener),
     onDown: () => undefined,
     onReconnect: () => undefined,
     close: async () => undefined,
-    commands: {
-      set: async () => 'OK',
-      get: async () => Buffer.from(LEASE),
-      publish: async () => 1,
-      del: async () => 1,
-    },
-  } as unknown as RedisLink;
+    writeDeployment: async () => undefined,
+    deleteDeployment: async () => undefined,
+    leaseHolder: async () => LEASE,
+    publish: async () => undefined,
+    dropInbox: () => undefined,
+  } as unknown as ControlLink;
   const graph = {
     stages: [{ stageId, joinable: true }],
     connectors: {},
     configHash: CONFIG_HASH,
   } as never as StageGraph;
-  const remote = new RemoteStages(link, PREFIX, graph, CONFIG_HASH, () => [], pino({ level: 'silent' }));
+  const remote = new Membership(
+    link,
+    graph,
+    CONFIG_HASH,
+    () => [],
+    () => [],
+    pino({ level: 'silent' }),
+  );
   await remote.start();
-  const keys = controlKeys(PREFIX);
-  const toMain = listeners.get(keys.toMain)!;
+  const toMain = listeners.get('to_main')!;
 
   const drops = new Map<string, number>();
   const countDrop = (message: unknown) => {
@@ -55,7 +60,7 @@ export async function remoteStagesHarness(instance: string, stageId: string) {
   subscribe(channelNames.controlDropped, countDrop);
 
   const joined = new Promise<RemoteStageHandle>((resolve) => remote.once('joined', resolve));
-  listeners.get(keys.heartbeat)!(
+  listeners.get('heartbeat')!(
     packControl('heartbeat', {
       instance,
       stageId,

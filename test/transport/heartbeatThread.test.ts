@@ -1,10 +1,11 @@
 /**
- * A remote stage's heartbeat (src/control/redis/heartbeatWorker.ts): it keeps beating while the step thread is held
+ * A remote stage's heartbeat (src/control/heartbeatWorker.ts): it keeps beating while the step thread is held
  * by a model step longer than main's heartbeat TTL, and stops, its thread gone, when the channel closes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
-import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RedisStageChannel } from '../../src/control/redis/redisChannel.ts';
+import { HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../../src/control/HeartbeatThread.ts';
+import { redisInstanceChannel } from '../helpers/redisControl.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 
 /** Holds this thread as a model step does: synchronously, no event loop turn. */
@@ -28,15 +29,7 @@ describe('remote stage heartbeat', () => {
 
   it('beats while a step holds the step thread past the TTL, and stops when the channel closes', async () => {
     const link = await RedisLink.connect({ url: server.url });
-    const channel = new RedisStageChannel(
-      link,
-      'hbtest',
-      'talker#x',
-      'talker',
-      'config-hash',
-      (boot) => boot,
-      () => undefined,
-    );
+    const channel = redisInstanceChannel(link, 'hbtest', 'talker#x', { configHash: 'config-hash' });
     await channel.start();
     const before = await publishes();
     busyWait(HEARTBEAT_TTL_MS + 600); // a step longer than main waits for a beat

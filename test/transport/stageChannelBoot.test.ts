@@ -1,6 +1,6 @@
 /**
- * A remote instance's control channel (src/control/redis/redisChannel.ts) and main's boots: the first boot starts
- * the stage, a repeat of it (the same bootId: main did not hear READY) is answered with READY again and nothing
+ * A remote instance's control channel (src/control/InstanceChannel.ts, over Redis) and main's boots: the first boot
+ * starts the stage, a repeat of it (the same bootId: main did not hear READY) is answered with READY again and nothing
  * else, and a boot with another id (a main that lost the instance, or a new main) first has the stage drop every
  * request it holds, then READY again. Garbage on the instance's channel changes nothing (it used to break the
  * subscription: a stage that beat on and answered nothing); a deployment of another protocol version is refused at
@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
-import { controlKeys, RedisStageChannel } from '../../src/control/redis/redisChannel.ts';
+import { controlKeys, redisInstanceChannel } from '../helpers/redisControl.ts';
 import { Packr } from 'msgpackr';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { CONTROL_PROTOCOL_VERSION, decodeControl, packControl } from '../../src/control/wire.ts';
@@ -38,15 +38,7 @@ describe('remote stage channel and boots', () => {
       RedisLink.connect({ url: server.url }),
       RedisLink.connect({ url: server.url }),
     ]);
-    const channel = new RedisStageChannel(
-      stageLink,
-      'boots',
-      'talker#x',
-      'talker',
-      'hash',
-      (b) => b,
-      () => {},
-    );
+    const channel = redisInstanceChannel(stageLink, 'boots', 'talker#x');
     const atStage: MainToStage[] = [];
     channel.onMessage((m) => atStage.push(m));
     const atMain: StageToMain[] = [];
@@ -92,15 +84,7 @@ describe('remote stage channel and boots', () => {
       RedisLink.connect({ url: server.url }),
       RedisLink.connect({ url: server.url }),
     ]);
-    const channel = new RedisStageChannel(
-      stageLink,
-      'garbage',
-      'talker#y',
-      'talker',
-      'hash',
-      (b) => b,
-      () => {},
-    );
+    const channel = redisInstanceChannel(stageLink, 'garbage', 'talker#y');
     const atStage: MainToStage[] = [];
     channel.onMessage((m) => atStage.push(m));
     await channel.start();
@@ -122,16 +106,7 @@ describe('remote stage channel and boots', () => {
 
   it('refuses to start against a deployment of another protocol version, naming both', async () => {
     const link = await RedisLink.connect({ url: server.url });
-    const start = () =>
-      new RedisStageChannel(
-        link,
-        'versions',
-        'talker#z',
-        'talker',
-        'hash',
-        (b) => b,
-        () => {},
-      ).start();
+    const start = () => redisInstanceChannel(link, 'versions', 'talker#z').start();
     const record = { configHash: 'hash', host: 'hosta', pid: 1 };
     try {
       const next = CONTROL_PROTOCOL_VERSION + 1;

@@ -3,8 +3,8 @@
  * generated valid messages pass the checks and are delivered as sent, over IPC and inside their Redis envelope;
  * the same messages made invalid at one place (NaN, ±Infinity, negative, huge, a fraction, the wrong type, an array
  * or string over its bound, a name not of its form, a field missing or extra, an unknown type) are dropped, counted
- * once each on chorus:control:dropped, and never throw. Then main's side of remote instances (RemoteStages over a
- * stand-in Redis link, InstanceEvents, the /metrics bridge): what a joined instance reports is handled when valid and
+ * once each on chorus:control:dropped, and never throw. Then main's side of remote instances (Membership over a
+ * stand-in control link, InstanceEvents, the /metrics bridge): what a joined instance reports is handled when valid and
  * never reaches a metric or the router when not. Seeded: a failure prints its seed and path to replay.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -20,7 +20,7 @@ import {
   HeartbeatSchema,
   packControl,
   RefusalSchema,
-  type RedisControlKind,
+  type ControlKind,
 } from '../../src/control/wire.ts';
 import { bridgeEngineDiagnostics } from '../../src/server/metrics/metrics.ts';
 import { MAIN_TO_STAGE_SCHEMAS, STAGE_TO_MAIN_SCHEMAS } from '../../src/worker/messages.ts';
@@ -35,7 +35,7 @@ const MUTATED_RUNS = 300;
 interface Route {
   readonly schema: TSchema;
   readonly ipc?: (msg: unknown) => string | null;
-  readonly kind: RedisControlKind;
+  readonly kind: ControlKind;
   readonly body: (msg: unknown) => unknown;
 }
 

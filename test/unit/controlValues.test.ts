@@ -54,7 +54,7 @@ describe('control values (issue 41)', () => {
   beforeAll(() => bridgeEngineDiagnostics());
 
   it("drops and counts the bug's NaN stats report before main's metrics see it", async () => {
-    // What main does with a report from a remote instance (RemoteStages -> InstanceEvents -> chorus:stage:stats).
+    // What main does with a report from a remote instance (Membership -> InstanceEvents -> chorus:stage:stats).
     const events = new InstanceEvents({} as InstanceEventsContext);
     const inst = { instance: 'talker#t1', spec: { stageId: 'talker' }, stats: null } as unknown as StageInstance;
     const guard = new ControlGuard(pino({ level: 'silent' }));

@@ -1,7 +1,7 @@
 /**
- * `chorus stage --config FILE --stage ID [--name NAME] [--redis URL] [--drain-timeout S]`: one stage instance on
- * this machine, joining the deployment of FILE over Redis (src/control/redis/redisChannel.ts). It refuses a
- * deployment that runs another config, loads its own model (this host's paths), serves until SIGTERM/SIGINT, then
+ * `chorus stage --config FILE --stage ID [--name NAME] [--redis URL] [--drain-timeout S]`: one stage instance on this
+ * machine, joining the deployment of FILE over the control plane (src/control/ControlPlane.ts: Redis today). It refuses
+ * a deployment that runs another config, loads its own model (this host's paths), serves until SIGTERM/SIGINT, then
  * drains its requests and leaves.
  */
 import { hostname } from 'node:os';
@@ -9,10 +9,8 @@ import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
-import { controlPlaneOptions } from '../../engine/pool/RemoteStages.ts';
+import { controlPlaneOf, joinDeployment } from '../../control/ControlPlane.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
-import { RedisLink, redactUrl } from '../../../transport/redis/redisLink.ts';
-import { RedisStageChannel } from '../../control/redis/redisChannel.ts';
 import { runStageProcess } from '../../worker/stageMain.ts';
 import { intFlag, UsageError } from '../cliArgs.ts';
 
@@ -52,8 +50,8 @@ export async function run(argv: string[]): Promise<number> {
   if (stageIndex < 0)
     throw new UsageError(`--stage ${values.stage} is not in ${graph.file} (${graph.stages.map((s) => s.stageId)})`);
   const spec = graph.stages[stageIndex];
-  const options = controlPlaneOptions(graph);
-  if (!spec.joinable || !options)
+  const site = controlPlaneOf(graph);
+  if (!spec.joinable || !site)
     throw new ChorusError(
       ErrorCodes.CONFIG_INVALID,
       `stage ${spec.stageId} cannot run on another machine: its edges are not all on redis connectors; give it ` +
@@ -61,28 +59,19 @@ export async function run(argv: string[]): Promise<number> {
     );
   const instance = `${spec.stageId}#${name}`;
   const log = logger.child({ stage: instance });
-  const link = await RedisLink.connect({ ...options, name: `chorus:${instance}` });
-  const channel = new RedisStageChannel(
-    link,
-    options.keyPrefix,
+  const channel = await joinDeployment(site, {
+    graph,
+    spec,
     instance,
-    spec.stageId,
-    graph.configHash ?? '',
     // Main's boot, with this machine's graph: same config (hash checked), but this host's model paths.
-    (boot) => ({ ...boot, graph, stageIndex, instance }),
-    (reason) => {
+    localBoot: (boot) => ({ ...boot, graph, stageIndex, instance }),
+    onRefused: (reason, refused) => {
       log.error({ reason }, 'the deployment refused this instance');
       process.stderr.write(`chorus stage: refused: ${reason}\n`);
       process.exitCode = 2;
-      channel.close();
+      refused.close();
     },
-  );
-  try {
-    await channel.start();
-  } catch (err) {
-    await link.close();
-    throw err;
-  }
+  });
   runStageProcess(channel, (ctx, g) => descriptorOf(ctx.spec.kind).createStage(ctx, g));
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -95,7 +84,7 @@ export async function run(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  process.stdout.write(`chorus: stage ${instance} joining the deployment on ${redactUrl(options.url)}\n`);
+  process.stdout.write(`chorus: stage ${instance} joining the deployment on ${channel.where}\n`);
   // Runs until it has drained (or was refused): the channel's close exits the process.
   return new Promise<number>(() => {});
 }

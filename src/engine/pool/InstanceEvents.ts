@@ -12,7 +12,7 @@ import type { Logger } from '../../common/log.ts';
 import type { StageToMain } from '../../worker/messages.ts';
 import type { Hang, HangWatch } from './HangWatch.ts';
 import type { LostInboxes } from './LostInboxes.ts';
-import type { RemoteStageHandle } from './RemoteStages.ts';
+import type { RemoteStageHandle } from '../../control/ControlPlane.ts';
 import type { StagePoolEvents } from './StagePoolEvents.ts';
 import type { StageInstance } from './StageInstance.ts';
 
@@ -115,7 +115,7 @@ export class InstanceEvents {
    */
   checkHangs(): void {
     for (const inst of this.ctx.instances.values()) {
-      if (inst.remote) continue; // its heartbeats say whether it lives (RemoteStages)
+      if (inst.remote) continue; // its heartbeats say whether it lives (src/control/Membership.ts)
       const hang = this.ctx.hangs.hangOf(inst, Date.now());
       if (hang) this.declareHung(inst, hang);
     }

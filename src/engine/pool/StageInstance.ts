@@ -8,7 +8,7 @@ import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { StageGraph, StageSpec } from '../../common/graph.ts';
 import type { StageStats } from '../../worker/messages.ts';
 import type { CpuSample } from './HangWatch.ts';
-import type { RemoteStageHandle } from './RemoteStages.ts';
+import type { RemoteStageHandle } from '../../control/ControlPlane.ts';
 import type { StageWorkerHandle } from '../stageWorkers.ts';
 
 export interface StageInstance {

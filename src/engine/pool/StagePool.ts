@@ -1,8 +1,9 @@
 /**
  * The stage instances of one pipeline, local and remote, and their whole life: boot (one supervised process per
- * replica), READY, death and restart (InstanceEvents.ts), hang (HangWatch.ts), a remote instance joining over Redis
- * and its loss (RemoteStages.ts), shutdown. It is the one owner of the instance records; what happens to them
- * reaches the request side as events (StagePoolEvents.ts), so the pool knows nothing of requests but their ids.
+ * replica), READY, death and restart (InstanceEvents.ts), hang (HangWatch.ts), a remote instance joining through the
+ * control plane (src/control/ControlPlane.ts) and its loss, shutdown. It is the one owner of the instance records; what
+ * happens to them reaches the request side as events (StagePoolEvents.ts), so the pool knows nothing of requests but
+ * their ids.
  */
 import { EventEmitter } from 'node:events';
 import type { StageHealth } from '../../common/engine.ts';
@@ -12,8 +13,8 @@ import type { AudioOutputFacts, ModelFacts } from '../../common/modelFacts.ts';
 import type { EdgeBinding, MainToStage } from '../../worker/messages.ts';
 import { edgeTouches } from '../../../transport/registry.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
+import { openControlPlane, type ControlPlane, type RemoteStageHandle } from '../../control/ControlPlane.ts';
 import { instanceId } from '../planEdges.ts';
-import { RemoteStages, type RemoteStageHandle } from './RemoteStages.ts';
 import type { StageWorkerHandle, StartStageWorker } from '../stageWorkers.ts';
 import { HangWatch } from './HangWatch.ts';
 import { healthOf } from './healthOf.ts';
@@ -35,7 +36,7 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
   readonly #hangs: HangWatch;
   readonly #events: InstanceEvents;
   #hangTimer: NodeJS.Timeout | null = null;
-  #remote: RemoteStages | null = null;
+  #remote: ControlPlane | null = null;
   #stopping = false;
   /** The edges main provisioned (set by start): each instance is booted with those it touches. */
   #edges: readonly EdgeBinding[] = [];
@@ -75,7 +76,7 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
     const boots = await Promise.allSettled([...this.#instances.values()].map((inst) => this.#boot(inst)));
     const failed = boots.find((b): b is PromiseRejectedResult => b.status === 'rejected');
     if (failed) throw failed.reason;
-    this.#remote = await RemoteStages.open(graph, (instance) => this.#edgesOf(instance), this.opts.log);
+    this.#remote = await openControlPlane(graph, (instance) => this.#edgesOf(instance), this.opts.log);
     this.#remote?.on('joined', (handle) => this.#join(handle));
     this.#hangTimer = setInterval(() => this.#events.checkHangs(), this.#hangs.intervalMs).unref();
   }

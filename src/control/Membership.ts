@@ -1,48 +1,38 @@
 /**
- * Main's side of stage instances on other machines (src/control/redis/redisChannel.ts has the channel layout).
- * An instance heartbeats; main answers an unknown one of the same config with `boot`, and it joins when READY
- * arrives. Heartbeats that stop for HEARTBEAT_TTL_MS make the instance lost; a drained instance leaves; an outage
- * of the link loses every instance (their chunks and control messages may be gone) until they beat again.
+ * Main's side of stage instances on other machines, whatever the control plane's engine (ControlLink.ts). An
+ * instance heartbeats; main answers an unknown one of the same config with `boot`, and it joins when READY arrives.
+ * Heartbeats that stop for HEARTBEAT_TTL_MS make the instance lost; a drained instance leaves; an outage of the link
+ * loses every instance (their chunks and control messages may be gone) until they beat again.
  *
  * Everything read passes a ControlGuard (garbage is dropped and counted, never thrown into the subscriber), and an
- * instance is known by its name lease: a heartbeat under a lease other than the one its name holds in Redis is
- * fenced off (a stale or forged one), and one under a new lease the name does hold is a restarted instance that
- * replaces the old one.
+ * instance is known by its name lease: a heartbeat under a lease other than the one its name holds is fenced off (a
+ * stale or forged one), and one under a new lease the name does hold is a restarted instance that replaces the old
+ * one.
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import type { StageGraph } from '../../common/graph.ts';
-import type { Logger } from '../../common/log.ts';
-import {
-  endMatches,
-  RedisLink,
-  redisInboxKey,
-  redisOptionsOf,
-  type RedisConnectorOptions,
-} from '../../../transport/registry.ts';
-import { edgesTouching } from '../../common/edgeConnectors.ts';
-import { ControlGuard } from '../../control/ControlGuard.ts';
-import { describeHolder, leaseKey } from '../../control/redis/InstanceLease.ts';
-import { controlKeys, HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../../control/redis/redisChannel.ts';
-import { packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../../control/wire.ts';
-import type { EdgeBinding, MainToStage, StageToMain } from '../../worker/messages.ts';
+import type { StageGraph } from '../common/graph.ts';
+import type { Logger } from '../common/log.ts';
+import type { EdgeBinding, MainToStage, StageToMain } from '../worker/messages.ts';
+import { ControlGuard } from './ControlGuard.ts';
+import type { ConnectorOptions, ControlLink } from './ControlLink.ts';
+import { HEARTBEAT_MS, HEARTBEAT_TTL_MS } from './HeartbeatThread.ts';
+import { describeHolder } from './InstanceLease.ts';
 import { RemoteStageHandle } from './RemoteStageHandle.ts';
-
-export { RemoteStageHandle };
+import { packControl, type DeploymentRecord, type Heartbeat, type Refusal } from './wire.ts';
 
 const DEPLOYMENT_TTL_MS = 10_000;
 const DEPLOYMENT_REFRESH_MS = 2_000;
 /** How often main repeats its boot to an instance that has not answered READY (models may take a while to load). */
 const BOOT_RESEND_MS = 2_000;
 
-export interface RemoteStagesEvents {
+export interface MembershipEvents {
   joined: [RemoteStageHandle];
 }
 
-export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
+export class Membership extends EventEmitter<MembershipEvents> {
   readonly #handles = new Map<string, RemoteStageHandle>();
-  readonly #keys: ReturnType<typeof controlKeys>;
   readonly #guard: ControlGuard;
   /** Names whose lease main is reading (one read at a time per name: the beats that come meanwhile wait for it). */
   readonly #checking = new Set<string>();
@@ -50,80 +40,46 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
   #publishedAtMs = 0;
   #closed = false;
 
+  /**
+   * `inboxesOf`: the options of the connectors of the link's engine that carry edges into an instance (where the
+   * frames pushed into it wait).
+   */
   constructor(
-    private readonly link: RedisLink,
-    private readonly prefix: string,
+    private readonly link: ControlLink,
     private readonly graph: StageGraph,
     private readonly configHash: string,
     private readonly edgesOf: (instance: string) => EdgeBinding[],
+    private readonly inboxesOf: (instance: string) => ConnectorOptions[],
     private readonly log: Logger,
   ) {
     super();
-    this.#keys = controlKeys(prefix);
     this.#guard = new ControlGuard(log.child({ component: 'control' }));
-  }
-
-  /**
-   * For a graph with stages instances may join: the control plane on the Redis of those stages' connectors (the
-   * first one's, when there are several). Null when no stage is joinable.
-   */
-  static async open(
-    graph: StageGraph,
-    edgesOf: (instance: string) => EdgeBinding[],
-    log: Logger,
-  ): Promise<RemoteStages | null> {
-    const options = controlPlaneOptions(graph);
-    if (!options) return null;
-    const link = await RedisLink.connect({ ...options, name: 'chorus:main' });
-    const remote = new RemoteStages(link, options.keyPrefix, graph, graph.configHash ?? '', edgesOf, log);
-    try {
-      await remote.start();
-    } catch (err) {
-      await link.close();
-      throw link.unavailable(err);
-    }
-    return remote;
   }
 
   async start(): Promise<void> {
     await this.#publishDeployment();
-    const { heartbeat, toMain } = this.#keys;
-    await this.link.subscribe(heartbeat, (b) =>
+    const [heartbeat, toMain] = [this.#nameOf('heartbeat'), this.#nameOf('to_main')];
+    await this.link.subscribe({ kind: 'heartbeat' }, (b) =>
       this.#guard.receive('heartbeat', heartbeat, b, (hb) => this.#onHeartbeat(hb)),
     );
-    await this.link.subscribe(toMain, (b) =>
+    await this.link.subscribe({ kind: 'to_main' }, (b) =>
       this.#guard.receive('to_main', toMain, b, ({ from, lease, msg }) => this.#onMessage(from, lease, msg)),
     );
     this.link.onDown((err) => {
       for (const h of [...this.#handles.values()])
-        this.#lose(h, `Redis became unreachable (${err.message}) while stage ${h.heartbeat.instance} ran this request`);
+        this.#lose(
+          h,
+          `${this.link.where} became unreachable (${err.message}) while stage ` +
+            `${h.heartbeat.instance} ran this request`,
+        );
     });
     this.link.onReconnect(() => void this.#publishDeployment().catch(() => undefined));
     this.#timer = setInterval(() => this.#tick(), HEARTBEAT_MS / 2).unref();
   }
 
-  /** Joined instances of `stageId`. */
-  joinedOf(stageId: string): RemoteStageHandle[] {
-    return [...this.#handles.values()].filter((h) => h.joined && h.heartbeat.stageId === stageId);
-  }
-
-  /**
-   * Deletes the lists of frames pushed into `instance` for these runs, on the edges into it that live on this
-   * link's Redis (an edge on another Redis keeps its TTL). One DEL per run: a run's lists share a Cluster slot.
-   */
+  /** Deletes the frames pushed into `instance` for these runs (best effort: they have a TTL). */
   dropInbox(instance: string, runIds: readonly string[]): void {
-    if (!this.link.up) return;
-    const prefixes = new Set<string>();
-    for (const edge of this.edgesOf(instance)) {
-      const options = redisOptionsOf(this.graph.connectors[edge.connector]);
-      if (options && options.url === this.link.options.url && endMatches(edge.to, instance))
-        prefixes.add(options.keyPrefix);
-    }
-    if (prefixes.size === 0) return;
-    for (const runId of runIds) {
-      const keys = [...prefixes].map((prefix) => redisInboxKey(prefix, runId, instance));
-      this.link.commands.del(keys).catch(() => undefined); // best effort: the lists' TTL still bounds them
-    }
+    this.link.dropInbox(instance, runIds, this.inboxesOf(instance));
     this.log.debug({ instance, runs: runIds.length }, 'dropped the frames pushed into a lost instance');
   }
 
@@ -131,7 +87,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
-    await this.link.commands.del(this.#keys.deployment).catch(() => undefined);
+    await this.link.deleteDeployment().catch(() => undefined);
     await this.link.close();
   }
 
@@ -142,7 +98,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
       known.lastHeartbeatMs = Date.now();
       // Pub/sub keeps nothing: a boot published before the instance (re)subscribed (its heartbeats come from a
       // connection of their own, which may be back first after an outage) is lost. Until READY, say it again; an
-      // instance that got it answers with its READY (redisChannel.ts).
+      // instance that got it answers with its READY (InstanceChannel.ts).
       if (!known.joined && known.boot && known.lastHeartbeatMs - known.bootSentAtMs >= BOOT_RESEND_MS) {
         known.bootSentAtMs = known.lastHeartbeatMs;
         known.send(known.boot);
@@ -152,21 +108,21 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
     // Outside the guard's try (it is async): a failure here must still not become an unhandled rejection.
     this.#checkLease(hb).catch((err) => {
       this.log.error({ err, instance: hb.instance }, 'admitting a remote stage instance failed');
-      this.#guard.drop('heartbeat', this.#keys.heartbeat, 'handler_error', String(err));
+      this.#guard.drop('heartbeat', this.#nameOf('heartbeat'), 'handler_error', String(err));
     });
   }
 
   /**
-   * A new name, or a known name under another lease: admitted only if the name's lease in Redis is the one it beats
+   * A new name, or a known name under another lease: admitted only if the name's lease is the one it beats
    * under. Without this, two processes beating under one name made main flap between them (issue 33), and anyone
    * who can publish a heartbeat could replace a live instance.
    */
   async #checkLease(hb: Heartbeat): Promise<void> {
     if (this.#checking.has(hb.instance)) return; // its next beat asks again
     this.#checking.add(hb.instance);
-    let held: string | undefined;
+    let held: string | null;
     try {
-      held = (await this.link.commands.get(leaseKey(this.prefix, hb.instance)))?.toString();
+      held = await this.link.leaseHolder(hb.instance);
     } catch {
       return; // the link is down: its next beat asks again
     } finally {
@@ -176,7 +132,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
     if (held !== hb.lease)
       return this.#guard.drop(
         'heartbeat',
-        this.#keys.heartbeat,
+        this.#nameOf('heartbeat'),
         'fenced',
         `a heartbeat of ${hb.instance} from host ${hb.host}, pid ${hb.pid} under a lease its name does not hold ` +
           `(held by ${held ? describeHolder(held) : 'nobody'}): a stale instance, or not one of this deployment`,
@@ -202,7 +158,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
       return refuse(
         index < 0
           ? `stage ${hb.stageId} is not in the graph`
-          : `stage ${hb.stageId} takes no remote instances: its edges are not all on redis connectors`,
+          : `stage ${hb.stageId} takes no remote instances: its edges are not all on connectors that cross hosts`,
       );
     const handle = new RemoteStageHandle(hb, (msg) => this.#publish(hb.instance, msg));
     this.#handles.set(hb.instance, handle);
@@ -260,7 +216,7 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
   }
 
   #drop(reason: 'unknown' | 'invalid' | 'fenced', detail: string): void {
-    this.#guard.drop('to_main', this.#keys.toMain, reason, detail);
+    this.#guard.drop('to_main', this.#nameOf('to_main'), reason, detail);
   }
 
   #tick(): void {
@@ -284,25 +240,17 @@ export class RemoteStages extends EventEmitter<RemoteStagesEvents> {
 
   #publish(instance: string, msg: MainToStage | Refusal): void {
     if (!this.link.up) return;
-    this.link.commands.publish(this.#keys.toInstance(instance), packControl('to_instance', msg)).catch(() => undefined);
+    this.link.publish({ kind: 'to_instance', instance }, packControl('to_instance', msg)).catch(() => undefined);
+  }
+
+  #nameOf(kind: 'heartbeat' | 'to_main'): string {
+    return this.link.nameOf({ kind });
   }
 
   async #publishDeployment(): Promise<void> {
     const record: DeploymentRecord = { configHash: this.configHash, host: hostname(), pid: process.pid };
     // Refreshed while main runs, deleted by close(); a main that was killed leaves it only for its TTL.
     this.#publishedAtMs = Date.now();
-    await this.link.commands.set(this.#keys.deployment, packControl('deployment', record), { PX: DEPLOYMENT_TTL_MS });
+    await this.link.writeDeployment(packControl('deployment', record), DEPLOYMENT_TTL_MS);
   }
-}
-
-/** The Redis settings of the control plane: those of the first redis connector a joinable stage uses. */
-export function controlPlaneOptions(graph: StageGraph): RedisConnectorOptions | null {
-  for (const stage of graph.stages) {
-    if (!stage.joinable) continue;
-    for (const e of edgesTouching(graph, stage)) {
-      const options = redisOptionsOf(graph.connectors[e.connector]);
-      if (options) return options;
-    }
-  }
-  return null;
 }

@@ -1,15 +1,14 @@
 /**
- * A remote stage instance as main drives it: like a local StageWorker (send, died, message), but its life is its
- * heartbeats (RemoteStages.ts) and main can neither stop nor signal it.
+ * A remote stage instance as main drives it: like a local StageWorker (send, died, message: the engine holds both as
+ * a StageWorkerHandle), but its life is its heartbeats (Membership.ts) and main can neither stop nor signal it.
  */
 import { EventEmitter } from 'node:events';
-import { ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import type { Heartbeat } from '../../control/wire.ts';
-import type { MainToStage, StageReadySettings } from '../../worker/messages.ts';
-import type { StageWorkerEvents } from '../../worker/StageWorker.ts';
-import type { StageWorkerHandle } from '../stageWorkers.ts';
+import { ErrorCodes, type SerializedError } from '../common/errors.ts';
+import type { MainToStage, StageReadySettings } from '../worker/messages.ts';
+import type { StageWorkerEvents } from '../worker/StageWorker.ts';
+import type { Heartbeat } from './wire.ts';
 
-export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> implements StageWorkerHandle {
+export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> {
   settings: StageReadySettings | null = null;
   lastHeartbeatMs: number;
   /** Why it is gone (set when it is lost). */

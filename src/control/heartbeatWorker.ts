@@ -1,5 +1,5 @@
 /**
- * A stage instance's heartbeat, published by a thread of its own on a Redis connection of its own (started by
+ * A stage instance's heartbeat, published by a thread of its own on a connection of its own (started by
  * HeartbeatThread.ts). A model step holds the step thread for as long as it runs (a second and more for long media
  * on a loaded machine), and beats that waited for it made main declare a busy instance lost (HEARTBEAT_TTL_MS). The
  * beats still stop when the process dies, freezes or loses its network: this thread goes with it. A step thread that
@@ -10,17 +10,20 @@
  * sees two processes beating under one name.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { serializeError } from '../../common/errors.ts';
-import { RedisLink } from '../../../transport/redis/redisLink.ts';
+import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
+import type { ControlLink } from './ControlLink.ts';
+import { controlEngineOf } from './engines.ts';
 import type { FromHeartbeatThread, HeartbeatData } from './HeartbeatThread.ts';
 import { claimLease, releaseLease } from './InstanceLease.ts';
 
 const data = workerData as HeartbeatData;
 const port = parentPort!;
 const post = (msg: FromHeartbeatThread) => port.postMessage(msg);
-let link: RedisLink;
+let link: ControlLink;
 try {
-  link = await RedisLink.connect(data.link);
+  const engine = controlEngineOf(data.engine);
+  if (!engine) throw new ChorusError(ErrorCodes.INTERNAL, `no control-plane engine for connector kind ${data.engine}`);
+  link = await engine.connect(data.options, data.name);
 } catch (err) {
   post({ type: 'failed', error: serializeError(err) });
   port.close();
@@ -33,19 +36,19 @@ let timer: NodeJS.Timeout | undefined;
 
 async function beatOnce(): Promise<void> {
   if (data.lease) {
-    const claim = await claimLease(link.commands, data.lease);
+    const claim = await claimLease(link, data.lease);
     if (!claim.held) {
       fenced = true;
       clearInterval(timer);
       return post({ type: 'fenced', holder: claim.holder });
     }
   }
-  await link.commands.publish(data.channel, message);
+  await link.publish({ kind: 'heartbeat' }, message);
 }
 
 const beat = () => {
-  // node-redis reconnects by itself; the beats resume when it has. One beat at a time: a slow Redis must not stack
-  // claims up.
+  // The engine's client reconnects by itself (node-redis does); the beats resume when it has. One beat at a time: a
+  // slow Redis must not stack claims up.
   if (!link.up || beating || fenced) return;
   beating = beatOnce()
     .catch(() => undefined)
@@ -58,7 +61,7 @@ port.on('message', (msg: 'close') => {
   clearInterval(timer);
   // The lease goes with a clean shutdown (no key left behind), after the last beat, so that beat cannot renew it.
   void Promise.resolve(beating)
-    .then(() => (data.lease && !fenced && link.up ? releaseLease(link.commands, data.lease) : undefined))
+    .then(() => (data.lease && !fenced && link.up ? releaseLease(link, data.lease) : undefined))
     .catch(() => undefined)
     .then(() => link.close())
     .finally(() => port.close());

@@ -1,56 +1,39 @@
 /**
- * The control plane for stage instances that are not children of main: the same messages as the IPC pipe, over
- * Redis pub/sub on the deployment's key prefix.
- *
- *   `{prefix}:ctl:main`        instances -> main: {from: instance, lease, msg}
- *   `{prefix}:ctl:{instance}`  main -> one instance
- *   `{prefix}:hb`              every instance's heartbeat (HEARTBEAT_MS, from a thread of its own: heartbeatWorker.ts);
- *                              main declares an instance lost after HEARTBEAT_TTL_MS without one
- *   `{prefix}:deployment`      main's config hash (a key with a TTL it refreshes), so a stage started from another
- *                              config refuses to join before it loads anything
+ * An instance's end of the control plane (for stage instances that are not children of main): the same messages as
+ * the IPC pipe, over the engine's channels (ControlLink.ts): its own channel from main, main's channel for its
+ * reports, and its heartbeats (HEARTBEAT_MS, from a thread of its own: heartbeatWorker.ts; main declares it lost
+ * after HEARTBEAT_TTL_MS without one). Before it listens it checks the deployment record main keeps (a stage started
+ * from another config refuses to join before it loads anything) and takes its name lease (InstanceLease.ts).
  *
  * Messages are msgpack envelopes with the protocol version (wire.ts), each under MAX_CONTROL_MESSAGE_BYTES, and
  * every one read goes through a ControlGuard: garbage, another version or a misrouted message is dropped, counted
  * and logged, and never breaks the subscription. Pub/sub is fire-and-forget: a message sent while the link is down
  * is lost, and heartbeats, which stop too, turn that into a lost instance on main's side rather than a silent hang.
- * An instance owns its name through a lease (`{prefix}:lease:{instance}`, InstanceLease.ts).
  */
 import { hostname } from 'node:os';
-import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { logger } from '../../common/log.ts';
-import type { RedisLink } from '../../../transport/redis/redisLink.ts';
-import type { MainToStage, StageToMain } from '../../worker/messages.ts';
-import type { ControlChannel } from '../../worker/ControlChannel.ts';
-import { ControlGuard } from '../ControlGuard.ts';
-import { HeartbeatThread } from './HeartbeatThread.ts';
+import { ChorusError, ErrorCodes } from '../common/errors.ts';
+import { logger } from '../common/log.ts';
+import type { MainToStage, StageToMain } from '../worker/messages.ts';
+import type { ControlChannel } from '../worker/ControlChannel.ts';
+import { ControlGuard } from './ControlGuard.ts';
+import type { ConnectorOptions, ControlChannelAt, ControlLink } from './ControlLink.ts';
+import { HEARTBEAT_MS, HeartbeatThread } from './HeartbeatThread.ts';
 import { acquireLease, nameTaken, newLease, releaseLease, type InstanceLease } from './InstanceLease.ts';
-import { decodeControl, packControl, type DeploymentRecord, type Heartbeat, type Refusal } from '../wire.ts';
-
-export const HEARTBEAT_MS = 500;
-export const HEARTBEAT_TTL_MS = 2000;
+import { decodeControl, packControl, type DeploymentRecord, type Heartbeat, type Refusal } from './wire.ts';
 /**
  * Messages kept while start() runs: what main answers to the first beats. More are dropped unread (a flood of
  * garbage must not grow memory); a boot among them is not lost for good, main repeats it until READY.
  */
 const MAX_EARLY_MESSAGES = 64;
 
-export function controlKeys(prefix: string) {
-  return {
-    toMain: `${prefix}:ctl:main`,
-    toInstance: (instance: string) => `${prefix}:ctl:${instance}`,
-    heartbeat: `${prefix}:hb`,
-    deployment: `${prefix}:deployment`,
-  };
-}
-
 /**
  * A stage instance's end. Main's `boot` is answered with this host's own graph (`localBoot`: same config hash, but
  * model paths of this machine); a later `boot` (main restarted, or the link came back) gets the READY again.
  */
-export class RedisStageChannel implements ControlChannel<StageToMain, MainToStage> {
+export class InstanceChannel implements ControlChannel<StageToMain, MainToStage> {
   readonly #handlers = new Set<(msg: MainToStage) => void>();
   readonly #closeHandlers: (() => void)[] = [];
-  readonly #keys: ReturnType<typeof controlKeys>;
+  readonly #own: ControlChannelAt;
   readonly #lease: InstanceLease;
   readonly #heartbeat: Heartbeat;
   readonly #guard: ControlGuard;
@@ -63,17 +46,18 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   #bootId: string | undefined;
   #closed = false;
 
+  /** `engine` and `options`: the plane's engine (its connector kind) and options, for the heartbeat thread. */
   constructor(
-    private readonly link: RedisLink,
-    prefix: string,
+    private readonly link: ControlLink,
+    private readonly engine: { readonly kind: string; readonly options: ConnectorOptions },
     readonly instance: string,
     stageId: string,
     configHash: string,
     private readonly localBoot: (msg: Extract<MainToStage, { type: 'boot' }>) => MainToStage,
     private readonly onRefused: (reason: string) => void,
   ) {
-    this.#keys = controlKeys(prefix);
-    this.#lease = newLease(prefix, instance);
+    this.#own = { kind: 'to_instance', instance };
+    this.#lease = newLease(instance);
     this.#heartbeat = {
       instance,
       stageId,
@@ -92,15 +76,15 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
    */
   async start(): Promise<void> {
     await this.#checkDeployment();
-    await acquireLease(this.link.commands, this.#lease, this.instance);
-    const channel = this.#keys.toInstance(this.instance);
+    await acquireLease(this.link, this.#lease);
     try {
-      await this.link.subscribe(channel, (bytes) => this.#onBytes(bytes));
+      await this.link.subscribe(this.#own, (bytes) => this.#onBytes(bytes));
       // Beats from a thread of their own: a model step holds this thread for as long as it runs.
       this.#beats = await HeartbeatThread.start(
         {
-          link: { ...this.link.options, name: `${this.link.options.name ?? `chorus:${this.instance}`}:heartbeat` },
-          channel: this.#keys.heartbeat,
+          engine: this.engine.kind,
+          options: this.engine.options,
+          name: `chorus:${this.instance}:heartbeat`,
           message: packControl('heartbeat', this.#heartbeat),
           intervalMs: HEARTBEAT_MS,
           lease: this.#lease,
@@ -109,8 +93,8 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
         (holder) => this.#fenced(holder),
       );
     } catch (err) {
-      await this.link.unsubscribe(channel);
-      await releaseLease(this.link.commands, this.#lease).catch(() => undefined);
+      await this.link.unsubscribe(this.#own);
+      await releaseLease(this.link, this.#lease).catch(() => undefined);
       throw err;
     }
     // Handled from the next turn: whoever started the channel has set up its close handlers by then.
@@ -123,7 +107,7 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
     if (this.#closed || !this.link.up) return false;
     if (msg.type === 'ready') this.#ready = msg;
     const bytes = packControl('to_main', { from: this.instance, lease: this.#lease.value, msg });
-    this.link.commands.publish(this.#keys.toMain, bytes).catch(() => undefined);
+    this.link.publish({ kind: 'to_main' }, bytes).catch(() => undefined);
     return true;
   }
 
@@ -134,6 +118,11 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
 
   onClose(handler: () => void): void {
     this.#closeHandlers.push(handler);
+  }
+
+  /** Where the plane is (for a log line: no credentials). */
+  get where(): string {
+    return this.link.where;
   }
 
   /** Main has booted this instance. */
@@ -157,30 +146,28 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    void Promise.allSettled([
-      this.#beats?.close(),
-      this.link.unsubscribe(this.#keys.toInstance(this.instance)),
-    ]).finally(() => {
+    void Promise.allSettled([this.#beats?.close(), this.link.unsubscribe(this.#own)]).finally(() => {
       for (const h of this.#closeHandlers) h();
     });
   }
 
   async #checkDeployment(): Promise<void> {
-    const current = await this.link.commands.get(this.#keys.deployment);
+    const current = await this.link.readDeployment();
     if (!current) return;
     const decoded = decodeControl('deployment', current);
     if (decoded.ok) {
       if (decoded.body.configHash !== this.#heartbeat.configHash)
-        throw mismatch(decoded.body, this.#heartbeat.configHash);
+        throw mismatch(decoded.body, this.#heartbeat.configHash, this.link.where);
       return;
     }
     if (decoded.reason === 'version')
       throw new ChorusError(
         ErrorCodes.CONTROL_PROTOCOL,
-        `the deployment on this Redis (${this.#keys.deployment}) was written with ${decoded.detail}`,
+        `the deployment on ${this.link.where} (${this.link.nameOf({ kind: 'deployment' })}) was written with ` +
+          decoded.detail,
       );
     // Garbage under the key: main rewrites it within seconds, and checks this instance's config hash itself.
-    this.#guard.drop('deployment', this.#keys.deployment, decoded.reason, decoded.detail, current);
+    this.#guard.drop('deployment', this.link.nameOf({ kind: 'deployment' }), decoded.reason, decoded.detail, current);
   }
 
   #onBytes(bytes: Buffer): void {
@@ -188,12 +175,12 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
       if (this.#early.length < MAX_EARLY_MESSAGES) this.#early.push(bytes);
       return;
     }
-    this.#guard.receive('to_instance', this.#keys.toInstance(this.instance), bytes, (msg) => this.#receive(msg));
+    this.#guard.receive('to_instance', this.link.nameOf(this.#own), bytes, (msg) => this.#receive(msg));
   }
 
   /** Another process holds this instance's name now: it is that one main talks to; this one stops. */
   #fenced(holder: string): void {
-    const err = nameTaken(this.instance, this.#lease.key, holder);
+    const err = nameTaken(this.instance, this.link.nameOf({ kind: 'lease', instance: this.instance }), holder);
     this.onRefused(`${err.code}: this instance lost its name to another process: ${err.message}`);
   }
 
@@ -219,10 +206,10 @@ export class RedisStageChannel implements ControlChannel<StageToMain, MainToStag
   }
 }
 
-export function mismatch(record: DeploymentRecord, mine: string): ChorusError {
+export function mismatch(record: DeploymentRecord, mine: string, where: string): ChorusError {
   return new ChorusError(
     ErrorCodes.CONFIG_MISMATCH,
-    `the deployment on this Redis (main on ${record.host}, pid ${record.pid}) runs config ` +
+    `the deployment on ${where} (main on ${record.host}, pid ${record.pid}) runs config ` +
       `${record.configHash.slice(0, 12)}, this stage was started with ${mine.slice(0, 12)}: start it with the same ` +
       'config file as chorus serve',
   );

@@ -4,15 +4,23 @@
  * lease released, its connection closed, the thread exited).
  */
 import { Worker } from 'node:worker_threads';
-import { ChorusError, deserializeError, ErrorCodes, type SerializedError } from '../../common/errors.ts';
-import { workerEntry } from '../../common/moduleFile.ts';
-import type { RedisLinkOptions } from '../../../transport/redis/redisLink.ts';
+import { ChorusError, deserializeError, ErrorCodes, type SerializedError } from '../common/errors.ts';
+import { workerEntry } from '../common/moduleFile.ts';
+import type { ConnectorOptions } from './ControlLink.ts';
 import type { InstanceLease } from './InstanceLease.ts';
+
+/** How often an instance beats. */
+export const HEARTBEAT_MS = 500;
+/** How long main waits for a beat before it declares the instance lost (< LEASE_TTL_MS: InstanceLease.ts). */
+export const HEARTBEAT_TTL_MS = 2000;
 
 /** workerData of the thread. */
 export interface HeartbeatData {
-  readonly link: RedisLinkOptions;
-  readonly channel: string;
+  /** The plane's engine (engines.ts) and its connector's options: the thread connects on its own. */
+  readonly engine: string;
+  readonly options: ConnectorOptions;
+  /** Its connection's name on the server. */
+  readonly name: string;
   /** Published as it is on every beat. */
   readonly message: Uint8Array;
   readonly intervalMs: number;
