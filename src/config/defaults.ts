@@ -13,6 +13,13 @@ export const defaults = {
   cachePartition: 'api_key' as const, // each API key its own prefix cache and encoder outputs (docs/security.md)
   realtimeResume: DEFAULT_REALTIME_RESUME, // 30 s window, 4 MiB of events to replay (docs/realtime-resume.md)
   stageNice: 8, // stage processes run 8 nice levels below the server: its event loop is short work that must not wait
+  /**
+   * Admission on latency (docs/operations.md): a graph without `admission:` still refuses (429 + Retry-After) what it
+   * estimates would first answer later than this, so an unconfigured server offered 4x its capacity serves goodput
+   * instead of collapsing (issue 41: 0.59x of its goodput at capacity, admitted first audio p95 10.6 s). 1.5 s: a
+   * spoken turn's first audio a listener still takes as an answer; the tiny pipelines' unloaded TTFP is 40-400 ms.
+   */
+  admission: { maxQueueMs: null, sloTtfpMs: 1_500 },
 
   /** Under the user's cache directory (paths.ts userCacheDir), never inside the installed package. */
   modelsDir: 'models',

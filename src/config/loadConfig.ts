@@ -114,8 +114,9 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     scheduling: yaml.scheduling ?? defaults.scheduling,
     routing: yaml.routing ?? defaults.routing,
     admission: {
-      maxQueueMs: yaml.admission?.max_queue_ms ?? null,
-      sloTtfpMs: yaml.admission?.slo_ttfp_ms ?? null,
+      // Absent: the default bound; null: none.
+      maxQueueMs: orDefault(yaml.admission?.max_queue_ms, defaults.admission.maxQueueMs),
+      sloTtfpMs: orDefault(yaml.admission?.slo_ttfp_ms, defaults.admission.sloTtfpMs),
     },
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     stageNice: yaml.stage_nice ?? defaults.stageNice,
@@ -371,4 +372,9 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
+}
+
+/** A YAML value where `null` means "none" (kept) and absence means the default. */
+function orDefault<T>(value: T | null | undefined, fallback: T | null): T | null {
+  return value === undefined ? fallback : value;
 }

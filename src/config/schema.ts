@@ -212,8 +212,13 @@ export const GraphYaml = Type.Object(
     admission: optional(
       Type.Object(
         {
-          max_queue_ms: optional(int(1)),
-          slo_ttfp_ms: optional(int(1)),
+          max_queue_ms: optional(
+            Type.Union([int(1), Type.Null()], { errorMessage: 'must be an integer >= 1 (ms), or null for no bound' }),
+          ),
+          // Absent: 1500 (config/defaults.ts); null: no bound.
+          slo_ttfp_ms: optional(
+            Type.Union([int(1), Type.Null()], { errorMessage: 'must be an integer >= 1 (ms), or null for no bound' }),
+          ),
         },
         closed,
       ),

@@ -1,4 +1,7 @@
-/** `admission:` of a graph (max_queue_ms, slo_ttfp_ms): resolved in ms, null when absent; malformed is named. */
+/**
+ * `admission:` of a graph (max_queue_ms, slo_ttfp_ms): resolved in ms; absent, the default first-packet bound (the
+ * shipped pipelines protect themselves); null, no bound; malformed is named.
+ */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { configProblems } from '../helpers/configProblems.ts';
@@ -11,8 +14,16 @@ const thinker = `stages:
 `;
 
 describe('admission:', () => {
-  it('is no bound at all when absent, and each bound on its own', () => {
-    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: null, sloTtfpMs: null });
+  it('is the default bound when absent, none when null, and each bound on its own', () => {
+    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: null, sloTtfpMs: 1500 });
+    expect(parseConfig(`admission: {slo_ttfp_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
+      maxQueueMs: null,
+      sloTtfpMs: null,
+    });
+    expect(parseConfig(`admission: {max_queue_ms: 300}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
+      maxQueueMs: 300,
+      sloTtfpMs: 1500,
+    });
     expect(parseConfig(`admission: {slo_ttfp_ms: 1500}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: null,
       sloTtfpMs: 1500,
@@ -26,7 +37,7 @@ describe('admission:', () => {
       'configs/x.yaml:2 admission.slo_ttft_ms: unknown key "slo_ttft_ms" (did you mean "slo_ttfp_ms"?)',
     ]);
     const [problem] = configProblems(`admission:\n  max_queue_ms: 0\n${thinker}`);
-    expect(problem).toMatch(/^configs\/x\.yaml:2 admission\.max_queue_ms: must be an integer >= 1, got 0/);
+    expect(problem).toMatch(/^configs\/x\.yaml:2 admission\.max_queue_ms: must be an integer >= 1 \(ms\), or null/);
     expect(configProblems(`admission: 500\n${thinker}`)).toHaveLength(1);
     expect(configProblems(`admission: 500\n${thinker}`)[0]).toMatch(/^configs\/x\.yaml:1 admission: /);
   });

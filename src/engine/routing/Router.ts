@@ -18,6 +18,7 @@ import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot } from '../../sched/blockNames.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import { LiveCost, type LiveSample } from './LiveCost.ts';
+import { SeatWait } from './SeatWait.ts';
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import {
   chooseRoute,
@@ -104,6 +105,8 @@ export class Router {
   readonly #kv = new KvIndex();
   /** For the admission estimate (estimate()): a typical prompt, and what predictions miss per live request. */
   readonly #liveCost = new LiveCost();
+  /** For the admission estimate too: how long a newcomer would wait for a batch seat (SeatWait.ts). */
+  readonly #seats = new SeatWait();
 
   constructor(
     private readonly policy: RoutingPolicy,
@@ -229,11 +232,22 @@ export class Router {
     const typical = chooseRoute(all, { promptTokens: typicalTokens, items: [] });
     if (!queue || !typical) return null;
     const predictedMs = typical.predictedTtftSeconds * 1000;
+    // A seat at the Thinker before its first text; at every seated stage (the Talker too) before its first audio.
+    const nowMs = Date.now();
+    const entrySeatMs = this.#seats.waitMs(this.slots.values(), [entry], nowMs);
+    const seatMs = this.#seats.waitMs(this.slots.values(), this.#stages(), nowMs);
+    const ttfpMs = this.#liveCost.estimate(predictedMs, 'ttfp');
     return {
-      queueMs: queue.predictedTtftSeconds * 1000,
-      ttftMs: this.#liveCost.estimate(predictedMs, 'ttft') ?? 0, // never null: the prediction alone at first
-      ttfpMs: this.#liveCost.estimate(predictedMs, 'ttfp'),
+      queueMs: queue.predictedTtftSeconds * 1000 + entrySeatMs,
+      // never null: the prediction alone at first
+      ttftMs: (this.#liveCost.estimate(predictedMs, 'ttft') ?? 0) + entrySeatMs,
+      ttfpMs: ttfpMs === null ? null : ttfpMs + seatMs,
     };
+  }
+
+  /** The stages of the pool's instances. */
+  #stages(): StageSpec[] {
+    return [...new Set([...this.slots.values()].map((s) => s.spec))];
   }
 
   private firstToken(a: Admitted, atMs: number): void {
@@ -330,6 +344,7 @@ export class Router {
     const tokensAhead = this.#queuedTokens.get(thinker.instance) ?? 0;
     const modalities = new Set(request.items.map((i) => i.modality));
     const admittedAtMs = Date.now();
+    this.#seats.admitted(requestId, admittedAtMs);
     // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
     const promptTokens = Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0));
     const predictedTtftSeconds = predicted?.predictedTtftSeconds ?? 0;
@@ -356,6 +371,7 @@ export class Router {
       firstAudio: (atMs) => this.firstAudio(admitted, atMs),
       encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),
       release: () => {
+        this.#seats.released(requestId, Date.now());
         this.release(admitted);
         this.#liveCost.release(admitted.live);
         const cache = entry.engine.prefixCache;
