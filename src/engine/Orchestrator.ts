@@ -184,7 +184,7 @@ export class Orchestrator implements Engine {
     // Idle: a request starts at once, whatever the last ones met (and a refusal would never let a new sample in).
     if (this.requests.load === 0) return null;
     const entry = this.graph.stages.find((s) => s.stageId === this.graph.entryStageId)!;
-    return this.router.estimate(entry);
+    return this.router.estimate(entry, (runId) => this.requests.ofRun(runId)?.paused !== true);
   }
 
   releasePrefix(key: string): void {

@@ -82,6 +82,9 @@ describe('Router.estimate with every Thinker seat held', () => {
     expect(full.ttfpMs!).toBeGreaterThanOrEqual(10_000);
     expect(freeSeat.ttfpMs!).toBeLessThan(10_000);
 
+    // Paused for their clients, they hold no seat (ArScheduler.pause): no wait for one.
+    expect(router.estimate(entry, () => false)!.queueMs).toBeLessThan(10_000);
+
     // One leaves: a seat is free, the wait is gone (what remains is the charge for the live requests).
     long[0].release();
     thinker.inFlight.delete('long0');

@@ -217,10 +217,11 @@ export class Router {
    * When a request admitted now would start and first answer (admission on latency, admissionDecision.ts): the TTFT
    * routing predicts for a typical prompt on the best Thinker instance of `entry`, plus what its predictions lately
    * missed the first text and the first audio by, per live request, times the requests live now, scaled by the 95th
-   * percentile of what such estimates lately missed by (LiveCost.ts).
+   * percentile of what such estimates lately missed by (LiveCost.ts); plus the wait for a batch seat (SeatWait.ts;
+   * `seated`: whether an in-flight request holds one, a paused one does not).
    * null before a request was routed, or with no ready instance.
    */
-  estimate(entry: StageSpec): FirstOutputEstimate | null {
+  estimate(entry: StageSpec, seated: (id: string) => boolean = () => true): FirstOutputEstimate | null {
     const typicalTokens = this.#liveCost.typicalPromptTokens;
     if (typicalTokens === null) return null;
     const all = this.snapshot(
@@ -234,8 +235,8 @@ export class Router {
     const predictedMs = typical.predictedTtftSeconds * 1000;
     // A seat at the Thinker before its first text; at every seated stage (the Talker too) before its first audio.
     const nowMs = Date.now();
-    const entrySeatMs = this.#seats.waitMs(this.slots.values(), [entry], nowMs);
-    const seatMs = this.#seats.waitMs(this.slots.values(), this.#stages(), nowMs);
+    const entrySeatMs = this.#seats.waitMs(this.slots.values(), [entry], nowMs, seated);
+    const seatMs = this.#seats.waitMs(this.slots.values(), 'all', nowMs, seated);
     const ttfpMs = this.#liveCost.estimate(predictedMs, 'ttfp');
     return {
       queueMs: queue.predictedTtftSeconds * 1000 + entrySeatMs,
@@ -243,11 +244,6 @@ export class Router {
       ttftMs: (this.#liveCost.estimate(predictedMs, 'ttft') ?? 0) + entrySeatMs,
       ttfpMs: ttfpMs === null ? null : ttfpMs + seatMs,
     };
-  }
-
-  /** The stages of the pool's instances. */
-  #stages(): StageSpec[] {
-    return [...new Set([...this.slots.values()].map((s) => s.spec))];
   }
 
   private firstToken(a: Admitted, atMs: number): void {

@@ -58,24 +58,30 @@ export class SeatWait {
   /**
    * The wait for a seat at each autoregressive stage among `stages` on its least-waiting ready instance; the longest
    * of them (a request needs a seat at each in turn; taking the longest, not the sum, since they free in parallel).
+   * `seated`: whether an in-flight id holds (or waits for) a seat; a paused request holds none.
    */
-  waitMs(instances: Iterable<InstanceView>, stages: readonly StageSpec[], nowMs: number): number {
+  waitMs(
+    instances: Iterable<InstanceView>,
+    stages: readonly StageSpec[] | 'all',
+    nowMs: number,
+    seated: (id: string) => boolean = () => true,
+  ): number {
     const best = new Map<StageSpec, number>();
     for (const view of instances) {
-      if (view.status !== 'ready' || !stages.includes(view.spec)) continue;
+      if (view.status !== 'ready' || (stages !== 'all' && !stages.includes(view.spec))) continue;
       if (descriptorOf(view.spec.kind).workerType !== 'ar') continue; // no seats: a chunk batch per step
-      const waitMs = this.#instanceWaitMs(view, nowMs);
+      const waitMs = this.#instanceWaitMs(view, nowMs, seated);
       best.set(view.spec, Math.min(best.get(view.spec) ?? Infinity, waitMs));
     }
     return Math.max(0, ...best.values());
   }
 
-  #instanceWaitMs(view: InstanceView, nowMs: number): number {
+  #instanceWaitMs(view: InstanceView, nowMs: number, seated: (id: string) => boolean): number {
     const seats = view.spec.engine.maxNumSeqs;
-    if (view.inFlight.size < seats) return 0;
-    const remaining = [...view.inFlight].map((id) =>
-      remainingHoldMs(nowMs - (this.#since.get(id) ?? nowMs), this.#holdMs),
-    );
+    // A paused request (its client stopped reading) gives its seat up (ArScheduler.pause): it holds none.
+    const holders = [...view.inFlight].filter(seated);
+    if (holders.length < seats) return 0;
+    const remaining = holders.map((id) => remainingHoldMs(nowMs - (this.#since.get(id) ?? nowMs), this.#holdMs));
     return seatWaitMs(seats, remaining);
   }
 }

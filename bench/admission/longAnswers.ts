@@ -1,0 +1,143 @@
+/**
+ * Long answers against newcomers (issue 41 goal): `--long` spoken answers of `--long-tokens` are sent at once to a
+ * freshly started server (retried after their Retry-After while refused), and once every one has been speaking for
+ * `--after-s` seconds, `--newcomers` short chats are sent `--gap-s` apart. When the long answers have ended, the
+ * unloaded TTFP is measured on the idle server (the median of `--alone` short chats, after one to warm). Each
+ * newcomer must hear its first audio within 2x that or be refused with 429 + Retry-After within 50 ms; no response
+ * may be a 5xx or fail mid-stream. A client of a running server only:
+ *
+ *   chorus serve --port 8000 &   # the default pipeline, no admission: settings
+ *   node --import tsx bench/admission/longAnswers.ts --url http://127.0.0.1:8000
+ *
+ * Prints one line per newcomer and a JSON summary; exits 1 when the goal is missed. */
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { streamChat, type StreamedChat } from './streamChat.ts';
+
+const { values: v } = parseArgs({
+  options: {
+    url: { type: 'string', default: 'http://127.0.0.1:8000' },
+    long: { type: 'string', default: '16' },
+    'long-tokens': { type: 'string', default: '800' },
+    newcomers: { type: 'string', default: '3' },
+    'newcomer-tokens': { type: 'string', default: '30' },
+    alone: { type: 'string', default: '3' },
+    'after-s': { type: 'string', default: '8' },
+    'gap-s': { type: 'string', default: '2' },
+  },
+});
+const url = v.url!.replace(/\/$/, '');
+const num = (name: keyof typeof v) => {
+  const n = Number(v[name]);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number >= 0, got ${v[name]}`);
+  return n;
+};
+const REFUSAL_BOUND_MS = 50;
+const newcomerChat = () => streamChat({ url, maxTokens: num('newcomer-tokens'), prompt: 'what time is it?' });
+
+async function main(): Promise<void> {
+  const loadAtStart = loadavg()[0];
+  const afterMs = num('after-s') * 1000;
+  let speaking = 0;
+  let allSpeaking: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (allSpeaking = resolve));
+  const longCount = num('long');
+  const long = Array.from({ length: longCount }, (_, i) =>
+    longAnswer(i, afterMs, () => {
+      if (++speaking === longCount) allSpeaking();
+    }),
+  );
+  await Promise.race([ready, Promise.all(long)]);
+  if (speaking < longCount) throw new Error(`only ${speaking} long answers spoke for --after-s: raise --long-tokens`);
+  const newcomers: StreamedChat[] = [];
+  for (let i = 0; i < num('newcomers'); i++) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, num('gap-s') * 1000));
+    const live = speakingNow();
+    const n = await newcomerChat();
+    newcomers.push(n);
+    const what =
+      n.status === 200
+        ? `first audio ${ms(n.firstAudioMs)}`
+        : `answered in ${ms(n.headersMs)}, Retry-After ${n.retryAfter}`;
+    console.log(`newcomer ${i + 1} (sent with ${live} long answers speaking): ${n.status}, ${what}`);
+    liveAtNewcomers.push(live);
+  }
+  const longDone = await Promise.all(long);
+  await newcomerChat(); // warm: the unloaded figure is the idle server's, not its first request's
+  const alone: number[] = [];
+  for (let i = 0; i < num('alone'); i++) {
+    const r = await newcomerChat();
+    if (r.firstAudioMs === null) throw new Error(`an unloaded chat failed: status ${r.status} ${r.errors.join()}`);
+    alone.push(r.firstAudioMs);
+  }
+  const unloadedTtfpMs = median(alone);
+  const all = [...newcomers, ...longDone];
+  const served = newcomers.filter((n) => n.status === 200 && n.errors.length === 0 && n.firstAudioMs !== null);
+  const refused = newcomers.filter((n) => n.status === 429);
+  const summary = {
+    unloadedTtfpMs: round(unloadedTtfpMs),
+    newcomerTtfpRatio: served.map((n) => round(n.firstAudioMs! / unloadedTtfpMs)),
+    refusalMs: refused.map((n) => round(n.headersMs)),
+    refusalsWithRetryAfter: refused.filter((n) => n.retryAfter !== null).length,
+    fiveXx: all.filter((r) => r.status >= 500).length,
+    failedMidStream: all.filter((r) => r.errors.length > 0).map((r) => r.errors.join()),
+    longCompleted: longDone.filter((l) => l.done && l.errors.length === 0).length,
+    longRetries,
+    longSpeakingAtNewcomers: liveAtNewcomers,
+    load1m: { start: round(loadAtStart), end: round(loadavg()[0]) },
+  };
+  console.log(JSON.stringify(summary, null, 2));
+  const met =
+    summary.fiveXx === 0 &&
+    summary.failedMidStream.length === 0 &&
+    served.length + refused.length === newcomers.length &&
+    served.every((n) => n.firstAudioMs! <= 2 * unloadedTtfpMs) &&
+    refused.every((n) => n.retryAfter !== null && n.headersMs <= REFUSAL_BOUND_MS);
+  console.log(met ? 'goal met' : 'goal missed');
+  process.exitCode = met ? 0 : 1;
+}
+
+let longRetries = 0;
+/** Long answers that have had audio and not ended. */
+let speakingCount = 0;
+const speakingNow = () => speakingCount;
+const liveAtNewcomers: number[] = [];
+
+/** One long answer, retried after its Retry-After while refused; `speaking()` once it has spoken for `afterMs`. */
+async function longAnswer(index: number, afterMs: number, speaking: () => void): Promise<StreamedChat> {
+  for (;;) {
+    let firstMs: number | null = null;
+    let counted = false;
+    const r = await streamChat({
+      url,
+      maxTokens: num('long-tokens'),
+      prompt: `tell me a long story, number ${index}`,
+      onAudio: (atMs) => {
+        if (firstMs === null) speakingCount++;
+        firstMs ??= atMs;
+        if (counted || atMs - firstMs < afterMs) return;
+        counted = true;
+        speaking();
+      },
+    });
+    if (firstMs !== null) speakingCount--;
+    if (r.status !== 429) return r;
+    longRetries++;
+    await new Promise((resolve) => setTimeout(resolve, Number(r.retryAfter ?? 1) * 1000));
+  }
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+function ms(x: number | null): string {
+  return x === null ? '-' : `${x.toFixed(0)} ms`;
+}
+
+await main();
