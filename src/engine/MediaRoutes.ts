@@ -17,6 +17,7 @@ import {
   type UpstreamSource,
 } from '../worker/messages.ts';
 import { diagnostics } from '../common/diagnostics.ts';
+import { blockKeyOf } from './ec/ecPlan.ts';
 import type { MediaBody } from '../common/payloads.ts';
 import type { MediaItem, PreparedPrompt } from './mediaPrompt.ts';
 
@@ -69,7 +70,14 @@ export function planMedia(
   const encode = new Map<string, EncodeItem[]>();
   const items = prompt.items.map((item) => {
     const onFailure = item.encoder.encoder!.onFailure;
-    const common = { modality: item.modality, numEmbeddings: item.numEmbeddings, what: item.what, onFailure };
+    const blockKey = blockKeyOf(item);
+    const common = {
+      modality: item.modality,
+      numEmbeddings: item.numEmbeddings,
+      what: item.what,
+      onFailure,
+      ...(blockKey === undefined ? {} : { blockKey }),
+    };
     const itemEc = ec?.get(item.index);
     // An EC-store hit: the Thinker takes the rows from the store; no encoder is involved.
     if (itemEc?.contentKey !== undefined)

@@ -7,7 +7,9 @@
  * What "the inputs" of a position are is the caller's: the Thinker writes the token id and, at a media position,
  * the media row itself (the floats the model reads there, so the same placeholder tokens behind other image or
  * audio bytes never match, and a clip that grew matches on the windows it shares); the Talker writes its
- * conditioning row.
+ * conditioning row. A video's positions are named by the clip's block key and the offset in its span instead
+ * (writeMediaKey): the key stands for its rows (its bytes, sampling and encoder), so its names are known before the
+ * rows are, a second question about the clip finds its KV without waiting for an encode, and main can name them too.
  */
 import { createHash, type Hash } from 'node:crypto';
 
@@ -71,13 +73,37 @@ export function writeTokenId(hash: Hash, id: number): void {
   hash.update(new Uint8Array(idBytes.buffer));
 }
 
+/** A media span whose positions are named by its item's block key and offset, not by its rows (a video). */
+export interface KeyedSpan {
+  readonly start: number;
+  readonly length: number;
+  readonly blockKey: string;
+}
+
+const offsetBytes = new Int32Array(2);
+
+/** Adds a keyed media position (after its token id): the item's key, then its offset in the span. */
+export function writeMediaKey(hash: Hash, blockKey: string, offset: number): void {
+  offsetBytes[0] = -1; // never a token id's bytes alone: a keyed position cannot collide with a text one
+  offsetBytes[1] = offset;
+  hash.update(blockKey).update(new Uint8Array(offsetBytes.buffer));
+}
+
 /**
- * The names of the whole blocks of token positions [0, limit) of a prompt whose positions up to there are all
- * tokens (main names a prompt up to its first media position: it does not have the media rows).
+ * The names of the whole blocks of positions [0, limit) of a prompt whose positions up to there are tokens or keyed
+ * media (main names a prompt up to its first media position without a key: it does not have the media rows).
  */
-export function tokenBlockNames(root: string, blockPositions: number, ids: readonly number[], limit: number) {
+export function tokenBlockNames(
+  root: string,
+  blockPositions: number,
+  ids: readonly number[],
+  limit: number,
+  keyed: readonly KeyedSpan[] = [],
+) {
   return blockNames(root, blockPositions, Math.min(limit, ids.length), (hash, p) => {
     writeTokenId(hash, ids[p]);
+    const span = keyed.find((s) => p >= s.start && p < s.start + s.length);
+    if (span) writeMediaKey(hash, span.blockKey, p - span.start);
     return true;
   }).names;
 }

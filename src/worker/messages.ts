@@ -14,6 +14,7 @@ import type { EncoderFailurePolicy, MediaModality, StageGraph } from '../common/
 import { SamplingParamsSchema } from '../common/graph.ts';
 import { SerializedErrorSchema } from '../common/errors.ts';
 import { ModelFactsSchema } from '../common/modelFacts.ts';
+import type { MediaGrid } from '../common/modality.ts';
 import {
   Count,
   DurationMs,
@@ -92,6 +93,8 @@ export interface MediaSpanPlan {
   readonly placeholderIndex: number;
   readonly start: number;
   readonly length: number;
+  /** A video's time x height x width grid (its rows are in that order). */
+  readonly grid?: MediaGrid;
 }
 
 /** One media item as the Thinker sees it: which encoder instance sends its rows, and what to do if it cannot. */
@@ -105,6 +108,11 @@ export interface ThinkerMediaItem {
   readonly onFailure: EncoderFailurePolicy;
   /** With an EC store (ec_store:): how this item relates to it. */
   readonly ec?: EcItemPlan;
+  /**
+   * A video's block key (src/engine/ec/ecPlan.ts blockKeyOf): the prefix cache names its positions by it and their
+   * offset, not by its rows (src/sched/blockNames.ts writeMediaKey).
+   */
+  readonly blockKey?: string;
 }
 
 /** `from` of an item whose rows the Thinker takes from the EC store instead of an encoder. */

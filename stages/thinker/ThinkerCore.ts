@@ -298,10 +298,11 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const media = req.media;
     // A held request keeps its last token unfed: nothing to compute until its first audio is out.
     const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
-    let limit =
-      !media || media.complete
-        ? req.promptTokenIds.length + req.generated.length - (held ? 1 : 0)
-        : media.readyLimit(this.scheduler.numComputed(req.requestId));
+    const whole = req.promptTokenIds.length + req.generated.length - (held ? 1 : 0);
+    // An item still encoding blocks at its span; one whose span was adopted from the prefix cache (a video named by
+    // its key) blocks nothing: its rows may come later, or never be read.
+    const blocked = !media || media.complete ? null : media.readyLimit(this.scheduler.numComputed(req.requestId));
+    let limit = blocked === null || blocked >= req.promptTokenIds.length ? whole : blocked;
     // Its grammar still compiling: the prompt but its last position, which must wait to sample under the mask.
     const compiling = req.grammar !== null && req.grammar.matcher === null;
     if (compiling)

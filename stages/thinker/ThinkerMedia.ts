@@ -131,6 +131,16 @@ export class ThinkerMedia {
     return rows.subarray((p - span.start) * d, (p - span.start + 1) * d);
   }
 
+  /**
+   * A keyed item's (a video's) block key and offset at prompt position p (ThinkerMediaItem.blockKey): the prefix
+   * cache names that position by them, rows or not. undefined elsewhere.
+   */
+  blockKeyAt(p: number): { readonly key: string; readonly offset: number } | undefined {
+    const span = this.spans.find((s) => p >= s.start && p < s.start + s.length);
+    const key = span && this.plan.items[span.item].blockKey;
+    return key === undefined ? undefined : { key, offset: p - span!.start };
+  }
+
   /** Whether positions [start, end) of the prompt touch a media span. */
   overlaps(start: number, end: number): boolean {
     return this.spans.some((s) => s.start < end && s.start + s.length > start);

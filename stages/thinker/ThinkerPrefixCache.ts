@@ -7,7 +7,9 @@
  * VoicePrefill.ts) are all this one mechanism.
  *
  * Blocks are named by their inputs (src/sched/blockNames.ts): token ids, and at media positions the media rows
- * themselves, so reuse cannot change an answer whatever the request's history: equal names, equal inputs. A request
+ * themselves, so reuse cannot change an answer whatever the request's history: equal names, equal inputs. A video's
+ * positions are named by its block key and offset (the key stands for its rows): they are named before its rows
+ * come, so a prompt whose clip is cached past its span adopts that KV and never waits for the clip's encode. A request
  * with a cache salt names from the salted root, so requests of two salts never share a block (docs/security.md).
  *
  * A request with a session key (voice) waits while another request of that key is prefilling (it would compute the
@@ -24,7 +26,14 @@ import type { ThinkerRunner } from '../types.ts';
 import type { Thinker2Talker } from '../talker/thinker2talker.ts';
 import type { Logger } from '../../src/common/log.ts';
 import type { PromptBlocks } from '../../src/common/payloads.ts';
-import { blockNames, ROUTING_NAME_CHARS, rowBytes, saltedRoot, writeTokenId } from '../../src/sched/blockNames.ts';
+import {
+  blockNames,
+  ROUTING_NAME_CHARS,
+  rowBytes,
+  saltedRoot,
+  writeMediaKey,
+  writeTokenId,
+} from '../../src/sched/blockNames.ts';
 import {
   checkPrefixBudget,
   PrefixCache,
@@ -338,6 +347,11 @@ export class ThinkerPrefixCache {
       const id = pos < prompt.length ? prompt[pos] : req.generated[pos - prompt.length];
       if (id === undefined) return false;
       writeTokenId(hash, id);
+      const keyed = pos < prompt.length ? media?.blockKeyAt(pos) : undefined;
+      if (keyed) {
+        writeMediaKey(hash, keyed.key, keyed.offset);
+        return true;
+      }
       const row = pos < prompt.length ? media?.rowAt(pos) : undefined;
       if (row === null) return false; // rows not here yet
       if (row) hash.update(rowBytes(row));

@@ -133,6 +133,26 @@ describe('video input', () => {
     expect(fine.status).toBe(200);
   });
 
+  it('a second question about the same clip reuses its KV; the clip sampled otherwise does not', async () => {
+    const about = (text: string, fps: number) => ({
+      messages: [{ role: 'user', content: [videoPart(videoDataUrl(clip)), { type: 'text', text }] }],
+      max_tokens: 2,
+      mm_processor_kwargs: { fps },
+    });
+    const cached = async (body: unknown) => {
+      const r = await post(body);
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      const details = r.json.usage.prompt_tokens_details as { video_tokens: number; cached_tokens?: number };
+      return { video: details.video_tokens, cached: details.cached_tokens ?? 0 };
+    };
+    const first = await cached(about('What moves?', 1.5)); // 6 frames: 3 x 6 x 9 rows
+    expect(first).toEqual({ video: 162, cached: 0 });
+    // The template's few tokens + 162 rows, in whole blocks of 16: at least 160 positions come from the cache.
+    expect((await cached(about('What colour is it?', 1.5))).cached).toBeGreaterThanOrEqual(160);
+    // The same file at another rate is another clip: only the template before it could match (no whole block).
+    expect((await cached(about('What colour is it?', 0.5))).cached).toBeLessThan(16);
+  });
+
   it('refuses mm_processor_kwargs it cannot honour, by name', async () => {
     const part = videoPart(videoDataUrl(webm, 'video/webm'));
     const audio = await post(ask(part, { use_audio_in_video: true }));

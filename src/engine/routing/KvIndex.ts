@@ -11,12 +11,13 @@
  * Memory is bounded by what reports carry (MAX_HELD_NAMES a report) times the instances, plus the prompts of the
  * last PREDICTION_MS.
  *
- * Main names a prompt's blocks as the Thinker does (blockNames.ts) as far as it holds the inputs: token ids up to
- * its first media position (media positions are named by their rows, which only the Thinker has), from the root
- * salted with the request's cache salt as the Thinker's are (saltedRoot).
+ * Main names a prompt's blocks as the Thinker does (blockNames.ts) as far as it holds the inputs: token ids and
+ * keyed media (a video: its block key and offset) up to its first other media position (those are named by their
+ * rows, which only the Thinker has), from the root salted with the request's cache salt as the Thinker's are
+ * (saltedRoot). A second question about a clip is routed to the Thinker that holds the clip's KV.
  */
 import type { HeldBlocks } from '../../sched/PrefixCache.ts';
-import { ROUTING_NAME_CHARS, saltedRoot, tokenBlockNames } from '../../sched/blockNames.ts';
+import { ROUTING_NAME_CHARS, saltedRoot, tokenBlockNames, type KeyedSpan } from '../../sched/blockNames.ts';
 
 interface InstanceBlocks {
   readonly root: string;
@@ -35,8 +36,10 @@ export const PREDICTION_MS = 1000;
 /** A prompt as the router names it: its token ids and where its first media position is (or its length). */
 export interface NamedPrompt {
   readonly tokenIds: readonly number[];
-  /** Positions [0, namable) hold tokens only. */
+  /** Positions [0, namable) hold tokens or keyed media only. */
   readonly namable: number;
+  /** Media spans named by their item's block key (blockNames.ts KeyedSpan). */
+  readonly keyed?: readonly KeyedSpan[];
   /** The request's cache partition (PreparedPrompt.cacheSalt): its blocks are named within it, as the Thinker does. */
   readonly cacheSalt?: string;
 }
@@ -112,7 +115,7 @@ export class KvIndex {
   /** Names of the prompt's whole blocks in [0, limit); by default not its last position, which it computes. */
   #name(held: Naming, prompt: NamedPrompt, limit = Math.min(prompt.namable, prompt.tokenIds.length - 1)): string[] {
     const root = saltedRoot(held.root, prompt.cacheSalt);
-    return tokenBlockNames(root, held.blockPositions, prompt.tokenIds, limit).map((n) =>
+    return tokenBlockNames(root, held.blockPositions, prompt.tokenIds, limit, prompt.keyed).map((n) =>
       n.slice(0, ROUTING_NAME_CHARS),
     );
   }

@@ -15,7 +15,8 @@ import { diagnostics } from '../../common/diagnostics.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
-import { modelRoot } from '../../sched/blockNames.ts';
+import { modelRoot, type KeyedSpan } from '../../sched/blockNames.ts';
+import { blockKeyOf } from '../ec/ecPlan.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import { LiveCost, type LiveSample } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
@@ -395,10 +396,16 @@ export class Router {
   }
 }
 
-/** A prompt as the KV index names it: token ids up to its first media position. */
+/** A prompt as the KV index names it: token ids and keyed media (a video) up to its first media position without. */
 function namedPrompt(prompt: PreparedPrompt): NamedPrompt {
-  const namable = Math.min(prompt.promptTokenIds.length, ...prompt.spans.map((span) => span.start));
-  return { tokenIds: prompt.promptTokenIds, namable, cacheSalt: prompt.cacheSalt };
+  const keyed: KeyedSpan[] = [];
+  let namable = prompt.promptTokenIds.length;
+  for (const span of prompt.spans) {
+    const blockKey = blockKeyOf(prompt.items[span.item]);
+    if (blockKey === undefined) namable = Math.min(namable, span.start);
+    else keyed.push({ start: span.start, length: span.length, blockKey });
+  }
+  return { tokenIds: prompt.promptTokenIds, namable, cacheSalt: prompt.cacheSalt, keyed };
 }
 
 function learn(rates: Map<string, number>, instance: string, sample: number): void {

@@ -46,6 +46,12 @@ export interface ModalityDef<M extends Modality> {
   readonly hfPlaceholders: readonly string[];
   /** Its placeholder in the byte tokenizer of the generated models. */
   readonly bytePlaceholder: '<|audio|>' | '<|image|>' | '<|video|>';
+  /**
+   * The prefix cache names its positions by the item's block key and offset (true: video, whose rows are a function
+   * of main's key and cost an encode and a long prefill), or by its rows (false: the same sound or picture from other
+   * bytes still matches, and an audio clip that grew matches on the windows it shares).
+   */
+  readonly keyedBlocks: boolean;
   /** The engine-level shape check (validateRequest): what is wrong with the part, or null. */
   shapeProblem(part: PartOf<M>, at: string): string | null;
   /** Embeddings (and grid) from what main holds; throws CHORUS_ERR_MEDIA_INVALID naming `what`. */

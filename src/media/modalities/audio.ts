@@ -15,6 +15,7 @@ export const audio: ModalityDef<'audio'> = {
   formats: ['wav', 'pcm16'],
   hfPlaceholders: ['<|AUDIO|>', '<|audio_pad|>', '<|audio|>'],
   bytePlaceholder: '<|audio|>',
+  keyedBlocks: false,
 
   shapeProblem(part, at) {
     if (!(part.data instanceof Uint8Array)) return `${at}.data must be the audio bytes (a Uint8Array)`;

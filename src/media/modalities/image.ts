@@ -17,6 +17,7 @@ export const image: ModalityDef<'image'> = {
   formats: ['image'],
   hfPlaceholders: ['<|IMAGE|>', '<|image_pad|>', '<|image|>'],
   bytePlaceholder: '<|image|>',
+  keyedBlocks: false,
 
   shapeProblem(part, at) {
     return part.data instanceof Uint8Array ? null : `${at}.data must be the image bytes (a Uint8Array)`;

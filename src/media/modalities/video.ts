@@ -43,6 +43,7 @@ export const video: ModalityDef<'video'> = {
   formats: ['video'],
   hfPlaceholders: ['<|VIDEO|>', '<|video_pad|>', '<|video|>'],
   bytePlaceholder: '<|video|>',
+  keyedBlocks: true,
 
   shapeProblem(part, at) {
     if (!(part.data instanceof Uint8Array)) return `${at}.data must be the frames' RGB bytes (a Uint8Array)`;
