@@ -201,6 +201,12 @@ export interface EngineArgs {
    * ArScheduler.ts); absent: on.
    */
   readonly prefillFirst?: boolean;
+  /**
+   * The Thinker only: the baseline of seed 000's experiment (bench/video). true: no step runs while any admitted
+   * request still waits for media rows, as an engine that encodes on its own path stalls every request in the batch
+   * during an encode; absent or false: encoding is asynchronous (text and other requests prefill meanwhile).
+   */
+  readonly syncEncoding?: boolean;
   readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
   /** AR stages: the prefix cache (src/sched/PrefixCache.ts), beside the KV budget; null: off (or not an AR stage). */

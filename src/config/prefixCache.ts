@@ -24,6 +24,24 @@ export function resolvePrefillFirst(
   return { prefillFirst: raw };
 }
 
+/** `engine.sync_encoding`: the Thinker's baseline mode (docs/video.md); refused on any other kind. */
+export function resolveSyncEncoding(
+  index: number,
+  raw: boolean | undefined,
+  kind: string,
+  problems: Problems,
+): { syncEncoding?: boolean } {
+  if (raw === undefined) return {};
+  if (kind !== 'thinker') {
+    problems.add(
+      ['stages', index, 'engine', 'sync_encoding'],
+      'only the thinker waits for encoded media rows (sync_encoding is its bench baseline): remove the key',
+    );
+    return {};
+  }
+  return { syncEncoding: raw };
+}
+
 export function resolvePrefixCache(
   index: number,
   raw: PrefixCacheYaml,

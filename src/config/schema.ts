@@ -49,6 +49,8 @@ export const EngineYaml = Type.Object(
     max_num_batched_tokens: optional(int(1)),
     // AR stages: newcomers' whole prefills run in a step of their own, ahead of the decodes (src/sched/ArScheduler.ts).
     prefill_first: optional(Type.Boolean()),
+    // The Thinker: steps wait while any request's media encodes (a baseline for the bench, docs/video.md).
+    sync_encoding: optional(Type.Boolean()),
     threads: optional(int(1)),
     kv_cache_bytes: optional(ByteSize),
     prefix_cache: optional(

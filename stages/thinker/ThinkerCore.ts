@@ -233,6 +233,16 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   }
 
   /** The prompt comes with `add`; chunks are media rows from the encoders (one item each, or its error). */
+  /**
+   * engine.sync_encoding (the bench's baseline, docs/video.md): no step runs while any request's media rows are still
+   * coming, as an engine that encodes on its own path stalls the whole batch for an encode.
+   */
+  override step(): boolean {
+    const sync = this.ctx.spec.engine.syncEncoding === true;
+    if (sync && [...this.requests.values()].some((r) => r.media !== null && !r.media.complete)) return false;
+    return super.step();
+  }
+
   protected onChunk(req: ThinkerRequest, chunk: ReceivedChunk): void {
     const body = chunk.body;
     if (!req.media || body?.kind !== 'encoderRows') {

@@ -18,9 +18,10 @@ const D = KvLengthRunner.hiddenSize;
 const VID = 267;
 const B = 4;
 const cache = `prefix_cache: { max_bytes: 1MiB, block_positions: ${B} }`;
-const spec = configWith('tiny-omni.yaml', {
-  'prefix_cache: { max_bytes: 128MiB, block_positions: 16 }': cache,
-}).stages.find((s) => s.kind === 'thinker')!;
+const THINKER_CACHE = 'prefix_cache: { max_bytes: 128MiB, block_positions: 16 }';
+const thinkerOf = (edits: Record<string, string>) =>
+  configWith('tiny-omni.yaml', edits).stages.find((s) => s.kind === 'thinker')!;
+const spec = thinkerOf({ [THINKER_CACHE]: cache });
 const vision = { instance: 'image-encoder#0', stageId: 'image-encoder' };
 const grid = { t: 2, h: 2, w: 3 }; // 12 rows
 
@@ -33,10 +34,20 @@ function question(q: number) {
 
 const rowsOf = (n: number) => Float32Array.from({ length: n * D }, (_, i) => 1000 + i);
 
-function setup() {
+function setup(stage = spec) {
   const adapter = new FakeAdapter();
   const runner = new KvLengthRunner();
-  const core = new ThinkerCore(stageContext(spec, adapter), runner);
+  const core = new ThinkerCore(stageContext(stage, adapter), runner);
+  const addText = (requestId: string) =>
+    core.add({
+      type: 'add',
+      requestId,
+      sampling: { ...spec.defaultSamplingParams, maxTokens: 2, ignoreEos: true },
+      downstream: [{ instance: 'main', stageId: 'main' }],
+      upstreams: [],
+      args: { promptTokenIds: [9, 8, 7] },
+      firstChunkDeadline: Date.now() + 30_000,
+    });
   const add = (requestId: string, q: number, blockKey: string) => {
     const map = question(q);
     core.add({
@@ -73,7 +84,7 @@ function setup() {
     while (core.step());
   };
   const final = (requestId: string) => adapter.sent.find((c) => c.requestId === requestId && c.final);
-  return { runner, core, add, rows, run, final };
+  return { runner, core, add, addText, rows, run, final };
 }
 
 beforeEach(() => resetSeqs());
@@ -123,5 +134,37 @@ describe('video blocks named by the clip key', () => {
     const prompt = (blockKey: string) => ({ tokenIds: question(7).tokenIds, namable: 19, keyed: keyed(blockKey) });
     expect(index.overlaps(['thinker#0'], prompt('clip-a'), 0).get('thinker#0')).toBe(16);
     expect(index.overlaps(['thinker#0'], prompt('clip-b'), 0).get('thinker#0')).toBe(0);
+  });
+});
+
+describe('engine.sync_encoding (the bench baseline)', () => {
+  it('no step runs while a request waits for its rows; asynchronous, text runs meanwhile', () => {
+    const sync = thinkerOf({ [THINKER_CACHE]: `${cache}\n      sync_encoding: true` });
+    expect(sync.engine.syncEncoding).toBe(true);
+    const blocked = setup(sync);
+    blocked.add('clip', 6, 'clip-a');
+    blocked.addText('text');
+    blocked.run();
+    expect(blocked.runner.steps).toEqual([]); // the encode stalls the whole batch
+    blocked.rows('clip');
+    blocked.run();
+    expect(blocked.final('clip')).toMatchObject({ finishReason: 'length' });
+    expect(blocked.final('text')).toMatchObject({ finishReason: 'length' });
+
+    const overlapped = setup();
+    overlapped.add('clip', 6, 'clip-b');
+    overlapped.addText('text');
+    overlapped.run();
+    expect(overlapped.final('text')).toMatchObject({ finishReason: 'length' }); // answered during the encode
+    expect(overlapped.final('clip')).toBeUndefined();
+  });
+
+  it('is refused on a stage other than the thinker', () => {
+    expect(() =>
+      configWith('tiny-omni.yaml', {
+        'max_num_batched_tokens: 600 # the Talker prefills a burst in groups too':
+          'max_num_batched_tokens: 600 # the Talker prefills a burst in groups too\n      sync_encoding: true',
+      }),
+    ).toThrow(/sync_encoding: only the thinker/);
   });
 });

@@ -1,0 +1,128 @@
+/**
+ * Seed 000's experiment on this machine (issue 44's goals): a burst of 32 chat completions sent at once through the
+ * HTTP front end, one of them a question about a 30-frame clip (15 s at 2 fps, 810 rows), the other 31 short text
+ * questions. Three arms, each `--rounds` bursts:
+ *   async   the config as it is: the clip decodes in main and encodes in the encoder pool while the Thinker prefills
+ *           the text requests (and the clip request's text before the clip);
+ *   sync    the same config with the Thinker's engine.sync_encoding: true (no Thinker step while any request's media
+ *           encodes: the encode on the Thinker's path, the baseline);
+ *   text    the async server with the clip request replaced by a short text question.
+ * Figures: the clip request's TTFT p50, async / sync (goal <= 0.5x); the 31 text requests' TTFT p50, async burst /
+ * text burst (goal <= 1.2x). Every request's prompt is its own (the round and index in it) and every round's clip
+ * has its own colours, so no cache serves a burst from an earlier one. TTFT is the client's, to the first streamed
+ * content.
+ *
+ *   npx tsx bench/video/burst.ts [--config configs/tiny-omni.yaml] [--rounds 3] [--requests 32]
+ */
+import { parseArgs } from 'node:util';
+import { parseDocument } from 'yaml';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { benchLogger } from '../benchLogger.ts';
+import { gitSha } from '../common.ts';
+import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
+import { benchClip, streamedTtft } from './secondQuestion.ts';
+
+type Arm = 'async' | 'sync' | 'text';
+
+const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** The config with the Thinker's engine.sync_encoding set. */
+function withSyncEncoding(text: string): string {
+  const doc = parseDocument(text);
+  const stages = (doc.toJS() as { stages: { kind: string }[] }).stages;
+  doc.setIn(['stages', stages.findIndex((s) => s.kind === 'thinker'), 'engine', 'sync_encoding'], true);
+  return doc.toString();
+}
+
+function textQuestion(round: number, i: number) {
+  return {
+    max_tokens: 2,
+    messages: [{ role: 'user', content: `Burst ${round}, question ${i}: name a colour and a city you like.` }],
+  };
+}
+
+function clipQuestion(clip: Buffer, round: number) {
+  const url = `data:video/mp4;base64,${clip.toString('base64')}`;
+  return {
+    max_tokens: 2,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: `Burst ${round}: what happens in this clip?` },
+          { type: 'video_url', video_url: { url } },
+        ],
+      },
+    ],
+  };
+}
+
+interface BurstResult {
+  readonly arm: Arm;
+  readonly clipTtftMs: number | null;
+  readonly textTtftP50Ms: number;
+}
+
+async function burst(baseUrl: string, arm: Arm, round: number, requests: number, clip: Buffer): Promise<BurstResult> {
+  const bodies = Array.from({ length: requests }, (_, i) =>
+    i === 0 && arm !== 'text' ? clipQuestion(clip, round) : textQuestion(round, i),
+  );
+  const ttfts = await Promise.all(bodies.map((b) => streamedTtft(baseUrl, b)));
+  return {
+    arm,
+    clipTtftMs: arm === 'text' ? null : Math.round(ttfts[0].ttftMs),
+    textTtftP50Ms: Math.round(median(ttfts.slice(1).map((t) => t.ttftMs))),
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      config: { type: 'string', default: 'configs/tiny-omni.yaml' },
+      rounds: { type: 'string', default: '3' },
+      requests: { type: 'string', default: '32' },
+    },
+  });
+  const rounds = Number(values.rounds);
+  const requests = Number(values.requests);
+  const log = benchLogger(process.stderr);
+  const config = await readBenchConfig(values.config);
+  const clips = await Promise.all(Array.from({ length: rounds + 1 }, (_, r) => benchClip(15, 15 + 35 * r)));
+  const results: BurstResult[] = [];
+  const runArms = async (text: string, arms: readonly Arm[]) => {
+    const server = await startInProcessServer(parseConfig(text, config.file), log);
+    try {
+      await burst(server.baseUrl, arms[0], -1, 4, clips[rounds]); // warm up: first spawns out of the figure
+      for (let r = 0; r < rounds; r++) {
+        for (const arm of arms) {
+          const result = await burst(server.baseUrl, arm, r, requests, clips[r]);
+          results.push(result);
+          console.error(JSON.stringify({ round: r, ...result }));
+        }
+      }
+    } finally {
+      await server.close();
+    }
+  };
+  await runArms(config.text, ['async', 'text']);
+  await runArms(withSyncEncoding(config.text), ['sync']);
+  const of = (arm: Arm) => results.filter((r) => r.arm === arm);
+  const clipP50 = (arm: Arm) => median(of(arm).map((r) => r.clipTtftMs!));
+  const textP50 = (arm: Arm) => median(of(arm).map((r) => r.textTtftP50Ms));
+  const summary = {
+    gitSha: gitSha(),
+    config: values.config,
+    requests,
+    rounds,
+    clip: '15 s 320x240 H.264 at fps 2: 30 frames, 810 rows',
+    clipTtftMs: { async: clipP50('async'), sync: clipP50('sync') },
+    clipAsyncOverSync: Number((clipP50('async') / clipP50('sync')).toFixed(3)),
+    textTtftP50Ms: { withClip: textP50('async'), withoutClip: textP50('text'), sync: textP50('sync') },
+    textWithOverWithout: Number((textP50('async') / textP50('text')).toFixed(3)),
+    goals: 'clip async <= 0.5x sync; text p50 with the clip <= 1.2x without',
+    bursts: results,
+  };
+  console.log(JSON.stringify(summary, null, 2));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
