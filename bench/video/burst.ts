@@ -59,19 +59,34 @@ function clipQuestion(clip: Buffer, round: number) {
 
 interface BurstResult {
   readonly arm: Arm;
+  /** null: a text burst, or the clip request failed. */
   readonly clipTtftMs: number | null;
-  readonly textTtftP50Ms: number;
+  readonly textTtftP50Ms: number | null;
+  readonly failed: number;
 }
 
 async function burst(baseUrl: string, arm: Arm, round: number, requests: number, clip: Buffer): Promise<BurstResult> {
   const bodies = Array.from({ length: requests }, (_, i) =>
     i === 0 && arm !== 'text' ? clipQuestion(clip, round) : textQuestion(round, i),
   );
-  const ttfts = await Promise.all(bodies.map((b) => streamedTtft(baseUrl, b)));
+  // A request that fails (a first-chunk deadline passed while the Thinker stalled) counts as failed, not as a time.
+  const ttfts = await Promise.all(
+    bodies.map((b) =>
+      streamedTtft(baseUrl, b).then(
+        (t) => t.ttftMs,
+        (err: Error) => err,
+      ),
+    ),
+  );
+  const failed = ttfts.filter((t) => t instanceof Error);
+  if (failed.length > 0) console.error(`${arm}: ${failed.length} failed, e.g. ${failed[0].message.slice(0, 200)}`);
+  const ms = (t: number | Error) => (t instanceof Error ? null : Math.round(t));
+  const texts = ttfts.slice(1).flatMap((t) => (t instanceof Error ? [] : [t]));
   return {
     arm,
-    clipTtftMs: arm === 'text' ? null : Math.round(ttfts[0].ttftMs),
-    textTtftP50Ms: Math.round(median(ttfts.slice(1).map((t) => t.ttftMs))),
+    clipTtftMs: arm === 'text' ? null : ms(ttfts[0]),
+    textTtftP50Ms: texts.length > 0 ? Math.round(median(texts)) : null,
+    failed: failed.length,
   };
 }
 
@@ -107,8 +122,10 @@ async function main(): Promise<void> {
   await runArms(config.text, ['async', 'text']);
   await runArms(withSyncEncoding(config.text), ['sync']);
   const of = (arm: Arm) => results.filter((r) => r.arm === arm);
-  const clipP50 = (arm: Arm) => median(of(arm).map((r) => r.clipTtftMs!));
-  const textP50 = (arm: Arm) => median(of(arm).map((r) => r.textTtftP50Ms));
+  const known = (xs: readonly (number | null)[]) => xs.filter((x): x is number => x !== null);
+  const clipP50 = (arm: Arm) => median(known(of(arm).map((r) => r.clipTtftMs)));
+  const textP50 = (arm: Arm) => median(known(of(arm).map((r) => r.textTtftP50Ms)));
+  const failed = (arm: Arm) => of(arm).reduce((n, r) => n + r.failed, 0);
   const summary = {
     gitSha: gitSha(),
     config: values.config,
@@ -119,6 +136,7 @@ async function main(): Promise<void> {
     clipAsyncOverSync: Number((clipP50('async') / clipP50('sync')).toFixed(3)),
     textTtftP50Ms: { withClip: textP50('async'), withoutClip: textP50('text'), sync: textP50('sync') },
     textWithOverWithout: Number((textP50('async') / textP50('text')).toFixed(3)),
+    failedRequests: { async: failed('async'), sync: failed('sync'), text: failed('text') },
     goals: 'clip async <= 0.5x sync; text p50 with the clip <= 1.2x without',
     bursts: results,
   };

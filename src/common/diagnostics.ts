@@ -46,6 +46,11 @@ export const channelNames = {
   encoderMedia: 'chorus:encoder:media',
   /** {channel, reason} per control message dropped by the guard (src/control/ControlGuard.ts). */
   controlDropped: 'chorus:control:dropped',
+  /**
+   * Media rows budgeted per Thinker instance (src/engine/MediaRowsBudget.ts): {event: 'held', instance, bytes} when
+   * an instance's held bytes change, {event: 'wait'} per request that waits for room, {event: 'refused'} per refusal.
+   */
+  mediaRows: 'chorus:media:rows',
 } as const;
 
 export const diagnostics = {
@@ -63,6 +68,7 @@ export const diagnostics = {
   ecLookup: channel(channelNames.ecLookup),
   encoderMedia: channel(channelNames.encoderMedia),
   controlDropped: channel(channelNames.controlDropped),
+  mediaRows: channel(channelNames.mediaRows),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

@@ -54,6 +54,9 @@ export const ErrorCodes = {
   VIDEO_TOO_LONG: 'CHORUS_ERR_VIDEO_TOO_LONG',
   VIDEO_TOO_LARGE: 'CHORUS_ERR_VIDEO_TOO_LARGE',
   VIDEO_DECODE_TIMEOUT: 'CHORUS_ERR_VIDEO_DECODE_TIMEOUT',
+  // A request's encoded media rows (numEmbeddings x the Thinker's width x 4 bytes) exceed the Thinker's budget for
+  // rows held (engine.media_rows_bytes) on their own: fewer frames or clips fit (src/engine/MediaRowsBudget.ts).
+  MEDIA_ROWS_BUDGET: 'CHORUS_ERR_MEDIA_ROWS_BUDGET',
   // Front end (src/server): a second response.create while one is active; response.cancel with none active;
   // a realtime client event type the server does not implement; an HTTP route that does not exist.
   RESPONSE_ACTIVE: 'CHORUS_ERR_RESPONSE_ACTIVE',

@@ -207,6 +207,11 @@ export interface EngineArgs {
    * during an encode; absent or false: encoding is asynchronous (text and other requests prefill meanwhile).
    */
   readonly syncEncoding?: boolean;
+  /**
+   * The Thinker only: bytes of encoded media rows an instance may hold for the requests admitted to it
+   * (src/engine/MediaRowsBudget.ts); over it a request waits for room, or is refused when its rows alone exceed it.
+   */
+  readonly mediaRowsBytes?: number;
   readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
   /** AR stages: the prefix cache (src/sched/PrefixCache.ts), beside the KV budget; null: off (or not an AR stage). */

@@ -13,7 +13,7 @@ import { resolveEcStore } from './ecStore.ts';
 import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
 import { defaults, parseByteSize } from './defaults.ts';
-import { resolvePrefillFirst, resolvePrefixCache, resolveSyncEncoding } from './prefixCache.ts';
+import { resolveMediaRowsBytes, resolvePrefillFirst, resolvePrefixCache, resolveSyncEncoding } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
 import { stageKinds } from '../../stages/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
@@ -201,6 +201,7 @@ function resolveStages(
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
         ...resolvePrefillFirst(index, s.engine?.prefill_first, stageKinds[s.kind].workerType, problems),
         ...resolveSyncEncoding(index, s.engine?.sync_encoding, s.kind, problems),
+        ...resolveMediaRowsBytes(index, s.engine?.media_rows_bytes, s.kind, problems),
         threads: s.engine?.threads ?? defaults.engine.threads,
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
         prefixCache: resolvePrefixCache(index, s.engine?.prefix_cache, stageKinds[s.kind].workerType, model, problems),

@@ -42,6 +42,24 @@ export function resolveSyncEncoding(
   return { syncEncoding: raw };
 }
 
+/** `engine.media_rows_bytes`: the Thinker's budget for encoded media rows held (MediaRowsBudget.ts); else refused. */
+export function resolveMediaRowsBytes(
+  index: number,
+  raw: string | number | undefined,
+  kind: string,
+  problems: Problems,
+): { mediaRowsBytes?: number } {
+  if (raw === undefined) return {};
+  if (kind !== 'thinker') {
+    problems.add(
+      ['stages', index, 'engine', 'media_rows_bytes'],
+      'only the thinker holds encoded media rows: remove the key (an encoder bounds its own by cache_bytes)',
+    );
+    return {};
+  }
+  return { mediaRowsBytes: parseByteSize(raw) };
+}
+
 export function resolvePrefixCache(
   index: number,
   raw: PrefixCacheYaml,

@@ -51,6 +51,8 @@ export const EngineYaml = Type.Object(
     prefill_first: optional(Type.Boolean()),
     // The Thinker: steps wait while any request's media encodes (a baseline for the bench, docs/video.md).
     sync_encoding: optional(Type.Boolean()),
+    // The Thinker: encoded media rows its requests may hold at once (docs/video.md "Memory").
+    media_rows_bytes: optional(ByteSize),
     threads: optional(int(1)),
     kv_cache_bytes: optional(ByteSize),
     prefix_cache: optional(

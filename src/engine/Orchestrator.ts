@@ -53,6 +53,7 @@ import { RequestRegistry } from './requests/RequestRegistry.ts';
 import { abortEncoders, tellStages } from './requests/tellStages.ts';
 import { commitReplay, commitRequest, handleOf } from './requests/commitRequest.ts';
 import { PendingAdmissions } from './requests/PendingAdmission.ts';
+import { MediaRowsBudget, mediaRowsBudgetOf } from './MediaRowsBudget.ts';
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -76,6 +77,8 @@ export class Orchestrator implements Engine {
   private readonly router: Router;
   /** Requests waiting for a restarting instance of a stage they need (PendingAdmission.ts). */
   private readonly pending: PendingAdmissions;
+  /** Encoded media rows held per Thinker instance, within engine.media_rows_bytes (MediaRowsBudget.ts). */
+  private readonly rows: MediaRowsBudget;
 
   private constructor(
     readonly graph: StageGraph,
@@ -90,6 +93,7 @@ export class Orchestrator implements Engine {
     this.router = new Router(graph.routing, this.pool.instances, (item) => ecEntryOf(this.ec, item));
     this.pool.on('ready', (view) => this.router.forget(view.instance));
     this.pending = new PendingAdmissions({ graph, health: () => this.pool.health(), log });
+    this.rows = mediaRowsBudgetOf(graph);
     this.pool.on('ready', () => this.pending.retry());
   }
 
@@ -127,8 +131,10 @@ export class Orchestrator implements Engine {
   generate(request: GenerateRequest): RequestHandle {
     const { requestId, prompt } = this.validate(request);
     const admit = () => {
+      this.rows.check(prompt, this.thinkerInstances());
       const { plan, route } = this.plan({ requestId, request, prompt });
       const record = this.commit(request, prompt, plan, route);
+      if (!record.stream.finished) this.rows.charge(requestId, plan.instances.get(this.graph.entryStageId)!, prompt);
       return handleOf(
         record,
         (reason) => this.cancel(requestId, reason),
@@ -176,6 +182,14 @@ export class Orchestrator implements Engine {
     return commitReplay({ adapter: this.adapter, pool: this.pool }, record, runId, planned);
   }
 
+  /** The Thinker's instances that are up: where a request's rows may go. */
+  private thinkerInstances(): string[] {
+    const views = [...this.pool.instances.values()];
+    return views
+      .filter((v) => v.spec.stageId === this.graph.entryStageId && v.status === 'ready')
+      .map((v) => v.instance);
+  }
+
   promptPositions(messages: readonly ChatMessage[]): number {
     return promptPositionsOf(messages, this.graph, this.promptContext);
   }
@@ -209,6 +223,7 @@ export class Orchestrator implements Engine {
     if (reason === 'cancelled' || reason === 'error') tellStages(this.pool, record, 'abort');
     else abortEncoders(this.pool, record);
     this.requests.release(record);
+    if (this.rows.release(record.requestId)) this.pending.retry(); // room for a request waiting for it
     const { requestId, startedAtMs, firstTextAtMs, firstAudioAtMs } = record.stream;
     diagnostics.requestEnd.publish({ requestId, reason, startedAtMs, firstTextAtMs, firstAudioAtMs });
   }

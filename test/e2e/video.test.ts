@@ -30,7 +30,7 @@ stages:
   - stage_id: thinker
     kind: thinker
     model: {}
-    engine: { max_num_seqs: 4 }
+    engine: { max_num_seqs: 4, media_rows_bytes: 300KiB }
     inputs: [{ from: image-encoder, connector: shm }]
     final_output: true
     final_output_type: text
@@ -151,6 +151,16 @@ describe('video input', () => {
     expect((await cached(about('What colour is it?', 1.5))).cached).toBeGreaterThanOrEqual(160);
     // The same file at another rate is another clip: only the template before it could match (no whole block).
     expect((await cached(about('What colour is it?', 0.5))).cached).toBeLessThan(16);
+  });
+
+  it("refuses a clip whose rows alone exceed the Thinker's media_rows_bytes; /metrics counts it", async () => {
+    const over = await post(ask(videoPart(videoDataUrl(clip)), { fps: 4 })); // 16 frames: 8 x 54 rows of 1 KiB
+    expect(over.status).toBe(400);
+    expect(over.json.error.code).toBe(ErrorCodes.MEDIA_ROWS_BUDGET);
+    expect(over.json.error.message).toMatch(/442368 bytes .*\(video\) 432 rows.*at most 307200 .*fps or max_frames/);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/^chorus_media_rows_refusals_total [1-9]/m);
+    expect(metrics).toMatch(/^chorus_media_rows_held_bytes\{stage="thinker#0"\} \d+$/m); // charged and released
   });
 
   it('refuses mm_processor_kwargs it cannot honour, by name', async () => {

@@ -14,6 +14,8 @@ import type { StageGraph } from '../../common/graph.ts';
 import type { Logger } from '../../common/log.ts';
 import { routedStages } from '../admission/planAdmission.ts';
 import type { PreparedPrompt } from '../mediaPrompt.ts';
+import { RowsWait } from '../MediaRowsBudget.ts';
+import { diagnostics } from '../../common/diagnostics.ts';
 
 /**
  * What a request over `stageIds` would wait for, from /health's view of the pool: the stages with no ready instance
@@ -132,7 +134,7 @@ export class PendingAdmission {
     if (this.#real || this.#done) return;
     const { prompt } = this.o;
     const usage = {
-      promptTokens: prompt.text + prompt.audio + prompt.image,
+      promptTokens: prompt.text + prompt.audio + prompt.image + prompt.video,
       promptTokenDetails: prompt,
       completionTokens: 0,
       audioFrames: 0,
@@ -177,6 +179,7 @@ export class PendingAdmissions {
     prompt: PreparedPrompt,
     admit: () => RequestHandle,
   ): RequestHandle {
+    if (err instanceof RowsWait) return this.#waitForRows(err, requestId, prompt, admit);
     if (!(err instanceof ChorusError) || err.code !== ErrorCodes.OVERLOADED) throw err;
     const needs = routedStages(this.o.graph, request, prompt).map((s) => s.stageId);
     const wait = restartWait(needs, this.o.health());
@@ -198,7 +201,27 @@ export class PendingAdmissions {
     return pending.handle;
   }
 
-  /** An instance is READY: each waiting request tries again, once the pool has filed it (a remote one joins after). */
+  /** No Thinker instance has room for the request's media rows now: it waits for a release (retry()). */
+  #waitForRows(err: RowsWait, requestId: string, prompt: PreparedPrompt, admit: () => RequestHandle): RequestHandle {
+    const { chunkTimeoutMs } = this.o.graph.chunkPolicy;
+    const pending: PendingAdmission = new PendingAdmission({
+      requestId,
+      prompt: promptTokensOf(prompt),
+      deadlineMs: Date.now() + chunkTimeoutMs,
+      waitingFor: `room for its media rows (${err.bytes} bytes; engine.media_rows_bytes ${err.budgetBytes})`,
+      admit,
+      settled: () => this.#waiting.delete(pending),
+    });
+    this.#waiting.add(pending);
+    diagnostics.mediaRows.publish({ event: 'wait' });
+    this.o.log.info({ requestId, bytes: err.bytes }, 'request waits for room for its media rows');
+    return pending.handle;
+  }
+
+  /**
+   * An instance is READY, or media rows were released: each waiting request tries again, once the pool has filed it
+   * (a remote one joins after).
+   */
   retry(): void {
     queueMicrotask(() => [...this.#waiting].forEach((p) => p.retry()));
   }

@@ -90,6 +90,26 @@ export function engineMetricsIn(metricsRegistry: Registry) {
       labelNames: ['stage'] as const,
       registers: [metricsRegistry],
     }),
+    mediaRowsHeldBytes: new Gauge({
+      name: 'chorus_media_rows_held_bytes',
+      help:
+        "Encoded media rows counted against a Thinker instance's engine.media_rows_bytes: the rows of the requests " +
+        'admitted to it, from their encode being planned until they end.',
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
+    mediaRowsWaits: new Counter({
+      name: 'chorus_media_rows_waits_total',
+      help: 'Requests that waited for room for their media rows (engine.media_rows_bytes) before admission.',
+      registers: [metricsRegistry],
+    }),
+    mediaRowsRefusals: new Counter({
+      name: 'chorus_media_rows_refusals_total',
+      help:
+        'Requests refused because their media rows alone exceed engine.media_rows_bytes ' +
+        '(CHORUS_ERR_MEDIA_ROWS_BUDGET).',
+      registers: [metricsRegistry],
+    }),
     ecHits: new Counter({
       name: 'chorus_ec_hits_total',
       help:

@@ -276,6 +276,13 @@ export function bridgeEngineDiagnostics(): void {
     if (typeof channel === 'string' && typeof reason === 'string')
       engineMetrics.controlMessagesDropped.inc({ channel, reason });
   });
+  subscribe(channelNames.mediaRows, (message) => {
+    const { event, instance, bytes } = message as Record<string, unknown>;
+    if (event === 'wait') engineMetrics.mediaRowsWaits.inc();
+    else if (event === 'refused') engineMetrics.mediaRowsRefusals.inc();
+    else if (event === 'held' && typeof instance === 'string' && isMetricNumber(bytes))
+      engineMetrics.mediaRowsHeldBytes.set({ stage: instance }, bytes);
+  });
   subscribe(channelNames.ttfpTarget, (message) => {
     engineMetrics.ttfpTargets.inc({ result: (message as { met?: unknown }).met === true ? 'met' : 'missed' });
   });
