@@ -17,7 +17,7 @@ import {
   type UpstreamSource,
 } from '../worker/messages.ts';
 import { diagnostics } from '../common/diagnostics.ts';
-import { blockKeyOf } from './ec/ecPlan.ts';
+import { blockKeyOf } from './blockKey.ts';
 import type { MediaBody } from '../common/payloads.ts';
 import type { MediaItem, PreparedPrompt } from './mediaPrompt.ts';
 

@@ -109,7 +109,7 @@ export interface ThinkerMediaItem {
   /** With an EC store (ec_store:): how this item relates to it. */
   readonly ec?: EcItemPlan;
   /**
-   * A video's block key (src/engine/ec/ecPlan.ts blockKeyOf): the prefix cache names its positions by it and their
+   * A video's block key (src/engine/blockKey.ts): the prefix cache names its positions by it and their
    * offset, not by its rows (src/sched/blockNames.ts writeMediaKey).
    */
   readonly blockKey?: string;

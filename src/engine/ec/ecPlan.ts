@@ -1,8 +1,5 @@
 /** A request's media items as the EC store sees them: looked up by the hash of their bytes as received. */
-import { createHash } from 'node:crypto';
 import type { MediaModality } from '../../common/graph.ts';
-import { modalities } from '../../media/modalities/index.ts';
-import { modelRoot } from '../../sched/blockNames.ts';
 import { bytesKeyOf, saltedBytesKey } from '../../media/mediaKey.ts';
 import type { EcItemPlan } from '../../worker/messages.ts';
 import { mediaBodyOf } from '../MediaRoutes.ts';
@@ -24,20 +21,6 @@ function bytesKeyOfItem(item: MediaItem): string {
     bytesKeys.set(item, (key = saltedBytesKey(bytesKey, item.cacheSalt)));
   }
   return key;
-}
-
-/**
- * The block key of an item whose modality names its prefix-cache blocks by key (a video), else undefined: a hash of
- * its bytes key (source, sampling, cache partition) with its encoder stage's model and settings, which decide its
- * rows; the Thinker's prefix cache and main's KV index name its positions by it and their offset.
- */
-export function blockKeyOf(item: MediaItem): string | undefined {
-  if (!modalities[item.modality].keyedBlocks) return undefined;
-  const { model, encoder } = item.encoder;
-  return createHash('sha256')
-    .update(JSON.stringify(['blocks', bytesKeyOfItem(item), modelRoot(model), encoder ?? null]))
-    .digest('base64url')
-    .slice(0, 22);
 }
 
 /** Each item's store query. */

@@ -16,7 +16,7 @@ import { descriptorOf } from '../../../stages/registry.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot, type KeyedSpan } from '../../sched/blockNames.ts';
-import { blockKeyOf } from '../ec/ecPlan.ts';
+import { blockKeyOf } from '../blockKey.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import { LiveCost, type LiveSample } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
