@@ -16,7 +16,7 @@
  */
 import { parseArgs } from 'node:util';
 import { parseDocument } from 'yaml';
-import { parseConfig } from '../../src/config/loadConfig.ts';
+import { parseConfig } from '../../src/index.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha } from '../common.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';

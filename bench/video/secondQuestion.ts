@@ -12,8 +12,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
 import { benchLogger } from '../benchLogger.ts';
-import { FFMPEG_PATH } from '../../src/media/video/decodeVideo.ts';
 import { gitSha } from '../common.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 
@@ -27,7 +27,7 @@ export async function benchClip(seconds: number, hue: number): Promise<Buffer> {
     const src = `testsrc2=size=320x240:rate=10:duration=${seconds}`;
     const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', '-f', 'lavfi', '-i', src];
     args.push('-vf', `hue=h=${hue}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', out);
-    await run(FFMPEG_PATH, args);
+    await run(ffmpegInstaller.path, args); // the decoder Chorus runs, the same static build
     return await readFile(out);
   } finally {
     await rm(dir, { recursive: true, force: true });
