@@ -3,8 +3,9 @@
  * tokens. A turn adds the user's message (conversation.item.create), waits for the server to hold it, then asks for
  * the answer in the conversation (response.create) and waits for its response.done. It records what the checks
  * need and nothing more (no transcript, no audio: the soak's own memory stays flat over hundreds of turns):
- * outcome, TTFP, and the items the server dropped for this answer (conversation.item.deleted before its
- * response.created, docs/conversations.md), so the turns right after a truncation can be told apart.
+ * outcome, TTFP, and the items the server dropped for this answer (conversation.item.deleted after the last
+ * answer's response.done and before this one's response.created, docs/conversations.md), so the turns right after a
+ * truncation can be told apart.
  */
 import { WebSocket } from 'ws';
 import type { RealtimeEvent } from '../ttfp/clients/realtimeEvents.ts';
@@ -96,10 +97,12 @@ export class SoakConversation {
       event_id: itemEventId,
       item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
     });
-    const held = await this.#until(
-      deadlineMs,
-      (e) => (e.type === 'conversation.item.done' && e.item?.role === 'user') || isErrorFor(e, itemEventId),
-    );
+    // Deletions sent since the last answer's response.done are this answer's truncation too: the server makes the
+    // next turn's truncation between turns when it can (src/server/realtime/TruncationAhead.ts).
+    const held = await this.#until(deadlineMs, (e) => {
+      if (e.type === 'conversation.item.deleted') deletedItems++;
+      return (e.type === 'conversation.item.done' && e.item?.role === 'user') || isErrorFor(e, itemEventId);
+    });
     if (typeof held === 'string') return end(held, null);
     if (held.e.type === 'error') return end('refused', held.e.error?.code ?? null);
 

@@ -61,6 +61,8 @@ export interface ResponseStreamContext {
   readonly maxStreamBufferBytes: number;
   /** The response failed because its client stopped reading: the engine holds nothing of it any more. */
   readonly onStalled?: () => void;
+  /** Called once, when the first audio has been handed to the socket. */
+  readonly onFirstAudio?: () => void;
   /** Called once, when response.done has been handed to the socket (or the socket is gone). */
   readonly onFinished: (stream: ResponseStream) => void;
 }
@@ -237,11 +239,16 @@ export class ResponseStream {
         delta: pcm16ToBase64(event.pcm),
       };
       // TTFP counts when the first audio is handed to the socket, not when the engine produced it.
-      writer.send(delta, this.#firstAudioQueued ? undefined : (atMs) => this.#meter.audio(atMs));
+      writer.send(delta, this.#firstAudioQueued ? undefined : (atMs) => this.#firstAudio(atMs));
       this.#firstAudioQueued = true;
     } else {
       this.#finish(event.finishReason, event.usage, event.error, event.warnings);
     }
+  }
+
+  #firstAudio(handedAtMs: number): void {
+    this.#meter.audio(handedAtMs);
+    this.#ctx.onFirstAudio?.();
   }
 
   #finish(

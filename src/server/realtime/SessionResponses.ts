@@ -27,6 +27,8 @@ import { ResponseStream } from './ResponseStream.ts';
 import { newId, type SessionState } from './serverEvents.ts';
 import type { SocketWriter } from './SocketWriter.ts';
 import { SpokenItems } from './SpokenItems.ts';
+import { TruncationAhead } from './TruncationAhead.ts';
+import type { PrefillSlots } from '../../voice/index.ts';
 
 /** What the responses need of the server (RealtimeSession's SessionContext adds the session-wide rest). */
 export interface ResponseContext {
@@ -40,6 +42,8 @@ export interface ResponseContext {
   /** Admission into the engine: a response.create takes a slot or is refused (CHORUS_ERR_RATE_LIMITED). */
   readonly queue: RequestQueue;
   readonly log: FastifyBaseLogger;
+  /** Prefills in flight across the server (voice prefills, truncation warm-ups): work that only saves time. */
+  readonly prefills: PrefillSlots;
 }
 
 /** The session's parts the responses read and write; all owned by RealtimeSession. */
@@ -66,11 +70,14 @@ export class SessionResponses {
   readonly #played = new Map<string, number>();
   /** Counts prompt positions for truncation, for the engine's graph now (null: the engine cannot count). */
   #positions: PromptPositions | null = null;
+  /** The next turn's truncation, made between turns with its prompt warmed in the caches (TruncationAhead). */
+  readonly #ahead: TruncationAhead;
   #closed = false;
 
   constructor(ctx: ResponseContext, session: ResponseSessionParts) {
     this.#ctx = ctx;
     this.#session = session;
+    this.#ahead = new TruncationAhead(ctx.engine, ctx.prefills, ctx.log, session.sessionId);
   }
 
   /** The response running (or finished with its response.done not yet out), if any. */
@@ -151,6 +158,7 @@ export class SessionResponses {
         ErrorCodes.RESPONSE_ACTIVE,
       );
     }
+    this.#ahead.stop(); // what the warm-up computed stays in the caches for this turn
     this.settlePlayback();
     const r = event.response ?? {};
     const { state, conversation, writer } = this.#session;
@@ -223,6 +231,7 @@ export class SessionResponses {
       // Its client stopped reading and its request is gone from the engine: the admission slot goes now, not when
       // the client reads the response.done (if it ever does), so stalled clients cannot hold every slot.
       onStalled: releaseSlot,
+      onFirstAudio: inConversation ? () => this.#ahead.plan(this.#planContext()) : undefined,
       state: {
         id: responseId,
         conversationId: inConversation ? this.#conversationId : null,
@@ -241,6 +250,9 @@ export class SessionResponses {
         releaseSlot();
         const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
         if (inConversation) conversation.setText(itemId, text, audio);
+        // The items the next turn's truncation would drop go now, while nothing waits for them (TruncationAhead).
+        const dropAhead = this.#ahead.takeDrop();
+        if (inConversation && !this.#closed) this.#forget(dropAhead);
         if (this.#active === s) this.#active = null;
         if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
       },
@@ -368,6 +380,7 @@ export class SessionResponses {
   /** The socket closed: the running response is cancelled and the held one dropped; nothing starts after this. */
   close(): void {
     this.#closed = true;
+    this.#ahead.stop();
     this.#active?.cancel();
     // A response that had finished but whose response.done was still queued: its slot and its text go now.
     this.#active?.abandon();
