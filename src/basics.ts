@@ -7,7 +7,7 @@
  * bench/ imports the package through these two files only (test/helpers/importGraph.ts).
  */
 
-// Errors (stable CHORUS_ERR_* codes) and the config's shapes and constants.
+// Errors (stable CHORUS_ERR_* codes), the logger, the config's shapes and constants, where models are cached.
 export {
   GREEDY_SAMPLING,
   type RoutingPolicy,
@@ -17,13 +17,18 @@ export {
   type StageSpec,
 } from './common/graph.ts';
 export { ChorusError, ErrorCodes } from './common/errors.ts';
+export { logger, type Logger } from './common/log.ts';
+export { repoRoot, userCacheDir } from './config/paths.ts';
+
+// The command line: what a bad flag does (exit 2 with the usage), as every `chorus` command reports it.
+export { intFlag, UsageError } from './common/cliArgs.ts';
 
 // Observing a deployment: diagnostics channels' names, trace context, a process tree's CPU, a step trace's record,
 // an encoder stage's stats in its READY, how long the VAD keeps listening after speech, a Redis URL without secrets.
 export { channelNames } from './common/diagnostics.ts';
 export { contextFromTraceparent } from './tracing/traceContext.ts';
 export { CLOCK_TICKS_PER_SECOND, cpuMsOf, cpuTicksOf } from './engine/processCpu.ts';
-export type { StepRecord } from './worker/StepTrace.ts';
+export { STEP_TRACE_ENV, type StepRecord } from './worker/StepTrace.ts';
 export { encoderStatsOf } from '../stages/encoder/protocol.ts';
 export { COMMIT_TAIL_MS } from './voice/TurnDetector.ts';
 export { redactUrl } from '../transport/redis/redisLink.ts';

@@ -13,8 +13,6 @@ export * from './basics.ts';
 // Configuration: load and validate a YAML (every problem at once, by path), the defaults, where models are cached.
 export { defaultConfigPath, loadConfig, parseConfig } from './config/loadConfig.ts';
 export { defaults } from './config/defaults.ts';
-export { repoRoot, userCacheDir } from './config/paths.ts';
-export { logger, type Logger } from './common/log.ts';
 
 // The engine: start the stages of a graph and generate (Orchestrator implements Engine).
 export { Orchestrator } from './engine/Orchestrator.ts';

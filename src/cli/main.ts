@@ -3,7 +3,7 @@
  * so `chorus config check` never pays for onnxruntime or fastify.
  */
 import { ChorusError } from '../common/errors.ts';
-import { isUsageError, wantsHelp } from './cliArgs.ts';
+import { isUsageError, wantsHelp } from '../common/cliArgs.ts';
 
 /** A command module: its usage text and its entry point. */
 interface Command {

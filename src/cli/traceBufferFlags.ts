@@ -6,7 +6,7 @@
 import { TraceBuffer } from '../tracing/TraceBuffer.ts';
 import { startTraceSink, type TraceSink } from '../tracing/traceSink.ts';
 import { TRACE_SINK_URL_ENV, tracingConfigured } from '../tracing/tracing.ts';
-import { UsageError } from './cliArgs.ts';
+import { UsageError } from '../common/cliArgs.ts';
 
 /**
  * 16 MiB. A span takes ~350 bytes (measured: an 8-token spoken answer, 19 spans, 6.6 kB), a 100-token answer's 61

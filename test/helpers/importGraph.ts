@@ -81,6 +81,8 @@ export const CHORUS_WALLS: readonly Wall[] = [
   { from: 'bench', to: 'src', through: ['src/index.ts', 'src/basics.ts'] },
   { from: 'bench', to: 'stages', through: [] },
   { from: 'bench', to: 'transport', through: [] },
+  // The CLI's bench and soak commands are doors: the bench's own command modules parse their flags and run them.
+  { from: 'src/cli', to: 'bench', through: ['bench/cli/bench.ts', 'bench/cli/soak.ts'] },
 ];
 
 export interface ImportEdge {

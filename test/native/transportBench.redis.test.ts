@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTransportTable } from '../../bench/transport/formatTransportTable.ts';
 import { runTransportBench, type TransportBenchOptions } from '../../bench/transport/runTransportBench.ts';
-import { isUsageError } from '../../src/cli/cliArgs.ts';
+import { isUsageError } from '../../src/common/cliArgs.ts';
 import { run as benchCommand } from '../../src/cli/commands/bench.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 

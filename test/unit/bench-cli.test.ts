@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/commands/bench.ts';
-import { isUsageError } from '../../src/cli/cliArgs.ts';
+import { isUsageError } from '../../src/common/cliArgs.ts';
 
 async function failure(argv: string[]): Promise<Error> {
   try {

@@ -14,7 +14,7 @@ import {
   type VoiceTurnsResult,
 } from '../../bench/voice/conversations/voiceTurnsResult.ts';
 import type { TurnTrace } from '../../bench/voice/protocol.ts';
-import { isUsageError } from '../../src/cli/cliArgs.ts';
+import { isUsageError } from '../../src/common/cliArgs.ts';
 import { run } from '../../src/cli/commands/bench.ts';
 
 /**

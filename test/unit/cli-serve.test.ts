@@ -4,7 +4,7 @@
  * before the config is read or any stage starts.
  */
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/cli/cliArgs.ts';
+import { UsageError } from '../../src/common/cliArgs.ts';
 import { run, usage } from '../../src/cli/commands/serve.ts';
 
 describe('chorus serve --client-stall-timeout', () => {

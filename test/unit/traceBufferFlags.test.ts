@@ -1,6 +1,6 @@
 /** `chorus serve --trace-buffer`: what it sets up, and the combinations it refuses instead of ignoring. */
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/cli/cliArgs.ts';
+import { UsageError } from '../../src/common/cliArgs.ts';
 import { DEFAULT_TRACE_BUFFER_BYTES, traceBufferFromFlags } from '../../src/cli/traceBufferFlags.ts';
 import { TRACE_SINK_TOKEN_ENV, TRACE_SINK_URL_ENV, tracingConfigured } from '../../src/tracing/tracing.ts';
 

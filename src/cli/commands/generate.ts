@@ -10,7 +10,7 @@ import { Orchestrator } from '../../engine/Orchestrator.ts';
 import type { OutputModality, OutputEvent } from '../../common/engine.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../server/pcm.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
-import { intFlag, UsageError } from '../cliArgs.ts';
+import { intFlag, UsageError } from '../../common/cliArgs.ts';
 
 export const usage = `usage: chorus generate --prompt TEXT [--config FILE] [--out answer.wav] [--seed N]
                        [--max-tokens N] [--ignore-eos] [--text-only] [--json]

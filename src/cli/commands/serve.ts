@@ -19,7 +19,7 @@ import { drainServer, startServer } from '../../server/app.ts';
 import { logger } from '../../common/log.ts';
 import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
-import { intFlag, UsageError } from '../cliArgs.ts';
+import { intFlag, UsageError } from '../../common/cliArgs.ts';
 import { processTracing } from '../../tracing/tracing.ts';
 import { traceBufferFromFlags } from '../traceBufferFlags.ts';
 

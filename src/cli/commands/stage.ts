@@ -12,7 +12,7 @@ import { logger } from '../../common/log.ts';
 import { controlPlaneOf, joinDeployment } from '../../control/ControlPlane.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import { runStageProcess } from '../../worker/stageMain.ts';
-import { intFlag, UsageError } from '../cliArgs.ts';
+import { intFlag, UsageError } from '../../common/cliArgs.ts';
 
 export const usage = `usage: chorus stage --config FILE --stage ID [--name NAME] [--redis URL] [--drain-timeout S]
 

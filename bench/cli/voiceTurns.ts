@@ -5,11 +5,9 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultConfigPath } from '../../config/loadConfig.ts';
-import { repoRoot } from '../../config/paths.ts';
-import { logger } from '../../common/log.ts';
-import { intFlag, UsageError } from '../cliArgs.ts';
-import type { VoiceTurnDetail } from '../../../bench/voice/conversations/writeVoiceTurnsResults.ts';
+import { defaultConfigPath } from '../../src/index.ts';
+import { repoRoot, logger, intFlag, UsageError } from '../../src/basics.ts';
+import type { VoiceTurnDetail } from '../voice/conversations/writeVoiceTurnsResults.ts';
 
 export const voiceTurnsUsage = `  chorus bench --voice --turns N [--config FILE | --url URL [--api-key KEY]]
                        [--concurrency 1,4] [--num-prompts CONVERSATIONS] [--output-len 100] [--silence-ms 500]
@@ -106,10 +104,9 @@ export async function runVoiceTurnsCommand(argv: string[]): Promise<number> {
     log: logger.child({ component: 'bench' }),
     command: `chorus bench ${argv.join(' ')}`.trim(),
   };
-  const { runVoiceTurnsBench } = await import('../../../bench/voice/conversations/runVoiceTurnsBench.ts');
-  const { formatVoiceTurnsText } = await import('../../../bench/voice/conversations/formatVoiceTurns.ts');
-  const { voiceTurnDetails, writeVoiceTurnsResults } =
-    await import('../../../bench/voice/conversations/writeVoiceTurnsResults.ts');
+  const { runVoiceTurnsBench } = await import('../voice/conversations/runVoiceTurnsBench.ts');
+  const { formatVoiceTurnsText } = await import('../voice/conversations/formatVoiceTurns.ts');
+  const { voiceTurnDetails, writeVoiceTurnsResults } = await import('../voice/conversations/writeVoiceTurnsResults.ts');
   const details: VoiceTurnDetail[] = [];
   const result = await runVoiceTurnsBench({
     ...options,

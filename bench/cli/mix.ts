@@ -5,10 +5,7 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { RoutingPolicy } from '../../common/graph.ts';
-import { logger } from '../../common/log.ts';
-import { repoRoot } from '../../config/paths.ts';
-import { UsageError } from '../cliArgs.ts';
+import { logger, repoRoot, UsageError, type RoutingPolicy } from '../../src/basics.ts';
 
 const ROUTERS: readonly RoutingPolicy[] = ['ttft', 'least_loaded', 'round_robin'];
 
@@ -48,9 +45,9 @@ export async function runMixCommand(argv: string[]): Promise<number> {
   } catch (err) {
     throw new UsageError((err as Error).message, { cause: err });
   }
-  const { parseMix } = await import('../../../bench/epd/mixWorkload.ts');
-  const { runMixBench } = await import('../../../bench/epd/runMixBench.ts');
-  const { formatMix, mixGoals, writeMixResults } = await import('../../../bench/epd/formatMix.ts');
+  const { parseMix } = await import('../epd/mixWorkload.ts');
+  const { runMixBench } = await import('../epd/runMixBench.ts');
+  const { formatMix, mixGoals, writeMixResults } = await import('../epd/formatMix.ts');
   let mix;
   try {
     mix = parseMix(v.mix ?? '');

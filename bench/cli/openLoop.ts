@@ -4,10 +4,9 @@
  * expected to produce, so only failures of another kind exit 1.
  */
 import path from 'node:path';
-import { repoRoot } from '../../config/paths.ts';
-import { UsageError } from '../cliArgs.ts';
-import type { OpenLoopBenchOptions } from '../../../bench/ttfp/openLoop/runOpenLoopBench.ts';
-import type { CapacityOptions } from '../../../bench/ttfp/openLoop/capacitySearch.ts';
+import { repoRoot, UsageError } from '../../src/basics.ts';
+import type { OpenLoopBenchOptions } from '../ttfp/openLoop/runOpenLoopBench.ts';
+import type { CapacityOptions } from '../ttfp/openLoop/capacitySearch.ts';
 
 export const openLoopUsage = `  chorus bench --request-rate R1,R2,... [--burstiness 1] [--duration 20 | --num-prompts N]
                [--slo-ttfp-ms MS] [--config FILE | --url URL [--sync-url URL] [--api-key KEY]]
@@ -151,10 +150,10 @@ export async function runOpenLoopCommand(
     readonly findCapacity?: CapacityOptions;
   },
 ): Promise<number> {
-  const { runOpenLoopBench } = await import('../../../bench/ttfp/openLoop/runOpenLoopBench.ts');
-  const { runCapacityBench } = await import('../../../bench/ttfp/openLoop/capacityBench.ts');
-  const { formatOpenLoopText } = await import('../../../bench/ttfp/openLoop/formatOpenLoop.ts');
-  const { writeOpenLoopResults } = await import('../../../bench/ttfp/openLoop/writeOpenLoopResults.ts');
+  const { runOpenLoopBench } = await import('../ttfp/openLoop/runOpenLoopBench.ts');
+  const { runCapacityBench } = await import('../ttfp/openLoop/capacityBench.ts');
+  const { formatOpenLoopText } = await import('../ttfp/openLoop/formatOpenLoop.ts');
+  const { writeOpenLoopResults } = await import('../ttfp/openLoop/writeOpenLoopResults.ts');
   const result = o.findCapacity ? await runCapacityBench(o, o.findCapacity) : await runOpenLoopBench(o);
   const out = path.resolve(
     o.out ?? path.join(repoRoot(), 'bench', 'results', `rate-${result.started_at.replace(/[:.]/g, '-')}`),

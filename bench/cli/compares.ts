@@ -3,7 +3,7 @@
  * need both servers started by the bench refused with --url, and --compare-tracing only where it is measured (the
  * closed-loop TTFP bench).
  */
-import { UsageError } from '../cliArgs.ts';
+import { UsageError } from '../../src/basics.ts';
 
 export interface CompareFlags {
   readonly url?: string;

@@ -4,9 +4,9 @@
  * requests do in the TTFP bench.
  */
 import path from 'node:path';
-import { repoRoot } from '../../config/paths.ts';
-import type { TurnsBenchOptions } from '../../../bench/ttfp/turns/runTurnsBench.ts';
-import type { TurnDetail } from '../../../bench/ttfp/turns/writeTurnsResults.ts';
+import { repoRoot } from '../../src/basics.ts';
+import type { TurnsBenchOptions } from '../ttfp/turns/runTurnsBench.ts';
+import type { TurnDetail } from '../ttfp/turns/writeTurnsResults.ts';
 
 export const turnsUsage = `  chorus bench --turns N [--config FILE | --url URL [--api-key KEY]]
                [--protocol realtime|chat] [--concurrency 1,4] [--num-prompts CONVERSATIONS] [--input-len 40]
@@ -19,9 +19,9 @@ export const turnsUsage = `  chorus bench --turns N [--config FILE | --url URL [
 export async function runTurnsCommand(
   o: Omit<TurnsBenchOptions, 'onRun'> & { readonly out: string | undefined; readonly json: boolean },
 ): Promise<number> {
-  const { runTurnsBench } = await import('../../../bench/ttfp/turns/runTurnsBench.ts');
-  const { formatTurnsText } = await import('../../../bench/ttfp/turns/formatTurns.ts');
-  const { turnDetails, writeTurnsResults } = await import('../../../bench/ttfp/turns/writeTurnsResults.ts');
+  const { runTurnsBench } = await import('../ttfp/turns/runTurnsBench.ts');
+  const { formatTurnsText } = await import('../ttfp/turns/formatTurns.ts');
+  const { turnDetails, writeTurnsResults } = await import('../ttfp/turns/writeTurnsResults.ts');
   const details: TurnDetail[] = [];
   const result = await runTurnsBench({ ...o, onRun: (run, traces) => details.push(...turnDetails(run, traces)) });
   const out = path.resolve(

@@ -1,0 +1,404 @@
+/**
+ * `chorus bench`            TTFP, TTFT, TPOT, ITL, E2E, RTF and underruns across concurrency (bench/ttfp)
+ * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
+ * `chorus bench transport`  the connector microbench: shm ring vs file-per-chunk vs process.send vs redis
+ *                           (bench/transport)
+ * `chorus bench --turns N`  conversations of N turns: TTFT, TTFP and cached tokens by turn index (bench/ttfp/turns)
+ * `chorus bench --voice`    spoken turns (server VAD) against the same sentences typed: TTFP from the end of speech
+ *                           (bench/voice)
+ *
+ * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
+ * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { defaultConfigPath, loadConfig } from '../../src/index.ts';
+import { repoRoot, UsageError, logger, STEP_TRACE_ENV, type RoutingPolicy } from '../../src/basics.ts';
+import { checkCompareFlags, checkTargetFlags } from './compares.ts';
+import { mixUsage, runMixCommand } from './mix.ts';
+import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './openLoop.ts';
+import { runTurnsCommand, turnsUsage } from './turns.ts';
+import { runVoiceTurnsCommand, voiceTurnsUsage } from './voiceTurns.ts';
+import type { Protocol } from '../ttfp/clients/BenchClient.ts';
+import { benchLogger } from '../benchLogger.ts';
+
+/** The run options the TTFP bench and the voice bench share. */
+const RUN_OPTIONS = {
+  out: { type: 'string' },
+  warmup: { type: 'string' },
+  seed: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'skip-limit': { type: 'boolean', default: false },
+  'limit-repeats': { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const;
+
+export const usage = `usage:
+  chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
+               [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
+               [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
+                | --compare-routing POLICY | --compare-tracing] [--redis-url URL] [--out DIR]
+               [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
+               [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
+               [--goals] [--json]
+${openLoopUsage.trimEnd()}
+${turnsUsage.trimEnd()}
+  chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
+                       [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
+                       [--skip-limit] [--limit-repeats 20] [--goals] [--json]
+${voiceTurnsUsage.trimEnd()}
+${mixUsage.trimEnd()}
+  chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
+                     [--initial-chunk-frames N] [--json]
+  chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256]
+                         [--transports shm,file,ipc,redis] [--redis-url URL] [--json]
+
+--config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
+--compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
+reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
+(underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
+with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
+routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
+instances to choose from, e.g. replicas: 2); --compare-tracing runs it traced (every span to a local OTLP sink) and
+not (docs/tracing.md). Two servers compared run at once, each concurrency's prompts in halves A B B A, so that the
+machine's drift falls on both alike (remote stages: one after the other). --url measures a running server.
+--ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
+${openLoopHelp}\
+--trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a
+request's first packet waited, from those files and requests.json).
+A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
+min_replicas \`chorus stage\` processes per remote stage and waits for them to join, over --redis-url (or
+CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
+Results go to DIR (default bench/results/run-<time>): results.json, results.md (the wide tables), plot.svg, and
+requests.json (every request's metrics and audio arrivals, for tracing a slow first packet or a stall); the terminal
+gets a summary per run. --goals adds the development goals of bench/README.md, met or not, to both reports.
+--turns N: conversations of N turns instead of single prompts (bench/TURNS.md): over realtime one session per
+conversation (conversation.item.create, then response.create in the conversation), over chat the history resent
+with the answers' text. Each user message is --input-len tokens (default 40), each answer --output-len tokens
+(--max-tokens is the same flag) with ignore_eos. --num-prompts is the conversations per concurrency (default twice
+the concurrency, so each half of an A B B A comparison keeps that many in flight). Prints TTFT and TTFP (p50), input
+and cached tokens, failed turns and turn k over turn 1 by turn index; with --compare-prefix-cache (or
+--compare-config, --compare-sync) both configs side by side and their ratio. Then, with the servers down, the
+per-turn limit of the first config's c=1 run (--config only): each shown turn's new positions over a cached past of
+its length on the bare runners, as "Limit (ms)" and "TTFP / limit" columns (--skip-limit: none; --limit-repeats,
+default 5, runs per turn; --throughput-repeats is not for --turns). Writes results.json, results.md and turns.json
+(every turn) to DIR. --system-len N: every conversation starts with the same N-token system prompt (a system message;
+a Realtime session's instructions); each run reports the prompt positions the server computed and, with --turns 1,
+how many times it computed the system prompt (ideal: once per Thinker instance).
+--voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
+type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
+their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
+--voice --turns N: spoken conversations of N turns, each session speaking a different sentence a turn once the last
+answer is done (server VAD answers); per turn index the end of speech -> first audio p50, input and cached tokens,
+failures and turn k over turn 1; --compare-prefix-cache or --compare-config side by side (bench/TURNS.md, "Voice").
+--mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
+(default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
+rate, encoder busy time, and the goal lines of bench/README.md "Disaggregated encoders".
+bench transport measures shm, file and ipc unless --transports says otherwise; redis goes through --redis-url (or
+CHORUS_REDIS_URL), else through a redis-server it starts on loopback for the run.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  // Stage processes inherit the environment: keep their start-up chatter out of the tables unless asked for.
+  process.env.CHORUS_LOG_LEVEL ??= 'warn';
+  logger.level = process.env.CHORUS_LOG_LEVEL;
+  const [sub, ...rest] = argv;
+  if (sub === 'limit') return runLimitCommand(rest);
+  if (sub === 'transport') return runTransportCommand(rest);
+  if (argv.includes('--voice')) {
+    if (argv.some((a) => a === '--turns' || a.startsWith('--turns='))) return runVoiceTurnsCommand(argv);
+    return runVoiceCommand(argv);
+  }
+  if (argv.some((a) => a === '--mix' || a.startsWith('--mix='))) return runMixCommand(argv);
+  return runServeCommand(argv);
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got "${value}"`);
+  return n;
+}
+
+function protocolOf(value: string): Protocol {
+  if (value === 'realtime' || value === 'chat') return value;
+  throw new UsageError(`--protocol must be realtime or chat, got "${value}"`);
+}
+
+/** --output-len, or its other name --max-tokens (as chorus generate and soak call it); default 100. */
+function outputLenOf(outputLen: string | undefined, maxTokens: string | undefined): number {
+  if (outputLen !== undefined && maxTokens !== undefined && outputLen !== maxTokens)
+    throw new UsageError(`--output-len ${outputLen} and --max-tokens ${maxTokens} are the same flag: give one`);
+  return maxTokens !== undefined
+    ? positiveInt('max-tokens', maxTokens, 100)
+    : positiveInt('output-len', outputLen, 100);
+}
+
+function checkRedisUrl(url: string): void {
+  if (!/^(redis|rediss|redis\+clusters?):\/\//.test(url))
+    throw new UsageError(`--redis-url must be a redis://, rediss:// or redis+cluster:// URL, got "${url}"`);
+}
+
+type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
+
+function parse<const O extends OptionSpecs>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
+  } catch (err) {
+    throw new UsageError((err as Error).message, { cause: err });
+  }
+}
+
+async function runServeCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    config: { type: 'string' },
+    url: { type: 'string' },
+    'sync-url': { type: 'string' },
+    'api-key': { type: 'string' },
+    protocol: { type: 'string', default: 'realtime' },
+    concurrency: { type: 'string' },
+    'num-prompts': { type: 'string' },
+    'input-len': { type: 'string' },
+    'output-len': { type: 'string' },
+    'max-tokens': { type: 'string' },
+    turns: { type: 'string' },
+    'system-len': { type: 'string' },
+    'compare-sync': { type: 'boolean', default: false },
+    'compare-config': { type: 'string' },
+    'compare-scheduling': { type: 'boolean', default: false },
+    'compare-prefix-cache': { type: 'boolean', default: false },
+    'compare-routing': { type: 'string' },
+    'compare-tracing': { type: 'boolean', default: false },
+    'redis-url': { type: 'string' },
+    ...RUN_OPTIONS,
+    'initial-codec-chunk-frames': { type: 'string' },
+    'ttfp-target-ms': { type: 'string' },
+    'throughput-repeats': { type: 'string' },
+    'trace-steps': { type: 'string' },
+    goals: { type: 'boolean', default: false },
+    'request-rate': { type: 'string' },
+    burstiness: { type: 'string' },
+    duration: { type: 'string' },
+    'slo-ttfp-ms': { type: 'string' },
+    'find-capacity': { type: 'boolean' },
+    'slo-quantile': { type: 'string' },
+    'capacity-multiples': { type: 'string' },
+  });
+  checkTargetFlags(v);
+  const openLoop = openLoopFlags(v);
+  checkCompareFlags(v, openLoop !== null);
+  const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
+  if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
+  const protocol = protocolOf(v.protocol);
+  const turns = v.turns === undefined ? undefined : positiveInt('turns', v.turns, 1);
+  if (v['system-len'] !== undefined && turns === undefined)
+    throw new UsageError(
+      '--system-len is for --turns (give --turns 1 for independent requests under one system prompt)',
+    );
+  // Conversations load the server longer than single prompts: --turns measures c=1 and 4 unless told.
+  const concurrency = (v.concurrency ?? (turns === undefined ? '1,4,10' : '1,4'))
+    .split(',')
+    .map((c) => positiveInt('concurrency', c.trim(), 1));
+  const outputLen = outputLenOf(v['output-len'], v['max-tokens']);
+  // Stage processes inherit the environment: each one then records its steps there (src/worker/StepTrace.ts).
+  if (v['trace-steps'] !== undefined) process.env[STEP_TRACE_ENV] = path.resolve(v['trace-steps']);
+  const shared = {
+    target:
+      v.url !== undefined
+        ? {
+            kind: 'url' as const,
+            url: v.url.replace(/\/+$/, ''),
+            ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}),
+            apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null,
+          }
+        : { kind: 'config' as const, file: path.resolve(v.config ?? defaultConfigPath()) },
+    protocol,
+    concurrency,
+    outputLen,
+    warmup: positiveInt('warmup', v.warmup, 2, 0),
+    seed: positiveInt('seed', v.seed, 0, 0),
+    compareSync: v['compare-sync'] === true,
+    compareScheduling: v['compare-scheduling'] === true,
+    comparePrefixCache: v['compare-prefix-cache'] === true,
+    compareTracing: v['compare-tracing'] === true,
+    ...(compareRouting !== undefined ? { compareRouting } : {}),
+    ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
+    ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
+    ...(v['initial-codec-chunk-frames'] !== undefined
+      ? { initialCodecChunkFrames: positiveInt('initial-codec-chunk-frames', v['initial-codec-chunk-frames'], 1) }
+      : {}),
+    ...(v['ttfp-target-ms'] !== undefined
+      ? { ttfpTargetMs: positiveInt('ttfp-target-ms', v['ttfp-target-ms'], 1) }
+      : {}),
+    timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
+    progress: process.stderr,
+    log: benchLogger(process.stderr),
+    command: `chorus bench ${argv.join(' ')}`.trim(),
+  };
+  if (openLoop !== null)
+    return runOpenLoopCommand({
+      ...shared,
+      ...openLoop,
+      inputLen: positiveInt('input-len', v['input-len'], 100),
+      out: v.out,
+      json: v.json === true,
+    });
+  if (turns !== undefined) {
+    return runTurnsCommand({
+      ...shared,
+      turns,
+      inputLen: positiveInt('input-len', v['input-len'], 40),
+      ...(v['system-len'] !== undefined ? { systemLen: positiveInt('system-len', v['system-len'], 1) } : {}),
+      ...(v['num-prompts'] !== undefined ? { conversations: positiveInt('num-prompts', v['num-prompts'], 1) } : {}),
+      limit: v['skip-limit'] !== true,
+      // A limit per shown turn (up to a few dozen), each over a past built first: fewer runs than the single one.
+      limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 5),
+      out: v.out,
+      json: v.json === true,
+    });
+  }
+  const { runServeBench } = await import('../ttfp/runServeBench.ts');
+  const { formatText } = await import('../ttfp/report/formatReport.ts');
+  const { writeResults } = await import('../ttfp/report/writeResults.ts');
+  const { requestDetails } = await import('../ttfp/report/requestDetails.ts');
+  const requests: unknown[] = [];
+  const result = await runServeBench({
+    ...shared,
+    numPrompts: positiveInt('num-prompts', v['num-prompts'], 50),
+    inputLen: positiveInt('input-len', v['input-len'], 100),
+    limit: v['skip-limit'] !== true,
+    limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
+    throughputRepeats: positiveInt('throughput-repeats', v['throughput-repeats'], 5),
+    onRun: (row, traces, timings) => requests.push(...requestDetails(row, traces, timings)),
+  });
+  const out = path.resolve(
+    v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`),
+  );
+  const report = { goals: v.goals === true };
+  const files = await writeResults(out, result, report);
+  const requestsFile = path.join(out, 'requests.json');
+  await writeFile(requestsFile, `${JSON.stringify(requests)}\n`);
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result, report)}\n`);
+  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}, ${requestsFile}\n`);
+  return result.runs.some((r) => r.failed > 0) ? 1 : 0;
+}
+
+async function runVoiceCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    voice: { type: 'boolean' },
+    config: { type: 'string' },
+    url: { type: 'string' },
+    'api-key': { type: 'string' },
+    concurrency: { type: 'string', default: '1,4' },
+    'num-prompts': { type: 'string' },
+    'output-len': { type: 'string' },
+    'silence-ms': { type: 'string' },
+    ...RUN_OPTIONS,
+    goals: { type: 'boolean', default: false },
+  });
+  if (v.url !== undefined && v.config !== undefined)
+    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  const { runVoiceBench } = await import('../voice/runVoiceBench.ts');
+  const { formatVoiceText } = await import('../voice/formatVoiceReport.ts');
+  const { writeVoiceResults } = await import('../voice/writeVoiceResults.ts');
+  const turns: Parameters<typeof writeVoiceResults>[2][number][] = [];
+  const result = await runVoiceBench({
+    target:
+      v.url !== undefined
+        ? { kind: 'url', url: v.url.replace(/\/+$/, ''), apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null }
+        : { kind: 'config', file: path.resolve(v.config ?? defaultConfigPath()) },
+    concurrency: v.concurrency.split(',').map((c) => positiveInt('concurrency', c.trim(), 1)),
+    numPrompts: positiveInt('num-prompts', v['num-prompts'], 8),
+    outputLen: positiveInt('output-len', v['output-len'], 100),
+    silenceMs: positiveInt('silence-ms', v['silence-ms'], 500, 0),
+    warmup: positiveInt('warmup', v.warmup, 2, 0),
+    seed: positiveInt('seed', v.seed, 0, 0),
+    timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 120_000),
+    breakdown: v['skip-limit'] !== true,
+    breakdownRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
+    progress: process.stderr,
+    log: benchLogger(process.stderr),
+    command: `chorus bench ${argv.join(' ')}`.trim(),
+    onRun: (concurrency, traces) => turns.push({ concurrency, traces }),
+  });
+  const out = path.resolve(
+    v.out ?? path.join(repoRoot(), 'bench', 'results', `voice-${result.started_at.replace(/[:.]/g, '-')}`),
+  );
+  const files = await writeVoiceResults(out, result, turns);
+  process.stdout.write(
+    v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceText(result, { goals: v.goals === true })}\n`,
+  );
+  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.requests}\n`);
+  return result.runs.some((r) => r.voice_failed + r.text_failed > 0) ? 1 : 0;
+}
+
+async function runLimitCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    config: { type: 'string' },
+    'input-len': { type: 'string' },
+    repeats: { type: 'string' },
+    seed: { type: 'string' },
+    'initial-chunk-frames': { type: 'string' },
+    batch: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  });
+  const { runLimit } = await import('../limit/runLimit.ts');
+  const { formatLimit } = await import('../limit/limitResult.ts');
+  const graph = await loadConfig(v.config ?? defaultConfigPath());
+  const ic = v['initial-chunk-frames'];
+  const result = await runLimit({
+    graph,
+    inputLen: positiveInt('input-len', v['input-len'], 100),
+    repeats: positiveInt('repeats', v.repeats, 20),
+    seed: positiveInt('seed', v.seed, 0, 0),
+    batch: positiveInt('batch', v.batch, 1),
+    ...(ic !== undefined ? { initialChunkFrames: positiveInt('initial-chunk-frames', ic, 1) } : {}),
+  });
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatLimit(result)}\n`);
+  return 0;
+}
+
+async function runTransportCommand(argv: string[]): Promise<number> {
+  const v = parse(argv, {
+    iterations: { type: 'string' },
+    'file-iterations': { type: 'string' },
+    frames: { type: 'string' },
+    transports: { type: 'string' },
+    'redis-url': { type: 'string' },
+    json: { type: 'boolean', default: false },
+  });
+  const { runTransportBench, TRANSPORT_KINDS } = await import('../transport/runTransportBench.ts');
+  const { formatTransportTable } = await import('../transport/formatTransportTable.ts');
+  const transports = v.transports?.split(',').map((t) => t.trim());
+  const known: readonly string[] = TRANSPORT_KINDS;
+  const unknown = transports?.find((t) => !known.includes(t));
+  if (unknown !== undefined)
+    throw new UsageError(`--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
+  if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
+  if (v['redis-url'] !== undefined && !transports?.includes('redis'))
+    throw new UsageError('--redis-url is for the redis transport: add redis to --transports');
+  const result = await runTransportBench({
+    ...(v.iterations !== undefined ? { latencyIterations: positiveInt('iterations', v.iterations, 2000) } : {}),
+    ...(v['file-iterations'] !== undefined
+      ? { fileLatencyIterations: positiveInt('file-iterations', v['file-iterations'], 300) }
+      : {}),
+    ...(v.frames !== undefined ? { throughputFrames: positiveInt('frames', v.frames, 256) } : {}),
+    ...(transports ? { transports: transports as (typeof TRANSPORT_KINDS)[number][] } : {}),
+    ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
+  });
+  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatTransportTable(result)}\n`);
+  return 0;
+}
+
+const ROUTING_POLICIES: readonly RoutingPolicy[] = ['ttft', 'least_loaded', 'round_robin'];
+
+function routingPolicyOf(value: string): RoutingPolicy {
+  if (!(ROUTING_POLICIES as readonly string[]).includes(value))
+    throw new UsageError(`--compare-routing takes one of ${ROUTING_POLICIES.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as RoutingPolicy;
+}
