@@ -7,23 +7,6 @@ import { defineConfig } from 'vitest/config';
  */
 export const ALONE = ['test/e2e/voiceLoad.test.ts', 'test/e2e/soak.test.ts', 'test/e2e/soak.turns.test.ts'];
 
-/**
- * The suite's tiers, run in this order by test/runTiers.ts (each timed): pure unit tests first, with a short
- * timeout (none of them waits on a process or a model: a slow one is a bug), then models and transports in real
- * processes, then real servers end to end, then the browser. `vitest run --project e2e` runs one tier.
- * The unit files share their worker's modules (isolate: false): importing the sources anew for each of ~120 files
- * was 80% of the tier's time. So a unit test leaves no module state behind (a test kind it registered is taken
- * back: stages/registry.ts unregisterStageKind; fake timers are restored).
- */
-export const TIERS = {
-  unit: { include: ['test/unit/**/*.test.ts'], testTimeout: 20_000, isolate: false },
-  model: { include: ['test/model/**/*.test.ts', 'test/native/**/*.test.ts', 'test/transport/**/*.test.ts'] },
-  e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'] },
-  // One file at a time: the voice page runs a real pipeline, and beside it the playground page's event loop stalled
-  // past its 50 ms playback lead, which the playground test counts (rightly) as an underrun.
-  browser: { include: ['test/browser/**/*.test.ts'], fileParallelism: false },
-};
-
 /** What every tier shares (and the ALONE run: vitest.alone.config.ts). */
 export const shared = {
   exclude: [...ALONE, '**/node_modules/**'],
@@ -35,6 +18,32 @@ export const shared = {
   testTimeout: 60_000,
   hookTimeout: 120_000,
   env: { CHORUS_LOG_LEVEL: process.env.CHORUS_LOG_LEVEL ?? 'silent' },
+};
+
+/**
+ * The tiers that start `chorus` as a command run it compiled (test/buildDist.ts builds dist/ first): a deployment
+ * boots on half the CPU it takes through tsx.
+ */
+export const compiled = {
+  globalSetup: [...shared.globalSetup, 'test/buildDist.ts'],
+  env: { ...shared.env, CHORUS_COMPILED: '1' },
+};
+
+/**
+ * The suite's tiers, run in this order by test/runTiers.ts (each timed): pure unit tests first, with a short
+ * timeout (none of them waits on a process or a model: a slow one is a bug), then models and transports in real
+ * processes, then real servers end to end, then the browser. `vitest run --project e2e` runs one tier.
+ * The unit files share their worker's modules (isolate: false): importing the sources anew for each of ~120 files
+ * was 80% of the tier's time. So a unit test leaves no module state behind (a test kind it registered is taken
+ * back: stages/registry.ts unregisterStageKind; fake timers are restored).
+ */
+export const TIERS = {
+  unit: { include: ['test/unit/**/*.test.ts'], testTimeout: 20_000, isolate: false },
+  model: { include: ['test/model/**/*.test.ts', 'test/native/**/*.test.ts', 'test/transport/**/*.test.ts'] },
+  e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'], ...compiled },
+  // One file at a time: the voice page runs a real pipeline, and beside it the playground page's event loop stalled
+  // past its 50 ms playback lead, which the playground test counts (rightly) as an underrun.
+  browser: { include: ['test/browser/**/*.test.ts'], fileParallelism: false },
 };
 
 export default defineConfig({

@@ -22,17 +22,21 @@ import {
 } from '../helpers/processes.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
-// `npm pack` builds the package's JavaScript (tsc, ~20 s on 2 cores): once for the file, before any test starts.
+// `npm pack` builds the package's JavaScript (tsc, incremental: the tier built dist/ already, test/buildDist.ts): once
+// for the file, before any test starts.
 let installed: ReturnType<typeof installChorus>;
 beforeAll(() => {
   installed = installChorus();
 }, 180_000);
 afterAll(() => installed?.remove());
 
-/** The command line and working directory of each way in. */
+/**
+ * The command line, working directory and environment of each way in. The clone's runs its sources through tsx
+ * (CHORUS_COMPILED=0: the tier runs other commands compiled, test/buildDist.ts), as a checkout does.
+ */
 const ways = {
-  clone: () => ({ argv: [process.execPath, CHORUS_BIN], cwd: tempDir('cwd') }),
-  installed: () => ({ argv: [installed.bin], cwd: installed.cwd }),
+  clone: () => ({ argv: [process.execPath, CHORUS_BIN], cwd: tempDir('cwd'), env: { CHORUS_COMPILED: '0' } }),
+  installed: () => ({ argv: [installed.bin], cwd: installed.cwd, env: {} }),
 };
 
 describe('the installed package', () => {
@@ -71,14 +75,14 @@ describe.each([
   ['SIGINT', 'clone', 'process group'],
 ] as const)('chorus generate on %s (%s, from another directory) to %s', (signal, way, to) => {
   it('leaves no stage process and no /dev/shm segment behind', async () => {
-    const { argv, cwd } = ways[way]();
+    const { argv, cwd, env } = ways[way]();
     const child = spawn(
       argv[0],
       [...argv.slice(1), 'generate', '--prompt', 'Tell me a very long story.', '--max-tokens', '3000', '--ignore-eos'],
       {
         cwd,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, CHORUS_LOG_LEVEL: 'warn' },
+        env: { ...process.env, CHORUS_LOG_LEVEL: 'warn', ...env },
         detached: to === 'process group', // a group of its own, as a terminal's foreground job has
       },
     );
@@ -94,6 +98,12 @@ describe.each([
       // Every stage process runs the package's compiled entry, with no tsx loader (the package has no sources).
       for (const pid of stages)
         expect(commandLineOf(pid)).toMatch(/^\S*node --single-threaded-gc \S+\/dist\/stages\/stageEntry\.js /);
+    } else {
+      // The clone's: the sources, through the tsx loader resolved from the clone (issue 32).
+      for (const pid of stages)
+        expect(commandLineOf(pid)).toMatch(
+          /^\S*node --import \S+\/tsx\/\S+ --single-threaded-gc \S+\/stages\/stageEntry\.ts /,
+        );
     }
     const segmentsBefore = segmentsOf(child.pid!);
     expect(segmentsBefore.length).toBeGreaterThan(0);
