@@ -403,6 +403,16 @@ export interface AdmissionSlo {
 
 export type CachePartition = 'api_key' | 'shared';
 
+/**
+ * The pipeline's speech-to-text (YAML `asr:`): Whisper in a CTranslate2 folder (faster-whisper's layout), given as a
+ * path or as a folder inside an installed Python package. It transcribes input audio for Realtime input transcription
+ * and /v1/audio/transcriptions, in a process of its own beside the stages.
+ */
+export interface AsrSpec {
+  readonly model: { readonly path: string } | { readonly pythonPackage: string; readonly dir: string };
+  readonly threads: number;
+}
+
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
   readonly file: string;
@@ -421,6 +431,8 @@ export interface StageGraph {
   readonly modelsDir: string;
   /** Model names the front end answers to besides its own id (YAML model_aliases); none when absent. */
   readonly modelAliases?: readonly string[];
+  /** Speech-to-text for input transcription (YAML asr); absent or null: the pipeline has none. */
+  readonly asr?: AsrSpec | null;
   /**
    * Who shares the prefix cache and the encoder outputs (YAML security.cache_partition): `api_key`, each API key
    * its own partition (the default); `shared`, every key one. A request's cache_salt partitions further either way.

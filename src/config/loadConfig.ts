@@ -23,7 +23,15 @@ import { userCacheDir } from './paths.ts';
 import { Problems } from './problems.ts';
 import { GraphYaml, StageYaml } from './schema.ts';
 import { checkFeeds, refuseKindSettings, resolveFinalOutput } from './stageRules.ts';
-import type { ChunkPolicy, ConnectorSpec, ModelSpec, SamplingParams, StageGraph, StageSpec } from '../common/graph.ts';
+import type {
+  AsrSpec,
+  ChunkPolicy,
+  ConnectorSpec,
+  ModelSpec,
+  SamplingParams,
+  StageGraph,
+  StageSpec,
+} from '../common/graph.ts';
 import { assignCpus, checkCpus, withCpus } from './cpus.ts';
 import { resolvePlacement } from './placement.ts';
 import { check } from './validate.ts';
@@ -121,6 +129,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     stageNice: yaml.stage_nice ?? defaults.stageNice,
     modelAliases: yaml.model_aliases ?? [],
+    asr: asrOf(yaml, baseDir),
     cachePartition: yaml.security?.cache_partition ?? defaults.cachePartition,
     realtimeResume: {
       windowMs: yaml.realtime?.resume_window_ms ?? defaults.realtimeResume.windowMs,
@@ -135,6 +144,16 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     warnings: problems.warnings,
     configHash: createHash('sha256').update(text).digest('hex'),
   });
+}
+
+function asrOf(yaml: GraphYamlValue, baseDir: string): AsrSpec | null {
+  const asr = yaml.asr;
+  if (!asr) return null;
+  const model =
+    'path' in asr.model
+      ? { path: path.resolve(baseDir, asr.model.path) }
+      : { pythonPackage: asr.model.python_package, dir: asr.model.dir };
+  return { model, threads: asr.threads ?? 1 };
 }
 
 function modelsDirOf(yaml: GraphYamlValue, baseDir: string): string {

@@ -241,6 +241,25 @@ export const GraphYaml = Type.Object(
         errorMessage: 'must be a list of distinct model names (strings)',
       }),
     ),
+    // Speech-to-text (Whisper, faster-whisper's CTranslate2 folder) for input transcription, in its own process.
+    asr: optional(
+      Type.Object(
+        {
+          model: Type.Union(
+            [
+              Type.Object({ path: Type.String({ minLength: 1 }) }, closed),
+              Type.Object(
+                { python_package: Type.String({ minLength: 1 }), dir: Type.String({ minLength: 1 }) },
+                closed,
+              ),
+            ],
+            { errorMessage: 'must be {path: DIR} or {python_package: NAME, dir: DIR inside it}' },
+          ),
+          threads: optional(int(1)),
+        },
+        closed,
+      ),
+    ),
     models_dir: optional(Type.String({ minLength: 1 })),
     model_preset: optional(Type.String({ minLength: 1 })),
     model_seed: optional(int(0)),

@@ -5,6 +5,9 @@
  *   const app = await buildServer(engine, { apiKey });
  *   await app.listen({ host: '127.0.0.1', port: 8000 });   // or startServer(engine, opts)
  */
+import { sharedTranscriber } from './transcription/sharedTranscriber.ts';
+import { registerTranscriptions } from './transcription/transcriptionsRoute.ts';
+import type { Transcriber } from './transcription/Transcriber.ts';
 import { PrefillSlots, VadService } from '../voice/index.ts';
 import { basename, extname } from 'node:path';
 import websocket from '@fastify/websocket';
@@ -168,7 +171,10 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
         `/v1/chat/completions, /v1/realtime`;
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
-    registerRealtime(routes, engine, { current, options, admission, queue, vad: sharedVad(app), tracing, resumes });
+    const transcriber = sharedTranscriber(app, engine.graph);
+    const vad = sharedVad(app);
+    registerRealtime(routes, engine, { current, options, admission, queue, vad, tracing, resumes, transcriber });
+    registerTranscriptions(routes, transcriber);
     registerChatCompletions(routes, {
       engine,
       tracing,
@@ -246,6 +252,7 @@ interface RealtimeDeps {
   readonly vad: () => Promise<VadService>;
   readonly tracing: Tracing | null;
   readonly resumes: ResumableSessions<RealtimeSession>;
+  readonly transcriber: Transcriber | null;
 }
 
 function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
@@ -318,6 +325,7 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         prefills,
         log: request.log,
         onClosed: release,
+        transcriber: deps.transcriber,
         // The partition in effect when the session opened holds for its life (a reload does not move it).
         tenant: tenantOf(apiKeyOf(request), engine.graph.cachePartition),
         resumes: deps.resumes,

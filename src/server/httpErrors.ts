@@ -22,6 +22,7 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.GRAMMAR_UNSUPPORTED]: 400,
   [ErrorCodes.GRAMMAR_INVALID]: 400,
   [ErrorCodes.MODEL_NOT_FOUND]: 404, // OpenAI's and vLLM's status for an unknown model
+  [ErrorCodes.TRANSCRIPTION_UNAVAILABLE]: 400, // the pipeline cannot: ask another server, or leave it out
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
   [ErrorCodes.NO_ACTIVE_RESPONSE]: 400, // response.cancel with nothing to cancel: the client's mistake
   [ErrorCodes.REQUEST_TOO_LARGE]: 413,

@@ -5,7 +5,8 @@
  *
  * - features: 160 zero samples appended, Whisper's log-mel with the clip's own clamp (max - 8), the last frame
  *   dropped, each 30 s window (3000 frames) zero-padded;
- * - prompt: <|startoftranscript|> (+ <|en|> <|transcribe|> for a multilingual model) <|notimestamps|>;
+ * - prompt: a client's text prompt as <|startofprev|> and its last tokens (faster-whisper's initial_prompt), then
+ *   <|startoftranscript|> (+ <|en|> <|transcribe|> for a multilingual model) <|notimestamps|>;
  * - each step: the config's suppress_ids never, suppress_ids_begin (blank, end of text) not first; argmax; stop at
  *   <|endoftext|> or after half the decoder's positions (Whisper's sample_len).
  *
@@ -31,6 +32,7 @@ interface WhisperConfig {
 
 interface SpecialIds {
   readonly endOfText: number;
+  readonly startOfPrevious: number;
   readonly prompt: readonly number[];
 }
 
@@ -46,6 +48,7 @@ function specialIds(modelDir: string, multilingual: boolean): SpecialIds {
   const task = multilingual ? [id('<|en|>'), id('<|transcribe|>')] : [];
   return {
     endOfText: id('<|endoftext|>'),
+    startOfPrevious: id('<|startofprev|>'),
     prompt: [id('<|startoftranscript|>'), ...task, id('<|notimestamps|>')],
   };
 }
@@ -92,8 +95,12 @@ export class WhisperRunner {
     );
   }
 
-  /** The transcript of 16 kHz mono samples; `onDelta` gets the text as it grows, window by window, token by token. */
-  transcribe(samples16k: Float32Array, onDelta?: (text: string) => void): TranscribeResult {
+  /**
+   * The transcript of 16 kHz mono samples; `onDelta` gets the text as it grows, window by window, token by token.
+   * `prompt`: words the speech is likely to hold (names, spellings), as Whisper's previous-text context.
+   */
+  transcribe(samples16k: Float32Array, onDelta?: (text: string) => void, prompt?: string | null): TranscribeResult {
+    const context = prompt ? this.#promptIds(prompt) : [];
     const started = performance.now();
     const padded = new Float32Array(samples16k.length + MEL_HOP_SAMPLES);
     padded.set(samples16k);
@@ -112,7 +119,7 @@ export class WhisperRunner {
       const frames = Math.min(WINDOW_FRAMES, contentFrames - seek);
       for (let m = 0; m < numMelBins; m++)
         window.set(mel.subarray(m * numFrames + seek, m * numFrames + seek + frames), m * WINDOW_FRAMES);
-      this.#decodeWindow(window, numMelBins, (id) => {
+      this.#decodeWindow(window, numMelBins, context, (id) => {
         tokenIds.push(id);
         emit();
       });
@@ -122,12 +129,23 @@ export class WhisperRunner {
     return { text: this.tokenizer.decode(tokenIds, { skipSpecialTokens: true }), tokenIds };
   }
 
-  #decodeWindow(window: Float32Array, numMelBins: number, onToken: (id: number) => void): void {
+  /** <|startofprev|> and the prompt's last tokens: at most half the decoder's positions less one, as Whisper. */
+  #promptIds(prompt: string): number[] {
+    const ids = this.tokenizer.encode(` ${prompt.trim()}`);
+    return [this.special.startOfPrevious, ...ids.slice(-(this.dims.textPositions / 2 - 1))];
+  }
+
+  #decodeWindow(
+    window: Float32Array,
+    numMelBins: number,
+    context: readonly number[],
+    onToken: (id: number) => void,
+  ): void {
     const cross = this.encoder.run({
       input_features: new ort.Tensor('float32', window, [1, numMelBins, WINDOW_FRAMES]),
     });
-    const ids = [...this.special.prompt];
-    const maxNew = this.dims.textPositions / 2;
+    const ids = [...context, ...this.special.prompt];
+    const maxNew = Math.min(this.dims.textPositions / 2, this.dims.textPositions - ids.length);
     for (let step = 0; step < maxNew; step++) {
       const feeds: Record<string, ort.Tensor> = {
         ...cross,

@@ -2,7 +2,7 @@
  * Test helpers for the server: boot it on port 0 over a TestEngine or a real pipeline, a realtime client that
  * records every server event and lets a test wait for the next one that matches, and a strict /metrics parser.
  */
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import { WebSocket, type ClientOptions } from 'ws';
@@ -22,7 +22,7 @@ export async function startTestServer(opts: ServerOptions = {}, engineOpts: Test
 
 /** The real front end over the real pipeline of a shipped config (stage processes, ONNX models, shared memory). */
 export async function servePipeline(config = 'tiny-omni-text-in.yaml', opts: ServerOptions = {}) {
-  const engine = await Orchestrator.start(await loadConfig(join(CONFIGS, config)));
+  const engine = await Orchestrator.start(await loadConfig(isAbsolute(config) ? config : join(CONFIGS, config)));
   return { engine, ...(await listen(buildServer(engine, { apiKey: null, ...opts }))) };
 }
 
