@@ -46,7 +46,13 @@ export { sessionOptions } from '../stages/models/SyncSession.ts';
 export { sampleToken } from '../stages/sampling/sampleToken.ts';
 export { Thinker2Talker } from '../stages/talker/thinker2talker.ts';
 export { Talker2Code2Wav, type CodecChunkOut } from '../stages/code2wav/talker2code2wav.ts';
-export { importGguf, type ImportedGguf } from '../stages/thinker/gguf/importGguf.ts';
+export { GGUF_WEIGHT_FORMS, type GgufWeightForm } from '../stages/thinker/gguf/ggufDecoder.ts';
+export {
+  DEFAULT_GGUF_WEIGHTS,
+  GGUF_DECODER_FILE,
+  importGguf,
+  type ImportedGguf,
+} from '../stages/thinker/gguf/importGguf.ts';
 export { pythonPackageFile } from '../stages/thinker/gguf/pythonPackageFile.ts';
 export { OnnxPiperRunner } from '../stages/tts/OnnxPiperRunner.ts';
 export { DEFAULT_PHRASE_POLICY, PhraseSplitter } from '../stages/tts/PhraseSplitter.ts';

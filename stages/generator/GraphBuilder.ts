@@ -11,7 +11,7 @@ const { onnx } = onnxProto;
 export const OPSET_VERSION = 17;
 export const IR_VERSION = 8;
 
-export type DType = 'float32' | 'int64' | 'int32' | 'bool';
+export type DType = 'float32' | 'int64' | 'int32' | 'bool' | 'uint8';
 export type Dim = number | string;
 
 /** Plain numbers are INT attributes; floats must be wrapped ({ f }) so 1.0 never turns into 1. */
@@ -23,6 +23,7 @@ const dataTypes: Record<DType, number> = {
   int64: onnx.TensorProto.DataType.INT64,
   int32: onnx.TensorProto.DataType.INT32,
   bool: onnx.TensorProto.DataType.BOOL,
+  uint8: onnx.TensorProto.DataType.UINT8,
 };
 
 type TensorData = Float32Array | BigInt64Array | Int32Array | Uint8Array;
@@ -58,6 +59,8 @@ export class GraphBuilder {
   private readonly outputs: onnxProto.onnx.IValueInfoProto[] = [];
   private readonly counters = new Map<string, number>();
   private readonly constCache = new Map<string, string>();
+  /** Operator sets beyond ONNX's own that the nodes use (e.g. com.microsoft for onnxruntime's contrib ops). */
+  private readonly domains = new Set<string>();
 
   constructor(private readonly name: string) {}
 
@@ -117,7 +120,9 @@ export class GraphBuilder {
     inputs: readonly string[],
     attrs: Readonly<Record<string, Attr>> = {},
     outputs: number | readonly string[] = 1,
+    domain = '',
   ): string[] {
+    if (domain) this.domains.add(domain);
     const outNames =
       typeof outputs === 'number'
         ? Array.from({ length: outputs }, () => this.fresh(opType.toLowerCase()))
@@ -128,6 +133,7 @@ export class GraphBuilder {
       input: [...inputs],
       output: outNames,
       attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+      ...(domain ? { domain } : {}),
     });
     return outNames;
   }
@@ -140,7 +146,10 @@ export class GraphBuilder {
   toBytes(docString = ''): Uint8Array {
     const model: onnxProto.onnx.IModelProto = {
       irVersion: IR_VERSION,
-      opsetImport: [{ domain: '', version: OPSET_VERSION }],
+      opsetImport: [
+        { domain: '', version: OPSET_VERSION },
+        ...[...this.domains].map((domain) => ({ domain, version: 1 })),
+      ],
       producerName: 'chorus',
       producerVersion: '1',
       docString,

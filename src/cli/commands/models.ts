@@ -13,7 +13,8 @@ import { descriptorOf } from '../../../stages/registry.ts';
 import { ENCODER_GENERATOR_VERSION } from '../../../stages/encoder/ensureEncoderModel.ts';
 import { defaults } from '../../config/defaults.ts';
 import { userCacheDir } from '../../config/paths.ts';
-import { importGguf } from '../../../stages/thinker/gguf/importGguf.ts';
+import { GGUF_WEIGHT_FORMS, type GgufWeightForm } from '../../../stages/thinker/gguf/ggufDecoder.ts';
+import { DEFAULT_GGUF_WEIGHTS, importGguf } from '../../../stages/thinker/gguf/importGguf.ts';
 import {
   ensureModel,
   modelDirName,
@@ -22,7 +23,7 @@ import {
 } from '../../../stages/models/ensureModel.ts';
 
 export const usage = `usage: chorus models <build|info> [--config FILE]
-       chorus models import FILE.gguf [--models-dir DIR]
+       chorus models import FILE.gguf [--models-dir DIR] [--weights q4|float32]
 
   build   build the generated models of every stage (first use only; then they are reused)
   info    describe each stage's model without building: sizes, folder, files, signature
@@ -30,6 +31,8 @@ export const usage = `usage: chorus models <build|info> [--config FILE]
           chat template (once per file content; then it is reused)
   --config FILE      the stage graph (default: configs/tiny-omni.yaml)
   --models-dir DIR   the model cache for import (default: models/ in $CHORUS_CACHE_DIR, else ~/.cache/chorus)
+  --weights FORM     q4 keeps Q4_0/Q4_1 weights 4-bit (onnxruntime MatMulNBits, exact; the default: 1.5x the
+                     decode speed of float32 on SmolLM2, bench/README.md), float32 dequantizes every weight
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -41,6 +44,7 @@ export async function run(argv: string[]): Promise<number> {
       options: {
         config: { type: 'string', short: 'c' },
         'models-dir': { type: 'string' },
+        weights: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -53,7 +57,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
-  if (verb === 'import') return runImport(extra, parsed.values['models-dir']);
+  if (verb === 'import') return runImport(extra, parsed.values['models-dir'], parsed.values.weights);
   if ((verb !== 'build' && verb !== 'info') || extra.length > 0) {
     process.stderr.write(
       verb === undefined
@@ -76,9 +80,14 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
-async function runImport(files: string[], modelsDir: string | undefined): Promise<number> {
+async function runImport(files: string[], modelsDir: string | undefined, weights: string | undefined): Promise<number> {
   if (files.length !== 1) {
     process.stderr.write(`chorus models import: expected one .gguf file\n\n${usage}`);
+    return 2;
+  }
+  const form = (weights ?? DEFAULT_GGUF_WEIGHTS) as GgufWeightForm;
+  if (!GGUF_WEIGHT_FORMS.includes(form)) {
+    process.stderr.write(`chorus models import: --weights ${weights} is not one of ${GGUF_WEIGHT_FORMS.join(', ')}\n`);
     return 2;
   }
   const file = resolve(files[0]);
@@ -86,7 +95,7 @@ async function runImport(files: string[], modelsDir: string | undefined): Promis
   try {
     const started = performance.now();
     const printer = progressPrinter('import');
-    const imported = await importGguf(file, dir, (step) => printer({ kind: 'thinker', ...step }));
+    const imported = await importGguf(file, dir, (step) => printer({ kind: 'thinker', ...step }), form);
     const ms = Math.round(performance.now() - started);
     const a = imported.manifest.architecture;
     process.stdout.write(

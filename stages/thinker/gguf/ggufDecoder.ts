@@ -1,5 +1,6 @@
 /**
- * GGUF (llama / qwen2) -> an ONNX decoder with Hugging Face Optimum's signature, weights dequantized to float32:
+ * GGUF (llama / qwen2) -> an ONNX decoder with Hugging Face Optimum's signature, weights dequantized to float32 or
+ * (form 'q4') Q4_0/Q4_1 projections kept 4-bit for onnxruntime's MatMulNBits:
  *   input_ids [B, S] int64, attention_mask [B, past+S] int64, position_ids [B, S] int64,
  *   past_key_values.N.key|value [B, kvHeads, past, headDim]
  *   -> logits [B, 1, V] (the last position's: all a step samples from; the runner takes the last row of either
@@ -16,13 +17,31 @@ import type { BuildProgressStep } from '../../models/modelCache.ts';
 import { yieldToLoop } from '../../generator/weights.ts';
 import type { DecoderArchitecture } from './ggufArchitecture.ts';
 import { GgufWeights, transposeInto, unpermuteRows } from './ggufWeights.ts';
+import {
+  minsMatrix,
+  packedZeros,
+  Q4_BLOCK,
+  type Q4Matrix,
+  readQ4,
+  reorderRows,
+  scaled,
+  stackRows,
+} from './q4Weights.ts';
 
 const MASKED_SCORE = -1e9; // finite: a padded query row (every key masked) gives a uniform softmax, not NaN
+
+/**
+ * How the decoder holds the file's weights: dequantized to float32, or Q4_0/Q4_1 matrices kept 4-bit for
+ * onnxruntime's MatMulNBits (exact for those types; other types and the embedding stay float32).
+ */
+export type GgufWeightForm = 'float32' | 'q4';
+export const GGUF_WEIGHT_FORMS: readonly GgufWeightForm[] = ['float32', 'q4'];
 
 interface Ctx {
   readonly g: GraphBuilder;
   readonly a: DecoderArchitecture;
   readonly w: GgufWeights;
+  readonly form: GgufWeightForm;
 }
 
 function rmsNorm(c: Ctx, x: string, weightName: string): string {
@@ -67,32 +86,112 @@ function attentionAllowed(g: GraphBuilder): string {
   return g.op('And', [causal, real]);
 }
 
-/** [D, (H + 2K) * hd]: q (scaled by 1/sqrt(hd), RoPE rows restored) | k | v, and the bias when the file has one. */
-function qkvWeights(c: Ctx, p: string): { weight: Float32Array; bias: Float32Array | null } {
-  const { a, w } = c;
-  const d = a.hiddenSize;
-  const parts = [
+interface QkvPart {
+  readonly name: string;
+  readonly heads: number;
+  readonly scale: number;
+  readonly rope: boolean;
+}
+
+/** q (scaled by 1/sqrt(hd)) | k | v, each with its head count, in the order the fused projection stacks them. */
+function qkvParts(a: DecoderArchitecture): QkvPart[] {
+  return [
     { name: 'attn_q', heads: a.numHeads, scale: 1 / Math.sqrt(a.headDim), rope: true },
     { name: 'attn_k', heads: a.numKvHeads, scale: 1, rope: true },
     { name: 'attn_v', heads: a.numKvHeads, scale: 1, rope: false },
   ];
+}
+
+/** Whether a part's rows are in llama.cpp's interleaved RoPE order (put back to rotate halves). */
+const permuted = (a: DecoderArchitecture, part: QkvPart) => part.rope && a.ropeLayout === 'interleaved';
+
+/** [D, (H + 2K) * hd]: q | k | v side by side, RoPE rows restored. */
+function qkvWeight(c: Ctx, p: string): Float32Array {
+  const { a, w } = c;
+  const d = a.hiddenSize;
   const cols = (a.numHeads + 2 * a.numKvHeads) * a.headDim;
   const weight = new Float32Array(d * cols);
-  const hasBias = parts.some((part) => w.has(`${p}.${part.name}.bias`));
-  const bias = hasBias ? new Float32Array(cols) : null;
+  let offset = 0;
+  for (const part of qkvParts(a)) {
+    const rows = part.heads * a.headDim;
+    let m = w.matrix(`${p}.${part.name}.weight`, rows, d);
+    if (permuted(a, part)) m = unpermuteRows(m, part.heads, a.headDim, d);
+    transposeInto(weight, cols, offset, m, rows, d, part.scale);
+    offset += rows;
+  }
+  return weight;
+}
+
+/** The fused projection's bias when the file has one (qwen2), scaled and restored as the weight. */
+function qkvBias(c: Ctx, p: string): Float32Array | null {
+  const { a, w } = c;
+  const parts = qkvParts(a);
+  if (!parts.some((part) => w.has(`${p}.${part.name}.bias`))) return null;
+  const bias = new Float32Array((a.numHeads + 2 * a.numKvHeads) * a.headDim);
   let offset = 0;
   for (const part of parts) {
     const rows = part.heads * a.headDim;
-    const restore = (m: Float32Array, n: number) =>
-      part.rope && a.ropeLayout === 'interleaved' ? unpermuteRows(m, part.heads, a.headDim, n) : m;
-    transposeInto(weight, cols, offset, restore(w.matrix(`${p}.${part.name}.weight`, rows, d), d), rows, d, part.scale);
-    if (bias) {
-      const b = w.has(`${p}.${part.name}.bias`) ? restore(w.read(`${p}.${part.name}.bias`, [rows]), 1) : null;
-      if (b) for (let i = 0; i < rows; i++) bias[offset + i] = b[i] * part.scale;
+    if (w.has(`${p}.${part.name}.bias`)) {
+      let b = w.read(`${p}.${part.name}.bias`, [rows]);
+      if (permuted(a, part)) b = unpermuteRows(b, part.heads, a.headDim, 1);
+      for (let i = 0; i < rows; i++) bias[offset + i] = b[i] * part.scale;
     }
     offset += rows;
   }
-  return { weight, bias };
+  return bias;
+}
+
+/** The fused projection kept 4-bit, or null when a part's type has no exact 4-bit form. */
+function qkvQ4(c: Ctx, p: string): Q4Matrix | null {
+  const { a, w } = c;
+  const hd = a.headDim;
+  const parts: Q4Matrix[] = [];
+  for (const part of qkvParts(a)) {
+    let m = readQ4(w, `${p}.${part.name}.weight`, part.heads * hd, a.hiddenSize);
+    if (!m) return null;
+    // File row h*hd + 2i + j holds Hugging Face row h*hd + j*hd/2 + i (see unpermuteRows).
+    const fromRow = (r: number) => {
+      const within = r % hd;
+      return r - within + 2 * (within % (hd / 2)) + Math.floor(within / (hd / 2));
+    };
+    if (permuted(a, part)) m = reorderRows(m, fromRow);
+    parts.push(part.scale === 1 ? m : scaled(m, part.scale));
+  }
+  return stackRows(parts);
+}
+
+/** The [out, in] matrices stacked and kept 4-bit, or null when one has no exact 4-bit form. */
+function stackedQ4(c: Ctx, names: readonly string[], rows: number, cols: number): Q4Matrix | null {
+  const parts = names.map((name) => readQ4(c.w, name, rows, cols));
+  return parts.every((m) => m !== null) ? stackRows(parts as Q4Matrix[]) : null;
+}
+
+/** x [B, S, K] times a 4-bit [N, K] matrix: MatMulNBits, plus sum(x per block) times the block minimums (Q4_1). */
+function q4MatMul(c: Ctx, x: string, name: string, m: Q4Matrix): string {
+  const { g } = c;
+  const per = m.cols / Q4_BLOCK;
+  const inputs = [
+    x,
+    g.initializer(`${name}.q4`, 'uint8', [m.rows, per, Q4_BLOCK / 2], m.packed),
+    g.initializer(`${name}.scales`, 'float32', [m.rows * per], m.scales),
+  ];
+  const zeros = packedZeros(m);
+  inputs.push(g.initializer(`${name}.zeros`, 'uint8', [zeros.length], zeros));
+  const attrs = { K: m.cols, N: m.rows, bits: 4, block_size: Q4_BLOCK };
+  const y = g.node('MatMulNBits', inputs, attrs, 1, 'com.microsoft')[0];
+  const mins = minsMatrix(m);
+  if (!mins) return y;
+  const blocks = g.op('Reshape', [x, g.constI64([0, 0, per, Q4_BLOCK])]);
+  const sums = g.op('ReduceSum', [blocks, g.constI64([-1])], { keepdims: 0 }); // [B, S, per]
+  return g.op('Add', [y, g.op('MatMul', [sums, g.initializer(`${name}.mins`, 'float32', [per, m.rows], mins)])]);
+}
+
+/** x times the stacked [rows, cols] matrices: 4-bit where the form asks for it and the types allow, else float32. */
+function linear(c: Ctx, x: string, fused: string, names: readonly string[], rows: number, cols: number): string {
+  const q4 = c.form === 'q4' ? stackedQ4(c, names, rows, cols) : null;
+  if (q4) return q4MatMul(c, x, fused, q4);
+  const weight = fusedMatmulWeight(c, names, rows, cols);
+  return c.g.op('MatMul', [x, c.g.initializer(fused, 'float32', [cols, rows * names.length], weight)]);
 }
 
 /** Side-by-side [in, out1 + out2 + ...] of [out, in] matrices. */
@@ -109,10 +208,13 @@ function attention(c: Ctx, l: number, h: string, rope: { cos: string; sin: strin
   const p = `blk.${l}`;
   const { numHeads: H, numKvHeads: K, headDim: hd } = a;
   const group = H / K;
-  const qkv = qkvWeights(c, p);
   const cols = (H + 2 * K) * hd;
-  let proj = g.op('MatMul', [h, g.initializer(`${p}.attn_qkv.weight`, 'float32', [a.hiddenSize, cols], qkv.weight)]);
-  if (qkv.bias) proj = g.op('Add', [proj, g.initializer(`${p}.attn_qkv.bias`, 'float32', [cols], qkv.bias)]);
+  const q4 = c.form === 'q4' ? qkvQ4(c, p) : null;
+  let proj = q4
+    ? q4MatMul(c, h, `${p}.attn_qkv.weight`, q4)
+    : g.op('MatMul', [h, g.initializer(`${p}.attn_qkv.weight`, 'float32', [a.hiddenSize, cols], qkvWeight(c, p))]);
+  const bias = qkvBias(c, p);
+  if (bias) proj = g.op('Add', [proj, g.initializer(`${p}.attn_qkv.bias`, 'float32', [cols], bias)]);
   const [q, k, v] = g.node('Split', [proj, g.constI64([H * hd, K * hd, K * hd])], { axis: -1 }, 3);
   const heads = (x: string, n: number) =>
     g.op('Transpose', [g.op('Reshape', [x, g.constI64([0, 0, n, hd])])], { perm: [0, 2, 1, 3] }); // [B, n, S, hd]
@@ -131,20 +233,18 @@ function attention(c: Ctx, l: number, h: string, rope: { cos: string; sin: strin
   const context = g.op('MatMul', [probs, unsqueezed(values)]); // [B, K, group, S, hd]
   const perHead = g.op('Reshape', [context, g.constI64([0, H, -1, hd])]); // [B, H, S, hd]
   const merged = g.op('Reshape', [g.op('Transpose', [perHead], { perm: [0, 2, 1, 3] }), g.constI64([0, 0, H * hd])]);
-  const wo = fusedMatmulWeight(c, [`${p}.attn_output.weight`], a.hiddenSize, H * hd);
-  return g.op('MatMul', [merged, g.initializer(`${p}.attn_output.weight`, 'float32', [H * hd, a.hiddenSize], wo)]);
+  return linear(c, merged, `${p}.attn_output.weight`, [`${p}.attn_output.weight`], a.hiddenSize, H * hd);
 }
 
 function feedForward(c: Ctx, l: number, h: string): string {
   const { g, a } = c;
   const p = `blk.${l}`;
   const I = a.intermediateSize;
-  const gateUp = fusedMatmulWeight(c, [`${p}.ffn_gate.weight`, `${p}.ffn_up.weight`], I, a.hiddenSize);
-  const both = g.op('MatMul', [h, g.initializer(`${p}.ffn_gate_up.weight`, 'float32', [a.hiddenSize, 2 * I], gateUp)]);
+  const gateUp = [`${p}.ffn_gate.weight`, `${p}.ffn_up.weight`];
+  const both = linear(c, h, `${p}.ffn_gate_up.weight`, gateUp, I, a.hiddenSize);
   const [gate, up] = g.node('Split', [both, g.constI64([I, I])], { axis: -1 }, 2);
   const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]); // SiLU(gate) * up
-  const down = fusedMatmulWeight(c, [`${p}.ffn_down.weight`], a.hiddenSize, I);
-  return g.op('MatMul', [act, g.initializer(`${p}.ffn_down.weight`, 'float32', [I, a.hiddenSize], down)]);
+  return linear(c, act, `${p}.ffn_down.weight`, [`${p}.ffn_down.weight`], a.hiddenSize, I);
 }
 
 function declareIo(c: Ctx): void {
@@ -168,9 +268,10 @@ export async function buildGgufDecoder(
   a: DecoderArchitecture,
   weights: GgufWeights,
   progress: (s: BuildProgressStep) => void,
+  form: GgufWeightForm = 'float32',
 ): Promise<Uint8Array> {
   const g = new GraphBuilder(`${a.architecture}-decoder`);
-  const c: Ctx = { g, a, w: weights };
+  const c: Ctx = { g, a, w: weights, form };
   const total = a.numLayers + 2;
   declareIo(c);
   const table = weights.matrix('token_embd.weight', a.vocabSize, a.hiddenSize);

@@ -4,7 +4,7 @@
  * right-hand side of a MatMul ([in, out], several matrices side by side when the graph fuses them).
  */
 import { ChorusError, ErrorCodes } from '../../../src/common/errors.ts';
-import { dequantize } from './ggmlTypes.ts';
+import { dequantize, type GgmlType } from './ggmlTypes.ts';
 import type { GgufFile } from './GgufFile.ts';
 
 export class GgufWeights {
@@ -16,6 +16,13 @@ export class GgufWeights {
 
   /** The tensor's values in ggml order; `dims` is ggml's (ne[0] first). */
   read(name: string, dims: readonly number[]): Float32Array {
+    const { type, bytes } = this.raw(name, dims);
+    const count = dims.reduce((a, b) => a * b, 1);
+    return dequantize(type, bytes, count, `${name} in ${this.file.path}`);
+  }
+
+  /** The tensor's type and its bytes as the file stores them (still quantized), its dims checked. */
+  raw(name: string, dims: readonly number[]): { type: GgmlType; bytes: Uint8Array } {
     const info = this.file.tensor(name);
     if (!info) {
       throw new ChorusError(
@@ -31,8 +38,7 @@ export class GgufWeights {
           `the metadata implies [${dims.join(', ')}]`,
       );
     }
-    const count = dims.reduce((a, b) => a * b, 1);
-    return dequantize(info.type, this.file.readTensor(info), count, `${name} in ${this.file.path}`);
+    return { type: info.type, bytes: this.file.readTensor(info) };
   }
 
   /** A [rows, cols] weight (PyTorch's [out, in]; ggml dims [cols, rows]), row-major. */

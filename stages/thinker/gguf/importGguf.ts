@@ -14,7 +14,7 @@ import { ChorusError, ErrorCodes, isChorusError } from '../../../src/common/erro
 import { logger } from '../../../src/common/log.ts';
 import type { BuildProgressStep } from '../../models/modelCache.ts';
 import { readArchitecture, type DecoderArchitecture } from './ggufArchitecture.ts';
-import { buildGgufDecoder } from './ggufDecoder.ts';
+import { buildGgufDecoder, type GgufWeightForm } from './ggufDecoder.ts';
 import { GgufFile } from './GgufFile.ts';
 import { convertTokenizer } from './ggufTokenizer.ts';
 import { GgufWeights } from './ggufWeights.ts';
@@ -33,6 +33,8 @@ export interface GgufManifest {
   readonly eosTokenId: number;
   readonly files: Readonly<Record<string, number>>;
   readonly importMs: number;
+  /** float32, or q4 (Q4_0/Q4_1 projections kept 4-bit). */
+  readonly weights: GgufWeightForm;
 }
 
 export interface ImportedGguf {
@@ -50,8 +52,14 @@ export async function sha256OfFile(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-export function ggufDirName(sha256: string): string {
-  return `gguf-${sha256.slice(0, 16)}-v${GGUF_CONVERTER_VERSION}`;
+/**
+ * The form a GGUF's weights are imported in unless asked otherwise: measured with bench/models/ggufDecode.ts
+ * (bench/README.md, "GGUF decode").
+ */
+export const DEFAULT_GGUF_WEIGHTS: GgufWeightForm = 'q4';
+
+export function ggufDirName(sha256: string, form: GgufWeightForm = DEFAULT_GGUF_WEIGHTS): string {
+  return `gguf-${sha256.slice(0, 16)}-v${GGUF_CONVERTER_VERSION}${form === 'float32' ? '' : `-${form}`}`;
 }
 
 async function readManifest(dir: string): Promise<GgufManifest | null> {
@@ -65,13 +73,14 @@ async function readManifest(dir: string): Promise<GgufManifest | null> {
 /** Converts the file into `files` (name -> bytes); the caller writes them. */
 async function convert(
   path: string,
+  form: GgufWeightForm,
   progress: (s: BuildProgressStep) => void,
 ): Promise<{ files: Record<string, Uint8Array>; architecture: DecoderArchitecture; name: string | null; eos: number }> {
   const file = GgufFile.open(path);
   try {
     const architecture = readArchitecture(file);
     const tokenizer = convertTokenizer(file); // before the weights: a refused tokenizer costs no conversion
-    const decoder = await buildGgufDecoder(architecture, new GgufWeights(file), progress);
+    const decoder = await buildGgufDecoder(architecture, new GgufWeights(file), progress, form);
     const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 1));
     const name = file.metadata.get('general.name');
     const config = {
@@ -108,6 +117,7 @@ export async function importGguf(
   path: string,
   modelsDir: string,
   progress: (s: BuildProgressStep) => void = () => {},
+  form: GgufWeightForm = DEFAULT_GGUF_WEIGHTS,
 ): Promise<ImportedGguf> {
   let sha256: string;
   try {
@@ -117,10 +127,10 @@ export async function importGguf(
       cause: err,
     });
   }
-  const dir = join(modelsDir, ggufDirName(sha256));
+  const dir = join(modelsDir, ggufDirName(sha256, form));
   let pending = inFlight.get(dir);
   if (!pending) {
-    pending = importInto(path, sha256, dir, progress).finally(() => inFlight.delete(dir));
+    pending = importInto(path, sha256, dir, form, progress).finally(() => inFlight.delete(dir));
     inFlight.set(dir, pending);
   }
   return pending;
@@ -130,6 +140,7 @@ async function importInto(
   path: string,
   sha256: string,
   dir: string,
+  form: GgufWeightForm,
   progress: (s: BuildProgressStep) => void,
 ): Promise<ImportedGguf> {
   const existing = await readManifest(dir);
@@ -145,7 +156,7 @@ async function importInto(
   const started = performance.now();
   let converted: Awaited<ReturnType<typeof convert>>;
   try {
-    converted = await convert(path, (step) => {
+    converted = await convert(path, form, (step) => {
       log.debug(step, 'importing GGUF');
       progress(step);
     });
@@ -170,6 +181,7 @@ async function importInto(
       eosTokenId: converted.eos,
       files: sizes,
       importMs: Math.round(performance.now() - started),
+      weights: form,
     };
     await writeFile(join(tmp, MANIFEST), JSON.stringify(manifest, null, 2));
     try {

