@@ -14,12 +14,11 @@ export const defaults = {
   realtimeResume: DEFAULT_REALTIME_RESUME, // 30 s window, 4 MiB of events to replay (docs/realtime-resume.md)
   stageNice: 8, // stage processes run 8 nice levels below the server: its event loop is short work that must not wait
   /**
-   * Admission on latency (docs/operations.md): a graph without `admission:` still refuses (429 + Retry-After) what it
-   * estimates would first answer later than this, so an unconfigured server offered 4x its capacity serves goodput
-   * instead of collapsing (issue 41: 0.59x of its goodput at capacity, admitted first audio p95 10.6 s). 1.5 s: a
-   * spoken turn's first audio a listener still takes as an answer; the tiny pipelines' unloaded TTFP is 40-400 ms.
+   * Admission on latency (docs/operations.md): no bound unless the YAML sets one. A fixed 1.5 s default was tried
+   * (issue 41) and refused the test suite's own requests on the loaded 2-core CI machine (text first token estimated
+   * at 4.6-4.9 s): a default must come from what the machine measures, not a constant.
    */
-  admission: { maxQueueMs: null, sloTtfpMs: 1_500 },
+  admission: { maxQueueMs: null, sloTtfpMs: null },
 
   /** Under the user's cache directory (paths.ts userCacheDir), never inside the installed package. */
   modelsDir: 'models',

@@ -219,7 +219,7 @@ export const GraphYaml = Type.Object(
           max_queue_ms: optional(
             Type.Union([int(1), Type.Null()], { errorMessage: 'must be an integer >= 1 (ms), or null for no bound' }),
           ),
-          // Absent: 1500 (config/defaults.ts); null: no bound.
+          // Absent or null: no bound (config/defaults.ts).
           slo_ttfp_ms: optional(
             Type.Union([int(1), Type.Null()], { errorMessage: 'must be an integer >= 1 (ms), or null for no bound' }),
           ),

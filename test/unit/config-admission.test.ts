@@ -1,7 +1,4 @@
-/**
- * `admission:` of a graph (max_queue_ms, slo_ttfp_ms): resolved in ms; absent, the default first-packet bound (the
- * shipped pipelines protect themselves); null, no bound; malformed is named.
- */
+/** `admission:` of a graph (max_queue_ms, slo_ttfp_ms): in ms; absent or null, no bound; malformed is named. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { configProblems } from '../helpers/configProblems.ts';
@@ -14,15 +11,15 @@ const thinker = `stages:
 `;
 
 describe('admission:', () => {
-  it('is the default bound when absent, none when null, and each bound on its own', () => {
-    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: null, sloTtfpMs: 1500 });
+  it('is no bound when absent or null, and each bound on its own', () => {
+    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: null, sloTtfpMs: null });
     expect(parseConfig(`admission: {slo_ttfp_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: null,
       sloTtfpMs: null,
     });
     expect(parseConfig(`admission: {max_queue_ms: 300}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: 300,
-      sloTtfpMs: 1500,
+      sloTtfpMs: null,
     });
     expect(parseConfig(`admission: {slo_ttfp_ms: 1500}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: null,
