@@ -55,6 +55,9 @@ export {
 } from '../stages/thinker/gguf/importGguf.ts';
 export { pythonPackageFile } from '../stages/thinker/gguf/pythonPackageFile.ts';
 export { OnnxPiperRunner } from '../stages/tts/OnnxPiperRunner.ts';
+export { WhisperRunner } from '../stages/asr/WhisperRunner.ts';
+export { locateWhisper } from '../stages/asr/locateWhisper.ts';
+export { AsrTranscriber } from './server/transcription/AsrTranscriber.ts';
 export { DEFAULT_PHRASE_POLICY, PhraseSplitter } from '../stages/tts/PhraseSplitter.ts';
 export { PiperPhonemizer } from '../stages/tts/phonemes.ts';
 export { phonemeIds } from '../stages/tts/phonemeIds.ts';
