@@ -63,6 +63,7 @@ export { PiperPhonemizer } from '../stages/tts/phonemes.ts';
 export { phonemeIds } from '../stages/tts/phonemeIds.ts';
 export { locateVoice } from '../stages/tts/locateVoice.ts';
 export { TtsCore } from '../stages/tts/TtsCore.ts';
+export { ttsSettingsOf } from '../stages/tts/ttsSettings.ts';
 export type { StageContext } from './worker/StageCore.ts';
 
 // The transport alone: the shared-memory ring, the Redis connector and the key a chunk travels under.

@@ -4,10 +4,10 @@
  * generated model is sized), the stage process asks it to load the model and build the core, and what the model
  * turned out to be travels back to main in READY (ModelFacts). Nothing else switches on a stage kind.
  *
- * A new kind = a folder stages/<kind>/ with its descriptor, its protocol (add arguments, stats section,
- * messages), core, runner and model loading, and one line in stages/registry.ts (the full checklist, with the two
- * lines of types in src/common: docs/architecture.md "What a new stage kind costs"). What main needs of a kind is a
- * property here (promptLimits, audioFacts, ecIdentity, prefixHeld), never a test of its name.
+ * A new kind = a folder stages/<kind>/ with its descriptor, its protocol (add arguments, stats section, messages),
+ * core, runner and model loading, its YAML section if it has one (`settings`), and one line in stages/registry.ts (the
+ * full checklist: docs/architecture.md "What a new stage kind costs"). What main needs of a kind is a property here
+ * (promptLimits, audioFacts, ecIdentity, prefixHeld), never a test of its name.
  */
 import type { TSchema } from '@sinclair/typebox';
 import type {
@@ -82,6 +82,19 @@ export interface AddArgsContext {
 }
 
 /** A: the kind's add arguments (AddRequest.args), declared in its protocol.ts. */
+/**
+ * A kind's own section of a stage's YAML (`tts:` of a tts stage): config reads it into StageSpec.settings, refuses
+ * it on stages of other kinds, and `npm run schema` writes it into configs/schema.json.
+ */
+export interface KindSettings<S = unknown> {
+  /** The stage's YAML key. */
+  readonly key: string;
+  /** Its schema (closed: a misspelt setting is an error). */
+  readonly yaml: TSchema;
+  /** Its value with defaults, from a section valid against `yaml` (undefined: absent). */
+  resolve(raw: never): S;
+}
+
 export interface StageKindDescriptor<A = unknown> {
   readonly kind: StageKind;
   /** Token by token (ar: Thinker, Talker) or one forward per chunk or batch (generation: Code2Wav, encoders). */
@@ -105,6 +118,8 @@ export interface StageKindDescriptor<A = unknown> {
   readonly sizedFrom: 'inputs' | 'consumers';
   /** Its part of a request's `add` (AddRequest.args), built when main admits the request. */
   addArgs(ctx: AddArgsContext): A;
+  /** Its own YAML section, if it has one. */
+  readonly settings?: KindSettings;
   /** The YAML schema of a generated model section (preset, seed, size overrides). */
   modelSchema(modality: MediaModality | undefined): TSchema;
   /** A generated model's spec from its section and neighbours; null with problems recorded. */

@@ -1,12 +1,12 @@
 /**
- * Every stage kind Chorus runs, by name. Adding a kind: its folder stages/<kind>/ and one line here; the rest of the
- * checklist (its name in StageKind, its READY facts, a YAML section of its own) is docs/architecture.md "What a new
- * stage kind costs". Nothing under src/engine or src/worker.
+ * Every stage kind Chorus runs, by name. Adding a kind: its folder stages/<kind>/ and one line here (its name and its
+ * YAML section come from its descriptor); the rest of the checklist (its READY facts) is docs/architecture.md "What a
+ * new stage kind costs". Nothing under src/engine or src/worker.
  */
 import type { StageGraph, StageKind } from '../src/common/graph.ts';
 import { code2wav } from './code2wav/descriptor.ts';
 import { encoder } from './encoder/descriptor.ts';
-import type { PromptLimits, StageKindDescriptor } from './StageKindDescriptor.ts';
+import type { KindSettings, PromptLimits, StageKindDescriptor } from './StageKindDescriptor.ts';
 import { talker } from './talker/descriptor.ts';
 import { thinker } from './thinker/descriptor.ts';
 import { tts } from './tts/descriptor.ts';
@@ -21,6 +21,11 @@ const builtIn = new Set<string>(stageKindNames);
 
 export function descriptorOf(kind: StageKind): StageKindDescriptor {
   return stageKinds[kind];
+}
+
+/** The YAML sections kinds declare of their own (`tts:`), with the kind each belongs to. */
+export function kindSections(): { readonly kind: StageKind; readonly section: KindSettings }[] {
+  return Object.values(stageKinds).flatMap((d) => (d.settings ? [{ kind: d.kind, section: d.settings }] : []));
 }
 
 /** What the config says of the entry stage's model (its kind's promptLimits); empty when it says nothing. */

@@ -23,6 +23,7 @@ import {
   PhraseSplitter,
   PiperPhonemizer,
   resample,
+  ttsSettingsOf,
 } from '../../src/index.ts';
 import { gitSha } from '../common.ts';
 
@@ -38,13 +39,14 @@ const { values } = parseArgs({
 });
 const graph = await loadConfig(join(process.cwd(), values.config));
 const ttsSpec = graph.stages.find((s) => s.kind === 'tts');
-if (!ttsSpec || ttsSpec.model.source !== 'file' || !ttsSpec.tts) throw new Error('the config has no tts stage');
+if (!ttsSpec || ttsSpec.model.source !== 'file') throw new Error('the config has no tts stage');
+const ttsSettings = ttsSettingsOf(ttsSpec);
 const engine = await Orchestrator.start(graph);
 const app = buildServer(engine, { apiKey: null });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const { port } = app.server.address() as { port: number };
 const voiceFile = locateVoice({ path: ttsSpec.model.path });
-const voice = OnnxPiperRunner.load(voiceFile, { threads: 1 }, ttsSpec.tts);
+const voice = OnnxPiperRunner.load(voiceFile, { threads: 1 }, ttsSettings);
 const phonemizer = new PiperPhonemizer(voice.voice.espeakVoice);
 await phonemizer.ready();
 
@@ -69,7 +71,7 @@ async function ask(question: string): Promise<Round> {
       max_tokens: 128,
     }),
   });
-  const splitter = new PhraseSplitter(ttsSpec!.tts!.phrases);
+  const splitter = new PhraseSplitter(ttsSettings.phrases);
   let firstAudioMs = NaN;
   let firstPhraseTextMs = NaN;
   let phrase = '';

@@ -6,7 +6,11 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Count, List } from './wireValues.ts';
 import type { Modality } from './modality.ts';
 
-export type StageKind = 'thinker' | 'talker' | 'code2wav' | 'encoder' | 'tts';
+/**
+ * A stage kind's name: a key of the kind registry (stages/registry.ts), which the floor cannot read; the config
+ * accepts only the names registered there, so a new kind is its folder and its registry line, not a name here.
+ */
+export type StageKind = string;
 
 /** The instance and stage id main goes by on edges, in downstream targets and in chunk keys. */
 export const MAIN = 'main';
@@ -307,16 +311,6 @@ export interface VideoSettings {
   readonly decodeTimeoutMs: number;
 }
 
-/** Settings of a tts stage (its `tts:` section, stages/tts/ttsSettings.ts); absent on every other kind. */
-export interface TtsSettings {
-  /** How streamed text is cut into phrases (stages/tts/PhraseSplitter.ts). */
-  readonly phrases: { readonly firstMinChars: number; readonly firstMaxWords: number; readonly maxChars: number };
-  /** Overrides of the voice config's synthesis scales. */
-  readonly scales: { readonly noiseScale?: number; readonly lengthScale?: number; readonly noiseW?: number };
-  /** Multi-speaker voices: which speaker. */
-  readonly speakerId?: number;
-}
-
 export interface StageSpec {
   readonly stageId: string;
   readonly kind: StageKind;
@@ -340,8 +334,11 @@ export interface StageSpec {
   readonly joinable: boolean;
   /** Encoder stages only (kind encoder). */
   readonly encoder?: EncoderSettings;
-  /** tts stages only (kind tts). */
-  readonly tts?: TtsSettings;
+  /**
+   * The kind's own YAML section (a tts stage's `tts:`), resolved by its descriptor (`settings`), which also types
+   * it; absent on kinds without one.
+   */
+  readonly settings?: unknown;
 }
 
 export interface ChunkPolicy {

@@ -15,7 +15,7 @@ import { resolveEncoderSettings } from './encoders.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import { resolveMediaRowsBytes, resolvePrefillFirst, resolvePrefixCache, resolveSyncEncoding } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
-import { stageKinds } from '../../stages/registry.ts';
+import { kindSections, stageKinds } from '../../stages/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { importGgufModels } from './ggufModel.ts';
 import { resolveModel } from './models.ts';
@@ -36,7 +36,6 @@ import { assignCpus, checkCpus, withCpus } from './cpus.ts';
 import { resolvePlacement } from './placement.ts';
 import { check } from './validate.ts';
 import { YamlSource } from './yamlSource.ts';
-import { resolveTtsSettings } from '../../stages/tts/ttsSettings.ts';
 
 export { defaultConfigPath } from './paths.ts';
 
@@ -200,9 +199,7 @@ function resolveStages(
         `only encoder stages take \`encoder:\` settings (this stage is a ${s.kind})`,
       );
     }
-    if (s.tts !== undefined && s.kind !== 'tts') {
-      problems.add(['stages', index, 'tts'], `only tts stages take \`tts:\` settings (this stage is a ${s.kind})`);
-    }
+    refuseOthersSections(s, index, problems);
     if (s.encoder?.video !== undefined && s.encoder.modality === 'audio') {
       problems.add(
         ['stages', index, 'encoder', 'video'],
@@ -234,7 +231,7 @@ function resolveStages(
       ...(stageKinds[s.kind].readsRequest && s.encoder
         ? { encoder: resolveEncoderSettings(s.encoder, model, yaml.on_encoder_failure) }
         : {}),
-      ...(s.kind === 'tts' ? { tts: resolveTtsSettings(s.tts) } : {}),
+      ...kindSettings(s),
     });
   }
   if (!yaml.stages.some((s) => s.final_output)) {
@@ -242,6 +239,25 @@ function resolveStages(
   }
   const raw = new Map(yaml.stages.map((s, index) => [s.stage_id, { index, yaml: s }]));
   return resolvePlacement(out, raw, connectors, problems);
+}
+
+/** A kind's own section on a stage of another kind is an error, not ignored (only tts stages take `tts:`). */
+function refuseOthersSections(s: StageYamlValue, index: number, problems: Problems): void {
+  const sections = s as Readonly<Record<string, unknown>>;
+  for (const { kind, section } of kindSections()) {
+    if (kind === s.kind || sections[section.key] === undefined) continue;
+    problems.add(
+      ['stages', index, section.key],
+      `only ${kind} stages take \`${section.key}:\` settings (this stage is a ${s.kind})`,
+    );
+  }
+}
+
+/** The stage's own kind's section, resolved by its descriptor (defaults when absent); nothing for other kinds. */
+function kindSettings(s: StageYamlValue): { settings?: unknown } {
+  const section = stageKinds[s.kind].settings;
+  if (!section) return {};
+  return { settings: section.resolve((s as Readonly<Record<string, unknown>>)[section.key] as never) };
 }
 
 /**

@@ -4,10 +4,9 @@
  * `errorMessage` is ours: the text shown when a value fails, in place of TypeBox's generic wording.
  * Defaults live in defaults.ts; cross-field rules (graph shape, model sizes) live in the resolvers.
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { ByteSize, closed, int, oneOf, optional } from '../common/yamlSchema.ts';
-import { stageKindNames } from '../../stages/registry.ts';
-import { TtsYaml } from '../../stages/tts/ttsSettings.ts';
+import { kindSections, stageKindNames } from '../../stages/registry.ts';
 
 export { oneOf };
 
@@ -198,8 +197,12 @@ export const StageYaml = Type.Object(
     placement: optional(oneOf(['local', 'remote'] as const)),
     min_replicas: optional(int(0)),
     encoder: optional(EncoderYaml),
-    // A tts stage's synthesis scales and phrase rules (stages/tts/ttsSettings.ts).
-    tts: optional(TtsYaml),
+    // The sections kinds declare of their own (a tts stage's `tts:`: its descriptor's `settings`); read by
+    // loadConfig from the stage as a mapping (their types are the kinds').
+    ...(Object.fromEntries(kindSections().map(({ section }) => [section.key, optional(section.yaml)])) as Record<
+      never,
+      TSchema
+    >),
   },
   closed,
 );

@@ -15,7 +15,7 @@ import type { OnnxPiperRunner } from './OnnxPiperRunner.ts';
 import type { PiperPhonemizer } from './phonemes.ts';
 import type { TtsArgs } from './protocol.ts';
 import { locateVoice } from './locateVoice.ts';
-import { DEFAULT_TTS_SETTINGS, OUTPUT_FRAME_SAMPLES, OUTPUT_RATE_HZ } from './ttsSettings.ts';
+import { OUTPUT_FRAME_SAMPLES, OUTPUT_RATE_HZ, resolveTtsSettings, TtsYaml, ttsSettingsOf } from './ttsSettings.ts';
 
 const modelYaml = Type.Object(
   {
@@ -43,6 +43,8 @@ export const tts: StageKindDescriptor<TtsArgs> = {
   requestSampling: 'sampling',
   readsRequest: false,
   sizedFrom: 'inputs',
+  // Its synthesis scales and phrase rules (ttsSettings.ts).
+  settings: { key: 'tts', yaml: TtsYaml, resolve: resolveTtsSettings },
   modelSchema: () => modelYaml,
   addArgs: (ctx) => (ctx.playback ? { playback: ctx.playback } : {}),
 
@@ -61,7 +63,7 @@ export const tts: StageKindDescriptor<TtsArgs> = {
     load: loadVoice,
     core: async (ctx, voice: LoadedVoice) => {
       const { TtsCore } = await import('./TtsCore.ts');
-      const settings = ctx.spec.tts ?? DEFAULT_TTS_SETTINGS;
+      const settings = ttsSettingsOf(ctx.spec);
       return new TtsCore(ctx, { ...voice, phrases: settings.phrases });
     },
     facts: (voice) => factsOf(voice.runner),
@@ -82,7 +84,7 @@ async function loadVoice(spec: StageSpec, graph: StageGraph): Promise<LoadedVoic
   const upstream = graph.stages.find((s) => spec.inputs.some((i) => i.from === s.stageId));
   if (!upstream) throw new ChorusError(ErrorCodes.CONFIG_INVALID, `tts stage ${spec.stageId} has no input stage`);
   const tokenizer = createTokenizer(upstream.model);
-  const settings = spec.tts ?? DEFAULT_TTS_SETTINGS;
+  const settings = ttsSettingsOf(spec);
   const runner = OnnxPiperRunner.load(spec.model.path, spec.engine, settings);
   try {
     const phonemizer = new PiperPhonemizer(runner.voice.espeakVoice);

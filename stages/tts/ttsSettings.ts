@@ -3,7 +3,6 @@
  * and the phrase rules (PhraseSplitter.ts). Checked with the rest of the YAML; defaults here.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { TtsSettings } from '../../src/common/graph.ts';
 import { closed, int, optional } from '../../src/common/yamlSchema.ts';
 import { DEFAULT_PHRASE_POLICY } from './PhraseSplitter.ts';
 
@@ -29,7 +28,22 @@ export const TtsYaml = Type.Object(
   closed,
 );
 
+/** Settings of a tts stage: its `tts:` section, resolved (StageSpec.settings of a tts stage). */
+export interface TtsSettings {
+  /** How streamed text is cut into phrases (PhraseSplitter.ts). */
+  readonly phrases: { readonly firstMinChars: number; readonly firstMaxWords: number; readonly maxChars: number };
+  /** Overrides of the voice config's synthesis scales. */
+  readonly scales: { readonly noiseScale?: number; readonly lengthScale?: number; readonly noiseW?: number };
+  /** Multi-speaker voices: which speaker. */
+  readonly speakerId?: number;
+}
+
 export const DEFAULT_TTS_SETTINGS: TtsSettings = { phrases: DEFAULT_PHRASE_POLICY, scales: {} };
+
+/** A tts stage's settings (the defaults when its section is absent). */
+export function ttsSettingsOf(spec: { readonly settings?: unknown }): TtsSettings {
+  return (spec.settings as TtsSettings | undefined) ?? DEFAULT_TTS_SETTINGS;
+}
 
 export function resolveTtsSettings(raw: Static<typeof TtsYaml> | undefined): TtsSettings {
   const y = raw ?? {};

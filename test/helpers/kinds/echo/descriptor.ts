@@ -17,7 +17,7 @@ export const ECHO_INTERVAL_MS = 20;
 export const ECHO_MAX_POSITIONS = 200;
 
 export const echo: StageKindDescriptor<EchoArgs> = {
-  kind: 'echo' as StageKind, // not one of Chorus's own kinds: StageKind names those
+  kind: 'echo' as StageKind, // not in the registry's list: registered by the tests that use it
   workerType: 'generation',
   defaultMaxTokens: 4,
   feeds: [],
