@@ -3,8 +3,10 @@
  * incremental build: seconds when nothing changed) and sets CHORUS_COMPILED=1 for the tests (vitest.config.ts), so
  * every `node bin/chorus.js` they start, and every stage process it forks, runs the compiled JavaScript the package
  * ships instead of the sources through tsx: half the CPU of a deployment's boot (tsx's loader in each process).
- * The source path stays tested: in-process servers fork their stages from the sources, and a test that is about
- * running from the clone (test/e2e/shutdown.test.ts) sets CHORUS_COMPILED=0 for its command.
+ * In-process servers (the test's own process runs the sources) fork their stages from dist/ too
+ * (src/common/moduleFile.ts childModuleFile: 16% of runtime.test.ts's CPU). The source path stays tested: a test that
+ * is about running from the clone (test/e2e/shutdown.test.ts) sets CHORUS_COMPILED=0 for its command, whose stages
+ * then run through tsx.
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';

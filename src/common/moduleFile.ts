@@ -5,12 +5,29 @@
  * thread: those go through here, so a compiled process never starts TypeScript (and never needs tsx).
  */
 
+import { existsSync } from 'node:fs';
+
 /** This file's own extension tells how the whole tree runs: tsc compiles every file or none. */
 export const RUNS_COMPILED = import.meta.url.endsWith('.js');
 
 /** `relative` (a path without extension, from `base`: import.meta.url) as the file this process runs. */
 export function moduleFile(relative: string, base: string): URL {
   return new URL(`${relative}${RUNS_COMPILED ? '.js' : '.ts'}`, base);
+}
+
+/**
+ * The file a child process starts for `relative` (a path without extension from the package root, e.g.
+ * `stages/stageEntry`; `rootBase` the package root's URL): as moduleFile() does, except that a process running from
+ * source with CHORUS_COMPILED=1 starts the built file in dist/ when there is one. bin/chorus.js already runs dist/
+ * under that variable; this carries it to the children of an engine started in a source process (the test tiers
+ * build dist/ first, test/buildDist.ts, and set it: tsx's loader was half of each stage process's boot CPU).
+ */
+export function childModuleFile(relative: string, rootBase: URL): URL {
+  if (!RUNS_COMPILED && process.env.CHORUS_COMPILED === '1') {
+    const built = new URL(`dist/${relative}.js`, rootBase);
+    if (existsSync(built)) return built;
+  }
+  return RUNS_COMPILED ? new URL(`dist/${relative}.js`, rootBase) : new URL(`${relative}.ts`, rootBase);
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../common/log.ts';
-import { moduleFile } from '../common/moduleFile.ts';
+import { childModuleFile, RUNS_COMPILED } from '../common/moduleFile.ts';
 import type { MainToStage, StageBootArgs, StageReadySettings } from '../worker/messages.ts';
 import type { StageWorkerEvents, StageWorkerOptions } from '../worker/StageWorker.ts';
 import { ipcChannelToChild } from '../control/ipc/ipcChannel.ts';
@@ -24,8 +24,11 @@ export interface StageWorkerHandle {
 /** Starts one stage instance and resolves once it is READY (rejects with CHORUS_ERR_STAGE_BOOT). */
 export type StartStageWorker = (args: StageBootArgs, log: Logger) => Promise<StageWorkerHandle>;
 
+/** The package's root: src/engine/ (or dist/src/engine/ compiled) is two (three) folders below it. */
+const PACKAGE_ROOT = new URL(RUNS_COMPILED ? '../../../' : '../../', import.meta.url);
+
 /** A stage process on this machine: it runs the stage body with the kind registry, and talks over the IPC pipe. */
 export const LOCAL_STAGE: StageWorkerOptions = {
-  entry: fileURLToPath(moduleFile('../../stages/stageEntry', import.meta.url)),
+  entry: fileURLToPath(childModuleFile('stages/stageEntry', PACKAGE_ROOT)),
   channelOf: ipcChannelToChild,
 };
