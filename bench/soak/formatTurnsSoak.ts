@@ -1,4 +1,5 @@
 /** The text report of `chorus soak --turns`: failed turns, truncation TTFP and the RSS table, with the goals. */
+import { pct, times } from '../report/format.ts';
 import type { TurnsSoakReport } from './runTurnsSoak.ts';
 import { TURNS_BEFORE } from './turnsSoakReport.ts';
 
@@ -7,8 +8,6 @@ const TTFP_AFTER_TRUNCATION_MAX = 1.5; // issue 27: <= 1.5x the turns before
 const LATE_TURNS_MAX = 1.5; // issue 41: the last third of a session past its limit <= 1.5x its first ten turns
 
 const ms = (x: number | null) => (x === null ? '-' : `${x.toFixed(1)} ms`);
-const times = (x: number | null) => (x === null ? '-' : `${x.toFixed(2)}x`);
-const pct = (x: number | null) => (x === null ? '-' : `${Math.round(100 * x)}%`);
 
 export function formatTurnsSoak(r: TurnsSoakReport): string {
   const t = r.truncation;

@@ -2,7 +2,7 @@
  * The voice bench's result as the terminal shows it and as results.md stores it: one row per concurrency, where a
  * c=1 voice turn's time goes beside the typed turn's, the goal, and where the numbers came from.
  */
-import { ms, num, renderMarkdown, renderText, type Column } from '../ttfp/report/tables.ts';
+import { ms, num, renderMarkdown, renderText, type Column } from '../report/format.ts';
 import type { Spread, VoiceBenchResult, VoiceRunRow } from './voiceResults.ts';
 
 const pair = (s: Spread, f: (v: number | null) => string = ms) => `${f(s.p50)} / ${f(s.p90)}`;

@@ -3,12 +3,11 @@
  * columns); in results.md one table, a row per rate and server, with the run's provenance above it.
  */
 import { BLOCK_WIDTH, line, rule } from '../report/runSummary.ts';
-import { ms, num, renderMarkdown, type Column } from '../report/tables.ts';
+import { ms, num, pct, renderMarkdown, type Column } from '../../report/format.ts';
 import type { OpenLoopResult } from './runOpenLoopBench.ts';
 import type { CapacityReport } from './capacitySearch.ts';
 import type { OpenLoopRow, Percentiles } from './openLoopStats.ts';
 
-const pct = (share: number | null): string => (share === null ? '-' : `${(share * 100).toFixed(1)}%`);
 const p3 = (p: Percentiles): string => `${ms(p.p50)} / ${ms(p.p95)} / ${ms(p.p99)}`;
 
 function variantName(variant: string): string {
@@ -41,14 +40,14 @@ export function openLoopSummaryLines(r: OpenLoopRow): string[] {
     line('Failed requests (not refused)', String(r.failed)),
     line('Send lag p99 (ms)', ms(r.send_lag_p99_ms)),
     rule('Refused (429)', '-'),
-    line('Refused share', `${pct(r.refused_share)} (${r.refused})`),
+    line('Refused share', `${pct(r.refused_share, 1)} (${r.refused})`),
     line('Median refusal answered in (ms)', ms(r.refusal_ms.p50)),
     line('P99 refusal answered in (ms)', ms(r.refusal_ms.p99)),
     rule('Admitted requests', '-'),
     ...percentileLines('TTFT', r.ttft_ms),
     ...percentileLines('TTFP', r.ttfp_ms),
     rule('Audio playback (a player fed as it arrives)', '-'),
-    line('Requests with an underrun', `${pct(r.underrun_share)} (${r.requests_with_underruns})`),
+    line('Requests with an underrun', `${pct(r.underrun_share, 1)} (${r.requests_with_underruns})`),
     line('Total stall (ms)', ms(r.total_stall_ms)),
     rule('Goodput', '-'),
     line(`Goodput (req/s: ${slo})`, num(r.goodput_rps, 2)),
@@ -87,12 +86,12 @@ const columns: readonly Column<OpenLoopRow>[] = [
   { header: 'Rate (req/s)', cell: (r) => String(r.request_rate) },
   { header: 'Offered / admitted (req/s)', cell: (r) => `${num(r.offered_rps, 2)} / ${num(r.admitted_rps, 2)}` },
   { header: 'Sent', cell: (r) => String(r.num_requests) },
-  { header: 'Refused', cell: (r) => `${pct(r.refused_share)} (${r.refused})` },
+  { header: 'Refused', cell: (r) => `${pct(r.refused_share, 1)} (${r.refused})` },
   { header: 'Refusal p50 / p99 (ms)', cell: (r) => `${ms(r.refusal_ms.p50)} / ${ms(r.refusal_ms.p99)}` },
   { header: 'Failed', cell: (r) => String(r.failed) },
   { header: 'TTFT p50 / p95 / p99 (ms)', cell: (r) => p3(r.ttft_ms) },
   { header: 'TTFP p50 / p95 / p99 (ms)', cell: (r) => p3(r.ttfp_ms) },
-  { header: 'Underrun share', cell: (r) => pct(r.underrun_share) },
+  { header: 'Underrun share', cell: (r) => pct(r.underrun_share, 1) },
   { header: 'Total stall (ms)', cell: (r) => ms(r.total_stall_ms) },
   { header: 'Goodput (req/s)', cell: (r) => num(r.goodput_rps, 2) },
 ];

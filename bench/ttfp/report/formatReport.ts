@@ -6,12 +6,12 @@
 import { formatLimit } from '../../limit/limitResult.ts';
 import { throughputCeilingAt, throughputShare, ttfpOverLimit } from '../goals.ts';
 import type { LimitResult } from '../../limit/limitResult.ts';
-import type { BenchResult, VariantRatio } from '../results.ts';
+import type { BenchResult, RunRow, VariantRatio } from '../results.ts';
 import { runSummaryLines, wrap } from './runSummary.ts';
-import { meanColumns, ms, num, percentileColumns, renderMarkdown, variantColumn, type Column } from './tables.ts';
+import { ms, num, pct, renderMarkdown, times, type Column } from '../../report/format.ts';
+import { meanColumns, percentileColumns, variantColumn } from './tables.ts';
 
 /** `0.04x`: one run's figure as a multiple of the other's. */
-const times = (v: number | null) => (v === null ? '-' : `${v.toFixed(2)}x`);
 
 /** One concurrency's ratios, each named: "TTFP 0.04x (p50 0.05x), TTFT 0.50x, ...". */
 function ratioLine(x: VariantRatio): string {
@@ -45,11 +45,11 @@ function configRatioSection(r: BenchResult): [string, string[]] {
  * With two configs (or the playback and fifo runs of --compare-scheduling) the tables start with the variant each
  * row ran; with a TTFP target they end with the share of requests that met it.
  */
-function columns(r: BenchResult, base: readonly Column[]): readonly Column[] {
+function columns(r: BenchResult, base: readonly Column<RunRow>[]): readonly Column<RunRow>[] {
   const byVariant = r.target.compare_file !== undefined || r.runs.some((x) => x.variant === 'playback');
-  const target: Column = {
+  const target: Column<RunRow> = {
     header: 'TTFP target met',
-    cell: (x) => (x.ttfp_target_met === null ? '-' : `${(x.ttfp_target_met * 100).toFixed(0)}%`),
+    cell: (x) => pct(x.ttfp_target_met),
   };
   return [...(byVariant ? [variantColumn] : []), ...base, ...(r.options.ttfp_target_ms !== null ? [target] : [])];
 }

@@ -5,7 +5,7 @@
  * (~170 characters) wrap in a 120-column terminal and become unreadable.
  */
 import type { RunRow } from '../results.ts';
-import { ms, num } from './tables.ts';
+import { ms, num } from '../../report/format.ts';
 
 /** Every line the terminal report prints fits this (checked by test/unit/bench-report.test.ts). */
 export const REPORT_WIDTH = 100;

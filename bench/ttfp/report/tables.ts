@@ -1,25 +1,12 @@
 /**
- * The result tables, defined once as columns and rendered either as aligned text (the terminal) or as Markdown
- * (results.md, bench/README.md). Column names follow vLLM-Omni's published table.
+ * The TTFP bench's result tables, defined once as columns (rendered by bench/report/format.ts). Column names follow
+ * vLLM-Omni's published table.
  */
+import { ms, num, pair, type Column as GenericColumn } from '../../report/format.ts';
 import type { RunRow } from '../results.ts';
 
-/** A table column over rows of type R (the TTFP bench's run rows unless said; the voice bench has its own). */
-export interface Column<R = RunRow> {
-  readonly header: string;
-  readonly cell: (r: R) => string;
-}
-
-export function ms(v: number | null): string {
-  if (v === null) return '-';
-  return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
-}
-
-export function num(v: number | null, digits = 3): string {
-  return v === null ? '-' : v.toFixed(digits);
-}
-
-const pair = (a: string, b: string) => `${a} / ${b}`;
+/** A column over the TTFP bench's run rows. */
+type Column = GenericColumn<RunRow>;
 
 /** The config a row ran (--compare-config); its file name, or `async`/`sync`. */
 export const variantColumn: Column = { header: 'Config', cell: (r) => r.variant };
@@ -56,21 +43,3 @@ export const percentileColumns: readonly Column[] = [
   { header: 'Req/s', cell: (r) => num(r.request_throughput, 2) },
   { header: 'Code2Wav decoded / audio frames', cell: (r) => num(r.code2wav_decode_ratio, 2) },
 ];
-
-export function renderText<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
-  const cells = rows.map((r) => columns.map((c) => c.cell(r)));
-  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i].length)));
-  const line = (values: readonly string[]) => values.map((v, i) => v.padStart(widths[i])).join('  ');
-  return [line(columns.map((c) => c.header)), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join(
-    '\n',
-  );
-}
-
-export function renderMarkdown<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
-  const line = (values: readonly string[]) => `| ${values.join(' | ')} |`;
-  return [
-    line(columns.map((c) => c.header)),
-    line(columns.map(() => '---:')),
-    ...rows.map((r) => line(columns.map((c) => c.cell(r)))),
-  ].join('\n');
-}

@@ -2,7 +2,7 @@
  * The per-turn limit in the `chorus bench --turns` report: two columns of the run it was measured for (the first
  * mode at c=1), "Limit (ms)" and "TTFP / limit", a table of what each limit is made of, and the goal's line.
  */
-import { ms, num, type Column } from '../report/tables.ts';
+import { ms, num, type Column } from '../../report/format.ts';
 import type { TurnLimitRow, TurnLimits } from './turnLimitPlan.ts';
 import type { TurnsRun } from './turnsResult.ts';
 import type { TurnRow } from './turnStats.ts';

@@ -4,14 +4,12 @@
  * its per-turn limit beside it), with two modes a table of both side by side and their ratio, then the per-turn
  * limit's parts and the goal, the failed turns and where the numbers came from.
  */
-import { ms, num, renderMarkdown, renderText, type Column } from '../report/tables.ts';
+import { ms, num, pair, pct, renderMarkdown, renderText, type Column } from '../../report/format.ts';
 import { goalLine, hasLimits, limitColumns, limitNote, limitPartColumns, limitTitle } from './formatTurnLimits.ts';
 import type { TurnsModeRatio, TurnsResult, TurnsRun } from './turnsResult.ts';
 import { displayedTurns, type TurnRatio, type TurnRow } from './turnStats.ts';
 
-const pct = (v: number | null): string => (v === null ? '-' : `${(v * 100).toFixed(0)}%`);
 const tokens = (v: number | null): string => (v === null ? '-' : v.toFixed(0));
-const pair = (a: string, b: string): string => `${a} / ${b}`;
 
 const turnColumns: readonly Column<TurnRow>[] = [
   { header: 'Turn', cell: (r) => String(r.turn) },

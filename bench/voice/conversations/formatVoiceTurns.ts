@@ -3,13 +3,11 @@
  * (every turn up to 12, else 1, 2, 5, 10, 20, ... and the last; results.json has them all), with two servers a table
  * of both side by side and their ratio, then the goal, the failed turns and where the numbers came from.
  */
-import { ms, num, renderMarkdown, renderText, type Column } from '../../ttfp/report/tables.ts';
+import { ms, num, pair, pct, renderMarkdown, renderText, type Column } from '../../report/format.ts';
 import { displayedTurns } from '../../ttfp/turns/turnStats.ts';
 import type { VoiceTurnRow, VoiceTurnsRatio, VoiceTurnsResult, VoiceTurnsRun } from './voiceTurnsResult.ts';
 
-const pct = (v: number | null): string => (v === null ? '-' : `${(v * 100).toFixed(0)}%`);
 const tokens = (v: number | null): string => (v === null ? '-' : v.toFixed(0));
-const pair = (a: string, b: string): string => `${a} / ${b}`;
 
 const turnColumns: readonly Column<VoiceTurnRow>[] = [
   { header: 'Turn', cell: (r) => String(r.turn) },

@@ -1,0 +1,50 @@
+/**
+ * The bench's report formatting, in one place: table columns rendered as aligned text (the terminal) or Markdown
+ * (results.md, bench/README.md), and the cells every report writes (milliseconds, ratios, shares). A harness's own
+ * columns live beside it (ttfp/report/tables.ts, the voice and turns formatters); how a figure looks lives here.
+ */
+
+/** A table column over rows of type R. */
+export interface Column<R> {
+  readonly header: string;
+  readonly cell: (r: R) => string;
+}
+
+export function ms(v: number | null): string {
+  if (v === null) return '-';
+  return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
+}
+
+export function num(v: number | null, digits = 3): string {
+  return v === null ? '-' : v.toFixed(digits);
+}
+
+/** A ratio: `1.23x`. */
+export function times(v: number | null): string {
+  return v === null ? '-' : `${v.toFixed(2)}x`;
+}
+
+/** A share as a whole percentage: `64%` (`digits` more for finer shares). */
+export function pct(v: number | null, digits = 0): string {
+  return v === null ? '-' : `${(v * 100).toFixed(digits)}%`;
+}
+
+export const pair = (a: string, b: string): string => `${a} / ${b}`;
+
+export function renderText<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
+  const cells = rows.map((r) => columns.map((c) => c.cell(r)));
+  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i].length)));
+  const line = (values: readonly string[]) => values.map((v, i) => v.padStart(widths[i])).join('  ');
+  return [line(columns.map((c) => c.header)), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join(
+    '\n',
+  );
+}
+
+export function renderMarkdown<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
+  const line = (values: readonly string[]) => `| ${values.join(' | ')} |`;
+  return [
+    line(columns.map((c) => c.header)),
+    line(columns.map(() => '---:')),
+    ...rows.map((r) => line(columns.map((c) => c.cell(r)))),
+  ].join('\n');
+}
