@@ -104,8 +104,8 @@ describe('chorus serve over TLS', () => {
 
     // Each field that asks for what Chorus does not implement: an error naming it, and the session unchanged.
     const refusals: [Record<string, unknown>, string][] = [
-      [{ tools: [{ type: 'function', name: 'weather', parameters: {} }], tool_choice: 'required' }, 'session.tools'],
-      [{ tool_choice: 'required' }, 'session.tool_choice'],
+      [{ parallel_tool_calls: true }, 'session.parallel_tool_calls'],
+      [{ prompt: { id: 'pmpt_1' } }, 'session.prompt'],
       [{ audio: { input: { noise_reduction: { type: 'near_field' } } } }, 'session.audio.input.noise_reduction'],
       [{ tracing: 'auto' }, 'session.tracing'],
     ];

@@ -63,6 +63,8 @@ export const conforming: { [K in OpenAIEventType]: Conforms<K> } = {
   'response.output_audio.done': true,
   'response.content_part.done': true,
   'response.output_item.done': true,
+  'response.function_call_arguments.delta': true,
+  'response.function_call_arguments.done': true,
   'response.done': true,
   error: true,
 };

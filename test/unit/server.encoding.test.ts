@@ -239,9 +239,6 @@ describe('realtime event parsing', () => {
   };
 
   it.each([
-    [{ tools: [{ type: 'function', name: 'f' }] }, 'session.tools'],
-    [{ tool_choice: 'required' }, 'session.tool_choice'],
-    [{ tool_choice: { type: 'function', name: 'f' } }, 'session.tool_choice'],
     [{ audio: { input: { noise_reduction: { type: 'near_field' } } } }, 'session.audio.input.noise_reduction'],
     [{ audio: { output: { speed: 1.5 } } }, 'session.audio.output.speed'],
     [{ include: ['item.input_audio_transcription.logprobs'] }, 'session.include'],
@@ -263,9 +260,9 @@ describe('realtime event parsing', () => {
       ],
     ] as const)
       expect(refusal({ type: 'session.update', session })).toEqual({ code: ErrorCodes.REQUEST_INVALID, param });
-    expect(refusal({ type: 'response.create', response: { tool_choice: 'required' } })).toEqual({
+    expect(refusal({ type: 'response.create', response: { prompt: { id: 'pmpt_1' } } })).toEqual({
       code: ErrorCodes.PARAM_UNSUPPORTED,
-      param: 'response.tool_choice',
+      param: 'response.prompt',
     });
     expect(refusal({ type: 'response.create', response: { instruction: 'x' } })).toEqual({
       code: ErrorCodes.REQUEST_INVALID,

@@ -8,7 +8,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { GrammarSpec } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { checkGrammar, checkSchemaKeywords, jsonSchemaSpec, UnsupportedSchemaError } from '../../grammar/index.ts';
+import {
+  boundIntegers,
+  checkGrammar,
+  checkSchemaKeywords,
+  jsonSchemaSpec,
+  UnsupportedSchemaError,
+} from '../../grammar/index.ts';
 import { TOOL_CALL_END, TOOL_CALL_TRIGGER, toolCallBegin, type ToolDefinition } from '../../tokenizer/toolCalls.ts';
 import { ClientInputError } from '../validate.ts';
 
@@ -70,13 +76,9 @@ export interface ToolPlan {
 /** Plans the grammar and the tools of a request; throws a 400 naming the field or the schema keyword. */
 export async function planTools(b: ToolFields): Promise<ToolPlan> {
   const choice = b.tool_choice ?? (b.tools && b.tools.length > 0 ? 'auto' : 'none');
-  const tools = choice === 'none' ? [] : (b.tools ?? []).map(toolDefinition);
+  const tools =
+    choice === 'none' ? [] : (b.tools ?? []).map((t, i) => toolDefinition(t.function, `tools[${i}].function`));
   const format = b.response_format?.type ?? 'text';
-  if (choice !== 'none' && tools.length === 0)
-    throw new ClientInputError(
-      `tool_choice ${JSON.stringify(choice)} needs tools: send tools, or leave tool_choice out`,
-      'tool_choice',
-    );
   if (tools.length > 0 && format !== 'text') {
     throw new ClientInputError(
       'response_format and tools cannot both constrain one answer: send one, or tool_choice "none"',
@@ -84,17 +86,15 @@ export async function planTools(b: ToolFields): Promise<ToolPlan> {
       ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
-  if (tools.length > 0) {
-    const named = typeof choice === 'object' ? choice.function.name : null;
-    const offered = named === null ? tools : tools.filter((t) => t.name === named);
-    if (offered.length === 0)
-      throw new ClientInputError(`tool_choice names "${named}", which is not in tools`, 'tool_choice.function.name');
-    const grammar = toolGrammar(offered, {
-      atLeastOne: choice !== 'auto',
-      stopAfterFirst: named !== null || b.parallel_tool_calls === false,
-    });
-    await checked(grammar, 'tools');
-    return { tools, grammar, parseCalls: true };
+  const calls = planToolCalls(
+    tools,
+    typeof choice === 'object' ? { name: choice.function.name } : choice,
+    b.parallel_tool_calls !== false,
+    { toolChoice: 'tool_choice', namedFunction: 'tool_choice.function.name' },
+  );
+  if (calls.grammar) {
+    await checked(calls.grammar, 'tools');
+    return { tools, grammar: calls.grammar, parseCalls: true };
   }
   if (b.response_format?.type === 'json_object') return { tools, grammar: { type: 'json_object' }, parseCalls: false };
   if (b.response_format?.type === 'json_schema') {
@@ -112,16 +112,58 @@ export async function planTools(b: ToolFields): Promise<ToolPlan> {
   return { tools, grammar: undefined, parseCalls: false };
 }
 
-function toolDefinition(t: Static<typeof ToolField>, i: number): ToolDefinition {
-  const parameters = t.function.parameters ?? { type: 'object', properties: {} };
+/** tool_choice in either API's shape: a named function is its name. */
+export type ToolChoice = 'none' | 'auto' | 'required' | { readonly name: string };
+
+export interface ToolCallPlan {
+  /** The grammar of the calls (undefined: no tools to call). */
+  readonly grammar: GrammarSpec | undefined;
+  /** The answer is calls only (`required`, a named function); `auto` lets the model write text or call. */
+  readonly forced: boolean;
+}
+
+/**
+ * The grammar of an answer that may (`auto`) or must (`required`, a named function) call these tools: the one place
+ * chat completions and Realtime plan calls. Synchronous: the keywords were checked by toolDefinition; xgrammar's own
+ * check of the result is checkGrammar's (chat awaits it; Realtime leaves it to the Thinker's compile).
+ */
+export function planToolCalls(
+  tools: readonly ToolDefinition[],
+  choice: ToolChoice,
+  parallel: boolean,
+  params: { readonly toolChoice: string; readonly namedFunction: string },
+): ToolCallPlan {
+  if (choice === 'none') return { grammar: undefined, forced: false };
+  if (tools.length === 0)
+    throw new ClientInputError(
+      `${params.toolChoice} ${JSON.stringify(choice)} needs tools: send tools, or leave ${params.toolChoice} out`,
+      params.toolChoice,
+    );
+  const named = typeof choice === 'object' ? choice.name : null;
+  const offered = named === null ? tools : tools.filter((t) => t.name === named);
+  if (offered.length === 0)
+    throw new ClientInputError(`${params.toolChoice} names "${named}", which is not in tools`, params.namedFunction);
+  const grammar = toolGrammar(offered, {
+    atLeastOne: choice !== 'auto',
+    stopAfterFirst: named !== null || !parallel,
+  });
+  return { grammar, forced: choice !== 'auto' };
+}
+
+/** A function tool as the prompt shows it; its parameters' keywords checked (a 400 naming one that is refused). */
+export function toolDefinition(
+  t: { readonly name: string; readonly description?: string; readonly parameters?: Record<string, unknown> },
+  at: string,
+): ToolDefinition {
+  const parameters = t.parameters ?? { type: 'object', properties: {} };
   try {
-    checkSchemaKeywords(parameters, `tools[${i}].function.parameters`);
+    checkSchemaKeywords(parameters, `${at}.parameters`);
   } catch (err) {
-    throw clientError(err, `tools[${i}].function.parameters`);
+    throw clientError(err, `${at}.parameters`);
   }
   return {
-    name: t.function.name,
-    ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+    name: t.name,
+    ...(t.description !== undefined ? { description: t.description } : {}),
     parameters,
   };
 }
@@ -138,7 +180,7 @@ export function toolGrammar(
   const tags = tools.map((t) => ({
     type: 'tag',
     begin: toolCallBegin(t.name),
-    content: { type: 'json_schema', json_schema: t.parameters },
+    content: { type: 'json_schema', json_schema: boundIntegers(t.parameters) },
     end: TOOL_CALL_END,
   }));
   const format = o.atLeastOne

@@ -36,6 +36,11 @@ export class ToolCallStream {
     return this.calls;
   }
 
+  /** Outside any call (a call's arguments are whole once it is back here). */
+  get inText(): boolean {
+    return this.state === 'text';
+  }
+
   push(delta: string): ToolCallEvent[] {
     this.buffer += delta;
     const out: ToolCallEvent[] = [];

@@ -14,8 +14,8 @@ import type { MediaChecker } from '../media/MediaChecker.ts';
 import { realtimeImagePart, type MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
-import type { ContentPart as ClientPart, MessageItem } from './clientEvents.ts';
-import type { EchoedContent, EchoedItemResource } from './ServerEvent.ts';
+import type { ContentPart as ClientPart, ConversationItem } from './clientEvents.ts';
+import type { EchoedContent, StoredItemResource } from './ServerEvent.ts';
 import { newId } from './serverEvents.ts';
 
 /** The Realtime API's input audio: pcm16, mono, little-endian, 24 kHz. */
@@ -29,10 +29,24 @@ export interface StoredPart {
   readonly media: MediaPart | null;
 }
 
+/** A function_call item (a call the model made) or a function_call_output (its result, from the client). */
+export type CallData =
+  | {
+      readonly type: 'function_call';
+      readonly callId: string;
+      readonly name: string;
+      arguments: string;
+      status: 'in_progress' | 'completed' | 'incomplete';
+    }
+  | { readonly type: 'function_call_output'; readonly callId: string; readonly output: string };
+
 export interface StoredItem {
   readonly id: string;
+  /** A call is the assistant's, its output the user's side (rendered as a tool turn). */
   readonly role: Exclude<ChatMessage['role'], 'tool'>;
   readonly parts: StoredPart[];
+  /** Set on function_call and function_call_output items (whose parts are empty). */
+  readonly call?: CallData;
   /** The Thinker positions the item takes, counted under `graph` (PromptPositions); cleared when its text changes. */
   positions?: { readonly graph: object; readonly count: number };
 }
@@ -65,7 +79,21 @@ export class Conversation {
   }
 
   /** Validates a client item (ids, roles, media encodings and headers) without storing it. */
-  static toStored(item: MessageItem, media: MediaChecker, param = 'item'): StoredItem {
+  static toStored(item: ConversationItem, media: MediaChecker, param = 'item'): StoredItem {
+    if (item.type === 'function_call') {
+      const call: CallData = {
+        type: 'function_call',
+        callId: item.call_id,
+        name: item.name,
+        arguments: item.arguments,
+        status: item.status ?? 'completed',
+      };
+      return { id: item.id ?? newId('item'), role: 'assistant', parts: [], call };
+    }
+    if (item.type === 'function_call_output') {
+      const call = { type: item.type, callId: item.call_id, output: item.output } as const;
+      return { id: item.id ?? newId('item'), role: 'user', parts: [], call };
+    }
     const parts = item.content.map((part, i) => storedPart(part, item.role, `${param}.content[${i}]`, media));
     return { id: item.id ?? newId('item'), role: item.role, parts };
   }
@@ -208,6 +236,10 @@ export function toChatMessages(instructions: string, items: readonly StoredItem[
     itemIds.push(null);
   }
   for (const item of items) {
+    if (item.call) {
+      addCall(messages, itemIds, item.id, item.call);
+      continue;
+    }
     const content: string | ContentPart[] = item.parts.some((p) => p.media)
       ? item.parts.map((p): ContentPart => p.media ?? { type: 'text', text: p.text })
       : item.parts.map((p) => p.text).join('');
@@ -223,13 +255,44 @@ export function toChatMessages(instructions: string, items: readonly StoredItem[
 }
 
 /**
+ * A call joins the assistant turn just before it (text, then the calls it made: one turn, as chat completions has
+ * it); a result is a tool turn. A call cut short (incomplete: its arguments are not whole JSON) is left out, and so is
+ * a result of no call: either would show the model a conversation that never happened.
+ */
+function addCall(messages: ChatMessage[], itemIds: (string | null)[], itemId: string, call: CallData): void {
+  if (call.type === 'function_call_output') {
+    messages.push({ role: 'tool', content: call.output, toolCallId: call.callId });
+    itemIds.push(itemId);
+    return;
+  }
+  if (call.status !== 'completed') return;
+  const toolCall = { id: call.callId, name: call.name, arguments: call.arguments };
+  const last = messages.at(-1);
+  if (last?.role === 'assistant') {
+    messages[messages.length - 1] = { ...last, toolCalls: [...(last.toolCalls ?? []), toolCall] };
+    return;
+  }
+  messages.push({ role: 'assistant', content: '', toolCalls: [toolCall] });
+  itemIds.push(itemId);
+}
+
+/** A call item as events show it. */
+function callResource(item: StoredItem, call: CallData): StoredItemResource {
+  const base = { id: item.id, object: 'realtime.item', call_id: call.callId } as const;
+  if (call.type === 'function_call_output')
+    return { ...base, type: 'function_call_output', status: 'completed', output: call.output };
+  return { ...base, type: 'function_call', status: call.status, name: call.name, arguments: call.arguments };
+}
+
+/**
  * The item as events show it. Media bytes are echoed only when the client asks for the item
  * (conversation.item.retrieve: `withMedia`), as OpenAI does with audio; an answer still being written is in_progress.
  */
 export function storedItemResource(
   item: StoredItem,
   { withMedia = false, inProgress = false }: { withMedia?: boolean; inProgress?: boolean } = {},
-): EchoedItemResource {
+): StoredItemResource {
+  if (item.call) return callResource(item, item.call);
   return {
     id: item.id,
     object: 'realtime.item',

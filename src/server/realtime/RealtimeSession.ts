@@ -22,6 +22,7 @@ import { SocketWriter } from './SocketWriter.ts';
 import { checkTextBudget, itemTextBytes } from './textBudget.ts';
 import { IdleWatch } from './IdleWatch.ts';
 import { VoiceTurns } from './VoiceTurns.ts';
+import { checkCallAnswered, NO_TOOLS } from './realtimeTools.ts';
 import { InputTranscription } from './InputTranscription.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
@@ -91,6 +92,7 @@ export class RealtimeSession {
       turnDetection: null,
       transcription: null,
       truncation: 'auto',
+      tools: NO_TOOLS,
       cacheSalt: cacheSaltOf(ctx.tenant ?? null, undefined),
     };
     this.#transcription = new InputTranscription(ctx.transcriber ?? null, this.#writer);
@@ -274,6 +276,13 @@ export class RealtimeSession {
 
   #onItemCreate(event: ClientEventOf<'conversation.item.create'>): void {
     const item = Conversation.toStored(event.item, this.#ctx.media);
+    if (item.call?.type === 'function_call_output') {
+      const calls = this.#conversation.items().flatMap((it) => (it.call?.type === 'function_call' ? [it.call] : []));
+      checkCallAnswered(
+        calls.map((c) => c.callId),
+        item.call.callId,
+      );
+    }
     // An item that alone cannot fit a prompt could never be answered; the rest count against the session's budget.
     refuseLongText(itemTextBytes(item), this.#ctx.tokenLimits, {
       what: "the item's text",

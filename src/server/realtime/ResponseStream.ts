@@ -25,6 +25,7 @@ import { countClientError, serverMetrics } from '../metrics/metrics.ts';
 import { renameItems, renameSerialized, type ItemNamer } from '../media/itemNames.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
 import type { SocketWriter } from './SocketWriter.ts';
+import { ResponseCalls, type ResponseCallsContext } from './ResponseCalls.ts';
 import type { ContentPartResource, ResponseStatusDetails, ServerEvent } from './ServerEvent.ts';
 import { itemResource, newId, responseResource, type ResponseState } from './serverEvents.ts';
 
@@ -63,6 +64,11 @@ export interface ResponseStreamContext {
   readonly onStalled?: () => void;
   /** Called once, when the first audio has been handed to the socket. */
   readonly onFirstAudio?: () => void;
+  /**
+   * Under function tools: calls are read out of the text (ResponseCalls). `forced` (tool_choice required or a
+   * name): the answer is a call only, so the response has no message. The first call ends the response.
+   */
+  readonly tools?: ({ readonly forced: boolean } & Pick<ResponseCallsContext, 'addItem' | 'removeItem'>) | null;
   /** Called once, when response.done has been handed to the socket (or the socket is gone). */
   readonly onFinished: (stream: ResponseStream) => void;
 }
@@ -92,9 +98,24 @@ export class ResponseStream {
   #cancelReason: 'client_cancelled' | 'turn_detected' = 'client_cancelled';
   /** The text as it arrived, with how many tokens each piece took (truncate maps played audio back onto it). */
   readonly #pieces: SpokenPiece[] = [];
+  /** The function calls, under tools (null: none can be made). */
+  readonly #calls: ResponseCalls | null;
+  /** The message item's closing events are out (at the end, or when a call begins). */
+  #messageClosed: boolean;
 
   constructor(ctx: ResponseStreamContext) {
     this.#ctx = ctx;
+    const withMessage = !ctx.tools?.forced;
+    this.#messageClosed = !withMessage;
+    this.#calls = ctx.tools
+      ? new ResponseCalls({
+          writer: ctx.writer,
+          responseId: ctx.state.id,
+          firstOutputIndex: withMessage ? 1 : 0,
+          addItem: ctx.inConversation ? ctx.tools.addItem : null,
+          removeItem: ctx.tools.removeItem,
+        })
+      : null;
     this.#meter = new LatencyMeter(
       'realtime',
       ctx.state.id,
@@ -136,8 +157,30 @@ export class ResponseStream {
   /** Sends the opening events and starts forwarding the engine's stream. */
   start(): void {
     const { writer, state } = this.#ctx;
+    writer.send({ type: 'response.created', event_id: newId('event'), response: this.#resource() });
+    if (!this.#messageClosed) this.#openMessage();
+    if (writer.congested) this.setPaused(true);
+    this.#subscription = this.#ctx.handle.events.subscribe({
+      next: (event) => this.#onEvent(event),
+      error: (err: unknown) => {
+        this.#ctx.log.error({ err, responseId: state.id }, 'engine stream failed');
+        this.#finish('error', null, { code: ErrorCodes.INTERNAL, message: 'engine stream failed' });
+      },
+    });
+  }
+
+  /** The response with its output: the message (unless it is calls only) and the calls. */
+  #resource() {
+    const calls = this.#calls?.resources() ?? [];
+    return responseResource(
+      this.#ctx.state,
+      this.#ctx.tools?.forced ? calls : [itemResource(this.#ctx.state.item), ...calls],
+    );
+  }
+
+  #openMessage(): void {
+    const { writer, state } = this.#ctx;
     const base = { response_id: state.id, item_id: state.item.id, output_index: 0 };
-    writer.send({ type: 'response.created', event_id: newId('event'), response: responseResource(state) });
     writer.send({
       type: 'response.output_item.added',
       event_id: newId('event'),
@@ -159,14 +202,6 @@ export class ResponseStream {
       ...base,
       content_index: 0,
       part: state.item.audio ? { type: 'audio', transcript: '' } : { type: 'text', text: '' },
-    });
-    if (writer.congested) this.setPaused(true);
-    this.#subscription = this.#ctx.handle.events.subscribe({
-      next: (event) => this.#onEvent(event),
-      error: (err: unknown) => {
-        this.#ctx.log.error({ err, responseId: state.id }, 'engine stream failed');
-        this.#finish('error', null, { code: ErrorCodes.INTERNAL, message: 'engine stream failed' });
-      },
     });
   }
 
@@ -223,13 +258,16 @@ export class ResponseStream {
     if (event.type === 'text') {
       if (event.delta.length === 0) return;
       this.#meter.text();
-      state.item.text += event.delta;
       this.#textTokens += event.tokenIds.length;
-      this.#pieces.push({ text: event.delta, tokens: event.tokenIds.length });
-      const type = state.item.audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta';
-      writer.send({ type, event_id: newId('event'), ...base, delta: event.delta });
+      const calls = this.#calls;
+      const text = calls ? calls.push(event.delta) : event.delta;
+      this.#messageText(text, event.tokenIds.length);
+      if (calls?.started) this.#closeMessage();
+      // A call ends its response, as OpenAI's do: the answer goes no further once one is whole.
+      if (calls && calls.completed > 0) this.#endAfterCall();
     } else if (event.type === 'audio') {
-      if (!state.item.audio || event.pcm.length === 0) return;
+      // The audio is the message's: once a call has begun, what the voice makes of the call's text is not sent.
+      if (!state.item.audio || event.pcm.length === 0 || this.#messageClosed) return;
       this.#audioSamples += event.pcm.length;
       this.#sampleRateHz = event.sampleRateHz;
       const delta: ServerEvent = {
@@ -251,6 +289,28 @@ export class ResponseStream {
     this.#ctx.onFirstAudio?.();
   }
 
+  /** Text of the message (outside calls): its transcript or text deltas. */
+  #messageText(text: string, tokens: number): void {
+    if (text.length === 0 || this.#messageClosed) return;
+    const { writer, state } = this.#ctx;
+    state.item.text += text;
+    this.#pieces.push({ text, tokens });
+    const type = state.item.audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta';
+    const base = { response_id: state.id, item_id: state.item.id, output_index: 0, content_index: 0 };
+    writer.send({ type, event_id: newId('event'), ...base, delta: text });
+  }
+
+  /** A call is whole: the request ends here (whatever the model would write next) and the response completes. */
+  #endAfterCall(): void {
+    if (this.#finished || this.#cancelling) return;
+    this.#cancelling = true;
+    // As in cancel(): unsubscribed before the engine can answer the cancel with done(cancelled).
+    this.#subscription?.unsubscribe();
+    this.#subscription = null;
+    this.#ctx.handle.cancel();
+    this.#finish('stop', null);
+  }
+
   #finish(
     reason: FinishReason,
     usage: Usage | null,
@@ -268,14 +328,39 @@ export class ResponseStream {
     this.#subscription = null;
     const { writer, state } = this.#ctx;
     state.status = statusByFinish[reason];
-    state.item.status = reason === 'stop' ? 'completed' : 'incomplete';
+    if (!this.#messageClosed) state.item.status = reason === 'stop' ? 'completed' : 'incomplete';
     state.statusDetails = this.#statusDetails(reason, error);
     state.usage = usage ?? this.#localUsage();
     state.latency = this.#meter.latency();
     serverMetrics.responsesTotal.inc({ protocol: 'realtime', status: state.status });
     if (error) countClientError(error.code);
 
+    // What the parser held back is the message's (or the rest of a call's arguments, when the answer ended whole).
+    const rest = this.#calls?.end(reason === 'stop') ?? '';
+    this.#messageText(rest, 0);
+    this.#closeMessage();
+    const done: ServerEvent = { type: 'response.done', event_id: newId('event'), response: this.#resource() };
+    // response.done is queued behind the answer's audio: the callback runs when it reaches the socket.
+    const sent = () => {
+      if (reason === 'stop' || reason === 'length') this.#meter.finished();
+      this.#report();
+    };
+    if (writer.open) writer.send(done, sent);
+    else this.#report();
+  }
+
+  /** The session ended with this response's response.done still queued: it is finished all the same. */
+  abandon(): void {
+    if (this.#finished) this.#report();
+  }
+
+  /** The message item's closing events (once): at the end, or when a call begins after its text. */
+  #closeMessage(): void {
+    if (this.#messageClosed) return;
+    this.#messageClosed = true;
+    const { writer, state } = this.#ctx;
     const base = { response_id: state.id, item_id: state.item.id, output_index: 0, content_index: 0 };
+    if (!this.#finished) state.item.status = 'completed';
     // Text-side closers go out at once (they belong to the text lane); the rest queue behind the audio.
     if (state.item.audio) {
       writer.send({
@@ -308,19 +393,6 @@ export class ResponseStream {
         item,
       });
     }
-    const done: ServerEvent = { type: 'response.done', event_id: newId('event'), response: responseResource(state) };
-    // response.done is queued behind the answer's audio: the callback runs when it reaches the socket.
-    const sent = () => {
-      if (reason === 'stop' || reason === 'length') this.#meter.finished();
-      this.#report();
-    };
-    if (writer.open) writer.send(done, sent);
-    else this.#report();
-  }
-
-  /** The session ended with this response's response.done still queued: it is finished all the same. */
-  abandon(): void {
-    if (this.#finished) this.#report();
   }
 
   #report(): void {

@@ -4,6 +4,7 @@
  * so a misspelt field or an event type no lane handles is a compile error, not a client surprise; and
  * test/types/realtimeServerEvents.ts checks every event against the openai SDK's type of the same name.
  */
+import type { RealtimeTool, RealtimeToolChoice } from './realtimeTools.ts';
 import type { GenerationFields } from '../generationParams.ts';
 import type { TruncationSetting } from './planTruncation.ts';
 
@@ -31,6 +32,8 @@ export type SessionResource = {
     readonly output: { readonly format: AudioFormat; readonly voice: string | { readonly id: string } };
   };
   readonly truncation: TruncationSetting;
+  readonly tools: readonly RealtimeTool[];
+  readonly tool_choice: RealtimeToolChoice;
 } & GenerationFields; // Chorus extensions in effect, echoed
 
 /** Input audio transcription in effect (transcriptionSetting.ts): the model named as the client named it. */
@@ -98,7 +101,35 @@ export interface EchoedItemResource extends ItemBase {
   readonly content: readonly EchoedContent[];
 }
 
-export type ItemResource = AssistantItemResource | EchoedItemResource;
+/** A call the model made (function tools, realtimeTools.ts); arguments are the JSON text generated so far. */
+export interface FunctionCallItemResource {
+  readonly id: string;
+  readonly object: 'realtime.item';
+  readonly type: 'function_call';
+  readonly status: 'in_progress' | 'completed' | 'incomplete';
+  readonly call_id: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+/** The client's result of a call. */
+export interface FunctionCallOutputItemResource {
+  readonly id: string;
+  readonly object: 'realtime.item';
+  readonly type: 'function_call_output';
+  readonly status: 'completed';
+  readonly call_id: string;
+  readonly output: string;
+}
+
+/** An item as the conversation holds it (conversation.item.create, a commit, a call). */
+export type StoredItemResource = EchoedItemResource | FunctionCallItemResource | FunctionCallOutputItemResource;
+
+/** What a response outputs: its message, and the calls it made. */
+export type OutputItemResource = AssistantItemResource | FunctionCallItemResource;
+
+export type ItemResource =
+  AssistantItemResource | EchoedItemResource | FunctionCallItemResource | FunctionCallOutputItemResource;
 
 export interface UsageResource {
   readonly total_tokens: number;
@@ -134,7 +165,7 @@ export interface ResponseResource {
   readonly object: 'realtime.response';
   readonly status: 'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';
   readonly status_details?: ResponseStatusDetails;
-  readonly output: readonly AssistantItemResource[];
+  readonly output: readonly OutputItemResource[];
   readonly conversation_id?: string;
   readonly output_modalities: readonly ('text' | 'audio')[];
   readonly max_output_tokens: number | 'inf';
@@ -197,7 +228,7 @@ export interface ConversationItemDeletedEvent extends EventBase<'conversation.it
 
 /** The answer to conversation.item.retrieve: the item with its media. */
 export interface ConversationItemRetrievedEvent extends EventBase<'conversation.item.retrieved'> {
-  readonly item: EchoedItemResource;
+  readonly item: StoredItemResource;
 }
 
 export interface InputAudioBufferCommittedEvent extends EventBase<'input_audio_buffer.committed'> {
@@ -262,7 +293,25 @@ export interface ResponseCreatedEvent extends EventBase<'response.created'> {
 export interface ResponseOutputItemAddedEvent extends EventBase<'response.output_item.added'> {
   readonly response_id: string;
   readonly output_index: number;
-  readonly item: AssistantItemResource;
+  readonly item: OutputItemResource;
+}
+
+/** A fragment of a call's arguments JSON, as it is generated. */
+export interface ResponseFunctionCallArgumentsDeltaEvent extends EventBase<'response.function_call_arguments.delta'> {
+  readonly response_id: string;
+  readonly item_id: string;
+  readonly output_index: number;
+  readonly call_id: string;
+  readonly delta: string;
+}
+
+export interface ResponseFunctionCallArgumentsDoneEvent extends EventBase<'response.function_call_arguments.done'> {
+  readonly response_id: string;
+  readonly item_id: string;
+  readonly output_index: number;
+  readonly call_id: string;
+  readonly name: string;
+  readonly arguments: string;
 }
 
 export interface ResponseContentPartAddedEvent extends EventBase<'response.content_part.added'>, ContentRef {
@@ -301,7 +350,7 @@ export interface ResponseContentPartDoneEvent extends EventBase<'response.conten
 export interface ResponseOutputItemDoneEvent extends EventBase<'response.output_item.done'> {
   readonly response_id: string;
   readonly output_index: number;
-  readonly item: AssistantItemResource;
+  readonly item: OutputItemResource;
 }
 
 export interface ResponseDoneEvent extends EventBase<'response.done'> {
@@ -367,6 +416,8 @@ export type ServerEvent =
   | ResponseOutputAudioDoneEvent
   | ResponseContentPartDoneEvent
   | ResponseOutputItemDoneEvent
+  | ResponseFunctionCallArgumentsDeltaEvent
+  | ResponseFunctionCallArgumentsDoneEvent
   | ResponseDoneEvent
   | ErrorEvent;
 
@@ -379,11 +430,12 @@ export type ServerEventType = ServerEvent['type'];
  */
 export function laneOf(event: ServerEvent): 'text' | 'audio' {
   switch (event.type) {
+    case 'conversation.item.added':
+      return event.item.type === 'function_call' ? 'audio' : 'text';
     case 'session.created':
     case 'session.updated':
     case 'session.resume.enabled':
     case 'session.resumed':
-    case 'conversation.item.added':
     case 'conversation.item.deleted':
     case 'conversation.item.retrieved':
     case 'input_audio_buffer.committed':
@@ -396,7 +448,6 @@ export function laneOf(event: ServerEvent): 'text' | 'audio' {
     case 'conversation.item.input_audio_transcription.failed':
     case 'conversation.item.truncated':
     case 'response.created':
-    case 'response.output_item.added':
     case 'response.content_part.added':
     case 'response.output_text.delta':
     case 'response.output_text.done':
@@ -405,7 +456,16 @@ export function laneOf(event: ServerEvent): 'text' | 'audio' {
     case 'error':
       return 'text';
     case 'conversation.item.done':
-      return event.item.role === 'assistant' ? 'audio' : 'text';
+      // An answer's items (its message, its calls) end after its audio; a user item has none to wait for.
+      return event.item.type === 'function_call' || ('role' in event.item && event.item.role === 'assistant')
+        ? 'audio'
+        : 'text';
+    // A call's events follow the audio of the message before it (a call is never spoken).
+    case 'response.function_call_arguments.delta':
+    case 'response.function_call_arguments.done':
+      return 'audio';
+    case 'response.output_item.added':
+      return event.item.type === 'function_call' ? 'audio' : 'text';
     case 'response.output_audio.delta':
     case 'response.output_audio.done':
     case 'response.content_part.done':

@@ -163,14 +163,16 @@ export class SessionResponses {
     const r = event.response ?? {};
     const { state, conversation, writer } = this.#session;
     const plan = planResponse(r, this.#planContext());
-    const { outputModalities, maxOutputTokens, inConversation, rendered, audio } = plan;
+    const { outputModalities, maxOutputTokens, inConversation, rendered, audio, calls } = plan;
+    // An answer that is calls only (tool_choice required or a name) has no message item.
+    const withMessage = !calls.forced;
     if (!rendered.messages.some((m) => m.role !== 'system')) {
       throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
     }
     // The reply's item is placed first: if the conversation is full this throws before any work starts.
     const itemId = newId('item');
     const previousItemId = inConversation ? conversation.lastItemId : null;
-    if (inConversation) conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    if (inConversation && withMessage) conversation.insert({ id: itemId, role: 'assistant', parts: [] });
     // The answer held since the turn's first silence, if it is this very request (else it goes, unheard).
     const held = this.#held;
     this.#held = null;
@@ -232,6 +234,13 @@ export class SessionResponses {
       // the client reads the response.done (if it ever does), so stalled clients cannot hold every slot.
       onStalled: releaseSlot,
       onFirstAudio: inConversation ? () => this.#ahead.plan(this.#planContext()) : undefined,
+      tools: calls.grammar
+        ? {
+            forced: calls.forced,
+            addItem: (item) => conversation.insert(item),
+            removeItem: (id) => conversation.remove(id),
+          }
+        : null,
       state: {
         id: responseId,
         conversationId: inConversation ? this.#conversationId : null,
@@ -249,7 +258,7 @@ export class SessionResponses {
       onFinished: (s) => {
         releaseSlot();
         const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
-        if (inConversation) conversation.setText(itemId, text, audio);
+        if (inConversation && withMessage) conversation.setText(itemId, text, audio);
         // The items the next turn's truncation would drop go now, while nothing waits for them (TruncationAhead).
         const dropAhead = this.#ahead.takeDrop();
         if (inConversation && !this.#closed) this.#forget(dropAhead);

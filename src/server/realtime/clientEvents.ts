@@ -19,6 +19,7 @@ import {
   unimplementedResponseFields,
   unimplementedSessionFields,
 } from './unimplementedFields.ts';
+import { FunctionCallItem, FunctionCallOutputItem, toolFields } from './realtimeTools.ts';
 
 /** The session and response objects, and the objects in them, take only the fields they name. */
 const closed = { additionalProperties: false } as const;
@@ -102,6 +103,7 @@ export const SessionFields = Type.Object(
     truncation: Type.Optional(Type.Unknown()),
     /** vLLM's: the session's prefix-cache and encoder-output partition, for every response (cachePartition.ts). */
     cache_salt: CacheSaltField,
+    ...toolFields,
     ...generationFields,
     ...unimplementedSessionFields,
   },
@@ -137,6 +139,10 @@ export const MessageItem = Type.Object({
 });
 export type MessageItem = Static<typeof MessageItem>;
 
+/** What conversation.item.create (and response.input) take: a message, a call, or a call's result. */
+export const ConversationItem = Type.Union([MessageItem, FunctionCallItem, FunctionCallOutputItem]);
+export type ConversationItem = Static<typeof ConversationItem>;
+
 export const ResponseFields = Type.Object(
   {
     output_modalities: Type.Optional(Modalities),
@@ -155,7 +161,7 @@ export const ResponseFields = Type.Object(
     /** 'none' = an out-of-band response: its output is not added to the conversation. */
     conversation: Type.Optional(Type.String()),
     /** When present, the response sees these items instead of the conversation. */
-    input: Type.Optional(Type.Array(MessageItem, { maxItems: 1000 })),
+    input: Type.Optional(Type.Array(ConversationItem, { maxItems: 1000 })),
     /**
      * Tags the client reads back on the response (OpenAI's limits: 16 pairs, keys up to 64 characters, values up
      * to 512). Chorus reads one: `traceparent`, the W3C trace context this response's root span is a child of.
@@ -166,6 +172,7 @@ export const ResponseFields = Type.Object(
         Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), { maxProperties: 16 }),
       ]),
     ),
+    ...toolFields,
     ...generationFields,
     ...unimplementedResponseFields,
   },
@@ -184,7 +191,7 @@ const schemas = {
     type: Type.Literal('conversation.item.create'),
     event_id: EventId,
     previous_item_id: Type.Optional(Type.String()),
-    item: MessageItem,
+    item: ConversationItem,
   }),
   'input_audio_buffer.append': event({
     type: Type.Literal('input_audio_buffer.append'),

@@ -14,6 +14,7 @@ import { Conversation, toChatMessages, type RenderedConversation, type StoredIte
 import { planTruncation, truncationError, type TruncationSetting } from './planTruncation.ts';
 import type { PromptPositions } from './PromptPositions.ts';
 import type { OutputModality, SessionState } from './serverEvents.ts';
+import { mergeTools, planCalls, type CallPlan } from './realtimeTools.ts';
 
 export interface PlanContext {
   readonly state: SessionState;
@@ -32,7 +33,10 @@ export interface ResponsePlan {
   readonly maxOutputTokens: number | 'inf';
   readonly inConversation: boolean;
   readonly rendered: RenderedConversation;
+  /** Audio is generated: the session asks for it and the answer is not calls only. */
   readonly audio: boolean;
+  /** The function tools the answer may or must call (no grammar: none). */
+  readonly calls: CallPlan;
   /** Conversation items session.truncation leaves out, oldest first: the response that is created forgets them. */
   readonly truncated: readonly string[];
   /** The prompt cannot fit the Thinker (truncation disabled, or no plan fits): the response fails with this. */
@@ -68,7 +72,10 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
   const dropped = new Set(fit.truncated);
   const kept = dropped.size === 0 ? items : items.filter((it) => !dropped.has(it.id));
   const rendered = toChatMessages(instructions, kept);
-  const audio = outputModalities.includes('audio');
+  const asksTools = r.tools !== undefined || r.tool_choice !== undefined || r.parallel_tool_calls !== undefined;
+  const calls = planCalls(asksTools ? mergeTools(r, state.tools, 'response') : state.tools, 'response');
+  // A call is never spoken: an answer that is calls only runs the Thinker alone.
+  const audio = outputModalities.includes('audio') && !calls.forced;
   const modalities: OutputModality[] = audio ? ['text', 'audio'] : ['text'];
   const generation = mergeGeneration(state.generation, r);
   const metadata = r.metadata ?? null;
@@ -81,8 +88,10 @@ export function planResponse(r: ResponseFields, ctx: PlanContext, pending?: Stor
     ...(ctx.prefixKey ? { prefix: { key: ctx.prefixKey } } : {}),
     ...(metadata?.traceparent !== undefined ? { traceparent: metadata.traceparent } : {}),
     ...(state.cacheSalt !== undefined ? { cacheSalt: state.cacheSalt } : {}),
+    ...(calls.grammar ? { grammar: calls.grammar } : {}),
+    ...(calls.tools.length > 0 ? { tools: calls.tools } : {}),
   });
-  return { outputModalities, maxOutputTokens, inConversation, rendered, audio, request, metadata, ...fit };
+  return { outputModalities, maxOutputTokens, inConversation, rendered, audio, calls, request, metadata, ...fit };
 }
 
 /** session.truncation over the items' counted positions (planTruncation.ts). */

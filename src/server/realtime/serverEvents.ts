@@ -8,6 +8,7 @@ import type {
   AssistantContent,
   AssistantItemResource,
   AudioFormat,
+  OutputItemResource,
   ResponseResource,
   ResponseStatusDetails,
   SessionResource,
@@ -19,6 +20,7 @@ import type { TranscriptionSetting } from './transcriptionSetting.ts';
 import type { GenerationFields } from '../generationParams.ts';
 import type { ResponseLatency } from '../metrics/LatencyMeter.ts';
 import type { TruncationSetting } from './planTruncation.ts';
+import { toolsResource, type SessionTools } from './realtimeTools.ts';
 
 export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });
 
@@ -41,6 +43,8 @@ export interface SessionState {
   instructions: string;
   maxOutputTokens: number | 'inf';
   generation: GenerationFields;
+  /** Function tools, tool_choice and parallel_tool_calls (realtimeTools.ts). */
+  tools: SessionTools;
   /** null: the client commits turns (input_audio_buffer.commit). */
   turnDetection: TurnDetectionResource | null;
   /** Input audio transcription (transcriptionSetting.ts); null: off, as OpenAI's default. */
@@ -69,6 +73,7 @@ export function sessionResource(s: SessionState): SessionResource {
       output: { format: PCM_FORMAT, voice: s.voice },
     },
     truncation: s.truncation,
+    ...toolsResource(s.tools),
     ...s.generation, // Chorus extensions, echoed so clients see what is in effect
   };
 }
@@ -114,13 +119,14 @@ export interface ResponseState {
   readonly metadata: Readonly<Record<string, string>> | null;
 }
 
-export function responseResource(r: ResponseState): ResponseResource {
+/** `output`: the response's items, its message and calls (ResponseStream). */
+export function responseResource(r: ResponseState, output: readonly OutputItemResource[]): ResponseResource {
   return {
     id: r.id,
     object: 'realtime.response',
     status: r.status,
     ...(r.statusDetails === null ? {} : { status_details: r.statusDetails }),
-    output: [itemResource(r.item)],
+    output,
     ...(r.conversationId === null ? {} : { conversation_id: r.conversationId }),
     output_modalities: r.outputModalities,
     max_output_tokens: r.maxOutputTokens,

@@ -18,6 +18,7 @@ import { thinkerPositions } from './PromptPositions.ts';
 import type { SessionState } from './serverEvents.ts';
 import { resolveTurnDetection } from './VoiceTurns.ts';
 import { transcriptionOfSession } from './transcriptionSetting.ts';
+import { mergeTools } from './realtimeTools.ts';
 
 export interface SessionUpdateContext {
   readonly engine: Engine;
@@ -34,6 +35,7 @@ export function applySessionUpdate(s: SessionFields, state: SessionState, ctx: S
     resolveModel(s.model, servedModelNames(ctx.options.modelName, ctx.engine.graph), 'session.model');
   const truncation = s.truncation === undefined ? undefined : parseTruncation(s.truncation);
   const transcription = transcriptionOfSession(s);
+  const tools = mergeTools(s, state.tools, 'session');
   if (truncation !== undefined) {
     const limits = ctx.tokenLimits;
     const maxOutputTokens = s.max_output_tokens ?? state.maxOutputTokens;
@@ -66,5 +68,6 @@ export function applySessionUpdate(s: SessionFields, state: SessionState, ctx: S
   state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
   if (transcription !== undefined) state.transcription = transcription;
   state.generation = mergeGeneration(state.generation, s);
+  state.tools = tools;
   if (s.cache_salt !== undefined) state.cacheSalt = cacheSaltOf(ctx.tenant ?? null, s.cache_salt);
 }

@@ -1,11 +1,11 @@
 /**
  * Realtime fields OpenAI defines and Chorus does not implement, and the beta names of fields Chorus takes under their
  * GA names. The event schemas accept them (so the refusal can say why, not "unexpected property"); refuseUnimplemented
- * then refuses each one set to a value that asks for something, naming it. Taken silently, `tools` with
- * `tool_choice: "required"` would hand the client an answer other than the one it asked for, with no word (issue
- * 32). Input transcription is implemented under both its names (transcriptionSetting.ts). A value that asks for
- * nothing (`tools: []`, `tool_choice: "auto"`, a null) is taken: clients that send their defaults work unchanged.
- * Fields the schemas do not know at all are refused there.
+ * then refuses each one set to a value that asks for something, naming it. Taken silently, a stored `prompt` or
+ * `tracing` would hand the client an answer other than the one it asked for, with no word (issue 32). A value that
+ * asks for nothing (a null, an empty list) is taken: clients that send their defaults work unchanged. Fields the
+ * schemas do not know at all are refused there. Function tools (realtimeTools.ts) and input transcription
+ * (transcriptionSetting.ts) are implemented.
  */
 import { Type } from '@sinclair/typebox';
 import { ErrorCodes } from '../../common/errors.ts';
@@ -21,15 +21,7 @@ interface Unimplemented {
 const nullish = (v: unknown) => v === undefined || v === null;
 const noneOrEmpty = (v: unknown) => nullish(v) || (Array.isArray(v) && v.length === 0);
 
-const TOOLS = 'tool calls are not supported: the pipeline answers in text and audio only; leave tools out';
 const common: Record<string, Unimplemented> = {
-  tools: { asksNothing: noneOrEmpty, why: TOOLS },
-  // "auto" and "none" with no tools demand nothing; "required" or a named function demand a call.
-  tool_choice: {
-    asksNothing: (v) => nullish(v) || v === 'auto' || v === 'none',
-    why: 'tool calls are not supported, so none can be required: leave tool_choice out (or send "auto" or "none")',
-  },
-  parallel_tool_calls: { asksNothing: () => true, why: '' }, // says how to call tools, and there are none
   prompt: {
     asksNothing: nullish,
     why: 'stored prompts are not supported: send the prompt text as instructions',
