@@ -9,6 +9,7 @@ import type { GrammarSpec } from '../common/engine.ts';
 import { UnsupportedSchemaError, checkSchemaKeywords } from './schemaKeywords.ts';
 import { XgrammarError, xgCall, xgrammar } from './xgrammar.ts';
 import { JSON_LAYOUT } from './GrammarEngine.ts';
+import { boundIntegers } from './safeIntegers.ts';
 
 /** Where the spec came from in the request, for the error (e.g. response_format.json_schema.schema). */
 export async function checkGrammar(spec: GrammarSpec, at: string): Promise<void> {
@@ -37,8 +38,8 @@ export async function checkGrammar(spec: GrammarSpec, at: string): Promise<void>
   }
 }
 
-/** A JSON schema (parsed) as the grammar spec of a json_schema answer, its keywords checked. */
+/** A JSON schema (parsed) as the grammar spec of a json_schema answer, its keywords checked, integers bounded. */
 export function jsonSchemaSpec(schema: unknown, at: string): GrammarSpec {
   checkSchemaKeywords(schema, at);
-  return { type: 'json_schema', schema: JSON.stringify(schema) };
+  return { type: 'json_schema', schema: JSON.stringify(boundIntegers(schema)) };
 }

@@ -9,3 +9,4 @@ export {
   type GrammarVocab,
 } from './grammarVocab.ts';
 export { checkSchemaKeywords, UnsupportedSchemaError, ENFORCED_FORMATS } from './schemaKeywords.ts';
+export { boundIntegers } from './safeIntegers.ts';
