@@ -12,6 +12,7 @@ import { MediaChecker } from '../../src/server/media/MediaChecker.ts';
 import type { StoredItem } from '../../src/server/realtime/Conversation.ts';
 import { PromptPositions } from '../../src/server/realtime/PromptPositions.ts';
 import type { SessionState } from '../../src/server/realtime/serverEvents.ts';
+import { NO_TOOLS } from '../../src/server/realtime/realtimeTools.ts';
 import { TruncationAhead } from '../../src/server/realtime/TruncationAhead.ts';
 import { PrefillSlots } from '../../src/voice/index.ts';
 import { configWith } from '../helpers/engine.ts';
@@ -56,6 +57,7 @@ function setup(turns: number) {
     truncation: 'auto',
     generation: {},
     outputModalities: ['audio'],
+    tools: NO_TOOLS,
   };
   const ctx = {
     state: state as unknown as SessionState,
