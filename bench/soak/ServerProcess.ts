@@ -6,9 +6,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { repoRoot } from '../../src/basics.ts';
 import type { NamedPid } from './processRss.ts';
 
-const CHORUS_BIN = join(import.meta.dirname, '..', '..', 'bin', 'chorus.js');
+// The package's root, found the same way from bench/soak/ and from its compiled copy in dist/bench/soak/.
+const CHORUS_BIN = join(repoRoot(), 'bin', 'chorus.js');
 const READY_TIMEOUT_MS = 300_000; // 5 min: a first run generates the config's models before it serves
 const STOP_TIMEOUT_MS = 60_000; // SIGTERM drains and closes the stages; past this, SIGKILL
 

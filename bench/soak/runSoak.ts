@@ -8,7 +8,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Prng } from '../../src/basics.ts';
+import { Prng, repoRoot } from '../../src/basics.ts';
 import { rssKiB } from './processRss.ts';
 import { ServerProcess, type SoakMigrations } from './ServerProcess.ts';
 import { SoakSession, type SoakAnswer } from './SoakSession.ts';
@@ -53,7 +53,7 @@ const PROMPTS = [
   'Describe a ship in a storm.',
   'Sing me a short song.',
 ];
-const FUZZ_DIR = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'fuzz');
+const FUZZ_DIR = join(repoRoot(), 'test', 'fixtures', 'fuzz'); // from the sources and from dist/ alike
 
 export async function runSoak(o: SoakOptions, onProgress: (line: string) => void = () => {}): Promise<SoakReport> {
   // Drain as the in-process soak did: 5 s for the answers still running at the end, then they are cancelled.
