@@ -7,20 +7,9 @@
  *
  * Rewrites a copy of the schema; every subschema is reached through the keywords schemaKeywords.ts lets through.
  */
-const SAFE = Number.MAX_SAFE_INTEGER;
+import { SCHEMA_MAPS, SUBSCHEMAS } from './schemaKeywords.ts';
 
-const MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
-const SUBS = new Set([
-  'additionalProperties',
-  'unevaluatedProperties',
-  'propertyNames',
-  'items',
-  'prefixItems',
-  'unevaluatedItems',
-  'anyOf',
-  'oneOf',
-  'allOf',
-]);
+const SAFE = Number.MAX_SAFE_INTEGER;
 
 function isIntegerType(type: unknown): boolean {
   return type === 'integer' || (Array.isArray(type) && type.includes('integer') && !type.includes('number'));
@@ -31,9 +20,9 @@ export function boundIntegers(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(boundIntegers);
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema as Record<string, unknown>)) {
-    if (MAPS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value))
+    if (SCHEMA_MAPS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value))
       out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, boundIntegers(sub)]));
-    else out[key] = SUBS.has(key) ? boundIntegers(value) : value;
+    else out[key] = SUBSCHEMAS.has(key) ? boundIntegers(value) : value;
   }
   if (isIntegerType(out.type) && out.enum === undefined && out.const === undefined) {
     if (out.minimum === undefined && out.exclusiveMinimum === undefined) out.minimum = -SAFE;

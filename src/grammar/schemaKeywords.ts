@@ -77,9 +77,9 @@ export const ENFORCED_FORMATS = new Set([
 const BOUNDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
 
 /** Keys whose value is a map of name -> subschema. */
-const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
+export const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
 /** Keys whose value is a subschema (or an array of them). */
-const SUBSCHEMAS = new Set([
+export const SUBSCHEMAS = new Set([
   'additionalProperties',
   'unevaluatedProperties',
   'propertyNames',
