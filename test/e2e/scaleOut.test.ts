@@ -154,8 +154,7 @@ describe('scale-out over Redis', () => {
     const config = join(tempDir('scaleout'), 'no-migration.yaml');
     writeFileSync(config, withoutMigration());
     const serve = await startServe(config, suite.env());
-    startStage(config, 'talker', 'k1', suite.env());
-    startStage(config, 'code2wav', 'k1', suite.env());
+    const stages = [startStage(config, 'talker', 'k1', suite.env()), startStage(config, 'code2wav', 'k1', suite.env())];
     await readyInstances(serve, 3);
     let streaming = false;
     const inFlight = chat(serve.url, PROMPT, { max_tokens: 200, ignore_eos: true }, () => (streaming = true));
@@ -177,6 +176,10 @@ describe('scale-out over Redis', () => {
     const ref = await reference(12);
     expect(again.text).toBe(ref.text);
     expect(maxDiff(again.pcm16, ref.pcm16)).toBeLessThanOrEqual(1);
+    // Stopped, not killed: each gives its name lease back as it leaves (a killed one leaves its lease to expire, which
+    // the next test's check for leftovers could still see).
+    for (const stage of stages) stage.child.kill('SIGTERM');
+    for (const stage of stages) expect(await stage.exited).toBe(0);
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
   }, 180_000);
