@@ -387,6 +387,23 @@ export const DEFAULT_REALTIME_RESUME: RealtimeResumeSettings = Object.freeze({
   bufferBytes: 4 * 1024 * 1024, // 4 MiB: ~1 min of 24 kHz audio as base64 pcm16
 });
 
+/** Camera frames in a Realtime session (YAML `realtime.camera`, docs/video.md#camera-frames-in-a-conversation). */
+export interface CameraSettings {
+  /** Frames a session keeps: past this, the oldest frame's item is deleted (conversation.item.deleted). */
+  readonly maxFrames: number;
+  /**
+   * A frame whose thumbnail (16 x 16 box-averaged luma) differs from the last kept frame's by less than this mean
+   * absolute difference, as a fraction of full scale, is a near-duplicate: it is skipped (its item deleted).
+   * 0: every frame is kept.
+   */
+  readonly duplicateThreshold: number;
+}
+
+export const DEFAULT_CAMERA: CameraSettings = Object.freeze({
+  maxFrames: 8, // 8 s of camera at one frame a second
+  duplicateThreshold: 0.02, // 2% of full scale: a still scene's sensor noise stays under it, a hand moving does not
+});
+
 /**
  * Bounds on the estimated wait of a request admitted now (src/server/admission/admissionDecision.ts): beyond either,
  * it is refused with a 429 and a Retry-After from the estimate instead of being queued into lateness. null: no bound.
@@ -441,6 +458,8 @@ export interface StageGraph {
    * the defaults (config/defaults.ts).
    */
   readonly realtimeResume?: RealtimeResumeSettings;
+  /** Camera frames in Realtime sessions (YAML `realtime.camera`); absent: DEFAULT_CAMERA. */
+  readonly realtimeCamera?: CameraSettings;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */

@@ -12,6 +12,7 @@ import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { resolveEcStore } from './ecStore.ts';
 import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
+import { DEFAULT_CAMERA } from '../common/graph.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import { resolveMediaRowsBytes, resolvePrefillFirst, resolvePrefixCache, resolveSyncEncoding } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
@@ -133,6 +134,10 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     realtimeResume: {
       windowMs: yaml.realtime?.resume_window_ms ?? defaults.realtimeResume.windowMs,
       bufferBytes: parseByteSize(yaml.realtime?.resume_buffer_bytes ?? defaults.realtimeResume.bufferBytes),
+    },
+    realtimeCamera: {
+      maxFrames: yaml.realtime?.camera?.max_frames ?? DEFAULT_CAMERA.maxFrames,
+      duplicateThreshold: yaml.realtime?.camera?.duplicate_threshold ?? DEFAULT_CAMERA.duplicateThreshold,
     },
     modelsDir: modelsDirOf(yaml, baseDir),
     connectors,

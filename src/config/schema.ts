@@ -281,9 +281,25 @@ export const GraphYaml = Type.Object(
     // API key its own partition (with no key configured, everyone is one tenant); shared puts every key in one.
     security: optional(Type.Object({ cache_partition: optional(oneOf(['api_key', 'shared'] as const)) }, closed)),
     // Realtime session resume (docs/realtime-resume.md): how long a session whose socket dropped waits for its client
-    // to come back (0: resume off), and how many bytes of sent events it keeps to replay.
+    // to come back (0: resume off), and how many bytes of sent events it keeps to replay. camera: the frames a session
+    // keeps, and how different from the last kept one a frame must be to count (docs/video.md).
     realtime: optional(
-      Type.Object({ resume_window_ms: optional(int(0)), resume_buffer_bytes: optional(ByteSize) }, closed),
+      Type.Object(
+        {
+          resume_window_ms: optional(int(0)),
+          resume_buffer_bytes: optional(ByteSize),
+          camera: optional(
+            Type.Object(
+              {
+                max_frames: optional(int(1)),
+                duplicate_threshold: optional(Type.Number({ minimum: 0, maximum: 1 })),
+              },
+              closed,
+            ),
+          ),
+        },
+        closed,
+      ),
     ),
     stages: Type.Array(StageYaml, { minItems: 1, errorMessage: 'must be a non-empty list of stages' }),
   },

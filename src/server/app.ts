@@ -9,6 +9,7 @@ import { sharedTranscriber } from './transcription/sharedTranscriber.ts';
 import { registerTranscriptions } from './transcription/transcriptionsRoute.ts';
 import type { Transcriber } from './transcription/Transcriber.ts';
 import { PrefillSlots, VadService } from '../voice/index.ts';
+import { FrameThumbs } from './realtime/FrameThumbs.ts';
 import { basename, extname } from 'node:path';
 import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -258,6 +259,8 @@ interface RealtimeDeps {
 function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
   const { current, options, admission, queue, vad } = deps;
   const prefills = new PrefillSlots();
+  const frameThumbs = new FrameThumbs();
+  app.addHook('onClose', () => frameThumbs.close());
   app.get(
     '/v1/realtime',
     {
@@ -323,6 +326,7 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         queue,
         vad,
         prefills,
+        frameThumbs,
         log: request.log,
         onClosed: release,
         transcriber: deps.transcriber,

@@ -40,6 +40,8 @@ export class PrefillSlots {
 
 export class VoicePrefill {
   #inFlight: RequestHandle | null = null;
+  /** A prefill asked for (now()) while one was in flight: started when that one ends. */
+  #queued: (() => void) | null = null;
   #prefilledMs = 0;
   #count = 0;
   #closed = false;
@@ -71,6 +73,23 @@ export class VoicePrefill {
    */
   onAudio(bufferedMs: number, render: () => GenerateRequest['messages'] | null): void {
     if (this.#closed || this.#inFlight || bufferedMs - this.#prefilledMs < PREFILL_EVERY_MS) return;
+    this.#start(bufferedMs, render);
+  }
+
+  /**
+   * Something the answer will see arrived (a camera frame): prefill now, unpaced, or as soon as the prefill in
+   * flight ends. `bufferedMs` gives the turn's audio in the input buffer then (0: none).
+   */
+  now(bufferedMs: () => number, render: () => GenerateRequest['messages'] | null): void {
+    if (this.#closed) return;
+    if (this.#inFlight) {
+      this.#queued = () => this.#start(bufferedMs(), render);
+      return;
+    }
+    this.#start(bufferedMs(), render);
+  }
+
+  #start(bufferedMs: number, render: () => GenerateRequest['messages'] | null): void {
     if (!this.slots.tryTake()) return;
     const messages = render();
     if (!messages) return this.slots.give();
@@ -95,7 +114,11 @@ export class VoicePrefill {
       next: (e) => {
         if (e.type !== 'done') return;
         this.slots.give();
-        if (this.#inFlight === handle) this.#inFlight = null;
+        if (this.#inFlight !== handle) return;
+        this.#inFlight = null;
+        const queued = this.#queued;
+        this.#queued = null;
+        if (!this.#closed) queued?.();
       },
     });
   }
@@ -109,6 +132,7 @@ export class VoicePrefill {
   release(): void {
     this.#inFlight?.cancel('the voice turn was dropped');
     this.#inFlight = null;
+    this.#queued = null;
     this.#prefilledMs = 0;
     this.engine.releasePrefix(this.key);
   }

@@ -26,7 +26,9 @@ import { checkCallAnswered, NO_TOOLS } from './realtimeTools.ts';
 import { InputTranscription } from './InputTranscription.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
-import { DEFAULT_REALTIME_RESUME } from '../../common/graph.ts';
+import { DEFAULT_CAMERA, DEFAULT_REALTIME_RESUME } from '../../common/graph.ts';
+import { CameraFrames, isCameraFrame, isFrameEvent } from './CameraFrames.ts';
+import type { FrameThumbs } from './FrameThumbs.ts';
 import type { ResumableSessions } from './ResumableSessions.ts';
 import { SessionSocket } from './SessionSocket.ts';
 import { applySessionUpdate } from './sessionUpdate.ts';
@@ -36,6 +38,8 @@ export interface SessionContext extends ResponseContext {
   readonly vad: () => Promise<VadService>;
   /** Voice prefills in flight across the server (VoicePrefill). */
   readonly prefills: PrefillSlots;
+  /** Thumbnails of camera frames, for the near-duplicate check (one worker for the server). */
+  readonly frameThumbs: FrameThumbs;
   /** Called once when the socket has closed and the session released everything. */
   readonly onClosed: () => void;
   /** Its voice turns as spans (null without tracing: nothing is recorded). */
@@ -68,6 +72,10 @@ export class RealtimeSession {
   readonly #socket: SessionSocket;
   /** No client event but session.resume yet: this connection may still take over another session. */
   #pristine = true;
+  /** Camera frames: the window kept, near-duplicates skipped (CameraFrames). */
+  readonly #camera: CameraFrames;
+  /** Frames that arrived while a voice turn's answer was held: added once it is sent or dropped (#deferFrame). */
+  readonly #deferredFrames: ClientEventOf<'conversation.item.create'>[] = [];
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -115,9 +123,15 @@ export class RealtimeSession {
       bufferStartMs: () => this.#inputAudio.startMs,
       hasInputAudio: () => this.#inputAudio.bytes > 0,
       commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
-      respond: (turnEndedAtMs) => this.#responses.create({ type: 'response.create' }, turnEndedAtMs),
+      respond: (turnEndedAtMs) => {
+        this.#responses.create({ type: 'response.create' }, turnEndedAtMs);
+        this.#addDeferredFrames();
+      },
       speculate: (clipEndMs) => this.#responses.speculate(clipEndMs),
-      dropSpeculation: () => this.#responses.dropHeld(),
+      dropSpeculation: () => {
+        this.#responses.dropHeld();
+        this.#addDeferredFrames();
+      },
       speechStarted: () => {
         this.#responses.settlePlayback(); // the turn's prefill reads the history as heard
         this.#prefillTurn();
@@ -127,6 +141,11 @@ export class RealtimeSession {
         this.#state.turnDetection = null;
         this.#sendError(err, null);
       },
+    });
+    this.#camera = new CameraFrames(ctx.engine.graph.realtimeCamera ?? DEFAULT_CAMERA, ctx.frameThumbs, {
+      has: (itemId) => this.#conversation.get(itemId) !== undefined,
+      drop: (itemId) => this.#responses.deleteItem({ type: 'conversation.item.delete', item_id: itemId }),
+      kept: () => this.#prefillNow(),
     });
     this.#idle = new IdleWatch(
       options.wsIdleTimeoutMs,
@@ -181,6 +200,7 @@ export class RealtimeSession {
     let event: ClientEvent | null = null;
     try {
       event = parseClientEvent(text);
+      if (this.#deferFrame(event)) return;
       // A held answer was started from the session as it was: anything but more audio (or a look at an item) may
       // change what the turn's answer would be (HeldAnswer also compares the requests, so this is about not wasting
       // work, not correctness).
@@ -190,6 +210,30 @@ export class RealtimeSession {
       this.#dispatch(event);
     } catch (err) {
       this.#sendError(err, event?.event_id ?? eventIdFromText(text));
+    }
+    this.#addDeferredFrames();
+  }
+
+  /**
+   * A camera frame that arrives while a voice turn's answer is held (the user stopped speaking; the VAD waits out
+   * the silence) would change the prompt the answer was started with, so it would be dropped. The frame comes after
+   * the question anyway: it is added once the answer is sent (after the answer's item) or dropped (the user spoke
+   * on). Any other event drops the held answer and adds the frames.
+   */
+  #deferFrame(event: ClientEvent): boolean {
+    if (!this.#responses.holding || !isFrameEvent(event)) return false;
+    this.#deferredFrames.push(event as ClientEventOf<'conversation.item.create'>);
+    return true;
+  }
+
+  #addDeferredFrames(): void {
+    if (this.#responses.holding || this.#closed) return;
+    for (const event of this.#deferredFrames.splice(0)) {
+      try {
+        this.#onItemCreate(event);
+      } catch (err) {
+        this.#sendError(err, event.event_id ?? null);
+      }
     }
   }
 
@@ -292,6 +336,26 @@ export class RealtimeSession {
     checkTextBudget(this.#conversation.items(), item, this.#ctx.options.maxConversationTextBytes);
     const previous = this.#conversation.insert(item, event.previous_item_id);
     this.#announceItem(item, previous);
+    if (isCameraFrame(item))
+      this.#camera.arrived(item).catch((err: unknown) => this.#sendError(err, event.event_id ?? null));
+  }
+
+  /** A camera frame was kept: it is encoded and prefilled now, with the turn's audio so far if one is spoken. */
+  #prefillNow(): void {
+    this.#prefill ??= VoicePrefill.for(
+      this.#ctx.engine,
+      this.#ctx.prefills,
+      `voice-${this.id}`,
+      this.#ctx.log,
+      () => this.#state.cacheSalt,
+    );
+    this.#prefill?.now(
+      () => (this.#voice.inTurn ? this.#inputAudio.ms : 0),
+      () => {
+        if (!this.#responses.idle) return null; // the answer running sees the frame's item next turn
+        return (this.#voice.inTurn ? this.#turnSoFar() : null) ?? this.#responses.turnSoFar();
+      },
+    );
   }
 
   /** The item as the server holds it, media included (the audio a turn was committed with, after VAD clipping). */
@@ -424,6 +488,8 @@ export class RealtimeSession {
     this.#transcription.close();
     this.#ctx.turnSpans?.close();
     this.#prefill?.close();
+    this.#camera.close();
+    this.#deferredFrames.length = 0;
     this.#clearInputAudio();
     this.#ctx.log.debug({ sessionId: this.id }, 'realtime session closed');
     this.#ctx.onClosed();

@@ -85,6 +85,11 @@ export class SessionResponses {
     return this.#active;
   }
 
+  /** A voice turn's answer is held (HeldAnswer): it is sent at speech_stopped if the prompt is still its own. */
+  get holding(): boolean {
+    return this.#held !== null;
+  }
+
   /** No response running and none held: a turn's prefill cannot compete with answer work. */
   get idle(): boolean {
     return !this.#active && !this.#held;
@@ -136,11 +141,12 @@ export class SessionResponses {
   }
 
   /**
-   * The messages the answer to the turn being spoken would get if it ended now with `pending` (the voice prefill):
+   * The messages the answer to the turn being spoken would get if it ended now with `pending` (the voice prefill;
+   * without it, the answer to the conversation as it is: a camera frame's prefill):
    * planned as that answer will be, truncation included, so the prefilled prompt is the answer's. Null when the
    * answer could not start (it will report why).
    */
-  turnSoFar(pending: StoredItem): readonly ChatMessage[] | null {
+  turnSoFar(pending?: StoredItem): readonly ChatMessage[] | null {
     try {
       const plan = planResponse({}, this.#planContext(), pending);
       return plan.failure ? null : plan.rendered.messages;
