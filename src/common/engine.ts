@@ -38,6 +38,8 @@ export type ContentPart =
       readonly height: number;
       readonly fps: number;
       readonly sourceKey: string;
+      /** With use_audio_in_video: the clip's audio track, 16 kHz mono pcm16 (heard interleaved with the frames). */
+      readonly audio?: Uint8Array;
     };
 
 export interface ChatMessage {

@@ -54,6 +54,9 @@ export const ErrorCodes = {
   VIDEO_TOO_LONG: 'CHORUS_ERR_VIDEO_TOO_LONG',
   VIDEO_TOO_LARGE: 'CHORUS_ERR_VIDEO_TOO_LARGE',
   VIDEO_DECODE_TIMEOUT: 'CHORUS_ERR_VIDEO_DECODE_TIMEOUT',
+  // use_audio_in_video asked of a clip that has no audio track (or an empty one, or a clip sent as frame images):
+  // refused rather than answered from the frames alone as if the sound had been heard.
+  VIDEO_NO_AUDIO: 'CHORUS_ERR_VIDEO_NO_AUDIO',
   // A request's encoded media rows (numEmbeddings x the Thinker's width x 4 bytes) exceed the Thinker's budget for
   // rows held (engine.media_rows_bytes) on their own: fewer frames or clips fit (src/engine/MediaRowsBudget.ts).
   MEDIA_ROWS_BUDGET: 'CHORUS_ERR_MEDIA_ROWS_BUDGET',

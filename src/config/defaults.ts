@@ -82,6 +82,7 @@ export const defaults = {
     maxInputBytes: '12MiB', // under the HTTP body limit (16 MiB) as base64 (x 4/3)
     maxFrameBytes: '256MiB', // frames sampled before the max_frames pick: ~2,000 frames of 224 x 168
     decodeTimeoutMs: 20_000, // 20 s of decoder wall time per clip
+    audioChunkSeconds: 2, // use_audio_in_video: frames then sound, 2 s at a time (Qwen2.5-Omni's seconds_per_chunk)
   },
 } as const;
 

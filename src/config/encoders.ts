@@ -55,5 +55,6 @@ function resolveVideoSettings(raw: Static<typeof VideoYaml>): VideoSettings {
     maxInputBytes: parseByteSize(raw.max_input_bytes ?? d.maxInputBytes),
     maxFrameBytes: parseByteSize(raw.max_frame_bytes ?? d.maxFrameBytes),
     decodeTimeoutMs: raw.decode_timeout_ms ?? d.decodeTimeoutMs,
+    audioChunkSeconds: raw.audio_chunk_seconds ?? d.audioChunkSeconds,
   };
 }

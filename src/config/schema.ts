@@ -125,6 +125,7 @@ export const VideoYaml = Type.Object(
     max_input_bytes: optional(ByteSize),
     max_frame_bytes: optional(ByteSize),
     decode_timeout_ms: optional(int(1)),
+    audio_chunk_seconds: optional(Type.Number({ exclusiveMinimum: 0, maximum: 60 })),
   },
   closed,
 );

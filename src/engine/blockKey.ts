@@ -12,9 +12,13 @@ import type { MediaItem } from './mediaPrompt.ts';
 
 const keys = new WeakMap<MediaItem, string>();
 
-/** The item's block key, or undefined when its blocks are named by its rows (audio, images). */
+/**
+ * The item's block key, or undefined when its blocks are named by its rows (audio, images). A clip's audio track is
+ * keyed as its clip is (its bytes are the clip's decoded samples): a second question about a clip heard with its
+ * track reuses the KV of both without waiting for either's rows.
+ */
 export function blockKeyOf(item: MediaItem): string | undefined {
-  if (!modalities[item.modality].keyedBlocks) return undefined;
+  if (!modalities[item.modality].keyedBlocks && item.trackOf === undefined) return undefined;
   let key = keys.get(item);
   if (key === undefined) {
     const body = modalityOf(item.part).body(item.part, item.index, item.what);

@@ -17,6 +17,7 @@ import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { mediaInvalid } from '../media/mediaError.ts';
 import { MODALITIES, modalities, modalityOf, type MediaPart } from '../media/modalities/index.ts';
 import type { MediaGrid } from '../common/modality.ts';
+import type { InterleaveTiming } from '../media/video/interleave.ts';
 import { buildPositionMap, type MediaSpan } from '../media/positionMap.ts';
 import { ByteTokenizer } from '../tokenizer/ByteTokenizer.ts';
 import { HfTokenizer } from '../tokenizer/HfTokenizer.ts';
@@ -44,6 +45,10 @@ export interface MediaItem {
   readonly numEmbeddings: number;
   /** A video's time x height x width grid. */
   readonly grid?: MediaGrid;
+  /** A video heard with its audio track: the next item is the track, interleaved with it (positionMap.ts). */
+  readonly audioTrack?: { readonly secondsPerGroup: number; readonly timing: InterleaveTiming };
+  /** The audio track of video item `trackOf`: it shares that item's placeholder. */
+  readonly trackOf?: number;
   /** The encoder stage that takes it. */
   readonly encoder: StageSpec;
   /** The request's cache partition (promptPartition.ts): the EC store looks the item up within it. */
@@ -129,8 +134,8 @@ export function preparePrompt(
     const pieces: ChatPiece[] = m.content.map((part, j) => {
       if (part.type === 'text') return part.text;
       const item = probeItem(part, items.length, `messages[${i}].content[${j}] (${part.type})`, ctx);
-      items.push(item);
-      return { tokenId: ctx.placeholders[item.modality]! };
+      items.push(...item);
+      return { tokenId: ctx.placeholders[item[0].modality]! };
     });
     return { ...m, content: pieces };
   });
@@ -183,7 +188,40 @@ export function checkPromptFits(prompt: PreparedPrompt, graph: StageGraph): void
   );
 }
 
-function probeItem(part: MediaPart, index: number, what: string, ctx: PromptContext): MediaItem {
+/** The item of a part, and its audio track's when it is a video heard with its track (it follows the video). */
+function probeItem(part: MediaPart, index: number, what: string, ctx: PromptContext): MediaItem[] {
+  const encoder = encoderOf(part, what, ctx);
+  const layout = modalityOf(part).layout(part, encoder.encoder as EncoderSettings, what);
+  const item: MediaItem = {
+    index,
+    modality: part.type,
+    part,
+    what,
+    numEmbeddings: layout.numEmbeddings,
+    ...(layout.grid ? { grid: layout.grid } : {}),
+    encoder,
+  };
+  if (!layout.audioTrack) return [item];
+  const { part: track, secondsPerGroup, timing } = layout.audioTrack;
+  const trackWhat = `${what}'s audio track`;
+  const trackEncoder = encoderOf(track, trackWhat, ctx);
+  const trackLayout = modalityOf(track).layout(track, trackEncoder.encoder as EncoderSettings, trackWhat);
+  return [
+    { ...item, audioTrack: { secondsPerGroup, timing } },
+    {
+      index: index + 1,
+      modality: 'audio',
+      part: track,
+      what: trackWhat,
+      numEmbeddings: trackLayout.numEmbeddings,
+      encoder: trackEncoder,
+      trackOf: index,
+    },
+  ];
+}
+
+/** The encoder stage of a part's modality, once the part is known to fit the way to it. */
+function encoderOf(part: MediaPart, what: string, ctx: PromptContext): StageSpec {
   const modality: MediaModality = part.type;
   const encoder = ctx.encoders.get(modality);
   if (!encoder)
@@ -206,16 +244,7 @@ function probeItem(part: MediaPart, index: number, what: string, ctx: PromptCont
         `the encoder: raise the connector's ring_bytes${modality === 'video' ? ', or sample fewer frames' : ''})`,
     );
   }
-  const layout = modalityOf(part).layout(part, encoder.encoder as EncoderSettings, what);
-  return {
-    index,
-    modality,
-    part,
-    what,
-    numEmbeddings: layout.numEmbeddings,
-    ...(layout.grid ? { grid: layout.grid } : {}),
-    encoder,
-  };
+  return encoder;
 }
 
 function size(bytes: number): string {

@@ -7,7 +7,7 @@
  * stride-2 convolutions keep ceil(frames / 4) of them: 25 embeddings per second of audio.
  */
 import type { AudioFeatures } from './types.ts';
-import { logMelSpectrogram, MEL_SAMPLE_RATE_HZ, melFrameCount } from './logMel.ts';
+import { logMelSpectrogram, MEL_HOP_SAMPLES, MEL_SAMPLE_RATE_HZ, melFrameCount } from './logMel.ts';
 import { mediaInvalid } from './mediaError.ts';
 import { resample } from './resample.ts';
 
@@ -17,6 +17,8 @@ import { resample } from './resample.ts';
  * bring-your-own encoder is checked against it at load).
  */
 export const AUDIO_FRAMES_PER_EMBEDDING = 4;
+/** Audio rows per second of sound (100 mel frames / 4): the time axis a clip's track is interleaved on. */
+export const AUDIO_ROWS_PER_SECOND = MEL_SAMPLE_RATE_HZ / MEL_HOP_SAMPLES / AUDIO_FRAMES_PER_EMBEDDING;
 import { decodePcm16, decodeWav, PCM16_DEFAULT_RATE_HZ, type DecodedPcm } from './wav.ts';
 
 export type AudioFormat = 'wav' | 'pcm16';

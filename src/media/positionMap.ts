@@ -12,12 +12,20 @@
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { MediaGrid, Modality } from '../common/modality.ts';
+import { interleaveLayout, interleavedPositions, type InterleaveTiming } from './video/interleave.ts';
 
 export interface MediaItemLayout {
   readonly modality: Modality;
   readonly numEmbeddings: number;
   /** A video's time x height x width grid (numEmbeddings = t * h * w), carried into its span. */
   readonly grid?: MediaGrid;
+  /**
+   * A video heard with its audio track: the next item is the track (its `trackOf` is this item), and the video's one
+   * placeholder expands to both, interleaved in time chunks (src/media/video/interleave.ts).
+   */
+  readonly audioTrack?: { readonly secondsPerGroup: number; readonly timing: InterleaveTiming };
+  /** The audio track of item `trackOf` (a video): it has no placeholder of its own. */
+  readonly trackOf?: number;
 }
 
 export interface MediaSpan {
@@ -29,6 +37,11 @@ export interface MediaSpan {
   /** First position in the expanded sequence, and the number of rows there. */
   readonly start: number;
   readonly length: number;
+  /**
+   * The item's first row in this span (absent: 0). An item has one span, but a video heard with its audio track has
+   * several, interleaved with the track's, all at its placeholder (placeholderIndex).
+   */
+  readonly offset?: number;
   /** A video's grid: its rows are in time-major, then row, then column order over it. */
   readonly grid?: MediaGrid;
 }
@@ -51,37 +64,79 @@ export function buildPositionMap(
 ): PositionMap {
   const expanded: number[] = [];
   const spans: MediaSpan[] = [];
+  let item = 0; // the next item: a placeholder takes one, or a video and its track
+  let placeholderCount = 0;
   tokenIds.forEach((id, index) => {
     const modality = placeholders.get(id);
     if (modality === undefined) {
       expanded.push(id);
       return;
     }
-    const item = spans.length;
-    const layout = items[item];
-    if (!layout) throw invalid(`the prompt has more media placeholders than media items (${items.length})`);
-    if (layout.modality !== modality)
-      throw invalid(
-        `placeholder ${item} (token ${index}) stands for ${modality} but media item ${item} is ${layout.modality}`,
-      );
-    if (!(Number.isInteger(layout.numEmbeddings) && layout.numEmbeddings >= 1))
-      throw invalid(`media item ${item} has ${layout.numEmbeddings} embeddings`);
-    if (layout.grid && layout.grid.t * layout.grid.h * layout.grid.w !== layout.numEmbeddings)
-      throw invalid(`media item ${item}'s grid is not its ${layout.numEmbeddings} embeddings`);
-    const grid = layout.grid ? { grid: layout.grid } : {};
-    spans.push({
-      item,
-      modality,
-      placeholderIndex: index,
-      start: expanded.length,
-      length: layout.numEmbeddings,
-      ...grid,
-    });
-    for (let i = 0; i < layout.numEmbeddings; i++) expanded.push(id);
+    placeholderCount++;
+    const layout = checkedLayout(items, item, modality, `placeholder ${placeholderCount - 1} (token ${index})`);
+    const start = expanded.length;
+    const heard = layout.audioTrack;
+    const track = heard ? trackOf(items, item) : undefined;
+    if (!heard || !track) {
+      spans.push({ item, modality, placeholderIndex: index, start, length: layout.numEmbeddings, ...gridOf(layout) });
+    } else {
+      const segments = interleaveLayout(layout.grid!, heard.secondsPerGroup, track.numEmbeddings, heard.timing);
+      let at = start;
+      for (const s of segments) {
+        const video = s.source === 'video';
+        spans.push({
+          item: video ? item : item + 1,
+          modality: video ? modality : 'audio',
+          placeholderIndex: index,
+          start: at,
+          length: s.length,
+          offset: s.offset,
+          ...(video ? gridOf(layout) : {}),
+        });
+        at += s.length;
+      }
+    }
+    const total = layout.numEmbeddings + (track?.numEmbeddings ?? 0);
+    for (let i = 0; i < total; i++) expanded.push(id);
+    item += track ? 2 : 1;
   });
-  if (spans.length !== items.length)
-    throw invalid(`the prompt has ${spans.length} media placeholders for ${items.length} media items`);
+  if (item !== items.length)
+    throw invalid(`the prompt has ${placeholderCount} media placeholders for ${items.length} media items`);
   return { tokenIds: expanded, spans, length: expanded.length };
+}
+
+function gridOf(layout: MediaItemLayout): { grid?: MediaGrid } {
+  return layout.grid ? { grid: layout.grid } : {};
+}
+
+/** Item `item`'s layout, checked against its placeholder. */
+function checkedLayout(
+  items: readonly MediaItemLayout[],
+  item: number,
+  modality: Modality,
+  placeholder: string,
+): MediaItemLayout {
+  const layout = items[item];
+  if (!layout) throw invalid(`the prompt has more media placeholders than media items (${items.length})`);
+  if (layout.trackOf !== undefined) throw invalid(`media item ${item} is an audio track without its video before it`);
+  if (layout.modality !== modality)
+    throw invalid(`${placeholder} stands for ${modality} but media item ${item} is ${layout.modality}`);
+  if (!(Number.isInteger(layout.numEmbeddings) && layout.numEmbeddings >= 1))
+    throw invalid(`media item ${item} has ${layout.numEmbeddings} embeddings`);
+  if (layout.grid && layout.grid.t * layout.grid.h * layout.grid.w !== layout.numEmbeddings)
+    throw invalid(`media item ${item}'s grid is not its ${layout.numEmbeddings} embeddings`);
+  if (layout.audioTrack && !layout.grid) throw invalid(`media item ${item} has an audio track but no grid`);
+  return layout;
+}
+
+/** The audio track after video `item`, checked (it must follow its video). */
+function trackOf(items: readonly MediaItemLayout[], item: number): MediaItemLayout {
+  const track = items[item + 1];
+  if (!track || track.trackOf !== item || track.modality !== 'audio')
+    throw invalid(`media item ${item} is heard with its audio track, but item ${item + 1} is not that track`);
+  if (!(Number.isInteger(track.numEmbeddings) && track.numEmbeddings >= 1))
+    throw invalid(`media item ${item + 1} has ${track.numEmbeddings} embeddings`);
+  return track;
 }
 
 function invalid(message: string): ChorusError {
@@ -130,17 +185,16 @@ export function spliceRange(
         `media item ${span.item} is not encoded yet but positions ${from}..${to - 1} were scheduled; clamp at ` +
           `readyLimit()`,
       );
-    if (rows.length !== span.length * hiddenSize) {
+    const offset = span.offset ?? 0;
+    if (rows.length % hiddenSize !== 0 || (offset + span.length) * hiddenSize > rows.length) {
       throw new ChorusError(
         ErrorCodes.INTERNAL,
         `media item ${span.item} has ${rows.length / hiddenSize} rows of ${hiddenSize}; its placeholder expanded ` +
-          `to ${span.length}`,
+          `to ${span.length} from its row ${offset}`,
       );
     }
-    out.set(
-      rows.subarray((from - span.start) * hiddenSize, (to - span.start) * hiddenSize),
-      (from - start) * hiddenSize,
-    );
+    const first = offset + from - span.start;
+    out.set(rows.subarray(first * hiddenSize, (first + to - from) * hiddenSize), (from - start) * hiddenSize);
   }
   return out;
 }
@@ -157,8 +211,10 @@ export function spliceEmbeddings(
 
 /**
  * Multimodal rotary positions (Qwen2-VL's M-RoPE), [temporal, height, width] per position: text advances all three
- * together; a video span's rows take (start + t * secondsPerGroup-scaled time, start + row, start + col) over its grid,
- * an image span (t = 0) its row and column; the text after a span resumes from the largest position used plus one.
+ * together; a video span's rows take (start + groupTime(t), start + row, start + col) over its grid, an image span
+ * (t = 0) its row and column; the text after a span resumes from the largest position used plus one. A video heard
+ * with its audio track (several spans at one placeholder) takes Qwen2.5-Omni's TMRoPE: its audio rows at
+ * start + k on all three axes, on the same time axis as its frames (src/media/video/interleave.ts).
  * `timeScale` is rotary time steps per temporal group (Qwen2.5-VL: tokens_per_second * temporal_patch / fps), so two
  * clips sampled at different rates keep the same time axis. The generated Thinker uses 1D positions (the expanded
  * index); this is the layout a model with M-RoPE reads, and what the grid in each span is for.
@@ -171,31 +227,40 @@ export function mropePositions(
   const out = new Int32Array(map.length * 3);
   let next = 0; // the next text position
   let at = 0;
-  const put = (t: number, h: number, w: number): void => {
-    out.set([t, h, w], 3 * at);
-    at++;
-  };
   const text = (until: number): void => {
-    for (; at < until; next++) put(next, next, next);
+    for (; at < until; next++) out.set([next, next, next], 3 * at++);
   };
-  for (const span of map.spans) {
-    text(span.start);
-    const grid = span.grid ?? imageGrids.get(span.item);
+  for (const group of placeholderGroups(map.spans)) {
+    const first = group[0];
+    text(first.start);
+    const video = group.find((s) => s.grid);
+    const grid = video?.grid ?? imageGrids.get(first.item);
     if (!grid) {
-      text(span.start + span.length);
+      text(first.start + first.length);
       continue;
     }
-    const scale = span.grid ? timeScale(span) : 0;
-    let top = next;
-    for (let t = 0; t < grid.t; t++) {
-      const time = next + Math.round(t * scale);
-      for (let r = 0; r < grid.h; r++) {
-        for (let c = 0; c < grid.w; c++) put(time, next + r, next + c);
-      }
-      top = Math.max(top, time, next + grid.h - 1, next + grid.w - 1);
-    }
-    next = top + 1;
+    const segments = group.map((s) => ({
+      source: s.grid || !video ? ('video' as const) : ('audio' as const),
+      offset: s.offset ?? 0,
+      length: s.length,
+    }));
+    // An image is one temporal group at time 0; a video's groups are timeScale steps apart.
+    const laid = interleavedPositions(segments, grid, video ? timeScale(video) : 0, next, 1);
+    out.set(laid.positions, 3 * at);
+    at += laid.positions.length / 3;
+    next = laid.next;
   }
   text(map.length);
   return out;
+}
+
+/** Spans in runs of one placeholder each (a video heard with its track is several spans at one placeholder). */
+function placeholderGroups(spans: readonly MediaSpan[]): MediaSpan[][] {
+  const groups: MediaSpan[][] = [];
+  for (const span of spans) {
+    const last = groups.at(-1);
+    if (last && last[0].placeholderIndex === span.placeholderIndex) last.push(span);
+    else groups.push([span]);
+  }
+  return groups;
 }

@@ -78,6 +78,8 @@ export interface KeyedSpan {
   readonly start: number;
   readonly length: number;
   readonly blockKey: string;
+  /** The item's row at `start` (a clip heard with its audio track is several spans: MediaSpan.offset). */
+  readonly offset?: number;
 }
 
 const offsetBytes = new Int32Array(2);
@@ -103,7 +105,7 @@ export function tokenBlockNames(
   return blockNames(root, blockPositions, Math.min(limit, ids.length), (hash, p) => {
     writeTokenId(hash, ids[p]);
     const span = keyed.find((s) => p >= s.start && p < s.start + s.length);
-    if (span) writeMediaKey(hash, span.blockKey, p - span.start);
+    if (span) writeMediaKey(hash, span.blockKey, (span.offset ?? 0) + p - span.start);
     return true;
   }).names;
 }

@@ -13,6 +13,7 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.VIDEO_TOO_LONG]: 400,
   [ErrorCodes.VIDEO_TOO_LARGE]: 400,
   [ErrorCodes.VIDEO_DECODE_TIMEOUT]: 400, // the client's video took the decoder too long; nothing else is affected
+  [ErrorCodes.VIDEO_NO_AUDIO]: 400, // use_audio_in_video on a silent clip: the client's to change
   [ErrorCodes.MEDIA_ROWS_BUDGET]: 400, // fewer frames or clips fit: the client's to change
   [ErrorCodes.EVENT_UNKNOWN]: 400,
   [ErrorCodes.UNAUTHORIZED]: 401,

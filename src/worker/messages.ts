@@ -93,6 +93,8 @@ export interface MediaSpanPlan {
   readonly placeholderIndex: number;
   readonly start: number;
   readonly length: number;
+  /** The item's first row in this span (absent: 0): a video heard with its audio track has several spans. */
+  readonly offset?: number;
   /** A video's time x height x width grid (its rows are in that order). */
   readonly grid?: MediaGrid;
 }

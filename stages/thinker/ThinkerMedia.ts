@@ -34,15 +34,23 @@ export class ThinkerMedia {
     this.spans = plan.spans.map((s) => ({ ...s }));
     this.rows = plan.items.map(() => null);
     this.state = plan.items.map(() => 'waiting');
+    const laid = plan.items.map(() => 0);
     for (const span of this.spans) {
       const item = plan.items[span.item];
-      if (!item || item.numEmbeddings !== span.length || span.start + span.length > prompt.length) {
+      const offset = span.offset ?? 0;
+      if (!item || offset + span.length > item.numEmbeddings || span.start + span.length > prompt.length) {
         throw new RangeError(
           `media span of item ${span.item} does not fit the plan (${span.start}+${span.length} in a prompt of ` +
             `${prompt.length})`,
         );
       }
+      laid[span.item] += span.length;
     }
+    const short = laid.findIndex((n, i) => n !== plan.items[i].numEmbeddings);
+    if (short >= 0)
+      throw new RangeError(
+        `media item ${short}'s spans hold ${laid[short]} of its ${plan.items[short].numEmbeddings} rows`,
+      );
   }
 
   get items(): readonly ThinkerMediaItem[] {
@@ -107,14 +115,16 @@ export class ThinkerMedia {
     return this.rows[item] ?? null;
   }
 
-  /** Cuts a waiting item out of the prompt; returns the new prompt length. */
+  /** Cuts a waiting item out of the prompt (each of its spans); returns the new prompt length. */
   drop(item: number, reason: string): number {
     if (this.state[item] !== 'waiting') return this.prompt.length;
-    const span = this.spans.find((s) => s.item === item)!;
-    this.prompt.splice(span.start, span.length);
-    this.spans = this.spans
-      .filter((s) => s !== span)
-      .map((s) => (s.start > span.start ? { ...s, start: s.start - span.length } : s));
+    // Last span first: cutting one moves only what follows it.
+    for (const span of this.spans.filter((s) => s.item === item).reverse()) {
+      this.prompt.splice(span.start, span.length);
+      this.spans = this.spans
+        .filter((s) => s !== span)
+        .map((s) => (s.start > span.start ? { ...s, start: s.start - span.length } : s));
+    }
     this.state[item] = 'dropped';
     this.dropped.push(item);
     this.warnings.push(`${this.plan.items[item].what} was left out of the answer: ${reason}`);
@@ -128,7 +138,8 @@ export class ThinkerMedia {
     const rows = this.rows[span.item];
     if (!rows) return null;
     const d = this.hiddenSize;
-    return rows.subarray((p - span.start) * d, (p - span.start + 1) * d);
+    const row = (span.offset ?? 0) + p - span.start;
+    return rows.subarray(row * d, (row + 1) * d);
   }
 
   /**
@@ -138,7 +149,8 @@ export class ThinkerMedia {
   blockKeyAt(p: number): { readonly key: string; readonly offset: number } | undefined {
     const span = this.spans.find((s) => p >= s.start && p < s.start + s.length);
     const key = span && this.plan.items[span.item].blockKey;
-    return key === undefined ? undefined : { key, offset: p - span!.start };
+    // The offset is the row's index in its item (a clip heard with its track has several spans, the track its own key).
+    return key === undefined ? undefined : { key, offset: (span!.offset ?? 0) + p - span!.start };
   }
 
   /** Whether positions [start, end) of the prompt touch a media span. */

@@ -163,14 +163,14 @@ describe('video input', () => {
     expect(metrics).toMatch(/^chorus_media_rows_held_bytes\{stage="thinker#0"\} \d+$/m); // charged and released
   });
 
-  it('refuses mm_processor_kwargs it cannot honour, by name', async () => {
+  it('refuses kwargs it cannot honour, by name (use_audio_in_video without an audio encoder)', async () => {
     const part = videoPart(videoDataUrl(webm, 'video/webm'));
+    // This pipeline has no audio encoder: the track cannot be heard, and is refused rather than dropped.
     const audio = await post(ask(part, { use_audio_in_video: true }));
-    expect([audio.status, audio.json.error.code, audio.json.error.param]).toEqual([
-      400,
-      ErrorCodes.PARAM_UNSUPPORTED,
-      'mm_processor_kwargs.use_audio_in_video',
-    ]);
+    expect([audio.status, audio.json.error.code]).toEqual([400, ErrorCodes.MEDIA_INVALID]);
+    expect(audio.json.error.message).toMatch(
+      /^messages\[0\]\.content\[1\] \(video\)'s audio track: .*no audio encoder/,
+    );
     const many = await post(ask(part, { max_frames: 64 }));
     expect([many.status, many.json.error.param]).toEqual([400, 'mm_processor_kwargs.max_frames']);
     expect(many.json.error.message).toContain('at most 16 frames per clip');

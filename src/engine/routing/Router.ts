@@ -403,7 +403,7 @@ function namedPrompt(prompt: PreparedPrompt): NamedPrompt {
   for (const span of prompt.spans) {
     const blockKey = blockKeyOf(prompt.items[span.item]);
     if (blockKey === undefined) namable = Math.min(namable, span.start);
-    else keyed.push({ start: span.start, length: span.length, blockKey });
+    else keyed.push({ start: span.start, length: span.length, blockKey, offset: span.offset });
   }
   return { tokenIds: prompt.promptTokenIds, namable, cacheSalt: prompt.cacheSalt, keyed };
 }

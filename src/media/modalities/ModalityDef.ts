@@ -17,6 +17,7 @@ import type { EncoderSettings } from '../../common/graph.ts';
 import type { MediaGrid, Modality } from '../../common/modality.ts';
 import type { MediaBody, MediaFormat } from '../../common/payloads.ts';
 import type { EncoderInput } from '../types.ts';
+import type { InterleaveTiming } from '../video/interleave.ts';
 
 export type PartOf<M extends Modality> = Extract<ContentPart, { readonly type: M }>;
 export type MediaPart = PartOf<Modality>;
@@ -26,6 +27,16 @@ export interface ItemLayout {
   readonly numEmbeddings: number;
   /** Video: its time x height x width grid (placeholder expansion and positions carry it). */
   readonly grid?: MediaGrid;
+  /**
+   * Video heard with its audio track (use_audio_in_video): the track, an audio item of its own that follows the clip
+   * and shares its placeholder, interleaved with it in time chunks (src/media/video/interleave.ts).
+   */
+  readonly audioTrack?: {
+    readonly part: PartOf<'audio'>;
+    /** Seconds between temporal groups: the temporal patch over the clip's effective rate. */
+    readonly secondsPerGroup: number;
+    readonly timing: InterleaveTiming;
+  };
 }
 
 /** An item in its encoder stage: the key its rows are cached under, their count, and the encoder input. */

@@ -13,7 +13,8 @@ import type { VideoSettings } from '../../common/graph.ts';
 import type { MediaBody } from '../../common/payloads.ts';
 import { PREPROCESS_VERSION } from '../mediaKey.ts';
 import { mediaInvalid } from '../mediaError.ts';
-import { decodeVideo, type VideoSource } from '../video/decodeVideo.ts';
+import { decodeVideo, TRACK_SAMPLE_RATE_HZ, type VideoSource } from '../video/decodeVideo.ts';
+import { AUDIO_ROWS_PER_SECOND } from '../audio.ts';
 import { videoPatches } from '../video/videoPatches.ts';
 import { DEFAULT_VIDEO_GRID, videoGrid, type VideoGridConfig, type VideoSampling } from '../video/videoGrid.ts';
 import type { ModalityDef, PartOf } from './ModalityDef.ts';
@@ -54,6 +55,8 @@ export const video: ModalityDef<'video'> = {
     if (part.data.byteLength !== part.numFrames * part.width * part.height * 3)
       return `${at}.data must hold numFrames RGB frames of width x height`;
     if (typeof part.sourceKey !== 'string' || part.sourceKey.length === 0) return `${at}.sourceKey must be a string`;
+    if (part.audio !== undefined && (!(part.audio instanceof Uint8Array) || part.audio.byteLength % 2 !== 0))
+      return `${at}.audio must be the track's 16 kHz pcm16 bytes (a Uint8Array of whole samples)`;
     return null;
   },
 
@@ -63,7 +66,18 @@ export const video: ModalityDef<'video'> = {
     if (part.width % f !== 0 || part.height % f !== 0)
       throw mediaInvalid(what, `frames of ${part.width}x${part.height} are not multiples of ${f} px`);
     const g = videoGrid(part.numFrames, part.width, part.height, grid);
-    return { numEmbeddings: g.t * g.h * g.w, grid: g };
+    if (!part.audio) return { numEmbeddings: g.t * g.h * g.w, grid: g };
+    // Heard with its track: the track is an audio item of its own (the audio encoder's), interleaved with the frames
+    // in time chunks on the clip's effective rate (src/media/video/interleave.ts).
+    const track: PartOf<'audio'> = {
+      type: 'audio',
+      data: part.audio,
+      format: 'pcm16',
+      sampleRateHz: TRACK_SAMPLE_RATE_HZ,
+    };
+    const timing = { rowsPerSecond: AUDIO_ROWS_PER_SECOND, secondsPerChunk: settings.video?.audioChunkSeconds ?? 2 };
+    const secondsPerGroup = grid.temporalPatchSize / part.fps;
+    return { numEmbeddings: g.t * g.h * g.w, grid: g, audioTrack: { part: track, secondsPerGroup, timing } };
   },
 
   body(part, item, what): MediaBody {
@@ -101,7 +115,8 @@ export const video: ModalityDef<'video'> = {
 
 /** A request's sampling: its mm_processor_kwargs over the stage's defaults (checked by the caller). */
 export function samplingOf(settings: VideoSettings, asked: Partial<VideoSampling>): VideoSampling {
-  return { fps: asked.fps ?? settings.fps, maxFrames: asked.maxFrames ?? settings.maxFrames };
+  const sampling = { fps: asked.fps ?? settings.fps, maxFrames: asked.maxFrames ?? settings.maxFrames };
+  return asked.withAudio === true ? { ...sampling, withAudio: true } : sampling;
 }
 
 /**
@@ -128,8 +143,10 @@ export async function videoPart(
     },
     what,
   );
+  // The frames' key: the track does not change them (it has its own key, the hash of its samples).
+  const { fps, maxFrames } = sampling;
   const hash = createHash('sha256').update(
-    JSON.stringify({ decoder: VIDEO_DECODER_VERSION, kind: source.kind, sampling, grid }),
+    JSON.stringify({ decoder: VIDEO_DECODER_VERSION, kind: source.kind, sampling: { fps, maxFrames }, grid }),
   );
   if (source.kind === 'file') hash.update(source.bytes);
   else for (const image of source.images) hash.update(createHash('sha256').update(image).digest());
@@ -141,5 +158,6 @@ export async function videoPart(
     height: decoded.height,
     fps: decoded.fps,
     sourceKey: hash.digest('hex'),
+    ...(decoded.audio ? { audio: decoded.audio } : {}),
   };
 }

@@ -9,10 +9,15 @@
  * comes after its data, as phones write them, cannot be read from a pipe. Frame lists (a video sent as images) go
  * through stdin (image2pipe).
  *
+ * With `withAudio` (use_audio_in_video) the same child also writes the clip's first audio track as 16 kHz mono pcm16
+ * on a third pipe (fd 3), for the audio encoder; a clip without one is refused (CHORUS_ERR_VIDEO_NO_AUDIO), never
+ * answered as if unheard.
+ *
  * Errors name the item and the limit: CHORUS_ERR_VIDEO_INVALID (corrupt, truncated, no video stream),
- * CHORUS_ERR_VIDEO_TOO_LONG, CHORUS_ERR_VIDEO_TOO_LARGE, CHORUS_ERR_VIDEO_DECODE_TIMEOUT.
+ * CHORUS_ERR_VIDEO_TOO_LONG, CHORUS_ERR_VIDEO_TOO_LARGE, CHORUS_ERR_VIDEO_DECODE_TIMEOUT, CHORUS_ERR_VIDEO_NO_AUDIO.
  */
 import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,7 +51,13 @@ export interface DecodedVideo {
   readonly fps: number;
   /** Frames sampled before the max_frames pick. */
   readonly sampledFrames: number;
+  /** With `withAudio`: the first audio track, 16 kHz mono pcm16 little-endian. */
+  readonly audio?: Uint8Array;
 }
+
+/** The audio track's rate and width as the audio encoder takes it (pcm16 at 16 kHz). */
+export const TRACK_SAMPLE_RATE_HZ = 16_000;
+const TRACK_BYTES_PER_SECOND = TRACK_SAMPLE_RATE_HZ * 2;
 
 export const FFMPEG_PATH: string = ffmpegInstaller.path;
 
@@ -67,7 +78,12 @@ function ffmpegArgs(source: VideoSource, inputPath: string | null, sampling: Vid
   // A frame list is already sampled: each image is one frame at the rate the client gave.
   const filters = [...(source.kind === 'file' ? [`fps=${sampling.fps}`] : []), scaleFilter(grid), 'format=rgb24'];
   const output = ['-map', '0:v:0', '-an', '-sn', '-dn', '-vf', filters.join(','), '-f', 'image2pipe', '-c:v', 'ppm'];
-  return [...common, ...input, ...output, 'pipe:1'];
+  // The track, when asked: a second output of the same child, on fd 3 (its first audio stream, mixed down to mono).
+  const track = sampling.withAudio
+    ? ['-map', '0:a:0', '-vn', '-sn', '-dn', '-ac', '1', '-ar', String(TRACK_SAMPLE_RATE_HZ)]
+    : [];
+  const trackOut = sampling.withAudio ? [...track, '-f', 's16le', '-c:a', 'pcm_s16le', 'pipe:3'] : [];
+  return [...common, ...input, ...output, 'pipe:1', ...trackOut];
 }
 
 /** Decodes and samples a video; throws a CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed. */
@@ -90,11 +106,13 @@ export async function decodeVideo(
         `s of video; the limit is ${limits.maxSeconds} s`,
     );
   }
+  if (sampling.withAudio && source.kind === 'frames') throw noAudio(what, 'a clip sent as frame images has none');
   const dir = source.kind === 'file' ? await mkdtemp(join(tmpdir(), 'chorus-video-')) : null;
   try {
     const inputPath = dir ? join(dir, 'input') : null;
     if (source.kind === 'file') await writeFile(inputPath!, source.bytes, { mode: 0o600 });
-    const frames = await runDecoder(source, ffmpegArgs(source, inputPath, sampling, grid), sampling, limits, what);
+    const run = await runDecoder(source, ffmpegArgs(source, inputPath, sampling, grid), sampling, limits, what);
+    const { frames } = run;
     const picked = uniformPick(frames.length, sampling.maxFrames).map((i) => frames[i]);
     const { width, height } = picked[0];
     const data = new Uint8Array(picked.length * width * height * 3);
@@ -106,6 +124,7 @@ export async function decodeVideo(
       height,
       fps: effectiveFps(frames.length, picked.length, sampling.fps),
       sampledFrames: frames.length,
+      ...(run.audio ? { audio: run.audio } : {}),
     };
   } finally {
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -119,10 +138,11 @@ function runDecoder(
   sampling: VideoSampling,
   limits: VideoLimits,
   what: string,
-): Promise<RgbFrame[]> {
+): Promise<{ frames: RgbFrame[]; audio: Uint8Array | null }> {
   return new Promise((resolve, reject) => {
+    const stdin = source.kind === 'frames' ? 'pipe' : 'ignore';
     const child = spawn(FFMPEG_PATH, args, {
-      stdio: [source.kind === 'frames' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      stdio: sampling.withAudio ? [stdin, 'pipe', 'pipe', 'pipe'] : [stdin, 'pipe', 'pipe'],
     });
     const frames: RgbFrame[] = [];
     const reader = new PpmFrames();
@@ -167,6 +187,7 @@ function runDecoder(
         }
       }
     });
+    const track = sampling.withAudio ? collectTrack(child.stdio[3] as Readable, limits, what, stop) : null;
     child.stderr!.on('data', (chunk: Buffer) => {
       if (stderr.length < 4096) stderr += chunk.toString('utf8');
     });
@@ -180,14 +201,50 @@ function runDecoder(
     child.on('close', (code) => {
       clearTimeout(timer);
       if (failure) return reject(failure);
+      if (track && /Stream map '0:a:0' matches no streams/.test(stderr))
+        return reject(noAudio(what, 'the file has no audio stream'));
       if (code !== 0 || !reader.atBoundary) return reject(fail(ErrorCodes.VIDEO_INVALID, what, decoderSays(stderr)));
       if (frames.length === 0)
         return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the video has no frames that decode'));
       if (frames.some((f) => f.width !== frames[0].width || f.height !== frames[0].height))
         return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the frames of one video must all have the same size'));
-      resolve(frames);
+      const audio = track?.bytes() ?? null;
+      if (track && (audio === null || audio.byteLength < 2)) return reject(noAudio(what, 'its audio track is empty'));
+      resolve({ frames, audio });
     });
   });
+}
+
+/** Gathers the track from fd 3, under the clip's length limit (stop() kills the child past it). */
+function collectTrack(
+  pipe: Readable,
+  limits: VideoLimits,
+  what: string,
+  stop: (err: ChorusError) => void,
+): { bytes(): Uint8Array } {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const maxBytes = Math.ceil(limits.maxSeconds * TRACK_BYTES_PER_SECOND) + TRACK_BYTES_PER_SECOND;
+  pipe.on('data', (chunk: Buffer) => {
+    size += chunk.byteLength;
+    if (size > maxBytes)
+      return stop(
+        fail(ErrorCodes.VIDEO_TOO_LONG, what, `its audio track is longer than the ${limits.maxSeconds} s limit`),
+      );
+    chunks.push(chunk);
+  });
+  pipe.on('error', () => {}); // the child's exit says what went wrong
+  // An odd last byte (a cut sample) is dropped: pcm16 is whole samples.
+  return { bytes: () => new Uint8Array(Buffer.concat(chunks).subarray(0, size & ~1)) };
+}
+
+function noAudio(what: string, why: string): ChorusError {
+  return fail(
+    ErrorCodes.VIDEO_NO_AUDIO,
+    what,
+    `mm_processor_kwargs.use_audio_in_video is true but the video has no audio track to hear (${why}): send a clip ` +
+      'with sound, or leave use_audio_in_video out to have its frames seen alone',
+  );
 }
 
 /** The decoder's last complaint, as the reason a video was refused (our paths stripped: not the client's business). */

@@ -12,6 +12,8 @@ export interface VideoSampling {
   readonly fps: number;
   /** At most this many frames per clip; a longer clip is sampled uniformly over its whole length. */
   readonly maxFrames: number;
+  /** Decode the clip's audio track too (mm_processor_kwargs.use_audio_in_video), heard interleaved with its frames. */
+  readonly withAudio?: boolean;
 }
 
 export interface VideoGridConfig {

@@ -40,16 +40,13 @@ export interface PendingVideo {
   readonly source: VideoSource | URL;
 }
 
-/** Refuses, by name, a kwarg Chorus cannot honour (settings: the video encoder stage's, null without one). */
+/**
+ * Refuses, by name, a kwarg Chorus cannot honour (settings: the video encoder stage's, null without one).
+ * use_audio_in_video is honoured: the decoder takes the track and the prompt interleaves it with the frames; a clip
+ * without one is refused by the decoder (CHORUS_ERR_VIDEO_NO_AUDIO), a pipeline without an audio encoder by the
+ * prompt's probe (CHORUS_ERR_MEDIA_INVALID).
+ */
 export function checkKwargs(kwargs: MmProcessorKwargs, settings: VideoSettingsOf | null): void {
-  if (kwargs.use_audio_in_video === true) {
-    throw new ClientInputError(
-      "mm_processor_kwargs.use_audio_in_video: a video's audio track is not encoded yet: leave it out or send " +
-        'false (send the track as an input_audio part to have it heard)',
-      'mm_processor_kwargs.use_audio_in_video',
-      ErrorCodes.PARAM_UNSUPPORTED,
-    );
-  }
   const limit = settings?.video.maxFrames ?? Number.POSITIVE_INFINITY;
   if (kwargs.max_frames !== undefined && kwargs.max_frames > limit) {
     throw new ClientInputError(
@@ -63,7 +60,11 @@ export function checkKwargs(kwargs: MmProcessorKwargs, settings: VideoSettingsOf
 /** The request's sampling: its kwargs over the stage defaults. */
 export function videoSampling(kwargs: MmProcessorKwargs | undefined, settings: VideoSettingsOf): VideoSampling {
   if (kwargs) checkKwargs(kwargs, settings);
-  return samplingOf(settings.video, { fps: kwargs?.fps, maxFrames: kwargs?.max_frames });
+  return samplingOf(settings.video, {
+    fps: kwargs?.fps,
+    maxFrames: kwargs?.max_frames,
+    withAudio: kwargs?.use_audio_in_video,
+  });
 }
 
 function settingsOrRefuse(media: MediaSources, what: string): VideoSettingsOf {
