@@ -3,6 +3,8 @@
  * first audio, its end, and what went wrong (a non-200 status, an error event mid-stream, no [DONE]).
  */
 export interface StreamedChat {
+  /** performance.now() at the send: the origin of the other times, to compare chats with each other. */
+  readonly sentAtMs: number;
   readonly status: number;
   readonly headersMs: number;
   readonly firstAudioMs: number | null;
@@ -35,7 +37,7 @@ export async function streamChat(o: ChatOptions): Promise<StreamedChat> {
     }),
   });
   const since = () => performance.now() - sentAt;
-  const head = { status: r.status, headersMs: since(), retryAfter: r.headers.get('retry-after') };
+  const head = { sentAtMs: sentAt, status: r.status, headersMs: since(), retryAfter: r.headers.get('retry-after') };
   if (r.status !== 200) {
     await r.body?.cancel();
     return { ...head, firstAudioMs: null, endMs: since(), errors: [], done: false };

@@ -206,6 +206,12 @@ export interface EngineArgs {
    */
   readonly prefillFirst?: boolean;
   /**
+   * AR stages: with more requests than seats, steps a request holds its seat before yielding it (keeping its KV) to
+   * the one that has waited longest (src/sched/ArScheduler.ts, seat turns); null: it holds it until it finishes.
+   * Absent on the other stages.
+   */
+  readonly seatTurnSteps?: number | null;
+  /**
    * The Thinker only: the baseline of seed 000's experiment (bench/video). true: no step runs while any admitted
    * request still waits for media rows, as an engine that encodes on its own path stalls every request in the batch
    * during an encode; absent or false: encoding is asynchronous (text and other requests prefill meanwhile).

@@ -39,6 +39,9 @@ export const defaults = {
     maxNumSeqs: 16,
     maxNumBatchedTokens: 2048, // tokens per step (prefill chunk + decodes)
     threads: 1, // 1 intra-op thread per stage: 2 cores are shared by 3 stages plus the server
+    // Thinker and Talker: with more requests than seats, a seat is held 8 steps before it goes to one waiting
+    // (src/sched/ArScheduler.ts, seat turns): long answers cannot keep newcomers out.
+    seatTurnSteps: 8,
     kvCacheBytes: 256 * 1024 * 1024, // 256 MiB: ~32k tokens of the tiny thinker (8 KiB/token)
     // Thinker and Talker: KV of finished requests kept for the next request that shares their prefix.
     prefixCache: { maxBytes: 128 * 1024 * 1024, blockPositions: 16 }, // 128 MiB: ~13k tiny-thinker positions + rows

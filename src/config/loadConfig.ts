@@ -14,7 +14,13 @@ import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
 import { DEFAULT_CAMERA } from '../common/graph.ts';
 import { defaults, parseByteSize } from './defaults.ts';
-import { resolveMediaRowsBytes, resolvePrefillFirst, resolvePrefixCache, resolveSyncEncoding } from './prefixCache.ts';
+import {
+  resolveMediaRowsBytes,
+  resolvePrefillFirst,
+  resolvePrefixCache,
+  resolveSeatTurns,
+  resolveSyncEncoding,
+} from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
 import { kindSections, stageKinds } from '../../stages/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
@@ -221,6 +227,7 @@ function resolveStages(
         maxNumSeqs: s.engine?.max_num_seqs ?? defaults.engine.maxNumSeqs,
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
         ...resolvePrefillFirst(index, s.engine?.prefill_first, stageKinds[s.kind].workerType, problems),
+        ...resolveSeatTurns(index, s.engine?.seat_turn_steps, stageKinds[s.kind].workerType, problems),
         ...resolveSyncEncoding(index, s.engine?.sync_encoding, s.kind, problems),
         ...resolveMediaRowsBytes(index, s.engine?.media_rows_bytes, s.kind, problems),
         threads: s.engine?.threads ?? defaults.engine.threads,

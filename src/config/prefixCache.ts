@@ -24,6 +24,24 @@ export function resolvePrefillFirst(
   return { prefillFirst: raw };
 }
 
+/** `engine.seat_turn_steps`: AR stages take turns at their seats (default on); elsewhere the key is refused. */
+export function resolveSeatTurns(
+  index: number,
+  raw: number | false | undefined,
+  workerType: 'ar' | 'generation',
+  problems: Problems,
+): { seatTurnSteps?: number | null } {
+  if (workerType !== 'ar') {
+    if (raw !== undefined)
+      problems.add(
+        ['stages', index, 'engine', 'seat_turn_steps'],
+        'only autoregressive stages (thinker, talker) hold batch seats across steps: remove the key',
+      );
+    return {};
+  }
+  return { seatTurnSteps: raw === false ? null : (raw ?? defaults.engine.seatTurnSteps) };
+}
+
 /** `engine.sync_encoding`: the Thinker's baseline mode (docs/video.md); refused on any other kind. */
 export function resolveSyncEncoding(
   index: number,

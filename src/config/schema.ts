@@ -48,6 +48,8 @@ export const EngineYaml = Type.Object(
     max_num_batched_tokens: optional(int(1)),
     // AR stages: newcomers' whole prefills run in a step of their own, ahead of the decodes (src/sched/ArScheduler.ts).
     prefill_first: optional(Type.Boolean()),
+    // AR stages: steps a request holds its batch seat before yielding it to one waiting (false: until it finishes).
+    seat_turn_steps: optional(Type.Union([int(1), Type.Literal(false)])),
     // The Thinker: steps wait while any request's media encodes (a baseline for the bench, docs/video.md).
     sync_encoding: optional(Type.Boolean()),
     // The Thinker: encoded media rows its requests may hold at once (docs/video.md "Memory").

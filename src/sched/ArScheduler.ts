@@ -14,6 +14,14 @@
  * preempted first (recomputed from position 0 when they run again). A resumed request takes a slot again when one is
  * free, ahead of requests that arrived after it: it waits a step rather than overfill the batch.
  *
+ * Seat turns (`seatTurnSteps`, issue 41 item 5): when more requests want a seat than are free, a request that has held
+ * its seat for that many steps yields it, keeping its KV (as a paused one does), and the seats go to those that have
+ * waited longest, newcomers counted a few turns ahead (for them a holder yields after one step). Without turns,
+ * sixteen long spoken answers held all sixteen seats for the whole of their answers and a newcomer's first chunk
+ * waited behind them for the 30 s chunk timeout; with them a newcomer is seated at once and long answers share the
+ * seats round-robin.
+ * Nothing yields while there is a free seat for everyone who wants one.
+ *
  * Policy fifo: running requests oldest first, then waiting ones in arrival order. Policy playback (playback.ts):
  * both by deadline, least slack first.
  *
@@ -25,6 +33,9 @@
  * is short, gains most). The next step always includes the decodes, so arrivals cannot starve them.
  */
 import { byDeadline, type SchedulingPolicy } from './playback.ts';
+
+/** Seat turns: a newcomer ranks as if it had waited this many turns longer (its first output goes first). */
+const NEWCOMER_LEAD_TURNS = 4;
 
 export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
 
@@ -39,6 +50,8 @@ export interface ArSchedulerOptions {
   readonly policy?: SchedulingPolicy;
   /** Newcomers' whole prefills run in a step of their own, ahead of the decodes (default true; see above). */
   readonly prefillFirst?: boolean;
+  /** Seat turns (see above): steps a request holds its seat before yielding it to one waiting; null or absent: off. */
+  readonly seatTurnSteps?: number | null;
 }
 
 export interface ScheduledItem {
@@ -72,6 +85,10 @@ interface ArRequest {
   deadlineMs: number | null;
   /** Its first output is not out yet (setFirstOutputPending): while it computes, nobody new is admitted. */
   firstOutputPending: boolean;
+  /** The step it took its seat at (seat turns count from it). */
+  seatedAtStep: number;
+  /** The step it last lost or gave up its seat at, or arrived at: who has waited longest for one (seat turns). */
+  unseatedAtStep: number;
 }
 
 export class ArScheduler {
@@ -79,6 +96,8 @@ export class ArScheduler {
   private arrivals = 0;
   /** The last plan ran newcomers alone (prefill first): this one must include the running requests. */
   private lastRanAlone = false;
+  /** Plans made so far: the clock of seat turns. */
+  private steps = 0;
 
   constructor(private readonly options: ArSchedulerOptions) {
     if (options.maxNumSeqs < 1 || options.maxNumBatchedTokens < 1) {
@@ -99,6 +118,8 @@ export class ArScheduler {
       sampleAtEnd: true,
       deadlineMs: null,
       firstOutputPending: false,
+      seatedAtStep: 0,
+      unseatedAtStep: this.steps,
     });
   }
 
@@ -162,6 +183,7 @@ export class ArScheduler {
     const r = this.requests.get(requestId);
     if (!r) return;
     r.paused = true;
+    if (r.seated) r.unseatedAtStep = this.steps;
     r.seated = false;
   }
 
@@ -225,6 +247,10 @@ export class ArScheduler {
     let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
     let numSeated = running.filter((r) => r.seated).length;
     let firstOutputsInStep = false; // a request in this step still waits for its first output: admit no one
+    this.steps++;
+    // Seat turns: who may take a free seat this step (null: off, anyone may), after long holders yielded theirs.
+    const turn = this.seatTurn(ordered);
+    numSeated -= turn?.yielded ?? 0;
 
     // 2. Running requests first, oldest (playback: most urgent) first: they hold KV, and a slot unless they were
     //    paused since.
@@ -236,7 +262,7 @@ export class ArScheduler {
       if (pending === 0) continue; // WAITING_FOR_CHUNK: nothing to compute until its next input arrives
       // Resumed: its slot went to someone else while it was paused. It takes the next free one, before step 3 admits
       // anyone; with none free it waits rather than overfill the batch (it keeps its KV meanwhile).
-      if (!r.seated && numSeated >= maxNumSeqs) continue;
+      if (!r.seated && (numSeated >= maxNumSeqs || (turn && !turn.next.has(r)))) continue;
       const numTokens = Math.min(pending, tokenBudget);
       // Preempt until this step fits the KV budget: paused requests first (their clients are not reading), then the
       // newest running request not yet scheduled this step (possibly this one, as vLLM does). Preempted requests
@@ -255,7 +281,7 @@ export class ArScheduler {
       }
       if (selfPreempted) continue;
       if (!r.seated) {
-        r.seated = true;
+        this.seat(r);
         numSeated++;
       }
       items.push(this.item(r, numTokens));
@@ -274,6 +300,7 @@ export class ArScheduler {
       if (r.paused) continue; // its client is not reading: it is admitted when it resumes
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
+      if (turn && !turn.next.has(r)) continue; // seat turns: others have waited longer
       const numTokens = Math.min(pending, tokenBudget);
       // A request that starts past position 0 (startAt) brings its KV along. Short of KV, paused requests give
       // theirs up (only if that makes it fit: dropping it for nothing would cost them a recompute).
@@ -284,7 +311,7 @@ export class ArScheduler {
         kvTokens -= freed;
       }
       r.status = 'running';
-      r.seated = true;
+      this.seat(r);
       numSeated++;
       const item = this.item(r, numTokens);
       items.push(item);
@@ -341,9 +368,47 @@ export class ArScheduler {
     };
   }
 
+  private seat(r: ArRequest): void {
+    r.seated = true;
+    r.seatedAtStep = this.steps;
+  }
+
+  /**
+   * Seat turns (null when off). The requests that want a seat (unseated, not paused, with input to compute) go by how
+   * long they have waited, a newcomer (never run, or preempted) counted NEWCOMER_LEAD_TURNS turns ahead of its
+   * arrival, so its first output does not wait behind long answers taking turns, yet a yielded one is back within a
+   * few turns whoever keeps arriving. When they outnumber the free seats, the longest holders yield theirs (KV kept):
+   * those that held them seatTurnSteps steps, and for the newcomers any that held one a step (not one about to make
+   * its first output). `next`: the ones that may take the free seats; `yielded`: how many gave theirs up.
+   */
+  private seatTurn(ordered: readonly ArRequest[]): { next: Set<ArRequest>; yielded: number } | null {
+    const turnSteps = this.options.seatTurnSteps;
+    if (turnSteps == null) return null;
+    const isNewcomer = (r: ArRequest) => r.status === 'waiting';
+    const rank = (r: ArRequest) => r.unseatedAtStep - (isNewcomer(r) ? NEWCOMER_LEAD_TURNS * turnSteps : 0);
+    const wanting = ordered
+      .filter((r) => !r.seated && !r.paused && r.numAvailableTokens > r.numComputedTokens)
+      .sort((a, b) => rank(a) - rank(b) || a.arrival - b.arrival);
+    const seated = ordered
+      .filter((r) => r.seated && r.status === 'running')
+      .sort((a, b) => a.seatedAtStep - b.seatedAtStep);
+    const free = Math.max(0, this.options.maxNumSeqs - seated.length);
+    const due = seated.filter((r) => this.steps - r.seatedAtStep >= turnSteps).length;
+    const newcomers = wanting.filter(isNewcomer).length;
+    const count = Math.min(wanting.length - free, Math.max(due, newcomers - free));
+    const yielders = count <= 0 ? [] : seated.filter((r) => this.steps > r.seatedAtStep && !r.firstOutputPending);
+    for (const r of yielders.slice(0, Math.max(0, count))) {
+      r.seated = false;
+      r.unseatedAtStep = this.steps;
+    }
+    const yielded = Math.min(yielders.length, Math.max(0, count));
+    return { next: new Set(wanting.slice(0, free + yielded)), yielded };
+  }
+
   private preempt(r: ArRequest, preempted: string[]): void {
     r.numComputedTokens = 0;
     r.status = 'waiting';
+    if (r.seated) r.unseatedAtStep = this.steps;
     r.seated = false;
     preempted.push(r.requestId);
   }

@@ -36,6 +36,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageC
       kvBudgetBytes: e.kvCacheBytes,
       policy,
       prefillFirst: e.prefillFirst ?? true,
+      seatTurnSteps: e.seatTurnSteps ?? null,
     });
   }
 

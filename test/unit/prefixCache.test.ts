@@ -158,4 +158,20 @@ describe('engine.prefix_cache in YAML', () => {
       }),
     ).toEqual([expect.stringMatching(/prefill_first: only autoregressive stages/)]);
   });
+
+  it('engine.seat_turn_steps: 8 by default on the AR stages, false turns it off, refused where nothing decodes', () => {
+    const stages = (text: string) => parseConfig(text, 'configs/x.yaml', { cores: 64 }).stages;
+    const ar = (text: string) => stages(text).filter((s) => s.workerType === 'ar');
+    expect(ar(shipped).map((s) => s.engine.seatTurnSteps)).toEqual([8, 8]);
+    expect(stages(shipped).find((s) => s.workerType !== 'ar')!.engine.seatTurnSteps).toBeUndefined();
+    const off = shipped.replace(thinkerCache, `${thinkerCache}\n      seat_turn_steps: false`);
+    expect(stages(off).find((s) => s.kind === 'thinker')!.engine.seatTurnSteps).toBeNull();
+    const four = shipped.replace(thinkerCache, `${thinkerCache}\n      seat_turn_steps: 4`);
+    expect(stages(four).find((s) => s.kind === 'thinker')!.engine.seatTurnSteps).toBe(4);
+    expect(
+      problems({
+        'threads: 1 # 1 thread beat 2 for conv graphs on this machine': 'threads: 1\n      seat_turn_steps: 4',
+      }),
+    ).toEqual([expect.stringMatching(/seat_turn_steps: only autoregressive stages/)]);
+  });
 });

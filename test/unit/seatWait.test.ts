@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/loadConfig.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
 import { newInstance } from '../../src/engine/pool/StageInstance.ts';
 import { Router } from '../../src/engine/routing/Router.ts';
-import { remainingHoldMs, seatWaitMs } from '../../src/engine/routing/SeatWait.ts';
+import { remainingHoldMs, seatWaitMs, turnWaitMs } from '../../src/engine/routing/SeatWait.ts';
 
 describe('seatWaitMs', () => {
   it('is 0 with a seat free', () => {
@@ -21,6 +21,15 @@ describe('seatWaitMs', () => {
     expect(seatWaitMs(3, [5_000, 1_000, 3_000])).toBe(1_000);
     // Two already wait for a seat: the third holder to leave frees this one's.
     expect(seatWaitMs(3, [5_000, 1_000, 3_000, 7_000, 2_000])).toBe(3_000);
+  });
+});
+
+describe('turnWaitMs', () => {
+  it('is 0 with a seat free, one turn for the first beyond the seats, one more per `seats` ahead', () => {
+    expect(turnWaitMs(4, 3, 80)).toBe(0);
+    expect(turnWaitMs(4, 4, 80)).toBe(80);
+    expect(turnWaitMs(4, 7, 80)).toBe(80);
+    expect(turnWaitMs(4, 8, 80)).toBe(160);
   });
 });
 
@@ -81,6 +90,17 @@ describe('Router.estimate with every Thinker seat held', () => {
     expect(full.ttftMs).toBeGreaterThanOrEqual(10_000);
     expect(full.ttfpMs!).toBeGreaterThanOrEqual(10_000);
     expect(freeSeat.ttfpMs!).toBeLessThan(10_000);
+
+    // With seat turns (the default) and the instance's step time known, the long answers yield their seats within
+    // a turn: seat_turn_steps steps of 10 ms, not their 10 s.
+    const turnSteps = entry.engine.seatTurnSteps!;
+    expect(turnSteps).toBeGreaterThan(0);
+    thinker.stats = { stepMs: 10 } as NonNullable<typeof thinker.stats>;
+    const inTurns = router.estimate(entry)!;
+    // The seat part of the estimate is one turn (the first beyond the seats) instead of 10 s; the rest stays.
+    expect(full.queueMs - inTurns.queueMs).toBeCloseTo(10_000 - turnSteps * 10, 6);
+    expect(full.ttfpMs! - inTurns.ttfpMs!).toBeCloseTo(10_000 - turnSteps * 10, 6);
+    thinker.stats = null;
 
     // Paused for their clients, they hold no seat (ArScheduler.pause): no wait for one.
     expect(router.estimate(entry, () => false)!.queueMs).toBeLessThan(10_000);

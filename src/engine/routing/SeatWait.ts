@@ -12,6 +12,10 @@
  * long answer and expected to run about as long again as it has (a long answer's length is not known in advance;
  * its age is the evidence). Without this, the first long answers, younger than any hold learned from short ones,
  * would look about to leave.
+ *
+ * With seat turns (engine.seat_turn_steps, src/sched/ArScheduler.ts) holders yield their seats in turn, seats
+ * going to whoever waited longest: the requests beyond the seats are seated `seats` per turn, a turn being
+ * seat_turn_steps of the instance's last step time. The wait is the sooner of that and the holders leaving.
  */
 import type { StageSpec } from '../../common/graph.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
@@ -30,6 +34,15 @@ export function seatWaitMs(seats: number, remainingMs: readonly number[]): numbe
   if (ahead < 0) return 0;
   const sorted = [...remainingMs].sort((a, b) => a - b);
   return sorted[Math.min(ahead, sorted.length - 1)] ?? 0;
+}
+
+/**
+ * The wait for a seat when `holders` (seated or waiting) share `seats` in turns of `turnMs`: the requests beyond
+ * the seats are seated `seats` per turn, the newcomer after them.
+ */
+export function turnWaitMs(seats: number, holders: number, turnMs: number): number {
+  if (holders < seats) return 0;
+  return Math.ceil((holders - seats + 1) / seats) * turnMs;
 }
 
 /** How long a holder of age `ageMs` is expected to hold on, requests lately holding for `holdMs` (null: unknown). */
@@ -82,6 +95,9 @@ export class SeatWait {
     const holders = [...view.inFlight].filter(seated);
     if (holders.length < seats) return 0;
     const remaining = holders.map((id) => remainingHoldMs(nowMs - (this.#since.get(id) ?? nowMs), this.#holdMs));
-    return seatWaitMs(seats, remaining);
+    const untilLeaving = seatWaitMs(seats, remaining);
+    const turnSteps = view.spec.engine.seatTurnSteps;
+    if (turnSteps == null || !view.stats) return untilLeaving;
+    return Math.min(untilLeaving, turnWaitMs(seats, holders.length, turnSteps * view.stats.stepMs));
   }
 }
