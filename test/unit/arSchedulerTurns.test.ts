@@ -74,6 +74,34 @@ describe('ArScheduler seat turns', () => {
     expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(TURN + 1);
   });
 
+  it('a newcomer does not wait for a turn to end: a holder that has run a step yields at once', () => {
+    const s = new ArScheduler({ ...opts, seatTurnSteps: 100 });
+    const available = new Map<string, number>();
+    start(s, available, ['a', 'b']);
+    step(s, available);
+    step(s, available);
+    start(s, available, ['c']);
+    expect(step(s, available).items.map((i) => i.requestId)).toEqual(['c']);
+  });
+
+  it('a stream of newcomers cannot starve a yielded long answer: it is back within a few turns', () => {
+    const s = new ArScheduler({ ...opts, seatTurnSteps: TURN });
+    const available = new Map<string, number>();
+    start(s, available, ['a', 'b']);
+    let longestWait = 0;
+    let waited = 0;
+    for (let i = 0; i < 120; i++) {
+      if (i % 2 === 0) start(s, available, [`new${i}`]); // a short chat every other step
+      const plan = step(s, available);
+      waited = plan.items.some((item) => item.requestId === 'a') ? 0 : waited + 1;
+      longestWait = Math.max(longestWait, waited);
+      for (const [id, n] of available) if (id.startsWith('new') && n >= 5 + 3) s.remove(id); // three outputs each
+      for (const id of [...available.keys()]) if (!s.has(id)) available.delete(id);
+    }
+    expect(longestWait).toBeGreaterThan(0); // it did yield
+    expect(longestWait).toBeLessThanOrEqual(6 * TURN); // the newcomers' four-turn lead, and a turn or two more
+  });
+
   it('nobody yields while every request that wants a seat has one', () => {
     const s = new ArScheduler({ ...opts, seatTurnSteps: TURN });
     const available = new Map<string, number>();
