@@ -182,8 +182,12 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
       options,
       admission,
       queue,
+      transcriber,
       get tokenLimits() {
         return current().limits;
+      },
+      get media() {
+        return current().media;
       },
     });
     if (opts.reload) registerReloadRoute(routes, opts.reload, options.apiKeys.length > 0);

@@ -58,6 +58,8 @@ export function describeGraph(graph: StageGraph) {
     scheduling: graph.scheduling,
     routing: graph.routing,
     entry_stage_id: graph.entryStageId,
+    // The YAML's `asr:`: a Thinker without an audio encoder hears speech as its transcript (docs/voice.md).
+    speech_to_text: (graph.asr ?? null) !== null,
     chunk_policy: {
       initial_codec_chunk_frames: graph.chunkPolicy.initialCodecChunkFrames,
       codec_chunk_frames: graph.chunkPolicy.codecChunkFrames,

@@ -4,7 +4,9 @@
  * (finish_reason stop, fewer tokens than max_tokens) and that answer spoken (24 kHz speech whose duration, level and
  * voicing are speech's, eSpeak NG's reading of the same text the duration reference); the Realtime API answers the
  * same question completed, in speech; twenty simple questions get English answers that end on their own (the words
- * checked against Debian's wamerican word list, as a person listening would notice gibberish).
+ * checked against Debian's wamerican word list, as a person listening would notice gibberish). Speech in: the
+ * question spoken (eSpeak NG) into a Realtime session with server_vad is heard through Whisper (its transcript the
+ * user's turn) and answered in speech; a chat completion's input_audio part is heard the same way.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeWav } from '../../src/media/wav.ts';
 import { speechProblems, speechStats } from '../helpers/speechStats.ts';
+import { concatPcm, quiet, speak } from '../helpers/speech.ts';
 import { decodeAudioDeltas, RealtimeClient, servePipeline } from './serverClient.ts';
 
 const QUESTION = 'What is the capital of France?';
@@ -148,4 +151,70 @@ describe('configs/assistant.yaml', () => {
     expect(speechProblems(speechStats(samples, 24000), espeakSeconds(transcript)), transcript).toEqual([]);
     client.close();
   });
+
+  it('hears a spoken question (server_vad, Whisper) and answers it in speech', async () => {
+    const client = await RealtimeClient.connect(served.wsUrl);
+    client.send({
+      type: 'session.update',
+      session: {
+        type: 'realtime',
+        audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 500 } } },
+      },
+    });
+    await client.next('session.updated');
+    const pcm = concatPcm(quiet(400), speak(QUESTION), quiet(1000));
+    const chunk = 480; // 20 ms at 24 kHz, at the pace of a microphone
+    const start = performance.now();
+    for (let i = 0, n = 0; i < pcm.length; i += chunk, n++) {
+      const part = pcm.subarray(i, i + chunk);
+      client.send({
+        type: 'input_audio_buffer.append',
+        audio: Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64'),
+      });
+      const due = start + (n + 1) * 20 - performance.now();
+      if (due > 0) await new Promise((r) => setTimeout(r, due)); // the pace of speech, not a synchronisation
+    }
+    const committed = await client.next('input_audio_buffer.committed', () => true, 10_000);
+    const heard = await client.next('conversation.item.input_audio_transcription.completed', () => true, 60_000);
+    expect(heard.item_id).toBe(committed.item_id);
+    expect(heard.transcript).toMatch(/capital of France/i);
+    const done = await client.next('response.done', () => true, 120_000);
+    const response = done.response as { status: string; output: { content: { transcript?: string }[] }[] };
+    expect(response.status).toBe('completed'); // the answer ended on the model's EOS, not at a cap
+    const transcript = response.output.flatMap((o) => o.content.map((c) => c.transcript ?? '')).join(' ');
+    expect(transcript).toMatch(/Paris/);
+    const samples = Float32Array.from(decodeAudioDeltas(client.events), (s) => s / 32768);
+    expect(speechProblems(speechStats(samples, 24000), espeakSeconds(transcript)), transcript).toEqual([]);
+    // The user's item keeps its audio and now its transcript, as OpenAI shows it.
+    client.send({ type: 'conversation.item.retrieve', item_id: committed.item_id });
+    const { item } = await client.next('conversation.item.retrieved');
+    expect(item).toMatchObject({ content: [{ type: 'input_audio', transcript: heard.transcript }] });
+    expect((item as { content: { audio?: string }[] }).content[0].audio?.length).toBeGreaterThan(1000);
+    client.close();
+  }, 150_000);
+
+  it("hears a chat completion's input_audio part", async () => {
+    const wav = join(dir, 'question.wav');
+    execFileSync('espeak-ng', ['-w', wav, QUESTION]);
+    const res = await fetch(`${served.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_audio', input_audio: { data: readFileSync(wav).toString('base64'), format: 'wav' } },
+            ],
+          },
+        ],
+        max_tokens: MAX_TOKENS,
+      }),
+    });
+    const body = await res.text();
+    expect(res.status, body).toBe(200);
+    const json = JSON.parse(body) as { choices: { finish_reason: string; message: { content: string } }[] };
+    expect(json.choices[0].finish_reason).toBe('stop');
+    expect(json.choices[0].message.content).toMatch(/Paris/);
+  }, 60_000);
 });

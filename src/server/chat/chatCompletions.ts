@@ -17,6 +17,9 @@ import { serverMetrics } from '../metrics/metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import { floatToPcm16, wavFromPcm16 } from '../pcm.ts';
 import { renameError, renameItems } from '../media/itemNames.ts';
+import type { MediaChecker } from '../media/MediaChecker.ts';
+import type { Transcriber } from '../transcription/Transcriber.ts';
+import { hearChatAudio } from './heardAudio.ts';
 import type { MediaSources, VideoSettingsOf } from '../media/mediaParts.ts';
 import { encodersOf, type StageGraph } from '../../common/graph.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
@@ -35,6 +38,9 @@ export interface ChatRouteContext {
   readonly tokenLimits: TokenLimits;
   /** Where the completions' root spans go (null: untraced). */
   readonly tracing: Tracing | null;
+  /** The pipeline's media checks (current graph); audio it hears as text goes through `transcriber` (heardAudio). */
+  readonly media: MediaChecker;
+  readonly transcriber: Transcriber | null;
 }
 
 function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
@@ -78,7 +84,10 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     };
     // The video encoder's settings follow the engine's current graph (hot reload), like the token limits.
     const media = { ...mediaSources, video: videoSettingsOf(ctx.engine.graph) };
-    const plan = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media);
+    const gone = new AbortController(); // the client left before the answer: its transcriptions stop
+    reply.raw.once('close', () => gone.abort());
+    const planned = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media);
+    const plan = await hearChatAudio(planned, ctx.media, ctx.transcriber, gone.signal);
     const releaseSession = ctx.admission.acquire('http');
     let releaseSlot: () => void = () => {};
     const release = () => {

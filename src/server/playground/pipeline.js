@@ -16,7 +16,8 @@ export async function loadStages() {
     const thinker = graph.stages.find((s) => s.kind === 'thinker');
     state.pipeline = {
       loaded: true,
-      audioInput: encoders.some((s) => s.modality === 'audio'),
+      // An audio encoder, or speech-to-text for a Thinker that reads text (the transcript is the turn).
+      audioInput: encoders.some((s) => s.modality === 'audio') || graph.speech_to_text === true,
       imageInput: encoders.some((s) => s.modality === 'image'),
       // The context the conversation fills (null for a file model: the page then shows positions used only).
       thinkerPositions: (thinker && thinker.model && thinker.model.max_positions) || null,
@@ -33,8 +34,7 @@ export function updateInputControls() {
   const p = state.pipeline;
   let micBlocked = null;
   if (!p.loaded) micBlocked = 'the stage graph did not load (check the API key)';
-  else if (!p.audioInput)
-    micBlocked = 'this pipeline has no audio encoder, so it cannot take speech (serve configs/tiny-omni.yaml)';
+  else if (!p.audioInput) micBlocked = 'this pipeline has no audio encoder or speech-to-text, so it cannot take speech';
   else if (!window.isSecureContext || !navigator.mediaDevices || !window.AudioWorkletNode)
     micBlocked = 'the microphone needs a secure context: open the page over https or from localhost';
   const mic = $('mic');

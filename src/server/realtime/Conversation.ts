@@ -4,7 +4,8 @@
  * (MediaChecker: the pipeline has an encoder for them, their headers are sound), kept against the session's
  * byte budget, and go to the engine as audio / image parts with every response that sees the item: the
  * encoder cache makes the repeats cheap. A client-supplied transcript is echoed, not sent to the model (the
- * audio itself is).
+ * audio itself is). On a pipeline that hears speech through its speech-to-text (MediaChecker.heard), an audio part
+ * goes to the Thinker as the transcript the server made of it (HeardTurns), and without one it is left out.
  */
 import { ErrorCodes } from '../../common/errors.ts';
 import { sniffImageFormat } from '../../media/image.ts';
@@ -27,6 +28,8 @@ export interface StoredPart {
   /** The text, input_audio's client-supplied transcript, or output_audio's transcript. */
   readonly text: string;
   readonly media: MediaPart | null;
+  /** The Thinker gets `text` (the server's transcript of `media`), not the audio: MediaChecker.heard. */
+  readonly heard?: boolean;
 }
 
 /** A function_call item (a call the model made) or a function_call_output (its result, from the client). */
@@ -172,6 +175,15 @@ export class Conversation {
     item.positions = undefined;
   }
 
+  /** Sets the transcript of a heard audio part (HeardTurns); the item may have been deleted meanwhile. */
+  setHeard(itemId: string, partIndex: number, transcript: string): void {
+    const item = this.get(itemId);
+    const part = item?.parts[partIndex];
+    if (!item || !part?.heard) return;
+    item.parts[partIndex] = { ...part, text: transcript };
+    item.positions = undefined;
+  }
+
   items(): readonly StoredItem[] {
     return this.#items;
   }
@@ -182,6 +194,8 @@ function storedPart(part: ClientPart, role: StoredItem['role'], where: string, m
     if (role !== 'user') throw new ClientInputError(`${where}: ${part.type} is only allowed in user messages`, where);
     const mediaPart = part.type === 'input_audio' ? inputAudio(part, where) : inputImage(part, where);
     media.check(mediaPart, `${where} (${mediaPart.type})`);
+    // Heard audio's text is the server's transcript (HeardTurns): a client's is not what the Thinker gets.
+    if (media.heard(mediaPart.type)) return { type: part.type, text: '', media: mediaPart, heard: true };
     return { type: part.type, text: part.transcript ?? '', media: mediaPart };
   }
   if (part.text === undefined)
@@ -240,9 +254,11 @@ export function toChatMessages(instructions: string, items: readonly StoredItem[
       addCall(messages, itemIds, item.id, item.call);
       continue;
     }
-    const content: string | ContentPart[] = item.parts.some((p) => p.media)
-      ? item.parts.map((p): ContentPart => p.media ?? { type: 'text', text: p.text })
-      : item.parts.map((p) => p.text).join('');
+    const content: string | ContentPart[] = item.parts.some((p) => p.media && !p.heard)
+      ? item.parts.map((p): ContentPart => (p.media && !p.heard ? p.media : { type: 'text', text: p.text }))
+      : item.parts.some((p) => p.heard)
+        ? item.parts.flatMap((p) => (p.text.length > 0 ? [p.text] : [])).join(' ') // what was said, then typed
+        : item.parts.map((p) => p.text).join('');
     if (content.length === 0) continue;
     messages.push({ role: item.role, content });
     itemIds.push(item.id);

@@ -3,7 +3,8 @@
  * transcription setting is on, is transcribed beside the answer (never before it: the answer's request does not
  * wait for, or read, the transcript), and its events follow the item's: `.delta` per piece, then `.completed`, or
  * `.failed` with a CHORUS_ERR_* code (the pipeline has no speech-to-text, or the model failed). Closing the session
- * aborts what is still running.
+ * aborts what is still running. On a pipeline that hears speech as text (HeardTurns) the same transcription is the
+ * user's turn, and the answer does wait for it.
  */
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { MediaPart } from '../media/mediaParts.ts';
@@ -24,43 +25,58 @@ export class InputTranscription {
     private readonly writer: Pick<SocketWriter, 'send'>,
   ) {}
 
-  /** Starts the item's transcription (content_index 0: a committed buffer is one input_audio part). */
-  start(itemId: string, audio: MediaPart, setting: TranscriptionSetting, audioSeconds: number): void {
+  /**
+   * Starts the transcription of the item's audio part `contentIndex` (0: a committed buffer is one input_audio
+   * part). Resolves with the transcript, or null when it failed (its .failed event is out) or the session closed.
+   */
+  start(
+    itemId: string,
+    audio: MediaPart,
+    setting: TranscriptionSetting,
+    audioSeconds: number,
+    contentIndex = 0,
+  ): Promise<string | null> {
+    const at = { itemId, contentIndex };
     if (!this.transcriber) {
-      this.#failed(itemId, new ChorusError(ErrorCodes.TRANSCRIPTION_UNAVAILABLE, UNAVAILABLE));
-      return;
+      this.#failed(at, new ChorusError(ErrorCodes.TRANSCRIPTION_UNAVAILABLE, UNAVAILABLE));
+      return Promise.resolve(null);
     }
     const abort = new AbortController();
     this.#aborts.add(abort);
     const onDelta = (delta: string) => {
-      if (delta.length > 0) this.#send({ type: 'conversation.item.input_audio_transcription.delta', itemId, delta });
+      if (delta.length > 0)
+        this.writer.send({
+          type: 'conversation.item.input_audio_transcription.delta',
+          event_id: newId('event'),
+          item_id: itemId,
+          content_index: contentIndex,
+          delta,
+        });
     };
-    this.transcriber
+    return this.transcriber
       .transcribe(audio, setting, abort.signal, onDelta)
       .then(
         (transcript) => {
-          if (abort.signal.aborted) return;
+          if (abort.signal.aborted) return null;
           this.writer.send({
             type: 'conversation.item.input_audio_transcription.completed',
             event_id: newId('event'),
             item_id: itemId,
-            content_index: 0,
+            content_index: contentIndex,
             transcript,
             usage: { type: 'duration', seconds: Math.round(audioSeconds * 1000) / 1000 },
           });
+          return transcript;
         },
         (err: unknown) => {
-          if (!abort.signal.aborted) this.#failed(itemId, err);
+          if (!abort.signal.aborted) this.#failed(at, err);
+          return null;
         },
       )
       .finally(() => this.#aborts.delete(abort));
   }
 
-  #send(e: { type: 'conversation.item.input_audio_transcription.delta'; itemId: string; delta: string }): void {
-    this.writer.send({ type: e.type, event_id: newId('event'), item_id: e.itemId, content_index: 0, delta: e.delta });
-  }
-
-  #failed(itemId: string, err: unknown): void {
+  #failed(at: { itemId: string; contentIndex: number }, err: unknown): void {
     const e =
       err instanceof ChorusError
         ? err
@@ -70,8 +86,8 @@ export class InputTranscription {
     this.writer.send({
       type: 'conversation.item.input_audio_transcription.failed',
       event_id: newId('event'),
-      item_id: itemId,
-      content_index: 0,
+      item_id: at.itemId,
+      content_index: at.contentIndex,
       error: { type: 'transcription_error', code: e.code, message: e.message },
     });
   }

@@ -24,6 +24,7 @@ import { IdleWatch } from './IdleWatch.ts';
 import { VoiceTurns } from './VoiceTurns.ts';
 import { checkCallAnswered, NO_TOOLS } from './realtimeTools.ts';
 import { InputTranscription } from './InputTranscription.ts';
+import { HeardTurns } from './HeardTurns.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
 import { DEFAULT_CAMERA, DEFAULT_REALTIME_RESUME } from '../../common/graph.ts';
@@ -68,6 +69,8 @@ export class RealtimeSession {
   /** Closes the session when the client sends nothing for the idle timeout with no response running. */
   readonly #idle: IdleWatch;
   readonly #transcription: InputTranscription;
+  /** The pipeline hears speech as its transcript (MediaChecker.heard): responses wait for it. Null: it hears audio. */
+  readonly #heard: HeardTurns | null;
   /** Which socket the session talks to, and whether it outlives a dropped one (session resume). */
   readonly #socket: SessionSocket;
   /** No client event but session.resume yet: this connection may still take over another session. */
@@ -104,6 +107,7 @@ export class RealtimeSession {
       cacheSalt: cacheSaltOf(ctx.tenant ?? null, undefined),
     };
     this.#transcription = new InputTranscription(ctx.transcriber ?? null, this.#writer);
+    this.#heard = ctx.media.heard('audio') ? new HeardTurns(this.#transcription, this.#conversation) : null;
     this.#responses = new SessionResponses(ctx, {
       sessionId: this.#state.id,
       writer: this.#writer,
@@ -123,11 +127,17 @@ export class RealtimeSession {
       bufferStartMs: () => this.#inputAudio.startMs,
       hasInputAudio: () => this.#inputAudio.bytes > 0,
       commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
-      respond: (turnEndedAtMs) => {
-        this.#responses.create({ type: 'response.create' }, turnEndedAtMs);
-        this.#addDeferredFrames();
-      },
-      speculate: (clipEndMs) => this.#responses.speculate(clipEndMs),
+      respond: (turnEndedAtMs) =>
+        this.#respond(
+          () => {
+            this.#responses.create({ type: 'response.create' }, turnEndedAtMs);
+            this.#addDeferredFrames();
+          },
+          null,
+          false,
+        ),
+      // An answer started before the transcript could not be the turn's: heard speech is not speculated on.
+      speculate: (clipEndMs) => (this.#heard ? undefined : this.#responses.speculate(clipEndMs)),
       dropSpeculation: () => {
         this.#responses.dropHeld();
         this.#addDeferredFrames();
@@ -253,8 +263,10 @@ export class RealtimeSession {
         this.#prefill?.release();
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
       case 'response.create':
-        return this.#responses.create(event);
+        this.#heard?.checkInput(event.response?.input);
+        return this.#respond(() => this.#responses.create(event), event.event_id ?? null, true);
       case 'response.cancel':
+        if (event.response_id === undefined && this.#heard?.dropWaiting()) return;
         return this.#responses.cancel(event);
       case 'conversation.item.truncate':
         return this.#responses.truncate(event);
@@ -303,7 +315,8 @@ export class RealtimeSession {
     const state = this.#state;
     applySessionUpdate(event.session, state, this.#ctx);
     this.#voice.configure(state.turnDetection);
-    if (state.turnDetection)
+    // A turn heard as its transcript has nothing to prefill while it is spoken (the text comes at its end).
+    if (state.turnDetection && !this.#heard)
       this.#prefill ??= VoicePrefill.for(
         this.#ctx.engine,
         this.#ctx.prefills,
@@ -336,6 +349,7 @@ export class RealtimeSession {
     checkTextBudget(this.#conversation.items(), item, this.#ctx.options.maxConversationTextBytes);
     const previous = this.#conversation.insert(item, event.previous_item_id);
     this.#announceItem(item, previous);
+    this.#heard?.hear(item, this.#state.transcription);
     if (isCameraFrame(item))
       this.#camera.arrived(item).catch((err: unknown) => this.#sendError(err, event.event_id ?? null));
   }
@@ -356,6 +370,12 @@ export class RealtimeSession {
         return (this.#voice.inTurn ? this.#turnSoFar() : null) ?? this.#responses.turnSoFar();
       },
     );
+  }
+
+  /** Creates a response; on a pipeline that hears speech as text, once the transcripts it needs are in. */
+  #respond(create: () => void, eventId: string | null, byClient: boolean): void {
+    if (!this.#heard) return create();
+    this.#heard.afterHearing(create, (err) => this.#sendError(err, eventId), byClient);
   }
 
   /** The item as the server holds it, media included (the audio a turn was committed with, after VAD clipping). */
@@ -433,7 +453,8 @@ export class RealtimeSession {
     this.#clearInputAudio();
     this.#prefill?.turnEnded();
     this.#ctx.media.check(media, 'input_audio_buffer (audio)');
-    const item: StoredItem = { id: itemId, role: 'user', parts: [{ type: 'input_audio', text: '', media }] };
+    const heard = this.#heard !== null;
+    const item: StoredItem = { id: itemId, role: 'user', parts: [{ type: 'input_audio', text: '', media, heard }] };
     const previous = this.#conversation.insert(item);
     this.#writer.send({
       type: 'input_audio_buffer.committed',
@@ -442,8 +463,9 @@ export class RealtimeSession {
       item_id: item.id,
     });
     this.#announceItem(item, previous);
-    if (this.#state.transcription)
-      this.#transcription.start(
+    if (this.#heard) this.#heard.hear(item, this.#state.transcription);
+    else if (this.#state.transcription)
+      void this.#transcription.start(
         item.id,
         media,
         this.#state.transcription,
@@ -485,6 +507,7 @@ export class RealtimeSession {
     this.#writer.end(); // before the responses: a response ending now has no one to send its response.done to
     this.#responses.close();
     this.#voice.close();
+    this.#heard?.close();
     this.#transcription.close();
     this.#ctx.turnSpans?.close();
     this.#prefill?.close();

@@ -61,8 +61,8 @@ export function applySessionUpdate(s: SessionFields, state: SessionState, ctx: S
   const turns = s.audio?.input?.turn_detection !== undefined ? s.audio.input.turn_detection : s.turn_detection;
   if (turns && !ctx.media.accepts('audio'))
     throw new ClientInputError(
-      'turn_detection needs speech input, and this pipeline has no audio encoder: serve a config with one ' +
-        '(configs/tiny-omni.yaml), or keep turn_detection null and send text',
+      'turn_detection needs speech input, and this pipeline has no audio encoder and no speech-to-text: serve a ' +
+        'config with one (configs/tiny-omni.yaml, configs/assistant.yaml), or keep turn_detection null and send text',
       'session.audio.input.turn_detection',
     );
   state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
