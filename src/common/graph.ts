@@ -317,6 +317,20 @@ export interface VideoSettings {
   readonly decodeTimeoutMs: number;
   /** use_audio_in_video: seconds per chunk of the frames/track interleave (Qwen2.5-Omni's seconds_per_chunk). */
   readonly audioChunkSeconds: number;
+  /** How a clip that does not fit is served with fewer or smaller frames (null: refused instead). */
+  readonly fallback: VideoFallbackSettings | null;
+}
+
+/** `encoder.video.fallback`: the steps down of a clip that does not fit, and their floor (docs/video.md). */
+export interface VideoFallbackSettings {
+  /** Each step keeps this share of the frames... */
+  readonly framesFactor: number;
+  /** ...down to this many; then frames shrink. */
+  readonly minFrames: number;
+  /** Each step then keeps this share of a frame's area... */
+  readonly pixelsFactor: number;
+  /** ...down to this area: the floor (past it the clip is refused). */
+  readonly minFramePixels: number;
 }
 
 export interface StageSpec {

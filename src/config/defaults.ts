@@ -86,6 +86,8 @@ export const defaults = {
     maxFrameBytes: '256MiB', // frames sampled before the max_frames pick: ~2,000 frames of 224 x 168
     decodeTimeoutMs: 20_000, // 20 s of decoder wall time per clip
     audioChunkSeconds: 2, // use_audio_in_video: frames then sound, 2 s at a time (Qwen2.5-Omni's seconds_per_chunk)
+    // A clip that does not fit: half the frames a step down to 4, then half the area down to 112 x 112 px.
+    fallback: { framesFactor: 0.5, minFrames: 4, pixelsFactor: 0.5, minFramePixels: 112 * 112 },
   },
 } as const;
 

@@ -56,5 +56,14 @@ function resolveVideoSettings(raw: Static<typeof VideoYaml>): VideoSettings {
     maxFrameBytes: parseByteSize(raw.max_frame_bytes ?? d.maxFrameBytes),
     decodeTimeoutMs: raw.decode_timeout_ms ?? d.decodeTimeoutMs,
     audioChunkSeconds: raw.audio_chunk_seconds ?? d.audioChunkSeconds,
+    fallback:
+      raw.fallback === false
+        ? null
+        : {
+            framesFactor: raw.fallback?.frames_factor ?? d.fallback.framesFactor,
+            minFrames: raw.fallback?.min_frames ?? d.fallback.minFrames,
+            pixelsFactor: raw.fallback?.pixels_factor ?? d.fallback.pixelsFactor,
+            minFramePixels: raw.fallback?.min_frame_pixels ?? d.fallback.minFramePixels,
+          },
   };
 }

@@ -128,6 +128,21 @@ export const VideoYaml = Type.Object(
     max_frame_bytes: optional(ByteSize),
     decode_timeout_ms: optional(int(1)),
     audio_chunk_seconds: optional(Type.Number({ exclusiveMinimum: 0, maximum: 60 })),
+    /** A clip that does not fit is served with fewer, then smaller frames (false: refused instead). */
+    fallback: optional(
+      Type.Union([
+        Type.Literal(false),
+        Type.Object(
+          {
+            frames_factor: optional(Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1 })),
+            min_frames: optional(int(1)),
+            pixels_factor: optional(Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1 })),
+            min_frame_pixels: optional(int(28 * 28)),
+          },
+          closed,
+        ),
+      ]),
+    ),
   },
   closed,
 );

@@ -51,6 +51,13 @@ export class MediaRowsBudget {
     return prompt.items.reduce((n, item) => n + item.numEmbeddings, 0) * this.rowBytes;
   }
 
+  /** What limit the prompt's rows alone pass (for the clips' fallback, fitPrompt.ts), or null when they fit. */
+  overBudget(prompt: PreparedPrompt): string | null {
+    const budget = this.budgetBytes;
+    if (budget === null || this.bytesOf(prompt) <= budget) return null;
+    return `the Thinker's budget for media rows (engine.media_rows_bytes: ${budget} bytes)`;
+  }
+
   /**
    * Before planning: throws CHORUS_ERR_MEDIA_ROWS_BUDGET when the rows alone exceed the budget, RowsWait when no
    * Thinker instance (of `instances`; none known yet: any) has room for them now.

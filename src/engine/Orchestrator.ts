@@ -30,6 +30,7 @@ import { inPartition } from './promptPartition.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
 import { LOCAL_STAGE, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { admissiblePrompt, entryTokenizer, promptContextOf, promptPositionsOf } from './mediaPrompt.ts';
+import { fitPrompt, videoFitPolicy } from './fitPrompt.ts';
 import type { PreparedPrompt, PromptContext, Tokenizer } from './mediaPrompt.ts';
 import { planEdges } from './planEdges.ts';
 import type { RequestStream } from './RequestStream.ts';
@@ -129,11 +130,12 @@ export class Orchestrator implements Engine {
   }
 
   generate(request: GenerateRequest): RequestHandle {
-    const { requestId, prompt } = this.validate(request);
+    const { requestId, prompt, warnings } = this.validate(request);
     const admit = () => {
       this.rows.check(prompt, this.thinkerInstances());
       const { plan, route } = this.plan({ requestId, request, prompt });
       const record = this.commit(request, prompt, plan, route);
+      record.stream.addWarnings(warnings);
       if (!record.stream.finished) this.rows.charge(requestId, plan.instances.get(this.graph.entryStageId)!, prompt);
       return handleOf(
         record,
@@ -149,15 +151,25 @@ export class Orchestrator implements Engine {
   }
 
   /** Refuses what cannot run, before anything is admitted: bad fields, a taken id, text or media that cannot fit. */
-  private validate(request: GenerateRequest): { requestId: string; prompt: PreparedPrompt } {
+  private validate(request: GenerateRequest): {
+    requestId: string;
+    prompt: PreparedPrompt;
+    warnings: readonly string[];
+  } {
     if (this.closing) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'the engine is shutting down');
     validateRequest(request);
     const requestId = request.requestId ?? `req-${randomBytes(8).toString('hex')}`;
     this.requests.checkFree(requestId);
     if (this.pending.holds(requestId))
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
-    const prompt = admissiblePrompt(request.messages, this.graph, this.promptContext, request.tools);
-    return { requestId, prompt: inPartition(prompt, request.cacheSalt) };
+    // A clip that does not fit is served with fewer or smaller frames (encoder.video.fallback), and the answer says so.
+    const { prompt, warnings } = fitPrompt(
+      request.messages,
+      (messages) => admissiblePrompt(messages, this.graph, this.promptContext, request.tools),
+      (p) => this.rows.overBudget(p),
+      videoFitPolicy(this.promptContext),
+    );
+    return { requestId, prompt: inPartition(prompt, request.cacheSalt), warnings };
   }
 
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */

@@ -238,13 +238,20 @@ function encoderOf(part: MediaPart, what: string, ctx: PromptContext): StageSpec
     );
   }
   if (part.data.byteLength > ctx.maxItemBytes) {
-    throw mediaInvalid(
-      what,
-      `${size(part.data.byteLength)} is over the ${size(ctx.maxItemBytes)} limit per item (half the edge ring to ` +
-        `the encoder: raise the connector's ring_bytes${modality === 'video' ? ', or sample fewer frames' : ''})`,
+    const fewer = modality === 'video' ? ', or sample fewer frames' : '';
+    throw new MediaItemTooLarge(
+      `${what}: ${size(part.data.byteLength)} is over the ${size(ctx.maxItemBytes)} limit per item (half the edge ` +
+        `ring to the encoder: raise the connector's ring_bytes${fewer})`,
     );
   }
   return encoder;
+}
+
+/** An item over what the edge to its encoder carries (a clip's fallback may make it fit: fitPrompt.ts). */
+export class MediaItemTooLarge extends ChorusError {
+  constructor(message: string) {
+    super(ErrorCodes.MEDIA_INVALID, message);
+  }
 }
 
 function size(bytes: number): string {

@@ -26,7 +26,7 @@ stages:
     model: {}
     encoder:
       modality: image
-      video: { fps: 2, max_frames: 16, max_seconds: 5 }
+      video: { fps: 2, max_frames: 16, max_seconds: 5, fallback: false } # refusals here; videoAudio tests the fallback
   - stage_id: thinker
     kind: thinker
     model: {}

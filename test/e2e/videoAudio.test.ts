@@ -29,11 +29,11 @@ stages:
     model: {}
     encoder:
       modality: image
-      video: { fps: 2, max_frames: 16, max_seconds: 10, audio_chunk_seconds: 2 }
+      video: { fps: 2, max_frames: 16, max_seconds: 20, audio_chunk_seconds: 2 }
   - stage_id: thinker
     kind: thinker
     model: {}
-    engine: { max_num_seqs: 4, prefix_cache: { max_bytes: 64MiB, block_positions: 16 } }
+    engine: { max_num_seqs: 4, media_rows_bytes: 400KiB, prefix_cache: { max_bytes: 64MiB, block_positions: 16 } }
     inputs: [{ from: audio-encoder, connector: shm }, { from: image-encoder, connector: shm }]
     final_output: true
     final_output_type: text
@@ -46,12 +46,16 @@ let base: string;
 let mp4: Buffer; // 4 s, 160 x 120, H.264 + AAC tone
 let webm: Buffer; // 3 s, VP9 + Opus tone
 let silent: Buffer; // 2 s, no audio stream
+let tenSeconds: Buffer; // 10 s with a tone: 16 frames (max_frames) + 250 track rows, over the 400 rows budget
+let twenty: Buffer; // 20 s with a tone: its track alone (500 rows) is over the budget
 
 beforeAll(async () => {
-  [mp4, webm, silent] = await Promise.all([
+  [mp4, webm, silent, tenSeconds, twenty] = await Promise.all([
     makeVideo({ seconds: 4, audio: true }),
     makeVideo({ seconds: 3, container: 'webm', audio: true }),
     makeVideo({ seconds: 2 }),
+    makeVideo({ seconds: 10, audio: true, rate: 4 }),
+    makeVideo({ seconds: 20, audio: true, rate: 4 }),
   ]);
   engine = await Orchestrator.start(parseConfig(CONFIG, `${process.cwd()}/configs/video-audio-test.yaml`));
   app = buildServer(engine, { apiKey: null });
@@ -72,6 +76,7 @@ interface Answer {
       readonly prompt_tokens_details: { video_tokens: number; audio_tokens: number; cached_tokens: number };
     };
     readonly error: { readonly code: string; readonly message: string };
+    readonly chorus_warnings?: readonly string[];
   };
 }
 
@@ -132,5 +137,20 @@ describe('a video heard with its audio track', () => {
       /^messages\[0\]\.content\[0\] \(video\): mm_processor_kwargs\.use_audio_in_video is true but .*no audio/,
     );
     expect((await ask(videoDataUrl(silent), 'What do you see?', false)).status).toBe(200);
+  });
+
+  it('serves a clip over the rows budget with fewer frames and says so; over it at the floor, a 400', async () => {
+    const served = await ask(videoDataUrl(tenSeconds), 'What happens?', true);
+    expect(served.status, JSON.stringify(served.json)).toBe(200);
+    // 16 frames (8 groups x 20 rows) + 250 track rows = 410 rows of 1 KiB: over 400 KiB; 8 frames fit (330)
+    expect(served.json.usage.prompt_tokens_details.video_tokens).toBe(80);
+    const warnings = served.json.chorus_warnings ?? [];
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(
+      'messages[0].content[0] (video) was served with 8 frames of 140x112 instead of 16 frames of 140x112 to fit ' +
+        "the Thinker's budget for media rows",
+    );
+    const refused = await ask(videoDataUrl(twenty), 'What happens?', true);
+    expect([refused.status, refused.json.error.code]).toEqual([400, ErrorCodes.MEDIA_ROWS_BUDGET]);
   });
 });
