@@ -61,6 +61,7 @@ export interface PageGlobals {
     eventCounts: Record<string, number>;
     truncations: { itemId: string; responseId: string; audioEndMs: number; answered: boolean }[];
     mic: { on: boolean; state: string; level: number; chunksSent: number };
+    camera: { on: boolean; framesSent: number; inConversation: string[]; error: string | null };
     sources: { size: number }; // audio buffers scheduled and not yet ended
     audioContext: { state: string; currentTime: number };
     speaking: boolean;

@@ -6,16 +6,19 @@
  * conversation (typed and spoken turns in order with their answers, the max output tokens setting applied, the
  * context fill, a new session).
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import jpeg from 'jpeg-js';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { resample } from '../../src/media/resample.ts';
+import { FFMPEG_PATH } from '../../src/media/video/decodeVideo.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
 import { startTestServer } from '../e2e/serverClient.ts';
@@ -80,6 +83,11 @@ beforeAll(async () => {
   const wav = join(dir, 'mic.wav');
   const floats = Float32Array.from(micAudio, (x) => x / 32768);
   writeFileSync(wav, wavFromPcm16(floatToPcm16(resample(floats, SPEECH_RATE_HZ, FAKE_MIC_RATE_HZ)), FAKE_MIC_RATE_HZ));
+  // The fake camera: ffmpeg's moving test pattern, its picture negated every other second (frames a second apart
+  // differ well past the near-duplicate threshold), looped by Chromium.
+  const camera = join(dir, 'camera.y4m');
+  const pattern = "testsrc2=size=320x240:rate=10:duration=4,negate=enable='eq(mod(floor(t),2),1)'";
+  execFileSync(FFMPEG_PATH, ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', pattern, camera]);
 
   engine = await Orchestrator.start(
     await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml')),
@@ -91,6 +99,7 @@ beforeAll(async () => {
     '--use-fake-ui-for-media-stream', // grants the microphone without a prompt
     '--use-fake-device-for-media-stream',
     `--use-file-for-fake-audio-capture=${wav}%noloop`, // played once from getUserMedia on, then silence
+    `--use-file-for-fake-video-capture=${join(dir, 'camera.y4m')}`,
   ]);
   page = await browser.newPage();
   page.on('pageerror', (err) => pageErrors.push(err.message));
@@ -489,4 +498,71 @@ describe('playground with a real omni pipeline', () => {
     );
     expect(pageErrors).toEqual([]);
   }, 30_000);
+});
+
+describe('playground camera', () => {
+  it('sends a JPEG frame a second while on, keeps frames out of the transcript, and answers from them', async () => {
+    const cam = await browser.newPage(); // its own Realtime session: the voice page's conversation is not touched
+    const frames: { at: number; imageUrl: string; id: string }[] = [];
+    cam.on('websocket', (ws) =>
+      ws.on('framesent', ({ payload }) => {
+        const e = JSON.parse(String(payload)) as {
+          type: string;
+          item?: { id: string; content: { type: string; image_url?: string }[] };
+        };
+        const part = e.item?.content[0];
+        if (e.type === 'conversation.item.create' && part?.type === 'input_image')
+          frames.push({ at: performance.now(), imageUrl: part.image_url!, id: e.item!.id });
+      }),
+    );
+    const camState = () =>
+      cam.evaluate(() => {
+        const s = (globalThis as unknown as PageGlobals).chorusPlayground;
+        return { camera: s.camera, turns: s.turns, context: s.context, responses: s.responses.length };
+      });
+    try {
+      await cam.goto(page.url());
+      await cam.waitForSelector('#stages .stage[data-stage-id="code2wav"]');
+      expect(await cam.isEnabled('#camera')).toBe(true);
+      await cam.click('#camera');
+      // The server keeps them (they differ), and the page counts them: three frames in the conversation.
+      await cam.waitForFunction(
+        () => (globalThis as unknown as PageGlobals).chorusPlayground.camera.inConversation.length >= 3,
+        null,
+        { timeout: 20_000 },
+      );
+      expect(await cam.textContent('#camera')).toBe('Stop camera');
+      expect(await cam.isVisible('#cameraPreview')).toBe(true);
+      // One a second (a timer never fires early), each a JPEG of the camera's picture at most 320 px wide.
+      for (let i = 1; i < frames.length; i++) expect(frames[i].at - frames[i - 1].at).toBeGreaterThan(900);
+      const [kind, base64] = frames[0].imageUrl.split(',');
+      expect(kind).toBe('data:image/jpeg;base64');
+      const picture = jpeg.decode(Buffer.from(base64, 'base64'), { useTArray: true });
+      expect(picture.width).toBe(320);
+      expect(picture.height).toBe(240);
+      // Frames are not turns: the transcript is empty, the camera line counts them.
+      let s = await camState();
+      expect(s.turns).toEqual([]);
+      expect(s.camera.inConversation.every((id) => frames.some((f) => f.id === id))).toBe(true);
+      expect(await cam.textContent('#cameraState')).toMatch(/^camera on: \d+ frames sent, \d+ in the conversation$/);
+
+      await cam.click('#camera');
+      expect(await cam.textContent('#camera')).toBe('Start camera');
+      expect(await cam.isHidden('#cameraPreview')).toBe(true);
+      // A question about what the camera saw: the frames were prefilled as they came, so its prompt starts cached.
+      await cam.fill('#maxTokens', '4');
+      await cam.fill('#prompt', 'What did the camera see?');
+      await cam.click('#send');
+      await cam.waitForFunction(() => {
+        const rs = (globalThis as unknown as PageGlobals).chorusPlayground.responses;
+        return rs.length === 1 && rs[0].status !== 'in_progress';
+      });
+      s = await camState();
+      expect(s.context!.cachedTokens).toBeGreaterThan(0);
+      expect(s.turns.map((t) => t.role)).toEqual(['user', 'assistant']);
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await cam.close();
+    }
+  }, 60_000);
 });

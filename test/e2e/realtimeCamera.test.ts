@@ -104,6 +104,10 @@ describe('Realtime camera frames', () => {
     const deleted = rt.ofType('conversation.item.deleted').map((e) => e.item_id);
     expect(deleted).toEqual(['frame_1b', 'frame_1']);
 
+    // A settings change (no turn detection) keeps what the frames prefilled.
+    rt.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['text'] } });
+    await rt.next('session.updated');
+
     // The question: the frames' positions come from the KV prefilled as they arrived, and no frame is encoded again.
     const missesBefore = await encoderMisses();
     const done = await rt.respond('What did the camera see?', { max_output_tokens: 2 }, 30_000);

@@ -1,5 +1,6 @@
 // Send (text and an optional image), Send speech (a turn the page commits when server VAD is off), cancel, and a
 // new session.
+import { clearFrames, stopCamera } from './camera.js';
 import { clearConversation } from './conversation.js';
 import { stopMic } from './mic.js';
 import { $, logLine, setStatus, state } from './page.js';
@@ -76,6 +77,8 @@ export function commitSpeech() {
  */
 export async function newSession() {
   if (state.mic.on) stopMic('new session');
+  if (state.camera.on) stopCamera('new session');
+  clearFrames();
   stopAudio();
   const old = state.ws;
   state.ws = null;

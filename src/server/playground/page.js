@@ -24,6 +24,7 @@ export const state = {
   truncations: [], // conversation.item.truncate sent: {itemId, responseId, audioEndMs, answered}
   pipeline: { loaded: false, audioInput: false, imageInput: false, thinkerPositions: null },
   mic: { on: false, state: 'off', level: 0, chunksSent: 0, msSent: 0, error: null },
+  camera: { on: false, framesSent: 0, inConversation: [], error: null }, // inConversation: frame item ids, oldest first
   lastSpeechStoppedAt: null, // performance.now() of the last speech_stopped: an automatic answer's t0
   waterfall: null, // {responseId, status: 'loading' | 'drawn' | 'failed', traceId, lanes, error}: the one shown
   micModuleLoaded: false, // micWorklet.js added to the AudioContext as its worklet module

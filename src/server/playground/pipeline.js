@@ -1,5 +1,5 @@
-// The pipeline the server runs: /v1/stages loaded and drawn, and the input controls (microphone, image attach) it
-// allows.
+// The pipeline the server runs: /v1/stages loaded and drawn, and the input controls (microphone, camera, image
+// attach) it allows.
 import { $, authHeaders, state } from './page.js';
 import { drawGraph } from './stageGraph.js';
 
@@ -43,6 +43,17 @@ export function updateInputControls() {
   $('micWrap').title = micTitle; // on the wrapper too: a disabled button shows no tooltip in some browsers
   mic.title = micTitle;
   $('micNote').textContent = micBlocked && p.loaded ? `mic off: ${micBlocked}` : '';
+
+  const camera = $('camera');
+  const cameraBlocked = !p.imageInput
+    ? 'this pipeline has no image encoder, so it cannot take camera frames'
+    : !window.isSecureContext || !navigator.mediaDevices
+      ? 'the camera needs a secure context: open the page over https or from localhost'
+      : null;
+  if (!state.camera.on) camera.disabled = cameraBlocked !== null;
+  camera.title = cameraBlocked
+    ? `Camera unavailable: ${cameraBlocked}`
+    : 'Show the assistant what your camera sees: a frame a second';
 
   const image = $('image');
   image.disabled = !p.imageInput;

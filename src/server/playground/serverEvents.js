@@ -1,4 +1,5 @@
 // The realtime server events: each one recorded (for tests and the log) and applied to the page.
+import { isFrameItem, onFrameItem } from './camera.js';
 import { addAnswerTurn, addUserTurn, plainStatus, removeTurn, showContext, updateAnswerTurn } from './conversation.js';
 import { $, logLine, setStatus, setVoice, state } from './page.js';
 import { stopMic } from './mic.js';
@@ -48,9 +49,11 @@ export function onServerEvent(e) {
       logLine(e.type, e.session.id);
       return;
     case 'conversation.item.added':
+      if (e.item && isFrameItem(e.item.id)) return onFrameItem(e.item.id, true);
       if (e.item && e.item.role === 'user') addUserTurn(e.item, speech.get(e.item.id));
       return;
     case 'conversation.item.deleted':
+      if (isFrameItem(e.item_id)) return onFrameItem(e.item_id, false);
       speech.delete(e.item_id);
       logLine(e.type, `${e.item_id}${removeTurn(e.item_id) ? ' (out of the context: removed from the view)' : ''}`);
       return;

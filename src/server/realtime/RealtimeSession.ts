@@ -324,7 +324,8 @@ export class RealtimeSession {
         this.#ctx.log,
         () => state.cacheSalt,
       );
-    else {
+    else if (this.#camera.frames.length === 0) {
+      // Camera frames keep theirs: closing would free the frames' prefilled KV.
       this.#prefill?.close();
       this.#prefill = null;
     }
