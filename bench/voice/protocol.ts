@@ -16,6 +16,11 @@ export interface TurnSettings {
   readonly outputLen: number;
   /** A turn that has not ended by then fails. */
   readonly timeoutMs: number;
+  /**
+   * Voice turns with the camera on (bench/video/cameraVoice.ts): JPEG frames sent as input_image items at this rate
+   * from CAMERA_LEAD_MS before the speech until the answer ends. Absent or 0: no camera.
+   */
+  readonly cameraFps?: number;
 }
 
 export type TurnKind = 'voice' | 'text';

@@ -11,6 +11,7 @@ import { deltaTraceEvent, responseOutcome, type RealtimeEvent } from '../ttfp/cl
 import type { TraceEvent } from '../ttfp/trace.ts';
 import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 import { concatPcm, msOf, quiet, readSpeech, SPEECH_RATE_HZ, trimSilence } from './speech.ts';
+import { CameraFeed } from './CameraFeed.ts';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 export const CHUNK_MS = 20; // what a browser's AudioWorklet client appends at a time
@@ -230,7 +231,9 @@ export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace
   } catch (err) {
     return failed('voice', err);
   }
+  const camera = s.cameraFps ? CameraFeed.start(session, s.cameraFps, t.noiseSeed) : null;
   try {
+    if (camera) await camera.lead();
     const spoken = withLead(speech, t.noiseSeed);
     const room = quiet(1000, t.noiseSeed + 1); // looped after the speech
     let speechEndMs: number | null = null;
@@ -263,6 +266,7 @@ export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace
       };
     return voice;
   } finally {
+    camera?.stop();
     await session.close();
   }
 }

@@ -1,0 +1,120 @@
+/**
+ * Issue 44's camera goal: voice with the camera on (one frame a second) against the same turns with it off, end of
+ * speech -> first audio (goal: on <= 1.3x off, p50). Both arms speak the same sentences as server_vad turns (each turn
+ * a session of its own, `chorus bench --voice`'s voice turn: bench/voice/turns.ts), the camera arm also sending
+ * JPEG frames as input_image items (bench/voice/CameraFeed.ts: 320 x 240, every frame a new scene) from 2 s before the
+ * speech until the answer ends, as the playground's camera button does. The arms alternate by round, so a drift in
+ * the machine's load falls on both. The clients run in a process of their own (the server is in this one).
+ *
+ *   npx tsx bench/video/cameraVoice.ts [--config configs/tiny-omni.yaml] [--turns 8] [--rounds 2] [--output-len 20]
+ *                                      [--silence-ms 500] [--fps 1]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { benchLogger } from '../benchLogger.ts';
+import { gitSha } from '../common.ts';
+import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
+import type { TurnSettings, TurnSpec, TurnTrace } from '../voice/protocol.ts';
+import { voicePrompts } from '../voice/sentences.ts';
+import { speakToFile } from '../voice/speech.ts';
+import { VoiceClients } from '../voice/VoiceClients.ts';
+
+const GOAL = 1.3;
+
+const percentile = (xs: readonly number[], p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+
+/** End of speech -> the first audio delta; null for a failed turn. */
+const ttfp = (t: TurnTrace) => {
+  const audio = t.events.find((e) => e.type === 'audio')?.atMs;
+  return t.ok && audio !== undefined ? audio - t.startMs : null;
+};
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      config: { type: 'string', default: 'configs/tiny-omni.yaml' },
+      turns: { type: 'string', default: '8' },
+      rounds: { type: 'string', default: '2' },
+      'output-len': { type: 'string', default: '20' },
+      'silence-ms': { type: 'string', default: '500' },
+      fps: { type: 'string', default: '1' },
+    },
+  });
+  const log = benchLogger(process.stderr);
+  const loadStart = os.loadavg()[0];
+  const config = await readBenchConfig(values.config);
+  const speechDir = mkdtempSync(path.join(os.tmpdir(), 'chorus-camera-voice-'));
+  const clients = await VoiceClients.start();
+  const server = await startInProcessServer(config.graph, log);
+  try {
+    const sentences = voicePrompts(Number(values.turns));
+    const wavs = sentences.map((text, i) => {
+      const file = path.join(speechDir, `${i}.wav`);
+      speakToFile(text, file);
+      return file;
+    });
+    let noiseSeeds = 0;
+    const turns = (): TurnSpec[] =>
+      sentences.map((text, index) => ({ index, seed: index, text, wavFile: wavs[index], noiseSeed: 2 * ++noiseSeeds }));
+    const base: TurnSettings = {
+      wsUrl: `${server.baseUrl.replace(/^http/, 'ws')}/v1/realtime`,
+      apiKey: null,
+      silenceMs: Number(values['silence-ms']),
+      outputLen: Number(values['output-len']),
+      timeoutMs: 120_000,
+    };
+    const camera: TurnSettings = { ...base, cameraFps: Number(values.fps) };
+    // Warm-up (the VAD service, the first image encodes), out of the figures.
+    await clients.run('voice', 1, base, turns().slice(0, 1));
+    await clients.run('voice', 1, camera, turns().slice(0, 1));
+    const times = { off: [] as number[], on: [] as number[] };
+    let failed = 0;
+    for (let r = 0; r < Number(values.rounds); r++) {
+      for (const [arm, settings] of [
+        ['off', base],
+        ['on', camera],
+      ] as const) {
+        const run = await clients.run('voice', 1, settings, turns());
+        for (const t of run.traces) {
+          const ms = ttfp(t);
+          if (ms === null) failed++;
+          else times[arm].push(ms);
+        }
+        console.error(JSON.stringify({ round: r, arm, p50: percentile(times[arm], 50) }));
+      }
+    }
+    const p50 = { off: percentile(times.off, 50), on: percentile(times.on, 50) };
+    const p90 = { off: percentile(times.off, 90), on: percentile(times.on, 90) };
+    const ratio = Number((p50.on / p50.off).toFixed(3));
+    console.log(
+      JSON.stringify(
+        {
+          gitSha: gitSha(),
+          config: values.config,
+          fps: Number(values.fps),
+          turnsPerArm: times.off.length + times.on.length === 0 ? 0 : times.off.length,
+          silenceMs: base.silenceMs,
+          endOfSpeechToFirstAudioMs: { p50, p90 },
+          onOverOff: ratio,
+          goal: `on <= ${GOAL}x off (p50): ${ratio <= GOAL ? 'met' : 'missed'}`,
+          failedTurns: failed,
+          load: { start: loadStart, end: os.loadavg()[0] },
+          ms: times,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await clients.close();
+    await server.close();
+    rmSync(speechDir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
