@@ -24,11 +24,13 @@ export { repoRoot, userCacheDir } from './config/paths.ts';
 export { intFlag, UsageError } from './common/cliArgs.ts';
 
 // Observing a deployment: diagnostics channels' names, trace context, a process tree's CPU, a step trace's record,
-// an encoder stage's stats in its READY, how long the VAD keeps listening after speech, a Redis URL without secrets.
+// the first-packet account's marks (on the monotonic clock), an encoder stage's stats in its READY, how long the VAD
+// keeps listening after speech, a Redis URL without secrets.
 export { channelNames } from './common/diagnostics.ts';
 export { contextFromTraceparent } from './tracing/traceContext.ts';
 export { CLOCK_TICKS_PER_SECOND, cpuMsOf, cpuTicksOf } from './engine/processCpu.ts';
-export { STEP_TRACE_ENV, type StepRecord } from './worker/StepTrace.ts';
+export { STEP_TRACE_ENV, type MarkRecord, type StepRecord } from './worker/StepTrace.ts';
+export { PACKET_MARK_CHANNEL, PERF_TO_MONOTONIC_MS, type PacketMark } from './common/packetMarks.ts';
 export { encoderStatsOf } from '../stages/encoder/protocol.ts';
 export { COMMIT_TAIL_MS } from './voice/TurnDetector.ts';
 export { redactUrl } from '../transport/redis/redisLink.ts';

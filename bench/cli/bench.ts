@@ -10,7 +10,8 @@
  * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
  * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../src/index.ts';
@@ -21,6 +22,9 @@ import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from '
 import { runTurnsCommand, turnsUsage } from './turns.ts';
 import { runVoiceTurnsCommand, voiceTurnsUsage } from './voiceTurns.ts';
 import type { Protocol } from '../ttfp/clients/BenchClient.ts';
+import type { RunRow } from '../ttfp/results.ts';
+import type { RequestTrace } from '../ttfp/trace.ts';
+import type { ServerTimings } from '../ttfp/ServerTimings.ts';
 import { benchLogger } from '../benchLogger.ts';
 
 /** The run options the TTFP bench and the voice bench share. */
@@ -30,6 +34,7 @@ const RUN_OPTIONS = {
   seed: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'skip-limit': { type: 'boolean', default: false },
+  'skip-account': { type: 'boolean', default: false },
   'limit-repeats': { type: 'string' },
   json: { type: 'boolean', default: false },
 } as const;
@@ -41,7 +46,7 @@ export const usage = `usage:
                 | --compare-routing POLICY | --compare-tracing] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
-               [--goals] [--json]
+               [--skip-account] [--goals] [--json]
 ${openLoopUsage.trimEnd()}
 ${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
@@ -66,7 +71,10 @@ machine's drift falls on both alike (remote stages: one after the other). --url 
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
 ${openLoopHelp}\
 --trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a
-request's first packet waited, from those files and requests.json).
+request's first packet waited, from those files and requests.json). With --config the bench always keeps step traces
+(in a temporary folder unless --trace-steps names one) for the c=1 runs' first-packet account: where each millisecond
+from a request's send to its first audio went, and a steady-state chunk's trip (--skip-account: no account, no
+traces).
 A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
 min_replicas \`chorus stage\` processes per remote stage and waits for them to join, over --redis-url (or
 CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
@@ -267,15 +275,30 @@ async function runServeCommand(argv: string[]): Promise<number> {
   const { writeResults } = await import('../ttfp/report/writeResults.ts');
   const { requestDetails } = await import('../ttfp/report/requestDetails.ts');
   const requests: unknown[] = [];
-  const result = await runServeBench({
+  const options = {
     ...shared,
     numPrompts: positiveInt('num-prompts', v['num-prompts'], 50),
     inputLen: positiveInt('input-len', v['input-len'], 100),
     limit: v['skip-limit'] !== true,
     limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
     throughputRepeats: positiveInt('throughput-repeats', v['throughput-repeats'], 5),
-    onRun: (row, traces, timings) => requests.push(...requestDetails(row, traces, timings)),
-  });
+    onRun: (row: RunRow, traces: readonly RequestTrace[], timings: ServerTimings | null) =>
+      requests.push(...requestDetails(row, traces, timings)),
+  };
+  // The first-packet account reads the stage processes' step traces: on for an in-process server unless skipped.
+  const ownSteps =
+    v['trace-steps'] === undefined && shared.target.kind === 'config' && v['skip-account'] !== true
+      ? await mkdtemp(path.join(os.tmpdir(), 'chorus-account-'))
+      : undefined;
+  if (ownSteps !== undefined) process.env[STEP_TRACE_ENV] = ownSteps;
+  const stepTraceDir = ownSteps ?? (v['skip-account'] === true ? undefined : process.env[STEP_TRACE_ENV]);
+  const result = await runServeBench({ ...options, ...(stepTraceDir !== undefined ? { stepTraceDir } : {}) }).finally(
+    async () => {
+      if (ownSteps === undefined) return;
+      delete process.env[STEP_TRACE_ENV];
+      await rm(ownSteps, { recursive: true, force: true });
+    },
+  );
   const out = path.resolve(
     v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`),
   );

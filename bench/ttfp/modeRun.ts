@@ -11,7 +11,7 @@ import { addCpuBetween, cpuSnapshot } from './cpuTime.ts';
 import { startInProcessServer, type BenchConfig } from './inProcessServer.ts';
 import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
-import { toRunRow, type BenchResult } from './results.ts';
+import { toRunRow, type BenchResult, type RunRow } from './results.ts';
 import type { ModeOptions, ServeBenchOptions } from './serveBenchOptions.ts';
 import { runLoad } from './runLoad.ts';
 import type { ServerTimings } from './ServerTimings.ts';
@@ -138,7 +138,12 @@ export class ModeRun {
     this.#frames = addFrames(this.#frames, framesBetween(before, after));
   }
 
-  finish(o: ServeBenchOptions, result: BenchResult, timings: ServerTimings | null): void {
+  /** Adds the run's row to the result; returns it with the run's traces. */
+  finish(
+    o: ServeBenchOptions,
+    result: BenchResult,
+    timings: ServerTimings | null,
+  ): { row: RunRow; traces: readonly RequestTrace[] } {
     const { mode } = this.live;
     const traces = this.#traces.filter((t) => t !== undefined);
     const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
@@ -161,5 +166,6 @@ export class ModeRun {
     });
     result.runs.push(row);
     o.onRun?.(row, traces, timings);
+    return { row, traces };
   }
 }

@@ -12,6 +12,7 @@ import { requestMetrics, slowestByTtfp, type Distribution, type RunMetrics, type
 import { cpuBoundRps } from './cpuTime.ts';
 import type { RequestTrace } from './trace.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
+import type { AccountSummary } from './account/packetAccount.ts';
 
 export interface RunRow {
   /** Which server the run measured: async or sync (--compare-sync), or the config's name (--compare-config). */
@@ -191,6 +192,22 @@ export interface BenchResult {
   /** --compare-config only. */
   config_ratios: ConfigRatio[];
   goals: Goal[];
+  /**
+   * Where the c=1 runs' first packets (and a steady-state chunk's trip) spent their time, per mode
+   * (account/packetAccount.ts); absent without an in-process server, or in older results.
+   */
+  packet_accounts?: PacketAccountRow[];
+}
+
+export interface PacketAccountRow {
+  readonly variant: string;
+  readonly concurrency: number;
+  /** Requests whose marks made an account, of those measured. */
+  readonly accounted: number;
+  readonly measured: number;
+  readonly first_packet: AccountSummary | null;
+  /** The middle audio delta of each answer, from the Talker's hand-off to the client. */
+  readonly chunk_trip: AccountSummary | null;
 }
 
 export function machineInfo(): Machine {

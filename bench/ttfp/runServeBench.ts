@@ -28,6 +28,8 @@ import type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
 import { resultHeader, type BenchResult, type RunRow } from './results.ts';
 import { ServerTimings } from './ServerTimings.ts';
+import { PacketMarks } from './account/PacketMarks.ts';
+import type { RequestTrace } from './trace.ts';
 
 export type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
 
@@ -89,6 +91,13 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     });
   }
   const timings = first ? new ServerTimings() : null;
+  // The first-packet account of the c=1 runs: main's marks heard here, the stages' in their step traces.
+  const marks = first && o.stepTraceDir !== undefined ? new PacketMarks(o.stepTraceDir) : null;
+  const accounted: { row: RunRow; traces: readonly RequestTrace[] }[] = [];
+  const finish = (run: ModeRun) => {
+    const done = run.finish(o, result, timings);
+    if (done.row.concurrency === 1) accounted.push(done);
+  };
   try {
     if (interleave) {
       const lives: LiveMode[] = [];
@@ -105,7 +114,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
             [a, half, prompts.length],
           ] as const)
             await run.block(o, prompts, from, to);
-          for (const run of [a, b]) run.finish(o, result, timings);
+          for (const run of [a, b]) finish(run);
         }
       } finally {
         await Promise.all(lives.map((live) => live.close()));
@@ -118,15 +127,20 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
           for (const concurrency of o.concurrency) {
             const run = new ModeRun(live, concurrency);
             await run.block(o, prompts, 0, prompts.length);
-            run.finish(o, result, timings);
+            finish(run);
           }
         } finally {
           await live.close();
         }
       }
     }
+    if (marks)
+      result.packet_accounts = await Promise.all(
+        accounted.map(({ row, traces }) => marks.row(row.variant, row.concurrency, traces)),
+      );
   } finally {
     timings?.close();
+    marks?.close();
   }
   // The report lists each mode's runs together, in the order of --concurrency, however they were measured.
   const modeIndex = (r: RunRow) => modes.findIndex((m) => m.variant === r.variant);

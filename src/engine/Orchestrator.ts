@@ -55,6 +55,7 @@ import { abortEncoders, tellStages } from './requests/tellStages.ts';
 import { commitReplay, commitRequest, handleOf } from './requests/commitRequest.ts';
 import { PendingAdmissions } from './requests/PendingAdmission.ts';
 import { MediaRowsBudget, mediaRowsBudgetOf } from './MediaRowsBudget.ts';
+import { monotonicMs, packetMark, packetMarksOn } from '../common/packetMarks.ts';
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -130,10 +131,14 @@ export class Orchestrator implements Engine {
   }
 
   generate(request: GenerateRequest): RequestHandle {
+    const generatedAtMs = packetMarksOn() ? monotonicMs() : 0;
     const { requestId, prompt, warnings } = this.validate(request);
+    packetMark(requestId, 'generate', generatedAtMs);
+    packetMark(requestId, 'tokenized');
     const admit = () => {
       this.rows.check(prompt, this.thinkerInstances());
       const { plan, route } = this.plan({ requestId, request, prompt });
+      packetMark(requestId, 'routed');
       const record = this.commit(request, prompt, plan, route);
       record.stream.addWarnings(warnings);
       if (!record.stream.finished) this.rows.charge(requestId, plan.instances.get(this.graph.entryStageId)!, prompt);

@@ -76,7 +76,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageC
     const batch = plan.items.map((item) => this.batchItem(this.requests.get(item.requestId)!, item));
     let outputs: O[];
     try {
-      outputs = this.arRunner.execute(batch);
+      outputs = this.timeModel(() => this.arRunner.execute(batch));
     } catch (err) {
       // A failed forward fails the requests in it, not the stage.
       for (const item of plan.items) {

@@ -27,7 +27,7 @@ import type {
   OutgoingChunk,
   ReceivedChunk,
 } from '../../transport/adapter/ChunkTransferAdapter.ts';
-import type { StepItem, StepTrace } from './StepTrace.ts';
+import type { ModelWindow, StepItem, StepTrace } from './StepTrace.ts';
 import type { StageSpans } from '../tracing/StageSpans.ts';
 import type {
   AddRequest,
@@ -80,8 +80,13 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   private batchSizes: number[] = [];
   private edgeSamples: EdgeSample[] = [];
   private steps: StepSample[] = [];
+  /** The model run of the step in progress, when a step trace is on (timeModel). */
+  private modelWindow: ModelWindow | null = null;
 
-  constructor(protected readonly ctx: StageContext) {}
+  constructor(protected readonly ctx: StageContext) {
+    const marks = ctx.stepTrace;
+    if (marks) ctx.adapter.onPut = (requestId, to) => marks.mark('put', requestId, { to });
+  }
 
   get size(): number {
     return this.requests.size;
@@ -95,6 +100,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     // The stage span starts before admission, so what admission records (the Thinker's EC-store lookups) lies within
     // it; an add refused there ends it with the refusal.
     this.ctx.spans?.add(msg.requestId, msg.traceparent);
+    this.ctx.stepTrace?.mark('add', msg.requestId);
     let req: R;
     try {
       req = this.admit(msg);
@@ -140,6 +146,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         continue;
       }
       this.ctx.spans?.arrival(a.requestId, m.from, m.sentAtMs, a.chunk.receivedAtMs, a.chunk.bytes, m.traceparent);
+      this.ctx.stepTrace?.mark('in', a.requestId, { from: m.from, g: a.chunk.gotAtMs });
       this.onChunk(req, a.chunk);
     }
   }
@@ -236,13 +243,25 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   ): void {
     if (this.ctx.stepTrace || this.ctx.spans) {
       const served = items();
-      this.ctx.stepTrace?.record(startedAtMs, served);
+      this.ctx.stepTrace?.record(startedAtMs, served, this.modelWindow);
+      this.modelWindow = null;
       this.ctx.spans?.step(phase, startedAtMs, served);
     }
     this.lastBatchSize = batchSize;
     this.lastStepMs = performance.now() - startedAtMs;
     if (this.batchSizes.length < MAX_SAMPLES_PER_REPORT) this.batchSizes.push(batchSize);
     if (this.steps.length < MAX_SAMPLES_PER_REPORT) this.steps.push({ phase, ms: this.lastStepMs });
+  }
+
+  /** Runs the step's model, noting its window for the step trace (the account's model compute) when one is on. */
+  protected timeModel<T>(run: () => T): T {
+    if (!this.ctx.stepTrace) return run();
+    const startedAtMs = performance.now();
+    try {
+      return run();
+    } finally {
+      this.modelWindow = { startedAtMs, endedAtMs: performance.now() };
+    }
   }
 
   protected abstract admit(msg: AddRequest<A>): R;
@@ -313,6 +332,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     const deadline = Date.now() + this.ctx.chunkPolicy.chunkTimeoutMs;
     const traceparent = this.ctx.spans?.chunkOut(req.requestId, t.stageId);
     const sent = traceparent ? { ...chunk, traceparent } : chunk;
+    this.ctx.stepTrace?.mark('out', req.requestId, { to: t.stageId });
     return this.ctx.adapter
       .saveAsync(req.requestId, { toInstance: t.instance, toStageId: t.stageId, keyStage }, sent, deadline)
       .catch((err: unknown) => {

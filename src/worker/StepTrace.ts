@@ -2,7 +2,10 @@
  * A diagnostic record of every step a stage process runs, for explaining where a request's time went (which
  * steps it waited behind, in which stage, and how long each took under the load of the moment). Off unless
  * CHORUS_STEP_TRACE_DIR names a folder: then each stage process appends one JSON line per step to
- * `<dir>/<instance>-<pid>.jsonl`: `{ t: ms at the step's start, d: ms, items: [[requestId, positions], ...] }`.
+ * `<dir>/<instance>-<pid>.jsonl`: `{ t: ms at the step's start, d: ms, items: [[requestId, positions], ...] }`, with
+ * `x0` and `x` (ms from `t` to the model's run, and its length) when the step ran a model; and one line per mark on a
+ * request's path (`{ m: name, r: requestId, t, ... }`: add, in, out, put; src/common/packetMarks.ts, the bench's
+ * first-packet account).
  * `t` is on the machine's monotonic clock (CLOCK_MONOTONIC, as process.hrtime), which every process shares: wall
  * clock times derived per process (performance.timeOrigin + now) disagree between processes by up to a
  * millisecond, as much as the hops between stages take.
@@ -12,26 +15,46 @@
  */
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { monotonicMs, PERF_TO_MONOTONIC_MS } from '../common/packetMarks.ts';
+
+export { monotonicMs };
 
 export const STEP_TRACE_ENV = 'CHORUS_STEP_TRACE_DIR';
 
 /** A step's work: request id and the positions (tokens, frames, items) it took in the step. */
 export type StepItem = readonly [requestId: string, positions: number];
 
-/** Milliseconds on the monotonic clock every process of the machine shares. */
-export function monotonicMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
-}
-
 export interface StepRecord {
   readonly t: number;
   readonly d: number;
   readonly items: readonly StepItem[];
+  /** The model's run within the step: from t + x0, x ms long (absent when the step ran no model). */
+  readonly x0?: number;
+  readonly x?: number;
+}
+
+/** The window of a step's model run, as performance.now() readings. */
+export interface ModelWindow {
+  readonly startedAtMs: number;
+  readonly endedAtMs: number;
+}
+
+/**
+ * A mark on a request's path in a stage: `add` (its add handled), `in` (an input chunk handed to the core; `from` its
+ * stage, `g` when the connector gave it), `out` (a chunk handed to the adapter; `to`), `put` (that chunk's frame going
+ * into its edge).
+ */
+export interface MarkRecord {
+  readonly m: 'add' | 'in' | 'out' | 'put';
+  readonly r: string;
+  readonly t: number;
+  readonly from?: string;
+  readonly to?: string;
+  readonly g?: number;
 }
 
 export class StepTrace {
-  /** monotonicMs() - performance.now(): both run on the monotonic clock, so the offset is constant. */
-  private readonly offsetMs = monotonicMs() - performance.now();
+  private readonly offsetMs = PERF_TO_MONOTONIC_MS;
 
   private constructor(private fd: number | null) {}
 
@@ -44,11 +67,22 @@ export class StepTrace {
     return new StepTrace(openSync(file, 'a'));
   }
 
-  /** startedAtMs is performance.now() at the step's start. */
-  record(startedAtMs: number, items: readonly StepItem[]): void {
+  /** startedAtMs is performance.now() at the step's start; model, its model run's window. */
+  record(startedAtMs: number, items: readonly StepItem[], model?: ModelWindow | null): void {
     if (this.fd === null) return;
-    const rec: StepRecord = { t: this.offsetMs + startedAtMs, d: performance.now() - startedAtMs, items };
+    const rec: StepRecord = {
+      t: this.offsetMs + startedAtMs,
+      d: performance.now() - startedAtMs,
+      items,
+      ...(model ? { x0: model.startedAtMs - startedAtMs, x: model.endedAtMs - model.startedAtMs } : {}),
+    };
     writeSync(this.fd, JSON.stringify(rec) + '\n');
+  }
+
+  /** A mark on a request's path, now (monotonic) unless `t` says when. */
+  mark(m: MarkRecord['m'], r: string, extra: Omit<MarkRecord, 'm' | 'r' | 't'> = {}, t = monotonicMs()): void {
+    if (this.fd === null) return;
+    writeSync(this.fd, JSON.stringify({ m, r, t, ...extra }) + '\n');
   }
 
   close(): void {

@@ -129,14 +129,13 @@ export class Code2WavCore extends StageCore<Code2WavRequest, Code2WavArgs> {
     const decodable = work.filter((w) => w.chunk.numFrames > w.chunk.contextFrames);
     let audio: Float32Array[] = [];
     try {
-      audio = this.runner.decode(
-        decodable.map((w): Code2WavItem => ({
-          seqId: w.req.requestId,
-          codes: w.chunk.codes,
-          numFrames: w.chunk.numFrames,
-          contextFrames: w.chunk.contextFrames,
-        })),
-      );
+      const items = decodable.map((w): Code2WavItem => ({
+        seqId: w.req.requestId,
+        codes: w.chunk.codes,
+        numFrames: w.chunk.numFrames,
+        contextFrames: w.chunk.contextFrames,
+      }));
+      audio = this.timeModel(() => this.runner.decode(items));
     } catch (err) {
       for (const w of work)
         this.fail(

@@ -78,6 +78,7 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
       compareSync: true,
       limitRepeats: 3,
       throughputRepeats: 3,
+      stepTraceDir: path.join(dir, 'steps'),
       onRun: (row, traces, timings) => {
         details.push(...requestDetails(row, traces, timings));
         traces.forEach((t, index) =>
@@ -110,6 +111,29 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     expect(vocoder).toHaveLength(1);
     expect(vocoder[0].atMs + vocoder[0].ms).toBeCloseTo(b.endMs - b.startMs, 2);
     for (const s of b.stages) expect(s.ownMs + s.otherMs + s.idleMs).toBeCloseTo(b.endMs - b.startMs, 2);
+  });
+
+  it('accounts every c=1 first packet to its TTFP: named parts that add up, none negative', () => {
+    const accounts = result.packet_accounts!;
+    expect(accounts.map((a) => [a.variant, a.concurrency])).toEqual([
+      ['async', 1],
+      ['sync', 1],
+    ]);
+    for (const a of accounts) {
+      const row = result.runs.find((r) => r.variant === a.variant && r.concurrency === 1)!;
+      expect(a.accounted).toBe(a.measured);
+      expect(a.measured).toBe(row.completed);
+      const first = a.first_packet!;
+      // The walk reached the client's send through every process's marks: the parts are the whole TTFP.
+      expect(first.meanTotalMs).toBeCloseTo(row.mean_ttfp_ms!, 6);
+      expect(Math.abs(first.meanUnnamedMs)).toBeLessThan(1e-6);
+      expect(first.parts.some((p) => p.kind === 'unnamed')).toBe(false);
+      for (const stage of ['thinker', 'talker', 'code2wav'])
+        expect(first.parts.find((p) => p.name === `${stage} model`)!.ms).toBeGreaterThan(0);
+      // One monotonic clock in every process: no part runs backwards (a clock offset error would show here).
+      for (const p of first.parts) expect(p.ms, p.name).toBeGreaterThanOrEqual(0);
+      if (a.chunk_trip) expect(Math.abs(a.chunk_trip.meanUnnamedMs)).toBeLessThan(1e-6);
+    }
   });
 
   it('writes results.json with one sane run per mode and concurrency', async () => {

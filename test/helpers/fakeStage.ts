@@ -96,7 +96,13 @@ export function received(
   const k = `${requestId} ${from}`;
   const seq = seqs.get(k) ?? 0;
   seqs.set(k, seq + 1);
-  return { meta: { requestId, from, to, seq, final, sentAtMs: Date.now() }, body, bytes: 0, receivedAtMs: Date.now() };
+  return {
+    meta: { requestId, from, to, seq, final, sentAtMs: Date.now() },
+    body,
+    bytes: 0,
+    receivedAtMs: Date.now(),
+    gotAtMs: 0,
+  };
 }
 
 export function resetSeqs(): void {

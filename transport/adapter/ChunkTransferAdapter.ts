@@ -17,6 +17,7 @@ import { decodeBody, encodeBody, type WirePayload } from '../payloadCodec.ts';
 import type { ChunkBody } from '../../src/common/payloads.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../../src/common/errors.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
+import { monotonicMs } from '../../src/common/packetMarks.ts';
 
 /** What every chunk says about itself, whatever its body. */
 export interface ChunkMeta {
@@ -49,6 +50,8 @@ export interface ReceivedChunk {
   readonly body: ChunkBody | null;
   readonly bytes: number;
   readonly receivedAtMs: number;
+  /** When the connector gave its bytes, before decoding, on the monotonic clock (src/common/packetMarks.ts). */
+  readonly gotAtMs: number;
 }
 
 /** A chunk to send: its end-of-stream flag and reason, and its body (absent on an empty final chunk). */
@@ -106,6 +109,8 @@ export class ChunkTransferAdapter {
   private pendingBytes = 0;
   private drainWaiters: { below: number; resolve: () => void }[] = [];
   private closed = false;
+  /** Called as each chunk's frame goes into its edge (the first-packet account's `put` mark), when set. */
+  onPut: ((requestId: string, toStageId: string) => void) | null = null;
 
   constructor(
     private readonly connector: Connector,
@@ -129,8 +134,10 @@ export class ChunkTransferAdapter {
       const key = chunkKey(requestId, o.keyStage, seq);
       const deadline = seq === 0 ? o.firstChunkDeadline : Date.now() + o.chunkTimeoutMs;
       let bytes: Uint8Array;
+      let gotAtMs: number;
       try {
         bytes = await this.connector.get(o.fromInstance, this.selfInstance, key, deadline);
+        gotAtMs = monotonicMs();
       } catch (err) {
         if (token.cancelled || this.closed) return;
         const reason =
@@ -163,7 +170,7 @@ export class ChunkTransferAdapter {
           );
         }
         const body = payload === undefined ? null : decodeBody(payload, frame.tensors);
-        chunk = { meta: m, body, bytes: bytes.byteLength, receivedAtMs: Date.now() };
+        chunk = { meta: m, body, bytes: bytes.byteLength, receivedAtMs: Date.now(), gotAtMs };
       } catch (err) {
         this.streamEnded(requestId, token);
         this.push({
@@ -239,7 +246,10 @@ export class ChunkTransferAdapter {
     const bytes = frameByteLength(parts);
     const key = chunkKey(requestId, target.keyStage, seq);
     this.pendingBytes += bytes;
-    const send = () => this.connector.put(this.selfInstance, target.toInstance, key, parts, deadline);
+    const send = () => {
+      this.onPut?.(requestId, target.toStageId);
+      return this.connector.put(this.selfInstance, target.toInstance, key, parts, deadline);
+    };
     // A connector that keeps call order itself gets the frame now; otherwise each put starts when the previous one
     // on the edge is done.
     let inOrder = false;

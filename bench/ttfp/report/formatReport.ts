@@ -10,6 +10,7 @@ import type { BenchResult, RunRow, VariantRatio } from '../results.ts';
 import { runSummaryLines, wrap } from './runSummary.ts';
 import { ms, num, pct, renderMarkdown, times, type Column } from '../../report/format.ts';
 import { meanColumns, percentileColumns, variantColumn } from './tables.ts';
+import { accountLines, accountMarkdown } from '../account/formatAccount.ts';
 
 /** `0.04x`: one run's figure as a multiple of the other's. */
 
@@ -183,6 +184,7 @@ export function formatText(r: BenchResult, options: ReportOptions = {}): string 
     "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server):",
     cpuLines(r),
   );
+  section("where the c=1 packets' time went (means; account/packetAccount.ts):", accountLines(r));
   if (options.goals) section('development goals (bench/README.md):', goalLines(r));
   section('failed requests:', errorLines(r));
   out.push('', ...wrap(provenance(r)), 'the tables: results.md in the output directory');
@@ -218,6 +220,8 @@ export function formatMarkdown(r: BenchResult, options: ReportOptions = {}): str
     "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server)",
     cpuLines(r),
   );
+  const account = accountMarkdown(r);
+  if (account.length > 0) out.push('', "**Where the c=1 packets' time went**", ...account);
   if (options.goals) section('Development goals (bench/README.md)', goalLines(r));
   section('Failed requests', errorLines(r));
   out.push(

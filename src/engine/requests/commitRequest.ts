@@ -23,6 +23,7 @@ import { openStream } from './openStream.ts';
 import { RequestRecord } from './RequestRecord.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 import { tellStages } from './tellStages.ts';
+import { packetMark } from '../../common/packetMarks.ts';
 
 export interface CommitContext {
   readonly graph: StageGraph;
@@ -58,6 +59,7 @@ export function commitRequest(
   for (const o of plan.outputs) adapter.expect(requestId, o.expect);
   // Its release goes to the Talker too: one released before its first chunk is sized may size it for the load again.
   ctx.requests.commitHold(record, plan.hold, () => tellStages(ctx.pool, record, 'first_audio'));
+  packetMark(requestId, 'adding');
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
   const chunkTimeoutMs = graph.chunkPolicy.chunkTimeoutMs;
   if (plan.media)

@@ -3,6 +3,7 @@ import { diagnostics } from '../../common/diagnostics.ts';
 import { serializeError } from '../../common/errors.ts';
 import type { Arrival } from '../../../transport/registry.ts';
 import { MAIN } from '../../common/graph.ts';
+import { packetMark, packetMarksOn } from '../../common/packetMarks.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 
 export function deliverOutputs(arrivals: readonly Arrival[], requests: RequestRegistry): void {
@@ -21,6 +22,10 @@ export function deliverOutputs(arrivals: readonly Arrival[], requests: RequestRe
         latencyMs: a.chunk.receivedAtMs - m.sentAtMs,
         bytes: a.chunk.bytes,
       });
+    }
+    if (packetMarksOn()) {
+      packetMark(a.requestId, 'got', a.chunk.gotAtMs, m.from);
+      packetMark(a.requestId, 'delivered', undefined, m.from);
     }
     record.stream.onChunk(m.from, a.chunk);
     if (record.stream.firstTextAtMs !== null) record.firstToken(record.stream.firstTextAtMs);

@@ -33,6 +33,7 @@ import type { FrameThumbs } from './FrameThumbs.ts';
 import type { ResumableSessions } from './ResumableSessions.ts';
 import { SessionSocket } from './SessionSocket.ts';
 import { applySessionUpdate } from './sessionUpdate.ts';
+import { monotonicMs, packetMarksOn } from '../../common/packetMarks.ts';
 
 export interface SessionContext extends ResponseContext {
   /** The server's VAD (started by the first session that turns server_vad on). */
@@ -79,6 +80,8 @@ export class RealtimeSession {
   readonly #camera: CameraFrames;
   /** Frames that arrived while a voice turn's answer was held: added once it is sent or dropped (#deferFrame). */
   readonly #deferredFrames: ClientEventOf<'conversation.item.create'>[] = [];
+  /** When the frame being handled arrived (monotonic), for the bench's first-packet account; 0 when nobody listens. */
+  #frameAtMs = 0;
 
   constructor(ws: WebSocket, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -199,6 +202,7 @@ export class RealtimeSession {
 
   #onFrame(data: RawData, isBinary: boolean): void {
     if (this.#closed) return;
+    this.#frameAtMs = packetMarksOn() ? monotonicMs() : 0;
     this.#idle.touch();
     let text: string;
     try {
@@ -262,9 +266,11 @@ export class RealtimeSession {
         this.#voice.reset();
         this.#prefill?.release();
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
-      case 'response.create':
+      case 'response.create': {
         this.#heard?.checkInput(event.response?.input);
-        return this.#respond(() => this.#responses.create(event), event.event_id ?? null, true);
+        const frameAtMs = this.#frameAtMs;
+        return this.#respond(() => this.#responses.create(event, null, frameAtMs), event.event_id ?? null, true);
+      }
       case 'response.cancel':
         if (event.response_id === undefined && this.#heard?.dropWaiting()) return;
         return this.#responses.cancel(event);

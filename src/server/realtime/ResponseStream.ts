@@ -28,6 +28,7 @@ import type { SocketWriter } from './SocketWriter.ts';
 import { ResponseCalls, type ResponseCallsContext } from './ResponseCalls.ts';
 import type { ContentPartResource, ResponseStatusDetails, ServerEvent } from './ServerEvent.ts';
 import { itemResource, newId, responseResource, type ResponseState } from './serverEvents.ts';
+import { packetMark, packetMarksOn, PERF_TO_MONOTONIC_MS } from '../../common/packetMarks.ts';
 
 export interface SpokenPiece {
   readonly text: string;
@@ -268,6 +269,7 @@ export class ResponseStream {
     } else if (event.type === 'audio') {
       // The audio is the message's: once a call has begun, what the voice makes of the call's text is not sent.
       if (!state.item.audio || event.pcm.length === 0 || this.#messageClosed) return;
+      packetMark(state.id, 'audio_event');
       this.#audioSamples += event.pcm.length;
       this.#sampleRateHz = event.sampleRateHz;
       const delta: ServerEvent = {
@@ -277,7 +279,17 @@ export class ResponseStream {
         delta: pcm16ToBase64(event.pcm),
       };
       // TTFP counts when the first audio is handed to the socket, not when the engine produced it.
-      writer.send(delta, this.#firstAudioQueued ? undefined : (atMs) => this.#firstAudio(atMs));
+      const first = !this.#firstAudioQueued;
+      const onSent = packetMarksOn()
+        ? (atMs: number) => {
+            packetMark(state.id, 'handed', atMs + PERF_TO_MONOTONIC_MS);
+            packetMark(state.id, 'written');
+            if (first) this.#firstAudio(atMs);
+          }
+        : first
+          ? (atMs: number) => this.#firstAudio(atMs)
+          : undefined;
+      writer.send(delta, onSent);
       this.#firstAudioQueued = true;
     } else {
       this.#finish(event.finishReason, event.usage, event.error, event.warnings);

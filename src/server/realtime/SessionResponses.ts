@@ -29,6 +29,7 @@ import type { SocketWriter } from './SocketWriter.ts';
 import { SpokenItems } from './SpokenItems.ts';
 import { TruncationAhead } from './TruncationAhead.ts';
 import type { PrefillSlots } from '../../voice/index.ts';
+import { packetMark, PERF_TO_MONOTONIC_MS } from '../../common/packetMarks.ts';
 
 /** What the responses need of the server (RealtimeSession's SessionContext adds the session-wide rest). */
 export interface ResponseContext {
@@ -155,7 +156,8 @@ export class SessionResponses {
     }
   }
 
-  create(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null): void {
+  /** frameAtMs: the response.create frame's arrival (monotonic; 0 unknown), a mark of the bench's account. */
+  create(event: ClientEventOf<'response.create'>, turnEndedAtMs: number | null = null, frameAtMs = 0): void {
     const startedAtMs = performance.now();
     if (this.#active) {
       throw new ClientInputError(
@@ -203,6 +205,8 @@ export class SessionResponses {
       );
     }
     const responseId = adopt ? adopt.requestId : newId('resp');
+    if (frameAtMs > 0) packetMark(responseId, 'frame', frameAtMs);
+    packetMark(responseId, 'create', startedAtMs + PERF_TO_MONOTONIC_MS);
     let handle: RequestHandle;
     try {
       handle = plan.failure
