@@ -449,6 +449,16 @@ export interface AsrSpec {
   readonly threads: number;
 }
 
+/**
+ * Realtime `semantic_vad` (docs/voice.md#semantic_vad): the end-of-turn model's ONNX file (Smart Turn v3), null when
+ * there is none; and what semantic_vad does then: refuse (a session.update asking for it gets a 400 naming the fix)
+ * or silence (the VAD's silence rule, as server_vad, said so in session.updated).
+ */
+export interface SemanticVadSpec {
+  readonly modelPath: string | null;
+  readonly fallback: 'refuse' | 'silence';
+}
+
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */
   readonly file: string;
@@ -482,6 +492,8 @@ export interface StageGraph {
   readonly realtimeResume?: RealtimeResumeSettings;
   /** Camera frames in Realtime sessions (YAML `realtime.camera`); absent: DEFAULT_CAMERA. */
   readonly realtimeCamera?: CameraSettings;
+  /** semantic_vad's end-of-turn model (YAML realtime.semantic_vad); absent: none, semantic_vad refused. */
+  readonly semanticVad?: SemanticVadSpec;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;
   /** How the Talker and Code2Wav order work: fifo (oldest first, the default) or playback (least slack first). */

@@ -27,6 +27,7 @@ import { resolveGraph, type GraphShape } from './graph.ts';
 import { importGgufModels } from './ggufModel.ts';
 import { resolveModel } from './models.ts';
 import { userCacheDir } from './paths.ts';
+import { resolveSemanticVad } from './semanticVad.ts';
 import { Problems } from './problems.ts';
 import { GraphYaml, StageYaml } from './schema.ts';
 import { checkFeeds, refuseKindSettings, resolveFinalOutput } from './stageRules.ts';
@@ -95,6 +96,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
   );
   const stages = shape ? resolveStages(yaml, shape, connectors, baseDir, problems) : [];
   const ecStore = resolveEcStore(yaml.ec_store, connectors, stages.filter((s) => s.encoder).length, problems);
+  const semanticVad = resolveSemanticVad(yaml.realtime?.semantic_vad, baseDir, problems);
   problems.throwIfAny();
 
   const chunkPolicy = resolveChunkPolicy(yaml.chunk_policy);
@@ -145,6 +147,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
       maxFrames: yaml.realtime?.camera?.max_frames ?? DEFAULT_CAMERA.maxFrames,
       duplicateThreshold: yaml.realtime?.camera?.duplicate_threshold ?? DEFAULT_CAMERA.duplicateThreshold,
     },
+    semanticVad,
     modelsDir: modelsDirOf(yaml, baseDir),
     connectors,
     chunkPolicy,

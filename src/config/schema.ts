@@ -300,7 +300,10 @@ export const GraphYaml = Type.Object(
     security: optional(Type.Object({ cache_partition: optional(oneOf(['api_key', 'shared'] as const)) }, closed)),
     // Realtime session resume (docs/realtime-resume.md): how long a session whose socket dropped waits for its client
     // to come back (0: resume off), and how many bytes of sent events it keeps to replay. camera: the frames a session
-    // keeps, and how different from the last kept one a frame must be to count (docs/video.md).
+    // keeps, and how different from the last kept one a frame must be to count (docs/video.md). semantic_vad's
+    // end-of-turn model (docs/voice.md#semantic_vad): Smart Turn v3's ONNX file (default: where .ci/run puts it in the
+    // user cache), and what semantic_vad does where there is none: refuse (the default) or run the VAD's silence rule
+    // (silence, said so in session.updated).
     realtime: optional(
       Type.Object(
         {
@@ -311,6 +314,15 @@ export const GraphYaml = Type.Object(
               {
                 max_frames: optional(int(1)),
                 duplicate_threshold: optional(Type.Number({ minimum: 0, maximum: 1 })),
+              },
+              closed,
+            ),
+          ),
+          semantic_vad: optional(
+            Type.Object(
+              {
+                model: optional(Type.String({ minLength: 1 })),
+                fallback: optional(oneOf(['refuse', 'silence'] as const)),
               },
               closed,
             ),

@@ -173,7 +173,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
     const transcriber = sharedTranscriber(app, engine.graph);
-    const vad = sharedVad(app);
+    const vad = sharedVad(app, engine);
     registerRealtime(routes, engine, { current, options, admission, queue, vad, tracing, resumes, transcriber });
     registerTranscriptions(routes, transcriber);
     registerChatCompletions(routes, {
@@ -198,16 +198,17 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
 }
 
 /**
- * The server's one VAD service, started by the first session that turns server_vad on (a model in a worker
- * thread: servers whose clients commit turns themselves never load it) and closed with the server.
+ * The server's one VAD service, started by the first session that turns server_vad or semantic_vad on (models in a
+ * worker thread: servers whose clients commit turns themselves never load them) and closed with the server. It has
+ * the end-of-turn model for semantic_vad when the YAML's realtime.semantic_vad finds one.
  */
-function sharedVad(app: FastifyInstance): () => Promise<VadService> {
+function sharedVad(app: FastifyInstance, engine: Engine): () => Promise<VadService> {
   let started: Promise<VadService> | null = null;
   app.addHook('onClose', async () => {
     const vad = await started?.catch(() => null);
     await vad?.close();
   });
-  return () => (started ??= VadService.start());
+  return () => (started ??= VadService.start({ turnModelPath: engine.graph.semanticVad?.modelPath ?? null }));
 }
 
 interface GraphState {
@@ -314,8 +315,11 @@ function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDe
         headerValue(request.headers.traceparent) ?? query.traceparent,
         headerValue(request.headers.tracestate) ?? query.tracestate,
       );
-      const session = new RealtimeSession(socket, {
-        engine: tracedEngine(engine, deps.tracing, { parent }),
+      // The session's tracing setting (session.tracing) names each of its response spans, as it is when one starts.
+      const attributes = () => session.traceAttributes();
+      const session: RealtimeSession = new RealtimeSession(socket, {
+        engine: tracedEngine(engine, deps.tracing, { parent, attributes }),
+        serverTracing: deps.tracing !== null,
         turnSpans: TurnSpans.of(deps.tracing, parent),
         options,
         get samplesPerFrame() {

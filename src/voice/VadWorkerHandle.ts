@@ -14,6 +14,7 @@ import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
 import { workerEntry } from '../common/moduleFile.ts';
 import {
   encodeOp,
+  type EndOfTurnResult,
   type FromVadWorker,
   type StreamOp,
   type ToVadWorker,
@@ -37,10 +38,13 @@ const MIN_POST_INTERVAL_MS = 4;
 export const vadDiagnostics = {
   windows: channel('chorus:vad:windows'),
   died: channel('chorus:vad:died'),
+  /** {streamId, probability, runMs} per end-of-turn model answer (semantic_vad). */
+  endOfTurn: channel('chorus:vad:endOfTurn'),
 };
 
 export interface VadWorkerEvents {
   onWindows(results: WindowResults): void;
+  onEndOfTurn(result: EndOfTurnResult): void;
   /** The worker exited after READY without being asked to. Not called for a bootstrap failure. */
   onDied(error: ChorusError): void;
 }
@@ -88,6 +92,9 @@ export class VadWorkerHandle {
           return; // the worker exits next; 'exit' settles
         case 'windows':
           this.#onWindows(msg, events);
+          return;
+        case 'endOfTurn':
+          events.onEndOfTurn(msg);
           return;
       }
     });
@@ -137,6 +144,11 @@ export class VadWorkerHandle {
 
   reset(streamId: number, epoch: number): void {
     this.#enqueue({ op: 'reset', streamId, epoch });
+  }
+
+  /** Asks the end-of-turn model about the stream's turn from fromMs (after its last reset) on. */
+  score(streamId: number, runId: number, fromMs: number): void {
+    this.#enqueue({ op: 'score', streamId, runId, fromMs });
   }
 
   closeStream(streamId: number): void {

@@ -8,6 +8,8 @@ import type { SerializedError } from '../common/errors.ts';
 /** workerData of a VAD worker. */
 export interface VadWorkerData {
   readonly modelPath: string;
+  /** Smart Turn v3's ONNX file for semantic_vad (SmartTurnModel.ts); null: none, no score op is sent. */
+  readonly turnModelPath: string | null;
   /** Most windows in one model run. */
   readonly maxBatch: number;
   /** Input audio rate (the Realtime API's pcm16: 24 kHz). */
@@ -21,14 +23,17 @@ export type StreamOp =
   | { readonly op: 'audio'; readonly streamId: number; readonly offset: number; readonly length: number }
   /** Forget the stream's audio and model state; its windows restart at 0 under `epoch`. */
   | { readonly op: 'reset'; readonly streamId: number; readonly epoch: number }
-  | { readonly op: 'close'; readonly streamId: number };
+  | { readonly op: 'close'; readonly streamId: number }
+  /** Rate the stream's turn (its audio from fromMs after its last reset) with the end-of-turn model. */
+  | { readonly op: 'score'; readonly streamId: number; readonly runId: number; readonly fromMs: number };
 
 /**
  * Ops travel as OP_WORDS int32 words each ([code, streamId, a, b]: open/reset a = epoch; audio a = offset,
- * b = length), a transferred Int32Array: a message of many sessions' appends then clones no objects.
+ * b = length; score a = runId, b = fromMs), a transferred Int32Array: a message of many sessions' appends then
+ * clones no objects.
  */
 export const OP_WORDS = 4;
-const OP_CODES = { open: 0, audio: 1, reset: 2, close: 3 } as const;
+const OP_CODES = { open: 0, audio: 1, reset: 2, close: 3, score: 4 } as const;
 
 export function encodeOp(words: number[], op: StreamOp): void {
   switch (op.op) {
@@ -41,6 +46,9 @@ export function encodeOp(words: number[], op: StreamOp): void {
       return;
     case 'close':
       words.push(OP_CODES.close, op.streamId, 0, 0);
+      return;
+    case 'score':
+      words.push(OP_CODES.score, op.streamId, op.runId, op.fromMs);
   }
 }
 
@@ -56,6 +64,8 @@ export function decodeOp(words: Int32Array, at: number): StreamOp {
       return { op: 'reset', streamId, epoch: a };
     case OP_CODES.close:
       return { op: 'close', streamId };
+    case OP_CODES.score:
+      return { op: 'score', streamId, runId: a, fromMs: b };
     default:
       throw new Error(`unknown VAD op code ${code}`);
   }
@@ -86,9 +96,23 @@ export interface WindowResults {
   readonly runMs: number;
 }
 
+/** The end-of-turn model's answer to a score op. */
+export interface EndOfTurnResult {
+  readonly type: 'endOfTurn';
+  readonly streamId: number;
+  /** The stream's epoch when its audio was taken: a result of an older epoch is dropped. */
+  readonly epoch: number;
+  readonly runId: number;
+  /** P(the turn is complete). */
+  readonly probability: number;
+  /** Features and model run, ms. */
+  readonly runMs: number;
+}
+
 export type FromVadWorker =
   /** The model is loaded: its window facts, as the worker resolved them. */
   | { readonly type: 'ready'; readonly windowSamples: number; readonly modelRateHz: number }
   /** Bootstrap failed (before ready): the worker exits after sending it. */
   | { readonly type: 'failed'; readonly error: SerializedError }
-  | WindowResults;
+  | WindowResults
+  | EndOfTurnResult;

@@ -9,6 +9,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { serializeError } from '../common/errors.ts';
 import { SileroModel } from './SileroModel.ts';
+import { SmartTurnModel } from './SmartTurnModel.ts';
 import { SILERO_RATE_HZ, SILERO_WINDOW_SAMPLES } from './sileroIo.ts';
 import { SileroStreams } from './SileroStreams.ts';
 import {
@@ -25,8 +26,13 @@ function post(port: MessagePort, msg: FromVadWorker, transfer: ArrayBuffer[] = [
   port.postMessage(msg, transfer);
 }
 
-function apply(streams: SileroStreams, op: StreamOp, pcm: Int16Array): void {
+type ScoreOp = Extract<StreamOp, { op: 'score' }>;
+
+function apply(streams: SileroStreams, op: StreamOp, pcm: Int16Array, scores: ScoreOp[]): void {
   switch (op.op) {
+    case 'score':
+      scores.push(op); // rated after this message's windows, on the audio appended before it
+      return;
     case 'open':
       return streams.open(op.streamId, op.epoch);
     case 'audio':
@@ -61,8 +67,22 @@ function resultsMessage(seq: number, run: Awaited<ReturnType<SileroStreams['runR
   };
 }
 
-function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void {
+/** The end-of-turn model's answers to the score ops taken (their streams' audio as it is now). */
+async function runScores(port: MessagePort, streams: SileroStreams, turnModel: SmartTurnModel | null, ops: ScoreOp[]) {
+  for (const op of ops) {
+    const turn = streams.turnAudio(op.streamId, op.fromMs);
+    if (!turn || !turnModel) continue; // closed meanwhile; or no model (VadService sends no score op then)
+    const startedAt = performance.now();
+    const probability = await turnModel.score(turn.samples);
+    const { streamId, runId } = op;
+    const runMs = performance.now() - startedAt;
+    post(port, { type: 'endOfTurn', streamId, epoch: turn.epoch, runId, probability, runMs });
+  }
+}
+
+function serve(port: MessagePort, model: SileroModel, turnModel: SmartTurnModel | null, data: VadWorkerData): void {
   const streams = new SileroStreams(model, data.inputRateHz, data.maxBatch);
+  let scores: ScoreOp[] = [];
   let lastSeq = 0;
   let runScheduled = false;
   let running = false;
@@ -77,6 +97,7 @@ function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void
 
   const finish = async () => {
     await model.release();
+    await turnModel?.release();
     port.close(); // nothing else holds the thread's loop: it exits
   };
 
@@ -96,6 +117,13 @@ function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void
         msg.activity.buffer,
       ] as ArrayBuffer[]);
     }
+    if (scores.length > 0) {
+      const taken = scores;
+      scores = [];
+      running = true;
+      await runScores(port, streams, turnModel, taken);
+      running = false;
+    }
     if (shuttingDown) await finish();
     else if (rerun) {
       rerun = false;
@@ -107,7 +135,7 @@ function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void
     switch (msg.type) {
       case 'ops':
         if (shuttingDown) return;
-        for (let at = 0; at < msg.ops.length; at += OP_WORDS) apply(streams, decodeOp(msg.ops, at), msg.pcm);
+        for (let at = 0; at < msg.ops.length; at += OP_WORDS) apply(streams, decodeOp(msg.ops, at), msg.pcm, scores);
         lastSeq = msg.seq;
         // One runReady() at a time: a stream's windows must run in order, each on the state of the last.
         if (running) rerun = true;
@@ -130,7 +158,8 @@ const port = parentPort;
 if (!port) throw new Error('vadWorker.ts runs as a worker thread (started by VadService)');
 const data = workerData as VadWorkerData;
 try {
-  serve(port, await SileroModel.load(data.modelPath), data);
+  const turnModel = data.turnModelPath === null ? null : await SmartTurnModel.load(data.turnModelPath);
+  serve(port, await SileroModel.load(data.modelPath), turnModel, data);
 } catch (err) {
   // No listener holds the port, so once this message is out the thread has nothing left to do and exits.
   post(port, { type: 'failed', error: serializeError(err) });

@@ -243,7 +243,6 @@ describe('realtime event parsing', () => {
     [{ audio: { output: { speed: 1.5 } } }, 'session.audio.output.speed'],
     [{ include: ['item.input_audio_transcription.logprobs'] }, 'session.include'],
     [{ prompt: { id: 'pmpt_1' } }, 'session.prompt'],
-    [{ tracing: 'auto' }, 'session.tracing'],
     [{ voice: 'alloy' }, 'session.voice'], // the beta name of audio.output.voice
     [{ modalities: ['text'] }, 'session.modalities'],
   ])('session.update %j is refused naming %s', (session, param) => {

@@ -1,6 +1,7 @@
 /** Turn detection settings and truncation of spoken text: pure parts of the Realtime voice turns. */
 import { describe, expect, it } from 'vitest';
-import { resolveTurnDetection, SERVER_VAD_DEFAULTS, voicedText } from '../../src/server/realtime/VoiceTurns.ts';
+import { voicedText } from '../../src/server/realtime/VoiceTurns.ts';
+import { resolveTurnDetection, SERVER_VAD_DEFAULTS } from '../../src/server/realtime/turnDetection.ts';
 
 describe('resolveTurnDetection', () => {
   it('server_vad starts from OpenAI defaults; a partial update keeps the rest; null turns it off', () => {
@@ -10,7 +11,10 @@ describe('resolveTurnDetection', () => {
     expect(tuned).toEqual({ ...SERVER_VAD_DEFAULTS, silence_duration_ms: 300, threshold: 0.7, idle_timeout_ms: 5000 });
     expect(resolveTurnDetection(undefined, tuned)).toBe(tuned);
     expect(resolveTurnDetection(null, tuned)).toBeNull();
-    expect(resolveTurnDetection({ type: 'server_vad', idle_timeout_ms: null }, tuned)?.idle_timeout_ms).toBeNull();
+    expect(
+      (resolveTurnDetection({ type: 'server_vad', idle_timeout_ms: null }, tuned) as typeof SERVER_VAD_DEFAULTS)
+        .idle_timeout_ms,
+    ).toBeNull();
   });
 });
 

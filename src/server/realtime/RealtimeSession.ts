@@ -34,6 +34,8 @@ import type { ResumableSessions } from './ResumableSessions.ts';
 import { SessionSocket } from './SessionSocket.ts';
 import { applySessionUpdate } from './sessionUpdate.ts';
 import { monotonicMs, packetMarksOn } from '../../common/packetMarks.ts';
+import { tracingAttributes } from './sessionTracing.ts';
+import type { Attributes } from '@opentelemetry/api';
 
 export interface SessionContext extends ResponseContext {
   /** The server's VAD (started by the first session that turns server_vad on). */
@@ -50,6 +52,8 @@ export interface SessionContext extends ResponseContext {
   readonly tenant?: string | null;
   /** The pipeline's speech-to-text for input transcription; null or absent: it has none (each item says so). */
   readonly transcriber?: Transcriber | null;
+  /** The server exports traces (session.tracing then names the response spans; else it is reported off). */
+  readonly serverTracing?: boolean;
   /** The server's resumable sessions (session.resume), and who this socket's client is to them (its key's digest). */
   readonly resumes: ResumableSessions<RealtimeSession>;
   readonly principal: string | null;
@@ -108,6 +112,9 @@ export class RealtimeSession {
       truncation: 'auto',
       tools: NO_TOOLS,
       cacheSalt: cacheSaltOf(ctx.tenant ?? null, undefined),
+      tracing: null,
+      serverTracing: ctx.serverTracing ?? false,
+      transcriber: ctx.transcriber ? (ctx.transcriber.name ?? "the pipeline's speech-to-text") : null,
     };
     this.#transcription = new InputTranscription(ctx.transcriber ?? null, this.#writer);
     this.#heard = ctx.media.heard('audio') ? new HeardTurns(this.#transcription, this.#conversation) : null;
@@ -187,6 +194,11 @@ export class RealtimeSession {
 
   get id(): string {
     return this.#state.id;
+  }
+
+  /** What its response spans carry of session.tracing (sessionTracing.ts). */
+  traceAttributes(): Attributes {
+    return tracingAttributes(this.#state.tracing);
   }
 
   /** Ends the session for good (the server is closing). */

@@ -9,51 +9,11 @@
  * once it is up, so no speech is missed.
  */
 import { ErrorCodes, ChorusError } from '../../common/errors.ts';
-import type { TurnDetectionFields } from './clientEvents.ts';
 import type { ServerEvent, TurnDetectionResource } from './ServerEvent.ts';
 import { newId } from './serverEvents.ts';
 import type { SpokenText } from './ResponseStream.ts';
-import type { TurnEvent, TurnParams, VadService, VadStream } from '../../voice/index.ts';
-
-/** OpenAI's server_vad defaults. */
-export const SERVER_VAD_DEFAULTS: TurnDetectionResource = {
-  type: 'server_vad',
-  threshold: 0.5,
-  prefix_padding_ms: 300,
-  silence_duration_ms: 500,
-  create_response: true,
-  interrupt_response: true,
-  idle_timeout_ms: null,
-};
-
-/** session.update's turn_detection over what is in effect (a partial update keeps the other fields). */
-export function resolveTurnDetection(
-  given: TurnDetectionFields | undefined,
-  current: TurnDetectionResource | null,
-): TurnDetectionResource | null {
-  if (given === undefined) return current;
-  if (given === null) return null;
-  const base = current ?? SERVER_VAD_DEFAULTS;
-  const pick = <K extends keyof TurnDetectionResource>(k: K) => (given as Partial<TurnDetectionResource>)[k] ?? base[k];
-  return {
-    type: 'server_vad',
-    threshold: pick('threshold'),
-    prefix_padding_ms: pick('prefix_padding_ms'),
-    silence_duration_ms: pick('silence_duration_ms'),
-    create_response: pick('create_response'),
-    interrupt_response: pick('interrupt_response'),
-    idle_timeout_ms: given.idle_timeout_ms === undefined ? base.idle_timeout_ms : given.idle_timeout_ms,
-  };
-}
-
-function turnParams(t: TurnDetectionResource): TurnParams {
-  return {
-    threshold: t.threshold,
-    prefixPaddingMs: t.prefix_padding_ms,
-    silenceDurationMs: t.silence_duration_ms,
-    idleTimeoutMs: t.idle_timeout_ms,
-  };
-}
+import type { TurnEvent, VadService, VadStream } from '../../voice/index.ts';
+import { turnParams } from './turnDetection.ts';
 
 /** What the turns need of their session. */
 export interface TurnHost {

@@ -41,9 +41,20 @@ const MaxOutputTokens = Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('
 
 /**
  * Voice turns detected by the server (src/server/realtime/VoiceTurns.ts); null = the client commits turns itself.
- * semantic_vad (a turn model) is not built: refused, not silently run as server_vad.
+ * semantic_vad ends a turn on an end-of-turn model (turnDetection.ts).
  */
 const TurnDetection = Type.Union([
+  Type.Object(
+    {
+      type: Type.Literal('semantic_vad'),
+      eagerness: Type.Optional(
+        Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high'), Type.Literal('auto')]),
+      ),
+      create_response: Type.Optional(Type.Boolean()),
+      interrupt_response: Type.Optional(Type.Boolean()),
+    },
+    closed,
+  ),
   Type.Object(
     {
       type: Type.Literal('server_vad'),
@@ -101,6 +112,8 @@ export const SessionFields = Type.Object(
      * whose errors name the field and its accepted values (a schema union could only say "not in any accepted form").
      */
     truncation: Type.Optional(Type.Unknown()),
+    /** "auto" | {workflow_name?, group_id?, metadata?} | null: checked by sessionTracing.ts. */
+    tracing: Type.Optional(Type.Unknown()),
     /** vLLM's: the session's prefix-cache and encoder-output partition, for every response (cachePartition.ts). */
     cache_salt: CacheSaltField,
     ...toolFields,

@@ -21,6 +21,7 @@ import type { GenerationFields } from '../generationParams.ts';
 import type { ResponseLatency } from '../metrics/LatencyMeter.ts';
 import type { TruncationSetting } from './planTruncation.ts';
 import { toolsResource, type SessionTools } from './realtimeTools.ts';
+import { tracingStatus, type TracingSetting } from './sessionTracing.ts';
 
 export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });
 
@@ -37,7 +38,8 @@ export type OutputModality = 'text' | 'audio';
 
 export interface SessionState {
   readonly id: string;
-  readonly model: string;
+  /** The served model's name as the client last named it (an alias in model_aliases is echoed as given). */
+  model: string;
   outputModalities: OutputModality[];
   voice: string | { id: string };
   instructions: string;
@@ -53,6 +55,11 @@ export interface SessionState {
   truncation: TruncationSetting;
   /** The engine's cache salt for every response (cachePartition.ts: the tenant and session.cache_salt); not echoed. */
   cacheSalt: string | undefined;
+  /** session.tracing as the client set it (sessionTracing.ts), and whether the server records traces at all. */
+  tracing: TracingSetting;
+  readonly serverTracing: boolean;
+  /** What transcribes input audio whatever transcription model the client names; null: nothing (items fail). */
+  readonly transcriber: string | null;
 }
 
 export function sessionResource(s: SessionState): SessionResource {
@@ -68,18 +75,27 @@ export function sessionResource(s: SessionState): SessionResource {
       input: {
         format: PCM_FORMAT,
         turn_detection: s.turnDetection,
-        ...(s.transcription ? { transcription: transcriptionResource(s.transcription) } : {}),
+        ...(s.transcription ? { transcription: transcriptionResource(s.transcription, s.transcriber) } : {}),
       },
       output: { format: PCM_FORMAT, voice: s.voice },
     },
     truncation: s.truncation,
+    tracing: s.tracing,
+    chorus_tracing: tracingStatus(s.serverTracing),
     ...toolsResource(s.tools),
     ...s.generation, // Chorus extensions, echoed so clients see what is in effect
   };
 }
 
-function transcriptionResource(t: TranscriptionSetting): TranscriptionResource {
-  return { model: t.model, ...(t.language ? { language: t.language } : {}), ...(t.prompt ? { prompt: t.prompt } : {}) };
+/** The model as the client named it, and (Chorus extension) what does the work whatever the name. */
+function transcriptionResource(t: TranscriptionSetting, transcriber: string | null): TranscriptionResource {
+  return {
+    model: t.model,
+    ...(t.language ? { language: t.language } : {}),
+    ...(t.prompt ? { prompt: t.prompt } : {}),
+    chorus_transcriber:
+      transcriber ?? 'none: this pipeline has no speech-to-text (no asr: in its YAML), each item gets .failed',
+  };
 }
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';

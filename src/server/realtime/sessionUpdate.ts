@@ -16,9 +16,10 @@ import { normalizeModalities } from './responsePlan.ts';
 import { checkTokenLimits, parseTruncation } from './parseTruncation.ts';
 import { thinkerPositions } from './PromptPositions.ts';
 import type { SessionState } from './serverEvents.ts';
-import { resolveTurnDetection } from './VoiceTurns.ts';
+import { resolveTurnDetection } from './turnDetection.ts';
 import { transcriptionOfSession } from './transcriptionSetting.ts';
 import { mergeTools } from './realtimeTools.ts';
+import { parseTracing } from './sessionTracing.ts';
 
 export interface SessionUpdateContext {
   readonly engine: Engine;
@@ -31,11 +32,14 @@ export interface SessionUpdateContext {
 
 export function applySessionUpdate(s: SessionFields, state: SessionState, ctx: SessionUpdateContext): void {
   // Checked before anything changes: a refused model or truncation leaves the session as it was.
-  if (s.model !== undefined)
-    resolveModel(s.model, servedModelNames(ctx.options.modelName, ctx.engine.graph), 'session.model');
+  const model =
+    s.model === undefined
+      ? undefined
+      : resolveModel(s.model, servedModelNames(ctx.options.modelName, ctx.engine.graph), 'session.model');
   const truncation = s.truncation === undefined ? undefined : parseTruncation(s.truncation);
   const transcription = transcriptionOfSession(s);
   const tools = mergeTools(s, state.tools, 'session');
+  const tracing = s.tracing === undefined ? undefined : parseTracing(s.tracing);
   if (truncation !== undefined) {
     const limits = ctx.tokenLimits;
     const maxOutputTokens = s.max_output_tokens ?? state.maxOutputTokens;
@@ -65,9 +69,11 @@ export function applySessionUpdate(s: SessionFields, state: SessionState, ctx: S
         'config with one (configs/tiny-omni.yaml, configs/assistant.yaml), or keep turn_detection null and send text',
       'session.audio.input.turn_detection',
     );
-  state.turnDetection = resolveTurnDetection(turns, state.turnDetection);
+  state.turnDetection = resolveTurnDetection(turns, state.turnDetection, ctx.engine.graph.semanticVad);
   if (transcription !== undefined) state.transcription = transcription;
   state.generation = mergeGeneration(state.generation, s);
   state.tools = tools;
+  if (model !== undefined) state.model = model;
+  if (tracing !== undefined) state.tracing = tracing;
   if (s.cache_salt !== undefined) state.cacheSalt = cacheSaltOf(ctx.tenant ?? null, s.cache_salt);
 }

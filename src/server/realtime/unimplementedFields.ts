@@ -1,11 +1,11 @@
 /**
  * Realtime fields OpenAI defines and Chorus does not implement, and the beta names of fields Chorus takes under their
  * GA names. The event schemas accept them (so the refusal can say why, not "unexpected property"); refuseUnimplemented
- * then refuses each one set to a value that asks for something, naming it. Taken silently, a stored `prompt` or
- * `tracing` would hand the client an answer other than the one it asked for, with no word (issue 32). A value that
+ * then refuses each one set to a value that asks for something, naming it. Taken silently, a stored `prompt`
+ * would hand the client an answer other than the one it asked for, with no word (issue 32). A value that
  * asks for nothing (a null, an empty list) is taken: clients that send their defaults work unchanged. Fields the
- * schemas do not know at all are refused there. Function tools (realtimeTools.ts) and input transcription
- * (transcriptionSetting.ts) are implemented.
+ * schemas do not know at all are refused there. Function tools (realtimeTools.ts), input transcription
+ * (transcriptionSetting.ts) and tracing (sessionTracing.ts) are implemented.
  */
 import { Type } from '@sinclair/typebox';
 import { ErrorCodes } from '../../common/errors.ts';
@@ -37,12 +37,6 @@ const session: Record<string, Unimplemented> = {
   include: {
     asksNothing: noneOrEmpty,
     why: 'no optional output can be included (input transcription logprobs are not made): leave include out',
-  },
-  tracing: {
-    asksNothing: nullish,
-    why:
-      "OpenAI's traces are not kept here: Chorus exports OpenTelemetry spans (the OTEL_* variables); leave tracing " +
-      'out',
   },
 };
 

@@ -40,6 +40,12 @@ export class AsrTranscriber implements Transcriber {
     private readonly log: FastifyBaseLogger,
   ) {}
 
+  /** Whisper, from the YAML's asr: model (a folder, or a Python package's). */
+  get name(): string {
+    const m = this.spec.model;
+    return `whisper (the YAML's asr: ${'path' in m ? m.path : `${m.pythonPackage}/${m.dir}`})`;
+  }
+
   /** Starts the process and resolves when its model is loaded (rejects with the load's error). */
   start(): Promise<void> {
     if (this.#ready) return this.#ready;

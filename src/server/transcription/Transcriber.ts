@@ -6,6 +6,8 @@ import type { MediaPart } from '../media/mediaParts.ts';
 import type { TranscriptionSetting } from '../realtime/transcriptionSetting.ts';
 
 export interface Transcriber {
+  /** What does the work, as session.updated reports it beside the model name the client asked for. */
+  readonly name?: string;
   /**
    * The audio's transcript; `onDelta` gets its pieces in order as they are made (their concatenation is the
    * result). Rejects with a ChorusError; an aborted `signal` rejects with CHORUS_ERR_REQUEST_CANCELLED.
