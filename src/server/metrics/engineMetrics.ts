@@ -7,6 +7,16 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export function engineMetricsIn(metricsRegistry: Registry) {
   return {
+    ...stageMetricsIn(metricsRegistry),
+    ...routingMetricsIn(metricsRegistry),
+    ...mediaMetricsIn(metricsRegistry),
+    ...code2wavAndControlMetricsIn(metricsRegistry),
+  };
+}
+
+/** Stages and the edges between them: queue depth, batch size, chunk latency and size, playback. */
+function stageMetricsIn(metricsRegistry: Registry) {
+  return {
     stageQueueDepth: new Gauge({
       name: 'chorus_stage_queue_depth',
       help: 'Requests waiting in a stage scheduler (not yet scheduled).',
@@ -27,6 +37,13 @@ export function engineMetricsIn(metricsRegistry: Registry) {
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [metricsRegistry],
     }),
+    edgeChunkBytes: new Histogram({
+      name: 'chorus_edge_chunk_bytes',
+      help: 'Size of chunks crossing an edge, in bytes.',
+      labelNames: ['edge'] as const,
+      buckets: [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216],
+      registers: [metricsRegistry],
+    }),
     playbackSlackSeconds: new Histogram({
       name: 'chorus_playback_slack_seconds',
       help:
@@ -41,6 +58,12 @@ export function engineMetricsIn(metricsRegistry: Registry) {
       labelNames: ['result'] as const,
       registers: [metricsRegistry],
     }),
+  };
+}
+
+/** The router's decisions and how well it predicted. */
+function routingMetricsIn(metricsRegistry: Registry) {
+  return {
     routeDecisions: new Counter({
       name: 'chorus_route_decisions_total',
       help:
@@ -65,13 +88,12 @@ export function engineMetricsIn(metricsRegistry: Registry) {
       buckets: [-5, -1, -0.5, -0.25, -0.1, -0.05, -0.025, -0.01, 0, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers: [metricsRegistry],
     }),
-    edgeChunkBytes: new Histogram({
-      name: 'chorus_edge_chunk_bytes',
-      help: 'Size of chunks crossing an edge, in bytes.',
-      labelNames: ['edge'] as const,
-      buckets: [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216],
-      registers: [metricsRegistry],
-    }),
+  };
+}
+
+/** Encoders, their caches, the encoder-output store and the Thinker's media-rows budget. */
+function mediaMetricsIn(metricsRegistry: Registry) {
+  return {
     encoderCacheHits: new Counter({
       name: 'chorus_encoder_cache_hits_total',
       help: 'Media items an encoder stage served from its cache (no encoder run).',
@@ -87,6 +109,18 @@ export function engineMetricsIn(metricsRegistry: Registry) {
     encoderCacheEvictions: new Counter({
       name: 'chorus_encoder_cache_evictions_total',
       help: 'Encoder cache entries evicted to make room within the byte budget.',
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
+    encoderCacheBytes: new Gauge({
+      name: 'chorus_encoder_cache_bytes',
+      help: 'Bytes an encoder stage cache holds now (ready rows and reservations for items being encoded).',
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
+    encoderMediaBytes: new Counter({
+      name: 'chorus_encoder_media_bytes_total',
+      help: 'Media bytes (as received) main sent to each encoder stage.',
       labelNames: ['stage'] as const,
       registers: [metricsRegistry],
     }),
@@ -123,18 +157,12 @@ export function engineMetricsIn(metricsRegistry: Registry) {
       help: 'Media items the encoder-output store did not have (sent to an encoder).',
       registers: [metricsRegistry],
     }),
-    encoderMediaBytes: new Counter({
-      name: 'chorus_encoder_media_bytes_total',
-      help: 'Media bytes (as received) main sent to each encoder stage.',
-      labelNames: ['stage'] as const,
-      registers: [metricsRegistry],
-    }),
-    encoderCacheBytes: new Gauge({
-      name: 'chorus_encoder_cache_bytes',
-      help: 'Bytes an encoder stage cache holds now (ready rows and reservations for items being encoded).',
-      labelNames: ['stage'] as const,
-      registers: [metricsRegistry],
-    }),
+  };
+}
+
+/** Code2Wav's vocoder work and state, and the control plane's dropped messages. */
+function code2wavAndControlMetricsIn(metricsRegistry: Registry) {
+  return {
     code2wavFramesDecoded: new Counter({
       name: 'chorus_code2wav_frames_decoded_total',
       help:
@@ -149,6 +177,12 @@ export function engineMetricsIn(metricsRegistry: Registry) {
       labelNames: ['stage'] as const,
       registers: [metricsRegistry],
     }),
+    code2wavStates: new Gauge({
+      name: 'chorus_code2wav_states',
+      help: 'Requests whose vocoder state a Code2Wav stage holds now (a stateful vocoder; freed when they end).',
+      labelNames: ['stage'] as const,
+      registers: [metricsRegistry],
+    }),
     controlMessagesDropped: new Counter({
       name: 'chorus_control_messages_dropped_total',
       help:
@@ -157,12 +191,6 @@ export function engineMetricsIn(metricsRegistry: Registry) {
         'unknown: from an instance main does not know, fenced, oversize, handler_error). Remote stages log the ' +
         'ones they drop.',
       labelNames: ['channel', 'reason'] as const,
-      registers: [metricsRegistry],
-    }),
-    code2wavStates: new Gauge({
-      name: 'chorus_code2wav_states',
-      help: 'Requests whose vocoder state a Code2Wav stage holds now (a stateful vocoder; freed when they end).',
-      labelNames: ['stage'] as const,
       registers: [metricsRegistry],
     }),
   };
