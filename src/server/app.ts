@@ -12,13 +12,20 @@ import { PrefillSlots, VadService } from '../voice/index.ts';
 import { FrameThumbs } from './realtime/FrameThumbs.ts';
 import { basename, extname } from 'node:path';
 import websocket from '@fastify/websocket';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { StageGraph } from '../common/graph.ts';
 import type { Engine } from '../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { boundPositions } from '../common/promptBytes.ts';
 import { entryPromptLimits } from '../../stages/registry.ts';
-import { logger as rootLogger } from '../common/log.ts';
+import { logger as rootLogger, type Logger } from '../common/log.ts';
 import { Admission } from './admission/Admission.ts';
 import { RateLimitedError, RequestQueue } from './admission/RequestQueue.ts';
 import { registerChatCompletions } from './chat/chatCompletions.ts';
@@ -67,28 +74,10 @@ function tokenLimits(graph: StageGraph, cap: number): TokenLimits {
 export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyInstance {
   const options = resolveServerOptions(opts, defaultModelName(engine.graph));
   const log = (opts.logger ?? rootLogger).child({ component: 'server' });
-  const timeouts = requestTimeouts(options);
-  const app = Fastify({
-    // https when given a certificate: fastify then serves the same routes, the WebSocket upgrade included, over TLS.
-    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key, ...timeouts } } : { http: timeouts }),
-    requestTimeout: options.requestTimeoutMs,
-    loggerInstance: log as FastifyBaseLogger,
-    bodyLimit: options.maxBodyBytes,
-    // One line per request at info would drown the log under load; errors are still logged.
-    logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
-  });
+  const app = newFastify(opts, options, log);
   registerJsonBodies(app, options.maxBodyBytes);
   const admission = new Admission(options.maxSessions);
-  const queue = new RequestQueue(
-    {
-      maxRunning: options.maxRunningRequests,
-      maxQueued: options.maxQueuedRequests,
-      maxWaitMs: options.maxQueueWaitMs,
-    },
-    // Read per request: a hot reload changes engine.graph, and with it the bounds.
-    { slo: () => engine.graph.admission, estimate: () => engine.firstOutputEstimate?.() ?? null },
-  );
+  const queue = requestQueueFor(engine, options);
   queues.set(app, queue);
   bridgeEngineDiagnostics();
   // At start: a tracing setting Chorus cannot honour fails the server here, naming the variable.
@@ -96,40 +85,9 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   // Spans still queued are sent before the server goes (a collector that is down costs a warning, not the close).
   if (tracing) app.addHook('onClose', () => tracing.flush());
   const current = graphState(engine, options.maxResponseTokens);
-  if (options.apiKeys.length === 0 && exposedBeyondLoopback(options.host)) {
-    log.warn(
-      { host: options.host },
-      `SERVING ${options.host} WITHOUT AN API KEY: anyone who can reach this port can use the model and hold its ` +
-        `sessions. Start it with --api-key KEY (or CHORUS_API_KEY), or bind 127.0.0.1 behind a proxy that ` +
-        `authenticates`,
-    );
-  }
-  const rate = engine.audioOutput?.sampleRateHz ?? null;
-  if (rate !== null && rate !== 24000) {
-    log.warn(
-      { sampleRateHz: rate },
-      'the vocoder does not produce 24 kHz: clients expecting OpenAI pcm16 (24 kHz) will play it at the wrong speed',
-    );
-  }
+  warnAboutSetup(engine, options, log);
 
-  app.setErrorHandler((err, request, reply) => {
-    const e = toChorusError(err, options.maxBodyBytes);
-    if (e.code === ErrorCodes.INTERNAL) request.log.error({ err }, 'request failed');
-    else request.log.debug({ code: e.code, message: e.message }, 'request rejected');
-    const [status, body] = replyError(e);
-    // Load is temporary: say when to come back (OpenAI's SDKs wait that long before their retry). A stage down
-    // (503) is back in about as long as its last start took; a full line (429) frees up within the queue's wait.
-    if (status === 429 || status === 503) {
-      const shutdown = e.code === ErrorCodes.SHUTTING_DOWN || e.code === ErrorCodes.REQUEST_CANCELLED;
-      const seconds = status === 503 && !shutdown ? retryAfterSeconds(engine.health(), queue.retryAfterSeconds) : null;
-      // A refusal on the latency estimate knows how long its backlog takes to drain.
-      const fromEstimate = e instanceof RateLimitedError ? e.retryAfterSeconds : null;
-      reply.header('retry-after', String(seconds ?? fromEstimate ?? queue.retryAfterSeconds));
-    }
-    // OpenAI's `param`: the field at fault; for media, the item an error message starts with.
-    body.error.param = err instanceof ClientInputError ? err.param : mediaParam(e.message);
-    if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
-  });
+  app.setErrorHandler(errorHandler(engine, queue, options.maxBodyBytes));
 
   // Before the sockets close: a socket the server closes must end its session, not leave it waiting for a resume.
   const resumes = new ResumableSessions<RealtimeSession>();
@@ -138,28 +96,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     done();
   });
   closeSocketsGoingAway(app); // before the plugin, whose own preClose would close them with no status first
-  app.register(websocket, {
-    options: {
-      // Frames over maxFrameBytes get an error event and the session lives on; only frames over twice that
-      // (which would have to be buffered whole) close the socket with 1009. This caps per-frame memory.
-      maxPayload: options.maxFrameBytes * 2,
-      perMessageDeflate: false, // deflate would hide bufferedAmount growth behind its own queue
-      handleProtocols: (protocols) => chooseSubprotocol(protocols),
-    },
-    errorHandler: (err, socket, request) => {
-      const code = (err as { code?: string }).code ?? '';
-      if (code.startsWith('WS_ERR_')) {
-        // ws already closes the socket with the right status (1009 too big, 1002 protocol error).
-        countClientError(
-          code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? ErrorCodes.REQUEST_TOO_LARGE : ErrorCodes.REQUEST_INVALID,
-        );
-        request.log.debug({ code }, 'realtime frame rejected by ws');
-        return;
-      }
-      request.log.error({ err }, 'realtime session failed');
-      socket.close(1011, 'internal error');
-    },
-  });
+  registerWebsocket(app, options);
 
   app.register(async (routes) => {
     // Added here, after @fastify/websocket loaded: its own onRequest hook must run first to mark upgrade
@@ -195,6 +132,99 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
     registerTraceRoutes(routes, opts.traceBuffer ?? null);
   });
   return app;
+}
+
+/** The fastify instance with Chorus's transport settings: TLS or not, timeouts, body limit, quiet request log. */
+function newFastify(opts: ServerOptions, options: ResolvedServerOptions, log: Logger): FastifyInstance {
+  const timeouts = requestTimeouts(options);
+  return Fastify({
+    // https when given a certificate: fastify then serves the same routes, the WebSocket upgrade included, over TLS.
+    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key, ...timeouts } } : { http: timeouts }),
+    requestTimeout: options.requestTimeoutMs,
+    loggerInstance: log as FastifyBaseLogger,
+    bodyLimit: options.maxBodyBytes,
+    // One line per request at info would drown the log under load; errors are still logged.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+}
+
+function requestQueueFor(engine: Engine, options: ResolvedServerOptions): RequestQueue {
+  return new RequestQueue(
+    {
+      maxRunning: options.maxRunningRequests,
+      maxQueued: options.maxQueuedRequests,
+      maxWaitMs: options.maxQueueWaitMs,
+    },
+    // Read per request: a hot reload changes engine.graph, and with it the bounds.
+    { slo: () => engine.graph.admission, estimate: () => engine.firstOutputEstimate?.() ?? null },
+  );
+}
+
+/** Warnings at start for a setup that works but is likely not what the operator meant. */
+function warnAboutSetup(engine: Engine, options: ResolvedServerOptions, log: Logger): void {
+  if (options.apiKeys.length === 0 && exposedBeyondLoopback(options.host)) {
+    log.warn(
+      { host: options.host },
+      `SERVING ${options.host} WITHOUT AN API KEY: anyone who can reach this port can use the model and hold its ` +
+        `sessions. Start it with --api-key KEY (or CHORUS_API_KEY), or bind 127.0.0.1 behind a proxy that ` +
+        `authenticates`,
+    );
+  }
+  const rate = engine.audioOutput?.sampleRateHz ?? null;
+  if (rate !== null && rate !== 24000) {
+    log.warn(
+      { sampleRateHz: rate },
+      'the vocoder does not produce 24 kHz: clients expecting OpenAI pcm16 (24 kHz) will play it at the wrong speed',
+    );
+  }
+}
+
+/** Every error a route throws as the OpenAI error body, with Retry-After on the refusals that pass. */
+function errorHandler(engine: Engine, queue: RequestQueue, maxBodyBytes: number) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const e = toChorusError(err, maxBodyBytes);
+    if (e.code === ErrorCodes.INTERNAL) request.log.error({ err }, 'request failed');
+    else request.log.debug({ code: e.code, message: e.message }, 'request rejected');
+    const [status, body] = replyError(e);
+    // Load is temporary: say when to come back (OpenAI's SDKs wait that long before their retry). A stage down
+    // (503) is back in about as long as its last start took; a full line (429) frees up within the queue's wait.
+    if (status === 429 || status === 503) {
+      const shutdown = e.code === ErrorCodes.SHUTTING_DOWN || e.code === ErrorCodes.REQUEST_CANCELLED;
+      const seconds = status === 503 && !shutdown ? retryAfterSeconds(engine.health(), queue.retryAfterSeconds) : null;
+      // A refusal on the latency estimate knows how long its backlog takes to drain.
+      const fromEstimate = e instanceof RateLimitedError ? e.retryAfterSeconds : null;
+      reply.header('retry-after', String(seconds ?? fromEstimate ?? queue.retryAfterSeconds));
+    }
+    // OpenAI's `param`: the field at fault; for media, the item an error message starts with.
+    body.error.param = err instanceof ClientInputError ? err.param : mediaParam(e.message);
+    if (!reply.sent && !reply.raw.headersSent) return reply.code(status).send(body);
+  };
+}
+
+function registerWebsocket(app: FastifyInstance, options: ResolvedServerOptions): void {
+  app.register(websocket, {
+    options: {
+      // Frames over maxFrameBytes get an error event and the session lives on; only frames over twice that
+      // (which would have to be buffered whole) close the socket with 1009. This caps per-frame memory.
+      maxPayload: options.maxFrameBytes * 2,
+      perMessageDeflate: false, // deflate would hide bufferedAmount growth behind its own queue
+      handleProtocols: (protocols) => chooseSubprotocol(protocols),
+    },
+    errorHandler: (err, socket, request) => {
+      const code = (err as { code?: string }).code ?? '';
+      if (code.startsWith('WS_ERR_')) {
+        // ws already closes the socket with the right status (1009 too big, 1002 protocol error).
+        countClientError(
+          code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? ErrorCodes.REQUEST_TOO_LARGE : ErrorCodes.REQUEST_INVALID,
+        );
+        request.log.debug({ code }, 'realtime frame rejected by ws');
+        return;
+      }
+      request.log.error({ err }, 'realtime session failed');
+      socket.close(1011, 'internal error');
+    },
+  });
 }
 
 /**
