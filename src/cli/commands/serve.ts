@@ -11,11 +11,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { parseArgs } from 'node:util';
-import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig } from '../../config/loadConfig.ts';
+import { commandFlags, type CommandFlags } from '../commandFlags.ts';
 import { ReloadableEngine } from '../../engine/ReloadableEngine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { drainServer, startServer } from '../../server/app.ts';
+import { drainServer, startServer, type ServerOptions } from '../../server/app.ts';
 import { logger } from '../../common/log.ts';
 import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
@@ -107,91 +108,87 @@ function readTls(certFile: string | undefined, keyFile: string | undefined): { c
   return { cert: read(certFile, '--tls-cert'), key: read(keyFile, '--tls-key') };
 }
 
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      config: { type: 'string', default: defaultConfigPath() },
-      host: { type: 'string', default: '127.0.0.1' },
-      port: { type: 'string', default: '8000' },
-      'api-key': { type: 'string', multiple: true },
-      'allowed-origin': { type: 'string', multiple: true },
-      'allowed-hosts': { type: 'string', multiple: true },
-      'max-body-bytes': { type: 'string' },
-      'request-timeout': { type: 'string' },
-      'ws-idle-timeout': { type: 'string' },
-      'client-stall-timeout': { type: 'string' },
-      'max-sessions': { type: 'string' },
-      'max-response-tokens': { type: 'string' },
-      'media-url-allow': { type: 'string', multiple: true },
-      'drain-timeout': { type: 'string', default: process.env.CHORUS_DRAIN_TIMEOUT ?? '30' },
-      'max-running-requests': { type: 'string' },
-      'max-queued-requests': { type: 'string' },
-      'max-queue-wait-ms': { type: 'string' },
-      'tls-cert': { type: 'string', default: process.env.CHORUS_TLS_CERT },
-      'tls-key': { type: 'string', default: process.env.CHORUS_TLS_KEY },
-      'trace-buffer': { type: 'string' },
-      'trace-buffer-bytes': { type: 'string' },
-    },
-  });
-  const port = intFlag('--port', values.port)!;
-  const maxSessions = intFlag('--max-sessions', values['max-sessions']);
-  const maxResponseTokens = intFlag('--max-response-tokens', values['max-response-tokens']);
+const serveFlags = {
+  host: { type: 'string', default: '127.0.0.1' },
+  port: { type: 'string', default: '8000' },
+  'api-key': { type: 'string', multiple: true },
+  'allowed-origin': { type: 'string', multiple: true },
+  'allowed-hosts': { type: 'string', multiple: true },
+  'max-body-bytes': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'ws-idle-timeout': { type: 'string' },
+  'client-stall-timeout': { type: 'string' },
+  'max-sessions': { type: 'string' },
+  'max-response-tokens': { type: 'string' },
+  'media-url-allow': { type: 'string', multiple: true },
+  'drain-timeout': { type: 'string', default: process.env.CHORUS_DRAIN_TIMEOUT ?? '30' },
+  'max-running-requests': { type: 'string' },
+  'max-queued-requests': { type: 'string' },
+  'max-queue-wait-ms': { type: 'string' },
+  'tls-cert': { type: 'string', default: process.env.CHORUS_TLS_CERT },
+  'tls-key': { type: 'string', default: process.env.CHORUS_TLS_KEY },
+  'trace-buffer': { type: 'string' },
+  'trace-buffer-bytes': { type: 'string' },
+} as const;
+
+type ServeValues = CommandFlags<typeof serveFlags>;
+
+/** Seconds on the command line, milliseconds in ServerOptions; an absent flag leaves the server's default. */
+function msOption<K extends string>(key: K, seconds: number | undefined): { [P in K]?: number } {
+  return (seconds !== undefined ? { [key]: 1000 * seconds } : {}) as { [P in K]?: number };
+}
+
+/**
+ * The server's options from the flags, every one checked now: a bad value fails before the pipeline's seconds of
+ * start-up. The reload hook and the trace buffer come with the engine.
+ */
+function serverOptionsOf(values: ServeValues): ServerOptions & { host: string; port: number } {
   const tls = readTls(values['tls-cert'], values['tls-key']);
-  const drainTimeoutMs = 1000 * intFlag('--drain-timeout', values['drain-timeout'])!;
-  const maxRunningRequests = intFlag('--max-running-requests', values['max-running-requests'], 1);
-  const maxQueuedRequests = intFlag('--max-queued-requests', values['max-queued-requests']);
-  const maxQueueWaitMs = intFlag('--max-queue-wait-ms', values['max-queue-wait-ms']);
-  const maxBodyBytes = intFlag('--max-body-bytes', values['max-body-bytes'], 1);
-  const requestTimeoutS = intFlag('--request-timeout', values['request-timeout'], 1);
-  const wsIdleTimeoutS = intFlag('--ws-idle-timeout', values['ws-idle-timeout'], 1);
-  const clientStallTimeoutS = intFlag('--client-stall-timeout', values['client-stall-timeout']);
-  const traceBufferTraces = intFlag('--trace-buffer', values['trace-buffer'], 1);
-  const traceBufferBytes = intFlag('--trace-buffer-bytes', values['trace-buffer-bytes'], 1024);
-  // before the pipeline's seconds of start-up
-  const mediaUrlAllowList = checkMediaUrlAllowList(values['media-url-allow'] ?? []);
-  const allowedHosts = allowedHostsOf(values['allowed-hosts'] ?? []);
-  const graph = await loadConfig(values.config!);
-  await checkPortFree(values.host!, port);
-  const traces = await traceBufferFromFlags(traceBufferTraces, traceBufferBytes);
-  // Before the stages start: an OTEL_* setting tracing cannot honour is one error here, not one per stage process.
-  processTracing();
-  const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs).catch(async (err: unknown) => {
-    await traces?.sink.close();
-    throw err;
-  });
-  // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
-  const reload = async () => engine.reload(await loadConfig(values.config!));
-  let server: Awaited<ReturnType<typeof startServer>>;
+  return {
+    host: values.host,
+    port: intFlag('--port', values.port)!,
+    ...(values['api-key'] !== undefined ? { apiKey: values['api-key'] } : {}),
+    allowedOrigins: values['allowed-origin'] ?? [],
+    allowedHosts: allowedHostsOf(values['allowed-hosts'] ?? []),
+    maxBodyBytes: intFlag('--max-body-bytes', values['max-body-bytes'], 1),
+    ...msOption('requestTimeoutMs', intFlag('--request-timeout', values['request-timeout'], 1)),
+    ...msOption('wsIdleTimeoutMs', intFlag('--ws-idle-timeout', values['ws-idle-timeout'], 1)),
+    ...msOption('clientStallTimeoutMs', intFlag('--client-stall-timeout', values['client-stall-timeout'])),
+    maxSessions: intFlag('--max-sessions', values['max-sessions']),
+    maxResponseTokens: intFlag('--max-response-tokens', values['max-response-tokens']),
+    maxRunningRequests: intFlag('--max-running-requests', values['max-running-requests'], 1),
+    maxQueuedRequests: intFlag('--max-queued-requests', values['max-queued-requests']),
+    maxQueueWaitMs: intFlag('--max-queue-wait-ms', values['max-queue-wait-ms']),
+    mediaUrlAllowList: checkMediaUrlAllowList(values['media-url-allow'] ?? []),
+    ...(tls ? { tls } : {}),
+  };
+}
+
+type TraceBuffer = Awaited<ReturnType<typeof traceBufferFromFlags>>;
+
+/** Listens; when that fails, the engine and the trace sink close before the error (said as what to do) goes up. */
+async function listen(
+  engine: ReloadableEngine,
+  options: ServerOptions & { host: string; port: number },
+  traces: TraceBuffer,
+) {
   try {
-    server = await startServer(engine, {
-      host: values.host,
-      port,
-      ...(values['api-key'] !== undefined ? { apiKey: values['api-key'] } : {}),
-      allowedOrigins: values['allowed-origin'] ?? [],
-      allowedHosts,
-      maxBodyBytes,
-      ...(requestTimeoutS !== undefined ? { requestTimeoutMs: 1000 * requestTimeoutS } : {}),
-      ...(wsIdleTimeoutS !== undefined ? { wsIdleTimeoutMs: 1000 * wsIdleTimeoutS } : {}),
-      ...(clientStallTimeoutS !== undefined ? { clientStallTimeoutMs: 1000 * clientStallTimeoutS } : {}),
-      maxSessions,
-      maxResponseTokens,
-      maxRunningRequests,
-      maxQueuedRequests,
-      maxQueueWaitMs,
-      mediaUrlAllowList,
-      reload,
-      ...(tls ? { tls } : {}),
-      traceBuffer: traces?.buffer ?? null,
-    });
+    return await startServer(engine, { ...options, traceBuffer: traces?.buffer ?? null });
   } catch (err) {
     await engine.close(0);
     await traces?.sink.close();
-    throw listenError(err, values.host!, port);
+    throw listenError(err, options.host, options.port);
   }
-  const { app, url } = server;
+}
+
+/** SIGTERM/SIGINT drain and close, in the order that loses nothing; SIGHUP reloads the config. */
+function handleSignals(
+  app: FastifyInstance,
+  engine: ReloadableEngine,
+  traces: TraceBuffer,
+  drainTimeoutMs: number,
+  reload: () => Promise<{ changedStages: readonly string[]; startMs: number }>,
+): void {
   shutdownOnSignal(async (signal) => {
     // Drain: no new requests (503 + Retry-After), the ones running finish for up to --drain-timeout seconds...
     const drained = await drainServer(app, drainTimeoutMs, `${signal}: draining`);
@@ -206,6 +203,27 @@ export async function run(argv: string[]): Promise<number> {
       (err: unknown) => logger.error({ err }, 'SIGHUP: reload refused; the running graph keeps serving'),
     );
   });
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const values = commandFlags(argv, serveFlags);
+  const options = serverOptionsOf(values);
+  const drainTimeoutMs = 1000 * intFlag('--drain-timeout', values['drain-timeout'])!;
+  const traceBufferTraces = intFlag('--trace-buffer', values['trace-buffer'], 1);
+  const traceBufferBytes = intFlag('--trace-buffer-bytes', values['trace-buffer-bytes'], 1024);
+  const graph = await loadConfig(values.config);
+  await checkPortFree(options.host, options.port);
+  const traces = await traceBufferFromFlags(traceBufferTraces, traceBufferBytes);
+  // Before the stages start: an OTEL_* setting tracing cannot honour is one error here, not one per stage process.
+  processTracing();
+  const engine = await ReloadableEngine.start(graph, {}, drainTimeoutMs).catch(async (err: unknown) => {
+    await traces?.sink.close();
+    throw err;
+  });
+  // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
+  const reload = async () => engine.reload(await loadConfig(values.config));
+  const { app, url } = await listen(engine, { ...options, reload }, traces);
+  handleSignals(app, engine, traces, drainTimeoutMs, reload);
   const wsUrl = url.replace(/^http/, 'ws');
   process.stdout.write(
     `chorus: serving ${url}  (playground ${url}/, realtime ${wsUrl}/v1/realtime, OpenAI API ${url}/v1)\n`,
