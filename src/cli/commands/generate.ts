@@ -4,10 +4,10 @@
  * 16-bit WAV, and --json ends with one JSON line of timings.
  */
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import { loadConfig, defaultConfigPath } from '../../config/loadConfig.ts';
+import { loadConfig } from '../../config/loadConfig.ts';
+import { commandFlags } from '../commandFlags.ts';
 import { Orchestrator } from '../../engine/Orchestrator.ts';
-import type { OutputModality, OutputEvent } from '../../common/engine.ts';
+import type { OutputModality, OutputEvent, RequestHandle } from '../../common/engine.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../server/pcm.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../../common/cliArgs.ts';
@@ -19,27 +19,72 @@ Runs one request through the pipeline of FILE (default configs/tiny-omni.yaml): 
 audio goes to --out (a 16-bit WAV); --json prints one JSON line with the text and timings instead.
 `;
 
+/** What one request answered, as it arrived: the text, the audio chunks, and when each began. */
+interface Answer {
+  text: string;
+  pcm: Float32Array[];
+  sampleRateHz: number;
+  ttftMs: number | null;
+  ttfpMs: number | null;
+  done: Extract<OutputEvent, { type: 'done' }>;
+}
+
+/** Reads the answer's events until `done`; the text goes to stdout as it arrives when `echo`. */
+async function collectAnswer(handle: RequestHandle, startedAtMs: number, echo: boolean): Promise<Answer> {
+  const answer: Omit<Answer, 'done'> = { text: '', pcm: [], sampleRateHz: 24_000, ttftMs: null, ttfpMs: null };
+  const done = await new Promise<Answer['done']>((resolve, reject) => {
+    handle.events.subscribe({
+      next: (e) => {
+        if (e.type === 'text') {
+          answer.ttftMs ??= e.atMs - startedAtMs;
+          answer.text += e.delta;
+          if (echo) process.stdout.write(e.delta);
+        } else if (e.type === 'audio') {
+          answer.ttfpMs ??= e.atMs - startedAtMs;
+          answer.sampleRateHz = e.sampleRateHz;
+          answer.pcm.push(e.pcm);
+        } else resolve(e);
+      },
+      error: reject,
+    });
+  });
+  if (echo) process.stdout.write('\n');
+  return { ...answer, done };
+}
+
+/** --json's one line: the text and the timings. */
+function jsonLine(answer: Answer, startedAtMs: number): string {
+  const { text, pcm, sampleRateHz, done } = answer;
+  const samples = pcm.reduce((n, p) => n + p.length, 0);
+  return (
+    JSON.stringify({
+      text,
+      finish_reason: done.finishReason,
+      audio_seconds: samples / sampleRateHz,
+      sample_rate: sampleRateHz,
+      ttft_ms: answer.ttftMs,
+      ttfp_ms: answer.ttfpMs,
+      e2e_ms: done.atMs - startedAtMs,
+      audio_chunks: pcm.length,
+    }) + '\n'
+  );
+}
+
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      config: { type: 'string', default: defaultConfigPath() },
-      prompt: { type: 'string' },
-      out: { type: 'string' },
-      seed: { type: 'string' },
-      'max-tokens': { type: 'string' },
-      'ignore-eos': { type: 'boolean', default: false },
-      'text-only': { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-    },
+  const values = commandFlags(argv, {
+    prompt: { type: 'string' },
+    out: { type: 'string' },
+    seed: { type: 'string' },
+    'max-tokens': { type: 'string' },
+    'ignore-eos': { type: 'boolean', default: false },
+    'text-only': { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
   });
   if (!values.prompt) throw new UsageError('--prompt TEXT is required');
   // Checked before the pipeline's seconds of start-up.
   const seed = intFlag('--seed', values.seed);
   const maxTokens = intFlag('--max-tokens', values['max-tokens'], 1);
-  const graph = await loadConfig(values.config!);
+  const graph = await loadConfig(values.config);
   const engine = await Orchestrator.start(graph);
   const unhook = shutdownOnSignal(() => engine.close(2_000));
   try {
@@ -55,45 +100,11 @@ export async function run(argv: string[]): Promise<number> {
       },
       talkerSampling: { ...(seed !== undefined ? { seed } : {}), ignoreEos: values['ignore-eos'] },
     });
-    const pcm: Float32Array[] = [];
-    let text = '';
-    let sampleRateHz = 24_000;
-    let ttft: number | null = null;
-    let ttfp: number | null = null;
-    const done = await new Promise<Extract<OutputEvent, { type: 'done' }>>((resolve, reject) => {
-      handle.events.subscribe({
-        next: (e) => {
-          if (e.type === 'text') {
-            ttft ??= e.atMs - startedAtMs;
-            text += e.delta;
-            if (!values.json) process.stdout.write(e.delta);
-          } else if (e.type === 'audio') {
-            ttfp ??= e.atMs - startedAtMs;
-            sampleRateHz = e.sampleRateHz;
-            pcm.push(e.pcm);
-          } else resolve(e);
-        },
-        error: reject,
-      });
-    });
-    if (!values.json) process.stdout.write('\n');
+    const answer = await collectAnswer(handle, startedAtMs, !values.json);
+    const { pcm, sampleRateHz, done } = answer;
     if (values.out) await writeFile(values.out, wavFromPcm16(Buffer.concat(pcm.map(floatToPcm16)), sampleRateHz));
-    const samples = pcm.reduce((n, p) => n + p.length, 0);
     if (done.finishReason === 'error') process.stderr.write(`chorus: ${done.error?.code}: ${done.error?.message}\n`);
-    if (values.json) {
-      process.stdout.write(
-        JSON.stringify({
-          text,
-          finish_reason: done.finishReason,
-          audio_seconds: samples / sampleRateHz,
-          sample_rate: sampleRateHz,
-          ttft_ms: ttft,
-          ttfp_ms: ttfp,
-          e2e_ms: done.atMs - startedAtMs,
-          audio_chunks: pcm.length,
-        }) + '\n',
-      );
-    }
+    if (values.json) process.stdout.write(jsonLine(answer, startedAtMs));
     return done.finishReason === 'error' ? 1 : 0;
   } finally {
     unhook();

@@ -5,8 +5,8 @@
  * drains its requests and leaves.
  */
 import { hostname } from 'node:os';
-import { parseArgs } from 'node:util';
-import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
+import { loadConfig } from '../../config/loadConfig.ts';
+import { commandFlags } from '../commandFlags.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
 import { controlPlaneOf, joinDeployment } from '../../control/ControlPlane.ts';
@@ -27,17 +27,11 @@ on a redis connector (placement: remote, or a local stage whose edges all are).
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      config: { type: 'string', default: defaultConfigPath() },
-      stage: { type: 'string' },
-      name: { type: 'string' },
-      redis: { type: 'string' },
-      'drain-timeout': { type: 'string', default: '30' },
-    },
+  const values = commandFlags(argv, {
+    stage: { type: 'string' },
+    name: { type: 'string' },
+    redis: { type: 'string' },
+    'drain-timeout': { type: 'string', default: '30' },
   });
   if (!values.stage) throw new UsageError('--stage ID is required (the stage_id of the stage to run)');
   const name = values.name ?? `${hostname()}-${process.pid}`;
@@ -45,7 +39,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError(`--name ${name}: use letters, digits, ".", "_" or "-"`);
   const drainMs = 1000 * intFlag('--drain-timeout', values['drain-timeout'])!;
   if (values.redis) process.env.CHORUS_REDIS_URL = values.redis; // the connector options read it at load
-  const graph = await loadConfig(values.config!);
+  const graph = await loadConfig(values.config);
   const stageIndex = graph.stages.findIndex((s) => s.stageId === values.stage);
   if (stageIndex < 0)
     throw new UsageError(`--stage ${values.stage} is not in ${graph.file} (${graph.stages.map((s) => s.stageId)})`);
