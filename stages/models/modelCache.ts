@@ -6,11 +6,11 @@
  * loses the rename race just uses the winner's folder.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GeneratedModelSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
+import { publishModelFolder, readModelManifest } from './modelFolder.ts';
 
 /** Bump when a generator's graph or weights change: old folders then stop matching. */
 export const GENERATOR_VERSION = 3; // 3: thinker and talker with the append-only KV signature
@@ -25,7 +25,6 @@ const KIND_GENERATOR_VERSION: Partial<Record<string, number>> = {
 export function generatorVersionOf(kind: string): number {
   return KIND_GENERATOR_VERSION[kind] ?? GENERATOR_VERSION;
 }
-const MANIFEST = 'manifest.json';
 
 /** A generator's progress: step `done` of `total`. */
 export interface BuildProgressStep {
@@ -110,14 +109,6 @@ export async function ensureGeneratedModel(
   return pending;
 }
 
-async function readManifest(dir: string): Promise<ModelManifest | null> {
-  try {
-    return JSON.parse(await readFile(join(dir, MANIFEST), 'utf8')) as ModelManifest;
-  } catch {
-    return null;
-  }
-}
-
 function filesOf(dir: string, manifest: ModelManifest): Record<string, string> {
   return Object.fromEntries(Object.keys(manifest.files).map((name) => [name, join(dir, name)]));
 }
@@ -127,7 +118,7 @@ async function ensureGenerated(
   dir: string,
   onProgress?: (p: ModelBuildProgress) => void,
 ): Promise<ModelFiles> {
-  const existing = await readManifest(dir);
+  const existing = await readModelManifest<ModelManifest>(dir);
   if (existing) return { source: 'generated', dir, files: filesOf(dir, existing), manifest: existing, built: false };
 
   const log = logger.child({ model: spec.kind, preset: spec.preset, dir });
@@ -144,15 +135,10 @@ async function ensureGenerated(
       { cause: err },
     );
   }
-  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
-  try {
-    await mkdir(tmp, { recursive: true });
-    const sizes: Record<string, number> = {};
-    for (const [name, bytes] of Object.entries(built.files)) {
-      await writeFile(join(tmp, name), bytes);
-      sizes[name] = bytes.byteLength;
-    }
-    const manifest: ModelManifest = {
+  const { manifest, written } = await publishModelFolder<ModelManifest>(
+    dir,
+    built.files,
+    (sizes) => ({
       kind: spec.kind,
       generatorVersion: spec.generatorVersion ?? generatorVersionOf(spec.kind),
       preset: spec.preset,
@@ -160,27 +146,12 @@ async function ensureGenerated(
       size: spec.size,
       files: sizes,
       buildMs: Math.round(performance.now() - started),
-    };
-    await writeFile(join(tmp, MANIFEST), JSON.stringify(manifest, null, 2));
-    try {
-      await rename(tmp, dir);
-    } catch (err) {
-      const winner = await readManifest(dir);
-      if (!winner) throw err;
-      await rm(tmp, { recursive: true, force: true }); // another process built the same model first
-      return { source: 'generated', dir, files: filesOf(dir, winner), manifest: winner, built: false };
-    }
-    log.info(
-      { buildMs: manifest.buildMs, bytes: Object.values(sizes).reduce((a, b) => a + b, 0) },
-      'built generated model',
-    );
-    return { source: 'generated', dir, files: filesOf(dir, manifest), manifest, built: true };
-  } catch (err) {
-    await rm(tmp, { recursive: true, force: true }).catch(() => {});
-    throw new ChorusError(
-      ErrorCodes.MODEL_BUILD,
-      `cannot write the ${spec.kind} model to ${dir}: ${(err as Error).message}; check that models_dir is writable`,
-      { cause: err },
-    );
+    }),
+    `the ${spec.kind} model`,
+  );
+  if (written) {
+    const bytes = Object.values(manifest.files).reduce((a, b) => a + b, 0);
+    log.info({ buildMs: manifest.buildMs, bytes }, 'built generated model');
   }
+  return { source: 'generated', dir, files: filesOf(dir, manifest), manifest, built: written };
 }

@@ -8,11 +8,11 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ChorusError, ErrorCodes, isChorusError } from '../../../src/common/errors.ts';
 import { logger } from '../../../src/common/log.ts';
 import type { BuildProgressStep } from '../../models/modelCache.ts';
+import { publishModelFolder, readModelManifest } from '../../models/modelFolder.ts';
 import { readArchitecture, type DecoderArchitecture } from './ggufArchitecture.ts';
 import { buildGgufDecoder, type GgufWeightForm } from './ggufDecoder.ts';
 import { GgufFile } from './GgufFile.ts';
@@ -22,7 +22,6 @@ import { GgufWeights } from './ggufWeights.ts';
 /** Bump when the converted output changes: old folders are then left alone and a new one is built. */
 export const GGUF_CONVERTER_VERSION = 1;
 export const GGUF_DECODER_FILE = 'decoder_model.onnx';
-const MANIFEST = 'manifest.json';
 
 export interface GgufManifest {
   readonly source: string;
@@ -60,14 +59,6 @@ export const DEFAULT_GGUF_WEIGHTS: GgufWeightForm = 'q4';
 
 export function ggufDirName(sha256: string, form: GgufWeightForm = DEFAULT_GGUF_WEIGHTS): string {
   return `gguf-${sha256.slice(0, 16)}-v${GGUF_CONVERTER_VERSION}${form === 'float32' ? '' : `-${form}`}`;
-}
-
-async function readManifest(dir: string): Promise<GgufManifest | null> {
-  try {
-    return JSON.parse(await readFile(join(dir, MANIFEST), 'utf8')) as GgufManifest;
-  } catch {
-    return null;
-  }
 }
 
 /** Converts the file into `files` (name -> bytes); the caller writes them. */
@@ -143,7 +134,7 @@ async function importInto(
   form: GgufWeightForm,
   progress: (s: BuildProgressStep) => void,
 ): Promise<ImportedGguf> {
-  const existing = await readManifest(dir);
+  const existing = await readModelManifest<GgufManifest>(dir);
   const result = (manifest: GgufManifest, imported: boolean): ImportedGguf => ({
     dir,
     decoderPath: join(dir, GGUF_DECODER_FILE),
@@ -164,15 +155,10 @@ async function importInto(
     if (isChorusError(err)) throw err;
     throw new ChorusError(ErrorCodes.MODEL_BUILD, `cannot convert ${path}: ${(err as Error).message}`, { cause: err });
   }
-  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
-  try {
-    await mkdir(tmp, { recursive: true });
-    const sizes: Record<string, number> = {};
-    for (const [name, bytes] of Object.entries(converted.files)) {
-      await writeFile(join(tmp, name), bytes);
-      sizes[name] = bytes.byteLength;
-    }
-    const manifest: GgufManifest = {
+  const { manifest, written } = await publishModelFolder<GgufManifest>(
+    dir,
+    converted.files,
+    (sizes) => ({
       source: path,
       sha256,
       converterVersion: GGUF_CONVERTER_VERSION,
@@ -182,24 +168,10 @@ async function importInto(
       files: sizes,
       importMs: Math.round(performance.now() - started),
       weights: form,
-    };
-    await writeFile(join(tmp, MANIFEST), JSON.stringify(manifest, null, 2));
-    try {
-      await rename(tmp, dir);
-    } catch (err) {
-      const winner = await readManifest(dir);
-      if (!winner) throw err;
-      await rm(tmp, { recursive: true, force: true }); // another process imported the same file first
-      return result(winner, false);
-    }
-    log.info({ importMs: manifest.importMs, bytes: sizes[GGUF_DECODER_FILE] }, 'imported GGUF model');
-    return result(manifest, true);
-  } catch (err) {
-    await rm(tmp, { recursive: true, force: true }).catch(() => {});
-    throw new ChorusError(
-      ErrorCodes.MODEL_BUILD,
-      `cannot write the imported model to ${dir}: ${(err as Error).message}; check that models_dir is writable`,
-      { cause: err },
-    );
-  }
+    }),
+    'the imported model',
+  );
+  if (written)
+    log.info({ importMs: manifest.importMs, bytes: manifest.files[GGUF_DECODER_FILE] }, 'imported GGUF model');
+  return result(manifest, written);
 }
