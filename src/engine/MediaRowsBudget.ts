@@ -1,9 +1,9 @@
 /**
  * The encoded media rows a Thinker instance holds, budgeted in main (issue 44 item 6): a request's items cost
  * numEmbeddings x the Thinker's width x 4 bytes (float32 rows), charged to its Thinker instance when it is admitted
- * (the encode is planned) and released when it ends, so what is counted covers the rows from plan to drop, in the
- * encoders' output and in the Thinker (which frees an item's rows once its span is prefilled; counting until the end
- * keeps the bound safe whatever the order). The budget is `engine.media_rows_bytes` of the Thinker stage.
+ * (the encode is planned) and released when it ends, or earlier in part when the Thinker lets an item's rows go once
+ * its spans are prefilled (`media_released`: the request's PositionRows keep those positions' inputs), so what is
+ * counted covers the rows from plan to drop. The budget is `engine.media_rows_bytes` of the Thinker stage.
  *
  * A request whose rows alone exceed the budget is refused (CHORUS_ERR_MEDIA_ROWS_BUDGET, naming the fix: fewer
  * frames, a lower fps, or a larger budget); one that fits the budget but not what is held now waits for room
@@ -95,6 +95,16 @@ export class MediaRowsBudget {
     this.#charges.delete(requestId);
     this.#set(charge.instance, (this.#held.get(charge.instance) ?? 0) - charge.bytes);
     return true;
+  }
+
+  /** Part of a request's rows is gone (the Thinker let them go once prefilled). True when that made room. */
+  releasePart(requestId: string, bytes: number): boolean {
+    const charge = this.#charges.get(requestId);
+    if (!charge || bytes <= 0) return false;
+    const freed = Math.min(bytes, charge.bytes);
+    this.#charges.set(requestId, { instance: charge.instance, bytes: charge.bytes - freed });
+    this.#set(charge.instance, (this.#held.get(charge.instance) ?? 0) - freed);
+    return freed > 0;
   }
 
   heldBytes(instance: string): number {

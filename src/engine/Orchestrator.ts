@@ -121,6 +121,11 @@ export class Orchestrator implements Engine {
         record.prompt.items.filter((item) => ecEntryOf(o.ec, item) === null).length;
       const migrations = new Migrations({ graph, pool, requests, log, audio, admitReplay, unstoredMediaItems });
       followPool(pool, o.requests, o.ec, migrations);
+      // The Thinker let go of rows once prefilled: room for a request waiting for it.
+      pool.on('mediaReleased', (_instance, msg) => {
+        const record = requests.ofRun(msg.requestId);
+        if (record && o.rows.releasePart(record.requestId, msg.bytes)) o.pending.retry();
+      });
       await o.pool.start(o.provisioned.edges);
     } catch (err) {
       await o.close(0);

@@ -295,6 +295,8 @@ export const STAGE_TO_MAIN_SCHEMAS = {
     },
     closed,
   ),
+  /** Thinker: it let go of a request's media rows once prefilled (main's budget of rows held drops by `bytes`). */
+  media_released: Type.Object({ type: Type.Literal('media_released'), requestId: RequestId, bytes: Count }, closed),
   drained: Type.Object({ type: Type.Literal('drained') }, closed),
 };
 

@@ -155,6 +155,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
         this.onStoreRows(req, item, rows);
       });
     }
+    media?.recoverFrom(() => req.prefix.rows);
     this.refreshAvailable(req);
     return req;
   }
@@ -349,6 +350,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
 
   protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
     this.prefixes?.onStep(req, item.startPosition, item.numTokens, out.embeds, out.hidden);
+    this.releasePrefilled(req);
     if (req.prefix.prefillOnly) return this.afterPrefillStep(req);
     const token = item.sample && item.startPosition + item.numTokens >= req.promptTokenIds.length ? out.tokenId : null;
     const grammarStep = token !== null && req.grammar ? this.grammars.accept(req.grammar, token) : 'continue';
@@ -394,6 +396,15 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token] });
     const body = req.toTts ? (req.toTts.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
     if (body) this.send(req, talker, body);
+  }
+
+  /**
+   * Media rows whose positions are prefilled are let go (the request's PositionRows hold those positions' inputs,
+   * read back on a recompute): main's budget of rows held goes down by them (media_released).
+   */
+  private releasePrefilled(req: ThinkerRequest): void {
+    const bytes = req.media?.releasePrefilled(this.scheduler.numComputed(req.requestId)) ?? 0;
+    if (bytes > 0) this.ctx.post({ type: 'media_released', requestId: req.requestId, bytes });
   }
 
   /** A prefill-only step: at the end of the prompt it finishes (its KV goes into the cache as it is freed). */

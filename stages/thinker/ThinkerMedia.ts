@@ -10,12 +10,22 @@
  *   or after its span has been computed (the scheduler never passes readyLimit), so the positions after it just
  *   shift down; the prompt array given to the constructor is edited in place.
  *
- * Rows are kept for the whole request, not freed once prefilled: a preempted request recomputes from position 0.
+ * - releasePrefilled(): an item's rows are let go once its spans are prefilled, where the request keeps each computed
+ *   position's input row anyway (its PositionRows, for the prefix cache and the Talker: recoverFrom()). A recompute
+ *   (a preempted request starts again from position 0) and the prefix cache's names read a released item's rows
+ *   there, the same floats, so nothing is lost and nothing waits; without that store the rows stay to the end.
  */
 import { readyLimit, spliceRange, type MediaSpan, type PositionMap } from '../../src/media/positionMap.ts';
 import type { ThinkerMediaItem, ThinkerMediaPlan } from '../../src/worker/messages.ts';
 
-type ItemState = 'waiting' | 'ready' | 'dropped';
+type ItemState = 'waiting' | 'ready' | 'dropped' | 'released';
+
+/** Where a request keeps each computed position's input row ([embedding | hidden] per position): its PositionRows. */
+export interface StoredRows {
+  readonly width: number;
+  readonly length: number;
+  rows(count: number): Float32Array;
+}
 
 export class ThinkerMedia {
   private spans: MediaSpan[];
@@ -24,6 +34,8 @@ export class ThinkerMedia {
   readonly warnings: string[] = [];
   /** Items cut out of the prompt (drop()), in the order they were dropped. */
   readonly dropped: number[] = [];
+  /** The request's store of computed positions' input rows (null: none, rows are kept to the end). */
+  private stored: () => StoredRows | null = () => null;
 
   constructor(
     private readonly plan: ThinkerMediaPlan,
@@ -59,6 +71,30 @@ export class ThinkerMedia {
 
   private get map(): PositionMap {
     return { tokenIds: this.prompt, spans: this.spans, length: this.prompt.length };
+  }
+
+  /** Released rows are read back from `stored` (the request's PositionRows), which must outlive their release. */
+  recoverFrom(stored: () => StoredRows | null): void {
+    this.stored = stored;
+  }
+
+  /**
+   * Lets go of the rows of every item whose spans all lie before `computed` and are in the request's store: they are
+   * read back from there when needed again. Returns the bytes let go (0 without a store).
+   */
+  releasePrefilled(computed: number): number {
+    const stored = this.stored();
+    if (!stored || stored.width !== this.hiddenSize) return 0;
+    const upTo = Math.min(computed, stored.length);
+    let bytes = 0;
+    this.state.forEach((state, item) => {
+      if (state !== 'ready') return;
+      if (this.spans.some((s) => s.item === item && s.start + s.length > upTo)) return;
+      bytes += this.rows[item]!.byteLength;
+      this.rows[item] = null;
+      this.state[item] = 'released';
+    });
+    return bytes;
   }
 
   /** True once every item has its rows or was dropped: the whole prompt can prefill. */
@@ -110,7 +146,7 @@ export class ThinkerMedia {
     return null;
   }
 
-  /** An item's rows once they arrived (null before, or when it was dropped). */
+  /** An item's rows once they arrived (null before, when it was dropped, or once released). */
   rowsOf(item: number): Float32Array | null {
     return this.rows[item] ?? null;
   }
@@ -135,9 +171,14 @@ export class ThinkerMedia {
   rowAt(p: number): Float32Array | null | undefined {
     const span = this.spans.find((s) => p >= s.start && p < s.start + s.length);
     if (!span) return undefined;
+    const d = this.hiddenSize;
+    if (this.state[span.item] === 'released') {
+      // The position's input row in the request's store: [embedding | hidden], the embedding first.
+      const stored = this.stored()!;
+      return stored.rows(p + 1).subarray(2 * d * p, 2 * d * p + d);
+    }
     const rows = this.rows[span.item];
     if (!rows) return null;
-    const d = this.hiddenSize;
     const row = (span.offset ?? 0) + p - span.start;
     return rows.subarray(row * d, (row + 1) * d);
   }
@@ -167,9 +208,27 @@ export class ThinkerMedia {
     const d = this.hiddenSize;
     const promptEnd = Math.min(end, this.prompt.length);
     if (start >= promptEnd) return textEmbeds;
-    const head = spliceRange(this.map, start, promptEnd, textEmbeds.subarray(0, (promptEnd - start) * d), this.rows, d);
+    if (!this.state.includes('released')) {
+      const head = spliceRange(
+        this.map,
+        start,
+        promptEnd,
+        textEmbeds.subarray(0, (promptEnd - start) * d),
+        this.rows,
+        d,
+      );
+      const out = textEmbeds.slice();
+      out.set(head, 0);
+      return out;
+    }
+    // Some rows were released (a recompute): each media position's row, from the item or the request's store.
     const out = textEmbeds.slice();
-    out.set(head, 0);
+    for (let p = start; p < promptEnd; p++) {
+      const row = this.rowAt(p);
+      if (row === null)
+        throw new RangeError(`media position ${p} was scheduled before its rows arrived; clamp at readyLimit()`);
+      if (row) out.set(row, (p - start) * d);
+    }
     return out;
   }
 }

@@ -44,6 +44,9 @@ export class InstanceEvents {
       case 'ec_stored':
         this.ctx.events.emit('ecStored', inst.instance, msg);
         return;
+      case 'media_released':
+        this.ctx.events.emit('mediaReleased', inst.instance, msg);
+        return;
       case 'stats':
         inst.stats = msg.stats;
         diagnostics.stageStats.publish({ stageId: inst.spec.stageId, instance: inst.instance, ...msg.stats });

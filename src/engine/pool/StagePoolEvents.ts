@@ -6,6 +6,7 @@ import type { InstanceView } from './StageInstance.ts';
 
 export type FinishedMessage = Extract<StageToMain, { type: 'finished' }>;
 export type EcStoredMessage = Extract<StageToMain, { type: 'ec_stored' }>;
+export type MediaReleasedMessage = Extract<StageToMain, { type: 'media_released' }>;
 
 export interface StagePoolEvents {
   /** An instance is READY (boot, restart or remote join), with the model facts it reported. */
@@ -14,6 +15,8 @@ export interface StagePoolEvents {
   finished: [instance: InstanceView, msg: FinishedMessage];
   /** A Thinker instance kept an item's encoder rows. */
   ecStored: [instance: string, msg: EcStoredMessage];
+  /** A Thinker instance let go of a request's media rows once prefilled. */
+  mediaReleased: [instance: string, msg: MediaReleasedMessage];
   /** The instance died or was lost with its process state: its requests in flight failed with `error`. */
   lost: [instance: InstanceView, requestIds: readonly string[], error: SerializedError];
   /** The instance was declared hung (it is being killed): its requests in flight failed with `error`. */
