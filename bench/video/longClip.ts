@@ -1,0 +1,148 @@
+/**
+ * Issue 44's goal "a 2-minute clip at fps 2 with its audio: the Thinker's and encoder's RSS rise by no more than their
+ * configured budgets; over budget it is served with fewer frames (the fallback), never an OOM or a 500". Through the
+ * HTTP front end of a real pipeline (the config's encoders and Thinker as processes): a short clip warms every process
+ * up, then each stage process's peak RSS is reset (/proc/<pid>/clear_refs 5) and its RSS noted; the long clip (H.264 +
+ * an AAC tone) is asked about once with `mm_processor_kwargs: {fps, use_audio_in_video: true}`, the video stage's
+ * `max_frames` raised so fps binds (every 2 fps frame asked); then each process's peak RSS (VmHWM) less its RSS before
+ * is its rise, set beside its budget: the Thinker's engine.media_rows_bytes, an encoder's encoder.cache_bytes.
+ *
+ *   npx tsx bench/video/longClip.ts [--config configs/tiny-omni.yaml] [--seconds 120] [--fps 2] [--max-frames 240]
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
+import { parseDocument } from 'yaml';
+import { parseConfig } from '../../src/index.ts';
+import { benchLogger } from '../benchLogger.ts';
+import { gitSha } from '../common.ts';
+import { startInProcessServer } from '../ttfp/inProcessServer.ts';
+
+const run = promisify(execFile);
+
+/** A test-pattern clip (H.264 320 x 240 at 10 fps) with a 440 Hz tone (AAC). */
+async function clipWithSound(seconds: number): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'chorus-longclip-'));
+  try {
+    const out = join(dir, 'clip.mp4');
+    const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y'];
+    args.push('-f', 'lavfi', '-i', `testsrc2=size=320x240:rate=10:duration=${seconds}`);
+    args.push('-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000:duration=${seconds}`);
+    args.push('-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-crf', '35', '-c:a', 'aac', out);
+    await run(ffmpegInstaller.path, args);
+    return await readFile(out);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A process's RSS and peak RSS (VmHWM), bytes. */
+async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  return { rss: kib('VmRSS'), peak: kib('VmHWM') };
+}
+
+/** The config with the video stage's max_frames raised (so the asked fps binds), as YAML text. */
+async function configText(file: string, maxFrames: number): Promise<string> {
+  const doc = parseDocument(await readFile(file, 'utf8'));
+  const stages = (doc.toJS() as { stages: { encoder?: { video?: unknown } }[] }).stages;
+  stages.forEach((s, i) => {
+    if (s.encoder?.video) doc.setIn(['stages', i, 'encoder', 'video', 'max_frames'], maxFrames);
+  });
+  return doc.toString();
+}
+
+async function ask(baseUrl: string, clip: Buffer, fps: number) {
+  const res = await fetch(`${baseUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      max_tokens: 2,
+      mm_processor_kwargs: { fps, use_audio_in_video: true },
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'video_url', video_url: { url: `data:video/mp4;base64,${clip.toString('base64')}` } },
+            { type: 'text', text: 'What happens, and what do you hear?' },
+          ],
+        },
+      ],
+    }),
+  });
+  const body = (await res.json()) as Record<string, unknown>;
+  return { status: res.status, body };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      config: { type: 'string', default: 'configs/tiny-omni.yaml' },
+      seconds: { type: 'string', default: '120' },
+      fps: { type: 'string', default: '2' },
+      'max-frames': { type: 'string', default: '240' },
+    },
+  });
+  const log = benchLogger(process.stderr);
+  const text = await configText(values.config, Number(values['max-frames']));
+  const graph = parseConfig(text, values.config);
+  const [warm, clip] = await Promise.all([clipWithSound(2), clipWithSound(Number(values.seconds))]);
+  const server = await startInProcessServer(graph, log);
+  try {
+    const fps = Number(values.fps);
+    const warmed = await ask(server.baseUrl, warm, fps);
+    if (warmed.status !== 200) throw new Error(`warm-up: HTTP ${warmed.status} ${JSON.stringify(warmed.body)}`);
+    const stages = server.engine.health().filter((h) => h.pid !== null);
+    const before = new Map<string, number>();
+    for (const h of stages) {
+      await writeFile(`/proc/${h.pid}/clear_refs`, '5'); // the peak from here on
+      before.set(h.instance!, (await memoryOf(h.pid!)).rss);
+    }
+    const started = performance.now();
+    const answer = await ask(server.baseUrl, clip, fps);
+    const ms = Math.round(performance.now() - started);
+    const budgetOf = (stageId: string) => {
+      const spec = graph.stages.find((s) => s.stageId === stageId)!;
+      if (spec.encoder) return { setting: 'encoder.cache_bytes', bytes: spec.encoder.cacheBytes };
+      return { setting: 'engine.media_rows_bytes', bytes: spec.engine.mediaRowsBytes ?? 512 * 1024 * 1024 };
+    };
+    const processes = [];
+    for (const h of stages) {
+      const rise = (await memoryOf(h.pid!)).peak - before.get(h.instance!)!;
+      const budget = budgetOf(h.stageId);
+      processes.push({
+        instance: h.instance,
+        riseMiB: mib(rise),
+        budget: budget.setting,
+        budgetMiB: mib(budget.bytes),
+      });
+    }
+    const usage = answer.body.usage as { prompt_tokens_details?: Record<string, number> } | undefined;
+    const result = {
+      gitSha: gitSha(),
+      config: values.config,
+      clip: { seconds: Number(values.seconds), bytes: clip.byteLength, fps, maxFrames: Number(values['max-frames']) },
+      status: answer.status,
+      ms,
+      tokens: usage?.prompt_tokens_details,
+      warnings: answer.body.chorus_warnings ?? [],
+      error: answer.body.error ?? null,
+      processes,
+      withinBudgets: processes.every((p) => p.riseMiB <= p.budgetMiB),
+      goal: 'rise <= budget per process; over budget served with fewer frames; never an OOM or a 500',
+    };
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await server.close();
+  }
+}
+
+function mib(bytes: number): number {
+  return Number((bytes / 1048576).toFixed(1));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
