@@ -24,7 +24,7 @@ import { loadVoiceConfig, type VoiceConfig, type VoiceScales } from './voiceConf
  * A run's rows stay within this ratio of lengths (longest / shortest): past it, padding costs more than batching
  * saves (measured on one thread: 4 equal rows ~20% faster per row than alone; rows padded by 1.7x, slower).
  */
-const PAD_RATIO = 1.25;
+export const PAD_RATIO = 1.25;
 
 export interface PiperItem {
   readonly seqId: string;

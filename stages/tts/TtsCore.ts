@@ -2,10 +2,11 @@
  * The tts stage: the Thinker's text in, speech out. Token ids arrive as they are sampled; a streaming detokenizer
  * turns them into text, the PhraseSplitter cuts it into phrases, and each phrase is phonemized (asynchronously:
  * phonemizer's API is a promise) into sentences of phoneme ids, kept in order per request. Every request with a
- * sentence ready is a candidate for the next step (GenerationScheduler: up to max_num_seqs, one sentence per request,
- * oldest or least slack first); the voice runs them as one batch, and each sentence's audio, resampled to the
- * client's 24 kHz, goes to main at once. The last sentence (or an empty chunk, when the text ended with nothing left
- * to say) carries the Thinker's finish reason.
+ * sentence ready is a candidate for the next step (GenerationScheduler: one sentence per request, oldest or least
+ * slack first). A step is one run of the voice: the first candidate's sentence, batched with the others' only where
+ * that keeps it on time (batchFor), so a long sentence of a listener with audio in hand never holds up one whose
+ * buffer is about to run dry; each sentence's audio, resampled to the client's 24 kHz, goes to main at once. The
+ * last sentence (or an empty chunk, when the text ended with nothing left to say) carries the Thinker's finish reason.
  */
 import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
@@ -16,11 +17,14 @@ import { resample } from '../../src/media/resample.ts';
 import { StreamingDetokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
 import type { AddRequest, PlaybackPlan, StageStats } from '../../src/worker/messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
-import type { PiperItem } from './OnnxPiperRunner.ts';
+import { PAD_RATIO, type PiperItem } from './OnnxPiperRunner.ts';
 import { phonemeIds, type PhonemeIdMap } from './phonemeIds.ts';
 import { PhraseSplitter, type PhrasePolicy } from './PhraseSplitter.ts';
 import type { TtsArgs, TtsKindStats } from './protocol.ts';
 import { OUTPUT_RATE_HZ } from './ttsSettings.ts';
+
+/** How fast the measured cost per position follows the latest run (the machine's load moves it). */
+const COST_SMOOTHING = 0.3;
 
 interface Sentence {
   /** Phoneme ids, or null: nothing to say, only the end to report. */
@@ -66,6 +70,8 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
   private readonly runner: VoiceRunner;
   private phrasesDone = 0;
   private missingPhonemes = 0;
+  /** The voice's measured milliseconds per row position of a run (rows x longest row), smoothed; null: none yet. */
+  private msPerPosition: number | null = null;
 
   constructor(
     ctx: StageContext,
@@ -158,10 +164,43 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
   }
 
   /** The listener's buffer runs dry when the audio sent so far has played (before the first packet: its deadline). */
-  private updateDeadline(req: TtsRequest): void {
+  private deadlineOf(req: TtsRequest): number | null {
     const pb = req.playback;
-    if (pb)
-      this.scheduler.setDeadline(req.requestId, (req.firstSentAtMs ?? pb.firstPacketDeadlineMs) + req.audioMsSent);
+    return pb ? (req.firstSentAtMs ?? pb.firstPacketDeadlineMs) + req.audioMsSent : null;
+  }
+
+  private updateDeadline(req: TtsRequest): void {
+    const deadline = this.deadlineOf(req);
+    if (deadline !== null) this.scheduler.setDeadline(req.requestId, deadline);
+  }
+
+  /**
+   * What one step synthesizes, from the scheduler's candidates in its order: the first sentence with something to
+   * say (the anchor), and beside it the other candidates' sentences of a similar length (within the voice's pad
+   * ratio, so they share its run) while the run's measured cost still ends before the anchor's listener runs dry.
+   * Sentences with nothing to say (an answer's end) go along at no cost; the rest wait for the next step.
+   */
+  private batchFor(candidates: readonly TtsRequest[], nowMs: number): TtsRequest[] {
+    const lengthOf = (r: TtsRequest) => r.ready[0].ids?.length ?? 0;
+    const anchor = candidates.find((r) => lengthOf(r) > 0);
+    if (!anchor) return [...candidates];
+    const slackMs = (this.deadlineOf(anchor) ?? Infinity) - nowMs;
+    const batch = [anchor];
+    let longest = lengthOf(anchor);
+    for (const r of candidates) {
+      const length = lengthOf(r);
+      if (r === anchor) continue;
+      if (length === 0) {
+        batch.push(r);
+        continue;
+      }
+      if (length > lengthOf(anchor) * PAD_RATIO || length * PAD_RATIO < lengthOf(anchor)) continue;
+      const costMs = this.msPerPosition === null ? Infinity : this.msPerPosition * (batch.length + 1) * longest;
+      if (slackMs !== Infinity && costMs > slackMs) continue;
+      batch.push(r);
+      longest = Math.max(longest, length);
+    }
+    return batch;
   }
 
   pause(requestId: string): void {
@@ -193,18 +232,23 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
   }
 
   step(): boolean {
-    const items = this.scheduler.schedule();
-    if (items.length === 0) return false;
+    const candidates = this.scheduler.schedule();
+    if (candidates.length === 0) return false;
     const started = performance.now();
-    const work = items.map(({ requestId }) => {
-      const req = this.requests.get(requestId)!;
-      return { req, sentence: req.ready.shift()! };
-    });
-    this.scheduler.update(items);
+    const chosen = this.batchFor(
+      candidates.map(({ requestId }) => this.requests.get(requestId)!),
+      Date.now(),
+    );
+    const work = chosen.map((req) => ({ req, sentence: req.ready.shift()! }));
+    this.scheduler.update(chosen);
     const spoken = work.filter((w) => w.sentence.ids !== null);
     let audio: Float32Array[];
     try {
       audio = this.runner.synthesize(spoken.map((w) => ({ seqId: w.req.requestId, ids: w.sentence.ids! })));
+      this.measure(
+        spoken.map((w) => w.sentence.ids!.length),
+        performance.now() - started,
+      );
     } catch (err) {
       for (const w of work)
         this.fail(w.req, new ChorusError(ErrorCodes.STAGE_FAILED, `tts synthesis failed: ${err}`, { cause: err }));
@@ -227,5 +271,15 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     }
     this.recordStep(work.length, started, () => work.map((w) => [w.req.requestId, 1] as const));
     return true;
+  }
+
+  /** A run of rows of these lengths took `ms`: the cost per position (rows x longest row), smoothed over runs. */
+  private measure(lengths: readonly number[], ms: number): void {
+    if (lengths.length === 0) return;
+    const perPosition = ms / (lengths.length * Math.max(...lengths));
+    this.msPerPosition =
+      this.msPerPosition === null
+        ? perPosition
+        : this.msPerPosition + COST_SMOOTHING * (perPosition - this.msPerPosition);
   }
 }

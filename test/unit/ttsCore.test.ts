@@ -1,12 +1,14 @@
 /**
  * TtsCore with a fake voice and phonemizer: the Thinker's tokens become phrases whose audio leaves before the text
  * ends, in order, resampled to 24 kHz; the last audio carries the Thinker's finish reason; requests with sentences
- * ready share one synthesis; an aborted request's late phonemes are dropped; a failed synthesis ends its requests.
+ * ready share one synthesis, unless sharing it would make the listener about to run dry late; an aborted request's
+ * late phonemes are dropped; a failed synthesis ends its requests.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FinishReason } from '../../src/common/engine.ts';
 import type { AudioBody, ChunkBody } from '../../src/common/payloads.ts';
 import type { StageSpec } from '../../src/common/graph.ts';
+import type { SchedulingPolicy } from '../../src/sched/playback.ts';
 import { ByteTokenizer } from '../../src/tokenizer/ByteTokenizer.ts';
 import type { PiperItem } from '../../stages/tts/OnnxPiperRunner.ts';
 import { ttsStatsOf } from '../../stages/tts/protocol.ts';
@@ -17,8 +19,11 @@ import { FakeAdapter, received, stageContext } from '../helpers/fakeStage.ts';
 const VOICE_RATE_HZ = 22050;
 const SAMPLES_PER_ID = 147; // 147 samples at 22.05 kHz -> 160 at 24 kHz
 
-/** Every id gives SAMPLES_PER_ID samples; the batches are recorded. */
+/** Every id gives SAMPLES_PER_ID samples; the batches are recorded; `clock` (performance.now's, in a test that
+ * mocks it) advances msPerPosition for each row position of a run, as a voice's compute would. */
 class FakeVoice implements VoiceRunner {
+  clock = 0;
+  msPerPosition = 0;
   readonly sampleRateHz = VOICE_RATE_HZ;
   readonly voice = { phonemeIdMap: phonemeMap() };
   audioSeconds = 0;
@@ -29,6 +34,7 @@ class FakeVoice implements VoiceRunner {
   synthesize(items: readonly PiperItem[]): Float32Array[] {
     if (this.fail) throw new Error('onnx exploded');
     this.batches.push(items.map((i) => i.seqId));
+    this.clock += this.msPerPosition * items.length * Math.max(...items.map((i) => i.ids.length));
     return items.map((i) => new Float32Array(i.ids.length * SAMPLES_PER_ID).fill(0.1));
   }
 }
@@ -56,7 +62,7 @@ const base = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 
 const spec: StageSpec = { ...base, stageId: 'tts', engine: { ...base.engine, maxNumSeqs: 4 } };
 const tokenizer = new ByteTokenizer(512);
 
-function setup() {
+function setup(scheduling: SchedulingPolicy = 'fifo') {
   const adapter = new FakeAdapter();
   // The core wakes its loop once per phrase phonemized and once for the end: tests wait for that many wake-ups.
   let numWakes = 0;
@@ -65,7 +71,7 @@ function setup() {
     numWakes++;
     waiters = waiters.filter((w) => (numWakes >= w.atCount ? (w.resolve(), false) : true));
   };
-  const ctx = { ...stageContext(spec, adapter), wake: onWake };
+  const ctx = { ...stageContext(spec, adapter), wake: onWake, scheduling };
   const voice = new FakeVoice();
   const phonemizer = new FakePhonemizer();
   const phrases = { firstMinChars: 5, firstMaxWords: 0, maxChars: 200 };
@@ -75,7 +81,7 @@ function setup() {
     const atCount = numWakes + n;
     return new Promise<void>((resolve) => waiters.push({ atCount, resolve }));
   };
-  const add = (requestId: string) =>
+  const add = (requestId: string, firstPacketDeadlineMs?: number) =>
     core.add({
       type: 'add',
       requestId,
@@ -83,7 +89,10 @@ function setup() {
       downstream: [{ instance: 'main', stageId: 'main' }],
       upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
       firstChunkDeadline: Date.now() + 30_000,
-      args: {},
+      args:
+        firstPacketDeadlineMs === undefined
+          ? {}
+          : { playback: { firstPacketDeadlineMs, ttfpTargetMs: null, frameMs: 20, downstreamMs: 0 } },
     });
   const text = (requestId: string, t: string, final = false, finishReason?: FinishReason) => {
     const body: ChunkBody = { kind: 'text', tokenIds: tokenizer.encode(t) };
@@ -96,6 +105,10 @@ function setup() {
   };
   return { adapter, ctx, voice, phonemizer, core, add, text, sent, runAll, wakes };
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('TtsCore', () => {
   it('speaks the first phrase before the text ends, then the rest, the last audio final', async () => {
@@ -157,6 +170,32 @@ describe('TtsCore', () => {
     expect(t.voice.batches[0]).toEqual(['a', 'b']);
     expect(t.sent('a').at(-1)?.final).toBe(true);
     expect(t.sent('b').at(-1)?.final).toBe(true);
+  });
+
+  it('runs a listener about to run dry alone when sharing the run would make it late, else in one run', async () => {
+    const t = setup('playback');
+    vi.spyOn(performance, 'now').mockImplementation(() => t.voice.clock);
+    t.voice.msPerPosition = 10; // a 14-id sentence: 140 ms alone, 280 ms in a run of two
+    const now = Date.now();
+    t.add('warm', now + 60_000);
+    let woke = t.wakes(1);
+    t.text('warm', 'Good morning, '); // its run measures the voice's cost
+    await woke;
+    t.runAll();
+    const round = async (urgentSlackMs: number) => {
+      t.voice.batches.length = 0;
+      const [calm, urgent] = [`calm${urgentSlackMs}`, `urgent${urgentSlackMs}`];
+      t.add(calm, Date.now() + 60_000);
+      t.add(urgent, Date.now() + urgentSlackMs);
+      woke = t.wakes(2);
+      t.text(calm, 'Good evening, ');
+      t.text(urgent, 'Good morning, ');
+      await woke;
+      t.runAll();
+      return t.voice.batches;
+    };
+    expect(await round(200)).toEqual([['urgent200'], ['calm200']]); // 280 ms together > 200 ms of slack
+    expect(await round(5_000)).toEqual([['urgent5000', 'calm5000']]);
   });
 
   it('drops the phonemes of a request aborted while they were made', async () => {
