@@ -20,9 +20,10 @@ import { ServerTimings } from '../ttfp/ServerTimings.ts';
 import { measureBreakdown } from './measureBreakdown.ts';
 import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 import { voicePrompts } from './sentences.ts';
+import { summarizeTranscriptionCost, withAsr } from './transcriptionCost.ts';
 import { concatPcm, quiet, SPEECH_RATE_HZ, speakToFile } from './speech.ts';
 import { speechOf, withLead } from './turns.ts';
-import { VoiceClients, type TurnRun } from './VoiceClients.ts';
+import { VoiceClients } from './VoiceClients.ts';
 import { evaluateVoiceGoal, summarizeVoiceRun, type VoiceBenchResult } from './voiceResults.ts';
 
 export type VoiceBenchTarget =
@@ -46,6 +47,8 @@ export interface VoiceBenchOptions {
   readonly progress: (NodeJS.WritableStream & { isTTY?: boolean }) | null;
   readonly log: Logger;
   readonly command: string;
+  /** Also voice turns with input transcription off and on, compared (transcriptionCost.ts). */
+  readonly compareTranscription?: boolean;
   /** Called with every turn's trace (the CLI writes them to DIR/requests.json). */
   readonly onRun?: (concurrency: number, traces: readonly TurnTrace[]) => void;
 }
@@ -146,7 +149,8 @@ async function measureRuns(
   let clients: VoiceClients | null = null;
   try {
     clients = await VoiceClients.start();
-    if (config) server = await startInProcessServer(config.graph, o.log);
+    if (config)
+      server = await startInProcessServer(o.compareTranscription ? withAsr(config.graph) : config.graph, o.log);
     const baseUrl = server?.baseUrl ?? (o.target as Extract<VoiceBenchTarget, { kind: 'url' }>).url;
     const settings: TurnSettings = {
       wsUrl: `${baseUrl.replace(/^http/, 'ws')}/v1/realtime`,
@@ -155,10 +159,14 @@ async function measureRuns(
       outputLen: o.outputLen,
       timeoutMs: o.timeoutMs,
     };
-    const load = (name: string, kind: TurnKind, concurrency: number, turns: TurnSpec[]): Promise<TurnRun> => {
+    const load = (name: string, kind: TurnKind, concurrency: number, turns: TurnSpec[], transcription = false) => {
       const bar = o.progress ? new ProgressBar(o.progress, name, turns.length) : null;
-      return clients!.run(kind, concurrency, settings, turns, (ok) => bar?.tick(ok)).finally(() => bar?.finish());
+      return clients!
+        .run(kind, concurrency, { ...settings, transcription }, turns, (ok) => bar?.tick(ok))
+        .finally(() => bar?.finish());
     };
+    if (o.compareTranscription && warmups.length > 0)
+      await load('transcribed warm-up', 'voice', 1, turnsOf(warmups), true);
     if (warmups.length > 0) {
       // Also starts the server's VAD service (it loads on the first server_vad session), outside the figures.
       for (const kind of ['voice', 'text'] as const) {
@@ -191,6 +199,15 @@ async function measureRuns(
         }),
       );
       o.onRun?.(concurrency, [...voice.traces, ...text.traces]);
+      if (o.compareTranscription) {
+        const pass = (on: boolean) =>
+          load(`transcription ${on ? 'on' : 'off'} c=${concurrency}`, 'voice', concurrency, turnsOf(prompts), on);
+        const [off1, on1, on2, off2] = [await pass(false), await pass(true), await pass(true), await pass(false)];
+        const off = [...off1.traces, ...off2.traces];
+        const on = [...on1.traces, ...on2.traces];
+        (result.transcription ??= []).push(summarizeTranscriptionCost(concurrency, off, on));
+        o.onRun?.(concurrency, [...off, ...on]);
+      }
       if (committed.length === 0) committed = committedClips(voiceTurns, voice.traces);
     }
     return committed;

@@ -31,6 +31,7 @@ class TurnSession {
   textTokens?: number;
   speechStoppedMs?: number;
   vadAudioEndMs?: number;
+  transcribedMs?: number;
   #finished = false;
   readonly #outcome: Promise<Outcome>;
   #finish!: (o: Outcome) => void;
@@ -81,6 +82,7 @@ class TurnSession {
             audio: {
               input: {
                 turn_detection: kind === 'voice' ? { type: 'server_vad', silence_duration_ms: s.silenceMs } : null,
+                ...(kind === 'voice' && s.transcription ? { transcription: { model: 'whisper-1' } } : {}),
               },
             },
           },
@@ -141,6 +143,9 @@ class TurnSession {
       case 'response.created':
         this.requestId ??= e.response?.id;
         return;
+      case 'conversation.item.input_audio_transcription.completed':
+        this.transcribedMs ??= atMs;
+        return;
       case 'response.done': {
         this.events.push({ type: 'done', atMs });
         const r = e.response;
@@ -172,6 +177,7 @@ class TurnSession {
       ...(this.textTokens !== undefined ? { textTokens: this.textTokens } : {}),
       ...(this.speechStoppedMs !== undefined ? { speechStoppedMs: this.speechStoppedMs } : {}),
       ...(this.vadAudioEndMs !== undefined ? { vadAudioEndMs: this.vadAudioEndMs } : {}),
+      ...(this.transcribedMs !== undefined ? { transcribedMs: this.transcribedMs } : {}),
     };
   }
 }
