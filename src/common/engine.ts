@@ -224,6 +224,11 @@ export interface FirstOutputEstimate {
   readonly ttftMs: number;
   /** To its first audio packet; null until a request has had audio (the text estimate stands in). */
   readonly ttfpMs: number | null;
+  /**
+   * What requests admitted alone lately took to their first text and first audio (median; null until measured):
+   * the base of admission's measured default bound (src/server/admission/measuredSlo.ts).
+   */
+  readonly aloneMs?: { readonly ttft: number | null; readonly ttfp: number | null };
 }
 
 export interface Engine {

@@ -437,6 +437,15 @@ export interface AdmissionSlo {
   readonly sloTtfpMs: number | null;
 }
 
+/**
+ * The YAML's bounds (`admission:`): as AdmissionSlo, with `max_queue_ms: measured` (the default) meaning a bound the
+ * server derives from what requests alone take on it (src/server/admission/measuredSlo.ts).
+ */
+export interface AdmissionSettings {
+  readonly maxQueueMs: number | null | 'measured';
+  readonly sloTtfpMs: number | null;
+}
+
 export type CachePartition = 'api_key' | 'shared';
 
 /**
@@ -506,7 +515,7 @@ export interface StageGraph {
    */
   readonly routing: RoutingPolicy;
   /** Admission on latency (YAML `admission:`); absent: the count bounds of the server only. */
-  readonly admission?: AdmissionSlo;
+  readonly admission?: AdmissionSettings;
   /**
    * Topologically ordered: encoder stages (which read media from main, not from another stage) come before the
    * Thinker they feed; without encoders the entry stage is first.

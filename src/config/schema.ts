@@ -237,8 +237,12 @@ export const GraphYaml = Type.Object(
     admission: optional(
       Type.Object(
         {
+          // Absent or measured: from what requests alone take (src/server/admission/measuredSlo.ts); null: none.
           max_queue_ms: optional(
-            Type.Union([int(1), Type.Null()], { errorMessage: 'must be an integer >= 1 (ms), or null for no bound' }),
+            Type.Union([int(1), Type.Null(), Type.Literal('measured')], {
+              errorMessage:
+                'must be an integer >= 1 (ms), measured (derived from requests alone), or null for no bound',
+            }),
           ),
           // Absent or null: no bound (config/defaults.ts).
           slo_ttfp_ms: optional(

@@ -157,7 +157,11 @@ function requestQueueFor(engine: Engine, options: ResolvedServerOptions): Reques
       maxWaitMs: options.maxQueueWaitMs,
     },
     // Read per request: a hot reload changes engine.graph, and with it the bounds.
-    { slo: () => engine.graph.admission, estimate: () => engine.firstOutputEstimate?.() ?? null },
+    {
+      slo: () => engine.graph.admission,
+      estimate: () => engine.firstOutputEstimate?.() ?? null,
+      chunkTimeoutMs: () => engine.graph.chunkPolicy.chunkTimeoutMs,
+    },
   );
 }
 

@@ -171,6 +171,7 @@ describe('RequestQueue.latencyRefusal', () => {
     const queue = new RequestQueue(limits, {
       slo: () => ({ maxQueueMs: null, sloTtfpMs: 1_000 }),
       estimate: () => engine,
+      chunkTimeoutMs: () => 30_000,
     });
     const err = await queue.acquire(true).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RateLimitedError);
@@ -187,6 +188,7 @@ describe('RequestQueue.latencyRefusal', () => {
     const queue = new RequestQueue(limits, {
       slo: () => ({ maxQueueMs: 1, sloTtfpMs: null }),
       estimate: () => null,
+      chunkTimeoutMs: () => 30_000,
     });
     // No hold measured yet: the line's wait is unknown, so the count bounds decide.
     const first = await queue.acquire();
@@ -205,7 +207,11 @@ describe('RequestQueue.latencyRefusal', () => {
   });
 
   it('refuses nothing on latency without bounds', async () => {
-    const queue = new RequestQueue(limits, { slo: () => undefined, estimate: () => estimate(1e6, 1e6, 1e6) });
+    const queue = new RequestQueue(limits, {
+      slo: () => undefined,
+      estimate: () => estimate(1e6, 1e6, 1e6),
+      chunkTimeoutMs: () => 30_000,
+    });
     expect(queue.latencyRefusal(true, true)).toBeNull();
     (await queue.acquire(true))();
   });

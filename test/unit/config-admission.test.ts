@@ -1,4 +1,7 @@
-/** `admission:` of a graph (max_queue_ms, slo_ttfp_ms): in ms; absent or null, no bound; malformed is named. */
+/**
+ * `admission:` of a graph (max_queue_ms, slo_ttfp_ms): in ms; max_queue_ms absent or `measured`, the measured bound;
+ * null, no bound; malformed is named.
+ */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { configProblems } from '../helpers/configProblems.ts';
@@ -11,10 +14,14 @@ const thinker = `stages:
 `;
 
 describe('admission:', () => {
-  it('is no bound when absent or null, and each bound on its own', () => {
-    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: null, sloTtfpMs: null });
-    expect(parseConfig(`admission: {slo_ttfp_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
+  it('is the measured queue bound when absent, none when null, and each bound on its own', () => {
+    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: 'measured', sloTtfpMs: null });
+    expect(parseConfig(`admission: {max_queue_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: null,
+      sloTtfpMs: null,
+    });
+    expect(parseConfig(`admission: {slo_ttfp_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
+      maxQueueMs: 'measured',
       sloTtfpMs: null,
     });
     expect(parseConfig(`admission: {max_queue_ms: 300}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
@@ -22,7 +29,7 @@ describe('admission:', () => {
       sloTtfpMs: null,
     });
     expect(parseConfig(`admission: {slo_ttfp_ms: 1500}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
-      maxQueueMs: null,
+      maxQueueMs: 'measured',
       sloTtfpMs: 1500,
     });
     const both = `admission:\n  max_queue_ms: 200\n  slo_ttfp_ms: 800\n${thinker}`;
@@ -34,7 +41,9 @@ describe('admission:', () => {
       'configs/x.yaml:2 admission.slo_ttft_ms: unknown key "slo_ttft_ms" (did you mean "slo_ttfp_ms"?)',
     ]);
     const [problem] = configProblems(`admission:\n  max_queue_ms: 0\n${thinker}`);
-    expect(problem).toMatch(/^configs\/x\.yaml:2 admission\.max_queue_ms: must be an integer >= 1 \(ms\), or null/);
+    expect(problem).toMatch(
+      /^configs\/x\.yaml:2 admission\.max_queue_ms: must be an integer >= 1 \(ms\), measured \(derived .*\), or null/,
+    );
     expect(configProblems(`admission: 500\n${thinker}`)).toHaveLength(1);
     expect(configProblems(`admission: 500\n${thinker}`)[0]).toMatch(/^configs\/x\.yaml:1 admission: /);
   });

@@ -8,6 +8,7 @@
  * predicted at its admission) is learned per live request at its admission, and a newcomer is charged that for
  * every request live now: the charge rises the moment load arrives, before any of it has been measured.
  */
+import { AloneTimes } from './AloneTimes.ts';
 
 /** Weight of a new sample (exponential moving average), as the router's rates. */
 const SMOOTHING = 0.3;
@@ -45,6 +46,8 @@ export interface LiveSample {
 }
 
 export class LiveCost {
+  /** First text and audio of requests admitted alone (AloneTimes.ts). */
+  readonly alone = new AloneTimes();
   #live = 0;
   #typicalPromptTokens: number | null = null;
   #ttftPerLiveMs: number | null = null;
@@ -83,6 +86,7 @@ export class LiveCost {
   firstToken(s: LiveSample, atMs: number): void {
     if (s.ttftLearned) return;
     s.ttftLearned = true;
+    this.alone.learn('ttft', s.live, atMs - s.admittedAtMs);
     this.#ttftPerLiveMs = envelope(this.#ttftPerLiveMs, missPerLive(s, atMs));
     this.learnRatio('ttft', s, atMs);
   }
@@ -90,6 +94,7 @@ export class LiveCost {
   firstAudio(s: LiveSample, atMs: number): void {
     if (s.ttfpLearned) return;
     s.ttfpLearned = true;
+    this.alone.learn('ttfp', s.live, atMs - s.admittedAtMs);
     this.#ttfpPerLiveMs = envelope(this.#ttfpPerLiveMs, missPerLive(s, atMs));
     this.learnRatio('ttfp', s, atMs);
   }

@@ -244,6 +244,7 @@ export class Router {
       // never null: the prediction alone at first
       ttftMs: (this.#liveCost.estimate(predictedMs, 'ttft') ?? 0) + entrySeatMs,
       ttfpMs: ttfpMs === null ? null : ttfpMs + seatMs,
+      aloneMs: { ttft: this.#liveCost.alone.ms('ttft'), ttfp: this.#liveCost.alone.ms('ttfp') },
     };
   }
 

@@ -10,8 +10,9 @@
  */
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import type { AdmissionSlo } from '../../common/graph.ts';
+import type { AdmissionSettings } from '../../common/graph.ts';
 import { decideAdmission } from './admissionDecision.ts';
+import { resolveSlo } from './measuredSlo.ts';
 import { serverMetrics } from '../metrics/metrics.ts';
 
 export interface RequestQueueLimits {
@@ -22,8 +23,10 @@ export interface RequestQueueLimits {
 
 /** The latency bounds and the engine's estimate, read at each admission (a hot reload may change the bounds). */
 export interface LatencyGate {
-  slo(): AdmissionSlo | undefined;
+  slo(): AdmissionSettings | undefined;
   estimate(): FirstOutputEstimate | null;
+  /** chunk_policy.chunk_timeout_ms: a measured bound stays within a third of it (measuredSlo.ts). */
+  chunkTimeoutMs(): number;
 }
 
 /** A refusal that knows when to come back: the Retry-After of its 429 (or the seconds its error event names). */
@@ -104,14 +107,12 @@ export class RequestQueue {
    * (chorus_latency_refusals_total): a held voice answer not started early is no refusal.
    */
   latencyRefusal(wantsAudio: boolean, waits: boolean): RateLimitedError | null {
-    const slo = this.gate?.slo();
-    if (!slo || (slo.maxQueueMs === null && slo.sloTtfpMs === null)) return null;
-    const decision = decideAdmission({
-      slo,
-      engine: this.gate!.estimate(),
-      lineWaitMs: waits ? this.#lineWaitMs() : 0,
-      wantsAudio,
-    });
+    const settings = this.gate?.slo();
+    if (!settings || (settings.maxQueueMs === null && settings.sloTtfpMs === null)) return null;
+    const engine = this.gate!.estimate();
+    const lineWaitMs = waits ? this.#lineWaitMs() : 0;
+    const slo = resolveSlo(settings, engine, { wantsAudio, chunkTimeoutMs: this.gate!.chunkTimeoutMs() });
+    const decision = decideAdmission({ slo, engine, lineWaitMs, wantsAudio });
     if (decision.admit) return null;
     const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
     return new RateLimitedError(
