@@ -30,7 +30,7 @@ function trace(stage: string, steps: StepRecord[], marks: MarkRecord[]): Process
 }
 
 /** Send at 0, first audio at the client at 22; a second audio delta (a chunk) at 33. */
-function world(opts: { talkerPut?: boolean; otherTalkerStep?: boolean } = {}) {
+function world(opts: { talkerPut?: boolean; otherTalkerStep?: boolean; secondInput?: boolean } = {}) {
   const mainMarks = [
     main('frame', 1),
     main('create', 1.2),
@@ -52,13 +52,19 @@ function world(opts: { talkerPut?: boolean; otherTalkerStep?: boolean } = {}) {
   const thinker = trace(
     'thinker',
     [step(3, 10, 0.1, 9)],
-    [mark('add', 2.5), mark('out', 12.3, { to: 'talker' }), mark('put', 13.2, { to: 'talker' })],
+    [
+      mark('add', 2.5),
+      mark('out', 12.3, { to: 'talker' }),
+      mark('put', 13.2, { to: 'talker' }),
+      ...(opts.secondInput ? [mark('out', 13.4, { to: 'talker' }), mark('put', 13.5, { to: 'talker' })] : []),
+    ],
   );
   const talkerSteps = [step(14, 5, 0.1, 4)];
   if (opts.otherTalkerStep) talkerSteps.unshift(step(12, 1.9, 0.1, 1.5, 'resp_other'));
   const talker = trace('talker', talkerSteps, [
     mark('add', 2.6),
     mark('in', 13.8, { from: 'thinker', g: 13.6 }),
+    ...(opts.secondInput ? [mark('in', 13.95, { from: 'thinker', g: 13.9 })] : []),
     mark('out', 18.3, { to: 'code2wav' }),
     ...(opts.talkerPut === false ? [] : [mark('put', 19.1, { to: 'code2wav' })]),
     mark('out', 30, { to: 'code2wav' }),
@@ -115,6 +121,15 @@ describe('first-packet account', () => {
     expect(wait.ms).toBeCloseTo(0.1, 9);
     expect(a.unnamedMs).toBeCloseTo(13.9, 9);
     expect(a.parts[0]).toMatchObject({ name: 'unnamed', kind: 'unnamed' });
+  });
+
+  it('a step that started late goes back through the input that woke its stage, not a later one', () => {
+    const { mainMarks, processes, client } = world({ secondInput: true });
+    const a = firstPacketAccount(client, mainMarks, processes)!;
+    expect(a.unnamedMs).toBeCloseTo(0, 9);
+    // The Talker's step began at 14, after both inputs: it waited from the first (13.8), the one that woke it.
+    expect(a.parts.find((p) => p.name === 'talker: input handed in -> step')!.ms).toBeCloseTo(0.2, 9);
+    expect(a.parts.find((p) => p.name === 'hop thinker -> talker (ring write, wake-up)')!.ms).toBeCloseTo(0.4, 9);
   });
 
   it('a missing mark ends the walk: what it did not reach is unnamed, and still adds up', () => {

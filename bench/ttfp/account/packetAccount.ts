@@ -6,10 +6,11 @@
  * left on the machine's one monotonic clock (src/common/packetMarks.ts): main's (frame, create, generate,
  * tokenized, routed, adding, got, delivered, audio_event, handed, written), each stage process's step trace (every
  * step with its model run's window, and its add / in / out / put marks: src/worker/StepTrace.ts), and the client's
- * send and arrival times. A step waited for the later of: the stage's previous step ending, the last input chunk of
- * the request handed to the core, the request's add. So the parts are consecutive intervals between two marks, each
- * named by what happens between them, and they add up to the packet's time; a link the marks cannot make (a missing
- * mark) ends the walk and what is left of the packet's time is "unnamed". Pure: tested on hand-made marks.
+ * send and arrival times. A step waited for the latest of: the stage's previous step ending, the request's add, and
+ * the first input chunk of the request handed to the core after those (the one that woke the idle stage). So the
+ * parts are consecutive intervals between two marks, each named by what happens between them, and they add up to the
+ * packet's time; a link the marks cannot make (a missing mark) ends the walk and what is left of the packet's time is
+ * "unnamed". Pure: tested on hand-made marks.
  */
 import type { MarkRecord, StepRecord } from '../../../src/basics.ts';
 
@@ -191,19 +192,20 @@ class Walk {
     return { atMs: untilMs, back: () => ({ name: `${stage} model`, kind: 'model', node: modelStart }) };
   }
 
-  /** A step's start, and what it waited for: the previous step, the last input in, or the add. */
+  /** A step's start, and what it waited for: the previous step, the first input in after it, or the add. */
   private stepStart(stage: string, step: StepRecord): Node {
     const p = this.r.stages.get(stage)!;
     const i = p.steps.indexOf(step);
     const prev = i > 0 ? p.steps[i - 1] : undefined;
     const prevEnd = prev ? prev.t + prev.d : Number.NEGATIVE_INFINITY;
-    const input = this.r
-      .stageMarks(stage, 'in')
-      .filter((m) => m.t <= step.t)
-      .at(-1);
     const add = this.r.stageMarks(stage, 'add').find((m) => m.t <= step.t);
-    const inAt = input?.t ?? Number.NEGATIVE_INFINITY;
     const addAt = add?.t ?? Number.NEGATIVE_INFINITY;
+    // The stage was idle for this request from its previous step or the add; the first input handed in after that
+    // woke it (a later one may have come before the step started, when the stage was slow to run: that delay is
+    // this stage's, not the later input's producer's).
+    const idleSince = Math.max(prevEnd, addAt);
+    const input = this.r.stageMarks(stage, 'in').find((m) => m.t >= idleSince && m.t <= step.t);
+    const inAt = input?.t ?? Number.NEGATIVE_INFINITY;
     const latest = Math.max(prevEnd, inAt, addAt);
     let back: () => Step;
     if (latest === Number.NEGATIVE_INFINITY) return { atMs: step.t, back: null };
