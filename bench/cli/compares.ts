@@ -15,6 +15,7 @@ export interface CompareFlags {
   readonly 'compare-prefix-cache'?: boolean;
   readonly 'compare-routing'?: string;
   readonly 'compare-tracing'?: boolean;
+  readonly 'compare-compiled'?: boolean;
 }
 
 /** A running server (--url) or one the bench starts (--config), not both. */
@@ -33,15 +34,18 @@ export function checkCompareFlags(v: CompareFlags, openLoop: boolean): void {
     v['compare-prefix-cache'] === true,
     v['compare-routing'] !== undefined,
     v['compare-tracing'] === true,
+    v['compare-compiled'] === true,
   ];
   if (compares.filter(Boolean).length > 1)
     throw new UsageError(
       'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing (or --compare-tracing)',
+        '--compare-routing (or --compare-tracing, --compare-compiled)',
     );
-  for (const flag of ['compare-scheduling', 'compare-prefix-cache', 'compare-routing', 'compare-tracing'] as const)
+  const bothStarted = ['compare-scheduling', 'compare-prefix-cache', 'compare-routing', 'compare-tracing'] as const;
+  for (const flag of [...bothStarted, 'compare-compiled'] as const)
     if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
       throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
-  if (v['compare-tracing'] === true && (v.turns !== undefined || openLoop))
-    throw new UsageError('--compare-tracing is for the closed-loop TTFP bench (not --turns or --request-rate)');
+  for (const flag of ['compare-tracing', 'compare-compiled'] as const)
+    if (v[flag] === true && (v.turns !== undefined || openLoop))
+      throw new UsageError(`--${flag} is for the closed-loop TTFP bench (not --turns or --request-rate)`);
 }

@@ -87,6 +87,11 @@ export interface InProcessServer {
 export type InProcessServerOptions = Omit<RemoteStageHostOptions, 'log'> & {
   /** --compare-tracing: this server traced (true) or not (false); absent: as the environment says. */
   readonly traced?: boolean;
+  /**
+   * --compare-compiled: this server's stage processes start from the build in dist/ (true) or from the TypeScript
+   * sources through tsx (false); absent: as CHORUS_COMPILED says. Main is this process either way.
+   */
+  readonly compiled?: boolean;
 };
 
 export async function startInProcessServer(
@@ -94,12 +99,11 @@ export async function startInProcessServer(
   log: Logger,
   options: InProcessServerOptions = {},
 ): Promise<InProcessServer> {
-  const { traced, ...hostOptions } = options;
+  const { traced, compiled, ...hostOptions } = options;
   const side = traced === undefined ? null : await openTracingSide(traced, log);
   try {
-    const server = await (side
-      ? side.withEnv(() => startStages(graph, log, hostOptions))
-      : startStages(graph, log, hostOptions));
+    const start = () => withCompiled(compiled, () => startStages(graph, log, hostOptions));
+    const server = await (side ? side.withEnv(start) : start());
     try {
       const tracing = side ? { tracing: side.tracing } : {};
       const { app, url } = await startServer(server.engine, {
@@ -161,5 +165,19 @@ async function startStages(graph: StageGraph, log: Logger, options: Omit<RemoteS
   } catch (err) {
     await host?.close(); // idempotent; stops whatever stage processes join() started
     throw err;
+  }
+}
+
+/** Runs `start` (which forks the stage processes) with CHORUS_COMPILED as `compiled` says, then restores it. */
+async function withCompiled<T>(compiled: boolean | undefined, start: () => Promise<T>): Promise<T> {
+  if (compiled === undefined) return start();
+  const saved = process.env.CHORUS_COMPILED;
+  if (compiled) process.env.CHORUS_COMPILED = '1';
+  else delete process.env.CHORUS_COMPILED;
+  try {
+    return await start();
+  } finally {
+    if (saved === undefined) delete process.env.CHORUS_COMPILED;
+    else process.env.CHORUS_COMPILED = saved;
   }
 }

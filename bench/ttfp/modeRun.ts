@@ -29,6 +29,8 @@ export interface Mode {
   readonly url: string | null;
   /** --compare-tracing: whether this mode's server is traced (tracingMode.ts); absent: as the environment says. */
   readonly traced?: boolean;
+  /** --compare-compiled: whether its stage processes run dist/ (inProcessServer.ts); absent: as the env says. */
+  readonly compiled?: boolean;
 }
 
 /** A mode's server, running: where its clients connect, and how to stop it (a no-op for --url). */
@@ -48,6 +50,7 @@ export async function openMode(
         ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
         ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
         ...(mode.traced !== undefined ? { traced: mode.traced } : {}),
+        ...(mode.compiled !== undefined ? { compiled: mode.compiled } : {}),
       })
     : null;
   if (server?.remote) result.remote_stages[mode.variant] = server.remote;

@@ -5,7 +5,9 @@
  * first, before any stage process runs), with the `chorus stage` processes of its remote stages, if any; with
  * --url it measures a running server.
  */
+import { existsSync } from 'node:fs';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import {
   ByteTokenizer,
@@ -149,7 +151,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
       modeIndex(x) - modeIndex(y) || o.concurrency.indexOf(x.concurrency) - o.concurrency.indexOf(y.concurrency),
   );
   // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
-  if (o.compareConfig || o.compareTracing)
+  if (o.compareConfig || o.compareTracing || o.compareCompiled)
     result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
   else result.ratios = asyncSyncRatios(result.runs);
   result.goals = evaluateGoals(
@@ -185,6 +187,7 @@ export async function planModes(
     | 'comparePrefixCache'
     | 'compareRouting'
     | 'compareTracing'
+    | 'compareCompiled'
   >,
 ): Promise<Mode[]> {
   const t = o.target;
@@ -198,13 +201,15 @@ export async function planModes(
   });
   if (t.kind === 'config') {
     const compares = [o.compareSync, o.compareConfig !== undefined, o.compareScheduling, o.comparePrefixCache];
-    if ([...compares, o.compareRouting !== undefined, o.compareTracing].filter(Boolean).length > 1)
+    const others = [o.compareRouting !== undefined, o.compareTracing, o.compareCompiled];
+    if ([...compares, ...others].filter(Boolean).length > 1)
       throw new ChorusError(
         ErrorCodes.REQUEST_INVALID,
         'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
           '--compare-routing (or --compare-tracing)',
       );
     if (o.compareRouting !== undefined) return routingModes(t.file, o.compareRouting, of);
+    if (o.compareCompiled) return compiledModes(await readBenchConfig(t.file), of);
     if (o.compareTracing) {
       const config = await readBenchConfig(t.file);
       return [
@@ -241,8 +246,11 @@ export async function planModes(
   }
   if (o.compareRouting !== undefined)
     throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-routing needs --config (the bench starts both)');
-  if (o.compareTracing)
-    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-tracing needs --config (the bench starts both)');
+  if (o.compareTracing || o.compareCompiled)
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `--compare-${o.compareTracing ? 'tracing' : 'compiled'} needs --config (the bench starts both)`,
+    );
   if (o.compareConfig !== undefined || o.compareScheduling || o.comparePrefixCache)
     throw new ChorusError(
       ErrorCodes.REQUEST_INVALID,
@@ -371,4 +379,19 @@ async function routingModes(
         'variant to its own file and use --compare-config',
     );
   return [of(a.graph.routing, a), of(policy, b)];
+}
+
+/** --compare-compiled: the config's stage processes from dist/ and through tsx; refused without a build. */
+function compiledModes(config: BenchConfig, of: (name: string, config: BenchConfig) => Mode): Mode[] {
+  const entry = new URL('../../dist/stages/stageEntry.js', import.meta.url);
+  if (!existsSync(entry))
+    throw new ChorusError(
+      ErrorCodes.REQUEST_INVALID,
+      `--compare-compiled starts stage processes from the build, and there is none (${fileURLToPath(entry)}): ` +
+        'run `npm run build` first',
+    );
+  return [
+    { ...of('compiled', config), compiled: true },
+    { ...of('tsx', config), compiled: false },
+  ];
 }

@@ -32,6 +32,8 @@ export interface ServeBenchOptions {
    * ("tracing-off"); ratios are on over off (bench/ttfp/tracingMode.ts).
    */
   readonly compareTracing?: boolean;
+  /** The same config with its stage processes compiled (dist/) and through tsx, side by side. */
+  readonly compareCompiled?: boolean;
   /** A second config run after --config's (--config target only); ratios are --config over it. */
   readonly compareConfig?: string;
   /** The Redis for configs with remote stages (default CHORUS_REDIS_URL, else a redis-server of the bench's own). */
