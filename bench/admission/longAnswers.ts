@@ -6,7 +6,7 @@
  * newcomer must hear its first audio within 2x that or be refused with 429 + Retry-After within 50 ms; no response
  * may be a 5xx or fail mid-stream. A client of a running server only:
  *
- *   chorus serve --port 8000 --config /tmp/tiny-omni-slo.yaml &   # bench/README.md: admission: {slo_ttfp_ms: 1500}
+ *   chorus serve --port 8000 &   # the shipped pipeline as is (bench/README.md)
  *   node --import tsx bench/admission/longAnswers.ts --url http://127.0.0.1:8000
  *
  * Prints one line per newcomer and a JSON summary; exits 1 when the goal is missed. */
