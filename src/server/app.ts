@@ -7,9 +7,7 @@
  */
 import { sharedTranscriber } from './transcription/sharedTranscriber.ts';
 import { registerTranscriptions } from './transcription/transcriptionsRoute.ts';
-import type { Transcriber } from './transcription/Transcriber.ts';
-import { PrefillSlots, VadService } from '../voice/index.ts';
-import { FrameThumbs } from './realtime/FrameThumbs.ts';
+import { VadService } from '../voice/index.ts';
 import { basename, extname } from 'node:path';
 import websocket from '@fastify/websocket';
 import Fastify, {
@@ -30,7 +28,7 @@ import { Admission } from './admission/Admission.ts';
 import { RateLimitedError, RequestQueue } from './admission/RequestQueue.ts';
 import { registerChatCompletions } from './chat/chatCompletions.ts';
 import type { TokenLimits } from './generationParams.ts';
-import { errorBody, httpStatusFor, replyError, toChorusError, errorType } from './httpErrors.ts';
+import { errorBody, httpStatusFor, replyError, toChorusError } from './httpErrors.ts';
 import { registerInfoRoutes } from './infoRoutes.ts';
 import { registerTraceRoutes } from './traceRoutes.ts';
 import { registerJsonBodies } from './JsonBodyParser.ts';
@@ -38,18 +36,15 @@ import { mediaParam } from './media/itemNames.ts';
 import { MediaChecker } from './media/MediaChecker.ts';
 import { bridgeEngineDiagnostics, countClientError } from './metrics/metrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
-import { RealtimeSession } from './realtime/RealtimeSession.ts';
-import { apiKeyOf, chooseSubprotocol, securityHook } from './security.ts';
-import { tenantOf } from './cachePartition.ts';
-import { ResumableSessions, resumePrincipal } from './realtime/ResumableSessions.ts';
+import type { RealtimeSession } from './realtime/RealtimeSession.ts';
+import { registerRealtime } from './realtime/realtimeRoute.ts';
+import { chooseSubprotocol, securityHook } from './security.ts';
+import { ResumableSessions } from './realtime/ResumableSessions.ts';
 import { exposedBeyondLoopback } from './hostCheck.ts';
 import { closeSocketsGoingAway, requestTimeouts } from './connectionLimits.ts';
 import { retryAfterSeconds } from './admission/retryAfter.ts';
 import { ClientInputError } from './validate.ts';
-import { processTracing, type Tracing } from '../tracing/tracing.ts';
-import { tracedEngine } from '../tracing/responseSpan.ts';
-import { TurnSpans } from '../tracing/turnSpans.ts';
-import { contextFromTraceparent, headerValue } from '../tracing/traceContext.ts';
+import { processTracing } from '../tracing/tracing.ts';
 
 export type { ServerOptions } from './options.ts';
 
@@ -284,105 +279,6 @@ function registerReloadRoute(app: FastifyInstance, reload: NonNullable<ServerOpt
   });
 }
 
-interface RealtimeDeps {
-  readonly current: () => GraphState;
-  readonly options: ResolvedServerOptions;
-  readonly admission: Admission;
-  readonly queue: RequestQueue;
-  readonly vad: () => Promise<VadService>;
-  readonly tracing: Tracing | null;
-  readonly resumes: ResumableSessions<RealtimeSession>;
-  readonly transcriber: Transcriber | null;
-}
-
-function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
-  const { current, options, admission, queue, vad } = deps;
-  const prefills = new PrefillSlots();
-  const frameThumbs = new FrameThumbs();
-  app.addHook('onClose', () => frameThumbs.close());
-  app.get(
-    '/v1/realtime',
-    {
-      websocket: true,
-      // Refuse before the upgrade when full, so clients see an HTTP 503 instead of a socket that closes.
-      preValidation: async (_request, reply) => {
-        if (queue.closed) {
-          // Draining (SIGTERM): a session opened now would be cut at close; the client goes elsewhere now.
-          const [status, body] = replyError(
-            new ChorusError(
-              ErrorCodes.SHUTTING_DOWN,
-              'the server is shutting down: open the session on another server, or retry later',
-            ),
-          );
-          return reply.code(status).header('retry-after', String(queue.retryAfterSeconds)).send(body);
-        }
-        if (!admission.full) return;
-        const [status, body] = replyError(
-          new ChorusError(ErrorCodes.RATE_LIMITED, 'too many sessions: retry after the Retry-After seconds'),
-        );
-        return reply.code(status).header('retry-after', String(queue.retryAfterSeconds)).send(body);
-      },
-    },
-    (socket, request) => {
-      let release: () => void;
-      try {
-        // exact check: upgrades in flight may have passed preValidation together
-        release = admission.acquire('realtime');
-      } catch (err) {
-        const e = err as ChorusError;
-        countClientError(e.code);
-        socket.send(
-          JSON.stringify({
-            type: 'error',
-            event_id: 'event_overloaded',
-            error: { type: errorType(e.code), code: e.code, message: e.message, param: null, event_id: null },
-          }),
-        );
-        socket.close(1013, 'try again later');
-        return;
-      }
-      // The upgrade's traceparent (malformed: none) parents every response of the session; a browser, which cannot
-      // set a WebSocket's headers, gives it in the URL (?traceparent=...). A response.create's
-      // response.metadata.traceparent parents that response instead (tracedEngine).
-      const query = request.query as Record<string, unknown>;
-      const parent = contextFromTraceparent(
-        headerValue(request.headers.traceparent) ?? query.traceparent,
-        headerValue(request.headers.tracestate) ?? query.tracestate,
-      );
-      // The session's tracing setting (session.tracing) names each of its response spans, as it is when one starts.
-      const attributes = () => session.traceAttributes();
-      const session: RealtimeSession = new RealtimeSession(socket, {
-        engine: tracedEngine(engine, deps.tracing, { parent, attributes }),
-        serverTracing: deps.tracing !== null,
-        turnSpans: TurnSpans.of(deps.tracing, parent),
-        options,
-        get samplesPerFrame() {
-          return engine.audioOutput?.samplesPerFrame ?? null;
-        },
-        get tokenLimits() {
-          return current().limits;
-        },
-        get media() {
-          return current().media;
-        },
-        queue,
-        vad,
-        prefills,
-        frameThumbs,
-        log: request.log,
-        onClosed: release,
-        transcriber: deps.transcriber,
-        // The partition in effect when the session opened holds for its life (a reload does not move it).
-        tenant: tenantOf(apiKeyOf(request), engine.graph.cachePartition),
-        resumes: deps.resumes,
-        principal: resumePrincipal(apiKeyOf(request)),
-      });
-      request.log.debug({ sessionId: session.id }, 'realtime session opened');
-    },
-  );
-}
-
-/** Builds the server and listens (127.0.0.1:8000 unless told otherwise). Returns the app and its base URL. */
 const queues = new WeakMap<FastifyInstance, RequestQueue>();
 
 /**
@@ -400,6 +296,7 @@ export async function drainServer(app: FastifyInstance, timeoutMs: number, reaso
   return drained;
 }
 
+/** Builds the server and listens (127.0.0.1:8000 unless told otherwise). Returns the app and its base URL. */
 export async function startServer(
   engine: Engine,
   opts: ServerOptions = {},
