@@ -5,7 +5,7 @@
  * Any text round-trips: what no word covers is spelled out in bytes.
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import { appendIds, encodeTurn, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
+import { chatMlIds, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
 import { COMMON_WORDS } from './words.ts';
 import type { ToolDefinition } from '../common/engine.ts';
 import { toolTurns } from './toolTurns.ts';
@@ -148,20 +148,8 @@ export class ByteTokenizer implements ByteLevelTokenizer {
 
   /** ChatML: <|im_start|>role\ncontent<|im_end|>\n per turn, then <|im_start|>assistant\n. */
   applyChatTemplate(messages: readonly ChatTurn[], tools?: readonly ToolDefinition[]): number[] {
-    const start = this.specialTokenId('<|im_start|>');
-    const end = this.specialTokenId('<|im_end|>');
-    const ids: number[] = [];
-    for (const m of toolTurns(messages, tools)) {
-      ids.push(start);
-      appendIds(
-        ids,
-        encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content),
-      );
-      ids.push(end);
-      appendIds(ids, this.encode('\n'));
-    }
-    ids.push(start);
-    return appendIds(ids, this.encode('assistant\n'));
+    const markers = { start: this.specialTokenId('<|im_start|>'), end: this.specialTokenId('<|im_end|>') };
+    return chatMlIds((t) => this.encode(t), markers, toolTurns(messages, tools));
   }
 }
 

@@ -11,7 +11,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfCore } from '@huggingface/tokenizers';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { logger } from '../common/log.ts';
-import { appendIds, encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
+import { appendIds, chatMlIds, encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
 import type { ToolDefinition } from '../common/engine.ts';
 import { toolTurns } from './toolTurns.ts';
 
@@ -214,23 +214,10 @@ export class HfTokenizer implements Tokenizer {
       return this.encode(prompt);
     }
     const messages = toolTurns(chat, tools);
+    // As with transformers' apply_chat_template, marker text typed inside content still encodes as the marker token
+    // (the library always splits added tokens); ByteTokenizer, by contrast, keeps it text.
+    if (this.#chatMarkers) return chatMlIds((t) => this.encode(t), this.#chatMarkers, messages);
     const ids: number[] = [];
-    if (this.#chatMarkers) {
-      const { start, end } = this.#chatMarkers;
-      // As with transformers' apply_chat_template, marker text typed inside content still encodes as the
-      // marker token (the library always splits added tokens); ByteTokenizer, by contrast, keeps it text.
-      for (const m of messages) {
-        ids.push(start);
-        appendIds(
-          ids,
-          encodeTurn((t) => this.encode(t), `${m.role}\n`, m.content),
-        );
-        ids.push(end);
-        appendIds(ids, this.encode('\n'));
-      }
-      ids.push(start);
-      return appendIds(ids, this.encode('assistant\n'));
-    }
     if (this.bosTokenId !== null) ids.push(this.bosTokenId);
     for (const m of messages)
       appendIds(

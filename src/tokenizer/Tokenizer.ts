@@ -46,6 +46,26 @@ export function encodeTurn(
 }
 
 /**
+ * ChatML's prompt: <|im_start|>role\ncontent<|im_end|>\n per turn, then <|im_start|>assistant\n, with `start` and
+ * `end` the marker tokens' ids (ByteTokenizer's own; an HF tokenizer's when its vocabulary has them).
+ */
+export function chatMlIds(
+  encode: (text: string) => number[],
+  markers: { readonly start: number; readonly end: number },
+  turns: readonly ChatTurn[],
+): number[] {
+  const ids: number[] = [];
+  for (const m of turns) {
+    ids.push(markers.start);
+    appendIds(ids, encodeTurn(encode, `${m.role}\n`, m.content));
+    ids.push(markers.end);
+    appendIds(ids, encode('\n'));
+  }
+  ids.push(markers.start);
+  return appendIds(ids, encode('assistant\n'));
+}
+
+/**
  * ids.push(...more) for arrays of any length. A spread passes every element as a call argument on the stack: a
  * prompt of ~0.3 MiB overflowed it (RangeError, a 500 for the client). Prompts are long; never spread them.
  */
