@@ -159,3 +159,103 @@ describe('chooseRoute with prefix caches (ttft charges the positions an instance
     expect(choice.cachedPositions).toBe(0);
   });
 });
+
+describe('chooseRoute: a video priced on the encoder instance and Thinker pair that answers first', () => {
+  const vision = (
+    instance: string,
+    rates: { image?: number; video?: number },
+    overall: number | null,
+    host?: string,
+  ): EncoderLoad => ({
+    instance,
+    stageId: 'image-encoder',
+    modality: 'image',
+    queuedRows: 0,
+    secondsPerRow: overall,
+    secondsPerRowOf: rates,
+    inFlight: 0,
+    ...(host !== undefined ? { host } : {}),
+  });
+  // 30 frames of 224 x 168: 15 temporal patches of 8 x 6 rows.
+  const video = { index: 0, modality: 'video' as const, numEmbeddings: 720, stageId: 'image-encoder' };
+  const image = { index: 0, modality: 'image' as const, numEmbeddings: 48, stageId: 'image-encoder' };
+
+  it('avoids the encoder instance measured slower at video, and prices the clip at its video rate', () => {
+    const s = snapshot(
+      [thinker('thinker#0', 0, 4000)],
+      [vision('image-encoder#slow', { video: 0.002 }, 0.002), vision('image-encoder#fast', { video: 0.0005 }, 0.0005)],
+    );
+    const choice = chooseRoute(s, { promptTokens: 800, items: [video] })!;
+    expect(choice.encoders.get('image-encoder')).toBe('image-encoder#fast');
+    expect(choice.predictedTtftSeconds).toBeCloseTo(720 * 0.0005 + 800 / 4000, 6);
+  });
+
+  it('uses the per-modality rate: faster at images is not faster at video', () => {
+    const s = snapshot(
+      [thinker('thinker#0', 0, 4000)],
+      [
+        vision('image-encoder#a', { image: 0.0002, video: 0.003 }, 0.001),
+        vision('image-encoder#b', { image: 0.0006, video: 0.0006 }, 0.0006),
+      ],
+    );
+    expect(chooseRoute(s, { promptTokens: 100, items: [video] })!.encoders.get('image-encoder')).toBe(
+      'image-encoder#b',
+    );
+    expect(chooseRoute(s, { promptTokens: 100, items: [image] })!.encoders.get('image-encoder')).toBe(
+      'image-encoder#a',
+    );
+  });
+
+  it('prices an instance with no video measured at its peers’ video rate, else its own overall rate', () => {
+    const peers = snapshot(
+      [thinker('thinker#0', 0, 4000)],
+      [vision('image-encoder#new', {}, 0.0001), vision('image-encoder#seen', { video: 0.001 }, 0.001)],
+    );
+    const choice = chooseRoute(peers, { promptTokens: 0, items: [video] })!;
+    // Both at the measured 0.001 s a video row: a tie, so the estimate is the peers' rate, not #new's 0.0001.
+    expect(choice.predictedTtftSeconds).toBeCloseTo(720 * 0.001, 6);
+    const alone = snapshot([thinker('thinker#0', 0, 4000)], [vision('image-encoder#new', {}, 0.0001)]);
+    expect(chooseRoute(alone, { promptTokens: 0, items: [video] })!.predictedTtftSeconds).toBeCloseTo(0.072, 6);
+  });
+
+  it('adds the rows’ transfer when the encoder is on another host than the Thinker', () => {
+    const transfer = ROUTE_DEFAULTS.transferSecondsPerRow * 720;
+    const near = vision('image-encoder#a', { video: 0.0005 }, 0.0005, 'host-a');
+    // Faster, but by less than the transfer: the encoder beside the Thinker answers first.
+    const farLittleFaster = vision(
+      'image-encoder#b',
+      { video: 0.0005 - ROUTE_DEFAULTS.transferSecondsPerRow / 2 },
+      null,
+      'host-b',
+    );
+    const t = { ...thinker('thinker#0', 0, 4000), host: 'host-a' };
+    const s = snapshot([t], [near, farLittleFaster]);
+    const choice = chooseRoute(s, { promptTokens: 0, items: [video] })!;
+    expect(choice.encoders.get('image-encoder')).toBe('image-encoder#a');
+    expect(choice.predictedTtftSeconds).toBeCloseTo(720 * 0.0005, 6);
+    // Much faster: worth the transfer, which its estimate includes.
+    const farMuchFaster = vision('image-encoder#b', { video: 0.0001 }, null, 'host-b');
+    const far = chooseRoute(snapshot([t], [near, farMuchFaster]), { promptTokens: 0, items: [video] })!;
+    expect(far.encoders.get('image-encoder')).toBe('image-encoder#b');
+    expect(far.predictedTtftSeconds).toBeCloseTo(720 * 0.0001 + transfer, 6);
+  });
+
+  it('picks the Thinker and encoder pair: a video goes to the Thinker beside the fast encoder', () => {
+    // Two hosts, one Thinker and one encoder each; host b's encoder is fast, host a's slow. A Thinker on a with b's
+    // encoder pays the transfer; the Thinker on b with b's encoder does not.
+    const s = snapshot(
+      [
+        { ...thinker('thinker#a', 0, 4000), host: 'host-a' },
+        { ...thinker('thinker#b', 0, 4000), host: 'host-b' },
+      ],
+      [
+        vision('image-encoder#a', { video: 0.002 }, null, 'host-a'),
+        vision('image-encoder#b', { video: 0.0005 }, null, 'host-b'),
+      ],
+    );
+    const choice = chooseRoute(s, { promptTokens: 100, items: [video] })!;
+    expect(choice.thinker).toBe('thinker#b');
+    expect(choice.encoders.get('image-encoder')).toBe('image-encoder#b');
+    expect(choice.predictedTtftSeconds).toBeCloseTo(720 * 0.0005 + 100 / 4000, 6);
+  });
+});

@@ -4,6 +4,7 @@
  * policies. (The choice itself: test/unit/chooseRoute.test.ts.)
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
@@ -56,10 +57,17 @@ const encoderFinished = (instance: string, id: string, atMs: number) =>
   tickets.get(id)!.encoderFinished(instance, atMs);
 const forget = (id: string) => tickets.get(id)!.release();
 
+/** A clip of `rows` rows (or an image, `modality: 'image'`) for the image encoder, which serves video too. */
+function visionPrompt(tokens: number, rows: number, modality: 'image' | 'video' = 'video'): PreparedPrompt {
+  const encoder = graph.stages.find((s) => s.stageId === 'image-encoder')!;
+  const part = { type: 'image' as const, data: new Uint8Array(0) };
+  const item = { index: 0, modality, part, what: 'clip', numEmbeddings: rows, encoder };
+  return { promptTokenIds: new Array<number>(tokens).fill(1), items: [item], spans: [] } as unknown as PreparedPrompt;
+}
+
 function route(router: Router, id: string, prompt: PreparedPrompt): Map<string, string> {
-  const stages = graph.stages.filter(
-    (s) => s.stageId === 'thinker' || (prompt.items.length > 0 && s.encoder?.modality === 'audio'),
-  );
+  const encoders = new Set(prompt.items.map((i) => i.encoder.stageId));
+  const stages = graph.stages.filter((s) => s.stageId === 'thinker' || encoders.has(s.stageId));
   const { chosen, ticket } = router.route(id, 'thinker', stages, prompt, (_spec, pick) => pick());
   if (ticket) tickets.set(id, ticket);
   return new Map([...chosen].map(([stageId, slot]) => [stageId, slot.instance]));
@@ -252,5 +260,52 @@ describe('Router', () => {
     route(router, 'after', turn);
     expect(decisions.at(-1)).toMatchObject({ cachedPositions: 0 });
     expect(decisions.at(-1)).not.toMatchObject({ reason: 'kv_overlap' });
+  });
+
+  it("ttft: learns each encoder instance's video rate apart from its image rate, and avoids the slower one", () => {
+    const router = new Router('ttft', slotsOf({ thinker: ['0'], 'image-encoder': ['a', 'b'] }));
+    const rates = () =>
+      new Map(
+        router
+          .snapshot(
+            graph.stages,
+            () => true,
+            () => null,
+          )
+          .encoders.map((e) => [e.instance, e.secondsPerRowOf]),
+      );
+    // Two clips at once go to the two instances (the second instance is idle); a finishes its 720 rows in 0.72 s,
+    // b in 2.88 s.
+    const t0 = Date.now();
+    const first = route(router, 'v1', visionPrompt(100, 720)).get('image-encoder')!;
+    const second = route(router, 'v2', visionPrompt(100, 720)).get('image-encoder')!;
+    expect(new Set([first, second]).size).toBe(2);
+    encoderFinished(first, 'v1', t0 + 720);
+    encoderFinished(second, 'v2', t0 + 2880);
+    forget('v1');
+    forget('v2');
+    const learned = rates();
+    expect(learned.get(first)!.video).toBeCloseTo(0.001, 3);
+    expect(learned.get(second)!.video).toBeCloseTo(0.004, 3);
+    expect(learned.get(first)!.image).toBeUndefined(); // no image measured: a video is not an image sample
+    // The next clip goes to the instance measured faster at video.
+    expect(route(router, 'v3', visionPrompt(100, 720)).get('image-encoder')).toBe(first);
+  });
+
+  it("ttft: a remote instance is on the host its heartbeats name; main's own are on main's", () => {
+    const slots = slotsOf({ thinker: ['0'], 'image-encoder': ['a', 'b'] });
+    (slots.get('image-encoder#b') as { remote: unknown }).remote = { host: 'gpu-box-7' };
+    const router = new Router('ttft', slots);
+    const hosts = router
+      .snapshot(
+        graph.stages,
+        () => true,
+        () => null,
+      )
+      .encoders.map((e) => [e.instance, e.host]);
+    expect(hosts).toEqual([
+      ['image-encoder#a', hostname()],
+      ['image-encoder#b', 'gpu-box-7'],
+    ]);
   });
 });

@@ -44,6 +44,8 @@ export interface InstanceView {
   readonly inFlight: ReadonlySet<string>;
   readonly stats: StageStats | null;
   readonly worker: Pick<StageWorkerHandle, 'settings'> | null;
+  /** A remote instance's handle (its heartbeats' host); null or absent: main's own process. */
+  readonly remote?: { readonly host: string } | null;
 }
 
 export function newInstance(

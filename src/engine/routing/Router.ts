@@ -9,8 +9,9 @@
  * only the prompt positions its prefix cache does not hold (KvIndex.ts, from the instances' stats reports), and the
  * queue counts what the chosen instance will compute.
  */
-import type { Modality } from '../../common/modality.ts';
-import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
+import { MODALITIES, type Modality } from '../../common/modality.ts';
+import { hostname } from 'node:os';
+import type { MediaModality, RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
@@ -38,6 +39,7 @@ export const ROUTE_DEFAULTS: RouteDefaults = {
   // ~0.15 s per 30 s clip; ~30 ms per 64-row image; a video row as an image row (its encoder is the same ViT)
   secondsPerRow: { audio: 0.000_2, image: 0.000_5, video: 0.000_5 },
   fetchSecondsPerRow: 0.000_002, // a 1 KiB row over loopback Redis
+  transferSecondsPerRow: 0.000_02, // a 1 KiB row through Redis to another host: ~50 MB/s with the round trips
 };
 
 /** Weight of a new rate sample (exponential moving average): a few requests move it, one outlier does not. */
@@ -61,7 +63,7 @@ interface Admitted {
   /** Its prompt as the KV index names it: when it ends, its blocks are in its Thinker's cache. */
   readonly named: NamedPrompt;
   /** Encoder instance -> its rows for this request and the rows queued there ahead of them. */
-  readonly encoders: Map<string, { rows: number; rowsAhead: number }>;
+  readonly encoders: Map<string, EncoderWork>;
   readonly predictedTtftSeconds: number;
   readonly modality: 'text' | Modality | 'mixed';
   encodersDoneAtMs: number;
@@ -102,6 +104,8 @@ export class Router {
   readonly #queuedRows = new Map<string, number>();
   readonly #prefillRate = new Map<string, number>();
   readonly #secondsPerRow = new Map<string, number>();
+  /** `instance modality` -> seconds per row, from requests whose items on the instance were of one modality. */
+  readonly #secondsPerRowOf = new Map<string, number>();
   readonly #turn = new Map<string, number>();
   readonly #kv = new KvIndex();
   /** For the admission estimate (estimate()): a typical prompt, and what predictions miss per live request. */
@@ -276,8 +280,10 @@ export class Router {
     if (a.encoders.size === 0) this.enqueue(a);
     a.encodersDoneAtMs = Math.max(a.encodersDoneAtMs, atMs);
     const elapsedMs = atMs - a.admittedAtMs;
-    if (elapsedMs > 0 && work.rows > 0)
-      learn(this.#secondsPerRow, instance, elapsedMs / 1000 / (work.rowsAhead + work.rows));
+    if (elapsedMs <= 0 || work.rows === 0) return;
+    const secondsPerRow = elapsedMs / 1000 / (work.rowsAhead + work.rows);
+    learn(this.#secondsPerRow, instance, secondsPerRow);
+    if (work.modality !== 'mixed') learn(this.#secondsPerRowOf, `${instance} ${work.modality}`, secondsPerRow);
   }
 
   /** The load and rates of the ready instances of `stages` (for tests and /v1/stages-style introspection too). */
@@ -298,7 +304,9 @@ export class Router {
           modality: slot.spec.encoder.modality,
           queuedRows: this.#queuedRows.get(slot.instance) ?? 0,
           secondsPerRow: this.#secondsPerRow.get(slot.instance) ?? null,
+          secondsPerRowOf: this.#ratesOf(slot.instance),
           inFlight: slot.inFlight.size,
+          host: hostOf(slot),
         });
       else
         thinkers.push({
@@ -307,9 +315,19 @@ export class Router {
           prefillTokensPerSecond: this.#prefillRate.get(slot.instance) ?? null,
           inFlight: slot.inFlight.size,
           cachedPositions: cached.get(slot.instance) ?? 0,
+          host: hostOf(slot),
         });
     }
     return { thinkers, encoders, ecLookup, defaults: ROUTE_DEFAULTS };
+  }
+
+  #ratesOf(instance: string): Partial<Record<MediaModality, number>> {
+    const rates: Partial<Record<MediaModality, number>> = {};
+    for (const m of MODALITIES) {
+      const rate = this.#secondsPerRowOf.get(`${instance} ${m}`);
+      if (rate !== undefined) rates[m] = rate;
+    }
+    return rates;
   }
 
   private admit(
@@ -329,12 +347,17 @@ export class Router {
     const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup, cached);
     const predicted = chooseRoute(mine, request);
     const hits = new Set(predicted?.ecHits ?? []);
-    const encoders = new Map<string, { rows: number; rowsAhead: number }>();
+    const encoders = new Map<string, EncoderWork>();
     for (const item of request.items) {
       if (hits.has(item.index)) continue;
       const instance = chosen.get(item.stageId)!.instance;
-      const work = encoders.get(instance) ?? { rows: 0, rowsAhead: this.#queuedRows.get(instance) ?? 0 };
+      const work = encoders.get(instance) ?? {
+        rows: 0,
+        rowsAhead: this.#queuedRows.get(instance) ?? 0,
+        modality: item.modality,
+      };
       work.rows += item.numEmbeddings;
+      if (work.modality !== item.modality) work.modality = 'mixed';
       encoders.set(instance, work);
     }
     for (const [instance, work] of encoders)
@@ -396,6 +419,17 @@ export class Router {
     a.encoders.clear();
   }
 }
+
+/** An encoder instance's part of a request: its rows, the rows queued there before them, and their modality. */
+interface EncoderWork {
+  rows: number;
+  readonly rowsAhead: number;
+  modality: MediaModality | 'mixed';
+}
+
+/** Main's own machine; a remote instance's is the one its heartbeats name. */
+const MAIN_HOST = hostname();
+const hostOf = (slot: InstanceView) => slot.remote?.host ?? MAIN_HOST;
 
 /** A prompt as the KV index names it: token ids and keyed media (a video) up to its first media position without. */
 function namedPrompt(prompt: PreparedPrompt): NamedPrompt {

@@ -15,6 +15,11 @@
  * of fetching its rows when they are elsewhere, and otherwise (rows queued on the encoder + its rows) x the
  * encoder's measured seconds per row for that modality. Items of one modality in a request go to one encoder
  * instance (one upstream per encoder stage for the Thinker).
+ *
+ * An encoder instance is priced for the Thinker it would feed (reference 001: the pair that answers first): its
+ * queue, the items' rows at its own measured rate for their modality (a video's rows are its frames' patches, so
+ * this is its per-frame rate over the rows a frame makes; an instance that has measured no video yet is priced at its
+ * image rate, the same ViT), and, when it runs on another host than that Thinker, the rows' transfer there.
  */
 import type { MediaModality } from '../../common/graph.ts';
 
@@ -27,6 +32,8 @@ export interface ThinkerLoad {
   readonly inFlight: number;
   /** Leading prompt positions its prefix cache holds for this request (KvIndex); absent: none. */
   readonly cachedPositions?: number;
+  /** The machine it runs on; absent: main's. */
+  readonly host?: string;
 }
 
 export interface EncoderLoad {
@@ -37,7 +44,11 @@ export interface EncoderLoad {
   readonly queuedRows: number;
   /** Measured encode time per output row, null until it has finished a request. */
   readonly secondsPerRow: number | null;
+  /** The same measured per modality (from requests whose items on it were of that modality alone). */
+  readonly secondsPerRowOf?: Readonly<Partial<Record<MediaModality, number>>>;
   readonly inFlight: number;
+  /** The machine it runs on; absent: main's. Its rows reach a Thinker on another machine over the network. */
+  readonly host?: string;
 }
 
 export interface RouteItem {
@@ -64,6 +75,8 @@ export interface RouteDefaults {
   readonly secondsPerRow: Readonly<Record<MediaModality, number>>;
   /** Fetching one row of an EC entry held by another process (Redis). */
   readonly fetchSecondsPerRow: number;
+  /** Sending one encoded row from an encoder to a Thinker on another host (their edge's connector). */
+  readonly transferSecondsPerRow: number;
 }
 
 export interface LoadSnapshot {
@@ -110,24 +123,35 @@ function meanMeasured(values: readonly (number | null)[]): number | null {
   return measured.length === 0 ? null : measured.reduce((a, b) => a + b, 0) / measured.length;
 }
 
-/** The best instance per encoder stage for the request's missed items, and when its rows would be ready. */
+/**
+ * The best instance per encoder stage for the request's missed items, for a Thinker on `thinkerHost`, and when its
+ * rows would be there.
+ */
 function pickEncoders(
   snapshot: LoadSnapshot,
   missed: readonly RouteItem[],
   stageIds: readonly string[],
+  thinkerHost: string | undefined,
 ): { encoders: Map<string, string>; readySeconds: number } {
   const encoders = new Map<string, string>();
   let readySeconds = 0;
   for (const stageId of stageIds) {
     const pool = snapshot.encoders.filter((e) => e.stageId === stageId);
     if (pool.length === 0) continue;
-    const modality = pool[0].modality;
-    // An instance that has measured nothing is assumed as fast as its measured peers (else the default).
-    const fallback = meanMeasured(pool.map((e) => e.secondsPerRow)) ?? snapshot.defaults.secondsPerRow[modality];
-    const rows = missed.filter((i) => i.stageId === stageId).reduce((sum, i) => sum + i.numEmbeddings, 0);
+    // An instance that has measured nothing (for a modality) is assumed as fast as its measured peers (else its own
+    // rate for any modality, else the default).
+    const peers = meanMeasured(pool.map((e) => e.secondsPerRow));
+    const peersOf = (m: MediaModality) => meanMeasured(pool.map((e) => e.secondsPerRowOf?.[m] ?? null));
+    const rateOf = (e: EncoderLoad, m: MediaModality) =>
+      e.secondsPerRowOf?.[m] ?? peersOf(m) ?? e.secondsPerRow ?? peers ?? snapshot.defaults.secondsPerRow[m];
+    const items = missed.filter((i) => i.stageId === stageId);
+    const rows = items.reduce((sum, i) => sum + i.numEmbeddings, 0);
     let best: { instance: string; seconds: number; inFlight: number } | null = null;
     for (const e of pool) {
-      const seconds = (e.queuedRows + rows) * (e.secondsPerRow ?? fallback);
+      const queued = e.queuedRows * (e.secondsPerRow ?? peers ?? snapshot.defaults.secondsPerRow[pool[0].modality]);
+      const own = items.reduce((sum, i) => sum + i.numEmbeddings * rateOf(e, i.modality), 0);
+      const transfer = e.host !== thinkerHost ? rows * snapshot.defaults.transferSecondsPerRow : 0;
+      const seconds = queued + own + transfer;
       // Ties (an idle pool, or no missed items) go to the instance with fewer requests in flight.
       if (!best || seconds < best.seconds || (seconds === best.seconds && e.inFlight < best.inFlight))
         best = { instance: e.instance, seconds, inFlight: e.inFlight };
@@ -165,7 +189,7 @@ export function chooseRoute(snapshot: LoadSnapshot, request: RouteRequest): Rout
     const fetchSeconds = request.items
       .filter(fetched)
       .reduce((sum, i) => sum + i.numEmbeddings * snapshot.defaults.fetchSecondsPerRow, 0);
-    const { encoders, readySeconds } = pickEncoders(snapshot, missed, stageIds);
+    const { encoders, readySeconds } = pickEncoders(snapshot, missed, stageIds, t.host);
     const ready = Math.max(queueSeconds, readySeconds + fetchSeconds);
     return {
       t,
