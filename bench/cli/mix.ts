@@ -9,7 +9,8 @@ import { logger, repoRoot, UsageError, type RoutingPolicy } from '../../src/basi
 
 const ROUTERS: readonly RoutingPolicy[] = ['ttft', 'least_loaded', 'round_robin'];
 
-export const mixUsage = `  chorus bench --mix text=0.6,image=0.25,audio=0.15 [--router ttft,least_loaded]
+export const mixUsage = `  chorus bench --mix text=0.6,image=0.25,audio=0.15,video=0 | 50/30/20 (text/image/video)
+               [--router ttft,least_loaded]
                [--config configs/epd.yaml] [--num-prompts 120] [--rate 3] [--repeat-share 0.3] [--output-len 8]
                [--seed 0] [--out DIR] [--json]
 `;

@@ -52,7 +52,7 @@ function runLines(run: MixRun): string[] {
   return [
     `router ${run.router}: ${run.completed} completed, ${run.failed} failed in ${run.duration_s} s`,
     '  TTFT ms      p50     p99      n',
-    ...(['overall', 'text', 'image', 'audio'] as const).map((k) => {
+    ...(['overall', 'text', 'image', 'audio', 'video'] as const).map((k) => {
       const q = run.ttft[k];
       return `  ${k.padEnd(9)} ${ms(q.p50_ms).padStart(6)}  ${ms(q.p99_ms).padStart(6)}  ${String(q.n).padStart(5)}`;
     }),
@@ -67,7 +67,8 @@ function runLines(run: MixRun): string[] {
 export function formatMix(r: MixBenchResult, goals: MixGoals): string {
   const w = r.workload.requests;
   const lines = [
-    `mixed workload: ${w.text} text, ${w.image} image, ${w.audio} audio requests (${r.workload.repeats} repeats), ` +
+    `mixed workload: ${w.text} text, ${w.image} image, ${w.audio} audio, ${w.video} video requests ` +
+      `(${r.workload.repeats} repeats), ` +
       `${r.options.ratePerSecond} req/s, seed ${r.options.seed}, config ${r.options.config}; load (1 min) ` +
       `${r.load_1m.start.toFixed(1)} at start, ${r.load_1m.end.toFixed(1)} at the end`,
     ...r.runs.flatMap(runLines),

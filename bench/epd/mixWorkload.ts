@@ -1,6 +1,7 @@
 /**
- * The seeded mixed workload of `chorus bench --mix`: text prompts, images of 224-1080 px a side and 5-30 s clips, in
- * the proportions asked, arriving as a Poisson process; some media items repeat an earlier one byte for byte (what
+ * The seeded mixed workload of `chorus bench --mix`: text prompts, images of 224-1080 px a side, 5-30 s audio clips
+ * and videos (8-32 frames of 224 x 168 sampled at 2 fps, as main hands a decoded clip to the engine), in the
+ * proportions asked, arriving as a Poisson process; some media items repeat an earlier one byte for byte (what
  * an encoder-output store can serve). The same seed gives the same requests, bytes and arrival times, so every
  * router of one run sees exactly the same workload.
  */
@@ -9,13 +10,19 @@ import { seededRandom } from '../ttfp/prompts.ts';
 // Synthetic media, the same fixtures the tests use (as bench/encoders does).
 import { pngBytes, wavBytes } from '../mediaSamples.ts';
 
-export type MixKind = 'text' | 'image' | 'audio';
+export type MixKind = 'text' | 'image' | 'audio' | 'video';
 
 export interface Mix {
   readonly text: number;
   readonly image: number;
   readonly audio: number;
+  readonly video: number;
 }
+
+/** A video's frames: the size main samples a 4:3 clip to (encoder.video.frame_pixels 224 x 224), 2 fps. */
+const VIDEO_WIDTH = 224;
+const VIDEO_HEIGHT = 168;
+const VIDEO_FPS = 2;
 
 export interface MixRequest {
   readonly index: number;
@@ -24,9 +31,9 @@ export interface MixRequest {
   readonly atMs: number;
   readonly text: string;
   /** The media part (null for text); `repeat` = the same bytes as an earlier request's. */
-  readonly media: Extract<ContentPart, { type: 'audio' | 'image' }> | null;
+  readonly media: Extract<ContentPart, { type: 'audio' | 'image' | 'video' }> | null;
   readonly repeat: boolean;
-  /** Image side (px) or clip length (s), for the report. */
+  /** Image side (px), clip length (s) or a video's frames, for the report. */
   readonly size: number;
 }
 
@@ -40,19 +47,27 @@ export interface MixWorkloadOptions {
   readonly seed: number;
 }
 
-/** "text=0.6,image=0.25,audio=0.15" -> shares summing to 1 (refuses unknown kinds and a zero total). */
+/**
+ * "text=0.6,image=0.25,audio=0.15" (kinds text, image, audio, video), or seed 001's "50/30/20" (text/image/video)
+ * -> shares summing to 1 (refuses unknown kinds and a zero total).
+ */
 export function parseMix(spec: string): Mix {
-  const mix: Record<MixKind, number> = { text: 0, image: 0, audio: 0 };
-  for (const part of spec.split(',')) {
-    const [kind, share] = part.split('=').map((s) => s.trim());
+  const mix: Record<MixKind, number> = { text: 0, image: 0, audio: 0, video: 0 };
+  const usage =
+    '--mix takes kind=share pairs of text, image, audio and video (e.g. text=0.6,image=0.25,audio=0.15), or ' +
+    'text/image/video shares (e.g. 50/30/20)';
+  const slashed = spec.includes('/') ? spec.split('/').map((s) => s.trim()) : null;
+  if (slashed && slashed.length !== 3) throw new Error(usage);
+  const pairs = slashed ? (['text', 'image', 'video'] as const).map((k, i) => [k, slashed[i]]) : spec.split(',');
+  for (const part of pairs) {
+    const [kind, share] = typeof part === 'string' ? part.split('=').map((s) => s.trim()) : part;
     const value = Number(share);
-    if (!(kind in mix) || !Number.isFinite(value) || value < 0)
-      throw new Error(`--mix takes kind=share pairs of text, image and audio (e.g. text=0.6,image=0.25,audio=0.15)`);
+    if (!(kind in mix) || share === '' || !Number.isFinite(value) || value < 0) throw new Error(usage);
     mix[kind as MixKind] = value;
   }
-  const total = mix.text + mix.image + mix.audio;
+  const total = mix.text + mix.image + mix.audio + mix.video;
   if (total <= 0) throw new Error('--mix shares must add up to more than 0');
-  return { text: mix.text / total, image: mix.image / total, audio: mix.audio / total };
+  return { text: mix.text / total, image: mix.image / total, audio: mix.audio / total, video: mix.video / total };
 }
 
 const WORDS = 'the sea wind light river stone north morning song city garden winter road bird answer slow'.split(' ');
@@ -60,13 +75,20 @@ const WORDS = 'the sea wind light river stone north morning song city garden win
 export function mixWorkload(o: MixWorkloadOptions): MixRequest[] {
   const random = seededRandom(o.seed);
   const between = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
-  const seen: Record<'image' | 'audio', MixRequest[]> = { image: [], audio: [] };
+  const seen: Record<Exclude<MixKind, 'text'>, MixRequest[]> = { image: [], audio: [], video: [] };
   const out: MixRequest[] = [];
   let atMs = 0;
   for (let index = 0; index < o.numRequests; index++) {
     atMs += (-Math.log(1 - random()) / o.ratePerSecond) * 1000;
     const r = random();
-    const kind: MixKind = r < o.mix.text ? 'text' : r < o.mix.text + o.mix.image ? 'image' : 'audio';
+    const kind: MixKind =
+      r < o.mix.text
+        ? 'text'
+        : r < o.mix.text + o.mix.image
+          ? 'image'
+          : r < o.mix.text + o.mix.image + o.mix.audio
+            ? 'audio'
+            : 'video';
     const words = Array.from({ length: between(8, 60) }, () => WORDS[between(0, WORDS.length - 1)]);
     const text = `Request ${index}: ${words.join(' ')}`;
     if (kind === 'text') {
@@ -88,6 +110,9 @@ export function mixWorkload(o: MixWorkloadOptions): MixRequest[] {
         repeat: false,
         size: Math.max(w, h),
       };
+    } else if (kind === 'video') {
+      const numFrames = between(8, 32);
+      req = { index, kind, atMs, text, media: videoFrames(numFrames, index + 1), repeat: false, size: numFrames };
     } else {
       const seconds = between(5, 30);
       const data = wavBytes(seconds, 24_000, index + 1);
@@ -97,4 +122,21 @@ export function mixWorkload(o: MixWorkloadOptions): MixRequest[] {
     out.push(req);
   }
   return out;
+}
+
+/** A decoded clip as main hands it to the engine: `numFrames` seeded RGB frames, a source key of its own. */
+export function videoFrames(numFrames: number, seed: number): Extract<ContentPart, { type: 'video' }> {
+  const frameBytes = VIDEO_WIDTH * VIDEO_HEIGHT * 3;
+  const data = new Uint8Array(numFrames * frameBytes);
+  for (let f = 0; f < numFrames; f++)
+    for (let i = 0; i < frameBytes; i++) data[f * frameBytes + i] = (i * (seed + 3) + f * 17) % 256;
+  return {
+    type: 'video',
+    data,
+    numFrames,
+    width: VIDEO_WIDTH,
+    height: VIDEO_HEIGHT,
+    fps: VIDEO_FPS,
+    sourceKey: `bench-mix-video-${seed}`,
+  };
 }

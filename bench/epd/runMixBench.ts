@@ -20,7 +20,7 @@ import {
 } from '../../src/basics.ts';
 import { pngBytes, wavBytes } from '../mediaSamples.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
-import { mixWorkload, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';
+import { mixWorkload, videoFrames, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';
 
 export interface MixBenchOptions {
   readonly config: string;
@@ -231,6 +231,7 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
         { text: 'warm up', media: null },
         { text: 'warm up', media: { type: 'image', data: pngBytes(224, 224, 9_999) } },
         { text: 'warm up', media: { type: 'audio', data: wavBytes(5, 24_000, 9_999), format: 'wav' } },
+        ...(o.mix.video > 0 ? [{ text: 'warm up', media: videoFrames(8, 9_999) }] : []),
       ];
       for (const r of warm) await firstText(engine.generate(request(r, o.maxTokens)), Date.now());
       // Then a short run of the same mix at the same rate, on other bytes: main's JIT, the stages and the ttft
@@ -248,6 +249,7 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
         ['text', []],
         ['image', []],
         ['audio', []],
+        ['video', []],
       ]);
       let failed = 0;
       // The router's prediction for each request (chorus:route:ttft at its first token), by request id.
@@ -339,7 +341,7 @@ export async function runMixBench(o: MixBenchOptions): Promise<MixBenchResult> {
   return {
     options,
     workload: {
-      requests: { text: count('text'), image: count('image'), audio: count('audio') },
+      requests: { text: count('text'), image: count('image'), audio: count('audio'), video: count('video') },
       repeats: workload.filter((w) => w.repeat).length,
     },
     runs,

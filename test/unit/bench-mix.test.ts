@@ -6,10 +6,33 @@ import type { MixBenchResult, MixRun } from '../../bench/epd/runMixBench.ts';
 
 describe('bench --mix workload', () => {
   it('parses shares and normalises them; refuses unknown kinds', () => {
-    expect(parseMix('text=0.6,image=0.25,audio=0.15')).toEqual({ text: 0.6, image: 0.25, audio: 0.15 });
-    expect(parseMix('text=3,audio=1')).toEqual({ text: 0.75, image: 0, audio: 0.25 });
-    expect(() => parseMix('video=1')).toThrow(/text, image and audio/);
+    expect(parseMix('text=0.6,image=0.25,audio=0.15')).toEqual({ text: 0.6, image: 0.25, audio: 0.15, video: 0 });
+    expect(parseMix('text=3,audio=1')).toEqual({ text: 0.75, image: 0, audio: 0.25, video: 0 });
+    // Seed 001's shorthand: text/image/video.
+    expect(parseMix('50/30/20')).toEqual({ text: 0.5, image: 0.3, audio: 0, video: 0.2 });
+    expect(parseMix('text=8,video=2')).toEqual({ text: 0.8, image: 0, audio: 0, video: 0.2 });
+    expect(() => parseMix('speech=1')).toThrow(/text, image, audio and video/);
+    expect(() => parseMix('50/50')).toThrow(/text\/image\/video/);
     expect(() => parseMix('text=0')).toThrow(/more than 0/);
+  });
+
+  it('makes videos as main hands them to the engine: 8-32 RGB frames of 224 x 168, a source key each', () => {
+    const videos = mixWorkload({
+      mix: parseMix('0/0/1'),
+      numRequests: 12,
+      ratePerSecond: 5,
+      repeatShare: 0.3,
+      seed: 3,
+    });
+    expect(videos.every((r) => r.kind === 'video')).toBe(true);
+    for (const r of videos) {
+      const v = r.media as Extract<typeof r.media, { type: 'video' }>;
+      expect(v.type).toBe('video');
+      expect([v.numFrames >= 8, v.numFrames <= 32, v.numFrames === r.size]).toEqual([true, true, true]);
+      expect(v.data.byteLength).toBe(v.numFrames * 224 * 168 * 3);
+    }
+    const fresh = videos.filter((r) => !r.repeat);
+    expect(new Set(fresh.map((r) => (r.media as { sourceKey: string }).sourceKey)).size).toBe(fresh.length);
   });
 
   it('is the same for the same seed: kinds, sizes, arrival times and bytes; repeats reuse earlier bytes', () => {
@@ -40,7 +63,7 @@ function run(router: MixRun['router'], textP99: number, clip: number, text: numb
     completed: 1,
     failed: 0,
     duration_s: 1,
-    ttft: { overall: q, text: { ...q, p99_ms: textP99 }, image: q, audio: q },
+    ttft: { overall: q, text: { ...q, p99_ms: textP99 }, image: q, audio: q, video: q },
     text_ttft_p99_ms: textP99,
     ec_store: { hits: 0, misses: 0 },
     ec_hit_rate: null,
