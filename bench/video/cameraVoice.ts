@@ -23,6 +23,15 @@ import { VoiceClients } from '../voice/VoiceClients.ts';
 
 const GOAL = 1.3;
 
+/** The server's held-answer counters (chorus_voice_speculative_answers_total) by result, from /metrics. */
+async function heldAnswers(baseUrl: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const counts: Record<string, number> = {};
+  for (const m of text.matchAll(/^chorus_voice_speculative_answers_total\{result="(\w+)"\} (\d+)/gm))
+    counts[m[1]] = Number(m[2]);
+  return counts;
+}
+
 const percentile = (xs: readonly number[], p: number) => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -73,13 +82,17 @@ async function main(): Promise<void> {
     await clients.run('voice', 1, base, turns().slice(0, 1));
     await clients.run('voice', 1, camera, turns().slice(0, 1));
     const times = { off: [] as number[], on: [] as number[] };
+    const held = { off: {} as Record<string, number>, on: {} as Record<string, number> };
     let failed = 0;
     for (let r = 0; r < Number(values.rounds); r++) {
       for (const [arm, settings] of [
         ['off', base],
         ['on', camera],
       ] as const) {
+        const before = await heldAnswers(server.baseUrl);
         const run = await clients.run('voice', 1, settings, turns());
+        const after = await heldAnswers(server.baseUrl);
+        for (const [k, v] of Object.entries(after)) held[arm][k] = (held[arm][k] ?? 0) + v - (before[k] ?? 0);
         for (const t of run.traces) {
           const ms = ttfp(t);
           if (ms === null) failed++;
@@ -103,6 +116,7 @@ async function main(): Promise<void> {
           onOverOff: ratio,
           goal: `on <= ${GOAL}x off (p50): ${ratio <= GOAL ? 'met' : 'missed'}`,
           failedTurns: failed,
+          heldAnswers: held,
           load: { start: loadStart, end: os.loadavg()[0] },
           ms: times,
         },

@@ -82,7 +82,7 @@ export class RealtimeSession {
   #pristine = true;
   /** Camera frames: the window kept, near-duplicates skipped (CameraFrames). */
   readonly #camera: CameraFrames;
-  /** Frames that arrived while a voice turn's answer was held: added once it is sent or dropped (#deferFrame). */
+  /** Frames that arrived during a spoken turn or its held answer: added once the turn is over (#deferFrame). */
   readonly #deferredFrames: ClientEventOf<'conversation.item.create'>[] = [];
   /** When the frame being handled arrived (monotonic), for the bench's first-packet account; 0 when nobody listens. */
   #frameAtMs = 0;
@@ -241,19 +241,21 @@ export class RealtimeSession {
   }
 
   /**
-   * A camera frame that arrives while a voice turn's answer is held (the user stopped speaking; the VAD waits out
-   * the silence) would change the prompt the answer was started with, so it would be dropped. The frame comes after
-   * the question anyway: it is added once the answer is sent (after the answer's item) or dropped (the user spoke
-   * on). Any other event drops the held answer and adds the frames.
+   * A camera frame that arrives while the user speaks (server VAD) would go before the turn's audio item, so every
+   * position of the speech prefilled so far would be computed again, and while the turn's answer is held (the VAD
+   * waits out the silence) it would change the prompt the answer was started with and discard it. So such a frame
+   * waits for the turn to end: it is added after the answer's item (the answer sees the camera up to the moment the
+   * user began to speak; the next one sees the rest), or, with no answer, at the next event after the commit.
+   * Any event but audio also drops a held answer, so it adds them too (once no turn is being spoken).
    */
   #deferFrame(event: ClientEvent): boolean {
-    if (!this.#responses.holding || !isFrameEvent(event)) return false;
+    if (!(this.#responses.holding || this.#voice.inTurn) || !isFrameEvent(event)) return false;
     this.#deferredFrames.push(event as ClientEventOf<'conversation.item.create'>);
     return true;
   }
 
   #addDeferredFrames(): void {
-    if (this.#responses.holding || this.#closed) return;
+    if (this.#responses.holding || this.#voice.inTurn || this.#closed) return;
     for (const event of this.#deferredFrames.splice(0)) {
       try {
         this.#onItemCreate(event);
@@ -373,8 +375,13 @@ export class RealtimeSession {
       this.#camera.arrived(item).catch((err: unknown) => this.#sendError(err, event.event_id ?? null));
   }
 
-  /** A camera frame was kept: it is encoded and prefilled now, with the turn's audio so far if one is spoken. */
+  /**
+   * A camera frame was kept: it is encoded and prefilled now. While the user speaks, the turn's own prefill (every
+   * PREFILL_EVERY_MS of speech) reads the conversation with the frame in it: one more prefill would only compete
+   * with it and with the answer held at the first silence.
+   */
   #prefillNow(): void {
+    if (this.#voice.inTurn && this.#prefill) return;
     this.#prefill ??= VoicePrefill.for(
       this.#ctx.engine,
       this.#ctx.prefills,
@@ -383,10 +390,11 @@ export class RealtimeSession {
       () => this.#state.cacheSalt,
     );
     this.#prefill?.now(
-      () => (this.#voice.inTurn ? this.#inputAudio.ms : 0),
+      () => 0,
       () => {
-        if (!this.#responses.idle) return null; // the answer running sees the frame's item next turn
-        return (this.#voice.inTurn ? this.#turnSoFar() : null) ?? this.#responses.turnSoFar();
+        // The answer running sees the frame's item next turn; a turn begun meanwhile prefills it with its speech.
+        if (!this.#responses.idle || this.#voice.inTurn) return null;
+        return this.#responses.turnSoFar();
       },
     );
   }
