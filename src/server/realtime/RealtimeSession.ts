@@ -25,6 +25,8 @@ import { VoiceTurns } from './VoiceTurns.ts';
 import { checkCallAnswered, NO_TOOLS } from './realtimeTools.ts';
 import { InputTranscription } from './InputTranscription.ts';
 import { HeardTurns } from './HeardTurns.ts';
+import type { TranscriptionSetting } from './transcriptionSetting.ts';
+import type { MediaPart } from '../media/mediaParts.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
 import { DEFAULT_CAMERA, DEFAULT_REALTIME_RESUME } from '../../common/graph.ts';
@@ -491,13 +493,20 @@ export class RealtimeSession {
     });
     this.#announceItem(item, previous);
     if (this.#heard) this.#heard.hear(item, this.#state.transcription);
-    else if (this.#state.transcription)
-      void this.#transcription.start(
-        item.id,
-        media,
-        this.#state.transcription,
-        media.data.byteLength / 2 / INPUT_AUDIO_RATE_HZ,
-      );
+    else if (this.#state.transcription) this.#transcribeBeside(item.id, media, this.#state.transcription);
+  }
+
+  /**
+   * Input transcription of a turn the Thinker hears itself: started once the turn's answer (created right after the
+   * commit, by the VAD or the client) has its first audio out, so it never competes with that for the CPU.
+   */
+  #transcribeBeside(itemId: string, media: MediaPart, setting: TranscriptionSetting): void {
+    const seconds = media.data.byteLength / 2 / INPUT_AUDIO_RATE_HZ;
+    void Promise.resolve()
+      .then(() => this.#responses.afterFirstAudio())
+      .then(() => {
+        if (!this.#closed) void this.#transcription.start(itemId, media, setting, seconds);
+      });
   }
 
   #clearInputAudio(): void {

@@ -74,6 +74,8 @@ export class SessionResponses {
   /** The next turn's truncation, made between turns with its prompt warmed in the caches (TruncationAhead). */
   readonly #ahead: TruncationAhead;
   #closed = false;
+  /** Waiting for the active response's first audio (or its end): afterFirstAudio. */
+  #firstAudioWaiters: (() => void)[] = [];
 
   constructor(ctx: ResponseContext, session: ResponseSessionParts) {
     this.#ctx = ctx;
@@ -120,6 +122,19 @@ export class SessionResponses {
       releaseSlot();
       this.#ctx.log.debug({ err, sessionId: this.#session.sessionId }, 'speculative voice answer not started');
     }
+  }
+
+  /**
+   * Resolves once the response running now has its first audio out or has ended (at once when none runs): work
+   * beside the answer (input transcription) starts then, off the answer's critical path.
+   */
+  afterFirstAudio(): Promise<void> {
+    if (!this.#active || this.#active.finished) return Promise.resolve();
+    return new Promise((resolve) => this.#firstAudioWaiters.push(resolve));
+  }
+
+  #releaseFirstAudioWaiters(): void {
+    for (const resolve of this.#firstAudioWaiters.splice(0)) resolve();
   }
 
   dropHeld(): void {
@@ -243,7 +258,10 @@ export class SessionResponses {
       // Its client stopped reading and its request is gone from the engine: the admission slot goes now, not when
       // the client reads the response.done (if it ever does), so stalled clients cannot hold every slot.
       onStalled: releaseSlot,
-      onFirstAudio: inConversation ? () => this.#ahead.plan(this.#planContext()) : undefined,
+      onFirstAudio: () => {
+        this.#releaseFirstAudioWaiters();
+        if (inConversation) this.#ahead.plan(this.#planContext());
+      },
       tools: calls.grammar
         ? {
             forced: calls.forced,
@@ -267,6 +285,7 @@ export class SessionResponses {
       // response.done has been handed to the socket: record the reply for later turns, accept the next one.
       onFinished: (s) => {
         releaseSlot();
+        this.#releaseFirstAudioWaiters();
         const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
         if (inConversation && withMessage) conversation.setText(itemId, text, audio);
         // The items the next turn's truncation would drop go now, while nothing waits for them (TruncationAhead).
@@ -405,6 +424,7 @@ export class SessionResponses {
     this.#active?.abandon();
     this.#active = null;
     this.dropHeld();
+    this.#releaseFirstAudioWaiters();
   }
 }
 

@@ -6,6 +6,7 @@
  * (CHORUS_ERR_TRANSCRIPTION_FAILED) and the next transcription starts a new one.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
 import { ChorusError, ErrorCodes, type ErrorCode } from '../../common/errors.ts';
@@ -35,9 +36,11 @@ export class AsrTranscriber implements Transcriber {
   readonly #pending = new Map<number, Pending>();
   #closed = false;
 
+  /** `nice`: the process's CPU priority (sharedTranscriber); null: the server's. */
   constructor(
     private readonly spec: AsrSpec,
     private readonly log: FastifyBaseLogger,
+    private readonly nice: number | null = null,
   ) {}
 
   /** Whisper, from the YAML's asr: model (a folder, or a Python package's). */
@@ -57,6 +60,14 @@ export class AsrTranscriber implements Transcriber {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.#child = child;
+    // Before the model loads: its threads, started by the process's main thread, inherit the priority.
+    if (this.nice !== null && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, this.nice);
+      } catch (err) {
+        this.log.warn({ err }, "speech-to-text: could not lower its CPU priority; it runs at the server's");
+      }
+    }
     this.#ready = new Promise<void>((resolve, reject) => {
       child.on('message', (m: FromAsr) => {
         if (m.type === 'ready') {

@@ -4,12 +4,19 @@
  * when the pipeline has none: transcription then reports CHORUS_ERR_TRANSCRIPTION_UNAVAILABLE.
  */
 import type { FastifyInstance } from 'fastify';
-import type { StageGraph } from '../../common/graph.ts';
+import { getPriority } from 'node:os';
+import { encodersOf, type StageGraph } from '../../common/graph.ts';
 import { AsrTranscriber } from './AsrTranscriber.ts';
+
+/** Nice levels below the stages of a speech-to-text whose transcripts are beside the answers. */
+const BELOW_STAGES = 4;
 
 export function sharedTranscriber(app: FastifyInstance, graph: StageGraph): AsrTranscriber | null {
   if (!graph.asr) return null;
-  const transcriber = new AsrTranscriber(graph.asr, app.log);
+  // A Thinker that hears audio itself needs the transcript only beside its answer: the process runs below the stages
+  // (which run stage_nice below the server), so it takes the CPU they leave. Else the transcript is the turn.
+  const nice = encodersOf(graph).has('audio') ? Math.min(19, getPriority() + graph.stageNice + BELOW_STAGES) : null;
+  const transcriber = new AsrTranscriber(graph.asr, app.log, nice);
   // Not awaited: converting and loading the model takes seconds (past fastify's plugin timeout under load), and the
   // server's other routes need none of it. A transcription waits for it; a load that failed fails each one, naming why.
   app.addHook('onReady', async () => {
