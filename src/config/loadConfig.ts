@@ -75,16 +75,7 @@ export async function loadConfig(file: string, options: ParseOptions = {}): Prom
 export function parseConfig(text: string, file: string, options: ParseOptions = {}): StageGraph {
   const source = new YamlSource(text);
   const problems = new Problems(file, source);
-  for (const p of source.syntaxProblems) problems.addAtLine(p.line, p.message);
-  problems.throwIfAny();
-
-  const value = source.value;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    problems.add([], 'the file must be a mapping with at least a `stages:` list (see configs/tiny-omni.yaml)');
-    problems.throwIfAny();
-  }
-  if (!check(GraphYaml, value, [], problems)) problems.throwIfAny();
-  const yaml = value as GraphYamlValue;
+  const yaml = checkedYaml(source, problems);
 
   const embedded = file === '<embedded>';
   const baseDir = options.baseDir ?? (embedded ? process.cwd() : path.dirname(path.resolve(file)));
@@ -100,30 +91,10 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
   problems.throwIfAny();
 
   const chunkPolicy = resolveChunkPolicy(yaml.chunk_policy);
-  if (
-    chunkPolicy.initialCodecChunkFrames !== null &&
-    chunkPolicy.initialCodecChunkFrames > chunkPolicy.codecChunkFrames
-  ) {
-    problems.warn(
-      ['chunk_policy', 'initial_codec_chunk_frames'],
-      `${chunkPolicy.initialCodecChunkFrames} is above codec_chunk_frames (${chunkPolicy.codecChunkFrames}); the ` +
-        `first chunk is capped at ${chunkPolicy.codecChunkFrames}`,
-    );
-  }
+  warnAboutChunkPolicy(chunkPolicy, problems);
   const cores = options.cores ?? os.availableParallelism();
   const cpus = assignCpus(yaml, cores, checkCpus(yaml, cores, problems), problems);
-  const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
-  // Stages of a pipeline take turns on the cores, so more single-threaded stages than cores is the normal case (the
-  // shipped configs on 2 cores): only threads a stage could give back are worth a warning.
-  const multi = stages.filter((s) => s.engine.threads > 1);
-  if (threads > cores && multi.length > 0) {
-    problems.warn(
-      ['stages'],
-      `the stages ask for ${threads} onnxruntime threads (threads x replicas) on ${cores} cores: they will ` +
-        `time-share the CPU, so per-step latency rises under load; lower threads of ` +
-        multi.map((s) => `${s.stageId} (${s.engine.threads})`).join(', '),
-    );
-  }
+  warnAboutThreads(stages, cores, problems);
   return deepFreeze({
     file: embedded ? file : path.resolve(file),
     asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
@@ -157,6 +128,44 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     warnings: problems.warnings,
     configHash: createHash('sha256').update(text).digest('hex'),
   });
+}
+
+/** The YAML as the schema types it; syntax and schema problems are thrown, every one at once, with their lines. */
+function checkedYaml(source: YamlSource, problems: Problems): GraphYamlValue {
+  for (const p of source.syntaxProblems) problems.addAtLine(p.line, p.message);
+  problems.throwIfAny();
+  const value = source.value;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    problems.add([], 'the file must be a mapping with at least a `stages:` list (see configs/tiny-omni.yaml)');
+    problems.throwIfAny();
+  }
+  if (!check(GraphYaml, value, [], problems)) problems.throwIfAny();
+  return value as GraphYamlValue;
+}
+
+function warnAboutChunkPolicy(chunkPolicy: StageGraph['chunkPolicy'], problems: Problems): void {
+  const { initialCodecChunkFrames: first, codecChunkFrames } = chunkPolicy;
+  if (first === null || first <= codecChunkFrames) return;
+  problems.warn(
+    ['chunk_policy', 'initial_codec_chunk_frames'],
+    `${first} is above codec_chunk_frames (${codecChunkFrames}); the first chunk is capped at ${codecChunkFrames}`,
+  );
+}
+
+/**
+ * Stages of a pipeline take turns on the cores, so more single-threaded stages than cores is the normal case (the
+ * shipped configs on 2 cores): only threads a stage could give back are worth a warning.
+ */
+function warnAboutThreads(stages: readonly StageSpec[], cores: number, problems: Problems): void {
+  const threads = stages.reduce((sum, s) => sum + s.engine.threads * s.replicas, 0);
+  const multi = stages.filter((s) => s.engine.threads > 1);
+  if (threads <= cores || multi.length === 0) return;
+  problems.warn(
+    ['stages'],
+    `the stages ask for ${threads} onnxruntime threads (threads x replicas) on ${cores} cores: they will ` +
+      `time-share the CPU, so per-step latency rises under load; lower threads of ` +
+      multi.map((s) => `${s.stageId} (${s.engine.threads})`).join(', '),
+  );
 }
 
 function asrOf(yaml: GraphYamlValue, baseDir: string): AsrSpec | null {
