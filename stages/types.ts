@@ -4,6 +4,7 @@
  * keyed by seqId until free(seqId).
  */
 import type { SamplingParams } from '../src/common/graph.ts';
+import type { TokenLogprobs } from '../src/common/payloads.ts';
 
 export type { SamplingParams };
 
@@ -23,12 +24,16 @@ export interface ThinkerBatchItem {
   readonly generated?: readonly number[];
   /** The request's grammar mask for the token sampled this step (src/grammar); absent without a grammar. */
   readonly allowedTokens?: Int32Array;
+  /** The request asked for logprobs: the sampled token's and this many top alternatives' (0-20). */
+  readonly logprobs?: number;
 }
 
 export interface ThinkerStepOutput {
   readonly seqId: string;
   /** The sampled token (when item.sample). */
   readonly tokenId: number | null;
+  /** The sampled token's logprobs, when item.logprobs asked for them. */
+  readonly logprobs?: TokenLogprobs;
   /** numTokens * hiddenSize: the input embedding of each new position. */
   readonly embeds: Float32Array;
   /** numTokens * hiddenSize: the output of the "accept" layer at each new position. */

@@ -4,7 +4,7 @@
  * naming what was wrong (a producer of another version, a corrupt frame), never a half-read object.
  */
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
-import type { ChunkBody, MediaFormat, VideoFrames } from '../src/common/payloads.ts';
+import type { ChunkBody, MediaFormat, TokenLogprobs, VideoFrames } from '../src/common/payloads.ts';
 import type { SerializedError } from '../src/common/errors.ts';
 import type { Tensor } from './codec.ts';
 
@@ -48,15 +48,17 @@ export function encodeBody(body: ChunkBody): EncodedBody {
         payload: { kind: body.kind, contextFrames: body.contextFrames },
         tensors: { codes: { data: body.codes, shape: [body.numCodebooks, body.numFrames] } },
       };
-    case 'text':
+    case 'text': {
+      const { logprobs, ...rest } = body;
       return {
         payload: {
-          ...body,
+          ...rest,
           tokenIds: [...body.tokenIds],
           ...(body.droppedItems ? { droppedItems: [...body.droppedItems] } : {}),
         },
-        tensors: {},
+        tensors: logprobs ? logprobTensors(logprobs) : {},
       };
+    }
     case 'audio':
       return {
         payload: { kind: body.kind, sampleRateHz: body.sampleRateHz },
@@ -119,19 +121,52 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
         contextFrames: p.integer('contextFrames'),
       };
     }
-    case 'text':
+    case 'text': {
+      const tokenIds = p.integers('tokenIds');
       return {
         kind,
-        tokenIds: p.integers('tokenIds'),
+        tokenIds,
+        ...(tensors.logprobs ? { logprobs: logprobsOf(tensors, tokenIds.length) } : {}),
         ...(p.has('warnings') ? { warnings: p.strings('warnings') } : {}),
         ...(p.has('droppedItems') ? { droppedItems: p.integers('droppedItems') } : {}),
         ...(p.has('cachedTokens') ? { cachedTokens: p.integer('cachedTokens') } : {}),
       };
+    }
     case 'audio':
       return { kind, pcm: tensorOf(tensors, 'pcm', Float32Array, 1).data, sampleRateHz: p.integer('sampleRateHz') };
     default:
       throw invalid(`unknown chunk body kind ${JSON.stringify(kind)}`);
   }
+}
+
+/** Per token: [chosen logprob, top logprobs...] as floats, the top ids as int32 ([tokens, k] each). */
+function logprobTensors(logprobs: readonly TokenLogprobs[]): Record<string, Tensor> {
+  const k = logprobs[0]?.top.length ?? 0;
+  const values = new Float32Array(logprobs.length * (k + 1));
+  const ids = new Int32Array(logprobs.length * k);
+  logprobs.forEach((t, i) => {
+    values[i * (k + 1)] = t.logprob;
+    t.top.forEach((e, j) => {
+      values[i * (k + 1) + 1 + j] = e.logprob;
+      ids[i * k + j] = e.id;
+    });
+  });
+  const tensors: Record<string, Tensor> = { logprobs: { data: values, shape: [logprobs.length, k + 1] } };
+  if (k > 0) tensors.topIds = { data: ids, shape: [logprobs.length, k] };
+  return tensors;
+}
+
+function logprobsOf(tensors: Readonly<Record<string, Tensor>>, numTokens: number): TokenLogprobs[] {
+  const values = tensorOf(tensors, 'logprobs', Float32Array, 2);
+  const [rows, width] = values.shape;
+  const k = width - 1;
+  const ids = k > 0 ? tensorOf(tensors, 'topIds', Int32Array, 2) : { data: new Int32Array(0), shape: [rows, 0] };
+  if (rows !== numTokens || ids.shape[0] !== rows || ids.shape[1] !== k)
+    throw invalid(`the logprobs tensors do not match the chunk's ${numTokens} tokens`);
+  return Array.from({ length: rows }, (_, i) => ({
+    logprob: values.data[i * width],
+    top: Array.from({ length: k }, (__, j) => ({ id: ids.data[i * k + j], logprob: values.data[i * width + 1 + j] })),
+  }));
 }
 
 type Ctor<A> = { new (...args: never[]): A; readonly name: string };

@@ -114,6 +114,11 @@ export interface GenerateRequest {
   readonly grammar?: GrammarSpec;
   /** The functions the chat template shows the model (OpenAI's `tools`; a grammar forces or allows their calls). */
   readonly tools?: readonly ToolDefinition[];
+  /**
+   * Report each answer token's log probability and this many most likely alternatives' (0-20; OpenAI's logprobs
+   * with top_logprobs): the model's raw log-softmax (stages/sampling/logprobs.ts). Absent: nothing is computed.
+   */
+  readonly logprobs?: number;
 }
 
 /**
@@ -149,9 +154,28 @@ export interface Usage {
   readonly audioSeconds: number;
 }
 
+/** A token as text and UTF-8 bytes (a token inside a multi-byte character: its own bytes; token is lossy). */
+export interface TokenText {
+  readonly token: string;
+  readonly bytes: readonly number[];
+  readonly logprob: number;
+}
+
+/** An answer token's log probability and its most likely alternatives', best first. */
+export interface TextLogprob extends TokenText {
+  readonly top: readonly TokenText[];
+}
+
 export type OutputEvent =
   /** Text from the Thinker, already detokenized (never a broken character). */
-  | { readonly type: 'text'; readonly delta: string; readonly tokenIds: readonly number[]; readonly atMs: number }
+  | {
+      readonly type: 'text';
+      readonly delta: string;
+      readonly tokenIds: readonly number[];
+      readonly atMs: number;
+      /** With GenerateRequest.logprobs: one per token id. */
+      readonly logprobs?: readonly TextLogprob[];
+    }
   /** Mono PCM in [-1, 1] at sampleRateHz, in order (seq counts audio events from 0). */
   | {
       readonly type: 'audio';

@@ -86,9 +86,17 @@ export interface CodecFramesBody {
   readonly contextFrames: number;
 }
 
+/** One sampled token's log probability and the k most likely tokens' (stages/sampling/logprobs.ts). */
+export interface TokenLogprobs {
+  readonly logprob: number;
+  readonly top: readonly { readonly id: number; readonly logprob: number }[];
+}
+
 export interface TextBody {
   readonly kind: 'text';
   readonly tokenIds: readonly number[];
+  /** For a request that asked for logprobs: one per token id. */
+  readonly logprobs?: readonly TokenLogprobs[];
   /** Final chunk only: what the answer left out (a media item dropped under on_encoder_failure: text_only). */
   readonly warnings?: readonly string[];
   /** Final chunk only: the media items (plan indices) cut out of the prompt, so usage does not count them. */

@@ -7,8 +7,8 @@ import type { Modality } from '../common/modality.ts';
 import { OutputChannel } from './OutputChannel.ts';
 import type { ReceivedChunk } from '../../transport/registry.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
-import type { AudioBody, TextBody } from '../common/payloads.ts';
-import type { FinishReason, PromptTokens, Usage } from '../common/engine.ts';
+import type { AudioBody, TextBody, TokenLogprobs } from '../common/payloads.ts';
+import type { FinishReason, PromptTokens, TextLogprob, Usage } from '../common/engine.ts';
 import { diagnostics } from '../common/diagnostics.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 import type { ReplayCursor } from './requests/migration.ts';
@@ -35,6 +35,8 @@ export class RequestStream {
    * Thinker's first-packet hold with it).
    */
   onAudioStarted: (() => void) | null = null;
+  /** Token ids and the Thinker's logprobs -> their text (set by openStream; a request with logprobs needs it). */
+  logprobText: ((tokenIds: readonly number[], logprobs: readonly TokenLogprobs[]) => TextLogprob[]) | null = null;
   private readonly warnings = new Set<string>();
   private readonly droppedItems = new Set<number>();
   private cachedTokens = 0;
@@ -127,6 +129,10 @@ export class RequestStream {
     // A replay's prefill may hit what the lost run left in the prefix cache: usage reports the first run's.
     if (final && body.cachedTokens && !this.replayCursor) this.cachedTokens = body.cachedTokens;
     const tokenIds = this.replayCursor ? this.replayCursor.newTokens(body.tokenIds) : body.tokenIds;
+    const logprobs =
+      body.logprobs && this.logprobText
+        ? { logprobs: this.logprobText(tokenIds, body.logprobs.slice(body.tokenIds.length - tokenIds.length)) }
+        : {};
     let delta = '';
     for (const id of tokenIds) delta += this.detokenizer.push(id);
     if (final) delta += this.detokenizer.flush();
@@ -135,7 +141,7 @@ export class RequestStream {
     const atMs = Date.now();
     this.firstTextAtMs ??= atMs;
     this.replayCaughtUp();
-    this.events.next({ type: 'text', delta, tokenIds, atMs });
+    this.events.next({ type: 'text', delta, tokenIds, atMs, ...logprobs });
   }
 
   private onAudio(body: AudioBody): void {

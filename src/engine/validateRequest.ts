@@ -47,6 +47,9 @@ export function validateRequest(r: GenerateRequest): void {
     );
   if (r.cacheSalt !== undefined && (typeof r.cacheSalt !== 'string' || r.cacheSalt.length === 0))
     throw bad('cacheSalt must be a non-empty string');
+  const lp = r.logprobs;
+  if (lp !== undefined && !(Number.isInteger(lp) && lp >= 0 && lp <= 20))
+    throw bad('logprobs must be the number of top alternatives to report, an integer 0-20');
 }
 
 /** The shape of a part; whether its bytes decode is the media probe's business (CHORUS_ERR_MEDIA_INVALID). */

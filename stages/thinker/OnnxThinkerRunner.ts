@@ -13,6 +13,8 @@ import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { THINKER_EOS_TOKEN_ID } from './thinkerVocab.ts';
 import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
+import { tokenLogprobs } from '../sampling/logprobs.ts';
+import type { TokenLogprobs } from '../../src/common/payloads.ts';
 import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
@@ -193,6 +195,7 @@ export class OnnxThinkerRunner implements ThinkerRunner {
     const v = this.vocabSize;
     return items.map((item, b) => {
       let tokenId: number | null = null;
+      let logprobs: TokenLogprobs | undefined;
       if (item.sample) {
         const row = logits.subarray(((b + 1) * logitRows - 1) * v, (b + 1) * logitRows * v);
         const position = this.decoder.pastLength(item.seqId); // the position the sampled token will take
@@ -203,10 +206,12 @@ export class OnnxThinkerRunner implements ThinkerRunner {
           ...(this.vocabLimit !== undefined ? { vocabLimit: this.vocabLimit } : {}),
           ...(item.allowedTokens ? { allowed: item.allowedTokens } : {}),
         });
+        if (item.logprobs !== undefined) logprobs = tokenLogprobs(row, tokenId, item.logprobs, this.vocabLimit);
       }
       return {
         seqId: item.seqId,
         tokenId,
+        ...(logprobs ? { logprobs } : {}),
         embeds: embeds[b],
         hidden: hidden ? hidden.slice(b * numTokens * d, (b + 1) * numTokens * d) : EMPTY,
       };

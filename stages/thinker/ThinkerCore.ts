@@ -42,6 +42,8 @@ export interface ThinkerRequest extends CoreRequest {
   holdAfterTokens: number | null;
   /** Constrained decoding (ThinkerGrammar.ts); null without a grammar. */
   readonly grammar: GrammarUse | null;
+  /** Top alternatives reported with each token's logprob (ThinkerArgs.logprobs); null: no logprobs. */
+  readonly logprobs: number | null;
 }
 
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, ThinkerBatchItem, ThinkerStepOutput> {
@@ -124,6 +126,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       holdAfterTokens:
         needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
       grammar: args.grammar ? this.openGrammar(msg.requestId, args.grammar) : null,
+      logprobs: args.logprobs ?? null,
       prefix: this.prefixes?.claim(
         msg.requestId,
         args.prefix?.key ?? null,
@@ -341,6 +344,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       sampling: req.sampling,
       generated: req.generated,
       ...(allowedTokens ? { allowedTokens } : {}),
+      ...(sample && req.logprobs !== null ? { logprobs: req.logprobs } : {}),
     };
     if (req.media?.overlaps(start, Math.min(end, all))) {
       return { ...base, tokenIds, inputsEmbeds: req.media.embeds(start, end, this.runner.embed(tokenIds)) };
@@ -381,6 +385,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       emitsToken ? this.runner.embed([token]) : null,
     );
     const main = req.downstream.filter((t) => t.stageId === MAIN);
+    const logprobs = emitsToken && out.logprobs ? { logprobs: [out.logprobs] } : {};
     const talker = req.downstream.filter((t) => t.stageId !== MAIN);
     if (stop) {
       const warnings = req.media?.warnings.length
@@ -388,12 +393,13 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
         : {};
       const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
-        if (t.stageId === MAIN) return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...warnings, ...cached };
+        if (t.stageId === MAIN)
+          return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...logprobs, ...warnings, ...cached };
         return req.toTts ? req.toTts.take(true)! : this.rowsChunk(req, req.toTalker!.take(true));
       });
       return;
     }
-    if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token] });
+    if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token], ...logprobs });
     const body = req.toTts ? (req.toTts.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
     if (body) this.send(req, talker, body);
   }

@@ -35,6 +35,7 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
     ...(ctx.ecDrop.length > 0 ? { ecDrop: ctx.ecDrop } : {}),
     ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
     ...(ctx.request.grammar ? { grammar: ctx.request.grammar } : {}),
+    ...(ctx.request.logprobs !== undefined ? { logprobs: ctx.request.logprobs } : {}),
   }),
 
   resolveGeneratedModel(ctx, problems) {

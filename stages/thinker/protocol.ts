@@ -22,6 +22,8 @@ export interface ThinkerArgs {
   readonly prefix?: PromptPrefix;
   /** Constrained decoding (GenerateRequest.grammar): the spec, compiled by the Thinker (cached by spec). */
   readonly grammar?: GrammarSpec;
+  /** The request asked for logprobs (GenerateRequest.logprobs): the top alternatives to report with each (0-20). */
+  readonly logprobs?: number;
 }
 
 /** With an EC store: items taken from its own copies, from Redis, or lost; copies held. */

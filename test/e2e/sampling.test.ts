@@ -132,8 +132,8 @@ describe('sampling fields on chat completions', () => {
       'uniqueItems',
     ],
     [{ response_format: { type: 'xml' } }, 'response_format'],
-    [{ logprobs: true }, 'logprobs'],
-    [{ top_logprobs: 3 }, 'top_logprobs'],
+    [{ top_logprobs: 3 }, 'top_logprobs'], // without logprobs: true, as OpenAI
+    [{ logprobs: true, top_logprobs: 21 }, 'top_logprobs'],
     [{ temprature: 0.5 }, 'temprature'],
     [{ cache_salt: 42 }, 'cache_salt'],
     [{ cache_salt: '' }, 'cache_salt'],

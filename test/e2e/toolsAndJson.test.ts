@@ -244,3 +244,53 @@ describe('tools', () => {
     expect(c.usage!.prompt_tokens).toBeGreaterThan(40); // the tools block, the call and its result are in the prompt
   });
 });
+
+describe('logprobs', () => {
+  type Entry = OpenAI.Chat.Completions.ChatCompletionTokenLogprob;
+  /** Each entry's shape and sense: logprobs <= 0, the top list sorted, the chosen one's value in it when listed. */
+  const checkEntries = (entries: readonly Entry[], k: number, greedy: boolean): void => {
+    for (const e of entries) {
+      expect(e.logprob).toBeLessThanOrEqual(0);
+      expect(Buffer.from(e.bytes!).toString('utf8').replaceAll('\ufffd', '')).toBe(e.token.replaceAll('\ufffd', ''));
+      expect(e.top_logprobs).toHaveLength(k);
+      const values = e.top_logprobs.map((t) => t.logprob);
+      expect(values).toEqual([...values].sort((a, b) => b - a));
+      for (const t of e.top_logprobs) expect(t.logprob).toBeLessThanOrEqual(0);
+      const listed = e.top_logprobs.find((t) => t.token === e.token && t.bytes!.join() === e.bytes!.join());
+      if (listed) expect(listed.logprob).toBeCloseTo(e.logprob, 5);
+      if (greedy) expect(e.top_logprobs[0]).toMatchObject({ token: e.token, bytes: e.bytes });
+    }
+  };
+  const ask = { model: MODEL, messages: [{ role: 'user' as const, content: 'count to five' }], max_tokens: 12 };
+
+  it('non-streamed: one entry per token, top_logprobs long, the greedy choice its top 1', async () => {
+    const r = await sdk.chat.completions.create({ ...ask, temperature: 0, logprobs: true, top_logprobs: 3 });
+    const lp = r.choices[0].logprobs!;
+    expect(lp.refusal).toBeNull();
+    expect(lp.content).toHaveLength(r.usage!.completion_tokens);
+    checkEntries(lp.content!, 3, true);
+    const plain = await sdk.chat.completions.create({ ...ask, temperature: 0 });
+    expect(plain.choices[0].logprobs).toBeNull();
+    expect(plain.choices[0].message.content).toBe(r.choices[0].message.content);
+  });
+
+  it("streamed: each chunk carries its delta's tokens; together, every token", async () => {
+    const stream = await sdk.chat.completions.create({
+      ...ask,
+      temperature: 1,
+      seed: 7,
+      logprobs: true,
+      top_logprobs: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const entries: Entry[] = [];
+    let usage = 0;
+    for await (const chunk of stream) {
+      entries.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+      usage = chunk.usage?.completion_tokens ?? usage;
+    }
+    expect(entries).toHaveLength(usage);
+    checkEntries(entries, 2, false);
+  });
+});

@@ -6,6 +6,7 @@ import { StreamingDetokenizer, type Tokenizer } from '../../tokenizer/index.ts';
 import type { AdmissionPlan } from '../admission/planAdmission.ts';
 import type { PreparedPrompt } from '../mediaPrompt.ts';
 import { RequestStream } from '../RequestStream.ts';
+import { textLogprobs } from '../../tokenizer/tokenText.ts';
 
 export interface StreamContext {
   readonly graph: StageGraph;
@@ -22,7 +23,7 @@ export function openStream(
   ctx: StreamContext,
 ): RequestStream {
   const promptIds = prompt.promptTokenIds;
-  return new RequestStream(
+  const stream = new RequestStream(
     plan.requestId,
     plan.instances,
     plan.outputs,
@@ -33,4 +34,7 @@ export function openStream(
     ctx.onEnd,
     request.ttfpTargetMs ?? ctx.graph.chunkPolicy.ttfpTargetMs,
   );
+  if (request.logprobs !== undefined)
+    stream.logprobText = (ids, logprobs) => textLogprobs(ctx.tokenizer, ids, logprobs);
+  return stream;
 }

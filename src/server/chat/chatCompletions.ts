@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Engine, GenerateRequest, RequestHandle } from '../../common/engine.ts';
+import type { Engine, GenerateRequest, RequestHandle, TextLogprob } from '../../common/engine.ts';
 import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
 import type { Admission } from '../admission/Admission.ts';
 import type { RequestQueue } from '../admission/RequestQueue.ts';
@@ -23,7 +23,7 @@ import { hearChatAudio } from './heardAudio.ts';
 import type { MediaSources, VideoSettingsOf } from '../media/mediaParts.ts';
 import { encodersOf, type StageGraph } from '../../common/graph.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
-import { completionBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
+import { completionBody, openAiFinishReason, withLogprobs, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
 import { ToolCallAssembly, ToolCallStream } from './toolCallStream.ts';
 import type { Tracing } from '../../tracing/tracing.ts';
@@ -128,6 +128,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
         handle,
         audio: plan.audio !== null,
         parseToolCalls: plan.parseToolCalls,
+        logprobs: plan.request.logprobs !== undefined,
         itemNamer: plan.itemNamer,
         startedAtMs,
         maxStreamBufferBytes: ctx.options.maxStreamBufferBytes,
@@ -183,6 +184,7 @@ function collect(
   const meter = new LatencyMeter('http', meta.id, startedAtMs, null, handle.traceId);
   const pcm: Buffer[] = [];
   let text = '';
+  const logprobs: TextLogprob[] | null = plan.request.logprobs !== undefined ? [] : null;
   const calls = plan.parseToolCalls ? new ToolCallStream() : null;
   const assembly = new ToolCallAssembly();
   let sampleRateHz = 24000;
@@ -199,6 +201,7 @@ function collect(
       next: (event) => {
         if (event.type === 'text') {
           if (event.delta.length > 0) meter.text();
+          if (logprobs && event.logprobs) logprobs.push(...event.logprobs);
           if (calls) assembly.add(calls.push(event.delta));
           else text += event.delta;
         } else if (event.type === 'audio') {
@@ -237,7 +240,8 @@ function collect(
             text = assembly.content;
           }
           const reason = openAiFinishReason(event.finishReason, assembly.calls.length);
-          resolve(completionBody(meta, text, audio, reason, event.usage, warnings, assembly.calls));
+          const body = completionBody(meta, text, audio, reason, event.usage, warnings, assembly.calls);
+          resolve(withLogprobs(body, logprobs));
         }
       },
       error: () => {

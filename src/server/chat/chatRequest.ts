@@ -262,12 +262,8 @@ function refuseUnsupported(b: ChatBody): void {
       ErrorCodes.PARAM_UNSUPPORTED,
     );
   }
-  if (b.logprobs === true || (b.top_logprobs ?? 0) > 0) {
-    throw new ClientInputError(
-      'log probabilities are not returned: leave logprobs and top_logprobs out',
-      b.logprobs === true ? 'logprobs' : 'top_logprobs',
-      ErrorCodes.PARAM_UNSUPPORTED,
-    );
+  if (b.top_logprobs !== undefined && b.top_logprobs !== null && b.logprobs !== true) {
+    throw new ClientInputError('top_logprobs needs logprobs: true (set it, or leave top_logprobs out)', 'top_logprobs');
   }
 }
 
@@ -341,6 +337,7 @@ export async function planChatCompletion(
       ...toEngineParams(b, maxTokens),
       ...(toolPlan.grammar ? { grammar: toolPlan.grammar } : {}),
       ...(toolPlan.tools.length > 0 ? { tools: toolPlan.tools } : {}),
+      ...(b.logprobs === true ? { logprobs: b.top_logprobs ?? 0 } : {}),
     },
     maxTokensAsked: asked === undefined ? null : { tokens: asked, param },
     stream,

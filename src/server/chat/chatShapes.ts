@@ -5,7 +5,7 @@
  * streaming); an answer with audio carries its text once, as the audio's transcript (message.audio.transcript /
  * delta.audio.transcript), and `content` is null. A client never sees the same text twice.
  */
-import type { FinishReason, ToolCall, Usage } from '../../common/engine.ts';
+import type { FinishReason, TextLogprob, ToolCall, Usage } from '../../common/engine.ts';
 
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';
 
@@ -106,4 +106,23 @@ export function completionBody(
     usage: usageBody(usage),
     ...warningsField(warnings),
   };
+}
+
+/**
+ * A chunk or completion with choices[0].logprobs as OpenAI shapes it: {content: [{token, logprob, bytes,
+ * top_logprobs}], refusal: null}. `entries` null (the request did not ask): the body as it is (logprobs null).
+ */
+export function withLogprobs(
+  body: Record<string, unknown>,
+  entries: readonly TextLogprob[] | null,
+): Record<string, unknown> {
+  if (entries === null) return body;
+  const [choice] = body.choices as Record<string, unknown>[];
+  const content = entries.map((e) => ({
+    token: e.token,
+    logprob: e.logprob,
+    bytes: e.bytes,
+    top_logprobs: e.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })),
+  }));
+  return { ...body, choices: [{ ...choice, logprobs: { content, refusal: null } }] };
 }

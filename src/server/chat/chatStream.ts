@@ -15,14 +15,14 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Subscription } from 'rxjs';
-import type { OutputEvent, RequestHandle } from '../../common/engine.ts';
+import type { OutputEvent, RequestHandle, TextLogprob } from '../../common/engine.ts';
 import { ErrorCodes } from '../../common/errors.ts';
 import { ClientStallWatch, clientTooSlowError } from '../ClientStallWatch.ts';
 import { errorBody, httpStatusFor } from '../httpErrors.ts';
 import { mediaParam, renameItems, type ItemNamer } from '../media/itemNames.ts';
 import { countClientError, serverMetrics } from '../metrics/metrics.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
-import { chunkBody, openAiFinishReason, type CompletionMeta } from './chatShapes.ts';
+import { chunkBody, openAiFinishReason, withLogprobs, type CompletionMeta } from './chatShapes.ts';
 import { LatencyMeter } from '../metrics/LatencyMeter.ts';
 import { toolCallDelta, ToolCallStream, type ToolCallEvent } from './toolCallStream.ts';
 
@@ -38,6 +38,8 @@ export interface StreamOptions {
   readonly maxStreamBufferBytes: number;
   /** How long the request may stay paused for this client before it fails (0: no limit). */
   readonly clientStallTimeoutMs: number;
+  /** The request asked for logprobs: each chunk carries those of the tokens its delta holds. */
+  readonly logprobs: boolean;
   /** Called exactly once, when the stream has ended for any reason. */
   readonly onEnd: () => void;
 }
@@ -58,8 +60,15 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
   const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs, null, o.handle.traceId);
   const audioId = `audio_${randomBytes(12).toString('base64url')}`;
   const calls = o.parseToolCalls ? new ToolCallStream() : null;
+  // Tokens whose text is not out yet (part of a character, of a tool call) give their logprobs to the next chunk.
+  let pending: TextLogprob[] | null = o.logprobs ? [] : null;
+  const withPending = (body: Record<string, unknown>): Record<string, unknown> => {
+    const entries = pending;
+    if (pending) pending = [];
+    return withLogprobs(body, entries);
+  };
   const writeCallEvents = (events: readonly ToolCallEvent[]): void => {
-    for (const e of events) write(chunkBody(o.meta, toolCallDelta(e)));
+    for (const e of events) write(withPending(chunkBody(o.meta, toolCallDelta(e))));
   };
   let ended = false;
   let paused = false;
@@ -114,13 +123,13 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
   const onEvent = (event: OutputEvent): void => {
     if (ended) return;
     if (event.type === 'text') {
+      if (pending && event.logprobs) pending.push(...event.logprobs);
       if (event.delta.length === 0) return;
       start();
       meter.text();
       if (calls) return writeCallEvents(calls.push(event.delta));
-      write(
-        chunkBody(o.meta, o.audio ? { audio: { id: audioId, transcript: event.delta } } : { content: event.delta }),
-      );
+      const delta = o.audio ? { audio: { id: audioId, transcript: event.delta } } : { content: event.delta };
+      write(withPending(chunkBody(o.meta, delta)));
     } else if (event.type === 'audio') {
       if (!o.audio || event.pcm.length === 0) return;
       start();
@@ -152,7 +161,7 @@ export function streamChatCompletion(res: ServerResponse, headers: Record<string
       const warnings = event.warnings?.map((w) => renameItems(w, o.itemNamer));
       if (calls) writeCallEvents(calls.finish());
       const reason = openAiFinishReason(event.finishReason, calls?.numCalls ?? 0);
-      write(chunkBody(o.meta, {}, reason, event.usage, warnings));
+      write(withPending(chunkBody(o.meta, {}, reason, event.usage, warnings)));
       write('[DONE]');
       meter.finished();
       end();
