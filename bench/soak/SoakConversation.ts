@@ -7,8 +7,8 @@
  * answer's response.done and before this one's response.created, docs/conversations.md), so the turns right after a
  * truncation can be told apart.
  */
-import { WebSocket } from 'ws';
 import type { RealtimeEvent } from '../ttfp/clients/realtimeEvents.ts';
+import { isErrorFor, RealtimeSession } from '../ttfp/clients/RealtimeSession.ts';
 
 const TURN_TIMEOUT_MS = 120_000; // a turn of a few tokens takes well under a second; this is for a hung server
 
@@ -29,46 +29,23 @@ export interface SoakTurn {
   readonly cachedTokens: number | null;
 }
 
-interface Arrival {
-  readonly atMs: number;
-  readonly e: RealtimeEvent & { readonly item_id?: string };
-}
-
 export class SoakConversation {
-  readonly #queue: Arrival[] = [];
-  #wake: (() => void) | null = null;
-  #closed = false;
   #turns = 0;
 
   private constructor(
-    private readonly ws: WebSocket,
+    private readonly rt: RealtimeSession,
     readonly session: number,
-  ) {
-    ws.on('message', (data) => {
-      this.#queue.push({ atMs: performance.now(), e: JSON.parse(String(data)) as Arrival['e'] });
-      this.#wake?.();
-    });
-    ws.on('close', () => {
-      this.#closed = true;
-      this.#wake?.();
-    });
-  }
+  ) {}
 
   /** Opens the session: audio answers of at most `maxTokens` text tokens, truncation "auto". */
-  static async open(wsUrl: string, session: number, maxTokens: number): Promise<SoakConversation> {
-    const ws = new WebSocket(wsUrl);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    const c = new SoakConversation(ws, session);
-    c.#send({
-      type: 'session.update',
-      session: { output_modalities: ['audio'], max_output_tokens: maxTokens, truncation: 'auto' },
-    });
-    const got = await c.#until(performance.now() + TURN_TIMEOUT_MS, (e) => e.type === 'session.updated');
-    if (typeof got === 'string') throw new Error(`session ${session}: no session.updated (${got})`);
-    return c;
+  static async open(baseUrl: string, session: number, maxTokens: number): Promise<SoakConversation> {
+    const rt = await RealtimeSession.open({ baseUrl, apiKey: null });
+    await rt
+      .update({ output_modalities: ['audio'], max_output_tokens: maxTokens, truncation: 'auto' }, TURN_TIMEOUT_MS)
+      .catch((err: Error) => {
+        throw new Error(`session ${session}: ${err.message}`, { cause: err });
+      });
+    return new SoakConversation(rt, session);
   }
 
   async turn(text: string): Promise<SoakTurn> {
@@ -92,14 +69,14 @@ export class SoakConversation {
     });
 
     // 1. The user's message joins the conversation (or is refused, naming our event).
-    this.#send({
+    this.rt.send({
       type: 'conversation.item.create',
       event_id: itemEventId,
       item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
     });
     // Deletions sent since the last answer's response.done are this answer's truncation too: the server makes the
     // next turn's truncation between turns when it can (src/server/realtime/TruncationAhead.ts).
-    const held = await this.#until(deadlineMs, (e) => {
+    const held = await this.rt.until(deadlineMs, (e) => {
       if (e.type === 'conversation.item.deleted') deletedItems++;
       return (e.type === 'conversation.item.done' && e.item?.role === 'user') || isErrorFor(e, itemEventId);
     });
@@ -108,10 +85,10 @@ export class SoakConversation {
 
     // 2. The answer. Deletions before its response.created are this answer's truncation.
     startMs = performance.now();
-    this.#send({ type: 'response.create', event_id: responseEventId, response: { seed: turn } });
+    this.rt.send({ type: 'response.create', event_id: responseEventId, response: { seed: turn } });
     let responseId: string | undefined;
     for (;;) {
-      const got = await this.#until(deadlineMs, () => true);
+      const got = await this.rt.next(deadlineMs);
       if (typeof got === 'string') return end(got, null);
       const { e, atMs } = got;
       if (responseId === undefined) {
@@ -129,36 +106,6 @@ export class SoakConversation {
   }
 
   close(): void {
-    this.ws.close();
+    void this.rt.close();
   }
-
-  #send(event: Record<string, unknown>): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(event));
-  }
-
-  /** The next event `wanted` accepts (others are dropped), or why none came: 'closed' | 'timeout'. */
-  async #until(deadlineMs: number, wanted: (e: Arrival['e']) => boolean): Promise<Arrival | 'closed' | 'timeout'> {
-    for (;;) {
-      const arrival = this.#queue.shift();
-      if (arrival) {
-        if (wanted(arrival.e)) return arrival;
-        continue;
-      }
-      if (this.#closed) return 'closed';
-      const leftMs = deadlineMs - performance.now();
-      if (leftMs <= 0) return 'timeout';
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, leftMs);
-        this.#wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.#wake = null;
-    }
-  }
-}
-
-function isErrorFor(e: RealtimeEvent, eventId: string): boolean {
-  return e.type === 'error' && e.error?.event_id === eventId;
 }

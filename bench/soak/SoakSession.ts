@@ -3,7 +3,7 @@
  * and records each answer (transcript, audio) or how it ended. With abortRate, some answers are cancelled as soon
  * as they are created: the abort storm.
  */
-import { WebSocket } from 'ws';
+import { isErrorFor, RealtimeSession } from '../ttfp/clients/RealtimeSession.ts';
 
 export interface SoakAnswer {
   readonly prompt: number;
@@ -16,43 +16,19 @@ export interface SoakAnswer {
   readonly endedAtMs: number;
 }
 
-interface ServerEventLike {
-  type: string;
-  delta?: string;
-  response_id?: string;
-  response?: { id?: string; status?: string; status_details?: { error?: { code?: string } } };
-  error?: { code?: string; event_id?: string | null };
-}
-
 export class SoakSession {
   readonly answers: SoakAnswer[] = [];
   #stopped = false;
   #asked = 0;
 
-  private constructor(
-    private readonly ws: WebSocket,
-    private readonly events: ServerEventLike[],
-    private readonly wake: { fn: (() => void) | null },
-  ) {}
+  private constructor(private readonly rt: RealtimeSession) {}
 
-  static async open(url: string): Promise<SoakSession> {
-    const ws = new WebSocket(url);
-    const events: ServerEventLike[] = [];
-    const wake: { fn: (() => void) | null } = { fn: null };
-    ws.on('message', (data) => {
-      events.push(JSON.parse(String(data)) as ServerEventLike);
-      wake.fn?.();
-    });
-    ws.on('close', () => wake.fn?.());
-    // Ready once the server has said session.created (it may come after 'open'): a frame sent before it
-    // would be answered after it, and the fuzz reads "the next event" as the answer to its frame.
-    await new Promise<void>((resolve, reject) => {
-      wake.fn = () => (events.length > 0 || ws.readyState !== WebSocket.OPEN ? resolve() : undefined);
-      ws.once('error', reject);
-    });
-    wake.fn = null;
-    if (events[0]?.type !== 'session.created') throw new Error(`session opened with ${events[0]?.type ?? 'close'}`);
-    return new SoakSession(ws, events, wake);
+  /**
+   * Ready once the server has said session.created: a frame sent before it would be answered after it, and the fuzz
+   * reads "the next event" as the answer to its frame.
+   */
+  static async open(baseUrl: string): Promise<SoakSession> {
+    return new SoakSession(await RealtimeSession.open({ baseUrl, apiKey: null }));
   }
 
   stop(): void {
@@ -61,7 +37,7 @@ export class SoakSession {
 
   /** Asks prompts[i % n] in turn (i from `first`) until stop(); returns when the last answer has ended. */
   async run(prompts: readonly string[], first: number, maxTokens: number, abortRate: number, rng: () => number) {
-    for (let i = first; !this.#stopped && this.ws.readyState === WebSocket.OPEN; i++) {
+    for (let i = first; !this.#stopped && this.rt.open; i++) {
       const a = await this.ask(i % prompts.length, prompts[i % prompts.length], maxTokens, rng() < abortRate);
       this.answers.push(a);
       // A refusal (a stage restarting, the server busy) is retried after a pause, as a client would.
@@ -70,7 +46,6 @@ export class SoakSession {
   }
 
   async ask(prompt: number, text: string, maxTokens: number, abort: boolean): Promise<SoakAnswer> {
-    this.events.length = 0;
     const startedAtMs = performance.now();
     let transcript = '';
     const audio: Buffer[] = [];
@@ -86,59 +61,50 @@ export class SoakSession {
       endedAtMs: performance.now(),
     });
     const createId = `soak_${++this.#asked}`; // the error refusing this create names it
-    this.ws.send(
-      JSON.stringify({
-        type: 'response.create',
-        event_id: createId,
-        response: {
-          input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text }] }],
-          max_output_tokens: maxTokens,
-          seed: 7,
-          conversation: 'none',
-        },
-      }),
-    );
+    this.rt.send({
+      type: 'response.create',
+      event_id: createId,
+      response: {
+        input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text }] }],
+        max_output_tokens: maxTokens,
+        seed: 7,
+        conversation: 'none',
+      },
+    });
     // Events of this answer only: after response.created, those naming its id; before it, an error naming the
     // create means it was refused (others are about an earlier cancel that raced its answer's end).
     let responseId: string | null = null;
-    for (let seen = 0; ;) {
-      while (seen < this.events.length) {
-        const e = this.events[seen++];
-        if (responseId === null) {
-          if (e.type === 'response.created') {
-            responseId = e.response?.id ?? null;
-            // The storm cancels while the answer is being generated (short answers outrun a later cancel).
-            if (abort) this.ws.send(JSON.stringify({ type: 'response.cancel', response_id: responseId }));
-          } else if (e.type === 'error' && e.error?.event_id === createId)
-            return answer('failed', e.error.code ?? null);
-          continue;
-        }
-        if (e.type === 'response.done' && e.response?.id === responseId)
-          return answer(e.response.status ?? 'failed', e.response.status_details?.error?.code ?? null);
-        if (e.response_id !== responseId) continue; // an error about our cancel racing the end, or stale
-        if (e.type === 'response.output_audio_transcript.delta') transcript += e.delta ?? '';
-        else if (e.type === 'response.output_audio.delta') {
-          ttfpMs ??= performance.now() - startedAtMs;
-          audio.push(Buffer.from(e.delta ?? '', 'base64'));
-        }
+    for (;;) {
+      const got = await this.rt.next();
+      if (typeof got === 'string') return answer('closed', null);
+      const e = got.e;
+      if (responseId === null) {
+        if (e.type === 'response.created') {
+          responseId = e.response?.id ?? null;
+          // The storm cancels while the answer is being generated (short answers outrun a later cancel).
+          if (abort) this.rt.send({ type: 'response.cancel', response_id: responseId });
+        } else if (isErrorFor(e, createId)) return answer('failed', e.error?.code ?? null);
+        continue;
       }
-      if (this.ws.readyState !== WebSocket.OPEN) return answer('closed', null);
-      await new Promise<void>((resolve) => (this.wake.fn = resolve));
-      this.wake.fn = null;
+      if (e.type === 'response.done' && e.response?.id === responseId)
+        return answer(e.response.status ?? 'failed', e.response.status_details?.error?.code ?? null);
+      if (e.response_id !== responseId) continue; // an error about our cancel racing the end, or stale
+      if (e.type === 'response.output_audio_transcript.delta') transcript += e.delta ?? '';
+      else if (e.type === 'response.output_audio.delta') {
+        ttfpMs ??= got.atMs - startedAtMs;
+        audio.push(Buffer.from(e.delta ?? '', 'base64'));
+      }
     }
   }
 
   /** Sends raw text (fuzz) and resolves with the next event's type, or 'closed'. */
   async sendRaw(text: string): Promise<string> {
-    const before = this.events.length;
-    this.ws.send(text);
-    while (this.events.length === before && this.ws.readyState === WebSocket.OPEN)
-      await new Promise<void>((resolve) => (this.wake.fn = resolve));
-    this.wake.fn = null;
-    return this.events[before]?.type ?? 'closed';
+    this.rt.send(text);
+    const got = await this.rt.next();
+    return typeof got === 'string' ? 'closed' : got.e.type;
   }
 
   close(): void {
-    this.ws.close();
+    void this.rt.close();
   }
 }

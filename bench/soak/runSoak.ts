@@ -63,7 +63,6 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
   serveArgs.push('--max-sessions', String(Math.max(64, o.sessions + 2)));
   const server = await ServerProcess.start(o.config, serveArgs);
   const url = server.url;
-  const wsUrl = `${url.replace(/^http/, 'ws')}/v1/realtime`;
   const rss = new RssSampler(server);
   const seenPids = new Set<number>();
   const sample = () =>
@@ -73,21 +72,21 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
   try {
     await sample();
     // References: each question asked alone, before any load or chaos.
-    const reference = await SoakSession.open(wsUrl);
+    const reference = await SoakSession.open(url);
     const references: SoakAnswer[] = [];
     for (let p = 0; p < PROMPTS.length; p++) references.push(await reference.ask(p, PROMPTS[p], o.maxTokens, false));
     reference.close();
     onProgress(`references ready; ${o.sessions} sessions for ${o.seconds} s`);
 
     const rng = new Prng(o.seed);
-    const sessions = await Promise.all(Array.from({ length: o.sessions }, () => SoakSession.open(wsUrl)));
+    const sessions = await Promise.all(Array.from({ length: o.sessions }, () => SoakSession.open(url)));
     const runs = sessions.map((s, i) => s.run(PROMPTS, i, o.maxTokens, o.abortStorm ? 0.25 : 0, () => rng.nextFloat()));
     const timers = [
       ...o.killStage.map((c) => setTimeout(() => void signalStage(server, c.stageId, 'SIGKILL'), 1000 * c.atSeconds)),
       ...o.stopStage.map((c) => setTimeout(() => void signalStage(server, c.stageId, 'SIGSTOP'), 1000 * c.atSeconds)),
     ];
     const fuzz: Record<string, number> = {};
-    const fuzzing = o.fuzz ? runFuzz(wsUrl, url, o.seconds, fuzz) : Promise.resolve();
+    const fuzzing = o.fuzz ? runFuzz(url, o.seconds, fuzz) : Promise.resolve();
     // Samples chain: one read of /health and /proc at a time, however slow the server is to answer.
     let sampling = Promise.resolve();
     const ticker = setInterval(() => (sampling = sampling.then(sample, () => undefined)), 500);
@@ -154,10 +153,10 @@ async function signalStage(server: ServerProcess, stageId: string, signal: NodeJ
 }
 
 /** Every second: one malformed Realtime frame on a session of its own, and one malformed chat body. */
-async function runFuzz(wsUrl: string, url: string, seconds: number, out: Record<string, number>): Promise<void> {
+async function runFuzz(url: string, seconds: number, out: Record<string, number>): Promise<void> {
   const frames = readFileSync(join(FUZZ_DIR, 'realtime.txt'), 'utf8').split('\n').filter(Boolean);
   const bodies = readFileSync(join(FUZZ_DIR, 'http.txt'), 'utf8').split('\n').filter(Boolean);
-  const session = await SoakSession.open(wsUrl);
+  const session = await SoakSession.open(url);
   const count = (key: string) => (out[key] = (out[key] ?? 0) + 1);
   const until = performance.now() + 1000 * seconds;
   for (let i = 0; performance.now() < until; i++) {

@@ -86,9 +86,8 @@ export async function runTurnsSoak(
       };
       await sample(0);
       onProgress(`serving ${server.url} (pid ${server.pid}); ${o.sessions} session(s) of ${o.turns} turns`);
-      const wsUrl = `${server.url.replace(/^http/, 'ws')}/v1/realtime`;
       const sessions = await Promise.all(
-        Array.from({ length: o.sessions }, (_, i) => SoakConversation.open(wsUrl, i, o.maxTokens)),
+        Array.from({ length: o.sessions }, (_, i) => SoakConversation.open(server.url, i, o.maxTokens)),
       );
       // RSS is read once every session has finished turn k, one read at a time (reads chain, never overlap).
       const done = sessions.map(() => 0);

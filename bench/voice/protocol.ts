@@ -3,13 +3,11 @@
  * union each way. The clients run in a process of their own so that, when the bench hosts the server, streaming
  * speech at real-time pace never runs on the event loop being measured.
  */
+import type { ClientTarget } from '../ttfp/clients/BenchClient.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
 
-/** How a session is set up; the same for voice and text turns, so only the input differs. */
-export interface TurnSettings {
-  /** ws://host:port/v1/realtime */
-  readonly wsUrl: string;
-  readonly apiKey: string | null;
+/** How a session is set up (the server: its baseUrl and apiKey); the same for voice and text turns. */
+export interface TurnSettings extends ClientTarget {
   /** turn_detection.silence_duration_ms of the voice sessions. */
   readonly silenceMs: number;
   /** Audio answers of exactly this many text tokens (max_output_tokens with ignore_eos). */

@@ -153,7 +153,7 @@ async function measureRuns(
       server = await startInProcessServer(o.compareTranscription ? withAsr(config.graph) : config.graph, o.log);
     const baseUrl = server?.baseUrl ?? (o.target as Extract<VoiceBenchTarget, { kind: 'url' }>).url;
     const settings: TurnSettings = {
-      wsUrl: `${baseUrl.replace(/^http/, 'ws')}/v1/realtime`,
+      baseUrl,
       apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
       silenceMs: o.silenceMs,
       outputLen: o.outputLen,

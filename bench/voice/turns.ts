@@ -1,214 +1,144 @@
 /**
- * One user turn in a Realtime session of its own, so every answer sees a one-item conversation: a voice turn streams
- * the sentence as speech at a microphone's pace and lets the server's VAD end the turn and start the answer; a text
- * turn types the same sentence (conversation.item.create input_text + response.create). Both sessions ask for the
- * same answer (audio, outputLen tokens with ignore_eos, the turn's seed), so only the input differs.
+ * Spoken and typed turns over a Realtime session (RealtimeSession). A voice turn streams the sentence as speech at a
+ * microphone's pace and lets the server's VAD end the turn and start the answer; a text turn types the same sentence
+ * (conversation.item.create input_text + response.create). voiceTurn and textTurn run one turn in a session of its
+ * own, so every answer sees a one-item conversation and only the input differs; SpokenConversation speaks many turns
+ * in one session with the same `speak` loop.
  *
- * Arrival times are taken first thing in the socket's message handler, before the frame is parsed.
+ * A turn's answer is the first response created after its speech ended. One created before (the VAD took a pause in
+ * the sentence for its end) answers half a sentence: the turn fails, and still waits for the answer to the whole
+ * sentence, so that the next sentence is never spoken over it.
  */
-import { WebSocket } from 'ws';
-import { deltaTraceEvent, responseOutcome, type RealtimeEvent } from '../ttfp/clients/realtimeEvents.ts';
+import { RealtimeSession, type Arrival } from '../ttfp/clients/RealtimeSession.ts';
+import { deltaTraceEvent, responseOutcome, usageFields } from '../ttfp/clients/realtimeEvents.ts';
 import type { TraceEvent } from '../ttfp/trace.ts';
 import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 import { concatPcm, msOf, quiet, readSpeech, SPEECH_RATE_HZ, trimSilence } from './speech.ts';
 import { CameraFeed } from './CameraFeed.ts';
 
-const CONNECT_TIMEOUT_MS = 10_000;
 export const CHUNK_MS = 20; // what a browser's AudioWorklet client appends at a time
 export const CHUNK_SAMPLES = (SPEECH_RATE_HZ * CHUNK_MS) / 1000;
 const LEAD_MS = 300; // room noise before the speech, as a microphone opened before the user speaks
 
-interface Outcome {
-  readonly ok: boolean;
-  readonly error?: string;
-}
-
-/** A session set up for one turn; records the answer's events until response.done, an error or the deadline. */
-class TurnSession {
+/** What one turn has heard so far, from the session's events. */
+export class TurnRecord {
   readonly events: TraceEvent[] = [];
-  requestId?: string;
-  promptTokens?: number;
-  textTokens?: number;
+  /** performance.now() at the send of the chunk holding the last speech sample (text: the create); null before. */
+  speechEndMs: number | null = null;
   speechStoppedMs?: number;
   vadAudioEndMs?: number;
   transcribedMs?: number;
-  #finished = false;
-  readonly #outcome: Promise<Outcome>;
-  #finish!: (o: Outcome) => void;
+  /** The turn's answer: the first response created after the speech ended. */
+  requestId?: string;
+  usage: ReturnType<typeof usageFields> = {};
+  error?: string;
+  done = false;
 
-  private constructor(private readonly ws: WebSocket) {
-    this.#outcome = new Promise((resolve) => (this.#finish = resolve));
-    ws.on('message', (data) => this.#onMessage(performance.now(), String(data)));
-    ws.on('error', (err) => this.end({ ok: false, error: `realtime socket: ${err.message}` }));
-    ws.on('close', () => this.end({ ok: false, error: 'the server closed the realtime socket' }));
+  end(error?: string): void {
+    if (this.done) return;
+    this.done = true;
+    this.error ??= error;
   }
 
-  /** Connects and applies the session settings (and server VAD for voice turns) before the turn starts. */
-  static async open(s: TurnSettings, kind: TurnKind, seed: number): Promise<TurnSession> {
-    const ws = new WebSocket(s.wsUrl, {
-      headers: s.apiKey ? { authorization: `Bearer ${s.apiKey}` } : {},
-      perMessageDeflate: false,
-    });
-    const reply = (type: string) =>
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`no ${type} within ${CONNECT_TIMEOUT_MS} ms`)),
-          CONNECT_TIMEOUT_MS,
-        );
-        const onMessage = (data: unknown) => {
-          const e = JSON.parse(String(data)) as RealtimeEvent;
-          if (e.type !== type && e.type !== 'error') return;
-          clearTimeout(timer);
-          ws.off('message', onMessage);
-          if (e.type === 'error') reject(new Error(`${e.error?.code}: ${e.error?.message}`));
-          else resolve();
-        };
-        ws.on('message', onMessage);
-        ws.once('error', (err) => {
-          clearTimeout(timer);
-          reject(new Error(`cannot open ${s.wsUrl}: ${err.message}`));
-        });
-      });
-    try {
-      await reply('session.created');
-      ws.send(
-        JSON.stringify({
-          type: 'session.update',
-          session: {
-            output_modalities: ['audio'],
-            max_output_tokens: s.outputLen,
-            ignore_eos: true,
-            seed,
-            audio: {
-              input: {
-                turn_detection: kind === 'voice' ? { type: 'server_vad', silence_duration_ms: s.silenceMs } : null,
-                ...(kind === 'voice' && s.transcription ? { transcription: { model: 'whisper-1' } } : {}),
-              },
-            },
-          },
-        }),
-      );
-      await reply('session.updated');
-    } catch (err) {
-      ws.on('error', () => undefined); // terminate() of a socket still connecting emits one more error
-      ws.terminate();
-      throw err;
-    }
-    return new TurnSession(ws);
-  }
-
-  get finished(): boolean {
-    return this.#finished;
-  }
-
-  send(event: object): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(event));
-  }
-
-  end(o: Outcome): void {
-    if (this.#finished) return;
-    this.#finished = true;
-    this.#finish(o);
-  }
-
-  /** The outcome, or a failure once `timeoutMs` have passed. */
-  async outcome(timeoutMs: number): Promise<Outcome> {
-    const timer = setTimeout(
-      () => this.end({ ok: false, error: `no response.done within ${timeoutMs} ms` }),
-      timeoutMs,
-    );
-    try {
-      return await this.#outcome;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  async close(): Promise<void> {
-    this.end({ ok: false, error: 'closed' });
-    if (this.ws.readyState === WebSocket.CLOSED) return;
-    const closed = new Promise<void>((resolve) => this.ws.once('close', () => resolve()));
-    this.ws.close();
-    await closed;
-  }
-
-  #onMessage(atMs: number, text: string): void {
-    if (this.#finished) return;
-    const e = JSON.parse(text) as RealtimeEvent;
+  onEvent({ e, atMs }: Arrival): void {
+    if (this.done) return;
     switch (e.type) {
       case 'input_audio_buffer.speech_stopped':
         this.speechStoppedMs ??= atMs;
         this.vadAudioEndMs ??= e.audio_end_ms;
         return;
       case 'response.created':
-        this.requestId ??= e.response?.id;
+        if (this.speechEndMs !== null) this.requestId ??= e.response?.id;
         return;
       case 'conversation.item.input_audio_transcription.completed':
         this.transcribedMs ??= atMs;
         return;
       case 'response.done': {
+        if (this.requestId === undefined || e.response?.id !== this.requestId) return; // not this turn's answer
         this.events.push({ type: 'done', atMs });
-        const r = e.response;
-        this.promptTokens = r?.usage?.input_tokens;
-        this.textTokens = r?.usage?.output_token_details?.text_tokens;
-        this.end(responseOutcome(e)!);
+        this.usage = usageFields(e.response);
+        const outcome = responseOutcome(e)!;
+        this.end(outcome.ok ? undefined : outcome.error);
         return;
       }
-      case 'error':
-        this.end(responseOutcome(e)!);
+      case 'error': {
+        const error = responseOutcome(e)!.error;
+        // Once the answer exists its response.done ends the turn (a failed one too); after the speech and before
+        // the answer, nothing else may come to end it.
+        if (this.speechEndMs !== null && this.requestId === undefined) this.end(error);
+        else this.error ??= error;
         return;
+      }
       default: {
+        if (this.requestId === undefined) return; // a response from before the speech ended
         const delta = deltaTraceEvent(e, atMs, SPEECH_RATE_HZ);
         if (delta) this.events.push(delta);
-        return;
       }
     }
   }
 
-  trace(kind: TurnKind, startMs: number, o: Outcome): TurnTrace {
+  /**
+   * Reads the session's events until `untilMs` (the next chunk's time; Infinity: the turn's end); ends the turn when
+   * the session closed or deadlineMs passed.
+   */
+  async read(session: RealtimeSession, deadlineMs: number, untilMs: number): Promise<void> {
+    while (!this.done) {
+      const got = await session.next(Math.min(untilMs, deadlineMs));
+      if (got === 'closed') this.end('the server closed the realtime socket');
+      else if (got !== 'timeout') this.onEvent(got);
+      else if (performance.now() >= deadlineMs) this.end('timeout');
+      else return;
+    }
+  }
+
+  trace(kind: TurnKind, extra: Partial<TurnTrace> = {}): TurnTrace {
+    // A pause in the sentence longer than silence_duration_ms ended the turn early: the answer timed would be to
+    // half a sentence. Such a turn is a failure, not a figure.
+    const early =
+      kind === 'voice' &&
+      this.error === undefined &&
+      (this.speechEndMs === null || (this.speechStoppedMs ?? -Infinity) < this.speechEndMs);
+    const error = early ? 'the VAD ended the turn before the speech ended (a pause in the sentence?)' : this.error;
     return {
       kind,
-      startMs,
+      startMs: this.speechEndMs ?? performance.now(),
       events: this.events,
-      ok: o.ok,
-      ...(o.error !== undefined ? { error: o.error } : {}),
+      ok: error === undefined,
+      ...(error !== undefined ? { error } : {}),
       ...(this.requestId !== undefined ? { requestId: this.requestId } : {}),
-      ...(this.promptTokens !== undefined ? { promptTokens: this.promptTokens } : {}),
-      ...(this.textTokens !== undefined ? { textTokens: this.textTokens } : {}),
+      ...this.usage,
       ...(this.speechStoppedMs !== undefined ? { speechStoppedMs: this.speechStoppedMs } : {}),
       ...(this.vadAudioEndMs !== undefined ? { vadAudioEndMs: this.vadAudioEndMs } : {}),
       ...(this.transcribedMs !== undefined ? { transcribedMs: this.transcribedMs } : {}),
+      ...extra,
     };
   }
 }
 
-const failed = (kind: TurnKind, error: unknown): TurnTrace => ({
-  kind,
-  startMs: performance.now(),
-  events: [],
-  ok: false,
-  error: error instanceof Error ? error.message : String(error),
-});
-
-/** Types the sentence; the clock starts at conversation.item.create. */
-export async function textTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace> {
-  let session: TurnSession;
-  try {
-    session = await TurnSession.open(s, 'text', t.seed);
-  } catch (err) {
-    return failed('text', err);
-  }
-  try {
-    const startMs = performance.now();
-    session.send({
-      type: 'conversation.item.create',
-      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: t.text }] },
-    });
-    session.send({ type: 'response.create' });
-    return session.trace('text', startMs, await session.outcome(s.timeoutMs));
-  } finally {
-    await session.close();
-  }
+/**
+ * A session for spoken or typed turns: audio answers of outputLen tokens with ignore_eos, server VAD for voice
+ * (answering by itself with createResponse), none for text.
+ */
+export async function openTurnSession(
+  s: TurnSettings,
+  kind: TurnKind,
+  extra: { readonly seed?: number; readonly createResponse?: boolean } = {},
+): Promise<RealtimeSession> {
+  const session = await RealtimeSession.open(s);
+  const vad = { type: 'server_vad', silence_duration_ms: s.silenceMs, create_response: extra.createResponse };
+  await session.update({
+    output_modalities: ['audio'],
+    max_output_tokens: s.outputLen,
+    ignore_eos: true,
+    ...(extra.seed !== undefined ? { seed: extra.seed } : {}),
+    audio: {
+      input: {
+        turn_detection: kind === 'voice' ? vad : null,
+        ...(kind === 'voice' && s.transcription ? { transcription: { model: 'whisper-1' } } : {}),
+      },
+    },
+  });
+  return session;
 }
 
 /** The voiced part of espeak-ng's WAV, as pcm16 at 24 kHz. */
@@ -224,16 +154,77 @@ export function withLead(speech: Int16Array, noiseSeed: number): Int16Array {
 }
 
 /**
- * Speaks the sentence: room noise, the speech, then room noise until the answer is over, 20 ms at a time, each
- * chunk sent once a microphone would have recorded it. The speech is placed so that it ends on a chunk boundary:
- * the send of that chunk is the moment the user stopped speaking, the clock's start.
+ * Speaks `spoken` (room noise, the speech), then room noise until the turn is over, 20 ms at a time, each chunk sent
+ * once a microphone would have recorded it. The send of the chunk holding the last speech sample is the moment the
+ * user stopped speaking, the clock's start, on the turn's real-time clock: a send a busy client made late does not
+ * move when the user finished. Returns the samples sent.
  */
+export async function speak(
+  session: RealtimeSession,
+  turn: TurnRecord,
+  spoken: Int16Array,
+  noiseSeed: number,
+  timeoutMs: number,
+): Promise<number> {
+  const room = quiet(1000, noiseSeed); // looped after the speech
+  const startedMs = performance.now();
+  const deadlineMs = startedMs + timeoutMs + msOf(spoken);
+  let sent = 0;
+  for (let n = 0; !turn.done; n++) {
+    await turn.read(session, deadlineMs, startedMs + (n + 1) * CHUNK_MS);
+    if (turn.done) break;
+    const at = n * CHUNK_SAMPLES;
+    const roomAt = (at - spoken.length) % room.length;
+    const part =
+      at < spoken.length ? spoken.subarray(at, at + CHUNK_SAMPLES) : room.subarray(roomAt, roomAt + CHUNK_SAMPLES);
+    session.send({
+      type: 'input_audio_buffer.append',
+      audio: Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64'),
+    });
+    sent += part.length;
+    if (at + CHUNK_SAMPLES === spoken.length) turn.speechEndMs = startedMs + (n + 1) * CHUNK_MS;
+  }
+  if (turn.error === 'timeout') turn.error = `no response.done within ${timeoutMs} ms of the end of speech`;
+  return sent;
+}
+
+const failed = (kind: TurnKind, error: unknown): TurnTrace => ({
+  kind,
+  startMs: performance.now(),
+  events: [],
+  ok: false,
+  error: error instanceof Error ? error.message : String(error),
+});
+
+/** Types the sentence; the clock starts at conversation.item.create. */
+export async function textTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace> {
+  let session: RealtimeSession;
+  try {
+    session = await openTurnSession(s, 'text', { seed: t.seed });
+  } catch (err) {
+    return failed('text', err);
+  }
+  try {
+    const turn = new TurnRecord();
+    turn.speechEndMs = performance.now();
+    const item = { type: 'message', role: 'user', content: [{ type: 'input_text', text: t.text }] };
+    session.send({ type: 'conversation.item.create', item });
+    session.send({ type: 'response.create' });
+    await turn.read(session, turn.speechEndMs + s.timeoutMs, Infinity);
+    if (turn.error === 'timeout') turn.error = `no response.done within ${s.timeoutMs} ms`;
+    return turn.trace('text');
+  } finally {
+    await session.close();
+  }
+}
+
+/** Speaks the sentence in a session of its own (speak). */
 export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace> {
   let speech: Int16Array;
-  let session: TurnSession;
+  let session: RealtimeSession;
   try {
     speech = speechOf(t.wavFile);
-    session = await TurnSession.open(s, 'voice', t.seed);
+    session = await openTurnSession(s, 'voice', { seed: t.seed });
   } catch (err) {
     return failed('voice', err);
   }
@@ -241,36 +232,9 @@ export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace
   try {
     if (camera) await camera.lead();
     const spoken = withLead(speech, t.noiseSeed);
-    const room = quiet(1000, t.noiseSeed + 1); // looped after the speech
-    let speechEndMs: number | null = null;
-    const done = session.outcome(s.timeoutMs + msOf(spoken));
-    const startedMs = performance.now();
-    for (let n = 0; !session.finished; n++) {
-      const due = startedMs + (n + 1) * CHUNK_MS - performance.now();
-      if (due > 0) await new Promise((r) => setTimeout(r, due));
-      if (session.finished) break;
-      const at = n * CHUNK_SAMPLES;
-      const roomAt = (at - spoken.length) % room.length;
-      const part =
-        at < spoken.length ? spoken.subarray(at, at + CHUNK_SAMPLES) : room.subarray(roomAt, roomAt + CHUNK_SAMPLES);
-      const audio = Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64');
-      session.send({ type: 'input_audio_buffer.append', audio });
-      // When its last sample was spoken, on the turn's real-time clock: a send a busy client made late (then caught
-      // up on, with the silence after it) does not move when the user finished (it made speech_stopped look early).
-      if (at + CHUNK_SAMPLES === spoken.length) speechEndMs = startedMs + (n + 1) * CHUNK_MS;
-    }
-    const outcome = await done;
-    const trace = session.trace('voice', speechEndMs ?? performance.now(), outcome);
-    const voice = { ...trace, speechEndAudioMs: msOf(spoken), speechMs: msOf(speech) };
-    // A pause in the sentence longer than silence_duration_ms ends the turn early: the answer timed would be to
-    // half a sentence, then cut off by the rest of it (barge-in). Such a turn is a failure, not a figure.
-    if (outcome.ok && (speechEndMs === null || (trace.speechStoppedMs ?? 0) < speechEndMs))
-      return {
-        ...voice,
-        ok: false,
-        error: 'the VAD ended the turn before the speech ended (a pause in the sentence?)',
-      };
-    return voice;
+    const turn = new TurnRecord();
+    await speak(session, turn, spoken, t.noiseSeed + 1, s.timeoutMs);
+    return turn.trace('voice', { speechEndAudioMs: msOf(spoken), speechMs: msOf(speech) });
   } finally {
     camera?.stop();
     await session.close();

@@ -9,6 +9,7 @@ import { pcm16SamplesInBase64 } from './BenchClient.ts';
 export interface RealtimeEvent {
   readonly type: string;
   readonly delta?: string;
+  readonly response_id?: string;
   readonly audio_end_ms?: number;
   readonly response?: {
     readonly id?: string;

@@ -175,7 +175,7 @@ async function measure(
   try {
     clients = await VoiceClients.start();
     const settingsOf = (live: LiveMode): TurnSettings => ({
-      wsUrl: `${live.target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`,
+      baseUrl: live.target.baseUrl,
       apiKey: live.target.apiKey,
       silenceMs: o.silenceMs,
       outputLen: o.outputLen,
