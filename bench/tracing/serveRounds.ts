@@ -38,7 +38,7 @@ import type { ClientTarget } from '../ttfp/clients/BenchClient.ts';
 import { readBenchConfig } from '../ttfp/inProcessServer.ts';
 import { requestMetrics, summarizeRun } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
-import { tokenizerOf } from '../ttfp/runServeBench.ts';
+import { tokenizerOf } from '../ttfp/planModes.ts';
 import { runLoad } from '../ttfp/runLoad.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
 import { formatRatio, pairedRatio, pooledPercentileRatio, type PairedRatio } from './pairedRatio.ts';

@@ -9,6 +9,7 @@ import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
 import { addFrames, decodeRatio, framesBetween, settledCode2WavFrames, type Code2WavFrames } from './code2wavFrames.ts';
 import { addCpuBetween, cpuSnapshot } from './cpuTime.ts';
 import { startInProcessServer, type BenchConfig } from './inProcessServer.ts';
+import { remoteStagesOf } from './RemoteStageHost.ts';
 import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
 import { toRunRow, type BenchResult, type RunRow } from './results.ts';
@@ -171,4 +172,77 @@ export class ModeRun {
     o.onRun?.(row, traces, timings);
     return { row, traces };
   }
+}
+
+/** One mode's run at one concurrency, measured over blocks [from, to) of its items (prompts, conversations). */
+export interface BlockRun {
+  block(from: number, to: number): Promise<void>;
+  finish(): void;
+}
+
+/**
+ * Every concurrency on every mode, each server opened (and warmed up) by `open` and closed whatever happens. Two
+ * servers up at once (interleaves): each concurrency's items in halves A B B A, so that drift in the machine's speed
+ * and the first mode's warm-up fall on both modes alike; else one server after the other.
+ */
+export async function overModes(
+  modes: readonly Mode[],
+  concurrency: readonly number[],
+  open: (mode: Mode) => Promise<LiveMode>,
+  itemsAt: (index: number) => number,
+  start: (live: LiveMode, concurrency: number, index: number) => BlockRun,
+): Promise<void> {
+  const lives: LiveMode[] = [];
+  try {
+    if (interleaves(modes)) {
+      for (const mode of modes) lives.push(await open(mode));
+      for (const [index, c] of concurrency.entries()) {
+        const [n, [a, b]] = [itemsAt(index), lives.map((live) => start(live, c, index))];
+        const half = Math.ceil(n / 2);
+        for (const [run, from, to] of [
+          [a, 0, half],
+          [b, 0, half],
+          [b, half, n],
+          [a, half, n],
+        ] as const)
+          await run.block(from, to);
+        a.finish();
+        b.finish();
+      }
+      return;
+    }
+    for (const mode of modes) {
+      const live = await open(mode);
+      lives.push(live);
+      for (const [index, c] of concurrency.entries()) {
+        const run = start(live, c, index);
+        await run.block(0, itemsAt(index));
+        run.finish();
+      }
+      await lives.pop()!.close();
+    }
+  } finally {
+    await Promise.all(lives.map((live) => live.close()));
+  }
+}
+
+/**
+ * Both servers up at once, every concurrency's items in alternating halves (A B B A). A config with remote stages
+ * keeps one deployment at a time (its stage processes and Redis are per deployment): its modes run one after the
+ * other.
+ */
+export function interleaves(modes: readonly Mode[]): boolean {
+  return modes.length > 1 && !modes.some((m) => m.config && remoteStagesOf(m.config.graph).length > 0);
+}
+
+/** Each mode's runs together, in the order of --concurrency, however they were measured. */
+export function sortRuns<R extends { readonly variant: string; readonly concurrency: number }>(
+  runs: R[],
+  modes: readonly Mode[],
+  concurrency: readonly number[],
+): void {
+  const modeIndex = (r: R) => modes.findIndex((m) => m.variant === r.variant);
+  runs.sort(
+    (x, y) => modeIndex(x) - modeIndex(y) || concurrency.indexOf(x.concurrency) - concurrency.indexOf(y.concurrency),
+  );
 }

@@ -71,7 +71,7 @@ async function main(): Promise<void> {
     const turns = (): TurnSpec[] =>
       sentences.map((text, index) => ({ index, seed: index, text, wavFile: wavs[index], noiseSeed: 2 * ++noiseSeeds }));
     const base: TurnSettings = {
-      wsUrl: `${server.baseUrl.replace(/^http/, 'ws')}/v1/realtime`,
+      baseUrl: server.baseUrl,
       apiKey: null,
       silenceMs: Number(values['silence-ms']),
       outputLen: Number(values['output-len']),

@@ -228,11 +228,17 @@ export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace
   } catch (err) {
     return failed('voice', err);
   }
-  const camera = s.cameraFps ? CameraFeed.start(session, s.cameraFps, t.noiseSeed) : null;
+  const turn = new TurnRecord();
+  const sink = {
+    get finished() {
+      return turn.done || !session.open;
+    },
+    send: (e: object) => session.send({ ...e }),
+  };
+  const camera = s.cameraFps ? CameraFeed.start(sink, s.cameraFps, t.noiseSeed) : null;
   try {
     if (camera) await camera.lead();
     const spoken = withLead(speech, t.noiseSeed);
-    const turn = new TurnRecord();
     await speak(session, turn, spoken, t.noiseSeed + 1, s.timeoutMs);
     return turn.trace('voice', { speechEndAudioMs: msOf(spoken), speechMs: msOf(speech) });
   } finally {

@@ -5,10 +5,9 @@
  * With two servers (a --compare-* flag) the first one's capacity is searched and both then run at multiples of it,
  * interleaved rate by rate (scheduling at the edge of capacity: --compare-scheduling, issue 31 item 4).
  */
-import type { LiveMode } from '../modeRun.ts';
-import { openMode, warmUp } from '../modeRun.ts';
+import { interleaves, openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
 import { makePrompts } from '../prompts.ts';
-import { benchTokenizer, interleaves, planModes } from '../runServeBench.ts';
+import { benchTokenizer, planModes } from '../planModes.ts';
 import { judgeStep, searchCapacity, type CapacityOptions } from './capacitySearch.ts';
 import {
   arrivalPlan,
@@ -70,41 +69,51 @@ export async function runCapacityBench(o: OpenLoopBenchOptions, c: CapacityOptio
   const multiplesOf = (capacity: number | null) =>
     capacity === null ? [] : c.multiples.map((m) => Number((m * capacity).toPrecision(3)));
 
-  if (modes.length === 1) {
-    const live = await openMode(o, modes[0], result);
-    try {
-      await warmUp(o, live, warmupPrompts);
-      await search(live);
-    } finally {
-      await live.close();
-    }
-  } else if (interleaves(modes)) {
-    const lives: LiveMode[] = [];
-    try {
-      for (const mode of modes) lives.push(await openMode(o, mode, result));
-      for (const live of lives) await warmUp(o, live, warmupPrompts);
-      // The servers share the machine: the one not being searched is idle meanwhile, as in a closed-loop run.
-      for (const rate of multiplesOf(await search(lives[0]))) for (const live of lives) await run(live, rate);
-    } finally {
-      await Promise.all(lives.map((live) => live.close()));
-    }
-  } else {
-    let rates: number[] = [];
-    for (const [i, mode] of modes.entries()) {
-      const live = await openMode(o, mode, result);
-      try {
-        await warmUp(o, live, warmupPrompts);
-        if (i === 0) rates = multiplesOf(await search(live));
-        for (const rate of rates) await run(live, rate);
-      } finally {
-        await live.close();
-      }
-    }
-  }
+  const open = async (mode: Mode) => {
+    const live = await openMode(o, mode, result);
+    await warmUp(o, live, warmupPrompts);
+    return live;
+  };
+  await searchThenCompare(modes, open, search, run, multiplesOf);
   sortRows(
     result,
     modes,
     [...ratesRun].sort((a, b) => a - b),
   );
   return finish(result);
+}
+
+/**
+ * The first server's capacity searched, then (two servers) both at multiples of it: up at once, rate by rate (the
+ * one not being searched is idle meanwhile, as in a closed-loop run), or one after the other.
+ */
+async function searchThenCompare(
+  modes: readonly Mode[],
+  open: (mode: Mode) => Promise<LiveMode>,
+  search: (live: LiveMode) => Promise<number | null>,
+  run: (live: LiveMode, rate: number) => Promise<unknown>,
+  multiplesOf: (capacity: number | null) => number[],
+): Promise<void> {
+  const lives: LiveMode[] = [];
+  try {
+    if (modes.length > 1 && interleaves(modes)) {
+      for (const mode of modes) lives.push(await open(mode));
+      for (const rate of multiplesOf(await search(lives[0]))) for (const live of lives) await run(live, rate);
+      return;
+    }
+    let rates: number[] = [];
+    for (const [i, mode] of modes.entries()) {
+      const live = await open(mode);
+      lives.push(live);
+      // One server: its capacity alone; two: both at multiples of the first one's.
+      if (i === 0) {
+        const capacity = await search(live);
+        if (modes.length > 1) rates = multiplesOf(capacity);
+      }
+      for (const rate of rates) await run(live, rate);
+      await lives.pop()!.close();
+    }
+  } finally {
+    await Promise.all(lives.map((live) => live.close()));
+  }
 }

@@ -11,9 +11,9 @@
  */
 import os from 'node:os';
 import { resultHeader } from '../results.ts';
-import { openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
+import { interleaves, openMode, overModes, sortRuns, warmUp, type Mode } from '../modeRun.ts';
 import { makePrompts } from '../prompts.ts';
-import { benchTokenizer, interleaves, planModes } from '../runServeBench.ts';
+import { benchTokenizer, planModes } from '../planModes.ts';
 import type { ModeOptions, ServeBenchOptions } from '../serveBenchOptions.ts';
 import type { RequestTrace } from '../trace.ts';
 import { makeConversations } from './conversations.ts';
@@ -62,7 +62,6 @@ const SYSTEM_SEED = 0x5157;
 
 export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> {
   const modes = await planModes(o);
-  const interleave = interleaves(modes);
   const tokenizer = await benchTokenizer(o, modes);
   const warmupPrompts = makePrompts({ tokenizer, count: o.warmup, inputLen: o.inputLen, seed: o.seed + 0x5eed });
   // A system prompt of its own per concurrency, as its conversations: c=8 must not find c=1's in the cache.
@@ -95,67 +94,39 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
       seed: o.seed,
       initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
       ttfp_target_ms: o.ttfpTargetMs ?? null,
-      interleaved: interleave,
+      interleaved: interleaves(modes),
     },
     runs: [],
     ratios: [],
     turn_limits: null,
   };
-  const finish = (run: TurnsModeRun): void => {
-    const { run: row, traces } = run.finish(o.turns, o.systemLen ?? null);
-    result.runs.push(row);
-    o.onRun?.(row, traces);
+  const open = async (mode: Mode) => {
+    const live = await openMode(o, mode, result);
+    await warmUp(o, live, warmupPrompts);
+    return live;
   };
-  if (interleave) {
-    const lives: LiveMode[] = [];
-    try {
-      for (const mode of modes) lives.push(await openMode(o, mode, result));
-      for (const live of lives) await warmUp(o, live, warmupPrompts);
-      for (const [index, concurrency] of o.concurrency.entries()) {
-        const conversations = conversationsAt(index);
-        const half = Math.ceil(conversations.length / 2);
-        const [a, b] = lives.map((live) => new TurnsModeRun(live, concurrency));
-        for (const [run, from, to] of [
-          [a, 0, half],
-          [b, 0, half],
-          [b, half, conversations.length],
-          [a, half, conversations.length],
-        ] as const)
-          await run.block(o, conversations, from, to, systemAt(index));
-        finish(a);
-        finish(b);
-      }
-    } finally {
-      await Promise.all(lives.map((live) => live.close()));
-    }
-  } else {
-    for (const mode of modes) {
-      const live = await openMode(o, mode, result);
-      try {
-        await warmUp(o, live, warmupPrompts);
-        for (const [index, concurrency] of o.concurrency.entries()) {
-          const run = new TurnsModeRun(live, concurrency);
-          const conversations = conversationsAt(index);
-          await run.block(o, conversations, 0, conversations.length, systemAt(index));
-          finish(run);
-        }
-      } finally {
-        await live.close();
-      }
-    }
-  }
+  const conversations = o.concurrency.map((_, index) => conversationsAt(index));
+  await overModes(
+    modes,
+    o.concurrency,
+    open,
+    (index) => conversations[index].length,
+    (live, concurrency, index) => {
+      const run = new TurnsModeRun(live, concurrency);
+      return {
+        block: (from, to) => run.block(o, conversations[index], from, to, systemAt(index)),
+        finish: () => {
+          const { run: row, traces } = run.finish(o.turns, o.systemLen ?? null);
+          result.runs.push(row);
+          o.onRun?.(row, traces);
+        },
+      };
+    },
+  );
   sortRuns(result.runs, modes, o.concurrency);
   result.turn_limits = await measureTurnLimits(o, modes[0], result.runs);
   if (modes.length === 2) result.ratios = modeRatios(result.runs, modes[0].variant, modes[1].variant);
   result.finished_at = new Date().toISOString();
   result.machine.load_avg_end = os.loadavg()[0];
   return result;
-}
-
-/** Each mode's runs together, in the order of --concurrency, however they were measured. */
-function sortRuns(runs: TurnsRun[], modes: readonly Mode[], concurrency: readonly number[]): void {
-  const modeIndex = (r: TurnsRun) => modes.findIndex((m) => m.variant === r.variant);
-  runs.sort(
-    (x, y) => modeIndex(x) - modeIndex(y) || concurrency.indexOf(x.concurrency) - concurrency.indexOf(y.concurrency),
-  );
 }

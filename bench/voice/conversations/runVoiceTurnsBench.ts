@@ -15,10 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../../src/index.ts';
 import { ChorusError, ErrorCodes } from '../../../src/basics.ts';
-import { openMode, type LiveMode, type Mode } from '../../ttfp/modeRun.ts';
+import { interleaves, openMode, overModes, sortRuns, type LiveMode, type Mode } from '../../ttfp/modeRun.ts';
 import { ProgressBar } from '../../ttfp/ProgressBar.ts';
 import { resultHeader } from '../../ttfp/results.ts';
-import { interleaves, planModes } from '../../ttfp/runServeBench.ts';
+import { planModes } from '../../ttfp/planModes.ts';
 import type { BenchTarget } from '../../ttfp/serveBenchOptions.ts';
 import type { TurnSettings, TurnSpec, TurnTrace } from '../protocol.ts';
 import { speakToFile } from '../speech.ts';
@@ -68,7 +68,6 @@ const CONVERSATION_SEED_STRIDE = 0x10001;
 export async function runVoiceTurnsBench(o: VoiceTurnsBenchOptions): Promise<VoiceTurnsResult> {
   const modes = await planModes({ ...o, compareSync: false, compareScheduling: false });
   for (const m of modes) if (m.config) checkAudioIn(m);
-  const interleave = interleaves(modes);
   const result: VoiceTurnsResult = {
     tool: 'chorus bench --voice --turns',
     ...resultHeader(o, modes),
@@ -80,7 +79,7 @@ export async function runVoiceTurnsBench(o: VoiceTurnsBenchOptions): Promise<Voi
       silence_duration_ms: o.silenceMs,
       warmup: o.warmup,
       seed: o.seed,
-      interleaved: interleave,
+      interleaved: interleaves(modes),
     },
     runs: [],
     ratios: [],
@@ -88,14 +87,11 @@ export async function runVoiceTurnsBench(o: VoiceTurnsBenchOptions): Promise<Voi
   };
   const speechDir = mkdtempSync(path.join(os.tmpdir(), 'chorus-voice-turns-'));
   try {
-    await measure(o, modes, interleave, result, new Speaker(speechDir));
+    await measure(o, modes, result, new Speaker(speechDir));
   } finally {
     rmSync(speechDir, { recursive: true, force: true });
   }
-  const order = (r: VoiceTurnsRun) => modes.findIndex((m) => m.variant === r.variant);
-  result.runs.sort(
-    (x, y) => order(x) - order(y) || o.concurrency.indexOf(x.concurrency) - o.concurrency.indexOf(y.concurrency),
-  );
+  sortRuns(result.runs, modes, o.concurrency);
   if (modes.length === 2) result.ratios = voiceTurnsRatios(result.runs, modes[0].variant, modes[1].variant);
   result.goals = voiceTurnsGoals(result.runs);
   result.finished_at = new Date().toISOString();
@@ -144,18 +140,10 @@ class Speaker {
   }
 }
 
-/** One server's traces at one concurrency, gathered over its blocks of conversations. */
-interface Gathered {
-  readonly traces: TurnTrace[][];
-  durationMs: number;
-  blocks: number;
-}
-
 /** Starts the clients and the servers, warms each server up, runs every concurrency, and stops all whatever happens. */
 async function measure(
   o: VoiceTurnsBenchOptions,
   modes: readonly Mode[],
-  interleave: boolean,
   result: VoiceTurnsResult,
   speaker: Speaker,
 ): Promise<void> {
@@ -169,97 +157,95 @@ async function measure(
       o.seed + (index + 1) * CONVERSATION_SEED_STRIDE,
     ).map((sentences, c) => speaker.turns(sentences, (t) => o.seed + c * o.turns + t)),
   );
-  const modeOptions = { ...o, protocol: 'realtime' as const };
-  let clients: VoiceClients | null = null;
-  const lives: LiveMode[] = [];
+  const clients = await VoiceClients.start();
   try {
-    clients = await VoiceClients.start();
-    const settingsOf = (live: LiveMode): TurnSettings => ({
-      baseUrl: live.target.baseUrl,
-      apiKey: live.target.apiKey,
-      silenceMs: o.silenceMs,
-      outputLen: o.outputLen,
-      timeoutMs: o.timeoutMs,
-    });
     const open = async (mode: Mode): Promise<LiveMode> => {
-      const live = await openMode(modeOptions, mode, result);
-      lives.push(live);
-      if (warmupTurns.length === 0) return live;
-      // Also starts the server's VAD service (it loads on the first server_vad session), outside the figures.
-      const bar = o.progress ? new ProgressBar(o.progress, `${mode.variant} warm-up`, warmupTurns.length) : null;
-      const w = await clients!
-        .run('voice', 1, settingsOf(live), warmupTurns, (ok) => bar?.tick(ok))
-        .finally(() => bar?.finish());
-      const failed = w.traces.find((t) => !t.ok);
-      if (failed)
-        throw new ChorusError(
-          ErrorCodes.STAGE_FAILED,
-          `a spoken warm-up turn failed on ${mode.variant} (${failed.error}); is the server healthy?`,
-        );
+      const live = await openMode({ ...o, protocol: 'realtime' }, mode, result);
+      try {
+        await warmUpSpoken(o, clients, settingsOf(o, live), warmupTurns, mode.variant);
+      } catch (err) {
+        await live.close();
+        throw err;
+      }
       return live;
     };
-    /** Conversations [from, to) of `all` on one server; conversation i keeps its seeds wherever it runs. */
-    const block = async (
-      live: LiveMode,
-      at: Gathered,
-      concurrency: number,
-      all: TurnSpec[][],
-      from: number,
-      to: number,
-    ) => {
-      if (to <= from) return;
-      const part = to - from < all.length ? ` [${from}, ${to})` : '';
-      const label = `${live.mode.variant} c=${concurrency}${part}`;
-      const bar = o.progress ? new ProgressBar(o.progress, label, (to - from) * o.turns) : null;
-      const run = await clients!
-        .conversations(concurrency, settingsOf(live), all.slice(from, to), (ok) => bar?.tick(ok))
-        .finally(() => bar?.finish());
-      run.traces.forEach((c, i) => (at.traces[from + i] = [...c]));
-      at.durationMs += run.durationMs;
-      at.blocks++;
-    };
-    const finish = (live: LiveMode, at: Gathered, concurrency: number, spoken: readonly TurnSpec[][]) => {
-      const run = summarizeVoiceTurnsRun({
-        variant: live.mode.variant,
-        concurrency,
-        turnsPerConversation: o.turns,
-        traces: at.traces,
-        durationMs: at.durationMs,
-        blocks: at.blocks,
-      });
-      result.runs.push(run);
-      o.onRun?.(run, at.traces, spoken);
-    };
-    const gathered = (): Gathered => ({ traces: [], durationMs: 0, blocks: 0 });
-    if (interleave) {
-      const [a, b] = [await open(modes[0]), await open(modes[1])];
-      for (const [index, concurrency] of o.concurrency.entries()) {
-        const all = spokenAt[index];
-        const half = Math.ceil(all.length / 2);
-        const [atA, atB] = [gathered(), gathered()];
-        await block(a, atA, concurrency, all, 0, half);
-        await block(b, atB, concurrency, all, 0, half);
-        await block(b, atB, concurrency, all, half, all.length);
-        await block(a, atA, concurrency, all, half, all.length);
-        finish(a, atA, concurrency, all);
-        finish(b, atB, concurrency, all);
-      }
-    } else {
-      for (const mode of modes) {
-        const live = await open(mode);
-        for (const [index, concurrency] of o.concurrency.entries()) {
-          const at = gathered();
-          await block(live, at, concurrency, spokenAt[index], 0, spokenAt[index].length);
-          finish(live, at, concurrency, spokenAt[index]);
-        }
-        await lives.pop()!.close();
-      }
-    }
+    await overModes(
+      modes,
+      o.concurrency,
+      open,
+      (index) => spokenAt[index].length,
+      (live, concurrency, index) => {
+        const run = new SpokenRun(o, clients, live, concurrency, spokenAt[index]);
+        return { block: (from, to) => run.block(from, to), finish: () => run.finish(result) };
+      },
+    );
   } finally {
-    try {
-      await clients?.close();
-    } finally {
-      await Promise.all(lives.map((live) => live.close()));
-    }
+    await clients.close();
+  }
+}
+
+function settingsOf(o: VoiceTurnsBenchOptions, live: LiveMode): TurnSettings {
+  return { ...live.target, silenceMs: o.silenceMs, outputLen: o.outputLen, timeoutMs: o.timeoutMs };
+}
+
+/** Also starts the server's VAD service (it loads on the first server_vad session), outside the figures. */
+async function warmUpSpoken(
+  o: VoiceTurnsBenchOptions,
+  clients: VoiceClients,
+  settings: TurnSettings,
+  turns: TurnSpec[],
+  variant: string,
+): Promise<void> {
+  if (turns.length === 0) return;
+  const bar = o.progress ? new ProgressBar(o.progress, `${variant} warm-up`, turns.length) : null;
+  const w = await clients.run('voice', 1, settings, turns, (ok) => bar?.tick(ok)).finally(() => bar?.finish());
+  const failed = w.traces.find((t) => !t.ok);
+  if (failed)
+    throw new ChorusError(
+      ErrorCodes.STAGE_FAILED,
+      `a spoken warm-up turn failed on ${variant} (${failed.error}); is the server healthy?`,
+    );
+}
+
+/** One server's conversations at one concurrency, gathered over its blocks. */
+class SpokenRun {
+  readonly #traces: TurnTrace[][] = [];
+  #durationMs = 0;
+  #blocks = 0;
+
+  constructor(
+    private readonly o: VoiceTurnsBenchOptions,
+    private readonly clients: VoiceClients,
+    private readonly live: LiveMode,
+    private readonly concurrency: number,
+    private readonly all: TurnSpec[][],
+  ) {}
+
+  /** Conversations [from, to); conversation i keeps its seeds wherever it runs. */
+  async block(from: number, to: number): Promise<void> {
+    if (to <= from) return;
+    const part = to - from < this.all.length ? ` [${from}, ${to})` : '';
+    const label = `${this.live.mode.variant} c=${this.concurrency}${part}`;
+    const bar = this.o.progress ? new ProgressBar(this.o.progress, label, (to - from) * this.o.turns) : null;
+    const settings = settingsOf(this.o, this.live);
+    const run = await this.clients
+      .conversations(this.concurrency, settings, this.all.slice(from, to), (ok) => bar?.tick(ok))
+      .finally(() => bar?.finish());
+    run.traces.forEach((c, i) => (this.#traces[from + i] = [...c]));
+    this.#durationMs += run.durationMs;
+    this.#blocks++;
+  }
+
+  finish(result: VoiceTurnsResult): void {
+    const run = summarizeVoiceTurnsRun({
+      variant: this.live.mode.variant,
+      concurrency: this.concurrency,
+      turnsPerConversation: this.o.turns,
+      traces: this.#traces,
+      durationMs: this.#durationMs,
+      blocks: this.#blocks,
+    });
+    result.runs.push(run);
+    this.o.onRun?.(run, this.#traces, this.all);
   }
 }
