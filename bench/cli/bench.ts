@@ -13,15 +13,24 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../src/index.ts';
-import { repoRoot, UsageError, logger, STEP_TRACE_ENV, type RoutingPolicy } from '../../src/basics.ts';
-import { checkCompareFlags, checkTargetFlags } from './compares.ts';
+import { UsageError, logger, STEP_TRACE_ENV, type RoutingPolicy } from '../../src/basics.ts';
+import {
+  checkCompareFlags,
+  checkRedisUrl,
+  concurrencyOf,
+  int,
+  outputLenOf,
+  parse,
+  printReport,
+  protocolOf,
+  resultsDir,
+  targetOf,
+} from './flags.ts';
 import { mixUsage, runMixCommand } from './mix.ts';
 import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './openLoop.ts';
 import { runTurnsCommand, turnsUsage } from './turns.ts';
 import { runVoiceTurnsCommand, voiceTurnsUsage } from './voiceTurns.ts';
-import type { Protocol } from '../ttfp/clients/BenchClient.ts';
 import type { RunRow } from '../ttfp/results.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
 import type { ServerTimings } from '../ttfp/ServerTimings.ts';
@@ -130,111 +139,92 @@ export async function run(argv: string[]): Promise<number> {
   return runServeCommand(argv);
 }
 
-function positiveInt(name: string, value: string | undefined, fallback: number, min = 1): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got "${value}"`);
-  return n;
-}
+const SERVE_OPTIONS = {
+  config: { type: 'string' },
+  url: { type: 'string' },
+  'sync-url': { type: 'string' },
+  'api-key': { type: 'string' },
+  protocol: { type: 'string', default: 'realtime' },
+  concurrency: { type: 'string' },
+  'num-prompts': { type: 'string' },
+  'input-len': { type: 'string' },
+  'output-len': { type: 'string' },
+  'max-tokens': { type: 'string' },
+  turns: { type: 'string' },
+  'system-len': { type: 'string' },
+  'compare-sync': { type: 'boolean', default: false },
+  'compare-config': { type: 'string' },
+  'compare-scheduling': { type: 'boolean', default: false },
+  'compare-prefix-cache': { type: 'boolean', default: false },
+  'compare-routing': { type: 'string' },
+  'compare-tracing': { type: 'boolean', default: false },
+  'compare-compiled': { type: 'boolean', default: false },
+  'redis-url': { type: 'string' },
+  ...RUN_OPTIONS,
+  'initial-codec-chunk-frames': { type: 'string' },
+  'ttfp-target-ms': { type: 'string' },
+  'throughput-repeats': { type: 'string' },
+  'trace-steps': { type: 'string' },
+  goals: { type: 'boolean', default: false },
+  'request-rate': { type: 'string' },
+  burstiness: { type: 'string' },
+  duration: { type: 'string' },
+  'slo-ttfp-ms': { type: 'string' },
+  'find-capacity': { type: 'boolean' },
+  'slo-quantile': { type: 'string' },
+  'capacity-multiples': { type: 'string' },
+} as const;
 
-function protocolOf(value: string): Protocol {
-  if (value === 'realtime' || value === 'chat') return value;
-  throw new UsageError(`--protocol must be realtime or chat, got "${value}"`);
-}
+type ServeFlags = ReturnType<typeof parse<typeof SERVE_OPTIONS>>;
 
-/** --output-len, or its other name --max-tokens (as chorus generate and soak call it); default 100. */
-function outputLenOf(outputLen: string | undefined, maxTokens: string | undefined): number {
-  if (outputLen !== undefined && maxTokens !== undefined && outputLen !== maxTokens)
-    throw new UsageError(`--output-len ${outputLen} and --max-tokens ${maxTokens} are the same flag: give one`);
-  return maxTokens !== undefined
-    ? positiveInt('max-tokens', maxTokens, 100)
-    : positiveInt('output-len', outputLen, 100);
-}
-
-function checkRedisUrl(url: string): void {
-  if (!/^(redis|rediss|redis\+clusters?):\/\//.test(url))
-    throw new UsageError(`--redis-url must be a redis://, rediss:// or redis+cluster:// URL, got "${url}"`);
-}
-
-type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
-
-function parse<const O extends OptionSpecs>(argv: string[], options: O) {
-  try {
-    return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
-  } catch (err) {
-    throw new UsageError((err as Error).message, { cause: err });
-  }
-}
-
+/** `chorus bench` without a subcommand: the TTFP bench, open-loop load (--request-rate) or conversations (--turns). */
 async function runServeCommand(argv: string[]): Promise<number> {
-  const v = parse(argv, {
-    config: { type: 'string' },
-    url: { type: 'string' },
-    'sync-url': { type: 'string' },
-    'api-key': { type: 'string' },
-    protocol: { type: 'string', default: 'realtime' },
-    concurrency: { type: 'string' },
-    'num-prompts': { type: 'string' },
-    'input-len': { type: 'string' },
-    'output-len': { type: 'string' },
-    'max-tokens': { type: 'string' },
-    turns: { type: 'string' },
-    'system-len': { type: 'string' },
-    'compare-sync': { type: 'boolean', default: false },
-    'compare-config': { type: 'string' },
-    'compare-scheduling': { type: 'boolean', default: false },
-    'compare-prefix-cache': { type: 'boolean', default: false },
-    'compare-routing': { type: 'string' },
-    'compare-tracing': { type: 'boolean', default: false },
-    'compare-compiled': { type: 'boolean', default: false },
-    'redis-url': { type: 'string' },
-    ...RUN_OPTIONS,
-    'initial-codec-chunk-frames': { type: 'string' },
-    'ttfp-target-ms': { type: 'string' },
-    'throughput-repeats': { type: 'string' },
-    'trace-steps': { type: 'string' },
-    goals: { type: 'boolean', default: false },
-    'request-rate': { type: 'string' },
-    burstiness: { type: 'string' },
-    duration: { type: 'string' },
-    'slo-ttfp-ms': { type: 'string' },
-    'find-capacity': { type: 'boolean' },
-    'slo-quantile': { type: 'string' },
-    'capacity-multiples': { type: 'string' },
-  });
-  checkTargetFlags(v);
+  const v = parse(argv, SERVE_OPTIONS);
   const openLoop = openLoopFlags(v);
   checkCompareFlags(v, openLoop !== null);
-  const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
-  if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
-  const protocol = protocolOf(v.protocol);
-  const turns = v.turns === undefined ? undefined : positiveInt('turns', v.turns, 1);
+  const turns = v.turns === undefined ? undefined : int('turns', v.turns, 1);
   if (v['system-len'] !== undefined && turns === undefined)
     throw new UsageError(
       '--system-len is for --turns (give --turns 1 for independent requests under one system prompt)',
     );
-  // Conversations load the server longer than single prompts: --turns measures c=1 and 4 unless told.
-  const concurrency = (v.concurrency ?? (turns === undefined ? '1,4,10' : '1,4'))
-    .split(',')
-    .map((c) => positiveInt('concurrency', c.trim(), 1));
-  const outputLen = outputLenOf(v['output-len'], v['max-tokens']);
+  const shared = sharedOptions(v, argv, turns);
+  const results = { out: v.out, json: v.json === true };
+  if (openLoop !== null)
+    return runOpenLoopCommand({ ...shared, ...openLoop, ...results, inputLen: int('input-len', v['input-len'], 100) });
+  if (turns !== undefined) {
+    return runTurnsCommand({
+      ...shared,
+      ...results,
+      turns,
+      inputLen: int('input-len', v['input-len'], 40),
+      ...(v['system-len'] !== undefined ? { systemLen: int('system-len', v['system-len'], 1) } : {}),
+      ...(v['num-prompts'] !== undefined ? { conversations: int('num-prompts', v['num-prompts'], 1) } : {}),
+      limit: v['skip-limit'] !== true,
+      // A limit per shown turn (up to a few dozen), each over a past built first: fewer runs than the single one.
+      limitRepeats: int('limit-repeats', v['limit-repeats'], 5),
+    });
+  }
+  return runTtfpCommand(v, shared);
+}
+
+/** The options every `chorus bench` load shares: the target, the compared servers, the requests' shape. */
+function sharedOptions(v: ServeFlags, argv: string[], turns: number | undefined) {
+  const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
+  if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   // Stage processes inherit the environment: each one then records its steps there (src/worker/StepTrace.ts).
   if (v['trace-steps'] !== undefined) process.env[STEP_TRACE_ENV] = path.resolve(v['trace-steps']);
-  const shared = {
-    target:
-      v.url !== undefined
-        ? {
-            kind: 'url' as const,
-            url: v.url.replace(/\/+$/, ''),
-            ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}),
-            apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null,
-          }
-        : { kind: 'config' as const, file: path.resolve(v.config ?? defaultConfigPath()) },
-    protocol,
-    concurrency,
-    outputLen,
-    warmup: positiveInt('warmup', v.warmup, 2, 0),
-    seed: positiveInt('seed', v.seed, 0, 0),
+  const optionalInt = (name: 'initial-codec-chunk-frames' | 'ttfp-target-ms') =>
+    v[name] === undefined ? undefined : int(name, v[name], 1);
+  const initialCodecChunkFrames = optionalInt('initial-codec-chunk-frames');
+  const ttfpTargetMs = optionalInt('ttfp-target-ms');
+  return {
+    target: targetOf(v),
+    protocol: protocolOf(v.protocol),
+    // Conversations load the server longer than single prompts: --turns measures c=1 and 4 unless told.
+    concurrency: concurrencyOf(v.concurrency ?? (turns === undefined ? '1,4,10' : '1,4')),
+    outputLen: outputLenOf(v),
+    warmup: int('warmup', v.warmup, 2, 0),
+    seed: int('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
     compareScheduling: v['compare-scheduling'] === true,
     comparePrefixCache: v['compare-prefix-cache'] === true,
@@ -243,39 +233,17 @@ async function runServeCommand(argv: string[]): Promise<number> {
     ...(compareRouting !== undefined ? { compareRouting } : {}),
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
-    ...(v['initial-codec-chunk-frames'] !== undefined
-      ? { initialCodecChunkFrames: positiveInt('initial-codec-chunk-frames', v['initial-codec-chunk-frames'], 1) }
-      : {}),
-    ...(v['ttfp-target-ms'] !== undefined
-      ? { ttfpTargetMs: positiveInt('ttfp-target-ms', v['ttfp-target-ms'], 1) }
-      : {}),
-    timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 300_000),
+    ...(initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames } : {}),
+    ...(ttfpTargetMs !== undefined ? { ttfpTargetMs } : {}),
+    timeoutMs: int('timeout-ms', v['timeout-ms'], 300_000),
     progress: process.stderr,
     log: benchLogger(process.stderr),
     command: `chorus bench ${argv.join(' ')}`.trim(),
   };
-  if (openLoop !== null)
-    return runOpenLoopCommand({
-      ...shared,
-      ...openLoop,
-      inputLen: positiveInt('input-len', v['input-len'], 100),
-      out: v.out,
-      json: v.json === true,
-    });
-  if (turns !== undefined) {
-    return runTurnsCommand({
-      ...shared,
-      turns,
-      inputLen: positiveInt('input-len', v['input-len'], 40),
-      ...(v['system-len'] !== undefined ? { systemLen: positiveInt('system-len', v['system-len'], 1) } : {}),
-      ...(v['num-prompts'] !== undefined ? { conversations: positiveInt('num-prompts', v['num-prompts'], 1) } : {}),
-      limit: v['skip-limit'] !== true,
-      // A limit per shown turn (up to a few dozen), each over a past built first: fewer runs than the single one.
-      limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 5),
-      out: v.out,
-      json: v.json === true,
-    });
-  }
+}
+
+/** The closed-loop TTFP bench: results.json, results.md, plot.svg and requests.json to --out DIR. */
+async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOptions>): Promise<number> {
   const { runServeBench } = await import('../ttfp/runServeBench.ts');
   const { formatText } = await import('../ttfp/report/formatReport.ts');
   const { writeResults } = await import('../ttfp/report/writeResults.ts');
@@ -283,11 +251,11 @@ async function runServeCommand(argv: string[]): Promise<number> {
   const requests: unknown[] = [];
   const options = {
     ...shared,
-    numPrompts: positiveInt('num-prompts', v['num-prompts'], 50),
-    inputLen: positiveInt('input-len', v['input-len'], 100),
+    numPrompts: int('num-prompts', v['num-prompts'], 50),
+    inputLen: int('input-len', v['input-len'], 100),
     limit: v['skip-limit'] !== true,
-    limitRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
-    throughputRepeats: positiveInt('throughput-repeats', v['throughput-repeats'], 5),
+    limitRepeats: int('limit-repeats', v['limit-repeats'], 20),
+    throughputRepeats: int('throughput-repeats', v['throughput-repeats'], 5),
     onRun: (row: RunRow, traces: readonly RequestTrace[], timings: ServerTimings | null) =>
       requests.push(...requestDetails(row, traces, timings)),
   };
@@ -305,15 +273,12 @@ async function runServeCommand(argv: string[]): Promise<number> {
       await rm(ownSteps, { recursive: true, force: true });
     },
   );
-  const out = path.resolve(
-    v.out ?? path.join(repoRoot(), 'bench', 'results', `run-${result.started_at.replace(/[:.]/g, '-')}`),
-  );
+  const out = resultsDir(v.out, 'run', result.started_at);
   const report = { goals: v.goals === true };
   const files = await writeResults(out, result, report);
   const requestsFile = path.join(out, 'requests.json');
   await writeFile(requestsFile, `${JSON.stringify(requests)}\n`);
-  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result, report)}\n`);
-  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}, ${requestsFile}\n`);
+  printReport(v.json, result, () => formatText(result, report), { ...files, requests: requestsFile });
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }
 
@@ -331,40 +296,29 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     ...RUN_OPTIONS,
     goals: { type: 'boolean', default: false },
   });
-  if (v.url !== undefined && v.config !== undefined)
-    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
   const { runVoiceBench } = await import('../voice/runVoiceBench.ts');
   const { formatVoiceText } = await import('../voice/formatVoiceReport.ts');
   const { writeVoiceResults } = await import('../voice/writeVoiceResults.ts');
   const turns: Parameters<typeof writeVoiceResults>[2][number][] = [];
   const result = await runVoiceBench({
-    target:
-      v.url !== undefined
-        ? { kind: 'url', url: v.url.replace(/\/+$/, ''), apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null }
-        : { kind: 'config', file: path.resolve(v.config ?? defaultConfigPath()) },
-    concurrency: v.concurrency.split(',').map((c) => positiveInt('concurrency', c.trim(), 1)),
-    numPrompts: positiveInt('num-prompts', v['num-prompts'], 8),
-    outputLen: positiveInt('output-len', v['output-len'], 100),
-    silenceMs: positiveInt('silence-ms', v['silence-ms'], 500, 0),
-    warmup: positiveInt('warmup', v.warmup, 2, 0),
-    seed: positiveInt('seed', v.seed, 0, 0),
-    timeoutMs: positiveInt('timeout-ms', v['timeout-ms'], 120_000),
+    target: targetOf(v),
+    concurrency: concurrencyOf(v.concurrency),
+    numPrompts: int('num-prompts', v['num-prompts'], 8),
+    outputLen: int('output-len', v['output-len'], 100),
+    silenceMs: int('silence-ms', v['silence-ms'], 500, 0),
+    warmup: int('warmup', v.warmup, 2, 0),
+    seed: int('seed', v.seed, 0, 0),
+    timeoutMs: int('timeout-ms', v['timeout-ms'], 120_000),
     breakdown: v['skip-limit'] !== true,
-    breakdownRepeats: positiveInt('limit-repeats', v['limit-repeats'], 20),
+    breakdownRepeats: int('limit-repeats', v['limit-repeats'], 20),
     compareTranscription: v['compare-transcription'] === true,
     progress: process.stderr,
     log: benchLogger(process.stderr),
     command: `chorus bench ${argv.join(' ')}`.trim(),
     onRun: (concurrency, traces) => turns.push({ concurrency, traces }),
   });
-  const out = path.resolve(
-    v.out ?? path.join(repoRoot(), 'bench', 'results', `voice-${result.started_at.replace(/[:.]/g, '-')}`),
-  );
-  const files = await writeVoiceResults(out, result, turns);
-  process.stdout.write(
-    v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceText(result, { goals: v.goals === true })}\n`,
-  );
-  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.requests}\n`);
+  const files = await writeVoiceResults(resultsDir(v.out, 'voice', result.started_at), result, turns);
+  printReport(v.json, result, () => formatVoiceText(result, { goals: v.goals === true }), files);
   return result.runs.some((r) => r.voice_failed + r.text_failed > 0) ? 1 : 0;
 }
 
@@ -384,11 +338,11 @@ async function runLimitCommand(argv: string[]): Promise<number> {
   const ic = v['initial-chunk-frames'];
   const result = await runLimit({
     graph,
-    inputLen: positiveInt('input-len', v['input-len'], 100),
-    repeats: positiveInt('repeats', v.repeats, 20),
-    seed: positiveInt('seed', v.seed, 0, 0),
-    batch: positiveInt('batch', v.batch, 1),
-    ...(ic !== undefined ? { initialChunkFrames: positiveInt('initial-chunk-frames', ic, 1) } : {}),
+    inputLen: int('input-len', v['input-len'], 100),
+    repeats: int('repeats', v.repeats, 20),
+    seed: int('seed', v.seed, 0, 0),
+    batch: int('batch', v.batch, 1),
+    ...(ic !== undefined ? { initialChunkFrames: int('initial-chunk-frames', ic, 1) } : {}),
   });
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatLimit(result)}\n`);
   return 0;
@@ -413,12 +367,17 @@ async function runTransportCommand(argv: string[]): Promise<number> {
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   if (v['redis-url'] !== undefined && !transports?.includes('redis'))
     throw new UsageError('--redis-url is for the redis transport: add redis to --transports');
+  const optional = (name: 'iterations' | 'file-iterations' | 'frames') =>
+    v[name] === undefined ? undefined : int(name, v[name], 1);
+  const [latencyIterations, fileLatencyIterations, throughputFrames] = [
+    optional('iterations'),
+    optional('file-iterations'),
+    optional('frames'),
+  ];
   const result = await runTransportBench({
-    ...(v.iterations !== undefined ? { latencyIterations: positiveInt('iterations', v.iterations, 2000) } : {}),
-    ...(v['file-iterations'] !== undefined
-      ? { fileLatencyIterations: positiveInt('file-iterations', v['file-iterations'], 300) }
-      : {}),
-    ...(v.frames !== undefined ? { throughputFrames: positiveInt('frames', v.frames, 256) } : {}),
+    ...(latencyIterations !== undefined ? { latencyIterations } : {}),
+    ...(fileLatencyIterations !== undefined ? { fileLatencyIterations } : {}),
+    ...(throughputFrames !== undefined ? { throughputFrames } : {}),
     ...(transports ? { transports: transports as (typeof TRANSPORT_KINDS)[number][] } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
   });

@@ -3,10 +3,10 @@
  * server starts, and the command that runs it and writes its report. Refusals (429) are what overload is
  * expected to produce, so only failures of another kind exit 1.
  */
-import path from 'node:path';
-import { repoRoot, UsageError } from '../../src/basics.ts';
+import { UsageError } from '../../src/basics.ts';
 import type { OpenLoopBenchOptions } from '../ttfp/openLoop/runOpenLoopBench.ts';
 import type { CapacityOptions } from '../ttfp/openLoop/capacitySearch.ts';
+import { int, printReport, resultsDir } from './flags.ts';
 
 export const openLoopUsage = `  chorus bench --request-rate R1,R2,... [--burstiness 1] [--duration 20 | --num-prompts N]
                [--slo-ttfp-ms MS] [--config FILE | --url URL [--sync-url URL] [--api-key KEY]]
@@ -90,22 +90,11 @@ export function openLoopFlags(v: OpenLoopFlagValues): OpenLoopFlags | null {
     .split(',')
     .map((r) => positiveNumber('request-rate', r.trim(), ' (req/s)'));
   const burstiness = v.burstiness === undefined ? 1 : positiveNumber('burstiness', v.burstiness, ' (1: Poisson)');
-  let length: OpenLoopFlags['length'];
-  if (v['num-prompts'] !== undefined) {
-    const n = Number(v['num-prompts']);
-    if (!Number.isInteger(n) || n < 1)
-      throw new UsageError(`--num-prompts must be an integer >= 1, got "${v['num-prompts']}"`);
-    length = { numPrompts: n };
-  } else
-    length = {
-      durationS: v.duration === undefined ? DEFAULT_DURATION_S : positiveNumber('duration', v.duration, ' (s)'),
-    };
-  let sloTtfpMs: number | null = null;
-  if (v['slo-ttfp-ms'] !== undefined) {
-    sloTtfpMs = Number(v['slo-ttfp-ms']);
-    if (!Number.isInteger(sloTtfpMs) || sloTtfpMs < 1)
-      throw new UsageError(`--slo-ttfp-ms must be an integer >= 1, got "${v['slo-ttfp-ms']}"`);
-  }
+  const length: OpenLoopFlags['length'] =
+    v['num-prompts'] !== undefined
+      ? { numPrompts: int('num-prompts', v['num-prompts'], 1) }
+      : { durationS: v.duration === undefined ? DEFAULT_DURATION_S : positiveNumber('duration', v.duration, ' (s)') };
+  const sloTtfpMs = v['slo-ttfp-ms'] === undefined ? null : int('slo-ttfp-ms', v['slo-ttfp-ms'], 1);
   if (!findCapacity) return { ratesPerS, burstiness, length, sloTtfpMs };
   if (sloTtfpMs === null)
     throw new UsageError('--find-capacity searches the rate within a TTFP SLO: add --slo-ttfp-ms MS');
@@ -155,12 +144,8 @@ export async function runOpenLoopCommand(
   const { formatOpenLoopText } = await import('../ttfp/openLoop/formatOpenLoop.ts');
   const { writeOpenLoopResults } = await import('../ttfp/openLoop/writeOpenLoopResults.ts');
   const result = o.findCapacity ? await runCapacityBench(o, o.findCapacity) : await runOpenLoopBench(o);
-  const out = path.resolve(
-    o.out ?? path.join(repoRoot(), 'bench', 'results', `rate-${result.started_at.replace(/[:.]/g, '-')}`),
-  );
-  const files = await writeOpenLoopResults(out, result);
-  process.stdout.write(o.json ? `${JSON.stringify(result, null, 2)}\n` : formatOpenLoopText(result));
-  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.svg}\n`);
+  const files = await writeOpenLoopResults(resultsDir(o.out, 'rate', result.started_at), result);
+  printReport(o.json, result, () => formatOpenLoopText(result), files);
   // A capacity search drives rates past capacity on purpose: failures there are what it finds, not a broken run.
   const capacityOf = (variant: string) =>
     result.capacity?.find((c) => c.variant === variant)?.capacity_rps ?? (o.findCapacity ? 0 : Infinity);

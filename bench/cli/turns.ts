@@ -3,10 +3,9 @@
  * by turn index to stdout, results.json, results.md and turns.json to --out DIR. Failed turns exit 1, as failed
  * requests do in the TTFP bench.
  */
-import path from 'node:path';
-import { repoRoot } from '../../src/basics.ts';
 import type { TurnsBenchOptions } from '../ttfp/turns/runTurnsBench.ts';
 import type { TurnDetail } from '../ttfp/turns/writeTurnsResults.ts';
+import { printReport, resultsDir } from './flags.ts';
 
 export const turnsUsage = `  chorus bench --turns N [--config FILE | --url URL [--api-key KEY]]
                [--protocol realtime|chat] [--concurrency 1,4] [--num-prompts CONVERSATIONS] [--input-len 40]
@@ -24,11 +23,7 @@ export async function runTurnsCommand(
   const { turnDetails, writeTurnsResults } = await import('../ttfp/turns/writeTurnsResults.ts');
   const details: TurnDetail[] = [];
   const result = await runTurnsBench({ ...o, onRun: (run, traces) => details.push(...turnDetails(run, traces)) });
-  const out = path.resolve(
-    o.out ?? path.join(repoRoot(), 'bench', 'results', `turns-${result.started_at.replace(/[:.]/g, '-')}`),
-  );
-  const files = await writeTurnsResults(out, result, details);
-  process.stdout.write(o.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatTurnsText(result)}\n`);
-  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.turns}\n`);
+  const files = await writeTurnsResults(resultsDir(o.out, 'turns', result.started_at), result, details);
+  printReport(o.json, result, () => formatTurnsText(result), files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }

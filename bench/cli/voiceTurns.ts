@@ -4,10 +4,9 @@
  * DIR. Failed turns exit 1, as failed requests do in the other benches.
  */
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { defaultConfigPath } from '../../src/index.ts';
-import { repoRoot, logger, intFlag, UsageError } from '../../src/basics.ts';
+import { logger, UsageError } from '../../src/basics.ts';
 import type { VoiceTurnDetail } from '../voice/conversations/writeVoiceTurnsResults.ts';
+import { concurrencyOf, int, outputLenOf, parse, printReport, resultsDir, targetOf } from './flags.ts';
 
 export const voiceTurnsUsage = `  chorus bench --voice --turns N [--config FILE | --url URL [--api-key KEY]]
                        [--concurrency 1,4] [--num-prompts CONVERSATIONS] [--output-len 100] [--silence-ms 500]
@@ -25,37 +24,26 @@ const NOT_FOR_VOICE_TURNS: Readonly<Record<string, string>> = {
   'limit-repeats': 'no critical-path limit or breakdown is measured for conversations',
 };
 
-function parse(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        voice: { type: 'boolean' },
-        turns: { type: 'string' },
-        config: { type: 'string' },
-        url: { type: 'string' },
-        'api-key': { type: 'string' },
-        concurrency: { type: 'string', default: '1,4' },
-        'num-prompts': { type: 'string' },
-        'output-len': { type: 'string' },
-        'max-tokens': { type: 'string' },
-        'silence-ms': { type: 'string' },
-        'compare-prefix-cache': { type: 'boolean', default: false },
-        'compare-config': { type: 'string' },
-        out: { type: 'string' },
-        warmup: { type: 'string' },
-        seed: { type: 'string' },
-        'timeout-ms': { type: 'string' },
-        json: { type: 'boolean', default: false },
-        goals: { type: 'boolean', default: false },
-      },
-    }).values;
-  } catch (err) {
-    throw new UsageError((err as Error).message, { cause: err });
-  }
-}
+const OPTIONS = {
+  voice: { type: 'boolean' },
+  turns: { type: 'string' },
+  config: { type: 'string' },
+  url: { type: 'string' },
+  'api-key': { type: 'string' },
+  concurrency: { type: 'string', default: '1,4' },
+  'num-prompts': { type: 'string' },
+  'output-len': { type: 'string' },
+  'max-tokens': { type: 'string' },
+  'silence-ms': { type: 'string' },
+  'compare-prefix-cache': { type: 'boolean', default: false },
+  'compare-config': { type: 'string' },
+  out: { type: 'string' },
+  warmup: { type: 'string' },
+  seed: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  goals: { type: 'boolean', default: false },
+} as const;
 
 /** The argv of `chorus bench` holding --voice and --turns. */
 export async function runVoiceTurnsCommand(argv: string[]): Promise<number> {
@@ -63,39 +51,22 @@ export async function runVoiceTurnsCommand(argv: string[]): Promise<number> {
   for (const flag of Object.keys(NOT_FOR_VOICE_TURNS))
     if (argv.some((a) => a === `--${flag}` || a.startsWith(`--${flag}=`)))
       throw new UsageError(`--${flag} is not for --voice --turns: ${NOT_FOR_VOICE_TURNS[flag]}`);
-  const v = parse(argv);
-  const int = (flag: string, value: string | undefined, fallback: number, min = 1): number =>
-    intFlag(`--${flag}`, value, min) ?? fallback;
+  const v = parse(argv, OPTIONS);
   if (v.turns === undefined) throw new UsageError('--turns N is needed');
-  const turns = int('turns', v.turns, 1);
-  if (v.url !== undefined && v.config !== undefined)
-    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  const target = targetOf(v);
   if (v['compare-prefix-cache'] && v['compare-config'] !== undefined)
     throw new UsageError('give one of --compare-prefix-cache and --compare-config');
   for (const flag of ['compare-prefix-cache', 'compare-config'] as const)
     if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
       throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
-  const outputLen = v['output-len'] ?? v['max-tokens'];
-  if (v['output-len'] !== undefined && v['max-tokens'] !== undefined && v['output-len'] !== v['max-tokens'])
-    throw new UsageError(
-      `--output-len ${v['output-len']} and --max-tokens ${v['max-tokens']} are the same flag: give one`,
-    );
-  const concurrency = v.concurrency.split(',').map((c) => int('concurrency', c.trim(), 1));
   const options = {
-    target:
-      v.url !== undefined
-        ? {
-            kind: 'url' as const,
-            url: v.url.replace(/\/+$/, ''),
-            apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null,
-          }
-        : { kind: 'config' as const, file: path.resolve(v.config ?? defaultConfigPath()) },
+    target,
     comparePrefixCache: v['compare-prefix-cache'] === true,
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
-    concurrency,
-    turns,
+    concurrency: concurrencyOf(v.concurrency),
+    turns: int('turns', v.turns, 1),
     ...(v['num-prompts'] !== undefined ? { conversations: int('num-prompts', v['num-prompts'], 1) } : {}),
-    outputLen: int(v['max-tokens'] !== undefined ? 'max-tokens' : 'output-len', outputLen, 100),
+    outputLen: outputLenOf(v),
     silenceMs: int('silence-ms', v['silence-ms'], 500, 0),
     warmup: int('warmup', v.warmup, 2, 0),
     seed: int('seed', v.seed, 0, 0),
@@ -112,13 +83,7 @@ export async function runVoiceTurnsCommand(argv: string[]): Promise<number> {
     ...options,
     onRun: (run, traces, spoken) => details.push(...voiceTurnDetails(run, traces, spoken)),
   });
-  const out = path.resolve(
-    v.out ?? path.join(repoRoot(), 'bench', 'results', `voice-turns-${result.started_at.replace(/[:.]/g, '-')}`),
-  );
-  const files = await writeVoiceTurnsResults(out, result, details);
-  process.stdout.write(
-    v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatVoiceTurnsText(result, { goals: v.goals === true })}\n`,
-  );
-  process.stderr.write(`wrote ${files.json}, ${files.markdown}, ${files.turns}\n`);
+  const files = await writeVoiceTurnsResults(resultsDir(v.out, 'voice-turns', result.started_at), result, details);
+  printReport(v.json, result, () => formatVoiceTurnsText(result, { goals: v.goals === true }), files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }

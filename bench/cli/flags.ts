@@ -1,0 +1,123 @@
+/**
+ * What the bench's commands share about their flags: parsing (node's parseArgs; its errors are usage errors, as
+ * UsageError is), numbers and integers that name the flag when they do not parse, the server flags (--url or
+ * --config, not both), the --compare-* flags (at most one, those needing both servers started by the bench refused
+ * with --url), the results folder and how a run's report is printed.
+ */
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { defaultConfigPath } from '../../src/index.ts';
+import { intFlag, repoRoot, UsageError } from '../../src/basics.ts';
+import type { Protocol } from '../ttfp/clients/BenchClient.ts';
+
+type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
+
+export function parse<const O extends OptionSpecs>(argv: string[], options: O) {
+  return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
+}
+
+/** An integer flag >= min, or `fallback` when absent. */
+export function int(name: string, value: string | undefined, fallback: number, min = 1): number {
+  return intFlag(`--${name}`, value, min) ?? fallback;
+}
+
+/** A number flag in [min, max], or `fallback` when absent. */
+export function numberIn(name: string, value: string | undefined, fallback: number, min: number, max = Infinity) {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max)
+    throw new UsageError(`--${name} must be a number in [${min}, ${max}], got "${value}"`);
+  return n;
+}
+
+export function concurrencyOf(value: string): number[] {
+  return value.split(',').map((c) => int('concurrency', c.trim(), 1));
+}
+
+export function protocolOf(value: string): Protocol {
+  if (value === 'realtime' || value === 'chat') return value;
+  throw new UsageError(`--protocol must be realtime or chat, got "${value}"`);
+}
+
+/** --output-len, or its other name --max-tokens (as chorus generate and soak call it); default 100. */
+export function outputLenOf(v: { readonly 'output-len'?: string; readonly 'max-tokens'?: string }): number {
+  const [outputLen, maxTokens] = [v['output-len'], v['max-tokens']];
+  if (outputLen !== undefined && maxTokens !== undefined && outputLen !== maxTokens)
+    throw new UsageError(`--output-len ${outputLen} and --max-tokens ${maxTokens} are the same flag: give one`);
+  return maxTokens !== undefined ? int('max-tokens', maxTokens, 100) : int('output-len', outputLen, 100);
+}
+
+export function checkRedisUrl(url: string): void {
+  if (!/^(redis|rediss|redis\+clusters?):\/\//.test(url))
+    throw new UsageError(`--redis-url must be a redis://, rediss:// or redis+cluster:// URL, got "${url}"`);
+}
+
+export interface TargetFlags {
+  readonly url?: string;
+  readonly config?: string;
+  readonly 'sync-url'?: string;
+  readonly 'api-key'?: string;
+}
+
+/** A running server (--url, with --sync-url and --api-key) or one the bench starts (--config), not both. */
+export function targetOf(v: TargetFlags) {
+  if (v.url !== undefined && v.config !== undefined)
+    throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
+  if (v.url === undefined) return { kind: 'config' as const, file: path.resolve(v.config ?? defaultConfigPath()) };
+  return {
+    kind: 'url' as const,
+    url: v.url.replace(/\/+$/, ''),
+    ...(v['sync-url'] !== undefined ? { syncUrl: v['sync-url'].replace(/\/+$/, '') } : {}),
+    apiKey: v['api-key'] ?? process.env.CHORUS_API_KEY ?? null,
+  };
+}
+
+export interface CompareFlags {
+  readonly url?: string;
+  readonly turns?: string;
+  readonly 'compare-sync'?: boolean;
+  readonly 'compare-config'?: string;
+  readonly 'compare-scheduling'?: boolean;
+  readonly 'compare-prefix-cache'?: boolean;
+  readonly 'compare-routing'?: string;
+  readonly 'compare-tracing'?: boolean;
+  readonly 'compare-compiled'?: boolean;
+}
+
+/** At most one --compare-* flag; --compare-tracing and -compiled only where measured (the closed-loop TTFP bench). */
+export function checkCompareFlags(v: CompareFlags, openLoop: boolean): void {
+  if (v['compare-config'] !== undefined && v.url !== undefined)
+    throw new UsageError('--compare-config is for --config: the bench starts both servers');
+  const compares = [
+    v['compare-sync'] === true,
+    v['compare-config'] !== undefined,
+    v['compare-scheduling'] === true,
+    v['compare-prefix-cache'] === true,
+    v['compare-routing'] !== undefined,
+    v['compare-tracing'] === true,
+    v['compare-compiled'] === true,
+  ];
+  if (compares.filter(Boolean).length > 1)
+    throw new UsageError(
+      'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
+        '--compare-routing (or --compare-tracing, --compare-compiled)',
+    );
+  const bothStarted = ['compare-scheduling', 'compare-prefix-cache', 'compare-routing', 'compare-tracing'] as const;
+  for (const flag of [...bothStarted, 'compare-compiled'] as const)
+    if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
+      throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
+  for (const flag of ['compare-tracing', 'compare-compiled'] as const)
+    if (v[flag] === true && (v.turns !== undefined || openLoop))
+      throw new UsageError(`--${flag} is for the closed-loop TTFP bench (not --turns or --request-rate)`);
+}
+
+/** --out, or bench/results/<prefix>-<when the run started>. */
+export function resultsDir(out: string | undefined, prefix: string, startedAt: string): string {
+  return path.resolve(out ?? path.join(repoRoot(), 'bench', 'results', `${prefix}-${startedAt.replace(/[:.]/g, '-')}`));
+}
+
+/** The result as JSON (--json) or its text report to stdout; the files written to stderr. */
+export function printReport(json: boolean | undefined, result: unknown, text: () => string, files: object): void {
+  process.stdout.write(json ? `${JSON.stringify(result, null, 2)}\n` : `${text().replace(/\n$/, '')}\n`);
+  process.stderr.write(`wrote ${Object.values(files).join(', ')}\n`);
+}
