@@ -173,121 +173,20 @@ export function firstPacket(
   pasts?: readonly (CachedPast | null)[],
 ): LimitParts {
   const p = prompts[0].length; // every prompt has the same length (inputLen tokens + the template)
-  const fpt = r.talker.framesPerToken;
-  const dim = r.talker.conditionDim;
-  const seqs = prompts.map((promptIds, i) => {
-    const past = pasts?.[i] ?? null;
-    const thinkerStart = past?.thinkerPositions ?? 0;
-    return {
-      seqId: `${run}-${i}`,
-      promptIds,
-      past,
-      thinkerStart,
-      newTokenIds: promptIds.slice(thinkerStart),
-      talkerStart: past?.talkerRows ?? 0,
-      toTalker: new Thinker2Talker(r.thinker.hiddenSize, p, true),
-      toCode2Wav: new Talker2Code2Wav(g.chunkPolicy, r.talker.numCodebooks, ic, true),
-      rows: [] as Float32Array[],
-      token: -1,
-    };
-  });
-  const take = (s: (typeof seqs)[number]) => {
-    const c = s.toTalker.take(false);
-    if (c) s.rows.push(c.rows);
-  };
+  const seqs = prompts.map((promptIds, i) => packetSeq(r, g, `${run}-${i}`, promptIds, pasts?.[i] ?? null, p, ic));
   try {
     // 0. Untimed: the cached prefix, as the prefix cache hands it to a request before its first step.
     for (const s of seqs) if (s.past) adoptPast(r, s.past, s.seqId, s.toTalker);
-
-    // 1. Thinker: prefill samples token 0; each decode step feeds the last token and samples the next.
-    let t = performance.now();
-    let outs = r.thinker.execute(
-      seqs.map((s) => ({
-        seqId: s.seqId,
-        tokenIds: s.newTokenIds,
-        numTokens: p - s.thinkerStart,
-        sample: true,
-        sampling: sampling.thinker,
-      })),
-    );
-    seqs.forEach((s, i) => {
-      s.token = outs[i].tokenId!;
-      s.toTalker.onStep(s.thinkerStart, p - s.thinkerStart, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
-      take(s);
-    });
-    const thinkerPrefillMs = performance.now() - t;
-    // Frame k >= 1 (position p + k) reads the row of token floor(k / fpt): the IC needs tokens 0..floor((ic-1)/fpt).
-    t = performance.now();
-    for (let step = 0; step < thinkerDecodeSteps(r, ic); step++) {
-      outs = r.thinker.execute(
-        seqs.map((s) => ({
-          seqId: s.seqId,
-          tokenIds: [s.token],
-          numTokens: 1,
-          sample: true,
-          sampling: sampling.thinker,
-        })),
-      );
-      seqs.forEach((s, i) => {
-        s.token = outs[i].tokenId!;
-        s.toTalker.onStep(p + step, 1, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
-        take(s);
-      });
-    }
-    const thinkerDecodeMs = performance.now() - t;
-    const allRows = seqs.map((s) => concatFloat32(s.rows));
-    const row = (i: number, k: number) => allRows[i].subarray(k * dim, (k + 1) * dim);
-
-    // 2. Talker: prefill over positions 0..p (prompt rows + token 0's row; with a past, the rows after it) samples
-    // frame 0; then one frame per step. The rows taken include the past's: position k's row is allRows' row k.
-    t = performance.now();
-    let frames = r.talker.execute(
-      seqs.map((s, i) => ({
-        seqId: s.seqId,
-        rows: allRows[i].subarray(s.talkerStart * dim, (p + 1) * dim),
-        numRows: p + 1 - s.talkerStart,
-        sampling: sampling.talker,
-      })),
-    );
-    seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
-    const talkerPrefillMs = performance.now() - t;
-    t = performance.now();
-    for (let k = 1; k < ic; k++) {
-      frames = r.talker.execute(
-        seqs.map((s, i) => ({
-          seqId: s.seqId,
-          rows: row(i, p + Math.floor(k / fpt)),
-          numRows: 1,
-          sampling: sampling.talker,
-        })),
-      );
-      seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
-    }
-    const chunks = seqs.map((s) => s.toCode2Wav.take(false));
-    const talkerDecodeMs = performance.now() - t;
-    if (chunks.some((c) => c === null))
-      throw new ChorusError(ErrorCodes.STAGE_FAILED, `the initial chunk of ${ic} frames did not form`);
-
-    // 3. Code2Wav of the initial chunks.
-    t = performance.now();
-    const pcm = r.code2wav.decode(
-      seqs.map((s, i) => ({
-        seqId: s.seqId,
-        codes: chunks[i]!.codes,
-        numFrames: chunks[i]!.numFrames,
-        contextFrames: chunks[i]!.contextFrames,
-      })),
-    );
-    const code2wavMs = performance.now() - t;
-    if (pcm.some((x) => x.length === 0))
-      throw new ChorusError(ErrorCodes.STAGE_FAILED, 'code2wav returned no audio for an initial chunk');
+    const thinker = thinkerPart(r, seqs, p, ic, sampling);
+    const talker = talkerPart(r, seqs, p, ic, sampling);
+    const code2wavMs = code2wavPart(r, seqs, talker.chunks);
     return {
-      thinker_prefill_ms: thinkerPrefillMs,
-      thinker_decode_ms: thinkerDecodeMs,
-      talker_prefill_ms: talkerPrefillMs,
-      talker_decode_ms: talkerDecodeMs,
+      thinker_prefill_ms: thinker.prefillMs,
+      thinker_decode_ms: thinker.decodeMs,
+      talker_prefill_ms: talker.prefillMs,
+      talker_decode_ms: talker.decodeMs,
       code2wav_ms: code2wavMs,
-      total_ms: thinkerPrefillMs + thinkerDecodeMs + talkerPrefillMs + talkerDecodeMs + code2wavMs,
+      total_ms: thinker.prefillMs + thinker.decodeMs + talker.prefillMs + talker.decodeMs + code2wavMs,
     };
   } finally {
     for (const s of seqs) {
@@ -296,4 +195,121 @@ export function firstPacket(
       r.code2wav.free(s.seqId);
     }
   }
+}
+
+/** One sequence of a first-packet batch: its prompt, its cached past, and the processors between the stages. */
+function packetSeq(
+  r: Runners,
+  g: StageGraph,
+  seqId: string,
+  promptIds: readonly number[],
+  past: CachedPast | null,
+  p: number,
+  ic: number,
+) {
+  const thinkerStart = past?.thinkerPositions ?? 0;
+  return {
+    seqId,
+    past,
+    thinkerStart,
+    newTokenIds: promptIds.slice(thinkerStart),
+    talkerStart: past?.talkerRows ?? 0,
+    toTalker: new Thinker2Talker(r.thinker.hiddenSize, p, true),
+    toCode2Wav: new Talker2Code2Wav(g.chunkPolicy, r.talker.numCodebooks, ic, true),
+    rows: [] as Float32Array[],
+    token: -1,
+  };
+}
+
+type PacketSeq = ReturnType<typeof packetSeq>;
+
+/** 1. Thinker: prefill samples token 0; each decode step feeds the last token and samples the next. */
+function thinkerPart(r: Runners, seqs: readonly PacketSeq[], p: number, ic: number, sampling: PacketSampling) {
+  const stepAll = (tokens: (s: PacketSeq) => readonly number[], at: (s: PacketSeq) => number) => {
+    const outs = r.thinker.execute(
+      seqs.map((s) => ({
+        seqId: s.seqId,
+        tokenIds: tokens(s),
+        numTokens: tokens(s).length,
+        sample: true,
+        sampling: sampling.thinker,
+      })),
+    );
+    seqs.forEach((s, i) => {
+      const start = at(s);
+      const count = tokens(s).length;
+      s.token = outs[i].tokenId!;
+      s.toTalker.onStep(start, count, outs[i].embeds, outs[i].hidden, r.thinker.embed([s.token]));
+      const c = s.toTalker.take(false);
+      if (c) s.rows.push(c.rows);
+    });
+  };
+  let t = performance.now();
+  stepAll(
+    (s) => s.newTokenIds,
+    (s) => s.thinkerStart,
+  );
+  const prefillMs = performance.now() - t;
+  // Frame k >= 1 (position p + k) reads the row of token floor(k / fpt): the IC needs tokens 0..floor((ic-1)/fpt).
+  t = performance.now();
+  for (let step = 0; step < thinkerDecodeSteps(r, ic); step++)
+    stepAll(
+      (s) => [s.token],
+      () => p + step,
+    );
+  return { prefillMs, decodeMs: performance.now() - t };
+}
+
+/**
+ * 2. Talker: prefill over positions 0..p (prompt rows + token 0's row; with a past, the rows after it) samples frame
+ * 0; then one frame per step. The rows taken include the past's: position k's row is allRows' row k.
+ */
+function talkerPart(r: Runners, seqs: readonly PacketSeq[], p: number, ic: number, sampling: PacketSampling) {
+  const dim = r.talker.conditionDim;
+  const allRows = seqs.map((s) => concatFloat32(s.rows));
+  const step = (rowsOf: (s: PacketSeq, i: number) => Float32Array) => {
+    const frames = r.talker.execute(
+      seqs.map((s, i) => ({
+        seqId: s.seqId,
+        rows: rowsOf(s, i),
+        numRows: rowsOf(s, i).length / dim,
+        sampling: sampling.talker,
+      })),
+    );
+    seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
+  };
+  let t = performance.now();
+  step((s, i) => allRows[i].subarray(s.talkerStart * dim, (p + 1) * dim));
+  const prefillMs = performance.now() - t;
+  t = performance.now();
+  for (let k = 1; k < ic; k++) {
+    const at = p + Math.floor(k / r.talker.framesPerToken);
+    step((_, i) => allRows[i].subarray(at * dim, (at + 1) * dim));
+  }
+  const chunks = seqs.map((s) => s.toCode2Wav.take(false));
+  const decodeMs = performance.now() - t;
+  if (chunks.some((c) => c === null))
+    throw new ChorusError(ErrorCodes.STAGE_FAILED, `the initial chunk of ${ic} frames did not form`);
+  return { prefillMs, decodeMs, chunks: chunks.map((c) => c!) };
+}
+
+/** 3. Code2Wav of the initial chunks. */
+function code2wavPart(
+  r: Runners,
+  seqs: readonly PacketSeq[],
+  chunks: readonly NonNullable<ReturnType<Talker2Code2Wav['take']>>[],
+): number {
+  const t = performance.now();
+  const pcm = r.code2wav.decode(
+    seqs.map((s, i) => ({
+      seqId: s.seqId,
+      codes: chunks[i].codes,
+      numFrames: chunks[i].numFrames,
+      contextFrames: chunks[i].contextFrames,
+    })),
+  );
+  const code2wavMs = performance.now() - t;
+  if (pcm.some((x) => x.length === 0))
+    throw new ChorusError(ErrorCodes.STAGE_FAILED, 'code2wav returned no audio for an initial chunk');
+  return code2wavMs;
 }

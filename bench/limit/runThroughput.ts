@@ -118,65 +118,16 @@ function onePass(
   };
   const ids = prompts.map((_, i) => `${run}-${i}`);
   try {
-    const p = prompts[0].length;
-    const fpt = talker.framesPerToken;
-    const dim = talker.conditionDim;
-
-    // 1. Thinker: every token of every answer; the rows the Talker is conditioned on, by its own processor.
-    const toTalker = prompts.map(() => new Thinker2Talker(thinker.hiddenSize, p, true));
-    const rows: Float32Array[][] = prompts.map(() => []);
-    const tokens = new Array<number>(prompts.length).fill(-1);
     lap(); // from here: the Thinker
-    for (let step = 0; step < outputLen; step++) {
-      const outs = thinker.execute(
-        ids.map((seqId, i) => ({
-          seqId,
-          tokenIds: step === 0 ? prompts[i] : [tokens[i]],
-          numTokens: step === 0 ? p : 1,
-          sample: true,
-          sampling: sampling.thinker,
-        })),
-      );
-      outs.forEach((out, i) => {
-        tokens[i] = out.tokenId!;
-        toTalker[i].onStep(
-          step === 0 ? 0 : p + step - 1,
-          step === 0 ? p : 1,
-          out.embeds,
-          out.hidden,
-          thinker.embed([tokens[i]]),
-        );
-        const c = toTalker[i].take(false);
-        if (c) rows[i].push(c.rows);
-      });
-    }
+    const allRows = thinkerPass(r, ids, prompts, outputLen, sampling.thinker);
     lap();
-    const allRows = rows.map((x) => concatFloat32(x));
-
-    // 2. Talker: every frame; chunks for Code2Wav as the chunk policy cuts them.
-    const frames = outputLen * fpt;
     const ic = initialChunkFrames(g.chunkPolicy, prompts.length);
     const toCode2Wav = prompts.map(() => new Talker2Code2Wav(g.chunkPolicy, talker.numCodebooks, ic, true));
-    const chunks: CodecChunkOut[][] = prompts.map(() => []);
     lap(); // from here: the Talker
-    for (let k = 0; k < frames; k++) {
-      const row = (i: number) =>
-        k === 0
-          ? allRows[i].subarray(0, (p + 1) * dim)
-          : allRows[i].subarray((p + Math.floor(k / fpt)) * dim, (p + Math.floor(k / fpt) + 1) * dim);
-      const outs = talker.execute(
-        ids.map((seqId, i) => ({ seqId, rows: row(i), numRows: k === 0 ? p + 1 : 1, sampling: sampling.talker })),
-      );
-      outs.forEach((out, i) => {
-        toCode2Wav[i].push(out.codes);
-        const c = toCode2Wav[i].take(k === frames - 1);
-        if (c) chunks[i].push(c);
-      });
-    }
+    const chunks = talkerPass(r, ids, allRows, prompts[0].length, outputLen, toCode2Wav, sampling.talker);
     lap();
-
-    // 3. Code2Wav: the i-th chunk of every request together, as the stage batches them.
     lap(); // from here: Code2Wav
+    // The i-th chunk of every request together, as the stage batches them.
     for (let n = 0; n < chunks[0].length; n++) {
       code2wav.decode(
         chunks.map((c, i) => ({
@@ -198,6 +149,68 @@ function onePass(
       code2wav.free(id);
     }
   }
+}
+
+/** 1. Thinker: every token of every answer; the rows the Talker is conditioned on, by its own processor. */
+function thinkerPass(
+  r: Runners,
+  ids: readonly string[],
+  prompts: readonly (readonly number[])[],
+  outputLen: number,
+  sampling: SamplingParams,
+): Float32Array[] {
+  const p = prompts[0].length;
+  const toTalker = prompts.map(() => new Thinker2Talker(r.thinker.hiddenSize, p, true));
+  const rows: Float32Array[][] = prompts.map(() => []);
+  const tokens = new Array<number>(prompts.length).fill(-1);
+  for (let step = 0; step < outputLen; step++) {
+    const outs = r.thinker.execute(
+      ids.map((seqId, i) => ({
+        seqId,
+        tokenIds: step === 0 ? prompts[i] : [tokens[i]],
+        numTokens: step === 0 ? p : 1,
+        sample: true,
+        sampling,
+      })),
+    );
+    outs.forEach((out, i) => {
+      tokens[i] = out.tokenId!;
+      const [at, count] = step === 0 ? [0, p] : [p + step - 1, 1];
+      toTalker[i].onStep(at, count, out.embeds, out.hidden, r.thinker.embed([tokens[i]]));
+      const c = toTalker[i].take(false);
+      if (c) rows[i].push(c.rows);
+    });
+  }
+  return rows.map((x) => concatFloat32(x));
+}
+
+/** 2. Talker: every frame; chunks for Code2Wav as the chunk policy cuts them. */
+function talkerPass(
+  r: Runners,
+  ids: readonly string[],
+  allRows: readonly Float32Array[],
+  p: number,
+  outputLen: number,
+  toCode2Wav: readonly Talker2Code2Wav[],
+  sampling: SamplingParams,
+): CodecChunkOut[][] {
+  const { framesPerToken: fpt, conditionDim: dim } = r.talker;
+  const frames = outputLen * fpt;
+  const chunks: CodecChunkOut[][] = ids.map(() => []);
+  for (let k = 0; k < frames; k++) {
+    const at = p + Math.floor(k / fpt);
+    const row = (i: number) =>
+      k === 0 ? allRows[i].subarray(0, (p + 1) * dim) : allRows[i].subarray(at * dim, (at + 1) * dim);
+    const outs = r.talker.execute(
+      ids.map((seqId, i) => ({ seqId, rows: row(i), numRows: k === 0 ? p + 1 : 1, sampling })),
+    );
+    outs.forEach((out, i) => {
+      toCode2Wav[i].push(out.codes);
+      const c = toCode2Wav[i].take(k === frames - 1);
+      if (c) chunks[i].push(c);
+    });
+  }
+  return chunks;
 }
 
 /** How long the calling thread has waited for a CPU while runnable, ms (Linux: schedstat's run_delay); else null. */
