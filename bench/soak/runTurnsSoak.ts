@@ -75,47 +75,11 @@ export async function runTurnsSoak(
     const server = await ServerProcess.start(temp?.file ?? o.config);
     const rss = new RssByTurn();
     const stagePids = new Set<number>();
-    let serverExitCode: number | null = null;
     const perTurn: SoakTurn[] = [];
-    let sampling = Promise.resolve();
+    let serverExitCode: number | null = null;
     try {
-      const sample = async (turn: number) => {
-        const [processes, cacheMiB] = await Promise.all([server.processes(), server.prefixCacheMiB()]);
-        for (const p of processes) if (p.name !== 'main') stagePids.add(p.pid);
-        rss.sample(turn, processes, cacheMiB);
-      };
-      await sample(0);
-      onProgress(`serving ${server.url} (pid ${server.pid}); ${o.sessions} session(s) of ${o.turns} turns`);
-      const sessions = await Promise.all(
-        Array.from({ length: o.sessions }, (_, i) => SoakConversation.open(server.url, i, o.maxTokens)),
-      );
-      // RSS is read once every session has finished turn k, one read at a time (reads chain, never overlap).
-      const done = sessions.map(() => 0);
-      let sampled = 0;
-      const afterTurn = (t: SoakTurn) => {
-        perTurn.push(t);
-        done[t.session] = t.turn;
-        for (let k = sampled + 1; k <= Math.min(...done); k++) sampling = sampling.then(() => sample(k));
-        sampled = Math.min(...done);
-        if (t.session === 0 && (t.turn % 10 === 0 || t.turn === o.turns)) {
-          const failed = failedTurns(perTurn).length;
-          const truncating = perTurn.filter((x) => x.deletedItems > 0).length;
-          onProgress(`turn ${t.turn}/${o.turns}: ${failed} failed, ${truncating} truncating`);
-        }
-      };
-      const random = seededRandom(o.seed);
-      const messages = Array.from({ length: o.sessions }, () =>
-        Array.from({ length: o.turns }, () => userMessage(random, o.inputWords)),
-      );
-      await Promise.all(
-        sessions.map(async (s, i) => {
-          for (const text of messages[i]) afterTurn(await s.turn(text));
-          s.close();
-        }),
-      );
-      await sampling;
+      await converse(o, server, rss, stagePids, perTurn, onProgress);
     } finally {
-      await sampling.catch(() => undefined); // a run that failed must still stop its server
       serverExitCode = await server.stop();
     }
     const truncation = truncationFigures(perTurn);
@@ -144,6 +108,59 @@ export async function runTurnsSoak(
     };
   } finally {
     temp?.remove();
+  }
+}
+
+/**
+ * The sessions' conversations, every turn into perTurn; RSS read once every session has finished turn k, one read
+ * at a time (reads chain, never overlap).
+ */
+async function converse(
+  o: TurnsSoakOptions,
+  server: ServerProcess,
+  rss: RssByTurn,
+  stagePids: Set<number>,
+  perTurn: SoakTurn[],
+  onProgress: (line: string) => void,
+): Promise<void> {
+  let sampling = Promise.resolve();
+  try {
+    const sample = async (turn: number) => {
+      const [processes, cacheMiB] = await Promise.all([server.processes(), server.prefixCacheMiB()]);
+      for (const p of processes) if (p.name !== 'main') stagePids.add(p.pid);
+      rss.sample(turn, processes, cacheMiB);
+    };
+    await sample(0);
+    onProgress(`serving ${server.url} (pid ${server.pid}); ${o.sessions} session(s) of ${o.turns} turns`);
+    const sessions = await Promise.all(
+      Array.from({ length: o.sessions }, (_, i) => SoakConversation.open(server.url, i, o.maxTokens)),
+    );
+    const done = sessions.map(() => 0);
+    let sampled = 0;
+    const afterTurn = (t: SoakTurn) => {
+      perTurn.push(t);
+      done[t.session] = t.turn;
+      for (let k = sampled + 1; k <= Math.min(...done); k++) sampling = sampling.then(() => sample(k));
+      sampled = Math.min(...done);
+      if (t.session === 0 && (t.turn % 10 === 0 || t.turn === o.turns)) {
+        const failed = failedTurns(perTurn).length;
+        const truncating = perTurn.filter((x) => x.deletedItems > 0).length;
+        onProgress(`turn ${t.turn}/${o.turns}: ${failed} failed, ${truncating} truncating`);
+      }
+    };
+    const random = seededRandom(o.seed);
+    const messages = Array.from({ length: o.sessions }, () =>
+      Array.from({ length: o.turns }, () => userMessage(random, o.inputWords)),
+    );
+    await Promise.all(
+      sessions.map(async (s, i) => {
+        for (const text of messages[i]) afterTurn(await s.turn(text));
+        s.close();
+      }),
+    );
+    await sampling;
+  } finally {
+    await sampling.catch(() => undefined); // a run that failed must still stop its server
   }
 }
 

@@ -249,6 +249,116 @@ function reportOf(
   return report;
 }
 
+/** A side's server up (or the one it shares with the other side this round): where its clients go, and its load. */
+async function openSide(side: Side, shared: Map<string, Started>, sink: Started | null) {
+  const key = sharesServer(side) ? 'shared' : side.name;
+  let server = shared.get(key);
+  if (!server) {
+    const env: NodeJS.ProcessEnv = { ...process.env, CHORUS_LOG_LEVEL: 'warn' };
+    for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
+    // Each process exports every OTEL_BSP_SCHEDULE_DELAY (the SDK's 5 s, as users get it: a shorter one costs more a
+    // span), in whatever block runs then: with blocks of a second or two alternated, the export's CPU falls on both
+    // sides about evenly, which understates the traced side by half the export's share (the profiles put the
+    // export at 5-10% of tracing's own ~1%: under 0.1% of the CPU).
+    if (side.tracing !== 'off')
+      Object.assign(env, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url,
+        OTEL_TRACES_SAMPLER: side.tracing === 'on' ? 'always_on' : 'parentbased_always_on',
+      });
+    server = await startChild(['bin/chorus.js', 'serve', '--config', args.config, '--port', '0'], {
+      cwd: side.dir,
+      env,
+      ready: /serving (http:\/\/127\.0\.0\.1:\d+)/,
+    });
+    shared.set(key, server);
+  }
+  const target: ClientTarget = { baseUrl: server.url, apiKey: null };
+  const sampled = side.tracing !== 'unsampled';
+  const load = (list: readonly string[], concurrency: number) =>
+    runLoad({
+      prompts: list,
+      concurrency,
+      outputLen,
+      seed: 0,
+      timeoutMs: 300_000,
+      openClient: () => Promise.resolve(new ChatBenchClient(target, sampled)),
+    });
+  return { side, server, load };
+}
+
+type Live = Awaited<ReturnType<typeof openSide>>;
+
+/** One round: both sides warmed up, then each concurrency's prompts in blocks A B B A A B B A ... */
+async function measureRound(
+  round: number,
+  lives: readonly [Live, Live],
+  prompts: readonly string[],
+  warmup: readonly string[],
+  measured: Measured[],
+): Promise<void> {
+  for (const live of lives) await live.load(warmup, Math.max(...concurrencies));
+  for (const [k, concurrency] of concurrencies.entries()) {
+    const perBlock = blockSize(concurrency);
+    const blocks = Math.ceil(promptsAt(k) / perBlock);
+    const acc = new Map(lives.map((l) => [l, { cpuMs: 0, traces: [] as RequestTrace[], durationMs: 0 }]));
+    // A B B A A B B A ...: each side's blocks sit as close in time to the other's as to its own.
+    for (let j = 0; j < 2 * blocks; j++) {
+      const live = lives[[0, 1, 1, 0][j % 4]];
+      const block = Math.floor(j / 2);
+      const before = treeCpu(live.server.child.pid!);
+      const run = await live.load(prompts.slice(block * perBlock, (block + 1) * perBlock), concurrency);
+      const a = acc.get(live)!;
+      a.cpuMs += cpuBetween(before, treeCpu(live.server.child.pid!));
+      a.traces.push(...run.traces);
+      a.durationMs += run.durationMs;
+    }
+    for (const live of lives) {
+      const a = acc.get(live)!;
+      const m = summarizeRun(a.traces);
+      if (m.failed > 0)
+        throw new Error(`round ${round + 1} side ${live.side.name}: ${m.failed} failed (${m.errors.join('; ')})`);
+      const row: Measured = {
+        round,
+        side: live.side.name,
+        concurrency,
+        completed: m.completed,
+        failed: m.failed,
+        cpuMsPerRequest: a.cpuMs / m.completed,
+        ttfpP50Ms: m.ttfp.p50,
+        ttfpsMs: a.traces.map((t) => requestMetrics(t).ttfpMs).filter((x): x is number => x !== null),
+        tpotMeanMs: m.tpot.mean,
+        durationMs: a.durationMs,
+      };
+      measured.push(row);
+      progress(
+        `round ${round + 1}/${rounds} ${live.side.name} (${live.side.tracing}) c=${concurrency}: ` +
+          `${row.cpuMsPerRequest.toFixed(1)} ms CPU a request, TTFP p50 ${row.ttfpP50Ms?.toFixed(1)} ms, ` +
+          `TPOT ${row.tpotMeanMs?.toFixed(2)} ms, ${(a.durationMs / 1000).toFixed(1)} s`,
+      );
+    }
+  }
+}
+
+function writeJson(file: string, measured: readonly Measured[], done: number): void {
+  const report = reportOf(measured, done, concurrencies);
+  writeFileSync(file, JSON.stringify({ sides, rounds: done, concurrencies, numPrompts, report, measured }, null, 2));
+}
+
+/** A over B at each concurrency, to stdout. */
+function printRatios(measured: readonly Measured[]): void {
+  const report = reportOf(measured, rounds, concurrencies);
+  const describe = (s: Side) => `${s.tracing}${s.dir === REPO ? '' : ` (${path.relative(REPO, s.dir) || s.dir})`}`;
+  process.stdout.write(
+    `A = ${describe(sides[0])}, B = ${describe(sides[1])}, ${rounds} rounds, A over B ` +
+      '(geometric mean of the rounds, [95% interval]):\n',
+  );
+  for (const [c, r] of Object.entries(report))
+    process.stdout.write(
+      `  ${c}: CPU per request ${formatRatio(r.cpu)}, TTFP p50 ${formatRatio(r.ttfpP50)} ` +
+        `(over all rounds' requests pooled: ${formatRatio(r.ttfpP50Pooled)}), TPOT ${formatRatio(r.tpot)}\n`,
+    );
+}
+
 async function main(): Promise<void> {
   const sink = sides.some((s) => s.tracing !== 'off')
     ? await startChild(['--import', 'tsx', path.join(REPO, 'bench/tracing/otlpSink.ts')], {
@@ -263,94 +373,6 @@ async function main(): Promise<void> {
   const prompts = makePrompts({ tokenizer, count: Math.max(...numPrompts), inputLen, seed: 0 });
   const warmup = makePrompts({ tokenizer, count: 2 * Math.max(...concurrencies), inputLen, seed: 0x5eed });
   const measured: Measured[] = [];
-
-  /** A side's server up (or the one it shares with the other side this round): where its clients go, and its load. */
-  const open = async (side: Side, shared: Map<string, Started>) => {
-    const key = sharesServer(side) ? 'shared' : side.name;
-    let server = shared.get(key);
-    if (!server) {
-      const env: NodeJS.ProcessEnv = { ...process.env, CHORUS_LOG_LEVEL: 'warn' };
-      for (const k of Object.keys(env)) if (k.startsWith('OTEL_')) delete env[k];
-      // Each process exports every OTEL_BSP_SCHEDULE_DELAY (the SDK's 5 s, as users get it: a shorter one costs more a
-      // span), in whatever block runs then: with blocks of a second or two alternated, the export's CPU falls on both
-      // sides about evenly, which understates the traced side by half the export's share (the profiles put the
-      // export at 5-10% of tracing's own ~1%: under 0.1% of the CPU).
-      if (side.tracing !== 'off')
-        Object.assign(env, {
-          OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url,
-          OTEL_TRACES_SAMPLER: side.tracing === 'on' ? 'always_on' : 'parentbased_always_on',
-        });
-      server = await startChild(['bin/chorus.js', 'serve', '--config', args.config, '--port', '0'], {
-        cwd: side.dir,
-        env,
-        ready: /serving (http:\/\/127\.0\.0\.1:\d+)/,
-      });
-      shared.set(key, server);
-    }
-    const target: ClientTarget = { baseUrl: server.url, apiKey: null };
-    const sampled = side.tracing !== 'unsampled';
-    const load = (list: readonly string[], concurrency: number) =>
-      runLoad({
-        prompts: list,
-        concurrency,
-        outputLen,
-        seed: 0,
-        timeoutMs: 300_000,
-        openClient: () => Promise.resolve(new ChatBenchClient(target, sampled)),
-      });
-    return { side, server, load };
-  };
-  type Live = Awaited<ReturnType<typeof open>>;
-
-  const measureRound = async (round: number, lives: readonly [Live, Live]) => {
-    for (const live of lives) await live.load(warmup, Math.max(...concurrencies));
-    for (const [k, concurrency] of concurrencies.entries()) {
-      const perBlock = blockSize(concurrency);
-      const blocks = Math.ceil(promptsAt(k) / perBlock);
-      const acc = new Map(lives.map((l) => [l, { cpuMs: 0, traces: [] as RequestTrace[], durationMs: 0 }]));
-      // A B B A A B B A ...: each side's blocks sit as close in time to the other's as to its own.
-      for (let j = 0; j < 2 * blocks; j++) {
-        const live = lives[[0, 1, 1, 0][j % 4]];
-        const block = Math.floor(j / 2);
-        const before = treeCpu(live.server.child.pid!);
-        const run = await live.load(prompts.slice(block * perBlock, (block + 1) * perBlock), concurrency);
-        const a = acc.get(live)!;
-        a.cpuMs += cpuBetween(before, treeCpu(live.server.child.pid!));
-        a.traces.push(...run.traces);
-        a.durationMs += run.durationMs;
-      }
-      for (const live of lives) {
-        const a = acc.get(live)!;
-        const m = summarizeRun(a.traces);
-        if (m.failed > 0)
-          throw new Error(`round ${round + 1} side ${live.side.name}: ${m.failed} failed (${m.errors.join('; ')})`);
-        const row: Measured = {
-          round,
-          side: live.side.name,
-          concurrency,
-          completed: m.completed,
-          failed: m.failed,
-          cpuMsPerRequest: a.cpuMs / m.completed,
-          ttfpP50Ms: m.ttfp.p50,
-          ttfpsMs: a.traces.map((t) => requestMetrics(t).ttfpMs).filter((x): x is number => x !== null),
-          tpotMeanMs: m.tpot.mean,
-          durationMs: a.durationMs,
-        };
-        measured.push(row);
-        progress(
-          `round ${round + 1}/${rounds} ${live.side.name} (${live.side.tracing}) c=${concurrency}: ` +
-            `${row.cpuMsPerRequest.toFixed(1)} ms CPU a request, TTFP p50 ${row.ttfpP50Ms?.toFixed(1)} ms, ` +
-            `TPOT ${row.tpotMeanMs?.toFixed(2)} ms, ${(a.durationMs / 1000).toFixed(1)} s`,
-        );
-      }
-    }
-  };
-
-  const writeJson = (file: string, done: number) => {
-    const report = reportOf(measured, done, concurrencies);
-    writeFileSync(file, JSON.stringify({ sides, rounds: done, concurrencies, numPrompts, report, measured }, null, 2));
-  };
-
   try {
     for (let round = 0; round < rounds; round++) {
       // Each round a fresh pair, the side that starts (and is opened first) alternating.
@@ -358,10 +380,10 @@ async function main(): Promise<void> {
       const servers = new Map<string, Started>();
       try {
         const lives: Live[] = [];
-        for (const side of order) lives.push(await open(side, servers));
-        await measureRound(round, lives as [Live, Live]);
+        for (const side of order) lives.push(await openSide(side, servers, sink));
+        await measureRound(round, lives as [Live, Live], prompts, warmup, measured);
         // What the rounds so far show, kept as they finish (a run stopped early still leaves its data).
-        if (args.json) writeJson(args.json, round + 1);
+        if (args.json) writeJson(args.json, measured, round + 1);
       } finally {
         await Promise.all([...servers.values()].map((server) => stopChild(server.child)));
       }
@@ -369,19 +391,8 @@ async function main(): Promise<void> {
   } finally {
     if (sink) await stopChild(sink.child);
   }
-
-  const report = reportOf(measured, rounds, concurrencies);
-  const describe = (s: Side) => `${s.tracing}${s.dir === REPO ? '' : ` (${path.relative(REPO, s.dir) || s.dir})`}`;
-  process.stdout.write(
-    `A = ${describe(sides[0])}, B = ${describe(sides[1])}, ${rounds} rounds, A over B ` +
-      '(geometric mean of the rounds, [95% interval]):\n',
-  );
-  for (const [c, r] of Object.entries(report))
-    process.stdout.write(
-      `  ${c}: CPU per request ${formatRatio(r.cpu)}, TTFP p50 ${formatRatio(r.ttfpP50)} ` +
-        `(over all rounds' requests pooled: ${formatRatio(r.ttfpP50Pooled)}), TPOT ${formatRatio(r.tpot)}\n`,
-    );
-  if (args.json) writeJson(args.json, rounds);
+  printRatios(measured);
+  if (args.json) writeJson(args.json, measured, rounds);
 }
 
 await main();
