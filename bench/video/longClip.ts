@@ -5,9 +5,12 @@
  * up, then each stage process's peak RSS is reset (/proc/<pid>/clear_refs 5) and its RSS noted; the long clip (H.264 +
  * an AAC tone) is asked about once with `mm_processor_kwargs: {fps, use_audio_in_video: true}`, the video stage's
  * `max_frames` raised so fps binds (every 2 fps frame asked); then each process's peak RSS (VmHWM) less its RSS before
- * is its rise, set beside its budget: the Thinker's engine.media_rows_bytes, an encoder's encoder.cache_bytes.
+ * is its rise, set beside its budget: the Thinker's engine.media_rows_bytes, an encoder's encoder.cache_bytes (the rows
+ * it keeps), plus for the vision encoder its working memory of one encode at encoder.video.max_patches_per_encode
+ * (src/media/video/encodeMemory.ts's estimate; `--max-patches` sets it).
  *
  *   npx tsx bench/video/longClip.ts [--config configs/tiny-omni.yaml] [--seconds 120] [--fps 2] [--max-frames 240]
+ *     [--max-patches N]
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -16,7 +19,8 @@ import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
 import { parseDocument } from 'yaml';
-import { parseConfig } from '../../src/index.ts';
+import { parseConfig, type StageSpec } from '../../src/index.ts';
+import { encodeWorkingBytes } from '../../src/media/video/encodeMemory.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha } from '../common.ts';
 import { startInProcessServer } from '../ttfp/inProcessServer.ts';
@@ -47,11 +51,13 @@ async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
 }
 
 /** The config with the video stage's max_frames raised (so the asked fps binds), as YAML text. */
-async function configText(file: string, maxFrames: number): Promise<string> {
+async function configText(file: string, maxFrames: number, maxPatches: number | null): Promise<string> {
   const doc = parseDocument(await readFile(file, 'utf8'));
   const stages = (doc.toJS() as { stages: { encoder?: { video?: unknown } }[] }).stages;
   stages.forEach((s, i) => {
-    if (s.encoder?.video) doc.setIn(['stages', i, 'encoder', 'video', 'max_frames'], maxFrames);
+    if (!s.encoder?.video) return;
+    doc.setIn(['stages', i, 'encoder', 'video', 'max_frames'], maxFrames);
+    if (maxPatches !== null) doc.setIn(['stages', i, 'encoder', 'video', 'max_patches_per_encode'], maxPatches);
   });
   return doc.toString();
 }
@@ -85,10 +91,12 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '120' },
       fps: { type: 'string', default: '2' },
       'max-frames': { type: 'string', default: '240' },
+      'max-patches': { type: 'string' },
     },
   });
   const log = benchLogger(process.stderr);
-  const text = await configText(values.config, Number(values['max-frames']));
+  const maxPatches = values['max-patches'] === undefined ? null : Number(values['max-patches']);
+  const text = await configText(values.config, Number(values['max-frames']), maxPatches);
   const graph = parseConfig(text, values.config);
   const [warm, clip] = await Promise.all([clipWithSound(2), clipWithSound(Number(values.seconds))]);
   const server = await startInProcessServer(graph, log);
@@ -105,11 +113,7 @@ async function main(): Promise<void> {
     const started = performance.now();
     const answer = await ask(server.baseUrl, clip, fps);
     const ms = Math.round(performance.now() - started);
-    const budgetOf = (stageId: string) => {
-      const spec = graph.stages.find((s) => s.stageId === stageId)!;
-      if (spec.encoder) return { setting: 'encoder.cache_bytes', bytes: spec.encoder.cacheBytes };
-      return { setting: 'engine.media_rows_bytes', bytes: spec.engine.mediaRowsBytes ?? 512 * 1024 * 1024 };
-    };
+    const budgetOf = (stageId: string) => budgetOfStage(graph.stages.find((s) => s.stageId === stageId)!);
     const processes = [];
     for (const h of stages) {
       const rise = (await memoryOf(h.pid!)).peak - before.get(h.instance!)!;
@@ -139,6 +143,20 @@ async function main(): Promise<void> {
   } finally {
     await server.close();
   }
+}
+
+/** A stage's memory budget: the Thinker's rows; an encoder's cache, and a vision encoder's one encode beside it. */
+function budgetOfStage(spec: StageSpec): { setting: string; bytes: number } {
+  const encoder = spec.encoder;
+  if (!encoder) return { setting: 'engine.media_rows_bytes', bytes: spec.engine.mediaRowsBytes ?? 512 * 1024 * 1024 };
+  const model = spec.model;
+  const vision = model.source === 'generated' && model.kind === 'vision_encoder' ? model.size : null;
+  if (!encoder.video || !vision) return { setting: 'encoder.cache_bytes', bytes: encoder.cacheBytes };
+  const patches = encoder.video.maxPatchesPerEncode;
+  return {
+    setting: `encoder.cache_bytes + one encode of max_patches_per_encode ${patches}`,
+    bytes: encoder.cacheBytes + encodeWorkingBytes(patches, vision),
+  };
 }
 
 function mib(bytes: number): number {

@@ -317,6 +317,12 @@ export interface VideoSettings {
   readonly decodeTimeoutMs: number;
   /** use_audio_in_video: seconds per chunk of the frames/track interleave (Qwen2.5-Omni's seconds_per_chunk). */
   readonly audioChunkSeconds: number;
+  /**
+   * Patches of one clip's encode at most: the vision encoder attends over all of a clip's patches at once, so its
+   * working memory grows with their square (src/media/video/encodeMemory.ts). A larger clip steps down under the
+   * fallback (or is refused without one).
+   */
+  readonly maxPatchesPerEncode: number;
   /** How a clip that does not fit is served with fewer or smaller frames (null: refused instead). */
   readonly fallback: VideoFallbackSettings | null;
 }

@@ -88,6 +88,10 @@ export const defaults = {
     maxFrameBytes: '256MiB', // frames sampled before the max_frames pick: ~2,000 frames of 224 x 168
     decodeTimeoutMs: 20_000, // 20 s of decoder wall time per clip
     audioChunkSeconds: 2, // use_audio_in_video: frames then sound, 2 s at a time (Qwen2.5-Omni's seconds_per_chunk)
+    // One clip's encode is one full-attention sequence (src/media/video/encodeMemory.ts): 4,096 patches is what
+    // max_frames and frame_pixels above give at most (16 groups of 16 x 16), ~930 MiB estimated for tiny-omni's
+    // vision encoder; lower it to bound the encoder's memory (a larger clip steps down under the fallback).
+    maxPatchesPerEncode: 4096,
     // A clip that does not fit: half the frames a step down to 4, then half the area down to 112 x 112 px.
     fallback: { framesFactor: 0.5, minFrames: 4, pixelsFactor: 0.5, minFramePixels: 112 * 112 },
   },

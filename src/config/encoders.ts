@@ -56,6 +56,7 @@ function resolveVideoSettings(raw: Static<typeof VideoYaml>): VideoSettings {
     maxFrameBytes: parseByteSize(raw.max_frame_bytes ?? d.maxFrameBytes),
     decodeTimeoutMs: raw.decode_timeout_ms ?? d.decodeTimeoutMs,
     audioChunkSeconds: raw.audio_chunk_seconds ?? d.audioChunkSeconds,
+    maxPatchesPerEncode: raw.max_patches_per_encode ?? d.maxPatchesPerEncode,
     fallback:
       raw.fallback === false
         ? null

@@ -128,6 +128,8 @@ export const VideoYaml = Type.Object(
     max_frame_bytes: optional(ByteSize),
     decode_timeout_ms: optional(int(1)),
     audio_chunk_seconds: optional(Type.Number({ exclusiveMinimum: 0, maximum: 60 })),
+    /** Patches of one clip's encode at most (its attention's working memory); the fallback steps a clip under. */
+    max_patches_per_encode: optional(int(1)),
     /** A clip that does not fit is served with fewer, then smaller frames (false: refused instead). */
     fallback: optional(
       Type.Union([

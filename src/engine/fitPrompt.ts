@@ -1,7 +1,8 @@
 /**
  * A prompt whose clips do not fit, served with fewer or smaller frames instead of refused (issue 44 item 7,
  * src/media/video/videoFallback.ts): when the prompt is over the Thinker's positions, a clip over the edge to its
- * encoder, or the media rows over the Thinker's budget (engine.media_rows_bytes), every clip of the request steps down
+ * encoder, a clip over its encoder's patches per encode (encoder.video.max_patches_per_encode: its working memory), or
+ * the media rows over the Thinker's budget (engine.media_rows_bytes), every clip of the request steps down
  * once under its encoder stage's `encoder.video.fallback`, and the prompt is built again; at the floor the last
  * refusal stands, saying the fallback's floor was reached. What was reduced is said in the answer's warnings
  * (chat: `chorus_warnings`; Realtime: `response.done`'s `chorus_warnings`), naming each clip, its frames before and
@@ -12,6 +13,8 @@ import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { VideoFallbackSettings } from '../common/graph.ts';
 import { nextStep, reducedVideo, type FallbackStep } from '../media/video/videoFallback.ts';
 import { videoGridOf } from '../media/modalities/video.ts';
+import { clipPatches } from '../media/video/encodeMemory.ts';
+import type { VideoGridConfig } from '../media/video/videoGrid.ts';
 import { MediaItemTooLarge, type PreparedPrompt, type PromptContext } from './mediaPrompt.ts';
 
 type VideoPart = Extract<ContentPart, { readonly type: 'video' }>;
@@ -20,6 +23,8 @@ export interface FitPolicy {
   readonly fallback: VideoFallbackSettings | null;
   /** Frame sides stay multiples of this (patch x merge: 28 px). */
   readonly cell: number;
+  /** Patches of one clip's encode at most, and the grid that counts them; null: no video encoder. */
+  readonly encode: { readonly maxPatches: number; readonly grid: VideoGridConfig } | null;
 }
 
 export interface FittedPrompt {
@@ -40,7 +45,7 @@ export function fitPrompt(
   policy: FitPolicy,
 ): FittedPrompt {
   let current = messages;
-  let reason: string | null = null;
+  const limits = new Set<string>(); // every limit that asked for a step, named in the warnings
   for (;;) {
     let prompt: PreparedPrompt | null = null;
     let refusal: ChorusError | null = null;
@@ -50,14 +55,19 @@ export function fitPrompt(
       if (!isSizeRefusal(err)) throw err;
       refusal = err;
     }
-    const over = prompt ? overBudget(prompt) : (refusal?.message ?? null);
-    if (over === null) return { prompt: prompt!, warnings: reason ? warningsOf(messages, current, reason) : [] };
-    reason ??= prompt ? over : limitOf(refusal!);
+    const patches = prompt ? clipOverPatches(current, policy) : null;
+    const over = prompt ? (patches?.limit ?? overBudget(prompt)) : (refusal?.message ?? null);
+    const reason = () => [...limits].join(' and ');
+    if (over === null) return { prompt: prompt!, warnings: limits.size ? warningsOf(messages, current, reason()) : [] };
+    limits.add(prompt ? over : limitOf(refusal!));
     const next = policy.fallback ? stepDown(current, policy.fallback, policy.cell) : null;
     if (!next) {
+      // Nothing else refuses a clip over its encode's patches: it would be encoded at any cost.
+      if (patches)
+        throw new ChorusError(ErrorCodes.MEDIA_INVALID, floorSaid(patches.clip, policy, current !== messages));
       if (refusal && policy.fallback && current !== messages) throw atFloor(refusal);
       if (refusal) throw refusal;
-      return { prompt: prompt!, warnings: current === messages ? [] : warningsOf(messages, current, reason) };
+      return { prompt: prompt!, warnings: current === messages ? [] : warningsOf(messages, current, reason()) };
     }
     current = next;
   }
@@ -67,7 +77,40 @@ export function fitPrompt(
 export function videoFitPolicy(ctx: PromptContext): FitPolicy {
   const settings = ctx.encoders.get('video')?.encoder;
   const grid = settings ? videoGridOf(settings) : null;
-  return { fallback: settings?.video?.fallback ?? null, cell: grid ? grid.patchSize * grid.mergeSize : 28 };
+  const maxPatches = settings?.video?.maxPatchesPerEncode;
+  return {
+    fallback: settings?.video?.fallback ?? null,
+    cell: grid ? grid.patchSize * grid.mergeSize : 28,
+    encode: grid && maxPatches ? { maxPatches, grid } : null,
+  };
+}
+
+/** The limit passed and the first clip over its encode's patches; null when every clip fits. */
+function clipOverPatches(
+  messages: readonly ChatMessage[],
+  policy: FitPolicy,
+): { readonly limit: string; readonly clip: string } | null {
+  if (!policy.encode) return null;
+  const { maxPatches, grid } = policy.encode;
+  for (const [i, m] of messages.entries()) {
+    if (typeof m.content === 'string') continue;
+    for (const [j, part] of m.content.entries()) {
+      if (part.type !== 'video') continue;
+      const patches = clipPatches(part, grid);
+      if (patches > maxPatches) {
+        const limit = `the encoder's patches per encode (encoder.video.max_patches_per_encode: ${maxPatches})`;
+        return { limit, clip: `${limit}: messages[${i}].content[${j}] (video) is ${patches} patches` };
+      }
+    }
+  }
+  return null;
+}
+
+function floorSaid(limit: string, policy: FitPolicy, stepped: boolean): string {
+  let why = '';
+  if (!policy.fallback) why = ' (encoder.video.fallback is off)';
+  else if (stepped) why = " even with its clips at the fallback's floor (encoder.video.fallback)";
+  return `a video is over ${limit}${why}: ask a lower fps or max_frames, or raise max_patches_per_encode`;
 }
 
 function isSizeRefusal(err: unknown): err is ChorusError {

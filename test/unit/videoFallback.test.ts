@@ -55,7 +55,7 @@ describe('fitPrompt', () => {
   const framesIn = (ms: readonly ChatMessage[]) => ((ms[0].content as ContentPart[])[1] as VideoPart).numFrames;
   const fake = (ms: readonly ChatMessage[]) => ({ frames: framesIn(ms) }) as unknown as PreparedPrompt;
   const frames = (p: PreparedPrompt) => (p as unknown as { frames: number }).frames;
-  const fit = { fallback: policy, cell: 28 };
+  const fit = { fallback: policy, cell: 28, encode: null };
 
   it('steps the clips down until the rows fit, and names the clip, its frames and the limit', () => {
     const out = fitPrompt(messages, fake, (p) => (frames(p) > 5 ? 'the rows budget' : null), fit);
@@ -77,7 +77,9 @@ describe('fitPrompt', () => {
       throw new ChorusError(ErrorCodes.CONTEXT_LENGTH_EXCEEDED, 'the prompt takes 9999 positions');
     };
     expect(() => fitPrompt(messages, never, () => null, fit)).toThrow(/9999 positions \(even with its clips at the/);
-    expect(() => fitPrompt(messages, never, () => null, { fallback: null, cell: 28 })).toThrow(/^the prompt takes/);
+    expect(() => fitPrompt(messages, never, () => null, { fallback: null, cell: 28, encode: null })).toThrow(
+      /^the prompt takes/,
+    );
     const bad = () => {
       throw new ChorusError(ErrorCodes.MEDIA_INVALID, 'corrupt');
     };
