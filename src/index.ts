@@ -71,3 +71,4 @@ export { chunkKey } from '../transport/Connector.ts';
 export { ShmRing } from '../transport/shm/ShmRing.ts';
 export { RedisConnector, type RedisConnectorOptions } from '../transport/redis/RedisConnector.ts';
 export type { ChunkTransferAdapter } from '../transport/adapter/ChunkTransferAdapter.ts';
+export { encodeWorkingBytes } from './media/video/encodeMemory.ts';
