@@ -12,7 +12,12 @@ import type { Protocol } from '../ttfp/clients/BenchClient.ts';
 
 type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
 
-export function parse<const O extends OptionSpecs>(argv: string[], options: O) {
+/** What parse gives back, named (the build emits declarations, and node's own name for it is not exported). */
+type FlagValues<O extends OptionSpecs> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>
+>['values'];
+
+export function parse<const O extends OptionSpecs>(argv: string[], options: O): FlagValues<O> {
   return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
 }
 

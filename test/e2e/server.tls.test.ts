@@ -107,7 +107,6 @@ describe('chorus serve over TLS', () => {
       [{ parallel_tool_calls: true }, 'session.parallel_tool_calls'],
       [{ prompt: { id: 'pmpt_1' } }, 'session.prompt'],
       [{ audio: { input: { noise_reduction: { type: 'near_field' } } } }, 'session.audio.input.noise_reduction'],
-      [{ tracing: 'auto' }, 'session.tracing'],
     ];
     for (const [session, param] of refusals) {
       const answer = reply();
@@ -128,10 +127,17 @@ describe('chorus serve over TLS', () => {
     // What asks for nothing is taken; truncation is implemented and echoed.
     answer = reply();
     const truncation = { type: 'retention_ratio', retention_ratio: 0.5 } as const;
-    rt.send({ type: 'session.update', session: { type: 'realtime', tools: [], tool_choice: 'auto', truncation } });
+    rt.send({
+      type: 'session.update',
+      session: { type: 'realtime', tools: [], tool_choice: 'auto', truncation, tracing: 'auto' },
+    });
     const updated = await answer;
     expect(updated.type).toBe('session.updated');
-    expect((updated.session as { truncation: unknown }).truncation).toEqual(truncation);
+    const session = updated.session as { truncation: unknown; tracing: unknown; chorus_tracing: string };
+    expect(session.truncation).toEqual(truncation);
+    // tracing is taken and echoed; this server exports no traces, and says so rather than ignoring it.
+    expect(session.tracing).toBe('auto');
+    expect(session.chorus_tracing).toMatch(/^off/);
 
     // response.created: in progress, so no status_details (the SDK types it optional, not nullable), and no usage.
     rt.send({
