@@ -23,8 +23,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { isByteLevel, type Tokenizer } from '../tokenizer/index.ts';
+import {
+  byteLevelAlphabet,
+  jsonParts,
+  toByteLevel,
+  vocabTypeOf,
+  type JsonComponent,
+  type VocabType,
+} from '../tokenizer/pieceBytes.ts';
 
-export type VocabType = 'byte_level' | 'byte_fallback' | 'raw';
+export { toByteLevel, type VocabType };
 
 export interface GrammarVocab {
   /** Token strings by id (length: the tokenizer's vocabulary; logits past it are never allowed). */
@@ -34,19 +42,6 @@ export interface GrammarVocab {
   readonly prependSpace: boolean;
   /** Tokens that end an answer: where a grammar may end, these are the ones it allows. */
   readonly stopTokenIds: readonly number[];
-}
-
-let byteToUnicode: string[] | null = null;
-
-/** GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for code points from 256 up. */
-function byteLevelAlphabet(): string[] {
-  if (byteToUnicode) return byteToUnicode;
-  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  const table: string[] = new Array<string>(256);
-  let next = 256;
-  for (let b = 0; b < 256; b++) table[b] = String.fromCodePoint(printable(b) ? b : next++);
-  byteToUnicode = table;
-  return table;
 }
 
 /** A control byte JSON cannot hold raw (\n and \r are kept: string rules exclude them, free text needs them). */
@@ -65,13 +60,6 @@ export function isUnsafeBytes(bytes: Uint8Array): boolean {
     if (b === 0xf4 && next >= 0x90) return true; // past U+10FFFF
   }
   return false;
-}
-
-export function toByteLevel(bytes: Uint8Array): string {
-  const table = byteLevelAlphabet();
-  let s = '';
-  for (const b of bytes) s += table[b];
-  return s;
 }
 
 /** The vocabulary of a tokenizer whose tokens are byte strings (the generated models'). */
@@ -95,22 +83,6 @@ interface TokenizerJson {
   normalizer?: JsonComponent | null;
   pre_tokenizer?: JsonComponent | null;
 }
-interface JsonComponent {
-  type?: string;
-  decoders?: JsonComponent[];
-  normalizers?: JsonComponent[];
-  pretokenizers?: JsonComponent[];
-  prepend_scheme?: string;
-  add_prefix_space?: boolean;
-  prepend?: string;
-}
-
-/** A component and, for a Sequence, its parts, flattened. */
-function parts(c: JsonComponent | null | undefined): JsonComponent[] {
-  if (!c) return [];
-  return [c, ...[...(c.decoders ?? []), ...(c.normalizers ?? []), ...(c.pretokenizers ?? [])].flatMap(parts)];
-}
-
 /** The vocabulary of a Hugging Face tokenizer.json (its model's tokens and its added tokens). */
 export function hfTokenizerVocab(json: TokenizerJson, tokenizer: Tokenizer, source: string): GrammarVocab {
   const vocab: string[] = new Array<string>(tokenizer.vocabSize).fill('');
@@ -119,15 +91,10 @@ export function hfTokenizerVocab(json: TokenizerJson, tokenizer: Tokenizer, sour
   else if (modelVocab) for (const [token, id] of Object.entries(modelVocab)) vocab[id] = token;
   else throw new ChorusError(ErrorCodes.TOKENIZER, `${source} has no model.vocab: xgrammar needs the token strings`);
   for (const t of json.added_tokens ?? []) vocab[t.id] = t.special ? '' : t.content;
-  const decoders = parts(json.decoder).map((c) => c.type);
-  const vocabType: VocabType = decoders.includes('ByteLevel')
-    ? 'byte_level'
-    : decoders.includes('ByteFallback') || json.model?.byte_fallback === true
-      ? 'byte_fallback'
-      : 'raw';
+  const vocabType = vocabTypeOf(json);
   const controlled = hasBadControl(vocabType);
   for (let id = 0; id < vocab.length; id++) if (tokenizer.isSpecialToken(id) || controlled(vocab[id])) vocab[id] = '';
-  const prepends = [...parts(json.normalizer), ...parts(json.pre_tokenizer)].some(
+  const prepends = [...jsonParts(json.normalizer), ...jsonParts(json.pre_tokenizer)].some(
     (c) =>
       (c.type === 'Metaspace' && (c.prepend_scheme === 'always' || c.prepend_scheme === 'first')) ||
       (c.type === 'Metaspace' && c.add_prefix_space === true) ||

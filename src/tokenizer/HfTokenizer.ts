@@ -14,6 +14,7 @@ import { logger } from '../common/log.ts';
 import { appendIds, chatMlIds, encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
 import type { ToolDefinition } from '../common/engine.ts';
 import { toolTurns } from './toolTurns.ts';
+import { pieceBytes, vocabTypeOf, type VocabType } from './pieceBytes.ts';
 
 /**
  * A turn as transformers' apply_chat_template passes it to a Jinja template: tool calls as {id, type, function: {name,
@@ -78,6 +79,8 @@ export class HfTokenizer implements Tokenizer {
    * makes incremental decoding disagree with a full decode (recent HF configs set it false too).
    */
   readonly #cleanUpSpaces: boolean;
+  /** How the vocabulary writes its tokens' bytes (pieceBytes.ts). */
+  readonly #vocabType: VocabType;
 
   /** Reads tokenizer.json (required) and tokenizer_config.json (optional) from a folder. */
   static fromDir(dir: string): HfTokenizer {
@@ -137,6 +140,7 @@ export class HfTokenizer implements Tokenizer {
       [...this.#core.get_added_tokens_decoder().values()].filter((t) => t.special).map((t) => t.id),
     );
     this.#cleanUpSpaces = config.clean_up_tokenization_spaces ?? false;
+    this.#vocabType = vocabTypeOf(tokenizerJson as Parameters<typeof vocabTypeOf>[0]);
     this.#source = source;
     const unk = (tokenizerJson as { model?: { unk_token?: unknown } }).model?.unk_token;
     this.#unkId = typeof unk === 'string' ? (this.#core.token_to_id(unk) ?? null) : null;
@@ -190,6 +194,12 @@ export class HfTokenizer implements Tokenizer {
 
   isSpecialToken(id: number): boolean {
     return this.#specialIds.has(id);
+  }
+
+  /** A (non-special) token's own bytes, read from its vocabulary string; null where the vocabulary is raw text. */
+  pieceBytes(id: number): Uint8Array | null {
+    const piece = this.#specialIds.has(id) ? undefined : this.#core.id_to_token(id);
+    return piece === undefined ? null : pieceBytes(piece, this.#vocabType);
   }
 
   applyChatTemplate(chat: readonly ChatTurn[], tools?: readonly ToolDefinition[]): number[] {

@@ -6,6 +6,7 @@ import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
 import { HfTokenizer } from '../../src/tokenizer/HfTokenizer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 import { StreamingDetokenizer } from '../../src/tokenizer/StreamingDetokenizer.ts';
+import { tokenText } from '../../src/tokenizer/tokenText.ts';
 import { byteLevelTokenizerJson as buildTokenizerJson } from '../helpers/byteLevelTokenizer.ts';
 
 const { json, config } = buildTokenizerJson();
@@ -25,6 +26,20 @@ describe('HfTokenizer', () => {
     ]) {
       expect(tok.decode(tok.encode(text))).toBe(text);
     }
+  });
+
+  it("gives logprobs a token's own bytes, a token inside a character too (tokenText)", () => {
+    const ids = tok.encode('😀');
+    expect(ids).toHaveLength(3); // f0 9f merged, then the two other bytes alone
+    const texts = ids.map((id) => tokenText(tok, id, -1));
+    expect(texts.map((t) => t.bytes)).toEqual([[0xf0, 0x9f], [0x98], [0x80]]);
+    expect(texts[0].token).toBe('\ufffd');
+    expect(Buffer.from(texts.flatMap((t) => t.bytes)).toString('utf8')).toBe('😀');
+    expect(tokenText(tok, idOf(' the'), -0.5)).toEqual({
+      token: ' the',
+      bytes: [...Buffer.from(' the')],
+      logprob: -0.5,
+    });
   });
 
   it('reads the specials from tokenizer_config.json', () => {
