@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { RedisLink } from '../../transport/redis/redisLink.ts';
 import { controlKeys } from '../helpers/redisControl.ts';
 import { MAX_CONTROL_MESSAGE_BYTES } from '../../src/worker/ControlChannel.ts';
+import { MAIN_TO_STAGE_SCHEMAS, STAGE_TO_MAIN_SCHEMAS } from '../../src/worker/messages.ts';
 import type { ControlKind } from '../../src/control/wire.ts';
 import { ControlFuzz, valueFuzzedMessages, type FuzzedMessage } from '../helpers/controlFuzz.ts';
 import { createDocumentedUsers } from '../helpers/redisAclUsers.ts';
@@ -136,7 +137,9 @@ describe('control plane under garbage', () => {
           `(${toMainSent} reports and ${heartbeatsSent} heartbeats as chorus-stage) published and counted in ` +
           `${Math.round(performance.now() - startedMs)} ms`,
       );
-      expect(types.size).toBe(15); // 6 reports, the heartbeat, 7 commands and the refusal
+      // Every declared type was fuzzed: each report to main, the heartbeat, each command and the refusal.
+      const declared = Object.keys(STAGE_TO_MAIN_SCHEMAS).length + 1 + Object.keys(MAIN_TO_STAGE_SCHEMAS).length + 1;
+      expect(types.size).toBe(declared);
     } finally {
       await link.close();
     }
