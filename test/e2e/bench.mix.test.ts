@@ -38,7 +38,7 @@ describe('chorus bench --mix (configs/epd.yaml, remote encoders over Redis)', ()
   afterAll(() => bench.killLeft());
 
   it('measures every request by modality, the encoder cache, the encoders busy time and the idle probe', () => {
-    expect(result.workload).toEqual({ requests: { text: 5, image: 2, audio: 1 }, repeats: 1 });
+    expect(result.workload).toEqual({ requests: { text: 5, image: 2, audio: 1, video: 0 }, repeats: 1 });
     const [run] = result.runs;
     expect(run.router).toBe('ttft');
     expect([run.completed, run.failed]).toEqual([8, 0]);
