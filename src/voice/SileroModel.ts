@@ -19,6 +19,18 @@ import {
   type SileroOutput,
 } from './sileroIo.ts';
 
+/**
+ * The sessions of a VAD worker's models (Silero, Smart Turn): one core per worker; several workers or other models may
+ * share the machine, and spinning threads that share cores are the worst case measured (5-10x slower).
+ */
+export const VAD_WORKER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  executionMode: 'sequential',
+  graphOptimizationLevel: 'all',
+  extra: { session: { intra_op: { allow_spinning: '0' } } },
+};
+
 export class SileroModel {
   readonly #session: ort.InferenceSession;
   readonly #sampleRate = new ort.Tensor('int64', BigInt64Array.from([BigInt(SILERO_RATE_HZ)]), []);
@@ -28,15 +40,7 @@ export class SileroModel {
   }
 
   static async load(modelPath: string): Promise<SileroModel> {
-    const session = await ort.InferenceSession.create(modelPath, {
-      // One core per VAD worker; several workers or other models may share the machine, and spinning threads
-      // that share cores are the worst case measured (5-10x slower).
-      intraOpNumThreads: 1,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-      extra: { session: { intra_op: { allow_spinning: '0' } } },
-    });
+    const session = await ort.InferenceSession.create(modelPath, VAD_WORKER_SESSION_OPTIONS);
     const want = ['input', 'state', 'sr'];
     if (want.some((name) => !session.inputNames.includes(name)) || !session.outputNames.includes('stateN')) {
       await session.release();

@@ -11,6 +11,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { logMelSpectrogram, MEL_HOP_SAMPLES, MEL_NUM_BINS } from '../media/logMel.ts';
+import { VAD_WORKER_SESSION_OPTIONS } from './SileroModel.ts';
 
 export const SMART_TURN_RATE_HZ = 16000;
 export const SMART_TURN_SAMPLES = 8 * SMART_TURN_RATE_HZ; // 8 s
@@ -37,14 +38,8 @@ export class SmartTurnModel {
   private constructor(private readonly session: ort.InferenceSession) {}
 
   static async load(modelPath: string): Promise<SmartTurnModel> {
-    const session = await ort.InferenceSession.create(modelPath, {
-      // It shares the VAD worker's core with Silero: one thread, no spinning (see SileroModel).
-      intraOpNumThreads: 1,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-      extra: { session: { intra_op: { allow_spinning: '0' } } },
-    });
+    // It shares the VAD worker's core with Silero: the same one-thread, no-spinning session.
+    const session = await ort.InferenceSession.create(modelPath, VAD_WORKER_SESSION_OPTIONS);
     if (!session.inputNames.includes('input_features') || session.outputNames.length !== 1) {
       await session.release();
       throw new Error(
