@@ -225,100 +225,119 @@ async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRe
     const config = await readBenchConfig(file);
     const server = await startInProcessServer(config.graph, o.log);
     try {
-      const engine = server.engine;
-      // Warm-up: one request of each kind, on media of its own (the workload's items must not be cached by it).
-      const warm: Pick<MixRequest, 'text' | 'media'>[] = [
-        { text: 'warm up', media: null },
-        { text: 'warm up', media: { type: 'image', data: pngBytes(224, 224, 9_999) } },
-        { text: 'warm up', media: { type: 'audio', data: wavBytes(5, 24_000, 9_999), format: 'wav' } },
-        ...(o.mix.video > 0 ? [{ text: 'warm up', media: videoFrames(8, 9_999) }] : []),
-      ];
-      for (const r of warm) await firstText(engine.generate(request(r, o.maxTokens)), Date.now());
-      // Then a short run of the same mix at the same rate, on other bytes: main's JIT, the stages and the ttft
-      // router's learned rates meet the load before it counts. With the three requests above only, whichever
-      // router ran first was measured cold (bench/README.md "Warm-up at the measured load").
-      const warmRun = mixWorkload({ ...o, numRequests: Math.max(20, Math.round(o.numRequests / 5)), seed: o.seed + 1 });
-      await sendAll(engine, warmRun, o.maxTokens, { onFailed: () => {} });
-      const cache = encoderTotals();
-      const cpuBefore = encoderCpu(engine);
-      await new Promise((resolve) => setTimeout(resolve, 1_200)); // a stats report after the warm-up
-      const cacheBefore = new Map(cache.totals);
-      const lookups = ecLookups();
-      const ttfts = new Map<MixKind | 'overall', number[]>([
-        ['overall', []],
-        ['text', []],
-        ['image', []],
-        ['audio', []],
-        ['video', []],
-      ]);
-      let failed = 0;
-      // The router's prediction for each request (chorus:route:ttft at its first token), by request id.
-      const idOf = new Map<string, MixRequest>();
-      const predictedMs = new Map<number, number>();
-      const onPrediction = (m: unknown) => {
-        const { requestId, predictedSeconds } = m as { requestId: string; predictedSeconds: number };
-        const r = idOf.get(requestId);
-        if (r) predictedMs.set(r.index, predictedSeconds * 1000);
-      };
-      subscribe(channelNames.routeTtft, onPrediction);
-      const details: Omit<MixRequestDetail, 'predicted_ms'>[] = [];
-      const startMs = await sendAll(engine, workload, o.maxTokens, {
-        onSent: (r, handle) => idOf.set(handle.requestId, r),
-        onDone: (r, ms) => {
-          details.push({ index: r.index, kind: r.kind, size: r.size, repeat: r.repeat, at_ms: r.atMs, ttft_ms: ms });
-          ttfts.get(r.kind)!.push(ms);
-          ttfts.get('overall')!.push(ms);
-        },
-        onFailed: (r, err) => {
-          failed++;
-          o.log.warn({ index: r.index, kind: r.kind, err: String(err) }, 'a mix request failed');
-        },
-      });
-      const durationS = (Date.now() - startMs) / 1000;
-      unsubscribe(channelNames.routeTtft, onPrediction);
-      await new Promise((resolve) => setTimeout(resolve, 1_200)); // the encoders' last stats
-      cache.stop();
-      lookups.stop();
-      const store = lookups.counts;
-      const cpuAfter = encoderCpu(engine);
-      let hits = 0;
-      let misses = 0;
-      for (const [instance, t] of cache.totals) {
-        const b = cacheBefore.get(instance) ?? { hits: 0, misses: 0 };
-        hits += t.hits - b.hits;
-        misses += t.misses - b.misses;
-      }
-      const busy: Record<string, number> = {};
-      for (const [instance, after] of cpuAfter)
-        busy[instance] = Number(((after - (cpuBefore.get(instance) ?? 0)) / CLOCK_TICKS_PER_SECOND).toFixed(2));
-      const p = await probe(engine, o.maxTokens);
-      const ttft = Object.fromEntries([...ttfts].map(([k, v]) => [k, quantiles(v)])) as MixRun['ttft'];
-      return {
-        router,
-        completed: workload.length - failed,
-        failed,
-        duration_s: Number(durationS.toFixed(2)),
-        ttft,
-        text_ttft_p99_ms: ttft.text.p99_ms,
-        ec_store: { ...store },
-        ec_hit_rate: rate(store),
-        encoder_cache: { hits, misses },
-        encoder_busy_s: busy,
-        repeat_clip_ttft_ms: p.repeat,
-        equal_text_ttft_ms: p.text,
-        repeat_clip_prompt_tokens: p.tokens,
-        equal_text_prompt_tokens: p.textTokens,
-        text_prediction_error_ms: errorQuantiles(details, predictedMs),
-        requests: details
-          .sort((a, b) => a.index - b.index)
-          .map((d) => ({ ...d, predicted_ms: predictedMs.get(d.index) ?? null })),
-      };
+      await warmUp(server.engine, o);
+      return await measureRun(router, server.engine, o, workload);
     } finally {
       await server.close();
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** One request of each kind on media of its own (the workload's items must not be cached by it), then a short run. */
+async function warmUp(engine: Orchestrator, o: MixBenchOptions): Promise<void> {
+  const warm: Pick<MixRequest, 'text' | 'media'>[] = [
+    { text: 'warm up', media: null },
+    { text: 'warm up', media: { type: 'image', data: pngBytes(224, 224, 9_999) } },
+    { text: 'warm up', media: { type: 'audio', data: wavBytes(5, 24_000, 9_999), format: 'wav' } },
+    ...(o.mix.video > 0 ? [{ text: 'warm up', media: videoFrames(8, 9_999) }] : []),
+  ];
+  for (const r of warm) await firstText(engine.generate(request(r, o.maxTokens)), Date.now());
+  // Then a short run of the same mix at the same rate, on other bytes: main's JIT, the stages and the ttft
+  // router's learned rates meet the load before it counts. With the three requests above only, whichever
+  // router ran first was measured cold (bench/README.md "Warm-up at the measured load").
+  const warmRun = mixWorkload({ ...o, numRequests: Math.max(20, Math.round(o.numRequests / 5)), seed: o.seed + 1 });
+  await sendAll(engine, warmRun, o.maxTokens, { onFailed: () => {} });
+}
+
+/** The router's prediction for each request (chorus:route:ttft at its first token), by workload index. */
+function routePredictions(): { idOf: Map<string, MixRequest>; predictedMs: Map<number, number>; stop: () => void } {
+  const idOf = new Map<string, MixRequest>();
+  const predictedMs = new Map<number, number>();
+  const on = (m: unknown) => {
+    const { requestId, predictedSeconds } = m as { requestId: string; predictedSeconds: number };
+    const r = idOf.get(requestId);
+    if (r) predictedMs.set(r.index, predictedSeconds * 1000);
+  };
+  subscribe(channelNames.routeTtft, on);
+  return { idOf, predictedMs, stop: () => unsubscribe(channelNames.routeTtft, on) };
+}
+
+/** The encoders' cache hits and misses between two snapshots of their totals. */
+function cacheDelta(before: Map<string, HitCounts>, after: Map<string, HitCounts>): HitCounts {
+  let hits = 0;
+  let misses = 0;
+  for (const [instance, t] of after) {
+    const b = before.get(instance) ?? { hits: 0, misses: 0 };
+    hits += t.hits - b.hits;
+    misses += t.misses - b.misses;
+  }
+  return { hits, misses };
+}
+
+/** The workload on a warmed deployment, with the encoders' counters read around it, then the idle probe. */
+async function measureRun(
+  router: RoutingPolicy,
+  engine: Orchestrator,
+  o: MixBenchOptions,
+  workload: MixRequest[],
+): Promise<MixRun> {
+  const cache = encoderTotals();
+  const cpuBefore = encoderCpu(engine);
+  await new Promise((resolve) => setTimeout(resolve, 1_200)); // a stats report after the warm-up
+  const cacheBefore = new Map(cache.totals);
+  const lookups = ecLookups();
+  const ttfts = new Map<MixKind | 'overall', number[]>(
+    (['overall', 'text', 'image', 'audio', 'video'] as const).map((k) => [k, []]),
+  );
+  let failed = 0;
+  const predictions = routePredictions();
+  const details: Omit<MixRequestDetail, 'predicted_ms'>[] = [];
+  const startMs = await sendAll(engine, workload, o.maxTokens, {
+    onSent: (r, handle) => predictions.idOf.set(handle.requestId, r),
+    onDone: (r, ms) => {
+      details.push({ index: r.index, kind: r.kind, size: r.size, repeat: r.repeat, at_ms: r.atMs, ttft_ms: ms });
+      ttfts.get(r.kind)!.push(ms);
+      ttfts.get('overall')!.push(ms);
+    },
+    onFailed: (r, err) => {
+      failed++;
+      o.log.warn({ index: r.index, kind: r.kind, err: String(err) }, 'a mix request failed');
+    },
+  });
+  const durationS = (Date.now() - startMs) / 1000;
+  predictions.stop();
+  await new Promise((resolve) => setTimeout(resolve, 1_200)); // the encoders' last stats
+  cache.stop();
+  lookups.stop();
+  const store = lookups.counts;
+  const busy: Record<string, number> = {};
+  for (const [instance, after] of encoderCpu(engine))
+    busy[instance] = Number(((after - (cpuBefore.get(instance) ?? 0)) / CLOCK_TICKS_PER_SECOND).toFixed(2));
+  const p = await probe(engine, o.maxTokens);
+  const ttft = Object.fromEntries([...ttfts].map(([k, v]) => [k, quantiles(v)])) as MixRun['ttft'];
+  const { predictedMs } = predictions;
+  return {
+    router,
+    completed: workload.length - failed,
+    failed,
+    duration_s: Number(durationS.toFixed(2)),
+    ttft,
+    text_ttft_p99_ms: ttft.text.p99_ms,
+    ec_store: { ...store },
+    ec_hit_rate: rate(store),
+    encoder_cache: cacheDelta(cacheBefore, cache.totals),
+    encoder_busy_s: busy,
+    repeat_clip_ttft_ms: p.repeat,
+    equal_text_ttft_ms: p.text,
+    repeat_clip_prompt_tokens: p.tokens,
+    equal_text_prompt_tokens: p.textTokens,
+    text_prediction_error_ms: errorQuantiles(details, predictedMs),
+    requests: details
+      .sort((a, b) => a.index - b.index)
+      .map((d) => ({ ...d, predicted_ms: predictedMs.get(d.index) ?? null })),
+  };
 }
 
 export interface MixBenchResult {

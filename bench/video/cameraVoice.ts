@@ -43,6 +43,56 @@ const ttfp = (t: TurnTrace) => {
   return t.ok && audio !== undefined ? audio - t.startMs : null;
 };
 
+type Arm = 'off' | 'on';
+
+interface ArmFigures {
+  readonly times: Record<Arm, number[]>;
+  readonly held: Record<Arm, Record<string, number>>;
+  failed: number;
+}
+
+/** Warm-up (the VAD service, the first image encodes) out of the figures, then the arms alternately, by round. */
+async function measureArms(
+  clients: VoiceClients,
+  baseUrl: string,
+  settings: Record<Arm, TurnSettings>,
+  turns: () => TurnSpec[],
+  rounds: number,
+): Promise<ArmFigures> {
+  await clients.run('voice', 1, settings.off, turns().slice(0, 1));
+  await clients.run('voice', 1, settings.on, turns().slice(0, 1));
+  const figures: ArmFigures = { times: { off: [], on: [] }, held: { off: {}, on: {} }, failed: 0 };
+  for (let r = 0; r < rounds; r++) {
+    for (const arm of ['off', 'on'] as const) {
+      const before = await heldAnswers(baseUrl);
+      const run = await clients.run('voice', 1, settings[arm], turns());
+      const after = await heldAnswers(baseUrl);
+      const held = figures.held[arm];
+      for (const [k, v] of Object.entries(after)) held[k] = (held[k] ?? 0) + v - (before[k] ?? 0);
+      for (const t of run.traces) {
+        const ms = ttfp(t);
+        if (ms === null) figures.failed++;
+        else figures.times[arm].push(ms);
+      }
+      console.error(JSON.stringify({ round: r, arm, p50: percentile(figures.times[arm], 50) }));
+    }
+  }
+  return figures;
+}
+
+/** The sentences spoken once to WAVs in `dir`, and a maker of their turns (fresh room noise each time). */
+function spokenTurns(count: number, dir: string): () => TurnSpec[] {
+  const sentences = voicePrompts(count);
+  const wavs = sentences.map((text, i) => {
+    const file = path.join(dir, `${i}.wav`);
+    speakToFile(text, file);
+    return file;
+  });
+  let noiseSeeds = 0;
+  return () =>
+    sentences.map((text, index) => ({ index, seed: index, text, wavFile: wavs[index], noiseSeed: 2 * ++noiseSeeds }));
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -54,76 +104,40 @@ async function main(): Promise<void> {
       fps: { type: 'string', default: '1' },
     },
   });
-  const log = benchLogger(process.stderr);
   const loadStart = os.loadavg()[0];
   const config = await readBenchConfig(values.config);
   const speechDir = mkdtempSync(path.join(os.tmpdir(), 'chorus-camera-voice-'));
   const clients = await VoiceClients.start();
-  const server = await startInProcessServer(config.graph, log);
+  const server = await startInProcessServer(config.graph, benchLogger(process.stderr));
   try {
-    const sentences = voicePrompts(Number(values.turns));
-    const wavs = sentences.map((text, i) => {
-      const file = path.join(speechDir, `${i}.wav`);
-      speakToFile(text, file);
-      return file;
-    });
-    let noiseSeeds = 0;
-    const turns = (): TurnSpec[] =>
-      sentences.map((text, index) => ({ index, seed: index, text, wavFile: wavs[index], noiseSeed: 2 * ++noiseSeeds }));
-    const base: TurnSettings = {
+    const off: TurnSettings = {
       baseUrl: server.baseUrl,
       apiKey: null,
       silenceMs: Number(values['silence-ms']),
       outputLen: Number(values['output-len']),
       timeoutMs: 120_000,
     };
-    const camera: TurnSettings = { ...base, cameraFps: Number(values.fps) };
-    // Warm-up (the VAD service, the first image encodes), out of the figures.
-    await clients.run('voice', 1, base, turns().slice(0, 1));
-    await clients.run('voice', 1, camera, turns().slice(0, 1));
-    const times = { off: [] as number[], on: [] as number[] };
-    const held = { off: {} as Record<string, number>, on: {} as Record<string, number> };
-    let failed = 0;
-    for (let r = 0; r < Number(values.rounds); r++) {
-      for (const [arm, settings] of [
-        ['off', base],
-        ['on', camera],
-      ] as const) {
-        const before = await heldAnswers(server.baseUrl);
-        const run = await clients.run('voice', 1, settings, turns());
-        const after = await heldAnswers(server.baseUrl);
-        for (const [k, v] of Object.entries(after)) held[arm][k] = (held[arm][k] ?? 0) + v - (before[k] ?? 0);
-        for (const t of run.traces) {
-          const ms = ttfp(t);
-          if (ms === null) failed++;
-          else times[arm].push(ms);
-        }
-        console.error(JSON.stringify({ round: r, arm, p50: percentile(times[arm], 50) }));
-      }
-    }
+    const settings = { off, on: { ...off, cameraFps: Number(values.fps) } };
+    const turns = spokenTurns(Number(values.turns), speechDir);
+    const { times, held, failed } = await measureArms(clients, server.baseUrl, settings, turns, Number(values.rounds));
     const p50 = { off: percentile(times.off, 50), on: percentile(times.on, 50) };
     const p90 = { off: percentile(times.off, 90), on: percentile(times.on, 90) };
     const ratio = Number((p50.on / p50.off).toFixed(3));
-    console.log(
-      JSON.stringify(
-        {
-          gitSha: gitSha(),
-          config: values.config,
-          fps: Number(values.fps),
-          turnsPerArm: times.off.length + times.on.length === 0 ? 0 : times.off.length,
-          silenceMs: base.silenceMs,
-          endOfSpeechToFirstAudioMs: { p50, p90 },
-          onOverOff: ratio,
-          goal: `on <= ${GOAL}x off (p50): ${ratio <= GOAL ? 'met' : 'missed'}`,
-          failedTurns: failed,
-          heldAnswers: held,
-          load: { start: loadStart, end: os.loadavg()[0] },
-          ms: times,
-        },
-        null,
-        2,
-      ),
-    );
+    const report = {
+      gitSha: gitSha(),
+      config: values.config,
+      fps: Number(values.fps),
+      turnsPerArm: times.off.length,
+      silenceMs: off.silenceMs,
+      endOfSpeechToFirstAudioMs: { p50, p90 },
+      onOverOff: ratio,
+      goal: `on <= ${GOAL}x off (p50): ${ratio <= GOAL ? 'met' : 'missed'}`,
+      failedTurns: failed,
+      heldAnswers: held,
+      load: { start: loadStart, end: os.loadavg()[0] },
+      ms: times,
+    };
+    console.log(JSON.stringify(report, null, 2));
   } finally {
     await clients.close();
     await server.close();

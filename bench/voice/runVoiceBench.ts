@@ -132,6 +132,14 @@ async function readVoiceConfig(file: string): Promise<BenchConfig> {
   return config;
 }
 
+type Load = (
+  name: string,
+  kind: TurnKind,
+  concurrency: number,
+  turns: TurnSpec[],
+  transcription?: boolean,
+) => ReturnType<VoiceClients['run']>;
+
 /**
  * Starts the server (--config) and the client process, runs warm-up and every concurrency (voice, then text), and
  * stops both whatever happens. Returns the lowest concurrency's utterances as committed, for the breakdown.
@@ -151,34 +159,20 @@ async function measureRuns(
     clients = await VoiceClients.start();
     if (config)
       server = await startInProcessServer(o.compareTranscription ? withAsr(config.graph) : config.graph, o.log);
-    const baseUrl = server?.baseUrl ?? (o.target as Extract<VoiceBenchTarget, { kind: 'url' }>).url;
     const settings: TurnSettings = {
-      baseUrl,
+      baseUrl: server?.baseUrl ?? (o.target as Extract<VoiceBenchTarget, { kind: 'url' }>).url,
       apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
       silenceMs: o.silenceMs,
       outputLen: o.outputLen,
       timeoutMs: o.timeoutMs,
     };
-    const load = (name: string, kind: TurnKind, concurrency: number, turns: TurnSpec[], transcription = false) => {
+    const load: Load = (name, kind, concurrency, turns, transcription = false) => {
       const bar = o.progress ? new ProgressBar(o.progress, name, turns.length) : null;
       return clients!
         .run(kind, concurrency, { ...settings, transcription }, turns, (ok) => bar?.tick(ok))
         .finally(() => bar?.finish());
     };
-    if (o.compareTranscription && warmups.length > 0)
-      await load('transcribed warm-up', 'voice', 1, turnsOf(warmups), true);
-    if (warmups.length > 0) {
-      // Also starts the server's VAD service (it loads on the first server_vad session), outside the figures.
-      for (const kind of ['voice', 'text'] as const) {
-        const w = await load(`${kind} warm-up`, kind, 1, turnsOf(warmups));
-        const failed = w.traces.find((t) => !t.ok);
-        if (failed)
-          throw new ChorusError(
-            ErrorCodes.STAGE_FAILED,
-            `a ${kind} warm-up turn failed (${failed.error}); is the server healthy?`,
-          );
-      }
-    }
+    if (warmups.length > 0) await warmUp(o, load, () => turnsOf(warmups));
     let committed: Int16Array[] = [];
     for (const concurrency of [...o.concurrency].sort((a, b) => a - b)) {
       const voiceTurns = turnsOf(prompts);
@@ -188,26 +182,13 @@ async function measureRuns(
       const voice = await load(`voice c=${concurrency}`, 'voice', concurrency, voiceTurns);
       loop?.disable();
       const text = await load(`text c=${concurrency}`, 'text', concurrency, turnsOf(prompts));
+      const serverTiming = timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {};
+      const eventLoopDelayP99Ms = loop ? loop.percentile(99) / 1e6 : null;
       result.runs.push(
-        summarizeVoiceRun({
-          concurrency,
-          silenceMs: o.silenceMs,
-          voice,
-          text,
-          ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
-          eventLoopDelayP99Ms: loop ? loop.percentile(99) / 1e6 : null,
-        }),
+        summarizeVoiceRun({ concurrency, silenceMs: o.silenceMs, voice, text, ...serverTiming, eventLoopDelayP99Ms }),
       );
       o.onRun?.(concurrency, [...voice.traces, ...text.traces]);
-      if (o.compareTranscription) {
-        const pass = (on: boolean) =>
-          load(`transcription ${on ? 'on' : 'off'} c=${concurrency}`, 'voice', concurrency, turnsOf(prompts), on);
-        const [off1, on1, on2, off2] = [await pass(false), await pass(true), await pass(true), await pass(false)];
-        const off = [...off1.traces, ...off2.traces];
-        const on = [...on1.traces, ...on2.traces];
-        (result.transcription ??= []).push(summarizeTranscriptionCost(concurrency, off, on));
-        o.onRun?.(concurrency, [...off, ...on]);
-      }
+      if (o.compareTranscription) await compareTranscription(o, load, result, concurrency, () => turnsOf(prompts));
       if (committed.length === 0) committed = committedClips(voiceTurns, voice.traces);
     }
     return committed;
@@ -222,6 +203,36 @@ async function measureRuns(
       }
     }
   }
+}
+
+/** Warm-up turns, out of the figures; they also start the server's VAD service (it loads on the first session). */
+async function warmUp(o: VoiceBenchOptions, load: Load, turns: () => TurnSpec[]): Promise<void> {
+  if (o.compareTranscription) await load('transcribed warm-up', 'voice', 1, turns(), true);
+  for (const kind of ['voice', 'text'] as const) {
+    const failed = (await load(`${kind} warm-up`, kind, 1, turns())).traces.find((t) => !t.ok);
+    if (failed)
+      throw new ChorusError(
+        ErrorCodes.STAGE_FAILED,
+        `a ${kind} warm-up turn failed (${failed.error}); is the server healthy?`,
+      );
+  }
+}
+
+/** Voice turns with input transcription off, on, on, off (drift falls on both), and their first audio compared. */
+async function compareTranscription(
+  o: VoiceBenchOptions,
+  load: Load,
+  result: VoiceBenchResult,
+  concurrency: number,
+  turns: () => TurnSpec[],
+): Promise<void> {
+  const pass = (on: boolean) =>
+    load(`transcription ${on ? 'on' : 'off'} c=${concurrency}`, 'voice', concurrency, turns(), on);
+  const [off1, on1, on2, off2] = [await pass(false), await pass(true), await pass(true), await pass(false)];
+  const off = [...off1.traces, ...off2.traces];
+  const on = [...on1.traces, ...on2.traces];
+  (result.transcription ??= []).push(summarizeTranscriptionCost(concurrency, off, on));
+  o.onRun?.(concurrency, [...off, ...on]);
 }
 
 /**
