@@ -10,7 +10,7 @@
  * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
  * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { defaultConfigPath, loadConfig } from '../../src/index.ts';
@@ -34,7 +34,9 @@ import { runVoiceTurnsCommand, voiceTurnsUsage } from './voiceTurns.ts';
 import type { RunRow } from '../ttfp/results.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
 import type { ServerTimings } from '../ttfp/ServerTimings.ts';
+import type { TurnTrace } from '../voice/protocol.ts';
 import { benchLogger } from '../benchLogger.ts';
+import { writeResultFiles } from '../report/writeResultFiles.ts';
 
 /** The run options the TTFP bench and the voice bench share. */
 const RUN_OPTIONS = {
@@ -89,7 +91,7 @@ traces).
 A config with remote stages (placement: remote, e.g. configs/two-host.yaml) runs as on two hosts: the bench starts
 min_replicas \`chorus stage\` processes per remote stage and waits for them to join, over --redis-url (or
 CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; it stops them all at the end.
-Results go to DIR (default bench/results/run-<time>): results.json, results.md (the wide tables), plot.svg, and
+Results go to DIR (default bench/results/run-<time>): results.json, results.md (the wide tables) and
 requests.json (every request's metrics and audio arrivals, for tracing a slow first packet or a stall); the terminal
 gets a summary per run. --goals adds the development goals of bench/README.md, met or not, to both reports.
 --turns N: conversations of N turns instead of single prompts (bench/TURNS.md): over realtime one session per
@@ -242,11 +244,10 @@ function sharedOptions(v: ServeFlags, argv: string[], turns: number | undefined)
   };
 }
 
-/** The closed-loop TTFP bench: results.json, results.md, plot.svg and requests.json to --out DIR. */
+/** The closed-loop TTFP bench: results.json, results.md and requests.json to --out DIR. */
 async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOptions>): Promise<number> {
   const { runServeBench } = await import('../ttfp/runServeBench.ts');
-  const { formatText } = await import('../ttfp/report/formatReport.ts');
-  const { writeResults } = await import('../ttfp/report/writeResults.ts');
+  const { formatMarkdown, formatText } = await import('../ttfp/report/formatReport.ts');
   const { requestDetails } = await import('../ttfp/report/requestDetails.ts');
   const requests: unknown[] = [];
   const options = {
@@ -275,10 +276,8 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
   );
   const out = resultsDir(v.out, 'run', result.started_at);
   const report = { goals: v.goals === true };
-  const files = await writeResults(out, result, report);
-  const requestsFile = path.join(out, 'requests.json');
-  await writeFile(requestsFile, `${JSON.stringify(requests)}\n`);
-  printReport(v.json, result, () => formatText(result, report), { ...files, requests: requestsFile });
+  const files = await writeResultFiles(out, result, formatMarkdown(result, report), { requests });
+  printReport(v.json, result, () => formatText(result, report), files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }
 
@@ -297,9 +296,8 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     goals: { type: 'boolean', default: false },
   });
   const { runVoiceBench } = await import('../voice/runVoiceBench.ts');
-  const { formatVoiceText } = await import('../voice/formatVoiceReport.ts');
-  const { writeVoiceResults } = await import('../voice/writeVoiceResults.ts');
-  const turns: Parameters<typeof writeVoiceResults>[2][number][] = [];
+  const { formatVoiceMarkdown, formatVoiceText } = await import('../voice/formatVoiceReport.ts');
+  const turns: { concurrency: number; traces: readonly TurnTrace[] }[] = [];
   const result = await runVoiceBench({
     target: targetOf(v),
     concurrency: concurrencyOf(v.concurrency),
@@ -317,7 +315,8 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     command: `chorus bench ${argv.join(' ')}`.trim(),
     onRun: (concurrency, traces) => turns.push({ concurrency, traces }),
   });
-  const files = await writeVoiceResults(resultsDir(v.out, 'voice', result.started_at), result, turns);
+  const out = resultsDir(v.out, 'voice', result.started_at);
+  const files = await writeResultFiles(out, result, formatVoiceMarkdown(result), { requests: turns });
   printReport(v.json, result, () => formatVoiceText(result, { goals: v.goals === true }), files);
   return result.runs.some((r) => r.voice_failed + r.text_failed > 0) ? 1 : 0;
 }

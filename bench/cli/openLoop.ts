@@ -3,6 +3,7 @@
  * server starts, and the command that runs it and writes its report. Refusals (429) are what overload is
  * expected to produce, so only failures of another kind exit 1.
  */
+import { writeResultFiles } from '../report/writeResultFiles.ts';
 import { UsageError } from '../../src/basics.ts';
 import type { OpenLoopBenchOptions } from '../ttfp/openLoop/runOpenLoopBench.ts';
 import type { CapacityOptions } from '../ttfp/openLoop/capacitySearch.ts';
@@ -141,10 +142,10 @@ export async function runOpenLoopCommand(
 ): Promise<number> {
   const { runOpenLoopBench } = await import('../ttfp/openLoop/runOpenLoopBench.ts');
   const { runCapacityBench } = await import('../ttfp/openLoop/capacityBench.ts');
-  const { formatOpenLoopText } = await import('../ttfp/openLoop/formatOpenLoop.ts');
-  const { writeOpenLoopResults } = await import('../ttfp/openLoop/writeOpenLoopResults.ts');
+  const { formatOpenLoopMarkdown, formatOpenLoopText } = await import('../ttfp/openLoop/formatOpenLoop.ts');
   const result = o.findCapacity ? await runCapacityBench(o, o.findCapacity) : await runOpenLoopBench(o);
-  const files = await writeOpenLoopResults(resultsDir(o.out, 'rate', result.started_at), result);
+  const out = resultsDir(o.out, 'rate', result.started_at);
+  const files = await writeResultFiles(out, result, formatOpenLoopMarkdown(result));
   printReport(o.json, result, () => formatOpenLoopText(result), files);
   // A capacity search drives rates past capacity on purpose: failures there are what it finds, not a broken run.
   const capacityOf = (variant: string) =>

@@ -4,7 +4,8 @@
  * requests do in the TTFP bench.
  */
 import type { TurnsBenchOptions } from '../ttfp/turns/runTurnsBench.ts';
-import type { TurnDetail } from '../ttfp/turns/writeTurnsResults.ts';
+import { writeResultFiles } from '../report/writeResultFiles.ts';
+import type { TurnDetail } from '../ttfp/turns/turnDetails.ts';
 import { printReport, resultsDir } from './flags.ts';
 
 export const turnsUsage = `  chorus bench --turns N [--config FILE | --url URL [--api-key KEY]]
@@ -19,11 +20,18 @@ export async function runTurnsCommand(
   o: Omit<TurnsBenchOptions, 'onRun'> & { readonly out: string | undefined; readonly json: boolean },
 ): Promise<number> {
   const { runTurnsBench } = await import('../ttfp/turns/runTurnsBench.ts');
-  const { formatTurnsText } = await import('../ttfp/turns/formatTurns.ts');
-  const { turnDetails, writeTurnsResults } = await import('../ttfp/turns/writeTurnsResults.ts');
+  const { formatTurnsMarkdown, formatTurnsText } = await import('../ttfp/turns/formatTurns.ts');
+  const { turnDetails } = await import('../ttfp/turns/turnDetails.ts');
   const details: TurnDetail[] = [];
   const result = await runTurnsBench({ ...o, onRun: (run, traces) => details.push(...turnDetails(run, traces)) });
-  const files = await writeTurnsResults(resultsDir(o.out, 'turns', result.started_at), result, details);
+  const files = await writeResultFiles(
+    resultsDir(o.out, 'turns', result.started_at),
+    result,
+    formatTurnsMarkdown(result),
+    {
+      turns: details,
+    },
+  );
   printReport(o.json, result, () => formatTurnsText(result), files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }

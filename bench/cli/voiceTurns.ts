@@ -5,7 +5,8 @@
  */
 import path from 'node:path';
 import { logger, UsageError } from '../../src/basics.ts';
-import type { VoiceTurnDetail } from '../voice/conversations/writeVoiceTurnsResults.ts';
+import { writeResultFiles } from '../report/writeResultFiles.ts';
+import type { VoiceTurnDetail } from '../voice/conversations/voiceTurnDetails.ts';
 import { concurrencyOf, int, outputLenOf, parse, printReport, resultsDir, targetOf } from './flags.ts';
 
 export const voiceTurnsUsage = `  chorus bench --voice --turns N [--config FILE | --url URL [--api-key KEY]]
@@ -76,14 +77,15 @@ export async function runVoiceTurnsCommand(argv: string[]): Promise<number> {
     command: `chorus bench ${argv.join(' ')}`.trim(),
   };
   const { runVoiceTurnsBench } = await import('../voice/conversations/runVoiceTurnsBench.ts');
-  const { formatVoiceTurnsText } = await import('../voice/conversations/formatVoiceTurns.ts');
-  const { voiceTurnDetails, writeVoiceTurnsResults } = await import('../voice/conversations/writeVoiceTurnsResults.ts');
+  const { formatVoiceTurnsMarkdown, formatVoiceTurnsText } = await import('../voice/conversations/formatVoiceTurns.ts');
+  const { voiceTurnDetails } = await import('../voice/conversations/voiceTurnDetails.ts');
   const details: VoiceTurnDetail[] = [];
   const result = await runVoiceTurnsBench({
     ...options,
     onRun: (run, traces, spoken) => details.push(...voiceTurnDetails(run, traces, spoken)),
   });
-  const files = await writeVoiceTurnsResults(resultsDir(v.out, 'voice-turns', result.started_at), result, details);
+  const out = resultsDir(v.out, 'voice-turns', result.started_at);
+  const files = await writeResultFiles(out, result, formatVoiceTurnsMarkdown(result), { turns: details });
   printReport(v.json, result, () => formatVoiceTurnsText(result, { goals: v.goals === true }), files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }

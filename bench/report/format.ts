@@ -3,6 +3,7 @@
  * (results.md, bench/README.md), and the cells every report writes (milliseconds, ratios, shares). A harness's own
  * columns live beside it (ttfp/report/tables.ts, the voice and turns formatters); how a figure looks lives here.
  */
+import type { Machine } from '../ttfp/results.ts';
 
 /** A table column over rows of type R. */
 export interface Column<R> {
@@ -47,4 +48,20 @@ export function renderMarkdown<R>(columns: readonly Column<R>[], rows: readonly 
     line(columns.map(() => '---:')),
     ...rows.map((r) => line(columns.map((c) => c.cell(r)))),
   ].join('\n');
+}
+
+/** When and where a result was measured: the report's provenance line starts with it (`memory`: with the GiB). */
+export function provenanceOf(
+  r: {
+    readonly started_at: string;
+    readonly git_sha: string;
+    readonly machine: Pick<Machine, 'node' | 'cpus' | 'cpu_model' | 'memory_gib' | 'load_avg_start' | 'load_avg_end'>;
+  },
+  memory = false,
+): string {
+  const m = r.machine;
+  return (
+    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, ` +
+    `${memory ? `${m.memory_gib} GiB, ` : ''}load ${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}`
+  );
 }

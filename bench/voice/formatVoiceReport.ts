@@ -3,7 +3,7 @@
  * c=1 voice turn's time goes beside the typed turn's, the goal, and where the numbers came from.
  */
 import { transcriptionCostLines } from './transcriptionCost.ts';
-import { ms, num, renderMarkdown, renderText, type Column } from '../report/format.ts';
+import { ms, num, provenanceOf, renderMarkdown, renderText, type Column } from '../report/format.ts';
 import type { Spread, VoiceBenchResult, VoiceRunRow } from './voiceResults.ts';
 
 const pair = (s: Spread, f: (v: number | null) => string = ms) => `${f(s.p50)} / ${f(s.p90)}`;
@@ -80,11 +80,9 @@ function errorLines(r: VoiceBenchResult): string[] {
 }
 
 function provenance(r: VoiceBenchResult): string {
-  const m = r.machine;
   const o = r.options;
   return (
-    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, load ` +
-    `${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; ${o.num_prompts} prompts, answers of ` +
+    `${provenanceOf(r)}; ${o.num_prompts} prompts, answers of ` +
     `${o.output_len} tokens, silence_duration_ms ${o.silence_duration_ms}, warm-up ${o.warmup}, seed ${o.seed}`
   );
 }

@@ -8,10 +8,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatOpenLoopText } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
+import { formatOpenLoopMarkdown, formatOpenLoopText } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
 import { runOpenLoopBench, type OpenLoopBenchOptions } from '../../bench/ttfp/openLoop/runOpenLoopBench.ts';
 import { runCapacityBench } from '../../bench/ttfp/openLoop/capacityBench.ts';
-import { writeOpenLoopResults } from '../../bench/ttfp/openLoop/writeOpenLoopResults.ts';
+import { writeResultFiles } from '../../bench/report/writeResultFiles.ts';
 import { readBenchConfig } from '../../bench/ttfp/inProcessServer.ts';
 import { logger } from '../../src/common/log.ts';
 import { defaultConfigPath } from '../../src/config/paths.ts';
@@ -95,9 +95,8 @@ describe('chorus bench --request-rate', () => {
     expect(text).toMatch(/Goodput \(req\/s: TTFP <= 60000 ms, no underrun\)/);
     const dir = await mkdtemp(path.join(tmpdir(), 'chorus-openloop-'));
     try {
-      const files = await writeOpenLoopResults(dir, result);
+      const files = await writeResultFiles(dir, result, formatOpenLoopMarkdown(result));
       expect(await readFile(files.markdown, 'utf8')).toMatch(/\| async \| 2 \|/);
-      expect(await readFile(files.svg, 'utf8')).toMatch(/TTFP p95 \(admitted\)/);
       expect(JSON.parse(await readFile(files.json, 'utf8')).rates[0].request_rate).toBe(2);
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -11,10 +11,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBenchConfig, startInProcessServer } from '../../bench/ttfp/inProcessServer.ts';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
-import { formatTurnsText } from '../../bench/ttfp/turns/formatTurns.ts';
+import { formatTurnsMarkdown, formatTurnsText } from '../../bench/ttfp/turns/formatTurns.ts';
+import { writeResultFiles } from '../../bench/report/writeResultFiles.ts';
 import { runTurnsBench, type TurnsBenchOptions } from '../../bench/ttfp/turns/runTurnsBench.ts';
 import type { TurnsResult, TurnsRun } from '../../bench/ttfp/turns/turnsResult.ts';
-import { turnDetails, writeTurnsResults } from '../../bench/ttfp/turns/writeTurnsResults.ts';
+import { turnDetails } from '../../bench/ttfp/turns/turnDetails.ts';
 import { logger } from '../../src/common/log.ts';
 import { repoRoot } from '../../src/config/paths.ts';
 
@@ -88,7 +89,7 @@ describe('chorus bench --turns over a running server', () => {
 
       // results.json round-trips; results.md has the table; turns.json has every turn of every conversation.
       const out = path.join(dir, protocol);
-      const files = await writeTurnsResults(out, result, details);
+      const files = await writeResultFiles(out, result, formatTurnsMarkdown(result), { turns: details });
       const json = JSON.parse(await readFile(files.json, 'utf8')) as TurnsResult;
       expect(json.runs[0].turns).toHaveLength(TURNS);
       expect(json.options).toMatchObject({ protocol, turns: TURNS, conversations: 1, output_len: base.outputLen });
@@ -258,7 +259,7 @@ describe('chorus bench --turns --config: the per-turn limit', () => {
       expect(limitMs).toBeGreaterThan(0);
       expect(Number.isFinite(ratio) && ratio > 0).toBe(true);
     }
-    const files = await writeTurnsResults(path.join(dir, 'limit'), result, []);
+    const files = await writeResultFiles(path.join(dir, 'limit'), result, formatTurnsMarkdown(result));
     const json = JSON.parse(await readFile(files.json, 'utf8')) as TurnsResult;
     expect(json.turn_limits!.turns).toHaveLength(3);
     expect(await readFile(files.markdown, 'utf8')).toContain('| Limit (ms) | TTFP / limit |');

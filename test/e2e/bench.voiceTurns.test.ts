@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { VoiceTurnDetail } from '../../bench/voice/conversations/writeVoiceTurnsResults.ts';
+import type { VoiceTurnDetail } from '../../bench/voice/conversations/voiceTurnDetails.ts';
 import type { VoiceTurnsResult } from '../../bench/voice/conversations/voiceTurnsResult.ts';
 import { CHORUS_BIN, killOnFinish } from '../helpers/processes.ts';
 import { tempDir } from '../helpers/tempDir.ts';

@@ -5,7 +5,6 @@
 import { describe, expect, it } from 'vitest';
 import { arrivalGapsMs, gammaSampler, planArrivals } from '../../bench/ttfp/openLoop/arrivals.ts';
 import { openLoopSummaryLines } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
-import { openLoopPlotSvg } from '../../bench/ttfp/openLoop/openLoopPlot.ts';
 import { REPORT_WIDTH } from '../../bench/ttfp/report/runSummary.ts';
 import { isGood, isRefusal, openLoopRow, type OpenLoopRecord } from '../../bench/ttfp/openLoop/openLoopStats.ts';
 import { seededRandom } from '../../bench/ttfp/prompts.ts';
@@ -194,14 +193,5 @@ describe('open-loop report', () => {
       /Goodput \(req\/s: TTFP <= 100 ms, no underrun\):\s+2\.00/,
     ])
       expect(text).toMatch(label);
-  });
-
-  it('plot.svg: TTFP p95 and goodput against the offered rate, one curve per server', () => {
-    const svg = openLoopPlotSvg([row(1), row(2), row(1, 'sync'), row(2, 'sync')], 100);
-    expect(svg).toMatch(/TTFP p95 \(admitted\)/);
-    expect(svg).toMatch(/Goodput \(TTFP &lt;= 100 ms, no underrun\)/);
-    expect(svg).toMatch(/SLO 100 ms/);
-    expect(svg.match(/<polyline/g)).toHaveLength(6); // TTFP x2, goodput x2, admitted x2
-    expect(svg).not.toMatch(/NaN|undefined/);
   });
 });

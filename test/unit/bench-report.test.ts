@@ -9,7 +9,6 @@ import { asyncSyncRatios, evaluateGoals, throughputCeilingAt, throughputShare } 
 import type { ThroughputLimit } from '../../bench/limit/throughputLimit.ts';
 import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
 import type { LimitResult } from '../../bench/limit/limitResult.ts';
-import { plotSvg } from '../../bench/ttfp/report/plotSvg.ts';
 import { renderMarkdown, renderText } from '../../bench/report/format.ts';
 import { meanColumns } from '../../bench/ttfp/report/tables.ts';
 import { summarizeRun } from '../../bench/ttfp/metrics.ts';
@@ -204,50 +203,6 @@ describe('tables', () => {
     expect(lines).toHaveLength(4);
     expect(lines[1]).toMatch(/^\|( ---: \|)+$/);
     expect(lines[3].split('|').length).toBe(meanColumns.length + 2);
-  });
-});
-
-describe('plotSvg', () => {
-  it('draws TTFT beside TTFP and RTF: per variant a p50 line in a p50-p99 band, and the mean dashed', () => {
-    const svg = plotSvg([run(true, 1, 40), run(true, 4, 90), run(false, 1, 1000), run(false, 4, 1500)], 'sub<title>');
-    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
-    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
-    for (const title of ['TTFT (first text token)', 'TTFP (first audio packet)', 'RTF']) expect(svg).toContain(title);
-    // 3 panels x 2 variants: a band, a p50 line and a dashed mean line each; a point per run and panel.
-    expect(svg.match(/<polygon /g)).toHaveLength(6);
-    expect(svg.match(/<polyline /g)).toHaveLength(12);
-    expect(svg.match(/stroke-dasharray="4,3"/g)).toHaveLength(6);
-    expect(svg.match(/<circle /g)).toHaveLength(12);
-    expect(svg).toContain('shaded: p50 to p99');
-    expect(svg).toContain('real time');
-    expect(svg).toContain('sub&lt;title&gt;');
-    // Every coordinate is a finite number.
-    for (const [, v] of svg.matchAll(/(?:cx|cy|x1|x2|y1|y2)="([^"]*)"/g)) expect(Number.isFinite(Number(v))).toBe(true);
-    for (const [, pts] of svg.matchAll(/points="([^"]*)"/g))
-      for (const v of pts.split(/[ ,]/)) expect(Number.isFinite(Number(v))).toBe(true);
-  });
-
-  it('puts the band between the p50 and the p99: above the p50 line on screen coordinates (y down)', () => {
-    // Requests with TTFP 40 and 400 ms: p50 and p99 apart.
-    const spread = (c: number): RunRow => ({ ...run(true, c, 40), p50_ttfp_ms: 40, p99_ttfp_ms: 400 });
-    const svg = plotSvg([spread(1), spread(4)]);
-    const ttfpPanel = svg.split('TTFP (first audio packet)')[1].split('</g>')[0];
-    const band = /<polygon points="([^"]*)"/
-      .exec(ttfpPanel)![1]
-      .split(' ')
-      .map((p) => Number(p.split(',')[1]));
-    const p50 = /<polyline points="([^"]*)"/
-      .exec(ttfpPanel)![1]
-      .split(' ')
-      .map((p) => Number(p.split(',')[1]));
-    expect(Math.min(...band)).toBeLessThan(Math.min(...p50)); // the p99 edge is higher on the picture
-    expect(Math.max(...band)).toBeCloseTo(Math.max(...p50), 1); // the p50 edge is the p50 line
-  });
-
-  it('still produces a valid picture for a single run', () => {
-    const svg = plotSvg([run(true, 1, 40)]);
-    expect(svg.match(/<circle /g)).toHaveLength(3);
-    expect(svg).not.toContain('NaN');
   });
 });
 

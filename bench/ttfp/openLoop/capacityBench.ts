@@ -1,7 +1,7 @@
 /**
  * `chorus bench --find-capacity --slo-ttfp-ms X [--slo-quantile 0.95]`, the mechanism: each step of the search
  * (capacitySearch.ts) is an open-loop run at that rate (measureRate), with the same arrivals a --request-rate run
- * of that rate gets; every step is also a row of the report, so plot.svg draws the curve the search walked.
+ * of that rate gets; every step is also a row of the report (results.json has the curve the search walked).
  * With two servers (a --compare-* flag) the first one's capacity is searched and both then run at multiples of it,
  * interleaved rate by rate (scheduling at the edge of capacity: --compare-scheduling, issue 31 item 4).
  */

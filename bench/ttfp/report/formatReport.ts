@@ -8,7 +8,7 @@ import { throughputCeilingAt, throughputShare, ttfpOverLimit } from '../goals.ts
 import type { LimitResult } from '../../limit/limitResult.ts';
 import type { BenchResult, RunRow, VariantRatio } from '../results.ts';
 import { runSummaryLines, wrap } from './runSummary.ts';
-import { ms, num, pct, renderMarkdown, times, type Column } from '../../report/format.ts';
+import { ms, num, pct, provenanceOf, renderMarkdown, times, type Column } from '../../report/format.ts';
 import { meanColumns, percentileColumns, variantColumn } from './tables.ts';
 import { accountLines, accountMarkdown } from '../account/formatAccount.ts';
 
@@ -133,12 +133,8 @@ function errorLines(r: BenchResult): string[] {
 }
 
 function provenance(r: BenchResult): string {
-  const m = r.machine;
   return (
-    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, ${m.memory_gib} ` +
-    `GiB, ` +
-    `load ${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; protocol ${r.options.protocol}, warm-up ` +
-    `${r.options.warmup}, seed ${r.options.seed}` +
+    `${provenanceOf(r, true)}; protocol ${r.options.protocol}, warm-up ${r.options.warmup}, seed ${r.options.seed}` +
     (r.options.interleaved ? '; both servers up, each concurrency run in halves A B B A' : '')
   );
 }

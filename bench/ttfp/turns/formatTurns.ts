@@ -4,33 +4,40 @@
  * its per-turn limit beside it), with two modes a table of both side by side and their ratio, then the per-turn
  * limit's parts and the goal, the failed turns and where the numbers came from.
  */
-import { ms, num, pair, pct, renderMarkdown, renderText, type Column } from '../../report/format.ts';
+import { ms, num, pair, pct, provenanceOf, renderMarkdown, renderText, type Column } from '../../report/format.ts';
+import type { ByTurnRatio, ConversationsRun, TurnUsage } from './byTurn.ts';
 import { goalLine, hasLimits, limitColumns, limitNote, limitPartColumns, limitTitle } from './formatTurnLimits.ts';
-import type { TurnsModeRatio, TurnsResult, TurnsRun } from './turnsResult.ts';
+import type { TurnsResult, TurnsRun } from './turnsResult.ts';
 import { displayedTurns, type TurnRatio, type TurnRow } from './turnStats.ts';
 
-const tokens = (v: number | null): string => (v === null ? '-' : v.toFixed(0));
+export const tokens = (v: number | null): string => (v === null ? '-' : v.toFixed(0));
 
-const turnColumns: readonly Column<TurnRow>[] = [
+/** The columns every by-turn table starts with (the spoken conversations' too). */
+export const usageColumns: readonly Column<TurnUsage>[] = [
   { header: 'Turn', cell: (r) => String(r.turn) },
   { header: 'Answered', cell: (r) => String(r.completed) },
   { header: 'Failed', cell: (r) => String(r.failed) },
   { header: 'Input tokens', cell: (r) => tokens(r.mean_input_tokens) },
   { header: 'Cached tokens', cell: (r) => tokens(r.mean_cached_tokens) },
   { header: 'Cached share', cell: (r) => pct(r.cached_share) },
+];
+
+const turnColumns: readonly Column<TurnRow>[] = [
+  ...usageColumns,
   { header: 'TTFT p50 (ms)', cell: (r) => ms(r.p50_ttft_ms) },
   { header: 'TTFP p50 (ms)', cell: (r) => ms(r.p50_ttfp_ms) },
   { header: 'TTFT / turn 1', cell: (r) => num(r.ttft_over_turn1, 2) },
   { header: 'TTFP / turn 1', cell: (r) => num(r.ttfp_over_turn1, 2) },
 ];
 
-interface SideBySide {
-  readonly a: TurnRow;
-  readonly b: TurnRow;
-  readonly ratio: TurnRatio;
+/** Two servers' rows at one turn index, and the first's over the second's. */
+export interface SideBySide<Row, Ratio> {
+  readonly a: Row;
+  readonly b: Row;
+  readonly ratio: Ratio;
 }
 
-const comparisonColumns: readonly Column<SideBySide>[] = [
+const comparisonColumns: readonly Column<SideBySide<TurnRow, TurnRatio>>[] = [
   { header: 'Turn', cell: (r) => String(r.a.turn) },
   { header: 'Input tokens', cell: (r) => pair(tokens(r.a.mean_input_tokens), tokens(r.b.mean_input_tokens)) },
   { header: 'Cached share', cell: (r) => pair(pct(r.a.cached_share), pct(r.b.cached_share)) },
@@ -47,7 +54,8 @@ function columnsOf(r: TurnsResult, run: TurnsRun): readonly Column<TurnRow>[] {
   return hasLimits(r.turn_limits, run) ? [...turnColumns, ...limitColumns(r.turn_limits)] : turnColumns;
 }
 
-function shown<R extends { readonly turn: number }>(rows: readonly R[], turns: number): R[] {
+/** The rows of the turn indexes the tables show (results.json has them all). */
+export function shown<R extends { readonly turn: number }>(rows: readonly R[], turns: number): R[] {
   const keep = new Set(displayedTurns(turns));
   return rows.filter((r) => keep.has(r.turn));
 }
@@ -64,7 +72,11 @@ function runTitle(r: TurnsResult, run: TurnsRun): string {
   );
 }
 
-function sideBySide(r: TurnsResult, x: TurnsModeRatio): SideBySide[] {
+/** The rows of a ratio's two runs beside it, at the turn indexes shown. */
+export function sideBySide<Row extends { readonly turn: number }, X>(
+  r: { readonly runs: readonly ConversationsRun<Row>[]; readonly options: { readonly turns: number } },
+  x: ByTurnRatio<X>,
+): SideBySide<Row, { turn: number } & X>[] {
   const of = (variant: string) => r.runs.find((run) => run.variant === variant && run.concurrency === x.concurrency)!;
   const [a, b] = [of(x.variant), of(x.over_variant)];
   return shown(x.turns, r.options.turns).map((ratio) => ({
@@ -74,12 +86,12 @@ function sideBySide(r: TurnsResult, x: TurnsModeRatio): SideBySide[] {
   }));
 }
 
-function ratioTitle(x: TurnsModeRatio): string {
+export function ratioTitle(x: ByTurnRatio<unknown>): string {
   return `${x.variant} / ${x.over_variant} by turn, c=${x.concurrency} (p50s; a ratio below 1: ${x.variant} is faster)`;
 }
 
-function failureLines(r: TurnsResult): string[] {
-  return r.runs.flatMap((run) =>
+export function failureLines(runs: readonly ConversationsRun<TurnUsage>[]): string[] {
+  return runs.flatMap((run) =>
     run.turns
       .filter((t) => t.failed > 0)
       .map((t) => `${run.variant} c=${run.concurrency} turn ${t.turn}: ${t.failed} failed: ${t.errors.join('; ')}`),
@@ -87,10 +99,8 @@ function failureLines(r: TurnsResult): string[] {
 }
 
 function provenance(r: TurnsResult): string {
-  const m = r.machine;
   return (
-    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, load ` +
-    `${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; protocol ${r.options.protocol}, user messages ` +
+    `${provenanceOf(r)}; protocol ${r.options.protocol}, user messages ` +
     `of ${r.options.input_len} tokens, answers of ${r.options.output_len} tokens, warm-up ${r.options.warmup}, seed ` +
     `${r.options.seed}` +
     (r.options.interleaved ? '; both servers up, each concurrency run in halves A B B A' : '')
@@ -105,7 +115,7 @@ export function formatTurnsText(r: TurnsResult): string {
   const limits = r.turn_limits;
   if (limits)
     out.push(limitTitle(limits), renderText(limitPartColumns, limits.turns), limitNote(limits), goalLine(limits), '');
-  const failures = failureLines(r);
+  const failures = failureLines(r.runs);
   if (failures.length > 0) out.push('failed turns:', ...failures.map((l) => `  ${l}`), '');
   out.push(provenance(r));
   return out.join('\n');
@@ -129,7 +139,7 @@ export function formatTurnsMarkdown(r: TurnsResult): string {
       '',
       goalLine(limits),
     );
-  const failures = failureLines(r);
+  const failures = failureLines(r.runs);
   if (failures.length > 0) out.push('', '**Failed turns**', '', ...failures.map((l) => `- ${l}`));
   out.push(
     '',

@@ -1,13 +1,10 @@
 /**
- * Writes DIR/results.json, DIR/results.md and DIR/turns.json (every turn of every conversation: its outcome, TTFT,
- * TTFP, E2E and usage, for finding the slow or failed one behind a p50); returns their paths.
+ * DIR/turns.json of `chorus bench --turns`: every turn of every conversation, its outcome, TTFT, TTFP, E2E and usage,
+ * for finding the slow or failed one behind a p50.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { requestMetrics } from '../metrics.ts';
 import type { RequestTrace } from '../trace.ts';
-import { formatTurnsMarkdown } from './formatTurns.ts';
-import type { TurnsResult, TurnsRun } from './turnsResult.ts';
+import type { TurnsRun } from './turnsResult.ts';
 
 export interface TurnDetail {
   readonly variant: string;
@@ -45,33 +42,4 @@ export function turnDetails(run: TurnsRun, traces: readonly (readonly RequestTra
       };
     }),
   );
-}
-
-export function writeTurnsResults(
-  dir: string,
-  result: TurnsResult,
-  details: readonly TurnDetail[],
-): Promise<{ json: string; markdown: string; turns: string }> {
-  return writeTurnFiles(dir, result, formatTurnsMarkdown(result), details);
-}
-
-/** A conversations bench's three files in DIR: results.json, results.md and turns.json (every turn). */
-export async function writeTurnFiles(
-  dir: string,
-  result: object,
-  markdown: string,
-  details: readonly object[],
-): Promise<{ json: string; markdown: string; turns: string }> {
-  await mkdir(dir, { recursive: true });
-  const files = {
-    json: path.join(dir, 'results.json'),
-    markdown: path.join(dir, 'results.md'),
-    turns: path.join(dir, 'turns.json'),
-  };
-  await Promise.all([
-    writeFile(files.json, `${JSON.stringify(result, null, 2)}\n`),
-    writeFile(files.markdown, markdown),
-    writeFile(files.turns, `${JSON.stringify(details)}\n`),
-  ]);
-  return files;
 }

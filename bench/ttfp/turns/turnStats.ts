@@ -5,20 +5,13 @@
  */
 import { distribution, percentile, requestMetrics } from '../metrics.ts';
 import type { RequestTrace } from '../trace.ts';
+import { byTurn, ratio, ratiosByTurn, turnPairs, withUsage } from './byTurn.ts';
 import type { TurnRatio, TurnRow, TurnsModeRatio, TurnsRun } from './turnsResult.ts';
 
 export type { TurnRatio, TurnRow };
 
-function meanOf(values: readonly number[]): number | null {
-  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
-}
-
 function p50Of(values: readonly number[]): number | null {
   return values.length === 0 ? null : percentile(values, 50);
-}
-
-function ratio(a: number | null, b: number | null): number | null {
-  return a === null || b === null || b === 0 ? null : a / b;
 }
 
 /**
@@ -44,35 +37,17 @@ export function systemComputedTimes(traces: readonly RequestTrace[], systemToken
   return Math.max(0, computedPositions(both)! - ownParts) / shared;
 }
 
-function withUsage(traces: readonly RequestTrace[]): RequestTrace[] {
-  return traces.filter((x) => x.ok && x.promptTokens !== undefined && x.cachedTokens !== undefined);
-}
-
 /** Rows by turn index from [conversation][turn] traces (conversations may have fewer turns than others). */
 export function turnRows(traces: readonly (readonly RequestTrace[])[]): TurnRow[] {
-  const turns = Math.max(0, ...traces.map((c) => c.length));
-  const rows: TurnRow[] = [];
-  for (let t = 0; t < turns; t++) {
-    const at = traces.filter((c) => c.length > t).map((c) => c[t]);
-    const ok = at.filter((x) => x.ok);
+  return byTurn(traces, (ok, usage, turn1?: TurnRow): TurnRow => {
     const per = ok.map((x) => requestMetrics(x));
     const ttft = distribution(per.map((m) => m.ttftMs));
     const ttfp = distribution(per.map((m) => m.ttfpMs));
-    const inputs = ok.filter((x) => x.promptTokens !== undefined).map((x) => x.promptTokens!);
-    const both = ok.filter((x) => x.promptTokens !== undefined && x.cachedTokens !== undefined);
-    const cached = both.map((x) => x.cachedTokens!);
-    const inputSum = both.reduce((n, x) => n + x.promptTokens!, 0);
-    const turn1 = rows[0] ?? { p50_ttft_ms: ttft.p50, p50_ttfp_ms: ttfp.p50 }; // turn 1 is its own base
-    rows.push({
-      turn: t + 1,
-      conversations: at.length,
-      completed: ok.length,
-      failed: at.length - ok.length,
-      mean_input_tokens: meanOf(inputs),
-      mean_cached_tokens: meanOf(cached),
-      p50_input_tokens: p50Of(inputs),
-      p50_cached_tokens: p50Of(cached),
-      cached_share: inputSum === 0 ? null : both.reduce((n, x) => n + x.cachedTokens!, 0) / inputSum,
+    const both = withUsage(ok);
+    return {
+      ...usage,
+      p50_input_tokens: p50Of(ok.filter((x) => x.promptTokens !== undefined).map((x) => x.promptTokens!)),
+      p50_cached_tokens: p50Of(both.map((x) => x.cachedTokens!)),
       mean_ttft_ms: ttft.mean,
       p50_ttft_ms: ttft.p50,
       p99_ttft_ms: ttft.p99,
@@ -80,22 +55,20 @@ export function turnRows(traces: readonly (readonly RequestTrace[])[]): TurnRow[
       p50_ttfp_ms: ttfp.p50,
       p99_ttfp_ms: ttfp.p99,
       p50_e2e_ms: distribution(per.map((m) => m.e2eMs)).p50,
-      ttft_over_turn1: ratio(ttft.p50, turn1.p50_ttft_ms),
-      ttfp_over_turn1: ratio(ttfp.p50, turn1.p50_ttfp_ms),
-      errors: [...new Set(at.filter((x) => !x.ok).map((x) => x.error ?? 'unknown error'))],
-    });
-  }
-  return rows;
+      ttft_over_turn1: ratio(ttft.p50, turn1 ? turn1.p50_ttft_ms : ttft.p50),
+      ttfp_over_turn1: ratio(ttfp.p50, turn1 ? turn1.p50_ttfp_ms : ttfp.p50),
+    };
+  });
 }
+
+const ttftTtfp = (x: TurnRow, y: TurnRow) => ({
+  ttft: ratio(x.p50_ttft_ms, y.p50_ttft_ms),
+  ttfp: ratio(x.p50_ttfp_ms, y.p50_ttfp_ms),
+});
 
 /** a's p50 over b's at every turn index both measured. */
 export function turnRatios(a: readonly TurnRow[], b: readonly TurnRow[]): TurnRatio[] {
-  return a
-    .filter((x) => b.some((y) => y.turn === x.turn))
-    .map((x) => {
-      const y = b.find((r) => r.turn === x.turn)!;
-      return { turn: x.turn, ttft: ratio(x.p50_ttft_ms, y.p50_ttft_ms), ttfp: ratio(x.p50_ttfp_ms, y.p50_ttfp_ms) };
-    });
+  return turnPairs(a, b, ttftTtfp);
 }
 
 /** The turn indexes the table shows: all of up to 12, else 1, 2, 5, 10, 20, 50, ... and the last. */
@@ -110,12 +83,5 @@ export function displayedTurns(turns: number): number[] {
 
 /** `variant`'s p50s over `over`'s by turn index, at every concurrency both ran. */
 export function modeRatios(runs: readonly TurnsRun[], variant: string, over: string): TurnsModeRatio[] {
-  return runs
-    .filter((a) => a.variant === variant)
-    .flatMap((a) => {
-      const b = runs.find((r) => r.variant === over && r.concurrency === a.concurrency);
-      return b
-        ? [{ concurrency: a.concurrency, variant, over_variant: over, turns: turnRatios(a.turns, b.turns) }]
-        : [];
-    });
+  return ratiosByTurn(runs, variant, over, ttftTtfp);
 }

@@ -4,22 +4,11 @@
  */
 import type { LimitParts } from '../../limit/limitResult.ts';
 import type { ResultHeader } from '../results.ts';
+import type { ByTurnRatio, ConversationsRun, TurnUsage } from './byTurn.ts';
 
-export interface TurnsRun {
-  /** Which server: the config's name (--compare-config), async or sync. */
-  readonly variant: string;
+export interface TurnsRun extends ConversationsRun<TurnRow> {
   readonly async_chunk: boolean;
   readonly scheduling: string | null;
-  readonly concurrency: number;
-  readonly conversations: number;
-  /** Turns per conversation (--turns). */
-  readonly turns_per_conversation: number;
-  readonly completed: number;
-  readonly failed: number;
-  /** Time the run's conversations were in flight: the sum over its blocks. */
-  readonly duration_s: number;
-  /** Blocks of conversations the run was measured in (2 when two modes alternate, else 1). */
-  readonly blocks: number;
   /** Prompt positions the server computed over every answered turn (input minus cached); null without usage. */
   readonly computed_positions: number | null;
   /**
@@ -27,16 +16,10 @@ export interface TurnsRun {
    * request began with (ideal: once per Thinker instance); null otherwise.
    */
   readonly system_computed_times: number | null;
-  readonly turns: readonly TurnRow[];
 }
 
 /** The first mode's p50s over the second's, by turn index, at one concurrency (lower is better). */
-export interface TurnsModeRatio {
-  readonly concurrency: number;
-  readonly variant: string;
-  readonly over_variant: string;
-  readonly turns: readonly TurnRatio[];
-}
+export type TurnsModeRatio = ByTurnRatio<Omit<TurnRatio, 'turn'>>;
 
 /** The provenance (ResultHeader: when, commit, machine, target, config hashes), then the run. */
 export interface TurnsResult extends ResultHeader {
@@ -70,20 +53,10 @@ export interface TurnsResult extends ResultHeader {
 }
 
 /** One turn index (1 = each conversation's first turn) over a run's conversations. */
-export interface TurnRow {
-  readonly turn: number;
-  /** Conversations that had this turn. */
-  readonly conversations: number;
-  readonly completed: number;
-  readonly failed: number;
-  /** Over completed turns that reported usage; null when none did. */
-  readonly mean_input_tokens: number | null;
-  readonly mean_cached_tokens: number | null;
-  /** p50s of the same (what the per-turn limit computes: bench/ttfp/turns/turnLimitPlan.ts). */
+export interface TurnRow extends TurnUsage {
+  /** p50s of the input and cached tokens (what the per-turn limit computes: bench/ttfp/turns/turnLimitPlan.ts). */
   readonly p50_input_tokens: number | null;
   readonly p50_cached_tokens: number | null;
-  /** Cached over input tokens, summed over the completed turns that reported both. */
-  readonly cached_share: number | null;
   readonly mean_ttft_ms: number | null;
   readonly p50_ttft_ms: number | null;
   readonly p99_ttft_ms: number | null;
@@ -94,8 +67,6 @@ export interface TurnRow {
   /** p50 at this turn over p50 at turn 1: how much slower a turn is for the history before it. */
   readonly ttft_over_turn1: number | null;
   readonly ttfp_over_turn1: number | null;
-  /** The failed turns' errors, deduplicated. */
-  readonly errors: readonly string[];
 }
 
 /** One variant's p50 over another's at each turn index (lower is better). */

@@ -3,19 +3,20 @@
  * (every turn up to 12, else 1, 2, 5, 10, 20, ... and the last; results.json has them all), with two servers a table
  * of both side by side and their ratio, then the goal, the failed turns and where the numbers came from.
  */
-import { ms, num, pair, pct, renderMarkdown, renderText, type Column } from '../../report/format.ts';
-import { displayedTurns } from '../../ttfp/turns/turnStats.ts';
+import { ms, num, pair, pct, provenanceOf, renderMarkdown, renderText, type Column } from '../../report/format.ts';
+import {
+  failureLines,
+  ratioTitle,
+  shown,
+  sideBySide,
+  tokens,
+  usageColumns,
+  type SideBySide,
+} from '../../ttfp/turns/formatTurns.ts';
 import type { VoiceTurnRow, VoiceTurnsRatio, VoiceTurnsResult, VoiceTurnsRun } from './voiceTurnsResult.ts';
 
-const tokens = (v: number | null): string => (v === null ? '-' : v.toFixed(0));
-
 const turnColumns: readonly Column<VoiceTurnRow>[] = [
-  { header: 'Turn', cell: (r) => String(r.turn) },
-  { header: 'Answered', cell: (r) => String(r.completed) },
-  { header: 'Failed', cell: (r) => String(r.failed) },
-  { header: 'Input tokens', cell: (r) => tokens(r.mean_input_tokens) },
-  { header: 'Cached tokens', cell: (r) => tokens(r.mean_cached_tokens) },
-  { header: 'Cached share', cell: (r) => pct(r.cached_share) },
+  ...usageColumns,
   { header: 'Voice TTFP p50 (ms)', cell: (r) => ms(r.voice_ttfp_ms.p50) },
   { header: 'Voice TTFP / turn 1', cell: (r) => num(r.voice_ttfp_over_turn1, 2) },
   { header: 'speech_stopped p50', cell: (r) => ms(r.speech_stopped_ms.p50) },
@@ -25,13 +26,7 @@ const turnColumns: readonly Column<VoiceTurnRow>[] = [
   { header: 'VAD end lag p50', cell: (r) => ms(r.vad_end_lag_ms.p50) },
 ];
 
-interface SideBySide {
-  readonly a: VoiceTurnRow;
-  readonly b: VoiceTurnRow;
-  readonly ratio: VoiceTurnsRatio['turns'][number];
-}
-
-const comparisonColumns: readonly Column<SideBySide>[] = [
+const comparisonColumns: readonly Column<SideBySide<VoiceTurnRow, VoiceTurnsRatio['turns'][number]>>[] = [
   { header: 'Turn', cell: (r) => String(r.a.turn) },
   { header: 'Input tokens', cell: (r) => pair(tokens(r.a.mean_input_tokens), tokens(r.b.mean_input_tokens)) },
   { header: 'Cached share', cell: (r) => pair(pct(r.a.cached_share), pct(r.b.cached_share)) },
@@ -49,11 +44,6 @@ const comparisonColumns: readonly Column<SideBySide>[] = [
   { header: 'Failed', cell: (r) => pair(String(r.a.failed), String(r.b.failed)) },
 ];
 
-function shown<R extends { readonly turn: number }>(rows: readonly R[], turns: number): R[] {
-  const keep = new Set(displayedTurns(turns));
-  return rows.filter((r) => keep.has(r.turn));
-}
-
 function runTitle(run: VoiceTurnsRun): string {
   const speech = run.speech_ms === null ? '' : `, utterances of ${(run.speech_ms / 1000).toFixed(1)} s`;
   return (
@@ -63,38 +53,14 @@ function runTitle(run: VoiceTurnsRun): string {
   );
 }
 
-function sideBySide(r: VoiceTurnsResult, x: VoiceTurnsRatio): SideBySide[] {
-  const of = (variant: string) => r.runs.find((run) => run.variant === variant && run.concurrency === x.concurrency)!;
-  const [a, b] = [of(x.variant), of(x.over_variant)];
-  return shown(x.turns, r.options.turns).map((ratio) => ({
-    a: a.turns.find((t) => t.turn === ratio.turn)!,
-    b: b.turns.find((t) => t.turn === ratio.turn)!,
-    ratio,
-  }));
-}
-
-function ratioTitle(x: VoiceTurnsRatio): string {
-  return `${x.variant} / ${x.over_variant} by turn, c=${x.concurrency} (p50s; a ratio below 1: ${x.variant} is faster)`;
-}
-
 function goalLines(r: VoiceTurnsResult): string[] {
   return r.goals.map((g) => `${g.name}: ${g.value.toFixed(2)} (goal ${g.target}, ${g.met ? 'met' : 'not met'})`);
 }
 
-function failureLines(r: VoiceTurnsResult): string[] {
-  return r.runs.flatMap((run) =>
-    run.turns
-      .filter((t) => t.failed > 0)
-      .map((t) => `${run.variant} c=${run.concurrency} turn ${t.turn}: ${t.failed} failed: ${t.errors.join('; ')}`),
-  );
-}
-
 function provenance(r: VoiceTurnsResult): string {
-  const m = r.machine;
   const o = r.options;
   return (
-    `${r.started_at}, git ${r.git_sha.slice(0, 12)}, node ${m.node}, ${m.cpus} x ${m.cpu_model}, load ` +
-    `${m.load_avg_start.toFixed(2)} -> ${m.load_avg_end.toFixed(2)}; answers of ${o.output_len} tokens, ` +
+    `${provenanceOf(r)}; answers of ${o.output_len} tokens, ` +
     `silence_duration_ms ${o.silence_duration_ms}, warm-up ${o.warmup}, seed ${o.seed}` +
     (o.interleaved ? '; both servers up, each concurrency run in halves A B B A' : '')
   );
@@ -114,7 +80,7 @@ export function formatVoiceTurnsText(r: VoiceTurnsResult, options: { readonly go
   for (const x of r.ratios) out.push(ratioTitle(x), renderText(comparisonColumns, sideBySide(r, x)), '');
   const goals = options.goals ? goalLines(r) : [];
   if (goals.length > 0) out.push('development goal (bench/TURNS.md):', ...goals.map((l) => `  ${l}`), '');
-  const failures = failureLines(r);
+  const failures = failureLines(r.runs);
   if (failures.length > 0) out.push('failed turns:', ...failures.map((l) => `  ${l}`), '');
   out.push(provenance(r));
   return out.join('\n');
@@ -130,7 +96,7 @@ export function formatVoiceTurnsMarkdown(r: VoiceTurnsResult): string {
     if (lines.length > 0) out.push('', `**${title}**`, '', ...lines.map((l) => `- ${l}`));
   };
   section('Goal', goalLines(r));
-  section('Failed turns', failureLines(r));
+  section('Failed turns', failureLines(r.runs));
   out.push('', DEFINITIONS);
   return `${out.join('\n')}\n`;
 }

@@ -1,12 +1,10 @@
 /**
- * Writes DIR/results.json, DIR/results.md and DIR/turns.json (every turn of every conversation: what was said, its
- * outcome, its times and usage, for finding the slow or failed turn behind a p50); returns their paths.
+ * DIR/turns.json of `chorus bench --voice --turns`: every turn of every conversation, what was said, its outcome, its
+ * times and usage, for finding the slow or failed turn behind a p50.
  */
 import { requestMetrics } from '../../ttfp/metrics.ts';
-import { writeTurnFiles } from '../../ttfp/turns/writeTurnsResults.ts';
 import type { TurnSpec, TurnTrace } from '../protocol.ts';
-import { formatVoiceTurnsMarkdown } from './formatVoiceTurns.ts';
-import type { VoiceTurnsResult, VoiceTurnsRun } from './voiceTurnsResult.ts';
+import type { VoiceTurnsRun } from './voiceTurnsResult.ts';
 
 export interface VoiceTurnDetail {
   readonly variant: string;
@@ -54,12 +52,4 @@ export function voiceTurnDetails(
       };
     }),
   );
-}
-
-export function writeVoiceTurnsResults(
-  dir: string,
-  result: VoiceTurnsResult,
-  details: readonly VoiceTurnDetail[],
-): Promise<{ json: string; markdown: string; turns: string }> {
-  return writeTurnFiles(dir, result, formatVoiceTurnsMarkdown(result), details);
 }

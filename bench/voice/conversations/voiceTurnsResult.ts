@@ -7,6 +7,15 @@
 import { percentile, requestMetrics } from '../../ttfp/metrics.ts';
 import type { Goal, ResultHeader } from '../../ttfp/results.ts';
 import type { TurnTrace } from '../protocol.ts';
+import {
+  byTurn,
+  meanOf,
+  ratio,
+  ratiosByTurn,
+  type ByTurnRatio,
+  type ConversationsRun,
+  type TurnUsage,
+} from '../../ttfp/turns/byTurn.ts';
 
 /** Issue 27: time from the end of speech to the first audio at the last turn (20) <= this x turn 1's, c=1 (p50s). */
 export const VOICE_TURN_N_OVER_TURN1_GOAL = 1.5;
@@ -17,17 +26,7 @@ export interface Spread {
 }
 
 /** One turn index (1 = each conversation's first turn) over a run's conversations. */
-export interface VoiceTurnRow {
-  readonly turn: number;
-  /** Conversations that had this turn. */
-  readonly conversations: number;
-  readonly completed: number;
-  readonly failed: number;
-  /** From response.done's usage, over the completed turns that reported it; null when none did. */
-  readonly mean_input_tokens: number | null;
-  readonly mean_cached_tokens: number | null;
-  /** Cached over input tokens, each summed over the completed turns that reported both. */
-  readonly cached_share: number | null;
+export interface VoiceTurnRow extends TurnUsage {
   /** The send of the last speech sample -> the first response.output_audio.delta (client clock). */
   readonly voice_ttfp_ms: Spread;
   /** The last speech sample -> input_audio_buffer.speech_stopped (silence_duration_ms and the VAD's lag). */
@@ -39,38 +38,18 @@ export interface VoiceTurnRow {
   /** This turn's p50 over turn 1's. */
   readonly voice_ttfp_over_turn1: number | null;
   readonly stopped_to_audio_over_turn1: number | null;
-  /** The failed turns' errors, deduplicated. */
-  readonly errors: readonly string[];
 }
 
-export interface VoiceTurnsRun {
-  /** Which server: as_is, cache / no-cache (--compare-prefix-cache), or the configs' names (--compare-config). */
-  readonly variant: string;
-  readonly concurrency: number;
-  readonly conversations: number;
-  readonly turns_per_conversation: number;
-  readonly completed: number;
-  readonly failed: number;
-  /** Time the run's conversations were in flight: the sum over its blocks. */
-  readonly duration_s: number;
-  /** Blocks of conversations the run was measured in (2 when two servers alternate, else 1). */
-  readonly blocks: number;
+export interface VoiceTurnsRun extends ConversationsRun<VoiceTurnRow> {
   /** Mean length of the utterances (speech only). */
   readonly speech_ms: number | null;
-  readonly turns: readonly VoiceTurnRow[];
 }
 
-/** The first variant's p50s over the second's by turn index, at one concurrency (below 1: the first is faster). */
-export interface VoiceTurnsRatio {
-  readonly concurrency: number;
-  readonly variant: string;
-  readonly over_variant: string;
-  readonly turns: readonly {
-    readonly turn: number;
-    readonly voice_ttfp: number | null;
-    readonly stopped_to_audio: number | null;
-  }[];
-}
+/** The first server's p50s over the second's by turn index, at one concurrency (below 1: the first is faster). */
+export type VoiceTurnsRatio = ByTurnRatio<{
+  readonly voice_ttfp: number | null;
+  readonly stopped_to_audio: number | null;
+}>;
 
 /** The provenance (ResultHeader: when, commit, machine, target, config hashes), then the run. */
 export interface VoiceTurnsResult extends ResultHeader {
@@ -99,46 +78,23 @@ function spread(values: readonly (number | null | undefined)[]): Spread {
   return { p50: percentile(present, 50), p90: percentile(present, 90) };
 }
 
-function meanOf(values: readonly number[]): number | null {
-  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
-}
-
-function ratio(a: number | null, b: number | null): number | null {
-  return a === null || b === null || b === 0 ? null : a / b;
-}
-
 const firstAudioMs = (t: TurnTrace): number | undefined => t.events.find((e) => e.type === 'audio')?.atMs;
 
 /** Rows by turn index from [conversation][turn] traces (conversations may have fewer turns than others). */
 export function voiceTurnRows(traces: readonly (readonly TurnTrace[])[]): VoiceTurnRow[] {
-  const turns = Math.max(0, ...traces.map((c) => c.length));
-  const rows: VoiceTurnRow[] = [];
-  for (let t = 0; t < turns; t++) {
-    const at = traces.filter((c) => c.length > t).map((c) => c[t]);
-    const ok = at.filter((x) => x.ok);
-    const both = ok.filter((x) => x.promptTokens !== undefined && x.cachedTokens !== undefined);
-    const inputSum = both.reduce((n, x) => n + x.promptTokens!, 0);
+  return byTurn(traces, (ok, usage, turn1?: VoiceTurnRow): VoiceTurnRow => {
     const ttfp = spread(ok.map((x) => requestMetrics(x).ttfpMs));
     const afterStop = spread(ok.map((x) => (firstAudioMs(x) ?? NaN) - (x.speechStoppedMs ?? NaN)));
-    const turn1 = rows[0] ?? { voice_ttfp_ms: ttfp, stopped_to_audio_ms: afterStop }; // turn 1 is its own base
-    rows.push({
-      turn: t + 1,
-      conversations: at.length,
-      completed: ok.length,
-      failed: at.length - ok.length,
-      mean_input_tokens: meanOf(ok.filter((x) => x.promptTokens !== undefined).map((x) => x.promptTokens!)),
-      mean_cached_tokens: meanOf(both.map((x) => x.cachedTokens!)),
-      cached_share: inputSum === 0 ? null : both.reduce((n, x) => n + x.cachedTokens!, 0) / inputSum,
+    return {
+      ...usage,
       voice_ttfp_ms: ttfp,
       speech_stopped_ms: spread(ok.map((x) => (x.speechStoppedMs ?? NaN) - x.startMs)),
       stopped_to_audio_ms: afterStop,
       vad_end_lag_ms: spread(ok.map((x) => (x.vadAudioEndMs ?? NaN) - (x.speechEndAudioMs ?? NaN))),
-      voice_ttfp_over_turn1: ratio(ttfp.p50, turn1.voice_ttfp_ms.p50),
-      stopped_to_audio_over_turn1: ratio(afterStop.p50, turn1.stopped_to_audio_ms.p50),
-      errors: [...new Set(at.filter((x) => !x.ok).map((x) => x.error ?? 'unknown error'))],
-    });
-  }
-  return rows;
+      voice_ttfp_over_turn1: ratio(ttfp.p50, (turn1?.voice_ttfp_ms ?? ttfp).p50),
+      stopped_to_audio_over_turn1: ratio(afterStop.p50, (turn1?.stopped_to_audio_ms ?? afterStop).p50),
+    };
+  });
 }
 
 export interface VoiceTurnsRunInput {
@@ -170,25 +126,10 @@ export function summarizeVoiceTurnsRun(x: VoiceTurnsRunInput): VoiceTurnsRun {
 
 /** `variant`'s p50s over `over`'s by turn index, at every concurrency both ran. */
 export function voiceTurnsRatios(runs: readonly VoiceTurnsRun[], variant: string, over: string): VoiceTurnsRatio[] {
-  return runs
-    .filter((a) => a.variant === variant)
-    .flatMap((a) => {
-      const b = runs.find((r) => r.variant === over && r.concurrency === a.concurrency);
-      if (!b) return [];
-      const turns = a.turns.flatMap((x) => {
-        const y = b.turns.find((r) => r.turn === x.turn);
-        return y
-          ? [
-              {
-                turn: x.turn,
-                voice_ttfp: ratio(x.voice_ttfp_ms.p50, y.voice_ttfp_ms.p50),
-                stopped_to_audio: ratio(x.stopped_to_audio_ms.p50, y.stopped_to_audio_ms.p50),
-              },
-            ]
-          : [];
-      });
-      return [{ concurrency: a.concurrency, variant, over_variant: over, turns }];
-    });
+  return ratiosByTurn(runs, variant, over, (x, y) => ({
+    voice_ttfp: ratio(x.voice_ttfp_ms.p50, y.voice_ttfp_ms.p50),
+    stopped_to_audio: ratio(x.stopped_to_audio_ms.p50, y.stopped_to_audio_ms.p50),
+  }));
 }
 
 /**
