@@ -105,6 +105,9 @@ export const ErrorCodes = {
   // session.resume (Realtime extension, docs/realtime-resume.md): the token names no session this client may resume
   // (never issued, issued to another API key, or its session ended: closed, or dropped longer than the resume
   // window ago). Open a new session.
+  // semantic_vad's end-of-turn model (Smart Turn v3) is configured but its file does not load (corrupt, unreadable,
+  // not the model): the message names the file and the fix; server_vad is unaffected.
+  END_OF_TURN_MODEL_UNAVAILABLE: 'CHORUS_ERR_END_OF_TURN_MODEL_UNAVAILABLE',
   RESUME_TOKEN_INVALID: 'CHORUS_ERR_RESUME_TOKEN_INVALID',
   // session.resume: the events after the client's last_seq are no longer held (the replay buffer keeps only the last
   // resume_buffer_bytes of events): the session cannot continue without a gap, so it was ended. Open a new session.

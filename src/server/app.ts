@@ -105,8 +105,18 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
       return reply.code(httpStatusFor(ErrorCodes.NOT_FOUND)).send(errorBody(ErrorCodes.NOT_FOUND, message));
     });
     const transcriber = sharedTranscriber(app, engine.graph);
-    const vad = sharedVad(app, engine);
-    registerRealtime(routes, engine, { current, options, admission, queue, vad, tracing, resumes, transcriber });
+    const { vad, turnModelFailure } = sharedVad(app, engine);
+    registerRealtime(routes, engine, {
+      current,
+      options,
+      admission,
+      queue,
+      vad,
+      turnModelFailure,
+      tracing,
+      resumes,
+      transcriber,
+    });
     registerTranscriptions(routes, transcriber);
     registerChatCompletions(routes, {
       engine,
@@ -229,15 +239,25 @@ function registerWebsocket(app: FastifyInstance, options: ResolvedServerOptions)
 /**
  * The server's one VAD service, started by the first session that turns server_vad or semantic_vad on (models in a
  * worker thread: servers whose clients commit turns themselves never load them) and closed with the server. It has
- * the end-of-turn model for semantic_vad when the YAML's realtime.semantic_vad finds one.
+ * the end-of-turn model for semantic_vad when the YAML's realtime.semantic_vad finds one, loaded for the first
+ * session that asks (a file that does not load leaves server_vad working; turnModelFailure says why).
  */
-function sharedVad(app: FastifyInstance, engine: Engine): () => Promise<VadService> {
+function sharedVad(
+  app: FastifyInstance,
+  engine: Engine,
+): { vad: () => Promise<VadService>; turnModelFailure: () => ChorusError | null } {
   let started: Promise<VadService> | null = null;
+  let service: VadService | null = null;
   app.addHook('onClose', async () => {
     const vad = await started?.catch(() => null);
     await vad?.close();
   });
-  return () => (started ??= VadService.start({ turnModelPath: engine.graph.semanticVad?.modelPath ?? null }));
+  const vad = () =>
+    (started ??= VadService.start({ turnModelPath: engine.graph.semanticVad?.modelPath ?? null }).then((s) => {
+      service = s;
+      return s;
+    }));
+  return { vad, turnModelFailure: () => service?.turnModelFailure ?? null };
 }
 
 interface GraphState {

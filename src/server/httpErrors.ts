@@ -24,6 +24,7 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.GRAMMAR_INVALID]: 400,
   [ErrorCodes.MODEL_NOT_FOUND]: 404, // OpenAI's and vLLM's status for an unknown model
   [ErrorCodes.TRANSCRIPTION_UNAVAILABLE]: 400, // the pipeline cannot: ask another server, or leave it out
+  [ErrorCodes.END_OF_TURN_MODEL_UNAVAILABLE]: 400, // semantic_vad cannot run here: server_vad can
   [ErrorCodes.RESPONSE_ACTIVE]: 409,
   [ErrorCodes.NO_ACTIVE_RESPONSE]: 400, // response.cancel with nothing to cancel: the client's mistake
   [ErrorCodes.REQUEST_TOO_LARGE]: 413,

@@ -75,7 +75,8 @@ export interface VadServiceOptions {
   readonly modelPath?: string;
   /**
    * Smart Turn v3's ONNX file, for streams whose params ask for endOfTurn (semantic_vad); absent: none, and such
-   * params are refused by open() and update().
+   * params are refused by open() and update(). Loaded by loadTurnModel(), not at start: a file that does not load
+   * leaves server_vad working.
    */
   readonly turnModelPath?: string | null;
 }
@@ -231,6 +232,10 @@ export class VadService {
   #closing: Promise<void> | null = null;
   /** A replacement worker failed to start: the service refuses new streams from then on (no crash loop). */
   #broken: ChorusError | null = null;
+  /** The end-of-turn model's load in every worker, once asked for; and its outcome once known. */
+  #turnModel: Promise<void> | null = null;
+  #turnModelLoaded = false;
+  #turnModelFailure: ChorusError | null = null;
 
   private constructor(data: VadWorkerData, workers: number) {
     this.#data = data;
@@ -273,9 +278,40 @@ export class VadService {
     return this.#streams.size;
   }
 
-  /** True when streams may ask for endOfTurn (semantic_vad): the service has an end-of-turn model. */
+  /** True when the service has an end-of-turn model file (semantic_vad), loaded or not. */
   get hasTurnModel(): boolean {
     return this.#data.turnModelPath !== null;
+  }
+
+  /** True once loadTurnModel() has loaded the model in every worker: streams may ask for endOfTurn. */
+  get turnModelLoaded(): boolean {
+    return this.#turnModelLoaded;
+  }
+
+  /** Why the end-of-turn model does not load (CHORUS_ERR_END_OF_TURN_MODEL_UNAVAILABLE), once a load has failed. */
+  get turnModelFailure(): ChorusError | null {
+    return this.#turnModelFailure;
+  }
+
+  /**
+   * Loads the end-of-turn model in every worker, once (later calls share the answer). Rejects with
+   * CHORUS_ERR_END_OF_TURN_MODEL_UNAVAILABLE, naming the file and the fix, when it does not load; the workers keep
+   * running Silero for every stream either way.
+   */
+  loadTurnModel(): Promise<void> {
+    this.#turnModel ??= (async () => {
+      const file = this.#data.turnModelPath;
+      try {
+        if (file === null) throw new Error('this VAD service was started without one (turnModelPath)');
+        await Promise.all(this.#handles.map((h) => h.loadTurnModel()));
+        this.#turnModelLoaded = true;
+      } catch (err) {
+        this.#turnModelFailure = turnModelUnavailable(file, err);
+        log.error({ err: this.#turnModelFailure }, 'end-of-turn model did not load; semantic_vad is unavailable');
+        throw this.#turnModelFailure;
+      }
+    })();
+    return this.#turnModel;
   }
 
   open(params: TurnParams, onEvent: (e: TurnEvent) => void): VadStream {
@@ -317,8 +353,14 @@ export class VadService {
 
   #checkParams(params: TurnParams): void {
     checkTurnParams(params);
-    if (params.endOfTurn && !this.hasTurnModel)
-      throw new RangeError('endOfTurn needs an end-of-turn model: start the VAD service with turnModelPath');
+    if (params.endOfTurn && !this.#turnModelLoaded)
+      throw (
+        this.#turnModelFailure ??
+        new RangeError(
+          'endOfTurn needs the end-of-turn model: start the VAD service with turnModelPath, and ' +
+            'await loadTurnModel() before opening such a stream',
+        )
+      );
   }
 
   #spawn(index: number): VadWorkerHandle {
@@ -358,10 +400,27 @@ export class VadService {
       replacement.streamCount++;
       stream.moveTo(replacement);
     }
+    // Its streams may ask for endOfTurn: the model is loaded there too before their first score op runs.
+    if (this.#turnModelLoaded)
+      replacement.loadTurnModel().catch((err: unknown) => {
+        this.#turnModelFailure ??= turnModelUnavailable(this.#data.turnModelPath, err);
+        log.error({ err, worker: index }, 'end-of-turn model did not load in the replacement VAD worker');
+      });
     replacement.ready.catch((err: ChorusError) => {
       // Never crash-loop a worker that fails during bootstrap: refuse new streams instead.
       this.#broken = err;
       log.error({ err, worker: index }, 'VAD replacement worker failed to start; VAD is off');
     });
   }
+}
+
+/** Why semantic_vad cannot run: the end-of-turn model's file, what went wrong, and the fix. */
+function turnModelUnavailable(file: string | null, cause: unknown): ChorusError {
+  const why = cause instanceof Error ? cause.message : String(cause);
+  return new ChorusError(
+    ErrorCodes.END_OF_TURN_MODEL_UNAVAILABLE,
+    `the end-of-turn model ${file ?? '(none)'} does not load (${why}): replace it with Smart Turn v3's ONNX file ` +
+      `(docs/voice.md#semantic_vad has the commands that take it out of the pipecat-ai wheel)`,
+    { cause },
+  );
 }

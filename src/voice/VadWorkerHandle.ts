@@ -71,6 +71,8 @@ export class VadWorkerHandle {
   #lastPostAtMs = -Infinity;
   #seq = 0;
   readonly #sentAtMs = new Map<number, number>(); // seq -> performance.now() when posted
+  /** The end-of-turn model's load, once asked for (loadTurnModel); settled by the worker's turnModel answer. */
+  #turnModel: { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void } | null = null;
 
   constructor(index: number, data: VadWorkerData, events: VadWorkerEvents) {
     this.index = index;
@@ -96,6 +98,10 @@ export class VadWorkerHandle {
         case 'endOfTurn':
           events.onEndOfTurn(msg);
           return;
+        case 'turnModel':
+          if (msg.error === null) this.#turnModel?.resolve();
+          else this.#turnModel?.reject(deserializeError(msg.error));
+          return;
       }
     });
     this.#worker.on('error', (err) => {
@@ -106,6 +112,7 @@ export class VadWorkerHandle {
       this.#state = 'exited';
       this.#ops = [];
       this.#pcmLength = 0;
+      this.#turnModel?.reject(new ChorusError(ErrorCodes.STAGE_DIED, `VAD worker ${index} exited (code ${code})`));
       if (was === 'starting' || was === 'failed') {
         this.#state = 'failed';
         settle.reject(
@@ -153,6 +160,23 @@ export class VadWorkerHandle {
 
   closeStream(streamId: number): void {
     this.#enqueue({ op: 'close', streamId });
+  }
+
+  /**
+   * Loads the end-of-turn model in the worker (once: later calls get the same answer). Rejects with the worker's
+   * reason when the file does not load; Silero keeps serving this worker's streams either way.
+   */
+  loadTurnModel(): Promise<void> {
+    if (this.#turnModel) return this.#turnModel.promise;
+    let settle!: { resolve: () => void; reject: (err: Error) => void };
+    const promise = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+    promise.catch(() => {}); // a caller that never awaits it must not see an unhandled rejection
+    this.#turnModel = { promise, ...settle };
+    this.ready.then(
+      () => this.#post({ type: 'loadTurnModel' }),
+      (err: Error) => settle.reject(err),
+    );
+    return promise;
   }
 
   /** Tests only: makes the worker throw from its message loop (the crash path). */

@@ -8,7 +8,10 @@ import type { SerializedError } from '../common/errors.ts';
 /** workerData of a VAD worker. */
 export interface VadWorkerData {
   readonly modelPath: string;
-  /** Smart Turn v3's ONNX file for semantic_vad (SmartTurnModel.ts); null: none, no score op is sent. */
+  /**
+   * Smart Turn v3's ONNX file for semantic_vad (SmartTurnModel.ts); null: none, no score op is sent. Loaded only when
+   * a loadTurnModel message asks (the first stream that needs it), so a bad file never stops Silero.
+   */
   readonly turnModelPath: string | null;
   /** Most windows in one model run. */
   readonly maxBatch: number;
@@ -77,6 +80,8 @@ export type ToVadWorker =
   /** Finish the run in progress, release the model, and exit. Never terminate() a worker instead: terminating
    * a thread inside onnxruntime's run() or create() aborts the whole process. */
   | { readonly type: 'shutdown' }
+  /** Load the end-of-turn model (workerData.turnModelPath) now; answered by a turnModel message. */
+  | { readonly type: 'loadTurnModel' }
   /** Tests only: throw from the message loop, as a bug in the worker would (the crash path). */
   | { readonly type: 'crashForTest' };
 
@@ -114,5 +119,7 @@ export type FromVadWorker =
   | { readonly type: 'ready'; readonly windowSamples: number; readonly modelRateHz: number }
   /** Bootstrap failed (before ready): the worker exits after sending it. */
   | { readonly type: 'failed'; readonly error: SerializedError }
+  /** The answer to loadTurnModel: null when the model is loaded, else why not (Silero keeps serving either way). */
+  | { readonly type: 'turnModel'; readonly error: SerializedError | null }
   | WindowResults
   | EndOfTurnResult;

@@ -1,13 +1,15 @@
 /**
  * A VAD worker thread: loads Silero VAD, posts `ready`, then applies ops messages and runs every window they
  * complete. The model runs here and never on the server thread (onnxruntime-node's run() is synchronous).
+ * Smart Turn (semantic_vad's end-of-turn model) is loaded only when a loadTurnModel message asks for it: a file that
+ * does not load is reported in the answer and costs the streams that never ask for it nothing.
  *
  * Ops that arrive together are all applied before the model runs (the run is deferred with setImmediate), so
  * audio from many streams lands in one batch. Shutdown waits for a run in progress: terminating a thread inside
  * run() aborts the whole process.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { serializeError } from '../common/errors.ts';
+import { serializeError, type SerializedError } from '../common/errors.ts';
 import { SileroModel } from './SileroModel.ts';
 import { SmartTurnModel } from './SmartTurnModel.ts';
 import { SILERO_RATE_HZ, SILERO_WINDOW_SAMPLES } from './sileroIo.ts';
@@ -80,7 +82,20 @@ async function runScores(port: MessagePort, streams: SileroStreams, turnModel: S
   }
 }
 
-function serve(port: MessagePort, model: SileroModel, turnModel: SmartTurnModel | null, data: VadWorkerData): void {
+async function loadTurnModel(
+  modelPath: string | null,
+): Promise<{ loaded: SmartTurnModel | null; error: SerializedError | null }> {
+  try {
+    if (modelPath === null) throw new Error('this VAD service has no end-of-turn model file');
+    return { loaded: await SmartTurnModel.load(modelPath), error: null };
+  } catch (err) {
+    return { loaded: null, error: serializeError(err) };
+  }
+}
+
+function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void {
+  let turnModel: SmartTurnModel | null = null;
+  let turnModelLoading: Promise<void> | null = null;
   const streams = new SileroStreams(model, data.inputRateHz, data.maxBatch);
   let scores: ScoreOp[] = [];
   let lastSeq = 0;
@@ -96,6 +111,7 @@ function serve(port: MessagePort, model: SileroModel, turnModel: SmartTurnModel 
   };
 
   const finish = async () => {
+    await turnModelLoading;
     await model.release();
     await turnModel?.release();
     port.close(); // nothing else holds the thread's loop: it exits
@@ -121,6 +137,7 @@ function serve(port: MessagePort, model: SileroModel, turnModel: SmartTurnModel 
       const taken = scores;
       scores = [];
       running = true;
+      await turnModelLoading; // a score op sent after loadTurnModel is rated by the model it asked for
       await runScores(port, streams, turnModel, taken);
       running = false;
     }
@@ -147,6 +164,13 @@ function serve(port: MessagePort, model: SileroModel, turnModel: SmartTurnModel 
         // A scheduled or running runReady() finishes the shutdown when it returns.
         if (!runScheduled && !running) void finish();
         return;
+      case 'loadTurnModel':
+        if (shuttingDown || turnModelLoading) return; // asked once per worker (VadService)
+        turnModelLoading = loadTurnModel(data.turnModelPath).then(({ loaded, error }) => {
+          turnModel = loaded;
+          post(port, { type: 'turnModel', error });
+        });
+        return;
       case 'crashForTest':
         throw new Error('VAD worker crash requested by a test');
     }
@@ -158,8 +182,7 @@ const port = parentPort;
 if (!port) throw new Error('vadWorker.ts runs as a worker thread (started by VadService)');
 const data = workerData as VadWorkerData;
 try {
-  const turnModel = data.turnModelPath === null ? null : await SmartTurnModel.load(data.turnModelPath);
-  serve(port, await SileroModel.load(data.modelPath), turnModel, data);
+  serve(port, await SileroModel.load(data.modelPath), data);
 } catch (err) {
   // No listener holds the port, so once this message is out the thread has nothing left to do and exits.
   post(port, { type: 'failed', error: serializeError(err) });

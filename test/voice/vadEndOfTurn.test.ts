@@ -17,6 +17,7 @@ let waiting: ((a: Answer) => void) | null = null;
 const onAnswer = (m: unknown) => waiting?.(m as Answer);
 beforeAll(async () => {
   vad = await VadService.start({ turnModelPath: defaultSmartTurnPath() });
+  await vad.loadTurnModel(); // loaded for the first stream that asks, as the Realtime session does
   subscribe('chorus:vad:endOfTurn', onAnswer);
 }, 60_000);
 afterAll(async () => {

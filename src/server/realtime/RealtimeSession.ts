@@ -35,6 +35,7 @@ import type { FrameThumbs } from './FrameThumbs.ts';
 import type { ResumableSessions } from './ResumableSessions.ts';
 import { SessionSocket } from './SessionSocket.ts';
 import { applySessionUpdate } from './sessionUpdate.ts';
+import { afterTurnModelFailure } from './turnDetection.ts';
 import { monotonicMs, packetMarksOn } from '../../common/packetMarks.ts';
 import { tracingAttributes } from './sessionTracing.ts';
 import type { Attributes } from '@opentelemetry/api';
@@ -42,6 +43,8 @@ import type { Attributes } from '@opentelemetry/api';
 export interface SessionContext extends ResponseContext {
   /** The server's VAD (started by the first session that turns server_vad on). */
   readonly vad: () => Promise<VadService>;
+  /** Why semantic_vad's end-of-turn model does not load, once the VAD has tried (null: not known to fail). */
+  readonly turnModelFailure?: () => ChorusError | null;
   /** Voice prefills in flight across the server (VoicePrefill). */
   readonly prefills: PrefillSlots;
   /** Thumbnails of camera frames, for the near-duplicate check (one worker for the server). */
@@ -162,6 +165,18 @@ export class RealtimeSession {
       disabled: (err) => {
         this.#state.turnDetection = null;
         this.#sendError(err, null);
+      },
+      turnModelFailed: (err) => {
+        const after = afterTurnModelFailure(this.#state.turnDetection, ctx.engine.graph.semanticVad, err);
+        this.#state.turnDetection = after.turns;
+        if (after.error) this.#sendError(after.error, null);
+        else
+          this.#writer.send({
+            type: 'session.updated',
+            event_id: newId('event'),
+            session: sessionResource(this.#state),
+          });
+        return after.turns;
       },
     });
     this.#camera = new CameraFrames(ctx.engine.graph.realtimeCamera ?? DEFAULT_CAMERA, ctx.frameThumbs, {

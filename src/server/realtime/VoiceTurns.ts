@@ -44,6 +44,11 @@ export interface TurnHost {
   fail(err: unknown): void;
   /** server_vad could not start: turn detection is off again. */
   disabled(err: ChorusError): void;
+  /**
+   * semantic_vad's end-of-turn model did not load: the turn detection to run instead (the YAML's silence fallback,
+   * announced by the host) or null (off; the host sent the error).
+   */
+  turnModelFailed(err: ChorusError): TurnDetectionResource | null;
 }
 
 export class VoiceTurns {
@@ -51,6 +56,7 @@ export class VoiceTurns {
   /** The user item the turn being spoken will be committed as (named at speech_started). */
   #turnItemId: string | null = null;
   #opening: Promise<void> | null = null;
+  #service: VadService | null = null;
   #early: Int16Array[] = [];
   #params: TurnDetectionResource | null = null;
   #closed = false;
@@ -78,18 +84,15 @@ export class VoiceTurns {
       this.#early = [];
       return;
     }
-    if (this.#stream) return this.#stream.update(turnParams(params));
-    if (this.#opening) return; // the stream opens with the params in effect then
-    this.#opening = this.vad().then(
-      (service) => {
-        this.#opening = null;
-        if (this.#closed || this.#params === null) return;
-        this.#stream = service.open(turnParams(this.#params), (e) => this.#onTurn(e));
-        for (const pcm of this.#early) this.#stream.push(pcm);
-        this.#early = [];
-      },
-      (err: unknown) => {
-        this.#opening = null;
+    const wanted = turnParams(params);
+    if (this.#stream && (!wanted.endOfTurn || this.#service?.turnModelLoaded)) return this.#stream.update(wanted);
+    if (this.#opening) return; // the stream opens (or changes) with the params in effect then
+    this.#opening = this.vad()
+      .then(async (service) => {
+        this.#service = service;
+        await this.#apply(service);
+      })
+      .catch((err: unknown) => {
         this.#params = null;
         this.#early = [];
         this.host.disabled(
@@ -100,8 +103,34 @@ export class VoiceTurns {
             { cause: err },
           ),
         );
-      },
-    );
+      })
+      .finally(() => (this.#opening = null));
+  }
+
+  /**
+   * Opens the stream, or changes it, with the params in effect; semantic_vad's end-of-turn model is loaded first
+   * (once per server). Params may change while it loads: the loop applies the newest.
+   */
+  async #apply(service: VadService): Promise<void> {
+    for (;;) {
+      const params = this.#params;
+      if (this.#closed || params === null) return;
+      const wanted = turnParams(params);
+      if (wanted.endOfTurn && !service.turnModelLoaded) {
+        try {
+          await service.loadTurnModel();
+        } catch (err) {
+          if (this.#params === params) this.#params = this.host.turnModelFailed(err as ChorusError);
+          if (this.#params === null) this.configure(null);
+        }
+        continue;
+      }
+      if (this.#stream) return this.#stream.update(wanted);
+      this.#stream = service.open(wanted, (e) => this.#onTurn(e));
+      for (const pcm of this.#early) this.#stream.push(pcm);
+      this.#early = [];
+      return;
+    }
   }
 
   /** Appended input audio (pcm16 24 kHz, whole samples). */

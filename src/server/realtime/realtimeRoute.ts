@@ -32,6 +32,8 @@ export interface RealtimeDeps {
   readonly admission: Admission;
   readonly queue: RequestQueue;
   readonly vad: () => Promise<VadService>;
+  /** Why semantic_vad's end-of-turn model does not load, once the VAD has tried. */
+  readonly turnModelFailure?: () => ChorusError | null;
   readonly tracing: Tracing | null;
   readonly resumes: ResumableSessions<RealtimeSession>;
   readonly transcriber: Transcriber | null;
@@ -68,6 +70,7 @@ export function registerRealtime(app: FastifyInstance, engine: Engine, deps: Rea
         },
         queue,
         vad,
+        turnModelFailure: deps.turnModelFailure,
         prefills,
         frameThumbs,
         log: request.log,

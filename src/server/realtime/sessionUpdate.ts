@@ -9,6 +9,7 @@ import { resolveModel, servedModelNames } from '../servedModels.ts';
 import { ClientInputError } from '../validate.ts';
 import { cacheSaltOf } from '../cachePartition.ts';
 import type { Engine } from '../../common/engine.ts';
+import type { ChorusError } from '../../common/errors.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import type { SessionFields } from './clientEvents.ts';
@@ -28,6 +29,8 @@ export interface SessionUpdateContext {
   readonly media: MediaChecker;
   /** The cache partition of the session's API key (cachePartition.ts); null: none. */
   readonly tenant?: string | null;
+  /** Why semantic_vad's end-of-turn model does not load, once known (such a request is then refused at once). */
+  readonly turnModelFailure?: () => ChorusError | null;
 }
 
 export function applySessionUpdate(s: SessionFields, state: SessionState, ctx: SessionUpdateContext): void {
@@ -69,7 +72,12 @@ export function applySessionUpdate(s: SessionFields, state: SessionState, ctx: S
         'config with one (configs/tiny-omni.yaml, configs/assistant.yaml), or keep turn_detection null and send text',
       'session.audio.input.turn_detection',
     );
-  state.turnDetection = resolveTurnDetection(turns, state.turnDetection, ctx.engine.graph.semanticVad);
+  state.turnDetection = resolveTurnDetection(
+    turns,
+    state.turnDetection,
+    ctx.engine.graph.semanticVad,
+    ctx.turnModelFailure?.() ?? null,
+  );
   if (transcription !== undefined) state.transcription = transcription;
   state.generation = mergeGeneration(state.generation, s);
   state.tools = tools;
