@@ -31,8 +31,8 @@ export class RequestStream {
   firstTextAtMs: number | null = null;
   firstAudioAtMs: number | null = null;
   /**
-   * Called once, when the first audio arrives or the audio output ends without any (the Orchestrator ends the
-   * Thinker's first-packet hold with it).
+   * Called once, right after the first audio's event (its consumers have it), or when the audio output ends without
+   * any (the Orchestrator ends the Thinker's first-packet hold with it).
    */
   onAudioStarted: (() => void) | null = null;
   /** Token ids and the Thinker's logprobs -> their text (set by openStream; a request with logprobs needs it). */
@@ -153,9 +153,12 @@ export class RequestStream {
     const atMs = Date.now();
     this.reportPlayback(atMs, body.sampleRateHz);
     this.firstAudioAtMs ??= atMs;
-    this.audioStarted();
     this.audioSamples += samples.length;
     this.events.next({ type: 'audio', pcm: samples, sampleRateHz: body.sampleRateHz, seq: this.audioSeq++, atMs });
+    // After the event: its consumers write the first packet to the client's socket synchronously, and the hold's
+    // release (a message to each of the request's stage processes, each a pipe write that wakes one) is not on that
+    // path. It was before (issue 46: ~3 ms of a loaded c=1 first packet; 0.3 ms in sync mode, which holds nothing).
+    this.audioStarted();
   }
 
   /**

@@ -223,4 +223,13 @@ describe('RequestStream.onAudioStarted (the release main sends the Thinker)', ()
     expect(calls()).toBe(1);
     expect(s.finished).toBe(false); // the text goes on
   });
+
+  it("fires after the first audio's event has reached its subscriber (the release is not on the packet's path)", () => {
+    const { s } = stream();
+    const order: string[] = [];
+    s.onAudioStarted = () => order.push('release');
+    s.events.events.subscribe((e) => order.push(e.type));
+    s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(480)));
+    expect(order).toEqual(['audio', 'release']);
+  });
 });
