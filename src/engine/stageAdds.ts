@@ -55,14 +55,18 @@ export function upstreamSources(
 }
 
 /**
- * Each stage's instance and `add`, downstream stages first, so each is expecting chunks before its upstream can
- * produce any (the Thinker before its encoders). The common fields are main's; `args` is the kind's, built by its
- * descriptor from the admission's kind-neutral facts (StageKindDescriptor.addArgs).
+ * Each stage's instance and `add`, in graph order: the producers first (the encoders, then the Thinker: the entry
+ * stage, which starts computing as soon as its add is read), so the first model step is not behind main writing the
+ * other stages' adds and those stages waking to read them (issue 46). A downstream stage cannot miss a chunk sent
+ * before its add is read: its connector keeps a frame until it is asked for (transport/KeyedMailbox.ts), and all the
+ * adds are written in the same turn of main's loop, long before an upstream model step ends. The common fields are
+ * main's; `args` is the kind's, built by its descriptor from the admission's kind-neutral facts
+ * (StageKindDescriptor.addArgs).
  */
 export function stageAdds(a: Admission): { slot: InstanceView; add: AddRequest }[] {
   const { request, stages, chosen } = a;
   const chosenFacts = [...chosen.values()].flatMap((v) => (v.worker?.settings ? [v.worker.settings.facts] : []));
-  return [...stages].reverse().map((spec) => {
+  return stages.map((spec) => {
     const slot = chosen.get(spec.stageId)!;
     const downstream: DownstreamTarget[] = stages
       .filter((d) => d.inputs.some((i) => i.from === spec.stageId))

@@ -1,7 +1,7 @@
 /**
  * The admission plan (src/engine/admission/planAdmission.ts) over configs/tiny-omni.yaml with read-only instance
  * views and no processes: the stages a request runs by its modalities and the EC store's hits, each instance's
- * add (downstream first), what main expects back and by when, the media to send, and the first-packet hold. Pure:
+ * add (producers first), what main expects back and by when, the media to send, and the first-packet hold. Pure:
  * the same input gives the same plan and leaves the views as they were.
  */
 import { describe, expect, it } from 'vitest';
@@ -89,10 +89,10 @@ describe('planAdmission', () => {
     expect(plan.hold).toEqual({ endsOtherHolds: false }); // no audio out: nothing to hold for
   });
 
-  it('text and audio: the whole chain, downstream first, both outputs, and a hold at light load', () => {
+  it('text and audio: the whole chain, producers first, both outputs, and a hold at light load', () => {
     const plan = planAdmission(input(['text', 'audio']));
     expect(ids(plan.stages)).toEqual(['thinker', 'talker', 'code2wav']);
-    expect(plan.adds.map((a) => a.instance)).toEqual(['code2wav#0', 'talker#0', 'thinker#0']);
+    expect(plan.adds.map((a) => a.instance)).toEqual(['thinker#0', 'talker#0', 'code2wav#0']);
     expect(plan.outputs.map((o) => [o.stageId, o.type, o.expect.fromInstance])).toEqual([
       ['thinker', 'text', 'thinker#0'],
       ['code2wav', 'audio', 'code2wav#0'],
@@ -127,9 +127,9 @@ describe('planAdmission', () => {
   it('media: the encoder runs the item, its bytes go to it, and the first output may wait for its timeout', () => {
     const plan = planAdmission(input(['text'], { prompt: audioPrompt }));
     expect(ids(plan.stages)).toEqual(['audio-encoder', 'thinker']);
-    expect(plan.adds.map((a) => a.instance)).toEqual(['thinker#0', 'audio-encoder#0']);
+    expect(plan.adds.map((a) => a.instance)).toEqual(['audio-encoder#0', 'thinker#0']);
     const encodeItem = { item: 0, modality: 'audio', numEmbeddings: 3, what: 'messages[0].content[0] (audio)' };
-    expect(encoderArgs(plan.adds[1].add).encode).toEqual([encodeItem]);
+    expect(encoderArgs(plan.adds[0].add).encode).toEqual([encodeItem]);
     expect(plan.media!.sends.map((s) => [s.to.instance, s.items.length])).toEqual([['audio-encoder#0', 1]]);
     expect([...plan.media!.routes.encoders.keys()]).toEqual(['audio-encoder#0']);
     expect(plan.media!.routes.thinker).toBe('thinker#0');

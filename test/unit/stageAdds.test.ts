@@ -1,7 +1,7 @@
 /**
- * The `add` each chosen stage instance gets when main admits a request (src/engine/stageAdds.ts): downstream
- * stages first, the prompt and media plan only to the entry stage, each encoder its own items, outputs wired to
- * main, encoder deadlines from their timeout, and chunks without left context only when the chosen Code2Wav
+ * The `add` each chosen stage instance gets when main admits a request (src/engine/stageAdds.ts): in graph order
+ * (producers first), the prompt and media plan only to the entry stage, each encoder its own items, outputs wired
+ * to main, encoder deadlines from their timeout, and chunks without left context only when the chosen Code2Wav
  * instance said it keeps vocoder state.
  */
 import { describe, expect, it } from 'vitest';
@@ -57,11 +57,11 @@ function admit(statefulVocoder: boolean, media: RequestMediaPlan | null = null) 
 }
 
 describe('stageAdds', () => {
-  it('adds downstream stages first; the entry gets the prompt; outputs go to main', () => {
+  it('adds the entry stage first (its model starts first); the entry gets the prompt; outputs go to main', () => {
     const adds = admit(false);
     expect(adds.map((a) => a.add.requestId)).toEqual(['r1', 'r1', 'r1']);
-    expect(adds.map((a) => a.slot.instance)).toEqual(['code2wav#0', 'talker#0', 'thinker#0']);
-    const [code2wav, talker, thinker] = adds.map((a) => a.add);
+    expect(adds.map((a) => a.slot.instance)).toEqual(['thinker#0', 'talker#0', 'code2wav#0']);
+    const [thinker, talker, code2wav] = adds.map((a) => a.add);
     expect(thinkerArgs(thinker).promptTokenIds).toEqual([1, 2, 3]);
     expect(thinkerArgs(talker).promptTokenIds).toBeUndefined();
     expect(thinker.downstream).toEqual([
@@ -85,8 +85,8 @@ describe('stageAdds', () => {
       encode: new Map([['audio-encoder#0', [item]]]),
     } as unknown as RequestMediaPlan;
     const adds = admit(false, media);
-    expect(adds.at(-1)!.slot.instance).toBe('audio-encoder#0'); // the Thinker before its encoders
-    const encoder = adds.at(-1)!.add;
+    expect(adds[0].slot.instance).toBe('audio-encoder#0'); // an encoder before the Thinker it feeds
+    const encoder = adds[0].add;
     expect(encoderArgs(encoder).encode).toEqual([item]);
     expect(encoder.upstreams).toEqual([{ instance: 'main', stageId: 'main' }]);
     const thinker = adds.find((a) => a.slot.instance === 'thinker#0')!.add;

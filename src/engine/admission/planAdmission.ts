@@ -67,7 +67,7 @@ export interface AdmissionPlan {
   readonly stages: readonly StageSpec[];
   readonly instances: ReadonlyMap<string, string>;
   readonly outputs: readonly PlannedOutput[];
-  /** Each instance's add, downstream stages first (each expects chunks before its upstream can send any). */
+  /** Each instance's add, in graph order: producers first (stageAdds.ts says why a consumer cannot miss a chunk). */
   readonly adds: readonly { readonly instance: string; readonly add: AddRequest }[];
   readonly media: MediaRouting | null;
   readonly hold: PlannedHold;
