@@ -11,6 +11,7 @@ import { runSummaryLines, wrap } from './runSummary.ts';
 import { ms, num, pct, provenanceOf, renderMarkdown, times, type Column } from '../../report/format.ts';
 import { meanColumns, percentileColumns, variantColumn } from './tables.ts';
 import { accountLines, accountMarkdown } from '../account/formatAccount.ts';
+import { coRunningLines } from '../coRunning.ts';
 
 /** `0.04x`: one run's figure as a multiple of the other's. */
 
@@ -120,6 +121,9 @@ function cpuLines(r: BenchResult): string[] {
   });
 }
 
+const CO_RUNNING =
+  'co-running (CPU ms a request by process as served, against the models alone at that batch; issue 46)';
+
 function goalLines(r: BenchResult): string[] {
   return r.goals.map(
     (g) =>
@@ -180,6 +184,7 @@ export function formatText(r: BenchResult, options: ReportOptions = {}): string 
     "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server):",
     cpuLines(r),
   );
+  section(CO_RUNNING + ':', coRunningLines(r.runs, r.throughput_limits));
   section("where the c=1 packets' time went (means; account/packetAccount.ts):", accountLines(r));
   if (options.goals) section('development goals (bench/README.md):', goalLines(r));
   section('failed requests:', errorLines(r));
@@ -216,6 +221,7 @@ export function formatMarkdown(r: BenchResult, options: ReportOptions = {}): str
     "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server)",
     cpuLines(r),
   );
+  section(CO_RUNNING, coRunningLines(r.runs, r.throughput_limits));
   const account = accountMarkdown(r);
   if (account.length > 0) out.push('', "**Where the c=1 packets' time went**", ...account);
   if (options.goals) section('Development goals (bench/README.md)', goalLines(r));
