@@ -31,11 +31,25 @@
  * would wait for those prefills inside the mixed step anyway; alone, the newcomers' first tokens do not wait for
  * the decodes. Work is the same; a newcomer's TTFT loses one decode run (a cached conversation turn, whose prefill
  * is short, gains most). The next step always includes the decodes, so arrivals cannot starve them.
+ *
+ * First outputs first (with prefill first, issue 41 item 5): a step that would batch requests still making their first
+ * output (setFirstOutputPending: a Talker's first chunk) with requests past theirs runs the first ones alone, up to
+ * FIRST_OUTPUT_RUN_STEPS steps in a row. Sixteen long spoken answers decoding in the Talker made a newcomer's first
+ * chunk wait on a batch of 17 for each of its frames (25 steps of 35-150 ms at load 15-31: first audio 1.1-7.6 s
+ * against 15 ms alone); alone, each of its frames costs a step of one, and the batch of the others stays the same
+ * batch (its KV fed back as is). The long answers lose those few short steps, against seconds of audio buffered.
  */
 import { byDeadline, type SchedulingPolicy } from './playback.ts';
 
 /** Seat turns: a newcomer ranks as if it had waited this many turns longer (its first output goes first). */
 const NEWCOMER_LEAD_TURNS = 4;
+
+/**
+ * First outputs first: at most this many steps in a row run without the requests past their first output. A first
+ * chunk sized for a newcomer alone is 2 frames (the prefill and one decode: chunkPolicy.ts), for up to 8 newcomers 4;
+ * a steady stream of newcomers still leaves the others a step in every FIRST_OUTPUT_RUN_STEPS + 1.
+ */
+const FIRST_OUTPUT_RUN_STEPS = 4;
 
 export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
 
@@ -94,8 +108,8 @@ interface ArRequest {
 export class ArScheduler {
   private readonly requests = new Map<string, ArRequest>();
   private arrivals = 0;
-  /** The last plan ran newcomers alone (prefill first): this one must include the running requests. */
-  private lastRanAlone = false;
+  /** Plans in a row that ran newcomers or first outputs alone, without the other running requests. */
+  private aloneRun = 0;
   /** Plans made so far: the clock of seat turns. */
   private steps = 0;
 
@@ -319,8 +333,8 @@ export class ArScheduler {
       kvTokens += r.numComputedTokens + numTokens;
       tokenBudget -= numTokens;
     }
-    const alone = this.newcomersAlone(items, admitted, preempted);
-    this.lastRanAlone = alone !== null;
+    const alone = this.newcomersAlone(items, admitted, preempted) ?? this.firstOutputsAlone(items, preempted);
+    this.aloneRun = alone === null ? 0 : this.aloneRun + 1;
     if (alone) return { items: alone, preempted, numScheduledTokens: alone.reduce((n, i) => n + i.numTokens, 0) };
     // Deadlines pick who is in the step, not the order of its batch: in arrival order, the same requests make the
     // same batch step after step, so the runner feeds its KV back as is (stages/models/SeqKvCache.ts) instead of
@@ -353,10 +367,22 @@ export class ArScheduler {
     admitted: readonly ScheduledItem[],
     preempted: readonly string[],
   ): ScheduledItem[] | null {
-    if (this.options.prefillFirst === false || this.lastRanAlone) return null;
+    if (this.options.prefillFirst === false || this.aloneRun > 0) return null;
     if (admitted.length === 0 || admitted.length === items.length || preempted.length > 0) return null;
     if (!admitted.every((i) => i.sample)) return null;
     return [...admitted];
+  }
+
+  /**
+   * First outputs first: the items of requests still making their first output, when the step also holds others
+   * (none of it a newcomer's prompt: admission stops at a pending first output) and fewer than FIRST_OUTPUT_RUN_STEPS
+   * plans in a row ran without those others; else null for the whole step.
+   */
+  private firstOutputsAlone(items: readonly ScheduledItem[], preempted: readonly string[]): ScheduledItem[] | null {
+    if (this.options.prefillFirst === false || this.aloneRun >= FIRST_OUTPUT_RUN_STEPS || preempted.length > 0)
+      return null;
+    const first = items.filter((i) => this.get(i.requestId).firstOutputPending);
+    return first.length > 0 && first.length < items.length ? first : null;
   }
 
   private item(r: ArRequest, numTokens: number): ScheduledItem {

@@ -205,7 +205,22 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
         return frames;
       }
     }
-    return initialChunkFrames(this.ctx.chunkPolicy, load, req.initialCodecChunkFrames);
+    return initialChunkFrames(this.ctx.chunkPolicy, this.firstChunkSharing(req, load), req.initialCodecChunkFrames);
+  }
+
+  /**
+   * The requests whose steps the first chunk will share, for the ladder: with first outputs first (ArScheduler, on
+   * with prefill first) only the requests still making their first chunk (this one included) and those main had live
+   * that this Talker does not hold yet (a burst on its way); the ones already speaking run in steps of their own. A
+   * newcomer beside sixteen long answers was sized as the 17th of a burst (25 frames: 25 of its steps before any
+   * audio); it gets the first rung now. Without first outputs first, everyone holding a seat (`load`).
+   */
+  private firstChunkSharing(req: TalkerRequest, load: number): number {
+    if (this.ctx.spec.engine.prefillFirst === false || !this.ctx.asyncChunk) return load;
+    let pending = 0;
+    for (const r of this.requests.values())
+      if (r.firstSentAtMs === null && this.scheduler.status(r.requestId) !== 'paused') pending++;
+    return Math.max(1, pending + Math.max(0, req.liveAtAdmission - this.size));
   }
 
   /**

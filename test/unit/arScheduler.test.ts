@@ -363,6 +363,30 @@ describe('ArScheduler', () => {
       ]);
     });
 
+    it('first outputs first: a request making its first output steps alone, at most 4 steps in a row', () => {
+      const { s, available } = decodingPair();
+      s.setFirstOutputPending('c', true);
+      expect(ids(step(s, available))).toEqual([['c', 6]]); // its prompt (prefill first)
+      const plans = Array.from({ length: 5 }, () => ids(step(s, available)).join(' '));
+      // Three more steps alone make four in a row; then a and b decode beside it, and it runs alone again.
+      expect(plans).toEqual(['c,1', 'c,1', 'c,1', 'a,1 b,1 c,1', 'c,1']);
+      s.setFirstOutputPending('c', false); // its first output is out: one batch again
+      expect(ids(step(s, available))).toEqual([
+        ['a', 1],
+        ['b', 1],
+        ['c', 1],
+      ]);
+    });
+
+    it('first outputs first: no step of its own when every request in the step makes its first output', () => {
+      const { s, available } = decodingPair();
+      for (const id of ['a', 'b', 'c']) s.setFirstOutputPending(id, true);
+      expect(ids(step(s, available))).toEqual([
+        ['a', 1],
+        ['b', 1],
+      ]);
+    });
+
     it('prefillFirst: false keeps the mixed step', () => {
       const { s, available } = decodingPair(mixed);
       expect(ids(step(s, available))).toEqual([

@@ -169,6 +169,12 @@ describe('TalkerCore', () => {
     expect(adapter.to('code2wav#0')).toHaveLength(1);
     core.step(); // r's first chunk is out: s is admitted, its prompt in a step of its own (prefill first)
     expect(seqs()).toEqual(['s']);
+    // s's first chunk (the first rung: r speaks, so s makes its first chunk alone) is made in steps of its own
+    // (first outputs first): r waits one step, not the chunk's frames in a batch with it.
+    expect(adapter.to('code2wav#0')).toHaveLength(1);
+    core.step();
+    expect(seqs()).toEqual(['s']);
+    expect(adapter.to('code2wav#0')).toHaveLength(2);
     core.step(); // then both decode
     expect(seqs()).toEqual(['r', 's']);
   });
