@@ -1,5 +1,5 @@
 /**
- * The block key of a media item whose modality names its prefix-cache blocks by key (a video: ModalityDef.keyedBlocks):
+ * The block key of a media item whose modality names its prefix-cache blocks by key (video, images: keyedBlocks):
  * a hash of its bytes key (source, sampling, cache partition: src/media/mediaKey.ts) with its encoder stage's model
  * and settings, which decide its rows. The Thinker's prefix cache and main's KV index name its positions by it and
  * their offset (src/sched/blockNames.ts writeMediaKey). Computed once per item.
@@ -13,7 +13,7 @@ import type { MediaItem } from './mediaPrompt.ts';
 const keys = new WeakMap<MediaItem, string>();
 
 /**
- * The item's block key, or undefined when its blocks are named by its rows (audio, images). A clip's audio track is
+ * The item's block key, or undefined when its blocks are named by its rows (audio). A clip's audio track is
  * keyed as its clip is (its bytes are the clip's decoded samples): a second question about a clip heard with its
  * track reuses the KV of both without waiting for either's rows.
  */

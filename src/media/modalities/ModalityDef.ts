@@ -58,9 +58,9 @@ export interface ModalityDef<M extends Modality> {
   /** Its placeholder in the byte tokenizer of the generated models. */
   readonly bytePlaceholder: '<|audio|>' | '<|image|>' | '<|video|>';
   /**
-   * The prefix cache names its positions by the item's block key and offset (true: video, whose rows are a function
-   * of main's key and cost an encode and a long prefill), or by its rows (false: the same sound or picture from other
-   * bytes still matches, and an audio clip that grew matches on the windows it shares).
+   * The prefix cache names its positions by the item's block key and offset (true: video and images, whose rows are a
+   * function of main's key: a request finds their KV at admission, before and without their encoder's round trip), or
+   * by its rows (false: audio, whose clip that grew since the last prefill matches on the windows it shares).
    */
   readonly keyedBlocks: boolean;
   /** The engine-level shape check (validateRequest): what is wrong with the part, or null. */

@@ -17,7 +17,9 @@ export const image: ModalityDef<'image'> = {
   formats: ['image'],
   hfPlaceholders: ['<|IMAGE|>', '<|image_pad|>', '<|image|>'],
   bytePlaceholder: '<|image|>',
-  keyedBlocks: false,
+  // Named by its bytes key, as a clip is: a camera frame prefilled already is adopted from the prefix cache at once,
+  // without waiting for the encoder's round trip (a cache hit there, but behind whatever it is encoding).
+  keyedBlocks: true,
 
   shapeProblem(part, at) {
     return part.data instanceof Uint8Array ? null : `${at}.data must be the image bytes (a Uint8Array)`;
