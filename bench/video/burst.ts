@@ -27,12 +27,13 @@ type Arm = 'async' | 'sync' | 'text';
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
- * The config as the burst runs it: admission's first-packet bound off (the seed's burst is all admitted; a 429 is no
- * TTFT), and with `sync` the Thinker's engine.sync_encoding set.
+ * The config as the burst runs it: admission's bounds off (the seed's burst is all admitted; a 429 is no TTFT), and
+ * with `sync` the Thinker's engine.sync_encoding set.
  */
 function burstConfig(text: string, sync: boolean): string {
   const doc = parseDocument(text);
   doc.setIn(['admission', 'slo_ttfp_ms'], null);
+  doc.setIn(['admission', 'max_queue_ms'], null);
   const stages = (doc.toJS() as { stages: { kind: string }[] }).stages;
   if (sync) doc.setIn(['stages', stages.findIndex((s) => s.kind === 'thinker'), 'engine', 'sync_encoding'], true);
   return doc.toString();

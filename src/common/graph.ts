@@ -212,6 +212,12 @@ export interface EngineArgs {
    */
   readonly seatTurnSteps?: number | null;
   /**
+   * AR stages: positions one request computes in a step at most (vLLM's long_prefill_token_threshold), so a long
+   * prefill (a clip's rows) takes several short steps and the requests beside it wait for one short step, not a step
+   * of the whole budget (src/sched/ArScheduler.ts); absent: the step's budget.
+   */
+  readonly longPrefillTokenThreshold?: number;
+  /**
    * The Thinker only: the baseline of seed 000's experiment (bench/video). true: no step runs while any admitted
    * request still waits for media rows, as an engine that encodes on its own path stalls every request in the batch
    * during an encode; absent or false: encoding is asynchronous (text and other requests prefill meanwhile).
@@ -223,6 +229,13 @@ export interface EngineArgs {
    */
   readonly mediaRowsBytes?: number;
   readonly threads: number; // onnxruntime intra-op threads for this stage's sessions
+  /**
+   * Nice levels this stage's processes run below the other stages (added to the graph's stageNice; 0 or absent: none).
+   * An encoder below the Thinker: on cores the two share, the Thinker's steps (every request's tokens) take the CPU
+   * first and the encodes, which run off their path, take what is left (docs/video.md). A video's decoder child in
+   * main runs at its encoder's level.
+   */
+  readonly nice?: number;
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
   /** AR stages: the prefix cache (src/sched/PrefixCache.ts), beside the KV budget; null: off (or not an AR stage). */
   readonly prefixCache: PrefixCacheSettings | null;

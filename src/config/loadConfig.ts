@@ -15,6 +15,7 @@ import { resolveEncoderSettings } from './encoders.ts';
 import { DEFAULT_CAMERA } from '../common/graph.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import {
+  resolveLongPrefill,
   resolveMediaRowsBytes,
   resolvePrefillFirst,
   resolvePrefixCache,
@@ -240,9 +241,11 @@ function resolveStages(
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
         ...resolvePrefillFirst(index, s.engine?.prefill_first, stageKinds[s.kind].workerType, problems),
         ...resolveSeatTurns(index, s.engine?.seat_turn_steps, stageKinds[s.kind].workerType, problems),
+        ...resolveLongPrefill(index, s.engine?.long_prefill_token_threshold, stageKinds[s.kind].workerType, problems),
         ...resolveSyncEncoding(index, s.engine?.sync_encoding, s.kind, problems),
         ...resolveMediaRowsBytes(index, s.engine?.media_rows_bytes, s.kind, problems),
         threads: s.engine?.threads ?? defaults.engine.threads,
+        ...(s.engine?.nice ? { nice: s.engine.nice } : {}),
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
         prefixCache: resolvePrefixCache(index, s.engine?.prefix_cache, stageKinds[s.kind].workerType, model, problems),
         migration: resolveMigration(index, s.engine?.migration, stageKinds[s.kind].readsRequest, problems),

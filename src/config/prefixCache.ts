@@ -24,6 +24,24 @@ export function resolvePrefillFirst(
   return { prefillFirst: raw };
 }
 
+/** `engine.long_prefill_token_threshold`: a per-request cap on a step's positions, for AR stages; refused elsewhere. */
+export function resolveLongPrefill(
+  index: number,
+  raw: number | undefined,
+  workerType: 'ar' | 'generation',
+  problems: Problems,
+): { longPrefillTokenThreshold?: number } {
+  if (raw === undefined) return {};
+  if (workerType !== 'ar') {
+    problems.add(
+      ['stages', index, 'engine', 'long_prefill_token_threshold'],
+      'only autoregressive stages (thinker, talker) prefill in chunks: remove the key',
+    );
+    return {};
+  }
+  return { longPrefillTokenThreshold: raw };
+}
+
 /** `engine.seat_turn_steps`: AR stages take turns at their seats (default on); elsewhere the key is refused. */
 export function resolveSeatTurns(
   index: number,

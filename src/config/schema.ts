@@ -50,11 +50,15 @@ export const EngineYaml = Type.Object(
     prefill_first: optional(Type.Boolean()),
     // AR stages: steps a request holds its batch seat before yielding it to one waiting (false: until it finishes).
     seat_turn_steps: optional(Type.Union([int(1), Type.Literal(false)])),
+    // AR stages: positions one request computes in a step at most (a long prefill takes several short steps).
+    long_prefill_token_threshold: optional(int(1)),
     // The Thinker: steps wait while any request's media encodes (a baseline for the bench, docs/video.md).
     sync_encoding: optional(Type.Boolean()),
     // The Thinker: encoded media rows its requests may hold at once (docs/video.md "Memory").
     media_rows_bytes: optional(ByteSize),
     threads: optional(int(1)),
+    // Nice levels this stage runs below the other stages (added to stage_nice): an encoder below the Thinker.
+    nice: optional(Type.Integer({ minimum: 0, maximum: 19 })),
     kv_cache_bytes: optional(ByteSize),
     prefix_cache: optional(
       Type.Union(

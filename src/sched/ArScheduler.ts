@@ -66,6 +66,12 @@ export interface ArSchedulerOptions {
   readonly prefillFirst?: boolean;
   /** Seat turns (see above): steps a request holds its seat before yielding it to one waiting; null or absent: off. */
   readonly seatTurnSteps?: number | null;
+  /**
+   * Positions one request computes in a step at most (vLLM's long_prefill_token_threshold); null or absent: the step's
+   * budget. A long prefill (a clip's rows) then takes several short steps, and the requests beside it (a text's
+   * prefill, the decodes) wait for one short step instead of a step of the whole budget.
+   */
+  readonly longPrefillTokenThreshold?: number | null;
 }
 
 export interface ScheduledItem {
@@ -113,10 +119,16 @@ export class ArScheduler {
   /** Plans made so far: the clock of seat turns. */
   private steps = 0;
 
+  /** Positions one request may compute in a step (longPrefillTokenThreshold, else no cap of its own). */
+  private readonly perRequestTokens: number;
+
   constructor(private readonly options: ArSchedulerOptions) {
     if (options.maxNumSeqs < 1 || options.maxNumBatchedTokens < 1) {
       throw new RangeError('maxNumSeqs and maxNumBatchedTokens must be >= 1');
     }
+    const threshold = options.longPrefillTokenThreshold ?? null;
+    if (threshold !== null && threshold < 1) throw new RangeError('longPrefillTokenThreshold must be >= 1');
+    this.perRequestTokens = threshold ?? Number.POSITIVE_INFINITY;
   }
 
   add(requestId: string, numAvailableTokens: number): void {
@@ -277,7 +289,7 @@ export class ArScheduler {
       // Resumed: its slot went to someone else while it was paused. It takes the next free one, before step 3 admits
       // anyone; with none free it waits rather than overfill the batch (it keeps its KV meanwhile).
       if (!r.seated && (numSeated >= maxNumSeqs || (turn && !turn.next.has(r)))) continue;
-      const numTokens = Math.min(pending, tokenBudget);
+      const numTokens = Math.min(pending, tokenBudget, this.perRequestTokens);
       // Preempt until this step fits the KV budget: paused requests first (their clients are not reading), then the
       // newest running request not yet scheduled this step (possibly this one, as vLLM does). Preempted requests
       // restart from position 0 (recompute).
@@ -315,7 +327,7 @@ export class ArScheduler {
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
       if (turn && !turn.next.has(r)) continue; // seat turns: others have waited longer
-      const numTokens = Math.min(pending, tokenBudget);
+      const numTokens = Math.min(pending, tokenBudget, this.perRequestTokens);
       // A request that starts past position 0 (startAt) brings its KV along. Short of KV, paused requests give
       // theirs up (only if that makes it fit: dropping it for nothing would cost them a recompute).
       const kvNeeded = kvTokens + r.numComputedTokens + numTokens;

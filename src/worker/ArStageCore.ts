@@ -37,6 +37,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageC
       policy,
       prefillFirst: e.prefillFirst ?? true,
       seatTurnSteps: e.seatTurnSteps ?? null,
+      longPrefillTokenThreshold: e.longPrefillTokenThreshold ?? null,
     });
   }
 

@@ -93,7 +93,8 @@ async function boot(
   const spec = args.graph.stages[args.stageIndex];
   const self = args.instance ?? `${spec.stageId}#${args.replica}`;
   const log = logger.child({ stage: self });
-  lowerPriority(args.graph.stageNice, log); // first: the model's threads, started below, inherit it
+  // First: the model's threads, started below, inherit it. engine.nice puts this stage below the others.
+  lowerPriority(args.graph.stageNice + (spec.engine.nice ?? 0), log);
   pinThisProcess(cpusFor(args.graph, spec), log); // the same: its cores, or the ones no stage reserved
   const parts: BootParts = { connector: null, tracing: null };
   let stage: ReadyStage;

@@ -1,7 +1,8 @@
 /**
  * The default pipeline (configs/tiny-omni.yaml) runs audio and image encoders next to the Thinker, Talker and
  * Code2Wav. An encoder with nothing to encode must cost no CPU: text answers leave its CPU time where it was. Every
- * stage process runs stage_nice (default 8) nice levels below the server, its model threads included.
+ * stage process runs stage_nice (default 8) nice levels below the server, its model threads included; the image
+ * encoder, with its engine.nice, that many more (below the Thinker).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
@@ -49,18 +50,28 @@ describe('idle encoders in the default pipeline', () => {
     expect(used['image-encoder#0']).toBeLessThanOrEqual(idleBound);
   }, 60_000);
 
-  it('stage processes run stage_nice levels below the server, onnxruntime threads too', () => {
+  it('stage processes run stage_nice levels below the server (+ engine.nice), onnxruntime threads too', () => {
     /** Nice value of a thread (field 19 of /proc/<pid>/task/<tid>/stat; the name in field 2 may hold spaces). */
     const niceOf = (pid: number, tid: number) =>
       Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]);
     const expected = Math.min(19, getPriority() + engine.graph.stageNice);
     expect(engine.graph.stageNice).toBe(8);
-    for (const instance of ['thinker#0', 'talker#0', 'code2wav#0', 'audio-encoder#0']) {
+    // The image encoder's engine.nice (8 in the shipped config) puts it below the Thinker as well.
+    const imageNice = engine.graph.stages.find((s) => s.stageId === 'image-encoder')!.engine.nice;
+    expect(imageNice).toBe(8);
+    const niceOfInstance: Record<string, number> = {
+      'thinker#0': expected,
+      'talker#0': expected,
+      'code2wav#0': expected,
+      'audio-encoder#0': expected,
+      'image-encoder#0': Math.min(19, expected + imageNice!),
+    };
+    for (const [instance, nice] of Object.entries(niceOfInstance)) {
       const pid = engine.workerOf(instance)!.pid!;
-      expect(niceOf(pid, pid), instance).toBe(expected);
+      expect(niceOf(pid, pid), instance).toBe(nice);
       // Every thread: those that existed at boot were lowered, and the model's, created after, inherit it.
       for (const tid of readdirSync(`/proc/${pid}/task`).map(Number))
-        expect(niceOf(pid, tid), `${instance}/${tid}`).toBe(expected);
+        expect(niceOf(pid, tid), `${instance}/${tid}`).toBe(nice);
     }
   });
 });

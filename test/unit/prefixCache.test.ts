@@ -174,4 +174,31 @@ describe('engine.prefix_cache in YAML', () => {
       }),
     ).toEqual([expect.stringMatching(/seat_turn_steps: only autoregressive stages/)]);
   });
+
+  it('engine.long_prefill_token_threshold: off by default, honoured on the AR stages, refused elsewhere', () => {
+    const stages = (text: string) => parseConfig(text, 'configs/x.yaml', { cores: 64 }).stages;
+    const thinker = (text: string) => stages(text).find((s) => s.kind === 'thinker')!;
+    expect(thinker(shipped).engine.longPrefillTokenThreshold).toBeUndefined();
+    const capped = shipped.replace(thinkerCache, `${thinkerCache}\n      long_prefill_token_threshold: 256`);
+    expect(thinker(capped).engine.longPrefillTokenThreshold).toBe(256);
+    expect(
+      problems({
+        'threads: 1 # 1 thread beat 2 for conv graphs on this machine':
+          'threads: 1\n      long_prefill_token_threshold: 64',
+      }),
+    ).toEqual([expect.stringMatching(/long_prefill_token_threshold: only autoregressive stages/)]);
+    expect(problems({ [thinkerCache]: `${thinkerCache}\n      long_prefill_token_threshold: 0` })).toEqual([
+      expect.stringMatching(/long_prefill_token_threshold/),
+    ]);
+  });
+
+  it('engine.nice: a stage below the others by that many levels (none by default), 0-19', () => {
+    const stages = (text: string) => parseConfig(text, 'configs/x.yaml', { cores: 64 }).stages;
+    expect(stages(shipped).map((s) => s.engine.nice)).toEqual(stages(shipped).map(() => undefined));
+    const below = shipped.replace(thinkerCache, `${thinkerCache}\n      nice: 5`);
+    expect(stages(below).find((s) => s.kind === 'thinker')!.engine.nice).toBe(5);
+    expect(problems({ [thinkerCache]: `${thinkerCache}\n      nice: 20` })).toEqual([
+      expect.stringMatching(/engine\.nice/),
+    ]);
+  });
 });

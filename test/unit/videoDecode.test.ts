@@ -1,7 +1,9 @@
 /**
  * The video decoder (a child ffmpeg): sampling at the asked fps, uniform picks under max_frames, frame sizing, and
- * each refusal naming the item and the limit: corrupt, truncated, too long, too large, too slow.
+ * each refusal naming the item and the limit: corrupt, truncated, too long, too large, too slow; the child's priority.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { decodeVideo, type VideoLimits } from '../../src/media/video/decodeVideo.ts';
@@ -65,6 +67,41 @@ describe('decodeVideo', () => {
     const images = [1, 2, 3].map((seed) => pngBytes(64, 64, seed));
     const f = await decodeVideo({ kind: 'frames', images }, sampling, DEFAULT_VIDEO_GRID, limits, 'frames');
     expect([f.numFrames, f.width, f.height, f.fps]).toEqual([3, 56, 56, 2]);
+  });
+
+  it("runs the decoder at the nice value it is given (its encoder's: below the Thinker)", async () => {
+    const target = Math.min(19, getPriority() + 11);
+    /** The ffmpeg children of this process now, with their nice values (field 19 of /proc/<pid>/stat). */
+    const decoders = () =>
+      readdirSync('/proc/self/task')
+        .flatMap((tid) => readFileSync(`/proc/self/task/${tid}/children`, 'utf8').split(' ').filter(Boolean))
+        .flatMap((pid) => {
+          try {
+            const [name, rest] = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ');
+            return name.endsWith('(ffmpeg') ? [Number(rest.split(' ')[16])] : [];
+          } catch {
+            return []; // exited meanwhile
+          }
+        });
+    const images = Array.from({ length: 12 }, (_, k) => pngBytes(112, 112, k));
+    const decoding = decodeVideo(
+      { kind: 'frames', images },
+      sampling,
+      DEFAULT_VIDEO_GRID,
+      { ...limits, nice: target },
+      'f',
+    );
+    const seen: number[] = [];
+    let done = false;
+    void decoding.finally(() => (done = true));
+    // Look while it runs (it reads 12 frames from its pipe: tens of ms at least); every look finds it at `target`.
+    while (!done) {
+      seen.push(...decoders());
+      await new Promise((r) => setImmediate(r));
+    }
+    expect((await decoding).numFrames).toBe(12);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(new Set(seen)).toEqual(new Set([target]));
   });
 
   it('refuses corrupt, truncated, too long, too large and too slow videos, naming the item and the limit', async () => {

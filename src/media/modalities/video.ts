@@ -126,7 +126,7 @@ export function samplingOf(settings: VideoSettings, asked: Partial<VideoSampling
 export async function videoPart(
   source: VideoSource,
   sampling: VideoSampling,
-  settings: VideoStageSettings & { readonly video: VideoSettings },
+  settings: VideoStageSettings & { readonly video: VideoSettings; readonly decoderNice?: number },
   what: string,
 ): Promise<PartOf<'video'>> {
   const grid = videoGridOf(settings);
@@ -140,6 +140,7 @@ export async function videoPart(
       maxInputBytes: s.maxInputBytes,
       maxFrameBytes: s.maxFrameBytes,
       timeoutMs: s.decodeTimeoutMs,
+      ...(settings.decoderNice === undefined ? {} : { nice: settings.decoderNice }),
     },
     what,
   );

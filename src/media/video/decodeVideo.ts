@@ -19,7 +19,7 @@
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
 import { ChorusError, ErrorCodes, type ErrorCode } from '../../common/errors.ts';
@@ -35,6 +35,8 @@ export interface VideoLimits {
   readonly maxFrameBytes: number;
   /** Wall time of the child, from spawn to exit. */
   readonly timeoutMs: number;
+  /** The child's priority (an absolute nice value, set before it starts decoding); absent: its parent's. */
+  readonly nice?: number;
 }
 
 export type VideoSource =
@@ -131,6 +133,20 @@ export async function decodeVideo(
   }
 }
 
+/**
+ * Sets the child's priority. spawn returns once the child has exec'd ffmpeg, before it has read its input or started
+ * a thread (it decodes on one, -threads 1), so the whole decode runs at it. Not being able to set it (the child gone
+ * already) costs speed only.
+ */
+function lowerChild(pid: number | undefined, nice: number | undefined): void {
+  if (pid === undefined || nice === undefined) return;
+  try {
+    setPriority(pid, nice);
+  } catch {
+    // ESRCH: it exited already (its exit says why); EACCES cannot happen, as a nice value is only ever raised here
+  }
+}
+
 /** Runs the child to its end (or kills it at the first limit passed) and returns the frames it wrote. */
 function runDecoder(
   source: VideoSource,
@@ -144,6 +160,7 @@ function runDecoder(
     const child = spawn(FFMPEG_PATH, args, {
       stdio: sampling.withAudio ? [stdin, 'pipe', 'pipe', 'pipe'] : [stdin, 'pipe', 'pipe'],
     });
+    lowerChild(child.pid, limits.nice);
     const frames: RgbFrame[] = [];
     const reader = new PpmFrames();
     // One frame past the limit proves the clip is longer (frame k is at k / fps s).

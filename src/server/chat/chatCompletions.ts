@@ -3,6 +3,7 @@
  * one chat.completion (audio as base64 pcm16 or WAV). A client that disconnects cancels the request.
  */
 import { randomBytes } from 'node:crypto';
+import { getPriority } from 'node:os';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine, GenerateRequest, RequestHandle, TextLogprob } from '../../common/engine.ts';
 import { ChorusError, deserializeError, ErrorCodes } from '../../common/errors.ts';
@@ -51,10 +52,13 @@ function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
   };
 }
 
-/** The video encoder stage's sampling settings and grid; null when the pipeline has none. */
+/** The video encoder stage's sampling settings, grid and priority; null when the pipeline has none. */
 function videoSettingsOf(graph: StageGraph): VideoSettingsOf | null {
-  const encoder = encodersOf(graph).get('video')?.encoder;
-  return encoder?.video ? { video: encoder.video, imageGrid: encoder.imageGrid } : null;
+  const stage = encodersOf(graph).get('video');
+  const encoder = stage?.encoder;
+  if (!stage || !encoder?.video) return null;
+  const decoderNice = Math.min(19, getPriority() + graph.stageNice + (stage.engine.nice ?? 0));
+  return { video: encoder.video, imageGrid: encoder.imageGrid, decoderNice };
 }
 
 export function registerChatCompletions(app: FastifyInstance, routeContext: ChatRouteContext): void {

@@ -22,4 +22,9 @@ export interface MediaSources extends MediaFetchLimits {
 export interface VideoSettingsOf {
   readonly video: VideoSettings;
   readonly imageGrid: { readonly patchSize: number; readonly mergeSize: number } | null;
+  /**
+   * The decoder child's priority (an absolute nice value): its encoder stage's (stage_nice + its engine.nice below
+   * main), so a clip's decode, which is the encode's first part, never takes the CPU from the Thinker's steps.
+   */
+  readonly decoderNice: number;
 }
