@@ -19,3 +19,13 @@ export function gitSha(): string {
     return 'unknown';
   }
 }
+
+/** The upper median (the middle value; of an even count, the higher of the two): what the scripts' rounds report. */
+export function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+}
+
+/** The nearest-rank percentile (`p` in 0-100) of a sorted array: the smallest value with p% at or below it. */
+export function nearestRank(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+}

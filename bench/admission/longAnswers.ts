@@ -13,6 +13,7 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { streamChat, type StreamedChat } from './streamChat.ts';
+import { median } from '../common.ts';
 
 const { values: v } = parseArgs({
   options: {
@@ -125,11 +126,6 @@ async function longAnswer(index: number, afterMs: number, speaking: () => void):
     longRetries++;
     await new Promise((resolve) => setTimeout(resolve, Number(r.retryAfter ?? 1) * 1000));
   }
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
 }
 
 function round(x: number): number {

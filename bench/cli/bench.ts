@@ -26,6 +26,7 @@ import {
   protocolOf,
   resultsDir,
   targetOf,
+  VOICE_OPTIONS,
 } from './flags.ts';
 import { mixUsage, runMixCommand } from './mix.ts';
 import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './openLoop.ts';
@@ -283,17 +284,9 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
 
 async function runVoiceCommand(argv: string[]): Promise<number> {
   const v = parse(argv, {
-    voice: { type: 'boolean' },
-    config: { type: 'string' },
-    url: { type: 'string' },
-    'api-key': { type: 'string' },
-    concurrency: { type: 'string', default: '1,4' },
-    'num-prompts': { type: 'string' },
-    'output-len': { type: 'string' },
-    'silence-ms': { type: 'string' },
-    'compare-transcription': { type: 'boolean', default: false },
     ...RUN_OPTIONS,
-    goals: { type: 'boolean', default: false },
+    ...VOICE_OPTIONS,
+    'compare-transcription': { type: 'boolean', default: false },
   });
   const { runVoiceBench } = await import('../voice/runVoiceBench.ts');
   const { formatVoiceMarkdown, formatVoiceText } = await import('../voice/formatVoiceReport.ts');

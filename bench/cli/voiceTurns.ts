@@ -7,7 +7,7 @@ import path from 'node:path';
 import { logger, UsageError } from '../../src/basics.ts';
 import { writeResultFiles } from '../report/writeResultFiles.ts';
 import type { VoiceTurnDetail } from '../voice/conversations/voiceTurnDetails.ts';
-import { concurrencyOf, int, outputLenOf, parse, printReport, resultsDir, targetOf } from './flags.ts';
+import { concurrencyOf, int, outputLenOf, parse, printReport, resultsDir, targetOf, VOICE_OPTIONS } from './flags.ts';
 
 export const voiceTurnsUsage = `  chorus bench --voice --turns N [--config FILE | --url URL [--api-key KEY]]
                        [--concurrency 1,4] [--num-prompts CONVERSATIONS] [--output-len 100] [--silence-ms 500]
@@ -26,24 +26,11 @@ const NOT_FOR_VOICE_TURNS: Readonly<Record<string, string>> = {
 };
 
 const OPTIONS = {
-  voice: { type: 'boolean' },
+  ...VOICE_OPTIONS,
   turns: { type: 'string' },
-  config: { type: 'string' },
-  url: { type: 'string' },
-  'api-key': { type: 'string' },
-  concurrency: { type: 'string', default: '1,4' },
-  'num-prompts': { type: 'string' },
-  'output-len': { type: 'string' },
   'max-tokens': { type: 'string' },
-  'silence-ms': { type: 'string' },
   'compare-prefix-cache': { type: 'boolean', default: false },
   'compare-config': { type: 'string' },
-  out: { type: 'string' },
-  warmup: { type: 'string' },
-  seed: { type: 'string' },
-  'timeout-ms': { type: 'string' },
-  json: { type: 'boolean', default: false },
-  goals: { type: 'boolean', default: false },
 } as const;
 
 /** The argv of `chorus bench` holding --voice and --turns. */

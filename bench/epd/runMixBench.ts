@@ -18,6 +18,7 @@ import {
   encoderStatsOf,
   type RoutingPolicy,
 } from '../../src/basics.ts';
+import { nearestRank } from '../common.ts';
 import { pngBytes, wavBytes } from '../mediaSamples.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { mixWorkload, videoFrames, type Mix, type MixKind, type MixRequest } from './mixWorkload.ts';
@@ -93,7 +94,7 @@ function errorQuantiles(
 
 function quantiles(samples: readonly number[]): Quantiles {
   const s = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => (s.length === 0 ? null : s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]);
+  const at = (q: number) => (s.length === 0 ? null : nearestRank(s, q * 100));
   return { n: s.length, p50_ms: at(0.5), p99_ms: at(0.99) };
 }
 

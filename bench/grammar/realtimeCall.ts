@@ -10,7 +10,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { buildServer, loadConfig, Orchestrator } from '../../src/index.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
 
 const { values } = parseArgs({
   options: {
@@ -71,8 +71,6 @@ async function respond(url: string, toolChoice: unknown, response: Record<string
   ws.close();
   return { ms, tokens: done.response?.usage?.output_tokens ?? 0 };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const engine = await Orchestrator.start(await loadConfig(values.config!));
 const app = buildServer(engine, { apiKey: null });

@@ -24,6 +24,7 @@ import {
   type SamplingParams,
   type ThinkerBatchItem,
 } from '../../src/index.ts';
+import { GREEDY_SAMPLING } from '../../src/basics.ts';
 import { gitSha } from '../common.ts';
 
 const { values } = parseArgs({
@@ -52,19 +53,7 @@ const SCHEMA = {
   required: ['name', 'role', 'address', 'tags'],
 };
 
-const sampling: SamplingParams = {
-  temperature: 1,
-  topK: 0,
-  topP: 1,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: {},
-  seed: 1,
-  maxTokens: 100_000,
-  stopTokenIds: [],
-  ignoreEos: false,
-};
+const sampling: SamplingParams = { ...GREEDY_SAMPLING, temperature: 1, seed: 1, maxTokens: 100_000 };
 
 const model = { source: 'generated', kind: 'thinker', preset: values.preset, seed: 0 } as const;
 const { presets } = await import('../../src/index.ts');

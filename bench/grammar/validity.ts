@@ -20,6 +20,7 @@ import {
   ToolCallStream,
   toolGrammar,
 } from '../../src/index.ts';
+import { GREEDY_SAMPLING } from '../../src/basics.ts';
 import { gitSha } from '../common.ts';
 
 const { values } = parseArgs({
@@ -69,19 +70,7 @@ const runner = await createThinkerRunner(spec, join(tmpdir(), 'chorus-bench-mode
 const tokenizer = new ByteTokenizer(runner.vocabSize);
 const engine = await GrammarEngine.create(byteTokenizerVocab(tokenizer), runner.vocabSize);
 const prompt = tokenizer.applyChatTemplate([{ role: 'user', content: 'Answer, please.' }], tools);
-const base: SamplingParams = {
-  temperature: 1,
-  topK: 0,
-  topP: 1,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: {},
-  seed: 0,
-  maxTokens: CAP,
-  stopTokenIds: [],
-  ignoreEos: false,
-};
+const base: SamplingParams = { ...GREEDY_SAMPLING, temperature: 1, maxTokens: CAP };
 
 /** N answers' texts under the grammar (null: reached the cap), eight at a time. */
 async function answers(grammar: GrammarSpec): Promise<(string | null)[]> {

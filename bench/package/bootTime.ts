@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'chorus.js');
@@ -53,8 +53,6 @@ async function bootOnce(config: string, compiled: boolean): Promise<Boot> {
     await exited;
   }
 }
-
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

@@ -12,7 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { redactUrl } from '../../src/basics.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, nearestRank } from '../common.ts';
 import { RedisServer } from '../redisServer.ts';
 import { openLink, TRANSPORT_KINDS, type Link, type TransportKind } from './links.ts';
 import { Tag } from './protocol.ts';
@@ -76,11 +76,6 @@ export const TRANSPORT_LABELS: Record<TransportKind, string> = {
   redis: 'redis connector',
 };
 
-function percentile(sorted: readonly number[], p: number): number {
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i] ?? Number.NaN;
-}
-
 function framed(tag: number, bytes: number): Uint8Array {
   const frame = new Uint8Array(bytes);
   for (let i = 1; i < bytes; i++) frame[i] = i & 0xff;
@@ -108,8 +103,8 @@ async function measureLatency(
   return {
     frameBytes,
     iterations,
-    oneWayP50Us: percentile(sorted, 50),
-    oneWayP99Us: percentile(sorted, 99),
+    oneWayP50Us: nearestRank(sorted, 50),
+    oneWayP99Us: nearestRank(sorted, 99),
     oneWayMeanUs: sorted.reduce((a, b) => a + b, 0) / sorted.length,
   };
 }
