@@ -8,21 +8,19 @@ import type { RawData, WebSocket } from 'ws';
 import type { GenerateRequest } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { errorType, wireCode } from '../httpErrors.ts';
-import { refuseLongText } from '../promptText.ts';
 import { countClientError } from '../metrics/metrics.ts';
-import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
 import { cacheSaltOf } from '../cachePartition.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
-import { InputAudio } from './InputAudio.ts';
+import { InputAudioBuffer } from './InputAudioBuffer.ts';
 import { Conversation, INPUT_AUDIO_RATE_HZ, storedItemResource, type StoredItem } from './Conversation.ts';
 import { newId, sessionResource, type SessionState } from './serverEvents.ts';
 import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
-import { checkTextBudget, itemTextBytes } from './textBudget.ts';
+import { checkNewItem } from './checkNewItem.ts';
 import { IdleWatch } from './IdleWatch.ts';
 import { VoiceTurns } from './VoiceTurns.ts';
-import { checkCallAnswered, NO_TOOLS } from './realtimeTools.ts';
+import { NO_TOOLS } from './realtimeTools.ts';
 import { InputTranscription } from './InputTranscription.ts';
 import { HeardTurns } from './HeardTurns.ts';
 import type { TranscriptionSetting } from './transcriptionSetting.ts';
@@ -30,9 +28,11 @@ import type { MediaPart } from '../media/mediaParts.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
 import { DEFAULT_CAMERA, DEFAULT_REALTIME_RESUME } from '../../common/graph.ts';
-import { CameraFrames, isCameraFrame, isFrameEvent } from './CameraFrames.ts';
+import { CameraFrames, isCameraFrame } from './CameraFrames.ts';
+import { DeferredFrames } from './DeferredFrames.ts';
 import type { FrameThumbs } from './FrameThumbs.ts';
 import type { ResumableSessions } from './ResumableSessions.ts';
+import { resumeTarget } from './SessionResume.ts';
 import { SessionSocket } from './SessionSocket.ts';
 import { applySessionUpdate } from './sessionUpdate.ts';
 import { afterTurnModelFailure } from './turnDetection.ts';
@@ -69,7 +69,7 @@ export class RealtimeSession {
   readonly #writer: SocketWriter;
   readonly #state: SessionState;
   readonly #conversation: Conversation;
-  readonly #inputAudio = new InputAudio();
+  readonly #inputAudio: InputAudioBuffer;
   /** response.create to response.done: the active response, the held answer, what they leave in the conversation. */
   readonly #responses: SessionResponses;
   #closed = false;
@@ -87,8 +87,8 @@ export class RealtimeSession {
   #pristine = true;
   /** Camera frames: the window kept, near-duplicates skipped (CameraFrames). */
   readonly #camera: CameraFrames;
-  /** Frames that arrived during a spoken turn or its held answer: added once the turn is over (#deferFrame). */
-  readonly #deferredFrames: ClientEventOf<'conversation.item.create'>[] = [];
+  /** Frames that arrived during a spoken turn or its held answer: added once the turn is over. */
+  readonly #deferredFrames = new DeferredFrames(() => this.#responses.holding || this.#voice.inTurn);
   /** When the frame being handled arrived (monotonic), for the bench's first-packet account; 0 when nobody listens. */
   #frameAtMs = 0;
 
@@ -104,6 +104,7 @@ export class RealtimeSession {
       maxItems: options.maxConversationItems,
       maxMediaBytes: options.maxInputAudioBytes,
     });
+    this.#inputAudio = new InputAudioBuffer(this.#conversation);
     this.#state = {
       id: newId('sess'),
       model: options.modelName,
@@ -128,7 +129,7 @@ export class RealtimeSession {
       writer: this.#writer,
       state: this.#state,
       conversation: this.#conversation,
-      inputAudio: this.#inputAudio,
+      inputAudio: this.#inputAudio.audio,
       prefixKey: () => this.#prefill?.key,
     });
     const turnSpans = ctx.turnSpans ?? null;
@@ -138,9 +139,9 @@ export class RealtimeSession {
         this.#writer.send(event);
       },
       active: () => this.#responses.active,
-      audioMs: () => this.#inputAudio.appendedMs,
-      bufferStartMs: () => this.#inputAudio.startMs,
-      hasInputAudio: () => this.#inputAudio.bytes > 0,
+      audioMs: () => this.#inputAudio.audio.appendedMs,
+      bufferStartMs: () => this.#inputAudio.audio.startMs,
+      hasInputAudio: () => this.#inputAudio.audio.bytes > 0,
       commit: (itemId, clipEndMs) => this.#onAudioCommit(itemId, clipEndMs),
       respond: (turnEndedAtMs) =>
         this.#respond(
@@ -243,7 +244,7 @@ export class RealtimeSession {
     let event: ClientEvent | null = null;
     try {
       event = parseClientEvent(text);
-      if (this.#deferFrame(event)) return;
+      if (this.#deferredFrames.defer(event)) return;
       // A held answer was started from the session as it was: anything but more audio (or a look at an item) may
       // change what the turn's answer would be (HeldAnswer also compares the requests, so this is about not wasting
       // work, not correctness).
@@ -257,23 +258,9 @@ export class RealtimeSession {
     this.#addDeferredFrames();
   }
 
-  /**
-   * A camera frame that arrives while the user speaks (server VAD) would go before the turn's audio item, so every
-   * position of the speech prefilled so far would be computed again, and while the turn's answer is held (the VAD
-   * waits out the silence) it would change the prompt the answer was started with and discard it. So such a frame
-   * waits for the turn to end: it is added after the answer's item (the answer sees the camera up to the moment the
-   * user began to speak; the next one sees the rest), or, with no answer, at the next event after the commit.
-   * Any event but audio also drops a held answer, so it adds them too (once no turn is being spoken).
-   */
-  #deferFrame(event: ClientEvent): boolean {
-    if (!(this.#responses.holding || this.#voice.inTurn) || !isFrameEvent(event)) return false;
-    this.#deferredFrames.push(event as ClientEventOf<'conversation.item.create'>);
-    return true;
-  }
-
   #addDeferredFrames(): void {
-    if (this.#responses.holding || this.#voice.inTurn || this.#closed) return;
-    for (const event of this.#deferredFrames.splice(0)) {
+    if (this.#closed) return;
+    for (const event of this.#deferredFrames.take()) {
       try {
         this.#onItemCreate(event);
       } catch (err) {
@@ -293,7 +280,7 @@ export class RealtimeSession {
       case 'input_audio_buffer.commit':
         return this.#onAudioCommit();
       case 'input_audio_buffer.clear':
-        this.#clearInputAudio();
+        this.#inputAudio.clear();
         this.#voice.reset();
         this.#prefill?.release();
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
@@ -332,18 +319,8 @@ export class RealtimeSession {
 
   /** session.resume: this connection carries the token's session from now on; this fresh one ends unseen. */
   #resumeOther(event: ClientEventOf<'session.resume'>): void {
-    if (!this.#pristine)
-      throw new ClientInputError(
-        'session.resume must come before any other event on a connection: open a new connection to resume',
-        'type',
-      );
-    const target = this.#ctx.resumes.find(event.resume_token, this.#ctx.principal);
-    if (!target || target === this)
-      throw new ChorusError(
-        ErrorCodes.RESUME_TOKEN_INVALID,
-        'no session to resume with that resume_token for this API key: it was never issued to this key, or its ' +
-          'session has ended (closed, or its socket dropped longer ago than the resume window): open a new session',
-      );
+    const resume = { token: event.resume_token, principal: this.#ctx.principal };
+    const target = resumeTarget(this.#ctx.resumes, resume, this, this.#pristine);
     target.takeOver(this.#socket.ws!, event.last_seq);
     this.#socket.handOver();
   }
@@ -353,14 +330,7 @@ export class RealtimeSession {
     applySessionUpdate(event.session, state, this.#ctx);
     this.#voice.configure(state.turnDetection);
     // A turn heard as its transcript has nothing to prefill while it is spoken (the text comes at its end).
-    if (state.turnDetection && !this.#heard)
-      this.#prefill ??= VoicePrefill.for(
-        this.#ctx.engine,
-        this.#ctx.prefills,
-        `voice-${this.id}`,
-        this.#ctx.log,
-        () => state.cacheSalt,
-      );
+    if (state.turnDetection && !this.#heard) this.#openPrefill();
     else if (this.#camera.frames.length === 0) {
       // Camera frames keep theirs: closing would free the frames' prefilled KV.
       this.#prefill?.close();
@@ -369,22 +339,16 @@ export class RealtimeSession {
     this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
   }
 
+  /** The session's voice prefill (spoken turns, kept camera frames), opened on first use; null: the engine has none. */
+  #openPrefill(): VoicePrefill | null {
+    const { engine, prefills, log } = this.#ctx;
+    return (this.#prefill ??= VoicePrefill.for(engine, prefills, `voice-${this.id}`, log, () => this.#state.cacheSalt));
+  }
+
   #onItemCreate(event: ClientEventOf<'conversation.item.create'>): void {
     const item = Conversation.toStored(event.item, this.#ctx.media);
-    if (item.call?.type === 'function_call_output') {
-      const calls = this.#conversation.items().flatMap((it) => (it.call?.type === 'function_call' ? [it.call] : []));
-      checkCallAnswered(
-        calls.map((c) => c.callId),
-        item.call.callId,
-      );
-    }
-    // An item that alone cannot fit a prompt could never be answered; the rest count against the session's budget.
-    refuseLongText(itemTextBytes(item), this.#ctx.tokenLimits, {
-      what: "the item's text",
-      param: 'item',
-      fix: 'split it, or send less text',
-    });
-    checkTextBudget(this.#conversation.items(), item, this.#ctx.options.maxConversationTextBytes);
+    const { tokenLimits, options } = this.#ctx;
+    checkNewItem(item, this.#conversation.items(), { tokenLimits, maxTextBytes: options.maxConversationTextBytes });
     const previous = this.#conversation.insert(item, event.previous_item_id);
     this.#announceItem(item, previous);
     this.#heard?.hear(item, this.#state.transcription);
@@ -399,14 +363,7 @@ export class RealtimeSession {
    */
   #prefillNow(): void {
     if (this.#voice.inTurn && this.#prefill) return;
-    this.#prefill ??= VoicePrefill.for(
-      this.#ctx.engine,
-      this.#ctx.prefills,
-      `voice-${this.id}`,
-      this.#ctx.log,
-      () => this.#state.cacheSalt,
-    );
-    this.#prefill?.now(
+    this.#openPrefill()?.now(
       () => 0,
       () => {
         // The answer running sees the frame's item next turn; a turn begun meanwhile prefills it with its speech.
@@ -451,50 +408,25 @@ export class RealtimeSession {
   }
 
   #onAudioAppend(event: ClientEventOf<'input_audio_buffer.append'>): void {
-    const audio = decodeBase64Strict(event.audio);
-    if (audio === null) {
-      throw new ClientInputError(
-        'audio must be base64 of pcm16 (24 kHz mono, little-endian)',
-        'audio',
-        ErrorCodes.MEDIA_INVALID,
-      );
-    }
-    this.#conversation.reserveMedia(audio.length);
-    this.#inputAudio.append(audio);
-    this.#voice.push(audio);
+    this.#voice.push(this.#inputAudio.append(event.audio));
     this.#prefillTurn();
   }
 
   /** During a turn with nothing answering, the audio so far is prefilled (VoicePrefill paces it). */
   #prefillTurn(): void {
     if (this.#prefill && this.#voice.inTurn && this.#responses.idle)
-      this.#prefill.onAudio(this.#inputAudio.ms, () => this.#turnSoFar());
+      this.#prefill.onAudio(this.#inputAudio.audio.ms, () => this.#turnSoFar());
   }
 
   /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
   #turnSoFar(): GenerateRequest['messages'] | null {
-    const pending = this.#inputAudio.pendingItem();
+    const pending = this.#inputAudio.audio.pendingItem();
     return pending && this.#responses.turnSoFar(pending);
   }
 
   /** `clipEndMs` (server_vad): the item keeps the buffer up to there on the VAD's timeline; the rest is dropped. */
   #onAudioCommit(itemId = newId('item'), clipEndMs?: number): void {
-    if (this.#inputAudio.bytes === 0)
-      throw new ClientInputError('the input audio buffer is empty: append audio before committing');
-    if (this.#inputAudio.bytes % 2 !== 0) {
-      throw new ClientInputError(
-        'the input audio buffer holds an odd number of bytes: pcm16 needs whole samples',
-        null,
-        ErrorCodes.MEDIA_INVALID,
-      );
-    }
-    const media = this.#inputAudio.media(
-      clipEndMs === undefined ? this.#inputAudio.bytes : this.#inputAudio.bytesUntil(clipEndMs),
-    );
-    // The buffer's bytes were reserved as they arrived; move them to the item instead of counting them twice.
-    // A buffer the pipeline cannot use (no audio encoder, under 10 ms) is dropped too: keeping it would only
-    // make every later commit fail the same way.
-    this.#clearInputAudio();
+    const media = this.#inputAudio.take(clipEndMs);
     this.#prefill?.turnEnded();
     this.#ctx.media.check(media, 'input_audio_buffer (audio)');
     const heard = this.#heard !== null;
@@ -522,11 +454,6 @@ export class RealtimeSession {
       .then(() => {
         if (!this.#closed) void this.#transcription.start(itemId, media, setting, seconds);
       });
-  }
-
-  #clearInputAudio(): void {
-    this.#conversation.releaseMedia(this.#inputAudio.bytes);
-    this.#inputAudio.clear();
   }
 
   #sendError(err: unknown, eventId: string | null): void {
@@ -563,8 +490,8 @@ export class RealtimeSession {
     this.#ctx.turnSpans?.close();
     this.#prefill?.close();
     this.#camera.close();
-    this.#deferredFrames.length = 0;
-    this.#clearInputAudio();
+    this.#deferredFrames.clear();
+    this.#inputAudio.clear();
     this.#ctx.log.debug({ sessionId: this.id }, 'realtime session closed');
     this.#ctx.onClosed();
   }

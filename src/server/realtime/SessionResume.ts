@@ -11,6 +11,31 @@ import type { ResumableSessions, ResumeTarget } from './ResumableSessions.ts';
 import { newId } from './serverEvents.ts';
 import type { SessionResumeEnabledEvent } from './ServerEvent.ts';
 
+/**
+ * The session a session.resume names, for the connection `self` whose first event it is (`pristine`): this
+ * connection carries it from then on. Throws what the client must fix otherwise.
+ */
+export function resumeTarget<T extends ResumeTarget>(
+  registry: ResumableSessions<T>,
+  resume: { readonly token: string; readonly principal: string | null },
+  self: T,
+  pristine: boolean,
+): T {
+  if (!pristine)
+    throw new ClientInputError(
+      'session.resume must come before any other event on a connection: open a new connection to resume',
+      'type',
+    );
+  const target = registry.find(resume.token, resume.principal);
+  if (!target || target === self)
+    throw new ChorusError(
+      ErrorCodes.RESUME_TOKEN_INVALID,
+      'no session to resume with that resume_token for this API key: it was never issued to this key, or its ' +
+        'session has ended (closed, or its socket dropped longer ago than the resume window): open a new session',
+    );
+  return target;
+}
+
 /** A socket closed with 1000 was closed on purpose by the client: its session ends at once. */
 const NORMAL_CLOSURE = 1000;
 
