@@ -24,7 +24,7 @@ import { z } from 'zod';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer } from '../../src/server/app.ts';
-import type { SessionResource } from '../../src/server/realtime/ServerEvent.ts';
+import type { SessionResource } from '../../src/server/realtime/SessionResource.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';
 
 /** The server events' fields this test reads (the SDK types its transport events loosely). */

@@ -11,12 +11,8 @@
  * given as {id} comes back as given.
  */
 import type { RealtimeServerEvent } from 'openai/resources/realtime/realtime';
-import type {
-  ChorusExtensionEvent,
-  EchoedItemResource,
-  ServerEvent,
-  ServerEventType,
-} from '../../src/server/realtime/ServerEvent.ts';
+import type { ChorusExtensionEvent, ServerEvent, ServerEventType } from '../../src/server/realtime/ServerEvent.ts';
+import type { EchoedItemResource } from '../../src/server/realtime/ItemResource.ts';
 
 type AsOpenAISees<T> = T extends string | number | boolean | null | undefined
   ? T

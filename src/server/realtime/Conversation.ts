@@ -16,7 +16,7 @@ import { realtimeImagePart, type MediaPart } from '../media/mediaParts.ts';
 import { decodeBase64Strict } from '../pcm.ts';
 import { ClientInputError } from '../validate.ts';
 import type { ContentPart as ClientPart, ConversationItem } from './clientEvents.ts';
-import type { EchoedContent, StoredItemResource } from './ServerEvent.ts';
+import type { EchoedContent, StoredItemResource } from './ItemResource.ts';
 import { newId } from './serverEvents.ts';
 
 /** The Realtime API's input audio: pcm16, mono, little-endian, 24 kHz. */

@@ -11,7 +11,7 @@
  */
 import { ToolCallStream, type ToolCallEvent } from '../chat/toolCallStream.ts';
 import type { CallData, StoredItem } from './Conversation.ts';
-import type { FunctionCallItemResource } from './ServerEvent.ts';
+import type { FunctionCallItemResource } from './ItemResource.ts';
 import { newId } from './serverEvents.ts';
 import type { SocketWriter } from './SocketWriter.ts';
 

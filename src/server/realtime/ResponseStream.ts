@@ -26,7 +26,8 @@ import { renameItems, renameSerialized, type ItemNamer } from '../media/itemName
 import { pcm16ToBase64 } from '../pcm.ts';
 import type { SocketWriter } from './SocketWriter.ts';
 import { ResponseCalls, type ResponseCallsContext } from './ResponseCalls.ts';
-import type { ContentPartResource, ResponseStatusDetails, ServerEvent } from './ServerEvent.ts';
+import type { ContentPartResource, ResponseStatusDetails } from './ResponseResource.ts';
+import type { ServerEvent } from './ServerEvent.ts';
 import { itemResource, newId, responseResource, type ResponseState } from './serverEvents.ts';
 import { packetMark, packetMarksOn, PERF_TO_MONOTONIC_MS } from '../../common/packetMarks.ts';
 

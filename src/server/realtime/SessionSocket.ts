@@ -10,7 +10,8 @@ import type { RealtimeResumeSettings } from '../../common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { ResumableSessions, ResumeTarget } from './ResumableSessions.ts';
 import { newId } from './serverEvents.ts';
-import type { SessionResource, SessionResumeEnabledEvent, SessionResumedEvent } from './ServerEvent.ts';
+import type { SessionResource } from './SessionResource.ts';
+import type { SessionResumeEnabledEvent, SessionResumedEvent } from './ServerEvent.ts';
 import { SessionResume } from './SessionResume.ts';
 import type { SocketWriter } from './SocketWriter.ts';
 

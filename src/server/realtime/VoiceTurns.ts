@@ -9,7 +9,8 @@
  * once it is up, so no speech is missed.
  */
 import { ErrorCodes, ChorusError } from '../../common/errors.ts';
-import type { ServerEvent, TurnDetectionResource } from './ServerEvent.ts';
+import type { ServerEvent } from './ServerEvent.ts';
+import type { TurnDetectionResource } from './SessionResource.ts';
 import { newId } from './serverEvents.ts';
 import type { SpokenText } from './ResponseStream.ts';
 import type { TurnEvent, VadService, VadStream } from '../../voice/index.ts';

@@ -4,18 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Usage } from '../../common/engine.ts';
-import type {
-  AssistantContent,
-  AssistantItemResource,
-  AudioFormat,
-  OutputItemResource,
-  ResponseResource,
-  ResponseStatusDetails,
-  SessionResource,
-  TranscriptionResource,
-  TurnDetectionResource,
-  UsageResource,
-} from './ServerEvent.ts';
+import type { AssistantContent, AssistantItemResource, OutputItemResource } from './ItemResource.ts';
+import type { AudioFormat, SessionResource, TranscriptionResource, TurnDetectionResource } from './SessionResource.ts';
+import type { ResponseResource, ResponseStatusDetails, UsageResource } from './ResponseResource.ts';
 import type { TranscriptionSetting } from './transcriptionSetting.ts';
 import type { GenerationFields } from '../generationParams.ts';
 import type { ResponseLatency } from '../metrics/LatencyMeter.ts';

@@ -20,7 +20,7 @@ import type {
   SemanticVadResource,
   ServerVadResource,
   TurnDetectionResource,
-} from './ServerEvent.ts';
+} from './SessionResource.ts';
 
 /** OpenAI's server_vad defaults. */
 export const SERVER_VAD_DEFAULTS: ServerVadResource = {
