@@ -8,14 +8,8 @@
  */
 
 // Errors (stable CHORUS_ERR_* codes), the logger, the config's shapes and constants, where models are cached.
-export {
-  GREEDY_SAMPLING,
-  type RoutingPolicy,
-  type SamplingParams,
-  type SchedulingPolicy,
-  type StageGraph,
-  type StageSpec,
-} from './common/graph.ts';
+export type { RoutingPolicy, SchedulingPolicy, StageGraph, StageSpec } from './common/graph.ts';
+export { GREEDY_SAMPLING, type SamplingParams } from './common/samplingParams.ts';
 export { ChorusError, ErrorCodes } from './common/errors.ts';
 export { logger, type Logger } from './common/log.ts';
 export { repoRoot, userCacheDir } from './config/paths.ts';

@@ -10,15 +10,9 @@
  * (promptLimits, audioFacts, ecIdentity, prefixHeld), never a test of its name.
  */
 import type { TSchema } from '@sinclair/typebox';
-import type {
-  FinalOutputType,
-  MediaModality,
-  ModelSpec,
-  StageGraph,
-  StageKind,
-  StageSpec,
-  WorkerType,
-} from '../src/common/graph.ts';
+import type { FinalOutputType, StageGraph, StageKind, StageSpec, WorkerType } from '../src/common/graph.ts';
+import type { MediaModality } from '../src/common/encoderSettings.ts';
+import type { ModelSpec } from '../src/common/modelSpec.ts';
 import type { GenerateRequest } from '../src/common/engine.ts';
 import type { AudioOutputFacts, ModelFacts } from '../src/common/modelFacts.ts';
 import type { ConfigPath, ProblemSink } from '../src/common/problems.ts';

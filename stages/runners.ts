@@ -2,7 +2,8 @@
  * Builds (on first use) or loads a stage's model and returns its runner. Everything a stage process needs
  * from the model layer starts here.
  */
-import type { EngineArgs, ModelSpec, StageKind } from '../src/common/graph.ts';
+import type { EngineArgs, StageKind } from '../src/common/graph.ts';
+import type { ModelSpec } from '../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 import { OnnxCode2WavRunner } from './code2wav/OnnxCode2WavRunner.ts';
 import { ensureModel, type ModelBuildProgress } from './models/ensureModel.ts';

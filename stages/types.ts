@@ -3,7 +3,7 @@
  * what runs (vLLM v1's split). A runner keeps per-sequence state (KV cache, sampler RNG, last frame)
  * keyed by seqId until free(seqId).
  */
-import type { SamplingParams } from '../src/common/graph.ts';
+import type { SamplingParams } from '../src/common/samplingParams.ts';
 import type { TokenLogprobs } from '../src/common/payloads.ts';
 
 export type { SamplingParams };

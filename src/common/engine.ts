@@ -2,7 +2,8 @@
  * The engine as the front end (src/server), the CLI and the bench see it. The Orchestrator implements it.
  */
 import type { Observable } from 'rxjs';
-import type { SamplingParams, StageGraph } from './graph.ts';
+import type { SamplingParams } from './samplingParams.ts';
+import type { StageGraph } from './graph.ts';
 import type { SerializedError } from './errors.ts';
 import type { AudioOutputFacts } from './modelFacts.ts';
 

@@ -1,10 +1,12 @@
 /**
  * The resolved, validated, defaulted and frozen stage graph. src/config/loadConfig.ts produces it from YAML;
- * everything downstream reads only this shape (snake_case in YAML, camelCase here).
+ * everything downstream reads only this shape (snake_case in YAML, camelCase here). Its parts with a subject of their
+ * own are in samplingParams.ts, modelSpec.ts, encoderSettings.ts and realtimeSettings.ts.
  */
-import { Type, type Static } from '@sinclair/typebox';
-import { Count, List } from './wireValues.ts';
-import type { Modality } from './modality.ts';
+import type { SamplingParams } from './samplingParams.ts';
+import type { ModelSpec } from './modelSpec.ts';
+import type { EncoderSettings, MediaModality } from './encoderSettings.ts';
+import type { AsrSpec, CameraSettings, RealtimeResumeSettings, SemanticVadSpec } from './realtimeSettings.ts';
 
 /**
  * A stage kind's name: a key of the kind registry (stages/registry.ts), which the floor cannot read; the config
@@ -26,176 +28,6 @@ export interface ConnectorSpec {
   /** shm: ringBytes (capacity of each edge ring). redis: url, password, ttlSeconds, poolSize. */
   readonly options: Readonly<Record<string, unknown>>;
 }
-
-/** A request's sampling knobs (main builds them from a validated request and the config; sent in `add`). */
-export const SamplingParamsSchema = Type.Object(
-  {
-    temperature: Type.Number({ minimum: 0 }), // 0 = greedy
-    topK: Count, // 0 = off
-    topP: Type.Number({ minimum: 0, maximum: 1 }), // 1 = off
-    repetitionPenalty: Type.Number({ exclusiveMinimum: 0 }), // 1 = off
-    /** OpenAI's: logit -= frequencyPenalty * (times the token was generated) (0 = off, -2..2). */
-    frequencyPenalty: Type.Number({ minimum: -2, maximum: 2 }),
-    /** OpenAI's: logit -= presencePenalty once the token has been generated (0 = off, -2..2). */
-    presencePenalty: Type.Number({ minimum: -2, maximum: 2 }),
-    /** OpenAI's logit_bias: token id -> added to its logit (-100 bans it, 100 forces it). */
-    logitBias: Type.Unsafe<Readonly<Record<string, number>>>(
-      Type.Record(Type.String({ pattern: '^[0-9]+$' }), Type.Number({ minimum: -100, maximum: 100 }), {
-        additionalProperties: false,
-        maxProperties: 4096,
-      }),
-    ),
-    seed: Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }),
-    maxTokens: Count,
-    stopTokenIds: List(Count, 4096),
-    ignoreEos: Type.Boolean(),
-  },
-  { additionalProperties: false },
-);
-export type SamplingParams = Readonly<Static<typeof SamplingParamsSchema>>;
-
-/** Greedy decoding with every knob off: the base callers override (warm-up runs, benches, test stages). */
-export const GREEDY_SAMPLING: SamplingParams = Object.freeze({
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: Object.freeze({}),
-  seed: 0,
-  maxTokens: 1,
-  stopTokenIds: Object.freeze([]),
-  ignoreEos: false,
-});
-
-/** Sizes of a generated model. Which fields apply depends on the stage kind. */
-export interface ThinkerSize {
-  readonly vocabSize: number;
-  readonly hiddenSize: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly intermediateSize: number;
-  readonly maxPositions: number;
-  /** The layer whose output is sent to the Talker as "accept" hidden states (0-based, < numLayers). */
-  readonly acceptLayer: number;
-  /** Scale of the output head, large enough that greedy choices are never near-ties under float noise. */
-  readonly logitScale: number;
-}
-
-export interface TalkerSize {
-  readonly codebookSize: number; // codebook-0 vocabulary, excluding the special tokens (bos, eos)
-  readonly numCodebooks: number; // 16
-  readonly hiddenSize: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly intermediateSize: number;
-  readonly maxPositions: number;
-  readonly framesPerToken: number; // codec frames generated per Thinker text token
-  /**
-   * Width of one conditioning row from the Thinker: thinker embed + accept hidden (derived, 2 * thinker hiddenSize).
-   */
-  readonly conditionDim: number;
-  readonly logitScale: number;
-}
-
-export interface Code2WavSize {
-  readonly numCodebooks: number;
-  readonly codebookSize: number;
-  readonly hiddenSize: number;
-  readonly numLayers: number;
-  readonly kernelSize: number;
-  readonly samplesPerFrame: number; // 1920 at 24 kHz = 12.5 frames/s
-  readonly sampleRateHz: number; // 24000
-  /**
-   * Build the streaming variant (causal-conv state in and out, so each frame is decoded once) instead of the
-   * stateless graph that needs its receptive field re-sent as left context with every chunk.
-   */
-  readonly streamingState: boolean;
-}
-
-/**
- * Sizes of the generated tiny-omni encoders. outputSize is the Thinker's hiddenSize: encoder rows are spliced
- * into the Thinker's inputs_embeds, so the two must agree; the loader derives it from the downstream Thinker.
- */
-export interface AudioEncoderSize {
-  /** Mel bins of the input features (80, as Whisper's front end). */
-  readonly numMelBins: number;
-  readonly hiddenSize: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly intermediateSize: number;
-  /** Width of one output embedding = the Thinker's hiddenSize. */
-  readonly outputSize: number;
-}
-
-export interface VisionEncoderSize {
-  /** Side of a square patch in pixels (14, as CLIP ViT-L/14 and Qwen2-VL). */
-  readonly patchSize: number;
-  /** mergeSize x mergeSize neighbouring patches become one embedding (2, as Qwen2-VL). */
-  readonly mergeSize: number;
-  readonly hiddenSize: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly intermediateSize: number;
-  /** Width of one output embedding = the Thinker's hiddenSize. */
-  readonly outputSize: number;
-}
-
-export type EncoderSize = AudioEncoderSize | VisionEncoderSize;
-export type EncoderModelKind = 'audio_encoder' | 'vision_encoder';
-
-export type GeneratedModelSpec =
-  | {
-      readonly source: 'generated';
-      readonly kind: 'thinker';
-      readonly preset: string;
-      readonly seed: number;
-      readonly size: ThinkerSize;
-    }
-  | {
-      readonly source: 'generated';
-      readonly kind: 'talker';
-      readonly preset: string;
-      readonly seed: number;
-      readonly size: TalkerSize;
-    }
-  | {
-      readonly source: 'generated';
-      readonly kind: 'code2wav';
-      readonly preset: string;
-      readonly seed: number;
-      readonly size: Code2WavSize;
-    }
-  | {
-      readonly source: 'generated';
-      readonly kind: 'audio_encoder';
-      readonly preset: string;
-      readonly seed: number;
-      readonly size: AudioEncoderSize;
-    }
-  | {
-      readonly source: 'generated';
-      readonly kind: 'vision_encoder';
-      readonly preset: string;
-      readonly seed: number;
-      readonly size: VisionEncoderSize;
-    };
-
-export interface FileModelSpec {
-  readonly source: 'file';
-  /** Absolute path of the ONNX file (resolved against the YAML file's folder). */
-  readonly path: string;
-  /** Folder with tokenizer.json (+ tokenizer_config.json), absolute; Thinker only. */
-  readonly tokenizer?: string;
-  /**
-   * The GGUF file this model is imported from (YAML `model: {gguf: ...}`, Thinker only): `path` and `tokenizer` then
-   * name its folder in the model cache, which loadConfig (or ensureModel) fills on first use.
-   */
-  readonly gguf?: string;
-}
-
-export type ModelSpec = GeneratedModelSpec | FileModelSpec;
 
 export interface EngineArgs {
   readonly maxNumSeqs: number;
@@ -274,84 +106,6 @@ export interface StageInput {
   readonly connector: string; // name in connectors
 }
 
-/** The one modality type (src/common/modality.ts), under the name the stage graph has used. */
-export type MediaModality = Modality;
-
-/** What a Thinker does when an encoder cannot deliver an item: fail the request, or answer without that item. */
-export type EncoderFailurePolicy = 'fail' | 'text_only';
-
-/** How images are cut into patches for a vision encoder; main and the encoder stage must agree on it. */
-export interface ImageGridSettings {
-  readonly patchSize: number;
-  readonly mergeSize: number;
-  readonly minPixels: number;
-  readonly maxPixels: number;
-}
-
-/** Settings of an encoder stage (kind encoder); absent on every other kind. */
-export interface EncoderSettings {
-  readonly modality: MediaModality;
-  /** Byte budget of the encoder output cache (per replica). */
-  readonly cacheBytes: number;
-  /** Embeddings that may start encoding in one step (the encoder compute budget). */
-  readonly budgetEmbeddings: number;
-  /** Items of one encoder run at most. */
-  readonly maxBatchSize: number;
-  /** How long a partial batch waits for more items before it runs anyway. */
-  readonly batchTimeoutMs: number;
-  readonly onFailure: EncoderFailurePolicy;
-  /** Audio items longer than this are refused at admission. */
-  readonly maxAudioSeconds: number;
-  /** From admission: an item whose rows have not reached the Thinker by then has failed (on_failure applies). */
-  readonly timeoutMs: number;
-  /** Vision only (image and video: the patch and merge sizes of the model). */
-  readonly imageGrid: ImageGridSettings | null;
-  /** Video only: sampling defaults and the decoder's limits (`encoder.video:`). */
-  readonly video: VideoSettings | null;
-}
-
-/** How a video encoder stage samples clips by default, and what the decoder in main accepts (docs/video.md). */
-export interface VideoSettings {
-  /** Frames per second sampled when a request names none (mm_processor_kwargs.fps). */
-  readonly fps: number;
-  /** Frames per clip at most (mm_processor_kwargs.max_frames): a longer clip is sampled uniformly. */
-  readonly maxFrames: number;
-  /** Area of a sampled frame at most, in pixels (sides multiples of patch x merge). */
-  readonly framePixels: number;
-  /** Frames in one temporal patch (Qwen2.5-VL: 2). */
-  readonly temporalPatchSize: number;
-  /** Longer clips are refused (CHORUS_ERR_VIDEO_TOO_LONG). */
-  readonly maxSeconds: number;
-  /** Bytes of a video (or its frame images) at most (CHORUS_ERR_VIDEO_TOO_LARGE). */
-  readonly maxInputBytes: number;
-  /** Bytes of the frames sampled from one clip at most, before the max_frames pick (CHORUS_ERR_VIDEO_TOO_LARGE). */
-  readonly maxFrameBytes: number;
-  /** The decoder's time limit per clip (CHORUS_ERR_VIDEO_DECODE_TIMEOUT). */
-  readonly decodeTimeoutMs: number;
-  /** use_audio_in_video: seconds per chunk of the frames/track interleave (Qwen2.5-Omni's seconds_per_chunk). */
-  readonly audioChunkSeconds: number;
-  /**
-   * Patches of one clip's encode at most: the vision encoder attends over all of a clip's patches at once, so its
-   * working memory grows with their square (src/media/video/encodeMemory.ts). A larger clip steps down under the
-   * fallback (or is refused without one).
-   */
-  readonly maxPatchesPerEncode: number;
-  /** How a clip that does not fit is served with fewer or smaller frames (null: refused instead). */
-  readonly fallback: VideoFallbackSettings | null;
-}
-
-/** `encoder.video.fallback`: the steps down of a clip that does not fit, and their floor (docs/video.md). */
-export interface VideoFallbackSettings {
-  /** Each step keeps this share of the frames... */
-  readonly framesFactor: number;
-  /** ...down to this many; then frames shrink. */
-  readonly minFrames: number;
-  /** Each step then keeps this share of a frame's area... */
-  readonly pixelsFactor: number;
-  /** ...down to this area: the floor (past it the clip is refused). */
-  readonly minFramePixels: number;
-}
-
 export interface StageSpec {
   readonly stageId: string;
   readonly kind: StageKind;
@@ -417,34 +171,6 @@ export interface EcStoreSettings {
   } | null;
 }
 
-export interface RealtimeResumeSettings {
-  readonly windowMs: number;
-  readonly bufferBytes: number;
-}
-
-/** YAML `realtime:` left out (and graphs not loaded from YAML). */
-export const DEFAULT_REALTIME_RESUME: RealtimeResumeSettings = Object.freeze({
-  windowMs: 30_000, // 30 s: a phone changing networks is back within seconds
-  bufferBytes: 4 * 1024 * 1024, // 4 MiB: ~1 min of 24 kHz audio as base64 pcm16
-});
-
-/** Camera frames in a Realtime session (YAML `realtime.camera`, docs/video.md#camera-frames-in-a-conversation). */
-export interface CameraSettings {
-  /** Frames a session keeps: past this, the oldest frame's item is deleted (conversation.item.deleted). */
-  readonly maxFrames: number;
-  /**
-   * A frame whose thumbnail (16 x 16 box-averaged luma) differs from the last kept frame's by less than this mean
-   * absolute difference, as a fraction of full scale, is a near-duplicate: it is skipped (its item deleted).
-   * 0: every frame is kept.
-   */
-  readonly duplicateThreshold: number;
-}
-
-export const DEFAULT_CAMERA: CameraSettings = Object.freeze({
-  maxFrames: 8, // 8 s of camera at one frame a second
-  duplicateThreshold: 0.02, // 2% of full scale: a still scene's sensor noise stays under it, a hand moving does not
-});
-
 /**
  * Bounds on the estimated wait of a request admitted now (src/server/admission/admissionDecision.ts): beyond either,
  * it is refused with a 429 and a Retry-After from the estimate instead of being queued into lateness. null: no bound.
@@ -466,26 +192,6 @@ export interface AdmissionSettings {
 }
 
 export type CachePartition = 'api_key' | 'shared';
-
-/**
- * The pipeline's speech-to-text (YAML `asr:`): Whisper in a CTranslate2 folder (faster-whisper's layout), given as a
- * path or as a folder inside an installed Python package. It transcribes input audio for Realtime input transcription
- * and /v1/audio/transcriptions, in a process of its own beside the stages.
- */
-export interface AsrSpec {
-  readonly model: { readonly path: string } | { readonly pythonPackage: string; readonly dir: string };
-  readonly threads: number;
-}
-
-/**
- * Realtime `semantic_vad` (docs/voice.md#semantic_vad): the end-of-turn model's ONNX file (Smart Turn v3), null when
- * there is none; and what semantic_vad does then: refuse (a session.update asking for it gets a 400 naming the fix)
- * or silence (the VAD's silence rule, as server_vad, said so in session.updated).
- */
-export interface SemanticVadSpec {
-  readonly modelPath: string | null;
-  readonly fallback: 'refuse' | 'silence';
-}
 
 export interface StageGraph {
   /** Absolute path of the YAML file, or '<embedded>' for the built-in default. */

@@ -3,7 +3,7 @@
  * of these out (with comments); a minimal YAML needs only `stages`.
  */
 
-import { DEFAULT_REALTIME_RESUME } from '../common/graph.ts';
+import { DEFAULT_REALTIME_RESUME } from '../common/realtimeSettings.ts';
 
 export const defaults = {
   asyncChunk: true,

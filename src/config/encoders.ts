@@ -6,7 +6,8 @@ import type { Static } from '@sinclair/typebox';
 import { DEFAULT_IMAGE_GRID } from '../media/imagePatches.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import type { EncoderYaml, VideoYaml } from './schema.ts';
-import type { EncoderFailurePolicy, EncoderSettings, ModelSpec, VideoSettings } from '../common/graph.ts';
+import type { EncoderFailurePolicy, EncoderSettings, VideoSettings } from '../common/encoderSettings.ts';
+import type { ModelSpec } from '../common/modelSpec.ts';
 
 /** `encoder:` -> EncoderSettings, the graph's on_encoder_failure filling in on_failure. */
 export function resolveEncoderSettings(

@@ -12,7 +12,7 @@ import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { resolveEcStore } from './ecStore.ts';
 import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
-import { DEFAULT_CAMERA } from '../common/graph.ts';
+import { DEFAULT_CAMERA } from '../common/realtimeSettings.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import {
   resolveLongPrefill,
@@ -32,15 +32,10 @@ import { resolveSemanticVad } from './semanticVad.ts';
 import { Problems } from './problems.ts';
 import { GraphYaml, StageYaml } from './schema.ts';
 import { checkFeeds, refuseKindSettings, resolveFinalOutput } from './stageRules.ts';
-import type {
-  AsrSpec,
-  ChunkPolicy,
-  ConnectorSpec,
-  ModelSpec,
-  SamplingParams,
-  StageGraph,
-  StageSpec,
-} from '../common/graph.ts';
+import type { AsrSpec } from '../common/realtimeSettings.ts';
+import type { ChunkPolicy, ConnectorSpec, StageGraph, StageSpec } from '../common/graph.ts';
+import type { ModelSpec } from '../common/modelSpec.ts';
+import type { SamplingParams } from '../common/samplingParams.ts';
 import { assignCpus, checkCpus, withCpus } from './cpus.ts';
 import { resolvePlacement } from './placement.ts';
 import { check } from './validate.ts';

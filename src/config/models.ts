@@ -7,7 +7,9 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
-import type { MediaModality, ModelSpec, StageKind } from '../common/graph.ts';
+import type { MediaModality } from '../common/encoderSettings.ts';
+import type { ModelSpec } from '../common/modelSpec.ts';
+import type { StageKind } from '../common/graph.ts';
 import { stageKinds } from '../../stages/registry.ts';
 import type { RelatedStage } from '../../stages/StageKindDescriptor.ts';
 import { resolveGgufModel } from './ggufModel.ts';

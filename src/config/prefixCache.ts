@@ -1,5 +1,6 @@
 /** `engine.prefix_cache` of a stage: on by default for autoregressive stages, refused on the others. */
-import type { ModelSpec, PrefixCacheSettings } from '../common/graph.ts';
+import type { ModelSpec } from '../common/modelSpec.ts';
+import type { PrefixCacheSettings } from '../common/graph.ts';
 import { prefixBudgetProblem } from '../sched/PrefixCache.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import type { Problems } from './problems.ts';

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { SemanticVadSpec } from '../common/graph.ts';
+import type { SemanticVadSpec } from '../common/realtimeSettings.ts';
 import { userCacheDir } from './paths.ts';
 import type { Problems } from './problems.ts';
 

@@ -5,7 +5,7 @@
  * items; with `text_only` the Thinker is told to go on without them (it drops their spans and says so).
  */
 import { modalityOf } from '../media/modalities/index.ts';
-import type { EncoderFailurePolicy } from '../common/graph.ts';
+import type { EncoderFailurePolicy } from '../common/encoderSettings.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { ChunkTransferAdapter } from '../../transport/registry.ts';

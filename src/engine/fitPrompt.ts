@@ -10,7 +10,7 @@
  */
 import type { ChatMessage, ContentPart } from '../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import type { VideoFallbackSettings } from '../common/graph.ts';
+import type { VideoFallbackSettings } from '../common/encoderSettings.ts';
 import { nextStep, reducedVideo, type FallbackStep } from '../media/video/videoFallback.ts';
 import { videoGridOf } from '../media/modalities/video.ts';
 import { clipPatches } from '../media/video/encodeMemory.ts';

@@ -6,13 +6,8 @@
  * ran in a child process before the request got here), so this costs microseconds per item. Anything wrong with an
  * item is a CHORUS_ERR_MEDIA_INVALID naming it ("messages[0].content[1] (audio): ...") before anything is admitted.
  */
-import {
-  encodersOf,
-  type EncoderSettings,
-  type MediaModality,
-  type StageGraph,
-  type StageSpec,
-} from '../common/graph.ts';
+import { encodersOf, type StageGraph, type StageSpec } from '../common/graph.ts';
+import type { EncoderSettings, MediaModality } from '../common/encoderSettings.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { mediaInvalid } from '../media/mediaError.ts';
 import { MODALITIES, modalities, modalityOf, type MediaPart } from '../media/modalities/index.ts';

@@ -5,7 +5,8 @@
  * edges (joinEdges).
  */
 import { modalitiesServed } from '../media/modalities/index.ts';
-import { MAIN, type MediaModality, type StageGraph, type StageSpec } from '../common/graph.ts';
+import { MAIN, type StageGraph, type StageSpec } from '../common/graph.ts';
+import type { MediaModality } from '../common/encoderSettings.ts';
 import type { EdgeBinding } from '../worker/messages.ts';
 import { encoderConnector, outputConnector } from '../common/edgeConnectors.ts';
 

@@ -5,7 +5,7 @@
  * cannot do is refused where the protocol parses it (chat: stop, n > 1), never silently ignored.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { SamplingParams } from '../common/graph.ts';
+import type { SamplingParams } from '../common/samplingParams.ts';
 import type { GenerateRequest } from '../common/engine.ts';
 import { ClientInputError } from './validate.ts';
 

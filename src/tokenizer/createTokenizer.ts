@@ -3,7 +3,7 @@
  * tokenizer; a generated model (or a file model without one) gets the ByteTokenizer its vocabulary was
  * laid out for. Synchronous (it reads two small JSON files once, at stage or engine start-up).
  */
-import type { ModelSpec } from '../common/graph.ts';
+import type { ModelSpec } from '../common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { ByteTokenizer } from './ByteTokenizer.ts';
 import { HfTokenizer } from './HfTokenizer.ts';

@@ -13,10 +13,10 @@ import {
   MAIN,
   type ChunkPolicy,
   type EcStoreSettings,
-  type SamplingParams,
   type SchedulingPolicy,
   type StageSpec,
 } from '../common/graph.ts';
+import type { SamplingParams } from '../common/samplingParams.ts';
 import type { FinishReason } from '../common/engine.ts';
 import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';

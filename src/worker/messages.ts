@@ -10,8 +10,9 @@
  * below and checked by the kind's core.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { EncoderFailurePolicy, MediaModality, StageGraph } from '../common/graph.ts';
-import { SamplingParamsSchema } from '../common/graph.ts';
+import type { EncoderFailurePolicy, MediaModality } from '../common/encoderSettings.ts';
+import type { StageGraph } from '../common/graph.ts';
+import { SamplingParamsSchema } from '../common/samplingParams.ts';
 import { SerializedErrorSchema } from '../common/errors.ts';
 import { ModelFactsSchema } from '../common/modelFacts.ts';
 import type { MediaGrid } from '../common/modality.ts';

@@ -10,7 +10,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { Code2WavSize, EngineArgs, ModelSpec } from '../../src/common/graph.ts';
+import type { Code2WavSize, ModelSpec } from '../../src/common/modelSpec.ts';
+import type { EngineArgs } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { code2wavReceptiveFieldFrames } from './code2wavModel.ts';
 import { signatureError } from '../models/decoderSignature.ts';

@@ -20,7 +20,7 @@
  * basis is periodic over one frame and joins its neighbour without a phase jump: the dummy model hums
  * rather than hisses.
  */
-import type { Code2WavSize } from '../../src/common/graph.ts';
+import type { Code2WavSize } from '../../src/common/modelSpec.ts';
 import { GraphBuilder } from '../generator/GraphBuilder.ts';
 import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';
 import { Weights, randomUniform, yieldToLoop } from '../generator/weights.ts';

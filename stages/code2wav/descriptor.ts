@@ -1,6 +1,6 @@
 /** Code2Wav: the vocoder, codec frames -> PCM, one forward per chunk. Audio to the client. */
 import { Type } from '@sinclair/typebox';
-import type { Code2WavSize } from '../../src/common/graph.ts';
+import type { Code2WavSize } from '../../src/common/modelSpec.ts';
 import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import type { Code2WavRunner } from '../types.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';

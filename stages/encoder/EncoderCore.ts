@@ -14,7 +14,7 @@
  * in the cache until all its items are sent; abort and failure release them and drop jobs nobody waits for.
  */
 import { modalities, modalityOfBody } from '../../src/media/modalities/index.ts';
-import type { EncoderSettings } from '../../src/common/graph.ts';
+import type { EncoderSettings } from '../../src/common/encoderSettings.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../../src/common/errors.ts';
 import { EncoderCache } from './EncoderCache.ts';
 import { planEncoderStep, type EncodeJob, type EncoderBudgetPolicy } from './encoderBudget.ts';

@@ -1,6 +1,7 @@
 /** Encoders (audio, image): media from the request -> embedding rows for the Thinker, batched one-shot forwards. */
 import { Type } from '@sinclair/typebox';
-import type { AudioEncoderSize, StageGraph, StageSpec, VisionEncoderSize } from '../../src/common/graph.ts';
+import type { AudioEncoderSize, VisionEncoderSize } from '../../src/common/modelSpec.ts';
+import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';
 import { closed, generatedCommon, int, optional, camelSizes } from '../../src/common/yamlSchema.ts';

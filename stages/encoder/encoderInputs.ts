@@ -4,7 +4,7 @@
  * (the log-mel) and video patches are computed only when the item is actually encoded: a cache hit skips them. Bytes
  * seen before skip the decode as well: ContentKeys remembers which content key they decoded to.
  */
-import type { EncoderSettings } from '../../src/common/graph.ts';
+import type { EncoderSettings } from '../../src/common/encoderSettings.ts';
 import { mediaInvalid } from '../../src/media/mediaError.ts';
 import { modalitiesServed, modalityOfBody, type PreparedItem } from '../../src/media/modalities/index.ts';
 import type { EncodeItem } from '../../src/worker/messages.ts';

@@ -1,13 +1,13 @@
 /**
- * Presets of the generated tiny-omni encoders. The size types live in src/common/graph.ts (the stage graph
+ * Presets of the generated tiny-omni encoders. The size types live in src/common/modelSpec.ts (the stage graph
  * describes generated encoders); they are re-exported here for the model builders.
  *
  * outputSize is the Thinker's hiddenSize: encoder rows are spliced into the Thinker's inputs_embeds, so the
  * two must agree. It is a parameter (not a preset field) and is always taken from the Thinker.
  */
-import type { AudioEncoderSize, VisionEncoderSize } from '../../src/common/graph.ts';
+import type { AudioEncoderSize, VisionEncoderSize } from '../../src/common/modelSpec.ts';
 
-export type { AudioEncoderSize, EncoderModelKind, EncoderSize, VisionEncoderSize } from '../../src/common/graph.ts';
+export type { AudioEncoderSize, EncoderModelKind, EncoderSize, VisionEncoderSize } from '../../src/common/modelSpec.ts';
 
 export { AUDIO_FRAMES_PER_EMBEDDING } from '../../src/media/audio.ts';
 

@@ -3,7 +3,7 @@
  * folder per (kind, sizes, seed, generator version), built once, atomically. The encoders carry their own
  * generator version so changing an encoder graph never rebuilds the Thinker, Talker or Code2Wav.
  */
-import type { GeneratedModelSpec } from '../../src/common/graph.ts';
+import type { GeneratedModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { buildAudioEncoder } from './audioEncoderModel.ts';
 import { encoderPresets, type AudioEncoderSize, type VisionEncoderSize } from './encoderSizes.ts';

@@ -3,7 +3,7 @@
  * "tiny" answers 100 tokens with audio in a few seconds on 2 cores; "omni" is shaped like a real omni model
  * (wider, deeper) for benchmarks. Numbers are model hyper-parameters, not tuning knobs of the runtime.
  */
-import type { Code2WavSize, TalkerSize, ThinkerSize } from '../../src/common/graph.ts';
+import type { Code2WavSize, TalkerSize, ThinkerSize } from '../../src/common/modelSpec.ts';
 
 export type TalkerPresetSize = Omit<TalkerSize, 'conditionDim'>;
 

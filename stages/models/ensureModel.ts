@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { GeneratedModelSpec, ModelSpec } from '../../src/common/graph.ts';
+import type { GeneratedModelSpec, ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { buildCode2Wav } from '../code2wav/code2wavModel.ts';
 import { buildTalker } from '../talker/talkerModel.ts';

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { GeneratedModelSpec } from '../../src/common/graph.ts';
+import type { GeneratedModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
 import { publishModelFolder, readModelManifest } from './modelFolder.ts';

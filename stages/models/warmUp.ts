@@ -3,7 +3,7 @@
  * allocation) out of the first request, and a model that loads but cannot run fails at stage start-up
  * (before READY) with a clear error instead of failing its first request.
  */
-import { GREEDY_SAMPLING, type SamplingParams } from '../../src/common/graph.ts';
+import { GREEDY_SAMPLING, type SamplingParams } from '../../src/common/samplingParams.ts';
 import { ChorusError, ErrorCodes, isChorusError } from '../../src/common/errors.ts';
 
 export const WARMUP_SEQ = '__chorus_warmup__';

@@ -6,7 +6,7 @@
  * from drawStream(seed, p). So a sequence samples the same tokens alone or in any batch, and after a
  * preemption that recomputes its cache (the stream would otherwise restart at the seed).
  */
-import type { SamplingParams } from '../../src/common/graph.ts';
+import type { SamplingParams } from '../../src/common/samplingParams.ts';
 import { Prng } from './Prng.ts';
 
 /** Candidates more than this many nats below the best have probability < e^-30 each: dropped before sorting. */

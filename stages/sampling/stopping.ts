@@ -2,7 +2,7 @@
  * Stop conditions, for the cores that own them (the runners only sample; the Thinker asks here). A stop token ends the
  * sequence without being emitted; max_tokens ends it after the token that reaches it.
  */
-import type { SamplingParams } from '../../src/common/graph.ts';
+import type { SamplingParams } from '../../src/common/samplingParams.ts';
 
 export type StopReason = 'stop' | 'length';
 

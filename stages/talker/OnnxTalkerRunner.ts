@@ -10,14 +10,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { EngineArgs, ModelSpec } from '../../src/common/graph.ts';
+import type { EngineArgs } from '../../src/common/graph.ts';
+import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
 import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
-import type { TalkerSize } from '../../src/common/graph.ts';
+import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import { drawStream, isPlainArgmax, sampleToken } from '../sampling/sampleToken.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
 import { readTalkerSignature, type TalkerSignature } from './talkerSignature.ts';

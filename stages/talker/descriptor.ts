@@ -1,6 +1,6 @@
 /** The Talker: codec frames (16 codebooks) conditioned on the Thinker's rows, autoregressive. */
 import { Type } from '@sinclair/typebox';
-import type { TalkerSize } from '../../src/common/graph.ts';
+import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import type { TalkerRunner } from '../types.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';

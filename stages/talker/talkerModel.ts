@@ -12,7 +12,7 @@
  * ~eosGain for the pad row and ~0 for Thinker rows (random, nearly orthogonal in C dimensions). So a
  * random Talker speaks while there is text and stops shortly after it runs out, instead of never or at random.
  */
-import type { TalkerSize } from '../../src/common/graph.ts';
+import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import { buildDecoderStack, declareCacheInputs, lastPosition, type CacheLayout } from '../generator/decoderStack.ts';
 import { GraphBuilder } from '../generator/GraphBuilder.ts';
 import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';

@@ -5,7 +5,8 @@
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { EngineArgs, ModelSpec } from '../../src/common/graph.ts';
+import type { EngineArgs } from '../../src/common/graph.ts';
+import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
 import type { ModelFiles } from '../models/ensureModel.ts';

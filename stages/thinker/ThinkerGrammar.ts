@@ -9,7 +9,7 @@
  */
 import type { GrammarSpec } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { ModelSpec } from '../../src/common/graph.ts';
+import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import { GrammarEngine, grammarVocabOf, type GrammarStats, type RequestGrammar } from '../../src/grammar/index.ts';
 import { createTokenizer } from '../../src/tokenizer/index.ts';
 

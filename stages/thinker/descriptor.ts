@@ -1,6 +1,7 @@
 /** The Thinker: the LLM requests enter; text to the client, conditioning rows to the Talker. */
 import { Type } from '@sinclair/typebox';
-import type { StageGraph, ThinkerSize } from '../../src/common/graph.ts';
+import type { StageGraph } from '../../src/common/graph.ts';
+import type { ThinkerSize } from '../../src/common/modelSpec.ts';
 import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import type { ThinkerRunner } from '../types.ts';
 import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';

@@ -4,7 +4,7 @@
  * as rows. Outputs logits [B, 1, V] (the last position's: all a step samples from; Optimum exports give [B, S, V] and
  * runners take the last row of either), cache_new.N.key|value (decoderStack.ts), and hidden_states.accept [B, S, D].
  */
-import type { ThinkerSize } from '../../src/common/graph.ts';
+import type { ThinkerSize } from '../../src/common/modelSpec.ts';
 import { buildDecoderStack, declareCacheInputs, lastPosition, type CacheLayout } from '../generator/decoderStack.ts';
 import { GraphBuilder } from '../generator/GraphBuilder.ts';
 import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';

@@ -7,12 +7,9 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { ReplaySubject } from 'rxjs';
-import {
-  GREEDY_SAMPLING,
-  type RealtimeResumeSettings,
-  type StageGraph,
-  type StageSpec,
-} from '../../src/common/graph.ts';
+import { GREEDY_SAMPLING } from '../../src/common/samplingParams.ts';
+import type { RealtimeResumeSettings } from '../../src/common/realtimeSettings.ts';
+import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import type {
   Engine,
   FinishReason,

@@ -5,7 +5,7 @@
  * is the strongest case (every token of the vocabulary equally likely before the mask).
  */
 import type { RequestGrammar } from '../../src/grammar/index.ts';
-import type { SamplingParams } from '../../src/common/graph.ts';
+import type { SamplingParams } from '../../src/common/samplingParams.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import { sampleToken } from '../../stages/sampling/sampleToken.ts';
 

@@ -2,14 +2,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  GREEDY_SAMPLING,
-  type Code2WavSize,
-  type GeneratedModelSpec,
-  type SamplingParams,
-  type TalkerSize,
-  type ThinkerSize,
-} from '../../src/common/graph.ts';
+import { GREEDY_SAMPLING, type SamplingParams } from '../../src/common/samplingParams.ts';
+import type { Code2WavSize, GeneratedModelSpec, TalkerSize, ThinkerSize } from '../../src/common/modelSpec.ts';
 
 export const smallThinker: ThinkerSize = {
   vocabSize: 512,

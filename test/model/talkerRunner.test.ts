@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ensureModel } from '../../stages/models/ensureModel.ts';
 import { createTalkerRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
-import type { SamplingParams } from '../../src/common/graph.ts';
+import type { SamplingParams } from '../../src/common/samplingParams.ts';
 import type { TalkerRunner } from '../../stages/types.ts';
 import { sampling, smallTalker, talkerSpec, tempModelsDir } from './helpers.ts';
 

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createThinkerRunner } from '../../stages/runners.ts';
-import type { SamplingParams } from '../../src/common/graph.ts';
+import type { SamplingParams } from '../../src/common/samplingParams.ts';
 import type { ThinkerBatchItem, ThinkerRunner } from '../../stages/types.ts';
 import { promptIds, sampling, smallThinker, tempModelsDir, thinkerSpec } from './helpers.ts';
 

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { prepareImage } from '../../src/media/prepareMedia.ts';
 import type { EncoderInput } from '../../src/media/types.ts';
-import type { EncoderSettings } from '../../src/common/graph.ts';
+import type { EncoderSettings } from '../../src/common/encoderSettings.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { EncoderCore } from '../../stages/encoder/EncoderCore.ts';
 import { encoderStatsOf } from '../../stages/encoder/protocol.ts';

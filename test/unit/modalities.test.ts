@@ -17,7 +17,8 @@ import {
   videoGrid,
 } from '../../src/media/video/videoGrid.ts';
 import { videoPatches } from '../../src/media/video/videoPatches.ts';
-import { encodersOf, type EncoderSettings } from '../../src/common/graph.ts';
+import { encodersOf } from '../../src/common/graph.ts';
+import type { EncoderSettings } from '../../src/common/encoderSettings.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { stagesFor } from '../../src/engine/planEdges.ts';
 

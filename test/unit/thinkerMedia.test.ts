@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
 import { buildPositionMap } from '../../src/media/positionMap.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
-import type { EncoderFailurePolicy } from '../../src/common/graph.ts';
+import type { EncoderFailurePolicy } from '../../src/common/encoderSettings.ts';
 import type { AddRequest } from '../../src/worker/messages.ts';
 import type { ThinkerArgs } from '../../stages/thinker/protocol.ts';
 import { mediaFailedMessage } from '../../stages/requestEvents.ts';

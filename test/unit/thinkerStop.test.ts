@@ -5,7 +5,7 @@
  * samples token 300 at every step.
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { SamplingParams } from '../../src/common/graph.ts';
+import type { SamplingParams } from '../../src/common/samplingParams.ts';
 import type { TextBody } from '../../src/common/payloads.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { configWith } from '../helpers/engine.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelSpec } from '../../src/common/graph.ts';
+import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { presets } from '../../stages/generator/presets.ts';
 import * as vocab from '../../stages/thinker/thinkerVocab.ts';

@@ -4,7 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
-import type { ModelSpec, StageGraph } from '../../common/graph.ts';
+import type { ModelSpec } from '../../common/modelSpec.ts';
+import type { StageGraph } from '../../common/graph.ts';
 import { isChorusError } from '../../common/errors.ts';
 import { stageGraphJsonSchema } from '../../config/jsonSchema.ts';
 

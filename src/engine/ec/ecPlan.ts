@@ -1,5 +1,5 @@
 /** A request's media items as the EC store sees them: looked up by the hash of their bytes as received. */
-import type { MediaModality } from '../../common/graph.ts';
+import type { MediaModality } from '../../common/encoderSettings.ts';
 import { bytesKeyOf, saltedBytesKey } from '../../media/mediaKey.ts';
 import type { EcItemPlan } from '../../worker/messages.ts';
 import { mediaBodyOf } from '../MediaRoutes.ts';

@@ -11,7 +11,8 @@
  */
 import { MODALITIES, type Modality } from '../../common/modality.ts';
 import { hostname } from 'node:os';
-import type { MediaModality, RoutingPolicy, StageSpec } from '../../common/graph.ts';
+import type { MediaModality } from '../../common/encoderSettings.ts';
+import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';

@@ -21,7 +21,7 @@
  * this is its per-frame rate over the rows a frame makes; an instance that has measured no video yet is priced at its
  * image rate, the same ViT), and, when it runs on another host than that Thinker, the rows' transfer there.
  */
-import type { MediaModality } from '../../common/graph.ts';
+import type { MediaModality } from '../../common/encoderSettings.ts';
 
 export interface ThinkerLoad {
   readonly instance: string;

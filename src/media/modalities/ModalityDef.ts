@@ -13,7 +13,7 @@
  * Budgets count its embeddings (numEmbeddings x the Thinker's width x 4 bytes).
  */
 import type { ContentPart } from '../../common/engine.ts';
-import type { EncoderSettings } from '../../common/graph.ts';
+import type { EncoderSettings } from '../../common/encoderSettings.ts';
 import type { MediaGrid, Modality } from '../../common/modality.ts';
 import type { MediaBody, MediaFormat } from '../../common/payloads.ts';
 import type { EncoderInput } from '../types.ts';

@@ -4,7 +4,7 @@
  */
 import type { Modality } from '../../common/modality.ts';
 import type { MediaBody } from '../../common/payloads.ts';
-import type { EncoderSettings } from '../../common/graph.ts';
+import type { EncoderSettings } from '../../common/encoderSettings.ts';
 import { mediaInvalid } from '../mediaError.ts';
 import { audio } from './audio.ts';
 import { image } from './image.ts';

@@ -9,7 +9,7 @@
  * the encoder's own content key hashes the sampled frames, so the same frames from another file still hit.
  */
 import { createHash } from 'node:crypto';
-import type { VideoSettings } from '../../common/graph.ts';
+import type { VideoSettings } from '../../common/encoderSettings.ts';
 import type { MediaBody } from '../../common/payloads.ts';
 import { PREPROCESS_VERSION } from '../mediaKey.ts';
 import { mediaInvalid } from '../mediaError.ts';

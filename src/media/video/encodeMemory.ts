@@ -11,7 +11,7 @@
  * score matrices and ~8.5 KiB a patch. The estimate below takes 3.5 and (2 x intermediate + 8 x hidden) x 4 bytes, so
  * it lies 7-8% over each measure.
  */
-import type { VisionEncoderSize } from '../../common/graph.ts';
+import type { VisionEncoderSize } from '../../common/modelSpec.ts';
 import type { VideoGridConfig } from './videoGrid.ts';
 
 /** Score matrices (numHeads x N x N float32) alive at the peak of one encode (measured 3.2, rounded up). */

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ContentPart } from '../../common/engine.ts';
-import type { VideoFallbackSettings } from '../../common/graph.ts';
+import type { VideoFallbackSettings } from '../../common/encoderSettings.ts';
 import { resizeBilinear } from '../resizeBilinear.ts';
 import { uniformPick } from './videoGrid.ts';
 

@@ -5,7 +5,8 @@
  * conversation, where it would fail every later response.create. A pipeline whose Thinker hears text only but that
  * has a speech-to-text model (YAML `asr:`) takes audio too: it is heard as its transcript (`heard`, docs/voice.md).
  */
-import { encodersOf, type EncoderSettings, type MediaModality, type StageGraph } from '../../common/graph.ts';
+import { encodersOf, type StageGraph } from '../../common/graph.ts';
+import type { EncoderSettings, MediaModality } from '../../common/encoderSettings.ts';
 import { mediaInvalid } from '../../media/mediaError.ts';
 import { modalityOf, type MediaPart } from '../../media/modalities/index.ts';
 import { probeAudio } from '../../media/probeMedia.ts';

@@ -4,7 +4,7 @@
  * the front end. Items are named as the engine names them, `messages[0].content[1] (image)`, so a client sees one
  * style whichever layer refused its media.
  */
-import type { VideoSettings } from '../../common/graph.ts';
+import type { VideoSettings } from '../../common/encoderSettings.ts';
 import type { MediaFetchLimits } from './fetchMedia.ts';
 
 export type { MediaPart } from '../../media/modalities/index.ts';

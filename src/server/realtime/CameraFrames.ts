@@ -11,7 +11,7 @@
  *
  * Frames are judged in the order they arrived (the worker answers in order), so the window's order is the camera's.
  */
-import type { CameraSettings } from '../../common/graph.ts';
+import type { CameraSettings } from '../../common/realtimeSettings.ts';
 import type { ClientEvent } from './clientEvents.ts';
 import type { StoredItem } from './Conversation.ts';
 import { thumbDistance, type FrameThumbs } from './FrameThumbs.ts';

@@ -27,7 +27,7 @@ import type { TranscriptionSetting } from './transcriptionSetting.ts';
 import type { MediaPart } from '../media/mediaParts.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
 import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
-import { DEFAULT_CAMERA, DEFAULT_REALTIME_RESUME } from '../../common/graph.ts';
+import { DEFAULT_CAMERA, DEFAULT_REALTIME_RESUME } from '../../common/realtimeSettings.ts';
 import { CameraFrames, isCameraFrame } from './CameraFrames.ts';
 import { DeferredFrames } from './DeferredFrames.ts';
 import type { FrameThumbs } from './FrameThumbs.ts';

@@ -3,7 +3,7 @@
  * the events it sent (ReplayLog), and the window it waits for its client once the socket has dropped. RealtimeSession
  * owns the socket and decides when to wait; this owns the token, the clock and what a resuming client is owed.
  */
-import type { RealtimeResumeSettings } from '../../common/graph.ts';
+import type { RealtimeResumeSettings } from '../../common/realtimeSettings.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { ClientInputError } from '../validate.ts';
 import { ReplayLog, type LoggedEvent } from './ReplayLog.ts';

@@ -6,7 +6,7 @@
  */
 import type { RawData, WebSocket } from 'ws';
 import type { FastifyBaseLogger } from 'fastify';
-import type { RealtimeResumeSettings } from '../../common/graph.ts';
+import type { RealtimeResumeSettings } from '../../common/realtimeSettings.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { ResumableSessions, ResumeTarget } from './ResumableSessions.ts';
 import { newId } from './serverEvents.ts';

@@ -9,7 +9,7 @@
  * says so (chorus_end_of_turn). The same holds where the model's file does not load (the VAD loads it for the first
  * session that asks, src/voice/VadService.ts): that session is told then (turnModelFailed), later ones at once.
  */
-import type { SemanticVadSpec } from '../../common/graph.ts';
+import type { SemanticVadSpec } from '../../common/realtimeSettings.ts';
 import { ErrorCodes, type ChorusError } from '../../common/errors.ts';
 import { ClientInputError } from '../validate.ts';
 import type { TurnParams } from '../../voice/index.ts';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
 import { ChorusError, ErrorCodes, type ErrorCode } from '../../common/errors.ts';
 import { loaderFlagsFor, moduleFile } from '../../common/moduleFile.ts';
-import type { AsrSpec } from '../../common/graph.ts';
+import type { AsrSpec } from '../../common/realtimeSettings.ts';
 import { locateWhisper } from '../../../stages/asr/locateWhisper.ts';
 import type { AsrProcessArgs, FromAsr, ToAsr } from '../../../stages/asr/asrMessages.ts';
 import type { MediaPart } from '../media/mediaParts.ts';

@@ -7,7 +7,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GREEDY_SAMPLING } from '../../../src/common/graph.ts';
+import { GREEDY_SAMPLING } from '../../../src/common/samplingParams.ts';
 import { HfTokenizer } from '../../../src/tokenizer/HfTokenizer.ts';
 import { createThinkerRunner } from '../../../stages/runners.ts';
 import { GGUF_WEIGHT_FORMS, type GgufWeightForm } from '../../../stages/thinker/gguf/ggufDecoder.ts';
