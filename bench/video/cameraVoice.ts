@@ -3,8 +3,9 @@
  * speech -> first audio (goal: on <= 1.3x off, p50). Both arms speak the same sentences as server_vad turns (each turn
  * a session of its own, `chorus bench --voice`'s voice turn: bench/voice/turns.ts), the camera arm also sending
  * JPEG frames as input_image items (bench/voice/CameraFeed.ts: 320 x 240, every frame a new scene) from 2 s before the
- * speech until the answer ends, as the playground's camera button does. The arms alternate by round, so a drift in
- * the machine's load falls on both. The clients run in a process of their own (the server is in this one).
+ * speech until the answer ends, as the playground's camera button does. The arms alternate turn by turn (each sentence
+ * off and on back to back), so a drift in the machine's load falls on both; `pairedOnOverOffP50` is the median of the
+ * pairs' ratios. The clients run in a process of their own (the server is in this one).
  *
  *   npx tsx bench/video/cameraVoice.ts [--config configs/tiny-omni.yaml] [--turns 8] [--rounds 2] [--output-len 20]
  *                                      [--silence-ms 500] [--fps 1]
@@ -51,33 +52,44 @@ interface ArmFigures {
   failed: number;
 }
 
-/** Warm-up (the VAD service, the first image encodes) out of the figures, then the arms alternately, by round. */
+/**
+ * Warm-up (the VAD service, the first image encodes) out of the figures, then the arms alternately turn by turn (each
+ * sentence spoken with the camera off and on back to back, which first alternating), so a drift in the machine's load
+ * (8 sessions share it) falls on both arms of a pair: `paired` is each pair's on / off.
+ */
 async function measureArms(
   clients: VoiceClients,
   baseUrl: string,
   settings: Record<Arm, TurnSettings>,
   turns: () => TurnSpec[],
   rounds: number,
-): Promise<ArmFigures> {
+): Promise<ArmFigures & { readonly paired: number[] }> {
   await clients.run('voice', 1, settings.off, turns().slice(0, 1));
   await clients.run('voice', 1, settings.on, turns().slice(0, 1));
   const figures: ArmFigures = { times: { off: [], on: [] }, held: { off: {}, on: {} }, failed: 0 };
+  const paired: number[] = [];
+  const turn = async (arm: Arm, spec: TurnSpec): Promise<number | null> => {
+    const before = await heldAnswers(baseUrl);
+    const run = await clients.run('voice', 1, settings[arm], [spec]);
+    const after = await heldAnswers(baseUrl);
+    const held = figures.held[arm];
+    for (const [k, v] of Object.entries(after)) held[k] = (held[k] ?? 0) + v - (before[k] ?? 0);
+    const ms = ttfp(run.traces[0]);
+    if (ms === null) figures.failed++;
+    else figures.times[arm].push(ms);
+    return ms;
+  };
   for (let r = 0; r < rounds; r++) {
-    for (const arm of ['off', 'on'] as const) {
-      const before = await heldAnswers(baseUrl);
-      const run = await clients.run('voice', 1, settings[arm], turns());
-      const after = await heldAnswers(baseUrl);
-      const held = figures.held[arm];
-      for (const [k, v] of Object.entries(after)) held[k] = (held[k] ?? 0) + v - (before[k] ?? 0);
-      for (const t of run.traces) {
-        const ms = ttfp(t);
-        if (ms === null) figures.failed++;
-        else figures.times[arm].push(ms);
-      }
-      console.error(JSON.stringify({ round: r, arm, p50: percentile(figures.times[arm], 50) }));
+    for (const spec of turns()) {
+      const order: Arm[] = (r + spec.index) % 2 === 0 ? ['off', 'on'] : ['on', 'off'];
+      const ms: Partial<Record<Arm, number | null>> = {};
+      for (const arm of order) ms[arm] = await turn(arm, spec);
+      if (ms.off && ms.on) paired.push(ms.on / ms.off);
     }
+    const p50 = (arm: Arm) => Math.round(percentile(figures.times[arm], 50));
+    console.error(JSON.stringify({ round: r, off: p50('off'), on: p50('on'), load: os.loadavg()[0] }));
   }
-  return figures;
+  return { ...figures, paired };
 }
 
 /** The sentences spoken once to WAVs in `dir`, and a maker of their turns (fresh room noise each time). */
@@ -119,7 +131,8 @@ async function main(): Promise<void> {
     };
     const settings = { off, on: { ...off, cameraFps: Number(values.fps) } };
     const turns = spokenTurns(Number(values.turns), speechDir);
-    const { times, held, failed } = await measureArms(clients, server.baseUrl, settings, turns, Number(values.rounds));
+    const arms = await measureArms(clients, server.baseUrl, settings, turns, Number(values.rounds));
+    const { times, held, failed, paired } = arms;
     const p50 = { off: percentile(times.off, 50), on: percentile(times.on, 50) };
     const p90 = { off: percentile(times.off, 90), on: percentile(times.on, 90) };
     const ratio = Number((p50.on / p50.off).toFixed(3));
@@ -131,6 +144,7 @@ async function main(): Promise<void> {
       silenceMs: off.silenceMs,
       endOfSpeechToFirstAudioMs: { p50, p90 },
       onOverOff: ratio,
+      pairedOnOverOffP50: Number(percentile(paired, 50).toFixed(3)),
       goal: `on <= ${GOAL}x off (p50): ${ratio <= GOAL ? 'met' : 'missed'}`,
       failedTurns: failed,
       heldAnswers: held,

@@ -20,6 +20,22 @@ export function cpuTicksOf(pid: number): number | null {
   return Number.isFinite(utime) && Number.isFinite(stime) ? utime + stime : null;
 }
 
+/**
+ * Time the process's main thread has spent runnable but waiting for a CPU (ms; the run queue's delay, field 2 of
+ * /proc/<pid>/schedstat), or null when it cannot be read. It grows only while the thread wants to run: a stage
+ * starved by a busy machine (or by its nice level) shows it, a stopped or blocked one does not.
+ */
+export function runQueueWaitMsOf(pid: number): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/schedstat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const waitNs = Number(stat.split(' ')[1]);
+  return Number.isFinite(waitNs) ? waitNs / 1e6 : null;
+}
+
 /** /proc's clock ticks per second: USER_HZ, fixed at 100 by Linux's user ABI (what `getconf CLK_TCK` prints). */
 export const CLOCK_TICKS_PER_SECOND = 100;
 

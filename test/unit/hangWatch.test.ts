@@ -9,10 +9,14 @@ import { CLOCK_TICKS_PER_SECOND } from '../../src/engine/processCpu.ts';
 
 const HANG_MS = 2_000;
 
-/** One instance with a request in flight, last heard at t = 0, whose process gains `ticksPerSecond` of CPU. */
-function watched(ticksPerSecond: number) {
+/**
+ * One instance with a request in flight, last heard at t = 0, whose process gains `ticksPerSecond` of CPU and waits
+ * `waitPerSecondMs` on the run queue.
+ */
+function watched(ticksPerSecond: number, waitPerSecondMs = 0) {
   let now = 0;
   let ticks = 1_000;
+  let waitMs = 5_000;
   const slot: WatchedInstance = {
     status: 'ready',
     worker: { pid: 42 },
@@ -21,12 +25,17 @@ function watched(ticksPerSecond: number) {
     cpuSamples: [],
     cpuTicksWhenHeard: null,
   };
-  const watch = new HangWatch(HANG_MS, (pid) => (pid === 42 ? Math.floor(ticks) : null));
+  const watch = new HangWatch(
+    HANG_MS,
+    (pid) => (pid === 42 ? Math.floor(ticks) : null),
+    (pid) => (pid === 42 ? waitMs : null),
+  );
   /** Runs the watch every intervalMs for `ms`; the first hang it finds, and when. */
   const runFor = (ms: number): { hang: Hang; atMs: number } | null => {
     for (const end = now + ms; now < end;) {
       now += watch.intervalMs;
       ticks += (ticksPerSecond * watch.intervalMs) / 1000;
+      waitMs += (waitPerSecondMs * watch.intervalMs) / 1000;
       const hang = watch.hangOf(slot, now);
       if (hang) return { hang, atMs: now };
     }
@@ -47,6 +56,10 @@ describe('HangWatch', () => {
   it('a starved instance computing one long step (a tenth of a core) is never hung, however long it is silent', () => {
     const { runFor } = watched(CLOCK_TICKS_PER_SECOND / 10);
     expect(runFor(120_000)).toBeNull(); // 12 s of CPU in 2 min of silence: under the runaway bound
+  });
+
+  it('a silent instance that got no CPU but waited for one all along (starved by its nice level) is not hung', () => {
+    expect(watched(0, 900).runFor(60_000)).toBeNull();
   });
 
   it('a step computing at full speed is hung once its CPU since it went silent passes the runaway bound', () => {

@@ -6,13 +6,17 @@
  * since it went silent passes 15 x stage_hang_ms (at least 30 s): a step that never ends. CPU time, not wall time:
  * on a machine busy enough to starve the stage (its processes run at a lower priority than the server, stage_nice),
  * a step that takes 3 s alone took 45 s of wall time beside four busy processes, and restarting the stage then would
- * add its boot to the load and fail every request it held.
+ * add its boot to the load and fail every request it held. Nor is a process that used no CPU but waited for one
+ * (its run-queue wait grew over the window): starved, not stopped. A stage below the others (engine.nice) on a
+ * machine busy with other work can go a whole window without a tick; restarting it would only fail its requests.
  */
-import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from '../processCpu.ts';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, runQueueWaitMsOf } from '../processCpu.ts';
 
 export interface CpuSample {
   readonly atMs: number;
   readonly ticks: number;
+  /** Its run-queue wait then (ms), null when unknown. */
+  readonly waitMs?: number | null;
 }
 
 /** What the watch reads of an instance (the Orchestrator's slot). */
@@ -40,6 +44,7 @@ export class HangWatch {
   constructor(
     private readonly hangMs: number,
     private readonly ticksOf: (pid: number) => number | null = cpuTicksOf,
+    private readonly waitOf: (pid: number) => number | null = runQueueWaitMsOf,
   ) {
     this.runawayCpuMs = Math.max(30_000, 15 * hangMs);
   }
@@ -55,7 +60,8 @@ export class HangWatch {
     if (slot.status !== 'ready' || pid === null) return null;
     const windowMs = Math.max(500, this.hangMs);
     const ticks = this.ticksOf(pid);
-    if (ticks !== null) slot.cpuSamples.push({ atMs: now, ticks });
+    const waitMs = this.waitOf(pid);
+    if (ticks !== null) slot.cpuSamples.push({ atMs: now, ticks, waitMs });
     while (slot.cpuSamples.length > 1 && slot.cpuSamples[1].atMs <= now - windowMs) slot.cpuSamples.shift();
     const silentMs = now - slot.lastHeardMs;
     if (slot.inFlight.size === 0 || silentMs < this.hangMs) {
@@ -64,7 +70,10 @@ export class HangWatch {
     }
     const reference = slot.cpuSamples[0];
     if (ticks === null || !reference || reference.atMs > now - windowMs) return null; // not a full window yet
-    if (ticks === reference.ticks) return { kind: 'stopped', silentMs };
+    if (ticks === reference.ticks) {
+      const waited = waitMs !== null && reference.waitMs != null && waitMs > reference.waitMs;
+      return waited ? null : { kind: 'stopped', silentMs }; // waited for a CPU all along: starved, not stopped
+    }
     const cpuMs = ((ticks - (slot.cpuTicksWhenHeard ?? reference.ticks)) * 1000) / CLOCK_TICKS_PER_SECOND;
     return cpuMs < this.runawayCpuMs ? null : { kind: 'runaway', silentMs, cpuMs }; // else one long step
   }
