@@ -21,11 +21,15 @@ export interface ReleasePrefix {
   readonly key: string;
 }
 
-/** To the instance reading the request's media: encoder instance `fromInstance` will not deliver its items. */
+/**
+ * To the instance reading the request's media: encoder instance `fromInstance` will not deliver its items; with
+ * `item`, that item only (the answer to its `media_retry`: main will not encode it again).
+ */
 export interface MediaFailed {
   readonly type: 'media_failed';
   readonly fromInstance: string;
   readonly error: SerializedError;
+  readonly item?: number;
 }
 
 export type RequestEvent = FirstAudio | ReleasePrefix | MediaFailed;
@@ -42,8 +46,10 @@ export function mediaFailedMessage(
   requestId: string,
   fromInstance: string,
   error: SerializedError,
+  item?: number,
 ): KindMessage<MediaFailed> {
-  return { type: 'kind', requestId, body: { type: 'media_failed', fromInstance, error } };
+  const which = item === undefined ? {} : { item };
+  return { type: 'kind', requestId, body: { type: 'media_failed', fromInstance, error, ...which } };
 }
 
 export function isFirstAudio(body: unknown): body is FirstAudio {
@@ -61,10 +67,11 @@ export function requestEventOf(body: unknown): RequestEvent | null {
   switch (b.type) {
     case 'release_prefix':
       return typeof b.key === 'string' ? { type: 'release_prefix', key: b.key } : null;
-    case 'media_failed':
-      return typeof b.fromInstance === 'string' && typeof b.error === 'object' && b.error !== null
-        ? { type: 'media_failed', fromInstance: b.fromInstance, error: b.error as SerializedError }
-        : null;
+    case 'media_failed': {
+      if (typeof b.fromInstance !== 'string' || typeof b.error !== 'object' || b.error === null) return null;
+      const item = Number.isInteger(b.item) && (b.item as number) >= 0 ? { item: b.item as number } : {};
+      return { type: 'media_failed', fromInstance: b.fromInstance, error: b.error as SerializedError, ...item };
+    }
     default:
       return null;
   }

@@ -34,6 +34,12 @@ export interface EncoderSettings {
   readonly maxAudioSeconds: number;
   /** From admission: an item whose rows have not reached the Thinker by then has failed (on_failure applies). */
   readonly timeoutMs: number;
+  /**
+   * One encoder run's working memory at most (estimated from the model before the run: src/media/video/
+   * encodeMemory.ts); null: no cap. A run over it is split, an item over it alone fails with ENCODE_MEMORY (main then
+   * re-encodes a clip with fewer or smaller frames: encoder.video.fallback).
+   */
+  readonly maxEncodeBytes: number | null;
   /** Vision only (image and video: the patch and merge sizes of the model). */
   readonly imageGrid: ImageGridSettings | null;
   /** Video only: sampling defaults and the decoder's limits (`encoder.video:`). */

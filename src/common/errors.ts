@@ -57,6 +57,13 @@ export const ErrorCodes = {
   // use_audio_in_video asked of a clip that has no audio track (or an empty one, or a clip sent as frame images):
   // refused rather than answered from the frames alone as if the sound had been heard.
   VIDEO_NO_AUDIO: 'CHORUS_ERR_VIDEO_NO_AUDIO',
+  // One encoder run would need more working memory than the encoder allows (encoder.max_encode_bytes, estimated from
+  // its model before the run), or onnxruntime failed to allocate it: main re-encodes the clip with fewer or smaller
+  // frames (encoder.video.fallback); a client sees it only past the fallback's floor (docs/video.md).
+  ENCODE_MEMORY: 'CHORUS_ERR_ENCODE_MEMORY',
+  // The encoder-output store lost an item's rows between main's lookup and the Thinker's take (Redis evicted them,
+  // their holder went away): main encodes the item again from the bytes it holds; a client sees it only when it cannot.
+  EC_ENTRY_LOST: 'CHORUS_ERR_EC_ENTRY_LOST',
   // A request's encoded media rows (numEmbeddings x the Thinker's width x 4 bytes) exceed the Thinker's budget for
   // rows held (engine.media_rows_bytes) on their own: fewer frames or clips fit (src/engine/MediaRowsBudget.ts).
   MEDIA_ROWS_BUDGET: 'CHORUS_ERR_MEDIA_ROWS_BUDGET',
@@ -116,6 +123,17 @@ export const ErrorCodes = {
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/**
+ * An item's failures main can mend by encoding it again (src/engine/requests/reencode.ts): its encode was over the
+ * encoder's memory (a clip with fewer or smaller frames may fit), past its encoder's deadline (timeout_ms: likewise),
+ * or its encoder-output store entry was lost (the bytes are still in main).
+ */
+export const REENCODE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  ErrorCodes.ENCODE_MEMORY,
+  ErrorCodes.CHUNK_TIMEOUT,
+  ErrorCodes.EC_ENTRY_LOST,
+]);
 
 export class ChorusError extends Error {
   readonly code: ErrorCode;

@@ -28,6 +28,7 @@ export function resolveEncoderSettings(
     onFailure: raw.on_failure ?? graphOnFailure ?? d.onFailure,
     maxAudioSeconds: raw.max_audio_seconds ?? d.maxAudioSeconds,
     timeoutMs: raw.timeout_ms ?? d.timeoutMs,
+    maxEncodeBytes: raw.max_encode_bytes === undefined ? null : parseByteSize(raw.max_encode_bytes),
     // A video encoder always samples; an image encoder serves video too when it has `video:` settings.
     video:
       raw.modality === 'video' || (raw.modality === 'image' && raw.video !== undefined)

@@ -164,6 +164,7 @@ export const EncoderYaml = Type.Object(
     on_failure: optional(oneOf(['fail', 'text_only'] as const)),
     max_audio_seconds: optional(Type.Number({ exclusiveMinimum: 0 })),
     timeout_ms: optional(int(1)),
+    max_encode_bytes: optional(ByteSize),
     video: optional(VideoYaml),
   },
   closed,

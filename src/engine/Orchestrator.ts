@@ -25,7 +25,7 @@ import { StageWorker } from '../worker/StageWorker.ts';
 import { releasePrefixMessage } from '../../stages/requestEvents.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';
 import { EcStore } from './ec/EcStore.ts';
-import { ecEntryOf } from './ec/ecPlan.ts';
+import { ecEntryOf, forgetLostItem } from './ec/ecPlan.ts';
 import { inPartition } from './promptPartition.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
 import { LOCAL_STAGE, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
@@ -52,7 +52,9 @@ import { Migrations } from './requests/Migrations.ts';
 import { RequestRecord } from './requests/RequestRecord.ts';
 import { RequestRegistry } from './requests/RequestRegistry.ts';
 import { abortEncoders, tellStages } from './requests/tellStages.ts';
-import { commitReplay, commitRequest, handleOf } from './requests/commitRequest.ts';
+import { commitReplay, commitRequest, commitRerun, handleOf } from './requests/commitRequest.ts';
+import { Reencodes } from './requests/Reencodes.ts';
+import { runIdOf } from './requests/migration.ts';
 import { PendingAdmissions } from './requests/PendingAdmission.ts';
 import { MediaRowsBudget, mediaRowsBudgetOf } from './MediaRowsBudget.ts';
 import { monotonicMs, packetMark, packetMarksOn } from '../common/packetMarks.ts';
@@ -121,6 +123,16 @@ export class Orchestrator implements Engine {
         record.prompt.items.filter((item) => ecEntryOf(o.ec, item) === null).length;
       const migrations = new Migrations({ graph, pool, requests, log, audio, admitReplay, unstoredMediaItems });
       followPool(pool, o.requests, o.ec, migrations);
+      // An item whose encode failed for memory or time, or whose store entry was lost, is encoded again.
+      const reencodes = new Reencodes({
+        pool,
+        requests,
+        log,
+        policy: () => videoFitPolicy(o.promptContext),
+        forgetLost: (record, item) => forgetLostItem(o.ec, record.prompt.items[item]),
+        runAgain: (record, messages) => o.runAgain(record, messages),
+      });
+      pool.on('mediaRetry', (instance, msg) => reencodes.onRetry(instance, msg));
       // The Thinker let go of rows once prefilled: room for a request waiting for it.
       pool.on('mediaReleased', (_instance, msg) => {
         const record = requests.ofRun(msg.requestId);
@@ -137,7 +149,7 @@ export class Orchestrator implements Engine {
 
   generate(request: GenerateRequest): RequestHandle {
     const generatedAtMs = packetMarksOn() ? monotonicMs() : 0;
-    const { requestId, prompt, warnings } = this.validate(request);
+    const { requestId, prompt, messages, warnings } = this.validate(request);
     packetMark(requestId, 'generate', generatedAtMs);
     packetMark(requestId, 'tokenized');
     const admit = () => {
@@ -145,6 +157,7 @@ export class Orchestrator implements Engine {
       const { plan, route } = this.plan({ requestId, request, prompt });
       packetMark(requestId, 'routed');
       const record = this.commit(request, prompt, plan, route);
+      record.messages = messages;
       record.stream.addWarnings(warnings);
       if (!record.stream.finished) this.rows.charge(requestId, plan.instances.get(this.graph.entryStageId)!, prompt);
       return handleOf(
@@ -164,6 +177,7 @@ export class Orchestrator implements Engine {
   private validate(request: GenerateRequest): {
     requestId: string;
     prompt: PreparedPrompt;
+    messages: readonly ChatMessage[];
     warnings: readonly string[];
   } {
     if (this.closing) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'the engine is shutting down');
@@ -173,13 +187,13 @@ export class Orchestrator implements Engine {
     if (this.pending.holds(requestId))
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request id ${requestId} is already in use`);
     // A clip that does not fit is served with fewer or smaller frames (encoder.video.fallback), and the answer says so.
-    const { prompt, warnings } = fitPrompt(
+    const { prompt, messages, warnings } = fitPrompt(
       request.messages,
       (messages) => admissiblePrompt(messages, this.graph, this.promptContext, request.tools),
       (p) => this.rows.overBudget(p),
       videoFitPolicy(this.promptContext),
     );
-    return { requestId, prompt: inPartition(prompt, request.cacheSalt), warnings };
+    return { requestId, prompt: inPartition(prompt, request.cacheSalt), messages, warnings };
   }
 
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */
@@ -202,6 +216,25 @@ export class Orchestrator implements Engine {
     const { request, prompt, requestId } = record;
     const planned = this.plan({ requestId: runId, request, prompt, replay: true, ecOwner: requestId });
     return commitReplay({ adapter: this.adapter, pool: this.pool }, record, runId, planned);
+  }
+
+  /**
+   * Runs the request again from `messages` (an item encoded again: requests/Reencodes.ts) as its next run: planned
+   * first (a throw leaves the failed run as it is), then the failed run is aborted on its stages and the new one
+   * committed like a new request (hold, adds, media to its encoders); its rows are charged anew.
+   */
+  private runAgain(record: RequestRecord, messages: readonly ChatMessage[]): void {
+    const { request, requestId } = record;
+    const built = admissiblePrompt(messages, this.graph, this.promptContext, request.tools);
+    const prompt = inPartition(built, request.cacheSalt);
+    const runId = runIdOf(requestId, record.attempts + 1);
+    const { plan, route } = this.plan({ requestId: runId, request, prompt, ecOwner: requestId });
+    tellStages(this.pool, record, 'abort');
+    this.rows.release(requestId);
+    record.rerun({ messages, prompt, media: plan.media?.routes ?? null, route });
+    const { graph, adapter, requests, pool, log } = this;
+    commitRerun({ graph, adapter, requests, pool, log }, record, plan);
+    this.rows.charge(requestId, plan.instances.get(this.graph.entryStageId)!, prompt);
   }
 
   /** The Thinker's instances that are up: where a request's rows may go. */

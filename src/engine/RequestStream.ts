@@ -48,9 +48,9 @@ export class RequestStream {
     readonly requestId: string,
     public stageInstances: ReadonlyMap<string, string>, // stageId -> instance used
     outputStages: readonly { stageId: string; type: 'text' | 'audio' }[],
-    private readonly promptTokens: number,
+    private promptTokens: number,
     /** The prompt's media items in plan order: their embeddings count as media input (by modality), not text. */
-    private readonly promptItems: readonly { modality: Modality; numEmbeddings: number }[],
+    private promptItems: readonly { modality: Modality; numEmbeddings: number }[],
     private readonly detokenizer: TextDecoderLike,
     /** The vocoder's facts from its READY report; null when the request has no audio output. */
     private readonly audio: AudioOutputFacts | null,
@@ -83,6 +83,28 @@ export class RequestStream {
     this.open = new Set(this.kinds.keys());
     this.replayCursor = cursor;
     this.onReplayCaughtUp = caughtUp;
+  }
+
+  /**
+   * The request runs again on `stageInstances` with another prompt (an item encoded again, with fewer frames for a
+   * clip: requests/Reencodes.ts). Nothing was delivered yet (its Thinker waited for that item), so every output is
+   * open again and usage counts the new prompt.
+   */
+  rerun(
+    stageInstances: ReadonlyMap<string, string>,
+    promptTokens: number,
+    promptItems: readonly { modality: Modality; numEmbeddings: number }[],
+  ): void {
+    this.stageInstances = stageInstances;
+    this.open = new Set(this.kinds.keys());
+    this.promptTokens = promptTokens;
+    this.promptItems = promptItems;
+    this.droppedItems.clear();
+  }
+
+  /** Takes a warning back (a re-encoded clip's earlier warning, replaced by the one for its last step). */
+  removeWarning(warning: string): void {
+    this.warnings.delete(warning);
   }
 
   private replayCaughtUp(): void {

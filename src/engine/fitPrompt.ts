@@ -29,6 +29,8 @@ export interface FitPolicy {
 
 export interface FittedPrompt {
   readonly prompt: PreparedPrompt;
+  /** The messages the prompt was built from (its clips as served: a re-encode steps down from them). */
+  readonly messages: readonly ChatMessage[];
   /** One per clip served with fewer or smaller frames. */
   readonly warnings: readonly string[];
 }
@@ -58,7 +60,10 @@ export function fitPrompt(
     const patches = prompt ? clipOverPatches(current, policy) : null;
     const over = prompt ? (patches?.limit ?? overBudget(prompt)) : (refusal?.message ?? null);
     const reason = () => [...limits].join(' and ');
-    if (over === null) return { prompt: prompt!, warnings: limits.size ? warningsOf(messages, current, reason()) : [] };
+    if (over === null) {
+      const warnings = limits.size ? warningsOf(messages, current, reason()) : [];
+      return { prompt: prompt!, messages: current, warnings };
+    }
     limits.add(prompt ? over : limitOf(refusal!));
     const next = policy.fallback ? stepDown(current, policy.fallback, policy.cell) : null;
     if (!next) {
@@ -67,7 +72,8 @@ export function fitPrompt(
         throw new ChorusError(ErrorCodes.MEDIA_INVALID, floorSaid(patches.clip, policy, current !== messages));
       if (refusal && policy.fallback && current !== messages) throw atFloor(refusal);
       if (refusal) throw refusal;
-      return { prompt: prompt!, warnings: current === messages ? [] : warningsOf(messages, current, reason()) };
+      const warnings = current === messages ? [] : warningsOf(messages, current, reason());
+      return { prompt: prompt!, messages: current, warnings };
     }
     current = next;
   }

@@ -15,6 +15,8 @@ const statusByCode: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.VIDEO_DECODE_TIMEOUT]: 400, // the client's video took the decoder too long; nothing else is affected
   [ErrorCodes.VIDEO_NO_AUDIO]: 400, // use_audio_in_video on a silent clip: the client's to change
   [ErrorCodes.MEDIA_ROWS_BUDGET]: 400, // fewer frames or clips fit: the client's to change
+  [ErrorCodes.ENCODE_MEMORY]: 400, // even at the fallback's floor: a lower fps or max_frames is the client's to ask
+  [ErrorCodes.EC_ENTRY_LOST]: 503, // its rows were lost and could not be encoded again now: retry
   [ErrorCodes.EVENT_UNKNOWN]: 400,
   [ErrorCodes.UNAUTHORIZED]: 401,
   [ErrorCodes.FORBIDDEN_ORIGIN]: 403,

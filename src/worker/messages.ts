@@ -298,6 +298,15 @@ export const STAGE_TO_MAIN_SCHEMAS = {
   ),
   /** Thinker: it let go of a request's media rows once prefilled (main's budget of rows held drops by `bytes`). */
   media_released: Type.Object({ type: Type.Literal('media_released'), requestId: RequestId, bytes: Count }, closed),
+  /**
+   * Thinker: item `item`'s encode failed for memory or time, or its encoder-output store entry was lost
+   * (src/engine/requests/reencode.ts codes); it waits at the item while main encodes it again (a new run of the
+   * request) or tells it the item failed for good (`media_failed` with `item`).
+   */
+  media_retry: Type.Object(
+    { type: Type.Literal('media_retry'), requestId: RequestId, item: Count, error: SerializedErrorSchema },
+    closed,
+  ),
   drained: Type.Object({ type: Type.Literal('drained') }, closed),
 };
 

@@ -27,6 +27,7 @@ import { StageCore, type CoreRequest, type StageContext } from '../../src/worker
 import { ContentKeys, prepareItem, type PreparedItem } from './encoderInputs.ts';
 import { bytesKeyOf, saltedBytesKey } from '../../src/media/mediaKey.ts';
 import type { EncoderArgs, EncoderKindStats } from './protocol.ts';
+import { allocationFailure, encodeCapOf, overMemoryCap, type EncodeCap } from './encodeCap.ts';
 
 interface EncoderRequest extends CoreRequest {
   readonly items: ReadonlyMap<number, EncodeItem>;
@@ -57,6 +58,9 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
   private mediaItemsReceived = 0;
   private mediaBytesReceived = 0;
   private readonly contentKeys = new ContentKeys();
+  /** A vision run's patches and memory at most (null: audio). */
+  private readonly cap: EncodeCap | null;
+  private runsSplit = 0;
 
   constructor(
     ctx: StageContext,
@@ -73,10 +77,12 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
       );
     }
     this.settings = settings;
+    this.cap = encodeCapOf(ctx.spec);
     this.policy = {
       budgetEmbeddings: settings.budgetEmbeddings,
       maxBatchSize: settings.maxBatchSize,
       batchTimeoutMs: settings.batchTimeoutMs,
+      maxRunCost: this.cap?.maxRunPatches ?? Infinity,
     };
     this.cache = new EncoderCache(settings.cacheBytes);
   }
@@ -156,6 +162,7 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
       id: prepared.key,
       modality: modalityOfBody(body).name,
       numEmbeddings: prepared.numEmbeddings,
+      cost: prepared.numEmbeddings * (this.cap?.patchesPerRow ?? 0),
       enqueuedAtMs: Date.now(),
       input: prepared.input,
       waiters: [{ requestId: req.requestId, item: item.item }],
@@ -192,13 +199,27 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
         this.failJob(job, err);
       }
     }
+    this.runReady(ready);
+  }
+
+  /**
+   * One run over the items, checked against the memory cap first (encodeCap.ts): a run over it, or one onnxruntime
+   * could not allocate, is split into runs of one item; an item over it alone fails with ENCODE_MEMORY (main then
+   * re-encodes a clip with fewer or smaller frames). A failed run fails the items in it, never the stage.
+   */
+  private runReady(ready: readonly { job: Job; input: EncoderInput }[]): void {
     if (ready.length === 0) return;
+    const patches = Math.max(...ready.map((r) => r.job.cost ?? 0));
+    const over = overMemoryCap(this.cap, ready.length, patches);
+    if (over && ready.length > 1) return this.runAlone(ready);
+    if (over) return this.failJob(ready[0].job, over);
     let rows: Float32Array[];
     try {
       rows = this.runner.encode(ready.map((r) => r.input));
     } catch (err) {
-      // A failed run fails the items in it, not the stage.
-      for (const r of ready) this.failJob(r.job, err);
+      const memory = allocationFailure(err);
+      if (memory && ready.length > 1) return this.runAlone(ready);
+      for (const r of ready) this.failJob(r.job, memory ?? err);
       return;
     }
     this.runs++;
@@ -207,6 +228,11 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
       this.cache.complete(job.id, rows[i]);
       for (const w of job.waiters) this.deliver(w.requestId, w.item, rows[i], job.id);
     });
+  }
+
+  private runAlone(ready: readonly { job: Job; input: EncoderInput }[]): void {
+    this.runsSplit++;
+    for (const r of ready) this.runReady([r]);
   }
 
   private failJob(job: Job, err: unknown): void {
@@ -278,6 +304,7 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
         cacheBudgetBytes: this.cache.budgetBytes,
         runs: this.runs,
         itemsEncoded: this.itemsEncoded,
+        runsSplit: this.runsSplit,
         decodesSkipped: this.decodesSkipped,
         queuedItems: this.jobs.size,
         mediaItemsReceived: this.mediaItemsReceived,

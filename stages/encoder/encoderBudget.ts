@@ -11,6 +11,9 @@
  *    large one). A batch cut short by the budget starts with what fits.
  * 3. A job larger than the whole budget starts alone in a step that has started nothing else (vLLM floors
  *    the budget at the largest item), or it could never run.
+ * 4. A batch's padded cost (its length x its costliest job's `cost`: items are padded to the longest) stays within
+ *    maxRunCost: a vision run's patches (encodeCap.ts), so batching never builds a run over the encoder's patches per
+ *    encode or its memory cap. A job over it alone still starts alone (main planned it; the core checks its memory).
  * Modalities are served in the order of their oldest waiting job.
  */
 import type { Modality } from '../../src/media/types.ts';
@@ -20,6 +23,8 @@ export interface EncodeJob {
   readonly modality: Modality;
   readonly numEmbeddings: number;
   readonly enqueuedAtMs: number;
+  /** What the job costs one run, padded (a vision item's patches); absent: 0. */
+  readonly cost?: number;
 }
 
 export interface EncoderBudgetPolicy {
@@ -28,6 +33,8 @@ export interface EncoderBudgetPolicy {
   readonly maxBatchSize: number;
   /** How long a partial batch waits for more jobs of its modality. */
   readonly batchTimeoutMs: number;
+  /** A run's padded cost at most (rule 4); absent: no cap. */
+  readonly maxRunCost?: number;
 }
 
 export interface EncoderStepPlan<J extends EncodeJob = EncodeJob> {
@@ -67,15 +74,23 @@ export function planEncoderStep<J extends EncodeJob>(
   // Map order = order of each modality's oldest job (the queue was sorted by age above).
   for (const jobs of byModality.values()) {
     let next = 0;
+    let cutByCost = false; // jobs left behind by rule 4 were due to start: they need not wait for company
     while (next < jobs.length) {
       const candidate = jobs.slice(next, next + policy.maxBatchSize);
       const flushAt = candidate[0].enqueuedAtMs + policy.batchTimeoutMs;
-      if (candidate.length < policy.maxBatchSize && nowMs < flushAt) {
+      if (!cutByCost && candidate.length < policy.maxBatchSize && nowMs < flushAt) {
         nextFlushAtMs = nextFlushAtMs === null ? flushAt : Math.min(nextFlushAtMs, flushAt);
         break; // rule 1: a partial batch waits for company until its timeout
       }
       const batch: J[] = [];
+      let costliest = 0;
+      cutByCost = false;
       for (const job of candidate) {
+        costliest = Math.max(costliest, job.cost ?? 0);
+        if (batch.length > 0 && (batch.length + 1) * costliest > (policy.maxRunCost ?? Infinity)) {
+          cutByCost = true; // rule 4: the rest starts in the next run (this step, when the budget allows)
+          break;
+        }
         if (job.numEmbeddings <= remaining) {
           remaining -= job.numEmbeddings;
         } else if (started === 0) {
@@ -88,7 +103,7 @@ export function planEncoderStep<J extends EncodeJob>(
       }
       if (batch.length > 0) batches.push(batch);
       next += batch.length;
-      if (batch.length < candidate.length) break;
+      if (batch.length < candidate.length && !cutByCost) break;
     }
   }
   return { batches, embeddingsStarted: started, nextFlushAtMs };

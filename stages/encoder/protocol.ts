@@ -20,6 +20,8 @@ export interface EncoderStats {
   /** Encoder runs (batches) and the items they encoded. */
   readonly runs: number;
   readonly itemsEncoded: number;
+  /** Runs split into runs of one item: over the memory cap together (encoder.max_encode_bytes), or not allocated. */
+  readonly runsSplit?: number;
   /** Items whose bytes had been seen: their content key came without decoding them again. */
   readonly decodesSkipped: number;
   /** Items waiting to be encoded now. */

@@ -18,7 +18,7 @@ import { Thinker2Tts } from '../tts/thinker2tts.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
 import { MAIN } from '../../src/common/graph.ts';
-import { ChorusError, ErrorCodes, type SerializedError } from '../../src/common/errors.ts';
+import { ChorusError, ErrorCodes, REENCODE_CODES, type SerializedError } from '../../src/common/errors.ts';
 import { EC_STORE, type AddRequest, type StageStats } from '../../src/worker/messages.ts';
 import type { ThinkerArgs, ThinkerStats } from './protocol.ts';
 import { requestEventOf } from '../requestEvents.ts';
@@ -198,7 +198,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     if (m?.type === 'release_prefix') this.prefixes?.release(m.key);
     else if (m?.type === 'first_audio' && requestId !== undefined) this.onFirstAudio(requestId);
     else if (m?.type === 'media_failed' && requestId !== undefined)
-      this.onMediaFailed(requestId, m.fromInstance, m.error);
+      this.onMediaFailed(requestId, m.fromInstance, m.error, m.item);
     else this.ctx.log.debug({ requestId }, 'kind message ignored: not a request event');
   }
 
@@ -279,18 +279,31 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     for (const item of items) if (this.requests.has(req.requestId)) this.mediaItemFailed(req, item, error);
   }
 
-  /** Main: an encoder instance died (or refused the request) and its items will not come. */
-  private onMediaFailed(requestId: string, fromInstance: string, error: SerializedError): void {
+  /**
+   * Main: an encoder instance died (or refused the request) and its items will not come; with `item`, main will not
+   * encode that item again (the answer to its media_retry): the failure policy applies to it.
+   */
+  private onMediaFailed(requestId: string, fromInstance: string, error: SerializedError, item?: number): void {
     const req = this.requests.get(requestId);
     if (!req?.media) return;
+    if (item !== undefined) return this.mediaItemFailed(req, item, error, true);
     this.ctx.adapter.stopReceiving(requestId, fromInstance);
     for (const item of req.media.waitingFrom(fromInstance))
       if (this.requests.has(requestId)) this.mediaItemFailed(req, item, error);
   }
 
-  private mediaItemFailed(req: ThinkerRequest, item: number, error: SerializedError): void {
+  /**
+   * An item will not come. A failure main can mend (an encode over memory or time, a lost store entry: REENCODE_CODES)
+   * is asked of main first, once, and the item waits: main encodes it again in a new run of the request (this run is
+   * aborted) or answers `final` (media_failed with the item), and the failure policy applies.
+   */
+  private mediaItemFailed(req: ThinkerRequest, item: number, error: SerializedError, final = false): void {
     const media = req.media!;
     if (!media.isWaiting(item)) return; // rows already in (or dropped): a late failure changes nothing
+    if (!final && REENCODE_CODES.has(error.code)) {
+      if (media.askRetry(item)) this.ctx.post({ type: 'media_retry', requestId: req.requestId, item, error });
+      return;
+    }
     const it = media.items[item];
     const message = error.message.startsWith(it.what) ? error.message : `${it.what}: ${error.message}`;
     if (it.onFailure === 'fail') return this.failWith(req, 'error', { code: error.code, message });

@@ -108,7 +108,7 @@ export class ThinkerEc {
     this.#counters.lostTakes++;
     return {
       rows: {
-        code: ErrorCodes.ENCODER_FAILED,
+        code: ErrorCodes.EC_ENTRY_LOST,
         message:
           `${what}: the encoder-output store no longer has its rows ` +
           `(${this.redis ? 'not in Redis' : 'no copy here'}); retry the request (it will be encoded again)`,

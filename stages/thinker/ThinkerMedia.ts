@@ -106,6 +106,16 @@ export class ThinkerMedia {
     return this.state[item] === 'waiting';
   }
 
+  /** Items whose encoding main was asked to mend (ThinkerCore.mediaItemFailed). */
+  readonly #retryAsked = new Set<number>();
+
+  /** True the first time an item's retry is asked (it is asked of main once per run). */
+  askRetry(item: number): boolean {
+    if (this.#retryAsked.has(item)) return false;
+    this.#retryAsked.add(item);
+    return true;
+  }
+
   /** Items still waiting whose rows come from this encoder (by stage id or instance). */
   waitingFrom(from: string): number[] {
     return this.plan.items.flatMap((it, i) =>

@@ -34,6 +34,7 @@ function encoderStage(stageId: string, modality: 'audio' | 'image'): StageSpec {
       onFailure: 'fail',
       maxAudioSeconds: 60,
       timeoutMs: 1000,
+      maxEncodeBytes: null,
       imageGrid: null,
       video: null,
     },

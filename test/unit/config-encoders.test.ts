@@ -57,6 +57,7 @@ describe('encoder stages', () => {
       onFailure: 'fail',
       maxAudioSeconds: 1200,
       timeoutMs: 30000,
+      maxEncodeBytes: null,
       imageGrid: null,
       video: null,
     });

@@ -66,4 +66,23 @@ describe('planEncoderStep', () => {
     expect(() => planEncoderStep([], { ...policy, budgetEmbeddings: 0 }, 0)).toThrow(RangeError);
     expect(() => planEncoderStep([], { ...policy, maxBatchSize: 0 }, 0)).toThrow(RangeError);
   });
+
+  it("caps a run's padded patches (its length x its largest job's): batching never builds a run over them", () => {
+    const capped = { ...policy, budgetEmbeddings: 100_000, maxRunCost: 4096 };
+    const clip = (id: string, patches: number, at: number) => ({ ...job(id, 'video', patches / 4, at), cost: patches });
+    // 1,000 + 1,000 + 1,000 padded to 1,000 each fit 4,096; a fourth (1,500) pads all four to 6,000: it runs next.
+    const queue = [clip('v1', 1000, 0), clip('v2', 1000, 1), clip('v3', 1000, 2), clip('v4', 1500, 3)];
+    const plan = planEncoderStep(queue, capped, 100);
+    expect(ids(plan.batches)).toEqual([['v1', 'v2', 'v3'], ['v4']]); // the rest starts in this step, not after a wait
+    for (const b of plan.batches) expect(b.length * Math.max(...b.map((j) => j.cost ?? 0))).toBeLessThanOrEqual(4096);
+    // A job over the cap alone still starts, alone (main planned it; the encoder checks its memory).
+    expect(ids(planEncoderStep([clip('huge', 5000, 0), clip('v5', 10, 1)], capped, 100).batches)).toEqual([
+      ['huge'],
+      ['v5'],
+    ]);
+    // Without a cap the same queue is one batch.
+    expect(ids(planEncoderStep(queue, { ...capped, maxRunCost: undefined }, 100).batches)).toEqual([
+      ['v1', 'v2', 'v3', 'v4'],
+    ]);
+  });
 });

@@ -37,7 +37,7 @@ export interface EcDropped {
   readonly contentKey: string;
   readonly holders: readonly string[];
   readonly remote: boolean;
-  readonly why: 'evicted' | 'expired' | 'refused';
+  readonly why: 'evicted' | 'expired' | 'refused' | 'lost';
 }
 
 export interface EcIndexStats {
@@ -174,6 +174,17 @@ export class EcIndex {
       // one that died, and its requests failed with it).
       this.#drop(e, 'evicted');
     }
+  }
+
+  /**
+   * A Thinker found nothing under the item's entry (Redis evicted it, its holder went away): the entry is gone, pinned
+   * or not, so the item's next lookup misses and it is encoded again. True when there was an entry.
+   */
+  forget(itemKey: string): boolean {
+    const e = this.#byItem.get(itemKey);
+    if (!e) return false;
+    this.#drop(e, 'lost');
+    return true;
   }
 
   /** Entries that left the index since the last call. */

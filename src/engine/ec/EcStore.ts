@@ -131,6 +131,12 @@ export class EcStore {
     this.#flushDropped();
   }
 
+  /** A Thinker found no rows under the item's entry (ThinkerEc's lost take): forget it, so the item encodes again. */
+  forgetLost(bytesKey: string, encoderStageId: string): void {
+    const identity = this.#identities.get(encoderStageId);
+    if (identity && this.#index.forget(ecItemKey(identity, bytesKey))) this.#flushDropped();
+  }
+
   /** A Thinker instance died or was lost: its copies are gone. */
   forgetHolder(instance: string): void {
     this.#drops.delete(instance);

@@ -32,6 +32,11 @@ export function ecQueriesOf(prompt: PreparedPrompt): EcItemQuery[] {
   }));
 }
 
+/** The item's entry had no rows when its Thinker came to take them: forget it (the item is encoded again). */
+export function forgetLostItem(ec: EcStore | null, item: MediaItem): void {
+  ec?.forgetLost(bytesKeyOfItem(item), item.encoder.stageId);
+}
+
 /** What the router needs to know of an item in the store (a read: no pin, no use); null on a miss. */
 export function ecEntryOf(ec: EcStore | null, item: MediaItem): EcEntry | null {
   const where = ec?.where(bytesKeyOfItem(item), item.encoder.stageId);

@@ -47,6 +47,9 @@ export class InstanceEvents {
       case 'media_released':
         this.ctx.events.emit('mediaReleased', inst.instance, msg);
         return;
+      case 'media_retry':
+        this.ctx.events.emit('mediaRetry', inst.instance, msg);
+        return;
       case 'stats':
         inst.stats = msg.stats;
         diagnostics.stageStats.publish({ stageId: inst.spec.stageId, instance: inst.instance, ...msg.stats });

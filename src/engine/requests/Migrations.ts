@@ -71,7 +71,7 @@ export class Migrations {
     const stageId = view.spec.stageId;
     const verdict = migrationVerdict({
       settings,
-      attempts: record.attempts,
+      attempts: record.attempts - record.reencodes, // its replays, not its re-encodes
       answerTokens: answerTokensOf(record.stream.delivered, this.ctx.audio()),
       unstoredMediaItems: this.ctx.unstoredMediaItems(record),
     });

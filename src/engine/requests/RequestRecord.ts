@@ -8,7 +8,7 @@
  * with the instance's `finished`, which may come after the request ended (the stage works on until it reads the
  * abort), and until then the instance still counts it as load and watches it for a hang.
  */
-import type { GenerateRequest } from '../../common/engine.ts';
+import type { ChatMessage, GenerateRequest } from '../../common/engine.ts';
 import type { SerializedError } from '../../common/errors.ts';
 import { encoderFailure, type EncoderFailureOutcome, type EncoderRoutes } from '../MediaRoutes.ts';
 import type { RequestStream } from '../RequestStream.ts';
@@ -42,12 +42,17 @@ export class RequestRecord {
   attempts = 0;
   /** Set from the loss of an instance until the replay is admitted (it waits for live instances of its stages). */
   migrating: PendingMigration | null = null;
+  /** Runs of it that encoded an item again (Reencodes.ts), among its `attempts`. */
+  reencodes = 0;
+  /** The messages its current run's prompt was built from (its clips as served); a re-encode steps down from them. */
+  messages: readonly ChatMessage[];
 
   constructor(
     readonly stream: RequestStream,
-    private readonly parts: RecordParts,
+    private parts: RecordParts,
   ) {
     this.#route = parts.route;
+    this.messages = parts.request.messages;
   }
 
   get requestId(): string {
@@ -77,6 +82,26 @@ export class RequestRecord {
     this.#route = null;
     this.#hold = null; // the replay holds for nothing: its Thinker is told no first audio
     this.migrating = { ...pending, deadline };
+  }
+
+  /**
+   * Runs it again as run `attempts + 1` (an item encoded again: Reencodes.ts), from `messages` and their `prompt`,
+   * routed by `route`: the failed run's receive state is let go (its late chunks are dropped) and its route released.
+   */
+  rerun(next: {
+    readonly messages: readonly ChatMessage[];
+    readonly prompt: PreparedPrompt;
+    readonly media: EncoderRoutes | null;
+    readonly route: RouteTicket | null;
+  }): void {
+    this.parts.adapter.cancel(this.runId);
+    this.#route?.release();
+    this.#route = next.route;
+    this.#hold = null;
+    this.parts = { ...this.parts, prompt: next.prompt, media: next.media, route: next.route };
+    this.messages = next.messages;
+    this.attempts++;
+    this.reencodes++;
   }
 
   /** The replay is admitted as run `attempts + 1`, routed by `route`. */

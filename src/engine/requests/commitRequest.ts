@@ -98,6 +98,31 @@ export function commitReplay(
   return plan.instances;
 }
 
+/**
+ * A request's next run after an item is encoded again (Reencodes.ts), committed as planned (the record already
+ * switched to it: record.rerun): what main expects back, the hold, the adds, then the media to its encoders.
+ */
+export function commitRerun(
+  ctx: Pick<CommitContext, 'graph' | 'adapter' | 'requests' | 'pool' | 'log'>,
+  record: RequestRecord,
+  plan: AdmissionPlan,
+): void {
+  const { adapter, pool } = ctx;
+  const runId = record.runId;
+  const { stream } = record;
+  const prompt = record.prompt;
+  stream.rerun(plan.instances, prompt.promptTokenIds.length, prompt.items);
+  for (const o of plan.outputs) adapter.expect(runId, o.expect);
+  ctx.requests.commitHold(record, plan.hold, () => tellStages(pool, record, 'first_audio'));
+  for (const { instance, add } of plan.adds) pool.admit(instance, add);
+  if (plan.media) {
+    const chunkTimeoutMs = ctx.graph.chunkPolicy.chunkTimeoutMs;
+    sendMedia(runId, plan.media.sends, adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
+      stream.end('error', serializeError(err)),
+    );
+  }
+}
+
 /** The client's handle on an admitted request: its events, and cancel / pause / resume through the engine. */
 export function handleOf(
   record: RequestRecord,

@@ -1,0 +1,164 @@
+/**
+ * A clip encoded again instead of failed (issue 44 item 7), over real stage processes, real models and clips made by
+ * the bundled ffmpeg:
+ * - Its encode over the encoder's memory cap (encoder.max_encode_bytes: the run's working memory, estimated from the
+ *   vision model before it starts) fails in the encoder with CHORUS_ERR_ENCODE_MEMORY; main runs the request again
+ *   with the clip down its fallback until an encode fits, and the answer says so. Past the floor: a 400 naming the
+ *   item and what to do, and the next request is answered (the encoder is not down).
+ * - Its encoder-output store entry lost in Redis between main's lookup and the Thinker's take (a key deleted, as
+ *   Redis's eviction would): main encodes it again from the bytes it holds; the answer is the first one's.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../src/common/errors.ts';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { thinkerStatsOf, type ThinkerEcStats } from '../../stages/thinker/protocol.ts';
+import { ownSegments, waitFor } from '../helpers/engine.ts';
+import { RedisServer } from '../helpers/redisServer.ts';
+import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
+
+const ENCODER = (maxEncodeBytes: string) => `
+  - stage_id: image-encoder
+    kind: encoder
+    engine: {threads: 1}
+    encoder: {modality: image, cache_bytes: 1, max_encode_bytes: ${maxEncodeBytes}, video: {fps: 2, max_seconds: 20}}`;
+
+const THINKER = (replicas: number) => `
+  - stage_id: thinker
+    kind: thinker
+    engine: {threads: 1}
+    inputs: [{from: image-encoder}]
+    final_output: true
+    final_output_type: text
+    replicas: ${replicas}`;
+
+/** A server on port 0 over the pipeline of `yaml`. */
+async function serve(yaml: string): Promise<{ engine: Orchestrator; app: FastifyInstance; base: string }> {
+  const engine = await Orchestrator.start(parseConfig(yaml, `${process.cwd()}/configs/reencode.yaml`));
+  const app = buildServer(engine, { apiKey: null });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { engine, app, base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` };
+}
+
+interface ChatJson {
+  readonly choices: readonly { readonly message: { readonly content: string } }[];
+  readonly usage: { readonly prompt_tokens_details: { readonly video_tokens: number } };
+  readonly chorus_warnings?: readonly string[];
+  readonly error: { readonly code: string; readonly message: string };
+}
+
+/** A question about the clip (a video_url part), answered in 6 tokens; or a text question. */
+async function ask(base: string, clip: Buffer | null): Promise<{ status: number; json: ChatJson }> {
+  const content = [
+    ...(clip ? [{ type: 'video_url', video_url: { url: videoDataUrl(clip) } }] : []),
+    { type: 'text', text: 'What happens here?' },
+  ];
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: 6, seed: 5, ignore_eos: true }),
+  });
+  return { status: res.status, json: (await res.json()) as ChatJson };
+}
+
+describe('an encode over the memory cap steps the clip down', () => {
+  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  let big: Buffer; // 15 s of 320 x 240 at fps 2: 30 frames of 252 x 168, 3,240 patches (~586 MiB estimated)
+
+  beforeAll(async () => {
+    big = await makeVideo({ seconds: 15, width: 320, height: 240 });
+    // 64 MiB: a run of 864 patches (7 frames of 252 x 168, ~47 MiB) fits; 1,728 (15 frames, ~170 MiB) does not.
+    server = await serve(`model_preset: tiny\nstages:${ENCODER('64MiB')}${THINKER(1)}\n`);
+  }, 240_000);
+
+  afterAll(async () => {
+    await server?.app.close();
+    await server?.engine.close();
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it('serves it with the frames an encode fits, and says so', async () => {
+    const { status, json } = await ask(server!.base, big);
+    expect(status).toBe(200);
+    // 30 -> 15 -> 7 frames: two failed encodes, the third fits. 7 frames are 4 temporal groups of 6 x 9 rows.
+    expect(json.usage.prompt_tokens_details.video_tokens).toBe(4 * 6 * 9);
+    expect(json.chorus_warnings).toEqual([
+      'messages[0].content[0] (video) was served with 7 frames of 252x168 instead of 30 frames of 252x168: its ' +
+        'encode failed out of memory (CHORUS_ERR_ENCODE_MEMORY) and it was encoded again with fewer or smaller ' +
+        'frames (encoder.video.fallback)',
+    ]);
+  });
+
+  it('past the floor: a 400 naming the item and what to do; the next request is answered', async () => {
+    await server!.app.close();
+    await server!.engine.close();
+    server = await serve(`model_preset: tiny\nstages:${ENCODER('1MiB')}${THINKER(1)}\n`);
+    const { status, json } = await ask(server.base, big);
+    expect(status).toBe(400);
+    expect(json.error.code).toBe(ErrorCodes.ENCODE_MEMORY);
+    expect(json.error.message).toMatch(/^messages\[0\]\.content\[0\] \(video\): its encode needs ~1\.2 MiB/);
+    expect(json.error.message).toContain('of working memory (96 patches), over the encoder');
+    expect(json.error.message).toContain('ask a lower fps or max_frames, or raise max_encode_bytes');
+    expect(json.error.message).toContain("at the fallback's floor (encoder.video.fallback)");
+    expect((await ask(server.base, null)).status).toBe(200);
+  });
+});
+
+describe('a lost encoder-output store entry is encoded again from main`s bytes', () => {
+  let redis: RedisServer;
+  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  const thinkerEc = new Map<string, ThinkerEcStats>();
+  const mediaSent: number[] = [];
+  const onStats = (m: unknown) => {
+    const s = m as { instance: string; kind?: unknown };
+    const { ec } = thinkerStatsOf(s);
+    if (ec) thinkerEc.set(s.instance, ec);
+  };
+  const onMedia = (m: unknown) => mediaSent.push((m as { bytes: number }).bytes);
+  const prefix = `lost${process.pid}`;
+
+  beforeAll(async () => {
+    subscribe('chorus:stage:stats', onStats);
+    subscribe('chorus:encoder:media', onMedia);
+    redis = await RedisServer.start();
+    // round_robin: the second request goes to the other Thinker, which has no copy and takes from Redis.
+    server = await serve(
+      `model_preset: tiny\nrouting: round_robin\n` +
+        `ec_store: {url: "${redis.url}", key_prefix: ${prefix}, budget_bytes: 64MiB}\n` +
+        `stages:${ENCODER('512MiB')}${THINKER(2)}\n`,
+    );
+  }, 240_000);
+
+  afterAll(async () => {
+    await server?.app.close();
+    await server?.engine.close();
+    await redis?.stop();
+    unsubscribe('chorus:stage:stats', onStats);
+    unsubscribe('chorus:encoder:media', onMedia);
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it('answers as the first time: the clip encoded twice, the lost take counted', async () => {
+    const clip = await makeVideo({ seconds: 2 });
+    const first = await ask(server!.base, clip);
+    expect(first.status).toBe(200);
+    await waitFor('the clip`s rows in the store', () => server!.engine.ecStore!.stats.entries === 1);
+    let keys: string[] = [];
+    const deadline = Date.now() + 10_000;
+    while ((keys = (await redis.keys()).filter((k) => k.startsWith(`${prefix}:ec:`))).length === 0) {
+      if (Date.now() > deadline) throw new Error('the clip`s rows never reached Redis');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await redis.cli('DEL', ...keys); // lost, as Redis's eviction under maxmemory would lose it
+
+    const again = await ask(server!.base, clip);
+    expect(again.status).toBe(200);
+    expect(again.json.choices[0].message.content).toBe(first.json.choices[0].message.content);
+    expect(again.json.chorus_warnings).toBeUndefined();
+    expect(mediaSent).toHaveLength(2); // main sent the clip's bytes to the encoder again
+    await waitFor('the lost take counted', () => [...thinkerEc.values()].some((s) => s.lostTakes === 1));
+  });
+});
