@@ -23,9 +23,13 @@ class FakeVisionRunner {
   readonly outputSize = D;
   readonly identity = 'fake-vision';
   readonly batches: number[] = [];
+  /** Runs of more items than this fail as onnxruntime's allocation failures do. */
+  allocatesUpTo = Infinity;
 
   encode(items: readonly EncoderInput[]): Float32Array[] {
     this.batches.push(items.length);
+    if (items.length > this.allocatesUpTo)
+      throw new Error('image encoder run failed: Failed to allocate memory for requested buffer of size 123456');
     // Rows that depend on the pixels, so different images give different rows.
     return items.map((item) =>
       new Float32Array(item.numEmbeddings * D).fill(item.modality === 'image' ? item.patches[7] : 0),
@@ -230,4 +234,58 @@ describe('EncoderCore', () => {
       expect(core.size).toBe(0);
     },
   );
+
+  describe('memory per run (encoder.max_encode_bytes, estimated from the tiny vision model)', () => {
+    const three = (add: (r: string, n: number) => void, media: (r: string, i: number, b: Uint8Array) => void) => {
+      for (const r of ['a', 'b', 'c']) {
+        add(r, 1);
+        media(r, 0, pngBytes(56, 56, r.charCodeAt(0)));
+      }
+    };
+    const codes = (adapter: FakeAdapter) =>
+      adapter.to('thinker#0').map((c) => (c.body?.kind === 'encoderRows' ? (c.body.error?.code ?? 'rows') : null));
+
+    it('a run onnxruntime cannot allocate is split into runs of one; each item gets its rows', () => {
+      const { adapter, runner, core, add, media, encoderStats } = setup({ batchTimeoutMs: 0, maxBatchSize: 3 });
+      runner.allocatesUpTo = 1;
+      three(add, media);
+      core.step();
+      expect(runner.batches).toEqual([3, 1, 1, 1]);
+      expect(codes(adapter)).toEqual(['rows', 'rows', 'rows']);
+      expect(encoderStats()).toMatchObject({ runsSplit: 1, itemsEncoded: 3 });
+    });
+
+    it('an item over the cap fails with ENCODE_MEMORY before any run; one alone that fails to allocate too', () => {
+      // A 56 x 56 image is 16 patches, ~142 KiB estimated: over 100 kB.
+      const capped = setup({ batchTimeoutMs: 0, maxEncodeBytes: 100_000 });
+      capped.add('r', 1);
+      capped.media('r', 0, pngBytes(56, 56, 1), true);
+      capped.core.step();
+      expect(capped.runner.batches).toEqual([]);
+      const [chunk] = capped.adapter.to('thinker#0');
+      expect(chunk.body?.kind === 'encoderRows' && chunk.body.error).toMatchObject({
+        code: ErrorCodes.ENCODE_MEMORY,
+        message: expect.stringMatching(/^its encode needs ~0\.1 MiB of working memory \(16 patches\), over the/),
+      });
+      const alone = setup({ batchTimeoutMs: 0 });
+      alone.runner.allocatesUpTo = 0;
+      alone.add('r', 1);
+      alone.media('r', 0, pngBytes(56, 56, 1), true);
+      alone.core.step();
+      expect(codes(alone.adapter)).toEqual([ErrorCodes.ENCODE_MEMORY]);
+    });
+
+    it('the planner never batches past the patches the cap allows', () => {
+      // ~293 kB allows one 16-patch image per run (31 patches), not two padded ones (32).
+      const { runner, core, add, media, encoderStats } = setup({
+        batchTimeoutMs: 0,
+        maxBatchSize: 3,
+        maxEncodeBytes: 300_000,
+      });
+      three(add, media);
+      core.step();
+      expect(runner.batches).toEqual([1, 1, 1]);
+      expect(encoderStats().runsSplit).toBe(0);
+    });
+  });
 });
