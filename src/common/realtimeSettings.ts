@@ -32,6 +32,14 @@ export const DEFAULT_CAMERA: CameraSettings = Object.freeze({
 });
 
 /**
+ * Realtime session.truncation "auto" truncates as if the Thinker had at most this many positions (YAML
+ * realtime.auto_truncation_positions; docs/conversations.md "A bounded window"): each answer step attends over the
+ * whole context, so a bounded one keeps late turns as fast as early ones. A session that wants the model's whole
+ * context asks for it with retention_ratio.
+ */
+export const DEFAULT_AUTO_TRUNCATION_POSITIONS = 2048;
+
+/**
  * The pipeline's speech-to-text (YAML `asr:`): Whisper in a CTranslate2 folder (faster-whisper's layout), given as a
  * path or as a folder inside an installed Python package. It transcribes input audio for Realtime input transcription
  * and /v1/audio/transcriptions, in a process of its own beside the stages.

@@ -12,7 +12,7 @@ import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { resolveEcStore } from './ecStore.ts';
 import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
-import { DEFAULT_CAMERA } from '../common/realtimeSettings.ts';
+import { DEFAULT_AUTO_TRUNCATION_POSITIONS, DEFAULT_CAMERA } from '../common/realtimeSettings.ts';
 import { defaults, parseByteSize } from './defaults.ts';
 import {
   resolveLongPrefill,
@@ -115,6 +115,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
       duplicateThreshold: yaml.realtime?.camera?.duplicate_threshold ?? DEFAULT_CAMERA.duplicateThreshold,
     },
     semanticVad,
+    autoTruncationPositions: yaml.realtime?.auto_truncation_positions ?? DEFAULT_AUTO_TRUNCATION_POSITIONS,
     modelsDir: modelsDirOf(yaml, baseDir),
     connectors,
     chunkPolicy,

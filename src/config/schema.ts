@@ -314,7 +314,8 @@ export const GraphYaml = Type.Object(
     // keeps, and how different from the last kept one a frame must be to count (docs/video.md). semantic_vad's
     // end-of-turn model (docs/voice.md#semantic_vad): Smart Turn v3's ONNX file (default: where .ci/run puts it in the
     // user cache), and what semantic_vad does where there is none: refuse (the default) or run the VAD's silence rule
-    // (silence, said so in session.updated).
+    // (silence, said so in session.updated). auto_truncation_positions: what session.truncation "auto" lets a
+    // conversation fill before it truncates, down to half (docs/conversations.md; default 2048, at most the Thinker's).
     realtime: optional(
       Type.Object(
         {
@@ -329,6 +330,7 @@ export const GraphYaml = Type.Object(
               closed,
             ),
           ),
+          auto_truncation_positions: optional(int(16)),
           semantic_vad: optional(
             Type.Object(
               {

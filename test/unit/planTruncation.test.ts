@@ -100,6 +100,39 @@ describe('planTruncation', () => {
     expect(auto.truncatedAt.length).toBeLessThan(0.4 * pastLimit);
   });
 
+  it('auto plans within autoPositions (the bounded window); retention_ratio and disabled use the whole model', () => {
+    // A window of 500: 500 - 100 for the answer - 50 for the instructions = 350 for the items; 400 is over it, so
+    // down to <= 175 at once.
+    const bounded = planTruncation(input({ items: items(100, 100, 100, 100), autoPositions: 500 }));
+    expect(bounded).toMatchObject({ fits: true, drop: ['i0', 'i1', 'i2'], keptPositions: 100 });
+    expect(bounded.limit.allowed).toBe(350);
+    const whole = { type: 'retention_ratio', retention_ratio: AUTO_RETENTION_RATIO } as const;
+    expect(
+      planTruncation(input({ items: items(100, 100, 100, 100), autoPositions: 500, setting: whole })),
+    ).toMatchObject({ fits: true, drop: [] });
+    // A window at or over the model's positions changes nothing.
+    const list = items(300, 300, 200, 100, 100);
+    expect(planTruncation(input({ items: list, autoPositions: 4000 }))).toEqual(planTruncation(input({ items: list })));
+    // Past the window, turn after turn: the prompt stays within it, truncating in steps of half of it.
+    const sizes = Array.from({ length: 40 }, (_, i) => 40 + ((i * 37) % 51));
+    let conversation = items(...sizes.slice(0, 1));
+    for (let i = 1; i < sizes.length; i++) {
+      const plan = planTruncation(input({ items: conversation, autoPositions: 500 }));
+      expect(plan.fits && plan.keptPositions).toBeLessThanOrEqual(350);
+      conversation = [...conversation.slice(plan.fits ? plan.drop.length : 0), { id: `n${i}`, positions: sizes[i] }];
+    }
+  });
+
+  it('auto gives an item the window cannot hold the whole model, rather than refusing it', () => {
+    // 600 positions alone: over the window's 350 for items, within the model's 850.
+    const plan = planTruncation(input({ items: items(100, 600), autoPositions: 500 }));
+    expect(plan).toMatchObject({ fits: true, drop: [], keptPositions: 700 });
+    expect(plan.limit.allowed).toBe(850);
+    const over = planTruncation(input({ items: items(100, 900), autoPositions: 500 }));
+    expect(over).toMatchObject({ fits: false, reason: 'newest_item' });
+    expect(over.limit.allowed).toBe(850); // the error names the model's limit, not the window's
+  });
+
   it('token_limits.post_instructions lowers the limit; the Thinker still bounds it', () => {
     const setting = { type: 'retention_ratio', retention_ratio: 1, token_limits: { post_instructions: 250 } } as const;
     const plan = planTruncation(input({ items: items(100, 100, 100), setting }));

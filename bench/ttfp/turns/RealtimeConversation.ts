@@ -16,12 +16,18 @@ export class RealtimeConversation implements ConversationClient {
 
   private constructor(private readonly session: RealtimeSession) {}
 
-  /** `system`: the session's instructions, set (and confirmed by session.updated) before the first turn. */
+  /**
+   * `system`: the session's instructions, set (and confirmed by session.updated) before the first turn. The session
+   * may fill the Thinker's whole context (retention_ratio 0.5 over it, where "auto" keeps a window of
+   * realtime.auto_truncation_positions, docs/conversations.md): the bench measures answers as the history grows.
+   */
   static async connect(target: ClientTarget, system: string | null = null): Promise<RealtimeConversation> {
     const session = await RealtimeSession.open(target);
-    if (system !== null)
-      await session.update({ type: 'realtime', instructions: system }).catch((err: Error) => {
-        throw new Error(`the bench's instructions: ${err.message}`, { cause: err });
+    const truncation = { type: 'retention_ratio', retention_ratio: 0.5 };
+    await session
+      .update({ type: 'realtime', truncation, ...(system === null ? {} : { instructions: system }) })
+      .catch((err: Error) => {
+        throw new Error(`the bench's session.update: ${err.message}`, { cause: err });
       });
     return new RealtimeConversation(session);
   }

@@ -12,6 +12,7 @@
  */
 import type { ChatMessage, Engine } from '../../common/engine.ts';
 import type { StageGraph } from '../../common/graph.ts';
+import { DEFAULT_AUTO_TRUNCATION_POSITIONS } from '../../common/realtimeSettings.ts';
 import { entryPromptLimits } from '../../../stages/registry.ts';
 import { toChatMessages, type StoredItem } from './Conversation.ts';
 
@@ -26,6 +27,8 @@ export class PromptPositions {
   readonly #count: CountPositions;
   readonly #graph: StageGraph;
   readonly maxPositions: number;
+  /** What session.truncation "auto" may fill (YAML realtime.auto_truncation_positions, planTruncation.ts). */
+  readonly autoPositions: number;
   #empty: number | null = null;
   #instructions: { readonly text: string; readonly positions: number } | null = null;
 
@@ -33,6 +36,7 @@ export class PromptPositions {
     this.#count = count;
     this.#graph = graph;
     this.maxPositions = maxPositions;
+    this.autoPositions = Math.min(maxPositions, graph.autoTruncationPositions ?? DEFAULT_AUTO_TRUNCATION_POSITIONS);
   }
 
   /** For the engine's graph now; null when the engine cannot count or the Thinker's positions are unknown. */

@@ -101,6 +101,7 @@ function predictedDrop(ctx: PlanContext): string[] {
     items: [...positioned, ...next],
     instructionsPositions: positions.instructions(state.instructions),
     maxPositions: positions.maxPositions,
+    autoPositions: positions.autoPositions,
     answerPositions: maxTokens ?? ctx.tokenLimits.stageDefault,
     setting: state.truncation,
   });

@@ -108,6 +108,7 @@ function fitToThinker(
     items: items.map((it) => ({ id: it.id, positions: positions.item(it) })),
     instructionsPositions: positions.instructions(instructions),
     maxPositions: positions.maxPositions,
+    autoPositions: positions.autoPositions,
     answerPositions,
     setting,
   };
