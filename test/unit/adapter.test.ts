@@ -176,4 +176,25 @@ describe('ChunkTransferAdapter', () => {
     await second;
     expect((await done).length).toBe(2);
   });
+
+  it('puts at once, within the caller, on a connector that keeps call order; on others after its turn', async () => {
+    for (const inOrder of [true, false]) {
+      const connector = new InprocConnector({});
+      const puts: string[] = [];
+      const put = connector.put.bind(connector);
+      connector.put = (from, to, key, frame, deadline) => {
+        puts.push(key);
+        return put(from, to, key, frame, deadline);
+      };
+      if (inOrder) Object.assign(connector, { putsInOrder: () => true });
+      const producer = new ChunkTransferAdapter(connector, 'thinker#0', 'thinker', () => undefined);
+      const body = { kind: 'audio', pcm: Float32Array.of(1), sampleRateHz: 24_000 } as const;
+      const sent = [0, 1, 2].map((i) => producer.saveAsync('r', target, { final: i === 2, body }, Date.now() + 2_000));
+      const keys = [0, 1, 2].map((seq) => chunkKey('r', 'talker', seq));
+      expect(puts).toEqual(inOrder ? keys : []); // the step's later work runs after the consumer could have it
+      await Promise.all(sent);
+      expect(puts).toEqual(keys);
+      expect(producer.pendingSendBytes).toBe(0);
+    }
+  });
 });

@@ -123,6 +123,14 @@ export class ShmConnector implements Connector {
     return ring.write([header, ...(frame instanceof Uint8Array ? [frame] : frame)], deadline);
   }
 
+  /**
+   * One ring per edge, and ShmRing.write puts frames in in call order (a write that has to wait for room queues the
+   * ones after it): the adapter may hand each frame over as soon as it is made, not after the previous put resolved.
+   */
+  putsInOrder(): boolean {
+    return true;
+  }
+
   get(from: string, to: string, key: string, deadline: number): Promise<Uint8Array> {
     const inbound = to === this.me ? this.#inbound.get(from) : undefined;
     if (inbound === undefined) return Promise.reject(this.#noEdge(from, to));
