@@ -12,7 +12,9 @@
  * has its own colours, so no cache serves a burst from an earlier one. TTFT is the client's, to the first streamed
  * content.
  *
- *   npx tsx bench/video/burst.ts [--config configs/tiny-omni.yaml] [--rounds 3] [--requests 32]
+ * With --together the texts are sent once the clip request is admitted (see burst()): the seed's batch at the engine.
+ *
+ *   npx tsx bench/video/burst.ts [--config configs/tiny-omni.yaml] [--rounds 3] [--requests 32] [--together]
  */
 import { parseArgs } from 'node:util';
 import { parseDocument } from 'yaml';
@@ -70,19 +72,47 @@ interface BurstResult {
   readonly failed: number;
 }
 
-async function burst(baseUrl: string, arm: Arm, round: number, requests: number, clip: Buffer): Promise<BurstResult> {
+/** Media bytes main has sent to the encoders so far (chorus_encoder_media_bytes_total, every stage). */
+async function mediaBytesSent(baseUrl: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  let sum = 0;
+  for (const m of text.matchAll(/^chorus_encoder_media_bytes_total\{[^}]*\} (\S+)/gm)) sum += Number(m[1]);
+  return sum;
+}
+
+/** Resolves once main has sent more media bytes than `before` (a request's encode was planned: it was admitted). */
+async function mediaSentPast(baseUrl: string, before: number, give: Promise<unknown>): Promise<void> {
+  let ended = false;
+  void give.finally(() => (ended = true));
+  while (!ended && (await mediaBytesSent(baseUrl)) <= before) await new Promise((r) => setTimeout(r, 10));
+}
+
+/**
+ * One burst. `together`: the 31 texts are sent once the clip request is admitted (its decode in main done, its encode
+ * planned), so all 32 reach the engine at once, as in seed 000 (whose clip came as frames, with no decode); else all
+ * 32 are sent at once and the clip's decode in main overlaps the texts.
+ */
+async function burst(
+  baseUrl: string,
+  arm: Arm,
+  round: number,
+  requests: number,
+  clip: Buffer,
+  together: boolean,
+): Promise<BurstResult> {
   const bodies = Array.from({ length: requests }, (_, i) =>
     i === 0 && arm !== 'text' ? clipQuestion(clip, round) : textQuestion(round, i),
   );
   // A request that fails (a first-chunk deadline passed while the Thinker stalled) counts as failed, not as a time.
-  const ttfts = await Promise.all(
-    bodies.map((b) =>
-      streamedTtft(baseUrl, b).then(
-        (t) => t.ttftMs,
-        (err: Error) => err,
-      ),
-    ),
-  );
+  const send = (b: unknown) =>
+    streamedTtft(baseUrl, b).then(
+      (t) => t.ttftMs,
+      (err: Error) => err,
+    );
+  const before = together && arm !== 'text' ? await mediaBytesSent(baseUrl) : 0;
+  const first = send(bodies[0]);
+  if (together && arm !== 'text') await mediaSentPast(baseUrl, before, first);
+  const ttfts = await Promise.all([first, ...bodies.slice(1).map(send)]);
   const failed = ttfts.filter((t) => t instanceof Error);
   if (failed.length > 0) console.error(`${arm}: ${failed.length} failed, e.g. ${failed[0].message.slice(0, 200)}`);
   const ms = (t: number | Error) => (t instanceof Error ? null : Math.round(t));
@@ -101,6 +131,7 @@ async function main(): Promise<void> {
       config: { type: 'string', default: 'configs/tiny-omni.yaml' },
       rounds: { type: 'string', default: '3' },
       requests: { type: 'string', default: '32' },
+      together: { type: 'boolean', default: false },
     },
   });
   const rounds = Number(values.rounds);
@@ -112,10 +143,10 @@ async function main(): Promise<void> {
   const runArms = async (text: string, arms: readonly Arm[]) => {
     const server = await startInProcessServer(parseConfig(text, config.file), log);
     try {
-      await burst(server.baseUrl, arms[0], -1, 4, clips[rounds]); // warm up: first spawns out of the figure
+      await burst(server.baseUrl, arms[0], -1, 4, clips[rounds], false); // warm up: first spawns out of the figure
       for (let r = 0; r < rounds; r++) {
         for (const arm of arms) {
-          const result = await burst(server.baseUrl, arm, r, requests, clips[r]);
+          const result = await burst(server.baseUrl, arm, r, requests, clips[r], values.together);
           results.push(result);
           console.error(JSON.stringify({ round: r, ...result }));
         }
@@ -136,6 +167,7 @@ async function main(): Promise<void> {
     config: values.config,
     requests,
     rounds,
+    together: values.together,
     clip: '15 s 320x240 H.264 at fps 2: 30 frames, 810 rows',
     clipTtftMs: { async: clipP50('async'), sync: clipP50('sync') },
     clipAsyncOverSync: Number((clipP50('async') / clipP50('sync')).toFixed(3)),

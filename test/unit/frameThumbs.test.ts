@@ -1,9 +1,12 @@
 /**
  * Camera frame thumbnails (FrameThumbs, made in a worker thread): box-averaged luma of JPEG and PNG frames, null for
- * bytes that are no image (the frame is then kept, never a failure), and the distance the near-duplicate check uses.
+ * bytes that are no image (the frame is then kept, never a failure), the distance the near-duplicate check uses, and
+ * the worker's thread below main's.
  */
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FrameThumbs, THUMB_SIDE, thumbDistance } from '../../src/server/realtime/FrameThumbs.ts';
 
@@ -57,5 +60,25 @@ describe('FrameThumbs', () => {
     expect(thumbDistance(still!, still!)).toBe(0);
     expect(thumbDistance(still!, noisy!)).toBeLessThan(0.02);
     expect(thumbDistance(still!, moved!)).toBeGreaterThan(0.4);
+  });
+
+  it("runs its worker's thread the given nice levels below main's threads, and only that thread", async () => {
+    /** Nice values of this process's threads (field 19 of /proc/self/task/<tid>/stat). */
+    const niceOfThreads = () =>
+      readdirSync('/proc/self/task').map((tid) =>
+        Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]),
+      );
+    const base = getPriority();
+    const before = niceOfThreads();
+    const lowered = new FrameThumbs(() => 5);
+    try {
+      expect(await lowered.of(jpegOf(halves(32, 24, 10, 90), 32, 24))).not.toBeNull();
+      const after = niceOfThreads();
+      expect(getPriority()).toBe(base); // main's thread keeps its priority
+      const below = after.filter((n) => n === Math.min(19, base + 5)).length;
+      expect(below - before.filter((n) => n === Math.min(19, base + 5)).length).toBe(1);
+    } finally {
+      await lowered.close();
+    }
   });
 });

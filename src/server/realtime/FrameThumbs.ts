@@ -14,6 +14,13 @@ export const THUMB_SIDE = 16;
 const WORKER_URL = shippedAsset('./frameThumbWorker.mjs', import.meta.url);
 
 export class FrameThumbs {
+  /**
+   * `niceIncrement`: nice levels the worker's thread runs below main (the stages' stage_nice): a thumbnail only decides
+   * whether a frame is kept, so it must not take the CPU from the stages making an answer's audio (main's threads run
+   * at the server's priority, above them).
+   */
+  constructor(private readonly niceIncrement: () => number = () => 0) {}
+
   #worker: Worker | null = null;
   #nextId = 0;
   readonly #pending = new Map<number, (thumb: Uint8Array | null) => void>();
@@ -38,7 +45,7 @@ export class FrameThumbs {
   #start(): Worker {
     const worker = new Worker(WORKER_URL, {
       name: 'chorus-frame-thumbs',
-      workerData: { side: THUMB_SIDE, maxPixels: MAX_DECODED_PIXELS },
+      workerData: { side: THUMB_SIDE, maxPixels: MAX_DECODED_PIXELS, nice: this.niceIncrement() },
     });
     worker.unref();
     worker.on('message', (msg: { id: number; thumb: Uint8Array | null }) => {

@@ -5,6 +5,7 @@
 // pure-JS decoder, measured here under load), so it happens here. Plain JavaScript: Node 20 cannot start a worker
 // from a .ts file. The decoders are the ones the image encoder uses (jpeg-js, pngjs), with their size limits.
 import { createRequire } from 'node:module';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 
 const require = createRequire(import.meta.url);
@@ -13,6 +14,16 @@ const { PNG } = require('pngjs');
 
 const side = workerData.side;
 const maxPixels = workerData.maxPixels;
+
+// Below main's threads (Linux keeps a nice value per thread: pid 0 is this thread alone). Not being able to lower it
+// costs speed only.
+if (workerData.nice > 0) {
+  try {
+    setPriority(Math.min(19, getPriority() + workerData.nice));
+  } catch {
+    // keeps main's priority
+  }
+}
 
 function decode(bytes) {
   const png = bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47;

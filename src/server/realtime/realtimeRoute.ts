@@ -42,7 +42,7 @@ export interface RealtimeDeps {
 export function registerRealtime(app: FastifyInstance, engine: Engine, deps: RealtimeDeps): void {
   const { current, options, admission, queue, vad } = deps;
   const prefills = new PrefillSlots();
-  const frameThumbs = new FrameThumbs();
+  const frameThumbs = new FrameThumbs(() => engine.graph.stageNice);
   app.addHook('onClose', () => frameThumbs.close());
   app.get(
     '/v1/realtime',
