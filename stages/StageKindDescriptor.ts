@@ -7,9 +7,11 @@
  * A new kind = a folder stages/<kind>/ with its descriptor, its protocol (add arguments, stats section, messages),
  * core, runner and model loading, its YAML section if it has one (`settings`), and one line in stages/registry.ts (the
  * full checklist: docs/architecture.md "What a new stage kind costs"). What main needs of a kind is a property here
- * (promptLimits, audioFacts, ecIdentity, prefixHeld), never a test of its name.
+ * (promptLimits, audioFacts, ecIdentity, prefixHeld), never a test of its name; so is what its producer must send it
+ * (readsText), and its READY facts are its own schema in its protocol.ts, read through factsIn.
  */
-import type { TSchema } from '@sinclair/typebox';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import type { FinalOutputType, StageGraph, StageKind, StageSpec, WorkerType } from '../src/common/graph.ts';
 import type { MediaModality } from '../src/common/encoderSettings.ts';
 import type { ModelSpec } from '../src/common/modelSpec.ts';
@@ -20,6 +22,7 @@ import type { StageContext, StageCore } from '../src/worker/StageCore.ts';
 import type { BuiltStage } from '../src/worker/stageMain.ts';
 import type { EcDrop, EncodeItem, PlaybackPlan, StageStats, ThinkerMediaPlan } from '../src/worker/messages.ts';
 import type { HeldBlocks } from '../src/sched/PrefixCache.ts';
+import type { TextBody } from '../src/common/payloads.ts';
 
 export type { BuiltStage };
 
@@ -89,14 +92,35 @@ export interface KindSettings<S = unknown> {
   resolve(raw: never): S;
 }
 
+/**
+ * How a producer's sampled tokens reach a kind that reads text (TextBody chunks): pushed as they are sampled, taken
+ * as the chunks the consumer gets. The consumer's descriptor makes it (readsText), so the producer names no consumer.
+ */
+export interface TextFeed {
+  push(tokenId: number): void;
+  /** The chunk to send now: with `final`, whatever remains (possibly no ids); otherwise null until there is one. */
+  take(final: boolean): TextBody | null;
+}
+
+/** The registry's lookup, handed to createStage so a kind can ask its neighbours' descriptors without importing it. */
+export type KindLookup = (kind: StageKind) => StageKindDescriptor;
+
 export interface StageKindDescriptor<A = unknown> {
   readonly kind: StageKind;
   /** Token by token (ar: Thinker, Talker) or one forward per chunk or batch (generation: Code2Wav, encoders). */
   readonly workerType: WorkerType;
   /** The stage's max_tokens when the YAML gives none (Thinker: text tokens; Talker: codec frames). */
   readonly defaultMaxTokens: number;
-  /** Kinds whose input this kind's output is (the edges that exist). */
+  /** Kinds whose input this kind's output is (the edges that exist, besides those readsText declares). */
   readonly feeds: readonly StageKind[];
+  /**
+   * A kind that reads another kind's sampled text (tts reads the Thinker's): the kinds it reads it from (these edges
+   * exist too) and the processor that chunks the tokens for it, which the producer runs.
+   */
+  readonly readsText?: {
+    readonly from: readonly StageKind[];
+    feed(asyncChunk: boolean): TextFeed;
+  };
   /** What it can send the client (final_output_type), if anything. */
   readonly finalOutput: FinalOutputType | null;
   /** Requests enter at a stage of this kind (its prompt comes with `add`). */
@@ -119,7 +143,7 @@ export interface StageKindDescriptor<A = unknown> {
   /** A generated model's spec from its section and neighbours; null with problems recorded. */
   resolveGeneratedModel(ctx: GeneratedModelContext, problems: ProblemSink): ModelSpec | null;
   /** In the stage process: loads (building on first use) the model and builds the core. */
-  createStage(ctx: StageContext, graph: StageGraph): Promise<BuiltStage>;
+  createStage(ctx: StageContext, graph: StageGraph, kinds: KindLookup): Promise<BuiltStage>;
   /** Loads the model as a stage would (one thread), reports its facts and unloads it (`chorus models`). */
   probe(spec: StageSpec, graph: StageGraph): Promise<ModelFacts>;
 
@@ -142,6 +166,14 @@ export interface PromptLimits {
   readonly maxPositions?: number;
 }
 
+/**
+ * A kind's facts from a READY, read through its own schema (stages/<kind>/protocol.ts): undefined when they are not
+ * its kind's (another kind's stage, or facts that do not hold to it).
+ */
+export function factsIn<S extends TSchema>(schema: S, facts: ModelFacts): Static<S> | undefined {
+  return Value.Check(schema, facts) ? (facts as Static<S>) : undefined;
+}
+
 /** The stage's bring-your-own model file, if it has one (reported in READY). */
 export function modelFilesOf(spec: StageSpec): string[] {
   return spec.model.source === 'file' ? [spec.model.path] : [];
@@ -153,14 +185,14 @@ export function modelFilesOf(spec: StageSpec): string[] {
  */
 export function runnerStage<R extends { close(): Promise<void> }>(parts: {
   load(spec: StageSpec, graph: StageGraph): Promise<R>;
-  core(ctx: StageContext, runner: R, graph: StageGraph): Promise<StageCore>;
+  core(ctx: StageContext, runner: R, graph: StageGraph, kinds: KindLookup): Promise<StageCore>;
   facts(runner: R): ModelFacts;
 }): Pick<StageKindDescriptor, 'createStage' | 'probe'> {
   return {
-    async createStage(ctx, graph) {
+    async createStage(ctx, graph, kinds) {
       const runner = await parts.load(ctx.spec, graph);
       try {
-        const core = await parts.core(ctx, runner, graph);
+        const core = await parts.core(ctx, runner, graph, kinds);
         const close = async () => {
           await core.close();
           await runner.close();

@@ -6,7 +6,8 @@
 import type { StageGraph, StageKind } from '../src/common/graph.ts';
 import { code2wav } from './code2wav/descriptor.ts';
 import { encoder } from './encoder/descriptor.ts';
-import type { KindSettings, PromptLimits, StageKindDescriptor } from './StageKindDescriptor.ts';
+import type { BuiltStage, KindSettings, PromptLimits, StageKindDescriptor } from './StageKindDescriptor.ts';
+import type { StageContext } from '../src/worker/StageCore.ts';
 import { talker } from './talker/descriptor.ts';
 import { thinker } from './thinker/descriptor.ts';
 import { tts } from './tts/descriptor.ts';
@@ -21,6 +22,11 @@ const builtIn = new Set<string>(stageKindNames);
 
 export function descriptorOf(kind: StageKind): StageKindDescriptor {
   return stageKinds[kind];
+}
+
+/** Builds a stage of its kind (a stage process's way to build its core): its descriptor's, given the registry. */
+export function createStage(ctx: StageContext, graph: StageGraph): Promise<BuiltStage> {
+  return descriptorOf(ctx.spec.kind).createStage(ctx, graph, descriptorOf);
 }
 
 /** The YAML sections kinds declare of their own (`tts:`), with the kind each belongs to. */

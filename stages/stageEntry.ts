@@ -5,8 +5,6 @@
 import { ipcChannelToParent } from '../src/control/ipc/ipcChannel.ts';
 import type { MainToStage, StageToMain } from '../src/worker/messages.ts';
 import { runStageProcess } from '../src/worker/stageMain.ts';
-import { descriptorOf } from './registry.ts';
+import { createStage } from './registry.ts';
 
-runStageProcess(ipcChannelToParent<StageToMain, MainToStage>(), (ctx, graph) =>
-  descriptorOf(ctx.spec.kind).createStage(ctx, graph),
-);
+runStageProcess(ipcChannelToParent<StageToMain, MainToStage>(), createStage);

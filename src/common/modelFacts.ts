@@ -3,83 +3,27 @@
  * (the vocoder's sample rate, samples per codec frame) instead of guessing them from the config: a
  * bring-your-own model says what it is only once it is loaded.
  */
-import { ModalitySchema } from './modality.ts';
-import { Type, type Static } from '@sinclair/typebox';
-import { Count, List, PositiveCount, ShortText } from './wireValues.ts';
+import { Type } from '@sinclair/typebox';
+import { List, ShortText } from './wireValues.ts';
 
-const closed = { additionalProperties: false } as const;
-
-export const ModelFactsSchema = Type.Union([
-  Type.Object(
-    {
-      kind: Type.Literal('thinker'),
-      vocabSize: PositiveCount,
-      /** 0 for a text-only decoder that takes input_ids and has no hidden output (a GGUF import, an Optimum export). */
-      hiddenSize: Count,
-      /** -1 when the model names none (an export without config.json): only stop tokens and max_tokens end it. */
-      eosTokenId: Type.Integer({ minimum: -1, maximum: Number.MAX_SAFE_INTEGER }),
-      /** KV cache bytes one position costs (keys and values, every layer). */
-      kvBytesPerToken: Count,
-      /** What a bring-your-own model lacks (inputsEmbeds, hiddenStates, embeddings): it serves text only. */
-      lacks: Type.Optional(List(ShortText, 16)),
-    },
-    closed,
-  ),
-  Type.Object(
-    {
-      kind: Type.Literal('talker'),
-      conditionDim: PositiveCount,
-      numCodebooks: PositiveCount,
-      framesPerToken: PositiveCount,
-      kvBytesPerToken: Count,
-    },
-    closed,
-  ),
-  Type.Object(
-    {
-      kind: Type.Literal('code2wav'),
-      numCodebooks: PositiveCount,
-      sampleRateHz: Type.Integer({ minimum: 1000, maximum: 384_000 }),
-      samplesPerFrame: PositiveCount,
-      receptiveFieldFrames: Count,
-      /** The vocoder carries state between chunks (each frame decoded once); false: left context decoded again. */
-      stateful: Type.Optional(Type.Boolean()),
-    },
-    closed,
-  ),
-  Type.Object(
-    {
-      kind: Type.Literal('encoder'),
-      modality: ModalitySchema,
-      /** Width of one row (the Thinker's hidden size). */
-      outputSize: PositiveCount,
-      /** The encoder's identity in cache keys (model hash, preprocessing version, width). */
-      identity: ShortText,
-      /** Vision encoders: how images are cut. */
-      patchSize: Type.Optional(PositiveCount),
-      mergeSize: Type.Optional(PositiveCount),
-    },
-    closed,
-  ),
-  Type.Object(
-    {
-      kind: Type.Literal('tts'),
-      /** The rate of the audio the stage sends (the voice's audio resampled to it). */
-      sampleRateHz: PositiveCount,
-      /** A nominal frame of that audio (what playback plans count in). */
-      samplesPerFrame: PositiveCount,
-      /** The voice's own rate. */
-      voiceSampleRateHz: PositiveCount,
-    },
-    closed,
-  ),
-]);
+/** One fact's value: a finite number (NaN and infinities are refused), a flag, a short text or a list of them. */
+const FactValueSchema = Type.Union([Type.Number(), Type.Boolean(), ShortText, List(ShortText, 16)]);
+export type FactValue = number | boolean | string | readonly string[];
 
 /**
- * What a stage's loaded model is, as the stage reports it in READY (checked there, like every value from another
- * process: a vocoder's rate of NaN would reach every client's audio).
+ * The envelope of every kind's facts, which the READY message checks in whatever process receives it: the kind's
+ * name and values a wire carries (a vocoder's rate of NaN would reach every client's audio). What each kind reports
+ * is its own schema, in its folder (stages/<kind>/protocol.ts), which its descriptor reads them through (factsIn).
  */
-export type ModelFacts = Static<typeof ModelFactsSchema>;
+export const ModelFactsSchema = Type.Unsafe<ModelFacts>(
+  Type.Object({ kind: ShortText }, { additionalProperties: FactValueSchema, maxProperties: 32 }),
+);
+
+/** What a stage's loaded model is, as the stage reports it in READY: its kind's facts, in the envelope. */
+export interface ModelFacts {
+  readonly kind: string;
+  readonly [fact: string]: FactValue;
+}
 
 /** The audio a pipeline returns, from its vocoder's facts. */
 export interface AudioOutputFacts {

@@ -12,11 +12,19 @@ export interface RuleStage {
   readonly kind: StageKind;
 }
 
+/** Whether a `from` stage may feed a `to` one: `from` feeds it, or `to` reads `from`'s text. */
+function edgeExists(from: StageKind, to: StageKind): boolean {
+  return stageKinds[from].feeds.includes(to) || (stageKinds[to].readsText?.from.includes(from) ?? false);
+}
+
 /** Every consumer must be of a kind this stage's kind feeds. */
 export function checkFeeds(stage: RuleStage, consumers: readonly RuleStage[], problems: Problems): void {
   for (const consumer of consumers) {
-    if (stageKinds[stage.kind].feeds.includes(consumer.kind)) continue;
-    const known = stageKindNames.flatMap((k) => stageKinds[k].feeds.map((to) => `${k} -> ${to}`)).join(', ');
+    if (edgeExists(stage.kind, consumer.kind)) continue;
+    const edges = stageKindNames.flatMap((from) =>
+      stageKindNames.filter((to) => edgeExists(from, to)).map((to) => [from, to]),
+    );
+    const known = edges.map(([from, to]) => `${from} -> ${to}`).join(', ');
     problems.add(
       ['stages', consumer.index, 'inputs'],
       `${article(consumer.kind)} ${consumer.kind} cannot read from "${stage.stageId}" ` +

@@ -1,14 +1,13 @@
 /** Code2Wav: the vocoder, codec frames -> PCM, one forward per chunk. Audio to the client. */
 import { Type } from '@sinclair/typebox';
 import type { Code2WavSize } from '../../src/common/modelSpec.ts';
-import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import type { Code2WavRunner } from '../types.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';
 import { closed, generatedCommon, int, optional, camelSizes } from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
 import { presetOf } from '../presetFamily.ts';
-import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
-import type { Code2WavArgs } from './protocol.ts';
+import { factsIn, runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { Code2WavFactsSchema, type Code2WavArgs, type Code2WavFacts } from './protocol.ts';
 
 const modelYaml = Type.Object(
   {
@@ -60,11 +59,13 @@ export const code2wav: StageKindDescriptor<Code2WavArgs> = {
     facts: factsOf,
   }),
 
-  audioFacts: (f) =>
-    f.kind === 'code2wav' ? { sampleRateHz: f.sampleRateHz, samplesPerFrame: f.samplesPerFrame } : {},
+  audioFacts: (f) => {
+    const facts = factsIn(Code2WavFactsSchema, f);
+    return facts ? { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame } : {};
+  },
 };
 
-function factsOf(runner: Code2WavRunner): ModelFacts {
+function factsOf(runner: Code2WavRunner): Code2WavFacts {
   return {
     kind: 'code2wav',
     numCodebooks: runner.numCodebooks,

@@ -8,10 +8,9 @@ import { closed, generatedCommon, int, optional, camelSizes } from '../../src/co
 import { encoderPresets } from './encoderSizes.ts';
 import type { EncoderSpec } from './createEncoderRunner.ts';
 import type { OnnxEncoderRunner } from './EncoderRunner.ts';
-import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
-import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
-import type { EncoderArgs } from './protocol.ts';
+import { factsIn, runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { EncoderFactsSchema, type EncoderArgs, type EncoderFacts } from './protocol.ts';
 
 const encoderCommon = {
   ...generatedCommon,
@@ -66,10 +65,10 @@ export const encoder: StageKindDescriptor<EncoderArgs> = {
     facts: factsOf,
   }),
 
-  ecIdentity: (f) => (f.kind === 'encoder' ? f.identity : undefined),
+  ecIdentity: (f) => factsIn(EncoderFactsSchema, f)?.identity,
 };
 
-function factsOf(runner: OnnxEncoderRunner): ModelFacts {
+function factsOf(runner: OnnxEncoderRunner): EncoderFacts {
   const grid = runner.visionGrid;
   return {
     kind: 'encoder',

@@ -1,4 +1,8 @@
 /** An encoder's own part of the stage protocol: its `add` arguments and its stats section. */
+import { Type, type Static } from '@sinclair/typebox';
+import { ModalitySchema } from '../../src/common/modality.ts';
+import { PositiveCount, ShortText } from '../../src/common/wireValues.ts';
+import { closed } from '../../src/common/yamlSchema.ts';
 import type { EncodeItem } from '../../src/worker/messages.ts';
 import { kindSectionOf } from '../kindStats.ts';
 
@@ -39,3 +43,20 @@ export interface EncoderKindStats {
 }
 
 export const encoderStatsOf = kindSectionOf<EncoderKindStats>();
+
+/** What a loaded encoder model is, as its stage reports it in READY (the envelope: src/common/modelFacts.ts). */
+export const EncoderFactsSchema = Type.Object(
+  {
+    kind: Type.Literal('encoder'),
+    modality: ModalitySchema,
+    /** Width of one row (the Thinker's hidden size). */
+    outputSize: PositiveCount,
+    /** The encoder's identity in cache keys (model hash, preprocessing version, width). */
+    identity: ShortText,
+    /** Vision encoders: how images are cut. */
+    patchSize: Type.Optional(PositiveCount),
+    mergeSize: Type.Optional(PositiveCount),
+  },
+  closed,
+);
+export type EncoderFacts = Static<typeof EncoderFactsSchema>;

@@ -1,14 +1,14 @@
 /** The Talker: codec frames (16 codebooks) conditioned on the Thinker's rows, autoregressive. */
 import { Type } from '@sinclair/typebox';
 import type { TalkerSize } from '../../src/common/modelSpec.ts';
-import type { ModelFacts } from '../../src/common/modelFacts.ts';
+import { Code2WavFactsSchema } from '../code2wav/protocol.ts';
 import type { TalkerRunner } from '../types.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';
 import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
-import { runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
-import type { TalkerArgs } from './protocol.ts';
+import { factsIn, runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { TalkerFactsSchema, type TalkerArgs, type TalkerFacts } from './protocol.ts';
 
 const modelYaml = Type.Object(
   {
@@ -39,7 +39,9 @@ export const talker: StageKindDescriptor<TalkerArgs> = {
     initialCodecChunkFrames: ctx.request.initialCodecChunkFrames,
     ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
     // A stateful vocoder keeps the context itself: resending it would decode those frames twice.
-    ...(ctx.chosenFacts.some((f) => f.kind === 'code2wav' && f.stateful === true) ? { codecLeftContextFrames: 0 } : {}),
+    ...(ctx.chosenFacts.some((f) => factsIn(Code2WavFactsSchema, f)?.stateful === true)
+      ? { codecLeftContextFrames: 0 }
+      : {}),
     ...(ctx.playback ? { playback: ctx.playback } : {}),
   }),
 
@@ -65,10 +67,13 @@ export const talker: StageKindDescriptor<TalkerArgs> = {
   }),
 
   // Codec frames per text token: maps played audio back to the text it voiced.
-  audioFacts: (f) => (f.kind === 'talker' ? { framesPerToken: f.framesPerToken } : {}),
+  audioFacts: (f) => {
+    const facts = factsIn(TalkerFactsSchema, f);
+    return facts ? { framesPerToken: facts.framesPerToken } : {};
+  },
 };
 
-function factsOf(runner: TalkerRunner): ModelFacts {
+function factsOf(runner: TalkerRunner): TalkerFacts {
   return {
     kind: 'talker',
     conditionDim: runner.conditionDim,

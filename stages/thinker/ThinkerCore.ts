@@ -1,7 +1,7 @@
 /**
  * The Thinker stage: continuous batching over a ThinkerRunner. Emits text token ids to main every step (text
  * streams to clients whatever async_chunk says) and, to the stage it feeds, conditioning rows (a Talker, through
- * Thinker2Talker) or its text (a tts stage, through Thinker2Tts): the consumer's descriptor says which (`fromThinker`).
+ * Thinker2Talker) or its text (a stage whose kind reads it: the TextFeed that kind's descriptor makes, readsText).
  *
  * Media: a request with media comes with its prompt already expanded (one placeholder id per embedding) and a
  * position map; each item's rows arrive as a chunk from its encoder stage. Until then the request may prefill up
@@ -14,7 +14,6 @@ import { modelRoot } from '../../src/sched/blockNames.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { Thinker2Talker } from '../talker/thinker2talker.ts';
 import { stopReason } from '../sampling/stopping.ts';
-import { Thinker2Tts } from '../tts/thinker2tts.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
 import { MAIN } from '../../src/common/graph.ts';
@@ -29,13 +28,15 @@ import { ThinkerMedia } from './ThinkerMedia.ts';
 import type { ThinkerEc } from './ThinkerEc.ts';
 import { ThinkerPrefixCache, type PrefixUse } from './ThinkerPrefixCache.ts';
 import { ThinkerGrammar, type GrammarUse } from './ThinkerGrammar.ts';
+import type { TextFeed } from '../StageKindDescriptor.ts';
 
 export interface ThinkerRequest extends CoreRequest {
   /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
   readonly promptTokenIds: number[];
   readonly generated: number[];
   readonly toTalker: Thinker2Talker | null;
-  readonly toTts: Thinker2Tts | null;
+  /** The Thinker's text for a stage that reads it (the consumer kind's TextFeed); null when it feeds rows or none. */
+  readonly toText: TextFeed | null;
   readonly media: ThinkerMedia | null;
   readonly prefix: PrefixUse;
   /** First-packet hold: tokens written before waiting for main's first_audio; null once released (or none). */
@@ -55,8 +56,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     private readonly runner: ThinkerRunner,
     /** The encoder-output store (ec_store:), null without one. */
     private readonly ec: ThinkerEc | null = null,
-    /** What the stage this Thinker feeds (if any) takes from it. */
-    private readonly feed: 'rows' | 'text' = 'rows',
+    /** The feed of a consumer that reads the Thinker's text (readsText); null: it feeds rows (a Talker), if any. */
+    private readonly textFeed: ((asyncChunk: boolean) => TextFeed) | null = null,
   ) {
     super(ctx, runner);
     this.grammars = new ThinkerGrammar(ctx.spec.model, runner.vocabSize);
@@ -83,7 +84,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     if (prompt.length === 0)
       throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
     const feeds = msg.downstream.some((t) => t.stageId !== MAIN);
-    const needsTalker = feeds && this.feed === 'rows';
+    const needsTalker = feeds && this.textFeed === null;
     const supports = this.runner.supports;
     if (needsTalker && supports && (!supports.hiddenStates || !supports.embeddings)) {
       throw new ChorusError(
@@ -121,7 +122,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       promptTokenIds,
       generated: [],
       toTalker: needsTalker ? new Thinker2Talker(this.runner.hiddenSize, prompt.length, this.ctx.asyncChunk) : null,
-      toTts: feeds && this.feed === 'text' ? new Thinker2Tts(this.ctx.asyncChunk) : null,
+      toText: feeds && this.textFeed ? this.textFeed(this.ctx.asyncChunk) : null,
       media,
       holdAfterTokens:
         needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
@@ -385,7 +386,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
         : null;
     const emitsToken = token !== null && stop !== 'stop';
     if (emitsToken) {
-      req.toTts?.push(token);
+      req.toText?.push(token);
       req.generated.push(token);
       req.numOutputs++;
       this.refreshAvailable(req);
@@ -408,12 +409,12 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       this.finish(req, stop, (t) => {
         if (t.stageId === MAIN)
           return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...logprobs, ...warnings, ...cached };
-        return req.toTts ? req.toTts.take(true)! : this.rowsChunk(req, req.toTalker!.take(true));
+        return req.toText ? req.toText.take(true)! : this.rowsChunk(req, req.toTalker!.take(true));
       });
       return;
     }
     if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token], ...logprobs });
-    const body = req.toTts ? (req.toTts.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
+    const body = req.toText ? (req.toText.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
     if (body) this.send(req, talker, body);
   }
 

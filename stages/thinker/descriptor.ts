@@ -2,14 +2,13 @@
 import { Type } from '@sinclair/typebox';
 import type { StageGraph } from '../../src/common/graph.ts';
 import type { ThinkerSize } from '../../src/common/modelSpec.ts';
-import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import type { ThinkerRunner } from '../types.ts';
 import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
 import { MIN_BYTE_VOCAB_SIZE } from '../../src/tokenizer/ByteTokenizer.ts';
 import { checkHeads, presetOf } from '../presetFamily.ts';
-import { runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
-import { thinkerStatsOf, type ThinkerArgs } from './protocol.ts';
+import { runnerStage, type KindLookup, type StageKindDescriptor, type TextFeed } from '../StageKindDescriptor.ts';
+import { thinkerStatsOf, type ThinkerArgs, type ThinkerFacts } from './protocol.ts';
 
 const modelYaml = Type.Object(
   { ...generatedCommon, ...transformer, vocab_size: optional(int(1)), accept_layer: optional(int(0)) },
@@ -20,7 +19,7 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
   kind: 'thinker',
   workerType: 'ar',
   defaultMaxTokens: 256,
-  feeds: ['talker', 'tts'],
+  feeds: ['talker'], // and the kinds that read its text (readsText)
   finalOutput: 'text',
   entry: true,
   requestSampling: 'sampling',
@@ -60,13 +59,13 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
 
   ...runnerStage({
     load: async (spec, graph) => (await import('../runners.ts')).createThinkerRunner(spec, graph.modelsDir),
-    core: async (ctx, runner: ThinkerRunner, graph) => {
+    core: async (ctx, runner: ThinkerRunner, graph, kinds) => {
       const { ThinkerCore } = await import('./ThinkerCore.ts');
       const { ThinkerEc } = await import('./ThinkerEc.ts');
       const ec = ctx.ecStore
         ? await ThinkerEc.open(ctx.ecStore, `${ctx.spec.stageId}-${process.pid}`, ctx.post, ctx.log)
         : null;
-      return new ThinkerCore(ctx, runner, ec, feedOf(ctx.spec.stageId, graph));
+      return new ThinkerCore(ctx, runner, ec, textFeedOf(ctx.spec.stageId, graph, kinds));
     },
     facts: factsOf,
   }),
@@ -79,15 +78,18 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
 };
 
 /**
- * What the stage this Thinker feeds (one of `feeds`) takes from it: a tts stage its text (token ids, Thinker2Tts),
- * a Talker its conditioning rows (Thinker2Talker).
+ * What the stage this Thinker feeds takes from it: its text, through the feed the consumer's kind makes (readsText:
+ * a tts stage), or else its conditioning rows (a Talker, Thinker2Talker): null.
  */
-function feedOf(stageId: string, graph: StageGraph): 'rows' | 'text' {
-  const consumers = graph.stages.filter((s) => s.inputs.some((i) => i.from === stageId));
-  return consumers.some((s) => s.kind === 'tts') ? 'text' : 'rows';
+function textFeedOf(stageId: string, graph: StageGraph, kinds: KindLookup): ((asyncChunk: boolean) => TextFeed) | null {
+  for (const consumer of graph.stages.filter((s) => s.inputs.some((i) => i.from === stageId))) {
+    const readsText = kinds(consumer.kind).readsText;
+    if (readsText?.from.includes('thinker')) return (asyncChunk) => readsText.feed(asyncChunk);
+  }
+  return null;
 }
 
-function factsOf(runner: ThinkerRunner): ModelFacts {
+function factsOf(runner: ThinkerRunner): ThinkerFacts {
   const lacks = Object.entries(runner.supports ?? {})
     .filter(([, ok]) => !ok)
     .map(([what]) => what);

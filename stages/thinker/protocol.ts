@@ -3,6 +3,9 @@
  * are kind-neutral request events, ../requestEvents.ts). The worker loop and the engine carry these without reading
  * them; main reads the stats through the accessor here.
  */
+import { Type, type Static } from '@sinclair/typebox';
+import { Count, List, PositiveCount, ShortText } from '../../src/common/wireValues.ts';
+import { closed } from '../../src/common/yamlSchema.ts';
 import type { GrammarSpec, PromptPrefix } from '../../src/common/engine.ts';
 import type { GrammarStats } from '../../src/grammar/index.ts';
 import type { PrefixCacheStats as PrefixStats } from '../../src/sched/PrefixCache.ts';
@@ -45,3 +48,21 @@ export interface ThinkerStats {
 
 /** A Thinker's stats section (empty for another kind's report, which has neither part). */
 export const thinkerStatsOf = kindSectionOf<ThinkerStats>();
+
+/** What a loaded thinker model is, as its stage reports it in READY (the envelope: src/common/modelFacts.ts). */
+export const ThinkerFactsSchema = Type.Object(
+  {
+    kind: Type.Literal('thinker'),
+    vocabSize: PositiveCount,
+    /** 0 for a text-only decoder that takes input_ids and has no hidden output (a GGUF import, an Optimum export). */
+    hiddenSize: Count,
+    /** -1 when the model names none (an export without config.json): only stop tokens and max_tokens end it. */
+    eosTokenId: Type.Integer({ minimum: -1, maximum: Number.MAX_SAFE_INTEGER }),
+    /** KV cache bytes one position costs (keys and values, every layer). */
+    kvBytesPerToken: Count,
+    /** What a bring-your-own model lacks (inputsEmbeds, hiddenStates, embeddings): it serves text only. */
+    lacks: Type.Optional(List(ShortText, 16)),
+  },
+  closed,
+);
+export type ThinkerFacts = Static<typeof ThinkerFactsSchema>;

@@ -7,14 +7,14 @@
 import { Type } from '@sinclair/typebox';
 import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import { closed } from '../../src/common/yamlSchema.ts';
 import type { Tokenizer } from '../../src/tokenizer/index.ts';
-import { runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { factsIn, runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
 import type { OnnxPiperRunner } from './OnnxPiperRunner.ts';
 import type { PiperPhonemizer } from './phonemes.ts';
-import type { TtsArgs } from './protocol.ts';
+import { TtsFactsSchema, type TtsArgs, type TtsFacts } from './protocol.ts';
 import { locateVoice } from './locateVoice.ts';
+import { Thinker2Tts } from './thinker2tts.ts';
 import { OUTPUT_FRAME_SAMPLES, OUTPUT_RATE_HZ, resolveTtsSettings, TtsYaml, ttsSettingsOf } from './ttsSettings.ts';
 
 const modelYaml = Type.Object(
@@ -38,6 +38,8 @@ export const tts: StageKindDescriptor<TtsArgs> = {
   workerType: 'generation',
   defaultMaxTokens: 1, // does not sample; the field only keeps SamplingParams uniform
   feeds: [],
+  // The Thinker's sampled tokens, as text chunks (thinker2tts.ts); the Thinker runs the feed, naming no tts.
+  readsText: { from: ['thinker'], feed: (asyncChunk) => new Thinker2Tts(asyncChunk) },
   finalOutput: 'audio',
   entry: false,
   requestSampling: 'sampling',
@@ -69,7 +71,10 @@ export const tts: StageKindDescriptor<TtsArgs> = {
     facts: (voice) => factsOf(voice.runner),
   }),
 
-  audioFacts: (f) => (f.kind === 'tts' ? { sampleRateHz: f.sampleRateHz, samplesPerFrame: f.samplesPerFrame } : {}),
+  audioFacts: (f) => {
+    const facts = factsIn(TtsFactsSchema, f);
+    return facts ? { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame } : {};
+  },
 };
 
 async function loadVoice(spec: StageSpec, graph: StageGraph): Promise<LoadedVoice> {
@@ -97,7 +102,7 @@ async function loadVoice(spec: StageSpec, graph: StageGraph): Promise<LoadedVoic
   }
 }
 
-function factsOf(runner: OnnxPiperRunner): ModelFacts {
+function factsOf(runner: OnnxPiperRunner): TtsFacts {
   return {
     kind: 'tts',
     sampleRateHz: OUTPUT_RATE_HZ,

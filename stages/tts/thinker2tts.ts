@@ -4,8 +4,9 @@
  * final chunk: the same text, fewer chunks.
  */
 import type { TextBody } from '../../src/common/payloads.ts';
+import type { TextFeed } from '../StageKindDescriptor.ts';
 
-export class Thinker2Tts {
+export class Thinker2Tts implements TextFeed {
   private pending: number[] = [];
 
   constructor(private readonly asyncChunk: boolean) {}

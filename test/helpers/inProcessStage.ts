@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { ModelFacts } from '../../src/common/modelFacts.ts';
 import { logger } from '../../src/common/log.ts';
-import { descriptorOf } from '../../stages/registry.ts';
+import { createStage } from '../../stages/registry.ts';
 import type { StageWorkerHandle } from '../../src/engine/stageWorkers.ts';
 import type { MainToStage, StageBootArgs, StageReadySettings, StageToMain } from '../../src/worker/messages.ts';
 import type { StageContext } from '../../src/worker/StageCore.ts';
@@ -50,7 +50,7 @@ export class InProcessStage extends EventEmitter<StageWorkerEvents> implements S
       log,
       wake: () => this.loop?.wake(),
     };
-    const built = await descriptorOf(spec.kind).createStage(ctx, args.graph);
+    const built = await createStage(ctx, args.graph);
     const loop = new StageLoop(built.core, adapter, post, log);
     this.loop = loop;
     const stats = setInterval(() => post({ type: 'stats', stats: built.core.stats() }), STATS_INTERVAL_MS);

@@ -8,7 +8,7 @@ import type { StageGraph, StageKind } from '../../src/common/graph.ts';
 import type { ControlChannel } from '../../src/worker/ControlChannel.ts';
 import type { MainToStage, StageToMain } from '../../src/worker/messages.ts';
 import { runStageProcess } from '../../src/worker/stageMain.ts';
-import { descriptorOf, registerStageKind, stageKinds, unregisterStageKind } from '../../stages/registry.ts';
+import { createStage, registerStageKind, stageKinds, unregisterStageKind } from '../../stages/registry.ts';
 import { configWith } from '../helpers/engine.ts';
 import { echo } from '../helpers/kinds/echo/descriptor.ts';
 
@@ -53,7 +53,7 @@ describe('a stage that fails after READY', () => {
     // After READY: the stage's model fails to close when it drains.
     const after = channelPair();
     runStageProcess(after.channel, async (ctx, g) => {
-      const built = await descriptorOf(ctx.spec.kind).createStage(ctx, g);
+      const built = await createStage(ctx, g);
       return { ...built, close: () => Promise.reject(new Error('the model would not unload')) };
     });
     after.send(boot);

@@ -10,7 +10,7 @@ import { commandFlags } from '../commandFlags.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
 import { controlPlaneOf, joinDeployment } from '../../control/ControlPlane.ts';
-import { descriptorOf } from '../../../stages/registry.ts';
+import { createStage } from '../../../stages/registry.ts';
 import { runStageProcess } from '../../worker/stageMain.ts';
 import { intFlag, UsageError } from '../../common/cliArgs.ts';
 
@@ -66,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
       refused.close();
     },
   });
-  runStageProcess(channel, (ctx, g) => descriptorOf(ctx.spec.kind).createStage(ctx, g));
+  runStageProcess(channel, createStage);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(130);

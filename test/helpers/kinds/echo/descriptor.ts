@@ -10,7 +10,7 @@ import { EchoCore } from './EchoCore.ts';
 import type { EchoArgs } from './protocol.ts';
 
 /** The READY facts of a model-less stage: it reports the tokenizer's vocabulary it echoes, like a Thinker. */
-const facts = { kind: 'echo' } as unknown as ModelFacts;
+const facts: ModelFacts = { kind: 'echo' };
 
 export const ECHO_INTERVAL_MS = 20;
 /** The prompt positions it says its entry model has (promptLimits): main refuses longer prompts. */
