@@ -188,7 +188,8 @@ export interface AdmissionSlo {
  */
 export interface AdmissionSettings {
   readonly maxQueueMs: number | null | 'measured';
-  readonly sloTtfpMs: number | null;
+  /** `measured` (the default) bounds the first audio of a request that asks for audio; its first text is unbounded. */
+  readonly sloTtfpMs: number | null | 'measured';
 }
 
 export type CachePartition = 'api_key' | 'shared';

@@ -14,13 +14,14 @@ export const defaults = {
   realtimeResume: DEFAULT_REALTIME_RESUME, // 30 s window, 4 MiB of events to replay (docs/realtime-resume.md)
   stageNice: 8, // stage processes run 8 nice levels below the server: its event loop is short work that must not wait
   /**
-   * Admission on latency (docs/operations.md): the queue is bounded by a measured figure (src/server/admission/
-   * measuredSlo.ts: a multiple of what requests alone take). A fixed 1.5 s first-packet default was tried (issue 41)
-   * and refused the test suite's own requests on the loaded 2-core CI machine (text first token estimated at
-   * 4.6-4.9 s): a default must come from what the machine measures, and bound the queue, which a client sending a
-   * few requests at a time does not build however slow each is.
+   * Admission on latency (docs/operations.md): the queue, and a spoken answer's first audio, are bounded by a
+   * measured figure (src/server/admission/measuredSlo.ts: a multiple of what requests alone take). A fixed 1.5 s
+   * first-packet default was tried (issue 41) and refused the test suite's own requests on the loaded 2-core CI
+   * machine (text first token estimated at 4.6-4.9 s): a default must come from what the machine measures. The queue
+   * alone let overload through where the cost is decode contention, not a line (the first audio's estimate counts
+   * the steps in progress on its way: src/engine/routing/stepWait.ts); a text answer's first token stays unbounded.
    */
-  admission: { maxQueueMs: 'measured' as const, sloTtfpMs: null },
+  admission: { maxQueueMs: 'measured' as const, sloTtfpMs: 'measured' as const },
 
   /** Under the user's cache directory (paths.ts userCacheDir), never inside the installed package. */
   modelsDir: 'models',

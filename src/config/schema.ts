@@ -251,9 +251,12 @@ export const GraphYaml = Type.Object(
                 'must be an integer >= 1 (ms), measured (derived from requests alone), or null for no bound',
             }),
           ),
-          // Absent or null: no bound (config/defaults.ts).
+          // Absent or measured: a spoken answer's first audio, from what requests alone take; null: none.
           slo_ttfp_ms: optional(
-            Type.Union([int(1), Type.Null()], { errorMessage: 'must be an integer >= 1 (ms), or null for no bound' }),
+            Type.Union([int(1), Type.Null(), Type.Literal('measured')], {
+              errorMessage:
+                'must be an integer >= 1 (ms), measured (derived from requests alone), or null for no bound',
+            }),
           ),
         },
         closed,

@@ -135,31 +135,52 @@ describe('Router.estimate', () => {
 });
 
 describe('LiveCost', () => {
-  it('charges each live request what the last ones missed per live request, from the moment it is admitted', () => {
+  const NO_WAIT = { ttft: 0, ttfp: 0 };
+
+  it('charges a newcomer what the last ones missed per competitor, for each request before its first packet', () => {
     const cost = new LiveCost();
     expect(cost.extraMs('ttft')).toBeNull();
-    const a = cost.admit(100, 0, 50); // alone
-    const b = cost.admit(100, 0, 50); // 2 live
-    cost.firstToken(a, 250); // missed by 200 with 1 live
+    const a = cost.admit(100, 0, 50, false, NO_WAIT); // alone
+    const b = cost.admit(100, 0, 50, false, NO_WAIT); // 2 before their first packet
+    expect(cost.pending).toBe(2);
+    cost.firstToken(a, 250); // missed by 200 with 1 competitor (itself); its first packet (text) is out
     cost.firstToken(a, 9_999); // learned once
-    expect(cost.extraMs('ttft')).toBeCloseTo(200 * 3); // 2 live + the newcomer
-    cost.firstToken(b, 650); // missed by 600 with 2 live: 300 per live, averaged in at 0.3
-    expect(cost.extraMs('ttft')).toBeCloseTo((200 + 0.3 * 100) * 3);
-    expect(cost.extraMs('ttfp')).toBeNull();
-    cost.firstAudio(b, 1_050); // 1000 over 2 live
-    expect(cost.extraMs('ttfp')).toBeCloseTo(500 * 3);
+    expect(cost.pending).toBe(1);
+    expect(cost.extraMs('ttft')).toBeCloseTo(200 * 2); // b and the newcomer compete; a, answering, does not
+    cost.firstToken(b, 650); // missed by 600 with 2 competitors: 300 each, averaged in at 0.3
+    expect(cost.extraMs('ttft')).toBeCloseTo((200 + 0.3 * 100) * 1);
+    expect(cost.live).toBe(2);
     cost.release(a);
     cost.release(a);
-    expect(cost.live).toBe(1);
-    expect(cost.extraMs('ttfp')).toBeCloseTo(500 * 2);
     cost.release(b);
-    expect(cost.live).toBe(0);
+    expect([cost.live, cost.pending]).toEqual([0, 0]);
     // A smaller miss moves it down slowly (0.05: an upper envelope, the bound is on a tail); a prediction that
     // overshot teaches a negative charge (Router.estimate never goes below 0 with it).
-    const c = cost.admit(100, 0, 2_000);
-    cost.firstToken(c, 500); // -1500 with 1 live
-    expect(cost.extraMs('ttft')).toBeCloseTo((230 + 0.05 * (-1500 - 230)) * 2); // c live, and a newcomer
+    const c = cost.admit(100, 0, 2_000, false, NO_WAIT);
+    cost.firstToken(c, 500); // -1500 with 1 competitor
+    expect(cost.extraMs('ttft')).toBeCloseTo(230 + 0.05 * (-1500 - 230)); // the newcomer alone competes
     expect(cost.typicalPromptTokens).toBe(100);
+  });
+
+  it('an audio request competes until its first audio; the steps in progress are charged as measured', () => {
+    const cost = new LiveCost();
+    const long = cost.admit(100, 0, 50, true, { ttft: 0, ttfp: 0 });
+    cost.firstToken(long, 100);
+    expect(cost.pending).toBe(1); // text out, audio not yet
+    cost.firstAudio(long, 300); // 250 over its prediction, alone
+    expect(cost.pending).toBe(0);
+    // A newcomer beside it while it speaks: charged for itself only, plus the steps in progress on its way.
+    const path = { ttft: 20, ttfp: 150 };
+    expect(cost.estimate(50, 'ttfp', path)).toBeCloseTo(50 + 150 + 250);
+    const n = cost.admit(100, 1_000, 50, true, path);
+    expect(n.competitors).toBe(1);
+    expect(n.estimatedMs.ttfp).toBeCloseTo(50 + 150 + 250);
+    // Its first audio 500 ms after admission: the miss beyond its prediction and the measured steps is 300.
+    cost.firstAudio(n, 1_500);
+    expect(cost.extraMs('ttfp')).toBeCloseTo(250 + 0.3 * (300 - 250));
+    cost.release(long);
+    cost.release(n);
+    expect([cost.live, cost.pending]).toEqual([0, 0]);
   });
 });
 
@@ -223,7 +244,7 @@ describe('LiveCost.calibration', () => {
     const ratios: number[] = [];
     for (let i = 0; i < 21; i++) {
       const charge = cost.extraMs('ttft') ?? 0; // what a newcomer is charged now
-      const s = cost.admit(10, 0, 100); // each request alone, predicted 100 ms
+      const s = cost.admit(10, 0, 100, false, { ttft: 0, ttfp: 0 }); // each request alone, predicted 100 ms
       expect(s.estimatedMs.ttft).toBeCloseTo(Math.max(0, 100 + charge));
       const ratio = i === 7 ? 30 : 1 + i / 20; // one stall, counted as 10x
       cost.firstToken(s, s.estimatedMs.ttft! * ratio);
@@ -237,15 +258,16 @@ describe('LiveCost.calibration', () => {
     expect(cost.calibration('ttfp')).toBe(1); // no first audio measured
     // What admission is told: the prediction plus the charge now, scaled by the calibration; no first audio yet.
     const charge = cost.extraMs('ttft') ?? 0;
-    expect(cost.estimate(100, 'ttft')).toBeCloseTo(Math.max(0, 100 + charge) * cost.calibration('ttft'));
-    expect(cost.estimate(100, 'ttfp')).toBeNull();
+    const noWait = { ttft: 0, ttfp: 0 };
+    expect(cost.estimate(100, 'ttft', noWait)).toBeCloseTo(Math.max(0, 100 + charge) * cost.calibration('ttft'));
+    expect(cost.estimate(100, 'ttfp', noWait)).toBeNull();
   });
 
   it('keeps the last 64 requests: an old bias is forgotten', () => {
     const cost = new LiveCost();
     const run = (n: number, ratio: number): void => {
       for (let i = 0; i < n; i++) {
-        const s = cost.admit(10, 0, 100);
+        const s = cost.admit(10, 0, 100, true, { ttft: 0, ttfp: 0 });
         cost.firstAudio(s, 0); // the first audio's charge is learned from the first one on
         cost.firstToken(s, (s.estimatedMs.ttft ?? 0) * ratio);
         cost.release(s);

@@ -1,6 +1,6 @@
 /**
- * `admission:` of a graph (max_queue_ms, slo_ttfp_ms): in ms; max_queue_ms absent or `measured`, the measured bound;
- * null, no bound; malformed is named.
+ * `admission:` of a graph (max_queue_ms, slo_ttfp_ms): in ms; absent or `measured`, the measured bound; null, no
+ * bound; malformed is named.
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
@@ -14,11 +14,13 @@ const thinker = `stages:
 `;
 
 describe('admission:', () => {
-  it('is the measured queue bound when absent, none when null, and each bound on its own', () => {
-    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: 'measured', sloTtfpMs: null });
+  it('is the measured bounds when absent, none when null, and each bound on its own', () => {
+    const measured = { maxQueueMs: 'measured', sloTtfpMs: 'measured' };
+    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual(measured);
+    expect(parseConfig(`admission: {slo_ttfp_ms: measured}\n${thinker}`, 'configs/x.yaml').admission).toEqual(measured);
     expect(parseConfig(`admission: {max_queue_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: null,
-      sloTtfpMs: null,
+      sloTtfpMs: 'measured',
     });
     expect(parseConfig(`admission: {slo_ttfp_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: 'measured',
@@ -26,7 +28,7 @@ describe('admission:', () => {
     });
     expect(parseConfig(`admission: {max_queue_ms: 300}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: 300,
-      sloTtfpMs: null,
+      sloTtfpMs: 'measured',
     });
     expect(parseConfig(`admission: {slo_ttfp_ms: 1500}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: 'measured',
@@ -43,6 +45,9 @@ describe('admission:', () => {
     const [problem] = configProblems(`admission:\n  max_queue_ms: 0\n${thinker}`);
     expect(problem).toMatch(
       /^configs\/x\.yaml:2 admission\.max_queue_ms: must be an integer >= 1 \(ms\), measured \(derived .*\), or null/,
+    );
+    expect(configProblems(`admission:\n  slo_ttfp_ms: soon\n${thinker}`)[0]).toMatch(
+      /^configs\/x\.yaml:2 admission\.slo_ttfp_ms: must be an integer >= 1 \(ms\), measured \(derived .*\), or null/,
     );
     expect(configProblems(`admission: 500\n${thinker}`)).toHaveLength(1);
     expect(configProblems(`admission: 500\n${thinker}`)[0]).toMatch(/^configs\/x\.yaml:1 admission: /);

@@ -60,6 +60,14 @@ describe('resolveSlo', () => {
       sloTtfpMs: null,
     });
   });
+
+  it("resolves a measured first-packet bound for a spoken answer's first audio only", () => {
+    const settings = { maxQueueMs: 'measured', sloTtfpMs: 'measured' } as const;
+    expect(resolveSlo(settings, engine(0, 0), audio)).toEqual({ maxQueueMs: 2_400, sloTtfpMs: 2_400 });
+    const text = { ...audio, wantsAudio: false };
+    expect(resolveSlo(settings, engine(0, 0), text)).toEqual({ maxQueueMs: 1_200, sloTtfpMs: null });
+    expect(resolveSlo(settings, null, audio)).toEqual({ maxQueueMs: null, sloTtfpMs: null }); // nothing measured
+  });
 });
 
 describe('RequestQueue with the measured bound', () => {
@@ -78,5 +86,19 @@ describe('RequestQueue with the measured bound', () => {
     expect((refused as Error).message).toMatch(/max_queue_ms 2400/);
     estimate = engine(100, 60_000); // far slower, but with little ahead of it
     (await queue.acquire(true))();
+  });
+
+  it("with the default's first-packet bound: a spoken answer that would first sound too late is refused", async () => {
+    // Little in line, but the steps in progress on its way put its first audio at 9 s (e.g. long answers decoding).
+    const queue = new RequestQueue(limits, {
+      slo: () => ({ maxQueueMs: 'measured', sloTtfpMs: 'measured' }),
+      estimate: () => engine(100, 9_000),
+      chunkTimeoutMs: () => 30_000,
+    });
+    const refused = await queue.acquire(true).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect((refused as Error).message).toMatch(/first audio in 9000 ms > slo_ttfp_ms 2400/);
+    expect((refused as RateLimitedError).retryAfterSeconds).toBe(7); // 6.6 s over
+    (await queue.acquire(false))(); // text: its first token is bounded by the queue only
   });
 });

@@ -43,8 +43,13 @@ export function planRequest(
   const entryStageId = graph.entryStageId;
   const key = (s: StageSpec) => (s.stageId === entryStageId ? request.prefix?.key : undefined);
   const stages = routedStages(graph, request, prompt);
-  const { chosen: routed, ticket } = router.route(requestId, entryStageId, stages, prompt, (s, pick) =>
-    ctx.prefixRoutes.pick(s, key(s), pick),
+  const { chosen: routed, ticket } = router.route(
+    requestId,
+    entryStageId,
+    stages,
+    prompt,
+    (s, pick) => ctx.prefixRoutes.pick(s, key(s), pick),
+    request.modalities.includes('audio'),
   );
   const thinker = routed.get(entryStageId)!.instance;
   const plan = planAdmission({

@@ -6,7 +6,8 @@
  * at 12 req/s, 2 cores): admitted on the prediction plus how long audio lately followed text, the admitted requests'
  * TTFP p50 was 5.9 s against a 1.5 s bound. So each request's miss (actual first token or first audio, less what was
  * predicted at its admission) is learned per live request at its admission, and a newcomer is charged that for
- * every request live now: the charge rises the moment load arrives, before any of it has been measured.
+ * every request live now: the charge rises the moment load arrives, before any of it has been measured. (Since
+ * issue 41: per request before its first packet, with the steps in progress charged as measured; below.)
  */
 import { AloneTimes } from './AloneTimes.ts';
 
@@ -32,10 +33,32 @@ const CALIBRATION_QUANTILE = 0.95;
 /** One request's ratio counts within these: a stall or a clock oddity must not shut admission for a window. */
 const RATIO_BOUNDS = [0.1, 10] as const;
 
+/**
+ * Competitors and background (issue 41): a request past its first packet (first audio when it asked for audio, else
+ * first text) shares the cores with a newcomer but not its place in line: its steps are the ones in progress that a
+ * newcomer waits for at each stage (stepWait.ts, measured per stage now), and the Talker runs first outputs in steps
+ * of their own (ArScheduler "first outputs first"). Charged per live request, sixteen long answers made a newcomer
+ * 17 competitors' worth; so the learned charge is per request still before its first packet, and the running steps
+ * are charged as measured.
+ */
+/** The steps in progress on a newcomer's way, at admission (ms): to its first text (the entry stage) and audio. */
+export interface PathWaitMs {
+  readonly ttft: number;
+  readonly ttfp: number;
+}
+
 /** One routed request, as the learner counts it. */
 export interface LiveSample {
   /** Live requests at its admission, itself included. */
   readonly live: number;
+  /** Requests before their first packet at its admission, itself included: the ones it competes with. */
+  readonly competitors: number;
+  /** Its first packet is audio (it asked for audio), else its first text. */
+  readonly wantsAudio: boolean;
+  /** The steps in progress on its way when it was admitted (stepWait.ts). */
+  readonly pathMs: PathWaitMs;
+  /** Its first packet is out (or it ended): it competes no more. */
+  firstPacketOut: boolean;
   readonly admittedAtMs: number;
   readonly predictedTtftMs: number;
   /** What admission estimated for it (its prediction plus the charge at its admission); null: nothing learned yet. */
@@ -49,9 +72,11 @@ export class LiveCost {
   /** First text and audio of requests admitted alone (AloneTimes.ts). */
   readonly alone = new AloneTimes();
   #live = 0;
+  /** Live requests before their first packet (competitors of a newcomer). */
+  #pending = 0;
   #typicalPromptTokens: number | null = null;
-  #ttftPerLiveMs: number | null = null;
-  #ttfpPerLiveMs: number | null = null;
+  #ttftPerCompetitorMs: number | null = null;
+  #ttfpPerCompetitorMs: number | null = null;
   readonly #ratios = { ttft: [] as number[], ttfp: [] as number[] };
 
   /** Live requests now (routed and not released). */
@@ -64,16 +89,32 @@ export class LiveCost {
     return this.#typicalPromptTokens;
   }
 
-  admit(promptTokens: number, admittedAtMs: number, predictedTtftMs: number): LiveSample {
+  /** Live requests before their first packet now. */
+  get pending(): number {
+    return this.#pending;
+  }
+
+  admit(
+    promptTokens: number,
+    admittedAtMs: number,
+    predictedTtftMs: number,
+    wantsAudio: boolean,
+    pathMs: PathWaitMs,
+  ): LiveSample {
     const t = this.#typicalPromptTokens;
     this.#typicalPromptTokens = t === null ? promptTokens : t + SMOOTHING * (promptTokens - t);
     const estimatedMs = {
-      ttft: this.estimatedMs(predictedTtftMs, 'ttft'),
-      ttfp: this.estimatedMs(predictedTtftMs, 'ttfp'),
+      ttft: this.estimatedMs(predictedTtftMs, 'ttft', pathMs),
+      ttfp: this.estimatedMs(predictedTtftMs, 'ttfp', pathMs),
     };
     this.#live++;
+    this.#pending++;
     return {
       live: this.#live,
+      competitors: this.#pending,
+      wantsAudio,
+      pathMs,
+      firstPacketOut: false,
       admittedAtMs,
       predictedTtftMs,
       estimatedMs,
@@ -87,31 +128,41 @@ export class LiveCost {
     if (s.ttftLearned) return;
     s.ttftLearned = true;
     this.alone.learn('ttft', s.live, atMs - s.admittedAtMs);
-    this.#ttftPerLiveMs = envelope(this.#ttftPerLiveMs, missPerLive(s, atMs));
+    this.#ttftPerCompetitorMs = envelope(this.#ttftPerCompetitorMs, missPerCompetitor(s, atMs, 'ttft'));
     this.learnRatio('ttft', s, atMs);
+    if (!s.wantsAudio) this.firstPacketOut(s);
   }
 
   firstAudio(s: LiveSample, atMs: number): void {
     if (s.ttfpLearned) return;
     s.ttfpLearned = true;
     this.alone.learn('ttfp', s.live, atMs - s.admittedAtMs);
-    this.#ttfpPerLiveMs = envelope(this.#ttfpPerLiveMs, missPerLive(s, atMs));
+    this.#ttfpPerCompetitorMs = envelope(this.#ttfpPerCompetitorMs, missPerCompetitor(s, atMs, 'ttfp'));
     this.learnRatio('ttfp', s, atMs);
+    this.firstPacketOut(s);
   }
 
   release(s: LiveSample): void {
     if (s.released) return;
     s.released = true;
     this.#live--;
+    this.firstPacketOut(s);
+  }
+
+  private firstPacketOut(s: LiveSample): void {
+    if (s.firstPacketOut) return;
+    s.firstPacketOut = true;
+    this.#pending--;
   }
 
   /**
-   * What a request admitted now should be charged beyond its prediction, to its first text or first audio (ms;
-   * null: nothing of that kind measured yet).
+   * What a request admitted now should be charged beyond its prediction and the steps in progress on its way, to its
+   * first text or first audio, for the requests still before their first packet and itself (ms; null: nothing of
+   * that kind measured yet).
    */
   extraMs(kind: Kind): number | null {
-    const perLive = kind === 'ttft' ? this.#ttftPerLiveMs : this.#ttfpPerLiveMs;
-    return perLive === null ? null : perLive * (this.#live + 1);
+    const perCompetitor = kind === 'ttft' ? this.#ttftPerCompetitorMs : this.#ttfpPerCompetitorMs;
+    return perCompetitor === null ? null : perCompetitor * (this.#pending + 1);
   }
 
   /**
@@ -127,11 +178,11 @@ export class LiveCost {
 
   /**
    * Admission's estimate of the first text or first audio (ms) of a request predicted at `predictedMs` admitted now:
-   * the prediction plus the charge for the requests live, scaled by the calibration; the first audio's is null until
-   * a first audio was measured.
+   * the prediction, the steps in progress on its way (`pathMs`), and the charge for the requests before their first
+   * packet, scaled by the calibration; the first audio's is null until a first audio was measured.
    */
-  estimate(predictedMs: number, kind: Kind): number | null {
-    const raw = this.estimatedMs(predictedMs, kind);
+  estimate(predictedMs: number, kind: Kind, pathMs: PathWaitMs): number | null {
+    const raw = this.estimatedMs(predictedMs, kind, pathMs);
     return raw === null ? null : raw * this.calibration(kind);
   }
 
@@ -139,10 +190,10 @@ export class LiveCost {
    * The uncalibrated estimate (what the calibration's ratios are taken against): the first text is the prediction
    * until a charge is learned; the first audio is unknown (null) until then.
    */
-  private estimatedMs(predictedMs: number, kind: Kind): number | null {
+  private estimatedMs(predictedMs: number, kind: Kind, pathMs: PathWaitMs): number | null {
     const extra = this.extraMs(kind);
-    if (extra === null) return kind === 'ttft' ? Math.max(0, predictedMs) : null;
-    return Math.max(0, predictedMs + extra);
+    if (extra === null) return kind === 'ttft' ? Math.max(0, predictedMs + pathMs.ttft) : null;
+    return Math.max(0, predictedMs + pathMs[kind] + extra);
   }
 
   private learnRatio(kind: Kind, s: LiveSample, atMs: number): void {
@@ -157,8 +208,8 @@ export class LiveCost {
 
 type Kind = 'ttft' | 'ttfp';
 
-function missPerLive(s: LiveSample, atMs: number): number {
-  return (atMs - s.admittedAtMs - s.predictedTtftMs) / s.live;
+function missPerCompetitor(s: LiveSample, atMs: number, kind: Kind): number {
+  return (atMs - s.admittedAtMs - s.predictedTtftMs - s.pathMs[kind]) / s.competitors;
 }
 
 function envelope(before: number | null, sample: number): number {

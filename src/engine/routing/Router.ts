@@ -20,8 +20,9 @@ import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot, type KeyedSpan } from '../../sched/blockNames.ts';
 import { blockKeyOf } from '../blockKey.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
-import { LiveCost, type LiveSample } from './LiveCost.ts';
+import { LiveCost, type LiveSample, type PathWaitMs } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
+import { inProgressStepsMs } from './stepWait.ts';
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import {
   chooseRoute,
@@ -141,6 +142,8 @@ export class Router {
     stages: readonly StageSpec[],
     prompt: PreparedPrompt,
     pinned: (spec: StageSpec, pick: () => InstanceView) => InstanceView,
+    /** Its first packet is audio (it asks for audio out): it competes until its first audio, not its first text. */
+    wantsAudio = false,
   ): Routed {
     const ready = (spec: StageSpec) => [...this.slots.values()].filter((s) => s.spec === spec && s.status === 'ready');
     const items: RouteItem[] = prompt.items.map((i) => ({
@@ -197,7 +200,10 @@ export class Router {
       for (const s of stages.filter((x) => x.encoder)) chosen.set(s.stageId, byPolicy(s));
     }
     for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
-    const ticket = this.admit(requestId, prompt, request, chosen, stages.filter(routed), reason, ecLookup, cached);
+    const ticket = this.admit(requestId, prompt, request, chosen, stages.filter(routed), reason, ecLookup, cached, {
+      wantsAudio,
+      pathMs: this.pathWaitMs(entry),
+    });
     return { chosen, ticket };
   }
 
@@ -243,13 +249,22 @@ export class Router {
     const nowMs = Date.now();
     const entrySeatMs = this.#seats.waitMs(this.slots.values(), [entry], nowMs, seated);
     const seatMs = this.#seats.waitMs(this.slots.values(), 'all', nowMs, seated);
-    const ttfpMs = this.#liveCost.estimate(predictedMs, 'ttfp');
+    const pathMs = this.pathWaitMs(entry);
+    const ttfpMs = this.#liveCost.estimate(predictedMs, 'ttfp', pathMs);
     return {
       queueMs: queue.predictedTtftSeconds * 1000 + entrySeatMs,
       // never null: the prediction alone at first
-      ttftMs: (this.#liveCost.estimate(predictedMs, 'ttft') ?? 0) + entrySeatMs,
+      ttftMs: (this.#liveCost.estimate(predictedMs, 'ttft', pathMs) ?? 0) + entrySeatMs,
       ttfpMs: ttfpMs === null ? null : ttfpMs + seatMs,
       aloneMs: { ttft: this.#liveCost.alone.ms('ttft'), ttfp: this.#liveCost.alone.ms('ttfp') },
+    };
+  }
+
+  /** The steps in progress a request admitted now waits for: at the entry stage, and on its way to audio. */
+  private pathWaitMs(entry: StageSpec): { ttft: number; ttfp: number } {
+    return {
+      ttft: inProgressStepsMs(this.slots.values(), [entry]),
+      ttfp: inProgressStepsMs(this.slots.values(), 'all'),
     };
   }
 
@@ -340,6 +355,7 @@ export class Router {
     reason: string,
     ecLookup: EcLookup,
     cached: ReadonlyMap<string, number>,
+    firstPacket: { wantsAudio: boolean; pathMs: PathWaitMs },
   ): RouteTicket | null {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
@@ -383,7 +399,13 @@ export class Router {
       encodersDoneAtMs: 0,
       queued: false,
       done: false,
-      live: this.#liveCost.admit(promptTokens, admittedAtMs, predictedTtftSeconds * 1000),
+      live: this.#liveCost.admit(
+        promptTokens,
+        admittedAtMs,
+        predictedTtftSeconds * 1000,
+        firstPacket.wantsAudio,
+        firstPacket.pathMs,
+      ),
     };
     if (encoders.size === 0) this.enqueue(admitted);
     const cachedPositions = cached.get(thinker.instance) ?? 0;
