@@ -254,6 +254,12 @@ export interface FirstOutputEstimate {
    * the base of admission's measured default bound (src/server/admission/measuredSlo.ts).
    */
   readonly aloneMs?: { readonly ttft: number | null; readonly ttfp: number | null };
+  /**
+   * Whether spoken answers keep up with playback: how long the slowest frame-making stage (an autoregressive stage
+   * after the entry, the Talker: one frame per request a step) takes a step now, against how long a frame plays
+   * (admissionDecision.ts). Absent: no audio, or nothing measured.
+   */
+  readonly audioPace?: { readonly stepMs: number; readonly frameMs: number };
 }
 
 export interface Engine {

@@ -180,6 +180,11 @@ export interface AdmissionSlo {
   readonly maxQueueMs: number | null;
   /** Time to its first packet: first audio when it asks for audio, else first text. */
   readonly sloTtfpMs: number | null;
+  /**
+   * A spoken answer is refused while the frame-making stage's steps are slower than the audio they make (the
+   * measured default's, admissionDecision.ts): admitted, it and every answer beside it would underrun.
+   */
+  readonly audioPace?: boolean;
 }
 
 /**

@@ -253,7 +253,11 @@ export class Orchestrator implements Engine {
     // Idle: a request starts at once, whatever the last ones met (and a refusal would never let a new sample in).
     if (this.requests.load === 0) return null;
     const entry = this.graph.stages.find((s) => s.stageId === this.graph.entryStageId)!;
-    return this.router.estimate(entry, (runId) => this.requests.ofRun(runId)?.paused !== true);
+    const estimate = this.router.estimate(entry, (runId) => this.requests.ofRun(runId)?.paused !== true);
+    const audio = this.audioOutput;
+    if (!estimate || !audio) return estimate;
+    const frameMs = (audio.samplesPerFrame / audio.sampleRateHz) * 1000;
+    return { ...estimate, audioPace: { stepMs: this.router.frameStepMs(entry), frameMs } };
   }
 
   releasePrefix(key: string): void {

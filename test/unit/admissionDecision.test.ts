@@ -9,7 +9,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FirstOutputEstimate } from '../../src/common/engine.ts';
 import type { AdmissionSlo, StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
-import { decideAdmission } from '../../src/server/admission/admissionDecision.ts';
+import { decideAdmission, PACE_SHARE } from '../../src/server/admission/admissionDecision.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
 import { newInstance, type StageInstance } from '../../src/engine/pool/StageInstance.ts';
 import { LiveCost } from '../../src/engine/routing/LiveCost.ts';
@@ -131,6 +131,28 @@ describe('Router.estimate', () => {
     expect(e.ttftMs - 2 * e.queueMs).toBeCloseTo(2 * 1_900);
     expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(2 * 500);
     queued.release();
+  });
+});
+
+describe('decideAdmission: the pace of spoken answers', () => {
+  const paced = (stepMs: number): FirstOutputEstimate => ({
+    ...estimate(0, 100, 200),
+    audioPace: { stepMs, frameMs: 80 },
+  });
+  const slo = { maxQueueMs: null, sloTtfpMs: 5_000, audioPace: true };
+
+  it('refuses a spoken answer while the frame-making steps are slower than the frames play, with 1 s to wait', () => {
+    const slow = decideAdmission({ slo, engine: paced(PACE_SHARE * 80 + 1), lineWaitMs: 0, wantsAudio: true });
+    expect(slow.admit).toBe(false);
+    expect(!slow.admit && slow.retryAfterMs).toBe(1_000);
+    expect(!slow.admit && slow.reason).toMatch(/frames made in 73 ms a step > 0.9 x the 80 ms a frame plays/);
+    expect(decideAdmission({ slo, engine: paced(60), lineWaitMs: 0, wantsAudio: true }).admit).toBe(true);
+  });
+
+  it('leaves text answers, and bounds without audioPace (an operator figure), alone', () => {
+    expect(decideAdmission({ slo, engine: paced(500), lineWaitMs: 0, wantsAudio: false }).admit).toBe(true);
+    const fixed = { maxQueueMs: null, sloTtfpMs: 5_000 };
+    expect(decideAdmission({ slo: fixed, engine: paced(500), lineWaitMs: 0, wantsAudio: true }).admit).toBe(true);
   });
 });
 

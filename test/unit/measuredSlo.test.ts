@@ -63,10 +63,12 @@ describe('resolveSlo', () => {
 
   it("resolves a measured first-packet bound for a spoken answer's first audio only", () => {
     const settings = { maxQueueMs: 'measured', sloTtfpMs: 'measured' } as const;
-    expect(resolveSlo(settings, engine(0, 0), audio)).toEqual({ maxQueueMs: 2_400, sloTtfpMs: 2_400 });
+    // With it, the pace of the frames is watched (admissionDecision.ts).
+    expect(resolveSlo(settings, engine(0, 0), audio)).toEqual({ maxQueueMs: 2_400, sloTtfpMs: 2_400, audioPace: true });
     const text = { ...audio, wantsAudio: false };
-    expect(resolveSlo(settings, engine(0, 0), text)).toEqual({ maxQueueMs: 1_200, sloTtfpMs: null });
-    expect(resolveSlo(settings, null, audio)).toEqual({ maxQueueMs: null, sloTtfpMs: null }); // nothing measured
+    expect(resolveSlo(settings, engine(0, 0), text)).toEqual({ maxQueueMs: 1_200, sloTtfpMs: null, audioPace: false });
+    const none = { maxQueueMs: null, sloTtfpMs: null, audioPace: false };
+    expect(resolveSlo(settings, null, audio)).toEqual(none); // nothing measured: no bound
   });
 });
 

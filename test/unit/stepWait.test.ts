@@ -9,7 +9,7 @@ import type { StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { newInstance, type StageInstance } from '../../src/engine/pool/StageInstance.ts';
 import { Router } from '../../src/engine/routing/Router.ts';
-import { currentStepMs, inProgressStepsMs } from '../../src/engine/routing/stepWait.ts';
+import { currentStepMs, frameStepMs, inProgressStepsMs } from '../../src/engine/routing/stepWait.ts';
 import type { StageStats } from '../../src/worker/stageStats.ts';
 
 const stats = (running: number, stepMs: number, steps: number[]): StageStats => ({
@@ -56,11 +56,14 @@ describe('inProgressStepsMs', () => {
     at('audio-encoder#0').stats = stats(1, 500, [500]);
     expect(inProgressStepsMs(all.values(), 'all')).toBe(5 + 120 + 8);
     expect(inProgressStepsMs(all.values(), [at('thinker#0').spec])).toBe(5);
+    // The pace of the frames: the Talker's step (the Thinker's tokens are several frames; Code2Wav is no AR stage).
+    expect(frameStepMs(all.values(), at('thinker#0').spec)).toBe(120);
     // A second Talker, idle: routing takes it, so its nothing is the wait.
     const spare = newInstance(graph, at('talker#0').stageIndex, 1, 'talker#1');
     spare.status = 'ready';
     all.set(spare.instance, spare);
     expect(inProgressStepsMs(all.values(), 'all')).toBe(5 + 8);
+    expect(frameStepMs(all.values(), at('thinker#0').spec)).toBe(0);
     spare.status = 'starting';
     expect(inProgressStepsMs(all.values(), 'all')).toBe(5 + 120 + 8); // not ready: not counted
   });

@@ -22,7 +22,7 @@ import { blockKeyOf } from '../blockKey.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import { LiveCost, type LiveSample, type PathWaitMs } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
-import { inProgressStepsMs } from './stepWait.ts';
+import { frameStepMs, inProgressStepsMs } from './stepWait.ts';
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import {
   chooseRoute,
@@ -258,6 +258,11 @@ export class Router {
       ttfpMs: ttfpMs === null ? null : ttfpMs + seatMs,
       aloneMs: { ttft: this.#liveCost.alone.ms('ttft'), ttfp: this.#liveCost.alone.ms('ttfp') },
     };
+  }
+
+  /** How long the slowest frame-making stage's steps take now (stepWait.ts frameStepMs). */
+  frameStepMs(entry: StageSpec): number {
+    return frameStepMs(this.slots.values(), entry);
   }
 
   /** The steps in progress a request admitted now waits for: at the entry stage, and on its way to audio. */

@@ -7,6 +7,7 @@
  * the moment the running work (or the machine's load) slows the steps, before any first packet shows it.
  */
 import type { StageSpec } from '../../common/graph.ts';
+import { descriptorOf } from '../../../stages/registry.ts';
 import type { StageStats } from '../../worker/stageStats.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';
 
@@ -37,4 +38,20 @@ export function inProgressStepsMs(instances: Iterable<InstanceView>, stages: rea
   let sum = 0;
   for (const ms of least.values()) sum += ms;
   return sum;
+}
+
+/**
+ * The step (ms) of the slowest autoregressive stage after `entry` (the Talker: each step makes one frame for each
+ * request it seats), at its least-stepping ready instance: spoken answers keep up with playback while it stays below
+ * a frame's duration. The entry stage (the Thinker) is not counted: a token is several frames, and its text runs
+ * ahead of the audio.
+ */
+export function frameStepMs(instances: Iterable<InstanceView>, entry: StageSpec): number {
+  const least = new Map<StageSpec, number>();
+  for (const view of instances) {
+    if (view.status !== 'ready' || view.spec === entry || view.spec.encoder) continue;
+    if (descriptorOf(view.spec.kind).workerType !== 'ar') continue;
+    least.set(view.spec, Math.min(least.get(view.spec) ?? Infinity, currentStepMs(view.stats)));
+  }
+  return Math.max(0, ...least.values());
 }

@@ -19,6 +19,14 @@ export interface AdmissionQuery {
   readonly wantsAudio: boolean;
 }
 
+/**
+ * Spoken answers keep up while the frame-making stage's step stays under this share of a frame's duration (the rest
+ * is the hops and the vocoder's step); past it a newcomer is refused, to retry after PACE_RETRY_MS (the steps
+ * speed up as soon as an answer ends, which no estimate of a queue can time).
+ */
+export const PACE_SHARE = 0.9;
+const PACE_RETRY_MS = 1000;
+
 export type AdmissionDecision =
   | { readonly admit: true }
   | {
@@ -47,6 +55,12 @@ export function decideAdmission(q: AdmissionQuery): AdmissionDecision {
         reason: `estimated ${what} in ${ms(firstMs)} > slo_ttfp_ms ${sloTtfpMs}`,
       });
   }
+  const pace = q.engine?.audioPace;
+  if (q.slo.audioPace && q.wantsAudio && pace && pace.stepMs > PACE_SHARE * pace.frameMs)
+    refusals.push({
+      overMs: PACE_RETRY_MS,
+      reason: `frames made in ${ms(pace.stepMs)} a step > ${PACE_SHARE} x the ${ms(pace.frameMs)} a frame plays`,
+    });
   if (refusals.length === 0) return { admit: true };
   // The later of the two: a retry must fit both bounds. The backlog drains about a second per second without
   // arrivals, so the excess is the soonest a retry could be admitted.

@@ -19,6 +19,10 @@
  *   sixteen long answers was admitted into seconds of wait. A text answer's first token is not bounded by it (the
  *   queue bound covers its line): grammar-constrained bursts in the suite were estimated at seconds and answered.
  *
+ * - with it, a spoken answer is refused while the Talker's steps (one frame for each of its requests) take longer
+ *   than a frame plays (`audioPace`, admissionDecision.ts): at 4x capacity on a loaded machine every admitted answer
+ *   underran although their first audio was in time, and one more answer only slows every step further.
+ *
  * Before anything is measured there is no bound (only the counts), as with an idle engine.
  */
 import type { FirstOutputEstimate } from '../../common/engine.ts';
@@ -41,8 +45,9 @@ export function resolveSlo(
   o: MeasuredContext,
 ): AdmissionSlo {
   const maxQueueMs = settings.maxQueueMs === 'measured' ? measuredBoundMs(engine, o) : settings.maxQueueMs;
-  const measuredTtfp = o.wantsAudio ? measuredBoundMs(engine, o) : null;
-  return { maxQueueMs, sloTtfpMs: settings.sloTtfpMs === 'measured' ? measuredTtfp : settings.sloTtfpMs };
+  if (settings.sloTtfpMs !== 'measured') return { maxQueueMs, sloTtfpMs: settings.sloTtfpMs };
+  const sloTtfpMs = o.wantsAudio ? measuredBoundMs(engine, o) : null;
+  return { maxQueueMs, sloTtfpMs, audioPace: sloTtfpMs !== null };
 }
 
 /** The measured queue bound (ms) for this request, or null before requests alone were measured. */
