@@ -29,3 +29,21 @@ export function median(xs: readonly number[]): number {
 export function nearestRank(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 }
+
+/**
+ * A closed loop: work(i) for every i below `count` on min(concurrency, count) slots (at least one), each slot taking
+ * the next index as soon as its previous work has ended; `slot` says which slot runs it.
+ */
+export async function closedLoop(
+  count: number,
+  concurrency: number,
+  work: (i: number, slot: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(concurrency, count)) }, async (_, slot) => {
+      // `next++` is safe: the slots interleave only at awaits, never inside this statement.
+      for (let i = next++; i < count; i = next++) await work(i, slot);
+    }),
+  );
+}

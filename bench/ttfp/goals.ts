@@ -6,7 +6,7 @@ import type { LimitResult } from '../limit/limitResult.ts';
 import type { ThroughputLimit } from '../limit/throughputLimit.ts';
 import { BENCH_PROCESS, throughputCeiling } from './cpuTime.ts';
 import { coRunningAt } from './coRunning.ts';
-import type { ConfigRatio, Goal, Ratio, RunRow, VariantRatio } from './results.ts';
+import { goalOf, type ConfigRatio, type Goal, type Ratio, type RunRow, type VariantRatio } from './results.ts';
 
 export const GOALS = {
   ttfpAsyncOverSyncAtC1: 0.05,
@@ -86,80 +86,44 @@ export function evaluateGoals(
   const goals: Goal[] = [];
   const atC = (c: number) => ratios.find((r) => r.concurrency === c)?.ttfp_async_over_sync ?? null;
   const c1 = atC(1);
-  if (c1 !== null)
-    goals.push({
-      name: 'TTFP async/sync at c=1',
-      value: c1,
-      target: `<= ${GOALS.ttfpAsyncOverSyncAtC1}`,
-      met: c1 <= GOALS.ttfpAsyncOverSyncAtC1,
-    });
+  if (c1 !== null) goals.push(goalOf('TTFP async/sync at c=1', c1, '<=', GOALS.ttfpAsyncOverSyncAtC1));
   const c10 = atC(10);
-  if (c10 !== null)
-    goals.push({
-      name: 'TTFP async/sync at c=10',
-      value: c10,
-      target: `<= ${GOALS.ttfpAsyncOverSyncAtC10}`,
-      met: c10 <= GOALS.ttfpAsyncOverSyncAtC10,
-    });
-  const byConfigC1 = configRatios.find((r) => r.concurrency === 1);
-  if (byConfigC1?.ttfp != null)
-    goals.push({
-      name: `TTFP ${byConfigC1.config}/${byConfigC1.compare_config} at c=1`,
-      value: byConfigC1.ttfp,
-      target: `<= ${GOALS.ttfpConfigOverCompareAtC1}`,
-      met: byConfigC1.ttfp <= GOALS.ttfpConfigOverCompareAtC1,
-    });
+  if (c10 !== null) goals.push(goalOf('TTFP async/sync at c=10', c10, '<=', GOALS.ttfpAsyncOverSyncAtC10));
+  const byConfig = configRatios.find((r) => r.concurrency === 1);
+  if (byConfig?.ttfp != null)
+    goals.push(
+      goalOf(
+        `TTFP ${byConfig.config}/${byConfig.compare_config} at c=1`,
+        byConfig.ttfp,
+        '<=',
+        GOALS.ttfpConfigOverCompareAtC1,
+      ),
+    );
   // Only --config's runs (the first variant: modes run in order): the limit was measured on its graph.
   const main = (r: RunRow) => r.async_chunk && r.variant === runs[0].variant;
   const asyncC1 = runs.find((r) => main(r) && r.concurrency === 1);
   if (limit && asyncC1?.mean_ttfp_ms != null) {
     const v = asyncC1.mean_ttfp_ms / limit.median.total_ms;
-    goals.push({
-      name: 'TTFP/limit at c=1 (mean)',
-      value: v,
-      target: `<= ${GOALS.ttfpOverLimitAtC1}`,
-      met: v <= GOALS.ttfpOverLimitAtC1,
-    });
+    goals.push(goalOf('TTFP/limit at c=1 (mean)', v, '<=', GOALS.ttfpOverLimitAtC1));
   }
   const asyncC10 = runs.find((r) => main(r) && r.concurrency === 10);
-  if (asyncC10) {
-    goals.push({
-      name: 'underruns at c=10',
-      value: asyncC10.underruns,
-      target: `= ${GOALS.underrunsAtC10}`,
-      met: asyncC10.underruns <= GOALS.underrunsAtC10,
-    });
-  }
+  if (asyncC10) goals.push(goalOf('underruns at c=10', asyncC10.underruns, '=', GOALS.underrunsAtC10));
   // The worst async run of --config (the first variant): every concurrency must decode each frame about once.
   const decodeRatios = runs
     .filter((r) => main(r) && r.code2wav_decode_ratio !== null)
     .map((r) => r.code2wav_decode_ratio!);
   if (decodeRatios.length > 0) {
     const worst = Math.max(...decodeRatios);
-    goals.push({
-      name: 'Code2Wav frames decoded per audio frame (worst run)',
-      value: worst,
-      target: `<= ${GOALS.code2wavDecodeRatio}`,
-      met: worst <= GOALS.code2wavDecodeRatio,
-    });
+    goals.push(goalOf('Code2Wav frames decoded per audio frame (worst run)', worst, '<=', GOALS.code2wavDecodeRatio));
   }
   goals.push(...schedulingGoals(runs), ...ttfpTargetGoals(runs, limit, burstLimits));
   const tp = throughputShare(runs, throughputLimits, 10);
-  if (tp !== null)
-    goals.push({
-      name: 'req/s at c=10 over the throughput limit',
-      value: tp,
-      target: `>= ${GOALS.throughputShareAtC10}`,
-      met: tp >= GOALS.throughputShareAtC10,
-    });
+  if (tp !== null) goals.push(goalOf('req/s at c=10 over the throughput limit', tp, '>=', GOALS.throughputShareAtC10));
   const co = coRunningAt(runs, throughputLimits, 10);
   if (co !== null)
-    goals.push({
-      name: 'req/s at c=10 over the limit with co-running charged',
-      value: co.share,
-      target: `>= ${GOALS.coRunningShareAtC10}`,
-      met: co.share >= GOALS.coRunningShareAtC10,
-    });
+    goals.push(
+      goalOf('req/s at c=10 over the limit with co-running charged', co.share, '>=', GOALS.coRunningShareAtC10),
+    );
   return goals;
 }
 
@@ -199,14 +163,8 @@ function ttfpTargetGoals(
   if (!run || !atC || run.ttfp_target_ms === null) return [];
   const limitMs = atC.median.total_ms;
   if (run.ttfp_target_ms > 2 * limitMs) return [];
-  return [
-    {
-      name: `TTFP target ${run.ttfp_target_ms} ms (limit ${limitMs.toFixed(1)} ms) met at c=${c}, share of requests`,
-      value: run.ttfp_target_met!,
-      target: `>= ${GOALS.ttfpTargetMetShare}`,
-      met: run.ttfp_target_met! >= GOALS.ttfpTargetMetShare,
-    },
-  ];
+  const name = `TTFP target ${run.ttfp_target_ms} ms (limit ${limitMs.toFixed(1)} ms) met at c=${c}, share of requests`;
+  return [goalOf(name, run.ttfp_target_met!, '>=', GOALS.ttfpTargetMetShare)];
 }
 
 /** --config's async req/s at concurrency c over the throughput limit at c (null without either). */

@@ -126,6 +126,11 @@ export interface Goal {
   readonly met: boolean;
 }
 
+/** A goal of `value` at most (`<=`) or at least (`>=`) `bound`; `<=` with the target written `= bound` for counts. */
+export function goalOf(name: string, value: number, op: '<=' | '>=' | '=', bound: number): Goal {
+  return { name, value, target: `${op} ${bound}`, met: op === '>=' ? value >= bound : value <= bound };
+}
+
 export interface Machine {
   readonly node: string;
   readonly platform: string;
@@ -337,4 +342,11 @@ export function resultHeader(
     ),
     remote_stages: {},
   };
+}
+
+/** The result with its end stamped (time, and the 1-minute load: the machine may be shared). */
+export function finished<R extends { finished_at: string; readonly machine: Machine }>(result: R): R {
+  result.finished_at = new Date().toISOString();
+  result.machine.load_avg_end = os.loadavg()[0];
+  return result;
 }

@@ -2,6 +2,7 @@
  * Closed-loop load at a fixed concurrency (vLLM's --max-concurrency with an unbounded request rate): every
  * slot sends its next prompt as soon as its previous answer has ended, until all prompts are sent.
  */
+import { closedLoop } from '../common.ts';
 import type { BenchClient, BenchRequest } from './clients/BenchClient.ts';
 import type { RequestTrace } from './trace.ts';
 
@@ -30,26 +31,20 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const slots = Math.max(1, Math.min(o.concurrency, o.prompts.length));
   const clients = await Promise.all(Array.from({ length: slots }, () => o.openClient()));
   const traces: RequestTrace[] = new Array(o.prompts.length);
-  let next = 0;
   const startedMs = performance.now();
   let endedMs = startedMs;
   try {
-    await Promise.all(
-      clients.map(async (client) => {
-        // `next++` is safe: the slots interleave only at awaits, never inside this statement.
-        for (let i = next++; i < o.prompts.length; i = next++) {
-          const request: BenchRequest = {
-            prompt: o.prompts[i],
-            outputLen: o.outputLen,
-            seed: o.seed + i,
-            timeoutMs: o.timeoutMs,
-            ...o.chunking,
-          };
-          traces[i] = await client.request(request);
-          o.onRequestDone?.(traces[i]);
-        }
-      }),
-    );
+    await closedLoop(o.prompts.length, o.concurrency, async (i, slot) => {
+      const request: BenchRequest = {
+        prompt: o.prompts[i],
+        outputLen: o.outputLen,
+        seed: o.seed + i,
+        timeoutMs: o.timeoutMs,
+        ...o.chunking,
+      };
+      traces[i] = await clients[slot].request(request);
+      o.onRequestDone?.(traces[i]);
+    });
     endedMs = performance.now();
   } finally {
     await Promise.all(clients.map((c) => c.close()));

@@ -5,7 +5,6 @@
  * first, before any stage process runs), with the `chorus stage` processes of its remote stages, if any; with
  * --url it measures a running server.
  */
-import os from 'node:os';
 import { runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
@@ -14,7 +13,7 @@ import { interleaves, ModeRun, openMode, overModes, sortRuns, warmUp } from './m
 import { benchTokenizer, planModes } from './planModes.ts';
 import type { ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
-import { resultHeader, type BenchResult, type RunRow } from './results.ts';
+import { finished, resultHeader, type BenchResult, type RunRow } from './results.ts';
 import { ServerTimings } from './ServerTimings.ts';
 import { PacketMarks } from './account/PacketMarks.ts';
 import type { RequestTrace } from './trace.ts';
@@ -97,9 +96,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     result.burst_limits,
     result.throughput_limits,
   );
-  result.finished_at = new Date().toISOString();
-  result.machine.load_avg_end = os.loadavg()[0];
-  return result;
+  return finished(result);
 }
 
 /**

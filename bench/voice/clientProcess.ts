@@ -3,6 +3,7 @@
  * its own process, and 50 appends a second per session must not run on the event loop it measures. Runs one closed
  * loop at a time (each slot starts its next turn when its previous one has ended) and reports every turn's trace.
  */
+import { closedLoop } from '../common.ts';
 import { SpokenConversation } from './conversations/SpokenConversation.ts';
 import type { FromClients, ToClients, TurnTrace } from './protocol.ts';
 import { textTurn, voiceTurn } from './turns.ts';
@@ -14,50 +15,39 @@ function post(msg: FromClients): void {
 async function run(msg: Extract<ToClients, { type: 'run' }>): Promise<void> {
   const turn = msg.kind === 'voice' ? voiceTurn : textTurn;
   const traces: TurnTrace[] = new Array(msg.turns.length);
-  let next = 0;
   const startedMs = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.max(1, Math.min(msg.concurrency, msg.turns.length)) }, async () => {
-      // `next++` is safe: the slots interleave only at awaits, never inside this statement.
-      for (let i = next++; i < msg.turns.length; i = next++) {
-        traces[i] = await turn(msg.settings, msg.turns[i]);
-        post({ type: 'turn', runId: msg.runId, ok: traces[i].ok });
-      }
-    }),
-  );
+  await closedLoop(msg.turns.length, msg.concurrency, async (i) => {
+    traces[i] = await turn(msg.settings, msg.turns[i]);
+    post({ type: 'turn', runId: msg.runId, ok: traces[i].ok });
+  });
   post({ type: 'run_done', runId: msg.runId, traces, durationMs: performance.now() - startedMs });
 }
 
 /** Spoken conversations as a closed loop: each slot speaks a conversation's turns in one session, then the next. */
 async function runConversations(msg: Extract<ToClients, { type: 'conversations' }>): Promise<void> {
   const traces: TurnTrace[][] = msg.conversations.map(() => []);
-  let next = 0;
   const startedMs = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.max(1, Math.min(msg.concurrency, msg.conversations.length)) }, async () => {
-      for (let i = next++; i < msg.conversations.length; i = next++) {
-        let conversation: SpokenConversation | null = null;
-        let refused: string | null = null;
-        try {
-          conversation = await SpokenConversation.open(msg.settings);
-        } catch (err) {
-          refused = err instanceof Error ? err.message : String(err);
-        }
-        try {
-          for (const spec of msg.conversations[i]) {
-            // A session that could not open fails each of its turns: they are counted at their turn index.
-            const trace: TurnTrace = conversation
-              ? await conversation.turn(spec)
-              : { kind: 'voice', startMs: performance.now(), events: [], ok: false, error: refused! };
-            traces[i].push(trace);
-            post({ type: 'turn', runId: msg.runId, ok: trace.ok });
-          }
-        } finally {
-          await conversation?.close();
-        }
+  await closedLoop(msg.conversations.length, msg.concurrency, async (i) => {
+    let conversation: SpokenConversation | null = null;
+    let refused: string | null = null;
+    try {
+      conversation = await SpokenConversation.open(msg.settings);
+    } catch (err) {
+      refused = err instanceof Error ? err.message : String(err);
+    }
+    try {
+      for (const spec of msg.conversations[i]) {
+        // A session that could not open fails each of its turns: they are counted at their turn index.
+        const trace: TurnTrace = conversation
+          ? await conversation.turn(spec)
+          : { kind: 'voice', startMs: performance.now(), events: [], ok: false, error: refused! };
+        traces[i].push(trace);
+        post({ type: 'turn', runId: msg.runId, ok: trace.ok });
       }
-    }),
-  );
+    } finally {
+      await conversation?.close();
+    }
+  });
   post({ type: 'conversations_done', runId: msg.runId, traces, durationMs: performance.now() - startedMs });
 }
 

@@ -15,7 +15,7 @@ import { ChorusError, COMMIT_TAIL_MS, ErrorCodes } from '../../src/basics.ts';
 import { gitSha } from '../common.ts';
 import { readBenchConfig, startInProcessServer, type BenchConfig } from '../ttfp/inProcessServer.ts';
 import { ProgressBar } from '../ttfp/ProgressBar.ts';
-import { machineInfo } from '../ttfp/results.ts';
+import { finished, machineInfo } from '../ttfp/results.ts';
 import { ServerTimings } from '../ttfp/ServerTimings.ts';
 import { measureBreakdown } from './measureBreakdown.ts';
 import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
@@ -117,9 +117,7 @@ export async function runVoiceBench(o: VoiceBenchOptions): Promise<VoiceBenchRes
   const { goals, note } = evaluateVoiceGoal(result);
   result.goals = goals;
   result.goal_note = note;
-  result.finished_at = new Date().toISOString();
-  result.machine.load_avg_end = os.loadavg()[0];
-  return result;
+  return finished(result);
 }
 
 async function readVoiceConfig(file: string): Promise<BenchConfig> {

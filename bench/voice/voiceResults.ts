@@ -5,7 +5,7 @@
  */
 import type { LimitResult } from '../limit/limitResult.ts';
 import { percentile, requestMetrics } from '../ttfp/metrics.ts';
-import type { Goal, Machine } from '../ttfp/results.ts';
+import { goalOf, type Goal, type Machine } from '../ttfp/results.ts';
 import type { ServerSideTiming } from '../ttfp/ServerTimings.ts';
 import type { TurnTrace } from './protocol.ts';
 import type { TranscriptionCostRow } from './transcriptionCost.ts';
@@ -170,12 +170,12 @@ export function evaluateVoiceGoal(r: VoiceBenchResult): { goals: Goal[]; note: s
   const row = r.runs.find((x) => x.concurrency === 1);
   const c1 = row?.voice_over_text.p50 ?? null;
   if (!row || c1 === null) return { goals: [], note: null };
-  const goal: Goal = {
-    name: 'voice TTFP minus silence_duration_ms / text TTFP at c=1 (p50)',
-    value: c1,
-    target: `<= ${VOICE_OVER_TEXT_GOAL_AT_C1}`,
-    met: c1 <= VOICE_OVER_TEXT_GOAL_AT_C1,
-  };
+  const goal = goalOf(
+    'voice TTFP minus silence_duration_ms / text TTFP at c=1 (p50)',
+    c1,
+    '<=',
+    VOICE_OVER_TEXT_GOAL_AT_C1,
+  );
   if (goal.met) return { goals: [goal], note: null };
   const silence = r.options.silence_duration_ms;
   const text = row.text_ttfp_ms.p50;

@@ -18,20 +18,9 @@ import {
 import { MAIN_TO_STAGE_SCHEMAS, STAGE_TO_MAIN_SCHEMAS } from '../../src/worker/messages.ts';
 import { arbitraryOf, mutated, mutationsOf } from './schemaFuzz.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
+import { seededRandom } from '../../bench/ttfp/prompts.ts';
 
 const raw = new Packr({ useRecords: false });
-
-/** mulberry32: small, fast, seeded. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Payload = (r: () => number) => Buffer;
 

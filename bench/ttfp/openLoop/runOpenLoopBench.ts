@@ -4,14 +4,13 @@
  * servers up at once each rate runs on A, then on B, before the next rate; otherwise one server after the other.
  * Every mode and rate is offered the same arrivals (one seed) and the same prompts.
  */
-import os from 'node:os';
 import type { BenchClient } from '../clients/BenchClient.ts';
 import { ChatBenchClient } from '../clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from '../clients/RealtimeBenchClient.ts';
 import { interleaves, openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
 import { ProgressBar } from '../ProgressBar.ts';
 import { makePrompts } from '../prompts.ts';
-import { resultHeader, type ResultHeader } from '../results.ts';
+import { finished, resultHeader, type ResultHeader } from '../results.ts';
 import { benchTokenizer, planModes } from '../planModes.ts';
 import type { ServeBenchOptions } from '../serveBenchOptions.ts';
 import { planArrivals, type ArrivalPlan } from './arrivals.ts';
@@ -180,7 +179,5 @@ export async function runOpenLoopBench(o: OpenLoopBenchOptions): Promise<OpenLoo
 
 /** Stamps the end of the run. */
 export function finish(result: OpenLoopResult): OpenLoopResult {
-  result.finished_at = new Date().toISOString();
-  result.machine.load_avg_end = os.loadavg()[0];
-  return result;
+  return finished(result);
 }

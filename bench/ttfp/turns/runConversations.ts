@@ -3,6 +3,7 @@
  * history), runs its turns one after another, closes it and takes the next, until all conversations are done.
  */
 import type { BenchRequest } from '../clients/BenchClient.ts';
+import { closedLoop } from '../../common.ts';
 import type { RequestTrace } from '../trace.ts';
 import type { ConversationClient } from './ConversationClient.ts';
 
@@ -30,32 +31,25 @@ export interface ConversationLoadResult {
 
 export async function runConversations(o: ConversationLoadOptions): Promise<ConversationLoadResult> {
   const traces: RequestTrace[][] = o.conversations.map(() => []);
-  const slots = Math.max(1, Math.min(o.concurrency, o.conversations.length));
-  let next = 0;
   const startedMs = performance.now();
-  await Promise.all(
-    Array.from({ length: slots }, async () => {
-      // `next++` is safe: the slots interleave only at awaits, never inside this statement.
-      for (let i = next++; i < o.conversations.length; i = next++) {
-        const messages = o.conversations[i];
-        const client = await o.openConversation();
-        try {
-          for (let t = 0; t < messages.length; t++) {
-            const trace = await client.turn({
-              prompt: messages[t],
-              outputLen: o.outputLen,
-              seed: o.seed + i * messages.length + t,
-              timeoutMs: o.timeoutMs,
-              ...o.chunking,
-            });
-            traces[i].push(trace);
-            o.onTurnDone?.(trace);
-          }
-        } finally {
-          await client.close();
-        }
+  await closedLoop(o.conversations.length, o.concurrency, async (i) => {
+    const messages = o.conversations[i];
+    const client = await o.openConversation();
+    try {
+      for (let t = 0; t < messages.length; t++) {
+        const trace = await client.turn({
+          prompt: messages[t],
+          outputLen: o.outputLen,
+          seed: o.seed + i * messages.length + t,
+          timeoutMs: o.timeoutMs,
+          ...o.chunking,
+        });
+        traces[i].push(trace);
+        o.onTurnDone?.(trace);
       }
-    }),
-  );
+    } finally {
+      await client.close();
+    }
+  });
   return { traces, durationMs: performance.now() - startedMs };
 }

@@ -9,8 +9,7 @@
  * turn's new positions over a cached past of its length, on the bare runners (--skip-limit: none). The single-turn
  * limit says nothing of a turn over a long history.
  */
-import os from 'node:os';
-import { resultHeader } from '../results.ts';
+import { finished, resultHeader } from '../results.ts';
 import { interleaves, openMode, overModes, sortRuns, warmUp, type Mode } from '../modeRun.ts';
 import { makePrompts } from '../prompts.ts';
 import { benchTokenizer, planModes } from '../planModes.ts';
@@ -126,7 +125,5 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
   sortRuns(result.runs, modes, o.concurrency);
   result.turn_limits = await measureTurnLimits(o, modes[0], result.runs);
   if (modes.length === 2) result.ratios = modeRatios(result.runs, modes[0].variant, modes[1].variant);
-  result.finished_at = new Date().toISOString();
-  result.machine.load_avg_end = os.loadavg()[0];
-  return result;
+  return finished(result);
 }

@@ -17,7 +17,7 @@ import type { Logger } from '../../../src/index.ts';
 import { ChorusError, ErrorCodes } from '../../../src/basics.ts';
 import { interleaves, openMode, overModes, sortRuns, type LiveMode, type Mode } from '../../ttfp/modeRun.ts';
 import { ProgressBar } from '../../ttfp/ProgressBar.ts';
-import { resultHeader } from '../../ttfp/results.ts';
+import { finished, resultHeader } from '../../ttfp/results.ts';
 import { planModes } from '../../ttfp/planModes.ts';
 import type { BenchTarget } from '../../ttfp/serveBenchOptions.ts';
 import type { TurnSettings, TurnSpec, TurnTrace } from '../protocol.ts';
@@ -94,9 +94,7 @@ export async function runVoiceTurnsBench(o: VoiceTurnsBenchOptions): Promise<Voi
   sortRuns(result.runs, modes, o.concurrency);
   if (modes.length === 2) result.ratios = voiceTurnsRatios(result.runs, modes[0].variant, modes[1].variant);
   result.goals = voiceTurnsGoals(result.runs);
-  result.finished_at = new Date().toISOString();
-  result.machine.load_avg_end = os.loadavg()[0];
-  return result;
+  return finished(result);
 }
 
 function checkAudioIn(mode: Mode): void {

@@ -5,7 +5,7 @@
  * server reported, failures, and turn k over turn 1; with two servers their ratio; the goal at c=1. No clock, no I/O.
  */
 import { percentile, requestMetrics } from '../../ttfp/metrics.ts';
-import type { Goal, ResultHeader } from '../../ttfp/results.ts';
+import { goalOf, type Goal, type ResultHeader } from '../../ttfp/results.ts';
 import type { TurnTrace } from '../protocol.ts';
 import {
   byTurn,
@@ -141,15 +141,9 @@ export function voiceTurnsGoals(runs: readonly VoiceTurnsRun[]): Goal[] {
   return runs.flatMap((run) => {
     const last = run.turns.at(-1);
     if (run.concurrency !== 1 || !last || last.turn < 2 || last.voice_ttfp_over_turn1 === null) return [];
-    return [
-      {
-        name:
-          `voice TTFP (end of speech -> first audio) at turn ${last.turn} / turn 1 at c=1 (p50)` +
-          (several ? `, ${run.variant}` : ''),
-        value: last.voice_ttfp_over_turn1,
-        target: `<= ${VOICE_TURN_N_OVER_TURN1_GOAL}`,
-        met: last.voice_ttfp_over_turn1 <= VOICE_TURN_N_OVER_TURN1_GOAL,
-      },
-    ];
+    const name =
+      `voice TTFP (end of speech -> first audio) at turn ${last.turn} / turn 1 at c=1 (p50)` +
+      (several ? `, ${run.variant}` : '');
+    return [goalOf(name, last.voice_ttfp_over_turn1, '<=', VOICE_TURN_N_OVER_TURN1_GOAL)];
   });
 }
