@@ -119,9 +119,7 @@ export class Orchestrator implements Engine {
       const { pool, requests } = o;
       const audio = () => o.audioOutput;
       const admitReplay = (record: RequestRecord, runId: string) => o.admitReplay(record, runId);
-      const unstoredMediaItems = (record: RequestRecord) =>
-        record.prompt.items.filter((item) => ecEntryOf(o.ec, item) === null).length;
-      const migrations = new Migrations({ graph, pool, requests, log, audio, admitReplay, unstoredMediaItems });
+      const migrations = new Migrations({ graph, pool, requests, log, audio, admitReplay });
       followPool(pool, o.requests, o.ec, migrations);
       // An item whose encode failed for memory or time, or whose store entry was lost, is encoded again.
       const reencodes = new Reencodes({
@@ -212,10 +210,11 @@ export class Orchestrator implements Engine {
   }
 
   /** A migrated request's replay (requests/Migrations.ts), admitted like the request was, as run `runId`. */
-  private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> | { refused: string } {
+  private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> {
     const { request, prompt, requestId } = record;
     const planned = this.plan({ requestId: runId, request, prompt, replay: true, ecOwner: requestId });
-    return commitReplay({ adapter: this.adapter, pool: this.pool }, record, runId, planned);
+    const { graph, adapter, pool, log } = this;
+    return commitReplay({ graph, adapter, pool, log }, record, runId, planned);
   }
 
   /**

@@ -16,7 +16,11 @@ import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { thinkerStatsOf, type ThinkerEcStats } from '../../stages/thinker/protocol.ts';
-import { ownSegments, waitFor } from '../helpers/engine.ts';
+import { channelNames } from '../../src/common/diagnostics.ts';
+import type { GenerateRequest } from '../../src/common/engine.ts';
+import { decodeVideo } from '../../src/media/video/decodeVideo.ts';
+import { DEFAULT_VIDEO_GRID } from '../../src/media/video/videoGrid.ts';
+import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
 
@@ -71,7 +75,7 @@ describe('an encode over the memory cap steps the clip down', () => {
   beforeAll(async () => {
     big = await makeVideo({ seconds: 15, width: 320, height: 240 });
     // 64 MiB: a run of 864 patches (7 frames of 252 x 168, ~47 MiB) fits; 1,728 (15 frames, ~170 MiB) does not.
-    server = await serve(`model_preset: tiny\nstages:${ENCODER('64MiB')}${THINKER(1)}\n`);
+    server = await serve(`model_preset: tiny\nstages:${ENCODER('64MiB')}${THINKER(2)}\n`);
   }, 240_000);
 
   afterAll(async () => {
@@ -90,6 +94,38 @@ describe('an encode over the memory cap steps the clip down', () => {
         'encode failed out of memory (CHORUS_ERR_ENCODE_MEMORY) and it was encoded again with fewer or smaller ' +
         'frames (encoder.video.fallback)',
     ]);
+  });
+
+  it('a Thinker killed mid-answer: its replay has the clip encoded again from main`s bytes, same answer', async () => {
+    const e = server!.engine;
+    const v = await decodeVideo(
+      { kind: 'file', bytes: await makeVideo({ seconds: 2 }) },
+      { fps: 2, maxFrames: 32 },
+      DEFAULT_VIDEO_GRID,
+      { maxSeconds: 20, maxInputBytes: 1 << 24, maxFrameBytes: 1 << 28, timeoutMs: 20_000 },
+      'clip',
+    );
+    const { data, numFrames, width, height, fps } = v;
+    const clip = { type: 'video', data, numFrames, width, height, fps, sourceKey: 'killed-clip' } as const;
+    const request: GenerateRequest = {
+      messages: [{ role: 'user', content: [clip, { type: 'text', text: 'And this one?' }] }],
+      modalities: ['text'],
+      sampling: { maxTokens: 300, ignoreEos: true, seed: 4 },
+    };
+    const reference = await collect(e.generate(request));
+    const routedTo: string[] = [];
+    const onRouted = (m: unknown) => routedTo.push((m as { instance: string }).instance);
+    subscribe(channelNames.routeDecision, onRouted);
+    let killed = false;
+    const replayed = await collect(e.generate(request), (ev) => {
+      if (ev.type !== 'text' || killed) return;
+      killed = true;
+      process.kill(e.workerOf(routedTo[0])!.pid!, 'SIGKILL');
+    }).finally(() => unsubscribe(channelNames.routeDecision, onRouted));
+    expect(killed).toBe(true);
+    expect(replayed.done.error).toBeUndefined(); // before: "not migrated: ... encoders are not replayed"
+    expect(replayed.text).toBe(reference.text);
+    await waitFor('the Thinker back', () => e.health().every((h) => h.status === 'ready'), 60_000);
   });
 
   it('past the floor: a 400 naming the item and what to do; the next request is answered', async () => {

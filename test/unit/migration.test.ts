@@ -18,7 +18,7 @@ import { configProblems } from '../helpers/configProblems.ts';
 
 const settings = { maxAttempts: 2, maxReplayTokens: 100, maxWaitMs: null };
 const verdict = (o: Partial<Parameters<typeof migrationVerdict>[0]>) =>
-  migrationVerdict({ settings, attempts: 0, answerTokens: 10, unstoredMediaItems: 0, ...o });
+  migrationVerdict({ settings, attempts: 0, answerTokens: 10, ...o });
 
 describe('migrationVerdict', () => {
   it('replays a request within the limits', () => {
@@ -26,13 +26,12 @@ describe('migrationVerdict', () => {
     expect(verdict({ attempts: 1, answerTokens: 100 })).toEqual({ migrate: true }); // both limits are inclusive
   });
 
-  it('refuses past max_attempts, past max_replay_tokens, with media, or with migration off, saying which', () => {
+  it('refuses past max_attempts, past max_replay_tokens, or with migration off, saying which', () => {
     expect(verdict({ attempts: 2 })).toEqual({ migrate: false, why: expect.stringMatching(/2 times .*max_attempts/) });
     expect(verdict({ answerTokens: 101 })).toEqual({
       migrate: false,
       why: expect.stringMatching(/101 tokens, more than engine.migration.max_replay_tokens \(100\)/),
     });
-    expect(verdict({ unstoredMediaItems: 1 })).toEqual({ migrate: false, why: expect.stringMatching(/media input/) });
     expect(verdict({ settings: null })).toEqual({ migrate: false, why: expect.stringMatching(/off/) });
   });
 });

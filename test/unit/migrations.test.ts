@@ -73,7 +73,7 @@ beforeEach(() => {
     return instances;
   };
   const log = logger.child({ test: 'migrations' });
-  const ctx = { graph, requests, log, audio: () => null, admitReplay, unstoredMediaItems: () => 0 };
+  const ctx = { graph, requests, log, audio: () => null, admitReplay };
   const migrations = new Migrations({ ...ctx, pool: pool as unknown as StagePool });
   followPool(pool as unknown as StagePool, requests, null, migrations);
 });

@@ -35,13 +35,11 @@ export interface MigrationsContext {
   readonly log: Logger;
   readonly audio: () => AudioOutputFacts | null;
   /**
-   * Plans and admits the record's replay as `runId` on ready instances (its adds sent, main expecting its outputs);
-   * returns the instance of each stage, or why the replay cannot be the lost run (it fails). Throws when it cannot be
+   * Plans and admits the record's replay as `runId` on ready instances (its adds sent, main expecting its outputs,
+   * the media the store does not hold sent to encoders); returns the instance of each stage. Throws when it cannot be
    * admitted now (the request waits on).
    */
-  readonly admitReplay: (record: RequestRecord, runId: string) => ReadonlyMap<string, string> | { refused: string };
-  /** Its media items whose encoder rows the encoder-output store does not hold (all of them without a store). */
-  readonly unstoredMediaItems: (record: RequestRecord) => number;
+  readonly admitReplay: (record: RequestRecord, runId: string) => ReadonlyMap<string, string>;
 }
 
 export class Migrations {
@@ -73,7 +71,6 @@ export class Migrations {
       settings,
       attempts: record.attempts - record.reencodes, // its replays, not its re-encodes
       answerTokens: answerTokensOf(record.stream.delivered, this.ctx.audio()),
-      unstoredMediaItems: this.ctx.unstoredMediaItems(record),
     });
     const facts = { requestId: record.requestId, stageId, reason, lostInstance: view.instance };
     if (!verdict.migrate) {
@@ -123,8 +120,7 @@ export class Migrations {
       this.#waiting.set(record, notAdmitted.message);
       return;
     }
-    if ('refused' in admitted) return this.#refuse(record, admitted.refused);
-    const instances: ReadonlyMap<string, string> = admitted;
+    const instances = admitted;
     const { lostInstance } = pending;
     const newInstance = instances.get(pending.stageId) ?? null;
     const waitMs = Date.now() - pending.lostAtMs; // the restart, or the wait for another instance
@@ -140,18 +136,6 @@ export class Migrations {
       diagnostics.requestMigrated.publish({ ...facts, lostInstance, newInstance, outcome, waitMs, pauseMs });
     });
     if (record.paused) tellStages(this.ctx.pool, record, 'pause');
-  }
-
-  /** The replay cannot be what the lost run was (its media rows left the store meanwhile): it fails, saying why. */
-  #refuse(record: RequestRecord, why: string): void {
-    const pending = record.migrating!;
-    const facts = { requestId: record.requestId, stageId: pending.stageId, reason: pending.reason };
-    this.ctx.log.warn({ ...facts, why }, 'request not migrated');
-    diagnostics.requestMigrated.publish({ ...facts, lostInstance: pending.lostInstance, outcome: 'refused' });
-    record.stream.end('error', {
-      code: pending.error.code,
-      message: `${pending.error.message} (not migrated: ${why})`,
-    });
   }
 
   #giveUp(record: RequestRecord, waitMs: number, setting: string): void {

@@ -74,27 +74,25 @@ export function commitRequest(
 
 /**
  * A migrated request's replay run `runId` sent as planned (no hold: its client may have its first audio already):
- * what main expects back, then its adds; the instance of each stage. Nothing is sent, and the route is let go, when
- * an instance it needs is not ready (OVERLOADED, thrown: it waits on) or it would need an encoder (refused: encoders
- * are not replayed, and the EC store no longer holds its items' rows).
+ * what main expects back, its adds, then the bytes of the media items the encoder-output store does not hold to
+ * their encoders (encoded again from main's bytes: the same rows); the instance of each stage. Nothing is sent, and
+ * the route is let go, when an instance it needs is not ready (OVERLOADED, thrown: it waits on).
  */
 export function commitReplay(
-  ctx: Pick<CommitContext, 'adapter' | 'pool'>,
+  ctx: Pick<CommitContext, 'graph' | 'adapter' | 'pool' | 'log'>,
   record: RequestRecord,
   runId: string,
   { plan, route }: { plan: AdmissionPlan; route: RouteTicket | null },
-): ReadonlyMap<string, string> | { refused: string } {
+): ReadonlyMap<string, string> {
   const gone = plan.adds.find(({ instance }) => ctx.pool.instances.get(instance)?.status !== 'ready');
-  const encoders = plan.stages.filter((s) => s.encoder).map((s) => s.stageId);
-  if (gone || encoders.length > 0) {
+  if (gone) {
     route?.release();
-    if (gone) throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
-    const refused = `the encoder-output store no longer holds the rows of its media items for ${encoders.join(', ')}`;
-    return { refused: `${refused} (encoders are not replayed)` };
+    throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
   }
   record.replayed(route);
   for (const o of plan.outputs) ctx.adapter.expect(runId, o.expect);
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
+  sendMediaOf(ctx, runId, plan, record.stream);
   return plan.instances;
 }
 
@@ -115,12 +113,21 @@ export function commitRerun(
   for (const o of plan.outputs) adapter.expect(runId, o.expect);
   ctx.requests.commitHold(record, plan.hold, () => tellStages(pool, record, 'first_audio'));
   for (const { instance, add } of plan.adds) pool.admit(instance, add);
-  if (plan.media) {
-    const chunkTimeoutMs = ctx.graph.chunkPolicy.chunkTimeoutMs;
-    sendMedia(runId, plan.media.sends, adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
-      stream.end('error', serializeError(err)),
-    );
-  }
+  sendMediaOf(ctx, runId, plan, stream);
+}
+
+/** A run's media to its encoders (the items the store does not hold); a send that fails ends the request. */
+function sendMediaOf(
+  ctx: Pick<CommitContext, 'graph' | 'adapter' | 'log'>,
+  runId: string,
+  plan: AdmissionPlan,
+  stream: RequestStream,
+): void {
+  if (!plan.media) return;
+  const chunkTimeoutMs = ctx.graph.chunkPolicy.chunkTimeoutMs;
+  sendMedia(runId, plan.media.sends, ctx.adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
+    stream.end('error', serializeError(err)),
+  );
 }
 
 /** The client's handle on an admitted request: its events, and cancel / pause / resume through the engine. */

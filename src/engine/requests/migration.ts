@@ -23,13 +23,12 @@ export interface MigrationInput {
   readonly settings: MigrationSettings | null | undefined;
   /** Replays the request already took. */
   readonly attempts: number;
-  /** Tokens the replay must produce again before it gets past what the client has (the answer's length so far). */
-  readonly answerTokens: number;
   /**
-   * Media items of its prompt whose encoder rows the encoder-output store does not hold: a replay reads an item's
-   * rows from the store, and never sends media to an encoder again.
+   * Tokens the replay must produce again before it gets past what the client has (the answer's length so far). Its
+   * media need nothing: a replay takes an item's rows from the encoder-output store, or has it encoded again from
+   * the bytes main holds (the same rows: encoders are deterministic).
    */
-  readonly unstoredMediaItems: number;
+  readonly answerTokens: number;
 }
 
 export type MigrationVerdict = { readonly migrate: true } | { readonly migrate: false; readonly why: string };
@@ -45,13 +44,6 @@ export function migrationVerdict(a: MigrationInput): MigrationVerdict {
       why:
         `its answer had ${a.answerTokens} tokens, more than engine.migration.max_replay_tokens ` +
         `(${s.maxReplayTokens}) to replay`,
-    };
-  if (a.unstoredMediaItems > 0)
-    return {
-      migrate: false,
-      why:
-        `a request with media input is not migrated when the encoder-output store (ec_store) does not hold the ` +
-        `rows of every item (${a.unstoredMediaItems} missing): its encoders are not replayed`,
     };
   return { migrate: true };
 }
