@@ -7,6 +7,8 @@
  *   item and what to do, and the next request is answered (the encoder is not down).
  * - Its encoder-output store entry lost in Redis between main's lookup and the Thinker's take (a key deleted, as
  *   Redis's eviction would): main encodes it again from the bytes it holds; the answer is the first one's.
+ * - Its Thinker killed mid-answer with no store: the migrated replay has the clip encoded again from main's bytes
+ *   (it was "not migrated" before), and the answer is the undisturbed one's.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { FastifyInstance } from 'fastify';
