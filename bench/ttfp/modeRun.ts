@@ -231,6 +231,27 @@ export async function overModes(
  * keeps one deployment at a time (its stage processes and Redis are per deployment): its modes run one after the
  * other.
  */
+/** The options every load's results.json records alike, and whether its two servers alternated (interleaves). */
+export function loadOptions(
+  o: {
+    readonly outputLen: number;
+    readonly warmup: number;
+    readonly seed: number;
+    readonly initialCodecChunkFrames?: number;
+    readonly ttfpTargetMs?: number;
+  },
+  modes: readonly Mode[],
+) {
+  return {
+    output_len: o.outputLen,
+    warmup: o.warmup,
+    seed: o.seed,
+    initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
+    ttfp_target_ms: o.ttfpTargetMs ?? null,
+    interleaved: interleaves(modes),
+  };
+}
+
 export function interleaves(modes: readonly Mode[]): boolean {
   return modes.length > 1 && !modes.some((m) => m.config && remoteStagesOf(m.config.graph).length > 0);
 }

@@ -9,7 +9,7 @@ import { runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
 import type { BenchConfig } from './inProcessServer.ts';
-import { interleaves, ModeRun, openMode, overModes, sortRuns, warmUp } from './modeRun.ts';
+import { loadOptions, ModeRun, openMode, overModes, sortRuns, warmUp } from './modeRun.ts';
 import { benchTokenizer, planModes } from './planModes.ts';
 import type { ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
@@ -35,12 +35,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
       concurrency: o.concurrency,
       num_prompts: o.numPrompts,
       input_len: o.inputLen,
-      output_len: o.outputLen,
-      warmup: o.warmup,
-      seed: o.seed,
-      initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
-      ttfp_target_ms: o.ttfpTargetMs ?? null,
-      interleaved: interleaves(modes),
+      ...loadOptions(o, modes),
     },
     limit: null,
     burst_limits: [],

@@ -7,7 +7,7 @@
 import type { BenchClient } from '../clients/BenchClient.ts';
 import { ChatBenchClient } from '../clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from '../clients/RealtimeBenchClient.ts';
-import { interleaves, openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
+import { interleaves, loadOptions, openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
 import { ProgressBar } from '../ProgressBar.ts';
 import { makePrompts } from '../prompts.ts';
 import { finished, resultHeader, type ResultHeader } from '../results.ts';
@@ -76,13 +76,8 @@ export function openLoopResult(o: OpenLoopBenchOptions, modes: readonly Mode[]):
       duration_s: 'durationS' in o.length ? o.length.durationS : null,
       num_prompts: 'numPrompts' in o.length ? o.length.numPrompts : null,
       input_len: o.inputLen,
-      output_len: o.outputLen,
-      warmup: o.warmup,
-      seed: o.seed,
       slo_ttfp_ms: o.sloTtfpMs,
-      initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
-      ttfp_target_ms: o.ttfpTargetMs ?? null,
-      interleaved: interleaves(modes),
+      ...loadOptions(o, modes),
     },
     rates: [],
   };

@@ -10,7 +10,7 @@
  * limit says nothing of a turn over a long history.
  */
 import { finished, resultHeader } from '../results.ts';
-import { interleaves, openMode, overModes, sortRuns, warmUp, type Mode } from '../modeRun.ts';
+import { loadOptions, openMode, overModes, sortRuns, warmUp, type Mode } from '../modeRun.ts';
 import { makePrompts } from '../prompts.ts';
 import { benchTokenizer, planModes } from '../planModes.ts';
 import type { ModeOptions, ServeBenchOptions } from '../serveBenchOptions.ts';
@@ -88,12 +88,7 @@ export async function runTurnsBench(o: TurnsBenchOptions): Promise<TurnsResult> 
       conversations: o.conversations ?? null,
       input_len: o.inputLen,
       system_len: o.systemLen ?? null,
-      output_len: o.outputLen,
-      warmup: o.warmup,
-      seed: o.seed,
-      initial_codec_chunk_frames: o.initialCodecChunkFrames ?? null,
-      ttfp_target_ms: o.ttfpTargetMs ?? null,
-      interleaved: interleaves(modes),
+      ...loadOptions(o, modes),
     },
     runs: [],
     ratios: [],
