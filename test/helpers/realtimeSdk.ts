@@ -4,7 +4,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll } from 'vitest';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
@@ -31,9 +31,13 @@ export function tlsPipelineForFile(config: string): () => TlsPipeline {
   return () => pipeline!;
 }
 
-/** Starts configs/<config> and its server on https://127.0.0.1 (a free port), with a fresh self-signed cert. */
+/**
+ * Starts configs/<config> (or the config at an absolute path) and its server on https://127.0.0.1 (a free port), with
+ * a fresh self-signed cert.
+ */
 export async function startTlsPipeline(config: string): Promise<TlsPipeline> {
-  const engine = await Orchestrator.start(await loadConfig(join(import.meta.dirname, '..', '..', 'configs', config)));
+  const file = isAbsolute(config) ? config : join(import.meta.dirname, '..', '..', 'configs', config);
+  const engine = await Orchestrator.start(await loadConfig(file));
   const dir = mkdtempSync(join(tmpdir(), 'chorus-tls-'));
   const tls = selfSignedCert(dir);
   const app = buildServer(engine, { apiKey: null, tls: { cert: tls.cert, key: tls.key } });

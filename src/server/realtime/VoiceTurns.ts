@@ -121,6 +121,7 @@ export class VoiceTurns {
         try {
           await service.loadTurnModel();
         } catch (err) {
+          if (this.#closed) return;
           if (this.#params === params) this.#params = this.host.turnModelFailed(err as ChorusError);
           if (this.#params === null) this.configure(null);
         }
