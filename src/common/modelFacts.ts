@@ -3,7 +3,7 @@
  * (the vocoder's sample rate, samples per codec frame) instead of guessing them from the config: a
  * bring-your-own model says what it is only once it is loaded.
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type TProperties } from '@sinclair/typebox';
 import { List, ShortText } from './wireValues.ts';
 
 /** One fact's value: a finite number (NaN and infinities are refused), a flag, a short text or a list of them. */
@@ -18,6 +18,14 @@ export type FactValue = number | boolean | string | readonly string[];
 export const ModelFactsSchema = Type.Unsafe<ModelFacts>(
   Type.Object({ kind: ShortText }, { additionalProperties: FactValueSchema, maxProperties: 32 }),
 );
+
+/**
+ * A kind's own facts schema (in its stages/<kind>/protocol.ts): its name and its facts, closed (a misspelt fact is
+ * refused). Its values must be of the envelope's (finite numbers, flags, short texts).
+ */
+export function kindFactsSchema<K extends string, P extends TProperties>(kind: K, facts: P) {
+  return Type.Object({ kind: Type.Literal(kind), ...facts }, { additionalProperties: false });
+}
 
 /** What a stage's loaded model is, as the stage reports it in READY: its kind's facts, in the envelope. */
 export interface ModelFacts {

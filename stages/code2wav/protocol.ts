@@ -1,7 +1,7 @@
 /** Code2Wav's own part of the stage protocol: its `add` arguments and its stats section. */
 import { Type, type Static } from '@sinclair/typebox';
 import { Count, PositiveCount } from '../../src/common/wireValues.ts';
-import { closed } from '../../src/common/yamlSchema.ts';
+import { kindFactsSchema } from '../../src/common/modelFacts.ts';
 import type { PlaybackPlan } from '../../src/worker/messages.ts';
 import { kindSectionOf } from '../kindStats.ts';
 
@@ -25,16 +25,12 @@ export interface Code2WavKindStats {
 export const code2wavStatsOf = kindSectionOf<Code2WavKindStats>();
 
 /** What a loaded code2wav model is, as its stage reports it in READY (the envelope: src/common/modelFacts.ts). */
-export const Code2WavFactsSchema = Type.Object(
-  {
-    kind: Type.Literal('code2wav'),
-    numCodebooks: PositiveCount,
-    sampleRateHz: Type.Integer({ minimum: 1000, maximum: 384_000 }),
-    samplesPerFrame: PositiveCount,
-    receptiveFieldFrames: Count,
-    /** The vocoder carries state between chunks (each frame decoded once); false: left context decoded again. */
-    stateful: Type.Optional(Type.Boolean()),
-  },
-  closed,
-);
+export const Code2WavFactsSchema = kindFactsSchema('code2wav', {
+  numCodebooks: PositiveCount,
+  sampleRateHz: Type.Integer({ minimum: 1000, maximum: 384_000 }),
+  samplesPerFrame: PositiveCount,
+  receptiveFieldFrames: Count,
+  /** The vocoder carries state between chunks (each frame decoded once); false: left context decoded again. */
+  stateful: Type.Optional(Type.Boolean()),
+});
 export type Code2WavFacts = Static<typeof Code2WavFactsSchema>;

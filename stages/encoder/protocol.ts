@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ModalitySchema } from '../../src/common/modality.ts';
 import { PositiveCount, ShortText } from '../../src/common/wireValues.ts';
-import { closed } from '../../src/common/yamlSchema.ts';
+import { kindFactsSchema } from '../../src/common/modelFacts.ts';
 import type { EncodeItem } from '../../src/worker/messages.ts';
 import { kindSectionOf } from '../kindStats.ts';
 
@@ -45,18 +45,14 @@ export interface EncoderKindStats {
 export const encoderStatsOf = kindSectionOf<EncoderKindStats>();
 
 /** What a loaded encoder model is, as its stage reports it in READY (the envelope: src/common/modelFacts.ts). */
-export const EncoderFactsSchema = Type.Object(
-  {
-    kind: Type.Literal('encoder'),
-    modality: ModalitySchema,
-    /** Width of one row (the Thinker's hidden size). */
-    outputSize: PositiveCount,
-    /** The encoder's identity in cache keys (model hash, preprocessing version, width). */
-    identity: ShortText,
-    /** Vision encoders: how images are cut. */
-    patchSize: Type.Optional(PositiveCount),
-    mergeSize: Type.Optional(PositiveCount),
-  },
-  closed,
-);
+export const EncoderFactsSchema = kindFactsSchema('encoder', {
+  modality: ModalitySchema,
+  /** Width of one row (the Thinker's hidden size). */
+  outputSize: PositiveCount,
+  /** The encoder's identity in cache keys (model hash, preprocessing version, width). */
+  identity: ShortText,
+  /** Vision encoders: how images are cut. */
+  patchSize: Type.Optional(PositiveCount),
+  mergeSize: Type.Optional(PositiveCount),
+});
 export type EncoderFacts = Static<typeof EncoderFactsSchema>;

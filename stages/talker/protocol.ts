@@ -1,7 +1,7 @@
 /** The Talker's own part of the stage protocol: its `add` arguments and its stats section. */
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import { Count, PositiveCount } from '../../src/common/wireValues.ts';
-import { closed } from '../../src/common/yamlSchema.ts';
+import { kindFactsSchema } from '../../src/common/modelFacts.ts';
 import type { PrefixCacheStats as PrefixStats } from '../../src/sched/PrefixCache.ts';
 import type { PlaybackPlan } from '../../src/worker/messages.ts';
 import { kindSectionOf } from '../kindStats.ts';
@@ -28,14 +28,10 @@ export interface TalkerStats {
 export const talkerStatsOf = kindSectionOf<TalkerStats>();
 
 /** What a loaded talker model is, as its stage reports it in READY (the envelope: src/common/modelFacts.ts). */
-export const TalkerFactsSchema = Type.Object(
-  {
-    kind: Type.Literal('talker'),
-    conditionDim: PositiveCount,
-    numCodebooks: PositiveCount,
-    framesPerToken: PositiveCount,
-    kvBytesPerToken: Count,
-  },
-  closed,
-);
+export const TalkerFactsSchema = kindFactsSchema('talker', {
+  conditionDim: PositiveCount,
+  numCodebooks: PositiveCount,
+  framesPerToken: PositiveCount,
+  kvBytesPerToken: Count,
+});
 export type TalkerFacts = Static<typeof TalkerFactsSchema>;

@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Count, List, PositiveCount, ShortText } from '../../src/common/wireValues.ts';
-import { closed } from '../../src/common/yamlSchema.ts';
+import { kindFactsSchema } from '../../src/common/modelFacts.ts';
 import type { GrammarSpec, PromptPrefix } from '../../src/common/engine.ts';
 import type { GrammarStats } from '../../src/grammar/index.ts';
 import type { PrefixCacheStats as PrefixStats } from '../../src/sched/PrefixCache.ts';
@@ -50,19 +50,15 @@ export interface ThinkerStats {
 export const thinkerStatsOf = kindSectionOf<ThinkerStats>();
 
 /** What a loaded thinker model is, as its stage reports it in READY (the envelope: src/common/modelFacts.ts). */
-export const ThinkerFactsSchema = Type.Object(
-  {
-    kind: Type.Literal('thinker'),
-    vocabSize: PositiveCount,
-    /** 0 for a text-only decoder that takes input_ids and has no hidden output (a GGUF import, an Optimum export). */
-    hiddenSize: Count,
-    /** -1 when the model names none (an export without config.json): only stop tokens and max_tokens end it. */
-    eosTokenId: Type.Integer({ minimum: -1, maximum: Number.MAX_SAFE_INTEGER }),
-    /** KV cache bytes one position costs (keys and values, every layer). */
-    kvBytesPerToken: Count,
-    /** What a bring-your-own model lacks (inputsEmbeds, hiddenStates, embeddings): it serves text only. */
-    lacks: Type.Optional(List(ShortText, 16)),
-  },
-  closed,
-);
+export const ThinkerFactsSchema = kindFactsSchema('thinker', {
+  vocabSize: PositiveCount,
+  /** 0 for a text-only decoder that takes input_ids and has no hidden output (a GGUF import, an Optimum export). */
+  hiddenSize: Count,
+  /** -1 when the model names none (an export without config.json): only stop tokens and max_tokens end it. */
+  eosTokenId: Type.Integer({ minimum: -1, maximum: Number.MAX_SAFE_INTEGER }),
+  /** KV cache bytes one position costs (keys and values, every layer). */
+  kvBytesPerToken: Count,
+  /** What a bring-your-own model lacks (inputsEmbeds, hiddenStates, embeddings): it serves text only. */
+  lacks: Type.Optional(List(ShortText, 16)),
+});
 export type ThinkerFacts = Static<typeof ThinkerFactsSchema>;

@@ -1,7 +1,7 @@
 /** The tts stage's own part of the stage protocol: its `add` arguments and its stats section. */
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import { PositiveCount } from '../../src/common/wireValues.ts';
-import { closed } from '../../src/common/yamlSchema.ts';
+import { kindFactsSchema } from '../../src/common/modelFacts.ts';
 import type { PlaybackPlan } from '../../src/worker/messages.ts';
 import { kindSectionOf } from '../kindStats.ts';
 
@@ -29,16 +29,12 @@ export interface TtsKindStats {
 export const ttsStatsOf = kindSectionOf<TtsKindStats>();
 
 /** What a loaded tts model is, as its stage reports it in READY (the envelope: src/common/modelFacts.ts). */
-export const TtsFactsSchema = Type.Object(
-  {
-    kind: Type.Literal('tts'),
-    /** The rate of the audio the stage sends (the voice's audio resampled to it). */
-    sampleRateHz: PositiveCount,
-    /** A nominal frame of that audio (what playback plans count in). */
-    samplesPerFrame: PositiveCount,
-    /** The voice's own rate. */
-    voiceSampleRateHz: PositiveCount,
-  },
-  closed,
-);
+export const TtsFactsSchema = kindFactsSchema('tts', {
+  /** The rate of the audio the stage sends (the voice's audio resampled to it). */
+  sampleRateHz: PositiveCount,
+  /** A nominal frame of that audio (what playback plans count in). */
+  samplesPerFrame: PositiveCount,
+  /** The voice's own rate. */
+  voiceSampleRateHz: PositiveCount,
+});
 export type TtsFacts = Static<typeof TtsFactsSchema>;
