@@ -2,7 +2,7 @@
  * `chorus config check FILE`: validates a stage graph and prints what it resolved to (stages in start
  * order, edges, connectors, model sizes) plus warnings. Exit 0 when valid, 1 with every problem listed.
  */
-import { parseArgs } from 'node:util';
+import { verbCommandArgs } from '../commandFlags.ts';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import type { ModelSpec } from '../../common/modelSpec.ts';
 import type { StageGraph } from '../../common/graph.ts';
@@ -18,22 +18,9 @@ schema   prints the stage graph's JSON Schema (configs/schema.json is this outpu
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    });
-  } catch (err) {
-    process.stderr.write(`chorus config: ${(err as Error).message}\n\n${usage}`);
-    return 2;
-  }
+  const parsed = verbCommandArgs('config', argv, { json: { type: 'boolean' } }, usage);
+  if (typeof parsed === 'number') return parsed;
   const [verb, file, ...extra] = parsed.positionals;
-  if (parsed.values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
   if (verb === 'schema' && file === undefined) {
     process.stdout.write(`${JSON.stringify(stageGraphJsonSchema(), null, 2)}\n`);
     return 0;

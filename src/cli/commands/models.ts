@@ -5,7 +5,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { verbCommandArgs } from '../commandFlags.ts';
 import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
 import type { GeneratedModelSpec } from '../../common/modelSpec.ts';
 import type { StageGraph, StageSpec } from '../../common/graph.ts';
@@ -37,27 +37,14 @@ export const usage = `usage: chorus models <build|info> [--config FILE]
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        config: { type: 'string', short: 'c' },
-        'models-dir': { type: 'string' },
-        weights: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    process.stderr.write(`chorus models: ${(err as Error).message}\n\n${usage}`);
-    return 2;
-  }
+  const flags = {
+    config: { type: 'string', short: 'c' },
+    'models-dir': { type: 'string' },
+    weights: { type: 'string' },
+  } as const;
+  const parsed = verbCommandArgs('models', argv, flags, usage);
+  if (typeof parsed === 'number') return parsed;
   const [verb, ...extra] = parsed.positionals;
-  if (parsed.values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
   if (verb === 'import') return runImport(extra, parsed.values['models-dir'], parsed.values.weights);
   if ((verb !== 'build' && verb !== 'info') || extra.length > 0) {
     process.stderr.write(
