@@ -281,18 +281,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     reason: FinishReason,
     lastBody: (t: DownstreamTarget) => ChunkBody | undefined = () => undefined,
   ): void {
-    const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, body: lastBody(t) }));
     const warnings = this.warningsOf(req);
+    this.putFinal(req, reason, (t) => ({ body: lastBody(t) }), warnings.length > 0 ? { warnings } : {});
     this.release(req, reason);
-    void Promise.allSettled(puts).then(() =>
-      this.ctx.post({
-        type: 'finished',
-        requestId: req.requestId,
-        finishReason: reason,
-        numTokens: req.numOutputs,
-        ...(warnings.length > 0 ? { warnings } : {}),
-      }),
-    );
   }
 
   /** What the request's output leaves out, reported to main with `finished` (the Thinker's dropped media). */
@@ -306,16 +297,29 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
 
   protected failWith(req: R, reason: FinishReason, error: SerializedError): void {
     this.ctx.log.debug({ requestId: req.requestId, code: error.code }, 'request ended upstream or failed here');
-    const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, error }));
+    this.putFinal(req, reason, () => ({ error }), { error });
     this.release(req, reason, error);
     this.ctx.adapter.cancel(req.requestId);
+  }
+
+  /**
+   * The request's final chunk to every target (`last`: what it carries besides), and `finished` to main once every
+   * one of them is put or failed: main must not see the request end before its last chunks are on their way.
+   */
+  private putFinal(
+    req: R,
+    reason: FinishReason,
+    last: (t: DownstreamTarget) => Pick<OutgoingChunk, 'body' | 'error'>,
+    report: { readonly warnings?: readonly string[]; readonly error?: SerializedError },
+  ): void {
+    const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, ...last(t) }));
     void Promise.allSettled(puts).then(() =>
       this.ctx.post({
         type: 'finished',
         requestId: req.requestId,
         finishReason: reason,
         numTokens: req.numOutputs,
-        error,
+        ...report,
       }),
     );
   }
