@@ -17,6 +17,7 @@ import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
 import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
+import { KvDecoderRunner } from '../models/KvDecoderRunner.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import { drawStream, isPlainArgmax, sampleToken } from '../sampling/sampleToken.ts';
@@ -32,7 +33,7 @@ interface TalkerSeqState {
 const EMPTY_CODES = new Int32Array(0);
 const DEFAULT_FRAMES_PER_TOKEN = 2;
 
-export class OnnxTalkerRunner implements TalkerRunner {
+export class OnnxTalkerRunner extends KvDecoderRunner implements TalkerRunner {
   readonly conditionDim: number;
   readonly numCodebooks: number;
   readonly framesPerToken: number;
@@ -42,12 +43,13 @@ export class OnnxTalkerRunner implements TalkerRunner {
   private readonly states = new Map<string, TalkerSeqState>();
 
   private constructor(
-    private readonly decoder: KvDecoder,
+    decoder: KvDecoder,
     private readonly predictor: SyncSession,
     private readonly signature: TalkerSignature,
     padRow: Float32Array,
     framesPerToken: number,
   ) {
+    super(decoder);
     this.conditionDim = signature.conditionDim;
     this.numCodebooks = signature.numCodebooks;
     this.framesPerToken = framesPerToken;
@@ -228,16 +230,7 @@ export class OnnxTalkerRunner implements TalkerRunner {
     });
   }
 
-  get kvBytesPerToken(): number {
-    return this.decoder.kvBytesPerToken;
-  }
-
-  kvBytes(seqId: string): number {
-    return this.decoder.kvBytes(seqId);
-  }
-
-  free(seqId: string): void {
-    this.decoder.free(seqId);
+  protected forget(seqId: string): void {
     this.states.delete(seqId);
   }
 

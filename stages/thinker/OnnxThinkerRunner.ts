@@ -11,6 +11,7 @@ import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
 import type { ModelFiles } from '../models/ensureModel.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
+import { KvDecoderRunner } from '../models/KvDecoderRunner.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { THINKER_EOS_TOKEN_ID } from './thinkerVocab.ts';
 import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
@@ -25,7 +26,7 @@ import { readSiblingConfig, readThinkerSignature, type ThinkerSignature } from '
 
 const EMPTY = new Float32Array(0);
 
-export class OnnxThinkerRunner implements ThinkerRunner {
+export class OnnxThinkerRunner extends KvDecoderRunner implements ThinkerRunner {
   readonly hiddenSize: number;
   readonly vocabSize: number;
   readonly eosTokenId: number;
@@ -36,11 +37,12 @@ export class OnnxThinkerRunner implements ThinkerRunner {
   private vocabLimit: number | undefined;
 
   private constructor(
-    private readonly decoder: KvDecoder,
+    decoder: KvDecoder,
     private readonly signature: ThinkerSignature,
     private readonly embedder: TokenEmbedder | null,
     eosTokenId: number,
   ) {
+    super(decoder);
     this.vocabSize = signature.vocabSize;
     this.hiddenSize = signature.hiddenSize ?? embedder?.hiddenSize ?? 0;
     this.eosTokenId = eosTokenId;
@@ -219,16 +221,7 @@ export class OnnxThinkerRunner implements ThinkerRunner {
     });
   }
 
-  get kvBytesPerToken(): number {
-    return this.decoder.kvBytesPerToken;
-  }
-
-  kvBytes(seqId: string): number {
-    return this.decoder.kvBytes(seqId);
-  }
-
-  free(seqId: string): void {
-    this.decoder.free(seqId);
+  protected forget(seqId: string): void {
     this.seen.delete(seqId);
   }
 
