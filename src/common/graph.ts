@@ -234,7 +234,7 @@ export interface StageGraph {
   readonly realtimeCamera?: CameraSettings;
   /** semantic_vad's end-of-turn model (YAML realtime.semantic_vad); absent: none, semantic_vad refused. */
   readonly semanticVad?: SemanticVadSpec;
-  /** Positions session.truncation "auto" lets a conversation fill (YAML realtime.auto_truncation_positions). */
+  /** Positions session.truncation "auto" lets a conversation's items fill (YAML realtime.auto_truncation_positions). */
   readonly autoTruncationPositions?: number;
   readonly connectors: Readonly<Record<string, ConnectorSpec>>;
   readonly chunkPolicy: ChunkPolicy;

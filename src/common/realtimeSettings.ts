@@ -32,10 +32,10 @@ export const DEFAULT_CAMERA: CameraSettings = Object.freeze({
 });
 
 /**
- * Realtime session.truncation "auto" truncates as if the Thinker had at most this many positions (YAML
- * realtime.auto_truncation_positions; docs/conversations.md "A bounded window"): each answer step attends over the
- * whole context, so a bounded one keeps late turns as fast as early ones. A session that wants the model's whole
- * context asks for it with retention_ratio.
+ * Realtime session.truncation "auto" lets a conversation's items fill at most this many positions after the
+ * instructions (YAML realtime.auto_truncation_positions; docs/conversations.md "A bounded window"): each answer step
+ * attends over the whole context, so a bounded one keeps late turns as fast as early ones. A session that wants the
+ * model's whole context asks for it with retention_ratio.
  */
 export const DEFAULT_AUTO_TRUNCATION_POSITIONS = 2048;
 

@@ -318,7 +318,8 @@ export const GraphYaml = Type.Object(
     // end-of-turn model (docs/voice.md#semantic_vad): Smart Turn v3's ONNX file (default: where .ci/run puts it in the
     // user cache), and what semantic_vad does where there is none: refuse (the default) or run the VAD's silence rule
     // (silence, said so in session.updated). auto_truncation_positions: what session.truncation "auto" lets a
-    // conversation fill before it truncates, down to half (docs/conversations.md; default 2048, at most the Thinker's).
+    // conversation's items fill after the instructions before it truncates, down to half (docs/conversations.md;
+    // default 2048).
     realtime: optional(
       Type.Object(
         {

@@ -100,31 +100,31 @@ describe('planTruncation', () => {
     expect(auto.truncatedAt.length).toBeLessThan(0.4 * pastLimit);
   });
 
-  it('auto plans within autoPositions (the bounded window); retention_ratio and disabled use the whole model', () => {
-    // A window of 500: 500 - 100 for the answer - 50 for the instructions = 350 for the items; 400 is over it, so
-    // down to <= 175 at once.
-    const bounded = planTruncation(input({ items: items(100, 100, 100, 100), autoPositions: 500 }));
-    expect(bounded).toMatchObject({ fits: true, drop: ['i0', 'i1', 'i2'], keptPositions: 100 });
-    expect(bounded.limit.allowed).toBe(350);
+  it('auto lets the items fill autoPositions at most (the bounded window); retention_ratio uses the model', () => {
+    // A window of 500 positions for the items (the model would allow 850): 600 is over it, so down to <= 250 at once.
+    const bounded = planTruncation(input({ items: items(200, 200, 200), autoPositions: 500 }));
+    expect(bounded).toMatchObject({ fits: true, drop: ['i0', 'i1'], keptPositions: 200 });
+    expect(bounded.limit.allowed).toBe(500);
     const whole = { type: 'retention_ratio', retention_ratio: AUTO_RETENTION_RATIO } as const;
-    expect(
-      planTruncation(input({ items: items(100, 100, 100, 100), autoPositions: 500, setting: whole })),
-    ).toMatchObject({ fits: true, drop: [] });
-    // A window at or over the model's positions changes nothing.
+    expect(planTruncation(input({ items: items(200, 200, 200), autoPositions: 500, setting: whole }))).toMatchObject({
+      fits: true,
+      drop: [],
+    });
+    // A window over what the model allows changes nothing.
     const list = items(300, 300, 200, 100, 100);
     expect(planTruncation(input({ items: list, autoPositions: 4000 }))).toEqual(planTruncation(input({ items: list })));
-    // Past the window, turn after turn: the prompt stays within it, truncating in steps of half of it.
+    // Past the window, turn after turn: the items stay within it, truncating in steps of half of it.
     const sizes = Array.from({ length: 40 }, (_, i) => 40 + ((i * 37) % 51));
     let conversation = items(...sizes.slice(0, 1));
     for (let i = 1; i < sizes.length; i++) {
       const plan = planTruncation(input({ items: conversation, autoPositions: 500 }));
-      expect(plan.fits && plan.keptPositions).toBeLessThanOrEqual(350);
+      expect(plan.fits && plan.keptPositions).toBeLessThanOrEqual(500);
       conversation = [...conversation.slice(plan.fits ? plan.drop.length : 0), { id: `n${i}`, positions: sizes[i] }];
     }
   });
 
   it('auto gives an item the window cannot hold the whole model, rather than refusing it', () => {
-    // 600 positions alone: over the window's 350 for items, within the model's 850.
+    // 600 positions alone: over the window's 500, within the model's 850.
     const plan = planTruncation(input({ items: items(100, 600), autoPositions: 500 }));
     expect(plan).toMatchObject({ fits: true, drop: [], keptPositions: 700 });
     expect(plan.limit.allowed).toBe(850);

@@ -27,7 +27,7 @@ export class PromptPositions {
   readonly #count: CountPositions;
   readonly #graph: StageGraph;
   readonly maxPositions: number;
-  /** What session.truncation "auto" may fill (YAML realtime.auto_truncation_positions, planTruncation.ts). */
+  /** What truncation "auto" lets the items fill (YAML realtime.auto_truncation_positions, planTruncation.ts). */
   readonly autoPositions: number;
   #empty: number | null = null;
   #instructions: { readonly text: string; readonly positions: number } | null = null;
@@ -36,7 +36,7 @@ export class PromptPositions {
     this.#count = count;
     this.#graph = graph;
     this.maxPositions = maxPositions;
-    this.autoPositions = Math.min(maxPositions, graph.autoTruncationPositions ?? DEFAULT_AUTO_TRUNCATION_POSITIONS);
+    this.autoPositions = graph.autoTruncationPositions ?? DEFAULT_AUTO_TRUNCATION_POSITIONS;
   }
 
   /** For the engine's graph now; null when the engine cannot count or the Thinker's positions are unknown. */

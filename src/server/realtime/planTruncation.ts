@@ -12,10 +12,10 @@
  * - "auto" (the default): retention_ratio AUTO_RETENTION_RATIO. Dropping only what the turn needs would drop an item
  *   or two on every turn past the limit, changing the prompt's first item each time, so the prefix cache would never
  *   hit again and each turn would prefill the whole conversation (seconds, where a cached turn takes milliseconds).
- *   And it plans as if the Thinker had at most `autoPositions` positions (YAML realtime.auto_truncation_positions):
- *   every step of an answer attends over the whole context, so a conversation allowed to fill a large model keeps
- *   getting slower turn after turn; bounded, its turns stay as fast as its first ones (issue 41). An item the window
- *   cannot hold still gets the model's whole context.
+ *   And its items may fill at most `autoPositions` (YAML realtime.auto_truncation_positions), counted as
+ *   token_limits.post_instructions counts them: every step of an answer attends over the whole context, so a
+ *   conversation allowed to fill a large model keeps getting slower turn after turn; bounded, its turns stay as fast
+ *   as its first ones (issue 41). An item the window cannot hold still gets the model's whole context.
  * - "disabled": nothing is dropped; a conversation over the limit fails its response, naming the fix.
  *
  * Never dropped: the instructions (they are not an item), and the newest item that takes any positions (the turn
@@ -49,7 +49,7 @@ export interface TruncationInput {
   /** The answer's token cap (max_output_tokens, or the stage's max_tokens). */
   readonly answerPositions: number;
   readonly setting: TruncationSetting;
-  /** "auto" plans as if the Thinker had at most this many positions; absent: maxPositions. */
+  /** "auto": the positions the items may fill at most (as token_limits.post_instructions); absent: no bound. */
   readonly autoPositions?: number;
 }
 
@@ -100,20 +100,19 @@ export function reservedForAnswer(answerPositions: number, maxPositions: number)
 export const AUTO_RETENTION_RATIO = 0.5;
 
 export function planTruncation(input: TruncationInput): TruncationPlan {
-  const window = input.autoPositions;
-  if (input.setting === 'auto' && window !== undefined && window < input.maxPositions) {
-    const bounded = planWithin(input, window);
+  if (input.setting === 'auto' && input.autoPositions !== undefined) {
+    const bounded = planWithin(input, input.autoPositions);
     if (bounded.fits) return bounded;
-    // The instructions or the newest item do not fit the window: they still get the model's whole context.
+    // The newest item alone is over the window: it still gets the model's whole context.
   }
-  return planWithin(input, input.maxPositions);
+  return planWithin(input, undefined);
 }
 
-function planWithin(input: TruncationInput, maxPositions: number): TruncationPlan {
+function planWithin(input: TruncationInput, autoWindow: number | undefined): TruncationPlan {
   const { items, setting } = input;
-  const reserved = reservedForAnswer(input.answerPositions, maxPositions);
-  const byModel = maxPositions - reserved - input.instructionsPositions;
-  const postInstructions = typeof setting === 'object' ? setting.token_limits?.post_instructions : undefined;
+  const reserved = reservedForAnswer(input.answerPositions, input.maxPositions);
+  const byModel = input.maxPositions - reserved - input.instructionsPositions;
+  const postInstructions = typeof setting === 'object' ? setting.token_limits?.post_instructions : autoWindow;
   const allowed = postInstructions === undefined ? byModel : Math.min(postInstructions, byModel);
   const conversation = items.reduce((n, it) => n + it.positions, 0);
   const limit: TruncationLimit = { allowed, byModel, reserved, conversation };
