@@ -248,7 +248,7 @@ function sharedOptions(v: ServeFlags, argv: string[], turns: number | undefined)
 /** The closed-loop TTFP bench: results.json, results.md and requests.json to --out DIR. */
 async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOptions>): Promise<number> {
   const { runServeBench } = await import('../ttfp/runServeBench.ts');
-  const { formatMarkdown, formatText } = await import('../ttfp/report/formatReport.ts');
+  const { formatReport } = await import('../ttfp/report/formatReport.ts');
   const { requestDetails } = await import('../ttfp/report/requestDetails.ts');
   const requests: unknown[] = [];
   const options = {
@@ -277,8 +277,9 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
   );
   const out = resultsDir(v.out, 'run', result.started_at);
   const report = { goals: v.goals === true };
-  const files = await writeResultFiles(out, result, formatMarkdown(result, report), { requests });
-  printReport(v.json, result, () => formatText(result, report), files);
+  const markdown = formatReport(result, report);
+  const files = await writeResultFiles(out, result, markdown, { requests });
+  printReport(v.json, result, () => markdown, files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }
 

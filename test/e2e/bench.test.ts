@@ -12,7 +12,7 @@ import { requestDetails, type RequestDetail } from '../../bench/ttfp/report/requ
 import { firstPacketBreakdown } from '../../bench/ttfp/report/stepBreakdown.ts';
 import { readStepTraces } from '../../bench/ttfp/report/stepTraces.ts';
 import { writeResultFiles } from '../../bench/report/writeResultFiles.ts';
-import { formatMarkdown } from '../../bench/ttfp/report/formatReport.ts';
+import { formatReport } from '../../bench/ttfp/report/formatReport.ts';
 import type { BenchResult, RunRow } from '../../bench/ttfp/results.ts';
 import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
 import { defaultConfigPath } from '../../src/config/paths.ts';
@@ -87,7 +87,7 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
         );
       },
     });
-    await writeResultFiles(dir, result, formatMarkdown(result));
+    await writeResultFiles(dir, result, formatReport(result));
   }, 180_000);
 
   afterAll(async () => {

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatText } from '../../bench/ttfp/report/formatReport.ts';
+import { formatReport } from '../../bench/ttfp/report/formatReport.ts';
 import type { BenchResult } from '../../bench/ttfp/results.ts';
 import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
 import { logger } from '../../src/common/log.ts';
@@ -92,11 +92,11 @@ describe('chorus bench: two-host (remote stages over Redis) against all-shm', ()
     // One deployment at a time with remote stages: each mode's runs in one block, one mode after the other.
     expect(result.options.interleaved).toBe(false);
     expect(result.runs.map((r) => r.blocks)).toEqual(result.runs.map(() => 1));
-    // The terminal report: a summary block per config, then the first as a multiple of the second, in words.
-    const text = formatText(result);
-    expect(text.split('\n')[0]).toMatch(/^=+ config two-host, max concurrency 1 =+$/);
-    expect(text).toMatch(/^=+ config tiny-omni-text-in, max concurrency 1 =+$/m);
-    expect(text).toMatch(/two-host as a multiple of tiny-omni-text-in .*\n {2}c=1: mean TTFP \d+\.\d+x/);
+    // The report: a table row per config, then the first as a multiple of the second, in words.
+    const text = formatReport(result);
+    expect(text).toMatch(/^\| two-host \| 8 \| 8 \|/m);
+    expect(text).toMatch(/^\| tiny-omni-text-in \| 8 \| 8 \|/m);
+    expect(text).toMatch(/\*\*two-host as a multiple of tiny-omni-text-in\*\*\n\n- c=1: mean TTFP \d+\.\d+x/);
   });
 
   it('started a redis-server and one stage process per remote stage, and stopped them all', () => {

@@ -1,11 +1,11 @@
 /**
  * The bench names its slowest first packets with the trace id its client sent (issue 34): which requests, in which
- * order, what a failed or audio-less request counts for, and how the run's summary prints them.
+ * order, what a failed or audio-less request counts for, and how the report lists them.
  */
 import { describe, expect, it } from 'vitest';
 import { newTraceparent } from '../../bench/ttfp/clients/traceparent.ts';
 import { slowestByTtfp, summarizeRun } from '../../bench/ttfp/metrics.ts';
-import { runSummaryLines } from '../../bench/ttfp/report/runSummary.ts';
+import { slowestLines } from '../../bench/ttfp/report/formatReport.ts';
 import { toRunRow } from '../../bench/ttfp/results.ts';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
 import { contextFromTraceparent } from '../../src/tracing/traceContext.ts';
@@ -40,7 +40,7 @@ describe('the slowest first packets', () => {
     ]);
   });
 
-  it('are printed at the end of the run summary with their trace ids', () => {
+  it('are listed in the report with their trace ids, slowest first', () => {
     const traces = [request('resp_1', 40), request('resp_2', 90)];
     const row = toRunRow(summarizeRun(traces), {
       asyncChunk: true,
@@ -51,14 +51,10 @@ describe('the slowest first packets', () => {
       durationMs: 1000,
       traces,
     });
-    const lines = runSummaryLines(row);
-    const at = lines.findIndex((l) => l.includes('Slowest first packets'));
-    expect(at).toBeGreaterThan(0);
-    expect(lines.slice(at + 1, at + 3).map((l) => l.replace(/\s+/g, ' '))).toEqual([
-      'resp_2 (ms): 90.0 trace-resp_2',
-      'resp_1 (ms): 40.0 trace-resp_1',
+    expect(slowestLines({ runs: [row] })).toEqual([
+      'async c=1: resp_2 90.0 ms, trace trace-resp_2',
+      'async c=1: resp_1 40.0 ms, trace trace-resp_1',
     ]);
-    expect(lines.at(-1)).toMatch(/^=+$/);
   });
 
   it('sends a valid, sampled traceparent naming its trace id', () => {

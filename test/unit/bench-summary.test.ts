@@ -1,7 +1,6 @@
 /**
- * The terminal report of `chorus bench` (formatText) as a reader in a 100-column terminal meets it: a labelled
- * summary per run, ratios in words, goals only when asked for (--goals), the wide tables only in results.md; and
- * the bench's log lines as plain text.
+ * The report of `chorus bench` (formatReport: results.md, and the terminal prints the same): a table row per run,
+ * ratios in words, goals only when asked for (--goals); and the bench's log lines as plain text.
  */
 import { describe, expect, it } from 'vitest';
 import { benchLogger, plainLogLine } from '../../bench/benchLogger.ts';
@@ -9,8 +8,7 @@ import type { LimitResult } from '../../bench/limit/limitResult.ts';
 import type { ThroughputLimit } from '../../bench/limit/throughputLimit.ts';
 import { asyncSyncRatios, evaluateGoals } from '../../bench/ttfp/goals.ts';
 import { summarizeRun } from '../../bench/ttfp/metrics.ts';
-import { formatMarkdown, formatText } from '../../bench/ttfp/report/formatReport.ts';
-import { REPORT_WIDTH, runSummaryLines, wrap } from '../../bench/ttfp/report/runSummary.ts';
+import { formatReport } from '../../bench/ttfp/report/formatReport.ts';
 import { toRunRow, type BenchResult, type RunRow } from '../../bench/ttfp/results.ts';
 
 /** A run of two requests, each with this TTFP, built through the real aggregation. */
@@ -120,92 +118,54 @@ function result(): BenchResult {
   };
 }
 
-describe('the terminal report', () => {
+describe('the report (results.md, and what the terminal prints)', () => {
   const r = result();
-  const text = formatText(r);
-  const lines = text.split('\n');
+  const md = formatReport(r);
+  /** The cells of the table row that starts with these cells. */
+  const rowOf = (table: number, ...first: string[]) => {
+    const rows = md.split('\n\n')[table].split('\n');
+    const row = rows.find((l) => l.startsWith(`| ${first.join(' | ')} |`));
+    expect(row, first.join(' ')).toBeDefined();
+    const cellsOf = (l: string) =>
+      l
+        .split('|')
+        .slice(1, -1)
+        .map((c) => c.trim());
+    const headers = cellsOf(rows[0]);
+    const cells = cellsOf(row!);
+    return (header: string) => cells[headers.indexOf(header)];
+  };
 
-  it('fits a 100-column terminal, every line', () => {
-    const wide = lines.filter((l) => l.length > REPORT_WIDTH);
-    expect(wide).toEqual([]);
-    expect(
-      formatText(r, { goals: true })
-        .split('\n')
-        .filter((l) => l.length > REPORT_WIDTH),
-    ).toEqual([]);
-  });
-
-  it('prints one labelled summary per run, with its figures', () => {
-    const summary = runSummaryLines(r.runs[0]);
-    expect(summary[0]).toContain('async_chunk on, max concurrency 1');
-    const value = (label: string) => {
-      const line = summary.find((l) => l.startsWith(`${label}:`));
-      expect(line, label).toBeDefined();
-      return line!.slice(label.length + 1).trim();
-    };
-    expect(value('Successful requests')).toBe('2');
-    expect(value('Failed requests')).toBe('0');
-    expect(value('Benchmark duration (s)')).toBe('1.00');
-    expect(value('Request throughput (req/s)')).toBe('2.00');
-    expect(value('Mean TTFT (ms)')).toBe('10.0');
-    expect(value('Median TTFP (ms)')).toBe('40.0');
-    expect(value('P99 TTFP (ms)')).toBe('40.0');
-    expect(value('Mean ITL (ms)')).toBe('4.00');
-    for (const label of ['Median TTFT (ms)', 'P99 TTFT (ms)', 'Median ITL (ms)', 'P99 ITL (ms)', 'Underruns']) {
-      expect(
-        summary.some((l) => l.startsWith(label)),
-        label,
-      ).toBe(true);
-    }
-    // Each of the four runs has its block, in the order they are listed.
-    const titles = lines.filter((l) => l.startsWith('=') && l.includes('max concurrency'));
-    expect(titles.map((t) => t.replace(/=/g, '').trim())).toEqual([
-      'async_chunk on, max concurrency 1',
-      'async_chunk on, max concurrency 10',
-      'async_chunk off, max concurrency 1',
-      'async_chunk off, max concurrency 10',
-    ]);
+  it('holds one row per run in each table, with its figures', () => {
+    const mean = rowOf(3, '100', '100', 'true', '16', '1');
+    expect(mean('Prompts')).toBe('2');
+    expect(mean('Mean TTFT (ms)')).toBe('10.0');
+    expect(mean('Mean ITL (ms)')).toBe('4.00');
+    expect(mean('Underruns')).toBe('0');
+    const p = rowOf(4, 'true', '1');
+    expect(p('TTFP p50 / p99')).toBe('40.0 / 40.0');
+    expect(p('Duration (s)')).toBe('1.00');
+    expect(p('Req/s')).toBe('2.00');
+    expect(p('Requests with an underrun')).toBe('0');
+    for (const table of [3, 4]) expect(md.split('\n\n')[table].split('\n')).toHaveLength(2 + r.runs.length);
   });
 
   it('names every ratio in words', () => {
-    expect(text).toContain('async_chunk on as a multiple of off');
-    expect(text).toContain('c=1: mean TTFP 0.04x (p50 0.04x), mean TTFT 1.00x');
-    expect(text).toMatch(/mean TTFP 40\.0 ms is 1\.25x the limit of 32\.0 ms/);
-    expect(text).toContain('the run measured 2.00 req/s (0.75 of it)');
-    expect(text).not.toMatch(/measured [\d.]+ \([\d.]+\)/); // the old "measured 0.99 (0.40)"
+    expect(md).toContain('async_chunk on as a multiple of off');
+    expect(md).toContain('c=1: mean TTFP 0.04x (p50 0.04x), mean TTFT 1.00x');
+    expect(md).toMatch(/mean TTFP 40\.0 ms is 1\.25x the limit of 32\.0 ms/);
+    expect(md).toContain('the run measured 2.00 req/s (0.75 of it)');
+    expect(md).not.toMatch(/measured [\d.]+ \([\d.]+\)/); // the old "measured 0.99 (0.40)"
   });
 
   it('leaves the development goals out unless asked for, and never shouts MISSED', () => {
     expect(r.goals.length).toBeGreaterThan(0);
-    expect(text).not.toContain('goal');
-    const withGoals = formatText(r, { goals: true });
-    expect(withGoals).toContain('development goals (bench/README.md):');
+    expect(md).not.toContain('goal');
+    const withGoals = formatReport(r, { goals: true });
+    expect(withGoals).toContain('**Development goals (bench/README.md)**');
     expect(withGoals).toContain('TTFP async/sync at c=10: 0.150 (goal <= 0.1, not met)');
+    expect(withGoals).toContain('TTFP async/sync at c=1: 0.040 (goal <= 0.05, met)');
     expect(withGoals).not.toContain('MISSED');
-    expect(formatMarkdown(r)).not.toContain('goal <=');
-    expect(formatMarkdown(r, { goals: true })).toContain('TTFP async/sync at c=1: 0.040 (goal <= 0.05, met)');
-  });
-
-  it('keeps the wide tables for results.md only', () => {
-    expect(text).not.toMatch(/Input +Output +async_chunk/);
-    expect(text).not.toContain('TTFP p50 / p99');
-    expect(text).toContain('results.md');
-    const md = formatMarkdown(r);
-    expect(md).toContain('| Input | Output | async_chunk |');
-    expect(md).toContain('TTFP p50 / p99');
-  });
-});
-
-describe('wrap', () => {
-  it('breaks at spaces within the width and indents what follows, keeping the first line`s indentation', () => {
-    const text = `  ${Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')}`;
-    const out = wrap(text, 50);
-    expect(out.length).toBeGreaterThan(1);
-    for (const l of out) expect(l.length).toBeLessThanOrEqual(50);
-    expect(out[0].startsWith('  word0 ')).toBe(true);
-    for (const l of out.slice(1)) expect(l.startsWith('      word')).toBe(true);
-    expect(out.join(' ').split(/ +/).filter(Boolean)).toEqual(text.trim().split(' '));
-    expect(wrap('short')).toEqual(['short']);
   });
 });
 

@@ -35,20 +35,7 @@ function summaries(a: PacketAccountRow): [string, AccountSummary][] {
   return all.filter((x): x is [string, AccountSummary] => x[1] !== null);
 }
 
-/** Labelled lines for the terminal: a heading per account, its kinds, then one line per part. */
-export function accountLines(r: BenchResult): string[] {
-  const out: string[] = [];
-  for (const a of r.packet_accounts ?? []) {
-    if (a.first_packet === null) out.push(`${a.variant} c=${a.concurrency}: no request could be accounted`);
-    for (const [what, s] of summaries(a)) {
-      out.push(heading(a, what, s), `  ${kindLine(s)}`);
-      for (const p of s.parts) out.push(`  ${ms(p.ms).padStart(6)}  ${p.name}`);
-    }
-  }
-  return out;
-}
-
-/** The Markdown tables of results.md. */
+/** The Markdown tables of the report (results.md and the terminal). */
 export function accountMarkdown(r: BenchResult): string[] {
   const out: string[] = [];
   for (const a of r.packet_accounts ?? [])

@@ -1,19 +1,16 @@
 /**
- * The whole result as the terminal shows it (a vertical summary per run) and as results.md stores it (the two wide
- * run tables), then async/sync (or config/compare-config) ratios in words, TTFP over the critical-path limit, the
+ * The whole result, rendered once as Markdown (results.md, and the terminal prints the same text): the two run
+ * tables, then async/sync (or config/compare-config) ratios in words, TTFP over the critical-path limit, the
  * development goals when asked for (--goals), and where the numbers came from.
  */
 import { formatLimit } from '../../limit/limitResult.ts';
 import { throughputCeilingAt, throughputShare, ttfpOverLimit } from '../goals.ts';
 import type { LimitResult } from '../../limit/limitResult.ts';
 import type { BenchResult, RunRow, VariantRatio } from '../results.ts';
-import { runSummaryLines, wrap } from './runSummary.ts';
 import { ms, num, pct, provenanceOf, renderMarkdown, times, type Column } from '../../report/format.ts';
 import { meanColumns, percentileColumns, variantColumn } from './tables.ts';
-import { accountLines, accountMarkdown } from '../account/formatAccount.ts';
+import { accountMarkdown } from '../account/formatAccount.ts';
 import { coRunningLines } from '../coRunning.ts';
-
-/** `0.04x`: one run's figure as a multiple of the other's. */
 
 /** One concurrency's ratios, each named: "TTFP 0.04x (p50 0.05x), TTFT 0.50x, ...". */
 function ratioLine(x: VariantRatio): string {
@@ -153,46 +150,22 @@ export interface ReportOptions {
   readonly goals?: boolean;
 }
 
-/**
- * The terminal report: one vertical summary per run, then the comparisons and limits in labelled lines, every line
- * at most REPORT_WIDTH columns. The wide tables are in results.md.
- */
-export function formatText(r: BenchResult, options: ReportOptions = {}): string {
-  const out: string[] = [];
-  for (const run of r.runs) out.push(...runSummaryLines(run), '');
-  const section = (title: string, lines: string[]) => {
-    if (lines.length > 0) out.push('', ...wrap(title), ...lines.flatMap((l) => wrap(`  ${l}`)));
-  };
-  section('async_chunk on as a multiple of off (below 1x: on is faster):', ratioLines(r));
-  const [configTitle, configLines] = configRatioSection(r);
-  section(`${configTitle} (below 1x: the first is faster):`, configLines);
-  section('remote stages (started by the bench):', remoteLines(r));
-  if (r.limit)
-    out.push(
-      '',
-      ...formatLimit(r.limit)
-        .split('\n')
-        .flatMap((l) => wrap(l)),
-    );
-  section('the same for a burst of c requests batched together (medians, ms):', burstLines(r));
-  section('TTFP over the critical-path limit (async_chunk on; 1x is the limit):', limitLines(r));
-  section(
-    'throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster):',
-    throughputLines(r),
+/** The slowest first packets of each run, with the trace id the client sent (issue 34). */
+export function slowestLines(r: Pick<BenchResult, 'runs'>): string[] {
+  return r.runs.flatMap((run) =>
+    (run.slowest_ttfp ?? []).map(
+      (s) =>
+        `${run.variant} c=${run.concurrency}: ${s.request_id ?? '(no id)'} ${ms(s.ttfp_ms)} ms, ` +
+        `trace ${s.trace_id ?? '-'}`,
+    ),
   );
-  section(
-    "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server):",
-    cpuLines(r),
-  );
-  section(CO_RUNNING + ':', coRunningLines(r.runs, r.throughput_limits));
-  section("where the c=1 packets' time went (means; account/packetAccount.ts):", accountLines(r));
-  if (options.goals) section('development goals (bench/README.md):', goalLines(r));
-  section('failed requests:', errorLines(r));
-  out.push('', ...wrap(provenance(r)), 'the tables: results.md in the output directory');
-  return out.join('\n');
 }
 
-export function formatMarkdown(r: BenchResult, options: ReportOptions = {}): string {
+/**
+ * The one report, Markdown: results.md holds it and the terminal prints it (its tables read as aligned text there).
+ * The run tables, then the comparisons and limits as titled lists.
+ */
+export function formatReport(r: BenchResult, options: ReportOptions = {}): string {
   const out = [
     `# chorus bench results`,
     '',
@@ -224,6 +197,7 @@ export function formatMarkdown(r: BenchResult, options: ReportOptions = {}): str
   section(CO_RUNNING, coRunningLines(r.runs, r.throughput_limits));
   const account = accountMarkdown(r);
   if (account.length > 0) out.push('', "**Where the c=1 packets' time went**", ...account);
+  section('Slowest first packets (TTFP, trace id)', slowestLines(r));
   if (options.goals) section('Development goals (bench/README.md)', goalLines(r));
   section('Failed requests', errorLines(r));
   out.push(

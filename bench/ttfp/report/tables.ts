@@ -38,8 +38,11 @@ export const percentileColumns: readonly Column[] = [
   { header: 'TTFP p50 / p99', cell: (r) => pair(ms(r.p50_ttfp_ms), ms(r.p99_ttfp_ms)) },
   { header: 'RTF p50 / p99', cell: (r) => pair(num(r.p50_rtf), num(r.p99_rtf)) },
   { header: 'ITL p50 / p99', cell: (r) => pair(ms(r.p50_itl_ms), ms(r.p99_itl_ms)) },
+  { header: 'Requests with an underrun', cell: (r) => String(r.requests_with_underruns) },
   { header: 'Worst stall (ms)', cell: (r) => ms(r.worst_stall_ms) },
   { header: 'TTFP engine / server (ms)', cell: (r) => pair(ms(r.mean_engine_ttfp_ms), ms(r.mean_server_ttfp_ms)) },
+  { header: 'Duration (s)', cell: (r) => num(r.duration_s, 2) },
+  { header: 'Audio (s)', cell: (r) => num(r.audio_seconds, 1) },
   { header: 'Req/s', cell: (r) => num(r.request_throughput, 2) },
   { header: 'Code2Wav decoded / audio frames', cell: (r) => num(r.code2wav_decode_ratio, 2) },
 ];
