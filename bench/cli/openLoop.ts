@@ -142,11 +142,12 @@ export async function runOpenLoopCommand(
 ): Promise<number> {
   const { runOpenLoopBench } = await import('../ttfp/openLoop/runOpenLoopBench.ts');
   const { runCapacityBench } = await import('../ttfp/openLoop/capacityBench.ts');
-  const { formatOpenLoopMarkdown, formatOpenLoopText } = await import('../ttfp/openLoop/formatOpenLoop.ts');
+  const { formatOpenLoop } = await import('../ttfp/openLoop/formatOpenLoop.ts');
   const result = o.findCapacity ? await runCapacityBench(o, o.findCapacity) : await runOpenLoopBench(o);
   const out = resultsDir(o.out, 'rate', result.started_at);
-  const files = await writeResultFiles(out, result, formatOpenLoopMarkdown(result));
-  printReport(o.json, result, () => formatOpenLoopText(result), files);
+  const markdown = formatOpenLoop(result);
+  const files = await writeResultFiles(out, result, markdown);
+  printReport(o.json, result, () => markdown, files);
   // A capacity search drives rates past capacity on purpose: failures there are what it finds, not a broken run.
   const capacityOf = (variant: string) =>
     result.capacity?.find((c) => c.variant === variant)?.capacity_rps ?? (o.findCapacity ? 0 : Infinity);

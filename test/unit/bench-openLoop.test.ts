@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { arrivalGapsMs, gammaSampler, planArrivals } from '../../bench/ttfp/openLoop/arrivals.ts';
-import { openLoopSummaryLines } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
-import { REPORT_WIDTH } from '../../bench/ttfp/report/runSummary.ts';
+import { formatOpenLoop } from '../../bench/ttfp/openLoop/formatOpenLoop.ts';
+import type { OpenLoopResult } from '../../bench/ttfp/openLoop/runOpenLoopBench.ts';
 import { isGood, isRefusal, openLoopRow, type OpenLoopRecord } from '../../bench/ttfp/openLoop/openLoopStats.ts';
 import { seededRandom } from '../../bench/ttfp/prompts.ts';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
@@ -172,26 +172,36 @@ describe('open-loop report', () => {
       sloTtfpMs: 100,
     });
 
-  it('a labelled block per rate, every figure on it, within the terminal width', () => {
-    const lines = openLoopSummaryLines(row(2));
-    for (const l of lines) expect(l.length).toBeLessThanOrEqual(REPORT_WIDTH);
-    const text = lines.join('\n');
-    expect(text).toMatch(/async_chunk on, 2 req\/s \(Poisson\)/);
-    for (const label of [
-      /Offered \(req\/s\):\s+2\.00/,
-      /Admitted \(req\/s\):\s+2\.00/,
-      /Refused share:\s+0\.0% \(0\)/,
-      /Median refusal answered in \(ms\):\s+-/,
-      /P99 refusal answered in \(ms\):\s+-/,
-      /Median TTFT \(ms\):\s+10\.0/,
-      /P99 TTFT \(ms\):\s+10\.0/,
-      /Median TTFP \(ms\):\s+90\.0/,
-      /P95 TTFP \(ms\):\s+99\.0/,
-      /P99 TTFP \(ms\):\s+99\.8/,
-      /Requests with an underrun:\s+0\.0% \(0\)/,
-      /Total stall \(ms\)/,
-      /Goodput \(req\/s: TTFP <= 100 ms, no underrun\):\s+2\.00/,
-    ])
-      expect(text).toMatch(label);
+  it('a table row per rate and server, every figure on it', () => {
+    const result = {
+      command: 'chorus bench --open-loop',
+      started_at: '2026-12-02T10:00:00.000Z',
+      git_sha: 'abcdef0123456',
+      machine: { cpus: 2, cpu_model: 'x', load_avg_start: 1, load_avg_end: 2 },
+      options: { protocol: 'realtime', burstiness: 1, duration_s: null, num_prompts: 2, input_len: 8 },
+      rates: [row(2)],
+    } as unknown as OpenLoopResult;
+    const lines = formatOpenLoop(result).split('\n');
+    const cellsOf = (l: string) =>
+      l
+        .split('|')
+        .slice(1, -1)
+        .map((c) => c.trim());
+    const at = lines.findIndex((l) => l.startsWith('| Server |'));
+    const cell = Object.fromEntries(cellsOf(lines[at]).map((h, i) => [h, cellsOf(lines[at + 2])[i]]));
+    expect(lines[at + 3]).toBe('');
+    expect(cell).toMatchObject({
+      Server: 'async',
+      'Rate (req/s)': '2',
+      'Offered / admitted (req/s)': '2.00 / 2.00',
+      'Window / run (s)': '1.0 / 0.6',
+      Refused: '0.0% (0)',
+      'Refusal p50 / p99 (ms)': '- / -',
+      'Completed / failed': '2 / 0',
+      'TTFT p50 / p95 / p99 (ms)': '10.0 / 10.0 / 10.0',
+      'TTFP p50 / p95 / p99 (ms)': '90.0 / 99.0 / 99.8',
+      'Underrun share': '0.0% (0)',
+      'Goodput (req/s)': '2.00',
+    });
   });
 });
