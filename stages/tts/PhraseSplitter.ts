@@ -11,7 +11,10 @@
  * - a later phrase ends at a clause mark once it holds `maxChars` characters, so a long sentence does not hold its
  *   audio back until its end (the audio of the phrase before it covers the time the next one takes).
  *
- * Whatever remains when the text ends is the last phrase (`end()`). Pure: no clock, no model.
+ * A later phrase may also be cut early by its caller (`cutEarly()`, the tts stage's lead rule: its listener would
+ * run dry before the sentence ends and is synthesized): at its last clause mark, else after its last complete word,
+ * never shorter than `firstMinChars`. Whatever remains when the text ends is the last phrase (`end()`). Pure: no
+ * clock, no model.
  */
 import { clauseEnds } from './clauses.ts';
 
@@ -33,6 +36,27 @@ export class PhraseSplitter {
   /** Phrases emitted so far. */
   get numPhrases(): number {
     return this.phrasesOut;
+  }
+
+  /** Characters of text received and not yet in a phrase (leading whitespace left out). */
+  get pendingChars(): number {
+    return this.pending.trimStart().length;
+  }
+
+  /**
+   * A later phrase, now: the pending text up to its last clause mark, or else up to its last complete word (the word
+   * still arriving stays), if that holds at least `firstMinChars` characters; else nothing. The first phrase keeps its
+   * own rule (nothing).
+   */
+  cutEarly(): string[] {
+    if (this.first) return [];
+    const out: string[] = [];
+    const fits = (end: number) => visibleLength(this.pending, end) >= this.policy.firstMinChars;
+    const cut = clauseEnds(this.pending, false).findLast((e) => fits(e.end))?.end ?? lastWordEnd(this.pending);
+    if (cut === null || !fits(cut)) return out;
+    this.emit(this.pending.slice(0, cut), out);
+    this.pending = this.pending.slice(cut);
+    return out;
   }
 
   /** Adds a delta of text; returns the phrases it completes, in order. */
@@ -103,6 +127,13 @@ export class PhraseSplitter {
 /** Characters of text[0, end) without the leading whitespace. */
 function visibleLength(text: string, end: number): number {
   return text.slice(0, end).trimStart().length;
+}
+
+/** Index just past the last word that whitespace follows (complete), or null. */
+function lastWordEnd(text: string): number | null {
+  let end: number | null = null;
+  for (const m of text.matchAll(/\S+(?=\s)/gu)) end = m.index + m[0].length;
+  return end;
 }
 
 /** Index just past the maxWords-th word, when a space after it has arrived (the word is complete); else null. */

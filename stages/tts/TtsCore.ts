@@ -5,7 +5,8 @@
  * sentence ready is a candidate for the next step (GenerationScheduler: one sentence per request, oldest or least
  * slack first). A step is one run of the voice: the first candidate's sentence, batched with the others' only where
  * that keeps it on time (batchFor), so a long sentence of a listener with audio in hand never holds up one whose
- * buffer is about to run dry; each sentence's audio, resampled to the client's 24 kHz, goes to main at once. The
+ * buffer is about to run dry; each sentence's audio, resampled to the client's 24 kHz, goes to main at once. A later
+ * phrase is cut before its sentence ends when its listener would otherwise run dry (the lead rule, lead.ts). The
  * last sentence (or an empty chunk, when the text ended with nothing left to say) carries the Thinker's finish reason.
  */
 import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
@@ -17,14 +18,13 @@ import { resample } from '../../src/media/resample.ts';
 import { StreamingDetokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
 import type { AddRequest, PlaybackPlan, StageStats } from '../../src/worker/messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
+import { leadView, mustCutEarly, type LeadRequest } from './lead.ts';
 import { PAD_RATIO, type PiperItem } from './OnnxPiperRunner.ts';
 import { phonemeIds, type PhonemeIdMap } from './phonemeIds.ts';
 import { PhraseSplitter, type PhrasePolicy } from './PhraseSplitter.ts';
 import type { TtsArgs, TtsKindStats } from './protocol.ts';
-import { OUTPUT_RATE_HZ } from './ttsSettings.ts';
-
-/** How fast the measured cost per position follows the latest run (the machine's load moves it). */
-const COST_SMOOTHING = 0.3;
+import { SpeechPace } from './speechPace.ts';
+import { DEFAULT_LEAD_MARGIN, OUTPUT_RATE_HZ } from './ttsSettings.ts';
 
 interface Sentence {
   /** Phoneme ids, or null: nothing to say, only the end to report. */
@@ -37,6 +37,8 @@ interface TtsRequest extends CoreRequest {
   readonly splitter: PhraseSplitter;
   /** Phonemization of this request's phrases, one after another (the order of its audio). */
   chain: Promise<void>;
+  /** Characters of its phrases in the chain, not yet phonemized. */
+  phonemizingChars: number;
   /** Sentences phonemized and not yet synthesized, in order. */
   readonly ready: Sentence[];
   readonly playback: PlaybackPlan | null;
@@ -63,15 +65,19 @@ export interface TtsCoreOptions {
   readonly phonemizer: SentencePhonemizer;
   readonly tokenizer: Tokenizer;
   readonly phrases: PhrasePolicy;
+  /** The lead rule's margin (lead.ts; 0: phrases are never cut early). Default DEFAULT_LEAD_MARGIN. */
+  readonly leadMargin?: number;
 }
 
 export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
   private readonly scheduler: GenerationScheduler;
   private readonly runner: VoiceRunner;
   private phrasesDone = 0;
+  /** Phrases the lead rule cut before their sentence ended. */
+  private earlyCuts = 0;
   private missingPhonemes = 0;
-  /** The voice's measured milliseconds per row position of a run (rows x longest row), smoothed; null: none yet. */
-  private msPerPosition: number | null = null;
+  private readonly pace = new SpeechPace();
+  private readonly leadMargin: number;
 
   constructor(
     ctx: StageContext,
@@ -80,6 +86,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     super(ctx);
     this.runner = options.runner;
     this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling);
+    this.leadMargin = options.leadMargin ?? DEFAULT_LEAD_MARGIN;
   }
 
   protected admit(msg: AddRequest<TtsArgs>): TtsRequest {
@@ -91,6 +98,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
       detokenizer: new StreamingDetokenizer(this.options.tokenizer),
       splitter: new PhraseSplitter(this.options.phrases),
       chain: Promise.resolve(),
+      phonemizingChars: 0,
       ready: [],
       playback: msg.args.playback ?? null,
       firstSentAtMs: null,
@@ -114,6 +122,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     for (const id of body?.tokenIds ?? []) text += req.detokenizer.push(id);
     const phrases = req.splitter.push(text);
     if (final) phrases.push(...req.splitter.push(req.detokenizer.flush()), ...req.splitter.end());
+    else phrases.push(...this.leadCut(req));
     for (const phrase of phrases) this.queuePhrase(req, phrase);
     if (final) this.queueEnd(req, final);
   }
@@ -123,25 +132,56 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
    * done, whatever happened (a request gone meanwhile included: its phonemes are dropped).
    */
   private queuePhrase(req: TtsRequest, phrase: string): void {
+    req.phonemizingChars += phrase.length;
     req.chain = req.chain.then(async () => {
       try {
         if (!this.isLive(req)) return;
         const sentences = await this.options.phonemizer.sentences(phrase);
         if (!this.isLive(req)) return;
+        let numIds = 0;
         for (const symbols of sentences) {
           const { ids, missing } = phonemeIds(symbols, this.runner.voice.phonemeIdMap);
           this.missingPhonemes += missing.length;
+          numIds += ids.length;
           req.ready.push({ ids, final: null });
           this.scheduler.chunkArrived(req.requestId);
         }
+        this.pace.countPhrase(phrase.length, numIds);
         this.updateDeadline(req);
       } catch (err) {
         if (this.isLive(req))
           this.fail(req, new ChorusError(ErrorCodes.STAGE_FAILED, `phonemes: ${err}`, { cause: err }));
       } finally {
+        req.phonemizingChars -= phrase.length;
         this.ctx.wake?.();
       }
     });
+  }
+
+  /** The lead rule (lead.ts): the pending text as a phrase now when waiting for its end would leave it late. */
+  private leadCut(req: TtsRequest): string[] {
+    if (this.leadMargin <= 0 || req.playback === null || req.splitter.numPhrases === 0) return [];
+    const nowMs = Date.now();
+    const all = [...this.requests.values()].map((r) => [r, this.leadRequestOf(r)] as const);
+    const view = leadView(
+      all.find(([r]) => r === req)![1],
+      req.splitter.pendingChars,
+      all.map(([, l]) => l),
+      this.pace,
+      nowMs,
+    );
+    if (view === null || !mustCutEarly(view, this.leadMargin)) return [];
+    const cut = req.splitter.cutEarly();
+    this.earlyCuts += cut.length;
+    return cut;
+  }
+
+  private leadRequestOf(req: TtsRequest): LeadRequest {
+    return {
+      queuedIds: req.ready.map((s) => s.ids?.length ?? 0),
+      phonemizingChars: req.phonemizingChars,
+      dryAtMs: req.firstSentAtMs === null ? null : this.deadlineOf(req),
+    };
   }
 
   /** The text has ended: the last sentence still to synthesize carries the finish, or an empty chunk does. */
@@ -195,7 +235,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
         continue;
       }
       if (length > lengthOf(anchor) * PAD_RATIO || length * PAD_RATIO < lengthOf(anchor)) continue;
-      const costMs = this.msPerPosition === null ? Infinity : this.msPerPosition * (batch.length + 1) * longest;
+      const costMs = this.pace.costMs(longest, batch.length + 1) ?? Infinity;
       if (slackMs !== Infinity && costMs > slackMs) continue;
       batch.push(r);
       longest = Math.max(longest, length);
@@ -226,6 +266,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
         audioSeconds: this.runner.audioSeconds,
         computeMs: this.runner.computeMs,
         missingPhonemes: this.missingPhonemes,
+        earlyCuts: this.earlyCuts,
       },
     };
     return { ...super.stats(), kind };
@@ -245,7 +286,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     let audio: Float32Array[];
     try {
       audio = this.runner.synthesize(spoken.map((w) => ({ seqId: w.req.requestId, ids: w.sentence.ids! })));
-      this.measure(
+      this.pace.measureRun(
         spoken.map((w) => w.sentence.ids!.length),
         performance.now() - started,
       );
@@ -261,6 +302,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
       if (pcm.length > 0) {
         w.req.firstSentAtMs ??= sentAtMs;
         w.req.audioMsSent += (pcm.length / OUTPUT_RATE_HZ) * 1000;
+        this.pace.countAudio(w.sentence.ids!.length, (pcm.length / OUTPUT_RATE_HZ) * 1000);
         this.updateDeadline(w.req);
         w.req.numOutputs++;
         this.phrasesDone++;
@@ -271,15 +313,5 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     }
     this.recordStep(work.length, started, () => work.map((w) => [w.req.requestId, 1] as const));
     return true;
-  }
-
-  /** A run of rows of these lengths took `ms`: the cost per position (rows x longest row), smoothed over runs. */
-  private measure(lengths: readonly number[], ms: number): void {
-    if (lengths.length === 0) return;
-    const perPosition = ms / (lengths.length * Math.max(...lengths));
-    this.msPerPosition =
-      this.msPerPosition === null
-        ? perPosition
-        : this.msPerPosition + COST_SMOOTHING * (perPosition - this.msPerPosition);
   }
 }

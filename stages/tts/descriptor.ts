@@ -66,7 +66,7 @@ export const tts: StageKindDescriptor<TtsArgs> = {
     core: async (ctx, voice: LoadedVoice) => {
       const { TtsCore } = await import('./TtsCore.ts');
       const settings = ttsSettingsOf(ctx.spec);
-      return new TtsCore(ctx, { ...voice, phrases: settings.phrases });
+      return new TtsCore(ctx, { ...voice, phrases: settings.phrases, leadMargin: settings.leadMargin });
     },
     facts: (voice) => factsOf(voice.runner),
   }),

@@ -20,6 +20,8 @@ export interface TtsStats {
   readonly computeMs: number;
   /** Phoneme symbols the voice's map does not hold, left out (non-zero: the voice mispronounces some text). */
   readonly missingPhonemes: number;
+  /** Phrases cut before their sentence ended because their listener would have run dry (the lead rule, lead.ts). */
+  readonly earlyCuts: number;
 }
 
 export interface TtsKindStats {

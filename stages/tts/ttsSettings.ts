@@ -24,9 +24,20 @@ export const TtsYaml = Type.Object(
     ),
     first_phrase_max_words: optional(int(0, 'the first phrase ends after this many words if no mark comes (0: never)')),
     phrase_max_chars: optional(int(1, 'a later phrase ends at a clause mark past this many characters')),
+    lead_margin: optional(
+      Type.Number({
+        minimum: 0,
+        description:
+          'a later phrase is cut early when its listener has less audio in hand than this many times the synthesis ' +
+          'ahead of it (0: never)',
+      }),
+    ),
   },
   closed,
 );
+
+/** The lead rule's margin by default (stages/tts/lead.ts). */
+export const DEFAULT_LEAD_MARGIN = 2;
 
 /** Settings of a tts stage: its `tts:` section, resolved (StageSpec.settings of a tts stage). */
 export interface TtsSettings {
@@ -36,9 +47,15 @@ export interface TtsSettings {
   readonly scales: { readonly noiseScale?: number; readonly lengthScale?: number; readonly noiseW?: number };
   /** Multi-speaker voices: which speaker. */
   readonly speakerId?: number;
+  /** The lead rule's margin (stages/tts/lead.ts; 0: off). */
+  readonly leadMargin: number;
 }
 
-export const DEFAULT_TTS_SETTINGS: TtsSettings = { phrases: DEFAULT_PHRASE_POLICY, scales: {} };
+export const DEFAULT_TTS_SETTINGS: TtsSettings = {
+  phrases: DEFAULT_PHRASE_POLICY,
+  scales: {},
+  leadMargin: DEFAULT_LEAD_MARGIN,
+};
 
 /** A tts stage's settings (the defaults when its section is absent). */
 export function ttsSettingsOf(spec: { readonly settings?: unknown }): TtsSettings {
@@ -60,5 +77,6 @@ export function resolveTtsSettings(raw: Static<typeof TtsYaml> | undefined): Tts
       ...(y.noise_w !== undefined ? { noiseW: y.noise_w } : {}),
     },
     ...(y.speaker_id !== undefined ? { speakerId: y.speaker_id } : {}),
+    leadMargin: y.lead_margin ?? DEFAULT_LEAD_MARGIN,
   };
 }

@@ -1,8 +1,9 @@
 /**
  * TtsCore with a fake voice and phonemizer: the Thinker's tokens become phrases whose audio leaves before the text
  * ends, in order, resampled to 24 kHz; the last audio carries the Thinker's finish reason; requests with sentences
- * ready share one synthesis, unless sharing it would make the listener about to run dry late; an aborted request's
- * late phonemes are dropped; a failed synthesis ends its requests.
+ * ready share one synthesis, unless sharing it would make the listener about to run dry late; a later phrase is cut
+ * at its clause mark before its sentence ends when its listener would run dry waiting (the lead rule); an aborted
+ * request's late phonemes are dropped; a failed synthesis ends its requests.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FinishReason } from '../../src/common/engine.ts';
@@ -62,7 +63,7 @@ const base = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 
 const spec: StageSpec = { ...base, stageId: 'tts', engine: { ...base.engine, maxNumSeqs: 4 } };
 const tokenizer = new ByteTokenizer(512);
 
-function setup(scheduling: SchedulingPolicy = 'fifo') {
+function setup(scheduling: SchedulingPolicy = 'fifo', leadMargin = 0) {
   const adapter = new FakeAdapter();
   // The core wakes its loop once per phrase phonemized and once for the end: tests wait for that many wake-ups.
   let numWakes = 0;
@@ -75,7 +76,7 @@ function setup(scheduling: SchedulingPolicy = 'fifo') {
   const voice = new FakeVoice();
   const phonemizer = new FakePhonemizer();
   const phrases = { firstMinChars: 5, firstMaxWords: 0, maxChars: 200 };
-  const core = new TtsCore(ctx, { runner: voice, phonemizer, tokenizer, phrases });
+  const core = new TtsCore(ctx, { runner: voice, phonemizer, tokenizer, phrases, leadMargin });
   /** Resolves after n more wake-ups (phrases phonemized, or ends queued) than so far. */
   const wakes = (n: number) => {
     const atCount = numWakes + n;
@@ -196,6 +197,33 @@ describe('TtsCore', () => {
     };
     expect(await round(200)).toEqual([['urgent200'], ['calm200']]); // 280 ms together > 200 ms of slack
     expect(await round(5_000)).toEqual([['urgent5000', 'calm5000']]);
+  });
+
+  it("cuts a later phrase at its clause mark when its listener's runway is short, not when ample or lost", async () => {
+    /** The phrases of an answer whose first phrase was sent at t0 and whose next text arrives at t0 + elapsedMs. */
+    const phrasesAfter = async (elapsedMs: number) => {
+      const t = setup('playback', 2);
+      vi.spyOn(performance, 'now').mockImplementation(() => t.voice.clock);
+      t.voice.msPerPosition = 1; // 1 ms of synthesis per id; an id is 160 samples at 24 kHz: 6.67 ms of audio
+      const t0 = Date.now();
+      const clock = vi.spyOn(Date, 'now').mockReturnValue(t0);
+      t.add('r1', t0 + 60_000);
+      const woke = t.wakes(1);
+      t.text('r1', 'Hello there, '); // 12 characters, 27 ids: 180 ms of audio, 27 ms of synthesis
+      await woke;
+      t.runAll();
+      clock.mockReturnValue(t0 + elapsedMs);
+      // 29 characters pending: ~65 ids, 65 ms of synthesis; the runway is 180 ms - elapsedMs.
+      t.text('r1', 'the capital of France, which ');
+      const done = t.wakes(2); // the last phrase phonemized and the end queued (all phrases reached the phonemizer)
+      t.text('r1', 'is Paris.', true);
+      await done;
+      return t.phonemizer.phrases.slice(1);
+    };
+    const whole = ['the capital of France, which is Paris.'];
+    expect(await phrasesAfter(80)).toEqual(['the capital of France,', 'which is Paris.']); // 100 ms: covered, < 2x
+    expect(await phrasesAfter(0)).toEqual(whole); // 180 ms: more than twice what it needs, the phrase waits
+    expect(await phrasesAfter(150)).toEqual(whole); // 30 ms: late anyway, the sentence is not split
   });
 
   it('drops the phonemes of a request aborted while they were made', async () => {

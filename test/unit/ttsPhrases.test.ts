@@ -128,6 +128,20 @@ describe('PhraseSplitter', () => {
     expect(splitter.numPhrases).toBe(2);
   });
 
+  it('cuts a later phrase early at its last clause mark, else after its last complete word, never too short', () => {
+    const splitter = new PhraseSplitter(policy({ firstMinChars: 10, maxChars: 200 }));
+    expect(splitter.cutEarly()).toEqual([]); // the first phrase keeps its own rule
+    expect(splitter.push('Sure thing, the capital of France, which is Par')).toEqual(['Sure thing,']);
+    expect(splitter.pendingChars).toBe(35);
+    expect(splitter.cutEarly()).toEqual(['the capital of France,']);
+    expect(splitter.cutEarly()).toEqual([]); // "which is" is under 10 characters
+    splitter.push('is, as everyone knows');
+    expect(splitter.cutEarly()).toEqual(['which is Paris,']);
+    expect(splitter.cutEarly()).toEqual(['as everyone']); // no mark: up to the last word complete
+    expect(splitter.push(' well. Ok')).toEqual(['knows well.']);
+    expect(splitter.end()).toEqual(['Ok']);
+  });
+
   it('leaves out phrases with nothing to say', () => {
     expect(phrases('... ! Hello there, you.  ?', policy({ firstMinChars: 1 }), 2)).toEqual(['Hello there,', 'you.']);
     expect(new PhraseSplitter(policy()).end()).toEqual([]);
