@@ -14,13 +14,12 @@ import { cacheSaltOf } from '../cachePartition.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
 import { InputAudioBuffer } from './InputAudioBuffer.ts';
 import { Conversation, INPUT_AUDIO_RATE_HZ, storedItemResource, type StoredItem } from './Conversation.ts';
-import { newId, sessionResource, type SessionState } from './serverEvents.ts';
+import { newId, newSessionState, sessionResource, type SessionState } from './serverEvents.ts';
 import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
 import { checkNewItem } from './checkNewItem.ts';
 import { IdleWatch } from './IdleWatch.ts';
 import { VoiceTurns } from './VoiceTurns.ts';
-import { NO_TOOLS } from './realtimeTools.ts';
 import { InputTranscription } from './InputTranscription.ts';
 import { HeardTurns } from './HeardTurns.ts';
 import type { TranscriptionSetting } from './transcriptionSetting.ts';
@@ -105,23 +104,12 @@ export class RealtimeSession {
       maxMediaBytes: options.maxInputAudioBytes,
     });
     this.#inputAudio = new InputAudioBuffer(this.#conversation);
-    this.#state = {
-      id: newId('sess'),
+    this.#state = newSessionState({
       model: options.modelName,
-      outputModalities: ['audio'],
-      voice: 'alloy',
-      instructions: '',
-      maxOutputTokens: 'inf',
-      generation: {},
-      turnDetection: null,
-      transcription: null,
-      truncation: 'auto',
-      tools: NO_TOOLS,
       cacheSalt: cacheSaltOf(ctx.tenant ?? null, undefined),
-      tracing: null,
       serverTracing: ctx.serverTracing ?? false,
       transcriber: ctx.transcriber ? (ctx.transcriber.name ?? "the pipeline's speech-to-text") : null,
-    };
+    });
     this.#transcription = new InputTranscription(ctx.transcriber ?? null, this.#writer);
     this.#heard = ctx.media.heard('audio') ? new HeardTurns(this.#transcription, this.#conversation) : null;
     this.#responses = new SessionResponses(ctx, {
@@ -132,8 +120,26 @@ export class RealtimeSession {
       inputAudio: this.#inputAudio.audio,
       prefixKey: () => this.#prefill?.key,
     });
+    this.#voice = this.#voiceTurns(ctx);
+    this.#camera = new CameraFrames(ctx.engine.graph.realtimeCamera ?? DEFAULT_CAMERA, ctx.frameThumbs, {
+      has: (itemId) => this.#conversation.get(itemId) !== undefined,
+      drop: (itemId) => this.#responses.deleteItem({ type: 'conversation.item.delete', item_id: itemId }),
+      kept: () => this.#prefillNow(),
+    });
+    this.#idle = this.#idleWatch(options.wsIdleTimeoutMs);
+    this.#socket = new SessionSocket(ws, this.#writer, {
+      sessionId: this.#state.id,
+      log: ctx.log,
+      onFrame: (data, isBinary) => this.#onFrame(data, isBinary),
+      onEnded: () => this.#onClose(),
+    });
+    this.#writer.send({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
+  }
+
+  /** The turns the VAD finds in the input audio (server_vad, semantic_vad), and what each does to the session. */
+  #voiceTurns(ctx: SessionContext): VoiceTurns {
     const turnSpans = ctx.turnSpans ?? null;
-    this.#voice = new VoiceTurns(ctx.vad, {
+    return new VoiceTurns(ctx.vad, {
       send: (event) => {
         turnSpans?.observe(event);
         this.#writer.send(event);
@@ -180,16 +186,15 @@ export class RealtimeSession {
         return after.turns;
       },
     });
-    this.#camera = new CameraFrames(ctx.engine.graph.realtimeCamera ?? DEFAULT_CAMERA, ctx.frameThumbs, {
-      has: (itemId) => this.#conversation.get(itemId) !== undefined,
-      drop: (itemId) => this.#responses.deleteItem({ type: 'conversation.item.delete', item_id: itemId }),
-      kept: () => this.#prefillNow(),
-    });
-    this.#idle = new IdleWatch(
-      options.wsIdleTimeoutMs,
+  }
+
+  /** Closes the session when its client sends nothing for `idleMs` with no response running. */
+  #idleWatch(idleMs: number): IdleWatch {
+    return new IdleWatch(
+      idleMs,
       () => !this.#responses.idle,
       () => {
-        const seconds = Math.round(options.wsIdleTimeoutMs / 1000);
+        const seconds = Math.round(idleMs / 1000);
         this.#sendError(
           new ChorusError(
             ErrorCodes.SESSION_IDLE,
@@ -201,13 +206,6 @@ export class RealtimeSession {
         this.#socket.end(1000, 'idle timeout');
       },
     );
-    this.#socket = new SessionSocket(ws, this.#writer, {
-      sessionId: this.#state.id,
-      log: ctx.log,
-      onFrame: (data, isBinary) => this.#onFrame(data, isBinary),
-      onEnded: () => this.#onClose(),
-    });
-    this.#writer.send({ type: 'session.created', event_id: newId('event'), session: sessionResource(this.#state) });
   }
 
   get id(): string {

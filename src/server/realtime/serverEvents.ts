@@ -11,7 +11,7 @@ import type { TranscriptionSetting } from './transcriptionSetting.ts';
 import type { GenerationFields } from '../generationParams.ts';
 import type { ResponseLatency } from '../metrics/LatencyMeter.ts';
 import type { TruncationSetting } from './planTruncation.ts';
-import { toolsResource, type SessionTools } from './realtimeTools.ts';
+import { NO_TOOLS, toolsResource, type SessionTools } from './realtimeTools.ts';
 import { tracingStatus, type TracingSetting } from './sessionTracing.ts';
 
 export const PCM_FORMAT: AudioFormat = Object.freeze({ type: 'audio/pcm', rate: 24000 });
@@ -51,6 +51,26 @@ export interface SessionState {
   readonly serverTracing: boolean;
   /** What transcribes input audio whatever transcription model the client names; null: nothing (items fail). */
   readonly transcriber: string | null;
+}
+
+/** A new session's settings: OpenAI's defaults, and what the server and the client's key decide. */
+export function newSessionState(
+  server: Pick<SessionState, 'model' | 'cacheSalt' | 'serverTracing' | 'transcriber'>,
+): SessionState {
+  return {
+    ...server,
+    id: newId('sess'),
+    outputModalities: ['audio'],
+    voice: 'alloy',
+    instructions: '',
+    maxOutputTokens: 'inf',
+    generation: {},
+    turnDetection: null,
+    transcription: null,
+    truncation: 'auto',
+    tools: NO_TOOLS,
+    tracing: null,
+  };
 }
 
 export function sessionResource(s: SessionState): SessionResource {
