@@ -20,18 +20,14 @@ export async function runTurnsCommand(
   o: Omit<TurnsBenchOptions, 'onRun'> & { readonly out: string | undefined; readonly json: boolean },
 ): Promise<number> {
   const { runTurnsBench } = await import('../ttfp/turns/runTurnsBench.ts');
-  const { formatTurnsMarkdown, formatTurnsText } = await import('../ttfp/turns/formatTurns.ts');
+  const { formatTurns } = await import('../ttfp/turns/formatTurns.ts');
   const { turnDetails } = await import('../ttfp/turns/turnDetails.ts');
   const details: TurnDetail[] = [];
   const result = await runTurnsBench({ ...o, onRun: (run, traces) => details.push(...turnDetails(run, traces)) });
-  const files = await writeResultFiles(
-    resultsDir(o.out, 'turns', result.started_at),
-    result,
-    formatTurnsMarkdown(result),
-    {
-      turns: details,
-    },
-  );
-  printReport(o.json, result, () => formatTurnsText(result), files);
+  const markdown = formatTurns(result);
+  const files = await writeResultFiles(resultsDir(o.out, 'turns', result.started_at), result, markdown, {
+    turns: details,
+  });
+  printReport(o.json, result, () => markdown, files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }

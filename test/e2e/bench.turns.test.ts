@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBenchConfig, startInProcessServer } from '../../bench/ttfp/inProcessServer.ts';
 import type { RequestTrace } from '../../bench/ttfp/trace.ts';
-import { formatTurnsMarkdown, formatTurnsText } from '../../bench/ttfp/turns/formatTurns.ts';
+import { formatTurns } from '../../bench/ttfp/turns/formatTurns.ts';
 import { writeResultFiles } from '../../bench/report/writeResultFiles.ts';
 import { runTurnsBench, type TurnsBenchOptions } from '../../bench/ttfp/turns/runTurnsBench.ts';
 import type { TurnsResult, TurnsRun } from '../../bench/ttfp/turns/turnsResult.ts';
@@ -89,7 +89,7 @@ describe('chorus bench --turns over a running server', () => {
 
       // results.json round-trips; results.md has the table; turns.json has every turn of every conversation.
       const out = path.join(dir, protocol);
-      const files = await writeResultFiles(out, result, formatTurnsMarkdown(result), { turns: details });
+      const files = await writeResultFiles(out, result, formatTurns(result), { turns: details });
       const json = JSON.parse(await readFile(files.json, 'utf8')) as TurnsResult;
       expect(json.runs[0].turns).toHaveLength(TURNS);
       expect(json.options).toMatchObject({ protocol, turns: TURNS, conversations: 1, output_len: base.outputLen });
@@ -127,7 +127,7 @@ describe('chorus bench --turns over a running server', () => {
       // fall a little under 1). Each computing it alone would be 4.
       expect(run.system_computed_times!).toBeGreaterThan(0.5);
       expect(run.system_computed_times!).toBeLessThan(1.3);
-      expect(formatTurnsText(result)).toMatch(/positions computed \(the 120-token system prompt [01]\.\d\d times\)/);
+      expect(formatTurns(result)).toMatch(/positions computed \(the 120-token system prompt [01]\.\d\d times\)/);
     },
     120_000,
   );
@@ -248,18 +248,18 @@ describe('chorus bench --turns --config: the per-turn limit', () => {
   });
 
   it('prints "Limit (ms)" and "TTFP / limit" beside the c=1 run, and writes them to results.json and .md', async () => {
-    const text = formatTurnsText(result);
-    expect(text).toMatch(/TTFP \/ turn 1 +Limit \(ms\) +TTFP \/ limit\n/);
+    const text = formatTurns(result);
+    expect(text).toContain('| TTFP / turn 1 | Limit (ms) | TTFP / limit |\n');
     const cells = text
       .split('\n')
-      .filter((l) => /^ +[123] +1 +0 /.test(l))
-      .map((l) => l.trim().split(/ +/).slice(-2).map(Number));
+      .filter((l) => /^\| [123] \| 1 \| 0 \|/.test(l))
+      .map((l) => l.split('|').slice(-3, -1).map(Number));
     expect(cells).toHaveLength(3);
     for (const [limitMs, ratio] of cells) {
       expect(limitMs).toBeGreaterThan(0);
       expect(Number.isFinite(ratio) && ratio > 0).toBe(true);
     }
-    const files = await writeResultFiles(path.join(dir, 'limit'), result, formatTurnsMarkdown(result));
+    const files = await writeResultFiles(path.join(dir, 'limit'), result, formatTurns(result));
     const json = JSON.parse(await readFile(files.json, 'utf8')) as TurnsResult;
     expect(json.turn_limits!.turns).toHaveLength(3);
     expect(await readFile(files.markdown, 'utf8')).toContain('| Limit (ms) | TTFP / limit |');

@@ -4,7 +4,7 @@
  * its per-turn limit beside it), with two modes a table of both side by side and their ratio, then the per-turn
  * limit's parts and the goal, the failed turns and where the numbers came from.
  */
-import { ms, num, pair, pct, provenanceOf, renderMarkdown, renderText, type Column } from '../../report/format.ts';
+import { ms, num, pair, pct, provenanceOf, renderMarkdown, type Column } from '../../report/format.ts';
 import type { ByTurnRatio, ConversationsRun, TurnUsage } from './byTurn.ts';
 import { goalLine, hasLimits, limitColumns, limitNote, limitPartColumns, limitTitle } from './formatTurnLimits.ts';
 import type { TurnsResult, TurnsRun } from './turnsResult.ts';
@@ -107,21 +107,8 @@ function provenance(r: TurnsResult): string {
   );
 }
 
-export function formatTurnsText(r: TurnsResult): string {
-  const out: string[] = [];
-  for (const run of r.runs)
-    out.push(runTitle(r, run), renderText(columnsOf(r, run), shown(run.turns, r.options.turns)), '');
-  for (const x of r.ratios) out.push(ratioTitle(x), renderText(comparisonColumns, sideBySide(r, x)), '');
-  const limits = r.turn_limits;
-  if (limits)
-    out.push(limitTitle(limits), renderText(limitPartColumns, limits.turns), limitNote(limits), goalLine(limits), '');
-  const failures = failureLines(r.runs);
-  if (failures.length > 0) out.push('failed turns:', ...failures.map((l) => `  ${l}`), '');
-  out.push(provenance(r));
-  return out.join('\n');
-}
-
-export function formatTurnsMarkdown(r: TurnsResult): string {
+/** The one report, Markdown: results.md holds it and the terminal prints it. */
+export function formatTurns(r: TurnsResult): string {
   const out = ['# chorus bench --turns results', '', `\`${r.command}\``, '', provenance(r)];
   for (const run of r.runs)
     out.push('', `**${runTitle(r, run)}**`, '', renderMarkdown(columnsOf(r, run), shown(run.turns, r.options.turns)));
