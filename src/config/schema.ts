@@ -251,7 +251,7 @@ export const GraphYaml = Type.Object(
                 'must be an integer >= 1 (ms), measured (derived from requests alone), or null for no bound',
             }),
           ),
-          // Absent or measured: a spoken answer's first audio, from what requests alone take; null: none.
+          // measured: a spoken answer's first audio, from what requests alone take (opt-in); absent or null: none.
           slo_ttfp_ms: optional(
             Type.Union([int(1), Type.Null(), Type.Literal('measured')], {
               errorMessage:

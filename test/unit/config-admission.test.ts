@@ -1,6 +1,6 @@
 /**
- * `admission:` of a graph (max_queue_ms, slo_ttfp_ms): in ms; absent or `measured`, the measured bound; null, no
- * bound; malformed is named.
+ * `admission:` of a graph (max_queue_ms, slo_ttfp_ms): in ms; `measured`, the measured bound (max_queue_ms's when
+ * absent; slo_ttfp_ms is opt-in); null, no bound; malformed is named.
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
@@ -14,13 +14,15 @@ const thinker = `stages:
 `;
 
 describe('admission:', () => {
-  it('is the measured bounds when absent, none when null, and each bound on its own', () => {
-    const measured = { maxQueueMs: 'measured', sloTtfpMs: 'measured' };
-    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual(measured);
-    expect(parseConfig(`admission: {slo_ttfp_ms: measured}\n${thinker}`, 'configs/x.yaml').admission).toEqual(measured);
+  it('is the measured queue bound when absent, the first-audio bound on request, none when null', () => {
+    expect(parseConfig(thinker, 'configs/x.yaml').admission).toEqual({ maxQueueMs: 'measured', sloTtfpMs: null });
+    expect(parseConfig(`admission: {slo_ttfp_ms: measured}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
+      maxQueueMs: 'measured',
+      sloTtfpMs: 'measured',
+    });
     expect(parseConfig(`admission: {max_queue_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: null,
-      sloTtfpMs: 'measured',
+      sloTtfpMs: null,
     });
     expect(parseConfig(`admission: {slo_ttfp_ms: null}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: 'measured',
@@ -28,7 +30,7 @@ describe('admission:', () => {
     });
     expect(parseConfig(`admission: {max_queue_ms: 300}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: 300,
-      sloTtfpMs: 'measured',
+      sloTtfpMs: null,
     });
     expect(parseConfig(`admission: {slo_ttfp_ms: 1500}\n${thinker}`, 'configs/x.yaml').admission).toEqual({
       maxQueueMs: 'measured',

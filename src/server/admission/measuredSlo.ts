@@ -1,6 +1,7 @@
 /**
- * Admission's default bounds (issue 41 item 6), `admission: {max_queue_ms: measured, slo_ttfp_ms: measured}`, which a
- * YAML without `admission:` gets: the shipped pipelines protect themselves without an operator's figure. A fixed
+ * Admission's measured bounds (issue 41 item 6), `admission: {max_queue_ms: measured, slo_ttfp_ms: measured}`: a YAML
+ * without `admission:` gets the first (src/config/defaults.ts says why the second is opt-in), so the shipped
+ * pipelines protect themselves without an operator's figure. A fixed
  * 1.5 s first-packet bound was tried and refused the test suite's own requests on the loaded 2-core CI machine (a
  * burst of ten grammar-constrained chats: first text estimated at 4.6-85 s, each answered in seconds), so the default
  * is derived from what the server measures, and bounds the queue, and the first packet of spoken answers only:
