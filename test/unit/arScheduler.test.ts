@@ -1,22 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ArScheduler, type SchedulerPlan } from '../../src/sched/ArScheduler.ts';
+import { step } from '../helpers/arSteps.ts';
 
 const opts = { maxNumSeqs: 4, maxNumBatchedTokens: 64, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
 /** Newcomers share the step with the decodes (no prefill-first step): the mixed step's own admission rules. */
 const mixed = { ...opts, prefillFirst: false };
-
-/** A fake runner loop: every item that samples feeds back one token, as the Thinker core does. */
-function step(s: ArScheduler, available: Map<string, number>): SchedulerPlan {
-  const plan = s.schedule();
-  s.update(plan);
-  for (const item of plan.items) {
-    if (!item.sample) continue;
-    const n = available.get(item.requestId)! + 1;
-    available.set(item.requestId, n);
-    s.setAvailable(item.requestId, n);
-  }
-  return plan;
-}
 
 describe('ArScheduler', () => {
   it('prefills whole prompts within the budget, then decodes one token per request per step', () => {

@@ -5,21 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ArScheduler, type SchedulerPlan } from '../../src/sched/ArScheduler.ts';
+import { step } from '../helpers/arSteps.ts';
 
 const opts = { maxNumSeqs: 4, maxNumBatchedTokens: 64, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
-
-/** A fake runner loop: every item that samples feeds back one token, as the Thinker core does. */
-function step(s: ArScheduler, available: Map<string, number>): SchedulerPlan {
-  const plan = s.schedule();
-  s.update(plan);
-  for (const item of plan.items) {
-    if (!item.sample) continue;
-    const n = available.get(item.requestId)! + 1;
-    available.set(item.requestId, n);
-    s.setAvailable(item.requestId, n);
-  }
-  return plan;
-}
 
 const shape = (plan: SchedulerPlan) => plan.items.map((i) => [i.requestId, i.startPosition, i.numTokens, i.sample]);
 

@@ -3,23 +3,11 @@
  * turn instead of waiting for one of them to finish (the issue's CHORUS_ERR_CHUNK_TIMEOUT after 30 s).
  */
 import { describe, expect, it } from 'vitest';
-import { ArScheduler, type SchedulerPlan } from '../../src/sched/ArScheduler.ts';
+import { ArScheduler } from '../../src/sched/ArScheduler.ts';
+import { step } from '../helpers/arSteps.ts';
 
 const TURN = 4;
 const opts = { maxNumSeqs: 2, maxNumBatchedTokens: 64, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
-
-/** A runner loop that never finishes anyone: every sampling item feeds back one token. */
-function step(s: ArScheduler, available: Map<string, number>): SchedulerPlan {
-  const plan = s.schedule();
-  s.update(plan);
-  for (const item of plan.items) {
-    if (!item.sample) continue;
-    const n = available.get(item.requestId)! + 1;
-    available.set(item.requestId, n);
-    s.setAvailable(item.requestId, n);
-  }
-  return plan;
-}
 
 function start(s: ArScheduler, available: Map<string, number>, ids: readonly string[], promptTokens = 5): void {
   for (const id of ids) {
