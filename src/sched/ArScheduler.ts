@@ -228,7 +228,8 @@ export class ArScheduler {
     return this.requests.size;
   }
 
-  get numWaiting(): number {
+  /** Requests waiting to be seated (the stage's reported queue depth). */
+  get queueDepth(): number {
     let n = 0;
     for (const r of this.requests.values()) if (r.status === 'waiting') n++;
     return n;

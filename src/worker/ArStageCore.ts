@@ -7,7 +7,8 @@ import { ArScheduler, type ScheduledItem } from '../sched/ArScheduler.ts';
 import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { StageStats } from './messages.ts';
-import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
+import { ScheduledStageCore } from './ScheduledStageCore.ts';
+import type { CoreRequest, StageContext } from './StageCore.ts';
 
 export interface ArRunner<B, O> {
   /** KV bytes one position costs: the scheduler's budget unit (stage kv_cache_bytes / this = positions). */
@@ -16,8 +17,7 @@ export interface ArRunner<B, O> {
   free(seqId: string): void;
 }
 
-export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageCore<R, A> {
-  protected readonly scheduler: ArScheduler;
+export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends ScheduledStageCore<R, A, ArScheduler> {
   /** Since the process started: prompt positions computed, outputs sampled (ArStats). */
   private promptTokens = 0;
   private generatedTokens = 0;
@@ -27,18 +27,20 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageC
     private readonly arRunner: ArRunner<B, O>,
     policy: SchedulingPolicy = 'fifo',
   ) {
-    super(ctx);
     const e = ctx.spec.engine;
-    this.scheduler = new ArScheduler({
-      maxNumSeqs: e.maxNumSeqs,
-      maxNumBatchedTokens: e.maxNumBatchedTokens,
-      kvBytesPerToken: arRunner.kvBytesPerToken,
-      kvBudgetBytes: e.kvCacheBytes,
-      policy,
-      prefillFirst: e.prefillFirst ?? true,
-      seatTurnSteps: e.seatTurnSteps ?? null,
-      longPrefillTokenThreshold: e.longPrefillTokenThreshold ?? null,
-    });
+    super(
+      ctx,
+      new ArScheduler({
+        maxNumSeqs: e.maxNumSeqs,
+        maxNumBatchedTokens: e.maxNumBatchedTokens,
+        kvBytesPerToken: arRunner.kvBytesPerToken,
+        kvBudgetBytes: e.kvCacheBytes,
+        policy,
+        prefillFirst: e.prefillFirst ?? true,
+        seatTurnSteps: e.seatTurnSteps ?? null,
+        longPrefillTokenThreshold: e.longPrefillTokenThreshold ?? null,
+      }),
+    );
   }
 
   /** Playback scheduling: tell the scheduler each request's deadline before a plan is made (default: none). */
@@ -48,21 +50,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends StageC
   /** Runs after the step for every item whose request is still live. */
   protected abstract afterStep(req: R, item: ScheduledItem, out: O): void;
 
-  pause(requestId: string): void {
-    this.scheduler.pause(requestId);
-  }
-
-  resume(requestId: string): void {
-    this.scheduler.resume(requestId);
-  }
-
-  protected queueDepth(): number {
-    return this.scheduler.numWaiting;
-  }
-
-  protected freeState(req: R): void {
-    this.scheduler.remove(req.requestId);
-    this.arRunner.free(req.requestId);
+  protected override freeRunnerState(requestId: string): void {
+    this.arRunner.free(requestId);
   }
 
   step(): boolean {

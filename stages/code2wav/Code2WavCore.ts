@@ -4,14 +4,14 @@
  * each chunk's audio (minus its left-context samples) goes to main in order, the last one final. A request's
  * vocoder state is freed with the request (finish, fail or abort).
  */
-import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
 import type { Code2WavItem, Code2WavRunner } from '../types.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { AudioBody } from '../../src/common/payloads.ts';
-import type { AddRequest, PlaybackPlan, StageStats } from '../../src/worker/messages.ts';
-import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
+import { AudioStageCore, audioRequestOf, type AudioRequest } from '../../src/worker/AudioStageCore.ts';
+import type { AddRequest, StageStats } from '../../src/worker/messages.ts';
+import type { StageContext } from '../../src/worker/StageCore.ts';
 import type { Code2WavArgs, Code2WavKindStats } from './protocol.ts';
 
 interface PendingChunk {
@@ -21,16 +21,11 @@ interface PendingChunk {
   readonly final: FinishReason | null;
 }
 
-interface Code2WavRequest extends CoreRequest {
+interface Code2WavRequest extends AudioRequest {
   readonly chunks: PendingChunk[];
-  readonly playback: PlaybackPlan | null;
-  /** When its first audio left for main (epoch ms), and how much audio (ms) has left since: the listener's buffer. */
-  firstSentAtMs: number | null;
-  audioMsSent: number;
 }
 
-export class Code2WavCore extends StageCore<Code2WavRequest, Code2WavArgs> {
-  private readonly scheduler: GenerationScheduler;
+export class Code2WavCore extends AudioStageCore<Code2WavRequest, Code2WavArgs> {
   /** Frames of audio sent since start (the denominator of the decode ratio in the stats). */
   private audioFrames = 0;
 
@@ -39,19 +34,12 @@ export class Code2WavCore extends StageCore<Code2WavRequest, Code2WavArgs> {
     private readonly runner: Code2WavRunner,
   ) {
     super(ctx);
-    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling);
   }
 
   protected admit(msg: AddRequest<Code2WavArgs>): Code2WavRequest {
     return {
-      requestId: msg.requestId,
-      sampling: msg.sampling,
-      downstream: msg.downstream,
-      numOutputs: 0,
+      ...audioRequestOf(msg),
       chunks: [],
-      playback: msg.args.playback ?? null,
-      firstSentAtMs: null,
-      audioMsSent: 0,
     };
   }
 
@@ -82,28 +70,8 @@ export class Code2WavCore extends StageCore<Code2WavRequest, Code2WavArgs> {
     this.updateDeadline(req);
   }
 
-  /** The listener's buffer runs dry when the audio sent so far has played (before the first packet: its deadline). */
-  private updateDeadline(req: Code2WavRequest): void {
-    const pb = req.playback;
-    if (pb)
-      this.scheduler.setDeadline(req.requestId, (req.firstSentAtMs ?? pb.firstPacketDeadlineMs) + req.audioMsSent);
-  }
-
-  pause(requestId: string): void {
-    this.scheduler.pause(requestId);
-  }
-
-  resume(requestId: string): void {
-    this.scheduler.resume(requestId);
-  }
-
-  protected queueDepth(): number {
-    return this.scheduler.queueDepth;
-  }
-
-  protected freeState(req: Code2WavRequest): void {
-    this.scheduler.remove(req.requestId);
-    this.runner.free(req.requestId);
+  protected override freeRunnerState(requestId: string): void {
+    this.runner.free(requestId);
   }
 
   override stats(): StageStats {
@@ -148,11 +116,7 @@ export class Code2WavCore extends StageCore<Code2WavRequest, Code2WavArgs> {
     for (const w of work) {
       const i = decodable.indexOf(w);
       const pcm = i >= 0 ? audio[i] : new Float32Array(0);
-      if (pcm.length > 0) {
-        w.req.firstSentAtMs ??= sentAtMs;
-        w.req.audioMsSent += (pcm.length / this.runner.sampleRateHz) * 1000;
-        this.updateDeadline(w.req);
-      }
+      if (pcm.length > 0) this.audioSent(w.req, (pcm.length / this.runner.sampleRateHz) * 1000, sentAtMs);
       const body: AudioBody = { kind: 'audio', pcm, sampleRateHz: this.runner.sampleRateHz };
       w.req.numOutputs += w.chunk.numFrames - w.chunk.contextFrames;
       if (i >= 0) this.audioFrames += w.chunk.numFrames - w.chunk.contextFrames;

@@ -9,15 +9,15 @@
  * phrase is cut before its sentence ends when its listener would otherwise run dry (the lead rule, lead.ts). The
  * last sentence (or an empty chunk, when the text ended with nothing left to say) carries the Thinker's finish reason.
  */
-import { GenerationScheduler } from '../../src/sched/GenerationScheduler.ts';
 import type { ReceivedChunk } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { AudioBody } from '../../src/common/payloads.ts';
 import { resample } from '../../src/media/resample.ts';
 import { StreamingDetokenizer, type Tokenizer } from '../../src/tokenizer/index.ts';
-import type { AddRequest, PlaybackPlan, StageStats } from '../../src/worker/messages.ts';
-import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
+import { AudioStageCore, audioRequestOf, type AudioRequest } from '../../src/worker/AudioStageCore.ts';
+import type { AddRequest, StageStats } from '../../src/worker/messages.ts';
+import type { StageContext } from '../../src/worker/StageCore.ts';
 import { leadView, mustCutEarly, type LeadRequest } from './lead.ts';
 import { PAD_RATIO, type PiperItem } from './OnnxPiperRunner.ts';
 import { phonemeIds, type PhonemeIdMap } from './phonemeIds.ts';
@@ -32,7 +32,7 @@ interface Sentence {
   final: FinishReason | null;
 }
 
-interface TtsRequest extends CoreRequest {
+interface TtsRequest extends AudioRequest {
   readonly detokenizer: StreamingDetokenizer;
   readonly splitter: PhraseSplitter;
   /** Phonemization of this request's phrases, one after another (the order of its audio). */
@@ -41,9 +41,6 @@ interface TtsRequest extends CoreRequest {
   phonemizingChars: number;
   /** Sentences phonemized and not yet synthesized, in order. */
   readonly ready: Sentence[];
-  readonly playback: PlaybackPlan | null;
-  firstSentAtMs: number | null;
-  audioMsSent: number;
 }
 
 /** What the core needs of the voice (OnnxPiperRunner; a test's fake). */
@@ -69,8 +66,7 @@ export interface TtsCoreOptions {
   readonly leadMargin?: number;
 }
 
-export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
-  private readonly scheduler: GenerationScheduler;
+export class TtsCore extends AudioStageCore<TtsRequest, TtsArgs> {
   private readonly runner: VoiceRunner;
   private phrasesDone = 0;
   /** Phrases the lead rule cut before their sentence ended. */
@@ -85,24 +81,17 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
   ) {
     super(ctx);
     this.runner = options.runner;
-    this.scheduler = new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling);
     this.leadMargin = options.leadMargin ?? DEFAULT_LEAD_MARGIN;
   }
 
   protected admit(msg: AddRequest<TtsArgs>): TtsRequest {
     return {
-      requestId: msg.requestId,
-      sampling: msg.sampling,
-      downstream: msg.downstream,
-      numOutputs: 0,
+      ...audioRequestOf(msg),
       detokenizer: new StreamingDetokenizer(this.options.tokenizer),
       splitter: new PhraseSplitter(this.options.phrases),
       chain: Promise.resolve(),
       phonemizingChars: 0,
       ready: [],
-      playback: msg.args.playback ?? null,
-      firstSentAtMs: null,
-      audioMsSent: 0,
     };
   }
 
@@ -180,7 +169,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     return {
       queuedIds: req.ready.map((s) => s.ids?.length ?? 0),
       phonemizingChars: req.phonemizingChars,
-      dryAtMs: req.firstSentAtMs === null ? null : this.deadlineOf(req),
+      dryAtMs: req.firstSentAtMs === null ? null : this.dryAtMs(req),
     };
   }
 
@@ -203,17 +192,6 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     return this.requests.get(req.requestId) === req;
   }
 
-  /** The listener's buffer runs dry when the audio sent so far has played (before the first packet: its deadline). */
-  private deadlineOf(req: TtsRequest): number | null {
-    const pb = req.playback;
-    return pb ? (req.firstSentAtMs ?? pb.firstPacketDeadlineMs) + req.audioMsSent : null;
-  }
-
-  private updateDeadline(req: TtsRequest): void {
-    const deadline = this.deadlineOf(req);
-    if (deadline !== null) this.scheduler.setDeadline(req.requestId, deadline);
-  }
-
   /**
    * What one step synthesizes, from the scheduler's candidates in its order: the first sentence with something to
    * say (the anchor), and beside it the other candidates' sentences of a similar length (within the voice's pad
@@ -224,7 +202,7 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
     const lengthOf = (r: TtsRequest) => r.ready[0].ids?.length ?? 0;
     const anchor = candidates.find((r) => lengthOf(r) > 0);
     if (!anchor) return [...candidates];
-    const slackMs = (this.deadlineOf(anchor) ?? Infinity) - nowMs;
+    const slackMs = (this.dryAtMs(anchor) ?? Infinity) - nowMs;
     const batch = [anchor];
     let longest = lengthOf(anchor);
     for (const r of candidates) {
@@ -241,22 +219,6 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
       longest = Math.max(longest, length);
     }
     return batch;
-  }
-
-  pause(requestId: string): void {
-    this.scheduler.pause(requestId);
-  }
-
-  resume(requestId: string): void {
-    this.scheduler.resume(requestId);
-  }
-
-  protected queueDepth(): number {
-    return this.scheduler.queueDepth;
-  }
-
-  protected freeState(req: TtsRequest): void {
-    this.scheduler.remove(req.requestId);
   }
 
   override stats(): StageStats {
@@ -300,10 +262,9 @@ export class TtsCore extends StageCore<TtsRequest, TtsArgs> {
       const i = spoken.indexOf(w);
       const pcm = i >= 0 ? resample(audio[i], this.runner.sampleRateHz, OUTPUT_RATE_HZ) : new Float32Array(0);
       if (pcm.length > 0) {
-        w.req.firstSentAtMs ??= sentAtMs;
-        w.req.audioMsSent += (pcm.length / OUTPUT_RATE_HZ) * 1000;
-        this.pace.countAudio(w.sentence.ids!.length, (pcm.length / OUTPUT_RATE_HZ) * 1000);
-        this.updateDeadline(w.req);
+        const audioMs = (pcm.length / OUTPUT_RATE_HZ) * 1000;
+        this.pace.countAudio(w.sentence.ids!.length, audioMs);
+        this.audioSent(w.req, audioMs, sentAtMs);
         w.req.numOutputs++;
         this.phrasesDone++;
       }
