@@ -13,14 +13,15 @@ import { code2wavStatsOf } from '../../../stages/code2wav/protocol.ts';
 import { encoderStatsOf } from '../../../stages/encoder/protocol.ts';
 import { talkerStatsOf } from '../../../stages/talker/protocol.ts';
 import { thinkerStatsOf } from '../../../stages/thinker/protocol.ts';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { CumulativeCounters } from './CumulativeCounters.ts';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { declareMetrics } from './declareMetrics.ts';
 import { isMetricNumber } from './metricValue.ts';
 import { engineMetricsIn } from './engineMetrics.ts';
 import { latencyMetricsIn } from './latencyMetrics.ts';
 import { migrationMetrics } from './migrationMetrics.ts';
 import { prefixCacheMetrics } from './prefixCacheMetrics.ts';
 import { stageComputeMetrics } from './stageComputeMetrics.ts';
+import { StageSeries } from './StageSeries.ts';
 
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry, prefix: 'chorus_process_' });
@@ -41,71 +42,63 @@ const latencyBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
  */
 export const serverMetrics = {
   ...latencyMetricsIn(metricsRegistry, latencyBucketsSeconds),
-  voiceTtfpSeconds: new Histogram({
-    name: 'chorus_voice_ttfp_seconds',
-    help:
-      'Voice turns (server_vad): time from speech_stopped (the turn detected as ended, silence_duration_ms after ' +
-      'the last speech) to the first audio packet of the automatic answer sent to the client.',
-    buckets: latencyBucketsSeconds,
-    registers: [metricsRegistry],
-  }),
-  voiceSpeculativeAnswersTotal: new Counter({
-    name: 'chorus_voice_speculative_answers_total',
-    help:
-      'Voice turns: answers started when the VAD first heard silence and held until speech_stopped. result: ' +
-      'started; confirmed (speech_stopped came and the held answer was sent); discarded (the user went on, or the ' +
-      'turn changed, and nothing of it reached the client).',
-    labelNames: ['result'] as const,
-    registers: [metricsRegistry],
-  }),
-  interTokenSeconds: new Histogram({
-    name: 'chorus_inter_token_seconds',
-    help: 'Time between consecutive text deltas sent to the client.',
-    labelNames: ['protocol'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    registers: [metricsRegistry],
-  }),
-  queueDepth: new Gauge({
-    name: 'chorus_queue_depth',
-    help: 'Requests waiting for a slot in the engine (admission queue).',
-    registers: [metricsRegistry],
-  }),
-  queueWaitSeconds: new Histogram({
-    name: 'chorus_queue_wait_seconds',
-    help: 'Time a request waited for a slot before it started (0 when one was free).',
-    buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [metricsRegistry],
-  }),
-  latencyRefusals: new Counter({
-    name: 'chorus_latency_refusals_total',
-    help:
-      'Requests refused (429) because the estimate said they would start or first answer later than the ' +
-      "graph's admission bounds (max_queue_ms, slo_ttfp_ms).",
-    registers: [metricsRegistry],
-  }),
-  activeSessions: new Gauge({
-    name: 'chorus_active_sessions',
-    help: 'Open realtime sessions and in-flight HTTP completions.',
-    labelNames: ['protocol'] as const,
-    registers: [metricsRegistry],
-  }),
-  responsesTotal: new Counter({
-    name: 'chorus_responses_total',
-    help: 'Finished responses by protocol and outcome.',
-    labelNames: ['protocol', 'status'] as const,
-    registers: [metricsRegistry],
-  }),
-  errorsTotal: new Counter({
-    name: 'chorus_errors_total',
-    help: 'Errors returned to clients, by stable error code.',
-    labelNames: ['code'] as const,
-    registers: [metricsRegistry],
-  }),
-  streamPausesTotal: new Counter({
-    name: 'chorus_stream_pauses_total',
-    help: 'Times a request was paused because its client read too slowly.',
-    labelNames: ['protocol'] as const,
-    registers: [metricsRegistry],
+  ...declareMetrics(metricsRegistry, {
+    voiceTtfpSeconds: {
+      histogram: 'chorus_voice_ttfp_seconds',
+      help:
+        'Voice turns (server_vad): time from speech_stopped (the turn detected as ended, silence_duration_ms after ' +
+        'the last speech) to the first audio packet of the automatic answer sent to the client.',
+      buckets: latencyBucketsSeconds,
+    },
+    voiceSpeculativeAnswersTotal: {
+      counter: 'chorus_voice_speculative_answers_total',
+      help:
+        'Voice turns: answers started when the VAD first heard silence and held until speech_stopped. result: ' +
+        'started; confirmed (speech_stopped came and the held answer was sent); discarded (the user went on, or the ' +
+        'turn changed, and nothing of it reached the client).',
+      labels: ['result'],
+    },
+    interTokenSeconds: {
+      histogram: 'chorus_inter_token_seconds',
+      help: 'Time between consecutive text deltas sent to the client.',
+      labels: ['protocol'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    },
+    queueDepth: {
+      gauge: 'chorus_queue_depth',
+      help: 'Requests waiting for a slot in the engine (admission queue).',
+    },
+    queueWaitSeconds: {
+      histogram: 'chorus_queue_wait_seconds',
+      help: 'Time a request waited for a slot before it started (0 when one was free).',
+      buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    },
+    latencyRefusals: {
+      counter: 'chorus_latency_refusals_total',
+      help:
+        'Requests refused (429) because the estimate said they would start or first answer later than the ' +
+        "graph's admission bounds (max_queue_ms, slo_ttfp_ms).",
+    },
+    activeSessions: {
+      gauge: 'chorus_active_sessions',
+      help: 'Open realtime sessions and in-flight HTTP completions.',
+      labels: ['protocol'],
+    },
+    responsesTotal: {
+      counter: 'chorus_responses_total',
+      help: 'Finished responses by protocol and outcome.',
+      labels: ['protocol', 'status'],
+    },
+    errorsTotal: {
+      counter: 'chorus_errors_total',
+      help: 'Errors returned to clients, by stable error code.',
+      labels: ['code'],
+    },
+    streamPausesTotal: {
+      counter: 'chorus_stream_pauses_total',
+      help: 'Times a request was paused because its client read too slowly.',
+      labels: ['protocol'],
+    },
   }),
 };
 
@@ -154,53 +147,34 @@ interface EncoderStatsMessage {
   readonly cacheBytes?: unknown;
 }
 
-/** Totals per stage process (encoder caches, Code2Wav frames), turned into counter increments. */
-const stageTotals = new CumulativeCounters();
-/** Instances that have reported encoder stats (so a death of any other stage does not create encoder series). */
-const encoderStages = new Set<string>();
-const code2wavStages = new Set<string>();
+/** Encoder caches and Code2Wav frames and states, per stage process (StageSeries). */
+const stageSeries = new StageSeries();
 
-/**
- * Encoder cache stats are totals per stage process; the counters take the increments (a restarted process
- * counts from zero again: see CumulativeCounters). Labelled like the other stage metrics, by instance.
- */
+/** Encoder cache stats, labelled like the other stage metrics, by instance. */
 function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
-  encoderStages.add(stage);
-  const counters = [
+  stageSeries.count(stage, [
     ['cacheHits', e.cacheHits, engineMetrics.encoderCacheHits],
     ['cacheMisses', e.cacheMisses, engineMetrics.encoderCacheMisses],
     ['cacheEvictions', e.cacheEvictions, engineMetrics.encoderCacheEvictions],
-  ] as const;
-  for (const [field, total, counter] of counters) {
-    if (typeof total !== 'number') continue;
-    const increment = stageTotals.increment(stage, field, total);
-    // inc(0) still creates the series, so a scrape shows every encoder stage from its first report.
-    counter.inc({ stage }, increment);
-  }
-  if (isMetricNumber(e.cacheBytes)) engineMetrics.encoderCacheBytes.set({ stage }, e.cacheBytes);
+  ]);
+  stageSeries.hold(stage, engineMetrics.encoderCacheBytes, e.cacheBytes);
 }
 
 /** Code2Wav's frame totals (stages/code2wav/protocol.ts Code2WavStats), as counters like the encoder's. */
 function observeCode2WavStats(stage: string, c: { framesDecoded?: unknown; audioFrames?: unknown; states?: unknown }) {
-  code2wavStages.add(stage);
-  const counters = [
+  stageSeries.count(stage, [
     ['framesDecoded', c.framesDecoded, engineMetrics.code2wavFramesDecoded],
     ['audioFrames', c.audioFrames, engineMetrics.code2wavAudioFrames],
-  ] as const;
-  for (const [field, total, counter] of counters)
-    if (isMetricNumber(total)) counter.inc({ stage }, stageTotals.increment(stage, field, total));
-  if (isMetricNumber(c.states)) engineMetrics.code2wavStates.set({ stage }, c.states);
+  ]);
+  stageSeries.hold(stage, engineMetrics.code2wavStates, c.states);
 }
 
 function onStageDied(message: unknown): void {
   const instance = (message as { instance?: unknown }).instance;
   if (typeof instance !== 'string') return;
-  stageTotals.restart(instance);
+  stageSeries.died(instance);
   prefixCache.stageDied(instance);
   stageCompute.stageDied(instance);
-  // Its cache and states died with it; a gauge left at the old value would report memory nobody holds.
-  if (encoderStages.has(instance)) engineMetrics.encoderCacheBytes.set({ stage: instance }, 0);
-  if (code2wavStages.has(instance)) engineMetrics.code2wavStates.set({ stage: instance }, 0);
 }
 
 interface EdgeSampleMessage {

@@ -2,12 +2,13 @@
  * What each stage instance computes, from its stats reports (src/worker/messages.ts StageStats): step durations by
  * phase as a histogram (prefill and decode for the Thinker and Talker, run for the others), and for the
  * autoregressive stages prompt positions computed and outputs sampled as counters (totals since the stage started:
- * CumulativeCounters turns them into increments) and the KV cache held against its budget as gauges. The figures
+ * StageSeries turns them into increments) and the KV cache held against its budget as gauges. The figures
  * vLLM's operators read (prompt and generation tokens, prefill and decode time, KV cache usage), per instance.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { CumulativeCounters } from './CumulativeCounters.ts';
+import type { Registry } from 'prom-client';
+import { declareMetrics } from './declareMetrics.ts';
 import { isMetricNumber } from './metricValue.ts';
+import { StageSeries } from './StageSeries.ts';
 
 export interface StageComputeMetrics {
   /** A stats report's `steps` and `ar` sections. */
@@ -20,46 +21,39 @@ const PHASES = new Set(['prefill', 'decode', 'run']);
 
 /** The metrics, registered in the server's registry (metrics.ts owns it and calls this once). */
 export function stageComputeMetrics(metricsRegistry: Registry): StageComputeMetrics {
-  const m = {
-    stepSeconds: new Histogram({
-      name: 'chorus_stage_step_seconds',
+  const m = declareMetrics(metricsRegistry, {
+    stepSeconds: {
+      histogram: 'chorus_stage_step_seconds',
       help:
         'Duration of each step a stage ran, by phase: prefill (it computed prompt positions), decode (every ' +
         'sequence in it took one position of its last output), run (encoders, Code2Wav).',
-      labelNames: ['stage', 'phase'] as const,
+      labels: ['stage', 'phase'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [metricsRegistry],
-    }),
-    promptTokens: new Counter({
-      name: 'chorus_stage_prompt_tokens_total',
+    },
+    promptTokens: {
+      counter: 'chorus_stage_prompt_tokens_total',
       help:
         'Prompt positions a Thinker or Talker computed (its prefix cache hits are not computed: ' +
         'chorus_prefix_cache_hit_positions_total).',
-      labelNames: ['stage'] as const,
-      registers: [metricsRegistry],
-    }),
-    generationTokens: new Counter({
-      name: 'chorus_stage_generation_tokens_total',
+      labels: ['stage'],
+    },
+    generationTokens: {
+      counter: 'chorus_stage_generation_tokens_total',
       help: 'Outputs a Thinker (text tokens) or Talker (codec frames) sampled.',
-      labelNames: ['stage'] as const,
-      registers: [metricsRegistry],
-    }),
-    kvBytes: new Gauge({
-      name: 'chorus_stage_kv_cache_bytes',
+      labels: ['stage'],
+    },
+    kvBytes: {
+      gauge: 'chorus_stage_kv_cache_bytes',
       help: 'KV cache bytes the running requests of a Thinker or Talker hold now (the prefix cache is apart).',
-      labelNames: ['stage'] as const,
-      registers: [metricsRegistry],
-    }),
-    kvBudgetBytes: new Gauge({
-      name: 'chorus_stage_kv_cache_budget_bytes',
+      labels: ['stage'],
+    },
+    kvBudgetBytes: {
+      gauge: 'chorus_stage_kv_cache_budget_bytes',
       help: "A Thinker or Talker's KV cache budget (engine.kv_cache_bytes): requests wait or are preempted beyond it.",
-      labelNames: ['stage'] as const,
-      registers: [metricsRegistry],
-    }),
-  };
-
-  const totals = new CumulativeCounters();
-  const arStages = new Set<string>();
+      labels: ['stage'],
+    },
+  });
+  const series = new StageSeries();
   return {
     observe(stage, steps, ar) {
       if (Array.isArray(steps))
@@ -68,21 +62,14 @@ export function stageComputeMetrics(metricsRegistry: Registry): StageComputeMetr
             m.stepSeconds.observe({ stage, phase: s.phase }, s.ms / 1000);
       if (typeof ar !== 'object' || ar === null) return;
       const a = ar as Record<string, unknown>;
-      arStages.add(stage);
-      const counters = [
+      series.count(stage, [
         ['promptTokens', a.promptTokens, m.promptTokens],
         ['generatedTokens', a.generatedTokens, m.generationTokens],
-      ] as const;
-      // inc(0) still creates the series: a scrape shows every instance from its first report.
-      for (const [field, total, counter] of counters)
-        if (isMetricNumber(total)) counter.inc({ stage }, totals.increment(stage, field, total));
-      if (isMetricNumber(a.kvUsedBytes)) m.kvBytes.set({ stage }, a.kvUsedBytes);
+      ]);
+      series.hold(stage, m.kvBytes, a.kvUsedBytes);
+      // The budget is the instance's setting, not memory it holds: its death leaves it as it was.
       if (isMetricNumber(a.kvBudgetBytes)) m.kvBudgetBytes.set({ stage }, a.kvBudgetBytes);
     },
-
-    stageDied(stage) {
-      totals.restart(stage);
-      if (arStages.has(stage)) m.kvBytes.set({ stage }, 0);
-    },
+    stageDied: (stage) => series.died(stage),
   };
 }
