@@ -1,8 +1,6 @@
 /**
  * `chorus bench`            TTFP, TTFT, TPOT, ITL, E2E, RTF and underruns across concurrency (bench/ttfp)
  * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
- * `chorus bench transport`  the connector microbench: shm ring vs file-per-chunk vs process.send vs redis
- *                           (bench/transport)
  * `chorus bench --turns N`  conversations of N turns: TTFT, TTFP and cached tokens by turn index (bench/ttfp/turns)
  * `chorus bench --voice`    spoken turns (server VAD) against the same sentences typed: TTFP from the end of speech
  *                           (bench/voice)
@@ -68,8 +66,6 @@ ${voiceTurnsUsage.trimEnd()}
 ${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
-  chorus bench transport [--iterations 2000] [--file-iterations 300] [--frames 256]
-                         [--transports shm,file,ipc,redis] [--redis-url URL] [--json]
 
 --config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
 --compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
@@ -119,8 +115,6 @@ failures and turn k over turn 1; --compare-prefix-cache or --compare-config side
 --mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
 (default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
 rate, encoder busy time, and the goal lines of bench/README.md "Disaggregated encoders".
-bench transport measures shm, file and ipc unless --transports says otherwise; redis goes through --redis-url (or
-CHORUS_REDIS_URL), else through a redis-server it starts on loopback for the run.
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -133,7 +127,11 @@ export async function run(argv: string[]): Promise<number> {
   logger.level = process.env.CHORUS_LOG_LEVEL;
   const [sub, ...rest] = argv;
   if (sub === 'limit') return runLimitCommand(rest);
-  if (sub === 'transport') return runTransportCommand(rest);
+  if (sub !== undefined && !sub.startsWith('-'))
+    throw new UsageError(
+      `chorus bench has no subcommand "${sub}" (only limit); harnesses of closed issues were archived: ` +
+        'bench/README.md, "Archived harnesses", runs them from their tag',
+    );
   if (argv.includes('--voice')) {
     if (argv.some((a) => a === '--turns' || a.startsWith('--turns='))) return runVoiceTurnsCommand(argv);
     return runVoiceCommand(argv);
@@ -338,43 +336,6 @@ async function runLimitCommand(argv: string[]): Promise<number> {
     ...(ic !== undefined ? { initialChunkFrames: int('initial-chunk-frames', ic, 1) } : {}),
   });
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatLimit(result)}\n`);
-  return 0;
-}
-
-async function runTransportCommand(argv: string[]): Promise<number> {
-  const v = parse(argv, {
-    iterations: { type: 'string' },
-    'file-iterations': { type: 'string' },
-    frames: { type: 'string' },
-    transports: { type: 'string' },
-    'redis-url': { type: 'string' },
-    json: { type: 'boolean', default: false },
-  });
-  const { runTransportBench, TRANSPORT_KINDS } = await import('../transport/runTransportBench.ts');
-  const { formatTransportTable } = await import('../transport/formatTransportTable.ts');
-  const transports = v.transports?.split(',').map((t) => t.trim());
-  const known: readonly string[] = TRANSPORT_KINDS;
-  const unknown = transports?.find((t) => !known.includes(t));
-  if (unknown !== undefined)
-    throw new UsageError(`--transports: unknown transport "${unknown}"; choose from ${known.join(', ')}`);
-  if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
-  if (v['redis-url'] !== undefined && !transports?.includes('redis'))
-    throw new UsageError('--redis-url is for the redis transport: add redis to --transports');
-  const optional = (name: 'iterations' | 'file-iterations' | 'frames') =>
-    v[name] === undefined ? undefined : int(name, v[name], 1);
-  const [latencyIterations, fileLatencyIterations, throughputFrames] = [
-    optional('iterations'),
-    optional('file-iterations'),
-    optional('frames'),
-  ];
-  const result = await runTransportBench({
-    ...(latencyIterations !== undefined ? { latencyIterations } : {}),
-    ...(fileLatencyIterations !== undefined ? { fileLatencyIterations } : {}),
-    ...(throughputFrames !== undefined ? { throughputFrames } : {}),
-    ...(transports ? { transports: transports as (typeof TRANSPORT_KINDS)[number][] } : {}),
-    ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
-  });
-  process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatTransportTable(result)}\n`);
   return 0;
 }
 

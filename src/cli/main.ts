@@ -18,7 +18,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     load: () => import('./commands/generate.ts'),
   },
   bench: {
-    summary: 'measure TTFP, TTFT and friends (bench limit | bench transport)',
+    summary: 'measure TTFP, TTFT and friends (bench limit)',
     load: () => import('./commands/bench.ts'),
   },
   models: {

@@ -74,7 +74,7 @@ describe('chorus bench arguments', () => {
     [['--capacity-multiples', '1'], /--capacity-multiples is for the capacity search: add --find-capacity/],
     [['--find-capacity', '--slo-ttfp-ms', '500', '--capacity-multiples', '1'], /add a --compare-\* flag/],
     [['limit', '--input-len', '0'], /--input-len must be an integer >= 1/],
-    [['transport', '--transports', 'shm,carrier-pigeon'], /unknown transport "carrier-pigeon"/],
+    [['transport', '--transports', 'shm'], /no subcommand "transport" \(only limit\).*"Archived harnesses"/],
   ])('%j fails with a clear message', async (argv, message) => {
     const err = await failure(argv);
     expect(isUsageError(err)).toBe(true); // chorus exits 2 with the usage
