@@ -53,7 +53,7 @@ export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
-                | --compare-routing POLICY | --compare-tracing | --compare-compiled] [--redis-url URL] [--out DIR]
+                | --compare-routing POLICY | --compare-compiled] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--skip-account] [--goals] [--json]
@@ -73,8 +73,7 @@ reports the ratios of --config over FILE; --compare-scheduling runs the YAML wit
 (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
 with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
 routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
-instances to choose from, e.g. replicas: 2); --compare-tracing runs it traced (every span to a local OTLP sink) and
-not (docs/tracing.md); --compare-compiled runs it with every stage process started from the build in dist/
+instances to choose from, e.g. replicas: 2); --compare-compiled runs it with every stage process started from the build in dist/
 (\`npm run build\` first) and through tsx. Two servers compared run at once, each concurrency's prompts in halves
 A B B A, so that the machine's drift falls on both alike (remote stages: one after the other). --url measures a
 running server.
@@ -158,7 +157,6 @@ const SERVE_OPTIONS = {
   'compare-scheduling': { type: 'boolean', default: false },
   'compare-prefix-cache': { type: 'boolean', default: false },
   'compare-routing': { type: 'string' },
-  'compare-tracing': { type: 'boolean', default: false },
   'compare-compiled': { type: 'boolean', default: false },
   'redis-url': { type: 'string' },
   ...RUN_OPTIONS,
@@ -229,7 +227,6 @@ function sharedOptions(v: ServeFlags, argv: string[], turns: number | undefined)
     compareSync: v['compare-sync'] === true,
     compareScheduling: v['compare-scheduling'] === true,
     comparePrefixCache: v['compare-prefix-cache'] === true,
-    compareTracing: v['compare-tracing'] === true,
     compareCompiled: v['compare-compiled'] === true,
     ...(compareRouting !== undefined ? { compareRouting } : {}),
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),

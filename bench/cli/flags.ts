@@ -103,11 +103,10 @@ export interface CompareFlags {
   readonly 'compare-scheduling'?: boolean;
   readonly 'compare-prefix-cache'?: boolean;
   readonly 'compare-routing'?: string;
-  readonly 'compare-tracing'?: boolean;
   readonly 'compare-compiled'?: boolean;
 }
 
-/** At most one --compare-* flag; --compare-tracing and -compiled only where measured (the closed-loop TTFP bench). */
+/** At most one --compare-* flag; --compare-compiled only where measured (the closed-loop TTFP bench). */
 export function checkCompareFlags(v: CompareFlags, openLoop: boolean): void {
   if (v['compare-config'] !== undefined && v.url !== undefined)
     throw new UsageError('--compare-config is for --config: the bench starts both servers');
@@ -117,21 +116,19 @@ export function checkCompareFlags(v: CompareFlags, openLoop: boolean): void {
     v['compare-scheduling'] === true,
     v['compare-prefix-cache'] === true,
     v['compare-routing'] !== undefined,
-    v['compare-tracing'] === true,
     v['compare-compiled'] === true,
   ];
   if (compares.filter(Boolean).length > 1)
     throw new UsageError(
       'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing (or --compare-tracing, --compare-compiled)',
+        '--compare-routing (or --compare-compiled)',
     );
-  const bothStarted = ['compare-scheduling', 'compare-prefix-cache', 'compare-routing', 'compare-tracing'] as const;
+  const bothStarted = ['compare-scheduling', 'compare-prefix-cache', 'compare-routing'] as const;
   for (const flag of [...bothStarted, 'compare-compiled'] as const)
     if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
       throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
-  for (const flag of ['compare-tracing', 'compare-compiled'] as const)
-    if (v[flag] === true && (v.turns !== undefined || openLoop))
-      throw new UsageError(`--${flag} is for the closed-loop TTFP bench (not --turns or --request-rate)`);
+  if (v['compare-compiled'] === true && (v.turns !== undefined || openLoop))
+    throw new UsageError('--compare-compiled is for the closed-loop TTFP bench (not --turns or --request-rate)');
 }
 
 /** --out, or bench/results/<prefix>-<when the run started>. */

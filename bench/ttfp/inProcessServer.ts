@@ -20,7 +20,6 @@ import {
   startServer,
 } from '../../src/index.ts';
 import { RemoteStageHost, remoteStagesOf, type RemoteStageHostOptions } from './RemoteStageHost.ts';
-import { openTracingSide } from './tracingMode.ts';
 
 export interface BenchConfig {
   /** The YAML text as run (async_chunk or scheduling forced when asked). */
@@ -85,8 +84,6 @@ export interface InProcessServer {
 }
 
 export type InProcessServerOptions = Omit<RemoteStageHostOptions, 'log'> & {
-  /** --compare-tracing: this server traced (true) or not (false); absent: as the environment says. */
-  readonly traced?: boolean;
   /**
    * --compare-compiled: this server's stage processes start from the build in dist/ (true) or from the TypeScript
    * sources through tsx (false); absent: as CHORUS_COMPILED says. Main is this process either way.
@@ -99,42 +96,24 @@ export async function startInProcessServer(
   log: Logger,
   options: InProcessServerOptions = {},
 ): Promise<InProcessServer> {
-  const { traced, compiled, ...hostOptions } = options;
-  const side = traced === undefined ? null : await openTracingSide(traced, log);
+  const { compiled, ...hostOptions } = options;
+  const server = await withCompiled(compiled, () => startStages(graph, log, hostOptions));
   try {
-    const start = () => withCompiled(compiled, () => startStages(graph, log, hostOptions));
-    const server = await (side ? side.withEnv(start) : start());
-    try {
-      const tracing = side ? { tracing: side.tracing } : {};
-      const { app, url } = await startServer(server.engine, {
-        host: '127.0.0.1',
-        port: 0,
-        apiKey: null,
-        logger: log,
-        ...tracing,
-      });
-      return {
-        baseUrl: url,
-        engine: server.engine,
-        remote: server.host?.description ?? null,
-        close: async () => {
-          try {
-            await app.close();
-          } finally {
-            try {
-              await server.close();
-            } finally {
-              await side?.close();
-            }
-          }
-        },
-      };
-    } catch (err) {
-      await server.close();
-      throw err;
-    }
+    const { app, url } = await startServer(server.engine, { host: '127.0.0.1', port: 0, apiKey: null, logger: log });
+    return {
+      baseUrl: url,
+      engine: server.engine,
+      remote: server.host?.description ?? null,
+      close: async () => {
+        try {
+          await app.close();
+        } finally {
+          await server.close();
+        }
+      },
+    };
   } catch (err) {
-    await side?.close();
+    await server.close();
     throw err;
   }
 }

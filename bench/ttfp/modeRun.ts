@@ -28,8 +28,6 @@ export interface Mode {
   readonly scheduling: SchedulingPolicy | null;
   readonly config: BenchConfig | null;
   readonly url: string | null;
-  /** --compare-tracing: whether this mode's server is traced (tracingMode.ts); absent: as the environment says. */
-  readonly traced?: boolean;
   /** --compare-compiled: whether its stage processes run dist/ (inProcessServer.ts); absent: as the env says. */
   readonly compiled?: boolean;
 }
@@ -50,7 +48,6 @@ export async function openMode(
     ? await startInProcessServer(mode.config.graph, o.log, {
         ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
         ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
-        ...(mode.traced !== undefined ? { traced: mode.traced } : {}),
         ...(mode.compiled !== undefined ? { compiled: mode.compiled } : {}),
       })
     : null;

@@ -29,7 +29,6 @@ type CompareOptions = Pick<
   | 'compareConfig'
   | 'comparePrefixCache'
   | 'compareRouting'
-  | 'compareTracing'
   | 'compareCompiled'
 >;
 
@@ -49,11 +48,8 @@ export async function planModes(o: CompareOptions): Promise<Mode[]> {
   if (t.kind === 'config') return configModes(o, t.file);
   if (o.compareRouting !== undefined)
     throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-routing needs --config (the bench starts both)');
-  if (o.compareTracing || o.compareCompiled)
-    throw new ChorusError(
-      ErrorCodes.REQUEST_INVALID,
-      `--compare-${o.compareTracing ? 'tracing' : 'compiled'} needs --config (the bench starts both)`,
-    );
+  if (o.compareCompiled)
+    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-compiled needs --config (the bench starts both)');
   if (o.compareConfig !== undefined || o.compareScheduling || o.comparePrefixCache)
     throw new ChorusError(
       ErrorCodes.REQUEST_INVALID,
@@ -65,22 +61,15 @@ export async function planModes(o: CompareOptions): Promise<Mode[]> {
 
 async function configModes(o: CompareOptions, file: string): Promise<Mode[]> {
   const compares = [o.compareSync, o.compareConfig !== undefined, o.compareScheduling, o.comparePrefixCache];
-  const others = [o.compareRouting !== undefined, o.compareTracing, o.compareCompiled];
+  const others = [o.compareRouting !== undefined, o.compareCompiled];
   if ([...compares, ...others].filter(Boolean).length > 1)
     throw new ChorusError(
       ErrorCodes.REQUEST_INVALID,
       'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing (or --compare-tracing)',
+        '--compare-routing (or --compare-compiled)',
     );
   if (o.compareRouting !== undefined) return routingModes(file, o.compareRouting);
   if (o.compareCompiled) return compiledModes(await readBenchConfig(file));
-  if (o.compareTracing) {
-    const config = await readBenchConfig(file);
-    return [
-      { ...configMode('tracing-on', config), traced: true },
-      { ...configMode('tracing-off', config), traced: false },
-    ];
-  }
   if (o.compareConfig !== undefined) {
     const files = [file, o.compareConfig];
     const configs = await Promise.all(files.map((f) => readBenchConfig(f)));

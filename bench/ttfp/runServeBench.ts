@@ -80,7 +80,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   }
   sortRuns(result.runs, modes, o.concurrency);
   // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
-  if (o.compareConfig || o.compareTracing || o.compareCompiled)
+  if (o.compareConfig || o.compareCompiled)
     result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
   else result.ratios = asyncSyncRatios(result.runs);
   result.goals = evaluateGoals(

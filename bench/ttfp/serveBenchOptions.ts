@@ -27,11 +27,6 @@ export interface ServeBenchOptions {
   readonly comparePrefixCache?: boolean;
   /** Runs the config as it is (variant: its routing policy) and with `routing:` this policy (variant: its name). */
   readonly compareRouting?: RoutingPolicy;
-  /**
-   * Runs the config traced (variant "tracing-on": 100% sampling, OTLP export to a local sink) and untraced
-   * ("tracing-off"); ratios are on over off (bench/ttfp/tracingMode.ts).
-   */
-  readonly compareTracing?: boolean;
   /** The same config with its stage processes compiled (dist/) and through tsx, side by side. */
   readonly compareCompiled?: boolean;
   /** A second config run after --config's (--config target only); ratios are --config over it. */

@@ -100,7 +100,7 @@ export interface ServerOptions {
   readonly logger?: Logger;
   /**
    * Where this server's root spans go. Default: the process's tracing, from the OTEL_* variables (docs/tracing.md);
-   * null: none for this server (`chorus bench --compare-tracing` runs a traced and an untraced server side by side).
+   * null: none for this server.
    */
   readonly tracing?: Tracing | null;
   /**

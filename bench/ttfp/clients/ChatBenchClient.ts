@@ -55,11 +55,7 @@ interface Parsed {
 export class ChatBenchClient implements BenchClient {
   readonly #agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-  constructor(
-    private readonly target: ClientTarget,
-    /** Whether the traceparent sent with each request asks for it to be traced (traceparent.ts). */
-    private readonly sampled = true,
-  ) {}
+  constructor(private readonly target: ClientTarget) {}
 
   request(r: BenchRequest): Promise<RequestTrace> {
     return this.send([{ role: 'user', content: r.prompt }], r);
@@ -83,7 +79,7 @@ export class ChatBenchClient implements BenchClient {
       'content-length': String(Buffer.byteLength(body)),
     };
     if (this.target.apiKey) headers.authorization = `Bearer ${this.target.apiKey}`;
-    const { traceparent, traceId } = newTraceparent(this.sampled);
+    const { traceparent, traceId } = newTraceparent();
     headers.traceparent = traceparent;
     return new Promise<ChatTrace>((resolve) => {
       const events: TraceEvent[] = [];
