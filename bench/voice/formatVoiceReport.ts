@@ -2,7 +2,6 @@
  * The voice bench's result as the terminal shows it and as results.md stores it: one row per concurrency, where a
  * c=1 voice turn's time goes beside the typed turn's, the goal, and where the numbers came from.
  */
-import { transcriptionCostLines } from './transcriptionCost.ts';
 import { ms, num, provenanceOf, renderMarkdown, renderText, type Column } from '../report/format.ts';
 import type { Spread, VoiceBenchResult, VoiceRunRow } from './voiceResults.ts';
 
@@ -100,7 +99,6 @@ export function formatVoiceText(r: VoiceBenchResult, options: { readonly goals?:
     if (lines.length > 0) out.push('', title, ...lines.map((l) => `  ${l}`));
   };
   section('where the time goes at the lowest concurrency (medians, ms):', breakdownLines(r));
-  section('input transcription off vs on (voice turns, first audio):', transcriptionCostLines(r.transcription ?? []));
   if (options.goals) section('development goal (bench/README.md):', goalLines(r));
   section('failed turns:', errorLines(r));
   out.push('', provenance(r));
@@ -114,7 +112,6 @@ export function formatVoiceMarkdown(r: VoiceBenchResult): string {
     if (lines.length > 0) out.push('', `**${title}**`, '', ...lines.map((l) => `- ${l}`));
   };
   section('Where the time goes at the lowest concurrency (medians, ms)', breakdownLines(r));
-  section('Input transcription off vs on (voice turns, first audio)', transcriptionCostLines(r.transcription ?? []));
   section('Goal', goalLines(r));
   section('Failed turns', errorLines(r));
   out.push('', DEFINITIONS);

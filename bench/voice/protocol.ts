@@ -19,8 +19,6 @@ export interface TurnSettings extends ClientTarget {
    * from CAMERA_LEAD_MS before the speech until the answer ends. Absent or 0: no camera.
    */
   readonly cameraFps?: number;
-  /** Voice sessions ask for input transcription (audio.input.transcription): --compare-transcription. */
-  readonly transcription?: boolean;
 }
 
 export type TurnKind = 'voice' | 'text';
@@ -53,8 +51,6 @@ export interface TurnTrace extends RequestTrace {
   readonly vadAudioEndMs?: number;
   /** Voice: how long the utterance is (without the room noise around it). */
   readonly speechMs?: number;
-  /** Voice with transcription: conversation.item.input_audio_transcription.completed arrived (before response.done). */
-  readonly transcribedMs?: number;
 }
 
 export type ToClients =

@@ -20,7 +20,6 @@ import { ServerTimings } from '../ttfp/ServerTimings.ts';
 import { measureBreakdown } from './measureBreakdown.ts';
 import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 import { voicePrompts } from './sentences.ts';
-import { summarizeTranscriptionCost, withAsr } from './transcriptionCost.ts';
 import { concatPcm, quiet, SPEECH_RATE_HZ, speakToFile } from './speech.ts';
 import { speechOf, withLead } from './turns.ts';
 import { VoiceClients } from './VoiceClients.ts';
@@ -47,8 +46,6 @@ export interface VoiceBenchOptions {
   readonly progress: (NodeJS.WritableStream & { isTTY?: boolean }) | null;
   readonly log: Logger;
   readonly command: string;
-  /** Also voice turns with input transcription off and on, compared (transcriptionCost.ts). */
-  readonly compareTranscription?: boolean;
   /** Called with every turn's trace (the CLI writes them to DIR/requests.json). */
   readonly onRun?: (concurrency: number, traces: readonly TurnTrace[]) => void;
 }
@@ -130,13 +127,7 @@ async function readVoiceConfig(file: string): Promise<BenchConfig> {
   return config;
 }
 
-type Load = (
-  name: string,
-  kind: TurnKind,
-  concurrency: number,
-  turns: TurnSpec[],
-  transcription?: boolean,
-) => ReturnType<VoiceClients['run']>;
+type Load = (name: string, kind: TurnKind, concurrency: number, turns: TurnSpec[]) => ReturnType<VoiceClients['run']>;
 
 /**
  * Starts the server (--config) and the client process, runs warm-up and every concurrency (voice, then text), and
@@ -155,8 +146,7 @@ async function measureRuns(
   let clients: VoiceClients | null = null;
   try {
     clients = await VoiceClients.start();
-    if (config)
-      server = await startInProcessServer(o.compareTranscription ? withAsr(config.graph) : config.graph, o.log);
+    if (config) server = await startInProcessServer(config.graph, o.log);
     const settings: TurnSettings = {
       baseUrl: server?.baseUrl ?? (o.target as Extract<VoiceBenchTarget, { kind: 'url' }>).url,
       apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
@@ -164,10 +154,10 @@ async function measureRuns(
       outputLen: o.outputLen,
       timeoutMs: o.timeoutMs,
     };
-    const load: Load = (name, kind, concurrency, turns, transcription = false) => {
+    const load: Load = (name, kind, concurrency, turns) => {
       const bar = o.progress ? new ProgressBar(o.progress, name, turns.length) : null;
       return clients!
-        .run(kind, concurrency, { ...settings, transcription }, turns, (ok) => bar?.tick(ok))
+        .run(kind, concurrency, settings, turns, (ok) => bar?.tick(ok))
         .finally(() => bar?.finish());
     };
     if (warmups.length > 0) await warmUp(o, load, () => turnsOf(warmups));
@@ -186,7 +176,6 @@ async function measureRuns(
         summarizeVoiceRun({ concurrency, silenceMs: o.silenceMs, voice, text, ...serverTiming, eventLoopDelayP99Ms }),
       );
       o.onRun?.(concurrency, [...voice.traces, ...text.traces]);
-      if (o.compareTranscription) await compareTranscription(o, load, result, concurrency, () => turnsOf(prompts));
       if (committed.length === 0) committed = committedClips(voiceTurns, voice.traces);
     }
     return committed;
@@ -205,7 +194,6 @@ async function measureRuns(
 
 /** Warm-up turns, out of the figures; they also start the server's VAD service (it loads on the first session). */
 async function warmUp(o: VoiceBenchOptions, load: Load, turns: () => TurnSpec[]): Promise<void> {
-  if (o.compareTranscription) await load('transcribed warm-up', 'voice', 1, turns(), true);
   for (const kind of ['voice', 'text'] as const) {
     const failed = (await load(`${kind} warm-up`, kind, 1, turns())).traces.find((t) => !t.ok);
     if (failed)
@@ -214,23 +202,6 @@ async function warmUp(o: VoiceBenchOptions, load: Load, turns: () => TurnSpec[])
         `a ${kind} warm-up turn failed (${failed.error}); is the server healthy?`,
       );
   }
-}
-
-/** Voice turns with input transcription off, on, on, off (drift falls on both), and their first audio compared. */
-async function compareTranscription(
-  o: VoiceBenchOptions,
-  load: Load,
-  result: VoiceBenchResult,
-  concurrency: number,
-  turns: () => TurnSpec[],
-): Promise<void> {
-  const pass = (on: boolean) =>
-    load(`transcription ${on ? 'on' : 'off'} c=${concurrency}`, 'voice', concurrency, turns(), on);
-  const [off1, on1, on2, off2] = [await pass(false), await pass(true), await pass(true), await pass(false)];
-  const off = [...off1.traces, ...off2.traces];
-  const on = [...on1.traces, ...on2.traces];
-  (result.transcription ??= []).push(summarizeTranscriptionCost(concurrency, off, on));
-  o.onRun?.(concurrency, [...off, ...on]);
 }
 
 /**

@@ -27,7 +27,6 @@ export class TurnRecord {
   speechEndMs: number | null = null;
   speechStoppedMs?: number;
   vadAudioEndMs?: number;
-  transcribedMs?: number;
   /** The turn's answer: the first response created after the speech ended. */
   requestId?: string;
   usage: ReturnType<typeof usageFields> = {};
@@ -49,9 +48,6 @@ export class TurnRecord {
         return;
       case 'response.created':
         if (this.speechEndMs !== null) this.requestId ??= e.response?.id;
-        return;
-      case 'conversation.item.input_audio_transcription.completed':
-        this.transcribedMs ??= atMs;
         return;
       case 'response.done': {
         if (this.requestId === undefined || e.response?.id !== this.requestId) return; // not this turn's answer
@@ -109,7 +105,6 @@ export class TurnRecord {
       ...this.usage,
       ...(this.speechStoppedMs !== undefined ? { speechStoppedMs: this.speechStoppedMs } : {}),
       ...(this.vadAudioEndMs !== undefined ? { vadAudioEndMs: this.vadAudioEndMs } : {}),
-      ...(this.transcribedMs !== undefined ? { transcribedMs: this.transcribedMs } : {}),
       ...extra,
     };
   }
@@ -131,12 +126,7 @@ export async function openTurnSession(
     max_output_tokens: s.outputLen,
     ignore_eos: true,
     ...(extra.seed !== undefined ? { seed: extra.seed } : {}),
-    audio: {
-      input: {
-        turn_detection: kind === 'voice' ? vad : null,
-        ...(kind === 'voice' && s.transcription ? { transcription: { model: 'whisper-1' } } : {}),
-      },
-    },
+    audio: { input: { turn_detection: kind === 'voice' ? vad : null } },
   });
   return session;
 }

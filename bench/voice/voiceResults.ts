@@ -8,7 +8,6 @@ import { percentile, requestMetrics } from '../ttfp/metrics.ts';
 import { goalOf, type Goal, type Machine } from '../ttfp/results.ts';
 import type { ServerSideTiming } from '../ttfp/ServerTimings.ts';
 import type { TurnTrace } from './protocol.ts';
-import type { TranscriptionCostRow } from './transcriptionCost.ts';
 
 /** Voice TTFP without the silence (the VAD's wait) may be at most this many times the typed sentence's TTFP. */
 export const VOICE_OVER_TEXT_GOAL_AT_C1 = 1.2;
@@ -102,8 +101,6 @@ export interface VoiceBenchResult {
   goals: Goal[];
   /** Why the goal is missed, when it is: the work a voice turn still does after the user stops speaking. */
   goal_note: string | null;
-  /** --compare-transcription: first audio with input transcription off and on, per concurrency. */
-  transcription?: TranscriptionCostRow[];
 }
 
 function spread(values: readonly (number | null | undefined)[]): Spread {

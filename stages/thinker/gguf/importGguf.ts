@@ -52,8 +52,8 @@ export async function sha256OfFile(path: string): Promise<string> {
 }
 
 /**
- * The form a GGUF's weights are imported in unless asked otherwise: measured with bench/models/ggufDecode.ts
- * (bench/README.md, "GGUF decode").
+ * The form a GGUF's weights are imported in unless asked otherwise: measured with bench/models/ggufDecode.ts at the
+ * tag bench-archive-2026-12-02 (bench/README.md, "Archived harnesses").
  */
 export const DEFAULT_GGUF_WEIGHTS: GgufWeightForm = 'q4';
 
