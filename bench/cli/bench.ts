@@ -73,10 +73,10 @@ reports the ratios of --config over FILE; --compare-scheduling runs the YAML wit
 (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
 with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
 routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
-instances to choose from, e.g. replicas: 2); --compare-compiled runs it with every stage process started from the build in dist/
-(\`npm run build\` first) and through tsx. Two servers compared run at once, each concurrency's prompts in halves
-A B B A, so that the machine's drift falls on both alike (remote stages: one after the other). --url measures a
-running server.
+instances to choose from, e.g. replicas: 2); --compare-compiled runs it with every stage process started from the
+build in dist/ (\`npm run build\` first) and through tsx. Two servers compared run at once, each concurrency's
+prompts in halves A B B A, so that the machine's drift falls on both alike (remote stages: one after the other).
+--url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
 ${openLoopHelp}\
 --trace-steps DIR: every stage process writes each step it runs to DIR (bench/ttfp/stepTimeline.ts shows where a

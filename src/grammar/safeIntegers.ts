@@ -3,7 +3,8 @@
  * double holds exactly): at most 16 digits. Without it the grammar admits a number that never ends, and a model
  * that likes digits (at temperature 1, a small or random one repeating "17") writes one until max_tokens, so the
  * answer is cut and is no JSON at all (bench/grammar/validity.ts, at the tag bench-archive-2026-12-02: 0 of 48
- * answers ended within 400 tokens before this). A larger integer would not survive JSON.parse in JavaScript anyway. Bounds the schema gives are kept.
+ * answers ended within 400 tokens before this). A larger integer would not survive JSON.parse in JavaScript anyway.
+ * Bounds the schema gives are kept.
  *
  * Rewrites a copy of the schema; every subschema is reached through the keywords schemaKeywords.ts lets through.
  */
