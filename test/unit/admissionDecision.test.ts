@@ -110,7 +110,7 @@ describe('Router.estimate', () => {
     expect(e.ttfpMs).toBeNull();
   });
 
-  it("learns the Thinker's rate and what predictions miss per live request, charged for each live now", () => {
+  it("learns the Thinker's rate and what a request alone misses its prediction by, charged once", () => {
     // The router reads Date.now() at admission and when it estimates: the clock stands still here, so the rate it
     // learns is exactly the one the test teaches (a tick between admission and the test's reading taught 2001 ms).
     vi.useFakeTimers({ toFake: ['Date'] });
@@ -127,7 +127,8 @@ describe('Router.estimate', () => {
     const e = router.estimate(entryOf())!;
     // b's 400 tokens are ahead of a newcomer (2 s at 200 tokens/s), then its own typical 400 (2 s more).
     expect(e.queueMs).toBeCloseTo(2_000);
-    // Plus a's misses (1900 ms to text, 2400 to audio, with one live) for each of 2 live: b and the newcomer.
+    // Plus a's misses (1900 ms to text, 2400 to audio, with no competitor): a newcomer's own part, and as much for
+    // b, a competitor (what one adds is not measured yet: it is taken to cost as much as a request alone).
     expect(e.ttftMs - 2 * e.queueMs).toBeCloseTo(2 * 1_900);
     expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(2 * 500);
     queued.release();
@@ -159,29 +160,54 @@ describe('decideAdmission: the pace of spoken answers', () => {
 describe('LiveCost', () => {
   const NO_WAIT = { ttft: 0, ttfp: 0 };
 
-  it('charges a newcomer what the last ones missed per competitor, for each request before its first packet', () => {
+  it("charges a newcomer its own part (requests with no competitor) and each competitor's beyond it", () => {
     const cost = new LiveCost();
     expect(cost.extraMs('ttft')).toBeNull();
-    const a = cost.admit(100, 0, 50, false, NO_WAIT); // alone
+    const a = cost.admit(100, 0, 50, false, NO_WAIT); // no competitor
     const b = cost.admit(100, 0, 50, false, NO_WAIT); // 2 before their first packet
     expect(cost.pending).toBe(2);
-    cost.firstToken(a, 250); // missed by 200 with 1 competitor (itself); its first packet (text) is out
+    cost.firstToken(a, 250); // missed by 200 with no competitor: a request's own part
     cost.firstToken(a, 9_999); // learned once
     expect(cost.pending).toBe(1);
-    expect(cost.extraMs('ttft')).toBeCloseTo(200 * 2); // b and the newcomer compete; a, answering, does not
-    cost.firstToken(b, 650); // missed by 600 with 2 competitors: 300 each, averaged in at 0.3
-    expect(cost.extraMs('ttft')).toBeCloseTo((200 + 0.3 * 100) * 1);
-    expect(cost.live).toBe(2);
-    cost.release(a);
-    cost.release(a);
-    cost.release(b);
+    expect(cost.extraMs('ttft')).toBe(200 + 200); // b competes: until measured, a competitor costs a request alone
+    cost.firstToken(b, 650); // missed by 600 beside one other: 400 beyond its own part
+    expect(cost.extraMs('ttft')).toBe(200); // nobody before a first packet: the own part only
+    const c = cost.admit(100, 1_000, 50, false, NO_WAIT);
+    expect(cost.extraMs('ttft')).toBe(200 + 400); // a newcomer beside c
+    cost.firstToken(c, 1_300); // missed by 250 with none: own misses 200, 250
+    expect(cost.extraMs('ttft')).toBe(200); // the lower median
+    expect(cost.live).toBe(3);
+    for (const s of [a, a, b, c]) cost.release(s);
     expect([cost.live, cost.pending]).toEqual([0, 0]);
-    // A smaller miss moves it down slowly (0.05: an upper envelope, the bound is on a tail); a prediction that
-    // overshot teaches a negative charge (Router.estimate never goes below 0 with it).
-    const c = cost.admit(100, 0, 2_000, false, NO_WAIT);
-    cost.firstToken(c, 500); // -1500 with 1 competitor
-    expect(cost.extraMs('ttft')).toBeCloseTo(230 + 0.05 * (-1500 - 230)); // the newcomer alone competes
+    // A competitor's smaller cost moves it down slowly (0.05: an upper envelope, the bound is on a tail).
+    const d = cost.admit(100, 0, 50, false, NO_WAIT);
+    const e = cost.admit(100, 0, 50, false, NO_WAIT);
+    cost.firstToken(d, 250); // own misses 200, 200, 250
+    cost.firstToken(e, 350); // 300 missed beside d: 100 beyond the own part
+    expect(cost.extraMs('ttft')).toBe(200);
+    const f = cost.admit(100, 0, 50, false, NO_WAIT);
+    expect(cost.extraMs('ttft')).toBeCloseTo(200 + 400 + 0.05 * (100 - 400));
+    for (const s of [d, e, f]) cost.release(s);
     expect(cost.typicalPromptTokens).toBe(100);
+  });
+
+  it("does not charge each competitor a request alone's time (a closed loop's burst was refused so)", () => {
+    // The assistant pipeline: a spoken answer's first audio comes ~1 s after its predicted first text, alone.
+    const cost = new LiveCost();
+    for (let i = 0; i < 8; i++) {
+      const s = cost.admit(100, i * 10_000, 100, true, NO_WAIT);
+      cost.firstAudio(s, i * 10_000 + (i === 0 ? 6_500 : 1_100)); // the first one cold
+      cost.release(s);
+    }
+    expect(cost.ownMs('ttfp')).toBe(1_000); // the cold start outvoted
+    // Four at once (c=4): each beside the others costs them 150 ms more.
+    const four = [0, 1, 2, 3].map(() => cost.admit(100, 100_000, 100, true, NO_WAIT));
+    four.forEach((s, i) => cost.firstAudio(s, 100_000 + 1_100 + 150 * i));
+    // A newcomer beside three is charged the own part and 150 ms for each, not the 4 x 1000 ms (and more: the
+    // cold start's envelope) that charging each competitor a whole request's miss made of it.
+    const burst = [0, 1, 2].map(() => cost.admit(100, 200_000, 100, true, NO_WAIT));
+    expect(cost.extraMs('ttfp')).toBeCloseTo(1_000 + 3 * 150);
+    for (const s of [...four, ...burst]) cost.release(s);
   });
 
   it('an audio request competes until its first audio; the steps in progress are charged as measured', () => {
@@ -197,9 +223,9 @@ describe('LiveCost', () => {
     const n = cost.admit(100, 1_000, 50, true, path);
     expect(n.competitors).toBe(1);
     expect(n.estimatedMs.ttfp).toBeCloseTo(50 + 150 + 250);
-    // Its first audio 500 ms after admission: the miss beyond its prediction and the measured steps is 300.
-    cost.firstAudio(n, 1_500);
-    expect(cost.extraMs('ttfp')).toBeCloseTo(250 + 0.3 * (300 - 250));
+    // Its first audio 600 ms after admission: the miss beyond its prediction and the measured steps is 400, its own.
+    cost.firstAudio(n, 1_600);
+    expect(cost.ownMs('ttfp')).toBe(250); // the lower median of 250 and 400
     cost.release(long);
     cost.release(n);
     expect([cost.live, cost.pending]).toEqual([0, 0]);

@@ -8,8 +8,8 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { StageGraph } from '../../src/common/graph.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 import { newInstance, type StageInstance } from '../../src/engine/pool/StageInstance.ts';
-import { Router } from '../../src/engine/routing/Router.ts';
-import { currentStepMs, frameStepMs, inProgressStepsMs } from '../../src/engine/routing/stepWait.ts';
+import { ROUTE_DEFAULTS, Router } from '../../src/engine/routing/Router.ts';
+import { currentStepMs, frameStepMs, pathWaitMs } from '../../src/engine/routing/stepWait.ts';
 import type { StageStats } from '../../src/worker/stageStats.ts';
 
 const stats = (running: number, stepMs: number, steps: number[]): StageStats => ({
@@ -46,26 +46,33 @@ describe('currentStepMs', () => {
   });
 });
 
-describe('inProgressStepsMs', () => {
-  it('sums the stages a request passes, the least of each stage, no encoder', () => {
+describe('pathWaitMs', () => {
+  it("takes the latest stage's step less the newcomer's own time before it, the least instance, no encoder", () => {
     const all = instances();
     const at = (id: string) => all.get(id)!;
+    const entry = at('thinker#0').spec;
     at('thinker#0').stats = stats(16, 5, [5]);
     at('talker#0').stats = stats(16, 120, [100, 140]);
     at('code2wav#0').stats = stats(4, 8, [8]);
     at('audio-encoder#0').stats = stats(1, 500, [500]);
-    expect(inProgressStepsMs(all.values(), 'all')).toBe(5 + 120 + 8);
-    expect(inProgressStepsMs(all.values(), [at('thinker#0').spec])).toBe(5);
+    // Its own first text at once: the Talker's step is the wait (summed, 5 + 120 + 8 = 133).
+    expect(pathWaitMs(all.values(), entry, 0)).toEqual({ ttft: 5, ttfp: 120 });
+    // 50 ms of its own prefill overlap the Talker's step; 200 ms cover it: the Thinker's step is all that is left.
+    expect(pathWaitMs(all.values(), entry, 50)).toEqual({ ttft: 5, ttfp: 70 });
+    expect(pathWaitMs(all.values(), entry, 200)).toEqual({ ttft: 5, ttfp: 5 });
+    at('thinker#0').stats = stats(16, 300, [300]);
+    expect(pathWaitMs(all.values(), entry, 50).ttfp).toBe(300); // the entry's step delays everything after it
+    at('thinker#0').stats = stats(16, 5, [5]);
     // The pace of the frames: the Talker's step (the Thinker's tokens are several frames; Code2Wav is no AR stage).
-    expect(frameStepMs(all.values(), at('thinker#0').spec)).toBe(120);
+    expect(frameStepMs(all.values(), entry)).toBe(120);
     // A second Talker, idle: routing takes it, so its nothing is the wait.
     const spare = newInstance(graph, at('talker#0').stageIndex, 1, 'talker#1');
     spare.status = 'ready';
     all.set(spare.instance, spare);
-    expect(inProgressStepsMs(all.values(), 'all')).toBe(5 + 8);
-    expect(frameStepMs(all.values(), at('thinker#0').spec)).toBe(0);
+    expect(pathWaitMs(all.values(), entry, 0).ttfp).toBe(8);
+    expect(frameStepMs(all.values(), entry)).toBe(0);
     spare.status = 'starting';
-    expect(inProgressStepsMs(all.values(), 'all')).toBe(5 + 120 + 8); // not ready: not counted
+    expect(pathWaitMs(all.values(), entry, 0).ttfp).toBe(120); // not ready: not counted
   });
 });
 
@@ -89,21 +96,28 @@ describe('Router.estimate with answers speaking', () => {
     const idle = router.estimate(entry)!;
     // Four long answers, each past its first audio: no competitors, but the Talker's steps now take 150 ms.
     const long = ['a', 'b', 'c', 'd'].map(route);
-    for (const t of long) {
+    // Admitted together, each one's first audio 100 ms later than the one before: a competitor costs 100 ms.
+    long.forEach((t, i) => {
       t.firstToken(Date.now() + 50);
-      t.firstAudio(Date.now() + 200);
-    }
+      t.firstAudio(Date.now() + 200 + 100 * i);
+    });
     const quick = router.estimate(entry)!;
     // Charged for itself alone, as the idle server's newcomer was (the answers moved the learned charge a little).
     expect(quick.ttfpMs!).toBeLessThan(1.5 * idle.ttfpMs!);
     all.get('talker#0')!.stats = stats(4, 150, [150]);
     const speaking = router.estimate(entry)!;
-    expect(speaking.ttfpMs! - quick.ttfpMs!).toBeCloseTo(150, 6);
+    // The Talker's step less the newcomer's own predicted prefill before it (a typical prompt, at most 50 positions
+    // at the assumed rate: the repeated prompt's cached blocks are not computed).
+    const prefillMs = (50 * 1000) / ROUTE_DEFAULTS.prefillTokensPerSecond;
+    expect(speaking.ttfpMs! - quick.ttfpMs!).toBeLessThan(150);
+    expect(speaking.ttfpMs! - quick.ttfpMs!).toBeGreaterThanOrEqual(150 - prefillMs);
     expect(speaking.ttftMs).toBeCloseTo(quick.ttftMs, 6); // the Thinker's steps are short: its first text is not
-    // A competitor (admitted, no audio yet) is charged what the last ones missed.
+    // A competitor (admitted, no audio yet) is charged what each competitor lately added: about 100 ms (each one's
+    // miss is over its own prediction, a few ms longer with the prompts queued ahead of it).
     const waiting = route('e');
     const behind = router.estimate(entry)!;
-    expect(behind.ttfpMs!).toBeGreaterThan(speaking.ttfpMs! + 100);
+    expect(behind.ttfpMs! - speaking.ttfpMs!).toBeGreaterThan(90);
+    expect(behind.ttfpMs! - speaking.ttfpMs!).toBeLessThan(125);
     for (const t of [...long, waiting]) t.release();
   });
 });

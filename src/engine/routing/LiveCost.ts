@@ -34,6 +34,19 @@ const CALIBRATION_QUANTILE = 0.95;
 const RATIO_BOUNDS = [0.1, 10] as const;
 
 /**
+ * A request's own miss and its competitors' (issue 41): the miss of a request that had no competitor (none other before
+ * its first packet) is its own time beyond the prediction (a spoken answer's sentence and voice after its first
+ * text), not a cost of competition. Charged per competitor, as it was, it made every request before its first packet
+ * cost a newcomer a whole request alone: the assistant pipeline's closed loop at c=4 refused 7 of 8 requests on a
+ * quiet machine (first audio estimated at 2577 ms against a 2512 ms bound, the one admitted heard in 364 ms), and on
+ * a loaded one its first request's cold miss (6.4 s) charged each competitor 6.4 s. So the misses of requests with no
+ * competitor teach the own part (the lower median of the last ones: a cold start is outvoted by the next one), and
+ * the misses of those with competitors teach, beyond that own part, the cost of each other one.
+ */
+/** Misses of requests with no competitor kept per kind: their median is the own part. */
+const OWN_WINDOW = 16;
+
+/**
  * Competitors and background (issue 41): a request past its first packet (first audio when it asked for audio, else
  * first text) shares the cores with a newcomer but not its place in line: its steps are the ones in progress that a
  * newcomer waits for at each stage (stepWait.ts, measured per stage now), and the Talker runs first outputs in steps
@@ -75,8 +88,10 @@ export class LiveCost {
   /** Live requests before their first packet (competitors of a newcomer). */
   #pending = 0;
   #typicalPromptTokens: number | null = null;
-  #ttftPerCompetitorMs: number | null = null;
-  #ttfpPerCompetitorMs: number | null = null;
+  /** What each other request before its first packet adds (ms), learned as an upper envelope. */
+  readonly #perOtherMs: Record<Kind, number | null> = { ttft: null, ttfp: null };
+  /** The misses of the last requests that had no competitor (ms), whose median is a newcomer's own part. */
+  readonly #ownMisses: Record<Kind, number[]> = { ttft: [], ttfp: [] };
   readonly #ratios = { ttft: [] as number[], ttfp: [] as number[] };
 
   /** Live requests now (routed and not released). */
@@ -128,7 +143,7 @@ export class LiveCost {
     if (s.ttftLearned) return;
     s.ttftLearned = true;
     this.alone.learn('ttft', s.live, atMs - s.admittedAtMs);
-    this.#ttftPerCompetitorMs = envelope(this.#ttftPerCompetitorMs, missPerCompetitor(s, atMs, 'ttft'));
+    this.learnMiss('ttft', s, atMs);
     this.learnRatio('ttft', s, atMs);
     if (!s.wantsAudio) this.firstPacketOut(s);
   }
@@ -137,7 +152,7 @@ export class LiveCost {
     if (s.ttfpLearned) return;
     s.ttfpLearned = true;
     this.alone.learn('ttfp', s.live, atMs - s.admittedAtMs);
-    this.#ttfpPerCompetitorMs = envelope(this.#ttfpPerCompetitorMs, missPerCompetitor(s, atMs, 'ttfp'));
+    this.learnMiss('ttfp', s, atMs);
     this.learnRatio('ttfp', s, atMs);
     this.firstPacketOut(s);
   }
@@ -157,12 +172,41 @@ export class LiveCost {
 
   /**
    * What a request admitted now should be charged beyond its prediction and the steps in progress on its way, to its
-   * first text or first audio, for the requests still before their first packet and itself (ms; null: nothing of
-   * that kind measured yet).
+   * first text or first audio: its own part (what requests with no competitor lately missed by) and, for each request
+   * now before its first packet, what each other one added (ms; null: nothing of that kind measured yet). Until a
+   * request with competitors is measured, each is taken to cost as much as a request alone (the cores shared
+   * fairly: a burst on a server that measured one request must not all be admitted); until one without, the
+   * per-competitor charge stands for the own part.
    */
   extraMs(kind: Kind): number | null {
-    const perCompetitor = kind === 'ttft' ? this.#ttftPerCompetitorMs : this.#ttfpPerCompetitorMs;
-    return perCompetitor === null ? null : perCompetitor * (this.#pending + 1);
+    const own = this.ownMs(kind) ?? this.#perOtherMs[kind];
+    if (own === null) return null;
+    return own + (this.#perOtherMs[kind] ?? own) * this.#pending;
+  }
+
+  /** The lower median miss of the last requests that had no competitor (ms), or null before one. */
+  ownMs(kind: Kind): number | null {
+    const misses = this.#ownMisses[kind];
+    if (misses.length === 0) return null;
+    const sorted = [...misses].sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)];
+  }
+
+  /**
+   * A first packet teaches the own part (a request with no competitor) or, beyond the own part, each other one's
+   * cost; with no own part measured yet, its competitors (itself included) share its miss equally, as before.
+   */
+  private learnMiss(kind: Kind, s: LiveSample, atMs: number): void {
+    const miss = atMs - s.admittedAtMs - s.predictedTtftMs - s.pathMs[kind];
+    const own = this.ownMs(kind);
+    if (s.competitors === 1) {
+      const misses = this.#ownMisses[kind];
+      misses.push(miss);
+      if (misses.length > OWN_WINDOW) misses.shift();
+      return;
+    }
+    const perOther = own === null ? miss / s.competitors : (miss - own) / (s.competitors - 1);
+    this.#perOtherMs[kind] = envelope(this.#perOtherMs[kind], perOther);
   }
 
   /**
@@ -207,10 +251,6 @@ export class LiveCost {
 }
 
 type Kind = 'ttft' | 'ttfp';
-
-function missPerCompetitor(s: LiveSample, atMs: number, kind: Kind): number {
-  return (atMs - s.admittedAtMs - s.predictedTtftMs - s.pathMs[kind]) / s.competitors;
-}
 
 function envelope(before: number | null, sample: number): number {
   if (before === null) return sample;

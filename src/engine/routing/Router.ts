@@ -22,7 +22,7 @@ import { blockKeyOf } from '../blockKey.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import { LiveCost, type LiveSample, type PathWaitMs } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
-import { frameStepMs, inProgressStepsMs } from './stepWait.ts';
+import { frameStepMs, pathWaitMs } from './stepWait.ts';
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import {
   chooseRoute,
@@ -202,7 +202,7 @@ export class Router {
     for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
     const ticket = this.admit(requestId, prompt, request, chosen, stages.filter(routed), reason, ecLookup, cached, {
       wantsAudio,
-      pathMs: this.pathWaitMs(entry),
+      pathMs: (predictedMs) => pathWaitMs(this.slots.values(), entry, predictedMs),
     });
     return { chosen, ticket };
   }
@@ -249,7 +249,7 @@ export class Router {
     const nowMs = Date.now();
     const entrySeatMs = this.#seats.waitMs(this.slots.values(), [entry], nowMs, seated);
     const seatMs = this.#seats.waitMs(this.slots.values(), 'all', nowMs, seated);
-    const pathMs = this.pathWaitMs(entry);
+    const pathMs = pathWaitMs(this.slots.values(), entry, predictedMs);
     const ttfpMs = this.#liveCost.estimate(predictedMs, 'ttfp', pathMs);
     return {
       queueMs: queue.predictedTtftSeconds * 1000 + entrySeatMs,
@@ -263,14 +263,6 @@ export class Router {
   /** How long the slowest frame-making stage's steps take now (stepWait.ts frameStepMs). */
   frameStepMs(entry: StageSpec): number {
     return frameStepMs(this.slots.values(), entry);
-  }
-
-  /** The steps in progress a request admitted now waits for: at the entry stage, and on its way to audio. */
-  private pathWaitMs(entry: StageSpec): { ttft: number; ttfp: number } {
-    return {
-      ttft: inProgressStepsMs(this.slots.values(), [entry]),
-      ttfp: inProgressStepsMs(this.slots.values(), 'all'),
-    };
   }
 
   private firstToken(a: Admitted, atMs: number): void {
@@ -360,7 +352,8 @@ export class Router {
     reason: string,
     ecLookup: EcLookup,
     cached: ReadonlyMap<string, number>,
-    firstPacket: { wantsAudio: boolean; pathMs: PathWaitMs },
+    /** `pathMs`: the steps in progress it waits for, given its predicted first text (stepWait.ts pathWaitMs). */
+    firstPacket: { wantsAudio: boolean; pathMs: (predictedMs: number) => PathWaitMs },
   ): RouteTicket | null {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
@@ -409,7 +402,7 @@ export class Router {
         admittedAtMs,
         predictedTtftSeconds * 1000,
         firstPacket.wantsAudio,
-        firstPacket.pathMs,
+        firstPacket.pathMs(predictedTtftSeconds * 1000),
       ),
     };
     if (encoders.size === 0) this.enqueue(admitted);

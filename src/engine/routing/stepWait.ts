@@ -10,6 +10,7 @@ import type { StageSpec } from '../../common/graph.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import type { StageStats } from '../../worker/stageStats.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';
+import type { PathWaitMs } from './LiveCost.ts';
 
 /**
  * A stage instance's current step (ms) as its latest report tells it: the mean of the steps it ran since the report
@@ -24,20 +25,29 @@ export function currentStepMs(stats: StageStats | null): number {
 }
 
 /**
- * The steps in progress a request waits for on its way through `stages` (all but the encoders when 'all'): at each
- * stage the least of its ready instances' current steps (routing takes the least loaded), summed over the stages (a
- * request passes them one after another).
+ * The steps in progress a request admitted now waits for, beyond its own work (ms): to its first text, the entry
+ * stage's; to its first audio, the later of each stage's (all but the encoders), less the request's own time before
+ * it reaches that stage. At each stage the least of its ready instances' current steps counts (routing takes the least
+ * loaded), taken as just begun (the worst case).
+ *
+ * The waits overlap, they do not add up: the steps in progress run while the newcomer does its own work upstream.
+ * It reaches a stage after `upstreamMs` of its own (the Thinker's prefill, its predicted first text, the least of
+ * what comes before any later stage); a step in progress there ends `step` after admission, so it delays the
+ * newcomer by what is left of it then, `step - upstreamMs` or nothing. The finish of a chain of stages is the latest
+ * of these (each stage's wait, then the own work after it), so the first audio waits for the largest of them, not
+ * their sum: summed, the assistant pipeline's tts step in progress (~660 ms on a loaded machine) was charged in full
+ * beside a Thinker whose own first text (predicted at ~1.1 s) overlapped it.
  */
-export function inProgressStepsMs(instances: Iterable<InstanceView>, stages: readonly StageSpec[] | 'all'): number {
+export function pathWaitMs(instances: Iterable<InstanceView>, entry: StageSpec, upstreamMs: number): PathWaitMs {
   const least = new Map<StageSpec, number>();
   for (const view of instances) {
     if (view.status !== 'ready' || view.spec.encoder) continue;
-    if (stages !== 'all' && !stages.includes(view.spec)) continue;
     least.set(view.spec, Math.min(least.get(view.spec) ?? Infinity, currentStepMs(view.stats)));
   }
-  let sum = 0;
-  for (const ms of least.values()) sum += ms;
-  return sum;
+  const atEntry = least.get(entry) ?? 0;
+  let ttfp = atEntry;
+  for (const [spec, ms] of least) if (spec !== entry) ttfp = Math.max(ttfp, ms - Math.max(0, upstreamMs));
+  return { ttft: atEntry, ttfp };
 }
 
 /**
