@@ -1,7 +1,6 @@
 /**
  * `chorus bench`            TTFP, TTFT, TPOT, ITL, E2E, RTF and underruns across concurrency (bench/ttfp)
  * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
- * `chorus bench --turns N`  conversations of N turns: TTFT, TTFP and cached tokens by turn index (bench/ttfp/turns)
  * `chorus bench --voice`    spoken turns (server VAD) against the same sentences typed: TTFP from the end of speech
  *                           (bench/voice)
  *
@@ -28,8 +27,6 @@ import {
 } from './flags.ts';
 import { mixUsage, runMixCommand } from './mix.ts';
 import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './openLoop.ts';
-import { runTurnsCommand, turnsUsage } from './turns.ts';
-import { runVoiceTurnsCommand, voiceTurnsUsage } from './voiceTurns.ts';
 import type { RunRow } from '../ttfp/results.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
 import type { ServerTimings } from '../ttfp/ServerTimings.ts';
@@ -58,11 +55,9 @@ export const usage = `usage:
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--skip-account] [--goals] [--json]
 ${openLoopUsage.trimEnd()}
-${turnsUsage.trimEnd()}
   chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
                        [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
                        [--skip-limit] [--limit-repeats 20] [--goals] [--json]
-${voiceTurnsUsage.trimEnd()}
 ${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
@@ -90,25 +85,11 @@ CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; i
 Results go to DIR (default bench/results/run-<time>): results.json, results.md (the wide tables) and
 requests.json (every request's metrics and audio arrivals, for tracing a slow first packet or a stall); the terminal
 gets a summary per run. --goals adds the development goals of bench/README.md, met or not, to both reports.
---turns N: conversations of N turns instead of single prompts (bench/TURNS.md): over realtime one session per
-conversation (conversation.item.create, then response.create in the conversation), over chat the history resent
-with the answers' text. Each user message is --input-len tokens (default 40), each answer --output-len tokens
-(--max-tokens is the same flag) with ignore_eos. --num-prompts is the conversations per concurrency (default twice
-the concurrency, so each half of an A B B A comparison keeps that many in flight). Prints TTFT and TTFP (p50), input
-and cached tokens, failed turns and turn k over turn 1 by turn index; with --compare-prefix-cache (or
---compare-config, --compare-sync) both configs side by side and their ratio. Then, with the servers down, the
-per-turn limit of the first config's c=1 run (--config only): each shown turn's new positions over a cached past of
-its length on the bare runners, as "Limit (ms)" and "TTFP / limit" columns (--skip-limit: none; --limit-repeats,
-default 5, runs per turn; --throughput-repeats is not for --turns). Writes results.json, results.md and turns.json
-(every turn) to DIR. --system-len N: every conversation starts with the same N-token system prompt (a system message;
-a Realtime session's instructions); each run reports the prompt positions the server computed and, with --turns 1,
-how many times it computed the system prompt (ideal: once per Thinker instance).
 --voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
 type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
 their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
---voice --turns N: spoken conversations of N turns, each session speaking a different sentence a turn once the last
-answer is done (server VAD answers); per turn index the end of speech -> first audio p50, input and cached tokens,
-failures and turn k over turn 1; --compare-prefix-cache or --compare-config side by side (bench/TURNS.md, "Voice").
+Harnesses of closed issues (the connector microbench, tracing rounds, conversations by turn, the grammar, model and
+Piper benches) were archived: bench/README.md, "Archived harnesses", runs them from the tag bench-archive-2026-12-02.
 --mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
 (default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
 rate, encoder busy time, and the goal lines of bench/README.md "Disaggregated encoders".
@@ -124,15 +105,10 @@ export async function run(argv: string[]): Promise<number> {
   logger.level = process.env.CHORUS_LOG_LEVEL;
   const [sub, ...rest] = argv;
   if (sub === 'limit') return runLimitCommand(rest);
+  refuseArchived(argv);
   if (sub !== undefined && !sub.startsWith('-'))
-    throw new UsageError(
-      `chorus bench has no subcommand "${sub}" (only limit); harnesses of closed issues were archived: ` +
-        'bench/README.md, "Archived harnesses", runs them from their tag',
-    );
-  if (argv.includes('--voice')) {
-    if (argv.some((a) => a === '--turns' || a.startsWith('--turns='))) return runVoiceTurnsCommand(argv);
-    return runVoiceCommand(argv);
-  }
+    throw new UsageError(`chorus bench has no subcommand "${sub}" (only limit)`);
+  if (argv.includes('--voice')) return runVoiceCommand(argv);
   if (argv.some((a) => a === '--mix' || a.startsWith('--mix='))) return runMixCommand(argv);
   return runServeCommand(argv);
 }
@@ -148,8 +124,6 @@ const SERVE_OPTIONS = {
   'input-len': { type: 'string' },
   'output-len': { type: 'string' },
   'max-tokens': { type: 'string' },
-  turns: { type: 'string' },
-  'system-len': { type: 'string' },
   'compare-sync': { type: 'boolean', default: false },
   'compare-config': { type: 'string' },
   'compare-scheduling': { type: 'boolean', default: false },
@@ -174,38 +148,31 @@ const SERVE_OPTIONS = {
 
 type ServeFlags = ReturnType<typeof parse<typeof SERVE_OPTIONS>>;
 
-/** `chorus bench` without a subcommand: the TTFP bench, open-loop load (--request-rate) or conversations (--turns). */
+/** `chorus bench` without a subcommand: the TTFP bench, or open-loop load (--request-rate). */
 async function runServeCommand(argv: string[]): Promise<number> {
   const v = parse(argv, SERVE_OPTIONS);
   const openLoop = openLoopFlags(v);
   checkCompareFlags(v, openLoop !== null);
-  const turns = v.turns === undefined ? undefined : int('turns', v.turns, 1);
-  if (v['system-len'] !== undefined && turns === undefined)
-    throw new UsageError(
-      '--system-len is for --turns (give --turns 1 for independent requests under one system prompt)',
-    );
-  const shared = sharedOptions(v, argv, turns);
+  const shared = sharedOptions(v, argv);
+  if (openLoop === null) return runTtfpCommand(v, shared);
   const results = { out: v.out, json: v.json === true };
-  if (openLoop !== null)
-    return runOpenLoopCommand({ ...shared, ...openLoop, ...results, inputLen: int('input-len', v['input-len'], 100) });
-  if (turns !== undefined) {
-    return runTurnsCommand({
-      ...shared,
-      ...results,
-      turns,
-      inputLen: int('input-len', v['input-len'], 40),
-      ...(v['system-len'] !== undefined ? { systemLen: int('system-len', v['system-len'], 1) } : {}),
-      ...(v['num-prompts'] !== undefined ? { conversations: int('num-prompts', v['num-prompts'], 1) } : {}),
-      limit: v['skip-limit'] !== true,
-      // A limit per shown turn (up to a few dozen), each over a past built first: fewer runs than the single one.
-      limitRepeats: int('limit-repeats', v['limit-repeats'], 5),
-    });
-  }
-  return runTtfpCommand(v, shared);
+  return runOpenLoopCommand({ ...shared, ...openLoop, ...results, inputLen: int('input-len', v['input-len'], 100) });
+}
+
+/** What harnesses of closed issues took with them (bench/README.md, "Archived harnesses"). */
+const ARCHIVED = ['transport', '--turns', '--system-len', '--compare-tracing', '--compare-transcription'];
+
+function refuseArchived(argv: readonly string[]): void {
+  const hit = argv.map((a) => a.split('=')[0]).find((a) => ARCHIVED.includes(a));
+  if (hit !== undefined)
+    throw new UsageError(
+      `chorus bench ${hit} was archived with its closed issue: bench/README.md, "Archived harnesses", runs it ` +
+        'from the tag bench-archive-2026-12-02',
+    );
 }
 
 /** The options every `chorus bench` load shares: the target, the compared servers, the requests' shape. */
-function sharedOptions(v: ServeFlags, argv: string[], turns: number | undefined) {
+function sharedOptions(v: ServeFlags, argv: string[]) {
   const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   // Stage processes inherit the environment: each one then records its steps there (src/worker/StepTrace.ts).
@@ -217,8 +184,7 @@ function sharedOptions(v: ServeFlags, argv: string[], turns: number | undefined)
   return {
     target: targetOf(v),
     protocol: protocolOf(v.protocol),
-    // Conversations load the server longer than single prompts: --turns measures c=1 and 4 unless told.
-    concurrency: concurrencyOf(v.concurrency ?? (turns === undefined ? '1,4,10' : '1,4')),
+    concurrency: concurrencyOf(v.concurrency ?? '1,4,10'),
     outputLen: outputLenOf(v),
     warmup: int('warmup', v.warmup, 2, 0),
     seed: int('seed', v.seed, 0, 0),

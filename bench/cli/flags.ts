@@ -21,7 +21,7 @@ export function parse<const O extends OptionSpecs>(argv: string[], options: O): 
   return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
 }
 
-/** The flags both voice commands (`--voice`, `--voice --turns`) take: the server, the sessions, the results. */
+/** The flags the voice command (`--voice`) takes: the server, the sessions, the results. */
 export const VOICE_OPTIONS = {
   voice: { type: 'boolean' },
   config: { type: 'string' },
@@ -97,7 +97,6 @@ export function targetOf(v: TargetFlags) {
 
 export interface CompareFlags {
   readonly url?: string;
-  readonly turns?: string;
   readonly 'compare-sync'?: boolean;
   readonly 'compare-config'?: string;
   readonly 'compare-scheduling'?: boolean;
@@ -127,8 +126,8 @@ export function checkCompareFlags(v: CompareFlags, openLoop: boolean): void {
   for (const flag of [...bothStarted, 'compare-compiled'] as const)
     if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
       throw new UsageError(`--${flag} is for --config: the bench starts both servers`);
-  if (v['compare-compiled'] === true && (v.turns !== undefined || openLoop))
-    throw new UsageError('--compare-compiled is for the closed-loop TTFP bench (not --turns or --request-rate)');
+  if (v['compare-compiled'] === true && openLoop)
+    throw new UsageError('--compare-compiled is for the closed-loop TTFP bench (not --request-rate)');
 }
 
 /** --out, or bench/results/<prefix>-<when the run started>. */

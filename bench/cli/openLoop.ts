@@ -40,7 +40,6 @@ interface OpenLoopFlagValues {
   readonly 'slo-ttfp-ms'?: string;
   readonly 'num-prompts'?: string;
   readonly concurrency?: string;
-  readonly turns?: string;
   readonly 'find-capacity'?: boolean;
   readonly 'slo-quantile'?: string;
   readonly 'capacity-multiples'?: string;
@@ -84,7 +83,6 @@ export function openLoopFlags(v: OpenLoopFlagValues): OpenLoopFlags | null {
       '--request-rate (open loop: requests arrive at that rate) and --concurrency (closed loop: c requests in ' +
         'flight) are two kinds of load: give one',
     );
-  if (v.turns !== undefined) throw new UsageError('--request-rate is for single prompts, not --turns');
   if (v.duration !== undefined && v['num-prompts'] !== undefined)
     throw new UsageError('give --duration S (arrivals within S seconds) or --num-prompts N (N arrivals), not both');
   const ratesPerS = (v['request-rate'] ?? '1')

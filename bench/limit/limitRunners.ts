@@ -1,4 +1,4 @@
-/** The runners and sampling a critical-path limit runs on (bench/limit/runLimit.ts, cachedPast.ts). */
+/** The runners and sampling a critical-path limit runs on (bench/limit/runLimit.ts). */
 import type { Code2WavRunner, SamplingParams, TalkerRunner, ThinkerRunner } from '../../src/index.ts';
 
 export interface Runners {

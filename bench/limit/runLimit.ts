@@ -10,9 +10,6 @@
  * Rows and codec chunks are built by the runtime's own processors (Thinker2Talker, Talker2Code2Wav), so the shapes
  * are exactly what the stages compute. The steps run one after another; in the pipeline the Thinker's decode
  * overlaps the Talker's prefill, so the sum is a slightly pessimistic limit (the decode step is listed apart).
- *
- * A packet may start over a cached past (bench/limit/cachedPast.ts): the per-turn limit of `bench --turns`
- * (bench/limit/runTurnLimits.ts) times the same steps over the KV a conversation's turn adopts from the prefix cache.
  */
 import {
   ChorusError,
@@ -31,7 +28,6 @@ import {
 } from '../../src/index.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
-import { adoptPast, type CachedPast } from './cachedPast.ts';
 import type { PacketSampling, Runners } from './limitRunners.ts';
 import type { LimitParts, LimitResult } from './limitResult.ts';
 
@@ -98,13 +94,13 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
 }
 
 /** The Thinker's tokenizer (the one the server templates prompts with). */
-export function graphTokenizer(g: StageGraph): Tokenizer {
+function graphTokenizer(g: StageGraph): Tokenizer {
   const spec = stageOf(g, 'thinker');
   const size = spec.model.source === 'generated' && spec.model.kind === 'thinker' ? spec.model.size : undefined;
   return createTokenizer(spec.model, size);
 }
 
-export async function openRunners(g: StageGraph): Promise<Runners> {
+async function openRunners(g: StageGraph): Promise<Runners> {
   const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
   return {
     thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
@@ -114,7 +110,7 @@ export async function openRunners(g: StageGraph): Promise<Runners> {
 }
 
 /** The stages' default sampling, never stopping early: every run computes the same number of steps. */
-export function limitSampling(g: StageGraph): PacketSampling {
+function limitSampling(g: StageGraph): PacketSampling {
   return {
     thinker: { ...stageOf(g, 'thinker').defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
     talker: { ...stageOf(g, 'talker').defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
@@ -122,12 +118,12 @@ export function limitSampling(g: StageGraph): PacketSampling {
 }
 
 /** Thinker decode steps after its prefill before the initial chunk's rows exist (frame k reads token k / fpt). */
-export function thinkerDecodeSteps(r: Runners, ic: number): number {
+function thinkerDecodeSteps(r: Runners, ic: number): number {
   return Math.floor((ic - 1) / r.talker.framesPerToken);
 }
 
 /** `warmup` unmeasured then `repeats` measured runs of `packet`, each given a run name of its own. */
-export function timeRepeats(warmup: number, repeats: number, packet: (run: string) => LimitParts): LimitParts[] {
+function timeRepeats(warmup: number, repeats: number, packet: (run: string) => LimitParts): LimitParts[] {
   const runs: LimitParts[] = [];
   for (let i = 0; i < warmup + repeats; i++) {
     const parts = packet(`limit-${i}`);
@@ -137,7 +133,7 @@ export function timeRepeats(warmup: number, repeats: number, packet: (run: strin
 }
 
 /** The median of each part over the runs (so the parts need not add up to the total's median exactly). */
-export function medianParts(runs: readonly LimitParts[]): LimitParts {
+function medianParts(runs: readonly LimitParts[]): LimitParts {
   const med = (k: keyof LimitParts) =>
     percentile(
       runs.map((r) => r[k]),
@@ -157,12 +153,7 @@ export async function closeRunners(r: Runners): Promise<void> {
   await Promise.all([r.thinker.close(), r.talker.close(), r.code2wav.close()]);
 }
 
-/**
- * The first packet of `prompts.length` sequences run as one batch (1 = a lone request), timed part by part. With
- * `pasts`, sequence i starts over pasts[i] (null: from position 0): its cached KV and rows are copied in before the
- * clock starts, and the prefills compute only the positions after them, as a request that adopted that prefix from
- * the prefix cache does.
- */
+/** The first packet of `prompts.length` sequences run as one batch (1 = a lone request), timed part by part. */
 export function firstPacket(
   r: Runners,
   g: StageGraph,
@@ -170,13 +161,10 @@ export function firstPacket(
   ic: number,
   sampling: PacketSampling,
   run: string,
-  pasts?: readonly (CachedPast | null)[],
 ): LimitParts {
   const p = prompts[0].length; // every prompt has the same length (inputLen tokens + the template)
-  const seqs = prompts.map((promptIds, i) => packetSeq(r, g, `${run}-${i}`, promptIds, pasts?.[i] ?? null, p, ic));
+  const seqs = prompts.map((promptIds, i) => packetSeq(r, g, `${run}-${i}`, promptIds, p, ic));
   try {
-    // 0. Untimed: the cached prefix, as the prefix cache hands it to a request before its first step.
-    for (const s of seqs) if (s.past) adoptPast(r, s.past, s.seqId, s.toTalker);
     const thinker = thinkerPart(r, seqs, p, ic, sampling);
     const talker = talkerPart(r, seqs, p, ic, sampling);
     const code2wavMs = code2wavPart(r, seqs, talker.chunks);
@@ -197,23 +185,11 @@ export function firstPacket(
   }
 }
 
-/** One sequence of a first-packet batch: its prompt, its cached past, and the processors between the stages. */
-function packetSeq(
-  r: Runners,
-  g: StageGraph,
-  seqId: string,
-  promptIds: readonly number[],
-  past: CachedPast | null,
-  p: number,
-  ic: number,
-) {
-  const thinkerStart = past?.thinkerPositions ?? 0;
+/** One sequence of a first-packet batch: its prompt and the processors between the stages. */
+function packetSeq(r: Runners, g: StageGraph, seqId: string, promptIds: readonly number[], p: number, ic: number) {
   return {
     seqId,
-    past,
-    thinkerStart,
-    newTokenIds: promptIds.slice(thinkerStart),
-    talkerStart: past?.talkerRows ?? 0,
+    promptIds,
     toTalker: new Thinker2Talker(r.thinker.hiddenSize, p, true),
     toCode2Wav: new Talker2Code2Wav(g.chunkPolicy, r.talker.numCodebooks, ic, true),
     rows: [] as Float32Array[],
@@ -246,8 +222,8 @@ function thinkerPart(r: Runners, seqs: readonly PacketSeq[], p: number, ic: numb
   };
   let t = performance.now();
   stepAll(
-    (s) => s.newTokenIds,
-    (s) => s.thinkerStart,
+    (s) => s.promptIds,
+    () => 0,
   );
   const prefillMs = performance.now() - t;
   // Frame k >= 1 (position p + k) reads the row of token floor(k / fpt): the IC needs tokens 0..floor((ic-1)/fpt).
@@ -261,8 +237,8 @@ function thinkerPart(r: Runners, seqs: readonly PacketSeq[], p: number, ic: numb
 }
 
 /**
- * 2. Talker: prefill over positions 0..p (prompt rows + token 0's row; with a past, the rows after it) samples frame
- * 0; then one frame per step. The rows taken include the past's: position k's row is allRows' row k.
+ * 2. Talker: prefill over positions 0..p (prompt rows + token 0's row) samples frame 0; then one frame per step
+ * (position k's row is allRows' row k).
  */
 function talkerPart(r: Runners, seqs: readonly PacketSeq[], p: number, ic: number, sampling: PacketSampling) {
   const dim = r.talker.conditionDim;
@@ -279,7 +255,7 @@ function talkerPart(r: Runners, seqs: readonly PacketSeq[], p: number, ic: numbe
     seqs.forEach((s, i) => s.toCode2Wav.push(frames[i].codes));
   };
   let t = performance.now();
-  step((s, i) => allRows[i].subarray(s.talkerStart * dim, (p + 1) * dim));
+  step((_, i) => allRows[i].subarray(0, (p + 1) * dim));
   const prefillMs = performance.now() - t;
   t = performance.now();
   for (let k = 1; k < ic; k++) {

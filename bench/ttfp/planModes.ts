@@ -171,7 +171,7 @@ export async function benchTokenizer(
 }
 
 /** The entry stage's tokenizer: what a prompt's length is counted in. */
-export function tokenizerOf(graph: StageGraph): Tokenizer {
+function tokenizerOf(graph: StageGraph): Tokenizer {
   const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
   return createTokenizer(
     entry.model,

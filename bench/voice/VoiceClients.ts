@@ -18,15 +18,7 @@ export interface TurnRun {
   readonly durationMs: number;
 }
 
-/** Spoken conversations (bench --voice --turns), as the client process ran them. */
-export interface ConversationsRun {
-  /** [conversation][turn], in the order the conversations were given. */
-  readonly traces: readonly (readonly TurnTrace[])[];
-  /** From the first turn's start to the last turn's end. */
-  readonly durationMs: number;
-}
-
-type RunDone = Extract<FromClients, { type: 'run_done' | 'conversations_done' }>;
+type RunDone = Extract<FromClients, { type: 'run_done' }>;
 
 interface PendingRun {
   readonly runId: number;
@@ -77,21 +69,9 @@ export class VoiceClients {
     onTurn: (ok: boolean) => void = () => undefined,
   ): Promise<TurnRun> {
     return this.#send((runId) => ({ type: 'run', runId, kind, concurrency, settings, turns }), onTurn).then((done) => ({
-      traces: done.type === 'run_done' ? done.traces : [],
+      traces: done.traces,
       durationMs: done.durationMs,
     }));
-  }
-
-  /** Runs spoken conversations as a closed loop of `concurrency` sessions; `onTurn` hears each turn end. */
-  conversations(
-    concurrency: number,
-    settings: TurnSettings,
-    conversations: readonly (readonly TurnSpec[])[],
-    onTurn: (ok: boolean) => void = () => undefined,
-  ): Promise<ConversationsRun> {
-    return this.#send((runId) => ({ type: 'conversations', runId, concurrency, settings, conversations }), onTurn).then(
-      (done) => ({ traces: done.type === 'conversations_done' ? done.traces : [], durationMs: done.durationMs }),
-    );
   }
 
   #send(message: (runId: number) => ToClients, onTurn: (ok: boolean) => void): Promise<RunDone> {
@@ -109,7 +89,7 @@ export class VoiceClients {
     if (msg.type === 'ready' || !p || msg.runId !== p.runId) return;
     if (msg.type === 'turn') return p.onTurn(msg.ok);
     this.#pending = null;
-    if (msg.type === 'run_done' || msg.type === 'conversations_done') p.resolve(msg);
+    if (msg.type === 'run_done') p.resolve(msg);
     else p.reject(new ChorusError(ErrorCodes.INTERNAL, `the voice clients failed: ${msg.message}`));
   }
 

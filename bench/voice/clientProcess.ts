@@ -4,7 +4,6 @@
  * loop at a time (each slot starts its next turn when its previous one has ended) and reports every turn's trace.
  */
 import { closedLoop } from '../common.ts';
-import { SpokenConversation } from './conversations/SpokenConversation.ts';
 import type { FromClients, ToClients, TurnTrace } from './protocol.ts';
 import { textTurn, voiceTurn } from './turns.ts';
 
@@ -23,34 +22,6 @@ async function run(msg: Extract<ToClients, { type: 'run' }>): Promise<void> {
   post({ type: 'run_done', runId: msg.runId, traces, durationMs: performance.now() - startedMs });
 }
 
-/** Spoken conversations as a closed loop: each slot speaks a conversation's turns in one session, then the next. */
-async function runConversations(msg: Extract<ToClients, { type: 'conversations' }>): Promise<void> {
-  const traces: TurnTrace[][] = msg.conversations.map(() => []);
-  const startedMs = performance.now();
-  await closedLoop(msg.conversations.length, msg.concurrency, async (i) => {
-    let conversation: SpokenConversation | null = null;
-    let refused: string | null = null;
-    try {
-      conversation = await SpokenConversation.open(msg.settings);
-    } catch (err) {
-      refused = err instanceof Error ? err.message : String(err);
-    }
-    try {
-      for (const spec of msg.conversations[i]) {
-        // A session that could not open fails each of its turns: they are counted at their turn index.
-        const trace: TurnTrace = conversation
-          ? await conversation.turn(spec)
-          : { kind: 'voice', startMs: performance.now(), events: [], ok: false, error: refused! };
-        traces[i].push(trace);
-        post({ type: 'turn', runId: msg.runId, ok: trace.ok });
-      }
-    } finally {
-      await conversation?.close();
-    }
-  });
-  post({ type: 'conversations_done', runId: msg.runId, traces, durationMs: performance.now() - startedMs });
-}
-
 // The bench gone (stopped us, or died): nothing is left to report to, so no session may outlive it.
 process.on('disconnect', () => process.exit(0));
 process.on('message', (msg: ToClients) => {
@@ -58,7 +29,7 @@ process.on('message', (msg: ToClients) => {
     process.disconnect?.();
     return;
   }
-  (msg.type === 'conversations' ? runConversations(msg) : run(msg)).catch((err: unknown) =>
+  run(msg).catch((err: unknown) =>
     post({
       type: 'failed',
       runId: msg.runId,

@@ -62,26 +62,10 @@ export type ToClients =
       readonly settings: TurnSettings;
       readonly turns: readonly TurnSpec[];
     }
-  | {
-      /** Spoken conversations (bench --voice --turns): each one session, its turns spoken one after another. */
-      readonly type: 'conversations';
-      readonly runId: number;
-      readonly concurrency: number;
-      readonly settings: TurnSettings;
-      /** [conversation][turn] */
-      readonly conversations: readonly (readonly TurnSpec[])[];
-    }
   | { readonly type: 'stop' };
 
 export type FromClients =
   | { readonly type: 'ready' }
   | { readonly type: 'turn'; readonly runId: number; readonly ok: boolean }
   | { readonly type: 'run_done'; readonly runId: number; readonly traces: readonly TurnTrace[]; durationMs: number }
-  | {
-      readonly type: 'conversations_done';
-      readonly runId: number;
-      /** [conversation][turn], in the order the conversations were given. */
-      readonly traces: readonly (readonly TurnTrace[])[];
-      readonly durationMs: number;
-    }
   | { readonly type: 'failed'; readonly runId: number | null; readonly message: string };

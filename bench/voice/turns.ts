@@ -2,8 +2,7 @@
  * Spoken and typed turns over a Realtime session (RealtimeSession). A voice turn streams the sentence as speech at a
  * microphone's pace and lets the server's VAD end the turn and start the answer; a text turn types the same sentence
  * (conversation.item.create input_text + response.create). voiceTurn and textTurn run one turn in a session of its
- * own, so every answer sees a one-item conversation and only the input differs; SpokenConversation speaks many turns
- * in one session with the same `speak` loop.
+ * own, so every answer sees a one-item conversation and only the input differs.
  *
  * A turn's answer is the first response created after its speech ended. One created before (the VAD took a pause in
  * the sentence for its end) answers half a sentence: the turn fails, and still waits for the answer to the whole
@@ -16,12 +15,12 @@ import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts'
 import { concatPcm, msOf, quiet, readSpeech, SPEECH_RATE_HZ, trimSilence } from './speech.ts';
 import { CameraFeed } from './CameraFeed.ts';
 
-export const CHUNK_MS = 20; // what a browser's AudioWorklet client appends at a time
+const CHUNK_MS = 20; // what a browser's AudioWorklet client appends at a time
 export const CHUNK_SAMPLES = (SPEECH_RATE_HZ * CHUNK_MS) / 1000;
 const LEAD_MS = 300; // room noise before the speech, as a microphone opened before the user speaks
 
 /** What one turn has heard so far, from the session's events. */
-export class TurnRecord {
+class TurnRecord {
   readonly events: TraceEvent[] = [];
   /** performance.now() at the send of the chunk holding the last speech sample (text: the create); null before. */
   speechEndMs: number | null = null;
@@ -114,7 +113,7 @@ export class TurnRecord {
  * A session for spoken or typed turns: audio answers of outputLen tokens with ignore_eos, server VAD for voice
  * (answering by itself with createResponse), none for text.
  */
-export async function openTurnSession(
+async function openTurnSession(
   s: TurnSettings,
   kind: TurnKind,
   extra: { readonly seed?: number; readonly createResponse?: boolean } = {},
@@ -149,7 +148,7 @@ export function withLead(speech: Int16Array, noiseSeed: number): Int16Array {
  * user stopped speaking, the clock's start, on the turn's real-time clock: a send a busy client made late does not
  * move when the user finished. Returns the samples sent.
  */
-export async function speak(
+async function speak(
   session: RealtimeSession,
   turn: TurnRecord,
   spoken: Int16Array,
