@@ -1,8 +1,6 @@
 /**
  * `chorus bench`            TTFP, TTFT, TPOT, ITL, E2E, RTF and underruns across concurrency (bench/ttfp)
  * `chorus bench limit`      the critical path of the first audio packet on the bare runners (bench/limit)
- * `chorus bench --voice`    spoken turns (server VAD) against the same sentences typed: TTFP from the end of speech
- *                           (bench/voice)
  *
  * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
  * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
@@ -23,18 +21,16 @@ import {
   protocolOf,
   resultsDir,
   targetOf,
-  VOICE_OPTIONS,
 } from './flags.ts';
 import { mixUsage, runMixCommand } from './mix.ts';
 import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './openLoop.ts';
 import type { RunRow } from '../ttfp/results.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
 import type { ServerTimings } from '../ttfp/ServerTimings.ts';
-import type { TurnTrace } from '../voice/protocol.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { writeResultFiles } from '../report/writeResultFiles.ts';
 
-/** The run options the TTFP bench and the voice bench share. */
+/** The run options of the TTFP bench. */
 const RUN_OPTIONS = {
   out: { type: 'string' },
   warmup: { type: 'string' },
@@ -55,9 +51,6 @@ export const usage = `usage:
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--skip-account] [--goals] [--json]
 ${openLoopUsage.trimEnd()}
-  chorus bench --voice [--config FILE | --url URL [--api-key KEY]] [--concurrency 1,4] [--num-prompts 8]
-                       [--output-len 100] [--silence-ms 500] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 120000]
-                       [--skip-limit] [--limit-repeats 20] [--goals] [--json]
 ${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
@@ -85,14 +78,12 @@ CHORUS_REDIS_URL), else over a redis-server it starts on loopback for the run; i
 Results go to DIR (default bench/results/run-<time>): results.json, results.md (the wide tables) and
 requests.json (every request's metrics and audio arrivals, for tracing a slow first packet or a stall); the terminal
 gets a summary per run. --goals adds the development goals of bench/README.md, met or not, to both reports.
---voice: sessions speak espeak-ng sentences at real-time pace with server VAD (silence_duration_ms --silence-ms), then
-type the same sentences, at each concurrency; reports TTFP from the end of speech, without the silence, typed, and
-their ratio (bench/README.md, "Voice turns"). --skip-limit skips timing encode and prefill alone afterwards.
-Harnesses of closed issues (the connector microbench, tracing rounds, conversations by turn, the grammar, model and
-Piper benches) were archived: bench/README.md, "Archived harnesses", runs them from the tag bench-archive-2026-12-02.
 --mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
 (default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
 rate, encoder busy time, and the goal lines of bench/README.md "Disaggregated encoders".
+Harnesses of closed issues (the connector microbench, tracing rounds, spoken turns against typed ones,
+conversations by turn, the grammar, model and Piper benches) were archived: bench/README.md, "Archived harnesses",
+runs them from the tag bench-archive-2026-12-02.
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -108,7 +99,6 @@ export async function run(argv: string[]): Promise<number> {
   refuseArchived(argv);
   if (sub !== undefined && !sub.startsWith('-'))
     throw new UsageError(`chorus bench has no subcommand "${sub}" (only limit)`);
-  if (argv.includes('--voice')) return runVoiceCommand(argv);
   if (argv.some((a) => a === '--mix' || a.startsWith('--mix='))) return runMixCommand(argv);
   return runServeCommand(argv);
 }
@@ -160,7 +150,7 @@ async function runServeCommand(argv: string[]): Promise<number> {
 }
 
 /** What harnesses of closed issues took with them (bench/README.md, "Archived harnesses"). */
-const ARCHIVED = ['transport', '--turns', '--system-len', '--compare-tracing', '--compare-transcription'];
+const ARCHIVED = ['transport', '--voice', '--turns', '--system-len', '--compare-tracing', '--compare-transcription'];
 
 function refuseArchived(argv: readonly string[]): void {
   const hit = argv.map((a) => a.split('=')[0]).find((a) => ARCHIVED.includes(a));
@@ -240,33 +230,6 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
   const files = await writeResultFiles(out, result, markdown, { requests });
   printReport(v.json, result, () => markdown, files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
-}
-
-async function runVoiceCommand(argv: string[]): Promise<number> {
-  const v = parse(argv, { ...RUN_OPTIONS, ...VOICE_OPTIONS });
-  const { runVoiceBench } = await import('../voice/runVoiceBench.ts');
-  const { formatVoiceMarkdown, formatVoiceText } = await import('../voice/formatVoiceReport.ts');
-  const turns: { concurrency: number; traces: readonly TurnTrace[] }[] = [];
-  const result = await runVoiceBench({
-    target: targetOf(v),
-    concurrency: concurrencyOf(v.concurrency),
-    numPrompts: int('num-prompts', v['num-prompts'], 8),
-    outputLen: int('output-len', v['output-len'], 100),
-    silenceMs: int('silence-ms', v['silence-ms'], 500, 0),
-    warmup: int('warmup', v.warmup, 2, 0),
-    seed: int('seed', v.seed, 0, 0),
-    timeoutMs: int('timeout-ms', v['timeout-ms'], 120_000),
-    breakdown: v['skip-limit'] !== true,
-    breakdownRepeats: int('limit-repeats', v['limit-repeats'], 20),
-    progress: process.stderr,
-    log: benchLogger(process.stderr),
-    command: `chorus bench ${argv.join(' ')}`.trim(),
-    onRun: (concurrency, traces) => turns.push({ concurrency, traces }),
-  });
-  const out = resultsDir(v.out, 'voice', result.started_at);
-  const files = await writeResultFiles(out, result, formatVoiceMarkdown(result), { requests: turns });
-  printReport(v.json, result, () => formatVoiceText(result, { goals: v.goals === true }), files);
-  return result.runs.some((r) => r.voice_failed + r.text_failed > 0) ? 1 : 0;
 }
 
 async function runLimitCommand(argv: string[]): Promise<number> {

@@ -21,24 +21,6 @@ export function parse<const O extends OptionSpecs>(argv: string[], options: O): 
   return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
 }
 
-/** The flags the voice command (`--voice`) takes: the server, the sessions, the results. */
-export const VOICE_OPTIONS = {
-  voice: { type: 'boolean' },
-  config: { type: 'string' },
-  url: { type: 'string' },
-  'api-key': { type: 'string' },
-  concurrency: { type: 'string', default: '1,4' },
-  'num-prompts': { type: 'string' },
-  'output-len': { type: 'string' },
-  'silence-ms': { type: 'string' },
-  out: { type: 'string' },
-  warmup: { type: 'string' },
-  seed: { type: 'string' },
-  'timeout-ms': { type: 'string' },
-  json: { type: 'boolean', default: false },
-  goals: { type: 'boolean', default: false },
-} as const;
-
 /** An integer flag >= min, or `fallback` when absent. */
 export function int(name: string, value: string | undefined, fallback: number, min = 1): number {
   return intFlag(`--${name}`, value, min) ?? fallback;

@@ -1,7 +1,7 @@
 /**
- * The bench's report formatting, in one place: table columns rendered as aligned text (the terminal) or Markdown
- * (results.md, bench/README.md), and the cells every report writes (milliseconds, ratios, shares). A harness's own
- * columns live beside it (ttfp/report/tables.ts, the voice and turns formatters); how a figure looks lives here.
+ * The bench's report formatting, in one place: table columns rendered as Markdown (stdout, results.md,
+ * bench/README.md), and the cells every report writes (milliseconds, ratios, shares). A harness's own columns live
+ * beside it (ttfp/report/tables.ts, the open loop's and the account's formatters); how a figure looks lives here.
  */
 import type { Machine } from '../ttfp/results.ts';
 
@@ -31,15 +31,6 @@ export function pct(v: number | null, digits = 0): string {
 }
 
 export const pair = (a: string, b: string): string => `${a} / ${b}`;
-
-export function renderText<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
-  const cells = rows.map((r) => columns.map((c) => c.cell(r)));
-  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i].length)));
-  const line = (values: readonly string[]) => values.map((v, i) => v.padStart(widths[i])).join('  ');
-  return [line(columns.map((c) => c.header)), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join(
-    '\n',
-  );
-}
 
 export function renderMarkdown<R>(columns: readonly Column<R>[], rows: readonly R[]): string {
   const line = (values: readonly string[]) => `| ${values.join(' | ')} |`;

@@ -1,7 +1,7 @@
 /**
  * Issue 44's camera goal: voice with the camera on (one frame a second) against the same turns with it off, end of
  * speech -> first audio (goal: on <= 1.3x off, p50). Both arms speak the same sentences as server_vad turns (each turn
- * a session of its own, `chorus bench --voice`'s voice turn: bench/voice/turns.ts), the camera arm also sending
+ * a session of its own, bench/voice/turns.ts), the camera arm also sending
  * JPEG frames as input_image items (bench/voice/CameraFeed.ts: 320 x 240, every frame a new scene) from 2 s before the
  * speech until the answer ends, as the playground's camera button does. The arms alternate turn by turn (each sentence
  * off and on back to back), so a drift in the machine's load falls on both; `pairedOnOverOffP50` is the median of the

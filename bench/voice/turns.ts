@@ -131,12 +131,12 @@ async function openTurnSession(
 }
 
 /** The voiced part of espeak-ng's WAV, as pcm16 at 24 kHz. */
-export function speechOf(wavFile: string): Int16Array {
+function speechOf(wavFile: string): Int16Array {
   return trimSilence(readSpeech(wavFile));
 }
 
 /** Room noise of LEAD_MS or a little more, then `speech`, which so ends on a chunk boundary. */
-export function withLead(speech: Int16Array, noiseSeed: number): Int16Array {
+function withLead(speech: Int16Array, noiseSeed: number): Int16Array {
   const leadSamples = (LEAD_MS * SPEECH_RATE_HZ) / 1000;
   const pad = (CHUNK_SAMPLES - ((leadSamples + speech.length) % CHUNK_SAMPLES)) % CHUNK_SAMPLES;
   return concatPcm(quiet(((leadSamples + pad) * 1000) / SPEECH_RATE_HZ, noiseSeed), speech);

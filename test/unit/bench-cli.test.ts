@@ -65,9 +65,10 @@ describe('chorus bench arguments', () => {
     // Harnesses of closed issues left bench/: their flags say where they went instead of "Unknown option".
     [['transport', '--transports', 'shm'], /chorus bench transport was archived .*"Archived harnesses"/],
     [['--turns', '3'], /chorus bench --turns was archived .*bench-archive-2026-12-02/],
-    [['--voice', '--turns=3'], /chorus bench --turns was archived/],
+    [['--voice', '--turns=3'], /chorus bench --voice was archived/],
+    [['--concurrency', '1', '--turns=3'], /chorus bench --turns was archived/],
     [['--compare-tracing'], /chorus bench --compare-tracing was archived/],
-    [['--voice', '--compare-transcription'], /chorus bench --compare-transcription was archived/],
+    [['--compare-transcription'], /chorus bench --compare-transcription was archived/],
   ])('%j fails with a clear message', async (argv, message) => {
     const err = await failure(argv);
     expect(isUsageError(err)).toBe(true); // chorus exits 2 with the usage
@@ -76,7 +77,7 @@ describe('chorus bench arguments', () => {
 
   it('--help lists the open loop and the capacity search, and says where archived harnesses went', async () => {
     const { usage } = await import('../../src/cli/commands/bench.ts');
-    expect(usage).not.toMatch(/--turns|transport|--compare-tracing|--compare-transcription/);
+    expect(usage).not.toMatch(/--voice|--turns|transport|--compare-tracing|--compare-transcription/);
     expect(usage).toMatch(/archived: bench\/README\.md, "Archived harnesses"/);
     expect(usage).toMatch(/chorus bench --request-rate R1,R2,\.\.\. \[--burstiness 1\]/);
     expect(usage).toMatch(/^--request-rate R1,R2,\.\.\.: open-loop load/m);

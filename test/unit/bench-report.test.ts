@@ -9,7 +9,7 @@ import { asyncSyncRatios, evaluateGoals, throughputCeilingAt, throughputShare } 
 import type { ThroughputLimit } from '../../bench/limit/throughputLimit.ts';
 import { withOverrides } from '../../bench/ttfp/inProcessServer.ts';
 import type { LimitResult } from '../../bench/limit/limitResult.ts';
-import { renderMarkdown, renderText } from '../../bench/report/format.ts';
+import { renderMarkdown } from '../../bench/report/format.ts';
 import { meanColumns } from '../../bench/ttfp/report/tables.ts';
 import { summarizeRun } from '../../bench/ttfp/metrics.ts';
 import { toRunRow, type RunRow } from '../../bench/ttfp/results.ts';
@@ -190,18 +190,12 @@ describe('asyncSyncRatios and evaluateGoals', () => {
 describe('tables', () => {
   const rows = [run(true, 1, 40), run(false, 1, 1000)];
 
-  it('renders aligned text with one line per run', () => {
-    const lines = renderText(meanColumns, rows).split('\n');
-    expect(lines).toHaveLength(4);
-    expect(new Set(lines.map((l) => l.length)).size).toBe(1);
-    expect(lines[0]).toContain('Mean TTFP (ms)');
-    expect(lines[2]).toContain('40.0');
-  });
-
   it('renders Markdown with a header, a separator and one row per run', () => {
     const lines = renderMarkdown(meanColumns, rows).split('\n');
     expect(lines).toHaveLength(4);
+    expect(lines[0]).toContain('Mean TTFP (ms)');
     expect(lines[1]).toMatch(/^\|( ---: \|)+$/);
+    expect(lines[2]).toContain('40.0');
     expect(lines[3].split('|').length).toBe(meanColumns.length + 2);
   });
 });
