@@ -7,8 +7,8 @@
  * A new kind = a folder stages/<kind>/ with its descriptor, its protocol (add arguments, stats section, messages),
  * core, runner and model loading, its YAML section if it has one (`settings`), and one line in stages/registry.ts (the
  * full checklist: docs/architecture.md "What a new stage kind costs"). What main needs of a kind is a property here
- * (promptLimits, audioFacts, ecIdentity, prefixHeld), never a test of its name; so is what its producer must send it
- * (readsText), and its READY facts are its own schema in its protocol.ts, read through factsIn.
+ * (promptLimits, audioFacts, ecIdentity, prefixHeld, hearsFirstAudio), never a test of its name; so is what its
+ * producer must send it (readsText), and its READY facts are its own schema in its protocol.ts, read through factsIn.
  */
 import type { Static, TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -159,6 +159,12 @@ export interface StageKindDescriptor<A = unknown> {
   readonly ecIdentity?: (facts: ModelFacts) => string | undefined;
   /** Kinds with a prefix cache main routes by (KV-aware routing): the blocks an instance holds, from its stats. */
   readonly prefixHeld?: (stats: StageStats) => HeldBlocks | undefined;
+  /**
+   * Kinds that act on a request's first audio reaching main (stages/requestEvents.ts FirstAudio: the Thinker ends
+   * its first-packet hold, the Talker stops fitting its first chunk to the held rows). Main tells only these: a
+   * message to any other kind wakes its process for nothing while the answer's audio is being made.
+   */
+  readonly hearsFirstAudio?: true;
 }
 
 export interface PromptLimits {

@@ -30,6 +30,7 @@ export const talker: StageKindDescriptor<TalkerArgs> = {
   feeds: ['code2wav'],
   finalOutput: null,
   entry: false,
+  hearsFirstAudio: true,
   requestSampling: 'talkerSampling',
   readsRequest: false,
   sizedFrom: 'inputs',

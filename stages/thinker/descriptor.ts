@@ -75,6 +75,7 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
       ? { vocabSize: m.size.vocabSize, maxPositions: m.size.maxPositions }
       : {},
   prefixHeld: (stats) => thinkerStatsOf(stats).prefix?.held,
+  hearsFirstAudio: true,
 };
 
 /**

@@ -2,7 +2,7 @@
  * Kind messages on the control plane: the control checks check the `{type: 'kind'}` envelope only (the old
  * per-kind top-level types are gone from the protocol), and the request events' reader checks the body: a kind reads
  * only the events it knows, with their fields, and ignores the rest (a remote channel can carry a foreign writer's
- * garbage).
+ * garbage); main sends a request's first audio only to the kinds that act on it.
  */
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
@@ -13,6 +13,10 @@ import {
   requestEventOf,
 } from '../../stages/requestEvents.ts';
 import { mainToStageProblem } from '../../src/control/controlChecks.ts';
+import type { StagePool } from '../../src/engine/pool/StagePool.ts';
+import { tellFirstAudio } from '../../src/engine/requests/tellStages.ts';
+import type { MainToStage } from '../../src/worker/messages.ts';
+import { configWith } from '../helpers/engine.ts';
 
 const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
 
@@ -48,5 +52,27 @@ describe('kind messages', () => {
       { type: 'stop' }, // another kind's
     ])
       expect(requestEventOf(garbage)).toBeNull();
+  });
+});
+
+describe('tellFirstAudio (main)', () => {
+  it("tells the request's instances whose kind acts on it, and wakes no other (Code2Wav, the encoders)", () => {
+    const graph = configWith('tiny-omni.yaml');
+    const instances = new Map(graph.stages.map((spec) => [`${spec.stageId}#0`, { spec }]));
+    const sent: { instance: string; msg: MainToStage }[] = [];
+    const pool = {
+      instances: instances as unknown as StagePool['instances'],
+      send: (instance: string, msg: MainToStage) => void sent.push({ instance, msg }),
+    };
+    const record = { runId: 'r', instances: new Map([...instances.keys()].map((i) => [i.split('#')[0], i])) };
+    expect([...record.instances.keys()]).toEqual(expect.arrayContaining(['thinker', 'talker', 'code2wav']));
+    tellFirstAudio(pool, record);
+    expect(sent.map((s) => s.instance).sort()).toEqual(['talker#0', 'thinker#0']);
+    for (const { msg } of sent) expect(msg).toEqual(firstAudioMessage('r'));
+    // An instance that left the pool (a lost remote) is told nothing, as the pool would drop it anyway.
+    instances.delete('thinker#0');
+    sent.length = 0;
+    tellFirstAudio(pool, record);
+    expect(sent.map((s) => s.instance)).toEqual(['talker#0']);
   });
 });

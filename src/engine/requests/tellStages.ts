@@ -1,18 +1,27 @@
 /** What main tells the stage instances that run a request (through the pool: an instance gone reads nothing). */
 import { firstAudioMessage } from '../../../stages/requestEvents.ts';
+import { descriptorOf } from '../../../stages/registry.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 
-export function tellStages(
-  pool: StagePool,
-  record: RequestRecord,
-  type: 'pause' | 'resume' | 'abort' | 'first_audio',
-): void {
+type Pool = Pick<StagePool, 'instances' | 'send'>;
+type Record = Pick<RequestRecord, 'runId' | 'instances'>;
+
+export function tellStages(pool: Pool, record: Record, type: 'pause' | 'resume' | 'abort'): void {
   const requestId = record.runId;
+  for (const instance of record.instances.values())
+    pool.send(instance, type === 'abort' ? { type, requestId, reason: 'ended' } : { type, requestId });
+}
+
+/**
+ * The request's first audio reached main (or its hold ended without it): a kind message to the instances whose kind
+ * acts on it (descriptor hearsFirstAudio). Code2Wav and the encoders are not woken by it: at c=1 Code2Wav is then
+ * making the answer's next chunks.
+ */
+export function tellFirstAudio(pool: Pool, record: Record): void {
   for (const instance of record.instances.values()) {
-    if (type === 'first_audio')
-      pool.send(instance, firstAudioMessage(requestId)); // a kind message: who cares listens
-    else pool.send(instance, type === 'abort' ? { type, requestId, reason: 'ended' } : { type, requestId });
+    const view = pool.instances.get(instance);
+    if (view && descriptorOf(view.spec.kind).hearsFirstAudio) pool.send(instance, firstAudioMessage(record.runId));
   }
 }
 
