@@ -186,8 +186,14 @@ export interface BenchResult {
      */
     readonly interleaved?: boolean;
   };
-  /** The critical path of a lone request's first packet (the c=1 goal's denominator). */
+  /**
+   * The critical path of a lone request's first packet (the c=1 goal's denominator): measured before any stage
+   * process starts and again after the last has stopped, the lower of the two (issue 46: a machine busy for the
+   * limit's few seconds alone moved it 14.7-20.8 ms between quiet runs).
+   */
   limit: LimitResult | null;
+  /** Its medians (total ms) before the runs and after them; absent in older results and with one measure. */
+  limit_measures_ms?: readonly number[];
   /** The same for a burst of c requests batched together, for every concurrency c > 1 measured. */
   burst_limits: LimitResult[];
   /** The whole compute of c requests at batch c, per concurrency: the req/s the models allow (runThroughput.ts). */

@@ -78,6 +78,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     timings?.close();
     marks?.close();
   }
+  if (first && result.limit) await measureLimitAgain(o, first, result);
   sortRuns(result.runs, modes, o.concurrency);
   // Two configs are compared as configs, even when one of them happens to run async_chunk: false.
   if (o.compareConfig || o.compareCompiled)
@@ -100,16 +101,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
  */
 async function measureLimits(o: ServeBenchOptions, config: BenchConfig, result: BenchResult): Promise<void> {
   o.progress?.write('measuring the critical-path limit (the runners alone, before the server starts)\n');
-  const ic = o.initialCodecChunkFrames;
-  const limitAt = (batch: number) =>
-    runLimit({
-      graph: config.graph,
-      inputLen: o.inputLen,
-      seed: o.seed,
-      repeats: o.limitRepeats,
-      batch,
-      ...(ic !== undefined ? { initialChunkFrames: ic } : {}),
-    });
+  const limitAt = (batch: number) => limitOf(o, config, batch);
   result.limit = await limitAt(1);
   for (const c of [...new Set(o.concurrency)].filter((x) => x > 1).sort((a, b) => a - b))
     result.burst_limits.push(await limitAt(c));
@@ -122,4 +114,29 @@ async function measureLimits(o: ServeBenchOptions, config: BenchConfig, result: 
     seed: o.seed,
     ...(o.throughputRepeats !== undefined ? { repeats: o.throughputRepeats } : {}),
   });
+}
+
+function limitOf(o: ServeBenchOptions, config: BenchConfig, batch: number) {
+  const ic = o.initialCodecChunkFrames;
+  return runLimit({
+    graph: config.graph,
+    inputLen: o.inputLen,
+    seed: o.seed,
+    repeats: o.limitRepeats,
+    batch,
+    ...(ic !== undefined ? { initialChunkFrames: ic } : {}),
+  });
+}
+
+/**
+ * The c=1 limit again once every stage process has stopped, as before they started; the lower of the two is the
+ * limit. A few seconds of another process's work at the start moved it alone (TTFP is measured over minutes); the
+ * lower is the stricter denominator, never a flattering one.
+ */
+async function measureLimitAgain(o: ServeBenchOptions, config: BenchConfig, result: BenchResult): Promise<void> {
+  o.progress?.write('measuring the critical-path limit again (the stage processes stopped)\n');
+  const before = result.limit!;
+  const after = await limitOf(o, config, 1);
+  result.limit_measures_ms = [before.median.total_ms, after.median.total_ms];
+  if (after.median.total_ms < before.median.total_ms) result.limit = after;
 }

@@ -199,6 +199,10 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     for (const v of Object.values(limit.median)) expect(v).toBeGreaterThan(0);
     expect(limit.median.total_ms).toBeGreaterThanOrEqual(limit.min_total_ms);
     expect(limit.batch).toBe(1);
+    // Measured again once the stage processes stopped: the limit is the lower of the two medians.
+    const measures = result.limit_measures_ms!;
+    expect(measures).toHaveLength(2);
+    expect(limit.median.total_ms).toBe(Math.min(...measures));
     // A burst of 2 through every step together: one limit per concurrency above 1.
     expect(result.burst_limits.map((l) => [l.batch, l.prompt_tokens])).toEqual([[2, INPUT_LEN + templateTokens]]);
     expect(result.ratios.map((r) => r.concurrency)).toEqual([1, 2]);

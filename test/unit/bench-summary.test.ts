@@ -158,6 +158,13 @@ describe('the report (results.md, and what the terminal prints)', () => {
     expect(md).not.toMatch(/measured [\d.]+ \([\d.]+\)/); // the old "measured 0.99 (0.40)"
   });
 
+  it("names the c=1 limit's two measures when it has them, and says the lower is the limit", () => {
+    expect(md).not.toContain('before the runs');
+    const twice = formatReport({ ...r, limit_measures_ms: [41.5, 32] });
+    expect(twice).toContain('Measured 41.50 ms before the runs and 32.00 ms after them');
+    expect(twice).toContain('the lower is the limit');
+  });
+
   it('leaves the development goals out unless asked for, and never shouts MISSED', () => {
     expect(r.goals.length).toBeGreaterThan(0);
     expect(md).not.toContain('goal');

@@ -53,6 +53,17 @@ function columns(r: BenchResult, base: readonly Column<RunRow>[]): readonly Colu
   return [...(byVariant ? [variantColumn] : []), ...base, ...(r.options.ttfp_target_ms !== null ? [target] : [])];
 }
 
+/** The c=1 limit's two measures, when it has them (runServeBench.ts measureLimitAgain). */
+function limitMeasures(r: BenchResult): string[] {
+  const m = r.limit_measures_ms;
+  if (!m || m.length < 2) return [];
+  const [before, after] = m.map((x) => `${x.toFixed(2)} ms`);
+  return [
+    '',
+    `Measured ${before} before the runs and ${after} after them (the stage processes stopped): the lower is the limit.`,
+  ];
+}
+
 /** The limit a run is compared with: a lone request's at c=1, a burst of c at c > 1. */
 function limitFor(r: BenchResult, concurrency: number): LimitResult | null {
   if (concurrency === 1) return r.limit;
@@ -183,7 +194,7 @@ export function formatReport(r: BenchResult, options: ReportOptions = {}): strin
   section('async_chunk on as a multiple of off (below 1x: on is faster)', ratioLines(r));
   section(...configRatioSection(r));
   section('Remote stages (started by the bench)', remoteLines(r));
-  if (r.limit) out.push('', '**Critical-path limit**', '', '```', formatLimit(r.limit), '```');
+  if (r.limit) out.push('', '**Critical-path limit**', '', '```', formatLimit(r.limit), '```', ...limitMeasures(r));
   section('Critical path of a burst of c requests batched together', burstLines(r));
   section('TTFP over the critical-path limit (async_chunk on; 1x is the limit)', limitLines(r));
   section(
