@@ -1,30 +1,37 @@
 /**
  * Seed 000's experiment on this machine (issue 44's goals): a burst of 32 chat completions sent at once through the
  * HTTP front end, one of them a question about a 30-frame clip (15 s at 2 fps, 810 rows), the other 31 short text
- * questions. Three arms, each `--rounds` bursts:
+ * questions. Four arms, each `--rounds` bursts:
  *   async   the config as it is: the clip decodes in main and encodes in the encoder pool while the Thinker prefills
  *           the text requests (and the clip request's text before the clip);
  *   sync    the same config with the Thinker's engine.sync_encoding: true (no Thinker step while any request's media
  *           encodes: the encode on the Thinker's path, the baseline);
- *   text    the async server with the clip request replaced by a short text question.
+ *   text    the async server with the clip request replaced by a short text question;
+ *   alone   the async server with the clip request alone (no texts): its decode, encode and prefill with nothing
+ *           beside them, the least any scheduling of the burst could give the clip (the floor of async / sync).
  * Figures: the clip request's TTFT p50, async / sync (goal <= 0.5x); the 31 text requests' TTFT p50, async burst /
- * text burst (goal <= 1.2x). Every request's prompt is its own (the round and index in it) and every round's clip
- * has its own colours, so no cache serves a burst from an earlier one. TTFT is the client's, to the first streamed
- * content.
+ * text burst (goal <= 1.2x). Beside them, each arm's CPU ms per burst by process (main with the clients, main's
+ * decoder children, each stage process): where the time goes whatever the load. Every request's prompt is its own
+ * (the round and index in it) and every round's clip has its own colours, so no cache serves a burst from an earlier
+ * one. TTFT is the client's, to the first streamed content.
  *
  * With --together the texts are sent once the clip request is admitted (see burst()): the seed's batch at the engine.
  *
  *   npx tsx bench/video/burst.ts [--config configs/tiny-omni.yaml] [--rounds 3] [--requests 32] [--together]
  */
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseDocument } from 'yaml';
+import { CLOCK_TICKS_PER_SECOND } from '../../src/basics.ts';
 import { parseConfig } from '../../src/index.ts';
 import { benchLogger } from '../benchLogger.ts';
+import { addCpuBetween, BENCH_PROCESS, cpuSnapshot } from '../ttfp/cpuTime.ts';
 import { gitSha } from '../common.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { benchClip, streamedTtft } from './secondQuestion.ts';
 
-type Arm = 'async' | 'sync' | 'text';
+type Arm = 'async' | 'sync' | 'text' | 'alone';
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -70,6 +77,33 @@ interface BurstResult {
   readonly clipTtftMs: number | null;
   readonly textTtftP50Ms: number | null;
   readonly failed: number;
+  /** CPU ms each process used in the burst: main (with the clients), its decoder children, each stage process. */
+  readonly cpuMs: Readonly<Record<string, number>>;
+}
+
+/** Main's name in the CPU figures: the bench's process, which runs main and the clients. */
+const MAIN = 'main+clients';
+
+/** CPU ms of this process's children that have ended (main's decoders: a clip's ffmpeg), from /proc/self/stat. */
+function childrenCpuMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS_PER_SECOND; // cutime + cstime
+}
+
+/** CPU ms by process over `run`: every local stage process, this process (main and the clients), its children. */
+async function cpuOver<T>(
+  baseUrl: string,
+  run: () => Promise<T>,
+): Promise<{ value: T; cpuMs: Record<string, number> }> {
+  const target = { baseUrl, apiKey: null };
+  const [before, children] = [await cpuSnapshot(target), childrenCpuMs()];
+  const value = await run();
+  const cpu = new Map<string, number>();
+  addCpuBetween(cpu, before, await cpuSnapshot(target));
+  cpu.set('decoders', childrenCpuMs() - children);
+  const named = [...cpu].map(([k, v]) => [k === BENCH_PROCESS ? MAIN : k, Math.round(v)] as const);
+  return { value, cpuMs: Object.fromEntries(named) };
 }
 
 /** Media bytes main has sent to the encoders so far (chorus_encoder_media_bytes_total, every stage). */
@@ -100,7 +134,7 @@ async function burst(
   clip: Buffer,
   together: boolean,
 ): Promise<BurstResult> {
-  const bodies = Array.from({ length: requests }, (_, i) =>
+  const bodies = Array.from({ length: arm === 'alone' ? 1 : requests }, (_, i) =>
     i === 0 && arm !== 'text' ? clipQuestion(clip, round) : textQuestion(round, i),
   );
   // A request that fails (a first-chunk deadline passed while the Thinker stalled) counts as failed, not as a time.
@@ -109,10 +143,12 @@ async function burst(
       (t) => t.ttftMs,
       (err: Error) => err,
     );
-  const before = together && arm !== 'text' ? await mediaBytesSent(baseUrl) : 0;
-  const first = send(bodies[0]);
-  if (together && arm !== 'text') await mediaSentPast(baseUrl, before, first);
-  const ttfts = await Promise.all([first, ...bodies.slice(1).map(send)]);
+  const { value: ttfts, cpuMs } = await cpuOver(baseUrl, async () => {
+    const before = together && arm !== 'text' ? await mediaBytesSent(baseUrl) : 0;
+    const first = send(bodies[0]);
+    if (together && arm !== 'text') await mediaSentPast(baseUrl, before, first);
+    return Promise.all([first, ...bodies.slice(1).map(send)]);
+  });
   const failed = ttfts.filter((t) => t instanceof Error);
   if (failed.length > 0) console.error(`${arm}: ${failed.length} failed, e.g. ${failed[0].message.slice(0, 200)}`);
   const ms = (t: number | Error) => (t instanceof Error ? null : Math.round(t));
@@ -122,6 +158,7 @@ async function burst(
     clipTtftMs: arm === 'text' ? null : ms(ttfts[0]),
     textTtftP50Ms: texts.length > 0 ? Math.round(median(texts)) : null,
     failed: failed.length,
+    cpuMs,
   };
 }
 
@@ -138,7 +175,10 @@ async function main(): Promise<void> {
   const requests = Number(values.requests);
   const log = benchLogger(process.stderr);
   const config = await readBenchConfig(values.config);
-  const clips = await Promise.all(Array.from({ length: rounds + 1 }, (_, r) => benchClip(15, 15 + 35 * r)));
+  // Per round one clip for async and sync (each on its own server), another for alone (on async's: no cache hit).
+  const clips = await Promise.all(Array.from({ length: 2 * rounds + 1 }, (_, r) => benchClip(15, 15 + 17 * r)));
+  const clipOf = (arm: Arm, r: number) => clips[arm === 'alone' ? rounds + 1 + r : r];
+  const loadAtStart = loadavg()[0];
   const results: BurstResult[] = [];
   const runArms = async (text: string, arms: readonly Arm[]) => {
     const server = await startInProcessServer(parseConfig(text, config.file), log);
@@ -146,7 +186,7 @@ async function main(): Promise<void> {
       await burst(server.baseUrl, arms[0], -1, 4, clips[rounds], false); // warm up: first spawns out of the figure
       for (let r = 0; r < rounds; r++) {
         for (const arm of arms) {
-          const result = await burst(server.baseUrl, arm, r, requests, clips[r], values.together);
+          const result = await burst(server.baseUrl, arm, r, requests, clipOf(arm, r), values.together);
           results.push(result);
           console.error(JSON.stringify({ round: r, ...result }));
         }
@@ -155,13 +195,17 @@ async function main(): Promise<void> {
       await server.close();
     }
   };
-  await runArms(burstConfig(config.text, false), ['async', 'text']);
+  await runArms(burstConfig(config.text, false), ['async', 'text', 'alone']);
   await runArms(burstConfig(config.text, true), ['sync']);
   const of = (arm: Arm) => results.filter((r) => r.arm === arm);
   const known = (xs: readonly (number | null)[]) => xs.filter((x): x is number => x !== null);
   const clipP50 = (arm: Arm) => median(known(of(arm).map((r) => r.clipTtftMs)));
   const textP50 = (arm: Arm) => median(known(of(arm).map((r) => r.textTtftP50Ms)));
   const failed = (arm: Arm) => of(arm).reduce((n, r) => n + r.failed, 0);
+  const cpuP50 = (arm: Arm) => {
+    const names = [...new Set(of(arm).flatMap((r) => Object.keys(r.cpuMs)))];
+    return Object.fromEntries(names.map((n) => [n, median(of(arm).map((r) => r.cpuMs[n] ?? 0))]));
+  };
   const summary = {
     gitSha: gitSha(),
     config: values.config,
@@ -169,11 +213,16 @@ async function main(): Promise<void> {
     rounds,
     together: values.together,
     clip: '15 s 320x240 H.264 at fps 2: 30 frames, 810 rows',
-    clipTtftMs: { async: clipP50('async'), sync: clipP50('sync') },
+    load: { start: Number(loadAtStart.toFixed(1)), end: Number(loadavg()[0].toFixed(1)) },
+    clipTtftMs: { async: clipP50('async'), sync: clipP50('sync'), alone: clipP50('alone') },
     clipAsyncOverSync: Number((clipP50('async') / clipP50('sync')).toFixed(3)),
+    /** The clip alone over sync: what async / sync would be if the 31 texts cost the clip nothing at all. */
+    clipAloneOverSync: Number((clipP50('alone') / clipP50('sync')).toFixed(3)),
     textTtftP50Ms: { withClip: textP50('async'), withoutClip: textP50('text'), sync: textP50('sync') },
     textWithOverWithout: Number((textP50('async') / textP50('text')).toFixed(3)),
-    failedRequests: { async: failed('async'), sync: failed('sync'), text: failed('text') },
+    failedRequests: { async: failed('async'), sync: failed('sync'), text: failed('text'), alone: failed('alone') },
+    /** Median CPU ms per burst by process, per arm. */
+    cpuMsPerBurst: { async: cpuP50('async'), sync: cpuP50('sync'), text: cpuP50('text'), alone: cpuP50('alone') },
     goals: 'clip async <= 0.5x sync; text p50 with the clip <= 1.2x without',
     bursts: results,
   };
