@@ -5,7 +5,8 @@
  * only; what Chorus generates). Sequences of different lengths share a batch by left-padding
  * the past: padded keys get attention_mask 0 (the graph gives them exactly zero weight) and positions come
  * from position_ids, so each sequence computes what it would alone. Grouping by numTokens (the caller's
- * job) avoids padding the new positions as well.
+ * job) avoids padding the new positions as well, and splitting by past length (groupByNumTokens) keeps one
+ * long sequence from padding every short one's past to its length.
  */
 import * as ort from 'onnxruntime-node';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';

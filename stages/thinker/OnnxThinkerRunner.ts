@@ -126,7 +126,8 @@ export class OnnxThinkerRunner extends KvDecoderRunner implements ThinkerRunner 
 
   execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
     const outputs = new Array<ThinkerStepOutput>(items.length);
-    for (const group of groupByNumTokens(items)) {
+    // Split by past length too: a long sequence's decode would pad the short ones' to its length.
+    for (const group of groupByNumTokens(items, (seqId) => this.decoder.pastLength(seqId))) {
       const groupOutputs = this.runGroup(group.map((i) => items[i]));
       group.forEach((itemIndex, k) => (outputs[itemIndex] = groupOutputs[k]));
     }

@@ -62,6 +62,15 @@ describe('thinker runner', () => {
     expect(new Set(alone.map((t) => t.join(','))).size).toBe(4);
   });
 
+  it('a long sequence decoding beside short ones runs apart (groupByNumTokens) and changes no token', () => {
+    // 400 positions are past twice 5 plus 128: the step's decodes run as two runs, each batch fed back step to step.
+    const prompts = [promptIds(5, 5), promptIds(400, 6), promptIds(17, 7)];
+    const together = decodeTogether(prompts, 12, () => sampling(), 'long');
+    const alone = prompts.map((p, i) => decodeTogether([p], 12, () => sampling(), `longAlone${i}`)[0]);
+    expect(together).toEqual(alone);
+    expect(new Set(alone.map((t) => t.join(','))).size).toBe(3);
+  });
+
   it('mixes a prefill chunk and decodes in one execute call', () => {
     const [first] = runner.execute([
       { seqId: 'm1', tokenIds: promptIds(6, 5), numTokens: 6, sample: true, sampling: sampling() },
