@@ -3,6 +3,9 @@
  * the section's type in its protocol.ts; consumers (metrics, the router, tests) never spell the wire layout.
  */
 
+/** A kind's stats section when it is keyed by the kind's name (`{code2wav: {...}}`). */
+export type KindSection<K extends string, T> = { readonly [key in K]?: T };
+
 /** Anything that carries a stats report's kind section: a StageStats, or the diagnostics event built on one. */
 export interface WithKindStats {
   readonly kind?: unknown;

@@ -5,7 +5,7 @@
  * deadline). Subclasses admit, take chunks and step; they report each piece of audio sent (audioSent).
  */
 import { GenerationScheduler } from '../sched/GenerationScheduler.ts';
-import type { AddRequest, PlaybackPlan } from './messages.ts';
+import type { AddRequest, PlaybackArgs, PlaybackPlan } from './messages.ts';
 import { ScheduledStageCore } from './ScheduledStageCore.ts';
 import type { CoreRequest, StageContext } from './StageCore.ts';
 
@@ -17,7 +17,7 @@ export interface AudioRequest extends CoreRequest {
 }
 
 /** A new request's AudioRequest fields (nothing sent yet); the kind's admit adds its own. */
-export function audioRequestOf(msg: AddRequest<{ readonly playback?: PlaybackPlan }>): AudioRequest {
+export function audioRequestOf(msg: AddRequest<PlaybackArgs>): AudioRequest {
   return {
     requestId: msg.requestId,
     sampling: msg.sampling,

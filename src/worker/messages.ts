@@ -208,6 +208,12 @@ export interface PlaybackPlan {
   readonly downstreamMs: number;
 }
 
+/** The `add` arguments of a stage whose output a listener plays (Code2Wav, tts; the Talker's include them). */
+export interface PlaybackArgs {
+  /** Requests with audio out: what it schedules the audio by (src/sched/playback.ts). */
+  readonly playback?: PlaybackPlan;
+}
+
 const KindMessageSchema = Type.Object(
   { type: Type.Literal('kind'), requestId: Type.Optional(RequestId), body: Type.Object({}) },
   closed,

@@ -2,13 +2,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Count, PositiveCount } from '../../src/common/wireValues.ts';
 import { kindFactsSchema } from '../../src/common/modelFacts.ts';
-import type { PlaybackPlan } from '../../src/worker/messages.ts';
-import { kindSectionOf } from '../kindStats.ts';
+import type { PlaybackArgs } from '../../src/worker/messages.ts';
+import { kindSectionOf, type KindSection } from '../kindStats.ts';
 
-export interface Code2WavArgs {
-  /** Requests with audio out: what it schedules the audio by (src/sched/playback.ts). */
-  readonly playback?: PlaybackPlan;
-}
+export type Code2WavArgs = PlaybackArgs;
 
 /** Frames run through the vocoder and frames of audio sent, since start (their ratio: work per frame). */
 export interface Code2WavStats {
@@ -18,9 +15,7 @@ export interface Code2WavStats {
   readonly states: number;
 }
 
-export interface Code2WavKindStats {
-  readonly code2wav?: Code2WavStats;
-}
+export type Code2WavKindStats = KindSection<'code2wav', Code2WavStats>;
 
 export const code2wavStatsOf = kindSectionOf<Code2WavKindStats>();
 

@@ -4,7 +4,7 @@ import { ModalitySchema } from '../../src/common/modality.ts';
 import { PositiveCount, ShortText } from '../../src/common/wireValues.ts';
 import { kindFactsSchema } from '../../src/common/modelFacts.ts';
 import type { EncodeItem } from '../../src/worker/messages.ts';
-import { kindSectionOf } from '../kindStats.ts';
+import { kindSectionOf, type KindSection } from '../kindStats.ts';
 
 export interface EncoderArgs {
   /** The items of this request it encodes (their bytes follow as `media` chunks from main). */
@@ -38,9 +38,7 @@ export interface EncoderStats {
   readonly windowsEncoded?: number;
 }
 
-export interface EncoderKindStats {
-  readonly encoder?: EncoderStats;
-}
+export type EncoderKindStats = KindSection<'encoder', EncoderStats>;
 
 export const encoderStatsOf = kindSectionOf<EncoderKindStats>();
 

@@ -3,10 +3,10 @@ import type { Static } from '@sinclair/typebox';
 import { Count, PositiveCount } from '../../src/common/wireValues.ts';
 import { kindFactsSchema } from '../../src/common/modelFacts.ts';
 import type { PrefixCacheStats as PrefixStats } from '../../src/sched/PrefixCache.ts';
-import type { PlaybackPlan } from '../../src/worker/messages.ts';
+import type { PlaybackArgs } from '../../src/worker/messages.ts';
 import { kindSectionOf } from '../kindStats.ts';
 
-export interface TalkerArgs {
+export interface TalkerArgs extends PlaybackArgs {
   /** Per-request override of the initial codec chunk. */
   readonly initialCodecChunkFrames?: number;
   /** First-packet hold (chunkPolicy.ts firstPacketHoldTokens): the first chunk takes at most those tokens' frames. */
@@ -16,8 +16,6 @@ export interface TalkerArgs {
    * instance is stateful (its state already holds the context).
    */
   readonly codecLeftContextFrames?: number;
-  /** Requests with audio out: what it schedules the audio by (src/sched/playback.ts). */
-  readonly playback?: PlaybackPlan;
 }
 
 export interface TalkerStats {

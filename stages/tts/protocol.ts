@@ -2,13 +2,10 @@
 import type { Static } from '@sinclair/typebox';
 import { PositiveCount } from '../../src/common/wireValues.ts';
 import { kindFactsSchema } from '../../src/common/modelFacts.ts';
-import type { PlaybackPlan } from '../../src/worker/messages.ts';
-import { kindSectionOf } from '../kindStats.ts';
+import type { PlaybackArgs } from '../../src/worker/messages.ts';
+import { kindSectionOf, type KindSection } from '../kindStats.ts';
 
-export interface TtsArgs {
-  /** Requests with audio out: what it schedules the audio by (src/sched/playback.ts). */
-  readonly playback?: PlaybackPlan;
-}
+export type TtsArgs = PlaybackArgs;
 
 /** Since start: what the voice made and what it cost (their ratio: the stage's real-time factor). */
 export interface TtsStats {
@@ -24,9 +21,7 @@ export interface TtsStats {
   readonly earlyCuts: number;
 }
 
-export interface TtsKindStats {
-  readonly tts?: TtsStats;
-}
+export type TtsKindStats = KindSection<'tts', TtsStats>;
 
 export const ttsStatsOf = kindSectionOf<TtsKindStats>();
 
