@@ -34,7 +34,15 @@ export interface RelatedStage {
   readonly model: ModelSpec | null;
 }
 
-export interface GeneratedModelContext {
+/** Where a stage stands when its model is resolved: its neighbours' models (as far as resolution order allows). */
+export interface StageNeighbours {
+  readonly inputs: readonly RelatedStage[];
+  readonly consumers: readonly RelatedStage[];
+  /** Encoder stages: what they encode. */
+  readonly modality?: MediaModality;
+}
+
+export interface GeneratedModelContext extends StageNeighbours {
   /** Where the model section is (`stages[i].model`), for problems. */
   readonly at: ConfigPath;
   readonly stageId: string;
@@ -45,10 +53,6 @@ export interface GeneratedModelContext {
   readonly seed: number;
   /** True when `preset` came from model_preset, not from the section (problems point at the graph key). */
   readonly presetFromGraph: boolean;
-  readonly inputs: readonly RelatedStage[];
-  readonly consumers: readonly RelatedStage[];
-  /** Encoder stages: what they encode. */
-  readonly modality?: MediaModality;
 }
 
 /**
@@ -111,7 +115,7 @@ export interface StageKindDescriptor<A = unknown> {
   readonly workerType: WorkerType;
   /** The stage's max_tokens when the YAML gives none (Thinker: text tokens; Talker: codec frames). */
   readonly defaultMaxTokens: number;
-  /** Kinds whose input this kind's output is (the edges that exist, besides those readsText declares). */
+  /** Kinds whose input this kind's output is (the edges that exist, besides those readsText declares); default none. */
   readonly feeds: readonly StageKind[];
   /**
    * A kind that reads another kind's sampled text (tts reads the Thinker's): the kinds it reads it from (these edges
@@ -121,17 +125,17 @@ export interface StageKindDescriptor<A = unknown> {
     readonly from: readonly StageKind[];
     feed(asyncChunk: boolean): TextFeed;
   };
-  /** What it can send the client (final_output_type), if anything. */
+  /** What it can send the client (final_output_type), if anything (default: nothing). */
   readonly finalOutput: FinalOutputType | null;
-  /** Requests enter at a stage of this kind (its prompt comes with `add`). */
+  /** Requests enter at a stage of this kind (its prompt comes with `add`); default false. */
   readonly entry: boolean;
-  /** Reads its input from the request itself (media from main), not from another stage. */
+  /** Reads its input from the request itself (media from main), not from another stage; default false. */
   readonly readsRequest: boolean;
-  /** Which of a request's sampling overrides apply to it: the text's (`sampling`) or the speech's. */
+  /** Which of a request's sampling overrides apply to it: the text's (`sampling`, the default) or the speech's. */
   readonly requestSampling: 'sampling' | 'talkerSampling';
   /**
    * Generated models are sized after their neighbours: inputs first (sizes flow downstream), or after their
-   * consumers (an encoder's width is the Thinker's hidden size).
+   * consumers (an encoder's width is the Thinker's hidden size). Default: inputs.
    */
   readonly sizedFrom: 'inputs' | 'consumers';
   /** Its part of a request's `add` (AddRequest.args), built when main admits the request. */
@@ -167,6 +171,24 @@ export interface StageKindDescriptor<A = unknown> {
   readonly hearsFirstAudio?: true;
 }
 
+/** What most kinds are, which a kind's declaration leaves out unless it differs (defineStageKind). */
+const COMMON_KIND = {
+  feeds: [],
+  finalOutput: null,
+  entry: false,
+  readsRequest: false,
+  requestSampling: 'sampling',
+  sizedFrom: 'inputs',
+} as const satisfies Partial<StageKindDescriptor>;
+
+/** A kind's descriptor as its folder declares it: the properties of COMMON_KIND only where the kind differs. */
+export type StageKindDeclaration<A> = Omit<StageKindDescriptor<A>, keyof typeof COMMON_KIND> &
+  Partial<Pick<StageKindDescriptor<A>, keyof typeof COMMON_KIND>>;
+
+export function defineStageKind<A>(declared: StageKindDeclaration<A>): StageKindDescriptor<A> {
+  return { ...COMMON_KIND, ...declared };
+}
+
 export interface PromptLimits {
   readonly vocabSize?: number;
   readonly maxPositions?: number;
@@ -178,6 +200,33 @@ export interface PromptLimits {
  */
 export function factsIn<S extends TSchema>(schema: S, facts: ModelFacts): Static<S> | undefined {
   return Value.Check(schema, facts) ? (facts as Static<S>) : undefined;
+}
+
+/**
+ * Some of a kind's READY facts, by name (a descriptor's audioFacts): none when the facts are not its kind's, or a
+ * named fact is absent from them.
+ */
+export function factsPicked<S extends TSchema, K extends keyof Static<S> & string>(
+  schema: S,
+  names: readonly K[],
+): (facts: ModelFacts) => Partial<Pick<Static<S>, K>> {
+  return (facts) => {
+    const mine = factsIn(schema, facts);
+    const picked: Partial<Pick<Static<S>, K>> = {};
+    if (mine) for (const name of names) if (mine[name] !== undefined) picked[name] = mine[name];
+    return picked;
+  };
+}
+
+/** A kind's READY facts that its loaded runner holds as properties of the same names. */
+export function runnerFacts<K extends string, R, N extends keyof R & string>(
+  kind: K,
+  runner: R,
+  names: readonly N[],
+): { readonly kind: K } & Pick<R, N> {
+  const picked = {} as Pick<R, N>;
+  for (const name of names) picked[name] = runner[name];
+  return { kind, ...picked };
 }
 
 /** The stage's bring-your-own model file, if it has one (reported in READY). */

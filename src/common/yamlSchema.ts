@@ -3,7 +3,7 @@
  * Objects are closed (additionalProperties: false) so a misspelt key is an error, not an ignored setting;
  * `errorMessage` is the text shown when a value fails, in place of TypeBox's generic wording.
  */
-import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
+import { Type, type TInteger, type TLiteral, type TOptional, type TSchema, type TUnion } from '@sinclair/typebox';
 
 export const closed = { additionalProperties: false } as const;
 
@@ -47,13 +47,14 @@ export function parseByteSize(value: number | string): number {
 /** Every generated model: which preset it starts from, and its weights' seed. */
 export const generatedCommon = { preset: optional(Type.String({ minLength: 1 })), seed: optional(int(0)) };
 
+/** Size overrides of a generated model, by name (snake_case fields of its size): each an optional integer >= 1. */
+export function sizeOverrides<const K extends string>(...names: K[]): Record<K, TOptional<TInteger>> {
+  return Object.fromEntries(names.map((name) => [name, optional(int(1))])) as Record<K, TOptional<TInteger>>;
+}
+
 /** Size overrides of a generated transformer (snake_case fields of ThinkerSize, TalkerSize, ...). */
 export const transformer = {
-  hidden_size: optional(int(1)),
-  num_layers: optional(int(1)),
-  num_heads: optional(int(1)),
-  intermediate_size: optional(int(1)),
-  max_positions: optional(int(1)),
+  ...sizeOverrides('hidden_size', 'num_layers', 'num_heads', 'intermediate_size', 'max_positions'),
   logit_scale: optional(Type.Number({ exclusiveMinimum: 0 })),
 };
 

@@ -7,17 +7,16 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
-import type { MediaModality } from '../common/encoderSettings.ts';
 import type { ModelSpec } from '../common/modelSpec.ts';
 import type { StageKind } from '../common/graph.ts';
 import { stageKinds } from '../../stages/registry.ts';
-import type { RelatedStage } from '../../stages/StageKindDescriptor.ts';
+import type { StageNeighbours } from '../../stages/StageKindDescriptor.ts';
 import { resolveGgufModel } from './ggufModel.ts';
 import type { Problems } from './problems.ts';
 import { FileModelYaml } from './schema.ts';
 import { check } from './validate.ts';
 
-export interface ModelContext {
+export interface ModelContext extends StageNeighbours {
   readonly index: number;
   readonly stageId: string;
   readonly kind: StageKind;
@@ -27,11 +26,6 @@ export interface ModelContext {
   readonly baseDir: string;
   /** The model cache (absolute): where a GGUF model's import lives. */
   readonly modelsDir: string;
-  /** Already-resolved models of this stage's inputs and consumers (as far as resolution order allows). */
-  readonly inputs: readonly RelatedStage[];
-  readonly consumers: readonly RelatedStage[];
-  /** Encoder stages: what they encode. */
-  readonly modality?: MediaModality;
 }
 
 /** Returns null (with problems recorded) when the model cannot be resolved. */

@@ -3,55 +3,50 @@ import { Type } from '@sinclair/typebox';
 import type { Code2WavSize } from '../../src/common/modelSpec.ts';
 import type { Code2WavRunner } from '../types.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';
-import { closed, generatedCommon, int, optional, camelSizes } from '../../src/common/yamlSchema.ts';
+import { closed, generatedCommon, optional, camelSizes, sizeOverrides } from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
-import { presetOf } from '../presetFamily.ts';
-import { factsIn, runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { generatedModel } from '../presetFamily.ts';
+import { defineStageKind, factsPicked, runnerFacts, runnerStage } from '../StageKindDescriptor.ts';
+import type { GeneratedModelContext } from '../StageKindDescriptor.ts';
 import { Code2WavFactsSchema, type Code2WavArgs, type Code2WavFacts } from './protocol.ts';
 
 const modelYaml = Type.Object(
   {
     ...generatedCommon,
-    num_codebooks: optional(int(1)),
-    codebook_size: optional(int(1)),
-    hidden_size: optional(int(1)),
-    num_layers: optional(int(1)),
-    kernel_size: optional(int(1)),
-    samples_per_frame: optional(int(1)),
-    sample_rate_hz: optional(int(1)),
+    ...sizeOverrides(
+      'num_codebooks',
+      'codebook_size',
+      'hidden_size',
+      'num_layers',
+      'kernel_size',
+      'samples_per_frame',
+      'sample_rate_hz',
+    ),
     /** false: the stateless graph (left context re-decoded with every chunk), e.g. to measure what state saves. */
     streaming_state: optional(Type.Boolean()),
   },
   closed,
 );
 
-export const code2wav: StageKindDescriptor<Code2WavArgs> = {
+export const code2wav = defineStageKind<Code2WavArgs>({
   kind: 'code2wav',
   workerType: 'generation',
   defaultMaxTokens: 1, // does not sample; the field only keeps SamplingParams uniform
-  feeds: [],
   finalOutput: 'audio',
-  entry: false,
-  requestSampling: 'sampling',
-  readsRequest: false,
-  sizedFrom: 'inputs',
   modelSchema: () => modelYaml,
   addArgs: (ctx) => (ctx.playback ? { playback: ctx.playback } : {}),
 
-  resolveGeneratedModel(ctx, problems) {
-    const family = presetOf(ctx, presets, 'model preset', problems);
-    if (!family) return null;
-    const before = problems.count;
-    const streamingState = ctx.raw.streaming_state;
-    const size: Code2WavSize = {
-      ...family.code2wav,
-      ...camelSizes(ctx.raw),
-      ...(typeof streamingState === 'boolean' ? { streamingState } : {}),
-    };
-    checkCodebooksMatchTalker(ctx, size, problems);
-    if (problems.count > before) return null;
-    return { source: 'generated', kind: 'code2wav', preset: ctx.preset, seed: ctx.seed, size };
-  },
+  resolveGeneratedModel: (ctx, problems) =>
+    generatedModel(ctx, presets, 'model preset', problems, (family) => {
+      const streamingState = ctx.raw.streaming_state;
+      const size: Code2WavSize = {
+        ...family.code2wav,
+        ...camelSizes(ctx.raw),
+        ...(typeof streamingState === 'boolean' ? { streamingState } : {}),
+      };
+      checkCodebooksMatchTalker(ctx, size, problems);
+      return { kind: 'code2wav', size };
+    }),
 
   ...runnerStage({
     load: async (spec, graph) => (await import('../runners.ts')).createCode2WavRunner(spec, graph.modelsDir),
@@ -59,21 +54,17 @@ export const code2wav: StageKindDescriptor<Code2WavArgs> = {
     facts: factsOf,
   }),
 
-  audioFacts: (f) => {
-    const facts = factsIn(Code2WavFactsSchema, f);
-    return facts ? { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame } : {};
-  },
-};
+  audioFacts: factsPicked(Code2WavFactsSchema, ['sampleRateHz', 'samplesPerFrame']),
+});
 
 function factsOf(runner: Code2WavRunner): Code2WavFacts {
-  return {
-    kind: 'code2wav',
-    numCodebooks: runner.numCodebooks,
-    sampleRateHz: runner.sampleRateHz,
-    samplesPerFrame: runner.samplesPerFrame,
-    receptiveFieldFrames: runner.receptiveFieldFrames,
-    stateful: runner.stateful,
-  };
+  return runnerFacts('code2wav', runner, [
+    'numCodebooks',
+    'sampleRateHz',
+    'samplesPerFrame',
+    'receptiveFieldFrames',
+    'stateful',
+  ]);
 }
 
 /** The vocoder must decode every code the talker emits. */

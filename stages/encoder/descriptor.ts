@@ -4,60 +4,46 @@ import type { AudioEncoderSize, VisionEncoderSize } from '../../src/common/model
 import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';
-import { closed, generatedCommon, int, optional, camelSizes } from '../../src/common/yamlSchema.ts';
+import { closed, generatedCommon, camelSizes, sizeOverrides } from '../../src/common/yamlSchema.ts';
 import { encoderPresets } from './encoderSizes.ts';
 import type { EncoderSpec } from './createEncoderRunner.ts';
 import type { OnnxEncoderRunner } from './EncoderRunner.ts';
-import { checkHeads, presetOf } from '../presetFamily.ts';
-import { factsIn, runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { checkHeads, generatedModel } from '../presetFamily.ts';
+import { defineStageKind, factsIn, runnerStage, type GeneratedModelContext } from '../StageKindDescriptor.ts';
 import { EncoderFactsSchema, type EncoderArgs, type EncoderFacts } from './protocol.ts';
 
 const encoderCommon = {
   ...generatedCommon,
-  hidden_size: optional(int(1)),
-  num_layers: optional(int(1)),
-  num_heads: optional(int(1)),
-  intermediate_size: optional(int(1)),
-  // Derived from the Thinker they feed; needed only when that Thinker is a file model.
-  output_size: optional(int(1)),
+  // output_size is derived from the Thinker they feed; needed only when that Thinker is a file model.
+  ...sizeOverrides('hidden_size', 'num_layers', 'num_heads', 'intermediate_size', 'output_size'),
 };
-const audioYaml = Type.Object({ ...encoderCommon, num_mel_bins: optional(int(1)) }, closed);
-const visionYaml = Type.Object(
-  { ...encoderCommon, patch_size: optional(int(1)), merge_size: optional(int(1)) },
-  closed,
-);
+const audioYaml = Type.Object({ ...encoderCommon, ...sizeOverrides('num_mel_bins') }, closed);
+const visionYaml = Type.Object({ ...encoderCommon, ...sizeOverrides('patch_size', 'merge_size') }, closed);
 
-export const encoder: StageKindDescriptor<EncoderArgs> = {
+export const encoder = defineStageKind<EncoderArgs>({
   kind: 'encoder',
   workerType: 'generation',
   defaultMaxTokens: 1, // does not sample
   feeds: ['thinker'],
-  finalOutput: null,
-  entry: false,
-  requestSampling: 'sampling',
   readsRequest: true,
   sizedFrom: 'consumers',
   modelSchema: (modality) => (modality === 'image' || modality === 'video' ? visionYaml : audioYaml),
   addArgs: (ctx) => ({ encode: ctx.media?.encode.get(ctx.instance) ?? [] }),
 
-  resolveGeneratedModel(ctx, problems) {
-    const family = presetOf(ctx, encoderPresets, 'encoder preset', problems);
-    if (!family) return null;
-    const outputSize = outputSizeOf(ctx, problems);
-    if (outputSize === null) return null;
-    const overrides = camelSizes(ctx.raw, ['output_size']);
-    const before = problems.count;
-    if (ctx.modality === 'image' || ctx.modality === 'video') {
-      const size: VisionEncoderSize = { ...family.vision, ...overrides, outputSize };
+  resolveGeneratedModel: (ctx, problems) =>
+    generatedModel(ctx, encoderPresets, 'encoder preset', problems, (family) => {
+      const outputSize = outputSizeOf(ctx, problems);
+      if (outputSize === null) return null;
+      const overrides = camelSizes(ctx.raw, ['output_size']);
+      if (ctx.modality === 'image' || ctx.modality === 'video') {
+        const size: VisionEncoderSize = { ...family.vision, ...overrides, outputSize };
+        checkHeads(size, ctx, problems);
+        return { kind: 'vision_encoder', size };
+      }
+      const size: AudioEncoderSize = { ...family.audio, ...overrides, outputSize };
       checkHeads(size, ctx, problems);
-      if (problems.count > before) return null;
-      return { source: 'generated', kind: 'vision_encoder', preset: ctx.preset, seed: ctx.seed, size };
-    }
-    const size: AudioEncoderSize = { ...family.audio, ...overrides, outputSize };
-    checkHeads(size, ctx, problems);
-    if (problems.count > before) return null;
-    return { source: 'generated', kind: 'audio_encoder', preset: ctx.preset, seed: ctx.seed, size };
-  },
+      return { kind: 'audio_encoder', size };
+    }),
 
   ...runnerStage({
     load: loadEncoder,
@@ -66,7 +52,7 @@ export const encoder: StageKindDescriptor<EncoderArgs> = {
   }),
 
   ecIdentity: (f) => factsIn(EncoderFactsSchema, f)?.identity,
-};
+});
 
 function factsOf(runner: OnnxEncoderRunner): EncoderFacts {
   const grid = runner.visionGrid;

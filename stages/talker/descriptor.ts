@@ -4,36 +4,31 @@ import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import { Code2WavFactsSchema } from '../code2wav/protocol.ts';
 import type { TalkerRunner } from '../types.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';
-import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
+import { closed, generatedCommon, transformer, camelSizes, sizeOverrides } from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
-import { checkHeads, presetOf } from '../presetFamily.ts';
-import { factsIn, runnerStage, type GeneratedModelContext, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { checkHeads, generatedModel } from '../presetFamily.ts';
+import { defineStageKind, factsIn, factsPicked, runnerFacts, runnerStage } from '../StageKindDescriptor.ts';
+import type { GeneratedModelContext } from '../StageKindDescriptor.ts';
 import { TalkerFactsSchema, type TalkerArgs, type TalkerFacts } from './protocol.ts';
 
 const modelYaml = Type.Object(
   {
     ...generatedCommon,
     ...transformer,
-    codebook_size: optional(int(1)),
-    num_codebooks: optional(int(1)),
-    frames_per_token: optional(int(1)),
-    // Normally derived (2 x the upstream thinker's hidden_size); needed only when that thinker is a file model.
-    condition_dim: optional(int(1)),
+    // condition_dim is normally derived (2 x the upstream thinker's hidden_size); needed only when that thinker is a
+    // file model.
+    ...sizeOverrides('codebook_size', 'num_codebooks', 'frames_per_token', 'condition_dim'),
   },
   closed,
 );
 
-export const talker: StageKindDescriptor<TalkerArgs> = {
+export const talker = defineStageKind<TalkerArgs>({
   kind: 'talker',
   workerType: 'ar',
   defaultMaxTokens: 4096, // codec frames: 5.5 min of audio at 12.5 frames/s
   feeds: ['code2wav'],
-  finalOutput: null,
-  entry: false,
   hearsFirstAudio: true,
   requestSampling: 'talkerSampling',
-  readsRequest: false,
-  sizedFrom: 'inputs',
   modelSchema: () => modelYaml,
 
   addArgs: (ctx) => ({
@@ -46,20 +41,17 @@ export const talker: StageKindDescriptor<TalkerArgs> = {
     ...(ctx.playback ? { playback: ctx.playback } : {}),
   }),
 
-  resolveGeneratedModel(ctx, problems) {
-    const family = presetOf(ctx, presets, 'model preset', problems);
-    if (!family) return null;
-    const before = problems.count;
-    const conditionDim = conditionDimOf(ctx, problems);
-    const size: TalkerSize = {
-      ...family.talker,
-      ...camelSizes(ctx.raw, ['condition_dim']),
-      conditionDim: conditionDim ?? 0,
-    };
-    checkHeads(size, ctx, problems);
-    if (problems.count > before || conditionDim === null) return null;
-    return { source: 'generated', kind: 'talker', preset: ctx.preset, seed: ctx.seed, size };
-  },
+  resolveGeneratedModel: (ctx, problems) =>
+    generatedModel(ctx, presets, 'model preset', problems, (family) => {
+      const conditionDim = conditionDimOf(ctx, problems);
+      const size: TalkerSize = {
+        ...family.talker,
+        ...camelSizes(ctx.raw, ['condition_dim']),
+        conditionDim: conditionDim ?? 0,
+      };
+      checkHeads(size, ctx, problems);
+      return conditionDim === null ? null : { kind: 'talker', size };
+    }),
 
   ...runnerStage({
     load: async (spec, graph) => (await import('../runners.ts')).createTalkerRunner(spec, graph.modelsDir),
@@ -68,20 +60,11 @@ export const talker: StageKindDescriptor<TalkerArgs> = {
   }),
 
   // Codec frames per text token: maps played audio back to the text it voiced.
-  audioFacts: (f) => {
-    const facts = factsIn(TalkerFactsSchema, f);
-    return facts ? { framesPerToken: facts.framesPerToken } : {};
-  },
-};
+  audioFacts: factsPicked(TalkerFactsSchema, ['framesPerToken']),
+});
 
 function factsOf(runner: TalkerRunner): TalkerFacts {
-  return {
-    kind: 'talker',
-    conditionDim: runner.conditionDim,
-    numCodebooks: runner.numCodebooks,
-    framesPerToken: runner.framesPerToken,
-    kvBytesPerToken: runner.kvBytesPerToken,
-  };
+  return runnerFacts('talker', runner, ['conditionDim', 'numCodebooks', 'framesPerToken', 'kvBytesPerToken']);
 }
 
 /** conditionDim = 2 x the upstream thinker's hidden size ([thinker embed | accept hidden] per row). */

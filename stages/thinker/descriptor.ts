@@ -6,8 +6,8 @@ import type { ThinkerRunner } from '../types.ts';
 import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
 import { MIN_BYTE_VOCAB_SIZE } from '../../src/tokenizer/ByteTokenizer.ts';
-import { checkHeads, presetOf } from '../presetFamily.ts';
-import { runnerStage, type KindLookup, type StageKindDescriptor, type TextFeed } from '../StageKindDescriptor.ts';
+import { checkHeads, generatedModel } from '../presetFamily.ts';
+import { defineStageKind, runnerFacts, runnerStage, type KindLookup, type TextFeed } from '../StageKindDescriptor.ts';
 import { thinkerStatsOf, type ThinkerArgs, type ThinkerFacts } from './protocol.ts';
 
 const modelYaml = Type.Object(
@@ -15,16 +15,13 @@ const modelYaml = Type.Object(
   closed,
 );
 
-export const thinker: StageKindDescriptor<ThinkerArgs> = {
+export const thinker = defineStageKind<ThinkerArgs>({
   kind: 'thinker',
   workerType: 'ar',
   defaultMaxTokens: 256,
   feeds: ['talker'], // and the kinds that read its text (readsText)
   finalOutput: 'text',
   entry: true,
-  requestSampling: 'sampling',
-  readsRequest: false,
-  sizedFrom: 'inputs',
   modelSchema: () => modelYaml,
 
   // Requests enter here: the prompt, its media plan, the EC store's drops and the session prefix come with it.
@@ -38,24 +35,21 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
     ...(ctx.request.logprobs !== undefined ? { logprobs: ctx.request.logprobs } : {}),
   }),
 
-  resolveGeneratedModel(ctx, problems) {
-    const family = presetOf(ctx, presets, 'model preset', problems);
-    if (!family) return null;
-    const before = problems.count;
-    const size: ThinkerSize = { ...family.thinker, ...camelSizes(ctx.raw) };
-    checkHeads(size, ctx, problems);
-    if (size.acceptLayer >= size.numLayers)
-      problems.add([...ctx.at, 'accept_layer'], `must be < num_layers (${size.numLayers}), got ${size.acceptLayer}`);
-    if (size.vocabSize < MIN_BYTE_VOCAB_SIZE) {
-      problems.add(
-        [...ctx.at, 'vocab_size'],
-        `must be >= ${MIN_BYTE_VOCAB_SIZE} for the built-in byte tokenizer (256 bytes + 16 specials + words), ` +
-          `got ${size.vocabSize}`,
-      );
-    }
-    if (problems.count > before) return null;
-    return { source: 'generated', kind: 'thinker', preset: ctx.preset, seed: ctx.seed, size };
-  },
+  resolveGeneratedModel: (ctx, problems) =>
+    generatedModel(ctx, presets, 'model preset', problems, (family) => {
+      const size: ThinkerSize = { ...family.thinker, ...camelSizes(ctx.raw) };
+      checkHeads(size, ctx, problems);
+      if (size.acceptLayer >= size.numLayers)
+        problems.add([...ctx.at, 'accept_layer'], `must be < num_layers (${size.numLayers}), got ${size.acceptLayer}`);
+      if (size.vocabSize < MIN_BYTE_VOCAB_SIZE) {
+        problems.add(
+          [...ctx.at, 'vocab_size'],
+          `must be >= ${MIN_BYTE_VOCAB_SIZE} for the built-in byte tokenizer (256 bytes + 16 specials + words), ` +
+            `got ${size.vocabSize}`,
+        );
+      }
+      return { kind: 'thinker', size };
+    }),
 
   ...runnerStage({
     load: async (spec, graph) => (await import('../runners.ts')).createThinkerRunner(spec, graph.modelsDir),
@@ -76,7 +70,7 @@ export const thinker: StageKindDescriptor<ThinkerArgs> = {
       : {},
   prefixHeld: (stats) => thinkerStatsOf(stats).prefix?.held,
   hearsFirstAudio: true,
-};
+});
 
 /**
  * What the stage this Thinker feeds takes from it: its text, through the feed the consumer's kind makes (readsText:
@@ -95,11 +89,7 @@ function factsOf(runner: ThinkerRunner): ThinkerFacts {
     .filter(([, ok]) => !ok)
     .map(([what]) => what);
   return {
-    kind: 'thinker',
-    vocabSize: runner.vocabSize,
-    hiddenSize: runner.hiddenSize,
-    eosTokenId: runner.eosTokenId,
-    kvBytesPerToken: runner.kvBytesPerToken,
+    ...runnerFacts('thinker', runner, ['vocabSize', 'hiddenSize', 'eosTokenId', 'kvBytesPerToken']),
     ...(lacks.length > 0 ? { lacks } : {}),
   };
 }

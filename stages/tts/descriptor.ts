@@ -9,7 +9,7 @@ import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { closed } from '../../src/common/yamlSchema.ts';
 import type { Tokenizer } from '../../src/tokenizer/index.ts';
-import { factsIn, runnerStage, type StageKindDescriptor } from '../StageKindDescriptor.ts';
+import { defineStageKind, factsPicked, runnerStage } from '../StageKindDescriptor.ts';
 import type { OnnxPiperRunner } from './OnnxPiperRunner.ts';
 import type { PiperPhonemizer } from './phonemes.ts';
 import { TtsFactsSchema, type TtsArgs, type TtsFacts } from './protocol.ts';
@@ -33,18 +33,13 @@ interface LoadedVoice {
   close(): Promise<void>;
 }
 
-export const tts: StageKindDescriptor<TtsArgs> = {
+export const tts = defineStageKind<TtsArgs>({
   kind: 'tts',
   workerType: 'generation',
   defaultMaxTokens: 1, // does not sample; the field only keeps SamplingParams uniform
-  feeds: [],
   // The Thinker's sampled tokens, as text chunks (thinker2tts.ts); the Thinker runs the feed, naming no tts.
   readsText: { from: ['thinker'], feed: (asyncChunk) => new Thinker2Tts(asyncChunk) },
   finalOutput: 'audio',
-  entry: false,
-  requestSampling: 'sampling',
-  readsRequest: false,
-  sizedFrom: 'inputs',
   // Its synthesis scales and phrase rules (ttsSettings.ts).
   settings: { key: 'tts', yaml: TtsYaml, resolve: resolveTtsSettings },
   modelSchema: () => modelYaml,
@@ -71,11 +66,8 @@ export const tts: StageKindDescriptor<TtsArgs> = {
     facts: (voice) => factsOf(voice.runner),
   }),
 
-  audioFacts: (f) => {
-    const facts = factsIn(TtsFactsSchema, f);
-    return facts ? { sampleRateHz: facts.sampleRateHz, samplesPerFrame: facts.samplesPerFrame } : {};
-  },
-};
+  audioFacts: factsPicked(TtsFactsSchema, ['sampleRateHz', 'samplesPerFrame']),
+});
 
 async function loadVoice(spec: StageSpec, graph: StageGraph): Promise<LoadedVoice> {
   if (spec.model.source !== 'file') {
