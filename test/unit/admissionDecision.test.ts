@@ -127,10 +127,10 @@ describe('Router.estimate', () => {
     const e = router.estimate(entryOf())!;
     // b's 400 tokens are ahead of a newcomer (2 s at 200 tokens/s), then its own typical 400 (2 s more).
     expect(e.queueMs).toBeCloseTo(2_000);
-    // Plus a's misses (1900 ms to text, 2400 to audio, with no competitor): a newcomer's own part, and as much for
-    // b, a competitor (what one adds is not measured yet: it is taken to cost as much as a request alone).
-    expect(e.ttftMs - 2 * e.queueMs).toBeCloseTo(2 * 1_900);
-    expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(2 * 500);
+    // Plus a's misses (1900 ms to text, 2400 to audio, with no competitor): a newcomer's own part, and half as much
+    // for b, a competitor (what one adds is not measured yet: it is taken as half a request alone's).
+    expect(e.ttftMs - 2 * e.queueMs).toBeCloseTo(1.5 * 1_900);
+    expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(1.5 * 500);
     queued.release();
   });
 });
@@ -163,31 +163,32 @@ describe('LiveCost', () => {
   it("charges a newcomer its own part (requests with no competitor) and each competitor's beyond it", () => {
     const cost = new LiveCost();
     expect(cost.extraMs('ttft')).toBeNull();
-    const a = cost.admit(100, 0, 50, false, NO_WAIT); // no competitor
-    const b = cost.admit(100, 0, 50, false, NO_WAIT); // 2 before their first packet
-    expect(cost.pending).toBe(2);
+    const a = cost.admit(100, 0, 50, false, NO_WAIT);
     cost.firstToken(a, 250); // missed by 200 with no competitor: a request's own part
     cost.firstToken(a, 9_999); // learned once
-    expect(cost.pending).toBe(1);
-    expect(cost.extraMs('ttft')).toBe(200 + 200); // b competes: until measured, a competitor costs a request alone
-    cost.firstToken(b, 650); // missed by 600 beside one other: 400 beyond its own part
+    expect(cost.extraMs('ttft')).toBe(200);
+    const b = cost.admit(100, 1_000, 50, false, NO_WAIT);
+    // b competes: until measured, a competitor costs half a request's own part.
+    expect(cost.extraMs('ttft')).toBe(200 + 100);
+    const c = cost.admit(100, 1_000, 50, false, NO_WAIT); // b's competitors are 2 now, as c's
+    expect([b.competitors, b.peakCompetitors, c.competitors]).toEqual([1, 2, 2]);
+    expect(cost.pending).toBe(2);
+    cost.firstToken(b, 1_650); // missed by 600 beside one other: 400 beyond its own part
+    expect(cost.extraMs('ttft')).toBe(200 + 400); // c before its first packet
+    cost.firstToken(c, 1_650);
     expect(cost.extraMs('ttft')).toBe(200); // nobody before a first packet: the own part only
-    const c = cost.admit(100, 1_000, 50, false, NO_WAIT);
-    expect(cost.extraMs('ttft')).toBe(200 + 400); // a newcomer beside c
-    cost.firstToken(c, 1_300); // missed by 250 with none: own misses 200, 250
+    const d = cost.admit(100, 2_000, 50, false, NO_WAIT);
+    cost.firstToken(d, 2_300); // missed by 250 alone: own misses 200, 250
     expect(cost.extraMs('ttft')).toBe(200); // the lower median
-    expect(cost.live).toBe(3);
-    for (const s of [a, a, b, c]) cost.release(s);
+    expect(cost.live).toBe(4);
+    for (const s of [a, a, b, c, d]) cost.release(s);
     expect([cost.live, cost.pending]).toEqual([0, 0]);
     // A competitor's smaller cost moves it down slowly (0.05: an upper envelope, the bound is on a tail).
-    const d = cost.admit(100, 0, 50, false, NO_WAIT);
-    const e = cost.admit(100, 0, 50, false, NO_WAIT);
-    cost.firstToken(d, 250); // own misses 200, 200, 250
-    cost.firstToken(e, 350); // 300 missed beside d: 100 beyond the own part
-    expect(cost.extraMs('ttft')).toBe(200);
-    const f = cost.admit(100, 0, 50, false, NO_WAIT);
-    expect(cost.extraMs('ttft')).toBeCloseTo(200 + 400 + 0.05 * (100 - 400));
-    for (const s of [d, e, f]) cost.release(s);
+    const e = cost.admit(100, 3_000, 50, false, NO_WAIT);
+    const f = cost.admit(100, 3_000, 50, false, NO_WAIT);
+    cost.firstToken(e, 3_350); // 300 missed beside f: 100 beyond the own part
+    expect(cost.extraMs('ttft')).toBeCloseTo(200 + 400 + 0.05 * (100 - 400)); // f waits
+    for (const s of [e, f]) cost.release(s);
     expect(cost.typicalPromptTokens).toBe(100);
   });
 
@@ -200,9 +201,10 @@ describe('LiveCost', () => {
       cost.release(s);
     }
     expect(cost.ownMs('ttfp')).toBe(1_000); // the cold start outvoted
-    // Four at once (c=4): each beside the others costs them 150 ms more.
+    // Four at once (c=4), each heard at 1.45 s: 450 ms beyond its own part, 150 for each of the 3 others.
     const four = [0, 1, 2, 3].map(() => cost.admit(100, 100_000, 100, true, NO_WAIT));
-    four.forEach((s, i) => cost.firstAudio(s, 100_000 + 1_100 + 150 * i));
+    expect(four.map((s) => s.peakCompetitors)).toEqual([4, 4, 4, 4]);
+    for (const s of four) cost.firstAudio(s, 101_550);
     // A newcomer beside three is charged the own part and 150 ms for each, not the 4 x 1000 ms (and more: the
     // cold start's envelope) that charging each competitor a whole request's miss made of it.
     const burst = [0, 1, 2].map(() => cost.admit(100, 200_000, 100, true, NO_WAIT));

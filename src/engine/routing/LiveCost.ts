@@ -45,6 +45,13 @@ const RATIO_BOUNDS = [0.1, 10] as const;
  */
 /** Misses of requests with no competitor kept per kind: their median is the own part. */
 const OWN_WINDOW = 16;
+/**
+ * Until what a competitor adds is measured, it is taken as this share of a request's own part: requests before their
+ * first packet share batched steps (on this class of CPU a decode step of 16 requests costs about 8 of one: ~4 ms
+ * against ~0.5 ms). Charged a whole request alone each, tiny-omni's c=10 burst was refused 4 of 12
+ * (estimated 1482 ms against the 1000 ms floor; those admitted heard audio within 360 ms).
+ */
+const UNMEASURED_SHARE = 0.5;
 
 /**
  * Competitors and background (issue 41): a request past its first packet (first audio when it asked for audio, else
@@ -66,6 +73,11 @@ export interface LiveSample {
   readonly live: number;
   /** Requests before their first packet at its admission, itself included: the ones it competes with. */
   readonly competitors: number;
+  /**
+   * The most requests before their first packet at once while it waited for its own, itself included: those
+   * admitted after it share its steps too (a burst's second request waited as long as its tenth).
+   */
+  peakCompetitors: number;
   /** Its first packet is audio (it asked for audio), else its first text. */
   readonly wantsAudio: boolean;
   /** The steps in progress on its way when it was admitted (stepWait.ts). */
@@ -86,7 +98,7 @@ export class LiveCost {
   readonly alone = new AloneTimes();
   #live = 0;
   /** Live requests before their first packet (competitors of a newcomer). */
-  #pending = 0;
+  readonly #waiting = new Set<LiveSample>();
   #typicalPromptTokens: number | null = null;
   /** What each other request before its first packet adds (ms), learned as an upper envelope. */
   readonly #perOtherMs: Record<Kind, number | null> = { ttft: null, ttfp: null };
@@ -106,7 +118,7 @@ export class LiveCost {
 
   /** Live requests before their first packet now. */
   get pending(): number {
-    return this.#pending;
+    return this.#waiting.size;
   }
 
   admit(
@@ -123,10 +135,11 @@ export class LiveCost {
       ttfp: this.estimatedMs(predictedTtftMs, 'ttfp', pathMs),
     };
     this.#live++;
-    this.#pending++;
-    return {
+    const competitors = this.#waiting.size + 1;
+    const sample: LiveSample = {
       live: this.#live,
-      competitors: this.#pending,
+      competitors,
+      peakCompetitors: competitors,
       wantsAudio,
       pathMs,
       firstPacketOut: false,
@@ -137,6 +150,9 @@ export class LiveCost {
       ttfpLearned: false,
       released: false,
     };
+    for (const w of this.#waiting) w.peakCompetitors = Math.max(w.peakCompetitors, competitors);
+    this.#waiting.add(sample);
+    return sample;
   }
 
   firstToken(s: LiveSample, atMs: number): void {
@@ -167,21 +183,21 @@ export class LiveCost {
   private firstPacketOut(s: LiveSample): void {
     if (s.firstPacketOut) return;
     s.firstPacketOut = true;
-    this.#pending--;
+    this.#waiting.delete(s);
   }
 
   /**
    * What a request admitted now should be charged beyond its prediction and the steps in progress on its way, to its
    * first text or first audio: its own part (what requests with no competitor lately missed by) and, for each request
    * now before its first packet, what each other one added (ms; null: nothing of that kind measured yet). Until a
-   * request with competitors is measured, each is taken to cost as much as a request alone (the cores shared
-   * fairly: a burst on a server that measured one request must not all be admitted); until one without, the
-   * per-competitor charge stands for the own part.
+   * request with competitors is measured, each is taken to cost UNMEASURED_SHARE of a request alone (a burst on
+   * a server that measured one request must not all be admitted); until one without, the per-competitor charge
+   * stands for the own part.
    */
   extraMs(kind: Kind): number | null {
     const own = this.ownMs(kind) ?? this.#perOtherMs[kind];
     if (own === null) return null;
-    return own + (this.#perOtherMs[kind] ?? own) * this.#pending;
+    return own + (this.#perOtherMs[kind] ?? own * UNMEASURED_SHARE) * this.#waiting.size;
   }
 
   /** The lower median miss of the last requests that had no competitor (ms), or null before one. */
@@ -194,18 +210,22 @@ export class LiveCost {
 
   /**
    * A first packet teaches the own part (a request with no competitor) or, beyond the own part, each other one's
-   * cost; with no own part measured yet, its competitors (itself included) share its miss equally, as before.
+   * cost; with no own part measured yet, its competitors (itself included) share its miss equally, as before. The
+   * competitors are the most there were while it waited (peakCompetitors), not those at its admission: counted at
+   * admission, tiny-omni's sync c=10 burst taught 6 s a competitor (its second request, as slow as the tenth, had
+   * one ahead) and refused requests estimated at 58 s that took 8.
    */
   private learnMiss(kind: Kind, s: LiveSample, atMs: number): void {
     const miss = atMs - s.admittedAtMs - s.predictedTtftMs - s.pathMs[kind];
     const own = this.ownMs(kind);
-    if (s.competitors === 1) {
+    if (s.peakCompetitors === 1) {
       const misses = this.#ownMisses[kind];
       misses.push(miss);
       if (misses.length > OWN_WINDOW) misses.shift();
       return;
     }
-    const perOther = own === null ? miss / s.competitors : (miss - own) / (s.competitors - 1);
+    const others = s.peakCompetitors - 1;
+    const perOther = own === null ? miss / s.peakCompetitors : (miss - own) / others;
     this.#perOtherMs[kind] = envelope(this.#perOtherMs[kind], perOther);
   }
 
