@@ -51,6 +51,11 @@ export const channelNames = {
    * an instance's held bytes change, {event: 'wait'} per request that waits for room, {event: 'refused'} per refusal.
    */
   mediaRows: 'chorus:media:rows',
+  /**
+   * {reason: 'memory' | 'timeout' | 'lost', modality} per media item main runs its request again for (src/engine/
+   * requests/Reencodes.ts): its encode failed for memory or time, or its encoder-output store entry was lost.
+   */
+  mediaReencode: 'chorus:media:reencode',
 } as const;
 
 export const diagnostics = {
@@ -69,6 +74,7 @@ export const diagnostics = {
   encoderMedia: channel(channelNames.encoderMedia),
   controlDropped: channel(channelNames.controlDropped),
   mediaRows: channel(channelNames.mediaRows),
+  mediaReencode: channel(channelNames.mediaReencode),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

@@ -5,6 +5,7 @@
  *   vision model before it starts) fails in the encoder with CHORUS_ERR_ENCODE_MEMORY; main runs the request again
  *   with the clip down its fallback until an encode fits, and the answer says so. Past the floor: a 400 naming the
  *   item and what to do, and the next request is answered (the encoder is not down).
+ * - Each item run again is counted on /metrics (chorus_media_reencodes_total{reason, modality}), promtool-clean.
  * - Its encoder-output store entry lost in Redis between main's lookup and the Thinker's take (a key deleted, as
  *   Redis's eviction would): main encodes it again from the bytes it holds; the answer is the first one's.
  * - Its Thinker killed mid-answer with no store: the migrated replay has the clip encoded again from main's bytes
@@ -25,6 +26,8 @@ import { DEFAULT_VIDEO_GRID } from '../../src/media/video/videoGrid.ts';
 import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
+import { promtoolProblems } from '../helpers/promtool.ts';
+import { parsePrometheus } from './serverClient.ts';
 
 const ENCODER = (maxEncodeBytes: string) => `
   - stage_id: image-encoder
@@ -54,6 +57,13 @@ interface ChatJson {
   readonly usage: { readonly prompt_tokens_details: { readonly video_tokens: number } };
   readonly chorus_warnings?: readonly string[];
   readonly error: { readonly code: string; readonly message: string };
+}
+
+/** chorus_media_reencodes_total{reason, modality="video"} on the server's /metrics (0 before the first). */
+async function reencodesCounted(base: string, reason: 'memory' | 'timeout' | 'lost'): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const family = parsePrometheus(text).get('chorus_media_reencodes_total');
+  return family?.samples.find((s) => s.labels.reason === reason && s.labels.modality === 'video')?.value ?? 0;
 }
 
 /** A question about the clip (a video_url part), answered in 6 tokens; or a text question. */
@@ -86,9 +96,14 @@ describe('an encode over the memory cap steps the clip down', () => {
     expect(ownSegments()).toEqual([]);
   });
 
-  it('serves it with the frames an encode fits, and says so', async () => {
+  it('serves it with the frames an encode fits, and says so; /metrics counts each encode run again', async () => {
+    const before = await reencodesCounted(server!.base, 'memory');
     const { status, json } = await ask(server!.base, big);
     expect(status).toBe(200);
+    expect((await reencodesCounted(server!.base, 'memory')) - before).toBe(2);
+    const exposition = await (await fetch(`${server!.base}/metrics`)).text();
+    expect(parsePrometheus(exposition).get('chorus_media_reencodes_total')?.type).toBe('counter');
+    expect(promtoolProblems(exposition)).toBe('');
     // 30 -> 15 -> 7 frames: two failed encodes, the third fits. 7 frames are 4 temporal groups of 6 x 9 rows.
     expect(json.usage.prompt_tokens_details.video_tokens).toBe(4 * 6 * 9);
     expect(json.chorus_warnings).toEqual([
@@ -181,6 +196,7 @@ describe('a lost encoder-output store entry is encoded again from main`s bytes',
 
   it('answers as the first time: the clip encoded twice, the lost take counted', async () => {
     const clip = await makeVideo({ seconds: 2 });
+    const lostBefore = await reencodesCounted(server!.base, 'lost');
     const first = await ask(server!.base, clip);
     expect(first.status).toBe(200);
     await waitFor('the clip`s rows in the store', () => server!.engine.ecStore!.stats.entries === 1);
@@ -198,5 +214,6 @@ describe('a lost encoder-output store entry is encoded again from main`s bytes',
     expect(again.json.chorus_warnings).toBeUndefined();
     expect(mediaSent).toHaveLength(2); // main sent the clip's bytes to the encoder again
     await waitFor('the lost take counted', () => [...thinkerEc.values()].some((s) => s.lostTakes === 1));
+    expect((await reencodesCounted(server!.base, 'lost')) - lostBefore).toBe(1);
   });
 });

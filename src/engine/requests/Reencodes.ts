@@ -10,6 +10,7 @@
  * A clip served with fewer or smaller frames is said in the answer's warnings (one per clip, for its last step), as
  * the planned fallback's clips are.
  */
+import { diagnostics } from '../../common/diagnostics.ts';
 import { serializeError, type SerializedError } from '../../common/errors.ts';
 import { ErrorCodes } from '../../common/errors.ts';
 import type { ChatMessage } from '../../common/engine.ts';
@@ -19,7 +20,7 @@ import type { FallbackStep } from '../../media/video/videoFallback.ts';
 import type { FitPolicy } from '../fitPrompt.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { MediaRetryMessage } from '../pool/StagePoolEvents.ts';
-import { reencodeDecision, reencodeWarning } from './reencode.ts';
+import { reencodeDecision, reencodeReason, reencodeWarning } from './reencode.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 
@@ -72,6 +73,7 @@ export class Reencodes {
       return failItem({ code: msg.error.code, message: `${msg.error.message} (not encoded again: ${why})` });
     }
     this.ctx.log.info({ ...facts, run: record.runId, stepped: decision.stepped }, 'media item encoded again');
+    diagnostics.mediaReencode.publish({ reason: reencodeReason(msg.error.code), modality: item.modality });
     if (decision.stepped) this.#warn(record, item.what, decision.stepped, msg.error);
   }
 

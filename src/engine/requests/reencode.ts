@@ -67,6 +67,14 @@ export function reencodeDecision(ask: ReencodeAsk): ReencodeDecision {
   return { kind: 'again', messages, stepped: { from: framesOf(part), to: framesOf(step) } };
 }
 
+/** Why an item was encoded again, as /metrics labels it (chorus_media_reencodes_total{reason}). */
+export type ReencodeReason = 'memory' | 'timeout' | 'lost';
+
+export function reencodeReason(code: string): ReencodeReason {
+  if (code === ErrorCodes.EC_ENTRY_LOST) return 'lost';
+  return code === ErrorCodes.CHUNK_TIMEOUT ? 'timeout' : 'memory';
+}
+
 /** The answer's warning for a clip served with fewer or smaller frames after its encode failed. */
 export function reencodeWarning(what: string, first: FallbackStep, now: FallbackStep, error: SerializedError): string {
   const why = error.code === ErrorCodes.CHUNK_TIMEOUT ? "past the encoder's timeout_ms" : 'out of memory';

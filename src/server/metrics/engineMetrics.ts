@@ -115,6 +115,14 @@ const ENGINE_METRICS = {
       'or from Redis (remote); their bytes went to no encoder.',
     labels: ['where'],
   },
+  mediaReencodes: {
+    counter: 'chorus_media_reencodes_total',
+    help:
+      'Media items whose request main ran again to encode them again (docs/video.md), by reason (memory: the ' +
+      "encode was over the encoder's memory; timeout: its rows were past the encoder's timeout_ms; lost: its " +
+      'encoder-output store entry was gone) and modality; a clip steps down its fallback for memory and timeout.',
+    labels: ['reason', 'modality'],
+  },
   ecMisses: {
     counter: 'chorus_ec_misses_total',
     help: 'Media items the encoder-output store did not have (sent to an encoder).',

@@ -240,6 +240,11 @@ export function bridgeEngineDiagnostics(): void {
     if (where === 'miss') engineMetrics.ecMisses.inc();
     else if (where === 'local' || where === 'remote') engineMetrics.ecHits.inc({ where });
   });
+  subscribe(channelNames.mediaReencode, (message) => {
+    const { reason, modality } = message as { reason?: unknown; modality?: unknown };
+    if (typeof reason === 'string' && typeof modality === 'string')
+      engineMetrics.mediaReencodes.inc({ reason, modality });
+  });
   subscribe(channelNames.encoderMedia, (message) => {
     const { stage, bytes } = message as { stage?: unknown; bytes?: unknown };
     if (typeof stage === 'string' && isMetricNumber(bytes) && bytes >= 0)
