@@ -22,7 +22,7 @@
  */
 import type { Code2WavSize } from '../../src/common/modelSpec.ts';
 import { GraphBuilder } from '../generator/GraphBuilder.ts';
-import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';
+import type { ModelGenerator } from '../models/modelCache.ts';
 import { Weights, randomUniform, yieldToLoop } from '../generator/weights.ts';
 
 const NUM_SINUSOIDS = 24;
@@ -33,11 +33,7 @@ export function code2wavReceptiveFieldFrames(size: Pick<Code2WavSize, 'numLayers
   return size.numLayers * (size.kernelSize - 1);
 }
 
-export async function buildCode2Wav(
-  size: Code2WavSize,
-  seed: number,
-  progress: (s: BuildProgressStep) => void,
-): Promise<BuiltFiles> {
+export const buildCode2Wav: ModelGenerator<Code2WavSize> = async (size, seed, progress) => {
   const { numCodebooks: q, codebookSize: k, hiddenSize: d, kernelSize, samplesPerFrame: spf } = size;
   const total = size.numLayers + 1;
   const g = new GraphBuilder('code2wav');
@@ -76,7 +72,7 @@ export async function buildCode2Wav(
   const bytes = g.toBytes('chorus tiny-omni code2wav');
   progress({ done: total, total, what: 'code2wav' });
   return { files: { 'code2wav.onnx': bytes } };
-}
+};
 
 /**
  * The state inputs and outputs, and `carry(l, x)`: layer l's input with its past prepended ([B, D, S + T], S =

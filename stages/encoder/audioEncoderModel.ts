@@ -19,7 +19,7 @@ import { GraphBuilder } from '../generator/GraphBuilder.ts';
 import { buildEncoderStack, keyAllowed, linear, silu, sinusoidCode } from './encoderStack.ts';
 import type { AudioEncoderSize } from './encoderSizes.ts';
 import { AUDIO_ENCODER_FILE, AUDIO_ENCODER_INPUTS, AUDIO_ENCODER_OUTPUT } from '../models/encoderSignature.ts';
-import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';
+import type { ModelGenerator } from '../models/modelCache.ts';
 import { Weights, yieldToLoop } from '../generator/weights.ts';
 
 const END = Number.MAX_SAFE_INTEGER; // Slice clamps ends to the dimension
@@ -30,11 +30,7 @@ const END = Number.MAX_SAFE_INTEGER; // Slice clamps ends to the dimension
  */
 export const AUDIO_ENCODER_WINDOW_FRAMES = 64;
 
-export async function buildAudioEncoder(
-  size: AudioEncoderSize,
-  seed: number,
-  progress: (s: BuildProgressStep) => void,
-): Promise<BuiltFiles> {
+export const buildAudioEncoder: ModelGenerator<AudioEncoderSize> = async (size, seed, progress) => {
   const { numMelBins: bins, hiddenSize: c, outputSize: d } = size;
   const total = size.numLayers + 2;
   const g = new GraphBuilder('audio_encoder');
@@ -105,4 +101,4 @@ export async function buildAudioEncoder(
   const bytes = g.toBytes('chorus tiny-omni audio encoder');
   progress({ done: total, total, what: 'audio encoder' });
   return { files: { [AUDIO_ENCODER_FILE]: bytes } };
-}
+};

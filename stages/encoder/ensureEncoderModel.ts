@@ -6,7 +6,7 @@
 import type { GeneratedModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { buildAudioEncoder } from './audioEncoderModel.ts';
-import { encoderPresets, type AudioEncoderSize, type VisionEncoderSize } from './encoderSizes.ts';
+import { encoderPresets } from './encoderSizes.ts';
 import { ensureGeneratedModel, type ModelBuildProgress, type ModelFiles } from '../models/modelCache.ts';
 import { buildVisionEncoder } from './visionEncoderModel.ts';
 
@@ -27,25 +27,19 @@ function presetOf(preset: string) {
   return found;
 }
 
-/** An audio encoder spec from a preset; thinkerHiddenSize is the width of the rows it must produce. */
-export function audioEncoderSpec(
-  preset: string,
-  thinkerHiddenSize: number,
-  seed: number,
-  overrides: Partial<AudioEncoderSize> = {},
-): EncoderModelSpec {
-  const size: AudioEncoderSize = { ...presetOf(preset).audio, outputSize: thinkerHiddenSize, ...overrides };
-  return { source: 'generated', kind: 'audio_encoder', preset, seed, size };
-}
+/** Which part of an encoder preset family sizes each generated encoder kind. */
+const FAMILY_PART = { audio_encoder: 'audio', vision_encoder: 'vision' } as const;
 
-export function visionEncoderSpec(
+/** An encoder spec from a preset; thinkerHiddenSize is the width of the rows it must produce. */
+export function encoderSpec<K extends EncoderModelSpec['kind']>(
+  kind: K,
   preset: string,
   thinkerHiddenSize: number,
   seed: number,
-  overrides: Partial<VisionEncoderSize> = {},
+  overrides: Partial<Extract<EncoderModelSpec, { readonly kind: K }>['size']> = {},
 ): EncoderModelSpec {
-  const size: VisionEncoderSize = { ...presetOf(preset).vision, outputSize: thinkerHiddenSize, ...overrides };
-  return { source: 'generated', kind: 'vision_encoder', preset, seed, size };
+  const size = { ...presetOf(preset)[FAMILY_PART[kind]], outputSize: thinkerHiddenSize, ...overrides };
+  return { source: 'generated', kind, preset, seed, size } as EncoderModelSpec;
 }
 
 export function ensureEncoderModel(

@@ -13,14 +13,10 @@ import { GraphBuilder } from '../generator/GraphBuilder.ts';
 import { buildEncoderStack, keyAllowed, linear, silu, sinusoidCode } from './encoderStack.ts';
 import type { VisionEncoderSize } from './encoderSizes.ts';
 import { VISION_ENCODER_FILE, VISION_ENCODER_INPUTS, VISION_ENCODER_OUTPUT } from '../models/encoderSignature.ts';
-import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';
+import type { ModelGenerator } from '../models/modelCache.ts';
 import { Weights, yieldToLoop } from '../generator/weights.ts';
 
-export async function buildVisionEncoder(
-  size: VisionEncoderSize,
-  seed: number,
-  progress: (s: BuildProgressStep) => void,
-): Promise<BuiltFiles> {
+export const buildVisionEncoder: ModelGenerator<VisionEncoderSize> = async (size, seed, progress) => {
   const { patchSize: p, mergeSize: m, hiddenSize: c, outputSize: d } = size;
   const patchDim = 3 * p * p;
   const group = m * m;
@@ -59,4 +55,4 @@ export async function buildVisionEncoder(
   const bytes = g.toBytes('chorus tiny-omni vision encoder');
   progress({ done: total, total, what: 'vision encoder' });
   return { files: { [VISION_ENCODER_FILE]: bytes } };
-}
+};

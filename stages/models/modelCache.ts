@@ -42,6 +42,17 @@ export interface BuiltFiles {
 /** Every generated kind, the encoders included (built through ensureEncoderModel, with their own generator version). */
 export type ModelKind = GeneratedModelSpec['kind'];
 
+/**
+ * A kind's model generator: the model's sizes and its weights' seed in, its files out, progress after each part built
+ * (the decoders also take the KV-cache I/O, `Option`).
+ */
+export type ModelGenerator<Size, Option = never> = (
+  size: Size,
+  seed: number,
+  progress: (s: BuildProgressStep) => void,
+  ...option: [Option] extends [never] ? [] : [option?: Option]
+) => Promise<BuiltFiles>;
+
 export interface ModelBuildProgress extends BuildProgressStep {
   readonly kind: ModelKind;
 }

@@ -15,7 +15,7 @@
 import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import { buildDecoderStack, declareCacheInputs, lastPosition, type CacheLayout } from '../generator/decoderStack.ts';
 import { GraphBuilder } from '../generator/GraphBuilder.ts';
-import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';
+import type { ModelGenerator } from '../models/modelCache.ts';
 import { Weights, randomUniform, yieldToLoop } from '../generator/weights.ts';
 
 /** Codebook-0 specials, after the K codes. */
@@ -27,13 +27,8 @@ const EOS_BIAS_SIGMAS = -6; // base EOS logit, in units of logitScale: a Thinker
 const EOS_GAIN_SIGMAS = 12; // added at the pad row: EOS then wins by ~3 sigma
 const PREDICTOR_RANK = 32; // per-codebook width of the residual predictor's low-rank heads
 
-export async function buildTalker(
-  size: TalkerSize,
-  seed: number,
-  progress: (s: BuildProgressStep) => void,
-  /** The KV-cache I/O (decoderStack.ts); 'optimum' builds the same weights with Hugging Face's signature. */
-  layout: CacheLayout = 'append',
-): Promise<BuiltFiles> {
+/** layout: the KV-cache I/O (decoderStack.ts); 'optimum' builds the same weights with Hugging Face's signature. */
+export const buildTalker: ModelGenerator<TalkerSize, CacheLayout> = async (size, seed, progress, layout = 'append') => {
   const { hiddenSize: d, numCodebooks: q, codebookSize: k, conditionDim: c, logitScale } = size;
   const { bos, vocab } = talkerSpecialIds(k);
   const total = size.numLayers + 2;
@@ -92,7 +87,7 @@ export async function buildTalker(
       'pad_row.f32': new Uint8Array(padRow.buffer),
     },
   };
-}
+};
 
 /**
  * Residual codebooks 1..Q-1 in one non-autoregressive shot: h = hidden + embed(code0), a shared SiLU layer,

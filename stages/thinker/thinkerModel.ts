@@ -7,7 +7,7 @@
 import type { ThinkerSize } from '../../src/common/modelSpec.ts';
 import { buildDecoderStack, declareCacheInputs, lastPosition, type CacheLayout } from '../generator/decoderStack.ts';
 import { GraphBuilder } from '../generator/GraphBuilder.ts';
-import type { BuildProgressStep, BuiltFiles } from '../models/modelCache.ts';
+import type { ModelGenerator } from '../models/modelCache.ts';
 import { thinkerLogitBias } from './thinkerVocab.ts';
 import { Weights, randomUniform, yieldToLoop } from '../generator/weights.ts';
 
@@ -22,13 +22,13 @@ function transposeScaled(m: Float32Array, rows: number, cols: number, scale: num
 
 export const THINKER_ACCEPT_OUTPUT = 'hidden_states.accept';
 
-export async function buildThinker(
-  size: ThinkerSize,
-  seed: number,
-  progress: (s: BuildProgressStep) => void,
-  /** The KV-cache I/O (decoderStack.ts); 'optimum' builds the same weights with Hugging Face's signature. */
-  layout: CacheLayout = 'append',
-): Promise<BuiltFiles> {
+/** layout: the KV-cache I/O (decoderStack.ts); 'optimum' builds the same weights with Hugging Face's signature. */
+export const buildThinker: ModelGenerator<ThinkerSize, CacheLayout> = async (
+  size,
+  seed,
+  progress,
+  layout = 'append',
+) => {
   if (size.acceptLayer < 0 || size.acceptLayer >= size.numLayers) {
     throw new Error(`acceptLayer ${size.acceptLayer} must be in [0, ${size.numLayers})`);
   }
@@ -89,4 +89,4 @@ export async function buildThinker(
   const decoderBytes = g.toBytes('chorus tiny-omni thinker decoder');
   progress({ done: total, total, what: 'decoder' });
   return { files: { 'embed_tokens.onnx': embedBytes, 'decoder_model.onnx': decoderBytes } };
-}
+};

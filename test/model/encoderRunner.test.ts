@@ -16,13 +16,13 @@ import { AUDIO_ENCODER_WINDOW_FRAMES } from '../../stages/encoder/audioEncoderMo
 import type { RgbImage } from '../../src/media/image.ts';
 import { imageEmbeddingCount, imagePatches } from '../../src/media/imagePatches.ts';
 import type { ImagePatches } from '../../src/media/types.ts';
-import { audioEncoderSpec, ensureEncoderModel, visionEncoderSpec } from '../../stages/encoder/ensureEncoderModel.ts';
+import { encoderSpec, ensureEncoderModel } from '../../stages/encoder/ensureEncoderModel.ts';
 import { maxAbsDiff, tempModelsDir } from './helpers.ts';
 
 const D = 64; // the Thinker's hidden size in these tests
 const small = { hiddenSize: 64, numLayers: 2, numHeads: 4, intermediateSize: 128 };
-const audioSpec = audioEncoderSpec('tiny', D, 7, small);
-const visionSpec = visionEncoderSpec('tiny', D, 7, small);
+const audioSpec = encoderSpec('audio_encoder', 'tiny', D, 7, small);
+const visionSpec = encoderSpec('vision_encoder', 'tiny', D, 7, small);
 
 let models: ReturnType<typeof tempModelsDir>;
 let audio: OnnxEncoderRunner;
@@ -198,7 +198,7 @@ describe('encoder models', () => {
     expect(again.built).toBe(false);
     expect(vision.identity).toMatch(/^vision_encoder-[0-9a-f]{32}$/);
     expect(audio.identity).not.toBe(vision.identity);
-    const reseeded = await createEncoderRunner(visionEncoderSpec('tiny', D, 8, small), models.dir);
+    const reseeded = await createEncoderRunner(encoderSpec('vision_encoder', 'tiny', D, 8, small), models.dir);
     expect(reseeded.identity).not.toBe(vision.identity);
     // Same seed, same model file: the same identity in another process (the EC store is shared by hosts).
     const again2 = await createEncoderRunner(visionSpec, models.dir);
