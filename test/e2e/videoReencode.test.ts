@@ -5,6 +5,8 @@
  *   vision model before it starts) fails in the encoder with CHORUS_ERR_ENCODE_MEMORY; main runs the request again
  *   with the clip down its fallback until an encode fits, and the answer says so. Past the floor: a 400 naming the
  *   item and what to do, and the next request is answered (the encoder is not down).
+ * - Its encode past the encoder's deadline (encoder.timeout_ms: the encoder stopped meanwhile) fails the same way with
+ *   CHORUS_ERR_CHUNK_TIMEOUT: the clip steps down, and the answer says why.
  * - Each item run again is counted on /metrics (chorus_media_reencodes_total{reason, modality}), promtool-clean.
  * - Its encoder-output store entry lost in Redis between main's lookup and the Thinker's take (a key deleted, as
  *   Redis's eviction would): main encodes it again from the bytes it holds; the answer is the first one's.
@@ -29,11 +31,14 @@ import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
 import { parsePrometheus } from './serverClient.ts';
 
-const ENCODER = (maxEncodeBytes: string) => `
+const ENCODER = (maxEncodeBytes: string, timeoutMs?: number) => `
   - stage_id: image-encoder
     kind: encoder
     engine: {threads: 1}
-    encoder: {modality: image, cache_bytes: 1, max_encode_bytes: ${maxEncodeBytes}, video: {fps: 2, max_seconds: 20}}`;
+    encoder:
+      {modality: image, cache_bytes: 1, max_encode_bytes: ${maxEncodeBytes}, video: {fps: 2, max_seconds: 20}${
+        timeoutMs === undefined ? '' : `, timeout_ms: ${timeoutMs}`
+      }}`;
 
 const THINKER = (replicas: number) => `
   - stage_id: thinker
@@ -157,6 +162,53 @@ describe('an encode over the memory cap steps the clip down', () => {
     expect(json.error.message).toContain('ask a lower fps or max_frames, or raise max_encode_bytes');
     expect(json.error.message).toContain("at the fallback's floor (encoder.video.fallback)");
     expect((await ask(server.base, null)).status).toBe(200);
+  });
+});
+
+describe('an encode past the encoder`s deadline steps the clip down', () => {
+  let server: Awaited<ReturnType<typeof serve>> | undefined;
+
+  beforeAll(async () => {
+    // The test stops the encoder (SIGSTOP) until the first run's deadline has passed: the hang watch must not take it
+    // for hung meanwhile (stage_hang_ms). timeout_ms leaves the stepped-down clip's encode room on a loaded machine.
+    server = await serve(`model_preset: tiny\nstage_hang_ms: 60000\nstages:${ENCODER('512MiB', 3000)}${THINKER(1)}\n`);
+  }, 240_000);
+
+  afterAll(async () => {
+    await server?.app.close();
+    await server?.engine.close();
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it('serves it with fewer frames after the deadline, says why, and /metrics counts it', async () => {
+    const clip = await makeVideo({ seconds: 4 }); // 8 frames at fps 2; the fallback's first step is 4 (min_frames)
+    const encoder = server!.engine.workerOf('image-encoder#0')!.pid!;
+    const before = await reencodesCounted(server!.base, 'timeout');
+    // Stopped, its first encode cannot be on time; it goes on once main has run the request again (the event).
+    const reencodes: unknown[] = [];
+    const onReencode = (m: unknown) => {
+      reencodes.push(m);
+      process.kill(encoder, 'SIGCONT');
+    };
+    subscribe(channelNames.mediaReencode, onReencode);
+    process.kill(encoder, 'SIGSTOP');
+    const { status, json } = await ask(server!.base, clip).finally(() => {
+      process.kill(encoder, 'SIGCONT');
+      unsubscribe(channelNames.mediaReencode, onReencode);
+    });
+    expect(reencodes).toEqual([{ reason: 'timeout', modality: 'video' }]);
+    expect(status).toBe(200);
+    expect(json.chorus_warnings).toHaveLength(1);
+    const said = new RegExp(
+      String.raw`^messages\[0\]\.content\[0\] \(video\) was served with 4 frames of (\d+)x(\d+) instead of 8 frames ` +
+        String.raw`of \1x\2: its encode failed past the encoder's timeout_ms \(CHORUS_ERR_CHUNK_TIMEOUT\) and it was ` +
+        String.raw`encoded again with fewer or smaller frames \(encoder\.video\.fallback\)$`,
+    ).exec(json.chorus_warnings![0]);
+    expect(said).not.toBeNull();
+    // 4 frames are 2 temporal groups of (width / 28) x (height / 28) rows.
+    const [width, height] = [Number(said![1]), Number(said![2])];
+    expect(json.usage.prompt_tokens_details.video_tokens).toBe(2 * (width / 28) * (height / 28));
+    expect((await reencodesCounted(server!.base, 'timeout')) - before).toBe(1);
   });
 });
 
