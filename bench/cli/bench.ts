@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { defaultConfigPath, loadConfig } from '../../src/index.ts';
-import { UsageError, logger, STEP_TRACE_ENV, type RoutingPolicy } from '../../src/basics.ts';
+import { UsageError, logger, STEP_TRACE_ENV } from '../../src/basics.ts';
 import {
   checkCompareFlags,
   checkRedisUrl,
@@ -46,7 +46,7 @@ export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
-                | --compare-routing POLICY | --compare-compiled] [--redis-url URL] [--out DIR]
+                | --compare-compiled] [--redis-url URL] [--out DIR]
                [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--skip-account] [--goals] [--json]
@@ -59,10 +59,8 @@ ${mixUsage.trimEnd()}
 --compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
 reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
 (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
-with every stage's engine.prefix_cache off ("no-cache"); --compare-routing POLICY runs the YAML as it is (named by its
-routing: policy) and with routing: POLICY (ttft, least_loaded or round_robin; the YAML needs several Thinker
-instances to choose from, e.g. replicas: 2); --compare-compiled runs it with every stage process started from the
-build in dist/ (\`npm run build\` first) and through tsx. Two servers compared run at once, each concurrency's
+with every stage's engine.prefix_cache off ("no-cache"); --compare-compiled runs it with every stage process started
+from the build in dist/ (\`npm run build\` first) and through tsx. Two servers compared run at once, each concurrency's
 prompts in halves A B B A, so that the machine's drift falls on both alike (remote stages: one after the other).
 --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
@@ -118,7 +116,6 @@ const SERVE_OPTIONS = {
   'compare-config': { type: 'string' },
   'compare-scheduling': { type: 'boolean', default: false },
   'compare-prefix-cache': { type: 'boolean', default: false },
-  'compare-routing': { type: 'string' },
   'compare-compiled': { type: 'boolean', default: false },
   'redis-url': { type: 'string' },
   ...RUN_OPTIONS,
@@ -150,7 +147,15 @@ async function runServeCommand(argv: string[]): Promise<number> {
 }
 
 /** What harnesses of closed issues took with them (bench/README.md, "Archived harnesses"). */
-const ARCHIVED = ['transport', '--voice', '--turns', '--system-len', '--compare-tracing', '--compare-transcription'];
+const ARCHIVED = [
+  'transport',
+  '--voice',
+  '--turns',
+  '--system-len',
+  '--compare-routing',
+  '--compare-tracing',
+  '--compare-transcription',
+];
 
 function refuseArchived(argv: readonly string[]): void {
   const hit = argv.map((a) => a.split('=')[0]).find((a) => ARCHIVED.includes(a));
@@ -163,7 +168,6 @@ function refuseArchived(argv: readonly string[]): void {
 
 /** The options every `chorus bench` load shares: the target, the compared servers, the requests' shape. */
 function sharedOptions(v: ServeFlags, argv: string[]) {
-  const compareRouting = v['compare-routing'] === undefined ? undefined : routingPolicyOf(v['compare-routing']);
   if (v['redis-url'] !== undefined) checkRedisUrl(v['redis-url']);
   // Stage processes inherit the environment: each one then records its steps there (src/worker/StepTrace.ts).
   if (v['trace-steps'] !== undefined) process.env[STEP_TRACE_ENV] = path.resolve(v['trace-steps']);
@@ -182,7 +186,6 @@ function sharedOptions(v: ServeFlags, argv: string[]) {
     compareScheduling: v['compare-scheduling'] === true,
     comparePrefixCache: v['compare-prefix-cache'] === true,
     compareCompiled: v['compare-compiled'] === true,
-    ...(compareRouting !== undefined ? { compareRouting } : {}),
     ...(v['compare-config'] !== undefined ? { compareConfig: path.resolve(v['compare-config']) } : {}),
     ...(v['redis-url'] !== undefined ? { redisUrl: v['redis-url'] } : {}),
     ...(initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames } : {}),
@@ -256,12 +259,4 @@ async function runLimitCommand(argv: string[]): Promise<number> {
   });
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatLimit(result)}\n`);
   return 0;
-}
-
-const ROUTING_POLICIES: readonly RoutingPolicy[] = ['ttft', 'least_loaded', 'round_robin'];
-
-function routingPolicyOf(value: string): RoutingPolicy {
-  if (!(ROUTING_POLICIES as readonly string[]).includes(value))
-    throw new UsageError(`--compare-routing takes one of ${ROUTING_POLICIES.join(', ')}, got ${JSON.stringify(value)}`);
-  return value as RoutingPolicy;
 }

@@ -83,7 +83,6 @@ export interface CompareFlags {
   readonly 'compare-config'?: string;
   readonly 'compare-scheduling'?: boolean;
   readonly 'compare-prefix-cache'?: boolean;
-  readonly 'compare-routing'?: string;
   readonly 'compare-compiled'?: boolean;
 }
 
@@ -96,15 +95,14 @@ export function checkCompareFlags(v: CompareFlags, openLoop: boolean): void {
     v['compare-config'] !== undefined,
     v['compare-scheduling'] === true,
     v['compare-prefix-cache'] === true,
-    v['compare-routing'] !== undefined,
     v['compare-compiled'] === true,
   ];
   if (compares.filter(Boolean).length > 1)
     throw new UsageError(
       'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing (or --compare-compiled)',
+        '--compare-compiled',
     );
-  const bothStarted = ['compare-scheduling', 'compare-prefix-cache', 'compare-routing'] as const;
+  const bothStarted = ['compare-scheduling', 'compare-prefix-cache'] as const;
   for (const flag of [...bothStarted, 'compare-compiled'] as const)
     if (v[flag] !== undefined && v[flag] !== false && v.url !== undefined)
       throw new UsageError(`--${flag} is for --config: the bench starts both servers`);

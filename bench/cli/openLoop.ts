@@ -12,8 +12,8 @@ import { int, printReport, resultsDir } from './flags.ts';
 export const openLoopUsage = `  chorus bench --request-rate R1,R2,... [--burstiness 1] [--duration 20 | --num-prompts N]
                [--slo-ttfp-ms MS] [--config FILE | --url URL [--sync-url URL] [--api-key KEY]]
                [--protocol realtime|chat] [--input-len 100] [--output-len 100]
-               [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
-                | --compare-routing POLICY] [--out DIR] [--warmup 2] [--seed 0] [--timeout-ms 300000] [--json]
+               [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache] [--out DIR]
+               [--warmup 2] [--seed 0] [--timeout-ms 300000] [--json]
   chorus bench --find-capacity --slo-ttfp-ms MS [--slo-quantile 0.95] [--request-rate START] [--duration 20]
                [--capacity-multiples 0.7,0.8,0.9,1,1.1,1.2 (with a --compare-* flag)] [the flags above]
 `;
@@ -47,7 +47,6 @@ interface OpenLoopFlagValues {
   readonly 'compare-config'?: string;
   readonly 'compare-scheduling'?: boolean;
   readonly 'compare-prefix-cache'?: boolean;
-  readonly 'compare-routing'?: string;
 }
 
 export type OpenLoopFlags = Pick<OpenLoopBenchOptions, 'ratesPerS' | 'burstiness' | 'length' | 'sloTtfpMs'> & {
@@ -106,8 +105,7 @@ export function openLoopFlags(v: OpenLoopFlagValues): OpenLoopFlags | null {
     v['compare-sync'] === true ||
     v['compare-scheduling'] === true ||
     v['compare-prefix-cache'] === true ||
-    v['compare-config'] !== undefined ||
-    v['compare-routing'] !== undefined;
+    v['compare-config'] !== undefined;
   if (v['capacity-multiples'] !== undefined && !comparing)
     throw new UsageError(
       "--capacity-multiples runs a second server at multiples of the first one's capacity: add a --compare-* flag",

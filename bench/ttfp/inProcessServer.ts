@@ -14,7 +14,6 @@ import {
   type Logger,
   Orchestrator,
   parseConfig,
-  type RoutingPolicy,
   type SchedulingPolicy,
   type StageGraph,
   startServer,
@@ -36,8 +35,6 @@ export interface ConfigOverrides {
   readonly scheduling?: SchedulingPolicy;
   /** false: every stage's engine.prefix_cache off (the cache against itself, --compare-prefix-cache). */
   readonly prefix_cache?: false;
-  /** Which instances take a request (--compare-routing). */
-  readonly routing?: RoutingPolicy;
 }
 
 /** The YAML with the given top-level keys set (prefix_cache: on every stage's engine), comments and layout kept. */

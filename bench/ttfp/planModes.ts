@@ -12,7 +12,6 @@ import {
   ErrorCodes,
   type Logger,
   presets,
-  type RoutingPolicy,
   type StageGraph,
   type Tokenizer,
 } from '../../src/index.ts';
@@ -23,13 +22,7 @@ import type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
 
 type CompareOptions = Pick<
   ServeBenchOptions,
-  | 'target'
-  | 'compareSync'
-  | 'compareScheduling'
-  | 'compareConfig'
-  | 'comparePrefixCache'
-  | 'compareRouting'
-  | 'compareCompiled'
+  'target' | 'compareSync' | 'compareScheduling' | 'compareConfig' | 'comparePrefixCache' | 'compareCompiled'
 >;
 
 const asyncName = (asyncChunk: boolean) => (asyncChunk ? 'async' : 'sync');
@@ -46,8 +39,6 @@ const configMode = (variant: string, config: BenchConfig): Mode => ({
 export async function planModes(o: CompareOptions): Promise<Mode[]> {
   const t = o.target;
   if (t.kind === 'config') return configModes(o, t.file);
-  if (o.compareRouting !== undefined)
-    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-routing needs --config (the bench starts both)');
   if (o.compareCompiled)
     throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-compiled needs --config (the bench starts both)');
   if (o.compareConfig !== undefined || o.compareScheduling || o.comparePrefixCache)
@@ -61,14 +52,12 @@ export async function planModes(o: CompareOptions): Promise<Mode[]> {
 
 async function configModes(o: CompareOptions, file: string): Promise<Mode[]> {
   const compares = [o.compareSync, o.compareConfig !== undefined, o.compareScheduling, o.comparePrefixCache];
-  const others = [o.compareRouting !== undefined, o.compareCompiled];
-  if ([...compares, ...others].filter(Boolean).length > 1)
+  if ([...compares, o.compareCompiled].filter(Boolean).length > 1)
     throw new ChorusError(
       ErrorCodes.REQUEST_INVALID,
       'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-routing (or --compare-compiled)',
+        '--compare-compiled',
     );
-  if (o.compareRouting !== undefined) return routingModes(file, o.compareRouting);
   if (o.compareCompiled) return compiledModes(await readBenchConfig(file));
   if (o.compareConfig !== undefined) {
     const files = [file, o.compareConfig];
@@ -190,30 +179,6 @@ async function remoteTokenizer(t: Extract<BenchTarget, { kind: 'url' }>, log: Lo
       'and may differ on the server (results.json records the served prompt_tokens)',
   );
   return new ByteTokenizer(512);
-}
-
-/**
- * --compare-routing POLICY: the config as it is (named by its routing policy) against the same with `routing:
- * POLICY`. Routing chooses among instances: a config with one instance of every routed stage compares nothing.
- */
-async function routingModes(file: string, policy: RoutingPolicy): Promise<Mode[]> {
-  const [a, b] = await Promise.all([readBenchConfig(file), readBenchConfig(file, { routing: policy })]);
-  if (a.graph.routing === policy)
-    throw new ChorusError(ErrorCodes.REQUEST_INVALID, `${file} already routes by ${policy}: compare another policy`);
-  const entry = a.graph.stages.find((s) => s.stageId === a.graph.entryStageId)!;
-  if (entry.replicas < 2 && remoteStagesOf(a.graph).length === 0)
-    throw new ChorusError(
-      ErrorCodes.REQUEST_INVALID,
-      `${file}: --compare-routing needs several instances to choose from: set replicas: 2 (or more) on the ` +
-        `${entry.stageId} stage`,
-    );
-  if (remoteStagesOf(a.graph).length > 0)
-    throw new ChorusError(
-      ErrorCodes.REQUEST_INVALID,
-      `--compare-routing runs a changed copy of ${file}, but its remote stages load the file as it is: write the ` +
-        'variant to its own file and use --compare-config',
-    );
-  return [configMode(a.graph.routing, a), configMode(policy, b)];
 }
 
 /** --compare-compiled: the config's stage processes from dist/ and through tsx; refused without a build. */

@@ -1,7 +1,7 @@
 /**
  * What `chorus bench` (the TTFP bench) is told to do: runServeBench.ts runs it, modeRun.ts measures one mode of it.
  */
-import type { Logger, RoutingPolicy } from '../../src/index.ts';
+import type { Logger } from '../../src/index.ts';
 import type { Protocol } from './clients/BenchClient.ts';
 import type { RunRow } from './results.ts';
 import type { ServerTimings } from './ServerTimings.ts';
@@ -26,7 +26,6 @@ export interface ServeBenchOptions {
   /** Runs the config as it is and with every stage's prefix cache off (variants "cache" and "no-cache"). */
   readonly comparePrefixCache?: boolean;
   /** Runs the config as it is (variant: its routing policy) and with `routing:` this policy (variant: its name). */
-  readonly compareRouting?: RoutingPolicy;
   /** The same config with its stage processes compiled (dist/) and through tsx, side by side. */
   readonly compareCompiled?: boolean;
   /** A second config run after --config's (--config target only); ratios are --config over it. */

@@ -25,13 +25,11 @@ describe('chorus bench arguments', () => {
     [['--no-such-flag'], /Unknown option '--no-such-flag'/],
     [
       ['--compare-sync', '--compare-scheduling'],
-      /one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and --compare-routing/,
+      /one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and --compare-compiled/,
     ],
-    [['--compare-routing', 'random'], /--compare-routing takes one of ttft, least_loaded, round_robin, got "random"/],
-    [['--compare-routing', 'ttft', '--compare-sync'], /one of --compare-sync, .* and --compare-routing/],
-    [['--url', 'http://127.0.0.1:1', '--compare-routing', 'ttft'], /--compare-routing is for --config/],
+    [['--url', 'http://127.0.0.1:1', '--compare-prefix-cache'], /--compare-prefix-cache is for --config/],
     [['--url', 'http://127.0.0.1:1', '--compare-scheduling'], /--compare-scheduling is for --config/],
-    [['--compare-compiled', '--compare-sync'], /one of --compare-sync, .* \(or --compare-compiled\)/],
+    [['--compare-compiled', '--compare-sync'], /one of --compare-sync, .* and --compare-compiled/],
     [['--url', 'http://127.0.0.1:1', '--compare-compiled'], /--compare-compiled is for --config/],
     [['--compare-compiled', '--request-rate', '2'], /--compare-compiled is for the closed-loop TTFP bench/],
     [['--ttfp-target-ms', '0'], /--ttfp-target-ms must be an integer >= 1/],
@@ -68,6 +66,7 @@ describe('chorus bench arguments', () => {
     [['--voice', '--turns=3'], /chorus bench --voice was archived/],
     [['--concurrency', '1', '--turns=3'], /chorus bench --turns was archived/],
     [['--compare-tracing'], /chorus bench --compare-tracing was archived/],
+    [['--compare-routing', 'ttft'], /chorus bench --compare-routing was archived/],
     [['--compare-transcription'], /chorus bench --compare-transcription was archived/],
   ])('%j fails with a clear message', async (argv, message) => {
     const err = await failure(argv);
@@ -83,11 +82,6 @@ describe('chorus bench arguments', () => {
     expect(usage).toMatch(/^--request-rate R1,R2,\.\.\.: open-loop load/m);
     expect(usage).toMatch(/chorus bench --find-capacity --slo-ttfp-ms MS \[--slo-quantile 0\.95\]/);
     expect(usage).toMatch(/^--find-capacity --slo-ttfp-ms MS: the highest Poisson rate/m);
-  });
-
-  it('--compare-routing refuses a config with one Thinker instance, naming the fix, before it starts', async () => {
-    const err = await failure(['--compare-routing', 'least_loaded', '--concurrency', '1', '--num-prompts', '1']);
-    expect(err.message).toMatch(/needs several instances to choose from: set replicas: 2 \(or more\) on the thinker/);
   });
 
   it('--url without a server says so', async () => {
