@@ -5,6 +5,7 @@
  * could read them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../../src/basics.ts';
 import type { NamedPid } from './processRss.ts';
@@ -123,5 +124,21 @@ export class ServerProcess {
     const code = await this.#exited;
     clearTimeout(timer);
     return code;
+  }
+
+  /** After stop(): which of `pids` (its stage processes) still run, and its shared memory still in /dev/shm. */
+  leftover(pids: Iterable<number>): { readonly processes: readonly number[]; readonly segments: readonly string[] } {
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    return {
+      processes: [...pids].filter(alive),
+      segments: readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${this.pid}-`)),
+    };
   }
 }

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 
 /** VmRSS of `pid` in KiB, or null when the process is gone (or /proc is not there). */
-export function rssKiB(pid: number): number | null {
+function rssKiB(pid: number): number | null {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) : null;
@@ -16,7 +16,7 @@ export function rssKiB(pid: number): number | null {
 }
 
 export interface RssSample {
-  /** Turns every session had finished when this was read (0: before the first). */
+  /** Turns every session had finished when this was read (0: before the first); the timed soak: the sample's index. */
   readonly turn: number;
   readonly pid: number;
   readonly mib: number;
@@ -53,4 +53,16 @@ export class RssByTurn {
   series(): Record<string, readonly RssSample[]> {
     return Object.fromEntries(this.#series);
   }
+}
+
+/** Per process: its RSS (MiB) at the first sample, the last, and the highest. */
+export function rssSpan(
+  series: Readonly<Record<string, readonly RssSample[]>>,
+): Record<string, { start: number; end: number; max: number }> {
+  const span = (s: readonly RssSample[]) => ({
+    start: s[0].mib,
+    end: s.at(-1)!.mib,
+    max: Math.max(...s.map((x) => x.mib)),
+  });
+  return Object.fromEntries(Object.entries(series).map(([name, s]) => [name, span(s)]));
 }

@@ -6,10 +6,10 @@
  * (main is the server's process: the answers this soak keeps for its checks are not counted), and whatever
  * processes or shared memory outlived the server.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Prng, repoRoot } from '../../src/basics.ts';
-import { rssKiB } from './processRss.ts';
+import { RssByTurn, rssSpan } from './processRss.ts';
 import { ServerProcess, type SoakMigrations } from './ServerProcess.ts';
 import { SoakSession, type SoakAnswer } from './SoakSession.ts';
 
@@ -63,11 +63,14 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
   serveArgs.push('--max-sessions', String(Math.max(64, o.sessions + 2)));
   const server = await ServerProcess.start(o.config, serveArgs);
   const url = server.url;
-  const rss = new RssSampler(server);
+  // RSS of main and of each stage instance over the run; a restarted instance continues its line.
+  const rss = new RssByTurn();
   const seenPids = new Set<number>();
+  let samples = 0;
   const sample = () =>
-    rss.sample().then((stages) => {
-      for (const pid of stages) seenPids.add(pid);
+    server.processes().then((processes) => {
+      rss.sample(samples++, processes);
+      for (const p of processes) if (p.name !== 'main') seenPids.add(p.pid);
     });
   try {
     await sample();
@@ -123,12 +126,9 @@ export async function runSoak(o: SoakOptions, onProgress: (line: string) => void
       endings,
       ttfpMs: { p50: pct(0.5), p99: pct(0.99) },
       fuzz,
-      rssMiB: rss.summary(),
+      rssMiB: rssSpan(rss.series()),
       migrations,
-      leftover: {
-        processes: [...seenPids].filter(isAlive),
-        segments: readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${server.pid}-`)),
-      },
+      leftover: server.leftover(seenPids),
     };
   } catch (err) {
     await server.stop().catch(() => undefined);
@@ -171,41 +171,4 @@ async function runFuzz(url: string, seconds: number, out: Record<string, number>
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   session.close();
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** RSS of main (the server) and of each stage instance over the run; a restarted instance continues its line. */
-class RssSampler {
-  readonly #series = new Map<string, number[]>();
-
-  constructor(private readonly server: ServerProcess) {}
-
-  /** Reads every process once; resolves with the stage pids it read. */
-  async sample(): Promise<number[]> {
-    const processes = await this.server.processes();
-    for (const { name, pid } of processes) {
-      const kb = rssKiB(pid);
-      if (kb !== null) this.#add(name, kb / 1024);
-    }
-    return processes.filter((p) => p.name !== 'main').map((p) => p.pid);
-  }
-
-  summary(): Record<string, { start: number; end: number; max: number }> {
-    const round = (x: number) => Math.round(x * 10) / 10;
-    return Object.fromEntries(
-      [...this.#series].map(([k, v]) => [k, { start: round(v[0]), end: round(v.at(-1)!), max: round(Math.max(...v)) }]),
-    );
-  }
-
-  #add(key: string, mib: number): void {
-    this.#series.set(key, [...(this.#series.get(key) ?? []), mib]);
-  }
 }

@@ -6,7 +6,6 @@
  * turn from /proc (issue 27: a 200-turn session, 0 failed, RSS within 10% of turn 20, TTFP after a truncation
  * <= 1.5x). The server runs in its own process so that main's RSS is the server's alone (issue 33 item 7).
  */
-import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import { COMMON_WORDS } from '../../src/basics.ts';
 import { gitSha } from '../common.ts';
@@ -99,10 +98,7 @@ export async function runTurnsSoak(
       lateTurns: lateTurnsFigures(perTurn),
       rss: rssFigures(rss.series(), o.rssBaselineTurn),
       rssSeries: rss.series(),
-      leftover: {
-        processes: [...stagePids].filter(isAlive),
-        segments: readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${server.pid}-`)),
-      },
+      leftover: server.leftover(stagePids),
       serverExitCode,
       perTurn,
     };
@@ -175,13 +171,4 @@ const ONE_TOKEN_WORDS = COMMON_WORDS.slice(0, 200);
 function userMessage(random: () => number, words: number): string {
   const picked = Array.from({ length: words }, () => ONE_TOKEN_WORDS[Math.floor(random() * ONE_TOKEN_WORDS.length)]);
   return picked.join(' ');
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }

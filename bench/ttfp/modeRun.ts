@@ -171,7 +171,7 @@ export class ModeRun {
   }
 }
 
-/** One mode's run at one concurrency, measured over blocks [from, to) of its items (prompts, conversations). */
+/** One mode's run at one concurrency, measured over blocks [from, to) of its prompts. */
 export interface BlockRun {
   block(from: number, to: number): Promise<void>;
   finish(): void;

@@ -25,7 +25,6 @@ export interface ServeBenchOptions {
   readonly compareScheduling?: boolean;
   /** Runs the config as it is and with every stage's prefix cache off (variants "cache" and "no-cache"). */
   readonly comparePrefixCache?: boolean;
-  /** Runs the config as it is (variant: its routing policy) and with `routing:` this policy (variant: its name). */
   /** The same config with its stage processes compiled (dist/) and through tsx, side by side. */
   readonly compareCompiled?: boolean;
   /** A second config run after --config's (--config target only); ratios are --config over it. */
@@ -59,7 +58,7 @@ export interface ServeBenchOptions {
   readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
 }
 
-/** What opening a mode's server, warming it up and loading it read of the options (the TTFP and turns benches). */
+/** What opening a mode's server, warming it up and loading it read of the options (the closed-loop TTFP bench). */
 export type ModeOptions = Pick<
   ServeBenchOptions,
   | 'target'
