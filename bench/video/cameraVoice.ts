@@ -64,13 +64,13 @@ async function measureArms(
   turns: () => TurnSpec[],
   rounds: number,
 ): Promise<ArmFigures & { readonly paired: number[] }> {
-  await clients.run('voice', 1, settings.off, turns().slice(0, 1));
-  await clients.run('voice', 1, settings.on, turns().slice(0, 1));
+  await clients.run(1, settings.off, turns().slice(0, 1));
+  await clients.run(1, settings.on, turns().slice(0, 1));
   const figures: ArmFigures = { times: { off: [], on: [] }, held: { off: {}, on: {} }, failed: 0 };
   const paired: number[] = [];
   const turn = async (arm: Arm, spec: TurnSpec): Promise<number | null> => {
     const before = await heldAnswers(baseUrl);
-    const run = await clients.run('voice', 1, settings[arm], [spec]);
+    const run = await clients.run(1, settings[arm], [spec]);
     const after = await heldAnswers(baseUrl);
     const held = figures.held[arm];
     for (const [k, v] of Object.entries(after)) held[k] = (held[k] ?? 0) + v - (before[k] ?? 0);

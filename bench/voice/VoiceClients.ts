@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { ChorusError, ErrorCodes, loaderFlagsFor, moduleFile } from '../../src/index.ts';
-import type { FromClients, ToClients, TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
+import type { FromClients, ToClients, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 
 const ENTRY = moduleFile('./clientProcess', import.meta.url).pathname;
 const START_TIMEOUT_MS = 30_000;
@@ -62,13 +62,12 @@ export class VoiceClients {
 
   /** Runs `turns` as a closed loop of `concurrency` sessions; `onTurn` hears each turn end (a progress bar). */
   run(
-    kind: TurnKind,
     concurrency: number,
     settings: TurnSettings,
     turns: readonly TurnSpec[],
     onTurn: (ok: boolean) => void = () => undefined,
   ): Promise<TurnRun> {
-    return this.#send((runId) => ({ type: 'run', runId, kind, concurrency, settings, turns }), onTurn).then((done) => ({
+    return this.#send((runId) => ({ type: 'run', runId, concurrency, settings, turns }), onTurn).then((done) => ({
       traces: done.traces,
       durationMs: done.durationMs,
     }));

@@ -1,22 +1,22 @@
 /**
- * The voice bench's clients, in a process of their own (forked by VoiceClients.ts): the bench may host the server in
- * its own process, and 50 appends a second per session must not run on the event loop it measures. Runs one closed
- * loop at a time (each slot starts its next turn when its previous one has ended) and reports every turn's trace.
+ * The voice clients (bench/video/cameraVoice.ts), in a process of their own (forked by VoiceClients.ts): the bench
+ * may host the server in its own process, and 50 appends a second per session must not run on the event loop it
+ * measures. Runs one closed loop at a time (each slot starts its next turn when its previous one has ended) and
+ * reports every turn's trace.
  */
 import { closedLoop } from '../common.ts';
 import type { FromClients, ToClients, TurnTrace } from './protocol.ts';
-import { textTurn, voiceTurn } from './turns.ts';
+import { voiceTurn } from './turns.ts';
 
 function post(msg: FromClients): void {
   process.send?.(msg);
 }
 
 async function run(msg: Extract<ToClients, { type: 'run' }>): Promise<void> {
-  const turn = msg.kind === 'voice' ? voiceTurn : textTurn;
   const traces: TurnTrace[] = new Array(msg.turns.length);
   const startedMs = performance.now();
   await closedLoop(msg.turns.length, msg.concurrency, async (i) => {
-    traces[i] = await turn(msg.settings, msg.turns[i]);
+    traces[i] = await voiceTurn(msg.settings, msg.turns[i]);
     post({ type: 'turn', runId: msg.runId, ok: traces[i].ok });
   });
   post({ type: 'run_done', runId: msg.runId, traces, durationMs: performance.now() - startedMs });

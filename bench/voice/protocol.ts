@@ -1,12 +1,12 @@
 /**
- * Everything that crosses between the voice bench and its client process (clientProcess.ts), as one discriminated
- * union each way. The clients run in a process of their own so that, when the bench hosts the server, streaming
- * speech at real-time pace never runs on the event loop being measured.
+ * Everything that crosses between the voice clients (VoiceClients.ts) and their process (clientProcess.ts), as one
+ * discriminated union each way. The clients run in a process of their own so that, when the bench hosts the server,
+ * streaming speech at real-time pace never runs on the event loop being measured.
  */
 import type { ClientTarget } from '../ttfp/clients/BenchClient.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
 
-/** How a session is set up (the server: its baseUrl and apiKey); the same for voice and text turns. */
+/** How a session is set up (the server: its baseUrl and apiKey). */
 export interface TurnSettings extends ClientTarget {
   /** turn_detection.silence_duration_ms of the voice sessions. */
   readonly silenceMs: number;
@@ -21,15 +21,13 @@ export interface TurnSettings extends ClientTarget {
   readonly cameraFps?: number;
 }
 
-export type TurnKind = 'voice' | 'text';
-
 export interface TurnSpec {
-  /** Position in the run (the seed is seed + index in both kinds, as in the text bench). */
+  /** Position in the run (the seed is seed + index). */
   readonly index: number;
   readonly seed: number;
-  /** The sentence: typed in a text turn, and what `wavFile` says in a voice turn. */
+  /** The sentence `wavFile` says. */
   readonly text: string;
-  /** espeak-ng's WAV of `text` (voice turns). */
+  /** espeak-ng's WAV of `text`. */
   readonly wavFile: string;
   /**
    * Seeds the room noise around the speech. Unique per turn over the whole bench, so no two committed clips are
@@ -40,16 +38,15 @@ export interface TurnSpec {
 
 /**
  * One turn as the client saw it (performance.now() of the client process). `startMs` is when the user finished:
- * the send of the chunk holding the last sample of speech (voice), or of conversation.item.create (text).
+ * the send of the chunk holding the last sample of speech.
  */
 export interface TurnTrace extends RequestTrace {
-  readonly kind: TurnKind;
-  /** Voice: input_audio_buffer.speech_stopped arrived. */
+  /** input_audio_buffer.speech_stopped arrived. */
   readonly speechStoppedMs?: number;
-  /** Voice: where speech ends in the audio sent, and where the server's VAD says it ended (audio_end_ms). */
+  /** Where speech ends in the audio sent, and where the server's VAD says it ended (audio_end_ms). */
   readonly speechEndAudioMs?: number;
   readonly vadAudioEndMs?: number;
-  /** Voice: how long the utterance is (without the room noise around it). */
+  /** How long the utterance is (without the room noise around it). */
   readonly speechMs?: number;
 }
 
@@ -57,7 +54,6 @@ export type ToClients =
   | {
       readonly type: 'run';
       readonly runId: number;
-      readonly kind: TurnKind;
       readonly concurrency: number;
       readonly settings: TurnSettings;
       readonly turns: readonly TurnSpec[];

@@ -1,8 +1,7 @@
 /**
- * Spoken and typed turns over a Realtime session (RealtimeSession). A voice turn streams the sentence as speech at a
- * microphone's pace and lets the server's VAD end the turn and start the answer; a text turn types the same sentence
- * (conversation.item.create input_text + response.create). voiceTurn and textTurn run one turn in a session of its
- * own, so every answer sees a one-item conversation and only the input differs.
+ * A spoken turn over a Realtime session (RealtimeSession): voiceTurn streams the sentence as speech at a microphone's
+ * pace, in a session of its own (every answer sees a one-item conversation), and lets the server's VAD end the turn
+ * and start the answer.
  *
  * A turn's answer is the first response created after its speech ended. One created before (the VAD took a pause in
  * the sentence for its end) answers half a sentence: the turn fails, and still waits for the answer to the whole
@@ -11,7 +10,7 @@
 import { RealtimeSession, type Arrival } from '../ttfp/clients/RealtimeSession.ts';
 import { deltaTraceEvent, responseOutcome, usageFields } from '../ttfp/clients/realtimeEvents.ts';
 import type { TraceEvent } from '../ttfp/trace.ts';
-import type { TurnKind, TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
+import type { TurnSettings, TurnSpec, TurnTrace } from './protocol.ts';
 import { concatPcm, msOf, quiet, readSpeech, SPEECH_RATE_HZ, trimSilence } from './speech.ts';
 import { CameraFeed } from './CameraFeed.ts';
 
@@ -86,16 +85,13 @@ class TurnRecord {
     }
   }
 
-  trace(kind: TurnKind, extra: Partial<TurnTrace> = {}): TurnTrace {
+  trace(extra: Partial<TurnTrace> = {}): TurnTrace {
     // A pause in the sentence longer than silence_duration_ms ended the turn early: the answer timed would be to
     // half a sentence. Such a turn is a failure, not a figure.
     const early =
-      kind === 'voice' &&
-      this.error === undefined &&
-      (this.speechEndMs === null || (this.speechStoppedMs ?? -Infinity) < this.speechEndMs);
+      this.error === undefined && (this.speechEndMs === null || (this.speechStoppedMs ?? -Infinity) < this.speechEndMs);
     const error = early ? 'the VAD ended the turn before the speech ended (a pause in the sentence?)' : this.error;
     return {
-      kind,
       startMs: this.speechEndMs ?? performance.now(),
       events: this.events,
       ok: error === undefined,
@@ -109,23 +105,15 @@ class TurnRecord {
   }
 }
 
-/**
- * A session for spoken or typed turns: audio answers of outputLen tokens with ignore_eos, server VAD for voice
- * (answering by itself with createResponse), none for text.
- */
-async function openTurnSession(
-  s: TurnSettings,
-  kind: TurnKind,
-  extra: { readonly seed?: number; readonly createResponse?: boolean } = {},
-): Promise<RealtimeSession> {
+/** A session for a spoken turn: server VAD answering by itself, audio answers of outputLen tokens with ignore_eos. */
+async function openTurnSession(s: TurnSettings, seed: number): Promise<RealtimeSession> {
   const session = await RealtimeSession.open(s);
-  const vad = { type: 'server_vad', silence_duration_ms: s.silenceMs, create_response: extra.createResponse };
   await session.update({
     output_modalities: ['audio'],
     max_output_tokens: s.outputLen,
     ignore_eos: true,
-    ...(extra.seed !== undefined ? { seed: extra.seed } : {}),
-    audio: { input: { turn_detection: kind === 'voice' ? vad : null } },
+    seed,
+    audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: s.silenceMs } } },
   });
   return session;
 }
@@ -177,35 +165,12 @@ async function speak(
   return sent;
 }
 
-const failed = (kind: TurnKind, error: unknown): TurnTrace => ({
-  kind,
+const failed = (error: unknown): TurnTrace => ({
   startMs: performance.now(),
   events: [],
   ok: false,
   error: error instanceof Error ? error.message : String(error),
 });
-
-/** Types the sentence; the clock starts at conversation.item.create. */
-export async function textTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace> {
-  let session: RealtimeSession;
-  try {
-    session = await openTurnSession(s, 'text', { seed: t.seed });
-  } catch (err) {
-    return failed('text', err);
-  }
-  try {
-    const turn = new TurnRecord();
-    turn.speechEndMs = performance.now();
-    const item = { type: 'message', role: 'user', content: [{ type: 'input_text', text: t.text }] };
-    session.send({ type: 'conversation.item.create', item });
-    session.send({ type: 'response.create' });
-    await turn.read(session, turn.speechEndMs + s.timeoutMs, Infinity);
-    if (turn.error === 'timeout') turn.error = `no response.done within ${s.timeoutMs} ms`;
-    return turn.trace('text');
-  } finally {
-    await session.close();
-  }
-}
 
 /** Speaks the sentence in a session of its own (speak). */
 export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace> {
@@ -213,9 +178,9 @@ export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace
   let session: RealtimeSession;
   try {
     speech = speechOf(t.wavFile);
-    session = await openTurnSession(s, 'voice', { seed: t.seed });
+    session = await openTurnSession(s, t.seed);
   } catch (err) {
-    return failed('voice', err);
+    return failed(err);
   }
   const turn = new TurnRecord();
   const sink = {
@@ -229,7 +194,7 @@ export async function voiceTurn(s: TurnSettings, t: TurnSpec): Promise<TurnTrace
     if (camera) await camera.lead();
     const spoken = withLead(speech, t.noiseSeed);
     await speak(session, turn, spoken, t.noiseSeed + 1, s.timeoutMs);
-    return turn.trace('voice', { speechEndAudioMs: msOf(spoken), speechMs: msOf(speech) });
+    return turn.trace({ speechEndAudioMs: msOf(spoken), speechMs: msOf(speech) });
   } finally {
     camera?.stop();
     await session.close();
