@@ -115,7 +115,9 @@ export class OnnxTalkerRunner extends KvDecoderRunner implements TalkerRunner {
 
   execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
     const outputs = new Array<TalkerStepOutput>(items.length);
-    for (const group of groupByNumTokens(items.map((i) => ({ seqId: i.seqId, numTokens: i.numRows })))) {
+    // Split by past length too: a long prompt's frames (a clip's rows) would pad the short ones' past to its length.
+    const steps = items.map((i) => ({ seqId: i.seqId, numTokens: i.numRows }));
+    for (const group of groupByNumTokens(steps, (seqId) => this.decoder.pastLength(seqId))) {
       const groupOutputs = this.runGroup(group.map((i) => items[i]));
       group.forEach((itemIndex, k) => (outputs[itemIndex] = groupOutputs[k]));
     }

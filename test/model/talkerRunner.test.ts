@@ -84,6 +84,14 @@ describe('talker runner', () => {
     expect(together).toEqual(alone);
   });
 
+  it('a long prompt speaking beside short ones runs apart (groupByNumTokens) and changes no code', () => {
+    // 400 rows of prompt are past twice 5 plus 128: each frame step runs as two runs.
+    const scripts = [script(5, 10, 21), script(400, 10, 22), script(12, 10, 23)];
+    const together = speak(scripts, 10, sampling(), 'long');
+    const alone = scripts.map((s, i) => speak([s], 10, sampling(), `longAlone${i}`)[0]);
+    expect(together).toEqual(alone);
+  });
+
   it('batched vs alone: identical codes when sampling with a seed', () => {
     const params = sampling({ temperature: 8, topK: 40, topP: 0.95, seed: 9 });
     const scripts = [script(4, 12, 6), script(9, 12, 7)];
