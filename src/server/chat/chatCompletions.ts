@@ -75,47 +75,14 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
 
   app.post('/v1/chat/completions', async (request, reply) => {
     const startedAtMs = performance.now();
-    // Before the body is validated or its media fetched: a request for another model is answered by none of it.
-    const asked = (request.body as { model?: unknown } | null)?.model;
-    const model = resolveModel(
-      typeof asked === 'string' ? asked : undefined,
-      servedModelNames(ctx.options.modelName, ctx.engine.graph),
-    );
-    const meta: CompletionMeta = {
-      id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
-      created: Math.floor(Date.now() / 1000),
-      model,
-    };
+    const meta = completionMeta(request, ctx);
     // The video encoder's settings follow the engine's current graph (hot reload), like the token limits.
     const media = { ...mediaSources, video: videoSettingsOf(ctx.engine.graph) };
     const gone = new AbortController(); // the client left before the answer: its transcriptions stop
     reply.raw.once('close', () => gone.abort());
     const planned = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media);
     const plan = await hearChatAudio(planned, ctx.media, ctx.transcriber, gone.signal);
-    const releaseSession = ctx.admission.acquire('http');
-    let releaseSlot: () => void = () => {};
-    const release = () => {
-      releaseSlot();
-      releaseSession();
-    };
-    let handle: RequestHandle;
-    try {
-      // Waits in line under load; a 429 when the line is full, or at once when it would answer too late.
-      releaseSlot = await ctx.queue.acquire(plan.request.modalities.includes('audio'));
-      handle = traceGenerate(ctx.tracing, (r) => ctx.engine.generate(r), partitioned(request, plan, ctx.engine), {
-        protocol: 'http',
-        name: 'chat.completion',
-        parent: contextFromTraceparent(
-          headerValue(request.headers.traceparent),
-          headerValue(request.headers.tracestate),
-        ),
-        startedAtMs,
-      });
-      refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
-    } catch (err) {
-      release();
-      throw renameError(err, plan.itemNamer); // the engine names media items by its own message indices
-    }
+    const { handle, release } = await startCompletion(request, plan, ctx, startedAtMs);
     live.add(handle);
     const end = (): void => {
       live.delete(handle);
@@ -147,6 +114,49 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
       end();
     }
   });
+}
+
+/** The completion's id, time and model, resolved before the body is validated or its media fetched. */
+function completionMeta(request: FastifyRequest, ctx: ChatRouteContext): CompletionMeta {
+  // A request for another model is answered by none of the rest.
+  const asked = (request.body as { model?: unknown } | null)?.model;
+  const model = resolveModel(
+    typeof asked === 'string' ? asked : undefined,
+    servedModelNames(ctx.options.modelName, ctx.engine.graph),
+  );
+  return { id: `chatcmpl-${randomBytes(12).toString('base64url')}`, created: Math.floor(Date.now() / 1000), model };
+}
+
+/**
+ * Admits the plan (a session, then a slot: it waits in line under load; a 429 when the line is full, or at once when
+ * it would answer too late) and starts it in the engine. On any failure what it took is released.
+ */
+async function startCompletion(
+  request: FastifyRequest,
+  plan: ChatPlan,
+  ctx: ChatRouteContext,
+  startedAtMs: number,
+): Promise<{ handle: RequestHandle; release: () => void }> {
+  const releaseSession = ctx.admission.acquire('http');
+  let releaseSlot: () => void = () => {};
+  const release = (): void => {
+    releaseSlot();
+    releaseSession();
+  };
+  try {
+    releaseSlot = await ctx.queue.acquire(plan.request.modalities.includes('audio'));
+    const handle = traceGenerate(ctx.tracing, (r) => ctx.engine.generate(r), partitioned(request, plan, ctx.engine), {
+      protocol: 'http',
+      name: 'chat.completion',
+      parent: contextFromTraceparent(headerValue(request.headers.traceparent), headerValue(request.headers.tracestate)),
+      startedAtMs,
+    });
+    refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
+    return { handle, release };
+  } catch (err) {
+    release();
+    throw renameError(err, plan.itemNamer); // the engine names media items by its own message indices
+  }
 }
 
 /** The plan's request in its cache partition: the client's cache_salt and the tenant of its API key. */

@@ -44,134 +44,180 @@ export interface StreamOptions {
   readonly onEnd: () => void;
 }
 
-export function streamChatCompletion(res: ServerResponse, headers: Record<string, unknown>, o: StreamOptions): void {
-  let started = false;
-  const start = (): void => {
-    if (started) return;
-    started = true;
-    res.writeHead(200, {
-      ...headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no', // proxies must not hold back deltas
-    });
-    write(chunkBody(o.meta, { role: 'assistant', content: o.audio ? null : '' }));
-  };
-  const meter = new LatencyMeter('http', o.meta.id, o.startedAtMs, null, o.handle.traceId);
-  const audioId = `audio_${randomBytes(12).toString('base64url')}`;
-  const calls = o.parseToolCalls ? new ToolCallStream() : null;
-  // Tokens whose text is not out yet (part of a character, of a tool call) give their logprobs to the next chunk.
-  let pending: TextLogprob[] | null = o.logprobs ? [] : null;
-  const withPending = (body: Record<string, unknown>): Record<string, unknown> => {
-    const entries = pending;
-    if (pending) pending = [];
-    return withLogprobs(body, entries);
-  };
-  const writeCallEvents = (events: readonly ToolCallEvent[]): void => {
-    for (const e of events) write(withPending(chunkBody(o.meta, toolCallDelta(e))));
-  };
-  let ended = false;
-  let paused = false;
-  let subscription: Subscription | null = null;
+type OutputEventOf<T extends OutputEvent['type']> = Extract<OutputEvent, { type: T }>;
 
-  const end = (): void => {
-    if (ended) return;
-    ended = true;
-    stall.resumed();
-    subscription?.unsubscribe();
-    o.onEnd();
-  };
-  const stall = new ClientStallWatch(o.clientStallTimeoutMs, () => {
-    if (ended) return;
+export function streamChatCompletion(res: ServerResponse, headers: Record<string, unknown>, o: StreamOptions): void {
+  new ChatStream(res, headers, o).subscribe();
+}
+
+/** One request's stream: the engine's events in (#onEvent), SSE chunks out (#write), the client's pace in between. */
+class ChatStream {
+  readonly #res: ServerResponse;
+  readonly #headers: Record<string, unknown>;
+  readonly #o: StreamOptions;
+  readonly #meter: LatencyMeter;
+  readonly #audioId = `audio_${randomBytes(12).toString('base64url')}`;
+  readonly #calls: ToolCallStream | null;
+  readonly #stall: ClientStallWatch;
+  /** Tokens whose text is not out yet (part of a character, of a tool call) give their logprobs to the next chunk. */
+  #pending: TextLogprob[] | null;
+  #started = false;
+  #ended = false;
+  #paused = false;
+  #subscription: Subscription | null = null;
+
+  constructor(res: ServerResponse, headers: Record<string, unknown>, o: StreamOptions) {
+    this.#res = res;
+    this.#headers = headers;
+    this.#o = o;
+    this.#meter = new LatencyMeter('http', o.meta.id, o.startedAtMs, null, o.handle.traceId);
+    this.#calls = o.parseToolCalls ? new ToolCallStream() : null;
+    this.#pending = o.logprobs ? [] : null;
+    this.#stall = new ClientStallWatch(o.clientStallTimeoutMs, () => this.#onStalled());
+    // A client that goes away before the end cancels the request.
+    res.on('close', () => {
+      if (this.#ended) return;
+      serverMetrics.responsesTotal.inc({ protocol: 'http', status: 'cancelled' });
+      o.handle.cancel();
+      this.#end();
+    });
+  }
+
+  subscribe(): void {
+    this.#subscription = this.#o.handle.events.subscribe({
+      next: (event) => this.#onEvent(event),
+      error: () => this.#onEvent(engineStreamFailed),
+    });
+  }
+
+  #onEvent(event: OutputEvent): void {
+    if (this.#ended) return;
+    if (event.type === 'text') this.#onText(event);
+    else if (event.type === 'audio') this.#onAudio(event);
+    else if (event.finishReason === 'error' || event.finishReason === 'cancelled') this.#onFailed(event);
+    else this.#onFinished(event);
+  }
+
+  #onText(event: OutputEventOf<'text'>): void {
+    if (this.#pending && event.logprobs) this.#pending.push(...event.logprobs);
+    if (event.delta.length === 0) return;
+    this.#start();
+    this.#meter.text();
+    if (this.#calls) return this.#writeCallEvents(this.#calls.push(event.delta));
+    const delta = this.#o.audio ? { audio: { id: this.#audioId, transcript: event.delta } } : { content: event.delta };
+    this.#write(this.#withPending(chunkBody(this.#o.meta, delta)));
+  }
+
+  #onAudio(event: OutputEventOf<'audio'>): void {
+    if (!this.#o.audio || event.pcm.length === 0) return;
+    this.#start();
+    this.#meter.audio();
+    this.#write(chunkBody(this.#o.meta, { audio: { id: this.#audioId, data: pcm16ToBase64(event.pcm) } }));
+  }
+
+  /** An error chunk after the head; before it, a real HTTP status and the JSON error body. */
+  #onFailed(event: OutputEventOf<'done'>): void {
+    const code = event.error?.code ?? ErrorCodes.REQUEST_CANCELLED;
+    const message = renameItems(event.error?.message ?? 'the request was cancelled by the server', this.#o.itemNamer);
+    countClientError(code);
+    serverMetrics.responsesTotal.inc({
+      protocol: 'http',
+      status: event.finishReason === 'error' ? 'failed' : 'cancelled',
+    });
+    const body = errorBody(code, message, mediaParam(message));
+    this.#end();
+    if (this.#started) {
+      this.#write(body);
+      this.#res.end();
+    } else {
+      this.#res.writeHead(httpStatusFor(code), { ...this.#headers, 'content-type': 'application/json; charset=utf-8' });
+      this.#res.end(JSON.stringify(body));
+    }
+  }
+
+  /** The final chunk (finish_reason, usage, warnings), then [DONE]. */
+  #onFinished(event: OutputEventOf<'done'>): void {
+    this.#start();
+    serverMetrics.responsesTotal.inc({
+      protocol: 'http',
+      status: event.finishReason === 'stop' ? 'completed' : 'incomplete',
+    });
+    const warnings = event.warnings?.map((w) => renameItems(w, this.#o.itemNamer));
+    if (this.#calls) this.#writeCallEvents(this.#calls.finish());
+    const reason = openAiFinishReason(event.finishReason, this.#calls?.numCalls ?? 0);
+    this.#write(this.#withPending(chunkBody(this.#o.meta, {}, reason, event.usage, warnings)));
+    this.#write('[DONE]');
+    this.#meter.finished();
+    this.#end();
+    this.#res.end();
+  }
+
+  /** The client stayed paused past the stall timeout: the request is cancelled and the client told why. */
+  #onStalled(): void {
+    if (this.#ended) return;
+    const o = this.#o;
     const err = clientTooSlowError(o.clientStallTimeoutMs, o.maxStreamBufferBytes);
-    end(); // unsubscribed first: the engine's done(cancelled) must not follow the error
+    this.#end(); // unsubscribed first: the engine's done(cancelled) must not follow the error
     o.handle.cancel(err.message);
     countClientError(err.code);
     serverMetrics.responsesTotal.inc({ protocol: 'http', status: 'failed' });
     // Behind what the client has not read: it sees the error when it reads again (or never, if it is gone).
-    res.write(`data: ${JSON.stringify(errorBody(err.code, err.message))}\n\n`);
-    res.end();
-  });
+    this.#res.write(`data: ${JSON.stringify(errorBody(err.code, err.message))}\n\n`);
+    this.#res.end();
+  }
+
+  /** The response head, with the first delta (the role): until then a failure can still be an HTTP error. */
+  #start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.#res.writeHead(200, {
+      ...this.#headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no', // proxies must not hold back deltas
+    });
+    this.#write(chunkBody(this.#o.meta, { role: 'assistant', content: this.#o.audio ? null : '' }));
+  }
+
+  #withPending(body: Record<string, unknown>): Record<string, unknown> {
+    const entries = this.#pending;
+    if (this.#pending) this.#pending = [];
+    return withLogprobs(body, entries);
+  }
+
+  #writeCallEvents(events: readonly ToolCallEvent[]): void {
+    for (const e of events) this.#write(this.#withPending(chunkBody(this.#o.meta, toolCallDelta(e))));
+  }
+
+  /** One SSE event; past maxStreamBufferBytes unread, the request pauses (and the stall watch starts). */
+  #write(payload: unknown): void {
+    const res = this.#res;
+    res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`, () => this.#afterWrite());
+    if (!this.#paused && res.writableLength > this.#o.maxStreamBufferBytes) {
+      this.#paused = true;
+      serverMetrics.streamPausesTotal.inc({ protocol: 'http' });
+      this.#o.handle.pause();
+      this.#stall.paused();
+    }
+  }
+
   // Each write's callback runs when its bytes have reached the socket, i.e. as the client reads. Resuming at half the
   // buffer (not when it is empty, as 'drain' would) keeps a client that reads at playback speed from pausing for
   // longer than the stall timeout: with the default 2 MiB it resumes after ~16 s of audio has been read.
-  const afterWrite = (): void => {
-    if (!paused || res.writableLength > o.maxStreamBufferBytes / 2) return;
-    paused = false;
-    stall.resumed();
-    if (!ended) o.handle.resume();
-  };
-  const write = (payload: unknown): void => {
-    res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`, afterWrite);
-    if (!paused && res.writableLength > o.maxStreamBufferBytes) {
-      paused = true;
-      serverMetrics.streamPausesTotal.inc({ protocol: 'http' });
-      o.handle.pause();
-      stall.paused();
-    }
-  };
+  #afterWrite(): void {
+    if (!this.#paused || this.#res.writableLength > this.#o.maxStreamBufferBytes / 2) return;
+    this.#paused = false;
+    this.#stall.resumed();
+    if (!this.#ended) this.#o.handle.resume();
+  }
 
-  // A client that goes away before the end cancels the request.
-  res.on('close', () => {
-    if (!ended) {
-      serverMetrics.responsesTotal.inc({ protocol: 'http', status: 'cancelled' });
-      o.handle.cancel();
-      end();
-    }
-  });
-
-  const onEvent = (event: OutputEvent): void => {
-    if (ended) return;
-    if (event.type === 'text') {
-      if (pending && event.logprobs) pending.push(...event.logprobs);
-      if (event.delta.length === 0) return;
-      start();
-      meter.text();
-      if (calls) return writeCallEvents(calls.push(event.delta));
-      const delta = o.audio ? { audio: { id: audioId, transcript: event.delta } } : { content: event.delta };
-      write(withPending(chunkBody(o.meta, delta)));
-    } else if (event.type === 'audio') {
-      if (!o.audio || event.pcm.length === 0) return;
-      start();
-      meter.audio();
-      write(chunkBody(o.meta, { audio: { id: audioId, data: pcm16ToBase64(event.pcm) } }));
-    } else if (event.finishReason === 'error' || event.finishReason === 'cancelled') {
-      const code = event.error?.code ?? ErrorCodes.REQUEST_CANCELLED;
-      const message = renameItems(event.error?.message ?? 'the request was cancelled by the server', o.itemNamer);
-      countClientError(code);
-      serverMetrics.responsesTotal.inc({
-        protocol: 'http',
-        status: event.finishReason === 'error' ? 'failed' : 'cancelled',
-      });
-      const body = errorBody(code, message, mediaParam(message));
-      end();
-      if (started) {
-        write(body);
-        res.end();
-      } else {
-        res.writeHead(httpStatusFor(code), { ...headers, 'content-type': 'application/json; charset=utf-8' });
-        res.end(JSON.stringify(body));
-      }
-    } else {
-      start();
-      serverMetrics.responsesTotal.inc({
-        protocol: 'http',
-        status: event.finishReason === 'stop' ? 'completed' : 'incomplete',
-      });
-      const warnings = event.warnings?.map((w) => renameItems(w, o.itemNamer));
-      if (calls) writeCallEvents(calls.finish());
-      const reason = openAiFinishReason(event.finishReason, calls?.numCalls ?? 0);
-      write(withPending(chunkBody(o.meta, {}, reason, event.usage, warnings)));
-      write('[DONE]');
-      meter.finished();
-      end();
-      res.end();
-    }
-  };
-  subscription = o.handle.events.subscribe({
-    next: onEvent,
-    error: () => onEvent(engineStreamFailed),
-  });
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#stall.resumed();
+    this.#subscription?.unsubscribe();
+    this.#o.onEnd();
+  }
 }
 
 export const engineStreamFailed: OutputEvent = {
