@@ -16,11 +16,11 @@ import type { MediaChecker } from '../media/MediaChecker.ts';
 import { serverMetrics } from '../metrics/metrics.ts';
 import type { RequestQueue } from '../admission/RequestQueue.ts';
 import { ClientInputError } from '../validate.ts';
-import type { ClientEventOf } from './clientEvents.ts';
+import type { ClientEventOf, ResponseFields } from './clientEvents.ts';
 import type { Conversation } from './Conversation.ts';
 import { HeldAnswer } from './HeldAnswer.ts';
 import type { InputAudio } from './InputAudio.ts';
-import { planResponse, type PlanContext } from './responsePlan.ts';
+import { planResponse, type PlanContext, type ResponsePlan } from './responsePlan.ts';
 import { PromptPositions } from './PromptPositions.ts';
 import type { StoredItem } from './Conversation.ts';
 import { ResponseStream } from './ResponseStream.ts';
@@ -56,6 +56,16 @@ export interface ResponseSessionParts {
   readonly inputAudio: InputAudio;
   /** The voice prefill's prefix key, when the session prefills turns (responses reuse its cached tokens). */
   readonly prefixKey: () => string | undefined;
+}
+
+/** A response.create being started: what it asked, its plan, and the item its reply goes into. */
+interface NewReply {
+  readonly fields: ResponseFields;
+  readonly plan: ResponsePlan;
+  readonly itemId: string;
+  readonly previousItemId: string | null;
+  /** False for an answer that is calls only (tool_choice required or a name): it has no message item. */
+  readonly withMessage: boolean;
 }
 
 export class SessionResponses {
@@ -183,20 +193,51 @@ export class SessionResponses {
     }
     this.#ahead.stop(); // what the warm-up computed stays in the caches for this turn
     this.settlePlayback();
-    const r = event.response ?? {};
-    const { state, conversation, writer } = this.#session;
-    const plan = planResponse(r, this.#planContext());
-    const { outputModalities, maxOutputTokens, inConversation, rendered, audio, calls } = plan;
-    // An answer that is calls only (tool_choice required or a name) has no message item.
-    const withMessage = !calls.forced;
-    if (!rendered.messages.some((m) => m.role !== 'system')) {
+    const fields = event.response ?? {};
+    const plan = planResponse(fields, this.#planContext());
+    if (!plan.rendered.messages.some((m) => m.role !== 'system')) {
       throw new ClientInputError('nothing to respond to: add a user message with conversation.item.create first');
     }
-    // The reply's item is placed first: if the conversation is full this throws before any work starts.
+    const reply = this.#placeReply(fields, plan);
+    const { adopt, releaseSlot } = this.#admit(reply);
+    const responseId = adopt ? adopt.requestId : newId('resp');
+    if (frameAtMs > 0) packetMark(responseId, 'frame', frameAtMs);
+    packetMark(responseId, 'create', startedAtMs + PERF_TO_MONOTONIC_MS);
+    const handle = this.#generate(reply, responseId, adopt, releaseSlot);
+    // The response is on: the items truncation left out of its prompt leave the conversation now. An out-of-band
+    // response (conversation: "none") reads a truncated view and leaves the conversation as it is.
+    if (plan.inConversation) this.#forget(plan.truncated);
+    const stream = this.#stream(reply, handle, releaseSlot, { responseId, startedAtMs, turnEndedAtMs });
+    this.#active = stream;
+    this.#ctx.log.debug(
+      { responseId, outputModalities: plan.outputModalities, held: adopt !== null },
+      'response started',
+    );
+    stream.start();
+  }
+
+  /** The reply's item is placed first: if the conversation is full this throws before any work starts. */
+  #placeReply(fields: ResponseFields, plan: ResponsePlan): NewReply {
+    const { conversation } = this.#session;
+    // An answer that is calls only (tool_choice required or a name) has no message item.
+    const withMessage = !plan.calls.forced;
     const itemId = newId('item');
-    const previousItemId = inConversation ? conversation.lastItemId : null;
-    if (inConversation && withMessage) conversation.insert({ id: itemId, role: 'assistant', parts: [] });
-    // The answer held since the turn's first silence, if it is this very request (else it goes, unheard).
+    const previousItemId = plan.inConversation ? conversation.lastItemId : null;
+    if (plan.inConversation && withMessage) conversation.insert({ id: itemId, role: 'assistant', parts: [] });
+    return { fields, plan, itemId, previousItemId, withMessage };
+  }
+
+  /** The reply's item leaves again: its response was refused before it started. */
+  #unplaceReply(reply: NewReply): void {
+    if (reply.plan.inConversation) this.#session.conversation.remove(reply.itemId);
+  }
+
+  /**
+   * The answer held since the turn's first silence, if it is this very request (else it goes, unheard), or an
+   * admission slot; refused (the reply's item removed), the client hears why at once.
+   */
+  #admit(reply: NewReply): { adopt: HeldAnswer | null; releaseSlot: () => void } {
+    const { plan } = reply;
     const held = this.#held;
     this.#held = null;
     const adopt = !plan.failure && held?.matches(plan.request(held.requestId)) ? held : null;
@@ -204,54 +245,61 @@ export class SessionResponses {
     // A Realtime response does not wait in line: the client hears at once (an error event; the session stays open).
     // A held answer brings the slot it took; one that cannot fit the Thinker needs none (it never reaches the engine).
     // Beyond the graph's admission bounds it is refused as a full server is: an error event saying when to retry.
-    const late = plan.failure || adopt ? null : this.#ctx.queue.latencyRefusal(audio, false);
+    const late = plan.failure || adopt ? null : this.#ctx.queue.latencyRefusal(plan.audio, false);
     if (late) {
-      if (inConversation) conversation.remove(itemId);
+      this.#unplaceReply(reply);
       serverMetrics.latencyRefusals.inc();
       throw late;
     }
     const releaseSlot = plan.failure ? () => {} : adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
     if (!releaseSlot) {
-      if (inConversation) conversation.remove(itemId);
+      this.#unplaceReply(reply);
       throw new ChorusError(
         ErrorCodes.RATE_LIMITED,
         `the server is busy (${this.#ctx.queue.running} responses running): send response.create again in ` +
           `${this.#ctx.queue.retryAfterSeconds} s`,
       );
     }
-    const responseId = adopt ? adopt.requestId : newId('resp');
-    if (frameAtMs > 0) packetMark(responseId, 'frame', frameAtMs);
-    packetMark(responseId, 'create', startedAtMs + PERF_TO_MONOTONIC_MS);
-    let handle: RequestHandle;
+    return { adopt, releaseSlot };
+  }
+
+  /** The engine's request for the reply (the held one adopted, or a new one; a plan that failed: a refused one). */
+  #generate(reply: NewReply, responseId: string, adopt: HeldAnswer | null, releaseSlot: () => void): RequestHandle {
+    const { plan } = reply;
+    if (plan.failure) return refusedHandle(responseId, plan.failure);
     try {
-      handle = plan.failure
-        ? refusedHandle(responseId, plan.failure)
-        : adopt
-          ? adopt.adopt()
-          : this.#ctx.engine.generate(plan.request(responseId));
+      return adopt ? adopt.adopt() : this.#ctx.engine.generate(plan.request(responseId));
     } catch (err) {
-      const renamed = renameError(err, rendered.itemNamer);
+      const renamed = renameError(err, plan.rendered.itemNamer);
       // A prompt over the Thinker's positions (found when the engine built it) fails its response, with its
       // response.done, as the Thinker's own refusal does: a voice turn's client waits for that, never for an error.
       if (!(renamed instanceof ChorusError && renamed.code === ErrorCodes.CONTEXT_LENGTH_EXCEEDED)) {
         releaseSlot();
-        if (inConversation) conversation.remove(itemId);
+        this.#unplaceReply(reply);
         throw renamed;
       }
-      handle = refusedHandle(responseId, renamed);
+      return refusedHandle(responseId, renamed);
     }
-    // The response is on: the items truncation left out of its prompt leave the conversation now. An out-of-band
-    // response (conversation: "none") reads a truncated view and leaves the conversation as it is.
-    if (inConversation) this.#forget(plan.truncated);
-    const stream = new ResponseStream({
+  }
+
+  #stream(
+    reply: NewReply,
+    handle: RequestHandle,
+    releaseSlot: () => void,
+    at: { responseId: string; startedAtMs: number; turnEndedAtMs: number | null },
+  ): ResponseStream {
+    const { fields, plan, itemId } = reply;
+    const { inConversation, calls } = plan;
+    const { conversation, writer, state } = this.#session;
+    return new ResponseStream({
       writer,
       handle,
       inConversation,
-      previousItemId,
-      startedAtMs,
-      turnEndedAtMs,
+      previousItemId: reply.previousItemId,
+      startedAtMs: at.startedAtMs,
+      turnEndedAtMs: at.turnEndedAtMs,
       samplesPerFrame: this.#ctx.samplesPerFrame,
-      itemNamer: rendered.itemNamer,
+      itemNamer: plan.rendered.itemNamer,
       log: this.#ctx.log,
       clientStallTimeoutMs: this.#ctx.options.clientStallTimeoutMs,
       maxStreamBufferBytes: this.#ctx.options.maxStreamBufferBytes,
@@ -270,34 +318,37 @@ export class SessionResponses {
           }
         : null,
       state: {
-        id: responseId,
+        id: at.responseId,
         conversationId: inConversation ? this.#conversationId : null,
-        outputModalities,
-        voice: r.audio?.output?.voice ?? state.voice,
-        maxOutputTokens,
-        item: { id: itemId, audio, status: 'in_progress', text: '' },
+        outputModalities: plan.outputModalities,
+        voice: fields.audio?.output?.voice ?? state.voice,
+        maxOutputTokens: plan.maxOutputTokens,
+        item: { id: itemId, audio: plan.audio, status: 'in_progress', text: '' },
         status: 'in_progress',
         statusDetails: null,
         usage: null,
         warnings: null,
         metadata: plan.metadata,
       },
-      // response.done has been handed to the socket: record the reply for later turns, accept the next one.
-      onFinished: (s) => {
+      onFinished: (stream) => {
         releaseSlot();
-        this.#releaseFirstAudioWaiters();
-        const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
-        if (inConversation && withMessage) conversation.setText(itemId, text, audio);
-        // The items the next turn's truncation would drop go now, while nothing waits for them (TruncationAhead).
-        const dropAhead = this.#ahead.takeDrop();
-        if (inConversation && !this.#closed) this.#forget(dropAhead);
-        if (this.#active === s) this.#active = null;
-        if (!r.input) this.#dropUndecodableItem(s.failure, rendered.itemIds);
+        this.#finished(reply, stream);
       },
     });
-    this.#active = stream;
-    this.#ctx.log.debug({ responseId, outputModalities, held: adopt !== null }, 'response started');
-    stream.start();
+  }
+
+  /** response.done has been handed to the socket: the reply is recorded for later turns, the next one accepted. */
+  #finished(reply: NewReply, s: ResponseStream): void {
+    const { plan, itemId, withMessage } = reply;
+    const { inConversation, audio } = plan;
+    this.#releaseFirstAudioWaiters();
+    const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
+    if (inConversation && withMessage) this.#session.conversation.setText(itemId, text, audio);
+    // The items the next turn's truncation would drop go now, while nothing waits for them (TruncationAhead).
+    const dropAhead = this.#ahead.takeDrop();
+    if (inConversation && !this.#closed) this.#forget(dropAhead);
+    if (this.#active === s) this.#active = null;
+    if (!reply.fields.input) this.#dropUndecodableItem(s.failure, plan.rendered.itemIds);
   }
 
   /**
