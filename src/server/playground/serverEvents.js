@@ -42,53 +42,68 @@ function record(e) {
 
 export function onServerEvent(e) {
   record(e);
+  if (onSessionEvent(e)) return;
+  const r = responseFor(e);
+  if (r) onResponseEvent(e, r); // else: a response this page no longer follows
+}
+
+/** The events of the session, its input and its items (and response.created, error); false: a response's event. */
+function onSessionEvent(e) {
   switch (e.type) {
     case 'session.created':
       state.session = { id: e.session.id };
       $('sessionId').textContent = `session ${e.session.id}`;
       logLine(e.type, e.session.id);
-      return;
+      break;
     case 'conversation.item.added':
-      if (e.item && isFrameItem(e.item.id)) return onFrameItem(e.item.id, true);
-      if (e.item && e.item.role === 'user') addUserTurn(e.item, speech.get(e.item.id));
-      return;
+      if (e.item && isFrameItem(e.item.id)) onFrameItem(e.item.id, true);
+      else if (e.item && e.item.role === 'user') addUserTurn(e.item, speech.get(e.item.id));
+      break;
     case 'conversation.item.deleted':
-      if (isFrameItem(e.item_id)) return onFrameItem(e.item_id, false);
+      if (isFrameItem(e.item_id)) {
+        onFrameItem(e.item_id, false);
+        break;
+      }
       speech.delete(e.item_id);
       logLine(e.type, `${e.item_id}${removeTurn(e.item_id) ? ' (out of the context: removed from the view)' : ''}`);
-      return;
+      break;
     case 'input_audio_buffer.speech_started':
       speech.set(e.item_id, { startMs: e.audio_start_ms, endMs: e.audio_start_ms });
       onSpeechStarted(e);
-      return;
+      break;
     case 'input_audio_buffer.speech_stopped':
       if (speech.has(e.item_id)) speech.get(e.item_id).endMs = e.audio_end_ms;
       state.lastSpeechStoppedAt = performance.now();
       setVoice(state.mic.on ? 'listening' : 'off');
       logLine(e.type, `at ${e.audio_end_ms} ms`);
-      return;
+      break;
     case 'input_audio_buffer.timeout_triggered':
       state.lastSpeechStoppedAt = performance.now();
       logLine(e.type, `${e.audio_start_ms}–${e.audio_end_ms} ms`);
-      return;
+      break;
     case 'input_audio_buffer.committed':
       logLine(e.type, e.item_id);
-      return;
+      break;
     case 'conversation.item.truncated': {
       const t = state.truncations.find((x) => x.itemId === e.item_id && !x.answered);
       if (t) t.answered = true;
       logLine(e.type, `${e.item_id} at ${e.audio_end_ms} ms`);
-      return;
+      break;
     }
     case 'response.created':
       onResponseCreated(e);
-      return;
+      break;
     case 'error':
       onError(e);
-      return;
+      break;
+    default:
+      return false;
   }
-  const r = responseFor(e);
-  if (!r) return; // a response this page no longer follows
+  return true;
+}
+
+/** An event of response `r`, one this page follows. */
+function onResponseEvent(e, r) {
   switch (e.type) {
     case 'response.output_item.added':
       r.itemId = e.item.id;
@@ -107,26 +122,29 @@ export function onServerEvent(e) {
       updateAnswerTurn(r);
       row(r);
       break;
-    case 'response.done': {
-      const details = e.response.status_details;
-      r.status = e.response.status;
-      r.reason = (details && details.reason) || null;
-      r.errorMessage = (details && details.error && details.error.message) || null;
-      r.usage = e.response.usage || null;
-      r.maxOutputTokens = e.response.max_output_tokens;
-      // Chorus's own measurement of this response, when the server sends one (a Chorus extension of the event).
-      r.serverLatency = e.response.chorus_latency || null;
-      row(r);
-      updateAnswerTurn(r);
-      showContext(r.usage);
-      setStatus(plainStatus(r));
-      logLine(e.type, `${r.id} ${r.status}${r.reason ? ` (${r.reason})` : ''}`);
-      if (state.current === r) state.current = null;
-      $('send').disabled = false;
-      $('cancel').disabled = true;
+    case 'response.done':
+      onResponseDone(e, r);
       break;
-    }
   }
+}
+
+function onResponseDone(e, r) {
+  const details = e.response.status_details;
+  r.status = e.response.status;
+  r.reason = (details && details.reason) || null;
+  r.errorMessage = (details && details.error && details.error.message) || null;
+  r.usage = e.response.usage || null;
+  r.maxOutputTokens = e.response.max_output_tokens;
+  // Chorus's own measurement of this response, when the server sends one (a Chorus extension of the event).
+  r.serverLatency = e.response.chorus_latency || null;
+  row(r);
+  updateAnswerTurn(r);
+  showContext(r.usage);
+  setStatus(plainStatus(r));
+  logLine(e.type, `${r.id} ${r.status}${r.reason ? ` (${r.reason})` : ''}`);
+  if (state.current === r) state.current = null;
+  $('send').disabled = false;
+  $('cancel').disabled = true;
 }
 
 function onResponseCreated(e) {
