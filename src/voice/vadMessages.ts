@@ -4,6 +4,7 @@
  * Int16Array per message, each op naming its slice.
  */
 import type { SerializedError } from '../common/errors.ts';
+import type { StreamWindows } from './SileroStreams.ts';
 
 /** workerData of a VAD worker. */
 export interface VadWorkerData {
@@ -99,6 +100,42 @@ export interface WindowResults {
   /** Model runs and the time they took, for the latency report. */
   readonly runs: number;
   readonly runMs: number;
+}
+
+/** What one SileroStreams.runReady() ran. */
+interface ReadyRun {
+  readonly windows: readonly StreamWindows[];
+  readonly runs: number;
+  readonly runMs: number;
+}
+
+/** A run's windows as one message, packed into typed arrays that are transferred, not copied (windowsTransfer). */
+export function windowsMessage(seq: number, run: ReadyRun): WindowResults {
+  const { windows, runs, runMs } = run;
+  const probs = new Float32Array(windows.reduce((n, w) => n + w.probs.length, 0));
+  const activity = new Uint8Array(probs.length);
+  let at = 0;
+  for (const w of windows) {
+    probs.set(w.probs, at);
+    activity.set(w.activity, at);
+    at += w.probs.length;
+  }
+  return {
+    type: 'windows',
+    seq,
+    streamIds: Int32Array.from(windows, (w) => w.streamId),
+    epochs: Int32Array.from(windows, (w) => w.epoch),
+    counts: Int32Array.from(windows, (w) => w.probs.length),
+    probs,
+    activity,
+    runs,
+    runMs,
+  };
+}
+
+/** What a windows message hands over with it (the arrays are the worker's no longer). */
+export function windowsTransfer(msg: WindowResults): ArrayBuffer[] {
+  return [msg.streamIds, msg.epochs, msg.counts, msg.probs, msg.activity].map((a) => a.buffer as ArrayBuffer);
 }
 
 /** The end-of-turn model's answer to a score op. */

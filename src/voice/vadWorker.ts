@@ -17,11 +17,12 @@ import { SileroStreams } from './SileroStreams.ts';
 import {
   decodeOp,
   OP_WORDS,
+  windowsMessage,
+  windowsTransfer,
   type FromVadWorker,
   type StreamOp,
   type ToVadWorker,
   type VadWorkerData,
-  type WindowResults,
 } from './vadMessages.ts';
 
 function post(port: MessagePort, msg: FromVadWorker, transfer: ArrayBuffer[] = []): void {
@@ -44,29 +45,6 @@ function apply(streams: SileroStreams, op: StreamOp, pcm: Int16Array, scores: Sc
     case 'close':
       return streams.close(op.streamId);
   }
-}
-
-function resultsMessage(seq: number, run: Awaited<ReturnType<SileroStreams['runReady']>>): WindowResults {
-  const { windows, runs, runMs } = run;
-  const probs = new Float32Array(windows.reduce((n, w) => n + w.probs.length, 0));
-  const activity = new Uint8Array(probs.length);
-  let at = 0;
-  for (const w of windows) {
-    probs.set(w.probs, at);
-    activity.set(w.activity, at);
-    at += w.probs.length;
-  }
-  return {
-    type: 'windows',
-    seq,
-    streamIds: Int32Array.from(windows, (w) => w.streamId),
-    epochs: Int32Array.from(windows, (w) => w.epoch),
-    counts: Int32Array.from(windows, (w) => w.probs.length),
-    probs,
-    activity,
-    runs,
-    runMs,
-  };
 }
 
 /** The end-of-turn model's answers to the score ops taken (their streams' audio as it is now). */
@@ -93,96 +71,103 @@ async function loadTurnModel(
   }
 }
 
-function serve(port: MessagePort, model: SileroModel, data: VadWorkerData): void {
-  let turnModel: SmartTurnModel | null = null;
-  let turnModelLoading: Promise<void> | null = null;
-  const streams = new SileroStreams(model, data.inputRateHz, data.maxBatch);
-  let scores: ScoreOp[] = [];
-  let lastSeq = 0;
-  let runScheduled = false;
-  let running = false;
-  let rerun = false; // ops arrived while a run was out (possible if run() ever resolves on a later turn)
-  let shuttingDown = false;
+/** The worker's loop: ops in, runs of the ready windows out, one run at a time, and the shutdown after the last. */
+class VadWorkerLoop {
+  readonly #port: MessagePort;
+  readonly #model: SileroModel;
+  readonly #data: VadWorkerData;
+  readonly #streams: SileroStreams;
+  #turnModel: SmartTurnModel | null = null;
+  #turnModelLoading: Promise<void> | null = null;
+  #scores: ScoreOp[] = [];
+  #lastSeq = 0;
+  #runScheduled = false;
+  #running = false;
+  #rerun = false; // ops arrived while a run was out (possible if run() ever resolves on a later turn)
+  #shuttingDown = false;
 
-  const schedule = () => {
-    if (runScheduled) return;
-    runScheduled = true;
-    setImmediate(() => void runReady());
-  };
+  constructor(port: MessagePort, model: SileroModel, data: VadWorkerData) {
+    this.#port = port;
+    this.#model = model;
+    this.#data = data;
+    this.#streams = new SileroStreams(model, data.inputRateHz, data.maxBatch);
+    port.on('message', (msg: ToVadWorker) => this.#onMessage(msg));
+    post(port, { type: 'ready', windowSamples: SILERO_WINDOW_SAMPLES, modelRateHz: SILERO_RATE_HZ });
+  }
 
-  const finish = async () => {
-    await turnModelLoading;
-    await model.release();
-    await turnModel?.release();
-    port.close(); // nothing else holds the thread's loop: it exits
-  };
-
-  const runReady = async () => {
-    runScheduled = false;
-    running = true;
-    const seq = lastSeq;
-    const run = await streams.runReady();
-    running = false;
-    if (run.windows.length > 0) {
-      const msg = resultsMessage(seq, run);
-      post(port, msg, [
-        msg.streamIds.buffer,
-        msg.epochs.buffer,
-        msg.counts.buffer,
-        msg.probs.buffer,
-        msg.activity.buffer,
-      ] as ArrayBuffer[]);
-    }
-    if (scores.length > 0) {
-      const taken = scores;
-      scores = [];
-      running = true;
-      await turnModelLoading; // a score op sent after loadTurnModel is rated by the model it asked for
-      await runScores(port, streams, turnModel, taken);
-      running = false;
-    }
-    if (shuttingDown) await finish();
-    else if (rerun) {
-      rerun = false;
-      schedule();
-    }
-  };
-
-  port.on('message', (msg: ToVadWorker) => {
+  #onMessage(msg: ToVadWorker): void {
     switch (msg.type) {
       case 'ops':
-        if (shuttingDown) return;
-        for (let at = 0; at < msg.ops.length; at += OP_WORDS) apply(streams, decodeOp(msg.ops, at), msg.pcm, scores);
-        lastSeq = msg.seq;
+        if (this.#shuttingDown) return;
+        for (let at = 0; at < msg.ops.length; at += OP_WORDS)
+          apply(this.#streams, decodeOp(msg.ops, at), msg.pcm, this.#scores);
+        this.#lastSeq = msg.seq;
         // One runReady() at a time: a stream's windows must run in order, each on the state of the last.
-        if (running) rerun = true;
-        else schedule();
+        if (this.#running) this.#rerun = true;
+        else this.#schedule();
         return;
       case 'shutdown':
-        if (shuttingDown) return;
-        shuttingDown = true;
+        if (this.#shuttingDown) return;
+        this.#shuttingDown = true;
         // A scheduled or running runReady() finishes the shutdown when it returns.
-        if (!runScheduled && !running) void finish();
+        if (!this.#runScheduled && !this.#running) void this.#finish();
         return;
       case 'loadTurnModel':
-        if (shuttingDown || turnModelLoading) return; // asked once per worker (VadService)
-        turnModelLoading = loadTurnModel(data.turnModelPath).then(({ loaded, error }) => {
-          turnModel = loaded;
-          post(port, { type: 'turnModel', error });
+        if (this.#shuttingDown || this.#turnModelLoading) return; // asked once per worker (VadService)
+        this.#turnModelLoading = loadTurnModel(this.#data.turnModelPath).then(({ loaded, error }) => {
+          this.#turnModel = loaded;
+          post(this.#port, { type: 'turnModel', error });
         });
         return;
       case 'crashForTest':
         throw new Error('VAD worker crash requested by a test');
     }
-  });
-  post(port, { type: 'ready', windowSamples: SILERO_WINDOW_SAMPLES, modelRateHz: SILERO_RATE_HZ });
+  }
+
+  #schedule(): void {
+    if (this.#runScheduled) return;
+    this.#runScheduled = true;
+    setImmediate(() => void this.#runReady());
+  }
+
+  async #runReady(): Promise<void> {
+    this.#runScheduled = false;
+    this.#running = true;
+    const seq = this.#lastSeq;
+    const run = await this.#streams.runReady();
+    this.#running = false;
+    if (run.windows.length > 0) {
+      const msg = windowsMessage(seq, run);
+      post(this.#port, msg, windowsTransfer(msg));
+    }
+    if (this.#scores.length > 0) {
+      const taken = this.#scores;
+      this.#scores = [];
+      this.#running = true;
+      await this.#turnModelLoading; // a score op sent after loadTurnModel is rated by the model it asked for
+      await runScores(this.#port, this.#streams, this.#turnModel, taken);
+      this.#running = false;
+    }
+    if (this.#shuttingDown) await this.#finish();
+    else if (this.#rerun) {
+      this.#rerun = false;
+      this.#schedule();
+    }
+  }
+
+  async #finish(): Promise<void> {
+    await this.#turnModelLoading;
+    await this.#model.release();
+    await this.#turnModel?.release();
+    this.#port.close(); // nothing else holds the thread's loop: it exits
+  }
 }
 
 const port = parentPort;
 if (!port) throw new Error('vadWorker.ts runs as a worker thread (started by VadService)');
 const data = workerData as VadWorkerData;
 try {
-  serve(port, await SileroModel.load(data.modelPath), data);
+  new VadWorkerLoop(port, await SileroModel.load(data.modelPath), data);
 } catch (err) {
   // No listener holds the port, so once this message is out the thread has nothing left to do and exits.
   post(port, { type: 'failed', error: serializeError(err) });
