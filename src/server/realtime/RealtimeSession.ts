@@ -5,27 +5,24 @@
  */
 import type { TurnSpans } from '../../tracing/turnSpans.ts';
 import type { RawData, WebSocket } from 'ws';
-import type { GenerateRequest } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { errorType, wireCode } from '../httpErrors.ts';
 import { countClientError } from '../metrics/metrics.ts';
 import { ClientInputError } from '../validate.ts';
 import { cacheSaltOf } from '../cachePartition.ts';
 import { eventIdFromText, frameText, parseClientEvent, type ClientEventOf, type ClientEvent } from './clientEvents.ts';
 import { InputAudioBuffer } from './InputAudioBuffer.ts';
-import { Conversation, INPUT_AUDIO_RATE_HZ, storedItemResource, type StoredItem } from './Conversation.ts';
-import { newId, newSessionState, sessionResource, type SessionState } from './serverEvents.ts';
+import { Conversation } from './Conversation.ts';
+import { ConversationInput } from './ConversationInput.ts';
+import { errorEvent, newId, newSessionState, sessionResource, type SessionState } from './serverEvents.ts';
+import { SessionPrefill } from './SessionPrefill.ts';
 import { SessionResponses, type ResponseContext } from './SessionResponses.ts';
 import { SocketWriter } from './SocketWriter.ts';
-import { checkNewItem } from './checkNewItem.ts';
 import { IdleWatch } from './IdleWatch.ts';
 import { VoiceTurns } from './VoiceTurns.ts';
 import { InputTranscription } from './InputTranscription.ts';
 import { HeardTurns } from './HeardTurns.ts';
-import type { TranscriptionSetting } from './transcriptionSetting.ts';
-import type { MediaPart } from '../media/mediaParts.ts';
 import type { Transcriber } from '../transcription/Transcriber.ts';
-import { VoicePrefill, type PrefillSlots, type VadService } from '../../voice/index.ts';
+import type { PrefillSlots, VadService } from '../../voice/index.ts';
 import { DEFAULT_CAMERA, DEFAULT_REALTIME_RESUME } from '../../common/realtimeSettings.ts';
 import { CameraFrames, isCameraFrame } from './CameraFrames.ts';
 import { DeferredFrames } from './DeferredFrames.ts';
@@ -69,12 +66,14 @@ export class RealtimeSession {
   readonly #state: SessionState;
   readonly #conversation: Conversation;
   readonly #inputAudio: InputAudioBuffer;
+  /** The items the client creates or commits, announced, heard or transcribed; and read back. */
+  readonly #input: ConversationInput;
   /** response.create to response.done: the active response, the held answer, what they leave in the conversation. */
   readonly #responses: SessionResponses;
   #closed = false;
   readonly #voice: VoiceTurns;
-  /** With server_vad: the turn being spoken is prefilled as it arrives (null: manual turns cost nothing). */
-  #prefill: VoicePrefill | null = null;
+  /** With server_vad: the turn being spoken is prefilled as it arrives; kept camera frames too. */
+  readonly #prefill: SessionPrefill;
   /** Closes the session when the client sends nothing for the idle timeout with no response running. */
   readonly #idle: IdleWatch;
   readonly #transcription: InputTranscription;
@@ -118,13 +117,31 @@ export class RealtimeSession {
       state: this.#state,
       conversation: this.#conversation,
       inputAudio: this.#inputAudio.audio,
-      prefixKey: () => this.#prefill?.key,
+      prefixKey: () => this.#prefill.key,
+    });
+    this.#input = new ConversationInput({
+      ctx,
+      writer: this.#writer,
+      state: this.#state,
+      conversation: this.#conversation,
+      responses: this.#responses,
+      transcription: this.#transcription,
+      heard: this.#heard,
+      closed: () => this.#closed,
     });
     this.#voice = this.#voiceTurns(ctx);
+    this.#prefill = new SessionPrefill({
+      ctx,
+      sessionId: this.#state.id,
+      cacheSalt: () => this.#state.cacheSalt,
+      inputAudio: this.#inputAudio.audio,
+      responses: this.#responses,
+      inTurn: () => this.#voice.inTurn,
+    });
     this.#camera = new CameraFrames(ctx.engine.graph.realtimeCamera ?? DEFAULT_CAMERA, ctx.frameThumbs, {
       has: (itemId) => this.#conversation.get(itemId) !== undefined,
       drop: (itemId) => this.#responses.deleteItem({ type: 'conversation.item.delete', item_id: itemId }),
-      kept: () => this.#prefillNow(),
+      kept: () => this.#prefill.frameKept(),
     });
     this.#idle = this.#idleWatch(options.wsIdleTimeoutMs);
     this.#socket = new SessionSocket(ws, this.#writer, {
@@ -166,7 +183,7 @@ export class RealtimeSession {
       },
       speechStarted: () => {
         this.#responses.settlePlayback(); // the turn's prefill reads the history as heard
-        this.#prefillTurn();
+        this.#prefill.turnAudio();
       },
       fail: (err) => this.#sendError(err, null),
       disabled: (err) => {
@@ -280,7 +297,7 @@ export class RealtimeSession {
       case 'input_audio_buffer.clear':
         this.#inputAudio.clear();
         this.#voice.reset();
-        this.#prefill?.release();
+        this.#prefill.release();
         return this.#writer.send({ type: 'input_audio_buffer.cleared', event_id: newId('event') });
       case 'response.create': {
         this.#heard?.checkInput(event.response?.input);
@@ -295,7 +312,7 @@ export class RealtimeSession {
       case 'conversation.item.delete':
         return this.#responses.deleteItem(event);
       case 'conversation.item.retrieve':
-        return this.#onItemRetrieve(event);
+        return this.#input.retrieve(event);
       case 'session.resume.enable':
         return this.#enableResume();
       case 'session.resume':
@@ -327,48 +344,14 @@ export class RealtimeSession {
     const state = this.#state;
     applySessionUpdate(event.session, state, this.#ctx);
     this.#voice.configure(state.turnDetection);
-    // A turn heard as its transcript has nothing to prefill while it is spoken (the text comes at its end).
-    if (state.turnDetection && !this.#heard) this.#openPrefill();
-    else if (this.#camera.frames.length === 0) {
-      // Camera frames keep theirs: closing would free the frames' prefilled KV.
-      this.#prefill?.close();
-      this.#prefill = null;
-    }
+    this.#prefill.configure(state.turnDetection !== null && !this.#heard, this.#camera.frames.length > 0);
     this.#writer.send({ type: 'session.updated', event_id: newId('event'), session: sessionResource(state) });
   }
 
-  /** The session's voice prefill (spoken turns, kept camera frames), opened on first use; null: the engine has none. */
-  #openPrefill(): VoicePrefill | null {
-    const { engine, prefills, log } = this.#ctx;
-    return (this.#prefill ??= VoicePrefill.for(engine, prefills, `voice-${this.id}`, log, () => this.#state.cacheSalt));
-  }
-
   #onItemCreate(event: ClientEventOf<'conversation.item.create'>): void {
-    const item = Conversation.toStored(event.item, this.#ctx.media);
-    const { tokenLimits, options } = this.#ctx;
-    checkNewItem(item, this.#conversation.items(), { tokenLimits, maxTextBytes: options.maxConversationTextBytes });
-    const previous = this.#conversation.insert(item, event.previous_item_id);
-    this.#announceItem(item, previous);
-    this.#heard?.hear(item, this.#state.transcription);
+    const item = this.#input.create(event);
     if (isCameraFrame(item))
       this.#camera.arrived(item).catch((err: unknown) => this.#sendError(err, event.event_id ?? null));
-  }
-
-  /**
-   * A camera frame was kept: it is encoded and prefilled now. While the user speaks, the turn's own prefill (every
-   * PREFILL_EVERY_MS of speech) reads the conversation with the frame in it: one more prefill would only compete
-   * with it and with the answer held at the first silence.
-   */
-  #prefillNow(): void {
-    if (this.#voice.inTurn && this.#prefill) return;
-    this.#openPrefill()?.now(
-      () => 0,
-      () => {
-        // The answer running sees the frame's item next turn; a turn begun meanwhile prefills it with its speech.
-        if (!this.#responses.idle || this.#voice.inTurn) return null;
-        return this.#responses.turnSoFar();
-      },
-    );
   }
 
   /** Creates a response; on a pipeline that hears speech as text, once the transcripts it needs are in. */
@@ -377,81 +360,16 @@ export class RealtimeSession {
     this.#heard.afterHearing(create, (err) => this.#sendError(err, eventId), byClient);
   }
 
-  /** The item as the server holds it, media included (the audio a turn was committed with, after VAD clipping). */
-  #onItemRetrieve(event: ClientEventOf<'conversation.item.retrieve'>): void {
-    const item = this.#conversation.require(event.item_id);
-    // The answer's text joins its item when its response.done is out: until then it is in progress.
-    const inProgress = this.#responses.active?.itemId === item.id;
-    this.#writer.send({
-      type: 'conversation.item.retrieved',
-      event_id: newId('event'),
-      item: storedItemResource(item, { withMedia: true, inProgress }),
-    });
-  }
-
-  #announceItem(item: StoredItem, previousItemId: string | null): void {
-    const resource = storedItemResource(item);
-    this.#writer.send({
-      type: 'conversation.item.added',
-      event_id: newId('event'),
-      previous_item_id: previousItemId,
-      item: resource,
-    });
-    this.#writer.send({
-      type: 'conversation.item.done',
-      event_id: newId('event'),
-      previous_item_id: previousItemId,
-      item: resource,
-    });
-  }
-
   #onAudioAppend(event: ClientEventOf<'input_audio_buffer.append'>): void {
     this.#voice.push(this.#inputAudio.append(event.audio));
-    this.#prefillTurn();
-  }
-
-  /** During a turn with nothing answering, the audio so far is prefilled (VoicePrefill paces it). */
-  #prefillTurn(): void {
-    if (this.#prefill && this.#voice.inTurn && this.#responses.idle)
-      this.#prefill.onAudio(this.#inputAudio.audio.ms, () => this.#turnSoFar());
-  }
-
-  /** The messages the answer to the turn being spoken would get if it ended now (VoicePrefill). */
-  #turnSoFar(): GenerateRequest['messages'] | null {
-    const pending = this.#inputAudio.audio.pendingItem();
-    return pending && this.#responses.turnSoFar(pending);
+    this.#prefill.turnAudio();
   }
 
   /** `clipEndMs` (server_vad): the item keeps the buffer up to there on the VAD's timeline; the rest is dropped. */
   #onAudioCommit(itemId = newId('item'), clipEndMs?: number): void {
     const media = this.#inputAudio.take(clipEndMs);
-    this.#prefill?.turnEnded();
-    this.#ctx.media.check(media, 'input_audio_buffer (audio)');
-    const heard = this.#heard !== null;
-    const item: StoredItem = { id: itemId, role: 'user', parts: [{ type: 'input_audio', text: '', media, heard }] };
-    const previous = this.#conversation.insert(item);
-    this.#writer.send({
-      type: 'input_audio_buffer.committed',
-      event_id: newId('event'),
-      previous_item_id: previous,
-      item_id: item.id,
-    });
-    this.#announceItem(item, previous);
-    if (this.#heard) this.#heard.hear(item, this.#state.transcription);
-    else if (this.#state.transcription) this.#transcribeBeside(item.id, media, this.#state.transcription);
-  }
-
-  /**
-   * Input transcription of a turn the Thinker hears itself: started once the turn's answer (created right after the
-   * commit, by the VAD or the client) has its first audio out, so it never competes with that for the CPU.
-   */
-  #transcribeBeside(itemId: string, media: MediaPart, setting: TranscriptionSetting): void {
-    const seconds = media.data.byteLength / 2 / INPUT_AUDIO_RATE_HZ;
-    void Promise.resolve()
-      .then(() => this.#responses.afterFirstAudio())
-      .then(() => {
-        if (!this.#closed) void this.#transcription.start(itemId, media, setting, seconds);
-      });
+    this.#prefill.turnEnded();
+    this.#input.commitAudio(media, itemId);
   }
 
   #sendError(err: unknown, eventId: string | null): void {
@@ -463,13 +381,7 @@ export class RealtimeSession {
           });
     if (e.code === ErrorCodes.INTERNAL) this.#ctx.log.error({ err, sessionId: this.id }, 'realtime event failed');
     countClientError(e.code);
-    const param = err instanceof ClientInputError ? err.param : null;
-    const type = errorType(e.code);
-    this.#writer.send({
-      type: 'error',
-      event_id: newId('event'),
-      error: { type, code: wireCode(e.code), message: e.message, param, event_id: eventId },
-    });
+    this.#writer.send(errorEvent(e, eventId, err instanceof ClientInputError ? err.param : null));
   }
 
   /**
@@ -486,7 +398,7 @@ export class RealtimeSession {
     this.#heard?.close();
     this.#transcription.close();
     this.#ctx.turnSpans?.close();
-    this.#prefill?.close();
+    this.#prefill.close();
     this.#camera.close();
     this.#deferredFrames.clear();
     this.#inputAudio.clear();

@@ -15,7 +15,8 @@ import type { Admission } from '../admission/Admission.ts';
 import type { RequestQueue } from '../admission/RequestQueue.ts';
 import { tenantOf } from '../cachePartition.ts';
 import type { TokenLimits } from '../generationParams.ts';
-import { errorType, replyError } from '../httpErrors.ts';
+import { replyError } from '../httpErrors.ts';
+import { errorEvent } from './serverEvents.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
 import { countClientError } from '../metrics/metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
@@ -115,13 +116,7 @@ function takeSeat(socket: WebSocket, admission: Admission): (() => void) | null 
   } catch (err) {
     const e = err as ChorusError;
     countClientError(e.code);
-    socket.send(
-      JSON.stringify({
-        type: 'error',
-        event_id: 'event_overloaded',
-        error: { type: errorType(e.code), code: e.code, message: e.message, param: null, event_id: null },
-      }),
-    );
+    socket.send(JSON.stringify(errorEvent(e, null, null, 'event_overloaded')));
     socket.close(1013, 'try again later');
     return null;
   }

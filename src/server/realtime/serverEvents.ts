@@ -4,6 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Usage } from '../../common/engine.ts';
+import type { ChorusError } from '../../common/errors.ts';
+import { errorType, wireCode } from '../httpErrors.ts';
+import type { ErrorEvent } from './ServerEvent.ts';
 import type { AssistantContent, AssistantItemResource, OutputItemResource } from './ItemResource.ts';
 import type { AudioFormat, SessionResource, TranscriptionResource, TurnDetectionResource } from './SessionResource.ts';
 import type { ResponseResource, ResponseStatusDetails, UsageResource } from './ResponseResource.ts';
@@ -23,6 +26,17 @@ let eventCount = 0;
 export function newId(prefix: 'sess' | 'resp' | 'item' | 'conv' | 'event'): string {
   if (prefix === 'event') return `${EVENT_ID_PREFIX}${(eventCount++).toString(36)}`;
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
+}
+
+/** The `error` event saying why the client event `eventId` (null: not known) failed; the session stays open. */
+export function errorEvent(
+  e: ChorusError,
+  eventId: string | null,
+  param: string | null,
+  id = newId('event'),
+): ErrorEvent {
+  const error = { type: errorType(e.code), code: wireCode(e.code), message: e.message, param, event_id: eventId };
+  return { type: 'error', event_id: id, error };
 }
 
 export type OutputModality = 'text' | 'audio';
