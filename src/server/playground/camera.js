@@ -2,7 +2,7 @@
 // message of one input_image, which the server treats as a camera frame (docs/video.md#camera-frames-in-a-conversation:
 // near-duplicates skipped, a window of recent frames kept, each frame prefilled as it arrives). Frames are not turns:
 // the transcript leaves them out and the camera line counts the frames the conversation holds.
-import { $, logLine, setStatus, state } from './page.js';
+import { $, deviceFailed, logLine, setPressed, state } from './page.js';
 import { updateInputControls } from './pipeline.js';
 import { connect, sendEvent } from './socket.js';
 
@@ -69,14 +69,10 @@ export async function startCamera() {
     state.camera.on = true;
     sendFrame();
     camera.timer = setInterval(sendFrame, FRAME_EVERY_MS);
-    button.setAttribute('aria-pressed', 'true');
-    button.textContent = 'Stop camera';
+    setPressed(button, true, 'Stop camera');
     logLine('camera', `on (a frame every ${FRAME_EVERY_MS / 1000} s)`);
   } catch (err) {
-    if (stream && !camera) for (const track of stream.getTracks()) track.stop(); // the browser's camera light off
-    state.camera.error = err.message;
-    setStatus(`camera: ${err.message}`);
-    logLine('camera', `failed: ${err.message}`);
+    deviceFailed('camera', 'camera', camera ? null : stream, err);
   } finally {
     button.disabled = false;
     showCameraState();
@@ -94,8 +90,7 @@ export function stopCamera(why) {
   const wasOn = state.camera.on;
   state.camera.on = false;
   const button = $('camera');
-  button.setAttribute('aria-pressed', 'false');
-  button.textContent = 'Start camera';
+  setPressed(button, false, 'Start camera');
   if (wasOn) logLine('camera', why ? `off: ${why}` : 'off');
   showCameraState();
   updateInputControls();

@@ -1,6 +1,6 @@
 // The microphone: getUserMedia -> AudioWorklet (resampled to 24 kHz pcm16) -> input_audio_buffer.append.
 import { MIC_CHUNK_MS, MIC_PROCESSOR, pcmToBase64 } from './pcm16.js';
-import { $, logLine, setStatus, setVoice, state } from './page.js';
+import { $, deviceFailed, logLine, setPressed, setVoice, state } from './page.js';
 import { ensureAudio } from './playback.js';
 import { updateInputControls } from './pipeline.js';
 import { applySettings, vadOn } from './settings.js';
@@ -61,15 +61,11 @@ export async function startMic() {
     applySettings();
     source.connect(node);
     updateCommitButton();
-    button.setAttribute('aria-pressed', 'true');
-    button.textContent = 'Stop mic';
+    setPressed(button, true, 'Stop mic');
     setVoice('listening');
     logLine('mic', vadOn() ? 'on (server_vad)' : 'on (turns sent with Send speech)');
   } catch (err) {
-    if (stream && !micNodes) for (const track of stream.getTracks()) track.stop(); // the browser's mic light off
-    state.mic.error = err.message;
-    setStatus(`microphone: ${err.message}`);
-    logLine('mic', `failed: ${err.message}`);
+    deviceFailed('mic', 'microphone', micNodes ? null : stream, err);
   } finally {
     button.disabled = false;
   }
@@ -95,8 +91,7 @@ export function stopMic(why) {
   state.mic.level = 0;
   $('level').value = 0;
   const button = $('mic');
-  button.setAttribute('aria-pressed', 'false');
-  button.textContent = 'Start mic';
+  setPressed(button, false, 'Start mic');
   setVoice('off');
   logLine('mic', why ? `off: ${why}` : 'off');
   updateInputControls();

@@ -1,18 +1,11 @@
 // The stage graph: /v1/stages drawn as a layered DAG (SVG built node by node; no library, no innerHTML).
+import { svg } from './svg.js';
 
-const SVG_NS = 'http://www.w3.org/2000/svg';
 const NODE_W = 172;
 const NODE_H = 54;
 const COL_GAP = 56;
 const ROW_GAP = 12;
 const PAD = 4;
-
-function svg(tag, attrs, parent) {
-  const el = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  if (parent) parent.append(el);
-  return el;
-}
 
 /**
  * Columns of the DAG: a stage sits one column right of its deepest input, so stages with no inputs (encoders, which

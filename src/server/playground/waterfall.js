@@ -3,8 +3,8 @@
 // span, queue wait, prefill / decode / run steps, chunk hops) and markers for the answer's first text and first audio,
 // and this page's audio underruns. SVG built node by node from server data (setAttribute / textContent only).
 import { $, authHeaders, state } from './page.js';
+import { svg } from './svg.js';
 
-const SVG_NS = 'http://www.w3.org/2000/svg';
 const WIDTH = 960;
 const LABEL_W = 120;
 const ROW_H = 14;
@@ -25,13 +25,6 @@ const COLOR_OF = {
   'chunk hop': '#8a5cc7',
 };
 const MARKERS = { first_text: '#1d4fa0', first_audio: '#b3261e' };
-
-function svg(tag, attrs, parent) {
-  const el = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  if (parent) parent.append(el);
-  return el;
-}
 
 async function getJson(path) {
   const res = await fetch(path, { headers: authHeaders() });
