@@ -195,63 +195,39 @@ export type ResponseFields = Static<typeof ResponseFields>;
 
 const EventId = Type.Optional(Type.String({ maxLength: 128 }));
 
-/** Every event is closed too: a field no event names (misspelt, or another API's) is refused by name. */
-const event = <P extends TProperties>(properties: P) => Type.Object(properties, closed);
+/**
+ * A client event's schema: its `type`, its optional `event_id` and its own fields. Every event is closed too: a field
+ * no event names (misspelt, or another API's) is refused by name.
+ */
+const event = <T extends string, P extends TProperties = Record<never, never>>(type: T, properties?: P) =>
+  Type.Object({ type: Type.Literal(type), event_id: EventId, ...(properties ?? ({} as P)) }, closed);
 
 const schemas = {
-  'session.update': event({ type: Type.Literal('session.update'), event_id: EventId, session: SessionFields }),
-  'conversation.item.create': event({
-    type: Type.Literal('conversation.item.create'),
-    event_id: EventId,
+  'session.update': event('session.update', { session: SessionFields }),
+  'conversation.item.create': event('conversation.item.create', {
     previous_item_id: Type.Optional(Type.String()),
     item: ConversationItem,
   }),
-  'input_audio_buffer.append': event({
-    type: Type.Literal('input_audio_buffer.append'),
-    event_id: EventId,
-    audio: Type.String(),
-  }),
-  'input_audio_buffer.commit': event({ type: Type.Literal('input_audio_buffer.commit'), event_id: EventId }),
-  'input_audio_buffer.clear': event({ type: Type.Literal('input_audio_buffer.clear'), event_id: EventId }),
-  'response.create': event({
-    type: Type.Literal('response.create'),
-    event_id: EventId,
-    response: Type.Optional(ResponseFields),
-  }),
-  'response.cancel': event({
-    type: Type.Literal('response.cancel'),
-    event_id: EventId,
-    response_id: Type.Optional(Type.String()),
-  }),
-  'conversation.item.delete': event({
-    type: Type.Literal('conversation.item.delete'),
-    event_id: EventId,
-    item_id: Type.String({ minLength: 1 }),
-  }),
-  'conversation.item.retrieve': event({
-    type: Type.Literal('conversation.item.retrieve'),
-    event_id: EventId,
-    item_id: Type.String({ minLength: 1 }),
-  }),
-  'conversation.item.truncate': event({
-    type: Type.Literal('conversation.item.truncate'),
-    event_id: EventId,
+  'input_audio_buffer.append': event('input_audio_buffer.append', { audio: Type.String() }),
+  'input_audio_buffer.commit': event('input_audio_buffer.commit'),
+  'input_audio_buffer.clear': event('input_audio_buffer.clear'),
+  'response.create': event('response.create', { response: Type.Optional(ResponseFields) }),
+  'response.cancel': event('response.cancel', { response_id: Type.Optional(Type.String()) }),
+  'conversation.item.delete': event('conversation.item.delete', { item_id: Type.String({ minLength: 1 }) }),
+  'conversation.item.retrieve': event('conversation.item.retrieve', { item_id: Type.String({ minLength: 1 }) }),
+  'conversation.item.truncate': event('conversation.item.truncate', {
     item_id: Type.String({ minLength: 1 }),
     content_index: Type.Integer({ minimum: 0 }),
     audio_end_ms: Type.Integer({ minimum: 0 }),
   }),
   // Chorus extensions (docs/realtime-resume.md): make the session resumable, resume one on a new connection, and
   // say how much of an answer's audio the user has heard.
-  'session.resume.enable': event({ type: Type.Literal('session.resume.enable'), event_id: EventId }),
-  'session.resume': event({
-    type: Type.Literal('session.resume'),
-    event_id: EventId,
+  'session.resume.enable': event('session.resume.enable'),
+  'session.resume': event('session.resume', {
     resume_token: Type.String({ minLength: 1, maxLength: 128 }),
     last_seq: Type.Integer({ minimum: 0 }),
   }),
-  'output_audio.playback_ack': event({
-    type: Type.Literal('output_audio.playback_ack'),
-    event_id: EventId,
+  'output_audio.playback_ack': event('output_audio.playback_ack', {
     item_id: Type.String({ minLength: 1 }),
     played_ms: Type.Integer({ minimum: 0 }),
   }),
