@@ -8,3 +8,30 @@ export function concatFloat32(parts: readonly Float32Array[]): Float32Array {
   }
   return out;
 }
+
+/** A typed array (or Buffer) as appendGrowing needs it. */
+interface NumberArray extends ArrayLike<number> {
+  set(array: ArrayLike<number>, offset?: number): void;
+  subarray(begin?: number, end?: number): ArrayLike<number>;
+}
+
+/**
+ * `input` written after the first `length` elements of `buffer`, in place when it fits; else into a new array from
+ * `allocate` of at least twice the size (so appends cost amortized O(1) copies), holding those elements first. The
+ * array to keep is returned; the caller's length grows by `input.length`.
+ */
+export function appendGrowing<T extends NumberArray>(
+  buffer: T,
+  length: number,
+  input: ArrayLike<number>,
+  allocate: (size: number) => T,
+): T {
+  const needed = length + input.length;
+  if (needed > buffer.length) {
+    const grown = allocate(Math.max(needed, 2 * buffer.length));
+    grown.set(buffer.subarray(0, length));
+    buffer = grown;
+  }
+  buffer.set(input, length);
+  return buffer;
+}

@@ -17,6 +17,7 @@ import {
 } from './sileroIo.ts';
 import { SignalActivity } from './SignalActivity.ts';
 import { StreamingResampler } from './StreamingResampler.ts';
+import { appendGrowing } from '../common/arrays.ts';
 
 export interface WindowRunner {
   run(batch: SileroBatch): Promise<SileroOutput>;
@@ -62,14 +63,8 @@ class StreamAudio {
     const input = new Float32Array(pcm16.length);
     for (let i = 0; i < pcm16.length; i++) input[i] = pcm16[i] / 32768;
     const resampled = this.#resampler.push(input);
-    const needed = this.#pendingLength + resampled.length;
-    if (needed > this.#pending.length) {
-      const grown = new Float32Array(Math.max(needed, 2 * this.#pending.length));
-      grown.set(this.#pending.subarray(0, this.#pendingLength));
-      this.#pending = grown;
-    }
-    this.#pending.set(resampled, this.#pendingLength);
-    this.#pendingLength = needed;
+    this.#pending = appendGrowing(this.#pending, this.#pendingLength, resampled, (n) => new Float32Array(n));
+    this.#pendingLength += resampled.length;
     for (let i = Math.max(0, resampled.length - HISTORY_SAMPLES); i < resampled.length; i++)
       this.#history[(this.#historyTotal + i) % HISTORY_SAMPLES] = resampled[i];
     this.#historyTotal += resampled.length;

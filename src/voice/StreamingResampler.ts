@@ -11,6 +11,7 @@
  */
 
 import { besselI0, gcd } from '../media/resample.ts';
+import { appendGrowing } from '../common/arrays.ts';
 
 const ZERO_CROSSINGS = 8; // lobes each side of the cutoff: ~-70 dB stopband past 9 kHz, plenty for a VAD
 const KAISER_BETA = 6;
@@ -105,14 +106,8 @@ export class StreamingResampler {
   }
 
   #append(input: Float32Array): void {
-    const needed = this.#historyLength + input.length;
-    if (needed > this.#history.length) {
-      const grown = new Float32Array(Math.max(needed, 2 * this.#history.length));
-      grown.set(this.#history.subarray(0, this.#historyLength));
-      this.#history = grown;
-    }
-    this.#history.set(input, this.#historyLength);
-    this.#historyLength = needed;
+    this.#history = appendGrowing(this.#history, this.#historyLength, input, (n) => new Float32Array(n));
+    this.#historyLength += input.length;
   }
 
   /** Drops input no future output's taps reach: everything before the next output's first tap. */

@@ -12,6 +12,7 @@ import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
 import { workerEntry } from '../common/moduleFile.ts';
+import { appendGrowing } from '../common/arrays.ts';
 import {
   encodeOp,
   type EndOfTurnResult,
@@ -138,14 +139,9 @@ export class VadWorkerHandle {
   audio(streamId: number, pcm16: Int16Array, completesWindow = true): void {
     if (pcm16.length === 0 || !this.#accepting()) return;
     encodeOp(this.#ops, { op: 'audio', streamId, offset: this.#pcmLength, length: pcm16.length });
-    const needed = this.#pcmLength + pcm16.length;
-    if (needed > this.#pcm.length) {
-      const grown = new Int16Array(Math.max(needed, 2 * this.#pcm.length));
-      grown.set(this.#pcm.subarray(0, this.#pcmLength));
-      this.#pcm = grown;
-    }
-    this.#pcm.set(pcm16, this.#pcmLength); // a copy: the caller may reuse its buffer once push() returns
-    this.#pcmLength = needed;
+    // A copy: the caller may reuse its buffer once push() returns.
+    this.#pcm = appendGrowing(this.#pcm, this.#pcmLength, pcm16, (n) => new Int16Array(n));
+    this.#pcmLength += pcm16.length;
     if (completesWindow) this.#scheduleFlush();
   }
 

@@ -9,6 +9,7 @@
 
 import type { MediaPart } from '../media/mediaParts.ts';
 import { INPUT_AUDIO_RATE_HZ, type StoredItem } from './Conversation.ts';
+import { appendGrowing } from '../../common/arrays.ts';
 
 const INITIAL_BYTES = 48_000; // 1 s of 24 kHz pcm16
 const BYTES_PER_MS = (INPUT_AUDIO_RATE_HZ * 2) / 1000;
@@ -56,14 +57,8 @@ export class InputAudio {
   }
 
   append(audio: Uint8Array): void {
-    const needed = this.#length + audio.length;
-    if (needed > this.#store.length) {
-      const grown = Buffer.allocUnsafe(Math.max(needed, 2 * this.#store.length));
-      this.#store.copy(grown, 0, 0, this.#length);
-      this.#store = grown;
-    }
-    this.#store.set(audio, this.#length);
-    this.#length = needed;
+    this.#store = appendGrowing(this.#store, this.#length, audio, (n) => Buffer.allocUnsafe(n));
+    this.#length += audio.length;
     this.#appendedMs += audio.length / BYTES_PER_MS;
   }
 
