@@ -21,9 +21,24 @@ export function cpuTicksOf(pid: number): number | null {
 }
 
 /**
+ * The state of the process's main thread (field 3 of /proc/<pid>/stat: R runnable, S sleeping, D in uninterruptible
+ * wait, T stopped, ...), or null when it cannot be read.
+ */
+export function processStateOf(pid: number): string | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] || null;
+}
+
+/**
  * Time the process's main thread has spent runnable but waiting for a CPU (ms; the run queue's delay, field 2 of
  * /proc/<pid>/schedstat), or null when it cannot be read. It grows only while the thread wants to run: a stage
- * starved by a busy machine (or by its nice level) shows it, a stopped or blocked one does not.
+ * starved by a busy machine (or by its nice level) shows it, a stopped or blocked one does not. The kernel adds a
+ * wait when it ends (the thread gets a CPU): a thread that has waited all along without getting one shows none yet.
  */
 export function runQueueWaitMsOf(pid: number): number | null {
   let stat: string;

@@ -7,10 +7,14 @@
  * on a machine busy enough to starve the stage (its processes run at a lower priority than the server, stage_nice),
  * a step that takes 3 s alone took 45 s of wall time beside four busy processes, and restarting the stage then would
  * add its boot to the load and fail every request it held. Nor is a process that used no CPU but waited for one
- * (its run-queue wait grew over the window): starved, not stopped. A stage below the others (engine.nice) on a
- * machine busy with other work can go a whole window without a tick; restarting it would only fail its requests.
+ * (its run-queue wait grew over the window), or that is runnable now (state R: the kernel counts a run-queue wait
+ * only when it ends, so a thread that has waited the whole window for a CPU it never got shows no wait yet): starved,
+ * not stopped. A stage below the others (engine.nice) on a machine busy with other work can go a whole window
+ * without a tick; restarting it would only fail its requests (at load ~47 a Thinker at nice 8 was restarted so, its
+ * run-queue wait flat for 2.6 s while it was runnable: a nice-19 busy loop there showed R, no tick and a flat wait
+ * for 6 s).
  */
-import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, runQueueWaitMsOf } from '../processCpu.ts';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, processStateOf, runQueueWaitMsOf } from '../processCpu.ts';
 
 export interface CpuSample {
   readonly atMs: number;
@@ -45,6 +49,7 @@ export class HangWatch {
     private readonly hangMs: number,
     private readonly ticksOf: (pid: number) => number | null = cpuTicksOf,
     private readonly waitOf: (pid: number) => number | null = runQueueWaitMsOf,
+    private readonly stateOf: (pid: number) => string | null = processStateOf,
   ) {
     this.runawayCpuMs = Math.max(30_000, 15 * hangMs);
   }
@@ -71,8 +76,9 @@ export class HangWatch {
     const reference = slot.cpuSamples[0];
     if (ticks === null || !reference || reference.atMs > now - windowMs) return null; // not a full window yet
     if (ticks === reference.ticks) {
+      // Waited for a CPU over the window, or waiting for one now: starved, not stopped.
       const waited = waitMs !== null && reference.waitMs != null && waitMs > reference.waitMs;
-      return waited ? null : { kind: 'stopped', silentMs }; // waited for a CPU all along: starved, not stopped
+      return waited || this.stateOf(pid) === 'R' ? null : { kind: 'stopped', silentMs };
     }
     const cpuMs = ((ticks - (slot.cpuTicksWhenHeard ?? reference.ticks)) * 1000) / CLOCK_TICKS_PER_SECOND;
     return cpuMs < this.runawayCpuMs ? null : { kind: 'runaway', silentMs, cpuMs }; // else one long step
