@@ -7,15 +7,15 @@
  * state skips its chunk's left context (the state already holds it), so each frame is decoded once. A stateless
  * file (a bring-your-own vocoder, or `streaming_state: false`) decodes the context again with every chunk.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { Code2WavSize, ModelSpec } from '../../src/common/modelSpec.ts';
+import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import type { EngineArgs } from '../../src/common/graph.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { code2wavReceptiveFieldFrames } from './code2wavModel.ts';
 import { signatureError } from '../models/decoderSignature.ts';
-import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
+import type { ModelFiles } from '../models/ensureModel.ts';
+import { generatedSizeOf } from '../models/modelCache.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import type { Code2WavItem, Code2WavRunner } from '../types.ts';
 import { Code2WavStates } from './Code2WavStates.ts';
@@ -53,7 +53,7 @@ export class OnnxCode2WavRunner implements Code2WavRunner {
       if (!session.outputNames.includes('audio'))
         throw signatureError(what, 'needs an audio output [batch, 1, samples]');
       const states = Code2WavStates.detect(session.inputMetadata, session.outputNames, what);
-      const size = code2wavSizeOf(spec, files);
+      const size = generatedSizeOf('code2wav', spec, files);
       // A foreign file: measure what the config cannot tell (the probe finds samples per frame and the
       // causal receptive field; without a manifest the codebook size is unknown and left to the model).
       const probed = size
@@ -195,16 +195,4 @@ function runOnce(
   const out = session.run(feeds, ['audio', ...(states?.outputNames ?? [])]);
   states?.keep(seqIds, out);
   return out.audio.data as Float32Array;
-}
-
-function code2wavSizeOf(spec: ModelSpec, files: ModelFiles): Code2WavSize | null {
-  if (spec.source === 'generated' && spec.kind === 'code2wav') return spec.size;
-  const manifestPath = join(files.dir, 'manifest.json');
-  if (!existsSync(manifestPath)) return null;
-  try {
-    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ModelManifest;
-    return manifest.kind === 'code2wav' ? (manifest.size as Code2WavSize) : null;
-  } catch {
-    return null;
-  }
 }

@@ -6,8 +6,9 @@
  * loses the rename race just uses the winner's folder.
  */
 import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { GeneratedModelSpec } from '../../src/common/modelSpec.ts';
+import type { GeneratedModelSpec, ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
 import { publishModelFolder, readModelManifest } from './modelFolder.ts';
@@ -55,6 +56,29 @@ export type ModelGenerator<Size, Option = never> = (
 
 export interface ModelBuildProgress extends BuildProgressStep {
   readonly kind: ModelKind;
+}
+
+/** Each generated kind's sizes. */
+export type SizeOfKind = { [M in GeneratedModelSpec as M['kind']]: M['size'] };
+
+/**
+ * A generated model's sizes: from its spec, or from the manifest of a generated folder used as a file model; null for
+ * a file model with no manifest of this kind beside it.
+ */
+export function generatedSizeOf<K extends ModelKind>(
+  kind: K,
+  spec: ModelSpec,
+  files: ModelFiles,
+): SizeOfKind[K] | null {
+  if (spec.source === 'generated' && spec.kind === kind) return spec.size as SizeOfKind[K];
+  const manifestPath = join(files.dir, 'manifest.json');
+  if (!existsSync(manifestPath)) return null;
+  try {
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ModelManifest;
+    return manifest.kind === kind ? (manifest.size as SizeOfKind[K]) : null;
+  } catch {
+    return null;
+  }
 }
 
 export interface ModelManifest {

@@ -13,13 +13,13 @@ import * as ort from 'onnxruntime-node';
 import type { EngineArgs } from '../../src/common/graph.ts';
 import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { ModelFiles, ModelManifest } from '../models/ensureModel.ts';
+import type { ModelFiles } from '../models/ensureModel.ts';
+import { generatedSizeOf } from '../models/modelCache.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
 import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { KvDecoder } from '../models/KvDecoder.ts';
 import { KvDecoderRunner } from '../models/KvDecoderRunner.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
-import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import { drawStream, isPlainArgmax, sampleToken } from '../sampling/sampleToken.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
 import { readTalkerSignature, type TalkerSignature } from './talkerSignature.ts';
@@ -73,7 +73,7 @@ export class OnnxTalkerRunner extends KvDecoderRunner implements TalkerRunner {
     try {
       predictor = SyncSession.create(predictorPath, options);
       const signature = readTalkerSignature(talker, predictor, talkerPath);
-      const size = talkerSizeOf(spec, files);
+      const size = generatedSizeOf('talker', spec, files);
       const padPath = join(files.dir, 'pad_row.f32');
       const padRow = existsSync(padPath)
         ? new Float32Array(new Uint8Array(readFileSync(padPath)).buffer)
@@ -251,18 +251,5 @@ export class OnnxTalkerRunner extends KvDecoderRunner implements TalkerRunner {
   async close(): Promise<void> {
     this.decoder.session.close();
     this.predictor.close();
-  }
-}
-
-/** Sizes from the spec, or from the manifest of a generated folder used as a file model. */
-function talkerSizeOf(spec: ModelSpec, files: ModelFiles): TalkerSize | null {
-  if (spec.source === 'generated' && spec.kind === 'talker') return spec.size;
-  const manifestPath = join(files.dir, 'manifest.json');
-  if (!existsSync(manifestPath)) return null;
-  try {
-    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ModelManifest;
-    return manifest.kind === 'talker' ? (manifest.size as TalkerSize) : null;
-  } catch {
-    return null;
   }
 }
