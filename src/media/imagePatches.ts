@@ -32,6 +32,37 @@ export const DEFAULT_IMAGE_GRID: ImageGridConfig = {
 /** CLIP's normalisation (OpenAI CLIP, also used by Qwen2-VL), per RGB channel of values in [0, 1]. */
 export const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073] as const;
 export const CLIP_STD = [0.26862954, 0.26130258, 0.27577711] as const;
+/** A 0-255 channel value v of channel c, CLIP-normalised: v * CLIP_SCALE[c] - CLIP_SHIFT[c]. */
+export const CLIP_SCALE: readonly number[] = CLIP_STD.map((s) => 1 / (255 * s));
+export const CLIP_SHIFT: readonly number[] = CLIP_MEAN.map((mean, c) => mean / CLIP_STD[c]);
+
+/**
+ * Walks a gridWidth x gridHeight grid of patches in the encoder's order (merge group by merge group, raster order
+ * inside each), numbering them from `index`: records each patch's (row, col) in `positions` and hands it to `fill`,
+ * which writes its pixels. Returns the number after the last patch.
+ */
+export function walkMergeGroups(
+  gridWidth: number,
+  gridHeight: number,
+  mergeSize: number,
+  positions: Int32Array,
+  index: number,
+  fill: (index: number, row: number, col: number) => void,
+): number {
+  const m = mergeSize;
+  for (let gy = 0; gy < gridHeight; gy += m) {
+    for (let gx = 0; gx < gridWidth; gx += m) {
+      for (let dy = 0; dy < m; dy++) {
+        for (let dx = 0; dx < m; dx++, index++) {
+          positions[2 * index] = gy + dy;
+          positions[2 * index + 1] = gx + dx;
+          fill(index, gy + dy, gx + dx);
+        }
+      }
+    }
+  }
+  return index;
+}
 
 /** Thinner than this is refused: one side would be a sliver of patches (Qwen2-VL's limit). */
 export const MAX_ASPECT_RATIO = 200;
@@ -98,29 +129,16 @@ export function imagePatches(
   const numPatches = grid.gridWidth * grid.gridHeight;
   const patches = new Float32Array(numPatches * patchDim);
   const positions = new Int32Array(numPatches * 2);
-  const scale = CLIP_STD.map((s) => 1 / (255 * s));
-  const shift = CLIP_MEAN.map((mean, c) => mean / CLIP_STD[c]);
-  let index = 0;
-  for (let gy = 0; gy < grid.gridHeight; gy += m) {
-    for (let gx = 0; gx < grid.gridWidth; gx += m) {
-      for (let dy = 0; dy < m; dy++) {
-        for (let dx = 0; dx < m; dx++, index++) {
-          const row = gy + dy;
-          const col = gx + dx;
-          positions[2 * index] = row;
-          positions[2 * index + 1] = col;
-          const base = index * patchDim;
-          for (let c = 0; c < 3; c++) {
-            for (let y = 0; y < p; y++) {
-              const src = ((row * p + y) * grid.width + col * p) * 3 + c;
-              const dst = base + (c * p + y) * p;
-              for (let x = 0; x < p; x++) patches[dst + x] = pixels[src + 3 * x] * scale[c] - shift[c];
-            }
-          }
-        }
+  walkMergeGroups(grid.gridWidth, grid.gridHeight, m, positions, 0, (index, row, col) => {
+    const base = index * patchDim;
+    for (let c = 0; c < 3; c++) {
+      for (let y = 0; y < p; y++) {
+        const src = ((row * p + y) * grid.width + col * p) * 3 + c;
+        const dst = base + (c * p + y) * p;
+        for (let x = 0; x < p; x++) patches[dst + x] = pixels[src + 3 * x] * CLIP_SCALE[c] - CLIP_SHIFT[c];
       }
     }
-  }
+  });
   return {
     modality: 'image',
     patches,

@@ -10,7 +10,7 @@
  * exactly a clip of two identical frames (Qwen2.5-VL's own rule for images).
  */
 import type { VideoPatches } from '../types.ts';
-import { CLIP_MEAN, CLIP_STD } from '../imagePatches.ts';
+import { CLIP_SCALE, CLIP_SHIFT, walkMergeGroups } from '../imagePatches.ts';
 import { mediaInvalid } from '../mediaError.ts';
 import { videoGrid, type VideoGridConfig } from './videoGrid.ts';
 
@@ -36,34 +36,22 @@ export function videoPatches(video: VideoFramesIn, config: VideoGridConfig, what
   const numPatches = grid.t * gridW * gridH;
   const patches = new Float32Array(numPatches * patchDim);
   const positions = new Int32Array(numPatches * 2);
-  const scale = CLIP_STD.map((s) => 1 / (255 * s));
-  const shift = CLIP_MEAN.map((mean, c) => mean / CLIP_STD[c]);
   let index = 0;
   for (let g = 0; g < grid.t; g++) {
-    for (let gy = 0; gy < gridH; gy += m) {
-      for (let gx = 0; gx < gridW; gx += m) {
-        for (let dy = 0; dy < m; dy++) {
-          for (let dx = 0; dx < m; dx++, index++) {
-            const row = gy + dy;
-            const col = gx + dx;
-            positions[2 * index] = row;
-            positions[2 * index + 1] = col;
-            const base = index * patchDim;
-            for (let c = 0; c < 3; c++) {
-              for (let y = 0; y < p; y++) {
-                const dst = base + (c * p + y) * p;
-                for (let t = 0; t < tp; t++) {
-                  const frame = Math.min(g * tp + t, numFrames - 1);
-                  const src = frame * frameBytes + ((row * p + y) * width + col * p) * 3 + c;
-                  for (let x = 0; x < p; x++) patches[dst + x] += video.data[src + 3 * x];
-                }
-                for (let x = 0; x < p; x++) patches[dst + x] = (patches[dst + x] / tp) * scale[c] - shift[c];
-              }
-            }
+    index = walkMergeGroups(gridW, gridH, m, positions, index, (index, row, col) => {
+      const base = index * patchDim;
+      for (let c = 0; c < 3; c++) {
+        for (let y = 0; y < p; y++) {
+          const dst = base + (c * p + y) * p;
+          for (let t = 0; t < tp; t++) {
+            const frame = Math.min(g * tp + t, numFrames - 1);
+            const src = frame * frameBytes + ((row * p + y) * width + col * p) * 3 + c;
+            for (let x = 0; x < p; x++) patches[dst + x] += video.data[src + 3 * x];
           }
+          for (let x = 0; x < p; x++) patches[dst + x] = (patches[dst + x] / tp) * CLIP_SCALE[c] - CLIP_SHIFT[c];
         }
       }
-    }
+    });
   }
   return {
     modality: 'video',
