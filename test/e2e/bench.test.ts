@@ -209,6 +209,8 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     for (const r of result.ratios) expect(r.ttfp_async_over_sync!).toBeGreaterThan(0);
     expect(result.goals.map((g) => g.name)).toEqual([
       'TTFP async/sync at c=1',
+      'E2E async/sync at c=1',
+      'TTFP/limit at c=1 (p50)',
       'TTFP/limit at c=1 (mean)',
       'Code2Wav frames decoded per audio frame (worst run)',
     ]);

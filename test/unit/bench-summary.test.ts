@@ -171,7 +171,7 @@ describe('the report (results.md, and what the terminal prints)', () => {
     const withGoals = formatReport(r, { goals: true });
     expect(withGoals).toContain('**Development goals (bench/README.md)**');
     expect(withGoals).toContain('TTFP async/sync at c=10: 0.150 (goal <= 0.1, not met)');
-    expect(withGoals).toContain('TTFP async/sync at c=1: 0.040 (goal <= 0.05, met)');
+    expect(withGoals).toContain('TTFP async/sync at c=1: 0.040 (goal <= 0.07, met)');
     expect(withGoals).not.toContain('MISSED');
   });
 });
