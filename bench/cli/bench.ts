@@ -78,7 +78,7 @@ requests.json (every request's metrics and audio arrivals, for tracing a slow fi
 gets a summary per run. --goals adds the development goals of bench/README.md, met or not, to both reports.
 --mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
 (default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
-rate, encoder busy time, and the goal lines of bench/README.md "Disaggregated encoders".
+rate, encoder busy time and the router's prediction error, in Markdown (bench/README.md "Disaggregated encoders").
 Harnesses of closed issues (the connector microbench, tracing rounds, spoken turns against typed ones,
 conversations by turn, the grammar, model and Piper benches) were archived: bench/README.md, "Archived harnesses",
 runs them from the tag bench-archive-2026-12-02.

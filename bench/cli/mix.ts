@@ -5,6 +5,8 @@
  */
 import path from 'node:path';
 import { logger, repoRoot, UsageError, type RoutingPolicy } from '../../src/basics.ts';
+import { gitSha } from '../common.ts';
+import { writeResultFiles } from '../report/writeResultFiles.ts';
 import { numberIn, parse, printReport, resultsDir } from './flags.ts';
 
 const ROUTERS: readonly RoutingPolicy[] = ['ttft', 'least_loaded', 'round_robin'];
@@ -30,7 +32,7 @@ export async function runMixCommand(argv: string[]): Promise<number> {
   });
   const { parseMix } = await import('../epd/mixWorkload.ts');
   const { runMixBench } = await import('../epd/runMixBench.ts');
-  const { formatMix, mixGoals, writeMixResults } = await import('../epd/formatMix.ts');
+  const { formatMix } = await import('../epd/formatMix.ts');
   let mix;
   try {
     mix = parseMix(v.mix ?? '');
@@ -53,8 +55,11 @@ export async function runMixCommand(argv: string[]): Promise<number> {
     seed: numberIn('seed', v.seed, 0, 0),
     log: logger.child({ component: 'bench' }),
   });
-  const goals = mixGoals(result);
-  const files = await writeMixResults(resultsDir(v.out, 'mix', new Date().toISOString()), result, goals, command);
-  printReport(v.json, { ...result, goals }, () => formatMix(result, goals), files);
+  const markdown = formatMix(result, command);
+  const body = { command, git_sha: gitSha(), ...result, runs: result.runs.map(({ requests: _r, ...run }) => run) };
+  const requests = result.runs.map((run) => ({ router: run.router, requests: run.requests }));
+  const out = resultsDir(v.out, 'mix', new Date().toISOString());
+  const files = await writeResultFiles(out, body, markdown, { requests });
+  printReport(v.json, body, () => markdown, files);
   return result.runs.some((r) => r.failed > 0) ? 1 : 0;
 }

@@ -3,8 +3,7 @@
  * against the config once per router, each on a fresh deployment (its own redis-server and `chorus stage` processes,
  * as on several hosts: bench/ttfp/RemoteStageHost.ts), in one run. Per router: TTFT p50/p99 per modality and
  * overall (engine level: from generate() to the first text token), the encoder cache hit rate, the encoders' busy
- * time (CPU seconds of their processes), and a probe on the idle deployment: a 30 s clip sent again (its rows
- * cached) against a text prompt of the same token count.
+ * time (CPU seconds of their processes), and what the router's TTFT prediction missed for text requests.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -61,11 +60,6 @@ export interface MixRun {
   readonly encoder_cache: HitCounts;
   /** CPU seconds the encoder processes used over the run, per instance. */
   readonly encoder_busy_s: Record<string, number>;
-  /** Idle probe: median TTFT of a 30 s clip sent again, and of a text prompt of equal token count. */
-  readonly repeat_clip_ttft_ms: number | null;
-  readonly equal_text_ttft_ms: number | null;
-  readonly repeat_clip_prompt_tokens: number;
-  readonly equal_text_prompt_tokens: number;
   /** Text requests: actual minus predicted TTFT (what the router's model misses). */
   readonly text_prediction_error_ms: Quantiles;
   /** Every request of the run (written to requests.json, not results.json). */
@@ -186,36 +180,6 @@ function encoderCpu(engine: Orchestrator): Map<string, number> {
   return out;
 }
 
-const median = (xs: number[]) => quantiles(xs).p50_ms;
-
-/** The idle probe of the second goal: a 30 s clip (encoded once, then sent again) vs text of equal token count. */
-async function probe(engine: Orchestrator, maxTokens: number) {
-  const clip: Pick<MixRequest, 'text' | 'media'> = {
-    text: 'Listen: ',
-    media: { type: 'audio', data: wavBytes(30, 24_000, 4242), format: 'wav' },
-  };
-  const run = async (r: GenerateRequest) => {
-    const sentAtMs = Date.now();
-    const handle = engine.generate(r);
-    const total = handle.prompt.text + handle.prompt.audio + handle.prompt.image;
-    return { ttftMs: await firstText(handle, sentAtMs), tokens: total };
-  };
-  const cold = await run(request(clip, maxTokens));
-  // A text prompt of the same token count (the tiny tokenizer is byte-level: one character, one token).
-  const overhead = (await run(request({ text: 'x', media: null }, maxTokens))).tokens - 1;
-  const text = { text: 'x'.repeat(Math.max(1, cold.tokens - overhead)), media: null };
-  const repeats: number[] = [];
-  const texts: number[] = [];
-  let textTokens = 0;
-  for (let i = 0; i < 9; i++) {
-    repeats.push((await run(request(clip, maxTokens))).ttftMs);
-    const t = await run(request(text, maxTokens));
-    texts.push(t.ttftMs);
-    textTokens = t.tokens;
-  }
-  return { repeat: median(repeats), text: median(texts), tokens: cold.tokens, textTokens };
-}
-
 async function runOne(router: RoutingPolicy, o: MixBenchOptions, workload: MixRequest[]): Promise<MixRun> {
   // Remote instances join a deployment of the same file only: each router gets a copy of the YAML of its own.
   const dir = await mkdtemp(path.join(os.tmpdir(), 'chorus-mix-'));
@@ -277,7 +241,7 @@ function cacheDelta(before: Map<string, HitCounts>, after: Map<string, HitCounts
   return { hits, misses };
 }
 
-/** The workload on a warmed deployment, with the encoders' counters read around it, then the idle probe. */
+/** The workload on a warmed deployment, with the encoders' counters read around it. */
 async function measureRun(
   router: RoutingPolicy,
   engine: Orchestrator,
@@ -316,7 +280,6 @@ async function measureRun(
   const busy: Record<string, number> = {};
   for (const [instance, after] of encoderCpu(engine))
     busy[instance] = Number(((after - (cpuBefore.get(instance) ?? 0)) / CLOCK_TICKS_PER_SECOND).toFixed(2));
-  const p = await probe(engine, o.maxTokens);
   const ttft = Object.fromEntries([...ttfts].map(([k, v]) => [k, quantiles(v)])) as MixRun['ttft'];
   const { predictedMs } = predictions;
   return {
@@ -330,10 +293,6 @@ async function measureRun(
     ec_hit_rate: rate(store),
     encoder_cache: cacheDelta(cacheBefore, cache.totals),
     encoder_busy_s: busy,
-    repeat_clip_ttft_ms: p.repeat,
-    equal_text_ttft_ms: p.text,
-    repeat_clip_prompt_tokens: p.tokens,
-    equal_text_prompt_tokens: p.textTokens,
     text_prediction_error_ms: errorQuantiles(details, predictedMs),
     requests: details
       .sort((a, b) => a.index - b.index)

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatMix, mixGoals } from '../../bench/epd/formatMix.ts';
+import { formatMix } from '../../bench/epd/formatMix.ts';
 import { parseMix } from '../../bench/epd/mixWorkload.ts';
 import { runMixBench, type MixBenchResult } from '../../bench/epd/runMixBench.ts';
 import { logger } from '../../src/common/log.ts';
@@ -37,7 +37,7 @@ describe('chorus bench --mix (configs/epd.yaml, remote encoders over Redis)', ()
 
   afterAll(() => bench.killLeft());
 
-  it('measures every request by modality, the encoder cache, the encoders busy time and the idle probe', () => {
+  it('measures every request by modality, the encoder cache, the encoders busy time', () => {
     expect(result.workload).toEqual({ requests: { text: 5, image: 2, audio: 1, video: 0 }, repeats: 1 });
     const [run] = result.runs;
     expect(run.router).toBe('ttft');
@@ -56,13 +56,10 @@ describe('chorus bench --mix (configs/epd.yaml, remote encoders over Redis)', ()
       'image-encoder#bench-0',
     ]);
     expect(run.encoder_busy_s['image-encoder#bench-0']).toBeGreaterThan(0);
-    // The probe compares prompts of equal length (the tiny tokenizer: one character, one token).
-    expect(run.equal_text_prompt_tokens).toBe(run.repeat_clip_prompt_tokens);
-    expect(run.repeat_clip_ttft_ms!).toBeGreaterThan(0);
     expect(run.requests.map((r) => r.predicted_ms !== null)).toEqual(new Array(8).fill(true));
-    expect(formatMix(result, mixGoals(result))).toMatch(
-      /goal: text TTFT p99 ttft \/ least_loaded <= 0.7: not measured/,
-    );
+    const report = formatMix(result, 'chorus bench --mix');
+    expect(report).toMatch(/^## router ttft: 8 completed, 0 failed in /m);
+    expect(report).toMatch(/^\| text \| [\d.]+ \| [\d.]+ \| 5 \|$/m);
   });
 
   it('leaves no stage process and no redis-server behind', () => {

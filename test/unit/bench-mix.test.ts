@@ -1,7 +1,7 @@
-/** `chorus bench --mix`: the mix parser, the seeded workload, and the goal lines from a run's figures. */
+/** `chorus bench --mix`: the mix parser, the seeded workload, and the Markdown report of a run's figures. */
 import { describe, expect, it } from 'vitest';
-import { mixGoals } from '../../bench/epd/formatMix.ts';
 import { mixWorkload, parseMix } from '../../bench/epd/mixWorkload.ts';
+import { formatMix } from '../../bench/epd/formatMix.ts';
 import type { MixBenchResult, MixRun } from '../../bench/epd/runMixBench.ts';
 
 describe('bench --mix workload', () => {
@@ -56,38 +56,40 @@ describe('bench --mix workload', () => {
   });
 });
 
-function run(router: MixRun['router'], textP99: number, clip: number, text: number): MixRun {
-  const q = { n: 1, p50_ms: 1, p99_ms: 1 };
-  return {
-    router,
-    completed: 1,
-    failed: 0,
-    duration_s: 1,
-    ttft: { overall: q, text: { ...q, p99_ms: textP99 }, image: q, audio: q, video: q },
-    text_ttft_p99_ms: textP99,
-    ec_store: { hits: 0, misses: 0 },
-    ec_hit_rate: null,
-    encoder_cache: { hits: 0, misses: 0 },
-    encoder_busy_s: {},
-    repeat_clip_ttft_ms: clip,
-    equal_text_ttft_ms: text,
-    repeat_clip_prompt_tokens: 777,
-    equal_text_prompt_tokens: 777,
-    text_prediction_error_ms: q,
-    requests: [],
-  };
-}
-
-describe('bench --mix goals', () => {
-  it('text p99 ttft / least_loaded against 0.7, and the repeated clip against 1.2x text', () => {
-    const result = (runs: MixRun[]) => ({ runs }) as unknown as MixBenchResult;
-    const met = mixGoals(result([run('ttft', 60, 110, 100), run('least_loaded', 100, 150, 100)]));
-    expect(met.text_p99_ratio).toBe(0.6);
-    expect(met.text_p99_met).toBe(true);
-    expect(met.repeat_clip_ratio).toEqual({ ttft: 1.1, least_loaded: 1.5 });
-    expect(met.repeat_clip_met).toEqual({ ttft: true, least_loaded: false });
-    const missed = mixGoals(result([run('ttft', 80, 100, 100), run('least_loaded', 100, 100, 100)]));
-    expect(missed.text_p99_met).toBe(false);
-    expect(mixGoals(result([run('ttft', 80, 100, 100)])).text_p99_ratio).toBeNull();
+describe('bench --mix report', () => {
+  it('renders a Markdown section per router: TTFT by modality, encoder hits and busy time, prediction error', () => {
+    const q = (p50: number, p99: number, n: number) => ({ n, p50_ms: p50, p99_ms: p99 });
+    const run: MixRun = {
+      router: 'ttft',
+      completed: 7,
+      failed: 1,
+      duration_s: 4.5,
+      ttft: {
+        overall: q(40, 900, 8),
+        text: q(14, 30, 5),
+        image: q(44, 60, 2),
+        audio: q(120, 120, 1),
+        video: q(0, 0, 0),
+      },
+      text_ttft_p99_ms: 30,
+      ec_store: { hits: 1, misses: 2 },
+      ec_hit_rate: 1 / 3,
+      encoder_cache: { hits: 0, misses: 2 },
+      encoder_busy_s: { 'image-encoder#0': 1.25 },
+      text_prediction_error_ms: q(3, 12, 5),
+      requests: [],
+    };
+    const result = {
+      options: { config: 'configs/epd.yaml', ratePerSecond: 2, seed: 0 },
+      workload: { requests: { text: 5, image: 2, audio: 1, video: 0 }, repeats: 1 },
+      runs: [run],
+      load_1m: { start: 1, end: 2 },
+    } as unknown as MixBenchResult;
+    const lines = formatMix(result, 'chorus bench --mix 5/3/2').split('\n');
+    expect(lines[0]).toBe('# chorus bench --mix results');
+    expect(lines).toContain('## router ttft: 7 completed, 1 failed in 4.5 s');
+    expect(lines).toContain('| text | 14.0 | 30.0 | 5 |');
+    expect(lines).toContain('- EC store hits 1 of 3; encoder cache hits 0 of 2; encoder busy image-encoder#0 1.25 s');
+    expect(lines).toContain("- text TTFT minus the router's prediction: p50 3.00 ms, p99 12.0 ms");
   });
 });
