@@ -7,7 +7,10 @@ import type { Counter, Gauge } from 'prom-client';
 import { CumulativeCounters } from './CumulativeCounters.ts';
 import { isMetricNumber } from './metricValue.ts';
 
-/** A reported total: the report's field, its value (anything but a finite number is no sample), the counter. */
+/**
+ * A reported total: the report's field (a name distinct across every section one series counts), its value (anything
+ * but a finite number is no sample), the counter.
+ */
 export type ReportedTotal = readonly [field: string, total: unknown, counter: Counter<'stage'>];
 
 export class StageSeries {

@@ -30,8 +30,10 @@ collectDefaultMetrics({ register: metricsRegistry, prefix: 'chorus_process_' });
 // (chorus_process_nodejs_active_handles{type}: sum() of them is the total).
 for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
   metricsRegistry.removeSingleMetric(`chorus_process_nodejs_${name}`);
-const prefixCache = prefixCacheMetrics(metricsRegistry);
-const stageCompute = stageComputeMetrics(metricsRegistry);
+/** What each stage instance reports and holds (encoder caches, Code2Wav, prefix caches, KV): zeroed at its death. */
+const stageSeries = new StageSeries();
+const observePrefixCache = prefixCacheMetrics(metricsRegistry, stageSeries);
+const observeStageCompute = stageComputeMetrics(metricsRegistry, stageSeries);
 const onRequestMigrated = migrationMetrics(metricsRegistry);
 
 const latencyBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -147,9 +149,6 @@ interface EncoderStatsMessage {
   readonly cacheBytes?: unknown;
 }
 
-/** Encoder caches and Code2Wav frames and states, per stage process (StageSeries). */
-const stageSeries = new StageSeries();
-
 /** Encoder cache stats, labelled like the other stage metrics, by instance. */
 function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
   stageSeries.count(stage, [
@@ -173,8 +172,6 @@ function onStageDied(message: unknown): void {
   const instance = (message as { instance?: unknown }).instance;
   if (typeof instance !== 'string') return;
   stageSeries.died(instance);
-  prefixCache.stageDied(instance);
-  stageCompute.stageDied(instance);
 }
 
 interface EdgeSampleMessage {
@@ -206,8 +203,8 @@ function onStageStats(message: unknown): void {
   // Thinker and Talker sections both carry `prefix` (their prefix caches).
   const prefix = thinkerStatsOf(m).prefix ?? talkerStatsOf(m).prefix;
   if (typeof prefix === 'object' && prefix !== null)
-    prefixCache.observe(stage, prefix as unknown as Record<string, unknown>);
-  stageCompute.observe(stage, m.steps, m.ar);
+    observePrefixCache(stage, prefix as unknown as Record<string, unknown>);
+  observeStageCompute(stage, m.steps, m.ar);
 }
 
 let bridged = false;

@@ -5,17 +5,17 @@
  */
 import type { Registry } from 'prom-client';
 import { declareMetrics } from './declareMetrics.ts';
-import { StageSeries } from './StageSeries.ts';
+import type { StageSeries } from './StageSeries.ts';
 
-export interface PrefixCacheMetrics {
-  /** A Thinker or Talker stats section's `prefix` part (src/sched/PrefixCache.ts PrefixCacheStats). */
-  observe(stage: string, p: Record<string, unknown>): void;
-  /** The instance died: its cache went with it. */
-  stageDied(stage: string): void;
-}
-
-/** The metrics, registered in the server's registry (metrics.ts owns it and calls this once). */
-export function prefixCacheMetrics(metricsRegistry: Registry): PrefixCacheMetrics {
+/**
+ * The metrics, registered in the server's registry (metrics.ts owns it and calls this once), and the observer of a
+ * Thinker or Talker stats section's `prefix` part (src/sched/PrefixCache.ts PrefixCacheStats); `series` is the
+ * server's, which zeroes the cache's bytes when the instance dies.
+ */
+export function prefixCacheMetrics(
+  metricsRegistry: Registry,
+  series: StageSeries,
+): (stage: string, p: Record<string, unknown>) => void {
   const m = declareMetrics(metricsRegistry, {
     hitPositions: {
       counter: 'chorus_prefix_cache_hit_positions_total',
@@ -38,16 +38,12 @@ export function prefixCacheMetrics(metricsRegistry: Registry): PrefixCacheMetric
       labels: ['stage'],
     },
   });
-  const series = new StageSeries();
-  return {
-    observe(stage, p) {
-      series.count(stage, [
-        ['reusedTokens', p.reusedTokens, m.hitPositions],
-        ['missedTokens', p.missedTokens, m.missPositions],
-        ['evictions', p.evictions, m.evictions],
-      ]);
-      series.hold(stage, m.bytes, p.retainedBytes);
-    },
-    stageDied: (stage) => series.died(stage),
+  return (stage, p) => {
+    series.count(stage, [
+      ['reusedTokens', p.reusedTokens, m.hitPositions],
+      ['missedTokens', p.missedTokens, m.missPositions],
+      ['evictions', p.evictions, m.evictions],
+    ]);
+    series.hold(stage, m.bytes, p.retainedBytes);
   };
 }

@@ -8,19 +8,18 @@
 import type { Registry } from 'prom-client';
 import { declareMetrics } from './declareMetrics.ts';
 import { isMetricNumber } from './metricValue.ts';
-import { StageSeries } from './StageSeries.ts';
-
-export interface StageComputeMetrics {
-  /** A stats report's `steps` and `ar` sections. */
-  observe(stage: string, steps: unknown, ar: unknown): void;
-  /** The instance died: its KV went with it. */
-  stageDied(stage: string): void;
-}
+import type { StageSeries } from './StageSeries.ts';
 
 const PHASES = new Set(['prefill', 'decode', 'run']);
 
-/** The metrics, registered in the server's registry (metrics.ts owns it and calls this once). */
-export function stageComputeMetrics(metricsRegistry: Registry): StageComputeMetrics {
+/**
+ * The metrics, registered in the server's registry (metrics.ts owns it and calls this once), and the observer of a
+ * stats report's `steps` and `ar` sections; `series` is the server's, which zeroes the KV held when the instance dies.
+ */
+export function stageComputeMetrics(
+  metricsRegistry: Registry,
+  series: StageSeries,
+): (stage: string, steps: unknown, ar: unknown) => void {
   const m = declareMetrics(metricsRegistry, {
     stepSeconds: {
       histogram: 'chorus_stage_step_seconds',
@@ -53,23 +52,19 @@ export function stageComputeMetrics(metricsRegistry: Registry): StageComputeMetr
       labels: ['stage'],
     },
   });
-  const series = new StageSeries();
-  return {
-    observe(stage, steps, ar) {
-      if (Array.isArray(steps))
-        for (const s of steps as { phase?: unknown; ms?: unknown }[])
-          if (isMetricNumber(s.ms) && typeof s.phase === 'string' && PHASES.has(s.phase))
-            m.stepSeconds.observe({ stage, phase: s.phase }, s.ms / 1000);
-      if (typeof ar !== 'object' || ar === null) return;
-      const a = ar as Record<string, unknown>;
-      series.count(stage, [
-        ['promptTokens', a.promptTokens, m.promptTokens],
-        ['generatedTokens', a.generatedTokens, m.generationTokens],
-      ]);
-      series.hold(stage, m.kvBytes, a.kvUsedBytes);
-      // The budget is the instance's setting, not memory it holds: its death leaves it as it was.
-      if (isMetricNumber(a.kvBudgetBytes)) m.kvBudgetBytes.set({ stage }, a.kvBudgetBytes);
-    },
-    stageDied: (stage) => series.died(stage),
+  return (stage, steps, ar) => {
+    if (Array.isArray(steps))
+      for (const s of steps as { phase?: unknown; ms?: unknown }[])
+        if (isMetricNumber(s.ms) && typeof s.phase === 'string' && PHASES.has(s.phase))
+          m.stepSeconds.observe({ stage, phase: s.phase }, s.ms / 1000);
+    if (typeof ar !== 'object' || ar === null) return;
+    const a = ar as Record<string, unknown>;
+    series.count(stage, [
+      ['promptTokens', a.promptTokens, m.promptTokens],
+      ['generatedTokens', a.generatedTokens, m.generationTokens],
+    ]);
+    series.hold(stage, m.kvBytes, a.kvUsedBytes);
+    // The budget is the instance's setting, not memory it holds: its death leaves it as it was.
+    if (isMetricNumber(a.kvBudgetBytes)) m.kvBudgetBytes.set({ stage }, a.kvBudgetBytes);
   };
 }
