@@ -68,6 +68,11 @@ export interface EngineArgs {
    * main runs at its encoder's level.
    */
   readonly nice?: number;
+  /**
+   * `idle`: this stage's processes run in Linux's SCHED_IDLE class (src/common/schedIdle.ts), below every nice level:
+   * they get a core only when nothing else wants it. Absent: the normal class.
+   */
+  readonly sched?: 'idle';
   readonly kvCacheBytes: number; // KV byte budget; exceeding it preempts (AR stages)
   /** AR stages: the prefix cache (src/sched/PrefixCache.ts), beside the KV budget; null: off (or not an AR stage). */
   readonly prefixCache: PrefixCacheSettings | null;

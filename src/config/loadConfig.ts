@@ -23,6 +23,7 @@ import {
   resolveSyncEncoding,
 } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
+import { resolveSched } from './sched.ts';
 import { kindSections, stageKinds } from '../../stages/registry.ts';
 import { resolveGraph, type GraphShape } from './graph.ts';
 import { importGgufModels } from './ggufModel.ts';
@@ -242,6 +243,7 @@ function resolveStages(
         ...resolveMediaRowsBytes(index, s.engine?.media_rows_bytes, s.kind, problems),
         threads: s.engine?.threads ?? defaults.engine.threads,
         ...(s.engine?.nice ? { nice: s.engine.nice } : {}),
+        ...resolveSched(index, s.engine?.sched, problems),
         kvCacheBytes: parseByteSize(s.engine?.kv_cache_bytes ?? defaults.engine.kvCacheBytes),
         prefixCache: resolvePrefixCache(index, s.engine?.prefix_cache, stageKinds[s.kind].workerType, model, problems),
         migration: resolveMigration(index, s.engine?.migration, stageKinds[s.kind].readsRequest, problems),

@@ -59,6 +59,8 @@ export const EngineYaml = Type.Object(
     threads: optional(int(1)),
     // Nice levels this stage runs below the other stages (added to stage_nice): an encoder below the Thinker.
     nice: optional(Type.Integer({ minimum: 0, maximum: 19 })),
+    // Linux's scheduling class for this stage's processes: idle runs it only on a core nothing else wants (chrt).
+    sched: optional(Type.Literal('idle')),
     kv_cache_bytes: optional(ByteSize),
     prefix_cache: optional(
       Type.Union(

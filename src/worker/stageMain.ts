@@ -13,6 +13,7 @@ import { cpusFor, pinThisProcess } from '../common/affinity.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { StageGraph } from '../common/graph.ts';
 import { logger, type Logger } from '../common/log.ts';
+import { enterSchedIdle } from '../common/schedIdle.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
@@ -63,6 +64,20 @@ function lowerPriority(increment: number, log: Logger): void {
   }
 }
 
+/** engine.sched: idle, before the model's threads start (they inherit it); asked for, so failing fails the boot. */
+function enterIdleClass(self: string): void {
+  try {
+    enterSchedIdle(process.pid);
+  } catch (err) {
+    const why = (err as { stderr?: Buffer }).stderr?.toString().trim() || String(err);
+    throw new ChorusError(
+      ErrorCodes.STAGE_BOOT,
+      `stage ${self} could not enter the idle scheduling class (engine.sched: idle): ${why}; remove the key`,
+      { cause: err },
+    );
+  }
+}
+
 /** Each input edge's connector kind by upstream stage id, for the spans of its chunk hops. */
 function edgeTransports(graph: StageGraph, spec: StageGraph['stages'][number]): Map<string, string> {
   return new Map(spec.inputs.map((i) => [i.from, graph.connectors[i.connector]?.kind ?? 'unknown']));
@@ -99,6 +114,7 @@ async function boot(
   const parts: BootParts = { connector: null, tracing: null };
   let stage: ReadyStage;
   try {
+    if (spec.engine.sched === 'idle') enterIdleClass(self);
     stage = await bootStage(args, { self, channel, post, log, parts, createStage });
   } catch (err) {
     log.error({ err }, 'stage failed to boot');

@@ -277,6 +277,23 @@ ${thinker}`;
     expect(parseConfig(`stage_nice: 0\nstages:\n${thinker}`, 'configs/x.yaml').stageNice).toBe(0);
   });
 
+  it('engine.sched takes idle (Linux SCHED_IDLE through chrt), refused by name otherwise', () => {
+    const withSched = (v: string) => `stages:\n${thinker}    engine: {sched: ${v}}\n`;
+    expect(parseConfig(withSched('idle'), 'configs/x.yaml').stages[0].engine.sched).toBe('idle');
+    expect(parseConfig(`stages:\n${thinker}`, 'configs/x.yaml').stages[0].engine.sched).toBeUndefined();
+    expect(problemsOf(withSched('fifo'))).toHaveLength(1);
+    expect(problemsOf(withSched('fifo'))[0]).toMatch(/^configs\/x\.yaml:\d+ stages\[0\]\.engine\.sched: /);
+    const path = process.env.PATH;
+    process.env.PATH = '/nonexistent'; // no chrt to be found
+    try {
+      expect(problemsOf(withSched('idle'))).toEqual([
+        expect.stringMatching(/stages\[0\]\.engine\.sched: sched: idle cannot be applied: it needs util-linux's chrt/),
+      ]);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
   it('a cycle is named, at the input that closes it', () => {
     const yaml = threeStages.replace(
       '    inputs: [{from: thinker}]',
