@@ -14,14 +14,8 @@ import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
 import { DEFAULT_AUTO_TRUNCATION_POSITIONS, DEFAULT_CAMERA } from '../common/realtimeSettings.ts';
 import { defaults, parseByteSize } from './defaults.ts';
-import {
-  resolveLongPrefill,
-  resolveMediaRowsBytes,
-  resolvePrefillFirst,
-  resolvePrefixCache,
-  resolveSeatTurns,
-  resolveSyncEncoding,
-} from './prefixCache.ts';
+import { resolveScopedEngineKeys } from './engineKeys.ts';
+import { resolvePrefixCache } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
 import { resolveSched } from './sched.ts';
 import { kindSections, stageKinds } from '../../stages/registry.ts';
@@ -236,11 +230,7 @@ function resolveStages(
       engine: {
         maxNumSeqs: s.engine?.max_num_seqs ?? defaults.engine.maxNumSeqs,
         maxNumBatchedTokens: s.engine?.max_num_batched_tokens ?? defaults.engine.maxNumBatchedTokens,
-        ...resolvePrefillFirst(index, s.engine?.prefill_first, stageKinds[s.kind].workerType, problems),
-        ...resolveSeatTurns(index, s.engine?.seat_turn_steps, stageKinds[s.kind].workerType, problems),
-        ...resolveLongPrefill(index, s.engine?.long_prefill_token_threshold, stageKinds[s.kind].workerType, problems),
-        ...resolveSyncEncoding(index, s.engine?.sync_encoding, s.kind, problems),
-        ...resolveMediaRowsBytes(index, s.engine?.media_rows_bytes, s.kind, problems),
+        ...resolveScopedEngineKeys(index, s.engine, stageKinds[s.kind], problems),
         threads: s.engine?.threads ?? defaults.engine.threads,
         ...(s.engine?.nice ? { nice: s.engine.nice } : {}),
         ...resolveSched(index, s.engine?.sched, problems),
