@@ -30,8 +30,9 @@ export function audioRequestOf(msg: AddRequest<PlaybackArgs>): AudioRequest {
 }
 
 export abstract class AudioStageCore<R extends AudioRequest, A> extends ScheduledStageCore<R, A, GenerationScheduler> {
-  constructor(ctx: StageContext) {
-    super(ctx, new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling));
+  /** `firstChunksFirst`: a request's first chunk goes first, in a step of its own (GenerationScheduler). */
+  constructor(ctx: StageContext, firstChunksFirst = false) {
+    super(ctx, new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling, firstChunksFirst));
   }
 
   /** When the request's listener runs dry (epoch ms); null without a playback plan. */

@@ -33,7 +33,8 @@ export class Code2WavCore extends AudioStageCore<Code2WavRequest, Code2WavArgs> 
     ctx: StageContext,
     private readonly runner: Code2WavRunner,
   ) {
-    super(ctx);
+    // First chunks first: a newcomer's first audio does not wait in the long answers' batch (GenerationScheduler).
+    super(ctx, true);
   }
 
   protected admit(msg: AddRequest<Code2WavArgs>): Code2WavRequest {

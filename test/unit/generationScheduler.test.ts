@@ -41,6 +41,41 @@ describe('GenerationScheduler', () => {
   });
 });
 
+describe('GenerationScheduler: first chunks first', () => {
+  it("runs a newcomer's first chunk alone, ahead of a full batch of others, at most 4 steps in a row", () => {
+    const s = new GenerationScheduler(2, 'fifo', true);
+    for (const id of ['a', 'b']) s.chunkArrived(id);
+    const started = s.schedule(); // nothing started yet: all first chunks, batched together
+    expect(started.map((i) => i.requestId)).toEqual(['a', 'b']);
+    s.update(started);
+    for (const id of ['a', 'b', 'a', 'b']) s.chunkArrived(id); // long answers with chunks in hand
+    s.chunkArrived('new');
+    // Without the rule (fifo) it would wait behind a and b, whose chunks are older; now it steps alone.
+    expect(s.schedule().map((i) => i.requestId)).toEqual(['new']);
+    s.update([{ requestId: 'new' }]);
+    expect(s.schedule().map((i) => i.requestId)).toEqual(['a', 'b']); // past its first chunk: fifo again
+    // A stream of newcomers leaves the others a step in every five.
+    const alone: string[][] = [];
+    for (let i = 0; i < 5; i++) {
+      s.chunkArrived(`n${i}`);
+      const batch = s.schedule();
+      alone.push(batch.map((b) => b.requestId));
+      if (batch[0].requestId.startsWith('n')) continue; // the newcomer's chunk waits: nothing consumed
+      s.update(batch);
+    }
+    expect(alone).toEqual([['n0'], ['n0', 'n1'], ['n0', 'n1'], ['n0', 'n1'], ['a', 'b']]);
+  });
+
+  it('is off unless asked (the tts orders its own runs)', () => {
+    const s = new GenerationScheduler(2);
+    s.chunkArrived('a');
+    s.update(s.schedule());
+    s.chunkArrived('a');
+    s.chunkArrived('new');
+    expect(s.schedule().map((i) => i.requestId)).toEqual(['a', 'new']);
+  });
+});
+
 describe('chunk policy', () => {
   const policy = {
     initialCodecChunkFrames: null,
