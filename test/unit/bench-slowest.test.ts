@@ -3,6 +3,7 @@
  * order, what a failed or audio-less request counts for, and how the report lists them.
  */
 import { describe, expect, it } from 'vitest';
+import { RealtimeBenchClient } from '../../bench/ttfp/clients/RealtimeBenchClient.ts';
 import { newTraceparent } from '../../bench/ttfp/clients/traceparent.ts';
 import { slowestByTtfp, summarizeRun } from '../../bench/ttfp/metrics.ts';
 import { slowestLines } from '../../bench/ttfp/report/formatReport.ts';
@@ -61,5 +62,23 @@ describe('the slowest first packets', () => {
     const { traceparent, traceId } = newTraceparent();
     expect(otelTrace.getSpanContext(contextFromTraceparent(traceparent))).toMatchObject({ traceId, traceFlags: 1 });
     expect(newTraceparent().traceId).not.toBe(traceId);
+  });
+
+  it('names each realtime request by a trace of its own, the one its response.create sent', async () => {
+    // One session serves every request of a concurrency slot: at c=1 the whole run. The session's traceparent
+    // would name them all with one trace id.
+    const sent: { response: { metadata: { traceparent: string } } }[] = [];
+    const session = {
+      send: (e: Record<string, unknown> | string) => sent.push(e as (typeof sent)[number]) > 0,
+      answer: (_id: string, startMs: number): Promise<RequestTrace> =>
+        Promise.resolve({ startMs, events: [], ok: true }),
+      close: () => Promise.resolve(),
+    };
+    const client = new RealtimeBenchClient(session);
+    const r = { prompt: 'hi', outputLen: 4, seed: 0, timeoutMs: 1000 };
+    const ids = [(await client.request(r)).traceId, (await client.request(r)).traceId];
+    expect(new Set(ids).size).toBe(2);
+    const sentIds = sent.map((e) => otelTrace.getSpanContext(contextFromTraceparent(e.response.metadata.traceparent)));
+    expect(sentIds.map((c) => c?.traceId)).toEqual(ids);
   });
 });

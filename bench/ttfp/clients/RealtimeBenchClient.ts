@@ -1,7 +1,8 @@
 /**
  * The /v1/realtime load client: one WebSocket session per concurrency slot, one out-of-band response per
  * request (`conversation: 'none'` with its own `input`), so requests never see each other's turns and the
- * session's conversation does not grow over a run.
+ * session's conversation does not grow over a run. Each response gets a trace of its own (response.metadata's
+ * traceparent): the session's, from the upgrade, would name every request of the session with one trace id.
  */
 import type { RequestTrace } from '../trace.ts';
 import { chunkingFields, type BenchClient, type BenchRequest, type ClientTarget } from './BenchClient.ts';
@@ -12,20 +13,16 @@ export class RealtimeBenchClient implements BenchClient {
   #requests = 0;
   #busy = false;
 
-  private constructor(
-    private readonly session: RealtimeSession,
-    /** The session's traceparent's trace id: every response of the session is a span of that trace. */
-    private readonly traceId: string,
-  ) {}
+  constructor(private readonly session: Pick<RealtimeSession, 'send' | 'answer' | 'close'>) {}
 
   static async connect(target: ClientTarget): Promise<RealtimeBenchClient> {
-    const { traceparent, traceId } = newTraceparent();
-    return new RealtimeBenchClient(await RealtimeSession.open(target, { traceparent }), traceId);
+    return new RealtimeBenchClient(await RealtimeSession.open(target));
   }
 
   async request(r: BenchRequest): Promise<RequestTrace> {
     if (this.#busy) throw new Error('one request at a time per realtime session');
     const createEventId = `bench_request_${++this.#requests}`;
+    const { traceparent, traceId } = newTraceparent();
     const startMs = performance.now();
     const sent = this.session.send({
       type: 'response.create',
@@ -38,13 +35,14 @@ export class RealtimeBenchClient implements BenchClient {
         ignore_eos: true,
         seed: r.seed,
         ...chunkingFields(r),
+        metadata: { traceparent },
       },
     });
     if (!sent) return { startMs, events: [], ok: false, error: 'the realtime socket is closed' };
     this.#busy = true;
     try {
       const trace = await this.session.answer(createEventId, startMs, startMs + r.timeoutMs, r.timeoutMs);
-      return { ...trace, traceId: this.traceId };
+      return { ...trace, traceId };
     } finally {
       this.#busy = false;
     }
