@@ -20,11 +20,6 @@ export const GOALS = {
   underrunsAtC10: 0,
   /** Scale-out: two-host (Talker and Code2Wav over Redis) against all-shm, same models. */
   ttfpConfigOverCompareAtC1: 1.25,
-  /** --compare-scheduling: playback-aware against fifo at this concurrency (0 underruns, or worst stall halved). */
-  schedulingAtConcurrency: 16,
-  /** --ttfp-target-ms: at this concurrency, targets within 2x its critical-path limit met by 90% of requests. */
-  ttfpTargetAtConcurrency: 4,
-  ttfpTargetMetShare: 0.9,
   /** req/s at c=10 over the throughput limit of 10 requests at batch 10. */
   throughputShareAtC10: 0.9,
   /** req/s at c=10 over the limit that charges co-running (coRunning.ts; issue 46). */
@@ -85,7 +80,6 @@ export function evaluateGoals(
   ratios: readonly Ratio[],
   limit: LimitResult | null,
   configRatios: readonly ConfigRatio[] = [],
-  burstLimits: readonly LimitResult[] = [],
   throughputLimits: readonly ThroughputLimit[] = [],
 ): Goal[] {
   const goals: Goal[] = [];
@@ -129,7 +123,6 @@ export function evaluateGoals(
     const worst = Math.max(...decodeRatios);
     goals.push(goalOf('Code2Wav frames decoded per audio frame (worst run)', worst, '<=', GOALS.code2wavDecodeRatio));
   }
-  goals.push(...schedulingGoals(runs), ...ttfpTargetGoals(runs, limit, burstLimits));
   const tp = throughputShare(runs, throughputLimits, 10);
   if (tp !== null) goals.push(goalOf('req/s at c=10 over the throughput limit', tp, '>=', GOALS.throughputShareAtC10));
   const co = coRunningAt(runs, throughputLimits, 10);
@@ -138,46 +131,6 @@ export function evaluateGoals(
       goalOf('req/s at c=10 over the limit with co-running charged', co.share, '>=', GOALS.coRunningShareAtC10),
     );
   return goals;
-}
-
-/**
- * --compare-scheduling: playback 0 underruns where fifo has some, or its worst stall at most half of fifo's (both
- * 0 when fifo never stalled: nothing to halve, and playback must not stall either).
- */
-function schedulingGoals(runs: readonly RunRow[]): Goal[] {
-  const c = GOALS.schedulingAtConcurrency;
-  const playback = runs.find((r) => r.variant === 'playback' && r.concurrency === c);
-  const fifo = runs.find((r) => r.variant === 'fifo' && r.concurrency === c);
-  if (!playback || !fifo) return [];
-  const noUnderruns = fifo.underruns > 0 && playback.underruns === 0;
-  const halved = playback.worst_stall_ms <= fifo.worst_stall_ms / 2;
-  return [
-    {
-      name: `playback vs fifo at c=${c}: underruns ${playback.underruns} vs ${fifo.underruns}, worst stall (ms)`,
-      value: playback.worst_stall_ms,
-      target: `0 underruns where fifo has some, or <= ${(fifo.worst_stall_ms / 2).toFixed(0)} (half of fifo's)`,
-      met: noUnderruns || halved,
-    },
-  ];
-}
-
-/**
- * --ttfp-target-ms: share of requests whose first packet met the target, where the target is within 2x the
- * critical-path limit at that concurrency (the burst limit when measured, else the single-request one).
- */
-function ttfpTargetGoals(
-  runs: readonly RunRow[],
-  limit: LimitResult | null,
-  burstLimits: readonly LimitResult[],
-): Goal[] {
-  const c = GOALS.ttfpTargetAtConcurrency;
-  const run = runs.find((r) => r.variant === runs[0].variant && r.concurrency === c && r.ttfp_target_met !== null);
-  const atC = burstLimits.find((l) => l.batch === c) ?? limit;
-  if (!run || !atC || run.ttfp_target_ms === null) return [];
-  const limitMs = atC.median.total_ms;
-  if (run.ttfp_target_ms > 2 * limitMs) return [];
-  const name = `TTFP target ${run.ttfp_target_ms} ms (limit ${limitMs.toFixed(1)} ms) met at c=${c}, share of requests`;
-  return [goalOf(name, run.ttfp_target_met!, '>=', GOALS.ttfpTargetMetShare)];
 }
 
 /** --config's async req/s at concurrency c over the throughput limit at c (null without either). */

@@ -89,7 +89,6 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     result.ratios,
     result.limit,
     result.config_ratios,
-    result.burst_limits,
     result.throughput_limits,
   );
   return finished(result);

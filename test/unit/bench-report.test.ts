@@ -71,16 +71,6 @@ describe('asyncSyncRatios and evaluateGoals', () => {
     expect(evaluateGoals([run(true, 4, 50)], [], null)).toEqual([]);
   });
 
-  it('compares playback with fifo scheduling at c=16: no underruns where fifo has some, or the stall halved', () => {
-    const as = (variant: string, r: RunRow): RunRow => ({ ...r, variant });
-    const fifo = as('fifo', run(true, 16, 100, 500)); // 300 ms stalls
-    const [goal] = evaluateGoals([as('playback', run(true, 16, 100)), fifo], [], null);
-    expect(goal).toMatchObject({ value: 0, met: true });
-    expect(goal.name).toContain('underruns 0 vs 2');
-    const stillStalling = as('playback', run(true, 16, 100, 400)); // 200 ms stalls: not half of 300
-    expect(evaluateGoals([stillStalling, fifo], [], null)[0]).toMatchObject({ value: 200, met: false });
-  });
-
   it('reports the worst Code2Wav decode ratio of --config`s async runs against 1.05', () => {
     const at = (c: number, ratio: number | null): RunRow => ({ ...run(true, c, 50), code2wav_decode_ratio: ratio });
     expect(evaluateGoals([at(1, 1), at(4, 1.04), at(2, null)], [], null)).toEqual([
@@ -122,7 +112,7 @@ describe('asyncSyncRatios and evaluateGoals', () => {
     const row = { ...run(true, 10, 300), request_throughput: 3 };
     const limit = { batch: 10, limit_rps: 6 } as ThroughputLimit;
     expect(throughputShare([row], [limit], 10)).toBe(0.5);
-    expect(evaluateGoals([row], [], null, [], [], [limit]).at(-1)).toEqual({
+    expect(evaluateGoals([row], [], null, [], [limit]).at(-1)).toEqual({
       name: 'req/s at c=10 over the throughput limit',
       value: 0.5,
       target: '>= 0.9',
@@ -160,7 +150,7 @@ describe('asyncSyncRatios and evaluateGoals', () => {
     expect(ceiling).toBeCloseTo(2000 / (80 + 400) / 6, 6);
   });
 
-  it('reports the share of requests that met a TTFP target within 2x the limit at c=4', () => {
+  it('reports the share of requests that met a TTFP target', () => {
     const traces = [30, 50, 70, 90].map((ttfpMs) => ({
       startMs: 0,
       ok: true,
@@ -180,14 +170,7 @@ describe('asyncSyncRatios and evaluateGoals', () => {
         traces,
         ttfpTargetMs,
       });
-    expect(row(60).ttfp_target_met).toBe(0.5);
-    const burst = { batch: 4, median: { total_ms: 45 } } as LimitResult; // targets up to 90 ms are goals
-    expect(evaluateGoals([row(80)], [], limit(20), [], [burst])).toEqual([
-      expect.objectContaining({ value: 0.75, target: '>= 0.9', met: false }),
-    ]);
-    expect(evaluateGoals([row(90)], [], limit(20), [], [burst])[0]).toMatchObject({ value: 1, met: true });
-    // A target over 2x the limit is not a goal.
-    expect(evaluateGoals([row(91)], [], limit(20), [], [burst])).toEqual([]);
+    expect([row(60).ttfp_target_met, row(80).ttfp_target_met, row(90).ttfp_target_met]).toEqual([0.5, 0.75, 1]);
   });
 });
 
