@@ -1,17 +1,17 @@
 /**
  * The response lifecycle of one Realtime session: at most one active response (ResponseStream), the answer held
  * since a voice turn's first silence (HeldAnswer), and what each response leaves in the conversation when it
- * finishes, fails on media, or is truncated by the client; and the items session.truncation drops to fit the
- * Thinker. RealtimeSession dispatches the client events; this owns everything from response.create to the
- * response's finish.
+ * finishes or fails on media; what becomes of the items afterwards (the client's truncations, deletions and playback
+ * acks, the items session.truncation drops to fit the Thinker) is AnswerEdits'. RealtimeSession dispatches the client
+ * events; this owns everything from response.create to the response's finish.
  */
 import { of } from 'rxjs';
 import type { ChatMessage, Engine, RequestHandle } from '../../common/engine.ts';
-import { ChorusError, ErrorCodes, serializeError, type SerializedError } from '../../common/errors.ts';
+import { ChorusError, ErrorCodes, serializeError } from '../../common/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { TokenLimits } from '../generationParams.ts';
 import type { ResolvedServerOptions } from '../options.ts';
-import { leadingItem, renameError } from '../media/itemNames.ts';
+import { renameError } from '../media/itemNames.ts';
 import type { MediaChecker } from '../media/MediaChecker.ts';
 import { serverMetrics } from '../metrics/metrics.ts';
 import type { RequestQueue } from '../admission/RequestQueue.ts';
@@ -26,7 +26,7 @@ import type { StoredItem } from './Conversation.ts';
 import { ResponseStream } from './ResponseStream.ts';
 import { newId, type SessionState } from './serverEvents.ts';
 import type { SocketWriter } from './SocketWriter.ts';
-import { SpokenItems } from './SpokenItems.ts';
+import { AnswerEdits } from './AnswerEdits.ts';
 import { TruncationAhead } from './TruncationAhead.ts';
 import type { PrefillSlots } from '../../voice/index.ts';
 import { packetMark, PERF_TO_MONOTONIC_MS } from '../../common/packetMarks.ts';
@@ -75,10 +75,8 @@ export class SessionResponses {
   #active: ResponseStream | null = null;
   /** With server_vad: the answer started at the first silence of the turn, held until speech_stopped (HeldAnswer). */
   #held: HeldAnswer | null = null;
-  /** Assistant audio items: what was said (truncate maps played audio onto it); truncations of a live response. */
-  readonly #spoken = new SpokenItems();
-  /** output_audio.playback_ack: how much of each answer's audio the client says it has played (ms). */
-  readonly #played = new Map<string, number>();
+  /** Truncations, deletions, playback acks: what becomes of the items once the answers are said. */
+  readonly #edits: AnswerEdits;
   /** Counts prompt positions for truncation, for the engine's graph now (null: the engine cannot count). */
   #positions: PromptPositions | null = null;
   /** The next turn's truncation, made between turns with its prompt warmed in the caches (TruncationAhead). */
@@ -91,6 +89,15 @@ export class SessionResponses {
     this.#ctx = ctx;
     this.#session = session;
     this.#ahead = new TruncationAhead(ctx.engine, ctx.prefills, ctx.log, session.sessionId);
+    const { sessionId, writer, conversation } = session;
+    this.#edits = new AnswerEdits({
+      sessionId,
+      writer,
+      conversation,
+      engine: ctx.engine,
+      log: ctx.log,
+      active: () => this.#active,
+    });
   }
 
   /** The response running (or finished with its response.done not yet out), if any. */
@@ -206,7 +213,7 @@ export class SessionResponses {
     const handle = this.#generate(reply, responseId, adopt, releaseSlot);
     // The response is on: the items truncation left out of its prompt leave the conversation now. An out-of-band
     // response (conversation: "none") reads a truncated view and leaves the conversation as it is.
-    if (plan.inConversation) this.#forget(plan.truncated);
+    if (plan.inConversation) this.#edits.forget(plan.truncated);
     const stream = this.#stream(reply, handle, releaseSlot, { responseId, startedAtMs, turnEndedAtMs });
     this.#active = stream;
     this.#ctx.log.debug(
@@ -342,45 +349,13 @@ export class SessionResponses {
     const { plan, itemId, withMessage } = reply;
     const { inConversation, audio } = plan;
     this.#releaseFirstAudioWaiters();
-    const text = this.#spoken.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
+    const text = this.#edits.finished(itemId, s.text, inConversation && audio ? s.spoken : null);
     if (inConversation && withMessage) this.#session.conversation.setText(itemId, text, audio);
     // The items the next turn's truncation would drop go now, while nothing waits for them (TruncationAhead).
     const dropAhead = this.#ahead.takeDrop();
-    if (inConversation && !this.#closed) this.#forget(dropAhead);
+    if (inConversation && !this.#closed) this.#edits.forget(dropAhead);
     if (this.#active === s) this.#active = null;
-    if (!reply.fields.input) this.#dropUndecodableItem(s.failure, plan.rendered.itemIds);
-  }
-
-  /**
-   * Items session.truncation dropped: forgotten as conversation.item.delete forgets them (later responses do not
-   * read them, their media leaves the session's budget), and the client told the same way, one
-   * conversation.item.deleted each (OpenAI documents no event for truncation).
-   */
-  #forget(itemIds: readonly string[]): void {
-    if (itemIds.length === 0) return;
-    for (const itemId of itemIds) {
-      if (!this.#session.conversation.remove(itemId)) continue;
-      this.#spoken.forget(itemId);
-      this.#played.delete(itemId);
-      this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
-    }
-    this.#ctx.log.debug({ sessionId: this.#session.sessionId, items: itemIds.length }, 'conversation truncated');
-  }
-
-  /**
-   * Media that passed the header checks but failed to decode in the encoder fails its response, naming the item.
-   * Left in the conversation it would fail every later response too, so it is removed, and the client told.
-   */
-  #dropUndecodableItem(failure: SerializedError | null, itemIds: readonly (string | null)[]): void {
-    if (failure?.code !== ErrorCodes.MEDIA_INVALID || this.#closed) return;
-    const at = leadingItem(failure.message);
-    const itemId = at ? itemIds[at.message] : null;
-    if (!itemId || !this.#session.conversation.remove(itemId)) return;
-    this.#ctx.log.debug(
-      { sessionId: this.#session.sessionId, itemId },
-      'removed an item whose media cannot be decoded',
-    );
-    this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: itemId });
+    if (!reply.fields.input && !this.#closed) this.#edits.dropUndecodableItem(s.failure, plan.rendered.itemIds);
   }
 
   cancel(event: ClientEventOf<'response.cancel'>): void {
@@ -394,76 +369,24 @@ export class SessionResponses {
     if (!active.finished) active.cancel();
   }
 
-  /**
-   * conversation.item.truncate: the client played `audio_end_ms` of an assistant item's audio. The item's text
-   * becomes what that audio voiced, so the next turn's context holds only what the user heard; a response still
-   * running for it is cancelled.
-   */
+  /** conversation.item.truncate (AnswerEdits). */
   truncate(event: ClientEventOf<'conversation.item.truncate'>): void {
-    this.#played.delete(event.item_id); // the client's own cut wins over its acks
-    this.#truncate(event);
+    this.#edits.truncate(event);
   }
 
-  #truncate(event: { item_id: string; content_index: number; audio_end_ms: number }): void {
-    // Still the active response (running, or finished with its response.done not yet out): its finish records
-    // the cut text instead of the whole answer.
-    const live = this.#active?.itemId === event.item_id ? this.#active : null;
-    const text = this.#spoken.truncate(event, live?.spoken ?? null, this.#ctx.engine.audioOutput);
-    if (!live) this.#session.conversation.setText(event.item_id, text, true);
-    else if (!live.finished) live.cancel();
-    this.#session.writer.send({
-      type: 'conversation.item.truncated',
-      event_id: newId('event'),
-      item_id: event.item_id,
-      content_index: 0,
-      audio_end_ms: event.audio_end_ms,
-    });
-  }
-
-  /**
-   * conversation.item.delete: the item leaves the conversation (later responses do not see it) and frees its media.
-   * The item a response is still writing cannot go: the client cancels the response first.
-   */
+  /** conversation.item.delete (AnswerEdits): the item a response is still writing cannot go. */
   deleteItem(event: ClientEventOf<'conversation.item.delete'>): void {
-    const active = this.#active;
-    if (active?.itemId === event.item_id) {
-      throw new ClientInputError(
-        `item ${event.item_id} is the answer of response ${active.id}, still in progress: cancel the response ` +
-          `(response.cancel) and delete the item after its response.done`,
-        'item_id',
-        ErrorCodes.RESPONSE_ACTIVE,
-      );
-    }
-    this.#session.conversation.require(event.item_id);
-    this.#session.conversation.remove(event.item_id);
-    this.#spoken.forget(event.item_id);
-    this.#played.delete(event.item_id);
-    this.#session.writer.send({ type: 'conversation.item.deleted', event_id: newId('event'), item_id: event.item_id });
+    this.#edits.deleteItem(event);
   }
 
-  /**
-   * output_audio.playback_ack (Chorus extension): the client has played `played_ms` of an answer's audio. Acks only
-   * record (no event answers one); settlePlayback applies them when the next turn begins.
-   */
+  /** output_audio.playback_ack (AnswerEdits): recorded, applied when the next turn begins. */
   playbackAck(event: ClientEventOf<'output_audio.playback_ack'>): void {
-    const live = this.#active?.itemId === event.item_id ? this.#active : null;
-    this.#spoken.checkPlayed(event.item_id, event.played_ms, live?.spoken ?? null);
-    this.#played.set(event.item_id, Math.max(this.#played.get(event.item_id) ?? 0, event.played_ms));
+    this.#edits.playbackAck(event);
   }
 
-  /**
-   * A new turn begins (response.create, or speech starting): an answer whose playback the client acked short of its
-   * end was cut off, so its item keeps only what was heard, as a conversation.item.truncate at the last ack would
-   * (with its conversation.item.truncated). An answer still running is settled at the turn after it finishes.
-   */
+  /** A new turn begins: answers acked short of their end keep what was heard (AnswerEdits). */
   settlePlayback(): void {
-    for (const [itemId, playedMs] of this.#played) {
-      if (this.#active?.itemId === itemId) continue;
-      this.#played.delete(itemId);
-      const audioMs = this.#spoken.audioMs(itemId);
-      if (audioMs !== null && playedMs < Math.floor(audioMs))
-        this.#truncate({ item_id: itemId, content_index: 0, audio_end_ms: playedMs });
-    }
+    this.#edits.settlePlayback();
   }
 
   /** The socket closed: the running response is cancelled and the held one dropped; nothing starts after this. */
