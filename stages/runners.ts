@@ -6,7 +6,7 @@ import type { EngineArgs, StageKind } from '../src/common/graph.ts';
 import type { ModelSpec } from '../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 import { OnnxCode2WavRunner } from './code2wav/OnnxCode2WavRunner.ts';
-import { ensureModel, type ModelBuildProgress } from './models/ensureModel.ts';
+import { ensureModel, type ModelBuildProgress, type ModelFiles } from './models/ensureModel.ts';
 import { OnnxTalkerRunner } from './talker/OnnxTalkerRunner.ts';
 import { OnnxThinkerRunner } from './thinker/OnnxThinkerRunner.ts';
 import type { Code2WavRunner, TalkerRunner, ThinkerRunner } from './types.ts';
@@ -34,32 +34,27 @@ function checkKind(stage: RunnerStageSpec, kind: StageKind): void {
   }
 }
 
-export async function createThinkerRunner(
-  stage: RunnerStageSpec,
-  modelsDir: string,
-  options: CreateRunnerOptions = {},
-): Promise<ThinkerRunner> {
-  checkKind(stage, 'thinker');
-  const files = await ensureModel(stage.model, modelsDir, options.onProgress);
-  return OnnxThinkerRunner.load(files, stage.model, stage.engine ?? DEFAULT_ENGINE);
+/** Builds (on first use) or finds the stage's model and loads its runner; options.onProgress hears a build's steps. */
+export type CreateRunner<R> = (stage: RunnerStageSpec, modelsDir: string, options?: CreateRunnerOptions) => Promise<R>;
+
+/** The stage's model must be its kind's; its files are ensured, then `load` opens them. */
+function runnerOf<R>(
+  kind: StageKind,
+  load: (files: ModelFiles, spec: ModelSpec, engine: Pick<EngineArgs, 'threads'>) => R,
+): CreateRunner<R> {
+  return async (stage, modelsDir, options = {}) => {
+    checkKind(stage, kind);
+    const files = await ensureModel(stage.model, modelsDir, options.onProgress);
+    return load(files, stage.model, stage.engine ?? DEFAULT_ENGINE);
+  };
 }
 
-export async function createTalkerRunner(
-  stage: RunnerStageSpec,
-  modelsDir: string,
-  options: CreateRunnerOptions = {},
-): Promise<TalkerRunner> {
-  checkKind(stage, 'talker');
-  const files = await ensureModel(stage.model, modelsDir, options.onProgress);
-  return OnnxTalkerRunner.load(files, stage.model, stage.engine ?? DEFAULT_ENGINE);
-}
-
-export async function createCode2WavRunner(
-  stage: RunnerStageSpec,
-  modelsDir: string,
-  options: CreateRunnerOptions = {},
-): Promise<Code2WavRunner> {
-  checkKind(stage, 'code2wav');
-  const files = await ensureModel(stage.model, modelsDir, options.onProgress);
-  return OnnxCode2WavRunner.load(files, stage.model, stage.engine ?? DEFAULT_ENGINE);
-}
+export const createThinkerRunner: CreateRunner<ThinkerRunner> = runnerOf('thinker', (files, spec, engine) =>
+  OnnxThinkerRunner.load(files, spec, engine),
+);
+export const createTalkerRunner: CreateRunner<TalkerRunner> = runnerOf('talker', (files, spec, engine) =>
+  OnnxTalkerRunner.load(files, spec, engine),
+);
+export const createCode2WavRunner: CreateRunner<Code2WavRunner> = runnerOf('code2wav', (files, spec, engine) =>
+  OnnxCode2WavRunner.load(files, spec, engine),
+);
