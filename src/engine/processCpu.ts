@@ -5,14 +5,19 @@
  */
 import { readFileSync } from 'node:fs';
 
-/** utime + stime of the process in clock ticks, or null when it cannot be read (gone, or not Linux). */
-export function cpuTicksOf(pid: number): number | null {
-  let stat: string;
+/** The process's /proc/<pid>/<name>, or null when it cannot be read (the process is gone, or this is not Linux). */
+function procFile(pid: number, name: 'stat' | 'schedstat'): string | null {
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return readFileSync(`/proc/${pid}/${name}`, 'utf8');
   } catch {
     return null;
   }
+}
+
+/** utime + stime of the process in clock ticks, or null when it cannot be read (gone, or not Linux). */
+export function cpuTicksOf(pid: number): number | null {
+  const stat = procFile(pid, 'stat');
+  if (stat === null) return null;
   // The command name (field 2) may hold spaces and parentheses: count fields after its closing parenthesis.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const utime = Number(fields[11]); // field 14 of the whole line
@@ -25,12 +30,8 @@ export function cpuTicksOf(pid: number): number | null {
  * wait, T stopped, ...), or null when it cannot be read.
  */
 export function processStateOf(pid: number): string | null {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
+  const stat = procFile(pid, 'stat');
+  if (stat === null) return null;
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] || null;
 }
 
@@ -41,12 +42,8 @@ export function processStateOf(pid: number): string | null {
  * wait when it ends (the thread gets a CPU): a thread that has waited all along without getting one shows none yet.
  */
 export function runQueueWaitMsOf(pid: number): number | null {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/schedstat`, 'utf8');
-  } catch {
-    return null;
-  }
+  const stat = procFile(pid, 'schedstat');
+  if (stat === null) return null;
   const waitNs = Number(stat.split(' ')[1]);
   return Number.isFinite(waitNs) ? waitNs / 1e6 : null;
 }
