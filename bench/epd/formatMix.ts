@@ -1,6 +1,6 @@
 /**
  * The report of `chorus bench --mix`, in Markdown (stdout and results.md): the workload, then per router its TTFT by
- * modality, the encoders' cache hits and busy time, and what the router's prediction missed.
+ * modality, the encoders' cache hits and busy time.
  */
 import { ms, renderMarkdown, type Column } from '../report/format.ts';
 import type { HitCounts, MixBenchResult, MixRun, Quantiles } from './runMixBench.ts';
@@ -19,7 +19,6 @@ function runLines(run: MixRun): string[] {
     .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
     .join(', ');
   const share = (c: HitCounts) => `${c.hits} of ${c.hits + c.misses}`;
-  const e = run.text_prediction_error_ms;
   return [
     `## router ${run.router}: ${run.completed} completed, ${run.failed} failed in ${run.duration_s} s`,
     '',
@@ -29,7 +28,6 @@ function runLines(run: MixRun): string[] {
     ),
     '',
     `- EC store hits ${share(run.ec_store)}; encoder cache hits ${share(run.encoder_cache)}; encoder busy ${busy}`,
-    `- text TTFT minus the router's prediction: p50 ${ms(e.p50_ms)} ms, p99 ${ms(e.p99_ms)} ms`,
     '',
   ];
 }

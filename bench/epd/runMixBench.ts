@@ -3,7 +3,7 @@
  * against the config once per router, each on a fresh deployment (its own redis-server and `chorus stage` processes,
  * as on several hosts: bench/ttfp/RemoteStageHost.ts), in one run. Per router: TTFT p50/p99 per modality and
  * overall (engine level: from generate() to the first text token), the encoder cache hit rate, the encoders' busy
- * time (CPU seconds of their processes), and what the router's TTFT prediction missed for text requests.
+ * time (CPU seconds of their processes).
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -60,8 +60,6 @@ export interface MixRun {
   readonly encoder_cache: HitCounts;
   /** CPU seconds the encoder processes used over the run, per instance. */
   readonly encoder_busy_s: Record<string, number>;
-  /** Text requests: actual minus predicted TTFT (what the router's model misses). */
-  readonly text_prediction_error_ms: Quantiles;
   /** Every request of the run (written to requests.json, not results.json). */
   readonly requests: readonly MixRequestDetail[];
 }
@@ -73,17 +71,6 @@ export interface MixRequestDetail {
   readonly repeat: boolean;
   readonly at_ms: number;
   readonly ttft_ms: number;
-  readonly predicted_ms: number | null;
-}
-
-function errorQuantiles(
-  details: readonly { index: number; kind: MixKind; ttft_ms: number }[],
-  predicted: Map<number, number>,
-) {
-  const errors = details
-    .filter((d) => d.kind === 'text' && predicted.has(d.index))
-    .map((d) => d.ttft_ms - predicted.get(d.index)!);
-  return quantiles(errors);
 }
 
 function quantiles(samples: readonly number[]): Quantiles {
@@ -116,15 +103,14 @@ function request(r: Pick<MixRequest, 'text' | 'media'>, maxTokens: number): Gene
 }
 
 /**
- * Sends each request of the workload at its time from now and waits for all of them; `onSent` gets each handle,
- * `onDone` its time to first text (ms), `onFailed` its error.
+ * Sends each request of the workload at its time from now and waits for all of them; `onDone` gets its
+ * time to first text (ms), `onFailed` its error.
  */
 async function sendAll(
   engine: Engine,
   workload: readonly MixRequest[],
   maxTokens: number,
   on: {
-    onSent?: (r: MixRequest, handle: RequestHandle) => void;
     onDone?: (r: MixRequest, ttftMs: number) => void;
     onFailed: (r: MixRequest, err: unknown) => void;
   },
@@ -135,9 +121,7 @@ async function sendAll(
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, startMs + r.atMs - Date.now())));
       const sentAtMs = Date.now();
       try {
-        const handle = engine.generate(request(r, maxTokens));
-        on.onSent?.(r, handle);
-        on.onDone?.(r, await firstText(handle, sentAtMs));
+        on.onDone?.(r, await firstText(engine.generate(request(r, maxTokens)), sentAtMs));
       } catch (err) {
         on.onFailed(r, err);
       }
@@ -216,19 +200,6 @@ async function warmUp(engine: Orchestrator, o: MixBenchOptions): Promise<void> {
   await sendAll(engine, warmRun, o.maxTokens, { onFailed: () => {} });
 }
 
-/** The router's prediction for each request (chorus:route:ttft at its first token), by workload index. */
-function routePredictions(): { idOf: Map<string, MixRequest>; predictedMs: Map<number, number>; stop: () => void } {
-  const idOf = new Map<string, MixRequest>();
-  const predictedMs = new Map<number, number>();
-  const on = (m: unknown) => {
-    const { requestId, predictedSeconds } = m as { requestId: string; predictedSeconds: number };
-    const r = idOf.get(requestId);
-    if (r) predictedMs.set(r.index, predictedSeconds * 1000);
-  };
-  subscribe(channelNames.routeTtft, on);
-  return { idOf, predictedMs, stop: () => unsubscribe(channelNames.routeTtft, on) };
-}
-
 /** The encoders' cache hits and misses between two snapshots of their totals. */
 function cacheDelta(before: Map<string, HitCounts>, after: Map<string, HitCounts>): HitCounts {
   let hits = 0;
@@ -257,10 +228,8 @@ async function measureRun(
     (['overall', 'text', 'image', 'audio', 'video'] as const).map((k) => [k, []]),
   );
   let failed = 0;
-  const predictions = routePredictions();
-  const details: Omit<MixRequestDetail, 'predicted_ms'>[] = [];
+  const details: MixRequestDetail[] = [];
   const startMs = await sendAll(engine, workload, o.maxTokens, {
-    onSent: (r, handle) => predictions.idOf.set(handle.requestId, r),
     onDone: (r, ms) => {
       details.push({ index: r.index, kind: r.kind, size: r.size, repeat: r.repeat, at_ms: r.atMs, ttft_ms: ms });
       ttfts.get(r.kind)!.push(ms);
@@ -272,7 +241,6 @@ async function measureRun(
     },
   });
   const durationS = (Date.now() - startMs) / 1000;
-  predictions.stop();
   await new Promise((resolve) => setTimeout(resolve, 1_200)); // the encoders' last stats
   cache.stop();
   lookups.stop();
@@ -281,7 +249,6 @@ async function measureRun(
   for (const [instance, after] of encoderCpu(engine))
     busy[instance] = Number(((after - (cpuBefore.get(instance) ?? 0)) / CLOCK_TICKS_PER_SECOND).toFixed(2));
   const ttft = Object.fromEntries([...ttfts].map(([k, v]) => [k, quantiles(v)])) as MixRun['ttft'];
-  const { predictedMs } = predictions;
   return {
     router,
     completed: workload.length - failed,
@@ -293,10 +260,7 @@ async function measureRun(
     ec_hit_rate: rate(store),
     encoder_cache: cacheDelta(cacheBefore, cache.totals),
     encoder_busy_s: busy,
-    text_prediction_error_ms: errorQuantiles(details, predictedMs),
-    requests: details
-      .sort((a, b) => a.index - b.index)
-      .map((d) => ({ ...d, predicted_ms: predictedMs.get(d.index) ?? null })),
+    requests: details.sort((a, b) => a.index - b.index),
   };
 }
 

@@ -76,7 +76,6 @@ describe('bench --mix report', () => {
       ec_hit_rate: 1 / 3,
       encoder_cache: { hits: 0, misses: 2 },
       encoder_busy_s: { 'image-encoder#0': 1.25 },
-      text_prediction_error_ms: q(3, 12, 5),
       requests: [],
     };
     const result = {
@@ -90,6 +89,5 @@ describe('bench --mix report', () => {
     expect(lines).toContain('## router ttft: 7 completed, 1 failed in 4.5 s');
     expect(lines).toContain('| text | 14.0 | 30.0 | 5 |');
     expect(lines).toContain('- EC store hits 1 of 3; encoder cache hits 0 of 2; encoder busy image-encoder#0 1.25 s');
-    expect(lines).toContain("- text TTFT minus the router's prediction: p50 3.00 ms, p99 12.0 ms");
   });
 });
