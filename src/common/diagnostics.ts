@@ -52,10 +52,13 @@ export const channelNames = {
    */
   mediaRows: 'chorus:media:rows',
   /**
-   * {reason: 'memory' | 'timeout' | 'lost', modality} per media item main runs its request again for (src/engine/
-   * requests/Reencodes.ts): its encode failed for memory or time, or its encoder-output store entry was lost.
+   * {reason: 'memory' | 'timeout' | 'lost' | 'kv', modality} per media item main runs its request again for (src/
+   * engine/requests/Reencodes.ts): its encode failed for memory or time, its encoder-output store entry was lost, or
+   * its encode was skipped for KV its Thinker no longer held.
    */
   mediaReencode: 'chorus:media:reencode',
+  /** {modality} per media item main sent to no encoder: its Thinker's prefix cache holds its KV (heldItems.ts). */
+  mediaEncodeSkipped: 'chorus:media:encode-skipped',
 } as const;
 
 export const diagnostics = {
@@ -75,6 +78,7 @@ export const diagnostics = {
   controlDropped: channel(channelNames.controlDropped),
   mediaRows: channel(channelNames.mediaRows),
   mediaReencode: channel(channelNames.mediaReencode),
+  mediaEncodeSkipped: channel(channelNames.mediaEncodeSkipped),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

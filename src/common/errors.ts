@@ -64,6 +64,10 @@ export const ErrorCodes = {
   // The encoder-output store lost an item's rows between main's lookup and the Thinker's take (Redis evicted them,
   // their holder went away): main encodes the item again from the bytes it holds; a client sees it only when it cannot.
   EC_ENTRY_LOST: 'CHORUS_ERR_EC_ENTRY_LOST',
+  // Main did not encode an item its Thinker's prefix cache was known to hold (its KV index), and the cache no longer
+  // held it at prefill (evicted between route and prefill): main encodes it after all; a client sees it only when
+  // it cannot (the request ran too many times).
+  KV_NOT_HELD: 'CHORUS_ERR_KV_NOT_HELD',
   // A request's encoded media rows (numEmbeddings x the Thinker's width x 4 bytes) exceed the Thinker's budget for
   // rows held (engine.media_rows_bytes) on their own: fewer frames or clips fit (src/engine/MediaRowsBudget.ts).
   MEDIA_ROWS_BUDGET: 'CHORUS_ERR_MEDIA_ROWS_BUDGET',
@@ -127,12 +131,14 @@ export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 /**
  * An item's failures main can mend by encoding it again (src/engine/requests/reencode.ts): its encode was over the
  * encoder's memory (a clip with fewer or smaller frames may fit), past its encoder's deadline (timeout_ms: likewise),
- * or its encoder-output store entry was lost (the bytes are still in main).
+ * its encoder-output store entry was lost (the bytes are still in main), or its encode was skipped for KV its Thinker
+ * no longer held.
  */
 export const REENCODE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCodes.ENCODE_MEMORY,
   ErrorCodes.CHUNK_TIMEOUT,
   ErrorCodes.EC_ENTRY_LOST,
+  ErrorCodes.KV_NOT_HELD,
 ]);
 
 export class ChorusError extends Error {

@@ -5,12 +5,13 @@
  * items; with `text_only` the Thinker is told to go on without them (it drops their spans and says so).
  */
 import { modalityOf } from '../media/modalities/index.ts';
-import type { EncoderFailurePolicy } from '../common/encoderSettings.ts';
+import type { EncoderFailurePolicy, MediaModality } from '../common/encoderSettings.ts';
 import { ErrorCodes, type SerializedError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { ChunkTransferAdapter } from '../../transport/registry.ts';
 import {
   EC_STORE,
+  KV_HELD,
   type EcItemPlan,
   type EncodeItem,
   type ThinkerMediaPlan,
@@ -50,6 +51,8 @@ export interface MediaRouting {
   readonly plan: RequestMediaPlan;
   readonly routes: EncoderRoutes;
   readonly sends: readonly MediaSend[];
+  /** The modality of each item not encoded because its Thinker holds its positions' KV (heldItems.ts). */
+  readonly skipped: readonly MediaModality[];
 }
 
 export type EncoderFailureOutcome =
@@ -57,13 +60,15 @@ export type EncoderFailureOutcome =
 
 /**
  * The plans for the Thinker and each encoder, and what to send where; null for a request without media. Items the
- * EC store has (`ec` hits) come from the store: no encoder sees them.
+ * EC store has (`ec` hits) come from the store, and those whose KV the Thinker holds (`held`) from nowhere: no
+ * encoder sees them.
  */
 export function planMedia(
   prompt: PreparedPrompt,
   thinker: UpstreamSource,
   instanceOf: (stageId: string) => UpstreamSource,
   ec?: ReadonlyMap<number, EcItemPlan>,
+  held: ReadonlySet<number> = new Set(),
 ): MediaRouting | null {
   if (prompt.items.length === 0) return null;
   const encoders = new Map<string, EncoderRoute>();
@@ -82,6 +87,7 @@ export function planMedia(
     // An EC-store hit: the Thinker takes the rows from the store; no encoder is involved.
     if (itemEc?.contentKey !== undefined)
       return { ...common, from: { instance: EC_STORE, stageId: EC_STORE }, ec: itemEc };
+    if (held.has(item.index)) return { ...common, from: { instance: KV_HELD, stageId: KV_HELD } };
     const from = instanceOf(item.encoder.stageId);
     const route = encoders.get(from.instance) ?? { stageId: from.stageId, onFailure, whats: [] };
     route.whats.push(item.what);
@@ -93,31 +99,38 @@ export function planMedia(
     return { ...common, from, ...(itemEc ? { ec: itemEc } : {}) };
   });
   const plan = { thinker: { spans: prompt.spans, items }, encode };
-  return { plan, routes: { thinker: thinker.instance, encoders }, sends: mediaSends(prompt, instanceOf, ec) };
+  const skipped = prompt.items.filter((i) => held.has(i.index)).map((i) => i.modality);
+  const routes = { thinker: thinker.instance, encoders };
+  return { plan, routes, sends: mediaSends(prompt, instanceOf, ec, held), skipped };
 }
 
-/** Every item the store does not have, grouped by its encoder, in item order. */
+/** Every item the store does not have and the Thinker does not hold, grouped by its encoder, in item order. */
 function mediaSends(
   prompt: PreparedPrompt,
   instanceOf: (stageId: string) => UpstreamSource,
-  ec?: ReadonlyMap<number, EcItemPlan>,
+  ec: ReadonlyMap<number, EcItemPlan> | undefined,
+  held: ReadonlySet<number>,
 ): MediaSend[] {
   const byEncoder = new Map<string, MediaItem[]>();
   for (const item of prompt.items) {
-    if (ec?.get(item.index)?.contentKey !== undefined) continue;
+    if (ec?.get(item.index)?.contentKey !== undefined || held.has(item.index)) continue;
     byEncoder.set(item.encoder.stageId, [...(byEncoder.get(item.encoder.stageId) ?? []), item]);
   }
   return [...byEncoder].map(([stageId, items]) => ({ to: instanceOf(stageId), items }));
 }
 
-/** Sends every item's bytes to its encoder; a send that fails calls onError (the request fails). */
+/**
+ * Sends every item's bytes to its encoder (and counts the items not encoded); a send that fails calls onError (the
+ * request fails).
+ */
 export function sendMedia(
   requestId: string,
-  sends: readonly MediaSend[],
+  { sends, skipped }: Pick<MediaRouting, 'sends' | 'skipped'>,
   adapter: ChunkTransferAdapter,
   { chunkTimeoutMs, log }: { readonly chunkTimeoutMs: number; readonly log: Logger },
   onError: (err: unknown) => void,
 ): void {
+  for (const modality of skipped) diagnostics.mediaEncodeSkipped.publish({ modality });
   for (const { to, items } of sends) {
     items.forEach((item, k) => {
       const body = mediaBodyOf(item);

@@ -212,7 +212,9 @@ export class Orchestrator implements Engine {
   /** A migrated request's replay (requests/Migrations.ts), admitted like the request was, as run `runId`. */
   private admitReplay(record: RequestRecord, runId: string): ReadonlyMap<string, string> {
     const { request, prompt, requestId } = record;
-    const planned = this.plan({ requestId: runId, request, prompt, replay: true, ecOwner: requestId });
+    // No encode skipped: a replay's client has tokens, so a wrong skip could not be mended by running it again.
+    const run = { requestId: runId, request, prompt, replay: true, ecOwner: requestId, skipHeld: false };
+    const planned = this.plan(run);
     const { graph, adapter, pool, log } = this;
     return commitReplay({ graph, adapter, pool, log }, record, runId, planned);
   }
@@ -227,7 +229,8 @@ export class Orchestrator implements Engine {
     const built = admissiblePrompt(messages, this.graph, this.promptContext, request.tools);
     const prompt = inPartition(built, request.cacheSalt);
     const runId = runIdOf(requestId, record.attempts + 1);
-    const { plan, route } = this.plan({ requestId: runId, request, prompt, ecOwner: requestId });
+    const skipHeld = record.skipHeld;
+    const { plan, route } = this.plan({ requestId: runId, request, prompt, ecOwner: requestId, skipHeld });
     tellStages(this.pool, record, 'abort');
     this.rows.release(requestId);
     record.rerun({ messages, prompt, media: plan.media?.routes ?? null, route });

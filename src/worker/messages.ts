@@ -36,8 +36,8 @@ export type { ArStats, EdgeSample, KindStats, StageStats, StepPhase, StepSample 
 
 const closed = { additionalProperties: false } as const;
 /** `main`, an instance, or where a Thinker takes encoder rows from instead (EC_STORE). */
-const Endpoint = Type.Union([Type.Literal('main'), Type.Literal('ec-store'), InstanceName]);
-const EndpointStage = Type.Union([Type.Literal('main'), Type.Literal('ec-store'), StageId]);
+const Endpoint = Type.Union([Type.Literal('main'), Type.Literal('ec-store'), Type.Literal('kv-held'), InstanceName]);
+const EndpointStage = Type.Union([Type.Literal('main'), Type.Literal('ec-store'), Type.Literal('kv-held'), StageId]);
 /** Requests a stage may be told of in one message (a plan's lists). */
 const MAX_PLAN_ITEMS = 1024;
 
@@ -106,7 +106,10 @@ export interface ThinkerMediaItem {
   readonly numEmbeddings: number;
   /** Names the item in messages ("messages[0].content[1] (audio)"). */
   readonly what: string;
-  /** The encoder instance; `EC_STORE` when the rows come from the encoder-output store (ec.contentKey). */
+  /**
+   * The encoder instance; `EC_STORE` when the rows come from the encoder-output store (ec.contentKey), `KV_HELD` when
+   * none come (its positions' KV is in the Thinker's prefix cache).
+   */
   readonly from: UpstreamSource;
   readonly onFailure: EncoderFailurePolicy;
   /** With an EC store (ec_store:): how this item relates to it. */
@@ -120,6 +123,12 @@ export interface ThinkerMediaItem {
 
 /** `from` of an item whose rows the Thinker takes from the EC store instead of an encoder. */
 export const EC_STORE = 'ec-store';
+
+/**
+ * `from` of an item main did not encode: the Thinker's prefix cache was known to hold the KV of all its positions
+ * (named by its block key). A Thinker that does not adopt them asks for its encode (CHORUS_ERR_KV_NOT_HELD).
+ */
+export const KV_HELD = 'kv-held';
 
 export interface EcItemPlan {
   /** Main's index key of the item (encoder identity + hash of the bytes as received): sent back in `ec_stored`. */

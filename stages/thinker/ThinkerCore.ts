@@ -324,6 +324,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   private refreshAvailable(req: ThinkerRequest): void {
     if (this.prefixes?.held(req)) return;
     const media = req.media;
+    if (media) this.askHeldEncodes(req, media);
     // A held request keeps its last token unfed: nothing to compute until its first audio is out.
     const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
     const whole = req.promptTokenIds.length + req.generated.length - (held ? 1 : 0);
@@ -336,6 +337,19 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     if (compiling)
       limit = Math.max(this.scheduler.numComputed(req.requestId), Math.min(limit, req.promptTokenIds.length - 1));
     this.scheduler.setAvailable(req.requestId, limit, !req.prefix.prefillOnly && !compiling);
+  }
+
+  /**
+   * Its prefix settled (or no cache): an item main did not encode for KV this instance was to hold, whose positions
+   * the cache did not give, is asked of main (the request runs again with it encoded: CHORUS_ERR_KV_NOT_HELD).
+   */
+  private askHeldEncodes(req: ThinkerRequest, media: ThinkerMedia): void {
+    for (const item of media.heldNotAdopted(this.scheduler.numComputed(req.requestId))) {
+      const message =
+        `${media.items[item].what}: not encoded, as this Thinker's prefix cache held its positions when the request ` +
+        'was routed, but it no longer does (evicted since); retry the request (it will be encoded)';
+      this.mediaItemFailed(req, item, { code: ErrorCodes.KV_NOT_HELD, message });
+    }
   }
 
   protected override warningsOf(req: ThinkerRequest): readonly string[] {

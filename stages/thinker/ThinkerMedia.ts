@@ -16,7 +16,7 @@
  *   there, the same floats, so nothing is lost and nothing waits; without that store the rows stay to the end.
  */
 import { readyLimit, spliceRange, type MediaSpan, type PositionMap } from '../../src/media/positionMap.ts';
-import type { ThinkerMediaItem, ThinkerMediaPlan } from '../../src/worker/messages.ts';
+import { KV_HELD, type ThinkerMediaItem, type ThinkerMediaPlan } from '../../src/worker/messages.ts';
 
 type ItemState = 'waiting' | 'ready' | 'dropped' | 'released';
 
@@ -120,6 +120,20 @@ export class ThinkerMedia {
   waitingFrom(from: string): number[] {
     return this.plan.items.flatMap((it, i) =>
       (it.from.stageId === from || it.from.instance === from) && this.state[i] === 'waiting' ? [i] : [],
+    );
+  }
+
+  /**
+   * Items main sent to no encoder (from KV_HELD: the prefix cache was to give their positions' KV) still waiting with
+   * a span at or past `computed`: the cache did not give them, and no rows will come unless asked for.
+   */
+  heldNotAdopted(computed: number): number[] {
+    return this.plan.items.flatMap((it, i) =>
+      it.from.stageId === KV_HELD &&
+      this.state[i] === 'waiting' &&
+      this.spans.some((s) => s.item === i && s.start + s.length > computed)
+        ? [i]
+        : [],
     );
   }
 

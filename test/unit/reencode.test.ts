@@ -9,6 +9,7 @@ import { ErrorCodes, REENCODE_CODES, type SerializedError } from '../../src/comm
 import {
   MAX_REENCODES,
   reencodeDecision,
+  reencodeReason,
   reencodeWarning,
   type ReencodeAsk,
 } from '../../src/engine/requests/reencode.ts';
@@ -70,6 +71,15 @@ describe('an item encoded again', () => {
     expect(reencodeDecision(image).kind).toBe('again');
   });
 
+  it('runs again as it was when a skipped encode was not covered by the Thinker`s KV', () => {
+    const image = {
+      ...askFor(clip(8, 252, 168), { code: ErrorCodes.KV_NOT_HELD, message: 'not held' }),
+      item: { part: {}, what: 'messages[0].content[1] (image)', modality: 'image' },
+    };
+    expect(reencodeDecision(image)).toEqual({ kind: 'again', messages: image.messages, stepped: null });
+    expect(reencodeReason(ErrorCodes.KV_NOT_HELD)).toBe('kv');
+  });
+
   it('fails the item saying why: the floor, the fallback off, not a clip, too many runs', () => {
     const why = (ask: ReencodeAsk) => {
       const d = reencodeDecision(ask);
@@ -90,7 +100,7 @@ describe('an item encoded again', () => {
 
   it('asks main only for the failures it can mend', () => {
     expect([...REENCODE_CODES].sort()).toEqual(
-      [ErrorCodes.CHUNK_TIMEOUT, ErrorCodes.EC_ENTRY_LOST, ErrorCodes.ENCODE_MEMORY].sort(),
+      [ErrorCodes.CHUNK_TIMEOUT, ErrorCodes.EC_ENTRY_LOST, ErrorCodes.ENCODE_MEMORY, ErrorCodes.KV_NOT_HELD].sort(),
     );
   });
 

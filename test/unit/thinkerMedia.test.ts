@@ -8,7 +8,7 @@ import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../s
 import { buildPositionMap } from '../../src/media/positionMap.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import type { EncoderFailurePolicy } from '../../src/common/encoderSettings.ts';
-import type { AddRequest } from '../../src/worker/messages.ts';
+import { KV_HELD, type AddRequest } from '../../src/worker/messages.ts';
 import type { ThinkerArgs } from '../../stages/thinker/protocol.ts';
 import { mediaFailedMessage } from '../../stages/requestEvents.ts';
 import { ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
@@ -77,6 +77,7 @@ const audio = { instance: 'audio-encoder#0', stageId: 'audio-encoder' };
 function setup(
   policy: { image: EncoderFailurePolicy; audio: EncoderFailurePolicy } = { image: 'fail', audio: 'fail' },
   maxTokens = 2,
+  imageFrom: { readonly instance: string; readonly stageId: string } = image,
 ) {
   const adapter = new FakeAdapter();
   const ctx = stageContext(spec, adapter);
@@ -97,7 +98,7 @@ function setup(
             modality: 'image',
             numEmbeddings: 4,
             what: 'messages[0].content[1] (image)',
-            from: image,
+            from: imageFrom,
             onFailure: policy.image,
           },
           {
@@ -253,5 +254,25 @@ describe('ThinkerCore with media', () => {
     expect(runner.batches[1][0].inputsEmbeds).toBeUndefined();
     const last = adapter.to('main').at(-1)!.body;
     expect(last?.kind === 'text' && last.warnings?.length).toBe(2);
+  });
+});
+
+describe('an item main did not encode (its KV was to be in the prefix cache)', () => {
+  it('asks main for its encode when the cache did not give its positions, and waits at it', () => {
+    const { ctx, core, runner, rows } = setup(undefined, 2, { instance: KV_HELD, stageId: KV_HELD });
+    expect(core.step()).toBe(true); // the text before the image
+    expect(core.step()).toBe(false); // waiting at the image's span
+    const retries = ctx.posted.filter((m) => m.type === 'media_retry');
+    expect(retries).toEqual([
+      expect.objectContaining({
+        requestId: 'r',
+        item: 0,
+        error: expect.objectContaining({ code: 'CHORUS_ERR_KV_NOT_HELD' }),
+      }),
+    ]);
+    // Nothing past the image's span start was computed: it waits for the next run, as for any item asked again.
+    expect(runner.batches.flat().reduce((n, it) => n + it.numTokens, 0)).toBeLessThanOrEqual(3);
+    rows(1, audio, audioRows);
+    expect(ctx.posted.filter((m) => m.type === 'media_retry')).toHaveLength(1); // asked once per run
   });
 });

@@ -32,6 +32,8 @@ export interface AdmissionInput {
   readonly routed: ReadonlyMap<string, InstanceView>;
   /** The EC store's plan of the items on the chosen Thinker (undefined: no store, or no media). */
   readonly ec: ReadonlyMap<number, EcItemPlan> | undefined;
+  /** Items not to encode: the chosen Thinker's prefix cache holds their positions (heldItems.ts). */
+  readonly held?: ReadonlySet<number>;
   /** Copies the chosen Thinker must forget (the store's, handed to its next add). */
   readonly ecDrop: readonly EcDrop[];
   /** Live requests that are load (paused ones are not), this one included. */
@@ -80,14 +82,14 @@ export function routedStages(graph: StageGraph, request: GenerateRequest, prompt
 
 export function planAdmission(a: AdmissionInput): AdmissionPlan {
   const { graph, request, prompt } = a;
-  const stages = stagesFor(graph, request.modalities, modalitiesToEncode(prompt, a.ec));
+  const stages = stagesFor(graph, request.modalities, modalitiesToEncode(prompt, a.ec, a.held));
   const chosen = new Map(stages.map((s) => [s.stageId, a.routed.get(s.stageId)!]));
   const outputs = stages.filter(
     (s) => s.finalOutput && s.finalOutputType && request.modalities.includes(s.finalOutputType),
   );
   const firstChunkDeadline = firstChunkDeadlineOf(a);
   const upstreamOf = upstreamSources(graph, chosen, a.admittedAtMs);
-  const media = planMedia(prompt, upstreamOf(graph.entryStageId), upstreamOf, a.ec);
+  const media = planMedia(prompt, upstreamOf(graph.entryStageId), upstreamOf, a.ec, a.held);
   const hold = a.replay ? { endsOtherHolds: false } : planHold(graph, request, a.liveRequests, a.framesPerToken);
   const adds = stageAdds({
     requestId: a.requestId,

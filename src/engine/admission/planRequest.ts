@@ -33,24 +33,28 @@ export interface RequestToPlan {
   readonly replay?: boolean;
   /** Whose the EC store's pins on the entries it uses are (a replay's: its request's, released with it). */
   readonly ecOwner?: string;
+  /** Items whose Thinker holds their KV go to no encoder (heldItems.ts); false once such a skip proved wrong. */
+  readonly skipHeld?: boolean;
 }
 
 export function planRequest(
   ctx: PlanContext,
-  { requestId, request, prompt, replay = false, ecOwner = requestId }: RequestToPlan,
+  { requestId, request, prompt, replay = false, ecOwner = requestId, skipHeld = true }: RequestToPlan,
 ): { plan: AdmissionPlan; route: RouteTicket | null } {
   const { graph, router, ec } = ctx;
   const entryStageId = graph.entryStageId;
   const key = (s: StageSpec) => (s.stageId === entryStageId ? request.prefix?.key : undefined);
   const stages = routedStages(graph, request, prompt);
-  const { chosen: routed, ticket } = router.route(
+  const routing = router.route(
     requestId,
     entryStageId,
     stages,
     prompt,
     (s, pick) => ctx.prefixRoutes.pick(s, key(s), pick),
     request.modalities.includes('audio'),
+    skipHeld,
   );
+  const { chosen: routed, ticket, held } = routing;
   const thinker = routed.get(entryStageId)!.instance;
   const plan = planAdmission({
     requestId,
@@ -58,7 +62,8 @@ export function planRequest(
     graph,
     prompt,
     routed,
-    ec: planEcItems(ec, ecOwner, prompt, thinker),
+    ec: planEcItems(ec, ecOwner, prompt, thinker, held),
+    held,
     ecDrop: ec?.takeDrops(thinker) ?? [],
     liveRequests: ctx.liveRequests,
     audio: ctx.audio,

@@ -43,21 +43,31 @@ export function ecEntryOf(ec: EcStore | null, item: MediaItem): EcEntry | null {
   return where ? { localTo: [...where.localTo], remote: where.remote } : null;
 }
 
-/** The store's plan for the request's items on its Thinker instance; undefined without a store or media. */
+/**
+ * The store's plan for the request's items on its Thinker instance, but those `held` (their rows are not read:
+ * heldItems.ts); undefined without a store or media.
+ */
 export function planEcItems(
   ec: EcStore | null,
   requestId: string,
   prompt: PreparedPrompt,
   thinker: string,
+  held: ReadonlySet<number> = new Set(),
 ): ReadonlyMap<number, EcItemPlan> | undefined {
   if (!ec || prompt.items.length === 0) return undefined;
-  return ec.plan(requestId, ecQueriesOf(prompt), thinker);
+  return ec.plan(
+    requestId,
+    ecQueriesOf(prompt).filter((q) => !held.has(q.index)),
+    thinker,
+  );
 }
 
-/** The modalities some encoder still has to encode (items the store has need none). */
+/** The modalities some encoder still has to encode (items the store has, or the Thinker's KV holds, need none). */
 export function modalitiesToEncode(
   prompt: PreparedPrompt,
   ec: ReadonlyMap<number, EcItemPlan> | undefined,
+  held: ReadonlySet<number> = new Set(),
 ): MediaModality[] {
-  return [...new Set(prompt.items.filter((i) => ec?.get(i.index)?.contentKey === undefined).map((i) => i.modality))];
+  const encoded = prompt.items.filter((i) => ec?.get(i.index)?.contentKey === undefined && !held.has(i.index));
+  return [...new Set(encoded.map((i) => i.modality))];
 }

@@ -1,11 +1,12 @@
 /**
  * Main's side of an item encoded again (issue 44 item 7; the decision: reencode.ts). A Thinker asks (`media_retry`)
- * when an item's encode failed for memory or time or its encoder-output store entry was lost; it waits at the item.
- * Main then runs the request again under its next run id (the failed run's stages drop it: abort), with the clip one
- * step down its fallback or, for a lost entry, the entry forgotten so the item goes to an encoder with the bytes main
- * holds; or it answers the Thinker that the item failed for good (`media_failed` with the item: its failure policy
- * applies, and the message says why it was not encoded again and what to do). Never a hang: every ask is answered,
- * and a request runs at most MAX_REENCODES times.
+ * when an item's encode failed for memory or time, its encoder-output store entry was lost, or its encode was skipped
+ * for KV the Thinker did not hold after all; it waits at the item. Main then runs the request again under its next run
+ * id (the failed run's stages drop it: abort), with the clip one step down its fallback, for a lost entry with the
+ * entry forgotten so the item goes to an encoder with the bytes main holds, for a wrong skip with every item encoded;
+ * or it answers the Thinker that the item failed for good (`media_failed` with the item: its failure policy applies,
+ * and the message says why it was not encoded again and what to do). Never a hang: every ask is answered, and a
+ * request runs at most MAX_REENCODES times.
  *
  * A clip served with fewer or smaller frames is said in the answer's warnings (one per clip, for its last step), as
  * the planned fallback's clips are.
@@ -65,6 +66,7 @@ export class Reencodes {
       return failItem(decision.error);
     }
     if (msg.error.code === ErrorCodes.EC_ENTRY_LOST) this.ctx.forgetLost(record, msg.item);
+    if (msg.error.code === ErrorCodes.KV_NOT_HELD) record.skipHeld = false; // the index was wrong: encode them all
     try {
       this.ctx.runAgain(record, decision.messages);
     } catch (err) {

@@ -44,6 +44,8 @@ export class RequestRecord {
   migrating: PendingMigration | null = null;
   /** Runs of it that encoded an item again (Reencodes.ts), among its `attempts`. */
   reencodes = 0;
+  /** Its runs may leave unencoded the items their Thinker holds the KV of (heldItems.ts): false once that was wrong. */
+  skipHeld = true;
   /** The messages its current run's prompt was built from (its clips as served); a re-encode steps down from them. */
   messages: readonly ChatMessage[];
 

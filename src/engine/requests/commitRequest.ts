@@ -63,7 +63,7 @@ export function commitRequest(
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
   const chunkTimeoutMs = graph.chunkPolicy.chunkTimeoutMs;
   if (plan.media)
-    sendMedia(requestId, plan.media.sends, adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
+    sendMedia(requestId, plan.media, adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
       stream.end('error', serializeError(err)),
     );
   const { modalities } = request;
@@ -125,7 +125,7 @@ function sendMediaOf(
 ): void {
   if (!plan.media) return;
   const chunkTimeoutMs = ctx.graph.chunkPolicy.chunkTimeoutMs;
-  sendMedia(runId, plan.media.sends, ctx.adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
+  sendMedia(runId, plan.media, ctx.adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
     stream.end('error', serializeError(err)),
   );
 }

@@ -10,6 +10,9 @@
  * - Its encoder-output store entry was lost (CHORUS_ERR_EC_ENTRY_LOST: evicted from Redis, or its holder went away,
  *   between main's lookup and the Thinker's take): the request runs again with the same messages, the entry forgotten,
  *   so the item goes to an encoder with the bytes main still holds.
+ * - Its encode was skipped for KV its Thinker's prefix cache was known to hold and did not hold at prefill
+ *   (CHORUS_ERR_KV_NOT_HELD: evicted since main's index heard of it): the request runs again with the same messages,
+ *   every item encoded this time.
  *
  * A request runs again at most MAX_REENCODES times (each step down is one; a floor is a few steps away).
  */
@@ -52,7 +55,8 @@ export function reencodeDecision(ask: ReencodeAsk): ReencodeDecision {
     error: { code: error.code, message: `${error.message} (not encoded again: ${why})` },
   });
   if (ask.reencodes >= MAX_REENCODES - 1) return fail(`the request ran ${MAX_REENCODES} times already`);
-  if (error.code === ErrorCodes.EC_ENTRY_LOST) return { kind: 'again', messages: ask.messages, stepped: null };
+  if (error.code === ErrorCodes.EC_ENTRY_LOST || error.code === ErrorCodes.KV_NOT_HELD)
+    return { kind: 'again', messages: ask.messages, stepped: null };
   if (item.modality !== 'video') return fail(`only a clip can be encoded again with fewer or smaller frames`);
   if (!ask.fallback) return fail('encoder.video.fallback is off');
   const part = item.part as VideoPart;
@@ -68,10 +72,11 @@ export function reencodeDecision(ask: ReencodeAsk): ReencodeDecision {
 }
 
 /** Why an item was encoded again, as /metrics labels it (chorus_media_reencodes_total{reason}). */
-export type ReencodeReason = 'memory' | 'timeout' | 'lost';
+export type ReencodeReason = 'memory' | 'timeout' | 'lost' | 'kv';
 
 export function reencodeReason(code: string): ReencodeReason {
   if (code === ErrorCodes.EC_ENTRY_LOST) return 'lost';
+  if (code === ErrorCodes.KV_NOT_HELD) return 'kv';
   return code === ErrorCodes.CHUNK_TIMEOUT ? 'timeout' : 'memory';
 }
 

@@ -19,6 +19,7 @@ import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot, type KeyedSpan } from '../../sched/blockNames.ts';
 import { blockKeyOf } from '../blockKey.ts';
+import { heldItems } from '../heldItems.ts';
 import { KvIndex, type NamedPrompt } from './KvIndex.ts';
 import { LiveCost, type LiveSample, type PathWaitMs } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
@@ -99,6 +100,11 @@ export interface RouteTicket {
 export interface Routed {
   readonly chosen: Map<string, InstanceView>;
   readonly ticket: RouteTicket | null;
+  /**
+   * The media items not to encode: the chosen Thinker's prefix cache holds all their positions as main knows it
+   * (KvIndex: its reports and predictions, which may be stale; heldItems.ts). Empty when `skipHeld` was false.
+   */
+  readonly held: ReadonlySet<number>;
 }
 
 export class Router {
@@ -144,6 +150,8 @@ export class Router {
     pinned: (spec: StageSpec, pick: () => InstanceView) => InstanceView,
     /** Its first packet is audio (it asks for audio out): it competes until its first audio, not its first text. */
     wantsAudio = false,
+    /** Items its Thinker holds the KV of may go to no encoder (false once that proved wrong for the request). */
+    skipHeld = true,
   ): Routed {
     const ready = (spec: StageSpec) => [...this.slots.values()].filter((s) => s.spec === spec && s.status === 'ready');
     const items: RouteItem[] = prompt.items.map((i) => ({
@@ -200,11 +208,17 @@ export class Router {
       for (const s of stages.filter((x) => x.encoder)) chosen.set(s.stageId, byPolicy(s));
     }
     for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
-    const ticket = this.admit(requestId, prompt, request, chosen, stages.filter(routed), reason, ecLookup, cached, {
+    const thinkerInstance = chosen.get(entry.stageId)!.instance;
+    // Other policies route without the index; an item's encode may still be skipped on what it knows.
+    const keyed = skipHeld && prompt.items.some((i) => blockKeyOf(i) !== undefined);
+    const known = this.policy !== 'ttft' && keyed ? this.overlaps(entry, prompt) : cached;
+    const held = skipHeld ? heldItems(prompt, known.get(thinkerInstance) ?? 0) : new Set<number>();
+    const work = { ...request, items: request.items.filter((i) => !held.has(i.index)) }; // no encode for those
+    const ticket = this.admit(requestId, prompt, work, chosen, stages.filter(routed), reason, ecLookup, cached, {
       wantsAudio,
       pathMs: (predictedMs) => pathWaitMs(this.slots.values(), entry, predictedMs),
     });
-    return { chosen, ticket };
+    return { chosen, ticket, held };
   }
 
   /**

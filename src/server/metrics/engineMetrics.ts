@@ -120,8 +120,16 @@ const ENGINE_METRICS = {
     help:
       'Media items whose request main ran again to encode them again (docs/video.md), by reason (memory: the ' +
       "encode was over the encoder's memory; timeout: its rows were past the encoder's timeout_ms; lost: its " +
-      'encoder-output store entry was gone) and modality; a clip steps down its fallback for memory and timeout.',
+      'encoder-output store entry was gone; kv: its encode was skipped for KV its Thinker no longer held) and ' +
+      'modality; a clip steps down its fallback for memory and timeout.',
     labels: ['reason', 'modality'],
+  },
+  mediaEncodesSkipped: {
+    counter: 'chorus_media_encodes_skipped_total',
+    help:
+      "Media items sent to no encoder because the chosen Thinker's prefix cache held the KV of all their positions " +
+      '(as main knew it; a wrong guess is encoded after all: chorus_media_reencodes_total{reason="kv"}), by modality.',
+    labels: ['modality'],
   },
   ecMisses: {
     counter: 'chorus_ec_misses_total',

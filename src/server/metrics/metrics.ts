@@ -242,6 +242,10 @@ export function bridgeEngineDiagnostics(): void {
     if (typeof reason === 'string' && typeof modality === 'string')
       engineMetrics.mediaReencodes.inc({ reason, modality });
   });
+  subscribe(channelNames.mediaEncodeSkipped, (message) => {
+    const { modality } = message as { modality?: unknown };
+    if (typeof modality === 'string') engineMetrics.mediaEncodesSkipped.inc({ modality });
+  });
   subscribe(channelNames.encoderMedia, (message) => {
     const { stage, bytes } = message as { stage?: unknown; bytes?: unknown };
     if (typeof stage === 'string' && isMetricNumber(bytes) && bytes >= 0)

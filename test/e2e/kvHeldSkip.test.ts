@@ -1,0 +1,119 @@
+/**
+ * An image whose positions the chosen Thinker's prefix cache holds goes to no encoder (src/engine/heldItems.ts): a
+ * repeat of its prompt adopts that KV and never reads its rows. Real stage processes and models, one Thinker with a
+ * prefix cache. When main's view is wrong (it predicts what an ended request left in the cache for a second, and this
+ * cache's budget cannot hold the long prompt), the Thinker asks for the encode (CHORUS_ERR_KV_NOT_HELD) and the
+ * request runs again with the image encoded: answered, with the same answer, no hang. /metrics counts the skips
+ * (chorus_media_encodes_skipped_total) and the wrong ones (chorus_media_reencodes_total{reason="kv"}).
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { channelNames } from '../../src/common/diagnostics.ts';
+import type { GenerateRequest } from '../../src/common/engine.ts';
+import { parseConfig } from '../../src/config/loadConfig.ts';
+import { Orchestrator } from '../../src/engine/Orchestrator.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
+import { pngBytes } from '../helpers/media.ts';
+import { promtoolProblems } from '../helpers/promtool.ts';
+import { parsePrometheus } from './serverClient.ts';
+
+// 2 MiB: the short image prompt's blocks (~100 positions of KV and rows) fit, the long one's (~1,000) do not.
+const yaml = `
+stages:
+  - stage_id: image-encoder
+    kind: encoder
+    engine: {threads: 1}
+    encoder: {modality: image, cache_bytes: 1}
+  - stage_id: thinker
+    kind: thinker
+    engine: {threads: 1, prefix_cache: {max_bytes: 2MiB, block_positions: 16}}
+    inputs: [{from: image-encoder}]
+    final_output: true
+    final_output_type: text
+`;
+
+const ask = (image: Uint8Array, before = ''): GenerateRequest => ({
+  messages: [
+    {
+      role: 'user',
+      content: [
+        ...(before ? [{ type: 'text' as const, text: before }] : []),
+        { type: 'image', data: image },
+        { type: 'text', text: 'What is in this picture? Say it in a few words.' },
+      ],
+    },
+  ],
+  modalities: ['text'],
+  sampling: { maxTokens: 8, ignoreEos: true, seed: 7 },
+});
+
+describe('no encode for an image the Thinker holds', () => {
+  let engine: Orchestrator | undefined;
+  let app: FastifyInstance | undefined;
+  let base = '';
+  const sent: number[] = [];
+  const skipped: string[] = [];
+  const reencoded: string[] = [];
+  const channels = {
+    [channelNames.encoderMedia]: (m: unknown) => sent.push((m as { bytes: number }).bytes),
+    [channelNames.mediaEncodeSkipped]: (m: unknown) => skipped.push((m as { modality: string }).modality),
+    [channelNames.mediaReencode]: (m: unknown) => reencoded.push((m as { reason: string }).reason),
+  };
+  const idle = () => waitFor('the Thinker let go', () => engine!.health().every((h) => h.inFlight === 0));
+  const counted = async (family: string, labels: Record<string, string>) => {
+    const samples = parsePrometheus(await (await fetch(`${base}/metrics`)).text()).get(family)?.samples ?? [];
+    return samples.find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value ?? 0;
+  };
+
+  beforeAll(async () => {
+    for (const [name, fn] of Object.entries(channels)) subscribe(name, fn);
+    engine = await Orchestrator.start(parseConfig(yaml, `${process.cwd()}/configs/kvheld.yaml`));
+    app = buildServer(engine, { apiKey: null });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  }, 240_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await engine?.close();
+    for (const [name, fn] of Object.entries(channels)) unsubscribe(name, fn);
+    expect(ownSegments()).toEqual([]);
+  });
+
+  it('a repeat of the image prompt is not encoded; its answer is the first one`s', async () => {
+    const img = pngBytes(224, 160, 41);
+    const a = await collect(engine!.generate(ask(img)));
+    expect(a.done.finishReason).toBe('length');
+    expect(sent).toEqual([img.byteLength]);
+    await idle();
+    const b = await collect(engine!.generate(ask(img)));
+    expect(b.done.error).toBeUndefined();
+    expect(b.text).toBe(a.text);
+    expect(sent).toEqual([img.byteLength]); // the image's bytes reached the encoder once
+    expect(skipped).toEqual(['image']);
+    expect(reencoded).toEqual([]);
+    expect(await counted('chorus_media_encodes_skipped_total', { modality: 'image' })).toBe(1);
+    expect(promtoolProblems(await (await fetch(`${base}/metrics`)).text())).toBe('');
+  });
+
+  it('a skip the cache cannot honour (its blocks are not there) is encoded after all: same answer', async () => {
+    const img = pngBytes(224, 160, 42);
+    const long = 'Look closely at the colours and the shapes before you answer. '.repeat(16);
+    const first = await collect(engine!.generate(ask(img, long)));
+    expect(first.done.finishReason).toBe('length');
+    const sentBefore = sent.length;
+    // Main counts the ended prompt's blocks as held for a second (KvIndex PREDICTION_MS); the budget kept none of
+    // them past the long text, so the skip is wrong and the Thinker asks for the image.
+    await idle();
+    const again = await collect(engine!.generate(ask(img, long)));
+    expect(skipped).toEqual(['image', 'image']);
+    expect(reencoded).toEqual(['kv']);
+    expect(again.done.error).toBeUndefined();
+    expect(again.done.finishReason).toBe('length');
+    expect(again.text).toBe(first.text);
+    expect(sent.slice(sentBefore)).toEqual([img.byteLength]); // encoded after all, once
+    expect(await counted('chorus_media_reencodes_total', { reason: 'kv', modality: 'image' })).toBe(1);
+  });
+});
