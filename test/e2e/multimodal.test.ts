@@ -61,11 +61,14 @@ describe('multimodal (on_encoder_failure: fail)', () => {
   let engine: Orchestrator;
 
   beforeAll(async () => {
-    // A heavier audio encoder than tiny's, so a 30 s clip keeps it busy for most of a second on this machine.
+    // A heavier audio encoder than tiny's, so a 30 s clip keeps it busy for most of a second on this machine. No
+    // Thinker prefix cache: these tests are about the encoders, and a repeat of an image prompt whose KV the Thinker
+    // holds goes to no encoder (src/engine/heldItems.ts; test/e2e/kvHeldSkip.test.ts).
     engine = await Orchestrator.start(
       configWith('tiny-omni.yaml', {
         'model: {} # generated from model_preset; {num_layers: 4} overrides one size; {path: x.onnx} loads a file':
           'model: {num_layers: 6, hidden_size: 384, num_heads: 6, intermediate_size: 1536}',
+        'prefix_cache: { max_bytes: 128MiB, block_positions: 16 }': 'prefix_cache: false',
       }),
     );
   }, 240_000);
