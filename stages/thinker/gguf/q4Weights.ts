@@ -82,6 +82,9 @@ export function scaled(m: Q4Matrix, k: number): Q4Matrix {
   return { ...m, scales: m.scales.map((s) => s * k), mins: m.mins.map((x) => x * k) };
 }
 
+const bytes = (n: number) => new Uint8Array(n);
+const floats = (n: number) => new Float32Array(n);
+
 /** Matrices of the same width stacked (their rows one after another: a fused projection). */
 export function stackRows(parts: readonly Q4Matrix[]): Q4Matrix {
   const cat = <T extends Uint8Array | Float32Array>(pick: (m: Q4Matrix) => T, make: (n: number) => T): T => {
@@ -96,22 +99,10 @@ export function stackRows(parts: readonly Q4Matrix[]): Q4Matrix {
   return {
     rows: parts.reduce((n, m) => n + m.rows, 0),
     cols: parts[0].cols,
-    packed: cat(
-      (m) => m.packed,
-      (n) => new Uint8Array(n),
-    ),
-    scales: cat(
-      (m) => m.scales,
-      (n) => new Float32Array(n),
-    ),
-    zeros: cat(
-      (m) => m.zeros,
-      (n) => new Uint8Array(n),
-    ),
-    mins: cat(
-      (m) => m.mins,
-      (n) => new Float32Array(n),
-    ),
+    packed: cat((m) => m.packed, bytes),
+    scales: cat((m) => m.scales, floats),
+    zeros: cat((m) => m.zeros, bytes),
+    mins: cat((m) => m.mins, floats),
   };
 }
 
