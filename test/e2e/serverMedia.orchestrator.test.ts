@@ -190,7 +190,9 @@ describe('media over the real multimodal pipeline', () => {
       { type: 'image_url', image_url: { url: image } },
     ];
     const first = await chat(ask(parts));
-    const second = await chat(ask(parts));
+    // Other words before the image: the Thinker's prefix cache does not hold the repeat's image positions, so main
+    // sends the image to the encoder (a prompt it holds goes to no encoder: src/engine/heldItems.ts).
+    const second = await chat(ask([{ type: 'text', text: 'Describe it again: ' }, parts[1]]));
     expect([first.status, second.status]).toEqual([200, 200]);
     // Encoder stats reach main every 250 ms: wait for the report that covers both requests.
     let now = before;
