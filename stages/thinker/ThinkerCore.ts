@@ -344,7 +344,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
    * the cache did not give, is asked of main (the request runs again with it encoded: CHORUS_ERR_KV_NOT_HELD).
    */
   private askHeldEncodes(req: ThinkerRequest, media: ThinkerMedia): void {
-    for (const item of media.heldNotAdopted(this.scheduler.numComputed(req.requestId))) {
+    const computed = this.scheduler.numComputed(req.requestId);
+    media.releaseHeld(computed);
+    for (const item of media.heldNotAdopted(computed)) {
       const message =
         `${media.items[item].what}: not encoded, as this Thinker's prefix cache held its positions when the request ` +
         'was routed, but it no longer does (evicted since); retry the request (it will be encoded)';

@@ -137,6 +137,22 @@ export class ThinkerMedia {
     );
   }
 
+  /**
+   * Items main sent to no encoder whose spans all lie before `computed` (the cache gave them) and whose input rows
+   * the request's store holds (adopted with the KV): released, as if prefilled here, so that a recompute from 0 (a
+   * preemption) reads their rows back from the store instead of waiting for rows that will never come.
+   */
+  releaseHeld(computed: number): void {
+    const stored = this.stored();
+    if (!stored || stored.width !== this.hiddenSize) return;
+    const upTo = Math.min(computed, stored.length);
+    this.plan.items.forEach((it, i) => {
+      if (it.from.stageId !== KV_HELD || this.state[i] !== 'waiting') return;
+      if (this.spans.some((s) => s.item === i && s.start + s.length > upTo)) return;
+      this.state[i] = 'released';
+    });
+  }
+
   /** The first position >= from that cannot be prefilled yet (prompt length when nothing blocks). */
   readyLimit(from: number): number {
     return readyLimit(

@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
 import { buildPositionMap } from '../../src/media/positionMap.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
+import { ThinkerMedia } from '../../stages/thinker/ThinkerMedia.ts';
 import type { EncoderFailurePolicy } from '../../src/common/encoderSettings.ts';
 import { KV_HELD, type AddRequest } from '../../src/worker/messages.ts';
 import type { ThinkerArgs } from '../../stages/thinker/protocol.ts';
@@ -274,5 +275,23 @@ describe('an item main did not encode (its KV was to be in the prefix cache)', (
     expect(runner.batches.flat().reduce((n, it) => n + it.numTokens, 0)).toBeLessThanOrEqual(3);
     rows(1, audio, audioRows);
     expect(ctx.posted.filter((m) => m.type === 'media_retry')).toHaveLength(1); // asked once per run
+  });
+
+  it('releases the item when the cache gave its positions: a recompute reads its rows from the request`s store', () => {
+    const items = [
+      { modality: 'image', numEmbeddings: 4, what: 'img', from: { instance: KV_HELD, stageId: KV_HELD } },
+      { modality: 'audio', numEmbeddings: 3, what: 'aud', from: audio },
+    ] as const;
+    const plan = { spans: map.spans, items: items.map((i) => ({ ...i, onFailure: 'fail' as const })) };
+    const media = new ThinkerMedia(plan, [...map.tokenIds], D);
+    const store = Float32Array.from({ length: 13 * 2 * D }, (_, i) => i);
+    media.recoverFrom(() => ({ width: D, length: 13, rows: (n: number) => store.subarray(0, n * 2 * D) }));
+    media.releaseHeld(5); // the image's span is [3, 7): not all given
+    expect(media.isWaiting(0)).toBe(true);
+    expect(media.heldNotAdopted(5)).toEqual([0]);
+    media.releaseHeld(8);
+    expect(media.isWaiting(0)).toBe(false);
+    expect(media.heldNotAdopted(8)).toEqual([]);
+    expect([...media.rowAt(4)!]).toEqual([...store.subarray(2 * D * 4, 2 * D * 4 + D)]);
   });
 });
