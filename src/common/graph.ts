@@ -252,6 +252,8 @@ export interface StageGraph {
    * first token; least_loaded = fewest requests in flight per stage; round_robin = in turn (for comparison).
    */
   readonly routing: RoutingPolicy;
+  /** How long an ended request's prompt blocks count as held on its Thinker without a report (KvIndex.ts), ms. */
+  readonly kvPredictionMs: number;
   /** Admission on latency (YAML `admission:`); absent: the count bounds of the server only. */
   readonly admission?: AdmissionSettings;
   /**

@@ -9,6 +9,7 @@ export const defaults = {
   asyncChunk: true,
   scheduling: 'fifo' as const, // Talker and Code2Wav: oldest first (playback: least slack first; README, Design)
   routing: 'ttft' as const, // instances by lowest estimated TTFT (queue + encode + prefill); least_loaded, round_robin
+  kvPredictionMs: 1_000, // an ended request's blocks count as held on its Thinker for 1 s, until reports say so
   stageHangMs: 2_000, // 2 s of silence from a stage with work, while its process uses no CPU
   cachePartition: 'api_key' as const, // each API key its own prefix cache and encoder outputs (docs/security.md)
   realtimeResume: DEFAULT_REALTIME_RESUME, // 30 s window, 4 MiB of events to replay (docs/realtime-resume.md)

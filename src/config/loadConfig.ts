@@ -91,6 +91,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     asyncChunk: yaml.async_chunk ?? defaults.asyncChunk,
     scheduling: yaml.scheduling ?? defaults.scheduling,
     routing: yaml.routing ?? defaults.routing,
+    kvPredictionMs: yaml.kv_prediction_ms ?? defaults.kvPredictionMs,
     admission: {
       // Absent: the default bound; null: none.
       maxQueueMs: orDefault(yaml.admission?.max_queue_ms, defaults.admission.maxQueueMs),

@@ -270,6 +270,9 @@ export const GraphYaml = Type.Object(
         errorMessage: 'must be ttft (lowest estimated time to first token), least_loaded or round_robin',
       }),
     ),
+    // How long main counts an ended request's prompt blocks as held on its Thinker before a stats report says so
+    // (KV-aware routing and encodes skipped for held media; src/engine/routing/KvIndex.ts); 0: reports only.
+    kv_prediction_ms: optional(int(0)),
     // Other names the front end answers to besides its own model id (`gpt-4o` for clients that cannot be told
     // another): a request naming any other model is refused with 404 model_not_found.
     model_aliases: optional(

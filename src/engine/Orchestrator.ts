@@ -31,7 +31,7 @@ import { PrefixRoutes } from './PrefixRoutes.ts';
 import { LOCAL_STAGE, type StageWorkerHandle, type StartStageWorker } from './stageWorkers.ts';
 import { admissiblePrompt, entryTokenizer, promptContextOf, promptPositionsOf } from './mediaPrompt.ts';
 import { fitPrompt, videoFitPolicy } from './fitPrompt.ts';
-import type { PreparedPrompt, PromptContext, Tokenizer } from './mediaPrompt.ts';
+import type { MediaItem, PreparedPrompt, PromptContext, Tokenizer } from './mediaPrompt.ts';
 import { planEdges } from './planEdges.ts';
 import type { RequestStream } from './RequestStream.ts';
 import type {
@@ -94,7 +94,8 @@ export class Orchestrator implements Engine {
     const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, LOCAL_STAGE));
     this.pool = new StagePool({ graph, startWorker, restartOnDeath: opts.restartOnDeath ?? true, log });
     this.prefixRoutes = new PrefixRoutes(this.pool.instances);
-    this.router = new Router(graph.routing, this.pool.instances, (item) => ecEntryOf(this.ec, item));
+    const ecWhere = (item: MediaItem) => ecEntryOf(this.ec, item);
+    this.router = new Router(graph.routing, this.pool.instances, ecWhere, graph.kvPredictionMs);
     this.pool.on('ready', (view) => this.router.forget(view.instance));
     this.pending = new PendingAdmissions({ graph, health: () => this.pool.health(), log });
     this.rows = mediaRowsBudgetOf(graph);

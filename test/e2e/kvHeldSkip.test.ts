@@ -20,7 +20,10 @@ import { promtoolProblems } from '../helpers/promtool.ts';
 import { parsePrometheus } from './serverClient.ts';
 
 // 2 MiB: the short image prompt's blocks (~100 positions of KV and rows) fit, the long one's (~1,000) do not.
+// kv_prediction_ms: main's belief that an ended prompt's blocks are held outlives the test, so whether a repeat is
+// skipped depends on what main believes and the cache holds, not on how soon after the first answer it is routed.
 const yaml = `
+kv_prediction_ms: 600000
 stages:
   - stage_id: image-encoder
     kind: encoder
@@ -104,8 +107,8 @@ describe('no encode for an image the Thinker holds', () => {
     const first = await collect(engine!.generate(ask(img, long)));
     expect(first.done.finishReason).toBe('length');
     const sentBefore = sent.length;
-    // Main counts the ended prompt's blocks as held for a second (KvIndex PREDICTION_MS); the budget kept none of
-    // them past the long text, so the skip is wrong and the Thinker asks for the image.
+    // Main counts the ended prompt's blocks as held (kv_prediction_ms above); the budget kept none of them past
+    // the long text, so the skip is wrong and the Thinker asks for the image.
     await idle();
     const again = await collect(engine!.generate(ask(img, long)));
     expect(skipped).toEqual(['image', 'image']);

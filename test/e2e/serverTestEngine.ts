@@ -193,6 +193,7 @@ export const testGraph: StageGraph = {
   asyncChunk: true,
   scheduling: 'fifo',
   routing: 'least_loaded',
+  kvPredictionMs: 1000,
   stageHangMs: 2_000,
   stageNice: 0,
   modelsDir: '/tmp/models',

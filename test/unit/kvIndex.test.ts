@@ -103,4 +103,17 @@ describe('KvIndex', () => {
     index.update('thinker#0', held(ids(4), '{"model":"reloaded"}'));
     expect(index.overlaps(['thinker#0'], next, 2001).get('thinker#0')).toBe(4);
   });
+
+  it('predicts for the configured window (kv_prediction_ms); 0 trusts reports only', () => {
+    const naming = { root: ROOT, blockPositions: B };
+    const turn = { tokenIds: ids(20), namable: 20 };
+    const next = { tokenIds: [...ids(20), 77, 78], namable: 22 };
+    const long = new KvIndex(60_000);
+    long.predict('thinker#0', turn, 0, naming);
+    expect(long.overlaps(['thinker#0'], next, PREDICTION_MS + 1).get('thinker#0')).toBe(20);
+    expect(long.overlaps(['thinker#0'], next, 60_001).get('thinker#0') ?? 0).toBe(0);
+    const none = new KvIndex(0);
+    none.predict('thinker#0', turn, 0, naming);
+    expect(none.overlaps(['thinker#0'], next, 0).get('thinker#0') ?? 0).toBe(0);
+  });
 });

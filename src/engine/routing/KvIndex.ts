@@ -6,10 +6,11 @@
  * A report replaces the instance's whole set (a summary, not events: a lost or late report is corrected by the next,
  * 250 ms later, and no sequence can go out of step); an instance lost, restarted or reloaded is forgotten at once.
  * Between reports main predicts: a request that ended on an instance left its prompt's blocks there (every ending
- * does), so they count as held for PREDICTION_MS, by when reports made after that ending have come (a client that
- * sends its next turn as soon as an answer ends would otherwise be routed on a report older than that answer).
+ * does), so they count as held for a while (YAML `kv_prediction_ms`, default PREDICTION_MS), by when reports made
+ * after that ending have come (a client that sends its next turn as soon as an answer ends would otherwise be routed
+ * on a report older than that answer).
  * Memory is bounded by what reports carry (MAX_HELD_NAMES a report) times the instances, plus the prompts of the
- * last PREDICTION_MS.
+ * last prediction window.
  *
  * Main names a prompt's blocks as the Thinker does (blockNames.ts) as far as it holds the inputs: token ids and
  * keyed media (a video: its block key and offset) up to its first other media position (those are named by their
@@ -30,7 +31,7 @@ interface InstanceBlocks {
 /** How a cache names its blocks: the root of the chain and the positions of a block. */
 export type Naming = Pick<HeldBlocks, 'root' | 'blockPositions'>;
 
-/** How long a prompt that ended on an instance counts as held there without a report saying so. */
+/** How long a prompt that ended on an instance counts as held there without a report saying so (the default). */
 export const PREDICTION_MS = 1000;
 
 /** A prompt as the router names it: its token ids and where its first media position is (or its length). */
@@ -46,6 +47,9 @@ export interface NamedPrompt {
 
 export class KvIndex {
   readonly #instances = new Map<string, InstanceBlocks>();
+
+  /** `predictionMs`: how long an ended prompt counts as held (YAML `kv_prediction_ms`); 0: reports only. */
+  constructor(private readonly predictionMs = PREDICTION_MS) {}
 
   /** An instance's report: its set is replaced (predictions stay until they expire); none: it has no cache. */
   update(instance: string, held: HeldBlocks | undefined): void {
@@ -70,7 +74,7 @@ export class KvIndex {
     if (!held) this.#instances.set(instance, (held = { ...naming, names: new Set(), predicted: new Map() }));
     for (const [name, until] of held.predicted) if (until <= nowMs) held.predicted.delete(name);
     // An ended request computed every position of its prompt (its last too: it sampled there).
-    for (const name of this.#name(held, prompt, prompt.namable)) held.predicted.set(name, nowMs + PREDICTION_MS);
+    for (const name of this.#name(held, prompt, prompt.namable)) held.predicted.set(name, nowMs + this.predictionMs);
   }
 
   /** Keeps only these instances (the ready ones): the others are gone or restarting. */

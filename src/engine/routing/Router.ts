@@ -20,7 +20,7 @@ import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot, type KeyedSpan } from '../../sched/blockNames.ts';
 import { blockKeyOf } from '../blockKey.ts';
 import { heldItems } from '../heldItems.ts';
-import { KvIndex, type NamedPrompt } from './KvIndex.ts';
+import { KvIndex, PREDICTION_MS, type NamedPrompt } from './KvIndex.ts';
 import { LiveCost, type LiveSample, type PathWaitMs } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
 import { frameStepMs, pathWaitMs } from './stepWait.ts';
@@ -115,7 +115,7 @@ export class Router {
   /** `instance modality` -> seconds per row, from requests whose items on the instance were of one modality. */
   readonly #secondsPerRowOf = new Map<string, number>();
   readonly #turn = new Map<string, number>();
-  readonly #kv = new KvIndex();
+  readonly #kv: KvIndex;
   /** For the admission estimate (estimate()): a typical prompt, and what predictions miss per live request. */
   readonly #liveCost = new LiveCost();
   /** For the admission estimate too: how long a newcomer would wait for a batch seat (SeatWait.ts). */
@@ -126,7 +126,11 @@ export class Router {
     private readonly slots: ReadonlyMap<string, InstanceView>,
     /** Where the encoder-output store holds an item's rows (ecEntryOf); without a store every item is a miss. */
     private readonly ecWhere: (item: MediaItem) => EcEntry | null = () => null,
-  ) {}
+    /** How long an ended request's blocks count as held on its Thinker without a report (KvIndex.ts). */
+    kvPredictionMs = PREDICTION_MS,
+  ) {
+    this.#kv = new KvIndex(kvPredictionMs);
+  }
 
   /**
    * A process became READY under this name (a first boot, a restarted replica, a remote instance that joined or came
