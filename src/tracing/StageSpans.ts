@@ -41,6 +41,7 @@ import {
   type Link,
   type SpanContext,
 } from '@opentelemetry/api';
+import { hrTimeToMilliseconds } from '@opentelemetry/core';
 import { MAIN } from '../common/graph.ts';
 import type { ReservedSpanIds } from './spanIds.ts';
 import { spanTime } from './spanClock.ts';
@@ -116,6 +117,12 @@ interface Traced {
   /** The context whose span is the stage span (the parent of every span here), made when first needed. */
   context: Context | null;
   readonly addedAt: HrTime;
+  /**
+   * The earliest put (epoch ms) of a chunk this request took. Over Redis the add (control channel) and the producer's
+   * first chunk (data channel) travel apart, so that put can come before the add: the stage span then opens there,
+   * to contain its chunk hops.
+   */
+  firstSentAtMs: number;
   /** When the first step that served the request started; its queue span runs from addedAt to there. */
   queueEnd: HrTime | null;
   queueDone: boolean;
@@ -192,6 +199,7 @@ export class StageSpans {
       },
       context: null,
       addedAt: spanTime(),
+      firstSentAtMs: Infinity,
       queueEnd: null,
       queueDone: false,
       hops: [],
@@ -227,6 +235,7 @@ export class StageSpans {
     t.chunksIn++;
     t.bytesIn += bytes;
     t.slowestHopMs = Math.max(t.slowestHopMs, receivedAtMs - sentAtMs);
+    t.firstSentAtMs = Math.min(t.firstSentAtMs, sentAtMs);
     if (t.hopped.has(from)) return;
     t.hopped.add(from);
     const producerSpan = producer === undefined ? undefined : trace.getSpanContext(contextFromTraceparent(producer));
@@ -435,7 +444,7 @@ export class StageSpans {
       this.#tracer.startSpan(
         `stage ${this.stageId}`,
         {
-          startTime: t.addedAt,
+          startTime: t.firstSentAtMs < hrTimeToMilliseconds(t.addedAt) ? t.firstSentAtMs : t.addedAt,
           attributes: {
             'chorus.stage': this.stageId,
             'chorus.instance': this.instance,

@@ -6,6 +6,7 @@
  * ended by cancel before anyone listened, a refused generate(); its trace id on the handle).
  */
 import { trace, ROOT_CONTEXT, type Context, type Tracer } from '@opentelemetry/api';
+import { hrTimeToMilliseconds } from '@opentelemetry/core';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
@@ -156,7 +157,7 @@ describe('StageSpans', () => {
       new Map([['thinker', 'shm']]),
     );
     s.add('r1', root.traceparent);
-    const sentAt = Date.now() - 5;
+    const sentAt = Date.now() - 50;
     s.arrival('r1', 'thinker', sentAt, sentAt + 2, 100);
     s.arrival('r1', 'thinker', sentAt + 1, sentAt + 9, 50); // aggregated, no span
     const t0 = performance.now();
@@ -192,8 +193,12 @@ describe('StageSpans', () => {
       'chorus.edge.transport': 'shm',
       'chorus.bytes': 100,
     });
-    // The queue ended when its first step started.
+    // The first chunk was put 50 ms before the add reached the stage (as over Redis, where the two travel apart): the
+    // stage span opens at that put, so it contains its hop; its queue still starts at the add.
     const queue = byName.get('queue')!;
+    expect(hrTimeToMilliseconds(stage.startTime)).toBe(sentAt);
+    expect(hrTimeToMilliseconds(queue.startTime)).toBeGreaterThanOrEqual(sentAt + 40);
+    // The queue ended when its first step started.
     const step = byName.get('prefill step')!;
     expect(queue.endTime).toEqual(step.startTime);
   });
