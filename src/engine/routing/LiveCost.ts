@@ -88,8 +88,8 @@ export interface LiveSample {
   readonly predictedTtftMs: number;
   /** What admission estimated for it (its prediction plus the charge at its admission); null: nothing learned yet. */
   readonly estimatedMs: { readonly ttft: number | null; readonly ttfp: number | null };
-  ttftLearned: boolean;
-  ttfpLearned: boolean;
+  /** Its first text and first audio were learned from (each once). */
+  readonly learned: Record<Kind, boolean>;
   released: boolean;
 }
 
@@ -146,8 +146,7 @@ export class LiveCost {
       admittedAtMs,
       predictedTtftMs,
       estimatedMs,
-      ttftLearned: false,
-      ttfpLearned: false,
+      learned: { ttft: false, ttfp: false },
       released: false,
     };
     for (const w of this.#waiting) w.peakCompetitors = Math.max(w.peakCompetitors, competitors);
@@ -156,21 +155,21 @@ export class LiveCost {
   }
 
   firstToken(s: LiveSample, atMs: number): void {
-    if (s.ttftLearned) return;
-    s.ttftLearned = true;
-    this.alone.learn('ttft', s.live, atMs - s.admittedAtMs);
-    this.learnMiss('ttft', s, atMs);
-    this.learnRatio('ttft', s, atMs);
-    if (!s.wantsAudio) this.firstPacketOut(s);
+    if (this.learnFirst('ttft', s, atMs) && !s.wantsAudio) this.firstPacketOut(s);
   }
 
   firstAudio(s: LiveSample, atMs: number): void {
-    if (s.ttfpLearned) return;
-    s.ttfpLearned = true;
-    this.alone.learn('ttfp', s.live, atMs - s.admittedAtMs);
-    this.learnMiss('ttfp', s, atMs);
-    this.learnRatio('ttfp', s, atMs);
-    this.firstPacketOut(s);
+    if (this.learnFirst('ttfp', s, atMs)) this.firstPacketOut(s);
+  }
+
+  /** Learns from a request's first text or first audio; false (nothing learned) when that one was seen already. */
+  private learnFirst(kind: Kind, s: LiveSample, atMs: number): boolean {
+    if (s.learned[kind]) return false;
+    s.learned[kind] = true;
+    this.alone.learn(kind, s.live, atMs - s.admittedAtMs);
+    this.learnMiss(kind, s, atMs);
+    this.learnRatio(kind, s, atMs);
+    return true;
   }
 
   release(s: LiveSample): void {
