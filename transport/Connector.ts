@@ -8,6 +8,9 @@
  *
  * Deadlines are absolute wall-clock milliseconds (Date.now() based) so they mean the same in every process.
  */
+/** A frame given whole, or as parts written back to back (so callers need not concatenate). */
+export type FrameParts = Uint8Array | readonly Uint8Array[];
+
 export interface Connector {
   /** Its kind's name in the registry (transport/kinds.ts). */
   readonly kind: string;
@@ -16,13 +19,7 @@ export interface Connector {
    * frame is in the edge's buffer. When the buffer is full the call
    * waits for room (backpressure) until `deadline`, then rejects with CHORUS_ERR_BACKPRESSURE_TIMEOUT.
    */
-  put(
-    from: string,
-    to: string,
-    key: string,
-    frame: Uint8Array | readonly Uint8Array[],
-    deadline: number,
-  ): Promise<void>;
+  put(from: string, to: string, key: string, frame: FrameParts, deadline: number): Promise<void>;
   /**
    * Receives the frame stored under `key` on the edge. Waits, without polling, until it arrives or
    * `deadline` passes (rejects with CHORUS_ERR_CHUNK_TIMEOUT). Frames that arrive for other keys are

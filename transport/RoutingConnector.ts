@@ -4,7 +4,7 @@
  * close reach all of them.
  */
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
-import type { Connector } from './Connector.ts';
+import type { Connector, FrameParts } from './Connector.ts';
 import { endMatches, type EdgeBinding } from './edges.ts';
 
 export class RoutingConnector implements Connector {
@@ -21,7 +21,7 @@ export class RoutingConnector implements Connector {
     this.kind = this.#all[0]?.kind ?? 'shm';
   }
 
-  put(from: string, to: string, key: string, frame: Uint8Array | readonly Uint8Array[], deadline: number) {
+  put(from: string, to: string, key: string, frame: FrameParts, deadline: number) {
     return this.#route(from, to).put(from, to, key, frame, deadline);
   }
 

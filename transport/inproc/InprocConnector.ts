@@ -6,7 +6,7 @@
  * the producer must not modify a frame after put().
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Connector } from '../Connector.ts';
+import type { Connector, FrameParts } from '../Connector.ts';
 import { joinParts } from '../codec.ts';
 import { KeyedMailbox, raceDeadline } from '../KeyedMailbox.ts';
 
@@ -37,13 +37,7 @@ export class InprocConnector implements Connector {
     this.capacityBytes = options.capacityBytes ?? DEFAULT_INPROC_CAPACITY_BYTES;
   }
 
-  put(
-    from: string,
-    to: string,
-    key: string,
-    parts: Uint8Array | readonly Uint8Array[],
-    deadline: number,
-  ): Promise<void> {
+  put(from: string, to: string, key: string, parts: FrameParts, deadline: number): Promise<void> {
     if (this.#closed) return Promise.reject(this.#closedError());
     const frame = parts instanceof Uint8Array ? parts : joinParts(parts);
     if (frame.byteLength > this.capacityBytes) {

@@ -5,7 +5,7 @@
  * instance, and close rejects only this instance's pending puts and gets (the hub lives until release()).
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import type { Connector } from '../Connector.ts';
+import type { Connector, FrameParts } from '../Connector.ts';
 import { InprocConnector } from './InprocConnector.ts';
 
 const hubs = new Map<string, InprocConnector>();
@@ -49,7 +49,7 @@ class InprocView implements Connector {
     this.#self = self;
   }
 
-  put(from: string, to: string, key: string, frame: Uint8Array | readonly Uint8Array[], deadline: number) {
+  put(from: string, to: string, key: string, frame: FrameParts, deadline: number) {
     return this.#track(() => this.#hub.put(from, to, key, frame, deadline));
   }
 

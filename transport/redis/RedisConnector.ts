@@ -19,7 +19,7 @@
  * (pub/sub messages of the outage are lost, so nothing may wait on them).
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { requestIdOfKey, type Connector } from '../Connector.ts';
+import { requestIdOfKey, type Connector, type FrameParts } from '../Connector.ts';
 import { KeyedMailbox, raceDeadline } from '../KeyedMailbox.ts';
 import { encodeElement } from './layout.ts';
 import { RedisIo } from './RedisIo.ts';
@@ -71,7 +71,7 @@ export class RedisConnector implements Connector {
     return c;
   }
 
-  put(from: string, to: string, key: string, frame: Uint8Array | readonly Uint8Array[], deadline: number) {
+  put(from: string, to: string, key: string, frame: FrameParts, deadline: number) {
     if (this.#closed) return Promise.reject(closedError());
     if (!this.#io.up) return Promise.reject(this.#unavailable());
     const parts = frame instanceof Uint8Array ? [frame] : frame;

@@ -12,7 +12,7 @@
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
-import type { Connector } from '../Connector.ts';
+import type { Connector, FrameParts } from '../Connector.ts';
 import { KeyedMailbox } from '../KeyedMailbox.ts';
 import { ShmRing } from './ShmRing.ts';
 
@@ -100,13 +100,7 @@ export class ShmConnector implements Connector {
     for (const edge of edges) ShmRing.unlinkByName(edge.ringName);
   }
 
-  put(
-    from: string,
-    to: string,
-    key: string,
-    frame: Uint8Array | readonly Uint8Array[],
-    deadline: number,
-  ): Promise<void> {
+  put(from: string, to: string, key: string, frame: FrameParts, deadline: number): Promise<void> {
     const ring = from === this.me ? this.#outbound.get(to) : undefined;
     if (ring === undefined) return Promise.reject(this.#noEdge(from, to));
     if (this.#closing) return Promise.reject(closedError(`${from}->${to}`));

@@ -5,11 +5,10 @@
  * background thread, woken through a futex in the segment.
  */
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import type { FrameParts } from '../Connector.ts';
 import { raceDeadline } from '../KeyedMailbox.ts';
 import { addon, toChorusError, WaitStatus, type NativeRing } from './binding.ts';
 import { newSegmentName, sweepStaleSegments } from './segments.ts';
-
-export type FrameParts = Uint8Array | readonly Uint8Array[];
 
 export interface ShmRingCreateOptions {
   /** Data bytes; rounded up to a multiple of 8. The largest frame is capacityBytes - 4. */
