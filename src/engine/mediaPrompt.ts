@@ -10,7 +10,7 @@ import { encodersOf, type StageGraph, type StageSpec } from '../common/graph.ts'
 import type { EncoderSettings, MediaModality } from '../common/encoderSettings.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { mediaInvalid } from '../media/mediaError.ts';
-import { MODALITIES, modalities, modalityOf, type MediaPart } from '../media/modalities/index.ts';
+import { MODALITIES, modalityOf, placeholderSpellings, type MediaPart } from '../media/modalities/index.ts';
 import type { MediaGrid } from '../common/modality.ts';
 import type { InterleaveTiming } from '../media/video/interleave.ts';
 import { buildPositionMap, type MediaSpan } from '../media/positionMap.ts';
@@ -68,10 +68,10 @@ export type PlaceholderIds = Readonly<Record<MediaModality, number | null>>;
 export function placeholderIds(tokenizer: Tokenizer): PlaceholderIds {
   // Looked up, not encoded: encoding text a vocabulary lacks may be refused (a tokenizer without unk_token).
   const find = (m: MediaModality): number | null => {
-    const def = modalities[m];
-    if (tokenizer instanceof ByteTokenizer) return tokenizer.specialTokenId(def.bytePlaceholder);
+    const spellings = placeholderSpellings(m);
+    if (tokenizer instanceof ByteTokenizer) return tokenizer.specialTokenId(spellings.byte);
     if (!(tokenizer instanceof HfTokenizer)) return null;
-    for (const name of def.hfPlaceholders) {
+    for (const name of spellings.hf) {
       const id = tokenizer.specialTokenId(name);
       if (id !== null) return id;
     }
@@ -229,7 +229,7 @@ function encoderOf(part: MediaPart, what: string, ctx: PromptContext): StageSpec
     throw new ChorusError(
       ErrorCodes.MEDIA_INVALID,
       `${what}: the thinker's tokenizer has no ${modality} placeholder token ` +
-        `(${modalities[modality].hfPlaceholders.join(', ')}), so media cannot be placed in its prompt`,
+        `(${placeholderSpellings(modality).hf.join(', ')}), so media cannot be placed in its prompt`,
     );
   }
   if (part.data.byteLength > ctx.maxItemBytes) {

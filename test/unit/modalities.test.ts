@@ -4,7 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MODALITIES } from '../../src/common/modality.ts';
-import { modalities, modalitiesServed, modalityOfBody } from '../../src/media/modalities/index.ts';
+import {
+  modalities,
+  modalitiesServed,
+  modalityOfBody,
+  placeholderSpellings,
+} from '../../src/media/modalities/index.ts';
+import { placeholderIds } from '../../src/engine/mediaPrompt.ts';
+import { ByteTokenizer } from '../../src/tokenizer/ByteTokenizer.ts';
 import { bytesKeyOf } from '../../src/media/mediaKey.ts';
 import { video } from '../../src/media/modalities/video.ts';
 import { buildPositionMap, mropePositions } from '../../src/media/positionMap.ts';
@@ -27,7 +34,10 @@ describe('the modality registry', () => {
     expect(Object.keys(modalities)).toEqual([...MODALITIES]);
     const formats = Object.values(modalities).flatMap((m) => m.formats);
     expect(new Set(formats).size).toBe(formats.length);
-    expect(new Set(Object.values(modalities).map((m) => m.bytePlaceholder)).size).toBe(MODALITIES.length);
+    const byteIds = placeholderIds(new ByteTokenizer(512));
+    expect(MODALITIES.every((m) => byteIds[m] !== null)).toBe(true);
+    expect(new Set(MODALITIES.map((m) => byteIds[m])).size).toBe(MODALITIES.length);
+    expect(placeholderSpellings('audio').hf[0]).toBe('<|AUDIO|>'); // Qwen2.5-Omni's, tried first
     for (const m of MODALITIES) expect(modalities[m].name).toBe(m);
     const body = { kind: 'media', item: 0, what: 'x', bytes: new Uint8Array() } as const;
     expect(modalityOfBody({ ...body, format: 'pcm16' }).name).toBe('audio');

@@ -47,16 +47,21 @@ export interface PreparedItem {
   input(): EncoderInput;
 }
 
+/**
+ * A modality's placeholder token, spelled from its name (one rule for every modality): in a Hugging Face vocabulary
+ * `<|AUDIO|>` (Qwen2.5-Omni), `<|audio_pad|>` (Qwen2-VL, Qwen2-Audio) or `<|audio|>`, tried in that order; in the byte
+ * tokenizer of the generated models, `<|audio|>`.
+ */
+export function placeholderSpellings<M extends Modality>(name: M): { hf: readonly string[]; byte: `<|${M}|>` } {
+  return { hf: [`<|${name.toUpperCase()}|>`, `<|${name}_pad|>`, `<|${name}|>`], byte: `<|${name}|>` };
+}
+
 export interface ModalityDef<M extends Modality> {
   readonly name: M;
   /** The encoder model family that reads it: an audio encoder, or a vision encoder (images and video share one). */
   readonly encoder: 'audio' | 'vision';
   /** The formats its chunks carry to its encoder (MediaBody.format). */
   readonly formats: readonly MediaFormat[];
-  /** Its placeholder token in a Hugging Face vocabulary, spellings tried in order (Qwen2.5-Omni's first). */
-  readonly hfPlaceholders: readonly string[];
-  /** Its placeholder in the byte tokenizer of the generated models. */
-  readonly bytePlaceholder: '<|audio|>' | '<|image|>' | '<|video|>';
   /**
    * The prefix cache names its positions by the item's block key and offset (true: video and images, whose rows are a
    * function of main's key: a request finds their KV at admission, before and without their encoder's round trip), or

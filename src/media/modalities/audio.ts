@@ -13,8 +13,6 @@ export const audio: ModalityDef<'audio'> = {
   name: 'audio',
   encoder: 'audio',
   formats: ['wav', 'pcm16'],
-  hfPlaceholders: ['<|AUDIO|>', '<|audio_pad|>', '<|audio|>'],
-  bytePlaceholder: '<|audio|>',
   keyedBlocks: false,
 
   shapeProblem(part, at) {

@@ -15,8 +15,6 @@ export const image: ModalityDef<'image'> = {
   name: 'image',
   encoder: 'vision',
   formats: ['image'],
-  hfPlaceholders: ['<|IMAGE|>', '<|image_pad|>', '<|image|>'],
-  bytePlaceholder: '<|image|>',
   // Named by its bytes key, as a clip is: a camera frame prefilled already is adopted from the prefix cache at once,
   // without waiting for the encoder's round trip (a cache hit there, but behind whatever it is encoding).
   keyedBlocks: true,

@@ -38,4 +38,5 @@ export function modalityOf(part: MediaPart): ModalityDef<Modality> {
 }
 
 export type { ItemLayout, MediaPart, ModalityDef, PartOf, PreparedItem } from './ModalityDef.ts';
+export { placeholderSpellings } from './ModalityDef.ts';
 export { MODALITIES, type Modality } from '../../common/modality.ts';

@@ -42,8 +42,6 @@ export const video: ModalityDef<'video'> = {
   name: 'video',
   encoder: 'vision',
   formats: ['video'],
-  hfPlaceholders: ['<|VIDEO|>', '<|video_pad|>', '<|video|>'],
-  bytePlaceholder: '<|video|>',
   keyedBlocks: true,
 
   shapeProblem(part, at) {
