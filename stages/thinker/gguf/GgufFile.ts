@@ -83,41 +83,42 @@ function invalid(path: string, problem: string): ChorusError {
   return new ChorusError(ErrorCodes.GGUF_INVALID, `${path} is not a GGUF file Chorus can read: it ${problem}`);
 }
 
+/**
+ * GGUF's metadata value types, indexed by their code (the spec's GGUF_METADATA_VALUE_TYPE: UINT8 = 0 ... FLOAT64 = 12);
+ * each number and string type named after the Cursor method that reads it.
+ */
+const VALUE_TYPES = [
+  'u8',
+  'i8',
+  'u16',
+  'i16',
+  'u32',
+  'i32',
+  'f32',
+  'bool',
+  'string',
+  'array',
+  'u64',
+  'i64',
+  'f64',
+] as const;
+
 function readValue(c: Cursor, type: number, path: string, key: string): GgufValue {
-  switch (type) {
-    case 0:
-      return c.u8();
-    case 1:
-      return c.i8();
-    case 2:
-      return c.u16();
-    case 3:
-      return c.i16();
-    case 4:
-      return c.u32();
-    case 5:
-      return c.i32();
-    case 6:
-      return c.f32();
-    case 7:
+  const name = VALUE_TYPES[type];
+  switch (name) {
+    case undefined:
+      throw invalid(path, `has metadata ${key} of unknown value type ${type}`);
+    case 'bool':
       return c.u8() !== 0;
-    case 8:
-      return c.string();
-    case 9: {
+    case 'array': {
       const elementType = c.u32();
       const length = c.count();
       const items = new Array<GgufValue>(length);
       for (let i = 0; i < length; i++) items[i] = readValue(c, elementType, path, key);
       return items;
     }
-    case 10:
-      return c.u64();
-    case 11:
-      return c.i64();
-    case 12:
-      return c.f64();
     default:
-      throw invalid(path, `has metadata ${key} of unknown value type ${type}`);
+      return c[name]();
   }
 }
 
