@@ -2,9 +2,10 @@
 // message of one input_image, which the server treats as a camera frame (docs/video.md#camera-frames-in-a-conversation:
 // near-duplicates skipped, a window of recent frames kept, each frame prefilled as it arrives). Frames are not turns:
 // the transcript leaves them out and the camera line counts the frames the conversation holds.
-import { $, deviceFailed, logLine, setPressed, state } from './page.js';
+import { startDevice, stopTracks } from './device.js';
+import { $, logLine, setPressed, state } from './page.js';
 import { updateInputControls } from './pipeline.js';
-import { connect, sendEvent } from './socket.js';
+import { sendEvent } from './socket.js';
 
 /** One frame a second, at most this wide (the image encoder shrinks frames to 224 x 224 anyway). */
 export const FRAME_EVERY_MS = 1000;
@@ -54,35 +55,31 @@ function sendFrame() {
 }
 
 export async function startCamera() {
-  const button = $('camera');
-  button.disabled = true;
-  state.camera.error = null;
-  let stream = null;
-  try {
-    await connect();
-    stream = await navigator.mediaDevices.getUserMedia({ video: { width: { ideal: 640 }, height: { ideal: 480 } } });
-    const video = $('cameraPreview');
-    video.srcObject = stream;
-    video.hidden = false;
-    await video.play();
-    camera = { stream, video, canvas: document.createElement('canvas'), timer: null };
-    state.camera.on = true;
-    sendFrame();
-    camera.timer = setInterval(sendFrame, FRAME_EVERY_MS);
-    setPressed(button, true, 'Stop camera');
-    logLine('camera', `on (a frame every ${FRAME_EVERY_MS / 1000} s)`);
-  } catch (err) {
-    deviceFailed('camera', 'camera', camera ? null : stream, err);
-  } finally {
-    button.disabled = false;
-    showCameraState();
-  }
+  await startDevice({
+    device: 'camera',
+    name: 'camera',
+    constraints: { video: { width: { ideal: 640 }, height: { ideal: 480 } } },
+    held: () => camera !== null,
+    wire: async (stream, button) => {
+      const video = $('cameraPreview');
+      video.srcObject = stream;
+      video.hidden = false;
+      await video.play();
+      camera = { stream, video, canvas: document.createElement('canvas'), timer: null };
+      state.camera.on = true;
+      sendFrame();
+      camera.timer = setInterval(sendFrame, FRAME_EVERY_MS);
+      setPressed(button, true, 'Stop camera');
+      logLine('camera', `on (a frame every ${FRAME_EVERY_MS / 1000} s)`);
+    },
+  });
+  showCameraState();
 }
 
 export function stopCamera(why) {
   if (camera) {
     clearInterval(camera.timer);
-    for (const track of camera.stream.getTracks()) track.stop();
+    stopTracks(camera.stream);
     camera.video.srcObject = null;
     camera.video.hidden = true;
     camera = null;

@@ -1,10 +1,11 @@
 // The microphone: getUserMedia -> AudioWorklet (resampled to 24 kHz pcm16) -> input_audio_buffer.append.
 import { MIC_CHUNK_MS, MIC_PROCESSOR, pcmToBase64 } from './pcm16.js';
-import { $, deviceFailed, logLine, setPressed, setVoice, state } from './page.js';
+import { startDevice, stopTracks } from './device.js';
+import { $, logLine, setPressed, setVoice, state } from './page.js';
 import { ensureAudio } from './playback.js';
 import { updateInputControls } from './pipeline.js';
 import { applySettings, vadOn } from './settings.js';
-import { connect, sendEvent } from './socket.js';
+import { sendEvent } from './socket.js';
 
 /** The AudioWorklet module, served beside this one. */
 const MIC_WORKLET_URL = new URL('./micWorklet.js', import.meta.url).href;
@@ -29,46 +30,43 @@ function onMicChunk(pcm, rms) {
 
 export async function startMic() {
   const ctx = ensureAudio(); // inside the click, so autoplay policies let it run
-  const button = $('mic');
-  button.disabled = true;
-  state.mic.error = null;
-  let stream = null;
-  try {
-    await connect();
-    stream = await navigator.mediaDevices.getUserMedia({
-      // Echo cancellation keeps the answer coming out of the speakers from being heard as the user (barge-in).
-      audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
-    });
-    if (!state.micModuleLoaded) {
-      await ctx.audioWorklet.addModule(MIC_WORKLET_URL);
-      state.micModuleLoaded = true;
-    }
-    const source = ctx.createMediaStreamSource(stream);
-    const node = new AudioWorkletNode(ctx, MIC_PROCESSOR, {
-      numberOfInputs: 1,
-      numberOfOutputs: 1,
-      channelCount: 1,
-      channelCountMode: 'explicit', // the graph downmixes to mono before the processor sees it
-    });
-    // A node nothing pulls may never be processed: route it to the speakers through a muted gain.
-    const sink = ctx.createGain();
-    sink.gain.value = 0;
-    node.connect(sink).connect(ctx.destination);
-    node.port.onmessage = (m) => onMicChunk(m.data.pcm, m.data.rms);
-    micNodes = { stream, source, node, sink };
-    state.mic.on = true;
-    // Turn detection on (the settings panel's VAD) before the first append, so the VAD hears the turn from its start.
-    applySettings();
-    source.connect(node);
-    updateCommitButton();
-    setPressed(button, true, 'Stop mic');
-    setVoice('listening');
-    logLine('mic', vadOn() ? 'on (server_vad)' : 'on (turns sent with Send speech)');
-  } catch (err) {
-    deviceFailed('mic', 'microphone', micNodes ? null : stream, err);
-  } finally {
-    button.disabled = false;
+  await startDevice({
+    device: 'mic',
+    name: 'microphone',
+    // Echo cancellation keeps the answer coming out of the speakers from being heard as the user (barge-in).
+    constraints: { audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true } },
+    held: () => micNodes !== null,
+    wire: (stream, button) => wireMic(ctx, stream, button),
+  });
+}
+
+/** The mic's audio graph: its stream -> the worklet (mono, 24 kHz pcm16 chunks) -> onMicChunk. */
+async function wireMic(ctx, stream, button) {
+  if (!state.micModuleLoaded) {
+    await ctx.audioWorklet.addModule(MIC_WORKLET_URL);
+    state.micModuleLoaded = true;
   }
+  const source = ctx.createMediaStreamSource(stream);
+  const node = new AudioWorkletNode(ctx, MIC_PROCESSOR, {
+    numberOfInputs: 1,
+    numberOfOutputs: 1,
+    channelCount: 1,
+    channelCountMode: 'explicit', // the graph downmixes to mono before the processor sees it
+  });
+  // A node nothing pulls may never be processed: route it to the speakers through a muted gain.
+  const sink = ctx.createGain();
+  sink.gain.value = 0;
+  node.connect(sink).connect(ctx.destination);
+  node.port.onmessage = (m) => onMicChunk(m.data.pcm, m.data.rms);
+  micNodes = { stream, source, node, sink };
+  state.mic.on = true;
+  // Turn detection on (the settings panel's VAD) before the first append, so the VAD hears the turn from its start.
+  applySettings();
+  source.connect(node);
+  updateCommitButton();
+  setPressed(button, true, 'Stop mic');
+  setVoice('listening');
+  logLine('mic', vadOn() ? 'on (server_vad)' : 'on (turns sent with Send speech)');
 }
 
 export function stopMic(why) {
@@ -77,7 +75,7 @@ export function stopMic(why) {
     micNodes.source.disconnect();
     micNodes.node.disconnect();
     micNodes.sink.disconnect();
-    for (const track of micNodes.stream.getTracks()) track.stop();
+    stopTracks(micNodes.stream);
     micNodes = null;
   }
   const wasOn = state.mic.on;

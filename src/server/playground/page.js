@@ -56,17 +56,6 @@ export function setPressed(button, on, label) {
   button.textContent = label;
 }
 
-/**
- * A device (the microphone, the camera) that did not start: the stream it opened, if any, is stopped (the browser's
- * light goes off), and why is kept in its state, shown and logged.
- */
-export function deviceFailed(device, name, stream, err) {
-  if (stream) for (const track of stream.getTracks()) track.stop();
-  state[device].error = err.message;
-  setStatus(`${name}: ${err.message}`);
-  logLine(device, `failed: ${err.message}`);
-}
-
 export function setVoice(voiceState) {
   state.mic.state = voiceState;
   const el = $('voice');
