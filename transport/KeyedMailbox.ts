@@ -82,16 +82,9 @@ export class KeyedMailbox {
     this.#label = label;
   }
 
-  get keptBytes(): number {
-    return this.#keptBytes;
-  }
-
-  get keptFrames(): number {
-    return this.#kept.size;
-  }
-
-  get pendingGets(): number {
-    return this.#pending.size;
+  /** What it holds now: frames kept for a get to come (and their bytes), and gets waiting for their frame. */
+  held(): { readonly keptFrames: number; readonly keptBytes: number; readonly pendingGets: number } {
+    return { keptFrames: this.#kept.size, keptBytes: this.#keptBytes, pendingGets: this.#pending.size };
   }
 
   /**
