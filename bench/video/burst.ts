@@ -13,9 +13,8 @@
  * text burst (goal <= 1.2x). Beside them, each arm's CPU ms per burst by process (main with the clients, main's
  * decoder children, each stage process): where the time goes whatever the load. Every request's prompt is its own
  * (the round and index in it) and every round's clip has its own colours, so no cache serves a burst from an earlier
- * one. TTFT is the client's, to the first streamed content.
- *
- * With --together the texts are sent once the clip request is admitted (see burst()): the seed's batch at the engine.
+ * one. TTFT is the client's, to the first streamed content. With --together the texts are sent once the clip request
+ * is admitted (see burst()): the seed's batch at the engine.
  *
  *   npx tsx bench/video/burst.ts [--config configs/tiny-omni.yaml] [--rounds 3] [--requests 32] [--together]
  */
@@ -84,11 +83,13 @@ interface BurstResult {
 /** Main's name in the CPU figures: the bench's process, which runs main and the clients. */
 const MAIN = 'main+clients';
 
-/** CPU ms of this process's children that have ended (main's decoders: a clip's ffmpeg), from /proc/self/stat. */
+/** CPU ms of main's clip decoders that have ended: this process's children's children (the decoder spawner's). */
 function childrenCpuMs(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS_PER_SECOND; // cutime + cstime
+  const stats = readFileSync(`/proc/self/task/${process.pid}/children`, 'utf8').split(' ').filter(Boolean);
+  return stats.reduce((ms, pid) => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); // a child gone: the run failed
+    return ms + ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS_PER_SECOND; // cutime + cstime
+  }, 0);
 }
 
 /** CPU ms by process over `run`: every local stage process, this process (main and the clients), its children. */
@@ -171,8 +172,7 @@ async function main(): Promise<void> {
       together: { type: 'boolean', default: false },
     },
   });
-  const rounds = Number(values.rounds);
-  const requests = Number(values.requests);
+  const [rounds, requests] = [Number(values.rounds), Number(values.requests)];
   const log = benchLogger(process.stderr);
   const config = await readBenchConfig(values.config);
   // Per round one clip for async and sync (each on its own server), another for alone (on async's: no cache hit).

@@ -1,11 +1,13 @@
 /**
  * The video decoder (a child ffmpeg): sampling at the asked fps, uniform picks under max_frames, frame sizing, and
- * each refusal naming the item and the limit: corrupt, truncated, too long, too large, too slow; the child's priority.
+ * each refusal naming the item and the limit: corrupt, truncated, too long, too large, too slow; the child's priority
+ * (set by the decoder spawner, whose child it is: test/unit/decoderSpawner.test.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
+import { DecoderSpawner } from '../../src/media/video/DecoderSpawner.ts';
 import { decodeVideo, type VideoLimits } from '../../src/media/video/decodeVideo.ts';
 import { DEFAULT_VIDEO_GRID, videoEmbeddingCount } from '../../src/media/video/videoGrid.ts';
 import { pngBytes } from '../helpers/media.ts';
@@ -71,10 +73,11 @@ describe('decodeVideo', () => {
 
   it("runs the decoder at the nice value it is given (its encoder's: below the Thinker)", async () => {
     const target = Math.min(19, getPriority() + 11);
-    /** The ffmpeg children of this process now, with their nice values (field 19 of /proc/<pid>/stat). */
+    /** The decoder spawner's ffmpeg children now, with their nice values (field 19 of /proc/<pid>/stat). */
+    const spawner = DecoderSpawner.shared().pid!;
     const decoders = () =>
-      readdirSync('/proc/self/task')
-        .flatMap((tid) => readFileSync(`/proc/self/task/${tid}/children`, 'utf8').split(' ').filter(Boolean))
+      readdirSync(`/proc/${spawner}/task`)
+        .flatMap((tid) => readFileSync(`/proc/${spawner}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean))
         .flatMap((pid) => {
           try {
             const [name, rest] = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ');

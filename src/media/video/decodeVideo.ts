@@ -3,11 +3,13 @@
  * installs with `npm ci`, with h264, hevc, vp8, vp9, av1, aac, opus and vorbis decoders). Decoding a client's file is
  * risky and slow, so it never runs in main's event loop: the child talks to us through its pipes only, under a time
  * limit (SIGKILL at the deadline), with caps on the input bytes, on the sampled frames' bytes and on the clip's length
- * (the child is killed as soon as one is passed, not after it has decoded everything).
+ * (the child is killed as soon as one is passed, not after it has decoded everything). Nor does main start it: the
+ * decoder spawner does (DecoderSpawner.ts: a fork from main stopped its event loop for a time growing with its
+ * memory), and main reads the child's output sockets directly.
  *
  * The input goes to the child as a file in a private temporary folder (removed afterwards): an mp4 whose index (moov)
- * comes after its data, as phones write them, cannot be read from a pipe. Frame lists (a video sent as images) go
- * through stdin (image2pipe).
+ * comes after its data, as phones write them, cannot be read from a pipe. Frame lists (a video sent as images) are
+ * written there one image after another and read with image2pipe.
  *
  * With `withAudio` (use_audio_in_video) the same child also writes the clip's first audio track as 16 kHz mono pcm16
  * on a third pipe (fd 3), for the audio encoder; a clip without one is refused (CHORUS_ERR_VIDEO_NO_AUDIO), never
@@ -16,13 +18,13 @@
  * Errors name the item and the limit: CHORUS_ERR_VIDEO_INVALID (corrupt, truncated, no video stream),
  * CHORUS_ERR_VIDEO_TOO_LONG, CHORUS_ERR_VIDEO_TOO_LARGE, CHORUS_ERR_VIDEO_DECODE_TIMEOUT, CHORUS_ERR_VIDEO_NO_AUDIO.
  */
-import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { setPriority, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
 import { ChorusError, ErrorCodes, type ErrorCode } from '../../common/errors.ts';
+import { DecoderSpawner } from './DecoderSpawner.ts';
 import { PpmFrames, type RgbFrame } from './PpmFrames.ts';
 import { effectiveFps, scaleFilter, uniformPick, type VideoGridConfig, type VideoSampling } from './videoGrid.ts';
 
@@ -71,12 +73,12 @@ function inputBytes(source: VideoSource): number {
   return source.kind === 'file' ? source.bytes.byteLength : source.images.reduce((n, b) => n + b.byteLength, 0);
 }
 
-function ffmpegArgs(source: VideoSource, inputPath: string | null, sampling: VideoSampling, grid: VideoGridConfig) {
+function ffmpegArgs(source: VideoSource, inputPath: string, sampling: VideoSampling, grid: VideoGridConfig) {
   const common = ['-hide_banner', '-loglevel', 'error', '-xerror', '-nostdin', '-threads', '1'];
   const input =
     source.kind === 'file'
-      ? ['-i', inputPath!]
-      : ['-f', 'image2pipe', '-framerate', String(sampling.fps), '-i', 'pipe:0'];
+      ? ['-i', inputPath]
+      : ['-f', 'image2pipe', '-framerate', String(sampling.fps), '-i', inputPath];
   // A frame list is already sampled: each image is one frame at the rate the client gave.
   const filters = [...(source.kind === 'file' ? [`fps=${sampling.fps}`] : []), scaleFilter(grid), 'format=rgb24'];
   const output = ['-map', '0:v:0', '-an', '-sn', '-dn', '-vf', filters.join(','), '-f', 'image2pipe', '-c:v', 'ppm'];
@@ -109,11 +111,12 @@ export async function decodeVideo(
     );
   }
   if (sampling.withAudio && source.kind === 'frames') throw noAudio(what, 'a clip sent as frame images has none');
-  const dir = source.kind === 'file' ? await mkdtemp(join(tmpdir(), 'chorus-video-')) : null;
+  const dir = await mkdtemp(join(tmpdir(), 'chorus-video-'));
   try {
-    const inputPath = dir ? join(dir, 'input') : null;
-    if (source.kind === 'file') await writeFile(inputPath!, source.bytes, { mode: 0o600 });
-    const run = await runDecoder(source, ffmpegArgs(source, inputPath, sampling, grid), sampling, limits, what);
+    const inputPath = join(dir, 'input');
+    await writeFile(inputPath, source.kind === 'file' ? source.bytes : source.images, { mode: 0o600 });
+    const args = ffmpegArgs(source, inputPath, sampling, grid);
+    const run = await runDecoder(source.kind, args, sampling, limits, what);
     const { frames } = run;
     const picked = uniformPick(frames.length, sampling.maxFrames).map((i) => frames[i]);
     const { width, height } = picked[0];
@@ -129,38 +132,25 @@ export async function decodeVideo(
       ...(run.audio ? { audio: run.audio } : {}),
     };
   } finally {
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
 /**
- * Sets the child's priority. spawn returns once the child has exec'd ffmpeg, before it has read its input or started
- * a thread (it decodes on one, -threads 1), so the whole decode runs at it. Not being able to set it (the child gone
- * already) costs speed only.
+ * Runs the child to its end (or kills it at the first limit passed) and returns the frames it wrote. The spawner
+ * starts it at `limits.nice`, so the whole decode runs at it.
  */
-function lowerChild(pid: number | undefined, nice: number | undefined): void {
-  if (pid === undefined || nice === undefined) return;
-  try {
-    setPriority(pid, nice);
-  } catch {
-    // ESRCH: it exited already (its exit says why); EACCES cannot happen, as a nice value is only ever raised here
-  }
-}
-
-/** Runs the child to its end (or kills it at the first limit passed) and returns the frames it wrote. */
-function runDecoder(
-  source: VideoSource,
+async function runDecoder(
+  kind: VideoSource['kind'],
   args: readonly string[],
   sampling: VideoSampling,
   limits: VideoLimits,
   what: string,
 ): Promise<{ frames: RgbFrame[]; audio: Uint8Array | null }> {
+  const outputCount = sampling.withAudio ? 3 : 2; // fd 1 the frames, fd 2 its complaints, fd 3 the track
+  const child = await DecoderSpawner.shared().spawn(FFMPEG_PATH, args, outputCount, limits.nice ?? null);
+  const [stdout, stderrStream, trackStream] = child.outputs;
   return new Promise((resolve, reject) => {
-    const stdin = source.kind === 'frames' ? 'pipe' : 'ignore';
-    const child = spawn(FFMPEG_PATH, args, {
-      stdio: sampling.withAudio ? [stdin, 'pipe', 'pipe', 'pipe'] : [stdin, 'pipe', 'pipe'],
-    });
-    lowerChild(child.pid, limits.nice);
     const frames: RgbFrame[] = [];
     const reader = new PpmFrames();
     // One frame past the limit proves the clip is longer (frame k is at k / fps s).
@@ -170,13 +160,13 @@ function runDecoder(
     let failure: ChorusError | null = null;
     const stop = (err: ChorusError): void => {
       failure ??= err;
-      child.kill('SIGKILL');
+      child.kill();
     };
     const timer = setTimeout(
       () => stop(fail(ErrorCodes.VIDEO_DECODE_TIMEOUT, what, `decoding took over the ${limits.timeoutMs} ms limit`)),
       limits.timeoutMs,
     );
-    child.stdout!.on('data', (chunk: Buffer) => {
+    stdout.on('data', (chunk: Buffer) => {
       if (failure) return;
       let got: RgbFrame[];
       try {
@@ -187,7 +177,7 @@ function runDecoder(
       for (const f of got) {
         frames.push(f);
         frameBytes += f.data.byteLength;
-        if (source.kind === 'file' && frames.length > maxSampled) {
+        if (kind === 'file' && frames.length > maxSampled) {
           return stop(
             fail(ErrorCodes.VIDEO_TOO_LONG, what, `the video is longer than the ${limits.maxSeconds} s limit`),
           );
@@ -204,31 +194,32 @@ function runDecoder(
         }
       }
     });
-    const track = sampling.withAudio ? collectTrack(child.stdio[3] as Readable, limits, what, stop) : null;
-    child.stderr!.on('data', (chunk: Buffer) => {
+    const track = trackStream ? collectTrack(trackStream, limits, what, stop) : null;
+    stderrStream.on('data', (chunk: Buffer) => {
       if (stderr.length < 4096) stderr += chunk.toString('utf8');
     });
-    if (source.kind === 'frames') {
-      child.stdin!.on('error', () => {}); // the child may exit before reading it all (a bad frame): its exit says why
-      child.stdin!.end(Buffer.concat(source.images.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength))));
-    }
-    child.on('error', (err) =>
-      stop(new ChorusError(ErrorCodes.INTERNAL, `${what}: cannot run ffmpeg: ${err.message}`)),
+    // A socket error (the child's end gone at a kill) is not the decode's outcome: its exit says what went wrong.
+    for (const s of child.outputs) s.on('error', () => {});
+    child.closed.then(
+      ({ code }) => {
+        clearTimeout(timer);
+        if (failure) return reject(failure);
+        if (track && /Stream map '0:a:0' matches no streams/.test(stderr))
+          return reject(noAudio(what, 'the file has no audio stream'));
+        if (code !== 0 || !reader.atBoundary) return reject(fail(ErrorCodes.VIDEO_INVALID, what, decoderSays(stderr)));
+        if (frames.length === 0)
+          return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the video has no frames that decode'));
+        if (frames.some((f) => f.width !== frames[0].width || f.height !== frames[0].height))
+          return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the frames of one video must all have the same size'));
+        const audio = track?.bytes() ?? null;
+        if (track && (audio === null || audio.byteLength < 2)) return reject(noAudio(what, 'its audio track is empty'));
+        resolve({ frames, audio });
+      },
+      (err: ChorusError) => {
+        clearTimeout(timer);
+        reject(new ChorusError(err.code, `${what}: ${err.message}`, { cause: err }));
+      },
     );
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (failure) return reject(failure);
-      if (track && /Stream map '0:a:0' matches no streams/.test(stderr))
-        return reject(noAudio(what, 'the file has no audio stream'));
-      if (code !== 0 || !reader.atBoundary) return reject(fail(ErrorCodes.VIDEO_INVALID, what, decoderSays(stderr)));
-      if (frames.length === 0)
-        return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the video has no frames that decode'));
-      if (frames.some((f) => f.width !== frames[0].width || f.height !== frames[0].height))
-        return reject(fail(ErrorCodes.VIDEO_INVALID, what, 'the frames of one video must all have the same size'));
-      const audio = track?.bytes() ?? null;
-      if (track && (audio === null || audio.byteLength < 2)) return reject(noAudio(what, 'its audio track is empty'));
-      resolve({ frames, audio });
-    });
   });
 }
 
@@ -250,7 +241,6 @@ function collectTrack(
       );
     chunks.push(chunk);
   });
-  pipe.on('error', () => {}); // the child's exit says what went wrong
   // An odd last byte (a cut sample) is dropped: pcm16 is whole samples.
   return { bytes: () => new Uint8Array(Buffer.concat(chunks).subarray(0, size & ~1)) };
 }

@@ -23,6 +23,7 @@ import type { Transcriber } from '../transcription/Transcriber.ts';
 import { hearChatAudio } from './heardAudio.ts';
 import type { MediaSources, VideoSettingsOf } from '../media/mediaParts.ts';
 import { encodersOf, type StageGraph } from '../../common/graph.ts';
+import { startDecoderSpawner } from '../../media/video/DecoderSpawner.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, withLogprobs, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
@@ -65,6 +66,8 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
   // Not spread: the context's token limits follow the engine's current graph (hot reload).
   const ctx = routeContext;
   const mediaSources = mediaSourcesOf(routeContext.options);
+  // Now, while main is small: a fork from main costs its event loop a time that grows with its memory (DecoderSpawner).
+  if (videoSettingsOf(ctx.engine.graph)) startDecoderSpawner();
   // In-flight requests are cancelled when the server closes: an SSE stream could otherwise hold close() open
   // for as long as its answer takes (realtime sockets are closed by @fastify/websocket, which cancels theirs).
   const live = new Set<RequestHandle>();
