@@ -52,10 +52,13 @@ const HOLD_MAX_LIVE = IC_BY_LOAD[0].maxActive;
 
 /**
  * First-packet hold: the Thinker tokens a request gets before the Thinker waits for its first audio, or undefined
- * for no hold. Enough rows for the first chunk the ladder (or the request's override) gives at this load, plus one
- * so the Talker keeps stepping while the release travels back. At light load the Thinker's decode steps and the
- * text deltas they send to main are what the Talker's prefill shares its core with (c=1 traces: Talker prefill 9.8
- * ms beside them, 5.9 with the hold); under a burst the hold only idles the Thinker, so it is off there.
+ * for no hold. Exactly the rows the first chunk the ladder (or the request's override) gives at this load needs: at
+ * light load the Thinker's decode steps and the text deltas they send to main are what the Talker's prefill shares
+ * the two cores with (c=1 traces: Talker prefill 9.8 ms beside them, 5.9 with the hold). One token more, so that the
+ * Talker could step on while the release travels back, put a decode step and a text delta (main woken at nice 0)
+ * beside the prefill again; without it the first packet came out earlier in 4 of 4 alternated pairs (TTFP mean 128 /
+ * 211, 99 / 172, 122 / 167, 138 / 148 ms, the Talker's model 35-46 ms against 45-65, under load 23-32; bench/NOTES.md)
+ * and the answer ended no later. Under a burst the hold only idles the Thinker, so it is off there.
  * The Talker caps its first chunk at what the held rows make (firstChunkCap): it never waits on a held Thinker.
  */
 export function firstPacketHoldTokens(
@@ -65,7 +68,8 @@ export function firstPacketHoldTokens(
   override?: number,
 ): number | undefined {
   if (!policy.firstPacketHold || liveRequests > HOLD_MAX_LIVE) return undefined;
-  return Math.ceil(initialChunkFrames(policy, liveRequests, override) / framesPerToken) + 1;
+  // Frame k >= 1 is fed the row of token floor(k / framesPerToken): frames [0, ic) need tokens [0, ceil(ic / fpt)).
+  return Math.ceil(initialChunkFrames(policy, liveRequests, override) / framesPerToken);
 }
 
 /** The most frames a first chunk may take when the Thinker holds after `holdTokens` tokens. */

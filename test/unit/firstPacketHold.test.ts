@@ -24,15 +24,17 @@ const policy: ChunkPolicy = graph.chunkPolicy;
 const FPT = 2; // codec frames per text token
 
 describe('firstPacketHoldTokens', () => {
-  it('covers the first chunk of the load ladder plus one token, only at light load and when on', () => {
+  it('covers exactly the first chunk of the load ladder, only at light load and when on', () => {
     const ic = initialChunkFrames(policy, 1);
-    expect(firstPacketHoldTokens(policy, 1, FPT)).toBe(Math.ceil(ic / FPT) + 1);
-    expect(firstPacketHoldTokens(policy, 2, FPT)).toBe(Math.ceil(initialChunkFrames(policy, 2) / FPT) + 1);
+    expect(ic).toBe(2);
+    expect(firstPacketHoldTokens(policy, 1, FPT)).toBe(1); // frames 0 and 1 are both fed token 0's row
+    expect(firstPacketHoldTokens(policy, 2, FPT)).toBe(Math.ceil(initialChunkFrames(policy, 2) / FPT));
     expect(firstPacketHoldTokens(policy, 3, FPT)).toBeUndefined(); // a burst: holding only idles the Thinker
     expect(firstPacketHoldTokens({ ...policy, firstPacketHold: false }, 1, FPT)).toBeUndefined();
-    // A request's own first chunk (initial_codec_chunk_frames) is what the hold must cover: 7 frames = 4 tokens.
-    expect(firstPacketHoldTokens(policy, 1, FPT, 7)).toBe(4 + 1);
-    expect(firstPacketHoldTokens(policy, 1, 3, 7)).toBe(3 + 1);
+    // A request's own first chunk (initial_codec_chunk_frames) is what the hold must cover: 7 frames = 4 tokens
+    // (frame 6 is fed token 3's row), and at 3 frames a token 3 tokens (frame 6: token 2).
+    expect(firstPacketHoldTokens(policy, 1, FPT, 7)).toBe(4);
+    expect(firstPacketHoldTokens(policy, 1, 3, 7)).toBe(3);
   });
 
   it("caps the Talker's first chunk at the frames the held tokens' rows make", () => {
