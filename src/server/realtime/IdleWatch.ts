@@ -2,6 +2,10 @@
  * Closes a realtime session that has sent nothing for `idleMs` while no response runs for it, so abandoned sockets do
  * not hold session slots for good (64 of them refuse every new client). A client listening to a long answer is not
  * idle. One timer, re-armed lazily: activity only records the time, so a busy session costs no timer churn.
+ *
+ * A timer that finds the session idle looks once more after the loop's next poll for I/O: after a stall (a busy
+ * process) timers run before the socket reads that waited behind them, so the event that came in time would
+ * otherwise be read only after the session was closed for lacking it.
  */
 const BUSY_RECHECK_MS = 1000;
 
@@ -11,6 +15,7 @@ export class IdleWatch {
   readonly #onIdle: () => void;
   #lastActiveMs = performance.now();
   #timer: NodeJS.Timeout | null = null;
+  #confirm: NodeJS.Immediate | null = null;
   #wasBusy = false;
 
   constructor(idleMs: number, busy: () => boolean, onIdle: () => void) {
@@ -27,7 +32,9 @@ export class IdleWatch {
 
   stop(): void {
     if (this.#timer) clearTimeout(this.#timer);
+    if (this.#confirm) clearImmediate(this.#confirm);
     this.#timer = null;
+    this.#confirm = null;
   }
 
   #arm(ms: number): void {
@@ -35,7 +42,7 @@ export class IdleWatch {
     this.#timer.unref(); // a session's socket keeps the process alive, not its idle timer
   }
 
-  #check(): void {
+  #check(confirmed = false): void {
     // While answered, look again within a second; the idle time starts at the first look that finds it done (never
     // before the response ended: a session is closed idleMs to idleMs + 1 s after its answer, never sooner).
     if (this.#busy()) {
@@ -49,6 +56,10 @@ export class IdleWatch {
     const idleForMs = performance.now() - this.#lastActiveMs;
     if (idleForMs < this.#idleMs) return this.#arm(this.#idleMs - idleForMs);
     this.#timer = null;
+    if (!confirmed) {
+      this.#confirm = setImmediate(() => ((this.#confirm = null), this.#check(true))); // after the I/O poll
+      return;
+    }
     this.#onIdle();
   }
 }
