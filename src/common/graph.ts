@@ -200,6 +200,12 @@ export interface AdmissionSettings {
   readonly maxQueueMs: number | null | 'measured';
   /** `measured` (the default) bounds the first audio of a request that asks for audio; its first text is unbounded. */
   readonly sloTtfpMs: number | null | 'measured';
+  /**
+   * adaptive: the requests that run at once are held to the count whose first packets lately came within the bound
+   * (slo_ttfp_ms, or the measured one; src/server/admission/RunningLimit.ts); fixed: the server's count only.
+   * Absent: adaptive.
+   */
+  readonly runningLimit?: 'adaptive' | 'fixed';
 }
 
 export type CachePartition = 'api_key' | 'shared';

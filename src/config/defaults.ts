@@ -24,7 +24,7 @@ export const defaults = {
    * in 364 ms): the estimate adds a tts step in progress to the time alone, though the newcomer's own Thinker time
    * overlaps it.
    */
-  admission: { maxQueueMs: 'measured' as const, sloTtfpMs: null },
+  admission: { maxQueueMs: 'measured' as const, sloTtfpMs: null, runningLimit: 'adaptive' as const },
 
   /** Under the user's cache directory (paths.ts userCacheDir), never inside the installed package. */
   modelsDir: 'models',

@@ -96,6 +96,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
       // Absent: the default bound; null: none.
       maxQueueMs: orDefault(yaml.admission?.max_queue_ms, defaults.admission.maxQueueMs),
       sloTtfpMs: orDefault(yaml.admission?.slo_ttfp_ms, defaults.admission.sloTtfpMs),
+      runningLimit: yaml.admission?.running_limit ?? defaults.admission.runningLimit,
     },
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     stageNice: yaml.stage_nice ?? defaults.stageNice,

@@ -260,6 +260,13 @@ export const GraphYaml = Type.Object(
                 'must be an integer >= 1 (ms), measured (derived from requests alone), or null for no bound',
             }),
           ),
+          // adaptive (absent): requests run at once up to the count whose first packets lately met the bound
+          // (src/server/admission/RunningLimit.ts); fixed: up to the server's --max-running-requests only.
+          running_limit: optional(
+            Type.Union([Type.Literal('adaptive'), Type.Literal('fixed')], {
+              errorMessage: 'must be adaptive (learned from first packets) or fixed (--max-running-requests only)',
+            }),
+          ),
         },
         closed,
       ),

@@ -7,12 +7,17 @@
  * With the graph's `admission:` bounds (max_queue_ms, slo_ttfp_ms) a request is also refused at once when the
  * estimate says it would start or first answer too late (src/server/admission/admissionDecision.ts): its wait in
  * this line (from how long slots are held lately) plus the engine's estimate. The counts stay a hard cap.
+ *
+ * Below the count, the requests that may run at once adapt to their measured first packets (RunningLimit.ts): with a
+ * first-packet bound (slo_ttfp_ms, or the measured one of the default `max_queue_ms: measured`), a request beyond the
+ * learned limit is refused at once, not lined up: the limit is where the admitted first packets stay within it.
  */
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import type { AdmissionSettings } from '../../common/graph.ts';
 import { decideAdmission } from './admissionDecision.ts';
-import { resolveSlo } from './measuredSlo.ts';
+import { resolveSlo, runningLimitBoundMs } from './measuredSlo.ts';
+import { RunningLimit } from './RunningLimit.ts';
 import { serverMetrics } from '../metrics/metrics.ts';
 
 export interface RequestQueueLimits {
@@ -42,8 +47,21 @@ export class RateLimitedError extends ChorusError {
 /** Weight of a new slot-hold sample (exponential moving average), as the router's rates. */
 const HOLD_SMOOTHING = 0.3;
 
+/** What a granted slot remembers for the running limit: when, under which limit, and its first packet's bound. */
+interface Grant {
+  readonly grantedAtMs: number;
+  readonly generation: number;
+  /**
+   * The most requests running at once while it waited for its first packet, itself included: those admitted after it
+   * share its steps too (a burst's first request waits as long as its last).
+   */
+  peakRunning: number;
+  readonly boundMs: number | null;
+}
+
 interface Waiter {
   readonly enqueuedAtMs: number;
+  readonly boundMs: number | null;
   readonly grant: (release: () => void) => void;
   readonly refuse: (err: ChorusError) => void;
   timer: NodeJS.Timeout | null;
@@ -59,12 +77,22 @@ export class RequestQueue {
 
   /** How long a slot is held lately (ms), for the wait in line; null until one was released. */
   #holdMs: number | null = null;
+  /** Requests that may run at once, from their first packets (RunningLimit.ts); maxRunning is its ceiling. */
+  readonly #limit: RunningLimit;
+  /** Slots whose first packet the limit awaits (a bound is known, no first packet yet). */
+  readonly #awaiting = new Map<() => void, Grant>();
 
   constructor(
     limits: RequestQueueLimits,
     private readonly gate: LatencyGate | null = null,
   ) {
     this.#limits = limits;
+    this.#limit = new RunningLimit(limits.maxRunning);
+  }
+
+  /** Requests that may run now: maxRunning, or less once first packets were late (RunningLimit.ts). */
+  get runningLimit(): number {
+    return this.gate?.slo()?.runningLimit === 'fixed' ? this.#limits.maxRunning : this.#limit.limit;
   }
 
   get running(): number {
@@ -107,45 +135,66 @@ export class RequestQueue {
    * (chorus_latency_refusals_total): a held voice answer not started early is no refusal.
    */
   latencyRefusal(wantsAudio: boolean, waits: boolean): RateLimitedError | null {
+    return this.#check(wantsAudio, waits).refusal;
+  }
+
+  /** The latency refusal (latencyRefusal) and the bound the running limit holds its first packet to, at once. */
+  #check(wantsAudio: boolean, waits: boolean): { refusal: RateLimitedError | null; boundMs: number | null } {
     const settings = this.gate?.slo();
-    if (!settings || (settings.maxQueueMs === null && settings.sloTtfpMs === null)) return null;
+    if (!settings || (settings.maxQueueMs === null && settings.sloTtfpMs === null))
+      return { refusal: null, boundMs: null };
     const engine = this.gate!.estimate();
+    const context = { wantsAudio, chunkTimeoutMs: this.gate!.chunkTimeoutMs() };
     const lineWaitMs = waits ? this.#lineWaitMs() : 0;
-    const slo = resolveSlo(settings, engine, { wantsAudio, chunkTimeoutMs: this.gate!.chunkTimeoutMs() });
+    const slo = resolveSlo(settings, engine, context);
+    const boundMs = runningLimitBoundMs(settings, engine, context);
     const decision = decideAdmission({ slo, engine, lineWaitMs, wantsAudio });
-    if (decision.admit) return null;
+    if (decision.admit) return { refusal: null, boundMs };
     const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-    return new RateLimitedError(
+    const refusal = new RateLimitedError(
       `the server is too busy to serve this request in time (${decision.reason}): retry after ${seconds} s`,
       seconds,
     );
+    return { refusal, boundMs };
   }
 
-  /** A slot now, or null when every slot is taken (no waiting: a Realtime response.create answers at once). */
-  tryAcquire(): (() => void) | null {
+  /**
+   * A slot now, or null when the running limit is reached (no waiting: a Realtime response.create answers at once).
+   * `wantsAudio`: its first packet is audio (the bound the running limit learns against; firstPacket()).
+   */
+  tryAcquire(wantsAudio = false): (() => void) | null {
     if (this.#closedReason !== null) throw this.#shuttingDown();
-    if (this.#running >= this.#limits.maxRunning) return null;
+    return this.#take(this.#check(wantsAudio, false).boundMs);
+  }
+
+  #take(boundMs: number | null): (() => void) | null {
+    if (this.#running >= this.runningLimit) return null;
     this.#running++;
     serverMetrics.queueWaitSeconds.observe(0);
-    return this.#releaser();
+    return this.#releaser(boundMs);
   }
 
   /**
    * A slot, after waiting in line if need be; rejects with CHORUS_ERR_RATE_LIMITED when the line is full or slow, or
-   * at once when the estimate says it would start or first answer too late (latencyRefusal).
+   * at once when the estimate says it would start or first answer too late (latencyRefusal), or when the running
+   * limit learned from first packets is reached below maxRunning (a line there would only add to the lateness).
    */
   acquire(wantsAudio = false): Promise<() => void> {
     if (this.#closedReason !== null) return Promise.reject(this.#shuttingDown());
-    const late = this.latencyRefusal(wantsAudio, true);
-    if (late) {
+    const { refusal, boundMs } = this.#check(wantsAudio, true);
+    if (refusal) {
       serverMetrics.latencyRefusals.inc();
-      return Promise.reject(late);
+      return Promise.reject(refusal);
     }
-    const now = this.tryAcquire();
+    const now = this.#take(boundMs);
     if (now) return Promise.resolve(now);
+    if (this.#running < this.#limits.maxRunning) {
+      serverMetrics.latencyRefusals.inc();
+      return Promise.reject(this.#overLimit());
+    }
     if (this.#waiting.length >= this.#limits.maxQueued) return Promise.reject(this.#refusal('the queue is full'));
     return new Promise((grant, refuse) => {
-      const waiter: Waiter = { enqueuedAtMs: performance.now(), grant, refuse, timer: null };
+      const waiter: Waiter = { enqueuedAtMs: performance.now(), boundMs, grant, refuse, timer: null };
       waiter.timer = setTimeout(() => {
         this.#remove(waiter);
         refuse(this.#refusal(`no slot within ${this.#limits.maxWaitMs} ms`));
@@ -155,21 +204,47 @@ export class RequestQueue {
     });
   }
 
+  /**
+   * The request holding `slot` sent its first packet now (its first audio when it asked for audio, else its first
+   * text): the running limit learns whether it came within its bound (RunningLimit.ts). Once per slot.
+   */
+  firstPacket(slot: () => void): void {
+    const grant = this.#awaiting.get(slot);
+    if (!grant || grant.boundMs === null) return;
+    this.#awaiting.delete(slot);
+    const generation = this.#limit.generation;
+    this.#limit.observe({
+      ms: performance.now() - grant.grantedAtMs,
+      boundMs: grant.boundMs,
+      generation: grant.generation,
+      running: grant.peakRunning,
+    });
+    if (this.#limit.generation === generation) return;
+    // Cut: those in line would wait into the lateness the cut answers.
+    for (const w of this.#waiting.splice(0)) {
+      clearTimeout(w.timer!);
+      w.refuse(this.#overLimit());
+    }
+    serverMetrics.queueDepth.set(0);
+  }
+
   /** Expected wait for a slot: the slots turn over maxRunning per hold time, and the line ahead goes first. */
   #lineWaitMs(): number {
     if (this.#running < this.#limits.maxRunning || this.#holdMs === null) return 0;
     return ((this.#waiting.length + 1) * this.#holdMs) / this.#limits.maxRunning;
   }
 
-  #releaser(): () => void {
+  #releaser(boundMs: number | null): () => void {
     let released = false;
     const grantedAtMs = performance.now();
-    return () => {
+    const release = (): void => {
       if (released) return;
       released = true;
+      this.#awaiting.delete(release); // ended before any first packet (failed, cancelled): nothing to learn
       const heldMs = performance.now() - grantedAtMs;
       this.#holdMs = this.#holdMs === null ? heldMs : this.#holdMs + HOLD_SMOOTHING * (heldMs - this.#holdMs);
-      const next = this.#waiting.shift();
+      // The slot passes to the oldest waiter unless the limit was cut below what runs.
+      const next = this.#running <= this.runningLimit ? this.#waiting.shift() : undefined;
       if (!next) {
         this.#running--;
         if (this.#running === 0) for (const idle of this.#idleWaiters.splice(0)) idle();
@@ -179,8 +254,12 @@ export class RequestQueue {
       clearTimeout(next.timer!);
       serverMetrics.queueDepth.set(this.#waiting.length);
       serverMetrics.queueWaitSeconds.observe((performance.now() - next.enqueuedAtMs) / 1000);
-      next.grant(this.#releaser());
+      next.grant(this.#releaser(next.boundMs));
     };
+    const generation = this.#limit.generation;
+    for (const other of this.#awaiting.values()) other.peakRunning = Math.max(other.peakRunning, this.#running);
+    if (boundMs !== null) this.#awaiting.set(release, { grantedAtMs, generation, peakRunning: this.#running, boundMs });
+    return release;
   }
 
   #remove(waiter: Waiter): void {
@@ -193,6 +272,17 @@ export class RequestQueue {
     return new ChorusError(
       ErrorCodes.SHUTTING_DOWN,
       `the server is shutting down (${this.#closedReason}): send new requests to another server or retry later`,
+    );
+  }
+
+  /** Refused at the running limit learned from first packets: a slot frees about every hold / limit. */
+  #overLimit(): RateLimitedError {
+    const limit = this.runningLimit;
+    const seconds = Math.max(1, Math.ceil((this.#holdMs ?? 0) / limit / 1000));
+    return new RateLimitedError(
+      `the server is too busy to serve this request in time (${this.#running} running, at the ${limit} whose first ` +
+        `packets lately came within the bound): retry after ${seconds} s`,
+      seconds,
     );
   }
 

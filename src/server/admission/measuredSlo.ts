@@ -58,3 +58,19 @@ export function measuredBoundMs(engine: FirstOutputEstimate | null, o: MeasuredC
   const base = o.wantsAudio ? (alone.ttfp ?? alone.ttft) : alone.ttft;
   return Math.min(o.chunkTimeoutMs / 3, Math.max(MEASURED_FLOOR_MS, MEASURED_MULTIPLE * base));
 }
+
+/**
+ * The bound admission's running limit holds a request's first packet to (ms; src/server/admission/RunningLimit.ts):
+ * slo_ttfp_ms when it is a figure, else the measured bound when either bound is `measured` (the default); null with
+ * `running_limit: fixed`, without such a bound, or before requests alone were measured.
+ */
+export function runningLimitBoundMs(
+  settings: AdmissionSettings,
+  engine: FirstOutputEstimate | null,
+  o: MeasuredContext,
+): number | null {
+  if (settings.runningLimit === 'fixed') return null;
+  if (typeof settings.sloTtfpMs === 'number') return settings.sloTtfpMs;
+  if (settings.sloTtfpMs !== 'measured' && settings.maxQueueMs !== 'measured') return null;
+  return measuredBoundMs(engine, o);
+}

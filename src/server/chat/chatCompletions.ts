@@ -85,7 +85,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     reply.raw.once('close', () => gone.abort());
     const planned = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media);
     const plan = await hearChatAudio(planned, ctx.media, ctx.transcriber, gone.signal);
-    const { handle, release } = await startCompletion(request, plan, ctx, startedAtMs);
+    const { handle, release, firstPacket } = await startCompletion(request, plan, ctx, startedAtMs);
     live.add(handle);
     const end = (): void => {
       live.delete(handle);
@@ -108,11 +108,12 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
         maxStreamBufferBytes: ctx.options.maxStreamBufferBytes,
         clientStallTimeoutMs: ctx.options.clientStallTimeoutMs,
         onEnd: end,
+        onFirstPacket: firstPacket,
       });
       return reply;
     }
     try {
-      return await collect(request, reply, plan, handle, meta, startedAtMs);
+      return await collect(request, reply, plan, handle, meta, { startedAtMs, firstPacket });
     } finally {
       end();
     }
@@ -139,7 +140,7 @@ async function startCompletion(
   plan: ChatPlan,
   ctx: ChatRouteContext,
   startedAtMs: number,
-): Promise<{ handle: RequestHandle; release: () => void }> {
+): Promise<{ handle: RequestHandle; release: () => void; firstPacket: () => void }> {
   const releaseSession = ctx.admission.acquire('http');
   let releaseSlot: () => void = () => {};
   const release = (): void => {
@@ -155,7 +156,8 @@ async function startCompletion(
       startedAtMs,
     });
     refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
-    return { handle, release };
+    const slot = releaseSlot;
+    return { handle, release, firstPacket: () => ctx.queue.firstPacket(slot) };
   } catch (err) {
     release();
     throw renameError(err, plan.itemNamer); // the engine names media items by its own message indices
@@ -196,9 +198,12 @@ function collect(
   plan: ChatPlan,
   handle: RequestHandle,
   meta: CompletionMeta,
-  startedAtMs: number,
+  at: { readonly startedAtMs: number; readonly firstPacket: () => void },
 ): Promise<Record<string, unknown>> {
-  const meter = new LatencyMeter('http', meta.id, startedAtMs, null, handle.traceId);
+  const meter = new LatencyMeter('http', meta.id, at.startedAtMs, null, handle.traceId).onFirstPacket(
+    plan.audio !== null,
+    at.firstPacket,
+  );
   const pcm: Buffer[] = [];
   let text = '';
   const logprobs: TextLogprob[] | null = plan.request.logprobs !== undefined ? [] : null;

@@ -42,6 +42,8 @@ export interface StreamOptions {
   readonly logprobs: boolean;
   /** Called exactly once, when the stream has ended for any reason. */
   readonly onEnd: () => void;
+  /** Called once, at its first packet (first audio when it asked for audio, else first text): admission learns. */
+  readonly onFirstPacket: () => void;
 }
 
 type OutputEventOf<T extends OutputEvent['type']> = Extract<OutputEvent, { type: T }>;
@@ -70,7 +72,10 @@ class ChatStream {
     this.#res = res;
     this.#headers = headers;
     this.#o = o;
-    this.#meter = new LatencyMeter('http', o.meta.id, o.startedAtMs, null, o.handle.traceId);
+    this.#meter = new LatencyMeter('http', o.meta.id, o.startedAtMs, null, o.handle.traceId).onFirstPacket(
+      o.audio,
+      o.onFirstPacket,
+    );
     this.#calls = o.parseToolCalls ? new ToolCallStream() : null;
     this.#pending = o.logprobs ? [] : null;
     this.#stall = new ClientStallWatch(o.clientStallTimeoutMs, () => this.#onStalled());

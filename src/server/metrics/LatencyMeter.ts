@@ -31,6 +31,7 @@ export class LatencyMeter {
   #firstTextAtMs: number | null = null;
   #firstAudioAtMs: number | null = null;
   #audioSeen = false;
+  #onFirstPacket: { readonly audio: boolean; readonly fn: () => void } | null = null;
 
   /**
    * `turnEndedAtMs`: the voice turn this response answers was detected as ended then (chorus_voice_ttfp_seconds).
@@ -48,6 +49,15 @@ export class LatencyMeter {
     this.#startedAtMs = startedAtMs;
   }
 
+  /**
+   * Calls `fn` once, at the response's first packet: its first audio when `audio`, else its first text (admission's
+   * running limit learns from it, RequestQueue.firstPacket).
+   */
+  onFirstPacket(audio: boolean, fn: () => void): this {
+    this.#onFirstPacket = { audio, fn };
+    return this;
+  }
+
   text(): void {
     const now = performance.now();
     const labels = { protocol: this.#protocol };
@@ -57,6 +67,7 @@ export class LatencyMeter {
       observeTraced(serverMetrics.ttftSeconds, this.#protocol, ttftMs / 1000, this.traceId);
       const ch = channels[this.#protocol].firstText;
       if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttftMs });
+      if (this.#onFirstPacket?.audio === false) this.#onFirstPacket.fn();
     } else {
       serverMetrics.interTokenSeconds.observe(labels, (now - this.#lastTextAtMs) / 1000);
     }
@@ -73,6 +84,7 @@ export class LatencyMeter {
     if (this.turnEndedAtMs !== null) serverMetrics.voiceTtfpSeconds.observe((now - this.turnEndedAtMs) / 1000);
     const ch = channels[this.#protocol].firstAudio;
     if (ch.hasSubscribers) ch.publish({ requestId: this.#requestId, ttfpMs });
+    if (this.#onFirstPacket?.audio === true) this.#onFirstPacket.fn();
   }
 
   /** The response finished (stop or length) and its last bytes were handed to the socket. */

@@ -214,7 +214,9 @@ export class SessionResponses {
     // The response is on: the items truncation left out of its prompt leave the conversation now. An out-of-band
     // response (conversation: "none") reads a truncated view and leaves the conversation as it is.
     if (plan.inConversation) this.#edits.forget(plan.truncated);
-    const stream = this.#stream(reply, handle, releaseSlot, { responseId, startedAtMs, turnEndedAtMs });
+    // A held answer's slot was taken at the turn's first silence: its first audio says nothing of the running limit.
+    const learns = !adopt && plan.audio;
+    const stream = this.#stream(reply, handle, releaseSlot, { responseId, startedAtMs, turnEndedAtMs, learns });
     this.#active = stream;
     this.#ctx.log.debug(
       { responseId, outputModalities: plan.outputModalities, held: adopt !== null },
@@ -258,7 +260,7 @@ export class SessionResponses {
       serverMetrics.latencyRefusals.inc();
       throw late;
     }
-    const releaseSlot = plan.failure ? () => {} : adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire();
+    const releaseSlot = plan.failure ? () => {} : adopt ? adopt.releaseSlot : this.#ctx.queue.tryAcquire(plan.audio);
     if (!releaseSlot) {
       this.#unplaceReply(reply);
       throw new ChorusError(
@@ -293,7 +295,7 @@ export class SessionResponses {
     reply: NewReply,
     handle: RequestHandle,
     releaseSlot: () => void,
-    at: { responseId: string; startedAtMs: number; turnEndedAtMs: number | null },
+    at: { responseId: string; startedAtMs: number; turnEndedAtMs: number | null; learns: boolean },
   ): ResponseStream {
     const { fields, plan, itemId } = reply;
     const { inConversation, calls } = plan;
@@ -314,6 +316,7 @@ export class SessionResponses {
       // the client reads the response.done (if it ever does), so stalled clients cannot hold every slot.
       onStalled: releaseSlot,
       onFirstAudio: () => {
+        if (at.learns) this.#ctx.queue.firstPacket(releaseSlot); // admission's running limit (RunningLimit.ts)
         this.#releaseFirstAudioWaiters();
         if (inConversation) this.#ahead.plan(this.#planContext());
       },
