@@ -166,9 +166,12 @@ export interface StageKindDescriptor<A = unknown> {
   /**
    * Kinds that act on a request's first audio reaching main (stages/requestEvents.ts FirstAudio: the Thinker ends
    * its first-packet hold, the Talker stops fitting its first chunk to the held rows). Main tells only these: a
-   * message to any other kind wakes its process for nothing while the answer's audio is being made.
+   * message to any other kind wakes its process for nothing while the answer's audio is being made. `always`: at
+   * every end of the hold; `beforeAudio`: only when the hold ends before the request's audio reached main (load
+   * arrived): audio out means the kind has already done what the message would change (the Talker made its first
+   * chunk).
    */
-  readonly hearsFirstAudio?: true;
+  readonly hearsFirstAudio?: 'always' | 'beforeAudio';
 }
 
 /** What most kinds are, which a kind's declaration leaves out unless it differs (defineStageKind). */

@@ -27,7 +27,7 @@ export const talker = defineStageKind<TalkerArgs>({
   workerType: 'ar',
   defaultMaxTokens: 4096, // codec frames: 5.5 min of audio at 12.5 frames/s
   feeds: ['code2wav'],
-  hearsFirstAudio: true,
+  hearsFirstAudio: 'beforeAudio', // its first chunk is sized once it makes it: audio out, nothing left to change
   requestSampling: 'talkerSampling',
   modelSchema: () => modelYaml,
 

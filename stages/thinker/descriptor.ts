@@ -69,7 +69,7 @@ export const thinker = defineStageKind<ThinkerArgs>({
       ? { vocabSize: m.size.vocabSize, maxPositions: m.size.maxPositions }
       : {},
   prefixHeld: (stats) => thinkerStatsOf(stats).prefix?.held,
-  hearsFirstAudio: true,
+  hearsFirstAudio: 'always',
 });
 
 /**

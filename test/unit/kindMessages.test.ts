@@ -56,7 +56,7 @@ describe('kind messages', () => {
 });
 
 describe('tellFirstAudio (main)', () => {
-  it("tells the request's instances whose kind acts on it, and wakes no other (Code2Wav, the encoders)", () => {
+  it("tells the request's instances whose kind acts on it then, and wakes no other (Code2Wav, the encoders)", () => {
     const graph = configWith('tiny-omni.yaml');
     const instances = new Map(graph.stages.map((spec) => [`${spec.stageId}#0`, { spec }]));
     const sent: { instance: string; msg: MainToStage }[] = [];
@@ -66,13 +66,18 @@ describe('tellFirstAudio (main)', () => {
     };
     const record = { runId: 'r', instances: new Map([...instances.keys()].map((i) => [i.split('#')[0], i])) };
     expect([...record.instances.keys()]).toEqual(expect.arrayContaining(['thinker', 'talker', 'code2wav']));
-    tellFirstAudio(pool, record);
+    // The hold ended before any audio (load arrived): the Talker's first chunk may still be sized for it.
+    tellFirstAudio(pool, record, false);
     expect(sent.map((s) => s.instance).sort()).toEqual(['talker#0', 'thinker#0']);
     for (const { msg } of sent) expect(msg).toEqual(firstAudioMessage('r'));
+    // The audio is out: the Talker made its first chunk, only the held Thinker has something to do.
+    sent.length = 0;
+    tellFirstAudio(pool, record, true);
+    expect(sent.map((s) => s.instance)).toEqual(['thinker#0']);
     // An instance that left the pool (a lost remote) is told nothing, as the pool would drop it anyway.
     instances.delete('thinker#0');
     sent.length = 0;
-    tellFirstAudio(pool, record);
+    tellFirstAudio(pool, record, false);
     expect(sent.map((s) => s.instance)).toEqual(['talker#0']);
   });
 });

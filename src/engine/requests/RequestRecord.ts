@@ -36,7 +36,7 @@ export class RequestRecord {
    */
   paused = false;
   /** Tells the Thinker to go on: set while its first-packet hold lasts. */
-  #hold: (() => void) | null = null;
+  #hold: ((audioOut: boolean) => void) | null = null;
   #route: RouteTicket | null;
   /** Replays taken (requests/migration.ts): the current run is number `attempts`. */
   attempts = 0;
@@ -119,17 +119,20 @@ export class RequestRecord {
     return this.stream.stageInstances;
   }
 
-  /** The Thinker holds until the first audio (or audio that ends without any): `release` tells it to go on. */
-  holdUntilFirstAudio(release: () => void): void {
+  /**
+   * The Thinker holds until the first audio (or audio that ends without any): `release` tells it to go on, and
+   * whether the audio is out (false: load arrived first).
+   */
+  holdUntilFirstAudio(release: (audioOut: boolean) => void): void {
     this.#hold = release;
-    this.stream.onAudioStarted = () => this.releaseHold();
+    this.stream.onAudioStarted = () => this.releaseHold(true);
   }
 
-  /** Ends the hold, once: its first audio came, or load arrived. */
-  releaseHold(): void {
+  /** Ends the hold, once: its first audio came (`audioOut`), or load arrived. */
+  releaseHold(audioOut = false): void {
     const release = this.#hold;
     this.#hold = null;
-    release?.();
+    release?.(audioOut);
   }
 
   get held(): boolean {

@@ -62,7 +62,7 @@ export class RequestRegistry {
    * configs/omni-bench.yaml, a burst of 48 right after a lone request, a 1.4 s stall); with a hold of its own, its
    * Thinker waits for its first audio, and `release` tells it to go on.
    */
-  commitHold(record: RequestRecord, hold: PlannedHold, release: () => void): void {
+  commitHold(record: RequestRecord, hold: PlannedHold, release: (audioOut: boolean) => void): void {
     if (hold.endsOtherHolds) for (const r of this.#records.values()) r.releaseHold();
     if (hold.tokens !== undefined) record.holdUntilFirstAudio(release);
   }

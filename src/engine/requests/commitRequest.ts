@@ -58,7 +58,7 @@ export function commitRequest(
   ctx.requests.add(record);
   for (const o of plan.outputs) adapter.expect(requestId, o.expect);
   // Its release goes to the Talker too: one released before its first chunk is sized may size it for the load again.
-  ctx.requests.commitHold(record, plan.hold, () => tellFirstAudio(ctx.pool, record));
+  ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(ctx.pool, record, audioOut));
   packetMark(requestId, 'adding');
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
   const chunkTimeoutMs = graph.chunkPolicy.chunkTimeoutMs;
@@ -111,7 +111,7 @@ export function commitRerun(
   const prompt = record.prompt;
   stream.rerun(plan.instances, prompt.promptTokenIds.length, prompt.items);
   for (const o of plan.outputs) adapter.expect(runId, o.expect);
-  ctx.requests.commitHold(record, plan.hold, () => tellFirstAudio(pool, record));
+  ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(pool, record, audioOut));
   for (const { instance, add } of plan.adds) pool.admit(instance, add);
   sendMediaOf(ctx, runId, plan, stream);
 }

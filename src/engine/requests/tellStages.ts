@@ -14,14 +14,17 @@ export function tellStages(pool: Pool, record: Record, type: 'pause' | 'resume' 
 }
 
 /**
- * The request's first audio reached main (or its hold ended without it): a kind message to the instances whose kind
- * acts on it (descriptor hearsFirstAudio). Code2Wav and the encoders are not woken by it: at c=1 Code2Wav is then
- * making the answer's next chunks.
+ * The request's hold ended: its first audio reached main (`audioOut`; or its audio ended without any), or load
+ * arrived. A kind message to the instances whose kind acts on it then (descriptor hearsFirstAudio). Code2Wav and the
+ * encoders are not woken by it (at c=1 Code2Wav is then making the answer's next chunks), nor the Talker once the
+ * audio is out (it made the first chunk the message would resize; it then waits for the released Thinker's rows).
  */
-export function tellFirstAudio(pool: Pool, record: Record): void {
+export function tellFirstAudio(pool: Pool, record: Record, audioOut: boolean): void {
   for (const instance of record.instances.values()) {
     const view = pool.instances.get(instance);
-    if (view && descriptorOf(view.spec.kind).hearsFirstAudio) pool.send(instance, firstAudioMessage(record.runId));
+    const hears = view && descriptorOf(view.spec.kind).hearsFirstAudio;
+    if (hears === 'always' || (hears === 'beforeAudio' && !audioOut))
+      pool.send(instance, firstAudioMessage(record.runId));
   }
 }
 
