@@ -10,64 +10,28 @@
  * (FILE: configs/tiny-omni-text-in.yaml by default; the probe adds its security: line.)
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { buildServer, Orchestrator, parseConfig } from '../src/index.ts';
+import { scriptFlags } from './scriptFlags.ts';
+import { streamedTtft } from './streamChat.ts';
 
-const { values } = parseArgs({
-  options: {
-    partition: { type: 'string', default: 'api_key' },
-    rounds: { type: 'string', default: '3' },
-    config: { type: 'string', default: 'configs/tiny-omni-text-in.yaml' },
-  },
-});
+const values = scriptFlags({ partition: 'api_key', rounds: 3, config: 'configs/tiny-omni-text-in.yaml' });
 const text = `security: {cache_partition: ${values.partition}}\n${readFileSync(values.config, 'utf8')}`;
 const engine = await Orchestrator.start(parseConfig(text, values.config));
 const app = buildServer(engine, { apiKey: ['key-a', 'key-b'], modelName: 'probe' });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
 
-interface Probe {
-  readonly ttftMs: number;
-  readonly cached: number;
-  readonly prompt: number;
-}
-
-async function ask(key: string, content: string, salt?: string): Promise<Probe> {
-  const started = performance.now();
-  const response = await fetch(`${base}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model: 'probe',
-      messages: [{ role: 'user', content }],
-      max_tokens: 2,
-      stream: true,
-      stream_options: { include_usage: true },
-      ...(salt === undefined ? {} : { cache_salt: salt }),
-    }),
-  });
-  let ttftMs = 0;
-  let usage = { cached: -1, prompt: 0 };
-  let pending = '';
-  for await (const bytes of response.body!) {
-    pending += Buffer.from(bytes).toString('utf8');
-    const lines = pending.split('\n');
-    pending = lines.pop()!;
-    for (const line of lines) {
-      if (!line.startsWith('data: {')) continue;
-      const event = JSON.parse(line.slice('data: '.length));
-      if (ttftMs === 0 && event.choices?.[0]?.delta?.content) ttftMs = Math.round(performance.now() - started);
-      if (event.usage)
-        usage = { cached: event.usage.prompt_tokens_details.cached_tokens, prompt: event.usage.prompt_tokens };
-    }
-  }
-  return { ttftMs, ...usage };
+/** A 2-token answer to `content` under `key` (and `salt`): its cached and prompt tokens, and its client TTFT. */
+async function ask(key: string, content: string, salt?: string) {
+  const body = { model: 'probe', messages: [{ role: 'user', content }], max_tokens: 2, cache_salt: salt };
+  return streamedTtft(base, body, { authorization: `Bearer ${key}` });
 }
 
 const prefix = (topic: string) => `${topic}: ${`A long shared system prompt about ${topic}. `.repeat(70)}`;
-const show = (p: Probe) => `${p.cached}/${p.prompt} cached, ${p.ttftMs} ms`;
+const show = (p: Awaited<ReturnType<typeof ask>>) =>
+  `${p.cachedTokens}/${p.promptTokens} cached, ${Math.round(p.ttftMs)} ms`;
 console.log(`partition ${values.partition}: cached_tokens/prompt_tokens, time to first token`);
-for (let round = 0; round < Number(values.rounds); round++) {
+for (let round = 0; round < values.rounds; round++) {
   const own = prefix(`topic${round}`);
   const probes = {
     'A sends P': await ask('key-a', `${own} Q1`),

@@ -11,38 +11,31 @@
  *
  * Prints one line per newcomer and a JSON summary; exits 1 when the goal is missed. */
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
-import { streamChat, type StreamedChat } from './streamChat.ts';
+import { streamChat, type StreamedChat } from '../streamChat.ts';
 import { median } from '../common.ts';
+import { scriptFlags } from '../scriptFlags.ts';
 
-const { values: v } = parseArgs({
-  options: {
-    url: { type: 'string', default: 'http://127.0.0.1:8000' },
-    long: { type: 'string', default: '16' },
-    'long-tokens': { type: 'string', default: '800' },
-    newcomers: { type: 'string', default: '3' },
-    'newcomer-tokens': { type: 'string', default: '30' },
-    alone: { type: 'string', default: '3' },
-    'after-s': { type: 'string', default: '8' },
-    'gap-s': { type: 'string', default: '2' },
-  },
+const v = scriptFlags({
+  url: 'http://127.0.0.1:8000',
+  long: 16,
+  'long-tokens': 800,
+  newcomers: 3,
+  'newcomer-tokens': 30,
+  alone: 3,
+  'after-s': 8,
+  'gap-s': 2,
 });
-const url = v.url!.replace(/\/$/, '');
-const num = (name: keyof typeof v) => {
-  const n = Number(v[name]);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number >= 0, got ${v[name]}`);
-  return n;
-};
+const url = v.url.replace(/\/$/, '');
 const REFUSAL_BOUND_MS = 50;
-const newcomerChat = () => streamChat({ url, maxTokens: num('newcomer-tokens'), prompt: 'what time is it?' });
+const newcomerChat = () => streamChat({ url, maxTokens: v['newcomer-tokens'], prompt: 'what time is it?' });
 
 async function main(): Promise<void> {
   const loadAtStart = loadavg()[0];
-  const afterMs = num('after-s') * 1000;
+  const afterMs = v['after-s'] * 1000;
   let speaking = 0;
   let allSpeaking: () => void = () => {};
   const ready = new Promise<void>((resolve) => (allSpeaking = resolve));
-  const longCount = num('long');
+  const longCount = v.long;
   const long = Array.from({ length: longCount }, (_, i) =>
     longAnswer(i, afterMs, () => {
       if (++speaking === longCount) allSpeaking();
@@ -51,8 +44,8 @@ async function main(): Promise<void> {
   await Promise.race([ready, Promise.all(long)]);
   if (speaking < longCount) throw new Error(`only ${speaking} long answers spoke for --after-s: raise --long-tokens`);
   const newcomers: StreamedChat[] = [];
-  for (let i = 0; i < num('newcomers'); i++) {
-    if (i > 0) await new Promise((resolve) => setTimeout(resolve, num('gap-s') * 1000));
+  for (let i = 0; i < v.newcomers; i++) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, v['gap-s'] * 1000));
     const live = speakingNow();
     const n = await newcomerChat();
     newcomers.push(n);
@@ -66,7 +59,7 @@ async function main(): Promise<void> {
   const longDone = await Promise.all(long);
   await newcomerChat(); // warm: the unloaded figure is the idle server's, not its first request's
   const alone: number[] = [];
-  for (let i = 0; i < num('alone'); i++) {
+  for (let i = 0; i < v.alone; i++) {
     const r = await newcomerChat();
     if (r.firstAudioMs === null) throw new Error(`an unloaded chat failed: status ${r.status} ${r.errors.join()}`);
     alone.push(r.firstAudioMs);
@@ -111,7 +104,7 @@ async function longAnswer(index: number, afterMs: number, speaking: () => void):
     let counted = false;
     const r = await streamChat({
       url,
-      maxTokens: num('long-tokens'),
+      maxTokens: v['long-tokens'],
       prompt: `tell me a long story, number ${index}`,
       onAudio: (atMs) => {
         if (firstMs === null) speakingCount++;

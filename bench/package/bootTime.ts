@@ -11,8 +11,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { gitSha, median } from '../common.ts';
+import { scriptFlags } from '../scriptFlags.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'chorus.js');
@@ -55,20 +55,15 @@ async function bootOnce(config: string, compiled: boolean): Promise<Boot> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      config: { type: 'string', default: join(ROOT, 'configs', 'tiny-omni.yaml') },
-      rounds: { type: 'string', default: '6' },
-    },
-  });
+  const values = scriptFlags({ config: join(ROOT, 'configs', 'tiny-omni.yaml'), rounds: 6 });
   if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('no dist/: run `npm run build` first');
-  const rounds = Number(values.rounds);
-  await bootOnce(values.config!, true); // builds the models into the cache if they are not there yet
+  const { rounds } = values;
+  await bootOnce(values.config, true); // builds the models into the cache if they are not there yet
   const runs = { compiled: [] as Boot[], tsx: [] as Boot[] };
   for (let r = 0; r < rounds; r++) {
     // Alternate which goes first: a round's second boot finds the page cache warmer.
     for (const compiled of r % 2 === 0 ? [true, false] : [false, true]) {
-      const boot = await bootOnce(values.config!, compiled);
+      const boot = await bootOnce(values.config, compiled);
       (compiled ? runs.compiled : runs.tsx).push(boot);
       process.stderr.write(
         `round ${r + 1}/${rounds} ${compiled ? 'compiled' : 'tsx'}: ${boot.serveMs.toFixed(0)} ms\n`,

@@ -29,7 +29,8 @@ import { benchLogger } from '../benchLogger.ts';
 import { addCpuBetween, BENCH_PROCESS, cpuSnapshot } from '../ttfp/cpuTime.ts';
 import { gitSha } from '../common.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
-import { benchClip, streamedTtft } from './secondQuestion.ts';
+import { benchClip } from './benchClip.ts';
+import { streamedTtft } from '../streamChat.ts';
 
 type Arm = 'async' | 'sync' | 'text' | 'alone';
 

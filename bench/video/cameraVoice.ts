@@ -13,9 +13,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha } from '../common.ts';
+import { scriptFlags } from '../scriptFlags.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import type { TurnSettings, TurnSpec, TurnTrace } from '../voice/protocol.ts';
 import { voicePrompts } from '../voice/sentences.ts';
@@ -106,18 +106,16 @@ function spokenTurns(count: number, dir: string): () => TurnSpec[] {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      config: { type: 'string', default: 'configs/tiny-omni.yaml' },
-      turns: { type: 'string', default: '8' },
-      rounds: { type: 'string', default: '2' },
-      'output-len': { type: 'string', default: '20' },
-      'silence-ms': { type: 'string', default: '500' },
-      fps: { type: 'string', default: '1' },
-    },
+  const flags = scriptFlags({
+    config: 'configs/tiny-omni.yaml',
+    turns: 8,
+    rounds: 2,
+    'output-len': 20,
+    'silence-ms': 500,
+    fps: 1,
   });
   const loadStart = os.loadavg()[0];
-  const config = await readBenchConfig(values.config);
+  const config = await readBenchConfig(flags.config);
   const speechDir = mkdtempSync(path.join(os.tmpdir(), 'chorus-camera-voice-'));
   const clients = await VoiceClients.start();
   const server = await startInProcessServer(config.graph, benchLogger(process.stderr));
@@ -125,21 +123,21 @@ async function main(): Promise<void> {
     const off: TurnSettings = {
       baseUrl: server.baseUrl,
       apiKey: null,
-      silenceMs: Number(values['silence-ms']),
-      outputLen: Number(values['output-len']),
+      silenceMs: flags['silence-ms'],
+      outputLen: flags['output-len'],
       timeoutMs: 120_000,
     };
-    const settings = { off, on: { ...off, cameraFps: Number(values.fps) } };
-    const turns = spokenTurns(Number(values.turns), speechDir);
-    const arms = await measureArms(clients, server.baseUrl, settings, turns, Number(values.rounds));
+    const settings = { off, on: { ...off, cameraFps: flags.fps } };
+    const turns = spokenTurns(flags.turns, speechDir);
+    const arms = await measureArms(clients, server.baseUrl, settings, turns, flags.rounds);
     const { times, held, failed, paired } = arms;
     const p50 = { off: percentile(times.off, 50), on: percentile(times.on, 50) };
     const p90 = { off: percentile(times.off, 90), on: percentile(times.on, 90) };
     const ratio = Number((p50.on / p50.off).toFixed(3));
     const report = {
       gitSha: gitSha(),
-      config: values.config,
-      fps: Number(values.fps),
+      config: flags.config,
+      fps: flags.fps,
       turnsPerArm: times.off.length,
       silenceMs: off.silenceMs,
       endOfSpeechToFirstAudioMs: { p50, p90 },
@@ -159,4 +157,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+await main();

@@ -6,22 +6,14 @@
  *
  *   npx tsx bench/video/encodeBatch.ts [--rounds 5] [--batch 4] [--config configs/tiny-omni.yaml]
  */
-import { parseArgs } from 'node:util';
 import { createEncoderRunner, parseConfig, type StageSpec } from '../../src/index.ts';
 import { readFileSync } from 'node:fs';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
+import { scriptFlags } from '../scriptFlags.ts';
 
-const { values } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '5' },
-    batch: { type: 'string', default: '4' },
-    config: { type: 'string', default: 'configs/tiny-omni.yaml' },
-  },
-});
-const rounds = Number(values.rounds);
-const batch = Number(values.batch);
+const { rounds, batch, config } = scriptFlags({ rounds: 5, batch: 4, config: 'configs/tiny-omni.yaml' });
 
-const graph = parseConfig(readFileSync(values.config, 'utf8'), values.config);
+const graph = parseConfig(readFileSync(config, 'utf8'), config);
 const spec = graph.stages.find((s: StageSpec) => s.encoder?.imageGrid) as StageSpec;
 const model = spec.model;
 if (model.source !== 'generated' || model.kind !== 'vision_encoder')
@@ -53,7 +45,6 @@ function item(gridHeight: number, gridWidth: number, seed: number): Item {
   };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const timed = (items: readonly Item[]) => {
   const t = performance.now();
   runner.encode(items);

@@ -10,20 +10,12 @@
  */
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { createThinkerRunner, presets, type ThinkerBatchItem } from '../../src/index.ts';
 import { GREEDY_SAMPLING } from '../../src/basics.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
+import { scriptFlags } from '../scriptFlags.ts';
 
-const { values } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '12' },
-    steps: { type: 'string', default: '3' },
-    long: { type: 'string', default: '850' },
-    short: { type: 'string', default: '40' },
-  },
-});
-const [rounds, steps, long, short] = [values.rounds, values.steps, values.long, values.short].map(Number);
+const { rounds, steps, long, short } = scriptFlags({ rounds: 12, steps: 3, long: 850, short: 40 });
 const size = (presets as Record<string, { thinker: unknown }>).tiny.thinker;
 const spec = { model: { source: 'generated', kind: 'thinker', preset: 'tiny', seed: 0, size }, engine: { threads: 1 } };
 const runner = await createThinkerRunner(spec as never, join(tmpdir(), 'chorus-bench-models'));
@@ -55,7 +47,6 @@ const arms = { A: () => decodeCpuMs(shorts), B: () => decodeCpuMs([long]), C: ()
 const ms: Record<keyof typeof arms, number[]> = { A: [], B: [], C: [] };
 decodeCpuMs([...shorts, long]); // warm-up
 for (let r = 0; r < rounds; r++) for (const arm of ['A', 'B', 'C', 'C', 'B', 'A'] as const) ms[arm].push(arms[arm]());
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const [a, b, c] = [median(ms.A), median(ms.B), median(ms.C)];
 console.log(
   JSON.stringify({

@@ -12,35 +12,14 @@
  *   npx tsx bench/video/longClip.ts [--config configs/tiny-omni.yaml] [--seconds 120] [--fps 2] [--max-frames 240]
  *     [--max-patches N]
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseArgs, promisify } from 'node:util';
-import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import { encodeWorkingBytes, parseConfig, type StageSpec } from '../../src/index.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha } from '../common.ts';
+import { scriptFlags } from '../scriptFlags.ts';
 import { startInProcessServer } from '../ttfp/inProcessServer.ts';
-
-const run = promisify(execFile);
-
-/** A test-pattern clip (H.264 320 x 240 at 10 fps) with a 440 Hz tone (AAC). */
-async function clipWithSound(seconds: number): Promise<Buffer> {
-  const dir = await mkdtemp(join(tmpdir(), 'chorus-longclip-'));
-  try {
-    const out = join(dir, 'clip.mp4');
-    const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y'];
-    args.push('-f', 'lavfi', '-i', `testsrc2=size=320x240:rate=10:duration=${seconds}`);
-    args.push('-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000:duration=${seconds}`);
-    args.push('-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-crf', '35', '-c:a', 'aac', out);
-    await run(ffmpegInstaller.path, args);
-    return await readFile(out);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+import { benchClip, videoQuestion } from './benchClip.ts';
 
 /** A process's RSS and peak RSS (VmHWM), bytes. */
 async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
@@ -66,17 +45,8 @@ async function ask(baseUrl: string, clip: Buffer, fps: number) {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
-      max_tokens: 2,
+      ...videoQuestion(clip, 'What happens, and what do you hear?'),
       mm_processor_kwargs: { fps, use_audio_in_video: true },
-      messages: [
-        {
-          role: 'user',
-          content: [
-            { type: 'video_url', video_url: { url: `data:video/mp4;base64,${clip.toString('base64')}` } },
-            { type: 'text', text: 'What happens, and what do you hear?' },
-          ],
-        },
-      ],
     }),
   });
   const body = (await res.json()) as Record<string, unknown>;
@@ -84,23 +54,21 @@ async function ask(baseUrl: string, clip: Buffer, fps: number) {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      config: { type: 'string', default: 'configs/tiny-omni.yaml' },
-      seconds: { type: 'string', default: '120' },
-      fps: { type: 'string', default: '2' },
-      'max-frames': { type: 'string', default: '240' },
-      'max-patches': { type: 'string' },
-    },
+  const flags = scriptFlags({
+    config: 'configs/tiny-omni.yaml',
+    seconds: 120,
+    fps: 2,
+    'max-frames': 240,
+    'max-patches': null,
   });
   const log = benchLogger(process.stderr);
-  const maxPatches = values['max-patches'] === undefined ? null : Number(values['max-patches']);
-  const text = await configText(values.config, Number(values['max-frames']), maxPatches);
-  const graph = parseConfig(text, values.config);
-  const [warm, clip] = await Promise.all([clipWithSound(2), clipWithSound(Number(values.seconds))]);
+  const text = await configText(flags.config, flags['max-frames'], flags['max-patches']);
+  const graph = parseConfig(text, flags.config);
+  const clip = (seconds: number) => benchClip(seconds, null, { tone: true, crf: 35 });
+  const [warm, long] = await Promise.all([clip(2), clip(flags.seconds)]);
   const server = await startInProcessServer(graph, log);
   try {
-    const fps = Number(values.fps);
+    const fps = flags.fps;
     const warmed = await ask(server.baseUrl, warm, fps);
     if (warmed.status !== 200) throw new Error(`warm-up: HTTP ${warmed.status} ${JSON.stringify(warmed.body)}`);
     const stages = server.engine.health().filter((h) => h.pid !== null);
@@ -110,7 +78,7 @@ async function main(): Promise<void> {
       before.set(h.instance!, (await memoryOf(h.pid!)).rss);
     }
     const started = performance.now();
-    const answer = await ask(server.baseUrl, clip, fps);
+    const answer = await ask(server.baseUrl, long, fps);
     const ms = Math.round(performance.now() - started);
     const budgetOf = (stageId: string) => budgetOfStage(graph.stages.find((s) => s.stageId === stageId)!);
     const processes = [];
@@ -127,8 +95,8 @@ async function main(): Promise<void> {
     const usage = answer.body.usage as { prompt_tokens_details?: Record<string, number> } | undefined;
     const result = {
       gitSha: gitSha(),
-      config: values.config,
-      clip: { seconds: Number(values.seconds), bytes: clip.byteLength, fps, maxFrames: Number(values['max-frames']) },
+      config: flags.config,
+      clip: { seconds: flags.seconds, bytes: long.byteLength, fps, maxFrames: flags['max-frames'] },
       status: answer.status,
       ms,
       tokens: usage?.prompt_tokens_details,
@@ -162,4 +130,4 @@ function mib(bytes: number): number {
   return Number((bytes / 1048576).toFixed(1));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+await main();

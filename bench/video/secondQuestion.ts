@@ -7,92 +7,28 @@
  *
  *   npx tsx bench/video/secondQuestion.ts [--config configs/tiny-omni.yaml] [--rounds 5] [--seconds 15]
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseArgs, promisify } from 'node:util';
-import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
 import { benchLogger } from '../benchLogger.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
+import { scriptFlags } from '../scriptFlags.ts';
+import { streamedTtft } from '../streamChat.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
-
-const run = promisify(execFile);
-
-/** A test-pattern clip (H.264, 320 x 240, 10 fps) whose hue is `hue` degrees: a different clip per round. */
-export async function benchClip(seconds: number, hue: number): Promise<Buffer> {
-  const dir = await mkdtemp(join(tmpdir(), 'chorus-benchclip-'));
-  try {
-    const out = join(dir, 'clip.mp4');
-    const src = `testsrc2=size=320x240:rate=10:duration=${seconds}`;
-    const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', '-f', 'lavfi', '-i', src];
-    args.push('-vf', `hue=h=${hue}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', out);
-    await run(ffmpegInstaller.path, args); // the decoder Chorus runs, the same static build
-    return await readFile(out);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** Client TTFT (ms) of a streamed chat completion: body sent -> first content delta; throws on an error status. */
-export async function streamedTtft(baseUrl: string, body: unknown): Promise<{ ttftMs: number; cached: number }> {
-  const start = performance.now();
-  const res = await fetch(`${baseUrl}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ...(body as object), stream: true, stream_options: { include_usage: true } }),
-  });
-  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
-  let ttftMs = NaN;
-  let cached = 0;
-  let text = '';
-  for await (const piece of res.body.pipeThrough(new TextDecoderStream())) {
-    text += piece;
-    if (Number.isNaN(ttftMs) && text.includes('"content":"')) ttftMs = performance.now() - start;
-  }
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('data: {')) continue;
-    const usage = (JSON.parse(line.slice(6)) as { usage?: { prompt_tokens_details?: { cached_tokens?: number } } })
-      .usage;
-    cached = usage?.prompt_tokens_details?.cached_tokens ?? cached;
-  }
-  return { ttftMs, cached };
-}
-
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+import { benchClip, videoQuestion } from './benchClip.ts';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      config: { type: 'string', default: 'configs/tiny-omni.yaml' },
-      rounds: { type: 'string', default: '5' },
-      seconds: { type: 'string', default: '15' },
-    },
-  });
+  const flags = scriptFlags({ config: 'configs/tiny-omni.yaml', rounds: 5, seconds: 15 });
   const log = benchLogger(process.stderr);
-  const config = await readBenchConfig(values.config);
+  const config = await readBenchConfig(flags.config);
   const server = await startInProcessServer(config.graph, log);
   const rounds: { first: number; second: number; cached: number }[] = [];
   try {
-    const ask = (clip: Buffer, text: string) => ({
-      max_tokens: 2,
-      messages: [
-        {
-          role: 'user',
-          content: [
-            { type: 'video_url', video_url: { url: `data:video/mp4;base64,${clip.toString('base64')}` } },
-            { type: 'text', text },
-          ],
-        },
-      ],
-    });
+    const ask = (clip: Buffer, text: string) => streamedTtft(server.baseUrl, videoQuestion(clip, text));
     const warm = await benchClip(2, 300);
-    await streamedTtft(server.baseUrl, ask(warm, 'warm up')); // first spawns and first runs out of the figure
-    for (let r = 0; r < Number(values.rounds); r++) {
-      const clip = await benchClip(Number(values.seconds), 20 + 40 * r);
-      const first = await streamedTtft(server.baseUrl, ask(clip, 'What happens in this clip?'));
-      const second = await streamedTtft(server.baseUrl, ask(clip, 'Which colour is the ball?'));
-      rounds.push({ first: first.ttftMs, second: second.ttftMs, cached: second.cached });
+    await ask(warm, 'warm up'); // first spawns and first runs out of the figure
+    for (let r = 0; r < flags.rounds; r++) {
+      const clip = await benchClip(flags.seconds, 20 + 40 * r);
+      const first = await ask(clip, 'What happens in this clip?');
+      const second = await ask(clip, 'Which colour is the ball?');
+      rounds.push({ first: first.ttftMs, second: second.ttftMs, cached: second.cachedTokens });
       console.error(`round ${r}: first ${first.ttftMs.toFixed(0)} ms, second ${second.ttftMs.toFixed(0)} ms`);
     }
   } finally {
@@ -102,8 +38,8 @@ async function main(): Promise<void> {
   const second = median(rounds.map((r) => r.second));
   const result = {
     gitSha: gitSha(),
-    config: values.config,
-    clipSeconds: Number(values.seconds),
+    config: flags.config,
+    clipSeconds: flags.seconds,
     rounds,
     firstTtftP50Ms: Math.round(first),
     secondTtftP50Ms: Math.round(second),
@@ -113,4 +49,4 @@ async function main(): Promise<void> {
   console.log(JSON.stringify(result, null, 2));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+await main();

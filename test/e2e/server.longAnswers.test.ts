@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { streamChat, type StreamedChat } from '../../bench/admission/streamChat.ts';
+import { streamChat, type StreamedChat } from '../../bench/streamChat.ts';
 import { logger } from '../../src/common/log.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
