@@ -11,7 +11,7 @@
 export * from './basics.ts';
 
 // Configuration: load and validate a YAML (every problem at once, by path), the defaults, where models are cached.
-export { defaultConfigPath, loadConfig, parseConfig } from './config/loadConfig.ts';
+export { defaultConfigPath, loadConfig, parseConfig, readConfigText } from './config/loadConfig.ts';
 export { defaults } from './config/defaults.ts';
 
 // The engine: start the stages of a graph and generate (Orchestrator implements Engine).
@@ -28,6 +28,7 @@ export { startTracing, type Tracing } from './tracing/tracing.ts';
 
 // Text and media: tokenizers, audio decoding and features, grammars.
 export { ByteTokenizer, createTokenizer, type Tokenizer } from './tokenizer/index.ts';
+export { entryTokenizer } from './engine/mediaPrompt.ts';
 export { HfTokenizer } from './tokenizer/HfTokenizer.ts';
 export { audioFeatures, decodeAudio } from './media/audio.ts';
 export { GrammarEngine, byteTokenizerVocab, jsonSchemaSpec, type RequestGrammar } from './grammar/index.ts';

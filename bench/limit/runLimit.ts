@@ -17,14 +17,13 @@ import {
   createCode2WavRunner,
   createTalkerRunner,
   createThinkerRunner,
-  createTokenizer,
+  entryTokenizer,
   ErrorCodes,
   initialChunkFrames,
   type StageGraph,
   type StageSpec,
   Talker2Code2Wav,
   Thinker2Talker,
-  type Tokenizer,
 } from '../../src/index.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
@@ -61,14 +60,20 @@ export function stageOf(graph: StageGraph, kind: StageSpec['kind']): StageSpec {
   return s;
 }
 
+/**
+ * The bench's own first `count` prompts (same seed) as the server templates them, so the limits compute exactly what
+ * the bench's requests need.
+ */
+export function templatedPrompts(g: StageGraph, count: number, inputLen: number, seed = 0): number[][] {
+  const tokenizer = entryTokenizer(g);
+  const contents = makePrompts({ tokenizer, count, inputLen, seed });
+  return contents.map((content) => tokenizer.applyChatTemplate([{ role: 'user', content }]));
+}
+
 export async function runLimit(o: LimitOptions): Promise<LimitResult> {
   const g = o.graph;
-  const tokenizer = graphTokenizer(g);
   const batch = o.batch ?? 1;
-  // The bench's own first prompts (same seed), so the limit computes exactly what the bench's requests need.
-  const contents = makePrompts({ tokenizer, count: batch, inputLen: o.inputLen, seed: o.seed ?? 0 });
-  const prompts = contents.map((content) => tokenizer.applyChatTemplate([{ role: 'user', content }]));
-
+  const prompts = templatedPrompts(g, batch, o.inputLen, o.seed);
   const runners = await openRunners(g);
   try {
     const ic = o.initialChunkFrames ?? initialChunkFrames(g.chunkPolicy, batch);
@@ -93,14 +98,8 @@ export async function runLimit(o: LimitOptions): Promise<LimitResult> {
   }
 }
 
-/** The Thinker's tokenizer (the one the server templates prompts with). */
-function graphTokenizer(g: StageGraph): Tokenizer {
-  const spec = stageOf(g, 'thinker');
-  const size = spec.model.source === 'generated' && spec.model.kind === 'thinker' ? spec.model.size : undefined;
-  return createTokenizer(spec.model, size);
-}
-
-async function openRunners(g: StageGraph): Promise<Runners> {
+/** The runners of the graph's Thinker, Talker and Code2Wav, in this process. */
+export async function openRunners(g: StageGraph): Promise<Runners> {
   const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
   return {
     thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
@@ -110,7 +109,7 @@ async function openRunners(g: StageGraph): Promise<Runners> {
 }
 
 /** The stages' default sampling, never stopping early: every run computes the same number of steps. */
-function limitSampling(g: StageGraph): PacketSampling {
+export function limitSampling(g: StageGraph): PacketSampling {
   return {
     thinker: { ...stageOf(g, 'thinker').defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
     talker: { ...stageOf(g, 'talker').defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },

@@ -27,24 +27,19 @@ import os from 'node:os';
 import {
   type CodecChunkOut,
   concatFloat32,
-  createCode2WavRunner,
-  createTalkerRunner,
-  createThinkerRunner,
-  createTokenizer,
   initialChunkFrames,
   type SamplingParams,
   type StageGraph,
   Talker2Code2Wav,
   Thinker2Talker,
 } from '../../src/index.ts';
-import { closeRunners, stageOf, type Runners } from './runLimit.ts';
+import { closeRunners, limitSampling, openRunners, templatedPrompts, type Runners } from './runLimit.ts';
 import {
   summarizeThroughput,
   throughputEnvelope,
   type ThroughputLimit,
   type ThroughputPass,
 } from './throughputLimit.ts';
-import { makePrompts } from '../ttfp/prompts.ts';
 
 export interface ThroughputOptions {
   readonly graph: StageGraph;
@@ -62,25 +57,11 @@ export interface ThroughputOptions {
 /** The limit of every batch in `o.batches` (sorted, each raised to the best smaller batch by throughputEnvelope). */
 export async function runThroughputLimits(o: ThroughputOptions): Promise<ThroughputLimit[]> {
   const g = o.graph;
-  const [thinkerSpec, talkerSpec, code2wavSpec] = [stageOf(g, 'thinker'), stageOf(g, 'talker'), stageOf(g, 'code2wav')];
-  const size =
-    thinkerSpec.model.source === 'generated' && thinkerSpec.model.kind === 'thinker'
-      ? thinkerSpec.model.size
-      : undefined;
-  const tokenizer = createTokenizer(thinkerSpec.model, size);
   const batches = [...new Set(o.batches)].sort((a, b) => a - b);
-  const contents = makePrompts({ tokenizer, count: batches.at(-1)!, inputLen: o.inputLen, seed: o.seed ?? 0 });
-  const prompts = contents.map((content) => tokenizer.applyChatTemplate([{ role: 'user', content }]));
-  const r: Runners = {
-    thinker: await createThinkerRunner(thinkerSpec, g.modelsDir),
-    talker: await createTalkerRunner(talkerSpec, g.modelsDir),
-    code2wav: await createCode2WavRunner(code2wavSpec, g.modelsDir),
-  };
+  const prompts = templatedPrompts(g, batches.at(-1)!, o.inputLen, o.seed);
+  const r = await openRunners(g);
   try {
-    const sampling = {
-      thinker: { ...thinkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
-      talker: { ...talkerSpec.defaultSamplingParams, ignoreEos: true, maxTokens: 1 << 20 },
-    };
+    const sampling = limitSampling(g);
     const warmup = o.warmup ?? 1;
     const repeats = o.repeats ?? 5;
     const passes = batches.map((): { cpu: ThroughputPass; wall: ThroughputPass }[] => []);

@@ -5,8 +5,6 @@
  * config with remote stages also gets its host B here (RemoteStageHost): a Redis and the `chorus stage`
  * processes, joined before the first request.
  */
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import {
   ChorusError,
@@ -14,6 +12,7 @@ import {
   type Logger,
   Orchestrator,
   parseConfig,
+  readConfigText,
   type SchedulingPolicy,
   type StageGraph,
   startServer,
@@ -24,9 +23,8 @@ export interface BenchConfig {
   /** The YAML text as run (async_chunk or scheduling forced when asked). */
   readonly text: string;
   readonly file: string;
+  /** Its configHash is the sha256 of `text`: two runs with the same hash ran the same configuration. */
   readonly graph: StageGraph;
-  /** sha256 of `text`: two runs with the same hash ran the same configuration. */
-  readonly sha256: string;
 }
 
 /** What a bench variant changes in the YAML (top-level keys), nothing else. */
@@ -58,18 +56,10 @@ export function withOverrides(text: string, overrides: ConfigOverrides, file: st
 
 /** Reads the config; `overrides` (when given) replace the file's values. */
 export async function readBenchConfig(file: string, overrides?: ConfigOverrides): Promise<BenchConfig> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (cause) {
-    throw new ChorusError(ErrorCodes.CONFIG_NOT_FOUND, `cannot read config ${file}: ${(cause as Error).message}`, {
-      cause,
-    });
-  }
-  if (overrides) text = withOverrides(text, overrides, file);
+  const original = await readConfigText(file);
+  const text = overrides ? withOverrides(original, overrides, file) : original;
   // Same file name: relative paths in the YAML (models_dir, model files) resolve exactly as for the original.
-  const graph = parseConfig(text, file);
-  return { text, file, graph, sha256: createHash('sha256').update(text).digest('hex') };
+  return { text, file, graph: parseConfig(text, file) };
 }
 
 export interface InProcessServer {

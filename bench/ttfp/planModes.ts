@@ -8,11 +8,10 @@ import { fileURLToPath } from 'node:url';
 import {
   ByteTokenizer,
   ChorusError,
-  createTokenizer,
+  entryTokenizer,
   ErrorCodes,
   type Logger,
   presets,
-  type StageGraph,
   type Tokenizer,
 } from '../../src/index.ts';
 import { readBenchConfig, type BenchConfig } from './inProcessServer.ts';
@@ -35,29 +34,16 @@ const configMode = (variant: string, config: BenchConfig): Mode => ({
   url: null,
 });
 
-/** The servers a run measures, from its target and its --compare-* option. */
+/**
+ * The servers a run measures, from its target and its --compare-* option (one at most, and those that need both
+ * servers started by the bench only with --config: cli/flags.ts checkCompareFlags has refused the rest).
+ */
 export async function planModes(o: CompareOptions): Promise<Mode[]> {
   const t = o.target;
-  if (t.kind === 'config') return configModes(o, t.file);
-  if (o.compareCompiled)
-    throw new ChorusError(ErrorCodes.REQUEST_INVALID, '--compare-compiled needs --config (the bench starts both)');
-  if (o.compareConfig !== undefined || o.compareScheduling || o.comparePrefixCache)
-    throw new ChorusError(
-      ErrorCodes.REQUEST_INVALID,
-      `--compare-${o.compareScheduling ? 'scheduling' : o.comparePrefixCache ? 'prefix-cache' : 'config'} needs ` +
-        '--config (the bench starts both)',
-    );
-  return urlModes(t, o.compareSync);
+  return t.kind === 'config' ? configModes(o, t.file) : urlModes(t, o.compareSync);
 }
 
 async function configModes(o: CompareOptions, file: string): Promise<Mode[]> {
-  const compares = [o.compareSync, o.compareConfig !== undefined, o.compareScheduling, o.comparePrefixCache];
-  if ([...compares, o.compareCompiled].filter(Boolean).length > 1)
-    throw new ChorusError(
-      ErrorCodes.REQUEST_INVALID,
-      'give one of --compare-sync, --compare-config, --compare-scheduling, --compare-prefix-cache and ' +
-        '--compare-compiled',
-    );
   if (o.compareCompiled) return compiledModes(await readBenchConfig(file));
   if (o.compareConfig !== undefined) {
     const files = [file, o.compareConfig];
@@ -156,16 +142,9 @@ export async function benchTokenizer(
   modes: readonly Mode[],
 ): Promise<Tokenizer> {
   const first = modes[0].config;
-  return first ? tokenizerOf(first.graph) : remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
-}
-
-/** The entry stage's tokenizer: what a prompt's length is counted in. */
-function tokenizerOf(graph: StageGraph): Tokenizer {
-  const entry = graph.stages.find((s) => s.stageId === graph.entryStageId)!;
-  return createTokenizer(
-    entry.model,
-    entry.model.source === 'generated' && entry.model.kind === 'thinker' ? entry.model.size : undefined,
-  );
+  return first
+    ? entryTokenizer(first.graph)
+    : remoteTokenizer(o.target as Extract<BenchTarget, { kind: 'url' }>, o.log);
 }
 
 /** A remote server's generated Thinker uses the byte tokenizer of its preset's vocabulary. */

@@ -331,7 +331,7 @@ export function resultHeader(
     readonly target: { kind: 'config'; file: string } | { kind: 'url'; url: string };
     readonly compareConfig?: string;
   },
-  modes: readonly { readonly variant: string; readonly config: { readonly sha256: string } | null }[],
+  modes: readonly { readonly variant: string; readonly config: { readonly graph: { configHash?: string } } | null }[],
 ): ResultHeader {
   return {
     started_at: new Date().toISOString(),
@@ -344,7 +344,9 @@ export function resultHeader(
         ? { kind: 'config', file: o.target.file, ...(o.compareConfig ? { compare_file: o.compareConfig } : {}) }
         : { kind: 'url', url: o.target.url },
     config_sha256: Object.fromEntries(
-      modes.filter((m) => m.config).map((m) => [modes.length > 1 ? m.variant : 'as_is', m.config!.sha256]),
+      modes.flatMap((m) =>
+        m.config?.graph.configHash ? [[modes.length > 1 ? m.variant : 'as_is', m.config.graph.configHash]] : [],
+      ),
     ),
     remote_stages: {},
   };

@@ -49,17 +49,20 @@ export interface ParseOptions {
 }
 
 export async function loadConfig(file: string, options: ParseOptions = {}): Promise<StageGraph> {
-  let text: string;
+  const graph = parseConfig(await readConfigText(file), file, options);
+  await importGgufModels(graph); // a GGUF Thinker is converted into the model cache on first use
+  return graph;
+}
+
+/** A config file's text (to parse as it is, or changed first: the bench's variants); a file not read names it. */
+export async function readConfigText(file: string): Promise<string> {
   try {
-    text = await readFile(file, 'utf8');
+    return await readFile(file, 'utf8');
   } catch (cause) {
     throw new ChorusError(ErrorCodes.CONFIG_NOT_FOUND, `cannot read config ${file}: ${(cause as Error).message}`, {
       cause,
     });
   }
-  const graph = parseConfig(text, file, options);
-  await importGgufModels(graph); // a GGUF Thinker is converted into the model cache on first use
-  return graph;
 }
 
 /** `file` names the source in messages; '<embedded>' for text that has no file. */
