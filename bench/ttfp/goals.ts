@@ -8,7 +8,7 @@ import { BENCH_PROCESS, throughputCeiling } from './cpuTime.ts';
 import { coRunningAt } from './coRunning.ts';
 import { goalOf, type ConfigRatio, type Goal, type Ratio, type RunRow, type VariantRatio } from './results.ts';
 
-export const GOALS = {
+const GOALS = {
   /** Issue 46's (issue 15's was 0.05). */
   ttfpAsyncOverSyncAtC1: 0.07,
   ttfpAsyncOverSyncAtC10: 0.1,
@@ -18,8 +18,6 @@ export const GOALS = {
   /** Issue 46: streaming costs nothing end to end, at c=1 and c=10. */
   e2eAsyncOverSync: 1.0,
   underrunsAtC10: 0,
-  /** Scale-out: two-host (Talker and Code2Wav over Redis) against all-shm, same models. */
-  ttfpConfigOverCompareAtC1: 1.25,
   /** req/s at c=10 over the throughput limit of 10 requests at batch 10. */
   throughputShareAtC10: 0.9,
   /** req/s at c=10 over the limit that charges co-running (coRunning.ts; issue 46). */
@@ -79,7 +77,6 @@ export function evaluateGoals(
   runs: readonly RunRow[],
   ratios: readonly Ratio[],
   limit: LimitResult | null,
-  configRatios: readonly ConfigRatio[] = [],
   throughputLimits: readonly ThroughputLimit[] = [],
 ): Goal[] {
   const goals: Goal[] = [];
@@ -92,16 +89,6 @@ export function evaluateGoals(
     const e2e = ratios.find((r) => r.concurrency === c)?.e2e_async_over_sync ?? null;
     if (e2e !== null) goals.push(goalOf(`E2E async/sync at c=${c}`, e2e, '<=', GOALS.e2eAsyncOverSync));
   }
-  const byConfig = configRatios.find((r) => r.concurrency === 1);
-  if (byConfig?.ttfp != null)
-    goals.push(
-      goalOf(
-        `TTFP ${byConfig.config}/${byConfig.compare_config} at c=1`,
-        byConfig.ttfp,
-        '<=',
-        GOALS.ttfpConfigOverCompareAtC1,
-      ),
-    );
   // Only --config's runs (the first variant: modes run in order): the limit was measured on its graph.
   const main = (r: RunRow) => r.async_chunk && r.variant === runs[0].variant;
   const asyncC1 = runs.find((r) => main(r) && r.concurrency === 1);

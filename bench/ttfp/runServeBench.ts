@@ -84,13 +84,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
   if (o.compareConfig || o.compareCompiled)
     result.config_ratios = configRatios(result.runs, modes[0].variant, modes[1].variant);
   else result.ratios = asyncSyncRatios(result.runs);
-  result.goals = evaluateGoals(
-    result.runs,
-    result.ratios,
-    result.limit,
-    result.config_ratios,
-    result.throughput_limits,
-  );
+  result.goals = evaluateGoals(result.runs, result.ratios, result.limit, result.throughput_limits);
   return finished(result);
 }
 

@@ -80,7 +80,6 @@ describe('chorus bench: two-host (remote stages over Redis) against all-shm', ()
       expect(v!).toBeGreaterThan(0);
     }
     expect(ratio.ttfp).toBeCloseTo(twoHost.mean_ttfp_ms! / allShm.mean_ttfp_ms!, 9);
-    expect(result.goals.map((g) => g.name)).toContain('TTFP two-host/tiny-omni-text-in at c=1');
   });
 
   it('records both configs and where the remote stages ran', () => {

@@ -60,7 +60,7 @@ describe('co-running at c=10', () => {
   });
 
   it('is a goal only with the CPU of every serving process (a server by URL has no main counted)', () => {
-    const goal = (r: RunRow) => evaluateGoals([r], [], null, [], [limit]).find((g) => /co-running/.test(g.name));
+    const goal = (r: RunRow) => evaluateGoals([r], [], null, [limit]).find((g) => /co-running/.test(g.name));
     expect(goal(row(10, served, 3.6))).toMatchObject({ value: 0.9, met: true });
     expect(goal(row(10, served, 3))?.met).toBe(false);
     expect(goal(row(10, null, 3))).toBeUndefined();

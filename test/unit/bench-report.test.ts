@@ -112,7 +112,7 @@ describe('asyncSyncRatios and evaluateGoals', () => {
     const row = { ...run(true, 10, 300), request_throughput: 3 };
     const limit = { batch: 10, limit_rps: 6 } as ThroughputLimit;
     expect(throughputShare([row], [limit], 10)).toBe(0.5);
-    expect(evaluateGoals([row], [], null, [], [limit]).at(-1)).toEqual({
+    expect(evaluateGoals([row], [], null, [limit]).at(-1)).toEqual({
       name: 'req/s at c=10 over the throughput limit',
       value: 0.5,
       target: '>= 0.9',

@@ -114,7 +114,7 @@ function result(): BenchResult {
     runs,
     ratios,
     config_ratios: [],
-    goals: evaluateGoals(runs, ratios, limit, [], throughput),
+    goals: evaluateGoals(runs, ratios, limit, throughput),
   };
 }
 
