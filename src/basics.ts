@@ -34,6 +34,6 @@ export { redactUrl } from '../transport/redis/redisLink.ts';
 export { COMMON_WORDS } from './tokenizer/words.ts';
 export { decodeWav } from './media/wav.ts';
 export { resample } from './media/resample.ts';
-export { concatFloat32 } from './common/arrays.ts';
+export { concatArrays, concatFloat32 } from './common/arrays.ts';
 export { Prng } from '../stages/sampling/Prng.ts';
 export { initialChunkFrames } from './sched/chunkPolicy.ts';

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeWav, resample } from '../../src/basics.ts';
+import { concatArrays, decodeWav, resample } from '../../src/basics.ts';
 
 export const SPEECH_RATE_HZ = 24_000;
 
@@ -46,13 +46,7 @@ export function quiet(ms: number, seed = 1): Int16Array {
 }
 
 export function concatPcm(...parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatArrays(parts, (length) => new Int16Array(length));
 }
 
 export const msOf = (pcm: Int16Array) => (1000 * pcm.length) / SPEECH_RATE_HZ;

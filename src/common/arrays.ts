@@ -1,12 +1,16 @@
-/** Concatenates float arrays (audio chunks, embedding rows) into one. */
-export function concatFloat32(parts: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+/** Concatenates typed arrays of one kind (audio chunks, embedding rows) into a new one that `make` allocates. */
+export function concatArrays<T extends Float32Array | Int16Array>(parts: readonly T[], make: (length: number) => T): T {
+  const out = make(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
     out.set(p, at);
     at += p.length;
   }
   return out;
+}
+
+export function concatFloat32(parts: readonly Float32Array[]): Float32Array {
+  return concatArrays(parts, (length) => new Float32Array(length));
 }
 
 /** A typed array (or Buffer) as appendGrowing needs it. */
