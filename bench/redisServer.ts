@@ -1,8 +1,8 @@
 /**
  * A real redis-server for one test file or one bench run: Debian's binary on a free loopback port, with a random
- * password, no persistence, its own temp dir; stopped by pid (never a system service). A Cluster is three of them
- * joined by redis-cli. Lives in bench/ because the transport bench starts one when given no Redis (bench may not
- * import test/); test/helpers/redisServer.ts re-exports it for the tests.
+ * password, no persistence, its own temp dir; stopped by pid (never a system service). Lives in bench/ because the
+ * bench starts one for remote stages when given no Redis (RemoteStageHost; bench may not import test/);
+ * test/helpers/redisServer.ts re-exports it for the tests, and joins three of them into a Cluster.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -173,47 +173,5 @@ export class RedisServer {
     });
     child.stdout!.resume();
     child.stderr!.resume();
-  }
-}
-
-/** Three master nodes joined into a Cluster (all 16384 slots covered). */
-export class RedisCluster {
-  private constructor(readonly nodes: readonly RedisServer[]) {}
-
-  static async start(size = 3): Promise<RedisCluster> {
-    const password = randomBytes(12).toString('hex');
-    const nodes: RedisServer[] = [];
-    try {
-      for (let i = 0; i < size; i++) nodes.push(await RedisServer.start({ password, cluster: true }));
-      await nodes[0].cli('--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-yes');
-      const cluster = new RedisCluster(nodes);
-      await cluster.#waitOk();
-      return cluster;
-    } catch (err) {
-      await Promise.all(nodes.map((n) => n.stop()));
-      throw err;
-    }
-  }
-
-  get password(): string {
-    return this.nodes[0].password;
-  }
-
-  /** redis+cluster://:password@127.0.0.1:p1,127.0.0.1:p2,... */
-  get url(): string {
-    return `redis+cluster://:${this.password}@${this.nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`;
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all(this.nodes.map((n) => n.stop()));
-  }
-
-  async #waitOk(): Promise<void> {
-    for (let attempt = 0; attempt < 400; attempt++) {
-      const infos = await Promise.all(this.nodes.map((n) => n.cli('cluster', 'info')));
-      if (infos.every((i) => i.includes('cluster_state:ok'))) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error('the Redis Cluster did not reach cluster_state:ok');
   }
 }

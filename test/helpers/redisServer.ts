@@ -1,10 +1,14 @@
-/** The tests' redis-server and Cluster: the bench's own (bench/redisServer.ts), which starts one when given none. */
+/**
+ * The tests' redis-server (the bench's own, bench/redisServer.ts, which starts one for remote stages when given none)
+ * and a Cluster of three of them.
+ */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { chunkKey } from '../../transport/Connector.ts';
 import type { RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
 import { RedisServer } from '../../bench/redisServer.ts';
 
-export { freePort, RedisCluster, RedisServer, type RedisServerOptions } from '../../bench/redisServer.ts';
+export { freePort, RedisServer, type RedisServerOptions } from '../../bench/redisServer.ts';
 
 /** Connector options of the transport tests (the url aside). */
 export const CONNECTOR_BASE: Omit<RedisConnectorOptions, 'url'> = {
@@ -31,4 +35,46 @@ export function redisForSuite(): { readonly server: () => RedisServer; readonly 
     await redis?.stop();
   });
   return { server: () => redis!, env: () => ({ CHORUS_REDIS_URL: redis!.url }) };
+}
+
+/** Three master nodes joined into a Cluster (all 16384 slots covered). */
+export class RedisCluster {
+  private constructor(readonly nodes: readonly RedisServer[]) {}
+
+  static async start(size = 3): Promise<RedisCluster> {
+    const password = randomBytes(12).toString('hex');
+    const nodes: RedisServer[] = [];
+    try {
+      for (let i = 0; i < size; i++) nodes.push(await RedisServer.start({ password, cluster: true }));
+      await nodes[0].cli('--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-yes');
+      const cluster = new RedisCluster(nodes);
+      await cluster.#waitOk();
+      return cluster;
+    } catch (err) {
+      await Promise.all(nodes.map((n) => n.stop()));
+      throw err;
+    }
+  }
+
+  get password(): string {
+    return this.nodes[0].password;
+  }
+
+  /** redis+cluster://:password@127.0.0.1:p1,127.0.0.1:p2,... */
+  get url(): string {
+    return `redis+cluster://:${this.password}@${this.nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+
+  async #waitOk(): Promise<void> {
+    for (let attempt = 0; attempt < 400; attempt++) {
+      const infos = await Promise.all(this.nodes.map((n) => n.cli('cluster', 'info')));
+      if (infos.every((i) => i.includes('cluster_state:ok'))) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('the Redis Cluster did not reach cluster_state:ok');
+  }
 }
