@@ -72,19 +72,23 @@ export async function run(argv: string[]): Promise<number> {
       out: { type: 'string' },
     },
   });
-  if (values.turns !== undefined) {
+  const turns = values.turns !== undefined;
+  const base = {
+    config: values.config!,
+    sessions: intFlag('--sessions', values.sessions ?? (turns ? '1' : '8'), 1)!,
+    maxTokens: intFlag('--max-tokens', values['max-tokens'], 1)!,
+    seed: intFlag('--seed', values.seed)!,
+  };
+  if (turns) {
     for (const flag of ['seconds', 'abort-storm', 'kill-stage', 'stop-stage', 'fuzz'] as const) {
       const v = values[flag];
       if (v !== undefined && v !== false) throw new UsageError(`--${flag} is for the timed soak, not --turns`);
     }
     const options: TurnsSoakOptions = {
-      config: values.config!,
+      ...base,
       turns: intFlag('--turns', values.turns, 1)!,
-      sessions: intFlag('--sessions', values.sessions ?? '1', 1)!,
-      maxTokens: intFlag('--max-tokens', values['max-tokens'], 1)!,
       thinkerPositions: intFlag('--thinker-positions', values['thinker-positions'], 64) ?? null,
       inputWords: intFlag('--input-words', values['input-words'] ?? '40', 1)!,
-      seed: intFlag('--seed', values.seed)!,
       rssBaselineTurn: intFlag('--rss-baseline-turn', values['rss-baseline-turn'] ?? String(RSS_BASELINE_TURN), 1)!,
     };
     return runTurns(options, values.json!, values.out);
@@ -93,11 +97,8 @@ export async function run(argv: string[]): Promise<number> {
     if (values[flag] !== undefined) throw new UsageError(`--${flag} goes with --turns`);
   const report = await runSoak(
     {
-      config: values.config!,
+      ...base,
       seconds: intFlag('--seconds', values.seconds ?? '60', 1)!,
-      sessions: intFlag('--sessions', values.sessions ?? '8', 1)!,
-      maxTokens: intFlag('--max-tokens', values['max-tokens'], 1)!,
-      seed: intFlag('--seed', values.seed)!,
       abortStorm: values['abort-storm']!,
       killStage: chaos('--kill-stage', values['kill-stage']),
       stopStage: chaos('--stop-stage', values['stop-stage']),
@@ -119,14 +120,17 @@ export async function run(argv: string[]): Promise<number> {
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   }
-  const clean = report.mismatches.length === 0 && report.leftover.processes.length === 0;
-  return clean && report.leftover.segments.length === 0 ? 0 : 1;
+  return exitCode(report.mismatches.length === 0, report.leftover);
 }
 
 async function runTurns(options: TurnsSoakOptions, json: boolean, out: string | undefined): Promise<number> {
   const report = await runTurnsSoak(options, (line) => process.stderr.write(`chorus soak: ${line}\n`));
   if (out !== undefined) writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(json ? `${JSON.stringify(report)}\n` : formatTurnsSoak(report));
-  const clean = report.failed.length === 0 && report.leftover.processes.length === 0;
-  return clean && report.leftover.segments.length === 0 ? 0 : 1;
+  return exitCode(report.failed.length === 0, report.leftover);
+}
+
+/** 0 when the soak's own check passed and no process or shared memory outlived the run. */
+function exitCode(passed: boolean, leftover: { processes: readonly number[]; segments: readonly string[] }): number {
+  return passed && leftover.processes.length === 0 && leftover.segments.length === 0 ? 0 : 1;
 }

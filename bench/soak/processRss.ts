@@ -1,18 +1,20 @@
 /**
- * Resident memory of other processes, read from /proc/<pid>/status (VmRSS), and its series over the turns of a
- * soak: one line per process name (main, thinker#0, ...), each sample naming the pid it was read from, so a stage
- * that restarted shows up as a new pid on the same line rather than as a leak or a drop.
+ * Resident memory of other processes, read from /proc/<pid>/status (VmRSS; VmHWM, the peak), and its series over the
+ * turns of a soak: one line per process name (main, thinker#0, ...), each sample naming the pid it was read from, so a
+ * stage that restarted shows up as a new pid on the same line rather than as a leak or a drop.
  */
 import { readFileSync } from 'node:fs';
 
-/** VmRSS of `pid` in KiB, or null when the process is gone (or /proc is not there). */
-function rssKiB(pid: number): number | null {
+/** A process's resident memory (VmRSS) and its peak (VmHWM) in KiB; null when it is gone (or /proc is not there). */
+export function memoryKiB(pid: number): { readonly rss: number; readonly peak: number } | null {
+  let status: string;
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : null;
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
     return null;
   }
+  const [rss, peak] = ['VmRSS', 'VmHWM'].map((field) => new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status));
+  return rss && peak ? { rss: Number(rss[1]), peak: Number(peak[1]) } : null;
 }
 
 export interface RssSample {
@@ -36,8 +38,8 @@ export class RssByTurn {
   /** Reads every process now; one that has exited (a stage between restarts) is skipped for this turn. */
   sample(turn: number, processes: readonly NamedPid[], prefixCacheMiB: Readonly<Record<string, number>> = {}): void {
     for (const { name, pid } of processes) {
-      const kib = rssKiB(pid);
-      if (kib === null) continue;
+      const kib = memoryKiB(pid)?.rss;
+      if (kib === undefined) continue;
       const series = this.#series.get(name) ?? [];
       const cache = prefixCacheMiB[name];
       series.push({

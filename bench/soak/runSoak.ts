@@ -18,16 +18,20 @@ export interface ChaosAt {
   readonly atSeconds: number;
 }
 
-export interface SoakOptions {
+/** What both soaks take: the server's config, the sessions, their answers' length and their seed. */
+export interface SoakBaseOptions {
   readonly config: string;
-  readonly seconds: number;
   readonly sessions: number;
   readonly maxTokens: number;
+  readonly seed: number;
+}
+
+export interface SoakOptions extends SoakBaseOptions {
+  readonly seconds: number;
   readonly abortStorm: boolean;
   readonly killStage: readonly ChaosAt[];
   readonly stopStage: readonly ChaosAt[];
   readonly fuzz: boolean;
-  readonly seed: number;
 }
 
 export interface SoakReport {

@@ -11,6 +11,7 @@ import { COMMON_WORDS } from '../../src/basics.ts';
 import { gitSha } from '../common.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
 import { RssByTurn, type RssSample } from './processRss.ts';
+import type { SoakBaseOptions } from './runSoak.ts';
 import { ServerProcess } from './ServerProcess.ts';
 import { SoakConversation, type SoakTurn } from './SoakConversation.ts';
 import { thinkerPositionsConfig } from './thinkerPositionsConfig.ts';
@@ -24,16 +25,12 @@ import {
   type TruncationFigures,
 } from './turnsSoakReport.ts';
 
-export interface TurnsSoakOptions {
-  readonly config: string;
+export interface TurnsSoakOptions extends SoakBaseOptions {
   readonly turns: number;
-  readonly sessions: number;
-  readonly maxTokens: number;
   /** The Thinker's max_positions in a temporary copy of the config; null: the config as it is. */
   readonly thinkerPositions: number | null;
   /** Words per user message (~1 token each with the generated tokenizers). */
   readonly inputWords: number;
-  readonly seed: number;
   /** RSS at the end is compared with its value after this turn (issue 27: 20). */
   readonly rssBaselineTurn: number;
 }

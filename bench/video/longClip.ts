@@ -18,15 +18,9 @@ import { encodeWorkingBytes, parseConfig, type StageSpec } from '../../src/index
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha } from '../common.ts';
 import { scriptFlags } from '../scriptFlags.ts';
+import { memoryKiB } from '../soak/processRss.ts';
 import { startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { benchClip, videoQuestion } from './benchClip.ts';
-
-/** A process's RSS and peak RSS (VmHWM), bytes. */
-async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
-  return { rss: kib('VmRSS'), peak: kib('VmHWM') };
-}
 
 /** The config with the video stage's max_frames raised (so the asked fps binds), as YAML text. */
 async function configText(file: string, maxFrames: number, maxPatches: number | null): Promise<string> {
@@ -75,7 +69,7 @@ async function main(): Promise<void> {
     const before = new Map<string, number>();
     for (const h of stages) {
       await writeFile(`/proc/${h.pid}/clear_refs`, '5'); // the peak from here on
-      before.set(h.instance!, (await memoryOf(h.pid!)).rss);
+      before.set(h.instance!, memoryKiB(h.pid!)!.rss * 1024);
     }
     const started = performance.now();
     const answer = await ask(server.baseUrl, long, fps);
@@ -83,7 +77,7 @@ async function main(): Promise<void> {
     const budgetOf = (stageId: string) => budgetOfStage(graph.stages.find((s) => s.stageId === stageId)!);
     const processes = [];
     for (const h of stages) {
-      const rise = (await memoryOf(h.pid!)).peak - before.get(h.instance!)!;
+      const rise = memoryKiB(h.pid!)!.peak * 1024 - before.get(h.instance!)!;
       const budget = budgetOf(h.stageId);
       processes.push({
         instance: h.instance,
