@@ -14,7 +14,7 @@ import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
 import { toRunRow, type BenchResult, type RunRow } from './results.ts';
 import type { ModeOptions, ServeBenchOptions } from './serveBenchOptions.ts';
-import { runLoad } from './runLoad.ts';
+import { runLoad, type LoadShape } from './runLoad.ts';
 import type { ServerTimings } from './ServerTimings.ts';
 import type { RequestTrace } from './trace.ts';
 
@@ -64,6 +64,23 @@ export async function openMode(
   };
 }
 
+/** How a load on a live mode makes its requests and clients (closed or open loop), `bar` ticked as each ends. */
+export function loadOn(o: ModeOptions, live: LiveMode, bar: ProgressBar | null): Omit<LoadShape, 'prompts' | 'seed'> {
+  return {
+    outputLen: o.outputLen,
+    timeoutMs: o.timeoutMs ?? 300_000,
+    chunking: {
+      ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
+      ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
+    },
+    openClient: (): Promise<BenchClient> =>
+      o.protocol === 'realtime'
+        ? RealtimeBenchClient.connect(live.target)
+        : Promise.resolve(new ChatBenchClient(live.target)),
+    onRequestDone: (t) => bar?.tick(t.ok),
+  };
+}
+
 /** Prompts [from, to) at one concurrency on one live mode; request i keeps seed + i wherever it runs. */
 function load(
   o: ModeOptions,
@@ -74,22 +91,9 @@ function load(
   firstIndex = 0,
 ): ReturnType<typeof runLoad> {
   const bar = o.progress ? new ProgressBar(o.progress, name, list.length) : null;
-  return runLoad({
-    prompts: list,
-    concurrency,
-    outputLen: o.outputLen,
-    seed: o.seed + firstIndex,
-    timeoutMs: o.timeoutMs ?? 300_000,
-    openClient: (): Promise<BenchClient> =>
-      o.protocol === 'realtime'
-        ? RealtimeBenchClient.connect(live.target)
-        : Promise.resolve(new ChatBenchClient(live.target)),
-    onRequestDone: (t) => bar?.tick(t.ok),
-    chunking: {
-      ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
-      ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
-    },
-  }).finally(() => bar?.finish());
+  return runLoad({ ...loadOn(o, live, bar), prompts: list, concurrency, seed: o.seed + firstIndex }).finally(() =>
+    bar?.finish(),
+  );
 }
 
 export async function warmUp(o: ModeOptions, live: LiveMode, warmupPrompts: readonly string[]): Promise<void> {
@@ -223,11 +227,6 @@ export async function overModes(
   }
 }
 
-/**
- * Both servers up at once, every concurrency's items in alternating halves (A B B A). A config with remote stages
- * keeps one deployment at a time (its stage processes and Redis are per deployment): its modes run one after the
- * other.
- */
 /** The options every load's results.json records alike, and whether its two servers alternated (interleaves). */
 export function loadOptions(
   o: {
@@ -249,6 +248,11 @@ export function loadOptions(
   };
 }
 
+/**
+ * Both servers up at once, every concurrency's items in alternating halves (A B B A). A config with remote stages
+ * keeps one deployment at a time (its stage processes and Redis are per deployment): its modes run one after the
+ * other.
+ */
 export function interleaves(modes: readonly Mode[]): boolean {
   return modes.length > 1 && !modes.some((m) => m.config && remoteStagesOf(m.config.graph).length > 0);
 }

@@ -6,18 +6,29 @@ import { closedLoop } from '../common.ts';
 import type { BenchClient, BenchRequest } from './clients/BenchClient.ts';
 import type { RequestTrace } from './trace.ts';
 
-export interface LoadOptions {
+/** What every load sends, closed or open loop: its prompts and how each request is made, its clients. */
+export interface LoadShape {
   readonly prompts: readonly string[];
-  readonly concurrency: number;
   readonly outputLen: number;
   /** Request i gets seed + i, so the same prompt index gets the same seed in every run. */
   readonly seed: number;
   readonly timeoutMs: number;
   /** Chorus extensions sent with every request (initial chunk, TTFP target). */
   readonly chunking?: Pick<BenchRequest, 'initialCodecChunkFrames' | 'ttfpTargetMs'>;
-  /** Opens one client (a connection); called once per slot before the clock starts. */
+  /** Opens one client (a connection). */
   readonly openClient: () => Promise<BenchClient>;
   readonly onRequestDone?: (trace: RequestTrace) => void;
+}
+
+/** Request i of a load: prompt i (from the start again past the last), with seed + i. */
+export function loadRequest(o: LoadShape, i: number): BenchRequest {
+  const { outputLen, timeoutMs } = o;
+  return { prompt: o.prompts[i % o.prompts.length], outputLen, seed: o.seed + i, timeoutMs, ...o.chunking };
+}
+
+/** A closed loop: its clients are opened once per slot before the clock starts. */
+export interface LoadOptions extends LoadShape {
+  readonly concurrency: number;
 }
 
 export interface LoadResult {
@@ -35,14 +46,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   let endedMs = startedMs;
   try {
     await closedLoop(o.prompts.length, o.concurrency, async (i, slot) => {
-      const request: BenchRequest = {
-        prompt: o.prompts[i],
-        outputLen: o.outputLen,
-        seed: o.seed + i,
-        timeoutMs: o.timeoutMs,
-        ...o.chunking,
-      };
-      traces[i] = await clients[slot].request(request);
+      traces[i] = await clients[slot].request(loadRequest(o, i));
       o.onRequestDone?.(traces[i]);
     });
     endedMs = performance.now();

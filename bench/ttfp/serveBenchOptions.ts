@@ -49,12 +49,12 @@ export interface ServeBenchOptions {
   readonly log: Logger;
   /** The command line, recorded in the results. */
   readonly command: string;
-  /** Called after each run with its row and its raw traces (the CLI writes them to DIR/requests.json). */
   /**
    * Where the stage processes write their step traces (CHORUS_STEP_TRACE_DIR, set by the caller before the servers
    * start): with an in-process server, the c=1 runs then get their first-packet account (BenchResult.packet_accounts).
    */
   readonly stepTraceDir?: string;
+  /** Called after each run with its row and its raw traces (the CLI writes them to DIR/requests.json). */
   readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
 }
 

@@ -32,24 +32,12 @@ interface ChunkBody {
   readonly error?: { readonly code?: string; readonly message?: string };
 }
 
-/** A chat message as the bench sends it (text only). */
-export interface ChatMessage {
-  readonly role: 'system' | 'user' | 'assistant';
-  readonly content: string;
-}
-
-/** A request's trace and the answer's text (what a conversation sends back as the assistant's message). */
-export interface ChatTrace extends RequestTrace {
-  readonly transcript: string;
-}
-
 /** What the SSE events of one answer said, besides the trace events. */
 interface Parsed {
   requestId?: string;
   promptTokens?: number;
   cachedTokens?: number;
   textTokens?: number;
-  transcript: string;
 }
 
 export class ChatBenchClient implements BenchClient {
@@ -58,13 +46,8 @@ export class ChatBenchClient implements BenchClient {
   constructor(private readonly target: ClientTarget) {}
 
   request(r: BenchRequest): Promise<RequestTrace> {
-    return this.send([{ role: 'user', content: r.prompt }], r);
-  }
-
-  /** One completion over `messages` (r.prompt is not read: the conversation is the messages). */
-  send(messages: readonly ChatMessage[], r: Omit<BenchRequest, 'prompt'>): Promise<ChatTrace> {
     const body = JSON.stringify({
-      messages,
+      messages: [{ role: 'user', content: r.prompt }],
       modalities: ['text', 'audio'],
       audio: { voice: 'alloy', format: 'pcm16' },
       stream: true,
@@ -81,9 +64,9 @@ export class ChatBenchClient implements BenchClient {
     if (this.target.apiKey) headers.authorization = `Bearer ${this.target.apiKey}`;
     const { traceparent, traceId } = newTraceparent();
     headers.traceparent = traceparent;
-    return new Promise<ChatTrace>((resolve) => {
+    return new Promise<RequestTrace>((resolve) => {
       const events: TraceEvent[] = [];
-      const parsed: Parsed = { transcript: '' };
+      const parsed: Parsed = {};
       let settled = false;
       const startMs = performance.now();
       const finish = (ok: boolean, error?: string): void => {
@@ -157,11 +140,7 @@ function onSseEvent(
   parsed.requestId ??= chunk.id;
   const delta = chunk.choices?.[0]?.delta;
   // Text-only answers put text in content; with audio on it comes (once) as the audio's transcript.
-  const text = delta?.content || delta?.audio?.transcript;
-  if (text) {
-    events.push({ type: 'text', atMs });
-    parsed.transcript += text;
-  }
+  if (delta?.content || delta?.audio?.transcript) events.push({ type: 'text', atMs });
   if (delta?.audio?.data)
     events.push({ type: 'audio', atMs, samples: pcm16SamplesInBase64(delta.audio.data), sampleRateHz: SAMPLE_RATE_HZ });
   if (chunk.usage) {

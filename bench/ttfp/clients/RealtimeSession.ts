@@ -38,10 +38,10 @@ export class RealtimeSession {
   }
 
   /** A session, once its session.created has arrived (it is usable from then on). */
-  static async open(target: ClientTarget, headers: Readonly<Record<string, string>> = {}): Promise<RealtimeSession> {
+  static async open(target: ClientTarget): Promise<RealtimeSession> {
     const url = `${target.baseUrl.replace(/^http/, 'ws')}/v1/realtime`;
     const ws = new WebSocket(url, {
-      headers: { ...headers, ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}) },
+      headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},
       perMessageDeflate: false,
     });
     try {

@@ -9,9 +9,9 @@ import { interleaves, openMode, warmUp, type LiveMode, type Mode } from '../mode
 import { makePrompts } from '../prompts.ts';
 import { benchTokenizer, planModes } from '../planModes.ts';
 import { judgeStep, searchCapacity, type CapacityOptions } from './capacitySearch.ts';
+import { finished } from '../results.ts';
 import {
   arrivalPlan,
-  finish,
   measureRate,
   openLoopResult,
   sortRows,
@@ -80,7 +80,7 @@ export async function runCapacityBench(o: OpenLoopBenchOptions, c: CapacityOptio
     modes,
     [...ratesRun].sort((a, b) => a - b),
   );
-  return finish(result);
+  return finished(result);
 }
 
 /**

@@ -10,23 +10,16 @@
  * startMs) and reported as the send lag.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BenchClient, BenchRequest } from '../clients/BenchClient.ts';
+import type { BenchClient } from '../clients/BenchClient.ts';
+import { loadRequest, type LoadShape } from '../runLoad.ts';
 import type { RequestTrace } from '../trace.ts';
 import type { OpenLoopRecord } from './openLoopStats.ts';
 
-export interface OpenLoopOptions {
-  /** Ms from the start, ascending (arrivals.ts). */
+export interface OpenLoopOptions extends LoadShape {
+  /** Ms from the start, ascending (arrivals.ts); request i sends loadRequest(o, i). */
   readonly arrivalsMs: readonly number[];
-  /** Request i sends prompts[i % length] with seed + i. */
-  readonly prompts: readonly string[];
-  readonly outputLen: number;
-  readonly seed: number;
-  readonly timeoutMs: number;
-  readonly chunking?: Pick<BenchRequest, 'initialCodecChunkFrames' | 'ttfpTargetMs'>;
-  readonly openClient: () => Promise<BenchClient>;
   /** Connections opened before the clock starts (so the first arrivals do not pay for their set-up). */
   readonly prewarm: number;
-  readonly onRequestDone?: (trace: RequestTrace) => void;
 }
 
 export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopRecord[]> {
@@ -51,13 +44,7 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopRecord[]>
         client = await o.openClient();
         open.add(client);
       }
-      trace = await client.request({
-        prompt: o.prompts[i % o.prompts.length],
-        outputLen: o.outputLen,
-        seed: o.seed + i,
-        timeoutMs: o.timeoutMs,
-        ...o.chunking,
-      });
+      trace = await client.request(loadRequest(o, i));
     } catch (err) {
       // Opening the connection failed (a Realtime upgrade refused with 429, a server gone): the request's outcome.
       trace = { startMs: openingMs, events: [], ok: false, error: (err as Error).message };

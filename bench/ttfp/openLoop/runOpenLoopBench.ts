@@ -4,10 +4,7 @@
  * servers up at once each rate runs on A, then on B, before the next rate; otherwise one server after the other.
  * Every mode and rate is offered the same arrivals (one seed) and the same prompts.
  */
-import type { BenchClient } from '../clients/BenchClient.ts';
-import { ChatBenchClient } from '../clients/ChatBenchClient.ts';
-import { RealtimeBenchClient } from '../clients/RealtimeBenchClient.ts';
-import { interleaves, loadOptions, openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
+import { interleaves, loadOn, loadOptions, openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
 import { ProgressBar } from '../ProgressBar.ts';
 import { makePrompts } from '../prompts.ts';
 import { finished, resultHeader, type ResultHeader } from '../results.ts';
@@ -93,22 +90,12 @@ export async function measureRate(
 ): Promise<{ row: OpenLoopRow; records: OpenLoopRecord[] }> {
   const bar = o.progress ? new ProgressBar(o.progress, `${live.mode.variant} ${rate} req/s`, plan.atMs.length) : null;
   const records = await runOpenLoop({
+    ...loadOn(o, live, bar),
     arrivalsMs: plan.atMs,
     prompts,
-    outputLen: o.outputLen,
     seed: o.seed,
-    timeoutMs: o.timeoutMs ?? 300_000,
-    chunking: {
-      ...(o.initialCodecChunkFrames !== undefined ? { initialCodecChunkFrames: o.initialCodecChunkFrames } : {}),
-      ...(o.ttfpTargetMs !== undefined ? { ttfpTargetMs: o.ttfpTargetMs } : {}),
-    },
-    openClient: (): Promise<BenchClient> =>
-      o.protocol === 'realtime'
-        ? RealtimeBenchClient.connect(live.target)
-        : Promise.resolve(new ChatBenchClient(live.target)),
     // About the requests in flight at a TTFP-scale latency: ~2 s of arrivals, a few sessions at most.
     prewarm: Math.min(plan.atMs.length, Math.max(1, Math.ceil(rate * 2)), 16),
-    onRequestDone: (t) => bar?.tick(t.ok),
   }).finally(() => bar?.finish());
   const row = openLoopRow(records, {
     variant: live.mode.variant,
@@ -169,10 +156,5 @@ export async function runOpenLoopBench(o: OpenLoopBenchOptions): Promise<OpenLoo
     }
   }
   sortRows(result, modes, o.ratesPerS);
-  return finish(result);
-}
-
-/** Stamps the end of the run. */
-export function finish(result: OpenLoopResult): OpenLoopResult {
   return finished(result);
 }
