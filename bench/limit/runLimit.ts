@@ -13,6 +13,7 @@
  */
 import {
   ChorusError,
+  type Code2WavRunner,
   concatFloat32,
   createCode2WavRunner,
   createTalkerRunner,
@@ -20,17 +21,29 @@ import {
   entryTokenizer,
   ErrorCodes,
   initialChunkFrames,
+  type SamplingParams,
   type StageGraph,
   type StageSpec,
   Talker2Code2Wav,
+  type TalkerRunner,
   Thinker2Talker,
+  type ThinkerRunner,
 } from '../../src/index.ts';
 import { percentile } from '../ttfp/metrics.ts';
 import { makePrompts } from '../ttfp/prompts.ts';
-import type { PacketSampling, Runners } from './limitRunners.ts';
 import type { LimitParts, LimitResult } from './limitResult.ts';
 
-export type { PacketSampling, Runners };
+/** The runners a limit runs on, in this process. */
+export interface Runners {
+  readonly thinker: ThinkerRunner;
+  readonly talker: TalkerRunner;
+  readonly code2wav: Code2WavRunner;
+}
+
+export interface PacketSampling {
+  readonly thinker: SamplingParams;
+  readonly talker: SamplingParams;
+}
 
 export interface LimitOptions {
   readonly graph: StageGraph;

@@ -33,7 +33,8 @@ import {
   Talker2Code2Wav,
   Thinker2Talker,
 } from '../../src/index.ts';
-import { closeRunners, limitSampling, openRunners, templatedPrompts, type Runners } from './runLimit.ts';
+import { closeRunners, limitSampling, openRunners, templatedPrompts } from './runLimit.ts';
+import type { PacketSampling, Runners } from './runLimit.ts';
 import {
   summarizeThroughput,
   throughputEnvelope,
@@ -84,7 +85,7 @@ function onePass(
   g: StageGraph,
   prompts: readonly (readonly number[])[],
   outputLen: number,
-  sampling: { thinker: SamplingParams; talker: SamplingParams },
+  sampling: PacketSampling,
   run: string,
 ): { cpu: ThroughputPass; wall: ThroughputPass } {
   const { thinker, talker, code2wav } = r;

@@ -36,7 +36,7 @@ export interface TruncationFigures {
 }
 
 /** Issue 41's comparison: the first EARLY_TURNS turns against the last third (turns 40-60 of 60). */
-export const EARLY_TURNS = 10;
+const EARLY_TURNS = 10;
 
 export interface LateTurnsFigures {
   /** First and last turn (1-based, inclusive) of each range; every session's turns in it count. */

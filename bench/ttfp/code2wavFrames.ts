@@ -30,7 +30,7 @@ export function sumMetric(text: string, name: string): number {
 }
 
 /** The server's totals now; null when it serves no /metrics the bench can read. */
-export async function scrapeCode2WavFrames(target: ClientTarget): Promise<Code2WavFrames | null> {
+async function scrapeCode2WavFrames(target: ClientTarget): Promise<Code2WavFrames | null> {
   try {
     const res = await fetch(`${target.baseUrl}/metrics`, {
       headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},

@@ -16,7 +16,7 @@
 import type { RequestTrace } from './trace.ts';
 
 /** A gap the listener hears. Shorter gaps are counted in total stall time only. */
-export const UNDERRUN_THRESHOLD_MS = 100;
+const UNDERRUN_THRESHOLD_MS = 100;
 
 export interface StallStats {
   /** Stalls longer than the threshold. */

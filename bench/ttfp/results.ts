@@ -3,8 +3,6 @@
  * Every field a run row has is a plain number or null, so the JSON diffs and plots cleanly.
  */
 import { gitSha } from '../common.ts';
-
-export { gitSha };
 import os from 'node:os';
 import type { LimitResult } from '../limit/limitResult.ts';
 import type { ThroughputLimit } from '../limit/throughputLimit.ts';
@@ -91,7 +89,7 @@ export interface RunRow {
 }
 
 /** Slowest requests a run names (RunRow.slowest_ttfp). */
-export const SLOWEST_SHOWN = 3;
+const SLOWEST_SHOWN = 3;
 
 export interface Ratio {
   readonly concurrency: number;
@@ -221,7 +219,7 @@ export interface PacketAccountRow {
   readonly chunk_trip: AccountSummary | null;
 }
 
-export function machineInfo(): Machine {
+function machineInfo(): Machine {
   return {
     node: process.version,
     platform: `${os.platform()} ${os.release()} ${os.arch()}`,

@@ -13,7 +13,7 @@ import { isRefusal, type OpenLoopRecord } from './openLoopStats.ts';
  * Refusals a passing step may have (share of its arrivals): a server refusing on its latency estimate admits only
  * what meets the SLO, so "admitted requests meet it" alone would pass any rate. Capacity is what it takes, not sheds.
  */
-export const MAX_REFUSED_SHARE = 0.01;
+const MAX_REFUSED_SHARE = 0.01;
 
 export interface CapacityStep {
   readonly rate: number;

@@ -18,7 +18,7 @@ function arrivalsName(burstiness: number): string {
 }
 
 /** A capacity search: the figure, its bracket, and each step with how stable it was. */
-export function capacityLines(c: CapacityReport): string[] {
+function capacityLines(c: CapacityReport): string[] {
   const q = `p${Math.round(c.quantile * 1000) / 10}`;
   const steps = c.steps.map(
     (s) =>
