@@ -7,15 +7,13 @@
  *
  * The models come from the user cache (built once before the first round), so a boot times code, not a model build.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { gitSha, median } from '../common.ts';
 import { scriptFlags } from '../scriptFlags.ts';
+import { ServerProcess } from '../soak/ServerProcess.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'chorus.js');
 
 interface Boot {
   readonly serveMs: number;
@@ -26,20 +24,11 @@ interface Boot {
 async function bootOnce(config: string, compiled: boolean): Promise<Boot> {
   const started = performance.now();
   const env = { ...process.env, CHORUS_LOG_LEVEL: 'warn', CHORUS_COMPILED: compiled ? '1' : '0' };
-  const child = spawn(process.execPath, [BIN, 'serve', '--config', config, '--port', '0'], { env, stdio: 'pipe' });
+  const server = await ServerProcess.start(config, [], env);
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /serving (http:\/\/\S+)/.exec(out);
-        if (m) resolve(m[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`chorus serve exited with ${code} before serving`)));
-    });
     const serveMs = performance.now() - started;
     const t0 = performance.now();
-    const res = await fetch(`${url}/v1/chat/completions`, {
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ messages: [{ role: 'user', content: 'Hello.' }], max_tokens: 4 }),
@@ -48,9 +37,7 @@ async function bootOnce(config: string, compiled: boolean): Promise<Boot> {
     if (!res.ok) throw new Error(`first request: HTTP ${res.status}`);
     return { serveMs, firstRequestMs: performance.now() - t0 };
   } finally {
-    const exited = once(child, 'exit');
-    child.kill('SIGTERM');
-    await exited;
+    await server.stop();
   }
 }
 

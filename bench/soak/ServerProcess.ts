@@ -8,16 +8,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../../src/basics.ts';
+import { localStages } from '../ttfp/cpuTime.ts';
 import type { NamedPid } from './processRss.ts';
 
 // The package's root, found the same way from bench/soak/ and from its compiled copy in dist/bench/soak/.
 const CHORUS_BIN = join(repoRoot(), 'bin', 'chorus.js');
 const READY_TIMEOUT_MS = 300_000; // 5 min: a first run generates the config's models before it serves
 const STOP_TIMEOUT_MS = 60_000; // SIGTERM drains and closes the stages; past this, SIGKILL
-
-interface HealthBody {
-  readonly stages: readonly { stage_id: string; replica: number; pid: number | null }[];
-}
 
 /** Requests lost with a stage instance, by what became of them, and the mean pause of the migrated ones. */
 export interface SoakMigrations {
@@ -38,10 +35,10 @@ export class ServerProcess {
     this.#exited = exited;
   }
 
-  /** Starts `chorus serve --config FILE --port 0` and resolves once it prints the URL it serves. */
-  static async start(config: string, serveArgs: readonly string[] = []): Promise<ServerProcess> {
+  /** Starts `chorus serve --config FILE --port 0` (in `env`) and resolves once it prints the URL it serves. */
+  static async start(config: string, serveArgs: readonly string[] = [], env = process.env): Promise<ServerProcess> {
     const args = [CHORUS_BIN, 'serve', '--config', config, '--port', '0', ...serveArgs];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     // The server's log goes on to ours: a chaos run's warnings and a failed start's reason belong in its output.
     child.stderr!.pipe(process.stderr, { end: false });
@@ -77,12 +74,7 @@ export class ServerProcess {
 
   /** main (this server) and every stage instance with a live process, named stage#replica. */
   async processes(): Promise<NamedPid[]> {
-    const res = await fetch(`${this.url}/health`);
-    const body = (await res.json()) as HealthBody;
-    const stages = body.stages.flatMap((s) =>
-      s.pid === null ? [] : [{ name: `${s.stage_id}#${s.replica}`, pid: s.pid }],
-    );
-    return [{ name: 'main', pid: this.pid }, ...stages];
+    return [{ name: 'main', pid: this.pid }, ...(await localStages({ baseUrl: this.url, apiKey: null }))];
   }
 
   /**

@@ -27,7 +27,7 @@ interface HealthStage {
 export type CpuSnapshot = ReadonlyMap<string, { readonly pid: number; readonly ms: number }>;
 
 /** The stage processes of the server on this machine (a remote one's pid is another host's), by instance name. */
-async function localStages(target: ClientTarget): Promise<{ name: string; pid: number }[]> {
+export async function localStages(target: ClientTarget): Promise<{ name: string; pid: number }[]> {
   try {
     const res = await fetch(`${target.baseUrl}/health`, {
       headers: target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {},
