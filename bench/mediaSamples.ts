@@ -1,8 +1,7 @@
 /**
- * Media inputs for benches and tests: 16-bit mono WAV and raw pcm16 of a tone or chirp, PNG and JPEG of a seeded
- * pattern.
+ * Media inputs for benches and tests: 16-bit mono WAV and raw pcm16 of a tone or chirp, PNG of a seeded pattern
+ * (test/helpers/media.ts adds its JPEG).
  */
-import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 
 /** A chirp from 200 Hz upward, at `amplitude` of full scale; `seed` shifts the phase so clips differ. */
@@ -43,7 +42,8 @@ export function wavBytes(seconds: number, rateHz = 24000, seed = 1, declaredData
   return out;
 }
 
-function pattern(width: number, height: number, seed: number): Buffer {
+/** RGBA pixels of a seeded pattern. */
+export function pattern(width: number, height: number, seed: number): Buffer {
   const data = Buffer.alloc(width * height * 4);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
@@ -61,8 +61,4 @@ export function pngBytes(width: number, height: number, seed = 1): Uint8Array {
   const png = new PNG({ width, height });
   pattern(width, height, seed).copy(png.data);
   return new Uint8Array(PNG.sync.write(png));
-}
-
-export function jpegBytes(width: number, height: number, seed = 1, quality = 90): Uint8Array {
-  return new Uint8Array(jpeg.encode({ data: pattern(width, height, seed), width, height }, quality).data);
 }
