@@ -20,6 +20,8 @@ import {
   printReport,
   protocolOf,
   resultsDir,
+  SERVE_OPTIONS,
+  type ServeFlags,
   targetOf,
 } from './flags.ts';
 import { mixUsage, runMixCommand } from './mix.ts';
@@ -29,18 +31,6 @@ import type { RequestTrace } from '../ttfp/trace.ts';
 import type { ServerTimings } from '../ttfp/ServerTimings.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { writeResultFiles } from '../report/writeResultFiles.ts';
-
-/** The run options of the TTFP bench. */
-const RUN_OPTIONS = {
-  out: { type: 'string' },
-  warmup: { type: 'string' },
-  seed: { type: 'string' },
-  'timeout-ms': { type: 'string' },
-  'skip-limit': { type: 'boolean', default: false },
-  'skip-account': { type: 'boolean', default: false },
-  'limit-repeats': { type: 'string' },
-  json: { type: 'boolean', default: false },
-} as const;
 
 export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
@@ -78,7 +68,7 @@ requests.json (every request's metrics and audio arrivals, for tracing a slow fi
 gets a summary per run. --goals adds the development goals of bench/README.md, met or not, to both reports.
 --mix: a seeded mixed workload (text, 224-1080 px images, 5-30 s clips, some repeated) against --config
 (default configs/epd.yaml) once per --router, each on a fresh deployment; TTFT p50/p99 per modality, encoder cache hit
-rate, encoder busy time and the router's prediction error, in Markdown (bench/README.md "Disaggregated encoders").
+rate and encoder busy time, in Markdown (bench/README.md "Disaggregated encoders").
 Harnesses of closed issues (the connector microbench, tracing rounds, spoken turns against typed ones,
 conversations by turn, the grammar, model and Piper benches) were archived: bench/README.md, "Archived harnesses",
 runs them from the tag bench-archive-2026-12-02.
@@ -100,40 +90,6 @@ export async function run(argv: string[]): Promise<number> {
   if (argv.some((a) => a === '--mix' || a.startsWith('--mix='))) return runMixCommand(argv);
   return runServeCommand(argv);
 }
-
-const SERVE_OPTIONS = {
-  config: { type: 'string' },
-  url: { type: 'string' },
-  'sync-url': { type: 'string' },
-  'api-key': { type: 'string' },
-  protocol: { type: 'string', default: 'realtime' },
-  concurrency: { type: 'string' },
-  'num-prompts': { type: 'string' },
-  'input-len': { type: 'string' },
-  'output-len': { type: 'string' },
-  'max-tokens': { type: 'string' },
-  'compare-sync': { type: 'boolean', default: false },
-  'compare-config': { type: 'string' },
-  'compare-scheduling': { type: 'boolean', default: false },
-  'compare-prefix-cache': { type: 'boolean', default: false },
-  'compare-compiled': { type: 'boolean', default: false },
-  'redis-url': { type: 'string' },
-  ...RUN_OPTIONS,
-  'initial-codec-chunk-frames': { type: 'string' },
-  'ttfp-target-ms': { type: 'string' },
-  'throughput-repeats': { type: 'string' },
-  'trace-steps': { type: 'string' },
-  goals: { type: 'boolean', default: false },
-  'request-rate': { type: 'string' },
-  burstiness: { type: 'string' },
-  duration: { type: 'string' },
-  'slo-ttfp-ms': { type: 'string' },
-  'find-capacity': { type: 'boolean' },
-  'slo-quantile': { type: 'string' },
-  'capacity-multiples': { type: 'string' },
-} as const;
-
-type ServeFlags = ReturnType<typeof parse<typeof SERVE_OPTIONS>>;
 
 /** `chorus bench` without a subcommand: the TTFP bench, or open-loop load (--request-rate). */
 async function runServeCommand(argv: string[]): Promise<number> {

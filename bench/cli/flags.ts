@@ -1,8 +1,9 @@
 /**
  * What the bench's commands share about their flags: parsing (node's parseArgs; its errors are usage errors, as
- * UsageError is), numbers and integers that name the flag when they do not parse, the server flags (--url or
- * --config, not both), the --compare-* flags (at most one, those needing both servers started by the bench refused
- * with --url), the results folder and how a run's report is printed.
+ * UsageError is), `chorus bench`'s flags declared once (SERVE_OPTIONS: their readers take its parsed type), numbers
+ * and integers that name the flag when they do not parse, the server flags (--url or --config, not both), the
+ * --compare-* flags (at most one, those needing both servers started by the bench refused with --url), the results
+ * folder and how a run's report is printed.
  */
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
@@ -20,6 +21,49 @@ type FlagValues<O extends OptionSpecs> = ReturnType<
 export function parse<const O extends OptionSpecs>(argv: string[], options: O): FlagValues<O> {
   return parseArgs({ args: argv, options, strict: true as const, allowPositionals: false as const }).values;
 }
+
+/** `chorus bench`'s flags without a subcommand (the TTFP bench and open-loop load), declared once. */
+export const SERVE_OPTIONS = {
+  config: { type: 'string' },
+  url: { type: 'string' },
+  'sync-url': { type: 'string' },
+  'api-key': { type: 'string' },
+  protocol: { type: 'string', default: 'realtime' },
+  concurrency: { type: 'string' },
+  'num-prompts': { type: 'string' },
+  'input-len': { type: 'string' },
+  'output-len': { type: 'string' },
+  'max-tokens': { type: 'string' },
+  'compare-sync': { type: 'boolean', default: false },
+  'compare-config': { type: 'string' },
+  'compare-scheduling': { type: 'boolean', default: false },
+  'compare-prefix-cache': { type: 'boolean', default: false },
+  'compare-compiled': { type: 'boolean', default: false },
+  'redis-url': { type: 'string' },
+  out: { type: 'string' },
+  warmup: { type: 'string' },
+  seed: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'skip-limit': { type: 'boolean', default: false },
+  'skip-account': { type: 'boolean', default: false },
+  'limit-repeats': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  'initial-codec-chunk-frames': { type: 'string' },
+  'ttfp-target-ms': { type: 'string' },
+  'throughput-repeats': { type: 'string' },
+  'trace-steps': { type: 'string' },
+  goals: { type: 'boolean', default: false },
+  'request-rate': { type: 'string' },
+  burstiness: { type: 'string' },
+  duration: { type: 'string' },
+  'slo-ttfp-ms': { type: 'string' },
+  'find-capacity': { type: 'boolean' },
+  'slo-quantile': { type: 'string' },
+  'capacity-multiples': { type: 'string' },
+} as const;
+
+/** What parse gives back for SERVE_OPTIONS: every reader of `chorus bench`'s flags takes it. */
+export type ServeFlags = FlagValues<typeof SERVE_OPTIONS>;
 
 /** An integer flag >= min, or `fallback` when absent. */
 export function int(name: string, value: string | undefined, fallback: number, min = 1): number {
@@ -45,7 +89,7 @@ export function protocolOf(value: string): Protocol {
 }
 
 /** --output-len, or its other name --max-tokens (as chorus generate and soak call it); default 100. */
-export function outputLenOf(v: { readonly 'output-len'?: string; readonly 'max-tokens'?: string }): number {
+export function outputLenOf(v: ServeFlags): number {
   const [outputLen, maxTokens] = [v['output-len'], v['max-tokens']];
   if (outputLen !== undefined && maxTokens !== undefined && outputLen !== maxTokens)
     throw new UsageError(`--output-len ${outputLen} and --max-tokens ${maxTokens} are the same flag: give one`);
@@ -57,15 +101,8 @@ export function checkRedisUrl(url: string): void {
     throw new UsageError(`--redis-url must be a redis://, rediss:// or redis+cluster:// URL, got "${url}"`);
 }
 
-export interface TargetFlags {
-  readonly url?: string;
-  readonly config?: string;
-  readonly 'sync-url'?: string;
-  readonly 'api-key'?: string;
-}
-
 /** A running server (--url, with --sync-url and --api-key) or one the bench starts (--config), not both. */
-export function targetOf(v: TargetFlags) {
+export function targetOf(v: ServeFlags) {
   if (v.url !== undefined && v.config !== undefined)
     throw new UsageError('give either --url (a running server) or --config (the bench starts one), not both');
   if (v.url === undefined) return { kind: 'config' as const, file: path.resolve(v.config ?? defaultConfigPath()) };
@@ -77,17 +114,8 @@ export function targetOf(v: TargetFlags) {
   };
 }
 
-export interface CompareFlags {
-  readonly url?: string;
-  readonly 'compare-sync'?: boolean;
-  readonly 'compare-config'?: string;
-  readonly 'compare-scheduling'?: boolean;
-  readonly 'compare-prefix-cache'?: boolean;
-  readonly 'compare-compiled'?: boolean;
-}
-
 /** At most one --compare-* flag; --compare-compiled only where measured (the closed-loop TTFP bench). */
-export function checkCompareFlags(v: CompareFlags, openLoop: boolean): void {
+export function checkCompareFlags(v: ServeFlags, openLoop: boolean): void {
   if (v['compare-config'] !== undefined && v.url !== undefined)
     throw new UsageError('--compare-config is for --config: the bench starts both servers');
   const compares = [

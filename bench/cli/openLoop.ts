@@ -7,7 +7,7 @@ import { writeResultFiles } from '../report/writeResultFiles.ts';
 import { UsageError } from '../../src/basics.ts';
 import type { OpenLoopBenchOptions } from '../ttfp/openLoop/runOpenLoopBench.ts';
 import type { CapacityOptions } from '../ttfp/openLoop/capacitySearch.ts';
-import { int, printReport, resultsDir } from './flags.ts';
+import { int, printReport, resultsDir, type ServeFlags } from './flags.ts';
 
 export const openLoopUsage = `  chorus bench --request-rate R1,R2,... [--burstiness 1] [--duration 20 | --num-prompts N]
                [--slo-ttfp-ms MS] [--config FILE | --url URL [--sync-url URL] [--api-key KEY]]
@@ -33,22 +33,6 @@ step --duration long and judged on its second half too; with a --compare-* flag 
 /** Default arrival window per rate when neither --duration nor --num-prompts is given. */
 const DEFAULT_DURATION_S = 20;
 
-interface OpenLoopFlagValues {
-  readonly 'request-rate'?: string;
-  readonly burstiness?: string;
-  readonly duration?: string;
-  readonly 'slo-ttfp-ms'?: string;
-  readonly 'num-prompts'?: string;
-  readonly concurrency?: string;
-  readonly 'find-capacity'?: boolean;
-  readonly 'slo-quantile'?: string;
-  readonly 'capacity-multiples'?: string;
-  readonly 'compare-sync'?: boolean;
-  readonly 'compare-config'?: string;
-  readonly 'compare-scheduling'?: boolean;
-  readonly 'compare-prefix-cache'?: boolean;
-}
-
 export type OpenLoopFlags = Pick<OpenLoopBenchOptions, 'ratesPerS' | 'burstiness' | 'length' | 'sloTtfpMs'> & {
   /** --find-capacity: search the rate (bench/ttfp/openLoop/capacityBench.ts) instead of running ratesPerS. */
   readonly findCapacity?: CapacityOptions;
@@ -67,7 +51,7 @@ function positiveNumber(flag: string, value: string, what: string): number {
 }
 
 /** The open-loop flags, or null for a closed-loop run (then none of them may be given). */
-export function openLoopFlags(v: OpenLoopFlagValues): OpenLoopFlags | null {
+export function openLoopFlags(v: ServeFlags): OpenLoopFlags | null {
   const findCapacity = v['find-capacity'] === true;
   if (!findCapacity)
     for (const flag of ['slo-quantile', 'capacity-multiples'] as const)
