@@ -12,12 +12,8 @@ import { pngBytes, wavBytes } from '../mediaSamples.ts';
 
 export type MixKind = 'text' | 'image' | 'audio' | 'video';
 
-export interface Mix {
-  readonly text: number;
-  readonly image: number;
-  readonly audio: number;
-  readonly video: number;
-}
+/** Each kind's share of the requests. */
+export type Mix = Readonly<Record<MixKind, number>>;
 
 /** A video's frames: the size main samples a 4:3 clip to (encoder.video.frame_pixels 224 x 224), 2 fps. */
 const VIDEO_WIDTH = 224;
