@@ -156,6 +156,11 @@ export interface ChunkPolicy {
    * main has that audio (chunkPolicy.ts firstPacketHoldTokens): the Talker's prefill then has a core to itself.
    */
   readonly firstPacketHold: boolean;
+  /**
+   * While a request waits for its first audio, the stages hold back the steps of answers that have been speaking for
+   * a while, so the cores compute the newcomer (src/sched/FirstAudioFirst.ts, bounded: nothing starves).
+   */
+  readonly firstAudioFirst: boolean;
 }
 
 export type RoutingPolicy = 'ttft' | 'least_loaded' | 'round_robin';

@@ -40,6 +40,7 @@ export const defaults = {
     chunkTimeoutMs: 30_000, // 30 s
     ttfpTargetMs: null, // no default TTFP target: the dynamic initial chunk decides
     firstPacketHold: true, // at light load the Thinker waits for a request's first audio (chunkPolicy.ts)
+    firstAudioFirst: true, // speaking answers' steps wait while a newcomer's first audio is on its way (bounded)
   },
   engine: {
     maxNumSeqs: 16,

@@ -419,6 +419,7 @@ function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
     chunkTimeoutMs: p?.chunk_timeout_ms ?? d.chunkTimeoutMs,
     ttfpTargetMs: p?.ttfp_target_ms ?? d.ttfpTargetMs,
     firstPacketHold: p?.first_packet_hold ?? d.firstPacketHold,
+    firstAudioFirst: p?.first_audio_first ?? d.firstAudioFirst,
   };
 }
 

@@ -38,6 +38,8 @@ export const ChunkPolicyYaml = Type.Object(
       }),
     ),
     first_packet_hold: optional(Type.Boolean()),
+    // Speaking answers' steps wait (bounded) while a newcomer's first audio is on its way (docs/scheduling.md).
+    first_audio_first: optional(Type.Boolean()),
   },
   closed,
 );

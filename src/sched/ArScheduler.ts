@@ -51,6 +51,8 @@ const NEWCOMER_LEAD_TURNS = 4;
  */
 const FIRST_OUTPUT_RUN_STEPS = 4;
 
+const NONE: ReadonlySet<string> = new Set();
+
 export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
 
 export interface ArSchedulerOptions {
@@ -256,8 +258,12 @@ export class ArScheduler {
     return n;
   }
 
-  /** `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). */
-  schedule(nowMs = Date.now()): SchedulerPlan {
+  /**
+   * `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). `deferred`: requests
+   * this step leaves out, seats and KV kept (first audio first, FirstAudioFirst.ts: answers already speaking while
+   * another's first audio is on its way).
+   */
+  schedule(nowMs = Date.now(), deferred: ReadonlySet<string> = NONE): SchedulerPlan {
     const { maxNumSeqs, maxNumBatchedTokens, kvBytesPerToken, kvBudgetBytes } = this.options;
     const items: ScheduledItem[] = [];
     const preempted: string[] = [];
@@ -276,7 +282,7 @@ export class ArScheduler {
     let firstOutputsInStep = false; // a request in this step still waits for its first output: admit no one
     this.steps++;
     // Seat turns: who may take a free seat this step (null: off, anyone may), after long holders yielded theirs.
-    const turn = this.seatTurn(ordered);
+    const turn = this.seatTurn(ordered, deferred);
     numSeated -= turn?.yielded ?? 0;
 
     // 2. Running requests first, oldest (playback: most urgent) first: they hold KV, and a slot unless they were
@@ -285,6 +291,7 @@ export class ArScheduler {
       if (tokenBudget === 0) break; // budget spent; the rest run next step
       if (r.status !== 'running') continue; // preempted by an older request earlier in this loop
       if (r.paused) continue; // a slow client holds this one back; it keeps its KV but not its slot
+      if (deferred.has(r.requestId)) continue; // speaking while another's first audio is on its way: it keeps its seat
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // WAITING_FOR_CHUNK: nothing to compute until its next input arrives
       // Resumed: its slot went to someone else while it was paused. It takes the next free one, before step 3 admits
@@ -325,6 +332,7 @@ export class ArScheduler {
       if (r.status !== 'waiting' || preempted.includes(r.requestId)) continue;
       if (numSeated >= maxNumSeqs || tokenBudget === 0) break; // FIFO: nobody overtakes the head of the queue
       if (r.paused) continue; // its client is not reading: it is admitted when it resumes
+      if (deferred.has(r.requestId)) continue; // speaking (preempted): after the first audio on its way
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
       if (turn && !turn.next.has(r)) continue; // seat turns: others have waited longer
@@ -420,13 +428,16 @@ export class ArScheduler {
    * those that held them seatTurnSteps steps, and for the newcomers any that held one a step (not one about to make
    * its first output). `next`: the ones that may take the free seats; `yielded`: how many gave theirs up.
    */
-  private seatTurn(ordered: readonly ArRequest[]): { next: Set<ArRequest>; yielded: number } | null {
+  private seatTurn(
+    ordered: readonly ArRequest[],
+    deferred: ReadonlySet<string>,
+  ): { next: Set<ArRequest>; yielded: number } | null {
     const turnSteps = this.options.seatTurnSteps;
     if (turnSteps == null) return null;
     const isNewcomer = (r: ArRequest) => r.status === 'waiting';
     const rank = (r: ArRequest) => r.unseatedAtStep - (isNewcomer(r) ? NEWCOMER_LEAD_TURNS * turnSteps : 0);
     const wanting = ordered
-      .filter((r) => !r.seated && !r.paused && r.numAvailableTokens > r.numComputedTokens)
+      .filter((r) => !r.seated && !r.paused && !deferred.has(r.requestId) && r.numAvailableTokens > r.numComputedTokens)
       .sort((a, b) => rank(a) - rank(b) || a.arrival - b.arrival);
     const seated = ordered
       .filter((r) => r.seated && r.status === 'running')

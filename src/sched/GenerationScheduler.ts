@@ -19,6 +19,8 @@ import { byDeadline, type SchedulingPolicy } from './playback.ts';
 /** First chunks first: at most this many steps in a row run only first chunks while others wait. */
 const FIRST_CHUNK_RUN_STEPS = 4;
 
+const NONE: ReadonlySet<string> = new Set();
+
 export interface GenerationItem {
   readonly requestId: string;
 }
@@ -74,11 +76,14 @@ export class GenerationScheduler {
     return this.ready.size;
   }
 
-  /** `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). */
-  schedule(nowMs = Date.now()): GenerationItem[] {
+  /**
+   * `nowMs` (epoch ms): the playback policy's notion of now (deadlines before it are overdue). `deferred`: requests
+   * left out of this step, their chunks kept (first audio first, FirstAudioFirst.ts).
+   */
+  schedule(nowMs = Date.now(), deferred: ReadonlySet<string> = NONE): GenerationItem[] {
     const deadline = (c: { requestId: string }): number => this.deadlines.get(c.requestId) ?? Infinity;
     const ordered = [...this.ready.entries()]
-      .filter(([id]) => !this.paused.has(id))
+      .filter(([id]) => !this.paused.has(id) && !deferred.has(id))
       .map(([requestId, r]) => ({ requestId, arrival: r.arrival }))
       .sort(
         this.policy === 'playback'

@@ -67,6 +67,7 @@ export function describeGraph(graph: StageGraph) {
       dynamic_initial_chunk: graph.chunkPolicy.dynamicInitialChunk,
       ttfp_target_ms: graph.chunkPolicy.ttfpTargetMs,
       first_packet_hold: graph.chunkPolicy.firstPacketHold,
+      first_audio_first: graph.chunkPolicy.firstAudioFirst,
     },
     stages: graph.stages.map((s) => ({
       stage_id: s.stageId,

@@ -56,7 +56,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
 
   step(): boolean {
     this.updateDeadlines();
-    const plan = this.scheduler.schedule();
+    const nowMs = Date.now();
+    const plan = this.scheduler.schedule(nowMs, this.deferredNow(nowMs));
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;
     // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its

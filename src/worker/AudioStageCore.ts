@@ -4,6 +4,7 @@
  * its listener's buffer runs dry: the audio sent so far has played out (before the first packet: that packet's
  * deadline). Subclasses admit, take chunks and step; they report each piece of audio sent (audioSent).
  */
+import { HOLD_MIN_AHEAD_MS } from '../sched/FirstAudioFirst.ts';
 import { GenerationScheduler } from '../sched/GenerationScheduler.ts';
 import type { AddRequest, PlaybackArgs, PlaybackPlan } from './messages.ts';
 import { ScheduledStageCore } from './ScheduledStageCore.ts';
@@ -35,6 +36,18 @@ export abstract class AudioStageCore<R extends AudioRequest, A> extends Schedule
     super(ctx, new GenerationScheduler(ctx.spec.engine.maxNumSeqs, ctx.scheduling, firstChunksFirst));
   }
 
+  /** Every request here makes audio; its first is this stage's first send of it. */
+  protected override makesAudio(): boolean {
+    return true;
+  }
+
+  /** Its listener has HOLD_MIN_AHEAD_MS of audio past the decode of its next chunk (first audio first). */
+  protected override farAhead(requestId: string, nowMs: number): boolean {
+    const req = this.requests.get(requestId);
+    const dryAtMs = req ? this.dryAtMs(req) : null;
+    return dryAtMs !== null && dryAtMs - nowMs - this.lastStepMs >= HOLD_MIN_AHEAD_MS;
+  }
+
   /** When the request's listener runs dry (epoch ms); null without a playback plan. */
   protected dryAtMs(req: R): number | null {
     const pb = req.playback;
@@ -49,6 +62,7 @@ export abstract class AudioStageCore<R extends AudioRequest, A> extends Schedule
 
   /** `audioMs` of the request's audio left for main at `sentAtMs` (epoch ms): its listener's buffer grew. */
   protected audioSent(req: R, audioMs: number, sentAtMs: number): void {
+    if (req.firstSentAtMs === null) this.heardFirstAudio(req.requestId, sentAtMs); // its first audio: this one
     req.firstSentAtMs ??= sentAtMs;
     req.audioMsSent += audioMs;
     this.updateDeadline(req);

@@ -1,8 +1,13 @@
 /**
  * A stage core whose steps a pure scheduler plans (ArStageCore's Thinker and Talker, AudioStageCore's Code2Wav and
  * tts): main's pause and resume go to the scheduler, its queue is the stage's reported queue depth, and a request
- * that ends leaves it (then the runner's state of it, freeRunnerState).
+ * that ends leaves it (then the runner's state of it, freeRunnerState). With `chunk_policy.first_audio_first`, the
+ * requests that make audio are followed from their add to their first audio, and while one waits for it each step
+ * leaves out the answers speaking for a while (src/sched/FirstAudioFirst.ts: bounded, so nothing starves).
  */
+import { MAIN } from '../common/graph.ts';
+import { FirstAudioFirst } from '../sched/FirstAudioFirst.ts';
+import type { AddRequest } from './messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
 
 /** What a core asks of its scheduler beyond the plan. */
@@ -17,11 +22,55 @@ export interface RequestScheduler {
 }
 
 export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends RequestScheduler> extends StageCore<R, A> {
+  /** First audio first (chunk_policy.first_audio_first); null when off. */
+  private readonly firstAudio: FirstAudioFirst | null;
+  /** Until when the last plan left speaking answers out: the loop wakes then even if nothing arrives. */
+  private deferredUntilMs: number | null = null;
+
   constructor(
     ctx: StageContext,
     protected readonly scheduler: S,
   ) {
     super(ctx);
+    this.firstAudio = ctx.chunkPolicy.firstAudioFirst ? new FirstAudioFirst() : null;
+  }
+
+  override add(msg: AddRequest<A>): void {
+    super.add(msg);
+    if (this.firstAudio && this.requests.has(msg.requestId) && this.makesAudio(msg))
+      this.firstAudio.added(msg.requestId, Date.now());
+  }
+
+  /**
+   * Whether the request's answer is spoken, so that main reports its first audio here: by default, when its output
+   * goes on to another stage (a Thinker's to the Talker; a text-only answer goes to main alone).
+   */
+  protected makesAudio(msg: AddRequest<A>): boolean {
+    return msg.downstream.some((t) => t.stageId !== MAIN);
+  }
+
+  /** The request's first audio is out (main's first_audio, or this stage sent it). */
+  protected heardFirstAudio(requestId: string, atMs = Date.now()): void {
+    this.firstAudio?.heard(requestId, atMs);
+  }
+
+  /** The answers this step leaves out (first audio first), once per step; none when off or nobody waits. */
+  protected deferredNow(nowMs = Date.now()): ReadonlySet<string> | undefined {
+    const deferral = this.firstAudio?.deferral(nowMs, (id) => this.farAhead(id, nowMs)) ?? null;
+    this.deferredUntilMs = deferral?.untilMs ?? null;
+    return deferral?.requestIds;
+  }
+
+  /**
+   * Whether the answer's listener has audio enough buffered for its steps here to wait (HOLD_MIN_AHEAD_MS beyond what
+   * its next output takes); by default yes (a Thinker's text runs far ahead of the speech made from it).
+   */
+  protected farAhead(_requestId: string, _nowMs: number): boolean {
+    return true;
+  }
+
+  override nextWakeAtMs(): number | null {
+    return this.deferredUntilMs;
   }
 
   pause(requestId: string): void {
@@ -37,6 +86,7 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   }
 
   protected freeState(req: R): void {
+    this.firstAudio?.removed(req.requestId);
     this.scheduler.remove(req.requestId);
     this.freeRunnerState(req.requestId);
   }

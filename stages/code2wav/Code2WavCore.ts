@@ -87,7 +87,8 @@ export class Code2WavCore extends AudioStageCore<Code2WavRequest, Code2WavArgs> 
   }
 
   step(): boolean {
-    const items = this.scheduler.schedule();
+    const nowMs = Date.now();
+    const items = this.scheduler.schedule(nowMs, this.deferredNow(nowMs));
     if (items.length === 0) return false;
     const started = performance.now();
     const work: { req: Code2WavRequest; chunk: PendingChunk }[] = items.map(({ requestId }) => {

@@ -8,6 +8,7 @@
 import type { ScheduledItem } from '../../src/sched/ArScheduler.ts';
 import { firstChunkCap, initialChunkForTarget, initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { Ewma } from '../../src/sched/playback.ts';
+import { HOLD_MIN_AHEAD_MS } from '../../src/sched/FirstAudioFirst.ts';
 import { modelRoot } from '../../src/sched/blockNames.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
 import { Talker2Code2Wav } from '../code2wav/talker2code2wav.ts';
@@ -250,6 +251,19 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     return nowMs + req.toCode2Wav!.framesUntilNextChunk * frameMs > pb.firstPacketDeadlineMs - pb.downstreamMs;
   }
 
+  /**
+   * First audio first: its listener has HOLD_MIN_AHEAD_MS of audio past when its next chunk must leave, once the
+   * frames still to make for it are made at the pace of the moment.
+   */
+  protected override farAhead(requestId: string, nowMs: number): boolean {
+    const req = this.requests.get(requestId);
+    const deadlineMs = req ? this.deadlineMs(req) : null;
+    const interval = this.frameIntervalMs.value;
+    if (!req?.toCode2Wav || deadlineMs === null || interval === null) return false;
+    const framesMs = req.toCode2Wav.framesUntilNextChunk * interval * Math.max(1, this.scheduler.numRunning);
+    return deadlineMs - nowMs - framesMs >= HOLD_MIN_AHEAD_MS;
+  }
+
   protected override updateDeadlines(): void {
     if (this.ctx.scheduling !== 'playback') return;
     for (const req of this.requests.values()) {
@@ -319,6 +333,8 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     req.toCode2Wav!.push(out.codes);
     const chunk = req.toCode2Wav!.take(false, this.firstChunkLate(req, nowMs));
     if (chunk) {
+      // Its first chunk: first audio first counts it speaking from here (Code2Wav's one short step from its audio).
+      if (req.firstSentAtMs === null) this.heardFirstAudio(req.requestId, nowMs);
       req.firstSentAtMs ??= Date.now();
       this.send(req, req.downstream, codesChunk(chunk));
     }

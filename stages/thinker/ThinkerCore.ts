@@ -203,8 +203,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     else this.ctx.log.debug({ requestId }, 'kind message ignored: not a request event');
   }
 
-  /** Main has the request's first audio: its first-packet hold ends and decoding goes on. */
+  /** Main has the request's first audio: it speaks (first audio first); its hold ends and decoding goes on. */
   private onFirstAudio(requestId: string): void {
+    this.heardFirstAudio(requestId);
     const req = this.requests.get(requestId);
     if (!req || req.holdAfterTokens === null) return;
     req.holdAfterTokens = null;

@@ -206,6 +206,7 @@ export const testGraph: StageGraph = {
     chunkTimeoutMs: 5000,
     ttfpTargetMs: null,
     firstPacketHold: true,
+    firstAudioFirst: true,
   },
   stages: [
     stage('thinker', 'thinker', null, 'text'),

@@ -73,6 +73,7 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
       chunkTimeoutMs: 30_000,
       ttfpTargetMs: null,
       firstPacketHold: true,
+      firstAudioFirst: true,
     },
     asyncChunk: true,
     scheduling: 'fifo',

@@ -90,6 +90,7 @@ describe('defaults and resolution', () => {
       chunkTimeoutMs: 30000,
       ttfpTargetMs: null,
       firstPacketHold: true,
+      firstAudioFirst: true,
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({

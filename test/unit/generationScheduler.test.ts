@@ -85,6 +85,7 @@ describe('chunk policy', () => {
     chunkTimeoutMs: 1000,
     ttfpTargetMs: null,
     firstPacketHold: true,
+    firstAudioFirst: true,
   };
 
   it('grows the initial chunk with load, and lets a request override it', () => {

@@ -75,6 +75,7 @@ describe('talker2code2wav', () => {
     chunkTimeoutMs: 1000,
     ttfpTargetMs: null,
     firstPacketHold: true,
+    firstAudioFirst: true,
   };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 

@@ -59,6 +59,7 @@ export function commitRequest(
   for (const o of plan.outputs) adapter.expect(requestId, o.expect);
   // Its release goes to the Talker too: one released before its first chunk is sized may size it for the load again.
   ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(ctx.pool, record, audioOut));
+  tellEveryFirstAudio(graph, record, ctx.pool);
   packetMark(requestId, 'adding');
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
   const chunkTimeoutMs = graph.chunkPolicy.chunkTimeoutMs;
@@ -112,6 +113,7 @@ export function commitRerun(
   stream.rerun(plan.instances, prompt.promptTokenIds.length, prompt.items);
   for (const o of plan.outputs) adapter.expect(runId, o.expect);
   ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(pool, record, audioOut));
+  tellEveryFirstAudio(ctx.graph, record, pool);
   for (const { instance, add } of plan.adds) pool.admit(instance, add);
   sendMediaOf(ctx, runId, plan, stream);
 }
@@ -144,4 +146,14 @@ export function handleOf(
     pause: () => setPaused(true),
     resume: () => setPaused(false),
   };
+}
+
+/**
+ * First audio first (chunk_policy.first_audio_first): the Thinker hears every spoken answer's first audio, not only a
+ * held one's (a held request's release already tells it), so it knows which answers speak and which still wait for
+ * theirs (src/sched/FirstAudioFirst.ts; the Talker and Code2Wav see their own first output go). After the first
+ * packet's event, off its path; only the kinds that hear it `always` are woken.
+ */
+function tellEveryFirstAudio(graph: StageGraph, record: RequestRecord, pool: StagePool): void {
+  if (graph.chunkPolicy.firstAudioFirst) record.stream.onAudioStarted ??= () => tellFirstAudio(pool, record, true);
 }
