@@ -16,8 +16,7 @@ import {
 } from '../../src/server/admission/RunningLimit.ts';
 
 const sample = (ms: number, running: number, generation = 0): FirstPacketSample => ({
-  ms,
-  boundMs: 1_000,
+  late: ms > 1_000,
   generation,
   running,
 });

@@ -52,11 +52,14 @@ interface Grant {
   readonly grantedAtMs: number;
   readonly generation: number;
   /**
-   * The most requests running at once while it waited for its first packet, itself included: those admitted after it
-   * share its steps too (a burst's first request waits as long as its last).
+   * The most requests running at once since it was granted, itself included: those admitted after it share its steps
+   * too (a burst's first request waits as long as its last).
    */
   peakRunning: number;
-  readonly boundMs: number | null;
+  readonly boundMs: number;
+  /** Its first packet, then an underrun, were learned from (each once). */
+  firstPacketSeen: boolean;
+  underrunSeen: boolean;
 }
 
 interface Waiter {
@@ -79,8 +82,8 @@ export class RequestQueue {
   #holdMs: number | null = null;
   /** Requests that may run at once, from their first packets (RunningLimit.ts); maxRunning is its ceiling. */
   readonly #limit: RunningLimit;
-  /** Slots whose first packet the limit awaits (a bound is known, no first packet yet). */
-  readonly #awaiting = new Map<() => void, Grant>();
+  /** Slots the limit learns from (a bound was known at their grant), until released. */
+  readonly #grants = new Map<() => void, Grant>();
 
   constructor(
     limits: RequestQueueLimits,
@@ -209,16 +212,26 @@ export class RequestQueue {
    * text): the running limit learns whether it came within its bound (RunningLimit.ts). Once per slot.
    */
   firstPacket(slot: () => void): void {
-    const grant = this.#awaiting.get(slot);
-    if (!grant || grant.boundMs === null) return;
-    this.#awaiting.delete(slot);
+    const grant = this.#grants.get(slot);
+    if (!grant || grant.firstPacketSeen) return;
+    grant.firstPacketSeen = true;
+    this.#learn(grant, performance.now() - grant.grantedAtMs > grant.boundMs);
+  }
+
+  /**
+   * The spoken answer holding `slot` fell behind its playback (PlaybackWatch.ts): the running limit counts it as
+   * late, whenever its first packet came. Once per slot.
+   */
+  underran(slot: () => void): void {
+    const grant = this.#grants.get(slot);
+    if (!grant || grant.underrunSeen) return;
+    grant.underrunSeen = true;
+    this.#learn(grant, true);
+  }
+
+  #learn(grant: Grant, late: boolean): void {
     const generation = this.#limit.generation;
-    this.#limit.observe({
-      ms: performance.now() - grant.grantedAtMs,
-      boundMs: grant.boundMs,
-      generation: grant.generation,
-      running: grant.peakRunning,
-    });
+    this.#limit.observe({ late, generation: grant.generation, running: grant.peakRunning });
     if (this.#limit.generation === generation) return;
     // Cut: those in line would wait into the lateness the cut answers.
     for (const w of this.#waiting.splice(0)) {
@@ -240,7 +253,7 @@ export class RequestQueue {
     const release = (): void => {
       if (released) return;
       released = true;
-      this.#awaiting.delete(release); // ended before any first packet (failed, cancelled): nothing to learn
+      this.#grants.delete(release);
       const heldMs = performance.now() - grantedAtMs;
       this.#holdMs = this.#holdMs === null ? heldMs : this.#holdMs + HOLD_SMOOTHING * (heldMs - this.#holdMs);
       // The slot passes to the oldest waiter unless the limit was cut below what runs.
@@ -257,8 +270,16 @@ export class RequestQueue {
       next.grant(this.#releaser(next.boundMs));
     };
     const generation = this.#limit.generation;
-    for (const other of this.#awaiting.values()) other.peakRunning = Math.max(other.peakRunning, this.#running);
-    if (boundMs !== null) this.#awaiting.set(release, { grantedAtMs, generation, peakRunning: this.#running, boundMs });
+    for (const other of this.#grants.values()) other.peakRunning = Math.max(other.peakRunning, this.#running);
+    if (boundMs !== null)
+      this.#grants.set(release, {
+        grantedAtMs,
+        generation,
+        peakRunning: this.#running,
+        boundMs,
+        firstPacketSeen: false,
+        underrunSeen: false,
+      });
     return release;
   }
 

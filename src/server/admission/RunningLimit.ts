@@ -8,7 +8,8 @@
  * closes the loop on that count instead, as TCP's congestion window and adaptive concurrency limits do (AIMD):
  *
  * - each admitted request's first packet is compared with the bound (RequestQueue.firstPacket): a late one counts
- *   against the limit it was admitted under;
+ *   against the limit it was admitted under, and so does a spoken answer whose audio then fell behind its playback
+ *   (RequestQueue.underran): in time or not, an answer that underruns is no good answer;
  * - more than LATE_ALLOWED late among the last WINDOW admitted under the current limit (the bound is held at p95,
  *   as the bench judges it) cuts the limit to DECREASE of the most that ran while the last late one waited, and
  *   starts a new generation: first packets of requests admitted before the cut say nothing of the new limit;
@@ -28,12 +29,13 @@ export const WINDOW = 20;
 /** Late ones among them that are still within the p95 the bound is held at (1 of 20). */
 export const LATE_ALLOWED = 1;
 
-/** One admitted request's first packet, as the limit learns from it. */
+/** One admitted request's outcome, as the limit learns from it. */
 export interface FirstPacketSample {
-  /** From its slot's grant to its first packet (ms): the engine's part (the line before it is bounded apart). */
-  readonly ms: number;
-  /** The bound its first packet is held to (ms). */
-  readonly boundMs: number;
+  /**
+   * Its first packet came later than its bound after its slot's grant (the engine's part: the line before it is
+   * bounded apart), or its audio then fell behind its playback (an underrun: RequestQueue.underran).
+   */
+  readonly late: boolean;
   /** The limit's generation when it was admitted (RunningLimit.generation). */
   readonly generation: number;
   /** The most requests running while it waited for its first packet, itself included. */
@@ -67,7 +69,7 @@ export class RunningLimit {
   observe(s: FirstPacketSample): void {
     // Admitted before the last cut: its lateness is what the cut answered.
     if (s.generation !== this.#generation) return;
-    const late = s.ms > s.boundMs;
+    const { late } = s;
     this.#late.push(late);
     if (this.#late.length > WINDOW) this.#late.shift();
     if (late && this.#late.filter(Boolean).length > LATE_ALLOWED) return this.#cut(s.running);

@@ -85,7 +85,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     reply.raw.once('close', () => gone.abort());
     const planned = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media);
     const plan = await hearChatAudio(planned, ctx.media, ctx.transcriber, gone.signal);
-    const { handle, release, firstPacket } = await startCompletion(request, plan, ctx, startedAtMs);
+    const { handle, release, firstPacket, underran } = await startCompletion(request, plan, ctx, startedAtMs);
     live.add(handle);
     const end = (): void => {
       live.delete(handle);
@@ -109,6 +109,7 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
         clientStallTimeoutMs: ctx.options.clientStallTimeoutMs,
         onEnd: end,
         onFirstPacket: firstPacket,
+        onUnderrun: underran,
       });
       return reply;
     }
@@ -140,7 +141,7 @@ async function startCompletion(
   plan: ChatPlan,
   ctx: ChatRouteContext,
   startedAtMs: number,
-): Promise<{ handle: RequestHandle; release: () => void; firstPacket: () => void }> {
+): Promise<{ handle: RequestHandle; release: () => void; firstPacket: () => void; underran: () => void }> {
   const releaseSession = ctx.admission.acquire('http');
   let releaseSlot: () => void = () => {};
   const release = (): void => {
@@ -157,7 +158,12 @@ async function startCompletion(
     });
     refuseCapBeyondContext(handle, plan, ctx.tokenLimits.promptPositions);
     const slot = releaseSlot;
-    return { handle, release, firstPacket: () => ctx.queue.firstPacket(slot) };
+    return {
+      handle,
+      release,
+      firstPacket: () => ctx.queue.firstPacket(slot),
+      underran: () => ctx.queue.underran(slot),
+    };
   } catch (err) {
     release();
     throw renameError(err, plan.itemNamer); // the engine names media items by its own message indices

@@ -24,6 +24,7 @@ import { countClientError, serverMetrics } from '../metrics/metrics.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
 import { chunkBody, openAiFinishReason, withLogprobs, type CompletionMeta } from './chatShapes.ts';
 import { LatencyMeter } from '../metrics/LatencyMeter.ts';
+import { PlaybackWatch } from '../admission/PlaybackWatch.ts';
 import { toolCallDelta, ToolCallStream, type ToolCallEvent } from './toolCallStream.ts';
 
 export interface StreamOptions {
@@ -44,6 +45,8 @@ export interface StreamOptions {
   readonly onEnd: () => void;
   /** Called once, at its first packet (first audio when it asked for audio, else first text): admission learns. */
   readonly onFirstPacket: () => void;
+  /** Called once, when its audio first falls behind its playback (PlaybackWatch.ts): admission learns. */
+  readonly onUnderrun: () => void;
 }
 
 type OutputEventOf<T extends OutputEvent['type']> = Extract<OutputEvent, { type: T }>;
@@ -58,6 +61,7 @@ class ChatStream {
   readonly #headers: Record<string, unknown>;
   readonly #o: StreamOptions;
   readonly #meter: LatencyMeter;
+  readonly #playback: PlaybackWatch;
   readonly #audioId = `audio_${randomBytes(12).toString('base64url')}`;
   readonly #calls: ToolCallStream | null;
   readonly #stall: ClientStallWatch;
@@ -76,6 +80,7 @@ class ChatStream {
       o.audio,
       o.onFirstPacket,
     );
+    this.#playback = new PlaybackWatch(o.onUnderrun);
     this.#calls = o.parseToolCalls ? new ToolCallStream() : null;
     this.#pending = o.logprobs ? [] : null;
     this.#stall = new ClientStallWatch(o.clientStallTimeoutMs, () => this.#onStalled());
@@ -117,6 +122,7 @@ class ChatStream {
     if (!this.#o.audio || event.pcm.length === 0) return;
     this.#start();
     this.#meter.audio();
+    this.#playback.audio((1000 * event.pcm.length) / event.sampleRateHz);
     this.#write(chunkBody(this.#o.meta, { audio: { id: this.#audioId, data: pcm16ToBase64(event.pcm) } }));
   }
 
@@ -203,6 +209,7 @@ class ChatStream {
       serverMetrics.streamPausesTotal.inc({ protocol: 'http' });
       this.#o.handle.pause();
       this.#stall.paused();
+      this.#playback.clientPaused();
     }
   }
 

@@ -21,6 +21,7 @@ import type { FinishReason, OutputEvent, RequestHandle, Usage } from '../../comm
 import { ClientStallWatch, clientTooSlowError } from '../ClientStallWatch.ts';
 import { errorType, wireCode } from '../httpErrors.ts';
 import { LatencyMeter } from '../metrics/LatencyMeter.ts';
+import { PlaybackWatch } from '../admission/PlaybackWatch.ts';
 import { countClientError, serverMetrics } from '../metrics/metrics.ts';
 import { renameItems, renameSerialized, type ItemNamer } from '../media/itemNames.ts';
 import { pcm16ToBase64 } from '../pcm.ts';
@@ -66,6 +67,8 @@ export interface ResponseStreamContext {
   readonly onStalled?: () => void;
   /** Called once, when the first audio has been handed to the socket. */
   readonly onFirstAudio?: () => void;
+  /** Called once, when its audio first falls behind its playback (PlaybackWatch.ts). */
+  readonly onUnderrun?: () => void;
   /**
    * Under function tools: calls are read out of the text (ResponseCalls). `forced` (tool_choice required or a
    * name): the answer is a call only, so the response has no message. The first call ends the response.
@@ -92,6 +95,7 @@ export class ResponseStream {
   #cancelling = false;
   #sampleRateHz = 24000;
   readonly #meter: LatencyMeter;
+  readonly #playback: PlaybackWatch | null;
   readonly #stall: ClientStallWatch;
   #firstAudioQueued = false;
   #textTokens = 0;
@@ -126,6 +130,7 @@ export class ResponseStream {
       ctx.handle.traceId,
     );
     this.#stall = new ClientStallWatch(ctx.clientStallTimeoutMs, () => this.#failTooSlow());
+    this.#playback = ctx.onUnderrun ? new PlaybackWatch(ctx.onUnderrun) : null;
   }
 
   get id(): string {
@@ -229,6 +234,7 @@ export class ResponseStream {
     if (this.#finished || this.#cancelling || paused === this.#paused) return;
     this.#paused = paused;
     if (paused) {
+      this.#playback?.clientPaused();
       serverMetrics.streamPausesTotal.inc({ protocol: 'realtime' });
       this.#ctx.handle.pause();
       this.#stall.paused();
@@ -273,6 +279,7 @@ export class ResponseStream {
       packetMark(state.id, 'audio_event');
       this.#audioSamples += event.pcm.length;
       this.#sampleRateHz = event.sampleRateHz;
+      this.#playback?.audio((1000 * event.pcm.length) / event.sampleRateHz);
       const delta: ServerEvent = {
         type: 'response.output_audio.delta',
         event_id: newId('event'),

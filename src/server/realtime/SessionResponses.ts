@@ -315,6 +315,7 @@ export class SessionResponses {
       // Its client stopped reading and its request is gone from the engine: the admission slot goes now, not when
       // the client reads the response.done (if it ever does), so stalled clients cannot hold every slot.
       onStalled: releaseSlot,
+      onUnderrun: at.learns ? () => this.#ctx.queue.underran(releaseSlot) : undefined,
       onFirstAudio: () => {
         if (at.learns) this.#ctx.queue.firstPacket(releaseSlot); // admission's running limit (RunningLimit.ts)
         this.#releaseFirstAudioWaiters();
