@@ -21,11 +21,9 @@ import {
 } from '@openai/agents-realtime';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { z } from 'zod';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import type { SessionResource } from '../../src/server/realtime/SessionResource.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';
+import { servePipeline } from '../helpers/servePipeline.ts';
 
 /** The server events' fields this test reads (the SDK types its transport events loosely). */
 interface WireEvent {
@@ -46,13 +44,10 @@ beforeAll(async () => {
   // tiny-omni (speech in and out), answering to the SDK's default model name.
   const base = readFileSync(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml'), 'utf8');
   writeFileSync(config, `${base}\nmodel_aliases: [${DEFAULT_OPENAI_REALTIME_MODEL}]\n`);
-  const engine = await Orchestrator.start(await loadConfig(config));
-  const app = buildServer(engine, { apiKey: null });
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  url = `${address.replace('http', 'ws')}/v1/realtime`;
+  const served = await servePipeline(config);
+  url = served.wsUrl;
   close = async () => {
-    await app.close();
-    await engine.close();
+    await served.close();
     rmSync(dir, { recursive: true, force: true });
   };
 }, 120_000);

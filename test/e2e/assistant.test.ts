@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeWav } from '../../src/media/wav.ts';
 import { speechProblems, speechStats } from '../helpers/speechStats.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';
-import { decodeAudioDeltas, RealtimeClient, servePipeline } from './serverClient.ts';
+import { decodeAudioDeltas, RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const QUESTION = 'What is the capital of France?';
 const MAX_TOKENS = 96;
@@ -46,7 +47,7 @@ const SIMPLE = [
 /** Debian's wamerican list (/usr/share/dict/words), lower-cased. */
 const DICTIONARY = '/usr/share/dict/words';
 
-let served: Awaited<ReturnType<typeof servePipeline>>;
+let served: ServedPipeline;
 let dir: string;
 
 beforeAll(async () => {
@@ -55,8 +56,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await served?.app.close();
-  await served?.engine.close();
+  await served?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -6,13 +6,11 @@
  * passes cache_salt through) and a raw WebSocket (Realtime).
  */
 import OpenAI from 'openai';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { pngBytes } from '../helpers/media.ts';
 import { parsePrometheus, RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const KEYS = ['key-of-tenant-one', 'key-of-tenant-two'];
 const BLOCK = 16;
@@ -35,21 +33,17 @@ stages:
     final_output_type: text
 `;
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let base: string;
 const sdk = (key: string) => new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(parseConfig(yaml, 'cachePartition.yaml'));
-  app = buildServer(engine, { apiKey: KEYS, modelName: 'chorus-test' });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  served = await servePipeline(parseConfig(yaml, 'cachePartition.yaml'), { apiKey: KEYS, modelName: 'chorus-test' });
+  ({ base } = served);
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 /** A prefix of ~20 blocks: long enough to be many blocks, short enough to prefill in a few ms. */

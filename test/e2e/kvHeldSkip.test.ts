@@ -7,17 +7,16 @@
  * (chorus_media_encodes_skipped_total) and the wrong ones (chorus_media_reencodes_total{reason="kv"}).
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
 import { pngBytes } from '../helpers/media.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
 import { parsePrometheus } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 // 2 MiB: the short image prompt's blocks (~100 positions of KV and rows) fit, the long one's (~1,000) do not.
 // kv_prediction_ms: main's belief that an ended prompt's blocks are held outlives the test, so whether a repeat is
@@ -53,8 +52,8 @@ const ask = (image: Uint8Array, before = ''): GenerateRequest => ({
 });
 
 describe('no encode for an image the Thinker holds', () => {
+  let served: ServedPipeline | undefined;
   let engine: Orchestrator | undefined;
-  let app: FastifyInstance | undefined;
   let base = '';
   const sent: number[] = [];
   const skipped: string[] = [];
@@ -72,15 +71,12 @@ describe('no encode for an image the Thinker holds', () => {
 
   beforeAll(async () => {
     for (const [name, fn] of Object.entries(channels)) subscribe(name, fn);
-    engine = await Orchestrator.start(parseConfig(yaml, `${process.cwd()}/configs/kvheld.yaml`));
-    app = buildServer(engine, { apiKey: null });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    served = await servePipeline(parseConfig(yaml, `${process.cwd()}/configs/kvheld.yaml`));
+    ({ engine, base } = served);
   }, 240_000);
 
   afterAll(async () => {
-    await app?.close();
-    await engine?.close();
+    await served?.close();
     for (const [name, fn] of Object.entries(channels)) unsubscribe(name, fn);
     expect(ownSegments()).toEqual([]);
   });

@@ -5,15 +5,14 @@
  * it within one pcm16 step and as long (nothing delivered twice, nothing lost). The same over the server, for a
  * streaming chat completion and a Realtime response, and /metrics counts the migrations. One engine serves every case.
  */
-import type { FastifyInstance } from 'fastify';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { GenerateRequest, OutputEvent } from '../../src/common/engine.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { decodeAudioDeltas, parsePrometheus, RealtimeClient } from './serverClient.ts';
 import { collect, configWith, maxPcm16Diff, ownSegments, waitFor, type Collected } from '../helpers/engine.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const MIGRATE = '\n      migration: { max_attempts: 2, max_replay_tokens: 1000 }';
 const ask = (maxTokens: number): GenerateRequest => ({
@@ -32,8 +31,8 @@ interface Migrated {
   readonly pauseMs?: number;
 }
 
+let served: ServedPipeline | undefined;
 let engine: Orchestrator;
-let app: FastifyInstance;
 let port: number;
 const migrated: Migrated[] = [];
 const onMigrated = (m: unknown) => migrated.push(m as Migrated);
@@ -41,22 +40,19 @@ const onMigrated = (m: unknown) => migrated.push(m as Migrated);
 beforeAll(async () => {
   subscribe(channelNames.requestMigrated, onMigrated);
   const talkerBatch = 'max_num_batched_tokens: 600 # the Talker prefills a burst in groups too';
-  engine = await Orchestrator.start(
+  served = await servePipeline(
     configWith('tiny-omni-text-in.yaml', {
       'threads: 1 # onnxruntime intra-op threads; keep the sum over stages <= cores': `threads: 1${MIGRATE}`,
       [talkerBatch]: `${talkerBatch}${MIGRATE}`,
       'threads: 1 # 1 thread beat 2 for conv graphs on this machine': `threads: 1${MIGRATE}`,
     }),
   );
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  port = (app.server.address() as { port: number }).port;
+  ({ engine, port } = served);
 }, 120_000);
 
 afterAll(async () => {
   unsubscribe(channelNames.requestMigrated, onMigrated);
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   expect(ownSegments()).toEqual([]);
 });
 

@@ -6,12 +6,11 @@
  * together under one long system prompt answer as without the cache, the prompt computed by one of them only.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { maxDiff } from '../helpers/deployment.ts';
 import { configWith } from '../helpers/engine.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
 import { decodeAudioDeltas, parsePrometheus, RealtimeClient, type Family } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 /** Polls an async condition (a scrape) until it holds; fails loudly at the deadline. */
 async function waitForAsync(what: string, cond: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -29,29 +28,10 @@ const pcm16 = (base64: string) => {
   return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2);
 };
 
-interface Pipeline {
-  readonly base: string;
-  readonly wsUrl: string;
-  close(): Promise<void>;
-}
+const start = (edits: Record<string, string>) => servePipeline(configWith('tiny-omni-text-in.yaml', edits));
 
-async function start(edits: Record<string, string>): Promise<Pipeline> {
-  const engine = await Orchestrator.start(configWith('tiny-omni-text-in.yaml', edits));
-  const app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = app.server.address() as { port: number };
-  return {
-    base: `http://127.0.0.1:${port}`,
-    wsUrl: `ws://127.0.0.1:${port}/v1/realtime`,
-    async close() {
-      await app.close();
-      await engine.close();
-    },
-  };
-}
-
-let cached: Pipeline;
-let uncached: Pipeline;
+let cached: ServedPipeline;
+let uncached: ServedPipeline;
 
 beforeAll(async () => {
   [cached, uncached] = await Promise.all([start({}), start(CACHE_LINES)]);

@@ -6,33 +6,26 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { encoderStatsOf } from '../../stages/encoder/protocol.ts';
 import { jpegBytes } from '../helpers/media.ts';
 import { RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const MAX_FRAMES = 3;
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let wsUrl: string;
 
 beforeAll(async () => {
   const graph = await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml'));
-  engine = await Orchestrator.start({ ...graph, realtimeCamera: { maxFrames: MAX_FRAMES, duplicateThreshold: 0.02 } });
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address() as { port: number };
-  wsUrl = `ws://127.0.0.1:${address.port}/v1/realtime`;
+  served = await servePipeline({ ...graph, realtimeCamera: { maxFrames: MAX_FRAMES, duplicateThreshold: 0.02 } });
+  ({ wsUrl } = served);
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 const frameEvent = (id: string, seed: number) => ({

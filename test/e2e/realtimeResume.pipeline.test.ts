@@ -5,16 +5,16 @@
  * chorus_seq arrives once and in order.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { decodeAudioDeltas, RealtimeClient, servePipeline, type ServerEvent } from './serverClient.ts';
+import { decodeAudioDeltas, RealtimeClient, type ServerEvent } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
-let server: Awaited<ReturnType<typeof servePipeline>>;
+let server: ServedPipeline;
 
 beforeAll(async () => {
   server = await servePipeline('tiny-omni-text-in.yaml');
 }, 120_000);
 afterAll(async () => {
-  await server?.app.close();
-  await server?.engine.close();
+  await server?.close();
 });
 
 async function resumable(): Promise<{ client: RealtimeClient; token: string }> {

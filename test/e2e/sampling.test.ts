@@ -5,29 +5,21 @@
  * while fields that change nothing in an answer (user, metadata, store...) are taken.
  */
 import OpenAI from 'openai';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { configWith } from '../helpers/engine.ts';
 import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let sdk: OpenAI;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(configWith('text-only.yaml'));
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  sdk = new OpenAI({ baseURL: `http://127.0.0.1:${address.port}/v1`, apiKey: 'none', maxRetries: 0 });
+  served = await servePipeline(configWith('text-only.yaml'));
+  sdk = new OpenAI({ baseURL: `${served.base}/v1`, apiKey: 'none', maxRetries: 0 });
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 type Extra = Record<string, unknown>;
@@ -62,7 +54,7 @@ const words = (text: string) => text.trim().split(/\s+/);
 const count = (text: string, word: string) => words(text).filter((w) => w === word).length;
 /** The token id of one word (with its leading space, as the model writes it mid-sentence). */
 function idOf(word: string): number {
-  const ids = createTokenizer(engine.graph.stages[0].model, 512).encode(` ${word}`);
+  const ids = createTokenizer(served!.engine.graph.stages[0].model, 512).encode(` ${word}`);
   expect(ids).toHaveLength(1);
   return ids[0];
 }

@@ -4,33 +4,31 @@
  * a prompt under the byte bound but over the Thinker's positions each get a 4xx naming the limit (never a 500),
  * while a timer in this process (the server's process) measures how late the event loop runs: p99 <= 50 ms.
  */
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
 import { killOnFinish } from '../helpers/processes.ts';
-import { RealtimeClient, servePipeline } from './serverClient.ts';
+import { RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const HELPERS = new URL('../helpers/', import.meta.url).pathname;
 
 const MiB = 1024 * 1024;
 const PROMPT_BYTE_LIMIT = 4096 * 16; // the tiny Thinker's positions x 16 bytes a position
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let base: string;
 let wsUrl: string;
 
 beforeAll(async () => {
-  ({ engine, app, base, wsUrl } = await servePipeline());
+  served = await servePipeline();
+  ({ base, wsUrl } = served);
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 /**

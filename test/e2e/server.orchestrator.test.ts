@@ -6,27 +6,27 @@
  * on close nothing is left in /dev/shm. (Media over the multimodal pipeline: serverMedia.orchestrator.test.ts.)
  */
 import OpenAI from 'openai';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { ownSegments, waitFor } from '../helpers/engine.ts';
 import { pngBytes } from '../helpers/media.ts';
-import { decodeAudioDeltas, RealtimeClient, servePipeline } from './serverClient.ts';
+import { decodeAudioDeltas, RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const SAMPLES_PER_TOKEN = 2 * 1920; // tiny-omni: 2 codec frames per text token, 1920 samples per frame
 
+let served: ServedPipeline | undefined;
 let engine: Orchestrator;
-let app: FastifyInstance;
 let base: string;
 let wsUrl: string;
 
 beforeAll(async () => {
-  ({ engine, app, base, wsUrl } = await servePipeline());
+  served = await servePipeline();
+  ({ engine, base, wsUrl } = served);
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   expect(ownSegments()).toEqual([]);
 });
 

@@ -4,30 +4,21 @@
  * last start took, not a fixed 10 s. A restart expected beyond chunk_timeout_ms is refused OVERLOADED at once
  * (test/unit/pendingAdmission.test.ts), its 503's Retry-After from the same estimate (test/unit/retryAfter.test.ts).
  */
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
+let served: ServedPipeline | undefined;
 let engine: Orchestrator;
-let app: FastifyInstance;
 let base: string;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
-    await loadConfig(new URL('../../configs/tiny-omni-text-in.yaml', import.meta.url).pathname),
-  );
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  base = `http://127.0.0.1:${address.port}`;
+  served = await servePipeline('tiny-omni-text-in.yaml');
+  ({ engine, base } = served);
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 const talkerReadyInMs = () => engine.health().find((h) => h.stageId === 'talker')?.readyInMs;

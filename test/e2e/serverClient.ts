@@ -1,38 +1,19 @@
 /**
- * Test helpers for the server: boot it on port 0 over a TestEngine or a real pipeline, a realtime client that
- * records every server event and lets a test wait for the next one that matches, and a strict /metrics parser.
+ * Test helpers for the server: boot it on port 0 over a TestEngine (a real pipeline: test/helpers/servePipeline.ts), a
+ * realtime client that records every server event and lets a test wait for the next one that matches, and a strict
+ * /metrics parser.
  */
-import { isAbsolute, join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import { WebSocket, type ClientOptions } from 'ws';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer, type ServerOptions } from '../../src/server/app.ts';
+import { listen } from '../helpers/servePipeline.ts';
 import { TestEngine, type TestEngineOptions } from './serverTestEngine.ts';
 
 export type ServerEvent = { type: string; [key: string]: unknown };
 
-const CONFIGS = join(import.meta.dirname, '..', '..', 'configs');
-
 export async function startTestServer(opts: ServerOptions = {}, engineOpts: TestEngineOptions = {}) {
   const engine = new TestEngine(engineOpts);
   return { engine, ...(await listen(buildServer(engine, { apiKey: null, ...opts }))) };
-}
-
-/** The real front end over the real pipeline of a shipped config (stage processes, ONNX models, shared memory). */
-export async function servePipeline(config = 'tiny-omni-text-in.yaml', opts: ServerOptions = {}) {
-  const engine = await Orchestrator.start(await loadConfig(isAbsolute(config) ? config : join(CONFIGS, config)));
-  return { engine, ...(await listen(buildServer(engine, { apiKey: null, ...opts }))) };
-}
-
-/** The server listening on a free loopback port, and its HTTP and Realtime URLs. */
-async function listen(app: FastifyInstance) {
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('server has no address');
-  const base = `http://127.0.0.1:${address.port}`;
-  return { app, base, wsUrl: `ws://127.0.0.1:${address.port}/v1/realtime` };
 }
 
 export class RealtimeClient {

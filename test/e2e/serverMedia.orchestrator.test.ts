@@ -6,15 +6,13 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import OpenAI from 'openai';
-import type { FastifyInstance } from 'fastify';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { channelNames } from '../../src/common/diagnostics.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { ownSegments, waitFor } from '../helpers/engine.ts';
 import { decodeAudioDeltas, parsePrometheus, RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const SAMPLES_PER_TOKEN = 2 * 1920; // tiny-omni: 2 codec frames per text token, 1920 samples per frame
 
@@ -61,27 +59,20 @@ function makeWav(pcm16: Buffer, rateHz: number): Buffer {
 
 const pngUrl = (bytes: Buffer) => `data:image/png;base64,${bytes.toString('base64')}`;
 
+let served: ServedPipeline | undefined;
 let engine: Orchestrator;
-let app: FastifyInstance;
 let base: string;
 let wsUrl: string;
 let sdk: OpenAI;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
-    await loadConfig(new URL('../../configs/tiny-omni.yaml', import.meta.url).pathname),
-  );
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const port = (app.server.address() as { port: number }).port;
-  base = `http://127.0.0.1:${port}`;
-  wsUrl = `ws://127.0.0.1:${port}/v1/realtime`;
+  served = await servePipeline('tiny-omni.yaml');
+  ({ engine, base, wsUrl } = served);
   sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   expect(ownSegments()).toEqual([]);
 });
 

@@ -6,28 +6,20 @@
  */
 import { Ajv } from 'ajv';
 import OpenAI from 'openai';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { configWith } from '../helpers/engine.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let sdk: OpenAI;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(configWith('text-only.yaml'));
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  sdk = new OpenAI({ baseURL: `http://127.0.0.1:${address.port}/v1`, apiKey: 'none', maxRetries: 0 });
+  served = await servePipeline(configWith('text-only.yaml'));
+  sdk = new OpenAI({ baseURL: `${served.base}/v1`, apiKey: 'none', maxRetries: 0 });
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 const ajv = new Ajv({ strict: false });

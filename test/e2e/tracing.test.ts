@@ -8,22 +8,20 @@
  * away costs the answers nothing. One server for every case (the last one closes the receiver).
  */
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { processTracing } from '../../src/tracing/tracing.ts';
 import { ownSegments } from '../helpers/engine.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlpReceiver.ts';
 import { PrometheusServer } from '../helpers/prometheus.ts';
-import { RealtimeClient, servePipeline } from './serverClient.ts';
+import { RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 /** Clocks of two processes on one machine disagree by up to ~1 ms (StepTrace.ts); chunk times are whole ms. */
 const CLOCK_ERROR_NS = 3_000_000n;
 const OTEL_VARS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_BSP_SCHEDULE_DELAY', 'OTEL_SERVICE_NAME'] as const;
 
 let receiver: OtlpReceiver;
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let base: string;
 let wsUrl: string;
 const savedEnv = new Map(OTEL_VARS.map((k) => [k, process.env[k]]));
@@ -34,12 +32,12 @@ beforeAll(async () => {
   process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
   process.env.OTEL_BSP_SCHEDULE_DELAY = '50'; // ms: export soon after a span ends, not every 5 s
   process.env.OTEL_SERVICE_NAME = 'chorus-test';
-  ({ engine, app, base, wsUrl } = await servePipeline());
+  served = await servePipeline();
+  ({ base, wsUrl } = served);
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   await receiver?.close();
   for (const [k, v] of savedEnv)
     if (v === undefined) delete process.env[k];

@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { speak } from '../helpers/speech.ts';
-import { RealtimeClient, servePipeline } from './serverClient.ts';
+import { RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const SAID = 'What is the capital of France?';
-let served: Awaited<ReturnType<typeof servePipeline>>;
+let served: ServedPipeline;
 let dir: string;
 
 beforeAll(async () => {
@@ -28,8 +29,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await served?.app.close();
-  await served?.engine.close();
+  await served?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -7,33 +7,27 @@
  * session.update, naming the field.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { configWith } from '../helpers/engine.ts';
 import { RealtimeClient, type ServerEvent } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const MAX_POSITIONS = 512;
 const ANSWER_TOKENS = 8;
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let wsUrl: string;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
+  served = await servePipeline(
     configWith('tiny-omni-text-in.yaml', {
       'model: {} # the preset above': `model: {max_positions: ${MAX_POSITIONS}} # the preset above`,
     }),
   );
-  app = buildServer(engine, { apiKey: null });
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  wsUrl = `${address.replace(/^http/, 'ws')}/v1/realtime`;
+  ({ wsUrl } = served);
 }, 180_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 interface Done {

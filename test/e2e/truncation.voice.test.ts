@@ -6,38 +6,33 @@
  * waiting for its answer would not recognise.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { configWith } from '../helpers/engine.ts';
 import { concatPcm, quiet, speak } from '../helpers/speech.ts';
 import { RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const MAX_POSITIONS = 320; // ~3 turns of this speech (25 positions a second) and their short answers
 const MEDIA_BUDGET_BYTES = 800_000; // ~4 turns of committed speech; 8 are spoken
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let wsUrl: string;
 /** One turn as the microphone hears it: a breath, the question, and the silence that ends the turn. */
 let turnAudio: Buffer;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(
+  served = await servePipeline(
     configWith('tiny-omni.yaml', {
       'model: {} # the preset above': `model: {max_positions: ${MAX_POSITIONS}} # the preset above`,
     }),
+    { maxInputAudioBytes: MEDIA_BUDGET_BYTES },
   );
-  app = buildServer(engine, { apiKey: null, maxInputAudioBytes: MEDIA_BUDGET_BYTES });
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  wsUrl = `${address.replace(/^http/, 'ws')}/v1/realtime`;
+  ({ wsUrl } = served);
   const pcm = concatPcm(quiet(400), speak('Tell me a story about the sea and the ships.'), quiet(1200));
   turnAudio = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 interface Done {

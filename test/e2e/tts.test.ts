@@ -10,33 +10,24 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { decodeWav } from '../../src/media/wav.ts';
 import { speechProblems, speechStats } from '../helpers/speechStats.ts';
 import { decodeAudioDeltas, RealtimeClient } from './serverClient.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
-let engine: Orchestrator;
-let app: ReturnType<typeof buildServer>;
+let served: ServedPipeline | undefined;
 let base: string;
 let wsUrl: string;
 let dir: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'chorus-tts-e2e-'));
-  engine = await Orchestrator.start(await loadConfig(join(import.meta.dirname, 'tiny-tts.yaml')));
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (typeof address !== 'object' || address === null) throw new Error('no address');
-  base = `http://127.0.0.1:${address.port}`;
-  wsUrl = `ws://127.0.0.1:${address.port}/v1/realtime`;
+  served = await servePipeline(join(import.meta.dirname, 'tiny-tts.yaml'));
+  ({ base, wsUrl } = served);
 }, 180_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

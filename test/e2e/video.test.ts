@@ -6,15 +6,13 @@
  * the next request; mm_processor_kwargs are honoured or refused by name. Videos are made here by the bundled ffmpeg.
  */
 import OpenAI from 'openai';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { ownSegments } from '../helpers/engine.ts';
 import { pngBytes } from '../helpers/media.ts';
 import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const CONFIG = `
 model_preset: tiny
@@ -37,8 +35,7 @@ stages:
     default_sampling_params: { max_tokens: 4 }
 `;
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let base: string;
 let sdk: OpenAI;
 let clip: Buffer; // 4 s, 320 x 240, H.264 + AAC
@@ -51,16 +48,13 @@ beforeAll(async () => {
     makeVideo({ seconds: 3, container: 'webm', audio: true }),
     makeVideo({ seconds: 6 }),
   ]);
-  engine = await Orchestrator.start(parseConfig(CONFIG, `${process.cwd()}/configs/video-test.yaml`));
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  served = await servePipeline(parseConfig(CONFIG, `${process.cwd()}/configs/video-test.yaml`));
+  ({ base } = served);
   sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   expect(ownSegments()).toEqual([]);
 });
 

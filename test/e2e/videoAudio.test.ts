@@ -6,14 +6,12 @@
  * the same clip seen without its track shares only what comes before its first chunk of sound (the frames of the
  * first 2 s come first, as TMRoPE interleaves them).
  */
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { ownSegments } from '../helpers/engine.ts';
 import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const CONFIG = `
 model_preset: tiny
@@ -40,8 +38,7 @@ stages:
     default_sampling_params: { max_tokens: 2 }
 `;
 
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let base: string;
 let mp4: Buffer; // 4 s, 160 x 120, H.264 + AAC tone
 let webm: Buffer; // 3 s, VP9 + Opus tone
@@ -57,15 +54,12 @@ beforeAll(async () => {
     makeVideo({ seconds: 10, audio: true, rate: 4 }),
     makeVideo({ seconds: 20, audio: true, rate: 4 }),
   ]);
-  engine = await Orchestrator.start(parseConfig(CONFIG, `${process.cwd()}/configs/video-audio-test.yaml`));
-  app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  served = await servePipeline(parseConfig(CONFIG, `${process.cwd()}/configs/video-audio-test.yaml`));
+  ({ base } = served);
 }, 240_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   expect(ownSegments()).toEqual([]);
 });
 
