@@ -8,9 +8,10 @@
  * estimate says it would start or first answer too late (src/server/admission/admissionDecision.ts): its wait in
  * this line (from how long slots are held lately) plus the engine's estimate. The counts stay a hard cap.
  *
- * Below the count, the requests that may run at once adapt to their measured first packets (RunningLimit.ts): with a
- * first-packet bound (slo_ttfp_ms, or the measured one of the default `max_queue_ms: measured`), a request beyond the
- * learned limit is refused at once, not lined up: the limit is where the admitted first packets stay within it.
+ * Below the count, the requests that may run at once adapt to their measured first packets and underruns
+ * (RunningLimit.ts, PlaybackWatch.ts): with a first-packet bound (slo_ttfp_ms, or the measured one of the default
+ * `max_queue_ms: measured`), a request beyond the learned limit is refused at once, not lined up: the limit is where
+ * the admitted first packets stay within it and their audio keeps up.
  */
 import type { FirstOutputEstimate } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
