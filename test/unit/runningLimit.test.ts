@@ -76,8 +76,16 @@ describe('RequestQueue running limit', () => {
   afterEach(() => vi.useRealTimers());
   const limits = { maxRunning: 16, maxQueued: 8, maxWaitMs: 60_000 };
   const engine: FirstOutputEstimate = { queueMs: 0, ttftMs: 50, ttfpMs: 100 };
+  let estimates = 0;
   const queueWith = (admission: AdmissionSettings) =>
-    new RequestQueue(limits, { slo: () => admission, estimate: () => engine, chunkTimeoutMs: () => 30_000 });
+    new RequestQueue(limits, {
+      slo: () => admission,
+      estimate: () => {
+        estimates++;
+        return engine;
+      },
+      chunkTimeoutMs: () => 30_000,
+    });
 
   it('refuses at once beyond the limit late first packets set, with a Retry-After, and admits within it', async () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
@@ -90,9 +98,10 @@ describe('RequestQueue running limit', () => {
     queue.firstPacket(slots[1]); // admitted second, but it waited beside all ten
     expect(queue.runningLimit).toBe(10 * DECREASE);
     // 10 run, the limit is 8: refused in the same turn, never lined up, with when to come back.
-    const before = performance.now();
+    const [before, estimatesBefore] = [performance.now(), estimates];
     const err = await queue.acquire(true).catch((e: unknown) => e);
     expect(performance.now() - before).toBe(0);
+    expect(estimates).toBe(estimatesBefore); // cheap: refused before the engine's estimate is asked
     expect(err).toBeInstanceOf(RateLimitedError);
     expect((err as RateLimitedError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect((err as Error).message).toMatch(/first packets lately came within the bound/);
