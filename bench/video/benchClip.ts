@@ -37,19 +37,15 @@ export async function benchClip(seconds: number, hue: number | null, o: ClipSoun
   }
 }
 
-/** A chat completion body asking `text` about `clip` (a data: URL), answered in 2 tokens. */
-export function videoQuestion(clip: Buffer, text: string) {
-  const url = `data:video/mp4;base64,${clip.toString('base64')}`;
+/**
+ * A chat completion body asking `text` about `clip` (a data: URL), answered in 2 tokens; the clip comes before the
+ * question unless `textFirst` (the burst's order).
+ */
+export function videoQuestion(clip: Buffer, text: string, { textFirst = false } = {}) {
+  const video = { type: 'video_url', video_url: { url: `data:video/mp4;base64,${clip.toString('base64')}` } };
+  const question = { type: 'text', text };
   return {
     max_tokens: 2,
-    messages: [
-      {
-        role: 'user',
-        content: [
-          { type: 'video_url', video_url: { url } },
-          { type: 'text', text },
-        ],
-      },
-    ],
+    messages: [{ role: 'user', content: textFirst ? [question, video] : [video, question] }],
   };
 }

@@ -27,14 +27,12 @@ import { channelNames, CLOCK_TICKS_PER_SECOND } from '../../src/basics.ts';
 import { parseConfig } from '../../src/index.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { addCpuBetween, BENCH_PROCESS, cpuSnapshot } from '../ttfp/cpuTime.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, median } from '../common.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
-import { benchClip } from './benchClip.ts';
+import { benchClip, videoQuestion } from './benchClip.ts';
 import { streamedTtft } from '../streamChat.ts';
 
 type Arm = 'async' | 'sync' | 'text' | 'alone';
-
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
  * The config as the burst runs it: admission's bounds off (the seed's burst is all admitted; a 429 is no TTFT), and
@@ -53,22 +51,6 @@ function textQuestion(round: number, i: number) {
   return {
     max_tokens: 2,
     messages: [{ role: 'user', content: `Burst ${round}, question ${i}: name a colour and a city you like.` }],
-  };
-}
-
-function clipQuestion(clip: Buffer, round: number) {
-  const url = `data:video/mp4;base64,${clip.toString('base64')}`;
-  return {
-    max_tokens: 2,
-    messages: [
-      {
-        role: 'user',
-        content: [
-          { type: 'text', text: `Burst ${round}: what happens in this clip?` },
-          { type: 'video_url', video_url: { url } },
-        ],
-      },
-    ],
   };
 }
 
@@ -136,7 +118,9 @@ async function burst(
   together: boolean,
 ): Promise<BurstResult> {
   const bodies = Array.from({ length: arm === 'alone' ? 1 : requests }, (_, i) =>
-    i === 0 && arm !== 'text' ? clipQuestion(clip, round) : textQuestion(round, i),
+    i === 0 && arm !== 'text'
+      ? videoQuestion(clip, `Burst ${round}: what happens in this clip?`, { textFirst: true })
+      : textQuestion(round, i),
   );
   // A request that fails (a first-chunk deadline passed while the Thinker stalled) counts as failed, not as a time.
   const send = (b: unknown) =>
