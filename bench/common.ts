@@ -1,5 +1,6 @@
-/** Small pieces every benchmark shares: timing and the git revision a result was measured on. */
+/** Small pieces every benchmark shares: timing, and the git revision and machine a result was measured on. */
 import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 
 /** Milliseconds one synchronous call takes. */
 export function timed(fn: () => void): number {
@@ -18,6 +19,31 @@ export function gitSha(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/** The machine a result was measured on, in every report. */
+export interface Machine {
+  readonly node: string;
+  readonly platform: string;
+  readonly cpu_model: string;
+  readonly cpus: number;
+  readonly memory_gib: number;
+  /** 1-minute load average when the bench started and ended (the machine may be shared). */
+  readonly load_avg_start: number;
+  load_avg_end: number;
+}
+
+/** The machine now; load_avg_end is the start's until the run stamps its end. */
+export function machineInfo(): Machine {
+  return {
+    node: process.version,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    cpu_model: os.cpus()[0]?.model ?? 'unknown',
+    cpus: os.availableParallelism(),
+    memory_gib: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    load_avg_start: os.loadavg()[0],
+    load_avg_end: os.loadavg()[0],
+  };
 }
 
 /** The upper median (the middle value; of an even count, the higher of the two): what the scripts' rounds report. */

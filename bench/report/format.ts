@@ -3,7 +3,7 @@
  * bench/README.md), and the cells every report writes (milliseconds, ratios, shares). A harness's own columns live
  * beside it (ttfp/report/tables.ts, the open loop's and the account's formatters); how a figure looks lives here.
  */
-import type { Machine } from '../ttfp/results.ts';
+import type { Machine } from '../common.ts';
 
 /** A table column over rows of type R. */
 export interface Column<R> {

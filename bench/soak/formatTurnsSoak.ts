@@ -41,8 +41,8 @@ export function formatTurnsSoak(r: TurnsSoakReport): string {
       );
     }),
     '',
-    `load average (1 min) ${r.machine.load_avg_start[0].toFixed(1)} at the start, ` +
-      `${r.machine.load_avg_end[0].toFixed(1)} at the end, on ${r.machine.cpus} cpus`,
+    `load average (1 min) ${r.machine.load_avg_start.toFixed(1)} at the start, ` +
+      `${r.machine.load_avg_end.toFixed(1)} at the end, on ${r.machine.cpus} cpus`,
     `left over: processes ${JSON.stringify(r.leftover.processes)}, segments ${r.leftover.segments.length}; ` +
       `server exit ${r.serverExitCode}`,
   ];

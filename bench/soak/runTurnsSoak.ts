@@ -8,7 +8,7 @@
  */
 import os from 'node:os';
 import { COMMON_WORDS } from '../../src/basics.ts';
-import { gitSha } from '../common.ts';
+import { gitSha, machineInfo, type Machine } from '../common.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
 import { RssByTurn, type RssSample } from './processRss.ts';
 import type { SoakBaseOptions } from './runSoak.ts';
@@ -38,13 +38,8 @@ export interface TurnsSoakOptions extends SoakBaseOptions {
 export interface TurnsSoakReport {
   readonly options: TurnsSoakOptions;
   readonly git_sha: string;
-  /** load_avg: 1, 5 and 15 min at the start and at the end (TTFP on a shared machine moves with it). */
-  readonly machine: {
-    readonly node: string;
-    readonly cpus: number;
-    readonly load_avg_start: readonly number[];
-    readonly load_avg_end: readonly number[];
-  };
+  /** With the load at the start and at the end (TTFP on a shared machine moves with it). */
+  readonly machine: Machine;
   readonly durationS: number;
   readonly turns: number;
   readonly failed: readonly SoakTurn[];
@@ -66,7 +61,7 @@ export async function runTurnsSoak(
 ): Promise<TurnsSoakReport> {
   const temp = o.thinkerPositions === null ? null : thinkerPositionsConfig(o.config, o.thinkerPositions);
   const startedMs = performance.now();
-  const loadAvgStart = os.loadavg();
+  const machine = machineInfo();
   try {
     const server = await ServerProcess.start(temp?.file ?? o.config);
     const rss = new RssByTurn();
@@ -82,12 +77,7 @@ export async function runTurnsSoak(
     return {
       options: o,
       git_sha: gitSha(),
-      machine: {
-        node: process.version,
-        cpus: os.availableParallelism(),
-        load_avg_start: loadAvgStart,
-        load_avg_end: os.loadavg(),
-      },
+      machine: { ...machine, load_avg_end: os.loadavg()[0] },
       durationS: Math.round((performance.now() - startedMs) / 100) / 10,
       turns: perTurn.length,
       failed: failedTurns(perTurn),

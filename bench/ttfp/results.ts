@@ -2,7 +2,7 @@
  * The shape of DIR/results.json (snake_case, as vLLM's bench writes its JSON), and the goals the issue sets.
  * Every field a run row has is a plain number or null, so the JSON diffs and plots cleanly.
  */
-import { gitSha } from '../common.ts';
+import { gitSha, machineInfo, type Machine } from '../common.ts';
 import os from 'node:os';
 import type { LimitResult } from '../limit/limitResult.ts';
 import type { ThroughputLimit } from '../limit/throughputLimit.ts';
@@ -129,17 +129,6 @@ export function goalOf(name: string, value: number, op: '<=' | '>=' | '=', bound
   return { name, value, target: `${op} ${bound}`, met: op === '>=' ? value >= bound : value <= bound };
 }
 
-export interface Machine {
-  readonly node: string;
-  readonly platform: string;
-  readonly cpu_model: string;
-  readonly cpus: number;
-  readonly memory_gib: number;
-  /** 1-minute load average when the bench started and ended (the machine may be shared). */
-  readonly load_avg_start: number;
-  load_avg_end: number;
-}
-
 export interface BenchResult {
   readonly tool: 'chorus bench';
   readonly started_at: string;
@@ -217,18 +206,6 @@ export interface PacketAccountRow {
   readonly first_packet: AccountSummary | null;
   /** The middle audio delta of each answer, from the Talker's hand-off to the client. */
   readonly chunk_trip: AccountSummary | null;
-}
-
-function machineInfo(): Machine {
-  return {
-    node: process.version,
-    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-    cpu_model: os.cpus()[0]?.model ?? 'unknown',
-    cpus: os.availableParallelism(),
-    memory_gib: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
-    load_avg_start: os.loadavg()[0],
-    load_avg_end: os.loadavg()[0],
-  };
 }
 
 function meanOf(values: readonly (number | undefined)[]): number | null {
