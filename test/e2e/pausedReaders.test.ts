@@ -16,6 +16,7 @@ import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer, type ServerOptions } from '../../src/server/app.ts';
 import { configWith, waitFor } from '../helpers/engine.ts';
 import { RealtimeClient, type ServerEvent } from './serverClient.ts';
+import { listen } from '../helpers/servePipeline.ts';
 
 const TALKER_SEQS = 2;
 const READER_TOKENS = 600;
@@ -79,8 +80,7 @@ const apps: FastifyInstance[] = [];
 async function serve(options: ServerOptions): Promise<string> {
   const app = buildServer(watchedEngine(engine, watched), { apiKey: null, ...options });
   apps.push(app);
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  return `${address.replace(/^http/, 'ws')}/v1/realtime`;
+  return (await listen(app)).wsUrl;
 }
 
 beforeAll(async () => {

@@ -14,12 +14,9 @@
  *   (it was "not migrated" before), and the answer is the undisturbed one's.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { thinkerStatsOf, type ThinkerEcStats } from '../../stages/thinker/protocol.ts';
 import { channelNames } from '../../src/common/diagnostics.ts';
 import type { GenerateRequest } from '../../src/common/engine.ts';
@@ -30,6 +27,7 @@ import { RedisServer } from '../helpers/redisServer.ts';
 import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
 import { parsePrometheus } from './serverClient.ts';
+import { servePipeline } from '../helpers/servePipeline.ts';
 
 const ENCODER = (maxEncodeBytes: string, timeoutMs?: number) => `
   - stage_id: image-encoder
@@ -50,12 +48,7 @@ const THINKER = (replicas: number, prefixCache = true) => `
     replicas: ${replicas}`;
 
 /** A server on port 0 over the pipeline of `yaml`. */
-async function serve(yaml: string): Promise<{ engine: Orchestrator; app: FastifyInstance; base: string }> {
-  const engine = await Orchestrator.start(parseConfig(yaml, `${process.cwd()}/configs/reencode.yaml`));
-  const app = buildServer(engine, { apiKey: null });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return { engine, app, base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` };
-}
+const serve = (yaml: string) => servePipeline(parseConfig(yaml, `${process.cwd()}/configs/reencode.yaml`));
 
 interface ChatJson {
   readonly choices: readonly { readonly message: { readonly content: string } }[];
@@ -96,8 +89,7 @@ describe('an encode over the memory cap steps the clip down', () => {
   }, 240_000);
 
   afterAll(async () => {
-    await server?.app.close();
-    await server?.engine.close();
+    await server?.close();
     expect(ownSegments()).toEqual([]);
   });
 
@@ -151,8 +143,7 @@ describe('an encode over the memory cap steps the clip down', () => {
   });
 
   it('past the floor: a 400 naming the item and what to do; the next request is answered', async () => {
-    await server!.app.close();
-    await server!.engine.close();
+    await server!.close();
     server = await serve(`model_preset: tiny\nstages:${ENCODER('1MiB')}${THINKER(1)}\n`);
     const { status, json } = await ask(server.base, big);
     expect(status).toBe(400);
@@ -175,8 +166,7 @@ describe('an encode past the encoder`s deadline steps the clip down', () => {
   }, 240_000);
 
   afterAll(async () => {
-    await server?.app.close();
-    await server?.engine.close();
+    await server?.close();
     expect(ownSegments()).toEqual([]);
   });
 
@@ -239,8 +229,7 @@ describe('a lost encoder-output store entry is encoded again from main`s bytes',
   }, 240_000);
 
   afterAll(async () => {
-    await server?.app.close();
-    await server?.engine.close();
+    await server?.close();
     await redis?.stop();
     unsubscribe('chorus:stage:stats', onStats);
     unsubscribe('chorus:encoder:media', onMedia);
