@@ -84,6 +84,9 @@ describe('admission while a stage restarts', () => {
   it('ends with OVERLOADED, saying what it waited for, when no instance is back within chunk_timeout_ms', async () => {
     const { fakes } = await start(200);
     fakes.started[0].kill();
+    // The restart is expected back as soon as the first boot took, a wall time a loaded machine stretches past 200 ms
+    // (the request would be refused at once): the request comes once the restart is overdue, expected back now (0).
+    await waitFor('the restart to be overdue', () => engine!.health()[0].readyInMs === 0);
     const r = await collect(engine!.generate(request));
     expect(r.done.finishReason).toBe('error');
     expect(r.done.error?.code).toBe('CHORUS_ERR_OVERLOADED');
