@@ -59,6 +59,11 @@ export const channelNames = {
   mediaReencode: 'chorus:media:reencode',
   /** {modality} per media item main sent to no encoder: its Thinker's prefix cache holds its KV (heldItems.ts). */
   mediaEncodeSkipped: 'chorus:media:encode-skipped',
+  /**
+   * {event: 'spawned', pid} when a video decoder (ffmpeg) starts, {event: 'exit', pid, code, signal} when it has
+   * exited (src/media/video/DecoderSpawner.ts).
+   */
+  videoDecoder: 'chorus:video:decoder',
 } as const;
 
 export const diagnostics = {
@@ -79,6 +84,7 @@ export const diagnostics = {
   mediaRows: channel(channelNames.mediaRows),
   mediaReencode: channel(channelNames.mediaReencode),
   mediaEncodeSkipped: channel(channelNames.mediaEncodeSkipped),
+  videoDecoder: channel(channelNames.videoDecoder),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

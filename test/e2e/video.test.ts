@@ -3,10 +3,14 @@
  * ONNX models, shared memory): the openai SDK sends video_url parts (cast) and gets an answer whose usage counts the
  * clip's rows as sampled (fps, max_frames); a clip as frame images is counted the same way; a corrupt and a too-long
  * clip get 400s whose code names the problem and whose message names the item and the limit, and the server answers
- * the next request; mm_processor_kwargs are honoured or refused by name. Videos are made here by the bundled ffmpeg.
+ * the next request; a client that leaves while its clip decodes has its decoder killed at once; mm_processor_kwargs
+ * are honoured or refused by name. Videos are made here by the bundled ffmpeg.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { existsSync } from 'node:fs';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { channelNames } from '../../src/common/diagnostics.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
 import { ownSegments } from '../helpers/engine.ts';
@@ -125,6 +129,38 @@ describe('video input', () => {
     });
     const fine = await post(ask(videoPart(videoDataUrl(clip))));
     expect(fine.status).toBe(200);
+  });
+
+  it('a client that leaves mid-decode: its decoder is killed at once, and the next request is answered', async () => {
+    const heavy = await makeVideo({ seconds: 4, width: 1280, height: 720, rate: 30 }); // ~0.5 s of decoding
+    const client = new AbortController();
+    let [left, frozen] = [0, 0];
+    const exited = new Promise<{ signal: string | null; afterMs: number }>((resolve) => {
+      const onDecoder = (m: unknown): void => {
+        const e = m as { event: 'spawned' | 'exit'; pid: number; signal?: string | null };
+        if (e.event === 'exit' && e.pid === frozen) resolve({ signal: e.signal ?? null, afterMs: Date.now() - left });
+        if (e.event !== 'spawned' || frozen !== 0) return;
+        // Frozen as it starts, so it is surely mid-decode (it could never finish) when its client leaves.
+        process.kill((frozen = e.pid), 'SIGSTOP');
+        left = Date.now();
+        client.abort();
+      };
+      subscribe(channelNames.videoDecoder, onDecoder);
+      onTestFinished(() => void unsubscribe(channelNames.videoDecoder, onDecoder));
+    });
+    const sent = fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ask(videoPart(videoDataUrl(heavy)))),
+      signal: client.signal,
+    });
+    await expect(sent).rejects.toThrow(/abort/i);
+    const exit = await exited;
+    // Killed for its gone client, well before decode_timeout_ms (20 s) would have killed it.
+    expect(exit.signal).toBe('SIGKILL');
+    expect(exit.afterMs).toBeLessThan(10_000);
+    expect(existsSync(`/proc/${frozen}`)).toBe(false);
+    expect((await post(ask(videoPart(videoDataUrl(clip))))).status).toBe(200);
   });
 
   it('a second question about the same clip reuses its KV; the clip sampled otherwise does not', async () => {

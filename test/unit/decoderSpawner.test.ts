@@ -1,13 +1,16 @@
 /**
  * The video decoder spawner (src/media/video/DecoderSpawner.ts): decoders start without main forking, so main's event
  * loop keeps turning while they start however large main has grown; and nothing is left behind: no decoder once its
- * decode has ended or been killed, no fd in main or in the spawner, no spawner or decoder once main has died.
+ * decode has ended or been killed (a limit passed, or its request gone), no fd in main or in the spawner, no spawner or
+ * decoder once main has died.
  */
 import { spawn } from 'node:child_process';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { channelNames } from '../../src/common/diagnostics.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
 import { DecoderSpawner } from '../../src/media/video/DecoderSpawner.ts';
 import { decodeVideo, type VideoLimits } from '../../src/media/video/decodeVideo.ts';
@@ -91,6 +94,37 @@ describe('DecoderSpawner', () => {
     // A decode settles only once its child has exited (the spawner's report) and its sockets have closed.
     expect(childrenOf(spawner.pid!)).toEqual([]);
     expect([fds('self'), fds(spawner.pid!)]).toEqual([mainFds, spawnerFds]);
+  });
+
+  it('kills the decoder of a cancelled decode (its request gone): it ends once the decoder has exited', async () => {
+    const spawner = DecoderSpawner.shared();
+    const stopped = new AbortController();
+    const exits: { pid: number | null; signal: string | null }[] = [];
+    let decoderPid = 0;
+    const onDecoder = (m: unknown): void => {
+      const e = m as { event: 'spawned' | 'exit'; pid: number | null; signal?: string | null };
+      if (e.event === 'exit') return void exits.push({ pid: e.pid, signal: e.signal ?? null });
+      // Frozen as it starts, so it is surely mid-decode (it could never finish) when its request goes.
+      decoderPid = e.pid!;
+      process.kill(decoderPid, 'SIGSTOP');
+      stopped.abort();
+    };
+    subscribe(channelNames.videoDecoder, onDecoder);
+    onTestFinished(() => void unsubscribe(channelNames.videoDecoder, onDecoder));
+    const sampling = { fps: 2, maxFrames: 8 };
+    const slow = { ...limits, timeoutMs: 120_000 }; // not what ends it: the test's own timeout comes first
+    const decode = (cancel: AbortSignal) =>
+      decodeVideo({ kind: 'file', bytes: mp4 }, sampling, DEFAULT_VIDEO_GRID, slow, 'clip', cancel).then(
+        () => 'decoded',
+        (err: { code: string }) => err.code,
+      );
+    expect(await decode(stopped.signal)).toBe(ErrorCodes.REQUEST_CANCELLED);
+    // It settled once the decoder had exited, killed: nothing of it runs.
+    expect(exits).toEqual([{ pid: decoderPid, signal: 'SIGKILL' }]);
+    expect([running(decoderPid), childrenOf(spawner.pid!)]).toEqual([false, []]);
+    // A request already gone starts no decoder at all.
+    expect(await decode(stopped.signal)).toBe(ErrorCodes.REQUEST_CANCELLED);
+    expect(exits).toHaveLength(1);
   });
 
   it('dies with main, killing the decoders it started', async () => {

@@ -119,13 +119,14 @@ export function samplingOf(settings: VideoSettings, asked: Partial<VideoSampling
 
 /**
  * Decodes a clip (a file, or frame images) in a child ffmpeg into the engine's video part. Throws a
- * CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed.
+ * CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed; `cancel` stops the decode (the request is gone).
  */
 export async function videoPart(
   source: VideoSource,
   sampling: VideoSampling,
   settings: VideoStageSettings & { readonly video: VideoSettings; readonly decoderNice?: number },
   what: string,
+  cancel?: AbortSignal,
 ): Promise<PartOf<'video'>> {
   const grid = videoGridOf(settings);
   const s = settings.video;
@@ -141,6 +142,7 @@ export async function videoPart(
       ...(settings.decoderNice === undefined ? {} : { nice: settings.decoderNice }),
     },
     what,
+    cancel,
   );
   // The frames' key: the track does not change them (it has its own key, the hash of its samples).
   const { fps, maxFrames } = sampling;

@@ -19,6 +19,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { diagnostics } from '../../common/diagnostics.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { shippedAsset } from '../../common/moduleFile.ts';
 
@@ -62,6 +63,8 @@ export interface SpawnedDecoder {
 }
 
 interface Live {
+  /** Its pid, once the spawner has said it started. */
+  pid: number | null;
   readonly outputs: readonly Socket[];
   readonly onExit: (exit: ChildExit) => void;
   readonly onError: (err: ChorusError) => void;
@@ -142,7 +145,9 @@ export class DecoderSpawner {
   /** The decode's end: its exit report and every output closed; referenced (the process waits for it) meanwhile. */
   #track(id: number, outputs: readonly Socket[]): Promise<ChildExit> {
     const streamsClosed = Promise.all(outputs.map((s) => new Promise((r) => s.once('close', r))));
-    const exited = new Promise<ChildExit>((onExit, onError) => this.#live.set(id, { outputs, onExit, onError }));
+    const exited = new Promise<ChildExit>((onExit, onError) =>
+      this.#live.set(id, { pid: null, outputs, onExit, onError }),
+    );
     if (this.#live.size === 1) this.#child.channel?.ref();
     const done = () => {
       this.#live.delete(id);
@@ -179,8 +184,13 @@ export class DecoderSpawner {
   #onMessage(m: FromSpawner): void {
     const live = this.#live.get(m.id);
     if (!live) return;
-    if (m.type === 'exit') live.onExit({ code: m.code, signal: m.signal });
-    else if (m.type === 'error') {
+    if (m.type === 'spawned') {
+      live.pid = m.pid;
+      diagnostics.videoDecoder.publish({ event: 'spawned', pid: m.pid });
+    } else if (m.type === 'exit') {
+      diagnostics.videoDecoder.publish({ event: 'exit', pid: live.pid, code: m.code, signal: m.signal });
+      live.onExit({ code: m.code, signal: m.signal });
+    } else if (m.type === 'error') {
       for (const s of live.outputs) s.destroy();
       live.onError(new ChorusError(ErrorCodes.INTERNAL, `cannot run the video decoder: ${m.message}`));
     }

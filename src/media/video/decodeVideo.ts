@@ -17,6 +17,8 @@
  *
  * Errors name the item and the limit: CHORUS_ERR_VIDEO_INVALID (corrupt, truncated, no video stream),
  * CHORUS_ERR_VIDEO_TOO_LONG, CHORUS_ERR_VIDEO_TOO_LARGE, CHORUS_ERR_VIDEO_DECODE_TIMEOUT, CHORUS_ERR_VIDEO_NO_AUDIO.
+ * A decode whose request is gone (its `cancel` signal aborted: the client disconnected) kills its child at once and
+ * ends with CHORUS_ERR_REQUEST_CANCELLED once the child has exited, instead of running to a limit for nobody.
  */
 import type { Readable } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -90,14 +92,19 @@ function ffmpegArgs(source: VideoSource, inputPath: string, sampling: VideoSampl
   return [...common, ...input, ...output, 'pipe:1', ...trackOut];
 }
 
-/** Decodes and samples a video; throws a CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed. */
+/**
+ * Decodes and samples a video; throws a CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed, or
+ * CHORUS_ERR_REQUEST_CANCELLED once `cancel` aborts (its child killed and exited).
+ */
 export async function decodeVideo(
   source: VideoSource,
   sampling: VideoSampling,
   grid: VideoGridConfig,
   limits: VideoLimits,
   what: string,
+  cancel?: AbortSignal,
 ): Promise<DecodedVideo> {
+  if (cancel?.aborted) throw cancelled(what);
   const size = inputBytes(source);
   if (size > limits.maxInputBytes) {
     throw fail(ErrorCodes.VIDEO_TOO_LARGE, what, `the video is ${size} bytes; the limit is ${limits.maxInputBytes}`);
@@ -116,7 +123,7 @@ export async function decodeVideo(
     const inputPath = join(dir, 'input');
     await writeFile(inputPath, source.kind === 'file' ? source.bytes : source.images, { mode: 0o600 });
     const args = ffmpegArgs(source, inputPath, sampling, grid);
-    const run = await runDecoder(source.kind, args, sampling, limits, what);
+    const run = await runDecoder(source.kind, args, sampling, limits, what, cancel);
     const { frames } = run;
     const picked = uniformPick(frames.length, sampling.maxFrames).map((i) => frames[i]);
     const { width, height } = picked[0];
@@ -146,6 +153,7 @@ async function runDecoder(
   sampling: VideoSampling,
   limits: VideoLimits,
   what: string,
+  cancel: AbortSignal | undefined,
 ): Promise<{ frames: RgbFrame[]; audio: Uint8Array | null }> {
   const outputCount = sampling.withAudio ? 3 : 2; // fd 1 the frames, fd 2 its complaints, fd 3 the track
   const child = await DecoderSpawner.shared().spawn(FFMPEG_PATH, args, outputCount, limits.nice ?? null);
@@ -166,6 +174,14 @@ async function runDecoder(
       () => stop(fail(ErrorCodes.VIDEO_DECODE_TIMEOUT, what, `decoding took over the ${limits.timeoutMs} ms limit`)),
       limits.timeoutMs,
     );
+    // Aborted while the spawn was under way too: the child is killed as soon as it is ours.
+    const onCancel = (): void => stop(cancelled(what));
+    cancel?.addEventListener('abort', onCancel, { once: true });
+    if (cancel?.aborted) onCancel();
+    const settle = (): void => {
+      clearTimeout(timer);
+      cancel?.removeEventListener('abort', onCancel);
+    };
     stdout.on('data', (chunk: Buffer) => {
       if (failure) return;
       let got: RgbFrame[];
@@ -202,7 +218,7 @@ async function runDecoder(
     for (const s of child.outputs) s.on('error', () => {});
     child.closed.then(
       ({ code }) => {
-        clearTimeout(timer);
+        settle();
         if (failure) return reject(failure);
         if (track && /Stream map '0:a:0' matches no streams/.test(stderr))
           return reject(noAudio(what, 'the file has no audio stream'));
@@ -216,7 +232,7 @@ async function runDecoder(
         resolve({ frames, audio });
       },
       (err: ChorusError) => {
-        clearTimeout(timer);
+        settle();
         reject(new ChorusError(err.code, `${what}: ${err.message}`, { cause: err }));
       },
     );
@@ -243,6 +259,14 @@ function collectTrack(
   });
   // An odd last byte (a cut sample) is dropped: pcm16 is whole samples.
   return { bytes: () => new Uint8Array(Buffer.concat(chunks).subarray(0, size & ~1)) };
+}
+
+function cancelled(what: string): ChorusError {
+  return fail(
+    ErrorCodes.REQUEST_CANCELLED,
+    what,
+    'the request was cancelled (its client left) while its video decoded',
+  );
 }
 
 function noAudio(what: string, why: string): ChorusError {

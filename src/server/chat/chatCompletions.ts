@@ -81,9 +81,9 @@ export function registerChatCompletions(app: FastifyInstance, routeContext: Chat
     const meta = completionMeta(request, ctx);
     // The video encoder's settings follow the engine's current graph (hot reload), like the token limits.
     const media = { ...mediaSources, video: videoSettingsOf(ctx.engine.graph) };
-    const gone = new AbortController(); // the client left before the answer: its transcriptions stop
+    const gone = new AbortController(); // the client left before the answer: its fetches, decodes, transcriptions stop
     reply.raw.once('close', () => gone.abort());
-    const planned = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media);
+    const planned = await planChatCompletion(request.body, meta.id, ctx.tokenLimits, media, gone.signal);
     const plan = await hearChatAudio(planned, ctx.media, ctx.transcriber, gone.signal);
     const { handle, release, firstPacket, underran } = await startCompletion(request, plan, ctx, startedAtMs);
     live.add(handle);

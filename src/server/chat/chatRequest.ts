@@ -194,12 +194,13 @@ function toPart(p: Part, role: Message['role'], at: string, media: MediaSources)
 
 /**
  * Fetches the remote images (all at once: at most MAX_REMOTE_IMAGES) and decodes the videos (at most MAX_VIDEOS,
- * each in its own child process) into their places.
+ * each in its own child process) into their places; `cancel` (the client left) stops them.
  */
 async function resolveDeferred(
   contents: (string | PlannedPart[])[],
   media: MediaSources,
   body: ChatBody,
+  cancel: AbortSignal | undefined,
 ): Promise<(string | ContentPart[])[]> {
   const parts = contents.flatMap((c) => (typeof c === 'string' ? [] : c));
   const remote = parts.filter(isRemoteImage);
@@ -221,10 +222,11 @@ async function resolveDeferred(
   const sampling = videos.length > 0 && media.video ? videoSampling(body.mm_processor_kwargs, media.video) : null;
   const loaded = new Map<PlannedPart, ContentPart>(
     await Promise.all([
-      ...remote.map(
-        async (r) => [r, { type: 'image', data: await fetchMedia(r.url, media, r.what) } as ContentPart] as const,
-      ),
-      ...videos.map(async (v) => [v, await loadVideo(v, sampling!, media)] as const),
+      ...remote.map(async (r) => {
+        const data = await fetchMedia(r.url, media, r.what, undefined, cancel);
+        return [r, { type: 'image', data } as ContentPart] as const;
+      }),
+      ...videos.map(async (v) => [v, await loadVideo(v, sampling!, media, cancel)] as const),
     ]),
   );
   return contents.map((c) => (typeof c === 'string' ? c : c.map((p) => loaded.get(p) ?? (p as ContentPart))));
@@ -270,12 +272,14 @@ function refuseUnsupported(b: ChatBody): void {
 /**
  * Validates the body and plans the request: media is decoded (and fetched, from an allowed URL) here, its
  * format checked by the engine. Throws ClientInputError naming the bad field, or a media ChorusError naming the item.
+ * `cancel` (the client left) stops the fetches and decodes (CHORUS_ERR_REQUEST_CANCELLED).
  */
 export async function planChatCompletion(
   body: unknown,
   requestId: string,
   limits: TokenLimits,
   media: MediaSources = noMedia,
+  cancel?: AbortSignal,
 ): Promise<ChatPlan> {
   const b = validator.parse(body, 'chat completion request');
   refuseUnsupported(b);
@@ -307,6 +311,7 @@ export async function planChatCompletion(
     b.messages.map((m, i) => messageContent(m, i, media)),
     media,
     b,
+    cancel,
   );
   const messages: ChatMessage[] = [];
   const bodyIndexOf: number[] = [];

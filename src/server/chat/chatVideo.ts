@@ -113,16 +113,17 @@ function checkInputSize(bytes: number, settings: VideoSettingsOf, what: string):
   }
 }
 
-/** Fetches (when remote) and decodes one video into its engine part. */
+/** Fetches (when remote) and decodes one video into its engine part; `cancel` (the client left) stops both. */
 export async function loadVideo(
   pending: PendingVideo,
   sampling: VideoSampling,
   media: MediaSources,
+  cancel?: AbortSignal,
 ): Promise<ContentPart> {
   const settings = settingsOrRefuse(media, pending.what);
   const source: VideoSource =
     pending.source instanceof URL
-      ? { kind: 'file', bytes: await fetchMedia(pending.source, media, pending.what, 'video/*') }
+      ? { kind: 'file', bytes: await fetchMedia(pending.source, media, pending.what, 'video/*', cancel) }
       : pending.source;
-  return videoPart(source, sampling, settings, pending.what);
+  return videoPart(source, sampling, settings, pending.what, cancel);
 }

@@ -2,8 +2,9 @@
  * Fetches one media item from a URL the operator allow-listed (mediaUrlAllowList), with a deadline that covers
  * the body too and a byte cap enforced while reading, so a slow or endless remote cannot hold a request or the
  * server's memory. Redirects are not followed: the allow-list was checked for this URL only, and a redirect
- * could lead anywhere (an internal address included).
+ * could lead anywhere (an internal address included). A request that is gone (`cancel` aborted) stops its fetch.
  */
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { mediaInvalid } from '../../media/mediaError.ts';
 
 export interface MediaFetchLimits {
@@ -16,17 +17,21 @@ export async function fetchMedia(
   limits: MediaFetchLimits,
   what: string,
   accept = 'image/png, image/jpeg',
+  cancel?: AbortSignal,
 ): Promise<Uint8Array> {
   const timeout = AbortSignal.timeout(limits.timeoutMs);
   const stop = new AbortController();
-  const signal = AbortSignal.any([timeout, stop.signal]);
+  const signal = AbortSignal.any([timeout, stop.signal, ...(cancel ? [cancel] : [])]);
   const failed = (problem: string, cause?: unknown) => mediaInvalid(what, `${problem} (${url.href})`, cause);
-  const timedOut = () => failed(`the media URL did not answer within ${limits.timeoutMs} ms`);
+  const stopped = () =>
+    cancel?.aborted
+      ? new ChorusError(ErrorCodes.REQUEST_CANCELLED, `${what}: the request was cancelled while its media was fetched`)
+      : failed(`the media URL did not answer within ${limits.timeoutMs} ms`);
   let res: Response;
   try {
     res = await fetch(url, { signal, redirect: 'manual', headers: { accept } });
   } catch (err) {
-    if (timeout.aborted) throw timedOut();
+    if (timeout.aborted || cancel?.aborted) throw stopped();
     throw failed(
       `cannot fetch the media URL: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`,
       err,
@@ -48,7 +53,7 @@ export async function fetchMedia(
     );
   } catch (err) {
     stop.abort(); // releases the socket of a body left unread
-    if (timeout.aborted) throw timedOut();
+    if (timeout.aborted || cancel?.aborted) throw stopped();
     throw err;
   }
 }
