@@ -106,7 +106,8 @@ describe('RequestQueue running limit', () => {
     expect((err as RateLimitedError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect((err as Error).message).toMatch(/first packets lately came within the bound/);
     expect([queue.running, queue.queued]).toEqual([10, 0]);
-    expect(queue.tryAcquire(true)).toBeNull(); // a Realtime response alike
+    expect(queue.tryAcquire(true)).toBeNull(); // a Realtime response alike, told to come back as soon
+    expect(queue.busyRetryAfterSeconds).toBe((err as RateLimitedError).retryAfterSeconds);
     for (const release of slots.slice(0, 3)) release();
     const admitted = await queue.acquire(true);
     expect(queue.running).toBe(8);

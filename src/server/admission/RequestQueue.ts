@@ -118,6 +118,14 @@ export class RequestQueue {
   }
 
   /**
+   * Seconds until a slot is likely free for a request tryAcquire() just turned away: at the learned running limit,
+   * about a hold over the limit (slots free that often); at the count, the line's longest wait (retryAfterSeconds).
+   */
+  get busyRetryAfterSeconds(): number {
+    return this.#overLimitNow() ? this.#overLimitSeconds() : this.retryAfterSeconds;
+  }
+
+  /**
    * Stops admitting (acquire throws CHORUS_ERR_SHUTTING_DOWN, waiters are refused) and resolves once every running
    * request has released its slot.
    */
@@ -311,12 +319,16 @@ export class RequestQueue {
   /** Refused at the running limit learned from first packets: a slot frees about every hold / limit. */
   #overLimit(): RateLimitedError {
     const limit = this.runningLimit;
-    const seconds = Math.max(1, Math.ceil((this.#holdMs ?? 0) / limit / 1000));
+    const seconds = this.#overLimitSeconds();
     return new RateLimitedError(
       `the server is too busy to serve this request in time (${this.#running} running, at the ${limit} whose first ` +
         `packets lately came within the bound): retry after ${seconds} s`,
       seconds,
     );
+  }
+
+  #overLimitSeconds(): number {
+    return Math.max(1, Math.ceil((this.#holdMs ?? 0) / this.runningLimit / 1000));
   }
 
   #refusal(why: string): ChorusError {

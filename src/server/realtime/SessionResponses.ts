@@ -266,7 +266,7 @@ export class SessionResponses {
       throw new ChorusError(
         ErrorCodes.RATE_LIMITED,
         `the server is busy (${this.#ctx.queue.running} responses running): send response.create again in ` +
-          `${this.#ctx.queue.retryAfterSeconds} s`,
+          `${this.#ctx.queue.busyRetryAfterSeconds} s`,
       );
     }
     return { adopt, releaseSlot };
