@@ -15,6 +15,7 @@ import type { Engine, RequestHandle } from '../../src/common/engine.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer, type ServerOptions } from '../../src/server/app.ts';
 import { configWith, waitFor } from '../helpers/engine.ts';
+import { listen } from '../helpers/servePipeline.ts';
 import { RealtimeClient, type ServerEvent } from './serverClient.ts';
 import { listen } from '../helpers/servePipeline.ts';
 

@@ -13,6 +13,7 @@ import type { StageGraph, StageSpec } from '../../src/common/graph.ts';
 import type { ContentPart, Engine, GenerateRequest, RequestHandle } from '../../src/common/engine.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { pcm16Bytes, pngBytes, wavBytes } from '../helpers/media.ts';
+import { listen } from '../helpers/servePipeline.ts';
 import { RealtimeClient } from './serverClient.ts';
 import { defaultScript, TestEngine, testGraph, type ScriptStep } from './serverTestEngine.ts';
 
@@ -164,10 +165,7 @@ beforeAll(async () => {
     mediaFetchTimeoutMs: 300,
     mediaFetchMaxBytes: FETCH_MAX_BYTES,
   });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const port = (app.server.address() as { port: number }).port;
-  base = `http://127.0.0.1:${port}`;
-  wsUrl = `ws://127.0.0.1:${port}/v1/realtime`;
+  ({ base, wsUrl } = await listen(app));
 });
 
 afterAll(async () => {
@@ -319,10 +317,9 @@ describe('realtime media', () => {
   it("frees an item's media when it is deleted: the session's media budget takes new audio again", async () => {
     const budget = 24_000; // 0.5 s of pcm16 at 24 kHz
     const small = buildServer(engine, { apiKey: null, maxInputAudioBytes: budget });
-    await small.listen({ host: '127.0.0.1', port: 0 });
+    const { wsUrl: smallWsUrl } = await listen(small);
     try {
-      const port = (small.server.address() as { port: number }).port;
-      const client = await RealtimeClient.connect(`ws://127.0.0.1:${port}/v1/realtime`);
+      const client = await RealtimeClient.connect(smallWsUrl);
       const clip = Buffer.from(pcm16Bytes(0.3, 24000, 5)).toString('base64'); // 14,400 bytes
       const say = (eventId: string) =>
         client.send({

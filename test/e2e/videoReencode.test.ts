@@ -26,6 +26,7 @@ import { collect, ownSegments, waitFor } from '../helpers/engine.ts';
 import { RedisServer } from '../helpers/redisServer.ts';
 import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 import { parsePrometheus } from './serverClient.ts';
 import { servePipeline } from '../helpers/servePipeline.ts';
 
@@ -79,7 +80,7 @@ async function ask(base: string, clip: Buffer | null): Promise<{ status: number;
 }
 
 describe('an encode over the memory cap steps the clip down', () => {
-  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  let server: ServedPipeline | undefined;
   let big: Buffer; // 15 s of 320 x 240 at fps 2: 30 frames of 252 x 168, 3,240 patches (~586 MiB estimated)
 
   beforeAll(async () => {
@@ -157,7 +158,7 @@ describe('an encode over the memory cap steps the clip down', () => {
 });
 
 describe('an encode past the encoder`s deadline steps the clip down', () => {
-  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  let server: ServedPipeline | undefined;
 
   beforeAll(async () => {
     // The test stops the encoder (SIGSTOP) until the first run's deadline has passed: the hang watch must not take it
@@ -204,7 +205,7 @@ describe('an encode past the encoder`s deadline steps the clip down', () => {
 
 describe('a lost encoder-output store entry is encoded again from main`s bytes', () => {
   let redis: RedisServer;
-  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  let server: ServedPipeline | undefined;
   const thinkerEc = new Map<string, ThinkerEcStats>();
   const mediaSent: number[] = [];
   const onStats = (m: unknown) => {
