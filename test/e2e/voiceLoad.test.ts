@@ -6,35 +6,28 @@
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultConfigPath, loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
+import { defaultConfigPath } from '../../src/config/loadConfig.ts';
 import { killOnFinish } from '../helpers/processes.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 
 const CLIENTS = join(import.meta.dirname, '..', 'helpers', 'voiceClients.ts');
 
 const SESSIONS = 16;
-let engine: Orchestrator;
-let app: FastifyInstance;
-let wsUrl: string;
+let served: ServedPipeline | undefined;
 
 beforeAll(async () => {
-  engine = await Orchestrator.start(await loadConfig(defaultConfigPath()));
-  app = buildServer(engine, { apiKey: null });
-  wsUrl = `${(await app.listen({ host: '127.0.0.1', port: 0 })).replace(/^http/, 'ws')}/v1/realtime`;
+  served = await servePipeline(defaultConfigPath());
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
-  await engine?.close();
+  await served?.close();
 });
 
 describe('voice sessions under load', () => {
   it(`${SESSIONS} concurrent sessions: every turn answered, the event loop never stalls`, async () => {
     const delay = monitorEventLoopDelay({ resolution: 5 });
-    const clients = fork(CLIENTS, [wsUrl, String(SESSIONS), '37'], {
+    const clients = fork(CLIENTS, [served!.wsUrl, String(SESSIONS), '37'], {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     });
