@@ -10,20 +10,17 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import jpeg from 'jpeg-js';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { resample } from '../../src/media/resample.ts';
 import { FFMPEG_PATH } from '../../src/media/video/decodeVideo.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
 import { startTestServer } from '../e2e/serverClient.ts';
 import type { PageGlobals } from './pageState.ts';
 import { pngBytes } from '../helpers/media.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 import { concatPcm, msOf, quiet, speak, SPEECH_RATE_HZ } from '../helpers/speech.ts';
 
 const FAKE_MIC_RATE_HZ = 48_000; // Chromium's capture rate; the file is resampled here, not by the browser
@@ -43,8 +40,7 @@ const TYPED_MAX_TOKENS = 6;
 const PAUSE_MS = 5000;
 
 let dir: string;
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
@@ -89,11 +85,7 @@ beforeAll(async () => {
   const pattern = "testsrc2=size=320x240:rate=10:duration=4,negate=enable='eq(mod(floor(t),2),1)'";
   execFileSync(FFMPEG_PATH, ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', pattern, camera]);
 
-  engine = await Orchestrator.start(
-    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni.yaml')),
-  );
-  app = buildServer(engine, { apiKey: null });
-  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  served = await servePipeline('tiny-omni.yaml');
 
   browser = await launchChromium([
     '--use-fake-ui-for-media-stream', // grants the microphone without a prompt
@@ -103,14 +95,13 @@ beforeAll(async () => {
   ]);
   page = await browser.newPage();
   page.on('pageerror', (err) => pageErrors.push(err.message));
-  await page.goto(base);
+  await page.goto(served.base);
   await page.waitForSelector('#stages .stage[data-stage-id="code2wav"]');
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

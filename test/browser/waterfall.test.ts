@@ -7,17 +7,14 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/loadConfig.ts';
-import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { buildServer } from '../../src/server/app.ts';
 import { TraceBuffer } from '../../src/tracing/TraceBuffer.ts';
 import { startTraceSink, type TraceSink } from '../../src/tracing/traceSink.ts';
 import { startTracing, TRACE_SINK_TOKEN_ENV, TRACE_SINK_URL_ENV, type Tracing } from '../../src/tracing/tracing.ts';
 import { ownSegments } from '../helpers/engine.ts';
+import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 import type { PageGlobals } from './pageState.ts';
 
 const KEY = 'sk-waterfall';
@@ -30,8 +27,7 @@ const SCREENSHOT_DIR = process.env.CHORUS_SCREENSHOT_DIR;
 let buffer: TraceBuffer;
 let sink: TraceSink;
 let tracing: Tracing | null;
-let engine: Orchestrator;
-let app: FastifyInstance;
+let served: ServedPipeline | undefined;
 let base: string;
 let browser: Browser;
 let page: Page;
@@ -47,11 +43,13 @@ beforeAll(async () => {
     process.env[k] = v;
   }
   tracing = startTracing('main');
-  engine = await Orchestrator.start(
-    await loadConfig(join(import.meta.dirname, '..', '..', 'configs', 'tiny-omni-text-in.yaml')),
-  );
-  app = buildServer(engine, { apiKey: KEY, tracing, traceBuffer: buffer, maxBodyBytes: MAX_BODY_BYTES });
-  base = await app.listen({ host: '127.0.0.1', port: 0 });
+  served = await servePipeline('tiny-omni-text-in.yaml', {
+    apiKey: KEY,
+    tracing,
+    traceBuffer: buffer,
+    maxBodyBytes: MAX_BODY_BYTES,
+  });
+  ({ base } = served);
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
   page.on('pageerror', (err) => pageErrors.push(err.message));
@@ -63,8 +61,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await app?.close();
-  await engine?.close();
+  await served?.close();
   await tracing?.shutdown();
   await sink?.close();
   for (const [k, v] of savedEnv)
