@@ -33,11 +33,13 @@ export interface FirstAudioFirstOptions {
  * Audio a listener must have buffered beyond what the stage's next output for it takes, for that answer to be held
  * back (ms): a hold lasts maxDeferMs at most, and under load the steps after it are slow.
  */
-export const HOLD_MIN_AHEAD_MS = 1000;
+export const HOLD_MIN_AHEAD_MS = 750; // a longest hold (maxDeferMs) and half as much again
 
 export const FIRST_AUDIO_FIRST_DEFAULTS: FirstAudioFirstOptions = {
-  windowMs: 250, // a newcomer's first packet is due 250 ms after admission without a target (playback.ts)
-  maxDeferMs: 250, // a whole window: one newcomer is never cut short; over longer stretches half the time
+  // Under load a newcomer's way through the three stages takes hundreds of ms (a batch of 16 at 100-150 ms a step):
+  // 250 ms ran out before its Talker step (load 12, bench/NOTES.md).
+  windowMs: 500,
+  maxDeferMs: 500, // a whole window: one newcomer is never cut short; over longer stretches half the time
   settleMs: 1000, // the first chunks are 2-8 frames (160-640 ms of audio): past a second the buffer has grown
 };
 
