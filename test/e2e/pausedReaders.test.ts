@@ -17,7 +17,6 @@ import { buildServer, type ServerOptions } from '../../src/server/app.ts';
 import { configWith, waitFor } from '../helpers/engine.ts';
 import { listen } from '../helpers/servePipeline.ts';
 import { RealtimeClient, type ServerEvent } from './serverClient.ts';
-import { listen } from '../helpers/servePipeline.ts';
 
 const TALKER_SEQS = 2;
 const READER_TOKENS = 600;

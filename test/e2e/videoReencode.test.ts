@@ -28,7 +28,6 @@ import { makeVideo, videoDataUrl } from '../helpers/videos.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
 import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 import { parsePrometheus } from './serverClient.ts';
-import { servePipeline } from '../helpers/servePipeline.ts';
 
 const ENCODER = (maxEncodeBytes: string, timeoutMs?: number) => `
   - stage_id: image-encoder
