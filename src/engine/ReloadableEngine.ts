@@ -12,16 +12,8 @@
  * to the deployment on that Redis, and two generations under one key prefix would collide.
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import type {
-  ChatMessage,
-  Engine,
-  FirstOutputEstimate,
-  GenerateRequest,
-  RequestHandle,
-  StageHealth,
-} from '../common/engine.ts';
+import type { Engine } from '../common/engine.ts';
 import type { StageGraph } from '../common/graph.ts';
-import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import { logger, type Logger } from '../common/log.ts';
 import { Orchestrator, type OrchestratorOptions } from './Orchestrator.ts';
 
@@ -60,7 +52,7 @@ export class ReloadableEngine implements Engine {
     return this.#current.graph;
   }
 
-  get audioOutput(): AudioOutputFacts | null {
+  get audioOutput(): Engine['audioOutput'] {
     return this.#current.audioOutput;
   }
 
@@ -69,27 +61,20 @@ export class ReloadableEngine implements Engine {
     return this.#current;
   }
 
-  generate(request: GenerateRequest): RequestHandle {
+  // The Engine members the current pipeline answers, typed from Engine itself (one signature to change).
+  generate: Engine['generate'] = (request) => {
     if (this.#closing) throw new ChorusError(ErrorCodes.SHUTTING_DOWN, 'the engine is shutting down');
     return this.#current.generate(request);
-  }
+  };
 
-  promptPositions(messages: readonly ChatMessage[]): number {
-    return this.#current.promptPositions(messages);
-  }
+  promptPositions: NonNullable<Engine['promptPositions']> = (messages) => this.#current.promptPositions(messages);
 
   /** A replaced pipeline stops (and its Thinker with what it retained): only the current one holds keys. */
-  firstOutputEstimate(): FirstOutputEstimate | null {
-    return this.#current.firstOutputEstimate();
-  }
+  firstOutputEstimate: NonNullable<Engine['firstOutputEstimate']> = () => this.#current.firstOutputEstimate();
 
-  releasePrefix(key: string): void {
-    this.#current.releasePrefix(key);
-  }
+  releasePrefix: NonNullable<Engine['releasePrefix']> = (key) => this.#current.releasePrefix(key);
 
-  health(): readonly StageHealth[] {
-    return this.#current.health();
-  }
+  health: Engine['health'] = () => this.#current.health();
 
   /** Replaced pipelines still draining. */
   get draining(): number {
