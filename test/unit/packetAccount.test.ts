@@ -9,14 +9,13 @@ import {
   firstPacketAccount,
   summarizeAccounts,
   type ClientTimes,
-  type MainMark,
   type ProcessTrace,
 } from '../../bench/ttfp/account/packetAccount.ts';
-import type { MarkRecord, StepRecord } from '../../src/basics.ts';
+import type { MarkRecord, PacketMark, StepRecord } from '../../src/basics.ts';
 
 const R = 'resp_1';
 
-const main = (mark: string, atMs: number, from?: string): MainMark => ({
+const main = (mark: string, atMs: number, from?: string): PacketMark => ({
   requestId: R,
   mark,
   atMs,

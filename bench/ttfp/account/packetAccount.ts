@@ -12,7 +12,7 @@
  * packet's time; a link the marks cannot make (a missing mark) ends the walk and what is left of the packet's time is
  * "unnamed". Pure: tested on hand-made marks.
  */
-import type { MarkRecord, StepRecord } from '../../../src/basics.ts';
+import type { MarkRecord, PacketMark, StepRecord } from '../../../src/basics.ts';
 
 /** What a part of the time was. */
 export type PartKind = 'model' | 'parse' | 'admission' | 'queue' | 'hop' | 'assembly' | 'framing' | 'loop' | 'unnamed';
@@ -29,14 +29,6 @@ export interface ProcessTrace {
   readonly file: string;
   readonly steps: readonly StepRecord[];
   readonly marks: readonly MarkRecord[];
-}
-
-/** A mark main published (src/common/packetMarks.ts PacketMark). */
-export interface MainMark {
-  readonly requestId: string;
-  readonly mark: string;
-  readonly atMs: number;
-  readonly from?: string;
 }
 
 /** The client's times of one request, monotonic: its send and each audio delta's arrival. */
@@ -72,20 +64,20 @@ interface Step {
 const END: Node = { atMs: Number.NaN, back: null };
 
 class RequestMarks {
-  readonly main: readonly MainMark[];
+  readonly main: readonly PacketMark[];
   /** The request's stage processes by stage id (the one that served it). */
   readonly stages = new Map<string, ProcessTrace>();
 
   constructor(
     readonly requestId: string,
-    main: readonly MainMark[],
+    main: readonly PacketMark[],
     processes: readonly ProcessTrace[],
   ) {
     this.main = main.filter((m) => m.requestId === requestId).sort((a, b) => a.atMs - b.atMs);
     for (const p of processes) if (p.marks.some((m) => m.r === requestId && m.m === 'add')) this.stages.set(p.stage, p);
   }
 
-  mainMarks(mark: string, from?: string): MainMark[] {
+  mainMarks(mark: string, from?: string): PacketMark[] {
     return this.main.filter((m) => m.mark === mark && (from === undefined || m.from === from));
   }
 
@@ -306,7 +298,7 @@ function walkFrom(node: Node, totalMs: number, requestId: string, startMs: numbe
 /** The first packet's account of one request. */
 export function firstPacketAccount(
   client: ClientTimes,
-  main: readonly MainMark[],
+  main: readonly PacketMark[],
   processes: readonly ProcessTrace[],
 ): PacketAccount | null {
   if (client.audioAtMs.length === 0) return null;
@@ -325,7 +317,7 @@ export function chunkTripAccount(
   client: ClientTimes,
   k: number,
   upstream: string,
-  main: readonly MainMark[],
+  main: readonly PacketMark[],
   processes: readonly ProcessTrace[],
 ): PacketAccount | null {
   if (k >= client.audioAtMs.length) return null;
