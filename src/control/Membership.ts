@@ -8,6 +8,10 @@
  * instance is known by its name lease: a heartbeat under a lease other than the one its name holds is fenced off (a
  * stale or forged one), and one under a new lease the name does hold is a restarted instance that replaces the old
  * one.
+ *
+ * An instance found silent is lost only if it is still silent after the loop's next poll for I/O: after a stall (a
+ * busy main) timers run before the socket reads that waited behind them, so the beats that came in time would
+ * otherwise be read only after the instance was dropped for lacking them.
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -37,6 +41,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   /** Names whose lease main is reading (one read at a time per name: the beats that come meanwhile wait for it). */
   readonly #checking = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
+  #confirm: NodeJS.Immediate | null = null;
   #publishedAtMs = 0;
   #closed = false;
 
@@ -87,6 +92,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
+    if (this.#confirm) clearImmediate(this.#confirm);
     await this.link.deleteDeployment().catch(() => undefined);
     await this.link.close();
   }
@@ -222,15 +228,22 @@ export class Membership extends EventEmitter<MembershipEvents> {
   #tick(): void {
     const now = Date.now();
     if (now - this.#publishedAtMs > DEPLOYMENT_REFRESH_MS) void this.#publishDeployment().catch(() => undefined);
-    for (const h of [...this.#handles.values()]) {
-      const silentMs = now - h.lastHeartbeatMs;
-      if (silentMs > HEARTBEAT_TTL_MS)
-        this.#lose(
-          h,
-          `stage ${h.heartbeat.instance} (stage ${h.heartbeat.stageId}) on host ${h.host}, pid ${h.pid}, sent no ` +
-            `heartbeat for ${silentMs} ms: it died, hung or lost its network; retry the request`,
-        );
-    }
+    const silent = [...this.#handles.values()].filter((h) => now - h.lastHeartbeatMs > HEARTBEAT_TTL_MS);
+    if (silent.length === 0 || this.#confirm) return;
+    // Looked at again after the I/O poll: a beat that waited in the socket behind this timer is read first.
+    this.#confirm = setImmediate(() => {
+      this.#confirm = null;
+      const later = Date.now();
+      for (const h of silent) {
+        const silentMs = later - h.lastHeartbeatMs;
+        if (this.#handles.get(h.heartbeat.instance) === h && silentMs > HEARTBEAT_TTL_MS)
+          this.#lose(
+            h,
+            `stage ${h.heartbeat.instance} (stage ${h.heartbeat.stageId}) on host ${h.host}, pid ${h.pid}, sent no ` +
+              `heartbeat for ${silentMs} ms: it died, hung or lost its network; retry the request`,
+          );
+      }
+    });
   }
 
   #lose(handle: RemoteStageHandle, message: string): void {

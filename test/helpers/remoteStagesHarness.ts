@@ -60,17 +60,20 @@ export async function remoteStagesHarness(instance: string, stageId: string) {
   subscribe(channelNames.controlDropped, countDrop);
 
   const joined = new Promise<RemoteStageHandle>((resolve) => remote.once('joined', resolve));
-  listeners.get('heartbeat')!(
-    packControl('heartbeat', {
-      instance,
-      stageId,
-      host: 'stage-host',
-      pid: 1,
-      configHash: CONFIG_HASH,
-      startedAtMs: Date.now(),
-      lease: LEASE,
-    }),
-  );
+  const startedAtMs = Date.now();
+  const beat = () =>
+    listeners.get('heartbeat')!(
+      packControl('heartbeat', {
+        instance,
+        stageId,
+        host: 'stage-host',
+        pid: 1,
+        configHash: CONFIG_HASH,
+        startedAtMs,
+        lease: LEASE,
+      }),
+    );
+  beat();
   const facts = { kind: 'talker', conditionDim: 8, numCodebooks: 4, framesPerToken: 2, kvBytesPerToken: 64 } as const;
   const settings = { stageId, replica: 0, pid: 1, threads: 1, modelFiles: [], loadMs: 1, facts };
   // The lease is read (a promise) before the boot: say READY until it is admitted and joins.
@@ -96,6 +99,8 @@ export async function remoteStagesHarness(instance: string, stageId: string) {
     handle,
     handled,
     inst,
+    /** Delivers one heartbeat of this instance on main's heartbeat channel. */
+    beat,
     /** Publishes a report from `from` (this instance by default, under its lease) on main's channel, any value. */
     report: (msg: unknown, from = instance, lease = LEASE) =>
       toMain(packControl('to_main', { from, lease, msg } as never)),
