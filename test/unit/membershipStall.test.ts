@@ -5,9 +5,9 @@
  * stalling the test for the whole TTL: what is under test is the order of the timer and the read after a stall.
  */
 import { once } from 'node:events';
-import { createConnection, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS } from '../../src/control/HeartbeatThread.ts';
+import { afterPoll, busyFor, socketPair } from '../helpers/loopStall.ts';
 import { remoteStagesHarness } from '../helpers/remoteStagesHarness.ts';
 
 const closers: (() => unknown)[] = [];
@@ -15,25 +15,6 @@ afterEach(async () => {
   vi.useRealTimers();
   for (const close of closers.splice(0)) await close();
 });
-
-async function socketPair(): Promise<{ server: Socket; client: Socket }> {
-  const listener = createServer();
-  listener.listen(0, '127.0.0.1');
-  await once(listener, 'listening');
-  const { port } = listener.address() as { port: number };
-  const accepted = once(listener, 'connection') as Promise<[Socket]>;
-  const client = createConnection(port, '127.0.0.1');
-  const [server] = await accepted;
-  closers.push(() => (client.destroy(), server.destroy(), listener.close()));
-  return { server, client };
-}
-
-function busyFor(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until); // main stalled: nothing else runs
-}
-
-const afterPoll = () => new Promise((resolve) => setImmediate(resolve));
 
 async function joinedInstance() {
   const remote = await remoteStagesHarness('talker#s1', 'talker');
@@ -44,7 +25,8 @@ async function joinedInstance() {
 
 describe('Membership after a stall', () => {
   it('keeps an instance whose heartbeat waited in the socket while the heartbeat timer came due', async () => {
-    const { server, client } = await socketPair();
+    const { server, client, close } = await socketPair();
+    closers.push(close);
     const remote = await joinedInstance();
     const read = new Promise<void>((resolve) => server.on('data', () => (remote.beat(), resolve())));
     await afterPoll(); // from the check phase: the timers run next, then the poll

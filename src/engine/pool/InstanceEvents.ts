@@ -31,6 +31,8 @@ export interface InstanceEventsContext {
 }
 
 export class InstanceEvents {
+  #hangConfirm: NodeJS.Immediate | null = null;
+
   constructor(private readonly ctx: InstanceEventsContext) {}
 
   onMessage(inst: StageInstance, msg: StageToMain): void {
@@ -117,14 +119,30 @@ export class InstanceEvents {
 
   /**
    * The hang watch's tick: any ready instance with work that is silent and not computing, or computing one step past
-   * the watch's CPU bound, is declared hung.
+   * the watch's CPU bound, is declared hung, if it is still silent after the loop's next poll for I/O: after a stall
+   * of main's, this timer runs before the reports that waited in the stage's pipe are read, and would kill a live
+   * stage for lacking them.
    */
   checkHangs(): void {
+    const found: { inst: StageInstance; hang: Hang; heardMs: number; worker: StageInstance['worker'] }[] = [];
     for (const inst of this.ctx.instances.values()) {
       if (inst.remote) continue; // its heartbeats say whether it lives (src/control/Membership.ts)
       const hang = this.ctx.hangs.hangOf(inst, Date.now());
-      if (hang) this.declareHung(inst, hang);
+      if (hang) found.push({ inst, hang, heardMs: inst.lastHeardMs, worker: inst.worker });
     }
+    if (found.length === 0 || this.#hangConfirm) return;
+    this.#hangConfirm = setImmediate(() => {
+      this.#hangConfirm = null;
+      for (const { inst, hang, heardMs, worker } of found)
+        if (inst.lastHeardMs === heardMs && inst.worker === worker && inst.status === 'ready')
+          this.declareHung(inst, hang);
+    });
+  }
+
+  /** No hang is declared from here on (the pool stops). */
+  stopHangChecks(): void {
+    if (this.#hangConfirm) clearImmediate(this.#hangConfirm);
+    this.#hangConfirm = null;
   }
 
   private declareHung(inst: StageInstance, hang: Hang): void {

@@ -119,6 +119,7 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
   async stop(timeoutMs: number): Promise<void> {
     this.#stopping = true;
     if (this.#hangTimer) clearInterval(this.#hangTimer);
+    this.#events.stopHangChecks();
     await Promise.all(
       [...this.#instances.values()].map(async (inst) => {
         await inst.worker?.shutdown(timeoutMs);
