@@ -268,6 +268,8 @@ const StageReadySettingsSchema = Type.Object(
     threads: Type.Integer({ minimum: 1, maximum: 1024 }),
     modelFiles: List(Type.String({ maxLength: 4096 }), 256),
     loadMs: DurationMs,
+    /** Of loadMs, the models it built (first use): a restart finds them built (its /health readyInMs leaves it out). */
+    buildMs: Type.Optional(DurationMs),
     /** What the loaded model is (the engine and server read these instead of guessing from the config). */
     facts: ModelFactsSchema,
   },

@@ -25,6 +25,7 @@ import { StageLoop } from './StageLoop.ts';
 import { StepTrace } from './StepTrace.ts';
 import { StageSpans } from '../tracing/StageSpans.ts';
 import { startTracing, type Tracing } from '../tracing/tracing.ts';
+import { modelBuildMsHere } from '../common/modelBuildTime.ts';
 
 /** A stage's loaded model and core. */
 export interface BuiltStage {
@@ -200,7 +201,8 @@ async function bootStage(
   channel.onMessage((msg) => running.deliver(msg));
   const loadMs = Math.round(performance.now() - started);
   const settings = { stageId: spec.stageId, replica: args.replica, pid: process.pid, threads: spec.engine.threads };
-  post({ type: 'ready', settings: { ...settings, modelFiles, loadMs, facts } });
+  const buildMs = Math.round(modelBuildMsHere());
+  post({ type: 'ready', settings: { ...settings, modelFiles, loadMs, buildMs, facts } });
   log.info({ loadMs, facts }, 'stage ready');
   return { loop, adapter, connector, ctx, tracing, close, stats: () => ({ type: 'stats', stats: core.stats() }) };
 }

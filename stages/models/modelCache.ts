@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { GeneratedModelSpec, ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
+import { noteModelBuild } from '../../src/common/modelBuildTime.ts';
 import { publishModelFolder, readModelManifest } from './modelFolder.ts';
 
 /** Bump when a generator's graph or weights change: old folders then stop matching. */
@@ -185,6 +186,7 @@ async function ensureGenerated(
     `the ${spec.kind} model`,
   );
   if (written) {
+    noteModelBuild(manifest.buildMs);
     const bytes = Object.values(manifest.files).reduce((a, b) => a + b, 0);
     log.info({ buildMs: manifest.buildMs, bytes }, 'built generated model');
   }

@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { modelBuildMsHere } from '../../src/common/modelBuildTime.ts';
 import { ensureModel, modelDirName, type ModelBuildProgress } from '../../stages/models/ensureModel.ts';
 import { code2wavSpec, smallCode2Wav, tempModelsDir } from './helpers.ts';
 
@@ -14,8 +15,10 @@ afterAll(() => models?.cleanup());
 describe('ensureModel', () => {
   it('builds on first use with progress, then reuses the folder', async () => {
     const progress: ModelBuildProgress[] = [];
+    const builtBefore = modelBuildMsHere();
     const first = await ensureModel(code2wavSpec(1), models.dir, (p) => progress.push(p));
     expect(first.built).toBe(true);
+    expect(modelBuildMsHere() - builtBefore).toBe(first.manifest!.buildMs); // READY's buildMs: a restart skips it
     expect(progress.length).toBeGreaterThan(1);
     expect(progress.at(-1)).toMatchObject({ kind: 'code2wav', done: progress.at(-1)!.total });
     expect(first.dir).toBe(join(models.dir, modelDirName(code2wavSpec(1))));
@@ -24,6 +27,7 @@ describe('ensureModel', () => {
 
     const again = await ensureModel(code2wavSpec(1), models.dir, (p) => progress.push(p));
     expect(again.built).toBe(false);
+    expect(modelBuildMsHere() - builtBefore).toBe(first.manifest!.buildMs); // found built: nothing added
     expect(again.files).toEqual(first.files);
     // Same seed, same weights: a rebuild elsewhere is byte-identical.
     const other = tempModelsDir();

@@ -93,6 +93,32 @@ describe('StagePool', () => {
     await pool.stop(0);
   });
 
+  it('estimates a restart without the models the first boot built (/health readyInMs)', async () => {
+    const BUILD_MS = 300;
+    let restart: () => void = () => undefined;
+    const startWorker = async (args: StageBootArgs) => {
+      const w = new StandIn(args);
+      if (graph.stages[args.stageIndex].kind !== 'thinker') return w;
+      if (started.length > 0)
+        await new Promise<void>((resolve) => (restart = resolve)); // restarting until released
+      else await new Promise((resolve) => setTimeout(resolve, BUILD_MS)); // the first boot: it built its models
+      const settings = { buildMs: started.length === 0 ? BUILD_MS : 0 };
+      started.push(w);
+      return Object.defineProperty(w, 'settings', { value: settings });
+    };
+    const started: StandIn[] = [];
+    const pool = new StagePool({ graph, startWorker, restartOnDeath: true, log });
+    const bootStarted = performance.now();
+    await pool.start([]);
+    const firstBootMs = performance.now() - bootStarted;
+    started[0].emit('died', { code: 1, signal: null });
+    const thinker = pool.health().find((h) => h.instance === 'thinker#0')!;
+    expect(thinker.status).toBe('restarting');
+    expect(thinker.readyInMs).toBeLessThanOrEqual(firstBootMs - BUILD_MS);
+    restart();
+    await pool.stop(0);
+  });
+
   it('stopped, an instance that dies stays down', async () => {
     const { pool, started } = await startPool();
     await pool.stop(0);

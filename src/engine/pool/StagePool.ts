@@ -140,7 +140,8 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
     const worker = await this.opts.startWorker(args, log);
     inst.worker = worker;
     inst.status = 'ready';
-    inst.lastBootMs = performance.now() - inst.bootStartedAtMs;
+    // What a restart costs: the models this boot built (first use) are built for the next one.
+    inst.lastBootMs = Math.max(0, performance.now() - inst.bootStartedAtMs - (worker.settings?.buildMs ?? 0));
     inst.lastHeardMs = Date.now();
     inst.cpuSamples = [];
     inst.cpuTicksWhenHeard = null;

@@ -3,7 +3,10 @@ import type { StageHealth } from '../../common/engine.ts';
 import type { StageGraph } from '../../common/graph.ts';
 import type { StageInstance } from './StageInstance.ts';
 
-/** A (re)starting instance's expected wait: its last start's length less the time this one has run (>= 0). */
+/**
+ * A (re)starting instance's expected wait: its last start's length (less the models it built: StagePool #boot) less
+ * the time this one has run (>= 0).
+ */
 function readyIn(s: StageInstance): { readyInMs?: number } {
   if ((s.status !== 'starting' && s.status !== 'restarting') || s.lastBootMs === null) return {};
   return { readyInMs: Math.max(0, Math.round(s.lastBootMs - (performance.now() - s.bootStartedAtMs))) };
