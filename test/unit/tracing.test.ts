@@ -157,7 +157,7 @@ describe('StageSpans', () => {
       new Map([['thinker', 'shm']]),
     );
     s.add('r1', root.traceparent);
-    const sentAt = Date.now() - 50;
+    const sentAt = Date.now() - 1000; // well before the add on either clock (Date's and the spans' drift apart by ms)
     s.arrival('r1', 'thinker', sentAt, sentAt + 2, 100);
     s.arrival('r1', 'thinker', sentAt + 1, sentAt + 9, 50); // aggregated, no span
     const t0 = performance.now();
@@ -193,11 +193,11 @@ describe('StageSpans', () => {
       'chorus.edge.transport': 'shm',
       'chorus.bytes': 100,
     });
-    // The first chunk was put 50 ms before the add reached the stage (as over Redis, where the two travel apart): the
-    // stage span opens at that put, so it contains its hop; its queue still starts at the add.
+    // The first chunk was put before the add reached the stage (as over Redis, where the two travel apart): the stage
+    // span opens at that put, so it contains its hop; its queue still starts at the add, later.
     const queue = byName.get('queue')!;
     expect(hrTimeToMilliseconds(stage.startTime)).toBe(sentAt);
-    expect(hrTimeToMilliseconds(queue.startTime)).toBeGreaterThanOrEqual(sentAt + 40);
+    expect(hrTimeToMilliseconds(queue.startTime)).toBeGreaterThan(sentAt + 500);
     // The queue ended when its first step started.
     const step = byName.get('prefill step')!;
     expect(queue.endTime).toEqual(step.startTime);
