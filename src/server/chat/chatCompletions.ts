@@ -149,7 +149,9 @@ async function startCompletion(
     releaseSession();
   };
   try {
-    releaseSlot = await ctx.queue.acquire(plan.request.modalities.includes('audio'));
+    // A slot granted now is used in this turn: the engine has the request before the next admission is decided.
+    const granted = ctx.queue.admit(plan.request.modalities.includes('audio'));
+    releaseSlot = typeof granted === 'function' ? granted : await granted;
     const handle = traceGenerate(ctx.tracing, (r) => ctx.engine.generate(r), partitioned(request, plan, ctx.engine), {
       protocol: 'http',
       name: 'chat.completion',
