@@ -2,35 +2,17 @@
  * IdleWatch: a session's event that reached the socket in time keeps it open, even when the process was too busy to
  * read it before the idle timer came due (timers run before the poll that reads sockets).
  */
-import { once } from 'node:events';
-import { createConnection, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IdleWatch } from '../../src/server/realtime/IdleWatch.ts';
+import { busyFor, socketPair } from '../helpers/loopStall.ts';
 
 const closers: (() => void)[] = [];
 afterEach(() => closers.splice(0).forEach((close) => close()));
 
-async function socketPair(): Promise<{ server: Socket; client: Socket }> {
-  const listener = createServer();
-  listener.listen(0, '127.0.0.1');
-  await once(listener, 'listening');
-  const { port } = listener.address() as { port: number };
-  const accepted = once(listener, 'connection') as Promise<[Socket]>;
-  const client = createConnection(port, '127.0.0.1');
-  const [server] = await accepted;
-  await once(client, 'connect').catch(() => undefined);
-  closers.push(() => (client.destroy(), server.destroy(), listener.close()));
-  return { server, client };
-}
-
-function busyFor(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until); // the process stalled: nothing else runs
-}
-
 describe('IdleWatch', () => {
   it('keeps a session whose event arrived during a stall past the deadline, then closes it idle', async () => {
-    const { server, client } = await socketPair();
+    const { server, client, close } = await socketPair();
+    closers.push(close);
     let idleAt: number | null = null;
     const closed = new Promise<void>((resolve) => {
       const watch = new IdleWatch(
