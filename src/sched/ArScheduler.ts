@@ -39,7 +39,7 @@
  * against 15 ms alone); alone, each of its frames costs a step of one, and the batch of the others stays the same
  * batch (its KV fed back as is). The long answers lose those few short steps, against seconds of audio buffered.
  */
-import { byDeadline, type SchedulingPolicy } from './playback.ts';
+import { byDeadline } from './playback.ts';
 
 /** Seat turns: a newcomer ranks as if it had waited this many turns longer (its first output goes first). */
 const NEWCOMER_LEAD_TURNS = 4;
@@ -53,44 +53,8 @@ const FIRST_OUTPUT_RUN_STEPS = 4;
 
 const NONE: ReadonlySet<string> = new Set();
 
-export type ArStatus = 'waiting' | 'running' | 'waiting_for_chunk' | 'paused' | 'finished';
-
-export interface ArSchedulerOptions {
-  readonly maxNumSeqs: number;
-  readonly maxNumBatchedTokens: number;
-  /** KV bytes one position costs (all layers, key + value). */
-  readonly kvBytesPerToken: number;
-  /** Total KV budget; a step that would exceed it preempts the newest running requests (recompute). */
-  readonly kvBudgetBytes: number;
-  /** Default fifo. */
-  readonly policy?: SchedulingPolicy;
-  /** Newcomers' whole prefills run in a step of their own, ahead of the decodes (default true; see above). */
-  readonly prefillFirst?: boolean;
-  /** Seat turns (see above): steps a request holds its seat before yielding it to one waiting; null or absent: off. */
-  readonly seatTurnSteps?: number | null;
-  /**
-   * Positions one request computes in a step at most (vLLM's long_prefill_token_threshold); null or absent: the step's
-   * budget. A long prefill (a clip's rows) then takes several short steps, and the requests beside it (a text's
-   * prefill, the decodes) wait for one short step instead of a step of the whole budget.
-   */
-  readonly longPrefillTokenThreshold?: number | null;
-}
-
-export interface ScheduledItem {
-  readonly requestId: string;
-  /** First position computed this step (== numComputedTokens before the step). */
-  readonly startPosition: number;
-  readonly numTokens: number;
-  /** The step reaches the last known position, so the runner samples the next output there. */
-  readonly sample: boolean;
-}
-
-export interface SchedulerPlan {
-  readonly items: readonly ScheduledItem[];
-  /** Requests whose KV was dropped this step; they restart from position 0 when scheduled again. */
-  readonly preempted: readonly string[];
-  readonly numScheduledTokens: number;
-}
+import type { ArSchedulerOptions, ArStatus, ScheduledItem, SchedulerPlan } from './arPlan.ts';
+export type { ArSchedulerOptions, ArStatus, ScheduledItem, SchedulerPlan } from './arPlan.ts';
 
 interface ArRequest {
   readonly requestId: string;
