@@ -4,7 +4,7 @@
  * lease released, its connection closed, the thread exited).
  */
 import { Worker } from 'node:worker_threads';
-import { ChorusError, deserializeError, ErrorCodes, type SerializedError } from '../common/errors.ts';
+import { watchHelperThread, type ThreadStartReport } from '../common/helperThread.ts';
 import { workerEntry } from '../common/moduleFile.ts';
 import type { ConnectorOptions } from './ControlLink.ts';
 import type { InstanceLease } from './InstanceLease.ts';
@@ -28,11 +28,13 @@ export interface HeartbeatData {
   readonly lease?: InstanceLease;
 }
 
-export type FromHeartbeatThread =
-  | { readonly type: 'ready' }
-  | { readonly type: 'failed'; readonly error: SerializedError }
-  /** The lease is held by another process now (`holder`, its value): the thread stopped beating. */
-  | { readonly type: 'fenced'; readonly holder: string };
+/** The lease is held by another process now (`holder`, its value): the thread stopped beating. */
+interface FenceReport {
+  readonly type: 'fenced';
+  readonly holder: string;
+}
+
+export type FromHeartbeatThread = ThreadStartReport | FenceReport;
 
 const BOOT_URL = workerEntry('./heartbeatWorkerBoot.mjs', './heartbeatWorker', import.meta.url);
 
@@ -48,26 +50,13 @@ export class HeartbeatThread {
   static start(data: HeartbeatData, name: string, onFenced?: (holder: string) => void): Promise<HeartbeatThread> {
     const worker = new Worker(BOOT_URL, { workerData: data, name: `chorus-heartbeat-${name}` });
     const thread = new HeartbeatThread(worker);
-    return new Promise<HeartbeatThread>((resolve, reject) => {
-      let failure: Error | null = null;
-      worker.on('message', (msg: FromHeartbeatThread) => {
-        if (msg.type === 'ready') resolve(thread);
-        else if (msg.type === 'fenced') onFenced?.(msg.holder);
-        else failure = deserializeError(msg.error);
-      });
-      worker.on('error', (err) => {
-        failure ??= err;
-      });
-      worker.once('exit', (code) =>
-        reject(
-          failure instanceof ChorusError
-            ? failure
-            : new ChorusError(ErrorCodes.TRANSPORT_UNAVAILABLE, `the heartbeat thread exited (code ${code})`, {
-                cause: failure ?? undefined,
-              }),
-        ),
-      );
-    });
+    return new Promise<HeartbeatThread>((resolve, reject) =>
+      watchHelperThread<FenceReport>(worker, 'heartbeat thread', {
+        ready: () => resolve(thread),
+        message: (msg) => onFenced?.(msg.holder),
+        exit: reject, // a no-op once ready
+      }),
+    );
   }
 
   /** Stops the beats and waits until the thread has released the lease, closed its connection and exited. */

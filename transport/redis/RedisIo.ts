@@ -6,7 +6,8 @@
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes } from '../../src/common/errors.ts';
 import { workerEntry } from '../../src/common/moduleFile.ts';
-import type { FromRedisIo, PoppedFrame, RedisIoData, ToRedisIo } from './ioMessages.ts';
+import { watchHelperThread } from '../../src/common/helperThread.ts';
+import type { IoReport, PoppedFrame, RedisIoData, ToRedisIo } from './ioMessages.ts';
 
 export interface RedisIoEvents {
   onFrames(frames: readonly PoppedFrame[]): void;
@@ -45,33 +46,23 @@ export class RedisIo {
   static start(data: RedisIoData, events: RedisIoEvents): Promise<RedisIo> {
     const worker = new Worker(BOOT_URL, { workerData: data, name: `chorus-redis-io-${data.self}` });
     const io = new RedisIo(worker);
-    return new Promise<RedisIo>((resolve, reject) => {
-      let failure: Error | null = null;
-      worker.on('message', (msg: FromRedisIo) => {
-        if (msg.type === 'ready') {
+    return new Promise<RedisIo>((resolve, reject) =>
+      watchHelperThread<IoReport>(worker, 'redis I/O thread', {
+        ready: () => {
           io.#up = true;
           resolve(io);
-        } else if (msg.type === 'failed') failure = deserializeError(msg.error);
-        else io.#onMessage(msg, events);
-      });
-      worker.on('error', (err) => {
-        failure ??= err;
-      });
-      worker.once('exit', (code) => {
-        const wasUp = io.#up;
-        io.#up = false;
-        const error =
-          failure instanceof ChorusError
-            ? failure
-            : new ChorusError(ErrorCodes.TRANSPORT_UNAVAILABLE, `the redis I/O thread exited (code ${code})`, {
-                cause: failure ?? undefined,
-              });
-        for (const push of io.#pushes.values()) push.reject(io.#closing ? closedError() : error);
-        io.#pushes.clear();
-        reject(error); // no-op once ready
-        if (wasUp && !io.#closing) events.onDown(error);
-      });
-    });
+        },
+        message: (msg) => io.#onMessage(msg, events),
+        exit: (error) => {
+          const wasUp = io.#up;
+          io.#up = false;
+          for (const push of io.#pushes.values()) push.reject(io.#closing ? closedError() : error);
+          io.#pushes.clear();
+          reject(error); // no-op once ready
+          if (wasUp && !io.#closing) events.onDown(error);
+        },
+      }),
+    );
   }
 
   /** False while the link is down (and for good once the thread has exited). */
@@ -111,7 +102,7 @@ export class RedisIo {
     this.#worker.postMessage(msg, transfer);
   }
 
-  #onMessage(msg: FromRedisIo, events: RedisIoEvents): void {
+  #onMessage(msg: IoReport, events: RedisIoEvents): void {
     switch (msg.type) {
       case 'pushed': {
         const push = this.#pushes.get(msg.id);
@@ -133,9 +124,6 @@ export class RedisIo {
       case 'up':
         this.#up = true;
         return;
-      case 'ready':
-      case 'failed':
-        return; // start-up only
     }
   }
 }

@@ -3,6 +3,7 @@
  * They cross by postMessage; frames and elements travel as transferred ArrayBuffers (moved, not copied).
  */
 import type { SerializedError } from '../../src/common/errors.ts';
+import type { ThreadStartReport } from '../../src/common/helperThread.ts';
 import type { RedisLinkOptions } from './redisLink.ts';
 
 /** workerData of the I/O thread. */
@@ -37,11 +38,8 @@ export interface PoppedFrame {
   readonly frame: Uint8Array;
 }
 
-export type FromRedisIo =
-  /** Connected and subscribed. */
-  | { readonly type: 'ready' }
-  /** Could not connect or subscribe (before ready): the thread exits after sending it. */
-  | { readonly type: 'failed'; readonly error: SerializedError }
+/** What the thread reports once started (`ready`: connected and subscribed; ThreadStartReport before that). */
+export type IoReport =
   | { readonly type: 'pushed'; readonly id: number; readonly error?: SerializedError }
   /** Frames popped from this instance's lists, in list order. */
   | { readonly type: 'frames'; readonly frames: PoppedFrame[] }
@@ -51,3 +49,5 @@ export type FromRedisIo =
   | { readonly type: 'down'; readonly error: SerializedError }
   /** Every connection is back (and resubscribed). */
   | { readonly type: 'up' };
+
+export type FromRedisIo = ThreadStartReport | IoReport;
