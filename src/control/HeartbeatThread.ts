@@ -4,37 +4,14 @@
  * lease released, its connection closed, the thread exited).
  */
 import { Worker } from 'node:worker_threads';
-import { watchHelperThread, type ThreadStartReport } from '../common/helperThread.ts';
+import { watchHelperThread } from '../common/helperThread.ts';
 import { workerEntry } from '../common/moduleFile.ts';
-import type { ConnectorOptions } from './ControlLink.ts';
-import type { InstanceLease } from './InstanceLease.ts';
+import type { FenceReport, HeartbeatData } from './heartbeatMessages.ts';
 
 /** How often an instance beats. */
 export const HEARTBEAT_MS = 500;
 /** How long main waits for a beat before it declares the instance lost (< LEASE_TTL_MS: InstanceLease.ts). */
 export const HEARTBEAT_TTL_MS = 2000;
-
-/** workerData of the thread. */
-export interface HeartbeatData {
-  /** The plane's engine (engines.ts) and its connector's options: the thread connects on its own. */
-  readonly engine: string;
-  readonly options: ConnectorOptions;
-  /** Its connection's name on the server. */
-  readonly name: string;
-  /** Published as it is on every beat. */
-  readonly message: Uint8Array;
-  readonly intervalMs: number;
-  /** The instance's name lease (taken before the thread starts): renewed by each beat, released on close. */
-  readonly lease?: InstanceLease;
-}
-
-/** The lease is held by another process now (`holder`, its value): the thread stopped beating. */
-interface FenceReport {
-  readonly type: 'fenced';
-  readonly holder: string;
-}
-
-export type FromHeartbeatThread = ThreadStartReport | FenceReport;
 
 const BOOT_URL = workerEntry('./heartbeatWorkerBoot.mjs', './heartbeatWorker', import.meta.url);
 

@@ -13,7 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { ControlLink } from './ControlLink.ts';
 import { controlEngineOf } from './engines.ts';
-import type { FromHeartbeatThread, HeartbeatData } from './HeartbeatThread.ts';
+import type { FromHeartbeatThread, HeartbeatData } from './heartbeatMessages.ts';
 import { claimLease, releaseLease } from './InstanceLease.ts';
 
 const data = workerData as HeartbeatData;
