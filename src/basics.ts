@@ -12,7 +12,7 @@ export type { RoutingPolicy, SchedulingPolicy, StageGraph, StageSpec } from './c
 export { GREEDY_SAMPLING, type SamplingParams } from './common/samplingParams.ts';
 export { ChorusError, ErrorCodes } from './common/errors.ts';
 export { logger, type Logger } from './common/log.ts';
-export { repoRoot, userCacheDir } from './config/paths.ts';
+export { defaultConfigPath, repoRoot, userCacheDir } from './config/paths.ts';
 
 // The command line: what a bad flag does (exit 2 with the usage), as every `chorus` command reports it.
 export { intFlag, UsageError } from './common/cliArgs.ts';

@@ -11,7 +11,7 @@
 export * from './basics.ts';
 
 // Configuration: load and validate a YAML (every problem at once, by path), the defaults, where models are cached.
-export { defaultConfigPath, loadConfig, parseConfig, readConfigText } from './config/loadConfig.ts';
+export { loadConfig, parseConfig, readConfigText } from './config/loadConfig.ts';
 export { defaults } from './config/defaults.ts';
 
 // The engine: start the stages of a graph and generate (Orchestrator implements Engine).

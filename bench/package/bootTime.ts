@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { gitSha, median } from '../common.ts';
-import { scriptFlags } from '../scriptFlags.ts';
+import { pipelineFlags } from '../scriptFlags.ts';
 import { ServerProcess } from '../soak/ServerProcess.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -42,7 +42,7 @@ async function bootOnce(config: string, compiled: boolean): Promise<Boot> {
 }
 
 async function main(): Promise<void> {
-  const values = scriptFlags({ config: join(ROOT, 'configs', 'tiny-omni.yaml'), rounds: 6 });
+  const values = pipelineFlags({ rounds: 6 });
   if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('no dist/: run `npm run build` first');
   const { rounds } = values;
   await bootOnce(values.config, true); // builds the models into the cache if they are not there yet

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha } from '../common.ts';
-import { scriptFlags } from '../scriptFlags.ts';
+import { pipelineFlags } from '../scriptFlags.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import type { TurnSettings, TurnSpec, TurnTrace } from '../voice/protocol.ts';
 import { voicePrompts } from '../voice/sentences.ts';
@@ -106,8 +106,7 @@ function spokenTurns(count: number, dir: string): () => TurnSpec[] {
 }
 
 async function main(): Promise<void> {
-  const flags = scriptFlags({
-    config: 'configs/tiny-omni.yaml',
+  const flags = pipelineFlags({
     turns: 8,
     rounds: 2,
     'output-len': 20,

@@ -9,9 +9,9 @@
 import { createEncoderRunner, parseConfig, type StageSpec } from '../../src/index.ts';
 import { readFileSync } from 'node:fs';
 import { gitSha, median } from '../common.ts';
-import { scriptFlags } from '../scriptFlags.ts';
+import { pipelineFlags } from '../scriptFlags.ts';
 
-const { rounds, batch, config } = scriptFlags({ rounds: 5, batch: 4, config: 'configs/tiny-omni.yaml' });
+const { rounds, batch, config } = pipelineFlags({ rounds: 5, batch: 4 });
 
 const graph = parseConfig(readFileSync(config, 'utf8'), config);
 const spec = graph.stages.find((s: StageSpec) => s.encoder?.imageGrid) as StageSpec;

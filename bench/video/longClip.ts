@@ -17,7 +17,7 @@ import { parseDocument } from 'yaml';
 import { encodeWorkingBytes, parseConfig, type StageSpec } from '../../src/index.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha } from '../common.ts';
-import { scriptFlags } from '../scriptFlags.ts';
+import { pipelineFlags } from '../scriptFlags.ts';
 import { memoryKiB } from '../soak/processRss.ts';
 import { startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { benchClip, videoQuestion } from './benchClip.ts';
@@ -48,8 +48,7 @@ async function ask(baseUrl: string, clip: Buffer, fps: number) {
 }
 
 async function main(): Promise<void> {
-  const flags = scriptFlags({
-    config: 'configs/tiny-omni.yaml',
+  const flags = pipelineFlags({
     seconds: 120,
     fps: 2,
     'max-frames': 240,

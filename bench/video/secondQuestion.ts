@@ -9,13 +9,13 @@
  */
 import { benchLogger } from '../benchLogger.ts';
 import { gitSha, median } from '../common.ts';
-import { scriptFlags } from '../scriptFlags.ts';
+import { pipelineFlags } from '../scriptFlags.ts';
 import { streamedTtft } from '../streamChat.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { benchClip, videoQuestion } from './benchClip.ts';
 
 async function main(): Promise<void> {
-  const flags = scriptFlags({ config: 'configs/tiny-omni.yaml', rounds: 5, seconds: 15 });
+  const flags = pipelineFlags({ rounds: 5, seconds: 15 });
   const log = benchLogger(process.stderr);
   const config = await readBenchConfig(flags.config);
   const server = await startInProcessServer(config.graph, log);
