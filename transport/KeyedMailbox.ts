@@ -9,31 +9,10 @@
  * behind the kept ones, and holding the producer then would deadlock until the deadline).
  */
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
+import { onDeadline } from '../src/common/deadline.ts';
 import { requestIdOfKey } from './Connector.ts';
 
-const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout treats anything larger as 1 ms
 const REMEMBERED_CLEANUPS = 4096;
-
-/**
- * Calls `fn` once the absolute deadline (Date.now() ms) has passed; +Infinity never fires.
- * Re-arms when the timer fires early (libuv measures delays from its cached loop time, which can lag
- * Date.now() by the duration of the current tick) so `fn` never runs before the deadline. At the deadline, `fn`
- * waits for the loop's next poll for I/O: after a stall (a busy process) timers run before the reads that waited
- * behind them, and what arrived in time (a frame, room) would otherwise come only after its wait had failed.
- * Returns a cancel function.
- */
-export function onDeadline(deadline: number, fn: () => void): () => void {
-  if (deadline === Number.POSITIVE_INFINITY) return () => {};
-  let timer: NodeJS.Timeout | undefined;
-  let afterPoll: NodeJS.Immediate | undefined;
-  const check = (): void => {
-    const remainingMs = deadline - Date.now();
-    if (remainingMs <= 0) afterPoll = setImmediate(fn);
-    else timer = setTimeout(check, Math.min(Math.ceil(remainingMs), MAX_TIMER_MS));
-  };
-  timer = setTimeout(check, Math.min(Math.max(0, Math.ceil(deadline - Date.now())), MAX_TIMER_MS));
-  return () => (clearTimeout(timer), clearImmediate(afterPoll));
-}
 
 /** Resolves/rejects like `promise`, or rejects with `onTimeout()` at the deadline, whichever is first. */
 export function raceDeadline<T>(promise: Promise<T>, deadline: number, onTimeout: () => Error): Promise<T> {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chunkKey } from '../../transport/Connector.ts';
-import { KeyedMailbox, onDeadline } from '../../transport/KeyedMailbox.ts';
+import { onDeadline } from '../../src/common/deadline.ts';
+import { KeyedMailbox } from '../../transport/KeyedMailbox.ts';
 import { codeOf } from '../helpers/errors.ts';
 
 const bytes = (...v: number[]) => new Uint8Array(v);
