@@ -7,6 +7,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { onDeadline } from '../common/deadline.ts';
 import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
 import { loaderFlagsFor } from '../common/moduleFile.ts';
 import type { Logger } from '../common/log.ts';
@@ -77,14 +78,15 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
     const channel = options.channelOf(child);
     const worker = new StageWorker(child, channel, instance, log.child({ stage: instance }));
     return new Promise<StageWorker>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      // After the poll: a READY that reached main's pipe in time, behind a stall of main's, is read first.
+      const cancelTimer = onDeadline(Date.now() + bootTimeoutMs, () => {
         fail(
           new ChorusError(ErrorCodes.STAGE_BOOT, `stage ${instance} did not become ready within ${bootTimeoutMs} ms`),
         );
         child.kill('SIGKILL');
-      }, bootTimeoutMs);
+      });
       const fail = (err: ChorusError) => {
-        clearTimeout(timer);
+        cancelTimer();
         unsubscribe();
         reject(err);
       };
@@ -110,7 +112,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
           return;
         }
         if (msg.type === 'ready') {
-          clearTimeout(timer);
+          cancelTimer();
           worker.settings = msg.settings;
           resolve(worker);
         } else if (msg.type === 'boot_failed') {
