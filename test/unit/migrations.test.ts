@@ -2,7 +2,8 @@
  * Migrations (src/engine/requests/Migrations.ts, wired by followPool.ts) on a real request record and stream, with a
  * pool that is only its events and instances: a request lost with its stage's only instance waits; the READY of any
  * instance of that stage (another name, or the old one) lets its replay in, a request finishing retries a replay that
- * was not admitted, time alone does nothing (no poll); past its max_wait_ms it ends with STAGE_LOST saying so.
+ * was not admitted, time alone does nothing (no poll); past its max_wait_ms it ends with STAGE_LOST saying so, but
+ * not before main has read what reached its pipe by then (a READY behind a stall of main's lets the replay in).
  */
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -19,6 +20,7 @@ import { RequestRecord } from '../../src/engine/requests/RequestRecord.ts';
 import { RequestRegistry } from '../../src/engine/requests/RequestRegistry.ts';
 import { RequestStream } from '../../src/engine/RequestStream.ts';
 import { configWith } from '../helpers/engine.ts';
+import { afterPoll, socketPair } from '../helpers/loopStall.ts';
 
 const WAIT_MS = 5000;
 const base = configWith('two-host.yaml'); // Code2Wav remote: instances join it over Redis
@@ -152,6 +154,7 @@ describe('Migrations: the only instance of a stage lost', () => {
     const { events } = running();
     pool.lose('code2wav#a', ['req-1']);
     vi.advanceTimersByTime(WAIT_MS);
+    vi.advanceTimersToNextTimer(); // the give-up, after the poll (setImmediate)
     expect(events.filter((e) => e.type === 'done')).toEqual([
       expect.objectContaining({
         finishReason: 'error',
@@ -166,5 +169,47 @@ describe('Migrations: the only instance of a stage lost', () => {
     ]);
     pool.join('code2wav#b'); // too late: nothing is replayed
     expect(admitted.size).toBe(0);
+  });
+});
+
+describe('Migrations: the deadline after a stall', () => {
+  // Main's timers and clock are the test's, its setImmediate and sockets real: advancing the timers is main's stall,
+  // through which the deadline's timer comes due before the poll that reads its pipes.
+  beforeEach(() => {
+    vi.useRealTimers();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+  });
+
+  it('admits the replay whose READY waited in the pipe while the deadline came due', async () => {
+    const { server, client, close } = await socketPair();
+    try {
+      const read = new Promise<void>((resolve) => server.on('data', () => (pool.join('code2wav#b'), resolve())));
+      const { record, events } = running();
+      await afterPoll(); // from the check phase: the timers run next, then the poll
+      pool.lose('code2wav#a', ['req-1']);
+      client.write('ready'); // the new instance's READY reached main's pipe in time...
+      vi.advanceTimersByTime(WAIT_MS); // ...while main stalled past max_wait_ms: its timer runs before the pipe is read
+      await read;
+      expect(admitted.get('req-1~1')?.get('code2wav')).toBe('code2wav#b');
+      expect(record.migrating).toBeNull();
+      await afterPoll();
+      expect(events.filter((e) => e.type === 'done')).toEqual([]);
+    } finally {
+      close();
+    }
+  });
+
+  it('ends the request still waiting after the poll', async () => {
+    const { events } = running();
+    pool.lose('code2wav#a', ['req-1']);
+    vi.advanceTimersByTime(WAIT_MS);
+    expect(events.filter((e) => e.type === 'done')).toEqual([]); // not from the timer itself
+    await afterPoll();
+    expect(events.filter((e) => e.type === 'done')).toEqual([
+      expect.objectContaining({
+        finishReason: 'error',
+        error: expect.objectContaining({ code: ErrorCodes.STAGE_LOST }),
+      }),
+    ]);
   });
 });

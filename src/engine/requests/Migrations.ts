@@ -8,6 +8,7 @@
  * pause. The wait is woken by the pool's events (an instance READY, a request finished somewhere: room for the
  * replay), never polled, and its deadline ends it, saying which stage had no instance and how to give it one.
  */
+import { onDeadline } from '../../common/deadline.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import { serializeError, type SerializedError } from '../../common/errors.ts';
 import type { StageGraph } from '../../common/graph.ts';
@@ -84,9 +85,11 @@ export class Migrations {
     const setting =
       settings.maxWaitMs === null ? 'chunk_policy.chunk_timeout_ms' : `stages.${stageId}.engine.migration.max_wait_ms`;
     const waitMs = settings.maxWaitMs ?? this.ctx.graph.chunkPolicy.chunkTimeoutMs;
+    // After the poll: a READY that reached main's pipe in time, behind a stall of main's, lets the replay in first.
     // unref: a request that waits keeps no process alive; its stream (and the server's close) still ends it.
-    const deadline = setTimeout(() => this.#giveUp(record, waitMs, setting), waitMs).unref();
-    record.startMigration({ stageId, lostInstance: view.instance, reason, error, lostAtMs: Date.now() }, deadline);
+    const lostAtMs = Date.now();
+    const cancelDeadline = onDeadline(lostAtMs + waitMs, () => this.#giveUp(record, waitMs, setting), { unref: true });
+    record.startMigration({ stageId, lostInstance: view.instance, reason, error, lostAtMs }, cancelDeadline);
     this.ctx.log.warn(
       { ...facts, run: runId, attempt: record.attempts + 1, maxWaitMs: waitMs },
       'request migrating: waiting for a live instance',

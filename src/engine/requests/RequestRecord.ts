@@ -76,14 +76,14 @@ export class RequestRecord {
 
   /**
    * Starts waiting for a replay: the lost run's receive state is let go (its late chunks are dropped), routing
-   * forgets it; `deadline` fires if no replay is admitted in time.
+   * forgets it; its deadline (stopped by `cancelDeadline`) ends it if no replay is admitted in time.
    */
-  startMigration(pending: Omit<PendingMigration, 'deadline'>, deadline: NodeJS.Timeout): void {
+  startMigration(pending: Omit<PendingMigration, 'cancelDeadline'>, cancelDeadline: () => void): void {
     this.parts.adapter.cancel(this.runId);
     this.#route?.release();
     this.#route = null;
     this.#hold = null; // the replay holds for nothing: its Thinker is told no first audio
-    this.migrating = { ...pending, deadline };
+    this.migrating = { ...pending, cancelDeadline };
   }
 
   /**
@@ -108,7 +108,7 @@ export class RequestRecord {
 
   /** The replay is admitted as run `attempts + 1`, routed by `route`. */
   replayed(route: RouteTicket | null): void {
-    clearTimeout(this.migrating?.deadline);
+    this.migrating?.cancelDeadline();
     this.migrating = null;
     this.attempts++;
     this.#route = route;
@@ -159,7 +159,7 @@ export class RequestRecord {
   /** The request ended: its stages dropped it (nothing to tell), and main lets go of everything it kept. */
   release(): void {
     this.#hold = null;
-    clearTimeout(this.migrating?.deadline);
+    this.migrating?.cancelDeadline();
     this.migrating = null;
     this.#route?.release();
     this.parts.ec?.release(this.requestId);
@@ -175,5 +175,6 @@ export interface PendingMigration {
   /** The lost instance's error: the request ends with it (and why) if the replay cannot be admitted. */
   readonly error: SerializedError;
   readonly lostAtMs: number;
-  readonly deadline: NodeJS.Timeout;
+  /** Stops its give-up deadline (the replay was admitted, or the request ended). */
+  readonly cancelDeadline: () => void;
 }
