@@ -1,8 +1,9 @@
 /**
- * Media inputs for benches and tests: 16-bit mono WAV and raw pcm16 of a tone or chirp, PNG of a seeded pattern
- * (test/helpers/media.ts adds its JPEG).
+ * Media inputs for benches and tests: 16-bit mono WAV and raw pcm16 of a tone or chirp, PNG of a seeded pattern, a
+ * decoded clip's frames (test/helpers/media.ts adds its JPEG).
  */
 import { PNG } from 'pngjs';
+import type { ContentPart } from '../src/index.ts';
 
 /** A chirp from 200 Hz upward, at `amplitude` of full scale; `seed` shifts the phase so clips differ. */
 function chirp(numSamples: number, rateHz: number, seed: number, amplitude: number): Int16Array {
@@ -61,4 +62,28 @@ export function pngBytes(width: number, height: number, seed = 1): Uint8Array {
   const png = new PNG({ width, height });
   pattern(width, height, seed).copy(png.data);
   return new Uint8Array(PNG.sync.write(png));
+}
+
+/**
+ * The frame main samples a 4:3 clip to under the default encoder.video.frame_pixels (224 x 224): about that area, the
+ * aspect kept, both sides floored to 28 (src/media/video/videoGrid.ts scaleFilter).
+ */
+export const CLIP_FRAME = { width: 252, height: 168 } as const;
+
+/**
+ * A clip as main hands it to the engine once decoded: `numFrames` seeded RGB frames of `frame` at 2 fps, its source key
+ * `sourceKey` (what the encoder-output store keys it by: the same key, the same bytes).
+ */
+export function decodedClip(
+  numFrames: number,
+  sourceKey: string,
+  seed = 1,
+  frame: { readonly width: number; readonly height: number } = CLIP_FRAME,
+): Extract<ContentPart, { type: 'video' }> {
+  const { width, height } = frame;
+  const frameBytes = width * height * 3;
+  const data = new Uint8Array(numFrames * frameBytes);
+  for (let f = 0; f < numFrames; f++)
+    for (let i = 0; i < frameBytes; i++) data[f * frameBytes + i] = (i * (seed + 3) + f * 17) % 256;
+  return { type: 'video', data, numFrames, width, height, fps: 2, sourceKey };
 }

@@ -1,6 +1,6 @@
 /**
  * The seeded mixed workload of `chorus bench --mix`: text prompts, images of 224-1080 px a side, 5-30 s audio clips
- * and videos (8-32 frames of 224 x 168 sampled at 2 fps, as main hands a decoded clip to the engine), in the
+ * and videos (8-32 frames of 252 x 168 sampled at 2 fps, as main hands a decoded 4:3 clip to the engine), in the
  * proportions asked, arriving as a Poisson process; some media items repeat an earlier one byte for byte (what
  * an encoder-output store can serve). The same seed gives the same requests, bytes and arrival times, so every
  * router of one run sees exactly the same workload.
@@ -8,17 +8,12 @@
 import type { ContentPart } from '../../src/index.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
 // Synthetic media, the same fixtures the tests use (as bench/encoders does).
-import { pngBytes, wavBytes } from '../mediaSamples.ts';
+import { decodedClip, pngBytes, wavBytes } from '../mediaSamples.ts';
 
 export type MixKind = 'text' | 'image' | 'audio' | 'video';
 
 /** Each kind's share of the requests. */
 export type Mix = Readonly<Record<MixKind, number>>;
-
-/** A video's frames: the size main samples a 4:3 clip to (encoder.video.frame_pixels 224 x 224), 2 fps. */
-const VIDEO_WIDTH = 224;
-const VIDEO_HEIGHT = 168;
-const VIDEO_FPS = 2;
 
 export interface MixRequest {
   readonly index: number;
@@ -120,19 +115,7 @@ export function mixWorkload(o: MixWorkloadOptions): MixRequest[] {
   return out;
 }
 
-/** A decoded clip as main hands it to the engine: `numFrames` seeded RGB frames, a source key of its own. */
+/** A decoded clip as main hands it to the engine (mediaSamples.ts decodedClip), a source key of its own. */
 export function videoFrames(numFrames: number, seed: number): Extract<ContentPart, { type: 'video' }> {
-  const frameBytes = VIDEO_WIDTH * VIDEO_HEIGHT * 3;
-  const data = new Uint8Array(numFrames * frameBytes);
-  for (let f = 0; f < numFrames; f++)
-    for (let i = 0; i < frameBytes; i++) data[f * frameBytes + i] = (i * (seed + 3) + f * 17) % 256;
-  return {
-    type: 'video',
-    data,
-    numFrames,
-    width: VIDEO_WIDTH,
-    height: VIDEO_HEIGHT,
-    fps: VIDEO_FPS,
-    sourceKey: `bench-mix-video-${seed}`,
-  };
+  return decodedClip(numFrames, `bench-mix-video-${seed}`, seed);
 }

@@ -16,7 +16,7 @@ describe('bench --mix workload', () => {
     expect(() => parseMix('text=0')).toThrow(/more than 0/);
   });
 
-  it('makes videos as main hands them to the engine: 8-32 RGB frames of 224 x 168, a source key each', () => {
+  it('makes videos as main hands them to the engine: 8-32 RGB frames of 252 x 168 at 2 fps, a source key each', () => {
     const videos = mixWorkload({
       mix: parseMix('0/0/1'),
       numRequests: 12,
@@ -29,7 +29,8 @@ describe('bench --mix workload', () => {
       const v = r.media as Extract<typeof r.media, { type: 'video' }>;
       expect(v.type).toBe('video');
       expect([v.numFrames >= 8, v.numFrames <= 32, v.numFrames === r.size]).toEqual([true, true, true]);
-      expect(v.data.byteLength).toBe(v.numFrames * 224 * 168 * 3);
+      expect([v.width, v.height, v.fps]).toEqual([252, 168, 2]);
+      expect(v.data.byteLength).toBe(v.numFrames * 252 * 168 * 3);
     }
     const fresh = videos.filter((r) => !r.repeat);
     expect(new Set(fresh.map((r) => (r.media as { sourceKey: string }).sourceKey)).size).toBe(fresh.length);

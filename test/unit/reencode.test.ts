@@ -4,6 +4,7 @@
  * floor, with the fallback off, for an item that is no clip, or after MAX_REENCODES runs, the item fails saying why.
  */
 import { describe, expect, it } from 'vitest';
+import { decodedClip } from '../helpers/media.ts';
 import type { ChatMessage, ContentPart } from '../../src/common/engine.ts';
 import { ErrorCodes, REENCODE_CODES, type SerializedError } from '../../src/common/errors.ts';
 import {
@@ -17,10 +18,8 @@ import {
 const policy = { framesFactor: 0.5, minFrames: 4, pixelsFactor: 0.5, minFramePixels: 112 * 112 };
 type VideoPart = Extract<ContentPart, { type: 'video' }>;
 
-function clip(numFrames: number, width: number, height: number): VideoPart {
-  const data = new Uint8Array(numFrames * width * height * 3).fill(7);
-  return { type: 'video', data, numFrames, width, height, fps: 2, sourceKey: 'k' };
-}
+const clip = (numFrames: number, width: number, height: number): VideoPart =>
+  decodedClip(numFrames, 'k', 1, { width, height });
 
 const memory: SerializedError = { code: ErrorCodes.ENCODE_MEMORY, message: 'messages[0].content[1] (video): too big' };
 const what = 'messages[0].content[1] (video)';

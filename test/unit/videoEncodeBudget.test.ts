@@ -4,6 +4,7 @@
  * under them (or refusing it when it cannot).
  */
 import { describe, expect, it } from 'vitest';
+import { decodedClip } from '../helpers/media.ts';
 import type { ChatMessage, ContentPart } from '../../src/common/engine.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { fitPrompt } from '../../src/engine/fitPrompt.ts';
@@ -15,10 +16,8 @@ type VideoPart = Extract<ContentPart, { type: 'video' }>;
 const MiB = 1024 * 1024;
 const tinyVision = { numHeads: 4, hiddenSize: 128, intermediateSize: 512 }; // tiny-omni's, as measured
 
-function clip(numFrames: number, width: number, height: number): VideoPart {
-  const data = new Uint8Array(numFrames * width * height * 3);
-  return { type: 'video', data, numFrames, width, height, fps: 2, sourceKey: 'k' };
-}
+const clip = (numFrames: number, width: number, height: number): VideoPart =>
+  decodedClip(numFrames, 'k', 1, { width, height });
 
 describe('a clip encode', () => {
   it('counts temporal groups x patches per frame (an odd last frame makes a group)', () => {
