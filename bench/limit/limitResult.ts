@@ -7,6 +7,11 @@ export interface LimitParts {
   readonly talker_decode_ms: number;
   readonly code2wav_ms: number;
   readonly total_ms: number;
+  /**
+   * The process's CPU time over the whole packet (every thread): beside total_ms it says whether the runs had a core
+   * throughout, so it compares with the stages' model CPU time in the first packet's account.
+   */
+  readonly cpu_ms?: number;
 }
 
 export interface LimitResult {
@@ -39,6 +44,7 @@ export function formatLimit(r: LimitResult): string {
     `critical path of the first audio packet${r.batch > 1 ? ` of ${r.batch} requests batched together` : ''}: ` +
       `medians of ${r.repeats} runs on the runners, one process, no runtime (IC ${r.initial_chunk_frames} frames)`,
     ...rows.map(([label, ms]) => `  ${label.padEnd(width)}  ${ms.toFixed(2).padStart(8)} ms`),
-    `  (limit min ${r.min_total_ms.toFixed(2)} ms, p99 ${r.p99_total_ms.toFixed(2)} ms)`,
+    `  (limit min ${r.min_total_ms.toFixed(2)} ms, p99 ${r.p99_total_ms.toFixed(2)} ms` +
+      `${m.cpu_ms === undefined ? '' : `; the process's CPU in a packet ${m.cpu_ms.toFixed(2)} ms`})`,
   ].join('\n');
 }

@@ -148,7 +148,7 @@ function timeRepeats(warmup: number, repeats: number, packet: (run: string) => L
 function medianParts(runs: readonly LimitParts[]): LimitParts {
   const med = (k: keyof LimitParts) =>
     percentile(
-      runs.map((r) => r[k]),
+      runs.map((r) => r[k] ?? Number.NaN),
       50,
     );
   return {
@@ -158,6 +158,7 @@ function medianParts(runs: readonly LimitParts[]): LimitParts {
     talker_decode_ms: med('talker_decode_ms'),
     code2wav_ms: med('code2wav_ms'),
     total_ms: med('total_ms'),
+    cpu_ms: med('cpu_ms'),
   };
 }
 
@@ -176,10 +177,12 @@ export function firstPacket(
 ): LimitParts {
   const p = prompts[0].length; // every prompt has the same length (inputLen tokens + the template)
   const seqs = prompts.map((promptIds, i) => packetSeq(r, g, `${run}-${i}`, promptIds, p, ic));
+  const cpu0 = process.cpuUsage();
   try {
     const thinker = thinkerPart(r, seqs, p, ic, sampling);
     const talker = talkerPart(r, seqs, p, ic, sampling);
     const code2wavMs = code2wavPart(r, seqs, talker.chunks);
+    const cpu = process.cpuUsage(cpu0);
     return {
       thinker_prefill_ms: thinker.prefillMs,
       thinker_decode_ms: thinker.decodeMs,
@@ -187,6 +190,7 @@ export function firstPacket(
       talker_decode_ms: talker.decodeMs,
       code2wav_ms: code2wavMs,
       total_ms: thinker.prefillMs + thinker.decodeMs + talker.prefillMs + talker.decodeMs + code2wavMs,
+      cpu_ms: (cpu.user + cpu.system) / 1000,
     };
   } finally {
     for (const s of seqs) {

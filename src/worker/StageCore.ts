@@ -257,10 +257,12 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   protected timeModel<T>(run: () => T): T {
     if (!this.ctx.stepTrace) return run();
     const startedAtMs = performance.now();
+    const cpu0 = process.cpuUsage();
     try {
       return run();
     } finally {
-      this.modelWindow = { startedAtMs, endedAtMs: performance.now() };
+      const cpu = process.cpuUsage(cpu0);
+      this.modelWindow = { startedAtMs, endedAtMs: performance.now(), cpuMs: (cpu.user + cpu.system) / 1000 };
     }
   }
 

@@ -31,12 +31,16 @@ export interface StepRecord {
   /** The model's run within the step: from t + x0, x ms long (absent when the step ran no model). */
   readonly x0?: number;
   readonly x?: number;
+  /** The process's CPU time during the model's run (ms): below `x` when the run waited for a core. */
+  readonly xc?: number;
 }
 
 /** The window of a step's model run, as performance.now() readings. */
 export interface ModelWindow {
   readonly startedAtMs: number;
   readonly endedAtMs: number;
+  /** The process's CPU time (every thread) during the run, when measured. */
+  readonly cpuMs?: number;
 }
 
 /**
@@ -75,6 +79,7 @@ export class StepTrace {
       d: performance.now() - startedAtMs,
       items,
       ...(model ? { x0: model.startedAtMs - startedAtMs, x: model.endedAtMs - model.startedAtMs } : {}),
+      ...(model?.cpuMs !== undefined ? { xc: model.cpuMs } : {}),
     };
     writeSync(this.fd, JSON.stringify(rec) + '\n');
   }

@@ -112,6 +112,10 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     expect(vocoder).toHaveLength(1);
     expect(vocoder[0].atMs + vocoder[0].ms).toBeCloseTo(b.endMs - b.startMs, 2);
     for (const s of b.stages) expect(s.ownMs + s.otherMs + s.idleMs).toBeCloseTo(b.endMs - b.startMs, 2);
+    // Each model run carries its process's CPU time (the account's "waiting for a core" is the window less it).
+    const runs = stages.flatMap((s) => s.steps).filter((s) => s.x !== undefined);
+    expect(runs.length).toBeGreaterThan(0);
+    for (const s of runs) expect(s.xc).toBeGreaterThanOrEqual(0);
   });
 
   it('accounts every c=1 first packet to its TTFP: named parts that add up, none negative', () => {

@@ -29,7 +29,9 @@ function trace(stage: string, steps: StepRecord[], marks: MarkRecord[]): Process
 }
 
 /** Send at 0, first audio at the client at 22; a second audio delta (a chunk) at 33. */
-function world(opts: { talkerPut?: boolean; otherTalkerStep?: boolean; secondInput?: boolean } = {}) {
+function world(
+  opts: { talkerPut?: boolean; otherTalkerStep?: boolean; secondInput?: boolean; thinkerCpuMs?: number } = {},
+) {
   const mainMarks = [
     main('frame', 1),
     main('create', 1.2),
@@ -50,7 +52,7 @@ function world(opts: { talkerPut?: boolean; otherTalkerStep?: boolean; secondInp
   ];
   const thinker = trace(
     'thinker',
-    [step(3, 10, 0.1, 9)],
+    [{ ...step(3, 10, 0.1, 9), ...(opts.thinkerCpuMs === undefined ? {} : { xc: opts.thinkerCpuMs }) }],
     [
       mark('add', 2.5),
       mark('out', 12.3, { to: 'talker' }),
@@ -110,6 +112,24 @@ describe('first-packet account', () => {
     expect(a.parts.at(-1)!.name).toBe('loopback + client frame parse');
     const model = a.parts.filter((p) => p.kind === 'model').reduce((s, p) => s + p.ms, 0);
     expect(model).toBeCloseTo(13.7, 9);
+  });
+
+  it("names the part of a model's run its process spent off a core (window less its CPU time) apart", () => {
+    const { mainMarks, processes, client } = world({ thinkerCpuMs: 6.5 });
+    const a = firstPacketAccount(client, mainMarks, processes)!;
+    expect(a.unnamedMs).toBeCloseTo(0, 9);
+    expect(a.parts.reduce((s, p) => s + p.ms, 0)).toBeCloseTo(22, 9);
+    const thinker = a.parts.filter((p) => p.name.startsWith('thinker model'));
+    expect(thinker.map((p) => [p.name, p.kind])).toEqual([
+      ['thinker model', 'model'],
+      ['thinker model: waiting for a core', 'preempted'],
+    ]);
+    expect(thinker[0].ms).toBeCloseTo(6.5, 9);
+    expect(thinker[1].ms).toBeCloseTo(2.5, 9);
+    // A CPU time above the window (other threads of the process) leaves the whole window to the model.
+    const over = firstPacketAccount(client, mainMarks, world({ thinkerCpuMs: 9.4 }).processes)!;
+    expect(over.parts.find((p) => p.name === 'thinker model')!.ms).toBeCloseTo(9, 9);
+    expect(over.parts.some((p) => p.kind === 'preempted')).toBe(false);
   });
 
   it('a step that waited for another request names that wait and leaves the rest unnamed', () => {

@@ -15,7 +15,8 @@
 import type { MarkRecord, PacketMark, StepRecord } from '../../../src/basics.ts';
 
 /** What a part of the time was. */
-export type PartKind = 'model' | 'parse' | 'admission' | 'queue' | 'hop' | 'assembly' | 'framing' | 'loop' | 'unnamed';
+export type PartKind =
+  'model' | 'preempted' | 'parse' | 'admission' | 'queue' | 'hop' | 'assembly' | 'framing' | 'loop' | 'unnamed';
 
 export interface Part {
   readonly name: string;
@@ -181,7 +182,19 @@ class Walk {
       atMs: step.t + step.x0,
       back: () => ({ name: `${stage}: step setup (schedule, batch)`, kind: 'assembly', node: start }),
     };
-    return { atMs: untilMs, back: () => ({ name: `${stage} model`, kind: 'model', node: modelStart }) };
+    const waitMs = coreWaitMs(step, untilMs);
+    if (waitMs === 0)
+      return { atMs: untilMs, back: () => ({ name: `${stage} model`, kind: 'model', node: modelStart }) };
+    // The model's run is the process's CPU time in it; the rest of its window the run was off a core (preempted by
+    // another process on a shared core), named apart: it is co-running's cost, not the model's.
+    const computed: Node = {
+      atMs: untilMs - waitMs,
+      back: () => ({ name: `${stage} model`, kind: 'model', node: modelStart }),
+    };
+    return {
+      atMs: untilMs,
+      back: () => ({ name: `${stage} model: waiting for a core`, kind: 'preempted', node: computed }),
+    };
   }
 
   /** A step's start, and what it waited for: the previous step, the first input in after it, or the add. */
@@ -276,6 +289,16 @@ class Walk {
     const earliest = node;
     return { atMs: add.t, back: () => ({ name: later, kind: laterKind, node: earliest }) };
   }
+}
+
+/**
+ * How much of a step's model window up to `untilMs` its process spent off a core: the window less the process's CPU
+ * time in it (`xc`, from traces that record it; 0 without), never below 0 nor above the window.
+ */
+function coreWaitMs(step: StepRecord, untilMs: number): number {
+  if (step.x0 === undefined || step.x === undefined || step.xc === undefined) return 0;
+  const windowMs = Math.min(step.x, untilMs - (step.t + step.x0));
+  return Math.min(Math.max(0, windowMs), Math.max(0, step.x - step.xc));
 }
 
 function walkFrom(node: Node, totalMs: number, requestId: string, startMs: number): PacketAccount {
