@@ -24,7 +24,7 @@ export { channelNames } from './common/diagnostics.ts';
 export { contextFromTraceparent } from './tracing/traceContext.ts';
 export { CLOCK_TICKS_PER_SECOND, cpuMsOf, cpuTicksOf } from './engine/processCpu.ts';
 export { STEP_TRACE_ENV, type MarkRecord, type StepRecord } from './worker/StepTrace.ts';
-export { PACKET_MARK_CHANNEL, PERF_TO_MONOTONIC_MS, type PacketMark } from './common/packetMarks.ts';
+export { monotonicMs, PACKET_MARK_CHANNEL, PERF_TO_MONOTONIC_MS, type PacketMark } from './common/packetMarks.ts';
 export { encoderStatsOf } from '../stages/encoder/protocol.ts';
 export { COMMIT_TAIL_MS } from './voice/TurnDetector.ts';
 export { redactUrl } from '../transport/redis/redisLink.ts';

@@ -14,16 +14,19 @@
  * decoder children, each stage process): where the time goes whatever the load. Every request's prompt is its own
  * (the round and index in it) and every round's clip has its own colours, so no cache serves a burst from an earlier
  * one. TTFT is the client's, to the first streamed content. With --together the texts are sent once the clip request
- * is admitted (see burst()): the seed's batch at the engine.
+ * is admitted (see burst()): the seed's batch at the engine. With --steps each burst also gives the clip's chain piece
+ * by piece from the stages' step traces (burstSteps.ts): when it reached the encoder, its encode, its rows at the
+ * Thinker, the Thinker's steps with it, and the Thinker's time on the texts before its first token.
  *
- *   npx tsx bench/video/burst.ts [--config configs/tiny-omni.yaml] [--rounds 3] [--requests 32] [--together]
+ *   npx tsx bench/video/burst.ts [--config configs/tiny-omni.yaml] [--rounds 3] [--requests 32] [--together] [--steps]
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDocument } from 'yaml';
-import { channelNames, CLOCK_TICKS_PER_SECOND } from '../../src/basics.ts';
+import { channelNames, CLOCK_TICKS_PER_SECOND, monotonicMs, STEP_TRACE_ENV } from '../../src/basics.ts';
 import { parseConfig } from '../../src/index.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { addCpuBetween, BENCH_PROCESS, cpuSnapshot } from '../ttfp/cpuTime.ts';
@@ -31,6 +34,8 @@ import { gitSha, median } from '../common.ts';
 import { readBenchConfig, startInProcessServer } from '../ttfp/inProcessServer.ts';
 import { benchClip, videoQuestion } from './benchClip.ts';
 import { streamedTtft } from '../streamChat.ts';
+import { readProcessTraces } from '../ttfp/report/stepTraces.ts';
+import { clipPieces, type ClipPieces } from './burstSteps.ts';
 
 type Arm = 'async' | 'sync' | 'text' | 'alone';
 
@@ -62,6 +67,10 @@ interface BurstResult {
   readonly failed: number;
   /** CPU ms each process used in the burst: main (with the clients), its decoder children, each stage process. */
   readonly cpuMs: Readonly<Record<string, number>>;
+  /** Monotonic ms: the clip request's send, the texts' send, the burst's end (burstSteps.ts reads traces by them). */
+  readonly window: readonly [sentAt: number, textsAt: number, endAt: number];
+  /** --steps: the clip's chain piece by piece, ms from its send. */
+  pieces?: ClipPieces;
 }
 
 /** Main's name in the CPU figures: the bench's process, which runs main and the clients. */
@@ -128,11 +137,15 @@ async function burst(
       (t) => t.ttftMs,
       (err: Error) => err,
     );
+  const sentAt = monotonicMs();
+  let textsAt = sentAt;
   const { value: ttfts, cpuMs } = await cpuOver(baseUrl, async () => {
     const first = send(bodies[0]);
     if (together && arm !== 'text') await mediaSent(first);
+    textsAt = monotonicMs();
     return Promise.all([first, ...bodies.slice(1).map(send)]);
   });
+  const window = [sentAt, textsAt, monotonicMs()] as const;
   const failed = ttfts.filter((t) => t instanceof Error);
   if (failed.length > 0) console.error(`${arm}: ${failed.length} failed, e.g. ${failed[0].message.slice(0, 200)}`);
   const ms = (t: number | Error) => (t instanceof Error ? null : Math.round(t));
@@ -143,6 +156,27 @@ async function burst(
     textTtftP50Ms: texts.length > 0 ? Math.round(median(texts)) : null,
     failed: failed.length,
     cpuMs,
+    window,
+  };
+}
+
+/** Each piece's median over an arm's bursts (burstSteps.ts): where the clip's time went, whatever the round. */
+function medianPieces(results: readonly BurstResult[]): Record<string, number> | null {
+  const all = results.flatMap((r) => (r.pieces ? [r.pieces] : []));
+  if (all.length === 0) return null;
+  const m = (f: (p: ClipPieces) => number | null | undefined) =>
+    median(all.flatMap((p) => (typeof f(p) === 'number' ? [f(p)!] : [])));
+  const last = (p: ClipPieces) => p.clipSteps.at(-1);
+  return {
+    atEncoder: m((p) => p.atEncoder),
+    mediaIn: m((p) => p.mediaIn),
+    encodeStart: m((p) => p.encode?.[0]),
+    encodeMs: m((p) => p.encode?.[1]),
+    rowsIn: m((p) => p.rowsIn),
+    clipFirstStep: m((p) => p.clipSteps[0]?.[0]),
+    clipLastStepEnd: m((p) => (last(p) ? last(p)![0] + last(p)![1] : null)),
+    clipStepsMs: m((p) => p.clipSteps.reduce((ms, s) => ms + s[1], 0)),
+    textsBefore: m((p) => p.textsBefore),
   };
 }
 
@@ -153,6 +187,7 @@ async function main(): Promise<void> {
       rounds: { type: 'string', default: '3' },
       requests: { type: 'string', default: '32' },
       together: { type: 'boolean', default: false },
+      steps: { type: 'boolean', default: false },
     },
   });
   const [rounds, requests] = [Number(values.rounds), Number(values.requests)];
@@ -164,18 +199,25 @@ async function main(): Promise<void> {
   const loadAtStart = loadavg()[0];
   const results: BurstResult[] = [];
   const runArms = async (text: string, arms: readonly Arm[]) => {
+    // The stage processes inherit the variable: each writes its steps there (src/worker/StepTrace.ts).
+    const stepsDir = values.steps ? mkdtempSync(path.join(tmpdir(), 'chorus-burst-steps-')) : null;
+    if (stepsDir) process.env[STEP_TRACE_ENV] = stepsDir;
     const server = await startInProcessServer(parseConfig(text, config.file), log);
     try {
       await burst(server.baseUrl, arms[0], -1, 4, clips[rounds], false); // warm up: first spawns out of the figure
       for (let r = 0; r < rounds; r++) {
         for (const arm of arms) {
           const result = await burst(server.baseUrl, arm, r, requests, clipOf(arm, r), values.together);
+          if (stepsDir && arm !== 'text')
+            result.pieces = clipPieces(await readProcessTraces(stepsDir), ...result.window);
           results.push(result);
           console.error(JSON.stringify({ round: r, ...result }));
         }
       }
     } finally {
       await server.close();
+      if (stepsDir) rmSync(stepsDir, { recursive: true, force: true });
+      delete process.env[STEP_TRACE_ENV];
     }
   };
   await runArms(burstConfig(config.text, false), ['async', 'text', 'alone']);
@@ -206,6 +248,10 @@ async function main(): Promise<void> {
     failedRequests: { async: failed('async'), sync: failed('sync'), text: failed('text'), alone: failed('alone') },
     /** Median CPU ms per burst by process, per arm. */
     cpuMsPerBurst: { async: cpuP50('async'), sync: cpuP50('sync'), text: cpuP50('text'), alone: cpuP50('alone') },
+    /** --steps: the clip's chain, median ms from its send per piece (burstSteps.ts). */
+    clipPiecesMs: values.steps
+      ? { async: medianPieces(of('async')), sync: medianPieces(of('sync')), alone: medianPieces(of('alone')) }
+      : undefined,
     goals: 'clip async <= 0.5x sync; text p50 with the clip <= 1.2x without',
     bursts: results,
   };
