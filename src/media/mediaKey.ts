@@ -15,7 +15,9 @@ import type { MediaBody } from '../common/payloads.ts';
 import type { ImagePatches } from './types.ts';
 
 /** Bump when the front ends (mel features, image resize/normalise) change what a given input becomes. */
-export const PREPROCESS_VERSION = 2; // 2: log-mel floor fixed instead of relative to the clip's loudest value
+// 2: log-mel floor fixed instead of relative to the clip's loudest value; 3: a generated vision encoder attends within
+// a clip's temporal groups (its rows of a clip changed)
+export const PREPROCESS_VERSION = 3;
 
 function bytesOf(a: Float32Array | Int32Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);

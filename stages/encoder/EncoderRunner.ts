@@ -26,7 +26,7 @@ import { AUDIO_FRAMES_PER_EMBEDDING } from '../../src/media/audio.ts';
 import { PREPROCESS_VERSION } from '../../src/media/mediaKey.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { warmUp } from '../models/warmUp.ts';
-import { packAudio, packImages } from './encoderBatch.ts';
+import { packAudio, packImages, runInGroups, temporalGroups } from './encoderBatch.ts';
 import { AudioWindows, type AudioWindowStats } from './AudioWindows.ts';
 import type { AudioFeatures, EncoderInput, ImagePatches, Modality, VideoPatches } from '../../src/media/types.ts';
 import { modalities } from '../../src/media/modalities/index.ts';
@@ -55,6 +55,13 @@ export interface EncoderModelInfo {
    * model sees each item whole (a bring-your-own encoder with full attention).
    */
   readonly windowFrames?: number;
+  /**
+   * Vision only: the model attends within each temporal group of a clip (two frames), as Qwen2-VL's vision tower does
+   * (its cu_seqlens cut a clip's patches per temporal patch), so a clip runs as a batch of its groups: its encode
+   * grows with its frames, not with their square, and a group's rows depend on its own frames only. Absent: a clip
+   * is one sequence (a bring-your-own encoder that attends over the whole clip).
+   */
+  readonly clipInGroups?: boolean;
 }
 
 /**
@@ -106,6 +113,7 @@ export class OnnxEncoderRunner implements EncoderRunner {
     private readonly inputWidth: number,
     private mergeSize: number,
     windowFrames: number | undefined,
+    private readonly clipInGroups: boolean,
   ) {
     this.windows = modality === 'audio' && windowFrames !== undefined ? new AudioWindows(windowFrames, identity) : null;
   }
@@ -147,6 +155,7 @@ export class OnnxEncoderRunner implements EncoderRunner {
         inputWidth,
         info.mergeSize ?? 0,
         info.windowFrames,
+        info.clipInGroups === true,
       );
       warmUp(what, () => runner.probe(what));
       return runner;
@@ -225,6 +234,12 @@ export class OnnxEncoderRunner implements EncoderRunner {
     for (const item of items) this.check(item);
     if (this.windows)
       return this.windows.encode(items as readonly AudioFeatures[], this.outputSize, (w) => this.run(w));
+    if (this.clipInGroups)
+      return runInGroups(
+        items,
+        (item) => (item.modality === 'video' ? temporalGroups(item) : null),
+        (parts) => this.run(parts),
+      );
     return this.run(items);
   }
 

@@ -42,5 +42,10 @@ export async function createEncoderRunner(
   const files = await ensureEncoderModel(spec, modelsDir, options.onProgress);
   if (spec.kind === 'audio_encoder')
     return OnnxEncoderRunner.load(files, { modality: 'audio', windowFrames: AUDIO_ENCODER_WINDOW_FRAMES }, engine);
-  return OnnxEncoderRunner.load(files, { modality: 'image', mergeSize: spec.size.mergeSize }, engine);
+  // The generated vision encoder is fed as Qwen2-VL's tower attends: a clip's temporal groups apart.
+  return OnnxEncoderRunner.load(
+    files,
+    { modality: 'image', mergeSize: spec.size.mergeSize, clipInGroups: true },
+    engine,
+  );
 }

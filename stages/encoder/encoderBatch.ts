@@ -43,3 +43,42 @@ export function packImages(
     [VISION_ENCODER_INPUTS.mask]: new ort.Tensor('int64', mask, [items.length, maxPatches]),
   };
 }
+
+/**
+ * A clip as its temporal groups, each a sequence of its own (one patch of each position of the grid): the run
+ * attends within a group, as Qwen2-VL's vision tower does (its cu_seqlens cut a clip's patches per temporal patch).
+ * Each group keeps the clip's patch order (merge group by merge group), so its rows are the clip's rows of that time.
+ */
+export function temporalGroups(clip: VideoPatches): VideoPatches[] {
+  const perGroup = clip.gridHeight * clip.gridWidth;
+  const width = clip.patches.length / clip.numPatches;
+  return Array.from({ length: clip.gridT }, (_, g) => ({
+    ...clip,
+    patches: clip.patches.subarray(g * perGroup * width, (g + 1) * perGroup * width),
+    positions: clip.positions.subarray(g * perGroup * 2, (g + 1) * perGroup * 2),
+    numPatches: perGroup,
+    numEmbeddings: clip.numEmbeddings / clip.gridT,
+    gridT: 1,
+  }));
+}
+
+/**
+ * Runs `items` with every clip cut into its temporal groups (temporalGroups), in one run of `run`, and joins each
+ * clip's groups' rows back in time order: one row array per item, as `run` gives for whole items.
+ */
+export function runInGroups<T extends { readonly modality: string }>(
+  items: readonly T[],
+  split: (item: T) => readonly T[] | null,
+  run: (parts: readonly T[]) => Float32Array[],
+): Float32Array[] {
+  const parts = items.map((item) => split(item) ?? [item]);
+  const rows = run(parts.flat());
+  let next = 0;
+  return parts.map((p) => {
+    const mine = rows.slice(next, (next += p.length));
+    if (mine.length === 1) return mine[0];
+    const joined = new Float32Array(mine.reduce((n, r) => n + r.length, 0));
+    mine.reduce((at, r) => (joined.set(r, at), at + r.length), 0);
+    return joined;
+  });
+}

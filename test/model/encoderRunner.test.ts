@@ -17,6 +17,8 @@ import type { RgbImage } from '../../src/media/image.ts';
 import { imageEmbeddingCount, imagePatches } from '../../src/media/imagePatches.ts';
 import type { ImagePatches } from '../../src/media/types.ts';
 import { encoderSpec, ensureEncoderModel } from '../../stages/encoder/ensureEncoderModel.ts';
+import { videoPatches } from '../../src/media/video/videoPatches.ts';
+import { DEFAULT_VIDEO_GRID } from '../../src/media/video/videoGrid.ts';
 import { maxAbsDiff, tempModelsDir } from './helpers.ts';
 
 const D = 64; // the Thinker's hidden size in these tests
@@ -182,6 +184,32 @@ describe('vision encoder', () => {
     const [c] = vision.encode([imagePatches(picture(112, 112, 2))]);
     expect(b).toEqual(a);
     expect(maxAbsDiff(a, c)).toBeGreaterThan(1e-2);
+  });
+
+  it("encodes a clip's temporal groups apart, as Qwen2-VL's tower attends: a group's rows are its own frames'", () => {
+    const clip = (side: number, seeds: readonly number[]) =>
+      videoPatches(
+        {
+          data: Uint8Array.from(seeds.flatMap((s) => [...picture(side, side, s).data])),
+          numFrames: seeds.length,
+          width: side,
+          height: side,
+        },
+        DEFAULT_VIDEO_GRID,
+      );
+    const [whole, other] = vision.encode([clip(56, [1, 1, 2, 2, 3, 3]), clip(84, [4, 4])]);
+    const groups = [1, 2, 3].map((s) => vision.encode([clip(56, [s, s])])[0]);
+    expect(whole.length).toBe(3 * groups[0].length);
+    groups.forEach((g, i) =>
+      expect(maxAbsDiff(whole.subarray(i * g.length, (i + 1) * g.length), g)).toBeLessThan(1e-5),
+    );
+    expect(maxAbsDiff(other, vision.encode([clip(84, [4, 4])])[0])).toBeLessThan(1e-5); // batched = alone
+    // Another last group leaves the groups before it as they were.
+    const [changed] = vision.encode([clip(56, [1, 1, 2, 2, 5, 5])]);
+    expect(maxAbsDiff(changed.subarray(0, 2 * groups[0].length), whole.subarray(0, 2 * groups[0].length))).toBe(0);
+    expect(maxAbsDiff(changed, whole)).toBeGreaterThan(1e-3);
+    // An image is a clip of two identical frames (Qwen2.5-VL's rule): the same rows.
+    expect(maxAbsDiff(vision.encode([imagePatches(picture(56, 56, 1))])[0], groups[0])).toBeLessThan(1e-5);
   });
 
   it('refuses items of the other modality or another patch grid', () => {
