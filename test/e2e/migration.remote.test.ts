@@ -34,10 +34,11 @@ describe('migration across hosts', () => {
     );
     const config = join(tempDir('migration-remote'), 'mixed.yaml');
     writeFileSync(config, lines.join('\n'));
+    // The remote Talker starts beside the serve: it joins once main is up, and their boots overlap (each took 94 s at
+    // load 26, one after the other most of the test's time).
+    const remote = startStage(config, 'talker', 'r1', suite.env());
     const serve = await startServe(config, suite.env());
     try {
-      await readyInstances(serve, 3);
-      const remote = startStage(config, 'talker', 'r1', suite.env());
       await readyInstances(serve, 4);
       const ask = { max_tokens: 40, ignore_eos: true, seed: 3 };
       const reference = await chat(serve.url, PROMPT, ask);

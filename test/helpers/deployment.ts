@@ -48,6 +48,8 @@ function start(args: string[], env: Record<string, string>, isolated: boolean, d
 
 export interface Serve extends Started {
   readonly url: string;
+  /** From its spawn to its URL: main's start and its local stages' boots, under this run's load. */
+  readonly startMs: number;
 }
 
 /** `chorus serve --config FILE --port 0`, resolved once it prints its URL (detached: in a process group of its own). */
@@ -56,6 +58,7 @@ export async function startServe(
   env: Record<string, string>,
   opts: { detached?: boolean } = {},
 ): Promise<Serve> {
+  const startedAt = Date.now();
   const s = start(['serve', '--config', config, '--port', '0'], env, false, opts.detached);
   const url = await new Promise<string>((resolve, reject) => {
     s.child.stdout!.on('data', () => {
@@ -64,7 +67,7 @@ export async function startServe(
     });
     void s.exited.then((code) => reject(new Error(`serve exited early with ${code}: ${s.output()}`)));
   });
-  return { ...s, url };
+  return { ...s, url, startMs: Date.now() - startedAt };
 }
 
 /** `chorus stage --config FILE --stage ID --name NAME`; isolated: in its own IPC + mount namespace. */
@@ -100,14 +103,24 @@ export async function health(url: string): Promise<{ httpStatus: number; ready: 
   return { httpStatus: res.status, ready: body.ready, stages: body.stages };
 }
 
-/** Waits until /health lists `instances` ready instances (remote ones join as they come up). */
-export async function readyInstances(serve: Serve, instances: number, timeoutMs = 60_000): Promise<void> {
+/**
+ * Waits until /health lists `instances` ready instances (remote ones join as they come up). By default for as long as
+ * twice the serve's own start, at least a minute: a stage that joins is a process that loads and warms its model up,
+ * as each of the serve's stages did, and took as long as the whole serve's start at load 26 (94 s each), past the
+ * fixed minute this wait once had.
+ */
+export async function readyInstances(serve: Serve, instances: number, timeoutMs = joinBoundMs(serve)): Promise<void> {
   await expect
     .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'ready').length, {
       timeout: timeoutMs,
       interval: 100,
     })
     .toBe(instances);
+}
+
+/** How long stages started after the serve may take to join it, from what its start took. */
+function joinBoundMs(serve: Serve): number {
+  return Math.max(60_000, 2 * serve.startMs);
 }
 
 export interface ChatAnswer {
