@@ -4,7 +4,8 @@
  * prefix cache. When main's view is wrong (it predicts what an ended request left in the cache for a second, and this
  * cache's budget cannot hold the long prompt), the Thinker asks for the encode (CHORUS_ERR_KV_NOT_HELD) and the
  * request runs again with the image encoded: answered, with the same answer, no hang. /metrics counts the skips
- * (chorus_media_encodes_skipped_total) and the wrong ones (chorus_media_reencodes_total{reason="kv"}).
+ * (chorus_media_encodes_skipped_total) and the wrong ones (chorus_media_reencodes_total{reason="kv"}). A repeat that
+ * asks for audio after a text-only answer adopts that answer's KV and rows as well: skipped, run once, spoken.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,9 +35,20 @@ stages:
     inputs: [{from: image-encoder}]
     final_output: true
     final_output_type: text
+  - stage_id: talker
+    kind: talker
+    engine: {threads: 1}
+    inputs: [{from: thinker}]
+    default_sampling_params: {max_tokens: 24}
+  - stage_id: code2wav
+    kind: code2wav
+    engine: {threads: 1}
+    inputs: [{from: talker}]
+    final_output: true
+    final_output_type: audio
 `;
 
-const ask = (image: Uint8Array, before = ''): GenerateRequest => ({
+const ask = (image: Uint8Array, before = '', spoken = false): GenerateRequest => ({
   messages: [
     {
       role: 'user',
@@ -47,7 +59,7 @@ const ask = (image: Uint8Array, before = ''): GenerateRequest => ({
       ],
     },
   ],
-  modalities: ['text'],
+  modalities: spoken ? ['text', 'audio'] : ['text'],
   sampling: { maxTokens: 8, ignoreEos: true, seed: 7 },
 });
 
@@ -97,6 +109,23 @@ describe('no encode for an image the Thinker holds', () => {
     expect(promtoolProblems(await (await fetch(`${base}/metrics`)).text())).toBe('');
   });
 
+  it('a repeat that asks for audio adopts what a text-only answer left: not encoded, run once, spoken', async () => {
+    // The Talker reads the prompt's rows (each position's embedding and hidden state): the cache keeps them beside the
+    // KV whoever left it, so an answer that fed no Talker serves one that does.
+    const img = pngBytes(224, 160, 43);
+    const text = await collect(engine!.generate(ask(img)));
+    expect(text.done.finishReason).toBe('length');
+    const sentBefore = sent.length;
+    await idle();
+    const spoken = await collect(engine!.generate(ask(img, '', true)));
+    expect(spoken.done.error).toBeUndefined();
+    expect(spoken.text).toBe(text.text);
+    expect(spoken.pcm.length).toBeGreaterThan(0);
+    expect(sent.length).toBe(sentBefore); // not encoded again
+    expect(skipped).toEqual(['image', 'image']);
+    expect(reencoded).toEqual([]); // nor run again
+  });
+
   it('a skip the cache cannot honour (its blocks are not there) is encoded after all: same answer', async () => {
     const img = pngBytes(224, 160, 42);
     const long = 'Look closely at the colours and the shapes before you answer. '.repeat(16);
@@ -107,7 +136,7 @@ describe('no encode for an image the Thinker holds', () => {
     // the long text, so the skip is wrong and the Thinker asks for the image.
     await idle();
     const again = await collect(engine!.generate(ask(img, long)));
-    expect(skipped).toEqual(['image', 'image']);
+    expect(skipped).toEqual(['image', 'image', 'image']);
     expect(reencoded).toEqual(['kv']);
     expect(again.done.error).toBeUndefined();
     expect(again.done.finishReason).toBe('length');
