@@ -161,6 +161,12 @@ export interface ChunkPolicy {
    * a while, so the cores compute the newcomer (src/sched/FirstAudioFirst.ts, bounded: nothing starves).
    */
   readonly firstAudioFirst: boolean;
+  /**
+   * While a stage holds at least speechLeadMinAnswers speaking answers, an answer whose text leads its speech by this
+   * much (ms) waits until its lead falls below it (src/sched/SpeechLead.ts); null: never paced.
+   */
+  readonly speechLeadMs: number | null;
+  readonly speechLeadMinAnswers: number;
 }
 
 export type RoutingPolicy = 'ttft' | 'least_loaded' | 'round_robin';

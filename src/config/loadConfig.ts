@@ -420,6 +420,8 @@ function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
     ttfpTargetMs: p?.ttfp_target_ms ?? d.ttfpTargetMs,
     firstPacketHold: p?.first_packet_hold ?? d.firstPacketHold,
     firstAudioFirst: p?.first_audio_first ?? d.firstAudioFirst,
+    speechLeadMs: p?.speech_lead_ms === undefined ? d.speechLeadMs : p.speech_lead_ms,
+    speechLeadMinAnswers: p?.speech_lead_min_answers ?? d.speechLeadMinAnswers,
   };
 }
 

@@ -40,6 +40,13 @@ export const ChunkPolicyYaml = Type.Object(
     first_packet_hold: optional(Type.Boolean()),
     // Speaking answers' steps wait (bounded) while a newcomer's first audio is on its way (docs/scheduling.md).
     first_audio_first: optional(Type.Boolean()),
+    // With many answers speaking, a text far ahead of its speech waits (docs/scheduling.md, "Speech lead").
+    speech_lead_ms: optional(
+      Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+        errorMessage: 'must be a positive integer (ms), or null to never pace answers to their speech',
+      }),
+    ),
+    speech_lead_min_answers: optional(int(1)),
   },
   closed,
 );

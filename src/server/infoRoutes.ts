@@ -68,6 +68,8 @@ export function describeGraph(graph: StageGraph) {
       ttfp_target_ms: graph.chunkPolicy.ttfpTargetMs,
       first_packet_hold: graph.chunkPolicy.firstPacketHold,
       first_audio_first: graph.chunkPolicy.firstAudioFirst,
+      speech_lead_ms: graph.chunkPolicy.speechLeadMs,
+      speech_lead_min_answers: graph.chunkPolicy.speechLeadMinAnswers,
     },
     stages: graph.stages.map((s) => ({
       stage_id: s.stageId,

@@ -3,10 +3,13 @@
  * tts): main's pause and resume go to the scheduler, its queue is the stage's reported queue depth, and a request
  * that ends leaves it (then the runner's state of it, freeRunnerState). With `chunk_policy.first_audio_first`, the
  * requests that make audio are followed from their add to their first audio, and while one waits for it each step
- * leaves out the answers speaking for a while (src/sched/FirstAudioFirst.ts: bounded, so nothing starves).
+ * leaves out the answers speaking for a while (src/sched/FirstAudioFirst.ts: bounded, so nothing starves). With
+ * `chunk_policy.speech_lead_ms`, a stage that says how much speech its output makes (speechMadeMs: the Thinker) also
+ * leaves out, while it holds many speaking answers, those far ahead of their speech (src/sched/SpeechLead.ts).
  */
 import { MAIN } from '../common/graph.ts';
 import { FirstAudioFirst } from '../sched/FirstAudioFirst.ts';
+import { SpeechLead } from '../sched/SpeechLead.ts';
 import type { AddRequest } from './messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
 
@@ -24,6 +27,8 @@ export interface RequestScheduler {
 export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends RequestScheduler> extends StageCore<R, A> {
   /** First audio first (chunk_policy.first_audio_first); null when off. */
   private readonly firstAudio: FirstAudioFirst | null;
+  /** Speech lead (chunk_policy.speech_lead_ms); null when off. */
+  private readonly speechLead: SpeechLead | null;
   /** Until when the last plan left speaking answers out: the loop wakes then even if nothing arrives. */
   private deferredUntilMs: number | null = null;
 
@@ -32,7 +37,12 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
     protected readonly scheduler: S,
   ) {
     super(ctx);
-    this.firstAudio = ctx.chunkPolicy.firstAudioFirst ? new FirstAudioFirst() : null;
+    const policy = ctx.chunkPolicy;
+    this.firstAudio = policy.firstAudioFirst ? new FirstAudioFirst() : null;
+    this.speechLead =
+      policy.speechLeadMs === null || !this.pacesSpeech()
+        ? null
+        : new SpeechLead({ leadMs: policy.speechLeadMs, minAnswers: policy.speechLeadMinAnswers });
   }
 
   override add(msg: AddRequest<A>): void {
@@ -52,13 +62,31 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   /** The request's first audio is out (main's first_audio, or this stage sent it). */
   protected heardFirstAudio(requestId: string, atMs = Date.now()): void {
     this.firstAudio?.heard(requestId, atMs);
+    if (this.requests.has(requestId)) this.speechLead?.started(requestId, atMs);
   }
 
-  /** The answers this step leaves out (first audio first), once per step; none when off or nobody waits. */
+  /**
+   * The answers this step leaves out, once per step: first audio first's and speech lead's; none when both are off
+   * or neither holds anything back.
+   */
   protected deferredNow(nowMs = Date.now()): ReadonlySet<string> | undefined {
     const deferral = this.firstAudio?.deferral(nowMs, (id) => this.farAhead(id, nowMs)) ?? null;
-    this.deferredUntilMs = deferral?.untilMs ?? null;
-    return deferral?.requestIds;
+    const paced = this.speechLead?.plan(nowMs, (id) => this.speechMadeMs(id)) ?? null;
+    const until = [deferral?.untilMs, paced?.wakeAtMs].filter((t): t is number => t !== undefined);
+    this.deferredUntilMs = until.length > 0 ? Math.min(...until) : null;
+    if (!paced) return deferral?.requestIds;
+    if (!deferral) return paced.requestIds;
+    return new Set([...deferral.requestIds, ...paced.requestIds]);
+  }
+
+  /** Whether the stage's output leads its answers' speech (speechMadeMs says by how much): it paces them. */
+  protected pacesSpeech(): boolean {
+    return false;
+  }
+
+  /** The speech (ms) the request's output here makes so far, or null when it cannot tell: not paced. */
+  protected speechMadeMs(_requestId: string): number | null {
+    return null;
   }
 
   /**
@@ -87,6 +115,7 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
 
   protected freeState(req: R): void {
     this.firstAudio?.removed(req.requestId);
+    this.speechLead?.removed(req.requestId);
     this.scheduler.remove(req.requestId);
     this.freeRunnerState(req.requestId);
   }

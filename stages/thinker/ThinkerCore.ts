@@ -45,6 +45,8 @@ export interface ThinkerRequest extends CoreRequest {
   readonly grammar: GrammarUse | null;
   /** Top alternatives reported with each token's logprob (ThinkerArgs.logprobs); null: no logprobs. */
   readonly logprobs: number | null;
+  /** The audio each token voices (ThinkerArgs.speechMsPerToken, ms); null: unknown (not paced to its speech). */
+  readonly speechMsPerToken: number | null;
 }
 
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, ThinkerBatchItem, ThinkerStepOutput> {
@@ -128,6 +130,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
         needsTalker && this.ctx.asyncChunk && args.firstPacketTokens ? Math.max(1, args.firstPacketTokens) : null,
       grammar: args.grammar ? this.openGrammar(msg.requestId, args.grammar) : null,
       logprobs: args.logprobs ?? null,
+      speechMsPerToken: needsTalker && positiveFinite(args.speechMsPerToken) ? args.speechMsPerToken : null,
       prefix: this.prefixes?.claim(
         msg.requestId,
         args.prefix?.key ?? null,
@@ -210,6 +213,16 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     if (!req || req.holdAfterTokens === null) return;
     req.holdAfterTokens = null;
     this.refreshAvailable(req);
+  }
+
+  /** Speech lead: a spoken answer's text is its speech to come (src/sched/SpeechLead.ts). */
+  protected override pacesSpeech(): boolean {
+    return true;
+  }
+
+  protected override speechMadeMs(requestId: string): number | null {
+    const req = this.requests.get(requestId);
+    return req?.speechMsPerToken ? req.generated.length * req.speechMsPerToken : null;
   }
 
   protected override freeState(req: ThinkerRequest): void {
@@ -468,4 +481,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       ...(first && this.prefixes ? { promptBlocks: this.prefixes.promptBlocks(req) } : {}),
     };
   }
+}
+
+function positiveFinite(x: number | undefined): x is number {
+  return typeof x === 'number' && Number.isFinite(x) && x > 0;
 }

@@ -7,7 +7,16 @@ import { closed, generatedCommon, int, optional, transformer, camelSizes } from 
 import { presets } from '../generator/presets.ts';
 import { MIN_BYTE_VOCAB_SIZE } from '../../src/tokenizer/ByteTokenizer.ts';
 import { checkHeads, generatedModel } from '../presetFamily.ts';
-import { defineStageKind, runnerFacts, runnerStage, type KindLookup, type TextFeed } from '../StageKindDescriptor.ts';
+import {
+  defineStageKind,
+  factsIn,
+  runnerFacts,
+  runnerStage,
+  type AddArgsContext,
+  type KindLookup,
+  type TextFeed,
+} from '../StageKindDescriptor.ts';
+import { TalkerFactsSchema } from '../talker/protocol.ts';
 import { thinkerStatsOf, type ThinkerArgs, type ThinkerFacts } from './protocol.ts';
 
 const modelYaml = Type.Object(
@@ -33,6 +42,7 @@ export const thinker = defineStageKind<ThinkerArgs>({
     ...(ctx.firstPacketTokens !== undefined ? { firstPacketTokens: ctx.firstPacketTokens } : {}),
     ...(ctx.request.grammar ? { grammar: ctx.request.grammar } : {}),
     ...(ctx.request.logprobs !== undefined ? { logprobs: ctx.request.logprobs } : {}),
+    ...speechPerToken(ctx),
   }),
 
   resolveGeneratedModel: (ctx, problems) =>
@@ -92,4 +102,10 @@ function factsOf(runner: ThinkerRunner): ThinkerFacts {
     ...runnerFacts('thinker', runner, ['vocabSize', 'hiddenSize', 'eosTokenId', 'kvBytesPerToken']),
     ...(lacks.length > 0 ? { lacks } : {}),
   };
+}
+
+/** A spoken answer's audio per text token (its Talker's frames per token times a frame's): speech lead reads it. */
+function speechPerToken(ctx: AddArgsContext): Pick<ThinkerArgs, 'speechMsPerToken'> {
+  const framesPerToken = ctx.chosenFacts.map((f) => factsIn(TalkerFactsSchema, f)?.framesPerToken).find(Boolean);
+  return ctx.playback && framesPerToken ? { speechMsPerToken: framesPerToken * ctx.playback.frameMs } : {};
 }

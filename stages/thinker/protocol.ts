@@ -27,6 +27,8 @@ export interface ThinkerArgs {
   readonly grammar?: GrammarSpec;
   /** The request asked for logprobs (GenerateRequest.logprobs): the top alternatives to report with each (0-20). */
   readonly logprobs?: number;
+  /** A spoken answer: the audio each of its tokens voices (ms), which speech lead reads (src/sched/SpeechLead.ts). */
+  readonly speechMsPerToken?: number;
 }
 
 /** With an EC store: items taken from its own copies, from Redis, or lost; copies held. */

@@ -207,6 +207,8 @@ export const testGraph: StageGraph = {
     ttfpTargetMs: null,
     firstPacketHold: true,
     firstAudioFirst: true,
+    speechLeadMs: null,
+    speechLeadMinAnswers: 12,
   },
   stages: [
     stage('thinker', 'thinker', null, 'text'),

@@ -74,6 +74,8 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
       ttfpTargetMs: null,
       firstPacketHold: true,
       firstAudioFirst: true,
+      speechLeadMs: null,
+      speechLeadMinAnswers: 12,
     },
     asyncChunk: true,
     scheduling: 'fifo',

@@ -91,6 +91,8 @@ describe('defaults and resolution', () => {
       ttfpTargetMs: null,
       firstPacketHold: true,
       firstAudioFirst: true,
+      speechLeadMs: 10_000,
+      speechLeadMinAnswers: 12,
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({

@@ -86,6 +86,8 @@ describe('chunk policy', () => {
     ttfpTargetMs: null,
     firstPacketHold: true,
     firstAudioFirst: true,
+    speechLeadMs: null,
+    speechLeadMinAnswers: 12,
   };
 
   it('grows the initial chunk with load, and lets a request override it', () => {

@@ -76,6 +76,8 @@ describe('talker2code2wav', () => {
     ttfpTargetMs: null,
     firstPacketHold: true,
     firstAudioFirst: true,
+    speechLeadMs: null,
+    speechLeadMinAnswers: 12,
   };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 

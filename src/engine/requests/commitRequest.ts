@@ -149,11 +149,14 @@ export function handleOf(
 }
 
 /**
- * First audio first (chunk_policy.first_audio_first): the Thinker hears every spoken answer's first audio, not only a
- * held one's (a held request's release already tells it), so it knows which answers speak and which still wait for
- * theirs (src/sched/FirstAudioFirst.ts; the Talker and Code2Wav see their own first output go). After the first
+ * First audio first (chunk_policy.first_audio_first) and speech lead (speech_lead_ms): the Thinker hears every spoken
+ * answer's first audio, not only a held one's (a held request's release already tells it), so it knows which answers
+ * speak, since when, and which still wait for theirs (src/sched/FirstAudioFirst.ts, SpeechLead.ts; the Talker and
+ * Code2Wav see their own first output go). After the first
  * packet's event, off its path; only the kinds that hear it `always` are woken.
  */
 function tellEveryFirstAudio(graph: StageGraph, record: RequestRecord, pool: StagePool): void {
-  if (graph.chunkPolicy.firstAudioFirst) record.stream.onAudioStarted ??= () => tellFirstAudio(pool, record, true);
+  const policy = graph.chunkPolicy;
+  if (policy.firstAudioFirst || policy.speechLeadMs !== null)
+    record.stream.onAudioStarted ??= () => tellFirstAudio(pool, record, true);
 }
