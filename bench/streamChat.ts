@@ -2,10 +2,14 @@
  * Streamed chat completions as the standalone scripts send them (bench/admission, bench/video, the cache probe):
  * the events of a response's body as they arrive, a spoken answer timed from its send, and a text answer's TTFT.
  */
+import { pcm16SamplesInBase64 } from './ttfp/clients/BenchClient.ts';
+
+/** Streamed chat audio is 24 kHz mono pcm16. */
+const CHAT_AUDIO_RATE_HZ = 24_000;
 
 /** A chat completion chunk, as far as the scripts read it. */
 export interface ChatChunk {
-  readonly error?: { readonly code: string };
+  readonly error?: { readonly code: string; readonly message?: string };
   readonly choices?: readonly {
     readonly delta?: { readonly content?: string | null; readonly audio?: { data?: string } };
   }[];
@@ -37,7 +41,7 @@ export interface StreamedChat {
   readonly firstAudioMs: number | null;
   readonly endMs: number;
   readonly retryAfter: string | null;
-  /** Error codes of error events in the stream (a 200 that failed on the way). */
+  /** Error codes of error events in the stream (a 200 that failed on the way), each with its message. */
   readonly errors: readonly string[];
   readonly done: boolean;
 }
@@ -46,8 +50,8 @@ export interface ChatOptions {
   readonly url: string;
   readonly maxTokens: number;
   readonly prompt: string;
-  /** Each audio delta's arrival, in ms from the send. */
-  readonly onAudio?: (atMs: number) => void;
+  /** Each audio delta's arrival, in ms from the send, and the audio it carries (ms). */
+  readonly onAudio?: (atMs: number, durationMs: number) => void;
 }
 
 export async function streamChat(o: ChatOptions): Promise<StreamedChat> {
@@ -77,11 +81,12 @@ export async function streamChat(o: ChatOptions): Promise<StreamedChat> {
       done = true;
       continue;
     }
-    if (event.error) errors.push(event.error.code);
-    if (event.choices?.[0]?.delta?.audio?.data) {
+    if (event.error) errors.push(`${event.error.code}: ${event.error.message ?? ''}`);
+    const audio = event.choices?.[0]?.delta?.audio?.data;
+    if (audio) {
       const atMs = since();
       firstAudioMs ??= atMs;
-      o.onAudio?.(atMs);
+      o.onAudio?.(atMs, (pcm16SamplesInBase64(audio) / CHAT_AUDIO_RATE_HZ) * 1000);
     }
   }
   return { ...head, firstAudioMs, endMs: since(), errors, done };

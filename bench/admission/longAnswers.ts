@@ -4,7 +4,9 @@
  * `--after-s` seconds, `--newcomers` short chats are sent `--gap-s` apart. When the long answers have ended, the
  * unloaded TTFP is measured on the idle server (the median of `--alone` short chats, after one to warm). Each
  * newcomer must hear its first audio within 2x that or be refused with 429 + Retry-After within 50 ms; no response
- * may be a 5xx or fail mid-stream. A client of a running server only:
+ * may be a 5xx or fail mid-stream. Beside the goal it prints the long answers' underruns (a player that starts at each
+ * one's first audio, bench/ttfp/metrics.ts) and ends, and one long answer's end alone on the idle server (speech lead,
+ * docs/scheduling.md, paces the sixteen to their speech; alone it must not). A client of a running server only:
  *
  *   chorus serve --port 8000 &   # the shipped pipeline as is (bench/README.md)
  *   node --import tsx bench/admission/longAnswers.ts --url http://127.0.0.1:8000
@@ -14,6 +16,7 @@ import { loadavg } from 'node:os';
 import { streamChat, type StreamedChat } from '../streamChat.ts';
 import { median } from '../common.ts';
 import { scriptFlags } from '../scriptFlags.ts';
+import { simulatePlayer, type AudioArrival } from '../ttfp/metrics.ts';
 
 const v = scriptFlags({
   url: 'http://127.0.0.1:8000',
@@ -24,6 +27,7 @@ const v = scriptFlags({
   alone: 3,
   'after-s': 8,
   'gap-s': 2,
+  'long-alone': 1,
 });
 const url = v.url.replace(/\/$/, '');
 const REFUSAL_BOUND_MS = 50;
@@ -65,7 +69,12 @@ async function main(): Promise<void> {
     alone.push(r.firstAudioMs);
   }
   const unloadedTtfpMs = median(alone);
+  const longAlone: number[] = [];
+  for (let i = 0; i < v['long-alone']; i++) longAlone.push((await longAnswer(longCount + i, Infinity, () => {})).endMs);
   const all = [...newcomers, ...longDone];
+  const stalls = longArrivals.slice(0, longCount).map((a) => simulatePlayer(a));
+  const audioSeconds = longArrivals.slice(0, longCount).map((a) => a.reduce((n, c) => n + c.durationMs, 0) / 1000);
+  const maxEnd = Math.max(...longDone.map((l) => l.endMs));
   const served = newcomers.filter((n) => n.status === 200 && n.errors.length === 0 && n.firstAudioMs !== null);
   const refused = newcomers.filter((n) => n.status === 429);
   const summary = {
@@ -76,6 +85,12 @@ async function main(): Promise<void> {
     fiveXx: all.filter((r) => r.status >= 500).length,
     failedMidStream: all.filter((r) => r.errors.length > 0).map((r) => r.errors.join()),
     longCompleted: longDone.filter((l) => l.done && l.errors.length === 0).length,
+    longUnderruns: stalls.reduce((n, st) => n + st.underruns, 0),
+    longWithUnderruns: stalls.filter((st) => st.underruns > 0).length,
+    longWorstStallMs: round(Math.max(0, ...stalls.map((st) => st.worstStallMs))),
+    longEndS: { median: round(median(longDone.map((l) => l.endMs)) / 1000), max: round(maxEnd / 1000) },
+    longAudioS: round(median(audioSeconds)),
+    longAloneEndS: longAlone.map((ms) => round(ms / 1000)),
     longRetries,
     longSpeakingAtNewcomers: liveAtNewcomers,
     load1m: { start: round(loadAtStart), end: round(loadavg()[0]) },
@@ -96,17 +111,22 @@ let longRetries = 0;
 let speakingCount = 0;
 const speakingNow = () => speakingCount;
 const liveAtNewcomers: number[] = [];
+/** Each long answer's audio deltas as they arrived (its last try's), by index. */
+const longArrivals: AudioArrival[][] = [];
 
 /** One long answer, retried after its Retry-After while refused; `speaking()` once it has spoken for `afterMs`. */
 async function longAnswer(index: number, afterMs: number, speaking: () => void): Promise<StreamedChat> {
   for (;;) {
     let firstMs: number | null = null;
     let counted = false;
+    const arrivals: AudioArrival[] = [];
+    longArrivals[index] = arrivals;
     const r = await streamChat({
       url,
       maxTokens: v['long-tokens'],
       prompt: `tell me a long story, number ${index}`,
-      onAudio: (atMs) => {
+      onAudio: (atMs, durationMs) => {
+        arrivals.push({ atMs, durationMs });
         if (firstMs === null) speakingCount++;
         firstMs ??= atMs;
         if (counted || atMs - firstMs < afterMs) return;
