@@ -2,7 +2,7 @@
  * The `add` each chosen stage instance gets when main admits a request (src/engine/stageAdds.ts): in graph order
  * (producers first), the prompt and media plan only to the entry stage, each encoder its own items, outputs wired
  * to main, encoder deadlines from their timeout, and chunks without left context only when the chosen Code2Wav
- * instance said it keeps vocoder state.
+ * instance said it keeps vocoder state, and the Thinker the audio a spoken answer's token voices (speech lead).
  */
 import { describe, expect, it } from 'vitest';
 import type { GenerateRequest } from '../../src/common/engine.ts';
@@ -22,6 +22,10 @@ function chosenFor(stageIds: readonly string[], statefulVocoder: boolean): Map<s
     stageIds.map((id) => {
       const index = graph.stages.findIndex((s) => s.stageId === id);
       const slot = newSlot(graph, index, 0, `${id}#0`);
+      if (id === 'talker') {
+        const facts = { kind: 'talker', conditionDim: 8, numCodebooks: 16, framesPerToken: 2, kvBytesPerToken: 8 };
+        slot.worker = { settings: { facts } } as unknown as StageWorkerHandle;
+      }
       if (id === 'code2wav') {
         const facts = { kind: 'code2wav', numCodebooks: 16, sampleRateHz: 24_000, samplesPerFrame: 1920 };
         slot.worker = {
@@ -33,7 +37,9 @@ function chosenFor(stageIds: readonly string[], statefulVocoder: boolean): Map<s
   );
 }
 
-function admit(statefulVocoder: boolean, media: RequestMediaPlan | null = null) {
+const PLAYBACK = { firstPacketDeadlineMs: 1_250, ttfpTargetMs: null, frameMs: 80, downstreamMs: 0 };
+
+function admit(statefulVocoder: boolean, media: RequestMediaPlan | null = null, playback?: typeof PLAYBACK) {
   const stages = stagesFor(graph, request.modalities, media ? ['audio'] : []);
   const chosen = chosenFor(
     stages.map((s) => s.stageId),
@@ -52,7 +58,7 @@ function admit(statefulVocoder: boolean, media: RequestMediaPlan | null = null) 
     upstreamOf: upstreamSources(graph, chosen, 1_000),
     liveRequests: 1,
     firstChunkDeadline: 31_000,
-    playback: undefined,
+    playback,
   });
 }
 
@@ -71,6 +77,12 @@ describe('stageAdds', () => {
     expect(code2wav.downstream).toEqual([{ instance: 'main', stageId: 'main' }]);
     expect(code2wav.upstreams).toEqual([{ instance: 'talker#0', stageId: 'talker' }]);
     expect(talkerArgs(talker).codecLeftContextFrames).toBeUndefined(); // a stateless vocoder needs the context
+  });
+
+  it("tells the Thinker a spoken answer's audio per token (speech lead): Talker frames per token x a frame", () => {
+    const thinker = (playback?: typeof PLAYBACK) => thinkerArgs(admit(false, null, playback)[0].add);
+    expect(thinker(PLAYBACK).speechMsPerToken).toBe(2 * 80);
+    expect(thinker().speechMsPerToken).toBeUndefined(); // no playback plan: no audio out, nothing to pace
   });
 
   it('sends chunks without left context when the chosen Code2Wav keeps vocoder state', () => {
