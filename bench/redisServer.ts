@@ -104,6 +104,21 @@ export class RedisServer {
     return (await this.cli('--scan')).split('\n').filter((k) => k.length > 0);
   }
 
+  /** SIGSTOP: Redis stops answering, its connections stay open (a stalled server). `resume()` undoes it. */
+  pause(): void {
+    if (this.#alive()) this.#child!.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after pause(); nothing once it was killed. */
+  resume(): void {
+    if (this.#alive()) this.#child!.kill('SIGCONT');
+  }
+
+  #alive(): boolean {
+    const child = this.#child;
+    return child !== null && child.exitCode === null && child.signalCode === null;
+  }
+
   /** SIGKILL, as a crash would. */
   async kill(): Promise<void> {
     const child = this.#child;

@@ -282,6 +282,9 @@ describe('redis connector across a redis-server outage', () => {
   });
   afterAll(() => server?.stop());
   expectNoKeysAfterEach(() => server);
+  // A paused Redis (freeze below) resumes before the key check (after-each hooks run last-registered first) and
+  // before the connectors close (after the after-each hooks): both need it to answer.
+  afterEach(() => server.resume());
 
   it('fails gets and puts promptly while Redis is down and works again, same objects, once it is back', async () => {
     const producer = await open(server.url, TALKER);
@@ -320,6 +323,40 @@ describe('redis connector across a redis-server outage', () => {
     await producer.put(TALKER, CODE2WAV, key('after', 1), bytes(4096, 4), later());
     expectSameBytes(await consumer.get(TALKER, CODE2WAV, key('after', 1), later()), bytes(4096, 4));
     await expect.poll(() => producer.inflightBytes(TALKER, CODE2WAV)).toBe(0);
+  });
+
+  /** Redis stops answering (SIGSTOP) with its connections open: no error, no reply, until it resumes. */
+  function freeze(): () => void {
+    server.pause();
+    return () => server.resume();
+  }
+
+  it('fails a put Redis never confirms at its deadline; the late push is credited once, by its ack', async () => {
+    const producer = await open(server.url, TALKER);
+    const first = bytes(1000, 1);
+    await producer.put(TALKER, GHOST, key('stalled', 0), first, later());
+    const held = producer.inflightBytes(TALKER, GHOST);
+
+    const thaw = freeze();
+    const start = Date.now();
+    const failed = await rejection(producer.put(TALKER, GHOST, key('stalled', 1), bytes(2000, 2), start + 500));
+    expect(failed.code).toBe('CHORUS_ERR_TRANSPORT_UNAVAILABLE');
+    expect(failed.message).toContain('did not confirm the push');
+    expect(Date.now() - start).toBeLessThan(5000); // at its deadline, not whenever Redis answers
+    // Its fate is unknown: its bytes stay counted until an ack or a refusal says what became of it.
+    const withStalled = producer.inflightBytes(TALKER, GHOST);
+    expect(withStalled).toBeGreaterThan(held + 2000);
+
+    thaw();
+    await expect.poll(() => server.cli('llen', listOf('stalled', GHOST)), { timeout: 10_000 }).toBe('2\n');
+    // The push's late reply (success) credits nothing; the ack of the consumer that takes both frames credits them.
+    const ghost = await open(server.url, GHOST);
+    const last = bytes(10, 3);
+    await producer.put(TALKER, GHOST, key('stalled', 2), last, later()); // rings GHOST's bell: it pops the list
+    expectSameBytes(await ghost.get(TALKER, GHOST, key('stalled', 0), later()), first);
+    expectSameBytes(await ghost.get(TALKER, GHOST, key('stalled', 1), later()), bytes(2000, 2));
+    expectSameBytes(await ghost.get(TALKER, GHOST, key('stalled', 2), later()), last);
+    await expect.poll(() => producer.inflightBytes(TALKER, GHOST)).toBe(0);
   });
 });
 

@@ -90,4 +90,23 @@ describe('redis connector I/O thread', () => {
     producer.cleanup('crash');
     await consumer.close();
   });
+
+  it('fails a put its thread never answers at its deadline, and one out when the link goes down at once', async () => {
+    const producer = await open(server.url, TALKER);
+    producer.muteIoThreadForTest();
+    const start = Date.now();
+    const unanswered = await codeOf(producer.put(TALKER, CODE2WAV, key('mute', 0), new Uint8Array(8), start + 300));
+    expect(unanswered).toBe('CHORUS_ERR_TRANSPORT_UNAVAILABLE');
+    expect(Date.now() - start).toBeLessThan(5000);
+    // Nobody knows whether it reached Redis: its bytes stay counted (an ack would credit them, a refusal give back).
+    expect(producer.inflightBytes(TALKER, CODE2WAV)).toBeGreaterThan(8);
+
+    const cutStart = Date.now();
+    const cut = codeOf(producer.put(TALKER, CODE2WAV, key('mute', 1), new Uint8Array(8), cutStart + 30_000));
+    await server.kill();
+    expect(await cut).toBe('CHORUS_ERR_TRANSPORT_UNAVAILABLE');
+    expect(Date.now() - cutStart).toBeLessThan(15_000); // the link going down told it, not its 30 s deadline
+    expect(producer.inflightBytes(TALKER, CODE2WAV)).toBe(0); // the outage started the credit over
+    await server.restart();
+  });
 });

@@ -91,12 +91,14 @@ export class RedisConnector implements Connector {
       if (this.#closed) throw closedError();
       edge.inflight += bytes;
       edge.byRequest.set(requestId, (edge.byRequest.get(requestId) ?? 0) + bytes);
-      try {
-        await this.#io.push(requestId, to, element);
-      } catch (err) {
+      // The put ends at its deadline even if the I/O thread or Redis never answers (a stalled thread, a Redis that
+      // stopped replying). Its bytes stay counted until the push's fate is known: a refusal gives them back, a frame
+      // that did reach Redis is credited by its consumer's ack, so the edge is never credited twice.
+      const pushed = this.#io.push(requestId, to, element).catch((err: unknown) => {
         this.#credit(edge, requestId, bytes);
         throw err;
-      }
+      });
+      await raceDeadline(pushed, deadline, () => unconfirmed(key, from, to));
     };
     // Fast path: nothing waits for credit on this edge and this frame fits. The push is written now, not after the
     // previous put's reply: one connection keeps Redis's order, and a producer busy computing between its puts
@@ -149,6 +151,11 @@ export class RedisConnector implements Connector {
     this.#io.crashForTest();
   }
 
+  /** Tests only: the I/O thread takes pushes and never answers them (a stalled thread: the put deadline path). */
+  muteIoThreadForTest(): void {
+    this.#io.muteForTest();
+  }
+
   /** Bytes this process has pushed and nobody has popped yet, per edge (tests, stats). */
   inflightBytes(from: string, to: string): number {
     return this.#out.get(`${from}->${to}`)?.inflight ?? 0;
@@ -156,10 +163,16 @@ export class RedisConnector implements Connector {
 
   #onAck(to: string, bytes: number, requestId: string): void {
     const edge = this.#out.get(`${this.self}->${to}`);
-    if (edge) this.#credit(edge, requestId, Math.min(bytes, edge.byRequest.get(requestId) ?? 0));
+    if (edge) this.#credit(edge, requestId, bytes);
   }
 
-  #credit(edge: OutEdge, requestId: string, bytes: number): void {
+  /**
+   * Gives back up to `bytes` of the request's count: never more than it still holds, since an ack, a failed push and
+   * cleanup() can each speak for the same bytes (a push that fails after its request was cleaned up, an ack after
+   * an outage reset the count).
+   */
+  #credit(edge: OutEdge, requestId: string, credited: number): void {
+    const bytes = Math.min(credited, edge.byRequest.get(requestId) ?? 0);
     if (bytes <= 0) return;
     const left = (edge.byRequest.get(requestId) ?? 0) - bytes;
     if (left > 0) edge.byRequest.set(requestId, left);
@@ -232,6 +245,14 @@ function backpressure(key: string, from: string, to: string): ChorusError {
     ErrorCodes.BACKPRESSURE_TIMEOUT,
     `put of ${key} on edge ${from}->${to} waited past its deadline for the consumer to take earlier frames out of ` +
       'Redis (max_edge_bytes reached)',
+  );
+}
+
+function unconfirmed(key: string, from: string, to: string): ChorusError {
+  return new ChorusError(
+    ErrorCodes.TRANSPORT_UNAVAILABLE,
+    `put of ${key} on edge ${from}->${to}: Redis did not confirm the push before the put's deadline (Redis or the ` +
+      "connector's I/O thread is not answering); the frame may still arrive. Check redis-server and this host's load",
   );
 }
 

@@ -56,8 +56,7 @@ export class RedisIo {
         exit: (error) => {
           const wasUp = io.#up;
           io.#up = false;
-          for (const push of io.#pushes.values()) push.reject(io.#closing ? closedError() : error);
-          io.#pushes.clear();
+          io.#failPushes(io.#closing ? closedError() : error);
           reject(error); // no-op once ready
           if (wasUp && !io.#closing) events.onDown(error);
         },
@@ -70,7 +69,11 @@ export class RedisIo {
     return this.#up && !this.#closing;
   }
 
-  /** Pushes `element` (moved to the thread: the caller must not touch it again); resolves once Redis has it. */
+  /**
+   * Pushes `element` (moved to the thread: the caller must not touch it again); resolves once Redis has it, rejects
+   * when Redis refused it, the link went down or the thread exited. No deadline here: the caller races its own, and
+   * the outcome that comes after it still tells whether the frame reached Redis.
+   */
   push(requestId: string, to: string, element: Uint8Array): Promise<void> {
     const id = this.#nextId++;
     return new Promise<void>((resolve, reject) => {
@@ -98,6 +101,16 @@ export class RedisIo {
     this.#post({ type: 'crashForTest' });
   }
 
+  /** Tests only: the thread takes pushes and never answers them, as a stalled thread would. */
+  muteForTest(): void {
+    this.#post({ type: 'muteForTest' });
+  }
+
+  #failPushes(err: Error): void {
+    for (const push of this.#pushes.values()) push.reject(err);
+    this.#pushes.clear();
+  }
+
   #post(msg: ToRedisIo, transfer: ArrayBuffer[] = []): void {
     this.#worker.postMessage(msg, transfer);
   }
@@ -117,10 +130,16 @@ export class RedisIo {
       case 'ack':
         events.onAck(msg.to, msg.bytes, msg.requestId);
         return;
-      case 'down':
+      case 'down': {
         this.#up = false;
-        events.onDown(deserializeError(msg.error));
+        const error = deserializeError(msg.error);
+        // A push out when the link broke may never be answered (node-redis fails what it still holds, but nothing
+        // obliges a reply): its put fails now, as a put made while down does. It may have reached Redis; the
+        // connector starts its credit over on this same report.
+        this.#failPushes(error);
+        events.onDown(error);
         return;
+      }
       case 'up':
         this.#up = true;
         return;

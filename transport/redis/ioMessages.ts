@@ -29,7 +29,9 @@ export type ToRedisIo =
   /** Close both connections and exit. */
   | { readonly type: 'close' }
   /** Tests only: throw from the message loop, as a bug in the thread would (the crash path). */
-  | { readonly type: 'crashForTest' };
+  | { readonly type: 'crashForTest' }
+  /** Tests only: take pushes and never answer them, as a stalled thread would (the put deadline path). */
+  | { readonly type: 'muteForTest' };
 
 /** One popped frame, already acked to its producer. */
 export interface PoppedFrame {

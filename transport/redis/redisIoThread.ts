@@ -30,6 +30,7 @@ class RedisIoThread {
   // In a Cluster the bell may leave from another node than the list's shard: publish only once the push is done.
   readonly #cluster: boolean;
   #closing = false;
+  #muted = false;
 
   constructor(
     private readonly port: MessagePort,
@@ -50,6 +51,7 @@ class RedisIoThread {
   onMessage(msg: ToRedisIo): void {
     switch (msg.type) {
       case 'push':
+        if (this.#muted) return;
         this.#push(
           msg.requestId,
           msg.to,
@@ -69,6 +71,9 @@ class RedisIoThread {
         return;
       case 'crashForTest':
         throw new Error('redis I/O thread crashed (test)');
+      case 'muteForTest':
+        this.#muted = true;
+        return;
     }
   }
 
