@@ -43,7 +43,11 @@ function expectSameBytes(got: Uint8Array, want: Uint8Array): void {
   expect(Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(want)).toBe(true);
 }
 
-/** A connector closed when the test ends, whatever happened in it. */
+/**
+ * A connector closed when the test ends, whatever happened in it. A test opens its connectors together: each starts an
+ * I/O thread that loads tsx and node-redis, seconds under load, and four opened in turn took about twice as long as
+ * four at once (10-14 s against 4.5-5.8 s at load 8-13); in turn, the first tests passed vitest's 60 s at load ~25.
+ */
 async function open(url: string, self: string, overrides: Partial<RedisConnectorOptions> = {}) {
   const connector = await RedisConnector.open(self, { ...BASE, url, ...overrides });
   onTestFinished(() => connector.close());
@@ -77,8 +81,7 @@ describe('redis connector on one redis-server', () => {
   expectNoKeysAfterEach(() => server);
 
   it('round-trips multi-part frames byte for byte, with the get before or after the put', async () => {
-    const producer = await open(server.url, TALKER);
-    const consumer = await open(server.url, CODE2WAV);
+    const [producer, consumer] = await Promise.all([open(server.url, TALKER), open(server.url, CODE2WAV)]);
     const parts = [bytes(7, 1), new Uint8Array(0), bytes(300 * 1024, 2), bytes(1, 3)];
     const early = consumer.get(TALKER, CODE2WAV, key('resp_1', 0), later());
     await producer.put(TALKER, CODE2WAV, key('resp_1', 0), parts, later());
@@ -89,10 +92,9 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('keeps requests and edges apart: interleaved puts, gets in reverse order', async () => {
-    const talker = await open(server.url, TALKER);
-    const thinker = await open(server.url, THINKER);
-    const code2wav0 = await open(server.url, CODE2WAV);
-    const code2wav1 = await open(server.url, 'code2wav#1');
+    const [talker, thinker, code2wav0, code2wav1] = await Promise.all(
+      [TALKER, THINKER, CODE2WAV, 'code2wav#1'].map((self) => open(server.url, self)),
+    );
     // The same key on different edges carries different bytes: a frame must come out of its own edge only.
     const sends: { producer: RedisConnector; from: string; to: string; consumer: RedisConnector; k: string }[] = [];
     for (let seq = 0; seq < 4; seq++) {
@@ -110,8 +112,7 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('consumes once: a got frame leaves nothing in Redis and is not handed out twice', async () => {
-    const producer = await open(server.url, TALKER);
-    const consumer = await open(server.url, CODE2WAV);
+    const [producer, consumer] = await Promise.all([open(server.url, TALKER), open(server.url, CODE2WAV)]);
     await producer.put(TALKER, CODE2WAV, key('once', 0), bytes(4096, 9), later());
     expectSameBytes(await consumer.get(TALKER, CODE2WAV, key('once', 0), later()), bytes(4096, 9));
     expect(await server.keys()).toEqual([]);
@@ -287,8 +288,7 @@ describe('redis connector across a redis-server outage', () => {
   afterEach(() => server.resume());
 
   it('fails gets and puts promptly while Redis is down and works again, same objects, once it is back', async () => {
-    const producer = await open(server.url, TALKER);
-    const consumer = await open(server.url, CODE2WAV);
+    const [producer, consumer] = await Promise.all([open(server.url, TALKER), open(server.url, CODE2WAV)]);
     await producer.put(TALKER, CODE2WAV, key('before', 0), bytes(4096, 1), later());
     expectSameBytes(await consumer.get(TALKER, CODE2WAV, key('before', 0), later()), bytes(4096, 1));
 
@@ -372,8 +372,7 @@ describe('redis connector on a 3-node Redis Cluster', () => {
   });
 
   it('round-trips frames of 30 requests', async () => {
-    const producer = await open(cluster.url, TALKER);
-    const consumer = await open(cluster.url, CODE2WAV);
+    const [producer, consumer] = await Promise.all([open(cluster.url, TALKER), open(cluster.url, CODE2WAV)]);
     const ids = Array.from({ length: 30 }, (_, i) => `req-${i}`);
     await Promise.all(ids.map((id, i) => producer.put(TALKER, CODE2WAV, key(id, 0), bytes(2048, i), later())));
     const got = await Promise.all(ids.map((id) => consumer.get(TALKER, CODE2WAV, key(id, 0), later())));
