@@ -41,7 +41,7 @@ export const defaults = {
     ttfpTargetMs: null, // no default TTFP target: the dynamic initial chunk decides
     firstPacketHold: true, // at light load the Thinker waits for a request's first audio (chunkPolicy.ts)
     firstAudioFirst: true, // speaking answers' steps wait while a newcomer's first audio is on its way (bounded)
-    speechLeadMs: 10_000, // with many answers speaking, a text 10 s ahead of its speech waits (src/sched/SpeechLead.ts)
+    speechLeadMs: null, // off: 10_000 paced 16 long answers, and quiet it did not help (bench/NOTES.md, Speech lead)
     speechLeadMinAnswers: 12, // three quarters of the Thinker's 16 seats: c=10 and fewer are never paced
   },
   engine: {

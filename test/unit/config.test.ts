@@ -91,7 +91,7 @@ describe('defaults and resolution', () => {
       ttfpTargetMs: null,
       firstPacketHold: true,
       firstAudioFirst: true,
-      speechLeadMs: 10_000,
+      speechLeadMs: null,
       speechLeadMinAnswers: 12,
     });
     const [t, k, c] = graph.stages;
