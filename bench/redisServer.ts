@@ -1,21 +1,16 @@
 /**
  * A real redis-server for one test file or one bench run: Debian's binary on a free loopback port, with a random
  * password, no persistence, its own temp dir; stopped by pid (never a system service). Lives in bench/ because the
- * bench starts one for remote stages when given no Redis (RemoteStageHost; bench may not import test/);
- * test/helpers/redisServer.ts re-exports it for the tests, and joins three of them into a Cluster.
+ * bench starts one for remote stages when given no Redis (RemoteStageHost; bench may not import test/). What only
+ * the tests do to a server (redis-cli, pause, restart, Cluster mode, maxmemory) is test/helpers/redisServer.ts's
+ * subclass.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
-
-/** A Redis Cluster node's bus listens on its port + this. */
-const CLUSTER_BUS_OFFSET = 10_000;
 
 /** A loopback port free right now (and, with `alsoFreeAt`, port + alsoFreeAt free too). */
 export async function freePort(alsoFreeAt = 0): Promise<number> {
@@ -40,16 +35,17 @@ function listenOnce(port: number): Promise<number> {
 
 export interface RedisServerOptions {
   readonly password?: string;
-  readonly cluster?: boolean;
-  /** e.g. '2mb' with policy noeviction, to test a full Redis. */
-  readonly maxmemory?: string;
   readonly port?: number;
+  /** A port that must be free beside the chosen one, at port + this (a Cluster node's bus). */
+  readonly alsoFreeAt?: number;
+  /** More redis-server arguments, after the ones every server gets; `{dir}` stands for its temp dir. */
+  readonly args?: readonly string[];
 }
 
 export class RedisServer {
-  #child: ChildProcess | null = null;
+  protected child: ChildProcess | null = null;
 
-  private constructor(
+  protected constructor(
     readonly port: number,
     readonly password: string,
     private readonly dir: string,
@@ -61,11 +57,11 @@ export class RedisServer {
     // A port of our choosing can be taken between the probe and the launch, and a Cluster node also binds its bus
     // on port + 10000, which the probe did not check: on "Address already in use", another port.
     for (let attempt = 1; ; attempt++) {
-      const port = options.port ?? (await freePort(options.cluster ? CLUSTER_BUS_OFFSET : 0));
+      const port = options.port ?? (await freePort(options.alsoFreeAt));
       const dir = mkdtempSync(join(tmpdir(), 'chorus-redis-'));
-      const server = new RedisServer(port, password, dir, options);
+      const server = new this(port, password, dir, options);
       try {
-        await server.#launch();
+        await server.launch();
         return server;
       } catch (err) {
         rmSync(dir, { recursive: true, force: true });
@@ -76,7 +72,7 @@ export class RedisServer {
   }
 
   get pid(): number | null {
-    return this.#child?.pid ?? null;
+    return this.child?.pid ?? null;
   }
 
   /** redis://:password@127.0.0.1:port */
@@ -84,54 +80,13 @@ export class RedisServer {
     return `redis://:${this.password}@127.0.0.1:${this.port}`;
   }
 
-  /** Runs redis-cli against this server; returns its output. */
-  async cli(...args: string[]): Promise<string> {
-    const { stdout } = await run('redis-cli', [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(this.port),
-      '--no-auth-warning',
-      '-a',
-      this.password,
-      ...args,
-    ]);
-    return stdout;
-  }
-
-  /** Every key on this node. */
-  async keys(): Promise<string[]> {
-    return (await this.cli('--scan')).split('\n').filter((k) => k.length > 0);
-  }
-
-  /** SIGSTOP: Redis stops answering, its connections stay open (a stalled server). `resume()` undoes it. */
-  pause(): void {
-    if (this.#alive()) this.#child!.kill('SIGSTOP');
-  }
-
-  /** SIGCONT after pause(); nothing once it was killed. */
-  resume(): void {
-    if (this.#alive()) this.#child!.kill('SIGCONT');
-  }
-
-  #alive(): boolean {
-    const child = this.#child;
-    return child !== null && child.exitCode === null && child.signalCode === null;
-  }
-
   /** SIGKILL, as a crash would. */
   async kill(): Promise<void> {
-    const child = this.#child;
+    const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');
     await exited;
-  }
-
-  /** Starts again on the same port (empty: no persistence). */
-  async restart(): Promise<void> {
-    await this.kill();
-    await this.#launch();
   }
 
   async stop(): Promise<void> {
@@ -139,7 +94,8 @@ export class RedisServer {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  async #launch(): Promise<void> {
+  /** Starts redis-server on this port and dir; resolves once it accepts connections. */
+  protected async launch(): Promise<void> {
     const args = [
       '--port',
       String(this.port),
@@ -158,18 +114,9 @@ export class RedisServer {
       '--loglevel',
       'notice',
     ];
-    if (this.options.cluster)
-      args.push(
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        join(this.dir, 'nodes.conf'),
-        '--masterauth',
-        this.password,
-      );
-    if (this.options.maxmemory) args.push('--maxmemory', this.options.maxmemory, '--maxmemory-policy', 'noeviction');
+    args.push(...(this.options.args ?? []).map((a) => a.replaceAll('{dir}', this.dir)));
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.#child = child;
+    this.child = child;
     let output = '';
     // Ready when it says so in its log (loglevel notice prints "Ready to accept connections").
     await new Promise<void>((resolve, reject) => {

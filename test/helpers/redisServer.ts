@@ -1,14 +1,74 @@
 /**
- * The tests' redis-server (the bench's own, bench/redisServer.ts, which starts one for remote stages when given none)
- * and a Cluster of three of them.
+ * The tests' redis-server (the bench's own, bench/redisServer.ts, which starts one for remote stages when given none,
+ * with what only tests do to it: redis-cli, pause, restart, Cluster mode, maxmemory) and a Cluster of three of them.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll } from 'vitest';
 import { chunkKey } from '../../transport/Connector.ts';
 import type { RedisConnectorOptions } from '../../transport/redis/RedisConnector.ts';
-import { RedisServer } from '../../bench/redisServer.ts';
+import { RedisServer as BenchRedisServer, type RedisServerOptions as BenchOptions } from '../../bench/redisServer.ts';
 
-export { freePort, RedisServer, type RedisServerOptions } from '../../bench/redisServer.ts';
+export { freePort } from '../../bench/redisServer.ts';
+
+const run = promisify(execFile);
+
+/** A Redis Cluster node's bus listens on its port + this. */
+const CLUSTER_BUS_OFFSET = 10_000;
+
+export interface RedisServerOptions extends BenchOptions {
+  readonly cluster?: boolean;
+  /** e.g. '2mb' with policy noeviction, to test a full Redis. */
+  readonly maxmemory?: string;
+}
+
+export class RedisServer extends BenchRedisServer {
+  static override async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    const { cluster, maxmemory, ...rest } = options;
+    const password = rest.password ?? randomBytes(12).toString('hex');
+    const args = [...(rest.args ?? [])];
+    if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', '{dir}/nodes.conf');
+    if (cluster) args.push('--masterauth', password);
+    if (maxmemory) args.push('--maxmemory', maxmemory, '--maxmemory-policy', 'noeviction');
+    const alsoFreeAt = cluster ? CLUSTER_BUS_OFFSET : rest.alsoFreeAt;
+    // super.start constructs `this`: the server it returns is this subclass.
+    return (await super.start({ ...rest, password, args, alsoFreeAt })) as RedisServer;
+  }
+
+  /** Runs redis-cli against this server; returns its output. */
+  async cli(...args: string[]): Promise<string> {
+    const auth = ['--no-auth-warning', '-a', this.password];
+    const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(this.port), ...auth, ...args]);
+    return stdout;
+  }
+
+  /** Every key on this node. */
+  async keys(): Promise<string[]> {
+    return (await this.cli('--scan')).split('\n').filter((k) => k.length > 0);
+  }
+
+  /** SIGSTOP: Redis stops answering, its connections stay open (a stalled server). `resume()` undoes it. */
+  pause(): void {
+    if (this.#alive()) this.child!.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after pause(); nothing once it was killed. */
+  resume(): void {
+    if (this.#alive()) this.child!.kill('SIGCONT');
+  }
+
+  /** Starts again on the same port (empty: no persistence). */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.launch();
+  }
+
+  #alive(): boolean {
+    const child = this.child;
+    return child !== null && child.exitCode === null && child.signalCode === null;
+  }
+}
 
 /** Connector options of the transport tests (the url aside). */
 export const CONNECTOR_BASE: Omit<RedisConnectorOptions, 'url'> = {
