@@ -115,7 +115,7 @@ function budgetOfStage(spec: StageSpec): { setting: string; bytes: number } {
   const patches = encoder.video.maxPatchesPerEncode;
   return {
     setting: `encoder.cache_bytes + one encode of max_patches_per_encode ${patches}`,
-    bytes: encoder.cacheBytes + encodeWorkingBytes(patches, vision),
+    bytes: encoder.cacheBytes + encodeWorkingBytes(1, patches, vision) /* as one sequence: an upper bound */,
   };
 }
 

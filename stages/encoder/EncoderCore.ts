@@ -209,8 +209,10 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
    */
   private runReady(ready: readonly { job: Job; input: EncoderInput }[]): void {
     if (ready.length === 0) return;
-    const patches = Math.max(...ready.map((r) => r.job.cost ?? 0));
-    const over = overMemoryCap(this.cap, ready.length, patches);
+    const over = overMemoryCap(
+      this.cap,
+      ready.map((r) => r.input),
+    );
     if (over && ready.length > 1) return this.runAlone(ready);
     if (over) return this.failJob(ready[0].job, over);
     let rows: Float32Array[];

@@ -80,12 +80,13 @@ async function ask(base: string, clip: Buffer | null): Promise<{ status: number;
 
 describe('an encode over the memory cap steps the clip down', () => {
   let server: ServedPipeline | undefined;
-  let big: Buffer; // 15 s of 320 x 240 at fps 2: 30 frames of 252 x 168, 3,240 patches (~586 MiB estimated)
+  // 15 s of 320 x 240 at fps 2: 30 frames of 252 x 168, 3,240 patches (~74 MiB estimated, in 15 temporal groups)
+  let big: Buffer;
 
   beforeAll(async () => {
     big = await makeVideo({ seconds: 15, width: 320, height: 240 });
-    // 64 MiB: a run of 864 patches (7 frames of 252 x 168, ~47 MiB) fits; 1,728 (15 frames, ~170 MiB) does not.
-    server = await serve(`model_preset: tiny\nstages:${ENCODER('64MiB')}${THINKER(2)}\n`);
+    // 32 MiB: 7 frames of 252 x 168 (4 groups of 216 patches, ~20 MiB) fit; 15 (8 groups, ~40 MiB) do not.
+    server = await serve(`model_preset: tiny\nstages:${ENCODER('32MiB')}${THINKER(2)}\n`);
   }, 240_000);
 
   afterAll(async () => {

@@ -256,7 +256,7 @@ describe('EncoderCore', () => {
     });
 
     it('an item over the cap fails with ENCODE_MEMORY before any run; one alone that fails to allocate too', () => {
-      // A 56 x 56 image is 16 patches, ~142 KiB estimated: over 100 kB.
+      // A 56 x 56 image is 16 patches, ~176 KiB estimated: over 100 kB.
       const capped = setup({ batchTimeoutMs: 0, maxEncodeBytes: 100_000 });
       capped.add('r', 1);
       capped.media('r', 0, pngBytes(56, 56, 1), true);
@@ -265,7 +265,7 @@ describe('EncoderCore', () => {
       const [chunk] = capped.adapter.to('thinker#0');
       expect(chunk.body?.kind === 'encoderRows' && chunk.body.error).toMatchObject({
         code: ErrorCodes.ENCODE_MEMORY,
-        message: expect.stringMatching(/^its encode needs ~0\.1 MiB of working memory \(16 patches\), over the/),
+        message: expect.stringMatching(/^its encode needs ~0\.2 MiB of working memory \(16 patches\), over the/),
       });
       const alone = setup({ batchTimeoutMs: 0 });
       alone.runner.allocatesUpTo = 0;
@@ -276,7 +276,7 @@ describe('EncoderCore', () => {
     });
 
     it('the planner never batches past the patches the cap allows', () => {
-      // ~293 kB allows one 16-patch image per run (31 patches), not two padded ones (32).
+      // 300 kB allows one 16-patch image per run (25 patches), not two padded ones (32).
       const { runner, core, add, media, encoderStats } = setup({
         batchTimeoutMs: 0,
         maxBatchSize: 3,

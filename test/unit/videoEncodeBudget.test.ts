@@ -25,18 +25,24 @@ describe('a clip encode', () => {
     expect(clipPatches({ numFrames: 7, width: 56, height: 28 }, DEFAULT_VIDEO_GRID)).toBe(4 * 2 * 4);
   });
 
-  it('estimates at most 10% over the measured peaks, growing with the square of the patches', () => {
-    const measured: [number, number][] = [
-      [800, 37.5],
-      [1600, 139.2],
-      [3240, 543.8],
+  it('estimates a clip as a batch of its groups, at most 10% over the measured peaks', () => {
+    // [groups, patches a group, peak MiB] (encodeMemory.ts): 15 x 216 is a 30-frame 252 x 168 clip.
+    const measured: [number, number, number][] = [
+      [4, 216, 18.1],
+      [8, 216, 36.1],
+      [15, 216, 68.8],
+      [30, 216, 136.9],
+      [15, 108, 24.6],
+      [10, 432, 148.4],
     ];
-    for (const [patches, mib] of measured) {
-      const estimate = encodeWorkingBytes(patches, tinyVision) / MiB;
+    for (const [groups, patches, mib] of measured) {
+      const estimate = encodeWorkingBytes(groups, patches, tinyVision) / MiB;
       expect(estimate).toBeGreaterThanOrEqual(mib);
       expect(estimate).toBeLessThan(mib * 1.1);
     }
-    const ratio = encodeWorkingBytes(4000, tinyVision) / encodeWorkingBytes(2000, tinyVision);
+    // The clip whole (544 MiB measured) would be priced ~9x its groups.
+    expect(encodeWorkingBytes(1, 3240, tinyVision) / encodeWorkingBytes(15, 216, tinyVision)).toBeGreaterThan(8);
+    const ratio = encodeWorkingBytes(1, 4000, tinyVision) / encodeWorkingBytes(1, 2000, tinyVision);
     expect(ratio).toBeGreaterThan(3.8);
   });
 });
