@@ -11,6 +11,8 @@ import { fitPrompt } from '../../src/engine/fitPrompt.ts';
 import type { PreparedPrompt } from '../../src/engine/mediaPrompt.ts';
 import { clipPatches, encodeWorkingBytes } from '../../src/media/video/encodeMemory.ts';
 import { DEFAULT_VIDEO_GRID } from '../../src/media/video/videoGrid.ts';
+import type { EncoderInput } from '../../src/media/types.ts';
+import { overMemoryCap } from '../../stages/encoder/encodeCap.ts';
 
 type VideoPart = Extract<ContentPart, { type: 'video' }>;
 const MiB = 1024 * 1024;
@@ -92,5 +94,25 @@ describe('fitPrompt under max_patches_per_encode', () => {
     );
     const off = refusal({ fallback: null, cell: 28, encode: encode(1000) });
     expect(off.message).toMatch(/is 3456 patches \(encoder.video.fallback is off\)/);
+  });
+});
+
+describe('the memory cap over a run (encodeCap.ts), as the runner cuts it', () => {
+  const cap = {
+    maxRunPatches: Infinity,
+    runBytes: (sequences: number, patches: number) => encodeWorkingBytes(sequences, patches, tinyVision),
+    maxBytes: 100 * MiB,
+    patchesPerRow: 4,
+  };
+  const input = (modality: 'video' | 'image', gridT: number, numPatches: number) =>
+    ({ modality, gridT, numPatches }) as unknown as EncoderInput;
+
+  it('prices a clip by its temporal groups, an image as one sequence, a batch padded to its longest', () => {
+    expect(overMemoryCap(cap, [input('video', 15, 3240)])).toBeNull(); // ~74 MiB in 15 groups
+    expect(overMemoryCap(cap, [input('image', 1, 3240)])?.code).toBe(ErrorCodes.ENCODE_MEMORY); // ~670 MiB whole
+    // Two clips: 30 groups of 216 (~149 MiB), over 100 MiB together though each fits alone.
+    expect(overMemoryCap(cap, [input('video', 15, 3240), input('video', 15, 3240)])?.code).toBe(
+      ErrorCodes.ENCODE_MEMORY,
+    );
   });
 });
