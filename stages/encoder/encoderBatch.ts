@@ -6,6 +6,7 @@
 import * as ort from 'onnxruntime-node';
 import { AUDIO_ENCODER_INPUTS, VISION_ENCODER_INPUTS } from '../models/encoderSignature.ts';
 import type { AudioFeatures, ImagePatches, VideoPatches } from '../../src/media/types.ts';
+import { concatFloat32 } from '../../src/common/arrays.ts';
 
 export function packAudio(items: readonly AudioFeatures[], numMelBins: number): Record<string, ort.Tensor> {
   const maxFrames = Math.max(...items.map((i) => i.numFrames));
@@ -76,9 +77,6 @@ export function runInGroups<T extends { readonly modality: string }>(
   let next = 0;
   return parts.map((p) => {
     const mine = rows.slice(next, (next += p.length));
-    if (mine.length === 1) return mine[0];
-    const joined = new Float32Array(mine.reduce((n, r) => n + r.length, 0));
-    mine.reduce((at, r) => (joined.set(r, at), at + r.length), 0);
-    return joined;
+    return mine.length === 1 ? mine[0] : concatFloat32(mine);
   });
 }
