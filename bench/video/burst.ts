@@ -52,11 +52,18 @@ function burstConfig(text: string, sync: boolean): string {
   return doc.toString();
 }
 
-function textQuestion(round: number, i: number) {
-  return {
-    max_tokens: 2,
-    messages: [{ role: 'user', content: `Burst ${round}, question ${i}: name a colour and a city you like.` }],
-  };
+/**
+ * Each arm's prompts are its own, and every text's differs from its first tokens: the arms of a round run on one
+ * server, and when the text arm's prompts were the async arm's, each of its texts adopted 48 of its 54 positions
+ * from its twin's KV in the prefix cache (its steps prefilled 6-7 positions a text against the async arm's 38-54:
+ * bench/NOTES.md), so the figure compared a cached burst with an uncached one. Now no text of any arm shares a
+ * prefix-cache block with another request (the index comes before the 16th token), whatever the arrival order.
+ */
+const ARM_TAG: Readonly<Record<Arm, string>> = { async: 'A', sync: 'S', text: 'T', alone: 'L' };
+
+function textQuestion(arm: Arm, round: number, i: number) {
+  const content = `${i} of burst ${round}${ARM_TAG[arm]}, a question: name a colour and a city you like.`;
+  return { max_tokens: 2, messages: [{ role: 'user', content }] };
 }
 
 interface BurstResult {
@@ -128,8 +135,8 @@ async function burst(
 ): Promise<BurstResult> {
   const bodies = Array.from({ length: arm === 'alone' ? 1 : requests }, (_, i) =>
     i === 0 && arm !== 'text'
-      ? videoQuestion(clip, `Burst ${round}: what happens in this clip?`, { textFirst: true })
-      : textQuestion(round, i),
+      ? videoQuestion(clip, `Burst ${round}${ARM_TAG[arm]}: what happens in this clip?`, { textFirst: true })
+      : textQuestion(arm, round, i),
   );
   // A request that fails (a first-chunk deadline passed while the Thinker stalled) counts as failed, not as a time.
   const send = (b: unknown) =>
