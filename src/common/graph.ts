@@ -167,6 +167,12 @@ export interface ChunkPolicy {
    */
   readonly speechLeadMs: number | null;
   readonly speechLeadMinAnswers: number;
+  /**
+   * With firstAudioFirst, a Thinker or Talker step takes at most this many of the answers it may hold back (speaking
+   * for a while, listener far ahead), in turns, so a newcomer waits for a short step (src/sched/SpeakingSlices.ts);
+   * null: they all share every step.
+   */
+  readonly speakingSlice: number | null;
 }
 
 export type RoutingPolicy = 'ttft' | 'least_loaded' | 'round_robin';

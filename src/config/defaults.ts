@@ -43,6 +43,7 @@ export const defaults = {
     firstAudioFirst: true, // speaking answers' steps wait while a newcomer's first audio is on its way (bounded)
     speechLeadMs: null, // off: 10_000 paced 16 long answers, and quiet it did not help (bench/NOTES.md, Speech lead)
     speechLeadMinAnswers: 12, // three quarters of the Thinker's 16 seats: c=10 and fewer are never paced
+    speakingSlice: 4, // a step of 16 speaking answers in four: a newcomer waits for a quarter (bench/NOTES.md)
   },
   engine: {
     maxNumSeqs: 16,

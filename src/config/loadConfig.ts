@@ -422,6 +422,7 @@ function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
     firstAudioFirst: p?.first_audio_first ?? d.firstAudioFirst,
     speechLeadMs: p?.speech_lead_ms === undefined ? d.speechLeadMs : p.speech_lead_ms,
     speechLeadMinAnswers: p?.speech_lead_min_answers ?? d.speechLeadMinAnswers,
+    speakingSlice: p?.speaking_slice === undefined ? d.speakingSlice : p.speaking_slice,
   };
 }
 

@@ -47,6 +47,12 @@ export const ChunkPolicyYaml = Type.Object(
       }),
     ),
     speech_lead_min_answers: optional(int(1)),
+    // A step takes at most this many answers far ahead of their listeners (docs/scheduling.md, "Speaking slices").
+    speaking_slice: optional(
+      Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+        errorMessage: 'must be a positive integer (answers a step), or null for every speaking answer in every step',
+      }),
+    ),
   },
   closed,
 );

@@ -86,12 +86,18 @@ export class FirstAudioFirst {
     this.speaking.delete(requestId);
   }
 
+  /** Whether the request has been speaking for settleMs or more at `nowMs` (an answer that may be held back). */
+  settled(requestId: string, nowMs: number): boolean {
+    const heardAtMs = this.speaking.get(requestId);
+    return heardAtMs !== undefined && nowMs - heardAtMs >= this.options.settleMs;
+  }
+
   /**
    * The speaking answers a step planned at `nowMs` leaves out, or null when it leaves out none. Called before each
    * step: the time since the last call counts as held back when that call held something back.
    */
   deferral(nowMs: number, mayHold: (requestId: string) => boolean = () => true): Deferral | null {
-    const { windowMs, maxDeferMs, settleMs } = this.options;
+    const { windowMs, maxDeferMs } = this.options;
     const sinceMs = this.lastCallMs === null ? 0 : Math.max(0, nowMs - this.lastCallMs);
     this.debtMs = Math.max(0, this.debtMs + (this.holding ? sinceMs : -sinceMs));
     this.lastCallMs = nowMs;
@@ -102,7 +108,7 @@ export class FirstAudioFirst {
     }
     const held = new Set<string>();
     if (windowEndMs > nowMs && this.debtMs < maxDeferMs)
-      for (const [id, heardAtMs] of this.speaking) if (nowMs - heardAtMs >= settleMs && mayHold(id)) held.add(id);
+      for (const id of this.speaking.keys()) if (this.settled(id, nowMs) && mayHold(id)) held.add(id);
     this.holding = held.size > 0;
     if (!this.holding) return null;
     return { requestIds: held, untilMs: Math.min(windowEndMs, nowMs + maxDeferMs - this.debtMs) };

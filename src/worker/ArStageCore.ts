@@ -3,7 +3,7 @@
  * sequence, and the step: schedule -> free preempted KV -> build the batch -> execute -> update -> per-item
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
-import { ArScheduler, type ScheduledItem } from '../sched/ArScheduler.ts';
+import { ArScheduler, type ScheduledItem, type SchedulerPlan } from '../sched/ArScheduler.ts';
 import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { StageStats } from './messages.ts';
@@ -57,7 +57,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   step(): boolean {
     this.updateDeadlines();
     const nowMs = Date.now();
-    const plan = this.scheduler.schedule(nowMs, this.deferredNow(nowMs));
+    const plan = this.sliced(this.scheduler.schedule(nowMs, this.deferredNow(nowMs)), nowMs);
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;
     // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its
@@ -99,6 +99,17 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       phase,
     );
     return true;
+  }
+
+  /** The plan with only the items speaking slices keep (ScheduledStageCore.sliceStep); the rest run next steps. */
+  private sliced(plan: SchedulerPlan, nowMs: number): SchedulerPlan {
+    const kept = this.sliceStep(
+      plan.items.map((it) => it.requestId),
+      nowMs,
+    );
+    if (!kept) return plan;
+    const items = plan.items.filter((it) => kept.has(it.requestId));
+    return { ...plan, items, numScheduledTokens: items.reduce((n, it) => n + it.numTokens, 0) };
   }
 
   override stats(): StageStats {

@@ -5,10 +5,13 @@
  * requests that make audio are followed from their add to their first audio, and while one waits for it each step
  * leaves out the answers speaking for a while (src/sched/FirstAudioFirst.ts: bounded, so nothing starves). With
  * `chunk_policy.speech_lead_ms`, a stage that says how much speech its output makes (speechMadeMs: the Thinker) also
- * leaves out, while it holds many speaking answers, those far ahead of their speech (src/sched/SpeechLead.ts).
+ * leaves out, while it holds many speaking answers, those far ahead of their speech (src/sched/SpeechLead.ts). With
+ * `chunk_policy.speaking_slice` (and first audio first), a step takes at most that many of the answers first audio
+ * first may hold back, in turns, so that a newcomer never waits for a long step (src/sched/SpeakingSlices.ts).
  */
 import { MAIN } from '../common/graph.ts';
 import { FirstAudioFirst } from '../sched/FirstAudioFirst.ts';
+import { SpeakingSlices } from '../sched/SpeakingSlices.ts';
 import { SpeechLead } from '../sched/SpeechLead.ts';
 import type { AddRequest } from './messages.ts';
 import { StageCore, type CoreRequest, type StageContext } from './StageCore.ts';
@@ -29,6 +32,8 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   private readonly firstAudio: FirstAudioFirst | null;
   /** Speech lead (chunk_policy.speech_lead_ms); null when off. */
   private readonly speechLead: SpeechLead | null;
+  /** Speaking slices (chunk_policy.speaking_slice, with first audio first); null when off. */
+  private readonly slices: SpeakingSlices | null;
   /** Until when the last plan left speaking answers out: the loop wakes then even if nothing arrives. */
   private deferredUntilMs: number | null = null;
 
@@ -43,6 +48,7 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
       policy.speechLeadMs === null || !this.pacesSpeech()
         ? null
         : new SpeechLead({ leadMs: policy.speechLeadMs, minAnswers: policy.speechLeadMinAnswers });
+    this.slices = this.firstAudio && policy.speakingSlice !== null ? new SpeakingSlices(policy.speakingSlice) : null;
   }
 
   override add(msg: AddRequest<A>): void {
@@ -77,6 +83,17 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
     if (!paced) return deferral?.requestIds;
     if (!deferral) return paced.requestIds;
     return new Set([...deferral.requestIds, ...paced.requestIds]);
+  }
+
+  /**
+   * Which of a planned step's requests (in the plan's order) run in it, or null for all of them: speaking slices
+   * leave out, beyond `speaking_slice`, the answers first audio first may hold back (speaking for a while, listener
+   * far ahead), the most recently stepped first; they keep their seats and their input for the next steps.
+   */
+  protected sliceStep(planned: readonly string[], nowMs = Date.now()): ReadonlySet<string> | null {
+    const firstAudio = this.firstAudio;
+    if (!this.slices || !firstAudio) return null;
+    return this.slices.keep(planned, (id) => firstAudio.settled(id, nowMs) && this.farAhead(id, nowMs));
   }
 
   /** Whether the stage's output leads its answers' speech (speechMadeMs says by how much): it paces them. */
@@ -116,6 +133,7 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   protected freeState(req: R): void {
     this.firstAudio?.removed(req.requestId);
     this.speechLead?.removed(req.requestId);
+    this.slices?.removed(req.requestId);
     this.scheduler.remove(req.requestId);
     this.freeRunnerState(req.requestId);
   }

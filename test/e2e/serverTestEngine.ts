@@ -209,6 +209,7 @@ export const testGraph: StageGraph = {
     firstAudioFirst: true,
     speechLeadMs: null,
     speechLeadMinAnswers: 12,
+    speakingSlice: 4,
   },
   stages: [
     stage('thinker', 'thinker', null, 'text'),

@@ -76,6 +76,7 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
       firstAudioFirst: true,
       speechLeadMs: null,
       speechLeadMinAnswers: 12,
+      speakingSlice: 4,
     },
     asyncChunk: true,
     scheduling: 'fifo',

@@ -93,6 +93,7 @@ describe('defaults and resolution', () => {
       firstAudioFirst: true,
       speechLeadMs: null,
       speechLeadMinAnswers: 12,
+      speakingSlice: 4,
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({

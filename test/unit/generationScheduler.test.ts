@@ -88,6 +88,7 @@ describe('chunk policy', () => {
     firstAudioFirst: true,
     speechLeadMs: null,
     speechLeadMinAnswers: 12,
+    speakingSlice: 4,
   };
 
   it('grows the initial chunk with load, and lets a request override it', () => {

@@ -78,6 +78,7 @@ describe('talker2code2wav', () => {
     firstAudioFirst: true,
     speechLeadMs: null,
     speechLeadMinAnswers: 12,
+    speakingSlice: 4,
   };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 

@@ -1,0 +1,106 @@
+/**
+ * Speaking slices (issue 41 item 5): a step takes at most `size` of the answers that may wait (speaking for a while,
+ * listener far ahead), in stable turns, so that a newcomer waits for a short step in progress, not one of sixteen
+ * (src/sched/SpeakingSlices.ts); the Thinker applies it to its plans (chunk_policy.speaking_slice).
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FIRST_AUDIO_FIRST_DEFAULTS } from '../../src/sched/FirstAudioFirst.ts';
+import { SpeakingSlices } from '../../src/sched/SpeakingSlices.ts';
+import type { ThinkerBatchItem, ThinkerStepOutput } from '../../stages/types.ts';
+import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
+import { configWith } from '../helpers/engine.ts';
+import { FakeAdapter, stageContext } from '../helpers/fakeStage.ts';
+import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
+
+const ids = (n: number, prefix = 'a') => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+
+describe('SpeakingSlices', () => {
+  it('runs sixteen waiting answers four at a time, in the same groups turn after turn', () => {
+    const slices = new SpeakingSlices(4);
+    const all = ids(16);
+    const groups = Array.from({ length: 8 }, () => [...slices.keep(all, () => true)!]);
+    expect(groups.slice(0, 4)).toEqual([all.slice(0, 4), all.slice(4, 8), all.slice(8, 12), all.slice(12, 16)]);
+    expect(groups.slice(4)).toEqual(groups.slice(0, 4)); // stable: each group's KV is fed back as is
+  });
+
+  it('always keeps the requests that may not wait, and slices nothing when few may', () => {
+    const slices = new SpeakingSlices(2);
+    const planned = ['new', ...ids(5)];
+    const kept = slices.keep(planned, (id) => id !== 'new')!;
+    expect(kept).toEqual(new Set(['new', 'a0', 'a1']));
+    expect(slices.keep(planned, (id) => id !== 'new')).toEqual(new Set(['new', 'a2', 'a3']));
+    expect(slices.keep(['new', 'a0', 'a1'], (id) => id !== 'new')).toBeNull();
+    expect(slices.keep(planned, () => false)).toBeNull();
+  });
+
+  it('gives the least recently stepped the next turn when the answers change', () => {
+    const slices = new SpeakingSlices(2);
+    slices.keep(ids(4), () => true); // a0, a1
+    slices.removed('a0');
+    expect(slices.keep([...ids(4).slice(1), 'b0'], () => true)).toEqual(new Set(['a2', 'a3']));
+    expect(slices.keep([...ids(4).slice(1), 'b0'], () => true)).toEqual(new Set(['b0', 'a1']));
+  });
+
+  it('refuses a size below one', () => {
+    expect(() => new SpeakingSlices(0)).toThrow(RangeError);
+  });
+});
+
+describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)', () => {
+  const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'thinker')!;
+  afterEach(() => vi.useRealTimers());
+
+  /** A runner that records each step's batch. */
+  class BatchRunner extends KvLengthRunner {
+    readonly batches: string[][] = [];
+    override execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
+      this.batches.push(items.map((it) => it.seqId));
+      return super.execute(items);
+    }
+  }
+
+  function thinker(n: number, speakingSlice: number | null) {
+    vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
+    const runner = new BatchRunner();
+    const ctx = stageContext(spec, new FakeAdapter());
+    const core = new ThinkerCore({ ...ctx, chunkPolicy: { ...ctx.chunkPolicy, speakingSlice } }, runner);
+    const add = (requestId: string) =>
+      core.add({
+        type: 'add',
+        requestId,
+        sampling: { ...spec.defaultSamplingParams, maxTokens: 1000, ignoreEos: true },
+        downstream: [
+          { instance: 'main', stageId: 'main' },
+          { instance: 'talker#0', stageId: 'talker' },
+        ],
+        upstreams: [],
+        args: { promptTokenIds: [1, 2, 3] },
+        firstChunkDeadline: Date.now() + 30_000,
+      });
+    for (const id of ids(n)) add(id);
+    core.step(); // the prompts
+    for (const id of ids(n)) core.onKindMessage(id, { type: 'first_audio' });
+    return { core, runner, add };
+  }
+
+  it('steps sixteen settled speaking answers four at a time; one newcomer runs at once', () => {
+    const { core, runner, add } = thinker(16, 4);
+    core.step(); // speaking for less than a second: all sixteen together
+    expect(runner.batches.at(-1)).toHaveLength(16);
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < 8; i++) core.step();
+    const sliced = runner.batches.slice(-8);
+    expect(sliced.map((b) => b.length)).toEqual(Array(8).fill(4));
+    expect(new Set(sliced.slice(0, 4).flat())).toEqual(new Set(ids(16))); // each once a turn of four steps
+    add('new');
+    core.step();
+    expect(runner.batches.at(-1)).toEqual(['new']); // its prefill alone (prefill first), the others held back
+  });
+
+  it('steps them all together with speaking_slice null', () => {
+    const { core, runner } = thinker(16, null);
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    core.step();
+    expect(runner.batches.at(-1)).toHaveLength(16);
+  });
+});
