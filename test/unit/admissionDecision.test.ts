@@ -127,10 +127,10 @@ describe('Router.estimate', () => {
     const e = router.estimate(entryOf())!;
     // b's 400 tokens are ahead of a newcomer (2 s at 200 tokens/s), then its own typical 400 (2 s more).
     expect(e.queueMs).toBeCloseTo(2_000);
-    // Plus a's misses (1900 ms to text, 2400 to audio, with no competitor): a newcomer's own part, and half as much
-    // for b, a competitor (what one adds is not measured yet: it is taken as half a request alone's).
-    expect(e.ttftMs - 2 * e.queueMs).toBeCloseTo(1.5 * 1_900);
-    expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(1.5 * 500);
+    // Plus a's misses (1900 ms to text, 2400 to audio, with no competitor): a newcomer's own part; and for b, a
+    // competitor, half of a's time alone (2000 ms to text, 2500 to audio: what one adds is not measured yet).
+    expect(e.ttftMs - 2 * e.queueMs).toBeCloseTo(1_900 + 0.5 * 2_000);
+    expect(e.ttfpMs! - e.ttftMs).toBeCloseTo(500 + 0.5 * 500);
     queued.release();
   });
 });
@@ -168,8 +168,8 @@ describe('LiveCost', () => {
     cost.firstToken(a, 9_999); // learned once
     expect(cost.extraMs('ttft')).toBe(200);
     const b = cost.admit(100, 1_000, 50, false, NO_WAIT);
-    // b competes: until measured, a competitor costs half a request's own part.
-    expect(cost.extraMs('ttft')).toBe(200 + 100);
+    // b competes: until measured, a competitor costs half of a request's time alone (a's 250 ms).
+    expect(cost.extraMs('ttft')).toBe(200 + 125);
     const c = cost.admit(100, 1_000, 50, false, NO_WAIT); // b's competitors are 2 now, as c's
     expect([b.competitors, b.peakCompetitors, c.competitors]).toEqual([1, 2, 2]);
     expect(cost.pending).toBe(2);
@@ -210,6 +210,23 @@ describe('LiveCost', () => {
     const burst = [0, 1, 2].map(() => cost.admit(100, 200_000, 100, true, NO_WAIT));
     expect(cost.extraMs('ttfp')).toBeCloseTo(1_000 + 3 * 150);
     for (const s of [...four, ...burst]) cost.release(s);
+  });
+
+  it('charges an unmeasured competitor for its time alone when predictions already cover a request alone', () => {
+    // A cold first request taught a slow rate: the warm one came before its prediction (a miss below zero).
+    const cost = new LiveCost();
+    const cold = cost.admit(100, 0, 50, true, NO_WAIT);
+    cost.firstAudio(cold, 1_500);
+    cost.release(cold);
+    const warm = cost.admit(100, 10_000, 900, true, NO_WAIT);
+    cost.firstAudio(warm, 10_600); // 600 ms alone, 300 ms before its prediction
+    cost.release(warm);
+    expect(cost.ownMs('ttfp')).toBe(-300);
+    // A burst: each competitor adds half of 600 ms (the lower median of 1500 and 600), never lowers the estimate.
+    const burst = [0, 1, 2, 3].map(() => cost.admit(100, 20_000, 900, true, NO_WAIT));
+    expect(cost.extraMs('ttfp')).toBeCloseTo(-300 + 4 * 300);
+    expect(cost.estimate(900, 'ttfp', NO_WAIT)).toBeGreaterThan(900 + 600);
+    for (const s of burst) cost.release(s);
   });
 
   it('an audio request competes until its first audio; the steps in progress are charged as measured', () => {

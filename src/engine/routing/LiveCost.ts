@@ -46,10 +46,13 @@ const RATIO_BOUNDS = [0.1, 10] as const;
 /** Misses of requests with no competitor kept per kind: their median is the own part. */
 const OWN_WINDOW = 16;
 /**
- * Until what a competitor adds is measured, it is taken as this share of a request's own part: requests before their
- * first packet share batched steps (on this class of CPU a decode step of 16 requests costs about 8 of one: ~4 ms
- * against ~0.5 ms). Charged a whole request alone each, tiny-omni's c=10 burst was refused 4 of 12
- * (estimated 1482 ms against the 1000 ms floor; those admitted heard audio within 360 ms).
+ * Until what a competitor adds is measured, it is taken as this share of a request's time alone (admission to first
+ * packet of the last requests with no competitor): requests before their first packet share batched steps (on this
+ * class of CPU a decode step of 16 requests costs about 8 of one: ~4 ms against ~0.5 ms). Charged a whole request
+ * alone each, tiny-omni's c=10 burst was refused 4 of 12 (estimated 1482 ms against the 1000 ms floor; those
+ * admitted heard audio within 360 ms). A share of the own part (the miss) instead was no charge at all when the
+ * prediction already covered a request alone: a cold first request teaches a slow prefill rate, the next one's miss
+ * is below zero, and a burst of 24 on a loaded CI machine was admitted whole, each competitor lowering the estimate.
  */
 const UNMEASURED_SHARE = 0.5;
 
@@ -104,6 +107,8 @@ export class LiveCost {
   readonly #perOtherMs: Record<Kind, number | null> = { ttft: null, ttfp: null };
   /** The misses of the last requests that had no competitor (ms), whose median is a newcomer's own part. */
   readonly #ownMisses: Record<Kind, number[]> = { ttft: [], ttfp: [] };
+  /** Their times from admission to first packet (ms), whose median an unmeasured competitor costs a share of. */
+  readonly #ownTimes: Record<Kind, number[]> = { ttft: [], ttfp: [] };
   readonly #ratios = { ttft: [] as number[], ttfp: [] as number[] };
 
   /** Live requests now (routed and not released). */
@@ -189,22 +194,20 @@ export class LiveCost {
    * What a request admitted now should be charged beyond its prediction and the steps in progress on its way, to its
    * first text or first audio: its own part (what requests with no competitor lately missed by) and, for each request
    * now before its first packet, what each other one added (ms; null: nothing of that kind measured yet). Until a
-   * request with competitors is measured, each is taken to cost UNMEASURED_SHARE of a request alone (a burst on
-   * a server that measured one request must not all be admitted); until one without, the per-competitor charge
+   * request with competitors is measured, each is taken to cost UNMEASURED_SHARE of a request's time alone (a burst
+   * on a server that measured one request must not all be admitted); until one without, the per-competitor charge
    * stands for the own part.
    */
   extraMs(kind: Kind): number | null {
     const own = this.ownMs(kind) ?? this.#perOtherMs[kind];
     if (own === null) return null;
-    return own + (this.#perOtherMs[kind] ?? own * UNMEASURED_SHARE) * this.#waiting.size;
+    const perOther = this.#perOtherMs[kind] ?? UNMEASURED_SHARE * (lowerMedian(this.#ownTimes[kind]) ?? own);
+    return own + perOther * this.#waiting.size;
   }
 
   /** The lower median miss of the last requests that had no competitor (ms), or null before one. */
   ownMs(kind: Kind): number | null {
-    const misses = this.#ownMisses[kind];
-    if (misses.length === 0) return null;
-    const sorted = [...misses].sort((a, b) => a - b);
-    return sorted[Math.floor((sorted.length - 1) / 2)];
+    return lowerMedian(this.#ownMisses[kind]);
   }
 
   /**
@@ -218,9 +221,8 @@ export class LiveCost {
     const miss = atMs - s.admittedAtMs - s.predictedTtftMs - s.pathMs[kind];
     const own = this.ownMs(kind);
     if (s.peakCompetitors === 1) {
-      const misses = this.#ownMisses[kind];
-      misses.push(miss);
-      if (misses.length > OWN_WINDOW) misses.shift();
+      keepLast(this.#ownMisses[kind], miss);
+      keepLast(this.#ownTimes[kind], atMs - s.admittedAtMs);
       return;
     }
     const others = s.peakCompetitors - 1;
@@ -274,4 +276,17 @@ type Kind = 'ttft' | 'ttfp';
 function envelope(before: number | null, sample: number): number {
   if (before === null) return sample;
   return before + (sample > before ? SMOOTHING : SMOOTHING_DOWN) * (sample - before);
+}
+
+/** Appends a sample, keeping the last OWN_WINDOW. */
+function keepLast(samples: number[], sample: number): void {
+  samples.push(sample);
+  if (samples.length > OWN_WINDOW) samples.shift();
+}
+
+/** The lower median (a cold start is outvoted by the next sample), or null without samples. */
+function lowerMedian(samples: readonly number[]): number | null {
+  if (samples.length === 0) return null;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
 }
