@@ -25,6 +25,12 @@ export interface ArSchedulerOptions {
    * prefill, the decodes) wait for one short step instead of a step of the whole budget.
    */
   readonly longPrefillTokenThreshold?: number | null;
+  /**
+   * Long prefills yield to short prompts (the Thinker's; ArScheduler.ts): while a newcomer whose whole prompt fits a
+   * step waits for its first output, a running request whose prompt does not fit one computes at most a seat's share
+   * of the step (budget / seats). Default false.
+   */
+  readonly longPrefillsYield?: boolean;
 }
 
 export interface ScheduledItem {

@@ -26,6 +26,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     ctx: StageContext,
     private readonly arRunner: ArRunner<B, O>,
     policy: SchedulingPolicy = 'fifo',
+    /** ArScheduler's longPrefillsYield (the Thinker's: a clip's prefill in short steps while short prompts wait). */
+    longPrefillsYield = false,
   ) {
     const e = ctx.spec.engine;
     super(
@@ -39,6 +41,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
         prefillFirst: e.prefillFirst ?? true,
         seatTurnSteps: e.seatTurnSteps ?? null,
         longPrefillTokenThreshold: e.longPrefillTokenThreshold ?? null,
+        longPrefillsYield,
       }),
     );
   }

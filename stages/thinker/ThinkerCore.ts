@@ -61,7 +61,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     /** The feed of a consumer that reads the Thinker's text (readsText); null: it feeds rows (a Talker), if any. */
     private readonly textFeed: ((asyncChunk: boolean) => TextFeed) | null = null,
   ) {
-    super(ctx, runner);
+    // Long prefills yield to short prompts (ArScheduler.ts): a clip's rows never make a text's first token wait a
+    // whole step of them.
+    super(ctx, runner, 'fifo', true);
     this.grammars = new ThinkerGrammar(ctx.spec.model, runner.vocabSize);
     const settings = ctx.spec.engine.prefixCache;
     // The cache sits beside the scheduler's KV budget (its own max_bytes), so it never makes a request wait.

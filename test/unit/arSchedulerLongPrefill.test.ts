@@ -53,3 +53,92 @@ describe('ArScheduler longPrefillTokenThreshold', () => {
     expect(() => new ArScheduler({ ...opts, longPrefillTokenThreshold: 0 })).toThrow(RangeError);
   });
 });
+
+/**
+ * longPrefillsYield (the Thinker's): seed 000's burst in small. A clip request holds a seat with its text prefilled
+ * while its rows encode; five texts of 12 positions wait (four seats); the clip's 100 rows arrive. Each text answers
+ * one token and leaves. Returns, per step, the clip's positions and the texts that made their first token.
+ */
+function clipAmongTexts(longPrefillsYield: boolean): { clip: number; firsts: string[] }[] {
+  const s = new ArScheduler({ ...opts, longPrefillsYield });
+  s.add('clip', 8);
+  s.setAvailable('clip', 8, false); // its text before the clip: context until the rows come
+  s.update(s.schedule());
+  const texts = ['t1', 't2', 't3', 't4', 't5'];
+  for (const t of texts) s.add(t, 12);
+  s.setAvailable('clip', 108);
+  const steps: { clip: number; firsts: string[] }[] = [];
+  while (s.size > 1 || s.numComputed('clip') < 108) {
+    const plan = s.schedule();
+    s.update(plan);
+    const firsts = plan.items.filter((i) => i.sample && i.requestId !== 'clip').map((i) => i.requestId);
+    for (const t of firsts) s.remove(t); // one token each
+    steps.push({ clip: plan.items.find((i) => i.requestId === 'clip')?.numTokens ?? 0, firsts });
+  }
+  return steps;
+}
+
+describe('ArScheduler longPrefillsYield', () => {
+  const clipBefore = (steps: ReturnType<typeof clipAmongTexts>, text: string) =>
+    steps.slice(0, steps.findIndex((st) => st.firsts.includes(text)) + 1).reduce((n, st) => n + st.clip, 0);
+
+  it('a clip prefills a seat share a step while short prompts wait, then the whole budget', () => {
+    const steps = clipAmongTexts(true);
+    // Share = 64 / 4 seats = 16. The three seated texts run alone (prefill first); the clip's share beside the last
+    // two (seated as the first three left); then the clip's rest in steps of the whole budget.
+    expect(steps).toEqual([
+      { clip: 0, firsts: ['t1', 't2', 't3'] },
+      { clip: 16, firsts: ['t4', 't5'] },
+      { clip: 64, firsts: [] },
+      { clip: 20, firsts: [] },
+    ]);
+    expect(clipBefore(steps, 't5')).toBe(16);
+  });
+
+  it('off, the clip (the oldest running request) takes the whole budget first and the texts wait for it', () => {
+    const steps = clipAmongTexts(false);
+    expect(steps[0]).toEqual({ clip: 64, firsts: [] });
+    expect(clipBefore(steps, 't1')).toBe(100); // all of it: its last 36 beside the first texts
+    expect(clipBefore(steps, 't5')).toBe(100);
+  });
+});
+
+describe('ArScheduler longPrefillsYield, who it yields to', () => {
+  it('not to a waiting prompt longer than a step, nor to a paused one: the running prefill keeps the budget', () => {
+    for (const [id, positions, paused] of [
+      ['long', 100, false],
+      ['paused', 12, true],
+    ] as const) {
+      const s = new ArScheduler({ ...opts, longPrefillsYield: true });
+      s.add('clip', 8);
+      s.update(s.schedule()); // running, its first 8 computed
+      s.setAvailable('clip', 108);
+      s.add(id, positions);
+      if (paused) s.pause(id);
+      expect(s.schedule().items[0]).toMatchObject({ requestId: 'clip', numTokens: 64 });
+    }
+  });
+});
+
+describe('ArScheduler longPrefillsYield, who yields', () => {
+  it('not a prompt that fits a step: a text admitted with part of its prompt finishes it beside a newcomer', () => {
+    const s = new ArScheduler({ ...opts, longPrefillsYield: true, prefillFirst: false });
+    const available = new Map([
+      ['a', 60],
+      ['b', 40],
+    ]);
+    s.add('a', 60);
+    s.add('b', 40);
+    expect(shape(step(s, available))).toEqual([
+      ['a', 0, 60, true],
+      ['b', 0, 4, false], // the 4 positions left of the step
+    ]);
+    available.set('c', 12);
+    s.add('c', 12);
+    expect(shape(step(s, available))).toEqual([
+      ['a', 60, 1, true],
+      ['b', 4, 36, true], // more than a seat's share (16), but its prompt fits a step: no yield
+      ['c', 0, 12, true],
+    ]);
+  });
+});
