@@ -21,8 +21,8 @@ export const shared = {
 };
 
 /**
- * The tiers that start `chorus` as a command run it compiled (test/buildDist.ts builds dist/ first): a deployment
- * boots on half the CPU it takes through tsx.
+ * The tiers that start `chorus` as a command, stage processes or helper threads run them compiled (test/buildDist.ts
+ * builds dist/ first): a deployment boots on half the CPU it takes through tsx.
  */
 export const compiled = {
   globalSetup: [...shared.globalSetup, 'test/buildDist.ts'],
@@ -39,7 +39,12 @@ export const compiled = {
  */
 export const TIERS = {
   unit: { include: ['test/unit/**/*.test.ts'], testTimeout: 20_000, isolate: false },
-  model: { include: ['test/model/**/*.test.ts', 'test/native/**/*.test.ts', 'test/transport/**/*.test.ts'] },
+  // Compiled too: the transport tests open dozens of redis connectors, each an I/O thread that booted on ~40% less CPU
+  // from dist/ than through tsx (src/common/moduleFile.ts workerEntry); the e2e tier's build is then a no-op.
+  model: {
+    include: ['test/model/**/*.test.ts', 'test/native/**/*.test.ts', 'test/transport/**/*.test.ts'],
+    ...compiled,
+  },
   e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'], ...compiled },
   // One file at a time: the voice page runs a real pipeline, and beside it the playground page's event loop stalled
   // past its 50 ms playback lead, which the playground test counts (rightly) as an underrun.

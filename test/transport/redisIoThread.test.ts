@@ -2,7 +2,7 @@
  * The redis connector's I/O thread (transport/redis/redisIoThread.ts): Redis is served while the step thread is
  * busy, the thread exits on close, and a thread that dies is a link that went down for good.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { RedisConnector } from '../../transport/redis/RedisConnector.ts';
 import { codeOf } from '../helpers/errors.ts';
 import { CONNECTOR_BASE as BASE, code2wavKey as key, later, RedisServer } from '../helpers/redisServer.ts';
@@ -69,6 +69,28 @@ describe('redis connector I/O thread', () => {
     expect(connector.ioThreadId).toBeNull();
     await connector.close(); // idempotent
     await expect.poll(async () => (await server.cli('client', 'list')).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('starts its thread from the sources too, through tsx, as a checkout that never built dist/ does', async () => {
+    // The tier runs helper threads from dist/ (CHORUS_COMPILED=1): the boot file that registers tsx in the thread is
+    // taken only without it, when the module picks its entry (transport/redis/RedisIo.ts, on import).
+    vi.stubEnv('CHORUS_COMPILED', '0');
+    onTestFinished(() => {
+      vi.unstubAllEnvs();
+    });
+    vi.resetModules();
+    const fromSource = (await import('../../transport/redis/RedisConnector.ts')).RedisConnector;
+    const [producer, consumer] = await Promise.all(
+      [TALKER, CODE2WAV].map(async (self) => {
+        const connector = await fromSource.open(self, { ...BASE, url: server.url });
+        onTestFinished(() => connector.close());
+        return connector;
+      }),
+    );
+    const frame = Uint8Array.from({ length: 512 }, (_, i) => (i * 3) & 0xff);
+    await producer.put(TALKER, CODE2WAV, key('source', 0), frame, later());
+    expect(Buffer.from(await consumer.get(TALKER, CODE2WAV, key('source', 0), later())).equals(frame)).toBe(true);
+    await expect.poll(() => producer.inflightBytes(TALKER, CODE2WAV)).toBe(0);
   });
 
   it('fails what waits, and what comes later at once, when the thread dies; close still works', async () => {
