@@ -5,10 +5,10 @@
  * extension point for ids): random ids as the SDK's own, except for the one span startWith() makes.
  */
 import type { IdGenerator } from '@opentelemetry/sdk-trace-base';
-import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
+import { otelSdk } from './otelSdk.ts';
 
 export class ReservedSpanIds implements IdGenerator {
-  readonly #random = new RandomIdGenerator();
+  readonly #random = new (otelSdk().RandomIdGenerator)();
   #next: string | null = null;
 
   generateTraceId(): string {

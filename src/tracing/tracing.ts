@@ -15,12 +15,10 @@
  * pino warnings, never an exception on a request's path.
  */
 import { diag, DiagLogLevel, type DiagLogger, type Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OTLPProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes, defaultResource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { BatchSpanProcessor, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { logger, type Logger } from '../common/log.ts';
+import { otelSdk } from './otelSdk.ts';
 import { ReservedSpanIds } from './spanIds.ts';
 
 /** What the hooks need of a process's tracing: its tracer, and flushing before the process goes away. */
@@ -65,6 +63,7 @@ export const TRACE_SINK_TOKEN_ENV = 'CHORUS_TRACE_SINK_TOKEN';
 const SINK_EXPORT_DELAY_MS = 250;
 
 function spanProcessors(protocol: Protocol, env: NodeJS.ProcessEnv): BatchSpanProcessor[] {
+  const { BatchSpanProcessor, OTLPTraceExporter } = otelSdk();
   const processors: BatchSpanProcessor[] = [];
   if (userEndpointSet(env)) processors.push(new BatchSpanProcessor(exporterFor(protocol, tracesUrl(env))));
   const sinkUrl = env[TRACE_SINK_URL_ENV];
@@ -109,6 +108,7 @@ function tracesUrl(env: NodeJS.ProcessEnv): string {
 }
 
 function exporterFor(protocol: Protocol, url: string): SpanExporter {
+  const { OTLPProtoTraceExporter, OTLPTraceExporter } = otelSdk();
   return protocol === 'http/protobuf' ? new OTLPProtoTraceExporter({ url }) : new OTLPTraceExporter({ url });
 }
 
@@ -138,6 +138,7 @@ export function startTracing(
     logLevel: DiagLogLevel.WARN,
     suppressOverrideMessage: true,
   });
+  const { BasicTracerProvider, defaultResource, resourceFromAttributes } = otelSdk();
   const resource = defaultResource().merge(
     resourceFromAttributes({
       // defaultResource() reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; without them the service is chorus.

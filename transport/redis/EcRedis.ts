@@ -10,21 +10,23 @@
  * chunk path, and a stage without edges on Redis needs it too. Commands fail at once while the link is down (no
  * offline queue): a Thinker then treats the item as lost, main as a miss.
  */
-import { createClient } from 'redis';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { reconnectDelayMs, redactUrl, typeMapping, type RedisLinkOptions } from './redisLink.ts';
+import { reconnectDelayMs, redactUrl, type RedisLinkOptions } from './redisLink.ts';
+import { bufferTypeMapping, redisPackage } from './redisPackage.ts';
 
 export type EcRedisOptions = Pick<RedisLinkOptions, 'url' | 'username' | 'password' | 'name'>;
 
 function connect(o: EcRedisOptions) {
-  return createClient({
-    url: o.url,
-    ...(o.username !== undefined ? { username: o.username } : {}),
-    ...(o.password !== undefined ? { password: o.password } : {}),
-    ...(o.name !== undefined ? { name: o.name.replace(/[^\w#.:-]/g, '_') } : {}),
-    disableOfflineQueue: true,
-    socket: { reconnectStrategy: reconnectDelayMs },
-  }).withTypeMapping(typeMapping);
+  return redisPackage()
+    .createClient({
+      url: o.url,
+      ...(o.username !== undefined ? { username: o.username } : {}),
+      ...(o.password !== undefined ? { password: o.password } : {}),
+      ...(o.name !== undefined ? { name: o.name.replace(/[^\w#.:-]/g, '_') } : {}),
+      disableOfflineQueue: true,
+      socket: { reconnectStrategy: reconnectDelayMs },
+    })
+    .withTypeMapping(bufferTypeMapping());
 }
 
 export class EcRedis {

@@ -6,8 +6,8 @@
  * may never return would hold its request past any deadline); node-redis reconnects with backoff and resubscribes,
  * and `onReconnect` listeners learn that messages may have been lost meanwhile.
  */
-import { createClient, createCluster, RESP_TYPES } from 'redis';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { bufferTypeMapping, redisPackage } from './redisPackage.ts';
 
 /** The Redis settings a connector, a stage or main share (the connector's resolved options). */
 export interface RedisLinkOptions {
@@ -19,8 +19,6 @@ export interface RedisLinkOptions {
   readonly name?: string;
 }
 
-/** Replies as Buffers (binary frames), not strings. */
-export const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
 const MAX_BACKOFF_MS = 2000;
 
 /** Exponential backoff between reconnect attempts, capped at 2 s. */
@@ -92,15 +90,19 @@ export class RedisLink {
         ...(username ? { username: decodeURIComponent(username) } : {}),
         ...(password ? { password: decodeURIComponent(password) } : {}),
       };
-      const c = createCluster({
-        rootNodes: cluster.map((url) => ({ url })),
-        defaults: { ...auth, ...common, socket },
-      }).withTypeMapping(typeMapping);
+      const c = redisPackage()
+        .createCluster({
+          rootNodes: cluster.map((url) => ({ url })),
+          defaults: { ...auth, ...common, socket },
+        })
+        .withTypeMapping(bufferTypeMapping());
       link = new RedisLink(options, c as unknown as RedisCommands, c as never, [c as never]);
       link.#watchCluster(c as never);
       await connectOrExplain(() => c.connect(), where);
     } else {
-      const cmd = createClient({ url: options.url, ...common, socket }).withTypeMapping(typeMapping);
+      const cmd = redisPackage()
+        .createClient({ url: options.url, ...common, socket })
+        .withTypeMapping(bufferTypeMapping());
       const sub = cmd.duplicate();
       link = new RedisLink(options, cmd as unknown as RedisCommands, sub as never, [cmd as never, sub as never]);
       link.#watch(cmd as never);
