@@ -90,6 +90,11 @@ describe('Realtime voice turns (server_vad on Silero)', () => {
     const created = await next(ofType('response.created'));
     const firstId = (created.response as { id: string }).id;
     await next(ofType('response.output_audio.delta'));
+    // The answer in flight keeps its 400 tokens (a response's cap is fixed when it is created): long enough to be
+    // spoken over. The next turn's answer only has to come, and random weights never say EOS: capped at 6 tokens it
+    // is not 400 tokens of Thinker, Talker and Code2Wav the test does not look at.
+    rt.send({ type: 'session.update', session: { type: 'realtime', max_output_tokens: 6 } });
+    await next(ofType('session.updated'), events.length);
     const interruptAt = events.length;
     await stream(concatPcm(hello, quiet(1000)));
     const cancelled = await next((e) => e.type === 'response.done', interruptAt);
