@@ -2,10 +2,8 @@
  * Every error Chorus raises has a stable code (CHORUS_ERR_*), never reused for another meaning.
  * Across a process boundary an error travels as {code, message, stack} and is rebuilt by code.
  */
-import { Type, type Static } from '@sinclair/typebox';
-
 /** A message or stack that crosses a process boundary: config errors list every problem, so generous. */
-const MAX_ERROR_TEXT_CHARS = 65_536;
+export const MAX_ERROR_TEXT_CHARS = 65_536;
 
 export const ErrorCodes = {
   CONFIG_INVALID: 'CHORUS_ERR_CONFIG_INVALID',
@@ -154,16 +152,16 @@ export class ChorusError extends Error {
   }
 }
 
-/** How an error crosses a process or host boundary: a code of this build (anything else is refused). */
-export const SerializedErrorSchema = Type.Object(
-  {
-    code: Type.Unsafe<ErrorCode>(Type.Union(Object.values(ErrorCodes).map((code) => Type.Literal(code)))),
-    message: Type.String({ maxLength: MAX_ERROR_TEXT_CHARS }),
-    stack: Type.Optional(Type.String({ maxLength: MAX_ERROR_TEXT_CHARS })),
-  },
-  { additionalProperties: false },
-);
-export type SerializedError = Static<typeof SerializedErrorSchema>;
+/**
+ * How an error crosses a process or host boundary: a code of this build (anything else is refused), texts within
+ * MAX_ERROR_TEXT_CHARS. Its schema, which the receiver checks, is errorSchema.ts: this module loads no schema library,
+ * so the helper threads that import it (a redis connector's I/O thread) boot without one.
+ */
+export interface SerializedError {
+  code: ErrorCode;
+  message: string;
+  stack?: string;
+}
 
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof ChorusError) return err.toJSON();

@@ -13,7 +13,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { EncoderFailurePolicy, MediaModality } from '../common/encoderSettings.ts';
 import type { StageGraph } from '../common/graph.ts';
 import { SamplingParamsSchema } from '../common/samplingParams.ts';
-import { SerializedErrorSchema } from '../common/errors.ts';
+import { SerializedErrorSchema } from '../common/errorSchema.ts';
 import { ModelFactsSchema } from '../common/modelFacts.ts';
 import type { MediaGrid } from '../common/modality.ts';
 import {
