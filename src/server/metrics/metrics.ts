@@ -24,7 +24,17 @@ import { stageComputeMetrics } from './stageComputeMetrics.ts';
 import { StageSeries } from './StageSeries.ts';
 
 export const metricsRegistry = new Registry();
-collectDefaultMetrics({ register: metricsRegistry, prefix: 'chorus_process_' });
+/**
+ * prom-client samples the event loop's delay with a timer of this period (its default, 10 ms, woke an idle server ~100
+ * times a second, on a machine whose cores the stages need). At 50 ms a 15 s scrape still holds ~300 samples and every
+ * stall of 50 ms or more is seen; the *_lag_{min,mean,p50,...} gauges read the period plus the lag (idle: ~0.05 s).
+ */
+const eventLoopSamplingMs = 50;
+collectDefaultMetrics({
+  register: metricsRegistry,
+  prefix: 'chorus_process_',
+  eventLoopMonitoringPrecision: eventLoopSamplingMs,
+});
 // prom-client's three sums of active handles, requests and resources are gauges named like counters (`_total`), which
 // `promtool check metrics` rejects and PromQL's rate() would be misapplied to; their per-type gauges stay
 // (chorus_process_nodejs_active_handles{type}: sum() of them is the total).
