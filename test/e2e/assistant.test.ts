@@ -113,8 +113,10 @@ describe('configs/assistant.yaml', () => {
         .split('\n')
         .map((w) => w.trim().toLowerCase()),
     );
-    // Four at a time, as a few users would: the Thinker batches them (within its max_num_seqs, so none waits on a
-    // slot: admission under overload is test/e2e/admission*'s subject).
+    // Eight at a time, as a few users would: the Thinker batches them (its max_num_seqs, so none waits on a slot:
+    // admission under overload is test/e2e/admission*'s subject). Greedy answers are the same at any width; a few long
+    // ones (150-220 tokens) make most of the tokens, and at eight wide they share their steps with the rest instead of
+    // running on alone: 8 of these questions took 38 CPU-s at eight wide against 51 at four (bench/NOTES.md).
     const answers: { question: string; finish_reason: string; content: string }[] = [];
     const queue = [...SIMPLE];
     const ask = async (question: string) => {
@@ -132,7 +134,7 @@ describe('configs/assistant.yaml', () => {
     const worker = async () => {
       for (let q = queue.shift(); q !== undefined; q = queue.shift()) await ask(q);
     };
-    await Promise.all([worker(), worker(), worker(), worker()]);
+    await Promise.all(Array.from({ length: 8 }, worker));
     for (const answer of answers) expect(answer.finish_reason, answer.question).toBe('stop');
     const words = answers.flatMap((a) => wordsOf(a.content));
     const unknown = words.filter((w) => !known(dictionary, w));
