@@ -168,7 +168,11 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('holds a put while max_edge_bytes sit unpopped; acks from the consumer give the credit back', async () => {
-    const producer = await open(server.url, TALKER, { maxEdgeBytes: 10 * 1024 });
+    // The second producer is opened with the first (it sends nothing until the end): only the consumer comes up late.
+    const [producer, thinker] = await Promise.all([
+      open(server.url, TALKER, { maxEdgeBytes: 10 * 1024 }),
+      open(server.url, THINKER),
+    ]);
     const frame = (seed: number) => bytes(8 * 1024, seed);
     await producer.put(TALKER, GHOST, key('bp', 0), frame(0), later()); // an empty edge admits any frame
     const held = producer.inflightBytes(TALKER, GHOST);
@@ -191,7 +195,6 @@ describe('redis connector on one redis-server', () => {
     const ghost = await open(server.url, GHOST);
     expect(waitingDone).toBe(false);
     expect(producer.inflightBytes(TALKER, GHOST)).toBe(held);
-    const thinker = await open(server.url, THINKER);
     await thinker.put(THINKER, GHOST, key('bp', 0), bytes(10, 7), later());
     await waiting;
 
@@ -229,11 +232,13 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('fails to open with a wrong password, saying the password is wrong (and not showing it)', async () => {
-    for (const options of [
+    const wrong = [
       { url: server.url.replace(server.password, 'not-the-password') },
       { url: `redis://127.0.0.1:${server.port}`, password: 'not-the-password' },
-    ]) {
-      const failure = await rejection(RedisConnector.open(CODE2WAV, { ...BASE, ...options }));
+    ];
+    // Opened together: each boots an I/O thread before Redis refuses it.
+    const failures = await Promise.all(wrong.map((o) => rejection(RedisConnector.open(CODE2WAV, { ...BASE, ...o }))));
+    for (const failure of failures) {
       expect(failure.code).toBe('CHORUS_ERR_TRANSPORT_UNAVAILABLE');
       expect(failure.message).toMatch(/password \(or ACL user\) is wrong/);
       expect(failure.message).not.toContain('not-the-password');
@@ -381,7 +386,8 @@ describe('redis connector on a 3-node Redis Cluster', () => {
   });
 
   it('spreads requests over the shards, one list each, and empties every node once consumed', async () => {
-    const producer = await open(cluster.url, TALKER);
+    // The second producer is opened with the first (it sends only after the check): only the consumer comes up late.
+    const [producer, thinker] = await Promise.all([open(cluster.url, TALKER), open(cluster.url, THINKER)]);
     const ids = Array.from({ length: 30 }, (_, i) => `spread-${i}`);
     await Promise.all(ids.map((id, i) => producer.put(TALKER, GHOST, key(id, 0), bytes(512, i), later())));
     const perNode = await keysPerNode();
@@ -390,7 +396,6 @@ describe('redis connector on a 3-node Redis Cluster', () => {
 
     // A second frame of each request, from another producer, rings each list's bell for the late consumer.
     const ghost = await open(cluster.url, GHOST);
-    const thinker = await open(cluster.url, THINKER);
     await Promise.all(ids.map((id, i) => thinker.put(THINKER, GHOST, key(id, 0), bytes(100, i), later())));
     for (const [i, id] of ids.entries()) {
       expectSameBytes(await ghost.get(TALKER, GHOST, key(id, 0), later()), bytes(512, i));
