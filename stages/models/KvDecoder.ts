@@ -49,6 +49,10 @@ interface PreparedStep {
 export class KvDecoder {
   private readonly caches = new Map<string, SeqCache>();
   private readonly pool = new KvBufferPool(POOL_BYTES);
+  // attention_mask and position_ids are rebuilt every step; the mask grows with the past (16 rows x 1,500
+  // positions is ~190 KB a step). Fresh arrays each step were external memory V8 had to collect (issue 41).
+  private readonly maskScratch = new Int64Scratch();
+  private readonly positionScratch = new Int64Scratch();
 
   constructor(
     readonly session: SyncSession,
@@ -151,8 +155,8 @@ export class KvDecoder {
   ): Record<string, ort.Tensor> {
     const batch = caches.length;
     const totalLen = pastLen + numTokens;
-    const mask = new BigInt64Array(batch * totalLen);
-    const positions = new BigInt64Array(batch * numTokens);
+    const mask = this.maskScratch.take(batch * totalLen);
+    const positions = this.positionScratch.take(batch * numTokens);
     caches.forEach((c, b) => {
       mask.fill(1n, b * totalLen + (pastLen - c.length), (b + 1) * totalLen);
       for (let i = 0; i < numTokens; i++) positions[b * numTokens + i] = BigInt(c.length + i);
@@ -200,5 +204,19 @@ export class KvDecoder {
       caches.forEach((c, b) => c.adopt(store, b, numTokens));
     };
     return { reuse, pastLen, past, adopt };
+  }
+}
+
+/**
+ * One reusable int64 buffer for a step's feed: take() gives a zeroed view of the length asked, reallocating
+ * (to the next power of two) only when it is longer than any before. The view is valid until the next take():
+ * the session reads feeds during run() only.
+ */
+class Int64Scratch {
+  private buffer = new BigInt64Array(0);
+
+  take(length: number): BigInt64Array {
+    if (length > this.buffer.length) this.buffer = new BigInt64Array(2 ** Math.ceil(Math.log2(length)));
+    return this.buffer.subarray(0, length).fill(0n);
   }
 }
