@@ -39,14 +39,8 @@
  * against 15 ms alone); alone, each of its frames costs a step of one, and the batch of the others stays the same
  * batch (its KV fed back as is). The long answers lose those few short steps, against seconds of audio buffered.
  *
- * Long prefills yield (`longPrefillsYield`, the Thinker's): while a newcomer whose whole prompt fits a step waits for
- * its first output, a running request whose prompt does not fit one (a chunked prefill: a clip's ~850 positions
- * against a step of 600 and a text's ~50) computes at most a seat's share of the step (budget / seats), so the
- * newcomers' first tokens and the decodes that free their seats never wait behind a step of the clip's whole budget.
- * The clip keeps going a share a step and takes the whole budget again once nobody waits: vLLM's
- * long_prefill_token_threshold, only while short prompts wait (seed 000's burst: a clip's 600-position step landing
- * among 31 texts' prefills held back every text not yet prefilled; bench/NOTES.md). A prompt that fits a step (a
- * text admitted with part of its prompt when the budget ran out) never yields: it is one of the short ones.
+ * Long prefills yield (`longPrefillsYield`, the Thinker's): a prompt longer than a step computes a seat's share of
+ * it while a short prompt waits for its first output (longPrefillYield.ts).
  */
 import { byDeadline } from './playback.ts';
 
@@ -63,6 +57,7 @@ const FIRST_OUTPUT_RUN_STEPS = 4;
 const NONE: ReadonlySet<string> = new Set();
 
 import type { ArSchedulerOptions, ArStatus, ScheduledItem, SchedulerPlan } from './arPlan.ts';
+import { longPrefillCapOf, yieldShareOf } from './longPrefillYield.ts';
 export type { ArSchedulerOptions, ArStatus, ScheduledItem, SchedulerPlan } from './arPlan.ts';
 
 interface ArRequest {
@@ -106,7 +101,7 @@ export class ArScheduler {
     const threshold = options.longPrefillTokenThreshold ?? null;
     if (threshold !== null && threshold < 1) throw new RangeError('longPrefillTokenThreshold must be >= 1');
     this.perRequestTokens = threshold ?? Number.POSITIVE_INFINITY;
-    this.yieldShare = options.longPrefillsYield ? Math.ceil(options.maxNumBatchedTokens / options.maxNumSeqs) : null;
+    this.yieldShare = yieldShareOf(options.longPrefillsYield === true, options.maxNumBatchedTokens, options.maxNumSeqs);
   }
 
   add(requestId: string, numAvailableTokens: number): void {
@@ -260,7 +255,7 @@ export class ArScheduler {
     // Seat turns: who may take a free seat this step (null: off, anyone may), after long holders yielded theirs.
     const turn = this.seatTurn(ordered, deferred);
     numSeated -= turn?.yielded ?? 0;
-    const longPrefillCap = this.longPrefillCap(ordered, deferred);
+    const longPrefillCap = longPrefillCapOf(ordered, deferred, this.yieldShare, this.options.maxNumBatchedTokens);
 
     // 2. Running requests first, oldest (playback: most urgent) first: they hold KV, and a slot unless they were
     //    paused since.
@@ -381,25 +376,6 @@ export class ArScheduler {
       return null;
     const first = items.filter((i) => this.get(i.requestId).firstOutputPending);
     return first.length > 0 && first.length < items.length ? first : null;
-  }
-
-  /**
-   * Long prefills yield: what a running request with `pending` positions to compute may take this step. A seat's
-   * share when its prompt is longer than a step and a newcomer (not paused or deferred) waits with a whole prompt
-   * that fits a step and samples at its end; else no cap.
-   */
-  private longPrefillCap(
-    ordered: readonly ArRequest[],
-    deferred: ReadonlySet<string>,
-  ): (r: ArRequest, pending: number) => number {
-    const [share, budget] = [this.yieldShare, this.options.maxNumBatchedTokens];
-    const shortWaiting = (r: ArRequest) => {
-      const pending = r.numAvailableTokens - r.numComputedTokens;
-      if (r.status !== 'waiting' || r.paused || deferred.has(r.requestId) || !r.sampleAtEnd) return false;
-      return pending > 0 && pending <= budget;
-    };
-    if (share === null || !ordered.some(shortWaiting)) return () => Number.POSITIVE_INFINITY;
-    return (r, pending) => (r.numAvailableTokens > budget && pending > share ? share : Number.POSITIVE_INFINITY);
   }
 
   private item(r: ArRequest, numTokens: number): ScheduledItem {
