@@ -64,6 +64,8 @@ export interface VideoSettings {
   readonly maxFrameBytes: number;
   /** The decoder's time limit per clip (CHORUS_ERR_VIDEO_DECODE_TIMEOUT). */
   readonly decodeTimeoutMs: number;
+  /** Decoded clips main keeps for the next question about the same clip, in bytes (src/media/video/DecodedClips.ts). */
+  readonly decodedCacheBytes: number;
   /** use_audio_in_video: seconds per chunk of the frames/track interleave (Qwen2.5-Omni's seconds_per_chunk). */
   readonly audioChunkSeconds: number;
   /**

@@ -95,6 +95,7 @@ export const defaults = {
     maxInputBytes: '12MiB', // under the HTTP body limit (16 MiB) as base64 (x 4/3)
     maxFrameBytes: '256MiB', // frames sampled before the max_frames pick: ~2,000 frames of 224 x 168
     decodeTimeoutMs: 20_000, // 20 s of decoder wall time per clip
+    decodedCacheBytes: '64MiB', // decoded clips main keeps: ~16 clips of 30 frames at 252 x 168
     audioChunkSeconds: 2, // use_audio_in_video: frames then sound, 2 s at a time (Qwen2.5-Omni's seconds_per_chunk)
     // One clip's encode is one full-attention sequence (src/media/video/encodeMemory.ts): 4,096 patches is what
     // max_frames and frame_pixels above give at most (16 groups of 16 x 16), ~930 MiB estimated for tiny-omni's

@@ -57,6 +57,7 @@ function resolveVideoSettings(raw: Static<typeof VideoYaml>): VideoSettings {
     maxInputBytes: parseByteSize(raw.max_input_bytes ?? d.maxInputBytes),
     maxFrameBytes: parseByteSize(raw.max_frame_bytes ?? d.maxFrameBytes),
     decodeTimeoutMs: raw.decode_timeout_ms ?? d.decodeTimeoutMs,
+    decodedCacheBytes: parseByteSize(raw.decoded_cache_bytes ?? d.decodedCacheBytes),
     audioChunkSeconds: raw.audio_chunk_seconds ?? d.audioChunkSeconds,
     maxPatchesPerEncode: raw.max_patches_per_encode ?? d.maxPatchesPerEncode,
     fallback:

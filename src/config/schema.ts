@@ -148,6 +148,8 @@ export const VideoYaml = Type.Object(
     max_input_bytes: optional(ByteSize),
     max_frame_bytes: optional(ByteSize),
     decode_timeout_ms: optional(int(1)),
+    /** Decoded clips main keeps for the next question about the same clip (0: none). */
+    decoded_cache_bytes: optional(ByteSize),
     audio_chunk_seconds: optional(Type.Number({ exclusiveMinimum: 0, maximum: 60 })),
     /** Patches of one clip's encode at most (its attention's working memory); the fallback steps a clip under. */
     max_patches_per_encode: optional(int(1)),

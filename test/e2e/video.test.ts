@@ -69,6 +69,10 @@ interface ChatJson {
   readonly error: { readonly code: string; readonly message: string; readonly param: string | null };
 }
 
+async function metricsText(): Promise<string> {
+  return (await fetch(`${base}/metrics`)).text();
+}
+
 async function post(body: unknown): Promise<{ status: number; json: ChatJson }> {
   const res = await fetch(`${base}/v1/chat/completions`, {
     method: 'POST',
@@ -163,7 +167,7 @@ describe('video input', () => {
     expect((await post(ask(videoPart(videoDataUrl(clip))))).status).toBe(200);
   });
 
-  it('a second question about the same clip reuses its KV; the clip sampled otherwise does not', async () => {
+  it('a second question about the same clip reuses its decode and KV; sampled otherwise, it does not', async () => {
     const about = (text: string, fps: number) => ({
       messages: [{ role: 'user', content: [videoPart(videoDataUrl(clip)), { type: 'text', text }] }],
       max_tokens: 2,
@@ -175,12 +179,23 @@ describe('video input', () => {
       const details = r.json.usage.prompt_tokens_details as { video_tokens: number; cached_tokens?: number };
       return { video: details.video_tokens, cached: details.cached_tokens ?? 0 };
     };
+    let spawned = 0;
+    const onDecoder = (m: unknown): void => void ((m as { event: string }).event === 'spawned' && spawned++);
+    subscribe(channelNames.videoDecoder, onDecoder);
+    onTestFinished(() => void unsubscribe(channelNames.videoDecoder, onDecoder));
+    const kept = async () =>
+      Number(/^chorus_video_decodes_total\{result="kept"\} (\d+)$/m.exec(await metricsText())?.[1] ?? 0);
+    const keptBefore = await kept();
     const first = await cached(about('What moves?', 1.5)); // 6 frames: 3 x 6 x 9 rows
     expect(first).toEqual({ video: 162, cached: 0 });
-    // The template's few tokens + 162 rows, in whole blocks of 16: at least 160 positions come from the cache.
+    expect(spawned).toBe(1);
+    // The template's few tokens + 162 rows, in whole blocks of 16: at least 160 positions come from the cache, and
+    // the frames from the clips main decoded (no decoder this time).
     expect((await cached(about('What colour is it?', 1.5))).cached).toBeGreaterThanOrEqual(160);
-    // The same file at another rate is another clip: only the template before it could match (no whole block).
+    expect([spawned, (await kept()) - keptBefore]).toEqual([1, 1]);
+    // The same file at another rate is another clip: decoded again; only the template before it could match.
     expect((await cached(about('What colour is it?', 0.5))).cached).toBeLessThan(16);
+    expect(spawned).toBe(2);
   });
 
   it("refuses a clip whose rows alone exceed the Thinker's media_rows_bytes; /metrics counts it", async () => {

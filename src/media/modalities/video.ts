@@ -18,6 +18,7 @@ import { AUDIO_ROWS_PER_SECOND } from '../audio.ts';
 import { videoPatches } from '../video/videoPatches.ts';
 import { DEFAULT_VIDEO_GRID, videoGrid, type VideoGridConfig, type VideoSampling } from '../video/videoGrid.ts';
 import type { ModalityDef, PartOf } from './ModalityDef.ts';
+import type { DecodedClips } from '../video/DecodedClips.ts';
 
 /** What the video path needs of its encoder stage: the model's patch grid and the `video:` settings. */
 export interface VideoStageSettings {
@@ -118,8 +119,23 @@ export function samplingOf(settings: VideoSettings, asked: Partial<VideoSampling
 }
 
 /**
- * Decodes a clip (a file, or frame images) in a child ffmpeg into the engine's video part. Throws a
- * CHORUS_ERR_VIDEO_* error naming `what` and the limit it passed; `cancel` stops the decode (the request is gone).
+ * A clip's sourceKey: its bytes (or its frame images' hashes) with its sampling and the frame grid, under the
+ * decoder's version. The track does not change the frames (it has its own key, the hash of its samples).
+ */
+export function videoSourceKey(source: VideoSource, sampling: VideoSampling, grid: VideoGridConfig): string {
+  const { fps, maxFrames } = sampling;
+  const hash = createHash('sha256').update(
+    JSON.stringify({ decoder: VIDEO_DECODER_VERSION, kind: source.kind, sampling: { fps, maxFrames }, grid }),
+  );
+  if (source.kind === 'file') hash.update(source.bytes);
+  else for (const image of source.images) hash.update(createHash('sha256').update(image).digest());
+  return hash.digest('hex');
+}
+
+/**
+ * Decodes a clip (a file, or frame images) in a child ffmpeg into the engine's video part, or takes it from `clips`
+ * when the same clip was decoded the same way before. Throws a CHORUS_ERR_VIDEO_* error naming `what` and the limit
+ * it passed; `cancel` stops the decode (the request is gone).
  */
 export async function videoPart(
   source: VideoSource,
@@ -127,9 +143,15 @@ export async function videoPart(
   settings: VideoStageSettings & { readonly video: VideoSettings; readonly decoderNice?: number },
   what: string,
   cancel?: AbortSignal,
+  clips?: DecodedClips,
 ): Promise<PartOf<'video'>> {
   const grid = videoGridOf(settings);
   const s = settings.video;
+  const sourceKey = videoSourceKey(source, sampling, grid);
+  // What else decides a decode's outcome: the track, and the limits it had to pass.
+  const decodeKey = JSON.stringify([sourceKey, sampling.withAudio === true, s.maxSeconds, s.maxFrameBytes]);
+  const kept = clips?.get(decodeKey);
+  if (kept) return kept;
   const decoded = await decodeVideo(
     source,
     sampling,
@@ -144,21 +166,16 @@ export async function videoPart(
     what,
     cancel,
   );
-  // The frames' key: the track does not change them (it has its own key, the hash of its samples).
-  const { fps, maxFrames } = sampling;
-  const hash = createHash('sha256').update(
-    JSON.stringify({ decoder: VIDEO_DECODER_VERSION, kind: source.kind, sampling: { fps, maxFrames }, grid }),
-  );
-  if (source.kind === 'file') hash.update(source.bytes);
-  else for (const image of source.images) hash.update(createHash('sha256').update(image).digest());
-  return {
+  const part: PartOf<'video'> = {
     type: 'video',
     data: decoded.data,
     numFrames: decoded.numFrames,
     width: decoded.width,
     height: decoded.height,
     fps: decoded.fps,
-    sourceKey: hash.digest('hex'),
+    sourceKey,
     ...(decoded.audio ? { audio: decoded.audio } : {}),
   };
+  clips?.set(decodeKey, part);
+  return part;
 }

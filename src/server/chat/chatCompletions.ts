@@ -24,6 +24,7 @@ import { hearChatAudio } from './heardAudio.ts';
 import type { MediaSources, VideoSettingsOf } from '../media/mediaParts.ts';
 import { encodersOf, type StageGraph } from '../../common/graph.ts';
 import { startDecoderSpawner } from '../../media/video/DecoderSpawner.ts';
+import { DecodedClips } from '../../media/video/DecodedClips.ts';
 import { planChatCompletion, type ChatPlan } from './chatRequest.ts';
 import { completionBody, openAiFinishReason, withLogprobs, type CompletionMeta } from './chatShapes.ts';
 import { streamChatCompletion } from './chatStream.ts';
@@ -45,11 +46,16 @@ export interface ChatRouteContext {
   readonly transcriber: Transcriber | null;
 }
 
-function mediaSourcesOf(options: ResolvedServerOptions): MediaSources {
+/** The server's media rules, and the clips it decodes kept for the next question (their budget follows reloads). */
+function mediaSourcesOf(options: ResolvedServerOptions, graph: StageGraph): MediaSources {
+  const clipsBudget = videoSettingsOf(graph)?.video.decodedCacheBytes ?? 0;
   return {
     allowList: options.mediaUrlAllowList,
     timeoutMs: options.mediaFetchTimeoutMs,
     maxBytes: options.mediaFetchMaxBytes,
+    decodedClips: new DecodedClips(clipsBudget, (found) =>
+      serverMetrics.videoDecodesTotal.inc({ result: found ? 'kept' : 'decoded' }),
+    ),
   };
 }
 
@@ -65,7 +71,7 @@ function videoSettingsOf(graph: StageGraph): VideoSettingsOf | null {
 export function registerChatCompletions(app: FastifyInstance, routeContext: ChatRouteContext): void {
   // Not spread: the context's token limits follow the engine's current graph (hot reload).
   const ctx = routeContext;
-  const mediaSources = mediaSourcesOf(routeContext.options);
+  const mediaSources = mediaSourcesOf(routeContext.options, ctx.engine.graph);
   // Now, while main is small: a fork from main costs its event loop a time that grows with its memory (DecoderSpawner).
   if (videoSettingsOf(ctx.engine.graph)) startDecoderSpawner();
   // In-flight requests are cancelled when the server closes: an SSE stream could otherwise hold close() open

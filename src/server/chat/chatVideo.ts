@@ -125,5 +125,6 @@ export async function loadVideo(
     pending.source instanceof URL
       ? { kind: 'file', bytes: await fetchMedia(pending.source, media, pending.what, 'video/*', cancel) }
       : pending.source;
-  return videoPart(source, sampling, settings, pending.what, cancel);
+  media.decodedClips?.resize(settings.video.decodedCacheBytes);
+  return videoPart(source, sampling, settings, pending.what, cancel, media.decodedClips);
 }

@@ -6,6 +6,7 @@
  */
 import type { VideoSettings } from '../../common/encoderSettings.ts';
 import type { MediaFetchLimits } from './fetchMedia.ts';
+import type { DecodedClips } from '../../media/video/DecodedClips.ts';
 
 export type { MediaPart } from '../../media/modalities/index.ts';
 export { audioPart } from '../../media/modalities/audio.ts';
@@ -16,6 +17,8 @@ export interface MediaSources extends MediaFetchLimits {
   readonly allowList: readonly string[];
   /** The video encoder stage's settings; null when the pipeline has none (video parts are refused). */
   readonly video?: VideoSettingsOf | null;
+  /** Clips decoded before, for the next question about the same clip (none: every clip is decoded). */
+  readonly decodedClips?: DecodedClips;
 }
 
 /** What the front end needs of the video encoder stage: its sampling defaults and limits, and its patch grid. */

@@ -106,6 +106,13 @@ export const serverMetrics = {
       help: 'Errors returned to clients, by stable error code.',
       labels: ['code'],
     },
+    videoDecodesTotal: {
+      counter: 'chorus_video_decodes_total',
+      help:
+        'Clips a request brought, by how main got their frames: decoded (a child ffmpeg) or kept (the same clip ' +
+        'decoded the same way before, held within encoder.video.decoded_cache_bytes).',
+      labels: ['result'],
+    },
     streamPausesTotal: {
       counter: 'chorus_stream_pauses_total',
       help: 'Times a request was paused because its client read too slowly.',
