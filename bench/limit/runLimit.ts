@@ -84,30 +84,70 @@ export function templatedPrompts(g: StageGraph, count: number, inputLen: number,
 }
 
 export async function runLimit(o: LimitOptions): Promise<LimitResult> {
-  const g = o.graph;
-  const batch = o.batch ?? 1;
-  const prompts = templatedPrompts(g, batch, o.inputLen, o.seed);
-  const runners = await openRunners(g);
+  const sampler = await LimitSampler.open(o);
   try {
-    const ic = o.initialChunkFrames ?? initialChunkFrames(g.chunkPolicy, batch);
-    const sampling = limitSampling(g);
-    const repeats = o.repeats ?? 20;
-    const runs = timeRepeats(o.warmup ?? 3, repeats, (run) => firstPacket(runners, g, prompts, ic, sampling, run));
-    const totals = runs.map((r) => r.total_ms);
+    sampler.measure(o.repeats ?? 20, o.warmup ?? 3);
+    return sampler.result();
+  } finally {
+    await sampler.close();
+  }
+}
+
+/**
+ * A limit whose runners stay open, so its packet can be measured again and again over a run (the bench measures the
+ * c=1 limit before the runs, between its c=1 blocks and after them: the machine's speed drifts by a third within
+ * minutes even quiet, so a limit taken only around the run compares TTFP with another minute's machine). Every
+ * measured packet counts alike: the result is the median over all of them, part by part.
+ */
+export class LimitSampler {
+  private readonly runs: LimitParts[] = [];
+  private readonly sampling: PacketSampling;
+  private packets = 0;
+
+  private constructor(
+    private readonly o: LimitOptions,
+    private readonly runners: Runners,
+    private readonly prompts: readonly (readonly number[])[],
+    private readonly ic: number,
+  ) {
+    this.sampling = limitSampling(o.graph);
+  }
+
+  static async open(o: LimitOptions): Promise<LimitSampler> {
+    const batch = o.batch ?? 1;
+    const prompts = templatedPrompts(o.graph, batch, o.inputLen, o.seed);
+    const ic = o.initialChunkFrames ?? initialChunkFrames(o.graph.chunkPolicy, batch);
+    return new LimitSampler(o, await openRunners(o.graph), prompts, ic);
+  }
+
+  /** `warmup` unmeasured then `repeats` measured packets, back to back; returns this measure's median total (ms). */
+  measure(repeats: number, warmup: number): number {
+    const packet = () =>
+      firstPacket(this.runners, this.o.graph, this.prompts, this.ic, this.sampling, `limit-${this.packets++}`);
+    const runs = timeRepeats(warmup, repeats, packet);
+    this.runs.push(...runs);
+    return medianParts(runs).total_ms;
+  }
+
+  /** The limit over every packet measured so far. */
+  result(): LimitResult {
+    const totals = this.runs.map((r) => r.total_ms);
     return {
-      batch,
-      prompt_tokens: prompts[0].length,
-      input_len: o.inputLen,
-      initial_chunk_frames: ic,
-      thinker_decode_steps: thinkerDecodeSteps(runners, ic),
-      talker_decode_steps: ic - 1,
-      repeats,
-      median: medianParts(runs),
+      batch: this.prompts.length,
+      prompt_tokens: this.prompts[0].length,
+      input_len: this.o.inputLen,
+      initial_chunk_frames: this.ic,
+      thinker_decode_steps: thinkerDecodeSteps(this.runners, this.ic),
+      talker_decode_steps: this.ic - 1,
+      repeats: this.runs.length,
+      median: medianParts(this.runs),
       p99_total_ms: percentile(totals, 99),
       min_total_ms: Math.min(...totals),
     };
-  } finally {
-    await closeRunners(runners);
+  }
+
+  close(): Promise<void> {
+    return closeRunners(this.runners);
   }
 }
 
@@ -134,11 +174,11 @@ function thinkerDecodeSteps(r: Runners, ic: number): number {
   return Math.floor((ic - 1) / r.talker.framesPerToken);
 }
 
-/** `warmup` unmeasured then `repeats` measured runs of `packet`, each given a run name of its own. */
-function timeRepeats(warmup: number, repeats: number, packet: (run: string) => LimitParts): LimitParts[] {
+/** `warmup` unmeasured then `repeats` measured runs of `packet`. */
+function timeRepeats(warmup: number, repeats: number, packet: () => LimitParts): LimitParts[] {
   const runs: LimitParts[] = [];
   for (let i = 0; i < warmup + repeats; i++) {
-    const parts = packet(`limit-${i}`);
+    const parts = packet();
     if (i >= warmup) runs.push(parts);
   }
   return runs;

@@ -174,12 +174,13 @@ export interface BenchResult {
     readonly interleaved?: boolean;
   };
   /**
-   * The critical path of a lone request's first packet (the c=1 goal's denominator): measured before any stage
-   * process starts and again after the last has stopped, the lower of the two (issue 46: a machine busy for the
-   * limit's few seconds alone moved it 14.7-20.8 ms between quiet runs).
+   * The critical path of a lone request's first packet (the c=1 goal's denominator): the median over every packet
+   * measured before any stage process starts, after each c=1 block and after the last stage process has stopped
+   * (issue 46: quiet, the machine's speed moved it 31.95-46.18 ms within minutes; the lower of a measure before and
+   * one after, the rule until then, compared TTFP with the fastest minute).
    */
   limit: LimitResult | null;
-  /** Its medians (total ms) before the runs and after them; absent in older results and with one measure. */
+  /** Each measure's median (total ms): before the runs, between the c=1 blocks, after; absent in older results. */
   limit_measures_ms?: readonly number[];
   /** The same for a burst of c requests batched together, for every concurrency c > 1 measured. */
   burst_limits: LimitResult[];

@@ -199,14 +199,17 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
   it('measures the critical-path limits and the async/sync ratios', () => {
     const limit = result.limit!;
     expect(limit.prompt_tokens).toBe(INPUT_LEN + templateTokens);
-    expect(limit.repeats).toBe(3);
     for (const v of Object.values(limit.median)) expect(v).toBeGreaterThan(0);
     expect(limit.median.total_ms).toBeGreaterThanOrEqual(limit.min_total_ms);
     expect(limit.batch).toBe(1);
-    // Measured again once the stage processes stopped: the limit is the lower of the two medians.
+    // Measured before the runs, after each of the four c=1 blocks (A B B A: a quarter of the repeats, rounded up) and
+    // after the stage processes stopped; the limit is the median over all 3 + 4 x 1 + 3 packets, so it lies within
+    // the measures' own medians.
     const measures = result.limit_measures_ms!;
-    expect(measures).toHaveLength(2);
-    expect(limit.median.total_ms).toBe(Math.min(...measures));
+    expect(measures).toHaveLength(6);
+    expect(limit.repeats).toBe(10);
+    expect(limit.median.total_ms).toBeGreaterThanOrEqual(Math.min(...measures));
+    expect(limit.median.total_ms).toBeLessThanOrEqual(Math.max(...measures));
     // A burst of 2 through every step together: one limit per concurrency above 1.
     expect(result.burst_limits.map((l) => [l.batch, l.prompt_tokens])).toEqual([[2, INPUT_LEN + templateTokens]]);
     expect(result.ratios.map((r) => r.concurrency)).toEqual([1, 2]);

@@ -158,11 +158,15 @@ describe('the report (results.md, and what the terminal prints)', () => {
     expect(md).not.toMatch(/measured [\d.]+ \([\d.]+\)/); // the old "measured 0.99 (0.40)"
   });
 
-  it("names the c=1 limit's two measures when it has them, and says the lower is the limit", () => {
+  it("names the c=1 limit's measures over the run when it has them, and that the limit is all packets' median", () => {
     expect(md).not.toContain('before the runs');
     const twice = formatReport({ ...r, limit_measures_ms: [41.5, 32] });
     expect(twice).toContain('Measured 41.50 ms before the runs and 32.00 ms after them');
-    expect(twice).toContain('the lower is the limit');
+    expect(twice).toContain(`the limit is the median of all ${r.limit!.repeats} packets`);
+    const between = formatReport({ ...r, limit_measures_ms: [41.5, 35, 36.25, 32] });
+    expect(between).toContain(
+      'Measured 41.50 ms before the runs, 35.00, 36.25 ms between the c=1 blocks and 32.00 ms after',
+    );
   });
 
   it('leaves the development goals out unless asked for, and never shouts MISSED', () => {

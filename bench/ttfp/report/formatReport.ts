@@ -53,14 +53,17 @@ function columns(r: BenchResult, base: readonly Column<RunRow>[]): readonly Colu
   return [...(byVariant ? [variantColumn] : []), ...base, ...(r.options.ttfp_target_ms !== null ? [target] : [])];
 }
 
-/** The c=1 limit's two measures, when it has them (runServeBench.ts measureLimitAgain). */
+/** The c=1 limit's measures over the run, when it has more than one (runServeBench.ts RunLimit). */
 function limitMeasures(r: BenchResult): string[] {
   const m = r.limit_measures_ms;
-  if (!m || m.length < 2) return [];
-  const [before, after] = m.map((x) => `${x.toFixed(2)} ms`);
+  if (!m || m.length < 2 || !r.limit) return [];
+  const ms = m.map((x) => x.toFixed(2));
+  const between = ms.slice(1, -1);
+  const during = between.length > 0 ? `, ${between.join(', ')} ms between the c=1 blocks` : '';
   return [
     '',
-    `Measured ${before} before the runs and ${after} after them (the stage processes stopped): the lower is the limit.`,
+    `Measured ${ms[0]} ms before the runs${during} and ${ms.at(-1)} ms after them (the stage processes stopped): ` +
+      `the limit is the median of all ${r.limit.repeats} packets.`,
   ];
 }
 
