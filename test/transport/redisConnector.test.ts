@@ -54,6 +54,26 @@ async function open(url: string, self: string, overrides: Partial<RedisConnector
   return connector;
 }
 
+/**
+ * Connectors with the base options, opened together before a describe block's tests and closed after them (before its
+ * server stops: after-all hooks run last-registered first), for the tests that need no other options, no late start
+ * and no close of their own: each open boots an I/O thread, about a second of CPU under load, and a third of this
+ * file's opens were the same instances with the same options again. The tests use distinct request ids, so what one
+ * leaves in flight (an ack still on its way) touches no other's edge or keys.
+ */
+function sharedConnectors(url: () => string, selves: readonly string[]): Record<string, RedisConnector> {
+  const shared: Record<string, RedisConnector> = {};
+  beforeAll(async () => {
+    await Promise.all(
+      selves.map(async (self) => (shared[self] = await RedisConnector.open(self, { ...BASE, url: url() }))),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all(Object.values(shared).map((c) => c.close()));
+  });
+  return shared;
+}
+
 async function rejection(p: Promise<unknown>): Promise<{ code: unknown; message: string }> {
   try {
     await p;
@@ -78,10 +98,11 @@ describe('redis connector on one redis-server', () => {
     server = await RedisServer.start();
   });
   afterAll(() => server?.stop());
+  const shared = sharedConnectors(() => server.url, [TALKER, THINKER, CODE2WAV, 'code2wav#1']);
   expectNoKeysAfterEach(() => server);
 
   it('round-trips multi-part frames byte for byte, with the get before or after the put', async () => {
-    const [producer, consumer] = await Promise.all([open(server.url, TALKER), open(server.url, CODE2WAV)]);
+    const [producer, consumer] = [shared[TALKER], shared[CODE2WAV]];
     const parts = [bytes(7, 1), new Uint8Array(0), bytes(300 * 1024, 2), bytes(1, 3)];
     const early = consumer.get(TALKER, CODE2WAV, key('resp_1', 0), later());
     await producer.put(TALKER, CODE2WAV, key('resp_1', 0), parts, later());
@@ -92,8 +113,8 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('keeps requests and edges apart: interleaved puts, gets in reverse order', async () => {
-    const [talker, thinker, code2wav0, code2wav1] = await Promise.all(
-      [TALKER, THINKER, CODE2WAV, 'code2wav#1'].map((self) => open(server.url, self)),
+    const [talker, thinker, code2wav0, code2wav1] = [TALKER, THINKER, CODE2WAV, 'code2wav#1'].map(
+      (self) => shared[self],
     );
     // The same key on different edges carries different bytes: a frame must come out of its own edge only.
     const sends: { producer: RedisConnector; from: string; to: string; consumer: RedisConnector; k: string }[] = [];
@@ -112,7 +133,7 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('consumes once: a got frame leaves nothing in Redis and is not handed out twice', async () => {
-    const [producer, consumer] = await Promise.all([open(server.url, TALKER), open(server.url, CODE2WAV)]);
+    const [producer, consumer] = [shared[TALKER], shared[CODE2WAV]];
     await producer.put(TALKER, CODE2WAV, key('once', 0), bytes(4096, 9), later());
     expectSameBytes(await consumer.get(TALKER, CODE2WAV, key('once', 0), later()), bytes(4096, 9));
     expect(await server.keys()).toEqual([]);
@@ -136,7 +157,7 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('cleanup on the consumer deletes the request list, rejects its gets and drops its late frames', async () => {
-    const producer = await open(server.url, TALKER);
+    const producer = shared[TALKER];
     await producer.put(TALKER, GHOST, key('gone', 0), bytes(100, 1), later());
     await producer.put(TALKER, GHOST, key('gone', 1), bytes(100, 2), later());
     await producer.put(TALKER, GHOST, key('kept', 0), bytes(100, 3), later());
@@ -161,18 +182,16 @@ describe('redis connector on one redis-server', () => {
   });
 
   it('rejects a get with CHORUS_ERR_CHUNK_TIMEOUT at its deadline', async () => {
-    const consumer = await open(server.url, CODE2WAV);
+    const consumer = shared[CODE2WAV];
     const start = Date.now();
     expect(await codeOf(consumer.get(TALKER, CODE2WAV, key('late', 0), start + 150))).toBe('CHORUS_ERR_CHUNK_TIMEOUT');
     expect(Date.now() - start).toBeGreaterThanOrEqual(150);
   });
 
   it('holds a put while max_edge_bytes sit unpopped; acks from the consumer give the credit back', async () => {
-    // The second producer is opened with the first (it sends nothing until the end): only the consumer comes up late.
-    const [producer, thinker] = await Promise.all([
-      open(server.url, TALKER, { maxEdgeBytes: 10 * 1024 }),
-      open(server.url, THINKER),
-    ]);
+    // The second producer (shared: it sends nothing until the end) is up already: only the consumer comes up late.
+    const producer = await open(server.url, TALKER, { maxEdgeBytes: 10 * 1024 });
+    const thinker = shared[THINKER];
     const frame = (seed: number) => bytes(8 * 1024, seed);
     await producer.put(TALKER, GHOST, key('bp', 0), frame(0), later()); // an empty edge admits any frame
     const held = producer.inflightBytes(TALKER, GHOST);
@@ -371,13 +390,14 @@ describe('redis connector on a 3-node Redis Cluster', () => {
     cluster = await RedisCluster.start();
   });
   afterAll(() => cluster?.stop());
+  const shared = sharedConnectors(() => cluster.url, [TALKER, THINKER, CODE2WAV]);
   const keysPerNode = () => Promise.all(cluster.nodes.map((n) => n.keys()));
   afterEach(async () => {
     expect((await keysPerNode()).flat()).toEqual([]);
   });
 
   it('round-trips frames of 30 requests', async () => {
-    const [producer, consumer] = await Promise.all([open(cluster.url, TALKER), open(cluster.url, CODE2WAV)]);
+    const [producer, consumer] = [shared[TALKER], shared[CODE2WAV]];
     const ids = Array.from({ length: 30 }, (_, i) => `req-${i}`);
     await Promise.all(ids.map((id, i) => producer.put(TALKER, CODE2WAV, key(id, 0), bytes(2048, i), later())));
     const got = await Promise.all(ids.map((id) => consumer.get(TALKER, CODE2WAV, key(id, 0), later())));
@@ -386,8 +406,8 @@ describe('redis connector on a 3-node Redis Cluster', () => {
   });
 
   it('spreads requests over the shards, one list each, and empties every node once consumed', async () => {
-    // The second producer is opened with the first (it sends only after the check): only the consumer comes up late.
-    const [producer, thinker] = await Promise.all([open(cluster.url, TALKER), open(cluster.url, THINKER)]);
+    // Both producers are up already (shared; the second sends only after the check): only the consumer comes up late.
+    const [producer, thinker] = [shared[TALKER], shared[THINKER]];
     const ids = Array.from({ length: 30 }, (_, i) => `spread-${i}`);
     await Promise.all(ids.map((id, i) => producer.put(TALKER, GHOST, key(id, 0), bytes(512, i), later())));
     const perNode = await keysPerNode();
