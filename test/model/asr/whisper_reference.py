@@ -1,23 +1,26 @@
 """Whisper's reference transcripts for test/model/asr/whisperReference.test.ts: faster-whisper (CTranslate2) on the
 same model folder and the same 16 kHz samples, greedy, without timestamps, each clip on its own.
 
-stdin: {"model": DIR, "clips": [base64 of float32 little-endian samples, ...]}
+argv: MODEL_DIR (loaded before the job is read: the test speaks its clips and loads its own model meanwhile)
+stdin: {"clips": PATH of the clips' float32 little-endian samples back to back, "lengths": [samples of each clip]}
 stdout: [{"text": str, "tokens": [int, ...]}, ...]
 """
-import base64
 import json
 import sys
 
 import numpy as np
 from faster_whisper import WhisperModel
 
+model = WhisperModel(sys.argv[1], device="cpu", compute_type="float32", cpu_threads=1)
 request = json.load(sys.stdin)
-model = WhisperModel(request["model"], device="cpu", compute_type="float32", cpu_threads=1)
+samples = np.fromfile(request["clips"], dtype="<f4")
 out = []
-for clip in request["clips"]:
-    samples = np.frombuffer(base64.b64decode(clip), dtype="<f4")
+start = 0
+for length in request["lengths"]:
+    clip = samples[start : start + length]
+    start += length
     segments, _ = model.transcribe(
-        samples,
+        clip,
         beam_size=1,
         temperature=0,
         without_timestamps=True,

@@ -4,9 +4,13 @@ package's own reader and dequantization, computed the way llama.cpp computes it 
 particular RoPE rotates the pairs the file's Q/K rows are laid out in (adjacent pairs for llama, whose rows
 llama.cpp's converter permuted; halves for qwen2), so it shares nothing with the converter's row restoration.
 
-stdin: {"gguf": PATH, "prompts": [[ids...], ...], "steps": N, "out": PATH}
+argv: GGUF_PATH (the file is read and dequantized before the job is read: the test tokenizes its prompts meanwhile)
+stdin: {"prompts": [[ids...], ...], "steps": N, "out": PATH}
 stdout: {"tokens": [[greedy ids...], ...], "vocab": V}
 out: float32 logits [prompt][step 0..N-1][V] (step 0: after the prompt; step i: after greedy token i-1 was fed).
+
+The prompts are decoded side by side: each step feeds every prompt's token through the projections at once (the
+weights, ~0.5 GB as float32, read once a step rather than once a prompt); attention is each prompt's own.
 """
 
 import json
@@ -69,53 +73,62 @@ class Model:
         bias = self.w.get(name + ".bias")
         return y if bias is None else y + bias
 
-    def forward(self, ids, cache):
-        """ids: new tokens; cache: per layer [K, V] of [T, n_kv, hd]; returns the last position's logits."""
-        start = cache[0][0].shape[0]
-        pos = np.arange(start, start + len(ids), dtype=np.float64)
-        x = self.w["token_embd.weight"][ids]
+    def attend(self, q, k, v, start):
+        """q [S, n_head, hd] of positions start.. over one sequence's cache k, v [T, n_kv, hd]; grouped heads."""
         group = self.n_head // self.n_kv
-        total = start + len(ids)
-        causal = np.arange(total)[None, :] <= (start + np.arange(len(ids)))[:, None]  # [S, T]
+        s, t = len(q), len(k)
+        causal = np.arange(t)[None, :] <= (start + np.arange(s))[:, None]  # [S, T]
+        qg = q.reshape(s, self.n_kv, group, self.hd).transpose(1, 2, 0, 3)  # [kv, group, S, hd]; head = kv*group + g
+        scores = qg @ k.transpose(1, 2, 0)[:, None] / np.float32(np.sqrt(self.hd))  # [kv, group, S, T]
+        scores = np.where(causal, scores, -np.inf)
+        probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        out = probs @ v.transpose(1, 0, 2)[:, None]  # [kv, group, S, hd]
+        return out.transpose(2, 0, 1, 3).reshape(s, self.n_head, self.hd)
+
+    def forward(self, seqs, caches):
+        """seqs: each sequence's new tokens; caches: each one's per layer [K, V] of [T, n_kv, hd].
+        Returns each sequence's last position's logits [B, V]."""
+        starts = [cache[0][0].shape[0] for cache in caches]
+        bounds = np.cumsum([0] + [len(ids) for ids in seqs])
+        pos = np.concatenate([np.arange(s, s + len(ids), dtype=np.float64) for s, ids in zip(starts, seqs)])
+        x = self.w["token_embd.weight"][np.concatenate(seqs)]
         for l in range(self.n_layer):
             p = f"blk.{l}"
             h = self.rms(x, f"{p}.attn_norm.weight")
-            q = self.rope(self.linear(h, f"{p}.attn_q").reshape(len(ids), self.n_head, self.hd), pos)
-            k = self.rope(self.linear(h, f"{p}.attn_k").reshape(len(ids), self.n_kv, self.hd), pos)
-            v = self.linear(h, f"{p}.attn_v").reshape(len(ids), self.n_kv, self.hd)
-            cache[l][0] = np.concatenate([cache[l][0], k])
-            cache[l][1] = np.concatenate([cache[l][1], v])
-            out = np.empty((len(ids), self.n_head, self.hd), dtype=np.float32)
-            for head in range(self.n_head):
-                kv = head // group
-                scores = q[:, head] @ cache[l][0][:, kv].T / np.float32(np.sqrt(self.hd))
-                scores = np.where(causal, scores, -np.inf)
-                probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
-                probs /= probs.sum(axis=-1, keepdims=True)
-                out[:, head] = probs @ cache[l][1][:, kv]
-            x = x + self.linear(out.reshape(len(ids), -1), f"{p}.attn_output")
+            q = self.rope(self.linear(h, f"{p}.attn_q").reshape(len(x), self.n_head, self.hd), pos)
+            k = self.rope(self.linear(h, f"{p}.attn_k").reshape(len(x), self.n_kv, self.hd), pos)
+            v = self.linear(h, f"{p}.attn_v").reshape(len(x), self.n_kv, self.hd)
+            out = np.empty_like(q)
+            for b, cache in enumerate(caches):
+                rows = slice(bounds[b], bounds[b + 1])
+                cache[l][0] = np.concatenate([cache[l][0], k[rows]])
+                cache[l][1] = np.concatenate([cache[l][1], v[rows]])
+                out[rows] = self.attend(q[rows], cache[l][0], cache[l][1], starts[b])
+            x = x + self.linear(out.reshape(len(x), -1), f"{p}.attn_output")
             h = self.rms(x, f"{p}.ffn_norm.weight")
             gate = self.linear(h, f"{p}.ffn_gate")
             x = x + self.linear(gate / (1 + np.exp(-gate)) * self.linear(h, f"{p}.ffn_up"), f"{p}.ffn_down")
-        return self.rms(x[-1], "output_norm.weight") @ self.head.T
+        return self.rms(x[bounds[1:] - 1], "output_norm.weight") @ self.head.T
 
 
 def main():
+    model = Model(sys.argv[1])
     job = json.load(sys.stdin)
-    model = Model(job["gguf"])
-    tokens, logits = [], []
-    for prompt in job["prompts"]:
-        empty = np.zeros((0, model.n_kv, model.hd), dtype=np.float32)
-        cache = [[empty, empty] for _ in range(model.n_layer)]
-        row = model.forward(np.array(prompt), cache)
-        greedy = []
-        for step in range(job["steps"]):
-            logits.append(row.astype(np.float32))
-            greedy.append(int(np.argmax(row)))
-            if step + 1 < job["steps"]:
-                row = model.forward(np.array([greedy[-1]]), cache)
-        tokens.append(greedy)
-    np.stack(logits).tofile(job["out"])
+    steps = job["steps"]
+    empty = np.zeros((0, model.n_kv, model.hd), dtype=np.float32)
+    caches = [[[empty, empty] for _ in range(model.n_layer)] for _ in job["prompts"]]
+    rows = model.forward([np.array(prompt) for prompt in job["prompts"]], caches)
+    logits = np.empty((len(caches), steps, rows.shape[1]), dtype=np.float32)
+    tokens = [[] for _ in caches]
+    for step in range(steps):
+        logits[:, step] = rows
+        picks = [int(i) for i in np.argmax(rows, axis=-1)]
+        for greedy, pick in zip(tokens, picks):
+            greedy.append(pick)
+        if step + 1 < steps:
+            rows = model.forward([np.array([pick]) for pick in picks], caches)
+    logits.tofile(job["out"])
     json.dump({"tokens": tokens, "vocab": int(model.head.shape[0])}, sys.stdout)
 
 

