@@ -8,16 +8,21 @@
  * 50-64 ms against 4-9 ms for one, load 34 in an own group; the newcomer's first audio 2.4-3.5x its 28 ms alone,
  * bench/NOTES.md). Those answers are seconds of audio ahead of their listeners and need no step of sixteen: so a
  * step takes at most `size` of the answers that may wait (speaking for a while, listener far ahead: the same test as
- * first audio first's), in turns, least recently stepped first, and the others keep their seats and KV for the next
- * steps. The per-row cost of a decode dominates on these models (a step of sixteen is ~14 of one), so the same frames
- * cost a few steps' overhead more, and a newcomer waits for a step of `size`.
+ * first audio first's), one group of them a step, in turns, and the others keep their seats and KV for the next
+ * steps.
  *
- * The turns are stable: with the same answers every step, the same groups run in the same order (least recently
- * stepped first, ties in the plan's order), so each group's KV is fed back as is (stages/models/SeqKvCache.ts).
+ * The groups are fixed, not drawn anew each step: a step that runs other sequences than the last step of each of them
+ * repacks their KV (stages/models/SeqKvCache.ts, AppendKvCache.ts), and a rotation of "the least recently stepped
+ * four" is only stable when the count divides by four. Ten answers in such a rotation ran {0-3}, {4-7}, {8, 9, 0, 1},
+ * {2-5}, ...: every step a new batch, every step each sequence's KV copied, and the Thinker's and the Talker's decodes
+ * cost 7-8x their CPU a row in steps of ten (bench/NOTES.md, "Speaking slices at c=10"). So an answer that may wait
+ * joins a group once (the fullest one with room, else a new one) and stays in it until it leaves the stage; a group
+ * whose members could fit the others' room is dissolved into them, so there are never more turns than needed.
  */
 export class SpeakingSlices {
-  /** The step each request last took part in (this class's own count). */
-  private readonly lastStep = new Map<string, number>();
+  /** Each request's group (an index into `groups`). */
+  private readonly groupOf = new Map<string, Group>();
+  private readonly groups: Group[] = [];
   private steps = 0;
 
   constructor(private readonly size: number) {
@@ -26,28 +31,59 @@ export class SpeakingSlices {
 
   /**
    * Which of a step's requests (in the plan's order) run in it: every one that may not wait, and of those that may,
-   * at most `size`, the least recently stepped first. null: the step runs as planned (no more than `size` may wait).
+   * one group of at most `size`, the group least recently stepped. null: the step runs as planned (no more than
+   * `size` may wait).
    */
   keep(planned: readonly string[], mayWait: (requestId: string) => boolean): ReadonlySet<string> | null {
     this.steps++;
     const waitable = planned.filter(mayWait);
-    if (waitable.length <= this.size) {
-      for (const id of planned) this.lastStep.set(id, this.steps);
-      return null;
-    }
-    const last = (id: string) => this.lastStep.get(id) ?? 0;
-    const chosen = waitable
-      .map((id, order) => ({ id, order }))
-      .sort((a, b) => last(a.id) - last(b.id) || a.order - b.order)
-      .slice(0, this.size)
-      .map((c) => c.id);
-    const kept = new Set([...planned.filter((id) => !mayWait(id)), ...chosen]);
-    for (const id of kept) this.lastStep.set(id, this.steps);
-    return kept;
+    if (waitable.length <= this.size) return null;
+    this.merge();
+    for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
+    const present = new Set(waitable.map((id) => this.groupOf.get(id)!));
+    const turn = [...present].reduce((a, b) => (b.lastStep < a.lastStep ? b : a));
+    turn.lastStep = this.steps;
+    return new Set(planned.filter((id) => !mayWait(id) || this.groupOf.get(id) === turn));
   }
 
   /** The request left the stage. */
   removed(requestId: string): void {
-    this.lastStep.delete(requestId);
+    const group = this.groupOf.get(requestId);
+    if (!group) return;
+    this.groupOf.delete(requestId);
+    group.members.delete(requestId);
+    if (group.members.size === 0) this.groups.splice(this.groups.indexOf(group), 1);
   }
+
+  /** Puts the request into the fullest group with room (fewest turns, fullest steps), else a new one. */
+  private join(requestId: string): void {
+    let group: Group | undefined;
+    for (const g of this.groups)
+      if (g.members.size < this.size && (!group || g.members.size > group.members.size)) group = g;
+    if (!group) this.groups.push((group = { members: new Set(), lastStep: 0 }));
+    group.members.add(requestId);
+    this.groupOf.set(requestId, group);
+  }
+
+  /** While the smallest group's members fit the others' room, they move there (one turn fewer). */
+  private merge(): void {
+    for (;;) {
+      if (this.groups.length < 2) return;
+      const smallest = this.groups.reduce((a, b) => (b.members.size < a.members.size ? b : a));
+      const others = this.groups.filter((g) => g !== smallest);
+      const room = others.reduce((n, g) => n + this.size - g.members.size, 0);
+      if (room < smallest.members.size) return;
+      this.groups.splice(this.groups.indexOf(smallest), 1);
+      for (const id of smallest.members) {
+        this.groupOf.delete(id);
+        this.join(id);
+      }
+    }
+  }
+}
+
+interface Group {
+  readonly members: Set<string>;
+  /** The step (this class's own count) the group last ran in; 0: never. */
+  lastStep: number;
 }

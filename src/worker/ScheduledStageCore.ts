@@ -87,8 +87,8 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
 
   /**
    * Which of a planned step's requests (in the plan's order) run in it, or null for all of them: speaking slices
-   * leave out, beyond `speaking_slice`, the answers first audio first may hold back (speaking for a while, listener
-   * far ahead), the most recently stepped first; they keep their seats and their input for the next steps.
+   * run, of the answers first audio first may hold back (speaking for a while, listener far ahead), one fixed group of
+   * at most `speaking_slice` a step, in turns; the others keep their seats and their input for the next steps.
    */
   protected sliceStep(planned: readonly string[], nowMs = Date.now()): ReadonlySet<string> | null {
     const firstAudio = this.firstAudio;

@@ -33,12 +33,39 @@ describe('SpeakingSlices', () => {
     expect(slices.keep(planned, () => false)).toBeNull();
   });
 
-  it('gives the least recently stepped the next turn when the answers change', () => {
+  it('keeps ten answers in three fixed groups, not a rotation that changes every batch (each group KV as is)', () => {
+    const slices = new SpeakingSlices(4);
+    const all = ids(10);
+    const groups = Array.from({ length: 9 }, () => [...slices.keep(all, () => true)!]);
+    expect(groups.slice(0, 3)).toEqual([all.slice(0, 4), all.slice(4, 8), all.slice(8, 10)]);
+    expect(groups.slice(3, 6)).toEqual(groups.slice(0, 3));
+    expect(groups.slice(6, 9)).toEqual(groups.slice(0, 3));
+  });
+
+  it('runs a group without a member that is not in the plan, and does not move the others', () => {
     const slices = new SpeakingSlices(2);
-    slices.keep(ids(4), () => true); // a0, a1
+    const all = ids(6);
+    for (let i = 0; i < 3; i++) slices.keep(all, () => true); // {a0, a1}, {a2, a3}, {a4, a5}
+    const withoutA2 = all.filter((id) => id !== 'a2'); // a2 waits for its input this step
+    expect(slices.keep(withoutA2, () => true)).toEqual(new Set(['a0', 'a1']));
+    expect(slices.keep(withoutA2, () => true)).toEqual(new Set(['a3']));
+    expect(slices.keep(all, () => true)).toEqual(new Set(['a4', 'a5']));
+    expect(slices.keep(all, () => true)).toEqual(new Set(['a0', 'a1']));
+  });
+
+  it('puts a newly waiting answer into a group with room, and dissolves a group whose members fit elsewhere', () => {
+    const slices = new SpeakingSlices(2);
+    slices.keep(ids(4), () => true); // {a0, a1}, {a2, a3}
     slices.removed('a0');
+    // b0 joins a1's group (the one with room), and the turns stay two.
     expect(slices.keep([...ids(4).slice(1), 'b0'], () => true)).toEqual(new Set(['a2', 'a3']));
-    expect(slices.keep([...ids(4).slice(1), 'b0'], () => true)).toEqual(new Set(['b0', 'a1']));
+    expect(slices.keep([...ids(4).slice(1), 'b0'], () => true)).toEqual(new Set(['a1', 'b0']));
+    slices.removed('a2');
+    slices.removed('b0');
+    // {a1} and {a3} fit one group of two: three waiting answers run in two turns, {a1, a3} and a new group for c0.
+    const planned = ['a1', 'a3', 'c0'];
+    const kept = [slices.keep(planned, () => true), slices.keep(planned, () => true), slices.keep(planned, () => true)];
+    expect(kept).toEqual([new Set(['c0']), new Set(['a1', 'a3']), new Set(['c0'])]);
   });
 
   it('refuses a size below one', () => {
