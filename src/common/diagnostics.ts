@@ -9,11 +9,14 @@ export const channelNames = {
   requestStart: 'chorus:request:start',
   /** {requestId, reason, startedAtMs, firstTextAtMs, firstAudioAtMs} when it ends, however it ends. */
   requestEnd: 'chorus:request:end',
-  /** {stageId, instance, ...StageStats} every stats report of a stage instance. */
+  /**
+   * {stageId, instance, ...StageStats, engine} every stats report of a stage instance; `engine` (newEngineId) tags this
+   * channel and the two below, so that a subscriber can tell two engines' instances apart (their names are alike).
+   */
   stageStats: 'chorus:stage:stats',
-  /** {instance, code, signal} when a stage process dies after READY. */
+  /** {instance, code, signal, engine} when a stage process dies after READY. */
   stageDied: 'chorus:stage:died',
-  /** {instance, silentMs} when a stage instance is declared hung (then killed and restarted). */
+  /** {instance, silentMs, engine} when a stage instance is declared hung (then killed and restarted). */
   stageHung: 'chorus:stage:hung',
   /**
    * {requestId, stageId, reason, outcome, lostInstance, newInstance?, waitMs?, pauseMs?} per request lost with a
@@ -88,3 +91,13 @@ export const diagnostics = {
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };
+
+let engines = 0;
+
+/**
+ * A new engine's id, unique in this process: its stage instances' reports carry it (`engine` on chorus:stage:stats,
+ * :died, :hung), so a server counts only its own engine's (src/server/metrics/stageMetrics.ts).
+ */
+export function newEngineId(): string {
+  return `engine-${++engines}`;
+}

@@ -264,6 +264,11 @@ export interface FirstOutputEstimate {
 
 export interface Engine {
   readonly graph: StageGraph;
+  /**
+   * The tag on its stage instances' diagnostics reports (newEngineId in src/common/diagnostics.ts): a server counts
+   * the reports of its engine only. Absent: the engine's reports are untagged (test doubles).
+   */
+  readonly id?: string;
   /** The audio the pipeline returns, as its vocoder reported at start-up; null when it has none. */
   readonly audioOutput: AudioOutputFacts | null;
   generate(request: GenerateRequest): RequestHandle;

@@ -10,7 +10,7 @@ import { cpusFor, pinThisProcess } from '../common/affinity.ts';
 import { randomBytes } from 'node:crypto';
 import { MAIN, type StageGraph } from '../common/graph.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import { diagnostics } from '../common/diagnostics.ts';
+import { diagnostics, newEngineId } from '../common/diagnostics.ts';
 import { logger, type Logger } from '../common/log.ts';
 import type { AudioOutputFacts } from '../common/modelFacts.ts';
 import type { Connector } from '../../transport/Connector.ts';
@@ -65,6 +65,8 @@ export interface OrchestratorOptions {
   readonly restartOnDeath?: boolean;
   /** How stage instances start (default: a forked process each). Tests pass in-process stand-ins. */
   readonly startWorker?: StartStageWorker;
+  /** The id its stage reports are tagged with (Engine.id; default: a new one). A reloading engine keeps one. */
+  readonly engineId?: string;
 }
 
 export class Orchestrator implements Engine {
@@ -84,6 +86,8 @@ export class Orchestrator implements Engine {
   /** Encoded media rows held per Thinker instance, within engine.media_rows_bytes (MediaRowsBudget.ts). */
   private readonly rows: MediaRowsBudget;
 
+  readonly id: string;
+
   private constructor(
     readonly graph: StageGraph,
     private readonly tokenizer: Tokenizer,
@@ -91,8 +95,10 @@ export class Orchestrator implements Engine {
     opts: OrchestratorOptions,
   ) {
     this.promptContext = promptContextOf(graph, tokenizer);
+    this.id = opts.engineId ?? newEngineId();
     const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, LOCAL_STAGE));
-    this.pool = new StagePool({ graph, startWorker, restartOnDeath: opts.restartOnDeath ?? true, log });
+    const restartOnDeath = opts.restartOnDeath ?? true;
+    this.pool = new StagePool({ graph, startWorker, restartOnDeath, log, engineId: this.id });
     this.prefixRoutes = new PrefixRoutes(this.pool.instances);
     const ecWhere = (item: MediaItem) => ecEntryOf(this.ec, item);
     this.router = new Router(graph.routing, this.pool.instances, ecWhere, graph.kvPredictionMs);

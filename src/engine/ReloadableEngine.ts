@@ -11,6 +11,7 @@
  * Graphs with remote stages (placement: remote, instances joined over Redis) are refused: their instances belong
  * to the deployment on that Redis, and two generations under one key prefix would collide.
  */
+import { newEngineId } from '../common/diagnostics.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { Engine } from '../common/engine.ts';
 import type { StageGraph } from '../common/graph.ts';
@@ -45,7 +46,13 @@ export class ReloadableEngine implements Engine {
     drainMs = 30_000,
   ): Promise<ReloadableEngine> {
     const log = options.log ?? logger.child({ component: 'engine' });
-    return new ReloadableEngine(await Orchestrator.start(graph, options), options, drainMs, log);
+    // One id for every pipeline it runs: the server's stage metrics follow the instances across a reload, as before.
+    const opts = { ...options, engineId: options.engineId ?? newEngineId() };
+    return new ReloadableEngine(await Orchestrator.start(graph, opts), opts, drainMs, log);
+  }
+
+  get id(): string {
+    return this.#current.id;
   }
 
   get graph(): StageGraph {

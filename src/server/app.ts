@@ -35,6 +35,7 @@ import { registerJsonBodies } from './JsonBodyParser.ts';
 import { mediaParam } from './media/itemNames.ts';
 import { MediaChecker } from './media/MediaChecker.ts';
 import { bridgeEngineDiagnostics, countClientError } from './metrics/metrics.ts';
+import { StageMetrics } from './metrics/stageMetrics.ts';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.ts';
 import type { RealtimeSession } from './realtime/RealtimeSession.ts';
 import { registerRealtime } from './realtime/realtimeRoute.ts';
@@ -75,6 +76,12 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
   const queue = requestQueueFor(engine, options);
   queues.set(app, queue);
   bridgeEngineDiagnostics();
+  // This server's engine's stage instances only, in its own registry (another engine in the process names its alike).
+  const stageMetrics = new StageMetrics(() => engine.id);
+  app.addHook('onClose', (_instance, done) => {
+    stageMetrics.close();
+    done();
+  });
   // At start: a tracing setting Chorus cannot honour fails the server here, naming the variable.
   const tracing = opts.tracing !== undefined ? opts.tracing : processTracing();
   // Spans still queued are sent before the server goes (a collector that is down costs a warning, not the close).
@@ -133,7 +140,7 @@ export function buildServer(engine: Engine, opts: ServerOptions = {}): FastifyIn
       },
     });
     if (opts.reload) registerReloadRoute(routes, opts.reload, options.apiKeys.length > 0);
-    registerInfoRoutes(routes, engine, options.modelName);
+    registerInfoRoutes(routes, engine, options.modelName, stageMetrics.registry);
     registerTraceRoutes(routes, opts.traceBuffer ?? null);
   });
   return app;

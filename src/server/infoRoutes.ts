@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { StageGraph, StageSpec } from '../common/graph.ts';
 import type { Engine, StageHealth } from '../common/engine.ts';
 import { metricsExposition } from './metrics/metricsExposition.ts';
+import type { Registry } from 'prom-client';
 import { recoveryMs } from './admission/retryAfter.ts';
 import { servedModelNames } from './servedModels.ts';
 import { playgroundDir, playgroundScripts } from './playgroundFiles.ts';
@@ -96,7 +97,13 @@ export function describeGraph(graph: StageGraph) {
   };
 }
 
-export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelName: string): void {
+/** `stageRegistry`: the server's own metrics of its engine's stage instances (stageMetrics.ts), served in /metrics. */
+export function registerInfoRoutes(
+  app: FastifyInstance,
+  engine: Engine,
+  modelName: string,
+  stageRegistry: Registry,
+): void {
   const created = Math.floor(Date.now() / 1000);
   const page = readFileSync(new URL('index.html', playgroundDir), 'utf8');
 
@@ -133,7 +140,7 @@ export function registerInfoRoutes(app: FastifyInstance, engine: Engine, modelNa
   app.get('/v1/stages', async () => ({ ...describeGraph(engine.graph), health: healthBody(engine.health()).stages }));
 
   app.get('/metrics', async (request, reply) => {
-    const { contentType, body } = await metricsExposition(request.headers.accept);
+    const { contentType, body } = await metricsExposition(request.headers.accept, [stageRegistry]);
     // The body depends on Accept: a cache between scraper and server must not hand one format to the other.
     return reply.type(contentType).header('vary', 'accept').send(body);
   });

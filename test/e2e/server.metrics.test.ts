@@ -7,7 +7,7 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { observeEdgeChunk, observeStageBatch, reportStageQueueDepth } from '../../src/server/metrics/metrics.ts';
+import { observeEdgeChunk } from '../../src/server/metrics/metrics.ts';
 import { parsePrometheus, RealtimeClient, startTestServer, type Family, type Sample } from './serverClient.ts';
 import { defaultScript } from './serverTestEngine.ts';
 import { promtoolProblems } from '../helpers/promtool.ts';
@@ -58,10 +58,13 @@ describe('/metrics', () => {
     ).text();
     await fetch(`${server.base}/v1/nothing`);
 
-    reportStageQueueDepth('thinker', 3);
-    observeStageBatch('talker', 4);
     observeEdgeChunk('thinker', 'talker', 1.5, 4096);
-    // What the Orchestrator publishes, picked up by the bridge buildServer installed.
+    // What the Orchestrator publishes, picked up by the bridge buildServer installed (a report without an instance
+    // is labelled by its stage; the test engine has no id, so its reports are the untagged ones).
+    channel('chorus:stage:stats').publish({ stageId: 'thinker', queueDepth: 3 });
+    channel('chorus:stage:stats').publish({ stageId: 'talker', batchSizes: [4] });
+    // Another engine's instance in this process: not this server's.
+    channel('chorus:stage:stats').publish({ stageId: 'code2wav', instance: 'code2wav#7', queueDepth: 5, engine: 'x' });
     channel('chorus:stage:stats').publish({
       stageId: 'code2wav',
       instance: 'code2wav#0',
@@ -125,6 +128,7 @@ describe('/metrics', () => {
       value: 2,
     });
     expect(histogramCount(after.get('chorus_stage_batch_size'), { stage: 'code2wav#0' })).toBe(2);
+    expect(after.get('chorus_stage_queue_depth')!.samples.map((s) => s.labels.stage)).not.toContain('code2wav#7');
     expect(histogramCount(after.get('chorus_edge_chunk_latency_seconds'), { edge: 'talker->code2wav' })).toBe(1);
     expect(histogramCount(after.get('chorus_edge_chunk_bytes'), { edge: 'code2wav->main' })).toBe(1);
   });

@@ -23,6 +23,7 @@ import {
   type ControlKind,
 } from '../../src/control/wire.ts';
 import { bridgeEngineDiagnostics } from '../../src/server/metrics/metrics.ts';
+import { StageMetrics } from '../../src/server/metrics/stageMetrics.ts';
 import { MAIN_TO_STAGE_SCHEMAS, STAGE_TO_MAIN_SCHEMAS } from '../../src/worker/messages.ts';
 import { remoteStagesHarness } from '../helpers/remoteStagesHarness.ts';
 import { arbitraryOf, mutated, mutationsOf } from '../helpers/schemaFuzz.ts';
@@ -124,7 +125,13 @@ describe('control messages, fuzzed from their schemas (fast-check)', () => {
 });
 
 describe("main's side of a remote instance under fuzzed reports", () => {
-  beforeAll(() => bridgeEngineDiagnostics());
+  // The process's metrics and a server's of its stage instances (the harness's reports are untagged).
+  let stages: StageMetrics;
+  beforeAll(() => {
+    bridgeEngineDiagnostics();
+    stages = new StageMetrics(() => undefined);
+  });
+  afterAll(() => stages.close());
 
   const reports = ['ready', 'finished', 'stats', 'ec_stored'] as const;
   for (const type of reports) {

@@ -6,19 +6,15 @@
  */
 import { Packr } from 'msgpackr';
 import pino from 'pino';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnostics } from '../../src/common/diagnostics.ts';
 import { ControlGuard } from '../../src/control/ControlGuard.ts';
 import { stageToMainProblem } from '../../src/control/controlChecks.ts';
 import { CONTROL_PROTOCOL_VERSION } from '../../src/control/wire.ts';
 import { InstanceEvents, type InstanceEventsContext } from '../../src/engine/pool/InstanceEvents.ts';
 import type { StageInstance } from '../../src/engine/pool/StageInstance.ts';
-import {
-  bridgeEngineDiagnostics,
-  engineMetrics,
-  observeEdgeChunk,
-  observeStageBatch,
-} from '../../src/server/metrics/metrics.ts';
+import { bridgeEngineDiagnostics, engineMetrics, observeEdgeChunk } from '../../src/server/metrics/metrics.ts';
+import { StageMetrics } from '../../src/server/metrics/stageMetrics.ts';
 
 /**
  * The message of the bug, as the stage ACL user published it (msgpack), in the protocol version of now (version 3
@@ -42,8 +38,11 @@ async function droppedInvalid(): Promise<number> {
   return values.find((v) => v.labels.channel === 'to_main' && v.labels.reason === 'invalid')?.value ?? 0;
 }
 
+/** A server's metrics of the untagged reports published here. */
+let stages: StageMetrics;
+
 async function batchSamples(stage: string): Promise<number> {
-  const { values } = await engineMetrics.stageBatchSize.get();
+  const { values } = await stages.metrics.stageBatchSize.get();
   return values.find((v) => v.labels.stage === stage && v.metricName === 'chorus_stage_batch_size_count')?.value ?? 0;
 }
 
@@ -51,7 +50,11 @@ async function batchSamples(stage: string): Promise<number> {
 const nextTicks = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('control values (issue 41)', () => {
-  beforeAll(() => bridgeEngineDiagnostics());
+  beforeAll(() => {
+    bridgeEngineDiagnostics();
+    stages = new StageMetrics(() => undefined);
+  });
+  afterAll(() => stages.close());
 
   it("drops and counts the bug's NaN stats report before main's metrics see it", async () => {
     // What main does with a report from a remote instance (Membership -> InstanceEvents -> chorus:stage:stats).
@@ -79,7 +82,6 @@ describe('control values (issue 41)', () => {
 
   it('metrics take no non-finite number from a report, even one that got past the guard', async () => {
     const before = await batchSamples('talker#t2');
-    expect(() => observeStageBatch('talker#t2', NaN)).not.toThrow();
     expect(() => observeEdgeChunk('talker', 'code2wav', Infinity, 10)).not.toThrow();
     const report = { queueDepth: NaN, batchSizes: [NaN, 2, Infinity], edgeSamples: [], steps: [{ phase: 'run' }] };
     diagnostics.stageStats.publish({ stageId: 'talker', instance: 'talker#t2', ...report });

@@ -1,12 +1,14 @@
 /**
  * docs/grafana-dashboard.json stays built on metrics that exist: every chorus_* name its queries use (a histogram's
- * _bucket / _sum / _count series by the histogram's name) is registered in the server's registry
- * (src/server/metrics/metrics.ts), so a renamed or dropped metric fails here instead of as an empty panel.
+ * _bucket / _sum / _count series by the histogram's name) is registered in the server's registries
+ * (src/server/metrics/metrics.ts, the process's; stageMetrics.ts, each server's own), so a renamed or dropped metric
+ * fails here instead of as an empty panel.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { metricsRegistry } from '../../src/server/metrics/metrics.ts';
+import { StageMetrics } from '../../src/server/metrics/stageMetrics.ts';
 
 const DASHBOARD = join(import.meta.dirname, '..', '..', 'docs', 'grafana-dashboard.json');
 
@@ -17,7 +19,10 @@ interface Dashboard {
 describe('docs/grafana-dashboard.json', () => {
   it('queries only metrics the server registers, and every panel queries one', () => {
     const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
-    const registered = new Map(metricsRegistry.getMetricsAsArray().map((m) => [m.name, String(m.type)]));
+    const stages = new StageMetrics(() => undefined);
+    stages.close();
+    const all = [metricsRegistry, stages.registry].flatMap((r) => r.getMetricsAsArray());
+    const registered = new Map(all.map((m) => [m.name, String(m.type)]));
     const used = new Set<string>();
     for (const panel of dashboard.panels) {
       expect(panel.targets.length, panel.title).toBeGreaterThan(0);

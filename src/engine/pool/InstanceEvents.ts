@@ -20,6 +20,8 @@ export interface InstanceEventsContext {
   readonly instances: Map<string, StageInstance>;
   readonly hangs: HangWatch;
   readonly log: Logger;
+  /** The engine's id, tagged on the diagnostics reports (Engine.id); absent: untagged. */
+  readonly engine?: string;
   /** Whether an instance that dies is started again (not while closing, not without restartOnDeath). */
   restarts(): boolean;
   /** Starts the instance's process again and wires its events. */
@@ -54,7 +56,12 @@ export class InstanceEvents {
         return;
       case 'stats':
         inst.stats = msg.stats;
-        diagnostics.stageStats.publish({ stageId: inst.spec.stageId, instance: inst.instance, ...msg.stats });
+        diagnostics.stageStats.publish({
+          stageId: inst.spec.stageId,
+          instance: inst.instance,
+          ...msg.stats,
+          engine: this.ctx.engine, // last: a report cannot name another engine
+        });
         return;
       default:
         return;
@@ -66,7 +73,7 @@ export class InstanceEvents {
       { stage: inst.instance, ...info },
       'stage died; its in-flight requests migrate where engine.migration allows, else fail',
     );
-    diagnostics.stageDied.publish({ instance: inst.instance, ...info });
+    diagnostics.stageDied.publish({ instance: inst.instance, ...info, engine: this.ctx.engine });
     inst.worker = null;
     inst.stats = null; // what it reported (its queue, its prefix cache's blocks) died with it
     const error = {
@@ -110,7 +117,7 @@ export class InstanceEvents {
       { stage: inst.instance, host: handle.host, pid: handle.pid, reason: error.message },
       'stage lost',
     );
-    diagnostics.stageDied.publish({ instance: inst.instance, code: null, signal: null });
+    diagnostics.stageDied.publish({ instance: inst.instance, code: null, signal: null, engine: this.ctx.engine });
     if (this.ctx.instances.get(inst.instance) === inst) this.ctx.instances.delete(inst.instance);
     // After failInFlight: the request side has told the lost runs' other instances to drop them, and they hold
     // them until they say `finished` (pushing into the lost instance's lists until then, maybe).
@@ -152,7 +159,7 @@ export class InstanceEvents {
       { stage: inst.instance, ...hang },
       'stage hung: restarting it; its requests migrate where engine.migration allows, else fail',
     );
-    diagnostics.stageHung.publish({ instance: inst.instance, silentMs });
+    diagnostics.stageHung.publish({ instance: inst.instance, silentMs, engine: this.ctx.engine });
     const why =
       hang.kind === 'stopped'
         ? 'no report, no CPU time: stopped or stuck'

@@ -29,6 +29,8 @@ export interface StagePoolOptions {
   /** Restart a stage that dies after READY. */
   readonly restartOnDeath: boolean;
   readonly log: Logger;
+  /** The engine's id, tagged on its instances' stats, death and hang reports (Engine.id). */
+  readonly engineId?: string;
 }
 
 export class StagePool extends EventEmitter<StagePoolEvents> {
@@ -51,6 +53,7 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
       instances: this.#instances,
       hangs: this.#hangs,
       log: opts.log,
+      ...(opts.engineId !== undefined ? { engine: opts.engineId } : {}),
       restarts: () => !this.#stopping && opts.restartOnDeath,
       boot: (inst) => this.#boot(inst),
       events: this,

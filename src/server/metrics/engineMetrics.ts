@@ -1,24 +1,14 @@
 /**
- * The engine's metrics (stages, edges, routing, encoders, the EC store, Code2Wav, the control plane), made in the
- * registry given: what the engine reports through the diagnostics bridge in metrics.ts. Labels: stage = the stage
+ * The engine's metrics (edges, routing, encoders' media, the EC store, the control plane), made in the registry given:
+ * what the engine reports through the diagnostics bridge in metrics.ts; and the stage instances' own (queue, batches,
+ * encoder caches, Code2Wav), which each server makes in its registry (stageMetrics.ts). Labels: stage = the stage
  * instance ("talker#1"), edge = "<from>-><to>".
  */
 import type { Registry } from 'prom-client';
 import { declareMetrics, type MetricTable } from './declareMetrics.ts';
 
 const ENGINE_METRICS = {
-  // Stages and the edges between them: queue depth, batch size, chunk latency and size, playback.
-  stageQueueDepth: {
-    gauge: 'chorus_stage_queue_depth',
-    help: 'Requests waiting in a stage scheduler (not yet scheduled).',
-    labels: ['stage'],
-  },
-  stageBatchSize: {
-    histogram: 'chorus_stage_batch_size',
-    help: 'Sequences per executed step of a stage.',
-    labels: ['stage'],
-    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
-  },
+  // The edges between stages: chunk latency and size, playback.
   edgeChunkLatencySeconds: {
     histogram: 'chorus_edge_chunk_latency_seconds',
     help: 'Time from a chunk being saved by the producer stage to it being received by the consumer stage.',
@@ -65,27 +55,7 @@ const ENGINE_METRICS = {
     labels: ['modality'],
     buckets: [-5, -1, -0.5, -0.25, -0.1, -0.05, -0.025, -0.01, 0, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
   },
-  // Encoders, their caches, the encoder-output store and the Thinker's media-rows budget.
-  encoderCacheHits: {
-    counter: 'chorus_encoder_cache_hits_total',
-    help: 'Media items an encoder stage served from its cache (no encoder run).',
-    labels: ['stage'],
-  },
-  encoderCacheMisses: {
-    counter: 'chorus_encoder_cache_misses_total',
-    help: 'Media items an encoder stage had to encode (not in its cache).',
-    labels: ['stage'],
-  },
-  encoderCacheEvictions: {
-    counter: 'chorus_encoder_cache_evictions_total',
-    help: 'Encoder cache entries evicted to make room within the byte budget.',
-    labels: ['stage'],
-  },
-  encoderCacheBytes: {
-    gauge: 'chorus_encoder_cache_bytes',
-    help: 'Bytes an encoder stage cache holds now (ready rows and reservations for items being encoded).',
-    labels: ['stage'],
-  },
+  // Encoders' media, the encoder-output store and the Thinker's media-rows budget.
   encoderMediaBytes: {
     counter: 'chorus_encoder_media_bytes_total',
     help: 'Media bytes (as received) main sent to each encoder stage.',
@@ -135,7 +105,59 @@ const ENGINE_METRICS = {
     counter: 'chorus_ec_misses_total',
     help: 'Media items the encoder-output store did not have (sent to an encoder).',
   },
-  // Code2Wav's vocoder work and state, and the control plane's dropped messages.
+  // The control plane's dropped messages.
+  controlMessagesDropped: {
+    counter: 'chorus_control_messages_dropped_total',
+    help:
+      'Control-plane messages main dropped unread (src/control/ControlGuard.ts), by channel kind (heartbeat, ' +
+      'to_main, ipc) and reason (malformed, foreign, version, invalid: a value or field out of its schema, ' +
+      'unknown: from an instance main does not know, fenced, oversize, handler_error). Remote stages log the ' +
+      'ones they drop.',
+    labels: ['channel', 'reason'],
+  },
+} as const satisfies MetricTable;
+
+export function engineMetricsIn(metricsRegistry: Registry) {
+  return declareMetrics(metricsRegistry, ENGINE_METRICS);
+}
+
+/**
+ * What each stage instance's own reports feed (its queue, its steps' batch sizes, its encoder cache, Code2Wav's frames
+ * and states): a server's StageMetrics (stageMetrics.ts) makes them in its own registry, so that two engines in one
+ * process, whose instances have the same names, never write the same series.
+ */
+const STAGE_METRICS = {
+  stageQueueDepth: {
+    gauge: 'chorus_stage_queue_depth',
+    help: 'Requests waiting in a stage scheduler (not yet scheduled).',
+    labels: ['stage'],
+  },
+  stageBatchSize: {
+    histogram: 'chorus_stage_batch_size',
+    help: 'Sequences per executed step of a stage.',
+    labels: ['stage'],
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+  },
+  encoderCacheHits: {
+    counter: 'chorus_encoder_cache_hits_total',
+    help: 'Media items an encoder stage served from its cache (no encoder run).',
+    labels: ['stage'],
+  },
+  encoderCacheMisses: {
+    counter: 'chorus_encoder_cache_misses_total',
+    help: 'Media items an encoder stage had to encode (not in its cache).',
+    labels: ['stage'],
+  },
+  encoderCacheEvictions: {
+    counter: 'chorus_encoder_cache_evictions_total',
+    help: 'Encoder cache entries evicted to make room within the byte budget.',
+    labels: ['stage'],
+  },
+  encoderCacheBytes: {
+    gauge: 'chorus_encoder_cache_bytes',
+    help: 'Bytes an encoder stage cache holds now (ready rows and reservations for items being encoded).',
+    labels: ['stage'],
+  },
   code2wavFramesDecoded: {
     counter: 'chorus_code2wav_frames_decoded_total',
     help:
@@ -153,17 +175,8 @@ const ENGINE_METRICS = {
     help: 'Requests whose vocoder state a Code2Wav stage holds now (a stateful vocoder; freed when they end).',
     labels: ['stage'],
   },
-  controlMessagesDropped: {
-    counter: 'chorus_control_messages_dropped_total',
-    help:
-      'Control-plane messages main dropped unread (src/control/ControlGuard.ts), by channel kind (heartbeat, ' +
-      'to_main, ipc) and reason (malformed, foreign, version, invalid: a value or field out of its schema, ' +
-      'unknown: from an instance main does not know, fenced, oversize, handler_error). Remote stages log the ' +
-      'ones they drop.',
-    labels: ['channel', 'reason'],
-  },
 } as const satisfies MetricTable;
 
-export function engineMetricsIn(metricsRegistry: Registry) {
-  return declareMetrics(metricsRegistry, ENGINE_METRICS);
+export function stageMetricsIn(registry: Registry) {
+  return declareMetrics(registry, STAGE_METRICS);
 }

@@ -2,26 +2,21 @@
  * Prometheus metrics, in Chorus' own Registry (never prom-client's global one, so embedding Chorus in another
  * service does not mix metric sets). Every name starts with `chorus_`.
  *
- * Engine numbers arrive two ways, both cheap: the report* / observe* functions below (this module imports
- * nothing but prom-client and node:diagnostics_channel, so any layer may call them), and
- * bridgeEngineDiagnostics(), which maps the Orchestrator's diagnostics_channel events (chorus:stage:stats,
- * chorus:edge:chunk) onto the same metrics, so the engine never has to import the server.
+ * This registry is the process's: its default metrics, the front end's (serverMetrics) and the engine's events
+ * (edges, routing, media, the EC store, migrations). Engine numbers arrive two ways, both cheap: the observe*
+ * functions below (this module imports nothing but prom-client and node:diagnostics_channel, so any layer may call
+ * them), and bridgeEngineDiagnostics(), which maps the Orchestrator's diagnostics_channel events (chorus:edge:chunk,
+ * chorus:route:decision...) onto the same metrics, so the engine never has to import the server. What each stage
+ * instance reports of itself is each server's own registry (stageMetrics.ts); /metrics serves both.
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { channelNames } from '../../common/diagnostics.ts';
-import { code2wavStatsOf } from '../../../stages/code2wav/protocol.ts';
-import { encoderStatsOf } from '../../../stages/encoder/protocol.ts';
-import { talkerStatsOf } from '../../../stages/talker/protocol.ts';
-import { thinkerStatsOf } from '../../../stages/thinker/protocol.ts';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { declareMetrics } from './declareMetrics.ts';
 import { isMetricNumber } from './metricValue.ts';
 import { engineMetricsIn } from './engineMetrics.ts';
 import { latencyMetricsIn } from './latencyMetrics.ts';
 import { migrationMetrics } from './migrationMetrics.ts';
-import { prefixCacheMetrics } from './prefixCacheMetrics.ts';
-import { stageComputeMetrics } from './stageComputeMetrics.ts';
-import { StageSeries } from './StageSeries.ts';
 
 export const metricsRegistry = new Registry();
 /**
@@ -40,10 +35,6 @@ collectDefaultMetrics({
 // (chorus_process_nodejs_active_handles{type}: sum() of them is the total).
 for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
   metricsRegistry.removeSingleMetric(`chorus_process_nodejs_${name}`);
-/** What each stage instance reports and holds (encoder caches, Code2Wav, prefix caches, KV): zeroed at its death. */
-const stageSeries = new StageSeries();
-const observePrefixCache = prefixCacheMetrics(metricsRegistry, stageSeries);
-const observeStageCompute = stageComputeMetrics(metricsRegistry, stageSeries);
 const onRequestMigrated = migrationMetrics(metricsRegistry);
 
 const latencyBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -124,17 +115,7 @@ export const serverMetrics = {
 /** What the engine reports (engineMetrics.ts). */
 export const engineMetrics = engineMetricsIn(metricsRegistry);
 
-/** The three below take numbers that came from stage processes: a non-finite one is no sample (metricValue.ts). */
-export function reportStageQueueDepth(stageId: string, depth: number): void {
-  if (!isMetricNumber(depth)) return;
-  engineMetrics.stageQueueDepth.set({ stage: stageId }, depth);
-}
-
-export function observeStageBatch(stageId: string, numSeqs: number): void {
-  if (!isMetricNumber(numSeqs)) return;
-  engineMetrics.stageBatchSize.observe({ stage: stageId }, numSeqs);
-}
-
+/** Takes numbers that came from stage processes: a non-finite one is no sample (metricValue.ts). */
 export function observeEdgeChunk(fromStageId: string, toStageId: string, latencyMs: number, bytes: number): void {
   if (!isMetricNumber(latencyMs) || !isMetricNumber(bytes)) return;
   const edge = `${fromStageId}->${toStageId}`;
@@ -144,51 +125,6 @@ export function observeEdgeChunk(fromStageId: string, toStageId: string, latency
 
 export function countClientError(code: string): void {
   serverMetrics.errorsTotal.inc({ code });
-}
-
-interface StageStatsMessage {
-  readonly stageId?: unknown;
-  readonly instance?: unknown;
-  readonly queueDepth?: unknown;
-  readonly batchSizes?: unknown;
-  readonly edgeSamples?: unknown;
-  /** The kind's section (StageStats.kind): read through the kinds' accessors. */
-  readonly kind?: unknown;
-  readonly steps?: unknown;
-  readonly ar?: unknown;
-}
-
-/** The cumulative cache totals an encoder stage reports (stages/encoder/protocol.ts EncoderStats). */
-interface EncoderStatsMessage {
-  readonly cacheHits?: unknown;
-  readonly cacheMisses?: unknown;
-  readonly cacheEvictions?: unknown;
-  readonly cacheBytes?: unknown;
-}
-
-/** Encoder cache stats, labelled like the other stage metrics, by instance. */
-function observeEncoderStats(stage: string, e: EncoderStatsMessage): void {
-  stageSeries.count(stage, [
-    ['cacheHits', e.cacheHits, engineMetrics.encoderCacheHits],
-    ['cacheMisses', e.cacheMisses, engineMetrics.encoderCacheMisses],
-    ['cacheEvictions', e.cacheEvictions, engineMetrics.encoderCacheEvictions],
-  ]);
-  stageSeries.hold(stage, engineMetrics.encoderCacheBytes, e.cacheBytes);
-}
-
-/** Code2Wav's frame totals (stages/code2wav/protocol.ts Code2WavStats), as counters like the encoder's. */
-function observeCode2WavStats(stage: string, c: { framesDecoded?: unknown; audioFrames?: unknown; states?: unknown }) {
-  stageSeries.count(stage, [
-    ['framesDecoded', c.framesDecoded, engineMetrics.code2wavFramesDecoded],
-    ['audioFrames', c.audioFrames, engineMetrics.code2wavAudioFrames],
-  ]);
-  stageSeries.hold(stage, engineMetrics.code2wavStates, c.states);
-}
-
-function onStageDied(message: unknown): void {
-  const instance = (message as { instance?: unknown }).instance;
-  if (typeof instance !== 'string') return;
-  stageSeries.died(instance);
 }
 
 interface EdgeSampleMessage {
@@ -205,23 +141,10 @@ function observeEdgeSample(sample: EdgeSampleMessage): void {
   }
 }
 
+/** The edge samples of a stage's stats report (its instance's own figures are each server's: stageMetrics.ts). */
 function onStageStats(message: unknown): void {
-  const m = message as StageStatsMessage;
-  // Replicas report separately: label by instance ("talker#1") so they do not overwrite each other.
-  const stage = typeof m.instance === 'string' ? m.instance : typeof m.stageId === 'string' ? m.stageId : null;
-  if (stage === null) return;
-  if (isMetricNumber(m.queueDepth)) reportStageQueueDepth(stage, m.queueDepth);
-  if (Array.isArray(m.batchSizes)) for (const n of m.batchSizes) if (isMetricNumber(n)) observeStageBatch(stage, n);
-  if (Array.isArray(m.edgeSamples)) for (const e of m.edgeSamples) observeEdgeSample(e as EdgeSampleMessage);
-  const encoder = encoderStatsOf(m).encoder;
-  if (typeof encoder === 'object' && encoder !== null) observeEncoderStats(stage, encoder as EncoderStatsMessage);
-  const code2wav = code2wavStatsOf(m).code2wav;
-  if (typeof code2wav === 'object' && code2wav !== null) observeCode2WavStats(stage, code2wav);
-  // Thinker and Talker sections both carry `prefix` (their prefix caches).
-  const prefix = thinkerStatsOf(m).prefix ?? talkerStatsOf(m).prefix;
-  if (typeof prefix === 'object' && prefix !== null)
-    observePrefixCache(stage, prefix as unknown as Record<string, unknown>);
-  observeStageCompute(stage, m.steps, m.ar);
+  const samples = (message as { edgeSamples?: unknown }).edgeSamples;
+  if (Array.isArray(samples)) for (const e of samples) observeEdgeSample(e as EdgeSampleMessage);
 }
 
 let bridged = false;
@@ -232,7 +155,6 @@ export function bridgeEngineDiagnostics(): void {
   bridged = true;
   subscribe(channelNames.stageStats, onStageStats);
   subscribe(channelNames.edgeChunk, (message) => observeEdgeSample(message as EdgeSampleMessage));
-  subscribe(channelNames.stageDied, onStageDied);
   subscribe(channelNames.requestMigrated, onRequestMigrated);
   subscribe(channelNames.audioSlack, (message) => {
     const slackMs = (message as { slackMs?: unknown }).slackMs;

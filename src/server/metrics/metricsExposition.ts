@@ -7,9 +7,10 @@
  *     `--enable-feature=exemplar-storage`: the same metrics, the latency histograms' buckets with their trace-id
  *     exemplars (latencyMetrics.ts).
  *
- * Both come from the one registry (metrics.ts). The OpenMetrics one goes through a registry of views made per scrape:
- * prom-client renames every counter of an OpenMetrics registry in place (`x_total` -> `x`, to add the suffix back per
- * sample), and on the shared metric objects that rename would leak into every later text scrape.
+ * Both come from the process's registry (metrics.ts) and the server's own ones (stageMetrics.ts). The OpenMetrics one
+ * goes through a registry of views made per scrape: prom-client renames every counter of an OpenMetrics registry in
+ * place (`x_total` -> `x`, to add the suffix back per sample), and on the shared metric objects that rename would leak
+ * into every later text scrape.
  */
 import Negotiator from 'negotiator';
 import { Registry, type Metric, type OpenMetricsContentType } from 'prom-client';
@@ -28,16 +29,26 @@ export interface Exposition {
   readonly body: string;
 }
 
-/** The metrics as `accept` prefers them (absent or matching neither: the text format). */
-export async function metricsExposition(accept: string | undefined): Promise<Exposition> {
+/**
+ * The metrics as `accept` prefers them (absent or matching neither: the text format): the process's and those of
+ * `own` (the server's registries, whose names are not the process's).
+ */
+export async function metricsExposition(
+  accept: string | undefined,
+  own: readonly Registry[] = [],
+): Promise<Exposition> {
   const preferred = new Negotiator({ headers: { accept } }).mediaType([TEXT, OPENMETRICS]);
-  if (preferred !== OPENMETRICS)
-    return { contentType: metricsRegistry.contentType, body: spellNaN(await metricsRegistry.metrics()) };
+  const registries = [metricsRegistry, ...own];
+  if (preferred !== OPENMETRICS) {
+    const all = Registry.merge(registries);
+    return { contentType: all.contentType, body: spellNaN(await all.metrics()) };
+  }
   // prom-client's typings declare no constructor argument: the content type is set after.
   const view = new Registry<OpenMetricsContentType>();
   view.setContentType(OPENMETRICS);
   // A view: reads (values, collect()) go to the metric itself; the rename lands on the view.
-  for (const metric of metricsRegistry.getMetricsAsArray()) view.registerMetric(Object.create(metric) as Metric);
+  for (const metric of registries.flatMap((r) => r.getMetricsAsArray()))
+    view.registerMetric(Object.create(metric) as Metric);
   return { contentType: view.contentType, body: spellNaN(await view.metrics()) };
 }
 
