@@ -1,5 +1,6 @@
 /**
- * SIGTERM / SIGINT mid-answer: the CLI drains, stops every stage process and unlinks every shared-memory segment;
+ * SIGTERM / SIGINT mid-answer: the CLI stops every stage process and unlinks every shared-memory segment (`chorus
+ * generate` at once: the answer is the signaller's own; `chorus serve` after draining the answers in flight);
  * also when the signal reaches the whole process group (a terminal's Ctrl-C, a service manager's stop), the stage
  * processes included, and for `chorus serve` with an answer in flight.
  * Both run chorus as a user would, from a directory outside the clone (issue 32: every stage died there, tsx being

@@ -86,7 +86,9 @@ export async function run(argv: string[]): Promise<number> {
   const maxTokens = intFlag('--max-tokens', values['max-tokens'], 1);
   const graph = await loadConfig(values.config);
   const engine = await Orchestrator.start(graph);
-  const unhook = shutdownOnSignal(() => engine.close(2_000));
+  // No drain: the one answer in flight is that of whoever sent the signal (Ctrl-C), who asked for it to stop. A drain
+  // kept it printing for its 2 s and then cut it all the same, unless it happened to end within them.
+  const unhook = shutdownOnSignal(() => engine.close(0));
   try {
     const modalities: OutputModality[] = values['text-only'] ? ['text'] : ['text', 'audio'];
     const startedAtMs = Date.now();
