@@ -8,8 +8,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultConfigPath, loadConfig } from '../../src/index.ts';
-import { UsageError, logger, STEP_TRACE_ENV } from '../../src/basics.ts';
+// The light entry: the package itself (src/index.ts) loads with the command's run, after its flags are checked.
+import { defaultConfigPath, UsageError, logger, STEP_TRACE_ENV } from '../../src/basics.ts';
 import {
   checkCompareFlags,
   checkRedisUrl,
@@ -203,6 +203,7 @@ async function runLimitCommand(argv: string[]): Promise<number> {
   });
   const { runLimit } = await import('../limit/runLimit.ts');
   const { formatLimit } = await import('../limit/limitResult.ts');
+  const { loadConfig } = await import('../../src/index.ts');
   const graph = await loadConfig(v.config ?? defaultConfigPath());
   const ic = v['initial-chunk-frames'];
   const result = await runLimit({

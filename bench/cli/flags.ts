@@ -7,8 +7,7 @@
  */
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { defaultConfigPath } from '../../src/index.ts';
-import { intFlag, repoRoot, UsageError } from '../../src/basics.ts';
+import { defaultConfigPath, intFlag, repoRoot, UsageError } from '../../src/basics.ts';
 import type { Protocol } from '../ttfp/clients/BenchClient.ts';
 
 type OptionSpecs = NonNullable<ParseArgsConfig['options']>;

@@ -6,8 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { defaultConfigPath } from '../../src/index.ts';
-import { intFlag, UsageError, logger } from '../../src/basics.ts';
+import { defaultConfigPath, intFlag, UsageError, logger } from '../../src/basics.ts';
 import { runSoak, type ChaosAt } from '../soak/runSoak.ts';
 import { runTurnsSoak, type TurnsSoakOptions } from '../soak/runTurnsSoak.ts';
 import { formatTurnsSoak } from '../soak/formatTurnsSoak.ts';

@@ -1,6 +1,8 @@
 /**
  * `chorus <command> [...]`. Each command lives in its own module under ./commands and is loaded lazily,
- * so `chorus config check` never pays for onnxruntime or fastify.
+ * so `chorus config check` never pays for onnxruntime or fastify. A command's module imports only what its usage and
+ * flags need, and loads the pipeline, the server or the bench once its flags are checked: --help and a bad flag
+ * answer in the time tsx takes to start, not the seconds the whole module tree takes to load.
  */
 import { ChorusError } from '../common/errors.ts';
 import { isUsageError, wantsHelp } from '../common/cliArgs.ts';

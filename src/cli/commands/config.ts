@@ -3,11 +3,10 @@
  * order, edges, connectors, model sizes) plus warnings. Exit 0 when valid, 1 with every problem listed.
  */
 import { verbCommandArgs } from '../commandFlags.ts';
-import { defaultConfigPath, loadConfig } from '../../config/loadConfig.ts';
+import { defaultConfigPath } from '../../config/paths.ts';
 import type { ModelSpec } from '../../common/modelSpec.ts';
 import type { StageGraph } from '../../common/graph.ts';
 import { isChorusError } from '../../common/errors.ts';
-import { stageGraphJsonSchema } from '../../config/jsonSchema.ts';
 
 export const usage = `usage: chorus config check [FILE] [--json]
        chorus config schema
@@ -21,7 +20,10 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = verbCommandArgs('config', argv, { json: { type: 'boolean' } }, usage);
   if (typeof parsed === 'number') return parsed;
   const [verb, file, ...extra] = parsed.positionals;
+  // The config's modules (its schema, every stage kind's rules) load once the command line is checked: --help and a
+  // bad flag answer without them.
   if (verb === 'schema' && file === undefined) {
+    const { stageGraphJsonSchema } = await import('../../config/jsonSchema.ts');
     process.stdout.write(`${JSON.stringify(stageGraphJsonSchema(), null, 2)}\n`);
     return 0;
   }
@@ -31,6 +33,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     return 2;
   }
+  const { loadConfig } = await import('../../config/loadConfig.ts');
   let graph: StageGraph;
   try {
     graph = await loadConfig(file ?? defaultConfigPath());

@@ -4,11 +4,8 @@
  * 16-bit WAV, and --json ends with one JSON line of timings.
  */
 import { writeFile } from 'node:fs/promises';
-import { loadConfig } from '../../config/loadConfig.ts';
 import { commandFlags } from '../commandFlags.ts';
-import { Orchestrator } from '../../engine/Orchestrator.ts';
 import type { OutputModality, OutputEvent, RequestHandle } from '../../common/engine.ts';
-import { floatToPcm16, wavFromPcm16 } from '../../server/pcm.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../../common/cliArgs.ts';
 
@@ -84,6 +81,12 @@ export async function run(argv: string[]): Promise<number> {
   // Checked before the pipeline's seconds of start-up.
   const seed = intFlag('--seed', values.seed);
   const maxTokens = intFlag('--max-tokens', values['max-tokens'], 1);
+  // Loaded once the flags are checked: --help and a bad flag answer without the seconds the pipeline's modules take.
+  const [{ loadConfig }, { Orchestrator }, { floatToPcm16, wavFromPcm16 }] = await Promise.all([
+    import('../../config/loadConfig.ts'),
+    import('../../engine/Orchestrator.ts'),
+    import('../../server/pcm.ts'),
+  ]);
   const graph = await loadConfig(values.config);
   const engine = await Orchestrator.start(graph);
   // No drain: the one answer in flight is that of whoever sent the signal (Ctrl-C), who asked for it to stop. A drain

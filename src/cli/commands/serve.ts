@@ -12,17 +12,15 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { loadConfig } from '../../config/loadConfig.ts';
 import { commandFlags, type CommandFlags } from '../commandFlags.ts';
-import { ReloadableEngine } from '../../engine/ReloadableEngine.ts';
+import type { ReloadableEngine } from '../../engine/ReloadableEngine.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
-import { drainServer, startServer, type ServerOptions } from '../../server/app.ts';
+import type { ServerOptions } from '../../server/app.ts';
 import { logger } from '../../common/log.ts';
 import { checkAllowedHosts, checkMediaUrlAllowList } from '../../server/options.ts';
 import { shutdownOnSignal } from '../shutdownOnSignal.ts';
 import { intFlag, UsageError } from '../../common/cliArgs.ts';
-import { processTracing } from '../../tracing/tracing.ts';
-import { traceBufferFromFlags } from '../traceBufferFlags.ts';
+import type { traceBufferFromFlags } from '../traceBufferFlags.ts';
 
 export const usage = `usage: chorus serve [--config FILE] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
                     [--allowed-origin URL]... [--allowed-hosts NAME,...] [--max-sessions N]
@@ -166,8 +164,33 @@ function serverOptionsOf(values: ServeValues): ServerOptions & { host: string; p
 
 type TraceBuffer = Awaited<ReturnType<typeof traceBufferFromFlags>>;
 
+/**
+ * The pipeline's, the server's and tracing's modules, loaded once the flags are checked: --help and a bad flag
+ * answer without the seconds their loading takes (main.ts).
+ */
+async function servingModules() {
+  const [config, engine, server, tracing, traceFlags] = await Promise.all([
+    import('../../config/loadConfig.ts'),
+    import('../../engine/ReloadableEngine.ts'),
+    import('../../server/app.ts'),
+    import('../../tracing/tracing.ts'),
+    import('../traceBufferFlags.ts'),
+  ]);
+  return {
+    loadConfig: config.loadConfig,
+    ReloadableEngine: engine.ReloadableEngine,
+    startServer: server.startServer,
+    drainServer: server.drainServer,
+    processTracing: tracing.processTracing,
+    traceBufferFromFlags: traceFlags.traceBufferFromFlags,
+  };
+}
+
+type ServingModules = Awaited<ReturnType<typeof servingModules>>;
+
 /** Listens; when that fails, the engine and the trace sink close before the error (said as what to do) goes up. */
 async function listen(
+  { startServer }: ServingModules,
   engine: ReloadableEngine,
   options: ServerOptions & { host: string; port: number },
   traces: TraceBuffer,
@@ -183,6 +206,7 @@ async function listen(
 
 /** SIGTERM/SIGINT drain and close, in the order that loses nothing; SIGHUP reloads the config. */
 function handleSignals(
+  { drainServer }: ServingModules,
   app: FastifyInstance,
   engine: ReloadableEngine,
   traces: TraceBuffer,
@@ -211,6 +235,8 @@ export async function run(argv: string[]): Promise<number> {
   const drainTimeoutMs = 1000 * intFlag('--drain-timeout', values['drain-timeout'])!;
   const traceBufferTraces = intFlag('--trace-buffer', values['trace-buffer'], 1);
   const traceBufferBytes = intFlag('--trace-buffer-bytes', values['trace-buffer-bytes'], 1024);
+  const modules = await servingModules();
+  const { loadConfig, processTracing, ReloadableEngine, traceBufferFromFlags } = modules;
   const graph = await loadConfig(values.config);
   await checkPortFree(options.host, options.port);
   const traces = await traceBufferFromFlags(traceBufferTraces, traceBufferBytes);
@@ -222,8 +248,8 @@ export async function run(argv: string[]): Promise<number> {
   });
   // Hot reload (SIGHUP, POST /admin/reload): the file as it is now; a bad one is refused, the old graph serves on.
   const reload = async () => engine.reload(await loadConfig(values.config));
-  const { app, url } = await listen(engine, { ...options, reload }, traces);
-  handleSignals(app, engine, traces, drainTimeoutMs, reload);
+  const { app, url } = await listen(modules, engine, { ...options, reload }, traces);
+  handleSignals(modules, app, engine, traces, drainTimeoutMs, reload);
   const wsUrl = url.replace(/^http/, 'ws');
   process.stdout.write(
     `chorus: serving ${url}  (playground ${url}/, realtime ${wsUrl}/v1/realtime, OpenAI API ${url}/v1)\n`,

@@ -5,13 +5,9 @@
  * drains its requests and leaves.
  */
 import { hostname } from 'node:os';
-import { loadConfig } from '../../config/loadConfig.ts';
 import { commandFlags } from '../commandFlags.ts';
 import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { logger } from '../../common/log.ts';
-import { controlPlaneOf, joinDeployment } from '../../control/ControlPlane.ts';
-import { createStage } from '../../../stages/registry.ts';
-import { runStageProcess } from '../../worker/stageMain.ts';
 import { intFlag, UsageError } from '../../common/cliArgs.ts';
 
 export const usage = `usage: chorus stage --config FILE --stage ID [--name NAME] [--redis URL] [--drain-timeout S]
@@ -39,6 +35,13 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError(`--name ${name}: use letters, digits, ".", "_" or "-"`);
   const drainMs = 1000 * intFlag('--drain-timeout', values['drain-timeout'])!;
   if (values.redis) process.env.CHORUS_REDIS_URL = values.redis; // the connector options read it at load
+  // Loaded once the flags are checked: --help and a bad flag answer without the seconds the stage's modules take.
+  const [{ loadConfig }, { controlPlaneOf, joinDeployment }, { createStage }, { runStageProcess }] = await Promise.all([
+    import('../../config/loadConfig.ts'),
+    import('../../control/ControlPlane.ts'),
+    import('../../../stages/registry.ts'),
+    import('../../worker/stageMain.ts'),
+  ]);
   const graph = await loadConfig(values.config);
   const stageIndex = graph.stages.findIndex((s) => s.stageId === values.stage);
   if (stageIndex < 0)
