@@ -74,6 +74,17 @@ const schemaOf = { get_weather: WEATHER, get_time: TIME } as Record<string, obje
 
 const messages = [{ role: 'user', content: 'Place my order please.' }] as const;
 
+/** ask(0..n-1) with `width` of them in flight at a time (the next starts as one ends); the answers in that order. */
+async function inFlight<T>(n: number, width: number, ask: (i: number) => Promise<T>): Promise<T[]> {
+  const answers: T[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) answers[i] = await ask(i);
+  };
+  await Promise.all(Array.from({ length: Math.min(width, n) }, worker));
+  return answers;
+}
+
 describe('response_format json_schema', () => {
   it('50 answers at temperature 1.0 all parse and validate', async () => {
     const validate = ajv.compile(ORDER);
@@ -86,10 +97,9 @@ describe('response_format json_schema', () => {
         max_tokens: 200,
         response_format: { type: 'json_schema', json_schema: { name: 'order', schema: ORDER, strict: true } },
       });
-    const answers = [];
-    // Ten at a time: under the admission queue's bound on a loaded machine.
-    for (let first = 0; first < 50; first += 10)
-      answers.push(...(await Promise.all(Array.from({ length: 10 }, (_, k) => ask(first + k)))));
+    // Ten in flight (under the admission queue's bound on a loaded machine), the next sent as one ends: not in
+    // batches of ten that each wait for their longest answer.
+    const answers = await inFlight(50, 10, ask);
     for (const a of answers) {
       expect(a.choices[0].finish_reason).toBe('stop');
       const value: unknown = JSON.parse(a.choices[0].message.content!);
@@ -132,8 +142,9 @@ describe('response_format json_schema', () => {
 describe('tools', () => {
   it('a named tool_choice forces a valid call of that tool (finish_reason tool_calls)', async () => {
     const validate = ajv.compile(WEATHER);
-    for (let seed = 0; seed < 5; seed++) {
-      const c = await sdk.chat.completions.create({
+    // Five seeds at once: the Thinker decodes them in one batch instead of five answers one after another.
+    const answers = await inFlight(5, 5, (seed) =>
+      sdk.chat.completions.create({
         model: MODEL,
         messages: [{ role: 'user', content: 'Weather in Paris?' }],
         temperature: 1,
@@ -141,7 +152,9 @@ describe('tools', () => {
         max_tokens: 120,
         tools: [...tools],
         tool_choice: { type: 'function', function: { name: 'get_weather' } },
-      });
+      }),
+    );
+    for (const c of answers) {
       const choice = c.choices[0];
       expect(choice.finish_reason).toBe('tool_calls');
       expect(choice.message.tool_calls).toHaveLength(1);
@@ -180,8 +193,8 @@ describe('tools', () => {
   });
 
   it('parallel_tool_calls false: exactly one call', async () => {
-    for (let seed = 0; seed < 5; seed++) {
-      const c = await sdk.chat.completions.create({
+    const answers = await inFlight(5, 5, (seed) =>
+      sdk.chat.completions.create({
         model: MODEL,
         messages: [{ role: 'user', content: 'Time?' }],
         temperature: 1,
@@ -190,9 +203,9 @@ describe('tools', () => {
         tools: [...tools],
         tool_choice: 'required',
         parallel_tool_calls: false,
-      });
-      expect(c.choices[0].message.tool_calls).toHaveLength(1);
-    }
+      }),
+    );
+    for (const c of answers) expect(c.choices[0].message.tool_calls).toHaveLength(1);
   });
 
   it('auto: the model decides; random weights write text, and any call they start is held to the grammar', async () => {
