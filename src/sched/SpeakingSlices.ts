@@ -19,25 +19,44 @@
  * joins a group once (the fullest one with room, else a new one) and stays in it until it leaves the stage; a group
  * whose members could fit the others' room is dissolved into them, so there are never more turns than needed.
  */
+/**
+ * A step of the answers that may wait is sliced only when it would cost at least this much of the model's CPU (ms).
+ * A step has a fixed cost of its own (~2.75 ms of CPU on tiny-omni's Thinker and Talker, from steps of ten against
+ * fixed groups of four at a 100-token context), so slices of four cost 1.5-1.65x the CPU a row of one step of ten or
+ * sixteen at short contexts and nothing more at long ones, where the rows' cost dominates (bench/NOTES.md, "Speaking
+ * slices at c=10"). Below this a step in progress costs a newcomer no more than its own prefill in the stage (12-16
+ * ms), and slicing would only slow the answers: the c=10 bench's steps of ten cost 8-12 ms (load 0-10); sixteen long
+ * answers' steps, once their newcomers come, 20-55 ms.
+ */
+export const SLICE_MIN_STEP_MS = 16;
+
 export class SpeakingSlices {
   /** Each request's group (an index into `groups`). */
   private readonly groupOf = new Map<string, Group>();
   private readonly groups: Group[] = [];
   private steps = 0;
 
-  constructor(private readonly size: number) {
+  constructor(
+    private readonly size: number,
+    private readonly minStepMs = SLICE_MIN_STEP_MS,
+  ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError('speaking_slice must be an integer >= 1');
   }
 
   /**
    * Which of a step's requests (in the plan's order) run in it: every one that may not wait, and of those that may,
    * one group of at most `size`, the group least recently stepped. null: the step runs as planned (no more than
-   * `size` may wait).
+   * `size` may wait, or their step would cost less than minStepMs at `rowMs`, the model's CPU a decode row costs now;
+   * null: not known yet).
    */
-  keep(planned: readonly string[], mayWait: (requestId: string) => boolean): ReadonlySet<string> | null {
+  keep(
+    planned: readonly string[],
+    mayWait: (requestId: string) => boolean,
+    rowMs: number | null,
+  ): ReadonlySet<string> | null {
     this.steps++;
     const waitable = planned.filter(mayWait);
-    if (waitable.length <= this.size) return null;
+    if (waitable.length <= this.size || rowMs === null || waitable.length * rowMs < this.minStepMs) return null;
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
     const present = new Set(waitable.map((id) => this.groupOf.get(id)!));

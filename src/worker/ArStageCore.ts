@@ -4,7 +4,7 @@
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
 import { ArScheduler, type ScheduledItem, type SchedulerPlan } from '../sched/ArScheduler.ts';
-import type { SchedulingPolicy } from '../sched/playback.ts';
+import { Ewma, type SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { StageStats } from './messages.ts';
 import { ScheduledStageCore } from './ScheduledStageCore.ts';
@@ -21,6 +21,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   /** Since the process started: prompt positions computed, outputs sampled (ArStats). */
   private promptTokens = 0;
   private generatedTokens = 0;
+  /** The CPU a decode row costs (ms, the process's over the step's batch and run): speaking slices' estimate. */
+  private readonly decodeRowMs = new Ewma();
 
   constructor(
     ctx: StageContext,
@@ -61,6 +63,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     this.updateDeadlines();
     const nowMs = Date.now();
     const plan = this.sliced(this.scheduler.schedule(nowMs, this.deferredNow(nowMs)), nowMs);
+    const cpu0 = process.cpuUsage();
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;
     // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its
@@ -85,6 +88,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       }
       return true;
     }
+    const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
+    if (phase === 'decode') this.decodeRowMs.observe(cpuMsSince(cpu0) / plan.items.length);
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => {
       const req = this.requests.get(item.requestId);
@@ -94,7 +99,6 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       if (!decodes[i]) this.promptTokens += item.numTokens;
       if (item.sample) this.generatedTokens++;
     });
-    const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
     this.recordStep(
       plan.items.length,
       started,
@@ -108,6 +112,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   private sliced(plan: SchedulerPlan, nowMs: number): SchedulerPlan {
     const kept = this.sliceStep(
       plan.items.map((it) => it.requestId),
+      this.decodeRowMs.value,
       nowMs,
     );
     if (!kept) return plan;
@@ -127,4 +132,10 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       },
     };
   }
+}
+
+/** The process's CPU time since `from` (a process.cpuUsage() reading), in ms. */
+function cpuMsSince(from: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(from);
+  return (used.user + used.system) / 1000;
 }
