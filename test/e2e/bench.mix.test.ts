@@ -26,7 +26,7 @@ describe('chorus bench --mix (configs/epd.yaml, remote encoders over Redis)', ()
         // Seed 0 with these shares: 5 text requests, an image and its repeat, a 19 s clip.
         mix: parseMix('text=1,image=1,audio=1'),
         numRequests: 8,
-        ratePerSecond: 4,
+        ratePerSecond: 8,
         repeatShare: 1,
         maxTokens: 4,
         seed: 0,
