@@ -28,6 +28,7 @@ export function encodeBody(body: ChunkBody): EncodedBody {
         payload: {
           kind: body.kind,
           item: body.item,
+          ...(body.offset ? { offset: body.offset } : {}),
           ...(body.contentKey !== undefined ? { contentKey: body.contentKey } : {}),
         },
         tensors: { rows: { data: body.rows, shape: [body.numRows, body.width] } },
@@ -95,6 +96,7 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
         rows: rows.data,
         numRows: rows.shape[0],
         width: rows.shape[1],
+        ...(p.has('offset') ? { offset: p.integer('offset') } : {}),
         ...(contentKey !== undefined ? { contentKey } : {}),
       };
     }

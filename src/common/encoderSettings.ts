@@ -74,6 +74,12 @@ export interface VideoSettings {
    * fallback (or is refused without one).
    */
   readonly maxPatchesPerEncode: number;
+  /**
+   * A clip's rows go to the Thinker in pieces of this many temporal groups, each as soon as it is encoded (one piece
+   * an encoder step), so the Thinker prefills a clip while the rest of it encodes; null: a clip's rows in one chunk.
+   * Only where the encoder attends within each group (the generated one): elsewhere a clip is encoded whole.
+   */
+  readonly streamGroups: number | null;
   /** How a clip that does not fit is served with fewer or smaller frames (null: refused instead). */
   readonly fallback: VideoFallbackSettings | null;
 }

@@ -4,7 +4,8 @@
  * shape on the way in, so a consumer narrows on `kind` and never casts. A final chunk may carry no body at all.
  *
  *   main      -> encoder   media         one media item's raw bytes (decoded in the encoder stage)
- *   encoder   -> thinker   encoderRows   that item's embeddings [numRows, width], or why it could not be encoded
+ *   encoder   -> thinker   encoderRows   that item's embeddings [numRows, width] (a clip's in pieces, in order), or
+ *                                        why it could not be encoded
  *   thinker   -> talker    talkerRows    conditioning rows [numRows, conditionDim]; the first chunk says how many
  *                                        of its rows are prompt rows
  *   talker    -> code2wav  codecFrames   codes [numCodebooks, numFrames], the first contextFrames frames context only
@@ -48,7 +49,16 @@ export type EncoderRowsBody =
       readonly rows: Float32Array;
       readonly numRows: number;
       readonly width: number;
-      /** The encoder's cache key of the item (decoded media + encoder identity): the EC store keeps rows under it. */
+      /**
+       * The item's row these rows start at (absent: 0). A clip whose groups encode apart comes in pieces, each sent
+       * as soon as it is encoded, in order (EncoderCore.ts): a chunk that ends before the item's last row is a piece,
+       * and the Thinker prefills up to its end while the rest encodes.
+       */
+      readonly offset?: number;
+      /**
+       * The encoder's cache key of the item (decoded media + encoder identity): the EC store keeps rows under it. On
+       * the piece that completes the item.
+       */
       readonly contentKey?: string;
       readonly error?: undefined;
     }

@@ -101,6 +101,8 @@ export const defaults = {
     // max_frames and frame_pixels above give at most (16 groups of 16 x 16), ~930 MiB estimated for tiny-omni's
     // vision encoder; lower it to bound the encoder's memory (a larger clip steps down under the fallback).
     maxPatchesPerEncode: 4096,
+    // A clip's rows go to the Thinker this many temporal groups at a time, as they are encoded (docs/video.md).
+    streamGroups: 2 as number | null,
     // A clip that does not fit: half the frames a step down to 4, then half the area down to 112 x 112 px.
     fallback: { framesFactor: 0.5, minFrames: 4, pixelsFactor: 0.5, minFramePixels: 112 * 112 },
   },

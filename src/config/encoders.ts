@@ -60,6 +60,7 @@ function resolveVideoSettings(raw: Static<typeof VideoYaml>): VideoSettings {
     decodedCacheBytes: parseByteSize(raw.decoded_cache_bytes ?? d.decodedCacheBytes),
     audioChunkSeconds: raw.audio_chunk_seconds ?? d.audioChunkSeconds,
     maxPatchesPerEncode: raw.max_patches_per_encode ?? d.maxPatchesPerEncode,
+    streamGroups: raw.stream_groups === false ? null : (raw.stream_groups ?? d.streamGroups),
     fallback:
       raw.fallback === false
         ? null

@@ -153,6 +153,8 @@ export const VideoYaml = Type.Object(
     audio_chunk_seconds: optional(Type.Number({ exclusiveMinimum: 0, maximum: 60 })),
     /** Patches of one clip's encode at most (its attention's working memory); the fallback steps a clip under. */
     max_patches_per_encode: optional(int(1)),
+    /** A clip's rows to the Thinker in pieces of this many temporal groups, as encoded (false: the clip whole). */
+    stream_groups: optional(Type.Union([int(1), Type.Literal(false)])),
     /** A clip that does not fit is served with fewer, then smaller frames (false: refused instead). */
     fallback: optional(
       Type.Union([

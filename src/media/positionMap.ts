@@ -144,13 +144,18 @@ function invalid(message: string): ChorusError {
 }
 
 /**
- * The first position >= from that cannot be prefilled yet: the start of the first span from there on
- * whose rows are not ready (ready[item]). map.length when everything from `from` on can run.
+ * The first position >= from that cannot be prefilled yet: the first position from there on whose row has not
+ * arrived. ready[item] is true when all its rows are in, false when none is, or the count of its first rows in (an
+ * item that comes in pieces: a clip's rows group by group). map.length when everything from `from` on can run.
  */
-export function readyLimit(map: PositionMap, ready: readonly boolean[], from = 0): number {
+export function readyLimit(map: PositionMap, ready: readonly (boolean | number)[], from = 0): number {
   for (const span of map.spans) {
     if (span.start + span.length <= from) continue;
-    if (!ready[span.item]) return Math.max(from, span.start);
+    const got = ready[span.item];
+    if (got === true) continue;
+    // Rows in of this span: the item's first `got` rows, of which this span holds rows offset.. onwards.
+    const inSpan = got === false ? 0 : Math.max(0, got - (span.offset ?? 0));
+    if (inSpan < span.length) return Math.max(from, span.start + inSpan);
   }
   return map.length;
 }

@@ -8,6 +8,10 @@
  *   step: planEncoderStep picks the batches that start now (encoder budget in embeddings, same-modality batches
  *   flushed when full or when the oldest job has waited batch_timeout_ms; the loop sleeps until that moment via
  *   nextWakeAtMs), runs each as one encoder call, completes the cache entries and sends the rows.
+ *   A clip whose groups encode apart (the generated vision encoder) is run in pieces instead, `stream_groups`
+ *   temporal groups a step, before anything else: each piece's rows go to the Thinker as soon as they exist (a
+ *   non-final chunk with their offset), so its prefill of the clip runs while the rest encodes; the last piece
+ *   completes the cache entry and carries the content key.
  *
  * An item that cannot be used (it does not decode, or the encoder run fails) is reported to the Thinker in-band
  * as that item's error ({item, error}); the Thinker applies on_encoder_failure. The request's entries stay pinned
@@ -25,6 +29,9 @@ import type { AddRequest, EncodeItem, StageStats } from '../../src/worker/messag
 import type { EncoderRowsBody } from '../../src/common/payloads.ts';
 import { StageCore, type CoreRequest, type StageContext } from '../../src/worker/StageCore.ts';
 import { ContentKeys, prepareItem, type PreparedItem } from './encoderInputs.ts';
+import { clipGroups } from './encoderBatch.ts';
+import { concatFloat32 } from '../../src/common/arrays.ts';
+import type { VideoPatches } from '../../src/media/types.ts';
 import { bytesKeyOf, saltedBytesKey } from '../../src/media/mediaKey.ts';
 import type { EncoderArgs, EncoderKindStats } from './protocol.ts';
 import { allocationFailure, encodeCapOf, overMemoryCap, type EncodeCap } from './encodeCap.ts';
@@ -43,14 +50,30 @@ interface Job extends EncodeJob {
   readonly waiters: { readonly requestId: string; readonly item: number }[];
 }
 
+/** A clip being encoded a piece a step: the groups done, and their rows (sent to the waiters as each piece ends). */
+interface ClipInPieces {
+  readonly job: Job;
+  readonly clip: VideoPatches;
+  nextGroup: number;
+  readonly done: Float32Array[];
+  rowsDone: number;
+}
+
 /** Runner-like surface the core needs (a fake in unit tests). */
-export type EncoderCoreRunner = Pick<EncoderRunner, 'modality' | 'outputSize' | 'identity' | 'encode' | 'windowStats'>;
+export type EncoderCoreRunner = Pick<
+  EncoderRunner,
+  'modality' | 'outputSize' | 'identity' | 'encode' | 'windowStats' | 'clipGroupsApart'
+>;
 
 export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
   private readonly settings: EncoderSettings;
   private readonly policy: EncoderBudgetPolicy;
   readonly cache: EncoderCache;
   private readonly jobs = new Map<string, Job>();
+  /** Clips encoded a piece a step, by job id, oldest first (run before any new batch). */
+  private readonly inPieces = new Map<string, ClipInPieces>();
+  /** Temporal groups per piece of a clip (null: clips are encoded whole). */
+  private readonly groupsPerPiece: number | null;
   private nextFlushAtMs: number | null = null;
   private runs = 0;
   private itemsEncoded = 0;
@@ -85,6 +108,7 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
       maxRunCost: this.cap?.maxRunPatches ?? Infinity,
     };
     this.cache = new EncoderCache(settings.cacheBytes);
+    this.groupsPerPiece = runner.clipGroupsApart === true ? (settings.video?.streamGroups ?? null) : null;
   }
 
   protected admit(msg: AddRequest<EncoderArgs>): EncoderRequest {
@@ -148,7 +172,8 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
     );
     if (lookup.status === 'hit') return this.deliver(req.requestId, item.item, lookup.embeddings, prepared.key);
     if (lookup.status === 'pending') {
-      const job = this.jobs.get(prepared.key);
+      const inPieces = this.inPieces.get(prepared.key);
+      const job = this.jobs.get(prepared.key) ?? inPieces?.job;
       if (!job)
         return this.deliverError(
           req.requestId,
@@ -156,6 +181,8 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
           new ChorusError(ErrorCodes.INTERNAL, `cache entry of ${item.what} is pending with no encode queued`),
         );
       job.waiters.push({ requestId: req.requestId, item: item.item });
+      // A clip half encoded: this waiter gets the pieces done so far at once, and the rest as they come.
+      if (inPieces && inPieces.rowsDone > 0) this.sendPiece(req.requestId, item.item, concatFloat32(inPieces.done), 0);
       return;
     }
     this.jobs.set(prepared.key, {
@@ -170,6 +197,13 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
   }
 
   step(): boolean {
+    const clip = this.inPieces.values().next().value;
+    if (clip) {
+      const started = performance.now();
+      this.runPiece(clip);
+      this.recordStep(1, started, () => clip.job.waiters.map((w) => [w.requestId, 1] as const));
+      return true;
+    }
     if (this.jobs.size === 0) {
       this.nextFlushAtMs = null;
       return false;
@@ -215,21 +249,56 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
     );
     if (over && ready.length > 1) return this.runAlone(ready);
     if (over) return this.failJob(ready[0].job, over);
+    const per = this.groupsPerPiece;
+    const inPieces = ready.filter((r) => per !== null && r.input.modality === 'video' && r.input.gridT > per);
+    for (const { job, input } of inPieces)
+      this.inPieces.set(job.id, { job, clip: input as VideoPatches, nextGroup: 0, done: [], rowsDone: 0 });
+    const whole = ready.filter((r) => !inPieces.includes(r));
+    if (whole.length === 0) return;
     let rows: Float32Array[];
     try {
-      rows = this.runner.encode(ready.map((r) => r.input));
+      rows = this.runner.encode(whole.map((r) => r.input));
     } catch (err) {
       const memory = allocationFailure(err);
-      if (memory && ready.length > 1) return this.runAlone(ready);
-      for (const r of ready) this.failJob(r.job, memory ?? err);
+      if (memory && whole.length > 1) return this.runAlone(whole);
+      for (const r of whole) this.failJob(r.job, memory ?? err);
       return;
     }
     this.runs++;
-    this.itemsEncoded += ready.length;
-    ready.forEach(({ job }, i) => {
+    this.itemsEncoded += whole.length;
+    whole.forEach(({ job }, i) => {
       this.cache.complete(job.id, rows[i]);
       for (const w of job.waiters) this.deliver(w.requestId, w.item, rows[i], job.id);
     });
+  }
+
+  /**
+   * The next piece of a clip (groupsPerPiece temporal groups): its rows go to every waiter at once, the last piece's
+   * with the content key once the whole clip is in the cache. A failed piece fails the clip (the Thinker fails a
+   * request whose clip's pieces it had prefilled: they cannot be cut out).
+   */
+  private runPiece(p: ClipInPieces): void {
+    const to = Math.min(p.clip.gridT, p.nextGroup + this.groupsPerPiece!);
+    let rows: Float32Array;
+    try {
+      [rows] = this.runner.encode([clipGroups(p.clip, p.nextGroup, to)]);
+    } catch (err) {
+      this.inPieces.delete(p.job.id);
+      return this.failJob(p.job, allocationFailure(err) ?? err);
+    }
+    this.runs++;
+    const offset = p.rowsDone;
+    p.nextGroup = to;
+    p.done.push(rows);
+    p.rowsDone += rows.length / this.runner.outputSize;
+    if (to < p.clip.gridT) {
+      for (const w of p.job.waiters) this.sendPiece(w.requestId, w.item, rows, offset);
+      return;
+    }
+    this.inPieces.delete(p.job.id);
+    this.itemsEncoded++;
+    this.cache.complete(p.job.id, concatFloat32(p.done));
+    for (const w of p.job.waiters) this.deliver(w.requestId, w.item, rows, p.job.id, offset);
   }
 
   private runAlone(ready: readonly { job: Job; input: EncoderInput }[]): void {
@@ -242,8 +311,11 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
     for (const w of job.waiters) this.deliverError(w.requestId, w.item, err);
   }
 
-  /** The content key goes with the rows: the Thinker keeps them under it for the EC store. */
-  private deliver(requestId: string, item: number, rows: Float32Array, contentKey: string): void {
+  /**
+   * The item's rows from row `offset` on (all of them, or a clip's last piece), the content key with them: the
+   * Thinker keeps the item's rows under it for the EC store.
+   */
+  private deliver(requestId: string, item: number, rows: Float32Array, contentKey: string, offset = 0): void {
     const width = this.runner.outputSize;
     this.sendItem(requestId, item, {
       kind: 'encoderRows',
@@ -251,8 +323,18 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
       rows,
       numRows: rows.length / width,
       width,
+      ...(offset > 0 ? { offset } : {}),
       contentKey,
     });
+  }
+
+  /** A piece of a clip's rows (not its last): a chunk of its own, the item not delivered yet. */
+  private sendPiece(requestId: string, item: number, rows: Float32Array, offset: number): void {
+    const req = this.requests.get(requestId);
+    if (!req || req.delivered.has(item)) return;
+    const width = this.runner.outputSize;
+    const body: EncoderRowsBody = { kind: 'encoderRows', item, rows, numRows: rows.length / width, width, offset };
+    this.send(req, req.downstream, body);
   }
 
   private deliverError(requestId: string, item: number, err: unknown): void {
@@ -271,19 +353,20 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
 
   protected freeState(req: EncoderRequest): void {
     this.cache.releaseRequest(req.requestId);
-    for (const job of [...this.jobs.values()]) {
+    for (const job of [...this.jobs.values(), ...[...this.inPieces.values()].map((p) => p.job)]) {
       const rest = job.waiters.filter((w) => w.requestId !== req.requestId);
       if (rest.length === job.waiters.length) continue;
       job.waiters.splice(0, job.waiters.length, ...rest);
       if (rest.length > 0) continue;
-      // Nobody waits for it any more: do not spend the encoder on it.
+      // Nobody waits for it any more: do not spend the encoder on it (nor on the rest of a clip in pieces).
       this.jobs.delete(job.id);
+      this.inPieces.delete(job.id);
       this.cache.fail(job.id);
     }
   }
 
   protected queueDepth(): number {
-    return this.jobs.size;
+    return this.jobs.size + this.inPieces.size;
   }
 
   pause(): void {} // encoding is not paced by the client; the Thinker holds the request back
@@ -308,7 +391,7 @@ export class EncoderCore extends StageCore<EncoderRequest, EncoderArgs> {
         itemsEncoded: this.itemsEncoded,
         runsSplit: this.runsSplit,
         decodesSkipped: this.decodesSkipped,
-        queuedItems: this.jobs.size,
+        queuedItems: this.jobs.size + this.inPieces.size,
         mediaItemsReceived: this.mediaItemsReceived,
         mediaBytesReceived: this.mediaBytesReceived,
         ...(this.runner.windowStats ?? {}),

@@ -41,6 +41,11 @@ export interface EncoderRunner {
   encode(items: readonly EncoderInput[]): Float32Array[];
   /** A windowed audio encoder's window reuse (AudioWindows); absent or null otherwise. */
   readonly windowStats?: AudioWindowStats | null;
+  /**
+   * True when a clip's temporal groups encode apart (EncoderModelInfo.clipInGroups): any run of its groups gives the
+   * clip's rows of that time, so a clip can be encoded, and its rows sent, piece by piece.
+   */
+  readonly clipGroupsApart?: boolean;
   close(): Promise<void>;
 }
 
@@ -121,6 +126,10 @@ export class OnnxEncoderRunner implements EncoderRunner {
   /** Windows reused and encoded (a windowed audio encoder), null otherwise. */
   get windowStats(): AudioWindowStats | null {
     return this.windows?.stats ?? null;
+  }
+
+  get clipGroupsApart(): boolean {
+    return this.clipInGroups;
   }
 
   static load(files: ModelFiles, info: EncoderModelInfo, engine: Pick<EngineArgs, 'threads'>): OnnxEncoderRunner {

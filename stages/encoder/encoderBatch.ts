@@ -46,21 +46,29 @@ export function packImages(
 }
 
 /**
+ * Temporal groups [from, to) of a clip, as a clip of their own (a subarray: nothing copied), their rows the clip's
+ * rows of that time when the encoder attends within each group.
+ */
+export function clipGroups(clip: VideoPatches, from: number, to: number): VideoPatches {
+  const perGroup = clip.gridHeight * clip.gridWidth;
+  const width = clip.patches.length / clip.numPatches;
+  return {
+    ...clip,
+    patches: clip.patches.subarray(from * perGroup * width, to * perGroup * width),
+    positions: clip.positions.subarray(from * perGroup * 2, to * perGroup * 2),
+    numPatches: (to - from) * perGroup,
+    numEmbeddings: (clip.numEmbeddings / clip.gridT) * (to - from),
+    gridT: to - from,
+  };
+}
+
+/**
  * A clip as its temporal groups, each a sequence of its own (one patch of each position of the grid): the run
  * attends within a group, as Qwen2-VL's vision tower does (its cu_seqlens cut a clip's patches per temporal patch).
  * Each group keeps the clip's patch order (merge group by merge group), so its rows are the clip's rows of that time.
  */
 export function temporalGroups(clip: VideoPatches): VideoPatches[] {
-  const perGroup = clip.gridHeight * clip.gridWidth;
-  const width = clip.patches.length / clip.numPatches;
-  return Array.from({ length: clip.gridT }, (_, g) => ({
-    ...clip,
-    patches: clip.patches.subarray(g * perGroup * width, (g + 1) * perGroup * width),
-    positions: clip.positions.subarray(g * perGroup * 2, (g + 1) * perGroup * 2),
-    numPatches: perGroup,
-    numEmbeddings: clip.numEmbeddings / clip.gridT,
-    gridT: 1,
-  }));
+  return Array.from({ length: clip.gridT }, (_, g) => clipGroups(clip, g, g + 1));
 }
 
 /**

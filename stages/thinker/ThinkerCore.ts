@@ -4,10 +4,11 @@
  * Thinker2Talker) or its text (a stage whose kind reads it: the TextFeed that kind's descriptor makes, readsText).
  *
  * Media: a request with media comes with its prompt already expanded (one placeholder id per embedding) and a
- * position map; each item's rows arrive as a chunk from its encoder stage. Until then the request may prefill up
- * to the item's span and waits there (ThinkerMedia.readyLimit); steps that cover spans get inputs_embeds with the
- * rows spliced in. An item an encoder cannot deliver fails the request, or with on_encoder_failure text_only is cut
- * out of the prompt and named in the final chunk's `warnings`.
+ * position map; each item's rows arrive as a chunk from its encoder stage (a clip's in pieces, group by group, as
+ * they are encoded). Until then the request may prefill up to the first row missing and waits there
+ * (ThinkerMedia.readyLimit); steps that cover spans get inputs_embeds with the rows spliced in. An item an encoder
+ * cannot deliver fails the request, or with on_encoder_failure text_only is cut out of the prompt and named in the
+ * final chunk's `warnings` (unless pieces of it were prefilled: then it fails the request).
  */
 import type { ScheduledItem } from '../../src/sched/ArScheduler.ts';
 import { modelRoot } from '../../src/sched/blockNames.ts';
@@ -279,8 +280,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const problem = req.media.setRows(body.item, chunk.meta.from, body);
     if (problem) return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, problem));
     const ec = req.media.items[body.item].ec;
-    if (this.ec && ec && body.contentKey !== undefined)
-      this.ec.keep(req.requestId, ec, body.contentKey, req.media.rowsOf(body.item)!);
+    const whole = req.media.rowsOf(body.item); // null until its last piece is in
+    if (this.ec && ec && whole && body.contentKey !== undefined)
+      this.ec.keep(req.requestId, ec, body.contentKey, whole);
     this.refreshAvailable(req);
   }
 
@@ -323,7 +325,9 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     }
     const it = media.items[item];
     const message = error.message.startsWith(it.what) ? error.message : `${it.what}: ${error.message}`;
-    if (it.onFailure === 'fail') return this.failWith(req, 'error', { code: error.code, message });
+    // Pieces of it were prefilled already: the positions after it cannot move, so it cannot be left out.
+    const prefilled = media.partlyPrefilled(item, this.scheduler.numComputed(req.requestId));
+    if (it.onFailure === 'fail' || prefilled) return this.failWith(req, 'error', { code: error.code, message });
     const promptLength = media.drop(item, `${error.code}: ${error.message}`);
     req.toTalker?.shrinkPrompt(promptLength);
     this.ctx.log.warn(

@@ -2,13 +2,16 @@
  * The Thinker's view of one request's media: the position map (where each item's rows go in the expanded
  * prompt), the rows that have arrived, and the items given up on. Pure bookkeeping, no I/O:
  *
- * - readyLimit(): the first position that cannot be prefilled yet (the start of the first span whose rows are
+ * - readyLimit(): the first position that cannot be prefilled yet (the first position of a span whose row is
  *   missing); the core makes it the scheduler's numAvailableTokens, so text before an item prefills while it
- *   encodes and the request waits (WAITING_FOR_CHUNK) at the item's boundary until its rows come.
+ *   encodes and the request waits (WAITING_FOR_CHUNK) at the item's boundary until its rows come. A clip's rows may
+ *   come in pieces, in order (its groups encoded apart, each sent as soon as it is done): the request prefills each
+ *   piece as it arrives and waits at the first row still missing.
  * - embeds(): inputs_embeds for a step, text rows with the overlapping spans' rows spliced over them.
  * - drop(): with on_encoder_failure text_only, an item that will not come is cut out of the prompt. Nothing at
  *   or after its span has been computed (the scheduler never passes readyLimit), so the positions after it just
- *   shift down; the prompt array given to the constructor is edited in place.
+ *   shift down; the prompt array given to the constructor is edited in place. An item some of whose pieces were
+ *   prefilled cannot be cut out (partlyPrefilled): its failure fails the request.
  *
  * - releasePrefilled(): an item's rows are let go once its spans are prefilled, where the request keeps each computed
  *   position's input row anyway (its PositionRows, for the prefix cache and the Talker: recoverFrom()). A recompute
@@ -30,6 +33,8 @@ export interface StoredRows {
 export class ThinkerMedia {
   private spans: MediaSpan[];
   private readonly rows: (Float32Array | null)[];
+  /** A waiting item's rows in so far (its first rows: pieces come in order); its whole count once ready. */
+  private readonly arrived: number[];
   private readonly state: ItemState[];
   readonly warnings: string[] = [];
   /** Items cut out of the prompt (drop()), in the order they were dropped. */
@@ -45,6 +50,7 @@ export class ThinkerMedia {
   ) {
     this.spans = plan.spans.map((s) => ({ ...s }));
     this.rows = plan.items.map(() => null);
+    this.arrived = plan.items.map(() => 0);
     this.state = plan.items.map(() => 'waiting');
     const laid = plan.items.map(() => 0);
     for (const span of this.spans) {
@@ -157,16 +163,19 @@ export class ThinkerMedia {
   readyLimit(from: number): number {
     return readyLimit(
       this.map,
-      this.state.map((s) => s !== 'waiting'),
+      this.state.map((s, i) => s !== 'waiting' || this.arrived[i]),
       from,
     );
   }
 
-  /** Rows for an item, checked against what was promised; returns a problem, or null when they were taken. */
+  /**
+   * Rows for an item, all of them or a piece (`offset`: its first row; pieces come in order), checked against what
+   * was promised; returns a problem, or null when they were taken. The item is ready once its last row is in.
+   */
   setRows(
     item: number,
     fromStageId: string,
-    rows: { rows: Float32Array; numRows: number; width: number },
+    rows: { rows: Float32Array; numRows: number; width: number; offset?: number },
   ): string | null {
     const it = this.plan.items[item];
     if (!it) return `rows for media item ${item}, which this request does not have`;
@@ -174,21 +183,38 @@ export class ThinkerMedia {
       return `rows for ${it.what} came from ${fromStageId}, expected ${it.from.stageId}`;
     if (this.state[item] !== 'waiting')
       return this.state[item] === 'ready' ? `rows for ${it.what} arrived twice` : null; // dropped: late, ignore
-    if (rows.numRows !== it.numEmbeddings || rows.width !== this.hiddenSize) {
+    const offset = rows.offset ?? 0;
+    const end = offset + rows.numRows;
+    if (offset !== this.arrived[item] || rows.numRows < 1 || end > it.numEmbeddings || rows.width !== this.hiddenSize) {
       return (
-        `rows for ${it.what} are [${rows.numRows}, ${rows.width}], ` +
-        `expected [${it.numEmbeddings}, ${this.hiddenSize}] float32`
+        `rows for ${it.what} are [${rows.numRows}, ${rows.width}] from its row ${offset}, expected the next of ` +
+        `[${it.numEmbeddings}, ${this.hiddenSize}] float32 from row ${this.arrived[item]}`
       );
     }
     // Copy: the frame buffer belongs to the receive path; rows live as long as the request.
-    this.rows[item] = new Float32Array(rows.rows);
-    this.state[item] = 'ready';
+    if (offset === 0 && end === it.numEmbeddings) this.rows[item] = new Float32Array(rows.rows);
+    else
+      (this.rows[item] ??= new Float32Array(it.numEmbeddings * this.hiddenSize)).set(
+        rows.rows,
+        offset * this.hiddenSize,
+      );
+    this.arrived[item] = end;
+    if (end === it.numEmbeddings) this.state[item] = 'ready';
     return null;
   }
 
-  /** An item's rows once they arrived (null before, when it was dropped, or once released). */
+  /** An item's rows once all arrived (null before, when it was dropped, or once released). */
   rowsOf(item: number): Float32Array | null {
-    return this.rows[item] ?? null;
+    return this.state[item] === 'ready' ? this.rows[item] : null;
+  }
+
+  /** Whether an item still waiting has positions computed before `computed` (pieces of it were prefilled). */
+  partlyPrefilled(item: number, computed: number): boolean {
+    return (
+      this.state[item] === 'waiting' &&
+      this.arrived[item] > 0 &&
+      this.spans.some((s) => s.item === item && s.start < computed)
+    );
   }
 
   /** Cuts a waiting item out of the prompt (each of its spans); returns the new prompt length. */
@@ -218,8 +244,8 @@ export class ThinkerMedia {
       return stored.rows(p + 1).subarray(2 * d * p, 2 * d * p + d);
     }
     const rows = this.rows[span.item];
-    if (!rows) return null;
     const row = (span.offset ?? 0) + p - span.start;
+    if (!rows || row >= this.arrived[span.item]) return null;
     return rows.subarray(row * d, (row + 1) * d);
   }
 

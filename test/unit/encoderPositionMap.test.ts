@@ -82,6 +82,10 @@ describe('position map', () => {
     expect(readyLimit(map, [true, true])).toBe(15);
     expect(readyLimit(map, [false, true], 9)).toBe(15); // past the image already
     expect(readyLimit(map, [false, false], 5)).toBe(5); // inside the image: nothing more
+    // An item in pieces: its first rows in, the limit is its first row missing.
+    expect(readyLimit(map, [2, false])).toBe(5);
+    expect(readyLimit(map, [0, false])).toBe(3);
+    expect(readyLimit(map, [4, false])).toBe(9); // all of the image's rows: through the text after it
     // Scheduling a span whose rows are missing is a bug in the caller, said clearly.
     expect(() => spliceRange(map, 0, 5, embed(map.tokenIds.slice(0, 5)), [null, null], D)).toThrow(
       /not encoded yet.*readyLimit/,

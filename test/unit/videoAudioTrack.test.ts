@@ -165,6 +165,26 @@ describe('the position map of a clip with its track', () => {
     expect(media.rowAt(4)).toEqual(new Float32Array(1));
     expect(media.warnings[0]).toMatch(/item 1 was left out/);
   });
+
+  it("takes a clip's rows in pieces, in order: each span readies up to its first row missing", () => {
+    const from = { instance: 'e#0', stageId: 'e' };
+    const plan = {
+      spans: map.spans,
+      items: items.map((it, i) => ({ ...it, what: `item ${i}`, from, onFailure: 'fail' as const })),
+    };
+    const media = new ThinkerMedia(plan, [...map.tokenIds], 1);
+    const piece = (offset: number, numRows: number) =>
+      media.setRows(0, 'e', { rows: new Float32Array(numRows).fill(offset + 1), numRows, width: 1, offset });
+    expect(piece(0, 1)).toBeNull();
+    expect(media.readyLimit(0)).toBe(2); // the first of the first chunk's two rows
+    expect(media.rowAt(2)).toBeNull();
+    expect(piece(2, 1)).toMatch(/from its row 2, expected the next of \[4, 1\] float32 from row 1/); // out of order
+    expect(piece(1, 2)).toBeNull();
+    expect(media.readyLimit(0)).toBe(3); // the clip's first chunk is in; the track's is next
+    expect(media.rowsOf(0)).toBeNull(); // not whole yet
+    expect(piece(3, 1)).toBeNull();
+    expect(media.rowsOf(0)).toEqual(Float32Array.from([1, 2, 2, 4]));
+  });
 });
 
 describe('decoding the track', () => {
