@@ -180,6 +180,7 @@ function medianPieces(results: readonly BurstResult[]): Record<string, number> |
     encodeStart: m((p) => p.encode?.[0]),
     encodeMs: m((p) => p.encode?.[1]),
     rowsIn: m((p) => p.rowsIn),
+    rowsLastIn: m((p) => p.rowsLastIn),
     clipFirstStep: m((p) => p.clipSteps[0]?.[0]),
     clipLastStepEnd: m((p) => (last(p) ? last(p)![0] + last(p)![1] : null)),
     clipStepsMs: m((p) => p.clipSteps.reduce((ms, s) => ms + s[1], 0)),

@@ -6,8 +6,10 @@
  *
  *   atEncoder     the encoder has the request's add: main has parsed the body, decoded the clip, planned the request
  *   mediaIn       the clip's frames reached the encoder
- *   encode        the encoder's step that ran the clip: [start, ms]
- *   rowsIn        its rows reached the Thinker
+ *   encode        the encoder's steps that ran the clip (its pieces, `stream_groups` groups a step): [start of the
+ *                 first, ms to the end of the last]
+ *   rowsIn        its first rows reached the Thinker (the first piece)
+ *   rowsLastIn    its last rows reached the Thinker
  *   clipSteps     the Thinker's steps with the clip's positions: [start, ms, the clip's positions, requests in it]
  *   textsBefore   Thinker ms of steps without the clip between the texts' send and the clip's last step (what the
  *                 texts' prefills and decodes put on the Thinker before the clip's first token)
@@ -19,6 +21,7 @@ export interface ClipPieces {
   readonly mediaIn: number | null;
   readonly encode: readonly [number, number] | null;
   readonly rowsIn: number | null;
+  readonly rowsLastIn: number | null;
   readonly clipSteps: readonly (readonly [number, number, number, number])[];
   readonly textsBefore: number;
 }
@@ -36,11 +39,14 @@ export function clipPieces(
   const thinkers = of('thinker');
   const clip = encoders.flatMap((p) => p.marks).find((m) => m.m === 'add' && within(m.t))?.r;
   const rel = (t: number) => Math.round(t - sentAt);
-  const mark = (ps: readonly ProcessTrace[], kind: string) => {
-    const found = ps.flatMap((p) => p.marks).find((m) => m.m === kind && m.r === clip && within(m.t));
+  const marks = (ps: readonly ProcessTrace[], kind: string) =>
+    ps.flatMap((p) => p.marks).filter((m) => m.m === kind && m.r === clip && within(m.t));
+  const mark = (ps: readonly ProcessTrace[], kind: string, last = false) => {
+    const found = last ? marks(ps, kind).at(-1) : marks(ps, kind)[0];
     return found ? rel(found.t) : null;
   };
-  const run = encoders.flatMap((p) => p.steps).find((s) => s.items.some(([r]) => r === clip) && within(s.t));
+  const runs = encoders.flatMap((p) => p.steps).filter((s) => s.items.some(([r]) => r === clip) && within(s.t));
+  const [first, last] = [runs[0], runs.at(-1)];
   const steps = thinkers.flatMap((p) => p.steps).filter((s) => within(s.t));
   const withClip = steps.filter((s) => s.items.some(([r]) => r === clip));
   const lastClipStep = withClip.at(-1)?.t ?? endAt;
@@ -50,8 +56,9 @@ export function clipPieces(
   return {
     atEncoder: mark(encoders, 'add'),
     mediaIn: mark(encoders, 'in'),
-    encode: run ? [rel(run.t), Math.round(run.d)] : null,
+    encode: first && last ? [rel(first.t), Math.round(last.t + last.d - first.t)] : null,
     rowsIn: mark(thinkers, 'in'),
+    rowsLastIn: mark(thinkers, 'in', true),
     clipSteps: withClip.map(
       (s) => [rel(s.t), Math.round(s.d), s.items.find(([r]) => r === clip)![1], s.items.length] as const,
     ),

@@ -17,7 +17,8 @@ describe('clipPieces', () => {
   const traces = [
     trace(
       'image-encoder',
-      [step(500, 40, ['old', 1]), step(1120, 200, ['clip', 1])],
+      // The clip in two pieces: two steps, two chunks of rows at the Thinker.
+      [step(500, 40, ['old', 1]), step(1120, 200, ['clip', 1]), step(1321, 59, ['clip', 1])],
       [mark('add', 'old', 450), mark('add', 'clip', 1090), mark('in', 'clip', 1110)],
     ),
     trace(
@@ -30,7 +31,7 @@ describe('clipPieces', () => {
         step(1402, 30, ['clip', 210], ['t1', 1]),
         step(1500, 5, ['t3', 40]), // after the clip's first token: not before it
       ],
-      [mark('add', 'clip', 1091), mark('in', 'clip', 1325)],
+      [mark('add', 'clip', 1091), mark('in', 'clip', 1325), mark('in', 'clip', 1385)],
     ),
   ];
 
@@ -38,8 +39,9 @@ describe('clipPieces', () => {
     expect(clipPieces(traces, 1000, 1100, 2000)).toEqual({
       atEncoder: 90,
       mediaIn: 110,
-      encode: [120, 200],
+      encode: [120, 260], // from the first piece's step to the end of the last's
       rowsIn: 325,
+      rowsLastIn: 385,
       clipSteps: [
         [95, 3, 30, 1],
         [330, 60, 600, 1],
