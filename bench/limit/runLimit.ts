@@ -120,13 +120,13 @@ export class LimitSampler {
     return new LimitSampler(o, await openRunners(o.graph), prompts, ic);
   }
 
-  /** `warmup` unmeasured then `repeats` measured packets, back to back; returns this measure's median total (ms). */
-  measure(repeats: number, warmup: number): number {
+  /** `warmup` unmeasured then `repeats` measured packets, back to back; returns this measure's medians. */
+  measure(repeats: number, warmup: number): LimitParts {
     const packet = () =>
       firstPacket(this.runners, this.o.graph, this.prompts, this.ic, this.sampling, `limit-${this.packets++}`);
     const runs = timeRepeats(warmup, repeats, packet);
     this.runs.push(...runs);
-    return medianParts(runs).total_ms;
+    return medianParts(runs);
   }
 
   /** The limit over every packet measured so far. */

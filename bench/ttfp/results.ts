@@ -182,6 +182,11 @@ export interface BenchResult {
   limit: LimitResult | null;
   /** Each measure's median (total ms): before the runs, between the c=1 blocks, after; absent in older results. */
   limit_measures_ms?: readonly number[];
+  /**
+   * The same measures' medians of the process's CPU time a packet (ms): a measure whose wall time is above its CPU
+   * time waited for a core; one whose CPU time moved found the machine slower.
+   */
+  limit_measures_cpu_ms?: readonly number[];
   /** The same for a burst of c requests batched together, for every concurrency c > 1 measured. */
   burst_limits: LimitResult[];
   /** The whole compute of c requests at batch c, per concurrency: the req/s the models allow (runThroughput.ts). */

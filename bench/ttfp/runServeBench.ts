@@ -5,6 +5,7 @@
  * first, before any stage process runs), with the `chorus stage` processes of its remote stages, if any; with
  * --url it measures a running server.
  */
+import type { LimitParts } from '../limit/limitResult.ts';
 import { LimitSampler, runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
@@ -140,7 +141,7 @@ function limitOptions(o: ServeBenchOptions, config: BenchConfig, batch: number) 
  */
 class RunLimit {
   private readonly repeats: number;
-  private readonly measures: number[] = [];
+  private readonly measures: LimitParts[] = [];
 
   constructor(
     private readonly o: ServeBenchOptions,
@@ -165,9 +166,10 @@ class RunLimit {
     return this.sampler.close();
   }
 
-  private record(median: number): void {
+  private record(median: LimitParts): void {
     this.measures.push(median);
     this.result.limit = this.sampler.result();
-    this.result.limit_measures_ms = [...this.measures];
+    this.result.limit_measures_ms = this.measures.map((m) => m.total_ms);
+    this.result.limit_measures_cpu_ms = this.measures.map((m) => m.cpu_ms ?? Number.NaN);
   }
 }

@@ -207,6 +207,8 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     // the measures' own medians.
     const measures = result.limit_measures_ms!;
     expect(measures).toHaveLength(6);
+    expect(result.limit_measures_cpu_ms).toHaveLength(6);
+    for (const cpu of result.limit_measures_cpu_ms!) expect(cpu).toBeGreaterThan(0);
     expect(limit.repeats).toBe(10);
     expect(limit.median.total_ms).toBeGreaterThanOrEqual(Math.min(...measures));
     expect(limit.median.total_ms).toBeLessThanOrEqual(Math.max(...measures));

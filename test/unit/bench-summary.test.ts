@@ -167,6 +167,9 @@ describe('the report (results.md, and what the terminal prints)', () => {
     expect(between).toContain(
       'Measured 41.50 ms before the runs, 35.00, 36.25 ms between the c=1 blocks and 32.00 ms after',
     );
+    expect(between).not.toContain('CPU a packet in each');
+    const cpu = formatReport({ ...r, limit_measures_ms: [41.5, 32], limit_measures_cpu_ms: [30.5, 31] });
+    expect(cpu).toContain("median of all 20 packets. The process's CPU a packet in each: 30.50, 31.00 ms.");
   });
 
   it('leaves the development goals out unless asked for, and never shouts MISSED', () => {

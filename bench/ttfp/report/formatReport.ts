@@ -60,10 +60,15 @@ function limitMeasures(r: BenchResult): string[] {
   const ms = m.map((x) => x.toFixed(2));
   const between = ms.slice(1, -1);
   const during = between.length > 0 ? `, ${between.join(', ')} ms between the c=1 blocks` : '';
+  const cpu = r.limit_measures_cpu_ms;
+  const cpuLine =
+    cpu?.length === m.length
+      ? ` The process's CPU a packet in each: ${cpu.map((x) => x.toFixed(2)).join(', ')} ms.`
+      : '';
   return [
     '',
     `Measured ${ms[0]} ms before the runs${during} and ${ms.at(-1)} ms after them (the stage processes stopped): ` +
-      `the limit is the median of all ${r.limit.repeats} packets.`,
+      `the limit is the median of all ${r.limit.repeats} packets.${cpuLine}`,
   ];
 }
 
