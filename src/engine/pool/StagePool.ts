@@ -64,7 +64,11 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
     });
   }
 
-  /** Boots every local replica, then opens the control plane remote instances join through. */
+  /**
+   * Boots every local replica and, beside them, opens the control plane remote instances join through: an instance
+   * waiting on another host is booted as soon as main is on the plane, so it loads its model while the local ones
+   * load theirs (a deployment is up after the slower of the two, not their sum).
+   */
   async start(edges: readonly EdgeBinding[]): Promise<void> {
     const { graph } = this.opts;
     this.#edges = edges;
@@ -74,13 +78,17 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
         this.#instances.set(instance, newInstance(graph, stageIndex, replica, instance));
       }
     });
-    // Wait for every boot to settle, not just the first failure: a stage still booting when another fails must
-    // be stopped too, or it would outlive start-up as an orphan.
-    const boots = await Promise.allSettled([...this.#instances.values()].map((inst) => this.#boot(inst)));
-    const failed = boots.find((b): b is PromiseRejectedResult => b.status === 'rejected');
+    const boots = [...this.#instances.values()].map((inst) => this.#boot(inst));
+    const plane = openControlPlane(graph, (instance) => this.#edgesOf(instance), this.opts.log).then((remote) => {
+      // Kept at once: close() leaves the plane whatever start() ends with.
+      this.#remote = remote;
+      remote?.on('joined', (handle) => this.#join(handle));
+    });
+    // Wait for every boot and the plane to settle, not just the first failure: a stage still booting when another
+    // fails must be stopped too, or it would outlive start-up as an orphan.
+    const settled = await Promise.allSettled([...boots, plane]);
+    const failed = settled.find((b): b is PromiseRejectedResult => b.status === 'rejected');
     if (failed) throw failed.reason;
-    this.#remote = await openControlPlane(graph, (instance) => this.#edgesOf(instance), this.opts.log);
-    this.#remote?.on('joined', (handle) => this.#join(handle));
     this.#hangTimer = setInterval(() => this.#events.checkHangs(), this.#hangs.intervalMs).unref();
   }
 
