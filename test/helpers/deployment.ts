@@ -5,8 +5,8 @@
  * ends, whatever happened.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { expect } from 'vitest';
-import { CHORUS_BIN, killOnFinish } from './processes.ts';
+import { expect, vi } from 'vitest';
+import { CHORUS_BIN, killOnFinish, type SharedProcesses } from './processes.ts';
 
 export interface Started {
   readonly child: ChildProcess;
@@ -14,8 +14,16 @@ export interface Started {
   output(): string;
 }
 
-/** detached: a process group of its own (a service's, a terminal job's), for signals sent to the whole group. */
-function start(args: string[], env: Record<string, string>, isolated: boolean, detached = false): Started {
+/**
+ * detached: a process group of its own (a service's, a terminal job's), for signals sent to the whole group. shared:
+ * killed after the describe block (sharedProcesses) instead of after the test that started it.
+ */
+function start(
+  args: string[],
+  env: Record<string, string>,
+  opts: { isolated?: boolean; detached?: boolean; shared?: SharedProcesses },
+): Started {
+  const { isolated = false, detached = false } = opts;
   const cmd = isolated
     ? // A private /dev/shm: a fresh tmpfs in a new mount namespace, and a new IPC namespace. --kill-child makes the
       // kernel SIGKILL the stage when unshare dies (killOnFinish kills unshare), so nothing outlives the test.
@@ -38,7 +46,7 @@ function start(args: string[], env: Record<string, string>, isolated: boolean, d
     env: { ...process.env, CHORUS_LOG_LEVEL: 'warn', ...env },
     detached,
   });
-  killOnFinish(child);
+  killOnFinish(child, opts.shared);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -56,10 +64,10 @@ export interface Serve extends Started {
 export async function startServe(
   config: string,
   env: Record<string, string>,
-  opts: { detached?: boolean } = {},
+  opts: { detached?: boolean; shared?: SharedProcesses } = {},
 ): Promise<Serve> {
   const startedAt = Date.now();
-  const s = start(['serve', '--config', config, '--port', '0'], env, false, opts.detached);
+  const s = start(['serve', '--config', config, '--port', '0'], env, opts);
   const url = await new Promise<string>((resolve, reject) => {
     s.child.stdout!.on('data', () => {
       const m = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output());
@@ -76,14 +84,9 @@ export function startStage(
   stageId: string,
   name: string,
   env: Record<string, string>,
-  opts: { isolated?: boolean; extraArgs?: string[] } = {},
+  opts: { isolated?: boolean; extraArgs?: string[]; shared?: SharedProcesses } = {},
 ): Started {
-  const s = start(
-    ['stage', '--config', config, '--stage', stageId, '--name', name, ...(opts.extraArgs ?? [])],
-    env,
-    opts.isolated ?? false,
-  );
-  return s;
+  return start(['stage', '--config', config, '--stage', stageId, '--name', name, ...(opts.extraArgs ?? [])], env, opts);
 }
 
 export interface HealthStage {
@@ -110,12 +113,11 @@ export async function health(url: string): Promise<{ httpStatus: number; ready: 
  * fixed minute this wait once had.
  */
 export async function readyInstances(serve: Serve, instances: number, timeoutMs = joinBoundMs(serve)): Promise<void> {
-  await expect
-    .poll(async () => (await health(serve.url)).stages.filter((s) => s.status === 'ready').length, {
-      timeout: timeoutMs,
-      interval: 100,
-    })
-    .toBe(instances);
+  // vi.waitFor, not expect.poll: a describe block's shared deployment waits here in its beforeAll, outside any test.
+  await vi.waitFor(
+    async () => expect((await health(serve.url)).stages.filter((s) => s.status === 'ready').length).toBe(instances),
+    { timeout: timeoutMs, interval: 100 },
+  );
 }
 
 /** How long stages started after the serve may take to join it, from what its start took. */

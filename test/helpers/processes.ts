@@ -3,7 +3,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { onTestFinished } from 'vitest';
+import { afterAll, onTestFinished } from 'vitest';
 import { spawnedChannel, type SpawnedProcess } from '../../bench/ttfp/RemoteStageHost.ts';
 
 export const CHORUS_BIN = join(import.meta.dirname, '..', '..', 'bin', 'chorus.js');
@@ -47,14 +47,33 @@ export function segmentsOf(pid: number): string[] {
 
 /**
  * Kills a spawned chorus command and its stage processes when the test ends, if they are still alive: a failed
- * assertion before the test's own shutdown must not leave a server running for the rest of the suite.
+ * assertion before the test's own shutdown must not leave a server running for the rest of the suite. `shared`: the
+ * process outlives the test, for the describe block's later tests; it is killed after the block instead.
  */
-export function killOnFinish(child: ChildProcess): void {
-  onTestFinished(() => {
-    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-    for (const pid of stageProcessesOf(child.pid)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-    child.kill('SIGKILL');
-  });
+export function killOnFinish(child: ChildProcess, shared?: SharedProcesses): void {
+  if (shared) shared.adopt(child);
+  else onTestFinished(() => killTree(child));
+}
+
+/** Processes a describe block's tests share: started in its beforeAll (or a test), killed after its last test. */
+export interface SharedProcesses {
+  adopt(child: ChildProcess): void;
+}
+
+/**
+ * Call in a describe block: whatever its tests leave alive of the processes given to it (a deployment they share,
+ * started in beforeAll, where no test runs to end them) is killed after the block, whatever happened.
+ */
+export function sharedProcesses(): SharedProcesses {
+  const children: ChildProcess[] = [];
+  afterAll(() => children.forEach(killTree));
+  return { adopt: (child) => void children.push(child) };
+}
+
+function killTree(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  for (const pid of stageProcessesOf(child.pid)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  child.kill('SIGKILL');
 }
 
 /**
