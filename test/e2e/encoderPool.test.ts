@@ -2,11 +2,13 @@
  * The encoder pool of configs/epd.yaml over a real redis-server: `chorus serve` (two Thinker instances, Talker and
  * Code2Wav local) and remote encoders joined with `chorus stage` (two audio, one image), each in its own IPC and
  * mount namespace. Any Thinker takes rows from any encoder; a killed encoder costs only its requests, with the
- * configured failure policy; the router sends a request past a Thinker busy with a long prefill.
+ * configured failure policy; the router sends a request past a Thinker busy with a long prefill. The text_only case
+ * runs on a smaller deployment of the same file: only what its audio requests use.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import {
   chat,
   health,
@@ -21,7 +23,6 @@ import { redisForSuite } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
 const EPD = join(import.meta.dirname, '..', '..', 'configs', 'epd.yaml');
-const INSTANCES = 7; // 2 thinkers, talker, code2wav, 2 audio encoders, 1 image encoder
 
 function audioMessage(seconds: number, seed: number, text = 'What is said here?') {
   const data = Buffer.from(wavBytes(seconds, 24000, seed)).toString('base64');
@@ -61,20 +62,47 @@ async function metric(url: string, name: string, labels: Record<string, string> 
   return sum;
 }
 
-/** A deployment of `config`: serve, then the encoders (`names` per encoder stage). */
+/**
+ * configs/epd.yaml with on_encoder_failure: text_only and only the stages of a text answer to audio: the two Thinkers
+ * and the audio encoders (no image encoder, no Talker and Code2Wav: a text answer never reaches them).
+ */
+function textOnlyAudioConfig(): string {
+  const doc = parse(readFileSync(EPD, 'utf8')) as {
+    on_encoder_failure: string;
+    connectors: Record<string, unknown>;
+    stages: { stage_id: string; inputs?: { from: string }[] }[];
+  };
+  expect(doc.on_encoder_failure).toBe('fail');
+  doc.on_encoder_failure = 'text_only';
+  doc.stages = doc.stages.filter((s) => s.stage_id === 'thinker' || s.stage_id === 'audio-encoder');
+  const thinker = doc.stages.find((s) => s.stage_id === 'thinker')!;
+  thinker.inputs = thinker.inputs!.filter((i) => i.from === 'audio-encoder');
+  delete doc.connectors.shm; // only the Thinker -> Talker -> Code2Wav edges were on it
+  const config = join(tempDir('epd'), 'epd-text-only-audio.yaml');
+  writeFileSync(config, stringify(doc));
+  return config;
+}
+
+/**
+ * A deployment of `config`: serve and the encoders of `stages` (audio: a1 and a2, image: i1), started beside it (main
+ * boots them once it is up on Redis); resolved once all `instances` are ready.
+ */
 async function deploy(
   config: string,
   env: Record<string, string>,
+  stages: readonly string[],
+  instances: number,
 ): Promise<{ serve: Serve; encoders: Map<string, Started> }> {
-  const serve = await startServe(config, env);
   const encoders = new Map<string, Started>();
   for (const [stage, name] of [
     ['audio-encoder', 'a1'],
     ['audio-encoder', 'a2'],
     ['image-encoder', 'i1'],
   ])
-    encoders.set(`${stage}#${name}`, startStage(config, stage, name, env, { isolated: true }));
-  await readyInstances(serve, INSTANCES, 90_000);
+    if (stages.includes(stage))
+      encoders.set(`${stage}#${name}`, startStage(config, stage, name, env, { isolated: true }));
+  const serve = await startServe(config, env);
+  await readyInstances(serve, instances, 90_000);
   return { serve, encoders };
 }
 
@@ -119,7 +147,8 @@ describe('encoder pool (configs/epd.yaml)', () => {
   const suite = redisForSuite();
 
   it('any Thinker takes rows of any encoder; routing skips a busy Thinker; a killed encoder: fail', async () => {
-    const { serve, encoders } = await deploy(EPD, suite.env());
+    // 2 Thinkers, Talker, Code2Wav, 2 audio encoders, 1 image encoder.
+    const { serve, encoders } = await deploy(EPD, suite.env(), ['audio-encoder', 'image-encoder'], 7);
     const stages = await (await fetch(`${serve.url}/v1/stages`)).json();
     expect((stages as { routing: string }).routing).toBe('ttft');
 
@@ -180,13 +209,8 @@ describe('encoder pool (configs/epd.yaml)', () => {
   }, 300_000);
 
   it('on_encoder_failure: text_only: a killed encoder costs its requests their audio, not their answer', async () => {
-    const dir = tempDir('epd');
-    const config = join(dir, 'epd-text-only.yaml');
-    writeFileSync(
-      config,
-      readFileSync(EPD, 'utf8').replace('on_encoder_failure: fail', 'on_encoder_failure: text_only'),
-    );
-    const { serve, encoders } = await deploy(config, suite.env());
+    // 2 Thinkers, 2 audio encoders.
+    const { serve, encoders } = await deploy(textOnlyAudioConfig(), suite.env(), ['audio-encoder'], 4);
     const { done, killedAt, next } = await killMidRequest(serve, encoders);
     // Every request answers; those whose clip died with the encoder say so, and answer within 5 s of the kill: the
     // loss is known within ~2.5 s (the heartbeat TTL after the last beat), then the Thinker prefills the prompt
