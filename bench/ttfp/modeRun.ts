@@ -96,6 +96,30 @@ function load(
   );
 }
 
+/**
+ * A mode opened and warmed up; a warm-up that fails closes it before the error goes on (its server and stage
+ * processes would otherwise keep the bench alive after it reported the failure).
+ */
+export async function openWarmed(
+  o: ModeOptions,
+  mode: Mode,
+  result: Pick<BenchResult, 'remote_stages'>,
+  warmupPrompts: readonly string[],
+): Promise<LiveMode> {
+  return warmedOrClosed(await openMode(o, mode, result), (live) => warmUp(o, live, warmupPrompts));
+}
+
+/** `live` once `warm` has run on it, or closed when `warm` throws (then the error is thrown on). */
+export async function warmedOrClosed(live: LiveMode, warm: (live: LiveMode) => Promise<void>): Promise<LiveMode> {
+  try {
+    await warm(live);
+    return live;
+  } catch (err) {
+    await live.close();
+    throw err;
+  }
+}
+
 export async function warmUp(o: ModeOptions, live: LiveMode, warmupPrompts: readonly string[]): Promise<void> {
   if (warmupPrompts.length === 0) return;
   const w = await load(o, live, `${live.mode.variant} warm-up`, warmupPrompts, 1);

@@ -10,7 +10,7 @@ import { LimitSampler, runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
 import type { BenchConfig } from './inProcessServer.ts';
-import { loadOptions, ModeRun, openMode, overModes, sortRuns, warmUp } from './modeRun.ts';
+import { loadOptions, ModeRun, openWarmed, overModes, sortRuns } from './modeRun.ts';
 import { benchTokenizer, planModes } from './planModes.ts';
 import type { ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
@@ -55,11 +55,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     const done = run.finish(o, result, timings);
     if (done.row.concurrency === 1) accounted.push(done);
   };
-  const open = async (mode: (typeof modes)[number]) => {
-    const live = await openMode(o, mode, result);
-    await warmUp(o, live, warmupPrompts);
-    return live;
-  };
+  const open = (mode: (typeof modes)[number]) => openWarmed(o, mode, result, warmupPrompts);
   try {
     await overModes(
       modes,

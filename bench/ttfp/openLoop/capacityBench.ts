@@ -5,7 +5,7 @@
  * With two servers (a --compare-* flag) the first one's capacity is searched and both then run at multiples of it,
  * interleaved rate by rate (scheduling at the edge of capacity: --compare-scheduling, issue 31 item 4).
  */
-import { interleaves, openMode, warmUp, type LiveMode, type Mode } from '../modeRun.ts';
+import { interleaves, openWarmed, type LiveMode, type Mode } from '../modeRun.ts';
 import { makePrompts } from '../prompts.ts';
 import { benchTokenizer, planModes } from '../planModes.ts';
 import { judgeStep, searchCapacity, type CapacityOptions } from './capacitySearch.ts';
@@ -69,11 +69,7 @@ export async function runCapacityBench(o: OpenLoopBenchOptions, c: CapacityOptio
   const multiplesOf = (capacity: number | null) =>
     capacity === null ? [] : c.multiples.map((m) => Number((m * capacity).toPrecision(3)));
 
-  const open = async (mode: Mode) => {
-    const live = await openMode(o, mode, result);
-    await warmUp(o, live, warmupPrompts);
-    return live;
-  };
+  const open = (mode: Mode) => openWarmed(o, mode, result, warmupPrompts);
   await searchThenCompare(modes, open, search, run, multiplesOf);
   sortRows(
     result,
