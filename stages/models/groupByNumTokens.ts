@@ -5,10 +5,10 @@
  * With `pastLength`, a group is split again by the sequences' past lengths: a run pads every row's past to its
  * longest, so one long sequence (a clip's 850 positions) decoding beside short ones (texts' 40) made each of their
  * decode steps attend over 850 padded positions: 6.5x the CPU of the texts' decodes alone (tiny-omni's Thinker,
- * 15 texts; bench/video/longBeside.ts). Items are taken by past length, shortest first, and a new run starts at the
- * first whose past exceeds PAST_SPREAD times the run's shortest plus PAST_SLACK positions (short contexts still
- * share one run: a run has a fixed cost of its own). The order within a run is stable while its members stay the
- * same, so a steady batch still feeds its KV back as is.
+ * 15 texts; the probe bench/video/longBeside.ts, at the tag bench-probes-2026-12-03b). Items are taken by past
+ * length, shortest first, and a new run starts at the first whose past exceeds PAST_SPREAD times the run's shortest
+ * plus PAST_SLACK positions (short contexts still share one run: a run has a fixed cost of its own). The order
+ * within a run is stable while its members stay the same, so a steady batch still feeds its KV back as is.
  *
  * Returns item indices, groups in first-seen order (a split group's runs shortest past first); throws on a repeated
  * seqId or an empty item.
