@@ -113,8 +113,10 @@ describe('the playground waterfall', () => {
       return r !== undefined && r.status !== 'in_progress' && r.audioSamples > 0;
     });
     const answered = await page.evaluate(() => {
-      const { id, status, reason } = (globalThis as unknown as PageGlobals).chorusPlayground.responses.at(-1)!;
-      return { id, status, reason };
+      const { id, status, reason, underruns } = (globalThis as unknown as PageGlobals).chorusPlayground.responses.at(
+        -1,
+      )!;
+      return { id, status, reason, underruns };
     });
     expect(answered).toMatchObject({ status: 'incomplete', reason: 'max_output_tokens' }); // the cap, not a failure
     const responseId = answered.id;
@@ -127,8 +129,13 @@ describe('the playground waterfall', () => {
     expect(shown).toMatchObject({ responseId, status: 'drawn', error: null });
 
     const { lanes, markers } = await drawnChart(page);
-    // One lane per process: main first, then the stages in the order they first worked on it (the pipeline's).
-    expect(lanes.map((l) => l.instance)).toEqual(['main', 'thinker#0', 'talker#0', 'code2wav#0']);
+    // One lane per process: main first, then the stages in the order they first worked on it (the pipeline's);
+    // a last lane for this page's playback when it fell behind (a loaded machine), one mark per underrun counted.
+    const playback = answered.underruns > 0 ? ['playground'] : [];
+    expect(lanes.map((l) => l.instance)).toEqual(['main', 'thinker#0', 'talker#0', 'code2wav#0', ...playback]);
+    expect(await page.$$eval('#waterfall svg g.lane line.marker[data-event="underrun"]', (l) => l.length)).toBe(
+      answered.underruns,
+    );
     const lane = (instance: string) => lanes.find((l) => l.instance === instance)!.bars;
     expect(lane('main').map((b) => b.name)).toEqual(['realtime.response']);
     for (const stage of ['thinker', 'talker', 'code2wav']) {
