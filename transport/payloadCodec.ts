@@ -31,7 +31,7 @@ export function encodeBody(body: ChunkBody): EncodedBody {
           ...(body.offset ? { offset: body.offset } : {}),
           ...(body.contentKey !== undefined ? { contentKey: body.contentKey } : {}),
         },
-        tensors: { rows: { data: body.rows, shape: [body.numRows, body.width] } },
+        tensors: matrixTensor(matrices.encoderRows, body),
       };
     case 'talkerRows':
       return {
@@ -42,12 +42,12 @@ export function encodeBody(body: ChunkBody): EncodedBody {
             ? { blockNames: [...body.promptBlocks.names], blockPositions: body.promptBlocks.positions }
             : {}),
         },
-        tensors: { rows: { data: body.rows, shape: [body.numRows, body.conditionDim] } },
+        tensors: matrixTensor(matrices.talkerRows, body),
       };
     case 'codecFrames':
       return {
         payload: { kind: body.kind, contextFrames: body.contextFrames },
-        tensors: { codes: { data: body.codes, shape: [body.numCodebooks, body.numFrames] } },
+        tensors: matrixTensor(matrices.codecFrames, body),
       };
     case 'text': {
       const { logprobs, ...rest } = body;
@@ -88,41 +88,26 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
     case 'encoderRows': {
       const item = p.integer('item');
       if (p.has('error')) return { kind, item, error: p.error('error') };
-      const rows = tensorOf(tensors, 'rows', Float32Array, 2);
       const contentKey = p.has('contentKey') ? p.string('contentKey') : undefined;
       return {
         kind,
         item,
-        rows: rows.data,
-        numRows: rows.shape[0],
-        width: rows.shape[1],
+        ...matrixFields(matrices.encoderRows, tensors),
         ...(p.has('offset') ? { offset: p.integer('offset') } : {}),
         ...(contentKey !== undefined ? { contentKey } : {}),
       };
     }
-    case 'talkerRows': {
-      const rows = tensorOf(tensors, 'rows', Float32Array, 2);
+    case 'talkerRows':
       return {
         kind,
-        rows: rows.data,
-        numRows: rows.shape[0],
-        conditionDim: rows.shape[1],
+        ...matrixFields(matrices.talkerRows, tensors),
         ...(p.has('promptRows') ? { promptRows: p.integer('promptRows') } : {}),
         ...(p.has('blockNames')
           ? { promptBlocks: { names: p.strings('blockNames'), positions: p.integer('blockPositions') } }
           : {}),
       };
-    }
-    case 'codecFrames': {
-      const codes = tensorOf(tensors, 'codes', Int32Array, 2);
-      return {
-        kind,
-        codes: codes.data,
-        numCodebooks: codes.shape[0],
-        numFrames: codes.shape[1],
-        contextFrames: p.integer('contextFrames'),
-      };
-    }
+    case 'codecFrames':
+      return { kind, ...matrixFields(matrices.codecFrames, tensors), contextFrames: p.integer('contextFrames') };
     case 'text': {
       const tokenIds = p.integers('tokenIds');
       return {
@@ -139,6 +124,49 @@ export function decodeBody(payload: unknown, tensors: Readonly<Record<string, Te
     default:
       throw invalid(`unknown chunk body kind ${JSON.stringify(kind)}`);
   }
+}
+
+/**
+ * The bodies that carry one matrix: the field that holds it (the tensor has the same name), its element type, and the
+ * body fields that name its dimensions in the tensor's order. Encode and decode both read this one declaration, so
+ * they cannot disagree on which dimension comes first (codec frames are [codebooks, frames], rows [rows, width]).
+ */
+const matrices = {
+  encoderRows: { field: 'rows', type: Float32Array, dims: ['numRows', 'width'] },
+  talkerRows: { field: 'rows', type: Float32Array, dims: ['numRows', 'conditionDim'] },
+  codecFrames: { field: 'codes', type: Int32Array, dims: ['numCodebooks', 'numFrames'] },
+} as const satisfies Record<string, MatrixLayout>;
+
+interface MatrixLayout {
+  readonly field: string;
+  readonly type: Ctor<Float32Array | Int32Array>;
+  readonly dims: readonly [string, string];
+}
+
+/** The element type a layout's constructor makes (on any buffer: a received body's matrix sits in its frame). */
+type ElementsOf<C> = C extends Float32ArrayConstructor ? Float32Array : Int32Array;
+
+/** A body's matrix field, and its dimensions' sizes, as a layout names them. */
+type MatrixOf<L extends MatrixLayout> = { readonly [F in L['field']]: ElementsOf<L['type']> };
+type SizesOf<L extends MatrixLayout> = { readonly [D in L['dims'][number]]: number };
+
+function matrixTensor<L extends MatrixLayout>(layout: L, body: MatrixOf<L> & SizesOf<L>): Record<string, Tensor> {
+  const matrix: MatrixOf<L> = body;
+  const sizes: SizesOf<L> = body;
+  const field: L['field'] = layout.field;
+  const [rows, columns]: readonly [L['dims'][number], L['dims'][number]] = layout.dims;
+  return { [field]: { data: matrix[field], shape: [sizes[rows], sizes[columns]] } };
+}
+
+function matrixFields<L extends MatrixLayout>(
+  layout: L,
+  tensors: Readonly<Record<string, Tensor>>,
+): MatrixOf<L> & SizesOf<L> {
+  const matrix = tensorOf(tensors, layout.field, layout.type, 2);
+  const [rows, columns] = layout.dims;
+  // Computed keys widen to string: the object built is the layout's own fields.
+  return { [layout.field]: matrix.data, [rows]: matrix.shape[0], [columns]: matrix.shape[1] } as MatrixOf<L> &
+    SizesOf<L>;
 }
 
 /** Per token: [chosen logprob, top logprobs...] as floats, the top ids as int32 ([tokens, k] each). */
