@@ -1,11 +1,13 @@
 /**
  * Fails the run when tests leave chorus-* entries in the system temp dir: every test that makes one must remove it
- * (test/helpers/tempDir.ts does it for you).
+ * (test/helpers/tempDir.ts does it for you). Also onnxruntime's telemetry log (mat-debug-<pid>.log), which a process
+ * writes there when it opens a model with the telemetry on: src/common/onnxTelemetry.ts turns it off for every session.
  */
 import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
-const ours = () => new Set(readdirSync(tmpdir()).filter((name) => name.startsWith('chorus-')));
+const ours = () =>
+  new Set(readdirSync(tmpdir()).filter((name) => name.startsWith('chorus-') || name.startsWith('mat-debug-')));
 
 export default function setup(): () => void {
   const before = ours();

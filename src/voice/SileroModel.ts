@@ -11,6 +11,7 @@
  * onnxruntime-node's run() is synchronous on the calling thread: only a VAD worker may hold a SileroModel.
  */
 import * as ort from 'onnxruntime-node';
+import { onnxTelemetryOff } from '../common/onnxTelemetry.ts';
 import {
   SILERO_INPUT_SAMPLES,
   SILERO_RATE_HZ,
@@ -40,6 +41,7 @@ export class SileroModel {
   }
 
   static async load(modelPath: string): Promise<SileroModel> {
+    onnxTelemetryOff();
     const session = await ort.InferenceSession.create(modelPath, VAD_WORKER_SESSION_OPTIONS);
     const want = ['input', 'state', 'sr'];
     if (want.some((name) => !session.inputNames.includes(name)) || !session.outputNames.includes('stateN')) {

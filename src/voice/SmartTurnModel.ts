@@ -10,6 +10,7 @@
  * a few ms, so it runs in the VAD worker thread beside Silero (vadWorker.ts), never on the server thread.
  */
 import * as ort from 'onnxruntime-node';
+import { onnxTelemetryOff } from '../common/onnxTelemetry.ts';
 import { logMelSpectrogram, MEL_HOP_SAMPLES, MEL_NUM_BINS } from '../media/logMel.ts';
 import { VAD_WORKER_SESSION_OPTIONS } from './SileroModel.ts';
 
@@ -39,6 +40,7 @@ export class SmartTurnModel {
 
   static async load(modelPath: string): Promise<SmartTurnModel> {
     // It shares the VAD worker's core with Silero: the same one-thread, no-spinning session.
+    onnxTelemetryOff();
     const session = await ort.InferenceSession.create(modelPath, VAD_WORKER_SESSION_OPTIONS);
     if (!session.inputNames.includes('input_features') || session.outputNames.length !== 1) {
       await session.release();

@@ -12,6 +12,7 @@ import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
 import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
 import { workerEntry } from '../common/moduleFile.ts';
+import { onnxTelemetryOff } from '../common/onnxTelemetry.ts';
 import { appendGrowing } from '../common/arrays.ts';
 import {
   encodeOp,
@@ -77,6 +78,7 @@ export class VadWorkerHandle {
 
   constructor(index: number, data: VadWorkerData, events: VadWorkerEvents) {
     this.index = index;
+    onnxTelemetryOff(); // here, not in the thread: a worker's process.env is its own copy (see onnxTelemetry.ts)
     this.#worker = new Worker(BOOT_URL, { workerData: data, name: `chorus-vad-${index}` });
     let settle!: { resolve: () => void; reject: (err: Error) => void };
     this.ready = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));

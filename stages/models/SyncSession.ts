@@ -9,6 +9,7 @@
 import { createRequire } from 'node:module';
 import * as ort from 'onnxruntime-node';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
+import { onnxTelemetryOff } from '../../src/common/onnxTelemetry.ts';
 import type { EngineArgs } from '../../src/common/graph.ts';
 
 interface RawValueMetadata {
@@ -111,6 +112,7 @@ export class SyncSession {
     options: object,
     label = typeof source === 'string' ? source : '<bytes>',
   ): SyncSession {
+    onnxTelemetryOff();
     const { binding, initOrt } = raw();
     initOrt();
     const session = new binding.InferenceSession();

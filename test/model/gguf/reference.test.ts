@@ -7,6 +7,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onnxTelemetryOff } from '../../../src/common/onnxTelemetry.ts';
 import { GREEDY_SAMPLING } from '../../../src/common/samplingParams.ts';
 import { HfTokenizer } from '../../../src/tokenizer/HfTokenizer.ts';
 import { createThinkerRunner } from '../../../stages/runners.ts';
@@ -100,6 +101,7 @@ describe('GGUF import of SmolLM2-135M-Instruct (llama, Q4_1 + Q8_0, tied embeddi
     async (form) => {
       const model = models.get(form)!;
       const { numKvHeads, headDim, vocabSize } = model.manifest.architecture;
+      onnxTelemetryOff(); // as every session the product opens (the suite fails on a telemetry log left in TMPDIR)
       const session = await ort.InferenceSession.create(model.decoderPath, { intraOpNumThreads: 1 });
       let rows: Float32Array[][];
       try {
