@@ -149,6 +149,11 @@ export interface ChunkPolicy {
   readonly dynamicInitialChunk: boolean;
   /** Deadline of any wait for the next chunk of a request, ms. */
   readonly chunkTimeoutMs: number;
+  /**
+   * The longest a wait for a chunk goes on (ms, from its start, at least chunkTimeoutMs) while its producer is live
+   * at each deadline: a stage starved of CPU is slow, not lost (transport/adapter/ChunkTransferAdapter.ts).
+   */
+  readonly maxChunkWaitMs: number;
   /** Default TTFP target of requests that name none (ms); null: none (the dynamic initial chunk decides). */
   readonly ttfpTargetMs: number | null;
   /**

@@ -5,6 +5,9 @@
 
 import { DEFAULT_REALTIME_RESUME } from '../common/realtimeSettings.ts';
 
+/** chunk_policy.max_chunk_wait_ms unless set: this many chunk_timeout_ms. */
+export const LIVE_WAIT_FACTOR = 10;
+
 export const defaults = {
   asyncChunk: true,
   scheduling: 'fifo' as const, // Talker and Code2Wav: oldest first (playback: least slack first; README, Design)
@@ -38,6 +41,7 @@ export const defaults = {
     codecLeftContextFrames: 25,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 30_000, // 30 s
+    maxChunkWaitMs: LIVE_WAIT_FACTOR * 30_000, // a producer that lives keeps a chunk wait open this long at most
     ttfpTargetMs: null, // no default TTFP target: the dynamic initial chunk decides
     firstPacketHold: true, // at light load the Thinker waits for a request's first audio (chunkPolicy.ts)
     firstAudioFirst: true, // speaking answers' steps wait while a newcomer's first audio is on its way (bounded)

@@ -13,7 +13,7 @@ import { resolveEcStore } from './ecStore.ts';
 import { resolveConnectors } from './connectors.ts';
 import { resolveEncoderSettings } from './encoders.ts';
 import { DEFAULT_AUTO_TRUNCATION_POSITIONS, DEFAULT_CAMERA } from '../common/realtimeSettings.ts';
-import { defaults, parseByteSize } from './defaults.ts';
+import { defaults, LIVE_WAIT_FACTOR, parseByteSize } from './defaults.ts';
 import { resolveScopedEngineKeys } from './engineKeys.ts';
 import { resolvePrefixCache } from './prefixCache.ts';
 import { resolveMigration } from './migration.ts';
@@ -417,6 +417,10 @@ function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
     codecLeftContextFrames: p?.codec_left_context_frames ?? d.codecLeftContextFrames,
     dynamicInitialChunk: p?.dynamic_initial_chunk ?? d.dynamicInitialChunk,
     chunkTimeoutMs: p?.chunk_timeout_ms ?? d.chunkTimeoutMs,
+    maxChunkWaitMs: Math.max(
+      p?.chunk_timeout_ms ?? d.chunkTimeoutMs,
+      p?.max_chunk_wait_ms ?? (p?.chunk_timeout_ms ?? d.chunkTimeoutMs) * LIVE_WAIT_FACTOR,
+    ),
     ttfpTargetMs: p?.ttfp_target_ms ?? d.ttfpTargetMs,
     firstPacketHold: p?.first_packet_hold ?? d.firstPacketHold,
     firstAudioFirst: p?.first_audio_first ?? d.firstAudioFirst,

@@ -32,6 +32,8 @@ export const ChunkPolicyYaml = Type.Object(
     codec_left_context_frames: optional(int(0)),
     dynamic_initial_chunk: optional(Type.Boolean()),
     chunk_timeout_ms: optional(int(1)),
+    // A chunk wait past chunk_timeout_ms goes on while its producer lives, up to this (docs/operations.md).
+    max_chunk_wait_ms: optional(int(1)),
     ttfp_target_ms: optional(
       Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
         errorMessage: 'must be a positive integer (ms), or null for no default target',

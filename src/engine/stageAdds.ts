@@ -33,7 +33,8 @@ export interface Admission {
 
 /**
  * The chosen instance of a stage as an upstream source; an encoder's rows are due within its timeout of admission
- * (its own chunks, one per item, too).
+ * (its own chunks, one per item, too). Any other stage's chunks are due within chunk_timeout_ms, renewed while its
+ * process (on this host: its pid) runs.
  */
 export function upstreamSources(
   graph: StageGraph,
@@ -42,15 +43,19 @@ export function upstreamSources(
 ): (stageId: string) => UpstreamSource {
   return (stageId) => {
     const timeoutMs = graph.stages.find((s) => s.stageId === stageId)?.encoder?.timeoutMs;
+    const view = chosen.get(stageId)!;
+    const pid = view.remote ? null : (view.worker?.pid ?? null);
     const deadlines =
       timeoutMs === undefined
-        ? {}
+        ? pid === null
+          ? {}
+          : { pid }
         : {
             firstChunkDeadline: admittedAtMs + timeoutMs,
             chunkTimeoutMs: timeoutMs,
             timeoutSetting: `the encoder's timeout_ms (stage ${stageId})`,
           };
-    return { instance: chosen.get(stageId)!.instance, stageId, ...deadlines };
+    return { instance: view.instance, stageId, ...deadlines };
   };
 }
 

@@ -24,6 +24,7 @@ import type { ChunkBody } from '../common/payloads.ts';
 import type {
   Arrival,
   ChunkTransferAdapter,
+  LiveWait,
   OutgoingChunk,
   ReceivedChunk,
 } from '../../transport/adapter/ChunkTransferAdapter.ts';
@@ -39,6 +40,7 @@ import type {
   StepSample,
 } from './messages.ts';
 import { MAX_SAMPLES_PER_REPORT } from '../common/wireValues.ts';
+import { processRuns } from '../common/processCpu.ts';
 
 // MAX_SAMPLES_PER_REPORT: samples kept between two stats reports (250 ms apart): enough for histograms, bounded
 // under any load (and what main's check of a report allows).
@@ -117,6 +119,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         firstChunkDeadline: upstream.firstChunkDeadline ?? msg.firstChunkDeadline,
         chunkTimeoutMs: upstream.chunkTimeoutMs ?? this.ctx.chunkPolicy.chunkTimeoutMs,
         ...(upstream.timeoutSetting ? { timeoutSetting: upstream.timeoutSetting } : {}),
+        ...(upstream.pid !== undefined ? { live: this.liveWait(upstream.pid) } : {}),
       });
     }
   }
@@ -324,6 +327,14 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         ...report,
       }),
     );
+  }
+
+  /**
+   * An upstream on this host is live while its process runs (not stopped, not gone): one starved of CPU is slow, not
+   * lost. Main's hang watch fails the request on every stage when that process is hung (its CPU, run queue and state).
+   */
+  private liveWait(pid: number): LiveWait {
+    return { producer: () => processRuns(pid), maxWaitMs: this.ctx.chunkPolicy.maxChunkWaitMs };
   }
 
   private release(req: R, status: string, error?: SerializedError): void {

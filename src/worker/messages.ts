@@ -82,6 +82,11 @@ const UpstreamSourceSchema = Type.Object(
     chunkTimeoutMs: Type.Optional(DurationMs),
     /** The setting behind those deadlines, for the timeout error (an encoder's `stages[i].encoder.timeout_ms`). */
     timeoutSetting: Type.Optional(ShortText),
+    /**
+     * The producer's process on this host, for a stream on chunk_policy.chunk_timeout_ms: a deadline that passes while
+     * it runs is renewed (transport/adapter/ChunkTransferAdapter.ts). Absent: a remote producer, the wall clock.
+     */
+    pid: Type.Optional(PositiveCount),
   },
   closed,
 );

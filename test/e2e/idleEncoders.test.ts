@@ -9,7 +9,7 @@ import { getPriority } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfigPath, loadConfig } from '../../src/config/loadConfig.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
-import { cpuTicksOf } from '../../src/engine/processCpu.ts';
+import { cpuTicksOf } from '../../src/common/processCpu.ts';
 import { collect } from '../helpers/engine.ts';
 
 let engine: Orchestrator;

@@ -175,21 +175,72 @@ describe('runtime (async_chunk on vs off)', () => {
 });
 
 describe('runtime deadlines', () => {
-  it('a chunk wait past its deadline ends the request with a timeout error', async () => {
-    const engine = await Orchestrator.start(
-      configWith('tiny-omni-text-in.yaml', { 'chunk_timeout_ms: 30000': 'chunk_timeout_ms: 300' }),
+  // chunk_timeout_ms 300: the waits below pass it many times. The hang watch is kept out of the way (a stopped
+  // stage is its to find in 2 s: test/e2e/hang.test.ts), so that the chunk waits alone are seen.
+  let engine: Orchestrator;
+  beforeAll(async () => {
+    engine = await Orchestrator.start(
+      configWith('tiny-omni-text-in.yaml', {
+        'chunk_timeout_ms: 30000': 'chunk_timeout_ms: 300\n  max_chunk_wait_ms: 3000',
+        'async_chunk: true': 'async_chunk: true\nstage_hang_ms: 60000',
+      }),
     );
+  }, 120_000);
+  afterAll(async () => {
+    await engine?.close();
+  });
+
+  it('a request held 5x past its chunk deadline by live stages completes: slow, not lost (issue 41)', async () => {
+    const reference = await collect(engine.generate(request(PROMPTS[0], 24)));
+    const handle = engine.generate(request(PROMPTS[0], 24));
+    // Paused, every stage holds the request without stepping it (alive and queued, as behind 16 long answers or
+    // starved of CPU) for 1.5 s: five chunk timeouts. The wall clock alone failed it at the first.
+    let resumeAt = 0;
+    const r = await collect(handle, (e) => {
+      if (e.type !== 'text' || resumeAt !== 0) return;
+      handle.pause();
+      resumeAt = Date.now() + 1_500;
+      setTimeout(() => handle.resume(), 1_500);
+    });
+    expect(r.done.error).toBeUndefined();
+    expect(r.done.finishReason).toBe('length');
+    expect(r.text).toBe(reference.text);
+    expect(Date.now()).toBeGreaterThanOrEqual(resumeAt);
+  }, 60_000);
+
+  it('a wait kept open by live stages still ends at max_chunk_wait_ms with the chunk timeout', async () => {
+    const handle = engine.generate(request(PROMPTS[0], 100));
+    let pausedAt = 0;
+    const r = await collect(handle, (e) => {
+      if (e.type !== 'text' || pausedAt !== 0) return;
+      handle.pause(); // held for good: no chunk comes
+      pausedAt = Date.now();
+    });
+    const waitedMs = Date.now() - pausedAt;
+    expect(r.done.finishReason).toBe('error');
+    expect(r.done.error?.code).toBe('CHORUS_ERR_CHUNK_TIMEOUT');
+    expect(r.done.error?.message).toContain('(3000 ms, chunk_policy.max_chunk_wait_ms, its producer live all along)');
+    expect(waitedMs).toBeGreaterThanOrEqual(2_000);
+    await waitFor('every stage to drop the request', () => engine.health().every((h) => h.inFlight === 0));
+  }, 60_000);
+
+  it('a stopped Thinker is not live: the wait on it ends at its deadline with the chunk timeout', async () => {
+    const thinker = engine.workerOf('thinker#0')!;
+    let stoppedAt = 0;
     try {
-      const handle = engine.generate(request(PROMPTS[0], 100));
-      // Holding the request back upstream starves the Talker and main of chunks past the 300 ms deadline.
-      const r = await collect(handle, (e) => {
-        if (e.type === 'text') handle.pause();
+      const r = await collect(engine.generate(request(PROMPTS[0], 100)), (e) => {
+        if (e.type !== 'text' || stoppedAt !== 0) return;
+        process.kill(thinker.pid!, 'SIGSTOP');
+        stoppedAt = Date.now();
       });
+      const endedAfterMs = Date.now() - stoppedAt;
       expect(r.done.finishReason).toBe('error');
       expect(r.done.error?.code).toBe('CHORUS_ERR_CHUNK_TIMEOUT');
-      await waitFor('every stage to drop the request', () => engine.health().every((h) => h.inFlight === 0));
+      expect(r.done.error?.message).toMatch(/from thinker#0 did not arrive in time/);
+      expect(endedAfterMs).toBeLessThan(2_500); // its deadline (at most 600 ms of renewals), not max_chunk_wait_ms
     } finally {
-      await engine.close();
+      process.kill(thinker.pid!, 'SIGCONT');
     }
-  }, 120_000);
+    await waitFor('every stage to drop the request', () => engine.health().every((h) => h.inFlight === 0));
+  }, 60_000);
 });

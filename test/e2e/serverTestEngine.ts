@@ -204,6 +204,7 @@ export const testGraph: StageGraph = {
     codecLeftContextFrames: 25,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 5000,
+    maxChunkWaitMs: 50_000,
     ttfpTargetMs: null,
     firstPacketHold: true,
     firstAudioFirst: true,

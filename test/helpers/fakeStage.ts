@@ -71,6 +71,7 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
       codecLeftContextFrames: 25,
       dynamicInitialChunk: true,
       chunkTimeoutMs: 30_000,
+      maxChunkWaitMs: 300_000,
       ttfpTargetMs: null,
       firstPacketHold: true,
       firstAudioFirst: true,

@@ -147,6 +147,50 @@ describe('ChunkTransferAdapter', () => {
     expect(all[1].error!.message).toContain('chunk 1 of request r');
   });
 
+  it('a live producer keeps a wait open past its deadlines: a chunk five deadlines late is received', async () => {
+    const { producer, consumer, arrivals } = pair();
+    let asked = 0;
+    const live = { producer: () => ++asked > 0, maxWaitMs: 2_000 };
+    const startedAt = Date.now();
+    consumer.expect('r', { ...expectOpts(50), live });
+    const done = arrivals(finals(1));
+    // The chunk comes once the producer was asked at five deadlines, or more: no timer stands in for that event.
+    await new Promise<void>((resolve) => {
+      const check = () => (asked >= 5 ? resolve() : setImmediate(check));
+      check();
+    });
+    await producer.saveAsync('r', target, { final: true }, Date.now() + 1_000);
+    const all = await done;
+    expect(all.map((a) => a.chunk?.meta.seq ?? a.error!.code)).toEqual([0]);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(5 * 50);
+  });
+
+  it('a producer that stops being live fails its wait at the next deadline, with the chunk timeout', async () => {
+    const { consumer, arrivals } = pair();
+    let lives = 2; // live at two deadlines, then stopped (hung, gone)
+    const live = { producer: () => lives-- > 0, maxWaitMs: 10_000 };
+    const startedAt = Date.now();
+    consumer.expect('r', { ...expectOpts(50), live });
+    const all = await arrivals(finals(1));
+    expect(all.map((a) => a.error?.code)).toEqual(['CHORUS_ERR_CHUNK_TIMEOUT']);
+    expect(all[0].error!.message).toMatch(/^chunk 0 of request r from thinker#0 did not arrive in time \(past its/);
+    expect(all[0].error!.message).toContain('waited on while its producer ran, which then stopped');
+    expect(Date.now() - startedAt).toBeLessThan(2_000); // three deadlines, not the 10 s bound
+  });
+
+  it('a wait a live producer keeps open still ends at maxWaitMs: a lost chunk is not waited for forever', async () => {
+    const { consumer, arrivals } = pair();
+    const live = { producer: () => true, maxWaitMs: 400 };
+    const startedAt = Date.now();
+    consumer.expect('r', { ...expectOpts(100), live });
+    const all = await arrivals(finals(1));
+    const waitedMs = Date.now() - startedAt;
+    expect(all.map((a) => a.error?.code)).toEqual(['CHORUS_ERR_CHUNK_TIMEOUT']);
+    expect(all[0].error!.message).toContain('(400 ms, chunk_policy.max_chunk_wait_ms, its producer live all along)');
+    expect(waitedMs).toBeGreaterThanOrEqual(390);
+    expect(waitedMs).toBeLessThan(3_000);
+  });
+
   it('cancel stops receiving: nothing more of the request arrives, other requests flow', async () => {
     const { producer, consumer, arrivals } = pair();
     consumer.expect('gone', expectOpts());

@@ -88,6 +88,7 @@ describe('defaults and resolution', () => {
       codecLeftContextFrames: 25,
       dynamicInitialChunk: true,
       chunkTimeoutMs: 30000,
+      maxChunkWaitMs: 300000,
       ttfpTargetMs: null,
       firstPacketHold: true,
       firstAudioFirst: true,
@@ -222,6 +223,13 @@ stages:
       'x.yaml:2 chunk_policy.initial_codec_chunk_frames: 40 is above codec_chunk_frames (25); the first chunk is ' +
         'capped at 25',
     ]);
+  });
+
+  it('bounds a live chunk wait at 10 x chunk_timeout_ms unless set, and never below chunk_timeout_ms', () => {
+    const policy = (lines: string) => parseConfig(`chunk_policy:\n${lines}${threeStages}`, 'x.yaml').chunkPolicy;
+    expect(policy('  chunk_timeout_ms: 500\n').maxChunkWaitMs).toBe(5_000);
+    expect(policy('  chunk_timeout_ms: 500\n  max_chunk_wait_ms: 60000\n').maxChunkWaitMs).toBe(60_000);
+    expect(policy('  chunk_timeout_ms: 500\n  max_chunk_wait_ms: 100\n').maxChunkWaitMs).toBe(500);
   });
 
   it('reports a missing file with CONFIG_NOT_FOUND', async () => {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { addCpuBetween, cpuBoundRps, throughputCeiling, type CpuSnapshot } from '../../bench/ttfp/cpuTime.ts';
-import { cpuMsOf } from '../../src/engine/processCpu.ts';
+import { cpuMsOf } from '../../src/common/processCpu.ts';
 
 describe('bench CPU accounting', () => {
   it("reads a process's CPU time from /proc, every thread counted, and null for a process that is gone", async () => {

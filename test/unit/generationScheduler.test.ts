@@ -83,6 +83,7 @@ describe('chunk policy', () => {
     codecLeftContextFrames: 25,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 1000,
+    maxChunkWaitMs: 10_000,
     ttfpTargetMs: null,
     firstPacketHold: true,
     firstAudioFirst: true,

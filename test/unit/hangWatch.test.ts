@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HangWatch, type Hang, type WatchedInstance } from '../../src/engine/pool/HangWatch.ts';
-import { CLOCK_TICKS_PER_SECOND, processStateOf } from '../../src/engine/processCpu.ts';
+import { CLOCK_TICKS_PER_SECOND, processStateOf } from '../../src/common/processCpu.ts';
 
 const HANG_MS = 2_000;
 

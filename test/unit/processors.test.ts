@@ -73,6 +73,7 @@ describe('talker2code2wav', () => {
     codecLeftContextFrames: 3,
     dynamicInitialChunk: true,
     chunkTimeoutMs: 1000,
+    maxChunkWaitMs: 10_000,
     ttfpTargetMs: null,
     firstPacketHold: true,
     firstAudioFirst: true,

@@ -9,6 +9,14 @@
  * moved back after schedule().
  *
  * One protocol: async_chunk off changes only when processors emit (once, final), never this path.
+ *
+ * A deadline that passes while the producer is live (ExpectOptions.producerLive: a stage process that runs, stepping
+ * or queued, holding the request) is renewed rather than failed: on a machine busy enough to starve a stage (its
+ * processes run below the server's priority, stage_nice), a step that takes 1 s alone took a minute of wall time, and
+ * the wall clock alone counted that as a lost chunk (issue 41: answers ended CHORUS_ERR_CHUNK_TIMEOUT, HTTP 500,
+ * with every producer alive). A hung, dead or lost producer is not live: its wait fails at the deadline, when the
+ * pool has not already failed the request (CHORUS_ERR_STAGE_HUNG / _DIED / _LOST). Renewals stop at the wait's
+ * maxWaitMs (chunk_policy.max_chunk_wait_ms): a chunk lost while its producer goes on with other work still ends.
  */
 import type { Connector } from '../Connector.ts';
 import { chunkKey } from '../Connector.ts';
@@ -88,6 +96,15 @@ export interface ExpectOptions {
   readonly chunkTimeoutMs: number;
   /** The setting that governs these deadlines, named in a timeout error (default chunk_policy.chunk_timeout_ms). */
   readonly timeoutSetting?: string;
+  /** Deadlines renewed while the producer lives; absent: the wall clock alone (an encoder's timeout_ms). */
+  readonly live?: LiveWait;
+}
+
+export interface LiveWait {
+  /** Whether the producer is live now (alive, not hung or stopped, still holding the request). */
+  readonly producer: () => boolean;
+  /** The longest the wait goes on, from its start (its deadline less chunkTimeoutMs). */
+  readonly maxWaitMs: number;
 }
 
 interface ReceiveToken {
@@ -136,25 +153,12 @@ export class ChunkTransferAdapter {
       let bytes: Uint8Array;
       let gotAtMs: number;
       try {
-        bytes = await this.connector.get(o.fromInstance, this.selfInstance, key, deadline);
+        bytes = await this.getWhileLive(key, o, deadline);
         gotAtMs = monotonicMs();
       } catch (err) {
         if (token.cancelled || this.closed) return;
-        const reason =
-          err instanceof ChorusError && err.code === ErrorCodes.CHUNK_TIMEOUT
-            ? new ChorusError(
-                ErrorCodes.CHUNK_TIMEOUT,
-                `chunk ${seq} of request ${requestId} from ${o.fromInstance} did not arrive in time ` +
-                  `(${seq === 0 ? 'first-chunk deadline' : `${o.chunkTimeoutMs} ms`}): the upstream stage stalled, ` +
-                  `or a chunk was lost; raise ${o.timeoutSetting ?? 'chunk_policy.chunk_timeout_ms'} if the stage is ` +
-                  'just slow',
-                { cause: err },
-              )
-            : err instanceof ChorusError
-              ? err
-              : new ChorusError(ErrorCodes.INTERNAL, `receiving ${key} failed`, { cause: err });
         this.streamEnded(requestId, token); // this stream is over; the request may still have others
-        this.push({ requestId, error: reason, fromStageId: o.fromStageId });
+        this.push({ requestId, error: receiveError(err, requestId, seq, key, o), fromStageId: o.fromStageId });
         return;
       }
       if (token.cancelled) return;
@@ -185,6 +189,24 @@ export class ChunkTransferAdapter {
       if (chunk.meta.final) {
         this.streamEnded(requestId, token);
         return;
+      }
+    }
+  }
+
+  /**
+   * The chunk under `key` by `deadline`, or later while the producer is live at each deadline (up to its
+   * maxWaitMs); a timeout error says whether the producer was live until the end.
+   */
+  private async getWhileLive(key: string, o: ExpectOptions, deadline: number): Promise<Uint8Array> {
+    const limit = deadline - o.chunkTimeoutMs + (o.live?.maxWaitMs ?? 0);
+    for (let renewed = false; ; renewed = true) {
+      try {
+        return await this.connector.get(o.fromInstance, this.selfInstance, key, deadline);
+      } catch (err) {
+        const timedOut = err instanceof ChorusError && err.code === ErrorCodes.CHUNK_TIMEOUT;
+        if (!timedOut) throw err;
+        if (deadline >= limit || !o.live?.producer()) throw renewed ? new LiveWaitEnded(deadline >= limit) : err;
+        deadline = Math.min(limit, Date.now() + o.chunkTimeoutMs);
       }
     }
   }
@@ -320,6 +342,34 @@ export class ChunkTransferAdapter {
     for (const w of this.drainWaiters) w.resolve();
     this.drainWaiters = [];
   }
+}
+
+/** A wait renewed for a live producer that ended: at its limit (still live), or once the producer was not live. */
+class LiveWaitEnded extends Error {
+  constructor(readonly atLimit: boolean) {
+    super(atLimit ? 'limit' : 'not live');
+  }
+}
+
+/** Why a stream's receive ended, as the request's error: a timeout says which deadline and what to do. */
+function receiveError(err: unknown, requestId: string, seq: number, key: string, o: ExpectOptions): ChorusError {
+  const timedOut =
+    err instanceof LiveWaitEnded || (err instanceof ChorusError && err.code === ErrorCodes.CHUNK_TIMEOUT);
+  if (!timedOut)
+    return err instanceof ChorusError
+      ? err
+      : new ChorusError(ErrorCodes.INTERNAL, `receiving ${key} failed`, { cause: err });
+  const setting = o.timeoutSetting ?? 'chunk_policy.chunk_timeout_ms';
+  const what = `chunk ${seq} of request ${requestId} from ${o.fromInstance} did not arrive in time`;
+  const why = !(err instanceof LiveWaitEnded)
+    ? `(${seq === 0 ? 'first-chunk deadline' : `${o.chunkTimeoutMs} ms`}): the upstream stage stalled, or a chunk ` +
+      `was lost; raise ${setting} if the stage is just slow`
+    : err.atLimit
+      ? `(${o.live?.maxWaitMs} ms, chunk_policy.max_chunk_wait_ms, its producer live all along): the chunk was ` +
+        'lost, or the stage no longer serves the request'
+      : `(past its deadline, waited on while its producer ran, which then stopped): the upstream stage stalled, or ` +
+        'the chunk was lost';
+  return new ChorusError(ErrorCodes.CHUNK_TIMEOUT, `${what} ${why}`, { cause: err });
 }
 
 /** `send()` now, its synchronous throw as a rejection (as a `.then(send)` would have made it). */

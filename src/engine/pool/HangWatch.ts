@@ -14,7 +14,7 @@
  * run-queue wait flat for 2.6 s while it was runnable: a nice-19 busy loop there showed R, no tick and a flat wait
  * for 6 s).
  */
-import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, processStateOf, runQueueWaitMsOf } from '../processCpu.ts';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, processStateOf, runQueueWaitMsOf } from '../../common/processCpu.ts';
 
 export interface CpuSample {
   readonly atMs: number;

@@ -43,7 +43,7 @@ export interface InstanceView {
   readonly status: StageHealth['status'];
   readonly inFlight: ReadonlySet<string>;
   readonly stats: StageStats | null;
-  readonly worker: Pick<StageWorkerHandle, 'settings'> | null;
+  readonly worker: Pick<StageWorkerHandle, 'settings' | 'pid'> | null;
   /** A remote instance's handle (its heartbeats' host); null or absent: main's own process. */
   readonly remote?: { readonly host: string } | null;
 }

@@ -24,6 +24,7 @@ import { RequestRecord } from './RequestRecord.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
 import { tellFirstAudio } from './tellStages.ts';
 import { packetMark } from '../../common/packetMarks.ts';
+import { processRuns } from '../../common/processCpu.ts';
 
 export interface CommitContext {
   readonly graph: StageGraph;
@@ -56,7 +57,7 @@ export function commitRequest(
   });
   const { requestId, stream } = record;
   ctx.requests.add(record);
-  for (const o of plan.outputs) adapter.expect(requestId, o.expect);
+  expectOutputs(ctx, requestId, plan);
   // Its release goes to the Talker too: one released before its first chunk is sized may size it for the load again.
   ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(ctx.pool, record, audioOut));
   tellEveryFirstAudio(graph, record, ctx.pool);
@@ -91,7 +92,7 @@ export function commitReplay(
     throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
   }
   record.replayed(route);
-  for (const o of plan.outputs) ctx.adapter.expect(runId, o.expect);
+  expectOutputs(ctx, runId, plan);
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
   sendMediaOf(ctx, runId, plan, record.stream);
   return plan.instances;
@@ -106,16 +107,38 @@ export function commitRerun(
   record: RequestRecord,
   plan: AdmissionPlan,
 ): void {
-  const { adapter, pool } = ctx;
+  const { pool } = ctx;
   const runId = record.runId;
   const { stream } = record;
   const prompt = record.prompt;
   stream.rerun(plan.instances, prompt.promptTokenIds.length, prompt.items);
-  for (const o of plan.outputs) adapter.expect(runId, o.expect);
+  expectOutputs(ctx, runId, plan);
   ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(pool, record, audioOut));
   tellEveryFirstAudio(ctx.graph, record, pool);
   for (const { instance, add } of plan.adds) pool.admit(instance, add);
   sendMediaOf(ctx, runId, plan, stream);
+}
+
+/**
+ * What main expects back from the run's output stages. A wait past its deadline goes on while the producing instance
+ * is ready, still holds the run and its process runs (not stopped); the hang watch and the heartbeats judge that it
+ * lives (a hung, dead or lost one fails the run itself, CHORUS_ERR_STAGE_HUNG / _DIED / _LOST), so a stage starved of
+ * CPU is not taken for a lost chunk (transport/adapter/ChunkTransferAdapter.ts).
+ */
+function expectOutputs(
+  ctx: Pick<CommitContext, 'graph' | 'adapter' | 'pool'>,
+  runId: string,
+  plan: AdmissionPlan,
+): void {
+  for (const { expect } of plan.outputs) {
+    const producer = (): boolean => {
+      const instance = ctx.pool.instances.get(expect.fromInstance);
+      if (instance?.status !== 'ready' || !instance.inFlight.has(runId)) return false;
+      const pid = instance.remote ? null : (instance.worker?.pid ?? null);
+      return pid === null || processRuns(pid); // a remote one lives while it heartbeats (it leaves the pool else)
+    };
+    ctx.adapter.expect(runId, { ...expect, live: { producer, maxWaitMs: ctx.graph.chunkPolicy.maxChunkWaitMs } });
+  }
 }
 
 /** A run's media to its encoders (the items the store does not hold); a send that fails ends the request. */

@@ -36,6 +36,15 @@ export function processStateOf(pid: number): string | null {
 }
 
 /**
+ * Whether the process exists and is not stopped (T, t: SIGSTOP, a debugger) or dead (Z, X): running, runnable, or
+ * waiting for something that will wake it. A chunk wait renews its deadline while its producer's process runs.
+ */
+export function processRuns(pid: number): boolean {
+  const state = processStateOf(pid);
+  return state !== null && !'TtZXx'.includes(state);
+}
+
+/**
  * Time the process's main thread has spent runnable but waiting for a CPU (ms; the run queue's delay, field 2 of
  * /proc/<pid>/schedstat), or null when it cannot be read. It grows only while the thread wants to run: a stage
  * starved by a busy machine (or by its nice level) shows it, a stopped or blocked one does not. The kernel adds a
