@@ -12,7 +12,7 @@ import { StagePool } from '../../src/engine/pool/StagePool.ts';
 import type { StageWorkerHandle } from '../../src/engine/stageWorkers.ts';
 import type { AddRequest, MainToStage, StageBootArgs } from '../../src/worker/messages.ts';
 import type { StageWorkerEvents } from '../../src/worker/StageWorker.ts';
-import { configWith } from '../helpers/engine.ts';
+import { configWith, waitFor } from '../helpers/engine.ts';
 
 const graph = configWith('tiny-omni-text-in.yaml');
 const log = logger.child({ test: 'stagePool' });
@@ -122,6 +122,31 @@ describe('StagePool', () => {
     expect(thinker.readyInMs).toBeGreaterThan(0);
     restart();
     await pool.stop(0);
+  });
+
+  it('a restart still booting when the pool stops is shut down once it has booted: no instance of it', async () => {
+    let booted: () => void = () => undefined;
+    const shut: StandIn[] = [];
+    const started: StandIn[] = [];
+    const startWorker = async (args: StageBootArgs) => {
+      const w = new StandIn(args);
+      w.shutdown = async () => void shut.push(w);
+      if (started.some((s) => s.args.stageIndex === args.stageIndex))
+        await new Promise<void>((resolve) => (booted = resolve)); // the restart boots until released
+      started.push(w);
+      return w;
+    };
+    const pool = new StagePool({ graph, startWorker, restartOnDeath: true, log });
+    await pool.start([]);
+    thinkerOf(started).emit('died', { code: 1, signal: null });
+    await pool.stop(0);
+    booted();
+    await waitFor('the restarted process to be shut down', () => shut.length === graph.stages.length);
+    const restarted = started.at(-1)!;
+    expect(started).toHaveLength(graph.stages.length + 1);
+    expect(shut).toContain(restarted);
+    expect(pool.health().find((h) => h.instance === 'thinker#0')!.status).toBe('stopped');
+    expect(pool.workerOf('thinker#0')).toBeNull();
   });
 
   it('stopped, an instance that dies stays down', async () => {

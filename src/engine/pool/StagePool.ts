@@ -149,6 +149,13 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
     const { graph, log } = this.opts;
     const args = { graph, stageIndex: inst.stageIndex, replica: inst.replica, edges: this.#edgesOf(inst.instance) };
     const worker = await this.opts.startWorker(args, log);
+    if (this.#stopping) {
+      // A restart that booted after stop() (which could not reach a process not yet READY): not the instance's, or
+      // an engine closed in a living process (a reload's old one) would leave it running for good.
+      inst.status = 'stopped';
+      await worker.shutdown(0);
+      return;
+    }
     inst.worker = worker;
     inst.status = 'ready';
     // What a restart costs: the models this boot built (first use) are built for the next one.
