@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processTracing } from '../../src/tracing/tracing.ts';
+import { startTracing, type Tracing } from '../../src/tracing/tracing.ts';
 import { ownSegments } from '../helpers/engine.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlpReceiver.ts';
 import { PrometheusServer } from '../helpers/prometheus.ts';
@@ -21,6 +21,7 @@ const CLOCK_ERROR_NS = 3_000_000n;
 const OTEL_VARS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_BSP_SCHEDULE_DELAY', 'OTEL_SERVICE_NAME'] as const;
 
 let receiver: OtlpReceiver;
+let tracing: Tracing;
 let served: ServedPipeline | undefined;
 let base: string;
 let wsUrl: string;
@@ -28,16 +29,20 @@ const savedEnv = new Map(OTEL_VARS.map((k) => [k, process.env[k]]));
 
 beforeAll(async () => {
   receiver = await OtlpReceiver.start();
-  // Set before anything starts: stage processes inherit the environment, main's tracing reads it once.
+  // Set before anything starts: stage processes inherit the environment, main's tracing reads it.
   process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
   process.env.OTEL_BSP_SCHEDULE_DELAY = '50'; // ms: export soon after a span ends, not every 5 s
   process.env.OTEL_SERVICE_NAME = 'chorus-test';
-  served = await servePipeline();
+  // Main's tracing as processTracing() builds it, but this file's own: the e2e files share a worker process
+  // (isolate: false), whose processTracing() an earlier file may have settled (off) and a later one must not inherit.
+  tracing = startTracing('main')!;
+  served = await servePipeline(undefined, { tracing });
   ({ base, wsUrl } = served);
 }, 240_000);
 
 afterAll(async () => {
   await served?.close();
+  await tracing?.shutdown();
   await receiver?.close();
   for (const [k, v] of savedEnv)
     if (v === undefined) delete process.env[k];
@@ -232,7 +237,7 @@ describe('tracing over the real pipeline', () => {
     const body = (await res.json()) as { choices: { message: { audio: { data: string } } }[] };
     expect(body.choices[0].message.audio.data.length).toBeGreaterThan(0);
     // The export fails (connection refused): the flush still resolves, and the server still serves.
-    await processTracing()!.flush();
+    await tracing.flush();
     expect((await chat({ max_tokens: 2 })).status).toBe(200);
   }, 60_000);
 });
