@@ -9,23 +9,44 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 export function floatToPcm16(samples: Float32Array): Buffer {
   // Through an Int16Array where the machine is little-endian (x64, arm64; not s390x): a plain store per
   // sample instead of Buffer.writeInt16LE's checked call (the server converts every chunk of audio it sends).
-  const out = LITTLE_ENDIAN ? null : Buffer.allocUnsafe(samples.length * 2);
-  const pcm = LITTLE_ENDIAN ? new Int16Array(samples.length) : null;
-  for (let i = 0; i < samples.length; i++) {
-    let x = samples[i];
-    if (!(x > -1))
-      x = -1; // also maps NaN to -1 instead of writing garbage
-    else if (x > 1) x = 1;
-    // Math.round(y) for y in [-32768, 32767]: y + 32768.5 is positive, so truncating it is flooring it.
-    const v = (((x < 0 ? x * 32768 : x * 32767) + 32768.5) | 0) - 32768;
-    if (pcm) pcm[i] = v;
-    else out!.writeInt16LE(v, i * 2);
+  if (LITTLE_ENDIAN) {
+    const pcm = new Int16Array(samples.length);
+    writePcm16(samples, pcm);
+    return Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
   }
-  return pcm ? Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength) : out!;
+  const out = Buffer.allocUnsafe(samples.length * 2);
+  for (let i = 0; i < samples.length; i++) out.writeInt16LE(pcm16Of(samples[i]), i * 2);
+  return out;
 }
 
+/** The samples' pcm16 values into `out` (at least as long), in the machine's byte order. */
+function writePcm16(samples: Float32Array, out: Int16Array): void {
+  for (let i = 0; i < samples.length; i++) out[i] = pcm16Of(samples[i]);
+}
+
+function pcm16Of(sample: number): number {
+  let x = sample;
+  if (!(x > -1))
+    x = -1; // also maps NaN to -1 instead of writing garbage
+  else if (x > 1) x = 1;
+  // Math.round(y) for y in [-32768, 32767]: y + 32768.5 is positive, so truncating it is flooring it.
+  return (((x < 0 ? x * 32768 : x * 32767) + 32768.5) | 0) - 32768;
+}
+
+/**
+ * The pcm16 bytes only live until they are base64: they go through one scratch array, grown to the largest chunk
+ * up to this many samples (10 s at 24 kHz), instead of a fresh zero-filled one per chunk. Main converts every audio
+ * chunk it streams (issue 46: at c=10 the allocation was half of the conversion's CPU).
+ */
+const SCRATCH_MAX_SAMPLES = 240_000;
+let scratch = new Int16Array(0);
+
 export function pcm16ToBase64(samples: Float32Array): string {
-  return floatToPcm16(samples).toString('base64');
+  if (!LITTLE_ENDIAN || samples.length > SCRATCH_MAX_SAMPLES) return floatToPcm16(samples).toString('base64');
+  if (scratch.length < samples.length) scratch = new Int16Array(samples.length);
+  writePcm16(samples, scratch);
+  // toString copies the bytes out (base64), so the scratch is free again when it returns.
+  return Buffer.from(scratch.buffer, 0, samples.length * 2).toString('base64');
 }
 
 /** A complete mono 16-bit PCM WAV file around `pcm16` (little-endian sample bytes). */

@@ -3,7 +3,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { planChatCompletion } from '../../src/server/chat/chatRequest.ts';
-import { decodeBase64Strict, floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
+import { decodeBase64Strict, floatToPcm16, pcm16ToBase64, wavFromPcm16 } from '../../src/server/pcm.ts';
+import { eventJson } from '../../src/server/realtime/ServerEvent.ts';
 import { parseClientEvent } from '../../src/server/realtime/clientEvents.ts';
 import { newId } from '../../src/server/realtime/serverEvents.ts';
 import { chooseSubprotocol } from '../../src/server/security.ts';
@@ -42,6 +43,24 @@ describe('pcm16', () => {
       expect(pcm.readInt16LE(i * 2), `sample ${i} = ${x}`).toBe(Math.round(y < 0 ? y * 32768 : y * 32767) + 0);
     });
     exact.forEach((n, i) => expect(pcm.readInt16LE((halves.length + i) * 2)).toBe(n));
+  });
+
+  it('base64 of each chunk is its own pcm16, chunks of any size one after another (the scratch is reused)', () => {
+    const chunk = (n: number, k: number) => Float32Array.from({ length: n }, (_, i) => Math.sin((i + k) / 7));
+    const chunks = [chunk(4800, 1), chunk(48_000, 2), chunk(960, 3), chunk(300_000, 4), chunk(4800, 5)];
+    const sent = chunks.map(pcm16ToBase64); // every string taken before the next chunk overwrites the scratch
+    sent.forEach((b64, i) => expect(b64).toBe(floatToPcm16(chunks[i]).toString('base64')));
+    expect(pcm16ToBase64(new Float32Array(0))).toBe('');
+  });
+
+  it('writes an audio delta event as JSON.stringify does, and every other event through it', () => {
+    const delta = pcm16ToBase64(Float32Array.from({ length: 2400 }, (_, i) => Math.cos(i)));
+    const ids = { event_id: 'event_"q"\\', response_id: 'resp_\u2028x', item_id: 'item_1', output_index: 0 };
+    const audio = { type: 'response.output_audio.delta' as const, ...ids, content_index: 0, delta };
+    expect(eventJson(audio)).toBe(JSON.stringify(audio));
+    expect(JSON.parse(eventJson(audio))).toEqual(audio);
+    const text = { type: 'response.output_audio_transcript.delta' as const, ...ids, content_index: 0, delta: 'a"\n' };
+    expect(eventJson(text)).toBe(JSON.stringify(text));
   });
 
   it('wraps pcm16 in a 44-byte WAV header', () => {

@@ -16,7 +16,7 @@
  * socket (detach() to attach()), every event, text too, waits in the queue in the order it was made, and text stays
  * behind queued text after that, so no text event ever overtakes an earlier one.
  */
-import { laneOf, type ServerEvent } from './ServerEvent.ts';
+import { eventJson, laneOf, type ServerEvent } from './ServerEvent.ts';
 import type { WebSocket } from 'ws';
 import type { LoggedEvent, ReplayLog } from './ReplayLog.ts';
 
@@ -83,11 +83,11 @@ export class SocketWriter {
     if (this.#ended) return;
     const lane = laneOf(event);
     if (lane === 'text' && this.#queuedText === 0 && this.#socketOpen) {
-      return this.#hand(JSON.stringify(event), onSent);
+      return this.#hand(eventJson(event), onSent);
     }
     // A text event with no socket to take it: dropped, unless the session may resume (then it waits its turn).
     if (lane === 'text' && this.#log === null) return;
-    this.#enqueue(JSON.stringify(event), lane, onSent);
+    this.#enqueue(eventJson(event), lane, onSent);
   }
 
   /** The socket is gone; events queue (numbered as they leave) until attach() gives the session a new one. */
