@@ -1,14 +1,19 @@
 /**
  * Co-running at a concurrency (issue 46 item 4): where a request's CPU went, by process, while the stages shared the
  * cores, against what each stage's models take alone at that batch (the throughput limit's passes), and the limit
- * that charges co-running: the cores over the CPU one request cost every serving process as served.
+ * that charges co-running: the cores over the CPU one request cost every serving process as served, and no more
+ * requests a second than each stage process gets through on its own threads (cpuTime.ts cpuBoundRps: a stage
+ * computes on its engine's intra-op threads, one in every shipped config, so its CPU a request is a floor on a
+ * request's time there that the second core cannot lower; the throughput limit bounds each stage alone the same
+ * way).
  *
  * The throughput limit charges each stage only its models' on-CPU time alone at batch c (bench/limit/). Served, each
  * stage process spends more per request: its models run in smaller batches than c (requests are at different points
  * of their answers) and slower beside the other stages' (two memory-bound models on 2 cores), and the process runs
  * its own receive, send and framing code; main and the clients take their share of the same cores. The co-running
- * limit charges all of that, so req/s under it says how busy the run kept the cores, and the table says which
- * process spent what the limit does not charge.
+ * limit charges all of that, so req/s under it says how busy the run kept the cores (or the busiest stage's
+ * thread, when one stage spends more than the cores' share of a request), and the table says which process spent
+ * what the limit does not charge.
  */
 import type { ThroughputLimit } from '../limit/throughputLimit.ts';
 import { BENCH_PROCESS } from './cpuTime.ts';
@@ -74,7 +79,8 @@ export function coRunningLines(runs: readonly RunRow[], limits: readonly Through
     const total = x.stages.reduce((a, s) => a + s.servedMs, 0);
     return [
       `c=${c}: ${parts.join(', ')} = ${fixed(total)} ms a request; the limit with co-running charged ` +
-        `${x.limitRps.toFixed(2)} req/s (the cores over that); the run's req/s is ${x.share.toFixed(2)} of it`,
+        `${x.limitRps.toFixed(2)} req/s (the cores over that, no stage past its own threads); the run's req/s is ` +
+        `${x.share.toFixed(2)} of it`,
     ];
   });
 }

@@ -60,10 +60,28 @@ export function addCpuBetween(into: Map<string, number>, before: CpuSnapshot, af
   }
 }
 
-/** Requests per second `cores` allow when each request costs `msPerRequest` of CPU and the cores never idle. */
-export function cpuBoundRps(cores: number, msPerRequest: Readonly<Record<string, number>>): number | null {
+/**
+ * Requests per second the machine allows when each request costs `msPerRequest` of CPU (by process): the cores over
+ * the sum, and no more than each stage process allows on the threads it computes on. A stage process runs its models
+ * on its engine's intra-op threads (`threadsByStage`, by stage id; a process is named `<stage id>#<replica>`) and
+ * its own code on the same thread, so its CPU a request over min(threads, cores) is the least time a request takes
+ * it, however idle the other core is: the throughput limit bounds each stage alone the same way
+ * (bench/limit/throughputLimit.ts, max(slowest stage, sum / cores)). Processes not named there (the bench's own, with
+ * its garbage collector's threads) are charged only in the sum.
+ */
+export function cpuBoundRps(
+  cores: number,
+  msPerRequest: Readonly<Record<string, number>>,
+  threadsByStage: ReadonlyMap<string, number> = new Map(),
+): number | null {
   const total = Object.values(msPerRequest).reduce((a, x) => a + x, 0);
-  return total > 0 ? (cores * 1000) / total : null;
+  if (total <= 0) return null;
+  let boundMs = total / cores;
+  for (const [name, ms] of Object.entries(msPerRequest)) {
+    const threads = threadsByStage.get(name.replace(/#.*$/, ''));
+    if (threads !== undefined) boundMs = Math.max(boundMs, ms / Math.min(Math.max(1, threads), cores));
+  }
+  return 1000 / boundMs;
 }
 
 /**

@@ -191,6 +191,7 @@ export class ModeRun {
       traces,
       cpuMs: this.#cpuMs,
       cpuCountsServer: mode.config !== null,
+      stageThreads: new Map(mode.config?.graph.stages.map((s) => [s.stageId, s.engine.threads]) ?? []),
       ...(timings ? { serverTiming: (id: string | undefined) => timings.get(id) } : {}),
     });
     result.runs.push(row);

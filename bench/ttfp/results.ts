@@ -238,6 +238,8 @@ export interface RowContext {
   /** CPU ms of each process over the run (cpuTime.ts), and whether main's was among them (in-process server). */
   readonly cpuMs?: ReadonlyMap<string, number>;
   readonly cpuCountsServer?: boolean;
+  /** Each stage's intra-op threads by stage id, when the bench knows the graph (cpuBoundRps). */
+  readonly stageThreads?: ReadonlyMap<string, number>;
 }
 
 function cpuFigures(c: RowContext, completed: number): Pick<RunRow, 'cpu_ms_per_request' | 'cpu_bound_rps'> {
@@ -245,7 +247,7 @@ function cpuFigures(c: RowContext, completed: number): Pick<RunRow, 'cpu_ms_per_
   const perRequest = Object.fromEntries([...c.cpuMs].map(([name, ms]) => [name, ms / completed]));
   return {
     cpu_ms_per_request: perRequest,
-    cpu_bound_rps: c.cpuCountsServer ? cpuBoundRps(os.availableParallelism(), perRequest) : null,
+    cpu_bound_rps: c.cpuCountsServer ? cpuBoundRps(os.availableParallelism(), perRequest, c.stageThreads) : null,
   };
 }
 

@@ -41,6 +41,18 @@ describe('bench CPU accounting', () => {
   it('bounds req/s by the CPU a request costs, and the throughput limit by the bench CPU charged beside it', () => {
     expect(cpuBoundRps(2, { thinker: 150, talker: 250, bench: 100 })).toBe(4);
     expect(cpuBoundRps(2, {})).toBeNull();
+    // A stage process computes on its engine's threads: the Talker's 325 ms a request on one thread allow 3.08
+    // req/s whatever the sum over the cores says (2 x 1000 / 550 = 3.64); a process not named is only in the sum.
+    const served = { 'thinker#0': 150, 'talker#0': 325, 'code2wav#0': 25, bench: 50 };
+    const threads = new Map([
+      ['thinker', 1],
+      ['talker', 1],
+      ['code2wav', 1],
+    ]);
+    expect(cpuBoundRps(2, served, threads)).toBeCloseTo(1000 / 325, 6);
+    expect(cpuBoundRps(2, served)).toBeCloseTo(2000 / 550, 6);
+    expect(cpuBoundRps(2, served, new Map([['talker', 2]]))).toBeCloseTo(2000 / 550, 6);
+    expect(cpuBoundRps(2, { ...served, bench: 400 }, threads)).toBeCloseTo(2000 / 900, 6); // the sum binds
     // Limit 7 req/s on 2 cores; stages alone 200 ms a request + the bench's 100: 2 cores allow 6.67 req/s.
     expect(throughputCeiling({ limit_rps: 7, cores: 2 }, 200, 100)).toBeCloseTo(6.667 / 7, 3);
     // Cores to spare: the limit stays whole.
