@@ -31,7 +31,12 @@ const v = scriptFlags({
 });
 const url = v.url.replace(/\/$/, '');
 const REFUSAL_BOUND_MS = 50;
-const newcomerChat = () => streamChat({ url, maxTokens: v['newcomer-tokens'], prompt: 'what time is it?' });
+// Every short chat (newcomer, warm-up, unloaded reference) asks a question the server has not seen, its number first:
+// the same prompt each time let the newcomers after the first, and every unloaded chat, start from the first
+// newcomer's cached prefix block, so the first alone paid the prefill the reference never did (bench/NOTES.md).
+let asked = 0;
+const newcomerChat = () =>
+  streamChat({ url, maxTokens: v['newcomer-tokens'], prompt: `${++asked} o'clock: what time is it?` });
 
 async function main(): Promise<void> {
   const loadAtStart = loadavg()[0];
