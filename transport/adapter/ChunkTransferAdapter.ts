@@ -10,7 +10,7 @@
  *
  * One protocol: async_chunk off changes only when processors emit (once, final), never this path.
  *
- * A deadline that passes while the producer is live (ExpectOptions.producerLive: a stage process that runs, stepping
+ * A deadline that passes while the producer is live (ExpectOptions.live.producer: a stage process that runs, stepping
  * or queued, holding the request) is renewed rather than failed: on a machine busy enough to starve a stage (its
  * processes run below the server's priority, stage_nice), a step that takes 1 s alone took a minute of wall time, and
  * the wall clock alone counted that as a lost chunk (issue 41: answers ended CHORUS_ERR_CHUNK_TIMEOUT, HTTP 500,
