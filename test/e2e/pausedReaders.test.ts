@@ -5,8 +5,9 @@
  * again, and a reader paused past the client-stall timeout gets CHORUS_ERR_CLIENT_TOO_SLOW with every stage freed.
  *
  * A reader stops reading at the socket (ws pauses its net.Socket): the kernel buffers fill (~1.5 MB here), then the
- * server's small stream buffer, and the server pauses its request. Answers of 600 tokens (~6 MB of audio deltas)
- * are far longer than that, so every reader is paused mid-answer.
+ * server's small stream buffer, and the server pauses its request. Answers of 400 tokens (~4 MB of audio deltas, ~10 kB
+ * a token) are over twice that, so every reader is paused mid-answer, and each runs its rest to the end once it reads
+ * again (600 tokens made those rests half as long again, for nothing the test checks).
  */
 import type { FastifyInstance } from 'fastify';
 import { tap } from 'rxjs';
@@ -19,7 +20,7 @@ import { listen } from '../helpers/servePipeline.ts';
 import { RealtimeClient, type ServerEvent } from './serverClient.ts';
 
 const TALKER_SEQS = 2;
-const READER_TOKENS = 600;
+const READER_TOKENS = 400;
 /** The Talker's engine lines in the config file (the Thinker's and Code2Wav's max_num_seqs lines carry comments). */
 const TALKER_ENGINE = 'max_num_seqs: 16\n      max_num_batched_tokens: 600 # the Talker';
 
