@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { collect, configWith } from '../helpers/engine.ts';
-import { chat, health, maxDiff, readyInstances, startServe, startStage } from '../helpers/deployment.ts';
+import { chat, health, maxDiff, readyInstances, startServe, startStage, type Serve } from '../helpers/deployment.ts';
 import { RedisCluster, redisForSuite } from '../helpers/redisServer.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
@@ -57,8 +57,36 @@ async function computeReference(maxTokens: number): Promise<{ text: string; pcm1
 describe('scale-out over Redis', () => {
   const suite = redisForSuite();
 
-  it('remote Talker + Code2Wav in private namespaces answer like all-shm; all leave cleanly', async () => {
+  /**
+   * A stage with the wrong password, then one of another config started before main and one after, each refused
+   * with what to do; returns the serve of two-host.yaml that refused them, with no instance of its own joined.
+   */
+  async function refusals(): Promise<Serve> {
+    const wrong = startStage(TWO_HOST, 'talker', 'w1', {
+      CHORUS_REDIS_URL: suite.server().url.replace(`:${suite.server().password}@`, ':not-the-password@'),
+    });
+    expect(await wrong.exited).toBe(1);
+    expect(wrong.output()).toMatch(/CHORUS_ERR_TRANSPORT_UNAVAILABLE.*password/);
+
+    const other = join(tempDir('scaleout'), 'other.yaml');
+    writeFileSync(other, readFileSync(TWO_HOST, 'utf8').replace('model_seed: 0', 'model_seed: 1'));
+    // Started before main: it waits; main then refuses it (its heartbeat carries another config hash).
+    const early = startStage(other, 'talker', 'o1', suite.env());
+    await expect.poll(() => early.output(), { timeout: 30_000 }).toContain('joining the deployment');
     const serve = await startServe(TWO_HOST, suite.env());
+    expect(await early.exited).toBe(2);
+    expect(early.output()).toMatch(/refused: this deployment runs config [0-9a-f]{12}.*same config file/);
+    // Started after main: it reads the deployment's config hash and refuses before loading anything.
+    const late = startStage(other, 'talker', 'o2', suite.env());
+    expect(await late.exited).toBe(1);
+    expect(late.output()).toMatch(/CHORUS_ERR_CONFIG_MISMATCH.*same config file/);
+    return serve;
+  }
+
+  it('wrong joiners refused; remote Talker + Code2Wav, private namespaces, answer as all-shm; all leave', async () => {
+    // The refusals share this case's deployment (a serve boot less for the file): what they leave, nothing, is
+    // checked with the rest at the end.
+    const serve = await refusals();
     // /health waits for the remote stages (min_replicas 1 each) before it is ready.
     const before = await health(serve.url);
     expect(before.httpStatus).toBe(503);
@@ -95,7 +123,7 @@ describe('scale-out over Redis', () => {
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
     expect(await suite.server().keys()).toEqual([]);
-  }, 180_000);
+  }, 240_000);
 
   it('2 remote Talkers + 1 local share the load; a killed one fails only its requests (STAGE_LOST)', async () => {
     // Talker local (1 replica) with its edges on redis, so instances may join it too.
@@ -104,10 +132,10 @@ describe('scale-out over Redis', () => {
     const text = withoutMigration((line) => !/^\s+(placement|min_replicas):/.test(line));
     expect(text).not.toMatch(/^\s+placement:/m);
     writeFileSync(config, text);
-    const serve = await startServe(config, suite.env());
-    await readyInstances(serve, 3);
+    // The remote Talkers boot beside the serve's own stages (they join once main is up).
     const b1 = startStage(config, 'talker', 'b1', suite.env());
     startStage(config, 'talker', 'b2', suite.env());
+    const serve = await startServe(config, suite.env());
     await readyInstances(serve, 5);
 
     let started = 0;
@@ -122,6 +150,11 @@ describe('scale-out over Redis', () => {
     const killedAt = Date.now();
     process.kill(victim.pid!, 'SIGKILL');
     await b1.exited;
+    // Once main has lost b1 (its requests failed by then), a new instance boots while the other answers finish.
+    await expect
+      .poll(async () => (await health(serve.url)).stages.map((s) => s.instance), { timeout: 30_000, interval: 50 })
+      .not.toContain('talker#b1');
+    startStage(config, 'talker', 'b3', suite.env());
 
     const done = await Promise.all(answers);
     const lost = done.filter((a) => a.error !== null);
@@ -132,10 +165,8 @@ describe('scale-out over Redis', () => {
       expect(a.endedAtMs - killedAt).toBeLessThan(3000);
     }
     for (const a of done.filter((x) => x.error === null)) expect(a.pcm16.length).toBeGreaterThan(0);
-    expect((await health(serve.url)).stages.map((s) => s.instance)).not.toContain('talker#b1');
 
-    // A new instance joins and takes new work.
-    startStage(config, 'talker', 'b3', suite.env());
+    // The new instance joins and takes new work.
     await readyInstances(serve, 5);
     let again = 0;
     const more = Array.from({ length: 3 }, (_, i) =>
@@ -153,8 +184,8 @@ describe('scale-out over Redis', () => {
     // Migration off: the request is to fail at the outage, not wait up to chunk_timeout_ms for an instance.
     const config = join(tempDir('scaleout'), 'no-migration.yaml');
     writeFileSync(config, withoutMigration());
-    const serve = await startServe(config, suite.env());
     const stages = [startStage(config, 'talker', 'k1', suite.env()), startStage(config, 'code2wav', 'k1', suite.env())];
+    const serve = await startServe(config, suite.env());
     await readyInstances(serve, 3);
     let streaming = false;
     const inFlight = chat(serve.url, PROMPT, { max_tokens: 200, ignore_eos: true }, () => (streaming = true));
@@ -182,40 +213,16 @@ describe('scale-out over Redis', () => {
     for (const stage of stages) expect(await stage.exited).toBe(0);
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
-  }, 180_000);
-
-  it('a stage with the wrong password, or another config, refuses to join and says why', async () => {
-    const wrong = startStage(TWO_HOST, 'talker', 'w1', {
-      CHORUS_REDIS_URL: suite.server().url.replace(`:${suite.server().password}@`, ':not-the-password@'),
-    });
-    expect(await wrong.exited).toBe(1);
-    expect(wrong.output()).toMatch(/CHORUS_ERR_TRANSPORT_UNAVAILABLE.*password/);
-
-    const dir = tempDir('scaleout');
-    const other = join(dir, 'other.yaml');
-    writeFileSync(other, readFileSync(TWO_HOST, 'utf8').replace('model_seed: 0', 'model_seed: 1'));
-    // Started before main: it waits; main then refuses it (its heartbeat carries another config hash).
-    const early = startStage(other, 'talker', 'o1', suite.env());
-    await expect.poll(() => early.output(), { timeout: 30_000 }).toContain('joining the deployment');
-    const serve = await startServe(TWO_HOST, suite.env());
-    expect(await early.exited).toBe(2);
-    expect(early.output()).toMatch(/refused: this deployment runs config [0-9a-f]{12}.*same config file/);
-    // Started after main: it reads the deployment's config hash and refuses before loading anything.
-    const late = startStage(other, 'talker', 'o2', suite.env());
-    expect(await late.exited).toBe(1);
-    expect(late.output()).toMatch(/CHORUS_ERR_CONFIG_MISMATCH.*same config file/);
-    serve.child.kill('SIGTERM');
-    expect(await serve.exited).toBe(0);
-    // Nothing of this test is left. The Redis outage of the test before may have left orphans: frames a remote
-    // stage pushed, after Redis came back, for a request the outage had failed (main's abort was lost with the
-    // outage). Redis drops them after the connector's ttl_seconds (60 in two-host.yaml), and nothing else may be left.
+    // Nothing of this test is left but orphans the outage may leave: frames a remote stage pushed, after Redis came
+    // back, for a request the outage had failed (main's abort was lost with the outage). Redis drops them after the
+    // connector's ttl_seconds (60 in two-host.yaml), and nothing else may be left.
     for (const key of await suite.server().keys()) {
       expect(key).toMatch(/^chorus:\{chatcmpl-[\w-]+\}:in:/);
       const ttl = Number((await suite.server().cli('ttl', key)).trim());
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60);
     }
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('scale-out over a 3-node Redis Cluster', () => {
