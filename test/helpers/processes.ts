@@ -70,10 +70,31 @@ export function sharedProcesses(): SharedProcesses {
   return { adopt: (child) => void children.push(child) };
 }
 
+/**
+ * The child and every process under it, deepest first: not only its stage processes (`chorus soak` runs its server as a
+ * child, whose stages are its grandchildren: a soak that timed out left that server and its five stages running).
+ */
 function killTree(child: ChildProcess): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  for (const pid of stageProcessesOf(child.pid)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  for (const pid of descendantsOf(child.pid)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
   child.kill('SIGKILL');
+}
+
+/** Every live process under `pid`, each after its own descendants. */
+function descendantsOf(pid: number): number[] {
+  let out = '';
+  try {
+    out = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+  } catch {
+    return []; // ps exits 1 when there are none
+  }
+  return out
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .flatMap((line) => {
+      const child = Number(line.trim());
+      return [...descendantsOf(child), child];
+    });
 }
 
 /**
