@@ -10,16 +10,19 @@ export const CHORUS_BIN = join(import.meta.dirname, '..', '..', 'bin', 'chorus.j
 
 /** Stage processes forked by `pid` (tsx may run helper processes of its own: those are not stages). */
 export function stageProcessesOf(pid: number): number[] {
-  let out = '';
-  try {
-    out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' });
-  } catch {
-    return []; // ps exits 1 when there are none
-  }
-  return out
-    .split('\n')
+  return childRows(pid, 'pid=,args=')
     .filter((line) => /stageEntry\.(ts|js)\b/.test(line))
     .map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+/** `ps` rows in `format` of the live children of `pid` (none when it has none: ps then exits 1). */
+function childRows(pid: number, format: string): string[] {
+  try {
+    const out = execFileSync('ps', ['-o', format, '--ppid', String(pid)], { encoding: 'utf8' });
+    return out.split('\n').filter((line) => line.trim() !== '');
+  } catch {
+    return [];
+  }
 }
 
 /** The command line of a live process (arguments joined by spaces), '' once it is gone. */
@@ -82,19 +85,10 @@ function killTree(child: ChildProcess): void {
 
 /** Every live process under `pid`, each after its own descendants. */
 function descendantsOf(pid: number): number[] {
-  let out = '';
-  try {
-    out = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
-  } catch {
-    return []; // ps exits 1 when there are none
-  }
-  return out
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .flatMap((line) => {
-      const child = Number(line.trim());
-      return [...descendantsOf(child), child];
-    });
+  return childRows(pid, 'pid=').flatMap((line) => {
+    const child = Number(line.trim());
+    return [...descendantsOf(child), child];
+  });
 }
 
 /**
