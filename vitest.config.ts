@@ -50,9 +50,9 @@ export const TIERS = {
   // (imports 71-108 s -> 22-25 s) and a third worker in 0.61-0.72x; but the first whole-tier run, isolate: false, had
   // failures in 5 of its first 16 files (load 20-36, stopped there); the causes found are fixed: a restart booting
   // past its engine's close (StagePool), main's tracing settled once per process (tracing.test), counts read from the
-  // process's registry (kvHeldSkip, server.metrics). The second (load 2-6, 608 s) failed agentsSdk (a 30 s timeout, not
-  // explained yet) and vadEndOfTurn (its model was absent on that machine). Switch either lever only after two whole
-  // runs of the tier pass with it.
+  // process's registry (kvHeldSkip, server.metrics). The second (load 2-6, 608 s) failed agentsSdk (a 30 s timeout,
+  // the same alone with isolate) and vadEndOfTurn (its model was absent on that machine). Switch either lever only
+  // after two whole runs of the tier pass with it.
   e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'], ...compiled },
   // One file at a time: the voice page runs a real pipeline, and beside it the playground page's event loop stalled
   // past its 50 ms playback lead, which the playground test counts (rightly) as an underrun.
