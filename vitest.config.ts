@@ -45,15 +45,16 @@ export const TIERS = {
     include: ['test/model/**/*.test.ts', 'test/native/**/*.test.ts', 'test/transport/**/*.test.ts'],
     ...compiled,
   },
-  // A process per file (isolate) and two files at a time, for now. On 10 of its files (bench/NOTES.md, "Suite time: the
-  // e2e tier's isolate and workers") sharing the worker's modules (isolate: false) ran them in 0.42-0.47x the time
-  // (imports 71-108 s -> 22-25 s) and a third worker in 0.61-0.72x; but the first whole-tier run, isolate: false, had
-  // failures in 5 of its first 16 files (load 20-36, stopped there); the causes found are fixed: a restart booting
-  // past its engine's close (StagePool), main's tracing settled once per process (tracing.test), counts read from the
-  // process's registry (kvHeldSkip, server.metrics). The second (load 2-6, 608 s) failed agentsSdk (a 30 s timeout,
-  // the same alone with isolate) and vadEndOfTurn (its model was absent on that machine). Switch either lever only
-  // after two whole runs of the tier pass with it.
-  e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'], ...compiled },
+  // The e2e files share their worker's modules too (isolate: false), two files at a time. On 10 of its files
+  // (bench/NOTES.md, "Suite time: the e2e tier's isolate and workers") that ran them in 0.42-0.47x the time (imports
+  // 71-108 s -> 22-25 s); the whole tier ran 608 s (imports 24.5 s) where CI's last run with a process per file took
+  // 806 s (imports 230 s). What a shared worker exposed was fixed at its cause: a restart booting past its engine's
+  // close left the stage running (StagePool), main's tracing settled once per process (tracing.test builds its own),
+  // counts read from the process's registry from zero (kvHeldSkip, server.metrics: from their start). So an e2e file,
+  // like a unit file, leaves nothing behind: its servers closed, its env restored, its counts taken as differences.
+  // A third worker was faster on the 10 files (0.61-0.72x) but is not tried on the whole tier nor beside the files that
+  // assert latency (memory, server.overload, schedIdle, ttfpTarget).
+  e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'], ...compiled, isolate: false },
   // One file at a time: the voice page runs a real pipeline, and beside it the playground page's event loop stalled
   // past its 50 ms playback lead, which the playground test counts (rightly) as an underrun.
   browser: { include: ['test/browser/**/*.test.ts'], fileParallelism: false },
