@@ -85,7 +85,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
   problems.throwIfAny();
 
   const chunkPolicy = resolveChunkPolicy(yaml.chunk_policy);
-  warnAboutChunkPolicy(chunkPolicy, problems);
+  warnAboutChunkPolicy(chunkPolicy, yaml.chunk_policy, problems);
   const cores = options.cores ?? os.availableParallelism();
   const cpus = assignCpus(yaml, cores, checkCpus(yaml, cores, problems), problems);
   warnAboutThreads(stages, cores, problems);
@@ -140,13 +140,26 @@ function checkedYaml(source: YamlSource, problems: Problems): GraphYamlValue {
   return value as GraphYamlValue;
 }
 
-function warnAboutChunkPolicy(chunkPolicy: StageGraph['chunkPolicy'], problems: Problems): void {
-  const { initialCodecChunkFrames: first, codecChunkFrames } = chunkPolicy;
-  if (first === null || first <= codecChunkFrames) return;
-  problems.warn(
-    ['chunk_policy', 'initial_codec_chunk_frames'],
-    `${first} is above codec_chunk_frames (${codecChunkFrames}); the first chunk is capped at ${codecChunkFrames}`,
-  );
+function warnAboutChunkPolicy(
+  chunkPolicy: StageGraph['chunkPolicy'],
+  yaml: GraphYamlValue['chunk_policy'],
+  problems: Problems,
+): void {
+  const { initialCodecChunkFrames: first, codecChunkFrames, chunkTimeoutMs } = chunkPolicy;
+  if (first !== null && first > codecChunkFrames) {
+    problems.warn(
+      ['chunk_policy', 'initial_codec_chunk_frames'],
+      `${first} is above codec_chunk_frames (${codecChunkFrames}); the first chunk is capped at ${codecChunkFrames}`,
+    );
+  }
+  const maxWait = yaml?.max_chunk_wait_ms;
+  if (maxWait !== undefined && maxWait < chunkTimeoutMs) {
+    problems.warn(
+      ['chunk_policy', 'max_chunk_wait_ms'],
+      `${maxWait} is below chunk_timeout_ms (${chunkTimeoutMs}); a chunk wait's first deadline is that, so waits ` +
+        `end at ${chunkTimeoutMs}`,
+    );
+  }
 }
 
 /**

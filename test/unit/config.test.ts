@@ -230,6 +230,15 @@ stages:
     expect(policy('  chunk_timeout_ms: 500\n').maxChunkWaitMs).toBe(5_000);
     expect(policy('  chunk_timeout_ms: 500\n  max_chunk_wait_ms: 60000\n').maxChunkWaitMs).toBe(60_000);
     expect(policy('  chunk_timeout_ms: 500\n  max_chunk_wait_ms: 100\n').maxChunkWaitMs).toBe(500);
+    // Raised, and said so: a setting is never changed silently.
+    const raised = parseConfig(
+      `chunk_policy:\n  chunk_timeout_ms: 500\n  max_chunk_wait_ms: 100\n${threeStages}`,
+      'x.yaml',
+    );
+    expect(raised.warnings).toEqual([
+      "x.yaml:3 chunk_policy.max_chunk_wait_ms: 100 is below chunk_timeout_ms (500); a chunk wait's first deadline " +
+        'is that, so waits end at 500',
+    ]);
   });
 
   it('reports a missing file with CONFIG_NOT_FOUND', async () => {
