@@ -15,6 +15,7 @@ import { writeResultFiles } from '../../bench/report/writeResultFiles.ts';
 import { formatReport } from '../../bench/ttfp/report/formatReport.ts';
 import type { BenchResult, RunRow } from '../../bench/ttfp/results.ts';
 import { runServeBench, type ServeBenchOptions } from '../../bench/ttfp/runServeBench.ts';
+import { loadConfig } from '../../src/config/loadConfig.ts';
 import { defaultConfigPath } from '../../src/config/paths.ts';
 import { logger } from '../../src/common/log.ts';
 import { STEP_TRACE_ENV } from '../../src/worker/StepTrace.ts';
@@ -174,7 +175,9 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     expect(new Set(audio).size).toBe(1);
   });
 
-  it('charges each run the CPU of every process that served it, and what the cores allow at that cost', () => {
+  it('charges each run the CPU of every process that served it, and what the cores allow at that cost', async () => {
+    const { stages } = await loadConfig(defaultConfigPath());
+    const threads = new Map(stages.map((s) => [s.stageId, s.engine.threads]));
     for (const r of result.runs) {
       const per = r.cpu_ms_per_request!;
       // Every stage process (by instance) and this one (the clients, and main: the server is in-process); the
@@ -183,8 +186,13 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
         ['audio-encoder#0', 'bench', 'code2wav#0', 'image-encoder#0', 'talker#0', 'thinker#0'].sort(),
       );
       for (const stage of ['bench', 'thinker#0', 'talker#0']) expect(per[stage]).toBeGreaterThan(0);
+      // The cores over the sum, and no stage process past what its own threads allow (its CPU a request over them).
       const total = Object.values(per).reduce((a, x) => a + x, 0);
-      expect(r.cpu_bound_rps).toBeCloseTo((result.machine.cpus * 1000) / total, 6);
+      const cpus = result.machine.cpus;
+      const stageBounds = Object.entries(per)
+        .filter(([name]) => name !== 'bench')
+        .map(([name, ms]) => ms / Math.min(threads.get(name.replace(/#.*$/, ''))!, cpus));
+      expect(r.cpu_bound_rps).toBeCloseTo(1000 / Math.max(total / cpus, ...stageBounds), 6);
     }
   });
 
