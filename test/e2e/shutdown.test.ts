@@ -23,8 +23,7 @@ import {
 } from '../helpers/processes.ts';
 import { tempDir } from '../helpers/tempDir.ts';
 
-// `npm pack` builds the package's JavaScript (tsc, incremental: the tier built dist/ already, test/buildDist.ts): once
-// for the file, before any test starts.
+// `npm pack` of the tier's dist/ (test/buildDist.ts) and its install: once for the file, before any test starts.
 let installed: ReturnType<typeof installChorus>;
 beforeAll(() => {
   installed = installChorus();

@@ -3,7 +3,11 @@
  * package, and the `chorus` that npm linked into <scratch>/bin. Offline: npm cannot fetch the dependencies of a
  * tarball without the registry, so the unpacked package gets the clone's node_modules (a symlink) and its built
  * native addon (a copy: rebuilding it takes 10+ s on 2 cores), and npm installs the folder, as `npm link` does.
- * `npm pack` builds the package's JavaScript first (its prepack script): the installed `chorus` runs dist/, no tsx.
+ * The package's JavaScript is the tier's dist/ (test/buildDist.ts builds it before any file runs): the installed
+ * `chorus` runs dist/, no tsx. `npm pack` runs with --ignore-scripts: its prepack (`npm run build`, a checked `tsc -b`)
+ * would type-check every source the tier's `--noCheck` build left unchecked, all of them on a fresh clone (the pack
+ * 38 CPU-s against 6.7 without it: bench/NOTES.md, "Suite time: the build beside the unit tier, the pack's check"),
+ * a check `npm test` made already (`tsc --noEmit`), to emit what dist/ holds.
  * Models come from the user cache directory (src/config/paths.ts), the same one the clone's runs use.
  * What this catches is what broke before (issue 32): anything resolved from the working directory or from the
  * clone's layout instead of the package's own folder, and anything the package needs but does not ship.
@@ -36,7 +40,10 @@ export function installChorus(): InstalledChorus & { remove(): void } {
 }
 
 function installInto(scratch: string): InstalledChorus {
-  execFileSync('npm', ['pack', '--silent', '--pack-destination', scratch], { cwd: REPO, stdio: 'ignore' });
+  execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', scratch], {
+    cwd: REPO,
+    stdio: 'ignore',
+  });
   const tarball = readdirSync(scratch).find((f) => f.endsWith('.tgz'));
   if (!tarball) throw new Error(`npm pack wrote no tarball into ${scratch}`);
   const pkg = join(scratch, 'package');
