@@ -60,6 +60,29 @@ export function upstreamSources(
 }
 
 /**
+ * The stages whose add waits for the request's first output at main (issue 46): those whose every input comes from a
+ * stage that main does not feed itself, nor the entry stage (Code2Wav, fed by the Talker), when main expects an output
+ * of the entry stage (the Thinker's text). At admission the entry stage starts its prefill, the critical path's first
+ * model run; an add woken then is a third process wanting one of two cores, and such a stage, idle until a middle
+ * stage's first chunk, read it during that prefill (0.2-1.6 ms of the Thinker's core a prefill, measured). Sent when
+ * the entry's first output is out (its prefill done), it is read 15 ms or more before its first input can come (a
+ * middle stage's prefill lies between). A stage fed by the entry stage (the Talker) still gets its add at admission:
+ * sent later, it was read as the entry's first chunk arrived, on the critical path (measured slower, bench/NOTES.md).
+ */
+export function addsAfterFirstOutput(
+  graph: StageGraph,
+  stages: readonly StageSpec[],
+  outputs: readonly StageSpec[],
+): ReadonlySet<string> {
+  if (!outputs.some((s) => s.stageId === graph.entryStageId)) return new Set();
+  const fedEarly = (from: string) =>
+    from === MAIN || from === graph.entryStageId || !!graph.stages.find((s) => s.stageId === from)?.encoder;
+  const waits = (s: StageSpec) =>
+    s.stageId !== graph.entryStageId && s.inputs.length > 0 && !s.inputs.some((i) => fedEarly(i.from));
+  return new Set(stages.filter(waits).map((s) => s.stageId));
+}
+
+/**
  * Each stage's instance and `add`, in graph order: the producers first (the encoders, then the Thinker: the entry
  * stage, which starts computing as soon as its add is read), so the first model step is not behind main writing the
  * other stages' adds and those stages waking to read them (issue 46). A downstream stage cannot miss a chunk sent

@@ -64,7 +64,11 @@ describe('tellFirstAudio (main)', () => {
       instances: instances as unknown as StagePool['instances'],
       send: (instance: string, msg: MainToStage) => void sent.push({ instance, msg }),
     };
-    const record = { runId: 'r', instances: new Map([...instances.keys()].map((i) => [i.split('#')[0], i])) };
+    const record = {
+      runId: 'r',
+      instances: new Map([...instances.keys()].map((i) => [i.split('#')[0], i])),
+      sendLaterAdds: () => {},
+    };
     expect([...record.instances.keys()]).toEqual(expect.arrayContaining(['thinker', 'talker', 'code2wav']));
     // The hold ended before any audio (load arrived): the Talker's first chunk may still be sized for it.
     tellFirstAudio(pool, record, false);

@@ -107,6 +107,18 @@ describe('planAdmission', () => {
     expect(talkerArgs(addOf('talker#0')).playback?.firstPacketDeadlineMs).toBeGreaterThan(AT);
   });
 
+  it("Code2Wav's add waits for the first output at main; without the Thinker's text at main none waits", () => {
+    const later = (modalities: GenerateRequest['modalities']) =>
+      planAdmission(input(modalities))
+        .adds.filter((a) => a.afterFirstOutput)
+        .map((a) => a.instance);
+    // The Talker, fed by the Thinker, is told at admission; Code2Wav, fed by the Talker, at the Thinker's first text.
+    expect(later(['text', 'audio'])).toEqual(['code2wav#0']);
+    // Audio alone: main expects nothing of the Thinker, so nothing would send it later: every add goes now.
+    expect(later(['audio'])).toEqual([]);
+    expect(later(['text'])).toEqual([]);
+  });
+
   it('load past the light-load rung ends every hold; no Talker facts yet or async_chunk off: no hold at all', () => {
     expect(planAdmission(input(['text', 'audio'], { liveRequests: 3 })).hold).toEqual({ endsOtherHolds: true });
     expect(planAdmission(input(['text'], { liveRequests: 3 })).hold).toEqual({ endsOtherHolds: true });

@@ -21,7 +21,7 @@ import type { PreparedPrompt } from '../mediaPrompt.ts';
 import { stagesFor } from '../planEdges.ts';
 import { playbackPlan } from '../playbackPlan.ts';
 import type { InstanceView } from '../pool/StageInstance.ts';
-import { stageAdds, upstreamSources } from '../stageAdds.ts';
+import { addsAfterFirstOutput, stageAdds, upstreamSources } from '../stageAdds.ts';
 
 export interface AdmissionInput {
   readonly requestId: string;
@@ -69,8 +69,11 @@ export interface AdmissionPlan {
   readonly stages: readonly StageSpec[];
   readonly instances: ReadonlyMap<string, string>;
   readonly outputs: readonly PlannedOutput[];
-  /** Each instance's add, in graph order: producers first (stageAdds.ts says why a consumer cannot miss a chunk). */
-  readonly adds: readonly { readonly instance: string; readonly add: AddRequest }[];
+  /**
+   * Each instance's add, in graph order: producers first (stageAdds.ts says why a consumer cannot miss a chunk).
+   * `afterFirstOutput`: sent when the request's first output reaches main, not at admission (addsAfterFirstOutput).
+   */
+  readonly adds: readonly { readonly instance: string; readonly add: AddRequest; readonly afterFirstOutput: boolean }[];
   readonly media: MediaRouting | null;
   readonly hold: PlannedHold;
 }
@@ -108,6 +111,7 @@ export function planAdmission(a: AdmissionInput): AdmissionPlan {
     firstChunkDeadline,
     playback: playbackPlan(request, graph, a.audio, a.admittedAtMs, chosen.values()),
   });
+  const later = addsAfterFirstOutput(graph, stages, outputs);
   return {
     requestId: a.requestId,
     stages,
@@ -123,7 +127,11 @@ export function planAdmission(a: AdmissionInput): AdmissionPlan {
         chunkTimeoutMs: graph.chunkPolicy.chunkTimeoutMs,
       },
     })),
-    adds: adds.map(({ slot, add }) => ({ instance: slot.instance, add })),
+    adds: adds.map(({ slot, add }) => ({
+      instance: slot.instance,
+      add,
+      afterFirstOutput: later.has(slot.spec.stageId),
+    })),
     media,
     hold,
   };

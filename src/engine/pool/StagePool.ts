@@ -99,9 +99,17 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
 
   /** Sends an instance a request's `add`: the request is in flight there until the instance reports it finished. */
   admit(instance: string, add: Extract<MainToStage, { type: 'add' }>): void {
-    const inst = this.#instances.get(instance)!;
-    inst.inFlight.add(add.requestId);
-    inst.worker!.send(add);
+    this.reserve(instance, add.requestId);
+    this.#instances.get(instance)!.worker!.send(add);
+  }
+
+  /**
+   * Counts the request on the instance before its add is sent (an add sent after the first output,
+   * stageAdds.ts addsAfterFirstOutput): it is the instance's load, and the instance's loss fails or moves it, from
+   * admission on, as if the add had gone (the add then goes before any other message about it: tellStages.ts).
+   */
+  reserve(instance: string, requestId: string): void {
+    this.#instances.get(instance)!.inFlight.add(requestId);
   }
 
   /** Sends a message to an instance if it is there and running (a message to one that is gone has no reader). */

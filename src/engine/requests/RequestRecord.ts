@@ -48,6 +48,8 @@ export class RequestRecord {
   skipHeld = true;
   /** The messages its current run's prompt was built from (its clips as served); a re-encode steps down from them. */
   messages: readonly ChatMessage[];
+  /** Sends the adds that wait for its first output (stageAdds.ts addsAfterFirstOutput), once; null: none wait. */
+  #laterAdds: (() => void) | null = null;
 
   constructor(
     readonly stream: RequestStream,
@@ -112,6 +114,18 @@ export class RequestRecord {
     this.migrating = null;
     this.attempts++;
     this.#route = route;
+  }
+
+  /** `send` sends the adds that wait for the run's first output at main: then, or before any other message. */
+  addsAfterFirstOutput(send: () => void): void {
+    this.#laterAdds = send;
+  }
+
+  /** The adds that wait go now (its first output came, or main is about to tell its stages something else). */
+  sendLaterAdds(): void {
+    const send = this.#laterAdds;
+    this.#laterAdds = null;
+    send?.();
   }
 
   /** Stage id -> the instance that runs the request there. */

@@ -62,7 +62,7 @@ export function commitRequest(
   ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(ctx.pool, record, audioOut));
   tellEveryFirstAudio(graph, record, ctx.pool);
   packetMark(requestId, 'adding');
-  for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
+  sendAdds(ctx.pool, record, plan);
   const chunkTimeoutMs = graph.chunkPolicy.chunkTimeoutMs;
   if (plan.media)
     sendMedia(requestId, plan.media, adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
@@ -72,6 +72,26 @@ export function commitRequest(
   const promptTokens = prompt.promptTokenIds.length;
   diagnostics.requestStart.publish({ requestId, modalities, promptTokens, mediaItems: prompt.items.length });
   return record;
+}
+
+/**
+ * The adds of a new request: now, but those that wait for its first output (stageAdds.ts addsAfterFirstOutput),
+ * which are counted on their instances now and sent then. One that fails then (its instance gone meanwhile: the
+ * pool's loss of it fails or moves the request) ends the request with its error.
+ */
+function sendAdds(pool: StagePool, record: RequestRecord, plan: AdmissionPlan): void {
+  const later = plan.adds.filter((a) => a.afterFirstOutput);
+  for (const { instance, add, afterFirstOutput } of plan.adds)
+    if (afterFirstOutput) pool.reserve(instance, add.requestId);
+    else pool.admit(instance, add);
+  if (later.length === 0) return;
+  record.addsAfterFirstOutput(() => {
+    try {
+      for (const { instance, add } of later) pool.send(instance, add);
+    } catch (err) {
+      record.stream.end('error', serializeError(err));
+    }
+  });
 }
 
 /**

@@ -10,6 +10,8 @@ export function deliverOutputs(arrivals: readonly Arrival[], requests: RequestRe
   for (const a of arrivals) {
     const record = requests.ofRun(a.requestId);
     if (!record) continue;
+    // Its first output: the entry stage's prefill is done, and the adds that waited for it go (addsAfterFirstOutput).
+    record.sendLaterAdds();
     if (a.error) {
       record.stream.end('error', serializeError(a.error));
       continue;

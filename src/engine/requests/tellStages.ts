@@ -5,9 +5,15 @@ import type { StagePool } from '../pool/StagePool.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 
 type Pool = Pick<StagePool, 'instances' | 'send'>;
-type Record = Pick<RequestRecord, 'runId' | 'instances'>;
+type Record = Pick<RequestRecord, 'runId' | 'instances' | 'sendLaterAdds'>;
 
+/**
+ * An add that waits for the first output (stageAdds.ts addsAfterFirstOutput) goes first: every instance that counts
+ * the run reads its add before an abort, pause or resume of it, and acknowledges an abort with `finished` (an abort
+ * of a request it never saw gets none, and the instance would count it as load for good).
+ */
 export function tellStages(pool: Pool, record: Record, type: 'pause' | 'resume' | 'abort'): void {
+  record.sendLaterAdds();
   const requestId = record.runId;
   for (const instance of record.instances.values())
     pool.send(instance, type === 'abort' ? { type, requestId, reason: 'ended' } : { type, requestId });
@@ -20,6 +26,7 @@ export function tellStages(pool: Pool, record: Record, type: 'pause' | 'resume' 
  * audio is out (it made the first chunk the message would resize; it then waits for the released Thinker's rows).
  */
 export function tellFirstAudio(pool: Pool, record: Record, audioOut: boolean): void {
+  record.sendLaterAdds();
   for (const instance of record.instances.values()) {
     const view = pool.instances.get(instance);
     const hears = view && descriptorOf(view.spec.kind).hearsFirstAudio;
