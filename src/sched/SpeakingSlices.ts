@@ -46,17 +46,19 @@ export class SpeakingSlices {
   /**
    * Which of a step's requests (in the plan's order) run in it: every one that may not wait, and of those that may,
    * one group of at most `size`, the group least recently stepped. null: the step runs as planned (no more than
-   * `size` may wait, or their step would cost less than minStepMs at `rowMs`, the model's CPU a decode row costs now;
-   * null: not known yet).
+   * `size` may wait, or a decode step of them would cost less than minStepMs by `stepMs`, the model's CPU a step of
+   * that many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet).
    */
   keep(
     planned: readonly string[],
     mayWait: (requestId: string) => boolean,
-    rowMs: number | null,
+    stepMs: (rows: number) => number | null,
   ): ReadonlySet<string> | null {
     this.steps++;
     const waitable = planned.filter(mayWait);
-    if (waitable.length <= this.size || rowMs === null || waitable.length * rowMs < this.minStepMs) return null;
+    if (waitable.length <= this.size) return null;
+    const cost = stepMs(waitable.length);
+    if (cost === null || cost < this.minStepMs) return null;
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
     const present = new Set(waitable.map((id) => this.groupOf.get(id)!));

@@ -4,7 +4,8 @@
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
 import { ArScheduler, type ScheduledItem, type SchedulerPlan } from '../sched/ArScheduler.ts';
-import { Ewma, type SchedulingPolicy } from '../sched/playback.ts';
+import { DecodeStepCost } from '../sched/DecodeStepCost.ts';
+import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { StageStats } from './messages.ts';
 import { ScheduledStageCore } from './ScheduledStageCore.ts';
@@ -21,8 +22,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   /** Since the process started: prompt positions computed, outputs sampled (ArStats). */
   private promptTokens = 0;
   private generatedTokens = 0;
-  /** The CPU a decode row costs (ms, the process's over the step's batch and run): speaking slices' estimate. */
-  private readonly decodeRowMs = new Ewma();
+  /** The CPU a decode step costs by its rows (the process's, over the batch and run): speaking slices' estimate. */
+  private readonly decodeCost = new DecodeStepCost();
 
   constructor(
     ctx: StageContext,
@@ -89,7 +90,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       return true;
     }
     const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
-    if (phase === 'decode') this.decodeRowMs.observe(cpuMsSince(cpu0) / plan.items.length);
+    if (phase === 'decode') this.decodeCost.observe(plan.items.length, cpuMsSince(cpu0));
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => {
       const req = this.requests.get(item.requestId);
@@ -112,7 +113,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   private sliced(plan: SchedulerPlan, nowMs: number): SchedulerPlan {
     const kept = this.sliceStep(
       plan.items.map((it) => it.requestId),
-      this.decodeRowMs.value,
+      (rows) => this.decodeCost.estimate(rows),
       nowMs,
     );
     if (!kept) return plan;

@@ -88,17 +88,18 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   /**
    * Which of a planned step's requests (in the plan's order) run in it, or null for all of them: speaking slices
    * run, of the answers first audio first may hold back (speaking for a while, listener far ahead), one fixed group of
-   * at most `speaking_slice` a step, in turns, when their step would cost SLICE_MIN_STEP_MS or more at `rowMs` (the
-   * model's CPU a decode row costs now); the others keep their seats and their input for the next steps.
+   * at most `speaking_slice` a step, in turns, when their step would cost SLICE_MIN_STEP_MS or more by `stepMs` (the
+   * model's CPU a decode step of that many rows costs now); the others keep their seats and their input for the next
+   * steps.
    */
   protected sliceStep(
     planned: readonly string[],
-    rowMs: number | null,
+    stepMs: (rows: number) => number | null,
     nowMs = Date.now(),
   ): ReadonlySet<string> | null {
     const firstAudio = this.firstAudio;
     if (!this.slices || !firstAudio) return null;
-    return this.slices.keep(planned, (id) => firstAudio.settled(id, nowMs) && this.farAhead(id, nowMs), rowMs);
+    return this.slices.keep(planned, (id) => firstAudio.settled(id, nowMs) && this.farAhead(id, nowMs), stepMs);
   }
 
   /** Whether the stage's output leads its answers' speech (speechMadeMs says by how much): it paces them. */

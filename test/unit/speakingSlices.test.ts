@@ -12,8 +12,8 @@ import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, stageContext } from '../helpers/fakeStage.ts';
 import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
 
-/** A decode row's CPU at which any step of more than one row is worth slicing (ms). */
-const COSTLY = SLICE_MIN_STEP_MS;
+/** A decode step's CPU by its rows at which any step of more than one row is worth slicing (ms). */
+const COSTLY = (rows: number) => rows * SLICE_MIN_STEP_MS;
 const ids = (n: number, prefix = 'a') => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 
 describe('SpeakingSlices', () => {
@@ -78,10 +78,12 @@ describe('SpeakingSlices', () => {
     const slices = new SpeakingSlices(4);
     const all = ids(10);
     const rowMs = SLICE_MIN_STEP_MS / 10;
-    expect(slices.keep(all, () => true, rowMs * 0.99)).toBeNull(); // ten rows under the bound: one step
-    expect(slices.keep(all, () => true, null)).toBeNull();
-    expect(slices.keep(all, () => true, rowMs)).toEqual(new Set(all.slice(0, 4)));
-    expect(slices.keep(all.slice(0, 8), () => true, rowMs)).toBeNull(); // eight rows of the same cost: under it
+    const perRow = (ms: number) => (rows: number) => rows * ms;
+    expect(slices.keep(all, () => true, perRow(rowMs * 0.99))).toBeNull(); // ten rows under the bound: one step
+    const unknown = () => null;
+    expect(slices.keep(all, () => true, unknown)).toBeNull();
+    expect(slices.keep(all, () => true, perRow(rowMs))).toEqual(new Set(all.slice(0, 4)));
+    expect(slices.keep(all.slice(0, 8), () => true, perRow(rowMs))).toBeNull(); // eight rows of the same cost: under it
   });
 
   it('refuses a size below one', () => {
@@ -93,10 +95,10 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'thinker')!;
   afterEach(() => vi.useRealTimers());
 
-  /** A runner that records each step's batch, and spends `rowMs` of CPU a row (the cost slicing is decided on). */
+  /** A runner that records each step's batch, and spends `stepMs(rows, step)` of CPU a step (what slicing reads). */
   class BatchRunner extends KvLengthRunner {
     readonly batches: string[][] = [];
-    constructor(private readonly rowMs: number) {
+    constructor(private readonly stepMs: (rows: number, step: number) => number) {
       super();
     }
     override execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
@@ -106,7 +108,8 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
         const used = process.cpuUsage(from);
         return (used.user + used.system) / 1000;
       };
-      while (spent() < this.rowMs * items.length); // a model's CPU, not a wait
+      const ms = this.stepMs(items.length, this.batches.length);
+      while (spent() < ms); // a model's CPU, not a wait
       return super.execute(items);
     }
   }
@@ -114,9 +117,13 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   /** A decode row's CPU at which sixteen rows cost more than SLICE_MIN_STEP_MS and four less (ms). */
   const ROW_MS = (SLICE_MIN_STEP_MS / 16) * 1.25;
 
-  function thinker(n: number, speakingSlice: number | null, rowMs = ROW_MS) {
+  function thinker(
+    n: number,
+    speakingSlice: number | null,
+    stepMs: number | ((rows: number, step: number) => number) = ROW_MS,
+  ) {
     vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
-    const runner = new BatchRunner(rowMs);
+    const runner = new BatchRunner(typeof stepMs === 'number' ? (rows) => rows * stepMs : stepMs);
     const ctx = stageContext(spec, new FakeAdapter());
     const core = new ThinkerCore({ ...ctx, chunkPolicy: { ...ctx.chunkPolicy, speakingSlice } }, runner);
     const add = (requestId: string) =>
@@ -140,8 +147,8 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
 
   it('steps sixteen settled speaking answers four at a time; one newcomer runs at once', () => {
     const { core, runner, add } = thinker(16, 4);
-    core.step(); // speaking for less than a second: all sixteen together
-    expect(runner.batches.at(-1)).toHaveLength(16);
+    for (let i = 0; i < 3; i++) core.step(); // speaking for less than a second: all sixteen together
+    expect(runner.batches.slice(-3).map((b) => b.length)).toEqual([16, 16, 16]);
     vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
     for (let i = 0; i < 8; i++) core.step();
     const sliced = runner.batches.slice(-8);
@@ -158,6 +165,36 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
     for (let i = 0; i < 3; i++) core.step();
     expect(runner.batches.slice(-3).map((b) => b.length)).toEqual([16, 16, 16]);
+  });
+
+  it('prices a step of sixteen by its own cost, not by a slow step or by the cost a row of a slice', () => {
+    // A step costs a fixed 6 ms and 0.4 a row: sixteen rows 12.4 ms, under the bound, where a slice of four costs 7.6
+    // (1.9 a row: four times that is 30). The running mean of the CPU a row switched slices on after one step slowed
+    // by 40 ms (a collection), and then read the slices' rows and never switched them off (bench/NOTES.md).
+    const cost = (slowStep: number, rowMs: (step: number) => number) => (rows: number, step: number) =>
+      6 + rows * rowMs(step) + (step === slowStep ? 40 : 0);
+    const { core, runner } = thinker(
+      16,
+      4,
+      cost(4, () => 0.4),
+    );
+    core.step(); // a decode of sixteen
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < 6; i++) core.step(); // the second of them 40 ms slower
+    expect(runner.batches.slice(-6).map((b) => b.length)).toEqual(Array(6).fill(16));
+  });
+
+  it('ends the slices when a step of all of them would cost less than SLICE_MIN_STEP_MS again', () => {
+    // 1.2 ms a row for twelve steps (sixteen rows: 25 ms, sliced), then 0.4 (12.4 ms): once the steps of sixteen are
+    // out of the fit's window, the slices of four (7.6 ms) price a step of sixteen at the fixed cost fitted before
+    // plus sixteen times what a row of them costs beyond it.
+    const { core, runner } = thinker(16, 4, (rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.4));
+    core.step();
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < 40; i++) core.step();
+    const sizes = runner.batches.map((b) => b.length);
+    expect(sizes.slice(2, 12)).toContain(4); // sliced while a step of sixteen cost 25 ms
+    expect(sizes.slice(-4)).toEqual([16, 16, 16, 16]);
   });
 
   it('steps them all together with speaking_slice null', () => {

@@ -1,0 +1,100 @@
+/**
+ * The CPU a decode step of n rows costs a stage now (ms): speaking slices' estimate of the step they would cut
+ * (src/sched/SpeakingSlices.ts). Pure: the core reports each decode step's rows and CPU.
+ *
+ * A step has a cost of its own beside its rows' (~2.75 ms of CPU on tiny-omni's Thinker and Talker), so the CPU a row
+ * costs depends on the step's size: a step of sixteen speaking answers cost 8-12 ms (0.5-0.75 ms a row) where a slice
+ * of four of them cost 4.4 ms (1.1 a row). The estimate used to be the running mean of the CPU a row, over whatever
+ * steps ran: once slices were on, it read the slices' rows and priced the step of sixteen at 4x a slice (17.6 ms, over
+ * SLICE_MIN_STEP_MS), so they stayed on for good; before, one or two slow steps (23-59 ms of CPU among 8-12 ms ones, a
+ * collection or the machine's load; before the first slice in 9 of 10 traced stages) moved it over the bound. Whether
+ * a newcomer met steps of sixteen or of four depended on whether such a step had happened yet, not on what a step
+ * cost (bench/NOTES.md, "The first newcomer: an audio burst, and slices switched on by one slow step"). So each
+ * size keeps the median of its last few steps (one slow step moves nothing), and a step of n is priced by a line
+ * through them, fixed cost and cost a row, fitted while sizes far enough apart have run recently; while only one size
+ * runs (the slices, steady), its cost a row is taken beyond the fixed cost last fitted.
+ */
+
+/** Steps of one size whose median prices it: one or two slow steps among them move nothing. */
+const SAMPLES_PER_SIZE = 5;
+/** Steps of a size measured before it counts: a median of fewer is one step's, the first possibly a slow one. */
+const MIN_SAMPLES = 3;
+/**
+ * A size counts in the fit while it ran within this many decode steps: the cost a row moves with the contexts and the
+ * machine's load, and a line through one size's old cost and another's fresh one puts the difference into the fixed
+ * cost, which then prices every step after (a step of sixteen stayed priced over the bound with the slices' rows at a
+ * third of the cost). Two sizes run that close together while a newcomer decodes beside slices, or beside the rest.
+ */
+const RECENT_STEPS = 8;
+
+interface SizeCost {
+  readonly samples: number[];
+  lastStep: number;
+}
+
+export class DecodeStepCost {
+  private readonly sizes = new Map<number, SizeCost>();
+  private steps = 0;
+  /** The fixed cost of a step as last fitted (ms); null: never fitted (no two sizes far enough apart yet). */
+  private fixedMs: number | null = null;
+
+  /** A decode step of `rows` rows cost `cpuMs` of the stage's CPU. */
+  observe(rows: number, cpuMs: number): void {
+    if (!(rows >= 1) || !Number.isFinite(cpuMs) || cpuMs < 0) return;
+    this.steps++;
+    let size = this.sizes.get(rows);
+    if (!size) this.sizes.set(rows, (size = { samples: [], lastStep: 0 }));
+    if (this.steps - size.lastStep > RECENT_STEPS) size.samples.length = 0; // back after a while: its old cost is stale
+    size.samples.push(cpuMs);
+    if (size.samples.length > SAMPLES_PER_SIZE) size.samples.shift();
+    size.lastStep = this.steps;
+    const fit = fitLine(this.recent());
+    if (fit) this.fixedMs = fit.fixedMs;
+  }
+
+  /** What a decode step of `rows` rows would cost now (ms), or null while no size has run MIN_SAMPLES steps lately. */
+  estimate(rows: number): number | null {
+    const points = this.recent();
+    if (points.length === 0) return null;
+    const fit = fitLine(points);
+    if (fit) return fit.fixedMs + fit.rowMs * rows;
+    // One size (or sizes too close to tell a row from the step): its cost a row beyond the fixed cost last fitted.
+    const [size, ms] = points.reduce((a, b) => (b[0] > a[0] ? b : a));
+    const fixed = Math.min(this.fixedMs ?? 0, ms);
+    return fixed + ((ms - fixed) / size) * rows;
+  }
+
+  /** Each recently run size and the median of its steps' CPU. */
+  private recent(): [rows: number, ms: number][] {
+    const out: [number, number][] = [];
+    for (const [rows, s] of this.sizes) {
+      if (this.steps - s.lastStep >= RECENT_STEPS) continue;
+      if (s.samples.length >= MIN_SAMPLES) out.push([rows, median(s.samples)]);
+    }
+    return out;
+  }
+}
+
+/**
+ * The least-squares line through (rows, ms), when the sizes span at least a factor of two (closer sizes differ by
+ * less than a step's noise); its fixed cost kept within [0, the cheapest size's cost] and its cost a row >= 0.
+ */
+function fitLine(points: readonly [number, number][]): { fixedMs: number; rowMs: number } | null {
+  const xs = points.map(([x]) => x);
+  if (points.length < 2 || Math.max(...xs) < 2 * Math.min(...xs)) return null;
+  const n = points.length;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  const sxx = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  const sxy = points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0);
+  const rowMs = Math.max(0, sxy / sxx);
+  const cheapest = Math.min(...points.map(([, y]) => y));
+  const fixedMs = Math.min(cheapest, Math.max(0, my - rowMs * mx));
+  return { fixedMs, rowMs: rowMs > 0 ? rowMs : (my - fixedMs) / mx };
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}

@@ -1,0 +1,62 @@
+/**
+ * The CPU a decode step of n rows costs (src/sched/DecodeStepCost.ts), which speaking slices decide on: a fixed cost
+ * a step and a cost a row, not the mean cost a row of whatever steps ran (bench/NOTES.md, "The first newcomer: an
+ * audio burst, and slices switched on by one slow step").
+ */
+import { describe, expect, it } from 'vitest';
+import { DecodeStepCost } from '../../src/sched/DecodeStepCost.ts';
+
+/** tiny-omni's Thinker early in sixteen long answers: ~2.75 ms a step and 0.5 a row. */
+const cost = (rows: number) => 2.75 + 0.5 * rows;
+
+describe('DecodeStepCost', () => {
+  it('knows nothing before three steps of a size', () => {
+    const c = new DecodeStepCost();
+    expect(c.estimate(16)).toBeNull();
+    c.observe(16, cost(16));
+    c.observe(16, cost(16));
+    expect(c.estimate(16)).toBeNull();
+    c.observe(16, cost(16));
+    expect(c.estimate(16)).toBeCloseTo(cost(16));
+  });
+
+  it('is moved by no single slow step', () => {
+    const c = new DecodeStepCost();
+    for (const extra of [0, 0, 40, 0, 0]) c.observe(16, cost(16) + extra);
+    expect(c.estimate(16)).toBeCloseTo(cost(16));
+  });
+
+  it('prices a step of sixteen from slices of four by the fixed cost fitted while both ran', () => {
+    const c = new DecodeStepCost();
+    for (let i = 0; i < 3; i++) c.observe(16, cost(16));
+    for (let i = 0; i < 3; i++) c.observe(4, cost(4));
+    expect(c.estimate(16)).toBeCloseTo(cost(16)); // the line through both sizes
+    for (let i = 0; i < 20; i++) c.observe(4, cost(4)); // the steps of sixteen long gone: slices alone
+    expect(c.estimate(16)).toBeCloseTo(cost(16)); // 10.75 ms, where 4 x a slice's 4.75 is 19
+    expect(c.estimate(4)).toBeCloseTo(cost(4));
+  });
+
+  it('follows the cost a row of the slices as the contexts grow', () => {
+    const c = new DecodeStepCost();
+    for (let i = 0; i < 3; i++) c.observe(16, cost(16));
+    for (let i = 0; i < 20; i++) c.observe(4, cost(4));
+    for (let i = 0; i < 5; i++) c.observe(4, 2.75 + 4 * 1.5); // 1.5 ms a row now
+    expect(c.estimate(16)).toBeCloseTo(2.75 + 16 * 1.5);
+  });
+
+  it('without a fit, prices by the largest size a row (no fixed cost known)', () => {
+    const c = new DecodeStepCost();
+    for (let i = 0; i < 3; i++) c.observe(4, 8);
+    expect(c.estimate(16)).toBeCloseTo(32);
+  });
+
+  it('drops a size that has not run lately, and its old cost with it', () => {
+    const c = new DecodeStepCost();
+    for (let i = 0; i < 3; i++) c.observe(16, 30); // dear steps of sixteen
+    for (let i = 0; i < 3; i++) c.observe(4, cost(4));
+    for (let i = 0; i < 20; i++) c.observe(4, cost(4));
+    c.observe(16, cost(16)); // sixteen again, cheaper: one fresh step does not count yet, nor do the old ones
+    // The fit while both ran put the fixed cost below zero (kept at 0): the slices' cost a row prices sixteen.
+    expect(c.estimate(16)).toBeCloseTo((cost(4) / 4) * 16);
+  });
+});
