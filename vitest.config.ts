@@ -1,11 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Tests that measure the machine (the event loop under 16 voice sessions) or load it end to end for a minute (the
- * soak): `npm test` runs them after the main suite, one file at a time (vitest.alone.config.ts), so neither
- * measures nor starves another test file.
+ * Tests that measure the machine (the event loop under 16 voice sessions; admission held to what one warm request
+ * took, whose refusals must be the latency gate's and not the running limit learned from late first packets) or load
+ * it end to end for a minute (the soak): `npm test` runs them after the main suite, one file at a time
+ * (vitest.alone.config.ts), so neither measures nor starves another test file.
  */
-export const ALONE = ['test/e2e/voiceLoad.test.ts', 'test/e2e/soak.test.ts', 'test/e2e/soak.turns.test.ts'];
+export const ALONE = [
+  'test/e2e/voiceLoad.test.ts',
+  'test/e2e/soak.test.ts',
+  'test/e2e/soak.turns.test.ts',
+  'test/e2e/server.admissionSlo.test.ts',
+];
 
 /** What every tier shares (and the ALONE run: vitest.alone.config.ts). */
 export const shared = {
@@ -52,9 +58,12 @@ export const TIERS = {
   // close left the stage running (StagePool), main's tracing settled once per process (tracing.test builds its own),
   // counts read from the process's registry from zero (kvHeldSkip, server.metrics: from their start). So an e2e file,
   // like a unit file, leaves nothing behind: its servers closed, its env restored, its counts taken as differences.
-  // A third worker was faster on the 10 files (0.61-0.72x) but is not tried on the whole tier nor beside the files that
-  // assert latency (memory, server.overload, schedIdle, ttfpTarget).
-  e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'], ...compiled, isolate: false },
+  // Three files at a time: two left a core idle much of the time, the files waiting on boots, leases, restarts and
+  // real-time audio (the tier 832 CPU-s against 1440 core-s of its 720 s). The whole tier, one run after the other:
+  // 533 s with three workers against 720 s with two (bench/NOTES.md, "Suite time: the build beside the unit tier, the
+  // pack's check, a third e2e worker"), the files that assert on latency (memory, server.overload, schedIdle,
+  // ttfpTarget, server.longPrompt) passing beside two others; server.admissionSlo went to ALONE.
+  e2e: { include: ['test/e2e/**/*.test.ts', 'test/voice/**/*.test.ts'], ...compiled, isolate: false, maxWorkers: 3 },
   // One file at a time: the voice page runs a real pipeline, and beside it the playground page's event loop stalled
   // past its 50 ms playback lead, which the playground test counts (rightly) as an underrun.
   browser: { include: ['test/browser/**/*.test.ts'], fileParallelism: false },
@@ -64,7 +73,11 @@ export default defineConfig({
   test: {
     ...shared,
     maxWorkers: 2,
-    // A project's include replaces nothing that `extends` would merge: each tier lists its own files only.
-    projects: Object.entries(TIERS).map(([name, tier]) => ({ test: { ...shared, name, ...tier } })),
+    // A project's include replaces nothing that `extends` would merge: each tier lists its own files only. Each tier is
+    // its own group, in this order, also under a plain `vitest run` (vitest runs projects of different maxWorkers in
+    // different groups only).
+    projects: Object.entries(TIERS).map(([name, tier], order) => ({
+      test: { ...shared, name, sequence: { groupOrder: order }, ...tier },
+    })),
   },
 });

@@ -42,7 +42,7 @@ for (const [i, run] of runs.entries()) {
 }
 rmSync(reports, { recursive: true, force: true });
 const slowest = files.sort((a, b) => b.seconds - a.seconds).slice(0, SLOWEST);
-console.log(`\nslowest test files (s, each file's own time; files of a tier run two at a time):`);
+console.log(`\nslowest test files (s, each file's own time; files of a tier run side by side):`);
 for (const f of slowest) console.log(`  ${f.seconds.toFixed(1).padStart(6)}  ${f.file}`);
 console.log(`\ntest tiers (vitest):\n${rows.join('\n')}`);
 console.log(`  total    ${((performance.now() - started) / 1000).toFixed(0).padStart(5)} s`);
