@@ -30,13 +30,24 @@ export function blockNames(
   limit: number,
   write: (hash: Hash, position: number) => boolean,
 ): BlockNames {
+  return chainNames(root, blockPositions, limit, (hash, start) => {
+    for (let p = start; p < start + blockPositions; p++) if (!write(hash, p)) return false;
+    return true;
+  });
+}
+
+/** The chain itself: `writeBlock(hash, start)` adds the inputs of the block at `start` (false: not known yet). */
+function chainNames(
+  root: string,
+  blockPositions: number,
+  limit: number,
+  writeBlock: (hash: Hash, start: number) => boolean,
+): BlockNames {
   const names: string[] = [];
   let previous = root;
   for (let start = 0; start + blockPositions <= limit; start += blockPositions) {
     const hash = createHash('sha256').update(previous);
-    for (let p = start; p < start + blockPositions; p++) {
-      if (!write(hash, p)) return { names, stoppedAtUnknown: true };
-    }
+    if (!writeBlock(hash, start)) return { names, stoppedAtUnknown: true };
     previous = hash.digest('base64url').slice(0, 22);
     names.push(previous);
   }
@@ -101,8 +112,21 @@ export function tokenBlockNames(
   ids: readonly number[],
   limit: number,
   keyed: readonly KeyedSpan[] = [],
-) {
-  return blockNames(root, blockPositions, Math.min(limit, ids.length), (hash, p) => {
+): string[] {
+  const end = Math.min(limit, ids.length);
+  if (keyed.length === 0) {
+    // Token ids only (most prompts): a block's ids go into its hash in one update, the very bytes writeTokenId
+    // writes one position at a time (so the names are the Thinker's), without a call into the hash per position:
+    // main names every prompt while it routes it, on the request's way to its first token.
+    const block = new Int32Array(blockPositions);
+    const bytes = new Uint8Array(block.buffer);
+    return chainNames(root, blockPositions, end, (hash, start) => {
+      for (let i = 0; i < blockPositions; i++) block[i] = ids[start + i];
+      hash.update(bytes);
+      return true;
+    }).names;
+  }
+  return blockNames(root, blockPositions, end, (hash, p) => {
     writeTokenId(hash, ids[p]);
     const span = keyed.find((s) => p >= s.start && p < s.start + s.length);
     if (span) writeMediaKey(hash, span.blockKey, (span.offset ?? 0) + p - span.start);

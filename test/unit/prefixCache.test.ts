@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { blockNames, rowBytes } from '../../src/sched/blockNames.ts';
+import { blockNames, rowBytes, tokenBlockNames, writeMediaKey, writeTokenId } from '../../src/sched/blockNames.ts';
 import { checkPrefixBudget, PrefixCache, type CacheEntry } from '../../src/sched/PrefixCache.ts';
 import { configProblems } from '../helpers/configProblems.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
@@ -46,6 +46,32 @@ describe('blockNames', () => {
       [2, null],
     ]);
     expect(names(ids, 2, rowsSoFar)).toEqual({ names: [a.names[0]], stoppedAtUnknown: true });
+  });
+
+  it("main's names of a prompt are the Thinker's: token ids and keyed media written a position at a time", () => {
+    // The Thinker's cache names position by position (ThinkerPrefixCache.namesOf); main's router names a whole block
+    // of token ids in one go. The names must agree, or routing would never find a prefix the Thinker holds.
+    const thinkers = (ids: number[], b: number, limit: number, key?: { start: number; length: number }) =>
+      blockNames('model', b, Math.min(limit, ids.length), (hash, p) => {
+        writeTokenId(hash, ids[p]);
+        if (key && p >= key.start && p < key.start + key.length) writeMediaKey(hash, 'clip', p - key.start);
+        return true;
+      }).names;
+    const ids = Array.from({ length: 53 }, (_, i) => (i * 7919) % 70_000); // ids past 16 bits too
+    for (const [b, limit] of [
+      [16, 53],
+      [16, 52],
+      [4, 13],
+      [1, 5],
+      [16, 200],
+    ]) {
+      const main = tokenBlockNames('model', b, ids, limit);
+      expect(main).toEqual(thinkers(ids, b, limit));
+      expect(main).toHaveLength(Math.floor(Math.min(limit, ids.length) / b));
+    }
+    const keyed = [{ start: 5, length: 20, blockKey: 'clip' }];
+    expect(tokenBlockNames('model', 4, ids, 53, keyed)).toEqual(thinkers(ids, 4, 53, keyed[0]));
+    expect(tokenBlockNames('model', 4, ids, 53, keyed)).not.toEqual(tokenBlockNames('model', 4, ids, 53));
   });
 });
 
