@@ -103,6 +103,7 @@ export class Orchestrator implements Engine {
     const ecWhere = (item: MediaItem) => ecEntryOf(this.ec, item);
     this.router = new Router(graph.routing, this.pool.instances, ecWhere, graph.kvPredictionMs);
     this.pool.on('ready', (view) => this.router.forget(view.instance));
+    this.pool.on('stats', (view) => this.router.reported(view));
     this.pending = new PendingAdmissions({ graph, health: () => this.pool.health(), log });
     this.rows = mediaRowsBudgetOf(graph);
     this.pool.on('ready', () => this.pending.retry());

@@ -262,6 +262,43 @@ describe('Router', () => {
     expect(decisions.at(-1)).not.toMatchObject({ reason: 'kv_overlap' });
   });
 
+  it('ttft: reports indexed as they arrive route as the reports read at the route; a newer one always replaces', () => {
+    const slots = slotsOf(thinkers);
+    const router = new Router('ttft', slots, undefined, 0); // no predictions: the reports alone say what is held
+    const decisions = listen(channelNames.routeDecision);
+    const history = Array.from({ length: 320 }, (_, i) => 1 + (i % 50));
+    const names = tokenBlockNames('thinker model', 16, history, history.length).map((n) =>
+      n.slice(0, ROUTING_NAME_CHARS),
+    );
+    const report = (blocks: number) => ({
+      ...STATS,
+      kind: {
+        prefix: { ...PREFIX, held: { root: 'thinker model', blockPositions: 16, names: names.slice(0, blocks) } },
+      },
+    });
+    const holder = slots.get('thinker#1')!;
+    const turn = { promptTokenIds: [...history, 7], items: [], spans: [] };
+    const cachedAfter = (id: string) => {
+      route(router, id, turn);
+      forget(id);
+      return (decisions.at(-1) as { cachedPositions: number }).cachedPositions;
+    };
+    holder.stats = report(20);
+    router.reported(holder); // as the pool's 'stats' event does
+    expect(cachedAfter('whole')).toBe(320);
+    expect(cachedAfter('again')).toBe(320); // the same report, read again
+    holder.stats = report(5); // blocks evicted, reported
+    router.reported(holder);
+    expect(cachedAfter('evicted')).toBe(80);
+    holder.stats = report(10); // a report whose event has not been handled yet: the route reads it
+    expect(cachedAfter('unannounced')).toBe(160);
+    holder.status = 'starting'; // not ready: its report is not indexed, and routing leaves it out
+    holder.stats = report(20);
+    router.reported(holder);
+    expect(route(router, 'elsewhere', turn).get('thinker')).toBe('thinker#0');
+    forget('elsewhere');
+  });
+
   it("ttft: learns each encoder instance's video rate apart from its image rate, and avoids the slower one", () => {
     const router = new Router('ttft', slotsOf({ thinker: ['0'], 'image-encoder': ['a', 'b'] }));
     const rates = () =>

@@ -62,6 +62,7 @@ export class InstanceEvents {
           ...msg.stats,
           engine: this.ctx.engine, // last: a report cannot name another engine
         });
+        this.ctx.events.emit('stats', inst);
         return;
       default:
         return;

@@ -12,6 +12,8 @@ export type MediaRetryMessage = Extract<StageToMain, { type: 'media_retry' }>;
 export interface StagePoolEvents {
   /** An instance is READY (boot, restart or remote join), with the model facts it reported. */
   ready: [instance: InstanceView, facts: ModelFacts | undefined];
+  /** An instance's stats report arrived (InstanceView.stats is it now). */
+  stats: [instance: InstanceView];
   /** A request finished on an instance (it has left the instance's in-flight set). */
   finished: [instance: InstanceView, msg: FinishedMessage];
   /** A Thinker instance kept an item's encoder rows. */

@@ -24,6 +24,8 @@ interface InstanceBlocks {
   readonly root: string;
   readonly blockPositions: number;
   readonly names: ReadonlySet<string>;
+  /** The report these names were last checked against: the same report again is not compared name by name. */
+  report: HeldBlocks | null;
   /** Names of prompts that ended here since, and until when they count (ms on the caller's clock). */
   readonly predicted: Map<string, number>;
 }
@@ -58,11 +60,15 @@ export class KvIndex {
       return;
     }
     const current = this.#instances.get(instance);
-    if (current && sameBlocks(current, held)) return; // most reports between two requests' ends
+    if (current?.report === held) return; // applied when it arrived (Router.reported), read again by a route
+    if (current && sameBlocks(current, held)) {
+      current.report = held; // most reports between two requests' ends
+      return;
+    }
     const { root, blockPositions } = held;
     const predicted =
       current?.root === root && current.blockPositions === blockPositions ? current.predicted : new Map();
-    this.#instances.set(instance, { root, blockPositions, names: new Set(held.names), predicted });
+    this.#instances.set(instance, { root, blockPositions, names: new Set(held.names), report: held, predicted });
   }
 
   /**
@@ -71,7 +77,8 @@ export class KvIndex {
    */
   predict(instance: string, prompt: NamedPrompt, nowMs: number, naming: Naming): void {
     let held = this.#instances.get(instance);
-    if (!held) this.#instances.set(instance, (held = { ...naming, names: new Set(), predicted: new Map() }));
+    if (!held)
+      this.#instances.set(instance, (held = { ...naming, names: new Set(), report: null, predicted: new Map() }));
     for (const [name, until] of held.predicted) if (until <= nowMs) held.predicted.delete(name);
     // An ended request computed every position of its prompt (its last too: it sampled there).
     for (const name of this.#name(held, prompt, prompt.namable)) held.predicted.set(name, nowMs + this.predictionMs);

@@ -143,6 +143,17 @@ export class Router {
   }
 
   /**
+   * An instance's stats report arrived: what its prefix cache holds goes into the index now, between requests, rather
+   * than when the next request is routed (a report carries up to ~1,000 names; comparing and indexing them was on
+   * every request's way to its first token). route() still reads every ready instance's latest report, so routing
+   * sees the same index either way: one already applied costs it nothing (KvIndex.update).
+   */
+  reported(view: InstanceView): void {
+    const held = descriptorOf(view.spec.kind).prefixHeld;
+    if (held && view.stats && view.status === 'ready') this.#kv.update(view.instance, held(view.stats));
+  }
+
+  /**
    * The instance of each stage in `stages` for a request. `pinned` returns the entry stage's instance when
    * something else decides it (a retained prompt prefix lives there), calling `pick` otherwise.
    */
