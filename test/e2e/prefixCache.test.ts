@@ -36,7 +36,19 @@ const pcm16 = (base64: string) => {
  */
 const TURNS = 20;
 
-const start = (edits: Record<string, string>) => servePipeline(configWith('tiny-omni-text-in.yaml', edits));
+/**
+ * Both servers without admission's measured bounds: this file is about what the cache computes and returns. On a fresh
+ * clone's CI (the tier runs three files at once) the queue bound refused the fourth of the spoken answers sent
+ * together (estimated queue 1711 ms > max_queue_ms 1504): the estimate charges each request ahead its whole prompt,
+ * though the three after the first copy its system prompt's blocks (bench/NOTES.md, "Quiet figures, tenth sitting";
+ * to fix in the estimate). Admission is tested in its own files.
+ */
+const NO_LATENCY_ADMISSION = {
+  'async_chunk: true': 'async_chunk: true\nadmission: { max_queue_ms: null, running_limit: fixed }',
+};
+
+const start = (edits: Record<string, string>) =>
+  servePipeline(configWith('tiny-omni-text-in.yaml', { ...NO_LATENCY_ADMISSION, ...edits }));
 
 let cached: ServedPipeline;
 let uncached: ServedPipeline;
