@@ -229,6 +229,21 @@ describe('LiveCost', () => {
     for (const s of burst) cost.release(s);
   });
 
+  it('learns no competitor as making a request faster: a burst after one is still charged for each', () => {
+    const cost = new LiveCost();
+    const alone = cost.admit(100, 0, 100, true, NO_WAIT);
+    cost.firstAudio(alone, 1_100); // 1000 ms beyond its prediction, alone: the own part
+    cost.release(alone);
+    // Two together, each heard 700 ms beyond a prediction that has grown since: 300 ms under the own part.
+    const pair = [0, 1].map(() => cost.admit(100, 10_000, 400, true, NO_WAIT));
+    for (const s of pair) cost.firstAudio(s, 11_100);
+    for (const s of pair) cost.release(s);
+    const burst = [0, 1, 2, 3].map(() => cost.admit(100, 20_000, 100, true, NO_WAIT));
+    // Charged -300 ms each, the fourth of a burst was estimated 900 ms under one request alone.
+    expect(cost.extraMs('ttfp')).toBeGreaterThanOrEqual(cost.ownMs('ttfp')!);
+    for (const s of burst) cost.release(s);
+  });
+
   it('an audio request competes until its first audio; the steps in progress are charged as measured', () => {
     const cost = new LiveCost();
     const long = cost.admit(100, 0, 50, true, { ttft: 0, ttfp: 0 });

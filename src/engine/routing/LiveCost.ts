@@ -226,7 +226,10 @@ export class LiveCost {
       return;
     }
     const others = s.peakCompetitors - 1;
-    const perOther = own === null ? miss / s.peakCompetitors : (miss - own) / others;
+    // Never below zero: a competitor does not make a request faster. A request beside others that missed less than
+    // the own part (its prediction grown since the own part was learned) taught a negative cost each at first, and
+    // a burst after it was admitted whole, each competitor lowering the estimate.
+    const perOther = Math.max(0, own === null ? miss / s.peakCompetitors : (miss - own) / others);
     this.#perOtherMs[kind] = envelope(this.#perOtherMs[kind], perOther);
   }
 
