@@ -299,6 +299,56 @@ describe('Router', () => {
     forget('elsewhere');
   });
 
+  it.each<RoutingPolicy>(['ttft', 'least_loaded'])(
+    '%s: a burst under one long prefix is queued as the prefix once and each suffix; distinct prompts whole',
+    (policy) => {
+      const slots = slotsOf({ thinker: ['0'] });
+      const router = new Router(policy, slots, undefined, 0); // no predictions: the queue alone shares the prefix
+      const thinker = graph.stages.find((s) => s.stageId === 'thinker')!;
+      const queued = () =>
+        router.snapshot(
+          [thinker],
+          () => true,
+          () => null,
+        ).thinkers[0].queuedPrefillTokens;
+      // 1,024 positions of system prompt (64 blocks of 16) and 40 of each request's own.
+      const prefix = Array.from({ length: 1024 }, (_, i) => 1 + (i % 300));
+      const ask = (n: number, head: number[]) => ({
+        promptTokenIds: [...head, ...Array.from({ length: 40 }, (_, i) => 500 + n * 40 + i)],
+        items: [],
+        spans: [],
+      });
+      const burst = [0, 1, 2, 3].map((n) => `b${n}`);
+      burst.forEach((id, n) => route(router, id, ask(n, prefix)));
+      // The first computes the prefix; the three others copy its blocks as it computes them.
+      expect(queued()).toBe(1064 + 3 * 40);
+      // The admission estimate waits for that, not for 4 x 1,064 (the default rate: 4,000 positions a second).
+      expect(router.estimate(thinker)!.queueMs).toBeCloseTo(((1064 + 3 * 40) / 4000) * 1000, 3);
+      // Four distinct prompts of the same size, queued behind them: each computes its whole prompt.
+      const distinct = [0, 1, 2, 3].map((n) => `d${n}`);
+      distinct.forEach((id, n) =>
+        route(
+          router,
+          id,
+          ask(
+            n,
+            prefix.map((t) => t + 1000 * (n + 1)),
+          ),
+        ),
+      );
+      expect(queued()).toBe(1064 + 3 * 40 + 4 * 1064);
+      // Each charge leaves at its first token or when cancelled, the names with it: nothing is left queued, and the
+      // next request under the prefix computes it again (its cache reports nothing; no request ahead computes it).
+      firstToken('b0', Date.now());
+      expect(queued()).toBe(3 * 40 + 4 * 1064);
+      for (const id of [...burst.slice(1, 3), ...distinct]) firstToken(id, Date.now());
+      forget('b3');
+      expect(queued()).toBe(0);
+      route(router, 'after', ask(9, prefix));
+      expect(queued()).toBe(1064);
+    },
+  );
+
   it("ttft: learns each encoder instance's video rate apart from its image rate, and avoids the slower one", () => {
     const router = new Router('ttft', slotsOf({ thinker: ['0'], 'image-encoder': ['a', 'b'] }));
     const rates = () =>

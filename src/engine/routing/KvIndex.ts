@@ -16,6 +16,10 @@
  * keyed media (a video: its block key and offset) up to its first other media position (those are named by their
  * rows, which only the Thinker has), from the root salted with the request's cache salt as the Thinker's are
  * (saltedRoot). A second question about a clip is routed to the Thinker that holds the clip's KV.
+ *
+ * A prompt is named once (one hash a block) for everything main asks of it: the overlaps at its route, the queue's
+ * count of what it shares with the requests ahead of it (QueuedPrefill.ts), the prediction when it ends. names()
+ * keeps the names beside the prompt object (a WeakMap: they go with the request), so callers pass the same object.
  */
 import type { HeldBlocks } from '../../sched/PrefixCache.ts';
 import { ROUTING_NAME_CHARS, saltedRoot, tokenBlockNames, type KeyedSpan } from '../../sched/blockNames.ts';
@@ -47,8 +51,16 @@ export interface NamedPrompt {
   readonly cacheSalt?: string;
 }
 
+/** Names of a prompt's whole blocks of [0, namable) under one naming (`key`: its block size and root). */
+interface PromptNames {
+  readonly key: string;
+  readonly names: readonly string[];
+}
+
 export class KvIndex {
   readonly #instances = new Map<string, InstanceBlocks>();
+  /** Each prompt's names under the naming last asked (replicas of a stage share one): hashed once a request. */
+  readonly #named = new WeakMap<NamedPrompt, PromptNames>();
 
   /** `predictionMs`: how long an ended prompt counts as held (YAML `kv_prediction_ms`); 0: reports only. */
   constructor(private readonly predictionMs = PREDICTION_MS) {}
@@ -81,7 +93,7 @@ export class KvIndex {
       this.#instances.set(instance, (held = { ...naming, names: new Set(), report: null, predicted: new Map() }));
     for (const [name, until] of held.predicted) if (until <= nowMs) held.predicted.delete(name);
     // An ended request computed every position of its prompt (its last too: it sampled there).
-    for (const name of this.#name(held, prompt, prompt.namable)) held.predicted.set(name, nowMs + this.predictionMs);
+    for (const name of this.names(prompt, held)) held.predicted.set(name, nowMs + this.predictionMs);
   }
 
   /** Keeps only these instances (the ready ones): the others are gone or restarting. */
@@ -99,7 +111,6 @@ export class KvIndex {
    * are named once per distinct (root, block size): replicas of one stage share both.
    */
   overlaps(instances: readonly string[], prompt: NamedPrompt, nowMs: number): Map<string, number> {
-    const named = new Map<string, string[]>();
     const out = new Map<string, number>();
     for (const instance of instances) {
       const held = this.#instances.get(instance);
@@ -107,12 +118,11 @@ export class KvIndex {
         out.set(instance, 0);
         continue;
       }
-      const key = `${held.blockPositions} ${held.root}`; // one prompt: one salt for every instance
-      let names = named.get(key);
-      if (!names) named.set(key, (names = this.#name(held, prompt)));
+      const names = this.names(prompt, held);
       const has = (name: string) => held.names.has(name) || (held.predicted.get(name) ?? 0) > nowMs;
+      const reusable = reusableBlocks(prompt, held.blockPositions);
       let blocks = 0;
-      while (blocks < names.length && has(names[blocks])) blocks++;
+      while (blocks < reusable && has(names[blocks])) blocks++;
       out.set(instance, blocks * held.blockPositions);
     }
     return out;
@@ -123,13 +133,27 @@ export class KvIndex {
     return this.#instances.size;
   }
 
-  /** Names of the prompt's whole blocks in [0, limit); by default not its last position, which it computes. */
-  #name(held: Naming, prompt: NamedPrompt, limit = Math.min(prompt.namable, prompt.tokenIds.length - 1)): string[] {
-    const root = saltedRoot(held.root, prompt.cacheSalt);
-    return tokenBlockNames(root, held.blockPositions, prompt.tokenIds, limit, prompt.keyed).map((n) =>
+  /**
+   * Names (shortened, as reports carry them) of the prompt's whole blocks in [0, namable): the blocks a request leaves
+   * in its Thinker's cache. Those it may find there are the first reusableBlocks() of them. Named once per prompt
+   * object and naming; the names are chained, so a shorter limit's names are a prefix of these.
+   */
+  names(prompt: NamedPrompt, naming: Naming): readonly string[] {
+    const key = `${naming.blockPositions} ${naming.root}`; // one prompt: one salt for every instance
+    const known = this.#named.get(prompt);
+    if (known?.key === key) return known.names;
+    const root = saltedRoot(naming.root, prompt.cacheSalt);
+    const names = tokenBlockNames(root, naming.blockPositions, prompt.tokenIds, prompt.namable, prompt.keyed).map((n) =>
       n.slice(0, ROUTING_NAME_CHARS),
     );
+    this.#named.set(prompt, { key, names });
+    return names;
   }
+}
+
+/** Leading blocks a request may adopt: whole blocks before its last position, which it computes (it samples there). */
+export function reusableBlocks(prompt: NamedPrompt, blockPositions: number): number {
+  return Math.floor(Math.max(0, Math.min(prompt.namable, prompt.tokenIds.length - 1)) / blockPositions);
 }
 
 function sameBlocks(a: InstanceBlocks, b: HeldBlocks): boolean {

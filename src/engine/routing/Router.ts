@@ -7,7 +7,8 @@
  * comparison. Every policy's choice gets a predicted TTFT, checked against the actual one at the first token
  * (chorus:route:ttft), and a decision reason (chorus:route:decision). Under `ttft` each Thinker instance is charged
  * only the prompt positions its prefix cache does not hold (KvIndex.ts, from the instances' stats reports), and the
- * queue counts what the chosen instance will compute.
+ * queue counts what the chosen instance will compute: under every policy, a queued request is charged its prompt less
+ * what the cache holds and what a request queued ahead of it computes for it (QueuedPrefill.ts).
  */
 import { MODALITIES, type Modality } from '../../common/modality.ts';
 import { hostname } from 'node:os';
@@ -20,7 +21,8 @@ import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
 import { modelRoot, type KeyedSpan } from '../../sched/blockNames.ts';
 import { blockKeyOf } from '../blockKey.ts';
 import { heldItems } from '../heldItems.ts';
-import { KvIndex, PREDICTION_MS, type NamedPrompt } from './KvIndex.ts';
+import { KvIndex, PREDICTION_MS, reusableBlocks, type NamedPrompt, type Naming } from './KvIndex.ts';
+import { QueuedPrefill, type QueuedCharge } from './QueuedPrefill.ts';
 import { LiveCost, type LiveSample, type PathWaitMs } from './LiveCost.ts';
 import { SeatWait } from './SeatWait.ts';
 import { frameStepMs, pathWaitMs } from './stepWait.ts';
@@ -60,7 +62,18 @@ interface Admitted {
   readonly requestId: string;
   readonly admittedAtMs: number;
   readonly thinker: string;
+  /** The stage of its Thinker (how its prefix cache names blocks). */
+  readonly entry: StageSpec;
+  /** Its whole prompt's positions. */
   readonly promptTokens: number;
+  /** Prompt positions its prefix cache holds on its Thinker, when it was admitted. */
+  readonly cachedPositions: number;
+  /**
+   * What it adds to its Thinker's queue: the positions it will compute (not those cached or computed by a request
+   * queued ahead) and its blocks' names. Counted at admission, counted again when it joins the queue (after its
+   * encoders), since the requests ahead may have changed.
+   */
+  charge: QueuedCharge;
   /** Tokens queued on the Thinker ahead of it, when it was admitted. */
   readonly tokensAhead: number;
   /** Its prompt as the KV index names it: when it ends, its blocks are in its Thinker's cache. */
@@ -108,7 +121,7 @@ export interface Routed {
 }
 
 export class Router {
-  readonly #queuedTokens = new Map<string, number>();
+  readonly #queued = new QueuedPrefill();
   readonly #queuedRows = new Map<string, number>();
   readonly #prefillRate = new Map<string, number>();
   readonly #secondsPerRow = new Map<string, number>();
@@ -193,8 +206,9 @@ export class Router {
     let reason: string = this.policy;
     const entry = stages.find((s) => s.stageId === entryStageId)!;
     let cached: ReadonlyMap<string, number> = new Map();
+    const named = namedPrompt(prompt); // named once (KvIndex.names): the overlaps, the queue, the prediction
     if (this.policy === 'ttft') {
-      cached = this.overlaps(entry, prompt);
+      cached = this.overlaps(entry, named);
       const all = this.snapshot(stages.filter(routed), () => true, ecLookup, cached);
       const best = () => chooseRoute(all, request);
       let choice = null as ReturnType<typeof chooseRoute>;
@@ -226,10 +240,10 @@ export class Router {
     const thinkerInstance = chosen.get(entry.stageId)!.instance;
     // Other policies route without the index; an item's encode may still be skipped on what it knows.
     const keyed = skipHeld && prompt.items.some((i) => blockKeyOf(i) !== undefined);
-    const known = this.policy !== 'ttft' && keyed ? this.overlaps(entry, prompt) : cached;
+    const known = this.policy !== 'ttft' && keyed ? this.overlaps(entry, named) : cached;
     const held = skipHeld ? heldItems(prompt, known.get(thinkerInstance) ?? 0) : new Set<number>();
     const work = { ...request, items: request.items.filter((i) => !held.has(i.index)) }; // no encode for those
-    const ticket = this.admit(requestId, prompt, work, chosen, stages.filter(routed), reason, ecLookup, cached, {
+    const ticket = this.admit(requestId, named, work, chosen, stages.filter(routed), reason, ecLookup, cached, {
       wantsAudio,
       pathMs: (predictedMs) => pathWaitMs(this.slots.values(), entry, predictedMs),
     });
@@ -240,7 +254,7 @@ export class Router {
    * Prompt positions each ready instance of the entry stage holds in its prefix cache, from its latest stats report
    * (an instance restarting or lost is not ready: it counts for nothing, and leaves the index).
    */
-  private overlaps(entry: StageSpec, prompt: PreparedPrompt): ReadonlyMap<string, number> {
+  private overlaps(entry: StageSpec, prompt: NamedPrompt): ReadonlyMap<string, number> {
     const ready = [...this.slots.values()].filter((s) => s.spec === entry && s.status === 'ready');
     this.#kv.retain(new Set(ready.map((s) => s.instance)));
     // No report yet (a stage just started): what main predicted stands; a report without a cache: it holds nothing.
@@ -249,7 +263,7 @@ export class Router {
     if (this.#kv.size === 0) return new Map();
     return this.#kv.overlaps(
       ready.map((s) => s.instance),
-      namedPrompt(prompt),
+      prompt,
       Date.now(),
     );
   }
@@ -299,7 +313,7 @@ export class Router {
     this.release(a);
     this.#liveCost.firstToken(a.live, atMs);
     const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
-    const positions = a.tokensAhead + a.promptTokens;
+    const positions = a.tokensAhead + a.charge.tokens;
     if (prefillMs > 0 && positions >= MIN_RATE_SAMPLE_POSITIONS)
       learn(this.#prefillRate, a.thinker, (positions * 1000) / prefillMs);
     diagnostics.routeTtft.publish({
@@ -353,7 +367,7 @@ export class Router {
       else
         thinkers.push({
           instance: slot.instance,
-          queuedPrefillTokens: this.#queuedTokens.get(slot.instance) ?? 0,
+          queuedPrefillTokens: this.#queued.tokens(slot.instance),
           prefillTokensPerSecond: this.#prefillRate.get(slot.instance) ?? null,
           inFlight: slot.inFlight.size,
           cachedPositions: cached.get(slot.instance) ?? 0,
@@ -374,7 +388,7 @@ export class Router {
 
   private admit(
     requestId: string,
-    prompt: PreparedPrompt,
+    named: NamedPrompt,
     request: { promptTokens: number; items: readonly RouteItem[] },
     chosen: ReadonlyMap<string, InstanceView>,
     routed: readonly StageSpec[],
@@ -406,20 +420,26 @@ export class Router {
     }
     for (const [instance, work] of encoders)
       this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) + work.rows);
-    const tokensAhead = this.#queuedTokens.get(thinker.instance) ?? 0;
+    const tokensAhead = this.#queued.tokens(thinker.instance);
     const modalities = new Set(request.items.map((i) => i.modality));
     const admittedAtMs = Date.now();
     this.#seats.admitted(requestId, admittedAtMs);
-    // What it will compute: the queue and the learned rate count no position its prefix cache gives it.
-    const promptTokens = Math.max(1, request.promptTokens - (cached.get(thinker.instance) ?? 0));
+    const cachedPositions = cached.get(thinker.instance) ?? 0;
+    const promptTokens = request.promptTokens;
+    // What it will compute: the queue and the learned rate count no position its prefix cache or a request queued
+    // ahead of it gives it.
+    const charge = this.chargeOf(entry, thinker.instance, named, { promptTokens, cachedPositions });
     const predictedTtftSeconds = predicted?.predictedTtftSeconds ?? 0;
     const admitted: Admitted = {
       requestId,
       admittedAtMs,
       thinker: thinker.instance,
+      entry,
       promptTokens,
+      cachedPositions,
+      charge,
       tokensAhead,
-      named: namedPrompt(prompt),
+      named,
       encoders,
       predictedTtftSeconds,
       modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
@@ -427,7 +447,7 @@ export class Router {
       queued: false,
       done: false,
       live: this.#liveCost.admit(
-        promptTokens,
+        charge.tokens,
         admittedAtMs,
         predictedTtftSeconds * 1000,
         firstPacket.wantsAudio,
@@ -435,7 +455,6 @@ export class Router {
       ),
     };
     if (encoders.size === 0) this.enqueue(admitted);
-    const cachedPositions = cached.get(thinker.instance) ?? 0;
     diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
     return {
       firstToken: (atMs) => this.firstToken(admitted, atMs),
@@ -445,24 +464,43 @@ export class Router {
         this.#seats.released(requestId, Date.now());
         this.release(admitted);
         this.#liveCost.release(admitted.live);
-        const cache = entry.engine.prefixCache;
-        if (!cache) return;
-        const naming = { root: modelRoot(entry.model), blockPositions: cache.blockPositions };
-        this.#kv.predict(admitted.thinker, admitted.named, Date.now(), naming);
+        const naming = namingOf(entry);
+        if (naming) this.#kv.predict(admitted.thinker, admitted.named, Date.now(), naming);
       },
     };
   }
 
+  /**
+   * What a request of `promptTokens` would add to `instance`'s queue now (QueuedPrefill.charge): nothing shared
+   * without a prefix cache on the stage.
+   */
+  private chargeOf(
+    entry: StageSpec,
+    instance: string,
+    named: NamedPrompt,
+    request: { promptTokens: number; cachedPositions: number },
+  ): QueuedCharge {
+    const naming = namingOf(entry);
+    const names = naming ? this.#kv.names(named, naming) : [];
+    const reusable = naming ? reusableBlocks(named, naming.blockPositions) : 0;
+    const tokens = this.#queued.charge(instance, { ...request, names, reusable }, naming?.blockPositions ?? 1);
+    return { tokens, names };
+  }
+
+  /** It joins its Thinker's queue (admitted without encoder work, or its last encoder finished). */
   private enqueue(a: Admitted): void {
     if (a.queued) return;
     a.queued = true;
-    this.#queuedTokens.set(a.thinker, (this.#queuedTokens.get(a.thinker) ?? 0) + a.promptTokens);
+    // Again: requests ahead of it may have joined or left the queue since its admission (while it was encoded).
+    const { promptTokens, cachedPositions } = a;
+    a.charge = this.chargeOf(a.entry, a.thinker, a.named, { promptTokens, cachedPositions });
+    this.#queued.add(a.thinker, a.charge);
   }
 
   private release(a: Admitted): void {
     if (a.done) return;
     a.done = true;
-    if (a.queued) this.#queuedTokens.set(a.thinker, (this.#queuedTokens.get(a.thinker) ?? 0) - a.promptTokens);
+    if (a.queued) this.#queued.remove(a.thinker, a.charge);
     a.queued = false;
     for (const [instance, work] of a.encoders)
       this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
@@ -480,6 +518,12 @@ interface EncoderWork {
 /** Main's own machine; a remote instance's is the one its heartbeats name. */
 const MAIN_HOST = hostname();
 const hostOf = (slot: InstanceView) => slot.remote?.host ?? MAIN_HOST;
+
+/** How the entry stage's prefix cache names its blocks (as its instances report), or null: it has none. */
+function namingOf(entry: StageSpec): Naming | null {
+  const cache = entry.engine.prefixCache;
+  return cache ? { root: modelRoot(entry.model), blockPositions: cache.blockPositions } : null;
+}
 
 /** A prompt as the KV index names it: token ids and keyed media (a video) up to its first media position without. */
 function namedPrompt(prompt: PreparedPrompt): NamedPrompt {
