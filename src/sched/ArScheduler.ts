@@ -14,12 +14,14 @@
  * preempted first (recomputed from position 0 when they run again). A resumed request takes a slot again when one is
  * free, ahead of requests that arrived after it: it waits a step rather than overfill the batch.
  *
- * Seat turns (`seatTurnSteps`, issue 41 item 5): when more requests want a seat than are free, a request that has held
- * its seat for that many steps yields it, keeping its KV (as a paused one does), and the seats go to those that have
- * waited longest, newcomers counted a few turns ahead (for them a holder yields after one step). Without turns,
- * sixteen long spoken answers held all sixteen seats for the whole of their answers and a newcomer's first chunk
- * waited behind them for the 30 s chunk timeout; with them a newcomer is seated at once and long answers share the
- * seats round-robin.
+ * Seat turns (`seatTurnSteps`, issue 41 item 5): when more requests want a seat than are free, the seats are handed
+ * over in turns: once a turn (that many steps since the last handover) is up, the holders that have held theirs a
+ * whole turn yield them together, keeping their KV (as a paused one does), to those that have waited longest,
+ * newcomers counted a few turns ahead (for them a holder yields after one step, without waiting for the turn). The
+ * batch a handover makes then runs unchanged for a turn, so the runner feeds its KV back as is. Without turns, sixteen
+ * long spoken answers held all sixteen seats for the whole of their answers and a newcomer's first chunk waited behind
+ * them for the 30 s chunk timeout; with them a newcomer is seated at once and long answers share the seats
+ * round-robin: with E requests beyond the seats (S) and no arrivals, each waits at most ceil(E / S) turns.
  * Nothing yields while there is a free seat for everyone who wants one.
  *
  * Policy fifo: running requests oldest first, then waiting ones in arrival order. Policy playback (playback.ts):
@@ -88,6 +90,8 @@ export class ArScheduler {
   private aloneRun = 0;
   /** Plans made so far: the clock of seat turns. */
   private steps = 0;
+  /** The step of the last seat handover (seat turns): the next is due seatTurnSteps steps after it. */
+  private turnStartStep = Number.NEGATIVE_INFINITY;
 
   /** Positions one request may compute in a step (longPrefillTokenThreshold, else no cap of its own). */
   private readonly perRequestTokens: number;
@@ -396,9 +400,17 @@ export class ArScheduler {
    * Seat turns (null when off). The requests that want a seat (unseated, not paused, with input to compute) go by how
    * long they have waited, a newcomer (never run, or preempted) counted NEWCOMER_LEAD_TURNS turns ahead of its
    * arrival, so its first output does not wait behind long answers taking turns, yet a yielded one is back within a
-   * few turns whoever keeps arriving. When they outnumber the free seats, the longest holders yield theirs (KV kept):
-   * those that held them seatTurnSteps steps, and for the newcomers any that held one a step (not one about to make
-   * its first output). `next`: the ones that may take the free seats; `yielded`: how many gave theirs up.
+   * few turns whoever keeps arriving. When they outnumber the free seats, the longest holders yield theirs (KV kept),
+   * in one handover at a time:
+   * - when a turn is up (seatTurnSteps steps since the last handover), every holder that has held its seat that long
+   *   may hand it over, as many as want one (so a turn seats up to maxNumSeqs of the longest waiting);
+   * - between turns, only for newcomers: any holder that has held its seat a step (not one about to make its first
+   *   output), so a newcomer does not wait for the turn to end.
+   * A handover starts a turn: the batch it makes then runs unchanged for seatTurnSteps steps (unless a newcomer comes,
+   * or a request ends). Handing over one seat whenever one holder was past its turn made every step a new batch with
+   * seventeen answers on sixteen seats, and every sequence's KV was repacked each step: the Talker's CPU a row went
+   * 0.65-0.82 to 1.5-3.5 ms (bench/NOTES.md, "Seat turns that keep a batch"). `next`: the ones that may take the
+   * free seats; `yielded`: how many gave theirs up.
    */
   private seatTurn(
     ordered: readonly ArRequest[],
@@ -415,15 +427,18 @@ export class ArScheduler {
       .filter((r) => r.seated && r.status === 'running')
       .sort((a, b) => a.seatedAtStep - b.seatedAtStep);
     const free = Math.max(0, this.options.maxNumSeqs - seated.length);
-    const due = seated.filter((r) => this.steps - r.seatedAtStep >= turnSteps).length;
-    const newcomers = wanting.filter(isNewcomer).length;
-    const count = Math.min(wanting.length - free, Math.max(due, newcomers - free));
+    const short = wanting.length - free; // seats wanted beyond the free ones
+    const newcomers = wanting.filter(isNewcomer).length - free;
+    const turnUp = this.steps - this.turnStartStep >= turnSteps;
+    const due = turnUp ? seated.filter((r) => this.steps - r.seatedAtStep >= turnSteps).length : 0;
+    const count = Math.min(short, Math.max(due, newcomers));
     const yielders = count <= 0 ? [] : seated.filter((r) => this.steps > r.seatedAtStep && !r.firstOutputPending);
-    for (const r of yielders.slice(0, Math.max(0, count))) {
+    const yielded = Math.min(yielders.length, Math.max(0, count));
+    for (const r of yielders.slice(0, yielded)) {
       r.seated = false;
       r.unseatedAtStep = this.steps;
     }
-    const yielded = Math.min(yielders.length, Math.max(0, count));
+    if (yielded > 0) this.turnStartStep = this.steps;
     return { next: new Set(wanting.slice(0, free + yielded)), yielded };
   }
 

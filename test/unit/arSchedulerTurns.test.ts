@@ -3,7 +3,8 @@
  * turn instead of waiting for one of them to finish (the issue's CHORUS_ERR_CHUNK_TIMEOUT after 30 s).
  */
 import { describe, expect, it } from 'vitest';
-import { ArScheduler } from '../../src/sched/ArScheduler.ts';
+import { ArScheduler, type SchedulerPlan } from '../../src/sched/ArScheduler.ts';
+import { SpeakingSlices } from '../../src/sched/SpeakingSlices.ts';
 import { step } from '../helpers/arSteps.ts';
 
 const TURN = 4;
@@ -122,5 +123,121 @@ describe('ArScheduler seat turns', () => {
       expect(step(s, available).items.map((item) => item.requestId)).toEqual(['a', 'b']);
     s.remove('a');
     expect(step(s, available).items.map((item) => item.requestId)).toContain('c');
+  });
+});
+
+/**
+ * Seventeen long answers on sixteen seats (bench/NOTES.md, "Seat turns that keep a batch"): a turn hands its seats over
+ * at once and the batch it makes runs unchanged for a turn. Handing one seat over a step (every holder being past its
+ * turn) made every step a new batch, and the runner repacked every sequence's KV every step.
+ */
+describe('ArScheduler seat turns keep a batch for a turn', () => {
+  const SEATS = 16;
+  const TURN_STEPS = 8;
+  const STEPS = 200;
+  const wide = { maxNumSeqs: SEATS, maxNumBatchedTokens: 600, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
+  const ids = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+
+  /**
+   * Steps in which the runner repacks KV: a step's rows are fed back as is only when every one of them ran last in
+   * exactly this batch (stages/models/SeqKvCache.ts sameBatch; a newcomer's first step is a prefill and always packs).
+   */
+  function countRepacks(batches: readonly (readonly string[])[]): number {
+    const lastBatch = new Map<string, string>();
+    let repacks = 0;
+    for (const batch of batches) {
+      const key = batch.join(',');
+      if (!batch.every((id) => lastBatch.get(id) === key)) repacks++;
+      for (const id of batch) lastBatch.set(id, key);
+    }
+    return repacks;
+  }
+
+  /** The longest run of steps any of `requestIds` went without computing (it waited for its seat). */
+  function longestWait(batches: readonly (readonly string[])[], requestIds: readonly string[]): number {
+    let longest = 0;
+    for (const id of requestIds) {
+      let waited = 0;
+      for (const batch of batches) {
+        waited = batch.includes(id) ? 0 : waited + 1;
+        longest = Math.max(longest, waited);
+      }
+    }
+    return longest;
+  }
+
+  /** `longCount` long answers with their first outputs out: the first SEATS seated, the rest arrived after them. */
+  function seatedLong(longCount: number, turnSteps: number | null = TURN_STEPS) {
+    const s = new ArScheduler({ ...wide, seatTurnSteps: turnSteps });
+    const available = new Map<string, number>();
+    const long = ids(longCount, 'long');
+    start(s, available, long.slice(0, SEATS));
+    for (let i = 0; i < TURN_STEPS + 2; i++) step(s, available);
+    start(s, available, long.slice(SEATS));
+    // The later ones' prefills run alone (prefill first) and take seats from holders at once (newcomers do not
+    // wait for a turn); then the long answers decode and take turns.
+    for (let i = 0; i < 2 * TURN_STEPS; i++) step(s, available);
+    return { s, available, long };
+  }
+
+  const batchesOf = (plans: readonly SchedulerPlan[]) => plans.map((p) => p.items.map((i) => i.requestId));
+
+  it('seventeen on sixteen seats: one handover a turn, the batch unchanged between, nobody waits past a turn', () => {
+    const { s, available, long } = seatedLong(SEATS + 1);
+    const batches = batchesOf(Array.from({ length: STEPS }, () => step(s, available)));
+    const changedAt = batches.flatMap((b, i) => (i > 0 && b.join() !== batches[i - 1].join() ? [i] : []));
+    expect(changedAt.length).toBeGreaterThan(0); // turns still happen
+    for (let i = 1; i < changedAt.length; i++)
+      expect(changedAt[i] - changedAt[i - 1]).toBeGreaterThanOrEqual(TURN_STEPS);
+    for (const b of batches) expect(b.length).toBe(SEATS);
+    // The stated bound: with E requests beyond the S seats, one waits at most ceil(E / S) turns (here one).
+    expect(longestWait(batches, long)).toBeLessThanOrEqual(TURN_STEPS);
+    expect(countRepacks(batches)).toBeLessThanOrEqual(Math.ceil(STEPS / TURN_STEPS) + 1);
+  });
+
+  it('forty on sixteen seats: a turn hands every seat over at once; each waits at most ceil(24 / 16) turns', () => {
+    const { s, available, long } = seatedLong(40);
+    const batches = batchesOf(Array.from({ length: STEPS }, () => step(s, available)));
+    expect(longestWait(batches, long)).toBeLessThanOrEqual(Math.ceil((40 - SEATS) / SEATS) * TURN_STEPS);
+    expect(countRepacks(batches)).toBeLessThanOrEqual(Math.ceil(STEPS / TURN_STEPS) + 1);
+    // Shared round-robin: each ran its share of the seats (16 of 40), less a turn or two (where the run cuts the
+    // rotation, and the newcomers' start).
+    const share = (STEPS * SEATS) / 40;
+    for (const id of long)
+      expect(batches.filter((b) => b.includes(id)).length).toBeGreaterThanOrEqual(share - 3 * TURN_STEPS);
+  });
+
+  it('sixteen on sixteen seats: no turns, one batch throughout', () => {
+    const { s, available, long } = seatedLong(SEATS);
+    const batches = batchesOf(Array.from({ length: STEPS }, () => step(s, available)));
+    expect(new Set(batches.map((b) => b.join())).size).toBe(1);
+    expect(batches[0]).toEqual(long);
+  });
+
+  it('with speaking slices, a turn changes a group or two, not the group of every step', () => {
+    const { s, available, long } = seatedLong(SEATS + 1);
+    const slices = new SpeakingSlices(4);
+    const batches: string[][] = [];
+    for (let i = 0; i < STEPS; i++) {
+      const plan = s.schedule();
+      const kept = slices.keep(
+        plan.items.map((it) => it.requestId),
+        () => true,
+        (rows) => rows * 16, // every step of more than one row is worth slicing
+      );
+      const items = kept ? plan.items.filter((it) => kept.has(it.requestId)) : plan.items;
+      const sliced = { ...plan, items, numScheduledTokens: items.reduce((n, it) => n + it.numTokens, 0) };
+      s.update(sliced);
+      for (const item of items) {
+        available.set(item.requestId, available.get(item.requestId)! + 1);
+        s.setAvailable(item.requestId, available.get(item.requestId)!);
+      }
+      batches.push(items.map((it) => it.requestId));
+    }
+    for (const b of batches) expect(b.length).toBeLessThanOrEqual(4);
+    // A handover moves two answers, each repacking its group's next step: at most two repacks a turn.
+    expect(countRepacks(batches)).toBeLessThanOrEqual(2 * Math.ceil(STEPS / TURN_STEPS) + 2);
+    // A turn out, and its group's place in the rotation of five groups (seventeen answers, four a group) both sides.
+    expect(longestWait(batches, long)).toBeLessThanOrEqual(TURN_STEPS + 2 * 5);
   });
 });
