@@ -88,7 +88,11 @@ export class ArScheduler {
   private arrivals = 0;
   /** Plans in a row that ran newcomers or first outputs alone, without the other running requests. */
   private aloneRun = 0;
-  /** Plans made so far: the clock of seat turns. */
+  /**
+   * Steps run so far (plans with items, update()): the clock of seat turns. Plans are made on every wake-up, most of
+   * them empty while the requests wait for their input (a Talker for its rows); counting those made a turn a few
+   * steps run.
+   */
   private steps = 0;
   /** The step of the last seat handover (seat turns): the next is due seatTurnSteps steps after it. */
   private turnStartStep = Number.NEGATIVE_INFINITY;
@@ -255,7 +259,6 @@ export class ArScheduler {
     let kvTokens = running.reduce((n, r) => n + r.numComputedTokens, 0);
     let numSeated = running.filter((r) => r.seated).length;
     let firstOutputsInStep = false; // a request in this step still waits for its first output: admit no one
-    this.steps++;
     // Seat turns: who may take a free seat this step (null: off, anyone may), after long holders yielded theirs.
     const turn = this.seatTurn(ordered, deferred);
     numSeated -= turn?.yielded ?? 0;
@@ -346,6 +349,7 @@ export class ArScheduler {
    * (setAvailable for sampled tokens, remove for finished requests).
    */
   update(plan: SchedulerPlan): void {
+    if (plan.items.length > 0) this.steps++;
     for (const item of plan.items) {
       const r = this.requests.get(item.requestId);
       if (!r) continue; // aborted while the step ran

@@ -195,6 +195,33 @@ describe('ArScheduler seat turns keep a batch for a turn', () => {
     expect(countRepacks(batches)).toBeLessThanOrEqual(Math.ceil(STEPS / TURN_STEPS) + 1);
   });
 
+  it('a turn is steps run, not plans: wake-ups while every seated request waits for its input do not count', () => {
+    const { s, available, long } = seatedLong(SEATS + 1);
+    const batches: string[][] = [];
+    for (let i = 0; i < STEPS; i++) {
+      // The stage wakes three more times (a chunk elsewhere, a timer) before the outputs come back as input (a Talker
+      // waiting for its rows): nothing seated has input, and the one without a seat waits for its turn.
+      const ran = Array.from({ length: 4 }, () => {
+        const plan = s.schedule();
+        s.update(plan);
+        if (plan.items.length > 0) batches.push(plan.items.map((item) => item.requestId));
+        return plan.items;
+      }).flat();
+      for (const item of ran) {
+        available.set(item.requestId, available.get(item.requestId)! + 1);
+        s.setAvailable(item.requestId, available.get(item.requestId)!);
+      }
+    }
+    // A handover's returner runs its pending input alone in a wake-up (a step of the turn), then the batch of sixteen
+    // runs unchanged for the rest of the turn.
+    const full = batches.filter((b) => b.length === SEATS);
+    const changedAt = full.flatMap((b, i) => (i > 0 && b.join() !== full[i - 1].join() ? [i] : []));
+    expect(changedAt.length).toBeGreaterThan(0);
+    for (let i = 1; i < changedAt.length; i++)
+      expect(changedAt[i] - changedAt[i - 1]).toBeGreaterThanOrEqual(TURN_STEPS - 1);
+    expect(longestWait(batches, long)).toBeLessThanOrEqual(TURN_STEPS);
+  });
+
   it('forty on sixteen seats: a turn hands every seat over at once; each waits at most ceil(24 / 16) turns', () => {
     const { s, available, long } = seatedLong(40);
     const batches = batchesOf(Array.from({ length: STEPS }, () => step(s, available)));
