@@ -3,27 +3,30 @@
  * `routing:` policy. Main tracks what it has sent each instance (prompt tokens not yet answered by a first token,
  * encoder rows not yet finished) and learns each instance's rates from what it sees come back (seconds from
  * admission to an encoder's `finished`, from the rows being ready to the first text token), so no stage reports
- * anything new. `ttft` routes by chooseRoute() over that snapshot; least_loaded and round_robin exist for
- * comparison. Every policy's choice gets a predicted TTFT, checked against the actual one at the first token
- * (chorus:route:ttft), and a decision reason (chorus:route:decision). Under `ttft` each Thinker instance is charged
- * only the prompt positions its prefix cache does not hold (KvIndex.ts, from the instances' stats reports), and the
- * queue counts what the chosen instance will compute: under every policy, a queued request is charged its prompt less
- * what the cache holds and what a request queued ahead of it computes for it (QueuedPrefill.ts).
+ * anything new: a routed request's ticket counts it in and out of the queues and teaches the rates (RoutedRequest.ts;
+ * an encoder's queue and rates: EncoderQueues.ts). `ttft` routes by chooseRoute() over that snapshot; least_loaded
+ * and round_robin exist for comparison. Every policy's choice gets a predicted TTFT, checked against the actual one at
+ * the first token (chorus:route:ttft), and a decision reason (chorus:route:decision). Under `ttft` each Thinker
+ * instance is charged only the prompt positions its prefix cache does not hold (KvIndex.ts, from the instances' stats
+ * reports), and the queue counts what the chosen instance will compute: under every policy, a queued request is
+ * charged its prompt less what the cache holds and what a request queued ahead of it computes for it
+ * (QueuedPrefill.ts). What is left here is the choice (route()) and the admission estimate (estimate()).
  */
-import { MODALITIES, type Modality } from '../../common/modality.ts';
 import { hostname } from 'node:os';
-import type { MediaModality } from '../../common/encoderSettings.ts';
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
-import { modelRoot, type KeyedSpan } from '../../sched/blockNames.ts';
+import type { KeyedSpan } from '../../sched/blockNames.ts';
 import { blockKeyOf } from '../blockKey.ts';
 import { heldItems } from '../heldItems.ts';
-import { KvIndex, PREDICTION_MS, reusableBlocks, type NamedPrompt, type Naming } from './KvIndex.ts';
-import { QueuedPrefill, type QueuedCharge } from './QueuedPrefill.ts';
-import { LiveCost, type LiveSample, type PathWaitMs } from './LiveCost.ts';
+import { EncoderQueues } from './EncoderQueues.ts';
+import { KvIndex, PREDICTION_MS, type NamedPrompt } from './KvIndex.ts';
+import { LearnedRates } from './LearnedRates.ts';
+import { LiveCost } from './LiveCost.ts';
+import { QueuedPrefill } from './QueuedPrefill.ts';
+import { RoutedRequest, type RouteBooks, type RouteFacts } from './RoutedRequest.ts';
 import { SeatWait } from './SeatWait.ts';
 import { frameStepMs, pathWaitMs } from './stepWait.ts';
 import type { FirstOutputEstimate } from '../../common/engine.ts';
@@ -46,53 +49,6 @@ export const ROUTE_DEFAULTS: RouteDefaults = {
   fetchSecondsPerRow: 0.000_002, // a 1 KiB row over loopback Redis
   transferSecondsPerRow: 0.000_02, // a 1 KiB row through Redis to another host: ~50 MB/s with the round trips
 };
-
-/** Weight of a new rate sample (exponential moving average): a few requests move it, one outlier does not. */
-const RATE_SMOOTHING = 0.3;
-
-/**
- * Positions (its own and those queued ahead of it) a request's prefill must compute to teach its Thinker's rate. A
- * first token also costs a fixed part (the add, a step, the token's way back: ~5-10 ms here) that a short prefill
- * cannot tell from its positions: a conversation's turn that computes 16 new positions on a cached history would
- * teach its instance a rate several times too low, and the next turn would leave the instance that holds its history.
- */
-export const MIN_RATE_SAMPLE_POSITIONS = 128;
-
-interface Admitted {
-  readonly requestId: string;
-  readonly admittedAtMs: number;
-  readonly thinker: string;
-  /** The stage of its Thinker (how its prefix cache names blocks). */
-  readonly entry: StageSpec;
-  /** Its whole prompt's positions. */
-  readonly promptTokens: number;
-  /** Prompt positions its prefix cache holds on its Thinker, when it was admitted. */
-  readonly cachedPositions: number;
-  /**
-   * What it adds to its Thinker's queue: the positions it will compute (not those cached or computed by a request
-   * queued ahead) and its blocks' names. Counted at admission, counted again when it joins the queue (after its
-   * encoders), since the requests ahead may have changed.
-   */
-  charge: QueuedCharge;
-  /** Tokens queued on the Thinker ahead of it, when it was admitted. */
-  readonly tokensAhead: number;
-  /** Its prompt as the KV index names it: when it ends, its blocks are in its Thinker's cache. */
-  readonly named: NamedPrompt;
-  /** Encoder instance -> its rows for this request and the rows queued there ahead of them. */
-  readonly encoders: Map<string, EncoderWork>;
-  readonly predictedTtftSeconds: number;
-  readonly modality: 'text' | Modality | 'mixed';
-  encodersDoneAtMs: number;
-  /**
-   * Its prompt counts in its Thinker's queue: from admission without encoder work, else from when its last encoder
-   * finished. Until then the Thinker does not hold a step for it, so a request routed meanwhile does not wait for it.
-   */
-  queued: boolean;
-  /** Its first token came or it ended: it counts in no queue any more and learns nothing more. */
-  done: boolean;
-  /** What the admission estimate learns from it (LiveCost.ts). */
-  readonly live: LiveSample;
-}
 
 /**
  * A routed request's hold on the queues it was counted in: the request record keeps it and tells it what
@@ -121,18 +77,14 @@ export interface Routed {
 }
 
 export class Router {
-  readonly #queued = new QueuedPrefill();
-  readonly #queuedRows = new Map<string, number>();
-  readonly #prefillRate = new Map<string, number>();
-  readonly #secondsPerRow = new Map<string, number>();
-  /** `instance modality` -> seconds per row, from requests whose items on the instance were of one modality. */
-  readonly #secondsPerRowOf = new Map<string, number>();
   readonly #turn = new Map<string, number>();
-  readonly #kv: KvIndex;
-  /** For the admission estimate (estimate()): a typical prompt, and what predictions miss per live request. */
-  readonly #liveCost = new LiveCost();
-  /** For the admission estimate too: how long a newcomer would wait for a batch seat (SeatWait.ts). */
-  readonly #seats = new SeatWait();
+  /**
+   * What main counts on each instance and learns from what comes back, shared by the requests it routed (their
+   * tickets, RoutedRequest.ts): the Thinkers' queues and prefill rates, the encoders' (EncoderQueues.ts), what each
+   * Thinker's prefix cache holds, and for the admission estimate (estimate()) a typical prompt, what predictions miss
+   * per live request (LiveCost.ts) and how long a newcomer would wait for a batch seat (SeatWait.ts).
+   */
+  readonly #books: RouteBooks;
 
   constructor(
     private readonly policy: RoutingPolicy,
@@ -142,7 +94,14 @@ export class Router {
     /** How long an ended request's blocks count as held on its Thinker without a report (KvIndex.ts). */
     kvPredictionMs = PREDICTION_MS,
   ) {
-    this.#kv = new KvIndex(kvPredictionMs);
+    this.#books = {
+      queued: new QueuedPrefill(),
+      prefillRates: new LearnedRates(),
+      encoders: new EncoderQueues(),
+      kv: new KvIndex(kvPredictionMs),
+      liveCost: new LiveCost(),
+      seats: new SeatWait(),
+    };
   }
 
   /**
@@ -152,7 +111,7 @@ export class Router {
    * blocks its previous process held.
    */
   forget(instance: string): void {
-    this.#kv.forget(instance);
+    this.#books.kv.forget(instance);
   }
 
   /**
@@ -163,7 +122,7 @@ export class Router {
    */
   reported(view: InstanceView): void {
     const held = descriptorOf(view.spec.kind).prefixHeld;
-    if (held && view.stats && view.status === 'ready') this.#kv.update(view.instance, held(view.stats));
+    if (held && view.stats && view.status === 'ready') this.#books.kv.update(view.instance, held(view.stats));
   }
 
   /**
@@ -255,13 +214,14 @@ export class Router {
    * (an instance restarting or lost is not ready: it counts for nothing, and leaves the index).
    */
   private overlaps(entry: StageSpec, prompt: NamedPrompt): ReadonlyMap<string, number> {
+    const { kv } = this.#books;
     const ready = [...this.slots.values()].filter((s) => s.spec === entry && s.status === 'ready');
-    this.#kv.retain(new Set(ready.map((s) => s.instance)));
+    kv.retain(new Set(ready.map((s) => s.instance)));
     // No report yet (a stage just started): what main predicted stands; a report without a cache: it holds nothing.
     const held = descriptorOf(entry.kind).prefixHeld;
-    for (const s of ready) if (s.stats) this.#kv.update(s.instance, held?.(s.stats));
-    if (this.#kv.size === 0) return new Map();
-    return this.#kv.overlaps(
+    for (const s of ready) if (s.stats) kv.update(s.instance, held?.(s.stats));
+    if (kv.size === 0) return new Map();
+    return kv.overlaps(
       ready.map((s) => s.instance),
       prompt,
       Date.now(),
@@ -277,7 +237,8 @@ export class Router {
    * null before a request was routed, or with no ready instance.
    */
   estimate(entry: StageSpec, seated: (id: string) => boolean = () => true): FirstOutputEstimate | null {
-    const typicalTokens = this.#liveCost.typicalPromptTokens;
+    const { liveCost, seats } = this.#books;
+    const typicalTokens = liveCost.typicalPromptTokens;
     if (typicalTokens === null) return null;
     const all = this.snapshot(
       [entry],
@@ -290,56 +251,22 @@ export class Router {
     const predictedMs = typical.predictedTtftSeconds * 1000;
     // A seat at the Thinker before its first text; at every seated stage (the Talker too) before its first audio.
     const nowMs = Date.now();
-    const entrySeatMs = this.#seats.waitMs(this.slots.values(), [entry], nowMs, seated);
-    const seatMs = this.#seats.waitMs(this.slots.values(), 'all', nowMs, seated);
+    const entrySeatMs = seats.waitMs(this.slots.values(), [entry], nowMs, seated);
+    const seatMs = seats.waitMs(this.slots.values(), 'all', nowMs, seated);
     const pathMs = pathWaitMs(this.slots.values(), entry, predictedMs);
-    const ttfpMs = this.#liveCost.estimate(predictedMs, 'ttfp', pathMs);
+    const ttfpMs = liveCost.estimate(predictedMs, 'ttfp', pathMs);
     return {
       queueMs: queue.predictedTtftSeconds * 1000 + entrySeatMs,
       // never null: the prediction alone at first
-      ttftMs: (this.#liveCost.estimate(predictedMs, 'ttft', pathMs) ?? 0) + entrySeatMs,
+      ttftMs: (liveCost.estimate(predictedMs, 'ttft', pathMs) ?? 0) + entrySeatMs,
       ttfpMs: ttfpMs === null ? null : ttfpMs + seatMs,
-      aloneMs: { ttft: this.#liveCost.alone.ms('ttft'), ttfp: this.#liveCost.alone.ms('ttfp') },
+      aloneMs: { ttft: liveCost.alone.ms('ttft'), ttfp: liveCost.alone.ms('ttfp') },
     };
   }
 
   /** How long the slowest frame-making stage's steps take now (stepWait.ts frameStepMs). */
   frameStepMs(entry: StageSpec): number {
     return frameStepMs(this.slots.values(), entry);
-  }
-
-  private firstToken(a: Admitted, atMs: number): void {
-    if (a.done) return;
-    this.release(a);
-    this.#liveCost.firstToken(a.live, atMs);
-    const prefillMs = atMs - Math.max(a.admittedAtMs, a.encodersDoneAtMs);
-    const positions = a.tokensAhead + a.charge.tokens;
-    if (prefillMs > 0 && positions >= MIN_RATE_SAMPLE_POSITIONS)
-      learn(this.#prefillRate, a.thinker, (positions * 1000) / prefillMs);
-    diagnostics.routeTtft.publish({
-      requestId: a.requestId,
-      modality: a.modality,
-      predictedSeconds: a.predictedTtftSeconds,
-      actualSeconds: (atMs - a.admittedAtMs) / 1000,
-    });
-  }
-
-  private firstAudio(a: Admitted, atMs: number): void {
-    this.#liveCost.firstAudio(a.live, atMs);
-  }
-
-  private encoderFinished(a: Admitted, instance: string, atMs: number): void {
-    const work = a.encoders.get(instance);
-    if (a.done || !work) return;
-    a.encoders.delete(instance);
-    this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
-    if (a.encoders.size === 0) this.enqueue(a);
-    a.encodersDoneAtMs = Math.max(a.encodersDoneAtMs, atMs);
-    const elapsedMs = atMs - a.admittedAtMs;
-    if (elapsedMs <= 0 || work.rows === 0) return;
-    const secondsPerRow = elapsedMs / 1000 / (work.rowsAhead + work.rows);
-    learn(this.#secondsPerRow, instance, secondsPerRow);
-    if (work.modality !== 'mixed') learn(this.#secondsPerRowOf, `${instance} ${work.modality}`, secondsPerRow);
   }
 
   /** The load and rates of the ready instances of `stages` (for tests and /v1/stages-style introspection too). */
@@ -358,32 +285,21 @@ export class Router {
           instance: slot.instance,
           stageId: slot.spec.stageId,
           modality: slot.spec.encoder.modality,
-          queuedRows: this.#queuedRows.get(slot.instance) ?? 0,
-          secondsPerRow: this.#secondsPerRow.get(slot.instance) ?? null,
-          secondsPerRowOf: this.#ratesOf(slot.instance),
+          ...this.#books.encoders.loadOf(slot.instance),
           inFlight: slot.inFlight.size,
           host: hostOf(slot),
         });
       else
         thinkers.push({
           instance: slot.instance,
-          queuedPrefillTokens: this.#queued.tokens(slot.instance),
-          prefillTokensPerSecond: this.#prefillRate.get(slot.instance) ?? null,
+          queuedPrefillTokens: this.#books.queued.tokens(slot.instance),
+          prefillTokensPerSecond: this.#books.prefillRates.get(slot.instance),
           inFlight: slot.inFlight.size,
           cachedPositions: cached.get(slot.instance) ?? 0,
           host: hostOf(slot),
         });
     }
     return { thinkers, encoders, ecLookup, defaults: ROUTE_DEFAULTS };
-  }
-
-  #ratesOf(instance: string): Partial<Record<MediaModality, number>> {
-    const rates: Partial<Record<MediaModality, number>> = {};
-    for (const m of MODALITIES) {
-      const rate = this.#secondsPerRowOf.get(`${instance} ${m}`);
-      if (rate !== undefined) rates[m] = rate;
-    }
-    return rates;
   }
 
   private admit(
@@ -395,8 +311,7 @@ export class Router {
     reason: string,
     ecLookup: EcLookup,
     cached: ReadonlyMap<string, number>,
-    /** `pathMs`: the steps in progress it waits for, given its predicted first text (stepWait.ts pathWaitMs). */
-    firstPacket: { wantsAudio: boolean; pathMs: (predictedMs: number) => PathWaitMs },
+    firstPacket: Pick<RouteFacts, 'wantsAudio' | 'pathMs'>,
   ): RouteTicket | null {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
@@ -405,125 +320,30 @@ export class Router {
     const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup, cached);
     const predicted = chooseRoute(mine, request);
     const hits = new Set(predicted?.ecHits ?? []);
-    const encoders = new Map<string, EncoderWork>();
-    for (const item of request.items) {
-      if (hits.has(item.index)) continue;
-      const instance = chosen.get(item.stageId)!.instance;
-      const work = encoders.get(instance) ?? {
-        rows: 0,
-        rowsAhead: this.#queuedRows.get(instance) ?? 0,
-        modality: item.modality,
-      };
-      work.rows += item.numEmbeddings;
-      if (work.modality !== item.modality) work.modality = 'mixed';
-      encoders.set(instance, work);
-    }
-    for (const [instance, work] of encoders)
-      this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) + work.rows);
-    const tokensAhead = this.#queued.tokens(thinker.instance);
+    const toEncode = request.items.filter((i) => !hits.has(i.index));
+    const encoders = this.#books.encoders.admit(toEncode, (i) => chosen.get(i.stageId)!.instance);
     const modalities = new Set(request.items.map((i) => i.modality));
-    const admittedAtMs = Date.now();
-    this.#seats.admitted(requestId, admittedAtMs);
     const cachedPositions = cached.get(thinker.instance) ?? 0;
-    const promptTokens = request.promptTokens;
-    // What it will compute: the queue and the learned rate count no position its prefix cache or a request queued
-    // ahead of it gives it.
-    const charge = this.chargeOf(entry, thinker.instance, named, { promptTokens, cachedPositions });
-    const predictedTtftSeconds = predicted?.predictedTtftSeconds ?? 0;
-    const admitted: Admitted = {
+    const ticket = new RoutedRequest(this.#books, {
       requestId,
-      admittedAtMs,
       thinker: thinker.instance,
       entry,
-      promptTokens,
+      promptTokens: request.promptTokens,
       cachedPositions,
-      charge,
-      tokensAhead,
       named,
       encoders,
-      predictedTtftSeconds,
+      predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
       modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
-      encodersDoneAtMs: 0,
-      queued: false,
-      done: false,
-      live: this.#liveCost.admit(
-        charge.tokens,
-        admittedAtMs,
-        predictedTtftSeconds * 1000,
-        firstPacket.wantsAudio,
-        firstPacket.pathMs(predictedTtftSeconds * 1000),
-      ),
-    };
-    if (encoders.size === 0) this.enqueue(admitted);
+      ...firstPacket,
+    });
     diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
-    return {
-      firstToken: (atMs) => this.firstToken(admitted, atMs),
-      firstAudio: (atMs) => this.firstAudio(admitted, atMs),
-      encoderFinished: (instance, atMs) => this.encoderFinished(admitted, instance, atMs),
-      release: () => {
-        this.#seats.released(requestId, Date.now());
-        this.release(admitted);
-        this.#liveCost.release(admitted.live);
-        const naming = namingOf(entry);
-        if (naming) this.#kv.predict(admitted.thinker, admitted.named, Date.now(), naming);
-      },
-    };
+    return ticket;
   }
-
-  /**
-   * What a request of `promptTokens` would add to `instance`'s queue now (QueuedPrefill.charge): nothing shared
-   * without a prefix cache on the stage.
-   */
-  private chargeOf(
-    entry: StageSpec,
-    instance: string,
-    named: NamedPrompt,
-    request: { promptTokens: number; cachedPositions: number },
-  ): QueuedCharge {
-    const naming = namingOf(entry);
-    const names = naming ? this.#kv.names(named, naming) : [];
-    const reusable = naming ? reusableBlocks(named, naming.blockPositions) : 0;
-    const tokens = this.#queued.charge(instance, { ...request, names, reusable }, naming?.blockPositions ?? 1);
-    return { tokens, names };
-  }
-
-  /** It joins its Thinker's queue (admitted without encoder work, or its last encoder finished). */
-  private enqueue(a: Admitted): void {
-    if (a.queued) return;
-    a.queued = true;
-    // Again: requests ahead of it may have joined or left the queue since its admission (while it was encoded).
-    const { promptTokens, cachedPositions } = a;
-    a.charge = this.chargeOf(a.entry, a.thinker, a.named, { promptTokens, cachedPositions });
-    this.#queued.add(a.thinker, a.charge);
-  }
-
-  private release(a: Admitted): void {
-    if (a.done) return;
-    a.done = true;
-    if (a.queued) this.#queued.remove(a.thinker, a.charge);
-    a.queued = false;
-    for (const [instance, work] of a.encoders)
-      this.#queuedRows.set(instance, (this.#queuedRows.get(instance) ?? 0) - work.rows);
-    a.encoders.clear();
-  }
-}
-
-/** An encoder instance's part of a request: its rows, the rows queued there before them, and their modality. */
-interface EncoderWork {
-  rows: number;
-  readonly rowsAhead: number;
-  modality: MediaModality | 'mixed';
 }
 
 /** Main's own machine; a remote instance's is the one its heartbeats name. */
 const MAIN_HOST = hostname();
 const hostOf = (slot: InstanceView) => slot.remote?.host ?? MAIN_HOST;
-
-/** How the entry stage's prefix cache names its blocks (as its instances report), or null: it has none. */
-function namingOf(entry: StageSpec): Naming | null {
-  const cache = entry.engine.prefixCache;
-  return cache ? { root: modelRoot(entry.model), blockPositions: cache.blockPositions } : null;
-}
 
 /** A prompt as the KV index names it: token ids and keyed media (a video) up to its first media position without. */
 function namedPrompt(prompt: PreparedPrompt): NamedPrompt {
@@ -535,10 +355,4 @@ function namedPrompt(prompt: PreparedPrompt): NamedPrompt {
     else keyed.push({ start: span.start, length: span.length, blockKey, offset: span.offset });
   }
   return { tokenIds: prompt.promptTokenIds, namable, cacheSalt: prompt.cacheSalt, keyed };
-}
-
-function learn(rates: Map<string, number>, instance: string, sample: number): void {
-  if (!Number.isFinite(sample) || sample <= 0) return;
-  const before = rates.get(instance);
-  rates.set(instance, before === undefined ? sample : before + RATE_SMOOTHING * (sample - before));
 }

@@ -2,7 +2,8 @@
  * Modality-aware routing, the policy half: given a snapshot of every ready Thinker and encoder instance's load and
  * measured rates, the (Thinker instance, encoder instance per encoder stage) with the lowest estimated time to first
  * token (estimates within TIE_SECONDS or TIE_SHARE of it are a tie, taken by the instance with fewer in flight).
- * Pure (no clock, no I/O): src/engine/routing/Router.ts builds the snapshot and learns the rates.
+ * Pure (no clock, no I/O): src/engine/routing/Router.ts builds the snapshot; the requests it routed count in its queues
+ * and teach its rates (RoutedRequest.ts, EncoderQueues.ts).
  *
  *   ttft(t, E) = max(queue wait of t, encode time of the items on E) + prefill of the positions t does not hold
  *
