@@ -93,7 +93,9 @@ beforeAll(async () => {
   const graph = {
     ...config.graph,
     get admission() {
-      return { maxQueueMs: null, sloTtfpMs };
+      // The running count fixed: adaptive, it learns from the warm requests alone a limit a burst passes (4 running,
+      // refused as "at the 4 whose first packets lately came within the bound"), and this file is the latency gate's.
+      return { maxQueueMs: null, sloTtfpMs, runningLimit: 'fixed' as const };
     },
   };
   engine = await Orchestrator.start(graph, { log: logger });
