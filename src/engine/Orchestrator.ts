@@ -205,7 +205,13 @@ export class Orchestrator implements Engine {
   /** Routing and the EC store answer (they keep what they chose), then the admission is planned from their answers. */
   private plan(run: RequestToPlan) {
     const { graph, router, prefixRoutes, ec, audioOutput: audio } = this;
-    const live = { liveRequests: this.requests.load + 1, audio, framesPerToken: this.pool.framesPerToken };
+    const { requests, pool } = this;
+    const live = {
+      liveRequests: requests.load + 1,
+      beforeFirstAudio: requests.beforeFirstAudio + 1,
+      audio,
+      framesPerToken: pool.framesPerToken,
+    };
     return planRequest({ graph, router, prefixRoutes, ec, ...live }, run);
   }
 

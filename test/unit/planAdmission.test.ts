@@ -56,6 +56,7 @@ function input(modalities: GenerateRequest['modalities'], over: Partial<Admissio
     ec: undefined,
     ecDrop: [],
     liveRequests: 1,
+    beforeFirstAudio: 1,
     audio: { sampleRateHz: 24_000, samplesPerFrame: 1920, framesPerToken: FPT },
     framesPerToken: FPT,
     admittedAtMs: AT,
@@ -120,11 +121,27 @@ describe('planAdmission', () => {
   });
 
   it('load past the light-load rung ends every hold; no Talker facts yet or async_chunk off: no hold at all', () => {
-    expect(planAdmission(input(['text', 'audio'], { liveRequests: 3 })).hold).toEqual({ endsOtherHolds: true });
-    expect(planAdmission(input(['text'], { liveRequests: 3 })).hold).toEqual({ endsOtherHolds: true });
+    const burst = { liveRequests: 3, beforeFirstAudio: 3 };
+    expect(planAdmission(input(['text', 'audio'], burst)).hold).toEqual({ endsOtherHolds: true });
+    expect(planAdmission(input(['text'], burst)).hold).toEqual({ endsOtherHolds: true });
     expect(planAdmission(input(['text', 'audio'], { framesPerToken: null })).hold).toEqual({ endsOtherHolds: false });
     const sync = planAdmission({ ...input(['text', 'audio']), graph: { ...graph, asyncChunk: false } });
     expect(sync.hold).toEqual({ endsOtherHolds: false });
+  });
+
+  it('beside answers already speaking a newcomer holds as at light load; without first outputs first, not', () => {
+    const speaking = { liveRequests: 17, beforeFirstAudio: 1 };
+    const tokens = firstPacketHoldTokens(graph.chunkPolicy, 1, FPT);
+    expect(planAdmission(input(['text', 'audio'], speaking)).hold).toEqual({ tokens, endsOtherHolds: false });
+    // A second newcomer while the first still waits for its audio: still the light-load rung (2).
+    const two = planAdmission(input(['text', 'audio'], { liveRequests: 18, beforeFirstAudio: 2 }));
+    expect(two.hold.tokens).toBeDefined();
+    // prefill_first off on an autoregressive stage: everyone's steps are shared, so every live request is load.
+    const stages = graph.stages.map((s) =>
+      s.kind === 'talker' ? { ...s, engine: { ...s.engine, prefillFirst: false } } : s,
+    );
+    const shared = planAdmission({ ...input(['text', 'audio'], speaking), graph: { ...graph, stages } });
+    expect(shared.hold).toEqual({ endsOtherHolds: true });
   });
 
   it("a migrated request's replay holds for nothing and ends no other hold, at any load", () => {

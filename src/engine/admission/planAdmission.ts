@@ -38,6 +38,8 @@ export interface AdmissionInput {
   readonly ecDrop: readonly EcDrop[];
   /** Live requests that are load (paused ones are not), this one included. */
   readonly liveRequests: number;
+  /** Of them, those still before their first audio, this one included (planHold). */
+  readonly beforeFirstAudio: number;
   /** The pool's READY facts: the vocoder's audio (null without one), the Talker's frames per token. */
   readonly audio: AudioOutputFacts | null;
   readonly framesPerToken: number | null;
@@ -93,7 +95,8 @@ export function planAdmission(a: AdmissionInput): AdmissionPlan {
   const firstChunkDeadline = firstChunkDeadlineOf(a);
   const upstreamOf = upstreamSources(graph, chosen, a.admittedAtMs);
   const media = planMedia(prompt, upstreamOf(graph.entryStageId), upstreamOf, a.ec, a.held);
-  const hold = a.replay ? { endsOtherHolds: false } : planHold(graph, request, a.liveRequests, a.framesPerToken);
+  const holdLoad = firstOutputsFirst(graph) ? a.beforeFirstAudio : a.liveRequests;
+  const hold = a.replay ? { endsOtherHolds: false } : planHold(graph, request, holdLoad, a.framesPerToken);
   const adds = stageAdds({
     requestId: a.requestId,
     request,
@@ -144,7 +147,21 @@ function firstChunkDeadlineOf(a: AdmissionInput): number {
   return a.admittedAtMs + encoderTimeoutMs + a.graph.chunkPolicy.chunkTimeoutMs;
 }
 
-/** The request's first-packet hold at this load (liveRequests: this one included). */
+/**
+ * Whether the autoregressive stages run first outputs in steps of their own (`prefill_first`, on by default;
+ * ArScheduler): then a newcomer's first audio shares their steps only with the requests still before theirs.
+ */
+function firstOutputsFirst(graph: StageGraph): boolean {
+  return graph.stages.every((s) => s.engine.prefillFirst !== false); // set on autoregressive stages only
+}
+
+/**
+ * The request's first-packet hold at this load (liveRequests: this one included). With first outputs first the load
+ * is the requests still before their first audio: beside sixteen long answers already speaking, a newcomer's
+ * Thinker, unheld, wrote a token every 2-3 ms after its first and woke main with each text delta while the Talker,
+ * on the same two cores, waited 43 ms for one to finish a step (its CPU 8 ms of 51; bench/NOTES.md, "The newcomer's
+ * Thinker ran ahead of its Talker").
+ */
 export function planHold(
   graph: StageGraph,
   request: GenerateRequest,

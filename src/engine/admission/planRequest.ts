@@ -21,6 +21,8 @@ export interface PlanContext {
   readonly ec: EcStore | null;
   /** Live requests that are load, this one included. */
   readonly liveRequests: number;
+  /** Of them, those still before their first audio, this one included (the first-packet hold's load). */
+  readonly beforeFirstAudio: number;
   readonly audio: AudioOutputFacts | null;
   readonly framesPerToken: number | null;
 }
@@ -66,6 +68,7 @@ export function planRequest(
     held,
     ecDrop: ec?.takeDrops(thinker) ?? [],
     liveRequests: ctx.liveRequests,
+    beforeFirstAudio: ctx.beforeFirstAudio,
     audio: ctx.audio,
     framesPerToken: ctx.framesPerToken,
     admittedAtMs: Date.now(),

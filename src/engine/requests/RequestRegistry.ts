@@ -57,6 +57,18 @@ export class RequestRegistry {
   }
 
   /**
+   * Live requests still before their first audio (paused ones hold no slot): with first outputs first, the ones a
+   * newcomer's first chunk shares the stages' steps with (the Talker sizes its first chunk by the same count,
+   * TalkerCore.firstChunkSharing). Those already speaking run in steps of their own, or are held back while it waits
+   * (FirstAudioFirst.ts).
+   */
+  get beforeFirstAudio(): number {
+    let n = 0;
+    for (const r of this.#records.values()) if (!r.paused && r.stream.firstAudioAtMs === null) n++;
+    return n;
+  }
+
+  /**
    * Commits an admitted request's planned hold: admitted past the light-load rung, it ends every hold (a held
    * Thinker would resume behind the newcomers' prefills while its listener has only the first chunk to play:
    * configs/omni-bench.yaml, a burst of 48 right after a lone request, a 1.4 s stall); with a hold of its own, its
