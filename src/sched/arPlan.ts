@@ -46,5 +46,7 @@ export interface SchedulerPlan {
   readonly items: readonly ScheduledItem[];
   /** Requests whose KV was dropped this step; they restart from position 0 when scheduled again. */
   readonly preempted: readonly string[];
+  /** Requests that gave their seats up for this step (seat turns): they keep their KV and are seated again later. */
+  readonly yielded: readonly string[];
   readonly numScheduledTokens: number;
 }

@@ -8,6 +8,7 @@ import { SpeakingSlices } from '../../src/sched/SpeakingSlices.ts';
 import { step } from '../helpers/arSteps.ts';
 
 const TURN = 4;
+const NO_ONE: ReadonlySet<string> = new Set();
 const opts = { maxNumSeqs: 2, maxNumBatchedTokens: 64, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
 
 function start(s: ArScheduler, available: Map<string, number>, ids: readonly string[], promptTokens = 5): void {
@@ -112,6 +113,35 @@ describe('ArScheduler seat turns', () => {
     for (let i = 0; i < 2 * TURN && seatedWithin < 0; i++)
       if (step(s, available).items.some((item) => item.requestId === 'lazy')) seatedWithin = i;
     expect(seatedWithin).toBeGreaterThanOrEqual(0);
+  });
+
+  it('a holder whose input stops yields within a turn of steps run: its idle steps count, and it yields first', () => {
+    const s = new ArScheduler({ ...opts, seatTurnSteps: TURN });
+    const available = new Map<string, number>();
+    start(s, available, ['a', 'b', 'c']);
+    for (let i = 0; i < 4 * TURN; i++) step(s, available);
+    // 'a' gets no more input (a Talker whose rows stopped coming); once it has computed what it had it only waits.
+    const stalled = available.get('a')!;
+    available.delete('a');
+    const batches: string[][] = [];
+    for (let i = 0; i < 6 * TURN; i++) {
+      const plan = s.schedule();
+      s.update(plan);
+      for (const item of plan.items) {
+        if (item.requestId === 'a' || !item.sample) continue;
+        available.set(item.requestId, available.get(item.requestId)! + 1);
+        s.setAvailable(item.requestId, available.get(item.requestId)!);
+      }
+      batches.push(plan.items.map((item) => item.requestId));
+    }
+    expect(s.numComputed('a')).toBe(stalled);
+    // The stated bound: once it has computed what it had, the stalled holder keeps its seat less than a turn of steps
+    // run (its idle steps count, and it yields first), then 'b' and 'c', which have input, hold both seats.
+    const lastRan = batches.findLastIndex((b) => b.includes('a'));
+    const both = batches.findIndex((b, i) => i > lastRan && b.length === 2);
+    expect(both).toBeGreaterThan(lastRan);
+    expect(both - lastRan).toBeLessThanOrEqual(TURN);
+    for (const b of batches.slice(both)) expect([...b].sort()).toEqual(['b', 'c']);
   });
 
   it('without turns (the default) a newcomer waits for a holder to finish, as before', () => {
@@ -234,6 +264,25 @@ describe('ArScheduler seat turns keep a batch for a turn', () => {
       expect(batches.filter((b) => b.includes(id)).length).toBeGreaterThanOrEqual(share - 3 * TURN_STEPS);
   });
 
+  it("a newcomer's first chunk, run alone, does not end the batch's turn: the batch changes once a turn it ran", () => {
+    const { s, available, long } = seatedLong(SEATS + 1);
+    // A newcomer whose first output stays pending: first outputs first runs it alone FIRST_OUTPUT_RUN_STEPS (4) steps
+    // in a row, then one step with the batch. Counted in the stage's steps, a turn of eight was two of the batch's and
+    // the batch changed every other time it ran.
+    start(s, available, ['new']);
+    s.setFirstOutputPending('new', true);
+    const batches = batchesOf(Array.from({ length: STEPS }, () => step(s, available)));
+    const ofBatch = batches.map((b) => b.filter((id) => id !== 'new')).filter((b) => b.length > 0);
+    expect(ofBatch.length).toBeLessThan(STEPS / 2); // the newcomer did run alone most steps
+    const changedAt = ofBatch.flatMap((b, i) => (i > 0 && b.join() !== ofBatch[i - 1].join() ? [i] : []));
+    expect(changedAt.length).toBeGreaterThan(0); // turns still happen
+    for (let i = 1; i < changedAt.length; i++)
+      expect(changedAt[i] - changedAt[i - 1]).toBeGreaterThanOrEqual(TURN_STEPS);
+    // Two beyond the seats now (the newcomer took one): each waits at most a turn of the batch's steps, and some of
+    // those turns hold a handover step run alone.
+    expect(longestWait(ofBatch, long)).toBeLessThanOrEqual(TURN_STEPS + 1);
+  });
+
   it('sixteen on sixteen seats: no turns, one batch throughout', () => {
     const { s, available, long } = seatedLong(SEATS);
     const batches = batchesOf(Array.from({ length: STEPS }, () => step(s, available)));
@@ -241,30 +290,67 @@ describe('ArScheduler seat turns keep a batch for a turn', () => {
     expect(batches[0]).toEqual(long);
   });
 
-  it('with speaking slices, a turn changes a group or two, not the group of every step', () => {
+  /**
+   * One step as ArStageCore runs it with speaking slices of `slices`, every long answer settled and far ahead: who
+   * gave a seat up leaves its group, then the plan keeps one group (and whatever may not wait: `newcomers`).
+   */
+  function slicedStep(s: ArScheduler, slices: SpeakingSlices, available: Map<string, number>, newcomers = NO_ONE) {
+    const plan = s.schedule();
+    for (const id of [...plan.yielded, ...plan.preempted]) slices.removed(id);
+    const kept = slices.keep(
+      plan.items.map((it) => it.requestId),
+      (id) => !newcomers.has(id),
+      (rows) => rows * 16, // every step of more than one row is worth slicing
+    );
+    const items = kept ? plan.items.filter((it) => kept.has(it.requestId)) : plan.items;
+    s.update({ ...plan, items, numScheduledTokens: items.reduce((n, it) => n + it.numTokens, 0) });
+    for (const item of items) {
+      if (!item.sample) continue;
+      available.set(item.requestId, available.get(item.requestId)! + 1);
+      s.setAvailable(item.requestId, available.get(item.requestId)!);
+    }
+    return items.map((it) => it.requestId);
+  }
+
+  it('with speaking slices, a handover changes one group: no group of one, a turn in the groups own steps', () => {
     const { s, available, long } = seatedLong(SEATS + 1);
     const slices = new SpeakingSlices(4);
+    const batches = Array.from({ length: STEPS }, () => slicedStep(s, slices, available));
+    // Sixteen seated answers in four groups of four. Kept in its group, the yielded answer made a fifth group: one
+    // row a step, every fifth step.
+    for (const b of batches) expect(b.length).toBe(4);
+    // A turn is the holders' own steps: four groups, each a step in four, so a handover about every 4 * TURN_STEPS
+    // steps (the first group to run eight times after one ends the turn), each changing one group once (a repack),
+    // besides each group's first step: where two groups changed every TURN_STEPS steps (50 repacks).
+    const turnStepsRun = 4 * TURN_STEPS;
+    expect(countRepacks(batches)).toBeLessThanOrEqual(4 + Math.ceil(STEPS / (turnStepsRun - 4)) + 1);
+    // A turn out, and its new group's place in the rotation of four.
+    expect(longestWait(batches, long)).toBeLessThanOrEqual(turnStepsRun + 2 * 4);
+  });
+
+  it('a turn ends after 8 x seat_turn_steps steps of the stage however rarely its holders run (slices of one)', () => {
+    // Sixteen groups of one: a holder runs one step in sixteen, a turn of its own steps would be 128 steps.
+    const { s, available, long } = seatedLong(SEATS + 1);
+    const slices = new SpeakingSlices(1);
+    const batches = Array.from({ length: STEPS }, () => slicedStep(s, slices, available));
+    // Out for a turn of 8 * TURN_STEPS steps, then back at its place in the rotation of sixteen.
+    expect(longestWait(batches, long)).toBeLessThanOrEqual(8 * TURN_STEPS + SEATS);
+  });
+
+  it('a newcomer goes ahead of an answer that has waited a long turn: the lead is in turns, not steps', () => {
+    // Slices of two: eight groups, so a turn of the holders' own steps is 64 steps of the stage. A newcomer's lead of
+    // four turns of TURN_STEPS steps (32) made the yielded answer outrank it half-way through such a turn; it is four
+    // turns of the length the last one took.
+    const { s, available, long } = seatedLong(SEATS + 1);
+    const slices = new SpeakingSlices(2);
     const batches: string[][] = [];
-    for (let i = 0; i < STEPS; i++) {
-      const plan = s.schedule();
-      const kept = slices.keep(
-        plan.items.map((it) => it.requestId),
-        () => true,
-        (rows) => rows * 16, // every step of more than one row is worth slicing
-      );
-      const items = kept ? plan.items.filter((it) => kept.has(it.requestId)) : plan.items;
-      const sliced = { ...plan, items, numScheduledTokens: items.reduce((n, it) => n + it.numTokens, 0) };
-      s.update(sliced);
-      for (const item of items) {
-        available.set(item.requestId, available.get(item.requestId)! + 1);
-        s.setAvailable(item.requestId, available.get(item.requestId)!);
-      }
-      batches.push(items.map((it) => it.requestId));
-    }
-    for (const b of batches) expect(b.length).toBeLessThanOrEqual(4);
-    // A handover moves two answers, each repacking its group's next step: at most two repacks a turn.
-    expect(countRepacks(batches)).toBeLessThanOrEqual(2 * Math.ceil(STEPS / TURN_STEPS) + 2);
-    // A turn out, and its group's place in the rotation of five groups (seventeen answers, four a group) both sides.
-    expect(longestWait(batches, long)).toBeLessThanOrEqual(TURN_STEPS + 2 * 5);
+    const waitedSteps = () =>
+      Math.max(...long.map((id) => batches.length - 1 - batches.findLastIndex((b) => b.includes(id))));
+    while (batches.length < 4 * STEPS && (batches.length < STEPS / 2 || waitedSteps() < 5 * TURN_STEPS))
+      batches.push(slicedStep(s, slices, available));
+    expect(waitedSteps()).toBeGreaterThanOrEqual(5 * TURN_STEPS);
+    start(s, available, ['new']);
+    // Its prefill runs alone in the next step (prefill first), in a seat a holder gave up for it.
+    expect(slicedStep(s, slices, available, new Set(['new']))).toEqual(['new']);
   });
 });
