@@ -16,8 +16,15 @@
  * four" is only stable when the count divides by four. Ten answers in such a rotation ran {0-3}, {4-7}, {8, 9, 0, 1},
  * {2-5}, ...: every step a new batch, every step each sequence's KV copied, and the Thinker's and the Talker's decodes
  * cost 7-8x their CPU a row in steps of ten (bench/NOTES.md, "Speaking slices at c=10"). So an answer that may wait
- * joins a group once (the fullest one with room, else a new one) and stays in it until it leaves the stage; a group
- * whose members could fit the others' room is dissolved into them, so there are never more turns than needed.
+ * joins a group once (the fullest one with room, else a new one) and stays in it until it leaves the stage or gives
+ * its batch seat up; a group whose members could fit the others' room is dissolved into them, so there are never more
+ * turns than needed.
+ *
+ * An answer that gives its seat up (ArScheduler's seat turns) or loses it (preempted) leaves its group, and the one
+ * seated in its place fills the room: seventeen answers on sixteen seats make four groups of four, and a handover
+ * changes one group. Kept in its group, the yielded answer held a place there while it waited, so the seventeenth made
+ * a fifth group that ran a single row a step (~3.6-4 ms of the Talker's CPU for that row), and every handover changed
+ * two groups (each repacked once; bench/NOTES.md, "Seat turns that keep a batch").
  */
 /**
  * A step of the answers that may wait is sliced only when it would cost at least this much of the model's CPU (ms).
@@ -67,7 +74,7 @@ export class SpeakingSlices {
     return new Set(planned.filter((id) => !mayWait(id) || this.groupOf.get(id) === turn));
   }
 
-  /** The request left the stage. */
+  /** The request left the stage or its batch seat (it joins a group with room when it runs again). */
   removed(requestId: string): void {
     const group = this.groupOf.get(requestId);
     if (!group) return;

@@ -63,7 +63,9 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   step(): boolean {
     this.updateDeadlines();
     const nowMs = Date.now();
-    const plan = this.sliced(this.scheduler.schedule(nowMs, this.deferredNow(nowMs)), nowMs);
+    const planned = this.scheduler.schedule(nowMs, this.deferredNow(nowMs));
+    this.leftSeats([...planned.yielded, ...planned.preempted]);
+    const plan = this.sliced(planned, nowMs);
     const cpu0 = process.cpuUsage();
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;

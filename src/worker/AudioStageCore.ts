@@ -4,7 +4,6 @@
  * its listener's buffer runs dry: the audio sent so far has played out (before the first packet: that packet's
  * deadline). Subclasses admit, take chunks and step; they report each piece of audio sent (audioSent).
  */
-import { HOLD_MIN_AHEAD_MS } from '../sched/FirstAudioFirst.ts';
 import { GenerationScheduler } from '../sched/GenerationScheduler.ts';
 import type { AddRequest, PlaybackArgs, PlaybackPlan } from './messages.ts';
 import { ScheduledStageCore } from './ScheduledStageCore.ts';
@@ -41,11 +40,11 @@ export abstract class AudioStageCore<R extends AudioRequest, A> extends Schedule
     return true;
   }
 
-  /** Its listener has HOLD_MIN_AHEAD_MS of audio past the decode of its next chunk (first audio first). */
-  protected override farAhead(requestId: string, nowMs: number): boolean {
+  /** The audio its listener has past the decode of its next chunk (first audio first: FarAhead.ts). */
+  protected override leadMs(requestId: string, nowMs: number): number | null {
     const req = this.requests.get(requestId);
     const dryAtMs = req ? this.dryAtMs(req) : null;
-    return dryAtMs !== null && dryAtMs - nowMs - this.lastStepMs >= HOLD_MIN_AHEAD_MS;
+    return dryAtMs === null ? null : dryAtMs - nowMs - this.lastStepMs;
   }
 
   /** When the request's listener runs dry (epoch ms); null without a playback plan. */

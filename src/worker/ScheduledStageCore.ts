@@ -10,6 +10,7 @@
  * first may hold back, in turns, so that a newcomer never waits for a long step (src/sched/SpeakingSlices.ts).
  */
 import { MAIN } from '../common/graph.ts';
+import { FarAhead } from '../sched/FarAhead.ts';
 import { FirstAudioFirst } from '../sched/FirstAudioFirst.ts';
 import { SpeakingSlices } from '../sched/SpeakingSlices.ts';
 import { SpeechLead } from '../sched/SpeechLead.ts';
@@ -34,6 +35,8 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   private readonly speechLead: SpeechLead | null;
   /** Speaking slices (chunk_policy.speaking_slice, with first audio first); null when off. */
   private readonly slices: SpeakingSlices | null;
+  /** Which answers' listeners are far enough ahead for their steps to wait (first audio first, slices). */
+  private readonly ahead = new FarAhead();
   /** Until when the last plan left speaking answers out: the loop wakes then even if nothing arrives. */
   private deferredUntilMs: number | null = null;
 
@@ -102,6 +105,14 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
     return this.slices.keep(planned, (id) => firstAudio.settled(id, nowMs) && this.farAhead(id, nowMs), stepMs);
   }
 
+  /**
+   * The requests gave their batch seats up (seat turns) or lost them (preempted): they leave their speaking-slice
+   * groups, so those seated in their place fill the room (SpeakingSlices.ts).
+   */
+  protected leftSeats(requestIds: readonly string[]): void {
+    for (const id of requestIds) this.slices?.removed(id);
+  }
+
   /** Whether the stage's output leads its answers' speech (speechMadeMs says by how much): it paces them. */
   protected pacesSpeech(): boolean {
     return false;
@@ -113,11 +124,16 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   }
 
   /**
-   * Whether the answer's listener has audio enough buffered for its steps here to wait (HOLD_MIN_AHEAD_MS beyond what
-   * its next output takes); by default yes (a Thinker's text runs far ahead of the speech made from it).
+   * The audio (ms) the answer's listener has buffered beyond what its next output here takes, or null when it cannot
+   * tell (never far ahead); by default Infinity (a Thinker's text runs far ahead of the speech made from it).
    */
-  protected farAhead(_requestId: string, _nowMs: number): boolean {
-    return true;
+  protected leadMs(_requestId: string, _nowMs: number): number | null {
+    return Number.POSITIVE_INFINITY;
+  }
+
+  /** Whether the answer's steps here may wait: its lead is past the floor, with hysteresis (src/sched/FarAhead.ts). */
+  private farAhead(requestId: string, nowMs: number): boolean {
+    return this.ahead.test(requestId, this.leadMs(requestId, nowMs));
   }
 
   override nextWakeAtMs(): number | null {
@@ -140,6 +156,7 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
     this.firstAudio?.removed(req.requestId);
     this.speechLead?.removed(req.requestId);
     this.slices?.removed(req.requestId);
+    this.ahead.removed(req.requestId);
     this.scheduler.remove(req.requestId);
     this.freeRunnerState(req.requestId);
   }

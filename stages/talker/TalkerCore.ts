@@ -8,7 +8,6 @@
 import type { ScheduledItem } from '../../src/sched/ArScheduler.ts';
 import { firstChunkCap, initialChunkForTarget, initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { Ewma } from '../../src/sched/playback.ts';
-import { HOLD_MIN_AHEAD_MS } from '../../src/sched/FirstAudioFirst.ts';
 import { modelRoot } from '../../src/sched/blockNames.ts';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
 import { Talker2Code2Wav } from '../code2wav/talker2code2wav.ts';
@@ -252,16 +251,16 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
   }
 
   /**
-   * First audio first: its listener has HOLD_MIN_AHEAD_MS of audio past when its next chunk must leave, once the
-   * frames still to make for it are made at the pace of the moment.
+   * First audio first: the audio its listener has past when its next chunk must leave, once the frames still to make
+   * for it are made at the pace of the moment (src/sched/FarAhead.ts).
    */
-  protected override farAhead(requestId: string, nowMs: number): boolean {
+  protected override leadMs(requestId: string, nowMs: number): number | null {
     const req = this.requests.get(requestId);
     const deadlineMs = req ? this.deadlineMs(req) : null;
     const interval = this.frameIntervalMs.value;
-    if (!req?.toCode2Wav || deadlineMs === null || interval === null) return false;
+    if (!req?.toCode2Wav || deadlineMs === null || interval === null) return null;
     const framesMs = req.toCode2Wav.framesUntilNextChunk * interval * Math.max(1, this.scheduler.numRunning);
-    return deadlineMs - nowMs - framesMs >= HOLD_MIN_AHEAD_MS;
+    return deadlineMs - nowMs - framesMs;
   }
 
   protected override updateDeadlines(): void {

@@ -159,6 +159,20 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     expect(runner.batches.at(-1)).toEqual(['new']); // its prefill alone (prefill first), the others held back
   });
 
+  it('seventeen answers on sixteen seats run in four groups of four: the one seated fills the yielded place', () => {
+    // Seat turns on (8 steps, the default): one answer always waits for a seat. Kept in its group while it waited, a
+    // yielded answer made the seventeenth a fifth group, a step of one row in every five.
+    const { core, runner } = thinker(17, 4);
+    // The seventeenth's prefill takes a seat, then decodes of sixteen (their cost measured); all speak for under 1 s.
+    for (let i = 0; i < 4; i++) core.step();
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    const from = runner.batches.length;
+    for (let i = 0; i < 100; i++) core.step();
+    const sliced = runner.batches.slice(from);
+    expect(new Set(sliced.flat()).size).toBe(17); // seats changed hands
+    expect(sliced.map((b) => b.length)).toEqual(Array(100).fill(4));
+  });
+
   it('steps them all together while a step of them costs less than SLICE_MIN_STEP_MS', () => {
     const { core, runner } = thinker(16, 4, 0);
     core.step(); // a decode step measures the cost of a row
