@@ -37,11 +37,24 @@
  */
 export const SLICE_MIN_STEP_MS = 16;
 
+/**
+ * Slices once on stay on while a step of all the answers that may wait would cost at least this share of the bound:
+ * a switch either way repacks every one of their KV caches (stages/models/AppendKvCache.ts), and at long contexts that
+ * is the costliest step there is. Sixteen long answers' Thinker, with one bound, switched back and forth 12 times in a
+ * minute: slices of four at 4-5 ms of CPU priced a step of sixteen under the bound, the steps of sixteen then cost
+ * 15-17 ms and priced it over, and each switch cost a step of sixteen rows' repack (55-59 ms) or four slices' (10-56
+ * ms each), the steps a newcomer arriving then waited for (up to 99 ms of wall time; bench/NOTES.md, "Slices that
+ * switched back and forth").
+ */
+export const SLICE_KEEP_SHARE = 0.5;
+
 export class SpeakingSlices {
   /** Each request's group (an index into `groups`). */
   private readonly groupOf = new Map<string, Group>();
   private readonly groups: Group[] = [];
   private steps = 0;
+  /** Whether the last step priced was sliced (SLICE_KEEP_SHARE). */
+  private slicing = false;
 
   constructor(
     private readonly size: number,
@@ -54,7 +67,8 @@ export class SpeakingSlices {
    * Which of a step's requests (in the plan's order) run in it: every one that may not wait, and of those that may,
    * one group of at most `size`, the group least recently stepped. null: the step runs as planned (no more than
    * `size` may wait, or a decode step of them would cost less than minStepMs by `stepMs`, the model's CPU a step of
-   * that many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet).
+   * that many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). Once sliced, a step stays sliced
+   * while it would cost SLICE_KEEP_SHARE of minStepMs.
    */
   keep(
     planned: readonly string[],
@@ -65,7 +79,9 @@ export class SpeakingSlices {
     const waitable = planned.filter(mayWait);
     if (waitable.length <= this.size) return null;
     const cost = stepMs(waitable.length);
-    if (cost === null || cost < this.minStepMs) return null;
+    if (cost === null) return null;
+    this.slicing = cost >= this.minStepMs * (this.slicing ? SLICE_KEEP_SHARE : 1);
+    if (!this.slicing) return null;
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
     const present = new Set(waitable.map((id) => this.groupOf.get(id)!));

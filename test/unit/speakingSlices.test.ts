@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FIRST_AUDIO_FIRST_DEFAULTS } from '../../src/sched/FirstAudioFirst.ts';
-import { SLICE_MIN_STEP_MS, SpeakingSlices } from '../../src/sched/SpeakingSlices.ts';
+import { SLICE_KEEP_SHARE, SLICE_MIN_STEP_MS, SpeakingSlices } from '../../src/sched/SpeakingSlices.ts';
 import type { ThinkerBatchItem, ThinkerStepOutput } from '../../stages/types.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { configWith } from '../helpers/engine.ts';
@@ -83,7 +83,21 @@ describe('SpeakingSlices', () => {
     const unknown = () => null;
     expect(slices.keep(all, () => true, unknown)).toBeNull();
     expect(slices.keep(all, () => true, perRow(rowMs))).toEqual(new Set(all.slice(0, 4)));
-    expect(slices.keep(all.slice(0, 8), () => true, perRow(rowMs))).toBeNull(); // eight rows of the same cost: under it
+    // Eight rows of the same cost are under it (not sliced before: SLICE_KEEP_SHARE keeps slices that are on).
+    expect(new SpeakingSlices(4).keep(all.slice(0, 8), () => true, perRow(rowMs))).toBeNull();
+  });
+
+  it('stays sliced down to SLICE_KEEP_SHARE of the bound, and starts again only at the bound', () => {
+    const slices = new SpeakingSlices(4);
+    const all = ids(16);
+    const costing = (ms: number) => () => ms;
+    const sliced = (ms: number) => slices.keep(all, () => true, costing(ms)) !== null;
+    expect(sliced(SLICE_MIN_STEP_MS * 0.9)).toBe(false);
+    expect(sliced(SLICE_MIN_STEP_MS)).toBe(true);
+    expect(sliced(SLICE_MIN_STEP_MS * 0.9)).toBe(true);
+    expect(sliced(SLICE_MIN_STEP_MS * SLICE_KEEP_SHARE)).toBe(true);
+    expect(sliced(SLICE_MIN_STEP_MS * SLICE_KEEP_SHARE * 0.99)).toBe(false);
+    expect(sliced(SLICE_MIN_STEP_MS * 0.9)).toBe(false);
   });
 
   it('refuses a size below one', () => {
@@ -198,17 +212,32 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     expect(runner.batches.slice(-6).map((b) => b.length)).toEqual(Array(6).fill(16));
   });
 
-  it('ends the slices when a step of all of them would cost less than SLICE_MIN_STEP_MS again', () => {
-    // 1.2 ms a row for twelve steps (sixteen rows: 25 ms, sliced), then 0.4 (12.4 ms): once the steps of sixteen are
-    // out of the fit's window, the slices of four (7.6 ms) price a step of sixteen at the fixed cost fitted before
+  it('ends the slices when a step of all of them would cost less than SLICE_KEEP_SHARE of the bound', () => {
+    // 1.2 ms a row for twelve steps (sixteen rows: 25 ms, sliced), then 0.1 (7.6 ms): once the steps of sixteen are
+    // out of the fit's window, the slices of four (6.4 ms) price a step of sixteen at the fixed cost fitted before
     // plus sixteen times what a row of them costs beyond it.
-    const { core, runner } = thinker(16, 4, (rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.4));
+    expect(6 + 16 * 0.1).toBeLessThan(SLICE_MIN_STEP_MS * SLICE_KEEP_SHARE);
+    const { core, runner } = thinker(16, 4, (rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.1));
     core.step();
     vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
     for (let i = 0; i < 40; i++) core.step();
     const sizes = runner.batches.map((b) => b.length);
     expect(sizes.slice(2, 12)).toContain(4); // sliced while a step of sixteen cost 25 ms
     expect(sizes.slice(-4)).toEqual([16, 16, 16, 16]);
+  });
+
+  it('keeps slicing while a step of all of them would cost between SLICE_KEEP_SHARE of the bound and the bound', () => {
+    // Sliced at 1.2 ms a row, then 0.4 (sixteen rows: 12.4 ms, under the bound but over its share): switching back
+    // would repack all sixteen caches, and the steps of sixteen would price the slices on again.
+    expect(6 + 16 * 0.4).toBeLessThan(SLICE_MIN_STEP_MS);
+    expect(6 + 16 * 0.4).toBeGreaterThan(SLICE_MIN_STEP_MS * SLICE_KEEP_SHARE);
+    const { core, runner } = thinker(16, 4, (rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.4));
+    core.step();
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < 40; i++) core.step();
+    const sizes = runner.batches.map((b) => b.length);
+    expect(sizes.slice(2, 12)).toContain(4);
+    expect(sizes.slice(12)).toEqual(Array(sizes.length - 12).fill(4));
   });
 
   it('steps them all together with speaking_slice null', () => {
