@@ -70,7 +70,8 @@ describe('KV-aware routing across two Thinker replicas', () => {
     await heldReport(other, moved.prompt);
     const after = await turn(5);
     // 'kv_overlap' if the killed replica is back by now, 'single' while it restarts: either way, here.
-    expect(after.decision.instance).toBe(other);
+    // The decision said in full when it goes elsewhere (once, loaded in CI: to the restarted replica; not explained yet).
+    expect(after.decision.instance, JSON.stringify({ after: after.decision, moved: moved.decision })).toBe(other);
     expect(after.cached).toBe(after.decision.cachedPositions);
     expect(after.cached).toBeGreaterThanOrEqual(16 * Math.floor(moved.prompt / 16));
   }, 120_000);
