@@ -29,14 +29,14 @@ afterAll(async () => {
   await engine?.close();
 });
 
-const words = (turn: number) =>
-  Array.from({ length: 60 }, (_, i) => ['ask', 'tell', 'more', 'about', 'the', 'river'][(i + turn) % 6]).join(' ');
+const words = (turn: number, length = 60) =>
+  Array.from({ length }, (_, i) => ['ask', 'tell', 'more', 'about', 'the', 'river'][(i + turn) % 6]).join(' ');
 
 describe('KV-aware routing across two Thinker replicas', () => {
   it("each turn goes where its conversation's KV is; a killed replica's turns move and follow again", async () => {
     const messages: ChatMessage[] = [];
-    const turn = async (n: number) => {
-      messages.push({ role: 'user', content: `${n} ${words(n)}` });
+    const turn = async (n: number, length?: number) => {
+      messages.push({ role: 'user', content: `${n} ${words(n, length)}` });
       const handle = engine.generate({ messages: [...messages], modalities: ['text'], sampling: { maxTokens: 24 } });
       const { text, done } = await collect(handle);
       messages.push({ role: 'assistant', content: text });
@@ -68,9 +68,12 @@ describe('KV-aware routing across two Thinker replicas', () => {
     expect(other).not.toBe(holder);
     expect(moved.cached).toBe(0);
     await heldReport(other, moved.prompt);
-    const after = await turn(5);
-    // 'kv_overlap' if the killed replica is back by now, 'single' while it restarts: either way, here.
-    // The decision said in full when it goes elsewhere (once, loaded in CI: to the restarted replica; not explained yet).
+    // A short turn: nearly all of its prompt is in the other replica's cache. The router weighs the uncached part at
+    // each replica's prefill rate, learned from first tokens' wall times, and a 60-word turn once went back to the
+    // restarted replica in a loaded CI run (not reproduced since): the estimate allows that when the two learned
+    // rates are further apart than the cached share (5/6) makes up for. 'kv_overlap' if the killed replica is back
+    // by now, 'single' while it restarts: here.
+    const after = await turn(5, 4);
     expect(after.decision.instance, JSON.stringify({ after: after.decision, moved: moved.decision })).toBe(other);
     expect(after.cached).toBe(after.decision.cachedPositions);
     expect(after.cached).toBeGreaterThanOrEqual(16 * Math.floor(moved.prompt / 16));
