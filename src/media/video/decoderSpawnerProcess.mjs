@@ -10,8 +10,8 @@
 // main reads its ends. Main never writes into those pairs, so nothing waits to be read here meanwhile.
 //
 // Plain JavaScript, no loader: it starts in ~50 ms with nothing but Node's own modules. The messages are typed in
-// DecoderSpawner.ts (ToSpawner, FromSpawner). When main goes (its IPC channel closes, even on SIGKILL), every child
-// still running is killed and this process exits.
+// DecoderSpawner.ts (ToSpawner, FromSpawner). When main goes, every child still running is killed and this process
+// exits (mainGone).
 import { spawn } from 'node:child_process';
 import { getPriority } from 'node:os';
 
@@ -20,8 +20,19 @@ const stdioOf = new Map();
 /** Decode id -> its running child. */
 const running = new Map();
 
+/**
+ * Main is gone (its IPC channel closed, even on SIGKILL): every child still running is killed and this process exits.
+ * A send that fails is the same news, sometimes first: main killed while a decoder starts made the `spawned` message's
+ * write fail (EPIPE), and thrown as an unhandled 'error' it ended this process before 'disconnect' could kill the
+ * decoder, which then outlived main (test/unit/decoderSpawner.test.ts, once in CI).
+ */
+function mainGone() {
+  for (const child of running.values()) child.kill('SIGKILL');
+  process.exit(0);
+}
+
 const send = (message) => {
-  if (process.connected) process.send(message);
+  if (process.connected) process.send(message, undefined, undefined, (err) => err && mainGone());
 };
 
 function start({ id, file, args, nice }) {
@@ -64,7 +75,5 @@ process.on('message', (message, handle) => {
   else if (message.type === 'kill') running.get(message.id)?.kill('SIGKILL');
 });
 
-process.on('disconnect', () => {
-  for (const child of running.values()) child.kill('SIGKILL');
-  process.exit(0);
-});
+process.on('disconnect', mainGone);
+process.on('error', mainGone); // the channel's own failure, outside any send
