@@ -40,11 +40,11 @@ export const SLICE_MIN_STEP_MS = 16;
 /**
  * Slices once on stay on while a step of all the answers that may wait would cost at least this share of the bound:
  * a switch either way repacks every one of their KV caches (stages/models/AppendKvCache.ts), and at long contexts that
- * is the costliest step there is. Sixteen long answers' Thinker, with one bound, switched back and forth 12 times in a
- * minute: slices of four at 4-5 ms of CPU priced a step of sixteen under the bound, the steps of sixteen then cost
- * 15-17 ms and priced it over, and each switch cost a step of sixteen rows' repack (55-59 ms) or four slices' (10-56
- * ms each), the steps a newcomer arriving then waited for (up to 99 ms of wall time; bench/NOTES.md, "Slices that
- * switched back and forth").
+ * is the costliest step there is. Sixteen long answers' Thinker, with one bound, changed mode 25 times in a run:
+ * slices of four at 4-5 ms of CPU priced a step of sixteen under the bound, the steps of sixteen then cost 15-17 ms
+ * and priced it over, and each switch cost a step of sixteen rows' repack (55-89 ms) or four slices' (10-56 ms each),
+ * the steps a newcomer arriving then waited for (up to 99 ms of wall time; bench/NOTES.md, "Slices that switched back
+ * and forth").
  */
 export const SLICE_KEEP_SHARE = 0.5;
 

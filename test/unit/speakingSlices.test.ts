@@ -159,6 +159,15 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     return { core, runner, add };
   }
 
+  /** The batch sizes of sixteen answers' steps at this cost: one decode, then 40 steps once they have settled. */
+  function settledSteps(stepMs: (rows: number, step: number) => number): number[] {
+    const { core, runner } = thinker(16, 4, stepMs);
+    core.step();
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < 40; i++) core.step();
+    return runner.batches.map((b) => b.length);
+  }
+
   it('steps sixteen settled speaking answers four at a time; one newcomer runs at once', () => {
     const { core, runner, add } = thinker(16, 4);
     for (let i = 0; i < 3; i++) core.step(); // speaking for less than a second: all sixteen together
@@ -217,11 +226,7 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     // out of the fit's window, the slices of four (6.4 ms) price a step of sixteen at the fixed cost fitted before
     // plus sixteen times what a row of them costs beyond it.
     expect(6 + 16 * 0.1).toBeLessThan(SLICE_MIN_STEP_MS * SLICE_KEEP_SHARE);
-    const { core, runner } = thinker(16, 4, (rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.1));
-    core.step();
-    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
-    for (let i = 0; i < 40; i++) core.step();
-    const sizes = runner.batches.map((b) => b.length);
+    const sizes = settledSteps((rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.1));
     expect(sizes.slice(2, 12)).toContain(4); // sliced while a step of sixteen cost 25 ms
     expect(sizes.slice(-4)).toEqual([16, 16, 16, 16]);
   });
@@ -231,11 +236,7 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     // would repack all sixteen caches, and the steps of sixteen would price the slices on again.
     expect(6 + 16 * 0.4).toBeLessThan(SLICE_MIN_STEP_MS);
     expect(6 + 16 * 0.4).toBeGreaterThan(SLICE_MIN_STEP_MS * SLICE_KEEP_SHARE);
-    const { core, runner } = thinker(16, 4, (rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.4));
-    core.step();
-    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
-    for (let i = 0; i < 40; i++) core.step();
-    const sizes = runner.batches.map((b) => b.length);
+    const sizes = settledSteps((rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.4));
     expect(sizes.slice(2, 12)).toContain(4);
     expect(sizes.slice(12)).toEqual(Array(sizes.length - 12).fill(4));
   });
