@@ -1,4 +1,5 @@
-// N-API surface of the shared-memory ring: class Ring and function unlink(name).
+// N-API surface of the shared-memory ring (class Ring and function unlink(name)) and of the strided copies of KV
+// stores (copyStrided, fillStrided: strided.h).
 // The TS declaration of this surface is transport/shm/binding.ts; keep the two in step.
 #include <napi.h>
 
@@ -9,6 +10,7 @@
 
 #include "bell.h"
 #include "ring.h"
+#include "strided.h"
 #include "waiter.h"
 
 namespace chorus {
@@ -202,6 +204,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Ring", RingWrap::Define(env));
   exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
   exports.Set("headerBytes", Napi::Number::New(env, static_cast<double>(kHeaderBytes)));
+  exports.Set("copyStrided", Napi::Function::New(env, CopyStrided, "copyStrided"));
+  exports.Set("fillStrided", Napi::Function::New(env, FillStrided, "fillStrided"));
   return exports;
 }
 

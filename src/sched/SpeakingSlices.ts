@@ -27,24 +27,36 @@
  * two groups (each repacked once; bench/NOTES.md, "Seat turns that keep a batch").
  */
 /**
- * A step of the answers that may wait is sliced only when it would cost at least this much of the model's CPU (ms).
- * A step has a fixed cost of its own (~2.75 ms of CPU on tiny-omni's Thinker and Talker, from steps of ten against
- * fixed groups of four at a 100-token context), so slices of four cost 1.5-1.65x the CPU a row of one step of ten or
- * sixteen at short contexts and nothing more at long ones, where the rows' cost dominates (bench/NOTES.md, "Speaking
- * slices at c=10"). Below this a step in progress costs a newcomer no more than its own prefill in the stage (12-16
- * ms), and slicing would only slow the answers: the c=10 bench's steps of ten cost 8-12 ms (load 0-10); sixteen long
- * answers' steps, once their newcomers come, 20-55 ms.
+ * A step of the answers that may wait is sliced when it would cost at least this much of the model's CPU (ms), whatever
+ * the slices cost. A step has a fixed cost of its own (~2.75 ms of CPU on tiny-omni's Thinker and Talker on a machine
+ * where their first packet alone took 25-37 ms, from steps of ten against fixed groups of four at a 100-token context),
+ * so there slices of four cost 1.5-1.65x the CPU a row of one step of ten or sixteen at short contexts and nothing more
+ * at long ones (bench/NOTES.md, "Speaking slices at c=10"). Below this a step in progress costs a newcomer no more
+ * than its own prefill in the stage on such a machine (12-16 ms).
  */
 export const SLICE_MIN_STEP_MS = 16;
 
 /**
- * Slices once on stay on while a step of all the answers that may wait would cost at least this share of the bound:
- * a switch either way repacks every one of their KV caches (stages/models/AppendKvCache.ts), and at long contexts that
- * is the costliest step there is. Sixteen long answers' Thinker, with one bound, changed mode 25 times in a run:
- * slices of four at 4-5 ms of CPU priced a step of sixteen under the bound, the steps of sixteen then cost 15-17 ms
- * and priced it over, and each switch cost a step of sixteen rows' repack (55-89 ms) or four slices' (10-56 ms each),
- * the steps a newcomer arriving then waited for (up to 99 ms of wall time; bench/NOTES.md, "Slices that switched back
- * and forth").
+ * A shorter step is sliced too when slicing is about free: the slices' steps, one a group, would cost at most this
+ * share more CPU than the one step they replace (by the same estimate). On a machine three times as fast (a first
+ * packet alone 9-12 ms, the stages' fixed cost a step ~0.1 ms) a Talker step of sixteen long answers cost 13-15 ms and
+ * four slices of four the same CPU, but at SLICE_MIN_STEP_MS alone nothing was sliced: a newcomer waited for a whole
+ * step of sixteen, longer than its first packet alone, and the step after its first audio repacked fifteen answers' KV
+ * into memory never used before (300-450 ms of one step; bench/NOTES.md, "Speaking slices on a faster machine").
+ */
+export const SLICE_FREE_OVERHEAD = 0.25;
+
+/** A step shorter than this (ms) is never sliced: a newcomer waiting for it waits less than a millisecond. */
+export const SLICE_FLOOR_MS = 1;
+
+/**
+ * Slices once on stay on while a step of all the answers that may wait would cost at least this share of
+ * SLICE_MIN_STEP_MS, or while slicing would cost at most SLICE_FREE_OVERHEAD over this share: a switch either way
+ * repacks every one of their KV caches (stages/models/AppendKvCache.ts), and at long contexts that is the costliest
+ * step there is. Sixteen long answers' Thinker, with one bound, changed mode 25 times in a run: slices of four at 4-5
+ * ms of CPU priced a step of sixteen under the bound, the steps of sixteen then cost 15-17 ms and priced it over, and
+ * each switch cost a step of sixteen rows' repack (55-89 ms) or four slices' (10-56 ms each), the steps a newcomer
+ * arriving then waited for (up to 99 ms of wall time; bench/NOTES.md, "Slices that switched back and forth").
  */
 export const SLICE_KEEP_SHARE = 0.5;
 
@@ -53,8 +65,8 @@ export class SpeakingSlices {
   private readonly groupOf = new Map<string, Group>();
   private readonly groups: Group[] = [];
   private steps = 0;
-  /** Whether the last step priced was sliced (SLICE_KEEP_SHARE). */
-  private slicing = false;
+  /** Why the last step priced was sliced, if it was (SLICE_KEEP_SHARE): its cost, or its slices' being about free. */
+  private slicing: 'bound' | 'free' | null = null;
 
   constructor(
     private readonly size: number,
@@ -66,9 +78,10 @@ export class SpeakingSlices {
   /**
    * Which of a step's requests (in the plan's order) run in it: every one that may not wait, and of those that may,
    * one group of at most `size`, the group least recently stepped. null: the step runs as planned (no more than
-   * `size` may wait, or a decode step of them would cost less than minStepMs by `stepMs`, the model's CPU a step of
-   * that many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). Once sliced, a step stays sliced
-   * while it would cost SLICE_KEEP_SHARE of minStepMs.
+   * `size` may wait, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that many
+   * rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
+   * minStepMs, or SLICE_FLOOR_MS and slices that cost at most SLICE_FREE_OVERHEAD more; once sliced, a step stays
+   * sliced down to SLICE_KEEP_SHARE of the one and up to 1 / SLICE_KEEP_SHARE of the other.
    */
   keep(
     planned: readonly string[],
@@ -79,8 +92,9 @@ export class SpeakingSlices {
     const waitable = planned.filter(mayWait);
     if (waitable.length <= this.size) return null;
     const cost = stepMs(waitable.length);
-    if (cost === null) return null;
-    this.slicing = cost >= this.minStepMs * (this.slicing ? SLICE_KEEP_SHARE : 1);
+    const slice = stepMs(this.size);
+    if (cost === null || slice === null) return null;
+    this.slicing = this.slicedBy(cost, Math.ceil(waitable.length / this.size) * slice);
     if (!this.slicing) return null;
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
@@ -88,6 +102,17 @@ export class SpeakingSlices {
     const turn = [...present].reduce((a, b) => (b.lastStep < a.lastStep ? b : a));
     turn.lastStep = this.steps;
     return new Set(planned.filter((id) => !mayWait(id) || this.groupOf.get(id) === turn));
+  }
+
+  /**
+   * Why a step costing `costMs` is sliced (its slices costing `slicedMs` in all), or null: each rule keeps slices it
+   * started down to its SLICE_KEEP_SHARE. A step priced by one size alone looks free to slice (no fixed cost fitted
+   * yet): the slices' own steps then fit it, and a bound kept with the other rule's share would hold them on for good.
+   */
+  private slicedBy(costMs: number, slicedMs: number): 'bound' | 'free' | null {
+    if (costMs >= this.minStepMs * (this.slicing === 'bound' ? SLICE_KEEP_SHARE : 1)) return 'bound';
+    const overhead = SLICE_FREE_OVERHEAD / (this.slicing ? SLICE_KEEP_SHARE : 1);
+    return costMs >= SLICE_FLOOR_MS && slicedMs <= costMs * (1 + overhead) ? 'free' : null;
   }
 
   /** The request left the stage or its batch seat (it joins a group with room when it runs again). */

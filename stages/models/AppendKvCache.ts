@@ -9,6 +9,7 @@
  * are the rows repacked into a new store, once, as SeqKvCache does for the Optimum layout. Stores take their
  * buffers from a KvBufferPool and hand them back when the last sequence leaves them (or when they double).
  */
+import { addon } from '../../transport/shm/binding.ts';
 import type { KvBufferPool } from './KvBufferPool.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 
@@ -79,9 +80,9 @@ export class AppendStore {
     const used = this.total * this.stride;
     const floats = this.capacity * this.stride;
     this.buffers = this.buffers.map((old) => {
-      // Pool buffers come in power-of-two sizes: most doublings fit in the buffer already there.
-      if (floats * Float32Array.BYTES_PER_ELEMENT <= old.buffer.byteLength)
-        return new Float32Array(old.buffer, 0, floats);
+      // In place (KvBufferPool.grow): what the buffer holds stays where it is, no copy.
+      const inPlace = this.pool.grow(old, floats);
+      if (inPlace) return inPlace;
       const grown = this.pool.take(floats);
       grown.set(old.subarray(0, used));
       this.pool.give(old);
@@ -106,22 +107,25 @@ export class AppendStore {
     const n = this.rowFloats;
     const dstFirst = dst.total - count;
     for (let i = 0; i < this.buffers.length; i++) {
-      const src = this.buffers[i];
-      const to = dst.buffers[i];
-      for (let p = 0; p < count; p++) {
-        const s = ((from + p) * this.batchSize + row) * n;
-        to.set(src.subarray(s, s + rows * n), ((dstFirst + p) * dst.batchSize + toRow) * n);
-      }
+      // One native strided copy a tensor (a JS call a position ran cold, allocated a view each, and took 100-220 ms
+      // for eleven rows of 830 positions; bench/NOTES.md, "KV stores grown in place").
+      addon.copyStrided(
+        dst.buffers[i],
+        (dstFirst * dst.batchSize + toRow) * n,
+        dst.batchSize * n,
+        this.buffers[i],
+        (from * this.batchSize + row) * n,
+        this.batchSize * n,
+        rows * n,
+        count,
+      );
     }
   }
 
   /** Zeroes positions [0, positions) of rows [row, row + rows): padding in a buffer that may be reused. */
   clearRows(row: number, rows: number, positions: number): void {
     const n = this.rowFloats;
-    for (const buffer of this.buffers) {
-      for (let p = 0; p < positions; p++)
-        buffer.fill(0, (p * this.batchSize + row) * n, (p * this.batchSize + row + rows) * n);
-    }
+    for (const buffer of this.buffers) addon.fillStrided(buffer, row * n, this.batchSize * n, rows * n, positions, 0);
   }
 }
 

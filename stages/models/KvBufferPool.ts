@@ -1,24 +1,34 @@
 /**
- * Float32 buffers for KV stores, handed back when a store is left and taken again by the next one. A batch that
- * changes (a sequence joins or leaves) is copied into a new store, and a store that fills up doubles: in fresh
- * memory each first touch of a page faults, which on these machines costs ~4x the copy itself (25 MB: ~20 ms
- * first touch against ~4.5 ms into memory touched before; bench/README.md), and stalls every sequence of the batch.
+ * Float32 buffers for KV stores, handed back when a store is left and taken again by the next one, and grown in place
+ * when a store fills up.
  *
- * Buffers are kept in power-of-two byte sizes (only the pages a store writes are ever touched). Idle buffers are
- * kept up to the most the decoder has had in use at once (so its memory stays within twice its peak) or `maxBytes`,
- * whichever is less; past that a returned buffer is left to the garbage collector. A buffer taken again holds the
- * old store's keys and values: the store zeroes whatever it does not overwrite (AppendKvCache.pack).
+ * Each buffer is a resizable ArrayBuffer that reserves address space for RESERVE_BYTES and commits only what it has
+ * been resized to; the kernel gives each committed page on its first touch. So a store that fills up grows in place
+ * (no copy of what it holds, no second buffer twice its size), and a buffer taken again keeps the pages it had: a
+ * batch that changes (a sequence joins or leaves) is copied into memory touched before. Fresh memory is what made
+ * those steps slow: a first touch costs ~10x the copy (128 MB: ~45 ms against ~4.5 ms to fill it again on these
+ * machines), and plain ArrayBuffers of 16-32 MB came from the C heap, zeroed whole by calloc and given back to the
+ * kernel when freed: beside sixteen long answers a step that repacked or doubled their KV took 100-560 ms, every
+ * sequence of the batch and any newcomer behind it waiting (bench/NOTES.md, "KV stores grown in place").
+ *
+ * Idle buffers are kept up to the most the decoder has had in use at once (so its memory stays within twice its peak)
+ * or `maxBytes`, whichever is less; past that a returned buffer is left to the garbage collector. A buffer taken again
+ * holds the old store's keys and values: the store zeroes whatever it does not overwrite (AppendKvCache.pack).
  */
-const MIN_BYTES = 1 << 12;
 
-function sizeClass(bytes: number): number {
-  let size = MIN_BYTES;
-  while (size < bytes) size *= 2;
-  return size;
+/** Address space each buffer reserves (nothing is committed beyond what it is resized to). */
+export const RESERVE_BYTES = 2 ** 30;
+
+/** Commits are rounded up to whole pages of this size. */
+const PAGE_BYTES = 1 << 12;
+
+function pages(bytes: number): number {
+  return Math.max(PAGE_BYTES, Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES);
 }
 
 export class KvBufferPool {
-  private readonly idle = new Map<number, ArrayBuffer[]>();
+  /** Idle buffers, any committed size. */
+  private readonly idle: ArrayBuffer[] = [];
   private idleBytes = 0;
   private inUse = 0;
   private peakInUse = 0;
@@ -30,14 +40,51 @@ export class KvBufferPool {
     return this.idleBytes;
   }
 
-  /** `floats` floats from byte 0 of a buffer: one returned earlier if one of its size class is idle. */
+  /**
+   * `floats` floats from byte 0 of a buffer: an idle one already that large if there is one (the smallest), else the
+   * largest idle one grown to it, else a new one.
+   */
   take(floats: number): Float32Array {
-    const size = sizeClass(floats * Float32Array.BYTES_PER_ELEMENT);
-    const reused = this.idle.get(size)?.pop();
-    if (reused) this.idleBytes -= size;
-    this.inUse += size;
-    this.peakInUse = Math.max(this.peakInUse, this.inUse);
-    return new Float32Array(reused ?? new ArrayBuffer(size), 0, floats);
+    const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
+    let pick = -1;
+    for (let i = 0; i < this.idle.length; i++) {
+      const b = this.idle[i];
+      if (b.maxByteLength < bytes) continue;
+      if (pick < 0) {
+        pick = i;
+        continue;
+      }
+      const best = this.idle[pick];
+      const fits = b.byteLength >= bytes;
+      const bestFits = best.byteLength >= bytes;
+      if (fits ? !bestFits || b.byteLength < best.byteLength : !bestFits && b.byteLength > best.byteLength) pick = i;
+    }
+    let buffer: ArrayBuffer;
+    if (pick >= 0) {
+      buffer = this.idle.splice(pick, 1)[0];
+      this.idleBytes -= buffer.byteLength;
+      if (buffer.byteLength < bytes) buffer.resize(pages(bytes));
+    } else {
+      buffer = new ArrayBuffer(pages(bytes), { maxByteLength: Math.max(RESERVE_BYTES, pages(bytes)) });
+    }
+    this.use(buffer.byteLength);
+    return new Float32Array(buffer, 0, floats);
+  }
+
+  /**
+   * The same buffer's first `floats` floats (what it holds kept), grown in place when it was shorter; null when its
+   * reservation is too small (the caller takes another and copies).
+   */
+  grow(buffer: Float32Array, floats: number): Float32Array | null {
+    const array = buffer.buffer as ArrayBuffer;
+    const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
+    if (bytes > array.byteLength) {
+      if (!array.resizable || array.maxByteLength < bytes) return null;
+      const before = array.byteLength;
+      array.resize(Math.min(array.maxByteLength, pages(bytes)));
+      this.use(array.byteLength - before);
+    }
+    return new Float32Array(array, 0, floats);
   }
 
   /** Hands a buffer from take() back; nothing may use it afterwards. */
@@ -45,10 +92,13 @@ export class KvBufferPool {
     const array = buffer.buffer as ArrayBuffer;
     const size = array.byteLength;
     this.inUse -= size;
-    if (this.idleBytes + size > Math.min(this.maxBytes, this.peakInUse)) return;
-    const list = this.idle.get(size);
-    if (list) list.push(array);
-    else this.idle.set(size, [array]);
+    if (this.idleBytes + size > this.maxBytes) return;
+    this.idle.push(array);
     this.idleBytes += size;
+  }
+
+  private use(bytes: number): void {
+    this.inUse += bytes;
+    this.peakInUse = Math.max(this.peakInUse, this.inUse);
   }
 }

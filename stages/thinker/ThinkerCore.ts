@@ -449,9 +449,12 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       });
       return;
     }
-    if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token], ...logprobs });
+    // The Talker's rows before main's text: each put wakes its consumer, and main (at stage_nice levels above the
+    // stages) woken first took this process's core whenever the other core was busy, so the rows, the first packet's
+    // path, waited 2-3 ms for main's handling of the text (bench/NOTES.md, "The rows before the text").
     const body = req.toText ? (req.toText.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
     if (body) this.send(req, talker, body);
+    if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token], ...logprobs });
   }
 
   /**

@@ -137,7 +137,7 @@ describe('append-only KV signature', () => {
     pair.step(['x'], [[1]]);
   });
 
-  it('appends a steady batch in place and feeds views of the same buffers until one doubles', () => {
+  it('appends a steady batch in place and feeds views of the same buffers, grown in place when it doubles', () => {
     const layout = { numLayers: 1, numKvHeads: 2, headDim: 3 };
     const pool = new KvBufferPool(1 << 20);
     const caches = [new AppendKvCache(layout, pool), new AppendKvCache(layout, pool)];
@@ -160,10 +160,11 @@ describe('append-only KV signature', () => {
     expect(store.buffer(1).length).toBe(32 * stride);
     expect(store.buffer(1).buffer).toBe(arrays[1]);
     expect(pool.bytes).toBe(0);
-    for (let k = 17; k < 65; k++) step(k); // 65 positions need 128 x 48 bytes: new buffers, the old to the pool
-    expect(store.buffer(0).buffer).not.toBe(arrays[0]);
+    for (let k = 17; k < 65; k++) step(k); // 65 positions need 128 x 48 bytes: the same buffers, grown in place
+    expect(store.buffer(0).buffer).toBe(arrays[0]);
+    expect(store.buffer(0).buffer.byteLength).toBe(2 * 4096);
     expect(store.buffer(0).length).toBe(128 * stride);
-    expect(pool.bytes).toBe(2 * 4096);
+    expect(pool.bytes).toBe(0);
     expect(Array.from(store.view(0).subarray(0, 1))).toEqual([0]);
     expect(Array.from(store.view(0).subarray(64 * stride))).toEqual(new Array(stride).fill(64));
     // A different batch (one of the two alone) is not the same batch: it would be repacked.

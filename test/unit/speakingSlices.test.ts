@@ -5,7 +5,13 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FIRST_AUDIO_FIRST_DEFAULTS } from '../../src/sched/FirstAudioFirst.ts';
-import { SLICE_KEEP_SHARE, SLICE_MIN_STEP_MS, SpeakingSlices } from '../../src/sched/SpeakingSlices.ts';
+import {
+  SLICE_FLOOR_MS,
+  SLICE_FREE_OVERHEAD,
+  SLICE_KEEP_SHARE,
+  SLICE_MIN_STEP_MS,
+  SpeakingSlices,
+} from '../../src/sched/SpeakingSlices.ts';
 import type { ThinkerBatchItem, ThinkerStepOutput } from '../../stages/types.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { configWith } from '../helpers/engine.ts';
@@ -74,17 +80,33 @@ describe('SpeakingSlices', () => {
     expect(kept).toEqual([new Set(['c0']), new Set(['a1', 'a3']), new Set(['c0'])]);
   });
 
-  it('slices only a step that would cost SLICE_MIN_STEP_MS or more, and nothing before a decode was measured', () => {
+  it('slices a step of SLICE_MIN_STEP_MS or more whatever its slices cost, nothing before a decode is measured', () => {
     const slices = new SpeakingSlices(4);
     const all = ids(10);
-    const rowMs = SLICE_MIN_STEP_MS / 10;
-    const perRow = (ms: number) => (rows: number) => rows * ms;
-    expect(slices.keep(all, () => true, perRow(rowMs * 0.99))).toBeNull(); // ten rows under the bound: one step
+    // A fixed cost a step that makes three slices cost over twice the step of ten: not free, only the bound slices.
+    const fixedAnd = (total: number) => (rows: number) => total * 0.6 + (total * 0.4 * rows) / 10;
+    expect(slices.keep(all, () => true, fixedAnd(SLICE_MIN_STEP_MS * 0.99))).toBeNull(); // ten rows under the bound
     const unknown = () => null;
     expect(slices.keep(all, () => true, unknown)).toBeNull();
-    expect(slices.keep(all, () => true, perRow(rowMs))).toEqual(new Set(all.slice(0, 4)));
-    // Eight rows of the same cost are under it (not sliced before: SLICE_KEEP_SHARE keeps slices that are on).
-    expect(new SpeakingSlices(4).keep(all.slice(0, 8), () => true, perRow(rowMs))).toBeNull();
+    expect(slices.keep(all, () => true, fixedAnd(SLICE_MIN_STEP_MS))).toEqual(new Set(all.slice(0, 4)));
+  });
+
+  it('slices a shorter step when its slices cost at most SLICE_FREE_OVERHEAD more, down to SLICE_FLOOR_MS', () => {
+    const all = ids(16);
+    // Rows that cost the same in any step (no fixed cost): four slices of four cost what the step of sixteen does.
+    const perRow = (ms: number) => (rows: number) => rows * ms;
+    const rowMs = (SLICE_MIN_STEP_MS / 16) * 0.5;
+    expect(new SpeakingSlices(4).keep(all, () => true, perRow(rowMs))).toEqual(new Set(all.slice(0, 4)));
+    expect(new SpeakingSlices(4).keep(all, () => true, perRow((SLICE_FLOOR_MS / 16) * 0.99))).toBeNull();
+    // Slices that cost just over SLICE_FREE_OVERHEAD more: a fixed cost f a step, 4 (f + 4r) > 1.25 (f + 16r).
+    const withFixed = (fixedMs: number) => (rows: number) => fixedMs + rows * rowMs;
+    const over = (((1 + SLICE_FREE_OVERHEAD) * 16 * rowMs - 16 * rowMs) / (4 - 1 - SLICE_FREE_OVERHEAD)) * 1.05;
+    expect(new SpeakingSlices(4).keep(all, () => true, withFixed(over))).toBeNull();
+    expect(new SpeakingSlices(4).keep(all, () => true, withFixed(over * 0.9))).not.toBeNull();
+    // Once on, they stay on at that cost (SLICE_KEEP_SHARE: up to twice the free overhead).
+    const on = new SpeakingSlices(4);
+    expect(on.keep(all, () => true, perRow(rowMs))).not.toBeNull();
+    expect(on.keep(all, () => true, withFixed(over))).not.toBeNull();
   });
 
   it('stays sliced down to SLICE_KEEP_SHARE of the bound, and starts again only at the bound', () => {
@@ -213,12 +235,16 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     const { core, runner } = thinker(
       16,
       4,
-      cost(4, () => 0.4),
+      cost(6, () => 0.4),
     );
-    core.step(); // a decode of sixteen
+    for (let i = 0; i < 4; i++) core.step(); // decodes of sixteen, the fit's one size
     vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
-    for (let i = 0; i < 6; i++) core.step(); // the second of them 40 ms slower
-    expect(runner.batches.slice(-6).map((b) => b.length)).toEqual(Array(6).fill(16));
+    for (let i = 0; i < 12; i++) core.step(); // the second of them 40 ms slower
+    // Slices look free while one size has run (no fixed cost fitted yet): tried for the few steps the fit needs,
+    // then priced at 30 ms against 12.4 and left for good.
+    const sizes = runner.batches.slice(-12).map((b) => b.length);
+    expect(sizes.filter((n) => n === 4).length).toBeLessThanOrEqual(4 * 3);
+    expect(sizes.slice(-6)).toEqual(Array(6).fill(16));
   });
 
   it('ends the slices when a step of all of them would cost less than SLICE_KEEP_SHARE of the bound', () => {

@@ -1,6 +1,7 @@
 /**
  * The only file that loads the native addon (native/build/Release/chorus_shm.node, built by `npm install`).
- * It declares the whole native surface; native/src/addon.cc is the other half and must stay in step.
+ * It declares the whole native surface; native/src/addon.cc is the other half and must stay in step. Besides the
+ * rings, the addon has the KV stores' strided copies (stages/models/AppendKvCache.ts).
  */
 import { createRequire } from 'node:module';
 import { ChorusError, ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
@@ -40,6 +41,29 @@ export interface NativeAddon {
   /** shm_unlink; false when the name did not exist. */
   unlink(name: string): boolean;
   readonly headerBytes: number;
+  /**
+   * Copies `count` blocks of `blockFloats` floats, block i from src[srcStart + i * srcStride] to
+   * dst[dstStart + i * dstStride] (native/src/strided.h). Throws when a block would run past either array.
+   */
+  copyStrided(
+    dst: Float32Array,
+    dstStart: number,
+    dstStride: number,
+    src: Float32Array,
+    srcStart: number,
+    srcStride: number,
+    blockFloats: number,
+    count: number,
+  ): void;
+  /** Sets `count` blocks of `blockFloats` floats, block i at dst[start + i * stride], to value. */
+  fillStrided(
+    dst: Float32Array,
+    start: number,
+    stride: number,
+    blockFloats: number,
+    count: number,
+    value: number,
+  ): void;
 }
 
 const require = createRequire(import.meta.url);
