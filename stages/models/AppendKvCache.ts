@@ -4,10 +4,11 @@
  * [capacity, B, H, Dh] of which the first `total` positions are filled, every row left-padded to `total`.
  *
  * A steady batch (exactly the store's sequences, in its row order) is fed a prefix view of the buffers and
- * gets the step's new positions appended in place: JS work O(new positions), no large allocation except
- * when a buffer doubles. Only when the batch changes (a sequence joins, leaves or runs in another group)
+ * gets the step's new positions appended in place: JS work O(new positions), no large allocation (a buffer that
+ * doubles grows in place). Only when the batch changes (a sequence joins, leaves or runs in another group)
  * are the rows repacked into a new store, once, as SeqKvCache does for the Optimum layout. Stores take their
- * buffers from a KvBufferPool and hand them back when the last sequence leaves them (or when they double).
+ * buffers from a KvBufferPool, grow them in place when they double, and hand them back when the last sequence leaves
+ * them.
  */
 import { addon } from '../../transport/shm/binding.ts';
 import type { KvBufferPool } from './KvBufferPool.ts';

@@ -11,8 +11,9 @@
  * kernel when freed: beside sixteen long answers a step that repacked or doubled their KV took 100-560 ms, every
  * sequence of the batch and any newcomer behind it waiting (bench/NOTES.md, "KV stores grown in place").
  *
- * Idle buffers are kept up to the most the decoder has had in use at once (so its memory stays within twice its peak)
- * or `maxBytes`, whichever is less; past that a returned buffer is left to the garbage collector. A buffer taken again
+ * Idle buffers are kept up to `maxBytes`, past that a returned buffer is left to the garbage collector. (They were
+ * kept only up to the most the decoder had had in use at once: memory given back came back later as fresh pages, on a
+ * machine that hands free memory back to its host: bench/NOTES.md, "KV stores grown in place".) A buffer taken again
  * holds the old store's keys and values: the store zeroes whatever it does not overwrite (AppendKvCache.pack).
  */
 
@@ -30,8 +31,6 @@ export class KvBufferPool {
   /** Idle buffers, any committed size. */
   private readonly idle: ArrayBuffer[] = [];
   private idleBytes = 0;
-  private inUse = 0;
-  private peakInUse = 0;
 
   constructor(readonly maxBytes: number) {}
 
@@ -67,7 +66,6 @@ export class KvBufferPool {
     } else {
       buffer = new ArrayBuffer(pages(bytes), { maxByteLength: Math.max(RESERVE_BYTES, pages(bytes)) });
     }
-    this.use(buffer.byteLength);
     return new Float32Array(buffer, 0, floats);
   }
 
@@ -80,9 +78,7 @@ export class KvBufferPool {
     const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
     if (bytes > array.byteLength) {
       if (!array.resizable || array.maxByteLength < bytes) return null;
-      const before = array.byteLength;
       array.resize(Math.min(array.maxByteLength, pages(bytes)));
-      this.use(array.byteLength - before);
     }
     return new Float32Array(array, 0, floats);
   }
@@ -91,14 +87,8 @@ export class KvBufferPool {
   give(buffer: Float32Array): void {
     const array = buffer.buffer as ArrayBuffer;
     const size = array.byteLength;
-    this.inUse -= size;
     if (this.idleBytes + size > this.maxBytes) return;
     this.idle.push(array);
     this.idleBytes += size;
-  }
-
-  private use(bytes: number): void {
-    this.inUse += bytes;
-    this.peakInUse = Math.max(this.peakInUse, this.inUse);
   }
 }
