@@ -41,39 +41,54 @@ bool Fits(size_t start, size_t stride, size_t block, size_t count, size_t length
   return start + (count - 1) * stride + block <= length;
 }
 
+// Arguments index, index + 1, index + 2: a Float32Array, where its first block starts, how far apart blocks are.
+struct Strided {
+  Floats floats;
+  size_t start;
+  size_t stride;
+};
+
+Strided StridedOf(Napi::Env env, const Napi::CallbackInfo& info, size_t index, const char* what) {
+  Floats floats = FloatsOf(env, info[index], what);
+  std::string name(what);
+  return Strided{floats, Count(env, info, index + 1, (name + "Start").c_str()),
+                 Count(env, info, index + 2, (name + "Stride").c_str())};
+}
+
+// Refuses blocks that would run past the array, before anything is written.
+void Check(Napi::Env env, const Strided& s, size_t block, size_t count, const char* fn, const char* what) {
+  if (!Fits(s.start, s.stride, block, count, s.floats.length))
+    Invalid(env, std::string(fn) + ": the blocks run past " + what);
+}
+
 }  // namespace
 
 Napi::Value CopyStrided(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 8) Invalid(env, "copyStrided(dst, dstStart, dstStride, src, srcStart, srcStride, block, count)");
-  Floats dst = FloatsOf(env, info[0], "dst");
-  size_t dstStart = Count(env, info, 1, "dstStart");
-  size_t dstStride = Count(env, info, 2, "dstStride");
-  Floats src = FloatsOf(env, info[3], "src");
-  size_t srcStart = Count(env, info, 4, "srcStart");
-  size_t srcStride = Count(env, info, 5, "srcStride");
+  Strided dst = StridedOf(env, info, 0, "dst");
+  Strided src = StridedOf(env, info, 3, "src");
   size_t block = Count(env, info, 6, "blockFloats");
   size_t count = Count(env, info, 7, "count");
-  if (!Fits(dstStart, dstStride, block, count, dst.length)) Invalid(env, "copyStrided: the blocks run past dst");
-  if (!Fits(srcStart, srcStride, block, count, src.length)) Invalid(env, "copyStrided: the blocks run past src");
+  Check(env, dst, block, count, "copyStrided", "dst");
+  Check(env, src, block, count, "copyStrided", "src");
   for (size_t i = 0; i < count; i++)
-    std::memmove(dst.data + dstStart + i * dstStride, src.data + srcStart + i * srcStride, block * sizeof(float));
+    std::memmove(dst.floats.data + dst.start + i * dst.stride, src.floats.data + src.start + i * src.stride,
+                 block * sizeof(float));
   return env.Undefined();
 }
 
 Napi::Value FillStrided(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 6) Invalid(env, "fillStrided(dst, start, stride, blockFloats, count, value)");
-  Floats dst = FloatsOf(env, info[0], "dst");
-  size_t start = Count(env, info, 1, "start");
-  size_t stride = Count(env, info, 2, "stride");
+  Strided dst = StridedOf(env, info, 0, "dst");
   size_t block = Count(env, info, 3, "blockFloats");
   size_t count = Count(env, info, 4, "count");
   if (!info[5].IsNumber()) Invalid(env, "value must be a number");
   float value = static_cast<float>(info[5].As<Napi::Number>().DoubleValue());
-  if (!Fits(start, stride, block, count, dst.length)) Invalid(env, "fillStrided: the blocks run past dst");
+  Check(env, dst, block, count, "fillStrided", "dst");
   for (size_t i = 0; i < count; i++) {
-    float* at = dst.data + start + i * stride;
+    float* at = dst.floats.data + dst.start + i * dst.stride;
     if (value == 0.0f && !std::signbit(value)) {
       std::memset(at, 0, block * sizeof(float));
     } else {
