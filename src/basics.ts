@@ -22,7 +22,7 @@ export { intFlag, UsageError } from './common/cliArgs.ts';
 // keeps listening after speech, a Redis URL without secrets.
 export { channelNames } from './common/diagnostics.ts';
 export { contextFromTraceparent } from './tracing/traceContext.ts';
-export { CLOCK_TICKS_PER_SECOND, cpuMsOf, cpuTicksOf } from './common/processCpu.ts';
+export { CLOCK_TICKS_PER_SECOND, cpuMsOf, cpuTicksOf, threadsCpuMsOf } from './common/processCpu.ts';
 export { STEP_TRACE_ENV, type MarkRecord, type StepRecord } from './worker/StepTrace.ts';
 export { monotonicMs, PACKET_MARK_CHANNEL, PERF_TO_MONOTONIC_MS, type PacketMark } from './common/packetMarks.ts';
 export { encoderStatsOf } from '../stages/encoder/protocol.ts';

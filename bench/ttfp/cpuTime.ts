@@ -1,6 +1,7 @@
 /**
  * CPU time per request of the processes that serve a run: each stage process the server's /health names on this
- * machine (Linux's /proc/<pid>/stat, user + system, every thread: onnxruntime's, V8's, libuv's), and this process
+ * machine (Linux's /proc/<pid>/task/<tid>/schedstat, to the nanosecond, every thread: onnxruntime's, V8's, libuv's;
+ * /proc/<pid>/stat's 10 ms ticks read a short run's few ms as 0), and this process
  * (process.cpuUsage: the bench's clients, and main as well when the server runs in-process).
  *
  * On a machine whose cores the run keeps busy, req/s is the cores over the CPU one request costs the whole
@@ -9,7 +10,7 @@
  * stage only its models' time alone, `throughputCeiling` puts the bench's own CPU back: what the cores allow at
  * most when every stage runs as fast as alone and nothing else shares them.
  */
-import { cpuMsOf } from '../../src/basics.ts';
+import { threadsCpuMsOf } from '../../src/basics.ts';
 import type { ClientTarget } from './clients/BenchClient.ts';
 
 /** The process the bench runs in: its clients, and main when the server is in-process. */
@@ -44,7 +45,7 @@ export async function localStages(target: ClientTarget): Promise<{ name: string;
 export async function cpuSnapshot(target: ClientTarget): Promise<CpuSnapshot> {
   const out = new Map<string, { pid: number; ms: number }>();
   for (const { name, pid } of await localStages(target)) {
-    const ms = cpuMsOf(pid);
+    const ms = threadsCpuMsOf(pid);
     if (ms !== null) out.set(name, { pid, ms });
   }
   const own = process.cpuUsage();

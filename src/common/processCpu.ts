@@ -3,7 +3,7 @@
  * tell a stage that is busy in one long step (its CPU time grows) from one that is stopped or stuck waiting (it
  * does not): both are silent, only one is hung.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** The process's /proc/<pid>/<name>, or null when it cannot be read (the process is gone, or this is not Linux). */
 function procFile(pid: number, name: 'stat' | 'schedstat'): string | null {
@@ -64,4 +64,29 @@ export const CLOCK_TICKS_PER_SECOND = 100;
 export function cpuMsOf(pid: number): number | null {
   const ticks = cpuTicksOf(pid);
   return ticks === null ? null : (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
+}
+
+/**
+ * CPU time of every live thread of the process (ms, to the nanosecond: the first field of each
+ * /proc/<pid>/task/<tid>/schedstat, the time the thread ran), or null when it cannot be read. /proc/<pid>/stat counts
+ * in 10 ms ticks: over a short run a stage's few ms read as 0 or 10 (the bench's CPU a request said 0 for a Thinker
+ * that had computed every answer). Threads that have ended are not counted (stat keeps theirs): for the processes the
+ * bench reads, whose threads (the model's, V8's, libuv's) live as long as they do.
+ */
+export function threadsCpuMsOf(pid: number): number | null {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  let ns = 0;
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) || 0;
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ns / 1e6;
 }

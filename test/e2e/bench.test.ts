@@ -181,7 +181,7 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     for (const r of result.runs) {
       const per = r.cpu_ms_per_request!;
       // Every stage process (by instance) and this one (the clients, and main: the server is in-process); the
-      // ones that computed the answers used CPU (/proc counts in 10 ms ticks: Code2Wav's few ms may show 0).
+      // ones that computed the answers used CPU (each thread's on-CPU time, to the nanosecond).
       expect(Object.keys(per).sort()).toEqual(
         ['audio-encoder#0', 'bench', 'code2wav#0', 'image-encoder#0', 'talker#0', 'thinker#0'].sort(),
       );

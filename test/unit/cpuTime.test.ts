@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { addCpuBetween, cpuBoundRps, throughputCeiling, type CpuSnapshot } from '../../bench/ttfp/cpuTime.ts';
-import { cpuMsOf } from '../../src/common/processCpu.ts';
+import { cpuMsOf, threadsCpuMsOf } from '../../src/common/processCpu.ts';
 
 describe('bench CPU accounting', () => {
   it("reads a process's CPU time from /proc, every thread counted, and null for a process that is gone", async () => {
@@ -21,6 +21,24 @@ describe('bench CPU accounting', () => {
     child.kill();
     await exited; // reaped: its /proc entry is gone
     expect(cpuMsOf(pid)).toBeNull();
+  });
+
+  it("reads a process's threads' CPU time to well under a tick, and null for a process that is gone", async () => {
+    const own = threadsCpuMsOf(process.pid)!;
+    const spin = process.cpuUsage();
+    while (process.cpuUsage(spin).user < 3000); // 3 ms of CPU: under /proc/<pid>/stat's 10 ms tick
+    const after = threadsCpuMsOf(process.pid)!;
+    expect(after - own).toBeGreaterThanOrEqual(2.5);
+    expect(after - own).toBeLessThan(50);
+    const busy = 'while (process.cpuUsage().user < 300_000) {} console.log("done"); process.stdin.resume()';
+    const child = spawn(process.execPath, ['-e', busy]);
+    const pid = child.pid!;
+    await once(child.stdout!, 'data');
+    expect(threadsCpuMsOf(pid)!).toBeGreaterThanOrEqual(300);
+    const exited = once(child, 'exit');
+    child.kill();
+    await exited;
+    expect(threadsCpuMsOf(pid)).toBeNull();
   });
 
   it('adds what each process used between snapshots, leaving out one restarted under another pid', () => {
