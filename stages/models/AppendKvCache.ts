@@ -108,8 +108,9 @@ export class AppendStore {
     const n = this.rowFloats;
     const dstFirst = dst.total - count;
     for (let i = 0; i < this.buffers.length; i++) {
-      // One native strided copy a tensor (a JS call a position ran cold, allocated a view each, and took 100-220 ms
-      // for eleven rows of 830 positions; bench/NOTES.md, "KV stores grown in place").
+      // One native strided copy a row run and tensor, not a `subarray` + `set` a position: eleven scattered rows of 830
+      // positions (a seat turn's repack) in 6 ms against 18 ms warm and 45 ms the first time (bench/NOTES.md, "KV
+      // stores grown in place").
       addon.copyStrided(
         dst.buffers[i],
         (dstFirst * dst.batchSize + toRow) * n,

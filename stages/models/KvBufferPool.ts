@@ -45,22 +45,12 @@ export class KvBufferPool {
    */
   take(floats: number): Float32Array {
     const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
-    let pick = -1;
-    for (let i = 0; i < this.idle.length; i++) {
-      const b = this.idle[i];
-      if (b.maxByteLength < bytes) continue;
-      if (pick < 0) {
-        pick = i;
-        continue;
-      }
-      const best = this.idle[pick];
-      const fits = b.byteLength >= bytes;
-      const bestFits = best.byteLength >= bytes;
-      if (fits ? !bestFits || b.byteLength < best.byteLength : !bestFits && b.byteLength > best.byteLength) pick = i;
-    }
+    const usable = this.idle.filter((b) => b.maxByteLength >= bytes);
+    const fitting = usable.filter((b) => b.byteLength >= bytes);
+    const pick = fitting.length > 0 ? smallest(fitting) : usable.length > 0 ? largest(usable) : null;
     let buffer: ArrayBuffer;
-    if (pick >= 0) {
-      buffer = this.idle.splice(pick, 1)[0];
+    if (pick) {
+      buffer = this.idle.splice(this.idle.indexOf(pick), 1)[0];
       this.idleBytes -= buffer.byteLength;
       if (buffer.byteLength < bytes) buffer.resize(pages(bytes));
     } else {
@@ -91,4 +81,12 @@ export class KvBufferPool {
     this.idle.push(array);
     this.idleBytes += size;
   }
+}
+
+function smallest(buffers: readonly ArrayBuffer[]): ArrayBuffer {
+  return buffers.reduce((a, b) => (b.byteLength < a.byteLength ? b : a));
+}
+
+function largest(buffers: readonly ArrayBuffer[]): ArrayBuffer {
+  return buffers.reduce((a, b) => (b.byteLength > a.byteLength ? b : a));
 }

@@ -4,6 +4,22 @@ import { describe, expect, it } from 'vitest';
 import { addCpuBetween, cpuBoundRps, throughputCeiling, type CpuSnapshot } from '../../bench/ttfp/cpuTime.ts';
 import { cpuMsOf, threadsCpuMsOf } from '../../src/common/processCpu.ts';
 
+/**
+ * A child that spends 300 ms of CPU, says so, and waits: `read(pid)` while it waits, and again once it is killed and
+ * reaped (its /proc entry gone).
+ */
+async function busyChild(read: (pid: number) => number | null): Promise<{ busy: number | null; gone: number | null }> {
+  const busy = 'while (process.cpuUsage().user < 300_000) {} console.log("done"); process.stdin.resume()';
+  const child = spawn(process.execPath, ['-e', busy]);
+  const pid = child.pid!;
+  await once(child.stdout!, 'data');
+  const spent = read(pid);
+  const exited = once(child, 'exit');
+  child.kill();
+  await exited;
+  return { busy: spent, gone: read(pid) };
+}
+
 describe('bench CPU accounting', () => {
   it("reads a process's CPU time from /proc, every thread counted, and null for a process that is gone", async () => {
     const own = process.cpuUsage();
@@ -11,16 +27,10 @@ describe('bench CPU accounting', () => {
     // /proc counts in 10 ms ticks: within a few ticks of what Node says of itself.
     expect(Math.abs(ms - (own.user + own.system) / 1000)).toBeLessThan(50);
 
-    // A child that spends 300 ms of CPU, says so, and waits: its /proc figure holds those 300 ms.
-    const busy = 'while (process.cpuUsage().user < 300_000) {} console.log("done"); process.stdin.resume()';
-    const child = spawn(process.execPath, ['-e', busy]);
-    const pid = child.pid!;
-    await once(child.stdout!, 'data');
-    expect(cpuMsOf(pid)!).toBeGreaterThanOrEqual(280);
-    const exited = once(child, 'exit');
-    child.kill();
-    await exited; // reaped: its /proc entry is gone
-    expect(cpuMsOf(pid)).toBeNull();
+    // A child's /proc figure holds the 300 ms it spent; reaped, its /proc entry is gone.
+    const child = await busyChild(cpuMsOf);
+    expect(child.busy!).toBeGreaterThanOrEqual(280);
+    expect(child.gone).toBeNull();
   });
 
   it("reads a process's threads' CPU time to well under a tick, and null for a process that is gone", async () => {
@@ -30,15 +40,9 @@ describe('bench CPU accounting', () => {
     const after = threadsCpuMsOf(process.pid)!;
     expect(after - own).toBeGreaterThanOrEqual(2.5);
     expect(after - own).toBeLessThan(50);
-    const busy = 'while (process.cpuUsage().user < 300_000) {} console.log("done"); process.stdin.resume()';
-    const child = spawn(process.execPath, ['-e', busy]);
-    const pid = child.pid!;
-    await once(child.stdout!, 'data');
-    expect(threadsCpuMsOf(pid)!).toBeGreaterThanOrEqual(300);
-    const exited = once(child, 'exit');
-    child.kill();
-    await exited;
-    expect(threadsCpuMsOf(pid)).toBeNull();
+    const child = await busyChild(threadsCpuMsOf);
+    expect(child.busy!).toBeGreaterThanOrEqual(300);
+    expect(child.gone).toBeNull();
   });
 
   it('adds what each process used between snapshots, leaving out one restarted under another pid', () => {
