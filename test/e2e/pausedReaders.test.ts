@@ -21,6 +21,13 @@ import { RealtimeClient, type ServerEvent } from './serverClient.ts';
 
 const TALKER_SEQS = 2;
 const READER_TOKENS = 400;
+/**
+ * The stalled reader's answer: it must still be making audio when its request is paused and when the stall timeout
+ * ends it. An answer made whole first (400 tokens took about a second on a machine three times as fast as the
+ * first ones) sat in the socket's buffers, which grow up to tcp_wmem's 4 MB on the sending side, and nothing was left
+ * to pause or cancel. Cancelled at the stall, it costs no more than a short one.
+ */
+const STALLED_TOKENS = 2000;
 /** The Talker's engine lines in the config file (the Thinker's and Code2Wav's max_num_seqs lines carry comments). */
 const TALKER_ENGINE = 'max_num_seqs: 16\n      max_num_batched_tokens: 600 # the Talker';
 
@@ -108,9 +115,9 @@ async function ask(c: RealtimeClient, tokens: number): Promise<string> {
 }
 
 /** A reader that stops reading mid-answer; resolves once the server has paused its request. */
-async function pausedReader(wsUrl: string): Promise<{ client: RealtimeClient; w: Watched }> {
+async function pausedReader(wsUrl: string, tokens = READER_TOKENS): Promise<{ client: RealtimeClient; w: Watched }> {
   const client = await RealtimeClient.connect(wsUrl);
-  const id = await ask(client, READER_TOKENS);
+  const id = await ask(client, tokens);
   client.ws.pause();
   await waitFor('the request to reach the engine', () => watched.has(id));
   const w = watched.get(id)!;
@@ -161,7 +168,7 @@ describe('paused readers', () => {
       clientStallTimeoutMs: 1000,
     });
     await waitFor('earlier requests to leave every stage', () => engine.health().every((h) => h.inFlight === 0));
-    const { client, w } = await pausedReader(wsUrl);
+    const { client, w } = await pausedReader(wsUrl, STALLED_TOKENS);
     // Ended by the server while the client still reads nothing, and freed in the Thinker, Talker and Code2Wav.
     expect(await w.cancelled).toMatch(/^the client read too slowly/);
     await waitFor('every stage to free the request', () => engine.health().every((h) => h.inFlight === 0));

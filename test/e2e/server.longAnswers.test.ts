@@ -21,8 +21,12 @@ const SEATS = 2;
 const NEWCOMERS = 3;
 /** How long both long answers have spoken when the newcomers come (as the came 8-12 s later). */
 const SPEAKING_MS = 1500;
-/** Text tokens of a long answer: ~10 s of speech, seconds of work for the tiny models. */
-const LONG_TOKENS = 400;
+/**
+ * Text tokens of a long answer: ~30 s of speech, seconds of work for the tiny models. They must still be speaking when
+ * the last newcomer's first audio comes: 400 tokens took ~1.6 s on a machine three times as fast as the first ones,
+ * and ended 30 ms before it.
+ */
+const LONG_TOKENS = 1200;
 
 let close: () => Promise<void>;
 let url: string;

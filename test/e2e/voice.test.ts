@@ -87,14 +87,16 @@ describe('Realtime voice turns (server_vad on Silero)', () => {
   }, 60_000);
 
   it('barge-in: speech over an answer cancels it (turn_detected) and the new turn is answered', async () => {
-    const { rt, events, next, stream, arrivedAt } = await connect({ silence_duration_ms: 500 }, 400);
+    const { rt, events, next, stream, arrivedAt } = await connect({ silence_duration_ms: 500 }, 2000);
     await stream(concatPcm(quiet(300), hello, quiet(700)));
     const created = await next(ofType('response.created'));
     const firstId = (created.response as { id: string }).id;
     await next(ofType('response.output_audio.delta'));
-    // The answer in flight keeps its 400 tokens (a response's cap is fixed when it is created): long enough to be
-    // spoken over. The next turn's answer only has to come, and random weights never say EOS: capped at 6 tokens it
-    // is not 400 tokens of Thinker, Talker and Code2Wav the test does not look at.
+    // The answer in flight keeps its 2000 tokens (a response's cap is fixed when it is created): still being made
+    // when it is spoken over (400 were made whole before the speech over it was detected, on a machine three times as
+    // fast as the first ones; cancelled, the rest costs nothing). The next turn's answer only has to come, and random
+    // weights never say EOS: capped at 6 tokens it is not 2000 tokens of Thinker, Talker and Code2Wav the test does
+    // not look at.
     rt.send({ type: 'session.update', session: { type: 'realtime', max_output_tokens: 6 } });
     await next(ofType('session.updated'), events.length);
     const interruptAt = events.length;
