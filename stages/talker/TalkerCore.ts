@@ -47,8 +47,8 @@ interface TalkerRequest extends CoreRequest {
   /** When the first rows arrived, and when the last frame was sampled (epoch ms): the measured frame latencies. */
   rowsAtMs: number | null;
   lastFrameAtMs: number | null;
-  /** The block names of its prompt rows (looked up in the prefix cache at the first chunk). */
-  promptBlocks: readonly string[];
+  /** The block names of its prompt rows, looked up in the prefix cache before its first step (null: not yet). */
+  promptBlocks: readonly string[] | null;
 }
 
 /** The share of the time left to a TTFP target that the first chunk is planned to fill. */
@@ -99,7 +99,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
       firstSentAtMs: null,
       rowsAtMs: null,
       lastFrameAtMs: null,
-      promptBlocks: [],
+      promptBlocks: null,
     };
   }
 
@@ -128,7 +128,6 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
           new ChorusError(ErrorCodes.CHUNK_SEQUENCE, `first chunk of ${req.requestId} lacks promptRows`),
         );
       req.promptRows = p;
-      req.rowsAtMs = Date.now();
       if (p + 1 >= this.maxFrames())
         return this.fail(
           req,
@@ -164,15 +163,19 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
       req.rows.set(body.rows, used);
       req.numRows += body.numRows;
     }
+    // The first frame's latency counts from its conditioning row (prompt rows may come a Thinker step earlier).
+    if (req.rowsAtMs === null && req.numRows > req.promptRows) req.rowsAtMs = Date.now();
     if (chunk.meta.final) req.thinkerDone = chunk.meta.finishReason ?? 'stop';
-    // The first chunk holds every prompt row: adopt the cached KV of the longest prefix before anything runs.
+    // Adopt the cached KV of the longest prefix before anything runs: at the first chunk when the Thinker names the
+    // prompt's blocks, else once every prompt row is in (they are named by their values).
+    const names = body?.promptBlocks;
     if (
       this.prefixes &&
-      req.promptRows !== null &&
       this.scheduler.numComputed(req.requestId) === 0 &&
-      !req.promptBlocks.length
+      req.promptBlocks === null &&
+      (this.prefixes.namesGiven(req.promptRows, names) || req.numRows >= req.promptRows)
     ) {
-      req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows, body?.promptBlocks, req.cacheSalt);
+      req.promptBlocks = this.prefixes.namesOf(req.rows, req.promptRows, names, req.cacheSalt);
       const cached = this.prefixes.adopt(req.requestId, req.promptBlocks, req.promptRows);
       if (cached > 0) this.scheduler.startAt(req.requestId, cached);
     }
@@ -293,15 +296,26 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     // Without the row of the next frame, the known positions are still computed ahead, as context only: the
     // prompt rows prefill while the Thinker writes its first token.
     const canMakeNext = req.framesSampled < target;
-    this.scheduler.setAvailable(req.requestId, p + req.framesSampled + (canMakeNext ? 1 : 0), canMakeNext);
+    this.scheduler.setAvailable(req.requestId, this.knownPositions(req, p, canMakeNext), canMakeNext);
     // Until its first chunk is out, no prompt joins its steps (ArScheduler.setFirstOutputPending): first audio first.
     // Without async_chunk all of its audio goes at the end: there is no first chunk to hurry.
     this.scheduler.setFirstOutputPending(req.requestId, this.ctx.asyncChunk && req.firstSentAtMs === null);
   }
 
+  /**
+   * Positions computable now. The prompt's rows may come in pieces (the Thinker sends each piece of a chunked
+   * prefill as it is computed, so this prefill runs beside the Thinker's next piece): the rows that are in, once the
+   * prefix cache, if any, had its look (its names need the whole prompt when the Thinker gives none).
+   */
+  private knownPositions(req: TalkerRequest, p: number, canMakeNext: boolean): number {
+    const computed = this.scheduler.numComputed(req.requestId);
+    if (req.numRows < p) return this.prefixes && req.promptBlocks === null ? computed : Math.max(computed, req.numRows);
+    return p + req.framesSampled + (canMakeNext ? 1 : 0);
+  }
+
   /** Frames the rows known now ask for. */
   private targetFrames(req: TalkerRequest): number {
-    return this.textRows(req) * this.runner.framesPerToken;
+    return Math.max(0, this.textRows(req)) * this.runner.framesPerToken;
   }
 
   /** Why a request that makes no more frames ends: 'stop' when all of the finished text was voiced. */
@@ -345,7 +359,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     // Before its KV is freed: the prompt's whole blocks go into the cache (positions past the prompt were fed
     // sampled frames, which the next turn's prompt rows will not be).
     const computed = Math.min(this.scheduler.numComputed(req.requestId), req.promptRows ?? 0);
-    this.prefixes?.retain(req.requestId, req.promptBlocks, computed);
+    this.prefixes?.retain(req.requestId, req.promptBlocks ?? [], computed);
     super.freeState(req);
   }
 

@@ -32,13 +32,18 @@ export class TalkerPrefixCache {
     this.cache = new PrefixCache(settings.blockPositions, settings.maxBytes, (seqId) => runner.free(seqId));
   }
 
+  /** Whether the Thinker's names of the prompt's blocks serve (namesOf reads no row then). */
+  namesGiven(promptRows: number, thinker?: PromptBlocks): boolean {
+    const B = this.settings.blockPositions;
+    return thinker?.positions === B && thinker.names.length === Math.floor(promptRows / B);
+  }
+
   /**
    * Names of the whole blocks of prompt rows [0, promptRows) in `rows` (row-major, conditionDim wide): after the
    * Thinker's names of the same blocks when it sent them (one hash a block), else by hashing the rows.
    */
   namesOf(rows: Float32Array, promptRows: number, thinker?: PromptBlocks, cacheSalt?: string): string[] {
-    const B = this.settings.blockPositions;
-    if (thinker?.positions === B && thinker.names.length === Math.floor(promptRows / B)) {
+    if (thinker && this.namesGiven(promptRows, thinker)) {
       // The rows are a function of what a Thinker name stands for (its model, inputs, position and cache salt): this
       // Talker's model and that name name them.
       return thinker.names.map((name) =>

@@ -4,9 +4,10 @@
  * [its embedding | the hidden state of the position that sampled it], so a token's row exists as soon as it is
  * sampled (waiting for its own forward pass would delay the Talker by one Thinker step).
  *
- * The first chunk carries the prompt rows and the first token's row (payload.promptRows says how many are prompt);
- * then one row per token. With async_chunk off, rows accumulate and go out once, in the final chunk: the same
- * chunks, only fewer of them.
+ * Rows go as they are computed: the first chunk carries the prompt rows computed so far (payload.promptRows says how
+ * many the prompt has; a prefill in pieces sends the rest with the next ones, and the Talker prefills each piece as
+ * it comes), and each sampled token's row follows. With async_chunk off, rows accumulate and go out once, in the
+ * final chunk: the same chunks, only fewer of them.
  */
 export class Thinker2Talker {
   private pending: Float32Array[] = [];
@@ -90,9 +91,7 @@ export class Thinker2Talker {
   take(final: boolean): { rows: Float32Array; numRows: number; promptRows?: number } | null {
     if (!final) {
       if (!this.asyncChunk) return null; // sync: one final chunk only
-      if (this.promptRowsSent < this.promptLength || this.pendingRows === 0) return null;
-      // The first chunk waits for the first token's row (prompt rows alone cannot start the Talker).
-      if (!this.sentFirst && this.pendingRows <= this.promptLength) return null;
+      if (this.pendingRows === 0) return null;
     }
     const rows = new Float32Array(this.pendingRows * this.conditionDim);
     let at = 0;

@@ -25,12 +25,17 @@ describe('thinker2talker', () => {
     expect(p.take(true)!.numRows).toBe(0); // the final chunk goes even when empty
   });
 
-  it('waits for the whole chunked prefill before the first chunk', () => {
+  it('sends each piece of a chunked prefill as it is computed, the prompt length with the first', () => {
     const p = new Thinker2Talker(D, 4, true);
     p.onStep(0, 2, rows(0, 2, 1), rows(0, 2, 2), null);
+    const first = p.take(false)!;
+    expect([first.numRows, first.promptRows]).toEqual([2, 4]);
+    expect(Array.from(first.rows)).toEqual([1, 1, 2, 2, 11, 11, 12, 12]);
     expect(p.take(false)).toBeNull();
     p.onStep(2, 2, rows(2, 2, 1), rows(2, 2, 2), Float32Array.of(5, 5));
-    expect(p.take(false)!.numRows).toBe(5);
+    const second = p.take(false)!;
+    expect([second.numRows, second.promptRows]).toEqual([3, undefined]);
+    expect(Array.from(second.rows.subarray(2 * 2 * D))).toEqual([5, 5, 32, 32]);
   });
 
   it('does not resend prompt rows when a preempted request recomputes them', () => {

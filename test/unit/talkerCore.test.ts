@@ -285,6 +285,36 @@ describe('TalkerCore', () => {
     expect(newFrames()).toBe(2);
   });
 
+  it('prefills a prompt that comes in pieces piece by piece, computing only the rows that are in', () => {
+    const { arrive, runAll, runner, sampledRows } = setup();
+    // Two of the prompt's five rows (the Thinker's first piece), with the Thinker's names of its blocks (none whole
+    // at 16 positions a block): the prefix cache has had its look.
+    const blockPositions = spec.engine.prefixCache!.blockPositions;
+    arrive({ ...rowsBody(2, 5), promptBlocks: { names: [], positions: blockPositions } } as ChunkBody);
+    runAll();
+    const fed = () => runner.steps.flat().map((it) => [it.numRows, it.sample]);
+    expect(fed()).toEqual([[2, false]]);
+    arrive(rowsBody(4, undefined, DIM, 2)); // the other three, and the first token's row
+    runAll();
+    expect(fed().slice(0, 2)).toEqual([
+      [2, false],
+      [4, true],
+    ]);
+    // The second piece fed rows 2..5: positions are not shifted by the split.
+    expect(Array.from(runner.steps[1][0].rows.filter((_, i) => i % DIM === 0))).toEqual([2, 3, 4, 5]);
+    expect(sampledRows().slice(0, 2)).toEqual([5, 5]);
+  });
+
+  it('with a prefix cache and no names from the Thinker, computes nothing until every prompt row is in', () => {
+    const { arrive, runAll, runner } = setup();
+    arrive(rowsBody(2, 5)); // its blocks are named by their rows: the cache looks once all five are in
+    runAll();
+    expect(runner.steps).toEqual([]);
+    arrive(rowsBody(4, undefined, DIM, 2));
+    runAll();
+    expect(runner.steps[0].map((it) => [it.numRows, it.sample])).toEqual([[6, true]]);
+  });
+
   it('the first chunk must say how many rows are prompt rows', async () => {
     const { arrive, adapter, ctx, runner, core } = setup();
     arrive(rowsBody(3));
