@@ -91,8 +91,10 @@ describe('ShmRing', () => {
     const before = process.resourceUsage().minorPageFault;
     for (let written = 0; written + frame.length < capacity; written += frame.length + 8) writer.tryWrite(frame);
     const faults = process.resourceUsage().minorPageFault - before;
-    // Without MAP_POPULATE each of the ~1000 pages faults on its first write (native/src/ring.cc Attach).
-    expect(faults).toBeLessThan(64);
+    // Without MAP_POPULATE each of the ring's 1024 pages faults on its first write (native/src/ring.cc Attach). The
+    // count is the whole process's (getrusage RUSAGE_SELF): the worker's other threads (V8's compiler and collector)
+    // fault too, 72 of them once in a fresh-clone CI's model tier, so the bound is a quarter of the pages, not ~0.
+    expect(faults).toBeLessThan((capacity >> 12) / 4);
   });
 
   it('accepts a frame of exactly maxFrameBytes and rejects a larger one with FRAME_TOO_LARGE', async () => {
