@@ -70,6 +70,21 @@ export function simulatePlayer(chunks: readonly AudioArrival[], thresholdMs = UN
   return { underruns, worstStallMs, totalStallMs };
 }
 
+/**
+ * Time per output token after the first: the text's span over the tokens after the first when the usage says how
+ * many (a delta may carry several: the Thinker sends a few tokens a message), else the deltas' mean gap (one token
+ * each).
+ */
+function tpotOf(
+  textTimes: readonly number[],
+  textTokens: number | undefined,
+  itlsMs: readonly number[],
+): number | null {
+  if (textTokens !== undefined && textTokens > 1 && textTimes.length > 1)
+    return (textTimes[textTimes.length - 1] - textTimes[0]) / (textTokens - 1);
+  return itlsMs.length > 0 ? mean(itlsMs) : null;
+}
+
 export function requestMetrics(trace: RequestTrace, thresholdMs = UNDERRUN_THRESHOLD_MS): RequestMetrics {
   const start = trace.startMs;
   const textTimes: number[] = [];
@@ -93,7 +108,7 @@ export function requestMetrics(trace: RequestTrace, thresholdMs = UNDERRUN_THRES
     ttfpMs: audio.length > 0 ? audio[0].atMs - start : null,
     e2eMs: lastMs - start,
     itlsMs,
-    tpotMs: itlsMs.length > 0 ? mean(itlsMs) : null,
+    tpotMs: tpotOf(textTimes, trace.textTokens, itlsMs),
     audioSeconds,
     firstAudioMs: audio.length > 0 ? audio[0].durationMs : null,
     rtf: lastAudio && audioSeconds > 0 ? (lastAudio.atMs - start) / (audioSeconds * 1000) : null,

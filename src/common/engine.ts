@@ -176,6 +176,11 @@ export type OutputEvent =
       readonly atMs: number;
       /** With GenerateRequest.logprobs: one per token id. */
       readonly logprobs?: readonly TextLogprob[];
+      /**
+       * The text each token added, in order (they make up delta), when the delta carries several tokens: what
+       * trims a spoken item to a token (conversation.item.truncate).
+       */
+      readonly tokenTexts?: readonly string[];
     }
   /** Mono PCM in [-1, 1] at sampleRateHz, in order (seq counts audio events from 0). */
   | {

@@ -155,15 +155,18 @@ export class RequestStream {
       body.logprobs && this.logprobText
         ? { logprobs: this.logprobText(tokenIds, body.logprobs.slice(body.tokenIds.length - tokenIds.length)) }
         : {};
-    let delta = '';
-    for (const id of tokenIds) delta += this.detokenizer.push(id);
-    if (final) delta += this.detokenizer.flush();
+    // The text each token adds (a character split across tokens comes with the token that completes it).
+    const texts = tokenIds.map((id) => this.detokenizer.push(id));
+    const rest = final ? this.detokenizer.flush() : '';
+    if (texts.length > 0) texts[texts.length - 1] += rest;
+    const delta = texts.length > 0 ? texts.join('') : rest;
     this.completionTokens += tokenIds.length;
     if (delta.length === 0 && tokenIds.length === 0) return;
     const atMs = Date.now();
     this.firstTextAtMs ??= atMs;
     this.replayCaughtUp();
-    this.events.next({ type: 'text', delta, tokenIds, atMs, ...logprobs });
+    const perToken = texts.length > 1 ? { tokenTexts: texts } : {};
+    this.events.next({ type: 'text', delta, tokenIds, atMs, ...logprobs, ...perToken });
   }
 
   private onAudio(body: AudioBody): void {

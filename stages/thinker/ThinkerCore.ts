@@ -30,6 +30,7 @@ import type { ThinkerEc } from './ThinkerEc.ts';
 import { ThinkerPrefixCache, type PrefixUse } from './ThinkerPrefixCache.ts';
 import { ThinkerGrammar, type GrammarUse } from './ThinkerGrammar.ts';
 import type { TextFeed } from '../StageKindDescriptor.ts';
+import { TEXT_DELTA_MAX_MS, TextDeltas } from './TextDeltas.ts';
 
 export interface ThinkerRequest extends CoreRequest {
   /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
@@ -53,6 +54,13 @@ export interface ThinkerRequest extends CoreRequest {
 export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, ThinkerBatchItem, ThinkerStepOutput> {
   private readonly prefixes: ThinkerPrefixCache | null;
   private readonly grammars: ThinkerGrammar;
+  /** Text to main, a few tokens a message (TextDeltas.ts). */
+  private readonly texts = new TextDeltas((requestId, delta) => {
+    const req = this.requests.get(requestId);
+    if (!req) return;
+    const logprobs = delta.logprobs.length > 0 ? { logprobs: delta.logprobs } : {};
+    this.send(req, this.toMain(req), { kind: 'text', tokenIds: delta.tokenIds, ...logprobs });
+  });
 
   constructor(
     ctx: StageContext,
@@ -229,6 +237,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   }
 
   protected override freeState(req: ThinkerRequest): void {
+    this.texts.drop(req.requestId);
     if (req.grammar) this.grammars.close(req.grammar);
     this.prefixes?.onEnd(req); // before its KV is freed: the computed blocks go into the cache
     super.freeState(req);
@@ -261,8 +270,21 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
    */
   override step(): boolean {
     const sync = this.ctx.spec.engine.syncEncoding === true;
-    if (sync && [...this.requests.values()].some((r) => r.media !== null && !r.media.complete)) return false;
-    return super.step();
+    const worked =
+      !(sync && [...this.requests.values()].some((r) => r.media !== null && !r.media.complete)) && super.step();
+    // Text that waited its longest goes; all of it when nothing runs (the loop sleeps next).
+    this.texts.sendOlderThan(worked ? performance.now() - TEXT_DELTA_MAX_MS : Infinity);
+    return worked;
+  }
+
+  /** Text already written goes before the error. */
+  protected override failWith(req: ThinkerRequest, reason: FinishReason, error: SerializedError): void {
+    this.texts.sendOne(req.requestId);
+    super.failWith(req, reason, error);
+  }
+
+  private toMain(req: ThinkerRequest) {
+    return req.downstream.filter((t) => t.stageId === MAIN);
   }
 
   protected onChunk(req: ThinkerRequest, chunk: ReceivedChunk): void {
@@ -434,17 +456,18 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       out.hidden,
       emitsToken ? this.runner.embed([token]) : null,
     );
-    const main = req.downstream.filter((t) => t.stageId === MAIN);
-    const logprobs = emitsToken && out.logprobs ? { logprobs: [out.logprobs] } : {};
     const talker = req.downstream.filter((t) => t.stageId !== MAIN);
     if (stop) {
+      const written = this.texts.take(req.requestId);
+      const tokenIds = emitsToken ? [...written.tokenIds, token] : written.tokenIds;
+      const all = emitsToken && out.logprobs ? [...written.logprobs, out.logprobs] : written.logprobs;
+      const logprobs = all.length > 0 ? { logprobs: all } : {};
       const warnings = req.media?.warnings.length
         ? { warnings: req.media.warnings, droppedItems: req.media.dropped }
         : {};
       const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
-        if (t.stageId === MAIN)
-          return { kind: 'text', tokenIds: emitsToken ? [token] : [], ...logprobs, ...warnings, ...cached };
+        if (t.stageId === MAIN) return { kind: 'text', tokenIds, ...logprobs, ...warnings, ...cached };
         return req.toText ? req.toText.take(true)! : this.rowsChunk(req, req.toTalker!.take(true));
       });
       return;
@@ -454,7 +477,10 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     // path, waited 2-3 ms for main's handling of the text (bench/NOTES.md, "The rows before the text").
     const body = req.toText ? (req.toText.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
     if (body) this.send(req, talker, body);
-    if (emitsToken) this.send(req, main, { kind: 'text', tokenIds: [token], ...logprobs });
+    // The answer's first token goes at once (its TTFT), and what waits when the request stops for its first audio.
+    const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
+    const first = req.generated.length === 1;
+    if (emitsToken) this.texts.push(req.requestId, token, out.logprobs, first || held, performance.now());
   }
 
   /**

@@ -4,10 +4,11 @@
  * held (issue 33: it waited for their 30 s chunk timeout), the readers' requests run on to their end when they read
  * again, and a reader paused past the client-stall timeout gets CHORUS_ERR_CLIENT_TOO_SLOW with every stage freed.
  *
- * A reader stops reading at the socket (ws pauses its net.Socket): the kernel buffers fill (~1.5 MB here), then the
- * server's small stream buffer, and the server pauses its request. Answers of 400 tokens (~4 MB of audio deltas, ~10 kB
- * a token) are over twice that, so every reader is paused mid-answer, and each runs its rest to the end once it reads
- * again (600 tokens made those rests half as long again, for nothing the test checks).
+ * A reader stops reading at the socket (ws pauses its net.Socket): the kernel buffers fill, then the server's small
+ * stream buffer, and the server pauses its request. The kernel's take up to ~5.5 MB here (the sender's grows to
+ * tcp_wmem's 4 MB, the receiver's ~1.5 MB), and a machine three times as fast as the first ones made an answer of 400
+ * tokens (~4 MB of audio deltas, ~10 kB a token) whole before it was paused: readers ask 1200 (~12 MB), so every one
+ * is paused mid-answer, and each runs its rest to the end once it reads again.
  */
 import type { FastifyInstance } from 'fastify';
 import { tap } from 'rxjs';
@@ -20,12 +21,11 @@ import { listen } from '../helpers/servePipeline.ts';
 import { RealtimeClient, type ServerEvent } from './serverClient.ts';
 
 const TALKER_SEQS = 2;
-const READER_TOKENS = 400;
+const READER_TOKENS = 1200;
 /**
  * The stalled reader's answer: it must still be making audio when its request is paused and when the stall timeout
- * ends it. An answer made whole first (400 tokens took about a second on a machine three times as fast as the
- * first ones) sat in the socket's buffers, which grow up to tcp_wmem's 4 MB on the sending side, and nothing was left
- * to pause or cancel. Cancelled at the stall, it costs no more than a short one.
+ * ends it (an answer made whole first sat in the socket's buffers, and nothing was left to pause or cancel).
+ * Cancelled at the stall, it costs no more than a short one.
  */
 const STALLED_TOKENS = 2000;
 /** The Talker's engine lines in the config file (the Thinker's and Code2Wav's max_num_seqs lines carry comments). */

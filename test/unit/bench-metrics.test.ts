@@ -48,6 +48,12 @@ describe('requestMetrics', () => {
     expect(m.textDeltas).toBe(4);
   });
 
+  it('takes TPOT over the tokens the usage counts when deltas carry several', () => {
+    const several = requestMetrics({ ...t, textTokens: 7 });
+    expect(several.itlsMs).toEqual([10, 15, 5]);
+    expect(several.tpotMs).toBe(30 / 6);
+  });
+
   it('computes RTF as the last audio arrival over the audio duration', () => {
     expect(m.audioSeconds).toBeCloseTo(1, 12);
     expect(m.rtf).toBeCloseTo(400 / 1000, 12);

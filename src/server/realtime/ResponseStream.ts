@@ -269,7 +269,8 @@ export class ResponseStream {
       this.#textTokens += event.tokenIds.length;
       const calls = this.#calls;
       const text = calls ? calls.push(event.delta) : event.delta;
-      this.#messageText(text, event.tokenIds.length);
+      // Each token's text its own piece when the delta carries several, so a truncate trims to a token.
+      this.#messageText(text, event.tokenIds.length, calls ? undefined : event.tokenTexts);
       if (calls?.started) this.#closeMessage();
       // A call ends its response, as OpenAI's do: the answer goes no further once one is whole.
       if (calls && calls.completed > 0) this.#endAfterCall();
@@ -310,11 +311,12 @@ export class ResponseStream {
   }
 
   /** Text of the message (outside calls): its transcript or text deltas. */
-  #messageText(text: string, tokens: number): void {
+  #messageText(text: string, tokens: number, tokenTexts?: readonly string[]): void {
     if (text.length === 0 || this.#messageClosed) return;
     const { writer, state } = this.#ctx;
     state.item.text += text;
-    this.#pieces.push({ text, tokens });
+    if (tokenTexts) for (const t of tokenTexts) this.#pieces.push({ text: t, tokens: 1 });
+    else this.#pieces.push({ text, tokens });
     const type = state.item.audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta';
     const base = { response_id: state.id, item_id: state.item.id, output_index: 0, content_index: 0 };
     writer.send({ type, event_id: newId('event'), ...base, delta: text });
