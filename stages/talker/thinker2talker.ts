@@ -9,6 +9,8 @@
  * it comes), and each sampled token's row follows. With async_chunk off, rows accumulate and go out once, in the
  * final chunk: the same chunks, only fewer of them.
  */
+import type { TalkerRowsBody } from '../../src/common/payloads.ts';
+
 export class Thinker2Talker {
   private pending: Float32Array[] = [];
   private pendingRows = 0;
@@ -104,6 +106,25 @@ export class Thinker2Talker {
     this.pending = [];
     this.pendingRows = 0;
     return out;
+  }
+
+  /**
+   * The Talker's chunk of the rows ready now (take), or undefined when there are none; the first names the prompt's
+   * blocks when `names` gives them (a Thinker that keeps a prefix cache).
+   */
+  takeChunk(final: boolean, names?: () => TalkerRowsBody['promptBlocks']): TalkerRowsBody | undefined {
+    const rows = this.take(final);
+    if (!rows || rows.numRows === 0) return undefined;
+    const first = rows.promptRows !== undefined;
+    const blocks = first ? names?.() : undefined;
+    return {
+      kind: 'talkerRows',
+      rows: rows.rows,
+      numRows: rows.numRows,
+      conditionDim: rows.rows.length / rows.numRows,
+      ...(first ? { promptRows: rows.promptRows } : {}),
+      ...(blocks ? { promptBlocks: blocks } : {}),
+    };
   }
 
   private pushRow(embed: Float32Array, hidden: Float32Array): void {

@@ -27,7 +27,8 @@ import type { CoreRequest, StageContext } from '../../src/worker/StageCore.ts';
 import { ArStageCore } from '../../src/worker/ArStageCore.ts';
 import { ThinkerMedia } from './ThinkerMedia.ts';
 import type { ThinkerEc } from './ThinkerEc.ts';
-import { ThinkerPrefixCache, type PrefixUse } from './ThinkerPrefixCache.ts';
+import { ThinkerPrefixCache, uncachedPrefix, type PrefixUse } from './ThinkerPrefixCache.ts';
+import { refuseThinkerAdd } from './thinkerAdmission.ts';
 import { ThinkerGrammar, type GrammarUse } from './ThinkerGrammar.ts';
 import type { TextFeed } from '../StageKindDescriptor.ts';
 import { TEXT_DELTA_MAX_MS, TextDeltas } from './TextDeltas.ts';
@@ -94,32 +95,20 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   protected admit(msg: AddRequest<ThinkerArgs>): ThinkerRequest {
     const args = msg.args;
     const prompt = args.promptTokenIds ?? [];
-    if (prompt.length === 0)
-      throw new ChorusError(ErrorCodes.REQUEST_INVALID, `request ${msg.requestId} has an empty prompt`);
     const feeds = msg.downstream.some((t) => t.stageId !== MAIN);
     const needsTalker = feeds && this.textFeed === null;
-    const supports = this.runner.supports;
-    if (needsTalker && supports && (!supports.hiddenStates || !supports.embeddings)) {
-      throw new ChorusError(
-        ErrorCodes.MODEL_SIGNATURE,
-        `the thinker model of stage ${this.ctx.spec.stageId} exports no hidden states, which audio output needs: ` +
-          `request text only, or export the model with hidden states`,
-      );
-    }
     const maxPositions = this.maxPositions();
-    if (prompt.length >= maxPositions) {
-      throw new ChorusError(
-        ErrorCodes.CONTEXT_LENGTH_EXCEEDED,
-        `prompt of ${prompt.length} tokens does not fit the thinker's ${maxPositions} positions: shorten it`,
-      );
-    }
-    if (args.media && supports && !supports.inputsEmbeds) {
-      throw new ChorusError(
-        ErrorCodes.MODEL_SIGNATURE,
-        `the thinker model of stage ${this.ctx.spec.stageId} takes input_ids only, so it cannot take media: export ` +
-          `it with inputs_embeds, or send text`,
-      );
-    }
+    refuseThinkerAdd(
+      {
+        requestId: msg.requestId,
+        stageId: this.ctx.spec.stageId,
+        promptLength: prompt.length,
+        needsTalker,
+        hasMedia: Boolean(args.media),
+        maxPositions,
+      },
+      this.runner.supports,
+    );
     const promptTokenIds = [...prompt];
     const media = args.media ? new ThinkerMedia(args.media, promptTokenIds, this.runner.hiddenSize) : null;
     this.ec?.drop(args.ecDrop ?? []);
@@ -142,22 +131,13 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       grammar: args.grammar ? this.openGrammar(msg.requestId, args.grammar) : null,
       logprobs: args.logprobs ?? null,
       speechMsPerToken: needsTalker && positiveFinite(args.speechMsPerToken) ? args.speechMsPerToken : null,
-      prefix: this.prefixes?.claim(
-        msg.requestId,
-        args.prefix?.key ?? null,
-        args.prefix?.prefillOnly === true,
-        msg.cacheSalt,
-      ) ?? {
-        key: null,
-        prefillOnly: args.prefix?.prefillOnly === true,
-        awaiting: false,
-        settled: true,
-        source: null,
-        sourceNeed: 0,
-        names: [],
-        cachedTokens: 0,
-        rows: null,
-      },
+      prefix:
+        this.prefixes?.claim(
+          msg.requestId,
+          args.prefix?.key ?? null,
+          args.prefix?.prefillOnly === true,
+          msg.cacheSalt,
+        ) ?? uncachedPrefix(args.prefix?.prefillOnly === true),
     };
     if (media && this.ec) {
       // Main looked each item up in the store before it sent the request (a miss went to an encoder); the hits'
@@ -468,14 +448,14 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
         if (t.stageId === MAIN) return { kind: 'text', tokenIds, ...logprobs, ...warnings, ...cached };
-        return req.toText ? req.toText.take(true)! : this.rowsChunk(req, req.toTalker!.take(true));
+        return req.toText ? req.toText.take(true)! : this.talkerChunk(req, true);
       });
       return;
     }
     // The Talker's rows before main's text: each put wakes its consumer, and main (at stage_nice levels above the
     // stages) woken first took this process's core whenever the other core was busy, so the rows, the first packet's
     // path, waited 2-3 ms for main's handling of the text (bench/NOTES.md, "The rows before the text").
-    const body = req.toText ? (req.toText.take(false) ?? undefined) : this.rowsChunk(req, req.toTalker?.take(false));
+    const body = req.toText ? (req.toText.take(false) ?? undefined) : this.talkerChunk(req, false);
     if (body) this.send(req, talker, body);
     // The answer's first token goes at once (its TTFT), and what waits when the request stops for its first audio.
     const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
@@ -500,21 +480,10 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     this.finish(req, 'stop', (t) => (t.stageId === MAIN ? { kind: 'text', tokenIds: [], ...cached } : undefined));
   }
 
-  /** The Talker's chunk of these rows; the first names the prompt's blocks when this Thinker keeps a cache. */
-  private rowsChunk(
-    req: ThinkerRequest,
-    rows: ReturnType<Thinker2Talker['take']> | undefined,
-  ): TalkerRowsBody | undefined {
-    if (!rows || rows.numRows === 0) return undefined;
-    const first = rows.promptRows !== undefined;
-    return {
-      kind: 'talkerRows',
-      rows: rows.rows,
-      numRows: rows.numRows,
-      conditionDim: rows.rows.length / rows.numRows,
-      ...(first ? { promptRows: rows.promptRows } : {}),
-      ...(first && this.prefixes ? { promptBlocks: this.prefixes.promptBlocks(req) } : {}),
-    };
+  /** The Talker's chunk of the rows ready now; the first names the prompt's blocks when this Thinker keeps a cache. */
+  private talkerChunk(req: ThinkerRequest, final: boolean): TalkerRowsBody | undefined {
+    const prefixes = this.prefixes;
+    return req.toTalker?.takeChunk(final, prefixes ? () => prefixes.promptBlocks(req) : undefined);
   }
 }
 

@@ -71,6 +71,21 @@ export interface PrefixUse {
   rows: PositionRows | null;
 }
 
+/** The part of a request on a Thinker without a prefix cache: settled at once, nothing adopted. */
+export function uncachedPrefix(prefillOnly: boolean): PrefixUse {
+  return {
+    key: null,
+    prefillOnly,
+    awaiting: false,
+    settled: true,
+    source: null,
+    sourceNeed: 0,
+    names: [],
+    cachedTokens: 0,
+    rows: null,
+  };
+}
+
 /** What of a Thinker request the cache reads. */
 export interface CachedRequest {
   readonly requestId: string;

@@ -1,5 +1,9 @@
 /** A fake ThinkerRunner for ThinkerCore tests: token 300 at every sampling step, a KV length per sequence. */
+import type { StageSpec } from '../../src/common/graph.ts';
+import type { ThinkerArgs } from '../../stages/thinker/protocol.ts';
+import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
+import { FakeAdapter, stageContext } from './fakeStage.ts';
 
 const D = 4;
 
@@ -51,4 +55,31 @@ export class KvLengthRunner implements ThinkerRunner {
     this.kv.set(to, Math.min(n, keep));
   }
   async close(): Promise<void> {}
+}
+
+/**
+ * A ThinkerCore on a KvLengthRunner holding one spoken request 'r' (its rows go to talker#0, its text to main), never
+ * stopping before maxTokens.
+ */
+export function spokenThinker(
+  spec: StageSpec,
+  maxTokens: number,
+  args: ThinkerArgs,
+): { core: ThinkerCore; adapter: FakeAdapter; runner: KvLengthRunner } {
+  const adapter = new FakeAdapter();
+  const runner = new KvLengthRunner();
+  const core = new ThinkerCore(stageContext(spec, adapter), runner);
+  core.add({
+    type: 'add',
+    requestId: 'r',
+    sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
+    downstream: [
+      { instance: 'main', stageId: 'main' },
+      { instance: 'talker#0', stageId: 'talker' },
+    ],
+    upstreams: [],
+    args,
+    firstChunkDeadline: Date.now() + 30_000,
+  });
+  return { core, adapter, runner };
 }

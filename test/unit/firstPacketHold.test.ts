@@ -13,11 +13,10 @@ import { RequestRecord } from '../../src/engine/requests/RequestRecord.ts';
 import { RequestRegistry } from '../../src/engine/requests/RequestRegistry.ts';
 import { RequestStream } from '../../src/engine/RequestStream.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
-import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { firstChunkCap, firstPacketHoldTokens, initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { configWith } from '../helpers/engine.ts';
-import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
-import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
+import { received, resetSeqs } from '../helpers/fakeStage.ts';
+import { spokenThinker } from '../helpers/fakeThinkerRunner.ts';
 
 const graph = configWith('tiny-omni.yaml');
 const policy: ChunkPolicy = graph.chunkPolicy;
@@ -119,20 +118,9 @@ describe('ThinkerCore first-packet hold', () => {
   beforeEach(() => resetSeqs());
 
   function setup(firstPacketTokens: number | undefined, maxTokens = 10) {
-    const adapter = new FakeAdapter();
-    const runner = new KvLengthRunner();
-    const core = new ThinkerCore(stageContext(spec, adapter), runner);
-    core.add({
-      type: 'add',
-      requestId: 'r',
-      sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
-      downstream: [
-        { instance: 'main', stageId: 'main' },
-        { instance: 'talker#0', stageId: 'talker' },
-      ],
-      upstreams: [],
-      args: { promptTokenIds: [1, 2, 3, 4, 5], ...(firstPacketTokens !== undefined ? { firstPacketTokens } : {}) },
-      firstChunkDeadline: Date.now() + 30_000,
+    const { core, adapter, runner } = spokenThinker(spec, maxTokens, {
+      promptTokenIds: [1, 2, 3, 4, 5],
+      ...(firstPacketTokens !== undefined ? { firstPacketTokens } : {}),
     });
     const run = () => {
       let n = 0;

@@ -6,29 +6,15 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { TextBody } from '../../src/common/payloads.ts';
 import { TEXT_DELTA_TOKENS, TextDeltas } from '../../stages/thinker/TextDeltas.ts';
-import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
 import { configWith } from '../helpers/engine.ts';
-import { FakeAdapter, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
-import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
+import { resetSeqs } from '../helpers/fakeStage.ts';
+import { spokenThinker } from '../helpers/fakeThinkerRunner.ts';
 
 const spec = configWith('tiny-omni.yaml').stages.find((s) => s.kind === 'thinker')!;
 
 function thinker(maxTokens: number, args: { firstPacketTokens?: number } = {}) {
-  const adapter = new FakeAdapter();
-  const core = new ThinkerCore(stageContext(spec, adapter), new KvLengthRunner());
-  core.add({
-    type: 'add',
-    requestId: 'r',
-    sampling: { ...spec.defaultSamplingParams, maxTokens, ignoreEos: true },
-    downstream: [
-      { instance: 'main', stageId: 'main' },
-      { instance: 'talker#0', stageId: 'talker' }, // a spoken answer: the first-packet hold applies
-    ],
-    upstreams: [],
-    args: { promptTokenIds: [1, 2, 3], ...args },
-    firstChunkDeadline: Date.now() + 30_000,
-  });
+  const { core, adapter } = spokenThinker(spec, maxTokens, { promptTokenIds: [1, 2, 3], ...args });
   const messages = () => adapter.to('main').map((c) => ({ body: c.body as TextBody | undefined, final: c.final }));
   const sizes = () => messages().map((m) => m.body?.tokenIds.length ?? 0);
   return { core, messages, sizes };
