@@ -45,7 +45,10 @@ export const defaults = {
     ttfpTargetMs: null, // no default TTFP target: the dynamic initial chunk decides
     firstPacketHold: true, // at light load the Thinker waits for a request's first audio (chunkPolicy.ts)
     firstAudioFirst: true, // speaking answers' steps wait while a newcomer's first audio is on its way (bounded)
-    speechLeadMs: null, // off: 10_000 paced 16 long answers, and quiet it did not help (bench/NOTES.md, Speech lead)
+    // 10 s of text ahead of its speech at most, with 12 answers speaking: the first newcomer beside sixteen long
+    // answers came in 19-27 ms paced against 23-548 unpaced (bench/NOTES.md, "Paced by default"); a host that cannot
+    // keep up with real time never gets that far ahead, so it is never paced
+    speechLeadMs: 10_000,
     speechLeadMinAnswers: 12, // three quarters of the Thinker's 16 seats: c=10 and fewer are never paced
     speakingSlice: 4, // a step of 16 speaking answers in four: a newcomer waits for a quarter (bench/NOTES.md)
   },

@@ -92,7 +92,7 @@ describe('defaults and resolution', () => {
       ttfpTargetMs: null,
       firstPacketHold: true,
       firstAudioFirst: true,
-      speechLeadMs: null,
+      speechLeadMs: 10000,
       speechLeadMinAnswers: 12,
       speakingSlice: 4,
     });
