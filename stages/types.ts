@@ -105,6 +105,8 @@ export interface TalkerRunner {
   /** The conditioning row used once the Thinker's text has run out (a learned "text pad"). */
   readonly padRow: Float32Array;
   execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[];
+  /** One dummy step of one position, forgotten at once: brings the weights back into the caches (IdleWarmth.ts). */
+  warm(): void;
   /** KV cache bytes one position costs (from the model's past_key_values layout). */
   readonly kvBytesPerToken: number;
   kvBytes(seqId: string): number;
@@ -139,6 +141,8 @@ export interface Code2WavRunner {
   readonly stateful: boolean;
   /** One batched decode; returns (numFrames - contextFrames) * samplesPerFrame samples per item. */
   decode(items: readonly Code2WavItem[]): Float32Array[];
+  /** One dummy decode, forgotten at once: brings the weights back into the caches (IdleWarmth.ts). */
+  warm(): void;
   /** Frames run through the model since load (left context re-decoded included, batch padding not). */
   readonly framesDecoded: number;
   /** Requests holding state (0 for a stateless runner). */

@@ -29,6 +29,7 @@ import type {
   ReceivedChunk,
 } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import type { ModelWindow, StepItem, StepTrace } from './StepTrace.ts';
+import { IdleWarmth } from './IdleWarmth.ts';
 import type { StageSpans } from '../tracing/StageSpans.ts';
 import type {
   AddRequest,
@@ -79,6 +80,8 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   protected readonly requests = new Map<string, R>();
   protected lastBatchSize = 0;
   protected lastStepMs = 0;
+  /** When an add warms the model first (IdleWarmth.ts): after an idle stretch, for a kind that has warmModel. */
+  private readonly warmth = new IdleWarmth();
   private batchSizes: number[] = [];
   private edgeSamples: EdgeSample[] = [];
   private steps: StepSample[] = [];
@@ -111,6 +114,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
       throw err;
     }
     this.requests.set(msg.requestId, req);
+    if (this.warmModel && this.warmth.shouldWarm(performance.now())) this.warmModel();
     for (const upstream of msg.upstreams) {
       this.ctx.adapter.expect(msg.requestId, {
         fromInstance: upstream.instance,
@@ -251,7 +255,9 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
       this.ctx.spans?.step(phase, startedAtMs, served);
     }
     this.lastBatchSize = batchSize;
-    this.lastStepMs = performance.now() - startedAtMs;
+    const endedAtMs = performance.now();
+    this.lastStepMs = endedAtMs - startedAtMs;
+    this.warmth.stepped(endedAtMs);
     if (this.batchSizes.length < MAX_SAMPLES_PER_REPORT) this.batchSizes.push(batchSize);
     if (this.steps.length < MAX_SAMPLES_PER_REPORT) this.steps.push({ phase, ms: this.lastStepMs });
   }
@@ -270,6 +276,11 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   }
 
   protected abstract admit(msg: AddRequest<A>): R;
+  /**
+   * Kinds whose add comes before their input (the Talker's, Code2Wav's) run a dummy step here when an add finds the
+   * stage idle (IdleWarmth.ts), so the request's own steps find the model's weights in the caches.
+   */
+  protected warmModel?(): void;
   protected abstract onChunk(req: R, chunk: ReceivedChunk): void;
   /** Frees scheduler and runner state of a request (finish, fail and abort all end here). */
   protected abstract freeState(req: R): void;

@@ -37,6 +37,11 @@ export class Code2WavCore extends AudioStageCore<Code2WavRequest, Code2WavArgs> 
     super(ctx, true);
   }
 
+  /** Code2Wav waits for the Talker's first frames after an add: an idle one warms its weights meanwhile. */
+  protected override warmModel(): void {
+    this.runner.warm();
+  }
+
   protected admit(msg: AddRequest<Code2WavArgs>): Code2WavRequest {
     return {
       ...audioRequestOf(msg),

@@ -83,8 +83,7 @@ export class OnnxCode2WavRunner implements Code2WavRunner {
             probed!.receptiveFieldFrames,
           );
       warmUp(what, () => {
-        runner.decode([{ seqId: WARMUP_SEQ, codes: new Int32Array(2 * numCodebooks), numFrames: 2, contextFrames: 0 }]);
-        runner.free(WARMUP_SEQ);
+        runner.warm();
         if (states) checkStateCarries(runner, what);
       });
       runner.decodedFrames = 0;
@@ -105,6 +104,13 @@ export class OnnxCode2WavRunner implements Code2WavRunner {
 
   get numStates(): number {
     return this.states?.size ?? 0;
+  }
+
+  warm(): void {
+    const decoded = this.decodedFrames; // frames of no request: not counted (framesDecoded)
+    this.decode([{ seqId: WARMUP_SEQ, codes: new Int32Array(2 * this.numCodebooks), numFrames: 2, contextFrames: 0 }]);
+    this.free(WARMUP_SEQ);
+    this.decodedFrames = decoded;
   }
 
   decode(items: readonly Code2WavItem[]): Float32Array[] {

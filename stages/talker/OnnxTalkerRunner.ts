@@ -113,6 +113,11 @@ export class OnnxTalkerRunner extends KvDecoderRunner implements TalkerRunner {
     }
   }
 
+  warm(): void {
+    this.execute([{ seqId: WARMUP_SEQ, rows: this.padRow, numRows: 1, sampling: WARMUP_SAMPLING }]);
+    this.free(WARMUP_SEQ);
+  }
+
   execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
     const outputs = new Array<TalkerStepOutput>(items.length);
     // Split by past length too: a long prompt's frames (a clip's rows) would pad the short ones' past to its length.

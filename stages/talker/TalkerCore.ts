@@ -76,6 +76,11 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     this.prefixes = settings ? new TalkerPrefixCache(settings, modelRoot(ctx.spec.model), runner) : null;
   }
 
+  /** The Talker waits for the Thinker's prefill after an add: an idle Talker warms its weights meanwhile. */
+  protected override warmModel(): void {
+    this.runner.warm();
+  }
+
   protected admit(msg: AddRequest<TalkerArgs>): TalkerRequest {
     const args = msg.args;
     this.scheduler.add(msg.requestId, 0); // admitted lazily: nothing to compute before the first chunk

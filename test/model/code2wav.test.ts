@@ -109,6 +109,16 @@ describe('stateful code2wav', () => {
   const numFrames = 4 + 25 * 3 + 11;
   const codes = randomCodes(numFrames, 1);
 
+  it("a warm-up decodes no request: framesDecoded and the streams' state unchanged", () => {
+    const before = stateful.framesDecoded;
+    const [a] = stateful.decode([{ seqId: 'warm-a', codes: randomCodes(4, 7), numFrames: 4, contextFrames: 0 }]);
+    stateful.warm();
+    expect(stateful.framesDecoded - before).toBe(4);
+    expect(stateful.numStates).toBe(1); // the warm-up's state is gone, the stream's kept
+    stateful.free('warm-a');
+    expect(a.length).toBeGreaterThan(0);
+  });
+
   it('is the streaming graph, and its offline decode is the stateless graph`s, sample for sample', () => {
     expect(stateful.stateful).toBe(true);
     expect(stateful.receptiveFieldFrames).toBe(runner.receptiveFieldFrames);

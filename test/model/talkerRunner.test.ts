@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ensureModel } from '../../stages/models/ensureModel.ts';
+import { WARMUP_SEQ } from '../../stages/models/warmUp.ts';
 import { createTalkerRunner } from '../../stages/runners.ts';
 import { Prng } from '../../stages/sampling/Prng.ts';
 import type { SamplingParams } from '../../src/common/samplingParams.ts';
@@ -195,5 +196,15 @@ describe('talker runner', () => {
     expect(runner.kvBytes('kv')).toBeGreaterThan(0);
     runner.free('kv');
     expect(runner.kvBytes('kv')).toBe(0);
+  });
+
+  it('a warm-up leaves no sequence behind and changes no request frames', () => {
+    const first = runner.execute([{ seqId: 'w1', rows: rows(3, 21), numRows: 3, sampling: sampling() }]);
+    runner.free('w1');
+    runner.warm();
+    expect(runner.kvBytes(WARMUP_SEQ)).toBe(0);
+    const again = runner.execute([{ seqId: 'w2', rows: rows(3, 21), numRows: 3, sampling: sampling() }]);
+    runner.free('w2');
+    expect(again[0].codes).toEqual(first[0].codes);
   });
 });

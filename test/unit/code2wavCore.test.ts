@@ -23,6 +23,11 @@ class FakeVocoder implements Code2WavRunner {
   readonly freed: string[] = [];
   readonly batches: Code2WavItem[][] = [];
   fail = false;
+  warms = 0;
+
+  warm(): void {
+    this.warms++;
+  }
 
   free(seqId: string): void {
     this.freed.push(seqId);
@@ -83,6 +88,14 @@ function setup() {
 beforeEach(() => resetSeqs());
 
 describe('Code2WavCore', () => {
+  it('an add to an idle Code2Wav warms its model once, before its codes come; the adds after it do not', () => {
+    const { add, runner } = setup();
+    add('a');
+    add('b');
+    expect(runner.warms).toBe(1);
+    expect(runner.batches).toEqual([]); // a warm-up is no request's decode
+  });
+
   it('decodes chunks in arrival order and never re-emits left context', async () => {
     const { core, add, arrive, audioOf, expectedAudio, adapter, runner, ctx } = setup();
     add('r');

@@ -23,7 +23,12 @@ class FakeTalkerRunner implements TalkerRunner {
   readonly steps: TalkerBatchItem[][] = [];
   readonly freed: string[] = [];
   eosAt: number | null = null;
+  warms = 0;
   private readonly sampled = new Map<string, number>();
+
+  warm(): void {
+    this.warms++;
+  }
 
   execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
     this.steps.push([...items]);
@@ -90,7 +95,7 @@ function setup(ignoreEos = true, maxTokens = 100, extra: TalkerArgs = {}, asyncC
   /** For every sampled frame, in order: the (first value of the) row fed at the sampling position. */
   const sampledRows = () =>
     runner.steps.flatMap((items) => items.filter((it) => it.sample !== false).map((it) => it.rows[it.rows.length - 1]));
-  return { adapter, ctx, runner, core, arrive, runAll, frames, newFrames, sampledRows };
+  return { adapter, ctx, runner, core, add, arrive, runAll, frames, newFrames, sampledRows };
 }
 
 beforeEach(() => resetSeqs());
@@ -101,6 +106,14 @@ describe('TalkerCore', () => {
     expect(core.step()).toBe(false);
     expect(core.step()).toBe(false);
     expect(runner.steps).toEqual([]);
+  });
+
+  it('an add to an idle Talker warms its model once, before the rows come; a second add does not', () => {
+    const { core, runner, add } = setup();
+    expect(runner.warms).toBe(1); // never stepped: idle
+    expect(runner.steps).toEqual([]); // a warm-up is not a step of the request
+    core.add({ ...add, requestId: 'r2' });
+    expect(runner.warms).toBe(1);
   });
 
   it('makes framesPerToken frames per text row, then ends with the last chunk final', () => {
