@@ -114,7 +114,6 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
       throw err;
     }
     this.requests.set(msg.requestId, req);
-    if (this.warmModel && this.warmth.shouldWarm(performance.now())) this.warmModel();
     for (const upstream of msg.upstreams) {
       this.ctx.adapter.expect(msg.requestId, {
         fromInstance: upstream.instance,
@@ -125,6 +124,16 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         ...(upstream.timeoutSetting ? { timeoutSetting: upstream.timeoutSetting } : {}),
         ...(upstream.pid !== undefined ? { live: this.liveWait(upstream.pid) } : {}),
       });
+    }
+    if (this.warmModel && this.warmth.shouldWarm(performance.now())) this.warmIdleModel(this.warmModel);
+  }
+
+  /** A warm-up is for speed only: one that fails is logged and the request goes on (its own steps tell if it can). */
+  private warmIdleModel(warm: () => void): void {
+    try {
+      warm.call(this);
+    } catch (err) {
+      this.ctx.log.warn({ err }, 'warming the idle model failed');
     }
   }
 

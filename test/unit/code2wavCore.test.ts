@@ -96,6 +96,17 @@ describe('Code2WavCore', () => {
     expect(runner.batches).toEqual([]); // a warm-up is no request's decode
   });
 
+  it('a warm-up that fails is only logged: the request is added and decoded', () => {
+    const { core, add, arrive, audioOf, expectedAudio, runner } = setup();
+    runner.warm = () => {
+      throw new Error('warm-up exploded');
+    };
+    add('r');
+    arrive('r', frames(0, 2), true);
+    expect(core.step()).toBe(true);
+    expect(audioOf('r')).toEqual(expectedAudio(0, 2));
+  });
+
   it('decodes chunks in arrival order and never re-emits left context', async () => {
     const { core, add, arrive, audioOf, expectedAudio, adapter, runner, ctx } = setup();
     add('r');
