@@ -24,6 +24,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   private generatedTokens = 0;
   /** The CPU a decode step costs by its rows (the process's, over the batch and run): speaking slices' estimate. */
   private readonly decodeCost = new DecodeStepCost();
+  private readonly cpuClockMs = this.ctx.cpuClockMs ?? processCpuMs;
 
   constructor(
     ctx: StageContext,
@@ -66,7 +67,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     const planned = this.scheduler.schedule(nowMs, this.deferredNow(nowMs));
     this.leftSeats([...planned.yielded, ...planned.preempted]);
     const plan = this.sliced(planned, nowMs);
-    const cpu0 = process.cpuUsage();
+    const cpu0 = this.cpuClockMs();
     for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
     if (plan.items.length === 0) return false;
     // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its
@@ -92,7 +93,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       return true;
     }
     const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
-    if (phase === 'decode') this.decodeCost.observe(plan.items.length, cpuMsSince(cpu0));
+    if (phase === 'decode') this.decodeCost.observe(plan.items.length, this.cpuClockMs() - cpu0);
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => {
       const req = this.requests.get(item.requestId);
@@ -137,8 +138,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   }
 }
 
-/** The process's CPU time since `from` (a process.cpuUsage() reading), in ms. */
-function cpuMsSince(from: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(from);
+/** The process's CPU time (every thread), in ms. */
+function processCpuMs(): number {
+  const used = process.cpuUsage();
   return (used.user + used.system) / 1000;
 }

@@ -63,6 +63,12 @@ export interface StageContext {
   readonly stepTrace?: StepTrace | null;
   /** The request's spans when OTEL_* turns tracing on (src/tracing/StageSpans.ts). */
   readonly spans?: StageSpans | null;
+  /**
+   * The CPU time (ms) a decode step's cost is read from (src/sched/DecodeStepCost.ts): the stage process's, every
+   * thread, by default. Tests give a clock their fake model advances, so a step costs what they say, whatever else
+   * runs in their process (its GC threads made steps priced by process.cpuUsage read tens of ms high now and then).
+   */
+  readonly cpuClockMs?: () => number;
 }
 
 export interface CoreRequest {

@@ -132,20 +132,16 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   afterEach(() => vi.useRealTimers());
 
   /** A runner that records each step's batch, and spends `stepMs(rows, step)` of CPU a step (what slicing reads). */
+  /** A model whose step costs `stepMs` of the stage's CPU clock (StageContext.cpuClockMs), which it advances. */
   class BatchRunner extends KvLengthRunner {
     readonly batches: string[][] = [];
+    cpuMs = 0;
     constructor(private readonly stepMs: (rows: number, step: number) => number) {
       super();
     }
     override execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
       this.batches.push(items.map((it) => it.seqId));
-      const from = process.cpuUsage();
-      const spent = () => {
-        const used = process.cpuUsage(from);
-        return (used.user + used.system) / 1000;
-      };
-      const ms = this.stepMs(items.length, this.batches.length);
-      while (spent() < ms); // a model's CPU, not a wait
+      this.cpuMs += this.stepMs(items.length, this.batches.length);
       return super.execute(items);
     }
   }
@@ -161,7 +157,8 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
     const runner = new BatchRunner(typeof stepMs === 'number' ? (rows) => rows * stepMs : stepMs);
     const ctx = stageContext(spec, new FakeAdapter());
-    const core = new ThinkerCore({ ...ctx, chunkPolicy: { ...ctx.chunkPolicy, speakingSlice } }, runner);
+    const chunkPolicy = { ...ctx.chunkPolicy, speakingSlice };
+    const core = new ThinkerCore({ ...ctx, chunkPolicy, cpuClockMs: () => runner.cpuMs }, runner);
     const add = (requestId: string) =>
       core.add({
         type: 'add',
