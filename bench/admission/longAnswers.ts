@@ -4,7 +4,8 @@
  * `--after-s` seconds, `--newcomers` short chats are sent one after another, each 0.5-1.5x `--gap-s` after the last
  * event (a seeded draw, `--seed`): a user arrives at any moment of the answers' audio cycle, not at one the bench
  * picks. When the long answers have ended, the
- * unloaded TTFP is measured on the idle server (the median of `--alone` short chats, after one to warm). Each
+ * unloaded TTFP is measured on the idle server (the median of `--alone` short chats, after one to warm; seven:
+ * with three, the reference moved 8.7-15.7 ms from run to run while the newcomers moved 11-20). Each
  * newcomer must hear its first audio within 2x that or be refused with 429 + Retry-After within 50 ms; no response
  * may be a 5xx or fail mid-stream. Beside the goal it prints the long answers' underruns (a player that starts at each
  * one's first audio, bench/ttfp/metrics.ts) and ends, and one long answer's end alone on the idle server (speech lead,
@@ -27,7 +28,7 @@ const v = scriptFlags({
   'long-tokens': 800,
   newcomers: 3,
   'newcomer-tokens': 30,
-  alone: 3,
+  alone: 7,
   'after-s': 8,
   'gap-s': 2,
   'long-alone': 1,
@@ -93,6 +94,7 @@ async function main(): Promise<void> {
   const refused = newcomers.filter((n) => n.status === 429);
   const summary = {
     unloadedTtfpMs: round(unloadedTtfpMs),
+    unloadedChatsMs: alone.map(round),
     newcomerTtfpRatio: served.map((n) => round(n.firstAudioMs! / unloadedTtfpMs)),
     refusalMs: refused.map((n) => round(n.headersMs)),
     refusalsWithRetryAfter: refused.filter((n) => n.retryAfter !== null).length,
