@@ -3,6 +3,13 @@
  * on the stage kind), or an ONNX file, imported from a GGUF file or given as is.
  */
 
+/**
+ * How a generated transformer holds its layers' projections (q|k|v, out, up, down): float32, or 4-bit blocks of 32
+ * (q4, as GGUF's Q4_0; onnxruntime's MatMulNBits). Heads, embeddings and norms stay float32.
+ */
+export const WEIGHT_FORMS = ['float32', 'q4'] as const;
+export type WeightForm = (typeof WEIGHT_FORMS)[number];
+
 /** Sizes of a generated model. Which fields apply depends on the stage kind. */
 export interface ThinkerSize {
   readonly vocabSize: number;
@@ -15,6 +22,8 @@ export interface ThinkerSize {
   readonly acceptLayer: number;
   /** Scale of the output head, large enough that greedy choices are never near-ties under float noise. */
   readonly logitScale: number;
+  /** Absent: float32 (models built before the field). */
+  readonly weights?: WeightForm;
 }
 
 export interface TalkerSize {
@@ -31,6 +40,8 @@ export interface TalkerSize {
    */
   readonly conditionDim: number;
   readonly logitScale: number;
+  /** Absent: float32 (models built before the field). */
+  readonly weights?: WeightForm;
 }
 
 export interface Code2WavSize {

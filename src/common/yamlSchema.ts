@@ -4,6 +4,7 @@
  * `errorMessage` is the text shown when a value fails, in place of TypeBox's generic wording.
  */
 import { Type, type TInteger, type TLiteral, type TOptional, type TSchema, type TUnion } from '@sinclair/typebox';
+import { WEIGHT_FORMS, type WeightForm } from './modelSpec.ts';
 
 export const closed = { additionalProperties: false } as const;
 
@@ -56,6 +57,7 @@ export function sizeOverrides<const K extends string>(...names: K[]): Record<K, 
 export const transformer = {
   ...sizeOverrides('hidden_size', 'num_layers', 'num_heads', 'intermediate_size', 'max_positions'),
   logit_scale: optional(Type.Number({ exclusiveMinimum: 0 })),
+  weights: optional(oneOf(WEIGHT_FORMS)),
 };
 
 /** { hidden_size: 64, preset: 'x' } -> { hiddenSize: 64 }: the size overrides of a model section, camelCase. */
@@ -69,4 +71,9 @@ export function camelSizes(
     if (typeof value === 'number') out[key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = value;
   }
   return out;
+}
+
+/** A transformer's `weights:` (already checked by its schema), as a size field; none when the section has none. */
+export function weightsOverride(raw: Readonly<Record<string, unknown>>): { weights?: WeightForm } {
+  return typeof raw.weights === 'string' ? { weights: raw.weights as WeightForm } : {};
 }

@@ -12,7 +12,9 @@
  * replaced (Where, not added) by -1e9 and its softmax weight is exactly 0; the positions come from
  * position_ids, so a sequence sees the same positional code alone or in a batch.
  */
+import type { WeightForm } from '../../src/common/modelSpec.ts';
 import type { GraphBuilder } from './GraphBuilder.ts';
+import { q4MatMul, quantizeQ4 } from './q4.ts';
 import { randomUniform, type Weights } from './weights.ts';
 
 export interface DecoderDims {
@@ -20,6 +22,8 @@ export interface DecoderDims {
   readonly numLayers: number;
   readonly numHeads: number;
   readonly intermediateSize: number;
+  /** How the layers' projections are held (absent: float32). */
+  readonly weights?: WeightForm;
 }
 
 export interface DecoderStack {
@@ -164,14 +168,19 @@ export async function buildDecoderStack(
   const masked = g.constF32([MASKED_SCORE]);
   const layerOutputs: string[] = [];
   const std = 1 / Math.sqrt(d);
+  // x [B, S, k] times the [k, n] weight `values()`: a float32 MatMul, or 4-bit (q4).
+  const linear = (x: string, name: string, k: number, n: number, values: () => Float32Array) =>
+    dims.weights === 'q4'
+      ? q4MatMul(g, x, name, quantizeQ4(values(), k, n))
+      : g.op('MatMul', [x, w.data(name, [k, n], values())]);
+  const uniform = (name: string, count: number, s: number) => () => randomUniform(w.seed, name, count, s);
 
   for (let l = 0; l < numLayers; l++) {
     const p = `layers.${l}`;
     const h = layerNorm(g, w, x, `${p}.ln_1`, d);
-    const qkv = g.op('MatMul', [
-      h,
-      w.data(`${p}.attn.qkv.weight`, [d, 3 * d], qkvWeight(w.seed, `${p}.attn.qkv.weight`, d, std, qScale)),
-    ]);
+    const qkv = linear(h, `${p}.attn.qkv.weight`, d, 3 * d, () =>
+      qkvWeight(w.seed, `${p}.attn.qkv.weight`, d, std, qScale),
+    );
     const [q, k, v] = g.node('Split', [qkv, g.constI64([d, d, d])], { axis: -1 }, 3);
     const qh = splitHeads(g, q, numHeads, headDim);
     const { keys: presentKey, values: presentValue } = keysAndValues(g, layout, l, k, v, numHeads, headDim);
@@ -179,15 +188,20 @@ export async function buildDecoderStack(
     const probs = g.op('Softmax', [g.op('Where', [allowed, scores, masked])], { axis: -1 });
     const context = g.op('Transpose', [g.op('MatMul', [probs, presentValue])], { perm: [0, 2, 1, 3] });
     const merged = g.op('Reshape', [context, g.constI64([0, 0, d])]);
-    x = g.op('Add', [x, g.op('MatMul', [merged, w.uniform(`${p}.attn.out.weight`, [d, d], std)])]);
+    x = g.op('Add', [x, linear(merged, `${p}.attn.out.weight`, d, d, uniform(`${p}.attn.out.weight`, d * d, std))]);
 
     const h2 = layerNorm(g, w, x, `${p}.ln_2`, d);
-    const up = g.op('MatMul', [h2, w.uniform(`${p}.mlp.up.weight`, [d, intermediateSize], std)]);
+    const up = linear(
+      h2,
+      `${p}.mlp.up.weight`,
+      d,
+      intermediateSize,
+      uniform(`${p}.mlp.up.weight`, d * intermediateSize, std),
+    );
     const act = g.op('Mul', [up, g.op('Sigmoid', [up])]); // SiLU: opset 17 has no Gelu
-    x = g.op('Add', [
-      x,
-      g.op('MatMul', [act, w.uniform(`${p}.mlp.down.weight`, [intermediateSize, d], 1 / Math.sqrt(intermediateSize))]),
-    ]);
+    const downStd = 1 / Math.sqrt(intermediateSize);
+    const down = uniform(`${p}.mlp.down.weight`, intermediateSize * d, downStd);
+    x = g.op('Add', [x, linear(act, `${p}.mlp.down.weight`, intermediateSize, d, down)]);
     layerOutputs.push(x);
     const outShape =
       layout === 'append'

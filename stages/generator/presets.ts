@@ -24,6 +24,7 @@ export const presets: Readonly<Record<string, FamilyPreset>> = {
       maxPositions: 4096,
       acceptLayer: 2,
       logitScale: 16,
+      weights: 'q4',
     },
     talker: {
       codebookSize: 1024,
@@ -35,6 +36,7 @@ export const presets: Readonly<Record<string, FamilyPreset>> = {
       maxPositions: 8192,
       framesPerToken: 2,
       logitScale: 16,
+      weights: 'q4',
     },
     code2wav: {
       numCodebooks: 16,
@@ -57,6 +59,7 @@ export const presets: Readonly<Record<string, FamilyPreset>> = {
       maxPositions: 8192,
       acceptLayer: 4,
       logitScale: 16,
+      weights: 'q4',
     },
     talker: {
       codebookSize: 2048,
@@ -68,6 +71,7 @@ export const presets: Readonly<Record<string, FamilyPreset>> = {
       maxPositions: 16384,
       framesPerToken: 2,
       logitScale: 16,
+      weights: 'q4',
     },
     code2wav: {
       numCodebooks: 16,

@@ -4,7 +4,14 @@ import type { TalkerSize } from '../../src/common/modelSpec.ts';
 import { Code2WavFactsSchema } from '../code2wav/protocol.ts';
 import type { TalkerRunner } from '../types.ts';
 import type { ProblemSink } from '../../src/common/problems.ts';
-import { closed, generatedCommon, transformer, camelSizes, sizeOverrides } from '../../src/common/yamlSchema.ts';
+import {
+  closed,
+  generatedCommon,
+  transformer,
+  camelSizes,
+  sizeOverrides,
+  weightsOverride,
+} from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
 import { checkHeads, generatedModel } from '../presetFamily.ts';
 import { defineStageKind, factsIn, factsPicked, runnerFacts, runnerStage } from '../StageKindDescriptor.ts';
@@ -47,6 +54,7 @@ export const talker = defineStageKind<TalkerArgs>({
       const size: TalkerSize = {
         ...family.talker,
         ...camelSizes(ctx.raw, ['condition_dim']),
+        ...weightsOverride(ctx.raw),
         conditionDim: conditionDim ?? 0,
       };
       checkHeads(size, ctx, problems);

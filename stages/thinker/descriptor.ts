@@ -3,7 +3,15 @@ import { Type } from '@sinclair/typebox';
 import type { StageGraph } from '../../src/common/graph.ts';
 import type { ThinkerSize } from '../../src/common/modelSpec.ts';
 import type { ThinkerRunner } from '../types.ts';
-import { closed, generatedCommon, int, optional, transformer, camelSizes } from '../../src/common/yamlSchema.ts';
+import {
+  closed,
+  generatedCommon,
+  int,
+  optional,
+  transformer,
+  camelSizes,
+  weightsOverride,
+} from '../../src/common/yamlSchema.ts';
 import { presets } from '../generator/presets.ts';
 import { MIN_BYTE_VOCAB_SIZE } from '../../src/tokenizer/ByteTokenizer.ts';
 import { checkHeads, generatedModel } from '../presetFamily.ts';
@@ -47,7 +55,7 @@ export const thinker = defineStageKind<ThinkerArgs>({
 
   resolveGeneratedModel: (ctx, problems) =>
     generatedModel(ctx, presets, 'model preset', problems, (family) => {
-      const size: ThinkerSize = { ...family.thinker, ...camelSizes(ctx.raw) };
+      const size: ThinkerSize = { ...family.thinker, ...camelSizes(ctx.raw), ...weightsOverride(ctx.raw) };
       checkHeads(size, ctx, problems);
       if (size.acceptLayer >= size.numLayers)
         problems.add([...ctx.at, 'accept_layer'], `must be < num_layers (${size.numLayers}), got ${size.acceptLayer}`);

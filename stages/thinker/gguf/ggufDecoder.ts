@@ -17,16 +17,8 @@ import type { BuildProgressStep } from '../../models/modelCache.ts';
 import { yieldToLoop } from '../../generator/weights.ts';
 import type { DecoderArchitecture } from './ggufArchitecture.ts';
 import { GgufWeights, transposeInto, unpermuteRows } from './ggufWeights.ts';
-import {
-  minsMatrix,
-  packedZeros,
-  Q4_BLOCK,
-  type Q4Matrix,
-  readQ4,
-  reorderRows,
-  scaled,
-  stackRows,
-} from './q4Weights.ts';
+import { Q4_BLOCK, q4MatMul, type Q4Matrix } from '../../generator/q4.ts';
+import { minsMatrix, readQ4, reorderRows, scaled, stackRows } from './q4Weights.ts';
 
 const MASKED_SCORE = -1e9; // finite: a padded query row (every key masked) gives a uniform softmax, not NaN
 
@@ -167,20 +159,12 @@ function stackedQ4(c: Ctx, names: readonly string[], rows: number, cols: number)
 }
 
 /** x [B, S, K] times a 4-bit [N, K] matrix: MatMulNBits, plus sum(x per block) times the block minimums (Q4_1). */
-function q4MatMul(c: Ctx, x: string, name: string, m: Q4Matrix): string {
+function q4Linear(c: Ctx, x: string, name: string, m: Q4Matrix): string {
   const { g } = c;
-  const per = m.cols / Q4_BLOCK;
-  const inputs = [
-    x,
-    g.initializer(`${name}.q4`, 'uint8', [m.rows, per, Q4_BLOCK / 2], m.packed),
-    g.initializer(`${name}.scales`, 'float32', [m.rows * per], m.scales),
-  ];
-  const zeros = packedZeros(m);
-  inputs.push(g.initializer(`${name}.zeros`, 'uint8', [zeros.length], zeros));
-  const attrs = { K: m.cols, N: m.rows, bits: 4, block_size: Q4_BLOCK };
-  const y = g.node('MatMulNBits', inputs, attrs, 1, 'com.microsoft')[0];
+  const y = q4MatMul(g, x, name, m);
   const mins = minsMatrix(m);
   if (!mins) return y;
+  const per = m.cols / Q4_BLOCK;
   const blocks = g.op('Reshape', [x, g.constI64([0, 0, per, Q4_BLOCK])]);
   const sums = g.op('ReduceSum', [blocks, g.constI64([-1])], { keepdims: 0 }); // [B, S, per]
   return g.op('Add', [y, g.op('MatMul', [sums, g.initializer(`${name}.mins`, 'float32', [per, m.rows], mins)])]);
@@ -189,7 +173,7 @@ function q4MatMul(c: Ctx, x: string, name: string, m: Q4Matrix): string {
 /** x times the stacked [rows, cols] matrices: 4-bit where the form asks for it and the types allow, else float32. */
 function linear(c: Ctx, x: string, fused: string, names: readonly string[], rows: number, cols: number): string {
   const q4 = c.form === 'q4' ? stackedQ4(c, names, rows, cols) : null;
-  if (q4) return q4MatMul(c, x, fused, q4);
+  if (q4) return q4Linear(c, x, fused, q4);
   const weight = fusedMatmulWeight(c, names, rows, cols);
   return c.g.op('MatMul', [x, c.g.initializer(fused, 'float32', [cols, rows * names.length], weight)]);
 }
@@ -211,7 +195,7 @@ function attention(c: Ctx, l: number, h: string, rope: { cos: string; sin: strin
   const cols = (H + 2 * K) * hd;
   const q4 = c.form === 'q4' ? qkvQ4(c, p) : null;
   let proj = q4
-    ? q4MatMul(c, h, `${p}.attn_qkv.weight`, q4)
+    ? q4Linear(c, h, `${p}.attn_qkv.weight`, q4)
     : g.op('MatMul', [h, g.initializer(`${p}.attn_qkv.weight`, 'float32', [a.hiddenSize, cols], qkvWeight(c, p))]);
   const bias = qkvBias(c, p);
   if (bias) proj = g.op('Add', [proj, g.initializer(`${p}.attn_qkv.bias`, 'float32', [cols], bias)]);

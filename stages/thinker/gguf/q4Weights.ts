@@ -1,6 +1,5 @@
 /**
- * GGUF's 4-bit weights kept 4-bit, in the layout of onnxruntime's MatMulNBits (com.microsoft): B [N, blocks, 16]
- * bytes (value 2i in byte i's low nibble, 2i + 1 in its high), a float scale and a 4-bit zero point per block of 32.
+ * GGUF's 4-bit weights kept 4-bit, in the layout of onnxruntime's MatMulNBits (stages/generator/q4.ts).
  * Exact for the types it takes: Q4_0 (x = (q - 8) d: zero point 8) and Q4_1 (x = q d + m: zero point 0, and the
  * block minimum m added by the graph as sum(x over the block) * m, a small MatMul beside the 4-bit one). A GGUF row
  * of K values is already N-major in blocks along K, so rows only have their nibbles reordered (GGUF keeps value j
@@ -8,23 +7,9 @@
  */
 import type { GgufWeights } from './ggufWeights.ts';
 import { float16ToFloat32 } from './float16.ts';
+import { Q4_BLOCK, Q4_BLOCK_BYTES, type Q4Matrix } from '../../generator/q4.ts';
 
-export const Q4_BLOCK = 32;
-const BLOCK_BYTES = Q4_BLOCK / 2;
-
-/** A [rows, cols] matrix (PyTorch's [out, in]) as MatMulNBits holds it. */
-export interface Q4Matrix {
-  readonly rows: number;
-  readonly cols: number;
-  /** [rows, cols / 32, 16] */
-  readonly packed: Uint8Array;
-  /** [rows * cols / 32] */
-  readonly scales: Float32Array;
-  /** The zero point of each block (8 for Q4_0, 0 for Q4_1). */
-  readonly zeros: Uint8Array;
-  /** Each block's minimum (Q4_1; 0 for Q4_0). */
-  readonly mins: Float32Array;
-}
+const BLOCK_BYTES = Q4_BLOCK_BYTES;
 
 const LAYOUTS: Readonly<Record<string, { bytes: number; withMin: boolean }>> = {
   Q4_0: { bytes: 18, withMin: false },
@@ -104,16 +89,6 @@ export function stackRows(parts: readonly Q4Matrix[]): Q4Matrix {
     zeros: cat((m) => m.zeros, bytes),
     mins: cat((m) => m.mins, floats),
   };
-}
-
-/** The zero points packed two to a byte per row ([rows, ceil(blocks / 2)]), as MatMulNBits reads them. */
-export function packedZeros(m: Q4Matrix): Uint8Array {
-  const per = m.cols / Q4_BLOCK;
-  const perRow = Math.ceil(per / 2);
-  const out = new Uint8Array(m.rows * perRow);
-  for (let r = 0; r < m.rows; r++)
-    for (let b = 0; b < per; b++) out[r * perRow + (b >> 1)] |= m.zeros[r * per + b] << ((b & 1) * 4);
-  return out;
 }
 
 /** The block minimums as a [blocks, rows] right-hand side: sum(x over block b) times it adds each row's mins. */
