@@ -158,6 +158,18 @@ ${thinker}`;
     expect(k.size).toEqual({ ...presets.omni.talker, codebookSize: 1024, conditionDim: 128 });
   });
 
+  it('holds generated projections in 4 bits unless a model section asks for float32; refuses other forms', () => {
+    expect([presets.tiny.thinker.weights, presets.tiny.talker.weights]).toEqual(['q4', 'q4']);
+    const yaml = threeStages
+      .replace('    kind: thinker\n', '    kind: thinker\n    model: {weights: float32}\n')
+      .replace('    kind: talker\n', '    kind: talker\n    model: {num_layers: 2}\n');
+    const [t, k] = parseConfig(yaml, 'x.yaml', { cores: 64 }).stages.map((s) => s.model);
+    if (t.source !== 'generated' || k.source !== 'generated') throw new Error('expected generated models');
+    expect([t.size.weights, k.size.weights]).toEqual(['float32', 'q4']);
+    const bad = threeStages.replace('    kind: thinker\n', '    kind: thinker\n    model: {weights: int3}\n');
+    expect(problemsOf(bad).join('\n')).toMatch(/weights.*must be one of float32, q4/);
+  });
+
   it('resolves file models against the YAML folder and accepts byte sizes with units', () => {
     const dir = tempDir('config');
     writeFileSync(path.join(dir, 'thinker.onnx'), '');
