@@ -164,7 +164,8 @@ ${thinker}`;
       .replace('    kind: thinker\n', '    kind: thinker\n    model: {weights: float32}\n')
       .replace('    kind: talker\n', '    kind: talker\n    model: {num_layers: 2}\n');
     const [t, k] = parseConfig(yaml, 'x.yaml', { cores: 64 }).stages.map((s) => s.model);
-    if (t.source !== 'generated' || k.source !== 'generated') throw new Error('expected generated models');
+    if (t.source !== 'generated' || t.kind !== 'thinker' || k.source !== 'generated' || k.kind !== 'talker')
+      throw new Error('expected a generated Thinker and Talker');
     expect([t.size.weights, k.size.weights]).toEqual(['float32', 'q4']);
     const bad = threeStages.replace('    kind: thinker\n', '    kind: thinker\n    model: {weights: int3}\n');
     expect(problemsOf(bad).join('\n')).toMatch(/weights.*must be one of float32, q4/);
