@@ -25,7 +25,8 @@ export interface Q4Matrix {
 
 /**
  * A float MatMul right-hand side `values` ([k, n] row-major: in, out) as a symmetric 4-bit [n, k] matrix: each block
- * of 32 inputs of an output scaled so its largest magnitude maps to -8 or 7 (round to nearest), zero point 8.
+ * of 32 inputs of an output scaled so its value of largest magnitude maps to -8 exactly, the rest rounded to the
+ * nearest step (one of the other sign near the peak's magnitude clamped at 7), zero point 8.
  */
 export function quantizeQ4(values: Float32Array, k: number, n: number): Q4Matrix {
   if (k % Q4_BLOCK !== 0) throw new Error(`a 4-bit matrix needs its input size (${k}) in blocks of ${Q4_BLOCK}`);
