@@ -30,7 +30,9 @@ function chorusWith(env: Record<string, string>, ...args: string[]): Promise<Run
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
+    // 'close', not 'exit': a process may exit before its pipes are read to their end (seen in CI: a --help that
+    // exited 0 with its usage still unread, stdout ''). Nothing here leaves a grandchild holding the pipes.
+    child.once('close', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
   });
 }
 
