@@ -22,7 +22,8 @@ describe('chorus soak (CI short mode)', () => {
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // 'close' (its pipes read to their end), not 'exit', which may come first (test/e2e/cli.test.ts).
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     // A soak that ended without its report says why on stderr: show it rather than a JSON parse error.
     if (!stdout.trim().startsWith('{'))
       throw new Error(`chorus soak exited ${code} without a report:\n${stderr.slice(-4000)}`);

@@ -30,7 +30,8 @@ describe('chorus soak --turns', () => {
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // 'close' (its pipes read to their end), not 'exit', which may come first (test/e2e/cli.test.ts).
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     if (code !== 0) throw new Error(`chorus soak exited ${code}:\n${stdout}\n${stderr.slice(-4000)}`);
     expect(stdout).toMatch(/failed 0 +\[goal 0: met\]/);
     expect(stdout).toMatch(/^RSS \(MiB\)/m);
