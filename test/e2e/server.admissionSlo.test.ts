@@ -26,7 +26,10 @@ const chatBody = JSON.stringify({
   messages: [{ role: 'user', content: 'say something' }],
   modalities: ['text', 'audio'],
   audio: { voice: 'alloy', format: 'pcm16' },
-  max_tokens: 8,
+  // Long enough that a served answer outlasts any refusal by far: with 8 tokens and the 4-bit models a served answer
+  // ended in 43 ms, within a burst's refusal times (a fresh clone's CI, 2026-12-04), and the test below could no
+  // longer tell a refusal at the door from one after a wait in line.
+  max_tokens: 40,
 });
 
 async function chat(): Promise<{ status: number; ms: number; retryAfter: string | null; body: unknown }> {
