@@ -131,13 +131,13 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         ...(upstream.pid !== undefined ? { live: this.liveWait(upstream.pid) } : {}),
       });
     }
-    if (this.warmModel && this.warmth.shouldWarm(performance.now())) this.warmIdleModel(this.warmModel);
+    if (this.warmModel && this.warmth.shouldWarm(performance.now())) this.warmIdleModel();
   }
 
   /** A warm-up is for speed only: one that fails is logged and the request goes on (its own steps tell if it can). */
-  private warmIdleModel(warm: () => void): void {
+  private warmIdleModel(): void {
     try {
-      warm.call(this);
+      this.warmModel?.();
     } catch (err) {
       this.ctx.log.warn({ err }, 'warming the idle model failed');
     }
