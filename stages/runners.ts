@@ -2,20 +2,20 @@
  * Builds (on first use) or loads a stage's model and returns its runner. Everything a stage process needs
  * from the model layer starts here.
  */
-import type { EngineArgs, StageKind } from '../src/common/graph.ts';
+import type { StageKind } from '../src/common/graph.ts';
 import type { ModelSpec } from '../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../src/common/errors.ts';
 import { OnnxCode2WavRunner } from './code2wav/OnnxCode2WavRunner.ts';
 import { ensureModel, type ModelBuildProgress, type ModelFiles } from './models/ensureModel.ts';
 import { OnnxTalkerRunner } from './talker/OnnxTalkerRunner.ts';
 import { OnnxThinkerRunner } from './thinker/OnnxThinkerRunner.ts';
-import type { Code2WavRunner, TalkerRunner, ThinkerRunner } from './types.ts';
+import type { Code2WavRunner, RunnerEngine, TalkerRunner, ThinkerRunner } from './types.ts';
 
 /** The part of a StageSpec the runners read (a whole StageSpec fits). */
 export interface RunnerStageSpec {
   readonly stageId?: string;
   readonly model: ModelSpec;
-  readonly engine?: Pick<EngineArgs, 'threads'>;
+  readonly engine?: RunnerEngine;
 }
 
 export interface CreateRunnerOptions {
@@ -40,7 +40,7 @@ export type CreateRunner<R> = (stage: RunnerStageSpec, modelsDir: string, option
 /** The stage's model must be its kind's; its files are ensured, then `load` opens them. */
 function runnerOf<R>(
   kind: StageKind,
-  load: (files: ModelFiles, spec: ModelSpec, engine: Pick<EngineArgs, 'threads'>) => R,
+  load: (files: ModelFiles, spec: ModelSpec, engine: RunnerEngine) => R,
 ): CreateRunner<R> {
   return async (stage, modelsDir, options = {}) => {
     checkKind(stage, kind);

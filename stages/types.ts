@@ -3,8 +3,15 @@
  * what runs (vLLM v1's split). A runner keeps per-sequence state (KV cache, sampler RNG, last frame)
  * keyed by seqId until free(seqId).
  */
+import type { EngineArgs } from '../src/common/graph.ts';
 import type { SamplingParams } from '../src/common/samplingParams.ts';
 import type { TokenLogprobs } from '../src/common/payloads.ts';
+
+/**
+ * The engine arguments runners read: threads for every session; max_num_seqs sizes a Thinker's or Talker's KV pool
+ * (stages/models/KvBufferPool.ts), one row when absent.
+ */
+export type RunnerEngine = Pick<EngineArgs, 'threads'> & Partial<Pick<EngineArgs, 'maxNumSeqs'>>;
 
 export type { SamplingParams };
 

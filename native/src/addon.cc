@@ -1,5 +1,5 @@
 // N-API surface of the shared-memory ring (class Ring and function unlink(name)) and of the strided copies of KV
-// stores (copyStrided, fillStrided: strided.h).
+// stores (copyStrided, fillStrided: strided.h) and of the memory they live in (reserveMemory, releasePages: arena.h).
 // The TS declaration of this surface is transport/shm/binding.ts; keep the two in step.
 #include <napi.h>
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "arena.h"
 #include "bell.h"
 #include "ring.h"
 #include "strided.h"
@@ -206,6 +207,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("headerBytes", Napi::Number::New(env, static_cast<double>(kHeaderBytes)));
   exports.Set("copyStrided", Napi::Function::New(env, CopyStrided, "copyStrided"));
   exports.Set("fillStrided", Napi::Function::New(env, FillStrided, "fillStrided"));
+  exports.Set("reserveMemory", Napi::Function::New(env, ReserveMemory, "reserveMemory"));
+  exports.Set("releasePages", Napi::Function::New(env, ReleasePages, "releasePages"));
   return exports;
 }
 

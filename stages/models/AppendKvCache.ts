@@ -66,7 +66,7 @@ export class AppendStore {
 
   /** Tensor i's filled positions [total, B, H, Dh]: a view from byte 0 of its buffer, no copy. */
   view(i: number): Float32Array {
-    return new Float32Array(this.buffers[i].buffer, 0, this.total * this.stride);
+    return this.buffers[i].subarray(0, this.total * this.stride);
   }
 
   /** Tensor i's whole buffer (for packing rows in and out). */

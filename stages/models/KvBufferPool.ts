@@ -2,91 +2,169 @@
  * Float32 buffers for KV stores, handed back when a store is left and taken again by the next one, and grown in place
  * when a store fills up.
  *
- * Each buffer is a resizable ArrayBuffer that reserves address space for RESERVE_BYTES and commits only what it has
- * been resized to; the kernel gives each committed page on its first touch. So a store that fills up grows in place
- * (no copy of what it holds, no second buffer twice its size), and a buffer taken again keeps the pages it had: a
- * batch that changes (a sequence joins or leaves) is copied into memory touched before. Fresh memory is what made
- * those steps slow: a first touch costs ~10x the copy (128 MB: ~45 ms against ~4.5 ms to fill it again on these
- * machines), and plain ArrayBuffers of 16-32 MB came from the C heap, zeroed whole by calloc and given back to the
- * kernel when freed: beside sixteen long answers a step that repacked or doubled their KV took 100-560 ms, every
- * sequence of the batch and any newcomer behind it waiting (bench/NOTES.md, "KV stores grown in place").
+ * Each buffer is a view of a region of memory the native addon maps outside V8's heap (native/src/arena.h): address
+ * space of which the kernel commits each page on its first touch. So a store that fills up grows in place (a longer
+ * view of the same region: no copy of what it holds, no second buffer twice its size), and a region taken again keeps
+ * the pages it had: a batch that changes (a sequence joins or leaves) is copied into memory touched before. Fresh
+ * memory is what made those steps slow: a first touch costs ~10x the copy (128 MB: ~45 ms against ~4.5 ms to fill it
+ * again on these machines), and plain ArrayBuffers of 16-32 MB came from the C heap, zeroed whole by calloc and given
+ * back to the kernel when freed: beside sixteen long answers a step that repacked or doubled their KV took 100-560
+ * ms, every sequence of the batch and any newcomer behind it waiting (bench/NOTES.md, "KV stores grown in place").
  *
- * Idle buffers are kept up to `maxBytes`, past that a returned buffer is left to the garbage collector. (They were
- * kept only up to the most the decoder had had in use at once: memory given back came back later as fresh pages, on a
- * machine that hands free memory back to its host: bench/NOTES.md, "KV stores grown in place".) A buffer taken again
- * holds the old store's keys and values: the store zeroes whatever it does not overwrite (AppendKvCache.pack).
+ * Regions are carved from slabs of SLAB_BYTES, one ArrayBuffer each, made once and kept: V8 counts an ArrayBuffer's
+ * length as external memory and starts a mark-compact each time that count has grown by 64 MB, so a slab costs one
+ * when it is made and nothing after. What this pool took before, V8's resizable ArrayBuffers, cost one every 64 MB
+ * of growth for good: Node 20's V8 adds their growth to its count and never takes it off, not when one shrinks nor
+ * when it is collected. A Talker whose stores came and went under sixteen long answers counted 8 GB of external
+ * memory on a 30 MB heap and ran a mark-compact every second, 10-44 ms each on its own thread (bench/NOTES.md, "The
+ * KV pool's phantom external memory").
+ *
+ * Idle regions keep their pages up to `maxBytes` in all; past that, a returned region's pages go back to the kernel
+ * (the region stays, for the next store, at no cost but address space). Regions are never dropped, so there are only
+ * as many as the most stores' tensors ever held at once. A buffer larger than a region gets a slab of its own. A
+ * region taken again holds the old store's keys and values: the store zeroes whatever it does not overwrite
+ * (AppendKvCache.pack).
  */
+import { addon } from '../../transport/shm/binding.ts';
+import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 
-/** Address space each buffer reserves (nothing is committed beyond what it is resized to). */
-export const RESERVE_BYTES = 2 ** 30;
+/** Address space of one region: a store's tensor grows in place up to this (16 rows of 256 floats, 4,096 positions). */
+export const REGION_BYTES = 64 << 20;
 
-/** Commits are rounded up to whole pages of this size. */
+/** Address space of one slab: the most one ArrayBuffer may have in Node. */
+export const SLAB_BYTES = 2 ** 32;
+
+/** Commits are counted in whole pages of this size. */
 const PAGE_BYTES = 1 << 12;
 
 function pages(bytes: number): number {
   return Math.max(PAGE_BYTES, Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES);
 }
 
+interface Region {
+  readonly slab: ArrayBuffer;
+  readonly offset: number;
+  readonly size: number;
+  /** Bytes handed out since its pages were last released: what it may have committed. */
+  committed: number;
+}
+
 export class KvBufferPool {
-  /** Idle buffers, any committed size. */
-  private readonly idle: ArrayBuffer[] = [];
+  /** Idle regions, any committed size. */
+  private readonly idle: Region[] = [];
+  /** Every region, by slab and offset. */
+  private readonly regions = new Map<ArrayBuffer, Map<number, Region>>();
+  /** The slab new regions are carved from, and where the next one starts. */
+  private current: ArrayBuffer | null = null;
+  private carved = 0;
   private idleBytes = 0;
+  private made = 0;
 
   constructor(readonly maxBytes: number) {}
 
-  /** Bytes held for reuse. */
+  /** Bytes the idle regions may hold committed. */
   get bytes(): number {
     return this.idleBytes;
   }
 
-  /**
-   * `floats` floats from byte 0 of a buffer: an idle one already that large if there is one (the smallest), else the
-   * largest idle one grown to it, else a new one.
-   */
-  take(floats: number): Float32Array {
-    const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
-    const usable = this.idle.filter((b) => b.maxByteLength >= bytes);
-    const fitting = usable.filter((b) => b.byteLength >= bytes);
-    const pick = fitting.length > 0 ? smallest(fitting) : usable.length > 0 ? largest(usable) : null;
-    let buffer: ArrayBuffer;
-    if (pick) {
-      buffer = this.idle.splice(this.idle.indexOf(pick), 1)[0];
-      this.idleBytes -= buffer.byteLength;
-      if (buffer.byteLength < bytes) buffer.resize(pages(bytes));
-    } else {
-      buffer = new ArrayBuffer(pages(bytes), { maxByteLength: Math.max(RESERVE_BYTES, pages(bytes)) });
-    }
-    return new Float32Array(buffer, 0, floats);
+  /** Regions made so far (idle or in use). */
+  get regionCount(): number {
+    return this.made;
+  }
+
+  /** Slabs made so far: each cost V8 one mark-compact. */
+  get slabCount(): number {
+    return this.regions.size;
   }
 
   /**
-   * The same buffer's first `floats` floats (what it holds kept), grown in place when it was shorter; null when its
-   * reservation is too small (the caller takes another and copies).
+   * Makes regions now, up to `regions` in all (idle, no page committed), so that the slabs they come from are made
+   * before they are needed (at a model's load, not beside its first requests).
+   */
+  reserve(regions: number): void {
+    while (this.made < regions) this.idle.push(this.carve(REGION_BYTES));
+  }
+
+  /**
+   * `floats` floats from the start of a region: an idle one already that large if there is one (the smallest), else
+   * the largest idle one large enough (its pages reused as far as they go), else a new one.
+   */
+  take(floats: number): Float32Array {
+    const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
+    const usable = this.idle.filter((r) => r.size >= bytes);
+    const fitting = usable.filter((r) => r.committed >= bytes);
+    const pick = fitting.length > 0 ? smallest(fitting) : usable.length > 0 ? largest(usable) : null;
+    let region: Region;
+    if (pick) {
+      this.idle.splice(this.idle.indexOf(pick), 1);
+      this.idleBytes -= pick.committed;
+      region = pick;
+    } else {
+      region = this.carve(bytes);
+    }
+    region.committed = Math.max(region.committed, pages(bytes));
+    return new Float32Array(region.slab, region.offset, floats);
+  }
+
+  /**
+   * The same region's first `floats` floats (what it holds kept); null when the region is too small (the caller takes
+   * another and copies).
    */
   grow(buffer: Float32Array, floats: number): Float32Array | null {
-    const array = buffer.buffer as ArrayBuffer;
+    const region = this.regionOf(buffer);
     const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
-    if (bytes > array.byteLength) {
-      if (!array.resizable || array.maxByteLength < bytes) return null;
-      array.resize(Math.min(array.maxByteLength, pages(bytes)));
-    }
-    return new Float32Array(array, 0, floats);
+    if (bytes > region.size) return null;
+    region.committed = Math.max(region.committed, pages(bytes));
+    return new Float32Array(region.slab, region.offset, floats);
   }
 
   /** Hands a buffer from take() back; nothing may use it afterwards. */
   give(buffer: Float32Array): void {
-    const array = buffer.buffer as ArrayBuffer;
-    const size = array.byteLength;
-    if (this.idleBytes + size > this.maxBytes) return;
-    this.idle.push(array);
-    this.idleBytes += size;
+    const region = this.regionOf(buffer);
+    if (this.idleBytes + region.committed > this.maxBytes) {
+      addon.releasePages(region.slab, region.offset, region.size);
+      region.committed = 0;
+    }
+    this.idle.push(region);
+    this.idleBytes += region.committed;
+  }
+
+  /** A new region: the next of the current slab, a new slab when it is used up, a slab of its own when that large. */
+  private carve(bytes: number): Region {
+    let slab: ArrayBuffer;
+    let offset = 0;
+    let size = REGION_BYTES;
+    if (bytes > REGION_BYTES) {
+      size = pages(bytes);
+      slab = addon.reserveMemory(size);
+    } else {
+      if (!this.current || this.carved + REGION_BYTES > this.current.byteLength) {
+        this.current = addon.reserveMemory(SLAB_BYTES);
+        this.carved = 0;
+      }
+      slab = this.current;
+      offset = this.carved;
+      this.carved += REGION_BYTES;
+    }
+    const region: Region = { slab, offset, size, committed: 0 };
+    let bySlab = this.regions.get(slab);
+    if (!bySlab) this.regions.set(slab, (bySlab = new Map()));
+    bySlab.set(offset, region);
+    this.made++;
+    return region;
+  }
+
+  private regionOf(buffer: Float32Array): Region {
+    const region = this.regions.get(buffer.buffer as ArrayBuffer)?.get(buffer.byteOffset);
+    if (!region) throw new ChorusError(ErrorCodes.INTERNAL, 'KvBufferPool: a buffer this pool did not hand out');
+    return region;
   }
 }
 
-function smallest(buffers: readonly ArrayBuffer[]): ArrayBuffer {
-  return buffers.reduce((a, b) => (b.byteLength < a.byteLength ? b : a));
+function smallest(regions: readonly Region[]): Region {
+  return regions.reduce((a, b) => (b.committed < a.committed ? b : a));
 }
 
-function largest(buffers: readonly ArrayBuffer[]): ArrayBuffer {
-  return buffers.reduce((a, b) => (b.byteLength > a.byteLength ? b : a));
+function largest(regions: readonly Region[]): Region {
+  return regions.reduce((a, b) => (b.committed > a.committed ? b : a));
 }

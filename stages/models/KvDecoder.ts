@@ -32,6 +32,13 @@ export interface KvNames {
 
 type SeqCache = SeqKvCache | AppendKvCache;
 
+export interface KvDecoderLimits {
+  /** Longest sequence the model supports (positions). */
+  readonly maxPositions: number;
+  /** Sequences the stage's scheduler runs at once (engine.max_num_seqs): sizes the KV pool; 1 when absent. */
+  readonly maxNumSeqs?: number;
+}
+
 /** KV buffers kept for reuse by one decoder's append stores (KvBufferPool): a few batches' worth. */
 const POOL_BYTES = 256 << 20;
 
@@ -49,6 +56,8 @@ interface PreparedStep {
 export class KvDecoder {
   private readonly caches = new Map<string, SeqCache>();
   private readonly pool = new KvBufferPool(POOL_BYTES);
+  /** Longest sequence the model supports (positions), for a clear error instead of garbage past it. */
+  private readonly maxPositions: number;
   // attention_mask and position_ids are rebuilt every step; the mask grows with the past (16 rows x 1,500
   // positions is ~190 KB a step). Fresh arrays each step were external memory V8 had to collect (issue 41).
   private readonly maskScratch = new Int64Scratch();
@@ -58,9 +67,13 @@ export class KvDecoder {
     readonly session: SyncSession,
     readonly layout: KvLayout,
     private readonly names: KvNames,
-    /** Longest sequence the model supports (positions), for a clear error instead of garbage past it. */
-    private readonly maxPositions: number,
-  ) {}
+    limits: KvDecoderLimits,
+  ) {
+    this.maxPositions = limits.maxPositions;
+    // Regions for two stores of every sequence the scheduler may run (its own and the one a repack builds), each
+    // tensor a region, made now: the slabs they come from each cost a mark-compact when made (KvBufferPool).
+    if (names.cacheLayout === 'append') this.pool.reserve(2 * (limits.maxNumSeqs ?? 1) * 2 * layout.numLayers);
+  }
 
   pastLength(seqId: string): number {
     return this.caches.get(seqId)?.length ?? 0;

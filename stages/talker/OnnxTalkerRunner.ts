@@ -10,7 +10,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { EngineArgs } from '../../src/common/graph.ts';
 import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import type { ModelFiles } from '../models/ensureModel.ts';
@@ -21,7 +20,7 @@ import { KvDecoder } from '../models/KvDecoder.ts';
 import { KvDecoderRunner } from '../models/KvDecoderRunner.ts';
 import { SyncSession, sessionOptions } from '../models/SyncSession.ts';
 import { drawStream, isPlainArgmax, sampleToken } from '../sampling/sampleToken.ts';
-import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
+import type { RunnerEngine, TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../types.ts';
 import { readTalkerSignature, type TalkerSignature } from './talkerSignature.ts';
 
 interface TalkerSeqState {
@@ -58,7 +57,7 @@ export class OnnxTalkerRunner extends KvDecoderRunner implements TalkerRunner {
     this.eos = signature.codebookSize + 1;
   }
 
-  static load(files: ModelFiles, spec: ModelSpec, engine: Pick<EngineArgs, 'threads'>): OnnxTalkerRunner {
+  static load(files: ModelFiles, spec: ModelSpec, engine: RunnerEngine): OnnxTalkerRunner {
     const options = sessionOptions(engine);
     const talkerPath = spec.source === 'file' ? files.files.model : files.files['talker.onnx'];
     const predictorPath = join(files.dir, 'code_predictor.onnx');
@@ -84,12 +83,10 @@ export class OnnxTalkerRunner extends KvDecoderRunner implements TalkerRunner {
           `${padPath} holds ${padRow.length} floats, the talker's conditionDim is ${signature.conditionDim}`,
         );
       }
-      const decoder = new KvDecoder(
-        talker,
-        signature.layout,
-        signature.names,
-        size?.maxPositions ?? Number.MAX_SAFE_INTEGER,
-      );
+      const decoder = new KvDecoder(talker, signature.layout, signature.names, {
+        maxPositions: size?.maxPositions ?? Number.MAX_SAFE_INTEGER,
+        maxNumSeqs: engine.maxNumSeqs ?? 1,
+      });
       const runner = new OnnxTalkerRunner(
         decoder,
         predictor,

@@ -5,7 +5,6 @@
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { EngineArgs } from '../../src/common/graph.ts';
 import type { ModelSpec } from '../../src/common/modelSpec.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
 import { logger } from '../../src/common/log.ts';
@@ -18,7 +17,7 @@ import { drawStream, sampleToken } from '../sampling/sampleToken.ts';
 import { tokenLogprobs } from '../sampling/logprobs.ts';
 import type { TokenLogprobs } from '../../src/common/payloads.ts';
 import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
-import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
+import type { RunnerEngine, ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../types.ts';
 import { groupByNumTokens } from '../models/groupByNumTokens.ts';
 import { WARMUP_SAMPLING, WARMUP_SEQ, warmUp } from '../models/warmUp.ts';
 import { loadTokenEmbedder, type TokenEmbedder } from './TokenEmbedder.ts';
@@ -53,7 +52,7 @@ export class OnnxThinkerRunner extends KvDecoderRunner implements ThinkerRunner 
     };
   }
 
-  static load(files: ModelFiles, spec: ModelSpec, engine: Pick<EngineArgs, 'threads'>): OnnxThinkerRunner {
+  static load(files: ModelFiles, spec: ModelSpec, engine: RunnerEngine): OnnxThinkerRunner {
     const options = sessionOptions(engine);
     const generated = spec.source === 'generated' && spec.kind === 'thinker' ? spec : null;
     const decoderPath = generated ? files.files['decoder_model.onnx'] : files.files.model;
@@ -74,7 +73,10 @@ export class OnnxThinkerRunner extends KvDecoderRunner implements ThinkerRunner 
         ? { eosTokenId: THINKER_EOS_TOKEN_ID, maxPositions: generated.size.maxPositions }
         : readSiblingConfig(decoderPath);
       const runner = new OnnxThinkerRunner(
-        new KvDecoder(session, signature.layout, signature.names, side.maxPositions ?? Number.MAX_SAFE_INTEGER),
+        new KvDecoder(session, signature.layout, signature.names, {
+          maxPositions: side.maxPositions ?? Number.MAX_SAFE_INTEGER,
+          maxNumSeqs: engine.maxNumSeqs ?? 1,
+        }),
         signature,
         embedder,
         side.eosTokenId ?? -1,

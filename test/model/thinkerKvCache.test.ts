@@ -32,7 +32,8 @@ afterAll(() => {
   models?.cleanup();
 });
 
-const newDecoder = () => new KvDecoder(session, signature.layout, signature.names, smallThinker.maxPositions);
+const newDecoder = () =>
+  new KvDecoder(session, signature.layout, signature.names, { maxPositions: smallThinker.maxPositions });
 
 /** One step; returns logits [B, 1, V] (each row's last position). */
 function step(decoder: KvDecoder, seqIds: string[], ids: number[][]): Float32Array {

@@ -1,63 +1,78 @@
 /**
- * KvBufferPool (stages/models/KvBufferPool.ts): buffers come back to the next store that fits them, grow in place,
- * and stay within the pool's bounds.
+ * KvBufferPool (stages/models/KvBufferPool.ts): regions come back to the next store that fits them, grow in place,
+ * and give their pages back past the pool's bound. What they cost V8's collector: test/native/kvArena.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { KvBufferPool, RESERVE_BYTES } from '../../stages/models/KvBufferPool.ts';
+import { KvBufferPool, REGION_BYTES, SLAB_BYTES } from '../../stages/models/KvBufferPool.ts';
 
 describe('KvBufferPool', () => {
-  it('hands a returned buffer out again, from byte 0, the smallest that fits before growing one', () => {
+  it('hands a returned region out again, from its start, the smallest that fits before reusing a larger one', () => {
     const pool = new KvBufferPool(1 << 20);
     const a = pool.take(1000); // 4000 bytes: one page
     expect(a.length).toBe(1000);
-    expect(a.buffer.byteLength).toBe(4096);
-    expect((a.buffer as ArrayBuffer).maxByteLength).toBe(RESERVE_BYTES);
+    expect(a.buffer.byteLength).toBe(SLAB_BYTES);
     const big = pool.take(3000); // three pages
+    expect(big.buffer).toBe(a.buffer); // regions of one slab
+    expect(big.byteOffset).toBe(a.byteOffset + REGION_BYTES);
     pool.give(a);
     pool.give(big);
     expect(pool.bytes).toBe(4096 + 12_288);
     const b = pool.take(600); // both fit: the smaller
-    expect(b.buffer).toBe(a.buffer);
-    expect([b.byteOffset, b.length]).toEqual([0, 600]);
+    expect([b.byteOffset, b.length]).toEqual([a.byteOffset, 600]);
     expect(pool.bytes).toBe(12_288);
-    // Neither idle one fits: the largest (pages it had are kept) grows to it, not a new buffer.
+    // Neither idle one holds five pages: the largest (pages it has are reused), not a new region.
     pool.give(b);
     const c = pool.take(5000);
-    expect(c.buffer).toBe(big.buffer);
-    expect(c.buffer.byteLength).toBe(20_480);
+    expect(c.byteOffset).toBe(big.byteOffset);
+    expect([pool.regionCount, pool.slabCount]).toEqual([2, 1]);
   });
 
-  it('grows a buffer in place, keeping what it holds', () => {
+  it('grows a buffer in place, keeping what it holds; one larger than a region gets a slab of its own', () => {
     const pool = new KvBufferPool(1 << 20);
     const a = pool.take(1000);
     a.fill(7);
     const grown = pool.grow(a, 100_000)!;
-    expect(grown.buffer).toBe(a.buffer);
+    expect(grown.buffer === a.buffer && grown.byteOffset === a.byteOffset).toBe(true);
     expect(grown.length).toBe(100_000);
     expect(grown.subarray(0, 1000).every((x) => x === 7)).toBe(true);
     expect(grown[1000]).toBe(0); // fresh pages are zero
-    expect(pool.grow(new Float32Array(16), 32)).toBeNull(); // not a pool buffer: the caller copies
-    expect(pool.grow(grown, RESERVE_BYTES / 4 + 1)).toBeNull(); // past the reservation
+    expect(pool.grow(grown, REGION_BYTES / 4 + 1)).toBeNull(); // past the region: the caller copies
+    const huge = pool.take(REGION_BYTES / 4 + 1);
+    expect(huge.buffer).not.toBe(a.buffer);
+    expect(huge.buffer.byteLength).toBe(REGION_BYTES + 4096);
+    expect(pool.slabCount).toBe(2);
+    expect(() => pool.grow(new Float32Array(16), 32)).toThrow(/did not hand out/);
+    expect(() => pool.give(new Float32Array(16))).toThrow(/did not hand out/);
   });
 
-  it('keeps idle buffers up to its maximum, and lets the rest go', () => {
+  it('keeps idle pages up to its maximum, gives the rest back to the kernel, and reuses every region', () => {
     const pool = new KvBufferPool(8192);
     const [x, y, z] = [pool.take(1000), pool.take(1000), pool.take(1000)];
+    for (const b of [x, y, z]) b.fill(3);
     pool.give(x);
     pool.give(y);
-    pool.give(z); // over the maximum: left to the garbage collector
+    pool.give(z); // over the maximum: its pages go back, it reads 0 when taken again
     expect(pool.bytes).toBe(8192);
-    expect(pool.take(1000).buffer).toBe(x.buffer); // the first kept of two alike
-    expect(pool.take(1000).buffer).toBe(y.buffer);
-    expect(pool.take(1000).buffer).not.toBe(z.buffer);
-    // Memory it held at its peak stays for the next stores: a buffer grown to four pages comes back whole.
-    const big = pool.take(4000);
-    pool.give(big);
-    expect(pool.bytes).toBe(0); // 16 KiB: over the maximum on its own
-    const wide = new KvBufferPool(1 << 20);
-    const grown = wide.take(4000);
-    wide.give(grown);
-    expect(wide.bytes).toBe(16_384);
-    expect(wide.take(10).buffer.byteLength).toBe(16_384);
+    expect(pool.take(1000)[0]).toBe(3);
+    expect(pool.take(1000)[0]).toBe(3);
+    const again = pool.take(1000);
+    expect(again.byteOffset).toBe(z.byteOffset);
+    expect(again.every((v) => v === 0)).toBe(true);
+    expect(pool.regionCount).toBe(3);
+  });
+
+  it('makes the regions it is told to expect before they are needed, from as few slabs as hold them', () => {
+    const pool = new KvBufferPool(1 << 20);
+    const perSlab = SLAB_BYTES / REGION_BYTES;
+    pool.reserve(perSlab + 1);
+    expect([pool.regionCount, pool.slabCount, pool.bytes]).toEqual([perSlab + 1, 2, 0]);
+    const taken = Array.from({ length: perSlab + 1 }, () => pool.take(1000));
+    expect([pool.regionCount, pool.slabCount]).toEqual([perSlab + 1, 2]); // none made while serving
+    const slabs = [...new Set(taken.map((t) => t.buffer))];
+    expect(slabs.length).toBe(2);
+    const distinct = slabs.map((slab) => new Set(taken.filter((t) => t.buffer === slab).map((t) => t.byteOffset)).size);
+    expect(distinct).toEqual([perSlab, 1]);
+    pool.take(1000); // one more than expected: carved from the second slab's room
+    expect([pool.regionCount, pool.slabCount]).toEqual([perSlab + 2, 2]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The only file that loads the native addon (native/build/Release/chorus_shm.node, built by `npm install`).
  * It declares the whole native surface; native/src/addon.cc is the other half and must stay in step. Besides the
- * rings, the addon has the KV stores' strided copies (stages/models/AppendKvCache.ts).
+ * rings, the addon has the KV stores' strided copies (stages/models/AppendKvCache.ts) and the memory they live in
+ * (stages/models/KvBufferPool.ts).
  */
 import { createRequire } from 'node:module';
 import { ChorusError, ErrorCodes, type ErrorCode } from '../../src/common/errors.ts';
@@ -64,6 +65,15 @@ export interface NativeAddon {
     count: number,
     value: number,
   ): void;
+  /**
+   * An ArrayBuffer over `bytes` (rounded up to whole pages) of anonymous memory mapped outside V8 (native/src/arena.h):
+   * address space only, each page committed by the kernel on its first touch, reading 0 until written. V8 counts its
+   * length as external memory once; it is unmapped when the ArrayBuffer is collected. At most 4 GiB (Node's limit).
+   * Throws CHORUS_ERR_KV_BUDGET when the address space cannot be had.
+   */
+  reserveMemory(bytes: number): ArrayBuffer;
+  /** Gives the pages of a reserveMemory buffer wholly within the range back to the kernel; they read 0 afterwards. */
+  releasePages(buffer: ArrayBuffer, byteOffset: number, byteLength: number): void;
 }
 
 const require = createRequire(import.meta.url);

@@ -1,0 +1,41 @@
+/**
+ * The memory KV stores live in (native/src/arena.h, stages/models/KvBufferPool.ts): mapped outside V8's heap, pages
+ * given back on request, and no work for V8's collector however the stores come and go.
+ */
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { addon } from '../../transport/shm/binding.ts';
+import type { ChurnReport } from './fixtures/kvPoolChurn.ts';
+
+const CHURN = new URL('./fixtures/kvPoolChurn.ts', import.meta.url).pathname;
+
+describe('KV arena', () => {
+  it('costs V8 one mark-compact a slab: a thousand stores grown to 8 MB and handed back start no more', async () => {
+    // V8's resizable ArrayBuffers, which the pool took before, added each growth to V8's external memory count for
+    // good, and every 64 MB of it started a full mark-compact: this churn made ~100 of them.
+    const child = fork(CHURN, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const [[report], [code]] = (await Promise.all([once(child, 'message'), once(child, 'exit')])) as [
+      [ChurnReport],
+      [number],
+    ];
+    expect(code).toBe(0);
+    expect([report.regions, report.slabs]).toEqual([20, 1]);
+    expect(report.idleBytes).toBeLessThanOrEqual(4 << 20);
+    expect(report.majors).toBeLessThanOrEqual(report.slabs);
+  });
+
+  it('maps whole pages, releases only pages wholly inside a range, and refuses what it did not map', () => {
+    expect(() => addon.reserveMemory(0)).toThrow(/bytes must be an integer >= 1/);
+    expect(() => addon.reserveMemory(1.5)).toThrow(/bytes must be an integer >= 1/);
+    expect(() => addon.reserveMemory(2 ** 32 + 1)).toThrow(/larger than/);
+    expect(() => addon.releasePages(new ArrayBuffer(4096), 0, 4096)).toThrow(/not from reserveMemory/);
+    const m = addon.reserveMemory(10_000);
+    expect(m.byteLength).toBe(12_288);
+    expect(() => addon.releasePages(m, 4096, 12_288)).toThrow(/runs past the buffer/);
+    const v = new Float32Array(m);
+    v.fill(1);
+    addon.releasePages(m, 4096, 5000); // the second page only: the third is not wholly inside
+    expect([v[1023], v[1024], v[2047], v[2048]]).toEqual([1, 0, 0, 1]);
+  });
+});
