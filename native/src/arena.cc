@@ -25,8 +25,9 @@ size_t PageBytes() {
 }
 
 // Mappings made here, by address: releasePages refuses any other buffer (madvise on memory V8 or the C heap owns
-// would zero it under their feet). Finalizers may run on the JS thread only, but two worker threads may each load
-// the addon, hence the lock. Both are never destroyed: finalizers can run after static destructors, at exit.
+// would zero it under their feet). A finalizer runs on the thread of the environment that made its buffer, and worker
+// threads may each load the addon, hence the lock. Neither is ever destroyed: finalizers can run after static
+// destructors, at exit.
 std::mutex& mappingsLock = *new std::mutex();
 std::unordered_map<void*, size_t>& mappings = *new std::unordered_map<void*, size_t>();
 
