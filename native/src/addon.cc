@@ -10,18 +10,13 @@
 
 #include "arena.h"
 #include "bell.h"
+#include "coded_error.h"
 #include "ring.h"
 #include "strided.h"
 #include "waiter.h"
 
 namespace chorus {
 namespace {
-
-[[noreturn]] void ThrowCoded(Napi::Env env, const char* code, const std::string& message) {
-  Napi::Error err = Napi::Error::New(env, message);
-  err.Set("code", Napi::String::New(env, code));
-  throw err;
-}
 
 class RingWrap : public Napi::ObjectWrap<RingWrap> {
  public:

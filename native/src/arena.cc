@@ -10,14 +10,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "coded_error.h"
+
 namespace chorus {
 namespace {
-
-[[noreturn]] void Fail(Napi::Env env, const char* code, const std::string& message) {
-  Napi::Error err = Napi::Error::New(env, message);
-  err.Set("code", Napi::String::New(env, code));
-  throw err;
-}
 
 size_t PageBytes() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -47,16 +43,16 @@ void Unmap(napi_env, void* data, void*) {
 
 Napi::Value ReserveMemory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) Fail(env, "CHORUS_ERR_INTERNAL", "reserveMemory(bytes: number)");
+  if (info.Length() < 1 || !info[0].IsNumber()) ThrowCoded(env, "CHORUS_ERR_INTERNAL", "reserveMemory(bytes: number)");
   double requested = info[0].As<Napi::Number>().DoubleValue();
   if (!(requested >= 1) || requested > 9007199254740991.0 || std::floor(requested) != requested)
-    Fail(env, "CHORUS_ERR_INTERNAL", "reserveMemory: bytes must be an integer >= 1");
+    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "reserveMemory: bytes must be an integer >= 1");
   size_t page = PageBytes();
   size_t bytes = (static_cast<size_t>(requested) + page - 1) / page * page;
   // MAP_NORESERVE: address space only; the kernel commits a page when it is first touched.
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data == MAP_FAILED) {
-    Fail(env, "CHORUS_ERR_KV_BUDGET",
+    ThrowCoded(env, "CHORUS_ERR_KV_BUDGET",
          "cannot reserve " + std::to_string(bytes) + " bytes of address space for a KV store (" +
              std::strerror(errno) + "): lower the stage's kv_cache_bytes or max_num_seqs");
   }
@@ -76,28 +72,30 @@ Napi::Value ReserveMemory(const Napi::CallbackInfo& info) {
 Napi::Value ReleasePages(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 3 || !info[0].IsArrayBuffer() || !info[1].IsNumber() || !info[2].IsNumber())
-    Fail(env, "CHORUS_ERR_INTERNAL", "releasePages(buffer: ArrayBuffer, byteOffset: number, byteLength: number)");
+    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages(buffer: ArrayBuffer, byteOffset: number, byteLength: number)");
   Napi::ArrayBuffer buffer = info[0].As<Napi::ArrayBuffer>();
   double offset = info[1].As<Napi::Number>().DoubleValue();
   double length = info[2].As<Napi::Number>().DoubleValue();
   if (!(offset >= 0) || !(length >= 0) || std::floor(offset) != offset || std::floor(length) != length)
-    Fail(env, "CHORUS_ERR_INTERNAL", "releasePages: byteOffset and byteLength must be integers >= 0");
+    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages: byteOffset and byteLength must be integers >= 0");
   void* data = buffer.Data();
   size_t bytes = 0;
   {
     std::lock_guard<std::mutex> hold(mappingsLock);
     auto it = mappings.find(data);
-    if (it == mappings.end()) Fail(env, "CHORUS_ERR_INTERNAL", "releasePages: the buffer is not from reserveMemory");
+    if (it == mappings.end()) {
+      ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages: the buffer is not from reserveMemory");
+    }
     bytes = it->second;
   }
   if (offset + length > static_cast<double>(bytes))
-    Fail(env, "CHORUS_ERR_INTERNAL", "releasePages: byteOffset + byteLength runs past the buffer");
+    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages: byteOffset + byteLength runs past the buffer");
   // Whole pages only: a page partly outside the range keeps what it holds.
   size_t page = PageBytes();
   size_t start = (static_cast<size_t>(offset) + page - 1) / page * page;
   size_t end = (static_cast<size_t>(offset) + static_cast<size_t>(length)) / page * page;
   if (start < end && madvise(static_cast<char*>(data) + start, end - start, MADV_DONTNEED) != 0)
-    Fail(env, "CHORUS_ERR_INTERNAL", std::string("releasePages: madvise failed: ") + std::strerror(errno));
+    ThrowCoded(env, "CHORUS_ERR_INTERNAL", std::string("releasePages: madvise failed: ") + std::strerror(errno));
   return env.Undefined();
 }
 
