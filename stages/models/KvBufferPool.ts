@@ -14,11 +14,11 @@
  * Regions are carved from slabs of SLAB_BYTES, one ArrayBuffer each, made once and kept: V8 counts an ArrayBuffer's
  * length as external memory and starts a mark-compact each time that count has grown by 64 MB, so a slab costs one
  * when it is made and nothing after; a decoder reserves the regions it expects at its model's load (reserve(),
- * KvDecoder), so those are made before the stage is READY. What this pool took before, V8's resizable ArrayBuffers, cost one every 64 MB
- * of growth for good: Node 20's V8 adds their growth to its count and never takes it off, not when one shrinks nor
- * when it is collected. A Talker whose stores came and went under sixteen long answers counted 8 GB of external
- * memory on a 30 MB heap and ran a mark-compact every second, 10-44 ms each on its own thread (bench/NOTES.md, "The
- * KV pool's phantom external memory").
+ * KvDecoder), so those are made before the stage is READY. What this pool took before, V8's resizable ArrayBuffers,
+ * cost one every 64 MB of growth for good: Node 20's V8 adds their growth to its count and never takes it off, not
+ * when one shrinks nor when it is collected. A Talker whose stores came and went under sixteen long answers counted
+ * 8 GB of external memory on a 30 MB heap and ran a mark-compact every second, 10-44 ms each on its own thread
+ * (bench/NOTES.md, "The KV pool's phantom external memory").
  *
  * Idle regions keep their pages up to `maxBytes` in all; past that, a returned region's pages go back to the kernel
  * (the region stays, for the next store, at no cost but address space). Regions are never dropped, so there are only
