@@ -2,13 +2,14 @@
  * The memory KV stores live in (native/src/arena.h, stages/models/KvBufferPool.ts): mapped outside V8's heap, pages
  * given back on request, and no work for V8's collector however the stores come and go.
  */
-import { fork } from 'node:child_process';
+import { fork, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { addon } from '../../transport/shm/binding.ts';
 import type { ChurnReport } from './fixtures/kvPoolChurn.ts';
 
 const CHURN = new URL('./fixtures/kvPoolChurn.ts', import.meta.url).pathname;
+const ADDON = new URL('../../native/build/Release/chorus_shm.node', import.meta.url).pathname;
 
 describe('KV arena', () => {
   it('costs V8 one mark-compact a slab: a thousand stores grown to 8 MB and handed back start no more', async () => {
@@ -37,5 +38,21 @@ describe('KV arena', () => {
     v.fill(1);
     addon.releasePages(m, 4096, 5000); // the second page only: the third is not wholly inside
     expect([v[1023], v[1024], v[2047], v[2048]]).toEqual([1, 0, 0, 1]);
+  });
+
+  it('says what to change when the address space is not there (a process under `ulimit -v`)', () => {
+    const script = `const a = require(${JSON.stringify(ADDON)});
+      try { a.reserveMemory(2 ** 32); console.log('mapped'); }
+      catch (e) { console.log(JSON.stringify([e.code, e.message])); }
+      console.log(a.reserveMemory(1 << 20).byteLength);`;
+    const run = spawnSync('bash', ['-c', `ulimit -v 3000000 && exec "$0" -e "$1"`, process.execPath, script], {
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(0);
+    const [refusal, small] = run.stdout.trim().split('\n');
+    const [code, message] = JSON.parse(refusal) as [string, string];
+    expect(code).toBe('CHORUS_ERR_KV_BUDGET');
+    expect(message).toMatch(/cannot reserve 4294967296 bytes of address space for KV stores .*ulimit -v.*max_num_seqs/);
+    expect(small).toBe(String(1 << 20)); // what fits is still mapped
   });
 });
