@@ -53,9 +53,9 @@ Napi::Value ReserveMemory(const Napi::CallbackInfo& info) {
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data == MAP_FAILED) {
     ThrowCoded(env, "CHORUS_ERR_KV_BUDGET",
-         "cannot reserve " + std::to_string(bytes) + " bytes of address space for KV stores (" +
-             std::strerror(errno) + "): raise the process's address-space limit (ulimit -v) or lower the stage's " +
-             "engine.max_num_seqs (a Thinker or Talker reserves 256 MiB per sequence and layer)");
+               "cannot reserve " + std::to_string(bytes) + " bytes of address space for KV stores (" +
+                   std::strerror(errno) + "): raise the process's address-space limit (ulimit -v) or lower the " +
+                   "stage's engine.max_num_seqs (a Thinker or Talker reserves 256 MiB per sequence and layer)");
   }
   {
     std::lock_guard<std::mutex> hold(mappingsLock);

@@ -1,9 +1,9 @@
 // Memory for KV stores outside V8's heap: an anonymous private mapping that reserves address space and commits
-// each page on its first touch, handed to JS as one ArrayBuffer over the whole reservation
-// (stages/models/KvBufferPool.ts). A store that grows only views a longer prefix: nothing is copied or resized, and V8
-// counts the buffer's length once, when it is made (it never took a resizable buffer's growth back off its count, and
-// it starts a mark-compact every 64 MB of that count's growth). Pages are given back to the kernel explicitly
-// (releasePages), and the mapping is unmapped when its ArrayBuffer is collected.
+// each page on its first touch, handed to JS as one ArrayBuffer over the whole reservation, which
+// stages/models/KvBufferPool.ts carves into regions. A store that grows views more of its region: nothing is copied or
+// resized, and V8 counts the buffer's length once, when it is made (it never took a resizable buffer's growth back off
+// its count, and it starts a mark-compact every 64 MB of that count's growth). Pages are given back to the kernel
+// explicitly (releasePages), and the mapping is unmapped when its ArrayBuffer is collected.
 #pragma once
 
 #include <napi.h>
