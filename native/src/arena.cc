@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -43,12 +42,9 @@ void Unmap(napi_env, void* data, void*) {
 
 Napi::Value ReserveMemory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) ThrowCoded(env, "CHORUS_ERR_INTERNAL", "reserveMemory(bytes: number)");
-  double requested = info[0].As<Napi::Number>().DoubleValue();
-  if (!(requested >= 1) || requested > 9007199254740991.0 || std::floor(requested) != requested)
-    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "reserveMemory: bytes must be an integer >= 1");
+  size_t requested = IntegerArg(info, 0, "reserveMemory: bytes", 1);
   size_t page = PageBytes();
-  size_t bytes = (static_cast<size_t>(requested) + page - 1) / page * page;
+  size_t bytes = (requested + page - 1) / page * page;
   // MAP_NORESERVE: address space only; the kernel commits a page when it is first touched.
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data == MAP_FAILED) {
@@ -72,29 +68,24 @@ Napi::Value ReserveMemory(const Napi::CallbackInfo& info) {
 
 Napi::Value ReleasePages(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsArrayBuffer() || !info[1].IsNumber() || !info[2].IsNumber())
-    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages(buffer: ArrayBuffer, byteOffset: number, byteLength: number)");
-  Napi::ArrayBuffer buffer = info[0].As<Napi::ArrayBuffer>();
-  double offset = info[1].As<Napi::Number>().DoubleValue();
-  double length = info[2].As<Napi::Number>().DoubleValue();
-  if (!(offset >= 0) || !(length >= 0) || std::floor(offset) != offset || std::floor(length) != length)
-    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages: byteOffset and byteLength must be integers >= 0");
-  void* data = buffer.Data();
+  if (info.Length() < 3 || !info[0].IsArrayBuffer())
+    ThrowInvalid(env, "releasePages(buffer: ArrayBuffer, byteOffset: number, byteLength: number)");
+  size_t offset = IntegerArg(info, 1, "releasePages: byteOffset");
+  size_t length = IntegerArg(info, 2, "releasePages: byteLength");
+  void* data = info[0].As<Napi::ArrayBuffer>().Data();
   size_t bytes = 0;
   {
     std::lock_guard<std::mutex> hold(mappingsLock);
     auto it = mappings.find(data);
-    if (it == mappings.end()) {
-      ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages: the buffer is not from reserveMemory");
-    }
+    if (it == mappings.end()) ThrowInvalid(env, "releasePages: the buffer is not from reserveMemory");
     bytes = it->second;
   }
-  if (offset + length > static_cast<double>(bytes))
-    ThrowCoded(env, "CHORUS_ERR_INTERNAL", "releasePages: byteOffset + byteLength runs past the buffer");
+  if (offset > bytes || length > bytes - offset)
+    ThrowInvalid(env, "releasePages: byteOffset + byteLength runs past the buffer");
   // Whole pages only: a page partly outside the range keeps what it holds.
   size_t page = PageBytes();
-  size_t start = (static_cast<size_t>(offset) + page - 1) / page * page;
-  size_t end = (static_cast<size_t>(offset) + static_cast<size_t>(length)) / page * page;
+  size_t start = (offset + page - 1) / page * page;
+  size_t end = (offset + length) / page * page;
   if (start < end && madvise(static_cast<char*>(data) + start, end - start, MADV_DONTNEED) != 0)
     ThrowCoded(env, "CHORUS_ERR_INTERNAL", std::string("releasePages: madvise failed: ") + std::strerror(errno));
   return env.Undefined();

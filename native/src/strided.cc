@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "coded_error.h"
+
 namespace chorus {
 namespace {
 
@@ -12,26 +14,11 @@ struct Floats {
   size_t length;
 };
 
-[[noreturn]] void Invalid(Napi::Env env, const std::string& message) {
-  Napi::Error err = Napi::TypeError::New(env, message);
-  err.Set("code", Napi::String::New(env, "CHORUS_ERR_INTERNAL"));
-  throw err;
-}
-
 Floats FloatsOf(Napi::Env env, Napi::Value v, const char* what) {
   if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-    Invalid(env, std::string(what) + " must be a Float32Array");
+    ThrowInvalid(env, std::string(what) + " must be a Float32Array");
   Napi::Float32Array a = v.As<Napi::Float32Array>();
   return Floats{a.Data(), a.ElementLength()};
-}
-
-// A non-negative integer argument (a float count or index), exact in a double.
-size_t Count(Napi::Env env, const Napi::CallbackInfo& info, size_t index, const char* what) {
-  if (info.Length() <= index || !info[index].IsNumber()) Invalid(env, std::string(what) + " must be a number");
-  double d = info[index].As<Napi::Number>().DoubleValue();
-  if (!(d >= 0) || d > 9007199254740991.0 || std::floor(d) != d)
-    Invalid(env, std::string(what) + " must be an integer >= 0");
-  return static_cast<size_t>(d);
 }
 
 // Whether blocks start, start + stride, ... (count of them, block floats each) lie within length floats.
@@ -51,25 +38,26 @@ struct Strided {
 Strided StridedOf(Napi::Env env, const Napi::CallbackInfo& info, size_t index, const char* what) {
   Floats floats = FloatsOf(env, info[index], what);
   std::string name(what);
-  return Strided{floats, Count(env, info, index + 1, (name + "Start").c_str()),
-                 Count(env, info, index + 2, (name + "Stride").c_str())};
+  return Strided{floats, IntegerArg(info, index + 1, (name + "Start").c_str()),
+                 IntegerArg(info, index + 2, (name + "Stride").c_str())};
 }
 
 // Refuses blocks that would run past the array, before anything is written.
 void Check(Napi::Env env, const Strided& s, size_t block, size_t count, const char* fn, const char* what) {
   if (!Fits(s.start, s.stride, block, count, s.floats.length))
-    Invalid(env, std::string(fn) + ": the blocks run past " + what);
+    ThrowInvalid(env, std::string(fn) + ": the blocks run past " + what);
 }
 
 }  // namespace
 
 Napi::Value CopyStrided(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 8) Invalid(env, "copyStrided(dst, dstStart, dstStride, src, srcStart, srcStride, block, count)");
+  if (info.Length() < 8)
+    ThrowInvalid(env, "copyStrided(dst, dstStart, dstStride, src, srcStart, srcStride, block, count)");
   Strided dst = StridedOf(env, info, 0, "dst");
   Strided src = StridedOf(env, info, 3, "src");
-  size_t block = Count(env, info, 6, "blockFloats");
-  size_t count = Count(env, info, 7, "count");
+  size_t block = IntegerArg(info, 6, "blockFloats");
+  size_t count = IntegerArg(info, 7, "count");
   Check(env, dst, block, count, "copyStrided", "dst");
   Check(env, src, block, count, "copyStrided", "src");
   for (size_t i = 0; i < count; i++)
@@ -80,11 +68,11 @@ Napi::Value CopyStrided(const Napi::CallbackInfo& info) {
 
 Napi::Value FillStrided(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 6) Invalid(env, "fillStrided(dst, start, stride, blockFloats, count, value)");
+  if (info.Length() < 6) ThrowInvalid(env, "fillStrided(dst, start, stride, blockFloats, count, value)");
   Strided dst = StridedOf(env, info, 0, "dst");
-  size_t block = Count(env, info, 3, "blockFloats");
-  size_t count = Count(env, info, 4, "count");
-  if (!info[5].IsNumber()) Invalid(env, "value must be a number");
+  size_t block = IntegerArg(info, 3, "blockFloats");
+  size_t count = IntegerArg(info, 4, "count");
+  if (!info[5].IsNumber()) ThrowInvalid(env, "value must be a number");
   float value = static_cast<float>(info[5].As<Napi::Number>().DoubleValue());
   Check(env, dst, block, count, "fillStrided", "dst");
   for (size_t i = 0; i < count; i++) {
