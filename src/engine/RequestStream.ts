@@ -180,10 +180,14 @@ export class RequestStream {
     this.firstAudioAtMs ??= atMs;
     this.audioSamples += samples.length;
     this.events.next({ type: 'audio', pcm: samples, sampleRateHz: body.sampleRateHz, seq: this.audioSeq++, atMs });
-    // After the event: its consumers write the first packet to the client's socket synchronously, and the hold's
-    // release (a message to each of the request's stage processes, each a pipe write that wakes one) is not on that
-    // path. It was before (issue 46: ~3 ms of a loaded c=1 first packet; 0.3 ms in sync mode, which holds nothing).
-    this.audioStarted();
+    // After this turn: the first packet leaves for the client first. A consumer writes it now, but an HTTP response
+    // corks its socket until the next tick (Node's chunked writes go out together), and the hold's release is a
+    // message to each of the request's stage processes: a pipe write that wakes one on this core, which then runs
+    // ahead of main (the Thinker's step in a batch of 17: 5 ms before the newcomer's audio left; bench/NOTES.md,
+    // "The first audio behind the Thinker's wake-up"). Before the event it was on the path outright (issue 46).
+    const started = this.onAudioStarted;
+    this.onAudioStarted = null;
+    if (started) setImmediate(started);
   }
 
   /**

@@ -4,6 +4,8 @@
  * first audio, or all at once when load arrives), the Thinker's hold and release through ThinkerCore with a fake
  * runner, and main's release signal (RequestStream.onAudioStarted: first audio, or audio that ends without any).
  */
+import { createServer, get, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ChunkPolicy } from '../../src/common/graph.ts';
 import type { TalkerRowsBody, TextBody } from '../../src/common/payloads.ts';
@@ -197,13 +199,15 @@ describe('RequestStream.onAudioStarted (the release main sends the Thinker)', ()
   }
   const audio = (samples: number) => ({ kind: 'audio' as const, pcm: new Float32Array(samples), sampleRateHz: RATE });
 
-  it('fires once, at the first audio, not at text or an empty audio chunk', () => {
+  it('fires once, after the first audio, not at text or an empty audio chunk', async () => {
     const { s, calls } = stream();
     s.onChunk('thinker', received('r', 'thinker', 'main', { kind: 'text', tokenIds: [7] }));
     s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(0)));
     expect(calls()).toBe(0);
     s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(480)));
     s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(480)));
+    expect(calls()).toBe(0); // at the end of this turn
+    await afterTurn();
     expect(calls()).toBe(1);
   });
 
@@ -214,12 +218,39 @@ describe('RequestStream.onAudioStarted (the release main sends the Thinker)', ()
     expect(s.finished).toBe(false); // the text goes on
   });
 
-  it("fires after the first audio's event has reached its subscriber (the release is not on the packet's path)", () => {
+  it("fires after the first audio's event has reached its subscriber (off the packet's path)", async () => {
     const { s } = stream();
     const order: string[] = [];
     s.onAudioStarted = () => order.push('release');
     s.events.events.subscribe((e) => order.push(e.type));
     s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(480)));
+    await afterTurn();
     expect(order).toEqual(['audio', 'release']);
   });
+
+  it('fires once an HTTP response has handed the first audio to its socket (corked until the next tick)', async () => {
+    const { s } = stream();
+    const atRelease = new Promise<{ corked: number; pending: number }>((resolve, reject) => {
+      const server = createServer((_req, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        s.events.events.subscribe((e) => {
+          if (e.type === 'audio') res.write(`data: audio ${e.pcm.length}\n\n`);
+        });
+        s.onAudioStarted = () => {
+          resolve({ corked: res.socket!.writableCorked, pending: res.socket!.writableLength });
+          res.end();
+          server.close();
+        };
+        s.onChunk('code2wav', received('r', 'code2wav', 'main', audio(480)));
+      });
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        get({ port, host: '127.0.0.1' }, (res) => res.resume()).on('error', reject);
+      });
+    });
+    // The chunk is with the kernel when the stages are woken: not corked, nothing left in the socket's buffer.
+    expect(await atRelease).toEqual({ corked: 0, pending: 0 });
+  });
 });
+
+const afterTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
