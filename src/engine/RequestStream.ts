@@ -182,7 +182,7 @@ export class RequestStream {
     this.events.next({ type: 'audio', pcm: samples, sampleRateHz: body.sampleRateHz, seq: this.audioSeq++, atMs });
     // After this turn: the first packet leaves for the client first. A consumer writes it now, but an HTTP response
     // corks its socket until the next tick (Node's chunked writes go out together), and the hold's release is a
-    // message to each of the request's stage processes: a pipe write that wakes one on this core, which then runs
+    // message to each of the request's stage processes: an IPC write that wakes one on this core, which then runs
     // ahead of main (the Thinker's step in a batch of 17: 5 ms before the newcomer's audio left; bench/NOTES.md,
     // "The first audio behind the Thinker's wake-up"). Before the event it was on the path outright (issue 46).
     const started = this.onAudioStarted;

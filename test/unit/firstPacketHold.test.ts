@@ -245,7 +245,7 @@ describe('RequestStream.onAudioStarted (the release main sends the Thinker)', ()
       });
       server.listen(0, '127.0.0.1', () => {
         const { port } = server.address() as AddressInfo;
-        get({ port, host: '127.0.0.1' }, (res) => res.resume()).on('error', reject);
+        get({ port, host: '127.0.0.1', agent: false }, (res) => res.resume()).on('error', reject);
       });
     });
     // The chunk is with the kernel when the stages are woken: not corked, nothing left in the socket's buffer.
