@@ -139,10 +139,12 @@ export class RequestStream {
     if (this.open.size === 0) this.end(this.textReason ?? m.finishReason ?? 'stop');
   }
 
-  private audioStarted(): void {
+  /** The release, once: now, or (`atTurnEnd`) once this turn's writes are out (see onAudio). */
+  private audioStarted(atTurnEnd = false): void {
     const started = this.onAudioStarted;
     this.onAudioStarted = null;
-    started?.();
+    if (started && atTurnEnd) setImmediate(started);
+    else started?.();
   }
 
   private onText(body: TextBody, final: boolean): void {
@@ -185,9 +187,7 @@ export class RequestStream {
     // message to each of the request's stage processes: an IPC write that wakes one on this core, which then runs
     // ahead of main (the Thinker's step in a batch of 17: 5 ms before the newcomer's audio left; bench/NOTES.md,
     // "The first audio behind the Thinker's wake-up"). Before the event it was on the path outright (issue 46).
-    const started = this.onAudioStarted;
-    this.onAudioStarted = null;
-    if (started) setImmediate(started);
+    this.audioStarted(true);
   }
 
   /**
