@@ -16,6 +16,12 @@ import type { KvLayout } from './SeqKvCache.ts';
 
 const MIN_CAPACITY = 16;
 
+/** KvLayout with the model's longest sequence, which sizes the pool's regions (KvBufferPool.regionBytesFor). */
+export interface AppendLayout extends KvLayout {
+  /** Positions a sequence may reach; unknown: as far as a region allows. */
+  readonly maxPositions?: number;
+}
+
 function capacityFor(positions: number): number {
   let c = MIN_CAPACITY;
   while (c < positions) c *= 2;
@@ -32,14 +38,21 @@ export class AppendStore {
   private capacity: number;
 
   constructor(
-    readonly layout: KvLayout,
+    readonly layout: AppendLayout,
     readonly batchSize: number,
     /** Positions to allocate, as is (the doubling applies when it grows). */
     capacity: number,
     private readonly pool: KvBufferPool,
   ) {
     this.capacity = capacity;
-    this.buffers = Array.from({ length: 2 * layout.numLayers }, () => pool.take(this.capacity * this.stride));
+    this.buffers = Array.from({ length: 2 * layout.numLayers }, () =>
+      pool.take(this.capacity * this.stride, this.maxFloats),
+    );
+  }
+
+  /** Floats a tensor of this store may grow to: the model's longest sequence in every row. */
+  private get maxFloats(): number {
+    return (this.layout.maxPositions ?? Infinity) * this.stride;
   }
 
   /** A sequence takes a row here. */
@@ -84,7 +97,7 @@ export class AppendStore {
       // In place (KvBufferPool.grow): what the buffer holds stays where it is, no copy.
       const inPlace = this.pool.grow(old, floats);
       if (inPlace) return inPlace;
-      const grown = this.pool.take(floats);
+      const grown = this.pool.take(floats, this.maxFloats);
       grown.set(old.subarray(0, used));
       this.pool.give(old);
       return grown;
@@ -138,7 +151,7 @@ export class AppendKvCache {
   private row = 0;
 
   constructor(
-    private readonly layout: KvLayout,
+    private readonly layout: AppendLayout,
     private readonly pool: KvBufferPool,
   ) {}
 

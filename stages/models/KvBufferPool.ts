@@ -20,9 +20,15 @@
  * 8 GB of external memory on a 30 MB heap and ran a mark-compact every second, 10-44 ms each on its own thread
  * (bench/NOTES.md, "The KV pool's phantom external memory").
  *
+ * A region is as large as its store can grow (the caller says: its model's longest sequence at its batch), a power of two
+ * up to REGION_BYTES, and goes only to stores of that size: a prefix-cache entry, a batch of one held for minutes, takes
+ * 4 MB of address space (tiny-omni's Thinker), not 64, so the entries of a filling prefix cache do not make a slab (and
+ * so a mark-compact) every few requests as they did: a Thinker or Talker at c=10 made a new slab every ~10 requests,
+ * each a 12-24 ms pause on its own thread (bench/NOTES.md, "Prefix-cache entries in regions their size").
+ *
  * Idle regions keep their pages up to `maxBytes` in all; past that, a returned region's pages go back to the kernel
  * (the region stays, for the next store, at no cost but address space). Regions are never dropped, so there are only
- * as many as the most stores' tensors ever held at once. A buffer larger than a region gets a slab of its own. A
+ * as many of a size as the most stores' tensors of that size ever held at once. A buffer larger than a region gets a slab of its own. A
  * region taken again holds the old store's keys and values: the store zeroes whatever it does not overwrite
  * (AppendKvCache.pack).
  */
@@ -40,6 +46,18 @@ const PAGE_BYTES = 1 << 12;
 
 function pages(bytes: number): number {
   return Math.max(PAGE_BYTES, Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES);
+}
+
+/**
+ * The region for a buffer of `bytes` that may grow to `maxBytes`: the power of two that holds the larger, at most
+ * REGION_BYTES (the buffer is copied if it outgrows that); a buffer larger than a region gets its own slab, its size.
+ */
+export function regionBytesFor(bytes: number, maxBytes: number): number {
+  if (bytes > REGION_BYTES) return pages(bytes);
+  const want = Math.min(Math.max(bytes, maxBytes), REGION_BYTES);
+  let size = PAGE_BYTES;
+  while (size < want) size *= 2;
+  return size;
 }
 
 interface Region {
@@ -60,6 +78,8 @@ export class KvBufferPool {
   private carved = 0;
   private idleBytes = 0;
   private made = 0;
+  /** Regions made so far by size. */
+  private readonly madeBySize = new Map<number, number>();
 
   constructor(readonly maxBytes: number) {}
 
@@ -79,20 +99,24 @@ export class KvBufferPool {
   }
 
   /**
-   * Makes regions now, up to `regions` in all (idle, no page committed), so that the slabs they come from are made
-   * before they are needed (at a model's load, not beside its first requests).
+   * Makes regions for buffers that may grow to `maxFloats` now, up to `regions` of their size in all (idle, no page
+   * committed), so that the slabs they come from are made before they are needed (at a model's load, not beside its
+   * first requests).
    */
-  reserve(regions: number): void {
-    while (this.made < regions) this.idle.push(this.carve(REGION_BYTES));
+  reserve(regions: number, maxFloats = Infinity): void {
+    const size = regionBytesFor(PAGE_BYTES, maxFloats * Float32Array.BYTES_PER_ELEMENT);
+    while ((this.madeBySize.get(size) ?? 0) < regions) this.idle.push(this.carve(size));
   }
 
   /**
-   * `floats` floats from the start of a region: an idle one already that large if there is one (the smallest), else
-   * the largest idle one large enough (its pages reused as far as they go), else a new one.
+   * `floats` floats from the start of a region of the size for `maxFloats` (regionBytesFor): an idle one of that size
+   * already that large if there is one (the smallest), else the largest idle one of that size (its pages reused as far
+   * as they go), else a new one. A buffer larger than a region takes any idle slab of its own large enough.
    */
-  take(floats: number): Float32Array {
+  take(floats: number, maxFloats = Infinity): Float32Array {
     const bytes = floats * Float32Array.BYTES_PER_ELEMENT;
-    const usable = this.idle.filter((r) => r.size >= bytes);
+    const size = regionBytesFor(bytes, maxFloats * Float32Array.BYTES_PER_ELEMENT);
+    const usable = this.idle.filter((r) => (size > REGION_BYTES ? r.size >= bytes : r.size === size));
     const fitting = usable.filter((r) => r.committed >= bytes);
     const pick = fitting.length > 0 ? smallest(fitting) : usable.length > 0 ? largest(usable) : null;
     let region: Region;
@@ -101,7 +125,7 @@ export class KvBufferPool {
       this.idleBytes -= pick.committed;
       region = pick;
     } else {
-      region = this.carve(bytes);
+      region = this.carve(size);
     }
     region.committed = Math.max(region.committed, pages(bytes));
     return new Float32Array(region.slab, region.offset, floats);
@@ -130,28 +154,31 @@ export class KvBufferPool {
     this.idleBytes += region.committed;
   }
 
-  /** A new region: the next of the current slab, a new slab when it is used up, a slab of its own when that large. */
-  private carve(bytes: number): Region {
+  /**
+   * A new region of `size` (regionBytesFor): the next of the current slab, a new slab when that has no room left, a
+   * slab of its own when larger than REGION_BYTES. Sizes are powers of two of whole pages, so every region starts on
+   * a page.
+   */
+  private carve(size: number): Region {
     let slab: ArrayBuffer;
     let offset = 0;
-    let size = REGION_BYTES;
-    if (bytes > REGION_BYTES) {
-      size = pages(bytes);
+    if (size > REGION_BYTES) {
       slab = addon.reserveMemory(size);
     } else {
-      if (!this.current || this.carved + REGION_BYTES > this.current.byteLength) {
+      if (!this.current || this.carved + size > this.current.byteLength) {
         this.current = addon.reserveMemory(SLAB_BYTES);
         this.carved = 0;
       }
       slab = this.current;
       offset = this.carved;
-      this.carved += REGION_BYTES;
+      this.carved += size;
     }
     const region: Region = { slab, offset, size, committed: 0 };
     let bySlab = this.regions.get(slab);
     if (!bySlab) this.regions.set(slab, (bySlab = new Map()));
     bySlab.set(offset, region);
     this.made++;
+    this.madeBySize.set(size, (this.madeBySize.get(size) ?? 0) + 1);
     return region;
   }
 

@@ -10,7 +10,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { AppendKvCache } from './AppendKvCache.ts';
+import { AppendKvCache, type AppendLayout } from './AppendKvCache.ts';
 import { KvBufferPool } from './KvBufferPool.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 import { SeqKvCache } from './SeqKvCache.ts';
@@ -58,6 +58,8 @@ export class KvDecoder {
   private readonly pool = new KvBufferPool(POOL_BYTES);
   /** Longest sequence the model supports (positions), for a clear error instead of garbage past it. */
   private readonly maxPositions: number;
+  /** The layout with maxPositions, which sizes the append stores' regions. */
+  private readonly appendLayout: AppendLayout;
   // attention_mask and position_ids are rebuilt every step; the mask grows with the past (16 rows x 1,500
   // positions is ~190 KB a step). Fresh arrays each step were external memory V8 had to collect (issue 41).
   private readonly maskScratch = new Int64Scratch();
@@ -70,9 +72,16 @@ export class KvDecoder {
     limits: KvDecoderLimits,
   ) {
     this.maxPositions = limits.maxPositions;
-    // Regions for two stores of every sequence the scheduler may run (its own and the one a repack builds), each
-    // tensor a region, made now: the slabs they come from each cost a mark-compact when made (KvBufferPool).
-    if (names.cacheLayout === 'append') this.pool.reserve(2 * (limits.maxNumSeqs ?? 1) * 2 * layout.numLayers);
+    this.appendLayout = { ...layout, maxPositions: limits.maxPositions };
+    // Regions made now, each tensor a region: the slabs they come from each cost a mark-compact when made
+    // (KvBufferPool). Two stores of one sequence for every sequence the scheduler may run (its own and the one a repack
+    // builds; prefix-cache entries are stores of one too), and two of the largest batch.
+    if (names.cacheLayout === 'append') {
+      const seqs = limits.maxNumSeqs ?? 1;
+      const rowFloats = layout.numKvHeads * layout.headDim;
+      this.pool.reserve(2 * seqs * 2 * layout.numLayers, limits.maxPositions * rowFloats);
+      this.pool.reserve(2 * 2 * layout.numLayers, limits.maxPositions * seqs * rowFloats);
+    }
   }
 
   pastLength(seqId: string): number {
@@ -135,7 +144,9 @@ export class KvDecoder {
       let c = this.caches.get(id);
       if (!c) {
         c =
-          this.names.cacheLayout === 'append' ? new AppendKvCache(this.layout, this.pool) : new SeqKvCache(this.layout);
+          this.names.cacheLayout === 'append'
+            ? new AppendKvCache(this.appendLayout, this.pool)
+            : new SeqKvCache(this.layout);
         this.caches.set(id, c);
       }
       if (c.length + numTokens > this.maxPositions) {

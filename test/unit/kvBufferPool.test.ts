@@ -3,7 +3,8 @@
  * and give their pages back past the pool's bound. What they cost V8's collector: test/native/kvArena.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { KvBufferPool, REGION_BYTES, SLAB_BYTES } from '../../stages/models/KvBufferPool.ts';
+import { AppendKvCache } from '../../stages/models/AppendKvCache.ts';
+import { KvBufferPool, REGION_BYTES, SLAB_BYTES, regionBytesFor } from '../../stages/models/KvBufferPool.ts';
 
 describe('KvBufferPool', () => {
   it('hands a returned region out again, from its start, the smallest that fits before reusing a larger one', () => {
@@ -74,5 +75,52 @@ describe('KvBufferPool', () => {
     expect(distinct).toEqual([perSlab, 1]);
     pool.take(1000); // one more than expected: carved from the second slab's room
     expect([pool.regionCount, pool.slabCount]).toEqual([perSlab + 2, 2]);
+  });
+
+  it('sizes a region by how far its buffer may grow, and hands it out again only for that size', () => {
+    expect(regionBytesFor(100, 100)).toBe(4096);
+    expect(regionBytesFor(100, 5000)).toBe(8192);
+    expect(regionBytesFor(5000, 100)).toBe(8192); // never smaller than the buffer
+    expect(regionBytesFor(100, Infinity)).toBe(REGION_BYTES);
+    expect(regionBytesFor(REGION_BYTES + 1, Infinity)).toBe(REGION_BYTES + 4096); // a slab of its own
+    const pool = new KvBufferPool(1 << 20);
+    const small = pool.take(100, 1024); // may grow to 4 KB
+    const large = pool.take(100); // may grow as far as a region allows
+    expect(large.byteOffset).toBe(small.byteOffset + 4096);
+    expect(pool.grow(small, 1024)!.byteOffset).toBe(small.byteOffset); // in place up to its bound
+    expect(pool.grow(small, 1025)).toBeNull();
+    pool.give(small);
+    pool.give(large);
+    expect(pool.take(50).byteOffset).toBe(large.byteOffset); // the idle small one is not for a growing buffer
+    expect(pool.take(50, 1000).byteOffset).toBe(small.byteOffset);
+    expect(pool.take(50, 1000).byteOffset).toBe(large.byteOffset + REGION_BYTES); // none idle: a new one of its size
+    pool.reserve(3, 1000);
+    expect(pool.regionCount).toBe(4); // three of that size in all, one made now
+  });
+
+  it("puts a model's stores of one sequence (prefix-cache entries) in regions their size: thousands to one slab", () => {
+    const pool = new KvBufferPool(1 << 20);
+    const layout = { numLayers: 1, numKvHeads: 2, headDim: 32, maxPositions: 4096 }; // 1 MB a tensor at most
+    const entries = Array.from({ length: 1500 }, () => {
+      const c = new AppendKvCache(layout, pool);
+      const store = AppendKvCache.pack([c], 20);
+      store.append(
+        [0, 1].map(() => new Float32Array(20 * 64).fill(1)),
+        20,
+      );
+      c.adopt(store, 0, 20);
+      c.keepFirst(16); // what the prefix cache keeps: a store of its own
+      return c;
+    });
+    expect(pool.slabCount).toBe(1); // 3,000 regions of 1 MB; of 64 MB, 47 slabs
+    const [a, b] = entries.map((c) => c.storage!.buffer(0).byteOffset);
+    expect(Math.abs(b - a) % (1 << 20)).toBe(0);
+    // A batch of four may grow four times as far: its regions are four times as large.
+    const batch = AppendKvCache.pack(
+      Array.from({ length: 4 }, () => new AppendKvCache(layout, pool)),
+      1,
+    );
+    expect(batch.buffer(1).byteOffset - batch.buffer(0).byteOffset).toBe(4 << 20);
+    for (const c of entries) c.release();
   });
 });
