@@ -25,9 +25,12 @@ import {
  * instead of four helper threads beside it. A stage allocates per step (onnxruntime's outputs), and its helpers'
  * collections ran beside the other stages on the same few cores: at c=10 on 2 cores they took 17% of the stages'
  * CPU; without them, req/s +9% and TTFP -14% there, c=1 unchanged (bench/README.md, "Garbage collection on the
- * stage's own thread").
+ * stage's own thread"). `--heap-growing-percent=300`: the old generation may grow to 4x what the last mark-compact
+ * kept before the next one (V8 chose ~1.3x for a stage's ~17 MB heap: a mark-compact every ~0.4 s at c=10, each
+ * ~15-25 ms of marking on that one thread); a stage's heap is small, so 4x costs tens of MB (bench/NOTES.md, "A
+ * stage's heap may grow 4x").
  */
-export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
+export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', '--heap-growing-percent=300'];
 
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; stages/stageEntry.ts in Chorus). */

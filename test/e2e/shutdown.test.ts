@@ -102,12 +102,14 @@ describe.each([
       // Every stage process runs the compiled entry, with no tsx loader (the package has no sources; the built clone
       // runs its dist/).
       for (const pid of stages)
-        expect(commandLineOf(pid)).toMatch(/^\S*node --single-threaded-gc \S+\/dist\/stages\/stageEntry\.js /);
+        expect(commandLineOf(pid)).toMatch(
+          /^\S*node --single-threaded-gc --heap-growing-percent=300 \S+\/dist\/stages\/stageEntry\.js /,
+        );
     } else {
       // The clone's: the sources, through the tsx loader resolved from the clone (issue 32).
       for (const pid of stages)
         expect(commandLineOf(pid)).toMatch(
-          /^\S*node --import \S+\/tsx\/\S+ --single-threaded-gc \S+\/stages\/stageEntry\.ts /,
+          /^\S*node --import \S+\/tsx\/\S+ --single-threaded-gc --heap-growing-percent=300 \S+\/stages\/stageEntry\.ts /,
         );
     }
     const segmentsBefore = segmentsOf(child.pid!);
