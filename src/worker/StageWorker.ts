@@ -28,7 +28,7 @@ import {
  * stage's own thread"). `--heap-growing-percent=300`: the old generation may grow to 4x what the last mark-compact
  * kept before the next one (V8 chose ~1.3x for a stage's ~17 MB heap: a mark-compact every ~0.4 s at c=10, each
  * ~15-25 ms of marking on that one thread); a stage's heap is small, so 4x costs tens of MB (bench/NOTES.md, "A
- * stage's heap may grow 4x").
+ * stage's heap may grow 4x; prefix-cache entries in regions their size").
  */
 export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', '--heap-growing-percent=300'];
 

@@ -20,17 +20,18 @@
  * 8 GB of external memory on a 30 MB heap and ran a mark-compact every second, 10-44 ms each on its own thread
  * (bench/NOTES.md, "The KV pool's phantom external memory").
  *
- * A region is as large as its store can grow (the caller says: its model's longest sequence at its batch), a power of two
- * up to REGION_BYTES, and goes only to stores of that size: a prefix-cache entry, a batch of one held for minutes, takes
- * 4 MB of address space (tiny-omni's Thinker), not 64, so the entries of a filling prefix cache do not make a slab (and
- * so a mark-compact) every few requests as they did: a Thinker or Talker at c=10 made a new slab every ~10 requests,
- * each a 12-24 ms pause on its own thread (bench/NOTES.md, "Prefix-cache entries in regions their size").
+ * A region is as large as its store can grow (the caller says: its model's longest sequence at its batch), a power of
+ * two up to REGION_BYTES, and goes only to stores of that size: a prefix-cache entry, a batch of one held for minutes,
+ * takes 4 MB of address space (tiny-omni's Thinker), not 64, so the entries of a filling prefix cache do not make a
+ * slab (and so a mark-compact) every few requests as they did: a Thinker or Talker at c=10 made a new slab every ~10
+ * requests, each a 12-24 ms pause on its own thread (bench/NOTES.md, "A stage's heap may grow 4x; prefix-cache entries
+ * in regions their size").
  *
  * Idle regions keep their pages up to `maxBytes` in all; past that, a returned region's pages go back to the kernel
  * (the region stays, for the next store, at no cost but address space). Regions are never dropped, so there are only
- * as many of a size as the most stores' tensors of that size ever held at once. A buffer larger than a region gets a slab of its own. A
- * region taken again holds the old store's keys and values: the store zeroes whatever it does not overwrite
- * (AppendKvCache.pack).
+ * as many of a size as the most stores' tensors of that size ever held at once. A buffer larger than a region gets a
+ * slab of its own. A region taken again holds the old store's keys and values: the store zeroes whatever it does not
+ * overwrite (AppendKvCache.pack).
  */
 import { addon } from '../../transport/shm/binding.ts';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';

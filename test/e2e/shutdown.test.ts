@@ -107,9 +107,10 @@ describe.each([
         );
     } else {
       // The clone's: the sources, through the tsx loader resolved from the clone (issue 32).
+      const flags = '--single-threaded-gc --heap-growing-percent=300';
       for (const pid of stages)
         expect(commandLineOf(pid)).toMatch(
-          /^\S*node --import \S+\/tsx\/\S+ --single-threaded-gc --heap-growing-percent=300 \S+\/stages\/stageEntry\.ts /,
+          new RegExp(`^\\S*node --import \\S+/tsx/\\S+ ${flags} \\S+/stages/stageEntry\\.ts `),
         );
     }
     const segmentsBefore = segmentsOf(child.pid!);

@@ -98,7 +98,7 @@ describe('KvBufferPool', () => {
     expect(pool.regionCount).toBe(4); // three of that size in all, one made now
   });
 
-  it("puts a model's stores of one sequence (prefix-cache entries) in regions their size: thousands to one slab", () => {
+  it("puts a model's stores of one sequence (prefix-cache entries) in regions their size: many to one slab", () => {
     const pool = new KvBufferPool(1 << 20);
     const layout = { numLayers: 1, numKvHeads: 2, headDim: 32, maxPositions: 4096 }; // 1 MB a tensor at most
     const entries = Array.from({ length: 1500 }, () => {
