@@ -22,6 +22,11 @@ export interface AppendLayout extends KvLayout {
   readonly maxPositions?: number;
 }
 
+/** Floats a tensor of a store of `batchSize` rows may grow to: the model's longest sequence in every row. */
+export function storeMaxFloats(layout: AppendLayout, batchSize: number): number {
+  return (layout.maxPositions ?? Infinity) * batchSize * layout.numKvHeads * layout.headDim;
+}
+
 function capacityFor(positions: number): number {
   let c = MIN_CAPACITY;
   while (c < positions) c *= 2;
@@ -50,9 +55,9 @@ export class AppendStore {
     );
   }
 
-  /** Floats a tensor of this store may grow to: the model's longest sequence in every row. */
+  /** Floats a tensor of this store may grow to (storeMaxFloats). */
   private get maxFloats(): number {
-    return (this.layout.maxPositions ?? Infinity) * this.stride;
+    return storeMaxFloats(this.layout, this.batchSize);
   }
 
   /** A sequence takes a row here. */

@@ -10,7 +10,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { ChorusError, ErrorCodes } from '../../src/common/errors.ts';
-import { AppendKvCache, type AppendLayout } from './AppendKvCache.ts';
+import { AppendKvCache, storeMaxFloats, type AppendLayout } from './AppendKvCache.ts';
 import { KvBufferPool } from './KvBufferPool.ts';
 import type { KvLayout } from './SeqKvCache.ts';
 import { SeqKvCache } from './SeqKvCache.ts';
@@ -78,9 +78,8 @@ export class KvDecoder {
     // builds; prefix-cache entries are stores of one too), and two of the largest batch.
     if (names.cacheLayout === 'append') {
       const seqs = limits.maxNumSeqs ?? 1;
-      const rowFloats = layout.numKvHeads * layout.headDim;
-      this.pool.reserve(2 * seqs * 2 * layout.numLayers, limits.maxPositions * rowFloats);
-      this.pool.reserve(2 * 2 * layout.numLayers, limits.maxPositions * seqs * rowFloats);
+      this.pool.reserve(2 * seqs * 2 * layout.numLayers, storeMaxFloats(this.appendLayout, 1));
+      this.pool.reserve(2 * 2 * layout.numLayers, storeMaxFloats(this.appendLayout, seqs));
     }
   }
 

@@ -98,16 +98,14 @@ describe.each([
     });
     const stages = stageProcessesOf(child.pid!);
     expect(stages.length).toBe(5); // the default pipeline: two encoders, thinker, talker, code2wav
+    const flags = '--single-threaded-gc --heap-growing-percent=300';
     if (way !== 'clone') {
       // Every stage process runs the compiled entry, with no tsx loader (the package has no sources; the built clone
       // runs its dist/).
       for (const pid of stages)
-        expect(commandLineOf(pid)).toMatch(
-          /^\S*node --single-threaded-gc --heap-growing-percent=300 \S+\/dist\/stages\/stageEntry\.js /,
-        );
+        expect(commandLineOf(pid)).toMatch(new RegExp(`^\\S*node ${flags} \\S+/dist/stages/stageEntry\\.js `));
     } else {
       // The clone's: the sources, through the tsx loader resolved from the clone (issue 32).
-      const flags = '--single-threaded-gc --heap-growing-percent=300';
       for (const pid of stages)
         expect(commandLineOf(pid)).toMatch(
           new RegExp(`^\\S*node --import \\S+/tsx/\\S+ ${flags} \\S+/stages/stageEntry\\.ts `),
