@@ -20,17 +20,21 @@ import { floatToPcm16, wavFromPcm16 } from '../../src/server/pcm.ts';
 import { startTestServer } from '../e2e/serverClient.ts';
 import type { PageGlobals } from './pageState.ts';
 import { pngBytes } from '../helpers/media.ts';
+import { configWith } from '../helpers/engine.ts';
 import { servePipeline, type ServedPipeline } from '../helpers/servePipeline.ts';
 import { concatPcm, msOf, quiet, speak, SPEECH_RATE_HZ } from '../helpers/speech.ts';
 
 const FAKE_MIC_RATE_HZ = 48_000; // Chromium's capture rate; the file is resampled here, not by the browser
 /**
- * The answer must still be generating when the user cuts in (~2 s after it starts) for the server to cancel it.
- * Since the append-only KV cache (a step no longer costs O(positions) in JS), 400 tokens take under 2 s here;
- * 1500 are needed for the margin 400 had before. Its first audio must be playing by then too (TTFP is ~0.2 s warm,
- * ~1.1 s cold).
+ * The answer must still be generating when the user cuts in (PAUSE_MS after the question) for the server to cancel it.
+ * Unpaced, 1500 tokens took ~3 s alone and otherwise as long as the page took to read their 240 s of audio, which
+ * sometimes ended first (the test then waited for a cancel that could not come). So the answer is paced to its
+ * speech (SPEECH_PACED: speech lead for a single answer), which keeps it generating for minutes: it is still running
+ * at the interruption on any machine. Its first audio must be playing by then too (TTFP is ~0.2 s warm, ~1.1 s cold).
  */
 const MAX_TOKENS = 1500;
+/** Speech lead (docs/scheduling.md) for every spoken answer, however few: each made at most 10 s before its speech. */
+const SPEECH_PACED = { 'speech_lead_min_answers: 12': 'speech_lead_min_answers: 1' };
 /** The second turn's answer, capped low from the page once the first is cancelled, so it ends in a few seconds. */
 const SECOND_MAX_TOKENS = 60;
 /** Typed turns' answers: a few tokens, so the conversation test takes a second or two. */
@@ -85,7 +89,7 @@ beforeAll(async () => {
   const pattern = "testsrc2=size=320x240:rate=10:duration=4,negate=enable='eq(mod(floor(t),2),1)'";
   execFileSync(FFMPEG_PATH, ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', pattern, camera]);
 
-  served = await servePipeline('tiny-omni.yaml');
+  served = await servePipeline(configWith('tiny-omni.yaml', SPEECH_PACED));
 
   browser = await launchChromium([
     '--use-fake-ui-for-media-stream', // grants the microphone without a prompt
@@ -373,6 +377,8 @@ describe('playground with a real omni pipeline', () => {
     const [first, second] = voiced;
     // The first answer was playing when the user spoke: the server cancelled it for the turn...
     expect(first).toMatchObject({ status: 'cancelled', reason: 'turn_detected', interrupted: true });
+    // ...while paced to its speech (SPEECH_PACED): unpaced, 1500 tokens' 240 s of audio would all have come by now...
+    expect(first.audioSamples / 24000).toBeLessThan(60);
     // ...after some of it had been heard, and no more than the page had received...
     expect(first.playedMs!).toBeGreaterThan(0);
     expect(first.playedMs!).toBeLessThanOrEqual((1000 * first.audioSamples) / 24000);
