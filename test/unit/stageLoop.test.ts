@@ -1,6 +1,7 @@
 /**
  * StageLoop sleeps until something arrives or the core's next deadline (no polling), then steps again; with nothing to
- * run it does its idle work a slice at a time, looking for work between slices, before it sleeps.
+ * run it does its idle work a slice at a time, looking for work between slices, before it sleeps. An add's input that
+ * was already waiting is handed in before the step after the add.
  */
 import { describe, expect, it } from 'vitest';
 import { logger } from '../../src/common/log.ts';
@@ -80,6 +81,55 @@ describe('StageLoop', () => {
     await new Promise<void>((r) => setImmediate(r));
     expect(steps).toHaveLength(4);
     expect(stepsAtSlice).toHaveLength(4);
+    loop.stop();
+    await running;
+  });
+
+  it("hands an add's already-waiting input in before the step after the add", async () => {
+    // The adapter's receive for an add (ChunkTransferAdapter.expect) gets a held chunk through a chain of awaits, as
+    // its receive loop does: the chunk is queued some promise turns after the add is handled, not during it.
+    const arrivals: { requestId: string }[] = [];
+    let onArrival = () => {};
+    const held = async (requestId: string) => requestId; // the connector's get of a chunk already there
+    const receive = async (requestId: string) => {
+      const got = await held(requestId);
+      arrivals.push({ requestId: got });
+      onArrival();
+    };
+    const adapter = {
+      processPendingChunks: () => arrivals.splice(0),
+      get hasPendingArrivals() {
+        return arrivals.length > 0;
+      },
+      pendingSendBytes: 0,
+    } as unknown as ChunkTransferAdapter;
+    const handedIn = new Set<string>();
+    const stepsSaw: boolean[] = [];
+    let resolveStepped!: () => void;
+    const stepped = new Promise<void>((r) => (resolveStepped = r));
+    const core = {
+      size: 0,
+      add: (msg: { requestId: string }) => void receive(msg.requestId),
+      onArrivals: (a: readonly { requestId: string }[]) => a.forEach((x) => handedIn.add(x.requestId)),
+      step: () => {
+        if (added) {
+          stepsSaw.push(handedIn.has('newcomer'));
+          resolveStepped();
+        }
+        return false;
+      },
+      nextWakeAtMs: () => null,
+      stats: () => ({}),
+    } as unknown as StageCore;
+    let added = false;
+    const loop = new StageLoop(core, adapter, () => {}, logger);
+    onArrival = () => loop.wake();
+    const running = loop.run();
+    await new Promise<void>((r) => setImmediate(r)); // the loop is asleep
+    added = true;
+    loop.deliver({ type: 'add', requestId: 'newcomer' } as Parameters<StageLoop['deliver']>[0]);
+    await stepped;
+    expect(stepsSaw[0]).toBe(true); // the first step after the add ran with its input
     loop.stop();
     await running;
   });
