@@ -104,6 +104,7 @@ describe('StageLoop', () => {
       pendingSendBytes: 0,
     } as unknown as ChunkTransferAdapter;
     const handedIn = new Set<string>();
+    let added = false;
     const stepsSaw: boolean[] = [];
     let resolveStepped!: () => void;
     const stepped = new Promise<void>((r) => (resolveStepped = r));
@@ -121,7 +122,6 @@ describe('StageLoop', () => {
       nextWakeAtMs: () => null,
       stats: () => ({}),
     } as unknown as StageCore;
-    let added = false;
     const loop = new StageLoop(core, adapter, () => {}, logger);
     onArrival = () => loop.wake();
     const running = loop.run();
