@@ -11,6 +11,7 @@
  * between steps, and it waits while too many sent bytes are still queued (backpressure from full edges reaches the
  * scheduler instead of growing a queue).
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
@@ -56,7 +57,7 @@ export class StageLoop {
       // omni-sized answers; bench/NOTES.md, "An add's waiting input missed the step after it"). One turn of the event
       // loop hands them in, and reads what the rings hold by then.
       if (this.drainControl()) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await nextTurn();
         if (this.stopped) break;
       }
       this.core.onArrivals(this.adapter.processPendingChunks());
@@ -66,7 +67,7 @@ export class StageLoop {
         await this.sleep();
         continue;
       }
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       if (this.adapter.pendingSendBytes > MAX_PENDING_SEND_BYTES)
         await this.adapter.whenSendsBelow(MAX_PENDING_SEND_BYTES / 2);
     }
