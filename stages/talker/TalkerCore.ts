@@ -44,9 +44,12 @@ interface TalkerRequest extends CoreRequest {
   readonly playback: PlaybackPlan | null;
   /** When the first codec chunk left for Code2Wav (epoch ms): the listener's playback starts about then. */
   firstSentAtMs: number | null;
-  /** When the first rows arrived, and when the last frame was sampled (epoch ms): the measured frame latencies. */
+  /**
+   * When the first rows arrived (epoch ms), and the stepping clock when the last frame was sampled
+   * (ArStageCore.steppingClockMs): the measured frame latencies.
+   */
   rowsAtMs: number | null;
-  lastFrameAtMs: number | null;
+  lastFrameSteppingMs: number | null;
   /** The block names of its prompt rows, looked up in the prefix cache before its first step (null: not yet). */
   promptBlocks: readonly string[] | null;
 }
@@ -57,9 +60,12 @@ const TARGET_PLANNING_SHARE = 0.6;
 export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBatchItem, TalkerStepOutput> {
   private readonly dim: number;
   /**
-   * Wall-clock latencies as requests see them (steps, the time between them, the CPU the other stages take):
-   * first rows -> frame 0 (the prompt prefill), and frame k -> frame k + 1, each per running request (they grow
-   * about linearly with the requests sharing the CPU), so a burst is planned at its own load.
+   * Latencies as requests see them (steps under the CPU the other stages take), each per running request (they grow
+   * about linearly with the requests sharing the CPU), so a burst is planned at its own load: first rows -> frame 0
+   * (the prompt prefill, wall clock), and frame k -> frame k + 1 on the stepping clock (ArStageCore.steppingClockMs).
+   * On the wall clock a frame interval counted the seconds an answer was paced to its speech (SpeechLead.ts) or held
+   * back, 60-120 ms a frame for a few steps after every catch-up of sixteen long answers: then every lead looked
+   * short, and first audio first held nothing back for a newcomer (bench/NOTES.md, "Pauses counted as frame time").
    */
   private readonly firstFrameMs = new Ewma();
   private readonly frameIntervalMs = new Ewma();
@@ -103,7 +109,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
       playback: args.playback ?? null,
       firstSentAtMs: null,
       rowsAtMs: null,
-      lastFrameAtMs: null,
+      lastFrameSteppingMs: null,
       promptBlocks: null,
     };
   }
@@ -343,9 +349,11 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     if (out.eos && !req.sampling.ignoreEos) return this.finishTalker(req, 'stop');
     const nowMs = Date.now();
     const sharing = Math.max(1, this.scheduler.numRunning);
-    if (req.lastFrameAtMs !== null) this.frameIntervalMs.observe((nowMs - req.lastFrameAtMs) / sharing);
+    const steppingMs = this.steppingClockMs;
+    if (req.lastFrameSteppingMs !== null)
+      this.frameIntervalMs.observe((steppingMs - req.lastFrameSteppingMs) / sharing);
     else if (req.rowsAtMs !== null) this.firstFrameMs.observe((nowMs - req.rowsAtMs) / sharing);
-    req.lastFrameAtMs = nowMs;
+    req.lastFrameSteppingMs = steppingMs;
     req.framesSampled++;
     req.numOutputs++;
     req.toCode2Wav!.push(out.codes);

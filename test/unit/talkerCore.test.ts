@@ -1,10 +1,10 @@
 /** TalkerCore with a fake runner: rows in, codec frames out, driven step by step like the stage loop does. */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../stages/types.ts';
 import type { ChunkBody, CodecFramesBody } from '../../src/common/payloads.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
 import { TalkerCore } from '../../stages/talker/TalkerCore.ts';
-import type { AddRequest } from '../../src/worker/messages.ts';
+import type { AddRequest, PlaybackPlan } from '../../src/worker/messages.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
 import type { TalkerArgs } from '../../stages/talker/protocol.ts';
 import { configWith } from '../helpers/engine.ts';
@@ -24,6 +24,8 @@ class FakeTalkerRunner implements TalkerRunner {
   readonly freed: string[] = [];
   eosAt: number | null = null;
   warms = 0;
+  /** Each step takes this long on vitest's fake clock (0: no time). */
+  stepMs = 0;
   private readonly sampled = new Map<string, number>();
 
   warm(): void {
@@ -32,6 +34,7 @@ class FakeTalkerRunner implements TalkerRunner {
 
   execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
     this.steps.push([...items]);
+    if (this.stepMs > 0) vi.advanceTimersByTime(this.stepMs);
     return items.map((it) => {
       const k = this.sampled.get(it.seqId) ?? 0;
       if (it.sample !== false) this.sampled.set(it.seqId, k + 1);
@@ -465,5 +468,44 @@ describe('TalkerCore with a TTFP target', () => {
     add('overdue', 1, -10); // its deadline has passed: the smallest chunk, out as soon as possible
     run('overdue');
     expect(firstChunkFrames(adapter, 'overdue')).toBe(1);
+  });
+
+  it('a stretch without steps (an answer paced, held back or waiting for its text) is no frame time', () => {
+    vi.useFakeTimers({ toFake: ['Date', 'performance'] });
+    try {
+      const adapter = new FakeAdapter();
+      const ctx = stageContext(spec, adapter);
+      const runner = new FakeTalkerRunner();
+      runner.stepMs = 10; // one request: 10 ms a frame
+      const core = new TalkerCore(ctx, runner);
+      const add = (requestId: string, playback?: PlaybackPlan) =>
+        core.add({
+          type: 'add',
+          requestId,
+          sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 200 },
+          downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
+          upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
+          firstChunkDeadline: Date.now() + 30_000,
+          args: playback ? { playback } : {},
+        });
+      const arrive = (requestId: string, body: ChunkBody | null, final = false) =>
+        core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', body, final) }]);
+      add('long');
+      arrive('long', rowsBody(3 + 3, 3)); // three text tokens: six frames
+      while (core.step());
+      vi.advanceTimersByTime(5_000); // its text comes five seconds later (paced to its speech): nothing to step
+      arrive('long', rowsBody(3, undefined, DIM, 6));
+      arrive('long', null, true);
+      while (core.step());
+      // A newcomer with 600 ms to its first packet: at 10 ms a frame the largest first chunk fits. With the five
+      // seconds counted into a frame interval it looked hundreds of ms a frame, and only the smallest chunk did.
+      add('next', { firstPacketDeadlineMs: Date.now() + 600, ttfpTargetMs: 600, frameMs: 80, downstreamMs: 0 });
+      arrive('next', rowsBody(3 + 30, 3));
+      arrive('next', null, true);
+      while (core.step());
+      expect(firstChunkFrames(adapter, 'next')).toBe(25);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
