@@ -56,6 +56,22 @@ class FakeTalkerRunner implements TalkerRunner {
 }
 
 const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'talker')!;
+
+/** An add for request `requestId` (200 frames at most, end of speech ignored) with the kind's `args`. */
+const addMessage = (
+  requestId: string,
+  args: TalkerArgs,
+  extra: Partial<AddRequest<TalkerArgs>> = {},
+): AddRequest<TalkerArgs> => ({
+  type: 'add',
+  requestId,
+  sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 200 },
+  downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
+  upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
+  firstChunkDeadline: Date.now() + 30_000,
+  args,
+  ...extra,
+});
 /** `numRows` rows whose every value is the row's index in the request (from `firstRow`), so a step's rows say where
  * they came from. */
 const rowsBody = (numRows: number, promptRows?: number, width = DIM, firstRow = 0): ChunkBody => {
@@ -161,15 +177,7 @@ describe('TalkerCore', () => {
     const t = setup(true, 100, { initialCodecChunkFrames: 4 }, asyncChunk);
     t.arrive(rowsBody(3 + 3, 3)); // 3 prompt rows + 3 tokens' rows: frames 0..5 can be made
     t.core.step(); // r's prefill, frame 0
-    t.core.add({
-      type: 'add',
-      requestId: 's',
-      sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 100 },
-      downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
-      upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
-      firstChunkDeadline: Date.now() + 30_000,
-      args: {},
-    });
+    t.core.add(addMessage('s', {}, { sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 100 } }));
     t.core.onArrivals([{ requestId: 's', chunk: received('s', 'thinker', 'talker', rowsBody(3 + 3, 3), false) }]);
     return { ...t, seqs: () => t.runner.steps.at(-1)!.map((i) => i.seqId) };
   }
@@ -400,16 +408,7 @@ describe('TalkerCore with paused requests', () => {
     const ctx = stageContext(spec, adapter);
     const core = new TalkerCore(ctx, new FakeTalkerRunner());
     const add = (requestId: string, liveRequests: number) => {
-      core.add({
-        type: 'add',
-        requestId,
-        sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 200 },
-        downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
-        upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
-        firstChunkDeadline: Date.now() + 30_000,
-        liveRequests, // main counts paused requests out too (Orchestrator)
-        args: {},
-      });
+      core.add(addMessage(requestId, {}, { liveRequests })); // main counts paused requests out too (Orchestrator)
       core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', rowsBody(3 + 20, 3)) }]);
     };
     for (let i = 0; i < 16; i++) {
@@ -438,22 +437,16 @@ describe('TalkerCore with a TTFP target', () => {
     const ctx = stageContext(spec, adapter);
     const core = new TalkerCore(ctx, new FakeTalkerRunner());
     const add = (requestId: string, targetMs: number | null, deadlineInMs: number) =>
-      core.add({
-        type: 'add',
-        requestId,
-        sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 200 },
-        downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
-        upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
-        firstChunkDeadline: Date.now() + 30_000,
-        args: {
+      core.add(
+        addMessage(requestId, {
           playback: {
             firstPacketDeadlineMs: Date.now() + deadlineInMs,
             ttfpTargetMs: targetMs,
             frameMs: 80,
             downstreamMs: 0,
           },
-        },
-      });
+        }),
+      );
     const run = (requestId: string) => {
       core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', rowsBody(3 + 60, 3)) }]);
       core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', null, true) }]);
@@ -479,15 +472,7 @@ describe('TalkerCore with a TTFP target', () => {
       runner.stepMs = 10; // one request: 10 ms a frame
       const core = new TalkerCore(ctx, runner);
       const add = (requestId: string, playback?: PlaybackPlan) =>
-        core.add({
-          type: 'add',
-          requestId,
-          sampling: { ...spec.defaultSamplingParams, ignoreEos: true, maxTokens: 200 },
-          downstream: [{ instance: 'code2wav#0', stageId: 'code2wav' }],
-          upstreams: [{ instance: 'thinker#0', stageId: 'thinker' }],
-          firstChunkDeadline: Date.now() + 30_000,
-          args: playback ? { playback } : {},
-        });
+        core.add(addMessage(requestId, playback ? { playback } : {}));
       const arrive = (requestId: string, body: ChunkBody | null, final = false) =>
         core.onArrivals([{ requestId, chunk: received(requestId, 'thinker', 'talker', body, final) }]);
       add('long');
