@@ -25,12 +25,6 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   /** The CPU a decode step costs by its rows (the process's, over the batch and run): speaking slices' estimate. */
   private readonly decodeCost = new DecodeStepCost();
   private readonly cpuClockMs = this.ctx.cpuClockMs ?? processCpuMs;
-  /**
-   * Wall time spent in steps so far (ms; from a step's start to its model's results): a clock that stands still while
-   * the stage idles, so that the time between two outputs of one request read on it counts the steps it shared, not a
-   * stretch it was held back, paced or waited for its input in (TalkerCore's frame latencies).
-   */
-  private steppingMs = 0;
 
   constructor(
     ctx: StageContext,
@@ -98,7 +92,6 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       }
       return true;
     }
-    this.steppingMs += performance.now() - started;
     const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
     if (phase === 'decode') this.decodeCost.observe(plan.items.length, this.cpuClockMs() - cpu0);
     this.scheduler.update(plan);
@@ -117,11 +110,6 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       phase,
     );
     return true;
-  }
-
-  /** The stepping clock (ms): wall time in steps so far, the one in progress up to its model's results included. */
-  protected get steppingClockMs(): number {
-    return this.steppingMs;
   }
 
   /** The plan with only the items speaking slices keep (ScheduledStageCore.sliceStep); the rest run next steps. */

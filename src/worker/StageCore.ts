@@ -86,6 +86,12 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   protected readonly requests = new Map<string, R>();
   protected lastBatchSize = 0;
   protected lastStepMs = 0;
+  /**
+   * Wall time spent in the steps recorded so far (ms): a clock that stands still while the stage idles, so that the
+   * time between two outputs of one request read on it counts the steps it shared, not a stretch it was held back,
+   * paced or waited for its input in (TalkerCore's frame latencies). Read during a step, it has not counted that one.
+   */
+  private steppingMs = 0;
   /** When an add warms the model first (IdleWarmth.ts): after an idle stretch, for a kind that has warmModel. */
   private readonly warmth = new IdleWarmth();
   private batchSizes: number[] = [];
@@ -272,9 +278,15 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     this.lastBatchSize = batchSize;
     const endedAtMs = performance.now();
     this.lastStepMs = endedAtMs - startedAtMs;
+    this.steppingMs += this.lastStepMs;
     this.warmth.stepped(endedAtMs);
     if (this.batchSizes.length < MAX_SAMPLES_PER_REPORT) this.batchSizes.push(batchSize);
     if (this.steps.length < MAX_SAMPLES_PER_REPORT) this.steps.push({ phase, ms: this.lastStepMs });
+  }
+
+  /** The stepping clock (ms): wall time in the steps recorded so far (recordStep). */
+  protected get steppingClockMs(): number {
+    return this.steppingMs;
   }
 
   /** Runs the step's model, noting its window for the step trace (the account's model compute) when one is on. */

@@ -46,7 +46,7 @@ interface TalkerRequest extends CoreRequest {
   firstSentAtMs: number | null;
   /**
    * When the first rows arrived (epoch ms), and the stepping clock when the last frame was sampled
-   * (ArStageCore.steppingClockMs): the measured frame latencies.
+   * (StageCore.steppingClockMs): the measured frame latencies.
    */
   rowsAtMs: number | null;
   lastFrameSteppingMs: number | null;
@@ -62,7 +62,7 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
   /**
    * Latencies as requests see them (steps under the CPU the other stages take), each per running request (they grow
    * about linearly with the requests sharing the CPU), so a burst is planned at its own load: first rows -> frame 0
-   * (the prompt prefill, wall clock), and frame k -> frame k + 1 on the stepping clock (ArStageCore.steppingClockMs).
+   * (the prompt prefill, wall clock), and frame k -> frame k + 1 on the stepping clock (StageCore.steppingClockMs).
    * On the wall clock a frame interval counted the seconds an answer was paced to its speech (SpeechLead.ts) or held
    * back, 60-120 ms a frame for a few steps after every catch-up of sixteen long answers: then every lead looked
    * short, and first audio first held nothing back for a newcomer (bench/NOTES.md, "Pauses counted as frame time").
