@@ -76,6 +76,27 @@ export class DecodeStepCost {
 }
 
 /**
+ * What a newcomer's prefill costs a stage now (ms of CPU): the median of its last steps that prefilled one request that
+ * had not sampled yet (a new answer's prompt or a piece of it, nothing else in the step). Speaking slices take it as
+ * the cost a step in progress may have (src/sched/SpeakingSlices.ts, SLICE_SIZE_MARGIN). Pure: the core reports them.
+ */
+export class PrefillStepCost {
+  private readonly samples: number[] = [];
+
+  /** A step that prefilled one new request cost `cpuMs` of the stage's CPU. */
+  observe(cpuMs: number): void {
+    if (!Number.isFinite(cpuMs) || cpuMs < 0) return;
+    this.samples.push(cpuMs);
+    if (this.samples.length > SAMPLES_PER_SIZE) this.samples.shift();
+  }
+
+  /** The median of the last such steps, or null while fewer than MIN_SAMPLES have run. */
+  estimate(): number | null {
+    return this.samples.length >= MIN_SAMPLES ? median(this.samples) : null;
+  }
+}
+
+/**
  * The least-squares line through (rows, ms), when the sizes span at least a factor of two (closer sizes differ by
  * less than a step's noise); its fixed cost kept within [0, the cheapest size's cost] and its cost a row >= 0.
  */

@@ -28,7 +28,8 @@
  */
 /**
  * A step of the answers that may wait is sliced when it would cost at least this much of the model's CPU (ms), whatever
- * the slices cost. A step has a fixed cost of its own (~2.75 ms of CPU on tiny-omni's Thinker and Talker on a machine
+ * the slices cost, until the stage has measured what a newcomer's prefill costs it (then that is the bound, and the
+ * slices' size follows it: SLICE_SIZE_MARGIN). A step has a fixed cost of its own (~2.75 ms of CPU on tiny-omni's Thinker and Talker on a machine
  * where their first packet alone took 25-37 ms, from steps of ten against fixed groups of four at a 100-token context),
  * so there slices of four cost 1.5-1.65x the CPU a row of one step of ten or sixteen at short contexts and nothing more
  * at long ones (bench/NOTES.md, "Speaking slices at c=10"). Below this a step in progress costs a newcomer no more
@@ -60,6 +61,25 @@ export const SLICE_FLOOR_MS = 1;
  */
 export const SLICE_KEEP_SHARE = 0.5;
 
+/**
+ * Once the stage has measured a newcomer's prefill (its steps that prefill one request that has not sampled yet), the
+ * rule SLICE_MIN_STEP_MS stood for is applied as measured: a step in progress costs a newcomer no more than its own
+ * prefill there. The bound is that cost, and a slice is as many answers (at most `speaking_slice`) as a step can take
+ * within it, since a slice is the step a newcomer meets. A fixed four did not follow the cost of a row, which grows
+ * with the context: on a machine twice as slow the Talker's slices of four late in long answers cost 8.2-10.7 ms of
+ * CPU against a newcomer's Talker prefill of 4.3-7.3 (bench/NOTES.md, "A slower machine, long caches and pauses counted
+ * as frame time"). The size moves only when the estimate is this share beyond the bound (shrinking) or within it
+ * (growing): a new size regroups the answers, and each changed group's KV is repacked once.
+ */
+export const SLICE_SIZE_MARGIN = 0.25;
+
+/**
+ * The size changes once the estimate has asked for it this many steps in a row. The estimate of a slice's step reads
+ * whichever groups ran last, whose contexts differ; a size taken from each step moved ~800 times in one run of
+ * sixteen long answers (four to one and back within seconds), each move a regrouping and its repacks.
+ */
+export const SLICE_RESIZE_STEPS = 32;
+
 export class SpeakingSlices {
   /** Each request's group (an index into `groups`). */
   private readonly groupOf = new Map<string, Group>();
@@ -67,35 +87,50 @@ export class SpeakingSlices {
   private steps = 0;
   /** Why the last step priced was sliced, if it was (SLICE_KEEP_SHARE): its cost, or its slices' being about free. */
   private slicing: 'bound' | 'free' | null = null;
+  /** The slices' size now: `maxSize` until a newcomer's prefill is measured, then the rows that fit its cost. */
+  private size: number;
+  /** Steps in a row whose estimate asked for another size (SLICE_RESIZE_STEPS). */
+  private resizeVotes = 0;
 
   constructor(
-    private readonly size: number,
+    private readonly maxSize: number,
     private readonly minStepMs = SLICE_MIN_STEP_MS,
   ) {
-    if (!Number.isInteger(size) || size < 1) throw new RangeError('speaking_slice must be an integer >= 1');
+    if (!Number.isInteger(maxSize) || maxSize < 1) throw new RangeError('speaking_slice must be an integer >= 1');
+    this.size = maxSize;
+  }
+
+  /** The slices' size now (at most `speaking_slice`). */
+  get sliceSize(): number {
+    return this.size;
   }
 
   /**
    * Which of a step's requests (in the plan's order) run in it: every one that may not wait, and of those that may,
-   * one group of at most `size`, the group least recently stepped. null: the step runs as planned (no more than
-   * `size` may wait, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that many
-   * rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
-   * minStepMs, or SLICE_FLOOR_MS and slices that cost at most SLICE_FREE_OVERHEAD more; once sliced, a step stays
-   * sliced down to SLICE_KEEP_SHARE of the one and up to 1 / SLICE_KEEP_SHARE of the other.
+   * one group of at most the slices' size, the group least recently stepped. null: the step runs as planned (no more
+   * than that many may wait, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that
+   * many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
+   * the bound (`newcomerMs`, a newcomer's prefill here, once measured; minStepMs before), or SLICE_FLOOR_MS and slices
+   * that cost at most SLICE_FREE_OVERHEAD more; once sliced, a step stays sliced down to SLICE_KEEP_SHARE of the one
+   * and up to 1 / SLICE_KEEP_SHARE of the other. With `newcomerMs`, the size is the rows a step takes within it.
    */
   keep(
     planned: readonly string[],
     mayWait: (requestId: string) => boolean,
     stepMs: (rows: number) => number | null,
+    newcomerMs: number | null = null,
   ): ReadonlySet<string> | null {
     this.steps++;
     const waitable = planned.filter(mayWait);
+    const boundMs = newcomerMs === null ? this.minStepMs : Math.max(SLICE_FLOOR_MS, newcomerMs);
+    if (newcomerMs !== null) this.resize(stepMs, boundMs);
     if (waitable.length <= this.size) return null;
     const cost = stepMs(waitable.length);
     const slice = stepMs(this.size);
     if (cost === null || slice === null) return null;
-    this.slicing = this.slicedBy(cost, Math.ceil(waitable.length / this.size) * slice);
+    this.slicing = this.slicedBy(cost, Math.ceil(waitable.length / this.size) * slice, boundMs);
     if (!this.slicing) return null;
+    this.trim();
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
     const present = new Set(waitable.map((id) => this.groupOf.get(id)!));
@@ -109,10 +144,44 @@ export class SpeakingSlices {
    * started down to its SLICE_KEEP_SHARE. A step priced by one size alone looks free to slice (no fixed cost fitted
    * yet): the slices' own steps then fit it, and a bound kept with the other rule's share would hold them on for good.
    */
-  private slicedBy(costMs: number, slicedMs: number): 'bound' | 'free' | null {
-    if (costMs >= this.minStepMs * (this.slicing === 'bound' ? SLICE_KEEP_SHARE : 1)) return 'bound';
+  private slicedBy(costMs: number, slicedMs: number, boundMs: number): 'bound' | 'free' | null {
+    if (costMs >= boundMs * (this.slicing === 'bound' ? SLICE_KEEP_SHARE : 1)) return 'bound';
     const overhead = SLICE_FREE_OVERHEAD / (this.slicing ? SLICE_KEEP_SHARE : 1);
     return costMs >= SLICE_FLOOR_MS && slicedMs <= costMs * (1 + overhead) ? 'free' : null;
+  }
+
+  /**
+   * The slices' size for a bound of `boundMs`: shrunk to the rows a step takes within the bound and SLICE_SIZE_MARGIN
+   * over it, grown to those within the margin under it (at least one, at most `speaking_slice`); kept while the
+   * estimate is not known.
+   */
+  private resize(stepMs: (rows: number) => number | null, boundMs: number): void {
+    const fits = (limitMs: number): number | null => {
+      let rows = this.maxSize;
+      for (let ms = stepMs(rows); rows > 1; ms = stepMs(--rows)) {
+        if (ms === null) return null;
+        if (ms <= limitMs) break;
+      }
+      return rows;
+    };
+    const shrunk = fits(boundMs * (1 + SLICE_SIZE_MARGIN));
+    const grown = fits(boundMs * (1 - SLICE_SIZE_MARGIN));
+    const target =
+      shrunk !== null && shrunk < this.size ? shrunk : grown !== null && grown > this.size ? grown : this.size;
+    this.resizeVotes = target === this.size ? 0 : this.resizeVotes + 1;
+    if (this.resizeVotes >= SLICE_RESIZE_STEPS) {
+      this.size = target;
+      this.resizeVotes = 0;
+    }
+  }
+
+  /** A group over the size now keeps its first members; the others join groups with room (after a shrink). */
+  private trim(): void {
+    for (const group of [...this.groups]) {
+      const extra = [...group.members].slice(this.size);
+      for (const id of extra) this.removed(id);
+      for (const id of extra) this.join(id);
+    }
   }
 
   /** The request left the stage or its batch seat (it joins a group with room when it runs again). */

@@ -4,7 +4,7 @@
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
 import { ArScheduler, type ScheduledItem, type SchedulerPlan } from '../sched/ArScheduler.ts';
-import { DecodeStepCost } from '../sched/DecodeStepCost.ts';
+import { DecodeStepCost, PrefillStepCost } from '../sched/DecodeStepCost.ts';
 import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { StageStats } from './messages.ts';
@@ -24,6 +24,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   private generatedTokens = 0;
   /** The CPU a decode step costs by its rows (the process's, over the batch and run): speaking slices' estimate. */
   private readonly decodeCost = new DecodeStepCost();
+  /** The CPU a step that prefills one new request costs: the step a newcomer takes, speaking slices' bound. */
+  private readonly newcomerCost = new PrefillStepCost();
   private readonly cpuClockMs = this.ctx.cpuClockMs ?? processCpuMs;
 
   constructor(
@@ -73,6 +75,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its
     // last output's position); any other computes prompt positions (the prompt, its chunks, or a recompute).
     const decodes = plan.items.map((it) => it.numTokens === 1 && this.requests.get(it.requestId)!.numOutputs > 0);
+    const newcomer = plan.items.length === 1 && this.requests.get(plan.items[0].requestId)!.numOutputs === 0;
     const started = performance.now();
     const batch = plan.items.map((item) => this.batchItem(this.requests.get(item.requestId)!, item));
     let outputs: O[];
@@ -94,6 +97,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     }
     const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
     if (phase === 'decode') this.decodeCost.observe(plan.items.length, this.cpuClockMs() - cpu0);
+    else if (newcomer) this.newcomerCost.observe(this.cpuClockMs() - cpu0);
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => {
       const req = this.requests.get(item.requestId);
@@ -117,6 +121,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     const kept = this.sliceStep(
       plan.items.map((it) => it.requestId),
       (rows) => this.decodeCost.estimate(rows),
+      this.newcomerCost.estimate(),
       nowMs,
     );
     if (!kept) return plan;

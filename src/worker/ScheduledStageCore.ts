@@ -91,18 +91,21 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   /**
    * Which of a planned step's requests (in the plan's order) run in it, or null for all of them: speaking slices
    * run, of the answers first audio first may hold back (speaking for a while, listener far ahead), one fixed group of
-   * at most `speaking_slice` a step, in turns, when their step would cost SLICE_MIN_STEP_MS or more by `stepMs` (the
-   * model's CPU a decode step of that many rows costs now); the others keep their seats and their input for the next
-   * steps.
+   * at most `speaking_slice` a step, in turns, when their step would cost more than a newcomer's prefill here
+   * (`newcomerMs`; SLICE_MIN_STEP_MS until one is measured) by `stepMs` (the model's CPU a decode step of that many
+   * rows costs now), as many a slice as a step takes within that cost; the others keep their seats and their input
+   * for the next steps.
    */
   protected sliceStep(
     planned: readonly string[],
     stepMs: (rows: number) => number | null,
+    newcomerMs: number | null,
     nowMs = Date.now(),
   ): ReadonlySet<string> | null {
     const firstAudio = this.firstAudio;
     if (!this.slices || !firstAudio) return null;
-    return this.slices.keep(planned, (id) => firstAudio.settled(id, nowMs) && this.farAhead(id, nowMs), stepMs);
+    const mayWait = (id: string) => firstAudio.settled(id, nowMs) && this.farAhead(id, nowMs);
+    return this.slices.keep(planned, mayWait, stepMs, newcomerMs);
   }
 
   /**

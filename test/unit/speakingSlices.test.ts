@@ -10,6 +10,8 @@ import {
   SLICE_FREE_OVERHEAD,
   SLICE_KEEP_SHARE,
   SLICE_MIN_STEP_MS,
+  SLICE_RESIZE_STEPS,
+  SLICE_SIZE_MARGIN,
   SpeakingSlices,
 } from '../../src/sched/SpeakingSlices.ts';
 import type { ThinkerBatchItem, ThinkerStepOutput } from '../../stages/types.ts';
@@ -122,6 +124,59 @@ describe('SpeakingSlices', () => {
     expect(sliced(SLICE_MIN_STEP_MS * 0.9)).toBe(false);
   });
 
+  it("once a newcomer's prefill is measured, slices a step over its cost, as many a slice as a step takes in it", () => {
+    const all = ids(16);
+    // 2 ms a step and 2 a row: a slice of two costs 6 ms, of three 8, over a 6 ms prefill and SLICE_SIZE_MARGIN.
+    const cost = (rows: number) => 2 + 2 * rows;
+    expect(cost(3)).toBeGreaterThan(6 * (1 + SLICE_SIZE_MARGIN));
+    const slices = new SpeakingSlices(4);
+    const asked = SLICE_RESIZE_STEPS - 1; // steps that ask for two before the one that takes it
+    const kept = Array.from({ length: asked + 16 }, () => [...slices.keep(all, () => true, cost, 6)!]);
+    expect(slices.sliceSize).toBe(2);
+    expect(kept.splice(0, asked).map((k) => k.length)).toEqual(Array(asked).fill(4));
+    expect(kept.map((k) => k.length)).toEqual(Array(16).fill(2));
+    expect(new Set(kept.slice(0, 8).flat())).toEqual(new Set(all)); // each once a turn of eight steps
+    expect(kept.slice(8)).toEqual(kept.slice(0, 8)); // in the same groups
+    // A step of sixteen under SLICE_MIN_STEP_MS, its slices far from free: the bound is the newcomer's prefill.
+    const cheap = (rows: number) => 3 + 0.3 * rows;
+    expect(cheap(16)).toBeLessThan(SLICE_MIN_STEP_MS);
+    expect(new SpeakingSlices(4).keep(all, () => true, cheap)).toBeNull();
+    expect(new SpeakingSlices(4).keep(all, () => true, cheap, 5)).toEqual(new Set(all.slice(0, 4)));
+  });
+
+  it("moves the slices' size only past SLICE_SIZE_MARGIN for SLICE_RESIZE_STEPS steps, and regroups them then", () => {
+    const all = ids(16);
+    const cost = (rows: number) => 2 + 2 * rows; // rows: 1 -> 4 ms, 2 -> 6, 3 -> 8, 4 -> 10
+    const slices = new SpeakingSlices(4);
+    for (let i = 0; i < 4; i++)
+      slices.keep(
+        all,
+        () => true,
+        (rows) => rows * SLICE_MIN_STEP_MS,
+      ); // four groups of four
+    expect(slices.sliceSize).toBe(4);
+    const turn = (newcomerMs: number, steps: number) =>
+      Array.from({ length: steps }, () => [...slices.keep(all, () => true, cost, newcomerMs)!]);
+    // Asked for by one step in two: no move.
+    for (let i = 0; i < SLICE_RESIZE_STEPS; i++) turn(i % 2 ? 6 : 9, 1);
+    expect(slices.sliceSize).toBe(4);
+    turn(6, SLICE_RESIZE_STEPS);
+    const shrunk = turn(6, 8);
+    expect(slices.sliceSize).toBe(2);
+    expect(shrunk.map((k) => k.length)).toEqual(Array(8).fill(2));
+    expect(new Set(shrunk.flat())).toEqual(new Set(all));
+    // 7 ms: three rows (8 ms) are within the margin over it but not under it, two over neither: the size stays.
+    expect(turn(7, SLICE_RESIZE_STEPS + 8).map((k) => k.length)).toEqual(Array(SLICE_RESIZE_STEPS + 8).fill(2));
+    expect(slices.sliceSize).toBe(2);
+    // 11 ms: three rows fit under it with the margin, four do not: slices of three (five groups and one of one).
+    turn(11, SLICE_RESIZE_STEPS);
+    const grown = turn(11, 12);
+    expect(slices.sliceSize).toBe(3);
+    expect(Math.max(...grown.map((k) => k.length))).toBe(3);
+    expect(new Set(grown.slice(0, 6).flat())).toEqual(new Set(all));
+    expect(grown.slice(6)).toEqual(grown.slice(0, 6));
+  });
+
   it('refuses a size below one', () => {
     expect(() => new SpeakingSlices(0)).toThrow(RangeError);
   });
@@ -136,12 +191,16 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   class BatchRunner extends KvLengthRunner {
     readonly batches: string[][] = [];
     cpuMs = 0;
-    constructor(private readonly stepMs: (rows: number, step: number) => number) {
+    constructor(private readonly stepMs: (rows: number, step: number, prefill: boolean) => number) {
       super();
     }
     override execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
       this.batches.push(items.map((it) => it.seqId));
-      this.cpuMs += this.stepMs(items.length, this.batches.length);
+      this.cpuMs += this.stepMs(
+        items.length,
+        this.batches.length,
+        items.some((it) => it.numTokens > 1),
+      );
       return super.execute(items);
     }
   }
@@ -152,7 +211,7 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   function thinker(
     n: number,
     speakingSlice: number | null,
-    stepMs: number | ((rows: number, step: number) => number) = ROW_MS,
+    stepMs: number | ((rows: number, step: number, prefill: boolean) => number) = ROW_MS,
   ) {
     vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
     const runner = new BatchRunner(typeof stepMs === 'number' ? (rows) => rows * stepMs : stepMs);
@@ -262,6 +321,42 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     const sizes = settledSteps((rows, step) => 6 + rows * (step <= 12 ? 1.2 : 0.4));
     expect(sizes.slice(2, 12)).toContain(4);
     expect(sizes.slice(12)).toEqual(Array(sizes.length - 12).fill(4));
+  });
+
+  it("slices by what a newcomer's prefill costs the stage, once three have been prefilled alone", () => {
+    // A step that prefills costs 6 ms of CPU, a decode step 4 ms and 1 a row: thirteen rows 17 ms and sixteen 20
+    // (sliced at the default bound), four 8 (over 6 x (1 + SLICE_SIZE_MARGIN)), three 7.
+    // Thirteen answers, and three newcomers after them: sixteen on sixteen seats (no seat turns).
+    const { core, runner, add } = thinker(13, 4, (rows, _step, prefill) => (prefill ? 6 : 4 + rows));
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < 8; i++) core.step();
+    expect(
+      runner.batches
+        .slice(-4)
+        .map((b) => b.length)
+        .sort(),
+    ).toEqual([1, 4, 4, 4]);
+    const newcomers = ['n0', 'n1', 'n2'];
+    for (const id of newcomers) {
+      add(id);
+      core.step();
+      expect(runner.batches.at(-1)).toEqual([id]); // its prefill alone, the others held back: what a newcomer costs
+      core.onKindMessage(id, { type: 'first_audio' });
+      vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs); // then it may wait like the others
+    }
+    for (let i = 0; i < SLICE_RESIZE_STEPS; i++) core.step();
+    const from = runner.batches.length;
+    for (let i = 0; i < 12; i++) core.step();
+    const sliced = runner.batches.slice(from);
+    // Sixteen answers in five groups of three and one of one, each once a turn of six steps, in the same groups.
+    expect(
+      sliced
+        .slice(0, 6)
+        .map((b) => b.length)
+        .sort(),
+    ).toEqual([1, 3, 3, 3, 3, 3]);
+    expect(new Set(sliced.slice(0, 6).flat())).toEqual(new Set([...ids(13), ...newcomers]));
+    expect(sliced.slice(6)).toEqual(sliced.slice(0, 6));
   });
 
   it('steps them all together with speaking_slice null', () => {
