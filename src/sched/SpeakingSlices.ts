@@ -29,11 +29,11 @@
 /**
  * A step of the answers that may wait is sliced when it would cost at least this much of the model's CPU (ms), whatever
  * the slices cost, until the stage has measured what a newcomer's prefill costs it (then that is the bound, and the
- * slices' size follows it: SLICE_SIZE_MARGIN). A step has a fixed cost of its own (~2.75 ms of CPU on tiny-omni's Thinker and Talker on a machine
- * where their first packet alone took 25-37 ms, from steps of ten against fixed groups of four at a 100-token context),
- * so there slices of four cost 1.5-1.65x the CPU a row of one step of ten or sixteen at short contexts and nothing more
- * at long ones (bench/NOTES.md, "Speaking slices at c=10"). Below this a step in progress costs a newcomer no more
- * than its own prefill in the stage on such a machine (12-16 ms).
+ * slices' size follows it: SLICE_SIZE_MARGIN). A step has a fixed cost of its own (~2.75 ms of CPU on tiny-omni's
+ * Thinker and Talker on a machine where their first packet alone took 25-37 ms, from steps of ten against fixed
+ * groups of four at a 100-token context), so there slices of four cost 1.5-1.65x the CPU a row of one step of ten or
+ * sixteen at short contexts and nothing more at long ones (bench/NOTES.md, "Speaking slices at c=10"). Below this a
+ * step in progress costs a newcomer no more than its own prefill in the stage on such a machine (12-16 ms).
  */
 export const SLICE_MIN_STEP_MS = 16;
 

@@ -124,7 +124,7 @@ describe('SpeakingSlices', () => {
     expect(sliced(SLICE_MIN_STEP_MS * 0.9)).toBe(false);
   });
 
-  it("once a newcomer's prefill is measured, slices a step over its cost, as many a slice as a step takes in it", () => {
+  it("once a newcomer's prefill is measured, slices a step over its cost, as many a slice as a step takes", () => {
     const all = ids(16);
     // 2 ms a step and 2 a row: a slice of two costs 6 ms, of three 8, over a 6 ms prefill and SLICE_SIZE_MARGIN.
     const cost = (rows: number) => 2 + 2 * rows;
