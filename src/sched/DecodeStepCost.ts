@@ -76,23 +76,27 @@ export class DecodeStepCost {
 }
 
 /**
- * What a newcomer's prefill costs a stage now (ms of CPU): the median of its last steps that prefilled one request that
- * had not sampled yet (a new answer's prompt or a piece of it, nothing else in the step). Speaking slices take it as
- * the cost a step in progress may have (src/sched/SpeakingSlices.ts, SLICE_SIZE_MARGIN). Pure: the core reports them.
+ * What a newcomer's prefill costs a stage now (ms of CPU): the median of its last steps that prefilled only requests
+ * that had not sampled yet (new answers' prompts or pieces of them), each step's CPU shared among its requests. Speaking
+ * slices take it as the cost a step in progress may have (src/sched/SpeakingSlices.ts, SLICE_SIZE_MARGIN). A fresh
+ * server's first prefills may all come together (sixteen answers sent at once): a share of their step is what each
+ * cost, at most what one alone would, so a newcomer right after them is already counted for. Pure: the core reports
+ * them.
  */
 export class PrefillStepCost {
   private readonly samples: number[] = [];
 
-  /** A step that prefilled one new request cost `cpuMs` of the stage's CPU. */
-  observe(cpuMs: number): void {
-    if (!Number.isFinite(cpuMs) || cpuMs < 0) return;
-    this.samples.push(cpuMs);
+  /** A step that prefilled `requests` new requests and nothing else cost `cpuMs` of the stage's CPU. */
+  observe(cpuMs: number, requests = 1): void {
+    // No CPU read (a clock that did not move) is no measure: a prompt is never free.
+    if (!Number.isFinite(cpuMs) || cpuMs <= 0 || !(requests >= 1)) return;
+    this.samples.push(cpuMs / requests);
     if (this.samples.length > SAMPLES_PER_SIZE) this.samples.shift();
   }
 
-  /** The median of the last such steps, or null while fewer than MIN_SAMPLES have run. */
+  /** The median of the last such steps' shares, or null before the first. */
   estimate(): number | null {
-    return this.samples.length >= MIN_SAMPLES ? median(this.samples) : null;
+    return this.samples.length > 0 ? median(this.samples) : null;
   }
 }
 

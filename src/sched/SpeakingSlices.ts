@@ -89,8 +89,9 @@ export class SpeakingSlices {
   private slicing: 'bound' | 'free' | null = null;
   /** The slices' size now: `maxSize` until a newcomer's prefill is measured, then the rows that fit its cost. */
   private size: number;
-  /** Steps in a row whose estimate asked for another size (SLICE_RESIZE_STEPS). */
+  /** Steps in a row whose estimate asked for the same other size, `votedSize` (SLICE_RESIZE_STEPS). */
   private resizeVotes = 0;
+  private votedSize = 0;
 
   constructor(
     private readonly maxSize: number,
@@ -168,7 +169,8 @@ export class SpeakingSlices {
     const grown = fits(boundMs * (1 - SLICE_SIZE_MARGIN));
     const target =
       shrunk !== null && shrunk < this.size ? shrunk : grown !== null && grown > this.size ? grown : this.size;
-    this.resizeVotes = target === this.size ? 0 : this.resizeVotes + 1;
+    this.resizeVotes = target === this.size ? 0 : target === this.votedSize ? this.resizeVotes + 1 : 1;
+    this.votedSize = target;
     if (this.resizeVotes >= SLICE_RESIZE_STEPS) {
       this.size = target;
       this.resizeVotes = 0;

@@ -24,7 +24,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   private generatedTokens = 0;
   /** The CPU a decode step costs by its rows (the process's, over the batch and run): speaking slices' estimate. */
   private readonly decodeCost = new DecodeStepCost();
-  /** The CPU a step that prefills one new request costs: the step a newcomer takes, speaking slices' bound. */
+  /** The CPU a new request's prefill costs (its share of a step of them): speaking slices' bound. */
   private readonly newcomerCost = new PrefillStepCost();
   private readonly cpuClockMs = this.ctx.cpuClockMs ?? processCpuMs;
 
@@ -75,7 +75,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its
     // last output's position); any other computes prompt positions (the prompt, its chunks, or a recompute).
     const decodes = plan.items.map((it) => it.numTokens === 1 && this.requests.get(it.requestId)!.numOutputs > 0);
-    const newcomer = plan.items.length === 1 && this.requests.get(plan.items[0].requestId)!.numOutputs === 0;
+    const newcomers = plan.items.every((it) => this.requests.get(it.requestId)!.numOutputs === 0);
     const started = performance.now();
     const batch = plan.items.map((item) => this.batchItem(this.requests.get(item.requestId)!, item));
     let outputs: O[];
@@ -97,7 +97,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     }
     const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
     if (phase === 'decode') this.decodeCost.observe(plan.items.length, this.cpuClockMs() - cpu0);
-    else if (newcomer) this.newcomerCost.observe(this.cpuClockMs() - cpu0);
+    else if (newcomers) this.newcomerCost.observe(this.cpuClockMs() - cpu0, plan.items.length);
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => {
       const req = this.requests.get(item.requestId);

@@ -186,21 +186,24 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'thinker')!;
   afterEach(() => vi.useRealTimers());
 
-  /** A runner that records each step's batch, and spends `stepMs(rows, step)` of CPU a step (what slicing reads). */
-  /** A model whose step costs `stepMs` of the stage's CPU clock (StageContext.cpuClockMs), which it advances. */
+  /**
+   * A model that records each step's batch and advances the stage's CPU clock (StageContext.cpuClockMs, what slicing
+   * reads) by `decodeMs(rows, step)` a decode step and `prefillMs(rows)` a step of prompts (by default nothing: no
+   * newcomer's prefill measured, the default bound and size).
+   */
   class BatchRunner extends KvLengthRunner {
     readonly batches: string[][] = [];
     cpuMs = 0;
-    constructor(private readonly stepMs: (rows: number, step: number, prefill: boolean) => number) {
+    constructor(
+      private readonly decodeMs: (rows: number, step: number) => number,
+      private readonly prefillMs: (rows: number) => number,
+    ) {
       super();
     }
     override execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
       this.batches.push(items.map((it) => it.seqId));
-      this.cpuMs += this.stepMs(
-        items.length,
-        this.batches.length,
-        items.some((it) => it.numTokens > 1),
-      );
+      const prefill = items.some((it) => it.numTokens > 1);
+      this.cpuMs += prefill ? this.prefillMs(items.length) : this.decodeMs(items.length, this.batches.length);
       return super.execute(items);
     }
   }
@@ -211,10 +214,11 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   function thinker(
     n: number,
     speakingSlice: number | null,
-    stepMs: number | ((rows: number, step: number, prefill: boolean) => number) = ROW_MS,
+    stepMs: number | ((rows: number, step: number) => number) = ROW_MS,
+    prefillMs: (rows: number) => number = () => 0,
   ) {
     vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
-    const runner = new BatchRunner(typeof stepMs === 'number' ? (rows) => rows * stepMs : stepMs);
+    const runner = new BatchRunner(typeof stepMs === 'number' ? (rows) => rows * stepMs : stepMs, prefillMs);
     const ctx = stageContext(spec, new FakeAdapter());
     const chunkPolicy = { ...ctx.chunkPolicy, speakingSlice };
     const core = new ThinkerCore({ ...ctx, chunkPolicy, cpuClockMs: () => runner.cpuMs }, runner);
@@ -323,40 +327,33 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     expect(sizes.slice(12)).toEqual(Array(sizes.length - 12).fill(4));
   });
 
-  it("slices by what a newcomer's prefill costs the stage, once three have been prefilled alone", () => {
-    // A step that prefills costs 6 ms of CPU, a decode step 4 ms and 1 a row: thirteen rows 17 ms and sixteen 20
-    // (sliced at the default bound), four 8 (over 6 x (1 + SLICE_SIZE_MARGIN)), three 7.
-    // Thirteen answers, and three newcomers after them: sixteen on sixteen seats (no seat turns).
-    const { core, runner, add } = thinker(13, 4, (rows, _step, prefill) => (prefill ? 6 : 4 + rows));
+  it("slices by what a new prompt's prefill costs the stage: its share of a step of them", () => {
+    // A prompt's prefill costs 6 ms of CPU (thirteen in one step, 78 ms), a decode step 4 ms and 1 a row: thirteen
+    // rows 17 ms (sliced at the default bound as well), four 8 (over 6 x (1 + SLICE_SIZE_MARGIN)), three 7.
+    const { core, runner, add } = thinker(
+      13,
+      4,
+      (rows) => 4 + rows,
+      (rows) => 6 * rows,
+    );
     vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
-    for (let i = 0; i < 8; i++) core.step();
-    expect(
-      runner.batches
-        .slice(-4)
-        .map((b) => b.length)
-        .sort(),
-    ).toEqual([1, 4, 4, 4]);
-    const newcomers = ['n0', 'n1', 'n2'];
-    for (const id of newcomers) {
-      add(id);
-      core.step();
-      expect(runner.batches.at(-1)).toEqual([id]); // its prefill alone, the others held back: what a newcomer costs
-      core.onKindMessage(id, { type: 'first_audio' });
-      vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs); // then it may wait like the others
-    }
-    for (let i = 0; i < SLICE_RESIZE_STEPS; i++) core.step();
-    const from = runner.batches.length;
-    for (let i = 0; i < 12; i++) core.step();
-    const sliced = runner.batches.slice(from);
-    // Sixteen answers in five groups of three and one of one, each once a turn of six steps, in the same groups.
-    expect(
-      sliced
-        .slice(0, 6)
-        .map((b) => b.length)
-        .sort(),
-    ).toEqual([1, 3, 3, 3, 3, 3]);
-    expect(new Set(sliced.slice(0, 6).flat())).toEqual(new Set([...ids(13), ...newcomers]));
-    expect(sliced.slice(6)).toEqual(sliced.slice(0, 6));
+    // Three decodes of thirteen price their step, slices of four then price a slice, and the size follows.
+    for (let i = 0; i < SLICE_RESIZE_STEPS + 20; i++) core.step();
+    const lengths = (batches: string[][]) => batches.map((b) => b.length).sort((x, y) => x - y);
+    const sliced = runner.batches.slice(-10);
+    // Thirteen answers in four groups of three and one of one, each once a turn of five steps, in the same groups.
+    expect(lengths(sliced.slice(0, 5))).toEqual([1, 3, 3, 3, 3]);
+    expect(new Set(sliced.slice(0, 5).flat())).toEqual(new Set(ids(13)));
+    expect(sliced.slice(5)).toEqual(sliced.slice(0, 5));
+    // Without that measure (no CPU clock moved by a prefill), the default's four.
+    const unpriced = thinker(13, 4, (rows) => 4 + rows);
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < SLICE_RESIZE_STEPS + 20; i++) unpriced.core.step();
+    expect(lengths(unpriced.runner.batches.slice(-4))).toEqual([1, 4, 4, 4]);
+    // A newcomer then runs at once, alone.
+    add('new');
+    core.step();
+    expect(runner.batches.at(-1)).toEqual(['new']);
   });
 
   it('steps them all together with speaking_slice null', () => {
