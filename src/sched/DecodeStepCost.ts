@@ -76,12 +76,12 @@ export class DecodeStepCost {
 }
 
 /**
- * What a newcomer's prefill costs a stage now (ms of CPU): the median of its last steps that prefilled only requests
- * that had not sampled yet (new answers' prompts or pieces of them), each step's CPU shared among its requests. Speaking
- * slices take it as the cost a step in progress may have (src/sched/SpeakingSlices.ts, SLICE_SIZE_MARGIN). A fresh
- * server's first prefills may all come together (sixteen answers sent at once): a share of their step is what each
- * cost, at most what one alone would, so a newcomer right after them is already counted for. Pure: the core reports
- * them.
+ * What a newcomer's prefill costs a stage now (ms of CPU): the median of its last steps that prefilled only
+ * requests that had not sampled yet (new answers' prompts or pieces of them), each step's CPU shared among its
+ * requests. Speaking slices take it as the cost a step in progress may have (src/sched/SpeakingSlices.ts,
+ * SLICE_SIZE_MARGIN). A fresh server's first prefills may all come together (sixteen answers sent at once): a share of
+ * their step is what each cost, at most what one alone would, so a newcomer right after them is already counted for.
+ * Pure: the core reports them.
  */
 export class PrefillStepCost {
   private readonly samples: number[] = [];
