@@ -62,8 +62,8 @@ export const SLICE_FLOOR_MS = 1;
 export const SLICE_KEEP_SHARE = 0.5;
 
 /**
- * Once the stage has measured a newcomer's prefill (its steps that prefill one request that has not sampled yet), the
- * rule SLICE_MIN_STEP_MS stood for is applied as measured: a step in progress costs a newcomer no more than its own
+ * Once the stage has measured a new prompt's prefill (src/sched/DecodeStepCost.ts, PrefillStepCost), the rule
+ * SLICE_MIN_STEP_MS stood for is applied as measured: a step in progress costs a newcomer no more than its own
  * prefill there. The bound is that cost, and a slice is as many answers (at most `speaking_slice`) as a step can take
  * within it, since a slice is the step a newcomer meets. A fixed four did not follow the cost of a row, which grows
  * with the context: on a machine twice as slow the Talker's slices of four late in long answers cost 8.2-10.7 ms of
