@@ -123,15 +123,14 @@ export class SpeakingSlices {
   ): ReadonlySet<string> | null {
     this.steps++;
     const waitable = planned.filter(mayWait);
+    if (waitable.length <= this.size) return null;
     const boundMs = newcomerMs === null ? this.minStepMs : Math.max(SLICE_FLOOR_MS, newcomerMs);
     if (newcomerMs !== null) this.resize(stepMs, boundMs);
-    if (waitable.length <= this.size) return null;
     const cost = stepMs(waitable.length);
     const slice = stepMs(this.size);
     if (cost === null || slice === null) return null;
     this.slicing = this.slicedBy(cost, Math.ceil(waitable.length / this.size) * slice, boundMs);
     if (!this.slicing) return null;
-    this.trim();
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
     const present = new Set(waitable.map((id) => this.groupOf.get(id)!));
@@ -157,27 +156,30 @@ export class SpeakingSlices {
    * estimate is not known.
    */
   private resize(stepMs: (rows: number) => number | null, boundMs: number): void {
-    const fits = (limitMs: number): number | null => {
-      let rows = this.maxSize;
-      for (let ms = stepMs(rows); rows > 1; ms = stepMs(--rows)) {
-        if (ms === null) return null;
-        if (ms <= limitMs) break;
-      }
+    const costs: number[] = [];
+    for (let rows = 1; rows <= this.maxSize; rows++) {
+      const ms = stepMs(rows);
+      if (ms === null) return;
+      costs.push(ms);
+    }
+    const fits = (limitMs: number) => {
+      let rows = costs.length;
+      while (rows > 1 && costs[rows - 1] > limitMs) rows--;
       return rows;
     };
     const shrunk = fits(boundMs * (1 + SLICE_SIZE_MARGIN));
     const grown = fits(boundMs * (1 - SLICE_SIZE_MARGIN));
-    const target =
-      shrunk !== null && shrunk < this.size ? shrunk : grown !== null && grown > this.size ? grown : this.size;
+    const target = shrunk < this.size ? shrunk : grown > this.size ? grown : this.size;
     this.resizeVotes = target === this.size ? 0 : target === this.votedSize ? this.resizeVotes + 1 : 1;
     this.votedSize = target;
-    if (this.resizeVotes >= SLICE_RESIZE_STEPS) {
-      this.size = target;
-      this.resizeVotes = 0;
-    }
+    if (this.resizeVotes < SLICE_RESIZE_STEPS) return;
+    this.resizeVotes = 0;
+    const shrinking = target < this.size;
+    this.size = target;
+    if (shrinking) this.trim();
   }
 
-  /** A group over the size now keeps its first members; the others join groups with room (after a shrink). */
+  /** After a shrink: a group over the size keeps its first members; the others join groups with room. */
   private trim(): void {
     for (const group of [...this.groups]) {
       const extra = [...group.members].slice(this.size);
