@@ -25,6 +25,11 @@
  * changes one group. Kept in its group, the yielded answer held a place there while it waited, so the seventeenth made
  * a fifth group that ran a single row a step (~3.6-4 ms of the Talker's CPU for that row), and every handover changed
  * two groups (each repacked once; bench/NOTES.md, "Seat turns that keep a batch").
+ *
+ * The requests that may not wait (a newcomer in its first second of speech) run in steps of their own, every other
+ * step, the groups in turns between. Run beside each group, a newcomer made every step a new batch, the group plus
+ * it: 18-21% of the Thinker's and the Talker's decode steps around newcomers repacked their KV (1.3-1.8x the CPU of
+ * a step that did not, up to 14-54 ms), about half of them for that (bench/NOTES.md, "Where the repacks come from").
  */
 /**
  * A step of the answers that may wait is sliced when it would cost at least this much of the model's CPU (ms), whatever
@@ -92,6 +97,8 @@ export class SpeakingSlices {
   /** Steps in a row whose estimate asked for the same other size, `votedSize` (SLICE_RESIZE_STEPS). */
   private resizeVotes = 0;
   private votedSize = 0;
+  /** Whether the last sliced step ran the requests that may not wait (they and the groups take turns). */
+  private ownTurnLast = false;
 
   constructor(
     private readonly maxSize: number,
@@ -107,8 +114,9 @@ export class SpeakingSlices {
   }
 
   /**
-   * Which of a step's requests (in the plan's order) run in it: every one that may not wait, and of those that may,
-   * one group of at most the slices' size, the group least recently stepped. null: the step runs as planned (no more
+   * Which of a step's requests (in the plan's order) run in it: while sliced, the ones that may not wait and the
+   * groups of those that may take turns, every other step theirs and one group (at most the slices' size, the one
+   * least recently stepped) in each step between. null: the step runs as planned (no more
    * than that many may wait, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that
    * many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
    * the bound (`newcomerMs`, a newcomer's prefill here, once measured; minStepMs before), or SLICE_FLOOR_MS and slices
@@ -133,10 +141,13 @@ export class SpeakingSlices {
     if (!this.slicing) return null;
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
+    const mustRun = planned.filter((id) => !mayWait(id));
+    this.ownTurnLast = mustRun.length > 0 && !this.ownTurnLast;
+    if (this.ownTurnLast) return new Set(mustRun);
     const present = new Set(waitable.map((id) => this.groupOf.get(id)!));
     const turn = [...present].reduce((a, b) => (b.lastStep < a.lastStep ? b : a));
     turn.lastStep = this.steps;
-    return new Set(planned.filter((id) => !mayWait(id) || this.groupOf.get(id) === turn));
+    return new Set(planned.filter((id) => mayWait(id) && this.groupOf.get(id) === turn));
   }
 
   /**

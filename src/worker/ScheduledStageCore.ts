@@ -94,7 +94,8 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
    * at most `speaking_slice` a step, in turns, when their step would cost more than a newcomer's prefill here
    * (`newcomerMs`; SLICE_MIN_STEP_MS until one is measured) by `stepMs` (the model's CPU a decode step of that many
    * rows costs now), as many a slice as a step takes within that cost; the others keep their seats and their input
-   * for the next steps.
+   * for the next steps. The requests that may not wait run then every other step, in a step of their own, so that no
+   * group's batch changes with them.
    */
   protected sliceStep(
     planned: readonly string[],

@@ -33,12 +33,13 @@ describe('SpeakingSlices', () => {
     expect(groups.slice(4)).toEqual(groups.slice(0, 4)); // stable: each group's KV is fed back as is
   });
 
-  it('always keeps the requests that may not wait, and slices nothing when few may', () => {
+  it('runs the requests that may not wait every other step, the groups between; slices nothing when few may', () => {
+    // Beside each group, one that may not wait would make every step a new batch, its KV and the group's repacked.
     const slices = new SpeakingSlices(2);
     const planned = ['new', ...ids(5)];
-    const kept = slices.keep(planned, (id) => id !== 'new', COSTLY)!;
-    expect(kept).toEqual(new Set(['new', 'a0', 'a1']));
-    expect(slices.keep(planned, (id) => id !== 'new', COSTLY)).toEqual(new Set(['new', 'a2', 'a3']));
+    const kept = Array.from({ length: 6 }, () => [...slices.keep(planned, (id) => id !== 'new', COSTLY)!]);
+    expect(kept).toEqual([['new'], ['a0', 'a1'], ['new'], ['a2', 'a3'], ['new'], ['a4']]);
+    expect(slices.keep(ids(5), () => true, COSTLY)).toEqual(new Set(['a0', 'a1'])); // none that may not wait: groups
     expect(slices.keep(['new', 'a0', 'a1'], (id) => id !== 'new', COSTLY)).toBeNull();
     expect(slices.keep(planned, () => false, COSTLY)).toBeNull();
   });
@@ -262,6 +263,24 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     add('new');
     core.step();
     expect(runner.batches.at(-1)).toEqual(['new']); // its prefill alone (prefill first), the others held back
+  });
+
+  it("runs a newcomer's first second of speech in steps of its own, so that no group's batch changes", () => {
+    const { core, runner, add } = thinker(15, 4); // the newcomer takes the sixteenth seat: no seat turns
+    core.step();
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < 8; i++) core.step();
+    const groups = runner.batches.slice(-4).map((b) => b.join());
+    expect(groups.map((g) => g.split(',').length).sort()).toEqual([3, 4, 4, 4]);
+    add('new');
+    core.step(); // its prefill, alone
+    core.onKindMessage('new', { type: 'first_audio' });
+    const from = runner.batches.length;
+    for (let i = 0; i < 8; i++) core.step();
+    const steps = runner.batches.slice(from).map((b) => b.join());
+    expect(steps.filter((_, i) => i % 2 === 0)).toEqual(Array(4).fill('new'));
+    const between = steps.filter((_, i) => i % 2 === 1);
+    expect(new Set(between)).toEqual(new Set(groups)); // each group in its turn, as before: its KV fed back as is
   });
 
   it('seventeen answers on sixteen seats run in four groups of four: the one seated fills the yielded place', () => {
