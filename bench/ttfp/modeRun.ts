@@ -2,6 +2,8 @@
  * One mode of a `chorus bench` run at work: its server started (or reached by URL), warmed up, and measured at a
  * concurrency over one or more blocks of the prompts (runServeBench.ts alternates two modes' blocks).
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { ChorusError, ErrorCodes, type SchedulingPolicy } from '../../src/basics.ts';
 import type { BenchClient, ClientTarget } from './clients/BenchClient.ts';
 import { ChatBenchClient } from './clients/ChatBenchClient.ts';
@@ -206,10 +208,28 @@ export interface BlockRun {
   finish(): void;
 }
 
+let fullCollection: (() => void) | null = null;
+
+/**
+ * Collects the bench's own heap in full before a block is measured. In-process servers share the bench's process
+ * with each other, the client and the critical-path limit's runners, and a mark-compact of that heap runs its marking
+ * on V8's helper threads at nice 0, on the cores the stages (nice 8) compute on: one started by what another mode's
+ * block or the limit left landed in this block's first packets (a Talker prefill 26 ms off its core; bench/NOTES.md,
+ * "Main's collections in the stages' first packets"). Collected here, what a block meets is its own garbage.
+ */
+export function collectBeforeBlock(): void {
+  if (!fullCollection) {
+    setFlagsFromString('--expose-gc');
+    fullCollection = runInNewContext('gc') as () => void;
+  }
+  fullCollection();
+}
+
 /**
  * Every concurrency on every mode, each server opened (and warmed up) by `open` and closed whatever happens. Two
  * servers up at once (interleaves): each concurrency's items in halves A B B A, so that drift in the machine's speed
- * and the first mode's warm-up fall on both modes alike; else one server after the other.
+ * and the first mode's warm-up fall on both modes alike; else one server after the other. Each block starts on a
+ * collected heap (collectBeforeBlock).
  */
 export async function overModes(
   modes: readonly Mode[],
@@ -230,8 +250,10 @@ export async function overModes(
           [b, 0, half],
           [b, half, n],
           [a, half, n],
-        ] as const)
+        ] as const) {
+          collectBeforeBlock();
           await run.block(from, to);
+        }
         a.finish();
         b.finish();
       }
@@ -242,6 +264,7 @@ export async function overModes(
       lives.push(live);
       for (const [index, c] of concurrency.entries()) {
         const run = start(live, c, index);
+        collectBeforeBlock();
         await run.block(0, itemsAt(index));
         run.finish();
       }

@@ -10,7 +10,7 @@ import { requestMetrics, slowestByTtfp, type Distribution, type RunMetrics, type
 import { cpuBoundRps } from './cpuTime.ts';
 import type { RequestTrace } from './trace.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
-import type { AccountSummary } from './account/packetAccount.ts';
+import type { AccountSummary, SlowPacket } from './account/packetAccount.ts';
 
 export interface RunRow {
   /** Which server the run measured: async or sync (--compare-sync), or the config's name (--compare-config). */
@@ -212,6 +212,8 @@ export interface PacketAccountRow {
   readonly first_packet: AccountSummary | null;
   /** The middle audio delta of each answer, from the Talker's hand-off to the client. */
   readonly chunk_trip: AccountSummary | null;
+  /** The slowest first packets, each with the parts it spent beyond the mean (absent in older results). */
+  readonly slowest_first?: readonly SlowPacket[];
 }
 
 function meanOf(values: readonly (number | undefined)[]): number | null {

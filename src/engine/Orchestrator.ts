@@ -25,6 +25,7 @@ import { StageWorker } from '../worker/StageWorker.ts';
 import { releasePrefixMessage } from '../../stages/requestEvents.ts';
 import { Router, type RouteTicket } from './routing/Router.ts';
 import { EcStore } from './ec/EcStore.ts';
+import { setMainV8Flags } from './mainHeap.ts';
 import { ecEntryOf, forgetLostItem } from './ec/ecPlan.ts';
 import { inPartition } from './promptPartition.ts';
 import { PrefixRoutes } from './PrefixRoutes.ts';
@@ -110,6 +111,7 @@ export class Orchestrator implements Engine {
   }
 
   static async start(graph: StageGraph, opts: OrchestratorOptions = {}): Promise<Orchestrator> {
+    setMainV8Flags();
     const log = opts.log ?? logger.child({ component: 'orchestrator' });
     const o = new Orchestrator(graph, entryTokenizer(graph), log, opts);
     for (const warning of graph.warnings ?? []) log.warn({ file: graph.file }, warning);

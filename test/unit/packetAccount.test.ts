@@ -7,8 +7,10 @@ import { describe, expect, it } from 'vitest';
 import {
   chunkTripAccount,
   firstPacketAccount,
+  slowestPackets,
   summarizeAccounts,
   type ClientTimes,
+  type PacketAccount,
   type ProcessTrace,
 } from '../../bench/ttfp/account/packetAccount.ts';
 import type { MarkRecord, PacketMark, StepRecord } from '../../src/basics.ts';
@@ -177,5 +179,25 @@ describe('first-packet account', () => {
     expect(s.parts.reduce((sum, p) => sum + p.ms, 0)).toBeCloseTo(22, 9);
     expect(s.byKind.find((k) => k.kind === 'model')!.ms).toBeCloseTo(13.7, 9);
     expect(s.parts[0].name).toBe('client send -> main frame (ws, loopback)');
+  });
+
+  it('names where the slowest packets spent more than the mean packet, the largest excess first', () => {
+    const { mainMarks, processes, client } = world();
+    const a = firstPacketAccount(client, mainMarks, processes)!;
+    const slower = (id: string, extra: Record<string, number>): PacketAccount => {
+      const parts = a.parts.map((p) => ({ ...p, ms: p.ms + (extra[p.name] ?? 0) }));
+      return { ...a, requestId: id, parts, totalMs: parts.reduce((sum, p) => sum + p.ms, 0) };
+    };
+    const hop = 'IPC add main -> thinker';
+    const model = 'thinker model';
+    expect(a.parts.map((p) => p.name)).toEqual(expect.arrayContaining([hop, model]));
+    const slow = slowestPackets([a, a, slower('b', { [hop]: 20, [model]: 4 }), slower('c', { [model]: 0.3 })], 2);
+    expect(slow.map((p) => p.requestId)).toEqual(['b', 'c']);
+    // Against means that hold a quarter of b's extra (and of c's 0.3 ms): 20 - 5 and 4 - 1.075 ms over.
+    expect(slow[0].over.map((o) => o.name)).toEqual([hop, model]);
+    expect(slow[0].over[0].excessMs).toBeCloseTo(15, 9);
+    expect(slow[0].over[1].excessMs).toBeCloseTo(2.925, 9);
+    expect(slow[1].over).toEqual([]); // nothing 0.5 ms over its mean
+    expect(slowestPackets([], 2)).toEqual([]);
   });
 });

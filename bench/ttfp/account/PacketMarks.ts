@@ -11,6 +11,7 @@ import type { RequestTrace } from '../trace.ts';
 import {
   chunkTripAccount,
   firstPacketAccount,
+  slowestPackets,
   summarizeAccounts,
   type ClientTimes,
   type PacketAccount,
@@ -51,6 +52,9 @@ export function accountsOf(
   return { first, chunk, measured: clients.length };
 }
 
+/** The slowest first packets of a mode whose excess over the mean the report names. */
+const SLOWEST_ACCOUNTED = 2;
+
 export class PacketMarks {
   readonly #marks: PacketMark[] = [];
   readonly #onMark = (m: unknown) => void this.#marks.push(m as PacketMark);
@@ -72,6 +76,7 @@ export class PacketMarks {
       measured,
       first_packet: summarizeAccounts(first),
       chunk_trip: summarizeAccounts(chunk),
+      slowest_first: slowestPackets(first, SLOWEST_ACCOUNTED),
     };
   }
 

@@ -388,3 +388,33 @@ export function summarizeAccounts(accounts: readonly PacketAccount[]): AccountSu
     byKind: [...byKind].map(([kind, ms]) => ({ kind, ms })).sort((a, b) => b.ms - a.ms),
   };
 }
+
+/** A packet slower than its run's mean, by part: what it spent beyond each part's mean (AccountSummary.parts). */
+export interface SlowPacket {
+  readonly requestId: string;
+  readonly totalMs: number;
+  /** Parts over their mean by `minMs` or more, the largest excess first (a part the packet had twice counts twice). */
+  readonly over: readonly { readonly name: string; readonly kind: PartKind; readonly excessMs: number }[];
+}
+
+/**
+ * The `count` slowest packets of a run, each with where it spent more than the run's mean packet did: a mean hides
+ * whether its tail is every packet a little slower or one packet waiting somewhere in particular.
+ */
+export function slowestPackets(accounts: readonly PacketAccount[], count: number, minMs = 0.5): SlowPacket[] {
+  const summary = summarizeAccounts(accounts);
+  if (!summary) return [];
+  const meanOf = new Map(summary.parts.map((p) => [p.name, p.ms]));
+  return [...accounts]
+    .sort((a, b) => b.totalMs - a.totalMs)
+    .slice(0, count)
+    .map((a) => {
+      const own = new Map<string, { kind: PartKind; ms: number }>();
+      for (const p of a.parts) own.set(p.name, { kind: p.kind, ms: (own.get(p.name)?.ms ?? 0) + p.ms });
+      const over = [...own]
+        .map(([name, p]) => ({ name, kind: p.kind, excessMs: p.ms - (meanOf.get(name) ?? 0) }))
+        .filter((p) => p.excessMs >= minMs)
+        .sort((x, y) => y.excessMs - x.excessMs);
+      return { requestId: a.requestId, totalMs: a.totalMs, over };
+    });
+}
