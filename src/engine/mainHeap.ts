@@ -8,14 +8,11 @@
  * costs tens of MB. Set from inside (main is whatever process embeds the engine: `chorus serve`, the bench, a test).
  */
 import { setFlagsFromString } from 'node:v8';
+import { HEAP_GROWING_FLAG } from '../worker/StageWorker.ts';
 
-export const MAIN_V8_FLAGS: readonly string[] = ['--heap-growing-percent=300'];
+export const MAIN_V8_FLAGS: readonly string[] = [HEAP_GROWING_FLAG];
 
-let set = false;
-
-/** Sets MAIN_V8_FLAGS once in this process. */
+/** Sets MAIN_V8_FLAGS in this process (again: no change). */
 export function setMainV8Flags(): void {
-  if (set) return;
-  set = true;
   for (const flag of MAIN_V8_FLAGS) setFlagsFromString(flag);
 }

@@ -132,6 +132,7 @@ export class SpeakingSlices {
     this.steps++;
     const waitable = planned.filter(mayWait);
     if (waitable.length <= this.size) return null;
+    const waits = new Set(waitable);
     const boundMs = newcomerMs === null ? this.minStepMs : Math.max(SLICE_FLOOR_MS, newcomerMs);
     if (newcomerMs !== null) this.resize(stepMs, boundMs);
     const cost = stepMs(waitable.length);
@@ -141,13 +142,13 @@ export class SpeakingSlices {
     if (!this.slicing) return null;
     this.merge();
     for (const id of waitable) if (!this.groupOf.has(id)) this.join(id);
-    const mustRun = planned.filter((id) => !mayWait(id));
+    const mustRun = planned.filter((id) => !waits.has(id));
     this.ownTurnLast = mustRun.length > 0 && !this.ownTurnLast;
     if (this.ownTurnLast) return new Set(mustRun);
     const present = new Set(waitable.map((id) => this.groupOf.get(id)!));
     const turn = [...present].reduce((a, b) => (b.lastStep < a.lastStep ? b : a));
     turn.lastStep = this.steps;
-    return new Set(planned.filter((id) => mayWait(id) && this.groupOf.get(id) === turn));
+    return new Set(waitable.filter((id) => this.groupOf.get(id) === turn));
   }
 
   /**

@@ -20,6 +20,9 @@ import {
   type StageToMain,
 } from './messages.ts';
 
+/** The old generation may grow to 4x what the last mark-compact kept: every stage process, and main (mainHeap.ts). */
+export const HEAP_GROWING_FLAG = '--heap-growing-percent=300';
+
 /**
  * Node flags of every stage process. `--single-threaded-gc`: V8's garbage collector works on the stage's own thread
  * instead of four helper threads beside it. A stage allocates per step (onnxruntime's outputs), and its helpers'
@@ -30,7 +33,7 @@ import {
  * ~15-25 ms of marking on that one thread); a stage's heap is small, so 4x costs tens of MB (bench/NOTES.md, "A
  * stage's heap may grow 4x; prefix-cache entries in regions their size").
  */
-export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', '--heap-growing-percent=300'];
+export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', HEAP_GROWING_FLAG];
 
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; stages/stageEntry.ts in Chorus). */
