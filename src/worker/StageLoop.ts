@@ -55,7 +55,8 @@ export class StageLoop {
       // this stage was in a step) reaches the queue a few promise turns later, and the step after the add would run
       // without it: a newcomer's rows, there since mid-step, waited a whole step more (78 ms beside sixteen
       // omni-sized answers; bench/NOTES.md, "An add's waiting input missed the step after it"). One turn of the event
-      // loop hands them in, and reads what the rings hold by then.
+      // loop hands them in, and reads what the rings hold by then. An add that receives from no upstream (a text-only
+      // Thinker's: its prompt is in the add) starts no get, so nothing can be waiting for it: its step runs at once.
       if (this.drainControl()) {
         await nextTurn();
         if (this.stopped) break;
@@ -90,13 +91,13 @@ export class StageLoop {
     });
   }
 
-  /** Handles the control messages queued; true when one was an add. */
+  /** Handles the control messages queued; true when one was an add that receives from an upstream. */
   private drainControl(): boolean {
     const batch = this.control;
     this.control = [];
     let added = false;
     for (const msg of batch) {
-      added ||= msg.type === 'add';
+      added ||= msg.type === 'add' && msg.upstreams.length > 0;
       try {
         this.handle(msg);
       } catch (err) {

@@ -28,6 +28,7 @@ import type { Logger } from '../../src/common/log.ts';
 import type { PromptBlocks } from '../../src/common/payloads.ts';
 import {
   blockNames,
+  idBlockNames,
   ROUTING_NAME_CHARS,
   rowBytes,
   saltedRoot,
@@ -358,6 +359,7 @@ export class ThinkerPrefixCache {
     const prompt = req.promptTokenIds;
     const media = req.media;
     const root = saltedRoot(this.options.modelKey, req.prefix.cacheSalt);
+    if (!media) return idBlockNames(root, this.options.blockPositions, prompt, req.generated, limit);
     return blockNames(root, this.options.blockPositions, limit, (hash: Hash, pos: number) => {
       const id = pos < prompt.length ? prompt[pos] : req.generated[pos - prompt.length];
       if (id === undefined) return false;

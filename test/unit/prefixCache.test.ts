@@ -6,7 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { blockNames, rowBytes, tokenBlockNames, writeMediaKey, writeTokenId } from '../../src/sched/blockNames.ts';
+import {
+  blockNames,
+  idBlockNames,
+  rowBytes,
+  tokenBlockNames,
+  writeMediaKey,
+  writeTokenId,
+} from '../../src/sched/blockNames.ts';
 import { checkPrefixBudget, PrefixCache, type CacheEntry } from '../../src/sched/PrefixCache.ts';
 import { configProblems } from '../helpers/configProblems.ts';
 import { parseConfig } from '../../src/config/loadConfig.ts';
@@ -72,6 +79,30 @@ describe('blockNames', () => {
     const keyed = [{ start: 5, length: 20, blockKey: 'clip' }];
     expect(tokenBlockNames('model', 4, ids, 53, keyed)).toEqual(thinkers(ids, 4, 53, keyed[0]));
     expect(tokenBlockNames('model', 4, ids, 53, keyed)).not.toEqual(tokenBlockNames('model', 4, ids, 53));
+  });
+
+  it("a text sequence's names a block at a time are its names a position at a time, past its prompt too", () => {
+    // The Thinker names a text-only request's blocks with idBlockNames (its prompt, then what it generated); with
+    // media, position by position (rows and keys). Both must give one name to one prefix, and stop alike.
+    const prompt = Array.from({ length: 37 }, (_, i) => (i * 104_729) % 151_000);
+    const generated = [5, 70_001, 9, 11, 12];
+    const positionwise = (limit: number, b: number) =>
+      blockNames('model', b, limit, (hash, p) => {
+        const id = p < prompt.length ? prompt[p] : generated[p - prompt.length];
+        if (id === undefined) return false;
+        writeTokenId(hash, id);
+        return true;
+      });
+    for (const b of [1, 4, 16])
+      for (const limit of [0, 3, 36, 37, 40, 42, 43, 48, 64]) {
+        const fast = idBlockNames('model', b, prompt, generated, limit);
+        expect(fast).toEqual(positionwise(limit, b));
+        expect(idBlockNames('model', b, prompt, [], limit)).toEqual(
+          blockNames('model', b, limit, (hash, p) => p < prompt.length && (writeTokenId(hash, prompt[p]), true)),
+        );
+      }
+    expect(idBlockNames('model', 4, prompt, generated, 48).stoppedAtUnknown).toBe(true); // 42 known
+    expect(idBlockNames('model', 4, prompt, generated, 40).stoppedAtUnknown).toBe(false);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * StageLoop sleeps until something arrives or the core's next deadline (no polling), then steps again; with nothing to
  * run it does its idle work a slice at a time, looking for work between slices, before it sleeps. An add's input that
- * was already waiting is handed in before the step after the add.
+ * was already waiting is handed in before the step after the add; an add with no upstream steps at once.
  */
 import { describe, expect, it } from 'vitest';
 import { logger } from '../../src/common/log.ts';
@@ -127,10 +127,53 @@ describe('StageLoop', () => {
     const running = loop.run();
     await new Promise<void>((r) => setImmediate(r)); // the loop is asleep
     added = true;
-    loop.deliver({ type: 'add', requestId: 'newcomer' } as Parameters<StageLoop['deliver']>[0]);
+    const upstreams = [{ instance: 'thinker#0', stageId: 'thinker' }];
+    loop.deliver({ type: 'add', requestId: 'newcomer', upstreams } as unknown as Parameters<StageLoop['deliver']>[0]);
     await stepped;
     expect(stepsSaw[0]).toBe(true); // the first step after the add ran with its input
     loop.stop();
     await running;
+  });
+
+  it('steps an add that receives from no upstream before the event loop turns again', async () => {
+    // A text-only Thinker's add carries its prompt: no get starts, so the loop does not give the event loop a turn
+    // for inputs before its step (a turn is ~0.1 ms of a first packet on a core whose caches went cold meanwhile).
+    const order: string[] = [];
+    const added = (upstreams: readonly unknown[]) => {
+      let resolveStepped!: () => void;
+      const stepped = new Promise<void>((r) => (resolveStepped = r));
+      const core = {
+        size: 0,
+        add: () => {},
+        onArrivals: () => {},
+        step: () => {
+          if (order.length > 0) {
+            order.push('step');
+            resolveStepped();
+          }
+          return false;
+        },
+        nextWakeAtMs: () => null,
+        stats: () => ({}),
+      } as unknown as StageCore;
+      const loop = new StageLoop(core, idleAdapter, () => {}, logger);
+      const running = loop.run();
+      return { loop, running, stepped, upstreams };
+    };
+    for (const upstreams of [[], [{ instance: 'audio-encoder#0', stageId: 'audio-encoder' }]]) {
+      order.length = 0;
+      const { loop, running, stepped } = added(upstreams);
+      await new Promise<void>((r) => setImmediate(r)); // the loop is asleep
+      order.push(upstreams.length === 0 ? 'add' : 'add with an upstream');
+      loop.deliver({ type: 'add', requestId: 'r', upstreams } as unknown as Parameters<StageLoop['deliver']>[0]);
+      setImmediate(() => order.push('turn'));
+      await stepped;
+      await new Promise<void>((r) => setImmediate(r)); // the turn has come by now in both orders
+      loop.stop();
+      await running;
+      expect(order.slice(0, 3)).toEqual(
+        upstreams.length === 0 ? ['add', 'step', 'turn'] : ['add with an upstream', 'turn', 'step'],
+      );
+    }
   });
 });
