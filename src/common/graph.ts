@@ -178,6 +178,12 @@ export interface ChunkPolicy {
    * null: they all share every step.
    */
   readonly speakingSlice: number | null;
+  /**
+   * With a first-packet hold (light load), the Thinker computes a prompt of FIRST_PREFILL_SPLIT_MIN or more positions
+   * in two steps, the first this share of it, so the Talker prefills those rows while the Thinker computes the rest
+   * (src/sched/chunkPolicy.ts firstPrefillPiece); null: in one step.
+   */
+  readonly firstPrefillSplit: number | null;
 }
 
 export type RoutingPolicy = 'ttft' | 'least_loaded' | 'round_robin';

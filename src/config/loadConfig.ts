@@ -440,6 +440,7 @@ function resolveChunkPolicy(p: GraphYamlValue['chunk_policy']): ChunkPolicy {
     speechLeadMs: p?.speech_lead_ms === undefined ? d.speechLeadMs : p.speech_lead_ms,
     speechLeadMinAnswers: p?.speech_lead_min_answers ?? d.speechLeadMinAnswers,
     speakingSlice: p?.speaking_slice === undefined ? d.speakingSlice : p.speaking_slice,
+    firstPrefillSplit: p?.first_prefill_split === undefined ? d.firstPrefillSplit : p.first_prefill_split,
   };
 }
 

@@ -55,6 +55,13 @@ export const ChunkPolicyYaml = Type.Object(
         errorMessage: 'must be a positive integer (answers a step), or null for every speaking answer in every step',
       }),
     ),
+    // At light load a prompt's prefill in two steps, the Talker on the first (docs/scheduling.md, "The first prefill
+    // in two").
+    first_prefill_split: optional(
+      Type.Union([Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1 }), Type.Null()], {
+        errorMessage: "must be a share of the prompt between 0 and 1 (the first step's), or null for one step",
+      }),
+    ),
   },
   closed,
 );

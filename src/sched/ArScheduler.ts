@@ -37,6 +37,7 @@
  * Long prefills yield (`longPrefillsYield`, the Thinker's): a prompt longer than a step computes a seat's share of
  * it while a short prompt waits for its first output (longPrefillYield.ts).
  */
+import { firstPrefillPiece } from './chunkPolicy.ts';
 import { byDeadline } from './playback.ts';
 
 /**
@@ -55,6 +56,8 @@ export type { ArSchedulerOptions, ArStatus, ScheduledItem, SchedulerPlan } from 
 
 interface ArRequest extends SeatHolder {
   status: ArStatus;
+  /** Its first step computes this share of its pending positions (splitFirstStep; null: as any step). */
+  firstStepShare: number | null;
   /** Whether reaching numAvailableTokens samples an output (false: the known positions are context only). */
   sampleAtEnd: boolean;
   /** Epoch ms its next output is due (playback policy); null: none. */
@@ -97,6 +100,7 @@ export class ArScheduler {
       requestId,
       arrival: this.arrivals++,
       status: 'waiting',
+      firstStepShare: null,
       paused: false,
       seated: false,
       numComputedTokens: 0,
@@ -134,6 +138,17 @@ export class ArScheduler {
    */
   setFirstOutputPending(requestId: string, pending: boolean): void {
     this.get(requestId).firstOutputPending = pending;
+  }
+
+  /**
+   * The request's first step computes `share` of the positions pending then (chunkPolicy.ts firstPrefillPiece: none
+   * when they are few), the rest in the steps after it: a Thinker's prompt whose first rows a Talker prefills while
+   * the Thinker computes the others. Only for a request that is not running (a cached prefix adopted or not).
+   */
+  splitFirstStep(requestId: string, share: number): void {
+    const r = this.get(requestId);
+    if (r.status !== 'waiting') throw new Error(`request ${requestId} has run already: its first step is over`);
+    r.firstStepShare = share;
   }
 
   /** Playback policy: when the request's next output is due (epoch ms); null: no deadline (served last). */
@@ -296,7 +311,8 @@ export class ArScheduler {
       const pending = r.numAvailableTokens - r.numComputedTokens;
       if (pending === 0) continue; // admitted lazily, on its first chunk
       if (turn && !turn.next.has(r)) continue; // seat turns: others have waited longer
-      const numTokens = Math.min(pending, tokenBudget, this.perRequestTokens);
+      const piece = firstPrefillPiece(r.firstStepShare, pending) ?? Number.POSITIVE_INFINITY;
+      const numTokens = Math.min(pending, tokenBudget, this.perRequestTokens, piece);
       // A request that starts past position 0 (startAt) brings its KV along. Short of KV, paused requests give
       // theirs up (only if that makes it fit: dropping it for nothing would cost them a recompute).
       const kvNeeded = kvTokens + r.numComputedTokens + numTokens;
@@ -306,6 +322,7 @@ export class ArScheduler {
         kvTokens -= freed;
       }
       r.status = 'running';
+      r.firstStepShare = null; // its first step: the share applies to this one alone
       this.seat(r);
       numSeated++;
       const item = this.item(r, numTokens);

@@ -18,6 +18,26 @@ const IC_BY_LOAD: readonly { maxActive: number; frames: number }[] = [
 ];
 
 /**
+ * Positions a prefill must have left before it is split in two (firstPrefillPiece). A second step costs the Thinker
+ * ~1.5-2 ms more on tiny-omni (its q4 weights unpacked again, the step's fixed costs); the Talker's head start is the
+ * time it takes on the first piece's rows, which below this many positions no longer pays for it.
+ */
+export const FIRST_PREFILL_SPLIT_MIN = 64;
+
+/**
+ * The positions of a request's first prefill step when its prefill of `pending` positions goes in two
+ * (chunk_policy.first_prefill_split: the first step's `share`), or null for one step. At light load (a first-packet
+ * hold) the Thinker's prompt rows go to the Talker as they are computed, so the Talker prefills the first step's rows
+ * while the Thinker computes the rest: the two prefills overlap on the two cores instead of following each other.
+ * A first step under half the prompt: the Talker's part of it must end before the Thinker's second step does, or the
+ * rows of that step wait for it (c=1, 119 positions: 60 / 59 made the hop 1.27 ms against 0.42, 50 / 69 did not).
+ */
+export function firstPrefillPiece(share: number | null, pending: number): number | null {
+  if (share === null || pending < FIRST_PREFILL_SPLIT_MIN) return null;
+  return Math.min(pending - 1, Math.max(1, Math.round(share * pending)));
+}
+
+/**
  * Chooses the initial chunk: a per-request override wins, then a configured value, else (dynamic) from the number
  * of requests the Talker is running now. Under load, larger first chunks mean fewer Code2Wav launches, which keeps
  * later chunks arriving ahead of playback (no underruns) at a small cost in TTFP.

@@ -71,6 +71,7 @@ export function describeGraph(graph: StageGraph) {
       first_audio_first: graph.chunkPolicy.firstAudioFirst,
       speech_lead_ms: graph.chunkPolicy.speechLeadMs,
       speech_lead_min_answers: graph.chunkPolicy.speechLeadMinAnswers,
+      first_prefill_split: graph.chunkPolicy.firstPrefillSplit,
     },
     stages: graph.stages.map((s) => ({
       stage_id: s.stageId,

@@ -154,6 +154,10 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
       });
     }
     media?.recoverFrom(() => req.prefix.rows);
+    // At light load (a first-packet hold) the prompt goes in two steps: the Talker prefills the first one's rows while
+    // this stage computes the rest (chunk_policy.first_prefill_split).
+    const split = this.ctx.chunkPolicy.firstPrefillSplit;
+    if (req.holdAfterTokens !== null && split !== null) this.scheduler.splitFirstStep(msg.requestId, split);
     this.refreshAvailable(req);
     return req;
   }

@@ -211,6 +211,7 @@ export const testGraph: StageGraph = {
     speechLeadMs: null,
     speechLeadMinAnswers: 12,
     speakingSlice: 4,
+    firstPrefillSplit: 0.45,
   },
   stages: [
     stage('thinker', 'thinker', null, 'text'),

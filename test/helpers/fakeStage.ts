@@ -78,6 +78,7 @@ export function stageContext(spec: StageSpec, adapter: FakeAdapter): StageContex
       speechLeadMs: null,
       speechLeadMinAnswers: 12,
       speakingSlice: 4,
+      firstPrefillSplit: 0.45,
     },
     asyncChunk: true,
     scheduling: 'fifo',

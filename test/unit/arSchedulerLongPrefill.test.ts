@@ -1,7 +1,8 @@
 /**
  * longPrefillTokenThreshold: a request computes at most that many positions a step, so a long prefill (a clip's rows)
  * takes several short steps and a text request arriving meanwhile waits for one short step, not a step of the whole
- * budget; decodes and short prompts are untouched.
+ * budget; decodes and short prompts are untouched. splitFirstStep: a request's first step alone computes a share of
+ * its prompt (the Thinker's first prefill in two at light load).
  */
 import { describe, expect, it } from 'vitest';
 import { ArScheduler, type SchedulerPlan } from '../../src/sched/ArScheduler.ts';
@@ -43,6 +44,29 @@ describe('ArScheduler longPrefillTokenThreshold', () => {
       ['long', 0, 16, false],
       ['short', 0, 10, true],
     ]);
+  });
+
+  it('splitFirstStep: a first step computes its share of what is pending, once; a short prompt is one step', () => {
+    const s = new ArScheduler({ ...opts, maxNumBatchedTokens: 256 });
+    const available = new Map([
+      ['long', 119],
+      ['short', 63],
+      ['cached', 150],
+    ]);
+    s.add('long', 119);
+    s.splitFirstStep('long', 0.45);
+    expect(shape(step(s, available))).toEqual([['long', 0, 54, false]]); // round(0.45 * 119)
+    expect(shape(step(s, available))).toEqual([['long', 54, 65, true]]);
+    expect(shape(step(s, available))).toEqual([['long', 119, 1, true]]);
+    s.add('short', 63);
+    s.splitFirstStep('short', 0.45);
+    expect(shape(step(s, available)).find(([id]) => id === 'short')).toEqual(['short', 0, 63, true]);
+    // A cached prefix adopted (startAt): the share is of the positions left, 150 - 40.
+    s.add('cached', 150);
+    s.startAt('cached', 40);
+    s.splitFirstStep('cached', 0.45);
+    expect(shape(step(s, available)).find(([id]) => id === 'cached')).toEqual(['cached', 40, 50, false]);
+    expect(() => s.splitFirstStep('long', 0.45)).toThrow(/has run already/);
   });
 
   it('without it a prefill takes the whole budget', () => {

@@ -95,6 +95,7 @@ describe('defaults and resolution', () => {
       speechLeadMs: 10000,
       speechLeadMinAnswers: 12,
       speakingSlice: 4,
+      firstPrefillSplit: 0.45,
     });
     const [t, k, c] = graph.stages;
     expect(t.defaultSamplingParams).toEqual({

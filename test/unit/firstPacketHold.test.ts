@@ -173,6 +173,33 @@ describe('ThinkerCore first-packet hold', () => {
     expect(finished()).toBe(true);
     expect(tokens()).toBe(2);
   });
+
+  it("with a hold, prefills a long prompt in two steps and sends the first one's rows before the second runs", () => {
+    // chunk_policy.first_prefill_split (0.45): the Talker prefills the first 45% of the rows while the Thinker
+    // computes the rest. Without a hold (load) or with a short prompt: one step, as before.
+    const prompt = Array.from({ length: 100 }, (_, i) => 1 + i);
+    const prefills = (firstPacketTokens: number | undefined, promptTokenIds: number[]) => {
+      resetSeqs();
+      const { core, adapter, runner } = spokenThinker(spec, 4, {
+        promptTokenIds,
+        ...(firstPacketTokens !== undefined ? { firstPacketTokens } : {}),
+      });
+      const rowsAt: number[] = [];
+      for (let n = 0; n < 3 && core.step(); n++)
+        rowsAt.push(
+          adapter.to('talker#0').reduce((k, c) => k + ((c.body as TalkerRowsBody | undefined)?.numRows ?? 0), 0),
+        );
+      return { steps: runner.steps.filter((s) => s.numTokens > 1).map((s) => [s.numTokens, s.sample]), rowsAt };
+    };
+    const held = prefills(1, prompt);
+    expect(held.steps).toEqual([
+      [45, false],
+      [55, true],
+    ]);
+    expect(held.rowsAt[0]).toBe(45); // the Talker has the first step's rows while the second runs
+    expect(prefills(undefined, prompt).steps).toEqual([[100, true]]);
+    expect(prefills(1, prompt.slice(0, 63)).steps).toEqual([[63, true]]);
+  });
 });
 
 describe('RequestStream.onAudioStarted (the release main sends the Thinker)', () => {

@@ -90,6 +90,7 @@ describe('chunk policy', () => {
     speechLeadMs: null,
     speechLeadMinAnswers: 12,
     speakingSlice: 4,
+    firstPrefillSplit: 0.45,
   };
 
   it('grows the initial chunk with load, and lets a request override it', () => {

@@ -85,6 +85,7 @@ describe('talker2code2wav', () => {
     speechLeadMs: null,
     speechLeadMinAnswers: 12,
     speakingSlice: 4,
+    firstPrefillSplit: 0.45,
   };
   const frame = (t: number) => Int32Array.from({ length: 2 }, (_, q) => t * 100 + q);
 
