@@ -295,6 +295,18 @@ ${thinker}`;
     ]);
   });
 
+  it('first_prefill_split takes a share between 0 and 1 or null (default 0.45)', () => {
+    const withSplit = (v: string) => `chunk_policy:\n  first_prefill_split: ${v}\nstages:\n${thinker}`;
+    for (const bad of ['1', '0', '1.5'])
+      expect(problemsOf(withSplit(bad))).toEqual([
+        `configs/x.yaml:2 chunk_policy.first_prefill_split: must be a share of the prompt between 0 and 1 (the ` +
+          `first step's), or null for one step, got ${bad}`,
+      ]);
+    expect(parseConfig(withSplit('null'), 'configs/x.yaml').chunkPolicy.firstPrefillSplit).toBeNull();
+    expect(parseConfig(withSplit('0.3'), 'configs/x.yaml').chunkPolicy.firstPrefillSplit).toBe(0.3);
+    expect(parseConfig(`stages:\n${thinker}`, 'configs/x.yaml').chunkPolicy.firstPrefillSplit).toBe(0.45);
+  });
+
   it('routing takes ttft, least_loaded or round_robin (default ttft)', () => {
     expect(problemsOf(`routing: fastest\nstages:\n${thinker}`)).toEqual([
       'configs/x.yaml:1 routing: must be ttft (lowest estimated time to first token), least_loaded or round_robin, ' +
