@@ -11,7 +11,7 @@
  * producer must send it (readsText), and its READY facts are its own schema in its protocol.ts, read through factsIn.
  */
 import type { Static, TSchema } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { FinalOutputType, StageGraph, StageKind, StageSpec, WorkerType } from '../src/common/graph.ts';
 import type { MediaModality } from '../src/common/encoderSettings.ts';
 import type { ModelSpec } from '../src/common/modelSpec.ts';
@@ -202,8 +202,18 @@ export interface PromptLimits {
  * its kind's (another kind's stage, or facts that do not hold to it).
  */
 export function factsIn<S extends TSchema>(schema: S, facts: ModelFacts): Static<S> | undefined {
-  return Value.Check(schema, facts) ? (facts as Static<S>) : undefined;
+  let check = compiledFacts.get(schema);
+  if (!check) compiledFacts.set(schema, (check = TypeCompiler.Compile(schema)));
+  return check.Check(facts) ? (facts as Static<S>) : undefined;
 }
+
+/**
+ * Each kind's facts schema compiled once (as src/control/controlChecks.ts does for control messages). Main reads
+ * facts for every request it plans, before its adds leave (the Thinker's add asks for its Talker's frames per token,
+ * the Talker's for its Code2Wav's state), through every chosen instance's facts; `Value.Check` walks the schema each
+ * time.
+ */
+const compiledFacts = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
 /**
  * Some of a kind's READY facts, by name (a descriptor's audioFacts): none when the facts are not its kind's, or a
