@@ -11,6 +11,7 @@ export const ALONE = [
   'test/e2e/soak.test.ts',
   'test/e2e/soak.turns.test.ts',
   'test/e2e/server.admissionSlo.test.ts',
+  'test/native/wakePlacement.test.ts',
 ];
 
 /** What every tier shares (and the ALONE run: vitest.alone.config.ts). */

@@ -195,10 +195,19 @@ Napi::Value Unlink(const Napi::CallbackInfo& info) {
   }
 }
 
+// publishReaderThread(on: boolean): this process's ring waits publish their thread to the rings' producers.
+Napi::Value PublishReaderThread(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBoolean()) ThrowCoded(env, "CHORUS_ERR_SHM", "publishReaderThread(on: boolean)");
+  Ring::PublishReaderThread(info[0].As<Napi::Boolean>());
+  return env.Undefined();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // No static JS handles: the class constructor lives only on this env's exports object.
   exports.Set("Ring", RingWrap::Define(env));
   exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
+  exports.Set("publishReaderThread", Napi::Function::New(env, PublishReaderThread, "publishReaderThread"));
   exports.Set("headerBytes", Napi::Number::New(env, static_cast<double>(kHeaderBytes)));
   exports.Set("copyStrided", Napi::Function::New(env, CopyStrided, "copyStrided"));
   exports.Set("fillStrided", Napi::Function::New(env, FillStrided, "fillStrided"));

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +33,26 @@ void CheckName(const std::string& name) {
   }
 }
 
+std::atomic<bool> publishReader{false};
+
+// A thread just woken by this one, placed on this thread's core, moves to another it may run on: its affinity without
+// this core, then back as it was (a queued thread whose core leaves its mask moves at once; one already running
+// elsewhere stays there). Nothing when it may only run here, or it is gone.
+void MoveOffThisCore(pid_t tid) {
+  int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(tid, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2) return;
+  cpu_set_t elsewhere = mask;
+  CPU_CLR(cpu, &elsewhere);
+  if (sched_setaffinity(tid, sizeof elsewhere, &elsewhere) != 0) return;
+  sched_setaffinity(tid, sizeof mask, &mask);
+}
+
 }  // namespace
+
+void Ring::PublishReaderThread(bool on) { publishReader.store(on, std::memory_order_relaxed); }
 
 // Linux opens a FIFO O_RDWR without waiting for a peer; O_NONBLOCK: a full pipe is already a rung bell.
 static int OpenBell(const std::string& name) { return open(Ring::BellPath(name).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC); }
@@ -92,6 +113,7 @@ std::unique_ptr<Ring> Ring::Create(const std::string& name, uint64_t capacityByt
   h->readPos.store(0, std::memory_order_relaxed);
   h->unused.store(0, std::memory_order_relaxed);
   h->readerWaiting.store(0, std::memory_order_relaxed);
+  h->readerTid.store(0, std::memory_order_relaxed);
   h->roomSeq.store(0, std::memory_order_relaxed);
   h->writerWaiting.store(0, std::memory_order_relaxed);
   h->magic.store(kRingMagic, std::memory_order_release);  // last: publishes the initialised header
@@ -204,6 +226,8 @@ bool Ring::TryWrite(const Slice* parts, size_t count) {
     const char ring = 1;
     ssize_t written = write(bellFd_, &ring, 1);  // EAGAIN: the pipe is full, so the bell rang already
     (void)written;
+    pid_t reader = header_->readerTid.load(std::memory_order_relaxed);
+    if (reader > 0) MoveOffThisCore(reader);
   }
   return true;
 }
@@ -213,6 +237,8 @@ bool Ring::HasData() const {
 }
 
 bool Ring::ArmDataBell() {
+  const bool publish = publishReader.load(std::memory_order_relaxed);
+  header_->readerTid.store(publish ? static_cast<int32_t>(syscall(SYS_gettid)) : 0, std::memory_order_relaxed);
   // Dekker handshake with TryWrite (see there).
   header_->readerWaiting.store(kBellWaiter, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);

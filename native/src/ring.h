@@ -22,7 +22,7 @@
 namespace chorus {
 
 constexpr uint32_t kRingMagic = 0x47524843;  // "CHRG" little-endian
-constexpr uint32_t kRingVersion = 2;  // 2: the consumer waits on a doorbell FIFO, not a futex
+constexpr uint32_t kRingVersion = 3;  // 2: the consumer waits on a doorbell FIFO, not a futex; 3: readerTid
 constexpr uint64_t kHeaderBytes = 4096;
 constexpr uint64_t kMinCapacity = 64;
 constexpr uint64_t kMaxCapacity = uint64_t(1) << 34;  // 16 GiB: far beyond any edge, catches unit mix-ups
@@ -41,6 +41,9 @@ struct RingHeader {
   // readerWaiting is set, so a write costs no syscall while the consumer is busy.
   alignas(64) std::atomic<uint32_t> unused;  // version 1's futex word for the consumer
   std::atomic<uint32_t> readerWaiting;
+  // The waiting consumer's thread when its process publishes it (Ring::PublishReaderThread), else 0: the producer
+  // that rings the doorbell moves it off the producer's own core (Ring::TryWrite).
+  std::atomic<int32_t> readerTid;
   // The producer sleeps on roomSeq when the ring is full; symmetric to the above.
   alignas(64) std::atomic<uint32_t> roomSeq;
   std::atomic<uint32_t> writerWaiting;
@@ -110,6 +113,10 @@ class Ring {
   // Consumer, waiting for data on its doorbell (bell.h): announces the wait and returns true when data is
   // already there (then nothing is announced). Disarm after the bell rang or the wait ended.
   bool ArmDataBell();
+  // This process's consumers publish their thread when they wait (stage processes: never main), so the producer
+  // that wakes one moves it off the producer's core: a woken thread is placed on its waker's core by kernels that
+  // pack (bench/NOTES.md, "Wake-ups packed onto the waker's core"), and would take it from the producer.
+  static void PublishReaderThread(bool on);
   void DisarmDataBell();
 
  private:

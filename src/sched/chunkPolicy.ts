@@ -71,6 +71,12 @@ export function initialChunkForTarget(
 const HOLD_MAX_LIVE = IC_BY_LOAD[0].maxActive;
 
 /**
+ * Requests a stage holds up to which it counts as lightly loaded (the ladder's first rung, as the first-packet hold):
+ * there its cores idle between hand-offs, and a woken stage is moved off its waker's core (src/worker/stageMain.ts).
+ */
+export const LIGHT_LOAD_MAX_LIVE = HOLD_MAX_LIVE;
+
+/**
  * First-packet hold: the Thinker tokens a request gets before the Thinker waits for its first audio, or undefined
  * for no hold. Exactly the rows the first chunk the ladder (or the request's override) gives at this load needs: at
  * light load the Thinker's decode steps and the text deltas they send to main are what the Talker's prefill shares

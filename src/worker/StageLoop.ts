@@ -34,6 +34,8 @@ export class StageLoop {
     private readonly log: Logger,
     /** Work for when nothing else is to run, a slice per call; false when there is none left. */
     private readonly idle?: () => boolean,
+    /** Told the requests the core holds before each turn's waits (stageMain.ts: whether woken waits are moved). */
+    private readonly onLoad?: (requests: number) => void,
   ) {}
 
   /** Called for every control message (from the IPC channel). */
@@ -64,6 +66,7 @@ export class StageLoop {
       this.core.onArrivals(this.adapter.processPendingChunks());
       if (this.stopping && (this.core.size === 0 || Date.now() >= this.stopping.drainDeadline)) break;
       const didWork = this.core.step();
+      this.onLoad?.(this.core.size);
       if (!didWork && this.control.length === 0 && !this.adapter.hasPendingArrivals && !this.idle?.()) {
         await this.sleep();
         continue;

@@ -17,6 +17,8 @@ import { enterSchedIdle } from '../common/schedIdle.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
+import { addon } from '../../transport/shm/binding.ts';
+import { LIGHT_LOAD_MAX_LIVE } from '../sched/chunkPolicy.ts';
 import type { Connector } from '../../transport/Connector.ts';
 import type { ControlChannel } from './ControlChannel.ts';
 import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type StageToMain } from './messages.ts';
@@ -196,7 +198,12 @@ async function bootStage(
   };
   const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
   const spans = ctx.spans;
-  loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined);
+  // Lightly loaded, this stage's waits publish its thread, so the producer that wakes it moves it off the producer's
+  // core (native/src/ring.cc): a kernel that packs wake-ups put the Talker, woken by the first prompt rows, on the
+  // Thinker's core while the other idled (docs/operations.md, "Woken stages moved off their waker's core"). Busier,
+  // both cores have work and a move only trades which waits.
+  const publish = (requests: number) => addon.publishReaderThread(requests <= LIGHT_LOAD_MAX_LIVE);
+  loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined, publish);
   const running = loop;
   channel.onMessage((msg) => running.deliver(msg));
   const loadMs = Math.round(performance.now() - started);

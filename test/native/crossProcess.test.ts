@@ -1,38 +1,11 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ShmRing } from '../../transport/shm/ShmRing.ts';
-import { producedFrame, type PeerCommand, type PeerReply } from './fixtures/peerProtocol.ts';
+import { producedFrame, type PeerReply } from './fixtures/peerProtocol.ts';
+import { endPeersAndRings, ring, startPeer } from './fixtures/peers.ts';
 
-const PEER = new URL('./fixtures/ringPeer.ts', import.meta.url).pathname;
-const rings: ShmRing[] = [];
-const children: ChildProcess[] = [];
-
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-  for (const ring of rings.splice(0)) {
-    ring.close();
-    ring.unlink();
-  }
-});
-
-function ring(capacityBytes: number): ShmRing {
-  const r = ShmRing.create({ capacityBytes });
-  rings.push(r);
-  return r;
-}
-
-/** Forks the peer, sends its command and resolves with its first reply. */
-async function startPeer(cmd: PeerCommand): Promise<{ child: ChildProcess; reply: PeerReply }> {
-  const child = fork(PEER, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.push(child);
-  const replied = once(child, 'message') as Promise<[PeerReply]>;
-  child.send(cmd);
-  const [reply] = await replied;
-  if ('error' in reply) throw new Error(`peer failed: ${reply.error}`);
-  return { child, reply };
-}
+afterEach(endPeersAndRings);
 
 describe('ShmRing across processes', () => {
   it('ping-pongs frames with a child process (doorbell wake-ups both ways)', async () => {

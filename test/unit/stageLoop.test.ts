@@ -46,6 +46,41 @@ describe('StageLoop', () => {
     await running;
   });
 
+  it("tells its load hook the core's requests after each step, before it waits", async () => {
+    const sizes: number[] = [];
+    let size = 3;
+    let second!: () => void;
+    const stepped = new Promise<void>((r) => (second = r));
+    let steps = 0;
+    const core = {
+      get size() {
+        return size;
+      },
+      onArrivals: () => {},
+      step: () => {
+        if (++steps === 2) second();
+        size = 1; // the step finished two of them
+        return false;
+      },
+      nextWakeAtMs: () => null,
+      stats: () => ({}),
+    } as unknown as StageCore;
+    const loop = new StageLoop(
+      core,
+      idleAdapter,
+      () => {},
+      logger,
+      undefined,
+      (n) => sizes.push(n),
+    );
+    const running = loop.run();
+    loop.wake();
+    await stepped;
+    expect(sizes.slice(0, 2)).toEqual([1, 1]);
+    loop.stop();
+    await running;
+  });
+
   it('an arrival wakes it before the deadline, and the deadline timer is cleared', async () => {
     const { core, steps, second } = fakeCore(() => Date.now() + 60_000);
     const loop = new StageLoop(core, idleAdapter, () => {}, logger);

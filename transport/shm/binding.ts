@@ -41,6 +41,11 @@ export interface NativeAddon {
   Ring: new (name: string, capacityBytes: number, create: boolean) => NativeRing;
   /** shm_unlink; false when the name did not exist. */
   unlink(name: string): boolean;
+  /**
+   * This process's ring waits publish their thread, so a producer that wakes one moves it off the producer's core
+   * (native/src/ring.h, Ring::PublishReaderThread). Stage processes turn it on while lightly loaded; main never.
+   */
+  publishReaderThread(on: boolean): void;
   readonly headerBytes: number;
   /**
    * Copies `count` blocks of `blockFloats` floats, block i from src[srcStart + i * srcStride] to

@@ -1,0 +1,45 @@
+/**
+ * Where a woken stage runs. A kernel that packs wake-ups puts the woken reader on its producer's core (bench/NOTES.md,
+ * "Wake-ups packed onto the waker's core"); a reader that publishes its thread is moved off it by the producer's write
+ * (native/src/ring.cc). ALONE (vitest.config.ts): beside other test files' processes the cores' own balancing moves
+ * the reader back and forth, and where it runs says nothing about the move.
+ */
+import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { availableParallelism } from 'node:os';
+import { afterEach, expect, it } from 'vitest';
+import type { PeerReply } from './fixtures/peerProtocol.ts';
+import { endPeersAndRings, ring, startPeer } from './fixtures/peers.ts';
+
+afterEach(endPeersAndRings);
+
+it.runIf(availableParallelism() >= 2)(
+  "moves a woken reader that publishes its thread off the producer's core, and gives it its cores back",
+  async () => {
+    const inbound = ring(64 * 1024);
+    const reader = await startPeer({ mode: 'where', inName: inbound.name, publish: true });
+    const producer = await startPeer({ mode: 'pinned', outName: inbound.name, cpu: 0, busyMs: 3 });
+    const before = allowedCpus(reader.child.pid!);
+    const cpus: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const woke = once(reader.child, 'message') as Promise<[PeerReply]>;
+      const wrote = once(producer.child, 'message');
+      producer.child.send('next');
+      const [[where]] = await Promise.all([woke, wrote]);
+      if (!('cpu' in where)) throw new Error(`reader replied ${JSON.stringify(where)}`);
+      cpus.push(where.cpu);
+    }
+    // The producer held core 0 for 3 ms after each write: a reader left there would have waited for it.
+    expect(cpus.filter((cpu) => cpu === 0).length, `cores of the wake-ups: ${cpus.join(' ')}`).toBeLessThanOrEqual(2);
+    expect(allowedCpus(reader.child.pid!)).toBe(before);
+    producer.child.send('stop');
+    await inbound.write(Buffer.alloc(0), Date.now() + 10_000);
+    const [code] = await once(reader.child, 'exit');
+    expect(code).toBe(0);
+  },
+);
+
+/** The cores a process's main thread may run on, as the kernel lists them ("0-1"). */
+function allowedCpus(pid: number): string {
+  return /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
+}
