@@ -20,17 +20,21 @@ it.runIf(availableParallelism() >= 2)(
     const reader = await startPeer({ mode: 'where', inName: inbound.name, publish: true });
     const producer = await startPeer({ mode: 'pinned', outName: inbound.name, cpu: 0, busyMs: 3 });
     const before = allowedCpus(reader.child.pid!);
-    const cpus: number[] = [];
-    for (let i = 0; i < 20; i++) {
+    const cpus: number[] = []; // of the wake-ups (a frame the reader found without sleeping tells nothing)
+    for (let i = 0; i < 40; i++) {
       const woke = once(reader.child, 'message') as Promise<[PeerReply]>;
       const wrote = once(producer.child, 'message');
       producer.child.send('next');
       const [[where]] = await Promise.all([woke, wrote]);
       if (!('cpu' in where)) throw new Error(`reader replied ${JSON.stringify(where)}`);
-      cpus.push(where.cpu);
+      if (where.woken) cpus.push(where.cpu);
     }
-    // The producer held core 0 for 3 ms after each write: a reader left there would have waited for it.
-    expect(cpus.filter((cpu) => cpu === 0).length, `cores of the wake-ups: ${cpus.join(' ')}`).toBeLessThanOrEqual(2);
+    // The producer held core 0 for 3 ms after each write: a reader left there would have waited for it. Not
+    // published, the reader woke there in 30-80% of the wake-ups in the minutes this kernel packed; published, in at
+    // most 15% (the kernel's balancing moves a reader now and then, the more so beside the suite's other processes).
+    expect(cpus.length).toBeGreaterThanOrEqual(20);
+    const onProducers = cpus.filter((cpu) => cpu === 0).length;
+    expect(onProducers, `cores of the wake-ups: ${cpus.join(' ')}`).toBeLessThanOrEqual(cpus.length / 4);
     expect(allowedCpus(reader.child.pid!)).toBe(before);
     producer.child.send('stop');
     await inbound.write(Buffer.alloc(0), Date.now() + 10_000);
