@@ -76,25 +76,58 @@ export class DecodeStepCost {
 }
 
 /**
- * What a newcomer's prefill costs a stage now (ms of CPU): the median of its last steps that prefilled only
- * requests that had not sampled yet (new answers' prompts or pieces of them), each step's CPU shared among its
- * requests. Speaking slices take it as the cost a step in progress may have (src/sched/SpeakingSlices.ts,
+ * What a newcomer's prefill costs a stage now (ms of CPU): the median of the last new requests' prefills, each the
+ * CPU of every step that computed its positions before its first output (its share of each, when a step prefilled
+ * several). Speaking slices take it as the cost a step in progress may have (src/sched/SpeakingSlices.ts,
  * SLICE_SIZE_MARGIN). A fresh server's first prefills may all come together (sixteen answers sent at once): a share of
  * their step is what each cost, at most what one alone would, so a newcomer right after them is already counted for.
- * Pure: the core reports them.
+ *
+ * A prompt prefilled in pieces (the first prefill in two, a chunked prefill, the Talker's rows as the Thinker sends
+ * them) counts whole. Priced by its steps, a piece stood for a prefill: the Talker's half-prompt pieces (8-10 ms of
+ * CPU where the prompt took 18) set the bound below a decode step of six answers (8-14 ms late in them), so at c=10
+ * the Talker ran those six in slices of four and two, each step's own cost twice, its CPU a request 1.38x waiting's
+ * (bench/NOTES.md, "A newcomer's prefill counted whole"). A request whose prefill shared a step with other work
+ * (decodes beside it), or was preempted and starts again, is not counted: its CPU is not its own. Pure: the core
+ * reports the steps and the first outputs.
  */
-export class PrefillStepCost {
+export class NewcomerPrefillCost {
   private readonly samples: number[] = [];
+  /** CPU so far of each new request's prefill; null once one of its steps shared other work. */
+  private readonly sofar = new Map<string, number | null>();
 
-  /** A step that prefilled `requests` new requests and nothing else cost `cpuMs` of the stage's CPU. */
-  observe(cpuMs: number, requests = 1): void {
+  /**
+   * A step computed prompt positions of `requestIds`, new requests (none has an output yet), at `cpuMs` of the
+   * stage's CPU; `alone`: the step ran nothing else (else the requests are not counted).
+   */
+  prefilled(requestIds: readonly string[], cpuMs: number, alone: boolean): void {
     // No CPU read (a clock that did not move) is no measure: a prompt is never free.
-    if (!Number.isFinite(cpuMs) || cpuMs <= 0 || !(requests >= 1)) return;
-    this.samples.push(cpuMs / requests);
+    const share = alone && Number.isFinite(cpuMs) && cpuMs > 0 ? cpuMs / requestIds.length : null;
+    for (const id of requestIds) {
+      const before = this.sofar.get(id);
+      this.sofar.set(id, share === null || before === null ? null : (before ?? 0) + share);
+    }
+  }
+
+  /** The request sampled its first output: its prefill is complete. */
+  sampled(requestId: string): void {
+    const total = this.sofar.get(requestId);
+    this.sofar.delete(requestId);
+    if (total === undefined || total === null) return;
+    this.samples.push(total);
     if (this.samples.length > SAMPLES_PER_SIZE) this.samples.shift();
   }
 
-  /** The median of the last such steps' shares, or null before the first. */
+  /** The request left before its first output, or was preempted (its prefill starts again): not counted. */
+  removed(requestId: string): void {
+    this.sofar.delete(requestId);
+  }
+
+  /** Requests whose prefill is being counted (for tests: nothing is kept for a request that left). */
+  get pending(): number {
+    return this.sofar.size;
+  }
+
+  /** The median of the last prefills, or null before the first. */
   estimate(): number | null {
     return this.samples.length > 0 ? median(this.samples) : null;
   }

@@ -4,7 +4,7 @@
  * follow-up. Subclasses say how a scheduled item becomes a runner input and what its output means.
  */
 import { ArScheduler, type ScheduledItem, type SchedulerPlan } from '../sched/ArScheduler.ts';
-import { DecodeStepCost, PrefillStepCost } from '../sched/DecodeStepCost.ts';
+import { DecodeStepCost, NewcomerPrefillCost } from '../sched/DecodeStepCost.ts';
 import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import type { StageStats } from './messages.ts';
@@ -24,8 +24,8 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   private generatedTokens = 0;
   /** The CPU a decode step costs by its rows (the process's, over the batch and run): speaking slices' estimate. */
   private readonly decodeCost = new DecodeStepCost();
-  /** The CPU a new request's prefill costs (its share of a step of them): speaking slices' bound. */
-  private readonly newcomerCost = new PrefillStepCost();
+  /** The CPU a new request's prefill costs (all its pieces, its share of steps of them): speaking slices' bound. */
+  private readonly newcomerCost = new NewcomerPrefillCost();
   private readonly cpuClockMs = this.ctx.cpuClockMs ?? processCpuMs;
 
   constructor(
@@ -61,6 +61,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
 
   protected override freeRunnerState(requestId: string): void {
     this.arRunner.free(requestId);
+    this.newcomerCost.removed(requestId);
   }
 
   step(): boolean {
@@ -70,12 +71,15 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     this.leftSeats([...planned.yielded, ...planned.preempted]);
     const plan = this.sliced(planned, nowMs);
     const cpu0 = this.cpuClockMs();
-    for (const id of plan.preempted) this.arRunner.free(id); // recomputed from position 0 when rescheduled
+    for (const id of plan.preempted) {
+      this.arRunner.free(id); // recomputed from position 0 when rescheduled
+      this.newcomerCost.removed(id);
+    }
     if (plan.items.length === 0) return false;
     // Before the step: an item of a request that has sampled before, taking one position, decodes (it computes its
     // last output's position); any other computes prompt positions (the prompt, its chunks, or a recompute).
     const decodes = plan.items.map((it) => it.numTokens === 1 && this.requests.get(it.requestId)!.numOutputs > 0);
-    const newcomers = plan.items.every((it) => this.requests.get(it.requestId)!.numOutputs === 0);
+    const firsts = plan.items.filter((it) => this.requests.get(it.requestId)!.numOutputs === 0);
     const started = performance.now();
     const batch = plan.items.map((item) => this.batchItem(this.requests.get(item.requestId)!, item));
     let outputs: O[];
@@ -97,7 +101,9 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     }
     const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
     if (phase === 'decode') this.decodeCost.observe(plan.items.length, this.cpuClockMs() - cpu0);
-    else if (newcomers) this.newcomerCost.observe(this.cpuClockMs() - cpu0, plan.items.length);
+    const firstIds = firsts.map((it) => it.requestId);
+    if (firsts.length > 0)
+      this.newcomerCost.prefilled(firstIds, this.cpuClockMs() - cpu0, firsts.length === batch.length);
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => {
       const req = this.requests.get(item.requestId);
@@ -107,6 +113,7 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
       if (!decodes[i]) this.promptTokens += item.numTokens;
       if (item.sample) this.generatedTokens++;
     });
+    for (const item of firsts) if (item.sample) this.newcomerCost.sampled(item.requestId);
     this.recordStep(
       plan.items.length,
       started,

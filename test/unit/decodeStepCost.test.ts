@@ -4,7 +4,7 @@
  * audio burst, and slices switched on by one slow step").
  */
 import { describe, expect, it } from 'vitest';
-import { DecodeStepCost } from '../../src/sched/DecodeStepCost.ts';
+import { DecodeStepCost, NewcomerPrefillCost } from '../../src/sched/DecodeStepCost.ts';
 
 /** tiny-omni's Thinker early in sixteen long answers: ~2.75 ms a step and 0.5 a row. */
 const cost = (rows: number) => 2.75 + 0.5 * rows;
@@ -58,5 +58,56 @@ describe('DecodeStepCost', () => {
     c.observe(16, cost(16)); // sixteen again, cheaper: one fresh step does not count yet, nor do the old ones
     // The fit while both ran put the fixed cost below zero (kept at 0): the slices' cost a row prices sixteen.
     expect(c.estimate(16)).toBeCloseTo((cost(4) / 4) * 16);
+  });
+});
+
+describe('NewcomerPrefillCost', () => {
+  it('counts a prompt prefilled in pieces whole, at its first output', () => {
+    const c = new NewcomerPrefillCost();
+    c.prefilled(['a'], 8, true); // the first 45% of the rows
+    expect(c.estimate()).toBeNull(); // not a prefill yet
+    c.prefilled(['a'], 10, true); // the rest, sampling
+    c.sampled('a');
+    expect(c.estimate()).toBe(18);
+    expect(c.pending).toBe(0);
+  });
+
+  it('shares a step of several new prompts among them', () => {
+    const c = new NewcomerPrefillCost();
+    c.prefilled(['a', 'b', 'c', 'd'], 40, true);
+    for (const id of ['a', 'b', 'c', 'd']) c.sampled(id);
+    expect(c.estimate()).toBe(10);
+  });
+
+  it('does not count a prefill that shared a step with other work, or was preempted', () => {
+    const c = new NewcomerPrefillCost();
+    c.prefilled(['a'], 12, true);
+    c.sampled('a');
+    c.prefilled(['b'], 5, true);
+    c.prefilled(['b'], 30, false); // beside decodes: its CPU is not its own
+    c.sampled('b');
+    c.prefilled(['p'], 9, true);
+    c.removed('p'); // preempted: its prefill starts again
+    c.prefilled(['p'], 11, true);
+    c.sampled('p');
+    expect(c.estimate()).toBe((12 + 11) / 2);
+  });
+
+  it('keeps nothing for a request that left before its first output', () => {
+    const c = new NewcomerPrefillCost();
+    c.prefilled(['a', 'b'], 10, true);
+    c.removed('a');
+    c.removed('b');
+    expect(c.pending).toBe(0);
+    expect(c.estimate()).toBeNull();
+  });
+
+  it('is moved by no single slow prefill (the median of the last five)', () => {
+    const c = new NewcomerPrefillCost();
+    [18, 17, 90, 19, 18].forEach((ms, i) => {
+      c.prefilled([`r${i}`], ms, true);
+      c.sampled(`r${i}`);
+    });
+    expect(c.estimate()).toBe(18);
   });
 });

@@ -189,22 +189,25 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
 
   /**
    * A model that records each step's batch and advances the stage's CPU clock (StageContext.cpuClockMs, what slicing
-   * reads) by `decodeMs(rows, step)` a decode step and `prefillMs(rows)` a step of prompts (by default nothing: no
-   * newcomer's prefill measured, the default bound and size).
+   * reads) by `decodeMs(rows, step)` a decode step and `prefillMs(rows, positions)` a step of prompts (by default
+   * nothing: no newcomer's prefill measured, the default bound and size).
    */
   class BatchRunner extends KvLengthRunner {
     readonly batches: string[][] = [];
     cpuMs = 0;
     constructor(
       private readonly decodeMs: (rows: number, step: number) => number,
-      private readonly prefillMs: (rows: number) => number,
+      private readonly prefillMs: (rows: number, positions: number) => number,
     ) {
       super();
     }
     override execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
       this.batches.push(items.map((it) => it.seqId));
       const prefill = items.some((it) => it.numTokens > 1);
-      this.cpuMs += prefill ? this.prefillMs(items.length) : this.decodeMs(items.length, this.batches.length);
+      const positions = items.reduce((n, it) => n + it.numTokens, 0);
+      this.cpuMs += prefill
+        ? this.prefillMs(items.length, positions)
+        : this.decodeMs(items.length, this.batches.length);
       return super.execute(items);
     }
   }
@@ -216,14 +219,19 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     n: number,
     speakingSlice: number | null,
     stepMs: number | ((rows: number, step: number) => number) = ROW_MS,
-    prefillMs: (rows: number) => number = () => 0,
+    prefillMs: (rows: number, positions: number) => number = () => 0,
+    prompt: { positions: number; stepPositions: number; prefillFirst?: boolean } = {
+      positions: 3,
+      stepPositions: spec.engine.maxNumBatchedTokens,
+    },
   ) {
     vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
     const runner = new BatchRunner(typeof stepMs === 'number' ? (rows) => rows * stepMs : stepMs, prefillMs);
-    const ctx = stageContext(spec, new FakeAdapter());
+    const engine = { ...spec.engine, maxNumBatchedTokens: prompt.stepPositions, prefillFirst: prompt.prefillFirst };
+    const ctx = stageContext({ ...spec, engine }, new FakeAdapter());
     const chunkPolicy = { ...ctx.chunkPolicy, speakingSlice };
     const core = new ThinkerCore({ ...ctx, chunkPolicy, cpuClockMs: () => runner.cpuMs }, runner);
-    const add = (requestId: string) =>
+    const add = (requestId: string, positions = prompt.positions, firstToken = 1) =>
       core.add({
         type: 'add',
         requestId,
@@ -233,11 +241,12 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
           { instance: 'talker#0', stageId: 'talker' },
         ],
         upstreams: [],
-        args: { promptTokenIds: [1, 2, 3] },
+        args: { promptTokenIds: Array.from({ length: positions }, (_, i) => firstToken + i) },
         firstChunkDeadline: Date.now() + 30_000,
       });
     for (const id of ids(n)) add(id);
-    core.step(); // the prompts
+    const prefillSteps = Math.ceil((n * prompt.positions) / prompt.stepPositions);
+    for (let i = 0; i < prefillSteps; i++) core.step(); // the prompts
     for (const id of ids(n)) core.onKindMessage(id, { type: 'first_audio' });
     return { core, runner, add };
   }
@@ -373,6 +382,35 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
     add('new');
     core.step();
     expect(runner.batches.at(-1)).toEqual(['new']);
+  });
+
+  it("prices a newcomer's prefill whole when the step budget cuts its prompt in pieces", () => {
+    // Steps of 10 positions, 1 ms of CPU a position: five newcomers' 40-position prompts, each prefilled alone in four
+    // pieces, cost the stage 40 ms each, a piece 10. A decode step costs 6 ms and 1 a row: nine answers' step 15,
+    // under a newcomer's whole prefill (its half, where slices once on end), over a piece.
+    const { core, runner, add } = thinker(
+      0,
+      4,
+      (rows) => 6 + rows,
+      (_rows, positions) => positions,
+      { positions: 1, stepPositions: 10, prefillFirst: false },
+    );
+    for (let i = 0; i < 5; i++) {
+      const id = `new${i}`;
+      add(id, 40, 100 + 40 * i); // a prompt of its own: none of it from another's prefix cache
+      const before = runner.batches.length;
+      for (let k = 0; k < 5; k++) core.step();
+      expect(runner.batches.slice(before)).toEqual(Array(5).fill([id])); // four pieces and its first decode
+      if (i < 4) core.abort(id);
+    }
+    // Eight answers more, their prompts beside the last newcomer's decodes (no prefill of their own to price).
+    for (const id of ids(8)) add(id);
+    core.step();
+    expect(runner.batches.at(-1)).toHaveLength(9);
+    for (const id of [...ids(8), 'new4']) core.onKindMessage(id, { type: 'first_audio' });
+    vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    for (let i = 0; i < SLICE_RESIZE_STEPS + 20; i++) core.step();
+    expect(runner.batches.slice(-10).map((b) => b.length)).toEqual(Array(10).fill(9));
   });
 
   it('steps them all together with speaking_slice null', () => {
