@@ -51,7 +51,10 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
       policy.speechLeadMs === null || !this.pacesSpeech()
         ? null
         : new SpeechLead({ leadMs: policy.speechLeadMs, minAnswers: policy.speechLeadMinAnswers });
-    this.slices = this.firstAudio && policy.speakingSlice !== null ? new SpeakingSlices(policy.speakingSlice) : null;
+    this.slices =
+      this.firstAudio && policy.speakingSlice !== null
+        ? new SpeakingSlices(policy.speakingSlice, policy.speechLeadMinAnswers)
+        : null;
   }
 
   override add(msg: AddRequest<A>): void {
