@@ -26,13 +26,6 @@
  * a fifth group that ran a single row a step (~3.6-4 ms of the Talker's CPU for that row), and every handover changed
  * two groups (each repacked once; bench/NOTES.md, "Seat turns that keep a batch").
  *
- * A few answers are never sliced (`minAnswers`, chunk_policy.speech_lead_min_answers, the count below which the
- * Thinker does not pace them either): their steps are short, they run flat out, and each slice's own cost only makes
- * every answer end later. At c=10 the Talker sliced six answers whose newcomers' prompts came from the prefix cache
- * (a prefill of 3-4 ms of CPU, the bound, under a step of six at 6.2): in slices of one for 370 steps where 62 steps
- * of six would do, the answers ended 0.3-0.5 s later and streaming's E2E went over waiting's (bench/NOTES.md, "A
- * newcomer's prefill counted whole; a few answers never sliced").
- *
  * The requests that may not wait (a newcomer in its first second of speech) run in steps of their own, every other
  * step, the groups in turns between. Run beside each group, a newcomer made every step a new batch, the group plus
  * it: 18-21% of the Thinker's and the Talker's decode steps around newcomers repacked their KV (1.3-1.8x the CPU of
@@ -109,8 +102,6 @@ export class SpeakingSlices {
 
   constructor(
     private readonly maxSize: number,
-    /** Fewer answers that may wait are never sliced. */
-    private readonly minAnswers = 1,
     private readonly minStepMs = SLICE_MIN_STEP_MS,
   ) {
     if (!Number.isInteger(maxSize) || maxSize < 1) throw new RangeError('speaking_slice must be an integer >= 1');
@@ -125,9 +116,9 @@ export class SpeakingSlices {
   /**
    * Which of a step's requests (in the plan's order) run in it: while sliced, the ones that may not wait and the
    * groups of those that may take turns, every other step theirs and one group (at most the slices' size, the one
-   * least recently stepped) in each step between. null: the step runs as planned (no more than that many may wait,
-   * fewer than `minAnswers`, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of
-   * that many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
+   * least recently stepped) in each step between. null: the step runs as planned (no more
+   * than that many may wait, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that
+   * many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
    * the bound (`newcomerMs`, a newcomer's prefill here, once measured; minStepMs before), or SLICE_FLOOR_MS and slices
    * that cost at most SLICE_FREE_OVERHEAD more; once sliced, a step stays sliced down to SLICE_KEEP_SHARE of the one
    * and up to 1 / SLICE_KEEP_SHARE of the other. With `newcomerMs`, the size is the rows a step takes within it.
@@ -140,7 +131,7 @@ export class SpeakingSlices {
   ): ReadonlySet<string> | null {
     this.steps++;
     const waitable = planned.filter(mayWait);
-    if (waitable.length <= this.size || waitable.length < this.minAnswers) return null;
+    if (waitable.length <= this.size) return null;
     const waits = new Set(waitable);
     const boundMs = newcomerMs === null ? this.minStepMs : Math.max(SLICE_FLOOR_MS, newcomerMs);
     if (newcomerMs !== null) this.resize(stepMs, boundMs);

@@ -51,10 +51,7 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
       policy.speechLeadMs === null || !this.pacesSpeech()
         ? null
         : new SpeechLead({ leadMs: policy.speechLeadMs, minAnswers: policy.speechLeadMinAnswers });
-    this.slices =
-      this.firstAudio && policy.speakingSlice !== null
-        ? new SpeakingSlices(policy.speakingSlice, policy.speechLeadMinAnswers)
-        : null;
+    this.slices = this.firstAudio && policy.speakingSlice !== null ? new SpeakingSlices(policy.speakingSlice) : null;
   }
 
   override add(msg: AddRequest<A>): void {

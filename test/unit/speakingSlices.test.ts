@@ -178,12 +178,6 @@ describe('SpeakingSlices', () => {
     expect(grown.slice(6)).toEqual(grown.slice(0, 6));
   });
 
-  it('slices no fewer than minAnswers answers that may wait', () => {
-    const slices = new SpeakingSlices(4, 12);
-    expect(slices.keep(ids(11), () => true, COSTLY)).toBeNull();
-    expect(slices.keep(ids(12), () => true, COSTLY)?.size).toBe(4);
-  });
-
   it('refuses a size below one', () => {
     expect(() => new SpeakingSlices(0)).toThrow(RangeError);
   });
@@ -391,15 +385,15 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
   });
 
   it("prices a newcomer's prefill whole when the step budget cuts its prompt in pieces", () => {
-    // Steps of 13 positions, 1 ms of CPU a position: five newcomers' 40-position prompts, each prefilled alone in four
-    // pieces, cost the stage 40 ms each, a piece 13 or 1. A decode step costs 6 ms and 1 a row: twelve answers' step
-    // 18, under a newcomer's whole prefill (its half, where slices once on end), over a piece.
+    // Steps of 10 positions, 1 ms of CPU a position: five newcomers' 40-position prompts, each prefilled alone in four
+    // pieces, cost the stage 40 ms each, a piece 10. A decode step costs 6 ms and 1 a row: nine answers' step 15,
+    // under a newcomer's whole prefill (its half, where slices once on end), over a piece.
     const { core, runner, add } = thinker(
       0,
       4,
       (rows) => 6 + rows,
       (_rows, positions) => positions,
-      { positions: 1, stepPositions: 13, prefillFirst: false },
+      { positions: 1, stepPositions: 10, prefillFirst: false },
     );
     for (let i = 0; i < 5; i++) {
       const id = `new${i}`;
@@ -409,25 +403,14 @@ describe('the Thinker slices its speaking answers (chunk_policy.speaking_slice)'
       expect(runner.batches.slice(before)).toEqual(Array(5).fill([id])); // four pieces and its first decode
       if (i < 4) core.abort(id);
     }
-    // Eleven answers more, their prompts beside the last newcomer's decodes (no prefill of their own to price).
-    for (const id of ids(11)) add(id);
+    // Eight answers more, their prompts beside the last newcomer's decodes (no prefill of their own to price).
+    for (const id of ids(8)) add(id);
     core.step();
-    expect(runner.batches.at(-1)).toHaveLength(12);
-    for (const id of [...ids(11), 'new4']) core.onKindMessage(id, { type: 'first_audio' });
+    expect(runner.batches.at(-1)).toHaveLength(9);
+    for (const id of [...ids(8), 'new4']) core.onKindMessage(id, { type: 'first_audio' });
     vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
     for (let i = 0; i < SLICE_RESIZE_STEPS + 20; i++) core.step();
-    expect(runner.batches.slice(-10).map((b) => b.length)).toEqual(Array(10).fill(12));
-  });
-
-  it('never slices fewer answers than speech_lead_min_answers: their steps are short, and they run flat out', () => {
-    const atMost = (n: number) => {
-      const { core, runner } = thinker(n, 4, COSTLY);
-      vi.setSystemTime(Date.now() + FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
-      for (let i = 0; i < 8; i++) core.step();
-      return Math.max(...runner.batches.slice(-4).map((b) => b.length));
-    };
-    expect(atMost(11)).toBe(11);
-    expect(atMost(12)).toBe(4);
+    expect(runner.batches.slice(-10).map((b) => b.length)).toEqual(Array(10).fill(9));
   });
 
   it('steps them all together with speaking_slice null', () => {
