@@ -85,38 +85,28 @@ export class DecodeStepCost {
  * A prompt prefilled in pieces (the first prefill in two, a chunked prefill, the Talker's rows as the Thinker sends
  * them) counts whole. Priced by its steps, a piece stood for a prefill: the Talker's half-prompt pieces (8-10 ms of
  * CPU where the prompt took 18) set the bound below a decode step of six answers (8-14 ms late in them), so at c=10
- * the Talker ran those six in slices of four and two, each step's own cost twice, its CPU a request 1.38x waiting's
- * (bench/NOTES.md, "A newcomer's prefill counted whole; a cached one not at all"). A request whose prefill shared a
- * step with other work (decodes beside it), or was preempted and starts again, is not counted: its CPU is not its own.
- * Nor is one whose prompt began past position 0 (its head from the prefix cache): its CPU is its tail's, not what a new
- * prompt costs. The c=10 bench repeats the c=1 prompts, so the Talker computed 8 positions of each (3-4 ms of CPU):
- * priced so, the bound fell under a step of six answers (6.2 ms) and the Talker ran them in slices of one, 370 steps
- * where 62 of six would do, and streaming's E2E went over waiting's. Pure: the core reports the steps and the first
- * outputs.
+ * the Talker ran those six in slices of four and two, each step's own cost twice, its CPU there 1.43x sync's
+ * Talker's (bench/NOTES.md, "A newcomer's prefill counted whole"). A request whose prefill shared a step with other
+ * work (decodes beside it), or was preempted and starts again, is not counted: its CPU is not its own. A prompt whose
+ * head came from the prefix cache counts its tail, as what that newcomer cost (left out, the bound beside sixteen long
+ * answers rose to a new chat's prefill and the first newcomers came later: the same notes). Pure: the core reports
+ * the steps and the first outputs.
  */
-/** A step's piece of a new request's prompt: from which position it computed. */
-export interface PrefillPiece {
-  readonly requestId: string;
-  readonly startPosition: number;
-}
-
 export class NewcomerPrefillCost {
   private readonly samples: number[] = [];
   /** CPU so far of each new request's prefill; null once one of its steps shared other work. */
   private readonly sofar = new Map<string, number | null>();
 
   /**
-   * A step computed prompt positions of new requests (none has an output yet), each from `startPosition`, at `cpuMs`
-   * of the stage's CPU; `alone`: the step ran nothing else (else the requests are not counted).
+   * A step computed prompt positions of `requestIds`, new requests (none has an output yet), at `cpuMs` of the
+   * stage's CPU; `alone`: the step ran nothing else (else the requests are not counted).
    */
-  prefilled(pieces: readonly PrefillPiece[], cpuMs: number, alone: boolean): void {
+  prefilled(requestIds: readonly string[], cpuMs: number, alone: boolean): void {
     // No CPU read (a clock that did not move) is no measure: a prompt is never free.
-    const share = alone && Number.isFinite(cpuMs) && cpuMs > 0 ? cpuMs / pieces.length : null;
-    for (const { requestId, startPosition } of pieces) {
-      const before = this.sofar.get(requestId);
-      // A first piece past position 0: the prompt's head came from the prefix cache.
-      const counted = share !== null && before !== null && (before !== undefined || startPosition === 0);
-      this.sofar.set(requestId, counted ? (before ?? 0) + share : null);
+    const share = alone && Number.isFinite(cpuMs) && cpuMs > 0 ? cpuMs / requestIds.length : null;
+    for (const id of requestIds) {
+      const before = this.sofar.get(id);
+      this.sofar.set(id, share === null || before === null ? null : (before ?? 0) + share);
     }
   }
 

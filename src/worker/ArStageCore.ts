@@ -101,8 +101,9 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
     }
     const phase = decodes.every(Boolean) ? 'decode' : 'prefill';
     if (phase === 'decode') this.decodeCost.observe(plan.items.length, this.cpuClockMs() - cpu0);
+    const firstIds = firsts.map((it) => it.requestId);
     if (firsts.length > 0)
-      this.newcomerCost.prefilled(firsts, this.cpuClockMs() - cpu0, firsts.length === batch.length);
+      this.newcomerCost.prefilled(firstIds, this.cpuClockMs() - cpu0, firsts.length === batch.length);
     this.scheduler.update(plan);
     plan.items.forEach((item, i) => {
       const req = this.requests.get(item.requestId);

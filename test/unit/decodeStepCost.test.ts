@@ -62,14 +62,11 @@ describe('DecodeStepCost', () => {
 });
 
 describe('NewcomerPrefillCost', () => {
-  /** Pieces of these requests' prompts computed from position 0. */
-  const from0 = (...ids: string[]) => ids.map((requestId) => ({ requestId, startPosition: 0 }));
-
   it('counts a prompt prefilled in pieces whole, at its first output', () => {
     const c = new NewcomerPrefillCost();
-    c.prefilled(from0('a'), 8, true); // the first 45% of the rows
+    c.prefilled(['a'], 8, true); // the first 45% of the rows
     expect(c.estimate()).toBeNull(); // not a prefill yet
-    c.prefilled([{ requestId: 'a', startPosition: 54 }], 10, true); // the rest, sampling
+    c.prefilled(['a'], 10, true); // the rest, sampling
     c.sampled('a');
     expect(c.estimate()).toBe(18);
     expect(c.pending).toBe(0);
@@ -77,42 +74,28 @@ describe('NewcomerPrefillCost', () => {
 
   it('shares a step of several new prompts among them', () => {
     const c = new NewcomerPrefillCost();
-    c.prefilled(from0('a', 'b', 'c', 'd'), 40, true);
+    c.prefilled(['a', 'b', 'c', 'd'], 40, true);
     for (const id of ['a', 'b', 'c', 'd']) c.sampled(id);
     expect(c.estimate()).toBe(10);
   });
 
   it('does not count a prefill that shared a step with other work, or was preempted', () => {
     const c = new NewcomerPrefillCost();
-    c.prefilled(from0('a'), 12, true);
+    c.prefilled(['a'], 12, true);
     c.sampled('a');
-    c.prefilled(from0('b'), 5, true);
-    c.prefilled(from0('b'), 30, false); // beside decodes: its CPU is not its own
+    c.prefilled(['b'], 5, true);
+    c.prefilled(['b'], 30, false); // beside decodes: its CPU is not its own
     c.sampled('b');
-    c.prefilled(from0('p'), 9, true);
+    c.prefilled(['p'], 9, true);
     c.removed('p'); // preempted: its prefill starts again
-    c.prefilled(from0('p'), 11, true);
+    c.prefilled(['p'], 11, true);
     c.sampled('p');
     expect(c.estimate()).toBe((12 + 11) / 2);
   });
 
-  it("does not count a prompt whose head came from the prefix cache: its CPU is its tail's", () => {
-    const c = new NewcomerPrefillCost();
-    c.prefilled(from0('a'), 14, true);
-    c.sampled('a');
-    c.prefilled([{ requestId: 'b', startPosition: 112 }], 3.4, true); // 8 of 120 positions computed
-    c.sampled('b');
-    expect(c.estimate()).toBe(14);
-    // A later piece of a prompt begun at 0 starts past it, and counts.
-    c.prefilled(from0('p'), 8, true);
-    c.prefilled([{ requestId: 'p', startPosition: 54 }], 10, true);
-    c.sampled('p');
-    expect(c.estimate()).toBe(16);
-  });
-
   it('keeps nothing for a request that left before its first output', () => {
     const c = new NewcomerPrefillCost();
-    c.prefilled(from0('a', 'b'), 10, true);
+    c.prefilled(['a', 'b'], 10, true);
     c.removed('a');
     c.removed('b');
     expect(c.pending).toBe(0);
@@ -122,7 +105,7 @@ describe('NewcomerPrefillCost', () => {
   it('is moved by no single slow prefill (the median of the last five)', () => {
     const c = new NewcomerPrefillCost();
     [18, 17, 90, 19, 18].forEach((ms, i) => {
-      c.prefilled(from0(`r${i}`), ms, true);
+      c.prefilled([`r${i}`], ms, true);
       c.sampled(`r${i}`);
     });
     expect(c.estimate()).toBe(18);
