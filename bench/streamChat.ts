@@ -44,14 +44,19 @@ export interface StreamedChat {
   /** Error codes of error events in the stream (a 200 that failed on the way), each with its message. */
   readonly errors: readonly string[];
   readonly done: boolean;
+  /** The caller stopped reading (onAudio said 'stop') before the stream ended: the client went away. */
+  readonly stopped: boolean;
 }
 
 export interface ChatOptions {
   readonly url: string;
   readonly maxTokens: number;
   readonly prompt: string;
-  /** Each audio delta's arrival, in ms from the send, and the audio it carries (ms). */
-  readonly onAudio?: (atMs: number, durationMs: number) => void;
+  /**
+   * Each audio delta's arrival, in ms from the send, and the audio it carries (ms); 'stop' ends the reading there
+   * (the connection is closed, as a client that leaves).
+   */
+  readonly onAudio?: (atMs: number, durationMs: number) => void | 'stop';
 }
 
 export async function streamChat(o: ChatOptions): Promise<StreamedChat> {
@@ -71,11 +76,12 @@ export async function streamChat(o: ChatOptions): Promise<StreamedChat> {
   const head = { sentAtMs: sentAt, status: r.status, headersMs: since(), retryAfter: r.headers.get('retry-after') };
   if (r.status !== 200) {
     await r.body?.cancel();
-    return { ...head, firstAudioMs: null, endMs: since(), errors: [], done: false };
+    return { ...head, firstAudioMs: null, endMs: since(), errors: [], done: false, stopped: false };
   }
   let firstAudioMs: number | null = null;
   const errors: string[] = [];
   let done = false;
+  let stopped = false;
   for await (const event of chatEvents(r.body!)) {
     if (event === '[DONE]') {
       done = true;
@@ -86,10 +92,13 @@ export async function streamChat(o: ChatOptions): Promise<StreamedChat> {
     if (audio) {
       const atMs = since();
       firstAudioMs ??= atMs;
-      o.onAudio?.(atMs, (pcm16SamplesInBase64(audio) / CHAT_AUDIO_RATE_HZ) * 1000);
+      if (o.onAudio?.(atMs, (pcm16SamplesInBase64(audio) / CHAT_AUDIO_RATE_HZ) * 1000) === 'stop') {
+        stopped = true;
+        break; // the generator's return cancels the body: the connection closes
+      }
     }
   }
-  return { ...head, firstAudioMs, endMs: since(), errors, done };
+  return { ...head, firstAudioMs, endMs: since(), errors, done, stopped };
 }
 
 /**
