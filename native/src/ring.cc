@@ -238,7 +238,9 @@ bool Ring::HasData() const {
 
 bool Ring::ArmDataBell() {
   const bool publish = publishReader.load(std::memory_order_relaxed);
-  header_->readerTid.store(publish ? static_cast<int32_t>(syscall(SYS_gettid)) : 0, std::memory_order_relaxed);
+  // The thread's id, read once per thread (a system call; waits are armed every idle turn).
+  thread_local const int32_t tid = static_cast<int32_t>(syscall(SYS_gettid));
+  header_->readerTid.store(publish ? tid : 0, std::memory_order_relaxed);
   // Dekker handshake with TryWrite (see there).
   header_->readerWaiting.store(kBellWaiter, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -202,7 +202,11 @@ async function bootStage(
   // core (native/src/ring.cc): a kernel that packs wake-ups put the Talker, woken by the first prompt rows, on the
   // Thinker's core while the other idled (docs/operations.md, "Woken stages moved off their waker's core"). Busier,
   // both cores have work and a move only trades which waits.
-  const publish = (requests: number) => addon.publishReaderThread(requests <= LIGHT_LOAD_MAX_LIVE);
+  let published: boolean | null = null;
+  const publish = (requests: number) => {
+    const light = requests <= LIGHT_LOAD_MAX_LIVE;
+    if (light !== published) addon.publishReaderThread((published = light)); // on a change only: called every step
+  };
   loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined, publish);
   const running = loop;
   channel.onMessage((msg) => running.deliver(msg));
