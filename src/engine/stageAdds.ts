@@ -26,6 +26,8 @@ export interface Admission {
   /** The first-packet hold (chunkPolicy.ts firstPacketHoldTokens), undefined for none. */
   readonly firstPacketTokens?: number;
   readonly firstChunkDeadline: number;
+  /** When main admitted the request (epoch ms): every add carries it (AddRequest.admittedAtMs). */
+  readonly admittedAtMs: number;
   readonly playback: PlaybackPlan | undefined;
   /** The request's cache partition (PreparedPrompt.cacheSalt); every stage gets it. */
   readonly cacheSalt?: string;
@@ -111,6 +113,7 @@ export function stageAdds(a: Admission): { slot: InstanceView; add: AddRequest }
       downstream,
       upstreams,
       firstChunkDeadline: a.firstChunkDeadline,
+      admittedAtMs: a.admittedAtMs,
       liveRequests: a.liveRequests,
       ...(request.traceparent ? { traceparent: request.traceparent } : {}),
       ...(a.cacheSalt !== undefined ? { cacheSalt: a.cacheSalt } : {}),

@@ -89,13 +89,49 @@ export class DecodeStepCost {
  * Talker's (bench/NOTES.md, "A newcomer's prefill counted whole"). A request whose prefill shared a step with other
  * work (decodes beside it), or was preempted and starts again, is not counted: its CPU is not its own. A prompt whose
  * head came from the prefix cache counts its tail, as what that newcomer cost (left out, the bound beside sixteen long
- * answers rose to a new chat's prefill and the first newcomers came later: the same notes). Pure: the core reports
- * the steps and the first outputs.
+ * answers rose to a new chat's prefill and the first newcomers came later: the same notes).
+ *
+ * A stage whose newcomers' input comes after their add (the Talker: its prompt rows are the Thinker's first output)
+ * adds to that cost how long the input takes to come: the median of the last newcomers' add -> first input sent
+ * upstream. A step in progress at a newcomer's add runs while the stages before it compute that input (first audio
+ * first holds the answers that may wait from the add on, FirstAudioFirst.ts), so it delays the newcomer only by what
+ * it lasts beyond that. Priced by its own prefill alone, the Talker sliced steps that ended long before the rows
+ * came: at c=10 a cached prompt's tail (3-4 ms) set the bound under a step of six answers (6-14 ms), and the Talker's
+ * CPU rose with the slices' steps (bench/NOTES.md, "The Talker's bound counts the wait for its input"). Pure: the
+ * core reports the adds, the inputs, the steps and the first outputs.
  */
 export class NewcomerPrefillCost {
   private readonly samples: number[] = [];
   /** CPU so far of each new request's prefill; null once one of its steps shared other work. */
   private readonly sofar = new Map<string, number | null>();
+  /** When each new request whose input comes later was added (epoch ms), until that input came. */
+  private readonly addedAt = new Map<string, number>();
+  /** The last newcomers' add -> first input (ms). */
+  private readonly inputWaits: number[] = [];
+
+  /**
+   * A new request's add was read at `readAtMs` (epoch ms); its input comes from upstream later (input()). Its wait is
+   * measured from `admittedAtMs` (main's clock, maybe another host's), trusted as far as the add can have taken to
+   * come here and be read (`maxWayMs`: the step in progress and the hop), and no later than the read.
+   */
+  added(requestId: string, readAtMs: number, admittedAtMs = readAtMs, maxWayMs = 0): void {
+    this.addedAt.set(requestId, Math.min(readAtMs, Math.max(readAtMs - maxWayMs, admittedAtMs)));
+  }
+
+  /**
+   * An input of the request came: put upstream at `sentAtMs` and taken here at `takenAtMs` (epoch ms). The first
+   * after its add is measured from the send (when the stage was in a step, its take waited for the step's end, the
+   * very wait this measures against), at most the take (another host's clock ahead of this one's).
+   */
+  input(requestId: string, sentAtMs: number, takenAtMs: number): void {
+    const addedAtMs = this.addedAt.get(requestId);
+    if (addedAtMs === undefined) return;
+    this.addedAt.delete(requestId);
+    const waitMs = Math.min(sentAtMs, takenAtMs) - addedAtMs;
+    if (!Number.isFinite(waitMs)) return;
+    this.inputWaits.push(Math.max(0, waitMs));
+    if (this.inputWaits.length > SAMPLES_PER_SIZE) this.inputWaits.shift();
+  }
 
   /**
    * A step computed prompt positions of `requestIds`, new requests (none has an output yet), at `cpuMs` of the
@@ -122,16 +158,21 @@ export class NewcomerPrefillCost {
   /** The request left before its first output, or was preempted (its prefill starts again): not counted. */
   removed(requestId: string): void {
     this.sofar.delete(requestId);
+    this.addedAt.delete(requestId);
   }
 
-  /** Requests whose prefill is being counted (for tests: nothing is kept for a request that left). */
+  /** Requests whose prefill or input is being waited for (for tests: nothing is kept for a request that left). */
   get pending(): number {
-    return this.sofar.size;
+    return this.sofar.size + this.addedAt.size;
   }
 
-  /** The median of the last prefills, or null before the first. */
+  /**
+   * The median of the last prefills, and of the last waits for an input after an add when the stage has reported
+   * any (input()); null before the first prefill.
+   */
   estimate(): number | null {
-    return this.samples.length > 0 ? median(this.samples) : null;
+    if (this.samples.length === 0) return null;
+    return median(this.samples) + (this.inputWaits.length > 0 ? median(this.inputWaits) : 0);
   }
 }
 

@@ -67,13 +67,14 @@ export const SLICE_FLOOR_MS = 1;
 export const SLICE_KEEP_SHARE = 0.5;
 
 /**
- * Once the stage has measured a new prompt's prefill (src/sched/DecodeStepCost.ts, PrefillStepCost), the rule
+ * Once the stage has measured a new prompt's prefill (src/sched/DecodeStepCost.ts, NewcomerPrefillCost), the rule
  * SLICE_MIN_STEP_MS stood for is applied as measured: a step in progress costs a newcomer no more than its own
- * prefill there. The bound is that cost, and a slice is as many answers (at most `speaking_slice`) as a step can take
- * within it, since a slice is the step a newcomer meets. A fixed four did not follow the cost of a row, which grows
- * with the context: on a machine twice as slow the Talker's slices of four late in long answers cost 8.2-10.7 ms of
- * CPU against a newcomer's Talker prefill of 4.3-7.3 (bench/NOTES.md, "A slower machine, long caches and pauses counted
- * as frame time"). The size moves only when the estimate is this share beyond the bound (shrinking) or within it
+ * prefill there (beyond the wait for its input, where that comes after its add: the Talker's rows). The bound is
+ * that cost, and a slice is as many answers (at most `speaking_slice`) as a step can take within it, since a slice
+ * is the step a newcomer meets. A fixed four did not follow the cost of a row, which grows with the context: on a
+ * machine twice as slow the Talker's slices of four late in long answers cost 8.2-10.7 ms of CPU against a
+ * newcomer's Talker prefill of 4.3-7.3 (bench/NOTES.md, "A slower machine, long caches and pauses counted as frame
+ * time"). The size moves only when the estimate is this share beyond the bound (shrinking) or within it
  * (growing): a new size regroups the answers, and each changed group's KV is repacked once.
  */
 export const SLICE_SIZE_MARGIN = 0.25;
@@ -119,9 +120,10 @@ export class SpeakingSlices {
    * least recently stepped) in each step between. null: the step runs as planned (no more
    * than that many may wait, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that
    * many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
-   * the bound (`newcomerMs`, a newcomer's prefill here, once measured; minStepMs before), or SLICE_FLOOR_MS and slices
-   * that cost at most SLICE_FREE_OVERHEAD more; once sliced, a step stays sliced down to SLICE_KEEP_SHARE of the one
-   * and up to 1 / SLICE_KEEP_SHARE of the other. With `newcomerMs`, the size is the rows a step takes within it.
+   * the bound (`newcomerMs`, a newcomer's prefill here and any wait for its input, once measured; minStepMs
+   * before), or SLICE_FLOOR_MS and slices that cost at most SLICE_FREE_OVERHEAD more; once sliced, a step stays
+   * sliced down to SLICE_KEEP_SHARE of the one and up to 1 / SLICE_KEEP_SHARE of the other. With `newcomerMs`, the
+   * size is the rows a step takes within it.
    */
   keep(
     planned: readonly string[],

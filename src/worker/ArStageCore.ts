@@ -7,7 +7,8 @@ import { ArScheduler, type ScheduledItem, type SchedulerPlan } from '../sched/Ar
 import { DecodeStepCost, NewcomerPrefillCost } from '../sched/DecodeStepCost.ts';
 import type { SchedulingPolicy } from '../sched/playback.ts';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import type { StageStats } from './messages.ts';
+import type { Arrival } from '../../transport/adapter/ChunkTransferAdapter.ts';
+import type { AddRequest, StageStats } from './messages.ts';
 import { ScheduledStageCore } from './ScheduledStageCore.ts';
 import type { CoreRequest, StageContext } from './StageCore.ts';
 
@@ -18,13 +19,22 @@ export interface ArRunner<B, O> {
   free(seqId: string): void;
 }
 
+/**
+ * The longest an add is taken to travel from main to a stage beside the step in progress there (ms; a Redis hop
+ * between hosts is 0.2-2): how far main's admission time is trusted (NewcomerPrefillCost.added).
+ */
+const ADD_WAY_MS = 10;
+
 export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends ScheduledStageCore<R, A, ArScheduler> {
   /** Since the process started: prompt positions computed, outputs sampled (ArStats). */
   private promptTokens = 0;
   private generatedTokens = 0;
   /** The CPU a decode step costs by its rows (the process's, over the batch and run): speaking slices' estimate. */
   private readonly decodeCost = new DecodeStepCost();
-  /** The CPU a new request's prefill costs (all its pieces, its share of steps of them): speaking slices' bound. */
+  /**
+   * The CPU a new request's prefill costs (all its pieces, its share of steps of them), and how long after its add its
+   * input comes where it comes later (inputFollowsAdd): speaking slices' bound.
+   */
   private readonly newcomerCost = new NewcomerPrefillCost();
   private readonly cpuClockMs = this.ctx.cpuClockMs ?? processCpuMs;
 
@@ -50,6 +60,26 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
         longPrefillsYield,
       }),
     );
+  }
+
+  override add(msg: AddRequest<A>): void {
+    super.add(msg);
+    if (this.inputFollowsAdd() && this.requests.has(msg.requestId))
+      this.newcomerCost.added(msg.requestId, Date.now(), msg.admittedAtMs, this.lastStepMs + ADD_WAY_MS);
+  }
+
+  override onArrivals(arrivals: readonly Arrival[]): void {
+    for (const a of arrivals)
+      if (a.chunk) this.newcomerCost.input(a.requestId, a.chunk.meta.sentAtMs, a.chunk.receivedAtMs);
+    super.onArrivals(arrivals);
+  }
+
+  /**
+   * Whether a request's input comes from upstream after its add (the Talker's prompt rows), not with it (the
+   * Thinker's prompt): a step in progress at the add then runs while that input is computed (NewcomerPrefillCost).
+   */
+  protected inputFollowsAdd(): boolean {
+    return false;
   }
 
   /** Playback scheduling: tell the scheduler each request's deadline before a plan is made (default: none). */

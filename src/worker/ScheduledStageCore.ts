@@ -91,11 +91,11 @@ export abstract class ScheduledStageCore<R extends CoreRequest, A, S extends Req
   /**
    * Which of a planned step's requests (in the plan's order) run in it, or null for all of them: speaking slices
    * run, of the answers first audio first may hold back (speaking for a while, listener far ahead), one fixed group of
-   * at most `speaking_slice` a step, in turns, when their step would cost more than a newcomer's prefill here
-   * (`newcomerMs`; SLICE_MIN_STEP_MS until one is measured) by `stepMs` (the model's CPU a decode step of that many
-   * rows costs now), as many a slice as a step takes within that cost; the others keep their seats and their input
-   * for the next steps. The requests that may not wait run then every other step, in a step of their own, so that no
-   * group's batch changes with them.
+   * at most `speaking_slice` a step, in turns, when their step would cost more than a newcomer's prefill here and
+   * any wait for its input (`newcomerMs`; SLICE_MIN_STEP_MS until one is measured) by `stepMs` (the model's CPU a
+   * decode step of that many rows costs now), as many a slice as a step takes within that cost; the others keep
+   * their seats and their input for the next steps. The requests that may not wait run then every other step, in a
+   * step of their own, so that no group's batch changes with them.
    */
   protected sliceStep(
     planned: readonly string[],

@@ -186,6 +186,12 @@ const AddSchema = Type.Object(
     /** Absolute deadline for the first input chunk (downstream stages). */
     firstChunkDeadline: EpochMs,
     /**
+     * When main admitted the request (epoch ms, main's clock; its adds go out in the same turn): a stage whose input
+     * comes later measures from it how long a newcomer's input takes (src/sched/DecodeStepCost.ts,
+     * NewcomerPrefillCost). Absent: the add's arrival.
+     */
+    admittedAtMs: Type.Optional(EpochMs),
+    /**
      * Requests live in the engine when this one was admitted (paused ones are not load): the load a stage's
      * scheduler can size by before it sees the others (the Talker's dynamic initial chunk: a burst's first request
      * must not get the unloaded chunk just because the Talker has not seen the rest yet).

@@ -82,6 +82,11 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
     this.prefixes = settings ? new TalkerPrefixCache(settings, modelRoot(ctx.spec.model), runner) : null;
   }
 
+  /** Its prompt rows are the Thinker's first output, after the add (speaking slices' bound counts the wait). */
+  protected override inputFollowsAdd(): boolean {
+    return true;
+  }
+
   /** The Talker waits for the Thinker's prefill after an add: an idle Talker warms its weights meanwhile. */
   protected override warmModel(): void {
     this.runner.warm();

@@ -102,6 +102,39 @@ describe('NewcomerPrefillCost', () => {
     expect(c.estimate()).toBeNull();
   });
 
+  it("adds how long a newcomer's input comes after its add, from the send (the take waited for a step)", () => {
+    const c = new NewcomerPrefillCost();
+    c.added('a', 1000);
+    c.input('a', 1010, 1030); // sent 10 ms after the add, taken 20 ms later, behind a step
+    c.input('a', 1050, 1051); // its later inputs measure nothing
+    c.prefilled(['a'], 5, true);
+    c.sampled('a');
+    expect(c.estimate()).toBe(5 + 10);
+    c.added('b', 2000);
+    c.input('b', 2030, 2004); // the sender's clock 26 ms ahead of this host's: at most the take
+    c.added('c', 3000);
+    c.input('c', 2990, 3001); // sent before the add was read here: no wait
+    expect(c.estimate()).toBe(5 + 4); // the median of 10, 4 and 0
+    c.added('d', 4000);
+    c.removed('d'); // left before its input came
+    expect(c.pending).toBe(0);
+    expect(new NewcomerPrefillCost().estimate()).toBeNull();
+  });
+
+  it("measures from main's admission, as far back as the add can have waited, never after its read", () => {
+    const waitOf = (readAtMs: number, admittedAtMs: number, maxWayMs: number, sentAtMs: number) => {
+      const c = new NewcomerPrefillCost();
+      c.prefilled(['a'], 0.5, true);
+      c.sampled('a');
+      c.added('b', readAtMs, admittedAtMs, maxWayMs);
+      c.input('b', sentAtMs, sentAtMs + 1);
+      return c.estimate()! - 0.5;
+    };
+    expect(waitOf(1000, 985, 20, 1005)).toBe(20); // read 15 ms late, behind a step: counted
+    expect(waitOf(1000, 900, 20, 1005)).toBe(25); // main's clock 80 ms behind: as far back as the add can wait
+    expect(waitOf(1000, 1500, 20, 1005)).toBe(5); // main's clock ahead: from the read
+  });
+
   it('is moved by no single slow prefill (the median of the last five)', () => {
     const c = new NewcomerPrefillCost();
     [18, 17, 90, 19, 18].forEach((ms, i) => {

@@ -58,6 +58,7 @@ function admit(statefulVocoder: boolean, media: RequestMediaPlan | null = null, 
     upstreamOf: upstreamSources(graph, chosen, 1_000),
     liveRequests: 1,
     firstChunkDeadline: 31_000,
+    admittedAtMs: 1_000,
     playback,
   });
 }
@@ -70,6 +71,8 @@ describe('stageAdds', () => {
     const [thinker, talker, code2wav] = adds.map((a) => a.add);
     expect(thinkerArgs(thinker).promptTokenIds).toEqual([1, 2, 3]);
     expect(thinkerArgs(talker).promptTokenIds).toBeUndefined();
+    // Each add says when main admitted the request (a stage measures from it how long its input takes).
+    expect(adds.map((a) => a.add.admittedAtMs)).toEqual([1_000, 1_000, 1_000]);
     expect(thinker.downstream).toEqual([
       { instance: 'talker#0', stageId: 'talker' },
       { instance: 'main', stageId: 'main' },

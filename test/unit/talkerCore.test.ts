@@ -1,8 +1,10 @@
 /** TalkerCore with a fake runner: rows in, codec frames out, driven step by step like the stage loop does. */
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { TalkerBatchItem, TalkerRunner, TalkerStepOutput } from '../../stages/types.ts';
 import type { ChunkBody, CodecFramesBody } from '../../src/common/payloads.ts';
 import { initialChunkFrames } from '../../src/sched/chunkPolicy.ts';
+import { FIRST_AUDIO_FIRST_DEFAULTS } from '../../src/sched/FirstAudioFirst.ts';
+import { SLICE_RESIZE_STEPS } from '../../src/sched/SpeakingSlices.ts';
 import { TalkerCore } from '../../stages/talker/TalkerCore.ts';
 import type { AddRequest, PlaybackPlan } from '../../src/worker/messages.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
@@ -492,5 +494,54 @@ describe('TalkerCore with a TTFP target', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe("TalkerCore's speaking slices", () => {
+  afterEach(() => vi.useRealTimers());
+
+  /**
+   * Eight answers, each admitted by main `admittedAgoMs` before its add is read here and its prompt rows sent
+   * `rowsAfterMs` after that, each prefilled alone at 3 ms of CPU; a decode step costs 10 ms and 1 a row (eight rows
+   * 18 ms, slices of four 14 each: not about free). The batch sizes of the last steps, once every answer has spoken
+   * for a second and its listener is far ahead.
+   */
+  function settledBatches(admittedAgoMs: number, rowsAfterMs: number): number[] {
+    vi.useFakeTimers({ toFake: ['Date', 'performance'], now: 1_000_000 });
+    const adapter = new FakeAdapter();
+    let cpuMs = 0;
+    const runner = new (class extends FakeTalkerRunner {
+      override execute(items: readonly TalkerBatchItem[]): TalkerStepOutput[] {
+        cpuMs += items.some((it) => it.numRows > 1) ? 3 * items.length : 10 + items.length;
+        return super.execute(items);
+      }
+    })();
+    runner.stepMs = 10;
+    const core = new TalkerCore({ ...stageContext(spec, adapter), cpuClockMs: () => cpuMs }, runner);
+    const spoke = (id: string) => adapter.sent.some((c) => c.requestId === id && c.body);
+    for (let i = 0; i < 8; i++) {
+      const id = `a${i}`;
+      const playback = { firstPacketDeadlineMs: Date.now() + 200, ttfpTargetMs: null, frameMs: 80, downstreamMs: 0 };
+      core.add(addMessage(id, { playback }, { admittedAtMs: Date.now() - admittedAgoMs }));
+      vi.advanceTimersByTime(rowsAfterMs); // the Thinker's prefill
+      core.onArrivals([{ requestId: id, chunk: received(id, 'thinker', 'talker', rowsBody(3 + 100, 3)) }]);
+      core.onArrivals([{ requestId: id, chunk: received(id, 'thinker', 'talker', null, true) }]);
+      while (!spoke(id)) core.step();
+    }
+    for (let i = 0; i < 60; i++) core.step();
+    vi.advanceTimersByTime(FIRST_AUDIO_FIRST_DEFAULTS.settleMs);
+    const before = runner.steps.length;
+    for (let i = 0; i < SLICE_RESIZE_STEPS + 20; i++) core.step();
+    expect(runner.steps.length - before).toBe(SLICE_RESIZE_STEPS + 20); // nothing ended or waited meanwhile
+    return runner.steps.slice(-10).map((s) => s.length);
+  }
+
+  it("slices a step that would last beyond a newcomer's prefill and the wait for its rows, not one within them", () => {
+    // Rows as soon as the add: a step of eight (18 ms) is over a newcomer's 3 ms, and runs in slices.
+    expect(Math.max(...settledBatches(0, 0))).toBeLessThan(8);
+    // Rows 20 ms after the add: a step in progress at the add ends before they come; the eight run together.
+    expect(settledBatches(0, 20)).toEqual(Array(10).fill(8));
+    // The same when the add was read late (behind a step of 10 ms) and the rows came at once: from admission.
+    expect(settledBatches(20, 0)).toEqual(Array(10).fill(8));
   });
 });

@@ -112,6 +112,7 @@ export function planAdmission(a: AdmissionInput): AdmissionPlan {
     liveRequests: a.liveRequests,
     firstPacketTokens: hold.tokens,
     firstChunkDeadline,
+    admittedAtMs: a.admittedAtMs,
     playback: playbackPlan(request, graph, a.audio, a.admittedAtMs, chosen.values()),
   });
   const later = addsAfterFirstOutput(graph, stages, outputs);
