@@ -117,9 +117,9 @@ export class SpeakingSlices {
   /**
    * Which of a step's requests (in the plan's order) run in it: while sliced, the ones that may not wait and the
    * groups of those that may take turns, every other step theirs and one group (at most the slices' size, the one
-   * least recently stepped) in each step between. null: the step runs as planned (no more
-   * than that many may wait, or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that
-   * many rows costs now, src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
+   * least recently stepped) in each step between. null: the step runs as planned (no more than that many may wait,
+   * or a decode step of them is not worth slicing by `stepMs`, the model's CPU a step of that many rows costs now,
+   * src/sched/DecodeStepCost.ts; null: not known yet). It is worth slicing when it would cost
    * the bound (`newcomerMs`, a newcomer's prefill here and any wait for its input, once measured; minStepMs
    * before), or SLICE_FLOOR_MS and slices that cost at most SLICE_FREE_OVERHEAD more; once sliced, a step stays
    * sliced down to SLICE_KEEP_SHARE of the one and up to 1 / SLICE_KEEP_SHARE of the other. With `newcomerMs`, the

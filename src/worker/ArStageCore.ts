@@ -63,14 +63,16 @@ export abstract class ArStageCore<R extends CoreRequest, A, B, O> extends Schedu
   }
 
   override add(msg: AddRequest<A>): void {
+    const known = this.requests.has(msg.requestId); // a duplicate add is ignored, and measures nothing
     super.add(msg);
-    if (this.inputFollowsAdd() && this.requests.has(msg.requestId))
+    if (!known && this.inputFollowsAdd() && this.requests.has(msg.requestId))
       this.newcomerCost.added(msg.requestId, Date.now(), msg.admittedAtMs, this.lastStepMs + ADD_WAY_MS);
   }
 
   override onArrivals(arrivals: readonly Arrival[]): void {
-    for (const a of arrivals)
-      if (a.chunk) this.newcomerCost.input(a.requestId, a.chunk.meta.sentAtMs, a.chunk.receivedAtMs);
+    if (this.inputFollowsAdd())
+      for (const a of arrivals)
+        if (a.chunk) this.newcomerCost.input(a.requestId, a.chunk.meta.sentAtMs, a.chunk.receivedAtMs);
     super.onArrivals(arrivals);
   }
 

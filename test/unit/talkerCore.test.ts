@@ -506,7 +506,7 @@ describe("TalkerCore's speaking slices", () => {
    * 18 ms, slices of four 14 each: not about free). The batch sizes of the last steps, once every answer has spoken
    * for a second and its listener is far ahead.
    */
-  function settledBatches(admittedAgoMs: number, rowsAfterMs: number): number[] {
+  function settledBatches(admittedAgoMs: number, rowsAfterMs: number, duplicateAdds = false): number[] {
     vi.useFakeTimers({ toFake: ['Date', 'performance'], now: 1_000_000 });
     const adapter = new FakeAdapter();
     let cpuMs = 0;
@@ -525,6 +525,7 @@ describe("TalkerCore's speaking slices", () => {
       core.add(addMessage(id, { playback }, { admittedAtMs: Date.now() - admittedAgoMs }));
       vi.advanceTimersByTime(rowsAfterMs); // the Thinker's prefill
       core.onArrivals([{ requestId: id, chunk: received(id, 'thinker', 'talker', rowsBody(3 + 100, 3)) }]);
+      if (duplicateAdds) core.add(addMessage(id, { playback })); // ignored: its next input is no newcomer's
       core.onArrivals([{ requestId: id, chunk: received(id, 'thinker', 'talker', null, true) }]);
       while (!spoke(id)) core.step();
     }
@@ -543,5 +544,7 @@ describe("TalkerCore's speaking slices", () => {
     expect(settledBatches(0, 20)).toEqual(Array(10).fill(8));
     // The same when the add was read late (behind a step of 10 ms) and the rows came at once: from admission.
     expect(settledBatches(20, 0)).toEqual(Array(10).fill(8));
+    // A duplicate add (ignored) measures no wait of its own: the input after it is not a newcomer's.
+    expect(settledBatches(0, 20, true)).toEqual(Array(10).fill(8));
   });
 });
