@@ -203,11 +203,21 @@ Napi::Value PublishReaderThread(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// moveOffThisCore(tid: number): a thread this one just woke (a stage process that read its add) moves off this core.
+Napi::Value MoveOffThisCore(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) ThrowCoded(env, "CHORUS_ERR_SHM", "moveOffThisCore(tid: number)");
+  int64_t tid = info[0].As<Napi::Number>().Int64Value();
+  if (tid > 0 && tid <= INT32_MAX) Ring::MoveOffThisCore(static_cast<pid_t>(tid));
+  return env.Undefined();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // No static JS handles: the class constructor lives only on this env's exports object.
   exports.Set("Ring", RingWrap::Define(env));
   exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
   exports.Set("publishReaderThread", Napi::Function::New(env, PublishReaderThread, "publishReaderThread"));
+  exports.Set("moveOffThisCore", Napi::Function::New(env, MoveOffThisCore, "moveOffThisCore"));
   exports.Set("headerBytes", Napi::Number::New(env, static_cast<double>(kHeaderBytes)));
   exports.Set("copyStrided", Napi::Function::New(env, CopyStrided, "copyStrided"));
   exports.Set("fillStrided", Napi::Function::New(env, FillStrided, "fillStrided"));

@@ -35,10 +35,12 @@ void CheckName(const std::string& name) {
 
 std::atomic<bool> publishReader{false};
 
+}  // namespace
+
 // A thread just woken by this one, placed on this thread's core, moves to another it may run on: its affinity without
 // this core, then back as it was (a queued thread whose core leaves its mask moves at once; one already running
 // elsewhere stays there). Nothing when it may only run here, or it is gone.
-void MoveOffThisCore(pid_t tid) {
+void Ring::MoveOffThisCore(pid_t tid) {
   int cpu = sched_getcpu();
   if (cpu < 0 || cpu >= CPU_SETSIZE) return;
   cpu_set_t mask;
@@ -49,8 +51,6 @@ void MoveOffThisCore(pid_t tid) {
   if (sched_setaffinity(tid, sizeof elsewhere, &elsewhere) != 0) return;
   sched_setaffinity(tid, sizeof mask, &mask);
 }
-
-}  // namespace
 
 void Ring::PublishReaderThread(bool on) { publishReader.store(on, std::memory_order_relaxed); }
 

@@ -12,6 +12,8 @@
 // half the ring could wait forever depending on where the ring happens to be empty.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -117,6 +119,8 @@ class Ring {
   // that wakes one moves it off the producer's core: a woken thread is placed on its waker's core by kernels that
   // pack (bench/NOTES.md, "Wake-ups packed onto the waker's core"), and would take it from the producer.
   static void PublishReaderThread(bool on);
+  // A thread this one just woke, queued on this thread's core by such a kernel, moves to another core it may run on.
+  static void MoveOffThisCore(pid_t tid);
   void DisarmDataBell();
 
  private:

@@ -10,6 +10,8 @@ import { EventEmitter } from 'node:events';
 import { onDeadline } from '../common/deadline.ts';
 import { ChorusError, deserializeError, ErrorCodes } from '../common/errors.ts';
 import { loaderFlagsFor } from '../common/moduleFile.ts';
+import { addon } from '../../transport/shm/binding.ts';
+import { LIGHT_LOAD_MAX_LIVE } from '../sched/chunkPolicy.ts';
 import type { Logger } from '../common/log.ts';
 import type { ControlChannel } from './ControlChannel.ts';
 import {
@@ -34,6 +36,20 @@ export const HEAP_GROWING_FLAG = '--heap-growing-percent=300';
  * stage's heap may grow 4x; prefix-cache entries in regions their size").
  */
 export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', HEAP_GROWING_FLAG];
+
+/**
+ * Whether a stage reading this add starts computing at once, on a lightly loaded server: the entry stage's add with
+ * its prompt and no upstream to wait for. Main moves that stage off its own core as it sends the add
+ * (native/src/ring.cc MoveOffThisCore, the move a ring's producer makes for the reader it wakes): a kernel that packs
+ * wake-ups queued the Thinker on main's core, where it waited for main's turn after the add (the response's first
+ * events) while the other core idled (the add's hop 0.61-0.87 ms against 0.41-0.59 moved; docs/operations.md, "Woken
+ * stages moved off their waker's core"). Busier, both cores have work and a move only trades which task waits; a
+ * stage that waits for its input first (the Talker, an encoder's consumer) is woken again by it, and its ring moves
+ * it then.
+ */
+export function startsAtOnce(add: Extract<MainToStage, { type: 'add' }>): boolean {
+  return add.upstreams.length === 0 && (add.liveRequests ?? Number.POSITIVE_INFINITY) <= LIGHT_LOAD_MAX_LIVE;
+}
 
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; stages/stageEntry.ts in Chorus). */
@@ -149,6 +165,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
         );
     }
     this.channel.send(msg);
+    if (msg.type === 'add' && startsAtOnce(msg) && this.child.pid !== undefined) addon.moveOffThisCore(this.child.pid);
   }
 
   /** Asks the stage to drain (up to drainMs) and exit; kills it if it has not exited by then + a grace period. */

@@ -11,6 +11,8 @@ import { stageAdds, upstreamSources } from '../../src/engine/stageAdds.ts';
 import { stagesFor } from '../../src/engine/planEdges.ts';
 import type { RequestMediaPlan } from '../../src/engine/MediaRoutes.ts';
 import type { StageWorkerHandle } from '../../src/engine/stageWorkers.ts';
+import { LIGHT_LOAD_MAX_LIVE } from '../../src/sched/chunkPolicy.ts';
+import { startsAtOnce } from '../../src/worker/StageWorker.ts';
 import { configWith } from '../helpers/engine.ts';
 import { encoderArgs, talkerArgs, thinkerArgs } from '../helpers/addArgs.ts';
 
@@ -116,5 +118,20 @@ describe('stageAdds', () => {
         timeoutSetting: "the encoder's timeout_ms (stage audio-encoder)",
       },
     ]);
+  });
+
+  it("is moved off main's core only where it starts a model at once: a text prompt's entry, light load", () => {
+    const [thinker, talker, code2wav] = admit(false).map((a) => a.add);
+    expect([thinker, talker, code2wav].map(startsAtOnce)).toEqual([true, false, false]);
+    expect(startsAtOnce({ ...thinker, liveRequests: LIGHT_LOAD_MAX_LIVE })).toBe(true);
+    expect(startsAtOnce({ ...thinker, liveRequests: LIGHT_LOAD_MAX_LIVE + 1 })).toBe(false); // busier: no move
+    expect(startsAtOnce({ ...thinker, liveRequests: undefined })).toBe(false); // load not told: no move
+    const item = { item: 0, modality: 'audio' as const, what: 'audio', numEmbeddings: 10 };
+    const media = {
+      thinker: { spans: [], items: [] },
+      encode: new Map([['audio-encoder#0', [item]]]),
+    } as unknown as RequestMediaPlan;
+    // With media the Thinker waits for its encoder's rows, and the encoder for main's bytes.
+    expect(admit(false, media).map((a) => startsAtOnce(a.add))).toEqual([false, false, false, false]);
   });
 });

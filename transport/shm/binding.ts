@@ -46,6 +46,8 @@ export interface NativeAddon {
    * (native/src/ring.h, Ring::PublishReaderThread). Stage processes turn it on while lightly loaded; main never.
    */
   publishReaderThread(on: boolean): void;
+  /** A thread this process just woke (by its thread id) moves off this thread's core (Ring::MoveOffThisCore). */
+  moveOffThisCore(tid: number): void;
   readonly headerBytes: number;
   /**
    * Copies `count` blocks of `blockFloats` floats, block i from src[srcStart + i * srcStride] to
