@@ -9,18 +9,24 @@
  * newcomer must hear its first audio within 2x that or be refused with 429 + Retry-After within 50 ms; no response
  * may be a 5xx or fail mid-stream. Beside the goal it prints the long answers' underruns (a player that starts at each
  * one's first audio, bench/ttfp/metrics.ts) and ends, and one long answer's end alone on the idle server (speech lead,
- * docs/scheduling.md, paces the sixteen to their speech; alone it must not). A client of a running server only:
+ * docs/scheduling.md, paces the sixteen to their speech; alone it must not). The long answers' clients run in a
+ * process of their own, `--load-nice` levels below this one (bench/admission/longAnswersLoad.ts: clients on other
+ * devices take no CPU from the server); the newcomers and the reference are this process's, after one chat of its
+ * own to warm its client. A client of a running server only:
  *
  *   chorus serve --port 8000 &   # the shipped pipeline as is (bench/README.md)
  *   node --import tsx bench/admission/longAnswers.ts --url http://127.0.0.1:8000
  *
  * Prints one line per newcomer and a JSON summary; exits 1 when the goal is missed. */
+import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { streamChat, type StreamedChat } from '../streamChat.ts';
 import { median } from '../common.ts';
 import { scriptFlags } from '../scriptFlags.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
-import { simulatePlayer, type AudioArrival } from '../ttfp/metrics.ts';
+import { simulatePlayer } from '../ttfp/metrics.ts';
+import { longAnswer, type LoadCommand, type LoadReport, type LongAnswer } from './longAnswersLoad.ts';
 
 const v = scriptFlags({
   url: 'http://127.0.0.1:8000',
@@ -33,6 +39,7 @@ const v = scriptFlags({
   'gap-s': 2,
   'long-alone': 1,
   seed: 1,
+  'load-nice': 19,
 });
 const url = v.url.replace(/\/$/, '');
 const REFUSAL_BOUND_MS = 50;
@@ -45,18 +52,22 @@ const newcomerChat = () =>
 
 async function main(): Promise<void> {
   const loadAtStart = loadavg()[0];
+  // The client's own first chat runs its code cold (fetch, the stream's parse): a first newcomer from a process that
+  // had sent nothing before came in 52-98 ms, the later ones in 10-38 (bench/NOTES.md, "Newcomers at the stop").
+  await newcomerChat();
   const afterMs = v['after-s'] * 1000;
-  let speaking = 0;
-  let allSpeaking: () => void = () => {};
-  const ready = new Promise<void>((resolve) => (allSpeaking = resolve));
   const longCount = v.long;
-  const long = Array.from({ length: longCount }, (_, i) =>
-    longAnswer(i, afterMs, () => {
-      if (++speaking === longCount) allSpeaking();
-    }),
-  );
-  await Promise.race([ready, Promise.all(long)]);
-  if (speaking < longCount) throw new Error(`only ${speaking} long answers spoke for --after-s: raise --long-tokens`);
+  const load = startLoad({ url, count: longCount, tokens: v['long-tokens'], afterMs, nice: v['load-nice'] });
+  try {
+    await measure(load, loadAtStart);
+  } finally {
+    load.stop(); // ended already, unless this failed: its answers must not outlive the harness
+  }
+}
+
+async function measure(load: ReturnType<typeof startLoad>, loadAtStart: number): Promise<void> {
+  const longCount = v.long;
+  await load.allSpeaking;
   const newcomers: StreamedChat[] = [];
   // Each newcomer waits a drawn share of the gap, the first too: sent straight from the audio callback that saw the
   // last answer reach --after-s, the first newcomer always arrived while the client, main and Code2Wav were handling
@@ -65,7 +76,7 @@ async function main(): Promise<void> {
   const random = seededRandom(v.seed);
   for (let i = 0; i < v.newcomers; i++) {
     await new Promise((resolve) => setTimeout(resolve, v['gap-s'] * (0.5 + random()) * 1000));
-    const live = speakingNow();
+    const live = load.speakingNow();
     const n = await newcomerChat();
     newcomers.push(n);
     const what =
@@ -75,7 +86,8 @@ async function main(): Promise<void> {
     console.log(`newcomer ${i + 1} (sent with ${live} long answers speaking): ${n.status}, ${what}`);
     liveAtNewcomers.push(live);
   }
-  const longDone = await Promise.all(long);
+  const longAnswers = await load.done;
+  const longDone = longAnswers.map((l) => l.chat);
   await newcomerChat(); // warm: the unloaded figure is the idle server's, not its first request's
   const alone: number[] = [];
   for (let i = 0; i < v.alone; i++) {
@@ -85,10 +97,11 @@ async function main(): Promise<void> {
   }
   const unloadedTtfpMs = median(alone);
   const longAlone: number[] = [];
-  for (let i = 0; i < v['long-alone']; i++) longAlone.push((await longAnswer(longCount + i, Infinity, () => {})).endMs);
+  for (let i = 0; i < v['long-alone']; i++)
+    longAlone.push((await longAnswer(url, longCount + i, v['long-tokens'], Infinity)).chat.endMs);
   const all = [...newcomers, ...longDone];
-  const stalls = longArrivals.slice(0, longCount).map((a) => simulatePlayer(a));
-  const audioSeconds = longArrivals.slice(0, longCount).map((a) => a.reduce((n, c) => n + c.durationMs, 0) / 1000);
+  const stalls = longAnswers.map((l) => simulatePlayer(l.arrivals));
+  const audioSeconds = longAnswers.map((l) => l.arrivals.reduce((n, c) => n + c.durationMs, 0) / 1000);
   const maxEnd = Math.max(...longDone.map((l) => l.endMs));
   const served = newcomers.filter((n) => n.status === 200 && n.errors.length === 0 && n.firstAudioMs !== null);
   const refused = newcomers.filter((n) => n.status === 429);
@@ -107,7 +120,7 @@ async function main(): Promise<void> {
     longEndS: { median: round(median(longDone.map((l) => l.endMs)) / 1000), max: round(maxEnd / 1000) },
     longAudioS: round(median(audioSeconds)),
     longAloneEndS: longAlone.map((ms) => round(ms / 1000)),
-    longRetries,
+    longRetries: longAnswers.reduce((n, l) => n + l.retries, 0),
     longSpeakingAtNewcomers: liveAtNewcomers,
     load1m: { start: round(loadAtStart), end: round(loadavg()[0]) },
   };
@@ -122,39 +135,40 @@ async function main(): Promise<void> {
   process.exitCode = met ? 0 : 1;
 }
 
-let longRetries = 0;
-/** Long answers that have had audio and not ended. */
-let speakingCount = 0;
-const speakingNow = () => speakingCount;
 const liveAtNewcomers: number[] = [];
-/** Each long answer's audio deltas as they arrived (its last try's), by index. */
-const longArrivals: AudioArrival[][] = [];
 
-/** One long answer, retried after its Retry-After while refused; `speaking()` once it has spoken for `afterMs`. */
-async function longAnswer(index: number, afterMs: number, speaking: () => void): Promise<StreamedChat> {
-  for (;;) {
-    let firstMs: number | null = null;
-    let counted = false;
-    const arrivals: AudioArrival[] = [];
-    longArrivals[index] = arrivals;
-    const r = await streamChat({
-      url,
-      maxTokens: v['long-tokens'],
-      prompt: `tell me a long story, number ${index}`,
-      onAudio: (atMs, durationMs) => {
-        arrivals.push({ atMs, durationMs });
-        if (firstMs === null) speakingCount++;
-        firstMs ??= atMs;
-        if (counted || atMs - firstMs < afterMs) return;
-        counted = true;
-        speaking();
-      },
+/**
+ * The long answers from a process of their own (longAnswersLoad.ts): how many speak now, once every one has spoken
+ * for afterMs (rejected if they end or the process fails first), and each one's end.
+ */
+function startLoad(cmd: LoadCommand): {
+  speakingNow: () => number;
+  allSpeaking: Promise<void>;
+  done: Promise<readonly LongAnswer[]>;
+  stop: () => void;
+} {
+  const child = fork(fileURLToPath(new URL('./longAnswersLoad.ts', import.meta.url)), [], {
+    execArgv: process.execArgv,
+  });
+  let speaking = 0;
+  let spoke: () => void = () => {};
+  let fail: (err: Error) => void = () => {};
+  const allSpeaking = new Promise<void>((resolve, reject) => ((spoke = resolve), (fail = reject)));
+  const done = new Promise<readonly LongAnswer[]>((resolve, reject) => {
+    child.on('message', (r: LoadReport) => {
+      if ('speaking' in r) speaking = r.speaking;
+      else if ('allSpeaking' in r) spoke();
+      else if ('done' in r) {
+        fail(new Error(`only some long answers spoke for --after-s before they ended: raise --long-tokens`));
+        resolve(r.done);
+      } else reject(new Error(`the long answers' process failed: ${r.error}`));
     });
-    if (firstMs !== null) speakingCount--;
-    if (r.status !== 429) return r;
-    longRetries++;
-    await new Promise((resolve) => setTimeout(resolve, Number(r.retryAfter ?? 1) * 1000));
-  }
+    child.on('exit', (code) => reject(new Error(`the long answers' process exited (${code}) before they ended`)));
+  });
+  done.catch(fail);
+  child.send(cmd);
+  const stop = () => void (child.exitCode === null && child.signalCode === null && child.kill());
+  return { speakingNow: () => speaking, allSpeaking, done, stop };
 }
 
 function round(x: number): number {
