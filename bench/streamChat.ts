@@ -21,7 +21,7 @@ export interface ChatChunk {
  * is looked for in each new piece only, and its earlier pieces joined once: an audio delta's line (2 s of audio, 128
  * KB of base64) comes in many pieces, and splitting all that had come at each piece made the bench's client spend
  * 0.4-0.5 ms of CPU an event, a burst of sixteen long answers' chunks 6-9 ms on the cores the server runs on
- * (0.25 ms an event this way; bench/NOTES.md, "The add's wake-up moved too").
+ * (0.25 ms an event this way; bench/NOTES.md, "The one miss, and the bench's own client").
  */
 export async function* chatEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ChatChunk | '[DONE]'> {
   const decoder = new TextDecoder();

@@ -3,10 +3,10 @@
  * file as the entry), the sixteen answers' clients run in a process of their own, `--load-nice` levels below it
  * (os.setPriority): clients on devices of their own take none of the server's cores, and on one machine they must not
  * take them from it either. In the harness's own process, at the server's priority and above its stages (which run
- * stage_nice below main), reading the sixteen streams' audio took the cores from the stages serving a newcomer: in the
- * one newcomer of ten that missed the goal in a sitting, the harness ran 27.5 ms of CPU in its 34 ms (bench/NOTES.md,
- * "The one miss, and the bench's own client"). The newcomers and the unloaded reference stay in the harness's
- * process, at its priority, both measured by the same client.
+ * stage_nice below main), reading the sixteen streams' audio took the cores from the stages serving a newcomer: in
+ * the one miss of ten runs captured with the scheduler's events, the harness ran 27.5 ms of CPU in that newcomer's
+ * 34 ms (bench/NOTES.md, "The one miss, and the bench's own client"). The newcomers and the unloaded reference stay
+ * in the harness's process, at its priority, both measured by the same client.
  */
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -37,8 +37,8 @@ export type LoadReport =
   | { readonly error: string };
 
 /**
- * Long answer `index`, retried after its Retry-After while refused; `onSpeaking(+1 | -1)` as its audio starts and
- * ends, `spoke()` once it has spoken for `afterMs`.
+ * Long answer `index`, retried after its Retry-After while refused; `on.speaking(+1 | -1)` as its audio starts and
+ * ends, `on.spoke()` once it has spoken for `afterMs`.
  */
 export async function longAnswer(
   url: string,
