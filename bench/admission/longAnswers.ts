@@ -23,6 +23,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { streamChat, type StreamedChat } from '../streamChat.ts';
 import { median } from '../common.ts';
+import { UsageError } from '../../src/basics.ts';
 import { scriptFlags } from '../scriptFlags.ts';
 import { seededRandom } from '../ttfp/prompts.ts';
 import { simulatePlayer } from '../ttfp/metrics.ts';
@@ -41,6 +42,8 @@ const v = scriptFlags({
   seed: 1,
   'load-nice': 19,
 });
+if (!Number.isInteger(v['load-nice']) || v['load-nice'] > 19)
+  throw new UsageError(`--load-nice must be a nice level 0-19 (below this process), got ${v['load-nice']}`);
 const url = v.url.replace(/\/$/, '');
 const REFUSAL_BOUND_MS = 50;
 // Every short chat (newcomer, warm-up, unloaded reference) asks a question the server has not seen, its number first:
