@@ -120,18 +120,18 @@ export class LimitSampler {
     return new LimitSampler(o, await openRunners(o.graph), prompts, ic);
   }
 
-  /** `warmup` unmeasured then `repeats` measured packets, back to back; returns this measure's medians. */
-  measure(repeats: number, warmup: number): LimitParts {
+  /** `warmup` unmeasured then `repeats` measured packets, back to back: this measure's medians and its packets. */
+  measure(repeats: number, warmup: number): { median: LimitParts; packets: readonly LimitParts[] } {
     const packet = () =>
       firstPacket(this.runners, this.o.graph, this.prompts, this.ic, this.sampling, `limit-${this.packets++}`);
     const runs = timeRepeats(warmup, repeats, packet);
     this.runs.push(...runs);
-    return medianParts(runs);
+    return { median: medianParts(runs), packets: runs };
   }
 
-  /** The limit over every packet measured so far. */
-  result(): LimitResult {
-    const totals = this.runs.map((r) => r.total_ms);
+  /** The limit over `packets` (some of this sampler's), by default every packet measured so far. */
+  result(packets: readonly LimitParts[] = this.runs): LimitResult {
+    const totals = packets.map((r) => r.total_ms);
     return {
       batch: this.prompts.length,
       prompt_tokens: this.prompts[0].length,
@@ -139,8 +139,8 @@ export class LimitSampler {
       initial_chunk_frames: this.ic,
       thinker_decode_steps: thinkerDecodeSteps(this.runners, this.ic),
       talker_decode_steps: this.ic - 1,
-      repeats: this.runs.length,
-      median: medianParts(this.runs),
+      repeats: packets.length,
+      median: medianParts(packets),
       p99_total_ms: percentile(totals, 99),
       min_total_ms: Math.min(...totals),
     };

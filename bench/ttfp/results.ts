@@ -174,14 +174,18 @@ export interface BenchResult {
     readonly interleaved?: boolean;
   };
   /**
-   * The critical path of a lone request's first packet (the c=1 goal's denominator): the median over every packet
-   * measured before any stage process starts, after each c=1 block and after the last stage process has stopped
-   * (issue 46: quiet, the machine's speed moved it 31.95-46.18 ms within minutes; the lower of a measure before and
-   * one after, the rule until then, compared TTFP with the fastest minute).
+   * The critical path of a lone request's first packet (the c=1 goal's denominator): the median over the packets
+   * measured right before and right after each c=1 block, the machine of the same seconds as the c=1 TTFPs (since
+   * 2026-12-06; before, the median over every packet of the run, `limit_whole_run` now). The machine's speed moves
+   * it by a third within minutes (issue 46; bench/NOTES.md, "The limit beside the c=1 blocks").
    */
   limit: LimitResult | null;
-  /** Each measure's median (total ms): before the runs, between the c=1 blocks, after; absent in older results. */
+  /** The median over every packet of the run (before the runs, beside the c=1 blocks, after), when `limit` is not. */
+  limit_whole_run?: LimitResult;
+  /** Each measure's median (total ms): before the runs, beside the c=1 blocks, after; absent in older results. */
   limit_measures_ms?: readonly number[];
+  /** Which of the measures were taken beside a c=1 block (the packets `limit` is the median of). */
+  limit_measures_beside?: readonly boolean[];
   /**
    * The same measures' medians of the process's CPU time a packet (ms): a measure whose wall time is above its CPU
    * time waited for a core; one whose CPU time moved found the machine slower.

@@ -210,16 +210,22 @@ describe('chorus bench (in-process server, async vs sync, realtime)', () => {
     for (const v of Object.values(limit.median)) expect(v).toBeGreaterThan(0);
     expect(limit.median.total_ms).toBeGreaterThanOrEqual(limit.min_total_ms);
     expect(limit.batch).toBe(1);
-    // Measured before the runs, after each of the four c=1 blocks (A B B A: a quarter of the repeats, rounded up) and
-    // after the stage processes stopped; the limit is the median over all 3 + 4 x 1 + 3 packets, so it lies within
-    // the measures' own medians.
+    // Measured before the runs, right before and right after each of the four c=1 blocks (A B B A: a quarter of the
+    // repeats, rounded up) and after the stage processes stopped. The limit is the median of the 8 x 1 packets beside
+    // the blocks, so it lies within those measures; the whole run's, over all 3 + 8 x 1 + 3, within all of them.
     const measures = result.limit_measures_ms!;
-    expect(measures).toHaveLength(6);
-    expect(result.limit_measures_cpu_ms).toHaveLength(6);
+    expect(measures).toHaveLength(10);
+    expect(result.limit_measures_cpu_ms).toHaveLength(10);
     for (const cpu of result.limit_measures_cpu_ms!) expect(cpu).toBeGreaterThan(0);
-    expect(limit.repeats).toBe(10);
-    expect(limit.median.total_ms).toBeGreaterThanOrEqual(Math.min(...measures));
-    expect(limit.median.total_ms).toBeLessThanOrEqual(Math.max(...measures));
+    expect(result.limit_measures_beside).toEqual([false, ...new Array<boolean>(8).fill(true), false]);
+    const beside = measures.slice(1, -1);
+    expect(limit.repeats).toBe(8);
+    expect(limit.median.total_ms).toBeGreaterThanOrEqual(Math.min(...beside));
+    expect(limit.median.total_ms).toBeLessThanOrEqual(Math.max(...beside));
+    const whole = result.limit_whole_run!;
+    expect(whole.repeats).toBe(14);
+    expect(whole.median.total_ms).toBeGreaterThanOrEqual(Math.min(...measures));
+    expect(whole.median.total_ms).toBeLessThanOrEqual(Math.max(...measures));
     // A burst of 2 through every step together: one limit per concurrency above 1.
     expect(result.burst_limits.map((l) => [l.batch, l.prompt_tokens])).toEqual([[2, INPUT_LEN + templateTokens]]);
     expect(result.ratios.map((r) => r.concurrency)).toEqual([1, 2]);

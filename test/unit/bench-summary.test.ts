@@ -172,6 +172,21 @@ describe('the report (results.md, and what the terminal prints)', () => {
     expect(cpu).toContain("median of all 20 packets. The process's CPU a packet in each: 30.50, 31.00 ms.");
   });
 
+  it('says when the limit is the median of the packets beside the c=1 blocks, and gives the whole run beside it', () => {
+    const whole = { ...r.limit!, repeats: 60, median: { ...r.limit!.median, total_ms: 24.25 } };
+    const beside = formatReport({
+      ...r,
+      limit: { ...r.limit!, repeats: 40 },
+      limit_whole_run: whole,
+      limit_measures_ms: [23.5, 33, 31, 32.5, 34, 23],
+      limit_measures_beside: [false, true, true, true, true, false],
+    });
+    expect(beside).toContain('33.00, 31.00, 32.50, 34.00 ms beside the c=1 blocks (right before and after each)');
+    expect(beside).toContain('the limit is the median of the 40 packets beside the c=1 blocks, the machine of their');
+    expect(beside).toContain("(the whole run's 60: 24.25 ms)");
+    expect(beside).not.toContain('median of all');
+  });
+
   it('leaves the development goals out unless asked for, and never shouts MISSED', () => {
     expect(r.goals.length).toBeGreaterThan(0);
     expect(md).not.toContain('goal');

@@ -53,22 +53,30 @@ function columns(r: BenchResult, base: readonly Column<RunRow>[]): readonly Colu
   return [...(byVariant ? [variantColumn] : []), ...base, ...(r.options.ttfp_target_ms !== null ? [target] : [])];
 }
 
-/** The c=1 limit's measures over the run, when it has more than one (runServeBench.ts RunLimit). */
+/**
+ * The c=1 limit's measures over the run, when it has more than one (runServeBench.ts RunLimit), and which packets the
+ * limit is the median of: those beside the c=1 blocks when the result says which they are, else all of them.
+ */
 function limitMeasures(r: BenchResult): string[] {
   const m = r.limit_measures_ms;
   if (!m || m.length < 2 || !r.limit) return [];
   const ms = m.map((x) => x.toFixed(2));
-  const between = ms.slice(1, -1);
-  const during = between.length > 0 ? `, ${between.join(', ')} ms between the c=1 blocks` : '';
+  const inner = ms.slice(1, -1);
+  const whole = r.limit_whole_run;
+  const where = whole ? 'beside the c=1 blocks (right before and after each)' : 'between the c=1 blocks';
+  const during = inner.length > 0 ? `, ${inner.join(', ')} ms ${where}` : '';
   const cpu = r.limit_measures_cpu_ms;
   const cpuLine =
     cpu?.length === m.length
       ? ` The process's CPU a packet in each: ${cpu.map((x) => x.toFixed(2)).join(', ')} ms.`
       : '';
+  const of = whole
+    ? `the limit is the median of the ${r.limit.repeats} packets beside the c=1 blocks, the machine of their ` +
+      `seconds (the whole run's ${whole.repeats}: ${whole.median.total_ms.toFixed(2)} ms)`
+    : `the limit is the median of all ${r.limit.repeats} packets`;
   return [
     '',
-    `Measured ${ms[0]} ms before the runs${during} and ${ms.at(-1)} ms after them (the stage processes stopped): ` +
-      `the limit is the median of all ${r.limit.repeats} packets.${cpuLine}`,
+    `Measured ${ms[0]} ms before the runs${during} and ${ms.at(-1)} ms after them (the stage processes stopped): ${of}.${cpuLine}`,
   ];
 }
 
