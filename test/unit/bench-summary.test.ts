@@ -172,7 +172,7 @@ describe('the report (results.md, and what the terminal prints)', () => {
     expect(cpu).toContain("median of all 20 packets. The process's CPU a packet in each: 30.50, 31.00 ms.");
   });
 
-  it('says when the limit is the median of the packets beside the c=1 blocks, and gives the whole run beside it', () => {
+  it("says when the limit is the median of the packets beside the c=1 blocks, and gives the whole run's", () => {
     const whole = { ...r.limit!, repeats: 60, median: { ...r.limit!.median, total_ms: 24.25 } };
     const beside = formatReport({
       ...r,

@@ -76,7 +76,8 @@ function limitMeasures(r: BenchResult): string[] {
     : `the limit is the median of all ${r.limit.repeats} packets`;
   return [
     '',
-    `Measured ${ms[0]} ms before the runs${during} and ${ms.at(-1)} ms after them (the stage processes stopped): ${of}.${cpuLine}`,
+    `Measured ${ms[0]} ms before the runs${during} and ${ms.at(-1)} ms after them (the stage processes stopped): ` +
+      `${of}.${cpuLine}`,
   ];
 }
 
