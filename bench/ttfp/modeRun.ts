@@ -204,6 +204,8 @@ export class ModeRun {
 
 /** One mode's run at one concurrency, measured over blocks [from, to) of its prompts. */
 export interface BlockRun {
+  /** Work of the bench's own before a block (the limit's measure beside it), before the heap is collected for it. */
+  before?(): void;
   block(from: number, to: number): Promise<void>;
   finish(): void;
 }
@@ -229,7 +231,7 @@ export function collectBeforeBlock(): void {
  * Every concurrency on every mode, each server opened (and warmed up) by `open` and closed whatever happens. Two
  * servers up at once (interleaves): each concurrency's items in halves A B B A, so that drift in the machine's speed
  * and the first mode's warm-up fall on both modes alike; else one server after the other. Each block starts on a
- * collected heap (collectBeforeBlock).
+ * collected heap (collectBeforeBlock), after its run's own work before it (BlockRun.before).
  */
 export async function overModes(
   modes: readonly Mode[],
@@ -251,6 +253,7 @@ export async function overModes(
           [b, half, n],
           [a, half, n],
         ] as const) {
+          run.before?.();
           collectBeforeBlock();
           await run.block(from, to);
         }
@@ -264,6 +267,7 @@ export async function overModes(
       lives.push(live);
       for (const [index, c] of concurrency.entries()) {
         const run = start(live, c, index);
+        run.before?.();
         collectBeforeBlock();
         await run.block(0, itemsAt(index));
         run.finish();

@@ -10,7 +10,7 @@ import { LimitSampler, runLimit } from '../limit/runLimit.ts';
 import { runThroughputLimits } from '../limit/runThroughput.ts';
 import { asyncSyncRatios, configRatios, evaluateGoals } from './goals.ts';
 import type { BenchConfig } from './inProcessServer.ts';
-import { collectBeforeBlock, loadOptions, ModeRun, openWarmed, overModes, sortRuns } from './modeRun.ts';
+import { loadOptions, ModeRun, openWarmed, overModes, sortRuns } from './modeRun.ts';
 import { benchTokenizer, planModes } from './planModes.ts';
 import type { ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
@@ -64,15 +64,13 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
       () => prompts.length,
       (live, concurrency) => {
         const run = new ModeRun(live, concurrency);
+        // The c=1 limit is measured right before and right after each c=1 block (before the block's heap collection).
+        const beside = concurrency === 1 && limit ? () => limit.beside() : undefined;
         const block = async (from: number, to: number) => {
-          if (concurrency === 1 && limit) {
-            limit.beside();
-            collectBeforeBlock(); // the measure's garbage is not the block's
-          }
           await run.block(o, prompts, from, to);
-          if (concurrency === 1) limit?.beside();
+          beside?.();
         };
-        return { block, finish: () => finish(run) };
+        return { before: beside, block, finish: () => finish(run) };
       },
     );
     if (marks)
