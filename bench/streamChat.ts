@@ -27,16 +27,16 @@ export async function* chatEvents(body: ReadableStream<Uint8Array>): AsyncGenera
   const decoder = new TextDecoder();
   let parts: string[] = [];
   for await (const bytes of body) {
-    let piece = decoder.decode(bytes, { stream: true });
-    for (let nl = piece.indexOf('\n'); nl >= 0; nl = piece.indexOf('\n')) {
-      parts.push(piece.slice(0, nl));
+    const piece = decoder.decode(bytes, { stream: true });
+    let from = 0;
+    for (let nl = piece.indexOf('\n'); nl >= 0; from = nl + 1, nl = piece.indexOf('\n', from)) {
+      parts.push(piece.slice(from, nl));
       const line = parts.length === 1 ? parts[0] : parts.join('');
       parts = [];
-      piece = piece.slice(nl + 1);
       if (line === 'data: [DONE]') yield '[DONE]';
       else if (line.startsWith('data: {')) yield JSON.parse(line.slice(6)) as ChatChunk;
     }
-    if (piece.length > 0) parts.push(piece);
+    if (from < piece.length) parts.push(piece.slice(from));
   }
 }
 
