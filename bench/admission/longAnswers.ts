@@ -42,7 +42,7 @@ const v = scriptFlags({
   seed: 1,
   'load-nice': 19,
 });
-if (!Number.isInteger(v['load-nice']) || v['load-nice'] > 19)
+if (!Number.isInteger(v['load-nice']) || v['load-nice'] < 0 || v['load-nice'] > 19)
   throw new UsageError(`--load-nice must be a nice level 0-19 (below this process), got ${v['load-nice']}`);
 const url = v.url.replace(/\/$/, '');
 const REFUSAL_BOUND_MS = 50;
