@@ -36,6 +36,8 @@ export { GrammarEngine, byteTokenizerVocab, jsonSchemaSpec, type RequestGrammar 
 // Processes: how Chorus starts a Node process of its own (stage, client), from sources or from dist/.
 export { loaderFlagsFor, moduleFile } from './common/moduleFile.ts';
 export { STAGE_NODE_FLAGS } from './worker/StageWorker.ts';
+// The machine's CPU wake-up latency as a config asks it held (cpu_wakeup_latency_us): a limit's runners measure on it.
+export { CpuWakeupLatency } from './common/cpuWakeupLatency.ts';
 
 // A stage's parts, run alone: the model runners, the processors between stages, sampling, the generated models'
 // presets, the GGUF importer, the Piper voice and the tts core.

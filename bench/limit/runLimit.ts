@@ -15,11 +15,13 @@ import {
   ChorusError,
   type Code2WavRunner,
   concatFloat32,
+  CpuWakeupLatency,
   createCode2WavRunner,
   createTalkerRunner,
   createThinkerRunner,
   entryTokenizer,
   ErrorCodes,
+  logger,
   initialChunkFrames,
   type SamplingParams,
   type StageGraph,
@@ -103,6 +105,8 @@ export class LimitSampler {
   private readonly runs: LimitParts[] = [];
   private readonly sampling: PacketSampling;
   private packets = 0;
+  /** The machine's CPU wake-up latency as the config asks the server to hold it, held while this measures. */
+  private readonly wakeups: CpuWakeupLatency | null;
 
   private constructor(
     private readonly o: LimitOptions,
@@ -111,6 +115,9 @@ export class LimitSampler {
     private readonly ic: number,
   ) {
     this.sampling = limitSampling(o.graph);
+    const us = o.graph.cpuWakeupLatencyUs ?? null;
+    this.wakeups =
+      us === null ? null : new CpuWakeupLatency({ us, lingerMs: 0, log: logger.child({ component: 'limit' }) });
   }
 
   static async open(o: LimitOptions): Promise<LimitSampler> {
@@ -124,7 +131,13 @@ export class LimitSampler {
   measure(repeats: number, warmup: number): { median: LimitParts; packets: readonly LimitParts[] } {
     const packet = () =>
       firstPacket(this.runners, this.o.graph, this.prompts, this.ic, this.sampling, `limit-${this.packets++}`);
-    const runs = timeRepeats(warmup, repeats, packet);
+    this.wakeups?.busy();
+    let runs: LimitParts[];
+    try {
+      runs = timeRepeats(warmup, repeats, packet);
+    } finally {
+      this.wakeups?.idle();
+    }
     this.runs.push(...runs);
     return { median: medianParts(runs), packets: runs };
   }
@@ -147,6 +160,7 @@ export class LimitSampler {
   }
 
   close(): Promise<void> {
+    this.wakeups?.close();
     return closeRunners(this.runners);
   }
 }

@@ -67,6 +67,8 @@ export const channelNames = {
    * exited (src/media/video/DecoderSpawner.ts).
    */
   videoDecoder: 'chorus:video:decoder',
+  /** {held, us} when an engine takes or lets go of the CPU wake-up latency hold (src/common/cpuWakeupLatency.ts). */
+  cpuWakeupLatency: 'chorus:cpu:wakeup-latency',
 } as const;
 
 export const diagnostics = {
@@ -88,6 +90,7 @@ export const diagnostics = {
   mediaReencode: channel(channelNames.mediaReencode),
   mediaEncodeSkipped: channel(channelNames.mediaEncodeSkipped),
   videoDecoder: channel(channelNames.videoDecoder),
+  cpuWakeupLatency: channel(channelNames.cpuWakeupLatency),
   realtime: { firstText: channel(channelNames.wsFirstText), firstAudio: channel(channelNames.wsFirstAudio) },
   http: { firstText: channel(channelNames.httpFirstText), firstAudio: channel(channelNames.httpFirstAudio) },
 };

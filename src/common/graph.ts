@@ -252,6 +252,11 @@ export interface StageGraph {
    * I/O, relaying chunks, VAD hand-off) is short, latency-bound work that must not queue behind model steps.
    */
   readonly stageNice: number;
+  /**
+   * While requests are live main holds the machine's idle cores to this exit latency (us; 0: they poll), so a woken
+   * stage runs at once (src/common/cpuWakeupLatency.ts); null or absent: the machine's idle states as they are.
+   */
+  readonly cpuWakeupLatencyUs?: number | null;
   /** Where generated models are cached (absolute). */
   readonly modelsDir: string;
   /** Model names the front end answers to besides its own id (YAML model_aliases); none when absent. */

@@ -17,6 +17,10 @@ export const defaults = {
   cachePartition: 'api_key' as const, // each API key its own prefix cache and encoder outputs (docs/security.md)
   realtimeResume: DEFAULT_REALTIME_RESUME, // 30 s window, 4 MiB of events to replay (docs/realtime-resume.md)
   stageNice: 8, // stage processes run 8 nice levels below the server: its event loop is short work that must not wait
+  // Null: the machine's idle states as they are. The shipped configs ask for 0 (idle cores poll while requests are
+  // live): a c=1 first audio ~1.2 ms sooner on this project's VMs (bench/NOTES.md, "Idle cores that poll"); a config
+  // written without it does not make a machine's idle cores burn CPU unasked.
+  cpuWakeupLatencyUs: null as number | null,
   /**
    * Admission on latency (docs/operations.md): the queue is bounded by a measured figure (src/server/admission/
    * measuredSlo.ts: a multiple of what requests alone take). A fixed 1.5 s first-packet default was tried (issue 41)

@@ -103,6 +103,7 @@ export function parseConfig(text: string, file: string, options: ParseOptions = 
     },
     stageHangMs: yaml.stage_hang_ms ?? defaults.stageHangMs,
     stageNice: yaml.stage_nice ?? defaults.stageNice,
+    cpuWakeupLatencyUs: orDefault(yaml.cpu_wakeup_latency_us, defaults.cpuWakeupLatencyUs),
     modelAliases: yaml.model_aliases ?? [],
     asr: asrOf(yaml, baseDir),
     cachePartition: yaml.security?.cache_partition ?? defaults.cachePartition,

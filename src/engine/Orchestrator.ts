@@ -59,6 +59,7 @@ import { runIdOf } from './requests/migration.ts';
 import { PendingAdmissions } from './requests/PendingAdmission.ts';
 import { MediaRowsBudget, mediaRowsBudgetOf } from './MediaRowsBudget.ts';
 import { monotonicMs, packetMark, packetMarksOn } from '../common/packetMarks.ts';
+import { CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
 
 export interface OrchestratorOptions {
   readonly log?: Logger;
@@ -71,7 +72,9 @@ export interface OrchestratorOptions {
 }
 
 export class Orchestrator implements Engine {
-  private readonly requests = new RequestRegistry();
+  /** The machine's idle cores held to cpu_wakeup_latency_us while requests are live (null: not asked). */
+  private readonly wakeups: CpuWakeupLatency | null;
+  private readonly requests: RequestRegistry;
   private adapter!: ChunkTransferAdapter;
   private connector!: Connector;
   private provisioned!: ProvisionedEdges;
@@ -97,6 +100,10 @@ export class Orchestrator implements Engine {
   ) {
     this.promptContext = promptContextOf(graph, tokenizer);
     this.id = opts.engineId ?? newEngineId();
+    const us = graph.cpuWakeupLatencyUs ?? null;
+    const wakeups = us === null ? null : new CpuWakeupLatency({ us, log: log.child({ component: 'cpu-latency' }) });
+    this.wakeups = wakeups;
+    this.requests = new RequestRegistry(wakeups ? (live) => (live ? wakeups.busy() : wakeups.idle()) : undefined);
     const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, LOCAL_STAGE));
     const restartOnDeath = opts.restartOnDeath ?? true;
     this.pool = new StagePool({ graph, startWorker, restartOnDeath, log, engineId: this.id });
@@ -338,6 +345,7 @@ export class Orchestrator implements Engine {
       await this.adapter?.close();
       await this.connector?.close();
       this.provisioned?.release();
+      this.wakeups?.close();
     })();
     return this.closing;
   }

@@ -5,6 +5,8 @@
  * with OpenAI's codes and the figures, health and stages, media refused by a pipeline without encoders;
  * on close nothing is left in /dev/shm. (Media over the multimodal pipeline: serverMedia.orchestrator.test.ts.)
  */
+import { readFileSync } from 'node:fs';
+import { endianness } from 'node:os';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
@@ -57,6 +59,33 @@ describe('server over the real pipeline', () => {
     };
     expect(stages.async_chunk).toBe(true);
     expect(stages.stages.map((s) => s.kind)).toEqual(['thinker', 'talker', 'code2wav']);
+  });
+
+  // cpu_wakeup_latency_us: 0 (the shipped configs): while a request is live main holds the machine's idle cores
+  // polling (src/common/cpuWakeupLatency.ts), where it may write the kernel's file (root: CI), else it says so.
+  it("holds the machine's idle cores polling while an answer is live", async () => {
+    expect(engine.graph.cpuWakeupLatencyUs).toBe(0);
+    const client = await RealtimeClient.connect(wsUrl);
+    try {
+      client.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Tell me a long story.' }] },
+      });
+      client.send({ type: 'response.create', response: { max_output_tokens: 120, ignore_eos: true } });
+      await client.next('response.output_audio.delta', () => true, 20_000);
+      const exposition = await (await fetch(`${base}/metrics`)).text();
+      const holds = Number(/^chorus_cpu_wakeup_latency_holds (\S+)$/m.exec(exposition)?.[1]);
+      if (process.getuid?.() === 0) {
+        expect(holds).toBeGreaterThanOrEqual(1);
+        const kernel = readFileSync('/dev/cpu_dma_latency');
+        expect(endianness() === 'LE' ? kernel.readInt32LE(0) : kernel.readInt32BE(0)).toBe(0);
+      } else {
+        expect(holds).toBe(0); // refused: no write access (the log said why)
+      }
+      await client.next('response.done', () => true, 30_000);
+    } finally {
+      client.close();
+    }
   });
 
   it('streams a realtime answer: transcript deltas and pcm16 audio for every token', async () => {

@@ -7,6 +7,9 @@ import type { RequestRecord } from './RequestRecord.ts';
 export class RequestRegistry {
   readonly #records = new Map<string, RequestRecord>();
 
+  /** onLive: told when the first request comes (true) and when the last one goes (false). */
+  constructor(private readonly onLive: (live: boolean) => void = () => {}) {}
+
   get(requestId: string): RequestRecord | undefined {
     return this.#records.get(requestId);
   }
@@ -32,12 +35,15 @@ export class RequestRegistry {
 
   add(record: RequestRecord): void {
     this.#records.set(record.requestId, record);
+    if (this.#records.size === 1) this.onLive(true);
   }
 
   /** Releases the record and forgets it. */
   release(record: RequestRecord): void {
     record.release();
-    if (this.#records.get(record.requestId) === record) this.#records.delete(record.requestId);
+    if (this.#records.get(record.requestId) !== record) return;
+    this.#records.delete(record.requestId);
+    if (this.#records.size === 0) this.onLive(false);
   }
 
   values(): IterableIterator<RequestRecord> {

@@ -115,6 +115,13 @@ const ENGINE_METRICS = {
       'ones they drop.',
     labels: ['channel', 'reason'],
   },
+  cpuWakeupLatencyHolds: {
+    gauge: 'chorus_cpu_wakeup_latency_holds',
+    help:
+      "Holds of the machine's CPU wake-up latency (cpu_wakeup_latency_us, /dev/cpu_dma_latency) this process's " +
+      'engines have in force: 1 while requests are live and for a linger after; 0 when the setting is null or the ' +
+      'file cannot be opened (the log says why, CHORUS_WARN_CPU_LATENCY_NOT_HELD).',
+  },
 } as const satisfies MetricTable;
 
 export function engineMetricsIn(metricsRegistry: Registry) {

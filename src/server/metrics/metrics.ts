@@ -190,6 +190,11 @@ export function bridgeEngineDiagnostics(): void {
     if (typeof stage === 'string' && isMetricNumber(bytes) && bytes >= 0)
       engineMetrics.encoderMediaBytes.inc({ stage }, bytes);
   });
+  subscribe(channelNames.cpuWakeupLatency, (message) => {
+    const { held } = message as { held?: unknown };
+    if (held === true) engineMetrics.cpuWakeupLatencyHolds.inc();
+    else if (held === false) engineMetrics.cpuWakeupLatencyHolds.dec();
+  });
   subscribe(channelNames.controlDropped, (message) => {
     const { channel, reason } = message as { channel?: unknown; reason?: unknown };
     if (typeof channel === 'string' && typeof reason === 'string')
