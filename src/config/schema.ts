@@ -348,8 +348,9 @@ export const GraphYaml = Type.Object(
     stage_hang_ms: optional(int(100)),
     // How much lower than the server the stage processes run (nice increment, 0-19).
     stage_nice: optional(Type.Integer({ minimum: 0, maximum: 19 })),
-    // While requests are live, main asks the kernel to keep every idle core out of sleep states slower than this
-    // to leave (us; PM QoS): 0 = idle cores poll, so a woken stage runs at once (src/common/cpuWakeupLatency.ts).
+    // While requests are live, main (and a `chorus stage` host) asks the kernel to keep every idle core out of sleep
+    // states slower than this to leave (us; PM QoS): 0 = idle cores poll, so a woken stage runs at once
+    // (src/common/cpuWakeupLatency.ts).
     cpu_wakeup_latency_us: optional(
       Type.Union([Type.Integer({ minimum: 0, maximum: 1_000_000 }), Type.Null()], {
         errorMessage: "must be an integer 0-1000000 (us), or null to leave the machine's idle states as they are",

@@ -14,6 +14,7 @@ import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { StageGraph } from '../common/graph.ts';
 import { logger, type Logger } from '../common/log.ts';
 import { enterSchedIdle } from '../common/schedIdle.ts';
+import { CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
@@ -87,7 +88,20 @@ function edgeTransports(graph: StageGraph, spec: StageGraph['stages'][number]): 
 }
 
 /** Runs this process as one stage instance, talking to main over `channel`. */
-export function runStageProcess(channel: ControlChannel<StageToMain, MainToStage>, createStage: CreateStage): void {
+/** How a stage process runs beyond its boot message. */
+export interface StageProcessOptions {
+  /**
+   * It serves on a machine of its own (`chorus stage`): there it holds the config's cpu_wakeup_latency_us while it
+   * has requests, as main does on its machine (src/common/cpuWakeupLatency.ts). A stage main forks shares main's.
+   */
+  readonly ownMachine?: boolean;
+}
+
+export function runStageProcess(
+  channel: ControlChannel<StageToMain, MainToStage>,
+  createStage: CreateStage,
+  opts: StageProcessOptions = {},
+): void {
   const post = (msg: StageToMain) => void channel.send(msg);
   // Main died or closed the channel: nothing can reach us any more, so leave (main owns and unlinks the rings).
   channel.onClose(() => process.exit(process.exitCode ?? 0));
@@ -98,7 +112,7 @@ export function runStageProcess(channel: ControlChannel<StageToMain, MainToStage
       post({ type: 'boot_failed', error: serializeError(new ChorusError(ErrorCodes.STAGE_BOOT, why)) });
       process.exit(1);
     }
-    void boot(msg, channel, post, createStage);
+    void boot(msg, channel, post, createStage, opts);
   });
 }
 
@@ -107,6 +121,7 @@ async function boot(
   channel: ControlChannel<StageToMain, MainToStage>,
   post: (msg: StageToMain) => void,
   createStage: CreateStage,
+  opts: StageProcessOptions,
 ): Promise<void> {
   const spec = args.graph.stages[args.stageIndex];
   const self = args.instance ?? `${spec.stageId}#${args.replica}`;
@@ -118,7 +133,7 @@ async function boot(
   let stage: ReadyStage;
   try {
     if (spec.engine.sched === 'idle') enterIdleClass(self);
-    stage = await bootStage(args, { self, channel, post, log, parts, createStage });
+    stage = await bootStage(args, { self, channel, post, log, parts, createStage, opts });
   } catch (err) {
     log.error({ err }, 'stage failed to boot');
     const wrapped =
@@ -158,6 +173,7 @@ interface BootContext {
   readonly log: Logger;
   readonly parts: BootParts;
   readonly createStage: CreateStage;
+  readonly opts: StageProcessOptions;
 }
 
 interface ReadyStage {
@@ -173,7 +189,7 @@ interface ReadyStage {
 /** Connects, loads the model, builds the core and loop, and posts READY. */
 async function bootStage(
   args: StageBootArgs,
-  { self, channel, post, log, parts, createStage }: BootContext,
+  { self, channel, post, log, parts, createStage, opts }: BootContext,
 ): Promise<ReadyStage> {
   const spec = args.graph.stages[args.stageIndex];
   const started = performance.now();
@@ -203,11 +219,14 @@ async function bootStage(
   // Thinker's core while the other idled (docs/operations.md, "Woken stages moved off their waker's core"). Busier,
   // both cores have work and a move only trades which waits.
   let published: boolean | null = null;
-  const publish = (requests: number) => {
+  const wakeups = machineWakeups(args.graph, opts, log);
+  const onLoad = (requests: number) => {
     const light = requests <= LIGHT_LOAD_MAX_LIVE;
     if (light !== published) addon.publishReaderThread((published = light)); // on a change only: called every step
+    if (requests > 0) wakeups?.busy();
+    else wakeups?.idle();
   };
-  loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined, publish);
+  loop = new StageLoop(core, adapter, post, log, spans ? () => spans.idle(core.size > 0) : undefined, onLoad);
   const running = loop;
   channel.onMessage((msg) => running.deliver(msg));
   const loadMs = Math.round(performance.now() - started);
@@ -215,7 +234,27 @@ async function bootStage(
   const buildMs = Math.round(modelBuildMsHere());
   post({ type: 'ready', settings: { ...settings, modelFiles, loadMs, buildMs, facts } });
   log.info({ loadMs, facts }, 'stage ready');
-  return { loop, adapter, connector, ctx, tracing, close, stats: () => ({ type: 'stats', stats: core.stats() }) };
+  const closeAll = async () => {
+    wakeups?.close();
+    await close();
+  };
+  return {
+    loop,
+    adapter,
+    connector,
+    ctx,
+    tracing,
+    close: closeAll,
+    stats: () => ({ type: 'stats', stats: core.stats() }),
+  };
+}
+
+/** This machine's CPU wake-up latency, held while the stage has requests, when it serves on a machine of its own. */
+function machineWakeups(graph: StageGraph, opts: StageProcessOptions, log: Logger): CpuWakeupLatency | null {
+  const us = graph.cpuWakeupLatencyUs ?? null;
+  return opts.ownMachine && us !== null
+    ? new CpuWakeupLatency({ us, log: log.child({ component: 'cpu-latency' }) })
+    : null;
 }
 
 /** Runs the step loop until drained, then closes everything and says so. */

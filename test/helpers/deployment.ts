@@ -143,6 +143,7 @@ export async function chat(
   content: string,
   extra: Record<string, unknown> = {},
   onFirstChunk?: () => void,
+  onFirstAudio?: () => void,
 ): Promise<ChatAnswer> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
@@ -199,7 +200,10 @@ export async function chat(
         firstTextAtMs ??= Date.now();
       }
       if (delta?.audio?.transcript) text += delta.audio.transcript;
-      if (delta?.audio?.data) audio.push(Buffer.from(delta.audio.data, 'base64'));
+      if (delta?.audio?.data) {
+        if (audio.length === 0) onFirstAudio?.();
+        audio.push(Buffer.from(delta.audio.data, 'base64'));
+      }
     }
   }
   const bytes = Buffer.concat(audio);

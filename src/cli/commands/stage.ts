@@ -69,7 +69,7 @@ export async function run(argv: string[]): Promise<number> {
       refused.close();
     },
   });
-  runStageProcess(channel, createStage);
+  runStageProcess(channel, createStage, { ownMachine: true });
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(130);
