@@ -203,12 +203,23 @@ Napi::Value PublishReaderThread(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// moveOffThisCore(tid: number): a thread this one just woke (a stage process that read its add) moves off this core.
-Napi::Value MoveOffThisCore(const Napi::CallbackInfo& info) {
+// wakeOffThisCore(tid: number, wake: () => void): runs wake(), which wakes thread tid (a stage process's add), with
+// tid kept off this thread's core meanwhile, so the wake-up places it on another core (Ring::KeepOffThisCore).
+// What wake() throws is thrown after the affinity is given back.
+Napi::Value WakeOffThisCore(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) ThrowCoded(env, "CHORUS_ERR_SHM", "moveOffThisCore(tid: number)");
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsFunction())
+    ThrowCoded(env, "CHORUS_ERR_SHM", "wakeOffThisCore(tid: number, wake: () => void)");
   int64_t tid = info[0].As<Napi::Number>().Int64Value();
-  if (tid > 0 && tid <= INT32_MAX) Ring::MoveOffThisCore(static_cast<pid_t>(tid));
+  cpu_set_t was;
+  const bool kept = tid > 0 && tid <= INT32_MAX && Ring::KeepOffThisCore(static_cast<pid_t>(tid), &was);
+  try {
+    info[1].As<Napi::Function>().Call({});
+  } catch (...) {
+    if (kept) Ring::RestoreAffinity(static_cast<pid_t>(tid), was);
+    throw;
+  }
+  if (kept) Ring::RestoreAffinity(static_cast<pid_t>(tid), was);
   return env.Undefined();
 }
 
@@ -217,7 +228,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Ring", RingWrap::Define(env));
   exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
   exports.Set("publishReaderThread", Napi::Function::New(env, PublishReaderThread, "publishReaderThread"));
-  exports.Set("moveOffThisCore", Napi::Function::New(env, MoveOffThisCore, "moveOffThisCore"));
+  exports.Set("wakeOffThisCore", Napi::Function::New(env, WakeOffThisCore, "wakeOffThisCore"));
   exports.Set("headerBytes", Napi::Number::New(env, static_cast<double>(kHeaderBytes)));
   exports.Set("copyStrided", Napi::Function::New(env, CopyStrided, "copyStrided"));
   exports.Set("fillStrided", Napi::Function::New(env, FillStrided, "fillStrided"));

@@ -37,20 +37,22 @@ std::atomic<bool> publishReader{false};
 
 }  // namespace
 
-// A thread just woken by this one, placed on this thread's core, moves to another it may run on: its affinity without
-// this core, then back as it was (a queued thread whose core leaves its mask moves at once; one already running
-// elsewhere stays there). Nothing when it may only run here, or it is gone.
-void Ring::MoveOffThisCore(pid_t tid) {
+// A thread this one is about to wake goes where this core is not: its affinity without this core while the wake-up
+// places it, then back as it was. Moved after the wake-up instead, it had often run already: a woken thread may
+// preempt its waker at once (the syscall's return), and the Talker woken by the Thinker's first rows took the
+// Thinker's core for its whole prefill while the other core idled, in 6 of 60 c=1 answers (bench/NOTES.md, "The
+// wake-up's move came after the wake-up"). Nothing when it may only run here, or it is gone.
+bool Ring::KeepOffThisCore(pid_t tid, cpu_set_t* was) {
   int cpu = sched_getcpu();
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(tid, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2) return;
-  cpu_set_t elsewhere = mask;
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  CPU_ZERO(was);
+  if (sched_getaffinity(tid, sizeof *was, was) != 0 || !CPU_ISSET(cpu, was) || CPU_COUNT(was) < 2) return false;
+  cpu_set_t elsewhere = *was;
   CPU_CLR(cpu, &elsewhere);
-  if (sched_setaffinity(tid, sizeof elsewhere, &elsewhere) != 0) return;
-  sched_setaffinity(tid, sizeof mask, &mask);
+  return sched_setaffinity(tid, sizeof elsewhere, &elsewhere) == 0;
 }
+
+void Ring::RestoreAffinity(pid_t tid, const cpu_set_t& was) { sched_setaffinity(tid, sizeof was, &was); }
 
 void Ring::PublishReaderThread(bool on) { publishReader.store(on, std::memory_order_relaxed); }
 
@@ -223,11 +225,13 @@ bool Ring::TryWrite(const Slice* parts, size_t count) {
   // Exchange: of several frames written before the consumer runs, only the first rings.
   if (header_->readerWaiting.load(std::memory_order_relaxed) != kNoWaiter &&
       header_->readerWaiting.exchange(kNoWaiter, std::memory_order_relaxed) != kNoWaiter) {
+    pid_t reader = header_->readerTid.load(std::memory_order_relaxed);
+    cpu_set_t was;
+    const bool kept = reader > 0 && KeepOffThisCore(reader, &was);
     const char ring = 1;
     ssize_t written = write(bellFd_, &ring, 1);  // EAGAIN: the pipe is full, so the bell rang already
     (void)written;
-    pid_t reader = header_->readerTid.load(std::memory_order_relaxed);
-    if (reader > 0) MoveOffThisCore(reader);
+    if (kept) RestoreAffinity(reader, was);
   }
   return true;
 }

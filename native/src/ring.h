@@ -119,8 +119,11 @@ class Ring {
   // that wakes one moves it off the producer's core: a woken thread is placed on its waker's core by kernels that
   // pack (bench/NOTES.md, "Wake-ups packed onto the waker's core"), and would take it from the producer.
   static void PublishReaderThread(bool on);
-  // A thread this one just woke, queued on this thread's core by such a kernel, moves to another core it may run on.
-  static void MoveOffThisCore(pid_t tid);
+  // Before this thread wakes `tid`: its affinity without this core (the mask it had in `was`), so the wake-up places it
+  // on another core it may run on; false (nothing changed) when it may only run here, or it is gone. After the
+  // wake-up, RestoreAffinity gives the mask back (a thread already placed elsewhere stays there).
+  static bool KeepOffThisCore(pid_t tid, cpu_set_t* was);
+  static void RestoreAffinity(pid_t tid, const cpu_set_t& was);
   void DisarmDataBell();
 
  private:

@@ -39,8 +39,8 @@ export const STAGE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', HEAP
 
 /**
  * Whether a stage reading this add starts computing at once, on a lightly loaded server: the entry stage's add with
- * its prompt and no upstream to wait for. Main moves that stage off its own core as it sends the add
- * (native/src/ring.cc MoveOffThisCore, the move a ring's producer makes for the reader it wakes): a kernel that packs
+ * its prompt and no upstream to wait for. Main keeps that stage off its own core while the add wakes it
+ * (native/src/ring.cc KeepOffThisCore, as a ring's producer does for the reader it wakes): a kernel that packs
  * wake-ups queued the Thinker on main's core, where it waited for main's turn after the add (the response's first
  * events) while the other core idled (the add's hop 0.61-0.87 ms against 0.41-0.59 moved; docs/operations.md, "Woken
  * stages moved off their waker's core"). Busier, both cores have work and a move only trades which task waits; a
@@ -164,8 +164,12 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
           `request ${msg.requestId}: its ${argsBytes} bytes of stage arguments are too large for one request`,
         );
     }
-    this.channel.send(msg);
-    if (msg.type === 'add' && startsAtOnce(msg) && this.child.pid !== undefined) addon.moveOffThisCore(this.child.pid);
+    const pid = this.child.pid;
+    // The entry stage woken by an add that starts a model at once goes to another core than main's: kept off it
+    // while the send wakes it (moved after, it had often run on main's core already: docs/operations.md).
+    if (msg.type === 'add' && startsAtOnce(msg) && pid !== undefined)
+      addon.wakeOffThisCore(pid, () => this.channel.send(msg));
+    else this.channel.send(msg);
   }
 
   /** Asks the stage to drain (up to drainMs) and exit; kills it if it has not exited by then + a grace period. */

@@ -5,9 +5,11 @@
  * the reader back and forth, and where it runs says nothing about the move.
  */
 import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { afterEach, expect, it } from 'vitest';
+import { addon } from '../../transport/shm/binding.ts';
 import type { PeerReply } from './fixtures/peerProtocol.ts';
 import { endPeersAndRings, ring, startPeer } from './fixtures/peers.ts';
 
@@ -68,6 +70,41 @@ it.runIf(availableParallelism() >= 2)(
     expect(code).toBe(0);
   },
 );
+
+it.runIf(availableParallelism() >= 2)(
+  'keeps a thread off this core only while the wake runs, and gives its cores back when the wake throws',
+  async () => {
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+    await once(child, 'spawn');
+    try {
+      const pid = child.pid!;
+      const before = allowedCpus(pid);
+      let during = '';
+      addon.wakeOffThisCore(pid, () => (during = allowedCpus(pid)));
+      // While the wake ran, the thread could go anywhere but the one core the call started on.
+      const left = cpuList(before).filter((cpu) => !cpuList(during).includes(cpu));
+      expect(left).toHaveLength(1);
+      expect(cpuList(during).every((cpu) => cpuList(before).includes(cpu))).toBe(true);
+      expect(allowedCpus(pid)).toBe(before);
+      expect(() =>
+        addon.wakeOffThisCore(pid, () => {
+          throw new Error('the send failed');
+        }),
+      ).toThrow('the send failed');
+      expect(allowedCpus(pid)).toBe(before);
+    } finally {
+      child.kill();
+    }
+  },
+);
+
+/** The cores of a list like "0-1" or "0,2-3". */
+function cpuList(list: string): number[] {
+  return list.split(',').flatMap((part) => {
+    const [a, b = a] = part.split('-').map(Number);
+    return Array.from({ length: b - a + 1 }, (_, i) => a + i);
+  });
+}
 
 /** The cores a process's main thread may run on, as the kernel lists them ("0-1"). */
 function allowedCpus(pid: number): string {

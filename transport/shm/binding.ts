@@ -46,8 +46,11 @@ export interface NativeAddon {
    * (native/src/ring.h, Ring::PublishReaderThread). Stage processes turn it on while lightly loaded; main never.
    */
   publishReaderThread(on: boolean): void;
-  /** A thread this process just woke (by its thread id) moves off this thread's core (Ring::MoveOffThisCore). */
-  moveOffThisCore(tid: number): void;
+  /**
+   * Runs `wake`, which wakes thread `tid` (a stage process's add), with `tid` kept off this thread's core meanwhile, so
+   * the wake-up places it on another core (Ring::KeepOffThisCore); what `wake` throws is thrown after.
+   */
+  wakeOffThisCore(tid: number, wake: () => void): void;
   readonly headerBytes: number;
   /**
    * Copies `count` blocks of `blockFloats` floats, block i from src[srcStart + i * srcStride] to
