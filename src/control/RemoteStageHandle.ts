@@ -34,6 +34,7 @@ export class RemoteStageHandle extends EventEmitter<StageWorkerEvents> {
     return this.heartbeat.host;
   }
 
+  /** Over the control plane: where another machine's process wakes is that machine's (StageSendOptions ignored). */
   send(msg: MainToStage): void {
     this.publish(msg);
   }

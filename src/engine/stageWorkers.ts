@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '../common/log.ts';
 import { childModuleFile, RUNS_COMPILED } from '../common/moduleFile.ts';
 import type { MainToStage, StageBootArgs, StageReadySettings } from '../worker/messages.ts';
-import type { StageWorkerEvents, StageWorkerOptions } from '../worker/StageWorker.ts';
+import type { StageSendOptions, StageWorkerEvents, StageWorkerOptions } from '../worker/StageWorker.ts';
 import { ipcChannelToChild } from '../control/ipc/ipcChannel.ts';
 
 /** What the Orchestrator uses of a stage supervisor (StageWorker), so tests can hand it stand-ins. */
@@ -14,7 +14,7 @@ export interface StageWorkerHandle {
   readonly pid: number | null;
   /** Its READY report (settings and model facts). */
   readonly settings: StageReadySettings | null;
-  send(msg: MainToStage): void;
+  send(msg: MainToStage, opts?: StageSendOptions): void;
   /** Drain up to drainMs, then exit; resolves when it has. */
   shutdown(drainMs: number): Promise<void>;
   kill(signal?: NodeJS.Signals): void;

@@ -51,6 +51,16 @@ export function startsAtOnce(add: Extract<MainToStage, { type: 'add' }>): boolea
   return add.upstreams.length === 0 && (add.liveRequests ?? Number.POSITIVE_INFINITY) <= LIGHT_LOAD_MAX_LIVE;
 }
 
+/** How main sends a message to a stage, beyond the message. */
+export interface StageSendOptions {
+  /**
+   * The message wakes the stage to compute at once on a lightly loaded server (a held Thinker's release): a stage
+   * process on this machine is kept off main's core while the send wakes it (src/worker/StageWorker.ts), as an add
+   * that starts a model at once is. Another machine's instance ignores it.
+   */
+  readonly computesAtOnce?: boolean;
+}
+
 export interface StageWorkerOptions {
   /** The module the stage process runs (it calls runStageProcess; stages/stageEntry.ts in Chorus). */
   readonly entry: string;
@@ -152,7 +162,7 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
     });
   }
 
-  send(msg: MainToStage): void {
+  send(msg: MainToStage, opts: StageSendOptions = {}): void {
     if (this.exited) return; // a dead stage's requests are failed by the 'died' handler
     // An add too big for the control channel fails the request here, not the channel: the kind's arguments (a
     // long prompt) are what grows. Measured as the channel would carry them.
@@ -165,10 +175,11 @@ export class StageWorker extends EventEmitter<StageWorkerEvents> {
         );
     }
     const pid = this.child.pid;
-    // The entry stage woken by an add that starts a model at once goes to another core than main's: kept off it
-    // while the send wakes it (moved after, it had often run on main's core already: docs/operations.md).
-    if (msg.type === 'add' && startsAtOnce(msg) && pid !== undefined)
-      addon.wakeOffThisCore(pid, () => this.channel.send(msg));
+    // A stage this message wakes to compute at once (the entry stage's add, a held Thinker's release) goes to another
+    // core than main's: kept off it while the send wakes it (moved after, it had often run on main's core already,
+    // and held main's core through its step while the other idled: docs/operations.md).
+    const computes = opts.computesAtOnce === true || (msg.type === 'add' && startsAtOnce(msg));
+    if (computes && pid !== undefined) addon.wakeOffThisCore(pid, () => this.channel.send(msg));
     else this.channel.send(msg);
   }
 

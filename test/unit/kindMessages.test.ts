@@ -16,6 +16,7 @@ import { mainToStageProblem } from '../../src/control/controlChecks.ts';
 import type { StagePool } from '../../src/engine/pool/StagePool.ts';
 import { tellFirstAudio } from '../../src/engine/requests/tellStages.ts';
 import type { MainToStage } from '../../src/worker/messages.ts';
+import type { StageSendOptions } from '../../src/worker/StageWorker.ts';
 import { configWith } from '../helpers/engine.ts';
 
 const died = { code: ErrorCodes.STAGE_DIED, message: 'stage image-encoder#0 died' };
@@ -58,11 +59,12 @@ describe('kind messages', () => {
 describe('tellFirstAudio (main)', () => {
   it("tells the request's instances whose kind acts on it then, and wakes no other (Code2Wav, the encoders)", () => {
     const graph = configWith('tiny-omni.yaml');
-    const instances = new Map(graph.stages.map((spec) => [`${spec.stageId}#0`, { spec }]));
-    const sent: { instance: string; msg: MainToStage }[] = [];
+    const instances = new Map(graph.stages.map((spec) => [`${spec.stageId}#0`, { spec, inFlight: new Set(['r']) }]));
+    const sent: { instance: string; msg: MainToStage; computesAtOnce: boolean }[] = [];
     const pool = {
       instances: instances as unknown as StagePool['instances'],
-      send: (instance: string, msg: MainToStage) => void sent.push({ instance, msg }),
+      send: (instance: string, msg: MainToStage, opts?: StageSendOptions) =>
+        void sent.push({ instance, msg, computesAtOnce: opts?.computesAtOnce === true }),
     };
     const record = {
       runId: 'r',
@@ -74,10 +76,18 @@ describe('tellFirstAudio (main)', () => {
     tellFirstAudio(pool, record, false);
     expect(sent.map((s) => s.instance).sort()).toEqual(['talker#0', 'thinker#0']);
     for (const { msg } of sent) expect(msg).toEqual(firstAudioMessage('r'));
+    // Lightly loaded, the held Thinker computes at once when it hears it (main keeps it off its core meanwhile); the
+    // Talker only sizes a chunk it has yet to make.
+    expect(sent.filter((s) => s.computesAtOnce).map((s) => s.instance)).toEqual(['thinker#0']);
     // The audio is out: the Talker made its first chunk, only the held Thinker has something to do.
     sent.length = 0;
     tellFirstAudio(pool, record, true);
     expect(sent.map((s) => s.instance)).toEqual(['thinker#0']);
+    // Busier (three requests on the Thinker), both cores have work: no move.
+    for (const id of ['r2', 'r3']) instances.get('thinker#0')!.inFlight.add(id);
+    sent.length = 0;
+    tellFirstAudio(pool, record, true);
+    expect(sent).toEqual([{ instance: 'thinker#0', msg: firstAudioMessage('r'), computesAtOnce: false }]);
     // An instance that left the pool (a lost remote) is told nothing, as the pool would drop it anyway.
     instances.delete('thinker#0');
     sent.length = 0;

@@ -16,6 +16,7 @@ import { descriptorOf } from '../../../stages/registry.ts';
 import { openControlPlane, type ControlPlane, type RemoteStageHandle } from '../../control/ControlPlane.ts';
 import { instanceId } from '../planEdges.ts';
 import type { StageWorkerHandle, StartStageWorker } from '../stageWorkers.ts';
+import type { StageSendOptions } from '../../worker/StageWorker.ts';
 import { HangWatch } from './HangWatch.ts';
 import { healthOf } from './healthOf.ts';
 import { InstanceEvents } from './InstanceEvents.ts';
@@ -113,8 +114,8 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
   }
 
   /** Sends a message to an instance if it is there and running (a message to one that is gone has no reader). */
-  send(instance: string, msg: MainToStage): void {
-    this.#instances.get(instance)?.worker?.send(msg);
+  send(instance: string, msg: MainToStage, opts?: StageSendOptions): void {
+    this.#instances.get(instance)?.worker?.send(msg, opts);
   }
 
   workerOf(instance: string): StageWorkerHandle | null {

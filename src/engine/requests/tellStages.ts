@@ -2,6 +2,7 @@
 import { firstAudioMessage } from '../../../stages/requestEvents.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import type { StagePool } from '../pool/StagePool.ts';
+import { LIGHT_LOAD_MAX_LIVE } from '../../sched/chunkPolicy.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 
 type Pool = Pick<StagePool, 'instances' | 'send'>;
@@ -29,9 +30,13 @@ export function tellFirstAudio(pool: Pool, record: Record, audioOut: boolean): v
   record.sendLaterAdds();
   for (const instance of record.instances.values()) {
     const view = pool.instances.get(instance);
-    const hears = view && descriptorOf(view.spec.kind).hearsFirstAudio;
-    if (hears === 'always' || (hears === 'beforeAudio' && !audioOut))
-      pool.send(instance, firstAudioMessage(record.runId));
+    const hears = view ? descriptorOf(view.spec.kind).hearsFirstAudio : undefined;
+    if (!view || !(hears === 'always' || (hears === 'beforeAudio' && !audioOut))) continue;
+    // The kind that hears it always (the Thinker) resumes a held request at once: lightly loaded, it sleeps until
+    // then, and woken on main's core it took that core for its step while main was still sending the first audio
+    // (bench/NOTES.md, "The wake-up's move came after the wake-up").
+    const computesAtOnce = hears === 'always' && view.inFlight.size <= LIGHT_LOAD_MAX_LIVE;
+    pool.send(instance, firstAudioMessage(record.runId), { computesAtOnce });
   }
 }
 
