@@ -115,9 +115,8 @@ export class LimitSampler {
     private readonly ic: number,
   ) {
     this.sampling = limitSampling(o.graph);
-    const us = o.graph.cpuWakeupLatencyUs ?? null;
-    this.wakeups =
-      us === null ? null : new CpuWakeupLatency({ us, lingerMs: 0, log: logger.child({ component: 'limit' }) });
+    const log = logger.child({ component: 'limit' });
+    this.wakeups = CpuWakeupLatency.asked(o.graph.cpuWakeupLatencyUs, log, { lingerMs: 0 });
   }
 
   static async open(o: LimitOptions): Promise<LimitSampler> {

@@ -12,7 +12,7 @@
  *
  * Opening the file takes root (or a udev rule giving the server's user write access); where it cannot be opened the
  * server runs with the machine's idle states, says why once (CHORUS_WARN_CPU_LATENCY_NOT_HELD), and /metrics'
- * chorus_cpu_wakeup_latency_held stays 0.
+ * chorus_cpu_wakeup_latency_holds stays 0.
  */
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { endianness } from 'node:os';
@@ -44,6 +44,15 @@ export class CpuWakeupLatency {
   #refused: string | null = null;
   readonly #device: string;
   readonly #lingerMs: number;
+
+  /** The hold a config's `cpu_wakeup_latency_us` asks for, or null when it asks for none (null or absent). */
+  static asked(
+    us: number | null | undefined,
+    log: Logger,
+    opts: Omit<CpuWakeupLatencyOptions, 'us' | 'log'> = {},
+  ): CpuWakeupLatency | null {
+    return us === null || us === undefined ? null : new CpuWakeupLatency({ ...opts, us, log });
+  }
 
   constructor(private readonly opts: CpuWakeupLatencyOptions) {
     if (!Number.isInteger(opts.us) || opts.us < 0) throw new RangeError(`cpu wake-up latency ${opts.us} us`);

@@ -100,8 +100,7 @@ export class Orchestrator implements Engine {
   ) {
     this.promptContext = promptContextOf(graph, tokenizer);
     this.id = opts.engineId ?? newEngineId();
-    const us = graph.cpuWakeupLatencyUs ?? null;
-    const wakeups = us === null ? null : new CpuWakeupLatency({ us, log: log.child({ component: 'cpu-latency' }) });
+    const wakeups = CpuWakeupLatency.asked(graph.cpuWakeupLatencyUs, log.child({ component: 'cpu-latency' }));
     this.wakeups = wakeups;
     this.requests = new RequestRegistry(wakeups ? (live) => (live ? wakeups.busy() : wakeups.idle()) : undefined);
     const startWorker = opts.startWorker ?? ((args, l) => StageWorker.start(args, l, LOCAL_STAGE));

@@ -87,7 +87,6 @@ function edgeTransports(graph: StageGraph, spec: StageGraph['stages'][number]): 
   return new Map(spec.inputs.map((i) => [i.from, graph.connectors[i.connector]?.kind ?? 'unknown']));
 }
 
-/** Runs this process as one stage instance, talking to main over `channel`. */
 /** How a stage process runs beyond its boot message. */
 export interface StageProcessOptions {
   /**
@@ -97,6 +96,7 @@ export interface StageProcessOptions {
   readonly ownMachine?: boolean;
 }
 
+/** Runs this process as one stage instance, talking to main over `channel`. */
 export function runStageProcess(
   channel: ControlChannel<StageToMain, MainToStage>,
   createStage: CreateStage,
@@ -214,12 +214,16 @@ async function bootStage(
   };
   const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
   const spans = ctx.spans;
+  // On a machine of its own (`chorus stage`) it holds that machine's idle cores to the config's wake-up latency while
+  // it has requests, as main does on main's.
+  const wakeups = opts.ownMachine
+    ? CpuWakeupLatency.asked(args.graph.cpuWakeupLatencyUs, log.child({ component: 'cpu-latency' }))
+    : null;
   // Lightly loaded, this stage's waits publish its thread, so the producer that wakes it moves it off the producer's
   // core (native/src/ring.cc): a kernel that packs wake-ups put the Talker, woken by the first prompt rows, on the
   // Thinker's core while the other idled (docs/operations.md, "Woken stages moved off their waker's core"). Busier,
   // both cores have work and a move only trades which waits.
   let published: boolean | null = null;
-  const wakeups = machineWakeups(args.graph, opts, log);
   const onLoad = (requests: number) => {
     const light = requests <= LIGHT_LOAD_MAX_LIVE;
     if (light !== published) addon.publishReaderThread((published = light)); // on a change only: called every step
@@ -247,14 +251,6 @@ async function bootStage(
     close: closeAll,
     stats: () => ({ type: 'stats', stats: core.stats() }),
   };
-}
-
-/** This machine's CPU wake-up latency, held while the stage has requests, when it serves on a machine of its own. */
-function machineWakeups(graph: StageGraph, opts: StageProcessOptions, log: Logger): CpuWakeupLatency | null {
-  const us = graph.cpuWakeupLatencyUs ?? null;
-  return opts.ownMachine && us !== null
-    ? new CpuWakeupLatency({ us, log: log.child({ component: 'cpu-latency' }) })
-    : null;
 }
 
 /** Runs the step loop until drained, then closes everything and says so. */

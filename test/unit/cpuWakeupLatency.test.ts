@@ -109,6 +109,15 @@ describe('CpuWakeupLatency', () => {
     expect(qos.refused).toMatch(/has no .*missing.*cpu_wakeup_latency_us: null/);
   });
 
+  it("is asked for by a config's value, not by null or an absent key", () => {
+    expect(CpuWakeupLatency.asked(null, silent)).toBeNull();
+    expect(CpuWakeupLatency.asked(undefined, silent)).toBeNull();
+    const qos = CpuWakeupLatency.asked(0, silent, { device });
+    qos!.busy();
+    expect(s32(readFileSync(device))).toBe(0);
+    qos!.close();
+  });
+
   it('refuses a value the kernel would not take', () => {
     expect(() => new CpuWakeupLatency({ us: -1, log: silent, device })).toThrow(RangeError);
     expect(() => new CpuWakeupLatency({ us: 1.5, log: silent, device })).toThrow(RangeError);
