@@ -9,10 +9,15 @@
 #include <string>
 #include <unordered_map>
 
+#include <v8.h>
+
 #include "coded_error.h"
 
 namespace chorus {
 namespace {
+
+// Node's limit for one buffer (buffer.constants.MAX_LENGTH on 64-bit), which KvBufferPool's slabs are sized to.
+constexpr size_t kMaxBytes = size_t{1} << 32;
 
 size_t PageBytes() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -43,6 +48,9 @@ void Unmap(napi_env, void* data, void*) {
 Napi::Value ReserveMemory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t requested = IntegerArg(info, 0, "reserveMemory: bytes", 1);
+  if (requested > kMaxBytes)
+    ThrowInvalid(env, "reserveMemory: " + std::to_string(requested) + " bytes is larger than " +
+                          std::to_string(kMaxBytes) + ", the most one ArrayBuffer may hold in Node");
   size_t page = PageBytes();
   size_t bytes = (requested + page - 1) / page * page;
   // MAP_NORESERVE: address space only; the kernel commits a page when it is first touched.
@@ -57,11 +65,22 @@ Napi::Value ReserveMemory(const Napi::CallbackInfo& info) {
     std::lock_guard<std::mutex> hold(mappingsLock);
     mappings.emplace(data, bytes);
   }
-  napi_value result;
-  napi_status status = napi_create_external_arraybuffer(env, data, bytes, Unmap, nullptr, &result);
+  // V8 adds every ArrayBuffer's length to its count of external memory unless its backing store has the empty deleter
+  // (BackingStore::PerIsolateAccountingLength), and N-API's external buffers always have a deleter of their own. Counted,
+  // each 4 GiB slab moved that count by 4 GiB at once: a full memory-reducing mark-compact of the stage's heap (25-45 ms
+  // on its one thread, the stage's steps stopped) right after, the next request's first packet behind it. The mapping is
+  // no memory V8 could collect, so it is not counted: the store's deleter does nothing, and the ArrayBuffer object's
+  // finalizer unmaps it (every view holds the object, so nothing reads the mapping after that).
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  std::unique_ptr<v8::BackingStore> store =
+      v8::ArrayBuffer::NewBackingStore(data, bytes, v8::BackingStore::EmptyDeleter, nullptr);
+  v8::Local<v8::ArrayBuffer> buffer = v8::ArrayBuffer::New(isolate, std::move(store));
+  // N-API's values are V8's local handles (node's js_native_api_v8.h, JsValueFromV8LocalValue).
+  napi_value result = reinterpret_cast<napi_value>(*buffer);
+  napi_status status = napi_add_finalizer(env, result, data, Unmap, nullptr, nullptr);
   if (status != napi_ok) {
     Unmap(env, data, nullptr);
-    throw Napi::Error::New(env);  // what napi_create_external_arraybuffer threw (e.g. a length past Node's limit)
+    throw Napi::Error::New(env);
   }
   return Napi::Value(env, result);
 }

@@ -11,21 +11,21 @@
  * back to the kernel when freed: beside sixteen long answers a step that repacked or doubled their KV took 100-560
  * ms, every sequence of the batch and any newcomer behind it waiting (bench/NOTES.md, "KV stores grown in place").
  *
- * Regions are carved from slabs of SLAB_BYTES, one ArrayBuffer each, made once and kept: V8 counts an ArrayBuffer's
- * length as external memory and starts a mark-compact each time that count has grown by 64 MB, so a slab costs one
- * when it is made and nothing after; a decoder reserves the regions it expects at its model's load (reserve(),
- * KvDecoder), so those are made before the stage is READY. What this pool took before, V8's resizable ArrayBuffers,
- * cost one every 64 MB of growth for good: Node 20's V8 adds their growth to its count and never takes it off, not
- * when one shrinks nor when it is collected. A Talker whose stores came and went under sixteen long answers counted
- * 8 GB of external memory on a 30 MB heap and ran a mark-compact every second, 10-44 ms each on its own thread
- * (bench/NOTES.md, "The KV pool's phantom external memory").
+ * Regions are carved from slabs of SLAB_BYTES, one ArrayBuffer each, made when the last has no room left and kept.
+ * V8 does not count a slab as external memory (its backing store's deleter does nothing: native/src/arena.h), so
+ * neither a slab nor a store's growth starts a collection. V8's resizable ArrayBuffers, which this pool took first,
+ * added every growth to that count for good, and V8 runs a mark-compact each time the count grows by 64 MB: a Talker
+ * whose stores came and went under sixteen long answers counted 8 GB of external memory on a 30 MB heap and ran one
+ * every second, 10-44 ms each on its own thread (bench/NOTES.md, "The KV pool's phantom external memory"). Slabs as
+ * N-API's external buffers then counted 4 GiB each: a memory-reducing mark-compact (25-45 ms) whenever one was made,
+ * at load or in the 47th answer of a c=1 run (bench/NOTES.md, "Slabs V8 does not count"). A decoder reserves the
+ * regions it expects at its model's load (reserve(), KvDecoder): a machine without the address space for them says so
+ * before the stage is READY, not in its first answers.
  *
  * A region is as large as its store can grow (the caller says: its model's longest sequence at its batch), a power of
  * two up to REGION_BYTES, and goes only to stores of that size: a prefix-cache entry, a batch of one held for minutes,
- * takes 4 MB of address space (tiny-omni's Thinker), not 64, so the entries of a filling prefix cache do not make a
- * slab (and so a mark-compact) every few requests as they did: a Thinker or Talker at c=10 made a new slab every ~10
- * requests, each a 12-24 ms pause on its own thread (bench/NOTES.md, "A stage's heap may grow 4x; prefix-cache entries
- * in regions their size").
+ * takes 4 MB of address space (tiny-omni's Thinker), not 64 (bench/NOTES.md, "A stage's heap may grow 4x; prefix-cache
+ * entries in regions their size").
  *
  * Idle regions keep their pages up to `maxBytes` in all; past that, a returned region's pages go back to the kernel
  * (the region stays, for the next store, at no cost but address space). Regions are never dropped, so there are only
@@ -94,15 +94,15 @@ export class KvBufferPool {
     return this.made;
   }
 
-  /** Slabs made so far: each cost V8 one mark-compact. */
+  /** Slabs made so far. */
   get slabCount(): number {
     return this.regions.size;
   }
 
   /**
    * Makes regions for buffers that may grow to `maxFloats` now, up to `regions` of their size in all (idle, no page
-   * committed), so that the slabs they come from are made before they are needed (at a model's load, not beside its
-   * first requests).
+   * committed), so that the address space they need is mapped before they are needed (at a model's load, where a
+   * limit on it is an error of the stage's boot, not of its first requests).
    */
   reserve(regions: number, maxFloats = Infinity): void {
     const size = regionBytesFor(PAGE_BYTES, maxFloats * Float32Array.BYTES_PER_ELEMENT);

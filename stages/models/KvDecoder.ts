@@ -73,9 +73,9 @@ export class KvDecoder {
   ) {
     this.maxPositions = limits.maxPositions;
     this.appendLayout = { ...layout, maxPositions: limits.maxPositions };
-    // Regions made now, each tensor a region: the slabs they come from each cost a mark-compact when made
-    // (KvBufferPool). Two stores of one sequence for every sequence the scheduler may run (its own and the one a repack
-    // builds; prefix-cache entries are stores of one too), and two of the largest batch.
+    // Regions made now, each tensor a region, so the address space they take is mapped at load (KvBufferPool). Two
+    // stores of one sequence for every sequence the scheduler may run (its own and the one a repack builds;
+    // prefix-cache entries are stores of one too), and two of the largest batch.
     if (names.cacheLayout === 'append') {
       const seqs = limits.maxNumSeqs ?? 1;
       this.pool.reserve(2 * seqs * 2 * layout.numLayers, storeMaxFloats(this.appendLayout, 1));
