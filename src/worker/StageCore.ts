@@ -190,7 +190,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     }
     this.release(req, 'cancelled');
     this.ctx.adapter.cancel(requestId);
-    this.ctx.post({ type: 'finished', requestId, finishReason: 'cancelled', numTokens: req.numOutputs });
+    this.postFinished({ requestId, finishReason: 'cancelled', numTokens: req.numOutputs });
   }
 
   /**
@@ -357,14 +357,14 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   ): void {
     const puts = req.downstream.map((t) => this.put(req, t, { final: true, finishReason: reason, ...last(t) }));
     void Promise.allSettled(puts).then(() =>
-      this.ctx.post({
-        type: 'finished',
-        requestId: req.requestId,
-        finishReason: reason,
-        numTokens: req.numOutputs,
-        ...report,
-      }),
+      this.postFinished({ requestId: req.requestId, finishReason: reason, numTokens: req.numOutputs, ...report }),
     );
+  }
+
+  /** `finished` to main, the step trace's lines written first (StepTrace: a reader after the answer finds them). */
+  private postFinished(msg: Omit<Extract<StageToMain, { type: 'finished' }>, 'type'>): void {
+    this.ctx.stepTrace?.flush();
+    this.ctx.post({ type: 'finished', ...msg });
   }
 
   /**

@@ -11,7 +11,12 @@
  * millisecond, as much as the hops between stages take.
  * `chorus bench --trace-steps` sets it; bench/ttfp/stepTimeline.ts reads the files.
  *
- * One synchronous write per step (a few microseconds against steps of milliseconds), so a crash loses nothing.
+ * Lines are kept in memory and written in one synchronous write when the stage ends a request (flush(), before it
+ * tells main: whoever reads the file after an answer's end finds its lines), when FLUSH_BYTES have gathered, and when
+ * the trace closes or the process exits. A write per line had put 15-20 writes on a c=1 first packet's path across
+ * the stages, each on a path run once a request (cold): TTFP p50 23.2 ms without the bench's account against 24.1 with
+ * it, three runs each (bench/NOTES.md, "Traces written at a request's end"). A process killed outright loses the
+ * lines of the requests it had not ended.
  */
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
@@ -20,6 +25,9 @@ import { monotonicMs, PERF_TO_MONOTONIC_MS } from '../common/packetMarks.ts';
 export { monotonicMs };
 
 export const STEP_TRACE_ENV = 'CHORUS_STEP_TRACE_DIR';
+
+/** Lines gathered past this many bytes are written at once, requests ended or not (a busy stage's steady state). */
+export const FLUSH_BYTES = 64 << 10;
 
 /** A step's work: request id and the positions (tokens, frames, items) it took in the step. */
 export type StepItem = readonly [requestId: string, positions: number];
@@ -59,8 +67,14 @@ export interface MarkRecord {
 
 export class StepTrace {
   private readonly offsetMs = PERF_TO_MONOTONIC_MS;
+  private lines: string[] = [];
+  private bytes = 0;
+  /** Writes what is gathered when the process exits without close() (a throw, process.exit). */
+  private readonly onExit = () => this.close();
 
-  private constructor(private fd: number | null) {}
+  private constructor(private fd: number | null) {
+    process.on('exit', this.onExit);
+  }
 
   /** The trace of this process when the environment asks for one, else null. */
   static fromEnv(instance: string, env: NodeJS.ProcessEnv = process.env): StepTrace | null {
@@ -81,17 +95,34 @@ export class StepTrace {
       ...(model ? { x0: model.startedAtMs - startedAtMs, x: model.endedAtMs - model.startedAtMs } : {}),
       ...(model?.cpuMs !== undefined ? { xc: model.cpuMs } : {}),
     };
-    writeSync(this.fd, JSON.stringify(rec) + '\n');
+    this.add(JSON.stringify(rec));
   }
 
   /** A mark on a request's path, now (monotonic) unless `t` says when. */
   mark(m: MarkRecord['m'], r: string, extra: Omit<MarkRecord, 'm' | 'r' | 't'> = {}, t = monotonicMs()): void {
     if (this.fd === null) return;
-    writeSync(this.fd, JSON.stringify({ m, r, t, ...extra }) + '\n');
+    this.add(JSON.stringify({ m, r, t, ...extra }));
+  }
+
+  /** Writes the lines gathered so far (the stage ends a request: before main hears of it). */
+  flush(): void {
+    if (this.fd === null || this.lines.length === 0) return;
+    const text = this.lines.join('\n') + '\n';
+    this.lines = [];
+    this.bytes = 0;
+    writeSync(this.fd, text);
   }
 
   close(): void {
+    this.flush();
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
+    process.off('exit', this.onExit);
+  }
+
+  private add(line: string): void {
+    this.lines.push(line);
+    this.bytes += line.length + 1;
+    if (this.bytes >= FLUSH_BYTES) this.flush();
   }
 }

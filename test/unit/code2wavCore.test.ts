@@ -1,5 +1,11 @@
 /** Code2WavCore with a fake vocoder: chunks decode in order, context is never re-emitted, errors end requests. */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { STEP_TRACE_ENV, StepTrace } from '../../src/worker/StepTrace.ts';
+import type { StageToMain } from '../../src/worker/messages.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
 import type { AudioBody, ChunkBody } from '../../src/common/payloads.ts';
 import { code2wavStatsOf } from '../../stages/code2wav/protocol.ts';
@@ -134,6 +140,45 @@ describe('Code2WavCore', () => {
     await expect
       .poll(() => ctx.posted.find((m) => m.type === 'finished'))
       .toMatchObject({ requestId: 'r', finishReason: 'stop', numTokens: 7 });
+  });
+
+  it("writes its step trace's lines before main hears the request finished, none before", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'chorus-c2w-steps-'));
+    const stepTrace = StepTrace.fromEnv('code2wav#0', { [STEP_TRACE_ENV]: dir })!;
+    try {
+      const file = path.join(dir, `code2wav_0-${process.pid}.jsonl`);
+      const lines = () =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '');
+      const adapter = new FakeAdapter();
+      const base = stageContext(spec, adapter);
+      const atFinished: string[][] = [];
+      const post = (msg: StageToMain) => {
+        if (msg.type === 'finished') atFinished.push(lines());
+        base.posted.push(msg);
+      };
+      const core = new Code2WavCore({ ...base, stepTrace, post }, new FakeVocoder());
+      core.add({
+        type: 'add',
+        requestId: 'r',
+        sampling: spec.defaultSamplingParams,
+        downstream: [{ instance: 'main', stageId: 'main' }],
+        upstreams: [{ instance: 'talker#0', stageId: 'talker' }],
+        firstChunkDeadline: Date.now() + 30_000,
+        args: {},
+      });
+      core.onArrivals([{ requestId: 'r', chunk: received('r', 'talker', 'code2wav', frames(0, 2), true) }]);
+      expect(core.step()).toBe(true);
+      expect(lines()).toEqual([]); // the add, the step and its marks are kept until the request ends
+      await expect.poll(() => atFinished.length).toBe(1);
+      const written = atFinished[0].map((l) => JSON.parse(l) as { m?: string; r?: string; items?: unknown });
+      expect(written.filter((w) => w.m === 'add' && w.r === 'r')).toHaveLength(1);
+      expect(written.filter((w) => w.items !== undefined)).toHaveLength(1);
+    } finally {
+      stepTrace.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('an empty final chunk ends the request with an empty final chunk and the upstream reason', async () => {
