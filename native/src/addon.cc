@@ -211,15 +211,8 @@ Napi::Value WakeOffThisCore(const Napi::CallbackInfo& info) {
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsFunction())
     ThrowCoded(env, "CHORUS_ERR_SHM", "wakeOffThisCore(tid: number, wake: () => void)");
   int64_t tid = info[0].As<Napi::Number>().Int64Value();
-  cpu_set_t was;
-  const bool kept = tid > 0 && tid <= INT32_MAX && Ring::KeepOffThisCore(static_cast<pid_t>(tid), &was);
-  try {
-    info[1].As<Napi::Function>().Call({});
-  } catch (...) {
-    if (kept) Ring::RestoreAffinity(static_cast<pid_t>(tid), was);
-    throw;
-  }
-  if (kept) Ring::RestoreAffinity(static_cast<pid_t>(tid), was);
+  KeptOffThisCore kept(tid > 0 && tid <= INT32_MAX ? static_cast<pid_t>(tid) : 0);
+  info[1].As<Napi::Function>().Call({});
   return env.Undefined();
 }
 

@@ -225,13 +225,10 @@ bool Ring::TryWrite(const Slice* parts, size_t count) {
   // Exchange: of several frames written before the consumer runs, only the first rings.
   if (header_->readerWaiting.load(std::memory_order_relaxed) != kNoWaiter &&
       header_->readerWaiting.exchange(kNoWaiter, std::memory_order_relaxed) != kNoWaiter) {
-    pid_t reader = header_->readerTid.load(std::memory_order_relaxed);
-    cpu_set_t was;
-    const bool kept = reader > 0 && KeepOffThisCore(reader, &was);
+    KeptOffThisCore kept(header_->readerTid.load(std::memory_order_relaxed));
     const char ring = 1;
     ssize_t written = write(bellFd_, &ring, 1);  // EAGAIN: the pipe is full, so the bell rang already
     (void)written;
-    if (kept) RestoreAffinity(reader, was);
   }
   return true;
 }

@@ -143,4 +143,21 @@ class Ring {
   uint64_t capacity_;
 };
 
+// Keeps thread `tid` off this thread's core while the guard lives (Ring::KeepOffThisCore: the wake-up it brackets
+// places the thread elsewhere) and gives its mask back when the guard ends, also when a throw ends it.
+class KeptOffThisCore {
+ public:
+  explicit KeptOffThisCore(pid_t tid) : tid_(tid), kept_(tid > 0 && Ring::KeepOffThisCore(tid, &was_)) {}
+  ~KeptOffThisCore() {
+    if (kept_) Ring::RestoreAffinity(tid_, was_);
+  }
+  KeptOffThisCore(const KeptOffThisCore&) = delete;
+  KeptOffThisCore& operator=(const KeptOffThisCore&) = delete;
+
+ private:
+  const pid_t tid_;
+  cpu_set_t was_;
+  const bool kept_;
+};
+
 }  // namespace chorus
