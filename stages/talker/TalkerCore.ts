@@ -168,11 +168,13 @@ export class TalkerCore extends ArStageCore<TalkerRequest, TalkerArgs, TalkerBat
           req,
           new ChorusError(ErrorCodes.FRAME_INVALID, `rows of width ${body.conditionDim}, talker expects ${this.dim}`),
         );
-      // Copy: the frame buffer belongs to the receive path; rows live as long as the request.
+      // Copy: the frame buffer belongs to the receive path; rows live as long as the request. Room for the whole
+      // prompt and its answer's first row from the first chunk on: a prompt that comes in pieces (the Thinker's first
+      // prefill in two) is not copied again at its last piece, on the first packet's path.
       const used = req.numRows * this.dim;
       const needed = used + body.rows.length;
       if (needed > req.rows.length) {
-        const grown = new Float32Array(Math.max(needed, 2 * req.rows.length));
+        const grown = new Float32Array(Math.max(needed, 2 * req.rows.length, (req.promptRows + 1) * this.dim));
         grown.set(req.rows.subarray(0, used));
         req.rows = grown;
       }

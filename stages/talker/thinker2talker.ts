@@ -53,26 +53,29 @@ export class Thinker2Talker {
     sampledEmbed: Float32Array | null,
   ): void {
     const d = this.hiddenSize;
-    // Prompt rows not sent yet (a recompute after preemption revisits positions already sent: skip those), in one
-    // block: a cached prefix hands over thousands of positions at once.
+    // Prompt rows not sent yet (a recompute after preemption revisits positions already sent: skip those), and the
+    // sampled token's row after them, in one block: a cached prefix hands over thousands of positions at once, and a
+    // step's rows go to the Talker as this block (take).
     const first = Math.max(startPosition, this.promptRowsSent);
     const end = Math.min(startPosition + numTokens, this.promptLength);
-    if (end > first) {
-      const block = new Float32Array((end - first) * this.conditionDim);
-      for (let pos = first; pos < end; pos++) {
-        const i = pos - startPosition;
-        const at = (pos - first) * this.conditionDim;
-        block.set(embeds.subarray(i * d, (i + 1) * d), at);
-        block.set(hidden.subarray(i * d, (i + 1) * d), at + d);
-      }
-      this.pending.push(block);
-      this.pendingRows += end - first;
-      this.promptRowsSent = end;
+    const promptRows = Math.max(0, end - first);
+    const rows = promptRows + (sampledEmbed ? 1 : 0);
+    if (rows === 0) return;
+    const block = new Float32Array(rows * this.conditionDim);
+    for (let pos = first; pos < end; pos++) {
+      const i = pos - startPosition;
+      const at = (pos - first) * this.conditionDim;
+      block.set(embeds.subarray(i * d, (i + 1) * d), at);
+      block.set(hidden.subarray(i * d, (i + 1) * d), at + d);
     }
     if (sampledEmbed) {
       const last = numTokens - 1;
-      this.pushRow(sampledEmbed, hidden.subarray(last * d, (last + 1) * d));
+      block.set(sampledEmbed, promptRows * this.conditionDim);
+      block.set(hidden.subarray(last * d, (last + 1) * d), promptRows * this.conditionDim + d);
     }
+    this.pending.push(block);
+    this.pendingRows += rows;
+    if (promptRows > 0) this.promptRowsSent = end;
   }
 
   /**
@@ -95,12 +98,7 @@ export class Thinker2Talker {
       if (!this.asyncChunk) return null; // sync: one final chunk only
       if (this.pendingRows === 0) return null;
     }
-    const rows = new Float32Array(this.pendingRows * this.conditionDim);
-    let at = 0;
-    for (const r of this.pending) {
-      rows.set(r, at);
-      at += r.length;
-    }
+    const rows = this.pending.length === 1 ? this.pending[0] : this.joined();
     const out = { rows, numRows: this.pendingRows, ...(this.sentFirst ? {} : { promptRows: this.promptLength }) };
     this.sentFirst = true;
     this.pending = [];
@@ -127,11 +125,14 @@ export class Thinker2Talker {
     };
   }
 
-  private pushRow(embed: Float32Array, hidden: Float32Array): void {
-    const row = new Float32Array(this.conditionDim);
-    row.set(embed, 0);
-    row.set(hidden, this.hiddenSize);
-    this.pending.push(row);
-    this.pendingRows++;
+  /** The pending blocks in one array (one block alone goes as it is: a prompt piece's rows are not copied again). */
+  private joined(): Float32Array {
+    const rows = new Float32Array(this.pendingRows * this.conditionDim);
+    let at = 0;
+    for (const r of this.pending) {
+      rows.set(r, at);
+      at += r.length;
+    }
+    return rows;
   }
 }

@@ -21,6 +21,8 @@ class StandIn extends EventEmitter<StageWorkerEvents> implements StageWorkerHand
   static nextPid = 800_000;
   readonly pid = StandIn.nextPid++;
   readonly received: MainToStage[] = [];
+  /** Request ids whose add this worker refuses, as StageWorker refuses arguments too large for its channel. */
+  readonly refuses = new Set<string>();
   constructor(readonly args: StageBootArgs) {
     super();
   }
@@ -28,6 +30,7 @@ class StandIn extends EventEmitter<StageWorkerEvents> implements StageWorkerHand
     return null;
   }
   send(msg: MainToStage): void {
+    if (msg.type === 'add' && this.refuses.has(msg.requestId)) throw new Error(`add ${msg.requestId} refused`);
     this.received.push(msg);
   }
   async shutdown(): Promise<void> {}
@@ -72,6 +75,16 @@ describe('StagePool', () => {
     thinkerOf(started).emit('message', { type: 'finished', requestId: 'r1', finishReason: 'stop', numTokens: 1 });
     expect(pool.instances.get('thinker#0')!.inFlight.size).toBe(0);
     expect(finished).toEqual(['thinker#0 r1']);
+    await pool.stop(0);
+  });
+
+  it('an add its worker refuses is not counted in flight (no load left behind for good)', async () => {
+    const { pool, started } = await startPool();
+    thinkerOf(started).refuses.add('big');
+    expect(() => pool.admit('thinker#0', add('big'))).toThrow('refused');
+    expect(pool.instances.get('thinker#0')!.inFlight.has('big')).toBe(false);
+    pool.admit('thinker#0', add('r2'));
+    expect([...pool.instances.get('thinker#0')!.inFlight]).toEqual(['r2']);
     await pool.stop(0);
   });
 

@@ -269,7 +269,7 @@ class Walk {
     const mark = (name: string) => r.mainMarks(name)[0];
     const chain: [string, string, PartKind][] = [
       ['adding', `IPC add main -> ${stage}`, 'hop'],
-      ['routed', 'main: commit (record, expected outputs)', 'admission'],
+      ['routed', 'main: commit (to the adds sent)', 'admission'],
       ['tokenized', 'main: admission + routing', 'admission'],
       ['generate', 'main: validate + tokenize', 'parse'],
       ['create', 'main: response plan (template, admission slot)', 'admission'],

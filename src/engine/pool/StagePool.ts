@@ -100,8 +100,9 @@ export class StagePool extends EventEmitter<StagePoolEvents> {
 
   /** Sends an instance a request's `add`: the request is in flight there until the instance reports it finished. */
   admit(instance: string, add: Extract<MainToStage, { type: 'add' }>): void {
-    this.reserve(instance, add.requestId);
+    // Sent first: an add its worker refuses (arguments too large for the control channel) is not counted as load.
     this.#instances.get(instance)!.worker!.send(add);
+    this.reserve(instance, add.requestId);
   }
 
   /**

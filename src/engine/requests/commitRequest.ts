@@ -47,6 +47,18 @@ export function commitRequest(
   route: RouteTicket | null,
 ): RequestRecord {
   const { graph, tokenizer, audio, onEnd, adapter } = ctx;
+  const { requestId } = plan;
+  // The adds first: the entry stage computes while main keeps its books (the record, what it expects back, the hold).
+  // Nothing a stage answers is read before this returns (main's event loop delivers it), so the order is free; an
+  // entry add that cannot go (the prompt's arguments too large for the channel) throws before anything is registered.
+  packetMark(requestId, 'adding');
+  let later: AdmissionPlan['adds'];
+  try {
+    later = sendAdds(ctx.pool, plan);
+  } catch (err) {
+    route?.release(); // refused before anything was registered: routing forgets it too
+    throw err;
+  }
   const record = new RequestRecord(openStream(request, prompt, plan, { graph, tokenizer, audio, onEnd }), {
     request,
     prompt,
@@ -55,14 +67,13 @@ export function commitRequest(
     ec: ctx.ec,
     adapter,
   });
-  const { requestId, stream } = record;
+  const { stream } = record;
   ctx.requests.add(record);
   expectOutputs(ctx, requestId, plan);
+  if (later.length > 0) record.addsAfterFirstOutput(() => sendLater(ctx.pool, record, later));
   // Its release goes to the Talker too: one released before its first chunk is sized may size it for the load again.
   ctx.requests.commitHold(record, plan.hold, (audioOut) => tellFirstAudio(ctx.pool, record, audioOut));
   tellEveryFirstAudio(graph, record, ctx.pool);
-  packetMark(requestId, 'adding');
-  sendAdds(ctx.pool, record, plan);
   const chunkTimeoutMs = graph.chunkPolicy.chunkTimeoutMs;
   if (plan.media)
     sendMedia(requestId, plan.media, adapter, { chunkTimeoutMs, log: ctx.log }, (err) =>
@@ -75,23 +86,23 @@ export function commitRequest(
 }
 
 /**
- * The adds of a new request: now, but those that wait for its first output (stageAdds.ts addsAfterFirstOutput),
- * which are counted on their instances now and sent then. One that fails then (its instance gone meanwhile: the
- * pool's loss of it fails or moves the request) ends the request with its error.
+ * The adds of a new request: sent now, but those that wait for its first output (stageAdds.ts addsAfterFirstOutput),
+ * which are counted on their instances now and returned, to be sent then (sendLater).
  */
-function sendAdds(pool: StagePool, record: RequestRecord, plan: AdmissionPlan): void {
-  const later = plan.adds.filter((a) => a.afterFirstOutput);
+function sendAdds(pool: StagePool, plan: AdmissionPlan): AdmissionPlan['adds'] {
   for (const { instance, add, afterFirstOutput } of plan.adds)
     if (afterFirstOutput) pool.reserve(instance, add.requestId);
     else pool.admit(instance, add);
-  if (later.length === 0) return;
-  record.addsAfterFirstOutput(() => {
-    try {
-      for (const { instance, add } of later) pool.send(instance, add);
-    } catch (err) {
-      record.stream.end('error', serializeError(err));
-    }
-  });
+  return plan.adds.filter((a) => a.afterFirstOutput);
+}
+
+/** The adds that waited for the first output; one that fails (its instance gone meanwhile) ends the request. */
+function sendLater(pool: StagePool, record: RequestRecord, later: AdmissionPlan['adds']): void {
+  try {
+    for (const { instance, add } of later) pool.send(instance, add);
+  } catch (err) {
+    record.stream.end('error', serializeError(err));
+  }
 }
 
 /**
