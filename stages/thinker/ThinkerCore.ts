@@ -409,12 +409,17 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   }
 
   protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
-    this.prefixes?.onStep(req, item.startPosition, item.numTokens, out.embeds, out.hidden);
+    // The prefix cache's copy of the step's rows is taken after the Talker's rows are sent (a first packet's path).
+    const keepRows = () => this.prefixes?.onStep(req, item.startPosition, item.numTokens, out.embeds, out.hidden);
     this.releasePrefilled(req);
-    if (req.prefix.prefillOnly) return this.afterPrefillStep(req);
+    if (req.prefix.prefillOnly) {
+      keepRows();
+      return this.afterPrefillStep(req);
+    }
     const token = item.sample && item.startPosition + item.numTokens >= req.promptTokenIds.length ? out.tokenId : null;
     const grammarStep = token !== null && req.grammar ? this.grammars.accept(req.grammar, token) : 'continue';
     if (grammarStep === 'refused') {
+      keepRows();
       const why = `token ${token} was sampled outside the request's grammar (a sampler that ignored its mask)`;
       return this.fail(req, new ChorusError(ErrorCodes.INTERNAL, why));
     }
@@ -442,6 +447,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     );
     const talker = req.downstream.filter((t) => t.stageId !== MAIN);
     if (stop) {
+      keepRows();
       const written = this.texts.take(req.requestId);
       const tokenIds = emitsToken ? [...written.tokenIds, token] : written.tokenIds;
       const all = emitsToken && out.logprobs ? [...written.logprobs, out.logprobs] : written.logprobs;
@@ -461,6 +467,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     // path, waited 2-3 ms for main's handling of the text (bench/NOTES.md, "The rows before the text").
     const body = req.toText ? (req.toText.take(false) ?? undefined) : this.talkerChunk(req, false);
     if (body) this.send(req, talker, body);
+    keepRows();
     // The answer's first token goes at once (its TTFT), and what waits when the request stops for its first audio.
     const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;
     const first = req.generated.length === 1;
