@@ -1,8 +1,8 @@
 /**
- * The commit step of admitting a request: acts on its plan (admission/planRequest.ts). The request's record and
- * stream, what main expects back, the first-packet hold, the adds to every chosen instance, then the media to the
- * encoders. A migrated request's replay sends only what main expects back and the adds (no hold: its client may
- * have its first audio already).
+ * The commit step of admitting a request: acts on its plan (admission/planRequest.ts). The adds to every chosen
+ * instance first (the entry stage starts computing), then the request's record and stream, what main expects back,
+ * the first-packet hold, then the media to the encoders. A migrated request's replay sends only what main expects
+ * back and the adds (no hold: its client may have its first audio already).
  */
 import type { GenerateRequest, RequestHandle } from '../../common/engine.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../../common/errors.ts';
