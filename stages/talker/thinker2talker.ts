@@ -81,8 +81,9 @@ export class Thinker2Talker {
   /**
    * Positions [0, n) came from the Thinker's prefix cache with their conditioning rows ([embedding | hidden] each,
    * one after another): they go to the Talker as they are, a view and not a copy (a conversation's cached prefix is
-   * its whole history). The rows must not change until take() (PositionRows only rewrites a position with the values
-   * it held).
+   * its whole history). The rows must not change until their chunk is written to its edge (take() hands a lone block
+   * over as it is, and a full ring holds the frame a while): PositionRows only rewrites a position with the values it
+   * held, and a grown buffer leaves the old one to the view.
    */
   onCachedPrompt(n: number, rows: Float32Array): void {
     const end = Math.min(n, this.promptLength);
