@@ -27,7 +27,6 @@ export class RequestStream {
   private completionTokens = 0;
   private audioSamples = 0;
   private audioSeq = 0;
-  readonly startedAtMs = Date.now();
   firstTextAtMs: number | null = null;
   firstAudioAtMs: number | null = null;
   /**
@@ -57,6 +56,8 @@ export class RequestStream {
     private readonly onEnd: (stream: RequestStream, reason: FinishReason) => void,
     /** When the first audio packet should be out (ms after the start); a miss is reported in done's warnings. */
     private readonly ttfpTargetMs: number | null = null,
+    /** When the engine took the request (epoch ms): its TTFT and TTFP count from here. */
+    readonly startedAtMs = Date.now(),
   ) {
     this.open = new Set(outputStages.map((s) => s.stageId));
     this.kinds = new Map(outputStages.map((s) => [s.stageId, s.type]));

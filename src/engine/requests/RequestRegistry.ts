@@ -38,6 +38,19 @@ export class RequestRegistry {
     if (this.#records.size === 1) this.onLive(true);
   }
 
+  /**
+   * A request is about to go live: its adds go out before its record is added (commitRequest.ts), and the first one
+   * after a quiet spell tells onLive now, so what onLive holds (the idle cores polling) is in force when its stages
+   * wake. Call what it returns if the request then never comes (refused): with none live, onLive hears the end.
+   */
+  arriving(): () => void {
+    if (this.#records.size > 0) return () => {};
+    this.onLive(true);
+    return () => {
+      if (this.#records.size === 0) this.onLive(false);
+    };
+  }
+
   /** Releases the record and forgets it. */
   release(record: RequestRecord): void {
     record.release();

@@ -51,15 +51,19 @@ export function commitRequest(
   // The adds first: the entry stage computes while main keeps its books (the record, what it expects back, the hold).
   // Nothing a stage answers is read before this returns (main's event loop delivers it), so the order is free; an
   // entry add that cannot go (the prompt's arguments too large for the channel) throws before anything is registered.
+  const startedAtMs = Date.now(); // its TTFT and TTFP count from here, before the adds (RequestStream)
+  const cameNot = ctx.requests.arriving();
   packetMark(requestId, 'adding');
   let later: AdmissionPlan['adds'];
   try {
     later = sendAdds(ctx.pool, plan);
   } catch (err) {
+    cameNot();
     route?.release(); // refused before anything was registered: routing forgets it too
     throw err;
   }
-  const record = new RequestRecord(openStream(request, prompt, plan, { graph, tokenizer, audio, onEnd }), {
+  const stream = openStream(request, prompt, plan, { graph, tokenizer, audio, onEnd }, startedAtMs);
+  const record = new RequestRecord(stream, {
     request,
     prompt,
     route,
@@ -67,7 +71,6 @@ export function commitRequest(
     ec: ctx.ec,
     adapter,
   });
-  const { stream } = record;
   ctx.requests.add(record);
   expectOutputs(ctx, requestId, plan);
   if (later.length > 0) record.addsAfterFirstOutput(() => sendLater(ctx.pool, record, later));

@@ -21,6 +21,8 @@ export function openStream(
   prompt: PreparedPrompt,
   plan: AdmissionPlan,
   ctx: StreamContext,
+  /** When the engine took the request (epoch ms; its adds may have gone before the stream is made). */
+  startedAtMs = Date.now(),
 ): RequestStream {
   const promptIds = prompt.promptTokenIds;
   const stream = new RequestStream(
@@ -33,6 +35,7 @@ export function openStream(
     request.modalities.includes('audio') ? ctx.audio : null,
     ctx.onEnd,
     request.ttfpTargetMs ?? ctx.graph.chunkPolicy.ttfpTargetMs,
+    startedAtMs,
   );
   if (request.logprobs !== undefined)
     stream.logprobText = (ids, logprobs) => textLogprobs(ctx.tokenizer, ids, logprobs);
