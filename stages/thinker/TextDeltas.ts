@@ -7,7 +7,7 @@
  * (held for its first audio, or the stage idle) and with its final chunk. Main and the clients take a text delta of
  * several tokens as they take one.
  */
-import type { TokenLogprobs } from '../../src/common/payloads.ts';
+import type { TextBody, TokenLogprobs } from '../../src/common/payloads.ts';
 
 /** Tokens a text message to main carries at most, after the answer's first. */
 export const TEXT_DELTA_TOKENS = 4;
@@ -25,6 +25,11 @@ export interface TextDelta {
   readonly tokenIds: readonly number[];
   /** One per token id, for a request that asked for logprobs; else empty. */
   readonly logprobs: readonly TokenLogprobs[];
+}
+
+/** A delta as main's text chunk: its tokens, and their logprobs when the request asked for them. */
+export function textBody(delta: TextDelta): TextBody {
+  return { kind: 'text', tokenIds: delta.tokenIds, ...(delta.logprobs.length > 0 ? { logprobs: delta.logprobs } : {}) };
 }
 
 export class TextDeltas {
@@ -49,6 +54,13 @@ export class TextDeltas {
     const p = this.pending.get(requestId);
     this.pending.delete(requestId);
     return p ?? { tokenIds: [], logprobs: [] };
+  }
+
+  /** The request's final delta, taken: what waits for it, then its last token (null: the answer ended without one). */
+  final(requestId: string, token: number | null, logprobs: TokenLogprobs | undefined): TextDelta {
+    const p = this.take(requestId);
+    if (token === null) return p;
+    return { tokenIds: [...p.tokenIds, token], logprobs: logprobs ? [...p.logprobs, logprobs] : p.logprobs };
   }
 
   /** Sends what waits for the request, if anything. */

@@ -31,7 +31,7 @@ import { ThinkerPrefixCache, uncachedPrefix, type PrefixUse } from './ThinkerPre
 import { refuseThinkerAdd } from './thinkerAdmission.ts';
 import { ThinkerGrammar, type GrammarUse } from './ThinkerGrammar.ts';
 import type { TextFeed } from '../StageKindDescriptor.ts';
-import { TEXT_DELTA_MAX_MS, TextDeltas } from './TextDeltas.ts';
+import { TEXT_DELTA_MAX_MS, TextDeltas, textBody } from './TextDeltas.ts';
 
 export interface ThinkerRequest extends CoreRequest {
   /** The prompt (placeholders expanded); shrinks only when a media item is dropped. */
@@ -58,9 +58,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   /** Text to main, a few tokens a message (TextDeltas.ts). */
   private readonly texts = new TextDeltas((requestId, delta) => {
     const req = this.requests.get(requestId);
-    if (!req) return;
-    const logprobs = delta.logprobs.length > 0 ? { logprobs: delta.logprobs } : {};
-    this.send(req, this.toMain(req), { kind: 'text', tokenIds: delta.tokenIds, ...logprobs });
+    if (req) this.send(req, this.toMain(req), textBody(delta));
   });
 
   constructor(
@@ -448,16 +446,13 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     const talker = req.downstream.filter((t) => t.stageId !== MAIN);
     if (stop) {
       keepRows();
-      const written = this.texts.take(req.requestId);
-      const tokenIds = emitsToken ? [...written.tokenIds, token] : written.tokenIds;
-      const all = emitsToken && out.logprobs ? [...written.logprobs, out.logprobs] : written.logprobs;
-      const logprobs = all.length > 0 ? { logprobs: all } : {};
+      const text = textBody(this.texts.final(req.requestId, emitsToken ? token : null, out.logprobs));
       const warnings = req.media?.warnings.length
         ? { warnings: req.media.warnings, droppedItems: req.media.dropped }
         : {};
       const cached = req.prefix.cachedTokens ? { cachedTokens: req.prefix.cachedTokens } : {};
       this.finish(req, stop, (t) => {
-        if (t.stageId === MAIN) return { kind: 'text', tokenIds, ...logprobs, ...warnings, ...cached };
+        if (t.stageId === MAIN) return { ...text, ...warnings, ...cached };
         return req.toText ? req.toText.take(true)! : this.talkerChunk(req, true);
       });
       return;

@@ -5,7 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { TextBody } from '../../src/common/payloads.ts';
-import { TEXT_DELTA_TOKENS, TextDeltas } from '../../stages/thinker/TextDeltas.ts';
+import { TEXT_DELTA_TOKENS, TextDeltas, textBody } from '../../stages/thinker/TextDeltas.ts';
 import { firstAudioMessage } from '../../stages/requestEvents.ts';
 import { configWith } from '../helpers/engine.ts';
 import { resetSeqs } from '../helpers/fakeStage.ts';
@@ -58,5 +58,20 @@ describe('TextDeltas', () => {
     deltas.sendOlderThan(Infinity);
     expect(sent.slice(2)).toEqual([['b', [7]]]);
     expect(deltas.take('b').tokenIds).toEqual([]);
+  });
+
+  it("the final delta: what waits, then the last token; main's chunk has logprobs only when there are some", () => {
+    const deltas = new TextDeltas(() => {});
+    const lp = (logprob: number) => ({ logprob, top: [] });
+    deltas.push('c', 3, lp(-1), false, 0);
+    expect(deltas.final('c', 4, lp(-2))).toEqual({ tokenIds: [3, 4], logprobs: [lp(-1), lp(-2)] });
+    expect(deltas.final('c', null, undefined)).toEqual({ tokenIds: [], logprobs: [] }); // taken by the first
+    deltas.push('d', 5, undefined, false, 0);
+    expect(textBody(deltas.final('d', null, undefined))).toEqual({ kind: 'text', tokenIds: [5] });
+    expect(textBody({ tokenIds: [6], logprobs: [lp(-3)] })).toEqual({
+      kind: 'text',
+      tokenIds: [6],
+      logprobs: [lp(-3)],
+    });
   });
 });
