@@ -1,10 +1,5 @@
 /** Code2WavCore with a fake vocoder: chunks decode in order, context is never re-emitted, errors end requests. */
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { STEP_TRACE_ENV, StepTrace } from '../../src/worker/StepTrace.ts';
 import type { StageToMain } from '../../src/worker/messages.ts';
 import type { Code2WavItem, Code2WavRunner } from '../../stages/types.ts';
 import type { AudioBody, ChunkBody } from '../../src/common/payloads.ts';
@@ -13,6 +8,7 @@ import { Code2WavCore } from '../../stages/code2wav/Code2WavCore.ts';
 import { configWith } from '../helpers/engine.ts';
 import type { FinishReason } from '../../src/common/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
+import { stepTraceFile } from '../helpers/stepTraceFile.ts';
 
 const Q = 2;
 const SPF = 4; // samples per frame
@@ -143,42 +139,31 @@ describe('Code2WavCore', () => {
   });
 
   it("writes its step trace's lines before main hears the request finished, none before", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'chorus-c2w-steps-'));
-    const stepTrace = StepTrace.fromEnv('code2wav#0', { [STEP_TRACE_ENV]: dir })!;
-    try {
-      const file = path.join(dir, `code2wav_0-${process.pid}.jsonl`);
-      const lines = () =>
-        readFileSync(file, 'utf8')
-          .split('\n')
-          .filter((l) => l !== '');
-      const adapter = new FakeAdapter();
-      const base = stageContext(spec, adapter);
-      const atFinished: string[][] = [];
-      const post = (msg: StageToMain) => {
-        if (msg.type === 'finished') atFinished.push(lines());
-        base.posted.push(msg);
-      };
-      const core = new Code2WavCore({ ...base, stepTrace, post }, new FakeVocoder());
-      core.add({
-        type: 'add',
-        requestId: 'r',
-        sampling: spec.defaultSamplingParams,
-        downstream: [{ instance: 'main', stageId: 'main' }],
-        upstreams: [{ instance: 'talker#0', stageId: 'talker' }],
-        firstChunkDeadline: Date.now() + 30_000,
-        args: {},
-      });
-      core.onArrivals([{ requestId: 'r', chunk: received('r', 'talker', 'code2wav', frames(0, 2), true) }]);
-      expect(core.step()).toBe(true);
-      expect(lines()).toEqual([]); // the add, the step and its marks are kept until the request ends
-      await expect.poll(() => atFinished.length).toBe(1);
-      const written = atFinished[0].map((l) => JSON.parse(l) as { m?: string; r?: string; items?: unknown });
-      expect(written.filter((w) => w.m === 'add' && w.r === 'r')).toHaveLength(1);
-      expect(written.filter((w) => w.items !== undefined)).toHaveLength(1);
-    } finally {
-      stepTrace.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    const { trace: stepTrace, lines } = stepTraceFile('code2wav#0');
+    const adapter = new FakeAdapter();
+    const base = stageContext(spec, adapter);
+    const atFinished: string[][] = [];
+    const post = (msg: StageToMain) => {
+      if (msg.type === 'finished') atFinished.push(lines());
+      base.posted.push(msg);
+    };
+    const core = new Code2WavCore({ ...base, stepTrace, post }, new FakeVocoder());
+    core.add({
+      type: 'add',
+      requestId: 'r',
+      sampling: spec.defaultSamplingParams,
+      downstream: [{ instance: 'main', stageId: 'main' }],
+      upstreams: [{ instance: 'talker#0', stageId: 'talker' }],
+      firstChunkDeadline: Date.now() + 30_000,
+      args: {},
+    });
+    core.onArrivals([{ requestId: 'r', chunk: received('r', 'talker', 'code2wav', frames(0, 2), true) }]);
+    expect(core.step()).toBe(true);
+    expect(lines()).toEqual([]); // the add, the step and its marks are kept until the request ends
+    await expect.poll(() => atFinished.length).toBe(1);
+    const written = atFinished[0].map((l) => JSON.parse(l) as { m?: string; r?: string; items?: unknown });
+    expect(written.filter((w) => w.m === 'add' && w.r === 'r')).toHaveLength(1);
+    expect(written.filter((w) => w.items !== undefined)).toHaveLength(1);
   });
 
   it('an empty final chunk ends the request with an empty final chunk and the upstream reason', async () => {

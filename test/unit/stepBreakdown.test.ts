@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { firstPacketBreakdown, formatBreakdown } from '../../bench/ttfp/report/stepBreakdown.ts';
+import { stepTraceFile } from '../helpers/stepTraceFile.ts';
 import { FLUSH_BYTES, monotonicMs, STEP_TRACE_ENV, StepTrace, type StepRecord } from '../../src/worker/StepTrace.ts';
 
 const step = (t: number, d: number, ...items: [string, number][]): StepRecord => ({ t, d, items });
@@ -90,38 +91,27 @@ describe('StepTrace', () => {
   });
 
   it('keeps its lines until flushed, writes them at once past FLUSH_BYTES, and on close', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'chorus-steps-'));
-    const trace = StepTrace.fromEnv('thinker#0', { [STEP_TRACE_ENV]: dir })!;
-    try {
-      const file = path.join(dir, `thinker_0-${process.pid}.jsonl`);
-      const lines = () =>
-        readFileSync(file, 'utf8')
-          .split('\n')
-          .filter((l) => l !== '');
-      trace.mark('add', 'r1');
-      trace.record(performance.now(), [['r1', 100]]);
-      expect(lines()).toEqual([]);
-      trace.flush();
-      expect(lines().map((l) => (JSON.parse(l) as { m?: string }).m ?? 'step')).toEqual(['add', 'step']);
-      trace.flush(); // nothing gathered: nothing written
-      expect(lines()).toHaveLength(2);
-      // A busy stage ends no request for a while: its lines go out once they reach FLUSH_BYTES.
-      const id = 'r'.repeat(200);
-      let marks = 0;
-      while (lines().length === 2) {
-        trace.mark('in', id, { from: 'thinker' });
-        marks++;
-      }
-      expect(marks).toBeGreaterThan(100); // one write for all of them, not one a line
-      expect(readFileSync(file).length).toBeGreaterThanOrEqual(FLUSH_BYTES);
-      expect(lines()).toHaveLength(2 + marks);
-      trace.mark('out', 'r1', { to: 'talker' });
-      trace.close();
-      expect(lines()).toHaveLength(3 + marks);
-    } finally {
-      trace.close();
-      await rm(dir, { recursive: true, force: true });
+    const { trace, file, lines } = stepTraceFile('thinker#0');
+    trace.mark('add', 'r1');
+    trace.record(performance.now(), [['r1', 100]]);
+    expect(lines()).toEqual([]);
+    trace.flush();
+    expect(lines().map((l) => (JSON.parse(l) as { m?: string }).m ?? 'step')).toEqual(['add', 'step']);
+    trace.flush(); // nothing gathered: nothing written
+    expect(lines()).toHaveLength(2);
+    // A busy stage ends no request for a while: its lines go out once they reach FLUSH_BYTES.
+    const id = 'r'.repeat(200);
+    let marks = 0;
+    while (lines().length === 2) {
+      trace.mark('in', id, { from: 'thinker' });
+      marks++;
     }
+    expect(marks).toBeGreaterThan(100); // one write for all of them, not one a line
+    expect(readFileSync(file).length).toBeGreaterThanOrEqual(FLUSH_BYTES);
+    expect(lines()).toHaveLength(2 + marks);
+    trace.mark('out', 'r1', { to: 'talker' });
+    trace.close();
+    expect(lines()).toHaveLength(3 + marks);
   });
 
   it('writes what it gathered when its process exits without closing it', async () => {
