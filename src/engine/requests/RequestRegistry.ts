@@ -4,6 +4,8 @@ import type { PlannedHold } from '../admission/planAdmission.ts';
 import { requestIdOfRun } from './migration.ts';
 import type { RequestRecord } from './RequestRecord.ts';
 
+const NOTHING = (): void => {};
+
 export class RequestRegistry {
   readonly #records = new Map<string, RequestRecord>();
 
@@ -44,7 +46,7 @@ export class RequestRegistry {
    * wake. Call what it returns if the request then never comes (refused): with none live, onLive hears the end.
    */
   arriving(): () => void {
-    if (this.#records.size > 0) return () => {};
+    if (this.#records.size > 0) return NOTHING;
     this.onLive(true);
     return () => {
       if (this.#records.size === 0) this.onLive(false);

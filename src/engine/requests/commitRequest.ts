@@ -52,13 +52,13 @@ export function commitRequest(
   // Nothing a stage answers is read before this returns (main's event loop delivers it), so the order is free; an
   // entry add that cannot go (the prompt's arguments too large for the channel) throws before anything is registered.
   const startedAtMs = Date.now(); // its TTFT and TTFP count from here, before the adds (RequestStream)
-  const cameNot = ctx.requests.arriving();
+  const cancelArrival = ctx.requests.arriving();
   packetMark(requestId, 'adding');
   let later: AdmissionPlan['adds'];
   try {
     later = sendAdds(ctx.pool, plan);
   } catch (err) {
-    cameNot();
+    cancelArrival();
     route?.release(); // refused before anything was registered: routing forgets it too
     throw err;
   }
