@@ -23,7 +23,7 @@ import {
 } from '../../transport/registry.ts';
 import { StageWorker } from '../worker/StageWorker.ts';
 import { releasePrefixMessage } from '../../stages/requestEvents.ts';
-import { Router, type RouteTicket } from './routing/Router.ts';
+import { Router, type RouteBooking } from './routing/Router.ts';
 import { EcStore } from './ec/EcStore.ts';
 import { setMainV8Flags } from './mainHeap.ts';
 import { ecEntryOf, forgetLostItem } from './ec/ecPlan.ts';
@@ -168,9 +168,9 @@ export class Orchestrator implements Engine {
     packetMark(requestId, 'tokenized');
     const admit = () => {
       this.rows.check(prompt, this.thinkerInstances());
-      const { plan, route } = this.plan({ requestId, request, prompt });
+      const { plan, book } = this.plan({ requestId, request, prompt });
       packetMark(requestId, 'routed');
-      const record = this.commit(request, prompt, plan, route);
+      const record = this.commit(request, prompt, plan, book);
       record.messages = messages;
       record.stream.addWarnings(warnings);
       if (!record.stream.finished) this.rows.charge(requestId, plan.instances.get(this.graph.entryStageId)!, prompt);
@@ -224,11 +224,11 @@ export class Orchestrator implements Engine {
   }
 
   /** Acts on the plan: the request's record, what main expects back, the hold, the adds, then the media. */
-  private commit(request: GenerateRequest, prompt: PreparedPrompt, plan: AdmissionPlan, route: RouteTicket | null) {
+  private commit(request: GenerateRequest, prompt: PreparedPrompt, plan: AdmissionPlan, book: RouteBooking) {
     const { graph, tokenizer, audioOutput: audio, ec, adapter, requests, pool, log } = this;
     const onEnd = (stream: RequestStream, reason: string) => this.onRequestEnd(requests.get(stream.requestId)!, reason);
     const ctx = { graph, tokenizer, audio, ec, adapter, requests, pool, log, onEnd };
-    return commitRequest(ctx, request, prompt, plan, route);
+    return commitRequest(ctx, request, prompt, plan, book);
   }
 
   /** A migrated request's replay (requests/Migrations.ts), admitted like the request was, as run `runId`. */
@@ -252,10 +252,10 @@ export class Orchestrator implements Engine {
     const prompt = inPartition(built, request.cacheSalt);
     const runId = runIdOf(requestId, record.attempts + 1);
     const skipHeld = record.skipHeld;
-    const { plan, route } = this.plan({ requestId: runId, request, prompt, ecOwner: requestId, skipHeld });
+    const { plan, book } = this.plan({ requestId: runId, request, prompt, ecOwner: requestId, skipHeld });
     tellStages(this.pool, record, 'abort');
     this.rows.release(requestId);
-    record.rerun({ messages, prompt, media: plan.media?.routes ?? null, route });
+    record.rerun({ messages, prompt, media: plan.media?.routes ?? null, route: book() });
     const { graph, adapter, requests, pool, log } = this;
     commitRerun({ graph, adapter, requests, pool, log }, record, plan);
     this.rows.charge(requestId, plan.instances.get(this.graph.entryStageId)!, prompt);

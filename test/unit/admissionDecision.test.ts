@@ -90,7 +90,7 @@ describe('Router.estimate', () => {
     const router = new Router('ttft', new Map([[slot.instance, slot]]));
     const entry = graph.stages[index];
     const route = (id: string, tokens: number) =>
-      router.route(id, entry.stageId, [entry], textPrompt(tokens), (_s, pick) => pick()).ticket!;
+      router.route(id, entry.stageId, [entry], textPrompt(tokens), (_s, pick) => pick()).book()!;
     return { router, route };
   }
   const entryOf = () => graph.stages.find((s) => s.stageId === graph.entryStageId)!;

@@ -69,7 +69,8 @@ function visionPrompt(tokens: number, rows: number, modality: 'image' | 'video' 
 function route(router: Router, id: string, prompt: PreparedPrompt): Map<string, string> {
   const encoders = new Set(prompt.items.map((i) => i.encoder.stageId));
   const stages = graph.stages.filter((s) => s.stageId === 'thinker' || encoders.has(s.stageId));
-  const { chosen, ticket } = router.route(id, 'thinker', stages, prompt, (_spec, pick) => pick());
+  const { chosen, book } = router.route(id, 'thinker', stages, prompt, (_spec, pick) => pick());
+  const ticket = book(); // as the engine does once the request's adds are sent
   if (ticket) tickets.set(id, ticket);
   return new Map([...chosen].map(([stageId, slot]) => [stageId, slot.instance]));
 }
@@ -108,6 +109,23 @@ describe('Router', () => {
     expect((checks[0] as { actualSeconds: number }).actualSeconds).toBeGreaterThanOrEqual(0.4);
     expect(decisions.map((d) => (d as { policy: string }).policy)).toEqual(['ttft', 'ttft', 'ttft', 'ttft']);
     expect((decisions[1] as { reason: string }).reason).toBe('unmeasured');
+  });
+
+  it('a choice counts in no queue and decides nothing until it is booked, and is booked once', () => {
+    const router = new Router('ttft', slotsOf(thinkers));
+    const decisions = listen(channelNames.routeDecision);
+    const stages = graph.stages.filter((s) => s.stageId === 'thinker');
+    const unbooked = router.route('u1', 'thinker', stages, textPrompt(2000), (_spec, pick) => pick());
+    expect(unbooked.chosen.get('thinker')!.instance).toBe('thinker#0');
+    // Not booked (its adds were refused): its 2000 tokens are on no queue, so the next one goes to thinker#0 too.
+    expect(decisions).toHaveLength(0);
+    const next = router.route('u2', 'thinker', stages, textPrompt(2000), (_spec, pick) => pick());
+    expect(next.chosen.get('thinker')!.instance).toBe('thinker#0');
+    expect(next.book()).not.toBeNull();
+    expect(decisions).toHaveLength(1);
+    expect(() => next.book()).toThrow(/booked already/);
+    // Booked, its tokens are queued on thinker#0: the one after it goes to thinker#1.
+    expect(route(router, 'u3', textPrompt(100)).get('thinker')).toBe('thinker#1');
   });
 
   /** A router whose two Thinkers each computed 1000 tokens, thinker#0 in `ms0`, thinker#1 in `ms1`. */

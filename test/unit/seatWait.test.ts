@@ -67,7 +67,7 @@ describe('Router.estimate with every Thinker seat held', () => {
     thinker.status = 'ready';
     const router = new Router('ttft', new Map([[thinker.instance, thinker]]));
     const route = (id: string) => {
-      const ticket = router.route(id, entry.stageId, [entry], textPrompt(50), (_s, pick) => pick()).ticket!;
+      const ticket = router.route(id, entry.stageId, [entry], textPrompt(50), (_s, pick) => pick()).book()!;
       thinker.inFlight.add(id); // as the pool does when it sends the add
       return ticket;
     };

@@ -87,7 +87,7 @@ describe('Router.estimate with answers speaking', () => {
     const router = new Router('ttft', all);
     const prompt = { promptTokenIds: new Array<number>(50).fill(7), items: [], spans: [] };
     const route = (id: string) =>
-      router.route(id, entry.stageId, graph.stages, prompt, (_s, pick) => pick(), true).ticket!;
+      router.route(id, entry.stageId, graph.stages, prompt, (_s, pick) => pick(), true).book()!;
     // One alone teaches the charge: its first audio 200 ms after admission, idle stages.
     const first = route('first');
     first.firstToken(Date.now() + 50);

@@ -1,7 +1,8 @@
 /**
  * The plan step of admitting a request: routing chooses the instances (a retained prompt prefix may pin the Thinker)
- * and keeps its choice in a ticket, the EC store says which media items it holds for the chosen Thinker, and the pure
- * planAdmission turns their answers into the stages, adds, media sends and hold of the request. Nothing is sent.
+ * and returns how to book its choice (its ticket, kept once the adds are sent), the EC store says which media items
+ * it holds for the chosen Thinker, and the pure planAdmission turns their answers into the stages, adds, media sends
+ * and hold of the request. Nothing is sent.
  */
 import type { GenerateRequest } from '../../common/engine.ts';
 import type { StageGraph, StageSpec } from '../../common/graph.ts';
@@ -10,7 +11,7 @@ import type { EcStore } from '../ec/EcStore.ts';
 import { planEcItems } from '../ec/ecPlan.ts';
 import type { PreparedPrompt } from '../mediaPrompt.ts';
 import type { PrefixRoutes } from '../PrefixRoutes.ts';
-import type { RouteTicket, Router } from '../routing/Router.ts';
+import type { RouteBooking, Router } from '../routing/Router.ts';
 import { planAdmission, routedStages, type AdmissionPlan } from './planAdmission.ts';
 
 /** What the plan reads of the engine now. */
@@ -42,7 +43,7 @@ export interface RequestToPlan {
 export function planRequest(
   ctx: PlanContext,
   { requestId, request, prompt, replay = false, ecOwner = requestId, skipHeld = true }: RequestToPlan,
-): { plan: AdmissionPlan; route: RouteTicket | null } {
+): { plan: AdmissionPlan; book: RouteBooking } {
   const { graph, router, ec } = ctx;
   const entryStageId = graph.entryStageId;
   const key = (s: StageSpec) => (s.stageId === entryStageId ? request.prefix?.key : undefined);
@@ -56,7 +57,7 @@ export function planRequest(
     request.modalities.includes('audio'),
     skipHeld,
   );
-  const { chosen: routed, ticket, held } = routing;
+  const { chosen: routed, book, held } = routing;
   const thinker = routed.get(entryStageId)!.instance;
   const plan = planAdmission({
     requestId,
@@ -74,5 +75,5 @@ export function planRequest(
     admittedAtMs: Date.now(),
     replay,
   });
-  return { plan, route: ticket };
+  return { plan, book };
 }

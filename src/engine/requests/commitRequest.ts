@@ -18,7 +18,7 @@ import { sendMedia } from '../MediaRoutes.ts';
 import type { PreparedPrompt } from '../mediaPrompt.ts';
 import type { StagePool } from '../pool/StagePool.ts';
 import type { RequestStream } from '../RequestStream.ts';
-import type { RouteTicket } from '../routing/Router.ts';
+import type { RouteBooking } from '../routing/Router.ts';
 import { openStream } from './openStream.ts';
 import { RequestRecord } from './RequestRecord.ts';
 import type { RequestRegistry } from './RequestRegistry.ts';
@@ -44,7 +44,7 @@ export function commitRequest(
   request: GenerateRequest,
   prompt: PreparedPrompt,
   plan: AdmissionPlan,
-  route: RouteTicket | null,
+  book: RouteBooking,
 ): RequestRecord {
   const { graph, tokenizer, audio, onEnd, adapter } = ctx;
   const { requestId } = plan;
@@ -59,9 +59,9 @@ export function commitRequest(
     later = sendAdds(ctx.pool, plan);
   } catch (err) {
     cancelArrival();
-    route?.release(); // refused before anything was registered: routing forgets it too
-    throw err;
+    throw err; // refused before anything was registered: routing never booked it
   }
+  const route = book(); // main's books of the choice, once the entry stage computes
   const stream = openStream(request, prompt, plan, { graph, tokenizer, audio, onEnd }, startedAtMs);
   const record = new RequestRecord(stream, {
     request,
@@ -111,21 +111,18 @@ function sendLater(pool: StagePool, record: RequestRecord, later: AdmissionPlan[
 /**
  * A migrated request's replay run `runId` sent as planned (no hold: its client may have its first audio already):
  * what main expects back, its adds, then the bytes of the media items the encoder-output store does not hold to
- * their encoders (encoded again from main's bytes: the same rows); the instance of each stage. Nothing is sent, and
- * the route is let go, when an instance it needs is not ready (OVERLOADED, thrown: it waits on).
+ * their encoders (encoded again from main's bytes: the same rows); the instance of each stage. Nothing is sent, nor
+ * the route booked, when an instance it needs is not ready (OVERLOADED, thrown: it waits on).
  */
 export function commitReplay(
   ctx: Pick<CommitContext, 'graph' | 'adapter' | 'pool' | 'log'>,
   record: RequestRecord,
   runId: string,
-  { plan, route }: { plan: AdmissionPlan; route: RouteTicket | null },
+  { plan, book }: { plan: AdmissionPlan; book: RouteBooking },
 ): ReadonlyMap<string, string> {
   const gone = plan.adds.find(({ instance }) => ctx.pool.instances.get(instance)?.status !== 'ready');
-  if (gone) {
-    route?.release();
-    throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
-  }
-  record.replayed(route);
+  if (gone) throw new ChorusError(ErrorCodes.OVERLOADED, `${gone.instance} is not ready`);
+  record.replayed(book());
   expectOutputs(ctx, runId, plan);
   for (const { instance, add } of plan.adds) ctx.pool.admit(instance, add);
   sendMediaOf(ctx, runId, plan, record.stream);

@@ -15,6 +15,7 @@
 import { hostname } from 'node:os';
 import type { RoutingPolicy, StageSpec } from '../../common/graph.ts';
 import { diagnostics } from '../../common/diagnostics.ts';
+import { ChorusError, ErrorCodes } from '../../common/errors.ts';
 import { descriptorOf } from '../../../stages/registry.ts';
 import type { MediaItem, PreparedPrompt } from '../mediaPrompt.ts';
 import { leastLoaded, type InstanceView } from '../pool/StageInstance.ts';
@@ -65,10 +66,18 @@ export interface RouteTicket {
   release(): void;
 }
 
-/** The instance chosen per stage, and the ticket of what the choice counted (null: no Thinker among them). */
+/**
+ * Keeps the books of a choice: counts the request in the queues it was routed to and returns its ticket (null: no
+ * Thinker among the stages). Called once, after the request's adds are sent: the books are main's own (nothing a stage
+ * reads), so the entry stage's add does not wait for them; the prediction they keep was made at the choice, with the
+ * instances' in-flight requests as they were before this one's adds.
+ */
+export type RouteBooking = () => RouteTicket | null;
+
+/** The instance chosen per stage, and how to book what the choice counts. */
 export interface Routed {
   readonly chosen: Map<string, InstanceView>;
-  readonly ticket: RouteTicket | null;
+  readonly book: RouteBooking;
   /**
    * The media items not to encode: the chosen Thinker's prefix cache holds all their positions as main knows it
    * (KvIndex: its reports and predictions, which may be stale; heldItems.ts). Empty when `skipHeld` was false.
@@ -202,11 +211,11 @@ export class Router {
     const known = this.policy !== 'ttft' && keyed ? this.overlaps(entry, named) : cached;
     const held = skipHeld ? heldItems(prompt, known.get(thinkerInstance) ?? 0) : new Set<number>();
     const work = { ...request, items: request.items.filter((i) => !held.has(i.index)) }; // no encode for those
-    const ticket = this.admit(requestId, named, work, chosen, stages.filter(routed), reason, ecLookup, cached, {
+    const book = this.admit(requestId, named, work, chosen, stages.filter(routed), reason, ecLookup, cached, {
       wantsAudio,
       pathMs: (predictedMs) => pathWaitMs(this.slots.values(), entry, predictedMs),
     });
-    return { chosen, ticket, held };
+    return { chosen, book, held };
   }
 
   /**
@@ -312,32 +321,38 @@ export class Router {
     ecLookup: EcLookup,
     cached: ReadonlyMap<string, number>,
     firstPacket: Pick<RouteFacts, 'wantsAudio' | 'pathMs'>,
-  ): RouteTicket | null {
+  ): RouteBooking {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
-    if (!thinker) return null;
-    // The prediction for what was chosen, whatever the policy (so least_loaded's guesses are checked too).
+    if (!thinker) return () => null;
+    // The prediction for what was chosen, whatever the policy (so least_loaded's guesses are checked too): made now,
+    // while the instances' in-flight requests are those before this one.
     const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup, cached);
     const predicted = chooseRoute(mine, request);
-    const hits = new Set(predicted?.ecHits ?? []);
-    const toEncode = request.items.filter((i) => !hits.has(i.index));
-    const encoders = this.#books.encoders.admit(toEncode, (i) => chosen.get(i.stageId)!.instance);
-    const modalities = new Set(request.items.map((i) => i.modality));
-    const cachedPositions = cached.get(thinker.instance) ?? 0;
-    const ticket = new RoutedRequest(this.#books, {
-      requestId,
-      thinker: thinker.instance,
-      entry,
-      promptTokens: request.promptTokens,
-      cachedPositions,
-      named,
-      encoders,
-      predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
-      modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
-      ...firstPacket,
-    });
-    diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
-    return ticket;
+    let booked = false;
+    return () => {
+      if (booked) throw new ChorusError(ErrorCodes.INTERNAL, `request ${requestId}: its route was booked already`);
+      booked = true;
+      const hits = new Set(predicted?.ecHits ?? []);
+      const toEncode = request.items.filter((i) => !hits.has(i.index));
+      const encoders = this.#books.encoders.admit(toEncode, (i) => chosen.get(i.stageId)!.instance);
+      const modalities = new Set(request.items.map((i) => i.modality));
+      const cachedPositions = cached.get(thinker.instance) ?? 0;
+      const ticket = new RoutedRequest(this.#books, {
+        requestId,
+        thinker: thinker.instance,
+        entry,
+        promptTokens: request.promptTokens,
+        cachedPositions,
+        named,
+        encoders,
+        predictedTtftSeconds: predicted?.predictedTtftSeconds ?? 0,
+        modality: modalities.size === 0 ? 'text' : modalities.size > 1 ? 'mixed' : [...modalities][0],
+        ...firstPacket,
+      });
+      diagnostics.routeDecision.publish({ policy: this.policy, reason, instance: thinker.instance, cachedPositions });
+      return ticket;
+    };
   }
 }
 
