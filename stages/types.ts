@@ -61,6 +61,11 @@ export interface ThinkerRunner {
   embed(tokenIds: readonly number[]): Float32Array;
   /** One batched forward over the items (each extends its own sequence and KV cache). */
   execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[];
+  /**
+   * One dummy step of two positions (a prompt's path through the model, not a decode's), forgotten at once: keeps the
+   * weights in the caches while the stage is idle (IdleWarmth.ts).
+   */
+  warm(): void;
   /** KV cache bytes one position costs (from the model's past_key_values layout: file models too). */
   readonly kvBytesPerToken: number;
   /** Bytes of KV cache held for this sequence now. */

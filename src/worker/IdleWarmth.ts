@@ -1,22 +1,48 @@
 /**
- * When a stage warms its model before a newcomer's input comes (StageCore.add). A stage that has not stepped for a
- * while has its weights out of the caches: the other processes' work has taken them, and this guest halts an idle
- * vCPU at once. Beside sixteen long answers paced to their speech, a newcomer's Talker prefill then took 4.1 ms and its
- * first frame 3.6 ms, against 3.0 and 0.9 for the newcomers after it (step traces, bench/NOTES.md, "Warm before the
- * rows come"). The Talker and Code2Wav get a request's add before its input: the Talker waits for the Thinker's
- * prefill, Code2Wav for the Talker's first frames. A step of one dummy position in that wait brings the weights back
- * (the Talker's: 1.9-2.3 ms when cold), and the newcomer's own steps run warm. Once an idle stretch: the adds of a
- * burst warm once, and a stage that steps all the time (a closed loop's back-to-back requests) never warms.
+ * When a stage warms its model. A stage that has not stepped for a while has its weights out of the caches: the other
+ * processes' work has taken them, and this guest halts an idle vCPU at once. Beside sixteen long answers paced to
+ * their speech, a newcomer's Talker prefill then took 4.1 ms and its first frame 3.6 ms, against 3.0 and 0.9 for the
+ * newcomers after it (step traces, bench/NOTES.md, "Warm before the rows come").
+ *
+ * On an add (shouldWarm): the Talker and Code2Wav get a request's add before its input (the Talker waits for the
+ * Thinker's prefill, Code2Wav for the Talker's first frames). A step of one dummy position in that wait brings the
+ * weights back (the Talker's: 1.9-2.3 ms when cold), and the newcomer's own steps run warm. Once an idle stretch: the
+ * adds of a burst warm once, and a stage that steps all the time (a closed loop's back-to-back requests) never warms.
+ *
+ * While idle (keepWarmAtMs): the entry stage (the Thinker) computes at its add, so a warm-up there delays its own
+ * prefill (+1-2 ms measured, bench/NOTES.md). It keeps warm instead, for keepWarmMs after its last step: a dummy step
+ * every KEEP_WARM_MIN_PERIOD_MS, or less often when the step costs more than KEEP_WARM_MAX_SHARE of that, so a model
+ * too big for the caches costs at most that share of a core. Only a config that holds the idle cores polling
+ * (cpu_wakeup_latency_us; stageMain.ts) asks for it, for that hold's linger: those cores burn while idle anyway. A
+ * request that comes meanwhile finds the weights warm: at c=1, the Thinker idle while its answer's audio was made,
+ * its prefill ran 0.1-1.2 ms sooner at the median and the first request after a pause ~5 ms sooner (bench/NOTES.md,
+ * "The entry stage kept warm while idle").
  */
 
 /** A stage idle this long (ms since its last step ended) warms its model when a request is added. */
 export const WARM_AFTER_IDLE_MS = 20;
 
+/** The shortest time (ms) between two keep-warm steps: shorter than WARM_AFTER_IDLE_MS, the stretch that goes cold. */
+export const KEEP_WARM_MIN_PERIOD_MS = 15;
+
+/**
+ * The share of a core keep-warm steps may take: their period grows with their own cost beyond it. The tiny Thinker's
+ * two-position step costs ~2 ms on a core that went cold (a quarter of it the runner's own work): a period of 15 ms.
+ * At 0.04 (a 50 ms period) the prefill ran no sooner.
+ */
+export const KEEP_WARM_MAX_SHARE = 0.15;
+
 export class IdleWarmth {
   #lastStepEndMs = Number.NEGATIVE_INFINITY;
   #warmedSinceStep = false;
+  #lastKeptWarmMs = Number.NEGATIVE_INFINITY;
+  #keepWarmCostMs = 0;
 
-  constructor(private readonly afterIdleMs = WARM_AFTER_IDLE_MS) {}
+  constructor(
+    private readonly afterIdleMs = WARM_AFTER_IDLE_MS,
+    /** How long after its last step an idle stage keeps warm (0: never). */
+    private readonly keepWarmMs = 0,
+  ) {}
 
   /** A step ended at `nowMs` (performance.now()). */
   stepped(nowMs: number): void {
@@ -29,5 +55,23 @@ export class IdleWarmth {
     if (this.#warmedSinceStep || nowMs - this.#lastStepEndMs < this.afterIdleMs) return false;
     this.#warmedSinceStep = true;
     return true;
+  }
+
+  /**
+   * When (performance.now() ms) the idle stage's next keep-warm step is due: a period after its last step or
+   * keep-warm step, while that is within keepWarmMs of its last step. Null when it keeps warm no more (or never
+   * stepped: the load's warm-up ran last).
+   */
+  keepWarmAtMs(): number | null {
+    if (this.keepWarmMs <= 0 || this.#lastStepEndMs === Number.NEGATIVE_INFINITY) return null;
+    const periodMs = Math.max(KEEP_WARM_MIN_PERIOD_MS, this.#keepWarmCostMs / KEEP_WARM_MAX_SHARE);
+    const atMs = Math.max(this.#lastStepEndMs, this.#lastKeptWarmMs) + periodMs;
+    return atMs - this.#lastStepEndMs <= this.keepWarmMs ? atMs : null;
+  }
+
+  /** A keep-warm step ran from startMs to endMs (performance.now()). */
+  keptWarm(startMs: number, endMs: number): void {
+    this.#lastKeptWarmMs = endMs;
+    this.#keepWarmCostMs = endMs - startMs;
   }
 }

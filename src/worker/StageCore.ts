@@ -69,6 +69,11 @@ export interface StageContext {
    * runs in their process (its GC threads made steps priced by process.cpuUsage read tens of ms high now and then).
    */
   readonly cpuClockMs?: () => number;
+  /**
+   * How long after its last step an idle stage of a kind that keeps warm (StageCore.keepsWarm) does so (ms; absent or
+   * 0: never): the linger of the cores' wake-up latency hold when the config asks for one (stageMain.ts).
+   */
+  readonly keepWarmMs?: number;
 }
 
 export interface CoreRequest {
@@ -92,8 +97,8 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
    * paced or waited for its input in (TalkerCore's frame latencies). Read during a step, it has not counted that one.
    */
   private steppingMs = 0;
-  /** When an add warms the model first (IdleWarmth.ts): after an idle stretch, for a kind that has warmModel. */
-  private readonly warmth = new IdleWarmth();
+  /** When the model is warmed (IdleWarmth.ts), for a kind that has warmModel: on an add, or kept warm while idle. */
+  private readonly warmth: IdleWarmth;
   private batchSizes: number[] = [];
   private edgeSamples: EdgeSample[] = [];
   private steps: StepSample[] = [];
@@ -101,6 +106,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   private modelWindow: ModelWindow | null = null;
 
   constructor(protected readonly ctx: StageContext) {
+    this.warmth = new IdleWarmth(undefined, ctx.keepWarmMs ?? 0);
     const marks = ctx.stepTrace;
     if (marks) ctx.adapter.onPut = (requestId, to) => marks.mark('put', requestId, { to });
   }
@@ -137,7 +143,30 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
         ...(upstream.pid !== undefined ? { live: this.liveWait(upstream.pid) } : {}),
       });
     }
-    if (this.warmModel && this.warmth.shouldWarm(performance.now())) this.warmIdleModel();
+    if (this.warmModel && !this.keepsWarm() && this.warmth.shouldWarm(performance.now())) this.warmIdleModel();
+  }
+
+  /**
+   * The step loop's idle work for a kind that keeps warm (keepsWarm): its dummy step when one is due
+   * (IdleWarmth.keepWarmAtMs), holding no request. True when it ran one.
+   */
+  keepWarm(): boolean {
+    const atMs = this.keepWarmAtMs();
+    const startMs = performance.now();
+    if (atMs === null || startMs < atMs) return false;
+    this.warmIdleModel();
+    this.warmth.keptWarm(startMs, performance.now());
+    return true;
+  }
+
+  /** When (Date.now() ms) the idle step loop wakes for keepWarm; null: it need not. */
+  keepWarmWakeAtMs(): number | null {
+    const atMs = this.keepWarmAtMs();
+    return atMs === null ? null : Date.now() + Math.max(0, atMs - performance.now());
+  }
+
+  private keepWarmAtMs(): number | null {
+    return this.warmModel && this.keepsWarm() && this.requests.size === 0 ? this.warmth.keepWarmAtMs() : null;
   }
 
   /** A warm-up is for speed only: one that fails is logged and the request goes on (its own steps tell if it can). */
@@ -308,6 +337,13 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
    * stage idle (IdleWarmth.ts), so the request's own steps find the model's weights in the caches.
    */
   protected warmModel?(): void;
+  /**
+   * A kind that computes at its add (the Thinker, the entry stage) warms no model there, which would delay its own
+   * first step: it keeps warm while idle instead, for StageContext.keepWarmMs after its last step (IdleWarmth.ts).
+   */
+  protected keepsWarm(): boolean {
+    return false;
+  }
   protected abstract onChunk(req: R, chunk: ReceivedChunk): void;
   /** Frees scheduler and runner state of a request (finish, fail and abort all end here). */
   protected abstract freeState(req: R): void;

@@ -4,9 +4,10 @@
  *   drain control (add, abort, pause) -> adapter.processPendingChunks -> core.step (schedule -> execute ->
  *   update -> processors -> adapter.saveAsync) -> yield to the event loop
  *
- * When there is nothing to run, the loop first does its idle work a slice at a time (`idle`: the spans tracing noted,
- * StageSpans), then sleeps on a promise that control messages and chunk arrivals resolve, or a timer set for the
- * core's nextWakeAtMs() (an encoder's partial batch timing out): no polling interval anywhere.
+ * When there is nothing to run, the loop first does its idle work a slice at a time (a kept-warm core's dummy step,
+ * IdleWarmth.ts; `idle`: the spans tracing noted, StageSpans), then sleeps on a promise that control messages and
+ * chunk arrivals resolve, or a timer set for the core's nextWakeAtMs() (an encoder's partial batch timing out) or its
+ * next keep-warm step: no polling interval anywhere.
  * After each step it yields with setImmediate so IPC and ring wake-ups are handled
  * between steps, and it waits while too many sent bytes are still queued (backpressure from full edges reaches the
  * scheduler instead of growing a queue).
@@ -67,7 +68,7 @@ export class StageLoop {
       if (this.stopping && (this.core.size === 0 || Date.now() >= this.stopping.drainDeadline)) break;
       const didWork = this.core.step();
       this.onLoad?.(this.core.size);
-      if (!didWork && this.control.length === 0 && !this.adapter.hasPendingArrivals && !this.idle?.()) {
+      if (!didWork && this.control.length === 0 && !this.adapter.hasPendingArrivals && !this.idleWork()) {
         await this.sleep();
         continue;
       }
@@ -77,11 +78,17 @@ export class StageLoop {
     }
   }
 
+  /** A slice of idle work: the core's keep-warm step when due (not while stopping), then `idle`'s. */
+  private idleWork(): boolean {
+    return (!this.stopping && this.core.keepWarm()) || (this.idle?.() ?? false);
+  }
+
   private sleep(): Promise<void> {
-    // Wake at the core's next deadline, and with a drain in progress at its deadline, even if nothing arrives.
-    // A timer that fires early (libuv's clock lags Date.now() by up to a tick) only costs a step that finds
-    // nothing due; the core then asks for the same deadline again.
-    const deadlines = [this.core.nextWakeAtMs(), this.stopping?.drainDeadline].filter(
+    // Wake at the core's next deadline (or keep-warm step), and with a drain in progress at its deadline, even if
+    // nothing arrives. A timer that fires early (libuv's clock lags Date.now() by up to a tick) only costs a step that
+    // finds nothing due; the core then asks for the same deadline again.
+    const keepWarm = this.stopping ? null : this.core.keepWarmWakeAtMs();
+    const deadlines = [this.core.nextWakeAtMs(), keepWarm, this.stopping?.drainDeadline].filter(
       (d): d is number => typeof d === 'number',
     );
     return new Promise<void>((resolve) => {

@@ -14,7 +14,7 @@ import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { StageGraph } from '../common/graph.ts';
 import { logger, type Logger } from '../common/log.ts';
 import { enterSchedIdle } from '../common/schedIdle.ts';
-import { CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
+import { CPU_LATENCY_LINGER_MS, CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
@@ -210,6 +210,9 @@ async function bootStage(
     ecStore: args.graph.ecStore ?? null,
     wake: () => loop?.wake(),
     stepTrace: StepTrace.fromEnv(self),
+    // A config that holds the idle cores polling for speed keeps the entry stage's weights warm as long after its
+    // last step as the hold lingers after the last request (IdleWarmth.ts): both trade an idle core's power for it.
+    keepWarmMs: args.graph.cpuWakeupLatencyUs === null ? 0 : CPU_LATENCY_LINGER_MS,
     spans: tracing ? new StageSpans(tracing, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
   };
   const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);

@@ -126,6 +126,11 @@ export class OnnxThinkerRunner extends KvDecoderRunner implements ThinkerRunner 
     return this.embedder.embed(tokenIds);
   }
 
+  warm(): void {
+    this.execute([{ seqId: WARMUP_SEQ, tokenIds: [0, 1], numTokens: 2, sample: false, sampling: WARMUP_SAMPLING }]);
+    this.free(WARMUP_SEQ);
+  }
+
   execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[] {
     const outputs = new Array<ThinkerStepOutput>(items.length);
     // Split by past length too: a long sequence's decode would pad the short ones' to its length.

@@ -58,7 +58,8 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
   /** Text to main, a few tokens a message (TextDeltas.ts). */
   private readonly texts = new TextDeltas((requestId, delta) => {
     const req = this.requests.get(requestId);
-    if (req) this.send(req, this.toMain(req), textBody(delta));
+    const toMain = req?.downstream.filter((t) => t.stageId === MAIN);
+    if (req && toMain) this.send(req, toMain, textBody(delta));
   });
 
   constructor(
@@ -213,6 +214,15 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     return true;
   }
 
+  /** The entry stage computes at its add: it keeps its weights warm while idle instead (IdleWarmth.ts). */
+  protected override keepsWarm(): boolean {
+    return true;
+  }
+
+  protected override warmModel(): void {
+    this.runner.warm();
+  }
+
   protected override speechMadeMs(requestId: string): number | null {
     const req = this.requests.get(requestId);
     return req?.speechMsPerToken ? req.generated.length * req.speechMsPerToken : null;
@@ -245,7 +255,6 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     return m.source === 'generated' && m.kind === 'thinker' ? m.size.maxPositions : Number.MAX_SAFE_INTEGER;
   }
 
-  /** The prompt comes with `add`; chunks are media rows from the encoders (one item each, or its error). */
   /**
    * engine.sync_encoding (the bench's baseline, docs/video.md): no step runs while any request's media rows are still
    * coming, as an engine that encodes on its own path stalls the whole batch for an encode.
@@ -265,20 +274,12 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     super.failWith(req, reason, error);
   }
 
-  private toMain(req: ThinkerRequest) {
-    return req.downstream.filter((t) => t.stageId === MAIN);
-  }
-
+  /** The prompt comes with `add`; chunks are media rows from the encoders (one item each, or its error). */
   protected onChunk(req: ThinkerRequest, chunk: ReceivedChunk): void {
     const body = chunk.body;
     if (!req.media || body?.kind !== 'encoderRows') {
-      return this.fail(
-        req,
-        new ChorusError(
-          ErrorCodes.FRAME_INVALID,
-          `unexpected chunk from ${chunk.meta.from} for ${req.requestId}: the thinker takes only media rows`,
-        ),
-      );
+      const what = `unexpected chunk from ${chunk.meta.from} for ${req.requestId}: the thinker takes only media rows`;
+      return this.fail(req, new ChorusError(ErrorCodes.FRAME_INVALID, what));
     }
     if (body.error) return this.mediaItemFailed(req, body.item, body.error);
     const problem = req.media.setRows(body.item, chunk.meta.from, body);

@@ -17,6 +17,8 @@ export class KvLengthRunner implements ThinkerRunner {
   readonly kvBytesPerToken = 8;
   readonly kv = new Map<string, number>();
   readonly steps: ThinkerBatchItem[] = [];
+  /** Keep-warm steps run (warm). */
+  warms = 0;
 
   embed(ids: readonly number[]): Float32Array {
     const out = new Float32Array(ids.length * D);
@@ -35,6 +37,10 @@ export class KvLengthRunner implements ThinkerRunner {
         hidden: new Float32Array(it.numTokens * D).fill(7),
       };
     });
+  }
+
+  warm(): void {
+    this.warms++;
   }
 
   kvBytes(seqId: string): number {

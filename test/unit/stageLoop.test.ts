@@ -29,6 +29,8 @@ function fakeCore(wakeAt: () => number | null) {
       return false;
     },
     nextWakeAtMs: wakeAt,
+    keepWarm: () => false,
+    keepWarmWakeAtMs: () => null,
     stats: () => ({}),
   } as unknown as StageCore;
   return { core, steps, second };
@@ -63,6 +65,8 @@ describe('StageLoop', () => {
         return false;
       },
       nextWakeAtMs: () => null,
+      keepWarm: () => false,
+      keepWarmWakeAtMs: () => null,
       stats: () => ({}),
     } as unknown as StageCore;
     const loop = new StageLoop(
@@ -91,6 +95,36 @@ describe('StageLoop', () => {
     expect(steps[1] - before).toBeLessThan(1000);
     loop.stop();
     await running;
+  });
+
+  it("wakes for the core's keep-warm step with nothing arriving and runs it as idle work", async () => {
+    const start = Date.now();
+    const warmedAt: number[] = [];
+    let resolveWarmed!: () => void;
+    const warmed = new Promise<void>((r) => (resolveWarmed = r));
+    const due = () => (warmedAt.length === 0 ? start + 40 : null); // one keep-warm step, then none (the window ended)
+    const core = {
+      size: 0,
+      onArrivals: () => {},
+      step: () => false,
+      nextWakeAtMs: () => null,
+      keepWarm: () => {
+        const at = due();
+        if (at === null || Date.now() < at) return false;
+        warmedAt.push(Date.now());
+        resolveWarmed();
+        return true;
+      },
+      keepWarmWakeAtMs: due,
+      stats: () => ({}),
+    } as unknown as StageCore;
+    const loop = new StageLoop(core, idleAdapter, () => {}, logger);
+    const running = loop.run();
+    await warmed;
+    expect(warmedAt[0] - start).toBeGreaterThanOrEqual(39); // libuv may round a timer down by a millisecond
+    loop.stop();
+    await running;
+    expect(warmedAt).toHaveLength(1);
   });
 
   it('does its idle work a slice at a time, stepping between slices, then sleeps until woken', async () => {
@@ -155,6 +189,8 @@ describe('StageLoop', () => {
         return false;
       },
       nextWakeAtMs: () => null,
+      keepWarm: () => false,
+      keepWarmWakeAtMs: () => null,
       stats: () => ({}),
     } as unknown as StageCore;
     const loop = new StageLoop(core, adapter, () => {}, logger);
@@ -189,6 +225,8 @@ describe('StageLoop', () => {
           return false;
         },
         nextWakeAtMs: () => null,
+        keepWarm: () => false,
+        keepWarmWakeAtMs: () => null,
         stats: () => ({}),
       } as unknown as StageCore;
       const loop = new StageLoop(core, idleAdapter, () => {}, logger);

@@ -49,6 +49,7 @@ class FakeThinkerRunner implements ThinkerRunner {
   kvBytes(): number {
     return 0;
   }
+  warm(): void {}
   free(): void {}
   moveSequence(): void {}
   copySequence(): void {}
