@@ -11,7 +11,6 @@
 #include "arena.h"
 #include "bell.h"
 #include "coded_error.h"
-#include "idle_priority.h"
 #include "ring.h"
 #include "strided.h"
 #include "waiter.h"
@@ -217,29 +216,12 @@ Napi::Value WakeOffThisCore(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// idlePriorityAvailable(): whether atIdlePriority can put the calling thread in SCHED_IDLE (and take it back out).
-Napi::Value IdlePriorityAvailable(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), CanLeaveIdlePriority());
-}
-
-// atIdlePriority(run: () => void): runs run() with the calling thread at SCHED_IDLE (idle_priority.h), back at
-// SCHED_OTHER after, whatever run throws; true when it ran so (false: at the thread's own priority).
-Napi::Value AtIdlePriorityRun(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsFunction()) ThrowCoded(env, "CHORUS_ERR_SHM", "atIdlePriority(run: () => void)");
-  AtIdlePriority idle;
-  info[0].As<Napi::Function>().Call({});
-  return Napi::Boolean::New(env, idle.entered());
-}
-
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // No static JS handles: the class constructor lives only on this env's exports object.
   exports.Set("Ring", RingWrap::Define(env));
   exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
   exports.Set("publishReaderThread", Napi::Function::New(env, PublishReaderThread, "publishReaderThread"));
   exports.Set("wakeOffThisCore", Napi::Function::New(env, WakeOffThisCore, "wakeOffThisCore"));
-  exports.Set("idlePriorityAvailable", Napi::Function::New(env, IdlePriorityAvailable, "idlePriorityAvailable"));
-  exports.Set("atIdlePriority", Napi::Function::New(env, AtIdlePriorityRun, "atIdlePriority"));
   exports.Set("headerBytes", Napi::Number::New(env, static_cast<double>(kHeaderBytes)));
   exports.Set("copyStrided", Napi::Function::New(env, CopyStrided, "copyStrided"));
   exports.Set("fillStrided", Napi::Function::New(env, FillStrided, "fillStrided"));

@@ -13,22 +13,14 @@
  * prefill (+1-2 ms measured, bench/NOTES.md). It keeps warm instead, for keepWarmMs after its last step: a dummy step
  * every KEEP_WARM_MIN_PERIOD_MS, or less often when the step costs more than KEEP_WARM_MAX_SHARE of that, so a model
  * too big for the caches costs at most that share of a core. Only a config that holds the idle cores polling
- * (cpu_wakeup_latency_us) asks for it, and each step runs in the idle scheduling class (stageMain.ts), on a core no
- * other task wants. A request that comes meanwhile finds the weights warm: at c=1, the Thinker idle while its answer's
- * audio was made, its prefill ran 0.1-1.2 ms sooner at the median, and the first request after a pause ~6 ms sooner
- * (bench/NOTES.md, "The entry stage kept warm while idle").
+ * (cpu_wakeup_latency_us; stageMain.ts) asks for it, for that hold's linger: those cores burn while idle anyway. A
+ * request that comes meanwhile finds the weights warm: at c=1, the Thinker idle while its answer's audio was made,
+ * its prefill ran 0.1-1.2 ms sooner at the median and the first request after a pause ~6 ms sooner (bench/NOTES.md,
+ * "The entry stage kept warm while idle").
  */
 
 /** A stage idle this long (ms since its last step ended) warms its model when a request is added. */
 export const WARM_AFTER_IDLE_MS = 20;
-
-/**
- * How long after its last step an idle entry stage keeps warm (ms), where the config asks for it: a spoken
- * conversation's next turn comes after the answer's audio is heard and the reply spoken, seconds to tens of seconds
- * after the Thinker wrote its last token (the bench's blocks came ~4 s apart; with 2 s, each block's first requests
- * ran cold). The price: up to KEEP_WARM_MAX_SHARE of one core, at idle priority, for this long after the last request.
- */
-export const KEEP_WARM_WINDOW_MS = 30_000;
 
 /** The shortest time (ms) between two keep-warm steps: shorter than WARM_AFTER_IDLE_MS, the stretch that goes cold. */
 export const KEEP_WARM_MIN_PERIOD_MS = 15;

@@ -69,15 +69,11 @@ export interface StageContext {
    * runs in their process (its GC threads made steps priced by process.cpuUsage read tens of ms high now and then).
    */
   readonly cpuClockMs?: () => number;
-  /** How an idle stage of a kind that keeps warm (StageCore.keepsWarm) does so; absent or null: it does not. */
-  readonly keepWarm?: KeepWarm | null;
-}
-
-export interface KeepWarm {
-  /** How long after its last step (ms): IdleWarmth.ts KEEP_WARM_WINDOW_MS (stageMain.ts). */
-  readonly windowMs: number;
-  /** Runs a keep-warm step where it takes no core another task wants (the idle scheduling class, stageMain.ts). */
-  readonly run: (warm: () => void) => void;
+  /**
+   * How long after its last step an idle stage of a kind that keeps warm (StageCore.keepsWarm) does so (ms; absent or
+   * 0: never): the linger of the cores' wake-up latency hold when the config asks for one (stageMain.ts).
+   */
+  readonly keepWarmMs?: number;
 }
 
 export interface CoreRequest {
@@ -110,7 +106,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   private modelWindow: ModelWindow | null = null;
 
   constructor(protected readonly ctx: StageContext) {
-    this.warmth = new IdleWarmth(undefined, ctx.keepWarm?.windowMs ?? 0);
+    this.warmth = new IdleWarmth(undefined, ctx.keepWarmMs ?? 0);
     const marks = ctx.stepTrace;
     if (marks) ctx.adapter.onPut = (requestId, to) => marks.mark('put', requestId, { to });
   }
@@ -158,7 +154,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     const atMs = this.keepWarmAtMs();
     const startMs = performance.now();
     if (atMs === null || startMs < atMs) return false;
-    this.ctx.keepWarm!.run(() => this.warmIdleModel());
+    this.warmIdleModel();
     this.warmth.keptWarm(startMs, performance.now());
     return true;
   }
@@ -170,8 +166,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   }
 
   private keepWarmAtMs(): number | null {
-    const keeps = this.ctx.keepWarm && this.warmModel && this.keepsWarm();
-    return keeps && this.requests.size === 0 ? this.warmth.keepWarmAtMs() : null;
+    return this.warmModel && this.keepsWarm() && this.requests.size === 0 ? this.warmth.keepWarmAtMs() : null;
   }
 
   /** A warm-up is for speed only: one that fails is logged and the request goes on (its own steps tell if it can). */
@@ -344,7 +339,7 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   protected warmModel?(): void;
   /**
    * A kind that computes at its add (the Thinker, the entry stage) warms no model there, which would delay its own
-   * first step: it keeps warm while idle instead, as StageContext.keepWarm says (IdleWarmth.ts).
+   * first step: it keeps warm while idle instead, for StageContext.keepWarmMs after its last step (IdleWarmth.ts).
    */
   protected keepsWarm(): boolean {
     return false;

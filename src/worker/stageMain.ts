@@ -14,7 +14,7 @@ import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { StageGraph } from '../common/graph.ts';
 import { logger, type Logger } from '../common/log.ts';
 import { enterSchedIdle } from '../common/schedIdle.ts';
-import { CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
+import { CPU_LATENCY_LINGER_MS, CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
@@ -23,8 +23,7 @@ import { LIGHT_LOAD_MAX_LIVE } from '../sched/chunkPolicy.ts';
 import type { Connector } from '../../transport/Connector.ts';
 import type { ControlChannel } from './ControlChannel.ts';
 import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type StageToMain } from './messages.ts';
-import { KEEP_WARM_WINDOW_MS } from './IdleWarmth.ts';
-import type { KeepWarm, StageContext, StageCore } from './StageCore.ts';
+import type { StageContext, StageCore } from './StageCore.ts';
 import { StageLoop } from './StageLoop.ts';
 import { StepTrace } from './StepTrace.ts';
 import { StageSpans } from '../tracing/StageSpans.ts';
@@ -188,18 +187,6 @@ interface ReadyStage {
 }
 
 /** Connects, loads the model, builds the core and loop, and posts READY. */
-/**
- * A config that holds the idle cores polling for speed (cpu_wakeup_latency_us) keeps the entry stage's weights warm
- * for KEEP_WARM_WINDOW_MS after its last step (IdleWarmth.ts): both trade an idle core's power for a sooner first
- * packet. Each warm step runs in the idle scheduling class, so it takes no core another process (a stage of this
- * server or of another) wants; where the kernel would not let the thread back out of that class (no CAP_SYS_NICE, an
- * RLIMIT_NICE too low), nothing is kept warm.
- */
-function keepWarmOf(graph: StageGraph): KeepWarm | null {
-  if (graph.cpuWakeupLatencyUs === null || !addon.idlePriorityAvailable()) return null;
-  return { windowMs: KEEP_WARM_WINDOW_MS, run: (warm) => void addon.atIdlePriority(warm) };
-}
-
 async function bootStage(
   args: StageBootArgs,
   { self, channel, post, log, parts, createStage, opts }: BootContext,
@@ -223,7 +210,9 @@ async function bootStage(
     ecStore: args.graph.ecStore ?? null,
     wake: () => loop?.wake(),
     stepTrace: StepTrace.fromEnv(self),
-    keepWarm: keepWarmOf(args.graph),
+    // A config that holds the idle cores polling for speed keeps the entry stage's weights warm as long after its
+    // last step as the hold lingers after the last request (IdleWarmth.ts): both trade an idle core's power for it.
+    keepWarmMs: args.graph.cpuWakeupLatencyUs === null ? 0 : CPU_LATENCY_LINGER_MS,
     spans: tracing ? new StageSpans(tracing, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
   };
   const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);

@@ -1,8 +1,7 @@
 /**
  * The Thinker (the entry stage: it computes at its add) warms no model on an add; while it holds no request it keeps
- * its weights warm instead (IdleWarmth.ts): a dummy step each period after its last step, for StageContext.keepWarm's
- * window, through its run (stageMain.ts runs it in the idle scheduling class), none while a request is live, none at
- * all without keepWarm. Driven through ThinkerCore on a fake runner, its clocks
+ * its weights warm instead (IdleWarmth.ts): a dummy step each period after its last step, for StageContext.keepWarmMs,
+ * none while a request is live, none at all without keepWarmMs. Driven through ThinkerCore on a fake runner, its clocks
  * faked (performance.now, Date.now).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -14,16 +13,9 @@ import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
 
 const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'thinker')!;
 
-/** A ThinkerCore on a fake runner, kept warm for `windowMs` (absent: not at all); its keep-warm steps run as given. */
-function thinker(windowMs?: number) {
+function thinker(keepWarmMs?: number) {
   const runner = new KvLengthRunner();
-  let runs = 0; // keep-warm steps handed to keepWarm.run (stageMain.ts: the idle scheduling class)
-  const run = (warm: () => void) => {
-    runs++;
-    warm();
-  };
-  const keepWarm = windowMs !== undefined ? { windowMs, run } : null;
-  const ctx = { ...stageContext(spec, new FakeAdapter()), keepWarm };
+  const ctx = { ...stageContext(spec, new FakeAdapter()), ...(keepWarmMs !== undefined ? { keepWarmMs } : {}) };
   const core = new ThinkerCore(ctx, runner);
   const answer = async (requestId: string) => {
     add(requestId);
@@ -41,7 +33,7 @@ function thinker(windowMs?: number) {
       args: { promptTokenIds: [1, 2, 3] },
       firstChunkDeadline: Date.now() + 30_000,
     });
-  return { core, runner, answer, add, runs: () => runs };
+  return { core, runner, answer, add };
 }
 
 /** Keep-warm steps run while the fake clock moves on by `ms`, a millisecond at a time, as the idle loop would. */
@@ -62,7 +54,7 @@ describe('the Thinker keeps its weights warm while idle', () => {
   afterEach(() => vi.useRealTimers());
 
   it('a dummy step each period after its last step, for keepWarmMs, and none on an add', async () => {
-    const { core, runner, answer, runs } = thinker(100);
+    const { core, runner, answer } = thinker(100);
     expect(idleFor(core, 50)).toBe(0); // never stepped: the load's warm-up ran last
     await answer('r');
     expect(runner.warms).toBe(0); // the add warmed nothing: its prefill ran at once
@@ -70,7 +62,6 @@ describe('the Thinker keeps its weights warm while idle', () => {
     expect(core.keepWarmWakeAtMs()).toBe(Date.now() + KEEP_WARM_MIN_PERIOD_MS);
     expect(idleFor(core, 300)).toBe(Math.floor(100 / KEEP_WARM_MIN_PERIOD_MS));
     expect(runner.warms).toBe(Math.floor(100 / KEEP_WARM_MIN_PERIOD_MS));
-    expect(runs()).toBe(runner.warms); // each through keepWarm.run
     expect(runner.steps.length).toBe(stepsBefore); // no request's step among them
     expect(core.keepWarmWakeAtMs()).toBeNull(); // the window ended: the loop sleeps until something arrives
     await answer('again'); // a request's steps open a new window
@@ -86,7 +77,7 @@ describe('the Thinker keeps its weights warm while idle', () => {
     expect(runner.warms).toBe(0);
   });
 
-  it('none without keepWarm (a config that does not hold the cores polling)', async () => {
+  it('none without keepWarmMs (a config that does not hold the cores polling)', async () => {
     const { core, runner, answer } = thinker();
     await answer('r');
     expect(idleFor(core, 200)).toBe(0);

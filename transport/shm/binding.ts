@@ -51,13 +51,6 @@ export interface NativeAddon {
    * the wake-up places it on another core (Ring::KeepOffThisCore); what `wake` throws is thrown after.
    */
   wakeOffThisCore(tid: number, wake: () => void): void;
-  /** Whether atIdlePriority can put the calling thread in SCHED_IDLE and take it back out (asked once). */
-  idlePriorityAvailable(): boolean;
-  /**
-   * Runs `run` with the calling thread in SCHED_IDLE (it runs only on a core no other task wants), back after it,
-   * whatever it throws (thrown after); true when it ran so, false when it ran at the thread's own priority.
-   */
-  atIdlePriority(run: () => void): boolean;
   readonly headerBytes: number;
   /**
    * Copies `count` blocks of `blockFloats` floats, block i from src[srcStart + i * srcStride] to
