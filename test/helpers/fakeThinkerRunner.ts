@@ -3,6 +3,7 @@ import type { StageSpec } from '../../src/common/graph.ts';
 import type { ThinkerArgs } from '../../stages/thinker/protocol.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import type { ThinkerBatchItem, ThinkerRunner, ThinkerStepOutput } from '../../stages/types.ts';
+import type { AddRequest } from '../../src/worker/messages.ts';
 import { FakeAdapter, stageContext } from './fakeStage.ts';
 
 const D = 4;
@@ -88,4 +89,17 @@ export function spokenThinker(
     firstChunkDeadline: Date.now() + 30_000,
   });
   return { core, adapter, runner };
+}
+
+/** A text prompt's add for a ThinkerCore test: two tokens at most, its text to main. */
+export function textAdd(spec: StageSpec, requestId: string, promptTokenIds: number[]): AddRequest<ThinkerArgs> {
+  return {
+    type: 'add',
+    requestId,
+    sampling: { ...spec.defaultSamplingParams, maxTokens: 2, ignoreEos: true },
+    downstream: [{ instance: 'main', stageId: 'main' }],
+    upstreams: [],
+    args: { promptTokenIds },
+    firstChunkDeadline: Date.now() + 30_000,
+  };
 }

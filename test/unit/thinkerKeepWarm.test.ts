@@ -9,7 +9,7 @@ import { KEEP_WARM_MIN_PERIOD_MS } from '../../src/worker/IdleWarmth.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
-import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
+import { KvLengthRunner, textAdd } from '../helpers/fakeThinkerRunner.ts';
 
 const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'thinker')!;
 
@@ -23,16 +23,7 @@ function thinker(keepWarmMs?: number) {
     // Its final chunk's send settles on the event loop (not on the faked clocks, which stand still meanwhile).
     while (core.size > 0) await new Promise<void>((resolve) => setImmediate(resolve));
   };
-  const add = (requestId: string) =>
-    core.add({
-      type: 'add',
-      requestId,
-      sampling: { ...spec.defaultSamplingParams, maxTokens: 2, ignoreEos: true },
-      downstream: [{ instance: 'main', stageId: 'main' }],
-      upstreams: [],
-      args: { promptTokenIds: [1, 2, 3] },
-      firstChunkDeadline: Date.now() + 30_000,
-    });
+  const add = (requestId: string) => core.add(textAdd(spec, requestId, [1, 2, 3]));
   return { core, runner, answer, add };
 }
 

@@ -12,7 +12,7 @@ import { KvIndex } from '../../src/engine/routing/KvIndex.ts';
 import { modelRoot } from '../../src/sched/blockNames.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, received, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
-import { KvLengthRunner } from '../helpers/fakeThinkerRunner.ts';
+import { KvLengthRunner, textAdd } from '../helpers/fakeThinkerRunner.ts';
 
 const D = KvLengthRunner.hiddenSize;
 const VID = 267;
@@ -38,16 +38,7 @@ function setup(stage = spec) {
   const adapter = new FakeAdapter();
   const runner = new KvLengthRunner();
   const core = new ThinkerCore(stageContext(stage, adapter), runner);
-  const addText = (requestId: string) =>
-    core.add({
-      type: 'add',
-      requestId,
-      sampling: { ...spec.defaultSamplingParams, maxTokens: 2, ignoreEos: true },
-      downstream: [{ instance: 'main', stageId: 'main' }],
-      upstreams: [],
-      args: { promptTokenIds: [9, 8, 7] },
-      firstChunkDeadline: Date.now() + 30_000,
-    });
+  const addText = (requestId: string) => core.add(textAdd(spec, requestId, [9, 8, 7]));
   const add = (requestId: string, q: number, blockKey: string) => {
     const map = question(q);
     core.add({
