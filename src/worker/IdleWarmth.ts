@@ -32,11 +32,24 @@ export const KEEP_WARM_MIN_PERIOD_MS = 15;
  */
 export const KEEP_WARM_MAX_SHARE = 0.15;
 
+/**
+ * The longest a keep-warm step may take (ms) for a stage to go on keeping warm: a request that comes during one waits
+ * for its end. A model whose cheapest of its first KEEP_WARM_TRIAL_STEPS warm steps took longer is kept warm no more
+ * (a Thinker of real size: the assistant's SmolLM2-135M takes 47-50 ms for its two positions, and its weights are
+ * more than a core's caches keep anyway; kept warm, an answer's request could have waited that long for one).
+ */
+export const KEEP_WARM_MAX_STEP_MS = 5;
+
+/** Warm steps a stage runs before KEEP_WARM_MAX_STEP_MS judges it (the first after a long idle run cold). */
+export const KEEP_WARM_TRIAL_STEPS = 3;
+
 export class IdleWarmth {
   #lastStepEndMs = Number.NEGATIVE_INFINITY;
   #warmedSinceStep = false;
   #lastKeptWarmMs = Number.NEGATIVE_INFINITY;
   #keepWarmCostMs = 0;
+  #cheapestKeepWarmMs = Number.POSITIVE_INFINITY;
+  #keptWarmSteps = 0;
 
   constructor(
     private readonly afterIdleMs = WARM_AFTER_IDLE_MS,
@@ -60,10 +73,11 @@ export class IdleWarmth {
   /**
    * When (performance.now() ms) the idle stage's next keep-warm step is due: a period after its last step or
    * keep-warm step, while that is within keepWarmMs of its last step. Null when it keeps warm no more (or never
-   * stepped: the load's warm-up ran last).
+   * stepped: the load's warm-up ran last; or its first keep-warm steps all took over KEEP_WARM_MAX_STEP_MS).
    */
   keepWarmAtMs(): number | null {
     if (this.keepWarmMs <= 0 || this.#lastStepEndMs === Number.NEGATIVE_INFINITY) return null;
+    if (this.#keptWarmSteps >= KEEP_WARM_TRIAL_STEPS && this.#cheapestKeepWarmMs > KEEP_WARM_MAX_STEP_MS) return null;
     const periodMs = Math.max(KEEP_WARM_MIN_PERIOD_MS, this.#keepWarmCostMs / KEEP_WARM_MAX_SHARE);
     const atMs = Math.max(this.#lastStepEndMs, this.#lastKeptWarmMs) + periodMs;
     return atMs - this.#lastStepEndMs <= this.keepWarmMs ? atMs : null;
@@ -73,5 +87,7 @@ export class IdleWarmth {
   keptWarm(startMs: number, endMs: number): void {
     this.#lastKeptWarmMs = endMs;
     this.#keepWarmCostMs = endMs - startMs;
+    this.#cheapestKeepWarmMs = Math.min(this.#cheapestKeepWarmMs, endMs - startMs);
+    this.#keptWarmSteps++;
   }
 }

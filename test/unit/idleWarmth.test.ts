@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import {
   IdleWarmth,
   KEEP_WARM_MAX_SHARE,
+  KEEP_WARM_MAX_STEP_MS,
   KEEP_WARM_MIN_PERIOD_MS,
+  KEEP_WARM_TRIAL_STEPS,
   WARM_AFTER_IDLE_MS,
 } from '../../src/worker/IdleWarmth.ts';
 
@@ -56,6 +58,22 @@ describe('IdleWarmth: a stage that keeps warm steps while idle, for keepWarmMs a
     expect(w.keepWarmAtMs()).toBeCloseTo(15 + costMs + 2 * KEEP_WARM_MIN_PERIOD_MS, 6);
     w.keptWarm(100, 100.1); // a cheap one: the shortest period again
     expect(w.keepWarmAtMs()).toBeCloseTo(100.1 + KEEP_WARM_MIN_PERIOD_MS, 6);
+  });
+
+  it('keeps warm no more when its first KEEP_WARM_TRIAL_STEPS steps all took longer than KEEP_WARM_MAX_STEP_MS', () => {
+    const slowMs = KEEP_WARM_MAX_STEP_MS + 1;
+    const slow = new IdleWarmth(WARM_AFTER_IDLE_MS, 100_000);
+    slow.stepped(0);
+    for (let i = 0; i < KEEP_WARM_TRIAL_STEPS; i++) {
+      expect(slow.keepWarmAtMs()).not.toBeNull(); // judged only after its trial steps
+      slow.keptWarm(1000 * (i + 1), 1000 * (i + 1) + slowMs);
+    }
+    expect(slow.keepWarmAtMs()).toBeNull();
+    const cheap = new IdleWarmth(WARM_AFTER_IDLE_MS, 100_000);
+    cheap.stepped(0);
+    cheap.keptWarm(1000, 1000 + slowMs); // the first after a long idle, cold
+    for (let i = 1; i < KEEP_WARM_TRIAL_STEPS; i++) cheap.keptWarm(1000 * (i + 1), 1000 * (i + 1) + 1);
+    expect(cheap.keepWarmAtMs()).not.toBeNull(); // its cheapest decides
   });
 
   it('never keeps warm with keepWarmMs 0 (the default)', () => {

@@ -5,7 +5,7 @@
  * faked (performance.now, Date.now).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { KEEP_WARM_MIN_PERIOD_MS } from '../../src/worker/IdleWarmth.ts';
+import { KEEP_WARM_MAX_STEP_MS, KEEP_WARM_MIN_PERIOD_MS, KEEP_WARM_TRIAL_STEPS } from '../../src/worker/IdleWarmth.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
@@ -13,8 +13,7 @@ import { KvLengthRunner, textAdd } from '../helpers/fakeThinkerRunner.ts';
 
 const spec = configWith('tiny-omni-text-in.yaml').stages.find((s) => s.kind === 'thinker')!;
 
-function thinker(keepWarmMs?: number) {
-  const runner = new KvLengthRunner();
+function thinker(keepWarmMs?: number, runner = new KvLengthRunner()) {
   const ctx = { ...stageContext(spec, new FakeAdapter()), ...(keepWarmMs !== undefined ? { keepWarmMs } : {}) };
   const core = new ThinkerCore(ctx, runner);
   const answer = async (requestId: string) => {
@@ -57,6 +56,20 @@ describe('the Thinker keeps its weights warm while idle', () => {
     expect(core.keepWarmWakeAtMs()).toBeNull(); // the window ended: the loop sleeps until something arrives
     await answer('again'); // a request's steps open a new window
     expect(idleFor(core, KEEP_WARM_MIN_PERIOD_MS)).toBe(1);
+  });
+
+  it('none once its first warm steps all took over KEEP_WARM_MAX_STEP_MS (a model too big to keep warm)', async () => {
+    class SlowToWarm extends KvLengthRunner {
+      override warm(): void {
+        super.warm();
+        vi.advanceTimersByTime(KEEP_WARM_MAX_STEP_MS + 1); // the step's own time, on the faked clock
+      }
+    }
+    const { core, runner, answer } = thinker(10_000, new SlowToWarm());
+    await answer('r');
+    expect(idleFor(core, 1000)).toBe(KEEP_WARM_TRIAL_STEPS);
+    expect(core.keepWarmWakeAtMs()).toBeNull();
+    expect(runner.warms).toBe(KEEP_WARM_TRIAL_STEPS);
   });
 
   it('none while a request is live', async () => {
