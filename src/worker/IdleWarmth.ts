@@ -13,14 +13,22 @@
  * prefill (+1-2 ms measured, bench/NOTES.md). It keeps warm instead, for keepWarmMs after its last step: a dummy step
  * every KEEP_WARM_MIN_PERIOD_MS, or less often when the step costs more than KEEP_WARM_MAX_SHARE of that, so a model
  * too big for the caches costs at most that share of a core. Only a config that holds the idle cores polling
- * (cpu_wakeup_latency_us; stageMain.ts) asks for it, for that hold's linger: those cores burn while idle anyway. A
- * request that comes meanwhile finds the weights warm: at c=1, the Thinker idle while its answer's audio was made,
- * its prefill ran 0.1-1.2 ms sooner at the median and the first request after a pause ~6 ms sooner (bench/NOTES.md,
- * "The entry stage kept warm while idle").
+ * (cpu_wakeup_latency_us; stageMain.ts) asks for it: those cores burn while idle anyway. A request that comes
+ * meanwhile finds the weights warm: at c=1, the Thinker idle while its answer's audio was made, its prefill ran
+ * 0.1-1.2 ms sooner at the median (bench/NOTES.md, "The entry stage kept warm while idle").
  */
 
 /** A stage idle this long (ms since its last step ended) warms its model when a request is added. */
 export const WARM_AFTER_IDLE_MS = 20;
+
+/**
+ * How long after its last step an idle entry stage keeps warm (ms), where the config asks for it: while the answers it
+ * wrote are still being spoken downstream (its text is done first; at c=1 on tiny-omni the Talker and Code2Wav end an
+ * answer ~150-250 ms after the Thinker's last token), when the next request of a closed loop or a queue comes; not
+ * while a server sits idle. With the hold's 2 s linger instead, the issue command's idle second server kept warm
+ * beside the other's next block, and that block's first requests waited for a core (bench/NOTES.md).
+ */
+export const KEEP_WARM_WINDOW_MS = 500;
 
 /** The shortest time (ms) between two keep-warm steps: shorter than WARM_AFTER_IDLE_MS, the stretch that goes cold. */
 export const KEEP_WARM_MIN_PERIOD_MS = 15;

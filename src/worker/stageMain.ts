@@ -14,7 +14,7 @@ import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { StageGraph } from '../common/graph.ts';
 import { logger, type Logger } from '../common/log.ts';
 import { enterSchedIdle } from '../common/schedIdle.ts';
-import { CPU_LATENCY_LINGER_MS, CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
+import { CpuWakeupLatency } from '../common/cpuWakeupLatency.ts';
 import type { ModelFacts } from '../common/modelFacts.ts';
 import { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { createConnector } from '../../transport/createConnector.ts';
@@ -23,6 +23,7 @@ import { LIGHT_LOAD_MAX_LIVE } from '../sched/chunkPolicy.ts';
 import type { Connector } from '../../transport/Connector.ts';
 import type { ControlChannel } from './ControlChannel.ts';
 import { MAX_CONTROL_MESSAGE_BYTES, type MainToStage, type StageBootArgs, type StageToMain } from './messages.ts';
+import { KEEP_WARM_WINDOW_MS } from './IdleWarmth.ts';
 import type { StageContext, StageCore } from './StageCore.ts';
 import { StageLoop } from './StageLoop.ts';
 import { StepTrace } from './StepTrace.ts';
@@ -210,9 +211,9 @@ async function bootStage(
     ecStore: args.graph.ecStore ?? null,
     wake: () => loop?.wake(),
     stepTrace: StepTrace.fromEnv(self),
-    // A config that holds the idle cores polling for speed keeps the entry stage's weights warm as long after its
-    // last step as the hold lingers after the last request (IdleWarmth.ts): both trade an idle core's power for it.
-    keepWarmMs: args.graph.cpuWakeupLatencyUs === null ? 0 : CPU_LATENCY_LINGER_MS,
+    // A config that holds the idle cores polling for speed keeps the entry stage's weights warm while the answers it
+    // wrote are still being spoken downstream (IdleWarmth.ts): both trade an idle core's power for a sooner packet.
+    keepWarmMs: args.graph.cpuWakeupLatencyUs === null ? 0 : KEEP_WARM_WINDOW_MS,
     spans: tracing ? new StageSpans(tracing, spec.stageId, self, edgeTransports(args.graph, spec)) : null,
   };
   const { core, facts, modelFiles, close } = await createStage(ctx, args.graph);
