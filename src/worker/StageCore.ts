@@ -71,7 +71,7 @@ export interface StageContext {
   readonly cpuClockMs?: () => number;
   /**
    * How long after its last step an idle stage of a kind that keeps warm (StageCore.keepsWarm) does so (ms; absent or
-   * 0: never): the linger of the cores' wake-up latency hold when the config asks for one (stageMain.ts).
+   * 0: never): IdleWarmth.ts KEEP_WARM_WINDOW_MS where the config holds the idle cores polling (stageMain.ts).
    */
   readonly keepWarmMs?: number;
 }
