@@ -32,12 +32,20 @@ import type { ServerTimings } from '../ttfp/ServerTimings.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { writeResultFiles } from '../report/writeResultFiles.ts';
 
+/**
+ * Unmeasured requests each server answers first. A server's first requests run its per-request code cold in every
+ * process (main's work before the add 1.46-1.75 ms over its first ten, ~1.05 after): with 2, the first of the two
+ * blocks a c=1 run is measured in (requests 3-8 of the server's life) came 1.86 ms slower than the second; with 10,
+ * 0.62 ms (seven alternated pairs of the issue 46 command; bench/NOTES.md, "The bench's warm-up").
+ */
+export const DEFAULT_WARMUP = 10;
+
 export const usage = `usage:
   chorus bench [--config FILE | --url URL [--sync-url URL] [--api-key KEY]] [--protocol realtime|chat]
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
                 | --compare-compiled] [--redis-url URL] [--out DIR]
-               [--warmup 2] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
+               [--warmup 10] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--skip-account] [--goals] [--json]
 ${openLoopUsage.trimEnd()}
@@ -136,7 +144,7 @@ function sharedOptions(v: ServeFlags, argv: string[]) {
     protocol: protocolOf(v.protocol),
     concurrency: concurrencyOf(v.concurrency ?? '1,4,10'),
     outputLen: outputLenOf(v),
-    warmup: int('warmup', v.warmup, 2, 0),
+    warmup: int('warmup', v.warmup, DEFAULT_WARMUP, 0),
     seed: int('seed', v.seed, 0, 0),
     compareSync: v['compare-sync'] === true,
     compareScheduling: v['compare-scheduling'] === true,
