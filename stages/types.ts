@@ -62,8 +62,9 @@ export interface ThinkerRunner {
   /** One batched forward over the items (each extends its own sequence and KV cache). */
   execute(items: readonly ThinkerBatchItem[]): ThinkerStepOutput[];
   /**
-   * One dummy step of two positions (a prompt's path through the model, not a decode's), forgotten at once: keeps the
-   * weights in the caches while the stage is idle (IdleWarmth.ts).
+   * One dummy step of one position, forgotten at once: keeps the weights in the caches while the stage is idle
+   * (IdleWarmth.ts). One position and not a prompt's two: as warm for the next prefill, in half the time a request
+   * that comes during it waits (bench/NOTES.md, "The keep-warm step of one position").
    */
   warm(): void;
   /** KV cache bytes one position costs (from the model's past_key_values layout: file models too). */

@@ -35,16 +35,16 @@ export const KEEP_WARM_MIN_PERIOD_MS = 15;
 
 /**
  * The share of a core keep-warm steps may take: their period grows with their own cost beyond it. The tiny Thinker's
- * two-position step costs ~2 ms on a core that went cold (a quarter of it the runner's own work): a period of 15 ms.
- * At 0.04 (a 50 ms period) the prefill ran no sooner.
+ * step (one position) costs ~0.7-0.8 ms of model time, two positions ~1.4: a period of 15 ms either way. At 0.04
+ * (a 50 ms period, with two positions) the prefill ran no sooner.
  */
 export const KEEP_WARM_MAX_SHARE = 0.15;
 
 /**
  * The longest a keep-warm step may take (ms) for a stage to go on keeping warm: a request that comes during one waits
  * for its end. A model whose cheapest of its first KEEP_WARM_TRIAL_STEPS warm steps took longer is kept warm no more
- * (a Thinker of real size: the assistant's SmolLM2-135M takes 47-50 ms for its two positions, and its weights are
- * more than a core's caches keep anyway; kept warm, an answer's request could have waited that long for one).
+ * (a Thinker of real size: the assistant's SmolLM2-135M took 47-50 ms for a step of two positions, and its weights
+ * are more than a core's caches keep anyway; kept warm, an answer's request could have waited that long for one).
  */
 export const KEEP_WARM_MAX_STEP_MS = 5;
 

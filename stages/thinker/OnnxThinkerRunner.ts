@@ -127,7 +127,7 @@ export class OnnxThinkerRunner extends KvDecoderRunner implements ThinkerRunner 
   }
 
   warm(): void {
-    this.execute([{ seqId: WARMUP_SEQ, tokenIds: [0, 1], numTokens: 2, sample: false, sampling: WARMUP_SAMPLING }]);
+    this.execute([{ seqId: WARMUP_SEQ, tokenIds: [0], numTokens: 1, sample: false, sampling: WARMUP_SAMPLING }]);
     this.free(WARMUP_SEQ);
   }
 

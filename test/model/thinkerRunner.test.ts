@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createThinkerRunner } from '../../stages/runners.ts';
 import type { SamplingParams } from '../../src/common/samplingParams.ts';
+import { WARMUP_SEQ } from '../../stages/models/warmUp.ts';
 import type { ThinkerBatchItem, ThinkerRunner } from '../../stages/types.ts';
 import { promptIds, sampling, smallThinker, tempModelsDir, thinkerSpec } from './helpers.ts';
 
@@ -134,5 +135,30 @@ describe('thinker runner', () => {
     expect(hit).toBeGreaterThanOrEqual(0);
     const masked = decodeTogether(prompt, hit + 1, uniform(true, seed), 'noeos')[0];
     expect(masked).not.toContain(eos);
+  });
+
+  it('a keep-warm step leaves no sequence behind and changes no answer, nor a sequence held meanwhile', () => {
+    const prompt = promptIds(23, 5);
+    const [before] = decodeTogether([prompt], 8, () => sampling(), 'cold');
+    runner.warm();
+    expect(runner.kvBytes(WARMUP_SEQ)).toBe(0);
+    // A sequence held while the Thinker idles (a prefix-cache entry is one), then continued.
+    runner.execute([
+      { seqId: 'held', tokenIds: prompt.slice(0, 10), numTokens: 10, sample: false, sampling: sampling() },
+    ]);
+    runner.warm();
+    const [out] = runner.execute([
+      {
+        seqId: 'held',
+        tokenIds: prompt.slice(10),
+        numTokens: prompt.length - 10,
+        sample: true,
+        sampling: sampling(),
+      },
+    ]);
+    runner.free('held');
+    expect(runner.kvBytes(WARMUP_SEQ)).toBe(0);
+    expect(out.tokenId).toBe(before[0]);
+    expect(decodeTogether([prompt], 8, () => sampling(), 'warm')[0]).toEqual(before);
   });
 });
