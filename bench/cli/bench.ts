@@ -45,7 +45,7 @@ export const usage = `usage:
                [--concurrency 1,4,10] [--num-prompts 50] [--input-len 100] [--output-len 100]
                [--compare-sync | --compare-config FILE | --compare-scheduling | --compare-prefix-cache
                 | --compare-compiled] [--redis-url URL] [--out DIR]
-               [--warmup 10] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
+               [--warmup ${DEFAULT_WARMUP}] [--seed 0] [--timeout-ms 300000] [--skip-limit] [--limit-repeats 20]
                [--throughput-repeats 5] [--initial-codec-chunk-frames N] [--ttfp-target-ms MS] [--trace-steps DIR]
                [--skip-account] [--goals] [--json]
 ${openLoopUsage.trimEnd()}
