@@ -113,25 +113,86 @@ export function tokenBlockNames(
   limit: number,
   keyed: readonly KeyedSpan[] = [],
 ): string[] {
-  const end = Math.min(limit, ids.length);
-  if (keyed.length === 0) {
-    // Token ids only (most prompts): a block's ids go into its hash in one update, the very bytes writeTokenId
-    // writes one position at a time (so the names are the Thinker's), without a call into the hash per position:
-    // main names every prompt while it routes it, on the request's way to its first token.
-    const block = new Int32Array(blockPositions);
-    const bytes = new Uint8Array(block.buffer);
-    return chainNames(root, blockPositions, end, (hash, start) => {
-      for (let i = 0; i < blockPositions; i++) block[i] = ids[start + i];
-      hash.update(bytes);
-      return true;
-    }).names;
+  return new TokenBlockChain(root, blockPositions, ids, limit, keyed).all();
+}
+
+/**
+ * tokenBlockNames' names, each hashed when it is first asked for (name k needs names 0..k-1, so asking for k hashes
+ * up to k). Main's router compares a prompt's names with what each Thinker holds block by block and stops at the
+ * first block none holds: a prompt no cache shares hashes one block on its way to its first token, not all of them
+ * (the rest, which the queue and the prediction read, once the adds are sent). `chars` keeps each name's first chars
+ * only (ROUTING_NAME_CHARS: the routing summaries' names); default whole.
+ */
+export class TokenBlockChain {
+  /** How many whole blocks [0, limit) holds: the names there are. */
+  readonly length: number;
+  readonly #names: string[] = [];
+  readonly #writeBlock: (hash: Hash, start: number) => void;
+  #previous: string;
+
+  constructor(
+    root: string,
+    private readonly blockPositions: number,
+    ids: readonly number[],
+    limit: number,
+    keyed: readonly KeyedSpan[] = [],
+    private readonly chars?: number,
+  ) {
+    this.length = Math.floor(Math.min(limit, ids.length) / blockPositions);
+    this.#previous = root;
+    this.#writeBlock = keyed.length === 0 ? idsWriter(ids, blockPositions) : keyedWriter(ids, blockPositions, keyed);
   }
-  return blockNames(root, blockPositions, end, (hash, p) => {
-    writeTokenId(hash, ids[p]);
-    const span = keyed.find((s) => p >= s.start && p < s.start + s.length);
-    if (span) writeMediaKey(hash, span.blockKey, (span.offset ?? 0) + p - span.start);
-    return true;
-  }).names;
+
+  /** Name k (0 <= k < length). */
+  at(k: number): string {
+    if (!(k >= 0 && k < this.length)) throw new RangeError(`block ${k} of ${this.length}`);
+    while (this.#names.length <= k) {
+      const hash = createHash('sha256').update(this.#previous);
+      this.#writeBlock(hash, this.#names.length * this.blockPositions);
+      this.#previous = hash.digest('base64url').slice(0, 22);
+      this.#names.push(this.chars === undefined ? this.#previous : this.#previous.slice(0, this.chars));
+    }
+    return this.#names[k];
+  }
+
+  /** How many names are hashed so far. */
+  get hashed(): number {
+    return this.#names.length;
+  }
+
+  /** Every name (the chain hashed to its end). */
+  all(): string[] {
+    if (this.length > 0) this.at(this.length - 1);
+    return this.#names.slice();
+  }
+}
+
+/**
+ * Token ids only (most prompts): a block's ids go into its hash in one update, the very bytes writeTokenId writes one
+ * position at a time (so the names are the Thinker's), without a call into the hash per position.
+ */
+function idsWriter(ids: readonly number[], blockPositions: number): (hash: Hash, start: number) => void {
+  const block = new Int32Array(blockPositions);
+  const bytes = new Uint8Array(block.buffer);
+  return (hash, start) => {
+    for (let i = 0; i < blockPositions; i++) block[i] = ids[start + i];
+    hash.update(bytes);
+  };
+}
+
+/** Token ids with keyed media spans: position by position, a keyed one's key and offset after its id. */
+function keyedWriter(
+  ids: readonly number[],
+  blockPositions: number,
+  keyed: readonly KeyedSpan[],
+): (hash: Hash, start: number) => void {
+  return (hash, start) => {
+    for (let p = start; p < start + blockPositions; p++) {
+      writeTokenId(hash, ids[p]);
+      const span = keyed.find((s) => p >= s.start && p < s.start + s.length);
+      if (span) writeMediaKey(hash, span.blockKey, (span.offset ?? 0) + p - span.start);
+    }
+  };
 }
 
 /**

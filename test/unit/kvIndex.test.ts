@@ -41,6 +41,23 @@ describe('KvIndex', () => {
     expect(overlapsNow(index, ['thinker#0'], { tokenIds: [99, ...ids(14, 2)], namable: 15 }).get('thinker#0')).toBe(0);
   });
 
+  it("hashes a prompt's names as far as an instance holds them at its route, the rest when asked for", () => {
+    const index = new KvIndex();
+    index.update('thinker#0', held(ids(12))); // 3 blocks
+    const naming = { root: ROOT, blockPositions: B };
+    const shared = { tokenIds: [...ids(12), ...ids(20, 100)], namable: 32 }; // 8 blocks, the first 3 held
+    expect(overlapsNow(index, ['thinker#0'], shared).get('thinker#0')).toBe(12);
+    expect(index.names(shared, naming).hashed).toBe(4); // the 3 held and the first one not
+    const stranger = { tokenIds: ids(32, 500), namable: 32 };
+    expect(overlapsNow(index, ['thinker#0', 'thinker#1'], stranger).get('thinker#0')).toBe(0);
+    expect(index.names(stranger, naming).hashed).toBe(1);
+    // What the queue and the prediction read is the whole chain, as the Thinker names it.
+    const whole = tokenBlockNames(ROOT, B, stranger.tokenIds, 32).map((n) => n.slice(0, ROUTING_NAME_CHARS));
+    expect(index.names(stranger, naming).all()).toEqual(whole);
+    expect(index.names(stranger, naming).at(7)).toBe(whole[7]);
+    expect(() => index.names(stranger, naming).at(8)).toThrow(RangeError);
+  });
+
   it('names no further than the first media position, each instance with its own root and block size', () => {
     const index = new KvIndex();
     index.update('thinker#0', held(ids(12)));

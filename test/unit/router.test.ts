@@ -260,6 +260,48 @@ describe('Router', () => {
     expect(route(router, 'again', turn).get('thinker')).toBe('thinker#0');
   });
 
+  it('one ready Thinker and no media: chosen at once, its overlap and prediction worked out when booked', () => {
+    const slots = slotsOf({ thinker: ['0'] });
+    const router = new Router('ttft', slots);
+    const decisions = listen(channelNames.routeDecision);
+    const history = Array.from({ length: 200 }, (_, i) => 1 + (i % 300));
+    const turn = { promptTokenIds: [...history, 7, 8, 9], items: [], spans: [] };
+    const stages = graph.stages.filter((s) => s.stageId === 'thinker');
+    const routed = router.route('turn', 'thinker', stages, turn, (_spec, pick) => pick());
+    expect(routed.chosen.get('thinker')!.instance).toBe('thinker#0');
+    expect(routed.held.size).toBe(0);
+    // What the booking reads is the instance's cache as known then (here a report that came after the choice).
+    slots.get('thinker#0')!.stats = {
+      ...STATS,
+      kind: {
+        prefix: {
+          ...PREFIX,
+          held: {
+            root: 'thinker model',
+            blockPositions: 16,
+            names: tokenBlockNames('thinker model', 16, history, 200).map((n) => n.slice(0, ROUTING_NAME_CHARS)),
+          },
+        },
+      },
+    };
+    expect(decisions).toHaveLength(0);
+    tickets.set('turn', routed.book()!);
+    expect(decisions).toEqual([{ policy: 'ttft', reason: 'single', instance: 'thinker#0', cachedPositions: 192 }]);
+    const queued = router.snapshot(
+      stages,
+      () => true,
+      () => null,
+    ).thinkers[0].queuedPrefillTokens;
+    expect(queued).toBe(203 - 192);
+    // A retained prefix decides it without a pick; the other policies name themselves.
+    const kept = router.route('kept', 'thinker', stages, textPrompt(10), (_spec) => slots.get('thinker#0')!);
+    kept.book();
+    expect(decisions[1]).toMatchObject({ reason: 'pinned', instance: 'thinker#0', cachedPositions: 0 });
+    const least = new Router('least_loaded', slots);
+    least.route('l', 'thinker', stages, turn, (_spec, pick) => pick()).book();
+    expect(decisions[2]).toMatchObject({ policy: 'least_loaded', reason: 'least_loaded', cachedPositions: 0 });
+  });
+
   it('ttft: an instance READY again (restarted, or a remote that rejoined) counts on nothing until it reports', () => {
     const slots = slotsOf(thinkers);
     const router = new Router('ttft', slots);

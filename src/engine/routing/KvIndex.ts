@@ -20,9 +20,12 @@
  * A prompt is named once (one hash a block) for everything main asks of it: the overlaps at its route, the queue's
  * count of what it shares with the requests ahead of it (QueuedPrefill.ts), the prediction when it ends. names()
  * keeps the names beside the prompt object (a WeakMap: they go with the request), so callers pass the same object.
+ * They are hashed as far as asked (TokenBlockChain): the route's overlaps stop at the first block no instance holds,
+ * so a prompt nobody shares hashes one block on its way to its adds; the queue's charge and the prediction, booked
+ * after the adds, hash the rest.
  */
 import type { HeldBlocks } from '../../sched/PrefixCache.ts';
-import { ROUTING_NAME_CHARS, saltedRoot, tokenBlockNames, type KeyedSpan } from '../../sched/blockNames.ts';
+import { ROUTING_NAME_CHARS, saltedRoot, TokenBlockChain, type KeyedSpan } from '../../sched/blockNames.ts';
 
 interface InstanceBlocks {
   readonly root: string;
@@ -54,7 +57,7 @@ export interface NamedPrompt {
 /** Names of a prompt's whole blocks of [0, namable) under one naming (`key`: its block size and root). */
 interface PromptNames {
   readonly key: string;
-  readonly names: readonly string[];
+  readonly names: TokenBlockChain;
 }
 
 export class KvIndex {
@@ -93,7 +96,7 @@ export class KvIndex {
       this.#instances.set(instance, (held = { ...naming, names: new Set(), report: null, predicted: new Map() }));
     for (const [name, until] of held.predicted) if (until <= nowMs) held.predicted.delete(name);
     // An ended request computed every position of its prompt (its last too: it sampled there).
-    for (const name of this.names(prompt, held)) held.predicted.set(name, nowMs + this.predictionMs);
+    for (const name of this.names(prompt, held).all()) held.predicted.set(name, nowMs + this.predictionMs);
   }
 
   /** Keeps only these instances (the ready ones): the others are gone or restarting. */
@@ -122,7 +125,7 @@ export class KvIndex {
       const has = (name: string) => held.names.has(name) || (held.predicted.get(name) ?? 0) > nowMs;
       const reusable = reusableBlocks(prompt, held.blockPositions);
       let blocks = 0;
-      while (blocks < reusable && has(names[blocks])) blocks++;
+      while (blocks < reusable && has(names.at(blocks))) blocks++;
       out.set(instance, blocks * held.blockPositions);
     }
     return out;
@@ -136,16 +139,16 @@ export class KvIndex {
   /**
    * Names (shortened, as reports carry them) of the prompt's whole blocks in [0, namable): the blocks a request leaves
    * in its Thinker's cache. Those it may find there are the first reusableBlocks() of them. Named once per prompt
-   * object and naming; the names are chained, so a shorter limit's names are a prefix of these.
+   * object and naming, each block when first asked for; the names are chained, so a shorter limit's names are a
+   * prefix of these.
    */
-  names(prompt: NamedPrompt, naming: Naming): readonly string[] {
+  names(prompt: NamedPrompt, naming: Naming): TokenBlockChain {
     const key = `${naming.blockPositions} ${naming.root}`; // one prompt: one salt for every instance
     const known = this.#named.get(prompt);
     if (known?.key === key) return known.names;
     const root = saltedRoot(naming.root, prompt.cacheSalt);
-    const names = tokenBlockNames(root, naming.blockPositions, prompt.tokenIds, prompt.namable, prompt.keyed).map((n) =>
-      n.slice(0, ROUTING_NAME_CHARS),
-    );
+    const { tokenIds, namable, keyed } = prompt;
+    const names = new TokenBlockChain(root, naming.blockPositions, tokenIds, namable, keyed, ROUTING_NAME_CHARS);
     this.#named.set(prompt, { key, names });
     return names;
   }

@@ -149,7 +149,7 @@ export class RoutedRequest {
   #chargeNow(): QueuedCharge {
     const { entry, thinker, named, promptTokens, cachedPositions } = this.#facts;
     const naming = namingOf(entry);
-    const names = naming ? this.#books.kv.names(named, naming) : [];
+    const names = naming ? this.#books.kv.names(named, naming).all() : [];
     const reusable = naming ? reusableBlocks(named, naming.blockPositions) : 0;
     const request = { promptTokens, cachedPositions, names, reusable };
     const tokens = this.#books.queued.charge(thinker, request, naming?.blockPositions ?? 1);

@@ -70,7 +70,8 @@ export interface RouteTicket {
  * Keeps the books of a choice: counts the request in the queues it was routed to and returns its ticket (null: no
  * Thinker among the stages). Called once, after the request's adds are sent: the books are main's own (nothing a stage
  * reads), so the entry stage's add does not wait for them; the prediction they keep was made at the choice, with the
- * instances' in-flight requests as they were before this one's adds.
+ * instances' in-flight requests as they were before this one's adds (where there was no choice, one ready instance
+ * and no media, it is made here: what it reads is the same then).
  */
 export type RouteBooking = () => RouteTicket | null;
 
@@ -175,6 +176,25 @@ export class Router {
     const entry = stages.find((s) => s.stageId === entryStageId)!;
     let cached: ReadonlyMap<string, number> = new Map();
     const named = namedPrompt(prompt); // named once (KvIndex.names): the overlaps, the queue, the prediction
+    const firstPacket = { wantsAudio, pathMs: (ms: number) => pathWaitMs(this.slots.values(), entry, ms) };
+    if (items.length === 0 && !stages.some((s) => s.encoder)) {
+      const only = ready(entry);
+      // One ready instance of the entry stage and no media: nothing to choose. What the route knows of the choice
+      // (the overlap with that instance's cache, the prediction) is worked out in the booking, once the adds are
+      // sent: the cache's names, the snapshot and the scoring were ~0.1 ms of a single-instance request's way to its
+      // first model step. They come out as they would have here: the booking comes in the same turn, before the
+      // queues count this request (the reports change between turns).
+      if (only.length === 1) {
+        let pinnedHere = true; // unless pick() runs: a retained prefix decided the Thinker
+        const pick = () => ((pinnedHere = false), this.policy === 'ttft' ? only[0] : byPolicy(entry));
+        chosen.set(entry.stageId, pinned(entry, pick));
+        if (this.policy === 'ttft') reason = pinnedHere ? 'pinned' : 'single';
+        for (const s of stages) if (!chosen.has(s.stageId)) chosen.set(s.stageId, leastLoaded(this.slots.values(), s));
+        const overlaps = () => (this.policy === 'ttft' ? this.overlaps(entry, named) : new Map<string, number>());
+        const book = this.admit(requestId, named, request, chosen, [entry], reason, ecLookup, overlaps, firstPacket);
+        return { chosen, book, held: new Set() };
+      }
+    }
     if (this.policy === 'ttft') {
       cached = this.overlaps(entry, named);
       const all = this.snapshot(stages.filter(routed), () => true, ecLookup, cached);
@@ -211,10 +231,8 @@ export class Router {
     const known = this.policy !== 'ttft' && keyed ? this.overlaps(entry, named) : cached;
     const held = skipHeld ? heldItems(prompt, known.get(thinkerInstance) ?? 0) : new Set<number>();
     const work = { ...request, items: request.items.filter((i) => !held.has(i.index)) }; // no encode for those
-    const book = this.admit(requestId, named, work, chosen, stages.filter(routed), reason, ecLookup, cached, {
-      wantsAudio,
-      pathMs: (predictedMs) => pathWaitMs(this.slots.values(), entry, predictedMs),
-    });
+    const routedStages = stages.filter(routed);
+    const book = this.admit(requestId, named, work, chosen, routedStages, reason, ecLookup, cached, firstPacket);
     return { chosen, book, held };
   }
 
@@ -319,25 +337,31 @@ export class Router {
     routed: readonly StageSpec[],
     reason: string,
     ecLookup: EcLookup,
-    cached: ReadonlyMap<string, number>,
+    /** The positions each instance's cache holds of the prompt; a function: worked out when booked. */
+    cached: ReadonlyMap<string, number> | (() => ReadonlyMap<string, number>),
     firstPacket: Pick<RouteFacts, 'wantsAudio' | 'pathMs'>,
   ): RouteBooking {
     const entry = routed.find((s) => !s.encoder);
     const thinker = entry && chosen.get(entry.stageId);
     if (!thinker) return () => null;
     // The prediction for what was chosen, whatever the policy (so least_loaded's guesses are checked too): made now,
-    // while the instances' in-flight requests are those before this one.
-    const mine = this.snapshot(routed, (s) => [...chosen.values()].includes(s), ecLookup, cached);
-    const predicted = chooseRoute(mine, request);
+    // while the instances' in-flight requests are those before this one (an encoder's count enters its estimate).
+    const mine = (s: InstanceView) => [...chosen.values()].includes(s);
+    const predict = (overlaps: ReadonlyMap<string, number>) => ({
+      overlaps,
+      predicted: chooseRoute(this.snapshot(routed, mine, ecLookup, overlaps), request),
+    });
+    const atChoice = typeof cached === 'function' ? null : predict(cached);
     let booked = false;
     return () => {
       if (booked) throw new ChorusError(ErrorCodes.INTERNAL, `request ${requestId}: its route was booked already`);
       booked = true;
+      const { overlaps, predicted } = atChoice ?? predict(typeof cached === 'function' ? cached() : cached);
       const hits = new Set(predicted?.ecHits ?? []);
       const toEncode = request.items.filter((i) => !hits.has(i.index));
       const encoders = this.#books.encoders.admit(toEncode, (i) => chosen.get(i.stageId)!.instance);
       const modalities = new Set(request.items.map((i) => i.modality));
-      const cachedPositions = cached.get(thinker.instance) ?? 0;
+      const cachedPositions = overlaps.get(thinker.instance) ?? 0;
       const ticket = new RoutedRequest(this.#books, {
         requestId,
         thinker: thinker.instance,
