@@ -5,7 +5,7 @@
  * Any text round-trips: what no word covers is spelled out in bytes.
  */
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
-import { chatMlIds, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
+import { chatMlIds, TurnEncodings, type ByteLevelTokenizer, type ChatTurn, type DecodeOptions } from './Tokenizer.ts';
 import { COMMON_WORDS } from './words.ts';
 import type { ToolDefinition } from '../common/engine.ts';
 import { toolTurns } from './toolTurns.ts';
@@ -57,6 +57,8 @@ export class ByteTokenizer implements ByteLevelTokenizer {
    */
   readonly #lengthsByFirstUnit = new Map<number, number[]>();
   readonly #decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+  /** The chat template's turn texts, encoded once for the prompts that repeat them (TurnEncodings). */
+  readonly #turns = new TurnEncodings((text) => this.encode(text));
 
   constructor(vocabSize: number) {
     if (!Number.isInteger(vocabSize) || vocabSize < MIN_BYTE_VOCAB_SIZE) {
@@ -149,7 +151,7 @@ export class ByteTokenizer implements ByteLevelTokenizer {
   /** ChatML: <|im_start|>role\ncontent<|im_end|>\n per turn, then <|im_start|>assistant\n. */
   applyChatTemplate(messages: readonly ChatTurn[], tools?: readonly ToolDefinition[]): number[] {
     const markers = { start: this.specialTokenId('<|im_start|>'), end: this.specialTokenId('<|im_end|>') };
-    return chatMlIds((t) => this.encode(t), markers, toolTurns(messages, tools));
+    return chatMlIds((t) => this.#turns.of(t), markers, toolTurns(messages, tools));
   }
 }
 

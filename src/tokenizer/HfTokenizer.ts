@@ -11,7 +11,15 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfCore } from '@huggingface/tokenizers';
 import { ChorusError, ErrorCodes } from '../common/errors.ts';
 import { logger } from '../common/log.ts';
-import { appendIds, chatMlIds, encodeTurn, type ChatTurn, type DecodeOptions, type Tokenizer } from './Tokenizer.ts';
+import {
+  appendIds,
+  chatMlIds,
+  encodeTurn,
+  TurnEncodings,
+  type ChatTurn,
+  type DecodeOptions,
+  type Tokenizer,
+} from './Tokenizer.ts';
 import type { ToolDefinition } from '../common/engine.ts';
 import { toolTurns } from './toolTurns.ts';
 import { pieceBytes, vocabTypeOf, type VocabType } from './pieceBytes.ts';
@@ -69,6 +77,8 @@ export class HfTokenizer implements Tokenizer {
   readonly #core: HfCore;
   readonly #specialIds: ReadonlySet<number>;
   readonly #chatMarkers: { start: number; end: number } | null;
+  /** The chat template's turn texts, encoded once for the prompts that repeat them (TurnEncodings). */
+  readonly #turns = new TurnEncodings((text) => this.encode(text));
   readonly #template: Template | null;
   readonly #templateContext: Record<string, unknown>;
   /** The id unknown text maps to (tokenizer.json model.unk_token), or null: then unknown text is refused. */
@@ -226,13 +236,13 @@ export class HfTokenizer implements Tokenizer {
     const messages = toolTurns(chat, tools);
     // As with transformers' apply_chat_template, marker text typed inside content still encodes as the marker token
     // (the library always splits added tokens); ByteTokenizer, by contrast, keeps it text.
-    if (this.#chatMarkers) return chatMlIds((t) => this.encode(t), this.#chatMarkers, messages);
+    if (this.#chatMarkers) return chatMlIds((t) => this.#turns.of(t), this.#chatMarkers, messages);
     const ids: number[] = [];
     if (this.bosTokenId !== null) ids.push(this.bosTokenId);
     for (const m of messages)
       appendIds(
         ids,
-        encodeTurn((t) => this.encode(t), `${m.role}: `, m.content, '\n\n'),
+        encodeTurn((t) => this.#turns.of(t), `${m.role}: `, m.content, '\n\n'),
       );
     return appendIds(ids, this.encode('assistant:'));
   }

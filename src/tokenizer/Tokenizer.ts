@@ -17,17 +17,61 @@ export interface ChatTurn {
   readonly toolCallId?: string;
 }
 
+/** Characters of turn texts a TurnEncodings keeps (with their ids): a long conversation's history and more. */
+export const TURN_ENCODINGS_CHARS = 1 << 20;
+
+/**
+ * encode() of the texts a chat template's turns are made of, kept for the next prompt that has them: a conversation
+ * is templated whole at every turn, its history again each time, and a Realtime response's plan counts a new item's
+ * positions from its turn's text just before the engine templates the prompt with it (on the first packet's path).
+ * The least recently used go first beyond `maxChars`; a text longer than that alone is not kept. The ids are shared:
+ * callers copy them (appendIds), never change them.
+ */
+export class TurnEncodings {
+  readonly #ids = new Map<string, readonly number[]>();
+  #chars = 0;
+
+  constructor(
+    private readonly encode: (text: string) => number[],
+    private readonly maxChars = TURN_ENCODINGS_CHARS,
+  ) {}
+
+  of(text: string): readonly number[] {
+    const known = this.#ids.get(text);
+    if (known) {
+      this.#ids.delete(text); // to the end: the most recently used
+      this.#ids.set(text, known);
+      return known;
+    }
+    const ids = this.encode(text);
+    if (text.length > this.maxChars) return ids;
+    this.#ids.set(text, ids);
+    this.#chars += text.length;
+    for (const old of this.#ids.keys()) {
+      if (this.#chars <= this.maxChars) break;
+      this.#ids.delete(old);
+      this.#chars -= old.length;
+    }
+    return ids;
+  }
+
+  /** Texts kept now. */
+  get size(): number {
+    return this.#ids.size;
+  }
+}
+
 /**
  * encode(prefix + content + suffix), where content may hold token pieces: each text run (with the prefix on the
  * first and the suffix on the last) is encoded on its own and the tokens go between, so a placeholder splits the
  * text exactly where it stands. Plain string content encodes exactly as before (one run).
  */
 export function encodeTurn(
-  encode: (text: string) => number[],
+  encode: (text: string) => readonly number[],
   prefix: string,
   content: ChatTurn['content'],
   suffix = '',
-): number[] {
+): readonly number[] {
   if (typeof content === 'string') return encode(`${prefix}${content}${suffix}`);
   const ids: number[] = [];
   let text = prefix;
@@ -50,7 +94,7 @@ export function encodeTurn(
  * `end` the marker tokens' ids (ByteTokenizer's own; an HF tokenizer's when its vocabulary has them).
  */
 export function chatMlIds(
-  encode: (text: string) => number[],
+  encode: (text: string) => readonly number[],
   markers: { readonly start: number; readonly end: number },
   turns: readonly ChatTurn[],
 ): number[] {

@@ -10,6 +10,7 @@ import {
   SPECIAL_TOKENS,
 } from '../../src/tokenizer/ByteTokenizer.ts';
 import { createTokenizer } from '../../src/tokenizer/createTokenizer.ts';
+import { TurnEncodings } from '../../src/tokenizer/Tokenizer.ts';
 import { COMMON_WORDS } from '../../src/tokenizer/words.ts';
 
 const tok = new ByteTokenizer(presets.tiny.thinker.vocabSize);
@@ -142,6 +143,49 @@ describe('chat template', () => {
     expect(ids[0]).toBe(tok.specialTokenId('<|im_start|>'));
     expect(ids.filter((id) => id === tok.specialTokenId('<|im_start|>'))).toHaveLength(3);
     expect(tok.decode(ids, { skipSpecialTokens: true })).toBe('system\nBe brief.\nuser\nHi there\nassistant\n');
+  });
+
+  it("a conversation templated again encodes each turn's text once, with the same ids as encoded whole", () => {
+    const history = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'What is the capital of France?' },
+      { role: 'assistant', content: 'Paris.' },
+    ];
+    const next = [...history, { role: 'user', content: 'And of Spain?' }];
+    const fresh = () => new ByteTokenizer(presets.tiny.thinker.vocabSize);
+    const t = fresh();
+    let encoded = 0;
+    const encode = t.encode.bind(t);
+    t.encode = (text: string) => {
+      encoded++;
+      return encode(text);
+    };
+    const first = t.applyChatTemplate(history);
+    const once = encoded;
+    const again = t.applyChatTemplate(next);
+    expect(encoded - once).toBe(1); // the new turn; the history and the markers' texts are known
+    expect(first).toEqual(fresh().applyChatTemplate(history));
+    expect(again).toEqual(fresh().applyChatTemplate(next));
+    expect(t.applyChatTemplate(history)).toEqual(first);
+    expect(encoded - once).toBe(1);
+  });
+});
+
+describe('TurnEncodings', () => {
+  it('keeps the most recently used texts within its characters; a text over them alone is not kept', () => {
+    const calls: string[] = [];
+    const turns = new TurnEncodings((text) => (calls.push(text), [...text].map((c) => c.charCodeAt(0))), 10);
+    expect(turns.of('abcd')).toEqual([97, 98, 99, 100]);
+    turns.of('efgh');
+    turns.of('abcd'); // known: now the most recent
+    turns.of('ijkl'); // 12 characters: the least recently used ('efgh') goes
+    expect(turns.size).toBe(2);
+    turns.of('abcd');
+    turns.of('efgh');
+    expect(calls).toEqual(['abcd', 'efgh', 'ijkl', 'efgh']);
+    expect(turns.of('a text longer than ten')).toHaveLength(22);
+    turns.of('a text longer than ten');
+    expect(calls.filter((c) => c.startsWith('a text'))).toHaveLength(2);
   });
 });
 
