@@ -325,7 +325,7 @@ export class ArScheduler {
       r.firstStepShare = null; // its first step: the share applies to this one alone
       this.seat(r);
       numSeated++;
-      const item = this.item(r, numTokens);
+      const item = this.item(r, numTokens, numTokens === piece && piece < pending);
       items.push(item);
       admitted.push(item);
       kvTokens += r.numComputedTokens + numTokens;
@@ -389,12 +389,13 @@ export class ArScheduler {
     return first.length > 0 && first.length < items.length ? first : null;
   }
 
-  private item(r: ArRequest, numTokens: number): ScheduledItem {
+  private item(r: ArRequest, numTokens: number, splitFirst = false): ScheduledItem {
     return {
       requestId: r.requestId,
       startPosition: r.numComputedTokens,
       numTokens,
       sample: r.sampleAtEnd && r.numComputedTokens + numTokens === r.numAvailableTokens,
+      ...(splitFirst ? { splitFirst } : {}),
     };
   }
 

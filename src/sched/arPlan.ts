@@ -40,6 +40,8 @@ export interface ScheduledItem {
   readonly numTokens: number;
   /** The step reaches the last known position, so the runner samples the next output there. */
   readonly sample: boolean;
+  /** The first piece of a split first step (ArScheduler.splitFirstStep): the rest of the prompt computes next. */
+  readonly splitFirst?: boolean;
 }
 
 export interface SchedulerPlan {

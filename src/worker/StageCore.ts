@@ -104,6 +104,8 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
   private steps: StepSample[] = [];
   /** The model run of the step in progress, when a step trace is on (timeModel). */
   private modelWindow: ModelWindow | null = null;
+  /** The step just run asked for the next one at once (continueAtOnce). */
+  private continuation = false;
 
   constructor(protected readonly ctx: StageContext) {
     this.warmth = new IdleWarmth(undefined, ctx.keepWarmMs ?? 0);
@@ -113,6 +115,22 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
 
   get size(): number {
     return this.requests.size;
+  }
+
+  /**
+   * Whether the step just run asked for the next one at once, without the loop's turn of the event loop between them
+   * (StageLoop), and clears the ask: the first piece of a split first prefill (ThinkerCore), whose second piece is on
+   * the first packet's path.
+   */
+  takeContinuation(): boolean {
+    const asked = this.continuation;
+    this.continuation = false;
+    return asked;
+  }
+
+  /** The kind's ask from within a step: the next step runs at once (takeContinuation). */
+  protected continueAtOnce(): void {
+    this.continuation = true;
   }
 
   add(msg: AddRequest<A>): void {

@@ -409,7 +409,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
 
   protected afterStep(req: ThinkerRequest, item: ScheduledItem, out: ThinkerStepOutput): void {
     // The prefix cache's copy of the step's rows is taken after the Talker's rows are sent (a first packet's path).
-    const keepRows = () => this.prefixes?.onStep(req, item.startPosition, item.numTokens, out.embeds, out.hidden);
+    const keepRows = () => this.prefixes?.onStep(req, item, out);
     this.releasePrefilled(req);
     if (req.prefix.prefillOnly) {
       keepRows();
@@ -463,6 +463,7 @@ export class ThinkerCore extends ArStageCore<ThinkerRequest, ThinkerArgs, Thinke
     // path, waited 2-3 ms for main's handling of the text (bench/NOTES.md, "The rows before the text").
     const body = req.toText ? (req.toText.take(false) ?? undefined) : this.talkerChunk(req, false);
     if (body) this.send(req, talker, body);
+    if (item.splitFirst) this.continueAtOnce(); // its second piece, at once: on the first packet's path
     keepRows();
     // The answer's first token goes at once (its TTFT), and what waits when the request stops for its first audio.
     const held = req.holdAfterTokens !== null && req.generated.length >= req.holdAfterTokens;

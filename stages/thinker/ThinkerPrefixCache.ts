@@ -42,6 +42,7 @@ import {
   type PrefixCacheStats as PrefixStats,
 } from '../../src/sched/PrefixCache.ts';
 import { PositionRows } from '../../src/sched/PositionRows.ts';
+import type { ScheduledItem } from '../../src/sched/ArScheduler.ts';
 import type { ThinkerMedia } from './ThinkerMedia.ts';
 
 /** A request's part in the prefix cache. */
@@ -131,6 +132,8 @@ export class ThinkerPrefixCache {
   private summarized: { version: number; blocks: HeldBlocks } | null = null;
   /** Running request -> the requests waiting for blocks it computes. */
   private readonly waiters = new Map<string, Set<CachedRequest>>();
+  /** A split first prefill's first piece's copy, taken at its request's next step (onStep). */
+  private readonly later = new Map<string, () => void>();
   /** The request whose end is being handled: no source any more. */
   private ending: string | null = null;
 
@@ -175,8 +178,21 @@ export class ThinkerPrefixCache {
     };
   }
 
-  /** A step computed positions [start, start + count) with these rows. */
-  onStep(req: CachedRequest, start: number, count: number, embeds: Float32Array, hidden: Float32Array): void {
+  /**
+   * A step computed the item's positions with these rows. The first piece of a split first step (item.splitFirst),
+   * whose second runs at once on the first packet's path, has its copy taken at the request's next step, before that
+   * one's (in position order); an answer that ends between them (cancelled) keeps fewer blocks, never others.
+   */
+  onStep(req: CachedRequest, item: ScheduledItem, out: { embeds: Float32Array; hidden: Float32Array }): void {
+    const earlier = this.later.get(req.requestId);
+    this.later.delete(req.requestId);
+    earlier?.();
+    if (item.splitFirst) {
+      this.later.set(req.requestId, () => this.onStep(req, { ...item, splitFirst: false }, out));
+      return;
+    }
+    const { startPosition: start, numTokens: count } = item;
+    const { embeds, hidden } = out;
     if (req.prefix.rows && hidden.length > 0) req.prefix.rows.set(start, count, embeds, hidden);
     const waiting = this.waiters.get(req.requestId);
     if (!waiting) return;
@@ -307,6 +323,7 @@ export class ThinkerPrefixCache {
    * before the request's KV is freed.
    */
   onEnd(req: CachedRequest): void {
+    this.later.delete(req.requestId); // its first piece's copy, if its second never ran
     const p = req.prefix;
     if (p.key !== null && this.producers.get(p.key) === req.requestId) this.producers.delete(p.key);
     this.await(req, null, 0);

@@ -11,6 +11,8 @@ import { step } from '../helpers/arSteps.ts';
 const opts = { maxNumSeqs: 4, maxNumBatchedTokens: 64, kvBytesPerToken: 1, kvBudgetBytes: 1 << 20 };
 
 const shape = (plan: SchedulerPlan) => plan.items.map((i) => [i.requestId, i.startPosition, i.numTokens, i.sample]);
+/** The items marked as a split first step's first piece (ScheduledItem.splitFirst). */
+const firstPieces = (plan: SchedulerPlan) => plan.items.filter((i) => i.splitFirst).map((i) => i.requestId);
 
 describe('ArScheduler longPrefillTokenThreshold', () => {
   it('cuts a long prefill into steps of the threshold; a text arriving meanwhile runs after one of them', () => {
@@ -55,12 +57,18 @@ describe('ArScheduler longPrefillTokenThreshold', () => {
     ]);
     s.add('long', 119);
     s.splitFirstStep('long', 0.45);
-    expect(shape(step(s, available))).toEqual([['long', 0, 54, false]]); // round(0.45 * 119)
-    expect(shape(step(s, available))).toEqual([['long', 54, 65, true]]);
+    const first = step(s, available);
+    expect(shape(first)).toEqual([['long', 0, 54, false]]); // round(0.45 * 119)
+    expect(firstPieces(first)).toEqual(['long']); // its second piece computes next
+    const second = step(s, available);
+    expect(shape(second)).toEqual([['long', 54, 65, true]]);
+    expect(firstPieces(second)).toEqual([]);
     expect(shape(step(s, available))).toEqual([['long', 119, 1, true]]);
     s.add('short', 63);
     s.splitFirstStep('short', 0.45);
-    expect(shape(step(s, available)).find(([id]) => id === 'short')).toEqual(['short', 0, 63, true]);
+    const whole = step(s, available);
+    expect(shape(whole).find(([id]) => id === 'short')).toEqual(['short', 0, 63, true]);
+    expect(firstPieces(whole)).toEqual([]); // not split: one step
     // A cached prefix adopted (startAt): the share is of the positions left, 150 - 40.
     s.add('cached', 150);
     s.startAt('cached', 40);

@@ -185,11 +185,15 @@ describe('ThinkerCore first-packet hold', () => {
         ...(firstPacketTokens !== undefined ? { firstPacketTokens } : {}),
       });
       const rowsAt: number[] = [];
-      for (let n = 0; n < 3 && core.step(); n++)
+      const atOnce: boolean[] = []; // whether a step asked the loop for the next at once
+      for (let n = 0; n < 3 && core.step(); n++) {
         rowsAt.push(
           adapter.to('talker#0').reduce((k, c) => k + ((c.body as TalkerRowsBody | undefined)?.numRows ?? 0), 0),
         );
-      return { steps: runner.steps.filter((s) => s.numTokens > 1).map((s) => [s.numTokens, s.sample]), rowsAt };
+        atOnce.push(core.takeContinuation());
+      }
+      const steps = runner.steps.filter((s) => s.numTokens > 1).map((s) => [s.numTokens, s.sample]);
+      return { steps, rowsAt, atOnce };
     };
     const held = prefills(1, prompt);
     expect(held.steps).toEqual([
@@ -197,6 +201,8 @@ describe('ThinkerCore first-packet hold', () => {
       [55, true],
     ]);
     expect(held.rowsAt[0]).toBe(45); // the Talker has the first step's rows while the second runs
+    expect(held.atOnce).toEqual([true, false]); // the second piece without a turn of the loop, once (then held)
+    expect(prefills(undefined, prompt).atOnce).toEqual([false, false, false]);
     expect(prefills(undefined, prompt).steps).toEqual([[100, true]]);
     expect(prefills(1, prompt.slice(0, 63)).steps).toEqual([[63, true]]);
   });

@@ -31,12 +31,50 @@ function fakeCore(wakeAt: () => number | null) {
     nextWakeAtMs: wakeAt,
     keepWarm: () => false,
     keepWarmWakeAtMs: () => null,
+    takeContinuation: () => false,
     stats: () => ({}),
   } as unknown as StageCore;
   return { core, steps, second };
 }
 
 describe('StageLoop', () => {
+  it('runs the step a step asked for at once, without a turn of the event loop between them', async () => {
+    const order: string[] = [];
+    let asked = false;
+    let steps = 0;
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    const core = {
+      size: 1,
+      onArrivals: () => {},
+      step: () => {
+        steps++;
+        order.push(`step ${steps}`);
+        if (steps === 1) {
+          setImmediate(() => order.push('turn')); // what a turn of the loop would run
+          asked = true; // a split first prefill's first piece
+        }
+        if (steps === 3) done();
+        return steps <= 3;
+      },
+      takeContinuation: () => {
+        const a = asked;
+        asked = false;
+        return a;
+      },
+      nextWakeAtMs: () => null,
+      keepWarm: () => false,
+      keepWarmWakeAtMs: () => null,
+      stats: () => ({}),
+    } as unknown as StageCore;
+    const loop = new StageLoop(core, idleAdapter, () => {}, logger);
+    const running = loop.run();
+    await finished;
+    loop.stop();
+    await running;
+    expect(order.slice(0, 4)).toEqual(['step 1', 'step 2', 'turn', 'step 3']);
+  });
+
   it("wakes at the core's deadline with nothing arriving", async () => {
     const start = Date.now();
     const { core, steps, second } = fakeCore(() => (steps.length === 1 ? start + 40 : null));
@@ -67,6 +105,7 @@ describe('StageLoop', () => {
       nextWakeAtMs: () => null,
       keepWarm: () => false,
       keepWarmWakeAtMs: () => null,
+      takeContinuation: () => false,
       stats: () => ({}),
     } as unknown as StageCore;
     const loop = new StageLoop(
@@ -116,6 +155,7 @@ describe('StageLoop', () => {
         return true;
       },
       keepWarmWakeAtMs: due,
+      takeContinuation: () => false,
       stats: () => ({}),
     } as unknown as StageCore;
     const loop = new StageLoop(core, idleAdapter, () => {}, logger);
@@ -191,6 +231,7 @@ describe('StageLoop', () => {
       nextWakeAtMs: () => null,
       keepWarm: () => false,
       keepWarmWakeAtMs: () => null,
+      takeContinuation: () => false,
       stats: () => ({}),
     } as unknown as StageCore;
     const loop = new StageLoop(core, adapter, () => {}, logger);
@@ -227,6 +268,7 @@ describe('StageLoop', () => {
         nextWakeAtMs: () => null,
         keepWarm: () => false,
         keepWarmWakeAtMs: () => null,
+        takeContinuation: () => false,
         stats: () => ({}),
       } as unknown as StageCore;
       const loop = new StageLoop(core, idleAdapter, () => {}, logger);
