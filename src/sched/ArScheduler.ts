@@ -325,7 +325,7 @@ export class ArScheduler {
       r.firstStepShare = null; // its first step: the share applies to this one alone
       this.seat(r);
       numSeated++;
-      const item = this.item(r, numTokens, numTokens === piece && piece < pending);
+      const item = this.item(r, numTokens, numTokens === piece); // piece < pending when finite
       items.push(item);
       admitted.push(item);
       kvTokens += r.numComputedTokens + numTokens;

@@ -46,12 +46,17 @@ function chainNames(
   const names: string[] = [];
   let previous = root;
   for (let start = 0; start + blockPositions <= limit; start += blockPositions) {
-    const hash = createHash('sha256').update(previous);
-    if (!writeBlock(hash, start)) return { names, stoppedAtUnknown: true };
-    previous = hash.digest('base64url').slice(0, 22);
-    names.push(previous);
+    const name = nextName(previous, (hash) => writeBlock(hash, start));
+    if (name === null) return { names, stoppedAtUnknown: true };
+    names.push((previous = name));
   }
   return { names, stoppedAtUnknown: false };
+}
+
+/** The name of the block after `previous` (the root, or the block before); null when `write` lacks its inputs. */
+function nextName(previous: string, write: (hash: Hash) => boolean): string | null {
+  const hash = createHash('sha256').update(previous);
+  return write(hash) ? hash.digest('base64url').slice(0, 22) : null;
 }
 
 /**
@@ -127,7 +132,7 @@ export class TokenBlockChain {
   /** How many whole blocks [0, limit) holds: the names there are. */
   readonly length: number;
   readonly #names: string[] = [];
-  readonly #writeBlock: (hash: Hash, start: number) => void;
+  readonly #writeBlock: (hash: Hash, start: number) => boolean;
   #previous: string;
 
   constructor(
@@ -147,9 +152,8 @@ export class TokenBlockChain {
   at(k: number): string {
     if (!(k >= 0 && k < this.length)) throw new RangeError(`block ${k} of ${this.length}`);
     while (this.#names.length <= k) {
-      const hash = createHash('sha256').update(this.#previous);
-      this.#writeBlock(hash, this.#names.length * this.blockPositions);
-      this.#previous = hash.digest('base64url').slice(0, 22);
+      const start = this.#names.length * this.blockPositions;
+      this.#previous = nextName(this.#previous, (hash) => this.#writeBlock(hash, start))!; // token ids: always known
       this.#names.push(this.chars === undefined ? this.#previous : this.#previous.slice(0, this.chars));
     }
     return this.#names[k];
@@ -171,12 +175,13 @@ export class TokenBlockChain {
  * Token ids only (most prompts): a block's ids go into its hash in one update, the very bytes writeTokenId writes one
  * position at a time (so the names are the Thinker's), without a call into the hash per position.
  */
-function idsWriter(ids: readonly number[], blockPositions: number): (hash: Hash, start: number) => void {
+function idsWriter(ids: readonly number[], blockPositions: number): (hash: Hash, start: number) => boolean {
   const block = new Int32Array(blockPositions);
   const bytes = new Uint8Array(block.buffer);
   return (hash, start) => {
     for (let i = 0; i < blockPositions; i++) block[i] = ids[start + i];
     hash.update(bytes);
+    return true;
   };
 }
 
@@ -185,13 +190,14 @@ function keyedWriter(
   ids: readonly number[],
   blockPositions: number,
   keyed: readonly KeyedSpan[],
-): (hash: Hash, start: number) => void {
+): (hash: Hash, start: number) => boolean {
   return (hash, start) => {
     for (let p = start; p < start + blockPositions; p++) {
       writeTokenId(hash, ids[p]);
       const span = keyed.find((s) => p >= s.start && p < s.start + s.length);
       if (span) writeMediaKey(hash, span.blockKey, (span.offset ?? 0) + p - span.start);
     }
+    return true;
   };
 }
 
