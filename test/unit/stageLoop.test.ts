@@ -9,6 +9,15 @@ import { StageLoop } from '../../src/worker/StageLoop.ts';
 import type { StageCore } from '../../src/worker/StageCore.ts';
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 
+/** What a fake core has nothing of: no deadline, no keep-warm step, no continuation, empty stats. */
+const quiet = {
+  nextWakeAtMs: () => null,
+  keepWarm: () => false,
+  keepWarmWakeAtMs: () => null,
+  takeContinuation: () => false,
+  stats: () => ({}),
+};
+
 const idleAdapter = {
   processPendingChunks: () => [],
   hasPendingArrivals: false,
@@ -28,11 +37,8 @@ function fakeCore(wakeAt: () => number | null) {
       if (steps.length === 2) resolveSecond();
       return false;
     },
+    ...quiet,
     nextWakeAtMs: wakeAt,
-    keepWarm: () => false,
-    keepWarmWakeAtMs: () => null,
-    takeContinuation: () => false,
-    stats: () => ({}),
   } as unknown as StageCore;
   return { core, steps, second };
 }
@@ -45,6 +51,7 @@ describe('StageLoop', () => {
     let done!: () => void;
     const finished = new Promise<void>((r) => (done = r));
     const core = {
+      ...quiet,
       size: 1,
       onArrivals: () => {},
       step: () => {
@@ -62,10 +69,6 @@ describe('StageLoop', () => {
         asked = false;
         return a;
       },
-      nextWakeAtMs: () => null,
-      keepWarm: () => false,
-      keepWarmWakeAtMs: () => null,
-      stats: () => ({}),
     } as unknown as StageCore;
     const loop = new StageLoop(core, idleAdapter, () => {}, logger);
     const running = loop.run();
@@ -102,11 +105,7 @@ describe('StageLoop', () => {
         size = 1; // the step finished two of them
         return false;
       },
-      nextWakeAtMs: () => null,
-      keepWarm: () => false,
-      keepWarmWakeAtMs: () => null,
-      takeContinuation: () => false,
-      stats: () => ({}),
+      ...quiet,
     } as unknown as StageCore;
     const loop = new StageLoop(
       core,
@@ -143,10 +142,10 @@ describe('StageLoop', () => {
     const warmed = new Promise<void>((r) => (resolveWarmed = r));
     const due = () => (warmedAt.length === 0 ? start + 40 : null); // one keep-warm step, then none (the window ended)
     const core = {
+      ...quiet,
       size: 0,
       onArrivals: () => {},
       step: () => false,
-      nextWakeAtMs: () => null,
       keepWarm: () => {
         const at = due();
         if (at === null || Date.now() < at) return false;
@@ -155,8 +154,6 @@ describe('StageLoop', () => {
         return true;
       },
       keepWarmWakeAtMs: due,
-      takeContinuation: () => false,
-      stats: () => ({}),
     } as unknown as StageCore;
     const loop = new StageLoop(core, idleAdapter, () => {}, logger);
     const running = loop.run();
@@ -228,11 +225,7 @@ describe('StageLoop', () => {
         }
         return false;
       },
-      nextWakeAtMs: () => null,
-      keepWarm: () => false,
-      keepWarmWakeAtMs: () => null,
-      takeContinuation: () => false,
-      stats: () => ({}),
+      ...quiet,
     } as unknown as StageCore;
     const loop = new StageLoop(core, adapter, () => {}, logger);
     onArrival = () => loop.wake();
@@ -265,11 +258,7 @@ describe('StageLoop', () => {
           }
           return false;
         },
-        nextWakeAtMs: () => null,
-        keepWarm: () => false,
-        keepWarmWakeAtMs: () => null,
-        takeContinuation: () => false,
-        stats: () => ({}),
+        ...quiet,
       } as unknown as StageCore;
       const loop = new StageLoop(core, idleAdapter, () => {}, logger);
       const running = loop.run();
