@@ -51,6 +51,18 @@ export const KEEP_WARM_MAX_STEP_MS = 5;
 /** Warm steps a stage runs before KEEP_WARM_MAX_STEP_MS judges it (the first after a long idle run cold). */
 export const KEEP_WARM_TRIAL_STEPS = 3;
 
+/**
+ * A keep-warm step is skipped when the stage waited longer than this for a core since it went to sleep (ms; the
+ * kernel's run-queue wait, processCpu.ts runQueueWaitMsOf), and the next is due a period later: the cores have other
+ * work then, which the dummy step would take one from. At c=1 on tiny-omni a Thinker whose timer came due on a busy
+ * core was moved to the free one by main's next add itself (an add that starts a model keeps its stage off main's core,
+ * StageWorker.ts): it ran its timer 0.08 ms after main began the add, 0.8-3.1 ms late, and the add, written ~0.1 ms
+ * later, waited for the whole dummy step: 1.1-3.5 ms more to the first packet in 11 of 120 answers, in none with this
+ * skip (bench/NOTES.md, "A keep-warm step in an add's way"). A timer's own lateness says less: libuv counts whole
+ * milliseconds.
+ */
+export const KEEP_WARM_MAX_CORE_WAIT_MS = 0.25;
+
 export class IdleWarmth {
   #lastStepEndMs = Number.NEGATIVE_INFINITY;
   #warmedSinceStep = false;
@@ -89,6 +101,16 @@ export class IdleWarmth {
     const periodMs = Math.max(KEEP_WARM_MIN_PERIOD_MS, this.#keepWarmCostMs / KEEP_WARM_MAX_SHARE);
     const atMs = Math.max(this.#lastStepEndMs, this.#lastKeptWarmMs) + periodMs;
     return atMs - this.#lastStepEndMs <= this.keepWarmMs ? atMs : null;
+  }
+
+  /**
+   * Whether the keep-warm step due now (`nowMs`) runs, the stage having waited `coreWaitMs` for a core since it went
+   * to sleep: not past KEEP_WARM_MAX_CORE_WAIT_MS, and then the next is due a period from now.
+   */
+  coreFree(coreWaitMs: number, nowMs: number): boolean {
+    if (coreWaitMs <= KEEP_WARM_MAX_CORE_WAIT_MS) return true;
+    this.#lastKeptWarmMs = nowMs;
+    return false;
   }
 
   /** A keep-warm step ran from startMs to endMs (performance.now()). */

@@ -166,12 +166,13 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
 
   /**
    * The step loop's idle work for a kind that keeps warm (keepsWarm): its dummy step when one is due
-   * (IdleWarmth.keepWarmAtMs), holding no request. True when it ran one.
+   * (IdleWarmth.keepWarmAtMs), holding no request, unless the stage waited for a core meanwhile (`coreWaitMs`, asked
+   * only when a step is due: IdleWarmth.coreFree). True when it ran one.
    */
-  keepWarm(): boolean {
+  keepWarm(coreWaitMs: () => number = () => 0): boolean {
     const atMs = this.keepWarmAtMs();
     const startMs = performance.now();
-    if (atMs === null || startMs < atMs) return false;
+    if (atMs === null || startMs < atMs || !this.warmth.coreFree(coreWaitMs(), startMs)) return false;
     this.warmIdleModel();
     this.warmth.keptWarm(startMs, performance.now());
     return true;

@@ -16,6 +16,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
 import { ChorusError, ErrorCodes, serializeError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
+import { runQueueWaitMsOf } from '../common/processCpu.ts';
 import type { MainToStage, StageToMain } from './messages.ts';
 import type { StageCore } from './StageCore.ts';
 
@@ -27,6 +28,8 @@ export class StageLoop {
   private wakeUp: (() => void) | null = null;
   private stopping: { drainDeadline: number } | null = null;
   private stopped = false;
+  /** The thread's wait for a core so far (ms) when the loop last slept with a keep-warm step ahead; null: unknown. */
+  private coreWaitAtSleep: number | null = null;
 
   constructor(
     private readonly core: StageCore,
@@ -84,7 +87,14 @@ export class StageLoop {
 
   /** A slice of idle work: the core's keep-warm step when due (not while stopping), then `idle`'s. */
   private idleWork(): boolean {
-    return (!this.stopping && this.core.keepWarm()) || (this.idle?.() ?? false);
+    return (!this.stopping && this.core.keepWarm(() => this.coreWaitSinceSleep())) || (this.idle?.() ?? false);
+  }
+
+  /** How long this stage waited for a core since it last slept with a keep-warm step ahead (ms; 0 when unknown). */
+  private coreWaitSinceSleep(): number {
+    const before = this.coreWaitAtSleep;
+    const now = before === null ? null : runQueueWaitMsOf(process.pid);
+    return before === null || now === null ? 0 : now - before;
   }
 
   private sleep(): Promise<void> {
@@ -92,6 +102,7 @@ export class StageLoop {
     // nothing arrives. A timer that fires early (libuv's clock lags Date.now() by up to a tick) only costs a step that
     // finds nothing due; the core then asks for the same deadline again.
     const keepWarm = this.stopping ? null : this.core.keepWarmWakeAtMs();
+    this.coreWaitAtSleep = keepWarm === null ? null : runQueueWaitMsOf(process.pid);
     const deadlines = [this.core.nextWakeAtMs(), keepWarm, this.stopping?.drainDeadline].filter(
       (d): d is number => typeof d === 'number',
     );

@@ -135,9 +135,10 @@ describe('StageLoop', () => {
     await running;
   });
 
-  it("wakes for the core's keep-warm step with nothing arriving and runs it as idle work", async () => {
+  it("wakes for the core's keep-warm step with nothing arriving, runs it as idle work, tells it its wait", async () => {
     const start = Date.now();
     const warmedAt: number[] = [];
+    const waitedForCore: number[] = [];
     let resolveWarmed!: () => void;
     const warmed = new Promise<void>((r) => (resolveWarmed = r));
     const due = () => (warmedAt.length === 0 ? start + 40 : null); // one keep-warm step, then none (the window ended)
@@ -146,10 +147,11 @@ describe('StageLoop', () => {
       size: 0,
       onArrivals: () => {},
       step: () => false,
-      keepWarm: () => {
+      keepWarm: (coreWaitMs: () => number) => {
         const at = due();
         if (at === null || Date.now() < at) return false;
         warmedAt.push(Date.now());
+        waitedForCore.push(coreWaitMs());
         resolveWarmed();
         return true;
       },
@@ -162,6 +164,9 @@ describe('StageLoop', () => {
     loop.stop();
     await running;
     expect(warmedAt).toHaveLength(1);
+    // Told how long the stage waited for a core since it went to sleep (the kernel's count: within the sleep's 40 ms)
+    expect(waitedForCore[0]).toBeGreaterThanOrEqual(0);
+    expect(waitedForCore[0]).toBeLessThan(warmedAt[0] - start);
   });
 
   it('does its idle work a slice at a time, stepping between slices, then sleeps until woken', async () => {

@@ -1,11 +1,17 @@
 /**
  * The Thinker (the entry stage: it computes at its add) warms no model on an add; while it holds no request it keeps
  * its weights warm instead (IdleWarmth.ts): a dummy step each period after its last step, for StageContext.keepWarmMs,
- * none while a request is live, none at all without keepWarmMs. Driven through ThinkerCore on a fake runner, its clocks
+ * none while a request is live, none when it waited for a core meanwhile (the cores have other work), none at all
+ * without keepWarmMs. Driven through ThinkerCore on a fake runner, its clocks
  * faked (performance.now, Date.now).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { KEEP_WARM_MAX_STEP_MS, KEEP_WARM_MIN_PERIOD_MS, KEEP_WARM_TRIAL_STEPS } from '../../src/worker/IdleWarmth.ts';
+import {
+  KEEP_WARM_MAX_CORE_WAIT_MS,
+  KEEP_WARM_MAX_STEP_MS,
+  KEEP_WARM_MIN_PERIOD_MS,
+  KEEP_WARM_TRIAL_STEPS,
+} from '../../src/worker/IdleWarmth.ts';
 import { ThinkerCore } from '../../stages/thinker/ThinkerCore.ts';
 import { configWith } from '../helpers/engine.ts';
 import { FakeAdapter, resetSeqs, stageContext } from '../helpers/fakeStage.ts';
@@ -70,6 +76,23 @@ describe('the Thinker keeps its weights warm while idle', () => {
     expect(idleFor(core, 1000)).toBe(KEEP_WARM_TRIAL_STEPS);
     expect(core.keepWarmWakeAtMs()).toBeNull();
     expect(runner.warms).toBe(KEEP_WARM_TRIAL_STEPS);
+  });
+
+  it('none when it waited for a core since it slept: skipped, the next a period later', async () => {
+    const { core, runner, answer } = thinker(1000);
+    await answer('r');
+    vi.advanceTimersByTime(KEEP_WARM_MIN_PERIOD_MS);
+    let asked = 0;
+    const waited = (ms: number) => () => (asked++, ms);
+    expect(core.keepWarm(waited(KEEP_WARM_MAX_CORE_WAIT_MS + 0.05))).toBe(false);
+    expect(runner.warms).toBe(0);
+    expect(core.keepWarmWakeAtMs()).toBe(Date.now() + KEEP_WARM_MIN_PERIOD_MS);
+    vi.advanceTimersByTime(KEEP_WARM_MIN_PERIOD_MS - 1);
+    expect(core.keepWarm(waited(0))).toBe(false); // not due yet: the wait is not asked
+    expect(asked).toBe(1);
+    vi.advanceTimersByTime(1);
+    expect(core.keepWarm(waited(KEEP_WARM_MAX_CORE_WAIT_MS))).toBe(true);
+    expect(runner.warms).toBe(1);
   });
 
   it('none while a request is live', async () => {
