@@ -34,6 +34,11 @@ export interface Connector {
   putsInOrder?(from: string, to: string): boolean;
   /** Drops everything kept for this request (keys start with `${requestId}_`) and rejects its pending gets. */
   cleanup(requestId: string): void;
+  /**
+   * The request was let go on every instance (main's abort): drops what this instance sent for it that outlives its
+   * consumer (redis lists; shm frames are dropped by their reader's cleanup). Absent: nothing outlives it.
+   */
+  dropSent?(requestId: string): void;
   /** Idempotent. Pending gets and puts reject with CHORUS_ERR_CONNECTOR_CLOSED. */
   close(): Promise<void>;
 }

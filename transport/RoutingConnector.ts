@@ -37,6 +37,10 @@ export class RoutingConnector implements Connector {
     for (const c of this.#all) c.cleanup(requestId);
   }
 
+  dropSent(requestId: string): void {
+    for (const c of this.#all) c.dropSent?.(requestId);
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.#all.map((c) => c.close()));
   }

@@ -233,11 +233,11 @@ export abstract class StageCore<R extends CoreRequest = CoreRequest, A = unknown
     if (!req) {
       // Not (or no longer) ours, e.g. a request of a previous incarnation of this stage: frames of it that are
       // still in the input rings must be dropped, not kept waiting for a get() that never comes.
-      this.ctx.adapter.cancel(requestId);
+      this.ctx.adapter.abandon(requestId);
       return;
     }
     this.release(req, 'cancelled');
-    this.ctx.adapter.cancel(requestId);
+    this.ctx.adapter.abandon(requestId);
     this.postFinished({ requestId, finishReason: 'cancelled', numTokens: req.numOutputs });
   }
 

@@ -30,6 +30,8 @@ export class FakeAdapter {
   readonly expected: { requestId: string; from: string }[] = [];
   readonly stopped: { requestId: string; from: string }[] = [];
   readonly cancelled: string[] = [];
+  /** Requests let go everywhere (abandon: main's abort), also in `cancelled`. */
+  readonly abandoned: string[] = [];
 
   expect(requestId: string, o: ExpectOptions): void {
     this.expected.push({ requestId, from: o.fromInstance });
@@ -53,6 +55,11 @@ export class FakeAdapter {
 
   cancel(requestId: string): void {
     this.cancelled.push(requestId);
+  }
+
+  abandon(requestId: string): void {
+    this.cancel(requestId);
+    this.abandoned.push(requestId);
   }
 
   /** Sent chunks to one target, in order. */

@@ -181,6 +181,23 @@ describe('redis connector on one redis-server', () => {
     expect(producer.inflightBytes(TALKER, GHOST)).toBe(0);
   });
 
+  it('dropSent on the producer (a request let go everywhere) deletes its lists, after its earlier pushes', async () => {
+    const producer = shared[TALKER];
+    await producer.put(TALKER, GHOST, key('abandoned', 0), bytes(100, 1), later());
+    await producer.put(TALKER, GHOST, key('still', 0), bytes(100, 2), later());
+    // Not awaited: the push is still on its way through the I/O thread when the deletion is asked for.
+    const late = producer.put(TALKER, GHOST, key('abandoned', 1), bytes(100, 3), later());
+    producer.dropSent('abandoned');
+    await late;
+    await expect.poll(() => server.keys()).toEqual([listOf('still', GHOST)]);
+    const ghost = await open(server.url, GHOST);
+    ghost.cleanup('still');
+    await expect.poll(() => server.keys()).toEqual([]);
+    producer.cleanup('abandoned');
+    producer.cleanup('still');
+    expect(producer.inflightBytes(TALKER, GHOST)).toBe(0);
+  });
+
   it('rejects a get with CHORUS_ERR_CHUNK_TIMEOUT at its deadline', async () => {
     const consumer = shared[CODE2WAV];
     const start = Date.now();

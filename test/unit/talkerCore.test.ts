@@ -376,11 +376,12 @@ describe('TalkerCore', () => {
     expect(b.core.size).toBe(0);
   });
 
-  it('abort frees the runner state of the request', () => {
-    const { arrive, core, runner, ctx } = setup();
+  it('abort frees the runner state of the request, and what was sent for it goes too (let go everywhere)', () => {
+    const { arrive, core, runner, ctx, adapter } = setup();
     arrive(rowsBody(2 + 1, 2));
     expect(core.step()).toBe(true);
     core.abort('r');
+    expect(adapter.abandoned).toEqual(['r']);
     expect(runner.freed).toEqual(['r']);
     expect(core.size).toBe(0);
     expect(core.step()).toBe(false);
@@ -395,6 +396,7 @@ describe('TalkerCore', () => {
     expect(core.dropAll()).toEqual(['r']);
     expect(runner.freed).toEqual(['r']);
     expect(adapter.cancelled).toEqual(['r']);
+    expect(adapter.abandoned).toEqual([]); // main knows none of them: it drops nothing sent elsewhere
     expect(core.size).toBe(0);
     expect(ctx.posted.filter((m) => m.type === 'finished')).toEqual([]);
     arrive(rowsBody(2, undefined, DIM, 3)); // rows still in flight for it

@@ -334,6 +334,12 @@ export class ChunkTransferAdapter {
     this.connector.cleanup(requestId);
   }
 
+  /** Main let the request go on every stage (its abort): cancel, and what was sent for it that nobody reads goes. */
+  abandon(requestId: string): void {
+    this.cancel(requestId);
+    this.connector.dropSent?.(requestId);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

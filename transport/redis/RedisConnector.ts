@@ -34,6 +34,8 @@ export interface RedisConnectorOptions extends RedisLinkOptions {
 }
 
 interface OutEdge {
+  /** The consumer instance. */
+  readonly to: string;
   inflight: number;
   readonly byRequest: Map<string, number>;
   readonly waiters: Set<() => void>;
@@ -133,6 +135,17 @@ export class RedisConnector implements Connector {
     for (const edge of this.#out.values()) this.#credit(edge, requestId, edge.byRequest.get(requestId) ?? 0);
   }
 
+  /**
+   * Deletes the request's lists into every instance this one pushed to, on the I/O thread's connection after the
+   * pushes already handed to it: a frame pushed into an instance that was lost would otherwise wait out its TTL, and
+   * main's own deletion of that list (LostInboxes.ts) can come before a push still on its way here. A put still
+   * waiting for credit goes out after it, and its list expires with the TTL.
+   */
+  dropSent(requestId: string): void {
+    const into = [...new Set([...this.#out.values()].map((e) => e.to))];
+    if (!this.#closed && this.#io.up && into.length > 0) this.#io.del(requestId, into);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -223,7 +236,7 @@ export class RedisConnector implements Connector {
     const label = `${from}->${to}`;
     let edge = this.#out.get(label);
     if (!edge) {
-      edge = { inflight: 0, byRequest: new Map(), waiters: new Set(), tail: Promise.resolve(), waitingPuts: 0 };
+      edge = { to, inflight: 0, byRequest: new Map(), waiters: new Set(), tail: Promise.resolve(), waitingPuts: 0 };
       this.#out.set(label, edge);
     }
     return edge;

@@ -82,9 +82,9 @@ export class RedisIo {
     });
   }
 
-  /** Deletes the request's list into this instance. */
-  del(requestId: string): void {
-    this.#post({ type: 'del', requestId });
+  /** Deletes the request's list into this instance, or its lists into `into` (after the pushes posted before). */
+  del(requestId: string, into?: readonly string[]): void {
+    this.#post({ type: 'del', requestId, ...(into ? { into } : {}) });
   }
 
   /** Closes the thread's connections (after the replies of commands already sent) and waits until it has exited. */

@@ -24,8 +24,11 @@ export type ToRedisIo =
       readonly to: string;
       readonly element: Uint8Array;
     }
-  /** Delete the request's list into this instance (cleanup). */
-  | { readonly type: 'del'; readonly requestId: string }
+  /**
+   * Delete the request's list into this instance (cleanup), or its lists into `into` (the frames this instance pushed
+   * for it: the request let go everywhere, Connector.dropSent), after the pushes before it on the same connection.
+   */
+  | { readonly type: 'del'; readonly requestId: string; readonly into?: readonly string[] }
   /** Close both connections and exit. */
   | { readonly type: 'close' }
   /** Tests only: throw from the message loop, as a bug in the thread would (the crash path). */

@@ -61,11 +61,12 @@ class RedisIoThread {
           (err: unknown) => this.#post({ type: 'pushed', id: msg.id, error: serializeError(this.#redisError(err)) }),
         );
         return;
-      case 'del':
-        this.#carried.forget(msg.requestId);
-        if (this.link.up)
-          this.link.commands.del(listKey(this.data.keyPrefix, msg.requestId, this.data.self)).catch(() => undefined);
+      case 'del': {
+        if (msg.into === undefined) this.#carried.forget(msg.requestId);
+        const keys = (msg.into ?? [this.data.self]).map((to) => listKey(this.data.keyPrefix, msg.requestId, to));
+        if (this.link.up && keys.length > 0) this.link.commands.del(keys).catch(() => undefined);
         return;
+      }
       case 'close':
         void this.#close();
         return;

@@ -2,8 +2,10 @@
  * The frames pushed over Redis into a remote instance that was lost (issue 30 item 4): nobody will pop them, and each
  * list would wait for its connector's ttl_seconds. Its lists for the runs it held are dropped at the loss, and once
  * more when the last instance still holding such a run has let it go (the lost run's upstream stages drop it at once,
- * but a frame they pushed before their abort's `finished` may land after the first drop). The instance's own in-lists
- * only: frames it pushed into others are dropped by their consumers when the lost run ends there (Connector.cleanup).
+ * but a frame they pushed before their abort's `finished` may land after the first drop, and even after the second:
+ * their pushes go out on their own connection, so each also deletes them there after its pushes, Connector.dropSent).
+ * The instance's own in-lists only: frames it pushed into others are dropped by their consumers when the lost run ends
+ * there (Connector.cleanup).
  *
  * Mechanism-free: the pool gives it a way to ask whether any instance holds a run and a way to drop the lists.
  */
