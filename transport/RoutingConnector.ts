@@ -41,6 +41,10 @@ export class RoutingConnector implements Connector {
     for (const c of this.#all) c.dropSent?.(requestId);
   }
 
+  readNow(): void {
+    for (const c of this.#all) c.readNow?.();
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.#all.map((c) => c.close()));
   }

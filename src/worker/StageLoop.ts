@@ -8,9 +8,10 @@
  * IdleWarmth.ts; `idle`: the spans tracing noted, StageSpans), then sleeps on a promise that control messages and
  * chunk arrivals resolve, or a timer set for the core's nextWakeAtMs() (an encoder's partial batch timing out) or its
  * next keep-warm step: no polling interval anywhere.
- * After each step it yields with setImmediate so IPC and ring wake-ups are handled between steps (but after one that
- * asked for the next at once: a split first prefill's first piece), and it waits while too many sent bytes are still
- * queued (backpressure from full edges reaches the scheduler instead of growing a queue).
+ * After each step it reads what its inbound edges hold (ChunkTransferAdapter.readNow) and yields with setImmediate so
+ * IPC and ring wake-ups are handled between steps (but not after a step that asked for the next at once: a split
+ * first prefill's first piece), and it waits while too many sent bytes are still queued (backpressure from full
+ * edges reaches the scheduler instead of growing a queue).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ChunkTransferAdapter } from '../../transport/adapter/ChunkTransferAdapter.ts';
@@ -64,7 +65,7 @@ export class StageLoop {
       // loop hands them in, and reads what the rings hold by then. An add that receives from no upstream (a text-only
       // Thinker's: its prompt is in the add) starts no get, so nothing can be waiting for it: its step runs at once.
       if (this.drainControl()) {
-        await nextTurn();
+        await this.turn();
         if (this.stopped) break;
       }
       this.core.onArrivals(this.adapter.processPendingChunks());
@@ -79,10 +80,23 @@ export class StageLoop {
         await this.sleep();
         continue;
       }
-      await nextTurn();
+      await this.turn();
       if (this.adapter.pendingSendBytes > MAX_PENDING_SEND_BYTES)
         await this.adapter.whenSendsBelow(MAX_PENDING_SEND_BYTES / 2);
     }
+  }
+
+  /**
+   * One turn of the event loop, after reading what the inbound edges hold. A step woken by a chunk or a message runs
+   * inside the loop's poll phase, and setImmediate's turn then comes before the loop's next look at the rings: a chunk
+   * that came during that step waited for the turn, an empty step and a sleep (the Talker's second prefill's rows, on
+   * the first packet's path at c=1: 0.52-0.62 ms from its first prefill's end to its second's start, 0.35-0.40 with
+   * the read; bench/NOTES.md, "What came during a step"). Read now, its chunk is handed in as the turn's promise
+   * turns run, before the step after it.
+   */
+  private async turn(): Promise<void> {
+    this.adapter.readNow();
+    await nextTurn();
   }
 
   /** A slice of idle work: the core's keep-warm step when due (not while stopping), then `idle`'s. */

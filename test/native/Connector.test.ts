@@ -131,6 +131,30 @@ describe.each(Object.keys(factories))('%s connector', (kind) => {
 });
 
 describe('shm connector edges', () => {
+  it('readNow hands in what a ring holds at once, and the receive loop goes on after it', async () => {
+    const edges = ShmConnector.createRings([{ from: FROM, to: TO }], CAPACITY);
+    const producer = ShmConnector.open({ edges, me: FROM });
+    const consumer = ShmConnector.open({ edges, me: TO });
+    try {
+      const key = (seq: number) => chunkKey('req-1', 'code2wav', seq);
+      await new Promise<void>((r) => setImmediate(r)); // the receive loop waits on the ring's doorbell
+      for (const seq of [0, 1, 2]) await producer.put(FROM, TO, key(seq), frame(seq, 60), later());
+      consumer.readNow();
+      const first = consumer.get(FROM, TO, key(0), later());
+      let settled = false;
+      void first.then(() => (settled = true));
+      await Promise.resolve();
+      expect(settled).toBe(true); // kept by readNow: no turn of the event loop was needed
+      // The receive loop's own wake-up then finds the ring empty (no frame twice) and reads what comes after.
+      await producer.put(FROM, TO, key(3), frame(3, 60), later());
+      for (const seq of [1, 2, 3]) expect(await consumer.get(FROM, TO, key(seq), later())).toEqual(frame(seq, 60));
+      expect(await first).toEqual(frame(0, 60));
+    } finally {
+      await Promise.all([producer.close(), consumer.close()]);
+      ShmConnector.unlinkRings(edges);
+    }
+  });
+
   it('refuses edges that are not in its table or not its own', async () => {
     const edges = ShmConnector.createRings([{ from: FROM, to: TO }], CAPACITY);
     const producer = ShmConnector.open({ edges, me: FROM });

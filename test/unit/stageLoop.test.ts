@@ -19,6 +19,7 @@ const quiet = {
 };
 
 const idleAdapter = {
+  readNow: () => {},
   processPendingChunks: () => [],
   hasPendingArrivals: false,
   pendingSendBytes: 0,
@@ -208,6 +209,7 @@ describe('StageLoop', () => {
       onArrival();
     };
     const adapter = {
+      readNow: () => {},
       processPendingChunks: () => arrivals.splice(0),
       get hasPendingArrivals() {
         return arrivals.length > 0;

@@ -229,6 +229,14 @@ export class ChunkTransferAdapter {
     this.onArrival();
   }
 
+  /**
+   * Hands in what the connector's inbound edges hold now (Connector.readNow): their chunks reach processPendingChunks
+   * once the promise turns after this call have run, before the event loop's next look at the edges.
+   */
+  readNow(): void {
+    this.connector.readNow?.();
+  }
+
   /** Everything that arrived since the last call, in arrival order. */
   processPendingChunks(): Arrival[] {
     const out = this.arrivals;
