@@ -34,6 +34,21 @@ describe('RoutingConnector', () => {
     });
   });
 
+  it('readNow and dropSent reach every connector that has them', () => {
+    const calls: string[] = [];
+    const withReads = Object.assign(new InprocConnector(), {
+      readNow: () => calls.push('readNow'),
+      dropSent: (id: string) => calls.push(`dropSent ${id}`),
+    });
+    const router = new RoutingConnector([
+      { edge: { from: 'thinker#0', to: 'talker#0', connector: 'shm' }, connector: withReads },
+      { edge: { from: 'talker#0', to: 'code2wav#0', connector: 'inproc' }, connector: new InprocConnector() },
+    ]);
+    router.readNow();
+    router.dropSent('r');
+    expect(calls).toEqual(['readNow', 'dropSent r']);
+  });
+
   it('an edge no connector carries is a clear error', () => {
     const router = new RoutingConnector([
       { edge: { from: 'a#0', to: 'b#0', connector: 'x' }, connector: new InprocConnector() },
