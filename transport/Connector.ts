@@ -40,9 +40,10 @@ export interface Connector {
    */
   dropSent?(requestId: string): void;
   /**
-   * Hands the frames its inbound edges already hold to their gets now, instead of at the event loop's next look at
-   * them (shm: its rings read at once). A step loop calls it as a step ends, when what came during the step is the
-   * next step's input. Absent: frames reach their gets only through the event loop.
+   * Hands the frames its inbound edges already hold to their gets as the promise turns after this call run, instead
+   * of at the event loop's next look at them (shm: a ring's waiting read ends at once). A step loop calls it as a step
+   * ends, when what came during the step is the next step's input. Absent: frames reach their gets only through the
+   * event loop.
    */
   readNow?(): void;
   /** Idempotent. Pending gets and puts reject with CHORUS_ERR_CONNECTOR_CLOSED. */

@@ -31,6 +31,7 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
                            InstanceMethod<&RingWrap::TryWrite>("tryWrite"),
                            InstanceMethod<&RingWrap::TryRead>("tryRead"),
                            InstanceMethod<&RingWrap::WaitForData>("waitForData"),
+                           InstanceMethod<&RingWrap::SettleWaitIfReady>("settleWaitIfReady"),
                            InstanceMethod<&RingWrap::WaitForRoom>("waitForRoom"),
 
                            InstanceMethod<&RingWrap::Close>("close"),
@@ -155,6 +156,13 @@ class RingWrap : public Napi::ObjectWrap<RingWrap> {
     double deadlineMs = Deadline(info, 0);
     if (!dataWaiter_) dataWaiter_ = std::make_unique<BellWaiter>(env, &ring, AsReference());
     return dataWaiter_->Start(env, deadlineMs);
+  }
+
+  // settleWaitIfReady(): settles a pending waitForData with 0 (ready) now when a frame is there; true when it did.
+  Napi::Value SettleWaitIfReady(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Open(env);
+    return Napi::Boolean::New(env, dataWaiter_ != nullptr && dataWaiter_->SettleIfReady());
   }
 
   // waitForRoom(frameBytes, deadlineMs): Promise<0 ready | 1 timeout | 2 closed>.

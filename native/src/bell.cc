@@ -67,11 +67,22 @@ Napi::Promise BellWaiter::Start(Napi::Env env, double deadlineMs) {
 void BellWaiter::OnPoll(uv_poll_t* poll, int status, int events) {
   auto* self = static_cast<BellWaiter*>(poll->data);
   if (self == nullptr) return;
-  // Drain the rings: one wait ends however many frames rang. Non-blocking, so this stops at empty.
-  char bytes[64];
-  while (read(self->ring_->bellFd(), bytes, sizeof bytes) > 0) {
-  }
+  self->DrainBell();
   self->SettleFromLoop(WaitStatus::kReady);
+}
+
+bool BellWaiter::SettleIfReady() {
+  if (deferred_ == nullptr || handles_ == nullptr || !ring_->HasData()) return false;
+  DrainBell();
+  Settle(WaitStatus::kReady);
+  return true;
+}
+
+// Drains the doorbell: one wait ends however many frames rang. Non-blocking, so this stops at empty.
+void BellWaiter::DrainBell() {
+  char bytes[64];
+  while (read(ring_->bellFd(), bytes, sizeof bytes) > 0) {
+  }
 }
 
 // libuv's timers run on the loop's cached monotonic time, which may lag the wall clock of the deadline: a timer

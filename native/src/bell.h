@@ -21,6 +21,10 @@ class BellWaiter {
 
   // JS thread: one wait, Promise<WaitStatus>; ready at once when a frame is already there.
   Napi::Promise Start(Napi::Env env, double deadlineMs);
+  // JS thread: settles the pending wait with kReady now when the ring holds a frame, as the doorbell's callback would
+  // (its rung byte drained), so the caller's promise turns run before the event loop polls again. False when no wait
+  // is pending or the ring is empty.
+  bool SettleIfReady();
   // Settles a pending wait with kClosed and closes the handles; the ring must still be mapped. Idempotent.
   void Stop();
 
@@ -28,6 +32,7 @@ class BellWaiter {
   struct Handles;  // uv handles live until their close callbacks, which may come after this object is gone
   static void OnPoll(uv_poll_t* poll, int status, int events);
   static void OnTimer(uv_timer_t* timer);
+  void DrainBell();
   void StartTimer();
   // From a libuv callback: settles inside a callback scope, so the promise's reactions run before the loop
   // goes on (as after any I/O callback Node runs).

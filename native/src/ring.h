@@ -125,10 +125,11 @@ class Ring {
   static bool KeepOffThisCore(pid_t tid, cpu_set_t* was);
   static void RestoreAffinity(pid_t tid, const cpu_set_t& was);
   void DisarmDataBell();
+  // Consumer: whether a frame is there to read.
+  bool HasData() const;
 
  private:
   Ring(std::string name, int fd, void* base, uint64_t mappedBytes, int bellFd);
-  bool HasData() const;
   void CopyIn(uint64_t pos, const uint8_t* src, uint64_t n);
   void CopyOut(uint64_t pos, uint8_t* dst, uint64_t n) const;
   uint64_t Offset(uint64_t pos) const { return pos % capacity_; }

@@ -136,19 +136,13 @@ export class ShmConnector implements Connector {
   }
 
   /**
-   * Reads every inbound ring now, as its receive loop would (under the same kept-bytes limit), without waiting for
-   * the doorbell's turn of the event loop. The receive loop's pending read then finds the ring empty and waits again.
-   * Keys order the frames, so one read here before a frame the receive loop already holds changes no get.
+   * Ends the receive loops' waits on rings that hold a frame now, as their doorbells' events would at the event
+   * loop's next poll: the loops read and deliver as the promise turns after this call run. A loop held back by the
+   * kept-bytes limit is not waiting on its ring, so it stays held.
    */
   readNow(): void {
     if (this.#closing) return;
-    for (const inbound of this.#inbound.values()) {
-      while (inbound.mailbox.admits(1, inbound.maxKeptBytes)) {
-        const frame = inbound.ring.tryRead();
-        if (frame === null) break;
-        this.#deliver(inbound, frame);
-      }
-    }
+    for (const inbound of this.#inbound.values()) inbound.ring.readyNow();
   }
 
   /** Idempotent. Rejects pending gets and puts, stops the receive loops, unmaps (does not unlink). */

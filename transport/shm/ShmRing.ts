@@ -131,6 +131,15 @@ export class ShmRing implements Disposable {
   }
 
   /**
+   * Ends a pending read()'s wait at once when the ring holds a frame, as its doorbell's event would: the read returns
+   * the frame as the promise turns after this call run, not at the event loop's next poll. false: no read waiting, or
+   * nothing to read.
+   */
+  readyNow(): boolean {
+    return !this.closed && this.#open().settleWaitIfReady();
+  }
+
+  /**
    * The next frame, sleeping (off the JS thread) until one arrives; null once `deadline` passes.
    * One read at a time: the ring has a single consumer.
    */

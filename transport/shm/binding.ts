@@ -30,6 +30,12 @@ export interface NativeRing {
    * available or the Date.now()-based deadline passes.
    */
   waitForData(deadlineMs: number): Promise<WaitStatus>;
+  /**
+   * Settles a pending waitForData with Ready at once when the ring holds a frame, as its doorbell's event would (the
+   * rung byte drained): the waiter's promise turns run before the event loop polls again. false: no wait pending, or
+   * the ring is empty.
+   */
+  settleWaitIfReady(): boolean;
   /** Sleeps on a background thread until a frame of `frameBytes` fits or the deadline passes. */
   waitForRoom(frameBytes: number, deadlineMs: number): Promise<WaitStatus>;
   /** Idempotent. Unmaps; pending waits settle with Closed. Does not unlink the name. */
