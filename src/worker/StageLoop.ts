@@ -90,7 +90,7 @@ export class StageLoop {
    * One turn of the event loop, after reading what the inbound edges hold. A step woken by a chunk or a message runs
    * inside the loop's poll phase, and setImmediate's turn then comes before the loop's next look at the rings: a chunk
    * that came during that step waited for the turn, an empty step and a sleep (the Talker's second prefill's rows, on
-   * the first packet's path at c=1: 0.52-0.62 ms from its first prefill's end to its second's start, 0.35-0.40 with
+   * the first packet's path at c=1: 0.52-0.88 ms from its first prefill's end to its second's start, 0.35-0.54 with
    * the read; bench/NOTES.md, "What came during a step"). Read now, its chunk is handed in as the turn's promise
    * turns run, before the step after it.
    */
