@@ -103,8 +103,10 @@ describe('tts voice vs piper-tts (noise scales 0)', () => {
       const ref = reference[i][0].audio;
       expect(audio.length).toBe(ref.length);
       const tail = 1024; // the decoder's reach into the padding, in samples (measured: the last few hundred)
-      // Elsewhere only the batched kernels' summation order differs (measured: < 1.5 LSB).
-      expect(maxLsbDiff(audio.subarray(0, -tail), ref.subarray(0, -tail))).toBeLessThanOrEqual(2);
+      // Elsewhere only the batched kernels' summation order differs, by how the host's kernels block a batch of
+      // three (measured: < 1.5 LSB on one host, 2.39 on an AMD EPYC one, every run); a row cut or padded wrong is
+      // off by thousands.
+      expect(maxLsbDiff(audio.subarray(0, -tail), ref.subarray(0, -tail))).toBeLessThanOrEqual(4);
       expect(maxLsbDiff(audio, ref)).toBeLessThanOrEqual(8);
     }
   });
