@@ -28,7 +28,7 @@ import { mixUsage, runMixCommand } from './mix.ts';
 import { openLoopFlags, openLoopHelp, openLoopUsage, runOpenLoopCommand } from './openLoop.ts';
 import type { RunRow } from '../ttfp/results.ts';
 import type { RequestTrace } from '../ttfp/trace.ts';
-import type { ServerTimings } from '../ttfp/ServerTimings.ts';
+import type { ServerTimingLookup } from '../ttfp/ServerTimings.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { writeResultFiles } from '../report/writeResultFiles.ts';
 
@@ -53,13 +53,14 @@ ${mixUsage.trimEnd()}
   chorus bench limit [--config FILE] [--input-len 100] [--repeats 20] [--seed 0] [--batch 1]
                      [--initial-chunk-frames N] [--json]
 
---config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in this process;
---compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE runs FILE after it and
-reports the ratios of --config over FILE; --compare-scheduling runs the YAML with scheduling: playback, then fifo
-(underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs the YAML as it is ("cache") and
-with every stage's engine.prefix_cache off ("no-cache"); --compare-compiled runs it with every stage process started
-from the build in dist/ (\`npm run build\` first) and through tsx. Two servers compared run at once, each concurrency's
-prompts in halves A B B A, so that the machine's drift falls on both alike (remote stages: one after the other).
+--config (the default, configs/tiny-omni.yaml) starts the pipeline and its server in a process of its own (as
+\`chorus serve\` runs); --compare-sync then also runs the same YAML with async_chunk: false; --compare-config FILE
+runs FILE after it and reports the ratios of --config over FILE; --compare-scheduling runs the YAML with
+scheduling: playback, then fifo (underruns and worst stall of each, runs[].scheduling); --compare-prefix-cache runs
+the YAML as it is ("cache") and with every stage's engine.prefix_cache off ("no-cache"); --compare-compiled runs it
+with every stage process started from the build in dist/ (\`npm run build\` first) and through tsx. Two servers
+compared run at once, each concurrency's prompts in halves A B B A, so that the machine's drift falls on both alike
+(remote stages: one after the other).
 --url measures a running server.
 --ttfp-target-ms sends that TTFP target with every request and reports the share of requests that met it.
 ${openLoopHelp}\
@@ -174,10 +175,10 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
     limit: v['skip-limit'] !== true,
     limitRepeats: int('limit-repeats', v['limit-repeats'], 20),
     throughputRepeats: int('throughput-repeats', v['throughput-repeats'], 5),
-    onRun: (row: RunRow, traces: readonly RequestTrace[], timings: ServerTimings | null) =>
+    onRun: (row: RunRow, traces: readonly RequestTrace[], timings: ServerTimingLookup | null) =>
       requests.push(...requestDetails(row, traces, timings)),
   };
-  // The first-packet account reads the stage processes' step traces: on for an in-process server unless skipped.
+  // The first-packet account reads the stage processes' step traces: on for the servers it starts unless skipped.
   const ownSteps =
     v['trace-steps'] === undefined && shared.target.kind === 'config' && v['skip-account'] !== true
       ? await mkdtemp(path.join(os.tmpdir(), 'chorus-account-'))

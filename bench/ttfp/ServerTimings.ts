@@ -1,5 +1,5 @@
 /**
- * Server-side first-packet times of an in-process server, from the diagnostics channels the engine and the front
+ * Server-side first-packet times in main's process, from the diagnostics channels the engine and the front
  * end publish (zero cost when nobody subscribes). Joined with client traces by request id they split a TTFP
  * into engine time (generate() to the first audio event in main), front-end time (request frame in to audio
  * handed to the socket) and the rest (loopback, client parsing): where the time goes without a profiler.
@@ -31,7 +31,12 @@ interface EndMessage {
   readonly firstAudioAtMs: number | null;
 }
 
-export class ServerTimings {
+/** The server-side times of a request by its id (ServerTimings, or what a server process sent: serverProcess.ts). */
+export interface ServerTimingLookup {
+  get(requestId: string | undefined): ServerSideTiming | undefined;
+}
+
+export class ServerTimings implements ServerTimingLookup {
   readonly #byRequest = new Map<string, ServerSideTiming>();
   readonly #handlers: [string, (message: unknown) => void][];
 
@@ -71,6 +76,11 @@ export class ServerTimings {
 
   get(requestId: string | undefined): ServerSideTiming | undefined {
     return requestId === undefined ? undefined : this.#byRequest.get(requestId);
+  }
+
+  /** Forgets every request's times (a block's, once collected). */
+  clear(): void {
+    this.#byRequest.clear();
   }
 
   close(): void {

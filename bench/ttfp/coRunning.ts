@@ -16,7 +16,7 @@
  * what the limit does not charge.
  */
 import type { ThroughputLimit } from '../limit/throughputLimit.ts';
-import { BENCH_PROCESS } from './cpuTime.ts';
+import { BENCH_PROCESS, MAIN_PROCESS } from './cpuTime.ts';
 import type { RunRow } from './results.ts';
 
 /** The stages the throughput limit times, by the prefix of their instances' names. */
@@ -48,7 +48,7 @@ export function coRunningAt(runs: readonly RunRow[], limits: readonly Throughput
   const limit = limits.find((l) => l.batch === c) ?? null;
   const sums = new Map<string, number>();
   for (const [name, ms] of Object.entries(per)) {
-    const stage = name === BENCH_PROCESS ? name : name.replace(/#.*$/, '');
+    const stage = name === BENCH_PROCESS || name === MAIN_PROCESS ? name : name.replace(/#.*$/, '');
     sums.set(stage, (sums.get(stage) ?? 0) + ms);
   }
   const aloneOf = (stage: string): number | null => {
@@ -57,7 +57,8 @@ export function coRunningAt(runs: readonly RunRow[], limits: readonly Throughput
   };
   const order = (s: string) => {
     const i = (LIMIT_STAGES as readonly string[]).indexOf(s);
-    return i >= 0 ? i : s === BENCH_PROCESS ? LIMIT_STAGES.length + 1 : LIMIT_STAGES.length;
+    const n = LIMIT_STAGES.length;
+    return i >= 0 ? i : s === MAIN_PROCESS ? n + 1 : s === BENCH_PROCESS ? n + 2 : n;
   };
   const stages = [...sums]
     .map(([stage, servedMs]) => ({ stage, servedMs, aloneMs: aloneOf(stage) }))

@@ -1,8 +1,8 @@
 /**
  * CPU time per request of the processes that serve a run: each stage process the server's /health names on this
  * machine (Linux's /proc/<pid>/task/<tid>/schedstat, to the nanosecond, every thread: onnxruntime's, V8's, libuv's;
- * /proc/<pid>/stat's 10 ms ticks read a short run's few ms as 0), and this process
- * (process.cpuUsage: the bench's clients, and main as well when the server runs in-process).
+ * /proc/<pid>/stat's 10 ms ticks read a short run's few ms as 0), main's process when the bench started the server
+ * (serverProcess.ts), and this process (process.cpuUsage: the bench's clients).
  *
  * On a machine whose cores the run keeps busy, req/s is the cores over the CPU one request costs the whole
  * deployment, so these figures say where a throughput goes: which process spends what, and what the cores allow
@@ -13,8 +13,10 @@
 import { threadsCpuMsOf } from '../../src/basics.ts';
 import type { ClientTarget } from './clients/BenchClient.ts';
 
-/** The process the bench runs in: its clients, and main when the server is in-process. */
+/** The process the bench runs in: its clients (and the limit's runners, idle while a block runs). */
 export const BENCH_PROCESS = 'bench';
+/** The process of main (the Orchestrator and the front end) of a server the bench started. */
+export const MAIN_PROCESS = 'main';
 
 interface HealthStage {
   readonly stage_id: string;
@@ -42,9 +44,12 @@ export async function localStages(target: ClientTarget): Promise<{ name: string;
   }
 }
 
-export async function cpuSnapshot(target: ClientTarget): Promise<CpuSnapshot> {
+/** Every serving process's CPU now: the stages on this machine, main's (`mainPid`, when known) and the bench's. */
+export async function cpuSnapshot(target: ClientTarget, mainPid?: number): Promise<CpuSnapshot> {
   const out = new Map<string, { pid: number; ms: number }>();
-  for (const { name, pid } of await localStages(target)) {
+  const processes = await localStages(target);
+  if (mainPid !== undefined) processes.push({ name: MAIN_PROCESS, pid: mainPid });
+  for (const { name, pid } of processes) {
     const ms = threadsCpuMsOf(pid);
     if (ms !== null) out.set(name, { pid, ms });
   }
@@ -86,15 +91,16 @@ export function cpuBoundRps(
 }
 
 /**
- * The most of the throughput limit `cores` allow once the bench's own process is charged too: the limit's stage
- * times (each stage alone, per request of its batch) plus the bench process's CPU per request, over the cores,
+ * The most of the throughput limit `cores` allow once the processes beside the stages are charged too (main's and
+ * the bench's): the limit's stage times (each stage alone, per request of its batch) plus their CPU per request, over
+ * the cores,
  * as a share of the limit (1 when the cores leave the limit whole).
  */
 export function throughputCeiling(
   limit: { readonly limit_rps: number; readonly cores: number },
   stagesMsPerRequest: number,
-  benchMsPerRequest: number,
+  besideMsPerRequest: number,
 ): number {
-  const rps = (limit.cores * 1000) / (stagesMsPerRequest + benchMsPerRequest);
+  const rps = (limit.cores * 1000) / (stagesMsPerRequest + besideMsPerRequest);
   return Math.min(1, rps / limit.limit_rps);
 }

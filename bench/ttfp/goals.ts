@@ -4,7 +4,7 @@
  */
 import type { LimitResult } from '../limit/limitResult.ts';
 import type { ThroughputLimit } from '../limit/throughputLimit.ts';
-import { BENCH_PROCESS, throughputCeiling } from './cpuTime.ts';
+import { BENCH_PROCESS, MAIN_PROCESS, throughputCeiling } from './cpuTime.ts';
 import { coRunningAt } from './coRunning.ts';
 import { goalOf, type ConfigRatio, type Goal, type Ratio, type RunRow, type VariantRatio } from './results.ts';
 
@@ -128,9 +128,9 @@ export function throughputShare(runs: readonly RunRow[], limits: readonly Throug
 }
 
 /**
- * The most of the throughput limit at c the machine's cores allow once the bench's own process (main and the
- * clients, in-process servers only) is charged beside the stages' times alone (cpuTime.ts throughputCeiling);
- * null without the figures.
+ * The most of the throughput limit at c the machine's cores allow once main's and the bench's processes (servers the
+ * bench started only) are charged beside the stages' times alone (cpuTime.ts throughputCeiling); null without the
+ * figures.
  */
 export function throughputCeilingAt(
   runs: readonly RunRow[],
@@ -140,10 +140,11 @@ export function throughputCeilingAt(
   const run = runs.find((r) => r.async_chunk && r.variant === runs[0]?.variant && r.concurrency === c);
   const limit = limits.find((l) => l.batch === c);
   const best = limit && limits.find((l) => l.batch === limit.best_batch);
-  const benchMs = run?.cpu_bound_rps != null ? run.cpu_ms_per_request?.[BENCH_PROCESS] : undefined;
-  if (!limit || !best || benchMs === undefined || limit.limit_rps <= 0) return null;
+  const per = run?.cpu_bound_rps != null ? run.cpu_ms_per_request : null;
+  const benchMs = per?.[BENCH_PROCESS];
+  if (!limit || !best || !per || benchMs === undefined || limit.limit_rps <= 0) return null;
   const stagesMs = (best.thinker_ms + best.talker_ms + best.code2wav_ms) / best.batch;
-  return throughputCeiling(limit, stagesMs, benchMs);
+  return throughputCeiling(limit, stagesMs, benchMs + (per[MAIN_PROCESS] ?? 0));
 }
 
 /** TTFP over the limit for every async run (the bench prints it per concurrency; the goal is at c=1). */

@@ -1,6 +1,7 @@
 /**
- * The server under test when the bench is given --config: the real Orchestrator and the real front end in this
- * process, on a loopback port chosen by the OS. The sync variant is the same YAML with only async_chunk turned
+ * A server under test: the real Orchestrator and the real front end in the calling process, on a loopback port chosen
+ * by the OS (`chorus bench --config` calls it in a process of its own per server, serverProcessEntry.ts; the video,
+ * mix and soak benches in theirs). The sync variant is the same YAML with only async_chunk turned
  * off (the fifo variant: only scheduling), so both runs use the same models, sizes, seeds and engine settings. A
  * config with remote stages also gets its host B here (RemoteStageHost): a Redis and the `chorus stage`
  * processes, joined before the first request.

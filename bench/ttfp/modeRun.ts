@@ -10,19 +10,21 @@ import { ChatBenchClient } from './clients/ChatBenchClient.ts';
 import { RealtimeBenchClient } from './clients/RealtimeBenchClient.ts';
 import { addFrames, decodeRatio, framesBetween, settledCode2WavFrames, type Code2WavFrames } from './code2wavFrames.ts';
 import { addCpuBetween, cpuSnapshot } from './cpuTime.ts';
-import { startInProcessServer, type BenchConfig } from './inProcessServer.ts';
+import type { BenchConfig } from './inProcessServer.ts';
 import { remoteStagesOf } from './RemoteStageHost.ts';
 import { summarizeRun } from './metrics.ts';
 import { ProgressBar } from './ProgressBar.ts';
 import { toRunRow, type BenchResult, type RunRow } from './results.ts';
 import type { ModeOptions, ServeBenchOptions } from './serveBenchOptions.ts';
 import { runLoad, type LoadShape } from './runLoad.ts';
-import type { ServerTimings } from './ServerTimings.ts';
+import { ServerProcess } from './serverProcess.ts';
+import type { ServerSideTiming, ServerTimingLookup } from './ServerTimings.ts';
+import type { PacketMark } from '../../src/basics.ts';
 import type { RequestTrace } from './trace.ts';
 
 /**
  * One server to measure: its name in the results, its address, its async_chunk and scheduling (null: a server
- * that does not say), and (in-process) its config.
+ * that does not say), and (a server the bench starts) its config.
  */
 export interface Mode {
   readonly variant: string;
@@ -34,10 +36,14 @@ export interface Mode {
   readonly compiled?: boolean;
 }
 
-/** A mode's server, running: where its clients connect, and how to stop it (a no-op for --url). */
+/**
+ * A mode's server, running: where its clients connect, its process (the bench started it: main's marks, times and CPU
+ * are read off it), and how to stop it (a no-op for --url).
+ */
 export interface LiveMode {
   readonly mode: Mode;
   readonly target: ClientTarget;
+  readonly server: ServerProcess | null;
   close(): Promise<void>;
 }
 
@@ -47,7 +53,8 @@ export async function openMode(
   result: Pick<BenchResult, 'remote_stages'>,
 ): Promise<LiveMode> {
   const server = mode.config
-    ? await startInProcessServer(mode.config.graph, o.log, {
+    ? await ServerProcess.start(mode.config, {
+        marks: o.stepTraceDir !== undefined,
         ...(o.redisUrl !== undefined ? { redisUrl: o.redisUrl } : {}),
         ...(o.joinTimeoutMs !== undefined ? { joinTimeoutMs: o.joinTimeoutMs } : {}),
         ...(mode.compiled !== undefined ? { compiled: mode.compiled } : {}),
@@ -60,6 +67,7 @@ export async function openMode(
       baseUrl: server?.baseUrl ?? mode.url!,
       apiKey: o.target.kind === 'url' ? o.target.apiKey : null,
     },
+    server,
     close: async () => {
       await server?.close();
     },
@@ -140,6 +148,9 @@ export class ModeRun {
   #frames: Code2WavFrames | null = { framesDecoded: 0, audioFrames: 0 };
   readonly #cpuMs = new Map<string, number>();
   #blocks = 0;
+  /** What main heard of this run's requests (a server the bench started; none for --url). */
+  readonly #marks: PacketMark[] = [];
+  readonly #timings = new Map<string, ServerSideTiming>();
 
   constructor(
     private readonly live: LiveMode,
@@ -152,7 +163,8 @@ export class ModeRun {
     const part = to - from < prompts.length ? ` [${from}, ${to})` : '';
     // Settled first: the warm-up's or the previous block's last frames may still be on their way to the totals.
     const before = await settledCode2WavFrames(target);
-    const cpuBefore = await cpuSnapshot(target);
+    const main = this.live.server?.pid;
+    const cpuBefore = await cpuSnapshot(target, main);
     const run = await load(
       o,
       this.live,
@@ -161,7 +173,13 @@ export class ModeRun {
       this.concurrency,
       from,
     );
-    addCpuBetween(this.#cpuMs, cpuBefore, await cpuSnapshot(target));
+    addCpuBetween(this.#cpuMs, cpuBefore, await cpuSnapshot(target, main));
+    if (this.live.server) {
+      const ids = run.traces.flatMap((t) => (t.requestId === undefined ? [] : [t.requestId]));
+      const heard = await this.live.server.collect(ids);
+      this.#marks.push(...heard.marks);
+      for (const [id, t] of heard.timings) this.#timings.set(id, t);
+    }
     const after = await settledCode2WavFrames(target);
     for (let i = 0; i < run.traces.length; i++) this.#traces[from + i] = run.traces[i];
     this.#durationMs += run.durationMs;
@@ -169,13 +187,15 @@ export class ModeRun {
     this.#frames = addFrames(this.#frames, framesBetween(before, after));
   }
 
-  /** Adds the run's row to the result; returns it with the run's traces. */
+  /** Adds the run's row to the result; returns it with the run's traces and main's marks of them. */
   finish(
     o: ServeBenchOptions,
     result: BenchResult,
-    timings: ServerTimings | null,
-  ): { row: RunRow; traces: readonly RequestTrace[] } {
+  ): { row: RunRow; traces: readonly RequestTrace[]; marks: readonly PacketMark[] } {
     const { mode } = this.live;
+    const timings: ServerTimingLookup | null = this.live.server
+      ? { get: (id) => (id === undefined ? undefined : this.#timings.get(id)) }
+      : null;
     const traces = this.#traces.filter((t) => t !== undefined);
     const code2wav = mode.config?.graph.stages.find((s) => s.kind === 'code2wav');
     const row = toRunRow(summarizeRun(traces), {
@@ -198,7 +218,7 @@ export class ModeRun {
     });
     result.runs.push(row);
     o.onRun?.(row, traces, timings);
-    return { row, traces };
+    return { row, traces, marks: this.#marks };
   }
 }
 
@@ -213,11 +233,13 @@ export interface BlockRun {
 let fullCollection: (() => void) | null = null;
 
 /**
- * Collects the bench's own heap in full before a block is measured. In-process servers share the bench's process
- * with each other, the client and the critical-path limit's runners, and a mark-compact of that heap runs its marking
- * on V8's helper threads at nice 0, on the cores the stages (nice 8) compute on: one started by what another mode's
- * block or the limit left landed in this block's first packets (a Talker prefill 26 ms off its core; bench/NOTES.md,
- * "Main's collections in the stages' first packets"). Collected here, what a block meets is its own garbage.
+ * Collects the bench's own heap in full before a block is measured. The bench's process holds the clients of both
+ * modes and the critical-path limit's runners, and a mark-compact of that heap runs its marking on V8's helper
+ * threads at nice 0, on the cores the stages (nice 8) compute on: one started by what another mode's block or the
+ * limit left landed in this block's first packets (a Talker prefill 26 ms off its core, when the servers' mains ran
+ * here too; bench/NOTES.md, "Main's collections in the stages' first packets"). Collected here, what a block meets
+ * is its own garbage. Each server's main runs in its own process (serverProcess.ts), its heap left to grow 4x
+ * between collections (src/engine/mainHeap.ts), as `chorus serve`'s is.
  */
 export function collectBeforeBlock(): void {
   if (!fullCollection) {

@@ -64,7 +64,7 @@ export interface RunRow {
   readonly mean_first_audio_ms: number | null;
   readonly mean_prompt_tokens: number | null;
   readonly mean_text_tokens: number | null;
-  /** In-process server only: the engine's and the front end's share of TTFP (see ServerTimings). */
+  /** A server the bench started only: the engine's and the front end's share of TTFP (see ServerTimings). */
   readonly mean_engine_ttfp_ms: number | null;
   readonly mean_server_ttfp_ms: number | null;
   /** The per-request TTFP target sent (--ttfp-target-ms), and the share of completed requests that met it. */
@@ -72,11 +72,12 @@ export interface RunRow {
   readonly ttfp_target_met: number | null;
   /**
    * CPU ms per completed request of each process on this machine over the run (bench/ttfp/cpuTime.ts): the
-   * stage processes by instance, and `bench`, this process (the clients, and main with an in-process server).
+   * stage processes by instance, `main` (the process of a server the bench started) and `bench`, this process (the
+   * clients).
    */
   readonly cpu_ms_per_request: Readonly<Record<string, number>> | null;
   /**
-   * In-process server only (every process of the deployment counted): req/s the machine's cores allow at that
+   * A server the bench started only (every process of the deployment counted): req/s the machine's cores allow at that
    * CPU per request if they never idled. req/s near it: the run was CPU-bound.
    */
   readonly cpu_bound_rps: number | null;
@@ -202,7 +203,7 @@ export interface BenchResult {
   goals: Goal[];
   /**
    * Where the c=1 runs' first packets (and a steady-state chunk's trip) spent their time, per mode
-   * (account/packetAccount.ts); absent without an in-process server, or in older results.
+   * (account/packetAccount.ts); absent without a server the bench started, or in older results.
    */
   packet_accounts?: PacketAccountRow[];
 }
@@ -241,7 +242,7 @@ export interface RowContext {
   readonly blocks?: number;
   readonly traces: readonly RequestTrace[];
   readonly serverTiming?: (requestId: string | undefined) => ServerSideTiming | undefined;
-  /** CPU ms of each process over the run (cpuTime.ts), and whether main's was among them (in-process server). */
+  /** CPU ms of each process over the run (cpuTime.ts), and whether main's was among them (the bench's own server). */
   readonly cpuMs?: ReadonlyMap<string, number>;
   readonly cpuCountsServer?: boolean;
   /** Each stage's intra-op threads by stage id, when the bench knows the graph (cpuBoundRps). */

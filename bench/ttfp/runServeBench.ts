@@ -1,9 +1,9 @@
 /**
  * The TTFP bench: for each mode (async_chunk on, and off with --compare-sync; or --config and then
  * --compare-config) and each concurrency, send the same seeded prompts through the real front end and measure on
- * the client. With --config the bench starts its own server in this process (and measures the critical-path limit
- * first, before any stage process runs), with the `chorus stage` processes of its remote stages, if any; with
- * --url it measures a running server.
+ * the client. With --config the bench starts each server in a process of its own (serverProcess.ts; and measures the
+ * critical-path limit first, before any stage process runs), with the `chorus stage` processes of its remote stages,
+ * if any; with --url it measures a running server.
  */
 import type { LimitParts } from '../limit/limitResult.ts';
 import { LimitSampler, runLimit } from '../limit/runLimit.ts';
@@ -15,8 +15,8 @@ import { benchTokenizer, planModes } from './planModes.ts';
 import type { ServeBenchOptions } from './serveBenchOptions.ts';
 import { makePrompts } from './prompts.ts';
 import { finished, resultHeader, type BenchResult, type RunRow } from './results.ts';
-import { ServerTimings } from './ServerTimings.ts';
-import { PacketMarks } from './account/PacketMarks.ts';
+import { accountRow } from './account/accountRow.ts';
+import type { PacketMark } from '../../src/basics.ts';
 import type { RequestTrace } from './trace.ts';
 
 export type { BenchTarget, ServeBenchOptions } from './serveBenchOptions.ts';
@@ -47,12 +47,10 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
     goals: [],
   };
   const limit = first && o.limit !== false ? await measureLimits(o, first, result) : null;
-  const timings = first ? new ServerTimings() : null;
-  // The first-packet account of the c=1 runs: main's marks heard here, the stages' in their step traces.
-  const marks = first && o.stepTraceDir !== undefined ? new PacketMarks(o.stepTraceDir) : null;
-  const accounted: { row: RunRow; traces: readonly RequestTrace[] }[] = [];
+  // The first-packet account of the c=1 runs: main's marks heard in its process, the stages' in their step traces.
+  const accounted: { row: RunRow; traces: readonly RequestTrace[]; marks: readonly PacketMark[] }[] = [];
   const finish = (run: ModeRun) => {
-    const done = run.finish(o, result, timings);
+    const done = run.finish(o, result);
     if (done.row.concurrency === 1) accounted.push(done);
   };
   const open = (mode: (typeof modes)[number]) => openWarmed(o, mode, result, warmupPrompts);
@@ -73,14 +71,15 @@ export async function runServeBench(o: ServeBenchOptions): Promise<BenchResult> 
         return { before: beside, block, finish: () => finish(run) };
       },
     );
-    if (marks)
+    const dir = first ? o.stepTraceDir : undefined;
+    if (dir !== undefined)
       result.packet_accounts = await Promise.all(
-        accounted.map(({ row, traces }) => marks.row(row.variant, row.concurrency, traces)),
+        accounted.map(({ row, traces, marks }) =>
+          accountRow(dir, { variant: row.variant, concurrency: row.concurrency, traces, marks }),
+        ),
       );
     if (limit) await limit.after(); // every stage process has stopped: overModes closed the servers
   } finally {
-    timings?.close();
-    marks?.close();
     await limit?.close();
   }
   sortRuns(result.runs, modes, o.concurrency);

@@ -4,7 +4,7 @@
 import type { Logger } from '../../src/index.ts';
 import type { Protocol } from './clients/BenchClient.ts';
 import type { RunRow } from './results.ts';
-import type { ServerTimings } from './ServerTimings.ts';
+import type { ServerTimingLookup } from './ServerTimings.ts';
 import type { RequestTrace } from './trace.ts';
 
 export type BenchTarget =
@@ -51,11 +51,12 @@ export interface ServeBenchOptions {
   readonly command: string;
   /**
    * Where the stage processes write their step traces (CHORUS_STEP_TRACE_DIR, set by the caller before the servers
-   * start): with an in-process server, the c=1 runs then get their first-packet account (BenchResult.packet_accounts).
+   * start): with servers the bench starts, the c=1 runs then get their first-packet account
+   * (BenchResult.packet_accounts).
    */
   readonly stepTraceDir?: string;
   /** Called after each run with its row and its raw traces (the CLI writes them to DIR/requests.json). */
-  readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimings | null) => void;
+  readonly onRun?: (row: RunRow, traces: readonly RequestTrace[], serverTiming: ServerTimingLookup | null) => void;
 }
 
 /** What opening a mode's server, warming it up and loading it read of the options (the closed-loop TTFP bench). */
@@ -72,4 +73,5 @@ export type ModeOptions = Pick<
   | 'timeoutMs'
   | 'initialCodecChunkFrames'
   | 'ttfpTargetMs'
+  | 'stepTraceDir'
 >;

@@ -9,6 +9,7 @@ function fakeLive(): LiveMode & { closed: number } {
   const live = {
     mode: {} as LiveMode['mode'],
     target: {} as LiveMode['target'],
+    server: null,
     closed: 0,
     close: async () => void live.closed++,
   };

@@ -116,6 +116,16 @@ describe('first-packet account', () => {
     expect(model).toBeCloseTo(13.7, 9);
   });
 
+  it("ends main's write at the client's arrival where the client read it before main's call returned", () => {
+    const { mainMarks, processes, client } = world();
+    const a = firstPacketAccount({ ...client, audioAtMs: [21.55, 33] }, mainMarks, processes)!;
+    const byName = Object.fromEntries(a.parts.map((p) => [p.name, p.ms]));
+    expect(byName['main: ws write']).toBeCloseTo(0.05, 9);
+    expect(byName['loopback + client frame parse']).toBe(0);
+    expect(a.unnamedMs).toBeCloseTo(0, 9);
+    expect(a.parts.reduce((sum, p) => sum + p.ms, 0)).toBeCloseTo(21.55, 9);
+  });
+
   it("names the part of a model's run its process spent off a core (window less its CPU time) apart", () => {
     const { mainMarks, processes, client } = world({ thinkerCpuMs: 6.5 });
     const a = firstPacketAccount(client, mainMarks, processes)!;

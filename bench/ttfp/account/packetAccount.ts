@@ -132,8 +132,15 @@ class Walk {
       kind: 'framing',
       node: eventNode,
     }));
-    const writtenNode = at(written.atMs, () => ({ name: 'main: ws write', kind: 'framing', node: handedNode }));
-    return at(this.client.audioAtMs[k], () => ({
+    // Main marks the write once its call returned; the client, another process, may have read the frame before that
+    // (main's thread preempted after the system call): the write ends at the client's arrival then.
+    const arrivedAtMs = this.client.audioAtMs[k];
+    const writtenNode = at(Math.min(written.atMs, arrivedAtMs), () => ({
+      name: 'main: ws write',
+      kind: 'framing',
+      node: handedNode,
+    }));
+    return at(arrivedAtMs, () => ({
       name: 'loopback + client frame parse',
       kind: 'hop',
       node: writtenNode,

@@ -130,7 +130,7 @@ function throughputLines(r: BenchResult): string[] {
   });
 }
 
-/** Each run's CPU per request by process, and (in-process) what the cores allow at that cost. */
+/** Each run's CPU per request by process, and (a server the bench started) what the cores allow at that cost. */
 function cpuLines(r: BenchResult): string[] {
   return r.runs.flatMap((run) => {
     const per = run.cpu_ms_per_request;
@@ -218,10 +218,7 @@ export function formatReport(r: BenchResult, options: ReportOptions = {}): strin
     'Throughput limit (the whole compute of c requests at batch c, or a smaller measured batch if faster)',
     throughputLines(r),
   );
-  section(
-    "CPU per request (ms; every thread; 'bench' is the clients, and main with an in-process server)",
-    cpuLines(r),
-  );
+  section("CPU per request (ms; every thread; 'main' is the server's own process, 'bench' the clients)", cpuLines(r));
   section(CO_RUNNING, coRunningLines(r.runs, r.throughput_limits));
   const account = accountMarkdown(r);
   if (account.length > 0) out.push('', "**Where the c=1 packets' time went**", ...account);

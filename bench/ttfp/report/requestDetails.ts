@@ -5,7 +5,7 @@
  */
 import { requestMetrics } from '../metrics.ts';
 import type { RunRow } from '../results.ts';
-import type { ServerTimings } from '../ServerTimings.ts';
+import type { ServerTimingLookup } from '../ServerTimings.ts';
 import type { RequestTrace } from '../trace.ts';
 
 export interface RequestDetail {
@@ -37,7 +37,7 @@ const round = (v: number | null) => (v === null ? null : Math.round(v * 100) / 1
 export function requestDetails(
   row: RunRow,
   traces: readonly RequestTrace[],
-  timings: ServerTimings | null,
+  timings: ServerTimingLookup | null,
 ): RequestDetail[] {
   const firstSend = Math.min(...traces.map((t) => t.startMs));
   return traces.map((t, index) => {

@@ -28,7 +28,7 @@ export const meanColumns: readonly Column[] = [
   { header: 'Underruns', cell: (r) => String(r.underruns) },
 ];
 
-/** p50 / p99 of the same metrics, plus the stall figures and (in-process) the TTFP split. */
+/** p50 / p99 of the same metrics, plus the stall figures and (a server the bench started) the TTFP split. */
 export const percentileColumns: readonly Column[] = [
   { header: 'async_chunk', cell: (r) => String(r.async_chunk) },
   { header: 'Max concurrency', cell: (r) => String(r.concurrency) },

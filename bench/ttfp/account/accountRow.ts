@@ -1,10 +1,10 @@
 /**
- * The bench's side of the first-packet account: main's marks, heard on diagnostics_channel while an in-process server
- * runs (src/common/packetMarks.ts), the stage processes' step traces in the bench's step-trace folder, and the
- * client's times, turned into each c=1 request's account (packetAccount.ts) and their means per mode.
+ * The bench's side of the first-packet account: main's marks, heard on diagnostics_channel in the server's process
+ * (src/common/packetMarks.ts; collected after each block, ../serverProcess.ts), the stage processes' step traces in
+ * the bench's step-trace folder, and the client's times, turned into each c=1 request's account (packetAccount.ts)
+ * and their means per mode.
  */
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { PACKET_MARK_CHANNEL, PERF_TO_MONOTONIC_MS, type PacketMark } from '../../../src/basics.ts';
+import { PERF_TO_MONOTONIC_MS, type PacketMark } from '../../../src/basics.ts';
 import { readProcessTraces } from '../report/stepTraces.ts';
 import type { PacketAccountRow } from '../results.ts';
 import type { RequestTrace } from '../trace.ts';
@@ -55,33 +55,22 @@ export function accountsOf(
 /** The slowest first packets of a mode whose excess over the mean the report names. */
 const SLOWEST_ACCOUNTED = 2;
 
-export class PacketMarks {
-  readonly #marks: PacketMark[] = [];
-  readonly #onMark = (m: unknown) => void this.#marks.push(m as PacketMark);
-
-  /** stepTraceDir: where the stage processes write their step traces (CHORUS_STEP_TRACE_DIR). */
-  constructor(private readonly stepTraceDir: string) {
-    subscribe(PACKET_MARK_CHANNEL, this.#onMark);
-  }
-
-  /** The account row of one mode's run. */
-  async row(variant: string, concurrency: number, traces: readonly RequestTrace[]): Promise<PacketAccountRow> {
-    const ids = new Set(traces.map((t) => t.requestId));
-    const main = this.#marks.filter((m) => ids.has(m.requestId));
-    const { first, chunk, measured } = accountsOf(traces, main, await readProcessTraces(this.stepTraceDir));
-    return {
-      variant,
-      concurrency,
-      accounted: first.length,
-      measured,
-      first_packet: summarizeAccounts(first),
-      chunk_trip: summarizeAccounts(chunk),
-      slowest_first: slowestPackets(first, SLOWEST_ACCOUNTED),
-    };
-  }
-
-  close(): void {
-    unsubscribe(PACKET_MARK_CHANNEL, this.#onMark);
-    this.#marks.length = 0;
-  }
+/**
+ * The account row of one mode's run: its traces, main's marks of them, the step traces in `stepTraceDir` (where the
+ * stage processes write them: CHORUS_STEP_TRACE_DIR).
+ */
+export async function accountRow(
+  stepTraceDir: string,
+  run: { variant: string; concurrency: number; traces: readonly RequestTrace[]; marks: readonly PacketMark[] },
+): Promise<PacketAccountRow> {
+  const { first, chunk, measured } = accountsOf(run.traces, run.marks, await readProcessTraces(stepTraceDir));
+  return {
+    variant: run.variant,
+    concurrency: run.concurrency,
+    accounted: first.length,
+    measured,
+    first_packet: summarizeAccounts(first),
+    chunk_trip: summarizeAccounts(chunk),
+    slowest_first: slowestPackets(first, SLOWEST_ACCOUNTED),
+  };
 }

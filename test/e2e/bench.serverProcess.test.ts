@@ -1,0 +1,70 @@
+/**
+ * The servers `chorus bench --config` starts run in processes of their own (bench/ttfp/serverProcess.ts): a start
+ * that fails says why with its error's code and leaves no process; a server's close stops main and every stage
+ * process; a server process gone mid-run fails the bench's next question instead of hanging it.
+ */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readBenchConfig } from '../../bench/ttfp/inProcessServer.ts';
+import { ServerProcess } from '../../bench/ttfp/serverProcess.ts';
+import { defaultConfigPath, repoRoot } from '../../src/config/paths.ts';
+import { ErrorCodes } from '../../src/common/errors.ts';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Main's pid and its stage processes' (as its /health names them). */
+async function pidsOf(server: ServerProcess): Promise<number[]> {
+  const health = (await (await fetch(`${server.baseUrl}/health`)).json()) as { stages: { pid: number | null }[] };
+  return [server.pid, ...health.stages.flatMap((s) => (s.pid === null ? [] : [s.pid]))];
+}
+
+/** Resolves once `pid` has exited (its parent reaps it: a zombie still answers kill 0 until then). */
+function exited(pid: number): Promise<void> {
+  return new Promise((resolve) => {
+    const poll = setInterval(() => {
+      if (alive(pid)) return;
+      clearInterval(poll);
+      resolve();
+    }, 20);
+  });
+}
+
+/** The default pipeline without its encoders: fewer processes to start. */
+const TEXT_IN = path.join(repoRoot(), 'configs', 'tiny-omni-text-in.yaml');
+
+describe('a bench server in a process of its own', () => {
+  it('refuses a config its process cannot start, with the config error, and exits', async () => {
+    const config = await readBenchConfig(defaultConfigPath());
+    const broken = { ...config, text: `${config.text}\nno_such_key: 1\n` };
+    const failure = ServerProcess.start(broken, { marks: false });
+    await expect(failure).rejects.toMatchObject({ code: ErrorCodes.CONFIG_INVALID });
+    await expect(failure).rejects.toThrow(/no_such_key/);
+  });
+
+  it('serves, and its close stops main and every stage process', async () => {
+    const server = await ServerProcess.start(await readBenchConfig(TEXT_IN), { marks: true });
+    const pids = await pidsOf(server);
+    expect(pids.length).toBe(4); // main, the Thinker, the Talker, Code2Wav
+    // Nothing was asked of it yet: nothing is collected, and asking does not disturb it.
+    await expect(server.collect(['nobody'])).resolves.toMatchObject({ marks: [] });
+    await server.close();
+    expect(pids.filter(alive)).toEqual([]);
+  }, 120_000);
+
+  it('fails a question once its process is gone, and closes at once', async () => {
+    const server = await ServerProcess.start(await readBenchConfig(TEXT_IN), { marks: false });
+    const pids = await pidsOf(server);
+    process.kill(server.pid, 'SIGKILL');
+    await expect(server.collect(['r'])).rejects.toMatchObject({ code: ErrorCodes.STAGE_FAILED });
+    await server.close();
+    // Its stage processes see their parent gone and stop on their own.
+    await Promise.all(pids.map(exited));
+  }, 120_000);
+});
