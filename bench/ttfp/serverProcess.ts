@@ -12,6 +12,7 @@ import { once } from 'node:events';
 import { ChorusError, ErrorCodes, type PacketMark } from '../../src/basics.ts';
 import { loaderFlagsFor, moduleFile } from '../../src/index.ts';
 import type { BenchConfig, InProcessServerOptions } from './inProcessServer.ts';
+import { spawnedChannel } from './RemoteStageHost.ts';
 import type { FromServer, ToServer } from './serverProcessProtocol.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
 
@@ -139,6 +140,7 @@ function messagesOf(child: ChildProcess) {
   // A message sent as the process goes away fails here; its 'exit' follows and fails whatever waits for an answer.
   child.on('error', () => undefined);
   child.on('message', (msg: FromServer) => {
+    if (msg.type === 'spawned') return void spawnedChannel.publish(msg.process);
     if (msg.type === 'failed') failed = true;
     if (live) return live.onMessage(msg);
     queue.push(msg);

@@ -11,6 +11,7 @@ import { ChorusError, PACKET_MARK_CHANNEL, type PacketMark } from '../../src/bas
 import { parseConfig } from '../../src/index.ts';
 import { benchLogger } from '../benchLogger.ts';
 import { startInProcessServer, type InProcessServer } from './inProcessServer.ts';
+import { spawnedChannel, type SpawnedProcess } from './RemoteStageHost.ts';
 import { ServerTimings } from './ServerTimings.ts';
 import type { FromServer, ToServer } from './serverProcessProtocol.ts';
 
@@ -19,6 +20,8 @@ const log = benchLogger(process.stderr);
 const timings = new ServerTimings();
 const marks: PacketMark[] = [];
 let server: InProcessServer | null = null;
+// What a remote stage host starts here is told to the bench at once (its tests check every such process is gone).
+spawnedChannel.subscribe((p) => send({ type: 'spawned', process: p as SpawnedProcess }));
 
 async function onMessage(msg: ToServer): Promise<void> {
   switch (msg.type) {

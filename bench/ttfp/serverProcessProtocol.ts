@@ -3,7 +3,7 @@
  * one discriminated union each way.
  */
 import type { ErrorCodes, PacketMark } from '../../src/basics.ts';
-import type { RemoteStageHostOptions } from './RemoteStageHost.ts';
+import type { RemoteStageHostOptions, SpawnedProcess } from './RemoteStageHost.ts';
 import type { ServerSideTiming } from './ServerTimings.ts';
 
 export type ToServer =
@@ -21,6 +21,8 @@ export type ToServer =
 
 export type FromServer =
   | { readonly type: 'booted' }
+  /** A process its remote stages' host started (RemoteStageHost's spawnedChannel, heard again in the bench). */
+  | { readonly type: 'spawned'; readonly process: SpawnedProcess }
   | { readonly type: 'ready'; readonly baseUrl: string; readonly remote: string | null }
   | {
       readonly type: 'failed';
