@@ -54,6 +54,7 @@ async function onMessage(msg: ToServer): Promise<void> {
       return;
     }
     case 'close':
+      stopping = true;
       try {
         await server?.close();
       } finally {
@@ -69,8 +70,18 @@ process.on('message', (msg: ToServer) => {
     process.exit(1);
   });
 });
-// The bench gone (its channel closed) without a close: stop the stages rather than leave them running.
-process.on('disconnect', () => {
-  if (server) void server.close().finally(() => process.exit(0));
-});
+let stopping = false;
+
+/** Stops the server (its stage processes, their shared memory) once, then exits; with none up, exits at once. */
+function stop(): void {
+  if (stopping) return;
+  stopping = true;
+  if (!server) process.exit();
+  void server.close().finally(() => process.exit(0));
+}
+
+// The bench gone (its channel closed) without a close: stop the stages rather than leave them running. A Ctrl-C reaches
+// every process of the terminal's group, this one too: it stops them in order as well, instead of dying with them.
+process.on('disconnect', stop);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, stop);
 send({ type: 'booted' });

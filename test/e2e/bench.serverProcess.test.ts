@@ -1,7 +1,8 @@
 /**
  * The servers `chorus bench --config` starts run in processes of their own (bench/ttfp/serverProcess.ts): a start
  * that fails says why with its error's code and leaves no process; a server's close stops main and every stage
- * process; a server process gone mid-run fails the bench's next question instead of hanging it.
+ * process, and so does a Ctrl-C, shared memory unlinked; a server process gone mid-run fails the bench's next question
+ * instead of hanging it.
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { readBenchConfig } from '../../bench/ttfp/inProcessServer.ts';
 import { ServerProcess } from '../../bench/ttfp/serverProcess.ts';
 import { defaultConfigPath, repoRoot } from '../../src/config/paths.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
+import { segmentsOf } from '../helpers/processes.ts';
 
 function alive(pid: number): boolean {
   try {
@@ -56,6 +58,16 @@ describe('a bench server in a process of its own', () => {
     await expect(server.collect(['nobody'])).resolves.toMatchObject({ marks: [] });
     await server.close();
     expect(pids.filter(alive)).toEqual([]);
+  }, 120_000);
+
+  it('stops its stages in order on a Ctrl-C (SIGINT to the group): no process or shared memory left', async () => {
+    const server = await ServerProcess.start(await readBenchConfig(TEXT_IN), { marks: false });
+    const pids = await pidsOf(server);
+    expect(segmentsOf(server.pid).length).toBeGreaterThan(0);
+    for (const pid of pids) process.kill(pid, 'SIGINT');
+    await server.close(); // the process exits on its own: nothing is asked of it
+    await Promise.all(pids.map(exited));
+    expect(segmentsOf(server.pid)).toEqual([]);
   }, 120_000);
 
   it('fails a question once its process is gone, and closes at once', async () => {
