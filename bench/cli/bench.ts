@@ -5,6 +5,7 @@
  * Tables go to stdout, the progress bar to stderr. Goals are reported, never turned into an exit code; failed
  * requests are (exit 1), since their run's numbers describe fewer requests than asked for.
  */
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -111,6 +112,9 @@ async function runServeCommand(argv: string[]): Promise<number> {
   return runOpenLoopCommand({ ...shared, ...openLoop, ...results, inputLen: int('input-len', v['input-len'], 100) });
 }
 
+/** What a Ctrl-C or a kill sends: the run's temporary files are removed before the bench exits. */
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
 /** What harnesses of closed issues took with them (bench/README.md, "Archived harnesses"). */
 const ARCHIVED = [
   'transport',
@@ -185,8 +189,15 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
       : undefined;
   if (ownSteps !== undefined) process.env[STEP_TRACE_ENV] = ownSteps;
   const stepTraceDir = ownSteps ?? (v['skip-account'] === true ? undefined : process.env[STEP_TRACE_ENV]);
+  // A Ctrl-C mid-run: the step traces go with it (the servers, in their own processes, stop their stages themselves).
+  const interrupted = () => {
+    if (ownSteps !== undefined) rmSync(ownSteps, { recursive: true, force: true });
+    process.exit(130);
+  };
+  for (const signal of SIGNALS) process.once(signal, interrupted);
   const result = await runServeBench({ ...options, ...(stepTraceDir !== undefined ? { stepTraceDir } : {}) }).finally(
     async () => {
+      for (const signal of SIGNALS) process.off(signal, interrupted);
       if (ownSteps === undefined) return;
       delete process.env[STEP_TRACE_ENV];
       await rm(ownSteps, { recursive: true, force: true });
