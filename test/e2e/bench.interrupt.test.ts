@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../../src/config/paths.ts';
-import { CHORUS_BIN, isAlive, segmentsOf } from '../helpers/processes.ts';
+import { CHORUS_BIN, exitedPid, segmentsOf } from '../helpers/processes.ts';
 
 /** The pids of a process group's live members. */
 function groupMembers(pgid: number): number[] {
@@ -22,17 +22,6 @@ function groupMembers(pgid: number): number[] {
   } catch {
     return []; // ps exits 1 when there are none
   }
-}
-
-/** Resolves once `pid` has exited (it is not this process's child: nothing tells of its exit). */
-function exited(pid: number): Promise<void> {
-  return new Promise((resolve) => {
-    const poll = setInterval(() => {
-      if (isAlive(pid)) return;
-      clearInterval(poll);
-      resolve();
-    }, 20);
-  });
 }
 
 describe('chorus bench interrupted', () => {
@@ -63,7 +52,7 @@ describe('chorus bench interrupted', () => {
       expect(members.length).toBeGreaterThan(3); // the bench, its server's process, the stages
       process.kill(-bench.pid!, 'SIGINT');
       expect(await closed).toBe(130);
-      await Promise.all(members.map(exited));
+      await Promise.all(members.map(exitedPid));
       expect((await readdir(tmp)).filter((n) => n.startsWith('chorus-account-'))).toEqual([]);
       expect(members.flatMap(segmentsOf)).toEqual([]);
     } finally {

@@ -10,16 +10,7 @@ import { readBenchConfig } from '../../bench/ttfp/inProcessServer.ts';
 import { ServerProcess } from '../../bench/ttfp/serverProcess.ts';
 import { defaultConfigPath, repoRoot } from '../../src/config/paths.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
-import { segmentsOf } from '../helpers/processes.ts';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { exitedPid, isAlive, segmentsOf } from '../helpers/processes.ts';
 
 /** Main's pid and its stage processes' (as its /health names them). */
 async function pidsOf(server: ServerProcess): Promise<number[]> {
@@ -27,19 +18,8 @@ async function pidsOf(server: ServerProcess): Promise<number[]> {
   return [server.pid, ...health.stages.flatMap((s) => (s.pid === null ? [] : [s.pid]))];
 }
 
-/** Resolves once `pid` has exited (its parent reaps it: a zombie still answers kill 0 until then). */
-function exited(pid: number): Promise<void> {
-  return new Promise((resolve) => {
-    const poll = setInterval(() => {
-      if (alive(pid)) return;
-      clearInterval(poll);
-      resolve();
-    }, 20);
-  });
-}
-
-/** The default pipeline without its encoders: fewer processes to start. */
-const TEXT_IN = path.join(repoRoot(), 'configs', 'tiny-omni-text-in.yaml');
+/** A pipeline of one stage (the Thinker): what is tested here is the processes' lives, the fewer the faster. */
+const TEXT_ONLY = path.join(repoRoot(), 'configs', 'text-only.yaml');
 
 describe('a bench server in a process of its own', () => {
   it('refuses a config its process cannot start, with the config error, and exits', async () => {
@@ -51,32 +31,32 @@ describe('a bench server in a process of its own', () => {
   });
 
   it('serves, and its close stops main and every stage process', async () => {
-    const server = await ServerProcess.start(await readBenchConfig(TEXT_IN), { marks: true });
+    const server = await ServerProcess.start(await readBenchConfig(TEXT_ONLY), { marks: true });
     const pids = await pidsOf(server);
-    expect(pids.length).toBe(4); // main, the Thinker, the Talker, Code2Wav
+    expect(pids.length).toBe(2); // main and the Thinker
     // Nothing was asked of it yet: nothing is collected, and asking does not disturb it.
     await expect(server.collect(['nobody'])).resolves.toMatchObject({ marks: [] });
     await server.close();
-    expect(pids.filter(alive)).toEqual([]);
+    expect(pids.filter(isAlive)).toEqual([]);
   }, 120_000);
 
   it('stops its stages in order on a Ctrl-C (SIGINT to the group): no process or shared memory left', async () => {
-    const server = await ServerProcess.start(await readBenchConfig(TEXT_IN), { marks: false });
+    const server = await ServerProcess.start(await readBenchConfig(TEXT_ONLY), { marks: false });
     const pids = await pidsOf(server);
     expect(segmentsOf(server.pid).length).toBeGreaterThan(0);
     for (const pid of pids) process.kill(pid, 'SIGINT');
     await server.close(); // the process exits on its own: nothing is asked of it
-    await Promise.all(pids.map(exited));
+    await Promise.all(pids.map(exitedPid));
     expect(segmentsOf(server.pid)).toEqual([]);
   }, 120_000);
 
   it('fails a question once its process is gone, and closes at once', async () => {
-    const server = await ServerProcess.start(await readBenchConfig(TEXT_IN), { marks: false });
+    const server = await ServerProcess.start(await readBenchConfig(TEXT_ONLY), { marks: false });
     const pids = await pidsOf(server);
     process.kill(server.pid, 'SIGKILL');
     await expect(server.collect(['r'])).rejects.toMatchObject({ code: ErrorCodes.STAGE_FAILED });
     await server.close();
     // Its stage processes see their parent gone and stop on their own.
-    await Promise.all(pids.map(exited));
+    await Promise.all(pids.map(exitedPid));
   }, 120_000);
 });
