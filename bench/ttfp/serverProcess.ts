@@ -1,9 +1,10 @@
 /**
  * A server the bench starts for --config, in a process of its own (serverProcessEntry.ts), as a deployment runs
  * `chorus serve`: main there, its stage processes its children. In the bench's own process (inProcessServer.ts),
- * two modes' mains, the bench's clients and the limit's runners shared one heap, one compiler and one event loop,
- * and each block of a mode started ~4-5 ms slower than the rest of its answers at c=1, ~0.3-2.5 ms with the two
- * servers in `chorus serve` processes (bench/NOTES.md, "Block starts: the two servers' mains in one process").
+ * two modes' mains, the bench's clients and the limit's runners shared one heap, one compiler and one event loop:
+ * on one host each block of a mode started ~4-5 ms slower than the rest of its answers at c=1, ~0.3-2.5 ms with the
+ * two servers in `chorus serve` processes (bench/NOTES.md, "Block starts: the two servers' mains in one process"),
+ * though not on a slower one ("Each bench server in a process of its own").
  * What the bench reads off main (its packet marks for the first packet's account, the server-side first-packet
  * times) is collected after each block; main's CPU is read off the process like a stage's (cpuTime.ts).
  */
