@@ -34,11 +34,9 @@ export interface ServerProcessOptions extends InProcessServerOptions {
 }
 
 export class ServerProcess {
-  #waiting: { resolve: (msg: FromServer) => void; reject: (err: Error) => void } | null = null;
-  #exited: Error | null = null;
-
   private constructor(
     private readonly child: ChildProcess,
+    private readonly messages: Messages,
     private readonly exit: Promise<void>,
     /** Where its front end listens. */
     readonly baseUrl: string,
@@ -63,15 +61,13 @@ export class ServerProcess {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const exit = once(child, 'exit').then(() => undefined);
-    const messages = messagesOf(child);
+    const messages = new Messages(child);
     try {
       await messages.next('booted');
       const start: ToServer = { type: 'start', text: config.text, file: config.file, marks, options: hostOptions };
       child.send(start);
       const ready = await messages.next('ready');
-      const server = new ServerProcess(child, exit, ready.baseUrl, ready.remote);
-      messages.handOver(server);
-      return server;
+      return new ServerProcess(child, messages, exit, ready.baseUrl, ready.remote);
     } catch (err) {
       // A server that failed to start has stopped what it started and exits on its own; anything else is killed.
       if (!messages.failed) child.kill('SIGKILL');
@@ -80,49 +76,24 @@ export class ServerProcess {
     }
   }
 
-  /** Main's marks and server-side times of these requests, collected after their block. */
+  /** Main's marks and server-side times of these requests, collected after their block (one block at a time). */
   async collect(requestIds: readonly string[]): Promise<ServerSide> {
-    const msg = await this.#ask({ type: 'collect', requestIds }, 'collected');
+    this.messages.throwIfExited();
+    this.child.send({ type: 'collect', requestIds } satisfies ToServer);
+    const msg = await this.messages.next('collected');
     return { marks: msg.marks, timings: new Map(msg.timings) };
   }
 
   /** Stops the server (its stages first); killed if it has not exited within CLOSE_TIMEOUT_MS. */
   async close(): Promise<void> {
-    if (this.#exited) return;
     if (this.child.connected) this.child.send({ type: 'close' } satisfies ToServer);
     await exitWithin(this.child, this.exit);
-  }
-
-  /** @internal messagesOf hands each message and the exit to the live server. */
-  onMessage(msg: FromServer): void {
-    const waiting = this.#waiting;
-    this.#waiting = null;
-    waiting?.resolve(msg);
-  }
-
-  /** @internal */
-  onExit(err: Error): void {
-    this.#exited = err;
-    this.#waiting?.reject(err);
-    this.#waiting = null;
-  }
-
-  #ask<T extends FromServer['type']>(msg: ToServer, answer: T): Promise<Extract<FromServer, { type: T }>> {
-    if (this.#exited) return Promise.reject(this.#exited);
-    if (this.#waiting) return Promise.reject(new Error('one question at a time to a bench server process'));
-    return new Promise((resolve, reject) => {
-      this.#waiting = {
-        resolve: (got) =>
-          got.type === answer ? resolve(got as Extract<FromServer, { type: T }>) : reject(unexpected(got)),
-        reject,
-      };
-      this.child.send(msg);
-    });
   }
 }
 
 /** Waits for `exit`, killing the child if it has not exited within CLOSE_TIMEOUT_MS. */
 async function exitWithin(child: ChildProcess, exit: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const timer = setTimeout(() => child.kill('SIGKILL'), CLOSE_TIMEOUT_MS);
   try {
     await exit;
@@ -131,49 +102,47 @@ async function exitWithin(child: ChildProcess, exit: Promise<void>): Promise<voi
   }
 }
 
-/** The server process's messages in order while it starts, then handed to the ServerProcess. */
-function messagesOf(child: ChildProcess) {
-  const queue: FromServer[] = [];
-  let wake: (() => void) | null = null;
-  let exited: Error | null = null;
-  let live: ServerProcess | null = null;
-  let failed = false;
-  // A message sent as the process goes away fails here; its 'exit' follows and fails whatever waits for an answer.
-  child.on('error', () => undefined);
-  child.on('message', (msg: FromServer) => {
-    if (msg.type === 'spawned') return void spawnedChannel.publish(msg.process);
-    if (msg.type === 'failed') failed = true;
-    if (live) return live.onMessage(msg);
-    queue.push(msg);
-    wake?.();
-  });
-  child.once('exit', (code, signal) => {
-    exited = new ChorusError(
-      ErrorCodes.STAGE_FAILED,
-      `the bench's server process exited (code ${code}, signal ${signal}); its log lines above say why`,
-    );
-    live?.onExit(exited);
-    wake?.();
-  });
-  return {
-    /** Whether the server said it failed to start. */
-    get failed(): boolean {
-      return failed;
-    },
-    async next<T extends FromServer['type']>(type: T): Promise<Extract<FromServer, { type: T }>> {
-      while (queue.length === 0) {
-        if (exited) throw exited;
-        await new Promise<void>((resolve) => (wake = resolve));
-        wake = null;
-      }
-      const msg = queue.shift()!;
-      if (msg.type === type) return msg as Extract<FromServer, { type: T }>;
-      throw unexpected(msg);
-    },
-    handOver(server: ServerProcess): void {
-      live = server;
-    },
-  };
+/** The server process's answers in order (the bench asks one thing at a time), and its exit. */
+class Messages {
+  readonly #queue: FromServer[] = [];
+  #wake: (() => void) | null = null;
+  #exited: Error | null = null;
+  /** Whether the server said it failed to start. */
+  failed = false;
+
+  constructor(child: ChildProcess) {
+    // A message sent as the process goes away fails here; its 'exit' follows and fails whatever waits for an answer.
+    child.on('error', () => undefined);
+    child.on('message', (msg: FromServer) => {
+      if (msg.type === 'spawned') return void spawnedChannel.publish(msg.process);
+      if (msg.type === 'failed') this.failed = true;
+      this.#queue.push(msg);
+      this.#wake?.();
+    });
+    child.once('exit', (code, signal) => {
+      this.#exited = new ChorusError(
+        ErrorCodes.STAGE_FAILED,
+        `the bench's server process exited (code ${code}, signal ${signal}); its log lines above say why`,
+      );
+      this.#wake?.();
+    });
+  }
+
+  throwIfExited(): void {
+    if (this.#exited) throw this.#exited;
+  }
+
+  /** The next answer, which must be of `type` (a failure to start is thrown as the server's error). */
+  async next<T extends FromServer['type']>(type: T): Promise<Extract<FromServer, { type: T }>> {
+    while (this.#queue.length === 0) {
+      this.throwIfExited();
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+      this.#wake = null;
+    }
+    const msg = this.#queue.shift()!;
+    if (msg.type === type) return msg as Extract<FromServer, { type: T }>;
+    throw unexpected(msg);
+  }
 }
 
 /** A server that failed to start says why (with its error's code); anything else out of turn is the bench's bug. */
