@@ -22,6 +22,7 @@ const rows: string[] = [];
 const files: { file: string; seconds: number }[] = [];
 const started = performance.now();
 const failed: string[] = [];
+const failures: string[] = [];
 // dist/ for the compiled tiers (test/buildDist.ts, their setup) is built beside the first tier, the unit tests, which
 // run the sources and leave a core idle for a third of their time: on a fresh clone the build is ~19 s of one core
 // that the model tier's setup waited for with the other core idle (bench/NOTES.md, "Suite time: the build beside the
@@ -38,7 +39,9 @@ for (const [i, run] of runs.entries()) {
   const ok = result.status === 0;
   rows.push(`  ${run.name.padEnd(8)} ${seconds.toFixed(0).padStart(5)} s  ${ok ? 'passed' : 'FAILED'}`);
   if (!ok) failed.push(run.name);
-  files.push(...fileTimes(json));
+  const report = readReport(json);
+  files.push(...report.files);
+  failures.push(...report.failures.map((f) => `  ${run.name}: ${f}`));
 }
 rmSync(reports, { recursive: true, force: true });
 const slowest = files.sort((a, b) => b.seconds - a.seconds).slice(0, SLOWEST);
@@ -47,20 +50,50 @@ for (const f of slowest) console.log(`  ${f.seconds.toFixed(1).padStart(6)}  ${f
 console.log(`\ntest tiers (vitest):\n${rows.join('\n')}`);
 console.log(`  total    ${((performance.now() - started) / 1000).toFixed(0).padStart(5)} s`);
 if (failed.length > 0) {
+  // The failed tests again, last: a CI log is often read from its tail, far below the tier's own account of them.
+  if (failures.length > 0) console.log(`\nfailed tests:\n${failures.join('\n')}`);
   console.log(`failed tiers: ${failed.join(', ')}`);
   process.exit(1);
 }
 
-/** Each file's time from a vitest JSON report (none when the tier failed before writing one). */
-function fileTimes(json: string): { file: string; seconds: number }[] {
-  let report: { testResults?: { name: string; startTime: number; endTime: number }[] };
+interface Report {
+  testResults?: {
+    name: string;
+    startTime: number;
+    endTime: number;
+    status: string;
+    message?: string;
+    assertionResults?: { fullName: string; status: string; failureMessages?: string[] }[];
+  }[];
+}
+
+/**
+ * Each file's time from a vitest JSON report, and each failed test as a line (its file, its name, the first line of
+ * its error); nothing when the tier failed before writing one.
+ */
+function readReport(json: string): { files: { file: string; seconds: number }[]; failures: string[] } {
+  let report: Report;
   try {
-    report = JSON.parse(readFileSync(json, 'utf8')) as typeof report;
+    report = JSON.parse(readFileSync(json, 'utf8')) as Report;
   } catch {
-    return [];
+    return { files: [], failures: [] };
   }
-  return (report.testResults ?? []).map((r) => ({
+  const results = report.testResults ?? [];
+  const failures: string[] = [];
+  for (const r of results) {
+    const file = path.relative(process.cwd(), r.name);
+    const failedTests = (r.assertionResults ?? []).filter((a) => a.status === 'failed');
+    for (const a of failedTests) failures.push(`${file} > ${a.fullName}: ${firstLine(a.failureMessages?.[0])}`);
+    // A file that failed outside its tests (an import, a hook) has no failed test to name.
+    if (r.status === 'failed' && failedTests.length === 0) failures.push(`${file}: ${firstLine(r.message)}`);
+  }
+  const files = results.map((r) => ({
     file: path.relative(process.cwd(), r.name),
     seconds: (r.endTime - r.startTime) / 1000,
   }));
+  return { files, failures };
+}
+
+function firstLine(text: string | undefined): string {
+  return (text ?? '').split('\n', 1)[0]!.slice(0, 300);
 }
