@@ -168,10 +168,8 @@ function sharedOptions(v: ServeFlags, argv: string[]) {
 
 /** The closed-loop TTFP bench: results.json, results.md and requests.json to --out DIR. */
 async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOptions>): Promise<number> {
-  const { runServeBench } = await import('../ttfp/runServeBench.ts');
-  const { formatReport } = await import('../ttfp/report/formatReport.ts');
-  const { requestDetails } = await import('../ttfp/report/requestDetails.ts');
   const requests: unknown[] = [];
+  // The flags are read before the bench's modules load: a bad one fails at once, not after seconds of imports.
   const options = {
     ...shared,
     numPrompts: int('num-prompts', v['num-prompts'], 50),
@@ -182,6 +180,9 @@ async function runTtfpCommand(v: ServeFlags, shared: ReturnType<typeof sharedOpt
     onRun: (row: RunRow, traces: readonly RequestTrace[], timings: ServerTimingLookup | null) =>
       requests.push(...requestDetails(row, traces, timings)),
   };
+  const { runServeBench } = await import('../ttfp/runServeBench.ts');
+  const { formatReport } = await import('../ttfp/report/formatReport.ts');
+  const { requestDetails } = await import('../ttfp/report/requestDetails.ts');
   // The first-packet account reads the stage processes' step traces: on for the servers it starts unless skipped.
   const ownSteps =
     v['trace-steps'] === undefined && shared.target.kind === 'config' && v['skip-account'] !== true
@@ -221,19 +222,19 @@ async function runLimitCommand(argv: string[]): Promise<number> {
     batch: { type: 'string' },
     json: { type: 'boolean', default: false },
   });
-  const { runLimit } = await import('../limit/runLimit.ts');
-  const { formatLimit } = await import('../limit/limitResult.ts');
-  const { loadConfig } = await import('../../src/index.ts');
-  const graph = await loadConfig(v.config ?? defaultConfigPath());
   const ic = v['initial-chunk-frames'];
-  const result = await runLimit({
-    graph,
+  // Read before the modules load and the config is read, as the TTFP bench's flags are.
+  const options = {
     inputLen: int('input-len', v['input-len'], 100),
     repeats: int('repeats', v.repeats, 20),
     seed: int('seed', v.seed, 0, 0),
     batch: int('batch', v.batch, 1),
     ...(ic !== undefined ? { initialChunkFrames: int('initial-chunk-frames', ic, 1) } : {}),
-  });
+  };
+  const { runLimit } = await import('../limit/runLimit.ts');
+  const { formatLimit } = await import('../limit/limitResult.ts');
+  const { loadConfig } = await import('../../src/index.ts');
+  const result = await runLimit({ graph: await loadConfig(v.config ?? defaultConfigPath()), ...options });
   process.stdout.write(v.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatLimit(result)}\n`);
   return 0;
 }

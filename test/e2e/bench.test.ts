@@ -296,6 +296,15 @@ describe('chorus bench --url (a running server, chat protocol)', () => {
     expectSane(result.runs[0]); // includes: the prompts the client built are input-len tokens on the server too
   });
 
+  // Here, not among the unit tier's flag checks: it is the one that loads the whole bench (14 s of imports beside CI's
+  // build on a slow host, against the unit tier's 20 s bound), which this file has loaded already.
+  it('says so when nothing answers at the URL', async () => {
+    const target = { kind: 'url', url: 'http://127.0.0.1:9', apiKey: null } as const;
+    await expect(runServeBench({ ...base, target, protocol: 'chat', compareSync: false })).rejects.toThrow(
+      /cannot reach http:\/\/127\.0\.0\.1:9: .*is `chorus serve` running there\?/,
+    );
+  });
+
   it('refuses --compare-sync without a sync server to compare with', async () => {
     await expect(
       runServeBench({

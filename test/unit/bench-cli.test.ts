@@ -83,9 +83,4 @@ describe('chorus bench arguments', () => {
     expect(usage).toMatch(/chorus bench --find-capacity --slo-ttfp-ms MS \[--slo-quantile 0\.95\]/);
     expect(usage).toMatch(/^--find-capacity --slo-ttfp-ms MS: the highest Poisson rate/m);
   });
-
-  it('--url without a server says so', async () => {
-    const err = await failure(['--url', 'http://127.0.0.1:9', '--concurrency', '1', '--num-prompts', '1']);
-    expect(err.message).toMatch(/cannot reach http:\/\/127\.0\.0\.1:9/);
-  });
 });
