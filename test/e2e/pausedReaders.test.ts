@@ -5,23 +5,27 @@
  * again, and a reader paused past the client-stall timeout gets CHORUS_ERR_CLIENT_TOO_SLOW with every stage freed.
  *
  * A reader stops reading at the socket (ws pauses its net.Socket): the kernel buffers fill, then the server's small
- * stream buffer, and the server pauses its request. The kernel's take up to ~5.5 MB here (the sender's grows to
- * tcp_wmem's 4 MB, the receiver's ~1.5 MB), and a machine three times as fast as the first ones made an answer of 400
- * tokens (~4 MB of audio deltas, ~10 kB a token) whole before it was paused: readers ask 1200 (~12 MB), so every one
- * is paused mid-answer, and each runs its rest to the end once it reads again.
+ * stream buffer, and the server pauses its request. Over loopback TCP the kernel's took up to ~5.5 MB (the sender's
+ * grows to tcp_wmem's 4 MB, the receiver's ~1.5 MB), so readers asked 1200 tokens (~12 MB of audio deltas, ~10 kB a
+ * token) to be paused mid-answer on a fast machine, and the file spent 105 of its 134 s in CI running their rests.
+ * The server listens on a Unix socket here instead: the kernel holds the sender's buffer, ~200 kB (wmem_default),
+ * the same backpressure at the same socket call 25x sooner. Readers ask 300 tokens (~3 MB): every one is paused
+ * mid-answer whatever the machine's speed, and each runs its rest to the end once it reads again.
  */
 import type { FastifyInstance } from 'fastify';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { tap } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine, RequestHandle } from '../../src/common/engine.ts';
 import { Orchestrator } from '../../src/engine/Orchestrator.ts';
 import { buildServer, type ServerOptions } from '../../src/server/app.ts';
 import { configWith, waitFor } from '../helpers/engine.ts';
-import { listen } from '../helpers/servePipeline.ts';
 import { RealtimeClient, type ServerEvent } from './serverClient.ts';
 
 const TALKER_SEQS = 2;
-const READER_TOKENS = 1200;
+const READER_TOKENS = 300;
 /**
  * The stalled reader's answer: it must still be making audio when its request is paused and when the stall timeout
  * ends it (an answer made whole first sat in the socket's buffers, and nothing was left to pause or cancel).
@@ -85,10 +89,15 @@ let engine: Orchestrator;
 const watched = new Map<string, Watched>();
 const apps: FastifyInstance[] = [];
 
+const socketDir = mkdtempSync(path.join(tmpdir(), 'chorus-paused-'));
+
+/** A server on a Unix socket of its own (see the file's comment); its Realtime URL for ws. */
 async function serve(options: ServerOptions): Promise<string> {
   const app = buildServer(watchedEngine(engine, watched), { apiKey: null, ...options });
   apps.push(app);
-  return (await listen(app)).wsUrl;
+  const socket = path.join(socketDir, `server-${apps.length}.sock`);
+  await app.listen({ path: socket });
+  return `ws+unix://${socket}:/v1/realtime`;
 }
 
 beforeAll(async () => {
@@ -101,6 +110,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const app of apps) await app.close();
   await engine?.close();
+  rmSync(socketDir, { recursive: true, force: true });
 });
 
 /** Asks for a spoken answer of `tokens` text tokens; returns its response id (from response.created). */
