@@ -4,9 +4,9 @@ import { defineConfig } from 'vitest/config';
  * Tests that measure the machine (the event loop under 16 voice sessions; admission held to what one warm request
  * took, whose refusals must be the latency gate's and not the running limit learned from late first packets; main's
  * loop and system CPU while decoders start, with and without a 1.5 GB main: 4-13 s in the unit tier beside the
- * build, its 20 s bound too near on a slower host) or load
- * it end to end for a minute (the soak): `npm test` runs them after the main suite, one file at a time
- * (vitest.alone.config.ts), so neither measures nor starves another test file.
+ * build, its 20 s bound too near on a slower host) or load it end to end for a minute (the soak): `npm test` runs
+ * them after the main suite, one file at a time (vitest.alone.config.ts), so neither measures nor starves another
+ * test file.
  */
 export const ALONE = [
   'test/e2e/voiceLoad.test.ts',
