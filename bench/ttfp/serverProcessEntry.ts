@@ -20,6 +20,8 @@ const log = benchLogger(process.stderr);
 const timings = new ServerTimings();
 const marks: PacketMark[] = [];
 let server: InProcessServer | null = null;
+/** A close or a stop has begun: a second does nothing. */
+let stopping = false;
 // What a remote stage host starts here is told to the bench at once (its tests check every such process is gone).
 spawnedChannel.subscribe((p) => send({ type: 'spawned', process: p as SpawnedProcess }));
 
@@ -70,7 +72,6 @@ process.on('message', (msg: ToServer) => {
     process.exit(1);
   });
 });
-let stopping = false;
 
 /** Stops the server (its stage processes, their shared memory) once, then exits; with none up, exits at once. */
 function stop(): void {

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../../src/config/paths.ts';
-import { CHORUS_BIN, exitedPid, segmentsOf } from '../helpers/processes.ts';
+import { waitFor } from '../helpers/engine.ts';
+import { CHORUS_BIN, isAlive, segmentsOf } from '../helpers/processes.ts';
 
 /** The pids of a process group's live members. */
 function groupMembers(pgid: number): number[] {
@@ -52,7 +53,7 @@ describe('chorus bench interrupted', () => {
       expect(members.length).toBeGreaterThan(3); // the bench, its server's process, the stages
       process.kill(-bench.pid!, 'SIGINT');
       expect(await closed).toBe(130);
-      await Promise.all(members.map(exitedPid));
+      await waitFor('every process of the group to exit', () => !members.some(isAlive));
       expect((await readdir(tmp)).filter((n) => n.startsWith('chorus-account-'))).toEqual([]);
       expect(members.flatMap(segmentsOf)).toEqual([]);
     } finally {

@@ -10,7 +10,8 @@ import { readBenchConfig } from '../../bench/ttfp/inProcessServer.ts';
 import { ServerProcess } from '../../bench/ttfp/serverProcess.ts';
 import { defaultConfigPath, repoRoot } from '../../src/config/paths.ts';
 import { ErrorCodes } from '../../src/common/errors.ts';
-import { exitedPid, isAlive, segmentsOf } from '../helpers/processes.ts';
+import { waitFor } from '../helpers/engine.ts';
+import { isAlive, segmentsOf } from '../helpers/processes.ts';
 
 /** Main's pid and its stage processes' (as its /health names them). */
 async function pidsOf(server: ServerProcess): Promise<number[]> {
@@ -46,7 +47,7 @@ describe('a bench server in a process of its own', () => {
     expect(segmentsOf(server.pid).length).toBeGreaterThan(0);
     for (const pid of pids) process.kill(pid, 'SIGINT');
     await server.close(); // the process exits on its own: nothing is asked of it
-    await Promise.all(pids.map(exitedPid));
+    await waitFor('every process the server started to exit', () => !pids.some(isAlive));
     expect(segmentsOf(server.pid)).toEqual([]);
   }, 120_000);
 
@@ -57,6 +58,6 @@ describe('a bench server in a process of its own', () => {
     await expect(server.collect(['r'])).rejects.toMatchObject({ code: ErrorCodes.STAGE_FAILED });
     await server.close();
     // Its stage processes see their parent gone and stop on their own.
-    await Promise.all(pids.map(exitedPid));
+    await waitFor('every process the server started to exit', () => !pids.some(isAlive));
   }, 120_000);
 });

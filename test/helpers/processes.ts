@@ -43,20 +43,6 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/**
- * Resolves once `pid` has exited. For a process that is not this one's child, whose exit nothing tells: its liveness
- * is read every 20 ms.
- */
-export function exitedPid(pid: number): Promise<void> {
-  return new Promise((resolve) => {
-    const poll = setInterval(() => {
-      if (isAlive(pid)) return;
-      clearInterval(poll);
-      resolve();
-    }, 20);
-  });
-}
-
 /** Chorus segments in /dev/shm owned by `pid` (names are chorus-<ownerPid>-<random>). */
 export function segmentsOf(pid: number): string[] {
   return readdirSync('/dev/shm').filter((n) => n.startsWith(`chorus-${pid}-`));
